@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// acquireFlags are shared by acquire, steal and run.
+type acquireFlags struct {
+	ttl, wait     string
+	actor         string
+	intent        string
+	intentVersion string
+	requestID     string
+	pid           int
+	metadata      []string
+	force         bool
+}
+
+func (f *acquireFlags) register(cmd *cobra.Command, withWait bool) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.ttl, "ttl", "900", "seconds without a heartbeat before the lock is stale (90s, 15m or plain seconds)")
+	fl.StringVar(&f.actor, "actor", "", "who acts (default $LOCKLEDGER_ACTOR, else $USER)")
+	fl.StringVar(&f.intent, "intent", "", "what the holder is doing (recorded in the lock file)")
+	fl.StringVar(&f.intentVersion, "intent-version", "", "version of the intent")
+	fl.StringVar(&f.requestID, "request-id", "", "request id (default req_<ULID>); 1-128 of A-Z a-z 0-9 _ . : -")
+	fl.StringArrayVar(&f.metadata, "metadata", nil, "key=value recorded with the lock (repeatable)")
+	if withWait {
+		fl.StringVar(&f.wait, "wait", "0", "keep trying this long while the lock is held (90s, 15m)")
+		fl.BoolVar(&f.force, "force", false, "take over a stale lock (never an active one)")
+	}
+}
+
+// request builds the ledger request; pid is the holder's process.
+func (f *acquireFlags) request(lock string, pid int) (ledger.AcquireRequest, time.Duration, error) {
+	ttl, err := ParseDuration("--ttl", f.ttl)
+	if err != nil {
+		return ledger.AcquireRequest{}, 0, err
+	}
+	if err := ledger.ValidateTTL(ttl); err != nil {
+		return ledger.AcquireRequest{}, 0, err
+	}
+	var wait time.Duration
+	if f.wait != "" {
+		if wait, err = ParseDuration("--wait", f.wait); err != nil {
+			return ledger.AcquireRequest{}, 0, err
+		}
+	}
+	md, err := ParseMetadata(f.metadata)
+	if err != nil {
+		return ledger.AcquireRequest{}, 0, err
+	}
+	return ledger.AcquireRequest{
+		Lock:     lock,
+		Identity: ledger.Identity{RequestID: f.requestID, Actor: f.actor, PID: pid},
+		Intent:   f.intent, IntentVersion: f.intentVersion, TTL: ttl, Metadata: md, Force: f.force,
+	}, wait, nil
+}
+
+type acquireOptions struct {
+	g    *globals
+	lock string
+	acquireFlags
+}
+
+func newAcquire(g *globals) *cobra.Command {
+	o := &acquireOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "acquire NAME",
+		Short: "Take a lock and print its request id",
+		Long: `Take a lock. The holder recorded is the calling process (the shell or
+script that runs lockledger), or --pid: when it exits, the lock counts as
+dead and the next acquire takes it over. Print the request id, which
+heartbeat and release need.
+
+Exit 3 when an active holder has it (after --wait, if given), 4 when it is
+stale and --force was not given.`,
+		Example: `  rid=$(lockledger acquire deploy-prod --ttl 15m --intent deploy)
+  lockledger acquire deploy-prod --wait 5m --metadata commit=abc123
+  lockledger acquire deploy-prod --force      # take over a stale lock`,
+		Args: exactlyOneLock,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.lock = args[0]
+			return runAcquire(cmd.Context(), o)
+		},
+	}
+	o.register(cmd, true)
+	cmd.Flags().IntVar(&o.pid, "pid", 0, "holder process id (default: the calling process, lockledger's parent)")
+	return cmd
+}
+
+func runAcquire(ctx context.Context, o *acquireOptions) error {
+	if _, err := lockArg([]string{o.lock}); err != nil {
+		return err
+	}
+	pid := o.pid
+	if pid == 0 {
+		pid = os.Getppid()
+	}
+	req, wait, err := o.request(o.lock, pid)
+	if err != nil {
+		return err
+	}
+	l, err := o.g.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	a, err := l.AcquireWait(ctx, req, wait, waitReporter(o.g, o.lock))
+	if err != nil {
+		return err
+	}
+	printAcquisition(o.g, a)
+	return nil
+}
+
+func printAcquisition(g *globals, a *ledger.Acquisition) {
+	if g.json {
+		writeJSON(g.io.Out, acquisitionObject(a))
+		return
+	}
+	fmt.Fprintln(g.io.Out, a.RequestID)
+	switch {
+	case a.Already:
+		g.log.Info("already held by this request", "lock", a.Lock, "fencing_token", a.FencingToken)
+	case a.Stolen:
+		g.log.Warn("took over lock", "lock", a.Lock, "reason", a.Reason, "previous", a.Previous.RequestID,
+			"previous_actor", a.Previous.Actor, "fencing_token", a.FencingToken)
+	default:
+		g.log.Info("acquired", "lock", a.Lock, "fencing_token", a.FencingToken)
+	}
+}

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+type heartbeatOptions struct {
+	g         *globals
+	lock      string
+	requestID string
+}
+
+func newHeartbeat(g *globals) *cobra.Command {
+	o := &heartbeatOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "heartbeat NAME --request-id R",
+		Short: "Renew a lock you hold",
+		Long: `Move the lock's last_heartbeat_at to now. Exit 5 (and record
+heartbeat_failed with lock_lost) when request R no longer holds the lock.`,
+		Example: `  while sleep 60; do lockledger heartbeat deploy-prod --request-id "$rid" || break; done`,
+		Args:    exactlyOneLock,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.lock = args[0]
+			return runHeartbeat(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.requestID, "request-id", "", "the request id acquire printed (required)")
+	return cmd
+}
+
+func runHeartbeat(ctx context.Context, o *heartbeatOptions) error {
+	if err := events.ValidateLockName(o.lock); err != nil {
+		return err
+	}
+	if o.requestID == "" {
+		return events.Invalid("--request-id", "", "is required")
+	}
+	if err := events.ValidateRequestID(o.requestID); err != nil {
+		return err
+	}
+	l, err := o.g.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	a, err := l.Heartbeat(ctx, o.lock, ledger.Identity{RequestID: o.requestID, PID: os.Getppid()})
+	if err != nil {
+		return err
+	}
+	if o.g.json {
+		writeJSON(o.g.io.Out, acquisitionObject(a))
+	}
+	o.g.log.Debug("heartbeat", "lock", o.lock, "at", a.Record.LastHeartbeatAt)
+	return nil
+}

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+type listOptions struct{ g *globals }
+
+func newList(g *globals) *cobra.Command {
+	o := &listOptions{g: g}
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List every lock that is not free",
+		Long: `List held, stale and dead locks, including lock files written by other
+tools. list only reads: it takes no lock and writes nothing.`,
+		Example: `  lockledger list
+  lockledger list --json | jq -r '.[] | select(.state=="stale") | .lock_name'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				return &usageError{fmt.Errorf("list: takes no arguments, got %q", args)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runList(cmd.Context(), o) },
+	}
+}
+
+func runList(ctx context.Context, o *listOptions) error {
+	l, err := o.g.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	locks, err := l.List(ctx)
+	if err != nil {
+		return err
+	}
+	if o.g.json {
+		out := make([]lockObject, 0, len(locks))
+		for _, s := range locks {
+			out = append(out, statusObject(s))
+		}
+		writeJSON(o.g.io.Out, out)
+		return nil
+	}
+	if len(locks) == 0 {
+		o.g.log.Info("no locks held")
+		return nil
+	}
+	tw := tabwriter.NewWriter(o.g.io.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOCK\tSTATE\tACTOR\tREQUEST\tPID@HOST\tHELD\tHEARTBEAT\tTTL")
+	for _, s := range locks {
+		h := s.Holder
+		if s.Corrupt {
+			fmt.Fprintf(tw, "%s\t%s\t?\t(unreadable foreign lock file)\t?\t?\t?\t?\n", s.Name, s.State)
+			continue
+		}
+		req := h.RequestID
+		if s.Foreign {
+			req += " (foreign)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s ago\t%ds\n", s.Name, s.State, h.Actor, req, h.PID, h.HostID,
+			short(s.HeldFor), short(s.SinceBeat), h.TTLSeconds)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lmittmann/tint"
+	"golang.org/x/term"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+func (g *globals) setup() error {
+	var level slog.Level
+	switch strings.ToLower(g.logLevel) {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	case "warn", "warning":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	default:
+		return events.Invalid("--log-level", g.logLevel, "must be debug, info, warn or error")
+	}
+	switch g.logFormat {
+	case "text":
+		g.log = slog.New(tint.NewHandler(g.io.ErrOut, &tint.Options{
+			Level: level, TimeFormat: time.TimeOnly, NoColor: !colorOK(g.io.ErrOut),
+		}))
+	case "json":
+		g.log = slog.New(slog.NewJSONHandler(g.io.ErrOut, &slog.HandlerOptions{Level: level}))
+	default:
+		return events.Invalid("--log-format", g.logFormat, "must be text or json")
+	}
+	if g.root == "" {
+		return events.Invalid("--root", "", "must not be empty")
+	}
+	return nil
+}
+
+// colorOK: colour only on a terminal, never with NO_COLOR set.
+func colorOK(w io.Writer) bool {
+	if _, set := os.LookupEnv("NO_COLOR"); set {
+		return false
+	}
+	return isTerminal(w)
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"errors"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// lockObject is the --json answer of acquire, steal, heartbeat and status.
+type lockObject struct {
+	Status       string         `json:"status"`
+	LockName     string         `json:"lock_name"`
+	State        string         `json:"state"`
+	RequestID    string         `json:"request_id,omitempty"`
+	FencingToken int64          `json:"fencing_token,omitempty"`
+	Lock         *events.Record `json:"lock"`
+	Path         string         `json:"path,omitempty"`
+	Foreign      bool           `json:"foreign,omitempty"`
+	Corrupt      bool           `json:"corrupt,omitempty"`
+	HeldSeconds  *int64         `json:"held_seconds,omitempty"`
+	AgeSeconds   *int64         `json:"heartbeat_age_seconds,omitempty"`
+	StaleSince   string         `json:"stale_since,omitempty"`
+	Reason       string         `json:"reason,omitempty"`
+	PreviousLock *events.Record `json:"previous_lock,omitempty"`
+	PreviousHash string         `json:"previous_lock_hash,omitempty"`
+}
+
+func acquisitionObject(a *ledger.Acquisition) lockObject {
+	status := "acquired"
+	switch {
+	case a.Already:
+		status = "already_held"
+	case a.Stolen:
+		status = "stolen"
+	}
+	rec := a.Record
+	return lockObject{Status: status, LockName: a.Lock, State: events.StateHeld, RequestID: a.RequestID,
+		FencingToken: a.FencingToken, Lock: &rec, Reason: a.Reason, PreviousLock: a.Previous, PreviousHash: a.PreviousHash}
+}
+
+func statusObject(s *ledger.LockStatus) lockObject {
+	o := lockObject{Status: "ok", LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
+		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt}
+	if s.Holder != nil {
+		o.RequestID = s.Holder.RequestID
+		if !s.Corrupt {
+			held, age := int64(s.HeldFor/time.Second), int64(s.SinceBeat/time.Second)
+			o.HeldSeconds, o.AgeSeconds = &held, &age
+			if s.State == events.StateStale {
+				o.StaleSince = events.FormatLockTime(s.StaleSince)
+			}
+		}
+	}
+	return o
+}
+
+// errorObject is the --json form of an error: tower-fleet's lock_blocked
+// and lock_stale objects, and the same shape for the other failures.
+func errorObject(err error) map[string]any {
+	var held *ledger.HeldError
+	var stale *ledger.StaleError
+	var nh *ledger.NotHolderError
+	var inv *events.InvalidError
+	switch {
+	case errors.As(err, &held):
+		o := map[string]any{"error": "lock_blocked", "lock_name": held.Lock, "held_by": events.HolderOf(held.Holder),
+			"message": err.Error(),
+			"suggestion": "Wait for completion (--wait D), or if it must stop now: lockledger steal " + held.Lock + " --active --reason TEXT"}
+		if held.Foreign {
+			o["foreign"] = true
+		}
+		if held.Corrupt {
+			o["corrupt"] = true
+		}
+		if held.Waited > 0 {
+			o["waited_seconds"] = held.Waited.Seconds()
+		}
+		return o
+	case errors.As(err, &stale):
+		return map[string]any{"error": "lock_stale", "lock_name": stale.Lock,
+			"stale_since": events.FormatLockTime(stale.StaleSince), "age_seconds": int64(stale.Age / time.Second),
+			"ttl_seconds": stale.Holder.TTLSeconds, "held_by": events.HolderOf(stale.Holder), "message": err.Error(),
+			"suggestion": "Use --force to acquire (the stale lock will be recorded as stolen)"}
+	case errors.As(err, &nh):
+		kind := "not_holder"
+		if nh.Lost {
+			kind = "lock_lost"
+		}
+		o := map[string]any{"error": kind, "lock_name": nh.Lock, "request_id": nh.RequestID, "held_by": nil,
+			"message": err.Error()}
+		if nh.Holder != nil {
+			o["held_by"] = events.HolderOf(*nh.Holder)
+		}
+		return o
+	case errors.As(err, &inv):
+		return map[string]any{"error": "invalid_input", "field": inv.Field, "value": inv.Value, "rule": inv.Rule,
+			"message": err.Error()}
+	case ExitCode(err) == ExitUsage:
+		return map[string]any{"error": "usage", "message": err.Error()}
+	}
+	return map[string]any{"error": "failure", "message": err.Error()}
+}

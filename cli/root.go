@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// DefaultRoot is used when neither --root nor LOCKLEDGER_ROOT is set.
+const DefaultRoot = "./.lockledger"
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lockledger",
+		Short: "Locks for scripts, CI jobs and services, with every action kept as an audit event",
+		Long: `lockledger is a lock manager in which every lock action (acquired, heartbeat,
+stolen, released, heartbeat failed, blocked) is appended as a schema-validated,
+hash-chained event to ROOT/ledger.db. Lock files in ROOT/locks follow the
+tower-fleet v1 format, so existing tools keep reading them.
+
+Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
+4 stale (use --force), 5 not the holder / lock lost.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return g.setup()
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	envRoot := os.Getenv("LOCKLEDGER_ROOT")
+	if envRoot == "" {
+		envRoot = DefaultRoot
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.root, "root", envRoot, "directory holding ledger.db and locks/ (env LOCKLEDGER_ROOT)")
+	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON on stdout")
+	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
+	root.AddCommand(newAcquire(g), newHeartbeat(g), newRelease(g), newStatus(g), newList(g), newSteal(g))
+	return root
+}
+
+// open opens the ledger at --root; readOnly refuses to create one.
+func (g *globals) open(ctx context.Context, readOnly bool) (*ledger.Ledger, error) {
+	opts := []ledger.Option{ledger.WithLogger(g.log)}
+	if readOnly {
+		opts = append(opts, ledger.MustExist())
+	}
+	return ledger.Open(ctx, g.root, opts...)
+}
+
+func lockArg(args []string) (string, error) {
+	if len(args) != 1 {
+		return "", events.Invalid("lock name", strings.Join(args, " "), "exactly one lock name is required")
+	}
+	return args[0], events.ValidateLockName(args[0])
+}
+
+func exactlyOneLock(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return &usageError{fmt.Errorf("%s: takes exactly one lock name, got %d arguments", cmd.Name(), len(args))}
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+type statusOptions struct {
+	g    *globals
+	lock string
+}
+
+func newStatus(g *globals) *cobra.Command {
+	o := &statusOptions{g: g}
+	return &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show one lock: free, held, stale or dead, with its holder and ages",
+		Long: `Show a lock's state. status only reads: it takes no lock and writes
+nothing. States: free, held (active holder), stale (no heartbeat within
+its TTL; acquire --force takes it), dead (its holder on this host is gone;
+the next acquire takes it).`,
+		Example: `  lockledger status deploy-prod
+  lockledger status deploy-prod --json | jq -r .state`,
+		Args: exactlyOneLock,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.lock = args[0]
+			return runStatus(cmd.Context(), o)
+		},
+	}
+}
+
+func runStatus(ctx context.Context, o *statusOptions) error {
+	if err := events.ValidateLockName(o.lock); err != nil {
+		return err
+	}
+	l, err := o.g.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	s, err := l.Status(ctx, o.lock)
+	if err != nil {
+		return err
+	}
+	if o.g.json {
+		writeJSON(o.g.io.Out, statusObject(s))
+		return nil
+	}
+	printStatus(o.g.io.Out, s)
+	return nil
+}
+
+func printStatus(w io.Writer, s *ledger.LockStatus) {
+	if s.Holder == nil {
+		fmt.Fprintf(w, "%s: %s\n", s.Name, s.State)
+		return
+	}
+	h := s.Holder
+	fmt.Fprintf(w, "%s: %s\n", s.Name, s.State)
+	if s.Corrupt {
+		fmt.Fprintf(w, "  lock file %s is not a valid v1 lock (held, to fail safe)\n", s.Path)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  request\t%s\n", h.RequestID)
+	fmt.Fprintf(tw, "  actor\t%s\n", h.Actor)
+	if h.Intent != "" {
+		fmt.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
+	}
+	fmt.Fprintf(tw, "  process\tpid %d on %s\n", h.PID, h.HostID)
+	fmt.Fprintf(tw, "  held for\t%s (since %s)\n", short(s.HeldFor), h.CreatedAt)
+	fmt.Fprintf(tw, "  heartbeat\t%s ago (ttl %ds)\n", short(s.SinceBeat), h.TTLSeconds)
+	if s.FencingToken > 0 {
+		fmt.Fprintf(tw, "  fencing token\t%d\n", s.FencingToken)
+	}
+	if s.Foreign {
+		fmt.Fprintf(tw, "  note\tlock file written by another tool\n")
+	}
+	if s.Interloper {
+		fmt.Fprintf(tw, "  warning\tanother tool's file sits at %s\n", s.Path)
+	}
+	tw.Flush()
+}
+
+func short(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	return d.Truncate(time.Second).String()
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// ConfirmTimeout is how long steal --active waits for a yes on a terminal.
+const ConfirmTimeout = 30 * time.Second
+
+type stealOptions struct {
+	g      *globals
+	lock   string
+	reason string
+	active bool
+	yes    bool
+	acquireFlags
+}
+
+func newSteal(g *globals) *cobra.Command {
+	o := &stealOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "steal NAME --reason TEXT [--active] [--yes]",
+		Short: "Take a lock over explicitly, with a recorded reason",
+		Long: `Take a lock from its holder and record lock_stolen with the previous lock,
+its hash and your reason. A stale or dead holder is taken over as is; an
+active holder only with --active (the escape hatch), which asks for
+confirmation on a terminal (30 s, default No) and needs --yes otherwise.`,
+		Example: `  lockledger steal deploy-prod --reason "runner host lost, job is gone"
+  lockledger steal deploy-prod --active --reason "INC-123: hung deploy" --yes`,
+		Args: exactlyOneLock,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.lock = args[0]
+			return runSteal(cmd.Context(), o)
+		},
+	}
+	o.register(cmd, false)
+	fl := cmd.Flags()
+	fl.StringVar(&o.reason, "reason", "", "why (required; recorded with the steal)")
+	fl.BoolVar(&o.active, "active", false, "allow taking a lock whose holder is alive and heartbeating")
+	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	fl.IntVar(&o.pid, "pid", 0, "new holder process id (default: the calling process)")
+	return cmd
+}
+
+func runSteal(ctx context.Context, o *stealOptions) error {
+	if err := events.ValidateLockName(o.lock); err != nil {
+		return err
+	}
+	if strings.TrimSpace(o.reason) == "" {
+		return events.Invalid("--reason", o.reason, "is required: say why the lock is taken over")
+	}
+	pid := o.pid
+	if pid == 0 {
+		pid = os.Getppid()
+	}
+	req, _, err := o.request(o.lock, pid)
+	if err != nil {
+		return err
+	}
+	if o.active && !o.yes {
+		f, ok := o.g.io.In.(*os.File)
+		if !ok || !isTerminal(f) {
+			return events.Invalid("--yes", "", "is required with --active when standard input is not a terminal")
+		}
+	}
+	l, err := o.g.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if o.active && !o.yes {
+		s, err := l.Status(ctx, o.lock)
+		if err != nil {
+			return err
+		}
+		if s.State == events.StateHeld {
+			ok, err := confirm(o.g, s)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errors.New("steal cancelled: not confirmed")
+			}
+		}
+	}
+	a, err := l.Steal(ctx, ledger.StealRequest{AcquireRequest: req, Note: o.reason, Active: o.active})
+	if err != nil {
+		var held *ledger.HeldError
+		if errors.As(err, &held) && !o.active {
+			return fmt.Errorf("%w; the holder is alive: add --active to take it anyway", err)
+		}
+		return err
+	}
+	printAcquisition(o.g, a)
+	return nil
+}
+
+// confirm asks on the terminal, default No, for at most ConfirmTimeout.
+func confirm(g *globals, s *ledger.LockStatus) (bool, error) {
+	h := s.Holder
+	fmt.Fprintf(g.io.ErrOut, "Lock %s is held by %s (%s, pid %d on %s) and heartbeating.\nTake it over anyway? [y/N] (%s) ",
+		s.Name, h.Actor, h.RequestID, h.PID, h.HostID, ConfirmTimeout)
+	f := g.io.In.(*os.File)
+	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, int(ConfirmTimeout/time.Millisecond))
+	if err != nil || n == 0 {
+		fmt.Fprintln(g.io.ErrOut, "\nno answer: not taking it over")
+		return false, nil
+	}
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "y" || a == "yes", nil
+}

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// waitReporter says who holds the lock while acquire or run waits: one
+// status line rewritten in place on a terminal, one log line otherwise.
+func waitReporter(g *globals, lock string) ledger.WaitObserver {
+	tty := isTerminal(g.io.ErrOut)
+	said := false
+	return func(h *ledger.HeldError, waited time.Duration) {
+		held := ""
+		if t, err := h.Holder.CreatedTime(); err == nil && !h.Corrupt {
+			held = " for " + time.Since(t).Truncate(time.Second).String()
+		}
+		if tty {
+			fmt.Fprintf(g.io.ErrOut, "\r\033[Kwaiting for %s: held by %s (%s, pid %d on %s)%s; waited %s",
+				lock, h.Holder.Actor, h.Holder.RequestID, h.Holder.PID, h.Holder.HostID, held, waited.Truncate(time.Second))
+			return
+		}
+		if !said {
+			said = true
+			g.log.Info("waiting for lock", "lock", lock, "holder", h.Holder.RequestID, "actor", h.Holder.Actor,
+				"pid", h.Holder.PID, "host", h.Holder.HostID)
+		}
+	}
+}
+
+// endWaitLine clears the status line once waiting is over.
+func endWaitLine(g *globals) {
+	if isTerminal(g.io.ErrOut) {
+		fmt.Fprint(g.io.ErrOut, "\r\033[K")
+	}
+}

@@ -1,0 +1,200 @@
+package events
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Envelope is carried by every event. PrevHash and Hash are not part of the
+// hashed body; they are stored in their own columns.
+type Envelope struct {
+	EventID       string `json:"event_id"`
+	Seq           int64  `json:"seq"`
+	Type          Type   `json:"type"`
+	SchemaVersion int    `json:"schema_version"`
+	At            string `json:"at"`
+	LockName      string `json:"lock_name"`
+	RequestID     string `json:"request_id"`
+	Actor         string `json:"actor"`
+	HostID        string `json:"host_id"`
+	PID           int    `json:"pid"`
+}
+
+// Acquired is lock_acquired's payload. Holder identity beyond the v1 record
+// (process start time and boot id) makes "dead holder" exact.
+type Acquired struct {
+	TTLSeconds    int64             `json:"ttl_seconds"`
+	Intent        string            `json:"intent"`
+	IntentVersion string            `json:"intent_version"`
+	FencingToken  int64             `json:"fencing_token"`
+	Metadata      map[string]string `json:"metadata"`
+	PIDStart      string            `json:"pid_start"`
+	BootID        string            `json:"boot_id"`
+}
+
+// Heartbeat is lock_heartbeat's payload (none).
+type Heartbeat struct{}
+
+// Stolen is lock_stolen's payload. It carries everything lock_acquired does
+// for the new holder, plus the lock it replaced.
+type Stolen struct {
+	Acquired
+	PreviousLock     Record `json:"previous_lock"`
+	PreviousLockHash string `json:"previous_lock_hash"`
+	Reason           string `json:"reason"`
+	Note             string `json:"note,omitempty"`
+}
+
+// Released is lock_released's payload. When Forced, ReleasedRequestID names
+// the holder whose lock was released by someone else.
+type Released struct {
+	HeldDurationSeconds float64 `json:"held_duration_seconds"`
+	Result              string  `json:"result"`
+	FailureStep         string  `json:"failure_step,omitempty"`
+	ExitCode            *int    `json:"exit_code,omitempty"`
+	Forced              bool    `json:"forced"`
+	ReleasedRequestID   string  `json:"released_request_id,omitempty"`
+	FencingToken        int64   `json:"fencing_token,omitempty"` // none for a foreign lock
+}
+
+// HeartbeatFailedPayload is heartbeat_failed's payload.
+type HeartbeatFailedPayload struct {
+	ConsecutiveFailures int    `json:"consecutive_failures"`
+	Error               string `json:"error"`
+	LockLost            bool   `json:"lock_lost"`
+}
+
+// Blocked is acquire_blocked's payload.
+type Blocked struct {
+	HeldBy        Holder  `json:"held_by"`
+	State         string  `json:"state"`
+	WaitedSeconds float64 `json:"waited_seconds"`
+	Foreign       bool    `json:"foreign,omitempty"`
+}
+
+// Event is an envelope with its payload, its canonical body and its chain links.
+type Event struct {
+	Envelope
+	Payload  any    // one of the payload structs above, matching Type
+	Body     []byte // canonical JSON of envelope + payload; exactly the hashed bytes
+	PrevHash string
+	Hash     string
+}
+
+// Seal fills Body and Hash for an event whose envelope, payload and PrevHash
+// are set.
+func (e *Event) Seal() error {
+	body, err := BuildBody(e.Envelope, e.Payload)
+	if err != nil {
+		return err
+	}
+	e.Body = body
+	e.Hash = ChainHash(e.Seq, e.PrevHash, body)
+	return nil
+}
+
+// BuildBody merges envelope and payload into one flat object and renders it canonically.
+func BuildBody(env Envelope, payload any) ([]byte, error) {
+	m := map[string]any{}
+	if err := mergeInto(m, env); err != nil {
+		return nil, err
+	}
+	if payload != nil {
+		if err := mergeInto(m, payload); err != nil {
+			return nil, err
+		}
+	}
+	return Canonical(m)
+}
+
+func mergeInto(m map[string]any, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var part map[string]any
+	if err := dec.Decode(&part); err != nil {
+		return err
+	}
+	for k, val := range part {
+		if _, dup := m[k]; dup {
+			return fmt.Errorf("events: payload field %q collides with the envelope", k)
+		}
+		m[k] = val
+	}
+	return nil
+}
+
+// Canonical renders v as canonical JSON: object keys sorted, no
+// insignificant whitespace, no HTML escaping, numbers as written.
+func Canonical(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(generic); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// ChainHash is hex(sha256(decimal(seq) "\n" prev_hash "\n" body)).
+func ChainHash(seq int64, prevHash string, body []byte) string {
+	h := sha256.New()
+	h.Write(strconv.AppendInt(nil, seq, 10))
+	h.Write([]byte{'\n'})
+	h.Write([]byte(prevHash))
+	h.Write([]byte{'\n'})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Genesis is the prev_hash of seq 1: hex(sha256("lockledger genesis\n" ledger_id)).
+func Genesis(ledgerID string) string {
+	sum := sha256.Sum256([]byte("lockledger genesis\n" + ledgerID))
+	return hex.EncodeToString(sum[:])
+}
+
+// Decode parses a stored body back into its envelope and typed payload.
+func Decode(body []byte) (Envelope, any, error) {
+	var env Envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return env, nil, fmt.Errorf("events: decode envelope: %w", err)
+	}
+	var p any
+	switch env.Type {
+	case LockAcquired:
+		p = &Acquired{}
+	case LockHeartbeat:
+		p = &Heartbeat{}
+	case LockStolen:
+		p = &Stolen{}
+	case LockReleased:
+		p = &Released{}
+	case HeartbeatFailed:
+		p = &HeartbeatFailedPayload{}
+	case AcquireBlocked:
+		p = &Blocked{}
+	default:
+		return env, nil, fmt.Errorf("events: unknown type %q", env.Type)
+	}
+	if err := json.Unmarshal(body, p); err != nil {
+		return env, nil, fmt.Errorf("events: decode %s payload: %w", env.Type, err)
+	}
+	return env, p, nil
+}

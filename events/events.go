@@ -1,0 +1,130 @@
+// Package events defines the lock ledger's vocabulary: event types, the
+// envelope every event carries, type-specific payloads, the v1 lock record,
+// canonical JSON bodies and the hash chain. It does no I/O.
+package events
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Type names one kind of event.
+type Type string
+
+const (
+	LockAcquired    Type = "lock_acquired"
+	LockHeartbeat   Type = "lock_heartbeat"
+	LockStolen      Type = "lock_stolen"
+	LockReleased    Type = "lock_released"
+	HeartbeatFailed Type = "heartbeat_failed"
+	AcquireBlocked  Type = "acquire_blocked"
+)
+
+// Types lists every event type in a stable order.
+var Types = []Type{LockAcquired, LockHeartbeat, LockStolen, LockReleased, HeartbeatFailed, AcquireBlocked}
+
+// Valid reports whether t is a known event type.
+func (t Type) Valid() bool {
+	for _, k := range Types {
+		if k == t {
+			return true
+		}
+	}
+	return false
+}
+
+// SchemaVersion is written into every envelope.
+const SchemaVersion = 1
+
+// Steal reasons.
+const (
+	ReasonStaleForced  = "stale_lock_forced"
+	ReasonHolderDead   = "holder_dead"
+	ReasonForcedActive = "forced_active"
+	ReasonForeignLock  = "foreign_lock"
+	ReasonSuperseded   = "superseded"
+)
+
+// Release results.
+const (
+	ResultSuccess   = "success"
+	ResultFailure   = "failure"
+	ResultCancelled = "cancelled"
+)
+
+// Lock states.
+const (
+	StateFree  = "free"
+	StateHeld  = "held"
+	StateStale = "stale"
+	StateDead  = "dead"
+)
+
+// ErrInvalid is wrapped by every input-validation error, so callers can map
+// it to "usage or invalid input" without reading the message.
+var ErrInvalid = errors.New("invalid input")
+
+// InvalidError names the field and the rule that it broke.
+type InvalidError struct {
+	Field string
+	Value string
+	Rule  string
+}
+
+func (e *InvalidError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("%s: %s", e.Field, e.Rule)
+	}
+	return fmt.Sprintf("%s %q: %s", e.Field, e.Value, e.Rule)
+}
+
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+// Invalid builds an *InvalidError.
+func Invalid(field, value, rule string) error {
+	return &InvalidError{Field: field, Value: value, Rule: rule}
+}
+
+var (
+	lockNameRE  = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$`)
+	requestIDRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+)
+
+// LockNameRule and RequestIDRule are the rules quoted in error messages.
+const (
+	LockNameRule  = "must match ^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$ (1-128 of a-z 0-9 _ -, starting and ending with a letter or digit)"
+	RequestIDRule = "must be 1-128 characters of A-Z a-z 0-9 _ . : -"
+)
+
+// ValidateLockName checks a lock name against tower-fleet §2.2.
+func ValidateLockName(name string) error {
+	if !lockNameRE.MatchString(name) {
+		return Invalid("lock name", name, LockNameRule)
+	}
+	return nil
+}
+
+// ValidateRequestID checks a request id.
+func ValidateRequestID(id string) error {
+	if !requestIDRE.MatchString(id) {
+		return Invalid("request id", id, RequestIDRule)
+	}
+	return nil
+}
+
+// TimeFormat is the envelope's `at` format: RFC 3339, UTC, with fraction.
+const TimeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// FormatTime renders t as an envelope time.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// ParseTime parses an envelope or lock-file time (any RFC 3339 form).
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}

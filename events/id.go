@@ -1,0 +1,24 @@
+package events
+
+import (
+	"crypto/rand"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+var (
+	idMu      sync.Mutex
+	idEntropy = ulid.Monotonic(rand.Reader, 0)
+)
+
+// NewULID returns a monotonic ULID for time t.
+func NewULID(t time.Time) string {
+	idMu.Lock()
+	defer idMu.Unlock()
+	return ulid.MustNew(ulid.Timestamp(t), idEntropy).String()
+}
+
+// NewRequestID returns a default request id, req_<ULID>.
+func NewRequestID(t time.Time) string { return "req_" + NewULID(t) }

@@ -1,0 +1,90 @@
+package events
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// LockVersion is the only lock-file version this package writes.
+const LockVersion = "v1"
+
+// LockTimeFormat is the lock file's time format (tower-fleet v1: RFC 3339 UTC seconds).
+const LockTimeFormat = "2006-01-02T15:04:05Z"
+
+// Record is the tower-fleet v1 lock record, the content of ROOT/locks/NAME.lock.
+// Field order is the order of the specification and of the file.
+type Record struct {
+	LockVersion     string            `json:"lock_version"`
+	LockName        string            `json:"lock_name"`
+	RequestID       string            `json:"request_id"`
+	Actor           string            `json:"actor"`
+	Intent          string            `json:"intent"`
+	IntentVersion   string            `json:"intent_version"`
+	HostID          string            `json:"host_id"`
+	PID             int               `json:"pid"`
+	CreatedAt       string            `json:"created_at"`
+	LastHeartbeatAt string            `json:"last_heartbeat_at"`
+	TTLSeconds      int64             `json:"ttl_seconds"`
+	Metadata        map[string]string `json:"metadata"`
+}
+
+// FormatLockTime renders t in the lock file's format.
+func FormatLockTime(t time.Time) string { return t.UTC().Format(LockTimeFormat) }
+
+// File renders the record exactly as it is written to disk: two-space
+// indented JSON in specification order with a trailing newline, the shape jq
+// itself prints.
+func (r Record) File() []byte {
+	if r.Metadata == nil {
+		r.Metadata = map[string]string{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		panic(err) // a Record of strings and ints always encodes
+	}
+	return buf.Bytes()
+}
+
+// Hash is "sha256:<hex>" of the record's canonical JSON; it is what
+// lock_stolen's previous_lock_hash carries.
+func (r Record) Hash() string {
+	if r.Metadata == nil {
+		r.Metadata = map[string]string{}
+	}
+	b, err := Canonical(r)
+	if err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// HeartbeatTime parses last_heartbeat_at.
+func (r Record) HeartbeatTime() (time.Time, error) { return ParseTime(r.LastHeartbeatAt) }
+
+// CreatedTime parses created_at.
+func (r Record) CreatedTime() (time.Time, error) { return ParseTime(r.CreatedAt) }
+
+// Holder is the short description of a holder carried by acquire_blocked
+// and by the lock_blocked / lock_stale error objects.
+type Holder struct {
+	RequestID       string `json:"request_id"`
+	Actor           string `json:"actor"`
+	Intent          string `json:"intent,omitempty"`
+	HostID          string `json:"host_id"`
+	PID             int    `json:"pid"`
+	CreatedAt       string `json:"created_at"`
+	LastHeartbeatAt string `json:"last_heartbeat_at"`
+}
+
+// HolderOf summarises a record.
+func HolderOf(r Record) Holder {
+	return Holder{RequestID: r.RequestID, Actor: r.Actor, Intent: r.Intent, HostID: r.HostID, PID: r.PID,
+		CreatedAt: r.CreatedAt, LastHeartbeatAt: r.LastHeartbeatAt}
+}

@@ -1,0 +1,79 @@
+package ledger
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Host identifies this machine and the boot it is in.
+type Host struct {
+	ID     string // host_id written into lock records (the hostname)
+	BootID string // /proc/sys/kernel/random/boot_id; "" where unknown
+}
+
+// ThisHost reads the host identity.
+func ThisHost() Host {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		name = "unknown-host"
+	}
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return Host{ID: name, BootID: strings.TrimSpace(string(b))}
+}
+
+// Liveness answers whether a process on this host is alive.
+type Liveness int
+
+const (
+	Alive Liveness = iota
+	Gone
+	Unknown
+)
+
+// ProcessProbe inspects processes on this host.
+type ProcessProbe interface {
+	// Probe reports whether pid is alive, and its start time ("" if unknown).
+	Probe(pid int) (Liveness, string)
+}
+
+// procProbe is the real probe: kill(pid, 0) and /proc/PID/stat.
+type procProbe struct{}
+
+func (procProbe) Probe(pid int) (Liveness, string) {
+	if pid <= 0 {
+		return Unknown, ""
+	}
+	err := unix.Kill(pid, 0)
+	switch {
+	case err == nil, errors.Is(err, unix.EPERM):
+		return Alive, ProcessStart(pid)
+	case errors.Is(err, unix.ESRCH):
+		return Gone, ""
+	}
+	return Unknown, ""
+}
+
+// ProcessStart returns the start time of pid in clock ticks since boot
+// (field 22 of /proc/PID/stat), or "" when it cannot be read. Together with
+// the boot id it tells a live holder from a reused pid.
+func ProcessStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	fields := strings.Fields(s[i+1:])
+	// fields[0] is field 3 (state); starttime is field 22.
+	if len(fields) < 20 {
+		return ""
+	}
+	return fields[19]
+}

@@ -1,0 +1,347 @@
+// Package ledger is the lock ledger: it opens ROOT/ledger.db, decides every
+// lock action under one writer at a time, appends each decision as a
+// schema-validated, hash-chained event, and keeps the locks table and the
+// lock files in ROOT/locks as projections of the event log.
+//
+// Lifecycle: Open, then any number of operations from any goroutines, then
+// Close. Every operation takes a context first.
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/migrations"
+)
+
+// Defaults, checked by Open.
+const (
+	DefaultTTL         = 900 * time.Second
+	DefaultBusyTimeout = 10 * time.Second
+	MaxTTL             = 365 * 24 * time.Hour
+)
+
+// File names inside the root.
+const (
+	DBFile    = "ledger.db"
+	LocksDir  = "locks"
+	WriterMux = "writer.flock"
+)
+
+type config struct {
+	now    func() time.Time
+	busy   time.Duration
+	logger *slog.Logger
+	host   *Host
+	probe  ProcessProbe
+	create bool
+}
+
+// Option configures Open.
+type Option func(*config) error
+
+// WithClock replaces time.Now (tests, replays).
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return errors.New("ledger: WithClock(nil)")
+		}
+		c.now = now
+		return nil
+	}
+}
+
+// WithBusyTimeout bounds how long an operation waits for the database and
+// for the writer mutex before it fails with a transient error.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("ledger: busy timeout %s: must be at least 1ms", d)
+		}
+		c.busy = d
+		return nil
+	}
+}
+
+// WithLogger sets the logger for warnings (drift repaired, foreign files).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("ledger: WithLogger(nil)")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithHost overrides the host identity (tests).
+func WithHost(h Host) Option {
+	return func(c *config) error {
+		if h.ID == "" {
+			return errors.New("ledger: WithHost: empty host id")
+		}
+		c.host = &h
+		return nil
+	}
+}
+
+// WithProcessProbe overrides how liveness of local pids is checked (tests).
+func WithProcessProbe(p ProcessProbe) Option {
+	return func(c *config) error {
+		if p == nil {
+			return errors.New("ledger: WithProcessProbe(nil)")
+		}
+		c.probe = p
+		return nil
+	}
+}
+
+// MustExist makes Open fail with ErrNoLedger instead of creating a ledger;
+// read-only commands use it.
+func MustExist() Option {
+	return func(c *config) error { c.create = false; return nil }
+}
+
+// Ledger is an open lock ledger. It is safe for concurrent use.
+type Ledger struct {
+	root    string
+	db      *sql.DB
+	files   lockFiles
+	now     func() time.Time
+	busy    time.Duration
+	log     *slog.Logger
+	host    Host
+	probe   ProcessProbe
+	id      string
+	genesis string
+
+	mu     sync.Mutex // in-process half of the writer mutex (flock is per open file)
+	flock  *os.File
+	closed bool
+}
+
+// Open opens (creating if needed) the ledger at root.
+func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
+	c := config{now: time.Now, busy: DefaultBusyTimeout, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		probe: procProbe{}, create: true}
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	if c.host == nil {
+		h := ThisHost()
+		c.host = &h
+	}
+	if root == "" {
+		return nil, events.Invalid("root", root, "must not be empty")
+	}
+	dbPath := filepath.Join(root, DBFile)
+	if !c.create {
+		if _, err := os.Lstat(dbPath); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w at %s (nothing has been recorded there; check --root or LOCKLEDGER_ROOT)", ErrNoLedger, root)
+		}
+	}
+	if err := ensureRoot(root); err != nil {
+		return nil, err
+	}
+	l := &Ledger{root: root, files: lockFiles{dir: filepath.Join(root, LocksDir)}, now: c.now, busy: c.busy,
+		log: c.logger, host: *c.host, probe: c.probe}
+	if err := ensureDir(l.files.dir); err != nil {
+		return nil, fmt.Errorf("ledger: locks directory: %w", err)
+	}
+	if err := createPrivate(dbPath); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	f, err := openPrivate(filepath.Join(root, WriterMux))
+	if err != nil {
+		return nil, fmt.Errorf("ledger: writer mutex: %w", err)
+	}
+	l.flock = f
+	if err := l.openDB(ctx, dbPath); err != nil {
+		l.flock.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Ledger) openDB(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", dsn(path, l.busy))
+	if err != nil {
+		return err
+	}
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	l.db = db
+	// The first connections of a fresh root race to switch it to WAL; a
+	// busy answer there is passing, so retry until the busy timeout.
+	deadline := time.Now().Add(l.busy)
+	for {
+		err = l.prepare(ctx)
+		if err == nil {
+			return nil
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			db.Close()
+			return fmt.Errorf("ledger: open %s: %w", path, err)
+		}
+		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+			db.Close()
+			return err
+		}
+	}
+}
+
+func (l *Ledger) prepare(ctx context.Context) error {
+	if err := checkPragmas(ctx, l.db); err != nil {
+		return err
+	}
+	cur, err := migrations.Current(ctx, l.db)
+	if err != nil {
+		return err
+	}
+	if cur < migrations.Latest() {
+		if err := migrations.Apply(ctx, l.db, func() string { return events.FormatTime(l.now()) }); err != nil {
+			return err
+		}
+	} else if cur > migrations.Latest() {
+		return fmt.Errorf("ledger: database schema version %d is newer than this lockledger (%d); upgrade lockledger", cur, migrations.Latest())
+	}
+	return l.loadID(ctx)
+}
+
+func (l *Ledger) loadID(ctx context.Context) error {
+	err := l.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&l.id)
+	if errors.Is(err, sql.ErrNoRows) {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		tx, err := l.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('ledger_id', ?), ('created_at', ?)`,
+			hex.EncodeToString(b), events.FormatTime(l.now())); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&l.id); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	l.genesis = events.Genesis(l.id)
+	return nil
+}
+
+// Close releases the database and the writer mutex file.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	err := l.db.Close()
+	if cerr := l.flock.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Root is the directory that holds ledger.db and locks/.
+func (l *Ledger) Root() string { return l.root }
+
+// ID is the ledger's own id, from which the chain's genesis is derived.
+func (l *Ledger) ID() string { return l.id }
+
+// Genesis is the prev_hash of the first event.
+func (l *Ledger) Genesis() string { return l.genesis }
+
+// Host is the identity this ledger writes as host_id.
+func (l *Ledger) Host() Host { return l.host }
+
+// DB exposes the database for read-only queries (replay, verify, tests).
+func (l *Ledger) DB() *sql.DB { return l.db }
+
+// LockPath is the lock file path of name.
+func (l *Ledger) LockPath(name string) string { return l.files.path(name) }
+
+// LocksDir is the directory of lock files.
+func (l *Ledger) LocksDir() string { return l.files.dir }
+
+func ensureRoot(root string) error {
+	fi, err := os.Lstat(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return fmt.Errorf("ledger: create root: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: root: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("ledger: root %s: %w", root, &UnsafePathError{Path: root, Reason: "is not a directory"})
+	}
+	return nil
+}
+
+// createPrivate creates an empty file with mode 0600 unless it exists, so
+// that SQLite opens a file whose mode was right from the start (its -wal
+// and -shm files copy that mode).
+func createPrivate(path string) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if errors.Is(err, unix.EEXIST) {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return &UnsafePathError{Path: path, Reason: "is not a regular file"}
+		}
+		return nil
+	}
+	if err != nil {
+		return &os.PathError{Op: "create", Path: path, Err: err}
+	}
+	return unix.Close(fd)
+}
+
+func openPrivate(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,217 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/schema"
+)
+
+// maxLockFile bounds how much of a lock file is read; anything larger is
+// not a lock record and counts as corrupt.
+const maxLockFile = 64 << 10
+
+// lockFiles places, replaces and removes ROOT/locks/NAME.lock.
+//
+// Every change goes through a journal file, .NAME.lock.pending, written and
+// fsynced first and hard-linked into place: link(2) fails if the lock file
+// exists, so a new lock never clobbers another (tower-fleet §4.2), and a
+// replacement goes link-to-.swap then rename(2), so readers see the old
+// file or the new one, never a mix. The journal is removed only after the
+// ledger transaction commits; a journal found later is the trace of a
+// process that died between the file change and the commit, and
+// recoverJournal undoes or finishes it. All of this runs under the writer
+// mutex, so one process at a time touches the directory.
+type lockFiles struct {
+	dir string
+}
+
+func (f lockFiles) path(name string) string    { return filepath.Join(f.dir, name+".lock") }
+func (f lockFiles) journal(name string) string { return filepath.Join(f.dir, "."+name+".lock.pending") }
+func (f lockFiles) swap(name string) string    { return filepath.Join(f.dir, "."+name+".lock.swap") }
+
+// fileState is what lies at a lock path.
+type fileState struct {
+	exists bool
+	data   []byte
+	ino    uint64
+}
+
+// read returns the lock file at p without following symlinks.
+func readRegular(p string) (fileState, error) {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fileState{}, nil
+	}
+	if err != nil {
+		return fileState{}, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fileState{}, &UnsafePathError{Path: p, Reason: "is a symlink"}
+	}
+	if !fi.Mode().IsRegular() {
+		return fileState{}, &UnsafePathError{Path: p, Reason: "is not a regular file (" + fi.Mode().Type().String() + ")"}
+	}
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return fileState{}, nil
+	}
+	if err != nil {
+		return fileState{}, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	file := os.NewFile(uintptr(fd), p)
+	defer file.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fileState{}, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fileState{}, &UnsafePathError{Path: p, Reason: "is not a regular file"}
+	}
+	data, err := io.ReadAll(io.LimitReader(file, maxLockFile+1))
+	if err != nil {
+		return fileState{}, err
+	}
+	return fileState{exists: true, data: data, ino: st.Ino}, nil
+}
+
+func (f lockFiles) read(name string) (fileState, error) { return readRegular(f.path(name)) }
+
+// writeJournal writes data to the journal file and fsyncs it.
+func (f lockFiles) writeJournal(name string, data []byte) error {
+	p := f.journal(name)
+	if err := removeIfExists(p); err != nil {
+		return err
+	}
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return &os.PathError{Op: "create", Path: p, Err: err}
+	}
+	file := os.NewFile(uintptr(fd), p)
+	if _, err := file.Write(data); err != nil {
+		file.Close()
+		return err
+	}
+	if err := file.Sync(); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}
+
+// errFileExists: placing a new lock file found one already there.
+var errFileExists = errors.New("lock file exists")
+
+// place puts a new lock file in place without clobbering an existing one.
+func (f lockFiles) place(name string, data []byte) error {
+	if err := f.writeJournal(name, data); err != nil {
+		return err
+	}
+	if err := os.Link(f.journal(name), f.path(name)); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			_ = os.Remove(f.journal(name))
+			return errFileExists
+		}
+		return err
+	}
+	return nil
+}
+
+// replace atomically swaps the lock file's content for data.
+func (f lockFiles) replace(name string, data []byte) error {
+	if err := f.writeJournal(name, data); err != nil {
+		return err
+	}
+	if err := removeIfExists(f.swap(name)); err != nil {
+		return err
+	}
+	if err := os.Link(f.journal(name), f.swap(name)); err != nil {
+		return err
+	}
+	return os.Rename(f.swap(name), f.path(name))
+}
+
+// remove deletes the lock file if it still holds exactly data.
+func (f lockFiles) remove(name string, data []byte) error {
+	cur, err := f.read(name)
+	if err != nil || !cur.exists {
+		return err
+	}
+	if !bytes.Equal(cur.data, data) {
+		return nil // not ours any more: leave another tool's file alone
+	}
+	return removeIfExists(f.path(name))
+}
+
+// done removes the journal once the ledger transaction has committed.
+func (f lockFiles) done(name string) error { return removeIfExists(f.journal(name)) }
+
+func removeIfExists(p string) error {
+	err := os.Remove(p)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// ensureDir creates dir with mode 0700 if it is missing and refuses a
+// symlink or a non-directory in its place.
+func ensureDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		fi, err = os.Lstat(dir)
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return &UnsafePathError{Path: dir, Reason: "is a symlink"}
+	}
+	if !fi.IsDir() {
+		return &UnsafePathError{Path: dir, Reason: "is not a directory"}
+	}
+	return nil
+}
+
+// ParseLockFile parses a lock file written by any tower-fleet v1 tool.
+// The file must satisfy the v1 schema; metadata values that are not
+// strings are kept as their JSON text.
+func ParseLockFile(data []byte) (events.Record, error) {
+	if len(data) > maxLockFile {
+		return events.Record{}, fmt.Errorf("lock file larger than %d bytes", maxLockFile)
+	}
+	if err := schema.Validate(schema.LockFile, data); err != nil {
+		return events.Record{}, err
+	}
+	var raw struct {
+		events.Record
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return events.Record{}, err
+	}
+	rec := raw.Record
+	rec.Metadata = map[string]string{}
+	for k, v := range raw.Metadata {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			rec.Metadata[k] = s
+		} else {
+			rec.Metadata[k] = strings.TrimSpace(string(v))
+		}
+	}
+	return rec, nil
+}

@@ -1,0 +1,183 @@
+package ledger
+
+// SQLite specifics live in this file: the DSN and its pragmas, the busy
+// error, and the statements. A PostgreSQL backend replaces this file.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// dsn opens path with every pragma set per connection by the driver:
+// busy_timeout first so that the WAL switch itself waits, WAL, FULL sync,
+// and BEGIN IMMEDIATE for every transaction (one writer at a time).
+func dsn(path string, busy time.Duration) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// isBusy reports SQLITE_BUSY / SQLITE_LOCKED, the passing failures.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return true
+		}
+	}
+	return false
+}
+
+// IsTransient reports whether err is a passing database failure (busy or
+// locked) that a retry may clear.
+func IsTransient(err error) bool { return isBusy(err) || errors.Is(err, errWriterBusy) }
+
+// checkPragmas verifies the settings the ledger's guarantees rest on.
+func checkPragmas(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return err
+	}
+	if mode != "wal" {
+		return fmt.Errorf("ledger: journal_mode is %q, want wal", mode)
+	}
+	var sync int
+	if err := db.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+		return err
+	}
+	if sync != 2 {
+		return fmt.Errorf("ledger: synchronous is %d, want 2 (FULL)", sync)
+	}
+	var busy int
+	if err := db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy); err != nil {
+		return err
+	}
+	if busy <= 0 {
+		return fmt.Errorf("ledger: busy_timeout is %d, want > 0", busy)
+	}
+	return nil
+}
+
+// row is one line of the locks projection table.
+type row struct {
+	name          string
+	held          bool
+	requestID     string
+	actor         string
+	intent        string
+	intentVersion string
+	hostID        string
+	pid           int
+	pidStart      string
+	bootID        string
+	createdAt     string
+	heartbeatAt   string
+	ttlSeconds    int64
+	metadata      string
+	fencingToken  int64
+	updatedSeq    int64
+	file          []byte
+}
+
+const rowColumns = `lock_name, held, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
+	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file`
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRow(s scanner) (*row, error) {
+	var r row
+	var held int
+	if err := s.Scan(&r.name, &held, &r.requestID, &r.actor, &r.intent, &r.intentVersion, &r.hostID, &r.pid,
+		&r.pidStart, &r.bootID, &r.createdAt, &r.heartbeatAt, &r.ttlSeconds, &r.metadata, &r.fencingToken,
+		&r.updatedSeq, &r.file); err != nil {
+		return nil, err
+	}
+	r.held = held != 0
+	return &r, nil
+}
+
+func loadRow(ctx context.Context, q querier, name string) (*row, error) {
+	r, err := scanRow(q.QueryRowContext(ctx, `SELECT `+rowColumns+` FROM locks WHERE lock_name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return r, err
+}
+
+func loadRows(ctx context.Context, q querier) ([]*row, error) {
+	rs, err := q.QueryContext(ctx, `SELECT `+rowColumns+` FROM locks ORDER BY lock_name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []*row
+	for rs.Next() {
+		r, err := scanRow(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+func saveRow(ctx context.Context, tx *sql.Tx, r *row) error {
+	held := 0
+	if r.held {
+		held = 1
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO locks (`+rowColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT (lock_name) DO UPDATE SET held=excluded.held, request_id=excluded.request_id, actor=excluded.actor,
+		intent=excluded.intent, intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid,
+		pid_start=excluded.pid_start, boot_id=excluded.boot_id, created_at=excluded.created_at,
+		heartbeat_at=excluded.heartbeat_at, ttl_seconds=excluded.ttl_seconds, metadata=excluded.metadata,
+		fencing_token=excluded.fencing_token, updated_seq=excluded.updated_seq, file=excluded.file`,
+		r.name, held, r.requestID, r.actor, r.intent, r.intentVersion, r.hostID, r.pid, r.pidStart, r.bootID,
+		r.createdAt, r.heartbeatAt, r.ttlSeconds, r.metadata, r.fencingToken, r.updatedSeq, r.file)
+	return err
+}
+
+// head returns the last seq and hash, or 0 and genesis for an empty log.
+func head(ctx context.Context, q querier, genesis string) (int64, string, error) {
+	var seq int64
+	var hash string
+	err := q.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, genesis, nil
+	}
+	return seq, hash, err
+}
+
+func insertEvent(ctx context.Context, tx *sql.Tx, seq int64, eventID, typ, lock, requestID, actor, at string, body []byte, prev, hash string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
+		VALUES (?,?,?,?,?,?,?,?,?,?)`, seq, eventID, typ, lock, requestID, actor, at, body, prev, hash)
+	return err
+}
+
+// lastEventOf returns the type of request's last event on lock, "" if none.
+func lastEventOf(ctx context.Context, q querier, lock, requestID string) (string, error) {
+	var t string
+	err := q.QueryRowContext(ctx, `SELECT type FROM events WHERE request_id = ? AND lock_name = ? ORDER BY seq DESC LIMIT 1`,
+		requestID, lock).Scan(&t)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return t, err
+}

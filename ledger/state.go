@@ -1,0 +1,61 @@
+package ledger
+
+import (
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// holding is a lock's current holder as the ledger or a foreign file shows it.
+type holding struct {
+	rec       events.Record
+	created   time.Time // full precision for ledger holders
+	heartbeat time.Time
+	pidStart  string
+	bootID    string
+	token     int64
+	file      []byte // the lock file bytes that correspond to this holding
+	foreign   bool
+	corrupt   bool
+}
+
+// judge applies DESIGN.md's state rules to a holder at instant now.
+func judge(h *holding, now time.Time, self Host, probe ProcessProbe) string {
+	if h == nil {
+		return events.StateFree
+	}
+	if h.corrupt {
+		return events.StateHeld // fail safe: an unreadable lock is a lock
+	}
+	if dead(h, self, probe) {
+		return events.StateDead
+	}
+	if now.Sub(h.heartbeat) > time.Duration(h.rec.TTLSeconds)*time.Second {
+		return events.StateStale
+	}
+	return events.StateHeld
+}
+
+// dead reports a holder provably gone. A holder on another host is never
+// judged by pid.
+func dead(h *holding, self Host, probe ProcessProbe) bool {
+	if h.rec.HostID != self.ID || h.rec.PID <= 0 {
+		return false
+	}
+	if h.bootID != "" && self.BootID != "" && h.bootID != self.BootID {
+		return true // the host rebooted since the lock was taken
+	}
+	live, start := probe.Probe(h.rec.PID)
+	switch live {
+	case Gone:
+		return true
+	case Alive:
+		return h.pidStart != "" && start != "" && start != h.pidStart
+	}
+	return false
+}
+
+// staleSince is the instant the holding became stale.
+func (h *holding) staleSince() time.Time {
+	return h.heartbeat.Add(time.Duration(h.rec.TTLSeconds) * time.Second)
+}

@@ -1,0 +1,205 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/schema"
+)
+
+// writeTx is one decision on one lock: made under the writer mutex inside a
+// BEGIN IMMEDIATE transaction, with the lock's file reconciled first.
+type writeTx struct {
+	l       *Ledger
+	ctx     context.Context
+	tx      *sql.Tx
+	now     time.Time
+	v       *view
+	seq     int64
+	hash    string
+	headSet bool
+	touched bool   // a file change waits for the commit (journal to drop after it)
+	written []*events.Event
+}
+
+// write runs fn as one decision on lock name. fn returns the outcome to
+// report (which may be a HeldError after recording acquire_blocked) or an
+// error that aborts the transaction.
+func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (outcome error, err error)) error {
+	unlock, err := l.lockWriter(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("ledger: begin: %w", err)
+	}
+	defer tx.Rollback()
+	w := &writeTx{l: l, ctx: ctx, tx: tx, now: l.now().UTC()}
+	before, err := loadRow(ctx, tx, name)
+	if err != nil {
+		return err
+	}
+	if w.v, err = l.inspect(name, before); err != nil {
+		return err
+	}
+	if err := l.applyRepairs(w.v); err != nil {
+		return err
+	}
+	outcome, err := fn(w)
+	if err != nil {
+		if w.touched {
+			l.undo(name, before)
+		}
+		return err
+	}
+	if len(w.written) > 0 || w.touched {
+		if err := tx.Commit(); err != nil {
+			if w.touched {
+				l.undo(name, before)
+			}
+			return fmt.Errorf("ledger: commit: %w", err)
+		}
+		if w.touched {
+			if err := l.files.done(name); err != nil {
+				l.log.Warn("could not remove the lock journal; the next writer will", "lock", name, "err", err)
+			}
+		}
+	}
+	return outcome
+}
+
+// inspect reads a lock's file and journal and interprets them with its row.
+func (l *Ledger) inspect(name string, r *row) (*view, error) {
+	file, err := l.files.read(name)
+	if err != nil {
+		return nil, err
+	}
+	journal, err := readRegular(l.files.journal(name))
+	if err != nil {
+		return nil, err
+	}
+	return interpret(name, r, file, journal), nil
+}
+
+func (l *Ledger) applyRepairs(v *view) error {
+	for _, r := range v.repairs {
+		var err error
+		switch r {
+		case repairDropPhantom:
+			l.log.Warn("removing a lock file from a change that never committed", "lock", v.name)
+			err = removeIfExists(l.files.path(v.name))
+		case repairDropJournal:
+			err = removeIfExists(l.files.journal(v.name))
+			if err == nil {
+				err = removeIfExists(l.files.swap(v.name))
+			}
+		case repairPlace:
+			l.log.Warn("lock file missing for a held lock; restoring it from the ledger", "lock", v.name)
+			err = l.files.place(v.name, v.row.file)
+			if err == nil {
+				err = l.files.done(v.name)
+			}
+		case repairReplace:
+			err = l.files.replace(v.name, v.row.file)
+			if err == nil {
+				err = l.files.done(v.name)
+			}
+		case repairRemoveLeftover:
+			err = removeIfExists(l.files.path(v.name))
+		}
+		if err != nil {
+			return fmt.Errorf("ledger: repair lock file %s: %w", v.name, err)
+		}
+	}
+	if v.interloper {
+		l.log.Warn("a lock file the ledger did not write sits at the path of a lock the ledger holds; leaving it alone",
+			"lock", v.name, "path", l.files.path(v.name))
+	}
+	return nil
+}
+
+// undo reverts an uncommitted file change after a failed commit.
+func (l *Ledger) undo(name string, before *row) {
+	v, err := l.inspect(name, before)
+	if err == nil {
+		err = l.applyRepairs(v)
+	}
+	if err != nil {
+		l.log.Error("could not undo an uncommitted lock file change; the next writer will", "lock", name, "err", err)
+	}
+}
+
+// append validates ev against its schema, chains it and inserts it.
+func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Event, error) {
+	if !w.headSet {
+		seq, hash, err := head(w.ctx, w.tx, w.l.genesis)
+		if err != nil {
+			return nil, err
+		}
+		w.seq, w.hash, w.headSet = seq, hash, true
+	}
+	ev := &events.Event{
+		Envelope: events.Envelope{
+			EventID: events.NewULID(w.now), Seq: w.seq + 1, Type: typ, SchemaVersion: events.SchemaVersion,
+			At: events.FormatTime(w.now), LockName: w.v.name, RequestID: id.RequestID, Actor: id.Actor,
+			HostID: w.l.host.ID, PID: id.PID,
+		},
+		Payload:  payload,
+		PrevHash: w.hash,
+	}
+	if err := ev.Seal(); err != nil {
+		return nil, err
+	}
+	if err := schema.ValidateEvent(typ, ev.Body); err != nil {
+		// An event that fails its schema is a bug in the caller, never stored.
+		return nil, fmt.Errorf("ledger: refusing to append %s: %w", typ, err)
+	}
+	if err := insertEvent(w.ctx, w.tx, ev.Seq, ev.EventID, string(typ), ev.LockName, ev.RequestID, ev.Actor, ev.At,
+		ev.Body, ev.PrevHash, ev.Hash); err != nil {
+		return nil, fmt.Errorf("ledger: append %s: %w", typ, err)
+	}
+	w.seq, w.hash = ev.Seq, ev.Hash
+	w.written = append(w.written, ev)
+	return ev, nil
+}
+
+// nextSeq is the seq the next appended event will get (the fencing token of
+// an acquisition).
+func (w *writeTx) nextSeq() (int64, error) {
+	if !w.headSet {
+		seq, hash, err := head(w.ctx, w.tx, w.l.genesis)
+		if err != nil {
+			return 0, err
+		}
+		w.seq, w.hash, w.headSet = seq, hash, true
+	}
+	return w.seq + 1, nil
+}
+
+// saveHolder writes the locks row for a new or renewed holding.
+func (w *writeTx) saveHolder(h *holding, seq int64) error {
+	md, err := json.Marshal(h.rec.Metadata)
+	if err != nil {
+		return err
+	}
+	return saveRow(w.ctx, w.tx, &row{
+		name: h.rec.LockName, held: true, requestID: h.rec.RequestID, actor: h.rec.Actor, intent: h.rec.Intent,
+		intentVersion: h.rec.IntentVersion, hostID: h.rec.HostID, pid: h.rec.PID, pidStart: h.pidStart,
+		bootID: h.bootID, createdAt: events.FormatTime(h.created), heartbeatAt: events.FormatTime(h.heartbeat),
+		ttlSeconds: h.rec.TTLSeconds, metadata: string(md), fencingToken: h.token, updatedSeq: seq, file: h.file,
+	})
+}
+
+// saveFree marks the lock free, keeping the last holder's record.
+func (w *writeTx) saveFree(seq int64) error {
+	r := *w.v.row
+	r.held = false
+	r.updatedSeq = seq
+	return saveRow(w.ctx, w.tx, &r)
+}

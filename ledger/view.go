@@ -1,0 +1,129 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// repair is a file change that brings a lock file back in line with the
+// committed locks table, after a process died between its file change and
+// its commit, or between its commit and its file change.
+type repair int
+
+const (
+	repairDropPhantom repair = iota // the lock file is an uncommitted change: remove it
+	repairDropJournal               // remove the journal (and any swap file)
+	repairPlace                     // the ledger holds the lock but the file is missing
+	repairReplace                   // the file is an older version of the ledger holder's
+	repairRemoveLeftover            // the lock is free but our old file is still there
+)
+
+// view is a lock as the table and the files show it, interpreted.
+type view struct {
+	name    string
+	row     *row
+	file    fileState
+	holder  *holding // nil: free
+	repairs []repair
+	// interloper: a foreign file sits at the path of a lock the ledger holds.
+	interloper bool
+}
+
+// interpret decides who holds a lock from its table row, its lock file and
+// its journal. It has no side effects; writers apply v.repairs.
+func interpret(name string, r *row, file, journal fileState) *view {
+	v := &view{name: name, row: r, file: file}
+	if journal.exists {
+		committed := r != nil && r.held && bytes.Equal(r.file, journal.data)
+		if !committed && file.exists && file.ino == journal.ino {
+			v.repairs = append(v.repairs, repairDropPhantom)
+			v.file = fileState{}
+		}
+		v.repairs = append(v.repairs, repairDropJournal)
+	}
+	if r != nil && r.held {
+		v.holder = holdingFromRow(r)
+		switch {
+		case !v.file.exists:
+			v.repairs = append(v.repairs, repairPlace)
+		case !bytes.Equal(v.file.data, r.file):
+			if rec, err := ParseLockFile(v.file.data); err == nil && rec.RequestID == r.requestID {
+				v.repairs = append(v.repairs, repairReplace)
+			} else {
+				v.interloper = true
+			}
+		}
+		return v
+	}
+	if !v.file.exists {
+		return v
+	}
+	if r != nil {
+		if bytes.Equal(v.file.data, r.file) {
+			v.repairs = append(v.repairs, repairRemoveLeftover)
+			v.file = fileState{}
+			return v
+		}
+		if rec, err := ParseLockFile(v.file.data); err == nil && rec.RequestID == r.requestID {
+			v.repairs = append(v.repairs, repairRemoveLeftover)
+			v.file = fileState{}
+			return v
+		}
+	}
+	v.holder = foreignHolding(name, v.file.data)
+	return v
+}
+
+func holdingFromRow(r *row) *holding {
+	md := map[string]string{}
+	_ = json.Unmarshal([]byte(r.metadata), &md)
+	created, _ := events.ParseTime(r.createdAt)
+	hb, _ := events.ParseTime(r.heartbeatAt)
+	return &holding{
+		rec: events.Record{
+			LockVersion: events.LockVersion, LockName: r.name, RequestID: r.requestID, Actor: r.actor,
+			Intent: r.intent, IntentVersion: r.intentVersion, HostID: r.hostID, PID: r.pid,
+			CreatedAt: events.FormatLockTime(created), LastHeartbeatAt: events.FormatLockTime(hb),
+			TTLSeconds: r.ttlSeconds, Metadata: md,
+		},
+		created: created, heartbeat: hb, pidStart: r.pidStart, bootID: r.bootID, token: r.fencingToken, file: r.file,
+	}
+}
+
+// foreignHolding reads a lock file the ledger did not write. An unreadable
+// one is still a holder (fail safe), marked corrupt.
+func foreignHolding(name string, data []byte) *holding {
+	rec, err := ParseLockFile(data)
+	if err != nil {
+		return &holding{
+			rec: events.Record{LockVersion: events.LockVersion, LockName: name, RequestID: "unknown", Actor: "unknown",
+				HostID: "unknown", CreatedAt: events.FormatLockTime(time.Unix(0, 0)),
+				LastHeartbeatAt: events.FormatLockTime(time.Unix(0, 0)), TTLSeconds: 1, Metadata: map[string]string{}},
+			file: data, foreign: true, corrupt: true,
+		}
+	}
+	created, _ := events.ParseTime(rec.CreatedAt)
+	hb, _ := events.ParseTime(rec.LastHeartbeatAt)
+	return &holding{rec: rec, created: created, heartbeat: hb, file: data, foreign: true}
+}
+
+// fileHash is "sha256:<hex>" of a lock file's bytes: previous_lock_hash.
+func fileHash(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,51 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// errWriterBusy: another process held the writer mutex past the busy timeout.
+var errWriterBusy = errors.New("ledger busy: another process held the writer lock past the busy timeout")
+
+// lockWriter takes the writer mutex: a sync.Mutex for this process and an
+// flock(2) on ROOT/writer.flock for the others. The kernel drops the flock
+// when its holder dies, so a killed writer never wedges the ledger. The
+// wait is bounded by the busy timeout and by ctx.
+func (l *Ledger) lockWriter(ctx context.Context) (func(), error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, ErrClosed
+	}
+	deadline := time.Now().Add(l.busy)
+	backoff := 100 * time.Microsecond
+	for {
+		err := unix.Flock(int(l.flock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() {
+				_ = unix.Flock(int(l.flock.Fd()), unix.LOCK_UN)
+				l.mu.Unlock()
+			}, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			l.mu.Unlock()
+			return nil, fmt.Errorf("ledger: writer mutex: %w", err)
+		}
+		if time.Now().After(deadline) {
+			l.mu.Unlock()
+			return nil, errWriterBusy
+		}
+		if err := sleepCtx(ctx, backoff); err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
+		if backoff < 5*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}

@@ -1,0 +1,26 @@
+GO        ?= go
+BIN       ?= bin/lockledger
+PKGS      := ./...
+
+.PHONY: build test vet unit demo bench lint clean
+
+build:
+	$(GO) build -o $(BIN) .
+
+## test: vet, then every package (unit and end-to-end) under the race detector
+test: vet
+	$(GO) test -race -count=1 -timeout 8m $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+## demo: build, then a scripted tour on a throwaway root
+demo: build
+	bash scripts/demo.sh $(BIN)
+
+lint: vet
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+
+clean:
+	rm -rf bin

@@ -1,0 +1,149 @@
+// Package clitest runs the lockledger command line as real processes from
+// tests: the test binary re-executes itself as the CLI, so child processes
+// are built with the same flags (-race included) as the test.
+//
+// A test package opts in with
+//
+//	func TestMain(m *testing.M) { clitest.Main(m) }
+package clitest
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/lockledger/lockledger/cli"
+)
+
+const envCLI = "LOCKLEDGER_TEST_AS_CLI"
+
+// Main runs the CLI when the binary was started as one, else the tests.
+func Main(m *testing.M) {
+	if os.Getenv(envCLI) == "1" {
+		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// Bin is the executable that acts as lockledger (with Env()).
+func Bin() string {
+	p, err := os.Executable()
+	if err != nil {
+		return os.Args[0]
+	}
+	return p
+}
+
+// Env is the environment that makes Bin act as the CLI, for root.
+func Env(root string, extra ...string) []string {
+	env := []string{envCLI + "=1", "LOCKLEDGER_ROOT=" + root, "NO_COLOR=1", "USER=tester"}
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "LOCKLEDGER_") || strings.HasPrefix(kv, "USER=") || strings.HasPrefix(kv, "NO_COLOR=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// Command prepares lockledger ARGS... on root.
+func Command(ctx context.Context, root string, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, Bin(), args...)
+	c.Env = Env(root)
+	return c
+}
+
+// Result is a finished command.
+type Result struct {
+	Code   int
+	Stdout string
+	Stderr string
+}
+
+// Run runs lockledger ARGS... on root and waits for it.
+func Run(t testing.TB, root string, args ...string) Result {
+	t.Helper()
+	return RunIn(t, root, "", args...)
+}
+
+// RunIn is Run with standard input.
+func RunIn(t testing.TB, root, stdin string, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := Command(ctx, root, args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	c.Stdin = strings.NewReader(stdin)
+	err := c.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("lockledger %v: %v", args, err)
+	}
+	return Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+}
+
+// Must runs and fails the test unless the exit code is want.
+func Must(t testing.TB, want int, root string, args ...string) Result {
+	t.Helper()
+	r := Run(t, root, args...)
+	if r.Code != want {
+		t.Fatalf("lockledger %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+// DB opens root's ledger.db read-only for assertions.
+func DB(t testing.TB, root string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// EventCount is the number of events in root's ledger (0 if there is none).
+func EventCount(t testing.TB, root string) int {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(root, "ledger.db")); err != nil {
+		return 0
+	}
+	var n int
+	if err := DB(t, root).QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Types lists the event types in seq order.
+func Types(t testing.TB, root string) []string {
+	t.Helper()
+	rows, err := DB(t, root).Query(`SELECT type FROM events ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}

@@ -45,9 +45,11 @@ func Bin() string {
 
 // Env is the environment that makes Bin act as the CLI, for root.
 func Env(root string, extra ...string) []string {
-	env := []string{envCLI + "=1", "LOCKLEDGER_ROOT=" + root, "NO_COLOR=1", "USER=tester"}
+	// The race runtime sleeps 1 s at exit unless told otherwise.
+	env := []string{envCLI + "=1", "LOCKLEDGER_ROOT=" + root, "NO_COLOR=1", "USER=tester", "GORACE=atexit_sleep_ms=0"}
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "LOCKLEDGER_") || strings.HasPrefix(kv, "USER=") || strings.HasPrefix(kv, "NO_COLOR=") {
+		if strings.HasPrefix(kv, "LOCKLEDGER_") || strings.HasPrefix(kv, "USER=") || strings.HasPrefix(kv, "NO_COLOR=") ||
+			strings.HasPrefix(kv, "GORACE=") {
 			continue
 		}
 		env = append(env, kv)

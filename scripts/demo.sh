@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# A short scripted tour of lockledger on a throwaway root.
+# The holder of a one-shot acquire is the calling process; inside $(...) with a
+# function or a pipe that is a subshell, so the tour passes --pid $$ (this script).
+set -euo pipefail
+bin=$(cd "$(dirname "${1:-bin/lockledger}")" && pwd)/$(basename "${1:-bin/lockledger}")
+root=$(mktemp -d "${TMPDIR:-/tmp}/lockledger-demo.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+export LOCKLEDGER_ROOT="$root" LOCKLEDGER_ACTOR=demo
+ll() { echo "\$ lockledger $*" >&2; "$bin" "$@"; }
+step() { printf '\n\033[1m# %s\033[0m\n' "$*"; }
+
+step "1. acquire: take a lock; stdout is the request id"
+rid=$(ll acquire deploy-prod --pid $$ --ttl 60s --intent deploy --intent-version 1.2.0 --metadata commit=abc123 | tail -n1)
+echo "$rid"
+
+step "2. status: who holds it, since when, last heartbeat"
+ll status deploy-prod
+
+step "3. the lock file is tower-fleet v1 JSON, readable with jq"
+jq -c . "$root/locks/deploy-prod.lock"
+
+step "4. a second acquire is blocked by the active holder (exit 3)"
+set +e; ll acquire deploy-prod --actor ci-bot; echo "exit $?"; set -e
+
+step "5. release by its owner"
+ll release deploy-prod --request-id "$rid"
+
+step "6. stale lock: a holder that stopped heartbeating 2 minutes ago (ttl 60s)"
+# Another tool's lock file, written the way tower-fleet's shell functions do.
+old=$(date -u -d '-3 minutes' +%Y-%m-%dT%H:%M:%SZ); beat=$(date -u -d '-2 minutes' +%Y-%m-%dT%H:%M:%SZ)
+jq -n --arg c "$old" --arg h "$beat" '{lock_version:"v1",lock_name:"db-migrate",request_id:"req_old123",
+  actor:"nightly",intent:"migrate",intent_version:"1",host_id:"runner-7",pid:4242,created_at:$c,
+  last_heartbeat_at:$h,ttl_seconds:60,metadata:{}}' > "$root/locks/db-migrate.lock"
+set +e; ll acquire db-migrate; echo "exit $?"; set -e
+
+step "7. --force takes over the stale lock and records lock_stolen with the previous lock and its hash"
+rid2=$(ll acquire db-migrate --pid $$ --force | tail -n1)
+
+step "8. list every lock that is not free"
+ll list
+
+step "9. the audit trail: every action above is a hash-chained event"
+sqlite3 -header -column "$root/ledger.db" \
+  "SELECT seq, type, lock_name, actor, substr(request_id,1,16) AS request, substr(hash,1,12) AS hash FROM events ORDER BY seq"
+"$bin" release db-migrate --request-id "$rid2" 2>/dev/null
+echo; echo "demo root was $root (removed on exit)"

@@ -66,7 +66,7 @@ func errorObject(err error) map[string]any {
 	switch {
 	case errors.As(err, &held):
 		o := map[string]any{"error": "lock_blocked", "lock_name": held.Lock, "held_by": events.HolderOf(held.Holder),
-			"message": err.Error(),
+			"message":    err.Error(),
 			"suggestion": "Wait for completion (--wait D), or if it must stop now: lockledger steal " + held.Lock + " --active --reason TEXT"}
 		if held.Foreign {
 			o["foreign"] = true

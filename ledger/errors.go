@@ -105,5 +105,7 @@ type UnsafePathError struct {
 	Reason string
 }
 
-func (e *UnsafePathError) Error() string { return fmt.Sprintf("%s: %s (refusing to touch it)", e.Path, e.Reason) }
+func (e *UnsafePathError) Error() string {
+	return fmt.Sprintf("%s: %s (refusing to touch it)", e.Path, e.Reason)
+}
 func (e *UnsafePathError) Unwrap() error { return ErrUnsafePath }

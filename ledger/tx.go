@@ -22,7 +22,7 @@ type writeTx struct {
 	seq     int64
 	hash    string
 	headSet bool
-	touched bool   // a file change waits for the commit (journal to drop after it)
+	touched bool // a file change waits for the commit (journal to drop after it)
 	written []*events.Event
 }
 

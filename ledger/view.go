@@ -17,11 +17,11 @@ import (
 type repair int
 
 const (
-	repairDropPhantom repair = iota // the lock file is an uncommitted change: remove it
-	repairDropJournal               // remove the journal (and any swap file)
-	repairPlace                     // the ledger holds the lock but the file is missing
-	repairReplace                   // the file is an older version of the ledger holder's
-	repairRemoveLeftover            // the lock is free but our old file is still there
+	repairDropPhantom    repair = iota // the lock file is an uncommitted change: remove it
+	repairDropJournal                  // remove the journal (and any swap file)
+	repairPlace                        // the ledger holds the lock but the file is missing
+	repairReplace                      // the file is an older version of the ledger holder's
+	repairRemoveLeftover               // the lock is free but our old file is still there
 )
 
 // view is a lock as the table and the files show it, interpreted.

@@ -73,7 +73,9 @@ type Error struct {
 	Detail string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%s: schema %s: %s", ErrSchema, e.Schema, e.Detail) }
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s: schema %s: %s", ErrSchema, e.Schema, e.Detail)
+}
 func (e *Error) Unwrap() error { return ErrSchema }
 
 // Validate checks a JSON document against the named schema: an event type

@@ -264,6 +264,7 @@ func (l *Ledger) newHolding(req AcquireRequest, now time.Time, token int64) *hol
 	if md == nil {
 		md = map[string]string{}
 	}
+	_, start := l.probe.Probe(req.PID)
 	h := &holding{
 		rec: events.Record{
 			LockVersion: events.LockVersion, LockName: req.Lock, RequestID: req.RequestID, Actor: req.Actor,
@@ -271,7 +272,7 @@ func (l *Ledger) newHolding(req AcquireRequest, now time.Time, token int64) *hol
 			CreatedAt: events.FormatLockTime(now), LastHeartbeatAt: events.FormatLockTime(now),
 			TTLSeconds: int64(req.TTL / time.Second), Metadata: md,
 		},
-		created: now, heartbeat: now, pidStart: ProcessStart(req.PID), bootID: l.host.BootID, token: token,
+		created: now, heartbeat: now, pidStart: start, bootID: l.host.BootID, token: token,
 	}
 	h.file = h.rec.File()
 	return h

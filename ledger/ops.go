@@ -290,6 +290,12 @@ func (l *Ledger) checkLocalPID(pid int) error {
 // lock gone records heartbeat_failed with lock_lost and returns a
 // *NotHolderError wrapping ErrLost.
 func (l *Ledger) Heartbeat(ctx context.Context, lock string, id Identity) (*Acquisition, error) {
+	return l.heartbeat(ctx, lock, id, 0)
+}
+
+// heartbeat renews; priorFailures counts the caller's failed attempts just
+// before this one, recorded if this one finds the lock lost.
+func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorFailures int) (*Acquisition, error) {
 	if err := events.ValidateLockName(lock); err != nil {
 		return nil, err
 	}
@@ -309,7 +315,7 @@ func (l *Ledger) Heartbeat(ctx context.Context, lock string, id Identity) (*Acqu
 				lost.Holder = &h.rec
 			}
 			if _, err := w.append(events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
-				ConsecutiveFailures: 1, Error: lost.Error(), LockLost: true}); err != nil {
+				ConsecutiveFailures: priorFailures + 1, Error: lost.Error(), LockLost: true}); err != nil {
 				return nil, err
 			}
 			return lost, nil
@@ -394,14 +400,14 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 	return l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
 		h := w.v.holder
 		if h == nil {
-			last, err := lastEventOf(ctx, w.tx, req.Lock, id.RequestID)
+			last, err := lastHoldingEventOf(ctx, w.tx, req.Lock, id.RequestID)
 			if err != nil {
 				return nil, err
 			}
 			switch last {
 			case string(events.LockReleased):
 				return nil, nil // released already: idempotent
-			case "", string(events.AcquireBlocked):
+			case "":
 				if req.Force {
 					return nil, nil // nothing to force
 				}
@@ -416,7 +422,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 		mine := !h.foreign && h.rec.RequestID == id.RequestID
 		if !mine && !req.Force {
 			lost := false
-			if last, err := lastEventOf(ctx, w.tx, req.Lock, id.RequestID); err != nil {
+			if last, err := lastHoldingEventOf(ctx, w.tx, req.Lock, id.RequestID); err != nil {
 				return nil, err
 			} else if last == string(events.LockAcquired) || last == string(events.LockStolen) || last == string(events.LockHeartbeat) {
 				lost = true

@@ -1,0 +1,276 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+func TestRunPropagatesExitCodes(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range []struct {
+		script string
+		code   int
+		result string
+	}{
+		{"exit 0", 0, "success"},
+		{"exit 7", 7, "failure"},
+		{"kill -9 $$", 137, "failure"},
+	} {
+		clitest.Must(t, c.code, root, "run", "job", "--", "sh", "-c", c.script)
+		rel := lastBody(t, root, "lock_released")
+		if rel["result"] != c.result || int(rel["exit_code"].(float64)) != c.code {
+			t.Errorf("%s: released with %v/%v, want %s/%d", c.script, rel["result"], rel["exit_code"], c.result, c.code)
+		}
+	}
+	r := clitest.Must(t, 0, root, "run", "env-check", "--", "sh", "-c", `test "$LOCKLEDGER_LOCK" = env-check && test -n "$LOCKLEDGER_REQUEST_ID" && echo "$LOCKLEDGER_FENCING_TOKEN"`)
+	if tok, err := strconv.Atoi(strings.TrimSpace(r.Stdout)); err != nil || tok < 1 {
+		t.Fatalf("child saw fencing token %q", r.Stdout)
+	}
+	n := clitest.EventCount(t, root)
+	clitest.Must(t, 127, root, "run", "job", "--", "no-such-command-anywhere")
+	clitest.Must(t, 2, root, "run", "job")
+	clitest.Must(t, 2, root, "run", "job", "--on-lost", "shrug", "--", "true")
+	if got := clitest.EventCount(t, root); got != n {
+		t.Fatalf("a run that never started wrote %d events", got-n)
+	}
+	assertChain(t, root)
+}
+
+// startRun starts `lockledger run` in the background; its stdout lines arrive on the channel.
+func startRun(t *testing.T, root string, args ...string) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	c := clitest.Command(context.Background(), root, append([]string{"run"}, args...)...)
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		s := bufio.NewScanner(out)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+	}()
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	return c, lines
+}
+
+func line(t *testing.T, lines <-chan string) string {
+	t.Helper()
+	select {
+	case l, ok := <-lines:
+		if !ok {
+			t.Fatal("run exited before printing")
+		}
+		return l
+	case <-time.After(30 * time.Second):
+		t.Fatal("timed out waiting for the child's output")
+	}
+	return ""
+}
+
+func exitOf(t *testing.T, c *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(60 * time.Second):
+		t.Fatal("run did not exit")
+	}
+	return -1
+}
+
+// gone reports a process that no longer runs (absent, or a zombie).
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
+}
+
+func awaitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestRunStopsTheWholeGroupWhenTheLockIsStolen(t *testing.T) {
+	root := t.TempDir()
+	runner, lines := startRun(t, root, "deploy", "--ttl", "3", "--kill-grace", "2s", "--",
+		"sh", "-c", `sleep 100 & echo $!; wait`)
+	grandchild, err := strconv.Atoi(line(t, lines))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clitest.Must(t, 0, root, "steal", "deploy", "--active", "--yes", "--reason", "test: take it", "--pid", strconv.Itoa(os.Getpid()))
+	if code := exitOf(t, runner); code != 5 {
+		t.Fatalf("runner exit %d after its lock was stolen, want 5", code)
+	}
+	awaitGone(t, grandchild)
+	hf := lastBody(t, root, "heartbeat_failed")
+	if hf["lock_lost"] != true {
+		t.Fatalf("heartbeat_failed: %v, want lock_lost", hf)
+	}
+}
+
+func TestRunnerKilledTakesItsChildAndIsReaped(t *testing.T) {
+	root := t.TempDir()
+	runner, lines := startRun(t, root, "batch", "--", "sh", "-c", `echo $$; exec sleep 100`)
+	child, err := strconv.Atoi(line(t, lines))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = runner.Wait()
+	awaitGone(t, child)
+	r := clitest.Must(t, 0, root, "acquire", "batch", "--json", "--pid", strconv.Itoa(os.Getpid()))
+	var o map[string]any
+	if err := json.Unmarshal([]byte(r.Stdout), &o); err != nil || o["reason"] != "holder_dead" {
+		t.Fatalf("acquire after the runner died: %v %s", err, r.Stdout)
+	}
+}
+
+func TestRunForwardsTermAndReleasesAsCancelled(t *testing.T) {
+	root := t.TempDir()
+	runner, lines := startRun(t, root, "svc", "--", "sh", "-c",
+		`trap 'echo got-term; exit 143' TERM; echo ready; while :; do sleep 0.05; done`)
+	if got := line(t, lines); got != "ready" {
+		t.Fatalf("child said %q", got)
+	}
+	if err := runner.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if got := line(t, lines); got != "got-term" {
+		t.Fatalf("child said %q after TERM, want got-term", got)
+	}
+	if code := exitOf(t, runner); code != 143 {
+		t.Fatalf("runner exit %d, want the child's 143", code)
+	}
+	rel := lastBody(t, root, "lock_released")
+	if rel["result"] != "cancelled" || rel["exit_code"].(float64) != 143 {
+		t.Fatalf("release after TERM: %v, want cancelled/143", rel)
+	}
+}
+
+func TestRunWaitersNeverOverlap(t *testing.T) {
+	root := t.TempDir()
+	log := filepath.Join(t.TempDir(), "intervals")
+	script := `echo "start $(date +%s%N)" >> "$LOG"; sleep 0.3; echo "end $(date +%s%N)" >> "$LOG"`
+	var wg sync.WaitGroup
+	codes := make([]int, 3)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := clitest.Command(context.Background(), root, "run", "serial", "--wait", "60s", "--", "sh", "-c", script)
+			c.Env = append(c.Env, "LOG="+log)
+			if err := c.Run(); err != nil {
+				codes[i] = -1
+			}
+		}()
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != 0 {
+			t.Fatalf("runner %d failed", i)
+		}
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) != 12 {
+		t.Fatalf("interval log: %q", data)
+	}
+	// Lines alternate start/end when no two children overlapped.
+	var prevEnd int64
+	for i := 0; i < len(fields); i += 4 {
+		if fields[i] != "start" || fields[i+2] != "end" {
+			t.Fatalf("overlap: %q", data)
+		}
+		s, _ := strconv.ParseInt(fields[i+1], 10, 64)
+		e, _ := strconv.ParseInt(fields[i+3], 10, 64)
+		if s < prevEnd || e < s {
+			t.Fatalf("overlapping intervals: %q", data)
+		}
+		prevEnd = e
+	}
+}
+
+func TestRunWaitGivesUpWithBlockedEvent(t *testing.T) {
+	root := t.TempDir()
+	clitest.Must(t, 0, root, "acquire", "busy", "--pid", strconv.Itoa(os.Getpid()))
+	start := time.Now()
+	clitest.Must(t, 3, root, "run", "busy", "--wait", "1s", "--", "true")
+	took := time.Since(start)
+	b := lastBody(t, root, "acquire_blocked")
+	waited := b["waited_seconds"].(float64)
+	if waited < 0.9 || waited > 5 || took < 900*time.Millisecond {
+		t.Fatalf("gave up after %s with waited_seconds %v, want about 1s", took, waited)
+	}
+	if got := clitest.Types(t, root); len(got) != 2 {
+		t.Fatalf("events %v: want lock_acquired and one acquire_blocked", got)
+	}
+}
+
+func TestRunHeartbeatsKeepAShortTTL(t *testing.T) {
+	root := t.TempDir()
+	runner, lines := startRun(t, root, "long", "--ttl", "2s", "--", "sh", "-c", `echo started; sleep 4; echo done`)
+	line(t, lines)
+	// Past the TTL of the first heartbeat-less window, the lock is still held.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if st := statusJSON(t, root, "long")["state"]; st != "held" {
+			t.Fatalf("lock %v while its job runs, want held", st)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if code := exitOf(t, runner); code != 0 {
+		t.Fatalf("runner exit %d", code)
+	}
+	counts := map[string]int{}
+	for _, ty := range clitest.Types(t, root) {
+		counts[ty]++
+	}
+	if counts["lock_heartbeat"] < 3 || counts["lock_stolen"] != 0 || counts["heartbeat_failed"] != 0 {
+		t.Fatalf("events of a 4 s job with a 2 s ttl: %v, want >= 3 heartbeats and no loss", counts)
+	}
+}

@@ -1,0 +1,247 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// rowFromReplay is the locks row the ledger's write path leaves for a lock
+// replay folded: saveHolder's row for a held lock, saveFree's (the last
+// holder's row with held = 0) for a free one. nil when the ledger never
+// held the lock (no row).
+func rowFromReplay(lk *replay.Lock) *row {
+	h := lk.Holder
+	if h == nil {
+		return nil
+	}
+	md, err := json.Marshal(h.Record.Metadata)
+	if err != nil {
+		md = []byte("{}") // a map of strings always marshals
+	}
+	return &row{
+		name: lk.Name, held: lk.Held, requestID: h.Record.RequestID, actor: h.Record.Actor, intent: h.Record.Intent,
+		intentVersion: h.Record.IntentVersion, hostID: h.Record.HostID, pid: h.Record.PID, pidStart: h.PIDStart,
+		bootID: h.BootID, createdAt: events.FormatTime(h.Created), heartbeatAt: events.FormatTime(h.Heartbeat),
+		ttlSeconds: h.Record.TTLSeconds, metadata: string(md), fencingToken: h.Token, updatedSeq: lk.UpdatedSeq,
+		file: h.File(),
+	}
+}
+
+// rowDiff names the columns in which two rows differ.
+func rowDiff(a, b *row) []string {
+	var d []string
+	add := func(name string, same bool) {
+		if !same {
+			d = append(d, name)
+		}
+	}
+	add("held", a.held == b.held)
+	add("request_id", a.requestID == b.requestID)
+	add("actor", a.actor == b.actor)
+	add("intent", a.intent == b.intent)
+	add("intent_version", a.intentVersion == b.intentVersion)
+	add("host_id", a.hostID == b.hostID)
+	add("pid", a.pid == b.pid)
+	add("pid_start", a.pidStart == b.pidStart)
+	add("boot_id", a.bootID == b.bootID)
+	add("created_at", a.createdAt == b.createdAt)
+	add("heartbeat_at", a.heartbeatAt == b.heartbeatAt)
+	add("ttl_seconds", a.ttlSeconds == b.ttlSeconds)
+	add("metadata", a.metadata == b.metadata)
+	add("fencing_token", a.fencingToken == b.fencingToken)
+	add("updated_seq", a.updatedSeq == b.updatedSeq)
+	add("file", bytes.Equal(a.file, b.file))
+	return d
+}
+
+func describeHeld(r *row) string {
+	if r == nil {
+		return "no row"
+	}
+	if r.held {
+		return fmt.Sprintf("held by request %s (actor %s, seq %d)", r.requestID, r.actor, r.updatedSeq)
+	}
+	return fmt.Sprintf("free (seq %d)", r.updatedSeq)
+}
+
+// CheckProjection compares the locks table, read through q (the read
+// snapshot st was replayed from), and the lock files with st, the replay
+// of every event, and adds what disagrees to rep:
+//
+//   - a lock the ledger holds by replay must have an identical row (every
+//     column); a lock free by replay must not be held in the table; a row
+//     for a lock the events never gave the ledger is drift too;
+//   - every lock file must be what the table says: the holder's exact bytes
+//     for a held lock (missing, different, or another tool's file there),
+//     no file of the ledger's for a free one (extra). Files the ledger never
+//     wrote at locks it does not hold are listed as foreign, not damage.
+//
+// The files are read after the snapshot; a file that disagrees is read
+// again with the table's latest row, so that a write committed meanwhile
+// is not reported. A write in flight (its journal present) is noted.
+func (l *Ledger) CheckProjection(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
+	rows, err := loadRows(ctx, q)
+	if err != nil {
+		return err
+	}
+	table := map[string]*row{}
+	for _, r := range rows {
+		table[r.name] = r
+	}
+	for _, lk := range st.Locks() {
+		want := rowFromReplay(lk)
+		got := table[lk.Name]
+		switch {
+		case want == nil && got == nil:
+			continue
+		case want == nil:
+			rep.Add(replay.Problem{Seq: got.updatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+				"the locks table says %s, but no event ever gave the ledger this lock", describeHeld(got))})
+		case got == nil:
+			rep.Add(replay.Problem{Seq: want.updatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+				"replay says %s, but the locks table has no row", describeHeld(want))})
+		case want.held != got.held:
+			rep.Add(replay.Problem{Seq: want.updatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+				"replay says %s, the locks table says %s", describeHeld(want), describeHeld(got))})
+		case want.held:
+			if d := rowDiff(want, got); len(d) > 0 {
+				rep.Add(replay.Problem{Seq: want.updatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+					"the locks table differs from replay in %s", strings.Join(d, ", "))})
+			}
+		}
+		delete(table, lk.Name)
+	}
+	for _, name := range sortedKeys(table) {
+		got := table[name]
+		rep.Add(replay.Problem{Seq: got.updatedSeq, Kind: replay.KindProjectionDrift, Lock: name, Detail: fmt.Sprintf(
+			"the locks table says %s, but no event names this lock", describeHeld(got))})
+	}
+	return l.checkFiles(ctx, rows, rep)
+}
+
+// lockNamesOnDisk lists the lock names that have a file or a journal in
+// the locks directory.
+func (l *Ledger) lockNamesOnDisk() (map[string]bool, error) {
+	entries, err := os.ReadDir(l.files.dir)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		n := e.Name()
+		if j, ok := strings.CutSuffix(n, ".lock.pending"); ok && strings.HasPrefix(j, ".") {
+			n = j[1:]
+		} else if f, ok := strings.CutSuffix(n, ".lock"); ok && !strings.HasPrefix(n, ".") {
+			n = f
+		} else {
+			continue
+		}
+		if events.ValidateLockName(n) == nil {
+			names[n] = true
+		}
+	}
+	return names, nil
+}
+
+func (l *Ledger) checkFiles(ctx context.Context, rows []*row, rep *replay.Report) error {
+	byName := map[string]*row{}
+	names, err := l.lockNamesOnDisk()
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		byName[r.name] = r
+		if r.held {
+			names[r.name] = true
+		}
+	}
+	for _, name := range sortedKeys(names) {
+		rep.LockFiles++
+		p, note, err := l.checkFile(name, byName[name])
+		if err != nil {
+			return err
+		}
+		if p != nil && p.Kind != replay.KindForeign {
+			// Read again against the latest committed row: the ledger may have
+			// moved on since the snapshot.
+			fresh, err := loadRow(ctx, l.db, name)
+			if err != nil {
+				return err
+			}
+			if p, note, err = l.checkFile(name, fresh); err != nil {
+				return err
+			}
+		}
+		if note != "" {
+			rep.Notes = append(rep.Notes, note)
+			continue
+		}
+		if p != nil {
+			rep.Add(*p)
+		}
+	}
+	return nil
+}
+
+// checkFile judges one lock file against its table row.
+func (l *Ledger) checkFile(name string, r *row) (*replay.Problem, string, error) {
+	journal, err := readRegular(l.files.journal(name))
+	if err != nil {
+		return nil, "", err
+	}
+	if journal.exists {
+		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
+			name, l.files.journal(name)), nil
+	}
+	f, err := l.files.read(name)
+	if err != nil {
+		return &replay.Problem{Kind: replay.KindLockFileDifferent, Lock: name, Detail: err.Error()}, "", nil
+	}
+	held := r != nil && r.held
+	ours := func() bool {
+		if r == nil {
+			return false
+		}
+		if bytes.Equal(f.data, r.file) {
+			return true
+		}
+		rec, err := ParseLockFile(f.data)
+		return err == nil && rec.RequestID == r.requestID
+	}
+	switch {
+	case held && !f.exists:
+		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileMissing, Lock: name, Detail: fmt.Sprintf(
+			"the ledger holds the lock (request %s) but %s is missing", r.requestID, l.files.path(name))}, "", nil
+	case held && bytes.Equal(f.data, r.file):
+		return nil, "", nil
+	case held && ours():
+		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileDifferent, Lock: name, Detail: fmt.Sprintf(
+			"%s is request %s's but not the bytes the ledger wrote", l.files.path(name), r.requestID)}, "", nil
+	case held:
+		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindForeignAtHeld, Lock: name, Detail: fmt.Sprintf(
+			"the ledger holds the lock (request %s) but %s is %s", r.requestID, l.files.path(name), foreignSummary(f.data))}, "", nil
+	case !f.exists:
+		return nil, "", nil
+	case ours():
+		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileExtra, Lock: name, Detail: fmt.Sprintf(
+			"%s is request %s's, but the ledger released the lock", l.files.path(name), r.requestID)}, "", nil
+	}
+	return &replay.Problem{Kind: replay.KindForeign, Lock: name, Detail: fmt.Sprintf(
+		"%s is %s; left alone", l.files.path(name), foreignSummary(f.data))}, "", nil
+}
+
+func foreignSummary(data []byte) string {
+	rec, err := ParseLockFile(data)
+	if err != nil {
+		return "an unreadable lock file the ledger did not write"
+	}
+	return fmt.Sprintf("a lock file the ledger did not write (request %s, actor %s, pid %d on %s)",
+		rec.RequestID, rec.Actor, rec.PID, rec.HostID)
+}

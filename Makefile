@@ -2,7 +2,7 @@ GO        ?= go
 BIN       ?= bin/lockledger
 PKGS      := ./...
 
-.PHONY: build test vet unit demo bench lint clean
+.PHONY: build test vet demo bench stress fuzz lint clean
 
 build:
 	$(GO) build -o $(BIN) .
@@ -17,6 +17,15 @@ vet:
 ## demo: build, then a scripted tour on a throwaway root
 demo: build
 	bash scripts/demo.sh $(BIN)
+
+## stress: the crash and contention suites at full size (longer than make test)
+stress:
+	LOCKLEDGER_STRESS=1 $(GO) test -race -count=1 -timeout 30m -run 'Crash|Contention|Stress' ./e2e/
+
+## fuzz: each fuzz target for FUZZTIME (default 30s)
+FUZZTIME ?= 30s
+fuzz:
+	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
 lint: vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

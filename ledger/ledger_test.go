@@ -188,16 +188,19 @@ func TestCrashBetweenFileAndCommitIsUndone(t *testing.T) {
 	ctx := context.Background()
 	e := open(t)
 	// A writer died after linking its lock file, before its commit.
+	var a *Acquisition
 	ghost := events.Record{LockVersion: "v1", LockName: "job", RequestID: "ghost", Actor: "t", HostID: "host-a", PID: 100,
 		CreatedAt: "2026-01-02T10:00:00Z", LastHeartbeatAt: "2026-01-02T10:00:00Z", TTLSeconds: 10}
-	if err := e.l.files.place("job", ghost.File()); err != nil {
+	j, err := e.l.files.place("job", ghost.File())
+	if err != nil {
 		t.Fatal(err)
 	}
+	j.Close()
 	if s, _ := e.l.Status(ctx, "job"); s.State != events.StateFree {
 		// readers see the journal too: an uncommitted file is not a holder
 		t.Logf("status during the crash window: %s", s.State)
 	}
-	a, err := e.l.TryAcquire(ctx, req("job", "real", 200))
+	a, err = e.l.TryAcquire(ctx, req("job", "real", 200))
 	if err != nil || a.Stolen {
 		t.Fatalf("acquire after a crashed writer: %+v %v, want a plain acquire", a, err)
 	}

@@ -23,15 +23,18 @@ const maxLockFile = 64 << 10
 
 // lockFiles places, replaces and removes ROOT/locks/NAME.lock.
 //
-// Every change goes through a journal file, .NAME.lock.pending, written and
-// fsynced first and hard-linked into place: link(2) fails if the lock file
-// exists, so a new lock never clobbers another (tower-fleet §4.2), and a
-// replacement goes link-to-.swap then rename(2), so readers see the old
-// file or the new one, never a mix. The journal is removed only after the
-// ledger transaction commits; a journal found later is the trace of a
-// process that died between the file change and the commit, and
-// recoverJournal undoes or finishes it. All of this runs under the writer
-// mutex, so one process at a time touches the directory.
+// Every change goes through a journal file, .NAME.lock.pending, written
+// and hard-linked into place: link(2) fails if the lock file exists, so a
+// new lock never clobbers another (tower-fleet §4.2), and a replacement goes
+// link-to-.swap then rename(2), so readers see the old file or the new one,
+// never a mix. The journal's fsync runs at the same time as the ledger's
+// commit (see writeTx.commit), and the journal is removed only after both;
+// a journal found later is the trace of a process that died or lost power
+// in between, and interpret undoes or finishes it: a lock file that shares
+// the journal's inode is ours, and unless the committed row carries exactly
+// its bytes it is dropped and, where the ledger holds the lock, rewritten
+// from the row. All of this runs under the writer mutex, so one process at
+// a time touches the directory.
 type lockFiles struct {
 	dir string
 }
@@ -87,58 +90,73 @@ func readRegular(p string) (fileState, error) {
 
 func (f lockFiles) read(name string) (fileState, error) { return readRegular(f.path(name)) }
 
-// writeJournal writes data to the journal file and fsyncs it.
-func (f lockFiles) writeJournal(name string, data []byte) error {
+// writeJournal writes data to a new journal file and returns it open, for
+// the caller to fsync and close.
+func (f lockFiles) writeJournal(name string, data []byte) (*os.File, error) {
 	p := f.journal(name)
 	if err := removeIfExists(p); err != nil {
-		return err
+		return nil, err
 	}
 	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return &os.PathError{Op: "create", Path: p, Err: err}
+		return nil, &os.PathError{Op: "create", Path: p, Err: err}
 	}
 	file := os.NewFile(uintptr(fd), p)
 	if _, err := file.Write(data); err != nil {
 		file.Close()
-		return err
+		return nil, err
 	}
-	if err := file.Sync(); err != nil {
-		file.Close()
-		return err
-	}
-	return file.Close()
+	return file, nil
 }
 
 // errFileExists: placing a new lock file found one already there.
 var errFileExists = errors.New("lock file exists")
 
 // place puts a new lock file in place without clobbering an existing one.
-func (f lockFiles) place(name string, data []byte) error {
-	if err := f.writeJournal(name, data); err != nil {
-		return err
+// It returns the journal, open, to be fsynced with the commit.
+func (f lockFiles) place(name string, data []byte) (*os.File, error) {
+	j, err := f.writeJournal(name, data)
+	if err != nil {
+		return nil, err
 	}
 	if err := os.Link(f.journal(name), f.path(name)); err != nil {
+		j.Close()
+		_ = os.Remove(f.journal(name))
 		if errors.Is(err, fs.ErrExist) {
-			_ = os.Remove(f.journal(name))
-			return errFileExists
+			return nil, errFileExists
 		}
-		return err
+		return nil, err
 	}
-	return nil
+	return j, nil
 }
 
-// replace atomically swaps the lock file's content for data.
-func (f lockFiles) replace(name string, data []byte) error {
-	if err := f.writeJournal(name, data); err != nil {
-		return err
+// replace atomically swaps the lock file's content for data. It returns
+// the journal, open, to be fsynced with the commit.
+func (f lockFiles) replace(name string, data []byte) (*os.File, error) {
+	j, err := f.writeJournal(name, data)
+	if err != nil {
+		return nil, err
 	}
-	if err := removeIfExists(f.swap(name)); err != nil {
-		return err
+	if err := removeIfExists(f.swap(name)); err == nil {
+		if err = os.Link(f.journal(name), f.swap(name)); err == nil {
+			err = os.Rename(f.swap(name), f.path(name))
+		}
 	}
-	if err := os.Link(f.journal(name), f.swap(name)); err != nil {
-		return err
+	if err != nil {
+		j.Close()
+		return nil, err
 	}
-	return os.Rename(f.swap(name), f.path(name))
+	return j, nil
+}
+
+// syncClose makes a journal durable and closes it; repairs outside a
+// commit use it directly.
+func syncClose(j *os.File) error {
+	err := j.Sync()
+	if cerr := j.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // remove deletes the lock file if it still holds exactly data.

@@ -232,15 +232,16 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 		return nil, err
 	}
 	h := w.l.newHolding(req, w.now, token)
+	var j *os.File
 	if prev == nil {
-		err = w.l.files.place(req.Lock, h.file)
+		j, err = w.l.files.place(req.Lock, h.file)
 	} else {
-		err = w.l.files.replace(req.Lock, h.file)
+		j, err = w.l.files.replace(req.Lock, h.file)
 	}
 	if err != nil {
 		return nil, err
 	}
-	w.touched = true
+	w.setJournal(j)
 	acq := events.Acquired{TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion,
 		FencingToken: token, Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID}
 	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, FencingToken: token, Record: h.rec}
@@ -326,10 +327,11 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 		renewed.file = renewed.rec.File()
 		if !bytesEqual(renewed.file, h.file) || w.v.interloper {
 			if !w.v.interloper {
-				if err := l.files.replace(lock, renewed.file); err != nil {
+				j, err := l.files.replace(lock, renewed.file)
+				if err != nil {
 					return nil, err
 				}
-				w.touched = true
+				w.setJournal(j)
 			}
 		}
 		ev, err := w.append(events.LockHeartbeat, Identity{RequestID: id.RequestID, Actor: h.rec.Actor, PID: h.rec.PID}, &events.Heartbeat{})

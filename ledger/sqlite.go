@@ -28,6 +28,10 @@ func dsn(path string, busy time.Duration) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
+// DSN is the data source name the ledger opens path with; benchmarks use it
+// to measure the raw database under the very same settings.
+func DSN(path string, busy time.Duration) string { return dsn(path, busy) }
+
 // isBusy reports SQLITE_BUSY / SQLITE_LOCKED, the passing failures.
 func isBusy(err error) bool {
 	var se *sqlite.Error

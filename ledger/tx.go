@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -22,7 +23,8 @@ type writeTx struct {
 	seq     int64
 	hash    string
 	headSet bool
-	touched bool // a file change waits for the commit (journal to drop after it)
+	touched bool     // a file change waits for the commit (journal to drop after it)
+	journal *os.File // the open journal of that change, fsynced with the commit
 	written []*events.Event
 }
 
@@ -53,13 +55,16 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 	}
 	outcome, err := fn(w)
 	if err != nil {
+		if w.journal != nil {
+			w.journal.Close()
+		}
 		if w.touched {
 			l.undo(name, before)
 		}
 		return err
 	}
 	if len(w.written) > 0 || w.touched {
-		if err := tx.Commit(); err != nil {
+		if err := w.commit(); err != nil {
 			if w.touched {
 				l.undo(name, before)
 			}
@@ -72,6 +77,34 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 		}
 	}
 	return outcome
+}
+
+// commit commits the transaction while the lock file's journal is fsynced
+// beside it: both flushes go to disk together instead of one after the
+// other. The journal stays until both are done, so a crash in between is
+// undone or finished by the next writer (see lockFiles).
+func (w *writeTx) commit() error {
+	if w.journal == nil {
+		return w.tx.Commit()
+	}
+	j := w.journal
+	w.journal = nil
+	synced := make(chan error, 1)
+	go func() { synced <- syncClose(j) }()
+	err := w.tx.Commit()
+	if serr := <-synced; err == nil && serr != nil {
+		w.l.log.Warn("lock file fsync failed after commit; the next writer will rewrite it", "lock", w.v.name, "err", serr)
+	}
+	return err
+}
+
+// setJournal keeps the journal of this decision's file change for commit.
+func (w *writeTx) setJournal(j *os.File) {
+	if w.journal != nil {
+		w.journal.Close()
+	}
+	w.journal = j
+	w.touched = true
 }
 
 // inspect reads a lock's file and journal and interprets them with its row.
@@ -101,14 +134,18 @@ func (l *Ledger) applyRepairs(v *view) error {
 			}
 		case repairPlace:
 			l.log.Warn("lock file missing for a held lock; restoring it from the ledger", "lock", v.name)
-			err = l.files.place(v.name, v.row.file)
-			if err == nil {
-				err = l.files.done(v.name)
+			var j *os.File
+			if j, err = l.files.place(v.name, v.row.file); err == nil {
+				if err = syncClose(j); err == nil {
+					err = l.files.done(v.name)
+				}
 			}
 		case repairReplace:
-			err = l.files.replace(v.name, v.row.file)
-			if err == nil {
-				err = l.files.done(v.name)
+			var j *os.File
+			if j, err = l.files.replace(v.name, v.row.file); err == nil {
+				if err = syncClose(j); err == nil {
+					err = l.files.done(v.name)
+				}
 			}
 		case repairRemoveLeftover:
 			err = removeIfExists(l.files.path(v.name))

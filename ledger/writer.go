@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +24,9 @@ func (l *Ledger) lockWriter(ctx context.Context) (func(), error) {
 		return nil, ErrClosed
 	}
 	deadline := time.Now().Add(l.busy)
-	backoff := 100 * time.Microsecond
+	// Short, jittered polls: a writer holds the mutex for about one commit,
+	// and a long sleep here lets the same process win again and again.
+	backoff := 50 * time.Microsecond
 	for {
 		err := unix.Flock(int(l.flock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
@@ -40,11 +43,11 @@ func (l *Ledger) lockWriter(ctx context.Context) (func(), error) {
 			l.mu.Unlock()
 			return nil, errWriterBusy
 		}
-		if err := sleepCtx(ctx, backoff); err != nil {
+		if err := sleepCtx(ctx, backoff/2+time.Duration(rand.Int64N(int64(backoff)))); err != nil {
 			l.mu.Unlock()
 			return nil, err
 		}
-		if backoff < 5*time.Millisecond {
+		if backoff < time.Millisecond {
 			backoff *= 2
 		}
 	}

@@ -1,0 +1,329 @@
+// Command bench measures lockledger against its references in one run and
+// prints a table: each figure, its reference, the ratio and the target.
+// `make bench` builds the binary and runs this.
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockledger/lockledger/ledger"
+)
+
+var (
+	bin     = flag.String("bin", "bin/lockledger", "lockledger binary")
+	pairs   = flag.Int("pairs", 40, "alternated CLI pairs per comparison")
+	libTime = flag.Duration("lib-time", 3*time.Second, "time per library measurement round")
+	events  = flag.Int("events", 1_000_000, "events in the scale ledger (0 skips the scale rows)")
+	worker  = flag.String("worker", "", "internal: run contention cycles on ROOT:LOCK:N")
+	only    = flag.String("only", "", "comma-separated row groups to run: cli,lib,scale,contention")
+)
+
+type row struct {
+	name, figure, reference, ratio, target, verdict string
+}
+
+var rows []row
+
+func add(r row) {
+	rows = append(rows, r)
+	fmt.Fprintf(os.Stderr, "  %s: %s (reference %s) %s\n", r.name, r.figure, r.reference, r.ratio)
+}
+
+func want(group string) bool {
+	if *only == "" {
+		return true
+	}
+	for _, g := range strings.Split(*only, ",") {
+		if g == group {
+			return true
+		}
+	}
+	return false
+}
+
+func main() {
+	flag.Parse()
+	if *worker != "" {
+		runWorker(*worker)
+		return
+	}
+	abs, err := filepath.Abs(*bin)
+	if err != nil {
+		die(err)
+	}
+	*bin = abs
+	if _, err := os.Stat(*bin); err != nil {
+		die(fmt.Errorf("%s: build it first (make build): %w", *bin, err))
+	}
+	tmp, err := os.MkdirTemp(benchDir(), "lockledger-bench-")
+	if err != nil {
+		die(err)
+	}
+	defer os.RemoveAll(tmp)
+	start := time.Now()
+	if want("cli") {
+		fmt.Fprintln(os.Stderr, "CLI against flock(1):")
+		benchCLI(tmp)
+	}
+	if want("lib") {
+		fmt.Fprintln(os.Stderr, "Go library against the raw durable commit rate:")
+		benchLibrary(tmp)
+	}
+	if want("scale") && *events > 0 {
+		fmt.Fprintf(os.Stderr, "Scale, on a generated %d-event ledger:\n", *events)
+		benchScale(tmp)
+	}
+	if want("contention") {
+		fmt.Fprintln(os.Stderr, "Contention, 8 processes x 200 cycles:")
+		benchContention(tmp)
+	}
+	print(time.Since(start))
+}
+
+func benchDir() string {
+	if d := os.Getenv("LOCKLEDGER_BENCH_DIR"); d != "" {
+		return d
+	}
+	return "" // os.TempDir
+}
+
+func print(took time.Duration) {
+	host, _ := os.Hostname()
+	fmt.Printf("\nlockledger benchmarks — %s, %s, %d CPUs, took %s\n\n", time.Now().UTC().Format(time.RFC3339), host, numCPU(), took.Round(time.Second))
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "| measurement\t| lockledger\t| reference\t| ratio\t| target\t| met\t|")
+	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t|\n", r.name, r.figure, r.reference, r.ratio, r.target, r.verdict)
+	}
+	tw.Flush()
+}
+
+func numCPU() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return strings.Count(string(b), "processor\t:")
+}
+
+func die(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
+}
+
+// --- CLI ---
+
+func timeCmd(env []string, name string, args ...string) time.Duration {
+	c := exec.Command(name, args...)
+	c.Env = env
+	s := time.Now()
+	if err := c.Run(); err != nil {
+		die(fmt.Errorf("%s %v: %w", name, args, err))
+	}
+	return time.Since(s)
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func benchCLI(tmp string) {
+	flockBin, err := exec.LookPath("flock")
+	if err != nil {
+		die(fmt.Errorf("flock(1) from util-linux is the reference: %w", err))
+	}
+	root := filepath.Join(tmp, "cli")
+	env := append(os.Environ(), "LOCKLEDGER_ROOT="+root, "NO_COLOR=1")
+	lockFile := filepath.Join(tmp, "flock.lock")
+	timeCmd(env, *bin, "--log-level", "error", "run", "warm", "--", "true") // create the ledger once
+	var ll, fl []time.Duration
+	for i := 0; i < *pairs; i++ {
+		ll = append(ll, timeCmd(env, *bin, "--log-level", "error", "run", "bench", "--", "true"))
+		fl = append(fl, timeCmd(env, flockBin, "-n", lockFile, "true"))
+	}
+	r := float64(median(ll)) / float64(median(fl))
+	add(row{"`run NAME -- true` vs `flock -n FILE true` (median of " + strconv.Itoa(*pairs) + " alternated pairs)",
+		ms(median(ll)), ms(median(fl)), fmt.Sprintf("%.2fx", r), "<= 1.6x", yes(r <= 1.6)})
+
+	ll, fl = nil, nil
+	for i := 0; i < *pairs; i++ {
+		s := time.Now()
+		c := exec.Command(*bin, "--log-level", "error", "acquire", "two-step", "--pid", strconv.Itoa(os.Getpid()))
+		c.Env = env
+		out, err := c.Output()
+		if err != nil {
+			die(fmt.Errorf("acquire: %w", err))
+		}
+		timeCmd(env, *bin, "--log-level", "error", "release", "two-step", "--request-id", strings.TrimSpace(string(out)))
+		ll = append(ll, time.Since(s))
+		fl = append(fl, timeCmd(env, flockBin, "-n", lockFile, "true"))
+	}
+	r = float64(median(ll)) / float64(median(fl))
+	add(row{"`acquire` + `release` (two invocations) vs the same flock call", ms(median(ll)), ms(median(fl)),
+		fmt.Sprintf("%.2fx", r), "report", "-"})
+}
+
+// --- library ---
+
+func benchLibrary(tmp string) {
+	ctx := context.Background()
+	root := filepath.Join(tmp, "lib")
+	l, err := ledger.Open(ctx, root)
+	if err != nil {
+		die(err)
+	}
+	defer l.Close()
+	db, err := sql.Open("sqlite", ledger.DSN(filepath.Join(tmp, "raw.db"), ledger.DefaultBusyTimeout))
+	if err != nil {
+		die(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+		die(err)
+	}
+	body := make([]byte, 600)
+	commit := func() {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			die(err)
+		}
+		if _, err := tx.Exec(`INSERT INTO t (v) VALUES (?)`, body); err != nil {
+			die(err)
+		}
+		if err := tx.Commit(); err != nil {
+			die(err)
+		}
+	}
+	cycle := func() {
+		a, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "bench", Identity: ledger.Identity{Actor: "bench"}})
+		if err != nil {
+			die(err)
+		}
+		if err := l.Release(ctx, ledger.ReleaseRequest{Lock: "bench", Identity: ledger.Identity{RequestID: a.RequestID, Actor: "bench"}}); err != nil {
+			die(err)
+		}
+	}
+	rate := func(f func(), d time.Duration) float64 {
+		n, s := 0, time.Now()
+		for time.Since(s) < d {
+			f()
+			n++
+		}
+		return float64(n) / time.Since(s).Seconds()
+	}
+	// Alternate short rounds so that both see the same disk weather.
+	var lib, raw []float64
+	for i := 0; i < 6; i++ {
+		lib = append(lib, rate(cycle, *libTime/6))
+		raw = append(raw, rate(func() { commit(); commit() }, *libTime/6))
+	}
+	ml, mr := medianF(lib), medianF(raw)
+	add(row{"Go API acquire+release cycles/s vs raw 2-commit cycles/s (same settings, same file system)",
+		fmt.Sprintf("%.0f/s", ml), fmt.Sprintf("%.0f/s", mr), fmt.Sprintf("%.0f%%", 100*ml/mr), ">= 75%", yes(ml/mr >= 0.75)})
+}
+
+func medianF(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// --- contention ---
+
+func runWorker(spec string) {
+	parts := strings.Split(spec, ":")
+	if len(parts) != 3 {
+		die(fmt.Errorf("worker spec %q", spec))
+	}
+	n, _ := strconv.Atoi(parts[2])
+	ctx := context.Background()
+	l, err := ledger.Open(ctx, parts[0])
+	if err != nil {
+		die(err)
+	}
+	defer l.Close()
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	for i := 0; i < n; i++ {
+		s := time.Now()
+		a, err := l.AcquireWait(ctx, ledger.AcquireRequest{Lock: parts[1], Identity: ledger.Identity{Actor: "worker"}}, time.Minute, nil)
+		if err != nil {
+			die(err)
+		}
+		fmt.Fprintln(w, time.Since(s).Nanoseconds())
+		if err := l.Release(ctx, ledger.ReleaseRequest{Lock: parts[1], Identity: ledger.Identity{RequestID: a.RequestID, Actor: "worker"}}); err != nil {
+			die(err)
+		}
+	}
+}
+
+func benchContention(tmp string) {
+	self, err := os.Executable()
+	if err != nil {
+		die(err)
+	}
+	for _, shared := range []bool{false, true} {
+		root := filepath.Join(tmp, fmt.Sprintf("contention-%v", shared))
+		if l, err := ledger.Open(context.Background(), root); err == nil {
+			l.Close()
+		}
+		var mu sync.Mutex
+		var lat []time.Duration
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := 0; i < 8; i++ {
+			lock := "shared"
+			if !shared {
+				lock = fmt.Sprintf("lock-%d", i)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := exec.Command(self, "-worker", root+":"+lock+":200").Output()
+				if err != nil {
+					die(fmt.Errorf("worker: %w", err))
+				}
+				var mine []time.Duration
+				for _, f := range strings.Fields(string(out)) {
+					n, _ := strconv.ParseInt(f, 10, 64)
+					mine = append(mine, time.Duration(n))
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		took := time.Since(start)
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+		name := "8 distinct locks"
+		if shared {
+			name = "1 shared lock"
+		}
+		add(row{"contention, " + name + ": cycles/s, acquire p50 / p99",
+			fmt.Sprintf("%.0f/s, %s / %s", float64(len(lat))/took.Seconds(), ms(p(0.5)), ms(p(0.99))), "-", "-", "report", "-"})
+	}
+}

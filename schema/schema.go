@@ -23,45 +23,53 @@ const base = "https://lockledger.dev/schema/"
 // LockFile names the lock file's schema in Validate calls.
 const LockFile = "lock_v1"
 
+// The compiler holds every embedded resource; each schema is compiled the
+// first time it is used and kept, so a process that appends one event type
+// pays for that schema only (the draft's metaschema is the bulk of it).
 var (
-	once     sync.Once
-	compiled map[string]*jsonschema.Schema
-	errInit  error
+	mu       sync.Mutex
+	compiler *jsonschema.Compiler
+	compiled = map[string]*jsonschema.Schema{}
 )
 
-func load() {
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	entries, err := files.ReadDir(".")
+func get(name string) (*jsonschema.Schema, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if s, ok := compiled[name]; ok {
+		return s, nil
+	}
+	if compiler == nil {
+		c := jsonschema.NewCompiler()
+		c.Draft = jsonschema.Draft2020
+		c.AssertFormat = true
+		entries, err := files.ReadDir(".")
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			b, err := files.ReadFile(e.Name())
+			if err != nil {
+				return nil, err
+			}
+			if err := c.AddResource(base+e.Name(), bytes.NewReader(b)); err != nil {
+				return nil, fmt.Errorf("schema: add %s: %w", e.Name(), err)
+			}
+		}
+		compiler = c
+	}
+	if !known(name) {
+		return nil, &Error{Schema: name, Detail: "no such schema"}
+	}
+	s, err := compiler.Compile(base + name + ".json")
 	if err != nil {
-		errInit = err
-		return
+		return nil, fmt.Errorf("schema: compile %s: %w", name, err)
 	}
-	for _, e := range entries {
-		b, err := files.ReadFile(e.Name())
-		if err != nil {
-			errInit = err
-			return
-		}
-		if err := c.AddResource(base+e.Name(), bytes.NewReader(b)); err != nil {
-			errInit = fmt.Errorf("schema: add %s: %w", e.Name(), err)
-			return
-		}
-	}
-	compiled = map[string]*jsonschema.Schema{}
-	names := []string{LockFile}
-	for _, t := range events.Types {
-		names = append(names, string(t))
-	}
-	for _, n := range names {
-		s, err := c.Compile(base + n + ".json")
-		if err != nil {
-			errInit = fmt.Errorf("schema: compile %s: %w", n, err)
-			return
-		}
-		compiled[n] = s
-	}
+	compiled[name] = s
+	return s, nil
+}
+
+func known(name string) bool {
+	return name == LockFile || events.Type(name).Valid()
 }
 
 // ErrSchema is wrapped by every validation failure.
@@ -81,13 +89,9 @@ func (e *Error) Unwrap() error { return ErrSchema }
 // Validate checks a JSON document against the named schema: an event type
 // ("lock_acquired", ...) or LockFile.
 func Validate(name string, doc []byte) error {
-	once.Do(load)
-	if errInit != nil {
-		return errInit
-	}
-	s, ok := compiled[name]
-	if !ok {
-		return &Error{Schema: name, Detail: "no such schema"}
+	s, err := get(name)
+	if err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
@@ -118,6 +122,20 @@ func leaf(ve *jsonschema.ValidationError) string {
 		loc = "/"
 	}
 	return loc + ": " + ve.Message
+}
+
+// CompileAll compiles every schema now (tests use it to prove they compile).
+func CompileAll() error {
+	names := []string{LockFile}
+	for _, t := range events.Types {
+		names = append(names, string(t))
+	}
+	for _, n := range names {
+		if _, err := get(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ValidateEvent checks an event body against the schema of its type.

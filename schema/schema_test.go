@@ -1,0 +1,46 @@
+package schema
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+func TestEverySchemaCompiles(t *testing.T) {
+	if err := CompileAll(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidateNamesTheFieldAndRule(t *testing.T) {
+	env := events.Envelope{EventID: "01M82NQNZDDVC3QZH7KVMR0924", Seq: 1, Type: events.HeartbeatFailed, SchemaVersion: 1,
+		At: "2026-11-22T22:23:54.861197406Z", LockName: "deploy", RequestID: "req_1", Actor: "a", HostID: "h", PID: 1}
+	good, err := events.BuildBody(env, &events.HeartbeatFailedPayload{ConsecutiveFailures: 3, Error: "busy", LockLost: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateEvent(events.HeartbeatFailed, good); err != nil {
+		t.Fatalf("valid body refused: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		body string
+		want string
+	}{
+		{"zero failures", strings.Replace(string(good), `"consecutive_failures":3`, `"consecutive_failures":0`, 1), "/consecutive_failures"},
+		{"extra field", strings.Replace(string(good), `"error":"busy"`, `"error":"busy","sneaky":1`, 1), "sneaky"},
+		{"bad lock name", strings.Replace(string(good), `"lock_name":"deploy"`, `"lock_name":"Deploy"`, 1), "/lock_name"},
+		{"wrong type const", strings.Replace(string(good), `"type":"heartbeat_failed"`, `"type":"lock_heartbeat"`, 1), "/type"},
+		{"not json", `{"seq":`, "not JSON"},
+	} {
+		err := ValidateEvent(events.HeartbeatFailed, []byte(c.body))
+		if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a schema error naming %q", c.name, err, c.want)
+		}
+	}
+	if err := Validate("no_such", good); !errors.Is(err, ErrSchema) {
+		t.Errorf("unknown schema: %v", err)
+	}
+}

@@ -18,6 +18,10 @@ vet:
 demo: build
 	bash scripts/demo.sh $(BIN)
 
+## bench: build, then measure against flock(1), the raw commit rate and a 1,000,000-event ledger
+bench: build
+	$(GO) run ./internal/cmd/bench -bin $(BIN)
+
 ## stress: the crash and contention suites at full size (longer than make test)
 stress:
 	LOCKLEDGER_STRESS=1 $(GO) test -race -count=1 -timeout 30m -run 'Crash|Contention|Stress' ./e2e/

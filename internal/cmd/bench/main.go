@@ -26,7 +26,7 @@ var (
 	bin     = flag.String("bin", "bin/lockledger", "lockledger binary")
 	pairs   = flag.Int("pairs", 40, "alternated CLI pairs per comparison")
 	libTime = flag.Duration("lib-time", 3*time.Second, "time per library measurement round")
-	events  = flag.Int("events", 1_000_000, "events in the scale ledger (0 skips the scale rows)")
+	nEvents = flag.Int("events", 1_000_000, "events in the scale ledger (0 skips the scale rows)")
 	worker  = flag.String("worker", "", "internal: run contention cycles on ROOT:LOCK:N")
 	only    = flag.String("only", "", "comma-separated row groups to run: cli,lib,scale,contention")
 )
@@ -82,8 +82,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "Go library against the raw durable commit rate:")
 		benchLibrary(tmp)
 	}
-	if want("scale") && *events > 0 {
-		fmt.Fprintf(os.Stderr, "Scale, on a generated %d-event ledger:\n", *events)
+	if want("scale") && *nEvents > 0 {
+		fmt.Fprintf(os.Stderr, "Scale, on a generated %d-event ledger:\n", *nEvents)
 		benchScale(tmp)
 	}
 	if want("contention") {

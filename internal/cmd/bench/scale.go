@@ -248,4 +248,3 @@ func benchScale(tmp string) {
 	}
 	add(row{"`export --format jsonl` of the whole ledger", fmt.Sprintf("%s (%.0f MiB)", ms(et), float64(size)/(1<<20)), "-", "-", "report", "-"})
 }
-

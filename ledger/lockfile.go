@@ -40,8 +40,12 @@ type lockFiles struct {
 }
 
 func (f lockFiles) path(name string) string    { return filepath.Join(f.dir, name+".lock") }
-func (f lockFiles) journal(name string) string { return filepath.Join(f.dir, "."+name+".lock.pending") }
-func (f lockFiles) swap(name string) string    { return filepath.Join(f.dir, "."+name+".lock.swap") }
+func (f lockFiles) journal(name string) string { return journalOf(f.path(name)) }
+func (f lockFiles) swap(name string) string    { return swapOf(f.path(name)) }
+
+// journalOf and swapOf name the hidden helper files beside a lock path p.
+func journalOf(p string) string { return filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".pending") }
+func swapOf(p string) string    { return filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".swap") }
 
 // fileState is what lies at a lock path.
 type fileState struct {
@@ -92,8 +96,8 @@ func (f lockFiles) read(name string) (fileState, error) { return readRegular(f.p
 
 // writeJournal writes data to a new journal file and returns it open, for
 // the caller to fsync and close.
-func (f lockFiles) writeJournal(name string, data []byte) (*os.File, error) {
-	p := f.journal(name)
+func writeJournal(lockPath string, data []byte) (*os.File, error) {
+	p := journalOf(lockPath)
 	if err := removeIfExists(p); err != nil {
 		return nil, err
 	}
@@ -114,14 +118,16 @@ var errFileExists = errors.New("lock file exists")
 
 // place puts a new lock file in place without clobbering an existing one.
 // It returns the journal, open, to be fsynced with the commit.
-func (f lockFiles) place(name string, data []byte) (*os.File, error) {
-	j, err := f.writeJournal(name, data)
+func (f lockFiles) place(name string, data []byte) (*os.File, error) { return placeAt(f.path(name), data) }
+
+func placeAt(p string, data []byte) (*os.File, error) {
+	j, err := writeJournal(p, data)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Link(f.journal(name), f.path(name)); err != nil {
+	if err := os.Link(journalOf(p), p); err != nil {
 		j.Close()
-		_ = os.Remove(f.journal(name))
+		_ = os.Remove(journalOf(p))
 		if errors.Is(err, fs.ErrExist) {
 			return nil, errFileExists
 		}
@@ -132,14 +138,16 @@ func (f lockFiles) place(name string, data []byte) (*os.File, error) {
 
 // replace atomically swaps the lock file's content for data. It returns
 // the journal, open, to be fsynced with the commit.
-func (f lockFiles) replace(name string, data []byte) (*os.File, error) {
-	j, err := f.writeJournal(name, data)
+func (f lockFiles) replace(name string, data []byte) (*os.File, error) { return replaceAt(f.path(name), data) }
+
+func replaceAt(p string, data []byte) (*os.File, error) {
+	j, err := writeJournal(p, data)
 	if err != nil {
 		return nil, err
 	}
-	if err := removeIfExists(f.swap(name)); err == nil {
-		if err = os.Link(f.journal(name), f.swap(name)); err == nil {
-			err = os.Rename(f.swap(name), f.path(name))
+	if err := removeIfExists(swapOf(p)); err == nil {
+		if err = os.Link(journalOf(p), swapOf(p)); err == nil {
+			err = os.Rename(swapOf(p), p)
 		}
 	}
 	if err != nil {
@@ -160,15 +168,17 @@ func syncClose(j *os.File) error {
 }
 
 // remove deletes the lock file if it still holds exactly data.
-func (f lockFiles) remove(name string, data []byte) error {
-	cur, err := f.read(name)
+func (f lockFiles) remove(name string, data []byte) error { return removeAt(f.path(name), data) }
+
+func removeAt(p string, data []byte) error {
+	cur, err := readRegular(p)
 	if err != nil || !cur.exists {
 		return err
 	}
 	if !bytes.Equal(cur.data, data) {
 		return nil // not ours any more: leave another tool's file alone
 	}
-	return removeIfExists(f.path(name))
+	return removeIfExists(p)
 }
 
 // done removes the journal once the ledger transaction has committed.

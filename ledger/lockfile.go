@@ -44,8 +44,10 @@ func (f lockFiles) journal(name string) string { return journalOf(f.path(name)) 
 func (f lockFiles) swap(name string) string    { return swapOf(f.path(name)) }
 
 // journalOf and swapOf name the hidden helper files beside a lock path p.
-func journalOf(p string) string { return filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".pending") }
-func swapOf(p string) string    { return filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".swap") }
+func journalOf(p string) string {
+	return filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".pending")
+}
+func swapOf(p string) string { return filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".swap") }
 
 // fileState is what lies at a lock path.
 type fileState struct {
@@ -118,7 +120,9 @@ var errFileExists = errors.New("lock file exists")
 
 // place puts a new lock file in place without clobbering an existing one.
 // It returns the journal, open, to be fsynced with the commit.
-func (f lockFiles) place(name string, data []byte) (*os.File, error) { return placeAt(f.path(name), data) }
+func (f lockFiles) place(name string, data []byte) (*os.File, error) {
+	return placeAt(f.path(name), data)
+}
 
 func placeAt(p string, data []byte) (*os.File, error) {
 	j, err := writeJournal(p, data)
@@ -138,7 +142,9 @@ func placeAt(p string, data []byte) (*os.File, error) {
 
 // replace atomically swaps the lock file's content for data. It returns
 // the journal, open, to be fsynced with the commit.
-func (f lockFiles) replace(name string, data []byte) (*os.File, error) { return replaceAt(f.path(name), data) }
+func (f lockFiles) replace(name string, data []byte) (*os.File, error) {
+	return replaceAt(f.path(name), data)
+}
 
 func replaceAt(p string, data []byte) (*os.File, error) {
 	j, err := writeJournal(p, data)

@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -21,6 +25,8 @@ type acquireFlags struct {
 	pid           int
 	metadata      []string
 	force         bool
+	files         []string
+	maxAge        string
 }
 
 func (f *acquireFlags) register(cmd *cobra.Command, withWait bool) {
@@ -31,6 +37,8 @@ func (f *acquireFlags) register(cmd *cobra.Command, withWait bool) {
 	fl.StringVar(&f.intentVersion, "intent-version", "", "version of the intent")
 	fl.StringVar(&f.requestID, "request-id", "", "request id (default req_<ULID>); 1-128 of A-Z a-z 0-9 _ . : -")
 	fl.StringArrayVar(&f.metadata, "metadata", nil, "key=value recorded with the lock (repeatable)")
+	fl.StringArrayVar(&f.files, "file", nil, "also project the lock as FORMAT:PATH, FORMAT one of "+strings.Join(formats.Names(), ", ")+" (repeatable)")
+	fl.StringVar(&f.maxAge, "max-age", "", "treat a holder older than this as stale (BSO: its zombie age, default 24h)")
 	if withWait {
 		fl.StringVar(&f.wait, "wait", "0", "keep trying this long while the lock is held (90s, 15m)")
 		fl.BoolVar(&f.force, "force", false, "take over a stale lock (never an active one)")
@@ -56,11 +64,43 @@ func (f *acquireFlags) request(lock string, pid int) (ledger.AcquireRequest, tim
 	if err != nil {
 		return ledger.AcquireRequest{}, 0, err
 	}
+	targets, err := ParseTargets(f.files)
+	if err != nil {
+		return ledger.AcquireRequest{}, 0, err
+	}
+	var maxAge time.Duration
+	if f.maxAge != "" {
+		if maxAge, err = ParseDuration("--max-age", f.maxAge); err != nil {
+			return ledger.AcquireRequest{}, 0, err
+		}
+		if maxAge == 0 {
+			return ledger.AcquireRequest{}, 0, events.Invalid("--max-age", f.maxAge, "must be positive")
+		}
+	}
 	return ledger.AcquireRequest{
 		Lock:     lock,
 		Identity: ledger.Identity{RequestID: f.requestID, Actor: f.actor, PID: pid},
 		Intent:   f.intent, IntentVersion: f.intentVersion, TTL: ttl, Metadata: md, Force: f.force,
+		Targets: targets, MaxAge: maxAge,
 	}, wait, nil
+}
+
+// ParseTargets turns repeated --file FORMAT:PATH flags into targets with
+// absolute paths.
+func ParseTargets(specs []string) ([]events.Target, error) {
+	var out []events.Target
+	for _, s := range specs {
+		t, err := formats.ParseTarget(s)
+		if err != nil {
+			return nil, events.Invalid("--file", s, err.Error())
+		}
+		abs, err := filepath.Abs(t.Path)
+		if err != nil {
+			return nil, events.Invalid("--file", s, err.Error())
+		}
+		out = append(out, events.Target{Format: t.Format, Path: abs})
+	}
+	return out, nil
 }
 
 type acquireOptions struct {

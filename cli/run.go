@@ -30,6 +30,7 @@ type runOptions struct {
 	argv      []string
 	onLost    string
 	killGrace string
+	supersede bool
 	acquireFlags
 }
 
@@ -72,6 +73,7 @@ when it never got the lock, 5 when the lock was lost and CMD was stopped.`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.onLost, "on-lost", "kill", "when the lock is lost: kill (TERM, grace, KILL the command) or warn")
 	fl.StringVar(&o.killGrace, "kill-grace", DefaultKillGrace.String(), "time between TERM and KILL")
+	fl.BoolVar(&o.supersede, "supersede", false, "take the lock from an older run of the same job (recorded as superseded); a runner on this host is told and stops its job")
 	return cmd
 }
 
@@ -110,6 +112,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
 	defer signal.Stop(sigs)
+	// SIGUSR1: a newer run superseded us; check the lock now.
+	pokes := make(chan os.Signal, 1)
+	signal.Notify(pokes, unix.SIGUSR1)
+	defer signal.Stop(pokes)
 
 	l, err := o.g.open(ctx, false)
 	if err != nil {
@@ -126,6 +132,15 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	if req.Force {
 		opts = append(opts, ledger.WithForce())
+	}
+	if o.supersede {
+		if wait > 0 {
+			return events.Invalid("--supersede", "", "cannot be combined with --wait")
+		}
+		opts = append(opts, ledger.WithSupersede())
+	}
+	if len(req.Targets) > 0 || req.MaxAge > 0 {
+		opts = append(opts, ledger.WithTargets(req.Targets...), ledger.WithMaxAge(req.MaxAge))
 	}
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	var waiting sync.WaitGroup
@@ -149,7 +164,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	bg := context.WithoutCancel(ctx)
 	o.g.log.Info("acquired", "lock", o.lock, "fencing_token", lease.FencingToken(), "request_id", lease.RequestID())
 
-	code, st, err := supervise(o, path, lease, sigs, grace)
+	code, st, err := supervise(o, path, lease, sigs, pokes, grace)
 	if err != nil {
 		c := 126
 		_ = lease.Release(bg, ledger.Result{Result: events.ResultFailure, FailureStep: "exec", ExitCode: &c})
@@ -180,7 +195,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 }
 
 // supervise runs the child and returns its exit code.
-func supervise(o *runOptions, path string, lease *ledger.Lease, sigs <-chan os.Signal, grace time.Duration) (int, runState, error) {
+func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-chan os.Signal, grace time.Duration) (int, runState, error) {
 	var st runState
 	cmd := exec.Command(path, o.argv[1:]...)
 	cmd.Args[0] = o.argv[0]
@@ -216,6 +231,8 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs <-chan os.S
 		case s := <-sigs:
 			st.signalled = true
 			_ = unix.Kill(-pgid, s.(syscall.Signal))
+		case <-pokes:
+			lease.CheckNow()
 		case <-lost:
 			lost = nil
 			if o.onLost == "warn" {

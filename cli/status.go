@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,17 +12,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/ledger"
 )
 
 type statusOptions struct {
-	g    *globals
-	lock string
+	g      *globals
+	lock   string
+	format string
+	file   string
+	maxAge string
 }
 
 func newStatus(g *globals) *cobra.Command {
 	o := &statusOptions{g: g}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show one lock: free, held, stale or dead, with its holder and ages",
 		Long: `Show a lock's state. status only reads: it takes no lock and writes
@@ -29,18 +34,34 @@ nothing. States: free, held (active holder), stale (no heartbeat within
 its TTL; acquire --force takes it), dead (its holder on this host is gone;
 the next acquire takes it).`,
 		Example: `  lockledger status deploy-prod
-  lockledger status deploy-prod --json | jq -r .state`,
+  lockledger status deploy-prod --json | jq -r .state
+  lockledger status sprint --format bso --file bso:.sprint-running   # BSO's check-mode return object`,
 		Args: exactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
 			return runStatus(cmd.Context(), o)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.format, "format", "text", "text, or bso for BSO's check-mode return object (JSON)")
+	fl.StringVar(&o.file, "file", "", "with --format bso: the .sprint-running file, as bso:PATH (default: the lock's bso target, else ./.sprint-running)")
+	fl.StringVar(&o.maxAge, "max-age", "", "with --format bso: zombie age (default 24h)")
+	return cmd
 }
 
 func runStatus(ctx context.Context, o *statusOptions) error {
 	if err := events.ValidateLockName(o.lock); err != nil {
 		return err
+	}
+	switch o.format {
+	case "text":
+		if o.file != "" || o.maxAge != "" {
+			return events.Invalid("--file", o.file, "--file and --max-age go with --format bso")
+		}
+	case "bso":
+		return runStatusBSO(ctx, o)
+	default:
+		return events.Invalid("--format", o.format, "must be text or bso")
 	}
 	l, err := o.g.open(ctx, true)
 	if err != nil {
@@ -99,3 +120,48 @@ func short(d time.Duration) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// runStatusBSO answers BSO's check mode for the lock's .sprint-running.
+func runStatusBSO(ctx context.Context, o *statusOptions) error {
+	var maxAge time.Duration
+	if o.maxAge != "" {
+		d, err := ParseDuration("--max-age", o.maxAge)
+		if err != nil {
+			return err
+		}
+		maxAge = d
+	}
+	path := ""
+	if o.file != "" {
+		ts, err := ParseTargets([]string{o.file})
+		if err != nil {
+			return err
+		}
+		if ts[0].Format != formats.NameBSO {
+			return events.Invalid("--file", o.file, "must be a bso: file with --format bso")
+		}
+		path = ts[0].Path
+	} else if l, err := o.g.open(ctx, true); err == nil {
+		ts, terr := l.TargetsOf(ctx, o.lock)
+		l.Close()
+		if terr != nil {
+			return terr
+		}
+		for _, t := range ts {
+			if t.Format == formats.NameBSO {
+				path = t.Path
+			}
+		}
+	} else if !errors.Is(err, ledger.ErrNoLedger) {
+		return err
+	}
+	if path == "" {
+		path = formats.DefaultPath(formats.NameBSO, o.lock)
+	}
+	data, exists, err := ledger.ReadTargetFile(path)
+	if err != nil {
+		return err
+	}
+	writeJSON(o.g.io.Out, formats.BSOCheck(data, exists, time.Now(), ledger.LocalEnv(maxAge)))
+	return nil
+}

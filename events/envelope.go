@@ -34,6 +34,15 @@ type Acquired struct {
 	Metadata      map[string]string `json:"metadata"`
 	PIDStart      string            `json:"pid_start"`
 	BootID        string            `json:"boot_id"`
+	// Targets are the extra lock files (other tools' formats) this holding
+	// projects, besides ROOT/locks/NAME.lock.
+	Targets []Target `json:"targets,omitempty"`
+}
+
+// Target is one extra lock file a holding projects: a format and an absolute path.
+type Target struct {
+	Format string `json:"format"`
+	Path   string `json:"path"`
 }
 
 // Heartbeat is lock_heartbeat's payload (none).

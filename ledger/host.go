@@ -77,3 +77,24 @@ func ProcessStart(pid int) string {
 	}
 	return fields[19]
 }
+
+// pokeRunner sends SIGUSR1 to pid if it is a lockledger process (the same
+// executable as this one): a `lockledger run` treats it as "check your lock
+// now". Any other process is left alone, since SIGUSR1 would kill most.
+func pokeRunner(pid int, log interface {
+	Debug(msg string, args ...any)
+}) {
+	if pid <= 0 {
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return
+	}
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil || exe != self {
+		log.Debug("previous holder is not a lockledger process; not signalling it", "pid", pid)
+		return
+	}
+	_ = unix.Kill(pid, unix.SIGUSR1)
+}

@@ -20,7 +20,8 @@ const (
 )
 
 type leaseConfig struct {
-	req      AcquireRequest
+	req       AcquireRequest
+	supersede bool
 	wait     time.Duration
 	interval time.Duration
 	observe  WaitObserver
@@ -63,6 +64,30 @@ func WithIntent(intent, version string) LeaseOption {
 // WithMetadata records key/value pairs with the lock.
 func WithMetadata(md map[string]string) LeaseOption {
 	return func(c *leaseConfig) error { c.req.Metadata = md; return nil }
+}
+
+// WithTargets also projects the lock into other tools' lock files.
+func WithTargets(ts ...events.Target) LeaseOption {
+	return func(c *leaseConfig) error { c.req.Targets = ts; return nil }
+}
+
+// WithMaxAge makes a holder older than d count as stale.
+func WithMaxAge(d time.Duration) LeaseOption {
+	return func(c *leaseConfig) error {
+		if d < 0 {
+			return events.Invalid("max age", d.String(), "must not be negative")
+		}
+		c.req.MaxAge = d
+		return nil
+	}
+}
+
+// WithSupersede takes an active lock from its current holder, an older run
+// of the same job (GitClaw's cancel-in-progress), recorded as lock_stolen
+// with reason superseded. A holder that is a lockledger process on this host
+// is poked (SIGUSR1) so that it notices at once and stops its job.
+func WithSupersede() LeaseOption {
+	return func(c *leaseConfig) error { c.supersede = true; return nil }
 }
 
 // WithForce takes over a stale lock (never an active one).
@@ -109,6 +134,7 @@ type Lease struct {
 	interval time.Duration
 
 	lost     chan struct{}
+	poke     chan struct{}
 	lostOnce sync.Once
 	lostErr  error
 
@@ -139,11 +165,17 @@ func (l *Ledger) Acquire(ctx context.Context, name string, opts ...LeaseOption) 
 	if c.interval >= c.req.TTL {
 		return nil, events.Invalid("heartbeat interval", c.interval.String(), "must be shorter than the ttl "+c.req.TTL.String())
 	}
-	a, err := l.AcquireWait(ctx, c.req, c.wait, c.observe)
+	var a *Acquisition
+	var err error
+	if c.supersede {
+		a, err = l.supersede(ctx, c.req)
+	} else {
+		a, err = l.AcquireWait(ctx, c.req, c.wait, c.observe)
+	}
 	if err != nil {
 		return nil, err
 	}
-	s := &Lease{l: l, acq: a, ttl: c.req.TTL, interval: c.interval, lost: make(chan struct{}),
+	s := &Lease{l: l, acq: a, ttl: c.req.TTL, interval: c.interval, lost: make(chan struct{}), poke: make(chan struct{}, 1),
 		id: Identity{RequestID: a.RequestID, Actor: a.Record.Actor, PID: a.Record.PID}}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = cancel
@@ -164,6 +196,15 @@ func (s *Lease) FencingToken() int64 { return s.acq.FencingToken }
 
 // Acquisition is how the lock was taken (stolen, from whom).
 func (s *Lease) Acquisition() Acquisition { return *s.acq }
+
+// CheckNow makes the heartbeat goroutine renew at once instead of at its
+// next tick; a lock taken by someone else is then noticed immediately.
+func (s *Lease) CheckNow() {
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
+}
 
 // Lost is closed when the lock is lost.
 func (s *Lease) Lost() <-chan struct{} { return s.lost }
@@ -198,6 +239,8 @@ func (s *Lease) heartbeat(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-s.poke:
+			t.Stop()
 		}
 		_, err := s.l.heartbeat(ctx, s.acq.Lock, s.id, failures)
 		switch {
@@ -290,4 +333,17 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		s.markLost(err)
 	}
 	return err
+}
+
+// supersede takes lock from its current holder (reason superseded) and
+// pokes that holder if it is a lockledger process on this host.
+func (l *Ledger) supersede(ctx context.Context, req AcquireRequest) (*Acquisition, error) {
+	a, err := l.Steal(ctx, StealRequest{AcquireRequest: req, Supersede: true, Note: "superseded by a newer run"})
+	if err != nil {
+		return nil, err
+	}
+	if a.Stolen && a.Reason == events.ReasonSuperseded && a.Previous != nil && a.Previous.HostID == l.host.ID {
+		pokeRunner(a.Previous.PID, l.log)
+	}
+	return a, nil
 }

@@ -80,6 +80,11 @@ type AcquireRequest struct {
 	RecordBlocked bool
 	// Waited is how long the caller has waited so far (for acquire_blocked).
 	Waited time.Duration
+	// Targets are extra lock files in other tools' formats to project.
+	Targets []events.Target
+	// MaxAge, when set, makes a holder older than it count as stale (and is
+	// BSO's zombie age for BSO files).
+	MaxAge time.Duration
 }
 
 func (r *AcquireRequest) validate() error {
@@ -97,6 +102,9 @@ func (r *AcquireRequest) validate() error {
 	}
 	if err := validText("intent version", r.IntentVersion, 256, true); err != nil {
 		return err
+	}
+	if r.MaxAge < 0 {
+		return events.Invalid("max age", r.MaxAge.String(), "must not be negative")
 	}
 	for k, v := range r.Metadata {
 		if err := validText("metadata key", k, 128, false); err != nil {
@@ -154,15 +162,21 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 	if err := l.checkLocalPID(id.PID); err != nil {
 		return nil, err
 	}
+	if err := l.ValidateTargets(req.Targets); err != nil {
+		return nil, err
+	}
 	var out *Acquisition
 	err = l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
-		h := w.v.holder
+		h, err := w.effectiveHolder(req)
+		if err != nil {
+			return nil, err
+		}
 		if h != nil && !h.foreign && h.rec.RequestID == id.RequestID {
 			out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Seq: w.v.row.updatedSeq,
 				Record: h.rec, Already: true}
 			return nil, nil
 		}
-		state := judge(h, w.now, l.host, l.probe)
+		state := judgeAge(h, w.now, l.host, l.probe, req.MaxAge)
 		switch state {
 		case events.StateFree:
 			a, err := w.take(req, nil, "", "")
@@ -194,6 +208,19 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 		}
 	})
 	return out, err
+}
+
+// effectiveHolder reconciles the request's target files and returns who
+// holds the lock: the ledger's holder, else a foreign primary file, else
+// the strongest foreign file at one of the requested targets.
+func (w *writeTx) effectiveHolder(req AcquireRequest) (*holding, error) {
+	if err := w.reconcileTargets(req.Targets); err != nil {
+		return nil, err
+	}
+	if w.v.holder != nil {
+		return w.v.holder, nil
+	}
+	return w.foreignTarget(req)
 }
 
 // heldByNewFile turns "a lock file appeared between our check and our
@@ -233,7 +260,9 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 	}
 	h := w.l.newHolding(req, w.now, token)
 	var j *os.File
-	if prev == nil {
+	if prev == nil || prev.target != "" {
+		// Free, or taking over another tool's file at a target path: the
+		// primary path has no file to replace.
 		j, err = w.l.files.place(req.Lock, h.file)
 	} else {
 		j, err = w.l.files.replace(req.Lock, h.file)
@@ -242,8 +271,11 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 		return nil, err
 	}
 	w.setJournal(j)
+	if err := w.placeTargets(h, prev); err != nil {
+		return nil, err
+	}
 	acq := events.Acquired{TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion,
-		FencingToken: token, Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID}
+		FencingToken: token, Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets}
 	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, FencingToken: token, Record: h.rec}
 	var ev *events.Event
 	if prev == nil {
@@ -273,7 +305,7 @@ func (l *Ledger) newHolding(req AcquireRequest, now time.Time, token int64) *hol
 			CreatedAt: events.FormatLockTime(now), LastHeartbeatAt: events.FormatLockTime(now),
 			TTLSeconds: int64(req.TTL / time.Second), Metadata: md,
 		},
-		created: now, heartbeat: now, pidStart: start, bootID: l.host.BootID, token: token,
+		created: now, heartbeat: now, pidStart: start, bootID: l.host.BootID, token: token, targets: req.Targets,
 	}
 	h.file = h.rec.File()
 	return h
@@ -333,6 +365,12 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 				}
 				w.setJournal(j)
 			}
+		}
+		if err := w.reconcileTargets(nil); err != nil {
+			return nil, err
+		}
+		if err := w.refreshTargets(h, &renewed); err != nil {
+			return nil, err
 		}
 		ev, err := w.append(events.LockHeartbeat, Identity{RequestID: id.RequestID, Actor: h.rec.Actor, PID: h.rec.PID}, &events.Heartbeat{})
 		if err != nil {
@@ -434,6 +472,12 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 		if err := l.files.remove(req.Lock, h.file); err != nil {
 			return nil, err
 		}
+		if err := w.reconcileTargets(nil); err != nil {
+			return nil, err
+		}
+		if err := w.removeTargets(h); err != nil {
+			return nil, err
+		}
 		w.touched = true
 		actor := id
 		if mine {
@@ -486,14 +530,20 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 	if err := l.checkLocalPID(id.PID); err != nil {
 		return nil, err
 	}
+	if err := l.ValidateTargets(req.Targets); err != nil {
+		return nil, err
+	}
 	var out *Acquisition
 	err = l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
-		h := w.v.holder
+		h, err := w.effectiveHolder(req.AcquireRequest)
+		if err != nil {
+			return nil, err
+		}
 		if h != nil && !h.foreign && h.rec.RequestID == id.RequestID {
 			out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Record: h.rec, Already: true}
 			return nil, nil
 		}
-		state := judge(h, w.now, l.host, l.probe)
+		state := judgeAge(h, w.now, l.host, l.probe, req.MaxAge)
 		var reason string
 		switch state {
 		case events.StateFree:

@@ -93,10 +93,18 @@ type row struct {
 	fencingToken  int64
 	updatedSeq    int64
 	file          []byte
+	targets       string // JSON array of events.Target
+}
+
+func (r *row) targetsJSON() string {
+	if r.targets == "" {
+		return "[]"
+	}
+	return r.targets
 }
 
 const rowColumns = `lock_name, held, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
-	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file`
+	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file, targets`
 
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -110,7 +118,7 @@ func scanRow(s scanner) (*row, error) {
 	var held int
 	if err := s.Scan(&r.name, &held, &r.requestID, &r.actor, &r.intent, &r.intentVersion, &r.hostID, &r.pid,
 		&r.pidStart, &r.bootID, &r.createdAt, &r.heartbeatAt, &r.ttlSeconds, &r.metadata, &r.fencingToken,
-		&r.updatedSeq, &r.file); err != nil {
+		&r.updatedSeq, &r.file, &r.targets); err != nil {
 		return nil, err
 	}
 	r.held = held != 0
@@ -147,14 +155,15 @@ func saveRow(ctx context.Context, tx *sql.Tx, r *row) error {
 	if r.held {
 		held = 1
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO locks (`+rowColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	_, err := tx.ExecContext(ctx, `INSERT INTO locks (`+rowColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT (lock_name) DO UPDATE SET held=excluded.held, request_id=excluded.request_id, actor=excluded.actor,
 		intent=excluded.intent, intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid,
 		pid_start=excluded.pid_start, boot_id=excluded.boot_id, created_at=excluded.created_at,
 		heartbeat_at=excluded.heartbeat_at, ttl_seconds=excluded.ttl_seconds, metadata=excluded.metadata,
-		fencing_token=excluded.fencing_token, updated_seq=excluded.updated_seq, file=excluded.file`,
+		fencing_token=excluded.fencing_token, updated_seq=excluded.updated_seq, file=excluded.file,
+		targets=excluded.targets`,
 		r.name, held, r.requestID, r.actor, r.intent, r.intentVersion, r.hostID, r.pid, r.pidStart, r.bootID,
-		r.createdAt, r.heartbeatAt, r.ttlSeconds, r.metadata, r.fencingToken, r.updatedSeq, r.file)
+		r.createdAt, r.heartbeatAt, r.ttlSeconds, r.metadata, r.fencingToken, r.updatedSeq, r.file, r.targetsJSON())
 	return err
 }
 

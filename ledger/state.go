@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/formats"
 )
 
 // holding is a lock's current holder as the ledger or a foreign file shows it.
@@ -17,12 +18,27 @@ type holding struct {
 	file      []byte // the lock file bytes that correspond to this holding
 	foreign   bool
 	corrupt   bool
+	targets   []events.Target
+	// verdict is set for a foreign file in another tool's format: that
+	// format's own rules judged it.
+	verdict *formats.Verdict
+	// target is the path of the foreign target file this holding was read from.
+	target string
 }
 
 // judge applies DESIGN.md's state rules to a holder at instant now.
 func judge(h *holding, now time.Time, self Host, probe ProcessProbe) string {
+	return judgeAge(h, now, self, probe, 0)
+}
+
+// judgeAge is judge with --max-age: a holding older than maxAge (by its
+// creation time) counts as stale.
+func judgeAge(h *holding, now time.Time, self Host, probe ProcessProbe, maxAge time.Duration) string {
 	if h == nil {
 		return events.StateFree
+	}
+	if h.verdict != nil {
+		return h.verdict.State
 	}
 	if h.corrupt {
 		return events.StateHeld // fail safe: an unreadable lock is a lock
@@ -31,6 +47,9 @@ func judge(h *holding, now time.Time, self Host, probe ProcessProbe) string {
 		return events.StateDead
 	}
 	if now.Sub(h.heartbeat) > time.Duration(h.rec.TTLSeconds)*time.Second {
+		return events.StateStale
+	}
+	if maxAge > 0 && now.Sub(h.created) > maxAge {
 		return events.StateStale
 	}
 	return events.StateHeld

@@ -23,8 +23,9 @@ type writeTx struct {
 	seq     int64
 	hash    string
 	headSet bool
-	touched bool     // a file change waits for the commit (journal to drop after it)
-	journal *os.File // the open journal of that change, fsynced with the commit
+	touched  bool       // a file change waits for the commit (journals to drop after it)
+	journals []*os.File // the open journals of those changes, fsynced with the commit
+	paths    []string   // the lock paths whose journals drop after the commit
 	written []*events.Event
 }
 
@@ -55,11 +56,10 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 	}
 	outcome, err := fn(w)
 	if err != nil {
-		if w.journal != nil {
-			w.journal.Close()
-		}
+		w.closeJournals()
 		if w.touched {
 			l.undo(name, before)
+			w.undoTargets()
 		}
 		return err
 	}
@@ -67,12 +67,18 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 		if err := w.commit(); err != nil {
 			if w.touched {
 				l.undo(name, before)
+				w.undoTargets()
 			}
 			return fmt.Errorf("ledger: commit: %w", err)
 		}
 		if w.touched {
 			if err := l.files.done(name); err != nil {
 				l.log.Warn("could not remove the lock journal; the next writer will", "lock", name, "err", err)
+			}
+			for _, p := range w.paths {
+				if err := removeIfExists(journalOf(p)); err != nil {
+					l.log.Warn("could not remove a lock journal; the next writer will", "path", p, "err", err)
+				}
 			}
 		}
 	}
@@ -84,13 +90,21 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 // other. The journal stays until both are done, so a crash in between is
 // undone or finished by the next writer (see lockFiles).
 func (w *writeTx) commit() error {
-	if w.journal == nil {
+	if len(w.journals) == 0 {
 		return w.tx.Commit()
 	}
-	j := w.journal
-	w.journal = nil
+	js := w.journals
+	w.journals = nil
 	synced := make(chan error, 1)
-	go func() { synced <- syncClose(j) }()
+	go func() {
+		var first error
+		for _, j := range js {
+			if err := syncClose(j); err != nil && first == nil {
+				first = err
+			}
+		}
+		synced <- first
+	}()
 	err := w.tx.Commit()
 	if serr := <-synced; err == nil && serr != nil {
 		w.l.log.Warn("lock file fsync failed after commit; the next writer will rewrite it", "lock", w.v.name, "err", serr)
@@ -98,13 +112,33 @@ func (w *writeTx) commit() error {
 	return err
 }
 
-// setJournal keeps the journal of this decision's file change for commit.
+// setJournal keeps the journal of this decision's primary file change for commit.
 func (w *writeTx) setJournal(j *os.File) {
-	if w.journal != nil {
-		w.journal.Close()
-	}
-	w.journal = j
+	w.journals = append(w.journals, j)
 	w.touched = true
+}
+
+// addJournal keeps the journal of a target file change for commit.
+func (w *writeTx) addJournal(path string, j *os.File) {
+	w.journals = append(w.journals, j)
+	w.paths = append(w.paths, path)
+	w.touched = true
+}
+
+func (w *writeTx) closeJournals() {
+	for _, j := range w.journals {
+		j.Close()
+	}
+	w.journals = nil
+}
+
+// undoTargets reverts target files placed by a decision that did not commit.
+func (w *writeTx) undoTargets() {
+	for _, p := range w.paths {
+		if err := w.l.recoverTarget(p, nil); err != nil {
+			w.l.log.Error("could not undo an uncommitted lock file change; the next writer will", "path", p, "err", err)
+		}
+	}
 }
 
 // inspect reads a lock's file and journal and interprets them with its row.
@@ -225,7 +259,15 @@ func (w *writeTx) saveHolder(h *holding, seq int64) error {
 	if err != nil {
 		return err
 	}
-	return saveRow(w.ctx, w.tx, &row{
+	targets := []events.Target{}
+	if h.targets != nil {
+		targets = h.targets
+	}
+	tj, err := json.Marshal(targets)
+	if err != nil {
+		return err
+	}
+	return saveRow(w.ctx, w.tx, &row{targets: string(tj),
 		name: h.rec.LockName, held: true, requestID: h.rec.RequestID, actor: h.rec.Actor, intent: h.rec.Intent,
 		intentVersion: h.rec.IntentVersion, hostID: h.rec.HostID, pid: h.rec.PID, pidStart: h.pidStart,
 		bootID: h.bootID, createdAt: events.FormatTime(h.created), heartbeatAt: events.FormatTime(h.heartbeat),

@@ -85,7 +85,10 @@ func holdingFromRow(r *row) *holding {
 	_ = json.Unmarshal([]byte(r.metadata), &md)
 	created, _ := events.ParseTime(r.createdAt)
 	hb, _ := events.ParseTime(r.heartbeatAt)
+	var targets []events.Target
+	_ = json.Unmarshal([]byte(r.targetsJSON()), &targets)
 	return &holding{
+		targets: targets,
 		rec: events.Record{
 			LockVersion: events.LockVersion, LockName: r.name, RequestID: r.requestID, Actor: r.actor,
 			Intent: r.intent, IntentVersion: r.intentVersion, HostID: r.hostID, PID: r.pid,

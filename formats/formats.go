@@ -1,0 +1,325 @@
+// Package formats renders, parses and judges the lock files of the five
+// lock systems lockledger replaces (GitHub issue 7, "drop-in"):
+//
+//	tower-fleet  ROOT/locks/NAME.lock         JSON, tower-fleet/lock/v1
+//	bso          .sprint-running              YAML, BSO concurrency-control (U2)
+//	beads        .beads/.exclusive-lock       JSON, beads exclusive lock protocol
+//	prodigy      resume_locks/<job>.lock      JSON, Prodigy spec 140 (Rust, serde)
+//	gitclaw      state/locks/<N>.lock         JSON, GitClaw GITCLAW-LOCK.ts
+//
+// Every format maps a Holder (one lock holding in lockledger's terms) to and
+// from its own fields; the mapping is documented on each format's type and
+// in README.md. Render writes byte for byte what the seed's own tool writes;
+// Parse reads any file of the format and wraps ErrMalformed on failure;
+// Judge applies the format's own staleness rule, reconciled with
+// lockledger's states (held, stale, dead) as DESIGN.md defines them.
+//
+// The package does no I/O: the ledger reads and writes the files, and hands
+// Judge an Env with this host's id and a process probe.
+package formats
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// Liveness of a local pid, as a probe reports it.
+type Liveness int
+
+const (
+	Alive   Liveness = iota // kill(pid, 0) succeeded or failed with EPERM
+	Gone                    // kill(pid, 0) failed with ESRCH
+	Unknown                 // could not be determined
+)
+
+func (l Liveness) String() string {
+	switch l {
+	case Alive:
+		return "alive"
+	case Gone:
+		return "gone"
+	}
+	return "unknown"
+}
+
+// Holder is one lock holding in lockledger's terms. Each format maps it to
+// and from its own fields (see the format types and README.md).
+//
+// Formats that carry no heartbeat set HeartbeatAt = CreatedAt on Parse.
+// Formats that carry no request id synthesise one on Parse (see
+// ForeignRequestID), so a foreign holder always has a non-empty RequestID.
+type Holder struct {
+	Lock, RequestID, Actor, Intent, IntentVersion, HostID string
+	PID                                                   int
+	CreatedAt, HeartbeatAt                                time.Time
+	TTL                                                   time.Duration
+	Metadata                                              map[string]string
+}
+
+// Env is what judging a foreign file needs.
+type Env struct {
+	HostID string                 // this host (compare per format: beads is case-insensitive)
+	Probe  func(pid int) Liveness // kill(pid,0): ESRCH -> Gone, nil/EPERM -> Alive; nil means Unknown
+	MaxAge time.Duration          // BSO's 24h by default (0 = the format's default); a caller-supplied --max-age
+}
+
+func (e Env) probe(pid int) Liveness {
+	if e.Probe == nil || pid <= 0 {
+		return Unknown
+	}
+	return e.Probe(pid)
+}
+
+// Verdict on a file. State is "held", "stale" or "dead" (lockledger's
+// states: dead = provably gone, taken over automatically; stale = needs
+// --force; held = active). Reason is one of the Reason* tokens; Detail says
+// the same for a person. FailSafe marks a file that is treated as held only
+// because it could not be read; Zombie marks BSO's zombie locks.
+type Verdict struct {
+	State    string
+	Reason   string
+	FailSafe bool
+	Zombie   bool
+	Detail   string
+}
+
+// Verdict reasons.
+const (
+	ReasonActive     = "active"      // nothing says the holder is gone (fresh heartbeat / TTL not run out)
+	ReasonPIDAlive   = "pid_alive"   // the local pid answers kill(pid,0) (EPERM counts as alive)
+	ReasonPIDUnknown = "pid_unknown" // the local pid could not be probed
+	ReasonRemoteHost = "remote_host" // the holder is on another host: its pid is never judged
+	ReasonPIDDead    = "pid_dead"    // the holder is on this host and kill(pid,0) said ESRCH
+	ReasonTTLExpired = "ttl_expired" // the heartbeat (or creation time) is older than the TTL
+	ReasonMaxAge     = "max_age"     // older than --max-age (BSO: 24 h by default)
+	ReasonCorrupt    = "corrupt"     // the file could not be parsed
+)
+
+// ErrMalformed is wrapped by every Parse failure.
+var ErrMalformed = errors.New("malformed lock file")
+
+// maxFile bounds the size of a lock file Parse accepts (the ledger reads at
+// most this much plus one byte).
+const maxFile = 64 << 10
+
+// Format is one lock-file format.
+type Format interface {
+	Name() string
+	Render(h Holder) ([]byte, error)   // byte-exact what the seed's own tool writes
+	Parse(data []byte) (Holder, error) // any file of this format; malformed -> error wrapping ErrMalformed
+	Judge(h Holder, parseErr error, now time.Time, env Env) Verdict
+}
+
+// Format names.
+const (
+	NameTowerFleet = "tower-fleet"
+	NameBSO        = "bso"
+	NameBeads      = "beads"
+	NameProdigy    = "prodigy"
+	NameGitClaw    = "gitclaw"
+)
+
+// The formats, usable directly.
+var (
+	TowerFleet Format = towerFleet{}
+	BSO        Format = bso{}
+	Beads      Format = beads{}
+	Prodigy    Format = prodigy{}
+	GitClaw    Format = gitclaw{}
+)
+
+var all = []Format{TowerFleet, BSO, Beads, Prodigy, GitClaw}
+
+// Names lists the format names, the default (tower-fleet) first.
+func Names() []string {
+	out := make([]string, len(all))
+	for i, f := range all {
+		out[i] = f.Name()
+	}
+	return out
+}
+
+// Lookup returns the format called name.
+func Lookup(name string) (Format, error) {
+	for _, f := range all {
+		if f.Name() == name {
+			return f, nil
+		}
+	}
+	return nil, events.Invalid("format", name, "must be one of "+strings.Join(Names(), ", "))
+}
+
+// Target is one --file FORMAT:PATH.
+type Target struct {
+	Format string
+	Path   string
+}
+
+func (t Target) String() string { return t.Format + ":" + t.Path }
+
+// ParseTarget parses a --file value, "FORMAT:PATH". The path is cleaned
+// (filepath.Clean) and may be absolute or relative. Errors wrap
+// events.ErrInvalid and name the field (--file) and the rule.
+func ParseTarget(s string) (Target, error) {
+	const field = "--file"
+	rule := func(r string) error { return events.Invalid(field, s, r) }
+	if s == "" {
+		return Target{}, rule("must be FORMAT:PATH, FORMAT one of " + strings.Join(Names(), ", "))
+	}
+	if !utf8.ValidString(s) {
+		return Target{}, events.Invalid(field, strings.ToValidUTF8(s, "\uFFFD"), "must be valid UTF-8")
+	}
+	for _, r := range s {
+		if r == 0 {
+			return Target{}, rule("must not contain a NUL byte")
+		}
+		if r < 0x20 || r == 0x7f {
+			return Target{}, rule("must not contain control characters")
+		}
+	}
+	name, path, ok := strings.Cut(s, ":")
+	if !ok {
+		return Target{}, rule("must be FORMAT:PATH, FORMAT one of " + strings.Join(Names(), ", "))
+	}
+	if _, err := Lookup(name); err != nil {
+		if name == "" {
+			return Target{}, rule("FORMAT before the colon is empty; must be one of " + strings.Join(Names(), ", "))
+		}
+		return Target{}, rule(fmt.Sprintf("unknown format %q; must be one of %s", name, strings.Join(Names(), ", ")))
+	}
+	if path == "" {
+		return Target{}, rule("PATH after the colon is empty")
+	}
+	if strings.HasSuffix(path, "/") {
+		return Target{}, rule("PATH must name a file, not a directory (it ends in /)")
+	}
+	clean := filepath.Clean(path)
+	if clean == "." || clean == "/" || clean == ".." || strings.HasSuffix(clean, "/..") {
+		return Target{}, rule("PATH must name a file, not a directory")
+	}
+	return Target{Format: name, Path: clean}, nil
+}
+
+// DefaultPath is the conventional path of a lock file of the format,
+// relative to the directory the seed's tool uses (informational):
+// tower-fleet "locks/<lock>.lock" (under the lockledger root; the spec's
+// /root/tower-fleet/logs/locks), bso ".sprint-running" (project root), beads
+// ".beads/.exclusive-lock" (repository), prodigy "resume_locks/<lock>.lock"
+// (under ~/.prodigy), gitclaw "state/locks/<lock>.lock" (under .GITCLAW).
+// An unknown format gives "".
+func DefaultPath(format, lock string) string {
+	switch format {
+	case NameTowerFleet:
+		return "locks/" + lock + ".lock"
+	case NameBSO:
+		return ".sprint-running"
+	case NameBeads:
+		return ".beads/.exclusive-lock"
+	case NameProdigy:
+		return "resume_locks/" + lock + ".lock"
+	case NameGitClaw:
+		return "state/locks/" + lock + ".lock"
+	}
+	return ""
+}
+
+// ForeignRequestID is the request id Parse gives a holder whose format
+// carries none (beads, prodigy; bso and gitclaw when the field is missing):
+// "<format>:<pid>:<unix seconds of CreatedAt>", which satisfies lockledger's
+// request-id rule and is stable for one file.
+func ForeignRequestID(format string, pid int, created time.Time) string {
+	return fmt.Sprintf("%s:%d:%d", format, pid, created.Unix())
+}
+
+// malformed wraps ErrMalformed with the format's name and a detail.
+func malformed(format, detail string, args ...any) error {
+	return fmt.Errorf("%s: %w: %s", format, ErrMalformed, fmt.Sprintf(detail, args...))
+}
+
+// checkSize refuses a file larger than any lock file.
+func checkSize(format string, data []byte) error {
+	if len(data) > maxFile {
+		return malformed(format, "larger than %d bytes", maxFile)
+	}
+	return nil
+}
+
+// renderTime checks that t can be written as a four-digit-year timestamp.
+func renderTime(format, field string, t time.Time) error {
+	if t.IsZero() {
+		return fmt.Errorf("%s: %s is required", format, field)
+	}
+	if y := t.UTC().Year(); y < 0 || y > 9999 {
+		return fmt.Errorf("%s: %s year %d is outside 0000-9999", format, field, y)
+	}
+	return nil
+}
+
+// parseRFC3339 parses an RFC 3339 timestamp (any offset, any fraction) to UTC.
+func parseRFC3339(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}
+
+// secondsUTC is RFC 3339, UTC, whole seconds: tower-fleet, BSO and beads.
+const secondsUTC = "2006-01-02T15:04:05Z"
+
+// --- judging helpers -------------------------------------------------------
+
+func held(reason, detail string) Verdict {
+	return Verdict{State: events.StateHeld, Reason: reason, Detail: detail}
+}
+
+// failSafe is the verdict on an unreadable file that the format treats as held.
+func failSafe(format string, err error, what string) Verdict {
+	return Verdict{State: events.StateHeld, Reason: ReasonCorrupt, FailSafe: true,
+		Detail: fmt.Sprintf("%v; %s fails safe: treated as held (%s)", err, format, what)}
+}
+
+// maxAgeVerdict applies a caller-supplied --max-age to any format.
+func maxAgeVerdict(h Holder, now time.Time, maxAge time.Duration) (Verdict, bool) {
+	if maxAge <= 0 || h.CreatedAt.IsZero() {
+		return Verdict{}, false
+	}
+	if age := now.Sub(h.CreatedAt); age > maxAge {
+		return Verdict{State: events.StateStale, Reason: ReasonMaxAge,
+			Detail: fmt.Sprintf("created %s ago, older than --max-age %s", age.Round(time.Second), maxAge)}, true
+	}
+	return Verdict{}, false
+}
+
+// pidVerdict judges a holder known to be on this host by its pid: dead
+// when ESRCH, otherwise held with the probe's answer as the reason.
+func pidVerdict(pid int, env Env) (Verdict, bool) {
+	switch env.probe(pid) {
+	case Gone:
+		return Verdict{State: events.StateDead, Reason: ReasonPIDDead,
+			Detail: fmt.Sprintf("pid %d on this host is gone (ESRCH)", pid)}, true
+	case Alive:
+		return held(ReasonPIDAlive, fmt.Sprintf("pid %d on this host is alive", pid)), false
+	}
+	return held(ReasonPIDUnknown, fmt.Sprintf("pid %d on this host could not be probed", pid)), false
+}
+
+// LivenessOf maps the result of kill(pid, 0) to a Liveness: nil and EPERM
+// mean alive (EPERM: the process exists but is not ours to signal), ESRCH
+// means gone, anything else is unknown.
+func LivenessOf(err error) Liveness {
+	switch {
+	case err == nil, errors.Is(err, syscall.EPERM):
+		return Alive
+	case errors.Is(err, syscall.ESRCH):
+		return Gone
+	}
+	return Unknown
+}

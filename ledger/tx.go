@@ -15,18 +15,18 @@ import (
 // writeTx is one decision on one lock: made under the writer mutex inside a
 // BEGIN IMMEDIATE transaction, with the lock's file reconciled first.
 type writeTx struct {
-	l       *Ledger
-	ctx     context.Context
-	tx      *sql.Tx
-	now     time.Time
-	v       *view
-	seq     int64
-	hash    string
-	headSet bool
+	l        *Ledger
+	ctx      context.Context
+	tx       *sql.Tx
+	now      time.Time
+	v        *view
+	seq      int64
+	hash     string
+	headSet  bool
 	touched  bool       // a file change waits for the commit (journals to drop after it)
 	journals []*os.File // the open journals of those changes, fsynced with the commit
 	paths    []string   // the lock paths whose journals drop after the commit
-	written []*events.Event
+	written  []*events.Event
 }
 
 // write runs fn as one decision on lock name. fn returns the outcome to

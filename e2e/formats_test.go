@@ -71,11 +71,15 @@ func TestFormatTargetsAreProjectedAndRemoved(t *testing.T) {
 	}{
 		{formats.NameTowerFleet, "tf/job-7.lock",
 			"lock_version,lock_name,request_id,actor,intent,intent_version,host_id,pid,created_at,last_heartbeat_at,ttl_seconds,metadata",
-			func(h formats.Holder) bool { return h.RequestID == "run-42" && h.Lock == "job-7" && h.TTL == 900*time.Second }},
+			func(h formats.Holder) bool {
+				return h.RequestID == "run-42" && h.Lock == "job-7" && h.TTL == 900*time.Second
+			}},
 		{formats.NameBSO, ".sprint-running", "pid,session_id,started_at,epic_spec,lock_version",
 			func(h formats.Holder) bool { return h.RequestID == "run-42" && h.Intent == "epic5" }},
 		{formats.NameBeads, ".beads/.exclusive-lock", "holder,pid,hostname,started_at,version",
-			func(h formats.Holder) bool { return h.Actor == "vc-executor" && h.HostID == host && h.IntentVersion == "1.0.0" }},
+			func(h formats.Holder) bool {
+				return h.Actor == "vc-executor" && h.HostID == host && h.IntentVersion == "1.0.0"
+			}},
 		{formats.NameProdigy, "resume_locks/job-7.lock", "job_id,process_id,hostname,acquired_at",
 			func(h formats.Holder) bool { return h.Lock == "job-7" && h.HostID == host }},
 		{formats.NameGitClaw, "state/locks/42.lock", "issueNumber,runId,acquiredAt,pid",

@@ -285,3 +285,22 @@ func TestRunSupersedeStopsTheOlderRun(t *testing.T) {
 		t.Fatalf("older run's loss: %v", hf)
 	}
 }
+
+func TestRunProjectsTargetsWhileTheCommandRuns(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	beads := filepath.Join(dir, ".beads", ".exclusive-lock")
+	prodigy := filepath.Join(dir, "resume_locks", "mapreduce-123.lock")
+	r := clitest.Must(t, 0, root, "run", "mapreduce-123", "--actor", "vc-executor", "--intent-version", "1.0.0",
+		"--metadata", "job_id=mapreduce-123", "--file", "beads:"+beads, "--file", "prodigy:"+prodigy, "--",
+		"sh", "-c", `cat "$0"; echo; cat "$1"`, beads, prodigy)
+	for _, want := range []string{`"holder": "vc-executor"`, `"version": "1.0.0"`, `"job_id": "mapreduce-123"`} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("the command did not see %s in its lock files:\n%s", want, r.Stdout)
+		}
+	}
+	for _, p := range []string{beads, prodigy} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left after the run: %v", p, err)
+		}
+	}
+}

@@ -1,9 +1,50 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/ledger"
+)
 
 // auditCommands are the read side of the ledger: history, timeline, who,
 // replay, verify, export and project.
 func auditCommands(g *globals) []*cobra.Command {
+	return []*cobra.Command{newHistory(g), newTimeline(g), newWho(g), newReplay(g), newVerify(g), newExport(g), newProject(g)}
+}
+
+// reader is an open ledger and a read-only transaction on it: one snapshot
+// of the database, taken without the writer lock (a deferred BEGIN in WAL
+// mode never blocks a writer, nor waits for one).
+type reader struct {
+	l  *ledger.Ledger
+	tx *sql.Tx
+}
+
+func (g *globals) openRead(ctx context.Context) (*reader, error) {
+	l, err := g.open(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := l.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("ledger: read: %w", err)
+	}
+	return &reader{l: l, tx: tx}, nil
+}
+
+func (r *reader) close() {
+	_ = r.tx.Rollback()
+	_ = r.l.Close()
+}
+
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) != 0 {
+		return &usageError{fmt.Errorf("%s: takes no arguments, got %q", cmd.Name(), args)}
+	}
 	return nil
 }

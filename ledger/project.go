@@ -1,11 +1,13 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -117,6 +119,11 @@ func (l *Ledger) projectFiles(rebuilt map[string]*row, rep *ProjectReport) error
 			names[name] = true
 		}
 	}
+	for _, name := range sortedKeys(rebuilt) {
+		if err := l.projectTargets(rebuilt[name], rep); err != nil {
+			return err
+		}
+	}
 	for _, name := range sortedKeys(names) {
 		v, err := l.inspect(name, rebuilt[name])
 		if err != nil {
@@ -143,4 +150,65 @@ var repairAction = map[repair]string{
 	repairPlace:          "placed",
 	repairReplace:        "replaced",
 	repairRemoveLeftover: "removed",
+}
+
+// projectTargets reconciles the extra lock files (other tools' formats) of
+// a rebuilt row: interrupted writes are settled and a held lock's missing
+// file is placed (recoverTarget, as every write does); a held lock's file
+// that is an older version of the holder's own (same request id in its
+// format) is replaced; a free lock's file that still holds exactly the
+// last holder's bytes is removed. Other files are left alone.
+func (l *Ledger) projectTargets(r *row, rep *ProjectReport) error {
+	h := holdingFromRow(r)
+	for _, t := range h.targets {
+		want, err := renderTarget(t, h)
+		if err != nil {
+			return err
+		}
+		before, err := readRegular(t.Path)
+		if err != nil {
+			return fmt.Errorf("ledger: project %s: %w", t.Path, err)
+		}
+		if !r.held {
+			if before.exists && bytes.Equal(before.data, want) {
+				if err := removeAt(t.Path, want); err != nil {
+					return err
+				}
+				rep.Files = append(rep.Files, ProjectChange{Lock: r.name, Action: "removed", Detail: t.Path})
+			}
+			continue
+		}
+		if err := l.recoverTarget(t.Path, want); err != nil {
+			return fmt.Errorf("ledger: project %s: %w", t.Path, err)
+		}
+		after, err := readRegular(t.Path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !before.exists && after.exists:
+			rep.Files = append(rep.Files, ProjectChange{Lock: r.name, Action: "placed", Detail: t.Path})
+		case after.exists && !bytes.Equal(after.data, want):
+			f, err := formats.Lookup(t.Format)
+			if err != nil {
+				return err
+			}
+			if fh, perr := f.Parse(after.data); perr != nil || fh.RequestID != r.requestID {
+				rep.Interlopers = append(rep.Interlopers, r.name+" ("+t.Path+")")
+				continue
+			}
+			j, err := replaceAt(t.Path, want)
+			if err != nil {
+				return err
+			}
+			if err := syncClose(j); err != nil {
+				return err
+			}
+			if err := removeIfExists(journalOf(t.Path)); err != nil {
+				return err
+			}
+			rep.Files = append(rep.Files, ProjectChange{Lock: r.name, Action: "replaced", Detail: t.Path})
+		}
+	}
+	return nil
 }

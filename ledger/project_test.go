@@ -3,6 +3,8 @@ package ledger_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -228,5 +230,130 @@ func TestVerifyNamesAForeignFileAtAHeldLock(t *testing.T) {
 	}
 	if rep := verifyAll(t, l); !rep.OK {
 		t.Fatalf("after project: %+v", rep.Problems)
+	}
+}
+
+// TestProjectRestoresATargetFile: the extra lock files a holding projects
+// in other tools' formats are checked and rebuilt like the primary one.
+func TestProjectRestoresATargetFile(t *testing.T) {
+	l, _ := projLedger(t)
+	ctx := context.Background()
+	ext := filepath.Join(t.TempDir(), "deploy.lock")
+	if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "t", TTL: time.Minute,
+		Identity: ledger.Identity{RequestID: "req-t", Actor: "tina", PID: os.Getpid()},
+		Targets:  []events.Target{{Format: "tower-fleet", Path: ext}}}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := verifyAll(t, l); !rep.OK {
+		t.Fatalf("with a target: %+v", rep.Problems)
+	}
+	if err := os.Remove(ext); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verifyAll(t, l); rep.OK || kinds(rep)["t"] != replay.KindLockFileMissing {
+		t.Fatalf("deleted target: %+v", rep.Problems)
+	}
+	pr, err := l.Project(ctx)
+	if err != nil || len(pr.Files) != 1 || pr.Files[0].Action != "placed" || pr.Files[0].Detail != ext {
+		t.Fatalf("project: %+v %v", pr, err)
+	}
+	if got, err := os.ReadFile(ext); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("restored target %q (%v), want %q", got, err, want)
+	}
+	if rep := verifyAll(t, l); !rep.OK {
+		t.Fatalf("after project: %+v", rep.Problems)
+	}
+	// Released: a copy of the holder's target file left behind is extra.
+	if err := l.Release(ctx, ledger.ReleaseRequest{Lock: "t", Identity: ledger.Identity{RequestID: "req-t", PID: os.Getpid()}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ext); !os.IsNotExist(err) {
+		t.Fatalf("release left the target: %v", err)
+	}
+	if err := os.WriteFile(ext, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verifyAll(t, l); rep.OK || kinds(rep)["t"] != replay.KindLockFileExtra {
+		t.Fatalf("leftover target: %+v", rep.Problems)
+	}
+	if pr, err := l.Project(ctx); err != nil || len(pr.Files) != 1 || pr.Files[0].Action != "removed" {
+		t.Fatalf("project leftover target: %+v %v", pr, err)
+	}
+}
+
+// TestVerifyDuringWrites runs verify over and over while another handle on
+// the same root keeps acquiring, renewing and releasing: a write caught
+// between its table commit and its file change must never be reported as
+// damage.
+func TestVerifyDuringWrites(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	open := func() *ledger.Ledger {
+		l, err := ledger.Open(ctx, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	writer, reader := open(), open()
+	done := make(chan error, 1)
+	go func() {
+		id := ledger.Identity{Actor: "w", PID: os.Getpid()}
+		for i := range 40 {
+			id.RequestID = fmt.Sprint("req-", i)
+			lock := fmt.Sprint("l", i%3)
+			if _, err := writer.TryAcquire(ctx, ledger.AcquireRequest{Lock: lock, Identity: id, TTL: time.Minute}); err != nil {
+				done <- err
+				return
+			}
+			if _, err := writer.Heartbeat(ctx, lock, id); err != nil {
+				done <- err
+				return
+			}
+			if i%2 == 0 {
+				if err := writer.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id}); err != nil {
+					done <- err
+					return
+				}
+			} else if err := writer.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id, Force: true}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for runs := 0; ; runs++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep := verifyAll(t, reader); !rep.OK {
+				t.Fatalf("after the writes: %+v", rep.Problems)
+			}
+			t.Logf("%d verifies during the writes", runs)
+			return
+		default:
+		}
+		tx, err := reader.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, st, err := replay.VerifyLedger(ctx, tx, "test", reader.Genesis())
+		if err == nil {
+			err = reader.CheckProjection(ctx, tx, st, rep)
+		}
+		tx.Rollback()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Finish(); !rep.OK {
+			t.Fatalf("verify during writes reported damage: %+v", rep.Problems)
+		}
 	}
 }

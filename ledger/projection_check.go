@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
@@ -25,7 +26,15 @@ func rowFromReplay(lk *replay.Lock) *row {
 	if err != nil {
 		md = []byte("{}") // a map of strings always marshals
 	}
-	return &row{
+	targets := h.Targets
+	if targets == nil {
+		targets = []events.Target{}
+	}
+	tj, err := json.Marshal(targets)
+	if err != nil {
+		tj = []byte("[]") // strings only: always marshals
+	}
+	return &row{targets: string(tj),
 		name: lk.Name, held: lk.Held, requestID: h.Record.RequestID, actor: h.Record.Actor, intent: h.Record.Intent,
 		intentVersion: h.Record.IntentVersion, hostID: h.Record.HostID, pid: h.Record.PID, pidStart: h.PIDStart,
 		bootID: h.BootID, createdAt: events.FormatTime(h.Created), heartbeatAt: events.FormatTime(h.Heartbeat),
@@ -58,6 +67,7 @@ func rowDiff(a, b *row) []string {
 	add("fencing_token", a.fencingToken == b.fencingToken)
 	add("updated_seq", a.updatedSeq == b.updatedSeq)
 	add("file", bytes.Equal(a.file, b.file))
+	add("targets", a.targetsJSON() == b.targetsJSON())
 	return d
 }
 
@@ -162,6 +172,11 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*row, rep *replay.Report
 			names[r.name] = true
 		}
 	}
+	for _, r := range rows {
+		if err := l.checkTargets(ctx, r, rep); err != nil {
+			return err
+		}
+	}
 	for _, name := range sortedKeys(names) {
 		rep.LockFiles++
 		p, note, err := l.checkFile(name, byName[name])
@@ -169,13 +184,12 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*row, rep *replay.Report
 			return err
 		}
 		if p != nil && p.Kind != replay.KindForeign {
-			// Read again against the latest committed row: the ledger may have
-			// moved on since the snapshot.
-			fresh, err := loadRow(ctx, l.db, name)
+			// The ledger may have moved on since the snapshot: judge again
+			// against the latest committed row, for as long as it keeps moving.
+			p, note, err = settle(ctx, l, name, func(fresh *row) (*replay.Problem, string, error) {
+				return l.checkFile(name, fresh)
+			})
 			if err != nil {
-				return err
-			}
-			if p, note, err = l.checkFile(name, fresh); err != nil {
 				return err
 			}
 		}
@@ -244,4 +258,122 @@ func foreignSummary(data []byte) string {
 	}
 	return fmt.Sprintf("a lock file the ledger did not write (request %s, actor %s, pid %d on %s)",
 		rec.RequestID, rec.Actor, rec.PID, rec.HostID)
+}
+
+// checkTargets judges the extra lock files (other tools' formats) that a
+// row's holder projects: each must hold exactly the bytes the holder
+// renders there while the lock is held; a file still holding the last
+// holder's bytes after the release is extra. Anything else at the path of a
+// free lock is another tool's business.
+func (l *Ledger) checkTargets(ctx context.Context, r *row, rep *replay.Report) error {
+	h := holdingFromRow(r)
+	for _, t := range h.targets {
+		rep.LockFiles++
+		p, note, err := l.checkTarget(t, h, r)
+		if err != nil {
+			return err
+		}
+		if p != nil && p.Kind != replay.KindForeign {
+			p, note, err = settle(ctx, l, r.name, func(fresh *row) (*replay.Problem, string, error) {
+				if fresh == nil {
+					return nil, "", nil
+				}
+				fh := holdingFromRow(fresh)
+				ft, ok := owns(fh, t.Path)
+				if !ok {
+					return nil, "", nil // the lock's holder no longer projects this path
+				}
+				return l.checkTarget(ft, fh, fresh)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if note != "" {
+			rep.Notes = append(rep.Notes, note)
+		} else if p != nil {
+			rep.Add(*p)
+		}
+	}
+	return nil
+}
+
+func (l *Ledger) checkTarget(t events.Target, h *holding, r *row) (*replay.Problem, string, error) {
+	journal, err := readRegular(journalOf(t.Path))
+	if err != nil {
+		return nil, "", err
+	}
+	if journal.exists {
+		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
+			r.name, journalOf(t.Path)), nil
+	}
+	want, err := renderTarget(t, h)
+	if err != nil {
+		return nil, "", err
+	}
+	f, err := readRegular(t.Path)
+	if err != nil {
+		return &replay.Problem{Kind: replay.KindLockFileDifferent, Lock: r.name, Detail: err.Error()}, "", nil
+	}
+	switch {
+	case r.held && !f.exists:
+		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileMissing, Lock: r.name, Detail: fmt.Sprintf(
+			"the ledger holds the lock (request %s) but its %s file %s is missing", r.requestID, t.Format, t.Path)}, "", nil
+	case r.held && !bytes.Equal(f.data, want):
+		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileDifferent, Lock: r.name, Detail: fmt.Sprintf(
+			"%s (%s) is not what request %s projects there (an old version, or another tool's file)", t.Path, t.Format, r.requestID)}, "", nil
+	case !r.held && f.exists && bytes.Equal(f.data, want):
+		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileExtra, Lock: r.name, Detail: fmt.Sprintf(
+			"%s (%s) is request %s's, but the ledger released the lock", t.Path, t.Format, r.requestID)}, "", nil
+	}
+	return nil, "", nil
+}
+
+// settleWithin bounds how long a disagreeing file is watched before it is
+// reported. A release removes its lock file before its transaction commits,
+// and leaves no journal (nothing to undo): for that instant the table says
+// held and the file is gone, exactly like a deleted file. Only time tells
+// them apart: the release commits within moments, a deletion stays.
+const settleWithin = time.Second
+
+// settle judges a lock's file against the latest committed row until the
+// judgement holds across a row that did not change for settleWithin (or the
+// file agrees). A write committed meanwhile makes it judge again at once.
+func settle(ctx context.Context, l *Ledger, name string, judge func(*row) (*replay.Problem, string, error)) (*replay.Problem, string, error) {
+	deadline := time.Now().Add(settleWithin)
+	backoff := time.Millisecond
+	for {
+		before, err := loadRow(ctx, l.db, name)
+		if err != nil {
+			return nil, "", err
+		}
+		p, note, err := judge(before)
+		if err != nil || p == nil {
+			return p, note, err
+		}
+		after, err := loadRow(ctx, l.db, name)
+		if err != nil {
+			return nil, "", err
+		}
+		if !sameVersion(before, after) {
+			if time.Now().After(deadline) {
+				return nil, fmt.Sprintf("lock %s: changed on every look while verify read it; re-run verify to check its files", name), nil
+			}
+			continue // a write committed between the reads: judge the new state
+		}
+		if time.Now().After(deadline) {
+			return p, "", nil
+		}
+		if err := sleepCtx(ctx, backoff); err != nil {
+			return nil, "", err
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+}
+
+func sameVersion(a, b *row) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.updatedSeq == b.updatedSeq && a.held == b.held
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-		"time"
+	"time"
 
 	"github.com/lockledger/lockledger/events"
 )
@@ -23,6 +23,7 @@ type Event struct {
 	Metadata      map[string]string `json:"metadata"`
 	PIDStart      string            `json:"pid_start"`
 	BootID        string            `json:"boot_id"`
+	Targets       []events.Target   `json:"targets"` // extra lock files in other tools' formats
 
 	// lock_stolen
 	PreviousLock     *events.Record `json:"previous_lock"`

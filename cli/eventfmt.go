@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// Event output formats of history and timeline.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+	formatJSONL = "jsonl"
+	formatCSV   = "csv"
+)
+
+// eventSink prints events one at a time, streaming.
+type eventSink interface {
+	event(ev *replay.Event) error
+	close() error
+}
+
+func newEventSink(format string, w io.Writer, color bool) (eventSink, error) {
+	switch format {
+	case formatTable:
+		return &tableSink{t: newTable(w, color, "SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "PID@HOST", "REQUEST", "DETAILS")}, nil
+	case formatJSON:
+		return &jsonSink{w: w}, nil
+	case formatJSONL:
+		return &jsonlSink{w: w}, nil
+	case formatCSV:
+		c := csv.NewWriter(w)
+		err := c.Write([]string{"seq", "at", "type", "lock_name", "actor", "host_id", "pid", "request_id", "details", "prev_hash", "hash"})
+		return &csvSink{w: c}, err
+	}
+	return nil, events.Invalid("--format", format, "must be table, json, jsonl or csv")
+}
+
+// displayTime is the table's time column: UTC, milliseconds.
+const displayTime = "2006-01-02T15:04:05.000Z"
+
+type tableSink struct {
+	t *table
+	n int
+}
+
+func (s *tableSink) event(ev *replay.Event) error {
+	s.n++
+	return s.t.row(
+		cell{text: strconv.FormatInt(ev.Seq, 10)},
+		cell{text: ev.Time.Format(displayTime)},
+		cell{text: string(ev.Type), color: eventColor(ev)},
+		cell{text: ev.LockName},
+		cell{text: ev.Actor},
+		cell{text: fmt.Sprintf("%d@%s", ev.PID, ev.HostID)},
+		cell{text: ev.RequestID},
+		cell{text: Details(ev)},
+	)
+}
+
+func (s *tableSink) close() error { return s.t.flush() }
+
+type jsonSink struct {
+	w io.Writer
+	n int
+}
+
+func (s *jsonSink) event(ev *replay.Event) error {
+	sep := ",\n"
+	if s.n == 0 {
+		sep = "[\n"
+	}
+	s.n++
+	if _, err := io.WriteString(s.w, sep); err != nil {
+		return err
+	}
+	_, err := s.w.Write(ev.JSON())
+	return err
+}
+
+func (s *jsonSink) close() error {
+	end := "\n]\n"
+	if s.n == 0 {
+		end = "[]\n"
+	}
+	_, err := io.WriteString(s.w, end)
+	return err
+}
+
+type jsonlSink struct{ w io.Writer }
+
+func (s *jsonlSink) event(ev *replay.Event) error {
+	b := append(ev.JSON(), '\n')
+	_, err := s.w.Write(b)
+	return err
+}
+
+func (s *jsonlSink) close() error { return nil }
+
+type csvSink struct{ w *csv.Writer }
+
+func (s *csvSink) event(ev *replay.Event) error {
+	return s.w.Write([]string{strconv.FormatInt(ev.Seq, 10), ev.At, string(ev.Type), ev.LockName, ev.Actor, ev.HostID,
+		strconv.Itoa(ev.PID), ev.RequestID, Details(ev), ev.PrevHash, ev.Hash})
+}
+
+func (s *csvSink) close() error {
+	s.w.Flush()
+	return s.w.Error()
+}
+
+// Details is the key facts of an event in a few words, for a postmortem:
+// steal reasons, release results and failure steps, waiting times.
+func Details(ev *replay.Event) string {
+	var parts []string
+	add := func(format string, a ...any) { parts = append(parts, fmt.Sprintf(format, a...)) }
+	switch ev.Type {
+	case events.LockAcquired:
+		add("token %d, ttl %ds", ev.FencingToken, ev.TTLSeconds)
+		if ev.Intent != "" {
+			add("intent %s", strings.TrimSpace(ev.Intent+" "+ev.IntentVersion))
+		}
+		if md := metadataText(ev.Metadata); md != "" {
+			add("%s", md)
+		}
+	case events.LockHeartbeat:
+		add("renewed")
+	case events.LockStolen:
+		add("reason %s", ev.Reason)
+		if p := ev.PreviousLock; p != nil {
+			add("from %s (%s, pid %d@%s, last heartbeat %s)", p.RequestID, p.Actor, p.PID, p.HostID, p.LastHeartbeatAt)
+		}
+		if ev.Note != "" {
+			add("note %q", ev.Note)
+		}
+		add("token %d, ttl %ds", ev.FencingToken, ev.TTLSeconds)
+	case events.LockReleased:
+		add("result %s", ev.Result)
+		if ev.FailureStep != "" {
+			add("failure step %s", ev.FailureStep)
+		}
+		if ev.ExitCode != nil {
+			add("exit %d", *ev.ExitCode)
+		}
+		add("held %s", seconds(ev.HeldDurationSeconds))
+		if ev.Forced {
+			if ev.ReleasedRequestID != "" {
+				add("FORCED, released %s", ev.ReleasedRequestID)
+			} else {
+				add("FORCED")
+			}
+		}
+	case events.HeartbeatFailed:
+		add("%d consecutive failures", ev.ConsecutiveFailures)
+		if ev.LockLost {
+			add("LOCK LOST")
+		}
+		add("error %q", ev.Error)
+	case events.AcquireBlocked:
+		add("state %s", ev.State)
+		if h := ev.HeldBy; h != nil {
+			add("held by %s (%s, pid %d@%s, since %s)", h.RequestID, h.Actor, h.PID, h.HostID, h.CreatedAt)
+		}
+		if ev.Foreign {
+			add("foreign lock file")
+		}
+		add("waited %s", seconds(ev.WaitedSeconds))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func metadataText(md map[string]string) string {
+	if len(md) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	kv := make([]string, len(keys))
+	for i, k := range keys {
+		kv[i] = k + "=" + md[k]
+	}
+	return "metadata " + strings.Join(kv, " ")
+}
+
+func seconds(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	if d >= time.Second {
+		d = d.Round(time.Second)
+	} else {
+		d = d.Round(time.Millisecond)
+	}
+	return d.String()
+}
+
+// ANSI colours for the table's EVENT column, on a terminal only.
+const (
+	ansiRed     = "\x1b[31m"
+	ansiGreen   = "\x1b[32m"
+	ansiYellow  = "\x1b[33m"
+	ansiMagenta = "\x1b[35m"
+	ansiDim     = "\x1b[2m"
+	ansiBold    = "\x1b[1m"
+	ansiReset   = "\x1b[0m"
+)
+
+func eventColor(ev *replay.Event) string {
+	switch ev.Type {
+	case events.LockAcquired:
+		return ansiGreen
+	case events.LockHeartbeat:
+		return ansiDim
+	case events.LockStolen:
+		return ansiMagenta
+	case events.LockReleased:
+		if ev.Result == events.ResultSuccess && !ev.Forced {
+			return ansiGreen
+		}
+		return ansiRed
+	case events.HeartbeatFailed:
+		return ansiRed
+	case events.AcquireBlocked:
+		return ansiYellow
+	}
+	return ""
+}

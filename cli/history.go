@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
+)
+
+type historyOptions struct {
+	g      *globals
+	lock   string
+	format string
+	timeRange
+}
+
+func newHistory(g *globals) *cobra.Command {
+	o := &historyOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "history NAME",
+		Short: "Print every event of one lock, oldest first",
+		Long: `Print one lock's events in log order: who acquired, renewed, stole,
+released it, whose heartbeats failed and who was blocked. Same formats as
+timeline (history NAME is timeline --lock NAME). history only reads.`,
+		Example: `  lockledger history deploy-prod
+  lockledger history deploy-prod --since 24h --format csv`,
+		Args: exactlyOneLock,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.lock = args[0]
+			if !cmd.Flags().Changed("format") && o.g.json {
+				o.format = formatJSONL
+			}
+			return runHistory(cmd.Context(), o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.since, "since", "", "from this time on (RFC 3339, or a duration ago: 2h)")
+	fl.StringVar(&o.until, "until", "", "up to this time (RFC 3339, or a duration ago)")
+	fl.StringVar(&o.format, "format", formatTable, "table, json, jsonl or csv")
+	return cmd
+}
+
+func runHistory(ctx context.Context, o *historyOptions) error {
+	if err := events.ValidateLockName(o.lock); err != nil {
+		return err
+	}
+	since, until, err := o.timeRange.parse(time.Now())
+	if err != nil {
+		return err
+	}
+	return printEvents(ctx, o.g, replay.Filter{Lock: o.lock, Since: since, Until: until}, o.format)
+}

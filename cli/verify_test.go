@@ -1,0 +1,279 @@
+package cli_test
+
+import (
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+type verifyJSON struct {
+	OK       bool   `json:"ok"`
+	Events   int64  `json:"events"`
+	FirstSeq int64  `json:"first_seq"`
+	LastSeq  int64  `json:"last_seq"`
+	HeadHash string `json:"head_hash"`
+	FirstBad *struct {
+		Seq    int64  `json:"seq"`
+		Kind   string `json:"kind"`
+		Lock   string `json:"lock_name"`
+		Detail string `json:"detail"`
+	} `json:"first_bad"`
+	Problems []struct {
+		Kind string `json:"kind"`
+		Lock string `json:"lock_name"`
+	} `json:"problems"`
+	Foreign []struct {
+		Lock string `json:"lock_name"`
+	} `json:"foreign"`
+}
+
+func verify(t *testing.T, root string, want int, args ...string) verifyJSON {
+	t.Helper()
+	r := clitest.Must(t, want, root, append([]string{"verify", "--json"}, args...)...)
+	var v verifyJSON
+	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
+		t.Fatalf("verify --json: %v: %s", err, r.Stdout)
+	}
+	return v
+}
+
+// attacker opens the ledger's database as a second, ordinary sqlite
+// connection and drops the append-only triggers, as an attacker would.
+func attacker(t *testing.T, root string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
+func exec(t *testing.T, db *sql.DB, queries ...string) {
+	t.Helper()
+	for _, q := range queries {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// forgeHeartbeat inserts a schema-valid, correctly chained heartbeat by
+// alice at seq, shifting every later row up by one (an INTEGER PRIMARY KEY
+// leaves an attacker no other way to insert in the middle).
+func forgeHeartbeat(t *testing.T, db *sql.DB, seq int64) {
+	t.Helper()
+	var prev string
+	if err := db.QueryRow(`SELECT hash FROM events WHERE seq = ?`, seq-1).Scan(&prev); err != nil {
+		t.Fatal(err)
+	}
+	pid := os.Getpid() // the scenario's holders
+	ev := &events.Event{Envelope: events.Envelope{EventID: events.NewULID(t0), Seq: seq, Type: events.LockHeartbeat,
+		SchemaVersion: events.SchemaVersion, At: events.FormatTime(t0.Add(40 * time.Second)), LockName: "app-prod",
+		RequestID: "req-alice", Actor: "alice", HostID: scenarioHost, PID: pid}, Payload: &events.Heartbeat{}, PrevHash: prev}
+	if err := ev.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, db, `UPDATE events SET seq = -seq WHERE seq >= `+jsonNumber(seq), `UPDATE events SET seq = 1 - seq WHERE seq < 0`)
+	if _, err := db.Exec(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
+		VALUES (?,?,?,?,?,?,?,?,?,?)`, ev.Seq, ev.EventID, ev.Type, ev.LockName, ev.RequestID, ev.Actor, ev.At, ev.Body,
+		ev.PrevHash, ev.Hash); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func jsonNumber(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestVerifyTamperCorpus damages the scenario's event log in each way an
+// attacker with write access to ledger.db could (triggers dropped through
+// a separate connection) and checks that verify fails, naming the first
+// bad seq and the kind of damage.
+func TestVerifyTamperCorpus(t *testing.T) {
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, db *sql.DB)
+		seq    int64
+		kind   string
+	}{
+		{"modified body", func(t *testing.T, db *sql.DB) {
+			exec(t, db, `UPDATE events SET body = CAST(replace(CAST(body AS TEXT), '"actor":"alice"', '"actor":"mallory"') AS BLOB) WHERE seq = 3`)
+		}, 3, "modified"},
+		{"modified column", func(t *testing.T, db *sql.DB) {
+			exec(t, db, `UPDATE events SET actor = 'mallory' WHERE seq = 4`)
+		}, 4, "column_mismatch"},
+		{"deleted row", func(t *testing.T, db *sql.DB) {
+			exec(t, db, `DELETE FROM events WHERE seq = 5`)
+		}, 5, "deleted"},
+		{"deleted row, later rows renumbered", func(t *testing.T, db *sql.DB) {
+			exec(t, db, `DELETE FROM events WHERE seq = 5`, `UPDATE events SET seq = -seq WHERE seq > 5`,
+				`UPDATE events SET seq = -seq - 1 WHERE seq < 0`)
+		}, 5, "deleted"},
+		{"inserted row", func(t *testing.T, db *sql.DB) { forgeHeartbeat(t, db, 4) }, 4, "inserted"},
+		{"swapped rows", func(t *testing.T, db *sql.DB) {
+			exec(t, db, `UPDATE events SET seq = -1 WHERE seq = 6`, `UPDATE events SET seq = 6 WHERE seq = 7`,
+				`UPDATE events SET seq = 7 WHERE seq = -1`)
+		}, 6, "reordered"},
+		{"modified hash column", func(t *testing.T, db *sql.DB) {
+			exec(t, db, `UPDATE events SET hash = '`+strings.Repeat("0", 64)+`' WHERE seq = 2`)
+		}, 2, "modified"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := scenario(t)
+			if v := verify(t, root, 0); !v.OK || v.Events != 8 {
+				t.Fatalf("before tampering: %+v", v)
+			}
+			tc.tamper(t, attacker(t, root))
+			v := verify(t, root, 1)
+			if v.OK || v.FirstBad == nil || v.FirstBad.Seq != tc.seq || v.FirstBad.Kind != tc.kind {
+				t.Fatalf("first bad = %+v, want seq %d %s\nall: %+v", v.FirstBad, tc.seq, tc.kind, v.Problems)
+			}
+			// The plain report says the same.
+			plain := clitest.Must(t, 1, root, "verify").Stdout
+			want := regexp.MustCompile(`first bad\s+seq ` + jsonNumber(tc.seq) + ` (\(lock [a-z-]+\) )?` + tc.kind + `:`)
+			if !want.MatchString(plain) {
+				t.Errorf("plain report lacks %s:\n%s", want, plain)
+			}
+		})
+	}
+}
+
+// TestExportThenVerifyFile exports the scenario, verifies the file alone,
+// then edits it.
+func TestExportThenVerifyFile(t *testing.T) {
+	root := scenario(t)
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	clitest.Must(t, 0, root, "export", "-o", file)
+	ledgerV := verify(t, root, 0)
+	v := verify(t, root, 0, "--file", file)
+	if !v.OK || v.Events != 8 || v.HeadHash != ledgerV.HeadHash {
+		t.Fatalf("export: %+v (ledger head %s)", v, ledgerV.HeadHash)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("export file: %v %v", fi, err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+
+	// Anchored at the ledger's genesis.
+	var genesis struct {
+		Genesis string `json:"genesis"`
+	}
+	_ = json.Unmarshal([]byte(clitest.Must(t, 0, root, "verify", "--json").Stdout), &genesis)
+	verify(t, root, 0, "--file", file, "--prev-hash", genesis.Genesis)
+	verify(t, root, 1, "--file", file, "--prev-hash", strings.Repeat("0", 64))
+
+	edit := func(name string, lines []string) string {
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	edited := slicesClone(lines)
+	edited[2] = strings.Replace(edited[2], `"actor":"alice"`, `"actor":"mallory"`, 1)
+	if edited[2] == lines[2] {
+		t.Fatal("line 3 has no alice")
+	}
+	if v := verify(t, root, 1, "--file", edit("edited.jsonl", edited)); v.FirstBad == nil || v.FirstBad.Seq != 3 || v.FirstBad.Kind != "modified" {
+		t.Fatalf("edited export: %+v", v.FirstBad)
+	}
+	dropped := append(slicesClone(lines[:4]), lines[5:]...)
+	if v := verify(t, root, 1, "--file", edit("dropped.jsonl", dropped)); v.FirstBad == nil || v.FirstBad.Seq != 5 || v.FirstBad.Kind != "deleted" {
+		t.Fatalf("export with a line removed: %+v", v.FirstBad)
+	}
+
+	// A time window exports a contiguous slice that verifies on its own.
+	slice := filepath.Join(t.TempDir(), "slice.jsonl")
+	clitest.Must(t, 0, root, "export", "--since", at(45), "--until", at(60), "-o", slice)
+	if v := verify(t, root, 0, "--file", slice); v.FirstSeq != 4 || v.LastSeq != 6 {
+		t.Fatalf("slice: %+v", v)
+	}
+	// csv carries the hashes and the canonical body.
+	out := clitest.Must(t, 0, root, "export", "--format", "csv").Stdout
+	if !strings.HasPrefix(out, "seq,event_id,at,type,lock_name,request_id,actor,host_id,pid,prev_hash,hash,body\n") ||
+		!strings.Contains(out, ledgerV.HeadHash) || strings.Count(out, "\n") < 9 {
+		t.Fatalf("csv export:\n%s", out)
+	}
+	clitest.Must(t, 2, root, "export", "--format", "xml")
+	clitest.Must(t, 1, root, "verify", "--file", filepath.Join(t.TempDir(), "missing.jsonl"))
+}
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+// TestDeletedLockFileIsReportedAndProjected deletes the lock file of a
+// held lock: verify reports it, project restores it; a foreign lock file
+// beside it is reported as foreign, not damage, and left alone.
+func TestDeletedLockFileIsReportedAndProjected(t *testing.T) {
+	root := scenario(t)
+	lockPath := filepath.Join(root, "locks", "db-migrate.lock")
+	want, err := os.ReadFile(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := events.Record{LockVersion: "v1", LockName: "legacy-job", RequestID: "cron-1", Actor: "cron", HostID: "host-b",
+		PID: 7, CreatedAt: "2025-03-14T09:00:00Z", LastHeartbeatAt: "2025-03-14T09:00:00Z", TTLSeconds: 60}
+	foreignPath := filepath.Join(root, "locks", "legacy-job.lock")
+	if err := os.WriteFile(foreignPath, foreign.File(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v := verify(t, root, 0); !v.OK || len(v.Foreign) != 1 || v.Foreign[0].Lock != "legacy-job" {
+		t.Fatalf("foreign file: %+v", v)
+	}
+	if err := os.Remove(lockPath); err != nil {
+		t.Fatal(err)
+	}
+	v := verify(t, root, 1)
+	if v.FirstBad == nil || v.FirstBad.Kind != "lock_file_missing" || v.FirstBad.Lock != "db-migrate" {
+		t.Fatalf("deleted lock file: %+v", v)
+	}
+	r := clitest.Must(t, 0, root, "project")
+	if !strings.Contains(r.Stdout, "file placed") || !strings.Contains(r.Stdout, "db-migrate") ||
+		!strings.Contains(r.Stdout, "foreign lock files left alone: legacy-job") {
+		t.Fatalf("project:\n%s", r.Stdout)
+	}
+	got, err := os.ReadFile(lockPath)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("restored %q (%v), want %q", got, err, want)
+	}
+	if _, err := os.Stat(foreignPath); err != nil {
+		t.Fatalf("foreign file touched: %v", err)
+	}
+	verify(t, root, 0)
+	var pr struct {
+		Rows  []any `json:"rows"`
+		Files []any `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(clitest.Must(t, 0, root, "project", "--json").Stdout), &pr); err != nil ||
+		len(pr.Rows)+len(pr.Files) != 0 {
+		t.Fatalf("second project changed %+v (%v)", pr, err)
+	}
+}
+
+// TestReadCommandsNeedALedger: the read side never creates one.
+func TestReadCommandsNeedALedger(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "nothing-here")
+	for _, args := range [][]string{{"timeline"}, {"history", "a"}, {"who", "a"}, {"replay"}, {"verify"}, {"export"}, {"project"}} {
+		clitest.Must(t, 1, root, args...)
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Fatalf("a read command created %s", root)
+	}
+}

@@ -1,0 +1,199 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// Holder is a ledger holder as the events show it: the v1 record plus what
+// the locks table keeps beside it. It mirrors what ledger/ writes for a
+// holder field by field (see ledger's newHolding and saveHolder).
+type Holder struct {
+	Record    events.Record
+	Created   time.Time // the acquiring event's at, full precision
+	Heartbeat time.Time // the last heartbeat's at (or Created)
+	PIDStart  string
+	BootID    string
+	Token     int64 // fencing token
+	// Targets are the extra lock files (other tools' formats) the holding
+	// projects, as its acquiring event recorded them; never nil.
+	Targets []events.Target
+}
+
+// File is the lock file the ledger writes for this holder, byte for byte.
+func (h *Holder) File() []byte { return h.Record.File() }
+
+// StaleSince is the instant the holder turns stale without a heartbeat.
+func (h *Holder) StaleSince() time.Time {
+	return h.Heartbeat.Add(time.Duration(h.Record.TTLSeconds) * time.Second)
+}
+
+// EventRef names one event briefly.
+type EventRef struct {
+	Seq       int64       `json:"seq"`
+	Type      events.Type `json:"type"`
+	At        string      `json:"at"`
+	Actor     string      `json:"actor"`
+	RequestID string      `json:"request_id"`
+}
+
+// Lock is one lock's folded state.
+type Lock struct {
+	Name string
+	// Held: the ledger has a holder. A lock held only by a foreign lock file
+	// (another tool's) is not in the events until the ledger meets it, and
+	// replay shows it free.
+	Held bool
+	// Holder is the current holder when Held, otherwise the last one (the
+	// locks table keeps it in a free row); nil if the ledger never held it.
+	Holder *Holder
+	// UpdatedSeq is the last event that changed the lock's row: what the
+	// locks table's updated_seq holds.
+	UpdatedSeq int64
+	// Last is the last event of any type on this lock.
+	Last EventRef
+}
+
+// StateAt is the lock's state at instant t by DESIGN.md's rules, as far as
+// events alone can tell: free, held, or stale (no heartbeat within the
+// TTL). "dead" needs the holder's process table at that instant, which no
+// event records, so a dead holder shows as held or stale.
+func (l *Lock) StateAt(t time.Time) string {
+	if l == nil || !l.Held {
+		return events.StateFree
+	}
+	if t.Sub(l.Holder.Heartbeat) > time.Duration(l.Holder.Record.TTLSeconds)*time.Second {
+		return events.StateStale
+	}
+	return events.StateHeld
+}
+
+// Anomaly is an event that the ledger's own write path would never have
+// appended in the state replay had reached (e.g. a heartbeat from a request
+// that does not hold the lock): the sign of an event forged with a valid
+// hash, or of a lost event.
+type Anomaly struct {
+	Seq    int64  `json:"seq"`
+	Lock   string `json:"lock_name"`
+	Detail string `json:"detail"`
+}
+
+// maxAnomalies bounds how many anomalies a State keeps (it counts them all).
+const maxAnomalies = 100
+
+// State is the fold of a prefix of the event log: one Lock per lock name
+// seen, nothing per event.
+type State struct {
+	locks map[string]*Lock
+	// Seq is the seq of the last event applied; Events counts them.
+	Seq    int64
+	Events int64
+	// Anomalies lists the first anomalies; AnomalyCount counts them all.
+	Anomalies    []Anomaly
+	AnomalyCount int
+}
+
+// NewState is the state before the first event: every lock free.
+func NewState() *State { return &State{locks: map[string]*Lock{}} }
+
+// Lock returns the named lock, nil if no event named it.
+func (s *State) Lock(name string) *Lock { return s.locks[name] }
+
+// Locks returns every lock seen, ordered by name.
+func (s *State) Locks() []*Lock {
+	out := make([]*Lock, 0, len(s.locks))
+	for _, l := range s.locks {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Len is the number of locks seen.
+func (s *State) Len() int { return len(s.locks) }
+
+// Apply folds one event into the state. Events must come in seq order.
+//
+//   - lock_acquired, lock_stolen: the envelope's request, actor, host and pid
+//     and the payload's ttl, intent, metadata, fencing token, pid start,
+//     boot id and targets become the holder; created and last heartbeat are the event's at.
+//   - lock_heartbeat: the holder's last heartbeat moves to at.
+//   - lock_released: frees the lock when the ledger's holder is the request
+//     that released (not forced) or released_request_id (forced). A forced
+//     release of a foreign lock (no ledger holder) changes nothing.
+//   - heartbeat_failed, acquire_blocked: change nothing.
+func (s *State) Apply(ev *Event) {
+	s.Seq = ev.Seq
+	s.Events++
+	l := s.locks[ev.LockName]
+	if l == nil {
+		l = &Lock{Name: ev.LockName}
+		s.locks[ev.LockName] = l
+	}
+	l.Last = EventRef{Seq: ev.Seq, Type: ev.Type, At: ev.At, Actor: ev.Actor, RequestID: ev.RequestID}
+	switch ev.Type {
+	case events.LockAcquired, events.LockStolen:
+		if ev.Type == events.LockAcquired && l.Held {
+			s.anomaly(ev, fmt.Sprintf("lock_acquired while request %s holds the lock (a take-over is lock_stolen)", l.Holder.Record.RequestID))
+		}
+		l.Held, l.Holder, l.UpdatedSeq = true, holderOf(ev), ev.Seq
+	case events.LockHeartbeat:
+		if !l.Held || l.Holder.Record.RequestID != ev.RequestID {
+			s.anomaly(ev, "heartbeat from request "+ev.RequestID+", which does not hold the lock")
+			return
+		}
+		h := *l.Holder
+		h.Heartbeat = ev.Time
+		h.Record.LastHeartbeatAt = events.FormatLockTime(ev.Time)
+		l.Holder, l.UpdatedSeq = &h, ev.Seq
+	case events.LockReleased:
+		if !l.Held {
+			if !ev.Forced {
+				s.anomaly(ev, "release by request "+ev.RequestID+" of a lock the ledger does not hold")
+			}
+			return // a forced release of a foreign lock: the ledger never held it
+		}
+		released := ev.RequestID
+		if ev.Forced {
+			released = ev.ReleasedRequestID
+		}
+		if released != l.Holder.Record.RequestID {
+			s.anomaly(ev, fmt.Sprintf("release of request %s while request %s holds the lock", released, l.Holder.Record.RequestID))
+			return
+		}
+		l.Held, l.UpdatedSeq = false, ev.Seq
+	}
+}
+
+func (s *State) anomaly(ev *Event, detail string) {
+	s.AnomalyCount++
+	if len(s.Anomalies) < maxAnomalies {
+		s.Anomalies = append(s.Anomalies, Anomaly{Seq: ev.Seq, Lock: ev.LockName, Detail: detail})
+	}
+}
+
+// holderOf builds the holder an acquiring event records, exactly as the
+// ledger builds it (ledger's newHolding).
+func holderOf(ev *Event) *Holder {
+	md := ev.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	targets := ev.Targets
+	if targets == nil {
+		targets = []events.Target{}
+	}
+	return &Holder{
+		Targets: targets,
+		Record: events.Record{
+			LockVersion: events.LockVersion, LockName: ev.LockName, RequestID: ev.RequestID, Actor: ev.Actor,
+			Intent: ev.Intent, IntentVersion: ev.IntentVersion, HostID: ev.HostID, PID: ev.PID,
+			CreatedAt: events.FormatLockTime(ev.Time), LastHeartbeatAt: events.FormatLockTime(ev.Time),
+			TTLSeconds: ev.TTLSeconds, Metadata: md,
+		},
+		Created: ev.Time, Heartbeat: ev.Time, PIDStart: ev.PIDStart, BootID: ev.BootID, Token: ev.FencingToken,
+	}
+}

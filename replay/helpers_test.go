@@ -1,0 +1,110 @@
+package replay_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// clock is a scripted clock for ledger.WithClock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+func (c *clock) advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	return c.t
+}
+
+// probe scripts which pids are alive; start times are unknown, so only
+// "gone" makes a holder dead.
+type probe struct {
+	mu   sync.Mutex
+	gone map[int]bool
+}
+
+func (p *probe) Probe(pid int) (ledger.Liveness, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gone[pid] {
+		return ledger.Gone, ""
+	}
+	return ledger.Alive, ""
+}
+
+func (p *probe) set(pid int, gone bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gone[pid] = gone
+}
+
+func openScripted(t *testing.T, root string, c *clock, p *probe) *ledger.Ledger {
+	t.Helper()
+	if p == nil {
+		p = &probe{gone: map[int]bool{}}
+	}
+	l, err := ledger.Open(context.Background(), root, ledger.WithClock(c.now),
+		ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}), ledger.WithProcessProbe(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// tableRow is one row of the locks table, read with plain SQL.
+type tableRow struct {
+	Name, RequestID, Actor, Intent, IntentVersion, HostID, PIDStart, BootID, CreatedAt, HeartbeatAt, Metadata, Targets string
+	Held                                                                                                               bool
+	PID                                                                                                                int
+	TTL, Token, UpdatedSeq                                                                                             int64
+	File                                                                                                               []byte
+}
+
+func snapshotTable(t *testing.T, db *sql.DB) map[string]tableRow {
+	t.Helper()
+	rows, err := db.Query(`SELECT lock_name, held, request_id, actor, intent, intent_version, host_id, pid, pid_start,
+		boot_id, created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file, targets FROM locks`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]tableRow{}
+	for rows.Next() {
+		var r tableRow
+		if err := rows.Scan(&r.Name, &r.Held, &r.RequestID, &r.Actor, &r.Intent, &r.IntentVersion, &r.HostID, &r.PID,
+			&r.PIDStart, &r.BootID, &r.CreatedAt, &r.HeartbeatAt, &r.TTL, &r.Metadata, &r.Token, &r.UpdatedSeq, &r.File, &r.Targets); err != nil {
+			t.Fatal(err)
+		}
+		out[r.Name] = r
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,249 @@
+package replay_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/migrations"
+	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/schema"
+)
+
+// ovlLog builds a real ledger.db (the migrations' schema) of hand-made,
+// schema-valid, hash-chained events.
+type ovlLog struct {
+	t    *testing.T
+	db   *sql.DB
+	seq  int64
+	prev string
+	at   time.Time
+}
+
+func newOvlLog(t *testing.T) *ovlLog {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "ledger.db")+"?_pragma=busy_timeout(5000)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := migrations.Apply(context.Background(), db, func() string { return events.FormatTime(time.Now()) }); err != nil {
+		t.Fatal(err)
+	}
+	return &ovlLog{t: t, db: db, prev: events.Genesis("overlap-test"), at: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+// add appends one event of typ on lock by request req and returns its seq.
+func (g *ovlLog) add(typ events.Type, lock, req string, payload any) int64 {
+	g.t.Helper()
+	g.seq++
+	g.at = g.at.Add(time.Second)
+	ev := &events.Event{
+		Envelope: events.Envelope{EventID: events.NewULID(g.at), Seq: g.seq, Type: typ, SchemaVersion: events.SchemaVersion,
+			At: events.FormatTime(g.at), LockName: lock, RequestID: req, Actor: "tester", HostID: "host-a", PID: 42},
+		Payload: payload, PrevHash: g.prev,
+	}
+	if err := ev.Seal(); err != nil {
+		g.t.Fatal(err)
+	}
+	if err := schema.ValidateEvent(typ, ev.Body); err != nil {
+		g.t.Fatalf("hand-built %s is not schema-valid: %v\n%s", typ, err, ev.Body)
+	}
+	g.insert(ev.Seq, ev.EventID, string(typ), lock, req, ev.At, ev.Body, ev.PrevHash, ev.Hash)
+	g.prev = ev.Hash
+	return ev.Seq
+}
+
+func (g *ovlLog) insert(seq int64, id, typ, lock, req, at string, body []byte, prev, hash string) {
+	g.t.Helper()
+	if _, err := g.db.Exec(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
+		VALUES (?,?,?,?,?,?,?,?,?,?)`, seq, id, typ, lock, req, "tester", at, body, prev, hash); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+func (g *ovlLog) acquire(lock, req string) int64 {
+	return g.add(events.LockAcquired, lock, req, &events.Acquired{TTLSeconds: 60, FencingToken: g.seq + 1,
+		Metadata: map[string]string{}})
+}
+
+func (g *ovlLog) steal(lock, req, prevReq, reason string) int64 {
+	prev := events.Record{LockVersion: "v1", LockName: lock, RequestID: prevReq, Actor: "tester", HostID: "host-a", PID: 42,
+		CreatedAt: "2026-01-02T03:04:05Z", LastHeartbeatAt: "2026-01-02T03:04:05Z", TTLSeconds: 60, Metadata: map[string]string{}}
+	return g.add(events.LockStolen, lock, req, &events.Stolen{
+		Acquired:     events.Acquired{TTLSeconds: 60, FencingToken: g.seq + 1, Metadata: map[string]string{}},
+		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: reason})
+}
+
+func (g *ovlLog) release(lock, req string, token int64) int64 {
+	return g.add(events.LockReleased, lock, req, &events.Released{Result: events.ResultSuccess, FencingToken: token})
+}
+
+func (g *ovlLog) forceRelease(lock, by, holder string, token int64) int64 {
+	return g.add(events.LockReleased, lock, by, &events.Released{Result: events.ResultCancelled, Forced: true,
+		ReleasedRequestID: holder, FencingToken: token})
+}
+
+func (g *ovlLog) heartbeat(lock, req string) int64 {
+	return g.add(events.LockHeartbeat, lock, req, &events.Heartbeat{})
+}
+
+func (g *ovlLog) blocked(lock, req, holder string) int64 {
+	return g.add(events.AcquireBlocked, lock, req, &events.Blocked{State: "held", HeldBy: events.Holder{RequestID: holder,
+		Actor: "tester", HostID: "host-a", PID: 42, CreatedAt: "2026-01-02T03:04:05Z", LastHeartbeatAt: "2026-01-02T03:04:05Z"}})
+}
+
+func (g *ovlLog) lost(lock, req string) int64 {
+	return g.add(events.HeartbeatFailed, lock, req, &events.HeartbeatFailedPayload{ConsecutiveFailures: 1, Error: "lost", LockLost: true})
+}
+
+// ovlFound is an overlap reduced to what the cases assert: lock, acquiring
+// seq and request, and the holder it overlapped.
+type ovlFound struct {
+	lock      string
+	seq       int64
+	req       string
+	holderSeq int64
+	holder    string
+}
+
+func TestOverlapsOnHandBuiltLogs(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(g *ovlLog) []ovlFound
+	}{
+		{"empty log", func(g *ovlLog) []ovlFound { return nil }},
+		{"acquire, release, acquire", func(g *ovlLog) []ovlFound {
+			a := g.acquire("x", "req_a")
+			g.heartbeat("x", "req_a")
+			g.release("x", "req_a", a)
+			b := g.acquire("x", "req_b")
+			g.release("x", "req_b", b)
+			g.acquire("x", "req_c")
+			return nil
+		}},
+		{"second acquire while held", func(g *ovlLog) []ovlFound {
+			a := g.acquire("x", "req_a")
+			b := g.acquire("x", "req_b")
+			return []ovlFound{{"x", b, "req_b", a, "req_a"}}
+		}},
+		{"steal is a handover", func(g *ovlLog) []ovlFound {
+			g.acquire("x", "req_a")
+			g.steal("x", "req_b", "req_a", events.ReasonHolderDead)
+			g.steal("x", "req_c", "req_b", events.ReasonForcedActive)
+			g.release("x", "req_a", 0) // the robbed holder's late release frees nobody
+			g.lost("x", "req_b")
+			d := g.acquire("x", "req_d")
+			return []ovlFound{{"x", d, "req_d", 3, "req_c"}}
+		}},
+		{"steal then release then acquire", func(g *ovlLog) []ovlFound {
+			g.acquire("x", "req_a")
+			s := g.steal("x", "req_b", "req_a", events.ReasonStaleForced)
+			g.release("x", "req_b", s)
+			g.acquire("x", "req_c")
+			return nil
+		}},
+		{"different locks never overlap", func(g *ovlLog) []ovlFound {
+			g.acquire("x", "req_a")
+			g.acquire("y", "req_b")
+			g.acquire("z", "req_a")
+			return nil
+		}},
+		{"forced release frees the holder it names", func(g *ovlLog) []ovlFound {
+			g.acquire("x", "req_a")
+			g.forceRelease("x", "req_oncall", "req_a", 0)
+			g.acquire("x", "req_b")
+			return nil
+		}},
+		{"forced release by fencing token", func(g *ovlLog) []ovlFound {
+			a := g.acquire("x", "req_a")
+			g.forceRelease("x", "req_oncall", "", a)
+			g.acquire("x", "req_b")
+			return nil
+		}},
+		{"release by a non-holder frees nobody", func(g *ovlLog) []ovlFound {
+			a := g.acquire("x", "req_a")
+			g.release("x", "req_z", 0)
+			g.forceRelease("x", "req_oncall", "req_foreign", 0)
+			b := g.acquire("x", "req_b")
+			return []ovlFound{{"x", b, "req_b", a, "req_a"}}
+		}},
+		{"heartbeats, blocked and lost events do not free", func(g *ovlLog) []ovlFound {
+			a := g.acquire("x", "req_a")
+			g.heartbeat("x", "req_a")
+			g.blocked("x", "req_b", "req_a")
+			g.lost("x", "req_a")
+			b := g.acquire("x", "req_b")
+			return []ovlFound{{"x", b, "req_b", a, "req_a"}}
+		}},
+		{"a foreign lock taken over and released", func(g *ovlLog) []ovlFound {
+			s := g.steal("x", "req_a", "req_foreign", events.ReasonForeignLock)
+			g.release("x", "req_a", s)
+			g.acquire("x", "req_b")
+			return nil
+		}},
+		{"three holders: every acquisition is reported", func(g *ovlLog) []ovlFound {
+			a := g.acquire("x", "req_a")
+			b := g.acquire("x", "req_b")
+			g.release("x", "req_b", b)
+			c := g.acquire("x", "req_c")
+			g.release("x", "req_a", a)
+			g.release("x", "req_c", c)
+			g.acquire("x", "req_d")
+			return []ovlFound{{"x", b, "req_b", a, "req_a"}, {"x", c, "req_c", a, "req_a"}}
+		}},
+		{"the same request again is one holder", func(g *ovlLog) []ovlFound {
+			g.acquire("x", "req_a")
+			g.acquire("x", "req_a")
+			return nil
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newOvlLog(t)
+			want := c.build(g)
+			got, err := replay.Overlaps(context.Background(), g.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotF []ovlFound
+			for _, o := range got {
+				gotF = append(gotF, ovlFound{o.Lock, o.Seq, o.RequestID, o.HolderSeq, o.HolderRequestID})
+				if o.At == "" || o.HolderAt == "" || !strings.Contains(o.String(), o.HolderRequestID) {
+					t.Errorf("overlap %+v: missing times or an unhelpful message %q", o, o.String())
+				}
+			}
+			if !reflect.DeepEqual(gotF, want) {
+				t.Fatalf("overlaps\n got %+v\nwant %+v", gotF, want)
+			}
+		})
+	}
+}
+
+func TestOverlapsInATransactionAndOnABadBody(t *testing.T) {
+	g := newOvlLog(t)
+	a := g.acquire("x", "req_a")
+	g.acquire("x", "req_b")
+	tx, err := g.db.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := replay.OverlapsIn(context.Background(), tx)
+	_ = tx.Rollback()
+	if err != nil || len(got) != 1 || got[0].HolderSeq != a {
+		t.Fatalf("OverlapsIn(tx): %v %+v", err, got)
+	}
+	// A body that does not decode is an error naming its seq, not a silent skip.
+	g.insert(3, "01J0000000000000000000000Z", "lock_released", "x", "req_a", "2026-01-02T03:04:09.000000000Z",
+		[]byte(`{"type":"lock_released","seq":"three"`), g.prev, "00")
+	if _, err := replay.Overlaps(context.Background(), g.db); err == nil || !strings.Contains(err.Error(), "seq 3") {
+		t.Fatalf("bad body: err %v, want one naming seq 3", err)
+	}
+}

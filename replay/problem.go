@@ -1,0 +1,141 @@
+package replay
+
+import "sort"
+
+// Kind names a kind of damage that verify reports.
+type Kind string
+
+// Damage to the event log itself (each names a seq).
+const (
+	// KindModified: a row's hash does not match its seq, prev_hash and body
+	// (the body, the prev_hash or the hash column changed), or a row was
+	// rewritten with a recomputed hash and its successor no longer chains
+	// from it.
+	KindModified Kind = "modified"
+	// KindDeleted: events are missing (a gap in seq, or rows renumbered to
+	// close one). Seq names the first missing position.
+	KindDeleted Kind = "deleted"
+	// KindInserted: a row that is not part of the original chain: a second
+	// row claiming an original seq already seen, or a last row that does
+	// not chain from its predecessor.
+	KindInserted Kind = "inserted"
+	// KindReordered: rows are intact but sit at the wrong positions.
+	KindReordered Kind = "reordered"
+	// KindColumnMismatch: an indexed column (event_id, type, lock_name,
+	// request_id, actor, at, seq) disagrees with the hashed body.
+	KindColumnMismatch Kind = "column_mismatch"
+	// KindSchema: a body with a valid hash that is not a valid event.
+	KindSchema Kind = "schema"
+	// KindMalformed: an export line that is not an export line at all.
+	KindMalformed Kind = "malformed"
+	// KindInconsistent: an event the ledger would never have appended in the
+	// state replay reached (a forged event with a recomputed chain).
+	KindInconsistent Kind = "inconsistent"
+)
+
+// Damage to the projections (each names a lock).
+const (
+	// KindProjectionDrift: the locks table disagrees with replay of the events.
+	KindProjectionDrift Kind = "projection_drift"
+	// KindLockFileMissing: the ledger holds the lock but its file is gone.
+	KindLockFileMissing Kind = "lock_file_missing"
+	// KindLockFileDifferent: the lock file is the ledger's holder's, but not
+	// the bytes the ledger wrote.
+	KindLockFileDifferent Kind = "lock_file_different"
+	// KindLockFileExtra: a file of the ledger's for a lock the ledger does not hold.
+	KindLockFileExtra Kind = "lock_file_extra"
+	// KindForeignAtHeld: another tool's lock file sits where the ledger holds a lock.
+	KindForeignAtHeld Kind = "foreign_file_at_held_lock"
+)
+
+// KindForeign marks a lock file the ledger never wrote, at a lock the
+// ledger does not hold: reported for information, not damage.
+const KindForeign Kind = "foreign"
+
+// Chain reports whether k is damage to the event log (as opposed to the projections).
+func (k Kind) Chain() bool {
+	switch k {
+	case KindModified, KindDeleted, KindInserted, KindReordered, KindColumnMismatch, KindSchema, KindMalformed,
+		KindInconsistent:
+		return true
+	}
+	return false
+}
+
+// Problem is one finding.
+type Problem struct {
+	Seq    int64  `json:"seq,omitempty"`
+	Kind   Kind   `json:"kind"`
+	Lock   string `json:"lock_name,omitempty"`
+	Line   int64  `json:"line,omitempty"` // export files: the line number
+	Detail string `json:"detail"`
+}
+
+// MaxProblems bounds how many problems a report lists; it counts them all.
+const MaxProblems = 200
+
+// Report is what verify found.
+type Report struct {
+	OK     bool   `json:"ok"`
+	Source string `json:"source"`
+	// LedgerID and Genesis anchor a ledger's chain; a file slice has neither.
+	LedgerID string `json:"ledger_id,omitempty"`
+	Genesis  string `json:"genesis,omitempty"`
+	Events   int64  `json:"events"`
+	FirstSeq int64  `json:"first_seq,omitempty"`
+	LastSeq  int64  `json:"last_seq,omitempty"`
+	// FirstPrevHash is the hash the first row chains from: the genesis for
+	// a whole ledger, the predecessor's hash for a slice.
+	FirstPrevHash string `json:"first_prev_hash,omitempty"`
+	// HeadHash is the last row's hash: compare it with a head recorded
+	// elsewhere to detect truncation of the tail, which no chain can show.
+	HeadHash string `json:"head_hash,omitempty"`
+	// Locks is the number of locks replayed; LockFiles the lock files checked.
+	Locks     int `json:"locks_replayed"`
+	LockFiles int `json:"lock_files_checked"`
+	// FirstBad is the first damage: the lowest seq of damage to the log, else
+	// the first projection problem.
+	FirstBad     *Problem  `json:"first_bad"`
+	Problems     []Problem `json:"problems"`
+	ProblemCount int       `json:"problem_count"`
+	// Foreign lists lock files the ledger never wrote, left alone (not damage).
+	Foreign []Problem `json:"foreign,omitempty"`
+	// Notes are remarks that are not damage (e.g. a write in flight).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Add records a problem (a KindForeign one as information).
+func (r *Report) Add(p Problem) {
+	if p.Kind == KindForeign {
+		r.Foreign = append(r.Foreign, p)
+		return
+	}
+	r.ProblemCount++
+	if len(r.Problems) < MaxProblems {
+		r.Problems = append(r.Problems, p)
+	}
+}
+
+// Finish orders the problems (log damage by seq first, then projection
+// damage), sets FirstBad and OK.
+func (r *Report) Finish() {
+	sort.SliceStable(r.Problems, func(i, j int) bool {
+		a, b := r.Problems[i], r.Problems[j]
+		if a.Kind.Chain() != b.Kind.Chain() {
+			return a.Kind.Chain()
+		}
+		if a.Kind.Chain() && a.Seq != b.Seq {
+			return a.Seq < b.Seq
+		}
+		return false
+	})
+	r.FirstBad = nil
+	if len(r.Problems) > 0 {
+		p := r.Problems[0]
+		r.FirstBad = &p
+	}
+	if r.Problems == nil {
+		r.Problems = []Problem{}
+	}
+	r.OK = r.ProblemCount == 0
+}

@@ -1,0 +1,274 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/replay"
+)
+
+var base = time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)
+
+// step is the projection after one operation, at that operation's instant.
+type step struct {
+	at    time.Time
+	op    string
+	table map[string]tableRow
+}
+
+// TestReplayAsOfEqualsProjection applies random operation sequences through
+// the ledger API with a scripted clock (acquires, forced and blocked ones,
+// heartbeats, releases by holders, strangers and --force, steals active and
+// superseding, dead holders, foreign lock files), snapshots the locks table
+// after every step, and checks that replay as of each step's instant, from
+// the events alone, equals that snapshot: held rows column for column,
+// including the lock file bytes, and free rows free.
+func TestReplayAsOfEqualsProjection(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel()
+			steps, l := randomHistory(t, seed, 160)
+			ctx := context.Background()
+			requireCoverage(t, l)
+			// The whole history verifies, and project finds nothing to change.
+			rep, st, err := replay.VerifyLedger(ctx, l.DB(), "test", l.Genesis())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.CheckProjection(ctx, l.DB(), st, rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Finish(); !rep.OK {
+				t.Fatalf("verify of a ledger's own history: %+v", rep.Problems)
+			}
+			if pr, err := l.Project(ctx); err != nil || pr.Changed() {
+				t.Fatalf("project of a consistent ledger: %+v, %v", pr, err)
+			}
+			for i, s := range steps {
+				st, err := replay.AsOf(ctx, l.DB(), s.at, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sameAsTable(st, s.table); err != nil {
+					t.Fatalf("step %d (%s at %s): %v", i, s.op, events.FormatTime(s.at), err)
+				}
+				if st.AnomalyCount != 0 {
+					t.Fatalf("step %d: anomalies in a ledger's own log: %+v", i, st.Anomalies)
+				}
+				// One lock alone (events_lock_at) folds to the same lock.
+				for name := range s.table {
+					one, err := replay.AsOf(ctx, l.DB(), s.at, name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if a, b := mustJSON(one.Lock(name)), mustJSON(st.Lock(name)); a != b {
+						t.Fatalf("step %d: lock %s alone %s, in the whole log %s", i, name, a, b)
+					}
+				}
+			}
+		})
+	}
+}
+
+func sameAsTable(st *replay.State, table map[string]tableRow) error {
+	for _, lk := range st.Locks() {
+		r, ok := table[lk.Name]
+		if lk.Holder == nil {
+			if ok {
+				return fmt.Errorf("lock %s: a table row but replay never saw a ledger holder", lk.Name)
+			}
+			continue
+		}
+		if !ok {
+			return fmt.Errorf("lock %s: replay has a holder, the table no row", lk.Name)
+		}
+		if r.Held != lk.Held {
+			return fmt.Errorf("lock %s: table held=%v, replay held=%v", lk.Name, r.Held, lk.Held)
+		}
+		if !lk.Held {
+			continue
+		}
+		h := lk.Holder
+		md := mustJSON(h.Record.Metadata)
+		want := tableRow{Name: lk.Name, Held: true, RequestID: h.Record.RequestID, Actor: h.Record.Actor,
+			Intent: h.Record.Intent, IntentVersion: h.Record.IntentVersion, HostID: h.Record.HostID, PID: h.Record.PID,
+			PIDStart: h.PIDStart, BootID: h.BootID, CreatedAt: events.FormatTime(h.Created),
+			HeartbeatAt: events.FormatTime(h.Heartbeat), TTL: h.Record.TTLSeconds, Metadata: md, Token: h.Token,
+			UpdatedSeq: lk.UpdatedSeq, File: h.File(), Targets: mustJSON(h.Targets)}
+		if !bytes.Equal(want.File, r.File) {
+			return fmt.Errorf("lock %s: file\n%s\nreplay\n%s", lk.Name, r.File, want.File)
+		}
+		want.File, r.File = nil, nil
+		if mustJSON(want) != mustJSON(r) {
+			return fmt.Errorf("lock %s:\n table  %+v\n replay %+v", lk.Name, r, want)
+		}
+	}
+	for name := range table {
+		if st.Lock(name) == nil {
+			return fmt.Errorf("lock %s: a table row, no event in replay", name)
+		}
+	}
+	return nil
+}
+
+type actorID struct {
+	name string
+	pid  int
+}
+
+func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	c := &clock{t: base}
+	p := &probe{gone: map[int]bool{}}
+	root := t.TempDir()
+	ext := t.TempDir()
+	l := openScripted(t, root, c, p)
+	ctx := context.Background()
+	locks := []string{"app-prod", "db-migrate", "nightly"}
+	actors := []actorID{{"alice", 101}, {"bob", 102}, {"carol", 103}, {"dave", 104}}
+	var reqs []string // every request id used so far
+	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
+	var steps []step
+	// holderOr is the lock's current ledger holder's request most of the
+	// time (so that heartbeats and releases succeed), else any request.
+	holderOr := func(lock string) string {
+		if len(steps) > 0 && rng.IntN(3) > 0 {
+			if r, ok := steps[len(steps)-1].table[lock]; ok && r.Held {
+				return r.RequestID
+			}
+		}
+		return pick(reqs)
+	}
+	for i := range n {
+		// Mostly short steps, sometimes long enough for TTLs to run out.
+		d := time.Duration(1+rng.IntN(5000)) * time.Millisecond
+		if rng.IntN(6) == 0 {
+			d = time.Duration(30+rng.IntN(200)) * time.Second
+		}
+		now := c.advance(d)
+		lock := pick(locks)
+		a := actors[rng.IntN(len(actors))]
+		id := ledger.Identity{Actor: a.name, PID: a.pid, RequestID: fmt.Sprintf("req-%d-%d", seed, i)}
+		var op string
+		var err error
+		switch k := rng.IntN(100); {
+		case k < 30:
+			op = "acquire"
+			req := ledger.AcquireRequest{Lock: lock, Identity: id, TTL: time.Duration(5+rng.IntN(60)) * time.Second,
+				Intent: pick([]string{"", "deploy", "migrate"}), IntentVersion: pick([]string{"", "v1", "v2"}),
+				Force: rng.IntN(3) == 0, RecordBlocked: rng.IntN(2) == 0, Waited: time.Duration(rng.IntN(3000)) * time.Millisecond}
+			if rng.IntN(2) == 0 {
+				req.Metadata = map[string]string{"ticket": fmt.Sprint("INC-", i), "note": "<a&b>"}
+			}
+			if rng.IntN(3) == 0 { // also project the lock in other tools' formats
+				req.Targets = []events.Target{
+					{Format: "tower-fleet", Path: filepath.Join(ext, lock+".lock")},
+					{Format: pick([]string{"bso", "beads"}), Path: filepath.Join(ext, lock+".other")},
+				}
+			}
+			_, err = l.TryAcquire(ctx, req)
+			reqs = append(reqs, id.RequestID)
+		case k < 50 && len(reqs) > 0:
+			op = "heartbeat"
+			id.RequestID = holderOr(lock)
+			_, err = l.Heartbeat(ctx, lock, id)
+		case k < 68 && len(reqs) > 0:
+			op = "release"
+			id.RequestID = holderOr(lock)
+			req := ledger.ReleaseRequest{Lock: lock, Identity: id, Result: pick([]string{"success", "failure", "cancelled"}),
+				Force: rng.IntN(4) == 0}
+			if req.Result == "failure" {
+				req.FailureStep = "migrate"
+			}
+			err = l.Release(ctx, req)
+		case k < 76:
+			op = "steal"
+			_, err = l.Steal(ctx, ledger.StealRequest{AcquireRequest: ledger.AcquireRequest{Lock: lock, Identity: id,
+				TTL: 20 * time.Second}, Note: "test", Active: rng.IntN(2) == 0, Supersede: rng.IntN(4) == 0})
+			reqs = append(reqs, id.RequestID)
+		case k < 84:
+			op = "kill/revive"
+			v := actors[rng.IntN(len(actors))]
+			p.set(v.pid, rng.IntN(2) == 0)
+		case k < 92:
+			op = "foreign file"
+			for _, name := range locks { // prefer a lock the ledger does not hold
+				if len(steps) == 0 {
+					break
+				}
+				if r, ok := steps[len(steps)-1].table[name]; !ok || !r.Held {
+					lock = name
+				}
+			}
+			rec := events.Record{LockVersion: "v1", LockName: lock, RequestID: fmt.Sprint("other-tool-", i), Actor: "cron",
+				HostID: "host-b", PID: 7, CreatedAt: events.FormatLockTime(now.Add(-time.Minute)),
+				LastHeartbeatAt: events.FormatLockTime(now.Add(-time.Duration(rng.IntN(120)) * time.Second)),
+				TTLSeconds:      60, Metadata: map[string]string{}}
+			path := filepath.Join(root, "locks", lock+".lock")
+			if _, serr := os.Lstat(path); errors.Is(serr, os.ErrNotExist) {
+				if werr := os.WriteFile(path, rec.File(), 0o600); werr != nil {
+					t.Fatal(werr)
+				}
+			}
+		default:
+			op = "release --force (anyone)"
+			for _, name := range locks { // prefer a lock held by a foreign file
+				if len(steps) == 0 {
+					break
+				}
+				_, serr := os.Lstat(filepath.Join(root, "locks", name+".lock"))
+				if r, ok := steps[len(steps)-1].table[name]; serr == nil && (!ok || !r.Held) {
+					lock = name
+				}
+			}
+			err = l.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id, Force: true})
+		}
+		if err != nil && !expected(err) {
+			t.Fatalf("step %d %s: %v", i, op, err)
+		}
+		steps = append(steps, step{at: now, op: op, table: snapshotTable(t, l.DB())})
+	}
+	return steps, l
+}
+
+// expected are the refusals random operations run into.
+func expected(err error) bool {
+	return errors.Is(err, ledger.ErrHeld) || errors.Is(err, ledger.ErrStale) || errors.Is(err, ledger.ErrNotHolder) ||
+		errors.Is(err, ledger.ErrLost) || errors.Is(err, ledger.ErrInvalid)
+}
+
+// requireCoverage fails a history that misses an event type or one of the
+// cases the fold has a rule for.
+func requireCoverage(t *testing.T, l *ledger.Ledger) {
+	t.Helper()
+	var q = []struct{ what, sql string }{
+		{"lock_acquired", `type = 'lock_acquired'`},
+		{"lock_heartbeat", `type = 'lock_heartbeat'`},
+		{"lock_released by the holder", `type = 'lock_released' AND body LIKE '%"forced":false%'`},
+		{"forced release of a ledger holder", `type = 'lock_released' AND body LIKE '%"forced":true%' AND body LIKE '%"fencing_token"%'`},
+		{"forced release of a foreign lock", `type = 'lock_released' AND body LIKE '%"forced":true%' AND body NOT LIKE '%"fencing_token"%'`},
+		{"lock_stolen", `type = 'lock_stolen'`},
+		{"steal of a foreign lock", `type = 'lock_stolen' AND body LIKE '%"reason":"foreign_lock"%'`},
+		{"heartbeat_failed", `type = 'heartbeat_failed'`},
+		{"an acquisition with targets", `type IN ('lock_acquired', 'lock_stolen') AND body LIKE '%"targets":[{%'`},
+		{"acquire_blocked", `type = 'acquire_blocked'`},
+	}
+	for _, c := range q {
+		var n int
+		if err := l.DB().QueryRow(`SELECT count(*) FROM (SELECT type, CAST(body AS TEXT) AS body FROM events) WHERE ` + c.sql).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Errorf("the random history has no %s", c.what)
+		}
+	}
+}

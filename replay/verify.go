@@ -1,0 +1,156 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/schema"
+)
+
+// rowCheck is one row with everything verify computes for it that does not
+// depend on other rows: decoded, hashed both ways, validated. These run in
+// parallel (see pipeline); the chain and the fold then take rows in order.
+type rowCheck struct {
+	row  *Row
+	ev   *Event // nil when the body is not a JSON object
+	derr error
+	// selfOK: hash == ChainHash(position, prev_hash, body);
+	// movedOK: hash == ChainHash(body seq, prev_hash, body), body seq != position.
+	selfOK, movedOK bool
+	schemaErr       error // for intact rows only
+}
+
+func (rc *rowCheck) precheck() {
+	r := rc.row
+	rc.ev, rc.derr = decodeLoose(r.Body)
+	rc.selfOK = events.ChainHash(r.Seq, r.PrevHash, r.Body) == r.Hash
+	if !rc.selfOK && rc.derr == nil && rc.ev.Seq != r.Seq {
+		rc.movedOK = events.ChainHash(rc.ev.Seq, r.PrevHash, r.Body) == r.Hash
+	}
+	if (rc.selfOK || rc.movedOK) && rc.derr == nil {
+		rc.schemaErr = schema.ValidateEvent(rc.ev.Type, r.Body)
+	}
+}
+
+// checker runs every per-event check of verify on a stream of rows and
+// folds the events it can read.
+type checker struct {
+	report *Report
+	chain  *chain
+	state  *State
+}
+
+func newChecker(source, anchor string, fromStart bool) *checker {
+	r := &Report{Source: source}
+	if fromStart {
+		r.Genesis = anchor
+	}
+	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState()}
+}
+
+// apply takes a prechecked row in position order: chain position and
+// links, indexed columns, schema; then folds it.
+func (c *checker) apply(rc *rowCheck) {
+	r, ev := rc.row, rc.ev
+	intact := c.chain.step(rc)
+	if !intact {
+		// Already reported as modified; its content still folds, as the
+		// log now reads.
+		if ev != nil && ev.Type.Valid() && !ev.Time.IsZero() {
+			c.fold(r, ev)
+		}
+		return
+	}
+	if rc.derr != nil {
+		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindSchema, Detail: "hash is valid but the body is not a readable event: " + rc.derr.Error()})
+		return
+	}
+	if p := checkColumns(r, ev); p != nil {
+		c.report.Add(*p)
+	}
+	if rc.schemaErr != nil {
+		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindSchema, Lock: ev.LockName, Detail: rc.schemaErr.Error()})
+	}
+	if ev.Type.Valid() && !ev.Time.IsZero() {
+		c.fold(r, ev)
+	}
+}
+
+// row prechecks and applies one row (the sequential path).
+func (c *checker) row(r *Row) {
+	rc := &rowCheck{row: r}
+	rc.precheck()
+	c.apply(rc)
+}
+
+func (c *checker) fold(r *Row, ev *Event) {
+	ev.Body, ev.PrevHash, ev.Hash = r.Body, r.PrevHash, r.Hash
+	c.state.Apply(ev)
+}
+
+// finish resolves the chain's end and reports replay anomalies.
+func (c *checker) finish() {
+	c.chain.end()
+	c.report.Locks = c.state.Len()
+	if !c.chain.fromStart || c.chain.damaged {
+		// A slice starts from a state it does not know, and a damaged chain
+		// explains any anomaly: both would only add noise.
+		return
+	}
+	for _, a := range c.state.Anomalies {
+		c.report.Add(Problem{Seq: a.Seq, Kind: KindInconsistent, Lock: a.Lock, Detail: a.Detail})
+	}
+	for i := len(c.state.Anomalies); i < c.state.AnomalyCount; i++ {
+		c.report.ProblemCount++
+	}
+}
+
+// decodeLoose decodes what it can: an error only when the body is not a
+// JSON object at all. Type and time are checked by the callers.
+func decodeLoose(body []byte) (*Event, error) {
+	ev := &Event{}
+	if err := json.Unmarshal(body, ev); err != nil {
+		return nil, err
+	}
+	if t, err := events.ParseTime(ev.At); err == nil {
+		ev.Time = t
+	}
+	return ev, nil
+}
+
+// VerifyLedger checks the whole event log of a ledger in one pass in seq
+// order: the chain from genesis, seq contiguity, every body against its
+// schema and the indexed columns against the body. Decoding, hashing and
+// schema validation run on every core; the chain and the fold take the
+// rows in order. It returns the report (not finished: the caller adds the
+// projection check, then calls Finish) and the fold of every readable
+// event, for that check.
+func VerifyLedger(ctx context.Context, q Querier, source, genesis string) (*Report, *State, error) {
+	c := newChecker(source, genesis, true)
+	rows, err := q.QueryContext(ctx, `SELECT seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash
+		FROM events ORDER BY seq`)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	err = pipeline(ctx, func(emit func(*Row) bool) error {
+		for rows.Next() {
+			r := &Row{Cols: &Columns{}}
+			if err := rows.Scan(&r.Seq, &r.Cols.EventID, &r.Cols.Type, &r.Cols.LockName, &r.Cols.RequestID, &r.Cols.Actor,
+				&r.Cols.At, &r.Body, &r.PrevHash, &r.Hash); err != nil {
+				return fmt.Errorf("replay: verify: %w", err)
+			}
+			if !emit(r) {
+				return nil
+			}
+		}
+		return rows.Err()
+	}, c.apply)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.finish()
+	return c.report, c.state, nil
+}

@@ -41,7 +41,9 @@ step "8. list every lock that is not free"
 ll list
 
 step "9. the audit trail: every action above is a hash-chained event"
-sqlite3 -header -column "$root/ledger.db" \
-  "SELECT seq, type, lock_name, actor, substr(request_id,1,16) AS request, substr(hash,1,12) AS hash FROM events ORDER BY seq"
+ll timeline
+
+step "10. verify recomputes the chain and checks the projections against it"
+ll verify
 "$bin" release db-migrate --request-id "$rid2" 2>/dev/null
 echo; echo "demo root was $root (removed on exit)"

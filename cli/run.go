@@ -245,8 +245,8 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 			killTimer = time.After(grace)
 		case <-killTimer:
 			_ = unix.Kill(-pgid, unix.SIGKILL)
-		case err := <-exited:
-			code := exitCode(cmd.ProcessState, err)
+		case <-exited: // the exit status is in ProcessState
+			code := exitCode(cmd.ProcessState)
 			stopGroup(pgid, grace, sigs)
 			return code, st, nil
 		}
@@ -274,7 +274,7 @@ func stopGroup(pgid int, grace time.Duration, sigs <-chan os.Signal) {
 	_ = unix.Kill(-pgid, unix.SIGKILL)
 }
 
-func exitCode(ps *os.ProcessState, err error) int {
+func exitCode(ps *os.ProcessState) int {
 	if ps == nil {
 		return 1
 	}
@@ -284,6 +284,5 @@ func exitCode(ps *os.ProcessState, err error) int {
 	if code := ps.ExitCode(); code >= 0 {
 		return code
 	}
-	_ = err
 	return 1
 }

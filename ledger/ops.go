@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -357,14 +358,12 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 		renewed.heartbeat = w.now
 		renewed.rec.LastHeartbeatAt = events.FormatLockTime(w.now)
 		renewed.file = renewed.rec.File()
-		if !bytesEqual(renewed.file, h.file) || w.v.interloper {
-			if !w.v.interloper {
-				j, err := l.files.replace(lock, renewed.file)
-				if err != nil {
-					return nil, err
-				}
-				w.setJournal(j)
+		if !w.v.interloper && !bytes.Equal(renewed.file, h.file) {
+			j, err := l.files.replace(lock, renewed.file)
+			if err != nil {
+				return nil, err
 			}
+			w.setJournal(j)
 		}
 		if err := w.reconcileTargets(nil); err != nil {
 			return nil, err
@@ -660,5 +659,3 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 func seconds(d time.Duration) float64 {
 	return float64(d.Milliseconds()) / 1000
 }
-
-func bytesEqual(a, b []byte) bool { return string(a) == string(b) }

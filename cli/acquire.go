@@ -151,7 +151,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer o.g.finish(l)
 	a, err := l.AcquireWait(ctx, req, wait, waitReporter(o.g, o.lock))
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ func auditCommands(g *globals) []*cobra.Command {
 // of the database, taken without the writer lock (a deferred BEGIN in WAL
 // mode never blocks a writer, nor waits for one).
 type reader struct {
+	g  *globals
 	l  *ledger.Ledger
 	tx *sql.Tx
 }
@@ -34,12 +35,12 @@ func (g *globals) openRead(ctx context.Context) (*reader, error) {
 		l.Close()
 		return nil, fmt.Errorf("ledger: read: %w", err)
 	}
-	return &reader{l: l, tx: tx}, nil
+	return &reader{g: g, l: l, tx: tx}, nil
 }
 
 func (r *reader) close() {
 	_ = r.tx.Rollback()
-	_ = r.l.Close()
+	r.g.finish(r.l)
 }
 
 func noArgs(cmd *cobra.Command, args []string) error {

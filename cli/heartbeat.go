@@ -48,7 +48,7 @@ func runHeartbeat(ctx context.Context, o *heartbeatOptions) error {
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer o.g.finish(l)
 	a, err := l.Heartbeat(ctx, o.lock, ledger.Identity{RequestID: o.requestID, PID: os.Getppid()})
 	if err != nil {
 		return err

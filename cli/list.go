@@ -34,7 +34,7 @@ func runList(ctx context.Context, o *listOptions) error {
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer o.g.finish(l)
 	locks, err := l.List(ctx)
 	if err != nil {
 		return err

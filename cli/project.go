@@ -31,7 +31,7 @@ func runProject(ctx context.Context, o *projectOptions) error {
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer o.g.finish(l)
 	rep, err := l.Project(ctx)
 	if err != nil {
 		return err

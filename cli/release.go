@@ -83,7 +83,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer o.g.finish(l)
 	err = l.Release(ctx, ledger.ReleaseRequest{Lock: o.lock,
 		Identity: ledger.Identity{RequestID: o.requestID, Actor: o.actor, PID: os.Getppid()},
 		Result:   o.result, FailureStep: o.failureStep, ExitCode: code, Force: o.force})

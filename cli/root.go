@@ -56,6 +56,14 @@ func (g *globals) open(ctx context.Context, readOnly bool) (*ledger.Ledger, erro
 	return ledger.Open(ctx, g.root, opts...)
 }
 
+// finish lets go of a ledger at the end of a command. The CLI process exits
+// right after, so it detaches rather than closing (see ledger.Detach).
+func (g *globals) finish(l *ledger.Ledger) {
+	if err := l.Detach(); err != nil {
+		g.log.Debug("detach", "err", err)
+	}
+}
+
 func lockArg(args []string) (string, error) {
 	if len(args) != 1 {
 		return "", events.Invalid("lock name", strings.Join(args, " "), "exactly one lock name is required")

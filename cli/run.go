@@ -121,7 +121,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer o.g.finish(l)
 	opts := []ledger.LeaseOption{ledger.WithTTL(req.TTL), ledger.WithPID(req.PID), ledger.WithIntent(req.Intent, req.IntentVersion),
 		ledger.WithMetadata(req.Metadata), ledger.WithWait(wait), ledger.WithWaitObserver(waitReporter(o.g, o.lock))}
 	if req.RequestID != "" {

@@ -67,7 +67,7 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer o.g.finish(l)
 	s, err := l.Status(ctx, o.lock)
 	if err != nil {
 		return err

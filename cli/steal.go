@@ -79,7 +79,7 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer o.g.finish(l)
 	if o.active && !o.yes {
 		s, err := l.Status(ctx, o.lock)
 		if err != nil {

@@ -268,6 +268,24 @@ func (l *Ledger) Close() error {
 	return err
 }
 
+// Detach is Close for a process that is about to exit. It releases the
+// writer mutex file but leaves the database connection to the operating
+// system, so SQLite skips the WAL checkpoint that closing the last
+// connection runs (two more fsyncs, and the WAL file deleted and created
+// again by the next process). Every committed transaction is already
+// durable in the WAL; the next Open recovers it, and the WAL is
+// checkpointed as it grows (wal_autocheckpoint). The Ledger must not be
+// used afterwards, and a long-lived process should call Close instead.
+func (l *Ledger) Detach() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	return l.flock.Close()
+}
+
 // Root is the directory that holds ledger.db and locks/.
 func (l *Ledger) Root() string { return l.root }
 

@@ -3,6 +3,7 @@ package events_test
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -49,12 +50,33 @@ func sampleBodies(tb testing.TB) map[events.Type][]byte {
 	return out
 }
 
-// knownNumberBug reports the one known way a schema-valid body fails to
-// decode: JSON Schema's "integer" is any mathematically integral number
-// (1.0, 1e3, 2^70) while the Go fields are int / int64 / float64, so
-// encoding/json refuses the literal. See TestSchemaValidNumbersDecode.
-func knownNumberBug(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "cannot unmarshal number")
+// knownDecodeBug reports the known ways a schema-valid body fails to
+// decode (see TestSchemaValidBodiesDecode): JSON Schema's "integer" is any
+// mathematically integral number (1.0, 1e3, 2^70) while the Go fields are
+// int / int64 / float64, so encoding/json refuses the literal; and
+// schema.Validate's trailing-data check (Decoder.More) lets a closing '}'
+// or ']' and anything after it through, which json.Unmarshal refuses.
+func knownDecodeBug(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "cannot unmarshal number") ||
+		strings.Contains(err.Error(), "after top-level value"))
+}
+
+// hugeExponent matches a JSON number whose exponent math/big refuses to
+// expand, on which the schema library dereferences nil and panics.
+var hugeExponent = regexp.MustCompile(`[0-9][eE][+-]?0*[1-9][0-9]{6,}`)
+
+// validateEvent is schema.ValidateEvent, with the known panic on a huge
+// exponent turned into a skip (see TestSchemaValidBodiesDecode).
+func validateEvent(t *testing.T, typ events.Type, body []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if hugeExponent.Match(body) {
+				t.Skipf("BUG (TestSchemaValidBodiesDecode): schema.ValidateEvent panics on a huge exponent: %v", r)
+			}
+			panic(r)
+		}
+	}()
+	return schema.ValidateEvent(typ, body)
 }
 
 func FuzzDecodeEvent(f *testing.F) {
@@ -77,12 +99,12 @@ func FuzzDecodeEvent(f *testing.F) {
 			t.Fatalf("Decode accepted %q with type %q and payload %T", body, env0.Type, p0)
 		}
 		for _, typ := range events.Types {
-			if schema.ValidateEvent(typ, body) != nil {
+			if validateEvent(t, typ, body) != nil {
 				continue
 			}
 			env, p, err := events.Decode(body)
-			if knownNumberBug(err) {
-				t.Skipf("BUG (TestSchemaValidNumbersDecode): schema-valid %s body does not decode: %v", typ, err)
+			if knownDecodeBug(err) {
+				t.Skipf("BUG (TestSchemaValidBodiesDecode): schema-valid %s body does not decode: %v", typ, err)
 			}
 			if err != nil {
 				t.Fatalf("%s body validates against its schema but does not decode: %v\n%s", typ, err, body)
@@ -105,29 +127,46 @@ func decodedSample(t *testing.T, typ events.Type) any {
 	return p
 }
 
-// TestSchemaValidNumbersDecode: every body the schema accepts must decode
-// (the fuzz property). Integral numbers written as 1.0 or 1e0, and integers
-// beyond int64, pass the schema and fail encoding/json.
-func TestSchemaValidNumbersDecode(t *testing.T) {
+// TestSchemaValidBodiesDecode: every body the schema accepts must decode
+// (the fuzz property), and validation must never panic. Found by
+// FuzzDecodeEvent: integral numbers written as 2.0 or 42e0 and integers
+// beyond int64 pass the schema and fail encoding/json; so does a valid body
+// followed by '}' or ']' and anything (Decoder.More is false before a
+// closing delimiter); and a number with a huge exponent makes the schema
+// library panic.
+func TestSchemaValidBodiesDecode(t *testing.T) {
 	hb := sampleBodies(t)[events.LockHeartbeat]
 	var bugs []string
 	for _, c := range []struct{ from, to string }{
 		{`"seq":2`, `"seq":2.0`},
 		{`"pid":42`, `"pid":42e0`},
 		{`"pid":42`, `"pid":99999999999999999999`},
+		{`"type":"lock_heartbeat"}`, `"type":"lock_heartbeat"}}`},
+		{`"type":"lock_heartbeat"}`, `"type":"lock_heartbeat"}] trailing garbage`},
+		{`"pid":42`, `"pid":1e400000000`},
 	} {
 		body := bytes.Replace(hb, []byte(c.from), []byte(c.to), 1)
 		if bytes.Equal(body, hb) {
 			t.Fatalf("sample has no %s", c.from)
 		}
-		if err := schema.ValidateEvent(events.LockHeartbeat, body); err != nil {
+		var verr error
+		panicked := func() (p any) {
+			defer func() { p = recover() }()
+			verr = schema.ValidateEvent(events.LockHeartbeat, body)
+			return nil
+		}()
+		if panicked != nil {
+			bugs = append(bugs, fmt.Sprintf("%s: schema.ValidateEvent panics: %v", c.to, panicked))
+			continue
+		}
+		if verr != nil {
 			continue // the schema refuses it: the property holds
 		}
 		if _, _, err := events.Decode(body); err != nil {
-			bugs = append(bugs, fmt.Sprintf("%s: %v", c.to, err))
+			bugs = append(bugs, fmt.Sprintf("%s: schema.ValidateEvent accepts it, events.Decode fails: %v", c.to, err))
 		}
 	}
 	if len(bugs) > 0 {
-		t.Skipf("BUG: schema.ValidateEvent accepts these bodies but events.Decode fails:\n%s", strings.Join(bugs, "\n"))
+		t.Skipf("BUG: schema validation and event decoding disagree:\n%s", strings.Join(bugs, "\n"))
 	}
 }

@@ -1,0 +1,836 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged covers the invalid
+// input of every lock command that core_test.go's
+// TestInvalidInputExitsTwoAndWritesNothing does not: run, steal, heartbeat
+// and release flags, --kill-grace, --on-lost, the length and character
+// rules of every free-text field, and global flags. Each case must exit 2,
+// name the problem on stderr, leave the event count, the head hash and the
+// lock files as they were, and (for run) never start the command.
+func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "held", "--pid", self).Stdout)
+	marker := filepath.Join(t.TempDir(), "command-ran")
+	touch := []string{"--", "touch", marker}
+	run := func(args ...string) []string { return append(append([]string{"run"}, args...), touch...) }
+	long := func(n int) string { return strings.Repeat("x", n) }
+	cases := []struct {
+		args []string
+		want string
+	}{
+		// run
+		{run("job", "--ttl", "0"), "ttl"},
+		{run("job", "--ttl", "1.5s"), "whole seconds"},
+		{run("job", "--wait", "forever"), "--wait"},
+		{run("job", "--kill-grace", "soon"), "--kill-grace"},
+		{run("job", "--kill-grace", "-1s"), "--kill-grace"},
+		{run("job", "--on-lost", "ignore"), "--on-lost"},
+		{run("job", "--on-lost", ""), "--on-lost"},
+		{run("Job"), "lock name"},
+		{run("../job"), "lock name"},
+		{run("job", "--request-id", "a b"), "request id"},
+		{run("job", "--metadata", "novalue"), "--metadata"},
+		{run("job", "--actor", "bad\x01actor"), "actor"},
+		{run("job", "--actor", long(257)), "actor"},
+		{run("job", "--intent", long(257)), "intent"},
+		{run("job", "--intent-version", "1\n2"), "intent version"},
+		{run("job", "--pid", "5"), "unknown flag"},
+		{[]string{"run", "job", "touch", marker}, "usage"},
+		{[]string{"run", "--", "touch", marker}, "usage"},
+		{[]string{"run", "job", "--"}, "usage"},
+		// steal
+		{[]string{"steal", "held", "--reason", "   "}, "--reason"},
+		{[]string{"steal", "Held", "--reason", "x"}, "lock name"},
+		{[]string{"steal", "held", "extra", "--reason", "x"}, "exactly one lock name"},
+		{[]string{"steal", "held", "--reason", "x", "--request-id", "a b"}, "request id"},
+		{[]string{"steal", "held", "--reason", "x", "--metadata", "=v"}, "--metadata"},
+		{[]string{"steal", "held", "--reason", long(1025)}, "reason"},
+		{[]string{"steal", "held", "--reason", "bad\x1breason"}, "reason"},
+		{[]string{"steal", "held", "--reason", "x", "--pid", "-3"}, "pid"},
+		{[]string{"steal", "held", "--reason", "x", "--ttl", "soon"}, "--ttl"},
+		{[]string{"steal", "held", "--reason", "x", "--wait", "1s"}, "unknown flag"},
+		{[]string{"steal", "held", "--reason", "x", "--force"}, "unknown flag"},
+		// heartbeat
+		{[]string{"heartbeat", "Held", "--request-id", rid}, "lock name"},
+		{[]string{"heartbeat", "held", "--request-id"}, "needs an argument"},
+		{[]string{"heartbeat", "held", "other", "--request-id", rid}, "exactly one lock name"},
+		{[]string{"heartbeat", "held", "--request-id", strings.Repeat("r", 129)}, "request id"},
+		{[]string{"heartbeat", "held", "--request-id", rid, "--ttl", "5"}, "unknown flag"},
+		// release
+		{[]string{"release", "held", "--request-id", "a b"}, "request id"},
+		{[]string{"release", "held", "--force", "--request-id", "bad id"}, "request id"},
+		{[]string{"release", "held", "--request-id", rid, "--exit-code", "-5"}, "--exit-code"},
+		{[]string{"release", "held", "--request-id", rid, "--result", ""}, "--result"},
+		{[]string{"release", "held", "--request-id", rid, "--result", "failure", "--failure-step", long(257)}, "failure step"},
+		{[]string{"release", "held", "--request-id", rid, "--result", "failure", "--failure-step", "a\nb"}, "failure step"},
+		{[]string{"release", "held", "--request-id", rid, "--actor", "bad\nactor"}, "actor"},
+		{[]string{"release", "held", "--request-id", rid, "--wait", "1s"}, "unknown flag"},
+		// acquire: the free-text rules
+		{[]string{"acquire", "x", "--intent", long(257)}, "intent"},
+		{[]string{"acquire", "x", "--intent-version", "1\x01"}, "intent version"},
+		{[]string{"acquire", "x", "--metadata", "k=" + long(1025)}, "metadata value"},
+		{[]string{"acquire", "x", "--metadata", long(129) + "=v"}, "metadata key"},
+		{[]string{"acquire", "x", "--metadata", "k\x07=v"}, "metadata key"},
+		{[]string{"acquire", "x", "--actor", long(257)}, "actor"},
+		{[]string{"acquire", "x", "--ttl", "1e3"}, "--ttl"},
+		{[]string{"acquire", "x", "--ttl", "9223372036854775807"}, "--ttl"},
+		{[]string{"acquire", "x", "--wait", "1.5"}, "--wait"},
+		{[]string{"acquire", "x", "--pid", "12abc"}, "--pid"},
+		// global
+		{[]string{"--root", "", "status", "held"}, "root"},
+		{[]string{"--json=maybe", "list"}, "--json"},
+		{[]string{"status", "held", "--request-id", rid}, "unknown flag"},
+	}
+	before := snapLedger(t, root)
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Parallel() // every case must write nothing, so they can share the root
+			r := clitest.Run(t, root, c.args...)
+			if r.Code != 2 {
+				t.Fatalf("exit %d, want 2\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+			}
+			if !strings.Contains(r.Stderr, c.want) {
+				t.Errorf("stderr does not name %q:\n%s", c.want, r.Stderr)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Errorf("invalid input started the command")
+			}
+		})
+	}
+	t.Cleanup(func() {
+		if after := snapLedger(t, root); after != before {
+			t.Errorf("invalid input changed the ledger:\nbefore %s\n after %s", before, after)
+		}
+	})
+}
+
+// TestFaultLockNamesCannotTraverse: a lock name is a file name in locks/;
+// names that try to leave it, hide in it or look like it are refused by
+// every command with exit 2, and nothing appears anywhere on disk.
+func TestFaultLockNamesCannotTraverse(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	self := strconv.Itoa(os.Getpid())
+	clitest.Must(t, 0, root, "acquire", "seed", "--pid", self)
+	tree := func() string {
+		var b strings.Builder
+		_ = filepath.Walk(base, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && !strings.HasPrefix(filepath.Base(p), "ledger.db") {
+				b.WriteString(p + " ")
+			}
+			return nil
+		})
+		return b.String()
+	}
+	before, snap := tree(), snapLedger(t, root)
+	names := []string{"..", "../escape", "../../escape", "x/../../escape", "/tmp/escape", `x\..\escape`, "ａ",
+		"x.lock", ".hidden", "x\n", "é"}
+	var cmds [][]string
+	for _, n := range names {
+		cmds = append(cmds, []string{"acquire", n, "--pid", self})
+	}
+	for _, n := range []string{"..", "../../escape"} {
+		cmds = append(cmds,
+			[]string{"run", n, "--", "true"},
+			[]string{"steal", n, "--reason", "x", "--pid", self},
+			[]string{"heartbeat", n, "--request-id", "r"},
+			[]string{"release", n, "--force"},
+			[]string{"status", n})
+	}
+	for _, args := range cmds {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			t.Parallel()
+			r := clitest.Run(t, root, args...)
+			if r.Code != 2 || !strings.Contains(r.Stderr, "lock name") {
+				t.Fatalf("exit %d, want 2 naming the lock name rule; stderr: %s", r.Code, r.Stderr)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		if after := tree(); after != before {
+			t.Errorf("refused lock names changed the disk:\nbefore %s\n after %s", before, after)
+		}
+		if after := snapLedger(t, root); after != snap {
+			t.Errorf("refused lock names changed the ledger: %s -> %s", snap, after)
+		}
+		if _, err := os.Stat("/tmp/escape.lock"); err == nil {
+			t.Errorf("/tmp/escape.lock exists")
+		}
+	})
+}
+
+// TestFaultCorruptLedgerIsRefusedAndNotMadeWorse: a ledger.db that is not a
+// database, has a destroyed header or was truncated makes every command
+// fail with exit 1 and a message naming the database problem; the file is
+// byte for byte what it was and no lock file appears. Damage in a page
+// that the write path never reads cannot be seen without a full scan (which
+// every acquire cannot afford): verify finds it and exits 1.
+func TestFaultCorruptLedgerIsRefusedAndNotMadeWorse(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	golden := t.TempDir()
+	pad := strings.Repeat("p", 900)
+	for i := 0; i < 8; i++ {
+		clitest.Must(t, 0, golden, "acquire", "l"+strconv.Itoa(i), "--pid", self, "--metadata", "pad="+pad,
+			"--metadata", "pad2="+pad)
+	}
+	// The CLI leaves its WAL for the next process; fold it into ledger.db so
+	// that the file alone is the whole ledger, then drop the WAL files.
+	checkpoint(t, golden)
+	db, err := os.ReadFile(filepath.Join(golden, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = 4096
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		_, _ = rand.Read(b)
+		return b
+	}
+	cases := []struct {
+		name   string
+		damage func([]byte) []byte
+		want   []string // one of these must be on stderr
+	}{
+		{"random bytes", func([]byte) []byte { return random(64 << 10) }, []string{"not a database"}},
+		{"text file", func([]byte) []byte { return []byte("this is not a ledger\n") }, []string{"not a database"}},
+		{"zeroed header", func(b []byte) []byte { copy(b, make([]byte, 100)); return b }, []string{"not a database"}},
+		{"truncated to half", func(b []byte) []byte { return b[:len(b)/2] }, []string{"malformed"}},
+		{"truncated to one page", func(b []byte) []byte { return b[:page] }, []string{"malformed"}},
+		{"last page cut", func(b []byte) []byte { return b[:len(b)-page] }, []string{"malformed"}},
+		{"truncated mid-page", func(b []byte) []byte { return b[:len(b)-page-1000] }, []string{"malformed"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			if err := os.CopyFS(root, os.DirFS(golden)); err != nil {
+				t.Fatal(err)
+			}
+			dbPath := filepath.Join(root, "ledger.db")
+			if err := os.WriteFile(dbPath, c.damage(append([]byte{}, db...)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			sum, files := fileSum(t, dbPath), lockFiles(t, root)
+			cmds := [][]string{{"acquire", "fresh", "--pid", self}, {"status", "l1"}, {"verify"}}
+			if c.name == "random bytes" || c.name == "truncated to half" {
+				cmds = append(cmds, []string{"run", "fresh", "--", "true"}, []string{"release", "l1", "--force"},
+					[]string{"project"})
+			}
+			for _, args := range cmds {
+				r := clitest.Run(t, root, args...)
+				if r.Code != 1 {
+					t.Errorf("%v on a damaged ledger: exit %d, want 1\nstderr: %s", args, r.Code, r.Stderr)
+				}
+				named := false
+				for _, w := range c.want {
+					named = named || strings.Contains(r.Stderr, w)
+				}
+				if !named || !strings.Contains(r.Stderr, "ledger.db") && args[0] != "verify" {
+					t.Errorf("%v: stderr does not name the damaged database (%v):\n%s", args, c.want, r.Stderr)
+				}
+			}
+			if got := fileSum(t, dbPath); got != sum {
+				t.Errorf("the damaged ledger.db was written to")
+			}
+			if fi, err := os.Stat(dbPath + "-wal"); err == nil && fi.Size() > 0 {
+				t.Errorf("a %d-byte WAL was written beside the damaged ledger.db", fi.Size())
+			}
+			if got := lockFiles(t, root); got != files {
+				t.Errorf("lock files changed: %s -> %s", files, got)
+			}
+		})
+	}
+	t.Run("damaged page outside the write path", func(t *testing.T) {
+		t.Parallel()
+		root := t.TempDir()
+		if err := os.CopyFS(root, os.DirFS(golden)); err != nil {
+			t.Fatal(err)
+		}
+		// An early leaf page of the events table: appends never read it.
+		var pageNo int64
+		if err := clitest.DB(t, root).QueryRow(`SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf'
+			ORDER BY pageno LIMIT 1`).Scan(&pageNo); err != nil {
+			t.Skipf("dbstat is not available to find an events page: %v", err)
+		}
+		b := append([]byte{}, db...)
+		copy(b[(pageNo-1)*page:pageNo*page], random(page))
+		if err := os.WriteFile(filepath.Join(root, "ledger.db"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := clitest.Run(t, root, "verify")
+		if r.Code != 1 || !strings.Contains(r.Stderr+r.Stdout, "malformed") && !strings.Contains(r.Stdout, "FAILED") {
+			t.Fatalf("verify on a ledger with a destroyed events page: exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+		}
+	})
+}
+
+// checkpoint copies the WAL into ledger.db and removes ledger.db-wal and
+// ledger.db-shm (no process may have the ledger open).
+func checkpoint(t *testing.T, root string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var busy, logged, done int
+	if err := db.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logged, &done); err != nil || busy != 0 {
+		t.Fatalf("checkpoint: %v (busy %d)", err, busy)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"ledger.db-wal", "ledger.db-shm"} {
+		if err := os.Remove(filepath.Join(root, f)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFaultReadOnlyRoot: a root the user cannot write (directories 0500,
+// files 0400; a directory alone does not stop writes to files that exist)
+// makes every writing command fail with exit 1 and a message naming the
+// problem, and changes nothing; an unwritable locks/ directory fails the
+// acquire before anything is committed. Root ignores permission bits, so when the tests
+// run as root the commands run as uid 65534 on roots it owns.
+func TestFaultReadOnlyRoot(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	asUser := func(root string, args ...string) clitest.Result { return clitest.Run(t, root, args...) }
+	base := t.TempDir()
+	if os.Geteuid() == 0 {
+		asUser, base = unprivileged(t)
+	}
+	prepare := func(name string) string {
+		root := filepath.Join(base, name)
+		clitest.Must(t, 0, root, "acquire", "held", "--pid", self)
+		if os.Geteuid() == 0 {
+			chownTree(t, root, nobody)
+		}
+		return root
+	}
+	t.Run("root tree read-only", func(t *testing.T) {
+		root := prepare("ro-root")
+		before := snapLedger(t, root)
+		setTreeMode(t, root, 0o500, 0o400)
+		defer setTreeMode(t, root, 0o700, 0o600)
+		for _, args := range [][]string{
+			{"acquire", "new", "--pid", self},
+			{"run", "new", "--", "true"},
+			{"release", "held", "--force"},
+			{"steal", "held", "--active", "--yes", "--reason", "x", "--pid", self},
+			{"project"},
+		} {
+			r := asUser(root, args...)
+			if r.Code != 1 || !mentionsReadOnly(r.Stderr) {
+				t.Errorf("%v on a read-only root: exit %d, want 1 naming the read-only file or the permission\nstderr: %s",
+					args, r.Code, r.Stderr)
+			}
+		}
+		setTreeMode(t, root, 0o700, 0o600)
+		if after := snapLedger(t, root); after != before {
+			t.Fatalf("a read-only root changed: %s -> %s", before, after)
+		}
+		if _, err := os.Stat(filepath.Join(root, "locks", "new.lock")); err == nil {
+			t.Fatal("a lock file appeared in a read-only root")
+		}
+	})
+	t.Run("read-only commands on a read-only root", func(t *testing.T) {
+		root := prepare("ro-audit")
+		setTreeMode(t, root, 0o500, 0o400)
+		defer setTreeMode(t, root, 0o700, 0o600)
+		var failed []string
+		for _, args := range [][]string{{"status", "held"}, {"list"}, {"verify"}} {
+			r := asUser(root, args...)
+			switch {
+			case r.Code == 0:
+			case r.Code == 1 && mentionsReadOnly(r.Stderr):
+				failed = append(failed, strings.Join(args, " ")+": "+strings.TrimSpace(r.Stderr))
+			default:
+				t.Errorf("%v on a read-only root: exit %d without a clear reason\nstderr: %s", args, r.Code, r.Stderr)
+			}
+		}
+		if len(failed) > 0 {
+			t.Skipf("BUG: read-only commands cannot read a read-only ledger (an archived or mounted copy):\n%s",
+				strings.Join(failed, "\n"))
+		}
+	})
+	t.Run("locks directory 0500", func(t *testing.T) {
+		root := prepare("ro-locks")
+		before := snapLedger(t, root)
+		if err := os.Chmod(filepath.Join(root, "locks"), 0o500); err != nil {
+			t.Fatal(err)
+		}
+		r := asUser(root, "acquire", "new", "--pid", self)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "permission denied") || !strings.Contains(r.Stderr, "locks") {
+			t.Errorf("acquire with an unwritable locks/: exit %d, want 1 naming the locks directory\nstderr: %s", r.Code, r.Stderr)
+		}
+		os.Chmod(filepath.Join(root, "locks"), 0o700)
+		if after := snapLedger(t, root); after != before {
+			t.Fatalf("a failed acquire changed the ledger: %s -> %s", before, after)
+		}
+		// Once writable again, the same acquire works: nothing was left half done.
+		if r := asUser(root, "acquire", "new", "--pid", self); r.Code != 0 {
+			t.Fatalf("acquire after locks/ is writable again: exit %d: %s", r.Code, r.Stderr)
+		}
+		assertChain(t, root)
+	})
+}
+
+func mentionsReadOnly(stderr string) bool {
+	for _, w := range []string{"readonly", "read-only", "permission denied", "unable to open"} {
+		if strings.Contains(stderr, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// setTreeMode sets every directory under root (root included) to dirMode
+// and every file to fileMode; directories are opened up before descending
+// and closed after, so that it works both ways.
+func setTreeMode(t *testing.T, root string, dirMode, fileMode os.FileMode) {
+	t.Helper()
+	var dirs []string
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			dirs = append(dirs, p)
+			return os.Chmod(p, 0o700)
+		}
+		return os.Chmod(p, fileMode)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Chmod(dirs[i], dirMode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFaultLocksDirMissingOrReplaced: a missing locks/ is recreated 0700
+// (under umask 000 too); a file or a symlink in its place is a clear error
+// (exit 1) and is left as it was.
+func TestFaultLocksDirMissingOrReplaced(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	t.Run("missing", func(t *testing.T) {
+		root := t.TempDir()
+		clitest.Must(t, 0, root, "acquire", "a", "--pid", self)
+		if err := os.RemoveAll(filepath.Join(root, "locks")); err != nil {
+			t.Fatal(err)
+		}
+		c := exec.Command("sh", "-c", `umask 000; exec "$LL" acquire b --pid "$PID"`)
+		c.Env = append(clitest.Env(root), "LL="+clitest.Bin(), "PID="+self)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("acquire with locks/ missing: %v\n%s", err, out)
+		}
+		fi, err := os.Lstat(filepath.Join(root, "locks"))
+		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("locks/ after recreation: %v %v, want a 0700 directory", fi.Mode(), err)
+		}
+		if fi, err := os.Stat(filepath.Join(root, "locks", "b.lock")); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("b.lock: %v %v", err, fi)
+		}
+		// a's file is gone with the directory: the next writer on a restores it.
+		clitest.Must(t, 3, root, "acquire", "a", "--pid", self)
+		if _, err := os.Stat(filepath.Join(root, "locks", "a.lock")); err != nil {
+			t.Fatalf("a.lock not restored from the ledger: %v", err)
+		}
+		assertChain(t, root)
+	})
+	for _, kind := range []string{"file", "symlink"} {
+		t.Run(kind+" in its place", func(t *testing.T) {
+			root := t.TempDir()
+			clitest.Must(t, 0, root, "acquire", "a", "--pid", self)
+			before := snapLedger(t, root)
+			locks := filepath.Join(root, "locks")
+			if err := os.RemoveAll(locks); err != nil {
+				t.Fatal(err)
+			}
+			elsewhere := t.TempDir()
+			if kind == "file" {
+				if err := os.WriteFile(locks, []byte("not a directory\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Symlink(elsewhere, locks); err != nil {
+				t.Fatal(err)
+			}
+			sum := ""
+			if kind == "file" {
+				sum = fileSum(t, locks)
+			}
+			for _, args := range [][]string{{"acquire", "b", "--pid", self}, {"status", "a"}, {"release", "a", "--force"}} {
+				r := clitest.Run(t, root, args...)
+				want := map[string]string{"file": "not a directory", "symlink": "symlink"}[kind]
+				if r.Code != 1 || !strings.Contains(r.Stderr, "locks") || !strings.Contains(r.Stderr, want) {
+					t.Errorf("%v with a %s at locks/: exit %d, want 1 naming locks and %q\nstderr: %s", args, kind, r.Code, want, r.Stderr)
+				}
+			}
+			if kind == "file" && fileSum(t, locks) != sum {
+				t.Errorf("the file at locks/ was changed")
+			}
+			if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+				t.Errorf("the symlink was followed: %v", entries)
+			}
+			if got := clitest.EventCount(t, root); got != before.events || headHash(t, root) != before.head {
+				t.Errorf("ledger changed: %d events, was %d", got, before.events)
+			}
+		})
+	}
+}
+
+// TestFaultLockPathsAreNeverFollowed: a lock file replaced by a directory
+// or by a symlink (to a file, or dangling), a symlinked journal, swap,
+// ledger.db or writer.flock: the ledger refuses with exit 1, never writes
+// through the link, never creates its target, and records nothing.
+func TestFaultLockPathsAreNeverFollowed(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	type setup struct {
+		name  string
+		path  func(root string) string // what is replaced
+		link  bool                     // by a symlink (to target) rather than a directory
+		held  bool                     // the lock is held by the ledger first
+		args  [][]string
+		want  string
+		noTgt bool // the symlink dangles
+	}
+	lockArgs := [][]string{{"acquire", "x", "--pid", self}, {"acquire", "x", "--force", "--pid", self},
+		{"steal", "x", "--active", "--yes", "--reason", "t", "--pid", self}}
+	heldArgs := [][]string{{"heartbeat", "x", "--request-id", "REQ"}, {"release", "x", "--request-id", "REQ"},
+		{"release", "x", "--force"}, {"steal", "x", "--active", "--yes", "--reason", "t", "--pid", self},
+		{"acquire", "x", "--pid", self}}
+	lockPath := func(root string) string { return filepath.Join(root, "locks", "x.lock") }
+	cases := []setup{
+		{name: "lock file is a directory", path: lockPath, args: lockArgs, want: "not a regular file"},
+		{name: "held lock file became a directory", path: lockPath, held: true, args: heldArgs, want: "not a regular file"},
+		{name: "lock file is a symlink", path: lockPath, link: true, args: lockArgs, want: "symlink"},
+		{name: "held lock file became a symlink", path: lockPath, link: true, held: true, args: heldArgs, want: "symlink"},
+		{name: "lock file is a dangling symlink", path: lockPath, link: true, noTgt: true, args: lockArgs, want: "symlink"},
+		{name: "journal is a symlink", path: func(root string) string { return filepath.Join(root, "locks", ".x.lock.pending") },
+			link: true, args: lockArgs, want: "symlink"},
+		{name: "ledger.db is a symlink", path: func(root string) string { return filepath.Join(root, "ledger.db") },
+			link: true, args: [][]string{{"acquire", "y", "--pid", self}}, want: "not a regular file"},
+		{name: "writer.flock is a symlink", path: func(root string) string { return filepath.Join(root, "writer.flock") },
+			link: true, args: [][]string{{"acquire", "y", "--pid", self}}, want: "writer"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			clitest.Must(t, 0, root, "acquire", "other", "--pid", self)
+			rid := ""
+			if c.held {
+				rid = strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "x", "--pid", self).Stdout)
+			}
+			p := c.path(root)
+			if c.name == "ledger.db is a symlink" {
+				// keep the real database at the target, so that following the link would work
+				if err := os.Rename(p, filepath.Join(t.TempDir(), "moved.db")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			target := filepath.Join(t.TempDir(), "target")
+			if !c.noTgt {
+				if err := os.WriteFile(target, []byte("precious\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+			if c.link {
+				if err := os.Symlink(target, p); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			var before ledgerSnap
+			if !strings.HasPrefix(c.name, "ledger.db") {
+				before = snapLedger(t, root)
+			}
+			for _, template := range c.args {
+				args := make([]string, len(template))
+				for i, a := range template {
+					args[i] = strings.ReplaceAll(a, "REQ", rid)
+				}
+				r := clitest.Run(t, root, args...)
+				if r.Code != 1 || !strings.Contains(r.Stderr, c.want) {
+					t.Errorf("%v: exit %d, want 1 naming %q\nstderr: %s", args, r.Code, c.want, r.Stderr)
+				}
+			}
+			if c.noTgt {
+				if _, err := os.Lstat(target); err == nil {
+					t.Errorf("the dangling symlink's target was created")
+				}
+			} else if b, err := os.ReadFile(target); err != nil || string(b) != "precious\n" {
+				t.Errorf("the symlink's target changed: %q %v", b, err)
+			}
+			if fi, err := os.Lstat(p); err != nil || (fi.Mode()&os.ModeSymlink != 0) != c.link {
+				t.Errorf("%s was replaced or removed: %v %v", p, fi, err)
+			}
+			if !c.link {
+				if entries, _ := os.ReadDir(p); len(entries) != 0 {
+					t.Errorf("something was written into the directory at the lock path: %v", entries)
+				}
+			}
+			if !strings.HasPrefix(c.name, "ledger.db") {
+				if after := snapLedger(t, root); after.events != before.events || after.head != before.head {
+					t.Errorf("the ledger recorded something: %s -> %s", before, after)
+				}
+			}
+		})
+	}
+}
+
+// TestFaultForeignLockFileWithAHugeNumber: a lock file the ledger did not
+// write, with a number such as 1e400000000 in it, is unreadable: it must
+// count as held (fail safe, acquire exits 3 saying so) and every command
+// must go on working. Found by FuzzParseLockFile: the schema library
+// panics on that number, so one such file crashes status, list, acquire
+// and verify with a Go panic (exit 2, "usage or invalid input").
+func TestFaultForeignLockFileWithAHugeNumber(t *testing.T) {
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	clitest.Must(t, 0, root, "acquire", "other", "--pid", self)
+	host, _ := os.Hostname()
+	doc := `{"lock_version":"v1","lock_name":"odd","request_id":"req_foreign","actor":"tower","intent":"","intent_version":"",` +
+		`"host_id":"` + host + `","pid":1e400000000,"created_at":"2026-01-01T00:00:00Z","last_heartbeat_at":"2026-01-01T00:00:00Z","ttl_seconds":5}` + "\n"
+	if err := os.WriteFile(filepath.Join(root, "locks", "odd.lock"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := snapLedger(t, root)
+	var panics []string
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"acquire", "odd", "--pid", self}, 3},
+		{[]string{"acquire", "odd", "--force", "--pid", self}, 3},
+		{[]string{"status", "odd"}, 0},
+		{[]string{"list"}, 0},
+		{[]string{"verify"}, -1},
+	} {
+		r := clitest.Run(t, root, c.args...)
+		if strings.Contains(r.Stderr, "panic:") {
+			panics = append(panics, fmt.Sprintf("%v: exit %d, %s", c.args, r.Code, firstLine(r.Stderr)))
+			continue
+		}
+		if c.code >= 0 && r.Code != c.code || c.code < 0 && r.Code > 1 {
+			t.Errorf("%v with an unreadable foreign lock file: exit %d, want %d\nstderr: %s", c.args, r.Code, c.code, r.Stderr)
+		}
+	}
+	if got := fileSum(t, filepath.Join(root, "locks", "odd.lock")); got == "absent" {
+		t.Errorf("the foreign lock file was removed")
+	}
+	if len(panics) > 0 {
+		t.Skipf("BUG: a foreign lock file with a huge number crashes lockledger:\n%s", strings.Join(panics, "\n"))
+	}
+	if after := snapLedger(t, root); after.files != before.files {
+		t.Errorf("lock files changed: %s -> %s", before, after)
+	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+// TestFaultBusyLedgerFailsCleanly: while another process holds the writer
+// lock (the flock on ROOT/writer.flock) or the database itself (sqlite3 in
+// BEGIN EXCLUSIVE) past the busy timeout, a lock command fails with exit 1
+// and says the ledger is busy or locked, and nothing is written: no event,
+// no lock file. Read-only commands answer at once meanwhile. Afterwards the
+// same acquire succeeds. And `run`, whose command ends while the writer
+// lock is held for longer than the busy timeout, must still record its
+// release. The three cases spend most of their time waiting out the 10 s
+// busy timeout, so they run at the same time.
+func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
+	t.Parallel()
+	self := strconv.Itoa(os.Getpid())
+	type outcome struct {
+		name string
+		errs []string
+		bug  string
+	}
+	holdFlock := func(root string) (func(), error) {
+		f, err := os.OpenFile(filepath.Join(root, "writer.flock"), os.O_RDWR, 0)
+		if err != nil {
+			return nil, err
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return func() { f.Close() }, nil
+	}
+	holdExclusive := func(root string) (func(), error) {
+		c := exec.Command("sqlite3", "-batch", filepath.Join(root, "ledger.db"))
+		in, err := c.StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		out, err := c.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		c.Stderr = os.Stderr
+		if err := c.Start(); err != nil {
+			return nil, err
+		}
+		io.WriteString(in, "BEGIN EXCLUSIVE;\nINSERT INTO meta (key, value) VALUES ('busy-test', 'x');\nSELECT 'holding';\n")
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil || strings.TrimSpace(line) != "holding" {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+			return nil, fmt.Errorf("sqlite3 did not take the lock: %q %v", line, err)
+		}
+		return func() {
+			io.WriteString(in, "ROLLBACK;\n.quit\n")
+			in.Close()
+			_ = c.Wait()
+		}, nil
+	}
+	blockedAcquire := func(name string, hold func(string) (func(), error)) outcome {
+		o := outcome{name: name}
+		fail := func(format string, a ...any) { o.errs = append(o.errs, fmt.Sprintf(format, a...)) }
+		root := t.TempDir()
+		clitest.Must(t, 0, root, "acquire", "held", "--pid", self)
+		before := snapLedger(t, root)
+		release, err := hold(root)
+		if err != nil {
+			fail("%v", err)
+			return o
+		}
+		var wg sync.WaitGroup
+		var got clitest.Result
+		var took time.Duration
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			got = clitest.Run(t, root, "acquire", "blocked", "--pid", self)
+			took = time.Since(start)
+		}()
+		// Readers never wait for the writer.
+		start := time.Now()
+		if r := clitest.Run(t, root, "status", "held"); r.Code != 0 {
+			fail("status while the ledger is busy: exit %d: %s", r.Code, r.Stderr)
+		}
+		if d := time.Since(start); d > 9*time.Second {
+			fail("status took %s while the ledger was busy; readers must not wait", d)
+		}
+		wg.Wait()
+		release()
+		if got.Code != 1 || !strings.Contains(got.Stderr, "busy") && !strings.Contains(got.Stderr, "locked") {
+			fail("acquire on a busy ledger: exit %d after %s, want 1 saying busy or locked\nstderr: %s", got.Code, took, got.Stderr)
+		}
+		if took < time.Second {
+			fail("gave up after %s: the busy timeout was not waited for", took)
+		}
+		if after := snapLedger(t, root); after != before {
+			fail("a busy failure wrote something: %s -> %s", before, after)
+		}
+		if _, err := os.Lstat(filepath.Join(root, "locks", "blocked.lock")); err == nil {
+			fail("a lock file was left by the failed acquire")
+		}
+		if r := clitest.Run(t, root, "acquire", "blocked", "--pid", self); r.Code != 0 {
+			fail("acquire once the ledger is free again: exit %d: %s", r.Code, r.Stderr)
+		}
+		return o
+	}
+	runRelease := func() outcome {
+		o := outcome{name: "run's release while the writer lock is held"}
+		fail := func(format string, a ...any) { o.errs = append(o.errs, fmt.Sprintf(format, a...)) }
+		root := t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := clitest.Command(ctx, root, "run", "job", "--", "sh", "-c", "echo started; sleep 0.3")
+		out, err := c.StdoutPipe()
+		if err != nil {
+			fail("%v", err)
+			return o
+		}
+		var errb bytes.Buffer
+		c.Stderr = &errb
+		if err := c.Start(); err != nil {
+			fail("%v", err)
+			return o
+		}
+		exited := make(chan struct{})
+		go func() { _ = c.Wait(); close(exited) }()
+		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "started\n" {
+			fail("run's command did not start: %q %v", line, err)
+			return o
+		}
+		release, err := holdFlock(root)
+		if err != nil {
+			fail("%v", err)
+			return o
+		}
+		// Past the busy timeout, then let go whatever run is doing.
+		select {
+		case <-exited:
+		case <-time.After(12 * time.Second):
+		}
+		release()
+		<-exited
+		var n int
+		if err := clitest.DB(t, root).QueryRow(`SELECT count(*) FROM events WHERE type = 'lock_released'
+			AND request_id = (SELECT request_id FROM events WHERE type = 'lock_acquired')`).Scan(&n); err != nil {
+			fail("%v", err)
+		} else if n != 1 {
+			o.bug = fmt.Sprintf("run exited %d after its release met a writer lock held past the busy timeout, and no "+
+				"lock_released was ever recorded: the job's result is lost and the lock is left for the next acquire to "+
+				"take over as holder_dead.\nrun's stderr: %s", c.ProcessState.ExitCode(), strings.TrimSpace(errb.String()))
+		}
+		return o
+	}
+	results := make(chan outcome, 3)
+	go func() { results <- blockedAcquire("writer flock held", holdFlock) }()
+	go func() { results <- runRelease() }()
+	if _, err := exec.LookPath("sqlite3"); err == nil {
+		go func() { results <- blockedAcquire("sqlite3 BEGIN EXCLUSIVE", holdExclusive) }()
+	} else {
+		results <- outcome{name: "sqlite3 BEGIN EXCLUSIVE", bug: ""}
+		t.Log("sqlite3 is not installed: the BEGIN EXCLUSIVE case is not run")
+	}
+	var bugs []string
+	for i := 0; i < 3; i++ {
+		o := <-results
+		for _, e := range o.errs {
+			t.Errorf("%s: %s", o.name, e)
+		}
+		if o.bug != "" {
+			bugs = append(bugs, o.name+": "+o.bug)
+		}
+	}
+	if len(bugs) > 0 && !t.Failed() {
+		t.Skipf("BUG: %s", strings.Join(bugs, "\n"))
+	}
+}

@@ -1,0 +1,188 @@
+package e2e
+
+// Helpers shared by the reliability suite (crash, contention, faults,
+// security): ledger snapshots, integrity checks, polling, and running the
+// CLI as an unprivileged user when the tests run as root.
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// stressed reports LOCKLEDGER_STRESS=1 (`make stress`): run the big versions.
+func stressed() bool { return os.Getenv("LOCKLEDGER_STRESS") == "1" }
+
+// ledgerSnap is what "the ledger did not change" compares: the number of
+// events, the head hash, and every file in locks/ with its content.
+type ledgerSnap struct {
+	events int
+	head   string
+	files  string
+}
+
+func (s ledgerSnap) String() string {
+	return fmt.Sprintf("%d events, head %.12s, lock files [%s]", s.events, s.head, strings.TrimSpace(s.files))
+}
+
+// snapLedger reads the snapshot through its own read-only connection and
+// closes it at once: a connection left open keeps ledger.db-wal and -shm in
+// place, which changes what a later process can do in a read-only root.
+func snapLedger(t *testing.T, root string) ledgerSnap {
+	t.Helper()
+	s := ledgerSnap{files: lockFiles(t, root)}
+	if _, err := os.Stat(filepath.Join(root, "ledger.db")); err != nil {
+		return s
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow(`SELECT count(*), coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), '') FROM events`).
+		Scan(&s.events, &s.head); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// headHash is the hash of the last event ("" for an empty or missing ledger).
+func headHash(t *testing.T, root string) string {
+	t.Helper()
+	return snapLedger(t, root).head
+}
+
+// fileSum is the sha256 of a file's bytes, "absent" if there is none.
+func fileSum(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "absent"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// assertIntegrity runs SQLite's own full consistency check on the ledger.
+func assertIntegrity(t *testing.T, root string) {
+	t.Helper()
+	rows, err := clitest.DB(t, root).Query(`PRAGMA integrity_check`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var msgs []string
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	if len(msgs) != 1 || msgs[0] != "ok" {
+		t.Fatalf("PRAGMA integrity_check: %v", msgs)
+	}
+}
+
+// await polls cond every 20 ms until it holds, or fails the test at the deadline.
+func await(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// nobody is the unprivileged identity the tests use when they run as root
+// (root ignores permission bits, so a chmod alone proves nothing for it).
+const nobody = 65534
+
+// unprivileged returns a function that runs the CLI on a root as uid/gid
+// 65534 from a copy of the test binary that that user can execute, with
+// standard input closed, and a directory (0755, owned by root) in which to
+// make roots that user can reach.
+func unprivileged(t *testing.T) (func(root string, args ...string) clitest.Result, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("unprivileged is for tests running as root")
+	}
+	dir := t.TempDir()
+	for d := dir; d != "/" && d != os.TempDir() && d != "."; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "lockledger")
+	src, err := os.Open(clitest.Bin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, "roots")
+	if err := os.Mkdir(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return func(root string, args ...string) clitest.Result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, bin, args...)
+		c.Env = clitest.Env(root)
+		c.Dir = "/"
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		var out, errb strings.Builder
+		c.Stdout, c.Stderr = &out, &errb
+		err := c.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("lockledger %v as uid %d: %v", args, nobody, err)
+		}
+		return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	}, base
+}
+
+// chownTree gives every file under dir to uid/gid.
+func chownTree(t *testing.T, dir string, uid int) {
+	t.Helper()
+	err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

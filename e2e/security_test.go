@@ -1,0 +1,760 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/printer"
+	"go/token"
+	"go/types"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// TestSecurityFilesArePrivateUnderUmaskZero: with umask 000 (so that any
+// mode the code asks for shows through unreduced) a fresh root gets a 0700
+// root and locks/, and 0600 ledger.db, ledger.db-wal, ledger.db-shm,
+// writer.flock and lock files, including a lock file replaced by a steal.
+// The WAL and shared-memory files exist only while a process has the
+// database open, so a `run` child looks at them.
+func TestSecurityFilesArePrivateUnderUmaskZero(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "fresh")
+	self := strconv.Itoa(os.Getpid())
+	umask0 := func(args string) string {
+		t.Helper()
+		c := exec.Command("sh", "-c", `umask 000; exec "$LL" `+args)
+		c.Env = append(clitest.Env(root), "LL="+clitest.Bin(), "ROOT="+root, "PID="+self)
+		var out, errb bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errb
+		if err := c.Run(); err != nil {
+			t.Fatalf("%s: %v\n%s", args, err, errb.String())
+		}
+		return out.String()
+	}
+	paths := []string{root, root + "/locks", root + "/ledger.db", root + "/ledger.db-wal", root + "/ledger.db-shm",
+		root + "/writer.flock", root + "/locks/job.lock"}
+	out := umask0(`run job -- sh -c 'umask; stat -c "%n %a" "$ROOT" "$ROOT/locks" "$ROOT/ledger.db" "$ROOT/ledger.db-wal" "$ROOT/ledger.db-shm" "$ROOT/writer.flock" "$ROOT/locks/job.lock"'`)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(paths)+1 || strings.TrimLeft(lines[0], "0") != "" {
+		t.Fatalf("child of run saw:\n%s\nwant umask 0000 and a mode for each of %v", out, paths)
+	}
+	for i, p := range paths {
+		want := "600"
+		if i < 2 {
+			want = "700"
+		}
+		if got := lines[i+1]; got != p+" "+want {
+			t.Errorf("while run holds the lock: %q, want %s %s", got, p, want)
+		}
+	}
+	rid := strings.TrimSpace(umask0(`acquire other --pid "$PID"`))
+	umask0(`steal other --active --yes --reason "mode check" --pid "$PID"`)
+	umask0(`acquire third --pid "$PID"`)
+	for _, p := range []string{root + "/locks/other.lock", root + "/locks/third.lock", root + "/ledger.db", root + "/writer.flock"} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want 0600", p, fi.Mode(), err)
+		}
+	}
+	for _, d := range []string{root, root + "/locks"} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v %v, want 0700", d, fi.Mode(), err)
+		}
+	}
+	if rid == "" {
+		t.Fatal("acquire printed no request id")
+	}
+}
+
+// TestSecurityModesAreSetAtCreationNotAfter proves the "not chmod after"
+// half: under strace, with umask 000, every file the CLI creates in the
+// root is created by open(O_CREAT) with mode 0600 and every directory by
+// mkdir with mode 0700, and no chmod-family call is ever made. (A
+// create-then-chmod would leave a window in which another user could open
+// the file.)
+func TestSecurityModesAreSetAtCreationNotAfter(t *testing.T) {
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Skip("strace is not installed; TestSecurityFilesArePrivateUnderUmaskZero still checks the resulting modes")
+	}
+	root := filepath.Join(t.TempDir(), "fresh")
+	traceDir := t.TempDir()
+	trace := filepath.Join(traceDir, "trace")
+	script := `umask 000
+"$LL" acquire a --pid $$ >/dev/null || exit 1
+"$LL" steal a --active --yes --reason strace --pid $$ >/dev/null || exit 1
+"$LL" run b -- true || exit 1
+"$LL" release a --force`
+	c := exec.Command("strace", "-ff", "-qq", "-ttt", "-o", trace, "-e", "trace=%file,fchmod", "sh", "-c", script)
+	c.Env = append(clitest.Env(root), "LL="+clitest.Bin())
+	if out, err := c.CombinedOutput(); err != nil {
+		if strings.Contains(string(out), "ptrace") || strings.Contains(string(out), "Operation not permitted") {
+			t.Skipf("strace cannot trace here: %s", out)
+		}
+		t.Fatalf("traced run: %v\n%s", err, out)
+	}
+	// -ff writes one file per process, so no call is split across lines;
+	// -ttt stamps each call, so that the processes' calls can be merged in
+	// the order they happened.
+	parts, err := filepath.Glob(trace + ".*")
+	if err != nil || len(parts) == 0 {
+		t.Fatalf("no trace files: %v", err)
+	}
+	var lines []string
+	for _, p := range parts {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, strings.Split(strings.TrimSpace(string(b)), "\n")...)
+	}
+	sort.SliceStable(lines, func(i, j int) bool {
+		a, _ := strconv.ParseFloat(strings.Fields(lines[i] + " 0")[0], 64)
+		b, _ := strconv.ParseFloat(strings.Fields(lines[j] + " 0")[0], 64)
+		return a < b
+	})
+	data := []byte(strings.Join(lines, "\n"))
+	call := regexp.MustCompile(`^[0-9.]+ (\w+)\((.*)\)\s+=\s+(-?\d+)`)
+	pathArg := regexp.MustCompile(`"([^"]*)"`)
+	created := map[string]bool{}
+	var checked, chmods int
+	for _, line := range strings.Split(string(data), "\n") {
+		m := call.FindStringSubmatch(line)
+		if m == nil || m[3] == "-1" && !strings.Contains(m[1], "chmod") {
+			continue
+		}
+		name, args := m[1], m[2]
+		if strings.Contains(name, "chmod") {
+			chmods++
+			t.Errorf("chmod-family call: %s", line)
+			continue
+		}
+		pm := pathArg.FindStringSubmatch(args)
+		if pm == nil || !strings.HasPrefix(pm[1], root) {
+			continue
+		}
+		p := pm[1]
+		fields := strings.Split(args, ", ")
+		mode := fields[len(fields)-1]
+		switch {
+		case strings.HasPrefix(name, "mkdir"):
+			checked++
+			if mode != "0700" {
+				t.Errorf("directory created with mode %s: %s", mode, line)
+			}
+			created[p] = true
+		case strings.HasPrefix(name, "open") || name == "creat":
+			if name != "creat" && !strings.Contains(args, "O_CREAT") {
+				continue
+			}
+			checked++
+			switch {
+			case mode == "0600":
+				created[p] = true
+			case strings.Contains(args, "O_EXCL") || !created[p]:
+				// SQLite opens ledger.db with O_CREAT|0644, but only after
+				// the ledger created it 0600 with O_EXCL: that is fine. A
+				// path opened O_CREAT with another mode before it was known
+				// to exist could have been created with that mode.
+				t.Errorf("file possibly created with mode %s: %s", mode, line)
+			}
+		}
+	}
+	if checked < 6 {
+		t.Fatalf("only %d creating calls under the root were traced; is the trace complete?\n%s", checked, data)
+	}
+	for _, want := range []string{root, root + "/locks", root + "/ledger.db", root + "/writer.flock", root + "/ledger.db-wal",
+		root + "/ledger.db-shm", root + "/locks/.a.lock.pending"} {
+		if !created[want] {
+			t.Errorf("no creating call for %s was seen in the trace", want)
+		}
+	}
+	t.Logf("%d creating calls checked, %d chmod calls", checked, chmods)
+}
+
+// TestSecurityHostileTextRoundTrips: lock names, actors, intents, request
+// ids, metadata, steal reasons and failure steps full of quotes, SQL
+// keywords, comment markers, format verbs and non-ASCII text are stored and
+// read back byte for byte (event bodies, lock files, status), and the
+// database still has every table and a chain that verifies.
+func TestSecurityHostileTextRoundTrips(t *testing.T) {
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	const lock = "drop-table-events--or-1-1"
+	actor := `Robert'); DROP TABLE events;-- "O'Brien" ` + "`whoami` $(id) %s%n %x \\ ключ 🔒"
+	intent := `"; DELETE FROM locks WHERE 1=1; --`
+	version := `1' OR '1'='1`
+	md := map[string]string{
+		`q'uote`:      `"double" 'single' `,
+		"sql":         "SELECT * FROM events WHERE lock_name = '' OR 1=1; --",
+		"ключ":        "значение",
+		"%s%d":        "%v %!",
+		`$(rm -rf /)`: "`x`",
+		"nul-ish":     `\u0000 \x00`,
+	}
+	const rid = "req:1.2_3-4"
+	args := []string{"acquire", lock, "--json", "--pid", self, "--actor", actor, "--intent", intent, "--intent-version", version,
+		"--request-id", rid}
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--metadata", k+"="+md[k])
+	}
+	r := clitest.Must(t, 0, root, args...)
+	var acq struct {
+		RequestID string         `json:"request_id"`
+		Lock      map[string]any `json:"lock"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &acq); err != nil {
+		t.Fatalf("acquire --json: %v\n%s", err, r.Stdout)
+	}
+	checkRecord := func(where string, rec map[string]any) {
+		t.Helper()
+		for field, want := range map[string]string{"lock_name": lock, "request_id": rid, "actor": actor, "intent": intent,
+			"intent_version": version} {
+			if rec[field] != want {
+				t.Errorf("%s: %s = %q, want %q", where, field, rec[field], want)
+			}
+		}
+		gotMD, _ := rec["metadata"].(map[string]any)
+		if len(gotMD) != len(md) {
+			t.Errorf("%s: metadata %v, want %v", where, gotMD, md)
+		}
+		for k, v := range md {
+			if gotMD[k] != v {
+				t.Errorf("%s: metadata[%q] = %q, want %q", where, k, gotMD[k], v)
+			}
+		}
+	}
+	if acq.RequestID != rid {
+		t.Errorf("request id %q, want %q", acq.RequestID, rid)
+	}
+	checkRecord("acquire --json lock", acq.Lock)
+	var file map[string]any
+	data, err := os.ReadFile(filepath.Join(root, "locks", lock+".lock"))
+	if err != nil || json.Unmarshal(data, &file) != nil {
+		t.Fatalf("lock file: %v\n%s", err, data)
+	}
+	checkRecord("lock file", file)
+	checkRecord("status --json", statusJSON(t, root, lock)["lock"].(map[string]any))
+	body := lastBody(t, root, "lock_acquired")
+	body["lock_name"], body["request_id"] = lock, rid // envelope fields, same names as the record
+	for _, f := range []string{"actor", "intent", "intent_version"} {
+		if body[f] != map[string]string{"actor": actor, "intent": intent, "intent_version": version}[f] {
+			t.Errorf("lock_acquired %s = %q", f, body[f])
+		}
+	}
+	checkRecord("lock_acquired body", body)
+	var col string
+	if err := clitest.DB(t, root).QueryRow(`SELECT actor FROM events WHERE request_id = ?`, rid).Scan(&col); err != nil || col != actor {
+		t.Errorf("events.actor column %q (%v), want %q", col, err, actor)
+	}
+
+	reason := `INC-1: it's "stuck"; DROP TABLE locks; -- ` + "\u00e9\u00e8"
+	clitest.Must(t, 0, root, "steal", lock, "--active", "--yes", "--reason", reason, "--actor", actor, "--pid", self)
+	if st := lastBody(t, root, "lock_stolen"); st["note"] != reason || st["actor"] != actor {
+		t.Errorf("lock_stolen note %q actor %q", st["note"], st["actor"])
+	}
+	step := `migrate 'users'; DELETE FROM events; --`
+	holder := statusJSON(t, root, lock)["request_id"].(string)
+	clitest.Must(t, 0, root, "release", lock, "--request-id", holder, "--result", "failure", "--failure-step", step)
+	if rel := lastBody(t, root, "lock_released"); rel["failure_step"] != step {
+		t.Errorf("failure_step %q, want %q", rel["failure_step"], step)
+	}
+	var tables int
+	if err := clitest.DB(t, root).QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table'
+		AND name IN ('events', 'locks', 'meta', 'schema_migrations')`).Scan(&tables); err != nil || tables != 4 {
+		t.Fatalf("tables after hostile input: %d (%v), want 4", tables, err)
+	}
+	if n := clitest.EventCount(t, root); n != 3 {
+		t.Fatalf("%d events, want 3 (acquired, stolen, released)", n)
+	}
+	assertChain(t, root)
+	if v := clitest.Run(t, root, "verify"); v.Code != 0 {
+		t.Fatalf("verify after hostile input: exit %d\n%s%s", v.Code, v.Stdout, v.Stderr)
+	}
+}
+
+// TestSecurityNoSQLBuiltFromInput scans the Go sources of ledger/ and
+// replay/ with go/parser and go/types: the query argument of every
+// Exec/Query/QueryRow/Prepare(Context) call must be a constant expression,
+// or a string built only from constants (concatenation, strings.Join of
+// constant fragments such as "?" placeholders, through local variables and
+// same-package helpers), never from a value that came in from outside.
+func TestSecurityNoSQLBuiltFromInput(t *testing.T) {
+	for _, pkg := range []string{"ledger", "replay"} {
+		t.Run(pkg, func(t *testing.T) {
+			c := newSQLChecker(t, filepath.Join("..", pkg), modulePath+"/"+pkg)
+			if len(c.calls) == 0 {
+				t.Fatalf("no query calls found in %s: is the scanner broken?", pkg)
+			}
+			for _, f := range c.findings() {
+				t.Errorf("%s", f)
+			}
+			t.Logf("%d query calls checked in %s: %d constant, %d built from constants only", len(c.calls), pkg,
+				c.constant, c.derived)
+		})
+	}
+}
+
+// TestSecuritySQLCheckerCatchesInjection runs the checker on a small
+// package that builds SQL every wrong way, so that the scan above is known
+// to be able to fail.
+func TestSecuritySQLCheckerCatchesInjection(t *testing.T) {
+	src := `package bad
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+const cols = "a, b"
+
+func good(ctx context.Context, db *sql.DB, name string, n int) {
+	db.QueryContext(ctx, "SELECT "+cols+" FROM t WHERE name = ?", name) // ok
+	q := "SELECT " + cols
+	q += " FROM t"
+	db.Query(q) // ok
+	marks := make([]string, n)
+	for i := range marks {
+		marks[i] = "?"
+	}
+	db.Exec("DELETE FROM t WHERE id IN (" + strings.Join(marks, ",") + ")") // ok
+	db.QueryRow(build2()) // ok
+	db.QueryRow(wrap("x")) // ok
+}
+
+func bad(ctx context.Context, db *sql.DB, name string, tx *sql.Tx) {
+	db.QueryContext(ctx, "SELECT * FROM t WHERE name = '"+name+"'") // BAD 1
+	tx.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s", name)) // BAD 2
+	q := "SELECT "
+	q += name
+	db.Query(q) // BAD 3
+	db.QueryRow(build(name)) // BAD 4
+	db.PrepareContext(ctx, wrap(name)) // BAD 5
+	parts := []string{"a", name}
+	db.Exec(strings.Join(parts, ",")) // BAD 6
+	var s string
+	fmt.Sscan(name, &s)
+	db.Exec(s) // BAD 7
+	db.Exec(string([]byte(name))) // BAD 8
+}
+
+func build(n string) string { return "SELECT " + n }
+func build2() string { q := "SELECT 1"; return q }
+func wrap(s string) string { return "SELECT '" + s + "'" }
+`
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.go"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newSQLChecker(t, dir, "example.com/bad")
+	var got []int
+	for _, f := range c.flagged {
+		got = append(got, f.line)
+	}
+	var want []int
+	for i, l := range strings.Split(src, "\n") {
+		if strings.Contains(l, "// BAD") {
+			want = append(want, i+1)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		for _, f := range c.findings() {
+			t.Log(f)
+		}
+		t.Fatalf("flagged lines %v, want %v", got, want)
+	}
+	if len(c.calls) != 13 {
+		t.Fatalf("saw %d query calls, want 13", len(c.calls))
+	}
+}
+
+const modulePath = "github.com/lockledger/lockledger"
+
+// sqlMethods maps a query method to the index of its query argument.
+var sqlMethods = map[string]int{"Exec": 0, "Query": 0, "QueryRow": 0, "Prepare": 0,
+	"ExecContext": 1, "QueryContext": 1, "QueryRowContext": 1, "PrepareContext": 1}
+
+type sqlFinding struct {
+	pos  token.Position
+	line int
+	fn   string
+	expr string
+}
+
+type sqlChecker struct {
+	t        *testing.T
+	fset     *token.FileSet
+	files    []*ast.File
+	info     *types.Info
+	pkg      *types.Package
+	funcs    map[*types.Func]*ast.FuncDecl
+	calls    []*ast.CallExpr
+	flagged  []sqlFinding
+	constant int
+	derived  int
+	visiting map[any]bool
+}
+
+// newSQLChecker parses and type-checks the non-test Go files of dir as
+// package path, then checks every query call. Packages of this module are
+// type-checked from source; every other import is an empty stand-in (the
+// check needs only this package's constants and identifiers).
+func newSQLChecker(t *testing.T, dir, path string) *sqlChecker {
+	t.Helper()
+	fset := token.NewFileSet()
+	imp := &srcImporter{fset: fset, done: map[string]*types.Package{}}
+	files, err := parseDir(fset, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Defs: map[*ast.Ident]types.Object{},
+		Uses: map[*ast.Ident]types.Object{}}
+	conf := types.Config{Importer: imp, Error: func(error) {}}
+	pkg, _ := conf.Check(path, fset, files, info)
+	c := &sqlChecker{t: t, fset: fset, files: files, info: info, pkg: pkg, funcs: map[*types.Func]*ast.FuncDecl{},
+		visiting: map[any]bool{}}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok {
+				if fn, ok := info.Defs[fd.Name].(*types.Func); ok {
+					c.funcs[fn] = fd
+				}
+			}
+		}
+	}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			i, ok := sqlMethods[sel.Sel.Name]
+			if !ok || len(call.Args) <= i {
+				return true
+			}
+			if tv, ok := info.Types[call.Args[i]]; ok && tv.Type != nil {
+				b, basic := tv.Type.Underlying().(*types.Basic)
+				if !basic || b.Kind() != types.Invalid && b.Info()&types.IsString == 0 {
+					return true // not a query string (another method of that name)
+				}
+			}
+			c.calls = append(c.calls, call)
+			arg := call.Args[i]
+			switch {
+			case c.isConst(arg):
+				c.constant++
+			case c.clean(arg, nil):
+				c.derived++
+			default:
+				pos := fset.Position(arg.Pos())
+				c.flagged = append(c.flagged, sqlFinding{pos: pos, line: pos.Line, fn: c.enclosing(arg.Pos()), expr: c.text(arg)})
+			}
+			return true
+		})
+	}
+	sort.Slice(c.flagged, func(i, j int) bool { return c.flagged[i].pos.Offset < c.flagged[j].pos.Offset })
+	return c
+}
+
+func (c *sqlChecker) findings() []string {
+	var out []string
+	for _, f := range c.flagged {
+		out = append(out, fmt.Sprintf("%s (in %s): query text %s is not built from constants only", f.pos, f.fn, f.expr))
+	}
+	return out
+}
+
+func (c *sqlChecker) isConst(e ast.Expr) bool {
+	tv, ok := c.info.Types[e]
+	return ok && tv.Value != nil
+}
+
+func (c *sqlChecker) text(e ast.Expr) string {
+	var b strings.Builder
+	_ = printer.Fprint(&b, c.fset, e)
+	s := b.String()
+	if len(s) > 120 {
+		s = s[:120] + "..."
+	}
+	return s
+}
+
+func (c *sqlChecker) enclosing(pos token.Pos) string {
+	if fd := c.funcAt(pos); fd != nil {
+		return fd.Name.Name
+	}
+	return "package scope"
+}
+
+func (c *sqlChecker) funcAt(pos token.Pos) *ast.FuncDecl {
+	for _, f := range c.files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Pos() <= pos && pos < fd.End() {
+				return fd
+			}
+		}
+	}
+	return nil
+}
+
+// clean reports whether e is a string (or []string) made of constants only.
+// env gives the cleanness of the parameters of a function being followed
+// from one call site.
+func (c *sqlChecker) clean(e ast.Expr, env map[*types.Var]bool) bool {
+	if c.isConst(e) {
+		return true
+	}
+	switch e := e.(type) {
+	case *ast.ParenExpr:
+		return c.clean(e.X, env)
+	case *ast.BinaryExpr:
+		return e.Op == token.ADD && c.clean(e.X, env) && c.clean(e.Y, env)
+	case *ast.IndexExpr:
+		return c.clean(e.X, env)
+	case *ast.SliceExpr:
+		return c.clean(e.X, env)
+	case *ast.CompositeLit:
+		for _, el := range e.Elts {
+			if !c.clean(el, env) {
+				return false
+			}
+		}
+		return true
+	case *ast.Ident:
+		switch obj := c.info.Uses[e].(type) {
+		case *types.Const:
+			return true
+		case *types.Var:
+			return c.cleanVar(obj, env)
+		}
+		return false
+	case *ast.CallExpr:
+		return c.cleanCall(e, 0, env)
+	}
+	return false
+}
+
+// cleanCall: strings.Join, append and make of clean parts, or a call of a
+// function of this package whose result number idx is clean when its
+// parameters are bound to this call's arguments.
+func (c *sqlChecker) cleanCall(call *ast.CallExpr, idx int, env map[*types.Var]bool) bool {
+	allClean := func() bool {
+		for _, a := range call.Args {
+			if !c.clean(a, env) {
+				return false
+			}
+		}
+		return true
+	}
+	switch fun := call.Fun.(type) {
+	case *ast.Ident:
+		switch obj := c.info.Uses[fun].(type) {
+		case *types.Builtin:
+			switch obj.Name() {
+			case "append":
+				return allClean()
+			case "make":
+				return true // zero values
+			}
+			return false
+		case *types.Func:
+			return c.cleanResult(obj, call, idx, env)
+		}
+		return false
+	case *ast.SelectorExpr:
+		if id, ok := fun.X.(*ast.Ident); ok {
+			if pn, ok := c.info.Uses[id].(*types.PkgName); ok {
+				return pn.Imported().Path() == "strings" && fun.Sel.Name == "Join" && allClean()
+			}
+		}
+		if obj, ok := c.info.Uses[fun.Sel].(*types.Func); ok {
+			return c.cleanResult(obj, call, idx, env) // a method of this package
+		}
+	}
+	return false
+}
+
+func (c *sqlChecker) cleanResult(fn *types.Func, call *ast.CallExpr, idx int, env map[*types.Var]bool) bool {
+	fd := c.funcs[fn]
+	if fd == nil || fd.Body == nil {
+		return false // not ours: nothing is known about what it returns
+	}
+	key := [2]any{call, idx}
+	if c.visiting[key] {
+		return true // recursion: decided by the other paths
+	}
+	c.visiting[key] = true
+	defer delete(c.visiting, key)
+	inner := map[*types.Var]bool{}
+	i := 0
+	for _, field := range fd.Type.Params.List {
+		for _, name := range field.Names {
+			if v, ok := c.info.Defs[name].(*types.Var); ok && i < len(call.Args) {
+				inner[v] = c.clean(call.Args[i], env)
+			}
+			i++
+		}
+	}
+	ok := true
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false // its returns are not fd's
+		case *ast.ReturnStmt:
+			if len(n.Results) == 0 {
+				ok = false // named results: not followed
+			} else if len(n.Results) > idx && !c.clean(n.Results[idx], inner) {
+				ok = false
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// cleanVar: every value ever stored in v (declaration, assignment, +=,
+// element assignment, append) is clean, and v's address is never taken.
+// A parameter is clean only as bound by env.
+func (c *sqlChecker) cleanVar(v *types.Var, env map[*types.Var]bool) bool {
+	if clean, ok := env[v]; ok {
+		return clean
+	}
+	fd := c.funcAt(v.Pos())
+	if fd == nil || fd.Body == nil || v.Pos() < fd.Body.Pos() {
+		return false // a package variable or an unbound parameter: could hold anything
+	}
+	if c.visiting[v] {
+		return true
+	}
+	c.visiting[v] = true
+	defer delete(c.visiting, v)
+	is := func(e ast.Expr) bool {
+		switch e := e.(type) {
+		case *ast.Ident:
+			return c.info.Defs[e] == v || c.info.Uses[e] == v
+		case *ast.IndexExpr:
+			id, ok := e.X.(*ast.Ident)
+			return ok && (c.info.Uses[id] == v)
+		}
+		return false
+	}
+	ok := true
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		if !ok {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			for i, l := range n.Lhs {
+				if !is(l) {
+					continue
+				}
+				switch {
+				case len(n.Lhs) == len(n.Rhs):
+					ok = c.clean(n.Rhs[i], env)
+				case len(n.Rhs) == 1:
+					call, isCall := n.Rhs[0].(*ast.CallExpr)
+					ok = isCall && c.cleanCall(call, i, env)
+				default:
+					ok = false
+				}
+			}
+		case *ast.ValueSpec:
+			for i, name := range n.Names {
+				if c.info.Defs[name] != v {
+					continue
+				}
+				switch {
+				case len(n.Values) == 0:
+				case len(n.Values) == len(n.Names):
+					ok = c.clean(n.Values[i], env)
+				default:
+					ok = false
+				}
+			}
+		case *ast.RangeStmt:
+			if (n.Key != nil && is(n.Key)) || (n.Value != nil && is(n.Value)) {
+				ok = false // ranged over: as clean as what is ranged over, not followed
+			}
+		case *ast.UnaryExpr:
+			if n.Op == token.AND && is(n.X) {
+				ok = false // &v: written by someone else
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// srcImporter type-checks this module's packages from source and stands
+// in an empty package for everything else.
+type srcImporter struct {
+	fset *token.FileSet
+	done map[string]*types.Package
+}
+
+func (s *srcImporter) Import(path string) (*types.Package, error) {
+	if p, ok := s.done[path]; ok {
+		return p, nil
+	}
+	if rel, ok := strings.CutPrefix(path, modulePath+"/"); ok {
+		files, err := parseDir(s.fset, filepath.Join("..", rel))
+		if err == nil {
+			conf := types.Config{Importer: s, Error: func(error) {}}
+			p, _ := conf.Check(path, s.fset, files, nil)
+			s.done[path] = p
+			return p, nil
+		}
+	}
+	name := filepath.Base(path)
+	if regexp.MustCompile(`^v[0-9]+$`).MatchString(name) {
+		name = filepath.Base(filepath.Dir(path))
+	}
+	name = strings.NewReplacer("-", "_", ".", "_").Replace(name)
+	p := types.NewPackage(path, name)
+	p.MarkComplete()
+	s.done[path] = p
+	return p, nil
+}
+
+func parseDir(fset *token.FileSet, dir string) ([]*ast.File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []*ast.File
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no Go files in %s", dir)
+	}
+	return files, nil
+}

@@ -185,8 +185,13 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	if err := lease.Release(bg, ledger.Result{Result: result, ExitCode: &code}); err != nil {
 		o.g.log.Error("release failed", "lock", o.lock, "err", err)
-		if errors.Is(err, ledger.ErrLost) || errors.Is(err, ledger.ErrNotHolder) {
+		switch {
+		case errors.Is(err, ledger.ErrLost) || errors.Is(err, ledger.ErrNotHolder):
 			o.g.log.Warn("the command ran to the end without the lock (--on-lost warn)", "lock", o.lock)
+		case code == 0:
+			// The command succeeded but its release is not in the ledger:
+			// say so with a failing exit rather than a silent 0.
+			return &ExitError{Code: ExitFailure}
 		}
 	} else {
 		o.g.log.Info("released", "lock", o.lock, "result", result, "exit_code", code)

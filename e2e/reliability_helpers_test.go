@@ -1,8 +1,8 @@
 package e2e
 
 // Helpers shared by the reliability suite (crash, contention, faults,
-// security): ledger snapshots, integrity checks, polling, and running the
-// CLI as an unprivileged user when the tests run as root.
+// security): ledger snapshots, integrity checks, and running the CLI as an
+// unprivileged user when the tests run as root.
 
 import (
 	"context"
@@ -97,18 +97,6 @@ func assertIntegrity(t *testing.T, root string) {
 	}
 	if len(msgs) != 1 || msgs[0] != "ok" {
 		t.Fatalf("PRAGMA integrity_check: %v", msgs)
-	}
-}
-
-// await polls cond every 20 ms until it holds, or fails the test at the deadline.
-func await(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -327,12 +327,28 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 	s.stop()
 	s.wg.Wait()
 	s.released = true
-	err := s.l.Release(ctx, ReleaseRequest{Lock: s.acq.Lock, Identity: s.id, Result: r.Result,
-		FailureStep: r.FailureStep, ExitCode: r.ExitCode})
-	if err != nil {
-		s.markLost(err)
+	req := ReleaseRequest{Lock: s.acq.Lock, Identity: s.id, Result: r.Result, FailureStep: r.FailureStep, ExitCode: r.ExitCode}
+	// A busy ledger is passing: keep trying, with backoff, for as long as the
+	// lock itself would last, so that the result is recorded.
+	deadline := time.Now().Add(max(s.ttl, 3*s.l.busy))
+	backoff := 50 * time.Millisecond
+	for {
+		err := s.l.Release(ctx, req)
+		if err == nil {
+			return nil
+		}
+		if !IsTransient(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			if !IsTransient(err) {
+				s.markLost(err)
+			}
+			return err
+		}
+		s.l.log.Warn("release failed; retrying", "lock", s.acq.Lock, "err", err)
+		if sleepCtx(ctx, backoff) != nil {
+			return err
+		}
+		backoff = min(2*backoff, time.Second)
 	}
-	return err
 }
 
 // supersede takes lock from its current holder (reason superseded) and

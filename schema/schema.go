@@ -102,7 +102,7 @@ func Validate(name string, doc []byte) error {
 	if dec.More() {
 		return &Error{Schema: name, Detail: "trailing data after the JSON value"}
 	}
-	if err := s.Validate(v); err != nil {
+	if err := validate(s, v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			return &Error{Schema: name, Detail: leaf(ve)}
@@ -110,6 +110,18 @@ func Validate(name string, doc []byte) error {
 		return &Error{Schema: name, Detail: err.Error()}
 	}
 	return nil
+}
+
+// validate runs the library, turning a panic inside it (it panics on
+// numbers such as 1e400000000 that do not fit a float) into a refusal: a
+// document the validator cannot judge is not valid.
+func validate(s *jsonschema.Schema, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &Error{Schema: "", Detail: fmt.Sprintf("the document cannot be validated: %v", r)}
+		}
+	}()
+	return s.Validate(v)
 }
 
 // leaf returns the most specific cause, which names the field and the rule.

@@ -41,7 +41,13 @@ for t in "${targets[@]}"; do
 		status=FAILED
 		failed=1
 	fi
-	execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -n1 | grep -oE '[0-9]+' || echo 0)
+	execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -n1 | grep -oE '[0-9]+' || true)
+	if [[ -z $execs ]]; then
+		# FUZZTIME ran out while the cached corpus was still being replayed.
+		baseline=$(grep -oE 'baseline coverage: [0-9]+/[0-9]+' "$log" | tail -n1 | grep -oE '[0-9]+/[0-9]+' || echo "?")
+		status="$status (only replayed $baseline cached inputs: give it a longer FUZZTIME)"
+		execs=0
+	fi
 	summary+=("$(printf '%-24s %-10s %12s execs  %s' "$name" "$pkg" "$execs" "$status")")
 done
 

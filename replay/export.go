@@ -71,6 +71,7 @@ var ErrLineTooLong = errors.New("export line too long")
 // chain from (the ledger's genesis for an export from seq 1, or the head
 // hash of the previous export). The returned report is finished.
 func VerifyFile(r io.Reader, source, prevHash string) (*Report, error) {
+	defer relaxGC()()
 	c := newChecker(source, prevHash, false)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxExportLine)

@@ -11,38 +11,44 @@ const pipelineBatch = 256
 
 type checkBatch struct {
 	idx  int
-	rows []*rowCheck
+	rows []rowCheck // one allocation per batch, not per row
 }
 
-// pipeline runs verify's per-row work on every core while keeping the
-// order: produce emits rows (from one goroutine, as database/sql requires),
-// workers precheck batches of them concurrently, and consume receives every
-// row in the order produced, on the caller's goroutine. At most a few
-// batches per worker are in flight, so memory stays bounded however long
-// the log is. emit returns false when the pipeline is shutting down.
+// pipeline runs verify's per-row work beside the database reads while
+// keeping the order: produce emits rows (from one goroutine, as
+// database/sql requires), workers precheck batches of them concurrently,
+// and consume receives every row in the order produced, on the caller's
+// goroutine. At most a few batches per worker are in flight, so memory
+// stays bounded however long the log is. emit returns false when the
+// pipeline is shutting down.
+//
+// The reads are the critical path (a profile of verify shows the
+// producer's SQLite calls as the largest single cost), so the workers leave
+// it a core: GOMAXPROCS-1 of them, at least one.
 func pipeline(ctx context.Context, produce func(emit func(*Row) bool) error, consume func(*rowCheck)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	workers := runtime.GOMAXPROCS(0)
+	workers := max(1, runtime.GOMAXPROCS(0)-1)
 	in := make(chan checkBatch, workers)
 	out := make(chan checkBatch, workers)
 	var produceErr error
 	go func() {
 		defer close(in)
 		idx := 0
-		cur := make([]*rowCheck, 0, pipelineBatch)
+		cur := make([]rowCheck, 0, pipelineBatch)
 		send := func() bool {
 			select {
 			case in <- checkBatch{idx: idx, rows: cur}:
 				idx++
-				cur = make([]*rowCheck, 0, pipelineBatch)
+				cur = make([]rowCheck, 0, pipelineBatch)
 				return true
 			case <-ctx.Done():
 				return false
 			}
 		}
 		produceErr = produce(func(r *Row) bool {
-			cur = append(cur, &rowCheck{row: r})
+			cur = cur[:len(cur)+1] // zeroed by make
+			cur[len(cur)-1].row = r
 			return len(cur) < pipelineBatch || send()
 		})
 		if len(cur) > 0 {
@@ -52,9 +58,13 @@ func pipeline(ctx context.Context, produce func(emit func(*Row) bool) error, con
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
+			h := newChainHasher()
 			for b := range in {
-				for _, rc := range b.rows {
-					rc.precheck()
+				// The batch's events, in one allocation, made here rather
+				// than by the producer, which is the pipeline's bottleneck.
+				evs := make([]Event, len(b.rows))
+				for i := range b.rows {
+					b.rows[i].precheck(h, &evs[i])
 				}
 				select {
 				case out <- b:
@@ -79,8 +89,8 @@ func pipeline(ctx context.Context, produce func(emit func(*Row) bool) error, con
 			}
 			delete(waiting, next)
 			next++
-			for _, rc := range nb.rows {
-				consume(rc)
+			for i := range nb.rows {
+				consume(&nb.rows[i])
 			}
 		}
 	}

@@ -1,0 +1,142 @@
+package replay
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// decodeSeeds are canonical bodies of every type, as the ledger writes them.
+func decodeSeeds(tb testing.TB) [][]byte {
+	tb.Helper()
+	at := time.Date(2026, 3, 4, 5, 6, 7, 891011121, time.UTC)
+	prev := events.Record{LockVersion: "v1", LockName: "deploy", RequestID: "req_a", Actor: "ci", Intent: "deploy",
+		IntentVersion: "2", HostID: "h", PID: 7, CreatedAt: "2026-01-02T03:04:06Z", LastHeartbeatAt: "2026-01-02T03:04:07Z",
+		TTLSeconds: 60, Metadata: map[string]string{"ticket": "OPS-1", "ünï": "cödé"}}
+	exit := 2
+	acq := events.Acquired{TTLSeconds: 60, Intent: "deploy", IntentVersion: "1", FencingToken: 1,
+		Metadata: map[string]string{"k": "v"}, PIDStart: "99", BootID: "b"}
+	tgt := acq
+	tgt.Targets = []events.Target{{Format: "bso", Path: "/x"}, {Format: "beads", Path: "/y/z"}}
+	payloads := []struct {
+		typ events.Type
+		p   any
+	}{
+		{events.LockAcquired, &acq},
+		{events.LockAcquired, &tgt},
+		{events.LockHeartbeat, &events.Heartbeat{}},
+		{events.LockStolen, &events.Stolen{Acquired: tgt, PreviousLock: prev, PreviousLockHash: prev.Hash(),
+			Reason: events.ReasonHolderDead, Note: "n"}},
+		{events.LockReleased, &events.Released{HeldDurationSeconds: 1.25, Result: "failure", FailureStep: "s",
+			ExitCode: &exit, Forced: true, ReleasedRequestID: "req_b", FencingToken: 3}},
+		{events.LockReleased, &events.Released{HeldDurationSeconds: 1e-7, Result: "success"}},
+		{events.HeartbeatFailed, &events.HeartbeatFailedPayload{ConsecutiveFailures: 3, Error: "busy", LockLost: true}},
+		{events.AcquireBlocked, &events.Blocked{HeldBy: events.HolderOf(prev), State: "stale", WaitedSeconds: 12.5, Foreign: true}},
+	}
+	var out [][]byte
+	for i, p := range payloads {
+		b, err := events.BuildBody(events.Envelope{EventID: events.NewULID(at), Seq: int64(i + 1), Type: p.typ,
+			SchemaVersion: 1, At: events.FormatTime(at), LockName: "deploy", RequestID: "req_a", Actor: "ci",
+			HostID: "h", PID: 42}, p.p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// decodeMutations: what json.Unmarshal treats in its own ways.
+func decodeMutations(b []byte) [][]byte {
+	s := string(b)
+	cut := s[:len(s)-1]
+	muts := []string{
+		cut + `,"seq":5}`, cut + `,"Seq":5}`, cut + `,"SEQ":"x"}`, cut + `,"unknown":[1,{"a":null}]}`,
+		cut + `,"metadata":{"z":"1"}}`, cut + `,"metadata":null}`, cut + `,"metadata":{"k":1}}`,
+		cut + `,"previous_lock":{"pid":9}}`, cut + `,"held_by":{"pid":1}}`, cut + `,"held_by":null}`,
+		cut + `,"exit_code":null}`, cut + `,"exit_code":1.0}`, cut + `,"exit_code":1e2}`, cut + `,"targets":[]}`,
+		cut + `,"targets":null}`, cut + `,"targets":[{"format":"x","Path":"/p"}]}`, cut + `,"forced":"true"}`,
+		cut + `,"waited_seconds":1e400}`, cut + `,"waited_seconds":1e-400}`, cut + `,"waited_seconds":-0}`,
+		cut + `,"held_duration_seconds":0.1e1}`, cut + `,"pid":9223372036854775807}`, cut + `,"pid":9223372036854775808}`,
+		cut + `,"pid":-9223372036854775808}`, cut + `,"pid":-0}`, cut + `,"pid":01}`, cut + `,"seq":null}`,
+		cut + `,"actor":"a\u0062c"}`, cut + `,"actor":"\ud800"}`, cut + "\"actor\":\"\xff\"}", cut + `,"actor":"é"}`,
+		cut + `,"actor":1}`, cut + `,"type":"x"}`, cut + "\t,\n\"pid\" : 3 }", s + " ", s + "x", s + "}", " " + s,
+		strings.Replace(s, `"seq"`, `"se\u0071"`, 1), strings.Replace(s, `:`, ` : `, -1),
+		`null`, `{}`, `[]`, `1`, `"x"`, `{"seq":1}`, `{"seq":1,}`, ``, `{`,
+	}
+	out := make([][]byte, len(muts))
+	for i, m := range muts {
+		out[i] = []byte(m)
+	}
+	return out
+}
+
+// checkDecodeFast: when decodeFast takes a body, json.Unmarshal decodes it
+// without error into the same Event.
+func checkDecodeFast(t *testing.T, body []byte) bool {
+	t.Helper()
+	fast, ok := decodeFast(body)
+	if !ok {
+		return false
+	}
+	var ref Event
+	if err := json.Unmarshal(body, &ref); err != nil {
+		t.Fatalf("decodeFast takes %q, json.Unmarshal refuses it: %v", body, err)
+	}
+	if !reflect.DeepEqual(*fast, ref) {
+		t.Fatalf("decodeFast and json.Unmarshal differ on %q:\nfast %+v\nref  %+v", body, *fast, ref)
+	}
+	return true
+}
+
+func TestDecodeFastMatchesUnmarshal(t *testing.T) {
+	for _, b := range decodeSeeds(t) {
+		// The ledger's own bodies take the fast path: that is its point.
+		if !checkDecodeFast(t, b) {
+			t.Errorf("a canonical body falls back to json.Unmarshal: %s", b)
+		}
+		for _, m := range decodeMutations(b) {
+			checkDecodeFast(t, m)
+		}
+	}
+}
+
+func FuzzDecodeFast(f *testing.F) {
+	for _, b := range decodeSeeds(f) {
+		f.Add(b)
+		for _, m := range decodeMutations(b) {
+			f.Add(m)
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkDecodeFast(t, body)
+	})
+}
+
+func BenchmarkDecodeFast(b *testing.B) {
+	seeds := decodeSeeds(b)
+	for _, name := range []string{"acquired", "heartbeat", "stolen", "released", "blocked"} {
+		var body []byte
+		for _, s := range seeds {
+			if strings.Contains(string(s), `"type":"lock_`+name) || strings.Contains(string(s), `"type":"acquire_`+name) {
+				body = s
+				break
+			}
+		}
+		if body == nil {
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := decodeFast(body); !ok {
+					b.Fatal("slow path")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,42 @@
+package schema
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// FuzzFastMatchesSchema: for any body and every schema, FastValidateEvent
+// accepts exactly when ValidateEvent does (and refuses wherever the library
+// panics). Seeded with valid bodies of every type and mutations of them;
+// TestFastMatchesSchema runs the whole mutation corpus in `go test`.
+//
+//	go test -run '^$' -fuzz '^FuzzFastMatchesSchema$' -fuzztime 3m ./schema/
+func FuzzFastMatchesSchema(f *testing.F) {
+	// Fuzzing starts from the valid bodies, the text-level damage, the deep
+	// bodies and a spread of the field mutations. As a plain test (the
+	// seeds run in every `go test`) a small sample is enough: the whole
+	// corpus runs in TestFastMatchesSchema.
+	fuzzing := false
+	if fl := flag.Lookup("test.fuzz"); fl != nil && fl.Value.String() != "" {
+		fuzzing = true
+	}
+	for i, s := range corpus(f) {
+		switch {
+		case fuzzing && (s.cross || len(s.body) > 8000 || i%7 == 0):
+			f.Add(s.body)
+		case !fuzzing && (s.cross && !strings.Contains(s.name, ": ") || i%97 == 0) && len(s.body) <= 8000:
+			f.Add(s.body)
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, typ := range allTypes {
+			sameVerdict(t, typ, body)
+		}
+		if err := FastValidateEvent(events.Type("no_such"), body); err == nil {
+			t.Fatal("an unknown type validates")
+		}
+	})
+}

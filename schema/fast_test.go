@@ -1,0 +1,433 @@
+package schema
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// schemaFilesSHA256 is the sha256 of every embedded schema file (see
+// schemaFilesDigest). fast.go mirrors those files by hand.
+const schemaFilesSHA256 = "9da66bbb22c9f59c19be1572cdbf0a8fea2638ba41f58575e3bcd32850db87da"
+
+func schemaFilesDigest(t *testing.T) string {
+	t.Helper()
+	entries, err := files.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	for _, e := range entries { // ReadDir sorts by name
+		b, err := files.ReadFile(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestFastMirrorsSchemaFiles fails whenever a schema file changes, so that
+// fast.go is updated with it.
+func TestFastMirrorsSchemaFiles(t *testing.T) {
+	if got := schemaFilesDigest(t); got != schemaFilesSHA256 {
+		t.Fatalf("the schema files changed (sha256 %s, fast.go was written for %s).\n"+
+			"FastValidateEvent (schema/fast.go) mirrors them by hand and verify relies on it: update fast.go to the\n"+
+			"new rules, add the new cases to schema/fast_corpus_test.go, run\n"+
+			"  go test -run '^$' -fuzz '^FuzzFastMatchesSchema$' -fuzztime 3m ./schema/\n"+
+			"and only then set schemaFilesSHA256 in schema/fast_test.go to %s.", got, schemaFilesSHA256, got)
+	}
+}
+
+// TestFastMatchesSchema is the differential test: every body of the
+// corpus (valid bodies of every type and their mutations) against every
+// schema, with both validators.
+func TestFastMatchesSchema(t *testing.T) {
+	c := corpus(t)
+	for _, s := range validSeeds(t) {
+		if err := FastValidateEvent(s.typ, s.body); err != nil {
+			t.Errorf("valid seed %s refused: %v", s.name, err)
+		}
+	}
+	// Two halves in parallel: the library is slow under -race.
+	var mu sync.Mutex
+	accepted := map[events.Type]int{}
+	refused := 0
+	t.Run("corpus", func(t *testing.T) {
+		for half := range 2 {
+			t.Run(strconv.Itoa(half), func(t *testing.T) {
+				t.Parallel()
+				acc, ref := diffCorpus(t, c, half)
+				mu.Lock()
+				defer mu.Unlock()
+				for k, n := range acc {
+					accepted[k] += n
+				}
+				refused += ref
+			})
+		}
+	})
+	t.Logf("%d bodies: %d refused, accepted per schema %v", len(c), refused, accepted)
+	for _, typ := range allTypes {
+		if accepted[typ] < 10 {
+			t.Errorf("only %d accepted bodies for %s: the corpus does not exercise it", accepted[typ], typ)
+		}
+	}
+}
+
+// diffCorpus compares the validators on every other body of c, from half.
+func diffCorpus(t *testing.T, c []seedBody, half int) (accepted map[events.Type]int, refused int) {
+	accepted = map[events.Type]int{}
+	for i := half; i < len(c); i += 2 {
+		s := c[i]
+		types := []events.Type{s.typ}
+		if s.cross {
+			types = allTypes
+		}
+		for _, typ := range types {
+			ref, panicked := refValidate(typ, s.body)
+			fast := FastValidateEvent(typ, s.body)
+			if panicked {
+				if fast == nil {
+					t.Errorf("%s as %s: the library panics (%v), FastValidateEvent accepts", s.name, typ, ref)
+				}
+				continue
+			}
+			if (ref == nil) != (fast == nil) {
+				t.Errorf("%s as %s: ValidateEvent: %v; FastValidateEvent: %v\nbody: %.600q", s.name, typ, ref, fast, s.body)
+				continue
+			}
+			if fast != nil {
+				if !errors.Is(fast, ErrSchema) {
+					t.Errorf("%s as %s: %v does not wrap ErrSchema", s.name, typ, fast)
+				}
+				refused++
+			} else {
+				accepted[typ]++
+			}
+		}
+	}
+	return accepted, refused
+}
+
+// TestFastNamesFieldAndRule: errors carry the JSON pointer and the keyword.
+func TestFastNamesFieldAndRule(t *testing.T) {
+	seeds := validSeeds(t)
+	find := func(name string) seedBody {
+		for _, s := range seeds {
+			if s.name == name {
+				return s
+			}
+		}
+		t.Fatalf("no seed %q", name)
+		return seedBody{}
+	}
+	set := func(s seedBody, p fieldPath, raw string) []byte {
+		root := decodeGeneric(t, s.body)
+		edit(root, p, func(parent any, key any) {
+			switch parent := parent.(type) {
+			case map[string]any:
+				if raw == "" {
+					delete(parent, key.(string))
+				} else {
+					parent[key.(string)] = json.RawMessage(raw)
+				}
+			case []any:
+				parent[key.(int)] = json.RawMessage(raw)
+			}
+		})
+		return encode(t, root)
+	}
+	for _, c := range []struct {
+		seed string
+		path fieldPath
+		raw  string
+		want []string
+	}{
+		{"heartbeat_failed", fieldPath{"consecutive_failures"}, `0`, []string{"/consecutive_failures:", "minimum"}},
+		{"heartbeat_failed", fieldPath{"consecutive_failures"}, `1.5`, []string{"/consecutive_failures:", "type", "integer"}},
+		{"heartbeat_failed", fieldPath{"error"}, `null`, []string{"/error:", "type", "string", "null"}},
+		{"heartbeat_failed", fieldPath{"error"}, ``, []string{"required", `"error"`}},
+		{"heartbeat_failed", fieldPath{"sneaky"}, `1`, []string{"unevaluatedProperties", `"sneaky"`}},
+		{"heartbeat", fieldPath{"lock_name"}, `"Deploy"`, []string{"/lock_name:", "pattern"}},
+		{"heartbeat", fieldPath{"type"}, `"lock_acquired"`, []string{"/type:", "const"}},
+		{"heartbeat", fieldPath{"type"}, `"nope"`, []string{"/type:", "enum"}},
+		{"heartbeat", fieldPath{"schema_version"}, `2`, []string{"/schema_version:", "const"}},
+		{"stolen", fieldPath{"previous_lock", "created_at"}, `"2026-02-30T00:00:00Z"`, []string{"/previous_lock/created_at:", "format", "date-time"}},
+		{"stolen", fieldPath{"previous_lock", "pid"}, `-1`, []string{"/previous_lock/pid:", "minimum"}},
+		{"stolen", fieldPath{"previous_lock", "extra"}, `1`, []string{"additionalProperties", `"extra"`}},
+		{"stolen", fieldPath{"previous_lock_hash"}, `"sha256:x"`, []string{"/previous_lock_hash:", "pattern"}},
+		{"stolen+targets+note", fieldPath{"targets", 1, "path"}, `"relative"`, []string{"/targets/1/path:", "pattern"}},
+		{"stolen+targets+note", fieldPath{"targets", 0, "format"}, `"zip"`, []string{"/targets/0/format:", "enum"}},
+		{"acquired", fieldPath{"metadata", "k"}, `7`, []string{"/metadata/k:", "type", "string"}},
+		{"released failure", fieldPath{"exit_code"}, `256`, []string{"/exit_code:", "maximum"}},
+		{"released", fieldPath{"held_duration_seconds"}, `-0.5`, []string{"/held_duration_seconds:", "minimum"}},
+		{"blocked", fieldPath{"held_by", "pid"}, `"7"`, []string{"/held_by/pid:", "type", "integer"}},
+		{"blocked", fieldPath{"held_by", "request_id"}, `""`, []string{"/held_by/request_id:", "minLength"}},
+		{"blocked", fieldPath{"state"}, `"free"`, []string{"/state:", "enum"}},
+		{"lock file", fieldPath{"ttl_seconds"}, `0`, []string{"/ttl_seconds:", "minimum"}},
+	} {
+		s := find(c.seed)
+		body := set(s, c.path, c.raw)
+		if ref := ValidateEvent(s.typ, body); ref == nil {
+			t.Fatalf("%s %v=%s: the library accepts it; fix the test", c.seed, c.path, c.raw)
+		}
+		err := FastValidateEvent(s.typ, body)
+		var se *Error
+		if !errors.As(err, &se) || !errors.Is(err, ErrSchema) || se.Schema != string(s.typ) {
+			t.Errorf("%s %v=%s: %v (%T), want a *schema.Error for %s", c.seed, c.path, c.raw, err, err, s.typ)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s %v=%s: %q does not say %q", c.seed, c.path, c.raw, err, w)
+			}
+		}
+	}
+	if err := FastValidateEvent("no_such", []byte(`{}`)); !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "no such schema") {
+		t.Errorf("unknown type: %v", err)
+	}
+	if err := FastValidateEvent(events.LockHeartbeat, []byte(`{"seq":`)); !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "not JSON") {
+		t.Errorf("not JSON: %v", err)
+	}
+}
+
+// TestFastPatterns checks each hand-written pattern against the regexp of
+// the schema files, on valid examples, every one-byte change of them, and
+// random strings.
+func TestFastPatterns(t *testing.T) {
+	byPattern := map[string]func([]byte) bool{
+		"^[0-9A-HJKMNP-TV-Z]{26}$": isEventID,
+		`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{9}Z$`: isEventTime,
+		"^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$":                             isLockName,
+		"^[A-Za-z0-9_.:-]{1,128}$":                                           isRequestID,
+		"^sha256:[0-9a-f]{64}$":                                              isSHA256Ref,
+		"^/":                                                                 func(b []byte) bool { return len(b) > 0 && b[0] == '/' },
+	}
+	// defs.json's lock_time is defined but no schema refers to it.
+	unreferenced := map[string]bool{"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$": true}
+	examples := map[string][]string{
+		"^[0-9A-HJKMNP-TV-Z]{26}$": {"01M82NQNZDDVC3QZH7KVMR0924", "7ZZZZZZZZZZZZZZZZZZZZZZZZZ"},
+		`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{9}Z$`: {"2026-11-22T22:23:54.861197406Z"},
+		"^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$":                             {"a", "ab", "a-b_c", strings.Repeat("a", 128), strings.Repeat("a-", 63) + "aa"},
+		"^[A-Za-z0-9_.:-]{1,128}$":                                           {"r", "req_01HX:a.b-c", strings.Repeat("R", 128)},
+		"^sha256:[0-9a-f]{64}$":                                              {"sha256:" + strings.Repeat("0a", 32)},
+		"^/":                                                                 {"/", "/x", "/é"},
+	}
+	seen := map[string]bool{}
+	entries, _ := files.ReadDir(".")
+	for _, e := range entries {
+		b, _ := files.ReadFile(e.Name())
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		walkPatterns(doc, func(p string) {
+			if unreferenced[p] {
+				return
+			}
+			if byPattern[p] == nil {
+				t.Errorf("%s: pattern %q has no hand-written matcher in fast.go", e.Name(), p)
+			}
+			seen[p] = true
+		})
+	}
+	alphabet := []byte("0123456789abcdefzAFHIJLOUVZ_-.:/T Z\n\x00")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for p, match := range byPattern {
+		if !seen[p] {
+			t.Errorf("fast.go has a matcher for %q, which no schema file uses", p)
+		}
+		re := regexp.MustCompile(p)
+		check := func(s string) {
+			if got, want := match([]byte(s)), re.MatchString(s); got != want {
+				t.Errorf("pattern %q on %q: fast %v, regexp %v", p, s, got, want)
+			}
+		}
+		var inputs []string
+		for _, ex := range examples[p] {
+			inputs = append(inputs, ex, "", ex+ex, "\n"+ex, ex+"\n")
+			for i := 0; i <= len(ex); i++ {
+				inputs = append(inputs, ex[:i]) // prefixes
+				if i < len(ex) {
+					inputs = append(inputs, ex[:i]+ex[i+1:]) // deletions
+					for _, c := range alphabet {
+						inputs = append(inputs, ex[:i]+string(c)+ex[i+1:]) // substitutions
+					}
+					inputs = append(inputs, ex[:i]+"é"+ex[i+1:])
+				}
+				for _, c := range alphabet {
+					inputs = append(inputs, ex[:i]+string(c)+ex[i:]) // insertions
+				}
+			}
+		}
+		for range 5000 {
+			n := rng.IntN(140)
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			}
+			inputs = append(inputs, string(b))
+		}
+		for _, s := range inputs {
+			check(s)
+		}
+	}
+}
+
+func walkPatterns(v any, f func(string)) {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if p, ok := v[k].(string); ok && k == "pattern" {
+				f(p)
+			} else {
+				walkPatterns(v[k], f)
+			}
+		}
+	case []any:
+		for _, x := range v {
+			walkPatterns(x, f)
+		}
+	}
+}
+
+// TestFastNumbers checks the exact decimal facts against math/big, which
+// the library uses.
+func TestFastNumbers(t *testing.T) {
+	ints := []string{"0", "1", "2", "9", "10", "99", "254", "255", "256", "1000", "123456789012345678901234567890"}
+	fracs := []string{"", ".0", ".5", ".000", ".0001", ".9999999999999999999999", ".10"}
+	// (Exponents near big.Rat's limit of 10^6 cost it 50 ms each: the
+	// last list has a few.)
+	exps := []string{"", "e0", "E1", "e-1", "e+2", "e-3", "e17", "e18", "e19", "e-20", "e00000000000000000000001",
+		"e1000007", "e-1000001", "e1000031", "e-1000031",
+		"e9223372036854775807", "e9223372036854775808", "e-9223372036854775808", "e-9223372036854775809", "e99999999999999999999"}
+	var nums []string
+	for _, sign := range []string{"", "-"} {
+		for _, i := range ints {
+			for _, f := range fracs {
+				for _, e := range exps {
+					nums = append(nums, sign+i+f+e)
+				}
+			}
+		}
+	}
+	nums = append(nums, "1e1000000", "1.0e1000001", "0.1e-999999", "-1.5e-999999", "10e999999", "0.000001e-999994",
+		"0.000001e-999995", "1.000e1000003", "1.000e1000004")
+	for _, s := range nums {
+		checkNumber(t, s)
+	}
+}
+
+// checkNumber compares analyzeNumber with big.Rat on one JSON number.
+func checkNumber(t *testing.T, s string) {
+	t.Helper()
+	n := analyzeNumber([]byte(s))
+	r, ok := new(big.Rat).SetString(s)
+	if ok != n.ok {
+		t.Fatalf("%s: big.Rat ok=%v, fast ok=%v", s, ok, n.ok)
+	}
+	if !ok {
+		return
+	}
+	if r.IsInt() != n.isInt() {
+		t.Fatalf("%s: big.Rat IsInt=%v, fast %v", s, r.IsInt(), n.isInt())
+	}
+	for _, k := range []int64{0, 1, 255, -3, ipLimit, -ipLimit} {
+		if got, want := n.cmp(k), r.Cmp(new(big.Rat).SetInt64(k)); got != want {
+			t.Fatalf("%s: cmp(%d) fast %d, big.Rat %d", s, k, got, want)
+		}
+	}
+}
+
+// TestFastAllocations: a valid canonical body costs no allocation, but for
+// the lock record's two date-time checks (previous_lock, a lock file), which call the library's own format
+// function (a string in an interface{} each).
+func TestFastAllocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip()
+	}
+	for _, s := range validSeeds(t) {
+		allocs := testing.AllocsPerRun(50, func() {
+			if err := FastValidateEvent(s.typ, s.body); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if limit := map[bool]float64{false: 0, true: 4}[s.typ == events.LockStolen || s.typ == LockFile]; allocs > limit {
+			t.Errorf("%s: %.0f allocations per valid body", s.name, allocs)
+		}
+	}
+}
+
+func BenchmarkValidate(b *testing.B) {
+	seeds := validSeeds(b)
+	for _, impl := range []struct {
+		name string
+		f    func(events.Type, []byte) error
+	}{{"library", ValidateEvent}, {"fast", FastValidateEvent}} {
+		for _, s := range seeds {
+			b.Run(impl.name+"/"+strings.ReplaceAll(s.name, " ", "_"), func(b *testing.B) {
+				b.SetBytes(int64(len(s.body)))
+				for b.Loop() {
+					if err := impl.f(s.typ, s.body); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMayBeSpecial: the eight-bytes-at-a-time string scan never misses a
+// byte that needs attention, and flags nothing in plain ASCII.
+func TestMayBeSpecial(t *testing.T) {
+	special := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80 }
+	var w [8]byte
+	for pos := range 8 {
+		for c := range 256 {
+			for i := range w {
+				w[i] = 'a'
+			}
+			w[pos] = byte(c)
+			if got := mayBeSpecial(binary.LittleEndian.Uint64(w[:])); got != special(byte(c)) {
+				t.Fatalf("byte %#x at %d: %v", c, pos, got)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 200_000 {
+		want := false
+		for i := range w {
+			w[i] = byte(rng.IntN(256))
+			if rng.IntN(2) == 0 {
+				w[i] = byte(0x20 + rng.IntN(0x60)) // mostly printable
+			}
+			want = want || special(w[i])
+		}
+		if got := mayBeSpecial(binary.LittleEndian.Uint64(w[:])); got != want {
+			if want {
+				t.Fatalf("%q: missed", w)
+			}
+			t.Fatalf("%q: flagged plain ASCII", w)
+		}
+	}
+}

@@ -304,3 +304,49 @@ func TestRunProjectsTargetsWhileTheCommandRuns(t *testing.T) {
 		}
 	}
 }
+
+func TestProjectAndVerifyCoverEveryTargetFormat(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	paths := map[string]string{}
+	args := []string{"acquire", "job-7", "--request-id", "run-7", "--metadata", "issue_number=7", "--pid", self}
+	for _, f := range formats.Names() {
+		paths[f] = filepath.Join(dir, f, "lock")
+		args = append(args, "--file", f+":"+paths[f])
+	}
+	clitest.Must(t, 0, root, args...)
+	clitest.Must(t, 0, root, "verify")
+	for _, f := range formats.Names() {
+		t.Run(f, func(t *testing.T) {
+			want, err := os.ReadFile(paths[f])
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Deleted: verify reports it, project restores the same bytes.
+			if err := os.Remove(paths[f]); err != nil {
+				t.Fatal(err)
+			}
+			r := clitest.Must(t, 1, root, "verify")
+			if !strings.Contains(r.Stdout+r.Stderr, paths[f]) {
+				t.Fatalf("verify does not name the deleted %s target:\n%s%s", f, r.Stdout, r.Stderr)
+			}
+			clitest.Must(t, 0, root, "project")
+			if got, err := os.ReadFile(paths[f]); err != nil || string(got) != string(want) {
+				t.Fatalf("project did not restore the %s target: %v\n%s", f, err, got)
+			}
+			clitest.Must(t, 0, root, "verify")
+			// Changed: verify reports it.
+			if err := os.WriteFile(paths[f], append([]byte("changed "), want...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r = clitest.Must(t, 1, root, "verify")
+			if !strings.Contains(r.Stdout+r.Stderr, paths[f]) {
+				t.Fatalf("verify does not name the changed %s target:\n%s%s", f, r.Stdout, r.Stderr)
+			}
+			if err := os.WriteFile(paths[f], want, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			clitest.Must(t, 0, root, "verify")
+		})
+	}
+}

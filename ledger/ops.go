@@ -152,22 +152,12 @@ type Acquisition struct {
 // (stale_lock_forced), held is refused with *HeldError, stale without Force
 // with *StaleError.
 func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisition, error) {
-	if err := req.validate(); err != nil {
+	if err := l.prepareAcquire(&req); err != nil {
 		return nil, err
 	}
-	id, err := l.resolve(req.Identity, l.now())
-	if err != nil {
-		return nil, err
-	}
-	req.Identity = id
-	if err := l.checkLocalPID(id.PID); err != nil {
-		return nil, err
-	}
-	if err := l.ValidateTargets(req.Targets); err != nil {
-		return nil, err
-	}
+	id := req.Identity
 	var out *Acquisition
-	err = l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
+	err := l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
 		h, err := w.effectiveHolder(req)
 		if err != nil {
 			return nil, err
@@ -209,6 +199,23 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 		}
 	})
 	return out, err
+}
+
+// prepareAcquire validates an acquisition request and resolves who asks: the
+// request id, the actor, and a holder pid that must be alive here.
+func (l *Ledger) prepareAcquire(req *AcquireRequest) error {
+	if err := req.validate(); err != nil {
+		return err
+	}
+	id, err := l.resolve(req.Identity, l.now())
+	if err != nil {
+		return err
+	}
+	req.Identity = id
+	if err := l.checkLocalPID(id.PID); err != nil {
+		return err
+	}
+	return l.ValidateTargets(req.Targets)
 }
 
 // effectiveHolder reconciles the request's target files and returns who
@@ -515,25 +522,15 @@ type StealRequest struct {
 // Steal takes lock over: a dead or stale holder always, an active one only
 // with Active. A free lock is simply acquired.
 func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, error) {
-	if err := req.validate(); err != nil {
-		return nil, err
-	}
 	if err := validText("reason", req.Note, 1024, true); err != nil {
 		return nil, err
 	}
-	id, err := l.resolve(req.Identity, l.now())
-	if err != nil {
+	if err := l.prepareAcquire(&req.AcquireRequest); err != nil {
 		return nil, err
 	}
-	req.Identity = id
-	if err := l.checkLocalPID(id.PID); err != nil {
-		return nil, err
-	}
-	if err := l.ValidateTargets(req.Targets); err != nil {
-		return nil, err
-	}
+	id := req.Identity
 	var out *Acquisition
-	err = l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
+	err := l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
 		h, err := w.effectiveHolder(req.AcquireRequest)
 		if err != nil {
 			return nil, err

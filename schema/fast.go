@@ -24,8 +24,9 @@ package schema
 //   - Numbers are exact decimals (json.Number and math/big): 1.0 and 1e0 are
 //     integers, 0.5e1 is 5. A number whose exponent math/big refuses to
 //     expand (|exponent| > 10^6, or one that does not fit in int64) makes
-//     the library panic wherever it compares or type-checks the number; it
-//     is refused here.
+//     the library panic on a nil *big.Rat wherever it compares or
+//     type-checks the number, and Validate turns that panic into a
+//     refusal; it is refused here too.
 //   - String lengths count runes of the decoded string; patterns and
 //     formats apply to the decoded string.
 
@@ -1072,7 +1073,7 @@ type numFacts struct {
 	// ok: big.Rat.SetString accepts the number. It refuses an exponent that
 	// does not fit in int64, and (for a non-zero number) a power of ten
 	// beyond ±10^6 once the fraction digits are counted; the library then
-	// panics on a nil *big.Rat.
+	// panics on a nil *big.Rat (which Validate reports as a refusal).
 	ok   bool
 	sign int // -1, 0, 1
 	// ip is the integer part of |value| when it is at most ipLimit; big

@@ -17,8 +17,10 @@ import (
 // types and the lock file.
 var allTypes = append(append([]events.Type{}, events.Types...), events.Type(LockFile))
 
-// refValidate is ValidateEvent, with a panic of the library reported as
-// such (it panics on numbers math/big refuses to expand, e.g. 1e1000001).
+// refValidate is ValidateEvent, with a panic reported as such. (The
+// library panics on numbers math/big refuses to expand, e.g. 1e1000001;
+// Validate now turns that into a refusal, but a panic that got through
+// must still be a refusal of FastValidateEvent's.)
 func refValidate(t events.Type, body []byte) (err error, panicked bool) {
 	defer func() {
 		if r := recover(); r != nil {

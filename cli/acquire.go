@@ -92,7 +92,7 @@ func ParseTargets(specs []string) ([]events.Target, error) {
 	for _, s := range specs {
 		t, err := formats.ParseTarget(s)
 		if err != nil {
-			return nil, events.Invalid("--file", s, err.Error())
+			return nil, err // names --file and the rule
 		}
 		abs, err := filepath.Abs(t.Path)
 		if err != nil {

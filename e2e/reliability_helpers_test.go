@@ -82,19 +82,7 @@ func fileSum(t *testing.T, path string) string {
 // assertIntegrity runs SQLite's own full consistency check on the ledger.
 func assertIntegrity(t *testing.T, root string) {
 	t.Helper()
-	rows, err := clitest.DB(t, root).Query(`PRAGMA integrity_check`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var msgs []string
-	for rows.Next() {
-		var m string
-		if err := rows.Scan(&m); err != nil {
-			t.Fatal(err)
-		}
-		msgs = append(msgs, m)
-	}
+	msgs := clitest.Strings(t, root, `PRAGMA integrity_check`)
 	if len(msgs) != 1 || msgs[0] != "ok" {
 		t.Fatalf("PRAGMA integrity_check: %v", msgs)
 	}

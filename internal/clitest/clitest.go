@@ -134,7 +134,13 @@ func EventCount(t testing.TB, root string) int {
 // Types lists the event types in seq order.
 func Types(t testing.TB, root string) []string {
 	t.Helper()
-	rows, err := DB(t, root).Query(`SELECT type FROM events ORDER BY seq`)
+	return Strings(t, root, `SELECT type FROM events ORDER BY seq`)
+}
+
+// Strings runs a query whose rows are one text column on root's ledger.
+func Strings(t testing.TB, root, query string) []string {
+	t.Helper()
+	rows, err := DB(t, root).Query(query)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +152,9 @@ func Types(t testing.TB, root string) []string {
 			t.Fatal(err)
 		}
 		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -147,7 +147,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if err != nil {
 		return err
 	}
-	l, err := o.g.open(ctx, false)
+	l, err := o.g.open(ctx, writes)
 	if err != nil {
 		return err
 	}

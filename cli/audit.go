@@ -26,7 +26,7 @@ type reader struct {
 }
 
 func (g *globals) openRead(ctx context.Context) (*reader, error) {
-	l, err := g.open(ctx, true)
+	l, err := g.open(ctx, reads)
 	if err != nil {
 		return nil, err
 	}

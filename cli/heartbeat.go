@@ -44,7 +44,7 @@ func runHeartbeat(ctx context.Context, o *heartbeatOptions) error {
 	if err := events.ValidateRequestID(o.requestID); err != nil {
 		return err
 	}
-	l, err := o.g.open(ctx, false)
+	l, err := o.g.open(ctx, writes)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ tools. list only reads: it takes no lock and writes nothing.`,
 }
 
 func runList(ctx context.Context, o *listOptions) error {
-	l, err := o.g.open(ctx, true)
+	l, err := o.g.open(ctx, reads)
 	if err != nil {
 		return err
 	}

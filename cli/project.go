@@ -27,7 +27,7 @@ Run verify first: a log whose bodies do not decode is refused.`,
 }
 
 func runProject(ctx context.Context, o *projectOptions) error {
-	l, err := o.g.open(ctx, true)
+	l, err := o.g.open(ctx, rewrites)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 		}
 		code = &o.exitCode
 	}
-	l, err := o.g.open(ctx, false)
+	l, err := o.g.open(ctx, writes)
 	if err != nil {
 		return err
 	}

@@ -47,11 +47,25 @@ Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 	return root
 }
 
-// open opens the ledger at --root; readOnly refuses to create one.
-func (g *globals) open(ctx context.Context, readOnly bool) (*ledger.Ledger, error) {
+// access is what a command does with the ledger at --root.
+type access int
+
+const (
+	// writes may create the ledger.
+	writes access = iota
+	// rewrites changes an existing ledger only (project).
+	rewrites
+	// reads never changes the root, so it also reads a read-only copy.
+	reads
+)
+
+func (g *globals) open(ctx context.Context, a access) (*ledger.Ledger, error) {
 	opts := []ledger.Option{ledger.WithLogger(g.log)}
-	if readOnly {
+	switch a {
+	case rewrites:
 		opts = append(opts, ledger.MustExist())
+	case reads:
+		opts = append(opts, ledger.ReadOnly())
 	}
 	return ledger.Open(ctx, g.root, opts...)
 }

@@ -63,7 +63,7 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	default:
 		return events.Invalid("--format", o.format, "must be text or bso")
 	}
-	l, err := o.g.open(ctx, true)
+	l, err := o.g.open(ctx, reads)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func runStatusBSO(ctx context.Context, o *statusOptions) error {
 			return events.Invalid("--file", o.file, "must be a bso: file with --format bso")
 		}
 		path = ts[0].Path
-	} else if l, err := o.g.open(ctx, true); err == nil {
+	} else if l, err := o.g.open(ctx, reads); err == nil {
 		ts, terr := l.TargetsOf(ctx, o.lock)
 		l.Close()
 		if terr != nil {

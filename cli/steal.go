@@ -75,7 +75,7 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 			return events.Invalid("--yes", "", "is required with --active when standard input is not a terminal")
 		}
 	}
-	l, err := o.g.open(ctx, false)
+	l, err := o.g.open(ctx, writes)
 	if err != nil {
 		return err
 	}

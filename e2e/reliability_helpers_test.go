@@ -162,3 +162,26 @@ func chownTree(t *testing.T, dir string, uid int) {
 		t.Fatal(err)
 	}
 }
+
+// treeListing is every entry under root with its mode, size, modification
+// time and content hash: what "reading did not touch the root" compares.
+func treeListing(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		sum := ""
+		if fi.Mode().IsRegular() {
+			sum = fileSum(t, p)
+		}
+		fmt.Fprintf(&b, "%s %s %d %d %.12s\n", rel, fi.Mode(), fi.Size(), fi.ModTime().UnixNano(), sum)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}

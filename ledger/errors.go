@@ -24,6 +24,8 @@ var (
 	ErrNoLedger = errors.New("no ledger")
 	// ErrUnsafePath: a lock path is a symlink, a directory or otherwise not a regular file.
 	ErrUnsafePath = errors.New("unsafe lock path")
+	// ErrReadOnly: a write was attempted on a ledger opened with ReadOnly.
+	ErrReadOnly = errors.New("ledger opened read-only")
 	// ErrClosed: the ledger was used after Close.
 	ErrClosed = errors.New("ledger is closed")
 )

@@ -43,12 +43,13 @@ const (
 )
 
 type config struct {
-	now    func() time.Time
-	busy   time.Duration
-	logger *slog.Logger
-	host   *Host
-	probe  ProcessProbe
-	create bool
+	now      func() time.Time
+	busy     time.Duration
+	logger   *slog.Logger
+	host     *Host
+	probe    ProcessProbe
+	create   bool
+	readOnly bool
 }
 
 // Option configures Open.
@@ -110,24 +111,33 @@ func WithProcessProbe(p ProcessProbe) Option {
 	}
 }
 
-// MustExist makes Open fail with ErrNoLedger instead of creating a ledger;
-// read-only commands use it.
+// MustExist makes Open fail with ErrNoLedger instead of creating a ledger.
 func MustExist() Option {
 	return func(c *config) error { c.create = false; return nil }
 }
 
+// ReadOnly opens an existing ledger for reading only, as the audit and
+// status commands do: nothing in the root is created, migrated or locked,
+// every write fails with ErrReadOnly, and a root on read-only media or with
+// read-only permissions (an archived copy) can be read. Where the directory
+// is writable SQLite may still create its -wal and -shm index files.
+func ReadOnly() Option {
+	return func(c *config) error { c.create, c.readOnly = false, true; return nil }
+}
+
 // Ledger is an open lock ledger. It is safe for concurrent use.
 type Ledger struct {
-	root    string
-	db      *sql.DB
-	files   lockFiles
-	now     func() time.Time
-	busy    time.Duration
-	log     *slog.Logger
-	host    Host
-	probe   ProcessProbe
-	id      string
-	genesis string
+	root     string
+	db       *sql.DB
+	files    lockFiles
+	now      func() time.Time
+	busy     time.Duration
+	log      *slog.Logger
+	host     Host
+	probe    ProcessProbe
+	id       string
+	genesis  string
+	readOnly bool
 
 	mu     sync.Mutex // in-process half of the writer mutex (flock is per open file)
 	flock  *os.File
@@ -156,11 +166,17 @@ func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 			return nil, fmt.Errorf("%w at %s (nothing has been recorded there; check --root or LOCKLEDGER_ROOT)", ErrNoLedger, root)
 		}
 	}
+	l := &Ledger{root: root, files: lockFiles{dir: filepath.Join(root, LocksDir)}, now: c.now, busy: c.busy,
+		log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly}
+	if c.readOnly {
+		if err := l.openReadOnly(ctx, dbPath); err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
 	if err := ensureRoot(root); err != nil {
 		return nil, err
 	}
-	l := &Ledger{root: root, files: lockFiles{dir: filepath.Join(root, LocksDir)}, now: c.now, busy: c.busy,
-		log: c.logger, host: *c.host, probe: c.probe}
 	if err := ensureDir(l.files.dir); err != nil {
 		return nil, fmt.Errorf("ledger: locks directory: %w", err)
 	}
@@ -262,8 +278,10 @@ func (l *Ledger) Close() error {
 	}
 	l.closed = true
 	err := l.db.Close()
-	if cerr := l.flock.Close(); err == nil {
-		err = cerr
+	if l.flock != nil {
+		if cerr := l.flock.Close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }
@@ -283,6 +301,9 @@ func (l *Ledger) Detach() error {
 		return nil
 	}
 	l.closed = true
+	if l.flock == nil {
+		return nil
+	}
 	return l.flock.Close()
 }
 

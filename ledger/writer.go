@@ -23,6 +23,10 @@ func (l *Ledger) lockWriter(ctx context.Context) (func(), error) {
 		l.mu.Unlock()
 		return nil, ErrClosed
 	}
+	if l.readOnly {
+		l.mu.Unlock()
+		return nil, fmt.Errorf("ledger %s: %w", l.root, ErrReadOnly)
+	}
 	deadline := time.Now().Add(l.busy)
 	// Short, jittered polls: a writer holds the mutex for about one commit,
 	// and a long sleep here lets the same process win again and again.

@@ -222,7 +222,8 @@ func ensureDir(dir string) error {
 
 // ParseLockFile parses a lock file written by any tower-fleet v1 tool.
 // The file must satisfy the v1 schema; metadata values that are not
-// strings are kept as their JSON text.
+// strings are kept as their JSON text. Both the file and the record
+// rendered again in the v1 layout (Record.File) must fit in maxLockFile.
 func ParseLockFile(data []byte) (events.Record, error) {
 	if len(data) > maxLockFile {
 		return events.Record{}, fmt.Errorf("lock file larger than %d bytes", maxLockFile)
@@ -246,6 +247,11 @@ func ParseLockFile(data []byte) (events.Record, error) {
 		} else {
 			rec.Metadata[k] = strings.TrimSpace(string(v))
 		}
+	}
+	// The ledger may write back what it accepts (Record.File), and must be
+	// able to read that back too.
+	if n := len(rec.File()); n > maxLockFile {
+		return events.Record{}, fmt.Errorf("lock file larger than %d bytes once written in the v1 layout (%d bytes, from %d)", maxLockFile, n, len(data))
 	}
 	return rec, nil
 }

@@ -83,12 +83,6 @@ func TestParseLockFileNeverPanics(t *testing.T) {
 	}
 }
 
-// overLimit is the one known way an accepted file fails to re-render to an
-// accepted one (see TestParsedLockFileReRendersUnderTheSizeLimit).
-func overLimit(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "lock file larger than")
-}
-
 func FuzzParseLockFile(f *testing.F) {
 	for _, s := range lockFileSeeds() {
 		f.Add(s)
@@ -106,9 +100,6 @@ func FuzzParseLockFile(f *testing.F) {
 		}
 		out := rec.File()
 		rec2, err := parseLockFile(t, out)
-		if overLimit(err) {
-			t.Skipf("BUG (TestParsedLockFileReRendersUnderTheSizeLimit): %d-byte file re-renders to %d bytes", len(data), len(out))
-		}
 		if err != nil {
 			t.Fatalf("accepted file re-renders to one ParseLockFile refuses: %v\ninput: %q\nre-rendered: %s", err, data, out)
 		}
@@ -122,26 +113,53 @@ func FuzzParseLockFile(f *testing.F) {
 }
 
 // TestParsedLockFileReRendersUnderTheSizeLimit: a compact foreign lock file
-// just under the 64 KiB limit is accepted, but Record.File() indents it
-// (and turns non-string metadata into quoted strings), so the re-rendered
-// file can exceed the limit that ParseLockFile enforces.
+// just under the 64 KiB limit was accepted, but Record.File() indents it
+// (and turns non-string metadata into quoted strings) past the limit that
+// ParseLockFile enforces. Such a file is now refused, naming the rule; one
+// whose rendering fits is still accepted, and its rendering reads back.
 func TestParsedLockFileReRendersUnderTheSizeLimit(t *testing.T) {
-	var md strings.Builder
-	for i := 0; md.Len() < 60<<10; i++ {
-		if i > 0 {
-			md.WriteByte(',')
-		}
-		fmt.Fprintf(&md, `"%d":0`, i)
-	}
 	valid := fuzzLockRecord().File()
-	data := bytes.Join(bytes.Fields(bytes.Replace(valid, []byte(`"commit": "abc123"`), []byte(md.String()), 1)), nil)
-	rec, err := ledger.ParseLockFile(data)
-	if err != nil {
-		t.Fatalf("a %d-byte compact lock file is refused: %v", len(data), err)
+	compact := func(entries int) []byte {
+		var md strings.Builder
+		for i := 0; i < entries; i++ {
+			if i > 0 {
+				md.WriteByte(',')
+			}
+			fmt.Fprintf(&md, `"%d":0`, i)
+		}
+		return bytes.Join(bytes.Fields(bytes.Replace(valid, []byte(`"commit": "abc123"`), []byte(md.String()), 1)), nil)
+	}
+	n := 0
+	for len(compact(n+1)) < 60<<10 {
+		n += 256
+	}
+	data := compact(n)
+	if len(data) > 64<<10 {
+		t.Fatalf("test setup: %d bytes", len(data))
+	}
+	if rec, err := ledger.ParseLockFile(data); err == nil {
+		t.Fatalf("accepted a %d-byte lock file that re-renders via Record.File() to %d bytes, over the limit", len(data), len(rec.File()))
+	} else if !strings.Contains(err.Error(), "once written in the v1 layout") {
+		t.Fatalf("refused a %d-byte lock file without naming the rule: %v", len(data), err)
+	}
+	lo, hi := 0, n // the largest map whose rendering fits is accepted, and so is its rendering
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if _, err := ledger.ParseLockFile(compact(mid)); err == nil {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	rec, err := ledger.ParseLockFile(compact(lo))
+	if err != nil || lo == 0 {
+		t.Fatalf("largest accepted map has %d entries (of %d): %v", lo, n, err)
 	}
 	out := rec.File()
 	if _, err := ledger.ParseLockFile(out); err != nil {
-		t.Skipf("BUG: accepted %d-byte lock file re-renders via Record.File() to %d bytes, which ParseLockFile refuses: %v",
-			len(data), len(out), err)
+		t.Fatalf("accepted lock file re-renders via Record.File() to %d bytes, which ParseLockFile refuses: %v", len(out), err)
+	}
+	if len(out) <= (64<<10)-32 {
+		t.Errorf("the largest accepted map renders to only %d bytes", len(out))
 	}
 }

@@ -47,7 +47,11 @@ type Columns struct {
 //     must renumber, which the moved-row rules see); if this is the last
 //     row, it was inserted (appended by something other than the ledger,
 //     which always links to the head). The two are indistinguishable for
-//     the last two rows: documented, not guessed further.
+//     the last two rows: documented, not guessed further. A moved row here
+//     must directly follow the previous row's position (its shift then
+//     comes from a finding before it); otherwise, or as the first row, it
+//     was renumbered with nothing else to explain it (e.g. a whole export
+//     relabelled): "renumbered".
 //   - o > maxO+1: original seqs maxO+1..o-1 are missing here: deleted (a
 //     gap, or renumbered to close one). Seq names the first position they
 //     should hold. The range is remembered (up to maxSpans ranges): if one
@@ -78,6 +82,7 @@ type chain struct {
 	tipPos     int64  // its position
 	tipDamaged bool   // the tip row was modified (its hash column is not to be trusted)
 	dupRun     int64  // original seq of the last duplicate, to report a run once
+	lastPos    int64  // the previous row's position
 	spans      []span
 	pending    *pendingLink
 	last       *Problem // the last finding, to report each (seq, kind) once
@@ -128,7 +133,8 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 		bseq = rc.ev.Seq
 	}
 	p := r.Seq
-	if !c.started {
+	first := !c.started
+	if first {
 		c.started = true
 		c.report.FirstSeq, c.report.FirstPrevHash = p, r.PrevHash
 		if c.fromStart {
@@ -147,6 +153,8 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 	}
 	c.report.Events++
 	c.report.LastSeq, c.report.HeadHash = p, r.Hash
+	prevPos := c.lastPos
+	c.lastPos = p
 
 	var o int64
 	intact = true
@@ -189,6 +197,11 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 	switch {
 	case o == c.maxO+1:
 		c.dupRun = 0
+		if rc.movedOK && (first || p != prevPos+1) {
+			c.add(Problem{Seq: p, Line: r.Line, Kind: KindRenumbered, Detail: fmt.Sprintf(
+				"seq %d holds the event written as seq %d (its hash covers %d, as its body says), with no deletion, insertion or reordering to explain it",
+				p, o, o)})
+		}
 		if intact && !c.tipDamaged && r.PrevHash != c.tipHash {
 			if c.tipAnchor {
 				what := "the given prev hash"

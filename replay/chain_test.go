@@ -117,6 +117,8 @@ func TestChainClassifiesDamage(t *testing.T) {
 			r[2].Seq, r[7].Seq = 3, 8
 			return r
 		}, 3, KindReordered},
+		{"every row renumbered up", func(t *testing.T, r []Row) []Row { return renumber(r, 0, 2) }, 3, KindRenumbered},
+		{"later rows renumbered up, leaving a gap", func(t *testing.T, r []Row) []Row { return renumber(r, 4, 1) }, 6, KindRenumbered},
 		{"row moved past the end", func(t *testing.T, r []Row) []Row {
 			moved := r[3]
 			moved.Seq = n + 1

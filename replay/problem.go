@@ -21,6 +21,10 @@ const (
 	KindInserted Kind = "inserted"
 	// KindReordered: rows are intact but sit at the wrong positions.
 	KindReordered Kind = "reordered"
+	// KindRenumbered: an intact row's seq is not the seq its hash covers
+	// (the seq in its body), and no deletion, insertion or reordering
+	// explains the shift: the row, or the file from there on, was relabelled.
+	KindRenumbered Kind = "renumbered"
 	// KindColumnMismatch: an indexed column (event_id, type, lock_name,
 	// request_id, actor, at, seq) disagrees with the hashed body.
 	KindColumnMismatch Kind = "column_mismatch"
@@ -55,7 +59,7 @@ const KindForeign Kind = "foreign"
 // Chain reports whether k is damage to the event log (as opposed to the projections).
 func (k Kind) Chain() bool {
 	switch k {
-	case KindModified, KindDeleted, KindInserted, KindReordered, KindColumnMismatch, KindSchema, KindMalformed,
+	case KindModified, KindDeleted, KindInserted, KindReordered, KindRenumbered, KindColumnMismatch, KindSchema, KindMalformed,
 		KindInconsistent:
 		return true
 	}

@@ -142,7 +142,7 @@ func FuzzVerifyFile(f *testing.F) {
 		}
 		why, n, head := vfRecheck(data, anchor)
 		if why == "hash does not match" && vfRenumbered(data) {
-			t.Skip("BUG (TestVerifyFileRejectsRenumberedLines): a line whose seq differs from the seq its hash covers is accepted")
+			t.Fatalf("a line whose seq differs from the seq its hash covers is accepted (see TestVerifyFileRejectsRenumberedLines)\ninput: %q", data)
 		}
 		if why != "" {
 			t.Fatalf("VerifyFile says OK, an independent check says %s\ninput: %q", why, data)
@@ -175,30 +175,48 @@ func vfRenumbered(data []byte) bool {
 	return false
 }
 
-// TestVerifyFileRejectsRenumberedLines: found by FuzzVerifyFile. An export
-// whose lines were renumbered (events 1-3 relabelled seq 3-5) is reported
-// OK as "seq 3-5", even when anchored at the ledger's genesis, which only
-// seq 1 can chain from. Each line's hash covers the seq the event was
-// written with, so the relabelling is visible line by line.
+// TestVerifyFileRejectsRenumberedLines: found by FuzzVerifyFile. Each
+// line's hash covers the seq the event was written with, so relabelling
+// lines is visible line by line, anchored or not: events 1-3 relabelled
+// seq 3-5 once passed as "seq 3-5", even anchored at the genesis.
 func TestVerifyFileRejectsRenumberedLines(t *testing.T) {
 	good, genesis := vfExport(t)
-	var shifted bytes.Buffer
-	for i, line := range bytes.Split(bytes.TrimSpace(good), []byte("\n"))[:3] {
-		shifted.Write(bytes.Replace(line, []byte(fmt.Sprintf(`{"seq":%d,`, i+1)), []byte(fmt.Sprintf(`{"seq":%d,`, i+3)), 1))
-		shifted.WriteByte('\n')
+	lines := bytes.Split(bytes.TrimSpace(good), []byte("\n"))
+	relabel := func(pick []int, first int) []byte {
+		var out bytes.Buffer
+		for i, n := range pick {
+			out.Write(bytes.Replace(lines[n-1], []byte(fmt.Sprintf(`{"seq":%d,`, n)), []byte(fmt.Sprintf(`{"seq":%d,`, first+i)), 1))
+			out.WriteByte('\n')
+		}
+		return out.Bytes()
 	}
-	var bugs []string
-	for _, anchor := range []string{"", genesis} {
-		rep, err := replay.VerifyFile(bytes.NewReader(shifted.Bytes()), "renumbered.jsonl", anchor)
+	for _, c := range []struct {
+		name     string
+		data     []byte
+		anchor   string
+		line     int64
+		seq      int64
+		kind     replay.Kind
+		problems int
+	}{
+		{"events 1-3 as seq 3-5", relabel([]int{1, 2, 3}, 3), "", 1, 3, replay.KindRenumbered, 1},
+		{"events 1-3 as seq 3-5, anchored at the genesis", relabel([]int{1, 2, 3}, 3), genesis, 1, 3, replay.KindRenumbered, 1},
+		{"events 3-5 as seq 1-3", relabel([]int{3, 4, 5}, 1), "", 1, 1, replay.KindRenumbered, 1},
+		{"events 3-5 as seq 1-3, anchored at the genesis", relabel([]int{3, 4, 5}, 1), genesis, 1, 1, replay.KindRenumbered, 2},
+		{"events 3-5 relabelled after a jump", append(relabel([]int{1, 2}, 1), relabel([]int{3, 4, 5}, 7)...), genesis, 3, 7, replay.KindRenumbered, 1},
+	} {
+		rep, err := replay.VerifyFile(bytes.NewReader(c.data), "renumbered.jsonl", c.anchor)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.OK {
-			bugs = append(bugs, fmt.Sprintf("anchor %q: OK, seq %d-%d", anchor, rep.FirstSeq, rep.LastSeq))
+		if rep.OK || rep.FirstBad == nil {
+			t.Errorf("%s: accepted as seq %d-%d", c.name, rep.FirstSeq, rep.LastSeq)
+			continue
 		}
-	}
-	if len(bugs) > 0 {
-		t.Skipf("BUG: verify --file accepts lines renumbered from seq 1-3 to 3-5:\n%s", strings.Join(bugs, "\n"))
+		if fb := rep.FirstBad; fb.Line != c.line || fb.Seq != c.seq || fb.Kind != c.kind || rep.ProblemCount != c.problems {
+			t.Errorf("%s: first bad line %d seq %d %s (%s), %d problems; want line %d seq %d %s, %d problems\nall: %+v",
+				c.name, fb.Line, fb.Seq, fb.Kind, fb.Detail, rep.ProblemCount, c.line, c.seq, c.kind, c.problems, rep.Problems)
+		}
 	}
 }
 

@@ -107,6 +107,10 @@ func (r *AcquireRequest) validate() error {
 	if r.MaxAge < 0 {
 		return events.Invalid("max age", r.MaxAge.String(), "must not be negative")
 	}
+	if len(r.Metadata) > MaxMetadataEntries {
+		return events.Invalid("metadata", fmt.Sprintf("%d entries", len(r.Metadata)), fmt.Sprintf("must have at most %d entries", MaxMetadataEntries))
+	}
+	total := 0
 	for k, v := range r.Metadata {
 		if err := validText("metadata key", k, 128, false); err != nil {
 			return err
@@ -114,9 +118,21 @@ func (r *AcquireRequest) validate() error {
 		if err := validText("metadata value of "+k, v, 1024, true); err != nil {
 			return err
 		}
+		total += len(k) + len(v)
+	}
+	if total > MaxMetadataBytes {
+		return events.Invalid("metadata", fmt.Sprintf("%d bytes", total), fmt.Sprintf("keys and values must total at most %d bytes", MaxMetadataBytes))
 	}
 	return nil
 }
+
+// Bounds on an acquisition's metadata. With every other field at its own
+// bound, they keep the lock file (where metadata is written out, escaped
+// and indented) well under the size any reader accepts (maxLockFile).
+const (
+	MaxMetadataEntries = 64
+	MaxMetadataBytes   = 16 << 10
+)
 
 // ValidateTTL checks a TTL: whole seconds, at least 1 s, at most MaxTTL.
 func ValidateTTL(d time.Duration) error {

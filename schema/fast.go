@@ -16,21 +16,22 @@ package schema
 //   - JSON syntax as encoding/json reads it: strict RFC 8259 grammar,
 //     control characters refused in strings, invalid UTF-8 accepted (and
 //     read as U+FFFD), nesting deeper than 10000 refused, and after the
-//     value only white space, optionally followed by one ']' or '}' and
-//     anything at all (Decoder.More reports false on those, so Validate
-//     does not look further).
+//     value only white space.
 //   - Duplicate member names: the last one wins, as in the decoded map.
 //     Keys and string values are compared after unescaping.
 //   - Numbers are exact decimals (json.Number and math/big): 1.0 and 1e0 are
-//     integers, 0.5e1 is 5. A number whose exponent math/big refuses to
-//     expand (|exponent| > 10^6, or one that does not fit in int64) makes
-//     the library panic on a nil *big.Rat wherever it compares or
-//     type-checks the number, and Validate turns that panic into a
-//     refusal; it is refused here too.
+//     integers, 0.5e1 is 5; the "int64" format then refuses an integer not
+//     written as one or beyond int64 (strconv.ParseInt), and "float64" a
+//     number beyond float64 (strconv.ParseFloat). A number whose exponent
+//     math/big refuses to expand (|exponent| > 10^6, or one that does not
+//     fit in int64) makes the library panic on a nil *big.Rat wherever it
+//     compares or type-checks the number, and Validate turns that panic
+//     into a refusal; it is refused here too.
 //   - String lengths count runes of the decoded string; patterns and
 //     formats apply to the decoded string.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"math"
@@ -135,7 +136,7 @@ func (v *validator) document(k kind) *verr {
 			return s.syntaxErr()
 		}
 		s.ws()
-		if s.i < len(s.b) && s.b[s.i] != ']' && s.b[s.i] != '}' {
+		if s.i < len(s.b) {
 			return &verr{msg: "trailing data after the JSON value"}
 		}
 		return &verr{rule: "type", msg: "expected object, but got " + jk.String()}
@@ -149,9 +150,8 @@ func (v *validator) document(k kind) *verr {
 	if s.err != "" {
 		return s.syntaxErr()
 	}
-	// Validate stops reading where Decoder.More says there is no more.
 	s.ws()
-	if s.i < len(s.b) && s.b[s.i] != ']' && s.b[s.i] != '}' {
+	if s.i < len(s.b) {
 		return &verr{msg: "trailing data after the JSON value"}
 	}
 	return e
@@ -170,6 +170,7 @@ type recordID uint8
 const (
 	rEvent recordID = iota
 	rLockFile
+	rPreviousLock // lock_stolen's previous_lock: a lock file whose metadata values are strings
 	rHolder
 	rTarget
 )
@@ -180,7 +181,7 @@ func (rs *recordSchema) lookup(key []byte) int {
 	switch rs.id {
 	case rEvent:
 		return eventLookup(key)
-	case rLockFile:
+	case rLockFile, rPreviousLock:
 		return lockFileLookup(key)
 	case rHolder:
 		return holderLookup(key)
@@ -194,7 +195,9 @@ func (rs *recordSchema) check(v *validator, f int) *verr {
 	case rEvent:
 		return checkEventField(v, f)
 	case rLockFile:
-		return checkLockFileField(v, f)
+		return checkLockFileField(v, f, false)
+	case rPreviousLock:
+		return checkLockFileField(v, f, true)
 	case rHolder:
 		return checkHolderField(v, f)
 	default:
@@ -489,7 +492,7 @@ func checkEventField(v *validator, f int) *verr {
 		return v.targets()
 	// lock_stolen.json
 	case fPreviousLock:
-		return v.record(&lockFileSchema, lockFileAll, lockFileRequired)
+		return v.record(&previousLockSchema, lockFileAll, lockFileRequired)
 	case fPreviousLockHash:
 		return v.pattern(isSHA256Ref, "^sha256:[0-9a-f]{64}$")
 	case fReason:
@@ -584,9 +587,11 @@ var (
 	lockFileAll      = uint64(1)<<nLockFields - 1
 	lockFileRequired = lockFileAll &^ bits(lMetadata)
 	lockFileSchema   = recordSchema{id: rLockFile, names: lockFileNames, extra: "additionalProperties"}
+	// lock_stolen.json adds metadata's string values to lock_v1.json.
+	previousLockSchema = recordSchema{id: rPreviousLock, names: lockFileNames, extra: "additionalProperties"}
 )
 
-func checkLockFileField(v *validator, f int) *verr {
+func checkLockFileField(v *validator, f int, stringMeta bool) *verr {
 	switch f {
 	case lLockVersion:
 		return v.constString("v1")
@@ -603,6 +608,9 @@ func checkLockFileField(v *validator, f int) *verr {
 	case lTTLSeconds:
 		return v.integer(1, noMax)
 	case lMetadata:
+		if stringMeta {
+			return v.stringMap()
+		}
 		return v.anyObject()
 	}
 	panic("schema: fast: unhandled lock file field " + strconv.Itoa(f))
@@ -949,7 +957,8 @@ func (v *validator) stringMap() *verr {
 	return typeErr("string", bad[keys[0]]).under(keys[0])
 }
 
-// integer: {"type": "integer"} with minimum min and maximum max.
+// integer: {"type": "integer", "format": "int64"} with minimum min and
+// maximum max.
 func (v *validator) integer(min, max int64) *verr {
 	s := &v.s
 	s.ws()
@@ -973,7 +982,31 @@ func (v *validator) integer(min, max int64) *verr {
 	if !n.isInt() {
 		return &verr{rule: "type", msg: "expected integer, but got number"}
 	}
+	if _, err := strconv.ParseInt(string(raw), 10, 64); err != nil {
+		return formatErr(raw, "int64", int64Rule)
+	}
 	return n.bounds(raw, min, max)
+}
+
+func formatErr(raw []byte, format, rule string) *verr {
+	return &verr{rule: "format", msg: showNumber(raw) + " is not valid " + strconv.Quote(format) + ": " + rule}
+}
+
+func showNumber(raw []byte) string {
+	if len(raw) > 40 {
+		return string(raw[:37]) + "..."
+	}
+	return string(raw)
+}
+
+// fitsFloat64: strconv.ParseFloat takes the number. Without an exponent,
+// fewer than 309 digits are always below math.MaxFloat64.
+func fitsFloat64(raw []byte) bool {
+	if len(raw) < 309 && bytes.IndexAny(raw, "eE") < 0 {
+		return true
+	}
+	_, err := strconv.ParseFloat(string(raw), 64)
+	return err == nil
 }
 
 // smallInt: a number of at most 17 digits, no fraction and no exponent,
@@ -1006,7 +1039,7 @@ func max64(a, b int64) int64 {
 	return b
 }
 
-// number: {"type": "number", "minimum": min}.
+// number: {"type": "number", "format": "float64", "minimum": min}.
 func (v *validator) number(min int64) *verr {
 	s := &v.s
 	s.ws()
@@ -1021,10 +1054,14 @@ func (v *validator) number(min int64) *verr {
 	if !n.ok {
 		return bigErr(raw)
 	}
+	if !fitsFloat64(raw) {
+		return formatErr(raw, "float64", float64Rule)
+	}
 	return n.bounds(raw, min, noMax)
 }
 
-// constOne: {"const": 1}, compared as numbers (1.0 and 1e0 are 1).
+// constOne: {"const": 1, "format": "int64"}: const compares as numbers (1.0
+// and 1e0 are 1), the format then takes only 1 itself.
 func (v *validator) constOne() *verr {
 	s := &v.s
 	s.ws()
@@ -1045,15 +1082,14 @@ func (v *validator) constOne() *verr {
 	if n.cmp(1) != 0 {
 		return &verr{rule: "const", msg: "value must be 1"}
 	}
+	if string(raw) != "1" {
+		return formatErr(raw, "int64", int64Rule)
+	}
 	return nil
 }
 
 func bigErr(raw []byte) *verr {
-	show := string(raw)
-	if len(show) > 40 {
-		show = show[:37] + "..."
-	}
-	return &verr{rule: "type", msg: "number " + show + " has an exponent out of range"}
+	return &verr{rule: "type", msg: "number " + showNumber(raw) + " has an exponent out of range"}
 }
 
 func (n numFacts) bounds(raw []byte, min, max int64) *verr {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/big"
 	"sort"
 	"strings"
 	"sync"
@@ -279,6 +281,14 @@ func replacements() []string {
 		`0e99999999999`, `0.0e-1000001`, `1e1000001`, `1e-1000001`, `0e99999999999999999999`,
 		`1e99999999999999999999`, `1e-99999999999999999999`, `100e-1000002`, `1.0e1000002`, `0.01e-999999`,
 		// (1e1000000 is fine with big.Rat but takes it 50 ms: TestFastNumbers has it.)
+		// The "int64" and "float64" formats: integers in other spellings, and
+		// the edges of int64 and float64.
+		`2.0`, `42e0`, `4.2e1`, `1.0e0`, `-0.0`, `-0e0`, `99999999999999999999`, `100000000000000000`,
+		`1000000000000000000`, `9223372036854775807.0`, `92233720368547758070e-1`, `-9223372036854775808`,
+		`1e18`, `1e-400`, `-1e-400`, `1.7976931348623157e308`, `1.7976931348623159e308`, `-1.8e308`,
+		`2e308`, `0.1e309`, `0.00000000000000000000000000000000001e340`,
+		strings.Repeat("9", 308), strings.Repeat("9", 309), "1" + strings.Repeat("0", 308) + ".5",
+		maxFloat.Text(10), new(big.Int).Sub(halfPastMaxFloat, big.NewInt(1)).Text(10), halfPastMaxFloat.Text(10),
 		`""`, `"x"`, `"A"`, `"/"`, `"//"`, `"/x"`, `"x/"`, `"v1"`, `"V1"`, `"held"`, `"stale"`, `"dead"`, `"free"`,
 		`"success"`, `"failure"`, `"cancelled"`, `"stale_lock_forced"`, `"superseded"`, `"forced_active "`,
 		`"tower-fleet"`, `"gitclaw"`, `"beads "`, `"lock_heartbeat"`, `"lock_acquired"`, `"acquire_blocked"`,
@@ -303,6 +313,13 @@ func replacements() []string {
 	}
 	return r
 }
+
+var (
+	maxFloat, _ = new(big.Float).SetFloat64(math.MaxFloat64).Int(nil)
+	// halfPastMaxFloat is half an ulp past math.MaxFloat64: strconv.ParseFloat
+	// rounds it to +Inf.
+	halfPastMaxFloat = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 1024), new(big.Int).Lsh(big.NewInt(1), 970))
+)
 
 // mutations derives invalid (and some valid) bodies from a valid one:
 // every member removed, set to every replacement, an extra member in
@@ -393,6 +410,10 @@ func textMutations(s seedBody) []seedBody {
 		"trailing ] garbage":    string(b) + " ]garbage",
 		"trailing space":        string(b) + " \n\t\r",
 		"trailing x":            string(b) + "x",
+		"trailing space }":      string(b) + " }",
+		"trailing }}":           string(b) + "}}",
+		"trailing NUL":          string(b) + "\x00",
+		"trailing vtab":         string(b) + "\v",
 		"trailing object":       string(b) + "{}",
 		"trailing comma":        string(b) + ",",
 		"leading space":         " \n" + string(b),
@@ -427,6 +448,20 @@ func textMutations(s seedBody) []seedBody {
 		"dup last seq 7":        string(b[:len(b)-1]) + `,"seq":7}`,
 		"dup last pid 1.0":      string(b[:len(b)-1]) + `,"pid":1.0}`,
 		"dup last pid null":     string(b[:len(b)-1]) + `,"pid":null}`,
+		"dup last pid 42e0":     string(b[:len(b)-1]) + `,"pid":42e0}`,
+		"dup last pid huge":     string(b[:len(b)-1]) + `,"pid":99999999999999999999}`,
+		"dup last seq 2.0":      string(b[:len(b)-1]) + `,"seq":2.0}`,
+		"dup last version 1.0":  string(b[:len(b)-1]) + `,"schema_version":1.0}`,
+		"dup last version 1e0":  string(b[:len(b)-1]) + `,"schema_version":1e0}`,
+		"dup last held 1e400":   string(b[:len(b)-1]) + `,"held_duration_seconds":1e400}`,
+		"dup last waited 2e308": string(b[:len(b)-1]) + `,"waited_seconds":2e308}`,
+		"dup last wait 1e-400":  string(b[:len(b)-1]) + `,"waited_seconds":1e-400}`,
+		"dup last ttl 9e0":      string(b[:len(b)-1]) + `,"ttl_seconds":9e0}`,
+		"nested pid 77.0":       strings.Replace(string(b), `"pid":77`, `"pid":77.0`, 1),
+		"nested pid fixed":      strings.Replace(string(b), `"pid":77`, `"pid":77.0,"pid":77`, 1),
+		"nested pid broken":     strings.Replace(string(b), `"pid":77`, `"pid":77,"pid":77.0`, 1),
+		"nested meta number":    strings.Replace(string(b), `"ticket":"OPS-1"`, `"ticket":1`, 1),
+		"nested meta fixed":     strings.Replace(string(b), `"ticket":"OPS-1"`, `"ticket":1,"ticket":"OPS-1"`, 1),
 		"dup first pid big":     `{"pid":1e1000001,` + string(b[1:]),
 		"dup last pid big":      string(b[:len(b)-1]) + `,"pid":1e1000001}`,
 		"dup metadata":          string(b[:len(b)-1]) + `,"metadata":{"a":"b"}}`,
@@ -462,8 +497,9 @@ func textMutations(s seedBody) []seedBody {
 	return out
 }
 
-// deepBodies nest arrays in previous_lock's metadata (any object) right
-// up to encoding/json's depth limit of 10000, and one past it.
+// deepBodies nest arrays in the metadata of a lock file (any object) or of
+// previous_lock (refused at any depth: its values are strings) right up to
+// encoding/json's depth limit of 10000, and one past it.
 func deepBodies(tb testing.TB, seeds []seedBody) []seedBody {
 	var out []seedBody
 	for _, s := range seeds {

@@ -8,6 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -42,6 +46,9 @@ func get(name string) (*jsonschema.Schema, error) {
 		c := jsonschema.NewCompiler()
 		c.Draft = jsonschema.Draft2020
 		c.AssertFormat = true
+		for name, f := range numberFormats {
+			c.Formats[name] = f.check
+		}
 		entries, err := files.ReadDir(".")
 		if err != nil {
 			return nil, err
@@ -99,7 +106,7 @@ func Validate(name string, doc []byte) error {
 	if err := dec.Decode(&v); err != nil {
 		return &Error{Schema: name, Detail: "not JSON: " + err.Error()}
 	}
-	if dec.More() {
+	if rest := bytes.TrimLeft(doc[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return &Error{Schema: name, Detail: "trailing data after the JSON value"}
 	}
 	if err := validate(s, v); err != nil {
@@ -113,15 +120,51 @@ func Validate(name string, doc []byte) error {
 }
 
 // validate runs the library, turning a panic inside it (it panics on
-// numbers such as 1e400000000 that do not fit a float) into a refusal: a
-// document the validator cannot judge is not valid.
+// numbers such as 1e400000000 whose exponent math/big refuses to expand)
+// into a refusal: a document the validator cannot judge is not valid.
 func validate(s *jsonschema.Schema, v any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &Error{Schema: "", Detail: fmt.Sprintf("the document cannot be validated: %v", r)}
+			if loc, n, ok := unexpandable(v, ""); ok {
+				err = fmt.Errorf("%s: number %.40s has an exponent out of range: it cannot be validated", loc, n)
+				return
+			}
+			err = fmt.Errorf("the document cannot be validated: %v", r)
 		}
 	}()
 	return s.Validate(v)
+}
+
+// unexpandable finds a number math/big cannot read, and its JSON pointer.
+func unexpandable(v any, ptr string) (string, json.Number, bool) {
+	switch v := v.(type) {
+	case json.Number:
+		if _, ok := new(big.Rat).SetString(string(v)); !ok {
+			if ptr == "" {
+				ptr = "/"
+			}
+			return ptr, v, true
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			token := strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+			if p, n, ok := unexpandable(v[k], ptr+"/"+token); ok {
+				return p, n, true
+			}
+		}
+	case []any:
+		for i, x := range v {
+			if p, n, ok := unexpandable(x, ptr+"/"+strconv.Itoa(i)); ok {
+				return p, n, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // leaf returns the most specific cause, which names the field and the rule.
@@ -133,7 +176,51 @@ func leaf(ve *jsonschema.ValidationError) string {
 	if loc == "" {
 		loc = "/"
 	}
-	return loc + ": " + ve.Message
+	msg := ve.Message
+	if strings.HasSuffix(ve.KeywordLocation, "/format") {
+		for name, f := range numberFormats {
+			if strings.HasSuffix(msg, " is not valid '"+name+"'") {
+				msg += ": " + f.rule
+			}
+		}
+	}
+	return loc + ": " + msg
+}
+
+// numberFormats are the formats the schema files add to the draft's, so
+// that every number they accept decodes into its Go field with
+// encoding/json: "int64" on every integer (int and int64 fields) and
+// "float64" on every other number.
+var numberFormats = map[string]struct {
+	check func(any) bool
+	rule  string
+}{
+	"int64":   {isInt64, int64Rule},
+	"float64": {isFloat64, float64Rule},
+}
+
+// The rules quoted in format errors.
+const (
+	int64Rule   = "an integer must be written without fraction or exponent and lie within int64"
+	float64Rule = "a number must lie within float64's range"
+)
+
+func isInt64(v any) bool {
+	n, ok := v.(json.Number)
+	if !ok {
+		return true
+	}
+	_, err := strconv.ParseInt(string(n), 10, 64)
+	return err == nil
+}
+
+func isFloat64(v any) bool {
+	n, ok := v.(json.Number)
+	if !ok {
+		return true
+	}
+	_, err := strconv.ParseFloat(string(n), 64)
+	return err == nil
 }
 
 // CompileAll compiles every schema now (tests use it to prove they compile).

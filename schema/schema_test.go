@@ -34,11 +34,21 @@ func TestValidateNamesTheFieldAndRule(t *testing.T) {
 		{"bad lock name", strings.Replace(string(good), `"lock_name":"deploy"`, `"lock_name":"Deploy"`, 1), "/lock_name"},
 		{"wrong type const", strings.Replace(string(good), `"type":"heartbeat_failed"`, `"type":"lock_heartbeat"`, 1), "/type"},
 		{"not json", `{"seq":`, "not JSON"},
+		{"seq 3.0", strings.Replace(string(good), `"seq":1`, `"seq":3.0`, 1), "/seq: 3.0 is not valid 'int64': an integer must be written"},
+		{"pid 1e0", strings.Replace(string(good), `"pid":1`, `"pid":1e0`, 1), "/pid: 1e0 is not valid 'int64'"},
+		{"pid beyond int64", strings.Replace(string(good), `"pid":1`, `"pid":9223372036854775808`, 1), "/pid: 9223372036854775808 is not valid 'int64'"},
+		{"schema_version 1.0", strings.Replace(string(good), `"schema_version":1`, `"schema_version":1.0`, 1), "/schema_version"},
+		{"trailing }", string(good) + "}", "trailing data"},
+		{"trailing ] garbage", string(good) + " ] x", "trailing data"},
+		{"trailing object", string(good) + "\n{}", "trailing data"},
 	} {
 		err := ValidateEvent(events.HeartbeatFailed, []byte(c.body))
 		if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want a schema error naming %q", c.name, err, c.want)
 		}
+	}
+	if err := ValidateEvent(events.HeartbeatFailed, append(good, " \r\n\t"...)); err != nil {
+		t.Errorf("trailing white space refused: %v", err)
 	}
 	if err := Validate("no_such", good); !errors.Is(err, ErrSchema) {
 		t.Errorf("unknown schema: %v", err)

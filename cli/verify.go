@@ -31,7 +31,8 @@ over the events: seq contiguity, every body against its schema, the
 indexed columns against the body; then that replay of all events equals
 the locks table and that every lock file is what the table says. Damage
 is named by kind and by the first bad seq: modified, deleted, inserted,
-reordered, renumbered, column_mismatch, schema, inconsistent (events), then
+reordered, renumbered, column_mismatch, schema, overlap (two holders
+at once), inconsistent (events), then
 projection_drift and lock_file_missing / _different / _extra /
 foreign_file_at_held_lock (projections). Lock files written by other
 tools are listed as foreign and are not damage.

@@ -55,6 +55,18 @@ type Lock struct {
 	UpdatedSeq int64
 	// Last is the last event of any type on this lock.
 	Last EventRef
+
+	// claims are the requests the log has given the lock to and not taken
+	// back (released or stolen from): more than one is an overlap.
+	claims []claim
+}
+
+// claim is one request holding a lock as far as the log says.
+type claim struct {
+	requestID string
+	token     int64
+	seq       int64
+	at        string
 }
 
 // StateAt is the lock's state at instant t by DESIGN.md's rules, as far as
@@ -77,6 +89,7 @@ func (l *Lock) StateAt(t time.Time) string {
 // hash, or of a lost event.
 type Anomaly struct {
 	Seq    int64  `json:"seq"`
+	Kind   Kind   `json:"kind"` // KindOverlap or KindInconsistent
 	Lock   string `json:"lock_name"`
 	Detail string `json:"detail"`
 }
@@ -94,6 +107,9 @@ type State struct {
 	// Anomalies lists the first anomalies; AnomalyCount counts them all.
 	Anomalies    []Anomaly
 	AnomalyCount int
+	// keepOverlaps makes Overlaps list every overlap, not the first ones.
+	keepOverlaps bool
+	overlaps     []Overlap
 }
 
 // NewState is the state before the first event: every lock free.
@@ -134,15 +150,13 @@ func (s *State) Apply(ev *Event) {
 		s.locks[ev.LockName] = l
 	}
 	l.Last = EventRef{Seq: ev.Seq, Type: ev.Type, At: ev.At, Actor: ev.Actor, RequestID: ev.RequestID}
+	s.claim(l, ev)
 	switch ev.Type {
 	case events.LockAcquired, events.LockStolen:
-		if ev.Type == events.LockAcquired && l.Held {
-			s.anomaly(ev, fmt.Sprintf("lock_acquired while request %s holds the lock (a take-over is lock_stolen)", l.Holder.Record.RequestID))
-		}
 		l.Held, l.Holder, l.UpdatedSeq = true, holderOf(ev), ev.Seq
 	case events.LockHeartbeat:
 		if !l.Held || l.Holder.Record.RequestID != ev.RequestID {
-			s.anomaly(ev, "heartbeat from request "+ev.RequestID+", which does not hold the lock")
+			s.anomaly(ev, KindInconsistent, "heartbeat from request "+ev.RequestID+", which does not hold the lock")
 			return
 		}
 		h := *l.Holder
@@ -152,7 +166,7 @@ func (s *State) Apply(ev *Event) {
 	case events.LockReleased:
 		if !l.Held {
 			if !ev.Forced {
-				s.anomaly(ev, "release by request "+ev.RequestID+" of a lock the ledger does not hold")
+				s.anomaly(ev, KindInconsistent, "release by request "+ev.RequestID+" of a lock the ledger does not hold")
 			}
 			return // a forced release of a foreign lock: the ledger never held it
 		}
@@ -161,17 +175,62 @@ func (s *State) Apply(ev *Event) {
 			released = ev.ReleasedRequestID
 		}
 		if released != l.Holder.Record.RequestID {
-			s.anomaly(ev, fmt.Sprintf("release of request %s while request %s holds the lock", released, l.Holder.Record.RequestID))
+			s.anomaly(ev, KindInconsistent, fmt.Sprintf("release of request %s while request %s holds the lock", released, l.Holder.Record.RequestID))
 			return
 		}
 		l.Held, l.UpdatedSeq = false, ev.Seq
 	}
 }
 
-func (s *State) anomaly(ev *Event, detail string) {
+// claim keeps the lock's claims: lock_acquired adds its request (another
+// request among them is an overlap), lock_stolen hands the lock over to its
+// request alone, and lock_released removes the holder it names: the
+// releasing request, released_request_id when forced, or the holder whose
+// fencing token it carries. A release that names no claim frees nobody.
+func (s *State) claim(l *Lock, ev *Event) {
+	switch ev.Type {
+	case events.LockAcquired:
+		mine := false
+		for _, c := range l.claims {
+			mine = mine || c.requestID == ev.RequestID
+		}
+		for _, c := range l.claims {
+			if c.requestID != ev.RequestID {
+				o := Overlap{Lock: l.Name, Seq: ev.Seq, At: ev.At, RequestID: ev.RequestID,
+					HolderSeq: c.seq, HolderAt: c.at, HolderRequestID: c.requestID}
+				if s.keepOverlaps {
+					s.overlaps = append(s.overlaps, o)
+				}
+				s.anomaly(ev, KindOverlap, o.String()+": two holders at once (a take-over is lock_stolen)")
+				break
+			}
+		}
+		if mine {
+			s.anomaly(ev, KindInconsistent, "lock_acquired again by request "+ev.RequestID+", which already holds the lock")
+		} else {
+			l.claims = append(l.claims, claim{requestID: ev.RequestID, token: ev.FencingToken, seq: ev.Seq, at: ev.At})
+		}
+	case events.LockStolen:
+		l.claims = append(l.claims[:0], claim{requestID: ev.RequestID, token: ev.FencingToken, seq: ev.Seq, at: ev.At})
+	case events.LockReleased:
+		released := ev.RequestID
+		if ev.Forced && ev.ReleasedRequestID != "" {
+			released = ev.ReleasedRequestID
+		}
+		kept := l.claims[:0]
+		for _, c := range l.claims {
+			if c.requestID != released && (ev.FencingToken == 0 || c.token != ev.FencingToken) {
+				kept = append(kept, c)
+			}
+		}
+		l.claims = kept
+	}
+}
+
+func (s *State) anomaly(ev *Event, kind Kind, detail string) {
 	s.AnomalyCount++
 	if len(s.Anomalies) < maxAnomalies {
-		s.Anomalies = append(s.Anomalies, Anomaly{Seq: ev.Seq, Lock: ev.LockName, Detail: detail})
+		s.Anomalies = append(s.Anomalies, Anomaly{Seq: ev.Seq, Kind: kind, Lock: ev.LockName, Detail: detail})
 	}
 }
 

@@ -223,6 +223,24 @@ func TestOverlapsOnHandBuiltLogs(t *testing.T) {
 			if !reflect.DeepEqual(gotF, want) {
 				t.Fatalf("overlaps\n got %+v\nwant %+v", gotF, want)
 			}
+			// verify reports the same overlaps, as damage of kind overlap.
+			rep, _, err := replay.VerifyLedger(context.Background(), g.db, "test", events.Genesis("overlap-test"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var verified []int64
+			for _, p := range rep.Problems {
+				if p.Kind == replay.KindOverlap {
+					verified = append(verified, p.Seq)
+				}
+			}
+			var wantSeqs []int64
+			for _, w := range want {
+				wantSeqs = append(wantSeqs, w.seq)
+			}
+			if !reflect.DeepEqual(verified, wantSeqs) {
+				t.Fatalf("verify: overlap findings at seqs %v, want %v\n%+v", verified, wantSeqs, rep.Problems)
+			}
 		})
 	}
 }

@@ -35,6 +35,9 @@ const (
 	// KindInconsistent: an event the ledger would never have appended in the
 	// state replay reached (a forged event with a recomputed chain).
 	KindInconsistent Kind = "inconsistent"
+	// KindOverlap: a lock_acquired while another request still held the
+	// lock, neither released nor stolen from: an instant with two holders.
+	KindOverlap Kind = "overlap"
 )
 
 // Damage to the projections (each names a lock).
@@ -60,7 +63,7 @@ const KindForeign Kind = "foreign"
 func (k Kind) Chain() bool {
 	switch k {
 	case KindModified, KindDeleted, KindInserted, KindReordered, KindRenumbered, KindColumnMismatch, KindSchema, KindMalformed,
-		KindInconsistent:
+		KindInconsistent, KindOverlap:
 		return true
 	}
 	return false

@@ -102,7 +102,7 @@ func (c *checker) finish() {
 		return
 	}
 	for _, a := range c.state.Anomalies {
-		c.report.Add(Problem{Seq: a.Seq, Kind: KindInconsistent, Lock: a.Lock, Detail: a.Detail})
+		c.report.Add(Problem{Seq: a.Seq, Kind: a.Kind, Lock: a.Lock, Detail: a.Detail})
 	}
 	for i := len(c.state.Anomalies); i < c.state.AnomalyCount; i++ {
 		c.report.ProblemCount++

@@ -190,14 +190,6 @@ echo "end $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$L
 	t.Logf("%d contended runs (%d at a time, %d rounds) in %s, no overlap; events %v", n, procs, rounds,
 		took.Round(time.Millisecond), counts)
 	if counts["lock_acquired"] != n || counts["lock_released"] != n || counts["lock_stolen"] != 0 || counts["acquire_blocked"] != 0 {
-		if len(releaseFailures) > 0 {
-			// Seen under LOCKLEDGER_STRESS=1 (48 waiters): the holder's
-			// release loses the writer mutex to the polling waiters for the
-			// whole busy timeout, run exits 0 anyway, and the lock is left
-			// to be taken over as holder_dead once run has exited.
-			t.Skipf("BUG: %d releases failed under contention and run still exited 0 (events %v):\n%s",
-				len(releaseFailures), counts, strings.Join(releaseFailures, "\n"))
-		}
 		t.Errorf("events %v, want %d lock_acquired and %d lock_released, no steals and no blocked", counts, n, n)
 	}
 	for _, f := range releaseFailures {

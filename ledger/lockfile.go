@@ -211,6 +211,33 @@ func ensureDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	return realDir(dir, fi)
+}
+
+// entries lists the locks directory; a missing one (a read-only open does
+// not create it) holds nothing.
+func (f lockFiles) entries() ([]os.DirEntry, error) {
+	entries, err := os.ReadDir(f.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return entries, err
+}
+
+// checkDir is ensureDir for a reader: a missing directory is fine (it
+// holds no files), anything else must be a real directory.
+func checkDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return realDir(dir, fi)
+}
+
+func realDir(dir string, fi fs.FileInfo) error {
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		return &UnsafePathError{Path: dir, Reason: "is a symlink"}
 	}

@@ -642,7 +642,7 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	for _, r := range rows {
 		byName[r.name] = r
 	}
-	entries, err := os.ReadDir(l.files.dir)
+	entries, err := l.files.entries()
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -139,7 +138,7 @@ func (l *Ledger) CheckProjection(ctx context.Context, q replay.Querier, st *repl
 // lockNamesOnDisk lists the lock names that have a file or a journal in
 // the locks directory.
 func (l *Ledger) lockNamesOnDisk() (map[string]bool, error) {
-	entries, err := os.ReadDir(l.files.dir)
+	entries, err := l.files.entries()
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,9 @@ func (l *Ledger) openReadOnly(ctx context.Context, path string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("ledger: %w", &UnsafePathError{Path: path, Reason: "is not a regular file"})
 	}
+	if err := checkDir(l.files.dir); err != nil {
+		return fmt.Errorf("ledger: locks directory: %w", err)
+	}
 	err = l.openDBReadOnly(ctx, path, false)
 	if err == nil || !cannotIndexWAL(err) {
 		return err

@@ -71,3 +71,26 @@ func TestReadOnlyOpenCreatesNothing(t *testing.T) {
 		t.Fatalf("a read-only open left %d entries in the root, want only %s", len(entries), DBFile)
 	}
 }
+
+func TestReadOnlyOpenWithoutALocksDirectory(t *testing.T) {
+	ctx := context.Background()
+	e := open(t)
+	if _, err := e.l.TryAcquire(ctx, req("a", "r1", 100)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(e.l.LocksDir()); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(ctx, e.root, ReadOnly(), WithProcessProbe(e.probe), WithClock(e.clock.now), WithHost(Host{ID: "host-a", BootID: "boot-1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	list, err := ro.List(ctx)
+	if err != nil || len(list) != 1 || list[0].Name != "a" {
+		t.Fatalf("list without locks/: %v, %v; want lock a from the table", list, err)
+	}
+	if _, err := os.Lstat(e.l.LocksDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a read-only open created locks/ (%v)", err)
+	}
+}

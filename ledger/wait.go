@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/events"
 )
 
 // Backoff bounds for waiting on a held lock: full jitter, each sleep drawn
@@ -23,11 +25,15 @@ const (
 type WaitObserver func(blocked *HeldError, waited time.Duration)
 
 // AcquireWait tries req until it succeeds, the lock turns out stale or
-// invalid, or wait runs out (or ctx ends). Giving up records one
+// invalid, or wait runs out (or ctx ends). Every attempt is the same
+// request (one request id, generated once when req has none). Giving up records one
 // acquire_blocked event with the time waited and returns the *HeldError.
 func (l *Ledger) AcquireWait(ctx context.Context, req AcquireRequest, wait time.Duration, observe WaitObserver) (*Acquisition, error) {
 	start := time.Now()
 	deadline := start.Add(wait)
+	if req.RequestID == "" {
+		req.RequestID = events.NewRequestID(l.now())
+	}
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) && wait > 0 {
 		deadline = d
 	}
@@ -48,8 +54,11 @@ func (l *Ledger) AcquireWait(ctx context.Context, req AcquireRequest, wait time.
 			actx, cancel = context.WithTimeout(context.WithoutCancel(ctx), l.busy)
 			defer cancel()
 		}
-		a, err := l.TryAcquire(actx, req)
-		if err == nil {
+		var a *Acquisition
+		var err error
+		if held := l.peekHeld(ctx, req, attempt, last); held != nil {
+			err = held
+		} else if a, err = l.TryAcquire(actx, req); err == nil {
 			return a, nil
 		}
 		var held *HeldError
@@ -76,6 +85,36 @@ func (l *Ledger) AcquireWait(ctx context.Context, req AcquireRequest, wait time.
 		}
 		watch.wait(ctx, sleep)
 	}
+}
+
+// peekHeld answers a waiter's attempt that could only be refused without
+// taking the writer mutex: the lock's row and file, read outside any write
+// transaction, show an active holder other than the request, with nothing
+// to repair and no extra targets to reconcile. Many waiters would otherwise
+// keep the writer mutex busy with attempts doomed to fail, and starve the
+// holder's own release. The first attempt (which validates the request)
+// and the last (which records acquire_blocked) always go through
+// TryAcquire, as does anything peekHeld is not sure of (nil).
+func (l *Ledger) peekHeld(ctx context.Context, req AcquireRequest, attempt int, last bool) *HeldError {
+	if attempt == 0 || last || len(req.Targets) > 0 {
+		return nil
+	}
+	r, err := loadRow(ctx, l.db, req.Lock)
+	if err != nil {
+		return nil
+	}
+	v, err := l.inspect(req.Lock, r)
+	if err != nil || len(v.repairs) > 0 || v.holder == nil {
+		return nil
+	}
+	h := v.holder
+	if !h.foreign && h.rec.RequestID == req.RequestID {
+		return nil
+	}
+	if judgeAge(h, l.now().UTC(), l.host, l.probe, req.MaxAge) != events.StateHeld {
+		return nil
+	}
+	return &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt}
 }
 
 func jitter(attempt int) time.Duration {

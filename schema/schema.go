@@ -8,8 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,12 +147,7 @@ func unexpandable(v any, ptr string) (string, json.Number, bool) {
 			return ptr, v, true
 		}
 	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			token := strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 			if p, n, ok := unexpandable(v[k], ptr+"/"+token); ok {
 				return p, n, true

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -65,7 +66,18 @@ func (g *globals) open(ctx context.Context, a access) (*ledger.Ledger, error) {
 	case rewrites:
 		opts = append(opts, ledger.MustExist())
 	case reads:
-		opts = append(opts, ledger.ReadOnly())
+		l, err := ledger.Open(ctx, g.root, append(opts, ledger.ReadOnly())...)
+		if !errors.Is(err, ledger.ErrOldSchema) {
+			return l, err
+		}
+		// A ledger written by an older lockledger: upgrade it, as any
+		// writing command would, where the root allows it.
+		g.log.Info("upgrading the ledger's schema before reading it", "root", g.root)
+		l, uerr := ledger.Open(ctx, g.root, append(opts, ledger.MustExist())...)
+		if uerr != nil {
+			return nil, fmt.Errorf("%w (upgrading it failed: %v)", err, uerr)
+		}
+		return l, nil
 	}
 	return ledger.Open(ctx, g.root, opts...)
 }

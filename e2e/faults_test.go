@@ -391,6 +391,14 @@ func TestFaultReadOnlyRoot(t *testing.T) {
 			}
 		})
 	}
+	t.Run("read-only root written by an older lockledger", func(t *testing.T) {
+		root := readOnlyCopy(t, "old-schema", func(root string) { downgradeSchema(t, root) })
+		r := asUser(root, "status", "held")
+		if r.Code != 1 || !strings.Contains(r.Stderr, "older than this lockledger") || !strings.Contains(r.Stderr, "upgrading it failed") {
+			t.Errorf("status of a read-only root with an old schema: exit %d, want 1 saying the schema is older and could not be upgraded\nstderr: %s",
+				r.Code, r.Stderr)
+		}
+	})
 	t.Run("read-only root whose WAL index is gone", func(t *testing.T) {
 		root := readOnlyCopy(t, "wal-without-shm", func(root string) {
 			if err := os.Remove(filepath.Join(root, "ledger.db-shm")); err != nil {
@@ -862,4 +870,42 @@ func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
 	for _, b := range bugs {
 		t.Error(b)
 	}
+}
+
+// downgradeSchema turns root's ledger into one written before migration
+// 0002 (no locks.targets column, schema version 1).
+func downgradeSchema(t *testing.T, root string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 2`, `ALTER TABLE locks DROP COLUMN targets`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// TestFaultOldSchemaIsUpgradedByReads: a read command on a ledger written
+// by an older lockledger upgrades it where the root is writable, as a
+// writing command would, and then answers.
+func TestFaultOldSchemaIsUpgradedByReads(t *testing.T) {
+	root := t.TempDir()
+	clitest.Must(t, 0, root, "acquire", "held", "--pid", strconv.Itoa(os.Getpid()))
+	downgradeSchema(t, root)
+	before := snapLedger(t, root)
+	r := clitest.Run(t, root, "status", "held", "--json")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"state":"held"`) || !strings.Contains(r.Stderr, "upgrading") {
+		t.Fatalf("status on an old schema: exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+	}
+	var version int
+	if err := clitest.DB(t, root).QueryRow(`SELECT max(version) FROM schema_migrations`).Scan(&version); err != nil || version < 2 {
+		t.Fatalf("schema version after the read: %d (%v), want the latest", version, err)
+	}
+	if after := snapLedger(t, root); after != before {
+		t.Fatalf("the upgrade changed the events or lock files: %s -> %s", before, after)
+	}
+	clitest.Must(t, 0, root, "verify")
 }

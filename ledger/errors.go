@@ -24,6 +24,9 @@ var (
 	ErrNoLedger = errors.New("no ledger")
 	// ErrUnsafePath: a lock path is a symlink, a directory or otherwise not a regular file.
 	ErrUnsafePath = errors.New("unsafe lock path")
+	// ErrOldSchema: a read-only open found a database that needs migrating
+	// first (a writable open migrates it).
+	ErrOldSchema = errors.New("ledger schema needs upgrading")
 	// ErrReadOnly: a write was attempted on a ledger opened with ReadOnly.
 	ErrReadOnly = errors.New("ledger opened read-only")
 	// ErrClosed: the ledger was used after Close.

@@ -59,10 +59,11 @@ func (l *Ledger) openReadOnly(ctx context.Context, path string) error {
 	case werr != nil && !errors.Is(werr, fs.ErrNotExist):
 		return fmt.Errorf("ledger: %w", werr)
 	}
-	if ierr := l.openDBReadOnly(ctx, path, true); ierr != nil {
+	ierr := l.openDBReadOnly(ctx, path, true)
+	if ierr != nil && cannotIndexWAL(ierr) {
 		return fmt.Errorf("%w (read as immutable: %v)", err, ierr)
 	}
-	return nil
+	return ierr
 }
 
 func (l *Ledger) openDBReadOnly(ctx context.Context, path string, immutable bool) error {
@@ -89,7 +90,8 @@ func (l *Ledger) prepareReadOnly(ctx context.Context, db *sql.DB) error {
 	case cur == 0:
 		return fmt.Errorf("%w at %s (the database holds no ledger yet)", ErrNoLedger, l.root)
 	case cur < migrations.Latest():
-		return fmt.Errorf("database schema version %d is older than this lockledger (%d) and a read-only open does not upgrade it; run any writing command (e.g. lockledger project) once", cur, migrations.Latest())
+		return fmt.Errorf("%w: database schema version %d is older than this lockledger (%d) and a read-only open does not upgrade it; run any writing command (e.g. lockledger project) once",
+			ErrOldSchema, cur, migrations.Latest())
 	case cur > migrations.Latest():
 		return fmt.Errorf("database schema version %d is newer than this lockledger (%d); upgrade lockledger", cur, migrations.Latest())
 	}

@@ -649,7 +649,7 @@ func TestFaultLockPathsAreNeverFollowed(t *testing.T) {
 // write, with a number such as 1e400000000 in it, is unreadable: it must
 // count as held (fail safe, acquire exits 3 saying so) and every command
 // must go on working. Found by FuzzParseLockFile: the schema library
-// panics on that number, so one such file crashes status, list, acquire
+// panicked on that number, so one such file crashed status, list, acquire
 // and verify with a Go panic (exit 2, "usage or invalid input").
 func TestFaultForeignLockFileWithAHugeNumber(t *testing.T) {
 	root := t.TempDir()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/schema"
+	"github.com/lockledger/lockledger/schema/reference"
 )
 
 // sampleBodies are schema-valid bodies of every event type, as the ledger
@@ -112,28 +113,28 @@ func decodedSample(t *testing.T, typ events.Type) any {
 // TestSchemaValidBodiesDecode: every body the schema accepts must decode
 // (the fuzz property), and validation must never panic. Each case was once
 // schema-valid and undecodable (found by FuzzDecodeEvent) or made the
-// schema library panic; each must be refused with a schema error that
-// names the field (want).
+// schema library panic; each must be refused by schema.ValidateEvent with a
+// schema error that names the field (want), and by the library.
 func TestSchemaValidBodiesDecode(t *testing.T) {
 	samples := sampleBodies(t)
 	for _, c := range []struct {
 		typ            events.Type
 		from, to, want string
 	}{
-		{events.LockHeartbeat, `"seq":2`, `"seq":2.0`, "/seq: 2.0 is not valid 'int64'"},
-		{events.LockHeartbeat, `"pid":42`, `"pid":42e0`, "/pid: 42e0 is not valid 'int64'"},
-		{events.LockHeartbeat, `"pid":42`, `"pid":99999999999999999999`, "/pid: 99999999999999999999 is not valid 'int64'"},
+		{events.LockHeartbeat, `"seq":2`, `"seq":2.0`, `/seq: format: 2.0 is not valid "int64"`},
+		{events.LockHeartbeat, `"pid":42`, `"pid":42e0`, `/pid: format: 42e0 is not valid "int64"`},
+		{events.LockHeartbeat, `"pid":42`, `"pid":99999999999999999999`, `/pid: format: 99999999999999999999 is not valid "int64"`},
 		{events.LockHeartbeat, `"schema_version":1`, `"schema_version":1.0`, "/schema_version:"},
 		{events.LockHeartbeat, `"type":"lock_heartbeat"}`, `"type":"lock_heartbeat"}}`, "trailing data"},
 		{events.LockHeartbeat, `"type":"lock_heartbeat"}`, `"type":"lock_heartbeat"}] trailing garbage`, "trailing data"},
 		{events.LockHeartbeat, `"pid":42`, `"pid":1e400000000`, "/pid"},
-		{events.LockReleased, `"exit_code":3`, `"exit_code":3.0`, "/exit_code: 3.0 is not valid 'int64'"},
-		{events.LockReleased, `"held_duration_seconds":12.5`, `"held_duration_seconds":1e400`, "/held_duration_seconds: 1e400 is not valid 'float64'"},
-		{events.AcquireBlocked, `"waited_seconds":1.5`, `"waited_seconds":2e308`, "/waited_seconds: 2e308 is not valid 'float64'"},
-		{events.AcquireBlocked, `"pid":41`, `"pid":41e0`, "/held_by/pid: 41e0 is not valid 'int64'"},
-		{events.LockStolen, `"pid":41`, `"pid":41.0`, "/previous_lock/pid: 41.0 is not valid 'int64'"},
+		{events.LockReleased, `"exit_code":3`, `"exit_code":3.0`, `/exit_code: format: 3.0 is not valid "int64"`},
+		{events.LockReleased, `"held_duration_seconds":12.5`, `"held_duration_seconds":1e400`, `/held_duration_seconds: format: 1e400 is not valid "float64"`},
+		{events.AcquireBlocked, `"waited_seconds":1.5`, `"waited_seconds":2e308`, `/waited_seconds: format: 2e308 is not valid "float64"`},
+		{events.AcquireBlocked, `"pid":41`, `"pid":41e0`, `/held_by/pid: format: 41e0 is not valid "int64"`},
+		{events.LockStolen, `"pid":41`, `"pid":41.0`, `/previous_lock/pid: format: 41.0 is not valid "int64"`},
 		{events.LockStolen, `"commit":"abc"`, `"commit":7`, "/previous_lock/metadata/commit:"},
-		{events.LockAcquired, `"ttl_seconds":900`, `"ttl_seconds":9e2`, "/ttl_seconds: 9e2 is not valid 'int64'"},
+		{events.LockAcquired, `"ttl_seconds":900`, `"ttl_seconds":9e2`, `/ttl_seconds: format: 9e2 is not valid "int64"`},
 	} {
 		sample := samples[c.typ]
 		body := bytes.Replace(sample, []byte(c.from), []byte(c.to), 1)
@@ -149,8 +150,8 @@ func TestSchemaValidBodiesDecode(t *testing.T) {
 		if !errors.Is(err, schema.ErrSchema) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s: %v, want a schema error saying %q", c.typ, c.to, err, c.want)
 		}
-		if ferr := schema.FastValidateEvent(c.typ, body); !errors.Is(ferr, schema.ErrSchema) {
-			t.Errorf("%s %s: schema.FastValidateEvent: %v, want a schema error", c.typ, c.to, ferr)
+		if rerr := reference.ValidateEvent(c.typ, body); !errors.Is(rerr, schema.ErrSchema) {
+			t.Errorf("%s %s: the schema library: %v, want a schema error", c.typ, c.to, rerr)
 		}
 	}
 	hb := samples[events.LockHeartbeat]

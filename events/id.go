@@ -10,13 +10,16 @@ import (
 
 var (
 	idMu      sync.Mutex
-	idEntropy = ulid.Monotonic(rand.Reader, 0)
+	idEntropy *ulid.MonotonicEntropy // made on first use, not at init
 )
 
 // NewULID returns a monotonic ULID for time t.
 func NewULID(t time.Time) string {
 	idMu.Lock()
 	defer idMu.Unlock()
+	if idEntropy == nil {
+		idEntropy = ulid.Monotonic(rand.Reader, 0)
+	}
 	return ulid.MustNew(ulid.Timestamp(t), idEntropy).String()
 }
 

@@ -3,6 +3,7 @@ package events_test
 import (
 	"errors"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,13 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/schema"
+)
+
+// The schema files' patterns, which ValidateLockName and ValidateRequestID
+// implemented with regexp before they were written by hand.
+var (
+	lockNameRE  = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$`)
+	requestIDRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
 )
 
 // refLockName is DESIGN.md's lock-name rule written out by hand, without a
@@ -82,6 +90,9 @@ func FuzzValidateLockName(f *testing.F) {
 		if want := refLockName(s); (err == nil) != want {
 			t.Fatalf("ValidateLockName(%q) = %v, the rule says valid=%v", s, err, want)
 		}
+		if want := lockNameRE.MatchString(s); (err == nil) != want {
+			t.Fatalf("ValidateLockName(%q) = %v, the pattern says valid=%v", s, err, want)
+		}
 		if err != nil {
 			checkInvalid(t, err, "lock name", s)
 		} else {
@@ -116,6 +127,9 @@ func FuzzValidateRequestID(f *testing.F) {
 		if want := refRequestID(s); (err == nil) != want {
 			t.Fatalf("ValidateRequestID(%q) = %v, the rule says valid=%v", s, err, want)
 		}
+		if want := requestIDRE.MatchString(s); (err == nil) != want {
+			t.Fatalf("ValidateRequestID(%q) = %v, the pattern says valid=%v", s, err, want)
+		}
 		if err != nil {
 			checkInvalid(t, err, "request id", s)
 		}
@@ -126,4 +140,36 @@ func FuzzValidateRequestID(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNameRulesMatchPatterns runs the fuzz targets' comparison with the
+// patterns on every byte, and on every one-byte change of the seeds.
+func TestNameRulesMatchPatterns(t *testing.T) {
+	if !strings.Contains(events.LockNameRule, lockNameRE.String()) {
+		t.Errorf("LockNameRule %q does not quote the pattern %s", events.LockNameRule, lockNameRE)
+	}
+	check := func(seeds []string, valid func(string) error, re *regexp.Regexp) {
+		var inputs []string
+		for c := range 256 {
+			inputs = append(inputs, string(rune(c)), string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"b")
+		}
+		for _, s := range seeds {
+			for i := 0; i <= len(s); i++ {
+				inputs = append(inputs, s[:i], s[i:])
+				for _, c := range "aZ09_-.:/ \x00é" {
+					inputs = append(inputs, s[:i]+string(c)+s[i:])
+					if i < len(s) {
+						inputs = append(inputs, s[:i]+string(c)+s[i+1:])
+					}
+				}
+			}
+		}
+		for _, s := range inputs {
+			if err := valid(s); (err == nil) != re.MatchString(s) {
+				t.Errorf("%q: %v, the pattern %s says valid=%v", s, err, re, re.MatchString(s))
+			}
+		}
+	}
+	check(lockNameSeeds, events.ValidateLockName, lockNameRE)
+	check(requestIDSeeds, events.ValidateRequestID, requestIDRE)
 }

@@ -58,9 +58,9 @@ func parseLockFile(t *testing.T, data []byte) (rec events.Record, err error) {
 }
 
 // TestParseLockFileNeverPanics: found by FuzzParseLockFile. A lock file
-// with a number such as 1e400000000 (any field) makes the JSON Schema
+// with a number such as 1e400000000 (any field) made the JSON Schema
 // library panic (nil *big.Rat) inside ParseLockFile, so one foreign lock
-// file crashes every command that reads the locks directory.
+// file crashed every command that reads the locks directory.
 func TestParseLockFileNeverPanics(t *testing.T) {
 	for _, num := range []string{"1e400000000", "7E7777777777", "1e-400000000", "-1E+99999999"} {
 		data := bytes.Replace(fuzzLockRecord().File(), []byte(`"pid": 4242`), []byte(`"pid": `+num), 1)

@@ -31,7 +31,7 @@ func (rc *rowCheck) precheck(h *chainHasher, ev *Event) {
 		rc.movedOK = h.matches(rc.ev.Seq, r.PrevHash, r.Body, r.Hash)
 	}
 	if (rc.selfOK || rc.movedOK) && rc.derr == nil {
-		rc.schemaErr = schema.FastValidateEvent(rc.ev.Type, r.Body)
+		rc.schemaErr = schema.ValidateEvent(rc.ev.Type, r.Body)
 	}
 }
 

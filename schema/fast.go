@@ -1,11 +1,12 @@
 package schema
 
-// FastValidateEvent is a hand-written validator that accepts exactly the
-// bodies the embedded JSON Schemas accept, as Validate runs them
-// (encoding/json's Decoder with UseNumber, then santhosh-tekuri/jsonschema
-// with Draft 2020-12 and AssertFormat), in one pass over the bytes and
-// without building a value tree. verify uses it on every stored body; the
-// append path keeps the library (ValidateEvent).
+// ValidateEvent is a hand-written validator that accepts exactly the
+// bodies the embedded JSON Schemas accept, as the library runs them
+// (reference.Validate: encoding/json's Decoder with UseNumber, then
+// santhosh-tekuri/jsonschema with Draft 2020-12 and AssertFormat), in one
+// pass over the bytes and without building a value tree. Keeping the
+// library out of the binary saves every process its init (it compiles the
+// draft's metaschemas) and the compilation of the schema it uses.
 //
 // It mirrors the *.json files in this directory rule by rule. When a schema
 // file changes, update this file to match: TestFastMirrorsSchemaFiles holds
@@ -25,8 +26,8 @@ package schema
 //     number beyond float64 (strconv.ParseFloat). A number whose exponent
 //     math/big refuses to expand (|exponent| > 10^6, or one that does not
 //     fit in int64) makes the library panic on a nil *big.Rat wherever it
-//     compares or type-checks the number, and Validate turns that panic
-//     into a refusal; it is refused here too.
+//     compares or type-checks the number, and reference.Validate turns
+//     that panic into a refusal; it is refused here too.
 //   - String lengths count runes of the decoded string; patterns and
 //     formats apply to the decoded string.
 
@@ -40,27 +41,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
-
 	"github.com/lockledger/lockledger/events"
 )
-
-// FastValidateEvent checks an event body against the schema of its type,
-// exactly as ValidateEvent does, but much faster. Like ValidateEvent it
-// also takes LockFile as the type, for a lock file. Errors wrap ErrSchema
-// (*Error) and name the field by its JSON pointer and the rule it breaks.
-func FastValidateEvent(t events.Type, body []byte) error {
-	k, ok := kindOf(t)
-	if !ok {
-		return &Error{Schema: string(t), Detail: "no such schema"}
-	}
-	v := validator{s: scanner{b: body}, t: string(t)}
-	e := v.document(k)
-	if e == nil {
-		return nil
-	}
-	return &Error{Schema: string(t), Detail: e.detail()}
-}
 
 // kind is the schema a body is checked against.
 type kind uint8
@@ -872,20 +854,18 @@ func (v *validator) typeConst(t string) *verr {
 	return &verr{rule: "enum", msg: "value must be one of " + quoteAll(eventTypes)}
 }
 
-// dateTime: {"type": "string", "format": "date-time"}, with the library's
-// own format check (the compiler asserts formats).
+// dateTime: {"type": "string", "format": "date-time"} (the library
+// asserts formats; datetime.go is its check).
 func (v *validator) dateTime() *verr {
 	d, _, jk := v.stringContent()
 	if jk != jString {
 		return typeErr("string", jk)
 	}
-	if !isDateTime(string(d)) {
+	if !isDateTime(d) {
 		return &verr{rule: "format", msg: strconv.Quote(string(d)) + " is not valid \"date-time\""}
 	}
 	return nil
 }
-
-var isDateTime = jsonschema.Formats["date-time"]
 
 func (v *validator) boolean() *verr {
 	s := &v.s
@@ -983,7 +963,7 @@ func (v *validator) integer(min, max int64) *verr {
 		return &verr{rule: "type", msg: "expected integer, but got number"}
 	}
 	if _, err := strconv.ParseInt(string(raw), 10, 64); err != nil {
-		return formatErr(raw, "int64", int64Rule)
+		return formatErr(raw, "int64", Int64Rule)
 	}
 	return n.bounds(raw, min, max)
 }
@@ -1055,7 +1035,7 @@ func (v *validator) number(min int64) *verr {
 		return bigErr(raw)
 	}
 	if !fitsFloat64(raw) {
-		return formatErr(raw, "float64", float64Rule)
+		return formatErr(raw, "float64", Float64Rule)
 	}
 	return n.bounds(raw, min, noMax)
 }
@@ -1083,7 +1063,7 @@ func (v *validator) constOne() *verr {
 		return &verr{rule: "const", msg: "value must be 1"}
 	}
 	if string(raw) != "1" {
-		return formatErr(raw, "int64", int64Rule)
+		return formatErr(raw, "int64", Int64Rule)
 	}
 	return nil
 }
@@ -1109,7 +1089,7 @@ type numFacts struct {
 	// ok: big.Rat.SetString accepts the number. It refuses an exponent that
 	// does not fit in int64, and (for a non-zero number) a power of ten
 	// beyond ±10^6 once the fraction digits are counted; the library then
-	// panics on a nil *big.Rat (which Validate reports as a refusal).
+	// panics on a nil *big.Rat (which reference.Validate reports as a refusal).
 	ok   bool
 	sign int // -1, 0, 1
 	// ip is the integer part of |value| when it is at most ipLimit; big

@@ -1,4 +1,4 @@
-package schema
+package schema_test
 
 import (
 	"bytes"
@@ -13,54 +13,49 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/schema"
+	"github.com/lockledger/lockledger/schema/reference"
 )
 
-// allTypes is every schema FastValidateEvent answers for: the six event
-// types and the lock file.
-var allTypes = append(append([]events.Type{}, events.Types...), events.Type(LockFile))
+// allTypes is every schema ValidateEvent answers for: the six event types
+// and the lock file.
+var allTypes = append(append([]events.Type{}, events.Types...), events.Type(schema.LockFile))
 
-// refValidate is ValidateEvent, with a panic reported as such. (The
-// library panics on numbers math/big refuses to expand, e.g. 1e1000001;
-// Validate now turns that into a refusal, but a panic that got through
-// must still be a refusal of FastValidateEvent's.)
+// refValidate is reference.ValidateEvent, with a panic reported as such.
+// (The library panics on numbers math/big refuses to expand, e.g.
+// 1e1000001; reference.Validate turns that into a refusal, but a panic
+// that got through must still be a refusal of schema.ValidateEvent's.)
 func refValidate(t events.Type, body []byte) (err error, panicked bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			err, panicked = fmt.Errorf("library panic: %v", r), true
 		}
 	}()
-	return ValidateEvent(t, body), false
+	return reference.ValidateEvent(t, body), false
 }
 
 // sameVerdict compares the two validators on one body and schema.
 func sameVerdict(tb testing.TB, typ events.Type, body []byte) {
 	tb.Helper()
 	ref, panicked := refValidate(typ, body)
-	fast := FastValidateEvent(typ, body)
-	if fast != nil {
-		var se *Error
-		if !asSchemaError(fast, &se) {
-			tb.Fatalf("%s: FastValidateEvent error %v (%T) is not a *schema.Error wrapping ErrSchema", typ, fast, fast)
-		}
+	fast := schema.ValidateEvent(typ, body)
+	if fast != nil && !isSchemaError(fast) {
+		tb.Fatalf("%s: ValidateEvent error %v (%T) is not a *schema.Error wrapping ErrSchema", typ, fast, fast)
 	}
 	if panicked {
 		if fast == nil {
-			tb.Fatalf("%s: the library panics (%v) but FastValidateEvent accepts\nbody: %q", typ, ref, body)
+			tb.Fatalf("%s: the library panics (%v) but ValidateEvent accepts\nbody: %q", typ, ref, body)
 		}
 		return
 	}
 	if (ref == nil) != (fast == nil) {
-		tb.Fatalf("%s: ValidateEvent says %v, FastValidateEvent says %v\nbody: %q", typ, ref, fast, body)
+		tb.Fatalf("%s: the library says %v, ValidateEvent says %v\nbody: %q", typ, ref, fast, body)
 	}
 }
 
-func asSchemaError(err error, target **Error) bool {
-	se, ok := err.(*Error)
-	if !ok || se.Unwrap() != ErrSchema {
-		return false
-	}
-	*target = se
-	return true
+func isSchemaError(err error) bool {
+	se, ok := err.(*schema.Error)
+	return ok && se.Unwrap() == schema.ErrSchema
 }
 
 // seedBody is one valid body and the schema it satisfies.
@@ -150,7 +145,7 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("blocked everything", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
 		HeldBy: events.HolderOf(prev), State: events.StateDead, WaitedSeconds: 30, Foreign: true}))
 	full()
-	add("lock file", events.Type(LockFile), prev.File())
+	add("lock file", events.Type(schema.LockFile), prev.File())
 	full()
 	return out
 }
@@ -503,14 +498,14 @@ func textMutations(s seedBody) []seedBody {
 func deepBodies(tb testing.TB, seeds []seedBody) []seedBody {
 	var out []seedBody
 	for _, s := range seeds {
-		if s.typ != events.LockStolen && s.typ != events.Type(LockFile) {
+		if s.typ != events.LockStolen && s.typ != events.Type(schema.LockFile) {
 			continue
 		}
 		depth := 2 // the lock file object, its metadata
 		if s.typ == events.LockStolen {
 			depth = 3 // the event, previous_lock, its metadata
 		}
-		for _, total := range []int{maxDepth, maxDepth + 1} {
+		for _, total := range []int{jsonMaxDepth, jsonMaxDepth + 1} {
 			n := total - depth
 			nest := `{"deep":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`
 			root := decodeGeneric(tb, s.body)
@@ -539,6 +534,9 @@ func corpus(tb testing.TB) []seedBody {
 	return corpusCache
 }
 
+// jsonMaxDepth is encoding/json's nesting limit.
+const jsonMaxDepth = 10000
+
 var (
 	corpusOnce  sync.Once
 	corpusCache []seedBody
@@ -551,7 +549,7 @@ func buildCorpus(tb testing.TB) []seedBody {
 	for _, s := range seeds {
 		out = append(out, mutations(tb, s, reps)...)
 	}
-	for _, typ := range []events.Type{events.LockStolen, events.Type(LockFile)} {
+	for _, typ := range []events.Type{events.LockStolen, events.Type(schema.LockFile)} {
 		var only []seedBody
 		for _, s := range seeds {
 			if s.typ == typ {

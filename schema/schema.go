@@ -1,84 +1,24 @@
 // Package schema holds the embedded JSON Schemas of every event type and of
-// the v1 lock file, compiled once, and validates bodies against them.
+// the v1 lock file, and validates bodies against them with a hand-written
+// validator (fast.go) that accepts exactly what the JSON Schema library
+// accepts (schema/reference, which only tests import).
 package schema
 
 import (
-	"bytes"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"math/big"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/lockledger/lockledger/events"
 )
 
+// Files holds the schema files (*.json).
+//
 //go:embed *.json
-var files embed.FS
-
-const base = "https://lockledger.dev/schema/"
+var Files embed.FS
 
 // LockFile names the lock file's schema in Validate calls.
 const LockFile = "lock_v1"
-
-// The compiler holds every embedded resource; each schema is compiled the
-// first time it is used and kept, so a process that appends one event type
-// pays for that schema only (the draft's metaschema is the bulk of it).
-var (
-	mu       sync.Mutex
-	compiler *jsonschema.Compiler
-	compiled = map[string]*jsonschema.Schema{}
-)
-
-func get(name string) (*jsonschema.Schema, error) {
-	mu.Lock()
-	defer mu.Unlock()
-	if s, ok := compiled[name]; ok {
-		return s, nil
-	}
-	if compiler == nil {
-		c := jsonschema.NewCompiler()
-		c.Draft = jsonschema.Draft2020
-		c.AssertFormat = true
-		for name, f := range numberFormats {
-			c.Formats[name] = f.check
-		}
-		entries, err := files.ReadDir(".")
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range entries {
-			b, err := files.ReadFile(e.Name())
-			if err != nil {
-				return nil, err
-			}
-			if err := c.AddResource(base+e.Name(), bytes.NewReader(b)); err != nil {
-				return nil, fmt.Errorf("schema: add %s: %w", e.Name(), err)
-			}
-		}
-		compiler = c
-	}
-	if !known(name) {
-		return nil, &Error{Schema: name, Detail: "no such schema"}
-	}
-	s, err := compiler.Compile(base + name + ".json")
-	if err != nil {
-		return nil, fmt.Errorf("schema: compile %s: %w", name, err)
-	}
-	compiled[name] = s
-	return s, nil
-}
-
-func known(name string) bool {
-	return name == LockFile || events.Type(name).Valid()
-}
 
 // ErrSchema is wrapped by every validation failure.
 var ErrSchema = errors.New("schema violation")
@@ -94,144 +34,36 @@ func (e *Error) Error() string {
 }
 func (e *Error) Unwrap() error { return ErrSchema }
 
-// Validate checks a JSON document against the named schema: an event type
-// ("lock_acquired", ...) or LockFile.
-func Validate(name string, doc []byte) error {
-	s, err := get(name)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return &Error{Schema: name, Detail: "not JSON: " + err.Error()}
-	}
-	if rest := bytes.TrimLeft(doc[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
-		return &Error{Schema: name, Detail: "trailing data after the JSON value"}
-	}
-	if err := validate(s, v); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			return &Error{Schema: name, Detail: leaf(ve)}
-		}
-		return &Error{Schema: name, Detail: err.Error()}
-	}
-	return nil
-}
-
-// validate runs the library, turning a panic inside it (it panics on
-// numbers such as 1e400000000 whose exponent math/big refuses to expand)
-// into a refusal: a document the validator cannot judge is not valid.
-func validate(s *jsonschema.Schema, v any) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if loc, n, ok := unexpandable(v, ""); ok {
-				err = fmt.Errorf("%s: number %.40s has an exponent out of range: it cannot be validated", loc, n)
-				return
-			}
-			err = fmt.Errorf("the document cannot be validated: %v", r)
-		}
-	}()
-	return s.Validate(v)
-}
-
-// unexpandable finds a number math/big cannot read, and its JSON pointer.
-func unexpandable(v any, ptr string) (string, json.Number, bool) {
-	switch v := v.(type) {
-	case json.Number:
-		if _, ok := new(big.Rat).SetString(string(v)); !ok {
-			if ptr == "" {
-				ptr = "/"
-			}
-			return ptr, v, true
-		}
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(v)) {
-			token := strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
-			if p, n, ok := unexpandable(v[k], ptr+"/"+token); ok {
-				return p, n, true
-			}
-		}
-	case []any:
-		for i, x := range v {
-			if p, n, ok := unexpandable(x, ptr+"/"+strconv.Itoa(i)); ok {
-				return p, n, true
-			}
-		}
-	}
-	return "", "", false
-}
-
-// leaf returns the most specific cause, which names the field and the rule.
-func leaf(ve *jsonschema.ValidationError) string {
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
-	}
-	loc := ve.InstanceLocation
-	if loc == "" {
-		loc = "/"
-	}
-	msg := ve.Message
-	if strings.HasSuffix(ve.KeywordLocation, "/format") {
-		for name, f := range numberFormats {
-			if strings.HasSuffix(msg, " is not valid '"+name+"'") {
-				msg += ": " + f.rule
-			}
-		}
-	}
-	return loc + ": " + msg
-}
-
-// numberFormats are the formats the schema files add to the draft's, so
-// that every number they accept decodes into its Go field with
-// encoding/json: "int64" on every integer (int and int64 fields) and
-// "float64" on every other number.
-var numberFormats = map[string]struct {
-	check func(any) bool
-	rule  string
-}{
-	"int64":   {isInt64, int64Rule},
-	"float64": {isFloat64, float64Rule},
-}
-
-// The rules quoted in format errors.
+// The schema files add two formats to the draft's, so that every number
+// they accept decodes into its Go field with encoding/json: "int64" on
+// every integer (int and int64 fields) and "float64" on every other
+// number. These are the rules quoted when a number breaks them.
 const (
-	int64Rule   = "an integer must be written without fraction or exponent and lie within int64"
-	float64Rule = "a number must lie within float64's range"
+	Int64Rule   = "an integer must be written without fraction or exponent and lie within int64"
+	Float64Rule = "a number must lie within float64's range"
 )
 
-func isInt64(v any) bool {
-	n, ok := v.(json.Number)
+// Validate checks a JSON document against the named schema: an event type
+// ("lock_acquired", ...) or LockFile.
+func Validate(name string, doc []byte) error { return ValidateEvent(events.Type(name), doc) }
+
+// ValidateEvent checks an event body against the schema of its type (or a
+// lock file, given LockFile as the type). Errors are *Error, wrapping
+// ErrSchema, and name the field by its JSON pointer and the rule it breaks.
+func ValidateEvent(t events.Type, body []byte) error {
+	k, ok := kindOf(t)
 	if !ok {
-		return true
+		return &Error{Schema: string(t), Detail: "no such schema"}
 	}
-	_, err := strconv.ParseInt(string(n), 10, 64)
-	return err == nil
+	v := validator{s: scanner{b: body}, t: string(t)}
+	e := v.document(k)
+	if e == nil {
+		return nil
+	}
+	return &Error{Schema: string(t), Detail: e.detail()}
 }
 
-func isFloat64(v any) bool {
-	n, ok := v.(json.Number)
-	if !ok {
-		return true
-	}
-	_, err := strconv.ParseFloat(string(n), 64)
-	return err == nil
-}
-
-// CompileAll compiles every schema now (tests use it to prove they compile).
-func CompileAll() error {
-	names := []string{LockFile}
-	for _, t := range events.Types {
-		names = append(names, string(t))
-	}
-	for _, n := range names {
-		if _, err := get(n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ValidateEvent checks an event body against the schema of its type.
-func ValidateEvent(t events.Type, body []byte) error { return Validate(string(t), body) }
+// FastValidateEvent is ValidateEvent.
+//
+// Deprecated: use ValidateEvent.
+func FastValidateEvent(t events.Type, body []byte) error { return ValidateEvent(t, body) }

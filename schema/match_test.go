@@ -1,0 +1,216 @@
+package schema_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/schema"
+	"github.com/lockledger/lockledger/schema/reference"
+)
+
+// TestFastMatchesSchema is the differential test: every body of the
+// corpus (valid bodies of every type and their mutations) against every
+// schema, with both validators.
+func TestFastMatchesSchema(t *testing.T) {
+	c := corpus(t)
+	for _, s := range validSeeds(t) {
+		if err := schema.ValidateEvent(s.typ, s.body); err != nil {
+			t.Errorf("valid seed %s refused: %v", s.name, err)
+		}
+	}
+	// Two halves in parallel: the library is slow under -race.
+	var mu sync.Mutex
+	accepted := map[events.Type]int{}
+	refused := 0
+	t.Run("corpus", func(t *testing.T) {
+		for half := range 2 {
+			t.Run(strconv.Itoa(half), func(t *testing.T) {
+				t.Parallel()
+				acc, ref := diffCorpus(t, c, half)
+				mu.Lock()
+				defer mu.Unlock()
+				for k, n := range acc {
+					accepted[k] += n
+				}
+				refused += ref
+			})
+		}
+	})
+	t.Logf("%d bodies: %d refused, accepted per schema %v", len(c), refused, accepted)
+	for _, typ := range allTypes {
+		if accepted[typ] < 10 {
+			t.Errorf("only %d accepted bodies for %s: the corpus does not exercise it", accepted[typ], typ)
+		}
+	}
+}
+
+// diffCorpus compares the validators on every other body of c, from half.
+func diffCorpus(t *testing.T, c []seedBody, half int) (accepted map[events.Type]int, refused int) {
+	accepted = map[events.Type]int{}
+	for i := half; i < len(c); i += 2 {
+		s := c[i]
+		types := []events.Type{s.typ}
+		if s.cross {
+			types = allTypes
+		}
+		for _, typ := range types {
+			ref, panicked := refValidate(typ, s.body)
+			fast := schema.ValidateEvent(typ, s.body)
+			if panicked {
+				if fast == nil {
+					t.Errorf("%s as %s: the library panics (%v), ValidateEvent accepts", s.name, typ, ref)
+				}
+				continue
+			}
+			if (ref == nil) != (fast == nil) {
+				t.Errorf("%s as %s: the library: %v; ValidateEvent: %v\nbody: %.600q", s.name, typ, ref, fast, s.body)
+				continue
+			}
+			if fast != nil {
+				if !errors.Is(fast, schema.ErrSchema) {
+					t.Errorf("%s as %s: %v does not wrap schema.ErrSchema", s.name, typ, fast)
+				}
+				refused++
+			} else {
+				accepted[typ]++
+			}
+		}
+	}
+	return accepted, refused
+}
+
+// TestFastNamesFieldAndRule: errors carry the JSON pointer and the keyword.
+func TestFastNamesFieldAndRule(t *testing.T) {
+	seeds := validSeeds(t)
+	find := func(name string) seedBody {
+		for _, s := range seeds {
+			if s.name == name {
+				return s
+			}
+		}
+		t.Fatalf("no seed %q", name)
+		return seedBody{}
+	}
+	set := func(s seedBody, p fieldPath, raw string) []byte {
+		root := decodeGeneric(t, s.body)
+		edit(root, p, func(parent any, key any) {
+			switch parent := parent.(type) {
+			case map[string]any:
+				if raw == "" {
+					delete(parent, key.(string))
+				} else {
+					parent[key.(string)] = json.RawMessage(raw)
+				}
+			case []any:
+				parent[key.(int)] = json.RawMessage(raw)
+			}
+		})
+		return encode(t, root)
+	}
+	for _, c := range []struct {
+		seed string
+		path fieldPath
+		raw  string
+		want []string
+	}{
+		{"heartbeat_failed", fieldPath{"consecutive_failures"}, `0`, []string{"/consecutive_failures:", "minimum"}},
+		{"heartbeat_failed", fieldPath{"consecutive_failures"}, `1.5`, []string{"/consecutive_failures:", "type", "integer"}},
+		{"heartbeat_failed", fieldPath{"error"}, `null`, []string{"/error:", "type", "string", "null"}},
+		{"heartbeat_failed", fieldPath{"error"}, ``, []string{"required", `"error"`}},
+		{"heartbeat_failed", fieldPath{"sneaky"}, `1`, []string{"unevaluatedProperties", `"sneaky"`}},
+		{"heartbeat", fieldPath{"lock_name"}, `"Deploy"`, []string{"/lock_name:", "pattern"}},
+		{"heartbeat", fieldPath{"type"}, `"lock_acquired"`, []string{"/type:", "const"}},
+		{"heartbeat", fieldPath{"type"}, `"nope"`, []string{"/type:", "enum"}},
+		{"heartbeat", fieldPath{"schema_version"}, `2`, []string{"/schema_version:", "const"}},
+		{"stolen", fieldPath{"previous_lock", "created_at"}, `"2026-02-30T00:00:00Z"`, []string{"/previous_lock/created_at:", "format", "date-time"}},
+		{"stolen", fieldPath{"previous_lock", "pid"}, `-1`, []string{"/previous_lock/pid:", "minimum"}},
+		{"stolen", fieldPath{"previous_lock", "extra"}, `1`, []string{"additionalProperties", `"extra"`}},
+		{"stolen", fieldPath{"previous_lock_hash"}, `"sha256:x"`, []string{"/previous_lock_hash:", "pattern"}},
+		{"stolen+targets+note", fieldPath{"targets", 1, "path"}, `"relative"`, []string{"/targets/1/path:", "pattern"}},
+		{"stolen+targets+note", fieldPath{"targets", 0, "format"}, `"zip"`, []string{"/targets/0/format:", "enum"}},
+		{"acquired", fieldPath{"metadata", "k"}, `7`, []string{"/metadata/k:", "type", "string"}},
+		{"released failure", fieldPath{"exit_code"}, `256`, []string{"/exit_code:", "maximum"}},
+		{"released", fieldPath{"held_duration_seconds"}, `-0.5`, []string{"/held_duration_seconds:", "minimum"}},
+		{"blocked", fieldPath{"held_by", "pid"}, `"7"`, []string{"/held_by/pid:", "type", "integer"}},
+		{"blocked", fieldPath{"held_by", "request_id"}, `""`, []string{"/held_by/request_id:", "minLength"}},
+		{"blocked", fieldPath{"state"}, `"free"`, []string{"/state:", "enum"}},
+		{"lock file", fieldPath{"ttl_seconds"}, `0`, []string{"/ttl_seconds:", "minimum"}},
+		{"lock file", fieldPath{"pid"}, `7e0`, []string{"/pid:", "format", "int64", "without fraction or exponent"}},
+		{"heartbeat", fieldPath{"seq"}, `2.0`, []string{"/seq:", "format", "int64"}},
+		{"heartbeat", fieldPath{"pid"}, `99999999999999999999`, []string{"/pid:", "format", "int64"}},
+		{"heartbeat", fieldPath{"schema_version"}, `1.0`, []string{"/schema_version:", "format", "int64"}},
+		{"stolen", fieldPath{"previous_lock", "pid"}, `77.0`, []string{"/previous_lock/pid:", "format", "int64"}},
+		{"stolen", fieldPath{"previous_lock", "metadata", "ticket"}, `1`, []string{"/previous_lock/metadata/ticket:", "type", "string"}},
+		{"released", fieldPath{"held_duration_seconds"}, `1e400`, []string{"/held_duration_seconds:", "format", "float64"}},
+		{"blocked", fieldPath{"held_by", "pid"}, `77e0`, []string{"/held_by/pid:", "format", "int64"}},
+	} {
+		s := find(c.seed)
+		body := set(s, c.path, c.raw)
+		if ref := reference.ValidateEvent(s.typ, body); ref == nil {
+			t.Fatalf("%s %v=%s: the library accepts it; fix the test", c.seed, c.path, c.raw)
+		}
+		err := schema.ValidateEvent(s.typ, body)
+		var se *schema.Error
+		if !errors.As(err, &se) || !errors.Is(err, schema.ErrSchema) || se.Schema != string(s.typ) {
+			t.Errorf("%s %v=%s: %v (%T), want a *schema.Error for %s", c.seed, c.path, c.raw, err, err, s.typ)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s %v=%s: %q does not say %q", c.seed, c.path, c.raw, err, w)
+			}
+		}
+	}
+	if err := schema.ValidateEvent("no_such", []byte(`{}`)); !errors.Is(err, schema.ErrSchema) || !strings.Contains(err.Error(), "no such schema") {
+		t.Errorf("unknown type: %v", err)
+	}
+	if err := schema.ValidateEvent(events.LockHeartbeat, []byte(`{"seq":`)); !errors.Is(err, schema.ErrSchema) || !strings.Contains(err.Error(), "not JSON") {
+		t.Errorf("not JSON: %v", err)
+	}
+	hb := find("heartbeat").body
+	if err := schema.ValidateEvent(events.LockHeartbeat, append(hb[:len(hb):len(hb)], "} x"...)); !errors.Is(err, schema.ErrSchema) ||
+		!strings.Contains(err.Error(), "trailing data") {
+		t.Errorf("trailing data: %v", err)
+	}
+}
+
+// TestFastAllocations: a valid canonical body costs no allocation.
+func TestFastAllocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip()
+	}
+	for _, s := range validSeeds(t) {
+		allocs := testing.AllocsPerRun(50, func() {
+			if err := schema.ValidateEvent(s.typ, s.body); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs > 0 {
+			t.Errorf("%s: %.0f allocations per valid body", s.name, allocs)
+		}
+	}
+}
+
+func BenchmarkValidate(b *testing.B) {
+	seeds := validSeeds(b)
+	for _, impl := range []struct {
+		name string
+		f    func(events.Type, []byte) error
+	}{{"library", reference.ValidateEvent}, {"fast", schema.ValidateEvent}} {
+		for _, s := range seeds {
+			b.Run(impl.name+"/"+strings.ReplaceAll(s.name, " ", "_"), func(b *testing.B) {
+				b.SetBytes(int64(len(s.body)))
+				for b.Loop() {
+					if err := impl.f(s.typ, s.body); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -62,8 +62,3 @@ func ValidateEvent(t events.Type, body []byte) error {
 	}
 	return &Error{Schema: string(t), Detail: e.detail()}
 }
-
-// FastValidateEvent is ValidateEvent.
-//
-// Deprecated: use ValidateEvent.
-func FastValidateEvent(t events.Type, body []byte) error { return ValidateEvent(t, body) }

@@ -59,11 +59,15 @@ type Event struct {
 }
 
 // DecodeEvent parses a stored body. seq is the row's seq, used only in
-// the error message.
+// the error message. The event's strings share body's memory (see
+// decodeFast): body must not change while the event is in use.
 func DecodeEvent(seq int64, body []byte) (*Event, error) {
-	ev := &Event{}
-	if err := json.Unmarshal(body, ev); err != nil {
-		return nil, fmt.Errorf("replay: event seq %d: body does not decode (run verify): %w", seq, err)
+	ev, ok := decodeFast(body)
+	if !ok {
+		ev = &Event{}
+		if err := json.Unmarshal(body, ev); err != nil {
+			return nil, fmt.Errorf("replay: event seq %d: body does not decode (run verify): %w", seq, err)
+		}
 	}
 	if !ev.Type.Valid() {
 		return nil, fmt.Errorf("replay: event seq %d: unknown type %q (run verify)", seq, ev.Type)

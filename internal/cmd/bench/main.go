@@ -29,6 +29,7 @@ var (
 	nEvents = flag.Int("events", 1_000_000, "events in the scale ledger (0 skips the scale rows)")
 	worker  = flag.String("worker", "", "internal: run contention cycles on ROOT:LOCK:N")
 	only    = flag.String("only", "", "comma-separated row groups to run: cli,lib,scale,contention")
+	keep    = flag.Bool("keep", false, "keep the temporary roots (e.g. the scale ledger) and print where they are")
 )
 
 type row struct {
@@ -72,7 +73,11 @@ func main() {
 	if err != nil {
 		die(err)
 	}
-	defer os.RemoveAll(tmp)
+	if *keep {
+		fmt.Fprintf(os.Stderr, "keeping the roots in %s\n", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
 	start := time.Now()
 	if want("cli") {
 		fmt.Fprintln(os.Stderr, "CLI against flock(1):")

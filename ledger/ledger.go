@@ -139,6 +139,9 @@ type Ledger struct {
 	genesis  string
 	readOnly bool
 
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt // see preparedTx
+
 	mu     sync.Mutex // in-process half of the writer mutex (flock is per open file)
 	flock  *os.File
 	closed bool
@@ -277,6 +280,12 @@ func (l *Ledger) Close() error {
 		return nil
 	}
 	l.closed = true
+	l.stmtMu.Lock()
+	for _, st := range l.stmts {
+		st.Close()
+	}
+	l.stmts = nil
+	l.stmtMu.Unlock()
 	err := l.db.Close()
 	if l.flock != nil {
 		if cerr := l.flock.Close(); err == nil {

@@ -462,7 +462,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 	return l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
 		h := w.v.holder
 		if h == nil {
-			last, err := lastHoldingEventOf(ctx, w.tx, req.Lock, id.RequestID)
+			last, err := lastHoldingEventOf(ctx, w.q, req.Lock, id.RequestID)
 			if err != nil {
 				return nil, err
 			}
@@ -484,7 +484,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 		mine := !h.foreign && h.rec.RequestID == id.RequestID
 		if !mine && !req.Force {
 			lost := false
-			if last, err := lastHoldingEventOf(ctx, w.tx, req.Lock, id.RequestID); err != nil {
+			if last, err := lastHoldingEventOf(ctx, w.q, req.Lock, id.RequestID); err != nil {
 				return nil, err
 			} else if last == string(events.LockAcquired) || last == string(events.LockStolen) || last == string(events.LockHeartbeat) {
 				lost = true

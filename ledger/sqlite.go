@@ -116,6 +116,59 @@ type querier interface {
 
 type scanner interface{ Scan(dest ...any) error }
 
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// preparedTx runs a write transaction's statements through statements the
+// ledger prepares once and database/sql keeps prepared per connection, so
+// that the write path does not parse the same SQL again on every call.
+type preparedTx struct {
+	l  *Ledger
+	tx *sql.Tx
+}
+
+func (p preparedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	p.l.stmtMu.Lock()
+	defer p.l.stmtMu.Unlock()
+	st := p.l.stmts[query]
+	if st == nil {
+		var err error
+		if st, err = p.l.db.PrepareContext(ctx, query); err != nil {
+			return nil, err
+		}
+		if p.l.stmts == nil {
+			p.l.stmts = map[string]*sql.Stmt{}
+		}
+		p.l.stmts[query] = st
+	}
+	return p.tx.StmtContext(ctx, st), nil
+}
+
+func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return p.tx.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+func (p preparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (p preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
 func scanRow(s scanner) (*row, error) {
 	var r row
 	var held int
@@ -153,7 +206,7 @@ func loadRows(ctx context.Context, q querier) ([]*row, error) {
 	return out, rs.Err()
 }
 
-func saveRow(ctx context.Context, tx *sql.Tx, r *row) error {
+func saveRow(ctx context.Context, tx execer, r *row) error {
 	held := 0
 	if r.held {
 		held = 1
@@ -181,7 +234,7 @@ func head(ctx context.Context, q querier, genesis string) (int64, string, error)
 	return seq, hash, err
 }
 
-func insertEvent(ctx context.Context, tx *sql.Tx, seq int64, eventID, typ, lock, requestID, actor, at string, body []byte, prev, hash string) error {
+func insertEvent(ctx context.Context, tx execer, seq int64, eventID, typ, lock, requestID, actor, at string, body []byte, prev, hash string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
 		VALUES (?,?,?,?,?,?,?,?,?,?)`, seq, eventID, typ, lock, requestID, actor, at, body, prev, hash)
 	return err

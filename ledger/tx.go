@@ -18,6 +18,7 @@ type writeTx struct {
 	l        *Ledger
 	ctx      context.Context
 	tx       *sql.Tx
+	q        preparedTx // tx through prepared statements
 	now      time.Time
 	v        *view
 	seq      int64
@@ -43,8 +44,8 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 		return fmt.Errorf("ledger: begin: %w", err)
 	}
 	defer tx.Rollback()
-	w := &writeTx{l: l, ctx: ctx, tx: tx, now: l.now().UTC()}
-	before, err := loadRow(ctx, tx, name)
+	w := &writeTx{l: l, ctx: ctx, tx: tx, q: preparedTx{l: l, tx: tx}, now: l.now().UTC()}
+	before, err := loadRow(ctx, w.q, name)
 	if err != nil {
 		return err
 	}
@@ -209,7 +210,7 @@ func (l *Ledger) undo(name string, before *row) {
 // append validates ev against its schema, chains it and inserts it.
 func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Event, error) {
 	if !w.headSet {
-		seq, hash, err := head(w.ctx, w.tx, w.l.genesis)
+		seq, hash, err := head(w.ctx, w.q, w.l.genesis)
 		if err != nil {
 			return nil, err
 		}
@@ -231,7 +232,7 @@ func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Eve
 		// An event that fails its schema is a bug in the caller, never stored.
 		return nil, fmt.Errorf("ledger: refusing to append %s: %w", typ, err)
 	}
-	if err := insertEvent(w.ctx, w.tx, ev.Seq, ev.EventID, string(typ), ev.LockName, ev.RequestID, ev.Actor, ev.At,
+	if err := insertEvent(w.ctx, w.q, ev.Seq, ev.EventID, string(typ), ev.LockName, ev.RequestID, ev.Actor, ev.At,
 		ev.Body, ev.PrevHash, ev.Hash); err != nil {
 		return nil, fmt.Errorf("ledger: append %s: %w", typ, err)
 	}
@@ -244,7 +245,7 @@ func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Eve
 // an acquisition).
 func (w *writeTx) nextSeq() (int64, error) {
 	if !w.headSet {
-		seq, hash, err := head(w.ctx, w.tx, w.l.genesis)
+		seq, hash, err := head(w.ctx, w.q, w.l.genesis)
 		if err != nil {
 			return 0, err
 		}
@@ -267,7 +268,7 @@ func (w *writeTx) saveHolder(h *holding, seq int64) error {
 	if err != nil {
 		return err
 	}
-	return saveRow(w.ctx, w.tx, &row{targets: string(tj),
+	return saveRow(w.ctx, w.q, &row{targets: string(tj),
 		name: h.rec.LockName, held: true, requestID: h.rec.RequestID, actor: h.rec.Actor, intent: h.rec.Intent,
 		intentVersion: h.rec.IntentVersion, hostID: h.rec.HostID, pid: h.rec.PID, pidStart: h.pidStart,
 		bootID: h.bootID, createdAt: events.FormatTime(h.created), heartbeatAt: events.FormatTime(h.heartbeat),
@@ -280,5 +281,5 @@ func (w *writeTx) saveFree(seq int64) error {
 	r := *w.v.row
 	r.held = false
 	r.updatedSeq = seq
-	return saveRow(w.ctx, w.tx, &r)
+	return saveRow(w.ctx, w.q, &r)
 }

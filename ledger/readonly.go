@@ -24,11 +24,6 @@ import (
 func roDSN(path string, busy time.Duration, immutable bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
-	// Readers map the file instead of copying every page they read through
-	// pread (a third less time for a timeline on a 1M-event ledger). The
-	// ledger never truncates ledger.db, which is what makes a mapped read
-	// unsafe.
-	q.Add("_pragma", "mmap_size(1073741824)")
 	q.Set("mode", "ro")
 	if immutable {
 		q.Set("immutable", "1")

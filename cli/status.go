@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -98,6 +99,10 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 		fmt.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
 	}
 	fmt.Fprintf(tw, "  process\tpid %d on %s\n", h.PID, h.HostID)
+	if len(s.JobPIDs) > 0 {
+		fmt.Fprintf(tw, "  job\tpid %d is gone; processes it started still run and hold the lock: pids %s\n", h.PID,
+			strings.Trim(fmt.Sprint(s.JobPIDs), "[]"))
+	}
 	fmt.Fprintf(tw, "  held for\t%s (since %s)\n", short(s.HeldFor), h.CreatedAt)
 	fmt.Fprintf(tw, "  heartbeat\t%s ago (ttl %ds)\n", short(s.SinceBeat), h.TTLSeconds)
 	if s.FencingToken > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,6 +165,45 @@ func TestRunnerKilledTakesItsChildAndIsReaped(t *testing.T) {
 	var o map[string]any
 	if err := json.Unmarshal([]byte(r.Stdout), &o); err != nil || o["reason"] != "holder_dead" {
 		t.Fatalf("acquire after the runner died: %v %s", err, r.Stdout)
+	}
+}
+
+// TestRunnerKilledLeavesItsJobHoldingTheLock: SIGKILL reaches only the
+// runner (and, by Pdeathsig, its direct child); a process the command had
+// started in the background survives. As with a descriptor inherited from
+// flock(1), that process keeps the lock held: the next acquire is refused
+// and says which processes hold it, status lists them, and once they exit
+// the lock is reaped as holder_dead.
+func TestRunnerKilledLeavesItsJobHoldingTheLock(t *testing.T) {
+	root := t.TempDir()
+	runner, lines := startRun(t, root, "batch", "--ttl", "60", "--", "sh", "-c", `sleep 300 & echo $$ $!; wait`)
+	var child, grandchild int
+	if _, err := fmt.Sscan(line(t, lines), &child, &grandchild); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
+	if err := runner.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = runner.Wait()
+	awaitGone(t, child)
+	self := strconv.Itoa(os.Getpid())
+	r := clitest.Run(t, root, "acquire", "batch", "--pid", self)
+	if r.Code != 3 || !strings.Contains(r.Stderr, "processes it started still run") || !strings.Contains(r.Stderr, strconv.Itoa(grandchild)) {
+		t.Fatalf("acquire while the killed runner's job still runs: exit %d, want 3 naming pid %d\nstderr: %s", r.Code, grandchild, r.Stderr)
+	}
+	st := statusJSON(t, root, "batch")
+	if st["state"] != "held" || fmt.Sprint(st["job_pids"]) != fmt.Sprintf("[%d]", grandchild) {
+		t.Fatalf("status while the job runs: state %v job_pids %v, want held and [%d]", st["state"], st["job_pids"], grandchild)
+	}
+	if err := syscall.Kill(grandchild, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	awaitGone(t, grandchild)
+	r = clitest.Must(t, 0, root, "acquire", "batch", "--json", "--pid", self)
+	var o map[string]any
+	if err := json.Unmarshal([]byte(r.Stdout), &o); err != nil || o["reason"] != "holder_dead" {
+		t.Fatalf("acquire once the job is gone: %v %s, want a holder_dead take-over", err, r.Stdout)
 	}
 }
 

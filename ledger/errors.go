@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -43,6 +44,9 @@ type HeldError struct {
 	Foreign bool // the holder is a lock file the ledger did not write
 	Corrupt bool // the foreign file could not be parsed; treated as held to fail safe
 	Waited  time.Duration
+	// JobPIDs are the processes of the holder's job still running here
+	// after the holder's own process is gone (see JobProbe).
+	JobPIDs []int
 }
 
 func (e *HeldError) Error() string {
@@ -53,8 +57,16 @@ func (e *HeldError) Error() string {
 		return fmt.Sprintf("lock %s: held by request %s (actor %s, pid %d on %s, a lock file the ledger did not write)",
 			e.Lock, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID)
 	}
-	return fmt.Sprintf("lock %s: held by request %s (actor %s, pid %d on %s, since %s)",
-		e.Lock, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID, e.Holder.CreatedAt)
+	return fmt.Sprintf("lock %s: held by request %s (actor %s, pid %d on %s, since %s)%s",
+		e.Lock, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID, e.Holder.CreatedAt, jobNote(e.Holder.PID, e.JobPIDs))
+}
+
+func jobNote(pid int, job []int) string {
+	if len(job) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; pid %d is gone but processes it started still run (pids %s), and they keep the lock held until they exit",
+		pid, strings.Trim(fmt.Sprint(job), "[]"))
 }
 
 func (e *HeldError) Unwrap() error { return ErrHeld }
@@ -66,11 +78,12 @@ type StaleError struct {
 	Foreign    bool
 	StaleSince time.Time
 	Age        time.Duration // since the last heartbeat
+	JobPIDs    []int         // as in HeldError
 }
 
 func (e *StaleError) Error() string {
-	return fmt.Sprintf("lock %s: stale (request %s, last heartbeat %s ago, ttl %ds); use --force to take it over",
-		e.Lock, e.Holder.RequestID, e.Age.Truncate(time.Second), e.Holder.TTLSeconds)
+	return fmt.Sprintf("lock %s: stale (request %s, last heartbeat %s ago, ttl %ds)%s; use --force to take it over",
+		e.Lock, e.Holder.RequestID, e.Age.Truncate(time.Second), e.Holder.TTLSeconds, jobNote(e.Holder.PID, e.JobPIDs))
 }
 
 func (e *StaleError) Unwrap() error { return ErrStale }

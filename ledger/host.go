@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strconv"
@@ -40,8 +41,51 @@ type ProcessProbe interface {
 	Probe(pid int) (Liveness, string)
 }
 
-// procProbe is the real probe: kill(pid, 0) and /proc/PID/stat.
+// JobProbe is a ProcessProbe that also finds the processes a holder's job
+// left running after the holder itself is gone. `lockledger run` gives its
+// command LOCKLEDGER_REQUEST_ID, which every process it starts inherits;
+// those processes keep the lock held, as a process that inherited an
+// flock(2)'d descriptor keeps an flock.
+type JobProbe interface {
+	JobProcesses(requestID string) []int
+}
+
+// JobEnv is the environment variable that marks a job's processes.
+const JobEnv = "LOCKLEDGER_REQUEST_ID"
+
+// procProbe is the real probe: kill(pid, 0), /proc/PID/stat and
+// /proc/PID/environ.
 type procProbe struct{}
+
+// JobProcesses lists the live processes whose environment (as they were
+// started) carries LOCKLEDGER_REQUEST_ID=requestID, other than this one.
+// Processes of other users cannot be read and are not seen.
+func (procProbe) JobProcesses(requestID string) []int {
+	if requestID == "" {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	want := []byte(JobEnv + "=" + requestID + "\x00")
+	self := os.Getpid()
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		if bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
 
 func (procProbe) Probe(pid int) (Liveness, string) {
 	if pid <= 0 {

@@ -208,10 +208,10 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 				return nil, err
 			}
 			return w.blocked(req, h, state, &StaleError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
-				StaleSince: h.staleSince(), Age: w.now.Sub(h.heartbeat)})
+				StaleSince: h.staleSince(), Age: w.now.Sub(h.heartbeat), JobPIDs: orphans(h, l.host, l.probe)})
 		default:
 			return w.blocked(req, h, state, &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
-				Corrupt: h.corrupt, Waited: req.Waited})
+				Corrupt: h.corrupt, Waited: req.Waited, JobPIDs: orphans(h, l.host, l.probe)})
 		}
 	})
 	return out, err
@@ -590,6 +590,7 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 type LockStatus struct {
 	Name         string
 	State        string
+	JobPIDs      []int // processes of the holder's job still running here, its own process gone
 	Holder       *events.Record
 	FencingToken int64
 	Foreign      bool
@@ -623,6 +624,9 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 	if h := v.holder; h != nil {
 		rec := h.rec
 		s.Holder, s.FencingToken, s.Foreign, s.Corrupt = &rec, h.token, h.foreign, h.corrupt
+		if s.State == events.StateHeld || s.State == events.StateStale {
+			s.JobPIDs = orphans(h, l.host, l.probe)
+		}
 		if !h.corrupt {
 			s.HeldFor, s.SinceBeat = now.Sub(h.created), now.Sub(h.heartbeat)
 			s.StaleSince = h.staleSince()

@@ -64,14 +64,34 @@ func dead(h *holding, self Host, probe ProcessProbe) bool {
 	if h.bootID != "" && self.BootID != "" && h.bootID != self.BootID {
 		return true // the host rebooted since the lock was taken
 	}
+	return pidGone(h, probe) && len(jobProcesses(h, probe)) == 0
+}
+
+// pidGone: the holder's process has exited, or its pid now names another
+// process.
+func pidGone(h *holding, probe ProcessProbe) bool {
 	live, start := probe.Probe(h.rec.PID)
-	switch live {
-	case Gone:
-		return true
-	case Alive:
-		return h.pidStart != "" && start != "" && start != h.pidStart
+	return live == Gone || live == Alive && h.pidStart != "" && start != "" && start != h.pidStart
+}
+
+// jobProcesses lists the processes of h's job still running on this host
+// (see JobProbe): while there are any, a holder whose own process is gone
+// is not dead.
+func jobProcesses(h *holding, probe ProcessProbe) []int {
+	jp, ok := probe.(JobProbe)
+	if !ok || h.foreign {
+		return nil
 	}
-	return false
+	return jp.JobProcesses(h.rec.RequestID)
+}
+
+// orphans is jobProcesses for a holder on this host whose own process is
+// gone, to say why such a lock is still held.
+func orphans(h *holding, self Host, probe ProcessProbe) []int {
+	if h == nil || h.rec.HostID != self.ID || h.rec.PID <= 0 || !pidGone(h, probe) {
+		return nil
+	}
+	return jobProcesses(h, probe)
 }
 
 // staleSince is the instant the holding became stale.

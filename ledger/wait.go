@@ -114,7 +114,7 @@ func (l *Ledger) peekHeld(ctx context.Context, req AcquireRequest, attempt int, 
 	if judgeAge(h, l.now().UTC(), l.host, l.probe, req.MaxAge) != events.StateHeld {
 		return nil
 	}
-	return &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt}
+	return &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt, JobPIDs: orphans(h, l.host, l.probe)}
 }
 
 func jitter(attempt int) time.Duration {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -55,22 +57,39 @@ const JobEnv = "LOCKLEDGER_REQUEST_ID"
 
 // procProbe is the real probe: kill(pid, 0), /proc/PID/stat and
 // /proc/PID/environ.
-type procProbe struct{}
+type procProbe struct {
+	mu   sync.Mutex
+	at   time.Time
+	jobs map[string][]int // request id -> pids, from one scan of /proc
+}
+
+// jobScanFresh is how long one scan of /proc answers JobProcesses, so that
+// judging many locks (list, verify) scans once.
+const jobScanFresh = 200 * time.Millisecond
 
 // JobProcesses lists the live processes whose environment (as they were
 // started) carries LOCKLEDGER_REQUEST_ID=requestID, other than this one.
 // Processes of other users cannot be read and are not seen.
-func (procProbe) JobProcesses(requestID string) []int {
+func (p *procProbe) JobProcesses(requestID string) []int {
 	if requestID == "" {
 		return nil
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.jobs == nil || time.Since(p.at) > jobScanFresh {
+		p.jobs, p.at = scanJobs(), time.Now()
+	}
+	return p.jobs[requestID]
+}
+
+func scanJobs() map[string][]int {
+	jobs := map[string][]int{}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil
+		return jobs
 	}
-	want := []byte(JobEnv + "=" + requestID + "\x00")
+	key := []byte(JobEnv + "=")
 	self := os.Getpid()
-	var out []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
@@ -80,14 +99,17 @@ func (procProbe) JobProcesses(requestID string) []int {
 		if err != nil {
 			continue
 		}
-		if bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...)) {
-			out = append(out, pid)
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if id, ok := bytes.CutPrefix(kv, key); ok {
+				jobs[string(id)] = append(jobs[string(id)], pid)
+				break
+			}
 		}
 	}
-	return out
+	return jobs
 }
 
-func (procProbe) Probe(pid int) (Liveness, string) {
+func (*procProbe) Probe(pid int) (Liveness, string) {
 	if pid <= 0 {
 		return Unknown, ""
 	}

@@ -150,7 +150,7 @@ type Ledger struct {
 // Open opens (creating if needed) the ledger at root.
 func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	c := config{now: time.Now, busy: DefaultBusyTimeout, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		probe: procProbe{}, create: true}
+		probe: &procProbe{}, create: true}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err

@@ -75,7 +75,7 @@ func renderTarget(t events.Target, h *holding) ([]byte, error) {
 
 // LocalEnv is the formats.Env of this host with the real process probe.
 func LocalEnv(maxAge time.Duration) formats.Env {
-	return envFor(ThisHost(), procProbe{}, maxAge)
+	return envFor(ThisHost(), &procProbe{}, maxAge)
 }
 
 func (l *Ledger) formatsEnv(maxAge time.Duration) formats.Env {

@@ -147,7 +147,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if err != nil {
 		return err
 	}
-	l, err := o.g.open(ctx, writes)
+	l, wait, err := o.g.openWaiting(ctx, wait)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -80,6 +82,34 @@ func (g *globals) open(ctx context.Context, a access) (*ledger.Ledger, error) {
 		return l, nil
 	}
 	return ledger.Open(ctx, g.root, opts...)
+}
+
+// openWaiting opens the ledger for a command that was told to wait up to
+// wait for its lock: a database too busy to open (many processes opening a
+// fresh root at once) is waited for too, within the same budget, which it
+// returns what is left of.
+func (g *globals) openWaiting(ctx context.Context, wait time.Duration) (*ledger.Ledger, time.Duration, error) {
+	start := time.Now()
+	backoff := 20 * time.Millisecond
+	for {
+		l, err := g.open(ctx, writes)
+		left := wait - time.Since(start)
+		if err == nil {
+			return l, max(left, 0), nil
+		}
+		if wait <= 0 || left <= 0 || !ledger.IsTransient(err) {
+			return nil, 0, err
+		}
+		g.log.Debug("ledger busy while opening; retrying", "err", err)
+		t := time.NewTimer(min(backoff/2+time.Duration(rand.Int64N(int64(backoff))), left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, 0, err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
+	}
 }
 
 // finish lets go of a ledger at the end of a command. The CLI process exits

@@ -117,7 +117,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	signal.Notify(pokes, unix.SIGUSR1)
 	defer signal.Stop(pokes)
 
-	l, err := o.g.open(ctx, writes)
+	l, wait, err := o.g.openWaiting(ctx, wait)
 	if err != nil {
 		return err
 	}

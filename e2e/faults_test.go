@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/ledger"
 )
 
 // TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged covers the invalid
@@ -908,4 +909,56 @@ func TestFaultOldSchemaIsUpgradedByReads(t *testing.T) {
 		t.Fatalf("the upgrade changed the events or lock files: %s -> %s", before, after)
 	}
 	clitest.Must(t, 0, root, "verify")
+}
+
+// TestFaultBusyFirstOpenIsWaitedForWithWait: a command told to --wait also
+// waits, within that budget, for a database too busy to open at all (seen
+// when 48 `run --wait` processes opened a fresh root at once): here sqlite3
+// holds a fresh ledger.db exclusively for longer than the busy timeout.
+func TestFaultBusyFirstOpenIsWaitedForWithWait(t *testing.T) {
+	if _, err := exec.LookPath("sqlite3"); err != nil {
+		t.Skip("sqlite3 is not installed")
+	}
+	t.Parallel()
+	root := t.TempDir()
+	c := exec.Command("sqlite3", "-batch", filepath.Join(root, "ledger.db"))
+	in, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	io.WriteString(in, "BEGIN EXCLUSIVE;\nCREATE TABLE hold (x);\nSELECT 'holding';\n")
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "holding" {
+		t.Fatalf("sqlite3 did not take the lock: %q %v", line, err)
+	}
+	start := time.Now()
+	run := clitest.Command(context.Background(), root, "run", "jobs", "--wait", "60s", "--", "true")
+	var stderr bytes.Buffer
+	run.Stderr = &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("run finished while the database was held: %v\n%s", err, stderr.String())
+	case <-time.After(ledger.DefaultBusyTimeout + 2*time.Second):
+	}
+	io.WriteString(in, "ROLLBACK;\n.quit\n")
+	in.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("run --wait after the database was let go: %v (after %s)\n%s", err, time.Since(start).Round(time.Second), stderr.String())
+	}
+	if got := clitest.Types(t, root); strings.Join(got, " ") != "lock_acquired lock_released" {
+		t.Fatalf("events %v, want lock_acquired lock_released", got)
+	}
+	assertChain(t, root)
 }

@@ -28,6 +28,15 @@ if [[ ${#targets[@]} -eq 0 ]]; then
 	exit 1
 fi
 
+# inputs counts the failing inputs saved for a target.
+inputs() {
+	if [[ -d $1 ]]; then
+		find "$1" -type f | wc -l
+	else
+		echo 0
+	fi
+}
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 summary=()
@@ -35,8 +44,18 @@ failed=0
 for t in "${targets[@]}"; do
 	read -r pkg name <<<"$t"
 	echo "== $name ($pkg) for $fuzztime"
+	corpus="$pkg/testdata/fuzz/$name"
+	before=$(inputs "$corpus")
 	if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "$pkg" 2>&1 | tee "$log"; then
 		status=ok
+	elif [[ $(inputs "$corpus") -eq $before ]] &&
+		grep -qE '^[[:space:]]*context deadline exceeded$' "$log" &&
+		go test -count=1 -run "^${name}\$" "$pkg" >/dev/null; then
+		# Go 1.26's fuzz coordinator can fail a target at the -fuzztime
+		# deadline with a bare "context deadline exceeded" and no failing
+		# input (golang/go#75804, fixed in Go 1.27); the seed corpus
+		# still passes, so nothing was found.
+		status="ok (Go fuzz deadline race, golang/go#75804: no input failed)"
 	else
 		status=FAILED
 		failed=1

@@ -16,7 +16,8 @@ func newList(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List every lock that is not free",
 		Long: `List held, stale and dead locks, including lock files written by other
-tools. list only reads: it takes no lock and writes nothing.`,
+tools. list only reads: it takes no lock and writes nothing (but upgrades
+a ledger written by an older lockledger, where it can).`,
 		Example: `  lockledger list
   lockledger list --json | jq -r '.[] | select(.state=="stale") | .lock_name'`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -58,7 +58,8 @@ const (
 	writes access = iota
 	// rewrites changes an existing ledger only (project).
 	rewrites
-	// reads never changes the root, so it also reads a read-only copy.
+	// reads changes nothing in the root (but upgrades a ledger written by
+	// an older lockledger where it can), so it also reads a read-only copy.
 	reads
 )
 
@@ -77,7 +78,7 @@ func (g *globals) open(ctx context.Context, a access) (*ledger.Ledger, error) {
 		g.log.Info("upgrading the ledger's schema before reading it", "root", g.root)
 		l, uerr := ledger.Open(ctx, g.root, append(opts, ledger.MustExist())...)
 		if uerr != nil {
-			return nil, fmt.Errorf("%w (upgrading it failed: %v)", err, uerr)
+			return nil, fmt.Errorf("%w (upgrading it failed: %w)", err, uerr)
 		}
 		return l, nil
 	}

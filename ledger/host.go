@@ -63,8 +63,9 @@ type procProbe struct {
 	jobs map[string][]int // request id -> pids, from one scan of /proc
 }
 
-// jobScanFresh is how long one scan of /proc answers JobProcesses, so that
-// judging many locks (list, verify) scans once.
+// jobScanFresh is how long a scan of /proc that found a job's processes
+// answers for it again (a lock held that way is judged on every attempt of
+// every waiter).
 const jobScanFresh = 200 * time.Millisecond
 
 // JobProcesses lists the live processes whose environment (as they were
@@ -76,9 +77,12 @@ func (p *procProbe) JobProcesses(requestID string) []int {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.jobs == nil || time.Since(p.at) > jobScanFresh {
-		p.jobs, p.at = scanJobs(), time.Now()
+	if pids := p.jobs[requestID]; len(pids) > 0 && time.Since(p.at) <= jobScanFresh {
+		return pids
 	}
+	// "None" always comes from a scan made now: one made earlier may
+	// predate a process the job started since.
+	p.jobs, p.at = scanJobs(), time.Now()
 	return p.jobs[requestID]
 }
 

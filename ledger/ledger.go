@@ -117,10 +117,11 @@ func MustExist() Option {
 }
 
 // ReadOnly opens an existing ledger for reading only, as the audit and
-// status commands do: nothing in the root is created, migrated or locked,
-// every write fails with ErrReadOnly, and a root on read-only media or with
-// read-only permissions (an archived copy) can be read. Where the directory
-// is writable SQLite may still create its -wal and -shm index files.
+// status commands do: no ledger file is created, migrated or locked (only
+// SQLite's own -wal and -shm files, where the directory is writable), every
+// write fails with ErrReadOnly, and a root on read-only media or with
+// read-only permissions (an archived copy) can be read. A database that
+// needs migrating fails with ErrOldSchema.
 func ReadOnly() Option {
 	return func(c *config) error { c.create, c.readOnly = false, true; return nil }
 }

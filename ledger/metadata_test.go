@@ -54,3 +54,27 @@ func TestLargestAcquisitionWritesAReadableLockFile(t *testing.T) {
 		t.Fatalf("refused acquisitions appended events: %d -> %d", before, got)
 	}
 }
+
+// TestTextMustBeValidUTF8: invalid UTF-8 would be stored raw in the locks
+// table but as U+FFFD escapes in the event and the lock file (so verify
+// would report drift, and escaping could blow the lock file past its
+// limit): it is refused up front, naming the field.
+func TestTextMustBeValidUTF8(t *testing.T) {
+	ctx := context.Background()
+	e := open(t)
+	bad := map[string]func(*AcquireRequest){
+		"metadata value": func(r *AcquireRequest) { r.Metadata = map[string]string{"k": "caf\xe9"} },
+		"metadata key":   func(r *AcquireRequest) { r.Metadata = map[string]string{"\xff": "v"} },
+		"intent":         func(r *AcquireRequest) { r.Intent = "deploy \xc3" },
+	}
+	for field, spoil := range bad {
+		r := req("utf8", "r1", 100)
+		spoil(&r)
+		if _, err := e.l.TryAcquire(ctx, r); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "UTF-8") {
+			t.Errorf("invalid UTF-8 in the %s: %v, want ErrInvalid naming UTF-8", field, err)
+		}
+	}
+	if n := count(t, e.l); n != 0 {
+		t.Fatalf("%d events after refused acquisitions, want 0", n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/lockledger/lockledger/events"
 )
@@ -57,6 +58,9 @@ func validText(field, s string, max int, emptyOK bool) error {
 	}
 	if len(s) > max {
 		return events.Invalid(field, s[:32]+"...", fmt.Sprintf("must be at most %d bytes", max))
+	}
+	if !utf8.ValidString(s) {
+		return events.Invalid(field, strings.ToValidUTF8(s, "\uFFFD"), "must be valid UTF-8")
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) {
@@ -128,7 +132,9 @@ func (r *AcquireRequest) validate() error {
 
 // Bounds on an acquisition's metadata. With every other field at its own
 // bound, they keep the lock file (where metadata is written out, escaped
-// and indented) well under the size any reader accepts (maxLockFile).
+// and indented) well under the size any reader accepts (maxLockFile):
+// text is valid UTF-8 without control characters, so escaping at most
+// doubles it.
 const (
 	MaxMetadataEntries = 64
 	MaxMetadataBytes   = 16 << 10

@@ -35,7 +35,9 @@ func roDSN(path string, busy time.Duration, immutable bool) string {
 // database through its -shm index, which it creates next to the database;
 // in a directory it cannot write (an archived copy, read-only media) it
 // reads the file as immutable instead, which is exact only when no commit
-// is waiting in ledger.db-wal, so that case is refused with the reason.
+// is waiting in ledger.db-wal and no writer has it open (no -shm), so
+// those cases are refused with the reason. An immutable read assumes that
+// no writer starts on the file while it reads.
 func (l *Ledger) openReadOnly(ctx context.Context, path string) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -51,6 +53,10 @@ func (l *Ledger) openReadOnly(ctx context.Context, path string) error {
 	if err == nil || !cannotIndexWAL(err) {
 		return err
 	}
+	if _, serr := os.Lstat(path + "-shm"); serr == nil {
+		return fmt.Errorf("ledger: %s cannot be opened read-only although %s exists (a writer may have it open, so it cannot be read as immutable): %w",
+			path, filepath.Base(path)+"-shm", err)
+	}
 	wal, werr := os.Stat(path + "-wal")
 	switch {
 	case werr == nil && wal.Size() > 0:
@@ -61,7 +67,7 @@ func (l *Ledger) openReadOnly(ctx context.Context, path string) error {
 	}
 	ierr := l.openDBReadOnly(ctx, path, true)
 	if ierr != nil && cannotIndexWAL(ierr) {
-		return fmt.Errorf("%w (read as immutable: %v)", err, ierr)
+		return fmt.Errorf("%w (read as immutable: %w)", err, ierr)
 	}
 	return ierr
 }

@@ -65,7 +65,7 @@ func jobNote(pid int, job []int) string {
 	if len(job) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; pid %d is gone but processes it started still run (pids %s), and they keep the lock held until they exit",
+	return fmt.Sprintf("; pid %d is gone but processes it started still run (pids %s): the lock is not dead until they exit",
 		pid, strings.Trim(fmt.Sprint(job), "[]"))
 }
 

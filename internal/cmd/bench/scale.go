@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
-	mrand "math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,145 +10,25 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/ledger"
 )
 
-// generate writes a valid n-event ledger at root: a realistic mix of
-// acquire, heartbeat, blocked, release (success and failure) and stale
-// steals over nLocks locks and span, chained from the ledger's genesis.
-// It writes events only; `lockledger project` then builds the projections,
-// so the fixture is exactly what the event log implies.
+// generate writes the scale fixture at root, its events ending an hour
+// ago, and returns a day in the middle of it and its busiest lock.
 func generate(root string, n, nLocks int, span time.Duration) (day time.Time, busiest string) {
-	ctx := context.Background()
-	l, err := ledger.Open(ctx, root)
-	if err != nil {
-		die(err)
-	}
-	genesis, host := l.Genesis(), l.Host()
-	l.Close()
-	// Bulk load with the same schema and chain, without per-row fsync:
-	// this is fixture generation, not the product's write path.
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, ledger.DBFile)+"?_pragma=synchronous(OFF)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		die(err)
-	}
-	defer db.Close()
-	rng := mrand.New(mrand.NewPCG(1, 2))
 	end := time.Now().UTC().Add(-time.Hour)
-	start := end.Add(-span)
-	step := span / time.Duration(n)
-	type lockState struct {
-		holder  string
-		actor   string
-		pid     int
-		created time.Time
-		beat    time.Time
-		token   int64
-		ttl     int64
-		stale   bool
-	}
-	locks := make([]lockState, nLocks)
-	seq, prev := int64(0), genesis
-	tx, err := db.Begin()
+	_, perLock, err := fixture.Ledger{Events: n, Locks: nLocks, Start: end.Add(-span), Span: span}.Write(root)
 	if err != nil {
-		die(err)
-	}
-	ins, err := tx.Prepare(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?)`)
-	if err != nil {
-		die(err)
-	}
-	actors := []string{"ci-bot", "deployer", "alice", "bob", "nightly-etl", "oncall"}
-	at := start
-	counts := make([]int, nLocks)
-	for seq < int64(n) {
-		at = at.Add(step)
-		// Busy locks are busier: a Zipf-ish pick.
-		li := int(float64(nLocks) * rng.Float64() * rng.Float64())
-		name := fmt.Sprintf("lock-%04d", li)
-		s := &locks[li]
-		actor := actors[rng.IntN(len(actors))]
-		env := events.Envelope{EventID: events.NewULID(at), Seq: seq + 1, SchemaVersion: events.SchemaVersion,
-			At: events.FormatTime(at), LockName: name, Actor: actor, HostID: host.ID, PID: 1000 + rng.IntN(30000)}
-		var payload any
-		switch {
-		case s.holder == "":
-			env.Type, env.RequestID = events.LockAcquired, "req_"+env.EventID
-			s.holder, s.actor, s.pid, s.created, s.beat, s.token, s.ttl, s.stale = env.RequestID, actor, env.PID, at, at, env.Seq, 900, rng.IntN(20) == 0
-			payload = &events.Acquired{TTLSeconds: s.ttl, Intent: "deploy", IntentVersion: "1", FencingToken: env.Seq,
-				Metadata: map[string]string{}, PIDStart: "1", BootID: host.BootID}
-		case s.stale && at.Sub(s.beat) > time.Duration(s.ttl)*time.Second:
-			env.Type, env.RequestID = events.LockStolen, "req_"+env.EventID
-			prevRec := record(name, s.holder, s.actor, host.ID, s.pid, s.created, s.beat, s.ttl)
-			sum := sha256.Sum256(prevRec.File())
-			payload = &events.Stolen{Acquired: events.Acquired{TTLSeconds: 900, Intent: "deploy", IntentVersion: "1",
-				FencingToken: env.Seq, Metadata: map[string]string{}, PIDStart: "1", BootID: host.BootID},
-				PreviousLock: prevRec, PreviousLockHash: "sha256:" + hex.EncodeToString(sum[:]), Reason: events.ReasonStaleForced}
-			s.holder, s.actor, s.pid, s.created, s.beat, s.token, s.ttl, s.stale = env.RequestID, actor, env.PID, at, at, env.Seq, 900, false
-		case s.stale:
-			env.Type, env.RequestID = events.AcquireBlocked, "req_"+env.EventID
-			payload = &events.Blocked{HeldBy: events.HolderOf(record(name, s.holder, s.actor, host.ID, s.pid, s.created, s.beat, s.ttl)),
-				State: events.StateHeld, WaitedSeconds: float64(rng.IntN(60))}
-		default:
-			switch r := rng.IntN(10); {
-			case r < 5:
-				env.Type, env.RequestID, env.PID, env.Actor = events.LockHeartbeat, s.holder, s.pid, s.actor
-				s.beat = at
-				payload = &events.Heartbeat{}
-			case r < 7:
-				env.Type, env.RequestID = events.AcquireBlocked, "req_"+env.EventID
-				payload = &events.Blocked{HeldBy: events.HolderOf(record(name, s.holder, s.actor, host.ID, s.pid, s.created, s.beat, s.ttl)),
-					State: events.StateHeld, WaitedSeconds: float64(rng.IntN(60))}
-			default:
-				env.Type, env.RequestID, env.PID, env.Actor = events.LockReleased, s.holder, s.pid, s.actor
-				p := &events.Released{HeldDurationSeconds: float64(at.Sub(s.created).Milliseconds()) / 1000,
-					Result: events.ResultSuccess, FencingToken: s.token}
-				if rng.IntN(8) == 0 {
-					p.Result, p.FailureStep = events.ResultFailure, "migrate"
-				}
-				payload = p
-				s.holder = ""
-			}
-		}
-		ev := &events.Event{Envelope: env, Payload: payload, PrevHash: prev}
-		if err := ev.Seal(); err != nil {
-			die(err)
-		}
-		if _, err := ins.Exec(ev.Seq, ev.EventID, string(ev.Type), ev.LockName, ev.RequestID, ev.Actor, ev.At, ev.Body, ev.PrevHash, ev.Hash); err != nil {
-			die(err)
-		}
-		seq, prev = ev.Seq, ev.Hash
-		counts[li]++
-		if seq%50000 == 0 {
-			if err := tx.Commit(); err != nil {
-				die(err)
-			}
-			if tx, err = db.Begin(); err != nil {
-				die(err)
-			}
-			if ins, err = tx.Prepare(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?)`); err != nil {
-				die(err)
-			}
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		die(err)
-	}
-	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		die(err)
 	}
 	best := 0
-	for i, c := range counts {
-		if c > counts[best] {
+	for i, c := range perLock {
+		if c > perLock[best] {
 			best = i
 		}
 	}
-	return end.Add(-span / 2).Truncate(24 * time.Hour), fmt.Sprintf("lock-%04d", best)
-}
-
-func record(name, rid, actor, host string, pid int, created, beat time.Time, ttl int64) events.Record {
-	return events.Record{LockVersion: events.LockVersion, LockName: name, RequestID: rid, Actor: actor, Intent: "deploy",
-		IntentVersion: "1", HostID: host, PID: pid, CreatedAt: events.FormatLockTime(created),
-		LastHeartbeatAt: events.FormatLockTime(beat), TTLSeconds: ttl, Metadata: map[string]string{}}
+	return end.Add(-span / 2).Truncate(24 * time.Hour), fixture.LockName(best)
 }
 
 // runCLI runs lockledger and returns its wall time and peak RSS.

@@ -189,7 +189,7 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 				Record: h.rec, Already: true}
 			return nil, nil
 		}
-		state := judgeAge(h, w.now, l.host, l.probe, req.MaxAge)
+		state, job := judge(h, w.now, l.host, l.probe, req.MaxAge)
 		switch state {
 		case events.StateFree:
 			a, err := w.take(req, nil, "", "")
@@ -214,10 +214,10 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 				return nil, err
 			}
 			return w.blocked(req, h, state, &StaleError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
-				StaleSince: h.staleSince(), Age: w.now.Sub(h.heartbeat), JobPIDs: orphans(h, l.host, l.probe)})
+				StaleSince: h.staleSince(), Age: w.now.Sub(h.heartbeat), JobPIDs: job})
 		default:
 			return w.blocked(req, h, state, &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
-				Corrupt: h.corrupt, Waited: req.Waited, JobPIDs: orphans(h, l.host, l.probe)})
+				Corrupt: h.corrupt, Waited: req.Waited, JobPIDs: job})
 		}
 	})
 	return out, err
@@ -561,7 +561,7 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 			out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Record: h.rec, Already: true}
 			return nil, nil
 		}
-		state := judgeAge(h, w.now, l.host, l.probe, req.MaxAge)
+		state, _ := judge(h, w.now, l.host, l.probe, req.MaxAge)
 		var reason string
 		switch state {
 		case events.StateFree:
@@ -625,14 +625,11 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 }
 
 func (l *Ledger) status(v *view, now time.Time) *LockStatus {
-	s := &LockStatus{Name: v.name, State: judge(v.holder, now, l.host, l.probe), Path: l.files.path(v.name),
-		Interloper: v.interloper}
+	state, job := judge(v.holder, now, l.host, l.probe, 0)
+	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.path(v.name), Interloper: v.interloper}
 	if h := v.holder; h != nil {
 		rec := h.rec
 		s.Holder, s.FencingToken, s.Foreign, s.Corrupt = &rec, h.token, h.foreign, h.corrupt
-		if s.State == events.StateHeld || s.State == events.StateStale {
-			s.JobPIDs = orphans(h, l.host, l.probe)
-		}
 		if !h.corrupt {
 			s.HeldFor, s.SinceBeat = now.Sub(h.created), now.Sub(h.heartbeat)
 			s.StaleSince = h.staleSince()

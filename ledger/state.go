@@ -26,45 +26,47 @@ type holding struct {
 	target string
 }
 
-// judge applies DESIGN.md's state rules to a holder at instant now.
-func judge(h *holding, now time.Time, self Host, probe ProcessProbe) string {
-	return judgeAge(h, now, self, probe, 0)
-}
-
-// judgeAge is judge with --max-age: a holding older than maxAge (by its
-// creation time) counts as stale.
-func judgeAge(h *holding, now time.Time, self Host, probe ProcessProbe, maxAge time.Duration) string {
+// judge applies DESIGN.md's state rules to a holder at instant now, with
+// --max-age (0: none): a holding older than maxAge (by its creation time)
+// counts as stale. job lists the processes of the holder's job that keep
+// it from being dead although its own process is gone (see JobProbe).
+func judge(h *holding, now time.Time, self Host, probe ProcessProbe, maxAge time.Duration) (state string, job []int) {
 	if h == nil {
-		return events.StateFree
+		return events.StateFree, nil
 	}
 	if h.verdict != nil {
-		return h.verdict.State
+		return h.verdict.State, nil
 	}
 	if h.corrupt {
-		return events.StateHeld // fail safe: an unreadable lock is a lock
+		return events.StateHeld, nil // fail safe: an unreadable lock is a lock
 	}
-	if dead(h, self, probe) {
-		return events.StateDead
+	dead, job := gone(h, self, probe)
+	switch {
+	case dead:
+		return events.StateDead, nil
+	case now.Sub(h.heartbeat) > time.Duration(h.rec.TTLSeconds)*time.Second:
+		return events.StateStale, job
+	case maxAge > 0 && now.Sub(h.created) > maxAge:
+		return events.StateStale, job
 	}
-	if now.Sub(h.heartbeat) > time.Duration(h.rec.TTLSeconds)*time.Second {
-		return events.StateStale
-	}
-	if maxAge > 0 && now.Sub(h.created) > maxAge {
-		return events.StateStale
-	}
-	return events.StateHeld
+	return events.StateHeld, job
 }
 
-// dead reports a holder provably gone. A holder on another host is never
-// judged by pid.
-func dead(h *holding, self Host, probe ProcessProbe) bool {
+// gone reports a holder provably gone (dead), or the processes of its job
+// still running here when only its own process is gone. A holder on
+// another host is never judged by pid.
+func gone(h *holding, self Host, probe ProcessProbe) (dead bool, job []int) {
 	if h.rec.HostID != self.ID || h.rec.PID <= 0 {
-		return false
+		return false, nil
 	}
 	if h.bootID != "" && self.BootID != "" && h.bootID != self.BootID {
-		return true // the host rebooted since the lock was taken
+		return true, nil // the host rebooted since the lock was taken
 	}
-	return pidGone(h, probe) && len(jobProcesses(h, probe)) == 0
+	if !pidGone(h, probe) {
+		return false, nil
+	}
+	job = jobProcesses(h, probe)
+	return len(job) == 0, job
 }
 
 // pidGone: the holder's process has exited, or its pid now names another
@@ -83,15 +85,6 @@ func jobProcesses(h *holding, probe ProcessProbe) []int {
 		return nil
 	}
 	return jp.JobProcesses(h.rec.RequestID)
-}
-
-// orphans is jobProcesses for a holder on this host whose own process is
-// gone, to say why such a lock is still held.
-func orphans(h *holding, self Host, probe ProcessProbe) []int {
-	if h == nil || h.rec.HostID != self.ID || h.rec.PID <= 0 || !pidGone(h, probe) {
-		return nil
-	}
-	return jobProcesses(h, probe)
 }
 
 // staleSince is the instant the holding became stale.

@@ -111,10 +111,11 @@ func (l *Ledger) peekHeld(ctx context.Context, req AcquireRequest, attempt int, 
 	if !h.foreign && h.rec.RequestID == req.RequestID {
 		return nil
 	}
-	if judgeAge(h, l.now().UTC(), l.host, l.probe, req.MaxAge) != events.StateHeld {
+	state, job := judge(h, l.now().UTC(), l.host, l.probe, req.MaxAge)
+	if state != events.StateHeld {
 		return nil
 	}
-	return &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt, JobPIDs: orphans(h, l.host, l.probe)}
+	return &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt, JobPIDs: job}
 }
 
 func jitter(attempt int) time.Duration {

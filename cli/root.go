@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"time"
@@ -63,8 +62,8 @@ const (
 	reads
 )
 
-func (g *globals) open(ctx context.Context, a access) (*ledger.Ledger, error) {
-	opts := []ledger.Option{ledger.WithLogger(g.log)}
+func (g *globals) open(ctx context.Context, a access, more ...ledger.Option) (*ledger.Ledger, error) {
+	opts := append([]ledger.Option{ledger.WithLogger(g.log)}, more...)
 	switch a {
 	case rewrites:
 		opts = append(opts, ledger.MustExist())
@@ -91,26 +90,8 @@ func (g *globals) open(ctx context.Context, a access) (*ledger.Ledger, error) {
 // returns what is left of.
 func (g *globals) openWaiting(ctx context.Context, wait time.Duration) (*ledger.Ledger, time.Duration, error) {
 	start := time.Now()
-	backoff := 20 * time.Millisecond
-	for {
-		l, err := g.open(ctx, writes)
-		left := wait - time.Since(start)
-		if err == nil {
-			return l, max(left, 0), nil
-		}
-		if wait <= 0 || left <= 0 || !ledger.IsTransient(err) {
-			return nil, 0, err
-		}
-		g.log.Debug("ledger busy while opening; retrying", "err", err)
-		t := time.NewTimer(min(backoff/2+time.Duration(rand.Int64N(int64(backoff))), left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, 0, err
-		case <-t.C:
-		}
-		backoff = min(2*backoff, time.Second)
-	}
+	l, err := g.open(ctx, writes, ledger.WithOpenWait(wait))
+	return l, max(wait-time.Since(start), 0), err
 }
 
 // finish lets go of a ledger at the end of a command. The CLI process exits

@@ -50,6 +50,7 @@ type config struct {
 	probe    ProcessProbe
 	create   bool
 	readOnly bool
+	openWait time.Duration
 }
 
 // Option configures Open.
@@ -107,6 +108,19 @@ func WithProcessProbe(p ProcessProbe) Option {
 			return errors.New("ledger: WithProcessProbe(nil)")
 		}
 		c.probe = p
+		return nil
+	}
+}
+
+// WithOpenWait lets Open wait up to d (instead of the busy timeout) for a
+// database too busy to open, as when many processes open a fresh root at
+// once; commands told to wait for their lock give it the same budget.
+func WithOpenWait(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("ledger: WithOpenWait(%s): must not be negative", d)
+		}
+		c.openWait = d
 		return nil
 	}
 }
@@ -192,14 +206,14 @@ func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 		return nil, fmt.Errorf("ledger: writer mutex: %w", err)
 	}
 	l.flock = f
-	if err := l.openDB(ctx, dbPath); err != nil {
+	if err := l.openDB(ctx, dbPath, max(c.busy, c.openWait)); err != nil {
 		l.flock.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
-func (l *Ledger) openDB(ctx context.Context, path string) error {
+func (l *Ledger) openDB(ctx context.Context, path string, patience time.Duration) error {
 	db, err := sql.Open("sqlite", dsn(path, l.busy))
 	if err != nil {
 		return err
@@ -207,9 +221,9 @@ func (l *Ledger) openDB(ctx context.Context, path string) error {
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
 	l.db = db
-	// The first connections of a fresh root race to switch it to WAL; a
-	// busy answer there is passing, so retry until the busy timeout.
-	deadline := time.Now().Add(l.busy)
+	// The first connections of a fresh root race to switch it to WAL and
+	// migrate; a busy answer there is passing, so retry for patience.
+	deadline := time.Now().Add(patience)
 	for {
 		err = l.prepare(ctx)
 		if err == nil {

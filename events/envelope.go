@@ -68,6 +68,41 @@ type Released struct {
 	Forced              bool    `json:"forced"`
 	ReleasedRequestID   string  `json:"released_request_id,omitempty"`
 	FencingToken        int64   `json:"fencing_token,omitempty"` // none for a foreign lock
+	// SupersededBy is set when the ledger's own (stale or dead) holder was
+	// superseded by another tool's lock file at one of its paths: that
+	// file's holder, its format and its path. The release is then forced.
+	SupersededBy       *Holder `json:"superseded_by,omitempty"`
+	SupersededByFormat string  `json:"superseded_by_format,omitempty"`
+	SupersededByPath   string  `json:"superseded_by_path,omitempty"`
+}
+
+// Refused is action_refused's payload: who asked is the envelope; what
+// was refused, why (the error shown to the caller), and the holder at the time.
+type Refused struct {
+	Action string  `json:"action"`
+	Error  string  `json:"error"`
+	State  string  `json:"state,omitempty"`
+	HeldBy *Holder `json:"held_by,omitempty"`
+}
+
+// Projected is lock_projected's payload: what one `project` run changed
+// for one lock, in words; MovedAside is where an unreadable file at the
+// lock's path was kept; BrokenChainAccepted and FirstBadSeq record a
+// projection made with --accept-broken-chain.
+type Projected struct {
+	Changes             []string `json:"changes"`
+	MovedAside          string   `json:"moved_aside,omitempty"`
+	BrokenChainAccepted bool     `json:"broken_chain_accepted,omitempty"`
+	FirstBadSeq         int64    `json:"first_bad_seq,omitempty"`
+}
+
+// JobProcessesPayload is job_processes's payload: the processes of the
+// job of JobRequestID that were still running, and what was done to them.
+type JobProcessesPayload struct {
+	JobRequestID string `json:"job_request_id"`
+	PIDs         []int  `json:"pids"`
+	Action       string `json:"action"`
+	Note         string `json:"note,omitempty"`
 }
 
 // HeartbeatFailedPayload is heartbeat_failed's payload.
@@ -199,6 +234,12 @@ func Decode(body []byte) (Envelope, any, error) {
 		p = &HeartbeatFailedPayload{}
 	case AcquireBlocked:
 		p = &Blocked{}
+	case ActionRefused:
+		p = &Refused{}
+	case LockProjected:
+		p = &Projected{}
+	case JobProcesses:
+		p = &JobProcessesPayload{}
 	default:
 		return env, nil, fmt.Errorf("events: unknown type %q", env.Type)
 	}

@@ -19,10 +19,21 @@ const (
 	LockReleased    Type = "lock_released"
 	HeartbeatFailed Type = "heartbeat_failed"
 	AcquireBlocked  Type = "acquire_blocked"
+	// ActionRefused: a release, steal or heartbeat the ledger refused
+	// (not the holder, an active holder without --active). It changes no state.
+	ActionRefused Type = "action_refused"
+	// LockProjected: `project` changed a lock's projections (the locks row,
+	// its lock file, a target file). It changes no state.
+	LockProjected Type = "lock_projected"
+	// JobProcesses: processes of a job that outlived its command (left the
+	// process group) or a superseded job, stopped or left running. It
+	// changes no state.
+	JobProcesses Type = "job_processes"
 )
 
 // Types lists every event type in a stable order.
-var Types = []Type{LockAcquired, LockHeartbeat, LockStolen, LockReleased, HeartbeatFailed, AcquireBlocked}
+var Types = []Type{LockAcquired, LockHeartbeat, LockStolen, LockReleased, HeartbeatFailed, AcquireBlocked,
+	ActionRefused, LockProjected, JobProcesses}
 
 // Valid reports whether t is a known event type.
 func (t Type) Valid() bool {
@@ -44,6 +55,23 @@ const (
 	ReasonForcedActive = "forced_active"
 	ReasonForeignLock  = "foreign_lock"
 	ReasonSuperseded   = "superseded"
+	// ReasonReclaimed: the same request id taken up by another process
+	// with --reclaim (the previous process of the request is the previous lock).
+	ReasonReclaimed = "reclaimed"
+)
+
+// Refused actions (action_refused's action).
+const (
+	ActionRelease   = "release"
+	ActionSteal     = "steal"
+	ActionHeartbeat = "heartbeat"
+)
+
+// What happened to a job's processes (job_processes's action).
+const (
+	JobTerminated  = "terminated"   // they exited after TERM within the grace
+	JobKilled      = "killed"       // KILL after the grace
+	JobLeftRunning = "left_running" // --leave-running: recorded and left alone
 )
 
 // Release results.

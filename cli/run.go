@@ -133,6 +133,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if req.Force {
 		opts = append(opts, ledger.WithForce())
 	}
+	if req.Reclaim {
+		opts = append(opts, ledger.WithReclaim())
+	}
 	if o.supersede {
 		if wait > 0 {
 			return events.Invalid("--supersede", "", "cannot be combined with --wait")

@@ -90,6 +90,12 @@ func WithSupersede() LeaseOption {
 	return func(c *leaseConfig) error { c.supersede = true; return nil }
 }
 
+// WithReclaim takes the lock over from another process holding it under
+// the same request id (see AcquireRequest.Reclaim).
+func WithReclaim() LeaseOption {
+	return func(c *leaseConfig) error { c.req.Reclaim = true; return nil }
+}
+
 // WithForce takes over a stale lock (never an active one).
 func WithForce() LeaseOption {
 	return func(c *leaseConfig) error { c.req.Force = true; return nil }
@@ -242,7 +248,7 @@ func (s *Lease) heartbeat(ctx context.Context) {
 		case <-s.poke:
 			t.Stop()
 		}
-		_, err := s.l.heartbeat(ctx, s.acq.Lock, s.id, failures)
+		_, err := s.l.heartbeat(ctx, s.acq.Lock, s.id, failures, s.acq.FencingToken)
 		switch {
 		case err == nil:
 			if unrecorded > 0 && s.record(ctx, unrecorded, "heartbeats failed, then recovered", false) {
@@ -327,7 +333,8 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 	s.stop()
 	s.wg.Wait()
 	s.released = true
-	req := ReleaseRequest{Lock: s.acq.Lock, Identity: s.id, Result: r.Result, FailureStep: r.FailureStep, ExitCode: r.ExitCode}
+	req := ReleaseRequest{Lock: s.acq.Lock, Identity: s.id, Result: r.Result, FailureStep: r.FailureStep, ExitCode: r.ExitCode,
+		FencingToken: s.acq.FencingToken}
 	// A busy ledger is passing: keep trying, with backoff, for as long as the
 	// lock itself would last, so that the result is recorded.
 	deadline := time.Now().Add(max(s.ttl, 3*s.l.busy))

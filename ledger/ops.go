@@ -90,6 +90,11 @@ type AcquireRequest struct {
 	// MaxAge, when set, makes a holder older than it count as stale (and is
 	// BSO's zombie age for BSO files).
 	MaxAge time.Duration
+	// Reclaim takes the lock over from another process that holds it under
+	// the same request id (lock_stolen, reason reclaimed). Without it, a
+	// request id held by another live process is refused as held: a request
+	// id names one holder, not whoever repeats it.
+	Reclaim bool
 }
 
 func (r *AcquireRequest) validate() error {
@@ -184,10 +189,17 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 		if err != nil {
 			return nil, err
 		}
-		if h != nil && !h.foreign && h.rec.RequestID == id.RequestID {
-			out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Seq: w.v.row.updatedSeq,
-				Record: h.rec, Already: true}
-			return nil, nil
+		if w.sameRequest(h, id) {
+			if w.sameProcess(h, id) {
+				out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Seq: w.v.row.updatedSeq,
+					Record: h.rec, Already: true}
+				return nil, nil
+			}
+			if req.Reclaim {
+				a, err := w.take(req, h, events.ReasonReclaimed, reclaimNote(h, id))
+				out = a
+				return nil, err
+			}
 		}
 		state, job := judge(h, w.now, l.host, l.probe, req.MaxAge)
 		switch state {
@@ -217,10 +229,32 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 				StaleSince: h.staleSince(), Age: w.now.Sub(h.heartbeat), JobPIDs: job})
 		default:
 			return w.blocked(req, h, state, &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
-				Corrupt: h.corrupt, Waited: req.Waited, JobPIDs: job})
+				Corrupt: h.corrupt, Waited: req.Waited, JobPIDs: job, SameRequest: w.sameRequest(h, req.Identity)})
 		}
 	})
 	return out, err
+}
+
+// sameRequest: the ledger's holder holds the lock under the caller's request id.
+func (w *writeTx) sameRequest(h *holding, id Identity) bool {
+	return h != nil && !h.foreign && h.rec.RequestID == id.RequestID
+}
+
+// sameProcess: the caller's holder process is the holding's own (same
+// host, pid and process start time), so a repeated acquire is idempotent.
+func (w *writeTx) sameProcess(h *holding, id Identity) bool {
+	if h.rec.HostID != w.l.host.ID || h.rec.PID != id.PID {
+		return false
+	}
+	if h.bootID != "" && w.l.host.BootID != "" && h.bootID != w.l.host.BootID {
+		return false
+	}
+	_, start := w.l.probe.Probe(id.PID)
+	return h.pidStart == "" || start == "" || start == h.pidStart
+}
+
+func reclaimNote(h *holding, id Identity) string {
+	return fmt.Sprintf("request %s reclaimed by pid %d from pid %d on %s", id.RequestID, id.PID, h.rec.PID, h.rec.HostID)
 }
 
 // prepareAcquire validates an acquisition request and resolves who asks: the
@@ -247,10 +281,23 @@ func (w *writeTx) effectiveHolder(req AcquireRequest) (*holding, error) {
 	if err := w.reconcileTargets(req.Targets); err != nil {
 		return nil, err
 	}
-	if w.v.holder != nil {
-		return w.v.holder, nil
+	if _, err := w.supersede(req.Identity, req.MaxAge); err != nil {
+		return nil, err
 	}
-	return w.foreignTarget(req)
+	if h := w.v.holder; h != nil && !h.foreign {
+		return h, nil
+	}
+	t, err := w.foreignTarget(req)
+	if err != nil || t == nil {
+		return w.v.holder, err
+	}
+	if h := w.v.holder; h != nil {
+		hs, _ := judge(h, w.now, w.l.host, w.l.probe, req.MaxAge)
+		if stateRank[hs] >= stateRank[t.verdict.State] {
+			return h, nil
+		}
+	}
+	return t, nil
 }
 
 // heldByNewFile turns "a lock file appeared between our check and our
@@ -353,12 +400,14 @@ func (l *Ledger) checkLocalPID(pid int) error {
 // lock gone records heartbeat_failed with lock_lost and returns a
 // *NotHolderError wrapping ErrLost.
 func (l *Ledger) Heartbeat(ctx context.Context, lock string, id Identity) (*Acquisition, error) {
-	return l.heartbeat(ctx, lock, id, 0)
+	return l.heartbeat(ctx, lock, id, 0, 0)
 }
 
 // heartbeat renews; priorFailures counts the caller's failed attempts just
-// before this one, recorded if this one finds the lock lost.
-func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorFailures int) (*Acquisition, error) {
+// before this one, recorded if this one finds the lock lost. A non-zero
+// token renews only the holding with that fencing token: a lease whose
+// request id was reclaimed by another process has lost its lock.
+func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorFailures int, token int64) (*Acquisition, error) {
 	if err := events.ValidateLockName(lock); err != nil {
 		return nil, err
 	}
@@ -371,8 +420,11 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 	}
 	var out *Acquisition
 	err = l.write(ctx, lock, func(w *writeTx) (error, error) {
+		if _, err := w.supersede(id, 0); err != nil {
+			return nil, err
+		}
 		h := w.v.holder
-		if h == nil || h.foreign || h.rec.RequestID != id.RequestID {
+		if h == nil || h.foreign || h.rec.RequestID != id.RequestID || token != 0 && h.token != token {
 			lost := &NotHolderError{Lock: lock, RequestID: id.RequestID, Lost: true}
 			if h != nil {
 				lost.Holder = &h.rec
@@ -435,6 +487,9 @@ type ReleaseRequest struct {
 	ExitCode    *int
 	// Force releases a lock held by someone else, recording forced: true.
 	Force bool
+	// FencingToken, when set, releases only the holding with that token: a
+	// request id reclaimed by another process is no longer the caller's.
+	FencingToken int64
 }
 
 // Release frees a lock held by req.RequestID. Releasing a lock the request
@@ -466,6 +521,9 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 		return err
 	}
 	return l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
+		if _, err := w.supersede(id, 0); err != nil {
+			return nil, err
+		}
 		h := w.v.holder
 		if h == nil {
 			last, err := lastHoldingEventOf(ctx, w.q, req.Lock, id.RequestID)
@@ -487,7 +545,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 				return &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Lost: true}, nil
 			}
 		}
-		mine := !h.foreign && h.rec.RequestID == id.RequestID
+		mine := !h.foreign && h.rec.RequestID == id.RequestID && (req.FencingToken == 0 || h.token == req.FencingToken)
 		if !mine && !req.Force {
 			lost := false
 			if last, err := lastHoldingEventOf(ctx, w.q, req.Lock, id.RequestID); err != nil {
@@ -557,9 +615,16 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 		if err != nil {
 			return nil, err
 		}
-		if h != nil && !h.foreign && h.rec.RequestID == id.RequestID {
-			out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Record: h.rec, Already: true}
-			return nil, nil
+		if w.sameRequest(h, id) {
+			if w.sameProcess(h, id) {
+				out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Record: h.rec, Already: true}
+				return nil, nil
+			}
+			if req.Reclaim {
+				a, err := w.take(req.AcquireRequest, h, events.ReasonReclaimed, reclaimNote(h, id))
+				out = a
+				return nil, err
+			}
 		}
 		state, _ := judge(h, w.now, l.host, l.probe, req.MaxAge)
 		var reason string

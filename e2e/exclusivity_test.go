@@ -61,9 +61,9 @@ func takeOver(t *testing.T, format, path, lock string, pid int) []byte {
 
 // lockPaths is where a lock of format lives for a test: the ledger's own
 // file for tower-fleet, a --file target for the other formats.
-func lockPaths(t *testing.T, root, format string) (path string, fileArgs []string) {
+func lockPaths(t *testing.T, root, format, lock string) (path string, fileArgs []string) {
 	if format == formats.NameTowerFleet {
-		return filepath.Join(root, "locks", "j.lock"), nil
+		return filepath.Join(root, "locks", lock+".lock"), nil
 	}
 	p := filepath.Join(t.TempDir(), format+".lock")
 	return p, []string{"--file", format + ":" + p}
@@ -73,18 +73,18 @@ func TestAnotherToolsTakeOverOfADeadHolderIsNeverOverwritten(t *testing.T) {
 	for _, format := range formats.Names() {
 		t.Run(format, func(t *testing.T) {
 			root := t.TempDir()
-			path, fileArgs := lockPaths(t, root, format)
+			path, fileArgs := lockPaths(t, root, format, "7")
 			old, killOld := sleeper(t)
-			clitest.Must(t, 0, root, append([]string{"acquire", "j", "--request-id", "ours", "--pid", strconv.Itoa(old)}, fileArgs...)...)
+			clitest.Must(t, 0, root, append([]string{"acquire", "7", "--request-id", "ours", "--pid", strconv.Itoa(old)}, fileArgs...)...)
 			killOld() // the ledger's holder is dead: the other tool may take the lock by its rules
 			other, killOther := sleeper(t)
-			theirs := takeOver(t, format, path, "j", other)
+			theirs := takeOver(t, format, path, "7", other)
 
 			me, _ := sleeper(t)
 			for _, args := range [][]string{
-				append([]string{"acquire", "j", "--pid", strconv.Itoa(me)}, fileArgs...),
-				{"acquire", "j", "--pid", strconv.Itoa(me)}, // without --file: the lock remembers its paths
-				append([]string{"acquire", "j", "--force", "--pid", strconv.Itoa(me)}, fileArgs...),
+				append([]string{"acquire", "7", "--pid", strconv.Itoa(me)}, fileArgs...),
+				{"acquire", "7", "--pid", strconv.Itoa(me)}, // without --file: the lock remembers its paths
+				append([]string{"acquire", "7", "--force", "--pid", strconv.Itoa(me)}, fileArgs...),
 			} {
 				r := clitest.Run(t, root, args...)
 				if r.Code != 3 {
@@ -106,8 +106,8 @@ func TestAnotherToolsTakeOverOfADeadHolderIsNeverOverwritten(t *testing.T) {
 			}
 
 			// The old holder's own commands cannot touch it either.
-			clitest.Must(t, 5, root, "heartbeat", "j", "--request-id", "ours")
-			clitest.Run(t, root, "release", "j", "--request-id", "ours")
+			clitest.Must(t, 5, root, "heartbeat", "7", "--request-id", "ours")
+			clitest.Run(t, root, "release", "7", "--request-id", "ours")
 			if got, _ := os.ReadFile(path); string(got) != string(theirs) {
 				t.Fatalf("the old holder's heartbeat or release changed the other tool's lock:\n%s", got)
 			}
@@ -117,7 +117,7 @@ func TestAnotherToolsTakeOverOfADeadHolderIsNeverOverwritten(t *testing.T) {
 				return // gitclaw judges by age, not by pid: its lock stays live for its TTL
 			}
 			killOther()
-			clitest.Must(t, 0, root, append([]string{"acquire", "j", "--pid", strconv.Itoa(me)}, fileArgs...)...)
+			clitest.Must(t, 0, root, append([]string{"acquire", "7", "--pid", strconv.Itoa(me)}, fileArgs...)...)
 			if st := lastBody(t, root, "lock_stolen"); st["reason"] != "foreign_lock" {
 				t.Fatalf("taking over the other tool's dead lock: reason %v, want foreign_lock", st["reason"])
 			}
@@ -161,7 +161,7 @@ func TestALiveRunLosesItsLockToAnotherToolsForcedTakeOver(t *testing.T) {
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	awaitState(t, root, "j", "held", 30*time.Second)
+	awaitRunning(t, root, "j")
 	other, _ := sleeper(t)
 	theirs := takeOver(t, formats.NameBSO, path, "j", other) // an operator's forced take-over in BSO
 	err := run.Wait()
@@ -213,7 +213,7 @@ func TestARunWhoseRequestIDIsReclaimedStops(t *testing.T) {
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	awaitState(t, root, "j", "held", 30*time.Second)
+	awaitRunning(t, root, "j")
 	me, _ := sleeper(t)
 	clitest.Must(t, 0, root, "acquire", "j", "--request-id", "job-8", "--reclaim", "--pid", strconv.Itoa(me))
 	if code := exitCode(run.Wait()); code != 5 {
@@ -222,6 +222,22 @@ func TestARunWhoseRequestIDIsReclaimedStops(t *testing.T) {
 	out := clitest.Must(t, 0, root, "status", "j", "--json").Stdout
 	if !strings.Contains(out, `"pid": `+strconv.Itoa(me)) && !strings.Contains(out, `"pid":`+strconv.Itoa(me)) {
 		t.Fatalf("the reclaimed lock is no longer the reclaimer's after the old run stopped:\n%s", out)
+	}
+}
+
+// awaitRunning waits until a run started in the background holds lock.
+func awaitRunning(t *testing.T, root, lock string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := clitest.Run(t, root, "status", lock, "--json")
+		if r.Code == 0 && strings.Contains(r.Stdout, `"state":"held"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lock %s never became held: %s %s", lock, r.Stdout, r.Stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

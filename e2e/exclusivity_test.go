@@ -79,6 +79,9 @@ func TestAnotherToolsTakeOverOfADeadHolderIsNeverOverwritten(t *testing.T) {
 			killOld() // the ledger's holder is dead: the other tool may take the lock by its rules
 			other, killOther := sleeper(t)
 			theirs := takeOver(t, format, path, "7", other)
+			if st := statusJSON(t, root, "7"); st["state"] != "held" || st["foreign"] != true || st["superseded"] == nil {
+				t.Fatalf("status before any writer met the take-over: %v, want held by the other tool, ours superseded", st)
+			}
 
 			me, _ := sleeper(t)
 			for _, args := range [][]string{

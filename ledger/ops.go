@@ -667,6 +667,9 @@ type LockStatus struct {
 	Foreign      bool
 	Corrupt      bool
 	Interloper   bool // a foreign file sits at the path of a lock the ledger holds
+	// Superseded is the ledger's own holder when another tool's lock at one
+	// of its paths has taken the lock (recorded by the next writer).
+	Superseded *events.Record
 	HeldFor      time.Duration
 	SinceBeat    time.Duration
 	StaleSince   time.Time
@@ -690,8 +693,16 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 }
 
 func (l *Ledger) status(v *view, now time.Time) *LockStatus {
+	var superseded *events.Record
+	if sup, err := l.supersededBy(v, now, 0); err == nil && sup != nil {
+		// What the next writer will record: the other tool's lock holds it.
+		rec := v.holder.rec
+		superseded = &rec
+		v = &view{name: v.name, row: v.row, file: v.file, holder: sup.h}
+	}
 	state, job := judge(v.holder, now, l.host, l.probe, 0)
-	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.path(v.name), Interloper: v.interloper}
+	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.path(v.name), Interloper: v.interloper,
+		Superseded: superseded}
 	if h := v.holder; h != nil {
 		rec := h.rec
 		s.Holder, s.FencingToken, s.Foreign, s.Corrupt = &rec, h.token, h.foreign, h.corrupt

@@ -670,10 +670,10 @@ type LockStatus struct {
 	// Superseded is the ledger's own holder when another tool's lock at one
 	// of its paths has taken the lock (recorded by the next writer).
 	Superseded *events.Record
-	HeldFor      time.Duration
-	SinceBeat    time.Duration
-	StaleSince   time.Time
-	Path         string
+	HeldFor    time.Duration
+	SinceBeat  time.Duration
+	StaleSince time.Time
+	Path       string
 }
 
 // Status reads one lock. It takes no lock and changes nothing.

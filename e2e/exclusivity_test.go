@@ -256,3 +256,75 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// towerFleet runs tower-fleet's own lock manager (e2e/testdata, from its
+// specification) with LOCK_DIR at root's locks directory.
+func towerFleet(t *testing.T, root, script string) *exec.Cmd {
+	t.Helper()
+	for _, bin := range []string{"bash", "jq"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("SKIP LOUDLY: %s is not installed; tower-fleet's own lock manager cannot run (CI installs it)", bin)
+		}
+	}
+	lib, err := filepath.Abs("testdata/tower-fleet-lock-manager.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command("bash", "-c", "source \"$LIB\"; "+script)
+	c.Env = append(os.Environ(), "LIB="+lib, "LOCK_DIR="+filepath.Join(root, "locks"), "ACTOR=tower-fleet-executor")
+	return c
+}
+
+func TestTowerFleetsOwnForcedTakeOverOfAStaleLockIsLeftAlone(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, "locks", "j.lock")
+	old, _ := sleeper(t)
+	clitest.Must(t, 0, root, "acquire", "j", "--request-id", "ours", "--ttl", "1", "--pid", strconv.Itoa(old))
+	awaitState(t, root, "j", "stale", 30*time.Second)
+
+	// tower-fleet's executor with --force-lock once its own check calls the
+	// lock stale (whole seconds), which then keeps running (exec keeps its
+	// pid, the one it wrote into the lock).
+	tf := towerFleet(t, root, `until is_lock_stale "$LOCK_DIR/j.lock"; do sleep 0.1; done; acquire_lock j tf-req-1 deploy-app 1.2.0 true && exec sleep 600`)
+	var tfErr strings.Builder
+	tf.Stderr = &tfErr
+	if err := tf.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tf.Process.Kill(); _ = tf.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	var theirs []byte
+	for {
+		theirs, _ = os.ReadFile(path)
+		if strings.Contains(string(theirs), `"tf-req-1"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tower-fleet never took the stale lock: %s\ntower-fleet said: %s", theirs, tfErr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	me, _ := sleeper(t)
+	r := clitest.Run(t, root, "acquire", "j", "--force", "--pid", strconv.Itoa(me))
+	if r.Code != 3 {
+		t.Fatalf("acquire --force over tower-fleet's live lock: exit %d, want 3\n%s", r.Code, r.Stderr)
+	}
+	clitest.Must(t, 5, root, "heartbeat", "j", "--request-id", "ours")
+	if got, _ := os.ReadFile(path); string(got) != string(theirs) {
+		t.Fatalf("lockledger changed tower-fleet's lock:\n%s", got)
+	}
+	if sup := lastBody(t, root, "lock_released"); sup["released_request_id"] != "ours" || sup["superseded_by_format"] != "tower-fleet" {
+		t.Fatalf("the stale holder is not recorded as superseded by tower-fleet: %v", sup)
+	}
+	if out, err := towerFleet(t, root, `is_lock_stale "$LOCK_DIR/j.lock" && echo stale || echo active`).Output(); err != nil || strings.TrimSpace(string(out)) != "active" {
+		t.Fatalf("tower-fleet's own staleness check on its lock: %q %v", out, err)
+	}
+
+	// tower-fleet releases by its own rules; the lock is free for lockledger.
+	if out, err := towerFleet(t, root, `release_lock j tf-req-1`).CombinedOutput(); err != nil {
+		t.Fatalf("tower-fleet's release: %v\n%s", err, out)
+	}
+	clitest.Must(t, 0, root, "acquire", "j", "--pid", strconv.Itoa(me))
+	clitest.Must(t, 0, root, "verify")
+}

@@ -261,11 +261,7 @@ func exitCode(err error) int {
 // specification) with LOCK_DIR at root's locks directory.
 func towerFleet(t *testing.T, root, script string) *exec.Cmd {
 	t.Helper()
-	for _, bin := range []string{"bash", "jq"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("SKIP LOUDLY: %s is not installed; tower-fleet's own lock manager cannot run (CI installs it)", bin)
-		}
-	}
+	clitest.NeedBinary(t, "bash", "jq")
 	lib, err := filepath.Abs("testdata/tower-fleet-lock-manager.sh")
 	if err != nil {
 		t.Fatal(err)

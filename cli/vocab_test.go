@@ -59,7 +59,7 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndSupersession(t *testing.T)
 		Changes: []string{"lock file restored"}, MovedAside: filepath.Join(root, "locks", "app-prod.lock.corrupt-1")})
 	superseded := appendChained(t, db, 250, events.LockReleased, "db-migrate", "req-frank", "frank", &events.Released{
 		HeldDurationSeconds: 240, Result: events.ResultCancelled, Forced: true, ReleasedRequestID: "req-bob-db", FencingToken: 2,
-		SupersededBy: &events.Holder{RequestID: "foreign:bso", Actor: "bso", HostID: scenarioHost, PID: 4711},
+		SupersededBy:       &events.Holder{RequestID: "foreign:bso", Actor: "bso", HostID: scenarioHost, PID: 4711},
 		SupersededByFormat: "bso", SupersededByPath: "/srv/app/.bso.lock"})
 
 	got := seqsOf(t, clitest.Must(t, 0, root, "timeline", "--format", "jsonl", "--type", "action_refused,lock_projected",

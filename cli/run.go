@@ -52,6 +52,16 @@ KILL and exits 5; --on-lost warn only logs it. Processes CMD left running
 in its group when it exits are stopped the same way before the release, so
 nothing runs on after the lock is gone.
 
+--supersede takes the lock from an older run of the same job (recorded as
+superseded) and starts CMD only once that job has stopped: the older runner
+on this host is told, stops its job within its own --kill-grace and exits;
+run waits until that runner is gone and no process carries the older
+LOCKLEDGER_REQUEST_ID. After this run's --kill-grace plus 3s (for the older
+runner to notice), what is left of the older job, and its runner, is
+killed and recorded as job_processes (killed) before CMD starts. A holder on
+another host, another tool's lock, or a holder that is not a lockledger run
+cannot be awaited: run says so, notes it in the steal, and starts CMD.
+
 run exits with CMD's exact code (128+N when CMD died of signal N), 3 or 4
 when it never got the lock, 5 when the lock was lost and CMD was stopped.`,
 		Example: `  lockledger run deploy-prod -- ./deploy.sh --env prod
@@ -73,7 +83,7 @@ when it never got the lock, 5 when the lock was lost and CMD was stopped.`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.onLost, "on-lost", "kill", "when the lock is lost: kill (TERM, grace, KILL the command) or warn")
 	fl.StringVar(&o.killGrace, "kill-grace", DefaultKillGrace.String(), "time between TERM and KILL")
-	fl.BoolVar(&o.supersede, "supersede", false, "take the lock from an older run of the same job (recorded as superseded); a runner on this host is told and stops its job")
+	fl.BoolVar(&o.supersede, "supersede", false, "take the lock from an older run of the same job (recorded as superseded) and start CMD once that job has stopped (killed after --kill-grace)")
 	return cmd
 }
 
@@ -163,6 +173,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 	// From here on the lease and the release outlive a cancelled ctx.
 	bg := context.WithoutCancel(ctx)
 	o.g.log.Info("acquired", "lock", o.lock, "fencing_token", lease.FencingToken(), "request_id", lease.RequestID())
+	if o.supersede {
+		if err := awaitSuperseded(bg, o, lease, grace, sigs, pokes); err != nil {
+			return err
+		}
+	}
 
 	code, st, err := supervise(o, path, lease, sigs, pokes, grace)
 	if err != nil {
@@ -197,6 +212,55 @@ func runRun(ctx context.Context, o *runOptions) error {
 		o.g.log.Info("released", "lock", o.lock, "result", result, "exit_code", code)
 	}
 	return &ExitError{Code: code}
+}
+
+// awaitSuperseded holds the command back until the job this run took the
+// lock from has stopped (see ledger.Lease.AwaitSuperseded), so that the two
+// never overlap. A signal meanwhile, or losing the lock, ends the run
+// without starting the command.
+func awaitSuperseded(ctx context.Context, o *runOptions, lease *ledger.Lease, grace time.Duration, sigs, pokes <-chan os.Signal) error {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var got os.Signal
+	var watching sync.WaitGroup
+	watching.Add(1)
+	go func() {
+		defer watching.Done()
+		for {
+			select {
+			case s := <-sigs:
+				got = s
+				cancel()
+				return
+			case <-pokes:
+				lease.CheckNow()
+			case <-actx.Done():
+				return
+			}
+		}
+	}()
+	sup, err := lease.AwaitSuperseded(actx, grace)
+	cancel()
+	watching.Wait()
+	switch {
+	case got != nil:
+		_ = lease.Release(ctx, ledger.Result{Result: events.ResultCancelled})
+		o.g.log.Warn("signalled while waiting for the superseded job to stop; the command was not started", "lock", o.lock, "signal", got)
+		return &ExitError{Code: 128 + int(got.(syscall.Signal))}
+	case err != nil:
+		_ = lease.Release(ctx, ledger.Result{Result: events.ResultCancelled}) // refused as lost
+		o.g.log.Error("lock lost while waiting for the superseded job to stop; the command was not started", "lock", o.lock, "err", err)
+		return &ExitError{Code: ExitNotHolder}
+	case sup.NotAwaited != "":
+		o.g.log.Warn("the superseded job cannot be awaited; starting the command now", "lock", o.lock,
+			"superseded_request_id", sup.RequestID, "why", sup.NotAwaited)
+	case len(sup.Killed) > 0:
+		o.g.log.Warn("the superseded job outlived the grace and was killed", "lock", o.lock,
+			"superseded_request_id", sup.RequestID, "pids", fmt.Sprint(sup.Killed), "kill_grace", grace)
+	case sup.RequestID != "":
+		o.g.log.Info("the superseded job has stopped", "lock", o.lock, "superseded_request_id", sup.RequestID)
+	}
+	return nil
 }
 
 // supervise runs the child and returns its exit code.

@@ -129,3 +129,79 @@ func TestSupersedingRunKillsAnOlderJobThatOutlivesTheGrace(t *testing.T) {
 	}
 	assertChain(t, root)
 }
+
+// leftGroup waits until the background process $! has left the shell's
+// process group (setsid has run: its session, field 6 of its stat, is its
+// own pid); until then stopping the group would stop it too.
+const leftGroup = `until [ "$(cut -d' ' -f6 /proc/$!/stat)" = "$!" ]; do sleep 0.01; done;`
+
+// TestRunStopsProcessesThatLeftItsGroupBeforeTheRelease: a daemon started
+// with setsid leaves the command's process group, so stopping the group
+// misses it; it still carries LOCKLEDGER_REQUEST_ID, and run stops it after
+// the command exits, recording job_processes before the release.
+func TestRunStopsProcessesThatLeftItsGroupBeforeTheRelease(t *testing.T) {
+	root := t.TempDir()
+	r := clitest.Must(t, 0, root, "run", "daemonish", "--kill-grace", "5s", "--", "sh", "-c",
+		`setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $! "$LOCKLEDGER_REQUEST_ID"`)
+	var daemon int
+	var req string
+	if _, err := fmt.Sscan(r.Stdout, &daemon, &req); err != nil {
+		t.Fatalf("%v: %q", err, r.Stdout)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
+	if !gone(daemon) {
+		t.Fatalf("the setsid daemon %d still runs after run exited", daemon)
+	}
+	jp := lastBody(t, root, "job_processes")
+	if jp["job_request_id"] != req || jp["action"] != "terminated" || !slices.Contains(pidsOf(jp), daemon) {
+		t.Fatalf("job_processes %v: want %s's daemon %d terminated", jp, req, daemon)
+	}
+	if jpSeq, rel := seqOf(t, root, "job_processes", req), seqOf(t, root, "lock_released", req); jpSeq > rel {
+		t.Fatalf("job_processes at seq %d after the release at %d", jpSeq, rel)
+	}
+	assertChain(t, root)
+}
+
+// TestRunKillsProcessesThatLeftItsGroupAndIgnoreTerm: past the grace, KILL.
+func TestRunKillsProcessesThatLeftItsGroupAndIgnoreTerm(t *testing.T) {
+	root := t.TempDir()
+	ready := filepath.Join(t.TempDir(), "ready")
+	r := clitest.Must(t, 0, root, "run", "stubborn", "--kill-grace", "1s", "--", "sh", "-c",
+		`setsid sh -c 'trap "" TERM; echo > "$1"; while :; do sleep 0.1; done' sh "$1" >/dev/null 2>&1 &
+		until [ -s "$1" ]; do sleep 0.01; done; echo $!`, "sh", ready)
+	var daemon int
+	if _, err := fmt.Sscan(r.Stdout, &daemon); err != nil {
+		t.Fatalf("%v: %q", err, r.Stdout)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
+	if !gone(daemon) {
+		t.Fatalf("the daemon %d that ignores TERM still runs after run exited", daemon)
+	}
+	if jp := lastBody(t, root, "job_processes"); jp["action"] != "killed" || !slices.Contains(pidsOf(jp), daemon) {
+		t.Fatalf("job_processes %v: want daemon %d killed", jp, daemon)
+	}
+}
+
+// TestRunLeaveRunningRecordsTheProcessesItLeaves: --leave-running keeps a
+// daemon that left the group alive, and says so in the ledger.
+func TestRunLeaveRunningRecordsTheProcessesItLeaves(t *testing.T) {
+	root := t.TempDir()
+	r := clitest.Must(t, 0, root, "run", "daemonish", "--leave-running", "--", "sh", "-c",
+		`setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $! "$LOCKLEDGER_REQUEST_ID"`)
+	var daemon int
+	var req string
+	if _, err := fmt.Sscan(r.Stdout, &daemon, &req); err != nil {
+		t.Fatalf("%v: %q", err, r.Stdout)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
+	if gone(daemon) {
+		t.Fatalf("--leave-running: the daemon %d was stopped", daemon)
+	}
+	jp := lastBody(t, root, "job_processes")
+	if jp["job_request_id"] != req || jp["action"] != "left_running" || !slices.Contains(pidsOf(jp), daemon) {
+		t.Fatalf("job_processes %v: want %s's daemon %d left_running", jp, req, daemon)
+	}
+	if jpSeq, rel := seqOf(t, root, "job_processes", req), seqOf(t, root, "lock_released", req); jpSeq > rel {
+		t.Fatalf("job_processes at seq %d after the release at %d", jpSeq, rel)
+	}
+}

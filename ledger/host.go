@@ -131,28 +131,33 @@ func (*procProbe) Probe(pid int) (Liveness, string) {
 // (field 22 of /proc/PID/stat), or "" when it cannot be read. Together with
 // the boot id it tells a live holder from a reused pid.
 func ProcessStart(pid int) string {
-	_, start := procStat(pid)
-	return start
+	return readStat(pid).start
 }
 
-// procStat reads the state (field 3: R, S, Z...) and the start time (field
-// 22) of pid from /proc/PID/stat; both "" when it cannot be read.
-func procStat(pid int) (state, start string) {
+// procStat is what lockledger reads of /proc/PID/stat.
+type procStat struct {
+	state string // field 3: R, S, D, Z...; "" when pid cannot be read
+	ppid  int    // field 4
+	start string // field 22, clock ticks since boot
+}
+
+func readStat(pid int) procStat {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return "", ""
+		return procStat{}
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return "", ""
+		return procStat{}
 	}
 	fields := strings.Fields(s[i+1:])
 	// fields[0] is field 3 (state); starttime is field 22.
 	if len(fields) < 20 {
-		return "", ""
+		return procStat{}
 	}
-	return fields[0], fields[19]
+	ppid, _ := strconv.Atoi(fields[1])
+	return procStat{state: fields[0], ppid: ppid, start: fields[19]}
 }
 
 // processRunning reports whether pid is a process that has not exited (a
@@ -161,11 +166,11 @@ func processRunning(pid int, start string) bool {
 	if pid <= 0 {
 		return false
 	}
-	state, now := procStat(pid)
+	st := readStat(pid)
 	switch {
-	case state == "" || state == "Z" || state == "X":
+	case st.state == "" || st.state == "Z" || st.state == "X":
 		return false
-	case start != "" && now != start:
+	case start != "" && st.start != start:
 		return false // the pid names another process now
 	}
 	return true

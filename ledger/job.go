@@ -1,11 +1,11 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -27,12 +27,126 @@ const jobPoll = 50 * time.Millisecond
 const killSettle = 5 * time.Second
 
 // JobPIDs lists the processes carrying LOCKLEDGER_REQUEST_ID=requestID, from
-// a scan of /proc made now, other than this process.
+// a scan of /proc made now, other than this process and its ancestors (a
+// lockledger started from inside the job must not stop or await what
+// started it).
 func JobPIDs(requestID string) []int {
 	if requestID == "" {
 		return nil
 	}
-	return scanJobs()[requestID]
+	pids := scanJobs()[requestID]
+	if len(pids) == 0 {
+		return nil
+	}
+	up := ancestors()
+	return slices.DeleteFunc(pids, func(pid int) bool { return up[pid] })
+}
+
+// ancestors are this process's parent, its parent's parent, and so on.
+func ancestors() map[int]bool {
+	up := map[int]bool{}
+	for pid := os.Getppid(); pid > 1 && !up[pid]; pid = readStat(pid).ppid {
+		up[pid] = true
+	}
+	return up
+}
+
+// jobWatch follows one job's processes across scans. A process stays
+// followed until it has exited: an exiting process loses its environment
+// (and drops out of JobPIDs) a moment before it becomes a zombie.
+type jobWatch struct {
+	requestID string
+	start     map[int]string // pid -> its start time, when first seen
+	seen      []int          // in order of first sight
+}
+
+func newJobWatch(requestID string) *jobWatch {
+	return &jobWatch{requestID: requestID, start: map[int]string{}}
+}
+
+// look scans again and returns the job's processes still running.
+func (w *jobWatch) look() []int {
+	for _, pid := range JobPIDs(w.requestID) {
+		if _, ok := w.start[pid]; ok {
+			continue
+		}
+		if start := ProcessStart(pid); start != "" {
+			w.start[pid] = start
+			w.seen = append(w.seen, pid)
+		}
+	}
+	var live []int
+	for _, pid := range w.seen {
+		if processRunning(pid, w.start[pid]) {
+			live = append(live, pid)
+		}
+	}
+	return live
+}
+
+// signal sends sig to pid if it is still the process seen.
+func (w *jobWatch) signal(pid int, sig unix.Signal) {
+	signalIf(pid, sig, func() bool { return processRunning(pid, w.start[pid]) })
+}
+
+// all is every process of the job seen so far, sorted.
+func (w *jobWatch) all() []int {
+	return slices.Sorted(slices.Values(w.seen))
+}
+
+// JobStop is what StopJob did.
+type JobStop struct {
+	PIDs   []int // the processes carrying the job's request id it found, sorted
+	Killed bool  // some of them were still running after the grace and got KILL
+}
+
+// StopJob ends what is left of a job once its command has exited: the
+// command's process group pgid (0: none) and the processes carrying
+// requestID (see JobPIDs), which include those that left the group. Each
+// gets TERM; whatever still runs after grace (or at once when ctx is done)
+// gets KILL. Processes the job starts meanwhile are stopped too. It returns
+// when nothing is left, or when KILL has had killSettle to take effect.
+func StopJob(ctx context.Context, requestID string, pgid int, grace time.Duration) JobStop {
+	var st JobStop
+	w := newJobWatch(requestID)
+	termed := map[int]bool{}
+	deadline := time.Now().Add(grace)
+	var killing time.Time // when KILL began; zero before
+	groupTermed := false
+	for {
+		live := w.look()
+		group := pgid > 0 && unix.Kill(-pgid, 0) == nil
+		if len(live) == 0 && !group {
+			break
+		}
+		now := time.Now()
+		if killing.IsZero() && (now.After(deadline) || ctx.Err() != nil) {
+			killing = now
+		}
+		switch {
+		case group && !killing.IsZero():
+			_ = unix.Kill(-pgid, unix.SIGKILL)
+		case group && !groupTermed:
+			groupTermed = true
+			_ = unix.Kill(-pgid, unix.SIGTERM)
+		}
+		for _, pid := range live {
+			switch {
+			case !killing.IsZero():
+				st.Killed = true
+				w.signal(pid, unix.SIGKILL)
+			case !termed[pid]:
+				termed[pid] = true
+				w.signal(pid, unix.SIGTERM)
+			}
+		}
+		if !killing.IsZero() && now.Sub(killing) > killSettle {
+			break
+		}
+		pause(ctx, killing.IsZero())
+	}
+	st.PIDs = w.all()
+	return st
 }
 
 // pause waits one poll interval; cancellable says ctx may cut it short.
@@ -47,26 +161,6 @@ func pause(ctx context.Context, cancellable bool) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-}
-
-// hasJobEnv reports whether pid's environment carries requestID.
-func hasJobEnv(pid int, requestID string) bool {
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
-	}
-	want := []byte(JobEnv + "=" + requestID)
-	for kv := range bytes.SplitSeq(env, []byte{0}) {
-		if bytes.HasPrefix(kv, []byte(JobEnv+"=")) {
-			return bytes.Equal(kv, want) // the first one is the one getenv sees
-		}
-	}
-	return false
-}
-
-// signalJobProcess sends sig to pid if it still carries requestID.
-func signalJobProcess(pid int, requestID string, sig unix.Signal) {
-	signalIf(pid, sig, func() bool { return hasJobEnv(pid, requestID) })
 }
 
 // signalIf sends sig to pid when still(), checked after pid was pinned with

@@ -444,18 +444,19 @@ func (s *Lease) AwaitSuperseded(ctx context.Context, grace time.Duration) (Super
 		runner = 0 // this process superseded itself: nothing to wait for
 	}
 	deadline := time.Now().Add(grace + SupersedeNoticeMargin)
+	job := newJobWatch(out.RequestID)
 	termed := map[int]bool{}
 	for {
 		up := runnerRunning(runner, start)
-		jobs := JobPIDs(out.RequestID)
-		if !up && len(jobs) == 0 {
+		live := job.look()
+		if !up && len(live) == 0 {
 			return out, nil
 		}
 		if !up {
-			for _, pid := range jobs {
+			for _, pid := range live {
 				if !termed[pid] {
 					termed[pid] = true
-					signalJobProcess(pid, out.RequestID, unix.SIGTERM)
+					job.signal(pid, unix.SIGTERM)
 				}
 			}
 		}
@@ -466,7 +467,7 @@ func (s *Lease) AwaitSuperseded(ctx context.Context, grace time.Duration) (Super
 			return out, err
 		}
 	}
-	out.Killed = killJob(runner, start, out.RequestID)
+	out.Killed = killJob(runner, start, job)
 	if len(out.Killed) == 0 {
 		return out, nil // it ended between the last look and the KILL
 	}
@@ -480,9 +481,9 @@ func (s *Lease) AwaitSuperseded(ctx context.Context, grace time.Duration) (Super
 }
 
 // killJob KILLs a job's runner (if still the process started at start) and
-// every process carrying its request id, until none is left or killSettle
-// has passed, and returns those it killed.
-func killJob(runner int, start, requestID string) []int {
+// its processes, until none is left or killSettle has passed, and returns
+// those it killed.
+func killJob(runner int, start string, job *jobWatch) []int {
 	var killed []int
 	seen := map[int]bool{}
 	add := func(pid int) {
@@ -494,17 +495,17 @@ func killJob(runner int, start, requestID string) []int {
 	until := time.Now().Add(killSettle)
 	for {
 		up := runnerRunning(runner, start)
-		jobs := JobPIDs(requestID)
-		if (!up && len(jobs) == 0) || time.Now().After(until) {
+		live := job.look()
+		if (!up && len(live) == 0) || time.Now().After(until) {
 			break
 		}
 		if up {
 			add(runner)
 			signalIf(runner, unix.SIGKILL, func() bool { return runnerRunning(runner, start) })
 		}
-		for _, pid := range jobs {
+		for _, pid := range live {
 			add(pid)
-			signalJobProcess(pid, requestID, unix.SIGKILL)
+			job.signal(pid, unix.SIGKILL)
 		}
 		pause(context.Background(), false)
 	}

@@ -170,6 +170,12 @@ type Acquisition struct {
 	Reason       string
 	Previous     *events.Record
 	PreviousHash string
+	// PreviousPIDStart is the start time of the previous holder's process
+	// (see ProcessStart), which tells it from a later process with its pid.
+	PreviousPIDStart string
+	// NotAwaited says why a superseded job cannot be awaited from here
+	// (see Lease.AwaitSuperseded); "" when it can.
+	NotAwaited string
 	// Already: the request held the lock before this call; nothing was written.
 	Already bool
 }
@@ -359,6 +365,7 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 		ev, err = w.append(events.LockAcquired, req.Identity, &acq)
 	} else {
 		out.Stolen, out.Reason, out.Previous, out.PreviousHash = true, reason, &prev.rec, fileHash(prev.file)
+		out.PreviousPIDStart = prev.pidStart
 		ev, err = w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: acq, PreviousLock: prev.rec,
 			PreviousLockHash: out.PreviousHash, Reason: reason, Note: note})
 	}
@@ -650,7 +657,14 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 		if h.foreign && reason != events.ReasonForcedActive && reason != events.ReasonSuperseded {
 			reason = events.ReasonForeignLock
 		}
-		a, err := w.take(req.AcquireRequest, h, reason, req.Note)
+		note, notAwaited := req.Note, ""
+		if req.Supersede {
+			note, notAwaited = l.supersedeNote(h, note)
+		}
+		a, err := w.take(req.AcquireRequest, h, reason, note)
+		if a != nil {
+			a.NotAwaited = notAwaited
+		}
 		out = a
 		return nil, err
 	})

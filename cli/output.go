@@ -64,7 +64,12 @@ func errorObject(err error) map[string]any {
 	var stale *ledger.StaleError
 	var nh *ledger.NotHolderError
 	var inv *events.InvalidError
+	var broken *ledger.BrokenChainError
 	switch {
+	case errors.As(err, &broken):
+		return map[string]any{"error": "broken_chain", "first_bad": broken.FirstBad, "problem_count": broken.Problems,
+			"message":    err.Error(),
+			"suggestion": "lockledger verify shows the damage; lockledger project --accept-broken-chain projects anyway (recorded)"}
 	case errors.As(err, &held):
 		o := map[string]any{"error": "lock_blocked", "lock_name": held.Lock, "held_by": events.HolderOf(held.Holder),
 			"message":    err.Error(),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
 )
 
 // Sentinel errors. Every error the ledger returns for a lock decision wraps
@@ -32,10 +33,39 @@ var (
 	ErrReadOnly = errors.New("ledger opened read-only")
 	// ErrClosed: the ledger was used after Close.
 	ErrClosed = errors.New("ledger is closed")
+	// ErrBrokenChain: project refused to rebuild the projections from an
+	// event log that verify finds damaged (exit 1).
+	ErrBrokenChain = errors.New("the event log is damaged")
 )
 
 // ErrInvalid is events.ErrInvalid: bad input, nothing written (exit 2).
 var ErrInvalid = events.ErrInvalid
+
+// BrokenChainError is Project's refusal of a damaged event log: rebuilt
+// from it, the locks table and the lock files would agree with a forged
+// log and hide the forgery. It wraps ErrBrokenChain.
+type BrokenChainError struct {
+	// FirstBad is the first damage, as verify names it (lowest seq).
+	FirstBad replay.Problem
+	// Problems counts the damage verify found in the log.
+	Problems int
+}
+
+func (e *BrokenChainError) Error() string {
+	return fmt.Sprintf("%s: first bad seq %d, %s (%s; %d %s in all); project refuses to rebuild the locks table and the "+
+		"lock files from a damaged log, and changed nothing: `lockledger verify` shows the damage, "+
+		"`lockledger project --accept-broken-chain` projects it anyway (recorded)", ErrBrokenChain, e.FirstBad.Seq, e.FirstBad.Kind,
+		e.FirstBad.Detail, e.Problems, plural(e.Problems, "problem", "problems"))
+}
+
+func (e *BrokenChainError) Unwrap() error { return ErrBrokenChain }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
 
 // HeldError reports an active holder. It wraps ErrHeld.
 type HeldError struct {

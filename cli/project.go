@@ -38,7 +38,11 @@ Every run that changes anything is recorded: one lock_projected event per
 lock whose projections changed, saying what changed. A run that changes
 nothing records nothing.
 
-Lock files that the ledger did not write are left alone.`,
+Lock files of other tools are left alone. An unreadable file in the locks
+directory (not a v1 lock, so no tool's holder; it blocks its lock, to fail
+safe) is kept aside as NAME.lock.corrupt-<UTC time> beside it (mode 0600,
+never replacing a file), and where the ledger holds the lock its own file
+is put back.`,
 		Example: `  lockledger project
   lockledger project --json | jq .recorded`,
 		Args: noArgs,

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
@@ -76,8 +81,10 @@ func AcceptBrokenChain() ProjectOption { return func(c *projectConfig) { c.accep
 // files are then reconciled with the rebuilt rows by the same rules every
 // write applies (interpret): a held lock's file is placed or replaced, a
 // free lock's leftover file of the ledger's is removed, interrupted
-// writes' journals are settled. Lock files the ledger did not write are
-// left alone.
+// writes' journals are settled. Lock files of other tools are left alone;
+// an unreadable file in the locks directory (one that is no v1 lock, so no
+// tool's holder) is kept aside as NAME.lock.corrupt-TIME and, for a held
+// lock, the ledger's file is put back in its place.
 //
 // Each lock whose projections change gets one lock_projected event saying
 // what changed, appended in the transaction that rewrites the rows. The
@@ -123,12 +130,15 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		return nil, err
 	}
 	if err := p.files(rebuilt); err != nil {
+		p.dropAsides()
 		return nil, err
 	}
 	if err := p.record(ctx, tx, id); err != nil {
+		p.dropAsides()
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
+		p.dropAsides()
 		return nil, fmt.Errorf("ledger: commit: %w", err)
 	}
 	return rep, p.apply()
@@ -143,9 +153,13 @@ type projection struct {
 }
 
 // lockPlan is what a run changes for one lock: the words of its
-// lock_projected event and the file changes to make after the commit.
+// lock_projected event, the unreadable files kept aside (linked before the
+// commit, so that the event names files that exist), and the file changes
+// to make after the commit.
 type lockPlan struct {
 	changes []string
+	aside   string
+	linked  []string // asides this run created: dropped if it does not commit
 	apply   []func() error
 }
 
@@ -279,12 +293,16 @@ func absPath(p string) string {
 	return p
 }
 
-// lockFile plans one ROOT/locks file: the repairs every writer makes.
+// lockFile plans one ROOT/locks file: the repairs every writer makes, or,
+// for an unreadable file, keeping it aside (see keepUnreadable).
 func (p *projection) lockFile(name string, r *row) error {
 	l := p.l
 	v, err := l.inspect(name, r)
 	if err != nil {
 		return err
+	}
+	if unreadableAt(v) {
+		return p.keepUnreadable(name, r, v)
 	}
 	for _, rp := range v.repairs {
 		p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: repairAction[rp], Detail: l.files.path(name)})
@@ -299,6 +317,79 @@ func (p *projection) lockFile(name string, r *row) error {
 		p.plan(name).apply = append(p.plan(name).apply, func() error { return l.applyRepairs(v) })
 	}
 	return nil
+}
+
+// keepUnreadable plans an unreadable file at a lock's path: it is no v1
+// lock, so no tool's holder, and blocks the lock for good (held, to fail
+// safe). It is kept aside now (see keepAside), and after the commit the
+// path gets the ledger's file back where the ledger holds the lock, or is
+// left empty.
+func (p *projection) keepUnreadable(name string, r *row, v *view) error {
+	l := p.l
+	path := l.files.path(name)
+	lp := p.plan(name)
+	// Of the view's repairs only the journal's apply: whatever the view
+	// made of the file, it is neither the ledger's nor another tool's.
+	settle := &view{name: name, row: r}
+	for _, rp := range v.repairs {
+		if rp == repairDropJournal {
+			settle.repairs = append(settle.repairs, rp)
+			p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: repairAction[rp], Detail: path})
+			lp.changes = append(lp.changes, l.repairWords(name, rp))
+		}
+	}
+	aside, created, err := l.keepAside(path, v.file, p.now)
+	if errors.Is(err, errChangedMeanwhile) {
+		l.log.Warn("an unreadable lock file changed while project read it; left alone", "path", path)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if created {
+		lp.linked = append(lp.linked, aside)
+	}
+	lp.aside = aside
+	u := v.file.unreadable()
+	u.Path = absPath(u.Path)
+	lp.changes = append(lp.changes, fmt.Sprintf("%s moved aside to %s", u, aside))
+	p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: "moved aside", Detail: path + " -> " + aside})
+	held := r != nil && r.held
+	if held {
+		lp.changes = append(lp.changes, "lock file rewritten ("+absPath(path)+")")
+		p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: "replaced", Detail: path})
+	}
+	ino := v.file.ino
+	lp.apply = append(lp.apply, func() error {
+		if err := l.applyRepairs(settle); err != nil {
+			return err
+		}
+		if !held {
+			return removeIfInode(path, ino)
+		}
+		j, err := replaceAt(path, r.file)
+		if err != nil {
+			return err
+		}
+		if err := syncClose(j); err != nil {
+			return err
+		}
+		return l.files.done(name)
+	})
+	return nil
+}
+
+// unreadableAt reports whether the view found a file at the lock's path
+// that is not the ledger's bytes and not a v1 lock at all: no tool's holder.
+func unreadableAt(v *view) bool {
+	if !v.file.exists {
+		return false
+	}
+	if v.row != nil && bytes.Equal(v.file.data, v.row.file) {
+		return false
+	}
+	_, err := ParseLockFile(v.file.data)
+	return err != nil
 }
 
 // targets plans the extra lock files (other tools' formats) of a rebuilt
@@ -395,7 +486,7 @@ func (p *projection) record(ctx context.Context, tx *sql.Tx, id Identity) error 
 		if len(lp.changes) == 0 {
 			continue
 		}
-		pl := &events.Projected{Changes: recordable(lp.changes)}
+		pl := &events.Projected{Changes: recordable(lp.changes), MovedAside: lp.aside}
 		if bad := p.rep.BrokenChain; bad != nil {
 			pl.BrokenChainAccepted = true
 			if bad.Seq > 0 {
@@ -450,4 +541,105 @@ func (p *projection) apply() error {
 		}
 	}
 	return nil
+}
+
+// dropAsides removes the links to unreadable files made by a run that
+// does not commit: the files stay where they were.
+func (p *projection) dropAsides() {
+	for _, lp := range p.plans {
+		for _, a := range lp.linked {
+			if err := removeIfExists(a); err != nil {
+				p.l.log.Warn("could not remove a link to an unreadable lock file", "path", a, "err", err)
+			}
+		}
+	}
+}
+
+// errChangedMeanwhile: the file at a lock path changed between its reading and its linking.
+var errChangedMeanwhile = errors.New("lock file changed meanwhile")
+
+// asideLayout is the UTC time in the name an unreadable file is kept under.
+const asideLayout = "20060102T150405Z"
+
+// keepAside keeps the unreadable file f found at p under a new name beside
+// it, p.corrupt-TIME (then -2, -3, ... if taken), mode 0600: a hard link,
+// so nothing is copied and no existing file is ever replaced (link(2)
+// fails on an existing name). A link to the same file left by a run that
+// did not commit is reused. errChangedMeanwhile if the file at p is no
+// longer f.
+func (l *Ledger) keepAside(p string, f fileState, now time.Time) (aside string, created bool, err error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", false, err
+	}
+	p = abs
+	dir, base := filepath.Dir(p), filepath.Base(p)+".corrupt-"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false, err
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), base) {
+			continue
+		}
+		if prior, err := readRegular(filepath.Join(dir, e.Name())); err == nil && prior.exists && prior.ino == f.ino {
+			return prior.path, false, nil
+		}
+	}
+	name := filepath.Join(dir, base+now.UTC().Format(asideLayout))
+	for i := 2; ; i++ {
+		err = os.Link(p, name)
+		if !errors.Is(err, fs.ErrExist) || i > 1000 {
+			break
+		}
+		name = filepath.Join(dir, fmt.Sprintf("%s%s-%d", base, now.UTC().Format(asideLayout), i))
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, errChangedMeanwhile
+	}
+	if err != nil {
+		return "", false, err
+	}
+	got, err := readRegular(name)
+	if err == nil && (!got.exists || got.ino != f.ino || !bytes.Equal(got.data, f.data)) {
+		err = errChangedMeanwhile
+	}
+	if err != nil {
+		_ = removeIfExists(name)
+		return "", false, err
+	}
+	if err := chmodPrivate(name); err != nil {
+		// Another user's file: it stays in the locks directory (0700), under its own mode.
+		l.log.Warn("could not make the kept unreadable lock file private", "path", name, "err", err)
+	}
+	return name, true, nil
+}
+
+// chmodPrivate sets mode 0600 on the regular file at p, never following a symlink.
+func chmodPrivate(p string) error {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer unix.Close(fd)
+	if err := unix.Fchmod(fd, 0o600); err != nil {
+		return &os.PathError{Op: "chmod", Path: p, Err: err}
+	}
+	return nil
+}
+
+// removeIfInode removes p if it is still the file ino (kept aside under
+// another name), and leaves anything that took its place.
+func removeIfInode(p string, ino uint64) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return &os.PathError{Op: "lstat", Path: p, Err: err}
+	}
+	if st.Ino != ino {
+		return nil
+	}
+	return removeIfExists(p)
 }

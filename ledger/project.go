@@ -204,6 +204,9 @@ func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (ma
 			if d := rowDiff(want, got); len(d) > 0 {
 				ch = &ProjectChange{Lock: lk.Name, Action: "updated", Detail: "columns " + strings.Join(d, ", ")}
 				words = fmt.Sprintf("locks row: %s -> %s (columns %s)", rowHolder(got), rowHolder(want), strings.Join(d, ", "))
+				if rowHolder(got) == rowHolder(want) {
+					words = fmt.Sprintf("locks row rewritten: columns %s (%s)", strings.Join(d, ", "), rowHolder(want))
+				}
 			}
 		}
 		if ch == nil {

@@ -56,8 +56,8 @@ func runList(ctx context.Context, o *listOptions) error {
 	fmt.Fprintln(tw, "LOCK\tSTATE\tACTOR\tREQUEST\tPID@HOST\tHELD\tHEARTBEAT\tTTL")
 	for _, s := range locks {
 		h := s.Holder
-		if s.Corrupt {
-			fmt.Fprintf(tw, "%s\t%s\t?\t(unreadable foreign lock file)\t?\t?\t?\t?\n", s.Name, s.State)
+		if s.Corrupt != nil {
+			fmt.Fprintf(tw, "%s\t%s\t-\t%s\t-\t-\t-\t-\n", s.Name, s.State, s.Corrupt)
 			continue
 		}
 		req := h.RequestID

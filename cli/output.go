@@ -18,15 +18,22 @@ type lockObject struct {
 	Lock         *events.Record `json:"lock"`
 	Path         string         `json:"path,omitempty"`
 	Foreign      bool           `json:"foreign,omitempty"`
-	Corrupt      bool           `json:"corrupt,omitempty"`
-	HeldSeconds  *int64         `json:"held_seconds,omitempty"`
-	AgeSeconds   *int64         `json:"heartbeat_age_seconds,omitempty"`
-	StaleSince   string         `json:"stale_since,omitempty"`
-	JobPIDs      []int          `json:"job_pids,omitempty"`
-	Reason       string         `json:"reason,omitempty"`
-	PreviousLock *events.Record `json:"previous_lock,omitempty"`
-	PreviousHash string         `json:"previous_lock_hash,omitempty"`
-	Superseded   *events.Record `json:"superseded,omitempty"`
+	// Corrupt describes an unreadable lock file that holds the lock (to
+	// fail safe): {"path", "size_bytes", "modified"}; lock is then null.
+	Corrupt *ledger.UnreadableFile `json:"corrupt,omitempty"`
+	// UnreadableFile: such a file sits at the path of a lock the ledger
+	// holds (lock is the ledger's holder).
+	UnreadableFile *ledger.UnreadableFile `json:"unreadable_file,omitempty"`
+	HeldSeconds    *int64                 `json:"held_seconds,omitempty"`
+	AgeSeconds     *int64                 `json:"heartbeat_age_seconds,omitempty"`
+	StaleSince     string                 `json:"stale_since,omitempty"`
+	JobPIDs        []int                  `json:"job_pids,omitempty"`
+	Reason         string                 `json:"reason,omitempty"`
+	PreviousLock   *events.Record         `json:"previous_lock,omitempty"`
+	PreviousHash   string                 `json:"previous_lock_hash,omitempty"`
+	// Superseded is the ledger's own holder when another tool's lock has
+	// taken the lock (see status).
+	Superseded *events.Record `json:"superseded,omitempty"`
 }
 
 func acquisitionObject(a *ledger.Acquisition) lockObject {
@@ -44,15 +51,16 @@ func acquisitionObject(a *ledger.Acquisition) lockObject {
 
 func statusObject(s *ledger.LockStatus) lockObject {
 	o := lockObject{Status: "ok", LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
-		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, JobPIDs: s.JobPIDs, Superseded: s.Superseded}
-	if s.Holder != nil {
+		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, UnreadableFile: s.Unreadable, JobPIDs: s.JobPIDs,
+		Superseded: s.Superseded}
+	if s.Corrupt != nil {
+		o.Lock = nil // no holder can be read from the file
+	} else if s.Holder != nil {
 		o.RequestID = s.Holder.RequestID
-		if !s.Corrupt {
-			held, age := int64(s.HeldFor/time.Second), int64(s.SinceBeat/time.Second)
-			o.HeldSeconds, o.AgeSeconds = &held, &age
-			if s.State == events.StateStale {
-				o.StaleSince = events.FormatLockTime(s.StaleSince)
-			}
+		held, age := int64(s.HeldFor/time.Second), int64(s.SinceBeat/time.Second)
+		o.HeldSeconds, o.AgeSeconds = &held, &age
+		if s.State == events.StateStale {
+			o.StaleSince = events.FormatLockTime(s.StaleSince)
 		}
 	}
 	return o
@@ -65,7 +73,12 @@ func errorObject(err error) map[string]any {
 	var stale *ledger.StaleError
 	var nh *ledger.NotHolderError
 	var inv *events.InvalidError
+	var broken *ledger.BrokenChainError
 	switch {
+	case errors.As(err, &broken):
+		return map[string]any{"error": "broken_chain", "first_bad": broken.FirstBad, "problem_count": broken.Problems,
+			"message":    err.Error(),
+			"suggestion": "lockledger verify shows the damage; lockledger project --accept-broken-chain projects anyway (recorded)"}
 	case errors.As(err, &held):
 		o := map[string]any{"error": "lock_blocked", "lock_name": held.Lock, "held_by": events.HolderOf(held.Holder),
 			"message":    err.Error(),
@@ -73,8 +86,10 @@ func errorObject(err error) map[string]any {
 		if held.Foreign {
 			o["foreign"] = true
 		}
-		if held.Corrupt {
-			o["corrupt"] = true
+		if held.Corrupt != nil {
+			o["held_by"], o["corrupt"] = nil, held.Corrupt
+			o["suggestion"] = "lockledger project moves the unreadable file aside (kept beside it and recorded); or lockledger steal " +
+				held.Lock + " --active --reason TEXT"
 		}
 		if held.Waited > 0 {
 			o["waited_seconds"] = held.Waited.Seconds()
@@ -92,7 +107,9 @@ func errorObject(err error) map[string]any {
 		}
 		o := map[string]any{"error": kind, "lock_name": nh.Lock, "request_id": nh.RequestID, "held_by": nil,
 			"message": err.Error()}
-		if nh.Holder != nil {
+		if nh.Corrupt != nil {
+			o["corrupt"] = nh.Corrupt
+		} else if nh.Holder != nil {
 			o["held_by"] = events.HolderOf(*nh.Holder)
 		}
 		return o

@@ -4,26 +4,53 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/ledger"
 )
 
-type projectOptions struct{ g *globals }
+type projectOptions struct {
+	g            *globals
+	actor        string
+	acceptBroken bool
+}
 
 func newProject(g *globals) *cobra.Command {
 	o := &projectOptions{g: g}
-	return &cobra.Command{
-		Use:   "project",
+	cmd := &cobra.Command{
+		Use:   "project [--accept-broken-chain]",
 		Short: "Rebuild the locks table and the lock files from the events",
 		Long: `Replay every event and rebuild the projections from them alone: the locks
 table, then every lock file (placed, replaced or removed to match), under
-the ledger's writer lock (writers wait while it replays the log). Lock
-files that the ledger did not write are left alone. Reports what changed.
-Run verify first: a log whose bodies do not decode is refused.`,
-		Example: `  lockledger verify || lockledger project`,
-		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runProject(cmd.Context(), o) },
+the ledger's writer lock (writers wait while it replays the log). Reports
+what changed.
+
+project first checks the event log as verify does (hash chain, seq,
+schemas, columns, replay consistency). While the log is damaged it
+refuses, exit 1, naming the first bad seq and the kind of damage, and
+changes nothing: projections rebuilt from a forged log would agree with
+the forgery and hide it. --accept-broken-chain projects the log as it now
+reads anyway, and its events say so.
+
+Every run that changes anything is recorded: one lock_projected event per
+lock whose projections changed, saying what changed. A run that changes
+nothing records nothing.
+
+Lock files of other tools are left alone. An unreadable file in the locks
+directory (not a v1 lock, so no tool's holder; it blocks its lock, to fail
+safe) is kept aside as NAME.lock.corrupt-<UTC time> beside it (mode 0600,
+never replacing a file), and where the ledger holds the lock its own file
+is put back.`,
+		Example: `  lockledger project
+  lockledger project --json | jq .recorded`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runProject(cmd.Context(), o) },
 	}
+	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "project even while the event log is damaged (recorded on every lock_projected event)")
+	cmd.Flags().StringVar(&o.actor, "actor", "", "who projects, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
+	return cmd
 }
 
 func runProject(ctx context.Context, o *projectOptions) error {
@@ -32,7 +59,11 @@ func runProject(ctx context.Context, o *projectOptions) error {
 		return err
 	}
 	defer o.g.finish(l)
-	rep, err := l.Project(ctx)
+	opts := []ledger.ProjectOption{ledger.ProjectAs(ledger.Identity{Actor: o.actor, PID: os.Getppid()})}
+	if o.acceptBroken {
+		opts = append(opts, ledger.AcceptBrokenChain())
+	}
+	rep, err := l.Project(ctx, opts...)
 	if err != nil {
 		return err
 	}
@@ -42,6 +73,9 @@ func runProject(ctx context.Context, o *projectOptions) error {
 	}
 	w := o.g.io.Out
 	fmt.Fprintf(w, "project: %d events replayed: %d locks, %d held\n", rep.Events, rep.Locks, rep.Held)
+	if b := rep.BrokenChain; b != nil {
+		fmt.Fprintf(w, "  the event log is damaged (first bad seq %d, %s): projected as it now reads (--accept-broken-chain)\n", b.Seq, b.Kind)
+	}
 	if !rep.Changed() {
 		fmt.Fprintln(w, "  no change: the locks table and the lock files already match the events")
 	}
@@ -53,6 +87,12 @@ func runProject(ctx context.Context, o *projectOptions) error {
 	}
 	printNames(w, "foreign lock files left alone", rep.Foreign)
 	printNames(w, "locks held by the ledger with another tool's file at their path (left alone)", rep.Interlopers)
+	switch n := len(rep.Recorded); {
+	case n == 1:
+		fmt.Fprintf(w, "  recorded: lock_projected, seq %d\n", rep.Recorded[0])
+	case n > 1:
+		fmt.Fprintf(w, "  recorded: %d lock_projected events, seq %d-%d\n", n, rep.Recorded[0], rep.Recorded[n-1])
+	}
 	return nil
 }
 

@@ -29,7 +29,10 @@ func newRelease(g *globals) *cobra.Command {
 		Long: `Free a lock held by request R and record the result. Releasing a lock
 you already released is a no-op (exit 0). A lock held by someone else is
 refused with exit 5 and stays held; --force releases it anyway and
-records forced: true with the holder it released.`,
+records forced: true with the holder it released. A file at the lock's
+path that the ledger did not write is never removed; when an unreadable
+one is left there, the lock stays held by it (to fail safe), and release
+says so: lockledger project keeps it aside.`,
 		Example: `  lockledger release deploy-prod --request-id "$rid"
   lockledger release deploy-prod --request-id "$rid" --result failure --failure-step migrate
   lockledger release deploy-prod --force --actor oncall   # someone else's lock, audited`,
@@ -90,10 +93,29 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if err != nil {
 		return err
 	}
+	out := map[string]any{"status": "released", "lock_name": o.lock, "state": events.StateFree, "request_id": o.requestID}
+	blocked := blockedByUnreadable(ctx, l, o.lock)
+	if blocked != nil {
+		out["state"], out["corrupt"] = events.StateHeld, blocked
+	}
 	if o.g.json {
-		writeJSON(o.g.io.Out, map[string]any{"status": "released", "lock_name": o.lock, "state": events.StateFree,
-			"request_id": o.requestID})
+		writeJSON(o.g.io.Out, out)
 	}
 	o.g.log.Info("released", "lock", o.lock)
+	if blocked != nil {
+		o.g.log.Warn("the lock stays blocked: an "+blocked.String()+" sits at its path (left in place); "+
+			"`lockledger project` moves it aside, kept and recorded", "lock", o.lock)
+	}
 	return nil
+}
+
+// blockedByUnreadable is the unreadable file that holds lock (to fail
+// safe) after a release: release never removes a file that is not the
+// ledger's, so one that sat at the path of the released lock stays there.
+func blockedByUnreadable(ctx context.Context, l *ledger.Ledger, lock string) *ledger.UnreadableFile {
+	s, err := l.Status(ctx, lock)
+	if err != nil {
+		return nil
+	}
+	return s.Corrupt
 }

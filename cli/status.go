@@ -33,7 +33,12 @@ func newStatus(g *globals) *cobra.Command {
 		Long: `Show a lock's state. status only reads: it takes no lock and writes
 nothing. States: free, held (active holder), stale (no heartbeat within
 its TTL; acquire --force takes it), dead (its holder on this host is gone;
-the next acquire takes it).`,
+the next acquire takes it).
+
+An unreadable lock file (no v1 lock) names no holder: it holds the lock,
+to fail safe, and is shown as "unreadable lock file at PATH (N bytes,
+modified T)" (JSON: "lock": null and "corrupt": {"path", "size_bytes",
+"modified"}). lockledger project keeps it aside.`,
 		Example: `  lockledger status deploy-prod
   lockledger status deploy-prod --json | jq -r .state
   lockledger status sprint --format bso --file bso:.sprint-running   # BSO's check-mode return object`,
@@ -88,8 +93,9 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 	}
 	h := s.Holder
 	fmt.Fprintf(w, "%s: %s\n", s.Name, s.State)
-	if s.Corrupt {
-		fmt.Fprintf(w, "  lock file %s is not a valid v1 lock (held, to fail safe)\n", s.Path)
+	if s.Corrupt != nil {
+		fmt.Fprintf(w, "  %s, not written by the ledger: held, to fail safe\n", s.Corrupt)
+		fmt.Fprintf(w, "  `lockledger project` moves it aside (kept beside it, recorded); `lockledger steal %s --active` takes the lock over\n", s.Name)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -111,7 +117,10 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 	if s.Foreign {
 		fmt.Fprintf(tw, "  note\tlock file written by another tool\n")
 	}
-	if s.Interloper {
+	switch {
+	case s.Unreadable != nil:
+		fmt.Fprintf(tw, "  warning\tan %s sits where the ledger's file should be; `lockledger project` puts the ledger's file back, keeping it aside\n", s.Unreadable)
+	case s.Interloper:
 		fmt.Fprintf(tw, "  warning\tanother tool's file sits at %s\n", s.Path)
 	}
 	if p := s.Superseded; p != nil {

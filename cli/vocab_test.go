@@ -87,9 +87,14 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndSupersession(t *testing.T)
 	}
 
 	// The superseded release freed db-migrate in the log; project brings
-	// the locks table along, and verify then finds nothing wrong.
+	// the locks table along (recording that it did), and verify then finds
+	// nothing wrong.
 	clitest.Must(t, 0, root, "project")
-	if v := verify(t, root, 0); !v.OK || v.LastSeq != superseded {
+	recorded := superseded + 1
+	if typ := clitest.Strings(t, root, `SELECT type || ' ' || lock_name FROM events ORDER BY seq DESC LIMIT 1`); typ[0] != "lock_projected db-migrate" {
+		t.Fatalf("project recorded %v", typ)
+	}
+	if v := verify(t, root, 0); !v.OK || v.LastSeq != recorded {
 		t.Fatalf("verify after project: %+v", v)
 	}
 	if out := clitest.Must(t, 0, root, "who", "db-migrate", "--at", at(260)).Stdout; !strings.Contains(out, "free") {
@@ -100,7 +105,7 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndSupersession(t *testing.T)
 	if err := os.WriteFile(file, []byte(jsonl), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if v := verify(t, root, 0, "--file", file); !v.OK || v.LastSeq != superseded {
+	if v := verify(t, root, 0, "--file", file); !v.OK || v.LastSeq != recorded {
 		t.Fatalf("verify --file: %+v", v)
 	}
 }

@@ -13,8 +13,17 @@ func waitReporter(g *globals, lock string) ledger.WaitObserver {
 	tty := isTerminal(g.io.ErrOut)
 	said := false
 	return func(h *ledger.HeldError, waited time.Duration) {
+		if h.Corrupt != nil {
+			if tty {
+				fmt.Fprintf(g.io.ErrOut, "\r\033[Kwaiting for %s: held by an %s; waited %s", lock, h.Corrupt, waited.Truncate(time.Second))
+			} else if !said {
+				said = true
+				g.log.Info("waiting for lock", "lock", lock, "holder", h.Corrupt.String())
+			}
+			return
+		}
 		held := ""
-		if t, err := h.Holder.CreatedTime(); err == nil && !h.Corrupt {
+		if t, err := h.Holder.CreatedTime(); err == nil {
 			held = " for " + time.Since(t).Truncate(time.Second).String()
 		}
 		if tty {

@@ -1,12 +1,14 @@
 package ledger
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
 )
 
 // Sentinel errors. Every error the ledger returns for a lock decision wraps
@@ -32,17 +34,71 @@ var (
 	ErrReadOnly = errors.New("ledger opened read-only")
 	// ErrClosed: the ledger was used after Close.
 	ErrClosed = errors.New("ledger is closed")
+	// ErrBrokenChain: project refused to rebuild the projections from an
+	// event log that verify finds damaged (exit 1).
+	ErrBrokenChain = errors.New("the event log is damaged")
 )
 
 // ErrInvalid is events.ErrInvalid: bad input, nothing written (exit 2).
 var ErrInvalid = events.ErrInvalid
+
+// BrokenChainError is Project's refusal of a damaged event log: rebuilt
+// from it, the locks table and the lock files would agree with a forged
+// log and hide the forgery. It wraps ErrBrokenChain.
+type BrokenChainError struct {
+	// FirstBad is the first damage, as verify names it (lowest seq).
+	FirstBad replay.Problem
+	// Problems counts the damage verify found in the log.
+	Problems int
+}
+
+func (e *BrokenChainError) Error() string {
+	return fmt.Sprintf("%s: first bad seq %d, %s (%s; %d %s in all); project refuses to rebuild the locks table and the "+
+		"lock files from a damaged log, and changed nothing: `lockledger verify` shows the damage, "+
+		"`lockledger project --accept-broken-chain` projects it anyway (recorded)", ErrBrokenChain, e.FirstBad.Seq, e.FirstBad.Kind,
+		e.FirstBad.Detail, e.Problems, plural(e.Problems, "problem", "problems"))
+}
+
+func (e *BrokenChainError) Unwrap() error { return ErrBrokenChain }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// UnreadableFile is a lock file that does not parse as a lock of its
+// format: no holder can be read from it, so it is held to fail safe, and it
+// is shown as what it is (where, how big, when it last changed), never as
+// a holder. `lockledger project` moves one aside (see Project).
+type UnreadableFile struct {
+	Path     string
+	Size     int64
+	Modified time.Time
+}
+
+func (u *UnreadableFile) String() string {
+	return fmt.Sprintf("unreadable lock file at %s (%d bytes, modified %s)", u.Path, u.Size, u.Modified.UTC().Format(time.RFC3339))
+}
+
+// MarshalJSON renders {"path", "size_bytes", "modified"} (RFC 3339 UTC).
+func (u *UnreadableFile) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Path     string `json:"path"`
+		Size     int64  `json:"size_bytes"`
+		Modified string `json:"modified"`
+	}{u.Path, u.Size, u.Modified.UTC().Format(time.RFC3339)})
+}
 
 // HeldError reports an active holder. It wraps ErrHeld.
 type HeldError struct {
 	Lock    string
 	Holder  events.Record
 	Foreign bool // the holder is a lock file the ledger did not write
-	Corrupt bool // the foreign file could not be parsed; treated as held to fail safe
+	// Corrupt is set when that file could not be parsed: Holder is then a
+	// placeholder, and the lock is held to fail safe.
+	Corrupt *UnreadableFile
 	Waited  time.Duration
 	// JobPIDs are the processes of the holder's job still running here
 	// after the holder's own process is gone (see JobProbe).
@@ -54,11 +110,12 @@ type HeldError struct {
 
 func (e *HeldError) Error() string {
 	switch {
+	case e.Corrupt != nil:
+		return fmt.Sprintf("lock %s: held by an %s, not written by the ledger (treated as held, to fail safe); "+
+			"`lockledger project` moves it aside (kept and recorded), or `lockledger steal %s --active` takes the lock over", e.Lock, e.Corrupt, e.Lock)
 	case e.SameRequest:
 		return fmt.Sprintf("lock %s: held under this request id %s by another process (actor %s, pid %d on %s, since %s)%s; a request id names one holder: use a new request id, or --reclaim to take it over from that process (recorded)",
 			e.Lock, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID, e.Holder.CreatedAt, jobNote(e.Holder.PID, e.JobPIDs))
-	case e.Corrupt:
-		return fmt.Sprintf("lock %s: held by an unreadable lock file the ledger did not write (treated as held; inspect it, or take it over with `steal --active`)", e.Lock)
 	case e.Foreign:
 		return fmt.Sprintf("lock %s: held by request %s (actor %s, pid %d on %s, a lock file the ledger did not write)",
 			e.Lock, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID)
@@ -100,14 +157,19 @@ type NotHolderError struct {
 	Lock      string
 	RequestID string
 	Holder    *events.Record // nil when the lock is free
-	Lost      bool
+	// Corrupt: the holder is an unreadable lock file (Holder is a placeholder).
+	Corrupt *UnreadableFile
+	Lost    bool
 }
 
 func (e *NotHolderError) Error() string {
 	var who string
-	if e.Holder == nil {
+	switch {
+	case e.Corrupt != nil:
+		who = "it is held by an " + e.Corrupt.String()
+	case e.Holder == nil:
 		who = "the lock is free"
-	} else {
+	default:
 		who = fmt.Sprintf("it is held by request %s (actor %s, pid %d on %s)", e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID)
 	}
 	if e.Lost {

@@ -43,7 +43,7 @@ func (l *Ledger) supersededBy(v *view, now time.Time, maxAge time.Duration) (*su
 		}
 	}
 	if v.interloper {
-		if f := foreignHolding(v.name, v.file.data); !f.corrupt {
+		if f := foreignHolding(v.name, v.file); f.corrupt == nil {
 			p, err := filepath.Abs(l.files.path(v.name))
 			if err != nil {
 				return nil, err
@@ -75,7 +75,7 @@ func (l *Ledger) supersededBy(v *view, now time.Time, maxAge time.Duration) (*su
 			continue
 		}
 		verdict := f.Judge(fh, nil, now, l.formatsEnv(maxAge))
-		consider(&supersessor{h: foreignFormatHolding(v.name, t, fh, nil, cur.data, verdict), format: t.Format, path: t.Path})
+		consider(&supersessor{h: foreignFormatHolding(v.name, t, fh, nil, cur, verdict), format: t.Format, path: t.Path})
 	}
 	if best == nil {
 		return nil, nil

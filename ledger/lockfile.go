@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -52,8 +53,18 @@ func swapOf(p string) string { return filepath.Join(filepath.Dir(p), "."+filepat
 // fileState is what lies at a lock path.
 type fileState struct {
 	exists bool
-	data   []byte
+	data   []byte // at most maxLockFile+1 bytes
 	ino    uint64
+	// path, size and mtime describe the file to a person (an unreadable
+	// one is shown as what it is, see UnreadableFile).
+	path  string
+	size  int64
+	mtime time.Time
+}
+
+// unreadable describes the file as a lock file no reader can parse.
+func (f fileState) unreadable() *UnreadableFile {
+	return &UnreadableFile{Path: f.path, Size: f.size, Modified: f.mtime.UTC()}
 }
 
 // read returns the lock file at p without following symlinks.
@@ -91,7 +102,8 @@ func readRegular(p string) (fileState, error) {
 	if err != nil {
 		return fileState{}, err
 	}
-	return fileState{exists: true, data: data, ino: st.Ino}, nil
+	return fileState{exists: true, data: data, ino: st.Ino, path: p, size: st.Size,
+		mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec)}, nil
 }
 
 func (f lockFiles) read(name string) (fileState, error) { return readRegular(f.path(name)) }

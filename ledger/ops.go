@@ -316,7 +316,7 @@ func (w *writeTx) heldByNewFile(req AcquireRequest, err error) (error, error) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	h := foreignHolding(req.Lock, cur.data)
+	h := foreignHolding(req.Lock, cur)
 	return &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: true, Corrupt: h.corrupt}, nil
 }
 
@@ -434,7 +434,7 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 		if h == nil || h.foreign || h.rec.RequestID != id.RequestID || token != 0 && h.token != token {
 			lost := &NotHolderError{Lock: lock, RequestID: id.RequestID, Lost: true}
 			if h != nil {
-				lost.Holder = &h.rec
+				lost.Holder, lost.Corrupt = &h.rec, h.corrupt
 			}
 			if _, err := w.append(events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
 				ConsecutiveFailures: priorFailures + 1, Error: lost.Error(), LockLost: true}); err != nil {
@@ -560,7 +560,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 			} else if last == string(events.LockAcquired) || last == string(events.LockStolen) || last == string(events.LockHeartbeat) {
 				lost = true
 			}
-			return &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Lost: lost}, nil
+			return &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Corrupt: h.corrupt, Lost: lost}, nil
 		}
 		if err := l.files.remove(req.Lock, h.file); err != nil {
 			return nil, err
@@ -679,8 +679,11 @@ type LockStatus struct {
 	Holder       *events.Record
 	FencingToken int64
 	Foreign      bool
-	Corrupt      bool
-	Interloper   bool // a foreign file sits at the path of a lock the ledger holds
+	Corrupt      *UnreadableFile // the holder is an unreadable lock file (Holder is a placeholder)
+	Interloper   bool            // a foreign file sits at the path of a lock the ledger holds
+	// Unreadable is that file when it is no lock at all (project puts the
+	// ledger's file back in its place).
+	Unreadable *UnreadableFile
 	// Superseded is the ledger's own holder when another tool's lock at one
 	// of its paths has taken the lock (recorded by the next writer).
 	Superseded *events.Record
@@ -717,10 +720,15 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 	state, job := judge(v.holder, now, l.host, l.probe, 0)
 	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.path(v.name), Interloper: v.interloper,
 		Superseded: superseded}
+	if v.interloper {
+		if _, err := ParseLockFile(v.file.data); err != nil {
+			s.Unreadable = v.file.unreadable()
+		}
+	}
 	if h := v.holder; h != nil {
 		rec := h.rec
 		s.Holder, s.FencingToken, s.Foreign, s.Corrupt = &rec, h.token, h.foreign, h.corrupt
-		if !h.corrupt {
+		if h.corrupt == nil {
 			s.HeldFor, s.SinceBeat = now.Sub(h.created), now.Sub(h.heartbeat)
 			s.StaleSince = h.staleSince()
 		}

@@ -3,10 +3,19 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -30,39 +39,145 @@ type ProjectReport struct {
 	// Interlopers lists locks the ledger holds while another tool's file
 	// sits at their path: left alone too (the holder is the ledger's).
 	Interlopers []string `json:"interlopers,omitempty"`
+	// BrokenChain is the first damage to the event log, when the
+	// projection was made from a broken chain with AcceptBrokenChain.
+	BrokenChain *replay.Problem `json:"broken_chain,omitempty"`
+	// Recorded are the seqs of the lock_projected events this run
+	// appended: one per lock whose projections it changed.
+	Recorded []int64 `json:"recorded"`
 }
 
 // Changed reports whether Project changed anything.
 func (r *ProjectReport) Changed() bool { return len(r.Rows) > 0 || len(r.Files) > 0 }
 
+// ProjectOption configures Project.
+type ProjectOption func(*projectConfig)
+
+type projectConfig struct {
+	id     Identity
+	accept bool
+}
+
+// ProjectAs names who projects, as recorded on the lock_projected events
+// (empty fields are filled as for any action: a new request id, the
+// default actor, this process).
+func ProjectAs(id Identity) ProjectOption { return func(c *projectConfig) { c.id = id } }
+
+// AcceptBrokenChain makes Project rebuild the projections even from an
+// event log whose chain is broken, as the damaged log now reads; every
+// lock_projected event it records says so, with the first bad seq.
+func AcceptBrokenChain() ProjectOption { return func(c *projectConfig) { c.accept = true } }
+
 // Project rebuilds the locks table and every lock file from the events
-// alone, under the writer mutex, and reports what it changed. Rows are
-// made exactly as the write path makes them (see rowFromReplay); files
-// are then reconciled with the rebuilt rows by the same rules every write
-// applies (interpret): a held lock's file is placed or replaced, a free
-// lock's leftover file of the ledger's is removed, interrupted writes'
-// journals are settled. Lock files the ledger did not write are left alone.
-// A body that does not decode stops Project: run verify first.
-func (l *Ledger) Project(ctx context.Context) (*ProjectReport, error) {
+// alone, under the writer mutex, records what it changed and reports it.
+//
+// It first checks the event log as verify does (chain, seq, schemas,
+// columns, replay consistency: replay.VerifyLedger): while the log is
+// damaged it refuses with *BrokenChainError and changes nothing, because
+// projections rebuilt from a forged log would hide the forgery (unless
+// AcceptBrokenChain).
+//
+// Rows are made exactly as the write path makes them (see rowFromReplay);
+// files are then reconciled with the rebuilt rows by the same rules every
+// write applies (interpret): a held lock's file is placed or replaced, a
+// free lock's leftover file of the ledger's is removed, interrupted
+// writes' journals are settled. Lock files of other tools are left alone;
+// an unreadable file in the locks directory (one that is no v1 lock, so no
+// tool's holder) is kept aside as NAME.lock.corrupt-TIME and, for a held
+// lock, the ledger's file is put back in its place.
+//
+// Each lock whose projections change gets one lock_projected event saying
+// what changed, appended in the transaction that rewrites the rows. The
+// file changes follow the commit: a committed row is the truth every
+// writer repairs its file from, so a crash in between leaves files the next
+// writer (or project) puts right. lock_projected changes no lock state, so
+// the rows stay what replay makes of the log.
+func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectReport, error) {
+	var c projectConfig
+	for _, o := range opts {
+		o(&c)
+	}
 	unlock, err := l.lockWriter(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	id, err := l.resolve(c.id, l.now())
+	if err != nil {
+		return nil, err
+	}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: begin: %w", err)
 	}
 	defer tx.Rollback()
-	st, err := replay.AsOf(ctx, tx, time.Time{}, "")
+	check, st, err := replay.VerifyLedger(ctx, tx, filepath.Join(l.root, DBFile), l.genesis)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: project: %w", err)
 	}
+	check.Finish()
+	rep := &ProjectReport{Events: check.Events, Locks: st.Len(), Rows: []ProjectChange{}, Files: []ProjectChange{},
+		Recorded: []int64{}}
+	if bad := check.FirstBad; bad != nil && bad.Kind.Chain() {
+		if !c.accept {
+			return nil, &BrokenChainError{FirstBad: *bad, Problems: check.ProblemCount}
+		}
+		rep.BrokenChain = bad
+	}
+	p := &projection{l: l, rep: rep, now: l.now().UTC(), plans: map[string]*lockPlan{}}
+	rebuilt, err := p.rows(ctx, tx, st)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.files(rebuilt); err != nil {
+		p.dropAsides()
+		return nil, err
+	}
+	if err := p.record(ctx, tx, id); err != nil {
+		p.dropAsides()
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		p.dropAsides()
+		return nil, fmt.Errorf("ledger: commit: %w", err)
+	}
+	return rep, p.apply()
+}
+
+// projection is one Project run's plan.
+type projection struct {
+	l     *Ledger
+	rep   *ProjectReport
+	now   time.Time
+	plans map[string]*lockPlan
+}
+
+// lockPlan is what a run changes for one lock: the words of its
+// lock_projected event, the unreadable files kept aside (linked before the
+// commit, so that the event names files that exist), and the file changes
+// to make after the commit.
+type lockPlan struct {
+	changes []string
+	aside   string
+	linked  []string // asides this run created: dropped if it does not commit
+	apply   []func() error
+}
+
+func (p *projection) plan(name string) *lockPlan {
+	lp := p.plans[name]
+	if lp == nil {
+		lp = &lockPlan{}
+		p.plans[name] = lp
+	}
+	return lp
+}
+
+// rows rebuilds the locks table from st in tx and returns the rebuilt rows.
+func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (map[string]*row, error) {
 	old, err := loadRows(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
-	rep := &ProjectReport{Events: st.Events, Locks: st.Len(), Rows: []ProjectChange{}, Files: []ProjectChange{}}
 	table := map[string]*row{}
 	for _, r := range old {
 		table[r.name] = r
@@ -75,17 +190,23 @@ func (l *Ledger) Project(ctx context.Context) (*ProjectReport, error) {
 		}
 		rebuilt[lk.Name] = want
 		if want.held {
-			rep.Held++
+			p.rep.Held++
 		}
 		got := table[lk.Name]
 		delete(table, lk.Name)
 		var ch *ProjectChange
+		var words string
 		switch {
 		case got == nil:
 			ch = &ProjectChange{Lock: lk.Name, Action: "inserted", Detail: describeHeld(want)}
+			words = "locks row inserted: " + describeHeld(want)
 		default:
 			if d := rowDiff(want, got); len(d) > 0 {
 				ch = &ProjectChange{Lock: lk.Name, Action: "updated", Detail: "columns " + strings.Join(d, ", ")}
+				words = fmt.Sprintf("locks row: %s -> %s (columns %s)", rowHolder(got), rowHolder(want), strings.Join(d, ", "))
+				if rowHolder(got) == rowHolder(want) {
+					words = fmt.Sprintf("locks row rewritten: columns %s (%s)", strings.Join(d, ", "), rowHolder(want))
+				}
 			}
 		}
 		if ch == nil {
@@ -94,23 +215,31 @@ func (l *Ledger) Project(ctx context.Context) (*ProjectReport, error) {
 		if err := saveRow(ctx, tx, want); err != nil {
 			return nil, err
 		}
-		rep.Rows = append(rep.Rows, *ch)
+		p.rep.Rows = append(p.rep.Rows, *ch)
+		p.plan(lk.Name).changes = append(p.plan(lk.Name).changes, words)
 	}
 	for _, name := range sortedKeys(table) {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE lock_name = ?`, name); err != nil {
 			return nil, err
 		}
-		rep.Rows = append(rep.Rows, ProjectChange{Lock: name, Action: "deleted", Detail: "no event gave the ledger this lock"})
+		p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: name, Action: "deleted", Detail: "no event gave the ledger this lock"})
+		p.plan(name).changes = append(p.plan(name).changes,
+			fmt.Sprintf("locks row deleted: it said %s, but no event gave the ledger this lock", describeHeld(table[name])))
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("ledger: commit: %w", err)
-	}
-	return rep, l.projectFiles(rebuilt, rep)
+	return rebuilt, nil
 }
 
-// projectFiles reconciles every lock file with the rebuilt rows.
-func (l *Ledger) projectFiles(rebuilt map[string]*row, rep *ProjectReport) error {
-	names, err := l.lockNamesOnDisk()
+// rowHolder names a row's holder in a change: "holder REQ" or "free".
+func rowHolder(r *row) string {
+	if r.held {
+		return "holder " + r.requestID
+	}
+	return "free"
+}
+
+// files plans the reconciliation of every lock file with the rebuilt rows.
+func (p *projection) files(rebuilt map[string]*row) error {
+	names, err := p.l.lockNamesOnDisk()
 	if err != nil {
 		return err
 	}
@@ -120,25 +249,13 @@ func (l *Ledger) projectFiles(rebuilt map[string]*row, rep *ProjectReport) error
 		}
 	}
 	for _, name := range sortedKeys(rebuilt) {
-		if err := l.projectTargets(rebuilt[name], rep); err != nil {
+		if err := p.targets(rebuilt[name]); err != nil {
 			return err
 		}
 	}
 	for _, name := range sortedKeys(names) {
-		v, err := l.inspect(name, rebuilt[name])
-		if err != nil {
+		if err := p.lockFile(name, rebuilt[name]); err != nil {
 			return fmt.Errorf("ledger: project lock file %s: %w", name, err)
-		}
-		for _, r := range v.repairs {
-			rep.Files = append(rep.Files, ProjectChange{Lock: name, Action: repairAction[r], Detail: l.files.path(name)})
-		}
-		if v.interloper {
-			rep.Interlopers = append(rep.Interlopers, name)
-		} else if v.holder != nil && v.holder.foreign {
-			rep.Foreign = append(rep.Foreign, name)
-		}
-		if err := l.applyRepairs(v); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -152,63 +269,380 @@ var repairAction = map[repair]string{
 	repairRemoveLeftover: "removed",
 }
 
-// projectTargets reconciles the extra lock files (other tools' formats) of
-// a rebuilt row: interrupted writes are settled and a held lock's missing
-// file is placed (recoverTarget, as every write does); a held lock's file
-// that is an older version of the holder's own (same request id in its
-// format) is replaced; a free lock's file that still holds exactly the
-// last holder's bytes is removed. Other files are left alone.
-func (l *Ledger) projectTargets(r *row, rep *ProjectReport) error {
+// repairWords say what a repair changed, for the lock_projected event.
+func (l *Ledger) repairWords(name string, r repair) string {
+	path := absPath(l.files.path(name))
+	switch r {
+	case repairDropPhantom:
+		return "lock file of a write that never committed removed (" + path + ")"
+	case repairDropJournal:
+		return "interrupted write settled (" + journalOf(path) + " removed)"
+	case repairPlace:
+		return "lock file restored (" + path + ")"
+	case repairReplace:
+		return "lock file rewritten (" + path + ")"
+	case repairRemoveLeftover:
+		return "lock file removed: the lock is free (" + path + ")"
+	}
+	return fmt.Sprintf("lock file repaired (%s)", path)
+}
+
+// absPath is p made absolute for a record (a relative root is relative to
+// the directory of the command that ran, which the record does not keep).
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// lockFile plans one ROOT/locks file: the repairs every writer makes, or,
+// for an unreadable file, keeping it aside (see keepUnreadable).
+func (p *projection) lockFile(name string, r *row) error {
+	l := p.l
+	v, err := l.inspect(name, r)
+	if err != nil {
+		return err
+	}
+	if unreadableAt(v) {
+		return p.keepUnreadable(name, r, v)
+	}
+	for _, rp := range v.repairs {
+		p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: repairAction[rp], Detail: l.files.path(name)})
+		p.plan(name).changes = append(p.plan(name).changes, l.repairWords(name, rp))
+	}
+	if v.interloper {
+		p.rep.Interlopers = append(p.rep.Interlopers, name)
+	} else if v.holder != nil && v.holder.foreign {
+		p.rep.Foreign = append(p.rep.Foreign, name)
+	}
+	if len(v.repairs) > 0 {
+		p.plan(name).apply = append(p.plan(name).apply, func() error { return l.applyRepairs(v) })
+	}
+	return nil
+}
+
+// keepUnreadable plans an unreadable file at a lock's path: it is no v1
+// lock, so no tool's holder, and blocks the lock for good (held, to fail
+// safe). It is kept aside now (see keepAside), and after the commit the
+// path gets the ledger's file back where the ledger holds the lock, or is
+// left empty.
+func (p *projection) keepUnreadable(name string, r *row, v *view) error {
+	l := p.l
+	path := l.files.path(name)
+	lp := p.plan(name)
+	// Of the view's repairs only the journal's apply: whatever the view
+	// made of the file, it is neither the ledger's nor another tool's.
+	settle := &view{name: name, row: r}
+	for _, rp := range v.repairs {
+		if rp == repairDropJournal {
+			settle.repairs = append(settle.repairs, rp)
+			p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: repairAction[rp], Detail: path})
+			lp.changes = append(lp.changes, l.repairWords(name, rp))
+		}
+	}
+	aside, created, err := l.keepAside(path, v.file, p.now)
+	if errors.Is(err, errChangedMeanwhile) {
+		l.log.Warn("an unreadable lock file changed while project read it; left alone", "path", path)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if created {
+		lp.linked = append(lp.linked, aside)
+	}
+	lp.aside = aside
+	u := v.file.unreadable()
+	u.Path = absPath(u.Path)
+	lp.changes = append(lp.changes, fmt.Sprintf("%s moved aside to %s", u, aside))
+	p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: "moved aside", Detail: path + " -> " + aside})
+	held := r != nil && r.held
+	if held {
+		lp.changes = append(lp.changes, "lock file rewritten ("+absPath(path)+")")
+		p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: "replaced", Detail: path})
+	}
+	ino := v.file.ino
+	lp.apply = append(lp.apply, func() error {
+		if err := l.applyRepairs(settle); err != nil {
+			return err
+		}
+		if !held {
+			return removeIfInode(path, ino)
+		}
+		j, err := replaceAt(path, r.file)
+		if err != nil {
+			return err
+		}
+		if err := syncClose(j); err != nil {
+			return err
+		}
+		return l.files.done(name)
+	})
+	return nil
+}
+
+// unreadableAt reports whether the view found a file at the lock's path
+// that is not the ledger's bytes and not a v1 lock at all: no tool's holder.
+func unreadableAt(v *view) bool {
+	if !v.file.exists {
+		return false
+	}
+	if v.row != nil && bytes.Equal(v.file.data, v.row.file) {
+		return false
+	}
+	_, err := ParseLockFile(v.file.data)
+	return err != nil
+}
+
+// targets plans the extra lock files (other tools' formats) of a rebuilt
+// row: interrupted writes are settled and a held lock's missing file is
+// placed (recoverTarget, as every write does); a held lock's file that is
+// an older version of the holder's own (same request id in its format) is
+// replaced; a free lock's file that still holds exactly the last holder's
+// bytes is removed. Other files are left alone: a target path is not in
+// the ledger's directory, and what else sits there is not the ledger's.
+func (p *projection) targets(r *row) error {
+	l := p.l
 	h := holdingFromRow(r)
 	for _, t := range h.targets {
 		want, err := renderTarget(t, h)
 		if err != nil {
 			return err
 		}
-		before, err := readRegular(t.Path)
+		file, err := readRegular(t.Path)
 		if err != nil {
 			return fmt.Errorf("ledger: project %s: %w", t.Path, err)
 		}
+		lp := p.plan(r.name)
+		add := func(action, words string) {
+			p.rep.Files = append(p.rep.Files, ProjectChange{Lock: r.name, Action: action, Detail: t.Path})
+			lp.changes = append(lp.changes, words)
+		}
 		if !r.held {
-			if before.exists && bytes.Equal(before.data, want) {
-				if err := removeAt(t.Path, want); err != nil {
-					return err
-				}
-				rep.Files = append(rep.Files, ProjectChange{Lock: r.name, Action: "removed", Detail: t.Path})
+			if file.exists && bytes.Equal(file.data, want) {
+				add("removed", "target "+t.Path+" removed: the lock is free")
+				path := t.Path
+				lp.apply = append(lp.apply, func() error { return removeAt(path, want) })
 			}
 			continue
 		}
-		if err := l.recoverTarget(t.Path, want); err != nil {
+		journal, err := readRegular(journalOf(t.Path))
+		if err != nil {
 			return fmt.Errorf("ledger: project %s: %w", t.Path, err)
 		}
-		after, err := readRegular(t.Path)
-		if err != nil {
-			return err
+		changed := false
+		if journal.exists {
+			// What recoverTarget does with it: drop an uncommitted file, then the journal.
+			if !bytes.Equal(journal.data, want) && file.exists && file.ino == journal.ino {
+				file = fileState{}
+			}
+			add(repairAction[repairDropJournal], "target "+t.Path+": interrupted write settled")
+			changed = true
 		}
+		var replace bool
 		switch {
-		case !before.exists && after.exists:
-			rep.Files = append(rep.Files, ProjectChange{Lock: r.name, Action: "placed", Detail: t.Path})
-		case after.exists && !bytes.Equal(after.data, want):
+		case !file.exists:
+			add("placed", "target "+t.Path+" restored")
+			changed = true
+		case !bytes.Equal(file.data, want):
 			f, err := formats.Lookup(t.Format)
 			if err != nil {
 				return err
 			}
-			if fh, perr := f.Parse(after.data); perr != nil || fh.RequestID != r.requestID {
-				rep.Interlopers = append(rep.Interlopers, r.name+" ("+t.Path+")")
-				continue
+			if fh, perr := f.Parse(file.data); perr != nil || fh.RequestID != r.requestID {
+				p.rep.Interlopers = append(p.rep.Interlopers, r.name+" ("+t.Path+")")
+				break
 			}
-			j, err := replaceAt(t.Path, want)
+			add("replaced", "target "+t.Path+" rewritten")
+			changed, replace = true, true
+		}
+		if !changed {
+			continue
+		}
+		path := t.Path
+		lp.apply = append(lp.apply, func() error {
+			if err := l.recoverTarget(path, want); err != nil {
+				return fmt.Errorf("ledger: project %s: %w", path, err)
+			}
+			if !replace {
+				return nil
+			}
+			j, err := replaceAt(path, want)
 			if err != nil {
 				return err
 			}
 			if err := syncClose(j); err != nil {
 				return err
 			}
-			if err := removeIfExists(journalOf(t.Path)); err != nil {
-				return err
+			return removeIfExists(journalOf(path))
+		})
+	}
+	return nil
+}
+
+// record appends one lock_projected event per lock the run changes.
+func (p *projection) record(ctx context.Context, tx *sql.Tx, id Identity) error {
+	w := &writeTx{l: p.l, ctx: ctx, tx: tx, q: preparedTx{l: p.l, tx: tx}, now: p.now}
+	for _, name := range sortedKeys(p.plans) {
+		lp := p.plans[name]
+		if len(lp.changes) == 0 {
+			continue
+		}
+		pl := &events.Projected{Changes: recordable(lp.changes), MovedAside: lp.aside}
+		if bad := p.rep.BrokenChain; bad != nil {
+			pl.BrokenChainAccepted = true
+			if bad.Seq > 0 {
+				pl.FirstBadSeq = bad.Seq
 			}
-			rep.Files = append(rep.Files, ProjectChange{Lock: r.name, Action: "replaced", Detail: t.Path})
+		}
+		w.v = &view{name: name}
+		ev, err := w.append(events.LockProjected, id, pl)
+		if err != nil {
+			return err
+		}
+		p.rep.Recorded = append(p.rep.Recorded, ev.Seq)
+	}
+	return nil
+}
+
+// Bounds of lock_projected's changes (its schema).
+const (
+	maxChanges     = 64
+	maxChangeBytes = 1024
+)
+
+// recordable fits changes into lock_projected's bounds: each at most
+// maxChangeBytes (cut at a character boundary), at most maxChanges (the
+// last one then says how many more there were).
+func recordable(changes []string) []string {
+	out := make([]string, 0, min(len(changes), maxChanges))
+	for i, c := range changes {
+		if i == maxChanges-1 && len(changes) > maxChanges {
+			out = append(out, fmt.Sprintf("and %d more changes", len(changes)-i))
+			break
+		}
+		if len(c) > maxChangeBytes {
+			cut := maxChangeBytes - len("...")
+			for cut > 0 && !utf8.RuneStart(c[cut]) {
+				cut--
+			}
+			c = c[:cut] + "..."
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// apply makes the planned file changes, after the commit.
+func (p *projection) apply() error {
+	for _, name := range sortedKeys(p.plans) {
+		for _, f := range p.plans[name].apply {
+			if err := f(); err != nil {
+				return fmt.Errorf("ledger: project lock %s: the change is recorded but could not be made (run project again): %w", name, err)
+			}
 		}
 	}
 	return nil
+}
+
+// dropAsides removes the links to unreadable files made by a run that
+// does not commit: the files stay where they were.
+func (p *projection) dropAsides() {
+	for _, lp := range p.plans {
+		for _, a := range lp.linked {
+			if err := removeIfExists(a); err != nil {
+				p.l.log.Warn("could not remove a link to an unreadable lock file", "path", a, "err", err)
+			}
+		}
+	}
+}
+
+// errChangedMeanwhile: the file at a lock path changed between its reading and its linking.
+var errChangedMeanwhile = errors.New("lock file changed meanwhile")
+
+// asideLayout is the UTC time in the name an unreadable file is kept under.
+const asideLayout = "20060102T150405Z"
+
+// keepAside keeps the unreadable file f found at p under a new name beside
+// it, p.corrupt-TIME (then -2, -3, ... if taken), mode 0600: a hard link,
+// so nothing is copied and no existing file is ever replaced (link(2)
+// fails on an existing name). A link to the same file left by a run that
+// did not commit is reused. errChangedMeanwhile if the file at p is no
+// longer f.
+func (l *Ledger) keepAside(p string, f fileState, now time.Time) (aside string, created bool, err error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", false, err
+	}
+	p = abs
+	dir, base := filepath.Dir(p), filepath.Base(p)+".corrupt-"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false, err
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), base) {
+			continue
+		}
+		if prior, err := readRegular(filepath.Join(dir, e.Name())); err == nil && prior.exists && prior.ino == f.ino {
+			return prior.path, false, nil
+		}
+	}
+	name := filepath.Join(dir, base+now.UTC().Format(asideLayout))
+	for i := 2; ; i++ {
+		err = os.Link(p, name)
+		if !errors.Is(err, fs.ErrExist) || i > 1000 {
+			break
+		}
+		name = filepath.Join(dir, fmt.Sprintf("%s%s-%d", base, now.UTC().Format(asideLayout), i))
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, errChangedMeanwhile
+	}
+	if err != nil {
+		return "", false, err
+	}
+	got, err := readRegular(name)
+	if err == nil && (!got.exists || got.ino != f.ino || !bytes.Equal(got.data, f.data)) {
+		err = errChangedMeanwhile
+	}
+	if err != nil {
+		_ = removeIfExists(name)
+		return "", false, err
+	}
+	if err := chmodPrivate(name); err != nil {
+		// Another user's file: it stays in the locks directory (0700), under its own mode.
+		l.log.Warn("could not make the kept unreadable lock file private", "path", name, "err", err)
+	}
+	return name, true, nil
+}
+
+// chmodPrivate sets mode 0600 on the regular file at p, never following a symlink.
+func chmodPrivate(p string) error {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer unix.Close(fd)
+	if err := unix.Fchmod(fd, 0o600); err != nil {
+		return &os.PathError{Op: "chmod", Path: p, Err: err}
+	}
+	return nil
+}
+
+// removeIfInode removes p if it is still the file ino (kept aside under
+// another name), and leaves anything that took its place.
+func removeIfInode(p string, ino uint64) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return &os.PathError{Op: "lstat", Path: p, Err: err}
+	}
+	if st.Ino != ino {
+		return nil
+	}
+	return removeIfExists(p)
 }

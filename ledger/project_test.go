@@ -357,3 +357,49 @@ func TestVerifyDuringWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectNeverOverwritesAFileWhereItKeepsAnother: the name an
+// unreadable lock file is kept under may be taken (two in the same second,
+// or a file someone put there): project picks the next free name and
+// leaves the existing file as it was.
+func TestProjectNeverOverwritesAFileWhereItKeepsAnother(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 23, 11, 30, 0, 0, time.UTC)
+	l, err := ledger.Open(ctx, t.TempDir(), ledger.WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "a", Identity: ledger.Identity{RequestID: "req-a", PID: os.Getpid()}}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(l.LockPath("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := l.LockPath("a") + ".corrupt-20261123T113000Z"
+	for _, f := range []struct {
+		path string
+		data string
+	}{{taken, "someone else's"}, {l.LockPath("a"), "garbage"}} {
+		if err := os.WriteFile(f.path, []byte(f.data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pr, err := l.Project(ctx)
+	if err != nil || len(pr.Recorded) != 1 {
+		t.Fatalf("project: %+v %v", pr, err)
+	}
+	if got, err := os.ReadFile(taken); err != nil || string(got) != "someone else's" {
+		t.Fatalf("%s was overwritten: %q (%v)", taken, got, err)
+	}
+	if got, err := os.ReadFile(taken + "-2"); err != nil || string(got) != "garbage" {
+		t.Fatalf("kept aside as %s-2: %q (%v)", taken, got, err)
+	}
+	if got, err := os.ReadFile(l.LockPath("a")); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("lock file after project: %q (%v)", got, err)
+	}
+	if rep := verifyAll(t, l); !rep.OK {
+		t.Fatalf("after project: %+v", rep.Problems)
+	}
+}

@@ -17,7 +17,7 @@ type holding struct {
 	token     int64
 	file      []byte // the lock file bytes that correspond to this holding
 	foreign   bool
-	corrupt   bool
+	corrupt   *UnreadableFile // a foreign file that does not parse: rec is a placeholder
 	targets   []events.Target
 	// verdict is set for a foreign file in another tool's format: that
 	// format's own rules judged it.
@@ -37,7 +37,7 @@ func judge(h *holding, now time.Time, self Host, probe ProcessProbe, maxAge time
 	if h.verdict != nil {
 		return h.verdict.State, nil
 	}
-	if h.corrupt {
+	if h.corrupt != nil {
 		return events.StateHeld, nil // fail safe: an unreadable lock is a lock
 	}
 	dead, job := gone(h, self, probe)

@@ -226,7 +226,7 @@ func (w *writeTx) foreignTarget(req AcquireRequest) (*holding, error) {
 			continue // not a lock of that format: nobody's holder
 		}
 		v := f.Judge(fh, perr, w.now, w.l.formatsEnv(req.MaxAge))
-		h := foreignFormatHolding(req.Lock, t, fh, perr, cur.data, v)
+		h := foreignFormatHolding(req.Lock, t, fh, perr, cur, v)
 		if best == nil || rank[v.State] > rank[best.verdict.State] {
 			best = h
 		}
@@ -234,7 +234,7 @@ func (w *writeTx) foreignTarget(req AcquireRequest) (*holding, error) {
 	return best, nil
 }
 
-func foreignFormatHolding(lock string, t events.Target, fh formats.Holder, perr error, data []byte, v formats.Verdict) *holding {
+func foreignFormatHolding(lock string, t events.Target, fh formats.Holder, perr error, cur fileState, v formats.Verdict) *holding {
 	rid := fh.RequestID
 	if events.ValidateRequestID(rid) != nil {
 		rid = formats.ForeignRequestID(t.Format, fh.PID, fh.CreatedAt)
@@ -264,8 +264,11 @@ func foreignFormatHolding(lock string, t events.Target, fh formats.Holder, perr 
 	rec := events.Record{LockVersion: events.LockVersion, LockName: lock, RequestID: rid, Actor: actor,
 		Intent: fh.Intent, IntentVersion: fh.IntentVersion, HostID: host, PID: max(fh.PID, 0),
 		CreatedAt: events.FormatLockTime(created), LastHeartbeatAt: events.FormatLockTime(hb), TTLSeconds: ttl, Metadata: md}
-	return &holding{rec: rec, created: created, heartbeat: hb, file: data, foreign: true, corrupt: perr != nil,
-		verdict: &v, target: t.Path}
+	h := &holding{rec: rec, created: created, heartbeat: hb, file: cur.data, foreign: true, verdict: &v, target: t.Path}
+	if perr != nil {
+		h.corrupt = cur.unreadable()
+	}
+	return h
 }
 
 // placeTargets projects h's targets. prev is the holding being replaced

@@ -76,7 +76,7 @@ func interpret(name string, r *row, file, journal fileState) *view {
 			return v
 		}
 	}
-	v.holder = foreignHolding(name, v.file.data)
+	v.holder = foreignHolding(name, v.file)
 	return v
 }
 
@@ -101,14 +101,15 @@ func holdingFromRow(r *row) *holding {
 
 // foreignHolding reads a lock file the ledger did not write. An unreadable
 // one is still a holder (fail safe), marked corrupt.
-func foreignHolding(name string, data []byte) *holding {
+func foreignHolding(name string, f fileState) *holding {
+	data := f.data
 	rec, err := ParseLockFile(data)
 	if err != nil {
 		return &holding{
 			rec: events.Record{LockVersion: events.LockVersion, LockName: name, RequestID: "unknown", Actor: "unknown",
 				HostID: "unknown", CreatedAt: events.FormatLockTime(time.Unix(0, 0)),
 				LastHeartbeatAt: events.FormatLockTime(time.Unix(0, 0)), TTLSeconds: 1, Metadata: map[string]string{}},
-			file: data, foreign: true, corrupt: true,
+			file: data, foreign: true, corrupt: f.unreadable(),
 		}
 	}
 	created, _ := events.ParseTime(rec.CreatedAt)

@@ -85,6 +85,9 @@ type AcquireRequest struct {
 	RecordBlocked bool
 	// Waited is how long the caller has waited so far (for acquire_blocked).
 	Waited time.Duration
+	// Waiting marks every attempt of a caller that waits: a stale lock
+	// ends the wait at once, so its refusal is recorded on any attempt.
+	Waiting bool
 	// Targets are extra lock files in other tools' formats to project.
 	Targets []events.Target
 	// MaxAge, when set, makes a holder older than it count as stale (and is
@@ -267,9 +270,10 @@ func (w *writeTx) heldByNewFile(req AcquireRequest, err error) (error, error) {
 	return &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: true, Corrupt: h.corrupt}, nil
 }
 
-// blocked records acquire_blocked (when asked) and reports outcome.
+// blocked records acquire_blocked when the attempt gives up (the last
+// attempt, or a waiter meeting a stale lock) and reports outcome.
 func (w *writeTx) blocked(req AcquireRequest, h *holding, state string, outcome error) (error, error) {
-	if !req.RecordBlocked {
+	if !req.RecordBlocked && !(req.Waiting && state == events.StateStale) {
 		return outcome, nil
 	}
 	_, err := w.append(events.AcquireBlocked, req.Identity, &events.Blocked{

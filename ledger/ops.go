@@ -353,9 +353,11 @@ func (l *Ledger) checkLocalPID(pid int) error {
 	return nil
 }
 
-// Heartbeat renews a lock held by id.RequestID. A heartbeat that finds the
-// lock gone records heartbeat_failed with lock_lost and returns a
-// *NotHolderError wrapping ErrLost.
+// Heartbeat renews a lock held by id.RequestID. A heartbeat by a request
+// that held the lock and had it taken away records heartbeat_failed with
+// lock_lost and returns a *NotHolderError wrapping ErrLost; one by a request
+// that never held it, or released it itself, is a mistake of the caller,
+// not a loss: a *NotHolderError wrapping ErrNotHolder.
 func (l *Ledger) Heartbeat(ctx context.Context, lock string, id Identity) (*Acquisition, error) {
 	return l.heartbeat(ctx, lock, id, 0)
 }
@@ -377,15 +379,22 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 	err = l.write(ctx, lock, func(w *writeTx) (error, error) {
 		h := w.v.holder
 		if h == nil || h.foreign || h.rec.RequestID != id.RequestID {
-			lost := &NotHolderError{Lock: lock, RequestID: id.RequestID, Lost: true}
-			if h != nil {
-				lost.Holder = &h.rec
-			}
-			if _, err := w.append(events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
-				ConsecutiveFailures: priorFailures + 1, Error: lost.Error(), LockLost: true}); err != nil {
+			past, err := pastHoldingOf(ctx, w.q, lock, id.RequestID)
+			if err != nil {
 				return nil, err
 			}
-			return lost, nil
+			nh := &NotHolderError{Lock: lock, RequestID: id.RequestID, Lost: past.lost(), ReleasedSeq: past.releasedSeq}
+			if h != nil {
+				nh.Holder = &h.rec
+			}
+			if !nh.Lost {
+				return nh, nil
+			}
+			if _, err := w.append(events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
+				ConsecutiveFailures: priorFailures + 1, Error: nh.Error(), LockLost: true}); err != nil {
+				return nil, err
+			}
+			return nh, nil
 		}
 		renewed := *h
 		renewed.heartbeat = w.now

@@ -24,6 +24,7 @@ func sampleBodies(tb testing.TB) map[events.Type][]byte {
 		LastHeartbeatAt: "2026-01-02T03:01:00Z", TTLSeconds: 60, Metadata: map[string]string{"commit": "abc"}}
 	acq := events.Acquired{TTLSeconds: 900, Intent: "deploy", IntentVersion: "1.2", FencingToken: 7,
 		Metadata: map[string]string{"k": "v", "quote": `it's "x"`}, PIDStart: "12345", BootID: "b00t"}
+	holder := events.HolderOf(rec)
 	payloads := map[events.Type]any{
 		events.LockAcquired:  &acq,
 		events.LockHeartbeat: &events.Heartbeat{},
@@ -34,6 +35,12 @@ func sampleBodies(tb testing.TB) map[events.Type][]byte {
 		events.HeartbeatFailed: &events.HeartbeatFailedPayload{ConsecutiveFailures: 3, Error: "database is locked", LockLost: true},
 		events.AcquireBlocked: &events.Blocked{HeldBy: events.HolderOf(rec), State: "stale", WaitedSeconds: 1.5,
 			Foreign: true},
+		events.ActionRefused: &events.Refused{Action: events.ActionSteal, Error: "holder is alive", State: "held",
+			HeldBy: &holder},
+		events.LockProjected: &events.Projected{Changes: []string{"lock file restored"},
+			MovedAside: "/r/locks/deploy.lock.corrupt-20260102T030405Z", BrokenChainAccepted: true, FirstBadSeq: 3},
+		events.JobProcesses: &events.JobProcessesPayload{JobRequestID: "req_old", PIDs: []int{41, 43}, Action: events.JobKilled,
+			Note: "left the process group"},
 	}
 	out := map[events.Type][]byte{}
 	for i, typ := range events.Types {
@@ -135,6 +142,10 @@ func TestSchemaValidBodiesDecode(t *testing.T) {
 		{events.LockStolen, `"pid":41`, `"pid":41.0`, `/previous_lock/pid: format: 41.0 is not valid "int64"`},
 		{events.LockStolen, `"commit":"abc"`, `"commit":7`, "/previous_lock/metadata/commit:"},
 		{events.LockAcquired, `"ttl_seconds":900`, `"ttl_seconds":9e2`, `/ttl_seconds: format: 9e2 is not valid "int64"`},
+		{events.JobProcesses, `"pids":[41,`, `"pids":[41.0,`, `/pids/0: format: 41.0 is not valid "int64"`},
+		{events.JobProcesses, `"pids":[41,43]`, `"pids":[41,1e400000000]`, "/pids/1"},
+		{events.LockProjected, `"first_bad_seq":3`, `"first_bad_seq":3e0`, `/first_bad_seq: format: 3e0 is not valid "int64"`},
+		{events.ActionRefused, `"pid":41`, `"pid":41e0`, `/held_by/pid: format: 41e0 is not valid "int64"`},
 	} {
 		sample := samples[c.typ]
 		body := bytes.Replace(sample, []byte(c.from), []byte(c.to), 1)

@@ -350,6 +350,30 @@ func (d *fastDecoder) event(ev *Event) bool {
 			return once(&seen, 33) && d.setFloat(&ev.WaitedSeconds)
 		case "foreign":
 			return once(&seen, 34) && d.setBool(&ev.Foreign)
+		case "superseded_by":
+			if !once(&seen, 35) {
+				return false
+			}
+			ev.SupersededBy = &events.Holder{}
+			return d.holder(ev.SupersededBy)
+		case "superseded_by_format":
+			return once(&seen, 36) && d.setStr(&ev.SupersededByFormat)
+		case "superseded_by_path":
+			return once(&seen, 37) && d.setStr(&ev.SupersededByPath)
+		case "action":
+			return once(&seen, 38) && d.setStr(&ev.Action)
+		case "changes":
+			return once(&seen, 39) && d.strings(&ev.Changes)
+		case "moved_aside":
+			return once(&seen, 40) && d.setStr(&ev.MovedAside)
+		case "broken_chain_accepted":
+			return once(&seen, 41) && d.setBool(&ev.BrokenChainAccepted)
+		case "first_bad_seq":
+			return once(&seen, 42) && d.setInt64(&ev.FirstBadSeq)
+		case "job_request_id":
+			return once(&seen, 43) && d.setStr(&ev.JobRequestID)
+		case "pids":
+			return once(&seen, 44) && d.ints(&ev.PIDs)
 		}
 		return false // unknown, or only a case-insensitive match
 	})
@@ -365,6 +389,66 @@ func (d *fastDecoder) metadata(p *map[string]string) bool {
 		m[key] = v
 		return ok
 	})
+}
+
+// elements calls elem for each element of the array at d.i (white space
+// skipped), with d.i at the element; elem must consume it. A null is left
+// to json.Unmarshal (it keeps the slice nil).
+func (d *fastDecoder) elements(elem func() bool) bool {
+	d.ws()
+	if d.i >= len(d.s) || d.s[d.i] != '[' {
+		return false
+	}
+	d.i++
+	d.ws()
+	if d.i < len(d.s) && d.s[d.i] == ']' {
+		d.i++
+		return true
+	}
+	for {
+		d.ws()
+		if !elem() {
+			return false
+		}
+		d.ws()
+		if d.i >= len(d.s) {
+			return false
+		}
+		switch d.s[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// strings: an array of strings into a new slice (encoding/json makes an
+// empty one for []).
+func (d *fastDecoder) strings(p *[]string) bool {
+	v := []string{}
+	ok := d.elements(func() bool {
+		s, ok := d.str()
+		v = append(v, s)
+		return ok
+	})
+	*p = v
+	return ok
+}
+
+// ints: an array of integers that fit in an int.
+func (d *fastDecoder) ints(p *[]int) bool {
+	v := []int{}
+	ok := d.elements(func() bool {
+		n, ok := d.integer(strconv.IntSize)
+		v = append(v, int(n))
+		return ok
+	})
+	*p = v
+	return ok
 }
 
 func (d *fastDecoder) targets(p *[]events.Target) bool {

@@ -18,6 +18,7 @@ func decodeSeeds(tb testing.TB) [][]byte {
 		IntentVersion: "2", HostID: "h", PID: 7, CreatedAt: "2026-01-02T03:04:06Z", LastHeartbeatAt: "2026-01-02T03:04:07Z",
 		TTLSeconds: 60, Metadata: map[string]string{"ticket": "OPS-1", "ünï": "cödé"}}
 	exit := 2
+	holder := events.HolderOf(prev)
 	acq := events.Acquired{TTLSeconds: 60, Intent: "deploy", IntentVersion: "1", FencingToken: 1,
 		Metadata: map[string]string{"k": "v"}, PIDStart: "99", BootID: "b"}
 	tgt := acq
@@ -36,6 +37,20 @@ func decodeSeeds(tb testing.TB) [][]byte {
 		{events.LockReleased, &events.Released{HeldDurationSeconds: 1e-7, Result: "success"}},
 		{events.HeartbeatFailed, &events.HeartbeatFailedPayload{ConsecutiveFailures: 3, Error: "busy", LockLost: true}},
 		{events.AcquireBlocked, &events.Blocked{HeldBy: events.HolderOf(prev), State: "stale", WaitedSeconds: 12.5, Foreign: true}},
+		{events.LockStolen, &events.Stolen{Acquired: acq, PreviousLock: prev, PreviousLockHash: prev.Hash(),
+			Reason: events.ReasonReclaimed}},
+		{events.LockReleased, &events.Released{HeldDurationSeconds: 30, Result: "cancelled", Forced: true,
+			ReleasedRequestID: "req_a", FencingToken: 1, SupersededBy: &holder, SupersededByFormat: "bso",
+			SupersededByPath: "/srv/app/.bso.lock"}},
+		{events.ActionRefused, &events.Refused{Action: events.ActionRelease, Error: "not the holder", State: "held",
+			HeldBy: &holder}},
+		{events.ActionRefused, &events.Refused{Action: events.ActionHeartbeat, Error: "never held"}},
+		{events.LockProjected, &events.Projected{Changes: []string{"lock file restored", "ünï row"},
+			MovedAside: "/r/locks/deploy.lock.corrupt-20260304T050607Z", BrokenChainAccepted: true, FirstBadSeq: 12}},
+		{events.LockProjected, &events.Projected{Changes: []string{"x"}}},
+		{events.JobProcesses, &events.JobProcessesPayload{JobRequestID: "req_a", PIDs: []int{10, 11, 1 << 40},
+			Action: events.JobKilled, Note: "left the process group"}},
+		{events.JobProcesses, &events.JobProcessesPayload{JobRequestID: "req_a", PIDs: []int{5}, Action: events.JobLeftRunning}},
 	}
 	var out [][]byte
 	for i, p := range payloads {
@@ -64,7 +79,14 @@ func decodeMutations(b []byte) [][]byte {
 		cut + `,"held_duration_seconds":0.1e1}`, cut + `,"pid":9223372036854775807}`, cut + `,"pid":9223372036854775808}`,
 		cut + `,"pid":-9223372036854775808}`, cut + `,"pid":-0}`, cut + `,"pid":01}`, cut + `,"seq":null}`,
 		cut + `,"actor":"a\u0062c"}`, cut + `,"actor":"\ud800"}`, cut + "\"actor\":\"\xff\"}", cut + `,"actor":"é"}`,
-		cut + `,"actor":1}`, cut + `,"type":"x"}`, cut + "\t,\n\"pid\" : 3 }", s + " ", s + "x", s + "}", " " + s,
+		cut + `,"actor":1}`, cut + `,"type":"x"}`,
+		cut + `,"changes":[]}`, cut + `,"changes":null}`, cut + `,"changes":["a" , "b"]}`, cut + `,"changes":["a",]}`,
+		cut + `,"changes":["a",1]}`, cut + `,"changes":["a"]}`, cut + `,"changes":[null]}`, cut + `,"changes":"a"}`,
+		cut + `,"changes":["a"],"changes":["b","c"]}`, cut + `,"pids":[]}`, cut + `,"pids":null}`, cut + `,"pids":[ 1 ,2 ]}`,
+		cut + `,"pids":[1.0]}`, cut + `,"pids":[1e2]}`, cut + `,"pids":[9223372036854775808]}`, cut + `,"pids":[-1,0]}`,
+		cut + `,"pids":[null]}`, cut + `,"pids":["1"]}`, cut + `,"pids":[1],"pids":[2,3]}`, cut + `,"Pids":[4]}`,
+		cut + `,"superseded_by":{"pid":1}}`, cut + `,"superseded_by":null}`, cut + `,"action":"x"}`, cut + `,"first_bad_seq":1.5}`,
+		cut + `,"broken_chain_accepted":1}`, cut + `,"job_request_id":null}`, cut + `,"moved_aside":"/é"}`, cut + "\t,\n\"pid\" : 3 }", s + " ", s + "x", s + "}", " " + s,
 		strings.Replace(s, `"seq"`, `"se\u0071"`, 1), strings.Replace(s, `:`, ` : `, -1),
 		`null`, `{}`, `[]`, `1`, `"x"`, `{"seq":1}`, `{"seq":1,}`, ``, `{`,
 	}

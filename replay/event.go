@@ -29,7 +29,7 @@ type Event struct {
 	PreviousLock     *events.Record `json:"previous_lock"`
 	PreviousLockHash string         `json:"previous_lock_hash"`
 	Reason           string         `json:"reason"`
-	Note             string         `json:"note"`
+	Note             string         `json:"note"` // also job_processes
 
 	// lock_released
 	HeldDurationSeconds float64 `json:"held_duration_seconds"`
@@ -38,17 +38,35 @@ type Event struct {
 	ExitCode            *int    `json:"exit_code"`
 	Forced              bool    `json:"forced"`
 	ReleasedRequestID   string  `json:"released_request_id"`
+	// another tool's lock file that superseded the released holder
+	SupersededBy       *events.Holder `json:"superseded_by"`
+	SupersededByFormat string         `json:"superseded_by_format"`
+	SupersededByPath   string         `json:"superseded_by_path"`
 
 	// heartbeat_failed
 	ConsecutiveFailures int    `json:"consecutive_failures"`
-	Error               string `json:"error"`
+	Error               string `json:"error"` // also action_refused
 	LockLost            bool   `json:"lock_lost"`
 
-	// acquire_blocked
+	// acquire_blocked (held_by and state also action_refused)
 	HeldBy        *events.Holder `json:"held_by"`
 	State         string         `json:"state"`
 	WaitedSeconds float64        `json:"waited_seconds"`
 	Foreign       bool           `json:"foreign"`
+
+	// action_refused: the refused action; job_processes: what was done
+	// to the processes
+	Action string `json:"action"`
+
+	// lock_projected
+	Changes             []string `json:"changes"`
+	MovedAside          string   `json:"moved_aside"`
+	BrokenChainAccepted bool     `json:"broken_chain_accepted"`
+	FirstBadSeq         int64    `json:"first_bad_seq"`
+
+	// job_processes
+	JobRequestID string `json:"job_request_id"`
+	PIDs         []int  `json:"pids"`
 
 	// Time is At parsed.
 	Time time.Time `json:"-"`

@@ -139,8 +139,16 @@ func (s *State) Len() int { return len(s.locks) }
 //   - lock_heartbeat: the holder's last heartbeat moves to at.
 //   - lock_released: frees the lock when the ledger's holder is the request
 //     that released (not forced) or released_request_id (forced). A forced
-//     release of a foreign lock (no ledger holder) changes nothing.
-//   - heartbeat_failed, acquire_blocked: change nothing.
+//     release of a foreign lock (no ledger holder) changes nothing. A
+//     release carrying superseded_by (another tool's lock file took over
+//     from a stale or dead holder) is forced and frees released_request_id
+//     like any other; the foreign holder is not the ledger's, so the lock
+//     reads free.
+//   - heartbeat_failed, acquire_blocked, action_refused (a refusal records
+//     who asked, not a change), lock_projected (project rewrites the
+//     projections to match this fold, it never changes the holder) and
+//     job_processes (a job's leftover processes, after its lock's own
+//     events): change nothing but Last.
 func (s *State) Apply(ev *Event) {
 	s.Seq = ev.Seq
 	s.Events++

@@ -54,6 +54,9 @@ const (
 	kReleased
 	kHeartbeatFailed
 	kBlocked
+	kRefused
+	kProjected
+	kJobProcesses
 	kLockFile
 )
 
@@ -71,6 +74,12 @@ func kindOf(t events.Type) (kind, bool) {
 		return kHeartbeatFailed, true
 	case events.AcquireBlocked:
 		return kBlocked, true
+	case events.ActionRefused:
+		return kRefused, true
+	case events.LockProjected:
+		return kProjected, true
+	case events.JobProcesses:
+		return kJobProcesses, true
 	case LockFile:
 		return kLockFile, true
 	}
@@ -107,6 +116,7 @@ func (e *verr) detail() string {
 type validator struct {
 	s scanner
 	t string // the schema's name: the event type, or LockFile
+	k kind   // its kind: a field of the same name may differ by type (state, action)
 }
 
 func (v *validator) document(k kind) *verr {
@@ -295,13 +305,30 @@ const (
 	fConsecutiveFailures
 	fError
 	fLockLost
-	// acquire_blocked
+	// acquire_blocked (held_by and state also action_refused)
 	fHeldBy
 	fState
 	fWaitedSeconds
 	fForeign
+	// action_refused (also error, state, held_by); job_processes's action
+	fAction
+	// lock_projected
+	fChanges
+	fMovedAside
+	fBrokenChainAccepted
+	fFirstBadSeq
+	// job_processes (also action, note)
+	fJobRequestID
+	fPIDs
+	// lock_released's supersession
+	fSupersededBy
+	fSupersededByFormat
+	fSupersededByPath
 	nEventFields
 )
+
+// The field sets are bit masks of a uint64.
+var _ [64 - nEventFields]struct{}
 
 var eventNames = []string{
 	fEventID: "event_id", fSeq: "seq", fType: "type", fSchemaVersion: "schema_version", fAt: "at",
@@ -313,6 +340,9 @@ var eventNames = []string{
 	fExitCode: "exit_code", fForced: "forced", fReleasedRequestID: "released_request_id",
 	fConsecutiveFailures: "consecutive_failures", fError: "error", fLockLost: "lock_lost",
 	fHeldBy: "held_by", fState: "state", fWaitedSeconds: "waited_seconds", fForeign: "foreign",
+	fAction: "action", fChanges: "changes", fMovedAside: "moved_aside", fBrokenChainAccepted: "broken_chain_accepted",
+	fFirstBadSeq: "first_bad_seq", fJobRequestID: "job_request_id", fPIDs: "pids", fSupersededBy: "superseded_by",
+	fSupersededByFormat: "superseded_by_format", fSupersededByPath: "superseded_by_path",
 }
 
 func eventLookup(k []byte) int {
@@ -387,6 +417,26 @@ func eventLookup(k []byte) int {
 		return fWaitedSeconds
 	case "foreign":
 		return fForeign
+	case "action":
+		return fAction
+	case "changes":
+		return fChanges
+	case "moved_aside":
+		return fMovedAside
+	case "broken_chain_accepted":
+		return fBrokenChainAccepted
+	case "first_bad_seq":
+		return fFirstBadSeq
+	case "job_request_id":
+		return fJobRequestID
+	case "pids":
+		return fPIDs
+	case "superseded_by":
+		return fSupersededBy
+	case "superseded_by_format":
+		return fSupersededByFormat
+	case "superseded_by_path":
+		return fSupersededByPath
 	}
 	return -1
 }
@@ -413,9 +463,12 @@ var (
 		kHeartbeat: envelopeFields,
 		kStolen:    envelopeFields | acquiredFields | bits(fPreviousLock, fPreviousLockHash, fReason, fNote),
 		kReleased: envelopeFields | bits(fHeldDurationSeconds, fResult, fFailureStep, fExitCode, fForced,
-			fReleasedRequestID, fFencingToken),
+			fReleasedRequestID, fFencingToken, fSupersededBy, fSupersededByFormat, fSupersededByPath),
 		kHeartbeatFailed: envelopeFields | bits(fConsecutiveFailures, fError, fLockLost),
 		kBlocked:         envelopeFields | bits(fHeldBy, fState, fWaitedSeconds, fForeign),
+		kRefused:         envelopeFields | bits(fAction, fError, fState, fHeldBy),
+		kProjected:       envelopeFields | bits(fChanges, fMovedAside, fBrokenChainAccepted, fFirstBadSeq),
+		kJobProcesses:    envelopeFields | bits(fJobRequestID, fPIDs, fAction, fNote),
 	}
 	eventRequired = [...]uint64{
 		kAcquired:        envelopeFields | acquiredRequired,
@@ -424,17 +477,32 @@ var (
 		kReleased:        envelopeFields | bits(fHeldDurationSeconds, fResult, fForced),
 		kHeartbeatFailed: envelopeFields | bits(fConsecutiveFailures, fError, fLockLost),
 		kBlocked:         envelopeFields | bits(fHeldBy, fState, fWaitedSeconds),
+		kRefused:         envelopeFields | bits(fAction, fError),
+		kProjected:       envelopeFields | bits(fChanges),
+		kJobProcesses:    envelopeFields | bits(fJobRequestID, fPIDs, fAction),
 	}
 )
 
 var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluatedProperties"}
 
 var (
-	eventTypes   = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked"}
-	stealReasons = []string{"stale_lock_forced", "holder_dead", "forced_active", "foreign_lock", "superseded"}
-	results      = []string{"success", "failure", "cancelled"}
-	blockStates  = []string{"held", "stale", "dead"}
-	targetFmts   = []string{"tower-fleet", "bso", "beads", "prodigy", "gitclaw"}
+	eventTypes = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked",
+		"action_refused", "lock_projected", "job_processes"}
+	stealReasons   = []string{"stale_lock_forced", "holder_dead", "forced_active", "foreign_lock", "superseded", "reclaimed"}
+	results        = []string{"success", "failure", "cancelled"}
+	blockStates    = []string{"held", "stale", "dead"}
+	refusedStates  = []string{"free", "held", "stale", "dead"}
+	refusedActions = []string{"release", "steal", "heartbeat"}
+	jobActions     = []string{"terminated", "killed", "left_running"}
+	targetFmts     = []string{"tower-fleet", "bso", "beads", "prodigy", "gitclaw"}
+)
+
+// The array bounds of lock_projected's changes and job_processes's pids.
+const (
+	maxChanges    = 64
+	maxChangeLen  = 1024
+	maxJobPIDs    = 4096
+	maxPathLength = 4096
 )
 
 const noMax = math.MaxInt64
@@ -490,22 +558,49 @@ func checkEventField(v *validator, f int) *verr {
 		return v.str(1, 256)
 	case fExitCode:
 		return v.integer(0, 255)
-	case fForced, fLockLost, fForeign:
+	case fForced, fLockLost, fForeign, fBrokenChainAccepted:
 		return v.boolean()
 	case fReleasedRequestID:
 		return v.str(1, noMax)
-	// heartbeat_failed.json
+	case fSupersededBy:
+		return v.record(&holderSchema, holderAll, holderRequired)
+	case fSupersededByFormat:
+		return v.enum(targetFmts)
+	case fSupersededByPath:
+		return v.absPath(2, maxPathLength)
+	// heartbeat_failed.json (error also action_refused.json)
 	case fConsecutiveFailures:
 		return v.integer(1, noMax)
 	case fError:
 		return v.str(1, 4096)
-	// acquire_blocked.json
+	// acquire_blocked.json (held_by and state also action_refused.json)
 	case fHeldBy:
 		return v.record(&holderSchema, holderAll, holderRequired)
 	case fState:
+		if v.k == kRefused {
+			return v.enum(refusedStates)
+		}
 		return v.enum(blockStates)
 	case fWaitedSeconds:
 		return v.number(0)
+	// action_refused.json, job_processes.json
+	case fAction:
+		if v.k == kRefused {
+			return v.enum(refusedActions)
+		}
+		return v.enum(jobActions)
+	// lock_projected.json
+	case fChanges:
+		return v.array(1, maxChanges, itemChange)
+	case fMovedAside:
+		return v.absPath(0, maxPathLength)
+	case fFirstBadSeq:
+		return v.integer(1, noMax)
+	// job_processes.json (note as lock_stolen.json's)
+	case fJobRequestID:
+		return v.pattern(isRequestID, "^[A-Za-z0-9_.:-]{1,128}$")
+	case fPIDs:
+		return v.array(1, maxJobPIDs, itemPID)
 	}
 	panic("schema: fast: unhandled event field " + strconv.Itoa(f))
 }
@@ -688,17 +783,7 @@ func checkTargetField(v *validator, f int) *verr {
 	case tFormat:
 		return v.enum(targetFmts)
 	case tPath:
-		d, plain, jk := v.stringContent()
-		if jk != jString {
-			return typeErr("string", jk)
-		}
-		if e := lengthErr(d, plain, 2, 4096); e != nil {
-			return e
-		}
-		if len(d) == 0 || d[0] != '/' {
-			return patternErr("^/")
-		}
-		return nil
+		return v.absPath(2, maxPathLength)
 	}
 	panic("schema: fast: unhandled target field " + strconv.Itoa(f))
 }
@@ -726,6 +811,71 @@ func (v *validator) targets() *verr {
 	}
 	if n > maxTargets {
 		return &verr{rule: "maxItems", msg: "maximum " + strconv.Itoa(maxTargets) + " items required, but found " + strconv.Itoa(n) + " items"}
+	}
+	return nil
+}
+
+// itemKind is the items schema of an array of scalars. (A kind, not a
+// function value: v would escape through an indirect call.)
+type itemKind uint8
+
+const (
+	itemChange itemKind = iota // lock_projected's changes: {"type": "string", "minLength": 1, "maxLength": 1024}
+	itemPID                    // job_processes's pids: {"type": "integer", "format": "int64", "minimum": 1}
+)
+
+func (v *validator) item(k itemKind) *verr {
+	if k == itemChange {
+		return v.str(1, maxChangeLen)
+	}
+	return v.integer(1, noMax)
+}
+
+// array: {"type": "array", "minItems": min, "maxItems": max, "items": item}.
+func (v *validator) array(min, max int, item itemKind) *verr {
+	s := &v.s
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '[' {
+		return typeErr("array", s.value())
+	}
+	var first *verr
+	n := 0
+	more := s.openArray()
+	for more && s.err == "" {
+		if e := v.item(item); e != nil && first == nil {
+			first = e.under(strconv.Itoa(n))
+		}
+		n++
+		more = s.nextElement()
+	}
+	s.closeArray()
+	if s.err != "" {
+		return nil
+	}
+	if first != nil {
+		return first
+	}
+	if n < min {
+		return &verr{rule: "minItems", msg: "minimum " + strconv.Itoa(min) + " items required, but found " + strconv.Itoa(n) + " items"}
+	}
+	if n > max {
+		return &verr{rule: "maxItems", msg: "maximum " + strconv.Itoa(max) + " items required, but found " + strconv.Itoa(n) + " items"}
+	}
+	return nil
+}
+
+// absPath: {"type": "string", "minLength": min, "maxLength": max, "pattern": "^/"}
+// (min 0 when the schema has no minLength: the pattern needs one rune anyway).
+func (v *validator) absPath(min, max int) *verr {
+	d, plain, jk := v.stringContent()
+	if jk != jString {
+		return typeErr("string", jk)
+	}
+	if e := lengthErr(d, plain, min, max); e != nil {
+		return e
+	}
+	if len(d) == 0 || d[0] != '/' {
+		return patternErr("^/")
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/lockledger/lockledger/schema/reference"
 )
 
-// allTypes is every schema ValidateEvent answers for: the six event types
+// allTypes is every schema ValidateEvent answers for: every event type
 // and the lock file.
 var allTypes = append(append([]events.Type{}, events.Types...), events.Type(schema.LockFile))
 
@@ -99,6 +99,7 @@ func validSeeds(tb testing.TB) []seedBody {
 	withTargets.Targets = []events.Target{{Format: "tower-fleet", Path: "/srv/locks/a.lock"}, {Format: "bso", Path: "/tmp/x"}}
 	exit := 3
 	zero := 0
+	holderPrev := events.HolderOf(prev)
 	var out []seedBody
 	add := func(name string, typ events.Type, b []byte) {
 		out = append(out, seedBody{name: name, typ: typ, body: b, cross: true})
@@ -131,8 +132,12 @@ func validSeeds(tb testing.TB) []seedBody {
 		HeldDurationSeconds: 3600, Result: events.ResultCancelled, ExitCode: &zero, Forced: true, ReleasedRequestID: "req_a"}))
 	add("released everything", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
 		HeldDurationSeconds: 7.5, Result: events.ResultFailure, FailureStep: "deploy", ExitCode: &exit, Forced: true,
-		ReleasedRequestID: "req_a", FencingToken: 9}))
+		ReleasedRequestID: "req_a", FencingToken: 9, SupersededBy: &holderPrev, SupersededByFormat: "prodigy",
+		SupersededByPath: "/srv/app/.prodigy/resume.lock"}))
 	full()
+	add("released superseded", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
+		HeldDurationSeconds: 60, Result: events.ResultCancelled, Forced: true, ReleasedRequestID: "req_a",
+		SupersededBy: &events.Holder{RequestID: "foreign:bso", PID: 0}, SupersededByFormat: "bso", SupersededByPath: "/x"}))
 	add("heartbeat_failed", events.HeartbeatFailed, mustBody(tb, env(events.HeartbeatFailed, 11, "req_a"), &events.HeartbeatFailedPayload{
 		ConsecutiveFailures: 3, Error: "database is locked", LockLost: true}))
 	full()
@@ -145,6 +150,31 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("blocked everything", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
 		HeldBy: events.HolderOf(prev), State: events.StateDead, WaitedSeconds: 30, Foreign: true}))
 	full()
+	add("refused release", events.ActionRefused, mustBody(tb, env(events.ActionRefused, 15, "req_h"), &events.Refused{
+		Action: events.ActionRelease, Error: "not the holder: deploy-prod is held by req_old", State: events.StateHeld,
+		HeldBy: &holderPrev}))
+	full()
+	add("refused steal", events.ActionRefused, mustBody(tb, env(events.ActionRefused, 16, "req_i"), &events.Refused{
+		Action: events.ActionSteal, Error: "holder is alive; use --active", State: events.StateDead, HeldBy: &holder}))
+	add("refused heartbeat free", events.ActionRefused, mustBody(tb, env(events.ActionRefused, 17, "req_j"), &events.Refused{
+		Action: events.ActionHeartbeat, Error: "no lock deploy-prod held by req_j", State: "free"}))
+	add("refused minimal", events.ActionRefused, mustBody(tb, env(events.ActionRefused, 18, "r"), &events.Refused{
+		Action: events.ActionRelease, Error: "x"}))
+	add("projected", events.LockProjected, mustBody(tb, env(events.LockProjected, 19, "req_k"), &events.Projected{
+		Changes: []string{"lock file rewritten"}}))
+	add("projected everything", events.LockProjected, mustBody(tb, env(events.LockProjected, 20, "req_k"), &events.Projected{
+		Changes:    []string{"locks row: held by req_a", "lock file /srv/locks/deploy-prod.lock restored", "target bso:/srv/x.lock removed"},
+		MovedAside: "/srv/locks/deploy-prod.lock.corrupt-20261122T222354Z", BrokenChainAccepted: true, FirstBadSeq: 7}))
+	full()
+	add("job processes killed", events.JobProcesses, mustBody(tb, env(events.JobProcesses, 21, "req_l"), &events.JobProcessesPayload{
+		JobRequestID: "req_a", PIDs: []int{4243, 4250, 1 << 40}, Action: events.JobKilled, Note: "left the process group"}))
+	full()
+	add("job processes left", events.JobProcesses, mustBody(tb, env(events.JobProcesses, 22, "req_m"), &events.JobProcessesPayload{
+		JobRequestID: "r", PIDs: []int{1}, Action: events.JobLeftRunning}))
+	add("job processes terminated", events.JobProcesses, mustBody(tb, env(events.JobProcesses, 23, "req_n"), &events.JobProcessesPayload{
+		JobRequestID: "req:1.2-3_4", PIDs: []int{7, 7}, Action: events.JobTerminated, Note: ""}))
+	add("stolen reclaimed", events.LockStolen, mustBody(tb, env(events.LockStolen, 24, "req_old"), &events.Stolen{Acquired: acq,
+		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonReclaimed}))
 	add("lock file", events.Type(schema.LockFile), prev.File())
 	full()
 	return out
@@ -211,6 +241,9 @@ func paths(v any, prefix fieldPath) []fieldPath {
 	case []any:
 		for i, x := range v {
 			p := append(append(fieldPath{}, prefix...), i)
+			if _, obj := x.(map[string]any); !obj {
+				out = append(out, p) // an element of an array of scalars (changes, pids)
+			}
 			out = append(out, paths(x, p)...)
 		}
 	}
@@ -285,7 +318,9 @@ func replacements() []string {
 		strings.Repeat("9", 308), strings.Repeat("9", 309), "1" + strings.Repeat("0", 308) + ".5",
 		maxFloat.Text(10), new(big.Int).Sub(halfPastMaxFloat, big.NewInt(1)).Text(10), halfPastMaxFloat.Text(10),
 		`""`, `"x"`, `"A"`, `"/"`, `"//"`, `"/x"`, `"x/"`, `"v1"`, `"V1"`, `"held"`, `"stale"`, `"dead"`, `"free"`,
-		`"success"`, `"failure"`, `"cancelled"`, `"stale_lock_forced"`, `"superseded"`, `"forced_active "`,
+		`"success"`, `"failure"`, `"cancelled"`, `"stale_lock_forced"`, `"superseded"`, `"forced_active "`, `"reclaimed"`,
+		`"release"`, `"steal"`, `"heartbeat"`, `"Release"`, `"terminated"`, `"killed"`, `"left_running"`, `"bso"`,
+		`["x"]`, `[""]`, `[0]`, `[1,2]`, `["x",1]`, `[null]`, `[[]]`, `[1.0]`,
 		`"tower-fleet"`, `"gitclaw"`, `"beads "`, `"lock_heartbeat"`, `"lock_acquired"`, `"acquire_blocked"`,
 		`"lock_\u0061cquired"`, `"\u0076\u0031"`, `"\/x"`, `"\u002fx"`,
 		`"2026-01-02T03:04:05Z"`, `"2026-01-02T03:04:05.5+01:00"`, `"2026-02-30T03:04:05Z"`, `"2024-02-29T23:59:60Z"`,
@@ -336,13 +371,13 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 		out = append(out, seedBody{name: s.name + ": " + name, typ: s.typ, body: b})
 	}
 	for _, p := range paths(root, nil) {
-		c := deepCopy(root)
-		edit(c, p, func(parent any, key any) {
-			if m, ok := parent.(map[string]any); ok {
-				delete(m, key.(string))
-			}
-		})
-		add("remove "+p.String(), encode(tb, c))
+		if _, member := p[len(p)-1].(string); member {
+			c := deepCopy(root)
+			edit(c, p, func(parent any, key any) {
+				delete(parent.(map[string]any), key.(string))
+			})
+			add("remove "+p.String(), encode(tb, c))
+		}
 		for _, r := range reps {
 			c := deepCopy(root)
 			edit(c, p, func(parent any, key any) {
@@ -357,7 +392,8 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 		}
 	}
 	for _, p := range objectPaths(root, nil) {
-		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "note", "foreign", "Seq"} {
+		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "note", "foreign", "Seq",
+			"action", "state", "superseded_by", "pids", "changes"} {
 			c := deepCopy(root)
 			if len(p) == 0 {
 				c.(map[string]any)[extra] = json.RawMessage(`"x"`)
@@ -380,16 +416,28 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 			add("extra "+p.String()+"/"+extra, encode(tb, c))
 		}
 	}
-	// targets: too many items, and items of every shape.
-	if t, ok := root["targets"].([]any); ok && len(t) > 0 {
-		for _, n := range []int{16, 17} {
+	// Arrays at and around their item bounds.
+	for _, a := range []struct {
+		field  string
+		counts []int
+	}{{"targets", []int{0, 16, 17}}, {"changes", []int{0, 1, 64, 65}}, {"pids", []int{0, 1, 4096, 4097}}} {
+		t, ok := root[a.field].([]any)
+		if !ok || len(t) == 0 {
+			continue
+		}
+		for _, n := range a.counts {
 			c := deepCopy(root).(map[string]any)
 			items := make([]any, n)
 			for i := range items {
-				items[i] = deepCopy(t[0])
+				items[i] = deepCopy(t[i%len(t)])
 			}
-			c["targets"] = items
-			add(fmt.Sprintf("%d targets", n), encode(tb, c))
+			c[a.field] = items
+			add(fmt.Sprintf("%d %s", n, a.field), encode(tb, c))
+		}
+		for _, r := range []string{`1,0`, `1,1.0`, `1,"x"`, `"x",""`, `"x",null`, `1,9223372036854775808`, `"x","` + strings.Repeat("a", 1025) + `"`} {
+			c := deepCopy(root).(map[string]any)
+			c[a.field] = json.RawMessage(`[` + r + `]`)
+			add(a.field+" = ["+r+"]", encode(tb, c))
 		}
 	}
 	return out

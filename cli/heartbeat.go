@@ -26,7 +26,8 @@ hold the lock. If R held it and had it taken away (stolen, superseded,
 released with --force), that is a lost lock: heartbeat_failed with
 lock_lost is recorded. If R never held it (a mistyped request id or lock
 name) or released it itself, nothing was lost: the message says which
-("never held it", "released it at seq N").`,
+("never held it", "released it at seq N") and the refusal is recorded as
+action_refused.`,
 		Example: `  while sleep 60; do lockledger heartbeat deploy-prod --request-id "$rid" || break; done`,
 		Args:    exactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {

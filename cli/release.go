@@ -28,8 +28,9 @@ func newRelease(g *globals) *cobra.Command {
 		Short: "Free a lock you hold",
 		Long: `Free a lock held by request R and record the result. Releasing a lock
 you already released is a no-op (exit 0). A lock held by someone else is
-refused with exit 5 and stays held; --force releases it anyway and
-records forced: true with the holder it released.`,
+refused with exit 5 and stays held, and the refusal is recorded as
+action_refused; --force releases it anyway and records forced: true with
+the holder it released.`,
 		Example: `  lockledger release deploy-prod --request-id "$rid"
   lockledger release deploy-prod --request-id "$rid" --result failure --failure-step migrate
   lockledger release deploy-prod --force --actor oncall   # someone else's lock, audited`,

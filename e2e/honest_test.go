@@ -56,15 +56,15 @@ func TestStaleRefusalWhileWaitingIsRecordedAsBlocked(t *testing.T) {
 	}
 }
 
-func TestHeartbeatByARequestThatNeverHeldTheLockIsNotALoss(t *testing.T) {
+func TestHeartbeatByARequestThatNeverHeldTheLockIsARefusalNotALoss(t *testing.T) {
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self).Stdout)
 	cases := []struct {
-		name, lock, request, want string
+		name, lock, request, want, heldBy string
 	}{
-		{"a typo in the request id", "deploy", "req_typo", "request req_typo does not hold lock deploy (never held it)"},
-		{"a lock that never existed", "no-such-lock", rid, "request " + rid + " does not hold lock no-such-lock (never held it)"},
+		{"a typo in the request id", "deploy", "req_typo", "request req_typo does not hold lock deploy (never held it)", rid},
+		{"a lock that never existed", "no-such-lock", rid, "request " + rid + " does not hold lock no-such-lock (never held it)", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -73,9 +73,7 @@ func TestHeartbeatByARequestThatNeverHeldTheLockIsNotALoss(t *testing.T) {
 			if !strings.Contains(r.Stderr, c.want) || strings.Contains(r.Stderr, "lost") {
 				t.Fatalf("stderr %q, want %q and no word of a lost lock", r.Stderr, c.want)
 			}
-			if got := typesSince(t, root, n); len(got) != 0 {
-				t.Fatalf("events after a heartbeat by a non-holder: %v, want none", got)
-			}
+			assertRefused(t, root, n, r, "heartbeat", c.request, c.heldBy)
 			j := jsonOut(t, clitest.Must(t, 5, root, "heartbeat", c.lock, "--request-id", c.request, "--json"))
 			if j["error"] != "not_holder" || !strings.Contains(j["message"].(string), c.want) {
 				t.Fatalf("--json: %v, want not_holder saying %q", j, c.want)
@@ -90,9 +88,7 @@ func TestHeartbeatByARequestThatNeverHeldTheLockIsNotALoss(t *testing.T) {
 	if want := "request " + rid + " does not hold lock deploy (released it at seq " + relSeq + ")"; !strings.Contains(r.Stderr, want) {
 		t.Fatalf("stderr %q, want %q", r.Stderr, want)
 	}
-	if got := typesSince(t, root, n); len(got) != 0 {
-		t.Fatalf("events after a heartbeat of a released lock: %v, want none", got)
-	}
+	assertRefused(t, root, n, r, "heartbeat", rid, "")
 	assertChain(t, root)
 }
 
@@ -124,5 +120,77 @@ func TestHeartbeatAfterTheLockWasTakenIsRecordedAsLost(t *testing.T) {
 	if got := typesSince(t, root, n); !reflect.DeepEqual(got, []string{"heartbeat_failed"}) {
 		t.Fatalf("events after a heartbeat of a force-released lock: %v, want one heartbeat_failed", got)
 	}
+	assertChain(t, root)
+}
+
+// shown is the error message a failed command printed.
+func shown(r clitest.Result) string {
+	return strings.TrimSuffix(strings.TrimPrefix(r.Stderr, "lockledger: "), "\n")
+}
+
+// assertRefused checks that the command r, run after the first n events,
+// recorded exactly one action_refused: its action, the request that asked,
+// the message the command printed, and the holder at the time (none when
+// heldBy is "").
+func assertRefused(t *testing.T, root string, n int, r clitest.Result, action, request, heldBy string) {
+	t.Helper()
+	if got := typesSince(t, root, n); !reflect.DeepEqual(got, []string{"action_refused"}) {
+		t.Fatalf("events after a refused %s: %v, want one action_refused", action, got)
+	}
+	b := lastBody(t, root, "action_refused")
+	if b["action"] != action || b["request_id"] != request || b["error"] != shown(r) {
+		t.Fatalf("action_refused: %v, want action %s by %s with error %q", b, action, request, shown(r))
+	}
+	switch h, _ := b["held_by"].(map[string]any); {
+	case heldBy == "" && (h != nil || b["state"] != "free"):
+		t.Fatalf("action_refused: %v, want state free and no holder", b)
+	case heldBy != "" && (h == nil || h["request_id"] != heldBy || b["state"] != "held"):
+		t.Fatalf("action_refused: %v, want state held by %s", b, heldBy)
+	}
+}
+
+func TestRefusedReleaseAndStealAreRecorded(t *testing.T) {
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "app-prod", "--pid", self).Stdout)
+
+	// A release by a request that never held it, while another holds it.
+	n := clitest.EventCount(t, root)
+	r := clitest.Must(t, 5, root, "release", "app-prod", "--request-id", "req_other", "--actor", "mallory")
+	assertRefused(t, root, n, r, "release", "req_other", rid)
+	if b := lastBody(t, root, "action_refused"); b["actor"] != "mallory" {
+		t.Fatalf("action_refused actor %v, want mallory (who asked)", b["actor"])
+	}
+
+	// A steal of a live holder without --active.
+	n = clitest.EventCount(t, root)
+	r = clitest.Must(t, 3, root, "steal", "app-prod", "--reason", "mine now", "--request-id", "req_thief", "--pid", self)
+	if !strings.Contains(r.Stderr, "steal --active") {
+		t.Fatalf("steal refusal does not say how to take it anyway: %s", r.Stderr)
+	}
+	assertRefused(t, root, n, r, "steal", "req_thief", rid)
+	if st := statusJSON(t, root, "app-prod"); st["request_id"] != rid {
+		t.Fatalf("holder after refusals: %v, want %s", st["request_id"], rid)
+	}
+
+	// A release by a request that lost the lock (it was stolen), now free.
+	rid2 := strings.TrimSpace(clitest.Must(t, 0, root, "steal", "app-prod", "--active", "--yes", "--reason", "takeover", "--pid", self).Stdout)
+	clitest.Must(t, 0, root, "release", "app-prod", "--request-id", rid2)
+	n = clitest.EventCount(t, root)
+	r = clitest.Must(t, 5, root, "release", "app-prod", "--request-id", rid, "--json")
+	if j := jsonOut(t, r); j["error"] != "lock_lost" {
+		t.Fatalf("--json: %v, want lock_lost", j)
+	}
+	if got := typesSince(t, root, n); !reflect.DeepEqual(got, []string{"action_refused"}) {
+		t.Fatalf("events after a refused release: %v, want one action_refused", got)
+	}
+	if b := lastBody(t, root, "action_refused"); b["action"] != "release" || b["state"] != "free" || !strings.Contains(b["error"].(string), "lost the lock") {
+		t.Fatalf("action_refused: %v, want a release of a lost lock, state free", b)
+	}
+
+	// A release of a lock that never existed, by a request that never held it.
+	n = clitest.EventCount(t, root)
+	r = clitest.Must(t, 5, root, "release", "no-such-lock", "--request-id", "req_typo")
+	assertRefused(t, root, n, r, "release", "req_typo", "")
 	assertChain(t, root)
 }

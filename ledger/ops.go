@@ -357,7 +357,8 @@ func (l *Ledger) checkLocalPID(pid int) error {
 // that held the lock and had it taken away records heartbeat_failed with
 // lock_lost and returns a *NotHolderError wrapping ErrLost; one by a request
 // that never held it, or released it itself, is a mistake of the caller,
-// not a loss: a *NotHolderError wrapping ErrNotHolder.
+// not a loss: recorded as action_refused, a *NotHolderError wrapping
+// ErrNotHolder.
 func (l *Ledger) Heartbeat(ctx context.Context, lock string, id Identity) (*Acquisition, error) {
 	return l.heartbeat(ctx, lock, id, 0)
 }
@@ -388,7 +389,7 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 				nh.Holder = &h.rec
 			}
 			if !nh.Lost {
-				return nh, nil
+				return w.refuse(events.ActionHeartbeat, id, h, nh)
 			}
 			if _, err := w.append(events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
 				ConsecutiveFailures: priorFailures + 1, Error: nh.Error(), LockLost: true}); err != nil {
@@ -452,7 +453,8 @@ type ReleaseRequest struct {
 
 // Release frees a lock held by req.RequestID. Releasing a lock the request
 // already released is a no-op; a lock held by another request is refused
-// with *NotHolderError unless Force.
+// with *NotHolderError unless Force, and the refusal recorded as
+// action_refused.
 func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 	if err := events.ValidateLockName(req.Lock); err != nil {
 		return err
@@ -492,12 +494,12 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 				if req.Force {
 					return nil, nil // nothing to force
 				}
-				return &NotHolderError{Lock: req.Lock, RequestID: id.RequestID}, nil
+				return w.refuse(events.ActionRelease, id, nil, &NotHolderError{Lock: req.Lock, RequestID: id.RequestID})
 			default:
 				if req.Force {
 					return nil, nil
 				}
-				return &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Lost: true}, nil
+				return w.refuse(events.ActionRelease, id, nil, &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Lost: true})
 			}
 		}
 		mine := !h.foreign && h.rec.RequestID == id.RequestID
@@ -508,7 +510,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 			} else if last == string(events.LockAcquired) || last == string(events.LockStolen) || last == string(events.LockHeartbeat) {
 				lost = true
 			}
-			return &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Lost: lost}, nil
+			return w.refuse(events.ActionRelease, id, h, &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Lost: lost})
 		}
 		if err := l.files.remove(req.Lock, h.file); err != nil {
 			return nil, err
@@ -555,7 +557,9 @@ type StealRequest struct {
 }
 
 // Steal takes lock over: a dead or stale holder always, an active one only
-// with Active. A free lock is simply acquired.
+// with Active. A free lock is simply acquired. An active holder without
+// Active is refused (an error wrapping *HeldError) and recorded as
+// action_refused.
 func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, error) {
 	if err := validText("reason", req.Note, 1024, true); err != nil {
 		return nil, err
@@ -592,7 +596,8 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 			case req.Active:
 				reason = events.ReasonForcedActive
 			default:
-				return &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt}, nil
+				held := &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt}
+				return w.refuse(events.ActionSteal, id, h, fmt.Errorf("%w; the holder is alive: take it anyway with steal --active", held))
 			}
 		}
 		if h.foreign && reason != events.ReasonForcedActive && reason != events.ReasonSuperseded {

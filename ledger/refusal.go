@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"strings"
 
 	"github.com/lockledger/lockledger/events"
 )
@@ -52,4 +53,28 @@ func pastHoldingOf(ctx context.Context, q querier, lock, requestID string) (past
 		}
 	}
 	return pastHolding{}, rows.Err()
+}
+
+// maxRefusalText bounds action_refused's error text (its schema's maxLength).
+const maxRefusalText = 4096
+
+// refuse records action_refused for a release, steal or heartbeat the
+// ledger refuses, in the same decision, and returns refusal as its outcome:
+// the event commits and the caller gets the error it records. h is the
+// lock's holder at the time (nil when free).
+func (w *writeTx) refuse(action string, id Identity, h *holding, refusal error) (error, error) {
+	msg := refusal.Error()
+	if len(msg) > maxRefusalText {
+		msg = strings.ToValidUTF8(msg[:maxRefusalText], "")
+	}
+	p := &events.Refused{Action: action, Error: msg, State: events.StateFree}
+	if h != nil {
+		p.State, _ = judge(h, w.now, w.l.host, w.l.probe, 0)
+		holder := events.HolderOf(h.rec)
+		p.HeldBy = &holder
+	}
+	if _, err := w.append(events.ActionRefused, id, p); err != nil {
+		return nil, err
+	}
+	return refusal, nil
 }

@@ -59,7 +59,9 @@ func runHeartbeat(ctx context.Context, o *heartbeatOptions) error {
 		return err
 	}
 	if o.g.json {
-		writeJSON(o.g.io.Out, acquisitionObject(a))
+		obj := acquisitionObject(a)
+		obj.Status = "heartbeat"
+		writeJSON(o.g.io.Out, obj)
 	}
 	o.g.log.Debug("heartbeat", "lock", o.lock, "at", a.Record.LastHeartbeatAt)
 	return nil

@@ -194,3 +194,86 @@ func TestRefusedReleaseAndStealAreRecorded(t *testing.T) {
 	assertRefused(t, root, n, r, "release", "req_typo", "")
 	assertChain(t, root)
 }
+
+func TestReleaseOfALockNotHeldSaysNothingToRelease(t *testing.T) {
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self).Stdout)
+	if j := jsonOut(t, clitest.Must(t, 0, root, "release", "deploy", "--request-id", rid, "--json")); j["status"] != "released" {
+		t.Fatalf("first release: %v, want released", j)
+	}
+	relSeq, _ := strconv.Atoi(clitest.Strings(t, root, `SELECT seq FROM events WHERE type = 'lock_released'`)[0])
+
+	n := clitest.EventCount(t, root)
+	r := clitest.Must(t, 0, root, "release", "deploy", "--request-id", rid)
+	if !strings.Contains(r.Stderr, "not held, nothing to release") || strings.Contains(r.Stderr, "INF released") {
+		t.Fatalf("second release said %q, want not held, nothing to release", r.Stderr)
+	}
+	j := jsonOut(t, clitest.Must(t, 0, root, "release", "deploy", "--request-id", rid, "--json"))
+	if j["status"] != "not_held" || j["state"] != "free" || j["released_seq"] != float64(relSeq) {
+		t.Fatalf("second release --json: %v, want not_held, free, released_seq %d", j, relSeq)
+	}
+	// --force on a free lock releases nothing either.
+	j = jsonOut(t, clitest.Must(t, 0, root, "release", "deploy", "--force", "--json"))
+	if j["status"] != "not_held" || j["state"] != "free" {
+		t.Fatalf("release --force of a free lock: %v, want not_held", j)
+	}
+	if got := typesSince(t, root, n); len(got) != 0 {
+		t.Fatalf("releases of a lock not held wrote %v, want nothing", got)
+	}
+
+	// Released, then taken by another: a second release is still a no-op, and
+	// says who holds it now.
+	other := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self).Stdout)
+	n = clitest.EventCount(t, root)
+	j = jsonOut(t, clitest.Must(t, 0, root, "release", "deploy", "--request-id", rid, "--json"))
+	if h, _ := j["held_by"].(map[string]any); j["status"] != "not_held" || j["state"] != "held" || h == nil || h["request_id"] != other {
+		t.Fatalf("second release while %s holds it: %v, want not_held naming the holder", other, j)
+	}
+	if got := typesSince(t, root, n); len(got) != 0 {
+		t.Fatalf("second release wrote %v, want nothing", got)
+	}
+	if st := statusJSON(t, root, "deploy"); st["request_id"] != other {
+		t.Fatalf("holder after a second release by %s: %v, want %s", rid, st["request_id"], other)
+	}
+	assertChain(t, root)
+}
+
+func TestHeartbeatJSONSaysHeartbeat(t *testing.T) {
+	root := t.TempDir()
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--pid", strconv.Itoa(os.Getpid())).Stdout)
+	j := jsonOut(t, clitest.Must(t, 0, root, "heartbeat", "deploy", "--request-id", rid, "--json"))
+	if j["status"] != "heartbeat" || j["request_id"] != rid || j["state"] != "held" {
+		t.Fatalf("heartbeat --json: %v, want status heartbeat for %s", j, rid)
+	}
+}
+
+func TestReleaseWithANonZeroExitCodeRecordsFailure(t *testing.T) {
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	cases := []struct {
+		args               []string
+		result, failedStep string
+		exitCode           float64
+	}{
+		{[]string{"--exit-code", "3"}, "failure", "", 3},
+		{[]string{"--exit-code", "3", "--failure-step", "build"}, "failure", "build", 3},
+		{[]string{"--exit-code", "0"}, "success", "", 0},
+		{[]string{"--exit-code", "3", "--result", "success"}, "success", "", 3},
+		{[]string{"--exit-code", "3", "--result", "cancelled"}, "cancelled", "", 3},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "job", "--pid", self).Stdout)
+			j := jsonOut(t, clitest.Must(t, 0, root, append([]string{"release", "job", "--request-id", rid, "--json"}, c.args...)...))
+			if j["result"] != c.result {
+				t.Errorf("--json result %v, want %s", j["result"], c.result)
+			}
+			b := lastBody(t, root, "lock_released")
+			step, _ := b["failure_step"].(string)
+			if b["request_id"] != rid || b["result"] != c.result || b["exit_code"] != c.exitCode || step != c.failedStep {
+				t.Fatalf("lock_released: %v, want result %s, exit_code %v, failure_step %q", b, c.result, c.exitCode, c.failedStep)
+			}
+		})
+	}
+}

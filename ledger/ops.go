@@ -444,73 +444,91 @@ func (l *Ledger) RecordHeartbeatFailure(ctx context.Context, lock string, id Ide
 type ReleaseRequest struct {
 	Lock string
 	Identity
-	Result      string // success (default), failure, cancelled
+	// Result is success, failure or cancelled; "" is failure with a
+	// non-zero ExitCode, else success.
+	Result      string
 	FailureStep string
 	ExitCode    *int
 	// Force releases a lock held by someone else, recording forced: true.
 	Force bool
 }
 
-// Release frees a lock held by req.RequestID. Releasing a lock the request
-// already released is a no-op; a lock held by another request is refused
-// with *NotHolderError unless Force, and the refusal recorded as
-// action_refused.
-func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
+// ReleaseOutcome says what a release did: freed a holder's lock, or found
+// nothing to release.
+type ReleaseOutcome struct {
+	Lock string
+	// Released: lock_released was recorded at Seq with Result; Forced when
+	// it was another request's lock (ReleasedRequestID).
+	Released          bool
+	Seq               int64
+	Result            string
+	Forced            bool
+	ReleasedRequestID string
+	// When nothing was released: ReleasedSeq is the request's own earlier
+	// release (0 when it never held the lock, as with Force on a free
+	// lock); State and Holder are the lock as the release found it.
+	ReleasedSeq int64
+	State       string
+	Holder      *events.Record
+}
+
+// Release frees a lock held by req.RequestID. A request that released the
+// lock already gets an outcome with Released false (nothing to release),
+// as does Force on a free lock. A lock held by another request, or lost
+// by this one, is refused with *NotHolderError unless Force, and the
+// refusal recorded as action_refused.
+func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutcome, error) {
 	if err := events.ValidateLockName(req.Lock); err != nil {
-		return err
+		return nil, err
 	}
 	if req.RequestID == "" && !req.Force {
-		return events.Invalid("request id", "", "is required to release (or use --force)")
+		return nil, events.Invalid("request id", "", "is required to release (or use --force)")
+	}
+	if err := validText("failure step", req.FailureStep, 256, true); err != nil {
+		return nil, err
+	}
+	if req.ExitCode != nil && (*req.ExitCode < 0 || *req.ExitCode > 255) {
+		return nil, events.Invalid("exit code", fmt.Sprint(*req.ExitCode), "must be 0-255")
 	}
 	if req.Result == "" {
+		// A job that exited non-zero failed, whether or not the caller said so.
 		req.Result = events.ResultSuccess
+		if req.ExitCode != nil && *req.ExitCode != 0 {
+			req.Result = events.ResultFailure
+		}
 	}
 	switch req.Result {
 	case events.ResultSuccess, events.ResultFailure, events.ResultCancelled:
 	default:
-		return events.Invalid("result", req.Result, "must be success, failure or cancelled")
-	}
-	if err := validText("failure step", req.FailureStep, 256, true); err != nil {
-		return err
-	}
-	if req.ExitCode != nil && (*req.ExitCode < 0 || *req.ExitCode > 255) {
-		return events.Invalid("exit code", fmt.Sprint(*req.ExitCode), "must be 0-255")
+		return nil, events.Invalid("result", req.Result, "must be success, failure or cancelled")
 	}
 	id, err := l.resolve(req.Identity, l.now())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
+	var out *ReleaseOutcome
+	err = l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
 		h := w.v.holder
-		if h == nil {
-			last, err := lastHoldingEventOf(ctx, w.q, req.Lock, id.RequestID)
+		mine := h != nil && !h.foreign && h.rec.RequestID == id.RequestID
+		if !mine && (h == nil || !req.Force) {
+			past, err := pastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
 			if err != nil {
 				return nil, err
 			}
-			switch last {
-			case string(events.LockReleased):
-				return nil, nil // released already: idempotent
-			case "":
-				if req.Force {
-					return nil, nil // nothing to force
+			if req.Force || past.releasedSeq > 0 {
+				out = &ReleaseOutcome{Lock: req.Lock, ReleasedSeq: past.releasedSeq, State: events.StateFree}
+				if h != nil {
+					rec := h.rec
+					out.State, _ = judge(h, w.now, l.host, l.probe, 0)
+					out.Holder = &rec
 				}
-				return w.refuse(events.ActionRelease, id, nil, &NotHolderError{Lock: req.Lock, RequestID: id.RequestID})
-			default:
-				if req.Force {
-					return nil, nil
-				}
-				return w.refuse(events.ActionRelease, id, nil, &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Lost: true})
+				return nil, nil
 			}
-		}
-		mine := !h.foreign && h.rec.RequestID == id.RequestID
-		if !mine && !req.Force {
-			lost := false
-			if last, err := lastHoldingEventOf(ctx, w.q, req.Lock, id.RequestID); err != nil {
-				return nil, err
-			} else if last == string(events.LockAcquired) || last == string(events.LockStolen) || last == string(events.LockHeartbeat) {
-				lost = true
+			nh := &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Lost: past.lost()}
+			if h != nil {
+				nh.Holder = &h.rec
 			}
-			return w.refuse(events.ActionRelease, id, h, &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Lost: lost})
+			return w.refuse(events.ActionRelease, id, h, nh)
 		}
 		if err := l.files.remove(req.Lock, h.file); err != nil {
 			return nil, err
@@ -538,11 +556,17 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 		if err != nil {
 			return nil, err
 		}
+		out = &ReleaseOutcome{Lock: req.Lock, Released: true, Seq: ev.Seq, Result: req.Result, Forced: !mine,
+			ReleasedRequestID: p.ReleasedRequestID, State: events.StateFree}
 		if h.foreign {
 			return nil, nil // the ledger never held it: no row to free
 		}
 		return nil, w.saveFree(ev.Seq)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // StealRequest takes a lock over explicitly.

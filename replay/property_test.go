@@ -197,7 +197,7 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 			if req.Result == "failure" {
 				req.FailureStep = "migrate"
 			}
-			err = l.Release(ctx, req)
+			_, err = l.Release(ctx, req)
 		case k < 76:
 			op = "steal"
 			_, err = l.Steal(ctx, ledger.StealRequest{AcquireRequest: ledger.AcquireRequest{Lock: lock, Identity: id,
@@ -241,7 +241,7 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 					lock = name
 				}
 			}
-			err = l.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id, Force: true})
+			_, err = l.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id, Force: true})
 		}
 		if err != nil && !expected(err) {
 			t.Fatalf("step %d %s: %v", i, op, err)

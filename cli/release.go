@@ -15,7 +15,7 @@ type releaseOptions struct {
 	lock        string
 	requestID   string
 	actor       string
-	result      string
+	result      string // "" when --result is not given
 	failureStep string
 	exitCode    int
 	force       bool
@@ -42,6 +42,9 @@ the holder it released.`,
 			o.lock = args[0]
 			if !cmd.Flags().Changed("exit-code") {
 				o.exitCode = -1
+			}
+			if cmd.Flags().Changed("result") && o.result == "" {
+				return events.Invalid("--result", "", "must be success, failure or cancelled")
 			}
 			return runRelease(cmd.Context(), o)
 		},

@@ -117,7 +117,8 @@ func (s *csvSink) close() error {
 }
 
 // Details is the key facts of an event in a few words, for a postmortem:
-// steal reasons, release results and failure steps, waiting times.
+// steal reasons, release results and failure steps, waiting times,
+// refusals, what project changed, a job's leftover processes.
 func Details(ev *replay.Event) string {
 	var parts []string
 	add := func(format string, a ...any) { parts = append(parts, fmt.Sprintf(format, a...)) }
@@ -157,6 +158,10 @@ func Details(ev *replay.Event) string {
 				add("FORCED")
 			}
 		}
+		if h := ev.SupersededBy; h != nil {
+			add("SUPERSEDED by %s (%s, pid %d@%s) via %s file %s", h.RequestID, h.Actor, h.PID, h.HostID,
+				ev.SupersededByFormat, ev.SupersededByPath)
+		}
 	case events.HeartbeatFailed:
 		add("%d consecutive failures", ev.ConsecutiveFailures)
 		if ev.LockLost {
@@ -172,8 +177,54 @@ func Details(ev *replay.Event) string {
 			add("foreign lock file")
 		}
 		add("waited %s", seconds(ev.WaitedSeconds))
+	case events.ActionRefused:
+		add("REFUSED %s", ev.Action)
+		if ev.State != "" {
+			add("state %s", ev.State)
+		}
+		if h := ev.HeldBy; h != nil {
+			add("held by %s (%s, pid %d@%s, since %s)", h.RequestID, h.Actor, h.PID, h.HostID, h.CreatedAt)
+		}
+		add("error %q", ev.Error)
+	case events.LockProjected:
+		if ev.BrokenChainAccepted {
+			add("BROKEN CHAIN accepted (first bad seq %d)", ev.FirstBadSeq)
+		}
+		add("%s", strings.Join(ev.Changes, "; "))
+		if ev.MovedAside != "" {
+			add("moved aside to %s", ev.MovedAside)
+		}
+	case events.JobProcesses:
+		add("job %s: %s %s", ev.JobRequestID, processCount(len(ev.PIDs)), strings.ReplaceAll(ev.Action, "_", " "))
+		add("pids %s", pidList(ev.PIDs))
+		if ev.Note != "" {
+			add("note %q", ev.Note)
+		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+func processCount(n int) string {
+	if n == 1 {
+		return "1 process"
+	}
+	return strconv.Itoa(n) + " processes"
+}
+
+// maxListedPIDs bounds the pids a detail line names; the body keeps all.
+const maxListedPIDs = 8
+
+func pidList(pids []int) string {
+	n := min(len(pids), maxListedPIDs)
+	s := make([]string, n)
+	for i := range s {
+		s[i] = strconv.Itoa(pids[i])
+	}
+	out := strings.Join(s, " ")
+	if len(pids) > n {
+		out += fmt.Sprintf(" and %d more", len(pids)-n)
+	}
+	return out
 }
 
 func metadataText(md map[string]string) string {
@@ -228,7 +279,14 @@ func eventColor(ev *replay.Event) string {
 		return ansiRed
 	case events.HeartbeatFailed:
 		return ansiRed
-	case events.AcquireBlocked:
+	case events.AcquireBlocked, events.ActionRefused:
+		return ansiYellow
+	case events.LockProjected:
+		return ansiMagenta
+	case events.JobProcesses:
+		if ev.Action == events.JobKilled {
+			return ansiRed
+		}
 		return ansiYellow
 	}
 	return ""

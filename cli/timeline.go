@@ -30,7 +30,9 @@ func newTimeline(g *globals) *cobra.Command {
 oldest first. Times are RFC 3339 or a duration meaning that long ago
 (--since 2h); both bounds are inclusive. --type is repeatable or a comma
 list of: lock_acquired, lock_heartbeat, lock_stolen, lock_released,
-heartbeat_failed, acquire_blocked.
+heartbeat_failed, acquire_blocked, action_refused (a refused release,
+steal or heartbeat), lock_projected (what project changed) and
+job_processes (a job's processes still running after it).
 
 Formats: table (aligned, for a postmortem document; coloured on a terminal
 unless NO_COLOR is set), json (one array), jsonl (one event per line:
@@ -68,7 +70,7 @@ func (o *timelineOptions) filter(now time.Time) (replay.Filter, error) {
 		for _, t := range strings.Split(list, ",") {
 			t = strings.TrimSpace(t)
 			if !events.Type(t).Valid() {
-				return f, events.Invalid("--type", t, "must be one of lock_acquired, lock_heartbeat, lock_stolen, lock_released, heartbeat_failed, acquire_blocked")
+				return f, events.Invalid("--type", t, "must be one of "+typeList())
 			}
 			f.Types = append(f.Types, events.Type(t))
 		}
@@ -76,6 +78,15 @@ func (o *timelineOptions) filter(now time.Time) (replay.Filter, error) {
 	var err error
 	f.Since, f.Until, err = o.timeRange.parse(now)
 	return f, err
+}
+
+// typeList names every event type, comma-separated.
+func typeList() string {
+	names := make([]string, len(events.Types))
+	for i, t := range events.Types {
+		names[i] = string(t)
+	}
+	return strings.Join(names, ", ")
 }
 
 func runTimeline(ctx context.Context, o *timelineOptions) error {

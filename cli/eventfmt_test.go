@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// TestDetailsAndColourOfEveryEventType: every event type has its detail
+// text and its colour in the timeline table; the refusals, projections,
+// leftover job processes and a superseded release say what happened.
+func TestDetailsAndColourOfEveryEventType(t *testing.T) {
+	holder := &events.Holder{RequestID: "req_old", Actor: "alice", HostID: "vm", PID: 17409,
+		CreatedAt: "2026-11-22T23:07:24Z", LastHeartbeatAt: "2026-11-22T23:07:25Z"}
+	foreign := &events.Holder{RequestID: "foreign:bso", Actor: "bso", HostID: "vm", PID: 4711}
+	code := 3
+	cases := []struct {
+		ev     replay.Event
+		want   []string
+		colour string
+	}{
+		{replay.Event{FencingToken: 1, TTLSeconds: 60}, []string{"token 1, ttl 60s"}, ansiGreen},
+		{replay.Event{}, []string{"renewed"}, ansiDim},
+		{replay.Event{Reason: events.ReasonReclaimed, PreviousLock: &events.Record{RequestID: "req_a", PID: 7}},
+			[]string{"reason reclaimed, from req_a"}, ansiMagenta},
+		{replay.Event{Result: events.ResultSuccess}, []string{"result success"}, ansiGreen},
+		{replay.Event{ConsecutiveFailures: 3, Error: "busy"}, []string{`3 consecutive failures, error "busy"`}, ansiRed},
+		{replay.Event{State: events.StateHeld, HeldBy: holder}, []string{"state held, held by req_old (alice"}, ansiYellow},
+		{replay.Event{Action: events.ActionRelease, Error: "not the holder", State: events.StateHeld, HeldBy: holder},
+			[]string{`REFUSED release, state held, held by req_old (alice, pid 17409@vm, since 2026-11-22T23:07:24Z), error "not the holder"`}, ansiYellow},
+		{replay.Event{Changes: []string{"lock file restored", "locks row rewritten"}, MovedAside: "/r/locks/x.lock.corrupt-1",
+			BrokenChainAccepted: true, FirstBadSeq: 7},
+			[]string{"BROKEN CHAIN accepted (first bad seq 7), lock file restored; locks row rewritten, moved aside to /r/locks/x.lock.corrupt-1"}, ansiMagenta},
+		{replay.Event{JobRequestID: "req_job", PIDs: []int{11, 12}, Action: events.JobKilled, Note: "left the process group"},
+			[]string{`job req_job: 2 processes killed, pids 11 12, note "left the process group"`}, ansiRed},
+	}
+	for i, typ := range events.Types {
+		if i >= len(cases) {
+			t.Fatalf("no case for %s", typ)
+		}
+		c := cases[i]
+		c.ev.Type = typ
+		got := Details(&c.ev)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: details %q lack %q", typ, got, w)
+			}
+		}
+		if col := eventColor(&c.ev); col != c.colour {
+			t.Errorf("%s: colour %q, want %q", typ, col, c.colour)
+		}
+	}
+
+	// A release superseded by another tool's lock file names it.
+	rel := replay.Event{Result: events.ResultCancelled, Forced: true, ReleasedRequestID: "req_old", ExitCode: &code,
+		SupersededBy: foreign, SupersededByFormat: "bso", SupersededByPath: "/srv/app/.bso.lock"}
+	rel.Type = events.LockReleased
+	if got, want := Details(&rel), "FORCED, released req_old, SUPERSEDED by foreign:bso (bso, pid 4711@vm) via bso file /srv/app/.bso.lock"; !strings.Contains(got, want) {
+		t.Errorf("superseded release: %q lacks %q", got, want)
+	}
+	if eventColor(&rel) != ansiRed {
+		t.Errorf("superseded release is not red")
+	}
+	// Processes left running are a warning, not a kill; a long pid list is cut.
+	left := replay.Event{JobRequestID: "r", PIDs: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, Action: events.JobLeftRunning}
+	left.Type = events.JobProcesses
+	if got, want := Details(&left), "job r: 10 processes left running, pids 1 2 3 4 5 6 7 8 and 2 more"; got != want {
+		t.Errorf("left running: %q, want %q", got, want)
+	}
+	if eventColor(&left) != ansiYellow {
+		t.Errorf("left running: colour %q", eventColor(&left))
+	}
+	one := replay.Event{JobRequestID: "r", PIDs: []int{5}, Action: events.JobTerminated}
+	one.Type = events.JobProcesses
+	if got, want := Details(&one), "job r: 1 process terminated, pids 5"; got != want {
+		t.Errorf("terminated: %q, want %q", got, want)
+	}
+}

@@ -25,6 +25,7 @@ type acquireFlags struct {
 	pid           int
 	metadata      []string
 	force         bool
+	reclaim       bool
 	files         []string
 	maxAge        string
 }
@@ -39,6 +40,7 @@ func (f *acquireFlags) register(cmd *cobra.Command, withWait bool) {
 	fl.StringArrayVar(&f.metadata, "metadata", nil, "key=value recorded with the lock (repeatable)")
 	fl.StringArrayVar(&f.files, "file", nil, "also project the lock as FORMAT:PATH, FORMAT one of "+strings.Join(formats.Names(), ", ")+" (repeatable)")
 	fl.StringVar(&f.maxAge, "max-age", "", "treat a holder older than this as stale (BSO: its zombie age, default 24h)")
+	fl.BoolVar(&f.reclaim, "reclaim", false, "take the lock over from another process holding it under this --request-id (recorded as lock_stolen, reason reclaimed)")
 	if withWait {
 		fl.StringVar(&f.wait, "wait", "0", "keep trying this long while the lock is held (90s, 15m)")
 		fl.BoolVar(&f.force, "force", false, "take over a stale lock (never an active one)")
@@ -80,7 +82,7 @@ func (f *acquireFlags) request(lock string, pid int) (ledger.AcquireRequest, tim
 	return ledger.AcquireRequest{
 		Lock:     lock,
 		Identity: ledger.Identity{RequestID: f.requestID, Actor: f.actor, PID: pid},
-		Intent:   f.intent, IntentVersion: f.intentVersion, TTL: ttl, Metadata: md, Force: f.force,
+		Intent:   f.intent, IntentVersion: f.intentVersion, TTL: ttl, Metadata: md, Force: f.force, Reclaim: f.reclaim,
 		Targets: targets, MaxAge: maxAge,
 	}, wait, nil
 }

@@ -26,6 +26,7 @@ type lockObject struct {
 	Reason       string         `json:"reason,omitempty"`
 	PreviousLock *events.Record `json:"previous_lock,omitempty"`
 	PreviousHash string         `json:"previous_lock_hash,omitempty"`
+	Superseded   *events.Record `json:"superseded,omitempty"`
 }
 
 func acquisitionObject(a *ledger.Acquisition) lockObject {
@@ -43,7 +44,7 @@ func acquisitionObject(a *ledger.Acquisition) lockObject {
 
 func statusObject(s *ledger.LockStatus) lockObject {
 	o := lockObject{Status: "ok", LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
-		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, JobPIDs: s.JobPIDs}
+		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, JobPIDs: s.JobPIDs, Superseded: s.Superseded}
 	if s.Holder != nil {
 		o.RequestID = s.Holder.RequestID
 		if !s.Corrupt {

@@ -31,6 +31,7 @@ type runOptions struct {
 	onLost    string
 	killGrace string
 	supersede bool
+	leave     bool
 	acquireFlags
 }
 
@@ -48,9 +49,26 @@ INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. If run
 itself is killed, CMD gets SIGKILL (parent-death signal). If the lock is
 lost (another holder took it, or no heartbeat succeeded within the TTL),
 --on-lost kill (default) sends TERM to the group, waits --kill-grace, sends
-KILL and exits 5; --on-lost warn only logs it. Processes CMD left running
-in its group when it exits are stopped the same way before the release, so
-nothing runs on after the lock is gone.
+KILL and exits 5; --on-lost warn only logs it.
+
+When CMD exits, what it left running is stopped the same way (TERM, then
+KILL after --kill-grace) before the release, so nothing runs on after the
+lock is gone: its process group, and the processes that left the group
+(setsid, a double fork) but still carry its LOCKLEDGER_REQUEST_ID. Those
+processes are recorded as job_processes (terminated or killed).
+--leave-running stops nothing after CMD exits and records the processes
+carrying its LOCKLEDGER_REQUEST_ID as left_running. A process that left the
+group with a cleared environment (env -i) is not found.
+
+--supersede takes the lock from an older run of the same job (recorded as
+superseded) and starts CMD only once that job has stopped: the older runner
+on this host is told, stops its job within its own --kill-grace and exits;
+run waits until that runner is gone and no process carries the older
+LOCKLEDGER_REQUEST_ID. After this run's --kill-grace plus 3s (for the older
+runner to notice), what is left of the older job, and its runner, is
+killed and recorded as job_processes (killed) before CMD starts. A holder on
+another host, another tool's lock, or a holder that is not a lockledger run
+cannot be awaited: run says so, notes it in the steal, and starts CMD.
 
 run exits with CMD's exact code (128+N when CMD died of signal N), 3 or 4
 when it never got the lock, 5 when the lock was lost and CMD was stopped.`,
@@ -73,7 +91,8 @@ when it never got the lock, 5 when the lock was lost and CMD was stopped.`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.onLost, "on-lost", "kill", "when the lock is lost: kill (TERM, grace, KILL the command) or warn")
 	fl.StringVar(&o.killGrace, "kill-grace", DefaultKillGrace.String(), "time between TERM and KILL")
-	fl.BoolVar(&o.supersede, "supersede", false, "take the lock from an older run of the same job (recorded as superseded); a runner on this host is told and stops its job")
+	fl.BoolVar(&o.leave, "leave-running", false, "when CMD exits, leave what it started running (recorded as left_running) instead of stopping it")
+	fl.BoolVar(&o.supersede, "supersede", false, "take the lock from an older run of the same job (recorded as superseded) and start CMD once that job has stopped (killed after --kill-grace)")
 	return cmd
 }
 
@@ -133,6 +152,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if req.Force {
 		opts = append(opts, ledger.WithForce())
 	}
+	if req.Reclaim {
+		opts = append(opts, ledger.WithReclaim())
+	}
 	if o.supersede {
 		if wait > 0 {
 			return events.Invalid("--supersede", "", "cannot be combined with --wait")
@@ -163,6 +185,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 	// From here on the lease and the release outlive a cancelled ctx.
 	bg := context.WithoutCancel(ctx)
 	o.g.log.Info("acquired", "lock", o.lock, "fencing_token", lease.FencingToken(), "request_id", lease.RequestID())
+	if o.supersede {
+		if err := awaitSuperseded(bg, o, lease, grace, sigs, pokes); err != nil {
+			return err
+		}
+	}
 
 	code, st, err := supervise(o, path, lease, sigs, pokes, grace)
 	if err != nil {
@@ -197,6 +224,55 @@ func runRun(ctx context.Context, o *runOptions) error {
 		o.g.log.Info("released", "lock", o.lock, "result", result, "exit_code", code)
 	}
 	return &ExitError{Code: code}
+}
+
+// awaitSuperseded holds the command back until the job this run took the
+// lock from has stopped (see ledger.Lease.AwaitSuperseded), so that the two
+// never overlap. A signal meanwhile, or losing the lock, ends the run
+// without starting the command.
+func awaitSuperseded(ctx context.Context, o *runOptions, lease *ledger.Lease, grace time.Duration, sigs, pokes <-chan os.Signal) error {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var got os.Signal
+	var watching sync.WaitGroup
+	watching.Add(1)
+	go func() {
+		defer watching.Done()
+		for {
+			select {
+			case s := <-sigs:
+				got = s
+				cancel()
+				return
+			case <-pokes:
+				lease.CheckNow()
+			case <-actx.Done():
+				return
+			}
+		}
+	}()
+	sup, err := lease.AwaitSuperseded(actx, grace)
+	cancel()
+	watching.Wait()
+	switch {
+	case got != nil:
+		_ = lease.Release(ctx, ledger.Result{Result: events.ResultCancelled})
+		o.g.log.Warn("signalled while waiting for the superseded job to stop; the command was not started", "lock", o.lock, "signal", got)
+		return &ExitError{Code: 128 + int(got.(syscall.Signal))}
+	case err != nil:
+		_ = lease.Release(ctx, ledger.Result{Result: events.ResultCancelled}) // refused as lost
+		o.g.log.Error("lock lost while waiting for the superseded job to stop; the command was not started", "lock", o.lock, "err", err)
+		return &ExitError{Code: ExitNotHolder}
+	case sup.NotAwaited != "":
+		o.g.log.Warn("the superseded job cannot be awaited; starting the command now", "lock", o.lock,
+			"superseded_request_id", sup.RequestID, "why", sup.NotAwaited)
+	case len(sup.Killed) > 0:
+		o.g.log.Warn("the superseded job outlived the grace and was killed", "lock", o.lock,
+			"superseded_request_id", sup.RequestID, "pids", fmt.Sprint(sup.Killed), "kill_grace", grace)
+	case sup.RequestID != "":
+		o.g.log.Info("the superseded job has stopped", "lock", o.lock, "superseded_request_id", sup.RequestID)
+	}
+	return nil
 }
 
 // supervise runs the child and returns its exit code.
@@ -252,31 +328,51 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 			_ = unix.Kill(-pgid, unix.SIGKILL)
 		case <-exited: // the exit status is in ProcessState
 			code := exitCode(cmd.ProcessState)
-			stopGroup(pgid, grace, sigs)
+			stopLeftovers(o, lease, pgid, grace, sigs)
 			return code, st, nil
 		}
 	}
 }
 
-// stopGroup ends what the command left running in its process group: TERM,
-// then KILL after grace.
-func stopGroup(pgid int, grace time.Duration, sigs <-chan os.Signal) {
-	if unix.Kill(-pgid, 0) != nil {
-		return // nobody left
-	}
-	_ = unix.Kill(-pgid, unix.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if unix.Kill(-pgid, 0) != nil {
-			return
+// stopLeftovers ends what the command left running when it exited: its
+// process group and the processes carrying its LOCKLEDGER_REQUEST_ID, which
+// include those that left the group (setsid, a double fork): TERM, then
+// KILL after grace (at once if run is signalled meanwhile). With
+// --leave-running they are left alone. Either way the processes found are
+// recorded as job_processes, before the release.
+func stopLeftovers(o *runOptions, lease *ledger.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal) {
+	id := lease.RequestID()
+	p := events.JobProcessesPayload{JobRequestID: id}
+	if o.leave {
+		p.PIDs = ledger.JobPIDs(id)
+		p.Action, p.Note = events.JobLeftRunning, "outlived the command; left running (--leave-running), no longer under the lock"
+	} else {
+		ctx, cancel := context.WithCancel(context.Background())
+		var watching sync.WaitGroup
+		watching.Add(1)
+		go func() {
+			defer watching.Done()
+			select {
+			case <-sigs:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		stopped := ledger.StopJob(ctx, id, pgid, grace)
+		cancel()
+		watching.Wait()
+		p.PIDs, p.Action, p.Note = stopped.PIDs, events.JobTerminated, "outlived the command; stopped with TERM"
+		if stopped.Killed {
+			p.Action, p.Note = events.JobKilled, fmt.Sprintf("outlived the command; still running %s after TERM, killed", grace)
 		}
-		select {
-		case s := <-sigs:
-			_ = unix.Kill(-pgid, s.(syscall.Signal))
-		case <-time.After(20 * time.Millisecond):
-		}
 	}
-	_ = unix.Kill(-pgid, unix.SIGKILL)
+	if len(p.PIDs) == 0 {
+		return
+	}
+	o.g.log.Warn("processes of the command outlived it", "lock", lease.Lock(), "pids", fmt.Sprint(p.PIDs), "action", p.Action)
+	if err := lease.RecordJobProcesses(context.Background(), p); err != nil {
+		o.g.log.Error("could not record the command's leftover processes", "lock", lease.Lock(), "err", err)
+	}
 }
 
 func exitCode(ps *os.ProcessState) int {

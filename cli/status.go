@@ -114,6 +114,9 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 	if s.Interloper {
 		fmt.Fprintf(tw, "  warning\tanother tool's file sits at %s\n", s.Path)
 	}
+	if p := s.Superseded; p != nil {
+		fmt.Fprintf(tw, "  superseded\tthe ledger's holder %s (%s, pid %d on %s) lost the lock to this file\n", p.RequestID, p.Actor, p.PID, p.HostID)
+	}
 	tw.Flush()
 }
 

@@ -916,9 +916,7 @@ func TestFaultOldSchemaIsUpgradedByReads(t *testing.T) {
 // when 48 `run --wait` processes opened a fresh root at once): here sqlite3
 // holds a fresh ledger.db exclusively for longer than the busy timeout.
 func TestFaultBusyFirstOpenIsWaitedForWithWait(t *testing.T) {
-	if _, err := exec.LookPath("sqlite3"); err != nil {
-		t.Skip("sqlite3 is not installed")
-	}
+	clitest.NeedBinary(t, "sqlite3")
 	t.Parallel()
 	root := t.TempDir()
 	c := exec.Command("sqlite3", "-batch", filepath.Join(root, "ledger.db"))

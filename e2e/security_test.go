@@ -82,9 +82,7 @@ func TestSecurityFilesArePrivateUnderUmaskZero(t *testing.T) {
 // create-then-chmod would leave a window in which another user could open
 // the file.)
 func TestSecurityModesAreSetAtCreationNotAfter(t *testing.T) {
-	if _, err := exec.LookPath("strace"); err != nil {
-		t.Skip("strace is not installed; TestSecurityFilesArePrivateUnderUmaskZero still checks the resulting modes")
-	}
+	clitest.NeedBinary(t, "strace")
 	root := filepath.Join(t.TempDir(), "fresh")
 	traceDir := t.TempDir()
 	trace := filepath.Join(traceDir, "trace")

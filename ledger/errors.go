@@ -47,10 +47,16 @@ type HeldError struct {
 	// JobPIDs are the processes of the holder's job still running here
 	// after the holder's own process is gone (see JobProbe).
 	JobPIDs []int
+	// SameRequest: the holder is another process using the caller's own
+	// request id; --reclaim takes it over.
+	SameRequest bool
 }
 
 func (e *HeldError) Error() string {
 	switch {
+	case e.SameRequest:
+		return fmt.Sprintf("lock %s: held under this request id %s by another process (actor %s, pid %d on %s, since %s)%s; a request id names one holder: use a new request id, or --reclaim to take it over from that process (recorded)",
+			e.Lock, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID, e.Holder.CreatedAt, jobNote(e.Holder.PID, e.JobPIDs))
 	case e.Corrupt:
 		return fmt.Sprintf("lock %s: held by an unreadable lock file the ledger did not write (treated as held; inspect it, or take it over with `steal --active`)", e.Lock)
 	case e.Foreign:

@@ -131,21 +131,64 @@ func (*procProbe) Probe(pid int) (Liveness, string) {
 // (field 22 of /proc/PID/stat), or "" when it cannot be read. Together with
 // the boot id it tells a live holder from a reused pid.
 func ProcessStart(pid int) string {
+	return readStat(pid).start
+}
+
+// procStat is what lockledger reads of /proc/PID/stat.
+type procStat struct {
+	state string // field 3: R, S, D, Z...; "" when pid cannot be read
+	ppid  int    // field 4
+	start string // field 22, clock ticks since boot
+}
+
+func readStat(pid int) procStat {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return ""
+		return procStat{}
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return ""
+		return procStat{}
 	}
 	fields := strings.Fields(s[i+1:])
 	// fields[0] is field 3 (state); starttime is field 22.
 	if len(fields) < 20 {
-		return ""
+		return procStat{}
 	}
-	return fields[19]
+	ppid, _ := strconv.Atoi(fields[1])
+	return procStat{state: fields[0], ppid: ppid, start: fields[19]}
+}
+
+// processRunning reports whether pid is a process that has not exited (a
+// zombie has) and, when start is known, is still the one started then.
+func processRunning(pid int, start string) bool {
+	if pid <= 0 {
+		return false
+	}
+	st := readStat(pid)
+	switch {
+	case st.state == "" || st.state == "Z" || st.state == "X":
+		return false
+	case start != "" && st.start != start:
+		return false // the pid names another process now
+	}
+	return true
+}
+
+// isLockledger reports whether pid runs this program: the same executable
+// as this process, or that executable's file since replaced (an upgrade
+// while an older `lockledger run` kept running).
+func isLockledger(pid int) bool {
+	self, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return false
+	}
+	return exe == self || strings.TrimSuffix(exe, " (deleted)") == self
 }
 
 // pokeRunner sends SIGUSR1 to pid if it is a lockledger process (the same
@@ -154,15 +197,10 @@ func ProcessStart(pid int) string {
 func pokeRunner(pid int, log interface {
 	Debug(msg string, args ...any)
 }) {
-	if pid <= 0 {
+	if pid <= 0 || pid == os.Getpid() {
 		return
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return
-	}
-	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
-	if err != nil || exe != self {
+	if !isLockledger(pid) {
 		log.Debug("previous holder is not a lockledger process; not signalling it", "pid", pid)
 		return
 	}

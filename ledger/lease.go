@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
 )
@@ -85,9 +90,16 @@ func WithMaxAge(d time.Duration) LeaseOption {
 // WithSupersede takes an active lock from its current holder, an older run
 // of the same job (GitClaw's cancel-in-progress), recorded as lock_stolen
 // with reason superseded. A holder that is a lockledger process on this host
-// is poked (SIGUSR1) so that it notices at once and stops its job.
+// is poked (SIGUSR1) so that it notices at once and stops its job; the new
+// job should start only once that has happened (Lease.AwaitSuperseded).
 func WithSupersede() LeaseOption {
 	return func(c *leaseConfig) error { c.supersede = true; return nil }
+}
+
+// WithReclaim takes the lock over from another process holding it under
+// the same request id (see AcquireRequest.Reclaim).
+func WithReclaim() LeaseOption {
+	return func(c *leaseConfig) error { c.req.Reclaim = true; return nil }
 }
 
 // WithForce takes over a stale lock (never an active one).
@@ -242,7 +254,7 @@ func (s *Lease) heartbeat(ctx context.Context) {
 		case <-s.poke:
 			t.Stop()
 		}
-		_, err := s.l.heartbeat(ctx, s.acq.Lock, s.id, failures)
+		_, err := s.l.heartbeat(ctx, s.acq.Lock, s.id, failures, s.acq.FencingToken)
 		switch {
 		case err == nil:
 			if unrecorded > 0 && s.record(ctx, unrecorded, "heartbeats failed, then recovered", false) {
@@ -327,7 +339,8 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 	s.stop()
 	s.wg.Wait()
 	s.released = true
-	req := ReleaseRequest{Lock: s.acq.Lock, Identity: s.id, Result: r.Result, FailureStep: r.FailureStep, ExitCode: r.ExitCode}
+	req := ReleaseRequest{Lock: s.acq.Lock, Identity: s.id, Result: r.Result, FailureStep: r.FailureStep, ExitCode: r.ExitCode,
+		FencingToken: s.acq.FencingToken}
 	// A busy ledger is passing: keep trying, with backoff, for as long as the
 	// lock itself would last, so that the result is recorded.
 	deadline := time.Now().Add(max(s.ttl, 3*s.l.busy))
@@ -358,8 +371,178 @@ func (l *Ledger) supersede(ctx context.Context, req AcquireRequest) (*Acquisitio
 	if err != nil {
 		return nil, err
 	}
-	if a.Stolen && a.Reason == events.ReasonSuperseded && a.Previous != nil && a.Previous.HostID == l.host.ID {
+	if a.Stolen && a.NotAwaited == "" && a.Previous != nil && a.Previous.HostID == l.host.ID {
 		pokeRunner(a.Previous.PID, l.log)
 	}
 	return a, nil
+}
+
+// supersedeNote returns the steal's note, with why the superseded job
+// cannot be awaited from here when it cannot, and that reason.
+func (l *Ledger) supersedeNote(h *holding, note string) (string, string) {
+	var why string
+	switch {
+	case h.foreign:
+		why = "the superseded holder is another tool's lock: it is not told to stop and not awaited"
+	case h.rec.HostID != l.host.ID:
+		why = "the superseded job runs on host " + h.rec.HostID + ": it cannot be awaited from here"
+	case h.rec.PID != os.Getpid() && processRunning(h.rec.PID, h.pidStart) && !isLockledger(h.rec.PID):
+		why = fmt.Sprintf("the superseded holder (pid %d) is not a lockledger run: it is not told to stop and not awaited", h.rec.PID)
+	default:
+		return note, ""
+	}
+	if note != "" {
+		note += "; "
+	}
+	return clip(note+why, 1024), why
+}
+
+// clip cuts s to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// SupersedeNoticeMargin is how long past its own kill grace a superseding
+// run waits for the job it superseded: the time that job's runner takes to
+// notice (one heartbeat through a possibly busy ledger) before it starts
+// stopping its job.
+const SupersedeNoticeMargin = 3 * time.Second
+
+// Superseded is what became of the job an acquisition took the lock from.
+type Superseded struct {
+	RequestID string // the superseded request; "" when none was
+	// NotAwaited says why its processes could not be watched from here
+	// (another host, another tool's lock, a holder that is not a lockledger
+	// run); "" when they were awaited.
+	NotAwaited string
+	// Killed lists the processes killed because they outlived the grace
+	// (recorded as job_processes, action killed).
+	Killed []int
+}
+
+// AwaitSuperseded returns once the job this lease took the lock from (with
+// WithSupersede) has stopped: its runner's process has exited (or its pid
+// names another process now) and no process carries its request id (see
+// JobPIDs). Its runner was poked and stops its job within its own kill
+// grace; once that runner is gone, what is left of the job gets TERM from
+// here, since nobody else will stop it. After grace plus
+// SupersedeNoticeMargin, what is left (its processes, and its runner) is
+// killed and recorded as job_processes. A job on another host, or held
+// through another tool's lock or by a process that is not a lockledger run,
+// cannot be awaited: NotAwaited says so and it returns at once. It fails
+// when ctx is done or this lease is lost meanwhile.
+func (s *Lease) AwaitSuperseded(ctx context.Context, grace time.Duration) (Superseded, error) {
+	a := s.acq
+	if !a.Stolen || a.Previous == nil {
+		return Superseded{}, nil
+	}
+	out := Superseded{RequestID: a.Previous.RequestID, NotAwaited: a.NotAwaited}
+	if out.NotAwaited != "" {
+		return out, nil
+	}
+	runner, start := a.Previous.PID, a.PreviousPIDStart
+	if runner == os.Getpid() {
+		runner = 0 // this process superseded itself: nothing to wait for
+	}
+	deadline := time.Now().Add(grace + SupersedeNoticeMargin)
+	job := newJobWatch(out.RequestID)
+	termed := map[int]bool{}
+	for {
+		up := runnerRunning(runner, start)
+		live := job.look()
+		if !up && len(live) == 0 {
+			return out, nil
+		}
+		if !up {
+			for _, pid := range live {
+				if !termed[pid] {
+					termed[pid] = true
+					job.signal(pid, unix.SIGTERM)
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		if err := s.pause(ctx); err != nil {
+			return out, err
+		}
+	}
+	out.Killed = killJob(runner, start, job)
+	if len(out.Killed) == 0 {
+		return out, nil // it ended between the last look and the KILL
+	}
+	note := fmt.Sprintf("the superseded job outlived the grace (%s, and %s for its runner to notice) and was killed",
+		grace, SupersedeNoticeMargin)
+	if err := s.RecordJobProcesses(context.WithoutCancel(ctx), events.JobProcessesPayload{
+		JobRequestID: out.RequestID, PIDs: out.Killed, Action: events.JobKilled, Note: note}); err != nil {
+		s.l.log.Error("could not record the killed job processes", "lock", s.acq.Lock, "pids", out.Killed, "err", err)
+	}
+	return out, nil
+}
+
+// killJob KILLs a job's runner (if still the process started at start) and
+// its processes, until none is left or killSettle has passed, and returns
+// those it killed.
+func killJob(runner int, start string, job *jobWatch) []int {
+	var killed []int
+	seen := map[int]bool{}
+	add := func(pid int) {
+		if !seen[pid] {
+			seen[pid] = true
+			killed = append(killed, pid)
+		}
+	}
+	until := time.Now().Add(killSettle)
+	for {
+		up := runnerRunning(runner, start)
+		live := job.look()
+		if (!up && len(live) == 0) || time.Now().After(until) {
+			break
+		}
+		if up {
+			add(runner)
+			signalIf(runner, unix.SIGKILL, func() bool { return runnerRunning(runner, start) })
+		}
+		for _, pid := range live {
+			add(pid)
+			job.signal(pid, unix.SIGKILL)
+		}
+		pause(context.Background(), false)
+	}
+	slices.Sort(killed)
+	return killed
+}
+
+// runnerRunning reports whether a superseded runner still runs: its pid
+// names the process started at start or, when that start time was not
+// recorded, some lockledger process.
+func runnerRunning(pid int, start string) bool {
+	return processRunning(pid, start) && (start != "" || isLockledger(pid))
+}
+
+// pause waits one poll interval; it fails when ctx is done or the lease is lost.
+func (s *Lease) pause(ctx context.Context) error {
+	t := time.NewTimer(jobPoll)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.lost:
+		return s.lostErr
+	}
+}
+
+// RecordJobProcesses records what was done to the leftover processes of a
+// job (this lease's or the one it superseded) as job_processes on its lock.
+func (s *Lease) RecordJobProcesses(ctx context.Context, p events.JobProcessesPayload) error {
+	return s.l.RecordJobProcesses(ctx, s.acq.Lock, s.id, p)
 }

@@ -93,6 +93,11 @@ type AcquireRequest struct {
 	// MaxAge, when set, makes a holder older than it count as stale (and is
 	// BSO's zombie age for BSO files).
 	MaxAge time.Duration
+	// Reclaim takes the lock over from another process that holds it under
+	// the same request id (lock_stolen, reason reclaimed). Without it, a
+	// request id held by another live process is refused as held: a request
+	// id names one holder, not whoever repeats it.
+	Reclaim bool
 }
 
 func (r *AcquireRequest) validate() error {
@@ -168,6 +173,12 @@ type Acquisition struct {
 	Reason       string
 	Previous     *events.Record
 	PreviousHash string
+	// PreviousPIDStart is the start time of the previous holder's process
+	// (see ProcessStart), which tells it from a later process with its pid.
+	PreviousPIDStart string
+	// NotAwaited says why a superseded job cannot be awaited from here
+	// (see Lease.AwaitSuperseded); "" when it can.
+	NotAwaited string
 	// Already: the request held the lock before this call; nothing was written.
 	Already bool
 }
@@ -187,10 +198,17 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 		if err != nil {
 			return nil, err
 		}
-		if h != nil && !h.foreign && h.rec.RequestID == id.RequestID {
-			out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Seq: w.v.row.updatedSeq,
-				Record: h.rec, Already: true}
-			return nil, nil
+		if w.sameRequest(h, id) {
+			if w.sameProcess(h, id) {
+				out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Seq: w.v.row.updatedSeq,
+					Record: h.rec, Already: true}
+				return nil, nil
+			}
+			if req.Reclaim {
+				a, err := w.take(req, h, events.ReasonReclaimed, reclaimNote(h, id))
+				out = a
+				return nil, err
+			}
 		}
 		state, job := judge(h, w.now, l.host, l.probe, req.MaxAge)
 		switch state {
@@ -220,10 +238,32 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 				StaleSince: h.staleSince(), Age: w.now.Sub(h.heartbeat), JobPIDs: job})
 		default:
 			return w.blocked(req, h, state, &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
-				Corrupt: h.corrupt, Waited: req.Waited, JobPIDs: job})
+				Corrupt: h.corrupt, Waited: req.Waited, JobPIDs: job, SameRequest: w.sameRequest(h, req.Identity)})
 		}
 	})
 	return out, err
+}
+
+// sameRequest: the ledger's holder holds the lock under the caller's request id.
+func (w *writeTx) sameRequest(h *holding, id Identity) bool {
+	return h != nil && !h.foreign && h.rec.RequestID == id.RequestID
+}
+
+// sameProcess: the caller's holder process is the holding's own (same
+// host, pid and process start time), so a repeated acquire is idempotent.
+func (w *writeTx) sameProcess(h *holding, id Identity) bool {
+	if h.rec.HostID != w.l.host.ID || h.rec.PID != id.PID {
+		return false
+	}
+	if h.bootID != "" && w.l.host.BootID != "" && h.bootID != w.l.host.BootID {
+		return false
+	}
+	_, start := w.l.probe.Probe(id.PID)
+	return h.pidStart == "" || start == "" || start == h.pidStart
+}
+
+func reclaimNote(h *holding, id Identity) string {
+	return fmt.Sprintf("request %s reclaimed by pid %d from pid %d on %s", id.RequestID, id.PID, h.rec.PID, h.rec.HostID)
 }
 
 // prepareAcquire validates an acquisition request and resolves who asks: the
@@ -250,10 +290,23 @@ func (w *writeTx) effectiveHolder(req AcquireRequest) (*holding, error) {
 	if err := w.reconcileTargets(req.Targets); err != nil {
 		return nil, err
 	}
-	if w.v.holder != nil {
-		return w.v.holder, nil
+	if _, err := w.supersede(req.Identity, req.MaxAge); err != nil {
+		return nil, err
 	}
-	return w.foreignTarget(req)
+	if h := w.v.holder; h != nil && !h.foreign {
+		return h, nil
+	}
+	t, err := w.foreignTarget(req)
+	if err != nil || t == nil {
+		return w.v.holder, err
+	}
+	if h := w.v.holder; h != nil {
+		hs, _ := judge(h, w.now, w.l.host, w.l.probe, req.MaxAge)
+		if stateRank[hs] >= stateRank[t.verdict.State] {
+			return h, nil
+		}
+	}
+	return t, nil
 }
 
 // heldByNewFile turns "a lock file appeared between our check and our
@@ -316,6 +369,7 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 		ev, err = w.append(events.LockAcquired, req.Identity, &acq)
 	} else {
 		out.Stolen, out.Reason, out.Previous, out.PreviousHash = true, reason, &prev.rec, fileHash(prev.file)
+		out.PreviousPIDStart = prev.pidStart
 		ev, err = w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: acq, PreviousLock: prev.rec,
 			PreviousLockHash: out.PreviousHash, Reason: reason, Note: note})
 	}
@@ -360,12 +414,14 @@ func (l *Ledger) checkLocalPID(pid int) error {
 // not a loss: recorded as action_refused, a *NotHolderError wrapping
 // ErrNotHolder.
 func (l *Ledger) Heartbeat(ctx context.Context, lock string, id Identity) (*Acquisition, error) {
-	return l.heartbeat(ctx, lock, id, 0)
+	return l.heartbeat(ctx, lock, id, 0, 0)
 }
 
 // heartbeat renews; priorFailures counts the caller's failed attempts just
-// before this one, recorded if this one finds the lock lost.
-func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorFailures int) (*Acquisition, error) {
+// before this one, recorded if this one finds the lock lost. A non-zero
+// token renews only the holding with that fencing token: a lease whose
+// request id was reclaimed by another process has lost its lock.
+func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorFailures int, token int64) (*Acquisition, error) {
 	if err := events.ValidateLockName(lock); err != nil {
 		return nil, err
 	}
@@ -378,8 +434,11 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 	}
 	var out *Acquisition
 	err = l.write(ctx, lock, func(w *writeTx) (error, error) {
+		if _, err := w.supersede(id, 0); err != nil {
+			return nil, err
+		}
 		h := w.v.holder
-		if h == nil || h.foreign || h.rec.RequestID != id.RequestID {
+		if h == nil || h.foreign || h.rec.RequestID != id.RequestID || token != 0 && h.token != token {
 			past, err := pastHoldingOf(ctx, w.q, lock, id.RequestID)
 			if err != nil {
 				return nil, err
@@ -451,6 +510,9 @@ type ReleaseRequest struct {
 	ExitCode    *int
 	// Force releases a lock held by someone else, recording forced: true.
 	Force bool
+	// FencingToken, when set, releases only the holding with that token: a
+	// request id reclaimed by another process is no longer the caller's.
+	FencingToken int64
 }
 
 // ReleaseOutcome says what a release did: freed a holder's lock, or found
@@ -508,8 +570,11 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 	}
 	var out *ReleaseOutcome
 	err = l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
+		if _, err := w.supersede(id, 0); err != nil {
+			return nil, err
+		}
 		h := w.v.holder
-		mine := h != nil && !h.foreign && h.rec.RequestID == id.RequestID
+		mine := h != nil && !h.foreign && h.rec.RequestID == id.RequestID && (req.FencingToken == 0 || h.token == req.FencingToken)
 		if !mine && (h == nil || !req.Force) {
 			past, err := pastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
 			if err != nil {
@@ -598,9 +663,16 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 		if err != nil {
 			return nil, err
 		}
-		if h != nil && !h.foreign && h.rec.RequestID == id.RequestID {
-			out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Record: h.rec, Already: true}
-			return nil, nil
+		if w.sameRequest(h, id) {
+			if w.sameProcess(h, id) {
+				out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Record: h.rec, Already: true}
+				return nil, nil
+			}
+			if req.Reclaim {
+				a, err := w.take(req.AcquireRequest, h, events.ReasonReclaimed, reclaimNote(h, id))
+				out = a
+				return nil, err
+			}
 		}
 		state, _ := judge(h, w.now, l.host, l.probe, req.MaxAge)
 		var reason string
@@ -627,7 +699,14 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 		if h.foreign && reason != events.ReasonForcedActive && reason != events.ReasonSuperseded {
 			reason = events.ReasonForeignLock
 		}
-		a, err := w.take(req.AcquireRequest, h, reason, req.Note)
+		note, notAwaited := req.Note, ""
+		if req.Supersede {
+			note, notAwaited = l.supersedeNote(h, note)
+		}
+		a, err := w.take(req.AcquireRequest, h, reason, note)
+		if a != nil {
+			a.NotAwaited = notAwaited
+		}
 		out = a
 		return nil, err
 	})
@@ -644,10 +723,13 @@ type LockStatus struct {
 	Foreign      bool
 	Corrupt      bool
 	Interloper   bool // a foreign file sits at the path of a lock the ledger holds
-	HeldFor      time.Duration
-	SinceBeat    time.Duration
-	StaleSince   time.Time
-	Path         string
+	// Superseded is the ledger's own holder when another tool's lock at one
+	// of its paths has taken the lock (recorded by the next writer).
+	Superseded *events.Record
+	HeldFor    time.Duration
+	SinceBeat  time.Duration
+	StaleSince time.Time
+	Path       string
 }
 
 // Status reads one lock. It takes no lock and changes nothing.
@@ -667,8 +749,16 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 }
 
 func (l *Ledger) status(v *view, now time.Time) *LockStatus {
+	var superseded *events.Record
+	if sup, err := l.supersededBy(v, now, 0); err == nil && sup != nil {
+		// What the next writer will record: the other tool's lock holds it.
+		rec := v.holder.rec
+		superseded = &rec
+		v = &view{name: v.name, row: v.row, file: v.file, holder: sup.h}
+	}
 	state, job := judge(v.holder, now, l.host, l.probe, 0)
-	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.path(v.name), Interloper: v.interloper}
+	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.path(v.name), Interloper: v.interloper,
+		Superseded: superseded}
 	if h := v.holder; h != nil {
 		rec := h.rec
 		s.Holder, s.FencingToken, s.Foreign, s.Corrupt = &rec, h.token, h.foreign, h.corrupt

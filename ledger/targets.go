@@ -180,18 +180,38 @@ func (w *writeTx) reconcileTargets(requested []events.Target) error {
 	return nil
 }
 
-// foreignTarget returns the strongest holder among files at the requested
-// targets' paths that the ledger holder does not own: held beats stale
-// beats dead. nil when every path is free (or ours).
+// foreignTarget returns the strongest holder among files that the ledger
+// holder does not own at the requested targets' paths and at the paths the
+// lock's last holder projected (a lock keeps its paths: another tool's lock
+// there holds it): held beats stale beats dead. nil when every path is free
+// (or ours).
 func (w *writeTx) foreignTarget(req AcquireRequest) (*holding, error) {
 	var best *holding
-	rank := map[string]int{events.StateDead: 1, events.StateStale: 2, events.StateHeld: 3}
-	for _, t := range req.Targets {
+	rank := stateRank
+	paths := req.Targets
+	requested := len(paths)
+	if r := w.v.row; r != nil && !r.held {
+		seen := map[string]bool{}
+		for _, t := range paths {
+			seen[t.Path] = true
+		}
+		for _, t := range holdingFromRow(r).targets {
+			if !seen[t.Path] {
+				paths = append(paths[:len(paths):len(paths)], t)
+			}
+		}
+	}
+	for i, t := range paths {
+		remembered := i >= requested
 		if _, ours := owns(w.v.holder, t.Path); ours {
 			continue
 		}
 		cur, err := readRegular(t.Path)
 		if err != nil {
+			if remembered {
+				w.l.log.Warn("cannot read a path this lock's last holder projected; not judging it", "lock", req.Lock, "path", t.Path, "err", err)
+				continue
+			}
 			return nil, err
 		}
 		if !cur.exists {
@@ -202,6 +222,9 @@ func (w *writeTx) foreignTarget(req AcquireRequest) (*holding, error) {
 			return nil, err
 		}
 		fh, perr := f.Parse(cur.data)
+		if perr != nil && remembered {
+			continue // not a lock of that format: nobody's holder
+		}
 		v := f.Judge(fh, perr, w.now, w.l.formatsEnv(req.MaxAge))
 		h := foreignFormatHolding(req.Lock, t, fh, perr, cur.data, v)
 		if best == nil || rank[v.State] > rank[best.verdict.State] {
@@ -316,6 +339,12 @@ func (w *writeTx) refreshTargets(old, renewed *holding) error {
 			return err
 		}
 		if bytes.Equal(before, after) {
+			continue
+		}
+		if cur, err := readRegular(t.Path); err != nil {
+			return err
+		} else if cur.exists && !bytes.Equal(cur.data, before) {
+			w.l.log.Warn("a target file no longer holds what the ledger wrote; leaving it alone", "path", t.Path)
 			continue
 		}
 		j, err := replaceAt(t.Path, after)

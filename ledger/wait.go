@@ -106,7 +106,7 @@ func (l *Ledger) peekHeld(ctx context.Context, req AcquireRequest, attempt int, 
 		return nil
 	}
 	v, err := l.inspect(req.Lock, r)
-	if err != nil || len(v.repairs) > 0 || v.holder == nil {
+	if err != nil || len(v.repairs) > 0 || v.holder == nil || v.interloper {
 		return nil
 	}
 	h := v.holder

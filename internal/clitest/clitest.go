@@ -158,3 +158,18 @@ func Strings(t testing.TB, root, query string) []string {
 	}
 	return out
 }
+
+// NeedBinary skips the test, loudly, when one of the programs it drives is
+// not installed; under CI (LOCKLEDGER_CI=1, set by .ci/run, which installs
+// them) a missing program fails the test instead.
+func NeedBinary(t testing.TB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := exec.LookPath(name); err != nil {
+			if os.Getenv("LOCKLEDGER_CI") == "1" {
+				t.Fatalf("%s is not installed, and CI requires every test to run", name)
+			}
+			t.Skipf("SKIPPED: %s is not installed, so this test cannot run here (CI installs it)", name)
+		}
+	}
+}

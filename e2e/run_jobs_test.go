@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// marks reads the lines jobs appended to a shared file, in the order written.
+func marks(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))
+}
+
+// seqOf is the seq of the last event of type typ for request req.
+func seqOf(t *testing.T, root, typ, req string) int64 {
+	t.Helper()
+	var seq int64
+	if err := clitest.DB(t, root).QueryRow(`SELECT seq FROM events WHERE type = ? AND request_id = ? ORDER BY seq DESC LIMIT 1`,
+		typ, req).Scan(&seq); err != nil {
+		t.Fatalf("no %s event of %s: %v", typ, req, err)
+	}
+	return seq
+}
+
+func pidsOf(body map[string]any) []int {
+	var out []int
+	for _, p := range body["pids"].([]any) {
+		out = append(out, int(p.(float64)))
+	}
+	return out
+}
+
+// waitKilled waits for c and reports whether SIGKILL ended it.
+func waitKilled(t *testing.T, c *exec.Cmd) bool {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return false
+		}
+		ws, ok := ee.Sys().(syscall.WaitStatus)
+		return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+	case <-time.After(60 * time.Second):
+		t.Fatal("run did not exit")
+	}
+	return false
+}
+
+// TestSupersedingRunStartsAfterTheOlderJobHasStopped: the older job takes
+// two seconds to finish after TERM; the newer run's command starts only
+// after its last write, so the shared file shows the two jobs in sequence.
+func TestSupersedingRunStartsAfterTheOlderJobHasStopped(t *testing.T) {
+	root := t.TempDir()
+	file := filepath.Join(t.TempDir(), "marks")
+	older, lines := startRun(t, root, "issue-7", "--ttl", "60", "--kill-grace", "30s", "--", "sh", "-c",
+		`trap 'echo old-term >> "$1"; sleep 2; echo old-end >> "$1"; exit 0' TERM
+		echo old-start >> "$1"; echo started; while :; do sleep 0.1; done`, "sh", file)
+	line(t, lines)
+	clitest.Must(t, 0, root, "run", "issue-7", "--supersede", "--kill-grace", "30s", "--",
+		"sh", "-c", `echo new-start >> "$1"`, "sh", file)
+	if code := exitOf(t, older); code != 5 {
+		t.Fatalf("superseded runner exit %d, want 5", code)
+	}
+	want := []string{"old-start", "old-term", "old-end", "new-start"}
+	if got := marks(t, file); !slices.Equal(got, want) {
+		t.Fatalf("the jobs wrote %q, want %q: the newer job must start after the older one's last write", got, want)
+	}
+	if n := clitest.Strings(t, root, `SELECT type FROM events WHERE type = 'job_processes'`); len(n) != 0 {
+		t.Fatalf("an older job that stopped within the grace recorded %d job_processes", len(n))
+	}
+	assertChain(t, root)
+}
+
+// TestSupersedingRunKillsAnOlderJobThatOutlivesTheGrace: the older job
+// ignores TERM and its runner would wait a minute before KILL; the newer
+// run waits its own grace (and the margin for the older runner to
+// notice), then kills the job and its runner, records that, and only then
+// starts its command.
+func TestSupersedingRunKillsAnOlderJobThatOutlivesTheGrace(t *testing.T) {
+	root := t.TempDir()
+	file := filepath.Join(t.TempDir(), "marks")
+	older, lines := startRun(t, root, "issue-8", "--ttl", "60", "--kill-grace", "60s", "--", "sh", "-c",
+		`trap '' TERM; echo $$ "$LOCKLEDGER_REQUEST_ID"; while :; do echo old >> "$1"; sleep 0.1; done`, "sh", file)
+	var job int
+	var oldReq string
+	if _, err := fmt.Sscan(line(t, lines), &job, &oldReq); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(job, syscall.SIGKILL) })
+	r := clitest.Must(t, 0, root, "run", "issue-8", "--supersede", "--kill-grace", "1s", "--",
+		"sh", "-c", `echo new-start >> "$1"; echo "$LOCKLEDGER_REQUEST_ID"`, "sh", file)
+	newReq := strings.TrimSpace(r.Stdout)
+	if !waitKilled(t, older) {
+		t.Fatal("the superseded runner was not killed")
+	}
+	got := marks(t, file)
+	if len(got) < 2 || got[len(got)-1] != "new-start" || slices.Index(got, "new-start") != len(got)-1 {
+		t.Fatalf("the jobs wrote %q: the newer job must start after the older one's last write", got)
+	}
+	jp := lastBody(t, root, "job_processes")
+	pids := pidsOf(jp)
+	if jp["job_request_id"] != oldReq || jp["action"] != "killed" || !slices.Contains(pids, job) ||
+		!slices.Contains(pids, older.Process.Pid) || !strings.Contains(jp["note"].(string), "outlived the grace") {
+		t.Fatalf("job_processes %v: want the older request %s killed, pids with its command %d and runner %d",
+			jp, oldReq, job, older.Process.Pid)
+	}
+	if jpSeq, start := seqOf(t, root, "job_processes", newReq), seqOf(t, root, "lock_stolen", newReq); jpSeq < start {
+		t.Fatalf("job_processes at seq %d before the steal at %d", jpSeq, start)
+	}
+	if !strings.Contains(r.Stderr, "outlived the grace") {
+		t.Fatalf("the newer run did not say it killed the older job:\n%s", r.Stderr)
+	}
+	assertChain(t, root)
+}
+
+// leftGroup waits until the background process $! has left the shell's
+// process group (setsid has run: its session, field 6 of its stat, is its
+// own pid); until then stopping the group would stop it too.
+const leftGroup = `until [ "$(cut -d' ' -f6 /proc/$!/stat)" = "$!" ]; do sleep 0.01; done;`
+
+// TestRunStopsProcessesThatLeftItsGroupBeforeTheRelease: a daemon started
+// with setsid leaves the command's process group, so stopping the group
+// misses it; it still carries LOCKLEDGER_REQUEST_ID, and run stops it after
+// the command exits, recording job_processes before the release.
+func TestRunStopsProcessesThatLeftItsGroupBeforeTheRelease(t *testing.T) {
+	root := t.TempDir()
+	r := clitest.Must(t, 0, root, "run", "daemonish", "--kill-grace", "5s", "--", "sh", "-c",
+		`setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $! "$LOCKLEDGER_REQUEST_ID"`)
+	var daemon int
+	var req string
+	if _, err := fmt.Sscan(r.Stdout, &daemon, &req); err != nil {
+		t.Fatalf("%v: %q", err, r.Stdout)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
+	if !gone(daemon) {
+		t.Fatalf("the setsid daemon %d still runs after run exited", daemon)
+	}
+	jp := lastBody(t, root, "job_processes")
+	if jp["job_request_id"] != req || jp["action"] != "terminated" || !slices.Contains(pidsOf(jp), daemon) {
+		t.Fatalf("job_processes %v: want %s's daemon %d terminated", jp, req, daemon)
+	}
+	if jpSeq, rel := seqOf(t, root, "job_processes", req), seqOf(t, root, "lock_released", req); jpSeq > rel {
+		t.Fatalf("job_processes at seq %d after the release at %d", jpSeq, rel)
+	}
+	assertChain(t, root)
+}
+
+// TestRunKillsProcessesThatLeftItsGroupAndIgnoreTerm: past the grace, KILL.
+func TestRunKillsProcessesThatLeftItsGroupAndIgnoreTerm(t *testing.T) {
+	root := t.TempDir()
+	ready := filepath.Join(t.TempDir(), "ready")
+	r := clitest.Must(t, 0, root, "run", "stubborn", "--kill-grace", "1s", "--", "sh", "-c",
+		`setsid sh -c 'trap "" TERM; echo > "$1"; while :; do sleep 0.1; done' sh "$1" >/dev/null 2>&1 &
+		until [ -s "$1" ]; do sleep 0.01; done; echo $!`, "sh", ready)
+	var daemon int
+	if _, err := fmt.Sscan(r.Stdout, &daemon); err != nil {
+		t.Fatalf("%v: %q", err, r.Stdout)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
+	if !gone(daemon) {
+		t.Fatalf("the daemon %d that ignores TERM still runs after run exited", daemon)
+	}
+	if jp := lastBody(t, root, "job_processes"); jp["action"] != "killed" || !slices.Contains(pidsOf(jp), daemon) {
+		t.Fatalf("job_processes %v: want daemon %d killed", jp, daemon)
+	}
+}
+
+// TestRunLeaveRunningRecordsTheProcessesItLeaves: --leave-running keeps a
+// daemon that left the group alive, and says so in the ledger.
+func TestRunLeaveRunningRecordsTheProcessesItLeaves(t *testing.T) {
+	root := t.TempDir()
+	r := clitest.Must(t, 0, root, "run", "daemonish", "--leave-running", "--", "sh", "-c",
+		`setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $! "$LOCKLEDGER_REQUEST_ID"`)
+	var daemon int
+	var req string
+	if _, err := fmt.Sscan(r.Stdout, &daemon, &req); err != nil {
+		t.Fatalf("%v: %q", err, r.Stdout)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
+	if gone(daemon) {
+		t.Fatalf("--leave-running: the daemon %d was stopped", daemon)
+	}
+	jp := lastBody(t, root, "job_processes")
+	if jp["job_request_id"] != req || jp["action"] != "left_running" || !slices.Contains(pidsOf(jp), daemon) {
+		t.Fatalf("job_processes %v: want %s's daemon %d left_running", jp, req, daemon)
+	}
+	if jpSeq, rel := seqOf(t, root, "job_processes", req), seqOf(t, root, "lock_released", req); jpSeq > rel {
+		t.Fatalf("job_processes at seq %d after the release at %d", jpSeq, rel)
+	}
+}

@@ -1,0 +1,57 @@
+package ledger
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// TestSupersedingAJobOnAnotherHostSaysItCannotBeAwaited: nothing on this
+// host can see the processes of a holder on another one, so the supersede
+// says so (in the steal's note and to the caller) instead of waiting.
+func TestSupersedingAJobOnAnotherHostSaysItCannotBeAwaited(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	far, err := Open(ctx, root, WithHost(Host{ID: "far-away", BootID: "other-boot"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer far.Close()
+	if _, err := far.TryAcquire(ctx, AcquireRequest{Lock: "issue-9", Identity: Identity{RequestID: "old-run", PID: os.Getpid()}}); err != nil {
+		t.Fatal(err)
+	}
+	here, err := Open(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer here.Close()
+	lease, err := here.Acquire(ctx, "issue-9", WithSupersede(), WithRequestID("new-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(ctx, Result{})
+	sup, err := lease.AwaitSuperseded(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sup.RequestID != "old-run" || !strings.Contains(sup.NotAwaited, "host far-away") || len(sup.Killed) != 0 {
+		t.Fatalf("AwaitSuperseded: %+v, want old-run not awaited because it is on host far-away", sup)
+	}
+	var body []byte
+	if err := here.DB().QueryRow(`SELECT body FROM events WHERE type = 'lock_stolen'`).Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	_, p, err := events.Decode(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.(*events.Stolen)
+	if st.Reason != events.ReasonSuperseded || !strings.Contains(st.Note, "superseded by a newer run") ||
+		!strings.Contains(st.Note, "host far-away") || !strings.Contains(st.Note, "cannot be awaited") {
+		t.Fatalf("lock_stolen %s / %q: want superseded, with a note that the job on far-away cannot be awaited", st.Reason, st.Note)
+	}
+}

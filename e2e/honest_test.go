@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -276,4 +277,32 @@ func TestReleaseWithANonZeroExitCodeRecordsFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestHeartbeatOfALockAnotherToolTookOverIsRecordedAsLost(t *testing.T) {
+	root := t.TempDir()
+	old, killOld := sleeper(t)
+	clitest.Must(t, 0, root, "acquire", "j", "--request-id", "ours", "--pid", strconv.Itoa(old))
+	killOld() // dead: tower-fleet may take the lock by its own rules
+	other, _ := sleeper(t)
+	takeOver(t, "tower-fleet", filepath.Join(root, "locks", "j.lock"), "j", other)
+
+	// The heartbeat is the first writer to meet the take-over: it records the
+	// supersession in the holder's name, and then the loss.
+	n := clitest.EventCount(t, root)
+	r := clitest.Must(t, 5, root, "heartbeat", "j", "--request-id", "ours")
+	if !strings.Contains(r.Stderr, "lost the lock") {
+		t.Fatalf("stderr %q, want a lost lock", r.Stderr)
+	}
+	if got := typesSince(t, root, n); !reflect.DeepEqual(got, []string{"lock_released", "heartbeat_failed"}) {
+		t.Fatalf("events: %v, want the supersession and heartbeat_failed", got)
+	}
+	if b := lastBody(t, root, "heartbeat_failed"); b["lock_lost"] != true {
+		t.Fatalf("heartbeat_failed: %v, want lock_lost", b)
+	}
+	// Its release afterwards is refused as lost, and recorded.
+	n = clitest.EventCount(t, root)
+	r = clitest.Must(t, 5, root, "release", "j", "--request-id", "ours")
+	assertRefused(t, root, n, r, "release", "ours", "other-tool-1")
+	assertChain(t, root)
 }

@@ -21,8 +21,13 @@ func newHeartbeat(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "heartbeat NAME --request-id R",
 		Short: "Renew a lock you hold",
-		Long: `Move the lock's last_heartbeat_at to now. Exit 5 (and record
-heartbeat_failed with lock_lost) when request R no longer holds the lock.`,
+		Long: `Move the lock's last_heartbeat_at to now. Exit 5 when request R does not
+hold the lock. If R held it and had it taken away (stolen, superseded,
+released with --force), that is a lost lock: heartbeat_failed with
+lock_lost is recorded. If R never held it (a mistyped request id or lock
+name) or released it itself, nothing was lost: the message says which
+("never held it", "released it at seq N") and the refusal is recorded as
+action_refused.`,
 		Example: `  while sleep 60; do lockledger heartbeat deploy-prod --request-id "$rid" || break; done`,
 		Args:    exactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,7 +59,9 @@ func runHeartbeat(ctx context.Context, o *heartbeatOptions) error {
 		return err
 	}
 	if o.g.json {
-		writeJSON(o.g.io.Out, acquisitionObject(a))
+		obj := acquisitionObject(a)
+		obj.Status = "heartbeat"
+		writeJSON(o.g.io.Out, obj)
 	}
 	o.g.log.Debug("heartbeat", "lock", o.lock, "at", a.Record.LastHeartbeatAt)
 	return nil

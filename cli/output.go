@@ -112,6 +112,9 @@ func errorObject(err error) map[string]any {
 		} else if nh.Holder != nil {
 			o["held_by"] = events.HolderOf(*nh.Holder)
 		}
+		if nh.ReleasedSeq > 0 {
+			o["released_seq"] = nh.ReleasedSeq
+		}
 		return o
 	case errors.As(err, &inv):
 		return map[string]any{"error": "invalid_input", "field": inv.Field, "value": inv.Value, "rule": inv.Rule,

@@ -15,7 +15,7 @@ type releaseOptions struct {
 	lock        string
 	requestID   string
 	actor       string
-	result      string
+	result      string // "" when --result is not given
 	failureStep string
 	exitCode    int
 	force       bool
@@ -26,13 +26,17 @@ func newRelease(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "release NAME --request-id R",
 		Short: "Free a lock you hold",
-		Long: `Free a lock held by request R and record the result. Releasing a lock
-you already released is a no-op (exit 0). A lock held by someone else is
-refused with exit 5 and stays held; --force releases it anyway and
-records forced: true with the holder it released. A file at the lock's
-path that the ledger did not write is never removed; when an unreadable
-one is left there, the lock stays held by it (to fail safe), and release
-says so: lockledger project keeps it aside.`,
+		Long: `Free a lock held by request R and record the result: --result, else
+failure when --exit-code is not 0, else success. Releasing a lock you
+already released (or --force on a free lock) releases nothing: it says
+"not held, nothing to release" (status not_held with --json), records
+nothing and exits 0. A lock held by someone else, or one R lost, is
+refused with exit 5 and stays held, and the refusal is recorded as
+action_refused; --force releases it anyway and records forced: true with
+the holder it released. A file at the lock's path that the ledger did
+not write is never removed; when an unreadable one is left there, the
+lock stays held by it (to fail safe), and release says so: lockledger
+project keeps it aside.`,
 		Example: `  lockledger release deploy-prod --request-id "$rid"
   lockledger release deploy-prod --request-id "$rid" --result failure --failure-step migrate
   lockledger release deploy-prod --force --actor oncall   # someone else's lock, audited`,
@@ -42,14 +46,17 @@ says so: lockledger project keeps it aside.`,
 			if !cmd.Flags().Changed("exit-code") {
 				o.exitCode = -1
 			}
+			if cmd.Flags().Changed("result") && o.result == "" {
+				return events.Invalid("--result", "", "must be success, failure or cancelled")
+			}
 			return runRelease(cmd.Context(), o)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.requestID, "request-id", "", "the request id acquire printed (required unless --force)")
 	fl.StringVar(&o.actor, "actor", "", "who releases (default $LOCKLEDGER_ACTOR, else $USER)")
-	fl.StringVar(&o.result, "result", "success", "success, failure or cancelled")
-	fl.StringVar(&o.failureStep, "failure-step", "", "the step that failed (with --result failure)")
+	fl.StringVar(&o.result, "result", "", "success, failure or cancelled (default: failure when --exit-code is not 0, else success)")
+	fl.StringVar(&o.failureStep, "failure-step", "", "the step that failed (with --result failure or a non-zero --exit-code)")
 	fl.IntVar(&o.exitCode, "exit-code", -1, "the job's exit code, recorded with the release (0-255)")
 	fl.BoolVar(&o.force, "force", false, "release a lock held by someone else (recorded as forced)")
 	return cmd
@@ -68,12 +75,9 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 		}
 	}
 	switch o.result {
-	case events.ResultSuccess, events.ResultFailure, events.ResultCancelled:
+	case "", events.ResultSuccess, events.ResultFailure, events.ResultCancelled:
 	default:
 		return events.Invalid("--result", o.result, "must be success, failure or cancelled")
-	}
-	if o.failureStep != "" && o.result != events.ResultFailure {
-		return events.Invalid("--failure-step", o.failureStep, "needs --result failure")
 	}
 	var code *int
 	if o.exitCode != -1 {
@@ -82,26 +86,38 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 		}
 		code = &o.exitCode
 	}
+	failed := o.result == events.ResultFailure || o.result == "" && code != nil && *code != 0
+	if o.failureStep != "" && !failed {
+		return events.Invalid("--failure-step", o.failureStep, "needs --result failure (or a non-zero --exit-code)")
+	}
 	l, err := o.g.open(ctx, writes)
 	if err != nil {
 		return err
 	}
 	defer o.g.finish(l)
-	err = l.Release(ctx, ledger.ReleaseRequest{Lock: o.lock,
+	out, err := l.Release(ctx, ledger.ReleaseRequest{Lock: o.lock,
 		Identity: ledger.Identity{RequestID: o.requestID, Actor: o.actor, PID: os.Getppid()},
 		Result:   o.result, FailureStep: o.failureStep, ExitCode: code, Force: o.force})
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"status": "released", "lock_name": o.lock, "state": events.StateFree, "request_id": o.requestID}
+	if !out.Released {
+		printNotHeld(o, out)
+		return nil
+	}
 	blocked := blockedByUnreadable(ctx, l, o.lock)
-	if blocked != nil {
-		out["state"], out["corrupt"] = events.StateHeld, blocked
-	}
 	if o.g.json {
-		writeJSON(o.g.io.Out, out)
+		obj := map[string]any{"status": "released", "lock_name": o.lock, "state": events.StateFree,
+			"request_id": o.requestID, "seq": out.Seq, "result": out.Result}
+		if out.Forced {
+			obj["forced"], obj["released_request_id"] = true, out.ReleasedRequestID
+		}
+		if blocked != nil {
+			obj["state"], obj["corrupt"] = events.StateHeld, blocked
+		}
+		writeJSON(o.g.io.Out, obj)
 	}
-	o.g.log.Info("released", "lock", o.lock)
+	o.g.log.Info("released", "lock", o.lock, "result", out.Result)
 	if blocked != nil {
 		o.g.log.Warn("the lock stays blocked: an "+blocked.String()+" sits at its path (left in place); "+
 			"`lockledger project` moves it aside, kept and recorded", "lock", o.lock)
@@ -118,4 +134,27 @@ func blockedByUnreadable(ctx context.Context, l *ledger.Ledger, lock string) *le
 		return nil
 	}
 	return s.Corrupt
+}
+
+// printNotHeld says that a release found nothing to release, and why.
+func printNotHeld(o *releaseOptions, out *ledger.ReleaseOutcome) {
+	attrs := []any{"lock", o.lock, "state", out.State}
+	if out.ReleasedSeq > 0 {
+		attrs = append(attrs, "released_seq", out.ReleasedSeq)
+	}
+	if out.Holder != nil {
+		attrs = append(attrs, "held_by", out.Holder.RequestID)
+	}
+	if o.g.json {
+		obj := map[string]any{"status": "not_held", "lock_name": o.lock, "state": out.State, "request_id": o.requestID,
+			"message": "not held, nothing to release"}
+		if out.ReleasedSeq > 0 {
+			obj["released_seq"] = out.ReleasedSeq
+		}
+		if out.Holder != nil {
+			obj["held_by"] = events.HolderOf(*out.Holder)
+		}
+		writeJSON(o.g.io.Out, obj)
+	}
+	o.g.log.Info("not held, nothing to release", attrs...)
 }

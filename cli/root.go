@@ -22,8 +22,8 @@ func newRoot(g *globals) *cobra.Command {
 		Use:   "lockledger",
 		Short: "Locks for scripts, CI jobs and services, with every action kept as an audit event",
 		Long: `lockledger is a lock manager in which every lock action (acquired, heartbeat,
-stolen, released, heartbeat failed, blocked) is appended as a schema-validated,
-hash-chained event to ROOT/ledger.db. Lock files in ROOT/locks follow the
+stolen, released, heartbeat failed, blocked, refused) is appended as a
+schema-validated, hash-chained event to ROOT/ledger.db. Lock files in ROOT/locks follow the
 tower-fleet v1 format, so existing tools keep reading them.
 
 Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,

@@ -68,6 +68,10 @@ func scenario(t *testing.T) string {
 		_, err := l.TryAcquire(ctx, req)
 		return err
 	}
+	release := func(req ledger.ReleaseRequest) error {
+		_, err := l.Release(ctx, req)
+		return err
+	}
 	must(acquire(ledger.AcquireRequest{Lock: "app-prod", Identity: id("alice", "req-alice"), TTL: time.Minute,
 		Intent: "deploy", IntentVersion: "v42", Metadata: map[string]string{"ticket": "INC-7"}}))
 	c.set(10)
@@ -82,13 +86,13 @@ func scenario(t *testing.T) string {
 	}
 	c.set(50)
 	code := 3
-	must(l.Release(ctx, ledger.ReleaseRequest{Lock: "app-prod", Identity: id("alice", "req-alice"),
+	must(release(ledger.ReleaseRequest{Lock: "app-prod", Identity: id("alice", "req-alice"),
 		Result: "failure", FailureStep: "migrate", ExitCode: &code}))
 	c.set(60)
 	must(acquire(ledger.AcquireRequest{Lock: "app-prod", Identity: id("carol", "req-carol"), TTL: 30 * time.Second}))
 	c.set(200)
 	must(acquire(ledger.AcquireRequest{Lock: "app-prod", Identity: id("dave", "req-dave"), TTL: time.Minute, Force: true}))
 	c.set(210)
-	must(l.Release(ctx, ledger.ReleaseRequest{Lock: "app-prod", Identity: id("dave", "req-dave")}))
+	must(release(ledger.ReleaseRequest{Lock: "app-prod", Identity: id("dave", "req-dave")}))
 	return root
 }

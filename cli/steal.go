@@ -36,7 +36,9 @@ func newSteal(g *globals) *cobra.Command {
 		Long: `Take a lock from its holder and record lock_stolen with the previous lock,
 its hash and your reason. A stale or dead holder is taken over as is; an
 active holder only with --active (the escape hatch), which asks for
-confirmation on a terminal (30 s, default No) and needs --yes otherwise.`,
+confirmation on a terminal (30 s, default No) and needs --yes otherwise.
+Without --active, an active holder is refused with exit 3 and the refusal
+is recorded as action_refused.`,
 		Example: `  lockledger steal deploy-prod --reason "runner host lost, job is gone"
   lockledger steal deploy-prod --active --reason "INC-123: hung deploy" --yes`,
 		Args: exactlyOneLock,
@@ -97,10 +99,6 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 	}
 	a, err := l.Steal(ctx, ledger.StealRequest{AcquireRequest: req, Note: o.reason, Active: o.active})
 	if err != nil {
-		var held *ledger.HeldError
-		if errors.As(err, &held) && !o.active {
-			return fmt.Errorf("%w; the holder is alive: add --active to take it anyway", err)
-		}
 		return err
 	}
 	printAcquisition(o.g, a)

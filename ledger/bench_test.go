@@ -23,7 +23,7 @@ func BenchmarkCycle(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := l.Release(ctx, ReleaseRequest{Lock: "bench", Identity: Identity{RequestID: a.RequestID, Actor: "bench"}}); err != nil {
+		if _, err := l.Release(ctx, ReleaseRequest{Lock: "bench", Identity: Identity{RequestID: a.RequestID, Actor: "bench"}}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -152,7 +152,8 @@ func (e *StaleError) Error() string {
 func (e *StaleError) Unwrap() error { return ErrStale }
 
 // NotHolderError reports a release or heartbeat by someone who does not hold
-// the lock. It wraps ErrNotHolder, or ErrLost when the caller once held it.
+// the lock. It wraps ErrLost when the caller held it and had it taken away,
+// else ErrNotHolder: it never held it, or released it itself (ReleasedSeq).
 type NotHolderError struct {
 	Lock      string
 	RequestID string
@@ -160,6 +161,9 @@ type NotHolderError struct {
 	// Corrupt: the holder is an unreadable lock file (Holder is a placeholder).
 	Corrupt *UnreadableFile
 	Lost    bool
+	// ReleasedSeq is the seq of the request's own release of the lock, when
+	// that was the last thing it did as holder; 0 when it never held it.
+	ReleasedSeq int64
 }
 
 func (e *NotHolderError) Error() string {
@@ -172,10 +176,13 @@ func (e *NotHolderError) Error() string {
 	default:
 		who = fmt.Sprintf("it is held by request %s (actor %s, pid %d on %s)", e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID)
 	}
-	if e.Lost {
+	switch {
+	case e.Lost:
 		return fmt.Sprintf("lock %s: request %s lost the lock: %s", e.Lock, e.RequestID, who)
+	case e.ReleasedSeq > 0:
+		return fmt.Sprintf("request %s does not hold lock %s (released it at seq %d): %s", e.RequestID, e.Lock, e.ReleasedSeq, who)
 	}
-	return fmt.Sprintf("lock %s: request %s is not the holder: %s", e.Lock, e.RequestID, who)
+	return fmt.Sprintf("request %s does not hold lock %s (never held it): %s", e.RequestID, e.Lock, who)
 }
 
 func (e *NotHolderError) Unwrap() error {

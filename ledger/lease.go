@@ -346,7 +346,7 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 	deadline := time.Now().Add(max(s.ttl, 3*s.l.busy))
 	backoff := 50 * time.Millisecond
 	for {
-		err := s.l.Release(ctx, req)
+		_, err := s.l.Release(ctx, req)
 		if err == nil {
 			return nil
 		}

@@ -235,7 +235,7 @@ func TestCrashAfterCommitIsFinished(t *testing.T) {
 		t.Fatalf("lock file not restored from the ledger: %v\n%s", err, got)
 	}
 	// Released, but the file removal never happened: the leftover is ours, not foreign.
-	if err := e.l.Release(ctx, ReleaseRequest{Lock: "job", Identity: Identity{RequestID: a.RequestID, Actor: "t", PID: 100}}); err != nil {
+	if _, err := e.l.Release(ctx, ReleaseRequest{Lock: "job", Identity: Identity{RequestID: a.RequestID, Actor: "t", PID: 100}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(e.l.LockPath("job"), want, 0o600); err != nil {

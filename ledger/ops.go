@@ -85,6 +85,9 @@ type AcquireRequest struct {
 	RecordBlocked bool
 	// Waited is how long the caller has waited so far (for acquire_blocked).
 	Waited time.Duration
+	// Waiting marks every attempt of a caller that waits: a stale lock
+	// ends the wait at once, so its refusal is recorded on any attempt.
+	Waiting bool
 	// Targets are extra lock files in other tools' formats to project.
 	Targets []events.Target
 	// MaxAge, when set, makes a holder older than it count as stale (and is
@@ -320,9 +323,10 @@ func (w *writeTx) heldByNewFile(req AcquireRequest, err error) (error, error) {
 	return &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: true, Corrupt: h.corrupt}, nil
 }
 
-// blocked records acquire_blocked (when asked) and reports outcome.
+// blocked records acquire_blocked when the attempt gives up (the last
+// attempt, or a waiter meeting a stale lock) and reports outcome.
 func (w *writeTx) blocked(req AcquireRequest, h *holding, state string, outcome error) (error, error) {
-	if !req.RecordBlocked {
+	if !req.RecordBlocked && !(req.Waiting && state == events.StateStale) {
 		return outcome, nil
 	}
 	_, err := w.append(events.AcquireBlocked, req.Identity, &events.Blocked{
@@ -403,9 +407,12 @@ func (l *Ledger) checkLocalPID(pid int) error {
 	return nil
 }
 
-// Heartbeat renews a lock held by id.RequestID. A heartbeat that finds the
-// lock gone records heartbeat_failed with lock_lost and returns a
-// *NotHolderError wrapping ErrLost.
+// Heartbeat renews a lock held by id.RequestID. A heartbeat by a request
+// that held the lock and had it taken away records heartbeat_failed with
+// lock_lost and returns a *NotHolderError wrapping ErrLost; one by a request
+// that never held it, or released it itself, is a mistake of the caller,
+// not a loss: recorded as action_refused, a *NotHolderError wrapping
+// ErrNotHolder.
 func (l *Ledger) Heartbeat(ctx context.Context, lock string, id Identity) (*Acquisition, error) {
 	return l.heartbeat(ctx, lock, id, 0, 0)
 }
@@ -432,15 +439,22 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 		}
 		h := w.v.holder
 		if h == nil || h.foreign || h.rec.RequestID != id.RequestID || token != 0 && h.token != token {
-			lost := &NotHolderError{Lock: lock, RequestID: id.RequestID, Lost: true}
-			if h != nil {
-				lost.Holder, lost.Corrupt = &h.rec, h.corrupt
-			}
-			if _, err := w.append(events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
-				ConsecutiveFailures: priorFailures + 1, Error: lost.Error(), LockLost: true}); err != nil {
+			past, err := pastHoldingOf(ctx, w.q, lock, id.RequestID)
+			if err != nil {
 				return nil, err
 			}
-			return lost, nil
+			nh := &NotHolderError{Lock: lock, RequestID: id.RequestID, Lost: past.lost(), ReleasedSeq: past.releasedSeq}
+			if h != nil {
+				nh.Holder, nh.Corrupt = &h.rec, h.corrupt
+			}
+			if !nh.Lost {
+				return w.refuse(events.ActionHeartbeat, id, h, nh)
+			}
+			if _, err := w.append(events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
+				ConsecutiveFailures: priorFailures + 1, Error: nh.Error(), LockLost: true}); err != nil {
+				return nil, err
+			}
+			return nh, nil
 		}
 		renewed := *h
 		renewed.heartbeat = w.now
@@ -489,7 +503,9 @@ func (l *Ledger) RecordHeartbeatFailure(ctx context.Context, lock string, id Ide
 type ReleaseRequest struct {
 	Lock string
 	Identity
-	Result      string // success (default), failure, cancelled
+	// Result is success, failure or cancelled; "" is failure with a
+	// non-zero ExitCode, else success.
+	Result      string
 	FailureStep string
 	ExitCode    *int
 	// Force releases a lock held by someone else, recording forced: true.
@@ -499,68 +515,85 @@ type ReleaseRequest struct {
 	FencingToken int64
 }
 
-// Release frees a lock held by req.RequestID. Releasing a lock the request
-// already released is a no-op; a lock held by another request is refused
-// with *NotHolderError unless Force.
-func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
+// ReleaseOutcome says what a release did: freed a holder's lock, or found
+// nothing to release.
+type ReleaseOutcome struct {
+	Lock string
+	// Released: lock_released was recorded at Seq with Result; Forced when
+	// it was another request's lock (ReleasedRequestID).
+	Released          bool
+	Seq               int64
+	Result            string
+	Forced            bool
+	ReleasedRequestID string
+	// When nothing was released: ReleasedSeq is the request's own earlier
+	// release (0 when it never held the lock, as with Force on a free
+	// lock); State and Holder are the lock as the release found it.
+	ReleasedSeq int64
+	State       string
+	Holder      *events.Record
+}
+
+// Release frees a lock held by req.RequestID. A request that released the
+// lock already gets an outcome with Released false (nothing to release),
+// as does Force on a free lock. A lock held by another request, or lost
+// by this one, is refused with *NotHolderError unless Force, and the
+// refusal recorded as action_refused.
+func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutcome, error) {
 	if err := events.ValidateLockName(req.Lock); err != nil {
-		return err
+		return nil, err
 	}
 	if req.RequestID == "" && !req.Force {
-		return events.Invalid("request id", "", "is required to release (or use --force)")
+		return nil, events.Invalid("request id", "", "is required to release (or use --force)")
+	}
+	if err := validText("failure step", req.FailureStep, 256, true); err != nil {
+		return nil, err
+	}
+	if req.ExitCode != nil && (*req.ExitCode < 0 || *req.ExitCode > 255) {
+		return nil, events.Invalid("exit code", fmt.Sprint(*req.ExitCode), "must be 0-255")
 	}
 	if req.Result == "" {
+		// A job that exited non-zero failed, whether or not the caller said so.
 		req.Result = events.ResultSuccess
+		if req.ExitCode != nil && *req.ExitCode != 0 {
+			req.Result = events.ResultFailure
+		}
 	}
 	switch req.Result {
 	case events.ResultSuccess, events.ResultFailure, events.ResultCancelled:
 	default:
-		return events.Invalid("result", req.Result, "must be success, failure or cancelled")
-	}
-	if err := validText("failure step", req.FailureStep, 256, true); err != nil {
-		return err
-	}
-	if req.ExitCode != nil && (*req.ExitCode < 0 || *req.ExitCode > 255) {
-		return events.Invalid("exit code", fmt.Sprint(*req.ExitCode), "must be 0-255")
+		return nil, events.Invalid("result", req.Result, "must be success, failure or cancelled")
 	}
 	id, err := l.resolve(req.Identity, l.now())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
+	var out *ReleaseOutcome
+	err = l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
 		if _, err := w.supersede(id, 0); err != nil {
 			return nil, err
 		}
 		h := w.v.holder
-		if h == nil {
-			last, err := lastHoldingEventOf(ctx, w.q, req.Lock, id.RequestID)
+		mine := h != nil && !h.foreign && h.rec.RequestID == id.RequestID && (req.FencingToken == 0 || h.token == req.FencingToken)
+		if !mine && (h == nil || !req.Force) {
+			past, err := pastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
 			if err != nil {
 				return nil, err
 			}
-			switch last {
-			case string(events.LockReleased):
-				return nil, nil // released already: idempotent
-			case "":
-				if req.Force {
-					return nil, nil // nothing to force
+			if req.Force || past.releasedSeq > 0 {
+				out = &ReleaseOutcome{Lock: req.Lock, ReleasedSeq: past.releasedSeq, State: events.StateFree}
+				if h != nil {
+					rec := h.rec
+					out.State, _ = judge(h, w.now, l.host, l.probe, 0)
+					out.Holder = &rec
 				}
-				return &NotHolderError{Lock: req.Lock, RequestID: id.RequestID}, nil
-			default:
-				if req.Force {
-					return nil, nil
-				}
-				return &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Lost: true}, nil
+				return nil, nil
 			}
-		}
-		mine := !h.foreign && h.rec.RequestID == id.RequestID && (req.FencingToken == 0 || h.token == req.FencingToken)
-		if !mine && !req.Force {
-			lost := false
-			if last, err := lastHoldingEventOf(ctx, w.q, req.Lock, id.RequestID); err != nil {
-				return nil, err
-			} else if last == string(events.LockAcquired) || last == string(events.LockStolen) || last == string(events.LockHeartbeat) {
-				lost = true
+			nh := &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Lost: past.lost()}
+			if h != nil {
+				nh.Holder, nh.Corrupt = &h.rec, h.corrupt
 			}
-			return &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Corrupt: h.corrupt, Lost: lost}, nil
+			return w.refuse(events.ActionRelease, id, h, nh)
 		}
 		if err := l.files.remove(req.Lock, h.file); err != nil {
 			return nil, err
@@ -588,11 +621,17 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) error {
 		if err != nil {
 			return nil, err
 		}
+		out = &ReleaseOutcome{Lock: req.Lock, Released: true, Seq: ev.Seq, Result: req.Result, Forced: !mine,
+			ReleasedRequestID: p.ReleasedRequestID, State: events.StateFree}
 		if h.foreign {
 			return nil, nil // the ledger never held it: no row to free
 		}
 		return nil, w.saveFree(ev.Seq)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // StealRequest takes a lock over explicitly.
@@ -607,7 +646,9 @@ type StealRequest struct {
 }
 
 // Steal takes lock over: a dead or stale holder always, an active one only
-// with Active. A free lock is simply acquired.
+// with Active. A free lock is simply acquired. An active holder without
+// Active is refused (an error wrapping *HeldError) and recorded as
+// action_refused.
 func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, error) {
 	if err := validText("reason", req.Note, 1024, true); err != nil {
 		return nil, err
@@ -651,7 +692,8 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 			case req.Active:
 				reason = events.ReasonForcedActive
 			default:
-				return &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt}, nil
+				held := &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt}
+				return w.refuse(events.ActionSteal, id, h, fmt.Errorf("%w; the holder is alive: take it anyway with steal --active", held))
 			}
 		}
 		if h.foreign && reason != events.ReasonForcedActive && reason != events.ReasonSuperseded {

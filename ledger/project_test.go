@@ -56,7 +56,7 @@ func projLedger(t *testing.T) (*ledger.Ledger, string) {
 		t.Fatal(err)
 	}
 	c.add(time.Second)
-	if err := l.Release(ctx, ledger.ReleaseRequest{Lock: "b", Identity: ledger.Identity{RequestID: "req-b", PID: pid}}); err != nil {
+	if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "b", Identity: ledger.Identity{RequestID: "req-b", PID: pid}}); err != nil {
 		t.Fatal(err)
 	}
 	return l, root
@@ -268,7 +268,7 @@ func TestProjectRestoresATargetFile(t *testing.T) {
 		t.Fatalf("after project: %+v", rep.Problems)
 	}
 	// Released: a copy of the holder's target file left behind is extra.
-	if err := l.Release(ctx, ledger.ReleaseRequest{Lock: "t", Identity: ledger.Identity{RequestID: "req-t", PID: os.Getpid()}}); err != nil {
+	if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "t", Identity: ledger.Identity{RequestID: "req-t", PID: os.Getpid()}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(ext); !os.IsNotExist(err) {
@@ -316,11 +316,11 @@ func TestVerifyDuringWrites(t *testing.T) {
 				return
 			}
 			if i%2 == 0 {
-				if err := writer.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id}); err != nil {
+				if _, err := writer.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id}); err != nil {
 					done <- err
 					return
 				}
-			} else if err := writer.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id, Force: true}); err != nil {
+			} else if _, err := writer.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id, Force: true}); err != nil {
 				done <- err
 				return
 			}

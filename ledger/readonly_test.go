@@ -33,7 +33,8 @@ func TestReadOnlyOpenReadsAndRefusesWrites(t *testing.T) {
 	writes := map[string]func() error{
 		"acquire": func() error { _, err := ro.TryAcquire(ctx, req("b", "r2", 100)); return err },
 		"release": func() error {
-			return ro.Release(ctx, ReleaseRequest{Lock: "a", Identity: Identity{RequestID: "r1", Actor: "t", PID: 100}})
+			_, err := ro.Release(ctx, ReleaseRequest{Lock: "a", Identity: Identity{RequestID: "r1", Actor: "t", PID: 100}})
+			return err
 		},
 		"project": func() error { _, err := ro.Project(ctx); return err },
 	}

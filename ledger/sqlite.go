@@ -239,16 +239,3 @@ func insertEvent(ctx context.Context, tx execer, seq int64, eventID, typ, lock, 
 		VALUES (?,?,?,?,?,?,?,?,?,?)`, seq, eventID, typ, lock, requestID, actor, at, body, prev, hash)
 	return err
 }
-
-// lastHoldingEventOf returns the type of request's last event on lock that
-// took, renewed or freed it ("" if none): what the request last did as holder.
-func lastHoldingEventOf(ctx context.Context, q querier, lock, requestID string) (string, error) {
-	var t string
-	err := q.QueryRowContext(ctx, `SELECT type FROM events WHERE request_id = ? AND lock_name = ?
-		AND type IN ('lock_acquired', 'lock_stolen', 'lock_heartbeat', 'lock_released') ORDER BY seq DESC LIMIT 1`,
-		requestID, lock).Scan(&t)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	return t, err
-}

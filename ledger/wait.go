@@ -26,14 +26,16 @@ type WaitObserver func(blocked *HeldError, waited time.Duration)
 
 // AcquireWait tries req until it succeeds, the lock turns out stale or
 // invalid, or wait runs out (or ctx ends). Every attempt is the same
-// request (one request id, generated once when req has none). Giving up records one
-// acquire_blocked event with the time waited and returns the *HeldError.
+// request (one request id, generated once when req has none). Giving up
+// records one acquire_blocked event with the time waited and returns the
+// *HeldError, or the *StaleError of the attempt that found the lock stale.
 func (l *Ledger) AcquireWait(ctx context.Context, req AcquireRequest, wait time.Duration, observe WaitObserver) (*Acquisition, error) {
 	start := time.Now()
 	deadline := start.Add(wait)
 	if req.RequestID == "" {
 		req.RequestID = events.NewRequestID(l.now())
 	}
+	req.Waiting = true
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) && wait > 0 {
 		deadline = d
 	}

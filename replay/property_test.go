@@ -135,16 +135,21 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 	ctx := context.Background()
 	locks := []string{"app-prod", "db-migrate", "nightly"}
 	actors := []actorID{{"alice", 101}, {"bob", 102}, {"carol", 103}, {"dave", 104}}
-	var reqs []string // every request id used so far
+	var reqs []string             // every request id used so far
+	took := map[string][]string{} // the requests that took each lock: a heartbeat of one that lost it is a loss
 	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
 	var steps []step
 	// holderOr is the lock's current ledger holder's request most of the
-	// time (so that heartbeats and releases succeed), else any request.
+	// time (so that heartbeats and releases succeed), else a request that
+	// took that lock, else any request.
 	holderOr := func(lock string) string {
 		if len(steps) > 0 && rng.IntN(3) > 0 {
 			if r, ok := steps[len(steps)-1].table[lock]; ok && r.Held {
 				return r.RequestID
 			}
+		}
+		if len(took[lock]) > 0 && rng.IntN(2) == 0 {
+			return pick(took[lock])
 		}
 		return pick(reqs)
 	}
@@ -177,6 +182,9 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 			}
 			_, err = l.TryAcquire(ctx, req)
 			reqs = append(reqs, id.RequestID)
+			if err == nil {
+				took[lock] = append(took[lock], id.RequestID)
+			}
 		case k < 50 && len(reqs) > 0:
 			op = "heartbeat"
 			id.RequestID = holderOr(lock)
@@ -189,12 +197,15 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 			if req.Result == "failure" {
 				req.FailureStep = "migrate"
 			}
-			err = l.Release(ctx, req)
+			_, err = l.Release(ctx, req)
 		case k < 76:
 			op = "steal"
 			_, err = l.Steal(ctx, ledger.StealRequest{AcquireRequest: ledger.AcquireRequest{Lock: lock, Identity: id,
 				TTL: 20 * time.Second}, Note: "test", Active: rng.IntN(2) == 0, Supersede: rng.IntN(4) == 0})
 			reqs = append(reqs, id.RequestID)
+			if err == nil {
+				took[lock] = append(took[lock], id.RequestID)
+			}
 		case k < 84:
 			op = "kill/revive"
 			v := actors[rng.IntN(len(actors))]
@@ -230,7 +241,7 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 					lock = name
 				}
 			}
-			err = l.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id, Force: true})
+			_, err = l.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id, Force: true})
 		}
 		if err != nil && !expected(err) {
 			t.Fatalf("step %d %s: %v", i, op, err)
@@ -261,6 +272,7 @@ func requireCoverage(t *testing.T, l *ledger.Ledger) {
 		{"heartbeat_failed", `type = 'heartbeat_failed'`},
 		{"an acquisition with targets", `type IN ('lock_acquired', 'lock_stolen') AND body LIKE '%"targets":[{%'`},
 		{"acquire_blocked", `type = 'acquire_blocked'`},
+		{"action_refused", `type = 'action_refused'`},
 	}
 	for _, c := range q {
 		var n int

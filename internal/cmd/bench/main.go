@@ -226,7 +226,7 @@ func benchLibrary(tmp string) {
 		if err != nil {
 			die(err)
 		}
-		if err := l.Release(ctx, ledger.ReleaseRequest{Lock: "bench", Identity: ledger.Identity{RequestID: a.RequestID, Actor: "bench"}}); err != nil {
+		if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "bench", Identity: ledger.Identity{RequestID: a.RequestID, Actor: "bench"}}); err != nil {
 			die(err)
 		}
 	}
@@ -278,7 +278,7 @@ func runWorker(spec string) {
 			die(err)
 		}
 		fmt.Fprintln(w, time.Since(s).Nanoseconds())
-		if err := l.Release(ctx, ledger.ReleaseRequest{Lock: parts[1], Identity: ledger.Identity{RequestID: a.RequestID, Actor: "worker"}}); err != nil {
+		if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: parts[1], Identity: ledger.Identity{RequestID: a.RequestID, Actor: "worker"}}); err != nil {
 			die(err)
 		}
 	}

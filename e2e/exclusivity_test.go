@@ -177,6 +177,9 @@ func TestALiveRunLosesItsLockToAnotherToolsForcedTakeOver(t *testing.T) {
 	if sup := lastBody(t, root, "lock_released"); sup["superseded_by_format"] != "bso" {
 		t.Fatalf("the run's loss is not recorded as superseded: %v", sup)
 	}
+	if refused := clitest.Strings(t, root, `SELECT body FROM events WHERE type = 'action_refused'`); len(refused) > 0 {
+		t.Fatalf("a run that knew its lock was taken still tried to release it: %v", refused)
+	}
 }
 
 func TestAReusedRequestIDFromAnotherProcessIsRefusedUnlessReclaimed(t *testing.T) {

@@ -339,6 +339,12 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 	s.stop()
 	s.wg.Wait()
 	s.released = true
+	var taken *NotHolderError
+	if errors.As(s.Err(), &taken) {
+		// The ledger already showed another holder, and the loss is
+		// recorded: a release could only be refused.
+		return s.Err()
+	}
 	req := ReleaseRequest{Lock: s.acq.Lock, Identity: s.id, Result: r.Result, FailureStep: r.FailureStep, ExitCode: r.ExitCode,
 		FencingToken: s.acq.FencingToken}
 	// A busy ledger is passing: keep trying, with backoff, for as long as the

@@ -26,6 +26,11 @@ stolen, released, heartbeat failed, blocked) is appended as a schema-validated,
 hash-chained event to ROOT/ledger.db. Lock files in ROOT/locks follow the
 tower-fleet v1 format, so existing tools keep reading them.
 
+What lockledger refuses to touch: a --file path that holds anything but
+nothing, the ledger's own file or a lock of that format (a config, a copy
+of /etc/passwd, a database: exit 2, left as it is), and any path inside
+the root except below a subdirectory of ROOT/locks.
+
 Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 4 stale (use --force), 5 not the holder / lock lost.`,
 		SilenceUsage:  true,

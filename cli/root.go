@@ -29,7 +29,11 @@ tower-fleet v1 format, so existing tools keep reading them.
 What lockledger refuses to touch: a --file path that holds anything but
 nothing, the ledger's own file or a lock of that format (a config, a copy
 of /etc/passwd, a database: exit 2, left as it is), and any path inside
-the root except below a subdirectory of ROOT/locks.
+the root except below a subdirectory of ROOT/locks. A ledger.db that is
+another application's, or missing or empty where the root shows it held
+a ledger (writer.flock records its id, ledger.db-wal holds commits, locks/
+has files the ledger wrote): exit 1 naming it, nothing created, since a
+new ledger would restart fencing tokens at 1.
 
 Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 4 stale (use --force), 5 not the holder / lock lost.`,

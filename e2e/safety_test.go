@@ -168,3 +168,172 @@ func TestATargetReplacedBySomethingElseIsNeverOverwrittenOrRemoved(t *testing.T)
 		})
 	}
 }
+
+// tables lists an SQLite file's tables, read by a connection that is
+// closed at once.
+func tables(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	return strings.Join(names, ",")
+}
+
+// A root whose ledger.db was emptied, deleted or replaced is never given a
+// new ledger (the chain and the fencing tokens would restart at 1), and a
+// ledger.db that is another application's is never written to: every
+// command exits 1 naming what it found, and no file in the root changes.
+func TestALostOrForeignLedgerIsRefusedAndNothingIsCreated(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	// golden: a ledger with a held lock, its WAL left by the CLI.
+	golden := t.TempDir()
+	clitest.Must(t, 0, golden, "acquire", "a", "--pid", self)
+	clitest.Must(t, 0, golden, "acquire", "b", "--pid", self)
+	other := t.TempDir()
+	clitest.Must(t, 0, other, "acquire", "x", "--pid", self)
+	copyRoot := func(t *testing.T) string {
+		root := t.TempDir()
+		if err := os.CopyFS(root, os.DirFS(golden)); err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}
+	rm := func(t *testing.T, paths ...string) {
+		for _, p := range paths {
+			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+		}
+	}
+	write := func(t *testing.T, p string, data []byte) {
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name  string
+		setup func(t *testing.T) string // returns the root
+		want  []string                  // all on stderr
+	}{
+		{"ledger.db emptied, writer.flock names the ledger", func(t *testing.T) string {
+			root := copyRoot(t)
+			db := filepath.Join(root, "ledger.db")
+			rm(t, db+"-wal", db+"-shm")
+			write(t, db, nil)
+			return root
+		}, []string{"ledger.db is empty", "writer.flock records ledger", "fencing tokens would restart at 1"}},
+		{"ledger.db and writer.flock deleted, locks/ has the ledger's files", func(t *testing.T) string {
+			root := copyRoot(t)
+			db := filepath.Join(root, "ledger.db")
+			rm(t, db, db+"-wal", db+"-shm", filepath.Join(root, "writer.flock"))
+			return root
+		}, []string{"ledger.db is missing", filepath.Join("locks", "a.lock"), "layout the ledger writes"}},
+		{"ledger.db emptied under its WAL", func(t *testing.T) string {
+			root := copyRoot(t)
+			db := filepath.Join(root, "ledger.db")
+			rm(t, db+"-shm", filepath.Join(root, "writer.flock"), filepath.Join(root, "locks", "a.lock"), filepath.Join(root, "locks", "b.lock"))
+			write(t, db, nil)
+			return root
+		}, []string{"ledger.db is empty", "ledger.db-wal holds"}},
+		{"another ledger's database in its place", func(t *testing.T) string {
+			root := copyRoot(t)
+			db := filepath.Join(root, "ledger.db")
+			rm(t, db, db+"-wal", db+"-shm")
+			if err := os.CopyFS(filepath.Join(root, "x"), os.DirFS(other)); err != nil {
+				t.Fatal(err)
+			}
+			for _, suffix := range []string{"", "-wal"} {
+				if err := os.Rename(filepath.Join(root, "x", "ledger.db"+suffix), db+suffix); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.RemoveAll(filepath.Join(root, "x")); err != nil {
+				t.Fatal(err)
+			}
+			return root
+		}, []string{"writer.flock records ledger", "another ledger in its place"}},
+		{"a text file as ledger.db", func(t *testing.T) string {
+			root := t.TempDir()
+			write(t, filepath.Join(root, "ledger.db"), []byte("my notes\n"))
+			return root
+		}, []string{"ledger.db", "not a database"}},
+		{"an SQLite database of another application", func(t *testing.T) string {
+			root := t.TempDir()
+			appDB(t, filepath.Join(root, "ledger.db"))
+			return root
+		}, []string{"ledger.db", "another application", "users"}},
+		{"an SQLite database of another application in a root that held a ledger", func(t *testing.T) string {
+			root := copyRoot(t)
+			db := filepath.Join(root, "ledger.db")
+			rm(t, db, db+"-wal", db+"-shm")
+			appDB(t, db)
+			return root
+		}, []string{"ledger.db", "another application", "users"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root := c.setup(t)
+			db := filepath.Join(root, "ledger.db")
+			before, tbl := treeListing(t, root), ""
+			if strings.Contains(c.name, "SQLite") {
+				tbl = tables(t, db)
+			}
+			cmds := [][]string{{"acquire", "c", "--pid", self}, {"run", "c", "--", "true"}, {"project"},
+				{"status", "a"}, {"list"}, {"verify"}, {"timeline"}}
+			replaced := strings.HasPrefix(c.name, "another ledger")
+			var snap ledgerSnap
+			if replaced {
+				// A whole ledger in its place reads as itself; writing to it is
+				// what would let fencing tokens go backwards. SQLite may fold
+				// its WAL in when the refusing process closes it.
+				cmds, snap = cmds[:3], snapLedger(t, root)
+			}
+			for _, args := range cmds {
+				r := clitest.Run(t, root, args...)
+				if r.Code != 1 {
+					t.Errorf("%v: exit %d, want 1\nstderr: %s", args, r.Code, r.Stderr)
+				}
+				for _, w := range c.want {
+					if !strings.Contains(r.Stderr, w) {
+						t.Errorf("%v: stderr does not say %q:\n%s", args, w, r.Stderr)
+					}
+				}
+			}
+			if replaced {
+				if after := snapLedger(t, root); after != snap {
+					t.Errorf("the ledger in its place changed: %s -> %s", snap, after)
+				}
+			} else if after := treeListing(t, root); after != before {
+				t.Errorf("the root changed:\n%s\nnow:\n%s", before, after)
+			}
+			if tbl != "" && tables(t, db) != tbl {
+				t.Errorf("tables of the other application's database: %s, were %s", tables(t, db), tbl)
+			}
+		})
+	}
+	// Where nothing shows that a ledger lived, an empty ledger.db is a new one.
+	t.Run("an empty ledger.db in a fresh root", func(t *testing.T) {
+		root := t.TempDir()
+		if err := os.WriteFile(filepath.Join(root, "ledger.db"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		clitest.Must(t, 0, root, "acquire", "c", "--pid", self)
+		clitest.Must(t, 0, root, "verify")
+	})
+}

@@ -23,6 +23,7 @@ type lockObject struct {
 	AgeSeconds   *int64         `json:"heartbeat_age_seconds,omitempty"`
 	StaleSince   string         `json:"stale_since,omitempty"`
 	JobPIDs      []int          `json:"job_pids,omitempty"`
+	Problem      string         `json:"problem,omitempty"`
 	Reason       string         `json:"reason,omitempty"`
 	PreviousLock *events.Record `json:"previous_lock,omitempty"`
 	PreviousHash string         `json:"previous_lock_hash,omitempty"`
@@ -43,7 +44,7 @@ func acquisitionObject(a *ledger.Acquisition) lockObject {
 
 func statusObject(s *ledger.LockStatus) lockObject {
 	o := lockObject{Status: "ok", LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
-		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, JobPIDs: s.JobPIDs}
+		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, JobPIDs: s.JobPIDs, Problem: s.Problem}
 	if s.Holder != nil {
 		o.RequestID = s.Holder.RequestID
 		if !s.Corrupt {

@@ -33,7 +33,10 @@ the root except below a subdirectory of ROOT/locks. A ledger.db that is
 another application's, or missing or empty where the root shows it held
 a ledger (writer.flock records its id, ledger.db-wal holds commits, locks/
 has files the ledger wrote): exit 1 naming it, nothing created, since a
-new ledger would restart fencing tokens at 1.
+new ledger would restart fencing tokens at 1. A symlink, a directory or
+an unreadable file at a lock path, or a file at ROOT/locks, is never
+followed or written: writes to it exit 1, reads carry on and report it.
+--root may be a symlink; every command resolves it the same way.
 
 Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 4 stale (use --force), 5 not the holder / lock lost.`,
@@ -49,7 +52,7 @@ Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 		envRoot = DefaultRoot
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.root, "root", envRoot, "directory holding ledger.db and locks/ (env LOCKLEDGER_ROOT)")
+	pf.StringVar(&g.root, "root", envRoot, "directory holding ledger.db and locks/, symlinks resolved (env LOCKLEDGER_ROOT)")
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON on stdout")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")

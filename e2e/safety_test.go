@@ -3,6 +3,7 @@ package e2e
 import (
 	"crypto/rand"
 	"database/sql"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -336,4 +337,155 @@ func TestALostOrForeignLedgerIsRefusedAndNothingIsCreated(t *testing.T) {
 		clitest.Must(t, 0, root, "acquire", "c", "--pid", self)
 		clitest.Must(t, 0, root, "verify")
 	})
+}
+
+// A root given as a symlink, with or without a trailing slash, is the
+// directory it names for every command, reading or writing.
+func TestASymlinkedRootIsTheDirectoryItNames(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	real := filepath.Join(t.TempDir(), "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []string{link, link + "/"} {
+		rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "a", "--pid", self).Stdout)
+		clitest.Must(t, 0, root, "heartbeat", "a", "--request-id", rid)
+		if p := statusJSON(t, root, "a")["path"]; p != filepath.Join(real, "locks", "a.lock") {
+			t.Errorf("status through %s: path %v, want the lock file in %s", root, p, real)
+		}
+		clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+		clitest.Must(t, 0, root, "run", "b", "--", "true")
+		for _, args := range [][]string{{"list"}, {"verify"}, {"timeline"}, {"export"}, {"replay"}, {"who", "a", "--at", "1s"}, {"project"}} {
+			clitest.Must(t, 0, root, args...)
+		}
+	}
+	if got := clitest.EventCount(t, real); got != 10 {
+		t.Fatalf("%d events in the real root, want 10 (twice: acquired, heartbeat, released, and run's acquired and released)", got)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(link)); len(entries) != 1 {
+		t.Fatalf("something was created beside the link: %v", entries)
+	}
+}
+
+// asReader runs the CLI as a user for whom a file with mode 0 is
+// unreadable (uid 65534 when the tests run as root), on roots made under
+// the directory it returns.
+func asReader(t *testing.T) (func(root string, args ...string) clitest.Result, string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return unprivileged(t)
+	}
+	return func(root string, args ...string) clitest.Result { return clitest.Run(t, root, args...) }, t.TempDir()
+}
+
+// One lock path that is not a readable regular file (a symlink, a
+// directory, a file with no read permission), or a file where the locks
+// directory should be, does not stop the read commands: timeline, export,
+// who and replay do not read lock files at all; list lists the other locks
+// and warns about that one; verify checks the others and reports that one
+// as its problem (exit 1). Writes to the affected lock stay refused.
+func TestOneUnreadableLockPathDoesNotStopTheReadCommands(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	run, base := asReader(t)
+	cases := []struct {
+		name   string
+		lock   string // the lock whose path is broken ("" for the directory)
+		breakf func(t *testing.T, root string)
+		want   string // named by verify, list and the refused write
+	}{
+		{"a file at ROOT/locks", "", func(t *testing.T, root string) {
+			locks := filepath.Join(root, "locks")
+			if err := os.RemoveAll(locks); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(locks, []byte("not a directory\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a directory"},
+		{"a symlinked lock file", "c", func(t *testing.T, root string) {
+			if err := os.Symlink("/etc/hostname", filepath.Join(root, "locks", "c.lock")); err != nil {
+				t.Fatal(err)
+			}
+		}, "symlink"},
+		{"a directory as a lock file", "c", func(t *testing.T, root string) {
+			if err := os.Mkdir(filepath.Join(root, "locks", "c.lock"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a regular file"},
+		{"a held lock's file without read permission", "c", func(t *testing.T, root string) {
+			if err := os.Chmod(filepath.Join(root, "locks", "c.lock"), 0); err != nil {
+				t.Fatal(err)
+			}
+		}, "permission denied"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := filepath.Join(base, "r"+strconv.Itoa(i))
+			for _, lock := range []string{"a", "b"} {
+				clitest.Must(t, 0, root, "acquire", lock, "--pid", self)
+			}
+			if strings.Contains(c.name, "held") {
+				clitest.Must(t, 0, root, "acquire", "c", "--pid", self)
+			}
+			if os.Geteuid() == 0 {
+				chownTree(t, root, nobody)
+			}
+			c.breakf(t, root)
+			events := clitest.EventCount(t, root)
+			for _, args := range [][]string{{"timeline"}, {"export"}, {"who", "a", "--at", "1s"}, {"replay"}, {"history", "a"}} {
+				if r := run(root, args...); r.Code != 0 || !strings.Contains(r.Stdout, "a") {
+					t.Errorf("%v: exit %d\nstdout: %s\nstderr: %s", args, r.Code, r.Stdout, r.Stderr)
+				}
+			}
+			r := run(root, "list", "--json")
+			var listed []map[string]any
+			if err := json.Unmarshal([]byte(r.Stdout), &listed); r.Code != 0 || err != nil {
+				t.Fatalf("list: exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
+			}
+			names := map[string]bool{}
+			for _, l := range listed {
+				names[l["lock_name"].(string)] = true
+			}
+			if !names["a"] || !names["b"] || !strings.Contains(r.Stderr, c.want) {
+				t.Errorf("list shows %v, want a and b, and a warning naming %q\nstderr: %s", names, c.want, r.Stderr)
+			}
+			if c.lock != "" && !names[c.lock] {
+				t.Errorf("list does not show the unreadable lock %s: %v", c.lock, names)
+			}
+			r = run(root, "verify", "--json")
+			var rep struct {
+				OK       bool `json:"ok"`
+				Problems []struct {
+					Kind   string `json:"kind"`
+					Lock   string `json:"lock_name"`
+					Detail string `json:"detail"`
+				} `json:"problems"`
+			}
+			if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 1 || rep.OK {
+				t.Fatalf("verify: exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
+			}
+			for _, p := range rep.Problems {
+				if p.Kind != "lock_file_unreadable" || !strings.Contains(p.Detail, c.want) || c.lock != "" && p.Lock != c.lock {
+					t.Errorf("verify problem %+v: want only lock_file_unreadable naming %q for lock %q", p, c.want, c.lock)
+				}
+			}
+			if len(rep.Problems) == 0 {
+				t.Errorf("verify reported no problem")
+			}
+			lock := c.lock
+			if lock == "" {
+				lock = "d"
+			}
+			if r := run(root, "acquire", lock, "--force", "--pid", "1"); r.Code != 1 || !strings.Contains(r.Stderr, c.want) {
+				t.Errorf("acquire %s: exit %d, want 1 naming %q\n%s", lock, r.Code, c.want, r.Stderr)
+			}
+			if clitest.EventCount(t, root) != events {
+				t.Errorf("the ledger changed")
+			}
+		})
+	}
 }

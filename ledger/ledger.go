@@ -181,9 +181,13 @@ func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	if root == "" {
 		return nil, events.Invalid("root", root, "must not be empty")
 	}
+	root, err := resolveRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly}
+	l.setRoot(root)
 	dbPath := filepath.Join(root, DBFile)
-	l := &Ledger{root: root, files: lockFiles{dir: filepath.Join(root, LocksDir)}, now: c.now, busy: c.busy,
-		log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly}
 	if !c.create {
 		if err := l.mustExist(dbPath); err != nil {
 			return nil, err
@@ -198,6 +202,12 @@ func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	if err := ensureRoot(root); err != nil {
 		return nil, err
 	}
+	// A root just created below a symlinked directory resolves now.
+	if root, err = resolveRoot(root); err != nil {
+		return nil, err
+	}
+	l.setRoot(root)
+	dbPath = filepath.Join(root, DBFile)
 	if err := l.precheck(ctx, dbPath); err != nil {
 		return nil, err
 	}
@@ -465,6 +475,31 @@ func (l *Ledger) LockPath(name string) string { return l.files.path(name) }
 // LocksDir is the directory of lock files.
 func (l *Ledger) LocksDir() string { return l.files.dir }
 
+// resolveRoot is root as every command uses it, reading or writing:
+// absolute, and with its symlinks resolved where it exists, so that a root
+// given as a symlink is the directory it names (a root that does not exist
+// yet is created as given). A symlink that dangles stays as it is, and
+// ensureRoot refuses it.
+func resolveRoot(root string) (string, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("ledger: root %s: %w", root, err)
+	}
+	r, err := filepath.EvalSymlinks(abs)
+	switch {
+	case err == nil:
+		return r, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return abs, nil
+	}
+	return "", fmt.Errorf("ledger: root %s: %w", root, err)
+}
+
+func (l *Ledger) setRoot(root string) {
+	l.root = root
+	l.files.dir = filepath.Join(root, LocksDir)
+}
+
 func ensureRoot(root string) error {
 	fi, err := os.Lstat(root)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -475,6 +510,9 @@ func ensureRoot(root string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("ledger: root: %w", err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("ledger: root %s: %w", root, &UnsafePathError{Path: root, Reason: "is a symlink to nothing"})
 	}
 	if !fi.IsDir() {
 		return fmt.Errorf("ledger: root %s: %w", root, &UnsafePathError{Path: root, Reason: "is not a directory"})

@@ -47,7 +47,10 @@ func (l *Ledger) openReadOnly(ctx context.Context, path string) error {
 		return fmt.Errorf("ledger: %w", &UnsafePathError{Path: path, Reason: "is not a regular file"})
 	}
 	if err := checkDir(l.files.dir); err != nil {
-		return fmt.Errorf("ledger: locks directory: %w", err)
+		// The events do not depend on lock files: read them anyway, and
+		// report the directory wherever lock files are read.
+		l.files.broken = fmt.Errorf("ledger: locks directory: %w", err)
+		l.log.Warn("the locks directory cannot be read; lock files are left out", "err", err)
 	}
 	err = l.openDBReadOnly(ctx, path, false)
 	if err == nil || !cannotIndexWAL(err) {

@@ -26,17 +26,19 @@ stolen, released, heartbeat failed, blocked) is appended as a schema-validated,
 hash-chained event to ROOT/ledger.db. Lock files in ROOT/locks follow the
 tower-fleet v1 format, so existing tools keep reading them.
 
-What lockledger refuses to touch: a --file path that holds anything but
-nothing, the ledger's own file or a lock of that format (a config, a copy
-of /etc/passwd, a database: exit 2, left as it is), and any path inside
-the root except below a subdirectory of ROOT/locks. A ledger.db that is
-another application's, or missing or empty where the root shows it held
-a ledger (writer.flock records its id, ledger.db-wal holds commits, locks/
-has files the ledger wrote): exit 1 naming it, nothing created, since a
-new ledger would restart fencing tokens at 1. A symlink, a directory or
-an unreadable file at a lock path, or a file at ROOT/locks, is never
-followed or written: writes to it exit 1, reads carry on and report it.
---root may be a symlink; every command resolves it the same way.
+What lockledger refuses to touch (more in README.md):
+  - a --file path that holds anything but nothing, the ledger's own file
+    or a lock of that format (a config, a copy of /etc/passwd, a
+    database): exit 2, the file left as it is;
+  - a --file path inside the root, except below a subdirectory of ROOT/locks;
+  - a ledger.db of another application, or one missing or empty where the
+    root shows it held a ledger (writer.flock records its id, ledger.db-wal
+    holds commits, locks/ has files the ledger wrote): exit 1, nothing
+    created, since a new ledger would restart fencing tokens at 1;
+  - a symlink, a directory or an unreadable file at a lock path, or a file
+    at ROOT/locks: never followed or written; writes to that lock exit 1,
+    the read commands carry on and report it.
+--root itself may be a symlink: every command resolves it the same way.
 
 Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 4 stale (use --force), 5 not the holder / lock lost.`,

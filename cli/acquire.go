@@ -38,7 +38,8 @@ func (f *acquireFlags) register(cmd *cobra.Command, withWait bool) {
 	fl.StringVar(&f.intentVersion, "intent-version", "", "version of the intent")
 	fl.StringVar(&f.requestID, "request-id", "", "request id (default req_<ULID>); 1-128 of A-Z a-z 0-9 _ . : -")
 	fl.StringArrayVar(&f.metadata, "metadata", nil, "key=value recorded with the lock (repeatable)")
-	fl.StringArrayVar(&f.files, "file", nil, "also project the lock as FORMAT:PATH, FORMAT one of "+strings.Join(formats.Names(), ", ")+" (repeatable)")
+	fl.StringArrayVar(&f.files, "file", nil, "also project the lock as FORMAT:PATH, FORMAT one of "+strings.Join(formats.Names(), ", ")+
+		"; PATH must hold nothing, lockledger's own file or a lock of that format, and must not be inside the root (else exit 2) (repeatable)")
 	fl.StringVar(&f.maxAge, "max-age", "", "treat a holder older than this as stale (BSO: its zombie age, default 24h)")
 	fl.BoolVar(&f.reclaim, "reclaim", false, "take the lock over from another process holding it under this --request-id (recorded as lock_stolen, reason reclaimed)")
 	if withWait {

@@ -17,7 +17,9 @@ func newList(g *globals) *cobra.Command {
 		Short: "List every lock that is not free",
 		Long: `List held, stale and dead locks, including lock files written by other
 tools. list only reads: it takes no lock and writes nothing (but upgrades
-a ledger written by an older lockledger, where it can).`,
+a ledger written by an older lockledger, where it can). A lock whose file
+cannot be read (a symlink, a directory, no permission, no locks directory)
+is listed from the ledger alone with a warning, and the others as usual.`,
 		Example: `  lockledger list
   lockledger list --json | jq -r '.[] | select(.state=="stale") | .lock_name'`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -40,6 +42,11 @@ func runList(ctx context.Context, o *listOptions) error {
 	if err != nil {
 		return err
 	}
+	for _, s := range locks {
+		if s.Problem != "" {
+			o.g.log.Warn("lock file cannot be read; listed from the ledger alone", "lock", s.Name, "problem", s.Problem)
+		}
+	}
 	if o.g.json {
 		out := make([]lockObject, 0, len(locks))
 		for _, s := range locks {
@@ -56,6 +63,10 @@ func runList(ctx context.Context, o *listOptions) error {
 	fmt.Fprintln(tw, "LOCK\tSTATE\tACTOR\tREQUEST\tPID@HOST\tHELD\tHEARTBEAT\tTTL")
 	for _, s := range locks {
 		h := s.Holder
+		if h == nil {
+			fmt.Fprintf(tw, "%s\t?\t?\t(lock file unreadable)\t?\t?\t?\t?\n", s.Name)
+			continue
+		}
 		if s.Corrupt != nil {
 			fmt.Fprintf(tw, "%s\t%s\t-\t%s\t-\t-\t-\t-\n", s.Name, s.State, s.Corrupt)
 			continue
@@ -63,6 +74,9 @@ func runList(ctx context.Context, o *listOptions) error {
 		req := h.RequestID
 		if s.Foreign {
 			req += " (foreign)"
+		}
+		if s.Problem != "" {
+			req += " (lock file unreadable)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s ago\t%ds\n", s.Name, s.State, h.Actor, req, h.PID, h.HostID,
 			short(s.HeldFor), short(s.SinceBeat), h.TTLSeconds)

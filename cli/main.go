@@ -58,6 +58,8 @@ func ExitCode(err error) int {
 		return ExitStale
 	case errors.Is(err, ledger.ErrNotHolder), errors.Is(err, ledger.ErrLost):
 		return ExitNotHolder
+	case errors.Is(err, ledger.ErrNotALedger), errors.Is(err, ledger.ErrLedgerGone):
+		return ExitFailure // the root is not one lockledger may write: not the caller's input
 	}
 	return ExitFailure
 }

@@ -31,6 +31,7 @@ type lockObject struct {
 	Reason         string                 `json:"reason,omitempty"`
 	PreviousLock   *events.Record         `json:"previous_lock,omitempty"`
 	PreviousHash   string                 `json:"previous_lock_hash,omitempty"`
+	Problem        string                 `json:"problem,omitempty"`
 	// Superseded is the ledger's own holder when another tool's lock has
 	// taken the lock (see status).
 	Superseded *events.Record `json:"superseded,omitempty"`
@@ -52,7 +53,7 @@ func acquisitionObject(a *ledger.Acquisition) lockObject {
 func statusObject(s *ledger.LockStatus) lockObject {
 	o := lockObject{Status: "ok", LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
 		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, UnreadableFile: s.Unreadable, JobPIDs: s.JobPIDs,
-		Superseded: s.Superseded}
+		Superseded: s.Superseded, Problem: s.Problem}
 	if s.Corrupt != nil {
 		o.Lock = nil // no holder can be read from the file
 	} else if s.Holder != nil {

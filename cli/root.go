@@ -26,6 +26,20 @@ stolen, released, heartbeat failed, blocked, refused) is appended as a
 schema-validated, hash-chained event to ROOT/ledger.db. Lock files in ROOT/locks follow the
 tower-fleet v1 format, so existing tools keep reading them.
 
+What lockledger refuses to touch (more in README.md):
+  - a --file path that holds anything but nothing, the ledger's own file
+    or a lock of that format (a config, a copy of /etc/passwd, a
+    database): exit 2, the file left as it is;
+  - a --file path inside the root, except below a subdirectory of ROOT/locks;
+  - a ledger.db of another application, or one missing or empty where the
+    root shows it held a ledger (writer.flock records its id, ledger.db-wal
+    holds commits, locks/ has files the ledger wrote): exit 1, nothing
+    created, since a new ledger would restart fencing tokens at 1;
+  - a symlink, a directory or an unreadable file at a lock path, or a file
+    at ROOT/locks: never followed or written; writes to that lock exit 1,
+    the read commands carry on and report it.
+--root itself may be a symlink: every command resolves it the same way.
+
 Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 4 stale (use --force), 5 not the holder / lock lost.`,
 		SilenceUsage:  true,
@@ -40,7 +54,7 @@ Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 		envRoot = DefaultRoot
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.root, "root", envRoot, "directory holding ledger.db and locks/ (env LOCKLEDGER_ROOT)")
+	pf.StringVar(&g.root, "root", envRoot, "directory holding ledger.db and locks/, symlinks resolved (env LOCKLEDGER_ROOT)")
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON on stdout")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")

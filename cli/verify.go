@@ -34,7 +34,7 @@ is named by kind and by the first bad seq: modified, deleted, inserted,
 reordered, renumbered, column_mismatch, schema, overlap (two holders
 at once), inconsistent (events), then
 projection_drift and lock_file_missing / _different / _extra /
-foreign_file_at_held_lock (projections). Lock files written by other
+_unreadable / foreign_file_at_held_lock (projections). Lock files written by other
 tools are listed as foreign and are not damage.
 
 With --file, check a JSON Lines export on its own, without the database:

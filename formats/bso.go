@@ -43,6 +43,11 @@ import (
 // pid that cannot be probed is "stale" too (BSO assumes it gone, but it is
 // not proven); a corrupt file (bad YAML, or pid/started_at missing or
 // invalid) is a zombie, "dead" with Reason "corrupt" (Step 1.4, Case D).
+//
+// Parse is stricter than BSO's reader: pid and started_at are required,
+// and a mapping with a key outside the template (or a lock_version that
+// is not a positive integer) is malformed, so that no other YAML file
+// passes for a lock.
 type bso struct{}
 
 func (bso) Name() string { return NameBSO }
@@ -169,7 +174,10 @@ func parseBSO(data []byte) (file bsoFile, err error) {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := deref(root.Content[i]), deref(root.Content[i+1])
 		if k == nil || k.Kind != yaml.ScalarNode {
-			continue // a complex key is none of BSO's fields
+			return bsoFile{}, malformed(name, "a key that is not a scalar: BSO's keys are %s", bsoKeysText)
+		}
+		if !bsoKeys[k.Value] {
+			return bsoFile{}, malformed(name, "unknown key %q: BSO's keys are %s", k.Value, bsoKeysText)
 		}
 		if _, dup := fields[k.Value]; dup {
 			return bsoFile{}, malformed(name, "duplicate key %q", k.Value)
@@ -221,11 +229,21 @@ func parseBSO(data []byte) (file bsoFile, err error) {
 	if file.epicSpec, _, err = scalar("epic_spec"); err != nil {
 		return bsoFile{}, err
 	}
-	if _, _, err = scalar("lock_version"); err != nil {
+	if v, ok, err := scalar("lock_version"); err != nil {
 		return bsoFile{}, err
+	} else if n, perr := strconv.ParseInt(v, 10, 32); ok && (perr != nil || n < 1) {
+		return bsoFile{}, malformed(name, "lock_version %q is not a positive integer", v)
 	}
 	return file, nil
 }
+
+// bsoKeys are the keys of BSO's template. A mapping with any other key is
+// not BSO's lock file, however it parses: the ledger replaces a file at a
+// target path only when it is a lock of the target's format, so a YAML
+// config that happens to carry a pid must not pass for one.
+var bsoKeys = map[string]bool{"pid": true, "session_id": true, "started_at": true, "epic_spec": true, "lock_version": true}
+
+const bsoKeysText = "pid, session_id, started_at, epic_spec and lock_version"
 
 // deref follows aliases to the node they name.
 func deref(n *yaml.Node) *yaml.Node {

@@ -69,8 +69,8 @@ func TestBSOSeedExampleParses(t *testing.T) {
 	for _, data := range []string{
 		"pid: 12345\nsession_id: sprint-2026-02-07-001\nstarted_at: 2026-02-07T22:30:00Z\nepic_spec: epic5\nlock_version: 1\n",
 		"{pid: 12345, session_id: 'sprint-2026-02-07-001', started_at: '2026-02-07T22:30:00Z', epic_spec: epic5, lock_version: 1}",
-		"---\npid: \"12345\"\nsession_id: \"sprint-2026-02-07-001\"\nstarted_at: \"2026-02-07T23:30:00+01:00\"\nepic_spec: \"epic5\"\nextra: [1, 2]\n",
-		"id: &s \"sprint-2026-02-07-001\"\npid: 12345\nsession_id: *s\nstarted_at: \"2026-02-07T22:30:00Z\"\nepic_spec: \"epic5\"\n",
+		"---\npid: \"12345\"\nsession_id: \"sprint-2026-02-07-001\"\nstarted_at: \"2026-02-07T23:30:00+01:00\"\nepic_spec: \"epic5\"\n",
+		"pid: 12345\nsession_id: \"sprint-2026-02-07-001\"\nstarted_at: \"2026-02-07T22:30:00Z\"\nepic_spec: \"epic5\"\nlock_version: ~\n",
 	} {
 		got, err := BSO.Parse([]byte(data))
 		if err != nil {
@@ -111,6 +111,13 @@ var bsoCorrupt = []string{
 	"pid: 1\nstarted_at: \"2026-02-07T22:30:00Z\"\n---\npid: 2\n",
 	"\t",
 	"a: &a [*a, *a]\n",
+	// Not BSO's template: a key it does not have, or a bad lock_version.
+	"---\npid: \"12345\"\nsession_id: \"s\"\nstarted_at: \"2026-02-07T23:30:00+01:00\"\nextra: [1, 2]\n",
+	"id: &s \"s\"\npid: 12345\nsession_id: *s\nstarted_at: \"2026-02-07T22:30:00Z\"\n",
+	"? [pid]\n: 1\npid: 12345\nstarted_at: \"2026-02-07T22:30:00Z\"\n",
+	"pid: 12345\nstarted_at: \"2026-02-07T22:30:00Z\"\nlock_version: 0\n",
+	"pid: 12345\nstarted_at: \"2026-02-07T22:30:00Z\"\nlock_version: v1\n",
+	"service: api\npid: 12345\nstarted_at: 2026-02-07T22:30:00Z\nport: 8080\n",
 }
 
 func TestBSOMalformed(t *testing.T) {

@@ -196,3 +196,45 @@ func TestRenderRefuses(t *testing.T) {
 		}
 	}
 }
+
+// notLocks are files that sit where a --file target may point by mistake:
+// none of them may pass for a lock of any format, since the ledger only
+// replaces a file at a target path that parses as a lock of its format.
+func notLocks() map[string][]byte {
+	sqlite := make([]byte, 4096) // page 1 of an SQLite database of another application
+	copy(sqlite, "SQLite format 3\x00\x10\x00\x01\x01\x00\x40\x20\x20\x00\x00\x00\x02\x00\x00\x00\x02")
+	copy(sqlite[3900:], "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, pid INTEGER, acquiredAt TEXT)")
+	random := make([]byte, 512)
+	var x uint64 = 0x9e3779b97f4a7c15
+	for i := range random {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		random[i] = byte(x)
+	}
+	return map[string][]byte{
+		"yaml config": []byte("server:\n  port: 8080\n  host: 0.0.0.0\ndatabase:\n  url: postgres://db/app\n"),
+		"yaml config with pid and started_at": []byte(
+			"service: api\npid: 4242\nstarted_at: 2026-02-07T22:30:00Z\nlog_level: debug\n"),
+		"passwd": []byte("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n" +
+			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"),
+		"sqlite database":           sqlite,
+		"random bytes":              random,
+		"package.json":              []byte(`{"name": "app", "version": "1.0.0", "scripts": {"start": "node ."}}` + "\n"),
+		"json state with a date":    []byte(`{"acquiredAt": "2026-02-07T22:30:00.123Z", "status": "ok", "pid": 12}` + "\n"),
+		"json with gitclaw members": []byte(`{"issueNumber": 42, "acquiredAt": "2026-02-07T22:30:00.123Z", "title": "bug"}`),
+		"shell script":              []byte("#!/bin/sh\nset -e\nexec ./deploy.sh \"$@\"\n"),
+		"ini file":                  []byte("[core]\n\trepositoryformatversion = 0\n\tbare = false\n"),
+	}
+}
+
+func TestParseRefusesFilesThatAreNotLocks(t *testing.T) {
+	for what, data := range notLocks() {
+		for _, name := range Names() {
+			f, _ := Lookup(name)
+			if h, err := f.Parse(data); !errors.Is(err, ErrMalformed) {
+				t.Errorf("%s.Parse(%s) = %+v, %v; want ErrMalformed", name, what, h, err)
+			}
+		}
+	}
+}

@@ -34,6 +34,11 @@ import (
 // over a lock whose acquiredAt is not a date, so a malformed file is stale
 // with Reason "corrupt": never honoured as held, but not "dead" either,
 // since GitClaw writes non-atomically and a half-written file proves nothing.
+//
+// Parse is stricter than GitClaw's JSON.parse: issueNumber (a whole
+// number), runId and acquiredAt are required, and an object with a member
+// LockInfo does not have is malformed, so that no other JSON file passes
+// for a lock.
 type gitclaw struct{}
 
 func (gitclaw) Name() string { return NameGitClaw }
@@ -74,7 +79,25 @@ func (f gitclaw) Parse(data []byte) (Holder, error) {
 	if err != nil {
 		return Holder{}, err
 	}
+	for key := range obj {
+		if !gitclawKeys[key] {
+			return Holder{}, malformed(name, "unknown member %q: GitClaw's LockInfo has only issueNumber, runId, acquiredAt and pid", key)
+		}
+	}
 	var h Holder
+	// issueNumber: GitClaw writes the issue's number, a whole JSON number.
+	var issue json.Number
+	if raw, ok := obj["issueNumber"]; !ok || strings.HasPrefix(string(raw), `"`) || json.Unmarshal(raw, &issue) != nil {
+		return Holder{}, malformed(name, "issueNumber is required and must be a number")
+	}
+	n, err := integer(name, "issueNumber", issue, 0, maxSafeInteger)
+	if err != nil {
+		return Holder{}, err
+	}
+	h.Lock = strconv.FormatInt(n, 10)
+	if _, ok := jsonScalarText(obj["runId"]); !ok {
+		return Holder{}, malformed(name, "runId is required and must be a string")
+	}
 	// acquiredAt: new Date(x) takes an ISO string or a millisecond count.
 	raw, ok := obj["acquiredAt"]
 	if !ok || string(raw) == "null" {
@@ -98,11 +121,6 @@ func (f gitclaw) Parse(data []byte) (Holder, error) {
 	}
 	h.HeartbeatAt = h.CreatedAt
 	h.TTL = GitClawTTL
-	if text, ok := jsonScalarText(obj["issueNumber"]); ok {
-		if n, err := strconv.ParseUint(text, 10, 63); err == nil {
-			h.Lock = strconv.FormatUint(n, 10)
-		}
-	}
 	if text, ok := jsonScalarText(obj["runId"]); ok && text != "" {
 		h.RequestID = text
 	}
@@ -116,6 +134,9 @@ func (f gitclaw) Parse(data []byte) (Holder, error) {
 	}
 	return h, nil
 }
+
+// gitclawKeys are LockInfo's members.
+var gitclawKeys = map[string]bool{"issueNumber": true, "runId": true, "acquiredAt": true, "pid": true}
 
 // jsonScalarText is the value of a JSON string, or the text of a JSON number.
 func jsonScalarText(raw json.RawMessage) (string, bool) {

@@ -45,11 +45,11 @@ func TestGitClawSeedExampleParses(t *testing.T) {
 		{gitclawGolden, gitclawParsed},
 		{gitclawLocalExample, Holder{Lock: "10", RequestID: "1770503400123", PID: 31337, TTL: 10 * time.Minute,
 			CreatedAt: utc("2026-02-07T22:30:00.123Z"), HeartbeatAt: utc("2026-02-07T22:30:00.123Z")}},
-		// What GitClaw itself tolerates: new Date(ms), a numeric runId,
-		// no issueNumber, extra fields.
-		{`{"acquiredAt":1770503400123,"runId":99,"pid":5,"extra":{}}`, Holder{RequestID: "99", PID: 5, TTL: 10 * time.Minute,
+		// What GitClaw itself tolerates in LockInfo's members: new Date(ms),
+		// a numeric runId, no pid.
+		{`{"issueNumber":7,"acquiredAt":1770503400123,"runId":99,"pid":5}`, Holder{Lock: "7", RequestID: "99", PID: 5, TTL: 10 * time.Minute,
 			CreatedAt: utc("2026-02-07T22:30:00.123Z"), HeartbeatAt: utc("2026-02-07T22:30:00.123Z")}},
-		{`{"acquiredAt":"2026-02-07T22:30:00Z"}`, Holder{RequestID: "gitclaw:0:1770503400", TTL: 10 * time.Minute,
+		{`{"issueNumber":7,"runId":"","acquiredAt":"2026-02-07T22:30:00Z"}`, Holder{Lock: "7", RequestID: "gitclaw:0:1770503400", TTL: 10 * time.Minute,
 			CreatedAt: utc("2026-02-07T22:30:00Z"), HeartbeatAt: utc("2026-02-07T22:30:00Z")}},
 	} {
 		got, err := GitClaw.Parse([]byte(c.data))
@@ -71,6 +71,16 @@ var gitclawCorrupt = []string{
 	`{"issueNumber":42,"runId":"1","acquiredAt":true,"pid":1}`,
 	`null`,
 	`42`,
+	// Not LockInfo: a member it does not have, or one of its own missing.
+	`{"issueNumber":42,"acquiredAt":1770503400123,"runId":"99","pid":5,"extra":{}}`,
+	`{"acquiredAt":"2026-02-07T22:30:00Z"}`,
+	`{"runId":"1","acquiredAt":"2026-02-07T22:30:00Z","pid":1}`,
+	`{"issueNumber":42,"acquiredAt":"2026-02-07T22:30:00Z","pid":1}`,
+	`{"issueNumber":"42","runId":"1","acquiredAt":"2026-02-07T22:30:00Z","pid":1}`,
+	`{"issueNumber":-1,"runId":"1","acquiredAt":"2026-02-07T22:30:00Z","pid":1}`,
+	`{"issueNumber":4.5,"runId":"1","acquiredAt":"2026-02-07T22:30:00Z","pid":1}`,
+	`{"issueNumber":42,"runId":{},"acquiredAt":"2026-02-07T22:30:00Z","pid":1}`,
+	`{"name":"app","version":"1.0.0","acquiredAt":"2026-02-07T22:30:00Z"}`,
 }
 
 func TestGitClawMalformed(t *testing.T) {

@@ -25,6 +25,16 @@ var (
 	ErrLost = errors.New("lock lost")
 	// ErrNoLedger: a read-only command found no ledger at the root.
 	ErrNoLedger = errors.New("no ledger")
+	// ErrNotALedger: ROOT/ledger.db is not lockledger's: not an SQLite
+	// database, or one whose tables are another application's. Nothing is
+	// added to it (exit 1).
+	ErrNotALedger = errors.New("not a lockledger ledger")
+	// ErrLedgerGone: the root shows that it held a ledger (writer.flock
+	// names one, a WAL holds commits, the locks directory has files the
+	// ledger wrote) but ledger.db is missing, empty or another ledger's.
+	// A new ledger there would restart fencing tokens at 1, so none is
+	// created (exit 1).
+	ErrLedgerGone = errors.New("this root held a ledger")
 	// ErrUnsafePath: a lock path is a symlink, a directory or otherwise not a regular file.
 	ErrUnsafePath = errors.New("unsafe lock path")
 	// ErrOldSchema: a read-only open found a database that needs migrating

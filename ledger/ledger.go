@@ -162,7 +162,10 @@ type Ledger struct {
 	closed bool
 }
 
-// Open opens (creating if needed) the ledger at root.
+// Open opens the ledger at root, creating it where the root shows no trace
+// of one. A root that held a ledger now missing or emptied fails with
+// ErrLedgerGone, a ledger.db that is another application's with
+// ErrNotALedger (see root.go); neither is written to.
 func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	c := config{now: time.Now, busy: DefaultBusyTimeout, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		probe: &procProbe{}, create: true}
@@ -178,14 +181,18 @@ func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	if root == "" {
 		return nil, events.Invalid("root", root, "must not be empty")
 	}
+	root, err := resolveRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly}
+	l.setRoot(root)
 	dbPath := filepath.Join(root, DBFile)
 	if !c.create {
-		if _, err := os.Lstat(dbPath); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w at %s (nothing has been recorded there; check --root or LOCKLEDGER_ROOT)", ErrNoLedger, root)
+		if err := l.mustExist(dbPath); err != nil {
+			return nil, err
 		}
 	}
-	l := &Ledger{root: root, files: lockFiles{dir: filepath.Join(root, LocksDir)}, now: c.now, busy: c.busy,
-		log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly}
 	if c.readOnly {
 		if err := l.openReadOnly(ctx, dbPath); err != nil {
 			return nil, err
@@ -195,26 +202,106 @@ func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	if err := ensureRoot(root); err != nil {
 		return nil, err
 	}
+	// A root just created below a symlinked directory resolves now.
+	if root, err = resolveRoot(root); err != nil {
+		return nil, err
+	}
+	l.setRoot(root)
+	dbPath = filepath.Join(root, DBFile)
+	if err := l.precheck(ctx, dbPath); err != nil {
+		return nil, err
+	}
 	if err := ensureDir(l.files.dir); err != nil {
 		return nil, fmt.Errorf("ledger: locks directory: %w", err)
-	}
-	if err := createPrivate(dbPath); err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	f, err := openPrivate(filepath.Join(root, WriterMux))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: writer mutex: %w", err)
 	}
 	l.flock = f
-	if err := l.openDB(ctx, dbPath, max(c.busy, c.openWait)); err != nil {
+	if err := l.openWritable(ctx, dbPath, max(c.busy, c.openWait), c.create); err != nil {
 		l.flock.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
-func (l *Ledger) openDB(ctx context.Context, path string, patience time.Duration) error {
-	db, err := sql.Open("sqlite", dsn(path, l.busy))
+// mustExist fails with ErrNoLedger where there is no ledger to open, or
+// with ErrLedgerGone where the root shows that it held one (see root.go),
+// before anything in the root is created.
+func (l *Ledger) mustExist(dbPath string) error {
+	d, err := statDB(dbPath)
+	if err != nil || !d.empty() {
+		return err
+	}
+	marker, err := readMarkerAt(filepath.Join(l.root, WriterMux))
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	if err := l.traceOfALedger(d, marker); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w at %s (nothing has been recorded there; check --root or LOCKLEDGER_ROOT)", ErrNoLedger, l.root)
+}
+
+// birth is what an open may do about the ledger's identity: allowed says
+// whether a new ledger may start in this root (nil error: yes), marker is
+// the id writer.flock records ("" for none).
+type birth struct {
+	marker  string
+	allowed func() error
+}
+
+// openWritable opens ledger.db for writing, creating the ledger only where
+// no trace of one exists (root.go). A root whose writer.flock records its
+// ledger and whose database has content is opened straight away; any
+// other is looked at again under the writer mutex, so that of concurrent
+// first opens one creates the ledger and the others find it made.
+func (l *Ledger) openWritable(ctx context.Context, dbPath string, patience time.Duration, create bool) error {
+	marker, err := readMarker(l.flock)
+	if err != nil {
+		return err
+	}
+	d, err := statDB(dbPath)
+	if err != nil {
+		return err
+	}
+	if d.empty() || marker == "" {
+		unlock, err := lockMux(ctx, l.flock, patience)
+		if err != nil {
+			return fmt.Errorf("ledger: open %s: %w", dbPath, err)
+		}
+		defer unlock()
+		if marker, err = readMarker(l.flock); err != nil {
+			return err
+		}
+		if d, err = statDB(dbPath); err != nil {
+			return err
+		}
+	}
+	b := birth{marker: marker, allowed: func() error { return l.traceOfALedger(d, marker) }}
+	if d.empty() {
+		if err := b.allowed(); err != nil {
+			return err
+		}
+		if !create {
+			return fmt.Errorf("%w at %s (nothing has been recorded there; check --root or LOCKLEDGER_ROOT)", ErrNoLedger, l.root)
+		}
+		if err := createPrivate(dbPath); err != nil {
+			return fmt.Errorf("ledger: %w", err)
+		}
+	}
+	if err := l.openDB(ctx, dbPath, patience, b); err != nil {
+		return err
+	}
+	if marker == "" {
+		return writeMarker(l.flock, l.id)
+	}
+	return nil
+}
+
+func (l *Ledger) openDB(ctx context.Context, path string, patience time.Duration, b birth) error {
+	db, err := sql.Open("sqlite", ledgerDSN(path, l.busy, false))
 	if err != nil {
 		return err
 	}
@@ -225,12 +312,15 @@ func (l *Ledger) openDB(ctx context.Context, path string, patience time.Duration
 	// migrate; a busy answer there is passing, so retry for patience.
 	deadline := time.Now().Add(patience)
 	for {
-		err = l.prepare(ctx)
+		err = l.prepare(ctx, path, b)
 		if err == nil {
 			return nil
 		}
 		if !isBusy(err) || time.Now().After(deadline) {
 			db.Close()
+			if errors.Is(err, ErrNotALedger) || errors.Is(err, ErrLedgerGone) {
+				return err
+			}
 			return fmt.Errorf("ledger: open %s: %w", path, err)
 		}
 		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
@@ -240,7 +330,20 @@ func (l *Ledger) openDB(ctx context.Context, path string, patience time.Duration
 	}
 }
 
-func (l *Ledger) prepare(ctx context.Context) error {
+func (l *Ledger) prepare(ctx context.Context, path string, b birth) error {
+	empty, err := checkTables(ctx, l.db, path)
+	if err != nil {
+		return err
+	}
+	if empty {
+		if err := b.allowed(); err != nil {
+			return err
+		}
+	}
+	var mode string
+	if err := l.db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil {
+		return err
+	}
 	if err := checkPragmas(ctx, l.db); err != nil {
 		return err
 	}
@@ -255,12 +358,32 @@ func (l *Ledger) prepare(ctx context.Context) error {
 	} else if cur > migrations.Latest() {
 		return fmt.Errorf("ledger: database schema version %d is newer than this lockledger (%d); upgrade lockledger", cur, migrations.Latest())
 	}
-	return l.loadID(ctx)
+	if err := l.loadID(ctx, b); err != nil {
+		return err
+	}
+	if b.marker != "" && b.marker != l.id {
+		return fmt.Errorf("ledger: %s is ledger %s but %s records ledger %s: %w; refusing to write to another ledger in its place (fencing tokens could go backwards). Restore this root's ledger.db, or use a new --root",
+			path, l.id, filepath.Join(l.root, WriterMux), clip(b.marker, 64), ErrLedgerGone)
+	}
+	return nil
 }
 
-func (l *Ledger) loadID(ctx context.Context) error {
+// loadID reads the ledger's id, and gives a new ledger one where b allows
+// a new ledger and no event was ever appended.
+func (l *Ledger) loadID(ctx context.Context, nb birth) error {
 	err := l.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&l.id)
 	if errors.Is(err, sql.ErrNoRows) {
+		var n int64
+		if err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("ledger: %s holds %d events but no ledger id: %w; refusing to give it a new one (the chain could not be verified)",
+				filepath.Join(l.root, DBFile), n, ErrLedgerGone)
+		}
+		if err := nb.allowed(); err != nil {
+			return err
+		}
 		b := make([]byte, 16)
 		if _, err := rand.Read(b); err != nil {
 			return err
@@ -352,6 +475,31 @@ func (l *Ledger) LockPath(name string) string { return l.files.path(name) }
 // LocksDir is the directory of lock files.
 func (l *Ledger) LocksDir() string { return l.files.dir }
 
+// resolveRoot is root as every command uses it, reading or writing:
+// absolute, and with its symlinks resolved where it exists, so that a root
+// given as a symlink is the directory it names (a root that does not exist
+// yet is created as given). A symlink that dangles stays as it is, and
+// ensureRoot refuses it.
+func resolveRoot(root string) (string, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("ledger: root %s: %w", root, err)
+	}
+	r, err := filepath.EvalSymlinks(abs)
+	switch {
+	case err == nil:
+		return r, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return abs, nil
+	}
+	return "", fmt.Errorf("ledger: root %s: %w", root, err)
+}
+
+func (l *Ledger) setRoot(root string) {
+	l.root = root
+	l.files.dir = filepath.Join(root, LocksDir)
+}
+
 func ensureRoot(root string) error {
 	fi, err := os.Lstat(root)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -362,6 +510,9 @@ func ensureRoot(root string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("ledger: root: %w", err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("ledger: root %s: %w", root, &UnsafePathError{Path: root, Reason: "is a symlink to nothing"})
 	}
 	if !fi.IsDir() {
 		return fmt.Errorf("ledger: root %s: %w", root, &UnsafePathError{Path: root, Reason: "is not a directory"})

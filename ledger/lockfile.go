@@ -38,6 +38,11 @@ const maxLockFile = 64 << 10
 // a time touches the directory.
 type lockFiles struct {
 	dir string
+	// broken says why the directory cannot be read (a file or a symlink in
+	// its place). Only a read-only open leaves it set rather than failing:
+	// the event log does not depend on lock files, so every read of it
+	// still works, and reads of lock files report this instead.
+	broken error
 }
 
 func (f lockFiles) path(name string) string    { return filepath.Join(f.dir, name+".lock") }
@@ -106,7 +111,12 @@ func readRegular(p string) (fileState, error) {
 		mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec)}, nil
 }
 
-func (f lockFiles) read(name string) (fileState, error) { return readRegular(f.path(name)) }
+func (f lockFiles) read(name string) (fileState, error) {
+	if f.broken != nil {
+		return fileState{}, f.broken
+	}
+	return readRegular(f.path(name))
+}
 
 // writeJournal writes data to a new journal file and returns it open, for
 // the caller to fsync and close.
@@ -229,6 +239,9 @@ func ensureDir(dir string) error {
 // entries lists the locks directory; a missing one (a read-only open does
 // not create it) holds nothing.
 func (f lockFiles) entries() ([]os.DirEntry, error) {
+	if f.broken != nil {
+		return nil, f.broken
+	}
 	entries, err := os.ReadDir(f.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

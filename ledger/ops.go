@@ -733,6 +733,10 @@ type LockStatus struct {
 	SinceBeat  time.Duration
 	StaleSince time.Time
 	Path       string
+	// Problem: the lock's file could not be read (a symlink, a directory,
+	// no permission, or no locks directory); the rest is the locks
+	// table's alone.
+	Problem string
 }
 
 // Status reads one lock. It takes no lock and changes nothing.
@@ -779,7 +783,9 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 }
 
 // List returns every lock that is not free: the ledger's and foreign lock
-// files in the locks directory, ordered by name.
+// files in the locks directory, ordered by name. A lock whose file cannot
+// be read is listed from the locks table alone, with its Problem, and
+// does not stop the others.
 func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	rows, err := loadRows(ctx, l.db)
 	if err != nil {
@@ -790,7 +796,7 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 		byName[r.name] = r
 	}
 	entries, err := l.files.entries()
-	if err != nil {
+	if err != nil && l.files.broken == nil {
 		return nil, err
 	}
 	for _, e := range entries {
@@ -807,7 +813,13 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	for _, name := range sortedKeys(byName) {
 		v, err := l.inspect(name, byName[name])
 		if err != nil {
-			return nil, fmt.Errorf("lock %s: %w", name, err)
+			s := l.status(interpret(name, byName[name], fileState{}, fileState{}), now)
+			if s.State == events.StateFree && l.files.broken != nil {
+				continue // the directory's problem is reported once, by Open
+			}
+			s.Problem = err.Error()
+			out = append(out, s)
+			continue
 		}
 		if s := l.status(v, now); s.State != events.StateFree {
 			out = append(out, s)

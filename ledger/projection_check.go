@@ -163,7 +163,10 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*row, rep *replay.Report
 	byName := map[string]*row{}
 	names, err := l.lockNamesOnDisk()
 	if err != nil {
-		return err
+		// The locks the table holds are still checked (and found unreadable).
+		rep.Add(replay.Problem{Kind: replay.KindLockFileUnreadable, Detail: fmt.Sprintf(
+			"the lock files cannot be listed: %v", err)})
+		names = map[string]bool{}
 	}
 	for _, r := range rows {
 		byName[r.name] = r
@@ -178,6 +181,10 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*row, rep *replay.Report
 	}
 	for _, name := range sortedKeys(names) {
 		rep.LockFiles++
+		if p := l.unreadable(name, byName[name]); p != nil {
+			rep.Add(*p) // no point watching it settle: no write makes a path unreadable
+			continue
+		}
 		p, note, err := l.checkFile(name, byName[name])
 		if err != nil {
 			return err
@@ -203,11 +210,31 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*row, rep *replay.Report
 	return nil
 }
 
+// unreadable is the problem of a lock whose file or journal the ledger
+// cannot read as a regular file, nil when both can be read (or are absent).
+func (l *Ledger) unreadable(name string, r *row) *replay.Problem {
+	var err error
+	if _, err = l.files.read(name); err == nil {
+		_, err = readRegular(l.files.journal(name))
+	}
+	if err == nil {
+		return nil
+	}
+	p := &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: name, Detail: err.Error()}
+	if r != nil {
+		p.Seq = r.updatedSeq
+		if r.held {
+			p.Detail = fmt.Sprintf("the ledger holds the lock (request %s) but its file cannot be read: %v", r.requestID, err)
+		}
+	}
+	return p
+}
+
 // checkFile judges one lock file against its table row.
 func (l *Ledger) checkFile(name string, r *row) (*replay.Problem, string, error) {
 	journal, err := readRegular(l.files.journal(name))
 	if err != nil {
-		return nil, "", err
+		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
 	}
 	if journal.exists {
 		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
@@ -215,7 +242,7 @@ func (l *Ledger) checkFile(name string, r *row) (*replay.Problem, string, error)
 	}
 	f, err := l.files.read(name)
 	if err != nil {
-		return &replay.Problem{Kind: replay.KindLockFileDifferent, Lock: name, Detail: err.Error()}, "", nil
+		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
 	}
 	held := r != nil && r.held
 	ours := func() bool {
@@ -300,7 +327,7 @@ func (l *Ledger) checkTargets(ctx context.Context, r *row, rep *replay.Report) e
 func (l *Ledger) checkTarget(t events.Target, h *holding, r *row) (*replay.Problem, string, error) {
 	journal, err := readRegular(journalOf(t.Path))
 	if err != nil {
-		return nil, "", err
+		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: r.name, Detail: err.Error()}, "", nil
 	}
 	if journal.exists {
 		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
@@ -312,7 +339,7 @@ func (l *Ledger) checkTarget(t events.Target, h *holding, r *row) (*replay.Probl
 	}
 	f, err := readRegular(t.Path)
 	if err != nil {
-		return &replay.Problem{Kind: replay.KindLockFileDifferent, Lock: r.name, Detail: err.Error()}, "", nil
+		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: r.name, Detail: err.Error()}, "", nil
 	}
 	switch {
 	case r.held && !f.exists:

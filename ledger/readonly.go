@@ -47,7 +47,10 @@ func (l *Ledger) openReadOnly(ctx context.Context, path string) error {
 		return fmt.Errorf("ledger: %w", &UnsafePathError{Path: path, Reason: "is not a regular file"})
 	}
 	if err := checkDir(l.files.dir); err != nil {
-		return fmt.Errorf("ledger: locks directory: %w", err)
+		// The events do not depend on lock files: read them anyway, and
+		// report the directory wherever lock files are read.
+		l.files.broken = fmt.Errorf("ledger: locks directory: %w", err)
+		l.log.Warn("the locks directory cannot be read; lock files are left out", "err", err)
 	}
 	err = l.openDBReadOnly(ctx, path, false)
 	if err == nil || !cannotIndexWAL(err) {
@@ -79,21 +82,35 @@ func (l *Ledger) openDBReadOnly(ctx context.Context, path string, immutable bool
 	}
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
-	if err := l.prepareReadOnly(ctx, db); err != nil {
+	if err := l.prepareReadOnly(ctx, db, path); err != nil {
 		db.Close()
+		if errors.Is(err, ErrNotALedger) || errors.Is(err, ErrLedgerGone) {
+			return err
+		}
 		return fmt.Errorf("ledger: open %s read-only: %w", path, err)
 	}
 	l.db = db
 	return nil
 }
 
-func (l *Ledger) prepareReadOnly(ctx context.Context, db *sql.DB) error {
+func (l *Ledger) prepareReadOnly(ctx context.Context, db *sql.DB, path string) error {
+	empty, err := checkTables(ctx, db, path)
+	if err != nil {
+		return err
+	}
 	cur, err := migrations.Current(ctx, db)
 	if err != nil {
 		return err
 	}
 	switch {
-	case cur == 0:
+	case empty || cur == 0:
+		d, derr := statDB(path)
+		marker, merr := readMarkerAt(filepath.Join(l.root, WriterMux))
+		if derr == nil && merr == nil {
+			if err := l.traceOfALedger(d, marker); err != nil {
+				return err
+			}
+		}
 		return fmt.Errorf("%w at %s (the database holds no ledger yet)", ErrNoLedger, l.root)
 	case cur < migrations.Latest():
 		return fmt.Errorf("%w: database schema version %d is older than this lockledger (%d) and a read-only open does not upgrade it; run any writing command (e.g. lockledger project) once",

@@ -19,9 +19,20 @@ import (
 // busy_timeout first so that the WAL switch itself waits, WAL, FULL sync,
 // and BEGIN IMMEDIATE for every transaction (one writer at a time).
 func dsn(path string, busy time.Duration) string {
+	return ledgerDSN(path, busy, true)
+}
+
+// ledgerDSN is dsn, with the switch to WAL left out when wal is false:
+// Open makes it itself once it has seen that the database is the ledger's
+// (the switch writes the file's header, and another application's
+// database must not be written at all). WAL mode is persistent, so every
+// later connection is in WAL mode too.
+func ledgerDSN(path string, busy time.Duration, wal bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
+	if wal {
+		q.Add("_pragma", "journal_mode(WAL)")
+	}
 	q.Add("_pragma", "synchronous(FULL)")
 	// A checkpoint every 256 pages (1 MiB) keeps the WAL, which a process
 	// that exits without closing leaves for the next one to recover, small.

@@ -21,7 +21,9 @@ import (
 // own format's rules.
 
 // ValidateTargets checks targets: known formats, absolute clean paths, no
-// duplicates, none inside the ledger's own locks directory.
+// duplicates, and none among the ledger's own files: no path inside the
+// root (symlinks of directories resolved) other than below a subdirectory
+// of the locks directory, whose top level holds the ledger's own lock files.
 func (l *Ledger) ValidateTargets(ts []events.Target) error {
 	seen := map[string]bool{}
 	for _, t := range ts {
@@ -35,11 +37,56 @@ func (l *Ledger) ValidateTargets(ts []events.Target) error {
 			return events.Invalid("--file", t.Format+":"+t.Path, "the same path is given twice")
 		}
 		seen[t.Path] = true
-		if dir, _ := filepath.Abs(l.files.dir); filepath.Dir(t.Path) == dir {
-			return events.Invalid("--file", t.Format+":"+t.Path, "must not be inside the ledger's locks directory")
+		if err := l.checkTargetPath(t); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkTargetPath refuses a target path that is, or may become, one of the
+// ledger's own files: ledger.db and its -wal and -shm, writer.flock, the
+// lock files and their journals.
+func (l *Ledger) checkTargetPath(t events.Target) error {
+	bad := func(rule string) error { return events.Invalid("--file", t.Format+":"+t.Path, rule) }
+	p, err := resolvePath(t.Path)
+	if err != nil {
+		return bad("cannot be resolved: " + err.Error())
+	}
+	root, err := l.resolvedRoot()
+	if err != nil {
+		return err
+	}
+	if !within(root, p) {
+		return nil
+	}
+	as := ""
+	if p != t.Path {
+		as = " (as " + p + ")"
+	}
+	locks := filepath.Join(root, LocksDir)
+	switch {
+	case !within(locks, p) || p == locks:
+		return bad(fmt.Sprintf("is inside the ledger's root %s%s: lockledger never writes over its own files (ledger.db, its -wal and -shm, writer.flock); only a subdirectory of %s may hold targets",
+			root, as, locks))
+	case filepath.Dir(p) == locks:
+		return bad(fmt.Sprintf("is in the ledger's locks directory %s%s, whose files are the ledger's own tower-fleet lock files; use a subdirectory, or no --file (the lock file is there already)",
+			locks, as))
+	}
+	return nil
+}
+
+// resolvedRoot is the root as resolvePath gives it.
+func (l *Ledger) resolvedRoot() (string, error) {
+	abs, err := filepath.Abs(l.root)
+	if err != nil {
+		return "", fmt.Errorf("ledger: root: %w", err)
+	}
+	r, err := resolvePath(abs)
+	if err != nil {
+		return "", fmt.Errorf("ledger: root: %w", err)
+	}
+	return r, nil
 }
 
 func formatHolder(h *holding) formats.Holder {
@@ -134,6 +181,12 @@ func (l *Ledger) recoverTarget(path string, committed []byte) error {
 		}
 	}
 	if committed != nil && !file.exists {
+		if err := l.checkTargetPath(events.Target{Path: path}); err != nil {
+			// Recorded before the ledger refused such paths: never create
+			// a file among the ledger's own.
+			l.log.Warn("not restoring a lock target among the ledger's own files", "path", path, "err", err)
+			return nil
+		}
 		l.log.Warn("lock file missing for a held lock; restoring it from the ledger", "path", path)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return err
@@ -177,7 +230,51 @@ func (w *writeTx) reconcileTargets(requested []events.Target) error {
 			return fmt.Errorf("ledger: target %s: %w", p, err)
 		}
 	}
+	return w.admitTargets(requested)
+}
+
+// admitTargets refuses a requested target whose path holds anything but
+// nothing, the bytes the ledger's holder projects there, or a lock of the
+// target's format (which is then that tool's holder, judged by its rules):
+// every other file is someone's data, never replaced and never removed.
+// It runs under the writer mutex, after recovery, before any decision.
+func (w *writeTx) admitTargets(ts []events.Target) error {
+	for _, t := range ts {
+		cur, err := readRegular(t.Path)
+		var unsafe *UnsafePathError
+		if errors.As(err, &unsafe) {
+			return events.Invalid("--file", t.Format+":"+t.Path, unsafe.Reason+"; "+targetRule)
+		}
+		if err != nil {
+			return fmt.Errorf("ledger: target %s: %w", t.Path, err)
+		}
+		if !cur.exists || w.projects(t.Path, cur.data) {
+			continue
+		}
+		f, err := formats.Lookup(t.Format)
+		if err != nil {
+			return err
+		}
+		if _, perr := f.Parse(cur.data); perr != nil {
+			return events.Invalid("--file", t.Format+":"+t.Path, fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
+				t.Format, clip(perr.Error(), 200), targetRule))
+		}
+	}
 	return nil
+}
+
+// targetRule is the rule a refused target path broke.
+const targetRule = "lockledger writes a --file path only where it holds nothing, the ledger's own lock file, or another tool's lock of that format, and never replaces or removes anything else"
+
+// projects reports whether data is exactly what the ledger's holder
+// projects at path.
+func (w *writeTx) projects(path string, data []byte) bool {
+	t, ok := owns(w.v.holder, path)
+	if !ok {
+		return false
+	}
+	want, err := renderTarget(t, w.v.holder)
+	return err == nil && bytes.Equal(want, data)
 }
 
 // foreignTarget returns the strongest holder among files that the ledger
@@ -284,11 +381,9 @@ func (w *writeTx) placeTargets(h *holding, prev *holding) error {
 		if err := os.MkdirAll(filepath.Dir(t.Path), 0o700); err != nil {
 			return err
 		}
-		_, ours := owns(prev, t.Path)
-		takeover := prev != nil && prev.foreign && prev.target == t.Path
 		var j *os.File
-		if ours || takeover {
-			j, err = replaceAt(t.Path, data)
+		if expect, ok := replaceable(prev, t.Path); ok {
+			j, err = replaceIfStill(h.rec.LockName, t, expect, data)
 		} else {
 			j, err = placeAt(t.Path, data)
 		}
@@ -309,6 +404,53 @@ func (w *writeTx) placeTargets(h *holding, prev *holding) error {
 		}
 	}
 	return nil
+}
+
+// replaceable returns the bytes at path that taking over from prev may
+// replace: what prev projects there when the ledger's holder owns the
+// path, or the foreign file prev was judged from when it is being taken
+// over. ok is false when nothing there may be replaced.
+func replaceable(prev *holding, path string) (expect []byte, ok bool) {
+	if prev == nil {
+		return nil, false
+	}
+	if prev.foreign {
+		return prev.file, prev.target == path
+	}
+	t, ok := owns(prev, path)
+	if !ok {
+		return nil, false
+	}
+	b, err := renderTarget(t, prev)
+	return b, err == nil
+}
+
+// replaceIfStill replaces the file at t.Path with data only while it holds
+// exactly expect (a missing file is placed anew). A file that changed is
+// never overwritten: another tool's lock there is a holder, anything else
+// is refused as not a lock.
+func replaceIfStill(lock string, t events.Target, expect, data []byte) (*os.File, error) {
+	cur, err := readRegular(t.Path)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !cur.exists:
+		return placeAt(t.Path, data)
+	case bytes.Equal(cur.data, expect):
+		return replaceAt(t.Path, data)
+	}
+	f, err := formats.Lookup(t.Format)
+	if err != nil {
+		return nil, err
+	}
+	fh, perr := f.Parse(cur.data)
+	if perr != nil {
+		return nil, events.Invalid("--file", t.Format+":"+t.Path, fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
+			t.Format, clip(perr.Error(), 200), targetRule))
+	}
+	h := foreignFormatHolding(lock, t, fh, nil, cur, formats.Verdict{State: events.StateHeld})
+	return nil, &HeldError{Lock: lock, Holder: h.rec, Foreign: true}
 }
 
 func removeTarget(t events.Target, h *holding) error {
@@ -344,10 +486,15 @@ func (w *writeTx) refreshTargets(old, renewed *holding) error {
 		if bytes.Equal(before, after) {
 			continue
 		}
-		if cur, err := readRegular(t.Path); err != nil {
+		cur, err := readRegular(t.Path)
+		if err != nil {
 			return err
-		} else if cur.exists && !bytes.Equal(cur.data, before) {
-			w.l.log.Warn("a target file no longer holds what the ledger wrote; leaving it alone", "path", t.Path)
+		}
+		if cur.exists && !bytes.Equal(cur.data, before) {
+			// Not the file the ledger wrote any more: whatever it is, it
+			// is not ours to overwrite.
+			w.l.log.Warn("lock target changed by someone else; leaving it alone", "lock", renewed.rec.LockName,
+				"format", t.Format, "path", t.Path)
 			continue
 		}
 		j, err := replaceAt(t.Path, after)

@@ -122,3 +122,28 @@ func applyOne(ctx context.Context, db *sql.DB, m Migration, now func() string) e
 	}
 	return tx.Commit()
 }
+
+// Tables names every table the migrations create, schema_migrations
+// included: a database with any other table is not the ledger's.
+func Tables() (map[string]bool, error) {
+	all, err := All()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{"schema_migrations": true}
+	for _, m := range all {
+		f := strings.Fields(m.SQL)
+		for i := 0; i+2 < len(f); i++ {
+			if !strings.EqualFold(f[i], "CREATE") || !strings.EqualFold(f[i+1], "TABLE") {
+				continue
+			}
+			j := i + 2
+			if j+3 < len(f) && strings.EqualFold(f[j], "IF") && strings.EqualFold(f[j+1], "NOT") && strings.EqualFold(f[j+2], "EXISTS") {
+				j += 3
+			}
+			name, _, _ := strings.Cut(f[j], "(")
+			out[strings.ToLower(strings.Trim(name, "\"`[]"))] = true
+		}
+	}
+	return out, nil
+}

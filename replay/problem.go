@@ -53,6 +53,10 @@ const (
 	KindLockFileExtra Kind = "lock_file_extra"
 	// KindForeignAtHeld: another tool's lock file sits where the ledger holds a lock.
 	KindForeignAtHeld Kind = "foreign_file_at_held_lock"
+	// KindLockFileUnreadable: a lock path that is not a regular file the
+	// ledger can read (a symlink, a directory, no permission), or a locks
+	// directory that is not a directory; the other locks are still checked.
+	KindLockFileUnreadable Kind = "lock_file_unreadable"
 )
 
 // KindForeign marks a lock file the ledger never wrote, at a lock the

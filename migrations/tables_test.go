@@ -1,0 +1,48 @@
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+// Tables must name exactly the tables that applying every migration leaves.
+func TestTablesNamesEveryTableTheMigrationsCreate(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "m.db")+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := Apply(ctx, db, func() string { return "2026-01-01T00:00:00Z" }); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	applied := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		applied[n] = true
+	}
+	named, err := Tables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range applied {
+		if !named[n] {
+			t.Errorf("table %s exists after the migrations but Tables() does not name it", n)
+		}
+	}
+	if len(applied) < 4 {
+		t.Fatalf("only %v after the migrations", applied)
+	}
+}

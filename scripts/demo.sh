@@ -37,13 +37,26 @@ set +e; ll acquire db-migrate; echo "exit $?"; set -e
 step "7. --force takes over the stale lock and records lock_stolen with the previous lock and its hash"
 rid2=$(ll acquire db-migrate --pid $$ --force | tail -n1)
 
-step "8. list every lock that is not free"
+step "8. another tool takes over a dead holder's lock: lockledger leaves its file alone and records it"
+sleep 600 & job=$!
+ll acquire nightly --pid "$job" --request-id nightly-1 >/dev/null
+kill "$job"; wait "$job" 2>/dev/null || true
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# tower-fleet's lock-manager.sh judged the holder gone and wrote its own lock (its pid: this script).
+jq -n --arg t "$now" --argjson pid $$ '{lock_version:"v1",lock_name:"nightly",request_id:"tf-7",actor:"tower-fleet",
+  intent:"etl",intent_version:"1",host_id:"'"$(hostname)"'",pid:$pid,created_at:$t,last_heartbeat_at:$t,ttl_seconds:900,
+  metadata:{}}' > "$root/locks/nightly.lock.tmp" && mv "$root/locks/nightly.lock.tmp" "$root/locks/nightly.lock"
+set +e; ll acquire nightly --force; echo "exit $?"; set -e
+ll release nightly --request-id nightly-1 || true
+
+step "9. list every lock that is not free"
 ll list
 
-step "9. the audit trail: every action above is a hash-chained event"
+step "10. the audit trail: every action above is a hash-chained event"
 ll timeline
 
-step "10. verify recomputes the chain and checks the projections against it"
+step "11. verify recomputes the chain and checks the projections against it"
 ll verify
 "$bin" release db-migrate --request-id "$rid2" 2>/dev/null
+rm -f "$root/locks/nightly.lock"
 echo; echo "demo root was $root (removed on exit)"

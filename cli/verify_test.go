@@ -46,7 +46,8 @@ func verify(t *testing.T, root string, want int, args ...string) verifyJSON {
 }
 
 // attacker opens the ledger's database as a second, ordinary sqlite
-// connection and drops the append-only triggers, as an attacker would.
+// connection and drops the append-only triggers, as an attacker would
+// (verify then reports them missing, after the damage to the log).
 func attacker(t *testing.T, root string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
@@ -54,7 +55,7 @@ func attacker(t *testing.T, root string) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`} {
+	for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`, `DROP TRIGGER events_no_replace`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}

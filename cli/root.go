@@ -27,7 +27,8 @@ hash-chained event to ROOT/ledger.db. Lock files in ROOT/locks follow the
 tower-fleet v1 format, so existing tools keep reading them.
 
 Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
-4 stale (use --force), 5 not the holder / lock lost.`,
+4 stale (use --force), 5 not the holder / lock lost; 128+N when signal N
+(INT 130, TERM 143, HUP 129) stopped the command, e.g. during --wait.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {

@@ -123,7 +123,8 @@ dead and the next acquire takes it over. Print the request id, which
 heartbeat and release need.
 
 Exit 3 when an active holder has it (after --wait, if given), 4 when it is
-stale and --force was not given.`,
+stale and --force was not given. Ctrl-C or TERM during --wait gives up
+at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
 		Example: `  rid=$(lockledger acquire deploy-prod --ttl 15m --intent deploy)
   lockledger acquire deploy-prod --wait 5m --metadata commit=abc123
   lockledger acquire deploy-prod --force      # take over a stale lock`,

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
@@ -41,15 +42,31 @@ type usageError struct{ err error }
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
+// InterruptedError is a command that failed after a signal asked it to
+// stop (a wait given up on Ctrl-C): it exits 128+N, as a shell reports a
+// command killed by signal N, and not with the code of what it gave up.
+type InterruptedError struct {
+	Signal syscall.Signal
+	Err    error
+}
+
+func (e *InterruptedError) Error() string {
+	return fmt.Sprintf("interrupted by %s: %v", unix.SignalName(e.Signal), e.Err)
+}
+func (e *InterruptedError) Unwrap() error { return e.Err }
+
 // ExitCode maps an error to the exit code of the contract.
 func ExitCode(err error) int {
 	var ee *ExitError
 	var ue *usageError
+	var ie *InterruptedError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ee):
 		return ee.Code
+	case errors.As(err, &ie):
+		return 128 + int(ie.Signal)
 	case errors.As(err, &ue), errors.Is(err, events.ErrInvalid):
 		return ExitUsage
 	case errors.Is(err, ledger.ErrHeld):
@@ -83,8 +100,7 @@ type globals struct {
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, stop := notifyContext(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	g := &globals{io: IO{In: stdin, Out: stdout, ErrOut: stderr}}
 	root := newRoot(g)
 	root.SetArgs(args)
@@ -105,7 +121,50 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil && !ran {
 		err = &usageError{err}
 	}
+	var ee *ExitError
+	if sig := stop(); sig != 0 && err != nil && !errors.As(err, &ee) {
+		// An exact code (run's, its command's) stands; any other failure
+		// after a signal is the signal's.
+		err = &InterruptedError{Signal: sig, Err: err}
+	}
 	return report(g, err)
+}
+
+// notifyContext is signal.NotifyContext that also tells which signal
+// arrived. stop ends the notification and returns the signal (0 if none):
+// once signal.Stop returns no signal is still being delivered, so a signal
+// that cancelled anything a command waited on (run's own handler gets
+// the same signal) is known here.
+func notifyContext(sigs ...os.Signal) (context.Context, func() syscall.Signal) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	quit, done := make(chan struct{}), make(chan struct{})
+	var got os.Signal
+	go func() {
+		defer close(done)
+		select {
+		case got = <-ch:
+			cancel(fmt.Errorf("received %s", got))
+		case <-quit:
+		}
+	}()
+	return ctx, func() syscall.Signal {
+		signal.Stop(ch)
+		close(quit)
+		<-done
+		if got == nil {
+			select {
+			case got = <-ch:
+			default:
+			}
+		}
+		cancel(nil)
+		if s, ok := got.(syscall.Signal); ok {
+			return s
+		}
+		return 0
+	}
 }
 
 func allCommands(c *cobra.Command) []*cobra.Command {

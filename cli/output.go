@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -70,6 +72,11 @@ func statusObject(s *ledger.LockStatus) lockObject {
 // errorObject is the --json form of an error: tower-fleet's lock_blocked
 // and lock_stale objects, and the same shape for the other failures.
 func errorObject(err error) map[string]any {
+	var ie *InterruptedError
+	if errors.As(err, &ie) {
+		return map[string]any{"error": "interrupted", "signal": unix.SignalName(ie.Signal), "message": err.Error(),
+			"cause": errorObject(ie.Err)}
+	}
 	var held *ledger.HeldError
 	var stale *ledger.StaleError
 	var nh *ledger.NotHolderError

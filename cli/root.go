@@ -41,7 +41,8 @@ What lockledger refuses to touch (more in README.md):
 --root itself may be a symlink: every command resolves it the same way.
 
 Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
-4 stale (use --force), 5 not the holder / lock lost.`,
+4 stale (use --force), 5 not the holder / lock lost; 128+N when signal N
+(INT 130, TERM 143, HUP 129) stopped the command, e.g. during --wait.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {

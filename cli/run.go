@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -71,7 +72,9 @@ another host, another tool's lock, or a holder that is not a lockledger run
 cannot be awaited: run says so, notes it in the steal, and starts CMD.
 
 run exits with CMD's exact code (128+N when CMD died of signal N), 3 or 4
-when it never got the lock, 5 when the lock was lost and CMD was stopped.`,
+when it never got the lock, 5 when the lock was lost and CMD was stopped;
+127 when CMD does not exist and 126 when it cannot be executed (as a
+shell), 128+N when signal N ended --wait before CMD started.`,
 		Example: `  lockledger run deploy-prod -- ./deploy.sh --env prod
   lockledger run nightly-etl --wait 30m --ttl 2m -- make etl
   lockledger run db-migrate --intent migrate --metadata ticket=OPS-42 -- ./migrate.sh`,
@@ -122,9 +125,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	path, err := exec.LookPath(o.argv[0])
 	if err != nil {
-		// Like a shell: 127, and nothing taken or recorded.
-		fmt.Fprintf(o.g.io.ErrOut, "lockledger: run: %v\n", err)
-		return &ExitError{Code: 127}
+		// Like a shell (127 or 126), and found before the lock is taken (or
+		// waited for): nothing taken, nothing recorded.
+		code, why := execFailure(o.argv[0], o.argv[0], err)
+		fmt.Fprintf(o.g.io.ErrOut, "lockledger: run: %s\n", why)
+		return &ExitError{Code: code}
 	}
 
 	// Signals that arrive from here on are ours to forward, not to die of.
@@ -193,9 +198,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 
 	code, st, err := supervise(o, path, lease, sigs, pokes, grace)
 	if err != nil {
-		c := 126
+		c, why := execFailure(o.argv[0], path, err)
 		_ = lease.Release(bg, ledger.Result{Result: events.ResultFailure, FailureStep: "exec", ExitCode: &c})
-		fmt.Fprintf(o.g.io.ErrOut, "lockledger: run: %v\n", err)
+		fmt.Fprintf(o.g.io.ErrOut, "lockledger: run: %s\n", why)
 		return &ExitError{Code: c}
 	}
 	if st.lost {
@@ -373,6 +378,33 @@ func stopLeftovers(o *runOptions, lease *ledger.Lease, pgid int, grace time.Dura
 	if err := lease.RecordJobProcesses(context.Background(), p); err != nil {
 		o.g.log.Error("could not record the command's leftover processes", "lock", lease.Lock(), "err", err)
 	}
+}
+
+// execFailure answers as a shell does for a command that cannot be
+// started: 127 when there is no such command, 126 when there is one that
+// cannot be executed (no execute permission, a directory, not a program, or
+// a #! line naming an interpreter that does not exist); and why, naming it.
+// path is where name was found.
+func execFailure(name, path string, err error) (int, string) {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return 127, fmt.Sprintf("%s: command not found (not in $PATH)", name)
+	case errors.Is(err, fs.ErrNotExist):
+		if _, serr := os.Stat(path); serr == nil {
+			// The file exists: what execve did not find is its interpreter.
+			return 126, fmt.Sprintf("%s: cannot execute: the interpreter on its #! line does not exist", name)
+		}
+		return 127, fmt.Sprintf("%s: no such file", name)
+	case errors.Is(err, fs.ErrPermission):
+		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+			return 126, fmt.Sprintf("%s: cannot execute: is a directory", name)
+		}
+		return 126, fmt.Sprintf("%s: cannot execute: permission denied (not an executable file)", name)
+	case errors.As(err, &errno):
+		return 126, fmt.Sprintf("%s: cannot execute: %v", name, errno)
+	}
+	return 126, fmt.Sprintf("%s: cannot execute: %v", name, err)
 }
 
 func exitCode(ps *os.ProcessState) int {

@@ -19,23 +19,32 @@ type verifyOptions struct {
 	g        *globals
 	file     string
 	prevHash string
+	full     bool
 }
 
 func newVerify(g *globals) *cobra.Command {
 	o := &verifyOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "verify [--file FILE [--prev-hash H]]",
-		Short: "Check the hash chain, schemas, the locks table and the lock files",
+		Use:   "verify [--full] | verify --file FILE [--prev-hash H]",
+		Short: "Check the database file, the hash chain, schemas, the locks table and the lock files",
 		Long: `Recompute the hash chain from the ledger's genesis and check, in one pass
 over the events: seq contiguity, every body against its schema, the
 indexed columns against the body; then that replay of all events equals
-the locks table and that every lock file is what the table says. Damage
-is named by kind and by the first bad seq: modified, deleted, inserted,
-reordered, renumbered, column_mismatch, schema, overlap (two holders
-at once), inconsistent (events), then
-projection_drift and lock_file_missing / _different / _extra /
-_unreadable / foreign_file_at_held_lock (projections). Lock files written by other
-tools are listed as foreign and are not damage.
+the locks table (every column of every row, held or free) and that every
+lock file is what the table says. Run SQLite's PRAGMA quick_check on the
+database file (--full: PRAGMA integrity_check, which also compares every
+index with its table, and takes longer), and compare the append-only
+triggers of the events table with the ones the migrations create.
+
+Damage is named by kind and by the first bad seq: storage (SQLite finds
+the file damaged, or reading it failed: its first messages are quoted),
+modified, deleted, inserted, reordered, renumbered, column_mismatch,
+schema, overlap (two holders at once), inconsistent (events), trigger
+(missing, altered or added), then projection_drift and lock_file_missing
+/ _different / _extra
+/ _unreadable / foreign_file_at_held_lock (projections). Lock
+files written by other tools are listed as foreign and are not damage. A
+database too damaged to read is reported as FAILED with the read error.
 
 With --file, check a JSON Lines export on its own, without the database:
 the chain from the first line's prev_hash (or --prev-hash, e.g. the
@@ -46,24 +55,29 @@ detect a truncated tail.
 Exit 0 only when everything holds, 1 otherwise. verify only reads.`,
 		Example: `  lockledger verify
   lockledger verify --json | jq .first_bad
+  lockledger verify --full      # also every index against its table
   lockledger export -o audit.jsonl && lockledger verify --file audit.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd.Context(), o) },
 	}
 	cmd.Flags().StringVar(&o.file, "file", "", "check this JSON Lines export instead of the ledger")
 	cmd.Flags().StringVar(&o.prevHash, "prev-hash", "", "with --file: the hash the first line must chain from")
+	cmd.Flags().BoolVar(&o.full, "full", false, "run SQLite's integrity_check (every index against its table) instead of its quick_check")
 	return cmd
 }
 
 func runVerify(ctx context.Context, o *verifyOptions) error {
 	var rep *replay.Report
 	var err error
-	if o.file != "" {
+	switch {
+	case o.file != "" && o.full:
+		return &usageError{fmt.Errorf("verify: --full checks the ledger's database, not a --file export")}
+	case o.file != "":
 		rep, err = verifyFile(o.file, o.prevHash)
-	} else if o.prevHash != "" {
+	case o.prevHash != "":
 		return &usageError{fmt.Errorf("verify: --prev-hash needs --file")}
-	} else {
-		rep, err = verifyLedger(ctx, o.g)
+	default:
+		rep, err = verifyLedger(ctx, o.g, o.full)
 	}
 	if err != nil {
 		return err
@@ -88,19 +102,39 @@ func verifyFile(path, prevHash string) (*replay.Report, error) {
 	return replay.VerifyFile(f, path, prevHash)
 }
 
-func verifyLedger(ctx context.Context, g *globals) (*replay.Report, error) {
+func verifyLedger(ctx context.Context, g *globals, full bool) (*replay.Report, error) {
 	r, err := g.openRead(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	rep, st, err := replay.VerifyLedger(ctx, r.tx, filepath.Join(r.l.Root(), ledger.DBFile), r.l.Genesis())
+	source := filepath.Join(r.l.Root(), ledger.DBFile)
+	// SQLite's check reads the whole file once more: it runs beside the
+	// read of the events, on a connection of its own. Its snapshot may be
+	// a later one, which changes nothing about the file being sound.
+	storage := &replay.Report{}
+	checked := make(chan error, 1)
+	go func() { checked <- r.l.CheckStorage(ctx, r.l.DB(), full, storage) }()
+	rep, st, err := replay.VerifyLedger(ctx, r.tx, source, r.l.Genesis())
+	if serr := <-checked; serr != nil {
+		return nil, serr
+	}
 	if err != nil {
-		return nil, err
+		// Too damaged to read: say so in the report, with what SQLite's own
+		// check finds.
+		rep, st = &replay.Report{Source: source, Genesis: r.l.Genesis(), Unreadable: true}, nil
+		if err := ledger.ReadFailure(ctx, rep, "the events", err); err != nil {
+			return nil, err
+		}
 	}
 	rep.LedgerID = r.l.ID()
-	if err := r.l.CheckProjection(ctx, r.tx, st, rep); err != nil {
-		return nil, err
+	for _, p := range storage.Problems {
+		rep.Add(p)
+	}
+	if st != nil {
+		if err := r.l.CheckProjection(ctx, r.tx, st, rep); err != nil {
+			return nil, err
+		}
 	}
 	rep.Finish()
 	return rep, nil
@@ -121,9 +155,12 @@ func printReport(w io.Writer, rep *replay.Report) {
 	if rep.LedgerID != "" {
 		fmt.Fprintf(tw, "  ledger id\t%s\n", rep.LedgerID)
 	}
-	if rep.Events == 0 {
+	switch {
+	case rep.Unreadable:
+		fmt.Fprintf(tw, "  events\tunreadable (see the problems)\n")
+	case rep.Events == 0:
 		fmt.Fprintf(tw, "  events\tnone\n")
-	} else {
+	default:
 		fmt.Fprintf(tw, "  events\t%d (seq %d-%d)\n", rep.Events, rep.FirstSeq, rep.LastSeq)
 		from := "prev_hash " + rep.FirstPrevHash
 		if rep.Genesis != "" {
@@ -132,7 +169,10 @@ func printReport(w io.Writer, rep *replay.Report) {
 		fmt.Fprintf(tw, "  chain from\t%s\n", from)
 		fmt.Fprintf(tw, "  head hash\t%s\n", rep.HeadHash)
 	}
-	if rep.Genesis != "" {
+	switch {
+	case rep.Unreadable:
+		fmt.Fprintf(tw, "  projection\tnot checked: the events could not be replayed\n")
+	case rep.Genesis != "":
 		fmt.Fprintf(tw, "  projection\t%d locks replayed, %d lock files checked\n", rep.Locks, rep.LockFiles)
 	}
 	if rep.FirstBad != nil {

@@ -46,7 +46,8 @@ func verify(t *testing.T, root string, want int, args ...string) verifyJSON {
 }
 
 // attacker opens the ledger's database as a second, ordinary sqlite
-// connection and drops the append-only triggers, as an attacker would.
+// connection and drops the append-only triggers, as an attacker would
+// (verify then reports them missing, after the damage to the log).
 func attacker(t *testing.T, root string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
@@ -54,7 +55,7 @@ func attacker(t *testing.T, root string) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`} {
+	for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`, `DROP TRIGGER events_no_replace`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -275,5 +276,85 @@ func TestReadCommandsNeedALedger(t *testing.T) {
 	}
 	if _, err := os.Stat(root); !os.IsNotExist(err) {
 		t.Fatalf("a read command created %s", root)
+	}
+}
+
+// rawLedgerDB opens root's ledger.db as a second, ordinary connection,
+// with the triggers in place.
+func rawLedgerDB(t *testing.T, root string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestVerifyFailsWhenAnAppendOnlyTriggerIsMissingOrAltered: the triggers
+// are what refuses an UPDATE, DELETE or REPLACE of an event; verify
+// compares them with the ones the migrations create and names each one
+// missing, altered or added.
+func TestVerifyFailsWhenAnAppendOnlyTriggerIsMissingOrAltered(t *testing.T) {
+	cases := []struct {
+		name    string
+		queries []string
+		detail  string
+	}{
+		{"update trigger dropped", []string{`DROP TRIGGER events_no_update`}, "events_no_update on table events is missing"},
+		{"delete trigger dropped", []string{`DROP TRIGGER events_no_delete`}, "events_no_delete on table events is missing"},
+		{"replace trigger dropped", []string{`DROP TRIGGER events_no_replace`}, "events_no_replace on table events is missing"},
+		{"delete trigger defanged", []string{`DROP TRIGGER events_no_delete`,
+			`CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT 1; END`},
+			"events_no_delete on table events is not the one the migrations create"},
+		{"trigger added", []string{`CREATE TRIGGER events_rewrite AFTER INSERT ON events BEGIN SELECT 1; END`},
+			"events_rewrite on table events was not created by the migrations"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := scenario(t)
+			exec(t, rawLedgerDB(t, root), tc.queries...)
+			v := verify(t, root, 1)
+			if v.FirstBad == nil || v.FirstBad.Kind != "trigger" || !strings.Contains(v.FirstBad.Detail, tc.detail) ||
+				len(v.Problems) != 1 {
+				t.Fatalf("first bad = %+v, want a trigger problem saying %q\nall: %+v", v.FirstBad, tc.detail, v.Problems)
+			}
+			if plain := clitest.Must(t, 1, root, "verify").Stdout; !strings.Contains(plain, "trigger: "+tc.detail) {
+				t.Errorf("plain report lacks %q:\n%s", tc.detail, plain)
+			}
+		})
+	}
+}
+
+// TestVerifyComparesEveryColumnOfAFreeLocksRow: a free lock's row keeps
+// its last holder (the fencing token the next holder's follows from, the
+// request a leftover lock file is told by); a change to any of its
+// columns is drift, named by column.
+func TestVerifyComparesEveryColumnOfAFreeLocksRow(t *testing.T) {
+	cases := []struct{ column, set string }{
+		{"actor", `actor = 'mallory'`},
+		{"request_id", `request_id = 'req-mallory'`},
+		{"fencing_token", `fencing_token = 1`},
+		{"updated_seq", `updated_seq = updated_seq - 1`},
+		{"heartbeat_at", `heartbeat_at = '2025-01-01T00:00:00Z'`},
+		{"file", `file = CAST('{}' AS BLOB)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.column, func(t *testing.T) {
+			t.Parallel()
+			root := scenario(t) // app-prod ends free: dave released it
+			db := rawLedgerDB(t, root)
+			var held int
+			if err := db.QueryRow(`SELECT held FROM locks WHERE lock_name = 'app-prod'`).Scan(&held); err != nil || held != 0 {
+				t.Fatalf("app-prod: held %d (%v), want a free row", held, err)
+			}
+			exec(t, db, `UPDATE locks SET `+tc.set+` WHERE lock_name = 'app-prod'`)
+			v := verify(t, root, 1)
+			if v.FirstBad == nil || v.FirstBad.Kind != "projection_drift" || v.FirstBad.Lock != "app-prod" ||
+				!strings.Contains(v.FirstBad.Detail, "differs from replay in "+tc.column) {
+				t.Fatalf("first bad = %+v, want projection_drift of app-prod naming %s\nall: %+v", v.FirstBad, tc.column, v.Problems)
+			}
+		})
 	}
 }

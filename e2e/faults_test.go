@@ -874,7 +874,8 @@ func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
 }
 
 // downgradeSchema turns root's ledger into one written before migration
-// 0002 (no locks.targets column, schema version 1).
+// 0002 (no locks.targets column, no events_no_replace trigger, schema
+// version 1).
 func downgradeSchema(t *testing.T, root string) {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
@@ -882,7 +883,8 @@ func downgradeSchema(t *testing.T, root string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 2`, `ALTER TABLE locks DROP COLUMN targets`} {
+	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 2`, `ALTER TABLE locks DROP COLUMN targets`,
+		`DROP TRIGGER events_no_replace`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

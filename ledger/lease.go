@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -401,17 +400,6 @@ func (l *Ledger) supersedeNote(h *holding, note string) (string, string) {
 		note += "; "
 	}
 	return clip(note+why, 1024), why
-}
-
-// clip cuts s to at most n bytes, on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // SupersedeNoticeMargin is how long past its own kill grace a superseding

@@ -84,9 +84,9 @@ func describeHeld(r *row) string {
 // snapshot st was replayed from), and the lock files with st, the replay
 // of every event, and adds what disagrees to rep:
 //
-//   - a lock the ledger holds by replay must have an identical row (every
-//     column); a lock free by replay must not be held in the table; a row
-//     for a lock the events never gave the ledger is drift too;
+//   - a lock the ledger ever held by replay must have an identical row
+//     (every column, held or free); a row for a lock the events never gave
+//     the ledger is drift too;
 //   - every lock file must be what the table says: the holder's exact bytes
 //     for a held lock (missing, different, or another tool's file there),
 //     no file of the ledger's for a free one (extra). Files the ledger never
@@ -98,7 +98,7 @@ func describeHeld(r *row) string {
 func (l *Ledger) CheckProjection(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
 	rows, err := loadRows(ctx, q)
 	if err != nil {
-		return err
+		return ReadFailure(ctx, rep, "the locks table", err)
 	}
 	table := map[string]*row{}
 	for _, r := range rows {
@@ -119,7 +119,10 @@ func (l *Ledger) CheckProjection(ctx context.Context, q replay.Querier, st *repl
 		case want.held != got.held:
 			rep.Add(replay.Problem{Seq: want.updatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
 				"replay says %s, the locks table says %s", describeHeld(want), describeHeld(got))})
-		case want.held:
+		default:
+			// A free row keeps its last holder: the fencing token the next
+			// holder's follows from, and the request a leftover lock file of
+			// the ledger's is told by. Every column counts, as for a held one.
 			if d := rowDiff(want, got); len(d) > 0 {
 				rep.Add(replay.Problem{Seq: want.updatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
 					"the locks table differs from replay in %s", strings.Join(d, ", "))})

@@ -59,6 +59,17 @@ const (
 	KindLockFileUnreadable Kind = "lock_file_unreadable"
 )
 
+// Damage to the database itself (no seq, no lock).
+const (
+	// KindStorage: SQLite finds the database file malformed (its
+	// quick_check or integrity_check), or reading it failed.
+	KindStorage Kind = "storage"
+	// KindTrigger: a trigger that keeps the events append-only is missing or
+	// is not the one the migrations create, or a trigger nobody created is
+	// there.
+	KindTrigger Kind = "trigger"
+)
+
 // KindForeign marks a lock file the ledger never wrote, at a lock the
 // ledger does not hold: reported for information, not damage.
 const KindForeign Kind = "foreign"
@@ -101,11 +112,16 @@ type Report struct {
 	// HeadHash is the last row's hash: compare it with a head recorded
 	// elsewhere to detect truncation of the tail, which no chain can show.
 	HeadHash string `json:"head_hash,omitempty"`
+	// Unreadable: reading the events failed (a storage problem says why);
+	// the counts are not the ledger's and the projections went unchecked.
+	Unreadable bool `json:"unreadable,omitempty"`
 	// Locks is the number of locks replayed; LockFiles the lock files checked.
 	Locks     int `json:"locks_replayed"`
 	LockFiles int `json:"lock_files_checked"`
-	// FirstBad is the first damage: the lowest seq of damage to the log, else
-	// the first projection problem.
+	// FirstBad is the first damage: a malformed database file first (it
+	// explains whatever else is found), then the lowest seq of damage to the
+	// log, then a missing or altered trigger, then the first projection
+	// problem.
 	FirstBad     *Problem  `json:"first_bad"`
 	Problems     []Problem `json:"problems"`
 	ProblemCount int       `json:"problem_count"`
@@ -127,13 +143,26 @@ func (r *Report) Add(p Problem) {
 	}
 }
 
-// Finish orders the problems (log damage by seq first, then projection
-// damage), sets FirstBad and OK.
+// rank orders the kinds of damage in a report (see Report.FirstBad).
+func (k Kind) rank() int {
+	switch {
+	case k == KindStorage:
+		return 0
+	case k.Chain():
+		return 1
+	case k == KindTrigger:
+		return 2
+	}
+	return 3
+}
+
+// Finish orders the problems (storage, log damage by seq, triggers, then
+// projection damage), sets FirstBad and OK.
 func (r *Report) Finish() {
 	sort.SliceStable(r.Problems, func(i, j int) bool {
 		a, b := r.Problems[i], r.Problems[j]
-		if a.Kind.Chain() != b.Kind.Chain() {
-			return a.Kind.Chain()
+		if a.Kind.rank() != b.Kind.rank() {
+			return a.Kind.rank() < b.Kind.rank()
 		}
 		if a.Kind.Chain() && a.Seq != b.Seq {
 			return a.Seq < b.Seq

@@ -115,6 +115,13 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 	if err != nil {
 		return nil, fmt.Errorf("ledger: project: %w", err)
 	}
+	rows, err := loadRows(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	if p := truncation(rows, st.Seq); p != nil {
+		check.Add(*p)
+	}
 	check.Finish()
 	rep := &ProjectReport{Events: check.Events, Locks: st.Len(), Rows: []ProjectChange{}, Files: []ProjectChange{},
 		Recorded: []int64{}}

@@ -104,6 +104,9 @@ func (l *Ledger) CheckProjection(ctx context.Context, q replay.Querier, st *repl
 	for _, r := range rows {
 		table[r.name] = r
 	}
+	if p := truncation(rows, st.Seq); p != nil {
+		rep.Add(*p)
+	}
 	for _, lk := range st.Locks() {
 		want := rowFromReplay(lk)
 		got := table[lk.Name]
@@ -136,6 +139,23 @@ func (l *Ledger) CheckProjection(ctx context.Context, q replay.Querier, st *repl
 			"the locks table says %s, but no event names this lock", describeHeld(got))})
 	}
 	return l.checkFiles(ctx, rows, rep)
+}
+
+// truncation reports a tail of the log that is gone, as the locks table
+// shows it: a row updated by an event after the last one (head).
+func truncation(rows []*row, head int64) *replay.Problem {
+	var last *row
+	for _, r := range rows {
+		if r.updatedSeq > head && (last == nil || r.updatedSeq > last.updatedSeq) {
+			last = r
+		}
+	}
+	if last == nil {
+		return nil
+	}
+	return &replay.Problem{Seq: head + 1, Kind: replay.KindTruncated, Lock: last.name, Detail: fmt.Sprintf(
+		"the log ends at seq %d, but the locks table records lock %s as updated by seq %d: events %d-%d (at least) are gone",
+		head, last.name, last.updatedSeq, head+1, last.updatedSeq)}
 }
 
 // lockNamesOnDisk lists the lock names that have a file or a journal in

@@ -38,6 +38,10 @@ const (
 	// KindOverlap: a lock_acquired while another request still held the
 	// lock, neither released nor stolen from: an instant with two holders.
 	KindOverlap Kind = "overlap"
+	// KindTruncated: events at the end of the log are gone: the locks table
+	// records an update by an event past the last one (seq is the first
+	// missing). A tail cut without such a trace needs a checkpoint to show.
+	KindTruncated Kind = "truncated"
 )
 
 // Damage to the projections (each names a lock).
@@ -78,7 +82,7 @@ const KindForeign Kind = "foreign"
 func (k Kind) Chain() bool {
 	switch k {
 	case KindModified, KindDeleted, KindInserted, KindReordered, KindRenumbered, KindColumnMismatch, KindSchema, KindMalformed,
-		KindInconsistent, KindOverlap:
+		KindInconsistent, KindOverlap, KindTruncated:
 		return true
 	}
 	return false

@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// attack runs SQL on root's ledger.db as someone with write access would:
+// the append-only triggers dropped first.
+func attack(t *testing.T, root string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range append([]string{"DROP TRIGGER IF EXISTS events_no_delete", "DROP TRIGGER IF EXISTS events_no_update"}, stmts...) {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func TestADeletedTailIsDamageThatProjectRefusesToLaunder(t *testing.T) {
+	root := t.TempDir()
+	me, _ := sleeper(t)
+	pid := []string{"--pid", strconv.Itoa(me)}
+	ra := strings.TrimSpace(clitest.Must(t, 0, root, append([]string{"acquire", "a"}, pid...)...).Stdout)
+	clitest.Must(t, 0, root, append([]string{"acquire", "b"}, pid...)...)
+	clitest.Must(t, 0, root, "release", "a", "--request-id", ra)
+	attack(t, root, "DELETE FROM events WHERE seq = 3")
+
+	r := clitest.Must(t, 1, root, "verify", "--json")
+	var rep struct {
+		FirstBad struct {
+			Seq  int64  `json:"seq"`
+			Kind string `json:"kind"`
+		} `json:"first_bad"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || rep.FirstBad.Kind != "truncated" || rep.FirstBad.Seq != 3 {
+		t.Fatalf("verify of a log whose last event was deleted: first bad %+v (%v), want truncated at seq 3\n%s", rep.FirstBad, err, r.Stdout)
+	}
+	lockFile := filepath.Join(root, "locks", "a.lock")
+	before := snapLedger(t, root)
+	r = clitest.Run(t, root, "project")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "seq 3") {
+		t.Fatalf("project over a deleted tail: exit %d, want 1 naming seq 3\n%s", r.Code, r.Stderr)
+	}
+	if after := snapLedger(t, root); after.String() != before.String() {
+		t.Fatalf("a refused project changed the ledger:\n%s\nwas\n%s", after, before)
+	}
+	if _, err := os.Stat(lockFile); !os.IsNotExist(err) {
+		t.Fatalf("a refused project put back the released lock's file (%v)", err)
+	}
+	clitest.Must(t, 1, root, "verify")
+}

@@ -410,15 +410,21 @@ func TestForeignLockFilesAreHonoured(t *testing.T) {
 	if ls := clitest.Must(t, 0, root, "list").Stdout; !strings.Contains(ls, "req_foreign (foreign)") {
 		t.Fatalf("list does not show the foreign lock:\n%s", ls)
 	}
-	// On this host with a pid that is gone: dead, taken over as foreign_lock.
+	// On this host with a pid that is gone: tower-fleet's pid is
+	// informational only (spec §12.3), so a fresh heartbeat still holds it;
+	// once the heartbeat is older than the TTL it is stale, and --force takes
+	// it over as foreign_lock.
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
 	write("local", host, gone.Process.Pid, now)
-	clitest.Must(t, 0, root, "acquire", "local", "--pid", self)
+	clitest.Must(t, 3, root, "acquire", "local", "--pid", self)
+	write("local", host, gone.Process.Pid, now.Add(-time.Hour))
+	clitest.Must(t, 4, root, "acquire", "local", "--pid", self)
+	clitest.Must(t, 0, root, "acquire", "local", "--force", "--pid", self)
 	if b := lastBody(t, root, "lock_stolen"); b["reason"] != events.ReasonForeignLock || b["previous_lock"].(map[string]any)["request_id"] != "req_foreign" {
-		t.Fatalf("foreign dead lock: %v", b)
+		t.Fatalf("foreign stale lock: %v", b)
 	}
 	// Unreadable: held, to fail safe, and said so.
 	if err := os.WriteFile(filepath.Join(root, "locks", "garbled.lock"), []byte("{not json"), 0o600); err != nil {

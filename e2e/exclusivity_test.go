@@ -116,8 +116,8 @@ func TestAnotherToolsTakeOverOfADeadHolderIsNeverOverwritten(t *testing.T) {
 			}
 			clitest.Must(t, 0, root, "verify")
 
-			if format == formats.NameGitClaw {
-				return // gitclaw judges by age, not by pid: its lock stays live for its TTL
+			if format == formats.NameGitClaw || format == formats.NameTowerFleet {
+				return // gitclaw and tower-fleet judge by age, not by pid: the lock stays live for its TTL
 			}
 			killOther()
 			clitest.Must(t, 0, root, append([]string{"acquire", "7", "--pid", strconv.Itoa(me)}, fileArgs...)...)

@@ -153,7 +153,7 @@ func TestForeignFormatFilesFollowTheirOwnRules(t *testing.T) {
 	cases := []tc{
 		{"tower-fleet active", formats.NameTowerFleet, render(formats.NameTowerFleet, fresh(self, host)), 3, ""},
 		{"tower-fleet stale heartbeat", formats.NameTowerFleet, render(formats.NameTowerFleet, old(self, time.Hour)), 4, ""},
-		{"tower-fleet dead pid here", formats.NameTowerFleet, render(formats.NameTowerFleet, fresh(dead, host)), 0, events.ReasonForeignLock},
+		{"tower-fleet dead pid here is held while its heartbeat is fresh", formats.NameTowerFleet, render(formats.NameTowerFleet, fresh(dead, host)), 3, ""},
 		{"bso live pid", formats.NameBSO, render(formats.NameBSO, fresh(self, host)), 3, ""},
 		{"bso dead pid is a zombie", formats.NameBSO, render(formats.NameBSO, fresh(dead, host)), 0, events.ReasonForeignLock},
 		{"bso older than 24h", formats.NameBSO, render(formats.NameBSO, old(self, 25*time.Hour)), 4, ""},

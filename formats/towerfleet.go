@@ -133,11 +133,9 @@ func (f towerFleet) Judge(h Holder, parseErr error, now time.Time, env Env) Verd
 	if parseErr != nil {
 		return failSafe(f.Name(), parseErr, "spec §12.2: a lock file that fails validation is never trusted as free")
 	}
-	if env.HostID != "" && h.HostID == env.HostID && h.PID > 0 {
-		if v, dead := pidVerdict(h.PID, env); dead {
-			return v
-		}
-	}
+	// Spec §12.3: the pid is informational only (pids are recycled, and a
+	// holder in another pid namespace shares the host name); heartbeat
+	// expiry is the authority.
 	ttl := h.TTL
 	if ttl <= 0 {
 		ttl = DefaultTTL

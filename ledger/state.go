@@ -40,7 +40,12 @@ func judge(h *holding, now time.Time, self Host, probe ProcessProbe, maxAge time
 	if h.corrupt != nil {
 		return events.StateHeld, nil // fail safe: an unreadable lock is a lock
 	}
-	dead, job := gone(h, self, probe)
+	var dead bool
+	if !h.foreign {
+		// Another tool's tower-fleet file is judged by that format's rule:
+		// heartbeat expiry only, its pid informational (spec §12.3).
+		dead, job = gone(h, self, probe)
+	}
 	switch {
 	case dead:
 		return events.StateDead, nil

@@ -327,3 +327,37 @@ func TestTowerFleetsOwnForcedTakeOverOfAStaleLockIsLeftAlone(t *testing.T) {
 	clitest.Must(t, 0, root, "acquire", "j", "--pid", strconv.Itoa(me))
 	clitest.Must(t, 0, root, "verify")
 }
+
+func TestALockKeepsJudgingAndProjectingThePathsItRemembers(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(t.TempDir(), "sprint.bso")
+	me, _ := sleeper(t)
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "7", "--file", "bso:"+path, "--pid", strconv.Itoa(me)).Stdout)
+	clitest.Must(t, 0, root, "release", "7", "--request-id", rid)
+
+	// A BSO session takes the sprint file by its own rules; status and
+	// list show it, though the ledger's row is free.
+	bso, killBSO := sleeper(t)
+	takeOver(t, formats.NameBSO, path, "7", bso)
+	if st := statusJSON(t, root, "7"); st["state"] != "held" || st["foreign"] != true {
+		t.Fatalf("status with another tool's live lock at the path the lock remembers: %v", st)
+	}
+	if ls := clitest.Must(t, 0, root, "list").Stdout; !strings.Contains(ls, "7 ") || !strings.Contains(ls, "held") {
+		t.Fatalf("list does not show another tool's live lock at a remembered path:\n%s", ls)
+	}
+	clitest.Must(t, 3, root, "acquire", "7", "--pid", strconv.Itoa(me))
+
+	// Its session dies: lockledger takes over, and its own file replaces
+	// the dead one there, so BSO sees lockledger's holder at that path.
+	killBSO()
+	rid = strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "7", "--pid", strconv.Itoa(me)).Stdout)
+	got, _ := os.ReadFile(path)
+	if !strings.Contains(string(got), rid) {
+		t.Fatalf("after taking over the dead BSO lock at the remembered path, the file there is not lockledger's:\n%s", got)
+	}
+	clitest.Must(t, 0, root, "verify")
+	clitest.Must(t, 0, root, "release", "7", "--request-id", rid)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("release left the ledger's file at the remembered path (%v)", err)
+	}
+}

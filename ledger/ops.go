@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -355,6 +356,11 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 	token, err := w.nextSeq()
 	if err != nil {
 		return nil, err
+	}
+	if prev != nil && prev.foreign && prev.target != "" && !slices.ContainsFunc(req.Targets, func(t events.Target) bool { return t.Path == prev.target }) {
+		// Taking over another tool's file at a path the lock remembers: the
+		// ledger's file replaces it there, and the path stays the lock's.
+		req.Targets = append(slices.Clip(req.Targets), events.Target{Format: prev.targetFormat, Path: prev.target})
 	}
 	h := w.l.newHolding(req, w.now, token)
 	var j *os.File
@@ -773,6 +779,12 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 		rec := v.holder.rec
 		superseded = &rec
 		v = &view{name: v.name, row: v.row, file: v.file, holder: sup.h}
+	}
+	if v.holder == nil {
+		// Another tool's lock at a path the lock remembers holds it.
+		if f, err := l.foreignAt(v.name, v, nil, now, 0); err == nil && f != nil {
+			v = &view{name: v.name, row: v.row, file: v.file, holder: f}
+		}
 	}
 	state, job := judge(v.holder, now, l.host, l.probe, 0)
 	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.path(v.name), Interloper: v.interloper,

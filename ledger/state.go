@@ -24,6 +24,8 @@ type holding struct {
 	verdict *formats.Verdict
 	// target is the path of the foreign target file this holding was read from.
 	target string
+	// targetFormat is that file's format.
+	targetFormat string
 }
 
 // judge applies DESIGN.md's state rules to a holder at instant now, with

@@ -283,11 +283,15 @@ func (w *writeTx) projects(path string, data []byte) bool {
 // there holds it): held beats stale beats dead. nil when every path is free
 // (or ours).
 func (w *writeTx) foreignTarget(req AcquireRequest) (*holding, error) {
+	return w.l.foreignAt(req.Lock, w.v, req.Targets, w.now, req.MaxAge)
+}
+
+// foreignAt is foreignTarget for the view v of lock, at instant now. It
+// writes nothing: status and list use it too.
+func (l *Ledger) foreignAt(lock string, v *view, requested []events.Target, now time.Time, maxAge time.Duration) (*holding, error) {
 	var best *holding
-	rank := stateRank
-	paths := req.Targets
-	requested := len(paths)
-	if r := w.v.row; r != nil && !r.held {
+	paths := requested
+	if r := v.row; r != nil && !r.held {
 		seen := map[string]bool{}
 		for _, t := range paths {
 			seen[t.Path] = true
@@ -299,14 +303,14 @@ func (w *writeTx) foreignTarget(req AcquireRequest) (*holding, error) {
 		}
 	}
 	for i, t := range paths {
-		remembered := i >= requested
-		if _, ours := owns(w.v.holder, t.Path); ours {
+		remembered := i >= len(requested)
+		if _, ours := owns(v.holder, t.Path); ours {
 			continue
 		}
 		cur, err := readRegular(t.Path)
 		if err != nil {
 			if remembered {
-				w.l.log.Warn("cannot read a path this lock's last holder projected; not judging it", "lock", req.Lock, "path", t.Path, "err", err)
+				l.log.Warn("cannot read a path this lock's last holder projected; not judging it", "lock", lock, "path", t.Path, "err", err)
 				continue
 			}
 			return nil, err
@@ -322,9 +326,9 @@ func (w *writeTx) foreignTarget(req AcquireRequest) (*holding, error) {
 		if perr != nil && remembered {
 			continue // not a lock of that format: nobody's holder
 		}
-		v := f.Judge(fh, perr, w.now, w.l.formatsEnv(req.MaxAge))
-		h := foreignFormatHolding(req.Lock, t, fh, perr, cur, v)
-		if best == nil || rank[v.State] > rank[best.verdict.State] {
+		verdict := f.Judge(fh, perr, now, l.formatsEnv(maxAge))
+		h := foreignFormatHolding(lock, t, fh, perr, cur, verdict)
+		if best == nil || stateRank[verdict.State] > stateRank[best.verdict.State] {
 			best = h
 		}
 	}
@@ -361,7 +365,7 @@ func foreignFormatHolding(lock string, t events.Target, fh formats.Holder, perr 
 	rec := events.Record{LockVersion: events.LockVersion, LockName: lock, RequestID: rid, Actor: actor,
 		Intent: fh.Intent, IntentVersion: fh.IntentVersion, HostID: host, PID: max(fh.PID, 0),
 		CreatedAt: events.FormatLockTime(created), LastHeartbeatAt: events.FormatLockTime(hb), TTLSeconds: ttl, Metadata: md}
-	h := &holding{rec: rec, created: created, heartbeat: hb, file: cur.data, foreign: true, verdict: &v, target: t.Path}
+	h := &holding{rec: rec, created: created, heartbeat: hb, file: cur.data, foreign: true, verdict: &v, target: t.Path, targetFormat: t.Format}
 	if perr != nil {
 		h.corrupt = cur.unreadable()
 	}

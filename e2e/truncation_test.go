@@ -61,3 +61,27 @@ func TestADeletedTailIsDamageThatProjectRefusesToLaunder(t *testing.T) {
 	}
 	clitest.Must(t, 1, root, "verify")
 }
+
+func TestVerifyFailsOnAnotherLedgersDatabase(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	me, _ := sleeper(t)
+	clitest.Must(t, 0, a, "acquire", "x", "--pid", strconv.Itoa(me))
+	clitest.Must(t, 0, b, "acquire", "y", "--pid", strconv.Itoa(me))
+	for _, f := range []string{"ledger.db", "ledger.db-wal", "ledger.db-shm"} {
+		os.Remove(filepath.Join(b, f))
+		if data, err := os.ReadFile(filepath.Join(a, f)); err == nil {
+			if err := os.WriteFile(filepath.Join(b, f), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := clitest.Run(t, b, "verify", "--json")
+	var rep struct {
+		FirstBad struct {
+			Kind string `json:"kind"`
+		} `json:"first_bad"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); r.Code != 1 || err != nil || rep.FirstBad.Kind != "swapped" {
+		t.Fatalf("verify of another ledger's database in this root: exit %d, first bad %q (%v), want 1 and swapped\n%s%s", r.Code, rep.FirstBad.Kind, err, r.Stdout, r.Stderr)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -106,6 +107,11 @@ func (l *Ledger) CheckProjection(ctx context.Context, q replay.Querier, st *repl
 	}
 	if p := truncation(rows, st.Seq); p != nil {
 		rep.Add(*p)
+	}
+	if marker, err := readMarkerAt(filepath.Join(l.root, WriterMux)); err == nil && marker != "" && marker != l.id {
+		rep.Add(replay.Problem{Kind: replay.KindSwapped, Detail: fmt.Sprintf(
+			"%s is ledger %s, but this root's %s records ledger %s: the database was replaced by another ledger's",
+			filepath.Join(l.root, DBFile), l.id, WriterMux, clip(marker, 64))})
 	}
 	for _, lk := range st.Locks() {
 		want := rowFromReplay(lk)

@@ -72,6 +72,9 @@ const (
 	// is not the one the migrations create, or a trigger nobody created is
 	// there.
 	KindTrigger Kind = "trigger"
+	// KindSwapped: the database is another ledger's than the one this root
+	// records (writer.flock names a different ledger id).
+	KindSwapped Kind = "swapped"
 )
 
 // KindForeign marks a lock file the ledger never wrote, at a lock the
@@ -150,7 +153,7 @@ func (r *Report) Add(p Problem) {
 // rank orders the kinds of damage in a report (see Report.FirstBad).
 func (k Kind) rank() int {
 	switch {
-	case k == KindStorage:
+	case k == KindStorage || k == KindSwapped:
 		return 0
 	case k.Chain():
 		return 1

@@ -38,11 +38,12 @@ triggers of the events table with the ones the migrations create.
 
 Damage is named by kind and by the first bad seq: storage (SQLite finds
 the file damaged, or reading it failed: its first messages are quoted),
-modified, deleted, inserted, reordered, renumbered, column_mismatch,
-schema, overlap (two holders at once), inconsistent (events), trigger
-(missing, altered or added), then projection_drift and lock_file_missing
-/ _different / _extra
-/ _unreadable / foreign_file_at_held_lock (projections). Lock
+swapped (another ledger's database in this root), modified, deleted,
+inserted, reordered, renumbered, column_mismatch, schema, overlap (two
+holders at once), inconsistent (events), truncated (the locks table
+records events past the end of the log), trigger (missing, altered or
+added), then projection_drift and lock_file_missing / _different /
+_extra / _unreadable / foreign_file_at_held_lock (projections). Lock
 files written by other tools are listed as foreign and are not damage. A
 database too damaged to read is reported as FAILED with the read error.
 

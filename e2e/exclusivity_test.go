@@ -361,3 +361,22 @@ func TestALockKeepsJudgingAndProjectingThePathsItRemembers(t *testing.T) {
 		t.Fatalf("release left the ledger's file at the remembered path (%v)", err)
 	}
 }
+
+func TestProjectRecordsAnotherToolsTakeOverItFinds(t *testing.T) {
+	root := t.TempDir()
+	old, killOld := sleeper(t)
+	clitest.Must(t, 0, root, "acquire", "j", "--request-id", "ours", "--pid", strconv.Itoa(old))
+	killOld()
+	other, _ := sleeper(t)
+	path := filepath.Join(root, "locks", "j.lock")
+	theirs := takeOver(t, formats.NameTowerFleet, path, "j", other)
+	clitest.Must(t, 1, root, "verify")
+	clitest.Must(t, 0, root, "project")
+	if sup := lastBody(t, root, "lock_released"); sup["released_request_id"] != "ours" || sup["superseded_by_format"] != "tower-fleet" {
+		t.Fatalf("project did not record the supersession it found: %v", sup)
+	}
+	if got, _ := os.ReadFile(path); string(got) != string(theirs) {
+		t.Fatalf("project changed the other tool's lock:\n%s", got)
+	}
+	clitest.Must(t, 0, root, "verify")
+}

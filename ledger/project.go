@@ -97,15 +97,18 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 	for _, o := range opts {
 		o(&c)
 	}
+	id, err := l.resolve(c.id, l.now())
+	if err != nil {
+		return nil, err
+	}
+	if err := l.settleSupersessions(ctx, id); err != nil {
+		return nil, err
+	}
 	unlock, err := l.lockWriter(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	id, err := l.resolve(c.id, l.now())
-	if err != nil {
-		return nil, err
-	}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: begin: %w", err)
@@ -652,4 +655,34 @@ func removeIfInode(p string, ino uint64) error {
 		return nil
 	}
 	return removeIfExists(p)
+}
+
+// settleSupersessions records, as any writer that meets it would, that
+// another tool's lock at a path of a held lock has superseded the ledger's
+// holder (see supersede): projections are then rebuilt around the other
+// tool's file, which is never touched.
+func (l *Ledger) settleSupersessions(ctx context.Context, id Identity) error {
+	rows, err := loadRows(ctx, l.db)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if !r.held {
+			continue
+		}
+		v, err := l.inspect(r.name, r)
+		if err != nil {
+			continue // the lock's own problem; verify names it
+		}
+		if sup, err := l.supersededBy(v, l.now().UTC(), 0); err != nil || sup == nil {
+			continue
+		}
+		if err := l.write(ctx, r.name, func(w *writeTx) (error, error) {
+			_, err := w.supersede(id, 0)
+			return nil, err
+		}); err != nil {
+			return fmt.Errorf("lock %s: %w", r.name, err)
+		}
+	}
+	return nil
 }

@@ -30,14 +30,16 @@ type eventSink interface {
 func newEventSink(format string, w io.Writer, color bool) (eventSink, error) {
 	switch format {
 	case formatTable:
-		return &tableSink{t: newTable(w, color, "SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "PID@HOST", "REQUEST", "DETAILS")}, nil
+		return &tableSink{t: newTable(w, color, "SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "OS USER", "PID@HOST", "REQUEST", "DETAILS")}, nil
 	case formatJSON:
 		return &jsonSink{w: w}, nil
 	case formatJSONL:
 		return &jsonlSink{w: w}, nil
 	case formatCSV:
 		c := csv.NewWriter(w)
-		err := c.Write([]string{"seq", "at", "type", "lock_name", "actor", "host_id", "pid", "request_id", "details", "prev_hash", "hash"})
+		// uid and user come last, so that the older columns keep their places.
+		err := c.Write([]string{"seq", "at", "type", "lock_name", "actor", "host_id", "pid", "request_id", "details", "prev_hash", "hash",
+			"uid", "user"})
 		return &csvSink{w: c}, err
 	}
 	return nil, events.Invalid("--format", format, "must be table, json, jsonl or csv")
@@ -59,6 +61,7 @@ func (s *tableSink) event(ev *replay.Event) error {
 		cell{text: string(ev.Type), color: eventColor(ev)},
 		cell{text: ev.LockName},
 		cell{text: ev.Actor},
+		cell{text: osUserText(&ev.Envelope)},
 		cell{text: fmt.Sprintf("%d@%s", ev.PID, ev.HostID)},
 		cell{text: ev.RequestID},
 		cell{text: Details(ev)},
@@ -107,8 +110,33 @@ func (s *jsonlSink) close() error { return nil }
 type csvSink struct{ w *csv.Writer }
 
 func (s *csvSink) event(ev *replay.Event) error {
+	uid, user := osUserColumns(&ev.Envelope)
 	return s.w.Write([]string{strconv.FormatInt(ev.Seq, 10), ev.At, string(ev.Type), ev.LockName, ev.Actor, ev.HostID,
-		strconv.Itoa(ev.PID), ev.RequestID, Details(ev), ev.PrevHash, ev.Hash})
+		strconv.Itoa(ev.PID), ev.RequestID, Details(ev), ev.PrevHash, ev.Hash, uid, user})
+}
+
+// osUserText is the table's OS USER cell: uid(name) as id(1) prints it,
+// the uid alone when the system has no name for it, "-" for an event
+// written before they were recorded.
+func osUserText(env *events.Envelope) string {
+	uid, user, ok := env.OSUser()
+	switch {
+	case !ok:
+		return "-"
+	case user == "":
+		return strconv.Itoa(uid)
+	}
+	return fmt.Sprintf("%d(%s)", uid, user)
+}
+
+// osUserColumns are the uid and user CSV columns: both empty for an
+// event written before they were recorded.
+func osUserColumns(env *events.Envelope) (uid, user string) {
+	id, name, ok := env.OSUser()
+	if !ok {
+		return "", ""
+	}
+	return strconv.Itoa(id), name
 }
 
 func (s *csvSink) close() error {

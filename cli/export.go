@@ -34,7 +34,9 @@ jsonl (default): one event per line, {"seq","prev_hash","hash","body"},
 body being the stored canonical body verbatim: verify --file checks such
 a file on its own, recomputing each hash from canonical JSON of the body.
 csv: seq, event_id, at, type, lock_name, request_id, actor, host_id, pid,
-prev_hash, hash, body (the canonical body as text).
+prev_hash, hash, body (the canonical body as text), uid, user (the OS
+user id and name of the process that wrote the event; empty for events
+written before lockledger recorded them).
 
 --since/--until select the contiguous seq range from the first event at
 or after --since to the last at or before --until, so that the slice
@@ -85,8 +87,7 @@ func runExport(ctx context.Context, o *exportOptions) error {
 		var cw *csv.Writer
 		if o.format == formatCSV {
 			cw = csv.NewWriter(bw)
-			if err := cw.Write([]string{"seq", "event_id", "at", "type", "lock_name", "request_id", "actor", "host_id", "pid",
-				"prev_hash", "hash", "body"}); err != nil {
+			if err := cw.Write(exportCSVHeader); err != nil {
 				return err
 			}
 			write = func(row *replay.Row) error { return cw.Write(csvRecord(row)) }
@@ -105,8 +106,7 @@ func runExport(ctx context.Context, o *exportOptions) error {
 		}
 	} else if o.format == formatCSV {
 		cw := csv.NewWriter(bw)
-		_ = cw.Write([]string{"seq", "event_id", "at", "type", "lock_name", "request_id", "actor", "host_id", "pid",
-			"prev_hash", "hash", "body"})
+		_ = cw.Write(exportCSVHeader)
 		cw.Flush()
 	}
 	if err := bw.Flush(); err != nil {
@@ -128,9 +128,15 @@ func runExport(ctx context.Context, o *exportOptions) error {
 	return nil
 }
 
+// exportCSVHeader names export's CSV columns. uid and user come last, so
+// that the older columns keep their places.
+var exportCSVHeader = []string{"seq", "event_id", "at", "type", "lock_name", "request_id", "actor", "host_id", "pid",
+	"prev_hash", "hash", "body", "uid", "user"}
+
 func csvRecord(row *replay.Row) []string {
 	var env events.Envelope
 	_ = json.Unmarshal(row.Body, &env) // a damaged body leaves the columns empty; body keeps it
+	uid, user := osUserColumns(&env)
 	return []string{strconv.FormatInt(row.Seq, 10), env.EventID, env.At, string(env.Type), env.LockName, env.RequestID,
-		env.Actor, env.HostID, strconv.Itoa(env.PID), row.PrevHash, row.Hash, string(row.Body)}
+		env.Actor, env.HostID, strconv.Itoa(env.PID), row.PrevHash, row.Hash, string(row.Body), uid, user}
 }

@@ -209,7 +209,7 @@ func TestExportThenVerifyFile(t *testing.T) {
 	}
 	// csv carries the hashes and the canonical body.
 	out := clitest.Must(t, 0, root, "export", "--format", "csv").Stdout
-	if !strings.HasPrefix(out, "seq,event_id,at,type,lock_name,request_id,actor,host_id,pid,prev_hash,hash,body\n") ||
+	if !strings.HasPrefix(out, "seq,event_id,at,type,lock_name,request_id,actor,host_id,pid,prev_hash,hash,body,uid,user\n") ||
 		!strings.Contains(out, ledgerV.HeadHash) || strings.Count(out, "\n") < 9 {
 		t.Fatalf("csv export:\n%s", out)
 	}

@@ -22,6 +22,30 @@ type Envelope struct {
 	Actor         string `json:"actor"`
 	HostID        string `json:"host_id"`
 	PID           int    `json:"pid"`
+	// UID and User say who ran the process that wrote the event, as the
+	// kernel knows it (the real user id, and its name from os/user, ""
+	// when the system has none), beside the self-declared Actor. Both are
+	// written on every event; events written before lockledger recorded
+	// them have neither (nil).
+	UID  *int    `json:"uid,omitempty"`
+	User *string `json:"user,omitempty"`
+}
+
+// SetOSUser records the writing process's user id and user name.
+func (e *Envelope) SetOSUser(uid int, user string) {
+	e.UID, e.User = &uid, &user
+}
+
+// OSUser returns the recorded user id and name; ok is false for an event
+// written before they were recorded.
+func (e *Envelope) OSUser() (uid int, user string, ok bool) {
+	if e.UID == nil {
+		return 0, "", false
+	}
+	if e.User != nil {
+		user = *e.User
+	}
+	return *e.UID, user, true
 }
 
 // Acquired is lock_acquired's payload. Holder identity beyond the v1 record

@@ -261,8 +261,21 @@ func once(seen *uint64, f uint) bool {
 	return true
 }
 
+// osUserBox holds an event's uid and user: one allocation for both pointers.
+type osUserBox struct {
+	uid  int
+	user string
+}
+
 func (d *fastDecoder) event(ev *Event) bool {
 	var seen uint64
+	var box *osUserBox
+	osUser := func() *osUserBox {
+		if box == nil {
+			box = &osUserBox{}
+		}
+		return box
+	}
 	return d.members(func(key string) bool {
 		switch key {
 		case "event_id":
@@ -288,6 +301,18 @@ func (d *fastDecoder) event(ev *Event) bool {
 			return once(&seen, 8) && d.setStr(&ev.HostID)
 		case "pid":
 			return once(&seen, 9) && d.setInt(&ev.PID)
+		case "uid":
+			if !once(&seen, 45) {
+				return false
+			}
+			ev.UID = &osUser().uid
+			return d.setInt(ev.UID)
+		case "user":
+			if !once(&seen, 46) {
+				return false
+			}
+			ev.User = &osUser().user
+			return d.setStr(ev.User)
 		case "ttl_seconds":
 			return once(&seen, 10) && d.setInt64(&ev.TTLSeconds)
 		case "intent":

@@ -54,9 +54,18 @@ func decodeSeeds(tb testing.TB) [][]byte {
 	}
 	var out [][]byte
 	for i, p := range payloads {
-		b, err := events.BuildBody(events.Envelope{EventID: events.NewULID(at), Seq: int64(i + 1), Type: p.typ,
+		env := events.Envelope{EventID: events.NewULID(at), Seq: int64(i + 1), Type: p.typ,
 			SchemaVersion: 1, At: events.FormatTime(at), LockName: "deploy", RequestID: "req_a", Actor: "ci",
-			HostID: "h", PID: 42}, p.p)
+			HostID: "h", PID: 42}
+		// Every other body as written before uid and user were recorded;
+		// one with an unnamed uid.
+		switch i % 3 {
+		case 0:
+			env.SetOSUser(1000, "ci")
+		case 1:
+			env.SetOSUser(0, "")
+		}
+		b, err := events.BuildBody(env, p.p)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -80,6 +89,9 @@ func decodeMutations(b []byte) [][]byte {
 		cut + `,"pid":-9223372036854775808}`, cut + `,"pid":-0}`, cut + `,"pid":01}`, cut + `,"seq":null}`,
 		cut + `,"actor":"a\u0062c"}`, cut + `,"actor":"\ud800"}`, cut + "\"actor\":\"\xff\"}", cut + `,"actor":"é"}`,
 		cut + `,"actor":1}`, cut + `,"type":"x"}`,
+		cut + `,"uid":7}`, cut + `,"uid":null}`, cut + `,"uid":"7"}`, cut + `,"uid":7.0}`, cut + `,"uid":-1}`,
+		cut + `,"uid":9223372036854775808}`, cut + `,"user":"é"}`, cut + `,"user":null}`, cut + `,"user":1}`,
+		cut + `,"UID":3}`, cut + `,"uid":1,"user":"a","uid":2}`,
 		cut + `,"changes":[]}`, cut + `,"changes":null}`, cut + `,"changes":["a" , "b"]}`, cut + `,"changes":["a",]}`,
 		cut + `,"changes":["a",1]}`, cut + `,"changes":["a"]}`, cut + `,"changes":[null]}`, cut + `,"changes":"a"}`,
 		cut + `,"changes":["a"],"changes":["b","c"]}`, cut + `,"pids":[]}`, cut + `,"pids":null}`, cut + `,"pids":[ 1 ,2 ]}`,

@@ -155,6 +155,9 @@ type recordSchema struct {
 	names []string
 	// extra is the keyword that refuses any other property.
 	extra string
+	// together is a set of properties present all or none
+	// (dependentRequired, each requiring the others).
+	together uint64
 }
 
 type recordID uint8
@@ -263,6 +266,15 @@ func (v *validator) record(rs *recordSchema, allowed, required uint64) *verr {
 		}
 		return &verr{rule: "required", msg: "missing properties: " + strings.Join(names, ", ")}
 	}
+	if got := seen & rs.together; got != 0 && got != rs.together {
+		var names []string
+		for f := range rs.names {
+			if rs.together&^got&(1<<uint(f)) != 0 {
+				names = append(names, strconv.Quote(rs.names[f]))
+			}
+		}
+		return &verr{rule: "dependentRequired", msg: "missing properties: " + strings.Join(names, ", ")}
+	}
 	return extra
 }
 
@@ -280,6 +292,8 @@ const (
 	fActor
 	fHostID
 	fPID
+	fUID
+	fUser
 	// defs.json#/$defs/acquired (lock_acquired, lock_stolen)
 	fTTLSeconds
 	fIntent
@@ -333,6 +347,7 @@ var _ [64 - nEventFields]struct{}
 var eventNames = []string{
 	fEventID: "event_id", fSeq: "seq", fType: "type", fSchemaVersion: "schema_version", fAt: "at",
 	fLockName: "lock_name", fRequestID: "request_id", fActor: "actor", fHostID: "host_id", fPID: "pid",
+	fUID: "uid", fUser: "user",
 	fTTLSeconds: "ttl_seconds", fIntent: "intent", fIntentVersion: "intent_version", fFencingToken: "fencing_token",
 	fMetadata: "metadata", fPIDStart: "pid_start", fBootID: "boot_id", fTargets: "targets",
 	fPreviousLock: "previous_lock", fPreviousLockHash: "previous_lock_hash", fReason: "reason", fNote: "note",
@@ -367,6 +382,10 @@ func eventLookup(k []byte) int {
 		return fHostID
 	case "pid":
 		return fPID
+	case "uid":
+		return fUID
+	case "user":
+		return fUser
 	case "ttl_seconds":
 		return fTTLSeconds
 	case "intent":
@@ -450,8 +469,11 @@ func bits(fs ...int) uint64 {
 }
 
 var (
-	// envelope.json: properties and required are the same ten.
-	envelopeFields = bits(fEventID, fSeq, fType, fSchemaVersion, fAt, fLockName, fRequestID, fActor, fHostID, fPID)
+	// envelope.json: its required ten, and uid and user (both or neither:
+	// events written before they were recorded have neither).
+	envelopeRequired = bits(fEventID, fSeq, fType, fSchemaVersion, fAt, fLockName, fRequestID, fActor, fHostID, fPID)
+	osUserFields     = bits(fUID, fUser)
+	envelopeFields   = envelopeRequired | osUserFields
 	// defs.json#/$defs/acquired
 	acquiredRequired = bits(fTTLSeconds, fIntent, fIntentVersion, fFencingToken, fMetadata, fPIDStart, fBootID)
 	acquiredFields   = acquiredRequired | bits(fTargets)
@@ -471,19 +493,19 @@ var (
 		kJobProcesses:    envelopeFields | bits(fJobRequestID, fPIDs, fAction, fNote),
 	}
 	eventRequired = [...]uint64{
-		kAcquired:        envelopeFields | acquiredRequired,
-		kHeartbeat:       envelopeFields,
-		kStolen:          envelopeFields | acquiredRequired | bits(fPreviousLock, fPreviousLockHash, fReason),
-		kReleased:        envelopeFields | bits(fHeldDurationSeconds, fResult, fForced),
-		kHeartbeatFailed: envelopeFields | bits(fConsecutiveFailures, fError, fLockLost),
-		kBlocked:         envelopeFields | bits(fHeldBy, fState, fWaitedSeconds),
-		kRefused:         envelopeFields | bits(fAction, fError),
-		kProjected:       envelopeFields | bits(fChanges),
-		kJobProcesses:    envelopeFields | bits(fJobRequestID, fPIDs, fAction),
+		kAcquired:        envelopeRequired | acquiredRequired,
+		kHeartbeat:       envelopeRequired,
+		kStolen:          envelopeRequired | acquiredRequired | bits(fPreviousLock, fPreviousLockHash, fReason),
+		kReleased:        envelopeRequired | bits(fHeldDurationSeconds, fResult, fForced),
+		kHeartbeatFailed: envelopeRequired | bits(fConsecutiveFailures, fError, fLockLost),
+		kBlocked:         envelopeRequired | bits(fHeldBy, fState, fWaitedSeconds),
+		kRefused:         envelopeRequired | bits(fAction, fError),
+		kProjected:       envelopeRequired | bits(fChanges),
+		kJobProcesses:    envelopeRequired | bits(fJobRequestID, fPIDs, fAction),
 	}
 )
 
-var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluatedProperties"}
+var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluatedProperties", together: osUserFields}
 
 var (
 	eventTypes = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked",
@@ -507,6 +529,9 @@ const (
 
 const noMax = math.MaxInt64
 
+// maxUID is the largest user id (uid_t is 32 bits).
+const maxUID = math.MaxUint32
+
 func checkEventField(v *validator, f int) *verr {
 	switch f {
 	// envelope.json
@@ -529,6 +554,10 @@ func checkEventField(v *validator, f int) *verr {
 		return v.str(1, 256)
 	case fPID:
 		return v.integer(0, noMax)
+	case fUID:
+		return v.integer(0, maxUID)
+	case fUser:
+		return v.str(0, 256)
 	// defs.json#/$defs/acquired
 	case fTTLSeconds, fFencingToken:
 		return v.integer(1, noMax)

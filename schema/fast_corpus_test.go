@@ -85,10 +85,19 @@ func mustBody(tb testing.TB, env events.Envelope, payload any) []byte {
 func validSeeds(tb testing.TB) []seedBody {
 	tb.Helper()
 	at := time.Date(2026, 11, 22, 22, 23, 54, 861197406, time.UTC)
+	// Every seed records the writing process's uid and user, as the
+	// ledger writes them now; the "(before uid)" seeds are bodies written
+	// before they were recorded.
 	env := func(typ events.Type, seq int64, req string) events.Envelope {
 		at = at.Add(time.Second)
-		return events.Envelope{EventID: events.NewULID(at), Seq: seq, Type: typ, SchemaVersion: events.SchemaVersion,
+		e := events.Envelope{EventID: events.NewULID(at), Seq: seq, Type: typ, SchemaVersion: events.SchemaVersion,
 			At: events.FormatTime(at), LockName: "deploy-prod", RequestID: req, Actor: "ci-bot", HostID: "host-a", PID: 4242}
+		e.SetOSUser(1000, "ci")
+		return e
+	}
+	old := func(e events.Envelope) events.Envelope {
+		e.UID, e.User = nil, nil
+		return e
 	}
 	prev := events.Record{LockVersion: events.LockVersion, LockName: "deploy-prod", RequestID: "req_old", Actor: "alice",
 		Intent: "deploy", IntentVersion: "3", HostID: "host-b", PID: 77, CreatedAt: "2026-11-22T22:00:00Z",
@@ -112,6 +121,14 @@ func validSeeds(tb testing.TB) []seedBody {
 	noMeta.Metadata = map[string]string{}
 	noMeta.Intent, noMeta.IntentVersion, noMeta.PIDStart, noMeta.BootID = "", "", "", ""
 	add("acquired minimal", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 3, "r"), &noMeta))
+	add("acquired (before uid)", events.LockAcquired, mustBody(tb, old(env(events.LockAcquired, 3, "r")), &acq))
+	rootEnv := env(events.LockHeartbeat, 4, "req_a")
+	rootEnv.SetOSUser(0, "root")
+	add("heartbeat by root", events.LockHeartbeat, mustBody(tb, rootEnv, &events.Heartbeat{}))
+	unnamed := env(events.LockHeartbeat, 4, "req_a")
+	unnamed.SetOSUser(4294967295, "")
+	add("heartbeat by an unnamed uid", events.LockHeartbeat, mustBody(tb, unnamed, &events.Heartbeat{}))
+	add("heartbeat (before uid)", events.LockHeartbeat, mustBody(tb, old(env(events.LockHeartbeat, 4, "req_a")), &events.Heartbeat{}))
 	add("heartbeat", events.LockHeartbeat, mustBody(tb, env(events.LockHeartbeat, 4, "req_a"), &events.Heartbeat{}))
 	full()
 	add("stolen", events.LockStolen, mustBody(tb, env(events.LockStolen, 5, "req_b"), &events.Stolen{Acquired: acq,
@@ -125,6 +142,8 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("stolen foreign", events.LockStolen, mustBody(tb, env(events.LockStolen, 7, "req_d"), &events.Stolen{Acquired: acq,
 		PreviousLock: foreign, PreviousLockHash: foreign.Hash(), Reason: events.ReasonForeignLock}))
 	add("released", events.LockReleased, mustBody(tb, env(events.LockReleased, 8, "req_a"), &events.Released{
+		HeldDurationSeconds: 12.345, Result: events.ResultSuccess, FencingToken: 12}))
+	add("released (before uid)", events.LockReleased, mustBody(tb, old(env(events.LockReleased, 8, "req_a")), &events.Released{
 		HeldDurationSeconds: 12.345, Result: events.ResultSuccess, FencingToken: 12}))
 	add("released failure", events.LockReleased, mustBody(tb, env(events.LockReleased, 9, "req_a"), &events.Released{
 		HeldDurationSeconds: 0, Result: events.ResultFailure, FailureStep: "migrate", ExitCode: &exit, FencingToken: 12}))
@@ -306,6 +325,7 @@ func replacements() []string {
 		`0`, `1`, `-1`, `2`, `255`, `256`, `-0`, `0.0`, `1.0`, `1.5`, `0.5`, `-0.5`, `1e0`, `1E0`, `10e-1`, `0.1e1`,
 		`1e2`, `1e-1`, `100e-2`, `254.9999999999999999999`, `255.0000000000000000001`, `0.99999999999999999999`,
 		`1e400`, `-1e400`, `9223372036854775807`, `9223372036854775808`, `-9223372036854775809`,
+		`4294967295`, `4294967296`, `4294967295.0`, `4294967295.5`,
 		`0e99999999999`, `0.0e-1000001`, `1e1000001`, `1e-1000001`, `0e99999999999999999999`,
 		`1e99999999999999999999`, `1e-99999999999999999999`, `100e-1000002`, `1.0e1000002`, `0.01e-999999`,
 		// (1e1000000 is fine with big.Rat but takes it 50 ms: TestFastNumbers has it.)
@@ -393,7 +413,7 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 	}
 	for _, p := range objectPaths(root, nil) {
 		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "note", "foreign", "Seq",
-			"action", "state", "superseded_by", "pids", "changes"} {
+			"action", "state", "superseded_by", "pids", "changes", "uid", "user"} {
 			c := deepCopy(root)
 			if len(p) == 0 {
 				c.(map[string]any)[extra] = json.RawMessage(`"x"`)

@@ -174,6 +174,15 @@ func TestFastNamesFieldAndRule(t *testing.T) {
 		{"released everything", fieldPath{"superseded_by_path"}, `"/"`, []string{"/superseded_by_path:", "minLength"}},
 		{"released everything", fieldPath{"superseded_by_path"}, `"rel/x"`, []string{"/superseded_by_path:", "pattern"}},
 		{"stolen", fieldPath{"reason"}, `"reclaim"`, []string{"/reason:", "enum"}},
+		{"heartbeat", fieldPath{"uid"}, `-1`, []string{"/uid:", "minimum"}},
+		{"heartbeat", fieldPath{"uid"}, `4294967296`, []string{"/uid:", "maximum"}},
+		{"heartbeat", fieldPath{"uid"}, `"1000"`, []string{"/uid:", "type", "integer"}},
+		{"heartbeat", fieldPath{"uid"}, `1000.0`, []string{"/uid:", "format", "int64"}},
+		{"heartbeat", fieldPath{"user"}, `null`, []string{"/user:", "type", "string"}},
+		{"heartbeat", fieldPath{"user"}, `"` + strings.Repeat("u", 257) + `"`, []string{"/user:", "maxLength"}},
+		{"heartbeat", fieldPath{"user"}, ``, []string{"dependentRequired", `"user"`}},
+		{"heartbeat", fieldPath{"uid"}, ``, []string{"dependentRequired", `"uid"`}},
+		{"heartbeat (before uid)", fieldPath{"user"}, `"ci"`, []string{"dependentRequired", `"uid"`}},
 	} {
 		s := find(c.seed)
 		body := set(s, c.path, c.raw)

@@ -57,6 +57,9 @@ const (
 	kRefused
 	kProjected
 	kJobProcesses
+	kExported
+	kVerified
+	kLedgerProjected
 	kLockFile
 )
 
@@ -80,6 +83,12 @@ func kindOf(t events.Type) (kind, bool) {
 		return kProjected, true
 	case events.JobProcesses:
 		return kJobProcesses, true
+	case events.LedgerExported:
+		return kExported, true
+	case events.LedgerVerified:
+		return kVerified, true
+	case events.LedgerProjected:
+		return kLedgerProjected, true
 	case LockFile:
 		return kLockFile, true
 	}
@@ -338,6 +347,25 @@ const (
 	fSupersededBy
 	fSupersededByFormat
 	fSupersededByPath
+	// ledger_exported (first_seq, last_seq and events also ledger_verified;
+	// events also ledger_projected)
+	fSince
+	fUntil
+	fFirstSeq
+	fLastSeq
+	fEvents
+	fFormat
+	fDestination
+	// ledger_verified (result as lock_released's name, first_bad_seq as
+	// lock_projected's; problems also ledger_projected)
+	fProblems
+	fHeadHash
+	fFile
+	// ledger_projected (result, events, problems, broken_chain_accepted
+	// and first_bad_seq as above)
+	fLocks
+	fRowsChanged
+	fFilesChanged
 	nEventFields
 )
 
@@ -358,6 +386,9 @@ var eventNames = []string{
 	fAction: "action", fChanges: "changes", fMovedAside: "moved_aside", fBrokenChainAccepted: "broken_chain_accepted",
 	fFirstBadSeq: "first_bad_seq", fJobRequestID: "job_request_id", fPIDs: "pids", fSupersededBy: "superseded_by",
 	fSupersededByFormat: "superseded_by_format", fSupersededByPath: "superseded_by_path",
+	fSince: "since", fUntil: "until", fFirstSeq: "first_seq", fLastSeq: "last_seq", fEvents: "events", fFormat: "format",
+	fDestination: "destination", fProblems: "problems", fHeadHash: "head_hash", fFile: "file", fLocks: "locks",
+	fRowsChanged: "rows_changed", fFilesChanged: "files_changed",
 }
 
 func eventLookup(k []byte) int {
@@ -456,6 +487,32 @@ func eventLookup(k []byte) int {
 		return fSupersededByFormat
 	case "superseded_by_path":
 		return fSupersededByPath
+	case "since":
+		return fSince
+	case "until":
+		return fUntil
+	case "first_seq":
+		return fFirstSeq
+	case "last_seq":
+		return fLastSeq
+	case "events":
+		return fEvents
+	case "format":
+		return fFormat
+	case "destination":
+		return fDestination
+	case "problems":
+		return fProblems
+	case "head_hash":
+		return fHeadHash
+	case "file":
+		return fFile
+	case "locks":
+		return fLocks
+	case "rows_changed":
+		return fRowsChanged
+	case "files_changed":
+		return fFilesChanged
 	}
 	return -1
 }
@@ -469,11 +526,15 @@ func bits(fs ...int) uint64 {
 }
 
 var (
-	// envelope.json: its required ten, and uid and user (both or neither:
-	// events written before they were recorded have neither).
-	envelopeRequired = bits(fEventID, fSeq, fType, fSchemaVersion, fAt, fLockName, fRequestID, fActor, fHostID, fPID)
+	// envelope.json: its required nine, lock_name (which every lock
+	// event's schema requires and the ledger-wide ones refuse), and uid and
+	// user (both or neither: events written before they were recorded have
+	// neither).
+	envelopeRequired = bits(fEventID, fSeq, fType, fSchemaVersion, fAt, fRequestID, fActor, fHostID, fPID)
 	osUserFields     = bits(fUID, fUser)
-	envelopeFields   = envelopeRequired | osUserFields
+	ledgerFields     = envelopeRequired | osUserFields
+	envelopeFields   = ledgerFields | bits(fLockName)
+	lockRequired     = envelopeRequired | bits(fLockName)
 	// defs.json#/$defs/acquired
 	acquiredRequired = bits(fTTLSeconds, fIntent, fIntentVersion, fFencingToken, fMetadata, fPIDStart, fBootID)
 	acquiredFields   = acquiredRequired | bits(fTargets)
@@ -491,17 +552,25 @@ var (
 		kRefused:         envelopeFields | bits(fAction, fError, fState, fHeldBy),
 		kProjected:       envelopeFields | bits(fChanges, fMovedAside, fBrokenChainAccepted, fFirstBadSeq),
 		kJobProcesses:    envelopeFields | bits(fJobRequestID, fPIDs, fAction, fNote),
+		kExported:        ledgerFields | bits(fSince, fUntil, fFirstSeq, fLastSeq, fEvents, fFormat, fDestination),
+		kVerified: ledgerFields | bits(fResult, fEvents, fProblems, fFirstBadSeq, fFirstSeq, fLastSeq, fHeadHash,
+			fFile),
+		kLedgerProjected: ledgerFields | bits(fResult, fEvents, fLocks, fRowsChanged, fFilesChanged, fProblems,
+			fBrokenChainAccepted, fFirstBadSeq),
 	}
 	eventRequired = [...]uint64{
-		kAcquired:        envelopeRequired | acquiredRequired,
-		kHeartbeat:       envelopeRequired,
-		kStolen:          envelopeRequired | acquiredRequired | bits(fPreviousLock, fPreviousLockHash, fReason),
-		kReleased:        envelopeRequired | bits(fHeldDurationSeconds, fResult, fForced),
-		kHeartbeatFailed: envelopeRequired | bits(fConsecutiveFailures, fError, fLockLost),
-		kBlocked:         envelopeRequired | bits(fHeldBy, fState, fWaitedSeconds),
-		kRefused:         envelopeRequired | bits(fAction, fError),
-		kProjected:       envelopeRequired | bits(fChanges),
-		kJobProcesses:    envelopeRequired | bits(fJobRequestID, fPIDs, fAction),
+		kAcquired:        lockRequired | acquiredRequired,
+		kHeartbeat:       lockRequired,
+		kStolen:          lockRequired | acquiredRequired | bits(fPreviousLock, fPreviousLockHash, fReason),
+		kReleased:        lockRequired | bits(fHeldDurationSeconds, fResult, fForced),
+		kHeartbeatFailed: lockRequired | bits(fConsecutiveFailures, fError, fLockLost),
+		kBlocked:         lockRequired | bits(fHeldBy, fState, fWaitedSeconds),
+		kRefused:         lockRequired | bits(fAction, fError),
+		kProjected:       lockRequired | bits(fChanges),
+		kJobProcesses:    lockRequired | bits(fJobRequestID, fPIDs, fAction),
+		kExported:        envelopeRequired | bits(fEvents, fFormat, fDestination),
+		kVerified:        envelopeRequired | bits(fResult, fEvents, fProblems),
+		kLedgerProjected: envelopeRequired | bits(fResult, fEvents, fLocks, fRowsChanged, fFilesChanged),
 	}
 )
 
@@ -509,13 +578,16 @@ var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluate
 
 var (
 	eventTypes = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked",
-		"action_refused", "lock_projected", "job_processes"}
+		"action_refused", "lock_projected", "job_processes", "ledger_exported", "ledger_verified", "ledger_projected"}
 	stealReasons   = []string{"stale_lock_forced", "holder_dead", "forced_active", "foreign_lock", "superseded", "reclaimed"}
 	results        = []string{"success", "failure", "cancelled"}
 	blockStates    = []string{"held", "stale", "dead"}
 	refusedStates  = []string{"free", "held", "stale", "dead"}
 	refusedActions = []string{"release", "steal", "heartbeat"}
 	jobActions     = []string{"terminated", "killed", "left_running"}
+	verifyResults  = []string{"ok", "failed"}
+	projectResults = []string{"ok", "refused"}
+	exportFormats  = []string{"jsonl", "csv"}
 	targetFmts     = []string{"tower-fleet", "bso", "beads", "prodigy", "gitclaw"}
 )
 
@@ -582,6 +654,12 @@ func checkEventField(v *validator, f int) *verr {
 	case fHeldDurationSeconds:
 		return v.number(0)
 	case fResult:
+		switch v.k {
+		case kVerified:
+			return v.enum(verifyResults)
+		case kLedgerProjected:
+			return v.enum(projectResults)
+		}
 		return v.enum(results)
 	case fFailureStep:
 		return v.str(1, 256)
@@ -630,6 +708,21 @@ func checkEventField(v *validator, f int) *verr {
 		return v.pattern(isRequestID, "^[A-Za-z0-9_.:-]{1,128}$")
 	case fPIDs:
 		return v.array(1, maxJobPIDs, itemPID)
+	// ledger_exported.json, ledger_verified.json, ledger_projected.json
+	case fSince, fUntil:
+		return v.pattern(isEventTime, `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{9}Z$`)
+	case fFirstSeq, fLastSeq:
+		return v.integer(1, noMax)
+	case fEvents, fProblems, fLocks, fRowsChanged, fFilesChanged:
+		return v.integer(0, noMax)
+	case fFormat:
+		return v.enum(exportFormats)
+	case fDestination:
+		return v.destination()
+	case fHeadHash:
+		return v.pattern(isHexHash, "^[0-9a-f]{64}$")
+	case fFile:
+		return v.absPath(2, maxPathLength)
 	}
 	panic("schema: fast: unhandled event field " + strconv.Itoa(f))
 }
@@ -905,6 +998,27 @@ func (v *validator) absPath(min, max int) *verr {
 	}
 	if len(d) == 0 || d[0] != '/' {
 		return patternErr("^/")
+	}
+	return nil
+}
+
+// destination: {"anyOf": [{"const": "stdout"}, {"type": "string",
+// "minLength": 2, "maxLength": 4096, "pattern": "^/"}]}.
+func (v *validator) destination() *verr {
+	d, plain, jk := v.stringContent()
+	switch {
+	case jk == jInvalid:
+		return nil // syntax error, reported by the scanner
+	case jk != jString:
+		return &verr{rule: "anyOf", msg: "expected \"stdout\" or an absolute path, but got " + jk.String()}
+	case string(d) == events.DestinationStdout:
+		return nil
+	}
+	if e := lengthErr(d, plain, 2, maxPathLength); e != nil {
+		return &verr{rule: "anyOf", msg: "not \"stdout\", and " + e.rule + ": " + e.msg}
+	}
+	if d[0] != '/' {
+		return &verr{rule: "anyOf", msg: "neither \"stdout\" nor an absolute path"}
 	}
 	return nil
 }
@@ -1505,6 +1619,19 @@ func isSHA256Ref(b []byte) bool {
 		return false
 	}
 	for _, c := range b[len(prefix):] {
+		if !isDigit(c) && !(c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// isHexHash is ^[0-9a-f]{64}$: a chain hash.
+func isHexHash(b []byte) bool {
+	if len(b) != 64 {
+		return false
+	}
+	for _, c := range b {
 		if !isDigit(c) && !(c >= 'a' && c <= 'f') {
 			return false
 		}

@@ -194,6 +194,37 @@ func validSeeds(tb testing.TB) []seedBody {
 		JobRequestID: "req:1.2-3_4", PIDs: []int{7, 7}, Action: events.JobTerminated, Note: ""}))
 	add("stolen reclaimed", events.LockStolen, mustBody(tb, env(events.LockStolen, 24, "req_old"), &events.Stolen{Acquired: acq,
 		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonReclaimed}))
+	// The ledger-wide events: no lock_name.
+	ledger := func(typ events.Type, seq int64, req string) events.Envelope {
+		e := env(typ, seq, req)
+		e.LockName = ""
+		return e
+	}
+	head := strings.Repeat("0123456789abcdef", 4)
+	add("exported", events.LedgerExported, mustBody(tb, ledger(events.LedgerExported, 25, "req_o"), &events.Exported{
+		Events: 0, Format: "jsonl", Destination: events.DestinationStdout}))
+	add("exported everything", events.LedgerExported, mustBody(tb, ledger(events.LedgerExported, 26, "req_p"), &events.Exported{
+		Since: "2026-11-22T00:00:00.000000000Z", Until: "2026-11-23T00:00:00.000000000Z", FirstSeq: 4, LastSeq: 24,
+		Events: 21, Format: "csv", Destination: "/srv/audit/ledger-2026-11.csv"}))
+	full()
+	add("exported (before uid)", events.LedgerExported, mustBody(tb, old(ledger(events.LedgerExported, 27, "r")), &events.Exported{
+		FirstSeq: 1, LastSeq: 1, Events: 1, Format: "jsonl", Destination: "/x"}))
+	add("verified", events.LedgerVerified, mustBody(tb, ledger(events.LedgerVerified, 28, "req_q"), &events.Verified{
+		Result: events.AuditOK, Events: 27, FirstSeq: 1, LastSeq: 27, HeadHash: head}))
+	add("verified everything", events.LedgerVerified, mustBody(tb, ledger(events.LedgerVerified, 29, "req_r"), &events.Verified{
+		Result: events.AuditFailed, Events: 27, Problems: 3, FirstBadSeq: 4, FirstSeq: 2, LastSeq: 28, HeadHash: head,
+		File: "/home/auditor/ledger.jsonl"}))
+	full()
+	add("verified empty", events.LedgerVerified, mustBody(tb, ledger(events.LedgerVerified, 30, "req_s"), &events.Verified{
+		Result: events.AuditOK}))
+	add("ledger projected", events.LedgerProjected, mustBody(tb, ledger(events.LedgerProjected, 31, "req_t"),
+		&events.LedgerProjectedPayload{Result: events.AuditOK, Events: 30, Locks: 2}))
+	add("ledger projected everything", events.LedgerProjected, mustBody(tb, ledger(events.LedgerProjected, 32, "req_u"),
+		&events.LedgerProjectedPayload{Result: events.AuditOK, Events: 31, Locks: 2, RowsChanged: 1, FilesChanged: 3,
+			Problems: 1, BrokenChainAccepted: true, FirstBadSeq: 7}))
+	full()
+	add("ledger projected refused", events.LedgerProjected, mustBody(tb, ledger(events.LedgerProjected, 33, "req_v"),
+		&events.LedgerProjectedPayload{Result: events.AuditRefused, Events: 32, Locks: 2, Problems: 4, FirstBadSeq: 7}))
 	add("lock file", events.Type(schema.LockFile), prev.File())
 	full()
 	return out
@@ -342,6 +373,9 @@ func replacements() []string {
 		`"release"`, `"steal"`, `"heartbeat"`, `"Release"`, `"terminated"`, `"killed"`, `"left_running"`, `"bso"`,
 		`["x"]`, `[""]`, `[0]`, `[1,2]`, `["x",1]`, `[null]`, `[[]]`, `[1.0]`,
 		`"tower-fleet"`, `"gitclaw"`, `"beads "`, `"lock_heartbeat"`, `"lock_acquired"`, `"acquire_blocked"`,
+		`"ledger_exported"`, `"ledger_verified"`, `"ledger_projected"`, `"ok"`, `"failed"`, `"refused"`, `"OK"`,
+		`"jsonl"`, `"csv"`, `"json"`, `"stdout"`, `"stdout "`, `"Stdout"`, `"-"`, `"\u0073tdout"`,
+		`"` + strings.Repeat("0a", 32) + `"`, `"` + strings.Repeat("0A", 32) + `"`, `"` + strings.Repeat("0a", 31) + `0"`,
 		`"lock_\u0061cquired"`, `"\u0076\u0031"`, `"\/x"`, `"\u002fx"`,
 		`"2026-01-02T03:04:05Z"`, `"2026-01-02T03:04:05.5+01:00"`, `"2026-02-30T03:04:05Z"`, `"2024-02-29T23:59:60Z"`,
 		`"2026-01-02t03:04:05z"`, `"2026-01-02T24:00:00Z"`, `"2026-01-02 03:04:05Z"`, `"2026-01-02T+1:04:05Z"`,
@@ -413,7 +447,7 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 	}
 	for _, p := range objectPaths(root, nil) {
 		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "note", "foreign", "Seq",
-			"action", "state", "superseded_by", "pids", "changes", "uid", "user"} {
+			"action", "state", "superseded_by", "pids", "changes", "uid", "user", "lock_name", "events", "destination", "result"} {
 			c := deepCopy(root)
 			if len(p) == 0 {
 				c.(map[string]any)[extra] = json.RawMessage(`"x"`)

@@ -183,6 +183,23 @@ func TestFastNamesFieldAndRule(t *testing.T) {
 		{"heartbeat", fieldPath{"user"}, ``, []string{"dependentRequired", `"user"`}},
 		{"heartbeat", fieldPath{"uid"}, ``, []string{"dependentRequired", `"uid"`}},
 		{"heartbeat (before uid)", fieldPath{"user"}, `"ci"`, []string{"dependentRequired", `"uid"`}},
+		{"heartbeat", fieldPath{"lock_name"}, ``, []string{"required", `"lock_name"`}},
+		{"exported", fieldPath{"lock_name"}, `"deploy-prod"`, []string{`"lock_name"`, "not allowed"}},
+		{"exported", fieldPath{"destination"}, `"audit.jsonl"`, []string{"/destination:", "anyOf"}},
+		{"exported", fieldPath{"destination"}, `""`, []string{"/destination:", "anyOf"}},
+		{"exported", fieldPath{"format"}, `"json"`, []string{"/format:", "enum"}},
+		{"exported", fieldPath{"events"}, `-1`, []string{"/events:", "minimum"}},
+		{"exported", fieldPath{"events"}, ``, []string{"required", `"events"`}},
+		{"exported everything", fieldPath{"since"}, `"2026-11-22T00:00:00Z"`, []string{"/since:", "pattern"}},
+		{"exported everything", fieldPath{"first_seq"}, `0`, []string{"/first_seq:", "minimum"}},
+		{"verified", fieldPath{"result"}, `"success"`, []string{"/result:", "enum"}},
+		{"verified", fieldPath{"head_hash"}, `"sha256:00"`, []string{"/head_hash:", "pattern"}},
+		{"verified", fieldPath{"problems"}, ``, []string{"required", `"problems"`}},
+		{"verified everything", fieldPath{"file"}, `"ledger.jsonl"`, []string{"/file:", "pattern"}},
+		{"ledger projected", fieldPath{"result"}, `"failed"`, []string{"/result:", "enum"}},
+		{"ledger projected", fieldPath{"rows_changed"}, `-2`, []string{"/rows_changed:", "minimum"}},
+		{"ledger projected", fieldPath{"locks"}, ``, []string{"required", `"locks"`}},
+		{"released", fieldPath{"result"}, `"ok"`, []string{"/result:", "enum"}},
 	} {
 		s := find(c.seed)
 		body := set(s, c.path, c.raw)

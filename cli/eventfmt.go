@@ -30,14 +30,16 @@ type eventSink interface {
 func newEventSink(format string, w io.Writer, color bool) (eventSink, error) {
 	switch format {
 	case formatTable:
-		return &tableSink{t: newTable(w, color, "SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "PID@HOST", "REQUEST", "DETAILS")}, nil
+		return &tableSink{t: newTable(w, color, "SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "OS USER", "PID@HOST", "REQUEST", "DETAILS")}, nil
 	case formatJSON:
 		return &jsonSink{w: w}, nil
 	case formatJSONL:
 		return &jsonlSink{w: w}, nil
 	case formatCSV:
 		c := csv.NewWriter(w)
-		err := c.Write([]string{"seq", "at", "type", "lock_name", "actor", "host_id", "pid", "request_id", "details", "prev_hash", "hash"})
+		// uid and user come last, so that the older columns keep their places.
+		err := c.Write([]string{"seq", "at", "type", "lock_name", "actor", "host_id", "pid", "request_id", "details", "prev_hash", "hash",
+			"uid", "user"})
 		return &csvSink{w: c}, err
 	}
 	return nil, events.Invalid("--format", format, "must be table, json, jsonl or csv")
@@ -57,8 +59,9 @@ func (s *tableSink) event(ev *replay.Event) error {
 		cell{text: strconv.FormatInt(ev.Seq, 10)},
 		cell{text: ev.Time.Format(displayTime)},
 		cell{text: string(ev.Type), color: eventColor(ev)},
-		cell{text: ev.LockName},
+		cell{text: lockText(ev)},
 		cell{text: ev.Actor},
+		cell{text: osUserText(&ev.Envelope)},
 		cell{text: fmt.Sprintf("%d@%s", ev.PID, ev.HostID)},
 		cell{text: ev.RequestID},
 		cell{text: Details(ev)},
@@ -66,6 +69,17 @@ func (s *tableSink) event(ev *replay.Event) error {
 }
 
 func (s *tableSink) close() error { return s.t.flush() }
+
+// ledgerWideLock is the table's LOCK cell of an event about the whole
+// ledger (it has no lock_name): no lock can be named so.
+const ledgerWideLock = "(ledger)"
+
+func lockText(ev *replay.Event) string {
+	if ev.Type.LedgerWide() {
+		return ledgerWideLock
+	}
+	return ev.LockName
+}
 
 type jsonSink struct {
 	w io.Writer
@@ -107,8 +121,33 @@ func (s *jsonlSink) close() error { return nil }
 type csvSink struct{ w *csv.Writer }
 
 func (s *csvSink) event(ev *replay.Event) error {
+	uid, user := osUserColumns(&ev.Envelope)
 	return s.w.Write([]string{strconv.FormatInt(ev.Seq, 10), ev.At, string(ev.Type), ev.LockName, ev.Actor, ev.HostID,
-		strconv.Itoa(ev.PID), ev.RequestID, Details(ev), ev.PrevHash, ev.Hash})
+		strconv.Itoa(ev.PID), ev.RequestID, Details(ev), ev.PrevHash, ev.Hash, uid, user})
+}
+
+// osUserText is the table's OS USER cell: uid(name) as id(1) prints it,
+// the uid alone when the system has no name for it, "-" for an event
+// written before they were recorded.
+func osUserText(env *events.Envelope) string {
+	uid, user, ok := env.OSUser()
+	switch {
+	case !ok:
+		return "-"
+	case user == "":
+		return strconv.Itoa(uid)
+	}
+	return fmt.Sprintf("%d(%s)", uid, user)
+}
+
+// osUserColumns are the uid and user CSV columns: both empty for an
+// event written before they were recorded.
+func osUserColumns(env *events.Envelope) (uid, user string) {
+	id, name, ok := env.OSUser()
+	if !ok {
+		return "", ""
+	}
+	return strconv.Itoa(id), name
 }
 
 func (s *csvSink) close() error {
@@ -118,7 +157,8 @@ func (s *csvSink) close() error {
 
 // Details is the key facts of an event in a few words, for a postmortem:
 // steal reasons, release results and failure steps, waiting times,
-// refusals, what project changed, a job's leftover processes.
+// refusals, what project changed, a job's leftover processes, and who
+// exported, verified or projected the ledger, with what result.
 func Details(ev *replay.Event) string {
 	var parts []string
 	add := func(format string, a ...any) { parts = append(parts, fmt.Sprintf(format, a...)) }
@@ -200,8 +240,70 @@ func Details(ev *replay.Event) string {
 		if ev.Note != "" {
 			add("note %q", ev.Note)
 		}
+	case events.LedgerExported:
+		add("exported %s%s", eventCount(ev.Events), seqRange(ev.FirstSeq, ev.LastSeq))
+		if ev.Since != "" {
+			add("since %s", ev.Since)
+		}
+		if ev.Until != "" {
+			add("until %s", ev.Until)
+		}
+		add("as %s to %s", ev.Format, ev.Destination)
+	case events.LedgerVerified:
+		if ev.Result == events.AuditOK {
+			add("OK")
+		} else {
+			add("FAILED: %d %s", ev.Problems, plural(ev.Problems, "problem", "problems"))
+		}
+		if ev.FirstBadSeq > 0 {
+			add("first bad seq %d", ev.FirstBadSeq)
+		}
+		add("%s checked%s", eventCount(ev.Events), seqRange(ev.FirstSeq, ev.LastSeq))
+		if ev.HeadHash != "" {
+			add("head %s", ev.HeadHash)
+		}
+		if ev.File != "" {
+			add("export file %s", ev.File)
+		}
+	case events.LedgerProjected:
+		switch {
+		case ev.Result == events.AuditRefused:
+			add("REFUSED: damaged log (%d %s, first bad seq %d)", ev.Problems, plural(ev.Problems, "problem", "problems"), ev.FirstBadSeq)
+		case ev.BrokenChainAccepted:
+			add("BROKEN CHAIN accepted (first bad seq %d)", ev.FirstBadSeq)
+		}
+		add("%s replayed, %d %s", eventCount(ev.Events), ev.Locks, plural(ev.Locks, "lock", "locks"))
+		if ev.Result != events.AuditRefused {
+			if ev.RowsChanged == 0 && ev.FilesChanged == 0 {
+				add("no change")
+			} else {
+				add("%d %s and %d %s changed", ev.RowsChanged, plural(ev.RowsChanged, "row", "rows"),
+					ev.FilesChanged, plural(ev.FilesChanged, "file", "files"))
+			}
+		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+func eventCount(n int64) string {
+	if n == 1 {
+		return "1 event"
+	}
+	return strconv.FormatInt(n, 10) + " events"
+}
+
+func seqRange(first, last int64) string {
+	if first == 0 && last == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (seq %d-%d)", first, last)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func processCount(n int) string {
@@ -288,6 +390,21 @@ func eventColor(ev *replay.Event) string {
 			return ansiRed
 		}
 		return ansiYellow
+	case events.LedgerExported:
+		return ansiDim
+	case events.LedgerVerified:
+		if ev.Result == events.AuditOK {
+			return ansiDim
+		}
+		return ansiRed
+	case events.LedgerProjected:
+		switch {
+		case ev.Result == events.AuditRefused:
+			return ansiRed
+		case ev.BrokenChainAccepted:
+			return ansiMagenta
+		}
+		return ansiDim
 	}
 	return ""
 }

@@ -35,6 +35,14 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 			[]string{"BROKEN CHAIN accepted (first bad seq 7), lock file restored; locks row rewritten, moved aside to /r/locks/x.lock.corrupt-1"}, ansiMagenta},
 		{replay.Event{JobRequestID: "req_job", PIDs: []int{11, 12}, Action: events.JobKilled, Note: "left the process group"},
 			[]string{`job req_job: 2 processes killed, pids 11 12, note "left the process group"`}, ansiRed},
+		{replay.Event{Since: "2026-11-22T00:00:00.000000000Z", FirstSeq: 3, LastSeq: 9, Events: 7, Format: "csv",
+			Destination: "/srv/audit.csv"},
+			[]string{"exported 7 events (seq 3-9), since 2026-11-22T00:00:00.000000000Z, as csv to /srv/audit.csv"}, ansiDim},
+		{replay.Event{Result: events.AuditFailed, Problems: 2, FirstBadSeq: 4, Events: 9, FirstSeq: 1, LastSeq: 9,
+			HeadHash: "ab12", File: "/tmp/x.jsonl"},
+			[]string{"FAILED: 2 problems, first bad seq 4, 9 events checked (seq 1-9), head ab12, export file /tmp/x.jsonl"}, ansiRed},
+		{replay.Event{Result: events.AuditOK, Events: 12, Locks: 3, RowsChanged: 1, FilesChanged: 2},
+			[]string{"12 events replayed, 3 locks, 1 row and 2 files changed"}, ansiDim},
 	}
 	for i, typ := range events.Types {
 		if i >= len(cases) {
@@ -71,6 +79,24 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 	}
 	if eventColor(&left) != ansiYellow {
 		t.Errorf("left running: colour %q", eventColor(&left))
+	}
+	// A refused project and one forced through a damaged log say so.
+	refused := replay.Event{Result: events.AuditRefused, Problems: 1, FirstBadSeq: 7, Events: 12, Locks: 3}
+	refused.Type = events.LedgerProjected
+	if got, want := Details(&refused), "REFUSED: damaged log (1 problem, first bad seq 7), 12 events replayed, 3 locks"; got != want ||
+		eventColor(&refused) != ansiRed {
+		t.Errorf("refused project: %q (colour %q), want %q in red", got, eventColor(&refused), want)
+	}
+	forced := replay.Event{Result: events.AuditOK, BrokenChainAccepted: true, FirstBadSeq: 7, Events: 1, Locks: 1}
+	forced.Type = events.LedgerProjected
+	if got, want := Details(&forced), "BROKEN CHAIN accepted (first bad seq 7), 1 event replayed, 1 lock, no change"; got != want ||
+		eventColor(&forced) != ansiMagenta {
+		t.Errorf("forced project: %q (colour %q), want %q in magenta", got, eventColor(&forced), want)
+	}
+	ok := replay.Event{Result: events.AuditOK, Events: 0}
+	ok.Type = events.LedgerVerified
+	if got, want := Details(&ok), "OK, 0 events checked"; got != want {
+		t.Errorf("verify of an empty ledger: %q, want %q", got, want)
 	}
 	one := replay.Event{JobRequestID: "r", PIDs: []int{5}, Action: events.JobTerminated}
 	one.Type = events.JobProcesses

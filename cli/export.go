@@ -20,6 +20,7 @@ type exportOptions struct {
 	g      *globals
 	format string
 	out    string
+	actor  string
 	timeRange
 }
 
@@ -34,11 +35,21 @@ jsonl (default): one event per line, {"seq","prev_hash","hash","body"},
 body being the stored canonical body verbatim: verify --file checks such
 a file on its own, recomputing each hash from canonical JSON of the body.
 csv: seq, event_id, at, type, lock_name, request_id, actor, host_id, pid,
-prev_hash, hash, body (the canonical body as text).
+prev_hash, hash, body (the canonical body as text), uid, user (the OS
+user id and name of the process that wrote the event; empty for events
+written before lockledger recorded them).
 
 --since/--until select the contiguous seq range from the first event at
 or after --since to the last at or before --until, so that the slice
-chains. export only reads.`,
+chains.
+
+Reading the audit log is itself recorded: once the export is written,
+export appends a ledger_exported event (the range asked for and written,
+the count, the format, the file or stdout, who ran it) that changes no
+lock, so the next export or verify sees one more event. That takes the
+ledger's writer lock for a moment; where the root is read-only, or
+writers hold the lock past 2s, export still succeeds and says on stderr
+that it could not record itself.`,
 		Example: `  lockledger export -o ledger-2025-03.jsonl --since 2025-03-01 --until 2025-04-01
   lockledger verify --file ledger-2025-03.jsonl`,
 		Args: noArgs,
@@ -49,6 +60,7 @@ chains. export only reads.`,
 	fl.StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0600) instead of stdout")
 	fl.StringVar(&o.since, "since", "", "from the first event at or after this time (RFC 3339, or a duration ago)")
 	fl.StringVar(&o.until, "until", "", "to the last event at or before this time")
+	fl.StringVar(&o.actor, "actor", "", "who exports, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
 	return cmd
 }
 
@@ -60,6 +72,36 @@ func runExport(ctx context.Context, o *exportOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.actor != "" {
+		if err := validActor(o.actor); err != nil {
+			return err
+		}
+	}
+	done, err := export(ctx, o, since, until)
+	if err != nil {
+		return err
+	}
+	o.g.recordAccess(ctx, "export", events.LedgerExported, o.actor, done)
+	return nil
+}
+
+// export writes the events and says what it wrote, for ledger_exported.
+func export(ctx context.Context, o *exportOptions, since, until time.Time) (*events.Exported, error) {
+	done := &events.Exported{Format: o.format, Destination: events.DestinationStdout}
+	if !since.IsZero() {
+		done.Since = events.FormatTime(since)
+	}
+	if !until.IsZero() {
+		done.Until = events.FormatTime(until)
+	}
+	if o.out != "" {
+		done.Destination = absPath(o.out)
+	}
+	err := exportTo(ctx, o, since, until, done)
+	return done, err
+}
+
+func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, done *events.Exported) error {
 	r, err := o.g.openRead(ctx)
 	if err != nil {
 		return err
@@ -85,8 +127,7 @@ func runExport(ctx context.Context, o *exportOptions) error {
 		var cw *csv.Writer
 		if o.format == formatCSV {
 			cw = csv.NewWriter(bw)
-			if err := cw.Write([]string{"seq", "event_id", "at", "type", "lock_name", "request_id", "actor", "host_id", "pid",
-				"prev_hash", "hash", "body"}); err != nil {
+			if err := cw.Write(exportCSVHeader); err != nil {
 				return err
 			}
 			write = func(row *replay.Row) error { return cw.Write(csvRecord(row)) }
@@ -105,8 +146,7 @@ func runExport(ctx context.Context, o *exportOptions) error {
 		}
 	} else if o.format == formatCSV {
 		cw := csv.NewWriter(bw)
-		_ = cw.Write([]string{"seq", "event_id", "at", "type", "lock_name", "request_id", "actor", "host_id", "pid",
-			"prev_hash", "hash", "body"})
+		_ = cw.Write(exportCSVHeader)
 		cw.Flush()
 	}
 	if err := bw.Flush(); err != nil {
@@ -120,7 +160,9 @@ func runExport(ctx context.Context, o *exportOptions) error {
 			return err
 		}
 	}
+	done.Events = int64(n)
 	if ok {
+		done.FirstSeq, done.LastSeq = from, to
 		o.g.log.Info("exported", "events", n, "from_seq", from, "to_seq", to)
 	} else {
 		o.g.log.Info("no events to export")
@@ -128,9 +170,15 @@ func runExport(ctx context.Context, o *exportOptions) error {
 	return nil
 }
 
+// exportCSVHeader names export's CSV columns. uid and user come last, so
+// that the older columns keep their places.
+var exportCSVHeader = []string{"seq", "event_id", "at", "type", "lock_name", "request_id", "actor", "host_id", "pid",
+	"prev_hash", "hash", "body", "uid", "user"}
+
 func csvRecord(row *replay.Row) []string {
 	var env events.Envelope
 	_ = json.Unmarshal(row.Body, &env) // a damaged body leaves the columns empty; body keeps it
+	uid, user := osUserColumns(&env)
 	return []string{strconv.FormatInt(row.Seq, 10), env.EventID, env.At, string(env.Type), env.LockName, env.RequestID,
-		env.Actor, env.HostID, strconv.Itoa(env.PID), row.PrevHash, row.Hash, string(row.Body)}
+		env.Actor, env.HostID, strconv.Itoa(env.PID), row.PrevHash, row.Hash, string(row.Body), uid, user}
 }

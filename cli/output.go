@@ -84,9 +84,13 @@ func errorObject(err error) map[string]any {
 	var broken *ledger.BrokenChainError
 	switch {
 	case errors.As(err, &broken):
-		return map[string]any{"error": "broken_chain", "first_bad": broken.FirstBad, "problem_count": broken.Problems,
+		o := map[string]any{"error": "broken_chain", "first_bad": broken.FirstBad, "problem_count": broken.Problems,
 			"message":    err.Error(),
 			"suggestion": "lockledger verify shows the damage; lockledger project --accept-broken-chain projects anyway (recorded)"}
+		if broken.Recorded > 0 {
+			o["run_recorded"] = broken.Recorded
+		}
+		return o
 	case errors.As(err, &held):
 		o := map[string]any{"error": "lock_blocked", "lock_name": held.Lock, "held_by": events.HolderOf(held.Holder),
 			"message":    err.Error(),

@@ -30,13 +30,15 @@ what changed.
 project first checks the event log as verify does (hash chain, seq,
 schemas, columns, replay consistency). While the log is damaged it
 refuses, exit 1, naming the first bad seq and the kind of damage, and
-changes nothing: projections rebuilt from a forged log would agree with
-the forgery and hide it. --accept-broken-chain projects the log as it now
-reads anyway, and its events say so.
+changes no projection: projections rebuilt from a forged log would agree
+with the forgery and hide it. --accept-broken-chain projects the log as it
+now reads anyway, and its events say so.
 
-Every run that changes anything is recorded: one lock_projected event per
-lock whose projections changed, saying what changed. A run that changes
-nothing records nothing.
+Every run is recorded, since it reads the whole audit log: one
+ledger_projected event with its result (ok, or refused for a damaged log)
+and what it changed in counts, after one lock_projected event per lock
+whose projections changed, saying what changed. None of them changes a
+lock's state.
 
 Lock files of other tools are left alone. An unreadable file in the locks
 directory (not a v1 lock, so no tool's holder; it blocks its lock, to fail
@@ -93,6 +95,7 @@ func runProject(ctx context.Context, o *projectOptions) error {
 	case n > 1:
 		fmt.Fprintf(w, "  recorded: %d lock_projected events, seq %d-%d\n", n, rep.Recorded[0], rep.Recorded[n-1])
 	}
+	fmt.Fprintf(w, "  recorded: ledger_projected, seq %d\n", rep.RunRecorded)
 	return nil
 }
 

@@ -35,6 +35,22 @@ func projection(t *testing.T, root string) string {
 	return fmt.Sprintf("rows %q\nfiles %q\nevents %d", rows, files, clitest.EventCount(t, root))
 }
 
+// projectionOnly is projection without the event count: the locks table
+// and the lock files.
+func projectionOnly(t *testing.T, root string) string {
+	t.Helper()
+	p := projection(t, root)
+	return p[:strings.LastIndex(p, "\nevents ")]
+}
+
+// lastEvent is the type and body of the last event.
+func lastEvent(t *testing.T, root string) (string, string) {
+	t.Helper()
+	r := clitest.Strings(t, root, `SELECT type || ' ' || body FROM events ORDER BY seq DESC LIMIT 1`)
+	typ, body, _ := strings.Cut(r[0], " ")
+	return typ, body
+}
+
 type projected struct {
 	Seq                 int64
 	Lock                string   `json:"lock_name"`
@@ -61,10 +77,11 @@ func projectedEvents(t *testing.T, root string) map[string]projected {
 // TestProjectRefusesABrokenChainAndChangesNothing: after an event is
 // deleted or its body rewritten (triggers dropped, as an attacker would),
 // project exits 1 naming the first bad seq and the kind of damage, and
-// the locks table, the lock files and the events stay exactly as they
-// were, although replay of the forged log would change them. With
-// --accept-broken-chain it projects the log as it reads and records that
-// it did; the events it records add no damage of their own.
+// the locks table and the lock files stay exactly as they were, although
+// replay of the forged log would change them; the one event added is the
+// ledger_projected that records the refusal. With --accept-broken-chain it
+// projects the log as it reads and records that it did; the events it
+// records add no damage of their own.
 func TestProjectRefusesABrokenChainAndChangesNothing(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -82,13 +99,19 @@ func TestProjectRefusesABrokenChainAndChangesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := scenario(t)
 			exec(t, attacker(t, root), tc.tamper)
-			before := projection(t, root)
+			before, n := projectionOnly(t, root), clitest.EventCount(t, root)
 			r := clitest.Must(t, 1, root, "project")
-			if want := "first bad seq 2, " + tc.kind; !strings.Contains(r.Stderr, want) || !strings.Contains(r.Stderr, "changed nothing") {
+			if want := "first bad seq 2, " + tc.kind; !strings.Contains(r.Stderr, want) || !strings.Contains(r.Stderr, "changed neither") ||
+				!strings.Contains(r.Stderr, "the refusal is recorded: ledger_projected") {
 				t.Fatalf("refusal does not say %q:\n%s", want, r.Stderr)
 			}
-			if after := projection(t, root); after != before {
-				t.Fatalf("a refused project changed the ledger:\n%s\nwas\n%s", after, before)
+			if after := projectionOnly(t, root); after != before {
+				t.Fatalf("a refused project changed the projections:\n%s\nwas\n%s", after, before)
+			}
+			typ, body := lastEvent(t, root)
+			if got := clitest.EventCount(t, root); got != n+1 || typ != "ledger_projected" ||
+				!strings.Contains(body, `"result":"refused"`) || !strings.Contains(body, `"first_bad_seq":2`) {
+				t.Fatalf("a refused project recorded %d events, the last %s %s; want its ledger_projected, refused at seq 2", got-n, typ, body)
 			}
 			var refusal struct {
 				Error    string `json:"error"`
@@ -102,8 +125,8 @@ func TestProjectRefusesABrokenChainAndChangesNothing(t *testing.T) {
 				refusal.FirstBad.Seq != 2 || refusal.FirstBad.Kind != tc.kind {
 				t.Fatalf("project --json refusal: %+v (%v)\n%s", refusal, err, r.Stdout)
 			}
-			if after := projection(t, root); after != before {
-				t.Fatalf("a refused project --json changed the ledger:\n%s\nwas\n%s", after, before)
+			if after := projectionOnly(t, root); after != before {
+				t.Fatalf("a refused project --json changed the projections:\n%s\nwas\n%s", after, before)
 			}
 
 			r = clitest.Must(t, 0, root, "project", "--accept-broken-chain")
@@ -132,8 +155,8 @@ func TestProjectRefusesABrokenChainAndChangesNothing(t *testing.T) {
 
 // TestProjectRecordsWhatItRepairs: a lock file deleted and a locks row
 // edited are put right by project, which records one lock_projected per
-// lock saying what it changed; a second project changes and records
-// nothing; verify is OK.
+// lock saying what it changed, and the run in a ledger_projected; a second
+// project changes nothing and records only its run; verify is OK.
 func TestProjectRecordsWhatItRepairs(t *testing.T) {
 	root := scenario(t)
 	if err := os.Remove(filepath.Join(root, "locks", "db-migrate.lock")); err != nil {
@@ -153,8 +176,12 @@ func TestProjectRecordsWhatItRepairs(t *testing.T) {
 		t.Fatalf("project:\n%s", r.Stdout)
 	}
 	got := projectedEvents(t, root)
-	if len(got) != 2 || clitest.EventCount(t, root) != events+2 {
+	if len(got) != 2 || clitest.EventCount(t, root) != events+3 {
 		t.Fatalf("lock_projected events: %+v", got)
+	}
+	if typ, body := lastEvent(t, root); typ != "ledger_projected" || !strings.Contains(body, `"result":"ok"`) ||
+		!strings.Contains(body, `"rows_changed":1`) || !strings.Contains(body, `"files_changed":1`) {
+		t.Fatalf("the run's record: %s %s", typ, body)
 	}
 	lockPath := filepath.Join(root, "locks", "db-migrate.lock")
 	if c := got["db-migrate"].Changes; len(c) != 1 || c[0] != "lock file restored ("+lockPath+")" {
@@ -170,13 +197,18 @@ func TestProjectRecordsWhatItRepairs(t *testing.T) {
 	}
 	verify(t, root, 0)
 
-	before := projection(t, root)
+	before := projectionOnly(t, root)
 	r = clitest.Must(t, 0, root, "project")
-	if !strings.Contains(r.Stdout, "no change") || strings.Contains(r.Stdout, "recorded") {
+	if !strings.Contains(r.Stdout, "no change") || strings.Contains(r.Stdout, "lock_projected") ||
+		!strings.Contains(r.Stdout, "recorded: ledger_projected") {
 		t.Fatalf("second project:\n%s", r.Stdout)
 	}
-	if after := projection(t, root); after != before {
-		t.Fatalf("a project with nothing to do changed the ledger:\n%s\nwas\n%s", after, before)
+	if after := projectionOnly(t, root); after != before {
+		t.Fatalf("a project with nothing to do changed the projections:\n%s\nwas\n%s", after, before)
+	}
+	if typ, body := lastEvent(t, root); typ != "ledger_projected" || !strings.Contains(body, `"rows_changed":0`) ||
+		!strings.Contains(body, `"files_changed":0`) {
+		t.Fatalf("the second run's record: %s %s", typ, body)
 	}
 	verify(t, root, 0)
 }

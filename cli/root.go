@@ -23,7 +23,9 @@ func newRoot(g *globals) *cobra.Command {
 		Short: "Locks for scripts, CI jobs and services, with every action kept as an audit event",
 		Long: `lockledger is a lock manager in which every lock action (acquired, heartbeat,
 stolen, released, heartbeat failed, blocked, refused) is appended as a
-schema-validated, hash-chained event to ROOT/ledger.db. Lock files in ROOT/locks follow the
+schema-validated, hash-chained event to ROOT/ledger.db, and so is every read
+of the whole log (export, verify, project), with who ran it: the declared
+actor and the OS user. Lock files in ROOT/locks follow the
 tower-fleet v1 format, so existing tools keep reading them.
 
 What lockledger refuses to touch (more in README.md):

@@ -31,12 +31,21 @@ oldest first. Times are RFC 3339 or a duration meaning that long ago
 (--since 2h); both bounds are inclusive. --type is repeatable or a comma
 list of: lock_acquired, lock_heartbeat, lock_stolen, lock_released,
 heartbeat_failed, acquire_blocked, action_refused (a refused release,
-steal or heartbeat), lock_projected (what project changed) and
-job_processes (a job's processes still running after it).
+steal or heartbeat), lock_projected (what project changed),
+job_processes (a job's processes still running after it), and the reads
+of the whole log: ledger_exported, ledger_verified and ledger_projected
+(who exported, verified or projected the ledger, with what result).
+Those name no lock: LOCK reads (ledger), and --lock leaves them out.
+
+ACTOR is who the writer said it was (--actor, LOCKLEDGER_ACTOR, USER);
+OS USER is who the kernel says ran the writing process: its user id and,
+in parentheses, that user's name ("-" for events written before
+lockledger recorded them; in the body, uid and user).
 
 Formats: table (aligned, for a postmortem document; coloured on a terminal
 unless NO_COLOR is set), json (one array), jsonl (one event per line:
-the hashed body's fields plus prev_hash and hash), csv. --json means jsonl.
+the hashed body's fields plus prev_hash and hash), csv (uid and user are
+its last columns). --json means jsonl.
 timeline only reads: it takes no lock.`,
 		Example: `  lockledger timeline --lock app-prod --since 2025-03-14T10:00:00Z --until 2025-03-14T11:00:00Z
   lockledger timeline --type lock_stolen,acquire_blocked --since 24h

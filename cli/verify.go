@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -20,6 +21,7 @@ type verifyOptions struct {
 	file     string
 	prevHash string
 	full     bool
+	actor    string
 }
 
 func newVerify(g *globals) *cobra.Command {
@@ -53,7 +55,18 @@ ledger's genesis or the previous export's head), seq contiguity and
 schemas. Compare the printed head hash with one recorded elsewhere to
 detect a truncated tail.
 
-Exit 0 only when everything holds, 1 otherwise. verify only reads.`,
+Exit 0 only when everything holds, 1 otherwise.
+
+Reading the audit log is itself recorded: after the check, verify appends
+a ledger_verified event (ok or failed, the problem count, the first bad
+seq, the events and head hash checked, the export file with --file, who
+ran it). The report is of the log as it was read, without that event:
+the next verify sees one more event and a new head hash. The event takes
+the ledger's writer lock for a moment; where the root is read-only, or
+writers hold the lock past 2s, verify still reports and exits as it
+would, and says on stderr that it could not record itself. With --file,
+the check is recorded in the ledger at --root when there is one (none is
+created); with no ledger there it is not recorded.`,
 		Example: `  lockledger verify
   lockledger verify --json | jq .first_bad
   lockledger verify --full      # also every index against its table
@@ -64,6 +77,7 @@ Exit 0 only when everything holds, 1 otherwise. verify only reads.`,
 	cmd.Flags().StringVar(&o.file, "file", "", "check this JSON Lines export instead of the ledger")
 	cmd.Flags().StringVar(&o.prevHash, "prev-hash", "", "with --file: the hash the first line must chain from")
 	cmd.Flags().BoolVar(&o.full, "full", false, "run SQLite's integrity_check (every index against its table) instead of its quick_check")
+	cmd.Flags().StringVar(&o.actor, "actor", "", "who verifies, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
 	return cmd
 }
 
@@ -73,25 +87,74 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	switch {
 	case o.file != "" && o.full:
 		return &usageError{fmt.Errorf("verify: --full checks the ledger's database, not a --file export")}
-	case o.file != "":
-		rep, err = verifyFile(o.file, o.prevHash)
-	case o.prevHash != "":
+	case o.file == "" && o.prevHash != "":
 		return &usageError{fmt.Errorf("verify: --prev-hash needs --file")}
-	default:
+	case o.actor != "":
+		if err := validActor(o.actor); err != nil {
+			return err
+		}
+	}
+	if o.file != "" {
+		rep, err = verifyFile(o.file, o.prevHash)
+	} else {
 		rep, err = verifyLedger(ctx, o.g, o.full)
 	}
 	if err != nil {
 		return err
 	}
+	// Recorded after the read, which it never changes: the report stays
+	// that of the log as it was read.
+	recorded := o.g.recordAccess(ctx, "verify", events.LedgerVerified, o.actor, verified(rep, o.file))
 	if o.g.json {
-		writeJSON(o.g.io.Out, rep)
+		writeJSON(o.g.io.Out, struct {
+			*replay.Report
+			Recorded int64 `json:"recorded,omitempty"`
+		}{rep, recorded})
 	} else {
 		printReport(o.g.io.Out, rep)
+		if recorded > 0 {
+			fmt.Fprintf(o.g.io.Out, "  recorded: ledger_verified, seq %d (after the events checked: the next verify checks it too)\n", recorded)
+		}
 	}
 	if !rep.OK {
 		return &ExitError{Code: ExitFailure}
 	}
 	return nil
+}
+
+// verified is ledger_verified's record of a report: only what the
+// schema can carry (a damaged export may claim any seq or hash).
+func verified(rep *replay.Report, file string) *events.Verified {
+	v := &events.Verified{Result: events.AuditOK, Events: rep.Events, Problems: rep.ProblemCount}
+	if !rep.OK {
+		v.Result = events.AuditFailed
+	}
+	if rep.FirstBad != nil && rep.FirstBad.Seq > 0 {
+		v.FirstBadSeq = rep.FirstBad.Seq
+	}
+	if rep.Events > 0 && rep.FirstSeq > 0 && rep.LastSeq > 0 {
+		v.FirstSeq, v.LastSeq = rep.FirstSeq, rep.LastSeq
+	}
+	if isChainHash(rep.HeadHash) {
+		v.HeadHash = rep.HeadHash
+	}
+	if file != "" {
+		v.File = absPath(file)
+	}
+	return v
+}
+
+// isChainHash: 64 lower-case hex digits, as every hash the ledger writes.
+func isChainHash(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func verifyFile(path, prevHash string) (*replay.Report, error) {

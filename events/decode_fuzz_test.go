@@ -41,11 +41,24 @@ func sampleBodies(tb testing.TB) map[events.Type][]byte {
 			MovedAside: "/r/locks/deploy.lock.corrupt-20260102T030405Z", BrokenChainAccepted: true, FirstBadSeq: 3},
 		events.JobProcesses: &events.JobProcessesPayload{JobRequestID: "req_old", PIDs: []int{41, 43}, Action: events.JobKilled,
 			Note: "left the process group"},
+		events.LedgerExported: &events.Exported{Since: "2026-01-02T00:00:00.000000000Z", FirstSeq: 1, LastSeq: 9, Events: 9,
+			Format: "csv", Destination: "/srv/audit.csv"},
+		events.LedgerVerified: &events.Verified{Result: events.AuditFailed, Events: 9, Problems: 1, FirstBadSeq: 3,
+			FirstSeq: 1, LastSeq: 9, HeadHash: strings.Repeat("0f", 32)},
+		events.LedgerProjected: &events.LedgerProjectedPayload{Result: events.AuditOK, Events: 9, Locks: 1, RowsChanged: 1},
 	}
 	out := map[events.Type][]byte{}
 	for i, typ := range events.Types {
 		env := events.Envelope{EventID: events.NewULID(at), Seq: int64(i + 1), Type: typ, SchemaVersion: events.SchemaVersion,
 			At: events.FormatTime(at), LockName: "deploy", RequestID: "req_01", Actor: "O'Brien", HostID: "host-a", PID: 42}
+		if typ.LedgerWide() {
+			env.LockName = ""
+		}
+		// The heartbeat stays as bodies were written before uid and user
+		// (type is its last member, which the cases below edit).
+		if typ != events.LockHeartbeat {
+			env.SetOSUser(1000, "o'brien")
+		}
 		b, err := events.BuildBody(env, payloads[typ])
 		if err != nil {
 			tb.Fatal(err)

@@ -17,11 +17,36 @@ type Envelope struct {
 	Type          Type   `json:"type"`
 	SchemaVersion int    `json:"schema_version"`
 	At            string `json:"at"`
-	LockName      string `json:"lock_name"`
-	RequestID     string `json:"request_id"`
-	Actor         string `json:"actor"`
-	HostID        string `json:"host_id"`
-	PID           int    `json:"pid"`
+	// LockName is "" for a ledger-wide event, whose body has none.
+	LockName  string `json:"lock_name,omitempty"`
+	RequestID string `json:"request_id"`
+	Actor     string `json:"actor"`
+	HostID    string `json:"host_id"`
+	PID       int    `json:"pid"`
+	// UID and User say who ran the process that wrote the event, as the
+	// kernel knows it (the real user id, and its name from os/user, ""
+	// when the system has none), beside the self-declared Actor. Both are
+	// written on every event; events written before lockledger recorded
+	// them have neither (nil).
+	UID  *int    `json:"uid,omitempty"`
+	User *string `json:"user,omitempty"`
+}
+
+// SetOSUser records the writing process's user id and user name.
+func (e *Envelope) SetOSUser(uid int, user string) {
+	e.UID, e.User = &uid, &user
+}
+
+// OSUser returns the recorded user id and name; ok is false for an event
+// written before they were recorded.
+func (e *Envelope) OSUser() (uid int, user string, ok bool) {
+	if e.UID == nil {
+		return 0, "", false
+	}
+	if e.User != nil {
+		user = *e.User
+	}
+	return *e.UID, user, true
 }
 
 // Acquired is lock_acquired's payload. Holder identity beyond the v1 record
@@ -103,6 +128,51 @@ type JobProcessesPayload struct {
 	PIDs         []int  `json:"pids"`
 	Action       string `json:"action"`
 	Note         string `json:"note,omitempty"`
+}
+
+// Exported is ledger_exported's payload: what an export read and where it
+// went. Since and Until are the bounds asked for (envelope time format),
+// FirstSeq..LastSeq the contiguous range written (none when Events is 0).
+type Exported struct {
+	Since    string `json:"since,omitempty"`
+	Until    string `json:"until,omitempty"`
+	FirstSeq int64  `json:"first_seq,omitempty"`
+	LastSeq  int64  `json:"last_seq,omitempty"`
+	Events   int64  `json:"events"`
+	Format   string `json:"format"`
+	// Destination is DestinationStdout or the absolute path of the file.
+	Destination string `json:"destination"`
+}
+
+// Verified is ledger_verified's payload: what a verify checked and found.
+// FirstSeq..LastSeq and HeadHash are the events checked (the ledger's state
+// at the read, which this event follows), File the export checked instead
+// of the ledger (verify --file).
+type Verified struct {
+	Result      string `json:"result"` // AuditOK or AuditFailed
+	Events      int64  `json:"events"`
+	Problems    int    `json:"problems"`
+	FirstBadSeq int64  `json:"first_bad_seq,omitempty"`
+	FirstSeq    int64  `json:"first_seq,omitempty"`
+	LastSeq     int64  `json:"last_seq,omitempty"`
+	HeadHash    string `json:"head_hash,omitempty"`
+	File        string `json:"file,omitempty"`
+}
+
+// LedgerProjectedPayload is ledger_projected's payload: one project run,
+// in counts (its lock_projected events say what changed for each lock).
+// A refused run (a damaged log) counts what it replayed and changed
+// nothing; Problems and FirstBadSeq are the damage, as with
+// BrokenChainAccepted for a run forced through it.
+type LedgerProjectedPayload struct {
+	Result              string `json:"result"` // AuditOK or AuditRefused
+	Events              int64  `json:"events"`
+	Locks               int    `json:"locks"`
+	RowsChanged         int    `json:"rows_changed"`
+	FilesChanged        int    `json:"files_changed"`
+	Problems            int    `json:"problems,omitempty"`
+	BrokenChainAccepted bool   `json:"broken_chain_accepted,omitempty"`
+	FirstBadSeq         int64  `json:"first_bad_seq,omitempty"`
 }
 
 // HeartbeatFailedPayload is heartbeat_failed's payload.
@@ -240,6 +310,12 @@ func Decode(body []byte) (Envelope, any, error) {
 		p = &Projected{}
 	case JobProcesses:
 		p = &JobProcessesPayload{}
+	case LedgerExported:
+		p = &Exported{}
+	case LedgerVerified:
+		p = &Verified{}
+	case LedgerProjected:
+		p = &LedgerProjectedPayload{}
 	default:
 		return env, nil, fmt.Errorf("events: unknown type %q", env.Type)
 	}

@@ -29,11 +29,30 @@ const (
 	// process group) or a superseded job, stopped or left running. It
 	// changes no state.
 	JobProcesses Type = "job_processes"
+
+	// The audit log's own access, recorded by the commands that read all of
+	// it. These are ledger-wide: they name no lock (their bodies have no
+	// lock_name, their lock_name column is ""), and change no state.
+
+	// LedgerExported: `export` wrote events out of the ledger.
+	LedgerExported Type = "ledger_exported"
+	// LedgerVerified: `verify` checked the ledger, or an export of it.
+	LedgerVerified Type = "ledger_verified"
+	// LedgerProjected: `project` replayed the log to rebuild the
+	// projections, or refused to; its lock_projected events say what
+	// changed for each lock.
+	LedgerProjected Type = "ledger_projected"
 )
 
 // Types lists every event type in a stable order.
 var Types = []Type{LockAcquired, LockHeartbeat, LockStolen, LockReleased, HeartbeatFailed, AcquireBlocked,
-	ActionRefused, LockProjected, JobProcesses}
+	ActionRefused, LockProjected, JobProcesses, LedgerExported, LedgerVerified, LedgerProjected}
+
+// LedgerWide reports whether events of type t are about the ledger as a
+// whole rather than one lock: they carry no lock_name.
+func (t Type) LedgerWide() bool {
+	return t == LedgerExported || t == LedgerVerified || t == LedgerProjected
+}
 
 // Valid reports whether t is a known event type.
 func (t Type) Valid() bool {
@@ -73,6 +92,16 @@ const (
 	JobKilled      = "killed"       // KILL after the grace
 	JobLeftRunning = "left_running" // --leave-running: recorded and left alone
 )
+
+// Results of the ledger-wide events (ledger_verified's and ledger_projected's result).
+const (
+	AuditOK      = "ok"      // verify found nothing wrong; project rebuilt the projections
+	AuditFailed  = "failed"  // verify found problems
+	AuditRefused = "refused" // project refused a damaged log
+)
+
+// Where ledger_exported's events went when not to a file.
+const DestinationStdout = "stdout"
 
 // Release results.
 const (

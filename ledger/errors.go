@@ -60,13 +60,20 @@ type BrokenChainError struct {
 	FirstBad replay.Problem
 	// Problems counts the damage verify found in the log.
 	Problems int
+	// Recorded is the seq of the ledger_projected event that records the
+	// refusal (0 if it could not be recorded).
+	Recorded int64
 }
 
 func (e *BrokenChainError) Error() string {
+	recorded := ""
+	if e.Recorded > 0 {
+		recorded = fmt.Sprintf(" (the refusal is recorded: ledger_projected, seq %d)", e.Recorded)
+	}
 	return fmt.Sprintf("%s: first bad seq %d, %s (%s; %d %s in all); project refuses to rebuild the locks table and the "+
-		"lock files from a damaged log, and changed nothing: `lockledger verify` shows the damage, "+
+		"lock files from a damaged log, and changed neither%s: `lockledger verify` shows the damage, "+
 		"`lockledger project --accept-broken-chain` projects it anyway (recorded)", ErrBrokenChain, e.FirstBad.Seq, e.FirstBad.Kind,
-		e.FirstBad.Detail, e.Problems, plural(e.Problems, "problem", "problems"))
+		e.FirstBad.Detail, e.Problems, plural(e.Problems, "problem", "problems"), recorded)
 }
 
 func (e *BrokenChainError) Unwrap() error { return ErrBrokenChain }

@@ -45,6 +45,9 @@ type ProjectReport struct {
 	// Recorded are the seqs of the lock_projected events this run
 	// appended: one per lock whose projections it changed.
 	Recorded []int64 `json:"recorded"`
+	// RunRecorded is the seq of the ledger_projected event that records
+	// the run itself (every run has one, changed or not).
+	RunRecorded int64 `json:"run_recorded"`
 }
 
 // Changed reports whether Project changed anything.
@@ -73,7 +76,8 @@ func AcceptBrokenChain() ProjectOption { return func(c *projectConfig) { c.accep
 //
 // It first checks the event log as verify does (chain, seq, schemas,
 // columns, replay consistency: replay.VerifyLedger): while the log is
-// damaged it refuses with *BrokenChainError and changes nothing, because
+// damaged it refuses with *BrokenChainError and changes no projection
+// (it records the refusal, see below), because
 // projections rebuilt from a forged log would hide the forgery (unless
 // AcceptBrokenChain).
 //
@@ -87,7 +91,10 @@ func AcceptBrokenChain() ProjectOption { return func(c *projectConfig) { c.accep
 // lock, the ledger's file is put back in its place.
 //
 // Each lock whose projections change gets one lock_projected event saying
-// what changed, appended in the transaction that rewrites the rows. The
+// what changed, appended in the transaction that rewrites the rows, and
+// every run gets one ledger_projected after them, in counts: project reads
+// the whole audit log, and that access is recorded too. A refusal is
+// recorded the same way (result refused), and changes nothing else. The
 // file changes follow the commit: a committed row is the truth every
 // writer repairs its file from, so a crash in between leaves files the next
 // writer (or project) puts right. lock_projected changes no lock state, so
@@ -130,7 +137,12 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		Recorded: []int64{}}
 	if bad := check.FirstBad; bad != nil && bad.Kind.Chain() {
 		if !c.accept {
-			return nil, &BrokenChainError{FirstBad: *bad, Problems: check.ProblemCount}
+			refusal := &BrokenChainError{FirstBad: *bad, Problems: check.ProblemCount}
+			refusal.Recorded, err = l.recordRefusal(ctx, tx, id, rep, refusal)
+			if err != nil {
+				l.log.Warn("could not record the refused project", "err", err)
+			}
+			return nil, refusal
 		}
 		rep.BrokenChain = bad
 	}
@@ -143,7 +155,7 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		p.dropAsides()
 		return nil, err
 	}
-	if err := p.record(ctx, tx, id); err != nil {
+	if err := p.record(ctx, tx, id, check.ProblemCount); err != nil {
 		p.dropAsides()
 		return nil, err
 	}
@@ -491,8 +503,9 @@ func (p *projection) targets(r *row) error {
 	return nil
 }
 
-// record appends one lock_projected event per lock the run changes.
-func (p *projection) record(ctx context.Context, tx *sql.Tx, id Identity) error {
+// record appends one lock_projected event per lock the run changes, then
+// the run's ledger_projected.
+func (p *projection) record(ctx context.Context, tx *sql.Tx, id Identity, problems int) error {
 	w := &writeTx{l: p.l, ctx: ctx, tx: tx, q: preparedTx{l: p.l, tx: tx}, now: p.now}
 	for _, name := range sortedKeys(p.plans) {
 		lp := p.plans[name]
@@ -513,7 +526,40 @@ func (p *projection) record(ctx context.Context, tx *sql.Tx, id Identity) error 
 		}
 		p.rep.Recorded = append(p.rep.Recorded, ev.Seq)
 	}
+	run := &events.LedgerProjectedPayload{Result: events.AuditOK, Events: p.rep.Events, Locks: p.rep.Locks,
+		RowsChanged: len(p.rep.Rows), FilesChanged: len(p.rep.Files)}
+	if bad := p.rep.BrokenChain; bad != nil {
+		run.BrokenChainAccepted, run.Problems = true, problems
+		if bad.Seq > 0 {
+			run.FirstBadSeq = bad.Seq
+		}
+	}
+	w.v = &view{}
+	ev, err := w.append(events.LedgerProjected, id, run)
+	if err != nil {
+		return err
+	}
+	p.rep.RunRecorded = ev.Seq
 	return nil
+}
+
+// recordRefusal appends and commits the ledger_projected of a run that
+// refused a damaged log: the only change a refused run makes.
+func (l *Ledger) recordRefusal(ctx context.Context, tx *sql.Tx, id Identity, rep *ProjectReport, refusal *BrokenChainError) (int64, error) {
+	w := &writeTx{l: l, ctx: ctx, tx: tx, q: preparedTx{l: l, tx: tx}, now: l.now().UTC(), v: &view{}}
+	run := &events.LedgerProjectedPayload{Result: events.AuditRefused, Events: rep.Events, Locks: rep.Locks,
+		Problems: refusal.Problems}
+	if refusal.FirstBad.Seq > 0 {
+		run.FirstBadSeq = refusal.FirstBad.Seq
+	}
+	ev, err := w.append(events.LedgerProjected, id, run)
+	if err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("ledger: commit: %w", err)
+	}
+	return ev.Seq, nil
 }
 
 // Bounds of lock_projected's changes (its schema).

@@ -225,6 +225,7 @@ func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Eve
 		Payload:  payload,
 		PrevHash: w.hash,
 	}
+	ev.SetOSUser(osUser())
 	if err := ev.Seal(); err != nil {
 		return nil, err
 	}

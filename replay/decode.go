@@ -261,8 +261,21 @@ func once(seen *uint64, f uint) bool {
 	return true
 }
 
+// osUserBox holds an event's uid and user: one allocation for both pointers.
+type osUserBox struct {
+	uid  int
+	user string
+}
+
 func (d *fastDecoder) event(ev *Event) bool {
 	var seen uint64
+	var box *osUserBox
+	osUser := func() *osUserBox {
+		if box == nil {
+			box = &osUserBox{}
+		}
+		return box
+	}
 	return d.members(func(key string) bool {
 		switch key {
 		case "event_id":
@@ -288,6 +301,18 @@ func (d *fastDecoder) event(ev *Event) bool {
 			return once(&seen, 8) && d.setStr(&ev.HostID)
 		case "pid":
 			return once(&seen, 9) && d.setInt(&ev.PID)
+		case "uid":
+			if !once(&seen, 45) {
+				return false
+			}
+			ev.UID = &osUser().uid
+			return d.setInt(ev.UID)
+		case "user":
+			if !once(&seen, 46) {
+				return false
+			}
+			ev.User = &osUser().user
+			return d.setStr(ev.User)
 		case "ttl_seconds":
 			return once(&seen, 10) && d.setInt64(&ev.TTLSeconds)
 		case "intent":
@@ -374,6 +399,32 @@ func (d *fastDecoder) event(ev *Event) bool {
 			return once(&seen, 43) && d.setStr(&ev.JobRequestID)
 		case "pids":
 			return once(&seen, 44) && d.ints(&ev.PIDs)
+		case "since":
+			return once(&seen, 47) && d.setStr(&ev.Since)
+		case "until":
+			return once(&seen, 48) && d.setStr(&ev.Until)
+		case "first_seq":
+			return once(&seen, 49) && d.setInt64(&ev.FirstSeq)
+		case "last_seq":
+			return once(&seen, 50) && d.setInt64(&ev.LastSeq)
+		case "events":
+			return once(&seen, 51) && d.setInt64(&ev.Events)
+		case "format":
+			return once(&seen, 52) && d.setStr(&ev.Format)
+		case "destination":
+			return once(&seen, 53) && d.setStr(&ev.Destination)
+		case "problems":
+			return once(&seen, 54) && d.setInt(&ev.Problems)
+		case "head_hash":
+			return once(&seen, 55) && d.setStr(&ev.HeadHash)
+		case "file":
+			return once(&seen, 56) && d.setStr(&ev.File)
+		case "locks":
+			return once(&seen, 57) && d.setInt(&ev.Locks)
+		case "rows_changed":
+			return once(&seen, 58) && d.setInt(&ev.RowsChanged)
+		case "files_changed":
+			return once(&seen, 59) && d.setInt(&ev.FilesChanged)
 		}
 		return false // unknown, or only a case-insensitive match
 	})

@@ -51,12 +51,33 @@ func decodeSeeds(tb testing.TB) [][]byte {
 		{events.JobProcesses, &events.JobProcessesPayload{JobRequestID: "req_a", PIDs: []int{10, 11, 1 << 40},
 			Action: events.JobKilled, Note: "left the process group"}},
 		{events.JobProcesses, &events.JobProcessesPayload{JobRequestID: "req_a", PIDs: []int{5}, Action: events.JobLeftRunning}},
+		{events.LedgerExported, &events.Exported{Since: "2026-03-04T00:00:00.000000000Z", Until: "2026-03-05T00:00:00.000000000Z",
+			FirstSeq: 2, LastSeq: 9, Events: 8, Format: "csv", Destination: "/srv/é/audit.csv"}},
+		{events.LedgerExported, &events.Exported{Format: "jsonl", Destination: events.DestinationStdout}},
+		{events.LedgerVerified, &events.Verified{Result: events.AuditFailed, Events: 9, Problems: 2, FirstBadSeq: 4,
+			FirstSeq: 1, LastSeq: 9, HeadHash: strings.Repeat("ab", 32), File: "/tmp/x.jsonl"}},
+		{events.LedgerVerified, &events.Verified{Result: events.AuditOK}},
+		{events.LedgerProjected, &events.LedgerProjectedPayload{Result: events.AuditOK, Events: 12, Locks: 3, RowsChanged: 1,
+			FilesChanged: 2, Problems: 1, BrokenChainAccepted: true, FirstBadSeq: 5}},
+		{events.LedgerProjected, &events.LedgerProjectedPayload{Result: events.AuditRefused, Events: 12, Locks: 3}},
 	}
 	var out [][]byte
 	for i, p := range payloads {
-		b, err := events.BuildBody(events.Envelope{EventID: events.NewULID(at), Seq: int64(i + 1), Type: p.typ,
+		env := events.Envelope{EventID: events.NewULID(at), Seq: int64(i + 1), Type: p.typ,
 			SchemaVersion: 1, At: events.FormatTime(at), LockName: "deploy", RequestID: "req_a", Actor: "ci",
-			HostID: "h", PID: 42}, p.p)
+			HostID: "h", PID: 42}
+		if p.typ.LedgerWide() {
+			env.LockName = ""
+		}
+		// Every other body as written before uid and user were recorded;
+		// one with an unnamed uid.
+		switch i % 3 {
+		case 0:
+			env.SetOSUser(1000, "ci")
+		case 1:
+			env.SetOSUser(0, "")
+		}
+		b, err := events.BuildBody(env, p.p)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -80,6 +101,13 @@ func decodeMutations(b []byte) [][]byte {
 		cut + `,"pid":-9223372036854775808}`, cut + `,"pid":-0}`, cut + `,"pid":01}`, cut + `,"seq":null}`,
 		cut + `,"actor":"a\u0062c"}`, cut + `,"actor":"\ud800"}`, cut + "\"actor\":\"\xff\"}", cut + `,"actor":"é"}`,
 		cut + `,"actor":1}`, cut + `,"type":"x"}`,
+		cut + `,"uid":7}`, cut + `,"uid":null}`, cut + `,"uid":"7"}`, cut + `,"uid":7.0}`, cut + `,"uid":-1}`,
+		cut + `,"uid":9223372036854775808}`, cut + `,"user":"é"}`, cut + `,"user":null}`, cut + `,"user":1}`,
+		cut + `,"UID":3}`, cut + `,"uid":1,"user":"a","uid":2}`,
+		cut + `,"events":-1}`, cut + `,"events":1.5}`, cut + `,"events":null}`, cut + `,"problems":9223372036854775808}`,
+		cut + `,"head_hash":null}`, cut + `,"format":1}`, cut + `,"destination":"\/x"}`, cut + `,"locks":"1"}`,
+		cut + `,"rows_changed":1e1}`, cut + `,"files_changed":true}`, cut + `,"first_seq":-0}`, cut + `,"since":"x"}`,
+		cut + `,"Events":3}`, cut + `,"file":"/a","file":"/b"}`,
 		cut + `,"changes":[]}`, cut + `,"changes":null}`, cut + `,"changes":["a" , "b"]}`, cut + `,"changes":["a",]}`,
 		cut + `,"changes":["a",1]}`, cut + `,"changes":["a"]}`, cut + `,"changes":[null]}`, cut + `,"changes":"a"}`,
 		cut + `,"changes":["a"],"changes":["b","c"]}`, cut + `,"pids":[]}`, cut + `,"pids":null}`, cut + `,"pids":[ 1 ,2 ]}`,

@@ -33,7 +33,7 @@ type Event struct {
 
 	// lock_released
 	HeldDurationSeconds float64 `json:"held_duration_seconds"`
-	Result              string  `json:"result"`
+	Result              string  `json:"result"` // also ledger_verified, ledger_projected
 	FailureStep         string  `json:"failure_step"`
 	ExitCode            *int    `json:"exit_code"`
 	Forced              bool    `json:"forced"`
@@ -58,7 +58,8 @@ type Event struct {
 	// to the processes
 	Action string `json:"action"`
 
-	// lock_projected
+	// lock_projected (broken_chain_accepted and first_bad_seq also
+	// ledger_projected; first_bad_seq also ledger_verified)
 	Changes             []string `json:"changes"`
 	MovedAside          string   `json:"moved_aside"`
 	BrokenChainAccepted bool     `json:"broken_chain_accepted"`
@@ -67,6 +68,25 @@ type Event struct {
 	// job_processes
 	JobRequestID string `json:"job_request_id"`
 	PIDs         []int  `json:"pids"`
+
+	// The ledger-wide events. ledger_exported: the range asked for and
+	// written, how many events, in what format, to where.
+	Since       string `json:"since"`
+	Until       string `json:"until"`
+	FirstSeq    int64  `json:"first_seq"` // also ledger_verified
+	LastSeq     int64  `json:"last_seq"`  // also ledger_verified
+	Events      int64  `json:"events"`    // also ledger_verified, ledger_projected
+	Format      string `json:"format"`
+	Destination string `json:"destination"`
+	// ledger_verified (result as lock_released's field, also
+	// ledger_projected's; problems also ledger_projected)
+	Problems int    `json:"problems"`
+	HeadHash string `json:"head_hash"`
+	File     string `json:"file"`
+	// ledger_projected
+	Locks        int `json:"locks"`
+	RowsChanged  int `json:"rows_changed"`
+	FilesChanged int `json:"files_changed"`
 
 	// Time is At parsed.
 	Time time.Time `json:"-"`

@@ -149,9 +149,14 @@ func (s *State) Len() int { return len(s.locks) }
 //     projections to match this fold, it never changes the holder) and
 //     job_processes (a job's leftover processes, after its lock's own
 //     events): change nothing but Last.
+//   - ledger_exported, ledger_verified, ledger_projected: about the ledger,
+//     not a lock (they have no lock_name): change no lock, and make none.
 func (s *State) Apply(ev *Event) {
 	s.Seq = ev.Seq
 	s.Events++
+	if ev.Type.LedgerWide() {
+		return
+	}
 	l := s.locks[ev.LockName]
 	if l == nil {
 		l = &Lock{Name: ev.LockName}

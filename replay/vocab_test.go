@@ -95,6 +95,14 @@ func TestRecordOnlyEventsVerifyAndChangeNoState(t *testing.T) {
 		BrokenChainAccepted: true, FirstBadSeq: 2})
 	g.add(events.JobProcesses, "y", "req_q", &events.JobProcessesPayload{JobRequestID: "req_q", PIDs: []int{7},
 		Action: events.JobLeftRunning})
+	// The ledger-wide events (no lock_name): export, verify and project
+	// reading the log.
+	last[events.LedgerExported] = g.add(events.LedgerExported, "", "req_e", &events.Exported{FirstSeq: 1, LastSeq: g.seq,
+		Events: g.seq, Format: "jsonl", Destination: "/srv/audit.jsonl"})
+	last[events.LedgerVerified] = g.add(events.LedgerVerified, "", "req_v", &events.Verified{Result: events.AuditOK,
+		Events: g.seq, FirstSeq: 1, LastSeq: g.seq, HeadHash: g.prev})
+	last[events.LedgerProjected] = g.add(events.LedgerProjected, "", "req_p", &events.LedgerProjectedPayload{
+		Result: events.AuditOK, Events: g.seq, Locks: 2})
 	last[events.LockStolen] = g.steal("x", "req_r", "req_a", events.ReasonReclaimed)
 	last[events.LockReleased] = g.add(events.LockReleased, "x", "req_r", &events.Released{HeldDurationSeconds: 1,
 		Result: events.ResultSuccess, FencingToken: last[events.LockStolen]})
@@ -122,6 +130,10 @@ func TestRecordOnlyEventsVerifyAndChangeNoState(t *testing.T) {
 	}
 	if st.AnomalyCount != 0 {
 		t.Fatalf("anomalies: %+v", st.Anomalies)
+	}
+	// The ledger-wide events made no lock of their own.
+	if st.Len() != 2 || st.Lock("") != nil {
+		t.Fatalf("locks after the ledger-wide events: %d (%+v), want x and y only", st.Len(), st.Locks())
 	}
 
 	st = verifyClean(t, g)

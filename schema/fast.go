@@ -57,6 +57,9 @@ const (
 	kRefused
 	kProjected
 	kJobProcesses
+	kExported
+	kVerified
+	kLedgerProjected
 	kLockFile
 )
 
@@ -80,6 +83,12 @@ func kindOf(t events.Type) (kind, bool) {
 		return kProjected, true
 	case events.JobProcesses:
 		return kJobProcesses, true
+	case events.LedgerExported:
+		return kExported, true
+	case events.LedgerVerified:
+		return kVerified, true
+	case events.LedgerProjected:
+		return kLedgerProjected, true
 	case LockFile:
 		return kLockFile, true
 	}
@@ -155,6 +164,9 @@ type recordSchema struct {
 	names []string
 	// extra is the keyword that refuses any other property.
 	extra string
+	// together is a set of properties present all or none
+	// (dependentRequired, each requiring the others).
+	together uint64
 }
 
 type recordID uint8
@@ -263,6 +275,15 @@ func (v *validator) record(rs *recordSchema, allowed, required uint64) *verr {
 		}
 		return &verr{rule: "required", msg: "missing properties: " + strings.Join(names, ", ")}
 	}
+	if got := seen & rs.together; got != 0 && got != rs.together {
+		var names []string
+		for f := range rs.names {
+			if rs.together&^got&(1<<uint(f)) != 0 {
+				names = append(names, strconv.Quote(rs.names[f]))
+			}
+		}
+		return &verr{rule: "dependentRequired", msg: "missing properties: " + strings.Join(names, ", ")}
+	}
 	return extra
 }
 
@@ -280,6 +301,8 @@ const (
 	fActor
 	fHostID
 	fPID
+	fUID
+	fUser
 	// defs.json#/$defs/acquired (lock_acquired, lock_stolen)
 	fTTLSeconds
 	fIntent
@@ -324,6 +347,25 @@ const (
 	fSupersededBy
 	fSupersededByFormat
 	fSupersededByPath
+	// ledger_exported (first_seq, last_seq and events also ledger_verified;
+	// events also ledger_projected)
+	fSince
+	fUntil
+	fFirstSeq
+	fLastSeq
+	fEvents
+	fFormat
+	fDestination
+	// ledger_verified (result as lock_released's name, first_bad_seq as
+	// lock_projected's; problems also ledger_projected)
+	fProblems
+	fHeadHash
+	fFile
+	// ledger_projected (result, events, problems, broken_chain_accepted
+	// and first_bad_seq as above)
+	fLocks
+	fRowsChanged
+	fFilesChanged
 	nEventFields
 )
 
@@ -333,6 +375,7 @@ var _ [64 - nEventFields]struct{}
 var eventNames = []string{
 	fEventID: "event_id", fSeq: "seq", fType: "type", fSchemaVersion: "schema_version", fAt: "at",
 	fLockName: "lock_name", fRequestID: "request_id", fActor: "actor", fHostID: "host_id", fPID: "pid",
+	fUID: "uid", fUser: "user",
 	fTTLSeconds: "ttl_seconds", fIntent: "intent", fIntentVersion: "intent_version", fFencingToken: "fencing_token",
 	fMetadata: "metadata", fPIDStart: "pid_start", fBootID: "boot_id", fTargets: "targets",
 	fPreviousLock: "previous_lock", fPreviousLockHash: "previous_lock_hash", fReason: "reason", fNote: "note",
@@ -343,6 +386,9 @@ var eventNames = []string{
 	fAction: "action", fChanges: "changes", fMovedAside: "moved_aside", fBrokenChainAccepted: "broken_chain_accepted",
 	fFirstBadSeq: "first_bad_seq", fJobRequestID: "job_request_id", fPIDs: "pids", fSupersededBy: "superseded_by",
 	fSupersededByFormat: "superseded_by_format", fSupersededByPath: "superseded_by_path",
+	fSince: "since", fUntil: "until", fFirstSeq: "first_seq", fLastSeq: "last_seq", fEvents: "events", fFormat: "format",
+	fDestination: "destination", fProblems: "problems", fHeadHash: "head_hash", fFile: "file", fLocks: "locks",
+	fRowsChanged: "rows_changed", fFilesChanged: "files_changed",
 }
 
 func eventLookup(k []byte) int {
@@ -367,6 +413,10 @@ func eventLookup(k []byte) int {
 		return fHostID
 	case "pid":
 		return fPID
+	case "uid":
+		return fUID
+	case "user":
+		return fUser
 	case "ttl_seconds":
 		return fTTLSeconds
 	case "intent":
@@ -437,6 +487,32 @@ func eventLookup(k []byte) int {
 		return fSupersededByFormat
 	case "superseded_by_path":
 		return fSupersededByPath
+	case "since":
+		return fSince
+	case "until":
+		return fUntil
+	case "first_seq":
+		return fFirstSeq
+	case "last_seq":
+		return fLastSeq
+	case "events":
+		return fEvents
+	case "format":
+		return fFormat
+	case "destination":
+		return fDestination
+	case "problems":
+		return fProblems
+	case "head_hash":
+		return fHeadHash
+	case "file":
+		return fFile
+	case "locks":
+		return fLocks
+	case "rows_changed":
+		return fRowsChanged
+	case "files_changed":
+		return fFilesChanged
 	}
 	return -1
 }
@@ -450,8 +526,15 @@ func bits(fs ...int) uint64 {
 }
 
 var (
-	// envelope.json: properties and required are the same ten.
-	envelopeFields = bits(fEventID, fSeq, fType, fSchemaVersion, fAt, fLockName, fRequestID, fActor, fHostID, fPID)
+	// envelope.json: its required nine, lock_name (which every lock
+	// event's schema requires and the ledger-wide ones refuse), and uid and
+	// user (both or neither: events written before they were recorded have
+	// neither).
+	envelopeRequired = bits(fEventID, fSeq, fType, fSchemaVersion, fAt, fRequestID, fActor, fHostID, fPID)
+	osUserFields     = bits(fUID, fUser)
+	ledgerFields     = envelopeRequired | osUserFields
+	envelopeFields   = ledgerFields | bits(fLockName)
+	lockRequired     = envelopeRequired | bits(fLockName)
 	// defs.json#/$defs/acquired
 	acquiredRequired = bits(fTTLSeconds, fIntent, fIntentVersion, fFencingToken, fMetadata, fPIDStart, fBootID)
 	acquiredFields   = acquiredRequired | bits(fTargets)
@@ -469,31 +552,42 @@ var (
 		kRefused:         envelopeFields | bits(fAction, fError, fState, fHeldBy),
 		kProjected:       envelopeFields | bits(fChanges, fMovedAside, fBrokenChainAccepted, fFirstBadSeq),
 		kJobProcesses:    envelopeFields | bits(fJobRequestID, fPIDs, fAction, fNote),
+		kExported:        ledgerFields | bits(fSince, fUntil, fFirstSeq, fLastSeq, fEvents, fFormat, fDestination),
+		kVerified: ledgerFields | bits(fResult, fEvents, fProblems, fFirstBadSeq, fFirstSeq, fLastSeq, fHeadHash,
+			fFile),
+		kLedgerProjected: ledgerFields | bits(fResult, fEvents, fLocks, fRowsChanged, fFilesChanged, fProblems,
+			fBrokenChainAccepted, fFirstBadSeq),
 	}
 	eventRequired = [...]uint64{
-		kAcquired:        envelopeFields | acquiredRequired,
-		kHeartbeat:       envelopeFields,
-		kStolen:          envelopeFields | acquiredRequired | bits(fPreviousLock, fPreviousLockHash, fReason),
-		kReleased:        envelopeFields | bits(fHeldDurationSeconds, fResult, fForced),
-		kHeartbeatFailed: envelopeFields | bits(fConsecutiveFailures, fError, fLockLost),
-		kBlocked:         envelopeFields | bits(fHeldBy, fState, fWaitedSeconds),
-		kRefused:         envelopeFields | bits(fAction, fError),
-		kProjected:       envelopeFields | bits(fChanges),
-		kJobProcesses:    envelopeFields | bits(fJobRequestID, fPIDs, fAction),
+		kAcquired:        lockRequired | acquiredRequired,
+		kHeartbeat:       lockRequired,
+		kStolen:          lockRequired | acquiredRequired | bits(fPreviousLock, fPreviousLockHash, fReason),
+		kReleased:        lockRequired | bits(fHeldDurationSeconds, fResult, fForced),
+		kHeartbeatFailed: lockRequired | bits(fConsecutiveFailures, fError, fLockLost),
+		kBlocked:         lockRequired | bits(fHeldBy, fState, fWaitedSeconds),
+		kRefused:         lockRequired | bits(fAction, fError),
+		kProjected:       lockRequired | bits(fChanges),
+		kJobProcesses:    lockRequired | bits(fJobRequestID, fPIDs, fAction),
+		kExported:        envelopeRequired | bits(fEvents, fFormat, fDestination),
+		kVerified:        envelopeRequired | bits(fResult, fEvents, fProblems),
+		kLedgerProjected: envelopeRequired | bits(fResult, fEvents, fLocks, fRowsChanged, fFilesChanged),
 	}
 )
 
-var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluatedProperties"}
+var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluatedProperties", together: osUserFields}
 
 var (
 	eventTypes = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked",
-		"action_refused", "lock_projected", "job_processes"}
+		"action_refused", "lock_projected", "job_processes", "ledger_exported", "ledger_verified", "ledger_projected"}
 	stealReasons   = []string{"stale_lock_forced", "holder_dead", "forced_active", "foreign_lock", "superseded", "reclaimed"}
 	results        = []string{"success", "failure", "cancelled"}
 	blockStates    = []string{"held", "stale", "dead"}
 	refusedStates  = []string{"free", "held", "stale", "dead"}
 	refusedActions = []string{"release", "steal", "heartbeat"}
 	jobActions     = []string{"terminated", "killed", "left_running"}
+	verifyResults  = []string{"ok", "failed"}
+	projectResults = []string{"ok", "refused"}
+	exportFormats  = []string{"jsonl", "csv"}
 	targetFmts     = []string{"tower-fleet", "bso", "beads", "prodigy", "gitclaw"}
 )
 
@@ -506,6 +600,9 @@ const (
 )
 
 const noMax = math.MaxInt64
+
+// maxUID is the largest user id (uid_t is 32 bits).
+const maxUID = math.MaxUint32
 
 func checkEventField(v *validator, f int) *verr {
 	switch f {
@@ -529,6 +626,10 @@ func checkEventField(v *validator, f int) *verr {
 		return v.str(1, 256)
 	case fPID:
 		return v.integer(0, noMax)
+	case fUID:
+		return v.integer(0, maxUID)
+	case fUser:
+		return v.str(0, 256)
 	// defs.json#/$defs/acquired
 	case fTTLSeconds, fFencingToken:
 		return v.integer(1, noMax)
@@ -553,6 +654,12 @@ func checkEventField(v *validator, f int) *verr {
 	case fHeldDurationSeconds:
 		return v.number(0)
 	case fResult:
+		switch v.k {
+		case kVerified:
+			return v.enum(verifyResults)
+		case kLedgerProjected:
+			return v.enum(projectResults)
+		}
 		return v.enum(results)
 	case fFailureStep:
 		return v.str(1, 256)
@@ -601,6 +708,21 @@ func checkEventField(v *validator, f int) *verr {
 		return v.pattern(isRequestID, "^[A-Za-z0-9_.:-]{1,128}$")
 	case fPIDs:
 		return v.array(1, maxJobPIDs, itemPID)
+	// ledger_exported.json, ledger_verified.json, ledger_projected.json
+	case fSince, fUntil:
+		return v.pattern(isEventTime, `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{9}Z$`)
+	case fFirstSeq, fLastSeq:
+		return v.integer(1, noMax)
+	case fEvents, fProblems, fLocks, fRowsChanged, fFilesChanged:
+		return v.integer(0, noMax)
+	case fFormat:
+		return v.enum(exportFormats)
+	case fDestination:
+		return v.destination()
+	case fHeadHash:
+		return v.pattern(isHexHash, "^[0-9a-f]{64}$")
+	case fFile:
+		return v.absPath(2, maxPathLength)
 	}
 	panic("schema: fast: unhandled event field " + strconv.Itoa(f))
 }
@@ -876,6 +998,27 @@ func (v *validator) absPath(min, max int) *verr {
 	}
 	if len(d) == 0 || d[0] != '/' {
 		return patternErr("^/")
+	}
+	return nil
+}
+
+// destination: {"anyOf": [{"const": "stdout"}, {"type": "string",
+// "minLength": 2, "maxLength": 4096, "pattern": "^/"}]}.
+func (v *validator) destination() *verr {
+	d, plain, jk := v.stringContent()
+	switch {
+	case jk == jInvalid:
+		return nil // syntax error, reported by the scanner
+	case jk != jString:
+		return &verr{rule: "anyOf", msg: "expected \"stdout\" or an absolute path, but got " + jk.String()}
+	case string(d) == events.DestinationStdout:
+		return nil
+	}
+	if e := lengthErr(d, plain, 2, maxPathLength); e != nil {
+		return &verr{rule: "anyOf", msg: "not \"stdout\", and " + e.rule + ": " + e.msg}
+	}
+	if d[0] != '/' {
+		return &verr{rule: "anyOf", msg: "neither \"stdout\" nor an absolute path"}
 	}
 	return nil
 }
@@ -1476,6 +1619,19 @@ func isSHA256Ref(b []byte) bool {
 		return false
 	}
 	for _, c := range b[len(prefix):] {
+		if !isDigit(c) && !(c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// isHexHash is ^[0-9a-f]{64}$: a chain hash.
+func isHexHash(b []byte) bool {
+	if len(b) != 64 {
+		return false
+	}
+	for _, c := range b {
 		if !isDigit(c) && !(c >= 'a' && c <= 'f') {
 			return false
 		}

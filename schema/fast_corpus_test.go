@@ -85,10 +85,19 @@ func mustBody(tb testing.TB, env events.Envelope, payload any) []byte {
 func validSeeds(tb testing.TB) []seedBody {
 	tb.Helper()
 	at := time.Date(2026, 11, 22, 22, 23, 54, 861197406, time.UTC)
+	// Every seed records the writing process's uid and user, as the
+	// ledger writes them now; the "(before uid)" seeds are bodies written
+	// before they were recorded.
 	env := func(typ events.Type, seq int64, req string) events.Envelope {
 		at = at.Add(time.Second)
-		return events.Envelope{EventID: events.NewULID(at), Seq: seq, Type: typ, SchemaVersion: events.SchemaVersion,
+		e := events.Envelope{EventID: events.NewULID(at), Seq: seq, Type: typ, SchemaVersion: events.SchemaVersion,
 			At: events.FormatTime(at), LockName: "deploy-prod", RequestID: req, Actor: "ci-bot", HostID: "host-a", PID: 4242}
+		e.SetOSUser(1000, "ci")
+		return e
+	}
+	old := func(e events.Envelope) events.Envelope {
+		e.UID, e.User = nil, nil
+		return e
 	}
 	prev := events.Record{LockVersion: events.LockVersion, LockName: "deploy-prod", RequestID: "req_old", Actor: "alice",
 		Intent: "deploy", IntentVersion: "3", HostID: "host-b", PID: 77, CreatedAt: "2026-11-22T22:00:00Z",
@@ -112,6 +121,14 @@ func validSeeds(tb testing.TB) []seedBody {
 	noMeta.Metadata = map[string]string{}
 	noMeta.Intent, noMeta.IntentVersion, noMeta.PIDStart, noMeta.BootID = "", "", "", ""
 	add("acquired minimal", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 3, "r"), &noMeta))
+	add("acquired (before uid)", events.LockAcquired, mustBody(tb, old(env(events.LockAcquired, 3, "r")), &acq))
+	rootEnv := env(events.LockHeartbeat, 4, "req_a")
+	rootEnv.SetOSUser(0, "root")
+	add("heartbeat by root", events.LockHeartbeat, mustBody(tb, rootEnv, &events.Heartbeat{}))
+	unnamed := env(events.LockHeartbeat, 4, "req_a")
+	unnamed.SetOSUser(4294967295, "")
+	add("heartbeat by an unnamed uid", events.LockHeartbeat, mustBody(tb, unnamed, &events.Heartbeat{}))
+	add("heartbeat (before uid)", events.LockHeartbeat, mustBody(tb, old(env(events.LockHeartbeat, 4, "req_a")), &events.Heartbeat{}))
 	add("heartbeat", events.LockHeartbeat, mustBody(tb, env(events.LockHeartbeat, 4, "req_a"), &events.Heartbeat{}))
 	full()
 	add("stolen", events.LockStolen, mustBody(tb, env(events.LockStolen, 5, "req_b"), &events.Stolen{Acquired: acq,
@@ -125,6 +142,8 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("stolen foreign", events.LockStolen, mustBody(tb, env(events.LockStolen, 7, "req_d"), &events.Stolen{Acquired: acq,
 		PreviousLock: foreign, PreviousLockHash: foreign.Hash(), Reason: events.ReasonForeignLock}))
 	add("released", events.LockReleased, mustBody(tb, env(events.LockReleased, 8, "req_a"), &events.Released{
+		HeldDurationSeconds: 12.345, Result: events.ResultSuccess, FencingToken: 12}))
+	add("released (before uid)", events.LockReleased, mustBody(tb, old(env(events.LockReleased, 8, "req_a")), &events.Released{
 		HeldDurationSeconds: 12.345, Result: events.ResultSuccess, FencingToken: 12}))
 	add("released failure", events.LockReleased, mustBody(tb, env(events.LockReleased, 9, "req_a"), &events.Released{
 		HeldDurationSeconds: 0, Result: events.ResultFailure, FailureStep: "migrate", ExitCode: &exit, FencingToken: 12}))
@@ -175,6 +194,37 @@ func validSeeds(tb testing.TB) []seedBody {
 		JobRequestID: "req:1.2-3_4", PIDs: []int{7, 7}, Action: events.JobTerminated, Note: ""}))
 	add("stolen reclaimed", events.LockStolen, mustBody(tb, env(events.LockStolen, 24, "req_old"), &events.Stolen{Acquired: acq,
 		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonReclaimed}))
+	// The ledger-wide events: no lock_name.
+	ledger := func(typ events.Type, seq int64, req string) events.Envelope {
+		e := env(typ, seq, req)
+		e.LockName = ""
+		return e
+	}
+	head := strings.Repeat("0123456789abcdef", 4)
+	add("exported", events.LedgerExported, mustBody(tb, ledger(events.LedgerExported, 25, "req_o"), &events.Exported{
+		Events: 0, Format: "jsonl", Destination: events.DestinationStdout}))
+	add("exported everything", events.LedgerExported, mustBody(tb, ledger(events.LedgerExported, 26, "req_p"), &events.Exported{
+		Since: "2026-11-22T00:00:00.000000000Z", Until: "2026-11-23T00:00:00.000000000Z", FirstSeq: 4, LastSeq: 24,
+		Events: 21, Format: "csv", Destination: "/srv/audit/ledger-2026-11.csv"}))
+	full()
+	add("exported (before uid)", events.LedgerExported, mustBody(tb, old(ledger(events.LedgerExported, 27, "r")), &events.Exported{
+		FirstSeq: 1, LastSeq: 1, Events: 1, Format: "jsonl", Destination: "/x"}))
+	add("verified", events.LedgerVerified, mustBody(tb, ledger(events.LedgerVerified, 28, "req_q"), &events.Verified{
+		Result: events.AuditOK, Events: 27, FirstSeq: 1, LastSeq: 27, HeadHash: head}))
+	add("verified everything", events.LedgerVerified, mustBody(tb, ledger(events.LedgerVerified, 29, "req_r"), &events.Verified{
+		Result: events.AuditFailed, Events: 27, Problems: 3, FirstBadSeq: 4, FirstSeq: 2, LastSeq: 28, HeadHash: head,
+		File: "/home/auditor/ledger.jsonl"}))
+	full()
+	add("verified empty", events.LedgerVerified, mustBody(tb, ledger(events.LedgerVerified, 30, "req_s"), &events.Verified{
+		Result: events.AuditOK}))
+	add("ledger projected", events.LedgerProjected, mustBody(tb, ledger(events.LedgerProjected, 31, "req_t"),
+		&events.LedgerProjectedPayload{Result: events.AuditOK, Events: 30, Locks: 2}))
+	add("ledger projected everything", events.LedgerProjected, mustBody(tb, ledger(events.LedgerProjected, 32, "req_u"),
+		&events.LedgerProjectedPayload{Result: events.AuditOK, Events: 31, Locks: 2, RowsChanged: 1, FilesChanged: 3,
+			Problems: 1, BrokenChainAccepted: true, FirstBadSeq: 7}))
+	full()
+	add("ledger projected refused", events.LedgerProjected, mustBody(tb, ledger(events.LedgerProjected, 33, "req_v"),
+		&events.LedgerProjectedPayload{Result: events.AuditRefused, Events: 32, Locks: 2, Problems: 4, FirstBadSeq: 7}))
 	add("lock file", events.Type(schema.LockFile), prev.File())
 	full()
 	return out
@@ -306,6 +356,7 @@ func replacements() []string {
 		`0`, `1`, `-1`, `2`, `255`, `256`, `-0`, `0.0`, `1.0`, `1.5`, `0.5`, `-0.5`, `1e0`, `1E0`, `10e-1`, `0.1e1`,
 		`1e2`, `1e-1`, `100e-2`, `254.9999999999999999999`, `255.0000000000000000001`, `0.99999999999999999999`,
 		`1e400`, `-1e400`, `9223372036854775807`, `9223372036854775808`, `-9223372036854775809`,
+		`4294967295`, `4294967296`, `4294967295.0`, `4294967295.5`,
 		`0e99999999999`, `0.0e-1000001`, `1e1000001`, `1e-1000001`, `0e99999999999999999999`,
 		`1e99999999999999999999`, `1e-99999999999999999999`, `100e-1000002`, `1.0e1000002`, `0.01e-999999`,
 		// (1e1000000 is fine with big.Rat but takes it 50 ms: TestFastNumbers has it.)
@@ -322,6 +373,9 @@ func replacements() []string {
 		`"release"`, `"steal"`, `"heartbeat"`, `"Release"`, `"terminated"`, `"killed"`, `"left_running"`, `"bso"`,
 		`["x"]`, `[""]`, `[0]`, `[1,2]`, `["x",1]`, `[null]`, `[[]]`, `[1.0]`,
 		`"tower-fleet"`, `"gitclaw"`, `"beads "`, `"lock_heartbeat"`, `"lock_acquired"`, `"acquire_blocked"`,
+		`"ledger_exported"`, `"ledger_verified"`, `"ledger_projected"`, `"ok"`, `"failed"`, `"refused"`, `"OK"`,
+		`"jsonl"`, `"csv"`, `"json"`, `"stdout"`, `"stdout "`, `"Stdout"`, `"-"`, `"\u0073tdout"`,
+		`"` + strings.Repeat("0a", 32) + `"`, `"` + strings.Repeat("0A", 32) + `"`, `"` + strings.Repeat("0a", 31) + `0"`,
 		`"lock_\u0061cquired"`, `"\u0076\u0031"`, `"\/x"`, `"\u002fx"`,
 		`"2026-01-02T03:04:05Z"`, `"2026-01-02T03:04:05.5+01:00"`, `"2026-02-30T03:04:05Z"`, `"2024-02-29T23:59:60Z"`,
 		`"2026-01-02t03:04:05z"`, `"2026-01-02T24:00:00Z"`, `"2026-01-02 03:04:05Z"`, `"2026-01-02T+1:04:05Z"`,
@@ -393,7 +447,7 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 	}
 	for _, p := range objectPaths(root, nil) {
 		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "note", "foreign", "Seq",
-			"action", "state", "superseded_by", "pids", "changes"} {
+			"action", "state", "superseded_by", "pids", "changes", "uid", "user", "lock_name", "events", "destination", "result"} {
 			c := deepCopy(root)
 			if len(p) == 0 {
 				c.(map[string]any)[extra] = json.RawMessage(`"x"`)

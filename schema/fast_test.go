@@ -17,7 +17,7 @@ import (
 
 // schemaFilesSHA256 is the sha256 of every embedded schema file (see
 // schemaFilesDigest). fast.go mirrors those files by hand.
-const schemaFilesSHA256 = "ca09cfaed3b1619b79f0ded3a1759aee3684fa1780472c8dcf60dbe675509cbd"
+const schemaFilesSHA256 = "148112810a70bb20472a48e18671c69fd2e7c938168206b64831c8aa53acc1f3"
 
 func schemaFilesDigest(t *testing.T) string {
 	t.Helper()
@@ -59,6 +59,7 @@ func TestFastPatterns(t *testing.T) {
 		"^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$":                             isLockName,
 		"^[A-Za-z0-9_.:-]{1,128}$":                                           isRequestID,
 		"^sha256:[0-9a-f]{64}$":                                              isSHA256Ref,
+		"^[0-9a-f]{64}$":                                                     isHexHash,
 		"^/":                                                                 func(b []byte) bool { return len(b) > 0 && b[0] == '/' },
 	}
 	// defs.json's lock_time is defined but no schema refers to it.
@@ -69,6 +70,7 @@ func TestFastPatterns(t *testing.T) {
 		"^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$":                             {"a", "ab", "a-b_c", strings.Repeat("a", 128), strings.Repeat("a-", 63) + "aa"},
 		"^[A-Za-z0-9_.:-]{1,128}$":                                           {"r", "req_01HX:a.b-c", strings.Repeat("R", 128)},
 		"^sha256:[0-9a-f]{64}$":                                              {"sha256:" + strings.Repeat("0a", 32)},
+		"^[0-9a-f]{64}$":                                                     {strings.Repeat("0a", 32), strings.Repeat("f9", 32)},
 		"^/":                                                                 {"/", "/x", "/é"},
 	}
 	seen := map[string]bool{}

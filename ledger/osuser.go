@@ -1,0 +1,24 @@
+package ledger
+
+import (
+	"os"
+	"os/user"
+	"strconv"
+	"sync"
+)
+
+// maxUserName is the longest user name an event records (its schema's maxLength).
+const maxUserName = 256
+
+// osUser is who the kernel says runs this process: its real user id and
+// that user's name ("" when the system has none). Every event records them
+// beside the self-declared actor. Looked up once per process: the name
+// lookup reads the user database.
+var osUser = sync.OnceValues(func() (int, string) {
+	uid := os.Getuid()
+	name := ""
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		name = clip(u.Username, maxUserName)
+	}
+	return uid, name
+})

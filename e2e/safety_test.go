@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lockledger/lockledger/formats"
@@ -568,5 +569,51 @@ func TestATargetReachingTheRootThroughABindMountIsRefused(t *testing.T) {
 	}
 	if r := run("acquire", "b", "--pid", self, "--file", "bso:"+filepath.Join(locksBind, "sub", "b.bso")); r.Code != 0 {
 		t.Fatalf("a target in a subdirectory of the locks directory, through the bind mount: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
+
+// A --file path that is not a regular file (a device, a FIFO, a
+// directory, a symlink to a file) is bad input: exit 2 naming --file, the
+// path and the rule, nothing recorded, nothing at the path changed, and a
+// FIFO is never opened in a way that blocks.
+func TestATargetThatIsNotARegularFileIsInvalidInput(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	clitest.Must(t, 0, root, "acquire", "seed", "--pid", self)
+	fifo, sub, file, link := filepath.Join(dir, "fifo"), filepath.Join(dir, "dir"), filepath.Join(dir, "file"), filepath.Join(dir, "link")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("pid: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	sum, before := fileSum(t, file), snapLedger(t, root)
+	for _, p := range []string{"/dev/null", fifo, sub, link} {
+		for _, format := range []string{"bso", "tower-fleet"} {
+			target := format + ":" + p
+			r := clitest.Run(t, root, "acquire", "42", "--pid", self, "--file", target)
+			if r.Code != 2 || !strings.Contains(r.Stderr, "--file") || !strings.Contains(r.Stderr, target) ||
+				!strings.Contains(r.Stderr, "lockledger writes a --file path only") {
+				t.Errorf("--file %s: exit %d, want 2 naming --file %s and the rule\nstderr: %s", target, r.Code, target, r.Stderr)
+			}
+		}
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO changed: %v %v", fi, err)
+	}
+	if entries, err := os.ReadDir(sub); err != nil || len(entries) != 0 {
+		t.Errorf("the directory changed: %v %v", entries, err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 || fileSum(t, file) != sum {
+		t.Errorf("the symlink or the file it names changed: %v %v", fi, err)
+	}
+	if after := snapLedger(t, root); after != before {
+		t.Fatalf("refused acquisitions changed the ledger: %s -> %s", before, after)
 	}
 }

@@ -268,17 +268,35 @@ func (w *writeTx) reconcileTargets(requested []events.Target) error {
 			paths[t.Path] = b
 		}
 	}
+	asked := map[string]events.Target{}
 	for _, t := range requested {
+		asked[t.Path] = t
 		if _, ok := paths[t.Path]; !ok {
 			paths[t.Path] = nil
 		}
 	}
 	for p, committed := range paths {
 		if err := w.l.recoverTarget(p, committed); err != nil {
+			var unsafe *UnsafePathError
+			if t, ok := asked[p]; ok && errors.As(err, &unsafe) {
+				// Something at a path the caller named that no lock file
+				// is (a device, a FIFO, a directory, a symlink): bad input.
+				return unsafeTarget(t, unsafe)
+			}
 			return fmt.Errorf("ledger: target %s: %w", p, err)
 		}
 	}
 	return w.admitTargets(requested)
+}
+
+// unsafeTarget is the refusal of target t, at or beside whose path is
+// something that is not a regular file.
+func unsafeTarget(t events.Target, unsafe *UnsafePathError) error {
+	what := unsafe.Reason
+	if unsafe.Path != t.Path {
+		what = "has " + unsafe.Path + " beside it, which " + unsafe.Reason
+	}
+	return events.Invalid("--file", t.Format+":"+t.Path, what+"; "+targetRule)
 }
 
 // admitTargets refuses a requested target whose path holds anything but
@@ -291,7 +309,7 @@ func (w *writeTx) admitTargets(ts []events.Target) error {
 		cur, err := readRegular(t.Path)
 		var unsafe *UnsafePathError
 		if errors.As(err, &unsafe) {
-			return events.Invalid("--file", t.Format+":"+t.Path, unsafe.Reason+"; "+targetRule)
+			return unsafeTarget(t, unsafe)
 		}
 		if err != nil {
 			return fmt.Errorf("ledger: target %s: %w", t.Path, err)

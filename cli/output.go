@@ -86,7 +86,7 @@ func errorObject(err error) map[string]any {
 	case errors.As(err, &broken):
 		return map[string]any{"error": "broken_chain", "first_bad": broken.FirstBad, "problem_count": broken.Problems,
 			"message":    err.Error(),
-			"suggestion": "lockledger verify shows the damage; lockledger project --accept-broken-chain projects anyway (recorded)"}
+			"suggestion": "lockledger verify shows the damage; lockledger project --accept-broken-chain projects anyway and records what it changes"}
 	case errors.As(err, &held):
 		o := map[string]any{"error": "lock_blocked", "lock_name": held.Lock, "held_by": events.HolderOf(held.Holder),
 			"message":    err.Error(),

@@ -77,7 +77,7 @@ func runProject(ctx context.Context, o *projectOptions) error {
 		fmt.Fprintf(w, "  the event log is damaged (first bad seq %d, %s): projected as it now reads (--accept-broken-chain)\n", b.Seq, b.Kind)
 	}
 	if !rep.Changed() {
-		fmt.Fprintln(w, "  no change: the locks table and the lock files already match the events")
+		fmt.Fprintln(w, "  no change: the locks table and the lock files already match the events; nothing recorded")
 	}
 	for _, c := range rep.Rows {
 		fmt.Fprintf(w, "  row  %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)

@@ -130,6 +130,27 @@ func TestProjectRefusesABrokenChainAndChangesNothing(t *testing.T) {
 	}
 }
 
+// TestProjectSaysWhatItRecordsFromABrokenChain: the refusal promises a
+// record only of what a forced project changes, and a forced project with
+// nothing left to change says it recorded nothing, and records nothing.
+func TestProjectSaysWhatItRecordsFromABrokenChain(t *testing.T) {
+	root := scenario(t)
+	exec(t, attacker(t, root), `DELETE FROM events WHERE seq = 2`)
+	r := clitest.Must(t, 1, root, "project")
+	if strings.Contains(r.Stderr, "(recorded)") || !strings.Contains(r.Stderr, "records what it changes") {
+		t.Fatalf("the refusal promises a record whatever happens:\n%s", r.Stderr)
+	}
+	clitest.Must(t, 0, root, "project", "--accept-broken-chain")
+	n := clitest.EventCount(t, root)
+	r = clitest.Must(t, 0, root, "project", "--accept-broken-chain")
+	if !strings.Contains(r.Stdout, "no change") || !strings.Contains(r.Stdout, "nothing recorded") || strings.Contains(r.Stdout, "recorded:") {
+		t.Fatalf("a forced project with nothing to change:\n%s", r.Stdout)
+	}
+	if got := clitest.EventCount(t, root); got != n {
+		t.Fatalf("a forced project with nothing to change recorded %d events", got-n)
+	}
+}
+
 // TestProjectRecordsWhatItRepairs: a lock file deleted and a locks row
 // edited are put right by project, which records one lock_projected per
 // lock saying what it changed; a second project changes and records
@@ -172,7 +193,7 @@ func TestProjectRecordsWhatItRepairs(t *testing.T) {
 
 	before := projection(t, root)
 	r = clitest.Must(t, 0, root, "project")
-	if !strings.Contains(r.Stdout, "no change") || strings.Contains(r.Stdout, "recorded") {
+	if !strings.Contains(r.Stdout, "no change") || strings.Contains(r.Stdout, "recorded:") {
 		t.Fatalf("second project:\n%s", r.Stdout)
 	}
 	if after := projection(t, root); after != before {

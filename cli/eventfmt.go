@@ -230,8 +230,9 @@ func Details(ev *replay.Event) string {
 		if ev.BrokenChainAccepted {
 			add("BROKEN CHAIN accepted (first bad seq %d)", ev.FirstBadSeq)
 		}
-		add("%s", strings.Join(ev.Changes, "; "))
-		if ev.MovedAside != "" {
+		changes := strings.Join(ev.Changes, "; ")
+		add("%s", changes)
+		if ev.MovedAside != "" && !strings.Contains(changes, "moved aside to "+ev.MovedAside) {
 			add("moved aside to %s", ev.MovedAside)
 		}
 	case events.JobProcesses:

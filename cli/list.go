@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -78,8 +79,12 @@ func runList(ctx context.Context, o *listOptions) error {
 		if s.Problem != "" {
 			req += " (lock file unreadable)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s ago\t%ds\n", s.Name, s.State, h.Actor, req, h.PID, h.HostID,
-			short(s.HeldFor), short(s.SinceBeat), h.TTLSeconds)
+		ttl := strconv.FormatInt(h.TTLSeconds, 10) + "s"
+		if noTTL(s) {
+			ttl = "none"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s ago\t%s\n", s.Name, s.State, h.Actor, req, h.PID, h.HostID,
+			short(s.HeldFor), short(s.SinceBeat), ttl)
 	}
 	return tw.Flush()
 }

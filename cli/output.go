@@ -37,6 +37,10 @@ type lockObject struct {
 	// Superseded is the ledger's own holder when another tool's lock has
 	// taken the lock (see status).
 	Superseded *events.Record `json:"superseded,omitempty"`
+	// HolderFormat is the format of that tool's file; NoTTL says the
+	// format carries no TTL (lock.ttl_seconds is only a placeholder).
+	HolderFormat string `json:"holder_format,omitempty"`
+	NoTTL        bool   `json:"no_ttl,omitempty"`
 }
 
 func acquisitionObject(a *ledger.Acquisition) lockObject {
@@ -55,7 +59,7 @@ func acquisitionObject(a *ledger.Acquisition) lockObject {
 func statusObject(s *ledger.LockStatus) lockObject {
 	o := lockObject{Status: "ok", LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
 		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, UnreadableFile: s.Unreadable, JobPIDs: s.JobPIDs,
-		Superseded: s.Superseded, Problem: s.Problem}
+		Superseded: s.Superseded, Problem: s.Problem, HolderFormat: s.HolderFormat, NoTTL: noTTL(s)}
 	if s.Corrupt != nil {
 		o.Lock = nil // no holder can be read from the file
 	} else if s.Holder != nil {
@@ -86,7 +90,7 @@ func errorObject(err error) map[string]any {
 	case errors.As(err, &broken):
 		o := map[string]any{"error": "broken_chain", "first_bad": broken.FirstBad, "problem_count": broken.Problems,
 			"message":    err.Error(),
-			"suggestion": "lockledger verify shows the damage; lockledger project --accept-broken-chain projects anyway (recorded)"}
+			"suggestion": "lockledger verify shows the damage; lockledger project --accept-broken-chain projects anyway and records what it changes"}
 		if broken.Recorded > 0 {
 			o["run_recorded"] = broken.Recorded
 		}

@@ -153,6 +153,30 @@ func TestProjectRefusesABrokenChainAndChangesNothing(t *testing.T) {
 	}
 }
 
+// TestProjectSaysWhatItRecordsFromABrokenChain: the refusal promises a
+// record only of what a forced project changes, and a forced project with
+// nothing left to change records its run (ledger_projected) and no change.
+func TestProjectSaysWhatItRecordsFromABrokenChain(t *testing.T) {
+	root := scenario(t)
+	exec(t, attacker(t, root), `DELETE FROM events WHERE seq = 2`)
+	r := clitest.Must(t, 1, root, "project")
+	if strings.Contains(r.Stderr, "anyway (recorded)") || !strings.Contains(r.Stderr, "records what it changes") {
+		t.Fatalf("the refusal promises a record whatever happens:\n%s", r.Stderr)
+	}
+	clitest.Must(t, 0, root, "project", "--accept-broken-chain")
+	n := clitest.EventCount(t, root)
+	r = clitest.Must(t, 0, root, "project", "--accept-broken-chain")
+	if !strings.Contains(r.Stdout, "no change") || strings.Contains(r.Stdout, "lock_projected") {
+		t.Fatalf("a forced project with nothing to change:\n%s", r.Stdout)
+	}
+	if got := clitest.EventCount(t, root); got != n+1 {
+		t.Fatalf("a forced project with nothing to change recorded %d events, want its run alone", got-n)
+	}
+	if typ, _ := lastEvent(t, root); typ != "ledger_projected" {
+		t.Fatalf("a forced project with nothing to change recorded %s, want ledger_projected", typ)
+	}
+}
+
 // TestProjectRecordsWhatItRepairs: a lock file deleted and a locks row
 // edited are put right by project, which records one lock_projected per
 // lock saying what it changed, and the run in a ledger_projected; a second

@@ -32,7 +32,8 @@ What lockledger refuses to touch (more in README.md):
   - a --file path that holds anything but nothing, the ledger's own file
     or a lock of that format (a config, a copy of /etc/passwd, a
     database): exit 2, the file left as it is;
-  - a --file path inside the root, except below a subdirectory of ROOT/locks;
+  - a --file path inside the root (under any name: a symlink, a bind
+    mount), except below a subdirectory of ROOT/locks;
   - a ledger.db of another application, or one missing or empty where the
     root shows it held a ledger (writer.flock records its id, ledger.db-wal
     holds commits, locks/ has files the ledger wrote): exit 1, nothing

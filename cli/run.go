@@ -67,9 +67,13 @@ on this host is told, stops its job within its own --kill-grace and exits;
 run waits until that runner is gone and no process carries the older
 LOCKLEDGER_REQUEST_ID. After this run's --kill-grace plus 3s (for the older
 runner to notice), what is left of the older job, and its runner, is
-killed and recorded as job_processes (killed) before CMD starts. A holder on
-another host, another tool's lock, or a holder that is not a lockledger run
-cannot be awaited: run says so, notes it in the steal, and starts CMD.
+killed and recorded as job_processes (killed) before CMD starts. When the
+older run was itself still waiting for a job it had superseded, that job
+is awaited (and killed) the same way, and so on back; a run superseded
+while waiting keeps waiting for its own predecessor, then exits 5 without
+starting CMD. A holder on another host, another tool's lock, or a holder
+that is not a lockledger run cannot be awaited: run says so, notes it in
+the steal, and starts CMD.
 
 run exits with CMD's exact code (128+N when CMD died of signal N), 3 or 4
 when it never got the lock, 5 when the lock was lost and CMD was stopped;
@@ -259,6 +263,10 @@ func awaitSuperseded(ctx context.Context, o *runOptions, lease *ledger.Lease, gr
 	sup, err := lease.AwaitSuperseded(actx, grace)
 	cancel()
 	watching.Wait()
+	var earlier []any
+	if len(sup.Earlier) > 0 {
+		earlier = []any{"earlier_superseded_request_ids", fmt.Sprint(sup.Earlier)}
+	}
 	switch {
 	case got != nil:
 		_ = lease.Release(ctx, ledger.Result{Result: events.ResultCancelled})
@@ -266,16 +274,17 @@ func awaitSuperseded(ctx context.Context, o *runOptions, lease *ledger.Lease, gr
 		return &ExitError{Code: 128 + int(got.(syscall.Signal))}
 	case err != nil:
 		_ = lease.Release(ctx, ledger.Result{Result: events.ResultCancelled}) // refused as lost
-		o.g.log.Error("lock lost while waiting for the superseded job to stop; the command was not started", "lock", o.lock, "err", err)
+		o.g.log.Error("lock lost while waiting for the superseded job to stop; waited for it all the same, the command was not started",
+			append([]any{"lock", o.lock, "err", err, "superseded_request_id", sup.RequestID}, earlier...)...)
 		return &ExitError{Code: ExitNotHolder}
-	case sup.NotAwaited != "":
-		o.g.log.Warn("the superseded job cannot be awaited; starting the command now", "lock", o.lock,
-			"superseded_request_id", sup.RequestID, "why", sup.NotAwaited)
 	case len(sup.Killed) > 0:
-		o.g.log.Warn("the superseded job outlived the grace and was killed", "lock", o.lock,
-			"superseded_request_id", sup.RequestID, "pids", fmt.Sprint(sup.Killed), "kill_grace", grace)
+		o.g.log.Warn("the superseded job outlived the grace and was killed", append([]any{"lock", o.lock,
+			"superseded_request_id", sup.RequestID, "pids", fmt.Sprint(sup.Killed), "kill_grace", grace}, earlier...)...)
+	case sup.NotAwaited != "":
+		o.g.log.Warn("the superseded job cannot be awaited; starting the command now", append([]any{"lock", o.lock,
+			"superseded_request_id", sup.RequestID, "why", sup.NotAwaited}, earlier...)...)
 	case sup.RequestID != "":
-		o.g.log.Info("the superseded job has stopped", "lock", o.lock, "superseded_request_id", sup.RequestID)
+		o.g.log.Info("the superseded job has stopped", append([]any{"lock", o.lock, "superseded_request_id", sup.RequestID}, earlier...)...)
 	}
 	return nil
 }

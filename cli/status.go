@@ -110,7 +110,11 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 			strings.Trim(fmt.Sprint(s.JobPIDs), "[]"))
 	}
 	fmt.Fprintf(tw, "  held for\t%s (since %s)\n", short(s.HeldFor), h.CreatedAt)
-	fmt.Fprintf(tw, "  heartbeat\t%s ago (ttl %ds)\n", short(s.SinceBeat), h.TTLSeconds)
+	if noTTL(s) {
+		fmt.Fprintf(tw, "  heartbeat\t%s ago (no TTL: %s lock files carry none)\n", short(s.SinceBeat), s.HolderFormat)
+	} else {
+		fmt.Fprintf(tw, "  heartbeat\t%s ago (ttl %ds)\n", short(s.SinceBeat), h.TTLSeconds)
+	}
 	if s.FencingToken > 0 {
 		fmt.Fprintf(tw, "  fencing token\t%d\n", s.FencingToken)
 	}
@@ -127,6 +131,12 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 		fmt.Fprintf(tw, "  superseded\tthe ledger's holder %s (%s, pid %d on %s) lost the lock to this file\n", p.RequestID, p.Actor, p.PID, p.HostID)
 	}
 	tw.Flush()
+}
+
+// noTTL reports whether s's holder was read from another tool's file whose
+// format carries no TTL: its record's ttl_seconds is only a placeholder.
+func noTTL(s *ledger.LockStatus) bool {
+	return s.HolderFormat != "" && !formats.CarriesTTL(s.HolderFormat)
 }
 
 func short(d time.Duration) string {

@@ -380,3 +380,37 @@ func TestProjectRecordsAnotherToolsTakeOverItFinds(t *testing.T) {
 	}
 	clitest.Must(t, 0, root, "verify")
 }
+
+// TestStatusOfAnotherToolsHolderSaysWhenItsFormatCarriesNoTTL: a holder
+// read from a bso, beads or prodigy file has no TTL (those formats carry
+// none): status, status --json and list say so instead of showing the
+// placeholder "1s"; tower-fleet and gitclaw files show theirs.
+func TestStatusOfAnotherToolsHolderSaysWhenItsFormatCarriesNoTTL(t *testing.T) {
+	for _, format := range formats.Names() {
+		t.Run(format, func(t *testing.T) {
+			root := t.TempDir()
+			path, fileArgs := lockPaths(t, root, format, "7")
+			old, killOld := sleeper(t)
+			clitest.Must(t, 0, root, append([]string{"acquire", "7", "--pid", strconv.Itoa(old)}, fileArgs...)...)
+			killOld()
+			other, _ := sleeper(t)
+			takeOver(t, format, path, "7", other)
+			carries := format == formats.NameTowerFleet || format == formats.NameGitClaw
+			text := clitest.Must(t, 0, root, "status", "7").Stdout
+			list := clitest.Must(t, 0, root, "list").Stdout
+			st := statusJSON(t, root, "7")
+			if st["foreign"] != true {
+				t.Fatalf("status --json: %v, want the other tool's holder", st)
+			}
+			switch {
+			case carries && (strings.Contains(text, "no TTL") || !strings.Contains(text, "(ttl ") || st["no_ttl"] != nil):
+				t.Fatalf("a %s holder carries a TTL:\n%s\n%v", format, text, st)
+			case !carries && (strings.Contains(text, "ttl 1s") || !strings.Contains(text, "no TTL: "+format+" lock files carry none") ||
+				st["no_ttl"] != true || st["holder_format"] != format):
+				t.Fatalf("a %s holder (no TTL in that format):\n%s\n%v", format, text, st)
+			case !carries && (strings.HasSuffix(strings.TrimSpace(list), "1s") || !strings.HasSuffix(strings.TrimSpace(list), "none")):
+				t.Fatalf("list of a %s holder (no TTL in that format):\n%s", format, list)
+			}
+		})
+	}
+}

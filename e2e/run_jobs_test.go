@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -204,4 +205,121 @@ func TestRunLeaveRunningRecordsTheProcessesItLeaves(t *testing.T) {
 	if jpSeq, rel := seqOf(t, root, "job_processes", req), seqOf(t, root, "lock_released", req); jpSeq > rel {
 		t.Fatalf("job_processes at seq %d after the release at %d", jpSeq, rel)
 	}
+}
+
+// awaitSteals waits until lock has n lock_stolen events.
+func awaitSteals(t *testing.T, root, lock string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got int
+		if err := clitest.DB(t, root).QueryRow(`SELECT count(*) FROM events WHERE type = 'lock_stolen' AND lock_name = ?`,
+			lock).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d lock_stolen events, want %d", lock, got, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// awaitMark waits until the jobs' shared file has the line want.
+func awaitMark(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil && slices.Contains(strings.Fields(string(b)), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in %s", want, path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestChainedSupersedeStartsTheNewestJobAfterEveryOlderJobHasStopped: A
+// runs; B supersedes it and waits for A to stop; C supersedes B while B
+// still waits. B never started its command, but A still runs: C must wait
+// for A too, so the shared file shows A's last write before C's first.
+func TestChainedSupersedeStartsTheNewestJobAfterEveryOlderJobHasStopped(t *testing.T) {
+	root := t.TempDir()
+	dir := t.TempDir()
+	file, gate := filepath.Join(dir, "marks"), filepath.Join(dir, "gate")
+	// A stops only once the gate exists, and then takes a while.
+	job := `trap 'echo "$2-term" >> "$1"; until [ -e "$3" ]; do sleep 0.05; done; sleep 2; echo "$2-end" >> "$1"; exit 0' TERM
+		echo "$2-start" >> "$1"; echo started; while :; do sleep 0.1; done`
+	a, aLines := startRun(t, root, "chain", "--ttl", "60", "--kill-grace", "60s", "--", "sh", "-c", job, "sh", file, "A", gate)
+	line(t, aLines)
+	b, _ := startRun(t, root, "chain", "--supersede", "--ttl", "60", "--kill-grace", "60s", "--", "sh", "-c", job, "sh", file, "B", gate)
+	awaitMark(t, file, "A-term")
+	c, _ := startRun(t, root, "chain", "--supersede", "--ttl", "60", "--kill-grace", "60s", "--",
+		"sh", "-c", `echo C-start >> "$1"`, "sh", file)
+	awaitSteals(t, root, "chain", 2)
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitOf(t, c); code != 0 {
+		t.Fatalf("the newest run exited %d, want 0", code)
+	}
+	if code := exitOf(t, b); code != 5 {
+		t.Fatalf("the run superseded while waiting exited %d, want 5", code)
+	}
+	if code := exitOf(t, a); code != 5 {
+		t.Fatalf("the oldest run exited %d, want 5", code)
+	}
+	want := []string{"A-start", "A-term", "A-end", "C-start"}
+	if got := marks(t, file); !slices.Equal(got, want) {
+		t.Fatalf("the jobs wrote %q, want %q: C must start after A's last write, and B never", got, want)
+	}
+	assertChain(t, root)
+}
+
+// TestChainedSupersedeKillsEveryOlderJobThatOutlivesTheGrace: A ignores
+// TERM and its runner and B's would wait a minute; C, with a short grace,
+// kills A's job as well as the runners, records it against A's request,
+// and only then starts its command.
+func TestChainedSupersedeKillsEveryOlderJobThatOutlivesTheGrace(t *testing.T) {
+	root := t.TempDir()
+	file := filepath.Join(t.TempDir(), "marks")
+	a, aLines := startRun(t, root, "chain", "--ttl", "60", "--kill-grace", "60s", "--", "sh", "-c",
+		`trap 'echo A-term >> "$1"' TERM; echo $$ "$LOCKLEDGER_REQUEST_ID"; while :; do echo A >> "$1"; sleep 0.1; done`, "sh", file)
+	var job int
+	var aReq string
+	if _, err := fmt.Sscan(line(t, aLines), &job, &aReq); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(job, syscall.SIGKILL) })
+	b, _ := startRun(t, root, "chain", "--supersede", "--ttl", "60", "--kill-grace", "60s", "--",
+		"sh", "-c", `echo B-start >> "$1"`, "sh", file)
+	awaitMark(t, file, "A-term")
+	r := clitest.Must(t, 0, root, "run", "chain", "--supersede", "--kill-grace", "1s", "--",
+		"sh", "-c", `echo C-start >> "$1"`, "sh", file)
+	if !waitKilled(t, a) {
+		t.Fatal("the oldest runner was not killed")
+	}
+	if !waitKilled(t, b) {
+		t.Fatal("the runner superseded while waiting was not killed")
+	}
+	got := marks(t, file)
+	if slices.Contains(got, "B-start") || got[len(got)-1] != "C-start" || slices.Index(got, "C-start") != len(got)-1 {
+		t.Fatalf("the jobs wrote %q: C must start after A's last write, and B never", got)
+	}
+	found := false
+	for _, body := range clitest.Strings(t, root, `SELECT body FROM events WHERE type = 'job_processes'`) {
+		if strings.Contains(body, aReq) && strings.Contains(body, `"killed"`) && strings.Contains(body, strconv.Itoa(job)) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no job_processes records A's job %d (%s) killed", job, aReq)
+	}
+	if !strings.Contains(r.Stderr, "outlived the grace") {
+		t.Fatalf("the newest run did not say it killed the older jobs:\n%s", r.Stderr)
+	}
+	assertChain(t, root)
 }

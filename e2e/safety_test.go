@@ -4,11 +4,13 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lockledger/lockledger/formats"
@@ -489,5 +491,131 @@ func TestOneUnreadableLockPathDoesNotStopTheReadCommands(t *testing.T) {
 				t.Errorf("the ledger changed")
 			}
 		})
+	}
+}
+
+// inMountNamespace returns a runner of lockledger in a mount namespace of
+// its own where ROOT is also mounted at bind and ROOT/locks at locksBind
+// (bind mounts: the same directories under other names, which no symlink
+// resolution can tell). It skips the test, loudly, where mounting is not
+// permitted.
+func inMountNamespace(t *testing.T, root, bind, locksBind string) func(args ...string) clitest.Result {
+	t.Helper()
+	const script = `mount --bind "$1" "$2" && mount --bind "$1/locks" "$3" || exit 99; shift 3; exec "$@"`
+	run := func(args ...string) clitest.Result {
+		c := exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", script, "sh", root, bind, locksBind, clitest.Bin()}, args...)...)
+		c.Env = clitest.Env(root)
+		var out, errb strings.Builder
+		c.Stdout, c.Stderr = &out, &errb
+		err := c.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			code = -1
+		}
+		return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	}
+	if r := run("--help"); r.Code != 0 {
+		t.Skipf("SKIPPED: cannot bind-mount in a mount namespace of its own here (unshare -m, mount --bind): exit %d %s", r.Code, r.Stderr)
+	}
+	return run
+}
+
+// A --file path that reaches ROOT or ROOT/locks through a bind mount (a
+// second name of the same directory, with no symlink to resolve) is
+// refused like the path itself: exit 2 naming the path, no lock file of
+// the ledger overwritten, nothing created among the ledger's own files,
+// the ledger unchanged.
+func TestATargetReachingTheRootThroughABindMountIsRefused(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	clitest.Must(t, 0, root, "acquire", "a", "--pid", self)
+	bind, locksBind := filepath.Join(dir, "bind"), filepath.Join(dir, "locks-bind")
+	for _, d := range []string{bind, locksBind} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := inMountNamespace(t, root, bind, locksBind)
+	lockA := filepath.Join(root, "locks", "a.lock")
+	sumA, before := fileSum(t, lockA), snapLedger(t, root)
+	for _, target := range []string{
+		"tower-fleet:" + filepath.Join(bind, "locks", "a.lock"),
+		"bso:" + filepath.Join(bind, "locks", "new.bso"),
+		"bso:" + filepath.Join(bind, ".sprint-running"),
+		"tower-fleet:" + filepath.Join(locksBind, "a.lock"),
+		"gitclaw:" + filepath.Join(locksBind, "new.lock"),
+	} {
+		r := run("acquire", "b", "--pid", self, "--file", target)
+		path := target[strings.IndexByte(target, ':')+1:]
+		if r.Code != 2 || !strings.Contains(r.Stderr, path) || !strings.Contains(r.Stderr, "--file") {
+			t.Errorf("--file %s: exit %d, want 2 naming --file and the path\nstderr: %s", target, r.Code, r.Stderr)
+		}
+	}
+	if got := fileSum(t, lockA); got != sumA {
+		t.Fatal("a target through the bind mount overwrote lock a's file")
+	}
+	for _, p := range []string{filepath.Join(root, "locks", "new.bso"), filepath.Join(root, ".sprint-running"), filepath.Join(root, "locks", "new.lock")} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a target through the bind mount created %s (%v)", p, err)
+		}
+	}
+	if after := snapLedger(t, root); after != before {
+		t.Fatalf("refused acquisitions changed the ledger: %s -> %s", before, after)
+	}
+	// A subdirectory of the locks directory may hold targets, under any name.
+	if err := os.Mkdir(filepath.Join(root, "locks", "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if r := run("acquire", "b", "--pid", self, "--file", "bso:"+filepath.Join(locksBind, "sub", "b.bso")); r.Code != 0 {
+		t.Fatalf("a target in a subdirectory of the locks directory, through the bind mount: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
+
+// A --file path that is not a regular file (a device, a FIFO, a
+// directory, a symlink to a file) is bad input: exit 2 naming --file, the
+// path and the rule, nothing recorded, nothing at the path changed, and a
+// FIFO is never opened in a way that blocks.
+func TestATargetThatIsNotARegularFileIsInvalidInput(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	clitest.Must(t, 0, root, "acquire", "seed", "--pid", self)
+	fifo, sub, file, link := filepath.Join(dir, "fifo"), filepath.Join(dir, "dir"), filepath.Join(dir, "file"), filepath.Join(dir, "link")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("pid: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	sum, before := fileSum(t, file), snapLedger(t, root)
+	for _, p := range []string{"/dev/null", fifo, sub, link} {
+		for _, format := range []string{"bso", "tower-fleet"} {
+			target := format + ":" + p
+			r := clitest.Run(t, root, "acquire", "42", "--pid", self, "--file", target)
+			if r.Code != 2 || !strings.Contains(r.Stderr, "--file") || !strings.Contains(r.Stderr, target) ||
+				!strings.Contains(r.Stderr, "lockledger writes a --file path only") {
+				t.Errorf("--file %s: exit %d, want 2 naming --file %s and the rule\nstderr: %s", target, r.Code, target, r.Stderr)
+			}
+		}
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO changed: %v %v", fi, err)
+	}
+	if entries, err := os.ReadDir(sub); err != nil || len(entries) != 0 {
+		t.Errorf("the directory changed: %v %v", entries, err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 || fileSum(t, file) != sum {
+		t.Errorf("the symlink or the file it names changed: %v %v", fi, err)
+	}
+	if after := snapLedger(t, root); after != before {
+		t.Fatalf("refused acquisitions changed the ledger: %s -> %s", before, after)
 	}
 }

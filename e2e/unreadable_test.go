@@ -153,3 +153,20 @@ func TestAnUnreadableLockFileIsShownAsWhatItIs(t *testing.T) {
 	clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self)
 	clitest.Must(t, 0, root, "verify")
 }
+
+// TestTheTimelineSaysOnceWhereProjectKeptAnUnreadableFile: the
+// lock_projected line names the file kept aside once, not twice.
+func TestTheTimelineSaysOnceWhereProjectKeptAnUnreadableFile(t *testing.T) {
+	root := t.TempDir()
+	clitest.Must(t, 0, root, "acquire", "deploy", "--pid", strconv.Itoa(os.Getpid()))
+	path := filepath.Join(root, "locks", "deploy.lock")
+	if err := os.WriteFile(path, garbage, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clitest.Must(t, 0, root, "project")
+	aside := keptAside(t, path)
+	r := clitest.Must(t, 0, root, "timeline", "--lock", "deploy")
+	if n := strings.Count(r.Stdout, "moved aside to "+aside); n != 1 {
+		t.Fatalf("the timeline says %d times where the file was kept aside, want once:\n%s", n, r.Stdout)
+	}
+}

@@ -156,6 +156,13 @@ func Lookup(name string) (Format, error) {
 	return nil, events.Invalid("format", name, "must be one of "+strings.Join(Names(), ", "))
 }
 
+// CarriesTTL reports whether lock files of format name carry a TTL: their
+// own (tower-fleet) or a fixed one (GitClaw's). A holder parsed from a
+// format that carries none (bso, beads, prodigy) has TTL 0.
+func CarriesTTL(name string) bool {
+	return name == NameTowerFleet || name == NameGitClaw
+}
+
 // Target is one --file FORMAT:PATH.
 type Target struct {
 	Format string

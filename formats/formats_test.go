@@ -238,3 +238,28 @@ func TestParseRefusesFilesThatAreNotLocks(t *testing.T) {
 		}
 	}
 }
+
+// TestCarriesTTLSaysWhichParsedHoldersHaveOne: a holder rendered with a
+// TTL and parsed back has one exactly when its format carries a TTL.
+func TestCarriesTTLSaysWhichParsedHoldersHaveOne(t *testing.T) {
+	at := utc("2026-02-07T22:30:00Z")
+	h := Holder{Lock: "42", RequestID: "req-1", Actor: "a", HostID: "h", PID: 42, CreatedAt: at, HeartbeatAt: at,
+		TTL: 90 * time.Second, Metadata: map[string]string{}}
+	for _, name := range Names() {
+		f, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := f.Render(h)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := f.Parse(data)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if (got.TTL != 0) != CarriesTTL(name) {
+			t.Errorf("%s: parsed TTL %s, CarriesTTL %v", name, got.TTL, CarriesTTL(name))
+		}
+	}
+}

@@ -72,7 +72,7 @@ func (e *BrokenChainError) Error() string {
 	}
 	return fmt.Sprintf("%s: first bad seq %d, %s (%s; %d %s in all); project refuses to rebuild the locks table and the "+
 		"lock files from a damaged log, and changed neither%s: `lockledger verify` shows the damage, "+
-		"`lockledger project --accept-broken-chain` projects it anyway (recorded)", ErrBrokenChain, e.FirstBad.Seq, e.FirstBad.Kind,
+		"`lockledger project --accept-broken-chain` projects it anyway and records what it changes", ErrBrokenChain, e.FirstBad.Seq, e.FirstBad.Kind,
 		e.FirstBad.Detail, e.Problems, plural(e.Problems, "problem", "problems"), recorded)
 }
 

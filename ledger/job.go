@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -31,15 +32,37 @@ const killSettle = 5 * time.Second
 // lockledger started from inside the job must not stop or await what
 // started it).
 func JobPIDs(requestID string) []int {
-	if requestID == "" {
-		return nil
+	var pids []int
+	for pid := range jobPIDs(requestID) {
+		pids = append(pids, pid)
 	}
-	pids := scanJobs()[requestID]
-	if len(pids) == 0 {
-		return nil
+	slices.Sort(pids)
+	return pids
+}
+
+// jobPIDs maps each process carrying one of requestIDs (as JobPIDs finds
+// them, from one scan of /proc) to the request id it carries.
+func jobPIDs(requestIDs ...string) map[int]string {
+	out := map[int]string{}
+	var scan map[string][]int
+	for _, id := range requestIDs {
+		if id == "" {
+			continue
+		}
+		if scan == nil {
+			scan = scanJobs()
+		}
+		for _, pid := range scan[id] {
+			out[pid] = id
+		}
 	}
-	up := ancestors()
-	return slices.DeleteFunc(pids, func(pid int) bool { return up[pid] })
+	if len(out) == 0 {
+		return out
+	}
+	for pid := range ancestors() {
+		delete(out, pid)
+	}
+	return out
 }
 
 // ancestors are this process's parent, its parent's parent, and so on.
@@ -51,27 +74,30 @@ func ancestors() map[int]bool {
 	return up
 }
 
-// jobWatch follows one job's processes across scans. A process stays
-// followed until it has exited: an exiting process loses its environment
-// (and drops out of JobPIDs) a moment before it becomes a zombie.
+// jobWatch follows the processes of one or more jobs across scans. A
+// process stays followed until it has exited: an exiting process loses its
+// environment (and drops out of JobPIDs) a moment before it becomes a
+// zombie.
 type jobWatch struct {
-	requestID string
-	start     map[int]string // pid -> its start time, when first seen
-	seen      []int          // in order of first sight
+	requestIDs []string
+	start      map[int]string // pid -> its start time, when first seen
+	job        map[int]string // pid -> the request id it carries
+	seen       []int          // in order of first sight
 }
 
-func newJobWatch(requestID string) *jobWatch {
-	return &jobWatch{requestID: requestID, start: map[int]string{}}
+func newJobWatch(requestIDs ...string) *jobWatch {
+	return &jobWatch{requestIDs: requestIDs, start: map[int]string{}, job: map[int]string{}}
 }
 
-// look scans again and returns the job's processes still running.
+// look scans again and returns the jobs' processes still running.
 func (w *jobWatch) look() []int {
-	for _, pid := range JobPIDs(w.requestID) {
+	found := jobPIDs(w.requestIDs...)
+	for _, pid := range slices.Sorted(maps.Keys(found)) {
 		if _, ok := w.start[pid]; ok {
 			continue
 		}
 		if start := ProcessStart(pid); start != "" {
-			w.start[pid] = start
+			w.start[pid], w.job[pid] = start, found[pid]
 			w.seen = append(w.seen, pid)
 		}
 	}
@@ -83,6 +109,9 @@ func (w *jobWatch) look() []int {
 	}
 	return live
 }
+
+// jobOf is the request id pid was seen carrying.
+func (w *jobWatch) jobOf(pid int) string { return w.job[pid] }
 
 // signal sends sig to pid if it is still the process seen.
 func (w *jobWatch) signal(pid int, sig unix.Signal) {

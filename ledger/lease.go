@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -415,9 +416,92 @@ type Superseded struct {
 	// (another host, another tool's lock, a holder that is not a lockledger
 	// run); "" when they were awaited.
 	NotAwaited string
+	// Earlier are the requests RequestID had itself superseded, directly or
+	// through others, that were awaited too (see AwaitSuperseded), newest first.
+	Earlier []string
 	// Killed lists the processes killed because they outlived the grace
-	// (recorded as job_processes, action killed).
+	// (recorded as job_processes, action killed, one event per request).
 	Killed []int
+}
+
+// maxSupersededChain bounds how many superseded runs, one behind the other,
+// AwaitSuperseded follows back.
+const maxSupersededChain = 16
+
+// supersededJob is one job a superseding acquisition waits for.
+type supersededJob struct {
+	requestID string
+	runner    int    // its runner's pid; 0 when there is none to await
+	start     string // the runner's start time; "" when not recorded
+}
+
+// supersededChain lists the jobs acquisition a must wait for: the holder it
+// took the lock from and, when that holder had itself taken the lock with
+// reason superseded, the holder before it, and so on back (at most
+// maxSupersededChain). A run superseded while it still waits for its own
+// predecessor never started its command, but that predecessor may still be
+// running, and nothing else keeps the newest job from overlapping it. A job
+// on another host, or held by a process that is not a lockledger run,
+// cannot be awaited and is left out (the immediate one as a.NotAwaited says).
+func (l *Ledger) supersededChain(ctx context.Context, a *Acquisition) []supersededJob {
+	var chain []supersededJob
+	prev, start, before := *a.Previous, a.PreviousPIDStart, a.Seq
+	for i := 0; i < maxSupersededChain; i++ {
+		seq, acq, stolen, err := acquisitionOf(ctx, l.db, a.Lock, prev.RequestID, before)
+		if err != nil {
+			l.log.Warn("could not read the runs the superseded one had superseded; awaiting only those found",
+				"lock", a.Lock, "request_id", prev.RequestID, "err", err)
+		}
+		if start == "" && acq != nil {
+			start = acq.PIDStart
+		}
+		awaitable := acq != nil && prev.HostID == l.host.ID &&
+			!(prev.PID != os.Getpid() && processRunning(prev.PID, start) && !isLockledger(prev.PID))
+		if i == 0 {
+			awaitable = a.NotAwaited == ""
+		}
+		if awaitable {
+			j := supersededJob{requestID: prev.RequestID, runner: prev.PID, start: start}
+			if j.runner == os.Getpid() {
+				j.runner = 0 // this process superseded itself: nothing to wait for
+			}
+			chain = append(chain, j)
+		}
+		if stolen == nil || stolen.Reason != events.ReasonSuperseded {
+			break
+		}
+		prev, start, before = stolen.PreviousLock, "", seq
+	}
+	return chain
+}
+
+// acquisitionOf reads the lock_acquired or lock_stolen event by which
+// requestID last took lock before seq: its seq, its payload, and the
+// lock_stolen payload when it was a steal. acq is nil when there is none
+// (the request was another tool's lock).
+func acquisitionOf(ctx context.Context, q querier, lock, requestID string, before int64) (int64, *events.Acquired, *events.Stolen, error) {
+	var seq int64
+	var body []byte
+	err := q.QueryRowContext(ctx, `SELECT seq, body FROM events WHERE request_id = ? AND lock_name = ?
+		AND type IN ('lock_acquired', 'lock_stolen') AND seq < ? ORDER BY seq DESC LIMIT 1`,
+		requestID, lock, before).Scan(&seq, &body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil, nil, nil
+	}
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	_, p, err := events.Decode(body)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	switch p := p.(type) {
+	case *events.Acquired:
+		return seq, p, nil, nil
+	case *events.Stolen:
+		return seq, &p.Acquired, p, nil
+	}
+	return 0, nil, nil, nil
 }
 
 // AwaitSuperseded returns once the job this lease took the lock from (with
@@ -425,92 +509,123 @@ type Superseded struct {
 // names another process now) and no process carries its request id (see
 // JobPIDs). Its runner was poked and stops its job within its own kill
 // grace; once that runner is gone, what is left of the job gets TERM from
-// here, since nobody else will stop it. After grace plus
-// SupersedeNoticeMargin, what is left (its processes, and its runner) is
-// killed and recorded as job_processes. A job on another host, or held
-// through another tool's lock or by a process that is not a lockledger run,
-// cannot be awaited: NotAwaited says so and it returns at once. It fails
-// when ctx is done or this lease is lost meanwhile.
+// here, since nobody else will stop it. When that job's run had itself
+// superseded another one and was still waiting for it, that older job is
+// awaited the same way, and so on back (see supersededChain). After grace
+// plus SupersedeNoticeMargin, what is left (the jobs' processes, and their
+// runners) is killed and recorded as job_processes. A job on another host,
+// or held through another tool's lock or by a process that is not a
+// lockledger run, cannot be awaited: NotAwaited says so.
+//
+// It fails when ctx is done. A lease lost meanwhile (this run superseded in
+// turn) keeps waiting, and killing after the grace, all the same: the run
+// that took the lock may not be able to await these jobs; the loss is
+// returned once they have stopped.
 func (s *Lease) AwaitSuperseded(ctx context.Context, grace time.Duration) (Superseded, error) {
 	a := s.acq
 	if !a.Stolen || a.Previous == nil {
 		return Superseded{}, nil
 	}
 	out := Superseded{RequestID: a.Previous.RequestID, NotAwaited: a.NotAwaited}
-	if out.NotAwaited != "" {
+	chain := s.l.supersededChain(ctx, a)
+	ids := make([]string, 0, len(chain))
+	for _, j := range chain {
+		ids = append(ids, j.requestID)
+		if j.requestID != out.RequestID {
+			out.Earlier = append(out.Earlier, j.requestID)
+		}
+	}
+	if len(chain) == 0 {
 		return out, nil
 	}
-	runner, start := a.Previous.PID, a.PreviousPIDStart
-	if runner == os.Getpid() {
-		runner = 0 // this process superseded itself: nothing to wait for
-	}
 	deadline := time.Now().Add(grace + SupersedeNoticeMargin)
-	job := newJobWatch(out.RequestID)
+	watch := newJobWatch(ids...)
 	termed := map[int]bool{}
 	for {
-		up := runnerRunning(runner, start)
-		live := job.look()
-		if !up && len(live) == 0 {
-			return out, nil
+		live := watch.look()
+		runners := map[string]bool{} // request id -> its runner still runs
+		for _, j := range chain {
+			if runnerRunning(j.runner, j.start) {
+				runners[j.requestID] = true
+			}
 		}
-		if !up {
-			for _, pid := range live {
-				if !termed[pid] {
-					termed[pid] = true
-					job.signal(pid, unix.SIGTERM)
-				}
+		if len(live) == 0 && len(runners) == 0 {
+			return out, s.Err()
+		}
+		for _, pid := range live {
+			// A job whose runner is gone has nobody else to stop it.
+			if !runners[watch.jobOf(pid)] && !termed[pid] {
+				termed[pid] = true
+				watch.signal(pid, unix.SIGTERM)
 			}
 		}
 		if time.Now().After(deadline) {
 			break
 		}
-		if err := s.pause(ctx); err != nil {
+		pause(ctx, true)
+		if err := ctx.Err(); err != nil {
 			return out, err
 		}
 	}
-	out.Killed = killJob(runner, start, job)
-	if len(out.Killed) == 0 {
-		return out, nil // it ended between the last look and the KILL
+	killed := killJobs(chain, watch)
+	for _, j := range chain {
+		pids := killed[j.requestID]
+		if len(pids) == 0 {
+			continue // it ended between the last look and the KILL
+		}
+		out.Killed = append(out.Killed, pids...)
+		note := fmt.Sprintf("the superseded job outlived the grace (%s, and %s for its runner to notice) and was killed",
+			grace, SupersedeNoticeMargin)
+		if j.requestID != out.RequestID {
+			note = fmt.Sprintf("a job superseded before %s, which was still waiting for it to stop, outlived the grace (%s, and %s for its runner to notice) and was killed",
+				out.RequestID, grace, SupersedeNoticeMargin)
+		}
+		if err := s.RecordJobProcesses(context.WithoutCancel(ctx), events.JobProcessesPayload{
+			JobRequestID: j.requestID, PIDs: pids, Action: events.JobKilled, Note: note}); err != nil {
+			s.l.log.Error("could not record the killed job processes", "lock", s.acq.Lock, "pids", pids, "err", err)
+		}
 	}
-	note := fmt.Sprintf("the superseded job outlived the grace (%s, and %s for its runner to notice) and was killed",
-		grace, SupersedeNoticeMargin)
-	if err := s.RecordJobProcesses(context.WithoutCancel(ctx), events.JobProcessesPayload{
-		JobRequestID: out.RequestID, PIDs: out.Killed, Action: events.JobKilled, Note: note}); err != nil {
-		s.l.log.Error("could not record the killed job processes", "lock", s.acq.Lock, "pids", out.Killed, "err", err)
-	}
-	return out, nil
+	slices.Sort(out.Killed)
+	return out, s.Err()
 }
 
-// killJob KILLs a job's runner (if still the process started at start) and
-// its processes, until none is left or killSettle has passed, and returns
-// those it killed.
-func killJob(runner int, start string, job *jobWatch) []int {
-	var killed []int
+// killJobs KILLs the jobs' runners (each if still the process started at
+// its start) and their processes, until none is left or killSettle has
+// passed, and returns those it killed by request id, sorted.
+func killJobs(chain []supersededJob, watch *jobWatch) map[string][]int {
+	killed := map[string][]int{}
 	seen := map[int]bool{}
-	add := func(pid int) {
+	add := func(id string, pid int) {
 		if !seen[pid] {
 			seen[pid] = true
-			killed = append(killed, pid)
+			killed[id] = append(killed[id], pid)
 		}
 	}
 	until := time.Now().Add(killSettle)
 	for {
-		up := runnerRunning(runner, start)
-		live := job.look()
-		if (!up && len(live) == 0) || time.Now().After(until) {
+		live := watch.look()
+		var up []supersededJob
+		for _, j := range chain {
+			if runnerRunning(j.runner, j.start) {
+				up = append(up, j)
+			}
+		}
+		if (len(up) == 0 && len(live) == 0) || time.Now().After(until) {
 			break
 		}
-		if up {
-			add(runner)
-			signalIf(runner, unix.SIGKILL, func() bool { return runnerRunning(runner, start) })
+		for _, j := range up {
+			add(j.requestID, j.runner)
+			signalIf(j.runner, unix.SIGKILL, func() bool { return runnerRunning(j.runner, j.start) })
 		}
 		for _, pid := range live {
-			add(pid)
-			job.signal(pid, unix.SIGKILL)
+			add(watch.jobOf(pid), pid)
+			watch.signal(pid, unix.SIGKILL)
 		}
 		pause(context.Background(), false)
 	}
-	slices.Sort(killed)
+	for _, pids := range killed {
+		slices.Sort(pids)
+	}
 	return killed
 }
 
@@ -519,20 +634,6 @@ func killJob(runner int, start string, job *jobWatch) []int {
 // recorded, some lockledger process.
 func runnerRunning(pid int, start string) bool {
 	return processRunning(pid, start) && (start != "" || isLockledger(pid))
-}
-
-// pause waits one poll interval; it fails when ctx is done or the lease is lost.
-func (s *Lease) pause(ctx context.Context) error {
-	t := time.NewTimer(jobPoll)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.lost:
-		return s.lostErr
-	}
 }
 
 // RecordJobProcesses records what was done to the leftover processes of a

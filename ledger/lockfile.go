@@ -85,7 +85,7 @@ func readRegular(p string) (fileState, error) {
 		return fileState{}, &UnsafePathError{Path: p, Reason: "is a symlink"}
 	}
 	if !fi.Mode().IsRegular() {
-		return fileState{}, &UnsafePathError{Path: p, Reason: "is not a regular file (" + fi.Mode().Type().String() + ")"}
+		return fileState{}, &UnsafePathError{Path: p, Reason: "is not a regular file (" + fileKind(fi.Mode()) + ")"}
 	}
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if errors.Is(err, unix.ENOENT) {
@@ -109,6 +109,23 @@ func readRegular(p string) (fileState, error) {
 	}
 	return fileState{exists: true, data: data, ino: st.Ino, path: p, size: st.Size,
 		mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec)}, nil
+}
+
+// fileKind names what a non-regular file is, in words.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "mode " + m.Type().String()
 }
 
 func (f lockFiles) read(name string) (fileState, error) {

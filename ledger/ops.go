@@ -754,6 +754,10 @@ type LockStatus struct {
 	// no permission, or no locks directory); the rest is the locks
 	// table's alone.
 	Problem string
+
+	// HolderFormat is the format of the other tool's file that holds the
+	// lock, when it superseded the ledger's holder ("" otherwise).
+	HolderFormat string
 }
 
 // Status reads one lock. It takes no lock and changes nothing.
@@ -774,10 +778,11 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 
 func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 	var superseded *events.Record
+	var format string
 	if sup, err := l.supersededBy(v, now, 0); err == nil && sup != nil {
 		// What the next writer will record: the other tool's lock holds it.
 		rec := v.holder.rec
-		superseded = &rec
+		superseded, format = &rec, sup.format
 		v = &view{name: v.name, row: v.row, file: v.file, holder: sup.h}
 	}
 	if v.holder == nil {
@@ -788,7 +793,7 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 	}
 	state, job := judge(v.holder, now, l.host, l.probe, 0)
 	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.path(v.name), Interloper: v.interloper,
-		Superseded: superseded}
+		Superseded: superseded, HolderFormat: format}
 	if v.interloper {
 		if _, err := ParseLockFile(v.file.data); err != nil {
 			s.Unreadable = v.file.unreadable()

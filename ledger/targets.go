@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
 )
@@ -46,7 +48,9 @@ func (l *Ledger) ValidateTargets(ts []events.Target) error {
 
 // checkTargetPath refuses a target path that is, or may become, one of the
 // ledger's own files: ledger.db and its -wal and -shm, writer.flock, the
-// lock files and their journals.
+// lock files and their journals. The root and its locks directory are
+// recognised by name (symlinks resolved) and by device and inode, which
+// also catches a second name no symlink resolution can see: a bind mount.
 func (l *Ledger) checkTargetPath(t events.Target) error {
 	bad := func(rule string) error { return events.Invalid("--file", t.Format+":"+t.Path, rule) }
 	p, err := resolvePath(t.Path)
@@ -57,6 +61,10 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 	if err != nil {
 		return err
 	}
+	locks := filepath.Join(root, LocksDir)
+	if !within(root, p) {
+		p = sameDirectory(p, root, locks)
+	}
 	if !within(root, p) {
 		return nil
 	}
@@ -64,7 +72,6 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 	if p != t.Path {
 		as = " (as " + p + ")"
 	}
-	locks := filepath.Join(root, LocksDir)
 	switch {
 	case !within(locks, p) || p == locks:
 		return bad(fmt.Sprintf("is inside the ledger's root %s%s: lockledger never writes over its own files (ledger.db, its -wal and -shm, writer.flock); only a subdirectory of %s may hold targets",
@@ -74,6 +81,47 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 			locks, as))
 	}
 	return nil
+}
+
+// sameDirectory returns p (resolved, outside root by name) as the path
+// below root or locks it names when one of its existing directories, p
+// itself included, is root or locks under another name (the same device
+// and inode: a bind mount); otherwise p unchanged.
+func sameDirectory(p, root, locks string) string {
+	rootID, rootOK := dirID(root)
+	locksID, locksOK := dirID(locks)
+	if !rootOK {
+		return p
+	}
+	for dir, rest := p, ""; ; {
+		if id, ok := dirID(dir); ok {
+			switch {
+			case id == rootID:
+				return filepath.Join(root, rest)
+			case locksOK && id == locksID:
+				return filepath.Join(locks, rest)
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+}
+
+// fileID is a directory's device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// dirID is the device and inode of the directory at path (symlinks
+// followed); ok is false when there is none.
+func dirID(path string) (id fileID, ok bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino}, true
 }
 
 // resolvedRoot is the root as resolvePath gives it.
@@ -220,17 +268,35 @@ func (w *writeTx) reconcileTargets(requested []events.Target) error {
 			paths[t.Path] = b
 		}
 	}
+	asked := map[string]events.Target{}
 	for _, t := range requested {
+		asked[t.Path] = t
 		if _, ok := paths[t.Path]; !ok {
 			paths[t.Path] = nil
 		}
 	}
 	for p, committed := range paths {
 		if err := w.l.recoverTarget(p, committed); err != nil {
+			var unsafe *UnsafePathError
+			if t, ok := asked[p]; ok && errors.As(err, &unsafe) {
+				// Something at a path the caller named that no lock file
+				// is (a device, a FIFO, a directory, a symlink): bad input.
+				return unsafeTarget(t, unsafe)
+			}
 			return fmt.Errorf("ledger: target %s: %w", p, err)
 		}
 	}
 	return w.admitTargets(requested)
+}
+
+// unsafeTarget is the refusal of target t, at or beside whose path is
+// something that is not a regular file.
+func unsafeTarget(t events.Target, unsafe *UnsafePathError) error {
+	what := unsafe.Reason
+	if unsafe.Path != t.Path {
+		what = "has " + unsafe.Path + " beside it, which " + unsafe.Reason
+	}
+	return events.Invalid("--file", t.Format+":"+t.Path, what+"; "+targetRule)
 }
 
 // admitTargets refuses a requested target whose path holds anything but
@@ -243,7 +309,7 @@ func (w *writeTx) admitTargets(ts []events.Target) error {
 		cur, err := readRegular(t.Path)
 		var unsafe *UnsafePathError
 		if errors.As(err, &unsafe) {
-			return events.Invalid("--file", t.Format+":"+t.Path, unsafe.Reason+"; "+targetRule)
+			return unsafeTarget(t, unsafe)
 		}
 		if err != nil {
 			return fmt.Errorf("ledger: target %s: %w", t.Path, err)

@@ -60,6 +60,16 @@ func TestADeletedTailIsDamageThatProjectRefusesToLaunder(t *testing.T) {
 		t.Fatalf("a refused project put back the released lock's file (%v)", err)
 	}
 	clitest.Must(t, 1, root, "verify")
+	// Nothing may fill the gap: no audit record, no acquisition reusing the
+	// missing seqs (and fencing tokens), until the cut is accepted.
+	if n := clitest.EventCount(t, root); n != 2 {
+		t.Fatalf("%d events after the cut, want the 2 left: something was appended into the gap", n)
+	}
+	if r := clitest.Run(t, root, append([]string{"acquire", "c"}, pid...)...); r.Code != 1 || !strings.Contains(r.Stderr, "truncated") {
+		t.Fatalf("acquire on a cut log: exit %d, want 1 naming the truncation\n%s", r.Code, r.Stderr)
+	}
+	clitest.Must(t, 0, root, "project", "--accept-broken-chain")
+	clitest.Must(t, 0, root, append([]string{"acquire", "c"}, pid...)...)
 }
 
 func TestVerifyFailsOnAnotherLedgersDatabase(t *testing.T) {

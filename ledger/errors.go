@@ -42,6 +42,9 @@ var (
 	ErrOldSchema = errors.New("ledger schema needs upgrading")
 	// ErrReadOnly: a write was attempted on a ledger opened with ReadOnly.
 	ErrReadOnly = errors.New("ledger opened read-only")
+	// ErrTruncated: the log's tail is gone (the locks table records events
+	// past its end); writers append nothing until project accepts it.
+	ErrTruncated = errors.New("event log truncated")
 	// ErrClosed: the ledger was used after Close.
 	ErrClosed = errors.New("ledger is closed")
 	// ErrBrokenChain: project refused to rebuild the projections from an

@@ -235,14 +235,28 @@ func saveRow(ctx context.Context, tx execer, r *row) error {
 }
 
 // head returns the last seq and hash, or 0 and genesis for an empty log.
+// head is the last event's seq and hash (0 and the genesis when there is
+// none). It refuses a log whose tail is gone, as the locks table shows it
+// (a row updated by a seq past the last event: see truncation): appending
+// there would reuse the missing seqs, fencing tokens included, and hide the cut.
 func head(ctx context.Context, q querier, genesis string) (int64, string, error) {
-	var seq int64
+	var seq, updated int64
 	var hash string
-	err := q.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
-	if errors.Is(err, sql.ErrNoRows) {
+	err := q.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0),
+		coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), ''),
+		coalesce((SELECT max(updated_seq) FROM locks), 0)`).Scan(&seq, &hash, &updated)
+	if err != nil {
+		return 0, "", err
+	}
+	if updated > seq {
+		return 0, "", fmt.Errorf("%w: the log ends at seq %d, but the locks table records seq %d: events are missing; "+
+			"nothing is appended until `lockledger verify` is read and `lockledger project --accept-broken-chain` accepts the cut (recorded)",
+			ErrTruncated, seq, updated)
+	}
+	if seq == 0 {
 		return 0, genesis, nil
 	}
-	return seq, hash, err
+	return seq, hash, nil
 }
 
 func insertEvent(ctx context.Context, tx execer, seq int64, eventID, typ, lock, requestID, actor, at string, body []byte, prev, hash string) error {

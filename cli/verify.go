@@ -49,8 +49,9 @@ database too damaged to read is reported as FAILED with the read error.
 With --file, check a JSON Lines export on its own, without the database:
 the chain from the first line's prev_hash (or --prev-hash, e.g. the
 ledger's genesis or the previous export's head), seq contiguity and
-schemas. Compare the printed head hash with one recorded elsewhere to
-detect a truncated tail.
+schemas. A file without a single event line (empty, or blank lines only)
+fails as empty. Compare the printed head hash with one recorded elsewhere
+to detect a truncated tail.
 
 Exit 0 only when everything holds, 1 otherwise. verify only reads.`,
 		Example: `  lockledger verify

@@ -38,6 +38,10 @@ const (
 	// KindOverlap: a lock_acquired while another request still held the
 	// lock, neither released nor stolen from: an instant with two holders.
 	KindOverlap Kind = "overlap"
+	// KindEmpty: an export file without a single line. An empty export
+	// proves nothing, and one emptied by accident or on purpose must not
+	// pass for a good one.
+	KindEmpty Kind = "empty"
 )
 
 // Damage to the projections (each names a lock).
@@ -78,7 +82,7 @@ const KindForeign Kind = "foreign"
 func (k Kind) Chain() bool {
 	switch k {
 	case KindModified, KindDeleted, KindInserted, KindReordered, KindRenumbered, KindColumnMismatch, KindSchema, KindMalformed,
-		KindInconsistent, KindOverlap:
+		KindInconsistent, KindOverlap, KindEmpty:
 		return true
 	}
 	return false

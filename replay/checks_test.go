@@ -1,9 +1,11 @@
 package replay_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -17,5 +19,86 @@ func TestVerifyFileFailsAnEmptyOrBlankFile(t *testing.T) {
 		if rep.OK || rep.FirstBad == nil || rep.FirstBad.Kind != replay.KindEmpty || rep.ProblemCount != 1 {
 			t.Errorf("%q: OK=%v first bad %+v, %d problems; want one %s", data, rep.OK, rep.FirstBad, rep.ProblemCount, replay.KindEmpty)
 		}
+	}
+}
+
+// verifyLog runs verify on a hand-built log and returns the finished report.
+func verifyLog(t *testing.T, g *ovlLog) *replay.Report {
+	t.Helper()
+	rep, _, err := replay.VerifyLedger(context.Background(), g.db, "test", events.Genesis("overlap-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Finish()
+	return rep
+}
+
+// wantFirstBad fails unless rep's first bad is kind at seq, and it is the
+// only problem.
+func wantFirstBad(t *testing.T, rep *replay.Report, seq int64, kind replay.Kind) {
+	t.Helper()
+	if rep.OK || rep.FirstBad == nil || rep.FirstBad.Seq != seq || rep.FirstBad.Kind != kind || rep.ProblemCount != 1 {
+		t.Fatalf("first bad %+v, %d problems; want only seq %d %s\nall: %+v", rep.FirstBad, rep.ProblemCount, seq, kind, rep.Problems)
+	}
+}
+
+// The ledger gives every acquisition its own seq as fencing token, and a
+// release carries its holding's token: a re-chained log with any other
+// token fails verify, naming the event.
+func TestVerifyFindsFencingTokensTheLedgerNeverGives(t *testing.T) {
+	acquired := func(token int64) *events.Acquired {
+		return &events.Acquired{TTLSeconds: 60, FencingToken: token, Metadata: map[string]string{}}
+	}
+	cases := []struct {
+		name  string
+		build func(g *ovlLog) int64 // the bad seq, 0 for none
+	}{
+		{"tokens as the ledger gives them", func(g *ovlLog) int64 {
+			a := g.acquire("x", "req_a")
+			g.release("x", "req_a", a)
+			g.acquire("x", "req_b")
+			s := g.steal("x", "req_c", "req_b", events.ReasonStaleForced)
+			g.forceRelease("x", "req_oncall", "req_c", s)
+			return 0
+		}},
+		{"acquired with an older token", func(g *ovlLog) int64 {
+			a := g.acquire("x", "req_a")
+			g.release("x", "req_a", a)
+			return g.add(events.LockAcquired, "x", "req_b", acquired(a))
+		}},
+		{"acquired with a token ahead of its seq", func(g *ovlLog) int64 {
+			return g.add(events.LockAcquired, "x", "req_a", acquired(g.seq+5))
+		}},
+		{"stolen with another token", func(g *ovlLog) int64 {
+			g.acquire("x", "req_a")
+			prev := events.Record{LockVersion: "v1", LockName: "x", RequestID: "req_a", Actor: "tester", HostID: "host-a", PID: 42,
+				CreatedAt: "2026-01-02T03:04:05Z", LastHeartbeatAt: "2026-01-02T03:04:05Z", TTLSeconds: 60, Metadata: map[string]string{}}
+			return g.add(events.LockStolen, "x", "req_b", &events.Stolen{Acquired: *acquired(1), PreviousLock: prev,
+				PreviousLockHash: prev.Hash(), Reason: events.ReasonStaleForced})
+		}},
+		{"released with another holding's token", func(g *ovlLog) int64 {
+			a := g.acquire("x", "req_a")
+			g.release("x", "req_a", a)
+			g.acquire("x", "req_b")
+			return g.release("x", "req_b", a)
+		}},
+		{"forced release without a token", func(g *ovlLog) int64 {
+			g.acquire("x", "req_a")
+			return g.forceRelease("x", "req_oncall", "req_a", 0)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newOvlLog(t)
+			bad := c.build(g)
+			rep := verifyLog(t, g)
+			if bad == 0 {
+				if !rep.OK {
+					t.Fatalf("a genuine log fails: %+v", rep.Problems)
+				}
+				return
+			}
+			wantFirstBad(t, rep, bad, replay.KindFencingToken)
+		})
 	}
 }

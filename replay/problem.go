@@ -38,6 +38,11 @@ const (
 	// KindOverlap: a lock_acquired while another request still held the
 	// lock, neither released nor stolen from: an instant with two holders.
 	KindOverlap Kind = "overlap"
+	// KindFencingToken: a lock_acquired or lock_stolen whose fencing_token
+	// is not its own seq (the ledger gives every acquisition its seq, which
+	// is what makes tokens increase), or a lock_released whose
+	// fencing_token is not the token of the holder it releases.
+	KindFencingToken Kind = "fencing_token"
 	// KindEmpty: an export file without a single line. An empty export
 	// proves nothing, and one emptied by accident or on purpose must not
 	// pass for a good one.
@@ -82,7 +87,7 @@ const KindForeign Kind = "foreign"
 func (k Kind) Chain() bool {
 	switch k {
 	case KindModified, KindDeleted, KindInserted, KindReordered, KindRenumbered, KindColumnMismatch, KindSchema, KindMalformed,
-		KindInconsistent, KindOverlap, KindEmpty:
+		KindInconsistent, KindOverlap, KindFencingToken, KindEmpty:
 		return true
 	}
 	return false

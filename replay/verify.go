@@ -74,6 +74,11 @@ func (c *checker) apply(rc *rowCheck) {
 	}
 	if rc.schemaErr != nil {
 		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindSchema, Lock: ev.LockName, Detail: rc.schemaErr.Error()})
+	} else if (ev.Type == events.LockAcquired || ev.Type == events.LockStolen) && ev.FencingToken != ev.Seq {
+		// The ledger's token is the acquiring event's own seq (the one
+		// its hash covers): checked on every row, a slice's too.
+		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindFencingToken, Lock: ev.LockName, Detail: fmt.Sprintf(
+			"%s with fencing_token %d: the ledger gives an acquisition its own seq, %d, as its token", ev.Type, ev.FencingToken, ev.Seq)})
 	}
 	if ev.Type.Valid() && !ev.Time.IsZero() {
 		c.fold(r, ev)

@@ -40,7 +40,7 @@ Damage is named by kind and by the first bad seq: storage (SQLite finds
 the file damaged, or reading it failed: its first messages are quoted),
 modified, deleted, inserted, reordered, renumbered, column_mismatch,
 schema, overlap (two holders at once), inconsistent (events),
-fencing_token (an acquisition's token is not its own seq, or a release's
+event_id_time (the time inside event_id is not at), fencing_token (an acquisition's token is not its own seq, or a release's
 is not its holding's), trigger
 (missing, altered or added), then projection_drift and lock_file_missing
 / _different / _extra

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
@@ -99,6 +100,51 @@ func TestVerifyFindsFencingTokensTheLedgerNeverGives(t *testing.T) {
 				return
 			}
 			wantFirstBad(t, rep, bad, replay.KindFencingToken)
+		})
+	}
+}
+
+// The ledger makes event_id (a ULID) and at from one reading of the clock:
+// an event whose at was rewritten without its event_id, or the other way
+// round, and then re-chained, fails verify.
+func TestVerifyFindsAnEventIDWhoseTimeIsNotAt(t *testing.T) {
+	cases := []struct {
+		name  string
+		forge func(e *events.Envelope)
+		bad   bool
+	}{
+		{"event_id made from at, as the ledger does", nil, false},
+		{"at with a fraction of a millisecond", func(e *events.Envelope) {
+			at := time.Date(2026, 1, 2, 3, 4, 5, 999_999_999, time.UTC)
+			e.EventID, e.At = events.NewULID(at), events.FormatTime(at)
+		}, false},
+		{"at backdated by a second", func(e *events.Envelope) {
+			at, _ := events.ParseTime(e.At)
+			e.At = events.FormatTime(at.Add(-time.Second))
+		}, true},
+		{"event_id from a clock two milliseconds ahead", func(e *events.Envelope) {
+			at, _ := events.ParseTime(e.At)
+			e.EventID = events.NewULID(at.Add(2 * time.Millisecond))
+		}, true},
+		{"event_id whose time does not fit in a ULID", func(e *events.Envelope) {
+			e.EventID = "8ZZZZZZZZZZZZZZZZZZZZZZZZZ"
+		}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newOvlLog(t)
+			g.acquire("x", "req_a")
+			g.forge = c.forge
+			bad := g.heartbeat("x", "req_a")
+			g.heartbeat("x", "req_a")
+			rep := verifyLog(t, g)
+			if !c.bad {
+				if !rep.OK {
+					t.Fatalf("a genuine log fails: %+v", rep.Problems)
+				}
+				return
+			}
+			wantFirstBad(t, rep, bad, replay.KindEventIDTime)
 		})
 	}
 }

@@ -38,6 +38,11 @@ const (
 	// KindOverlap: a lock_acquired while another request still held the
 	// lock, neither released nor stolen from: an instant with two holders.
 	KindOverlap Kind = "overlap"
+	// KindEventIDTime: the time inside event_id (a ULID, to the
+	// millisecond) is not at's. The ledger makes both from one reading of
+	// the clock, so they differ only when one was rewritten without the
+	// other (e.g. an event backdated and re-chained).
+	KindEventIDTime Kind = "event_id_time"
 	// KindFencingToken: a lock_acquired or lock_stolen whose fencing_token
 	// is not its own seq (the ledger gives every acquisition its seq, which
 	// is what makes tokens increase), or a lock_released whose
@@ -87,7 +92,7 @@ const KindForeign Kind = "foreign"
 func (k Kind) Chain() bool {
 	switch k {
 	case KindModified, KindDeleted, KindInserted, KindReordered, KindRenumbered, KindColumnMismatch, KindSchema, KindMalformed,
-		KindInconsistent, KindOverlap, KindFencingToken, KindEmpty:
+		KindInconsistent, KindOverlap, KindEventIDTime, KindFencingToken, KindEmpty:
 		return true
 	}
 	return false

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/schema"
@@ -21,7 +24,18 @@ type rowCheck struct {
 	// movedOK: hash == ChainHash(body seq, prev_hash, body), body seq != position.
 	selfOK, movedOK bool
 	schemaErr       error // for intact rows only
+	// idTime is the time inside event_id, to the millisecond; idBad: it
+	// differs from at's by more than idTimeTolerance, or cannot be read.
+	idTime time.Time
+	idBad  bool
 }
+
+// idTimeTolerance is how far the time inside event_id may be from at's.
+// The ledger makes both from one reading of the clock (events.NewULID
+// keeps the millisecond, truncated; its monotonic entropy changes the
+// random part, never the time), so only another writer's rounding could
+// differ.
+const idTimeTolerance = time.Millisecond
 
 func (rc *rowCheck) precheck(h *chainHasher, ev *Event) {
 	r := rc.row
@@ -32,7 +46,24 @@ func (rc *rowCheck) precheck(h *chainHasher, ev *Event) {
 	}
 	if (rc.selfOK || rc.movedOK) && rc.derr == nil {
 		rc.schemaErr = schema.ValidateEvent(rc.ev.Type, r.Body)
+		if rc.schemaErr == nil {
+			rc.checkID()
+		}
 	}
+}
+
+// checkID compares the time inside event_id with at (both schema-valid).
+func (rc *rowCheck) checkID() {
+	id, err := ulid.ParseStrict(rc.ev.EventID)
+	if err != nil {
+		// The schema's pattern admits a first character above 7, whose
+		// time does not fit in a ULID's 48 bits.
+		rc.idBad = true
+		return
+	}
+	rc.idTime = ulid.Time(id.Time())
+	d := rc.idTime.Sub(rc.ev.Time.Truncate(time.Millisecond))
+	rc.idBad = d > idTimeTolerance || d < -idTimeTolerance
 }
 
 // checker runs every per-event check of verify on a stream of rows and
@@ -74,14 +105,29 @@ func (c *checker) apply(rc *rowCheck) {
 	}
 	if rc.schemaErr != nil {
 		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindSchema, Lock: ev.LockName, Detail: rc.schemaErr.Error()})
-	} else if (ev.Type == events.LockAcquired || ev.Type == events.LockStolen) && ev.FencingToken != ev.Seq {
+	} else {
+		c.rowChecks(r, ev, rc)
+	}
+	if ev.Type.Valid() && !ev.Time.IsZero() {
+		c.fold(r, ev)
+	}
+}
+
+// rowChecks are the checks of an intact, schema-valid event on its own.
+func (c *checker) rowChecks(r *Row, ev *Event, rc *rowCheck) {
+	if rc.idBad {
+		detail := fmt.Sprintf("event_id %s is not a ULID whose time can be read", ev.EventID)
+		if !rc.idTime.IsZero() {
+			detail = fmt.Sprintf("event_id %s holds the time %s but at is %s: the ledger makes both from one reading of the clock",
+				ev.EventID, rc.idTime.UTC().Format("2006-01-02T15:04:05.000Z"), ev.At)
+		}
+		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindEventIDTime, Lock: ev.LockName, Detail: detail})
+	}
+	if (ev.Type == events.LockAcquired || ev.Type == events.LockStolen) && ev.FencingToken != ev.Seq {
 		// The ledger's token is the acquiring event's own seq (the one
 		// its hash covers): checked on every row, a slice's too.
 		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindFencingToken, Lock: ev.LockName, Detail: fmt.Sprintf(
 			"%s with fencing_token %d: the ledger gives an acquisition its own seq, %d, as its token", ev.Type, ev.FencingToken, ev.Seq)})
-	}
-	if ev.Type.Valid() && !ev.Time.IsZero() {
-		c.fold(r, ev)
 	}
 }
 

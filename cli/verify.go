@@ -16,16 +16,17 @@ import (
 )
 
 type verifyOptions struct {
-	g        *globals
-	file     string
-	prevHash string
-	full     bool
+	g         *globals
+	file      string
+	prevHash  string
+	full      bool
+	clockSkew string
 }
 
 func newVerify(g *globals) *cobra.Command {
 	o := &verifyOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "verify [--full] | verify --file FILE [--prev-hash H]",
+		Use:   "verify [--full] [--clock-skew D] | verify --file FILE [--prev-hash H] [--clock-skew D]",
 		Short: "Check the database file, the hash chain, schemas, the locks table and the lock files",
 		Long: `Recompute the hash chain from the ledger's genesis and check, in one pass
 over the events: seq contiguity, every body against its schema, the
@@ -40,12 +41,14 @@ Damage is named by kind and by the first bad seq: storage (SQLite finds
 the file damaged, or reading it failed: its first messages are quoted),
 modified, deleted, inserted, reordered, renumbered, column_mismatch,
 schema, overlap (two holders at once), inconsistent (events),
-event_id_time (the time inside event_id is not at), fencing_token (an acquisition's token is not its own seq, or a release's
-is not its holding's), trigger
-(missing, altered or added), then projection_drift and lock_file_missing
-/ _different / _extra
-/ _unreadable / foreign_file_at_held_lock (projections). Lock
-files written by other tools are listed as foreign and are not damage. A
+time_backwards (an event earlier than one before it by more than
+--clock-skew), before_creation (earlier than the ledger's created_at by
+more than --clock-skew), event_id_time (the time inside event_id is not
+at), fencing_token (an acquisition's token is not its own seq, or a
+release's is not its holding's), trigger (missing, altered or added),
+then projection_drift and lock_file_missing / _different / _extra /
+_unreadable / foreign_file_at_held_lock (projections). Lock files
+written by other tools are listed as foreign and are not damage. A
 database too damaged to read is reported as FAILED with the read error.
 
 With --file, check a JSON Lines export on its own, without the database:
@@ -54,6 +57,14 @@ ledger's genesis or the previous export's head), seq contiguity and
 schemas. A file without a single event line (empty, or blank lines only)
 fails as empty. Compare the printed head hash with one recorded elsewhere
 to detect a truncated tail.
+
+--clock-skew (default 2s) is how far back the clock may step without
+being damage: the ledger stamps events in the order it appends them, so
+at goes back only when the host's clock was stepped back (NTP, a VM
+resumed, by hand) or an event was backdated. A step is measured from the
+latest time already recorded, and reported once. Widen the tolerance for
+a host whose clock is known to have jumped (project checks the log with
+the default).
 
 Exit 0 only when everything holds, 1 otherwise. verify only reads.`,
 		Example: `  lockledger verify
@@ -66,21 +77,27 @@ Exit 0 only when everything holds, 1 otherwise. verify only reads.`,
 	cmd.Flags().StringVar(&o.file, "file", "", "check this JSON Lines export instead of the ledger")
 	cmd.Flags().StringVar(&o.prevHash, "prev-hash", "", "with --file: the hash the first line must chain from")
 	cmd.Flags().BoolVar(&o.full, "full", false, "run SQLite's integrity_check (every index against its table) instead of its quick_check")
+	cmd.Flags().StringVar(&o.clockSkew, "clock-skew", replay.DefaultClockSkew.String(),
+		"how far an event's at may fall behind an earlier event's or the ledger's creation (90s, 1m or plain seconds)")
 	return cmd
 }
 
 func runVerify(ctx context.Context, o *verifyOptions) error {
+	skew, err := ParseDuration("--clock-skew", o.clockSkew)
+	if err != nil {
+		return err
+	}
+	opts := []replay.VerifyOption{replay.ClockSkew(skew)}
 	var rep *replay.Report
-	var err error
 	switch {
 	case o.file != "" && o.full:
 		return &usageError{fmt.Errorf("verify: --full checks the ledger's database, not a --file export")}
 	case o.file != "":
-		rep, err = verifyFile(o.file, o.prevHash)
+		rep, err = verifyFile(o.file, o.prevHash, opts)
 	case o.prevHash != "":
 		return &usageError{fmt.Errorf("verify: --prev-hash needs --file")}
 	default:
-		rep, err = verifyLedger(ctx, o.g, o.full)
+		rep, err = verifyLedger(ctx, o.g, o.full, opts)
 	}
 	if err != nil {
 		return err
@@ -96,16 +113,16 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	return nil
 }
 
-func verifyFile(path, prevHash string) (*replay.Report, error) {
+func verifyFile(path, prevHash string, opts []replay.VerifyOption) (*replay.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return replay.VerifyFile(f, path, prevHash)
+	return replay.VerifyFile(f, path, prevHash, opts...)
 }
 
-func verifyLedger(ctx context.Context, g *globals, full bool) (*replay.Report, error) {
+func verifyLedger(ctx context.Context, g *globals, full bool, opts []replay.VerifyOption) (*replay.Report, error) {
 	r, err := g.openRead(ctx)
 	if err != nil {
 		return nil, err
@@ -118,7 +135,7 @@ func verifyLedger(ctx context.Context, g *globals, full bool) (*replay.Report, e
 	storage := &replay.Report{}
 	checked := make(chan error, 1)
 	go func() { checked <- r.l.CheckStorage(ctx, r.l.DB(), full, storage) }()
-	rep, st, err := replay.VerifyLedger(ctx, r.tx, source, r.l.Genesis())
+	rep, st, err := replay.VerifyLedger(ctx, r.tx, source, r.l.Genesis(), opts...)
 	if serr := <-checked; serr != nil {
 		return nil, serr
 	}

@@ -48,7 +48,7 @@ func goodChain(t *testing.T, n int) []Row {
 
 func check(t *testing.T, rows []Row, genesis string) *Report {
 	t.Helper()
-	c := newChecker("test", genesis, true)
+	c := newChecker("test", genesis, true, newVerifyConfig(nil))
 	for i := range rows {
 		r := rows[i]
 		c.row(&r)

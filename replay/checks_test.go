@@ -2,11 +2,13 @@ package replay_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -24,9 +26,9 @@ func TestVerifyFileFailsAnEmptyOrBlankFile(t *testing.T) {
 }
 
 // verifyLog runs verify on a hand-built log and returns the finished report.
-func verifyLog(t *testing.T, g *ovlLog) *replay.Report {
+func verifyLog(t *testing.T, g *ovlLog, opts ...replay.VerifyOption) *replay.Report {
 	t.Helper()
-	rep, _, err := replay.VerifyLedger(context.Background(), g.db, "test", events.Genesis("overlap-test"))
+	rep, _, err := replay.VerifyLedger(context.Background(), g.db, "test", events.Genesis("overlap-test"), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,5 +148,189 @@ func TestVerifyFindsAnEventIDWhoseTimeIsNotAt(t *testing.T) {
 			}
 			wantFirstBad(t, rep, bad, replay.KindEventIDTime)
 		})
+	}
+}
+
+// back moves the hand-built log's clock so that its next event is d
+// earlier than its last.
+func (g *ovlLog) back(d time.Duration) { g.at = g.at.Add(-d - time.Second) }
+
+// The ledger stamps events in the order it appends them: an event more
+// than the clock tolerance earlier than one before it (a backdated event in
+// a re-chained log) fails verify, once per step back; smaller steps, as a
+// clock corrected by NTP makes, do not. Steps are measured from the latest
+// time already recorded, so that small steps cannot add up unseen.
+func TestVerifyFindsTimeGoingBackwards(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(g *ovlLog) int64 // the bad seq, 0 for none
+		opts  []replay.VerifyOption
+	}{
+		{"time going forward", func(g *ovlLog) int64 {
+			g.acquire("x", "req_a")
+			g.heartbeat("x", "req_a")
+			return 0
+		}, nil},
+		{"a clock stepped back within the tolerance", func(g *ovlLog) int64 {
+			g.acquire("x", "req_a")
+			g.back(1500 * time.Millisecond)
+			g.heartbeat("x", "req_a")
+			g.heartbeat("x", "req_a") // still behind seq 1, by 0.5s
+			g.heartbeat("x", "req_a")
+			g.back(replay.DefaultClockSkew)
+			g.heartbeat("x", "req_a") // exactly the tolerance behind seq 4
+			return 0
+		}, nil},
+		{"small steps back adding up to more than the tolerance", func(g *ovlLog) int64 {
+			g.acquire("x", "req_a")
+			g.back(1500 * time.Millisecond)
+			g.heartbeat("x", "req_a")
+			g.back(time.Second)
+			return g.heartbeat("x", "req_a") // 2.5s behind seq 1
+		}, nil},
+		{"a backdated release", func(g *ovlLog) int64 {
+			a := g.acquire("x", "req_a")
+			g.heartbeat("x", "req_a")
+			g.back(time.Hour)
+			bad := g.release("x", "req_a", a)
+			g.acquire("x", "req_b") // still an hour behind seq 2: the same step, no second finding
+			return bad
+		}, nil},
+		{"a step back just over the tolerance", func(g *ovlLog) int64 {
+			g.acquire("x", "req_a")
+			g.back(replay.DefaultClockSkew + time.Millisecond)
+			return g.heartbeat("x", "req_a")
+		}, nil},
+		{"a step back within a wider tolerance", func(g *ovlLog) int64 {
+			g.acquire("x", "req_a")
+			g.back(time.Minute)
+			g.heartbeat("x", "req_a")
+			return 0
+		}, []replay.VerifyOption{replay.ClockSkew(time.Minute)}},
+		{"two steps back, each over the tolerance", func(g *ovlLog) int64 {
+			g.acquire("x", "req_a")
+			g.back(time.Hour)
+			bad := g.heartbeat("x", "req_a")
+			g.back(time.Hour)
+			g.heartbeat("x", "req_a")
+			return bad
+		}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newOvlLog(t)
+			bad := c.build(g)
+			rep := verifyLog(t, g, c.opts...)
+			if bad == 0 {
+				if !rep.OK {
+					t.Fatalf("a genuine log fails: %+v", rep.Problems)
+				}
+				return
+			}
+			if c.name == "two steps back, each over the tolerance" {
+				if rep.ProblemCount != 2 || rep.Problems[1].Kind != replay.KindTimeBackwards || rep.Problems[1].Seq != bad+1 {
+					t.Fatalf("want one finding per step, at seqs %d and %d: %+v", bad, bad+1, rep.Problems)
+				}
+				rep.Problems, rep.ProblemCount = rep.Problems[:1], 1
+			}
+			wantFirstBad(t, rep, bad, replay.KindTimeBackwards)
+		})
+	}
+}
+
+// No event is older than the ledger (meta's created_at), within the clock
+// tolerance: a log re-chained with backdated events fails verify, once per
+// run of such events.
+func TestVerifyFindsEventsOlderThanTheLedger(t *testing.T) {
+	cases := []struct {
+		name    string
+		created time.Duration // created_at relative to the first event's at
+		ok      bool
+	}{
+		{"created before its first event", -time.Minute, true},
+		{"created a second after its first event (a clock step)", time.Second, true},
+		{"created an hour after its first event", time.Hour, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newOvlLog(t)
+			first := g.at.Add(time.Second)
+			if _, err := g.db.Exec(`INSERT INTO meta (key, value) VALUES ('created_at', ?)`,
+				events.FormatTime(first.Add(c.created))); err != nil {
+				t.Fatal(err)
+			}
+			a := g.acquire("x", "req_a")
+			g.heartbeat("x", "req_a")
+			g.release("x", "req_a", a)
+			rep := verifyLog(t, g)
+			if len(rep.Notes) != 0 {
+				t.Fatalf("notes: %q", rep.Notes)
+			}
+			if c.ok {
+				if !rep.OK {
+					t.Fatalf("a genuine log fails: %+v", rep.Problems)
+				}
+				return
+			}
+			wantFirstBad(t, rep, 1, replay.KindBeforeCreation)
+		})
+	}
+	// A ledger without created_at is not checked against it, and says so.
+	g := newOvlLog(t)
+	g.acquire("x", "req_a")
+	if rep := verifyLog(t, g); !rep.OK || len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "created_at") {
+		t.Fatalf("no created_at: OK=%v notes %q", rep.OK, rep.Notes)
+	}
+}
+
+// A real ledger whose clock is stepped back between writes, as NTP or a
+// hand does: steps within the tolerance verify, a larger one is reported
+// until the tolerance is widened to cover it.
+func TestVerifyOfALedgerWhoseClockSteps(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	l := openScripted(t, t.TempDir(), c, nil)
+	id := ledger.Identity{Actor: "alice", RequestID: "req-a", PID: os.Getpid()}
+	verify := func(opts ...replay.VerifyOption) *replay.Report {
+		t.Helper()
+		rep, st, err := replay.VerifyLedger(ctx, l.DB(), "test", l.Genesis(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.CheckProjection(ctx, l.DB(), st, rep); err != nil {
+			t.Fatal(err)
+		}
+		rep.Finish()
+		return rep
+	}
+	c.advance(-time.Second) // a step back right after the ledger was created
+	if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "deploy", Identity: id, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(3 * time.Second)
+	if _, err := l.Heartbeat(ctx, "deploy", id); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(-1500 * time.Millisecond)
+	if _, err := l.Heartbeat(ctx, "deploy", id); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(time.Minute)
+	if _, err := l.Heartbeat(ctx, "deploy", id); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verify(); !rep.OK || len(rep.Notes) != 0 {
+		t.Fatalf("steps within the tolerance: %+v %q", rep.Problems, rep.Notes)
+	}
+	c.advance(-10 * time.Second)
+	if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "deploy", Identity: id}); err != nil {
+		t.Fatal(err)
+	}
+	rep := verify()
+	if rep.OK || rep.FirstBad.Kind != replay.KindTimeBackwards || rep.FirstBad.Seq != 5 || rep.ProblemCount != 1 {
+		t.Fatalf("a step back of 10s: %+v", rep.Problems)
+	}
+	if rep := verify(replay.ClockSkew(10 * time.Second)); !rep.OK {
+		t.Fatalf("a step back of 10s with --clock-skew 10s: %+v", rep.Problems)
 	}
 }

@@ -71,9 +71,9 @@ var ErrLineTooLong = errors.New("export line too long")
 // chain from (the ledger's genesis for an export from seq 1, or the head
 // hash of the previous export). A file without a single line (empty, or
 // only blank lines) fails as KindEmpty. The returned report is finished.
-func VerifyFile(r io.Reader, source, prevHash string) (*Report, error) {
+func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Report, error) {
 	defer relaxGC()()
-	c := newChecker(source, prevHash, false)
+	c := newChecker(source, prevHash, false, newVerifyConfig(opts))
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxExportLine)
 	var n, lines int64

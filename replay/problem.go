@@ -38,6 +38,16 @@ const (
 	// KindOverlap: a lock_acquired while another request still held the
 	// lock, neither released nor stolen from: an instant with two holders.
 	KindOverlap Kind = "overlap"
+	// KindTimeBackwards: an event's at is earlier than an earlier event's
+	// by more than the clock tolerance (ClockSkew). The ledger stamps
+	// events in the order it appends them, so only a clock stepped back by
+	// more than that, or an event backdated and the log re-chained,
+	// explains it. One finding per step back.
+	KindTimeBackwards Kind = "time_backwards"
+	// KindBeforeCreation: an event's at is earlier than the ledger's
+	// created_at (the meta table) by more than the clock tolerance. One
+	// finding per run of such events.
+	KindBeforeCreation Kind = "before_creation"
 	// KindEventIDTime: the time inside event_id (a ULID, to the
 	// millisecond) is not at's. The ledger makes both from one reading of
 	// the clock, so they differ only when one was rewritten without the
@@ -92,7 +102,7 @@ const KindForeign Kind = "foreign"
 func (k Kind) Chain() bool {
 	switch k {
 	case KindModified, KindDeleted, KindInserted, KindReordered, KindRenumbered, KindColumnMismatch, KindSchema, KindMalformed,
-		KindInconsistent, KindOverlap, KindEventIDTime, KindFencingToken, KindEmpty:
+		KindInconsistent, KindOverlap, KindTimeBackwards, KindBeforeCreation, KindEventIDTime, KindFencingToken, KindEmpty:
 		return true
 	}
 	return false

@@ -72,15 +72,17 @@ type checker struct {
 	report *Report
 	chain  *chain
 	state  *State
+	clock  clock
 	hasher *chainHasher // for the sequential path
 }
 
-func newChecker(source, anchor string, fromStart bool) *checker {
+func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checker {
 	r := &Report{Source: source}
 	if fromStart {
 		r.Genesis = anchor
 	}
-	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), hasher: newChainHasher()}
+	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), clock: clock{skew: cfg.clockSkew},
+		hasher: newChainHasher()}
 }
 
 // apply takes a prechecked row in position order: chain position and
@@ -122,6 +124,9 @@ func (c *checker) rowChecks(r *Row, ev *Event, rc *rowCheck) {
 				ev.EventID, rc.idTime.UTC().Format("2006-01-02T15:04:05.000Z"), ev.At)
 		}
 		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindEventIDTime, Lock: ev.LockName, Detail: detail})
+	}
+	if !ev.Time.IsZero() {
+		c.clock.check(c, r, ev, !c.chain.damaged)
 	}
 	if (ev.Type == events.LockAcquired || ev.Type == events.LockStolen) && ev.FencingToken != ev.Seq {
 		// The ledger's token is the acquiring event's own seq (the one
@@ -180,14 +185,21 @@ func decodeLoose(body []byte, ev *Event) (*Event, error) {
 // order: the chain from genesis, seq contiguity, every body against its
 // schema and the indexed columns against the body. Decoding, hashing and
 // schema validation run beside the database reads (see pipeline); the
-// chain and the fold take the rows in order. It returns the report (not
+// chain and the fold take the rows in order. Every event is also checked
+// against the time inside its event_id, its fencing token, and the times
+// before it and the ledger's created_at (meta), with the tolerance of
+// ClockSkew. It returns the report (not
 // finished: the caller adds the projection check, then calls Finish) and
 // the fold of every readable event, for that check.
 //
 // While it runs, the garbage collector's target is raised (see relaxGC).
-func VerifyLedger(ctx context.Context, q Querier, source, genesis string) (*Report, *State, error) {
+func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*Report, *State, error) {
 	defer relaxGC()()
-	c := newChecker(source, genesis, true)
+	c := newChecker(source, genesis, true, newVerifyConfig(opts))
+	var note string
+	if c.clock.created, note = createdAt(ctx, q); note != "" {
+		c.report.Notes = append(c.report.Notes, note)
+	}
 	rows, err := q.QueryContext(ctx, verifyQuery)
 	if err != nil {
 		return nil, nil, err

@@ -54,8 +54,11 @@ database too damaged to read is reported as FAILED with the read error.
 With --file, check a JSON Lines export on its own, without the database:
 the chain from the first line's prev_hash (or --prev-hash, e.g. the
 ledger's genesis or the previous export's head), seq contiguity and
-schemas. A file without a single event line (empty, or blank lines only)
-fails as empty. Compare the printed head hash with one recorded elsewhere
+schemas, and each event's own checks above. A file that starts at seq 1
+is also replayed as the ledger is (overlap, inconsistent, a release's
+fencing_token): nothing comes before seq 1, so --prev-hash (the genesis)
+is not needed for that, only to prove where the chain starts. A file
+without a single event line (empty, or blank lines only) fails as empty. Compare the printed head hash with one recorded elsewhere
 to detect a truncated tail.
 
 --clock-skew (default 2s) is how far back the clock may step without
@@ -194,6 +197,10 @@ func printReport(w io.Writer, rep *replay.Report) {
 		fmt.Fprintf(tw, "  projection\tnot checked: the events could not be replayed\n")
 	case rep.Genesis != "":
 		fmt.Fprintf(tw, "  projection\t%d locks replayed, %d lock files checked\n", rep.Locks, rep.LockFiles)
+	case rep.Replayed:
+		fmt.Fprintf(tw, "  replay\t%d locks replayed from seq 1: overlaps, consistency and release tokens checked\n", rep.Locks)
+	case rep.Events > 0 && rep.FirstSeq != 1:
+		fmt.Fprintf(tw, "  replay\tnot checked: the file starts at seq %d, and replay needs every event from seq 1\n", rep.FirstSeq)
 	}
 	if rep.FirstBad != nil {
 		fmt.Fprintf(tw, "  first bad\t%s\n", problemText(*rep.FirstBad))

@@ -67,9 +67,13 @@ var ErrLineTooLong = errors.New("export line too long")
 
 // VerifyFile checks a JSON Lines export on its own, without the database:
 // the chain from the first line's prev_hash, seq contiguity and every body
-// against its schema. prevHash, when not empty, is what the first line must
+// against its schema and the checks of each event on its own (see
+// VerifyLedger). prevHash, when not empty, is what the first line must
 // chain from (the ledger's genesis for an export from seq 1, or the head
-// hash of the previous export). A file without a single line (empty, or
+// hash of the previous export). An export that starts at seq 1 is replayed
+// as verify replays a ledger (overlaps, inconsistent events, release
+// tokens; Report.Replayed): nothing comes before seq 1, so the fold
+// starts from the right state whichever genesis the file chains from. A file without a single line (empty, or
 // only blank lines) fails as KindEmpty. The returned report is finished.
 func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Report, error) {
 	defer relaxGC()()
@@ -87,7 +91,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 		row, err := parseExportLine(line)
 		if err != nil {
 			// Named by the seq it presumably held: the one after the last row read.
-			c.report.Add(Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: KindMalformed, Detail: err.Error()})
+			c.malformed(Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: KindMalformed, Detail: err.Error()})
 			continue
 		}
 		row.Line = n

@@ -139,6 +139,10 @@ type Report struct {
 	// Unreadable: reading the events failed (a storage problem says why);
 	// the counts are not the ledger's and the projections went unchecked.
 	Unreadable bool `json:"unreadable,omitempty"`
+	// Replayed: the log was replayed from seq 1 with an intact chain, and
+	// replay's own checks (overlap, inconsistent, a release's fencing
+	// token) ran. An export slice that does not start at seq 1 cannot be.
+	Replayed bool `json:"replayed,omitempty"`
 	// Locks is the number of locks replayed; LockFiles the lock files checked.
 	Locks     int `json:"locks_replayed"`
 	LockFiles int `json:"lock_files_checked"`

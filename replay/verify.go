@@ -74,6 +74,11 @@ type checker struct {
 	state  *State
 	clock  clock
 	hasher *chainHasher // for the sequential path
+	// fromOne: the rows begin at seq 1, so the fold starts from the state
+	// before any event and replay's own checks (overlaps, inconsistent
+	// events, release tokens) hold: a whole ledger, or an export that
+	// starts at seq 1.
+	fromOne bool
 }
 
 func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checker {
@@ -82,13 +87,18 @@ func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checke
 		r.Genesis = anchor
 	}
 	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), clock: clock{skew: cfg.clockSkew},
-		hasher: newChainHasher()}
+		hasher: newChainHasher(), fromOne: fromStart}
 }
 
 // apply takes a prechecked row in position order: chain position and
 // links, indexed columns, schema; then folds it.
 func (c *checker) apply(rc *rowCheck) {
 	r, ev := rc.row, rc.ev
+	if !c.chain.started && r.Seq == 1 {
+		// An export from seq 1: nothing comes before it whatever its
+		// first prev_hash (which the chain holds to --prev-hash when given).
+		c.fromOne = true
+	}
 	intact := c.chain.step(rc)
 	if !intact {
 		// Already reported as modified; its content still folds, as the
@@ -148,15 +158,23 @@ func (c *checker) fold(r *Row, ev *Event) {
 	c.state.Apply(ev)
 }
 
+// malformed reports an export line that holds no event: the fold misses
+// an event, so it is judged like a damaged chain.
+func (c *checker) malformed(p Problem) {
+	c.report.Add(p)
+	c.chain.damaged = true
+}
+
 // finish resolves the chain's end and reports replay anomalies.
 func (c *checker) finish() {
 	c.chain.end()
 	c.report.Locks = c.state.Len()
-	if !c.chain.fromStart || c.chain.damaged {
+	if !c.fromOne || c.chain.damaged || c.state.Events == 0 {
 		// A slice starts from a state it does not know, and a damaged chain
 		// explains any anomaly: both would only add noise.
 		return
 	}
+	c.report.Replayed = true
 	for _, a := range c.state.Anomalies {
 		c.report.Add(Problem{Seq: a.Seq, Kind: a.Kind, Lock: a.Lock, Detail: a.Detail})
 	}

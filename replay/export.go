@@ -72,9 +72,10 @@ var ErrLineTooLong = errors.New("export line too long")
 // chain from (the ledger's genesis for an export from seq 1, or the head
 // hash of the previous export). An export that starts at seq 1 is replayed
 // as verify replays a ledger (overlaps, inconsistent events, release
-// tokens; Report.Replayed): nothing comes before seq 1, so the fold
-// starts from the right state whichever genesis the file chains from. A file without a single line (empty, or
-// only blank lines) fails as KindEmpty. The returned report is finished.
+// tokens; Report.Replayed): nothing comes before seq 1, so the fold starts
+// from the right state whichever genesis the file chains from. A file
+// without a single line (empty, or only blank lines) fails as KindEmpty.
+// The returned report is finished.
 func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Report, error) {
 	defer relaxGC()()
 	c := newChecker(source, prevHash, false, newVerifyConfig(opts))

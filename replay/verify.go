@@ -24,10 +24,11 @@ type rowCheck struct {
 	// movedOK: hash == ChainHash(body seq, prev_hash, body), body seq != position.
 	selfOK, movedOK bool
 	schemaErr       error // for intact rows only
-	// idTime is the time inside event_id, to the millisecond; idBad: it
-	// differs from at's by more than idTimeTolerance, or cannot be read.
-	idTime time.Time
-	idBad  bool
+	// idMillis is the time inside event_id (Unix milliseconds; -1 when it
+	// cannot be read); idBad: it differs from at's by more than
+	// idTimeTolerance, or cannot be read.
+	idMillis int64
+	idBad    bool
 }
 
 // idTimeTolerance is how far the time inside event_id may be from at's.
@@ -35,7 +36,7 @@ type rowCheck struct {
 // keeps the millisecond, truncated; its monotonic entropy changes the
 // random part, never the time), so only another writer's rounding could
 // differ.
-const idTimeTolerance = time.Millisecond
+const idTimeTolerance = 1 // millisecond
 
 func (rc *rowCheck) precheck(h *chainHasher, ev *Event) {
 	r := rc.row
@@ -61,11 +62,11 @@ func (rc *rowCheck) checkID() {
 	if err != nil {
 		// The schema's pattern admits a first character above 7, whose
 		// time does not fit in a ULID's 48 bits.
-		rc.idBad = true
+		rc.idMillis, rc.idBad = -1, true
 		return
 	}
-	rc.idTime = ulid.Time(id.Time())
-	d := rc.idTime.Sub(rc.ev.Time.Truncate(time.Millisecond))
+	rc.idMillis = int64(id.Time()) // 48 bits: no overflow
+	d := rc.idMillis - rc.ev.Time.UnixMilli()
 	rc.idBad = d > idTimeTolerance || d < -idTimeTolerance
 }
 
@@ -132,9 +133,9 @@ func (c *checker) apply(rc *rowCheck) {
 func (c *checker) rowChecks(r *Row, ev *Event, rc *rowCheck) {
 	if rc.idBad {
 		detail := fmt.Sprintf("event_id %s is not a ULID whose time can be read", ev.EventID)
-		if !rc.idTime.IsZero() {
+		if rc.idMillis >= 0 {
 			detail = fmt.Sprintf("event_id %s holds the time %s but at is %s: the ledger makes both from one reading of the clock",
-				ev.EventID, rc.idTime.UTC().Format("2006-01-02T15:04:05.000Z"), ev.At)
+				ev.EventID, time.UnixMilli(rc.idMillis).UTC().Format("2006-01-02T15:04:05.000Z"), ev.At)
 		}
 		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindEventIDTime, Lock: ev.LockName, Detail: detail})
 	}

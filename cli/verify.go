@@ -58,8 +58,9 @@ schemas, and each event's own checks above. A file that starts at seq 1
 is also replayed as the ledger is (overlap, inconsistent, a release's
 fencing_token): nothing comes before seq 1, so --prev-hash (the genesis)
 is not needed for that, only to prove where the chain starts. A file
-without a single event line (empty, or blank lines only) fails as empty. Compare the printed head hash with one recorded elsewhere
-to detect a truncated tail.
+without a single event line (empty, or blank lines only) fails as empty.
+Compare the printed head hash with one recorded elsewhere to detect a
+truncated tail.
 
 --clock-skew (default 2s) is how far back the clock may step without
 being damage: the ledger stamps events in the order it appends them, so

@@ -17,17 +17,18 @@ import (
 )
 
 type verifyOptions struct {
-	g        *globals
-	file     string
-	prevHash string
-	full     bool
-	actor    string
+	g         *globals
+	file      string
+	prevHash  string
+	full      bool
+	actor     string
+	clockSkew string
 }
 
 func newVerify(g *globals) *cobra.Command {
 	o := &verifyOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "verify [--full] | verify --file FILE [--prev-hash H]",
+		Use:   "verify [--full] [--clock-skew D] | verify --file FILE [--prev-hash H] [--clock-skew D]",
 		Short: "Check the database file, the hash chain, schemas, the locks table and the lock files",
 		Long: `Recompute the hash chain from the ledger's genesis and check, in one pass
 over the events: seq contiguity, every body against its schema, the
@@ -43,17 +44,35 @@ the file damaged, or reading it failed: its first messages are quoted),
 swapped (another ledger's database in this root), modified, deleted,
 inserted, reordered, renumbered, column_mismatch, schema, overlap (two
 holders at once), inconsistent (events), truncated (the locks table
-records events past the end of the log), trigger (missing, altered or
-added), then projection_drift and lock_file_missing / _different /
-_extra / _unreadable / foreign_file_at_held_lock (projections). Lock
-files written by other tools are listed as foreign and are not damage. A
+records events past the end of the log), time_backwards (an event
+earlier than one before it by more than --clock-skew), before_creation
+(earlier than the ledger's created_at by more than --clock-skew),
+event_id_time (the time inside event_id is not at), fencing_token (an
+acquisition's token is not its own seq, or a release's is not its
+holding's), trigger (missing, altered or added), then projection_drift
+and lock_file_missing / _different / _extra / _unreadable /
+foreign_file_at_held_lock (projections). Lock files written by other
+tools are listed as foreign and are not damage. A
 database too damaged to read is reported as FAILED with the read error.
 
 With --file, check a JSON Lines export on its own, without the database:
 the chain from the first line's prev_hash (or --prev-hash, e.g. the
 ledger's genesis or the previous export's head), seq contiguity and
-schemas. Compare the printed head hash with one recorded elsewhere to
-detect a truncated tail.
+schemas, and each event's own checks above. A file that starts at seq 1
+is also replayed as the ledger is (overlap, inconsistent, a release's
+fencing_token): nothing comes before seq 1, so --prev-hash (the genesis)
+is not needed for that, only to prove where the chain starts. A file
+without a single event line (empty, or blank lines only) fails as empty.
+Compare the printed head hash with one recorded elsewhere to detect a
+truncated tail.
+
+--clock-skew (default 2s) is how far back the clock may step without
+being damage: the ledger stamps events in the order it appends them, so
+at goes back only when the host's clock was stepped back (NTP, a VM
+resumed, by hand) or an event was backdated. A step is measured from the
+latest time already recorded, and reported once. Widen the tolerance for
+a host whose clock is known to have jumped (project checks the log with
+the default).
 
 Exit 0 only when everything holds, 1 otherwise.
 
@@ -78,12 +97,18 @@ created); with no ledger there it is not recorded.`,
 	cmd.Flags().StringVar(&o.prevHash, "prev-hash", "", "with --file: the hash the first line must chain from")
 	cmd.Flags().BoolVar(&o.full, "full", false, "run SQLite's integrity_check (every index against its table) instead of its quick_check")
 	cmd.Flags().StringVar(&o.actor, "actor", "", "who verifies, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
+	cmd.Flags().StringVar(&o.clockSkew, "clock-skew", replay.DefaultClockSkew.String(),
+		"how far an event's at may fall behind an earlier event's or the ledger's creation (90s, 1m or plain seconds)")
 	return cmd
 }
 
 func runVerify(ctx context.Context, o *verifyOptions) error {
+	skew, err := ParseDuration("--clock-skew", o.clockSkew)
+	if err != nil {
+		return err
+	}
+	opts := []replay.VerifyOption{replay.ClockSkew(skew)}
 	var rep *replay.Report
-	var err error
 	switch {
 	case o.file != "" && o.full:
 		return &usageError{fmt.Errorf("verify: --full checks the ledger's database, not a --file export")}
@@ -95,9 +120,9 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		}
 	}
 	if o.file != "" {
-		rep, err = verifyFile(o.file, o.prevHash)
+		rep, err = verifyFile(o.file, o.prevHash, opts)
 	} else {
-		rep, err = verifyLedger(ctx, o.g, o.full)
+		rep, err = verifyLedger(ctx, o.g, o.full, opts)
 	}
 	if err != nil {
 		return err
@@ -157,16 +182,16 @@ func isChainHash(h string) bool {
 	return true
 }
 
-func verifyFile(path, prevHash string) (*replay.Report, error) {
+func verifyFile(path, prevHash string, opts []replay.VerifyOption) (*replay.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return replay.VerifyFile(f, path, prevHash)
+	return replay.VerifyFile(f, path, prevHash, opts...)
 }
 
-func verifyLedger(ctx context.Context, g *globals, full bool) (*replay.Report, error) {
+func verifyLedger(ctx context.Context, g *globals, full bool, opts []replay.VerifyOption) (*replay.Report, error) {
 	r, err := g.openRead(ctx)
 	if err != nil {
 		return nil, err
@@ -179,7 +204,7 @@ func verifyLedger(ctx context.Context, g *globals, full bool) (*replay.Report, e
 	storage := &replay.Report{}
 	checked := make(chan error, 1)
 	go func() { checked <- r.l.CheckStorage(ctx, r.l.DB(), full, storage) }()
-	rep, st, err := replay.VerifyLedger(ctx, r.tx, source, r.l.Genesis())
+	rep, st, err := replay.VerifyLedger(ctx, r.tx, source, r.l.Genesis(), opts...)
 	if serr := <-checked; serr != nil {
 		return nil, serr
 	}
@@ -238,6 +263,10 @@ func printReport(w io.Writer, rep *replay.Report) {
 		fmt.Fprintf(tw, "  projection\tnot checked: the events could not be replayed\n")
 	case rep.Genesis != "":
 		fmt.Fprintf(tw, "  projection\t%d locks replayed, %d lock files checked\n", rep.Locks, rep.LockFiles)
+	case rep.Replayed:
+		fmt.Fprintf(tw, "  replay\t%d locks replayed from seq 1: overlaps, consistency and release tokens checked\n", rep.Locks)
+	case rep.Events > 0 && rep.FirstSeq != 1:
+		fmt.Fprintf(tw, "  replay\tnot checked: the file starts at seq %d, and replay needs every event from seq 1\n", rep.FirstSeq)
 	}
 	if rep.FirstBad != nil {
 		fmt.Fprintf(tw, "  first bad\t%s\n", problemText(*rep.FirstBad))

@@ -82,8 +82,9 @@ func forgeHeartbeat(t *testing.T, db *sql.DB, seq int64) {
 		t.Fatal(err)
 	}
 	pid := os.Getpid() // the scenario's holders
-	ev := &events.Event{Envelope: events.Envelope{EventID: events.NewULID(t0), Seq: seq, Type: events.LockHeartbeat,
-		SchemaVersion: events.SchemaVersion, At: events.FormatTime(t0.Add(40 * time.Second)), LockName: "app-prod",
+	at := t0.Add(40 * time.Second)
+	ev := &events.Event{Envelope: events.Envelope{EventID: events.NewULID(at), Seq: seq, Type: events.LockHeartbeat,
+		SchemaVersion: events.SchemaVersion, At: events.FormatTime(at), LockName: "app-prod",
 		RequestID: "req-alice", Actor: "alice", HostID: scenarioHost, PID: pid}, Payload: &events.Heartbeat{}, PrevHash: prev}
 	if err := ev.Seal(); err != nil {
 		t.Fatal(err)

@@ -17,9 +17,10 @@ const testLedgerID = "0123456789abcdef0123456789abcdef"
 // sealed builds event seq (an acquire for 1, heartbeats after) chained from prev.
 func sealed(t *testing.T, seq int64, prev, actor string) Row {
 	t.Helper()
+	at := testBase.Add(time.Duration(seq) * time.Second)
 	ev := &events.Event{
-		Envelope: events.Envelope{EventID: events.NewULID(testBase), Seq: seq, Type: events.LockHeartbeat,
-			SchemaVersion: events.SchemaVersion, At: events.FormatTime(testBase.Add(time.Duration(seq) * time.Second)),
+		Envelope: events.Envelope{EventID: events.NewULID(at), Seq: seq, Type: events.LockHeartbeat,
+			SchemaVersion: events.SchemaVersion, At: events.FormatTime(at),
 			LockName: "app-prod", RequestID: "req-1", Actor: actor, HostID: "host-a", PID: 42},
 		Payload:  &events.Heartbeat{},
 		PrevHash: prev,
@@ -47,7 +48,7 @@ func goodChain(t *testing.T, n int) []Row {
 
 func check(t *testing.T, rows []Row, genesis string) *Report {
 	t.Helper()
-	c := newChecker("test", genesis, true)
+	c := newChecker("test", genesis, true, newVerifyConfig(nil))
 	for i := range rows {
 		r := rows[i]
 		c.row(&r)

@@ -67,25 +67,32 @@ var ErrLineTooLong = errors.New("export line too long")
 
 // VerifyFile checks a JSON Lines export on its own, without the database:
 // the chain from the first line's prev_hash, seq contiguity and every body
-// against its schema. prevHash, when not empty, is what the first line must
+// against its schema and the checks of each event on its own (see
+// VerifyLedger). prevHash, when not empty, is what the first line must
 // chain from (the ledger's genesis for an export from seq 1, or the head
-// hash of the previous export). The returned report is finished.
-func VerifyFile(r io.Reader, source, prevHash string) (*Report, error) {
+// hash of the previous export). An export that starts at seq 1 is replayed
+// as verify replays a ledger (overlaps, inconsistent events, release
+// tokens; Report.Replayed): nothing comes before seq 1, so the fold starts
+// from the right state whichever genesis the file chains from. A file
+// without a single line (empty, or only blank lines) fails as KindEmpty.
+// The returned report is finished.
+func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Report, error) {
 	defer relaxGC()()
-	c := newChecker(source, prevHash, false)
+	c := newChecker(source, prevHash, false, newVerifyConfig(opts))
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxExportLine)
-	var n int64
+	var n, lines int64
 	for sc.Scan() {
 		n++
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
+		lines++
 		row, err := parseExportLine(line)
 		if err != nil {
 			// Named by the seq it presumably held: the one after the last row read.
-			c.report.Add(Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: KindMalformed, Detail: err.Error()})
+			c.malformed(Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: KindMalformed, Detail: err.Error()})
 			continue
 		}
 		row.Line = n
@@ -96,6 +103,13 @@ func VerifyFile(r io.Reader, source, prevHash string) (*Report, error) {
 			return nil, fmt.Errorf("%s: line %d: %w (over %d bytes)", source, n+1, ErrLineTooLong, MaxExportLine)
 		}
 		return nil, err
+	}
+	if lines == 0 {
+		what := "the file is empty"
+		if n > 0 {
+			what = fmt.Sprintf("the file holds only blank lines (%d)", n)
+		}
+		c.report.Add(Problem{Kind: KindEmpty, Detail: what + ": an export holds at least one event"})
 	}
 	c.finish()
 	c.report.Finish()

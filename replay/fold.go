@@ -89,7 +89,7 @@ func (l *Lock) StateAt(t time.Time) string {
 // hash, or of a lost event.
 type Anomaly struct {
 	Seq    int64  `json:"seq"`
-	Kind   Kind   `json:"kind"` // KindOverlap or KindInconsistent
+	Kind   Kind   `json:"kind"` // KindOverlap, KindInconsistent or KindFencingToken
 	Lock   string `json:"lock_name"`
 	Detail string `json:"detail"`
 }
@@ -143,7 +143,8 @@ func (s *State) Len() int { return len(s.locks) }
 //     release carrying superseded_by (another tool's lock file took over
 //     from a stale or dead holder) is forced and frees released_request_id
 //     like any other; the foreign holder is not the ledger's, so the lock
-//     reads free.
+//     reads free. A release of the ledger's holder whose fencing_token is
+//     not that holding's is an anomaly (the lock is freed all the same).
 //   - heartbeat_failed, acquire_blocked, action_refused (a refusal records
 //     who asked, not a change), lock_projected (project rewrites the
 //     projections to match this fold, it never changes the holder) and
@@ -190,6 +191,12 @@ func (s *State) Apply(ev *Event) {
 		if released != l.Holder.Record.RequestID {
 			s.anomaly(ev, KindInconsistent, fmt.Sprintf("release of request %s while request %s holds the lock", released, l.Holder.Record.RequestID))
 			return
+		}
+		if ev.FencingToken != l.Holder.Token {
+			// The ledger writes the released holding's own token; the
+			// lock is freed all the same, as the log now reads.
+			s.anomaly(ev, KindFencingToken, fmt.Sprintf("release of request %s with fencing_token %d, but its holding's token is %d",
+				released, ev.FencingToken, l.Holder.Token))
 		}
 		l.Held, l.UpdatedSeq = false, ev.Seq
 	}

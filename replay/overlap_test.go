@@ -25,6 +25,9 @@ type ovlLog struct {
 	seq  int64
 	prev string
 	at   time.Time
+	// forge, when set, edits the next event's envelope before it is
+	// sealed: a forger's event, chained as validly as any other.
+	forge func(*events.Envelope)
 }
 
 func newOvlLog(t *testing.T) *ovlLog {
@@ -50,13 +53,17 @@ func (g *ovlLog) add(typ events.Type, lock, req string, payload any) int64 {
 			At: events.FormatTime(g.at), LockName: lock, RequestID: req, Actor: "tester", HostID: "host-a", PID: 42},
 		Payload: payload, PrevHash: g.prev,
 	}
+	if g.forge != nil {
+		g.forge(&ev.Envelope)
+		g.forge = nil
+	}
 	if err := ev.Seal(); err != nil {
 		g.t.Fatal(err)
 	}
 	if err := schema.ValidateEvent(typ, ev.Body); err != nil {
 		g.t.Fatalf("hand-built %s is not schema-valid: %v\n%s", typ, err, ev.Body)
 	}
-	g.insert(ev.Seq, ev.EventID, string(typ), lock, req, ev.At, ev.Body, ev.PrevHash, ev.Hash)
+	g.insert(ev.Seq, ev.EventID, string(typ), ev.LockName, ev.RequestID, ev.At, ev.Body, ev.PrevHash, ev.Hash)
 	g.prev = ev.Hash
 	return ev.Seq
 }

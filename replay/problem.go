@@ -42,6 +42,30 @@ const (
 	// records an update by an event past the last one (seq is the first
 	// missing). A tail cut without such a trace needs a checkpoint to show.
 	KindTruncated Kind = "truncated"
+	// KindTimeBackwards: an event's at is earlier than an earlier event's
+	// by more than the clock tolerance (ClockSkew). The ledger stamps
+	// events in the order it appends them, so only a clock stepped back by
+	// more than that, or an event backdated and the log re-chained,
+	// explains it. One finding per step back.
+	KindTimeBackwards Kind = "time_backwards"
+	// KindBeforeCreation: an event's at is earlier than the ledger's
+	// created_at (the meta table) by more than the clock tolerance. One
+	// finding per run of such events.
+	KindBeforeCreation Kind = "before_creation"
+	// KindEventIDTime: the time inside event_id (a ULID, to the
+	// millisecond) is not at's. The ledger makes both from one reading of
+	// the clock, so they differ only when one was rewritten without the
+	// other (e.g. an event backdated and re-chained).
+	KindEventIDTime Kind = "event_id_time"
+	// KindFencingToken: a lock_acquired or lock_stolen whose fencing_token
+	// is not its own seq (the ledger gives every acquisition its seq, which
+	// is what makes tokens increase), or a lock_released whose
+	// fencing_token is not the token of the holder it releases.
+	KindFencingToken Kind = "fencing_token"
+	// KindEmpty: an export file without a single line. An empty export
+	// proves nothing, and one emptied by accident or on purpose must not
+	// pass for a good one.
+	KindEmpty Kind = "empty"
 )
 
 // Damage to the projections (each names a lock).
@@ -85,7 +109,7 @@ const KindForeign Kind = "foreign"
 func (k Kind) Chain() bool {
 	switch k {
 	case KindModified, KindDeleted, KindInserted, KindReordered, KindRenumbered, KindColumnMismatch, KindSchema, KindMalformed,
-		KindInconsistent, KindOverlap, KindTruncated:
+		KindInconsistent, KindOverlap, KindTruncated, KindTimeBackwards, KindBeforeCreation, KindEventIDTime, KindFencingToken, KindEmpty:
 		return true
 	}
 	return false
@@ -122,6 +146,10 @@ type Report struct {
 	// Unreadable: reading the events failed (a storage problem says why);
 	// the counts are not the ledger's and the projections went unchecked.
 	Unreadable bool `json:"unreadable,omitempty"`
+	// Replayed: the log was replayed from seq 1 with an intact chain, and
+	// replay's own checks (overlap, inconsistent, a release's fencing
+	// token) ran. An export slice that does not start at seq 1 cannot be.
+	Replayed bool `json:"replayed,omitempty"`
 	// Locks is the number of locks replayed; LockFiles the lock files checked.
 	Locks     int `json:"locks_replayed"`
 	LockFiles int `json:"lock_files_checked"`

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/schema"
@@ -21,7 +24,19 @@ type rowCheck struct {
 	// movedOK: hash == ChainHash(body seq, prev_hash, body), body seq != position.
 	selfOK, movedOK bool
 	schemaErr       error // for intact rows only
+	// idMillis is the time inside event_id (Unix milliseconds; -1 when it
+	// cannot be read); idBad: it differs from at's by more than
+	// idTimeTolerance, or cannot be read.
+	idMillis int64
+	idBad    bool
 }
+
+// idTimeTolerance is how far the time inside event_id may be from at's.
+// The ledger makes both from one reading of the clock (events.NewULID
+// keeps the millisecond, truncated; its monotonic entropy changes the
+// random part, never the time), so only another writer's rounding could
+// differ.
+const idTimeTolerance = 1 // millisecond
 
 func (rc *rowCheck) precheck(h *chainHasher, ev *Event) {
 	r := rc.row
@@ -32,7 +47,27 @@ func (rc *rowCheck) precheck(h *chainHasher, ev *Event) {
 	}
 	if (rc.selfOK || rc.movedOK) && rc.derr == nil {
 		rc.schemaErr = schema.ValidateEvent(rc.ev.Type, r.Body)
+		if rc.schemaErr == nil {
+			rc.checkID()
+		}
 	}
+}
+
+// checkID compares the time inside event_id with at (both schema-valid).
+func (rc *rowCheck) checkID() {
+	if rc.ev.Time.IsZero() {
+		return // at is not a time: the schema says so
+	}
+	id, err := ulid.ParseStrict(rc.ev.EventID)
+	if err != nil {
+		// The schema's pattern admits a first character above 7, whose
+		// time does not fit in a ULID's 48 bits.
+		rc.idMillis, rc.idBad = -1, true
+		return
+	}
+	rc.idMillis = int64(id.Time()) // 48 bits: no overflow
+	d := rc.idMillis - rc.ev.Time.UnixMilli()
+	rc.idBad = d > idTimeTolerance || d < -idTimeTolerance
 }
 
 // checker runs every per-event check of verify on a stream of rows and
@@ -41,21 +76,33 @@ type checker struct {
 	report *Report
 	chain  *chain
 	state  *State
+	clock  clock
 	hasher *chainHasher // for the sequential path
+	// fromOne: the rows begin at seq 1, so the fold starts from the state
+	// before any event and replay's own checks (overlaps, inconsistent
+	// events, release tokens) hold: a whole ledger, or an export that
+	// starts at seq 1.
+	fromOne bool
 }
 
-func newChecker(source, anchor string, fromStart bool) *checker {
+func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checker {
 	r := &Report{Source: source}
 	if fromStart {
 		r.Genesis = anchor
 	}
-	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), hasher: newChainHasher()}
+	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), clock: clock{skew: cfg.clockSkew},
+		hasher: newChainHasher(), fromOne: fromStart}
 }
 
 // apply takes a prechecked row in position order: chain position and
 // links, indexed columns, schema; then folds it.
 func (c *checker) apply(rc *rowCheck) {
 	r, ev := rc.row, rc.ev
+	if !c.chain.started && r.Seq == 1 {
+		// An export from seq 1: nothing comes before it whatever its
+		// first prev_hash (which the chain holds to --prev-hash when given).
+		c.fromOne = true
+	}
 	intact := c.chain.step(rc)
 	if !intact {
 		// Already reported as modified; its content still folds, as the
@@ -74,9 +121,32 @@ func (c *checker) apply(rc *rowCheck) {
 	}
 	if rc.schemaErr != nil {
 		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindSchema, Lock: ev.LockName, Detail: rc.schemaErr.Error()})
+	} else {
+		c.rowChecks(r, ev, rc)
 	}
 	if ev.Type.Valid() && !ev.Time.IsZero() {
 		c.fold(r, ev)
+	}
+}
+
+// rowChecks are the checks of an intact, schema-valid event on its own.
+func (c *checker) rowChecks(r *Row, ev *Event, rc *rowCheck) {
+	if rc.idBad {
+		detail := fmt.Sprintf("event_id %s is not a ULID whose time can be read", ev.EventID)
+		if rc.idMillis >= 0 {
+			detail = fmt.Sprintf("event_id %s holds the time %s but at is %s: the ledger makes both from one reading of the clock",
+				ev.EventID, time.UnixMilli(rc.idMillis).UTC().Format("2006-01-02T15:04:05.000Z"), ev.At)
+		}
+		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindEventIDTime, Lock: ev.LockName, Detail: detail})
+	}
+	if !ev.Time.IsZero() {
+		c.clock.check(c, r, ev, !c.chain.damaged)
+	}
+	if (ev.Type == events.LockAcquired || ev.Type == events.LockStolen) && ev.FencingToken != ev.Seq {
+		// The ledger's token is the acquiring event's own seq (the one
+		// its hash covers): checked on every row, a slice's too.
+		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindFencingToken, Lock: ev.LockName, Detail: fmt.Sprintf(
+			"%s with fencing_token %d: the ledger gives an acquisition its own seq, %d, as its token", ev.Type, ev.FencingToken, ev.Seq)})
 	}
 }
 
@@ -92,15 +162,23 @@ func (c *checker) fold(r *Row, ev *Event) {
 	c.state.Apply(ev)
 }
 
+// malformed reports an export line that holds no event: the fold misses
+// an event, so it is judged like a damaged chain.
+func (c *checker) malformed(p Problem) {
+	c.report.Add(p)
+	c.chain.damaged = true
+}
+
 // finish resolves the chain's end and reports replay anomalies.
 func (c *checker) finish() {
 	c.chain.end()
 	c.report.Locks = c.state.Len()
-	if !c.chain.fromStart || c.chain.damaged {
+	if !c.fromOne || c.chain.damaged || c.state.Events == 0 {
 		// A slice starts from a state it does not know, and a damaged chain
 		// explains any anomaly: both would only add noise.
 		return
 	}
+	c.report.Replayed = true
 	for _, a := range c.state.Anomalies {
 		c.report.Add(Problem{Seq: a.Seq, Kind: a.Kind, Lock: a.Lock, Detail: a.Detail})
 	}
@@ -129,14 +207,21 @@ func decodeLoose(body []byte, ev *Event) (*Event, error) {
 // order: the chain from genesis, seq contiguity, every body against its
 // schema and the indexed columns against the body. Decoding, hashing and
 // schema validation run beside the database reads (see pipeline); the
-// chain and the fold take the rows in order. It returns the report (not
+// chain and the fold take the rows in order. Every event is also checked
+// against the time inside its event_id, its fencing token, and the times
+// before it and the ledger's created_at (meta), with the tolerance of
+// ClockSkew. It returns the report (not
 // finished: the caller adds the projection check, then calls Finish) and
 // the fold of every readable event, for that check.
 //
 // While it runs, the garbage collector's target is raised (see relaxGC).
-func VerifyLedger(ctx context.Context, q Querier, source, genesis string) (*Report, *State, error) {
+func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*Report, *State, error) {
 	defer relaxGC()()
-	c := newChecker(source, genesis, true)
+	c := newChecker(source, genesis, true, newVerifyConfig(opts))
+	var note string
+	if c.clock.created, note = createdAt(ctx, q); note != "" {
+		c.report.Notes = append(c.report.Notes, note)
+	}
 	rows, err := q.QueryContext(ctx, verifyQuery)
 	if err != nil {
 		return nil, nil, err

@@ -141,6 +141,9 @@ func FuzzVerifyFile(f *testing.F) {
 			t.Fatalf("report OK with %d problems", rep.ProblemCount)
 		}
 		why, n, head := vfRecheck(data, anchor)
+		if n == 0 && why == "" {
+			t.Fatalf("a file without an event is accepted\ninput: %q", data)
+		}
 		if why == "hash does not match" && vfRenumbered(data) {
 			t.Fatalf("a line whose seq differs from the seq its hash covers is accepted (see TestVerifyFileRejectsRenumberedLines)\ninput: %q", data)
 		}

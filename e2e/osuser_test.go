@@ -160,9 +160,8 @@ func TestLedgerWrittenBeforeOSUsersStillVerifies(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	at := time.Now().UTC().Add(-time.Hour)
 	env := func(seq int64, typ events.Type, lock, req string) events.Envelope {
-		at = at.Add(time.Second)
+		at := time.Now().UTC() // after the ledger's created_at and in order, as an older lockledger stamped them
 		return events.Envelope{EventID: events.NewULID(at), Seq: seq, Type: typ, SchemaVersion: events.SchemaVersion,
 			At: events.FormatTime(at), LockName: lock, RequestID: req, Actor: "old-bot", HostID: host.ID, PID: 4242}
 	}

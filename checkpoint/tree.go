@@ -154,3 +154,25 @@ func (t *Tree) Append(leaf tlog.Hash) ([]tlog.Hash, error) {
 
 // Root is the tree hash at the current size (tlog.TreeHash).
 func (t *Tree) Root() (tlog.Hash, error) { return tlog.TreeHash(t.n, t) }
+
+// FrontierIndexes are the tlog stored-hash indexes of the maximal complete
+// subtrees of a tree of n records, largest first: what tlog.TreeHash(n)
+// reads.
+func FrontierIndexes(n int64) []int64 {
+	var out []int64
+	for l := 63; l >= 0; l-- {
+		if n&(1<<uint(l)) != 0 {
+			out = append(out, tlog.StoredHashIndex(l, n>>uint(l)-1))
+		}
+	}
+	return out
+}
+
+// TreeFrom starts a Tree at n records, reading their frontier through r.
+func TreeFrom(n int64, r tlog.HashReader) (*Tree, error) {
+	hs, err := r.ReadHashes(FrontierIndexes(n))
+	if err != nil {
+		return nil, err
+	}
+	return NewTreeAt(n, hs)
+}

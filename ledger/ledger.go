@@ -294,6 +294,10 @@ func (l *Ledger) openWritable(ctx context.Context, dbPath string, patience time.
 	if err := l.openDB(ctx, dbPath, patience, b); err != nil {
 		return err
 	}
+	if err := l.backfillTree(ctx); err != nil {
+		l.db.Close()
+		return err
+	}
 	if marker == "" {
 		return writeMarker(l.flock, l.id)
 	}

@@ -236,6 +236,9 @@ func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Eve
 		ev.Body, ev.PrevHash, ev.Hash); err != nil {
 		return nil, fmt.Errorf("ledger: append %s: %w", typ, err)
 	}
+	if err := w.appendTree(ev.Seq, ev.Body); err != nil {
+		return nil, err
+	}
 	w.seq, w.hash = ev.Seq, ev.Hash
 	w.written = append(w.written, ev)
 	return ev, nil

@@ -188,7 +188,9 @@ func TestVerifyAgainstCheckpointsSeesAFullRechain(t *testing.T) {
 	s, v := keys(t, "ops")
 	g := treeLog(t, 30)
 	heads := signedHeads(t, g, s, 10, 20, 30)
-	rechain(t, g, 14, func(b []byte) []byte { return bytes.Replace(b, []byte(`"actor":"tester"`), []byte(`"actor":"someone"`), 1) })
+	rechain(t, g, 14, func(b []byte) []byte {
+		return bytes.Replace(b, []byte(`"actor":"tester"`), []byte(`"actor":"someone"`), 1)
+	})
 	if rep := verifyTree(t, g); !rep.OK {
 		t.Fatalf("the re-chain is not consistent: %+v", rep.Problems)
 	}

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +48,14 @@ type Checkpoint struct {
 	// 3339 UTC): when the head was signed. Events appended after it are
 	// dated no earlier.
 	Time time.Time
+	// NextEvery and NextWithin, when set, are carried on an extension line
+	// ("next", the count, a Go duration): the signer signs its next
+	// checkpoint once NextEvery more events are appended, and with the
+	// first event dated NextWithin after Time, whichever comes first. A
+	// writer signing on its own promises that; a checkpoint signed on
+	// request promises nothing.
+	NextEvery  int64
+	NextWithin time.Duration
 }
 
 // ErrMalformed: text that is not a checkpoint.
@@ -56,8 +65,12 @@ var ErrMalformed = errors.New("not a C2SP tlog-checkpoint")
 // its origin line: the other lines are FormatTree's and ParseTree's.
 const goSumFirstLine = "go.sum database tree\n"
 
-// timePrefix starts the extension line that carries the signing time.
-const timePrefix = "time "
+// timePrefix and nextPrefix start the extension lines that carry the
+// signing time and the signer's promise of the next checkpoint.
+const (
+	timePrefix = "time "
+	nextPrefix = "next "
+)
 
 // Text is the checkpoint's note text: the origin line, then tree size and
 // base64 root hash as tlog.FormatTree writes them, then the extension
@@ -70,6 +83,9 @@ func (c Checkpoint) Text() []byte {
 	b.Write(tree[len(goSumFirstLine):])
 	if !c.Time.IsZero() {
 		b.WriteString(timePrefix + c.Time.UTC().Format(time.RFC3339Nano) + "\n")
+	}
+	if c.NextEvery > 0 && c.NextWithin > 0 {
+		fmt.Fprintf(&b, "%s%d %s\n", nextPrefix, c.NextEvery, c.NextWithin)
 	}
 	return b.Bytes()
 }
@@ -100,6 +116,15 @@ func ParseText(text []byte) (Checkpoint, error) {
 				return Checkpoint{}, fmt.Errorf("%w: time line %q: %v", ErrMalformed, l, err)
 			}
 			c.Time = t.UTC()
+		}
+		if s, ok := strings.CutPrefix(l, nextPrefix); ok {
+			n, d, _ := strings.Cut(s, " ")
+			every, err1 := strconv.ParseInt(n, 10, 64)
+			within, err2 := time.ParseDuration(d)
+			if err1 != nil || err2 != nil || every < 1 || within <= 0 {
+				return Checkpoint{}, fmt.Errorf("%w: next line %q", ErrMalformed, l)
+			}
+			c.NextEvery, c.NextWithin = every, within
 		}
 	}
 	return c, nil

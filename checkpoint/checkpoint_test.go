@@ -146,6 +146,11 @@ func TestCheckpointTextIsFormatTreeWithTheOrigin(t *testing.T) {
 	if err != nil || back != c {
 		t.Fatalf("with time: parsed back %+v, %v", back, err)
 	}
+	c.NextEvery, c.NextWithin = 1000, 90*time.Second
+	back, err = ParseText(c.Text())
+	if err != nil || back != c || !strings.HasSuffix(string(c.Text()), "\nnext 1000 1m30s\n") {
+		t.Fatalf("with next: parsed back %+v, %v from %q", back, err, c.Text())
+	}
 	// Unknown extension lines are ignored; a malformed size or hash is not.
 	if _, err := ParseText(append(c.Text(), "other extension\n"...)); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -12,14 +13,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
 
 type exportOptions struct {
-	g      *globals
-	format string
-	out    string
+	g           *globals
+	format      string
+	out         string
+	checkpoints bool
 	timeRange
 }
 
@@ -38,7 +42,14 @@ prev_hash, hash, body (the canonical body as text).
 
 --since/--until select the contiguous seq range from the first event at
 or after --since to the last at or before --until, so that the slice
-chains. export only reads.`,
+chains. export only reads.
+
+A jsonl export carries, before its events, the signed checkpoints the
+ledger holds that it covers (one {"checkpoint": NOTE} line each: those of
+a size from the slice's first seq - 1 to its last) and, for a slice that
+starts after seq 1, the Merkle tree before it ({"tree": {"size",
+"frontier"}}), so that verify --file --verifier-key checks the slice
+against them (--checkpoints=false leaves them out).`,
 		Example: `  lockledger export -o ledger-2025-03.jsonl --since 2025-03-01 --until 2025-04-01
   lockledger verify --file ledger-2025-03.jsonl`,
 		Args: noArgs,
@@ -49,7 +60,32 @@ chains. export only reads.`,
 	fl.StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0600) instead of stdout")
 	fl.StringVar(&o.since, "since", "", "from the first event at or after this time (RFC 3339, or a duration ago)")
 	fl.StringVar(&o.until, "until", "", "to the last event at or before this time")
+	fl.BoolVar(&o.checkpoints, "checkpoints", true, "jsonl: carry the signed checkpoints the export covers, before its events")
 	return cmd
+}
+
+// writeCheckpointLines writes the tree and checkpoint lines of a jsonl
+// export of seq from-to, when the ledger holds checkpoints it covers.
+func writeCheckpointLines(ctx context.Context, r *reader, w io.Writer, from, to int64) error {
+	cps, err := ledger.StoredCheckpoints(ctx, r.tx, max(from-1, 1), to)
+	if err != nil || len(cps) == 0 {
+		return err
+	}
+	if from > 1 {
+		tree, err := checkpoint.TreeFrom(from-1, ledger.TreeReader(ctx, r.tx))
+		if err != nil {
+			return fmt.Errorf("export: the Merkle tree before seq %d: %w (lockledger verify says why)", from, err)
+		}
+		if err := replay.WriteTreeLine(w, from-1, tree.Frontier()); err != nil {
+			return err
+		}
+	}
+	for _, c := range cps {
+		if err := replay.WriteCheckpointLine(w, c.Note); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func runExport(ctx context.Context, o *exportOptions) error {
@@ -80,6 +116,11 @@ func runExport(ctx context.Context, o *exportOptions) error {
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	n := 0
+	if ok && o.format == formatJSONL && o.checkpoints {
+		if err := writeCheckpointLines(ctx, r, bw, from, to); err != nil {
+			return err
+		}
+	}
 	if ok {
 		write := func(row *replay.Row) error { return replay.WriteExportLine(bw, row) }
 		var cw *csv.Writer

@@ -59,8 +59,10 @@ Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON on stdout")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
+	g.sign.register(root)
 	root.AddCommand(newAcquire(g), newHeartbeat(g), newRelease(g), newStatus(g), newList(g), newSteal(g), newRun(g))
 	root.AddCommand(auditCommands(g)...)
+	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g))
 	return root
 }
 
@@ -79,6 +81,13 @@ const (
 
 func (g *globals) open(ctx context.Context, a access, more ...ledger.Option) (*ledger.Ledger, error) {
 	opts := append([]ledger.Option{ledger.WithLogger(g.log)}, more...)
+	if a != reads {
+		sign, err := g.signingOptions()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, sign...)
+	}
 	switch a {
 	case rewrites:
 		opts = append(opts, ledger.MustExist())

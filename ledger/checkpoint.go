@@ -136,7 +136,7 @@ func (l *Ledger) Checkpoint(ctx context.Context) (*Checkpointed, error) {
 	if seq == 0 {
 		return nil, fmt.Errorf("ledger: checkpoint: the ledger holds no events yet; nothing to sign")
 	}
-	cp, err := l.signCheckpoint(ctx, q, seq, l.now().UTC())
+	cp, err := l.signCheckpoint(ctx, q, seq, l.now().UTC(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -164,15 +164,21 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q preparedTx, seq int64, now
 	case !errors.Is(err, sql.ErrNoRows):
 		return nil, err
 	}
-	return l.signCheckpoint(ctx, q, seq, now)
+	return l.signCheckpoint(ctx, q, seq, now, true)
 }
 
-func (l *Ledger) signCheckpoint(ctx context.Context, q preparedTx, seq int64, now time.Time) (*Checkpointed, error) {
+// signCheckpoint signs and stores a checkpoint of the first seq events.
+// One signed on the writer's own carries its policy: the promise that
+// verify holds later events to.
+func (l *Ledger) signCheckpoint(ctx context.Context, q preparedTx, seq int64, now time.Time, auto bool) (*Checkpointed, error) {
 	root, err := tlog.TreeHash(seq, treeReader(ctx, q))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: the tree of %d events: %w", seq, err)
 	}
 	c := checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: seq, Root: root, Time: now}
+	if auto {
+		c.NextEvery, c.NextWithin = l.signing.every, l.signing.interval
+	}
 	msg, err := checkpoint.Sign(c, l.signing.signer)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: sign: %w", err)

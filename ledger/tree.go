@@ -13,6 +13,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/replay"
 )
 
 // treeReader reads the stored hashes through q (inside a transaction, it
@@ -131,4 +132,39 @@ func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err erro
 		return 0, false, err
 	}
 	return int64(len(out)), !gap && hashed+int64(len(out)) < last, nil
+}
+
+// TreeReader reads the stored Merkle hashes through q (a read transaction,
+// for one snapshot): for proofs and an export's tree line.
+func TreeReader(ctx context.Context, q replay.Querier) tlog.HashReader { return treeReader(ctx, q) }
+
+// StoredCheckpoint is a checkpoint as the ledger keeps it.
+type StoredCheckpoint struct {
+	ID   int64
+	Size int64
+	Note []byte
+}
+
+// StoredCheckpoints lists the checkpoints stored in the ledger whose size
+// is in [minSize, maxSize] (0: no upper bound), oldest first.
+func StoredCheckpoints(ctx context.Context, q replay.Querier, minSize, maxSize int64) ([]StoredCheckpoint, error) {
+	if maxSize <= 0 {
+		maxSize = 1<<63 - 1
+	}
+	rows, err := q.QueryContext(ctx, `SELECT id, size, note FROM checkpoints WHERE size >= ? AND size <= ? ORDER BY id`, minSize, maxSize)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: checkpoints: %w", err)
+	}
+	defer rows.Close()
+	var out []StoredCheckpoint
+	for rows.Next() {
+		var c StoredCheckpoint
+		var n string
+		if err := rows.Scan(&c.ID, &c.Size, &n); err != nil {
+			return nil, fmt.Errorf("ledger: checkpoints: %w", err)
+		}
+		c.Note = []byte(n)
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }

@@ -107,6 +107,8 @@ type anchor struct {
 	hash   string    // heads
 	isHead bool
 	time   time.Time
+	every  int64         // the signer's promise: the next checkpoint within every events
+	within time.Duration // or the first event dated within after time
 	result *CheckpointResult // nil for heads
 	state  int               // pending, matched, mismatched, beyond
 	detail string
@@ -133,8 +135,10 @@ type treeCheck struct {
 	merkleN  int64
 	anchors  []*anchor // by size
 	next     int       // first anchor not reached
-	latest   *anchor   // the largest matched checkpoint with a time, so far
+	latest   *anchor   // the largest head matched so far
 	backdate *Problem
+	unkept   *Problem // the first event past latest's promise, until a head covers it
+	invalid  []Problem // checkpoints whose signature or text fails
 	trust    *Trust
 	rows     int64
 	lastSeq  int64
@@ -191,7 +195,8 @@ func (t *treeCheck) prepare() {
 					what = "was changed after it was signed"
 				}
 			}
-			t.report.Add(Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf("checkpoint %s %s: %v", describe(res), what, err)})
+			// Its seq is known at the end: the first one no valid head covers.
+			t.invalid = append(t.invalid, Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf("checkpoint %s %s: %v", describe(res), what, err)})
 			continue
 		}
 		res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
@@ -213,7 +218,8 @@ func (t *treeCheck) prepare() {
 				}
 			}
 		}
-		t.anchors = append(t.anchors, &anchor{name: "checkpoint " + describe(res), size: s.Size, root: s.Root, time: s.Time, result: res})
+		t.anchors = append(t.anchors, &anchor{name: "checkpoint " + describe(res), size: s.Size, root: s.Root, time: s.Time,
+			every: s.NextEvery, within: s.NextWithin, result: res})
 	}
 	t.origin = origin
 	for _, h := range tr.Heads {
@@ -269,18 +275,25 @@ func (t *treeCheck) step(rc *rowCheck) {
 	if t.ledger && !t.off {
 		t.compareStored(r, hs)
 	}
-	if rc.ev != nil && t.latest != nil && !rc.ev.Time.IsZero() && t.backdate == nil &&
-		rc.ev.Time.Before(t.latest.time.Add(-BackdateSlack)) {
-		t.backdate = &Problem{Seq: r.Seq, Line: r.Line, Kind: KindCheckpoint, Lock: rc.ev.LockName, Detail: fmt.Sprintf(
-			"dated %s, before %s was signed (%s) although the checkpoint covers only seq 1-%d: appended after it and dated back",
-			rc.ev.At, t.latest.name, t.latest.time.Format(time.RFC3339Nano), t.latest.size)}
+	if a := t.latest; a != nil && rc.ev != nil && !rc.ev.Time.IsZero() && !a.time.IsZero() {
+		if t.backdate == nil && rc.ev.Time.Before(a.time.Add(-BackdateSlack)) {
+			t.backdate = &Problem{Seq: r.Seq, Line: r.Line, Kind: KindCheckpoint, Lock: rc.ev.LockName, Detail: fmt.Sprintf(
+				"dated %s, before %s was signed (%s) although the checkpoint covers only seq 1-%d: appended after it and dated back",
+				rc.ev.At, a.name, a.time.Format(time.RFC3339Nano), a.size)}
+		}
+		late := a.within > 0 && rc.ev.Time.After(a.time.Add(a.within+BackdateSlack))
+		if t.unkept == nil && a.every > 0 && (pos-a.size >= a.every || late) {
+			t.unkept = &Problem{Seq: r.Seq, Line: r.Line, Kind: KindCheckpoint, Lock: rc.ev.LockName, Detail: fmt.Sprintf(
+				"covered by no checkpoint, although the writer that signed %s (at %s) signs the next one within %d events or with the first event dated %s later, and this is event %d after it, dated %s: appended by a writer without the key (or with a longer --checkpoint-every or --checkpoint-interval)",
+				a.name, a.time.Format(time.RFC3339Nano), a.every, a.within, pos-a.size, rc.ev.At)}
+		}
 	}
 	for t.next < len(t.anchors) && t.anchors[t.next].size <= pos {
 		a := t.anchors[t.next]
 		t.next++
 		if a.isHead {
 			if r.Hash == a.hash {
-				a.state = matched
+				t.matched(a)
 			} else {
 				a.state = mismatched
 				a.detail = fmt.Sprintf("seq %d's hash is %s", a.size, r.Hash)
@@ -300,12 +313,21 @@ func (t *treeCheck) matchRoot(a *anchor) {
 	case err != nil:
 		a.state, a.detail = mismatched, err.Error()
 	case h == a.root:
-		a.state = matched
-		if !a.time.IsZero() && (t.latest == nil || !a.time.Before(t.latest.time)) {
-			t.latest = a
-		}
+		t.matched(a)
 	default:
 		a.state, a.detail = mismatched, fmt.Sprintf("the first %d events hash to %s, the checkpoint's root is %s", a.size, h, a.root)
+	}
+}
+
+// matched records a head that matches: it covers every event up to its
+// size, and later events are held to its promise.
+func (t *treeCheck) matched(a *anchor) {
+	a.state = matched
+	if t.latest == nil || a.size >= t.latest.size {
+		t.latest = a
+	}
+	if t.unkept != nil && a.size >= t.unkept.Seq {
+		t.unkept = nil
 	}
 }
 
@@ -351,6 +373,9 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 	if t.backdate != nil {
 		t.report.Add(*t.backdate)
 	}
+	if t.unkept != nil {
+		t.report.Add(*t.unkept)
+	}
 	if t.trust == nil {
 		t.report.Trust = Unsigned
 		return
@@ -367,6 +392,14 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 		if a.state == matched && a.size > good {
 			good, goodName = a.size, a.name
 		}
+	}
+	for _, p := range t.invalid {
+		p.Seq = good + 1
+		p.Detail += fmt.Sprintf("; nothing vouches for the events from seq %d", good+1)
+		if goodName != "" {
+			p.Detail += fmt.Sprintf(" (the first %d match %s)", good, goodName)
+		}
+		t.report.Add(p)
 	}
 	nChecked := 0
 	for _, a := range t.anchors {
@@ -423,7 +456,7 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 	default:
 		t.report.Trust = fmt.Sprintf("seq 1-%d match %s", good, goodName)
 		if nChecked > 1 {
-			t.report.Trust += fmt.Sprintf(" (and %d more heads that were checked)", nChecked-1)
+			t.report.Trust += fmt.Sprintf(" (%d heads match in all)", nChecked)
 		}
 		if good < end {
 			t.report.UnsignedFrom = good + 1

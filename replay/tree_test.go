@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -160,8 +161,8 @@ func TestVerifyAgainstCheckpointsNamesTheCheckpointAndFirstSeqNoLongerCovered(t 
 		t.Fatalf("edited and forged: %+v", rep.Problems)
 	}
 	for i, w := range []string{"edited (size 21, key ops) was changed after it was signed", "forged (size 30, key ops) is not vouched for"} {
-		if !strings.Contains(rep.Problems[i].Detail, w) {
-			t.Fatalf("problem %d: %q, want %q", i, rep.Problems[i].Detail, w)
+		if p := rep.Problems[i]; !strings.Contains(p.Detail, w) || p.Seq != 11 || !strings.Contains(p.Detail, "the first 10 match checkpoint witness:0") {
+			t.Fatalf("problem %d: %+v, want seq 11 and %q", i, p, w)
 		}
 	}
 
@@ -250,4 +251,43 @@ func rechain(t *testing.T, g *ovlLog, seq int64, edit func([]byte) []byte) {
 		}
 		prev = hash
 	}
+}
+
+// A checkpoint a writer signed on its own promises the next one within
+// NextEvery events or NextWithin: an event past that which no checkpoint
+// covers was appended without the key; one dated before the checkpoint
+// it follows was backdated.
+func TestVerifyHoldsEventsToTheLastCheckpointsPromise(t *testing.T) {
+	s, v := keys(t, "ops")
+	g := treeLog(t, 30) // one event a second
+	var at20 string
+	if err := g.db.QueryRow(`SELECT at FROM events WHERE seq = 20`).Scan(&at20); err != nil {
+		t.Fatal(err)
+	}
+	signedAt, err := events.ParseTime(at20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := func(every int64, within time.Duration, signed time.Time) replay.VerifyOption {
+		h := signedHeads(t, g, s, 20)[0]
+		c, err := checkpoint.Open(h.Note, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Checkpoint.Time, c.NextEvery, c.NextWithin = signed, every, within
+		msg, err := checkpoint.Sign(c.Checkpoint, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return replay.WithTrust(&replay.Trust{LedgerID: "overlap-test", Verifiers: []note.Verifier{v},
+			Checkpoints: []replay.NoteSource{{Source: "w", Note: msg}}})
+	}
+	// Kept: 10 events and 10 s after it, within 20 and a minute.
+	if rep := verifyTree(t, g, head(20, time.Minute, signedAt)); !rep.OK || rep.UnsignedFrom != 21 {
+		t.Fatalf("promise kept: %+v %q", rep.Problems, rep.Trust)
+	}
+	onlyProblem(t, verifyTree(t, g, head(5, time.Hour, signedAt)), replay.KindCheckpoint, 25, "within 5 events", "without the key")
+	onlyProblem(t, verifyTree(t, g, head(100, 3*time.Second, signedAt)), replay.KindCheckpoint, 26, "dated 3s later", "without the key")
+	// Signed a minute after event 21 was dated: 21 was backdated.
+	onlyProblem(t, verifyTree(t, g, head(100, time.Hour, signedAt.Add(time.Minute))), replay.KindCheckpoint, 21, "dated back")
 }

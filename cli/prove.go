@@ -106,7 +106,9 @@ exit 1 (lockledger verify says where it differs). prove only reads.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return runProveExtends(cmd.Context(), g, args[0], args[1]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runProveExtends(cmd.Context(), g, args[0], args[1])
+		},
 	}
 	cmd.AddCommand(ev, ext)
 	return cmd

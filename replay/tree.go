@@ -107,8 +107,8 @@ type anchor struct {
 	hash   string    // heads
 	isHead bool
 	time   time.Time
-	every  int64         // the signer's promise: the next checkpoint within every events
-	within time.Duration // or the first event dated within after time
+	every  int64             // the signer's promise: the next checkpoint within every events
+	within time.Duration     // or the first event dated within after time
 	result *CheckpointResult // nil for heads
 	state  int               // pending, matched, mismatched, beyond
 	detail string
@@ -137,7 +137,7 @@ type treeCheck struct {
 	next     int       // first anchor not reached
 	latest   *anchor   // the largest head matched so far
 	backdate *Problem
-	unkept   *Problem // the first event past latest's promise, until a head covers it
+	unkept   *Problem  // the first event past latest's promise, until a head covers it
 	invalid  []Problem // checkpoints whose signature or text fails
 	trust    *Trust
 	rows     int64

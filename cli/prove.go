@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -329,7 +330,12 @@ func runVerifyProof(o *verifyProofOptions, args []string) error {
 		res.Type, res.Origin, res.First, res.Second = "consistency", p.Origin, p.First, p.Second
 		var older, newer *checkpoint.Signed
 		if older, newer, cerr = p.Check(vs...); cerr == nil {
-			res.Keys = append(keysOf(older, len(vs) > 0), keysOf(newer, len(vs) > 0)...)
+			res.Keys = keysOf(older, len(vs) > 0)
+			for _, k := range keysOf(newer, len(vs) > 0) {
+				if !slices.Contains(res.Keys, k) {
+					res.Keys = append(res.Keys, k)
+				}
+			}
 		}
 	}
 	res.OK = cerr == nil

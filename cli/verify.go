@@ -123,7 +123,7 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 			return nil, err
 		}
 		for _, e := range es {
-			t.Checkpoints = append(t.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("%s:%d", f, e.Line), Note: e.Note})
+			t.Checkpoints = append(t.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("checkpoint %s:%d", f, e.Line), Note: e.Note})
 		}
 	}
 	if len(o.g.sign.witnesses) > 0 {
@@ -134,6 +134,9 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		ns, err := witnessNotes(w)
 		if err != nil {
 			return nil, err
+		}
+		for i := range ns {
+			ns[i].Witness = w
 		}
 		t.Checkpoints = append(t.Checkpoints, ns...)
 	}
@@ -174,9 +177,9 @@ func witnessNotes(path string) ([]replay.NoteSource, error) {
 		}
 		es := checkpoint.SplitNotes(b)
 		for _, e := range es {
-			src := f
+			src := "checkpoint " + f
 			if !fi.IsDir() || len(es) > 1 {
-				src = fmt.Sprintf("%s:%d", f, e.Line)
+				src = fmt.Sprintf("checkpoint %s:%d", f, e.Line)
 			}
 			out = append(out, replay.NoteSource{Source: src, Note: e.Note})
 		}

@@ -184,7 +184,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 			case t != nil:
 				tree = t
 			default:
-				carried = append(carried, NoteSource{Source: fmt.Sprintf("%s line %d", source, n), Note: note, Carried: true})
+				carried = append(carried, NoteSource{Source: fmt.Sprintf("checkpoint %s line %d (carried by the export)", source, n), Note: note, Carried: true})
 			}
 			continue
 		}

@@ -47,8 +47,9 @@ const BackdateSlack = 2 * time.Second
 // NoteSource is a signed checkpoint as found: where (a file and line, a
 // witness file, the ledger's checkpoints table) and its signed note.
 type NoteSource struct {
-	Source string
-	Note   []byte
+	Source  string // how verify names it: "checkpoint FILE:LINE", "ledger checkpoint #ID"
+	Note    []byte
+	Witness string // the --witness path it was read from, if any
 	// Carried: kept by the ledger or the export itself, so its writer
 	// could have left it out (never by someone without the key, edited).
 	Carried bool
@@ -101,17 +102,18 @@ type CheckpointResult struct {
 
 // anchor is a head to match at a size: a checkpoint's root or a chain hash.
 type anchor struct {
-	name   string // how problems name it
-	size   int64
-	root   tlog.Hash // checkpoints
-	hash   string    // heads
-	isHead bool
-	time   time.Time
-	every  int64             // the signer's promise: the next checkpoint within every events
-	within time.Duration     // or the first event dated within after time
-	result *CheckpointResult // nil for heads
-	state  int               // pending, matched, mismatched, beyond
-	detail string
+	name    string // how problems name it
+	size    int64
+	root    tlog.Hash // checkpoints
+	hash    string    // heads
+	isHead  bool
+	carried bool
+	time    time.Time
+	every   int64             // the signer's promise: the next checkpoint within every events
+	within  time.Duration     // or the first event dated within after time
+	result  *CheckpointResult // nil for heads
+	state   int               // pending, matched, mismatched, beyond
+	detail  string
 }
 
 const (
@@ -196,7 +198,7 @@ func (t *treeCheck) prepare() {
 				}
 			}
 			// Its seq is known at the end: the first one no valid head covers.
-			t.invalid = append(t.invalid, Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf("checkpoint %s %s: %v", describe(res), what, err)})
+			t.invalid = append(t.invalid, Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf("%s %s: %v", describe(res), what, err)})
 			continue
 		}
 		res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
@@ -207,18 +209,14 @@ func (t *treeCheck) prepare() {
 			res.Result = "invalid"
 			res.Detail = fmt.Sprintf("it is a checkpoint of %q, not of %q", s.Origin, origin)
 			t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
-				"checkpoint %s names another ledger (%s, this log is %s): the database was swapped for another ledger's, or the checkpoint is another ledger's",
+				"%s names another ledger (%s, this log is %s): the database was swapped for another ledger's, or the checkpoint is another ledger's",
 				describe(res), s.Origin, origin)})
 			continue
 		}
-		if tr.Witnesses != nil {
-			for w := range tr.Witnesses {
-				if strings.HasPrefix(ns.Source, w) {
-					tr.Witnesses[w]++
-				}
-			}
+		if ns.Witness != "" && tr.Witnesses != nil {
+			tr.Witnesses[ns.Witness]++
 		}
-		t.anchors = append(t.anchors, &anchor{name: "checkpoint " + describe(res), size: s.Size, root: s.Root, time: s.Time,
+		t.anchors = append(t.anchors, &anchor{name: describe(res), carried: ns.Carried, size: s.Size, root: s.Root, time: s.Time,
 			every: s.NextEvery, within: s.NextWithin, result: res})
 	}
 	t.origin = origin
@@ -323,7 +321,9 @@ func (t *treeCheck) matchRoot(a *anchor) {
 // size, and later events are held to its promise.
 func (t *treeCheck) matched(a *anchor) {
 	a.state = matched
-	if t.latest == nil || a.size >= t.latest.size {
+	// Of heads of one size, name one from outside the log rather than one
+	// it carries.
+	if l := t.latest; l == nil || a.size > l.size || (a.size == l.size && l.carried && !a.carried) {
 		t.latest = a
 	}
 	if t.unkept != nil && a.size >= t.unkept.Seq {

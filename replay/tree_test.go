@@ -106,7 +106,7 @@ func signedHeads(t *testing.T, g *ovlLog, s note.Signer, sizes ...int64) []repla
 				if err != nil {
 					t.Fatal(err)
 				}
-				out = append(out, replay.NoteSource{Source: "witness:" + string(rune('0'+len(out))), Note: msg})
+				out = append(out, replay.NoteSource{Source: "checkpoint witness:" + string(rune('0'+len(out))), Note: msg})
 			}
 		}
 	}
@@ -152,10 +152,10 @@ func TestVerifyAgainstCheckpointsNamesTheCheckpointAndFirstSeqNoLongerCovered(t 
 	// An edited checkpoint and one signed by another key vouch for nothing.
 	g = treeLog(t, 30)
 	heads = signedHeads(t, g, s, 10, 20)
-	edited := replay.NoteSource{Source: "edited", Note: bytes.Replace(heads[1].Note, []byte("\n20\n"), []byte("\n21\n"), 1)}
+	edited := replay.NoteSource{Source: "checkpoint edited", Note: bytes.Replace(heads[1].Note, []byte("\n20\n"), []byte("\n21\n"), 1)}
 	intruder, _ := keys(t, "ops")
 	forged := signedHeads(t, g, intruder, 30)[0]
-	forged.Source = "forged"
+	forged.Source = "checkpoint forged"
 	rep = verifyTree(t, g, trust(heads[0], edited, forged))
 	if rep.OK || rep.ProblemCount != 2 {
 		t.Fatalf("edited and forged: %+v", rep.Problems)
@@ -280,7 +280,7 @@ func TestVerifyHoldsEventsToTheLastCheckpointsPromise(t *testing.T) {
 			t.Fatal(err)
 		}
 		return replay.WithTrust(&replay.Trust{LedgerID: "overlap-test", Verifiers: []note.Verifier{v},
-			Checkpoints: []replay.NoteSource{{Source: "w", Note: msg}}})
+			Checkpoints: []replay.NoteSource{{Source: "checkpoint w", Note: msg}}})
 	}
 	// Kept: 10 events and 10 s after it, within 20 and a minute.
 	if rep := verifyTree(t, g, head(20, time.Minute, signedAt)); !rep.OK || rep.UnsignedFrom != 21 {

@@ -694,3 +694,65 @@ func TestUntouchedLargeLedgerVerifiesAgainstThreeCheckpoints(t *testing.T) {
 		t.Fatalf("trust %q, unsigned from %d", v.Trust, v.UnsignedFrom)
 	}
 }
+
+// TestExportSliceIsCheckedAgainstTheCheckpointsItCarries: a slice that
+// starts after seq 1 carries the Merkle tree before it, so the
+// checkpoints it covers are checked on the slice alone; a forged tree
+// line, like a forged event, makes them disagree.
+func TestExportSliceIsCheckedAgainstTheCheckpointsItCarries(t *testing.T) {
+	s := newSignedRoot(t)
+	var since string
+	if err := clitest.DB(t, s.root).QueryRow(`SELECT at FROM events WHERE seq = 4`).Scan(&since); err != nil {
+		t.Fatal(err)
+	}
+	slice := filepath.Join(t.TempDir(), "slice.jsonl")
+	clitest.Must(t, 0, s.root, "export", "--since", since, "-o", slice)
+	text := readFile(t, slice)
+	if !strings.HasPrefix(text, `{"tree":{"size":3,"frontier":[`) || strings.Count(text, `{"checkpoint":`) != 2 {
+		t.Fatalf("the slice from seq 4 does not carry the tree before it and checkpoints 5 and 9:\n%s", text)
+	}
+	v := verifyJSON(t, s.root, 0, "--file", slice, "--verifier-key", s.vkey)
+	if !strings.HasPrefix(v.Trust, "seq 1-9 match checkpoint "+slice+" line 3") {
+		t.Fatalf("slice: trust %q", v.Trust)
+	}
+	// A frontier of another tree: the roots no longer match.
+	first, rest, _ := strings.Cut(text, "\n")
+	var tl struct {
+		Tree struct {
+			Size     int64    `json:"size"`
+			Frontier []string `json:"frontier"`
+		} `json:"tree"`
+	}
+	if err := json.Unmarshal([]byte(first), &tl); err != nil || len(tl.Tree.Frontier) != 2 {
+		t.Fatalf("tree line %s: %v", first, err)
+	}
+	forged := strings.Replace(first, tl.Tree.Frontier[1], tlog.RecordHash([]byte("x")).String(), 1)
+	writeFile(t, slice, forged+"\n"+rest)
+	mustName(t, verifyJSON(t, s.root, 1, "--file", slice, "--verifier-key", s.vkey), 1, slice+" line 2", "size 5", "no longer matches")
+}
+
+// TestExpectHeadWithoutAKey: a head written down earlier (verify prints
+// it) shows a re-chain without any key; a malformed one is invalid input.
+func TestExpectHeadWithoutAKey(t *testing.T) {
+	s := newSignedRoot(t)
+	var h5 string
+	if err := clitest.DB(t, s.root).QueryRow(`SELECT hash FROM events WHERE seq = 5`).Scan(&h5); err != nil {
+		t.Fatal(err)
+	}
+	v := verifyJSON(t, s.root, 0, "--expect-head", "5:"+h5)
+	if !strings.HasPrefix(v.Trust, "seq 1-5 match expected head 5:") || v.UnsignedFrom != 6 {
+		t.Fatalf("trust %q, unsigned from %d", v.Trust, v.UnsignedFrom)
+	}
+	a := attack(t, s.root)
+	a.rechain(t, func(bs []body) []body { bs[2]["actor"] = "mallory"; return bs })
+	a.restore(t)
+	mustName(t, verifyJSON(t, s.root, 1, "--expect-head", "5:"+h5), 1, "expected head 5:"+h5, "no longer matches")
+	r := clitest.Must(t, 2, s.root, "verify", "--expect-head", "5")
+	if !strings.Contains(r.Stderr, "--expect-head") {
+		t.Fatalf("malformed --expect-head:\n%s", r.Stderr)
+	}
+	r = clitest.Must(t, 2, s.root, "verify", "--witness", s.witness)
+	if !strings.Contains(r.Stderr, "need --verifier-key") {
+		t.Fatalf("--witness without --verifier-key:\n%s", r.Stderr)
+	}
+}

@@ -28,6 +28,7 @@ type verifyOptions struct {
 	checkpoints []string
 	verifiers   []string
 	heads       []string
+	witnessFlag bool // --witness given on the command line, not only by LOCKLEDGER_WITNESS
 }
 
 func newVerify(g *globals) *cobra.Command {
@@ -88,7 +89,10 @@ Exit 0 only when everything holds, 1 otherwise. verify only reads.`,
   lockledger verify --full      # also every index against its table
   lockledger export -o audit.jsonl && lockledger verify --file audit.jsonl`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.witnessFlag = cmd.Flags().Changed("witness")
+			return runVerify(cmd.Context(), o)
+		},
 	}
 	cmd.Flags().StringVar(&o.file, "file", "", "check this JSON Lines export instead of the ledger")
 	cmd.Flags().StringVar(&o.prevHash, "prev-hash", "", "with --file: the hash the first line must chain from")
@@ -126,10 +130,16 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 			t.Checkpoints = append(t.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("checkpoint %s:%d", f, e.Line), Note: e.Note})
 		}
 	}
-	if len(o.g.sign.witnesses) > 0 {
+	witnesses := o.g.sign.witnesses
+	if len(t.Verifiers) == 0 && !o.witnessFlag {
+		// LOCKLEDGER_WITNESS, set for the writers, asks nothing of a
+		// verify without keys.
+		witnesses = nil
+	}
+	if len(witnesses) > 0 {
 		t.Witnesses = map[string]int{}
 	}
-	for _, w := range o.g.sign.witnesses {
+	for _, w := range witnesses {
 		t.Witnesses[w] = 0
 		ns, err := witnessNotes(w)
 		if err != nil {

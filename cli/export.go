@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -12,15 +13,18 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
 
 type exportOptions struct {
-	g      *globals
-	format string
-	out    string
-	actor  string
+	g           *globals
+	format      string
+	out         string
+	actor       string
+	checkpoints bool
 	timeRange
 }
 
@@ -43,6 +47,13 @@ written before lockledger recorded them).
 or after --since to the last at or before --until, so that the slice
 chains.
 
+A jsonl export carries, before its events, the signed checkpoints the
+ledger holds that it covers (one {"checkpoint": NOTE} line each: those of
+a size from the slice's first seq - 1 to its last) and, for a slice that
+starts after seq 1, the Merkle tree before it ({"tree": {"size",
+"frontier"}}), so that verify --file --verifier-key checks the slice
+against them (--checkpoints=false leaves them out).
+
 Reading the audit log is itself recorded: once the export is written,
 export appends a ledger_exported event (the range asked for and written,
 the count, the format, the file or stdout, who ran it) that changes no
@@ -61,7 +72,32 @@ that it could not record itself.`,
 	fl.StringVar(&o.since, "since", "", "from the first event at or after this time (RFC 3339, or a duration ago)")
 	fl.StringVar(&o.until, "until", "", "to the last event at or before this time")
 	fl.StringVar(&o.actor, "actor", "", "who exports, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
+	fl.BoolVar(&o.checkpoints, "checkpoints", true, "jsonl: carry the signed checkpoints the export covers, before its events")
 	return cmd
+}
+
+// writeCheckpointLines writes the tree and checkpoint lines of a jsonl
+// export of seq from-to, when the ledger holds checkpoints it covers.
+func writeCheckpointLines(ctx context.Context, r *reader, w io.Writer, from, to int64) error {
+	cps, err := ledger.StoredCheckpoints(ctx, r.tx, max(from-1, 1), to)
+	if err != nil || len(cps) == 0 {
+		return err
+	}
+	if from > 1 {
+		tree, err := checkpoint.TreeFrom(from-1, ledger.TreeReader(ctx, r.tx))
+		if err != nil {
+			return fmt.Errorf("export: the Merkle tree before seq %d: %w (lockledger verify says why)", from, err)
+		}
+		if err := replay.WriteTreeLine(w, from-1, tree.Frontier()); err != nil {
+			return err
+		}
+	}
+	for _, c := range cps {
+		if err := replay.WriteCheckpointLine(w, c.Note); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func runExport(ctx context.Context, o *exportOptions) error {
@@ -122,6 +158,11 @@ func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, don
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	n := 0
+	if ok && o.format == formatJSONL && o.checkpoints {
+		if err := writeCheckpointLines(ctx, r, bw, from, to); err != nil {
+			return err
+		}
+	}
 	if ok {
 		write := func(row *replay.Row) error { return replay.WriteExportLine(bw, row) }
 		var cw *csv.Writer

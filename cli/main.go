@@ -96,6 +96,7 @@ type globals struct {
 	logLevel  string
 	logFormat string
 	log       *slog.Logger
+	sign      signFlags
 }
 
 // Main runs the command line and returns the process exit code.

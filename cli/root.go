@@ -38,6 +38,8 @@ What lockledger refuses to touch (more in README.md):
     root shows it held a ledger (writer.flock records its id, ledger.db-wal
     holds commits, locks/ has files the ledger wrote): exit 1, nothing
     created, since a new ledger would restart fencing tokens at 1;
+  - a --signing-key, keygen -o or writer's --witness inside the root: exit 2
+    (whoever can rewrite the ledger could read or rewrite it);
   - a symlink, a directory or an unreadable file at a lock path, or a file
     at ROOT/locks: never followed or written; writes to that lock exit 1,
     the read commands carry on and report it.
@@ -45,7 +47,12 @@ What lockledger refuses to touch (more in README.md):
 
 Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 4 stale (use --force), 5 not the holder / lock lost; 128+N when signal N
-(INT 130, TERM 143, HUP 129) stopped the command, e.g. during --wait.`,
+(INT 130, TERM 143, HUP 129) stopped the command, e.g. during --wait.
+
+Tamper evidence beyond the chain: keygen makes a key kept outside the
+root; writers given it (--signing-key) sign checkpoints of the log's
+Merkle tree and copy them to --witness paths; verify --verifier-key checks
+the log against them, prove and verify-proof give an auditor proofs.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -62,8 +69,10 @@ Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON on stdout")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
+	g.sign.register(root)
 	root.AddCommand(newAcquire(g), newHeartbeat(g), newRelease(g), newStatus(g), newList(g), newSteal(g), newRun(g))
 	root.AddCommand(auditCommands(g)...)
+	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g))
 	return root
 }
 
@@ -82,6 +91,13 @@ const (
 
 func (g *globals) open(ctx context.Context, a access, more ...ledger.Option) (*ledger.Ledger, error) {
 	opts := append([]ledger.Option{ledger.WithLogger(g.log)}, more...)
+	if a != reads {
+		sign, err := g.signingOptions()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, sign...)
+	}
 	switch a {
 	case rewrites:
 		opts = append(opts, ledger.MustExist())

@@ -2,33 +2,41 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
 
 type verifyOptions struct {
-	g         *globals
-	file      string
-	prevHash  string
-	full      bool
-	actor     string
-	clockSkew string
+	g           *globals
+	file        string
+	prevHash    string
+	full        bool
+	actor       string
+	clockSkew   string
+	checkpoints []string
+	verifiers   []string
+	heads       []string
+	witnessFlag bool // --witness given on the command line, not only by LOCKLEDGER_WITNESS
 }
 
 func newVerify(g *globals) *cobra.Command {
 	o := &verifyOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "verify [--full] [--clock-skew D] | verify --file FILE [--prev-hash H] [--clock-skew D]",
+		Use:   "verify [--full] [--clock-skew D] | verify --file FILE [--prev-hash H] [--clock-skew D]  [--verifier-key KEY [--checkpoint FILE] [--witness PATH]] [--expect-head SEQ:HASH]",
 		Short: "Check the database file, the hash chain, schemas, the locks table and the lock files",
 		Long: `Recompute the hash chain from the ledger's genesis and check, in one pass
 over the events: seq contiguity, every body against its schema, the
@@ -55,6 +63,26 @@ foreign_file_at_held_lock (projections). Lock files written by other
 tools are listed as foreign and are not damage. A
 database too damaged to read is reported as FAILED with the read error.
 
+Each event's stored Merkle hashes (table tlog_hashes) are recomputed from
+the bodies: hashes someone edited, or left behind, are damage (merkle).
+
+A hash chain proves order, not authorship: whoever can write ledger.db can
+truncate it, re-chain it or swap in another ledger's database, and the
+chain still holds. Only a head recorded outside the writer's reach shows
+it. With --verifier-key KEY (the key lockledger keygen printed, or a file
+holding it), the log is checked against every signed checkpoint (C2SP
+tlog-checkpoint notes) of --checkpoint FILE, of each --witness PATH, and
+those stored in the ledger: each must be signed by a given key, name this
+ledger, and the first SIZE events must hash to its Merkle root. A
+checkpoint that fails is damage (checkpoint), named with the first seq no
+longer covered (the one after the largest head that still matches); an
+event dated before a checkpoint that does not cover it was appended and
+backdated. --expect-head SEQ:HASH checks event SEQ's chain hash against
+one recorded elsewhere, without a key. Without any of them verify says
+"` + replay.Unsigned + `".
+Events after the last matching checkpoint are listed: nothing vouches for
+them yet.
+
 With --file, check a JSON Lines export on its own, without the database:
 the chain from the first line's prev_hash (or --prev-hash, e.g. the
 ledger's genesis or the previous export's head), seq contiguity and
@@ -65,6 +93,8 @@ is not needed for that, only to prove where the chain starts. A file
 without a single event line (empty, or blank lines only) fails as empty.
 Compare the printed head hash with one recorded elsewhere to detect a
 truncated tail.
+The same checkpoint options apply (the export carries the ledger's
+checkpoints it covers; they count only with --verifier-key).
 
 --clock-skew (default 2s) is how far back the clock may step without
 being damage: the ledger stamps events in the order it appends them, so
@@ -87,11 +117,16 @@ would, and says on stderr that it could not record itself. With --file,
 the check is recorded in the ledger at --root when there is one (none is
 created); with no ledger there it is not recorded.`,
 		Example: `  lockledger verify
+  lockledger verify --verifier-key ops-ledger.vkey --witness /mnt/audit/ledger.checkpoints
+  lockledger verify --expect-head 1200:3f5c...e1   # a head written down earlier
   lockledger verify --json | jq .first_bad
   lockledger verify --full      # also every index against its table
   lockledger export -o audit.jsonl && lockledger verify --file audit.jsonl`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.witnessFlag = cmd.Flags().Changed("witness")
+			return runVerify(cmd.Context(), o)
+		},
 	}
 	cmd.Flags().StringVar(&o.file, "file", "", "check this JSON Lines export instead of the ledger")
 	cmd.Flags().StringVar(&o.prevHash, "prev-hash", "", "with --file: the hash the first line must chain from")
@@ -99,7 +134,104 @@ created); with no ledger there it is not recorded.`,
 	cmd.Flags().StringVar(&o.actor, "actor", "", "who verifies, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
 	cmd.Flags().StringVar(&o.clockSkew, "clock-skew", replay.DefaultClockSkew.String(),
 		"how far an event's at may fall behind an earlier event's or the ledger's creation (90s, 1m or plain seconds)")
+	cmd.Flags().StringArrayVar(&o.checkpoints, "checkpoint", nil, "check the log against the signed checkpoints in FILE (needs --verifier-key; repeatable)")
+	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one: checkpoints must be signed by one (repeatable)")
+	cmd.Flags().StringArrayVar(&o.heads, "expect-head", nil, "SEQ:HASH: event SEQ's hash must be HASH (a head recorded elsewhere, without a key; repeatable)")
 	return cmd
+}
+
+// trust gathers what the log is checked against: the checkpoints of
+// --checkpoint files and --witness paths, those the ledger (or the
+// export) carries, the verifier keys and the expected heads.
+func (o *verifyOptions) trust() (*replay.Trust, error) {
+	t := &replay.Trust{}
+	var err error
+	if t.Verifiers, err = verifierKeys("--verifier-key", o.verifiers); err != nil {
+		return nil, err
+	}
+	t.Expected = len(t.Verifiers) > 0
+	for _, h := range o.heads {
+		seqText, hash, ok := strings.Cut(h, ":")
+		seq, serr := strconv.ParseInt(seqText, 10, 64)
+		if !ok || serr != nil || seq < 1 || len(hash) != 64 || strings.Trim(hash, "0123456789abcdef") != "" {
+			return nil, events.Invalid("--expect-head", h, "must be SEQ:HASH, an event's seq and its 64 hex digit hash (as verify prints the head)")
+		}
+		t.Heads = append(t.Heads, replay.Head{Seq: seq, Hash: hash})
+	}
+	for _, f := range o.checkpoints {
+		es, err := readNotes("--checkpoint", f)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			t.Checkpoints = append(t.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("checkpoint %s:%d", f, e.Line), Note: e.Note})
+		}
+	}
+	witnesses := o.g.sign.witnesses
+	if len(t.Verifiers) == 0 && !o.witnessFlag {
+		// LOCKLEDGER_WITNESS, set for the writers, asks nothing of a
+		// verify without keys.
+		witnesses = nil
+	}
+	if len(witnesses) > 0 {
+		t.Witnesses = map[string]int{}
+	}
+	for _, w := range witnesses {
+		t.Witnesses[w] = 0
+		ns, err := witnessNotes(w)
+		if err != nil {
+			return nil, err
+		}
+		for i := range ns {
+			ns[i].Witness = w
+		}
+		t.Checkpoints = append(t.Checkpoints, ns...)
+	}
+	if len(t.Checkpoints) > 0 && len(t.Verifiers) == 0 {
+		return nil, &usageError{fmt.Errorf("verify: --checkpoint and --witness need --verifier-key: a checkpoint whose signature is not checked vouches for nothing")}
+	}
+	return t, nil
+}
+
+// witnessNotes reads a witness: every checkpoint of a file, or of each
+// file in a directory. A witness that is gone holds none (verify says so).
+func witnessNotes(path string) ([]replay.NoteSource, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, events.Invalid("--witness", path, "cannot be read: "+errText(err))
+	}
+	files := []string{path}
+	if fi.IsDir() {
+		ents, err := os.ReadDir(path)
+		if err != nil {
+			return nil, events.Invalid("--witness", path, "cannot be read: "+errText(err))
+		}
+		files = files[:0]
+		for _, e := range ents {
+			if e.Type().IsRegular() {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
+		}
+	}
+	var out []replay.NoteSource
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, events.Invalid("--witness", f, "cannot be read: "+errText(err))
+		}
+		es := checkpoint.SplitNotes(b)
+		for _, e := range es {
+			src := "checkpoint " + f
+			if !fi.IsDir() || len(es) > 1 {
+				src = fmt.Sprintf("checkpoint %s:%d", f, e.Line)
+			}
+			out = append(out, replay.NoteSource{Source: src, Note: e.Note})
+		}
+	}
+	return out, nil
 }
 
 func runVerify(ctx context.Context, o *verifyOptions) error {
@@ -119,10 +251,14 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 			return err
 		}
 	}
+	trust, err := o.trust()
+	if err != nil {
+		return err
+	}
 	if o.file != "" {
-		rep, err = verifyFile(o.file, o.prevHash, opts)
+		rep, err = verifyFile(o.file, o.prevHash, append(opts, replay.WithTrust(trust)))
 	} else {
-		rep, err = verifyLedger(ctx, o.g, o.full, opts)
+		rep, err = verifyLedger(ctx, o.g, o.full, trust, opts)
 	}
 	if err != nil {
 		return err
@@ -191,20 +327,28 @@ func verifyFile(path, prevHash string, opts []replay.VerifyOption) (*replay.Repo
 	return replay.VerifyFile(f, path, prevHash, opts...)
 }
 
-func verifyLedger(ctx context.Context, g *globals, full bool, opts []replay.VerifyOption) (*replay.Report, error) {
+func verifyLedger(ctx context.Context, g *globals, full bool, trust *replay.Trust, opts []replay.VerifyOption) (*replay.Report, error) {
 	r, err := g.openRead(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
 	source := filepath.Join(r.l.Root(), ledger.DBFile)
+	trust.LedgerID = r.l.ID()
+	stored, err := ledger.StoredCheckpoints(ctx, r.tx, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range stored {
+		trust.Checkpoints = append(trust.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("ledger checkpoint #%d", c.ID), Note: c.Note, Carried: true})
+	}
 	// SQLite's check reads the whole file once more: it runs beside the
 	// read of the events, on a connection of its own. Its snapshot may be
 	// a later one, which changes nothing about the file being sound.
 	storage := &replay.Report{}
 	checked := make(chan error, 1)
 	go func() { checked <- r.l.CheckStorage(ctx, r.l.DB(), full, storage) }()
-	rep, st, err := replay.VerifyLedger(ctx, r.tx, source, r.l.Genesis(), opts...)
+	rep, st, err := replay.VerifyLedger(ctx, r.tx, source, r.l.Genesis(), append(opts, replay.WithTrust(trust))...)
 	if serr := <-checked; serr != nil {
 		return nil, serr
 	}
@@ -268,6 +412,12 @@ func printReport(w io.Writer, rep *replay.Report) {
 	case rep.Events > 0 && rep.FirstSeq != 1:
 		fmt.Fprintf(tw, "  replay\tnot checked: the file starts at seq %d, and replay needs every event from seq 1\n", rep.FirstSeq)
 	}
+	if rep.Trust != "" {
+		fmt.Fprintf(tw, "  signed\t%s\n", rep.Trust)
+	}
+	if len(rep.Checkpoints) > 0 {
+		fmt.Fprintf(tw, "  checkpoints\t%s\n", checkpointCounts(rep.Checkpoints))
+	}
 	if rep.FirstBad != nil {
 		fmt.Fprintf(tw, "  first bad\t%s\n", problemText(*rep.FirstBad))
 	}
@@ -313,4 +463,22 @@ func problemText(p replay.Problem) string {
 		return fmt.Sprintf("%s: %s", p.Kind, p.Detail)
 	}
 	return fmt.Sprintf("%s %s: %s", strings.Join(where, " "), p.Kind, p.Detail)
+}
+
+// checkpointCounts summarises what verify made of the checkpoints: how
+// many had each result (the problems name the ones that failed).
+func checkpointCounts(cs []*replay.CheckpointResult) string {
+	n := map[string]int{}
+	var order []string
+	for _, c := range cs {
+		if n[c.Result] == 0 {
+			order = append(order, c.Result)
+		}
+		n[c.Result]++
+	}
+	parts := make([]string, len(order))
+	for i, r := range order {
+		parts[i] = fmt.Sprintf("%d %s", n[r], r)
+	}
+	return fmt.Sprintf("%d: %s", len(cs), strings.Join(parts, ", "))
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/lockledger/lockledger/internal/clitest"
 )
 
-// attack runs SQL on root's ledger.db as someone with write access would:
+// attackSQL runs SQL on root's ledger.db as someone with write access would:
 // the append-only triggers dropped first.
-func attack(t *testing.T, root string, stmts ...string) {
+func attackSQL(t *testing.T, root string, stmts ...string) {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
 	if err != nil {
@@ -35,7 +35,7 @@ func TestADeletedTailIsDamageThatProjectRefusesToLaunder(t *testing.T) {
 	ra := strings.TrimSpace(clitest.Must(t, 0, root, append([]string{"acquire", "a"}, pid...)...).Stdout)
 	clitest.Must(t, 0, root, append([]string{"acquire", "b"}, pid...)...)
 	clitest.Must(t, 0, root, "release", "a", "--request-id", ra)
-	attack(t, root, "DELETE FROM events WHERE seq = 3")
+	attackSQL(t, root, "DELETE FROM events WHERE seq = 3")
 
 	r := clitest.Must(t, 1, root, "verify", "--json")
 	var rep struct {

@@ -51,6 +51,7 @@ type config struct {
 	create   bool
 	readOnly bool
 	openWait time.Duration
+	signing  signing
 }
 
 // Option configures Open.
@@ -153,6 +154,7 @@ type Ledger struct {
 	id       string
 	genesis  string
 	readOnly bool
+	signing  signing
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // see preparedTx
@@ -168,7 +170,8 @@ type Ledger struct {
 // ErrNotALedger (see root.go); neither is written to.
 func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	c := config{now: time.Now, busy: DefaultBusyTimeout, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		probe: &procProbe{}, create: true}
+		probe: &procProbe{}, create: true,
+		signing: signing{every: DefaultCheckpointEvery, interval: DefaultCheckpointInterval}}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err
@@ -185,7 +188,7 @@ func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly}
+	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly, signing: c.signing}
 	l.setRoot(root)
 	dbPath := filepath.Join(root, DBFile)
 	if !c.create {
@@ -292,6 +295,10 @@ func (l *Ledger) openWritable(ctx context.Context, dbPath string, patience time.
 		}
 	}
 	if err := l.openDB(ctx, dbPath, patience, b); err != nil {
+		return err
+	}
+	if err := l.backfillTree(ctx); err != nil {
+		l.db.Close()
 		return err
 	}
 	if marker == "" {

@@ -159,10 +159,18 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		p.dropAsides()
 		return nil, err
 	}
+	var cp *Checkpointed
+	if n := len(rep.Recorded); n > 0 {
+		if cp, err = l.dueCheckpoint(ctx, preparedTx{l: l, tx: tx}, rep.Recorded[n-1], p.now); err != nil {
+			l.log.Warn("could not sign a checkpoint", "seq", rep.Recorded[n-1], "err", err)
+			cp = nil
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		p.dropAsides()
 		return nil, fmt.Errorf("ledger: commit: %w", err)
 	}
+	l.publishQuietly(cp)
 	return rep, p.apply()
 }
 

@@ -264,3 +264,19 @@ func insertEvent(ctx context.Context, tx execer, seq int64, eventID, typ, lock, 
 		VALUES (?,?,?,?,?,?,?,?,?,?)`, seq, eventID, typ, lock, requestID, actor, at, body, prev, hash)
 	return err
 }
+
+// readTreeRow reads the stored Merkle hashes of event seq; nil when there
+// are none.
+func readTreeRow(ctx context.Context, q querier, seq int64) ([]byte, error) {
+	var b []byte
+	err := q.QueryRowContext(ctx, `SELECT hashes FROM tlog_hashes WHERE seq = ?`, seq).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func insertTreeRow(ctx context.Context, tx execer, seq int64, hashes []byte) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO tlog_hashes (seq, hashes) VALUES (?, ?)`, seq, hashes)
+	return err
+}

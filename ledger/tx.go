@@ -64,6 +64,15 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 		}
 		return err
 	}
+	var cp *Checkpointed
+	if len(w.written) > 0 {
+		// A checkpoint that cannot be made leaves the decision standing:
+		// the next write tries again, and verify says what is uncovered.
+		if cp, err = l.dueCheckpoint(ctx, w.q, w.seq, w.now); err != nil {
+			l.log.Warn("could not sign a checkpoint", "seq", w.seq, "err", err)
+			cp = nil
+		}
+	}
 	if len(w.written) > 0 || w.touched {
 		if err := w.commit(); err != nil {
 			if w.touched {
@@ -82,6 +91,7 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 				}
 			}
 		}
+		l.publishQuietly(cp)
 	}
 	return outcome
 }
@@ -236,6 +246,9 @@ func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Eve
 	if err := insertEvent(w.ctx, w.q, ev.Seq, ev.EventID, string(typ), ev.LockName, ev.RequestID, ev.Actor, ev.At,
 		ev.Body, ev.PrevHash, ev.Hash); err != nil {
 		return nil, fmt.Errorf("ledger: append %s: %w", typ, err)
+	}
+	if err := w.appendTree(ev.Seq, ev.Body); err != nil {
+		return nil, err
 	}
 	w.seq, w.hash = ev.Seq, ev.Hash
 	w.written = append(w.written, ev)

@@ -13,6 +13,9 @@ type Row struct {
 	Body     []byte   // the exact hashed bytes
 	Cols     *Columns // the indexed columns; nil for an export line
 	Line     int64    // export files: the line number
+	// Stored is the event's row of stored Merkle hashes (table
+	// tlog_hashes), nil when it has none; always nil for an export line.
+	Stored []byte
 }
 
 // Columns are the events table's columns that duplicate body fields for the indexes.

@@ -17,11 +17,13 @@ import (
 // steps of a second or so are common, larger ones are not.
 const DefaultClockSkew = 2 * time.Second
 
-// VerifyOption adjusts VerifyLedger and VerifyFile.
+// VerifyOption adjusts VerifyLedger and VerifyFile: what they check
+// against (WithTrust) and how far the clock may step back (ClockSkew).
 type VerifyOption func(*verifyConfig)
 
 type verifyConfig struct {
 	clockSkew time.Duration
+	trust     *Trust
 }
 
 func newVerifyConfig(opts []VerifyOption) verifyConfig {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/lockledger/lockledger/events"
 )
 
@@ -24,6 +26,66 @@ import (
 // events.ChainHash(seq, prev_hash, those bytes), and each prev_hash the
 // previous line's hash: a contiguous slice chains from its first prev_hash
 // (the genesis when it starts at seq 1).
+
+//
+// Before the events, an export may carry the signed checkpoints it covers,
+// one line each, and, when it starts after seq 1, the Merkle tree before
+// its first event (the hashes of the tree's maximal complete subtrees,
+// largest first), from which the checkpoints' roots are recomputed:
+//
+//	{"tree":{"size":N,"frontier":["<base64>",...]}}
+//	{"checkpoint":"<signed note>"}
+//
+// Neither is trusted: a checkpoint counts only when its signature verifies
+// with a key the checker was given, and a wrong frontier makes the roots
+// disagree.
+
+// WriteTreeLine writes the tree line of an export that starts after seq size.
+func WriteTreeLine(w io.Writer, size int64, frontier []tlog.Hash) error {
+	if frontier == nil {
+		frontier = []tlog.Hash{}
+	}
+	b, err := json.Marshal(map[string]any{"tree": exportTree{Size: size, Frontier: frontier}})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteCheckpointLine writes a checkpoint line.
+func WriteCheckpointLine(w io.Writer, signedNote []byte) error {
+	b, err := json.Marshal(map[string]string{"checkpoint": string(signedNote)})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+type exportTree struct {
+	Size     int64       `json:"size"`
+	Frontier []tlog.Hash `json:"frontier"`
+}
+
+// headerLine reads a tree or checkpoint line (ok false for any other line).
+func headerLine(line []byte) (tree *exportTree, note []byte, ok bool, err error) {
+	if !bytes.Contains(line, []byte(`"tree"`)) && !bytes.Contains(line, []byte(`"checkpoint"`)) {
+		return nil, nil, false, nil
+	}
+	var h struct {
+		Seq        *int64      `json:"seq"`
+		Tree       *exportTree `json:"tree"`
+		Checkpoint *string     `json:"checkpoint"`
+	}
+	if json.Unmarshal(line, &h) != nil || h.Seq != nil || (h.Tree == nil) == (h.Checkpoint == nil) {
+		return nil, nil, false, nil
+	}
+	if h.Checkpoint != nil {
+		return nil, []byte(*h.Checkpoint), true, nil
+	}
+	return h.Tree, nil, true, nil
+}
 
 // WriteExportLine writes one export line for a stored row. A body that is
 // not JSON (a damaged row) is written as a JSON string, so that the line
@@ -76,18 +138,60 @@ var ErrLineTooLong = errors.New("export line too long")
 // from the right state whichever genesis the file chains from. A file
 // without a single line (empty, or only blank lines) fails as KindEmpty.
 // The returned report is finished.
+//
+// The checkpoints the file carries, and those of opts, are checked as
+// VerifyLedger checks them; carried ones only with verifier keys.
 func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Report, error) {
 	defer relaxGC()()
-	c := newChecker(source, prevHash, false, newVerifyConfig(opts))
+	cfg := newVerifyConfig(opts)
+	c := newChecker(source, prevHash, false, cfg)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxExportLine)
 	var n, lines int64
+	var carried []NoteSource
+	var tree *exportTree
+	started := false
+	startTree := func() {
+		if started {
+			return
+		}
+		started = true
+		if len(carried) > 0 {
+			t := Trust{}
+			if cfg.trust != nil {
+				t = *cfg.trust
+			}
+			t.Checkpoints = append(carried, t.Checkpoints...)
+			cfg.trust = &t
+		}
+		c.tree = newTreeCheck(c.report, false, cfg)
+		if tree != nil {
+			if err := c.tree.startAt(tree.Size, tree.Frontier); err != nil {
+				c.report.Add(Problem{Kind: KindMalformed, Detail: "the tree line: " + err.Error()})
+			}
+		}
+	}
 	for sc.Scan() {
 		n++
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
+		if t, note, ok, _ := headerLine(line); ok {
+			switch {
+			case started:
+				c.report.Add(Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: KindMalformed,
+					Detail: "a tree or checkpoint line after the events: they must come first"})
+			case t != nil && tree != nil:
+				c.report.Add(Problem{Line: n, Kind: KindMalformed, Detail: "a second tree line"})
+			case t != nil:
+				tree = t
+			default:
+				carried = append(carried, NoteSource{Source: fmt.Sprintf("checkpoint %s line %d (carried by the export)", source, n), Note: note, Carried: true})
+			}
+			continue
+		}
+		startTree()
 		lines++
 		row, err := parseExportLine(line)
 		if err != nil {
@@ -96,7 +200,11 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 			continue
 		}
 		row.Line = n
+		first := c.report.Events == 0
 		c.row(row)
+		if first {
+			c.tree.checkGenesis(row.Seq, row.PrevHash)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
@@ -104,6 +212,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 		}
 		return nil, err
 	}
+	startTree()
 	if lines == 0 {
 		what := "the file is empty"
 		if n > 0 {

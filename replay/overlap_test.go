@@ -11,6 +11,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/replay"
@@ -28,6 +29,7 @@ type ovlLog struct {
 	// forge, when set, edits the next event's envelope before it is
 	// sealed: a forger's event, chained as validly as any other.
 	forge func(*events.Envelope)
+	tree  checkpoint.Tree
 }
 
 func newOvlLog(t *testing.T) *ovlLog {
@@ -72,6 +74,14 @@ func (g *ovlLog) insert(seq int64, id, typ, lock, req, at string, body []byte, p
 	g.t.Helper()
 	if _, err := g.db.Exec(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
 		VALUES (?,?,?,?,?,?,?,?,?,?)`, seq, id, typ, lock, req, "tester", at, body, prev, hash); err != nil {
+		g.t.Fatal(err)
+	}
+	// Its stored Merkle hashes, as the ledger appends them.
+	hs, err := g.tree.Append(checkpoint.LeafHash(body))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	if _, err := g.db.Exec(`INSERT INTO tlog_hashes (seq, hashes) VALUES (?, ?)`, seq, checkpoint.JoinRow(hs)); err != nil {
 		g.t.Fatal(err)
 	}
 }

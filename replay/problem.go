@@ -109,7 +109,8 @@ const KindForeign Kind = "foreign"
 func (k Kind) Chain() bool {
 	switch k {
 	case KindModified, KindDeleted, KindInserted, KindReordered, KindRenumbered, KindColumnMismatch, KindSchema, KindMalformed,
-		KindInconsistent, KindOverlap, KindTruncated, KindTimeBackwards, KindBeforeCreation, KindEventIDTime, KindFencingToken, KindEmpty:
+		KindInconsistent, KindOverlap, KindTruncated, KindTimeBackwards, KindBeforeCreation, KindEventIDTime, KindFencingToken, KindEmpty,
+		KindMerkle, KindCheckpoint:
 		return true
 	}
 	return false
@@ -164,6 +165,12 @@ type Report struct {
 	Foreign []Problem `json:"foreign,omitempty"`
 	// Notes are remarks that are not damage (e.g. a write in flight).
 	Notes []string `json:"notes,omitempty"`
+	// Trust says what vouches for the log beyond its own chain: Unsigned
+	// when nothing does, else the seqs that match a signed checkpoint or an
+	// expected head. UnsignedFrom is the first seq no matching head covers.
+	Trust        string              `json:"trust"`
+	UnsignedFrom int64               `json:"unsigned_from,omitempty"`
+	Checkpoints  []*CheckpointResult `json:"checkpoints,omitempty"`
 }
 
 // Add records a problem (a KindForeign one as information).

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/schema"
 )
@@ -23,7 +27,8 @@ type rowCheck struct {
 	// selfOK: hash == ChainHash(position, prev_hash, body);
 	// movedOK: hash == ChainHash(body seq, prev_hash, body), body seq != position.
 	selfOK, movedOK bool
-	schemaErr       error // for intact rows only
+	schemaErr       error     // for intact rows only
+	leaf            tlog.Hash // the Merkle leaf of the body
 	// idMillis is the time inside event_id (Unix milliseconds; -1 when it
 	// cannot be read); idBad: it differs from at's by more than
 	// idTimeTolerance, or cannot be read.
@@ -40,6 +45,7 @@ const idTimeTolerance = 1 // millisecond
 
 func (rc *rowCheck) precheck(h *chainHasher, ev *Event) {
 	r := rc.row
+	rc.leaf = checkpoint.LeafHash(r.Body)
 	rc.ev, rc.derr = decodeLoose(r.Body, ev)
 	rc.selfOK = h.matches(r.Seq, r.PrevHash, r.Body, r.Hash)
 	if !rc.selfOK && rc.derr == nil && rc.ev.Seq != r.Seq {
@@ -83,6 +89,7 @@ type checker struct {
 	// events, release tokens) hold: a whole ledger, or an export that
 	// starts at seq 1.
 	fromOne bool
+	tree    *treeCheck
 }
 
 func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checker {
@@ -91,7 +98,7 @@ func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checke
 		r.Genesis = anchor
 	}
 	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), clock: clock{skew: cfg.clockSkew},
-		hasher: newChainHasher(), fromOne: fromStart}
+		hasher: newChainHasher(), fromOne: fromStart, tree: newTreeCheck(r, false, cfg)}
 }
 
 // apply takes a prechecked row in position order: chain position and
@@ -104,6 +111,7 @@ func (c *checker) apply(rc *rowCheck) {
 		c.fromOne = true
 	}
 	intact := c.chain.step(rc)
+	c.tree.step(rc)
 	if !intact {
 		// Already reported as modified; its content still folds, as the
 		// log now reads.
@@ -172,6 +180,13 @@ func (c *checker) malformed(p Problem) {
 // finish resolves the chain's end and reports replay anomalies.
 func (c *checker) finish() {
 	c.chain.end()
+	firstChain := int64(0)
+	for _, p := range c.report.Problems {
+		if p.Kind.Chain() && (firstChain == 0 || p.Seq < firstChain) {
+			firstChain = p.Seq
+		}
+	}
+	c.tree.end(c.chain.damaged, firstChain)
 	c.report.Locks = c.state.Len()
 	if !c.fromOne || c.chain.damaged || c.state.Events == 0 {
 		// A slice starts from a state it does not know, and a damaged chain
@@ -217,7 +232,9 @@ func decodeLoose(body []byte, ev *Event) (*Event, error) {
 // While it runs, the garbage collector's target is raised (see relaxGC).
 func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*Report, *State, error) {
 	defer relaxGC()()
-	c := newChecker(source, genesis, true, newVerifyConfig(opts))
+	cfg := newVerifyConfig(opts)
+	c := newChecker(source, genesis, true, cfg)
+	c.tree = newTreeCheck(c.report, true, cfg)
 	var note string
 	if c.clock.created, note = createdAt(ctx, q); note != "" {
 		c.report.Notes = append(c.report.Notes, note)
@@ -243,7 +260,7 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 			slab = slab[1:]
 			r := &ra.row
 			r.Cols = &ra.cols
-			if err := rows.Scan(&r.Seq, &r.Body, &r.PrevHash, &r.Hash, &joined); err != nil {
+			if err := rows.Scan(&r.Seq, &r.Body, &r.PrevHash, &r.Hash, &joined, &r.Stored); err != nil {
 				return fmt.Errorf("replay: verify: %w", err)
 			}
 			if !splitColumns(joined, r.Cols) {
@@ -262,20 +279,27 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 	if err != nil {
 		return nil, nil, err
 	}
+	var extra, firstExtra sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT count(*), min(seq) FROM tlog_hashes WHERE seq > ?`, c.report.LastSeq).Scan(&extra, &firstExtra); err != nil {
+		return nil, nil, fmt.Errorf("replay: verify: %w", err)
+	}
+	c.tree.extraStored(extra.Int64, firstExtra.Int64)
 	c.finish()
 	return c.report, c.state, nil
 }
 
-// verifyQuery reads every row in seq order. The six indexed columns come
+// verifyQuery reads every row in seq order, with its stored Merkle hashes
+// (NULL when it has none). The six indexed columns come
 // joined by a unit separator (0x1F) into one value: reading one column
 // instead of six is most of the difference between verify's reads and a
 // plain scan of seq, body and the hashes. SQLite's || keeps every byte of a
 // TEXT or BLOB value (the columns hold no numbers: TEXT affinity), and a
 // NULL makes the whole value NULL, which Scan refuses as it refuses a NULL
 // column into a string.
-const verifyQuery = `SELECT seq, body, prev_hash, hash,
-	event_id || char(31) || type || char(31) || lock_name || char(31) || request_id || char(31) || actor || char(31) || at AS cols
-	FROM events ORDER BY seq`
+const verifyQuery = `SELECT e.seq, e.body, e.prev_hash, e.hash,
+	e.event_id || char(31) || e.type || char(31) || e.lock_name || char(31) || e.request_id || char(31) || e.actor || char(31) || e.at AS cols,
+	t.hashes
+	FROM events e LEFT JOIN tlog_hashes t ON t.seq = e.seq ORDER BY e.seq`
 
 // splitColumns splits verifyQuery's joined columns. The split is exact
 // when the value holds exactly the five separators the query put in it;

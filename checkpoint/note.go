@@ -1,0 +1,182 @@
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// SignerKeyPrefix starts an encoded signer key (note's format).
+const SignerKeyPrefix = "PRIVATE+KEY+"
+
+// ValidKeyName reports whether name can name a note key: not empty, valid
+// UTF-8, no space and no '+'.
+func ValidKeyName(name string) bool {
+	return name != "" && utf8.ValidString(name) && strings.IndexFunc(name, unicode.IsSpace) < 0 && !strings.Contains(name, "+")
+}
+
+// GenerateKey makes an Ed25519 key pair named name: the signer key (secret)
+// and the verifier key, both in note's encodings.
+func GenerateKey(name string) (signer, verifier string, err error) {
+	if !ValidKeyName(name) {
+		return "", "", fmt.Errorf("key name %q: must be non-empty, without spaces or '+'", name)
+	}
+	return note.GenerateKey(rand.Reader, name)
+}
+
+// Sign signs c with s: the checkpoint text and one signature line.
+func Sign(c Checkpoint, s note.Signer) ([]byte, error) {
+	return note.Sign(&note.Note{Text: string(c.Text())}, s)
+}
+
+// Signed is a checkpoint read from a signed note.
+type Signed struct {
+	Checkpoint
+	Note []byte // the signed note, verbatim
+	// Keys are the names of the keys whose signatures verified; Unverified
+	// those of signatures by keys not given.
+	Keys       []string
+	Unverified []string
+}
+
+// KeyName is the name of the first key that signed (verified, else not).
+func (s *Signed) KeyName() string {
+	switch {
+	case len(s.Keys) > 0:
+		return s.Keys[0]
+	case len(s.Unverified) > 0:
+		return s.Unverified[0]
+	}
+	return ""
+}
+
+// SignatureError: a checkpoint's signatures do not vouch for it.
+type SignatureError struct {
+	// Invalid: a signature by a given key does not verify (the text or
+	// the signature was changed). Otherwise no signature is by a given key.
+	Invalid bool
+	Key     string   // the key whose signature is invalid
+	Signers []string // with !Invalid: the keys that did sign
+}
+
+func (e *SignatureError) Error() string {
+	if e.Invalid {
+		return fmt.Sprintf("the signature by %s does not verify: the checkpoint or its signature was changed", e.Key)
+	}
+	if len(e.Signers) == 0 {
+		return "no signature by a given verifier key"
+	}
+	return fmt.Sprintf("signed by %s, not by a given verifier key", strings.Join(e.Signers, ", "))
+}
+
+// Open reads a signed checkpoint and checks its signatures against
+// verifiers: at least one must be by a given key, and every signature by a
+// given key must verify. With no verifiers the signatures are read but not
+// checked (Keys empty, Unverified naming them) and no error is returned
+// for them.
+func Open(msg []byte, verifiers ...note.Verifier) (*Signed, error) {
+	n, err := note.Open(msg, note.VerifierList(verifiers...))
+	var unverified *note.UnverifiedNoteError
+	var invalid *note.InvalidSignatureError
+	switch {
+	case errors.As(err, &unverified):
+		n = unverified.Note
+		if len(verifiers) > 0 {
+			s := &SignatureError{}
+			for _, sig := range n.UnverifiedSigs {
+				s.Signers = append(s.Signers, sig.Name)
+			}
+			return nil, s
+		}
+	case errors.As(err, &invalid):
+		return nil, &SignatureError{Invalid: true, Key: invalid.Name}
+	case err != nil:
+		return nil, fmt.Errorf("%w: not a signed note: %v", ErrMalformed, err)
+	}
+	c, err := ParseText([]byte(n.Text))
+	if err != nil {
+		return nil, err
+	}
+	s := &Signed{Checkpoint: c, Note: msg}
+	for _, sig := range n.Sigs {
+		s.Keys = append(s.Keys, sig.Name)
+	}
+	for _, sig := range n.UnverifiedSigs {
+		s.Unverified = append(s.Unverified, sig.Name)
+	}
+	return s, nil
+}
+
+// NewSigner reads an encoded signer key.
+func NewSigner(key string) (note.Signer, error) {
+	s, err := note.NewSigner(strings.TrimSpace(key))
+	if err != nil {
+		return nil, errors.New("not a signer key (PRIVATE+KEY+NAME+HASH+KEY, as lockledger keygen writes)")
+	}
+	return s, nil
+}
+
+// NewVerifier reads an encoded verifier key.
+func NewVerifier(key string) (note.Verifier, error) {
+	v, err := note.NewVerifier(strings.TrimSpace(key))
+	if err != nil {
+		return nil, errors.New("not a verifier key (NAME+HASH+KEY, as lockledger keygen prints)")
+	}
+	return v, nil
+}
+
+// Entry is one signed note found in a file of several, with the line it
+// starts on.
+type Entry struct {
+	Line int
+	Note []byte
+}
+
+var sigLinePrefix = []byte("\u2014 ")
+
+// SplitNotes splits signed notes written one after another (a witness
+// file): a note ends after its signature lines (each "— NAME SIG"), which
+// follow the blank line that ends its text. Empty lines between notes are
+// skipped. Text that does not end in signatures is returned as a last
+// entry, for Open to reject.
+func SplitNotes(data []byte) []Entry {
+	var out []Entry
+	var cur []byte
+	start, line := 0, 0
+	inSigs := false
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		var l []byte
+		if i < 0 {
+			l, data = data, nil
+		} else {
+			l, data = data[:i+1], data[i+1:]
+		}
+		line++
+		isSig := bytes.HasPrefix(l, sigLinePrefix)
+		if inSigs && !isSig {
+			out = append(out, Entry{Line: start, Note: cur})
+			cur, inSigs = nil, false
+		}
+		if cur == nil && len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		if cur == nil {
+			start = line
+		}
+		cur = append(cur, l...)
+		if isSig && bytes.HasSuffix(cur[:len(cur)-len(l)], []byte("\n\n")) {
+			inSigs = true
+		}
+	}
+	if cur != nil {
+		out = append(out, Entry{Line: start, Note: cur})
+	}
+	return out
+}

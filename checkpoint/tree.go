@@ -1,0 +1,178 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The ledger stores tlog's stored hashes one row per event: the row of
+// event seq holds, concatenated, the hashes tlog.StoredHashes returns for
+// record seq-1 (its leaf, then one hash per subtree that record
+// completes), which tlog numbers StoredHashIndex(0, seq-1) onwards. A
+// stored hash at level L and index j (tlog.SplitStoredHashIndex) was
+// completed by record ((j+1)<<L)-1, so it sits in row (j+1)<<L at
+// position L.
+
+// RowOf is where the stored hash with tlog index idx lives: the seq of its
+// row and its position in the row.
+func RowOf(idx int64) (seq int64, pos int) {
+	level, j := tlog.SplitStoredHashIndex(idx)
+	return (j + 1) << uint(level), level
+}
+
+// RowLen is how many hashes the row of event seq holds.
+func RowLen(seq int64) int { return 1 + bits.TrailingZeros64(uint64(seq)) }
+
+// JoinRow encodes a row's hashes.
+func JoinRow(hs []tlog.Hash) []byte {
+	b := make([]byte, 0, len(hs)*tlog.HashSize)
+	for _, h := range hs {
+		b = append(b, h[:]...)
+	}
+	return b
+}
+
+// ErrBadRow: a stored row that is not the hashes its event completes.
+var ErrBadRow = errors.New("stored Merkle hashes malformed")
+
+// SplitRow decodes the row of event seq.
+func SplitRow(seq int64, b []byte) ([]tlog.Hash, error) {
+	if len(b) != RowLen(seq)*tlog.HashSize {
+		return nil, fmt.Errorf("%w: seq %d's row holds %d bytes, want %d", ErrBadRow, seq, len(b), RowLen(seq)*tlog.HashSize)
+	}
+	hs := make([]tlog.Hash, len(b)/tlog.HashSize)
+	for i := range hs {
+		copy(hs[i][:], b[i*tlog.HashSize:])
+	}
+	return hs, nil
+}
+
+// ErrMissingRow: a stored row that a tree hash or proof needs is not there.
+var ErrMissingRow = errors.New("stored Merkle hashes missing")
+
+// RowReader is a tlog.HashReader over stored rows: read returns the row of
+// event seq (nil when there is none).
+func RowReader(read func(seq int64) ([]byte, error)) tlog.HashReader {
+	return tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(indexes))
+		rows := map[int64][]byte{}
+		for i, idx := range indexes {
+			seq, pos := RowOf(idx)
+			b, ok := rows[seq]
+			if !ok {
+				var err error
+				if b, err = read(seq); err != nil {
+					return nil, err
+				}
+				rows[seq] = b
+			}
+			if b == nil {
+				return nil, fmt.Errorf("%w: seq %d", ErrMissingRow, seq)
+			}
+			if len(b) != RowLen(seq)*tlog.HashSize {
+				return nil, fmt.Errorf("%w: seq %d's row holds %d bytes, want %d", ErrBadRow, seq, len(b), RowLen(seq)*tlog.HashSize)
+			}
+			copy(out[i][:], b[pos*tlog.HashSize:])
+		}
+		return out, nil
+	})
+}
+
+// Tree builds the Merkle tree one record at a time, holding only the
+// hashes of its maximal complete subtrees (at most one per level): enough
+// for tlog to compute the next stored hashes and the tree hash at any size
+// reached. Verify runs it beside its pass over the events.
+type Tree struct {
+	n        int64
+	frontier [64]tlog.Hash // frontier[L]: the complete subtree at level L, when bit L of n is set
+}
+
+// Size is the number of records appended.
+func (t *Tree) Size() int64 { return t.n }
+
+// NewTreeAt starts a tree that already holds n records, summarised by
+// frontier: the hashes of its maximal complete subtrees, largest first (as
+// Frontier returns them). An export that starts after seq 1 carries them.
+func NewTreeAt(n int64, frontier []tlog.Hash) (*Tree, error) {
+	if n < 0 || bits.OnesCount64(uint64(n)) != len(frontier) {
+		return nil, fmt.Errorf("a tree of %d records has %d complete subtrees, got %d hashes", n, bits.OnesCount64(uint64(max(n, 0))), len(frontier))
+	}
+	t := &Tree{n: n}
+	i := 0
+	for l := 63; l >= 0; l-- {
+		if n&(1<<uint(l)) != 0 {
+			t.frontier[l] = frontier[i]
+			i++
+		}
+	}
+	return t, nil
+}
+
+// Frontier returns the hashes of the maximal complete subtrees, largest first.
+func (t *Tree) Frontier() []tlog.Hash {
+	var out []tlog.Hash
+	for l := 63; l >= 0; l-- {
+		if t.n&(1<<uint(l)) != 0 {
+			out = append(out, t.frontier[l])
+		}
+	}
+	return out
+}
+
+// ReadHashes serves the frontier to tlog; asking for any other hash is an
+// error.
+func (t *Tree) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, idx := range indexes {
+		level, j := tlog.SplitStoredHashIndex(idx)
+		if t.n&(1<<uint(level)) == 0 || j != t.n>>uint(level)-1 {
+			return nil, fmt.Errorf("checkpoint: hash %d is not on the frontier of a tree of %d records", idx, t.n)
+		}
+		out[i] = t.frontier[level]
+	}
+	return out, nil
+}
+
+// Append adds the next record's leaf hash and returns the hashes tlog
+// stores for it (tlog.StoredHashesForRecordHash).
+func (t *Tree) Append(leaf tlog.Hash) ([]tlog.Hash, error) {
+	hs, err := tlog.StoredHashesForRecordHash(t.n, leaf, t)
+	if err != nil {
+		return nil, err
+	}
+	top := len(hs) - 1 // the subtrees below it merged into it
+	for l := 0; l < top; l++ {
+		t.frontier[l] = tlog.Hash{}
+	}
+	t.frontier[top] = hs[top]
+	t.n++
+	return hs, nil
+}
+
+// Root is the tree hash at the current size (tlog.TreeHash).
+func (t *Tree) Root() (tlog.Hash, error) { return tlog.TreeHash(t.n, t) }
+
+// FrontierIndexes are the tlog stored-hash indexes of the maximal complete
+// subtrees of a tree of n records, largest first: what tlog.TreeHash(n)
+// reads.
+func FrontierIndexes(n int64) []int64 {
+	var out []int64
+	for l := 63; l >= 0; l-- {
+		if n&(1<<uint(l)) != 0 {
+			out = append(out, tlog.StoredHashIndex(l, n>>uint(l)-1))
+		}
+	}
+	return out
+}
+
+// TreeFrom starts a Tree at n records, reading their frontier through r.
+func TreeFrom(n int64, r tlog.HashReader) (*Tree, error) {
+	hs, err := r.ReadHashes(FrontierIndexes(n))
+	if err != nil {
+		return nil, err
+	}
+	return NewTreeAt(n, hs)
+}

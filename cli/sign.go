@@ -1,0 +1,293 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// signFlags are the global flags of signed checkpoints.
+type signFlags struct {
+	key        string   // --signing-key FILE, or LOCKLEDGER_SIGNING_KEY (a file, or the key itself)
+	keyFromEnv bool     // key came from the environment
+	witnesses  []string // --witness PATH (writers append, verify reads)
+	every      string
+	interval   string
+}
+
+func (f *signFlags) register(cmd *cobra.Command) {
+	pf := cmd.PersistentFlags()
+	f.key = os.Getenv("LOCKLEDGER_SIGNING_KEY")
+	f.keyFromEnv = f.key != ""
+	var envWitness []string
+	if w := os.Getenv("LOCKLEDGER_WITNESS"); w != "" {
+		envWitness = filepath.SplitList(w)
+	}
+	every, interval := os.Getenv("LOCKLEDGER_CHECKPOINT_EVERY"), os.Getenv("LOCKLEDGER_CHECKPOINT_INTERVAL")
+	if every == "" {
+		every = strconv.Itoa(ledger.DefaultCheckpointEvery)
+	}
+	if interval == "" {
+		interval = ledger.DefaultCheckpointInterval.String()
+	}
+	pf.Var(&keyFlag{f}, "signing-key", "file holding the Ed25519 key (lockledger keygen) writers sign checkpoints with; never inside the root "+
+		"(env LOCKLEDGER_SIGNING_KEY: the file, or the key itself)")
+	pf.StringArrayVar(&f.witnesses, "witness", envWitness, "writers copy each checkpoint here (a directory: one file each; else appended to the file); "+
+		"verify reads the checkpoints here (repeatable; env LOCKLEDGER_WITNESS, a list like PATH)")
+	pf.StringVar(&f.every, "checkpoint-every", every, "with a key, writers sign a checkpoint every this many events (env LOCKLEDGER_CHECKPOINT_EVERY)")
+	pf.StringVar(&f.interval, "checkpoint-interval", interval, "with a key, the first write after this long without a checkpoint signs one (env LOCKLEDGER_CHECKPOINT_INTERVAL)")
+}
+
+// keyFlag marks a key given on the command line as a file, never the key.
+type keyFlag struct{ f *signFlags }
+
+func (k *keyFlag) String() string {
+	if k.f.keyFromEnv && strings.HasPrefix(k.f.key, checkpoint.SignerKeyPrefix) {
+		return "" // never print a key
+	}
+	return k.f.key
+}
+func (k *keyFlag) Set(s string) error { k.f.key, k.f.keyFromEnv = s, false; return nil }
+func (k *keyFlag) Type() string       { return "FILE" }
+
+// resolvedRoot is the root as the ledger will resolve it, for comparing
+// paths with it.
+func resolvedRoot(root string) string {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return root
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	return abs
+}
+
+// insideRoot reports whether path is the root or below it (symlinks
+// resolved where they exist).
+func insideRoot(root, path string) bool {
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	} else if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(r, filepath.Base(p))
+	}
+	rel, err := filepath.Rel(resolvedRoot(root), p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func keyInRoot(field, path, root string) error {
+	return events.Invalid(field, path, fmt.Sprintf(
+		"is inside the root %s: anyone who can write the ledger can read or replace it, so it protects nothing; keep it outside (another user, another host, a secrets store)",
+		resolvedRoot(root)))
+}
+
+// signer reads the signing key, nil when none is configured.
+func (g *globals) signer() (note.Signer, error) {
+	f := &g.sign
+	if f.key == "" {
+		return nil, nil
+	}
+	field := "--signing-key"
+	if f.keyFromEnv {
+		field = "LOCKLEDGER_SIGNING_KEY"
+		if strings.HasPrefix(f.key, checkpoint.SignerKeyPrefix) {
+			s, err := checkpoint.NewSigner(f.key)
+			if err != nil {
+				return nil, events.Invalid(field, "(the key)", err.Error())
+			}
+			return s, nil
+		}
+	}
+	if insideRoot(g.root, f.key) {
+		return nil, keyInRoot(field, f.key, g.root)
+	}
+	fi, err := os.Stat(f.key)
+	if err != nil {
+		return nil, events.Invalid(field, f.key, "cannot be read: "+errText(err))
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		g.log.Warn("the signing key file can be read by others than its owner; keep it 0600", "file", f.key, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
+	}
+	b, err := os.ReadFile(f.key)
+	if err != nil {
+		return nil, events.Invalid(field, f.key, "cannot be read: "+errText(err))
+	}
+	s, err := checkpoint.NewSigner(string(b))
+	if err != nil {
+		return nil, events.Invalid(field, f.key, err.Error())
+	}
+	return s, nil
+}
+
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// signingOptions are the ledger options of a writer: its key, witnesses
+// and policy, when a key is configured.
+func (g *globals) signingOptions() ([]ledger.Option, error) {
+	s, err := g.signer()
+	if err != nil || s == nil {
+		return nil, err
+	}
+	every, err := strconv.ParseInt(g.sign.every, 10, 64)
+	if err != nil || every < 1 {
+		return nil, events.Invalid("--checkpoint-every", g.sign.every, "must be a whole number of events, at least 1")
+	}
+	interval, err := ParseDuration("--checkpoint-interval", g.sign.interval)
+	if err != nil {
+		return nil, err
+	}
+	if interval == 0 {
+		return nil, events.Invalid("--checkpoint-interval", g.sign.interval, "must be positive")
+	}
+	for _, w := range g.sign.witnesses {
+		if insideRoot(g.root, w) {
+			return nil, events.Invalid("--witness", w, fmt.Sprintf(
+				"is inside the root %s: whoever can rewrite the ledger can rewrite it too, so it witnesses nothing; use another volume or host",
+				resolvedRoot(g.root)))
+		}
+	}
+	return []ledger.Option{ledger.WithSigner(s), ledger.WithWitnesses(g.sign.witnesses...), ledger.WithCheckpointPolicy(every, interval)}, nil
+}
+
+// --- keygen ---
+
+type keygenOptions struct {
+	g    *globals
+	name string
+	out  string
+}
+
+func newKeygen(g *globals) *cobra.Command {
+	o := &keygenOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "keygen --name NAME -o FILE",
+		Short: "Make the Ed25519 key that signs checkpoints; print its verifier key",
+		Long: `Generate an Ed25519 key pair in the signed-note formats of
+golang.org/x/mod/sumdb/note. The signer key goes to FILE (mode 0600; an
+existing FILE is never overwritten); the verifier key, which auditors use
+with verify --verifier-key and verify-proof, is printed.
+
+Keep FILE where someone who can write the ledger cannot read it: another
+user that only the writers run as, another host, a secrets store
+(LOCKLEDGER_SIGNING_KEY may hold the key itself). A key inside the root
+protects nothing, and is refused (exit 2).`,
+		Example: `  lockledger keygen --name ops-ledger -o /etc/lockledger/signing.key > ops-ledger.vkey
+  LOCKLEDGER_SIGNING_KEY=/etc/lockledger/signing.key lockledger checkpoint`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runKeygen(o) },
+	}
+	cmd.Flags().StringVar(&o.name, "name", "", "the key's name, shown on every signature (no spaces, no '+')")
+	cmd.Flags().StringVarP(&o.out, "output", "o", "", "file to write the signer key to (must not exist)")
+	return cmd
+}
+
+func runKeygen(o *keygenOptions) error {
+	if o.name == "" || !checkpoint.ValidKeyName(o.name) {
+		return events.Invalid("--name", o.name, "must be non-empty, without spaces or '+'")
+	}
+	if o.out == "" {
+		return events.Invalid("-o", o.out, "is required: the file to write the signer key to")
+	}
+	if insideRoot(o.g.root, o.out) {
+		return keyInRoot("-o", o.out, o.g.root)
+	}
+	skey, vkey, err := checkpoint.GenerateKey(o.name)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(o.out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return events.Invalid("-o", o.out, "already exists: keygen never overwrites a key")
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(skey + "\n"); err != nil {
+		f.Close()
+		os.Remove(o.out)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if o.g.json {
+		writeJSON(o.g.io.Out, map[string]string{"name": o.name, "verifier_key": vkey, "signer_key_file": o.out})
+		return nil
+	}
+	fmt.Fprintln(o.g.io.Out, vkey)
+	return nil
+}
+
+// --- checkpoint ---
+
+func newCheckpoint(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "checkpoint",
+		Short: "Sign a checkpoint of the whole log now, store it and copy it to every --witness",
+		Long: `Sign a C2SP tlog-checkpoint of the event log as it stands: origin
+lockledger/<ledger id>, the number of events, the RFC 6962 Merkle root of
+their leaves, and the signing time, signed as a note with the key of
+--signing-key or LOCKLEDGER_SIGNING_KEY. It is stored in the ledger
+(table checkpoints) and appended to each --witness; the signed note is
+printed.
+
+Writers with a key sign checkpoints on their own too (--checkpoint-every,
+--checkpoint-interval); run this from cron to cover idle periods, or
+before handing an export to an auditor. Exit 1 when a witness cannot be
+written (the checkpoint is stored in the ledger all the same).`,
+		Example: `  lockledger checkpoint --signing-key /etc/lockledger/signing.key --witness /mnt/audit/ledger.checkpoints`,
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runCheckpoint(cmd.Context(), g) },
+	}
+	return cmd
+}
+
+func runCheckpoint(ctx context.Context, g *globals) error {
+	if g.sign.key == "" {
+		return events.Invalid("--signing-key", "", "is required to sign a checkpoint (or LOCKLEDGER_SIGNING_KEY)")
+	}
+	l, err := g.open(ctx, rewrites)
+	if err != nil {
+		return err
+	}
+	defer g.finish(l)
+	cp, err := l.Checkpoint(ctx)
+	if cp != nil {
+		if g.json {
+			writeJSON(g.io.Out, cp)
+		} else {
+			fmt.Fprint(g.io.Out, cp.Note)
+		}
+	}
+	if err != nil && cp != nil && g.json {
+		fmt.Fprintf(g.io.ErrOut, "lockledger: %v\n", err)
+		return &ExitError{Code: ExitFailure}
+	}
+	return err
+}

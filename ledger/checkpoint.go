@@ -1,0 +1,264 @@
+package ledger
+
+// Signed checkpoints: a tree head signed with a key kept outside the root,
+// stored in the ledger and copied to witnesses, so that rewriting the log
+// also needs the key, or every witness. See package checkpoint.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/events"
+)
+
+// Defaults of the automatic checkpoints a writer with a key signs.
+const (
+	DefaultCheckpointEvery    = 1000
+	DefaultCheckpointInterval = time.Minute
+)
+
+type signing struct {
+	signer    note.Signer
+	witnesses []string
+	every     int64
+	interval  time.Duration
+}
+
+// WithSigner makes every writer sign checkpoints with s: automatically
+// (see WithCheckpointPolicy) and on Checkpoint.
+func WithSigner(s note.Signer) Option {
+	return func(c *config) error {
+		if s == nil {
+			return errors.New("ledger: WithSigner(nil)")
+		}
+		c.signing.signer = s
+		return nil
+	}
+}
+
+// WithWitnesses copies every checkpoint signed through this Ledger to each
+// path: a directory gets one new file per checkpoint (never replacing
+// one), anything else is a file the checkpoint is appended to (created if
+// missing), fsynced.
+func WithWitnesses(paths ...string) Option {
+	return func(c *config) error {
+		for _, p := range paths {
+			if p == "" {
+				return events.Invalid("witness", p, "must not be empty")
+			}
+		}
+		c.signing.witnesses = append(c.signing.witnesses, paths...)
+		return nil
+	}
+}
+
+// WithCheckpointPolicy sets when a writer with a key signs a checkpoint on
+// its own: once every events events, and with the first write after
+// interval has passed since the last checkpoint. Zero keeps a default.
+func WithCheckpointPolicy(every int64, interval time.Duration) Option {
+	return func(c *config) error {
+		if every < 0 {
+			return events.Invalid("checkpoint every", fmt.Sprint(every), "must be at least 1 event")
+		}
+		if interval < 0 {
+			return events.Invalid("checkpoint interval", interval.String(), "must not be negative")
+		}
+		if every > 0 {
+			c.signing.every = every
+		}
+		if interval > 0 {
+			c.signing.interval = interval
+		}
+		return nil
+	}
+}
+
+// Checkpointed is a checkpoint just signed and stored.
+type Checkpointed struct {
+	Size int64     `json:"size"`
+	Root tlog.Hash `json:"root"`
+	Key  string    `json:"key"`
+	Time time.Time `json:"time"`
+	Note string    `json:"note"`
+	// Witnesses are the paths it was copied to: the file written, for a
+	// directory.
+	Witnesses []string `json:"witnesses"`
+}
+
+// ErrNoSigner: a checkpoint asked of a Ledger opened without a key.
+var ErrNoSigner = errors.New("no signing key")
+
+// WitnessError: a checkpoint was stored in the ledger, but copying it to a
+// witness failed.
+type WitnessError struct {
+	Path string
+	Err  error
+}
+
+func (e *WitnessError) Error() string {
+	return fmt.Sprintf("witness %s: %v (the checkpoint is stored in the ledger)", e.Path, e.Err)
+}
+func (e *WitnessError) Unwrap() error { return e.Err }
+
+// Checkpoint signs a checkpoint of the whole log now, stores it and copies
+// it to every witness. A failed copy is a *WitnessError, after the others
+// were tried.
+func (l *Ledger) Checkpoint(ctx context.Context) (*Checkpointed, error) {
+	if l.signing.signer == nil {
+		return nil, fmt.Errorf("ledger: checkpoint: %w", ErrNoSigner)
+	}
+	unlock, err := l.lockWriter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: begin: %w", err)
+	}
+	defer tx.Rollback()
+	q := preparedTx{l: l, tx: tx}
+	seq, _, err := head(ctx, q, l.genesis)
+	if err != nil {
+		return nil, err
+	}
+	if seq == 0 {
+		return nil, fmt.Errorf("ledger: checkpoint: the ledger holds no events yet; nothing to sign")
+	}
+	cp, err := l.signCheckpoint(ctx, q, seq, l.now().UTC(), false)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("ledger: commit: %w", err)
+	}
+	return cp, l.publish(cp)
+}
+
+// dueCheckpoint signs and stores a checkpoint of the first seq events in
+// the write transaction q when the policy says one is due; nil otherwise.
+func (l *Ledger) dueCheckpoint(ctx context.Context, q preparedTx, seq int64, now time.Time) (*Checkpointed, error) {
+	if l.signing.signer == nil || seq == 0 {
+		return nil, nil
+	}
+	var size int64
+	var at string
+	err := q.QueryRowContext(ctx, `SELECT size, created_at FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&size, &at)
+	switch {
+	case err == nil:
+		t, perr := events.ParseTime(at)
+		if size >= seq || (seq-size < l.signing.every && perr == nil && now.Sub(t) < l.signing.interval) {
+			return nil, nil
+		}
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, err
+	}
+	return l.signCheckpoint(ctx, q, seq, now, true)
+}
+
+// signCheckpoint signs and stores a checkpoint of the first seq events.
+// One signed on the writer's own carries its policy: the promise that
+// verify holds later events to.
+func (l *Ledger) signCheckpoint(ctx context.Context, q preparedTx, seq int64, now time.Time, auto bool) (*Checkpointed, error) {
+	root, err := tlog.TreeHash(seq, treeReader(ctx, q))
+	if err != nil {
+		return nil, fmt.Errorf("ledger: checkpoint: the tree of %d events: %w", seq, err)
+	}
+	c := checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: seq, Root: root, Time: now}
+	if auto {
+		c.NextEvery, c.NextWithin = l.signing.every, l.signing.interval
+	}
+	msg, err := checkpoint.Sign(c, l.signing.signer)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: checkpoint: sign: %w", err)
+	}
+	if _, err := q.ExecContext(ctx, `INSERT INTO checkpoints (size, root, note, key_name, created_at) VALUES (?, ?, ?, ?, ?)`,
+		seq, root.String(), string(msg), l.signing.signer.Name(), events.FormatTime(now)); err != nil {
+		return nil, fmt.Errorf("ledger: checkpoint: store: %w", err)
+	}
+	return &Checkpointed{Size: seq, Root: root, Key: l.signing.signer.Name(), Time: now, Note: string(msg), Witnesses: []string{}}, nil
+}
+
+// publish copies a stored checkpoint to every witness.
+func (l *Ledger) publish(cp *Checkpointed) error {
+	var first error
+	for _, w := range l.signing.witnesses {
+		where, err := writeWitness(w, l.id, cp)
+		if err != nil {
+			if first == nil {
+				first = &WitnessError{Path: w, Err: err}
+			}
+			continue
+		}
+		cp.Witnesses = append(cp.Witnesses, where)
+	}
+	return first
+}
+
+// publishQuietly is publish for a checkpoint a write made on its own: the
+// write succeeded, so a witness that failed is a warning.
+func (l *Ledger) publishQuietly(cp *Checkpointed) {
+	if cp == nil {
+		return
+	}
+	if err := l.publish(cp); err != nil {
+		l.log.Warn("could not copy a checkpoint to a witness", "size", cp.Size, "err", err)
+	}
+}
+
+// WitnessFileName is the name of the file a witness directory gets for a
+// checkpoint of ledger id: sorted by size, then time.
+func WitnessFileName(id string, size int64, t time.Time) string {
+	return fmt.Sprintf("%s-%012d-%s.checkpoint", id, size, strings.ReplaceAll(t.UTC().Format("20060102T150405.000000000Z"), ".", ""))
+}
+
+func writeWitness(path, id string, cp *Checkpointed) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	if err == nil && fi.IsDir() {
+		p := filepath.Join(path, WitnessFileName(id, cp.Size, cp.Time))
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.WriteString(cp.Note); err != nil {
+			f.Close()
+			return "", err
+		}
+		if err := syncClose(f); err != nil {
+			return "", err
+		}
+		return p, syncPath(path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.WriteString(cp.Note); err != nil {
+		f.Close()
+		return "", err
+	}
+	return path, syncClose(f)
+}
+
+// syncPath fsyncs a directory, so that a file created in it survives a crash.
+func syncPath(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return syncClose(d)
+}

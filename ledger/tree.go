@@ -1,0 +1,170 @@
+package ledger
+
+// The Merkle tree over the events (package checkpoint): its stored hashes
+// are appended with each event, and computed for events that have none
+// (a ledger from before the tree) by the writing open.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// treeReader reads the stored hashes through q (inside a transaction, it
+// sees the rows that transaction appended).
+func treeReader(ctx context.Context, q querier) tlog.HashReader {
+	return checkpoint.RowReader(func(seq int64) ([]byte, error) { return readTreeRow(ctx, q, seq) })
+}
+
+// appendTree stores the Merkle hashes of the event just inserted at seq.
+func (w *writeTx) appendTree(seq int64, body []byte) error {
+	hs, err := tlog.StoredHashes(checkpoint.Index(seq), body, treeReader(w.ctx, w.q))
+	if err != nil {
+		if errors.Is(err, checkpoint.ErrMissingRow) || errors.Is(err, checkpoint.ErrBadRow) {
+			return fmt.Errorf("ledger: the stored Merkle hashes (table tlog_hashes) are incomplete before seq %d: %w; something other than lockledger changed the ledger: run lockledger verify", seq, err)
+		}
+		return fmt.Errorf("ledger: Merkle hashes of seq %d: %w", seq, err)
+	}
+	return insertTreeRow(w.ctx, w.q, seq, checkpoint.JoinRow(hs))
+}
+
+// backfillBatch bounds one backfill transaction, so that writers waiting
+// for the database are not held past their busy timeout.
+const backfillBatch = 20000
+
+// backfillTree computes the stored hashes of events that have none: every
+// event of a ledger written before the tree existed, or events appended
+// by something other than lockledger (which verify reports for what they
+// are, with or without these hashes). It runs in transactions of
+// backfillBatch events, each re-reading where the tree stands, so that
+// concurrent opens do the work once.
+func (l *Ledger) backfillTree(ctx context.Context) error {
+	start, done := time.Now(), int64(0)
+	for {
+		n, more, err := l.backfillOnce(ctx)
+		if err != nil {
+			return fmt.Errorf("ledger: computing the Merkle hashes of older events: %w", err)
+		}
+		done += n
+		if !more {
+			break
+		}
+	}
+	if done > 0 {
+		l.log.Warn("computed the stored Merkle hashes of events that had none (a ledger from before them, or events appended by something other than lockledger)",
+			"events", done, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// treeLag reports the last event and the last event with stored hashes.
+func treeLag(ctx context.Context, q querier) (events, hashed int64, err error) {
+	err = q.QueryRowContext(ctx, `SELECT coalesce((SELECT max(seq) FROM events), 0), coalesce((SELECT max(seq) FROM tlog_hashes), 0)`).
+		Scan(&events, &hashed)
+	return events, hashed, err
+}
+
+func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err error) {
+	last, hashed, err := treeLag(ctx, l.db)
+	if err != nil || hashed >= last {
+		return 0, false, err
+	}
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	defer tx.Rollback()
+	if last, hashed, err = treeLag(ctx, tx); err != nil || hashed >= last {
+		return 0, false, err
+	}
+	tree, err := checkpoint.TreeFrom(hashed, treeReader(ctx, tx))
+	if err != nil {
+		return 0, false, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, hashed, backfillBatch)
+	if err != nil {
+		return 0, false, err
+	}
+	type pending struct {
+		seq int64
+		row []byte
+	}
+	var out []pending
+	gap := false
+	for !gap && rows.Next() {
+		var seq int64
+		var body []byte
+		if err := rows.Scan(&seq, &body); err != nil {
+			rows.Close()
+			return 0, false, err
+		}
+		if seq != tree.Size()+1 {
+			// A gap in seq: the log is damaged (verify names it), and the
+			// tree's positions no longer follow seq.
+			l.log.Warn("the events are not contiguous; stored Merkle hashes stop before the gap (run lockledger verify)",
+				"after_seq", tree.Size(), "next_seq", seq)
+			gap = true
+			break
+		}
+		hs, err := tree.Append(checkpoint.LeafHash(body))
+		if err != nil {
+			rows.Close()
+			return 0, false, err
+		}
+		out = append(out, pending{seq, checkpoint.JoinRow(hs)})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, false, err
+	}
+	for _, p := range out {
+		if err := insertTreeRow(ctx, tx, p.seq, p.row); err != nil {
+			return 0, false, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, false, err
+	}
+	return int64(len(out)), !gap && hashed+int64(len(out)) < last, nil
+}
+
+// TreeReader reads the stored Merkle hashes through q (a read transaction,
+// for one snapshot): for proofs and an export's tree line.
+func TreeReader(ctx context.Context, q replay.Querier) tlog.HashReader { return treeReader(ctx, q) }
+
+// StoredCheckpoint is a checkpoint as the ledger keeps it.
+type StoredCheckpoint struct {
+	ID   int64
+	Size int64
+	Note []byte
+}
+
+// StoredCheckpoints lists the checkpoints stored in the ledger whose size
+// is in [minSize, maxSize] (0: no upper bound), oldest first.
+func StoredCheckpoints(ctx context.Context, q replay.Querier, minSize, maxSize int64) ([]StoredCheckpoint, error) {
+	if maxSize <= 0 {
+		maxSize = 1<<63 - 1
+	}
+	rows, err := q.QueryContext(ctx, `SELECT id, size, note FROM checkpoints WHERE size >= ? AND size <= ? ORDER BY id`, minSize, maxSize)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: checkpoints: %w", err)
+	}
+	defer rows.Close()
+	var out []StoredCheckpoint
+	for rows.Next() {
+		var c StoredCheckpoint
+		var n string
+		if err := rows.Scan(&c.ID, &c.Size, &n); err != nil {
+			return nil, fmt.Errorf("ledger: checkpoints: %w", err)
+		}
+		c.Note = []byte(n)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}

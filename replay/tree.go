@@ -1,0 +1,488 @@
+package replay
+
+// What verify checks beyond the chain: the Merkle tree's stored hashes
+// against the events, and the log against heads recorded elsewhere
+// (signed checkpoints, expected chain heads). The chain proves order, not
+// authorship: a rewrite with recomputed hashes, a truncated tail or
+// another ledger's database all verify as chains. Only a head recorded
+// outside the writer's reach exposes them.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/events"
+)
+
+// Two more kinds of damage to the log (each names a seq).
+const (
+	// KindMerkle: the stored Merkle hashes (table tlog_hashes) disagree
+	// with the events: edited, missing, or left behind by events that are
+	// gone. Seq is the first event whose hashes disagree.
+	KindMerkle Kind = "merkle"
+	// KindCheckpoint: the log does not match a head recorded elsewhere (a
+	// signed checkpoint, an expected head), or a checkpoint itself is not
+	// what was signed. Seq is the first seq that no longer matches: the one
+	// after the largest head that still does.
+	KindCheckpoint Kind = "checkpoint"
+)
+
+// Unsigned is what verify says when nothing it was given can vouch for
+// the log.
+const Unsigned = "unsigned: truncation and re-chaining are not detectable"
+
+// BackdateSlack is how far an event may be dated before the signing time
+// of a checkpoint that does not cover it (the clock may step back a
+// little) before verify calls it backdated.
+const BackdateSlack = 2 * time.Second
+
+// NoteSource is a signed checkpoint as found: where (a file and line, a
+// witness file, the ledger's checkpoints table) and its signed note.
+type NoteSource struct {
+	Source  string // how verify names it: "checkpoint FILE:LINE", "ledger checkpoint #ID"
+	Note    []byte
+	Witness string // the --witness path it was read from, if any
+	// Carried: kept by the ledger or the export itself, so its writer
+	// could have left it out (never by someone without the key, edited).
+	Carried bool
+}
+
+// Head is a chain head recorded elsewhere: event Seq's hash.
+type Head struct {
+	Seq  int64
+	Hash string
+}
+
+// Trust is what verify checks the log against beyond its own chain.
+type Trust struct {
+	// LedgerID is the ledger the checkpoints must name ("" for an export:
+	// the checkpoints' own, which must agree).
+	LedgerID    string
+	Checkpoints []NoteSource
+	Verifiers   []note.Verifier
+	Heads       []Head
+	// Expected: the caller asked to check against checkpoints (gave
+	// verifier keys): finding none is a problem.
+	Expected bool
+	// Witnesses name the witness paths read: one that holds no checkpoint
+	// of this ledger is a problem.
+	Witnesses map[string]int // path -> checkpoints of this ledger found in it
+}
+
+// WithTrust checks the log against t's checkpoints and heads.
+func WithTrust(t *Trust) VerifyOption { return func(c *verifyConfig) { c.trust = t } }
+
+// CheckpointResult is what verify made of one checkpoint.
+type CheckpointResult struct {
+	Source  string    `json:"source"`
+	Size    int64     `json:"size,omitempty"`
+	Key     string    `json:"key,omitempty"`
+	Time    time.Time `json:"time,omitzero"`
+	Carried bool      `json:"carried,omitempty"`
+	// Result: "matches", "does not match", "beyond the log" (truncated),
+	// "not checked" (no verifier key), "invalid" (signature, origin, text).
+	Result string `json:"result"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// anchor is a head to match at a size: a checkpoint's root or a chain hash.
+type anchor struct {
+	name    string // how problems name it
+	size    int64
+	root    tlog.Hash // checkpoints
+	hash    string    // heads
+	isHead  bool
+	carried bool
+	time    time.Time
+	every   int64             // the signer's promise: the next checkpoint within every events
+	within  time.Duration     // or the first event dated within after time
+	result  *CheckpointResult // nil for heads
+	state   int               // pending, matched, mismatched, beyond
+	detail  string
+}
+
+const (
+	pending = iota
+	matched
+	mismatched
+	beyond
+)
+
+// treeCheck runs in verify's ordered stage: it rebuilds the Merkle tree
+// from the events' leaves (computed beside the reads), compares each
+// event's stored hashes with it, and matches the anchors as their sizes
+// are reached.
+type treeCheck struct {
+	report   *Report
+	tree     *checkpoint.Tree
+	start    int64 // records before the first row (a slice with a frontier)
+	ledger   bool  // rows carry stored hashes
+	off      bool  // positions stopped following seq: no more stored-hash checks
+	merkle   *Problem
+	merkleN  int64
+	anchors  []*anchor // by size
+	next     int       // first anchor not reached
+	latest   *anchor   // the largest head matched so far
+	backdate *Problem
+	unkept   *Problem  // the first event past latest's promise, until a head covers it
+	invalid  []Problem // checkpoints whose signature or text fails
+	trust    *Trust
+	rows     int64
+	lastSeq  int64
+	origin   string
+}
+
+func newTreeCheck(r *Report, ledgerRows bool, cfg verifyConfig) *treeCheck {
+	t := &treeCheck{report: r, tree: &checkpoint.Tree{}, ledger: ledgerRows, trust: cfg.trust}
+	if cfg.trust != nil {
+		t.prepare()
+	}
+	return t
+}
+
+// startAt seeds the tree for a slice: the frontier of the records before it.
+func (t *treeCheck) startAt(n int64, frontier []tlog.Hash) error {
+	tr, err := checkpoint.NewTreeAt(n, frontier)
+	if err != nil {
+		return err
+	}
+	t.tree, t.start = tr, n
+	return nil
+}
+
+// prepare opens every checkpoint (signature, text, origin) and lists the
+// anchors to match.
+func (t *treeCheck) prepare() {
+	tr := t.trust
+	origin := ""
+	if tr.LedgerID != "" {
+		origin = checkpoint.Origin(tr.LedgerID)
+	}
+	for _, ns := range tr.Checkpoints {
+		res := &CheckpointResult{Source: ns.Source, Carried: ns.Carried}
+		t.report.Checkpoints = append(t.report.Checkpoints, res)
+		if len(tr.Verifiers) == 0 {
+			if s, err := checkpoint.Open(ns.Note); err == nil {
+				res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
+			}
+			res.Result, res.Detail = "not checked", "no --verifier-key"
+			continue
+		}
+		s, err := checkpoint.Open(ns.Note, tr.Verifiers...)
+		if err != nil {
+			res.Result, res.Detail = "invalid", err.Error()
+			if u, uerr := checkpoint.Open(ns.Note); uerr == nil {
+				res.Size, res.Key, res.Time = u.Size, u.KeyName(), u.Time
+			}
+			var se *checkpoint.SignatureError
+			what := "is not a checkpoint"
+			if errors.As(err, &se) {
+				what = "is not vouched for"
+				if se.Invalid {
+					what = "was changed after it was signed"
+				}
+			}
+			// Its seq is known at the end: the first one no valid head covers.
+			t.invalid = append(t.invalid, Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf("%s %s: %v", describe(res), what, err)})
+			continue
+		}
+		res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
+		if origin == "" {
+			origin = s.Origin
+		}
+		if s.Origin != origin {
+			res.Result = "invalid"
+			res.Detail = fmt.Sprintf("it is a checkpoint of %q, not of %q", s.Origin, origin)
+			t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+				"%s names another ledger (%s, this log is %s): the database was swapped for another ledger's, or the checkpoint is another ledger's",
+				describe(res), s.Origin, origin)})
+			continue
+		}
+		if ns.Witness != "" && tr.Witnesses != nil {
+			tr.Witnesses[ns.Witness]++
+		}
+		t.anchors = append(t.anchors, &anchor{name: describe(res), carried: ns.Carried, size: s.Size, root: s.Root, time: s.Time,
+			every: s.NextEvery, within: s.NextWithin, result: res})
+	}
+	t.origin = origin
+	for _, h := range tr.Heads {
+		t.anchors = append(t.anchors, &anchor{name: fmt.Sprintf("expected head %d:%s", h.Seq, h.Hash), size: h.Seq, hash: h.Hash, isHead: true})
+	}
+	sort.SliceStable(t.anchors, func(i, j int) bool { return t.anchors[i].size < t.anchors[j].size })
+	for _, w := range sortedKeys(tr.Witnesses) {
+		if tr.Witnesses[w] == 0 {
+			t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+				"the witness %s holds no valid checkpoint of this ledger (%s): it was emptied, or this is another ledger's database", w, origin)})
+		}
+	}
+}
+
+func describe(r *CheckpointResult) string {
+	s := r.Source
+	var about []string
+	if r.Size > 0 {
+		about = append(about, fmt.Sprintf("size %d", r.Size))
+	}
+	if r.Key != "" {
+		about = append(about, "key "+r.Key)
+	}
+	if len(about) > 0 {
+		s += " (" + strings.Join(about, ", ") + ")"
+	}
+	return s
+}
+
+// step takes the next row in position order, with its leaf computed.
+func (t *treeCheck) step(rc *rowCheck) {
+	r := rc.row
+	if t.rows == 0 {
+		// A slice's frontier is the tree at its start: a checkpoint of
+		// exactly that size is checked against it; smaller ones cannot be.
+		for t.next < len(t.anchors) && t.anchors[t.next].size <= t.start {
+			if a := t.anchors[t.next]; a.size == t.start && a.size > 0 && !a.isHead {
+				t.matchRoot(a)
+			}
+			t.next++
+		}
+	}
+	t.rows++
+	t.lastSeq = r.Seq
+	pos := t.start + t.rows // 1-based position in the tree
+	if r.Seq != pos {
+		t.off = true // a gap or renumbering: the chain reports it
+	}
+	hs, err := t.tree.Append(rc.leaf)
+	if err != nil {
+		t.off = true
+	}
+	if t.ledger && !t.off {
+		t.compareStored(r, hs)
+	}
+	if a := t.latest; a != nil && rc.ev != nil && !rc.ev.Time.IsZero() && !a.time.IsZero() {
+		if t.backdate == nil && rc.ev.Time.Before(a.time.Add(-BackdateSlack)) {
+			t.backdate = &Problem{Seq: r.Seq, Line: r.Line, Kind: KindCheckpoint, Lock: rc.ev.LockName, Detail: fmt.Sprintf(
+				"dated %s, before %s was signed (%s) although the checkpoint covers only seq 1-%d: appended after it and dated back",
+				rc.ev.At, a.name, a.time.Format(time.RFC3339Nano), a.size)}
+		}
+		late := a.within > 0 && rc.ev.Time.After(a.time.Add(a.within+BackdateSlack))
+		if t.unkept == nil && a.every > 0 && (pos-a.size >= a.every || late) {
+			t.unkept = &Problem{Seq: r.Seq, Line: r.Line, Kind: KindCheckpoint, Lock: rc.ev.LockName, Detail: fmt.Sprintf(
+				"covered by no checkpoint, although the writer that signed %s (at %s) signs the next one within %d events or with the first event dated %s later, and this is event %d after it, dated %s: appended by a writer without the key (or with a longer --checkpoint-every or --checkpoint-interval)",
+				a.name, a.time.Format(time.RFC3339Nano), a.every, a.within, pos-a.size, rc.ev.At)}
+		}
+	}
+	for t.next < len(t.anchors) && t.anchors[t.next].size <= pos {
+		a := t.anchors[t.next]
+		t.next++
+		if a.isHead {
+			if r.Hash == a.hash {
+				t.matched(a)
+			} else {
+				a.state = mismatched
+				a.detail = fmt.Sprintf("seq %d's hash is %s", a.size, r.Hash)
+			}
+			continue
+		}
+		t.matchRoot(a)
+	}
+}
+
+func (t *treeCheck) matchRoot(a *anchor) {
+	if a.size != t.tree.Size() {
+		return
+	}
+	h, err := t.tree.Root()
+	switch {
+	case err != nil:
+		a.state, a.detail = mismatched, err.Error()
+	case h == a.root:
+		t.matched(a)
+	default:
+		a.state, a.detail = mismatched, fmt.Sprintf("the first %d events hash to %s, the checkpoint's root is %s", a.size, h, a.root)
+	}
+}
+
+// matched records a head that matches: it covers every event up to its
+// size, and later events are held to its promise.
+func (t *treeCheck) matched(a *anchor) {
+	a.state = matched
+	// Of heads of one size, name one from outside the log rather than one
+	// it carries.
+	if l := t.latest; l == nil || a.size > l.size || (a.size == l.size && l.carried && !a.carried) {
+		t.latest = a
+	}
+	if t.unkept != nil && a.size >= t.unkept.Seq {
+		t.unkept = nil
+	}
+}
+
+func (t *treeCheck) compareStored(r *Row, want []tlog.Hash) {
+	if len(r.Stored) == len(want)*tlog.HashSize {
+		same := true
+		for i := range want {
+			same = same && bytes.Equal(r.Stored[i*tlog.HashSize:(i+1)*tlog.HashSize], want[i][:])
+		}
+		if same {
+			return
+		}
+	}
+	t.merkleN++
+	if t.merkle != nil {
+		return
+	}
+	detail := "its stored Merkle hashes (table tlog_hashes) are not the ones its body and the events before it make: the table was edited, or the event was rewritten without them"
+	switch {
+	case r.Stored == nil:
+		detail = "it has no stored Merkle hashes (table tlog_hashes): appended by something other than lockledger, or the row was deleted"
+	case len(r.Stored) != len(want)*tlog.HashSize:
+		detail = fmt.Sprintf("its stored Merkle hashes hold %d bytes, not %d", len(r.Stored), len(want)*tlog.HashSize)
+	}
+	t.merkle = &Problem{Seq: r.Seq, Kind: KindMerkle, Detail: detail}
+}
+
+// extraStored records stored hash rows beyond the last event: left behind
+// by events that are gone (a truncated tail).
+func (t *treeCheck) extraStored(n, first int64) {
+	if n == 0 {
+		return
+	}
+	t.merkleN += n
+	if t.merkle == nil {
+		t.merkle = &Problem{Seq: first, Kind: KindMerkle, Detail: fmt.Sprintf(
+			"stored Merkle hashes remain for %d events from seq %d that are not in the log: events were deleted from its end", n, first)}
+	}
+}
+
+// end reports what the pass found, once the chain's findings are known.
+func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
+	if p := t.merkle; p != nil && (!chainDamaged || p.Seq < firstChainSeq) {
+		if t.merkleN > 1 {
+			p.Detail += fmt.Sprintf(" (and %d more events' hashes disagree)", t.merkleN-1)
+		}
+		t.report.Add(*p)
+	}
+	if t.backdate != nil {
+		t.report.Add(*t.backdate)
+	}
+	if t.unkept != nil {
+		t.report.Add(*t.unkept)
+	}
+	if t.trust == nil {
+		t.report.Trust = Unsigned
+		return
+	}
+	end := t.start + t.rows
+	for _, a := range t.anchors[t.next:] {
+		if a.state == pending && a.size > end {
+			a.state = beyond
+		}
+	}
+	good := int64(0)
+	var goodName string
+	for _, a := range t.anchors {
+		if a.state == matched && a.size > good {
+			good, goodName = a.size, a.name
+		}
+	}
+	for _, p := range t.invalid {
+		p.Seq = good + 1
+		p.Detail += fmt.Sprintf("; nothing vouches for the events from seq %d", good+1)
+		if goodName != "" {
+			p.Detail += fmt.Sprintf(" (the first %d match %s)", good, goodName)
+		}
+		t.report.Add(p)
+	}
+	nChecked := 0
+	for _, a := range t.anchors {
+		lower, lowerName := int64(0), ""
+		for _, b := range t.anchors {
+			if b.state == matched && b.size < a.size && b.size > lower {
+				lower, lowerName = b.size, b.name
+			}
+		}
+		since := "none of them matches a head that was checked"
+		if lowerName != "" {
+			since = fmt.Sprintf("the first %d match %s", lower, lowerName)
+		}
+		switch a.state {
+		case matched:
+			nChecked++
+			if a.result != nil {
+				a.result.Result = "matches"
+			}
+		case mismatched:
+			if a.result != nil {
+				a.result.Result, a.result.Detail = "does not match", a.detail
+			}
+			fork := ""
+			if good > a.size {
+				fork = fmt.Sprintf("; yet the log matches the larger %s: two different logs were signed", goodName)
+			}
+			t.report.Add(Problem{Seq: lower + 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+				"the log no longer matches %s: %s; a change lies in seq %d-%d (%s)%s",
+				a.name, a.detail, lower+1, a.size, since, fork)})
+		case beyond:
+			if a.result != nil {
+				a.result.Result = "beyond the log"
+			}
+			t.report.Add(Problem{Seq: end + 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+				"%s covers %d events but the log holds %d: events from seq %d were removed (truncated)",
+				a.name, a.size, end, end+1)})
+		default:
+			// Below the start of a slice: neither matched nor not.
+			if a.result != nil {
+				a.result.Result, a.result.Detail = "not checked", "it ends before the slice starts"
+			}
+		}
+	}
+	switch {
+	case nChecked == 0 && len(t.anchors) == 0 && t.trust.Expected && end > 0:
+		t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: "no checkpoint of this log was found to check it against: nothing vouches for it"})
+		t.report.Trust = Unsigned
+	case nChecked == 0:
+		t.report.Trust = Unsigned
+		if len(t.anchors) > 0 {
+			t.report.Trust = "not vouched for: no checkpoint or expected head matches the log"
+		}
+	default:
+		t.report.Trust = fmt.Sprintf("seq 1-%d match %s", good, goodName)
+		if nChecked > 1 {
+			t.report.Trust += fmt.Sprintf(" (%d heads match in all)", nChecked)
+		}
+		if good < end {
+			t.report.UnsignedFrom = good + 1
+			t.report.Trust += fmt.Sprintf("; seq %d-%d are covered by no checkpoint checked: nothing vouches for them yet", good+1, end)
+		}
+	}
+}
+
+// genesisOf checks, for an export from seq 1, that it chains from the
+// genesis of the ledger its checkpoints name.
+func (t *treeCheck) checkGenesis(firstSeq int64, firstPrev string) {
+	if t.trust == nil || t.origin == "" || firstSeq != 1 {
+		return
+	}
+	id := strings.TrimPrefix(t.origin, checkpoint.OriginPrefix)
+	if g := events.Genesis(id); firstPrev != g {
+		t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+			"the log starts from prev_hash %s, not from the genesis of %s that its checkpoints name (%s): another ledger's log, or re-chained from another genesis",
+			firstPrev, t.origin, g)})
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

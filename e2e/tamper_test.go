@@ -285,7 +285,7 @@ func (a *attacker) rechain(t *testing.T, edit func([]body) []body) {
 		}
 		hash := events.ChainHash(seq, prev, b)
 		a.exec(t, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-			seq, m["event_id"], m["type"], m["lock_name"], m["request_id"], m["actor"], m["at"], b, prev, hash)
+			seq, m["event_id"], m["type"], lockColumn(m), m["request_id"], m["actor"], m["at"], b, prev, hash)
 		hs, err := tree.Append(ckpt.LeafHash(b))
 		if err != nil {
 			t.Fatal(err)
@@ -297,7 +297,7 @@ func (a *attacker) rechain(t *testing.T, edit func([]body) []body) {
 
 // appendForged appends one chained event with its stored hashes, as the
 // ledger would have.
-func (a *attacker) appendForged(t *testing.T, m body) {
+func (a *attacker) appendForged(t *testing.T, m body) int64 {
 	t.Helper()
 	var seq int64
 	var prev string
@@ -311,12 +311,22 @@ func (a *attacker) appendForged(t *testing.T, m body) {
 		t.Fatal(err)
 	}
 	a.exec(t, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-		seq, m["event_id"], m["type"], m["lock_name"], m["request_id"], m["actor"], m["at"], b, prev, events.ChainHash(seq, prev, b))
+		seq, m["event_id"], m["type"], lockColumn(m), m["request_id"], m["actor"], m["at"], b, prev, events.ChainHash(seq, prev, b))
 	hs, err := tlog.StoredHashes(ckpt.Index(seq), b, ledger.TreeReader(context.Background(), a.db))
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.exec(t, `INSERT INTO tlog_hashes (seq, hashes) VALUES (?, ?)`, seq, ckpt.JoinRow(hs))
+	return seq
+}
+
+// lockColumn is the events.lock_name column of a body: "" for a
+// ledger-wide event (ledger_verified and the like carry none).
+func lockColumn(m body) any {
+	if v, ok := m["lock_name"]; ok {
+		return v
+	}
+	return ""
 }
 
 func (a *attacker) bodyOf(t *testing.T, seq int64) body {
@@ -378,10 +388,12 @@ func TestTamperCorpusIsDetectedAgainstTheWitness(t *testing.T) {
 		a.exec(t, `DELETE FROM checkpoints WHERE size > 7`)
 		a.restore(t)
 		mustName(t, check(s), 8, s.witness+":", "size 9, key ops", "truncated")
-		// project then appends its own events in place of the cut ones:
-		// the log is no longer the one signed from the last checkpoint
-		// that still matches.
-		clitest.Must(t, 0, s.root, "project")
+		// project refuses the cut the locks table shows; the attacker
+		// accepts it, and project appends its own events in place of the
+		// cut ones: the log is no longer the one signed from the last
+		// checkpoint that still matches.
+		clitest.Must(t, 1, s.root, "project")
+		clitest.Must(t, 0, s.root, "project", "--accept-broken-chain")
 		mustName(t, check(s), 6, s.witness+":", "size 9, key ops", "no longer matches", "the first 5 match")
 	})
 
@@ -400,13 +412,13 @@ func TestTamperCorpusIsDetectedAgainstTheWitness(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				s := base.clone(t)
 				a := attack(t, s.root)
-				a.appendForged(t, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(tc.shift)))
+				forged := a.appendForged(t, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(tc.shift)))
 				a.restore(t)
-				clitest.Must(t, 0, s.root, "project")
-				if v := tamperVerify(t, s.root, 0); !v.OK {
-					t.Fatalf("the forgery is not consistent: %+v", v.Problems)
-				}
-				mustName(t, check(s), 10, append([]string{s.witness + ":"}, tc.words...)...)
+				// The times of the forgery and of project's own events may
+				// already give it away without a key (time_backwards); the
+				// attacker projects anyway.
+				clitest.Must(t, 0, s.root, "project", "--accept-broken-chain")
+				mustName(t, check(s), forged, append([]string{s.witness + ":"}, tc.words...)...)
 			})
 		}
 	})
@@ -436,7 +448,10 @@ func TestTamperCorpusIsDetectedAgainstTheWitness(t *testing.T) {
 				a := attack(t, s.root)
 				a.rechain(t, tc.edit)
 				a.restore(t)
-				clitest.Must(t, 0, s.root, "project")
+				// Some of these re-chains leave traces verify finds without a
+				// key (a fencing token, a time stepping back); the attacker
+				// projects anyway.
+				clitest.Must(t, 0, s.root, "project", "--accept-broken-chain")
 				mustName(t, check(s), tc.firstBad, s.witness+":", tc.size, "no longer matches")
 			})
 		}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"os"
@@ -11,8 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/tlog"
+
+	ckpt "github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -162,7 +167,7 @@ func rechainLedger(t *testing.T, root string, edit func(evs []*forgery) []*forge
 	}
 	forged := sealForged(t, edit(evs), events.Genesis(id))
 	for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`, `DROP TRIGGER events_no_replace`,
-		`DELETE FROM events`} {
+		`DROP TRIGGER tlog_hashes_no_delete`, `DELETE FROM events`, `DELETE FROM tlog_hashes`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -172,6 +177,14 @@ func rechainLedger(t *testing.T, root string, edit func(evs []*forgery) []*forge
 		if _, err := db.Exec(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
 			VALUES (?,?,?,?,?,?,?,?,?,?)`, r.Seq, f.str("event_id"), f.str("type"), f.str("lock_name"), f.str("request_id"),
 			f.str("actor"), f.str("at"), r.Body, r.PrevHash, r.Hash); err != nil {
+			t.Fatal(err)
+		}
+		// A careful forger recomputes the stored Merkle hashes too.
+		hs, err := tlog.StoredHashes(ckpt.Index(r.Seq), r.Body, ledger.TreeReader(context.Background(), db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO tlog_hashes (seq, hashes) VALUES (?, ?)`, r.Seq, ckpt.JoinRow(hs)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -145,6 +145,12 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 			return nil, refusal
 		}
 		rep.BrokenChain = bad
+		// Stored Merkle hashes of events that are gone would block the
+		// seqs the next events take; the cut is accepted, so they go (the
+		// checkpoints that covered them stay, and keep showing the cut).
+		if _, err := tx.ExecContext(ctx, `DELETE FROM tlog_hashes WHERE seq > ?`, st.Seq); err != nil {
+			return nil, fmt.Errorf("ledger: project: %w", err)
+		}
 	}
 	p := &projection{l: l, rep: rep, now: l.now().UTC(), plans: map[string]*lockPlan{}}
 	rebuilt, err := p.rows(ctx, tx, st)

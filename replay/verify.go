@@ -92,13 +92,15 @@ type checker struct {
 	tree    *treeCheck
 }
 
+// newChecker leaves tree to the caller, which knows the rows and the
+// checkpoints: built once, since building it lists the checkpoints.
 func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checker {
 	r := &Report{Source: source}
 	if fromStart {
 		r.Genesis = anchor
 	}
 	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), clock: clock{skew: cfg.clockSkew},
-		hasher: newChainHasher(), fromOne: fromStart, tree: newTreeCheck(r, false, cfg)}
+		hasher: newChainHasher(), fromOne: fromStart}
 }
 
 // apply takes a prechecked row in position order: chain position and

@@ -180,3 +180,53 @@ func TestMistypedSigningKeyIsNeverPrinted(t *testing.T) {
 		}
 	}
 }
+
+// TestProveAgainstAWitnessDirectory: a witness directory keeps one file per
+// checkpoint; prove uses its largest of this ledger.
+func TestProveAgainstAWitnessDirectory(t *testing.T) {
+	s := newSignedRoot(t)
+	dir := filepath.Join(t.TempDir(), "witness.d")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	clitest.Must(t, 0, s.root, "checkpoint", "--signing-key", s.key, "--witness", dir)
+	other := filepath.Join(t.TempDir(), "other")
+	// Another ledger's larger checkpoints in the same directory.
+	for i := range 6 {
+		id := "r" + strconv.Itoa(i)
+		for _, args := range [][]string{{"acquire", "web", "--actor", "frank", "--request-id", id, "--pid", strconv.Itoa(os.Getpid())},
+			{"release", "web", "--request-id", id}} {
+			clitest.Must(t, 0, other, append([]string{"--signing-key", s.key, "--witness", dir, "--checkpoint-every", "1"}, args...)...)
+		}
+	}
+	p := clitest.Must(t, 0, s.root, "prove", "event", "5", "--checkpoint", dir).Stdout
+	f := filepath.Join(t.TempDir(), "proof")
+	writeFile(t, f, p)
+	clitest.Must(t, 0, s.root, "verify-proof", f, "--verifier-key", s.vkey)
+}
+
+// TestExpectHeadInUpperCase: a head copied in upper case is the same head.
+func TestExpectHeadInUpperCase(t *testing.T) {
+	s := newSignedRoot(t)
+	h := clitest.Strings(t, s.root, "SELECT hash FROM events WHERE seq = 9")[0]
+	tamperVerify(t, s.root, 0, "--expect-head", "9:"+strings.ToUpper(h))
+}
+
+// TestExportOfOnlyCheckpointLinesIsEmpty: the refusal says what the file
+// holds.
+func TestExportOfOnlyCheckpointLinesIsEmpty(t *testing.T) {
+	s := newSignedRoot(t)
+	export := filepath.Join(t.TempDir(), "audit.jsonl")
+	clitest.Must(t, 0, s.root, "export", "-o", export)
+	var head []string
+	for _, l := range strings.Split(readFile(t, export), "\n") {
+		if strings.HasPrefix(l, `{"checkpoint"`) || strings.HasPrefix(l, `{"tree"`) {
+			head = append(head, l)
+		}
+	}
+	writeFile(t, export, strings.Join(head, "\n")+"\n")
+	r := clitest.Must(t, 1, s.root, "verify", "--file", export)
+	if !strings.Contains(r.Stdout+r.Stderr, "holds only tree and checkpoint lines") {
+		t.Fatalf("verify of checkpoint lines only:\n%s%s", r.Stdout, r.Stderr)
+	}
+}

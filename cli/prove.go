@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,8 +37,13 @@ func readNotes(field, path string) ([]checkpoint.Entry, error) {
 }
 
 // latestCheckpoint reads the largest checkpoint in a file, signatures not
-// checked (the proof carries it; verify-proof checks them).
-func latestCheckpoint(field, path string) (*checkpoint.Signed, error) {
+// checked (the proof carries it; verify-proof checks them). A directory
+// is a witness: the largest checkpoint of ledger id in its files (a
+// witness may keep several ledgers').
+func latestCheckpoint(field, path, id string) (*checkpoint.Signed, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return latestInDir(field, path, id)
+	}
 	es, err := readNotes(field, path)
 	if err != nil {
 		return nil, err
@@ -51,6 +57,40 @@ func latestCheckpoint(field, path string) (*checkpoint.Signed, error) {
 		if best == nil || s.Size > best.Size {
 			best = s
 		}
+	}
+	return best, nil
+}
+
+func latestInDir(field, dir, id string) (*checkpoint.Signed, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, events.Invalid(field, dir, "cannot be read: "+errText(err))
+	}
+	var best *checkpoint.Signed
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		f := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, events.Invalid(field, f, "cannot be read: "+errText(err))
+		}
+		for _, n := range checkpoint.SplitNotes(b) {
+			s, err := checkpoint.Open(n.Note)
+			if err != nil {
+				return nil, events.Invalid(field, fmt.Sprintf("%s:%d", f, n.Line), err.Error())
+			}
+			if id != "" && s.LedgerID() != id {
+				continue
+			}
+			if best == nil || s.Size > best.Size {
+				best = s
+			}
+		}
+	}
+	if best == nil {
+		return nil, events.Invalid(field, dir, "holds no checkpoint of this ledger")
 	}
 	return best, nil
 }
@@ -97,7 +137,7 @@ exit 1 (lockledger verify says where it differs). prove only reads.`,
 		Args:  exactlyOneLockArgs("prove event", "SEQ"),
 		RunE:  func(cmd *cobra.Command, args []string) error { return runProveEvent(cmd.Context(), o, args[0]) },
 	}
-	ev.Flags().StringVar(&o.checkpoint, "checkpoint", "", "file holding the checkpoint (the largest in it is used)")
+	ev.Flags().StringVar(&o.checkpoint, "checkpoint", "", "file holding the checkpoint (the largest in it is used), or a witness directory (its largest of this ledger)")
 	ext := &cobra.Command{
 		Use:   "extends OLD NEW",
 		Short: "Prove that checkpoint NEW extends checkpoint OLD",
@@ -132,18 +172,18 @@ func runProveEvent(ctx context.Context, o *proveOptions, seqArg string) error {
 	if o.checkpoint == "" {
 		return events.Invalid("--checkpoint", "", "is required: the checkpoint to prove the event against")
 	}
-	cp, err := latestCheckpoint("--checkpoint", o.checkpoint)
+	r, err := o.g.openRead(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	cp, err := latestCheckpoint("--checkpoint", o.checkpoint, r.l.ID())
 	if err != nil {
 		return err
 	}
 	if seq > cp.Size {
 		return events.Invalid("SEQ", seqArg, fmt.Sprintf("is beyond the checkpoint, which covers seq 1-%d", cp.Size))
 	}
-	r, err := o.g.openRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.close()
 	if err := forThisLedger("--checkpoint", o.checkpoint, cp, r.l); err != nil {
 		return err
 	}
@@ -172,11 +212,11 @@ func runProveEvent(ctx context.Context, o *proveOptions, seqArg string) error {
 }
 
 func runProveExtends(ctx context.Context, g *globals, oldPath, newPath string) error {
-	older, err := latestCheckpoint("OLD", oldPath)
+	older, err := latestCheckpoint("OLD", oldPath, "")
 	if err != nil {
 		return err
 	}
-	newer, err := latestCheckpoint("NEW", newPath)
+	newer, err := latestCheckpoint("NEW", newPath, "")
 	if err != nil {
 		return err
 	}

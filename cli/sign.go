@@ -54,8 +54,8 @@ func (f *signFlags) register(cmd *cobra.Command) {
 type keyFlag struct{ f *signFlags }
 
 func (k *keyFlag) String() string {
-	if k.f.keyFromEnv && strings.HasPrefix(k.f.key, checkpoint.SignerKeyPrefix) {
-		return "" // never print a key
+	if k.f.keyFromEnv {
+		return "" // never print a key, even a mistyped one
 	}
 	return k.f.key
 }
@@ -106,20 +106,21 @@ func (g *globals) signer() (note.Signer, error) {
 	field := "--signing-key"
 	if f.keyFromEnv {
 		field = "LOCKLEDGER_SIGNING_KEY"
-		if strings.HasPrefix(f.key, checkpoint.SignerKeyPrefix) {
-			s, err := checkpoint.NewSigner(f.key)
+		if strings.Contains(f.key, checkpoint.SignerKeyPrefix) {
+			s, err := checkpoint.NewSigner(strings.TrimSpace(f.key))
 			if err != nil {
 				return nil, events.Invalid(field, "(the key)", err.Error())
 			}
 			return s, nil
 		}
 	}
-	if insideRoot(g.root, f.key) {
-		return nil, keyInRoot(field, f.key, g.root)
-	}
 	fi, err := os.Stat(f.key)
 	if err != nil {
-		return nil, events.Invalid(field, f.key, "cannot be read: "+errText(err))
+		// Not a file: perhaps a key typed wrong, which must not reach a log.
+		return nil, events.Invalid(field, "(the key)", "is neither a readable key file nor a key ("+checkpoint.SignerKeyPrefix+"...): "+errText(err))
+	}
+	if insideRoot(g.root, f.key) {
+		return nil, keyInRoot(field, f.key, g.root)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		g.log.Warn("the signing key file can be read by others than its owner; keep it 0600", "file", f.key, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))

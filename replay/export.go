@@ -215,7 +215,10 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 	startTree()
 	if lines == 0 {
 		what := "the file is empty"
-		if n > 0 {
+		switch {
+		case tree != nil || len(carried) > 0:
+			what = "the file holds only tree and checkpoint lines"
+		case n > 0:
 			what = fmt.Sprintf("the file holds only blank lines (%d)", n)
 		}
 		c.report.Add(Problem{Kind: KindEmpty, Detail: what + ": an export holds at least one event"})

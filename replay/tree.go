@@ -39,11 +39,6 @@ const (
 // the log.
 const Unsigned = "unsigned: truncation and re-chaining are not detectable"
 
-// BackdateSlack is how far an event may be dated before the signing time
-// of a checkpoint that does not cover it (the clock may step back a
-// little) before verify calls it backdated.
-const BackdateSlack = 2 * time.Second
-
 // NoteSource is a signed checkpoint as found: where (a file and line, a
 // witness file, the ledger's checkpoints table) and its signed note.
 type NoteSource struct {
@@ -121,16 +116,25 @@ const (
 // event's stored hashes with it, and matches the anchors as their sizes
 // are reached.
 type treeCheck struct {
-	report   *Report
-	tree     *checkpoint.Tree
-	start    int64 // records before the first row (a slice with a frontier)
-	ledger   bool  // rows carry stored hashes
-	off      bool  // positions stopped following seq: no more stored-hash checks
-	merkle   *Problem
-	merkleN  int64
-	anchors  []*anchor // by size
-	next     int       // first anchor not reached
-	latest   *anchor   // the largest head matched so far
+	report  *Report
+	tree    *checkpoint.Tree
+	start   int64 // records before the first row (a slice with a frontier)
+	ledger  bool  // rows carry stored hashes
+	off     bool  // positions stopped following seq: no more stored-hash checks
+	merkle  *Problem
+	merkleN int64
+	anchors []*anchor // by size
+	next    int       // first anchor not reached
+	latest  *anchor   // the largest head matched so far
+	// promise: the largest checkpoint matched that carries the writer's
+	// promise. A checkpoint signed by hand carries none, and must not
+	// lift the promise of the writers before it: later events are held to
+	// this promise, counted from latest (the writers count from the last
+	// checkpoint of any kind).
+	promise *anchor
+	// slack is how far a clock may step back or run ahead (ClockSkew):
+	// the tolerance of the backdate and promise checks.
+	slack    time.Duration
 	backdate *Problem
 	unkept   *Problem  // the first event past latest's promise, until a head covers it
 	invalid  []Problem // checkpoints whose signature or text fails
@@ -141,7 +145,7 @@ type treeCheck struct {
 }
 
 func newTreeCheck(r *Report, ledgerRows bool, cfg verifyConfig) *treeCheck {
-	t := &treeCheck{report: r, tree: &checkpoint.Tree{}, ledger: ledgerRows, trust: cfg.trust}
+	t := &treeCheck{report: r, tree: &checkpoint.Tree{}, ledger: ledgerRows, trust: cfg.trust, slack: cfg.clockSkew}
 	if cfg.trust != nil {
 		t.prepare()
 	}
@@ -197,6 +201,14 @@ func (t *treeCheck) prepare() {
 		res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
 		if origin == "" {
 			origin = s.Origin
+		}
+		if s.Origin != origin && ns.Witness != "" {
+			// A witness may keep the checkpoints of several ledgers: the
+			// others' are not this one's to check. A witness holding none of
+			// this ledger's is a problem of its own (below).
+			res.Result = "not checked"
+			res.Detail = fmt.Sprintf("a checkpoint of another ledger (%s, this log is %s)", s.Origin, origin)
+			continue
 		}
 		if s.Origin != origin {
 			res.Result = "invalid"
@@ -267,16 +279,23 @@ func (t *treeCheck) step(rc *rowCheck) {
 		t.compareStored(r, hs)
 	}
 	if a := t.latest; a != nil && rc.ev != nil && !rc.ev.Time.IsZero() && !a.time.IsZero() {
-		if t.backdate == nil && rc.ev.Time.Before(a.time.Add(-BackdateSlack)) {
+		if t.backdate == nil && rc.ev.Time.Before(a.time.Add(-t.slack)) {
 			t.backdate = &Problem{Seq: r.Seq, Line: r.Line, Kind: KindCheckpoint, Lock: rc.ev.LockName, Detail: fmt.Sprintf(
 				"dated %s, before %s was signed (%s) although the checkpoint covers only seq 1-%d: appended after it and dated back",
 				rc.ev.At, a.name, a.time.Format(time.RFC3339Nano), a.size)}
 		}
-		late := a.within > 0 && rc.ev.Time.After(a.time.Add(a.within+BackdateSlack))
-		if t.unkept == nil && a.every > 0 && (pos-a.size >= a.every || late) {
-			t.unkept = &Problem{Seq: r.Seq, Line: r.Line, Kind: KindCheckpoint, Lock: rc.ev.LockName, Detail: fmt.Sprintf(
-				"covered by no checkpoint, although the writer that signed %s (at %s) signs the next one within %d events or with the first event dated %s later, and this is event %d after it, dated %s: appended by a writer without the key (or with a longer --checkpoint-every or --checkpoint-interval)",
-				a.name, a.time.Format(time.RFC3339Nano), a.every, a.within, pos-a.size, rc.ev.At)}
+		if p := t.promise; p != nil && t.unkept == nil {
+			late := p.within > 0 && rc.ev.Time.After(a.time.Add(p.within+t.slack))
+			if pos-a.size >= p.every || late {
+				signed := fmt.Sprintf("the writer that signed %s (at %s)", a.name, a.time.Format(time.RFC3339Nano))
+				if p != a {
+					signed = fmt.Sprintf("the writer that signed %s (at %s), whose promise %s (signed without one) leaves standing,",
+						p.name, p.time.Format(time.RFC3339Nano), a.name)
+				}
+				t.unkept = &Problem{Seq: r.Seq, Line: r.Line, Kind: KindCheckpoint, Lock: rc.ev.LockName, Detail: fmt.Sprintf(
+					"covered by no checkpoint, although %s signs the next one within %d events or with the first event dated %s later, and this is event %d after %s, dated %s: appended by a writer without the key (or with a longer --checkpoint-every or --checkpoint-interval)",
+					signed, p.every, p.within, pos-a.size, a.name, rc.ev.At)}
+			}
 		}
 	}
 	for t.next < len(t.anchors) && t.anchors[t.next].size <= pos {
@@ -318,6 +337,9 @@ func (t *treeCheck) matched(a *anchor) {
 	// it carries.
 	if l := t.latest; l == nil || a.size > l.size || (a.size == l.size && l.carried && !a.carried) {
 		t.latest = a
+	}
+	if p := t.promise; a.every > 0 && (p == nil || a.size > p.size || (a.size == p.size && p.carried && !a.carried)) {
+		t.promise = a
 	}
 	if t.unkept != nil && a.size >= t.unkept.Seq {
 		t.unkept = nil
@@ -381,7 +403,10 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 	}
 	end := t.start + t.rows
 	for _, a := range t.anchors[t.next:] {
-		if a.state == pending && a.size > end {
+		// An export ends where it was cut (--until, or taken earlier): only
+		// the checkpoints it carries say where it ends. Others past its end
+		// cannot be checked.
+		if a.state == pending && a.size > end && (t.ledger || a.carried || a.isHead) {
 			a.state = beyond
 		}
 	}
@@ -437,9 +462,13 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 				"%s covers %d events but the log holds %d: events from seq %d were removed (truncated)",
 				a.name, a.size, end, end+1)})
 		default:
-			// Below the start of a slice: neither matched nor not.
+			// Below the start of a slice, or past the end of an export:
+			// neither matched nor not.
 			if a.result != nil {
 				a.result.Result, a.result.Detail = "not checked", "it ends before the slice starts"
+				if a.size > end {
+					a.result.Detail = "it covers events past the end of the export"
+				}
 			}
 		}
 	}

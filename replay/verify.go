@@ -92,13 +92,18 @@ type checker struct {
 	tree    *treeCheck
 }
 
+// newChecker's tree checks no checkpoints: the callers that have some
+// replace it (building one lists its checkpoints in the report, so only
+// that one may be built with them).
 func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checker {
 	r := &Report{Source: source}
 	if fromStart {
 		r.Genesis = anchor
 	}
+	bare := cfg
+	bare.trust = nil
 	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), clock: clock{skew: cfg.clockSkew},
-		hasher: newChainHasher(), fromOne: fromStart, tree: newTreeCheck(r, false, cfg)}
+		hasher: newChainHasher(), fromOne: fromStart, tree: newTreeCheck(r, false, bare)}
 }
 
 // apply takes a prechecked row in position order: chain position and

@@ -1,0 +1,232 @@
+package e2e
+
+// What verify makes of checkpoints in the less common places: a checkpoint
+// signed by hand, a witness shared by two ledgers, a slice of an export,
+// a signer whose clock runs ahead.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// TestHandSignedCheckpointKeepsTheWritersPromise: a checkpoint signed with
+// `lockledger checkpoint` carries no promise; events forged after it are
+// still held to the promise of the writers' checkpoints before it,
+// counted from the newest checkpoint.
+func TestHandSignedCheckpointKeepsTheWritersPromise(t *testing.T) {
+	s := newSignedRoot(t) // checkpoints 1, 5, 9, every 4
+	clitest.Must(t, 0, s.root, s.signed("heartbeat", "app", "--request-id", "d1")...)
+	clitest.Must(t, 0, s.root, s.signed("heartbeat", "cache", "--request-id", "e1")...)
+	clitest.Must(t, 0, s.root, "checkpoint", "--signing-key", s.key, "--witness", s.witness)
+	if got := witnessSizes(t, s.witness); len(got) != 4 || got[3] != 11 {
+		t.Fatalf("witness holds checkpoints of sizes %v, want [1 5 9 11]", got)
+	}
+	cp := witnessTime(t, s.witness, 11)
+	a := attack(t, s.root)
+	hb := a.bodyOf(t, 10) // dave's heartbeat of app
+	var forged []int64
+	for i := range 6 {
+		m := body{}
+		for k, v := range hb {
+			m[k] = v
+		}
+		at := cp.Add(time.Duration(i+1) * time.Second)
+		m["event_id"], m["at"] = events.NewULID(at), events.FormatTime(at)
+		forged = append(forged, a.appendForged(t, m))
+	}
+	a.restore(t)
+	v := tamperVerify(t, s.root, 1, "--verifier-key", s.vkey, "--witness", s.witness)
+	// The writers sign within 4 events of the last checkpoint (11): seq 15
+	// is the first no writer with the key would have left unsigned.
+	if forged[3] != 15 {
+		t.Fatalf("forged seqs %v", forged)
+	}
+	mustName(t, v, 15, "size 9, key ops", "size 11", "without the key")
+}
+
+// TestWitnessSharedByTwoLedgers: a witness that keeps the checkpoints of
+// two ledgers vouches for each; the other's checkpoints are not checked.
+// A database swapped for another ledger's still fails (see the tamper
+// corpus): the witness holds none of its checkpoints.
+func TestWitnessSharedByTwoLedgers(t *testing.T) {
+	s := newSignedRoot(t)
+	other := filepath.Join(t.TempDir(), "other")
+	clitest.Must(t, 0, other, s.signed("acquire", "web", "--actor", "frank", "--pid", strconv.Itoa(os.Getpid()))...)
+	if got := witnessSizes(t, s.witness); len(got) != 4 {
+		t.Fatalf("witness holds checkpoints of sizes %v, want the three of one ledger and one of the other", got)
+	}
+	for _, root := range []string{s.root, other} {
+		r := clitest.Must(t, 0, root, "verify", "--json", "--verifier-key", s.vkey, "--witness", s.witness)
+		var v struct {
+			Checkpoints []struct {
+				Source, Result, Detail string
+			} `json:"checkpoints"`
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
+			t.Fatal(err)
+		}
+		others := 0
+		for _, c := range v.Checkpoints {
+			if c.Result == "not checked" && strings.Contains(c.Detail, "another ledger") {
+				others++
+			}
+		}
+		if want := map[string]int{s.root: 1, other: 3}[root]; others != want {
+			t.Fatalf("%s: %d checkpoints listed as another ledger's, want %d: %+v", root, others, want, v.Checkpoints)
+		}
+	}
+}
+
+// TestTimeSlicedExportVerifiesAgainstTheWitness: a slice ends where it
+// was cut; the witness's later checkpoints are not checked against it,
+// and do not call it truncated.
+func TestTimeSlicedExportVerifiesAgainstTheWitness(t *testing.T) {
+	s := newSignedRoot(t)
+	at := func(seq int64) string {
+		return clitest.Strings(t, s.root, "SELECT at FROM events WHERE seq = "+strconv.FormatInt(seq, 10))[0]
+	}
+	slice := filepath.Join(t.TempDir(), "slice.jsonl")
+	clitest.Must(t, 0, s.root, "export", "--since", at(5), "--until", at(8), "-o", slice)
+	v := tamperVerify(t, s.root, 0, "--file", slice, "--verifier-key", s.vkey, "--witness", s.witness)
+	if !strings.HasPrefix(v.Trust, "seq 1-5 match") {
+		t.Fatalf("trust %q", v.Trust)
+	}
+	// A slice cut short of a checkpoint it carries is still truncated.
+	lines := strings.Split(strings.TrimSpace(readFile(t, slice)), "\n")
+	writeFile(t, slice, strings.Join(lines[:len(lines)-4], "\n")+"\n")
+	mustName(t, tamperVerify(t, s.root, 1, "--file", slice, "--verifier-key", s.vkey, "--witness", s.witness), 5, "truncated")
+}
+
+// TestClockSkewWidensTheBackdateCheck: an event dated a little before the
+// checkpoint that does not cover it is what a signer whose clock runs
+// ahead leaves; --clock-skew says how far that may be.
+func TestClockSkewWidensTheBackdateCheck(t *testing.T) {
+	s := newSignedRoot(t)
+	a := attack(t, s.root)
+	forged := a.appendForged(t, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(-3*time.Second)))
+	a.restore(t)
+	mustName(t, tamperVerify(t, s.root, 1, "--verifier-key", s.vkey, "--witness", s.witness), forged, "dated back")
+	v := tamperVerify(t, s.root, 1, "--verifier-key", s.vkey, "--witness", s.witness, "--clock-skew", "10s")
+	for _, p := range v.Problems {
+		if strings.Contains(p.Detail, "dated back") {
+			t.Fatalf("dated back within --clock-skew: %+v", p)
+		}
+	}
+}
+
+// TestVerifyListsEachCheckpointOnce: the ledger's three checkpoints and
+// the witness's three, each listed and counted once.
+func TestVerifyListsEachCheckpointOnce(t *testing.T) {
+	s := newSignedRoot(t)
+	r := clitest.Must(t, 0, s.root, "verify", "--json", "--verifier-key", s.vkey, "--witness", s.witness)
+	var v struct {
+		Checkpoints []struct{ Source, Result string } `json:"checkpoints"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Checkpoints) != 6 {
+		t.Fatalf("%d checkpoints listed, want 6: %+v", len(v.Checkpoints), v.Checkpoints)
+	}
+	for _, c := range v.Checkpoints {
+		if c.Result != "matches" {
+			t.Fatalf("checkpoint %s: result %q", c.Source, c.Result)
+		}
+	}
+}
+
+// TestMistypedSigningKeyIsNeverPrinted: a key in LOCKLEDGER_SIGNING_KEY
+// with a stray space is read; one typed wrong is refused without echoing it.
+func TestMistypedSigningKeyIsNeverPrinted(t *testing.T) {
+	s := newSignedRoot(t)
+	key := strings.TrimSpace(readFile(t, s.key))
+	run := func(value string) clitest.Result {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, clitest.Bin(), "checkpoint")
+		c.Env = clitest.Env(s.root, "LOCKLEDGER_SIGNING_KEY="+value)
+		var out, errb strings.Builder
+		c.Stdout, c.Stderr = &out, &errb
+		err := c.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	}
+	if r := run(" " + key + "\n"); r.Code != 0 {
+		t.Fatalf("key with surrounding space: exit %d: %s", r.Code, r.Stderr)
+	}
+	secret := strings.TrimPrefix(key, "PRIVATE+KEY+")
+	r := run(secret)
+	if r.Code != 2 {
+		t.Fatalf("key without its prefix: exit %d, want 2: %s", r.Code, r.Stderr)
+	}
+	for _, part := range strings.Split(secret, "+") {
+		if len(part) > 8 && strings.Contains(r.Stdout+r.Stderr, part) {
+			t.Fatalf("the key's %q printed:\n%s%s", part, r.Stdout, r.Stderr)
+		}
+	}
+}
+
+// TestProveAgainstAWitnessDirectory: a witness directory keeps one file per
+// checkpoint; prove uses its largest of this ledger.
+func TestProveAgainstAWitnessDirectory(t *testing.T) {
+	s := newSignedRoot(t)
+	dir := filepath.Join(t.TempDir(), "witness.d")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	clitest.Must(t, 0, s.root, "checkpoint", "--signing-key", s.key, "--witness", dir)
+	other := filepath.Join(t.TempDir(), "other")
+	// Another ledger's larger checkpoints in the same directory.
+	for i := range 6 {
+		id := "r" + strconv.Itoa(i)
+		for _, args := range [][]string{{"acquire", "web", "--actor", "frank", "--request-id", id, "--pid", strconv.Itoa(os.Getpid())},
+			{"release", "web", "--request-id", id}} {
+			clitest.Must(t, 0, other, append([]string{"--signing-key", s.key, "--witness", dir, "--checkpoint-every", "1"}, args...)...)
+		}
+	}
+	p := clitest.Must(t, 0, s.root, "prove", "event", "5", "--checkpoint", dir).Stdout
+	f := filepath.Join(t.TempDir(), "proof")
+	writeFile(t, f, p)
+	clitest.Must(t, 0, s.root, "verify-proof", f, "--verifier-key", s.vkey)
+}
+
+// TestExpectHeadInUpperCase: a head copied in upper case is the same head.
+func TestExpectHeadInUpperCase(t *testing.T) {
+	s := newSignedRoot(t)
+	h := clitest.Strings(t, s.root, "SELECT hash FROM events WHERE seq = 9")[0]
+	tamperVerify(t, s.root, 0, "--expect-head", "9:"+strings.ToUpper(h))
+}
+
+// TestExportOfOnlyCheckpointLinesIsEmpty: the refusal says what the file
+// holds.
+func TestExportOfOnlyCheckpointLinesIsEmpty(t *testing.T) {
+	s := newSignedRoot(t)
+	export := filepath.Join(t.TempDir(), "audit.jsonl")
+	clitest.Must(t, 0, s.root, "export", "-o", export)
+	var head []string
+	for _, l := range strings.Split(readFile(t, export), "\n") {
+		if strings.HasPrefix(l, `{"checkpoint"`) || strings.HasPrefix(l, `{"tree"`) {
+			head = append(head, l)
+		}
+	}
+	writeFile(t, export, strings.Join(head, "\n")+"\n")
+	r := clitest.Must(t, 1, s.root, "verify", "--file", export)
+	if !strings.Contains(r.Stdout+r.Stderr, "holds only tree and checkpoint lines") {
+		t.Fatalf("verify of checkpoint lines only:\n%s%s", r.Stdout, r.Stderr)
+	}
+}

@@ -151,6 +151,16 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		if _, err := tx.ExecContext(ctx, `DELETE FROM tlog_hashes WHERE seq > ?`, st.Seq); err != nil {
 			return nil, fmt.Errorf("ledger: project: %w", err)
 		}
+		// Events appended without stored hashes are accepted here, and
+		// only here: the next checkpoint signs them, and this run's
+		// ledger_projected records that they were accepted.
+		if _, hashed, err := treeLag(ctx, tx); err != nil {
+			return nil, fmt.Errorf("ledger: project: %w", err)
+		} else if n, _, err := l.hashTail(ctx, tx, hashed, 0); err != nil {
+			return nil, fmt.Errorf("ledger: project: the Merkle hashes of the accepted events: %w", err)
+		} else if n > 0 {
+			l.log.Warn("computed the stored Merkle hashes of accepted events that had none", "after_seq", hashed, "events", n)
+		}
 	}
 	p := &projection{l: l, rep: rep, now: l.now().UTC(), plans: map[string]*lockPlan{}}
 	rebuilt, err := p.rows(ctx, tx, st)

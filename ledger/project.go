@@ -115,7 +115,12 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	// The witnesses are written after the mutex is let go (see write).
+	var cp *Checkpointed
+	defer func() {
+		unlock()
+		l.publishQuietly(ctx, cp)
+	}()
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: begin: %w", err)
@@ -175,7 +180,6 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		p.dropAsides()
 		return nil, err
 	}
-	var cp *Checkpointed
 	if n := len(rep.Recorded); n > 0 {
 		if cp, err = l.dueCheckpoint(ctx, preparedTx{l: l, tx: tx}, rep.Recorded[n-1], p.now); err != nil {
 			l.log.Warn("could not sign a checkpoint", "seq", rep.Recorded[n-1], "err", err)
@@ -183,10 +187,10 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		}
 	}
 	if err := tx.Commit(); err != nil {
+		cp = nil
 		p.dropAsides()
 		return nil, fmt.Errorf("ledger: commit: %w", err)
 	}
-	l.publishQuietly(cp)
 	return rep, p.apply()
 }
 

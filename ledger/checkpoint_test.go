@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"syscall"
+
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/events"
 )
 
 func testKey(t *testing.T) (note.Signer, note.Verifier) {
@@ -155,5 +158,70 @@ func TestCheckpointSignsNowAndReportsAWitnessItCouldNotWrite(t *testing.T) {
 	plain := open(t)
 	if _, err := plain.l.Checkpoint(context.Background()); !errors.Is(err, ErrNoSigner) {
 		t.Fatalf("Checkpoint without a key: %v", err)
+	}
+}
+
+// The audit events (export, verify) sign the checkpoint that is due, like
+// any other write: otherwise they are covered by no checkpoint and verify
+// fails on a clean ledger.
+func TestRecordAccessSignsTheCheckpointThatIsDue(t *testing.T) {
+	s, v := testKey(t)
+	e := open(t, WithSigner(s), WithCheckpointPolicy(1, time.Hour))
+	ctx := context.Background()
+	if _, err := e.l.TryAcquire(ctx, req("a", "r", 100)); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := e.l.RecordAccess(ctx, events.LedgerVerified, Identity{}, &events.Verified{Result: events.AuditOK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := storedCheckpoints(t, e.l, v); len(got) != 2 || got[1] != seq {
+		t.Fatalf("checkpoints %v after the audit event seq %d, want one of size %d", got, seq, seq)
+	}
+}
+
+// A witness that would block (a FIFO nobody reads) is refused up front,
+// and the copy is made after the writer mutex is let go: another writer on
+// the root goes on, and the checkpoint stays stored in the ledger.
+func TestAHungWitnessBlocksNoWriter(t *testing.T) {
+	s, v := testKey(t)
+	fifo := filepath.Join(t.TempDir(), "witness")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := open(t, WithSigner(s), WithWitnesses(fifo), WithCheckpointPolicy(1, time.Hour))
+	ctx := context.Background()
+	first := make(chan error, 1)
+	go func() {
+		_, err := e.l.TryAcquire(ctx, req("a", "r", 100))
+		first <- err
+	}()
+	t.Cleanup(func() {
+		// Before the fix the first writer sits in open(fifo): a reader lets it go.
+		if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			defer r.Close()
+		}
+		<-first
+	})
+	other, err := Open(ctx, e.root, WithBusyTimeout(3*time.Second), WithProcessProbe(e.probe),
+		WithHost(Host{ID: "host-a", BootID: "boot-1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	// Wait until the first writer committed lock_acquired a.
+	for count(t, other) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := other.TryAcquire(ctx, req("b", "r2", 100)); err != nil {
+		t.Fatalf("a second writer while the first publishes to a FIFO: %v", err)
+	}
+	if got := storedCheckpoints(t, other, v); len(got) == 0 || got[0] != 1 {
+		t.Fatalf("checkpoints %v, want the one of size 1 stored", got)
+	}
+	var werr *WitnessError
+	cp, err := e.l.Checkpoint(ctx)
+	if !errors.As(err, &werr) || !errors.Is(err, ErrWitnessKind) || cp == nil {
+		t.Fatalf("checkpoint to a FIFO witness: %v, want a WitnessError for its kind", err)
 	}
 }

@@ -45,6 +45,11 @@ var (
 	// ErrTruncated: the log's tail is gone (the locks table records events
 	// past its end); writers append nothing until project accepts it.
 	ErrTruncated = errors.New("event log truncated")
+	// ErrUnhashed: events follow the last one with stored Merkle hashes on
+	// a ledger that keeps them: appended by something other than
+	// lockledger. Writers append nothing (a checkpoint would sign them)
+	// until project --accept-broken-chain accepts them (recorded).
+	ErrUnhashed = errors.New("events without stored Merkle hashes")
 	// ErrClosed: the ledger was used after Close.
 	ErrClosed = errors.New("ledger is closed")
 	// ErrBrokenChain: project refused to rebuild the projections from an

@@ -159,9 +159,11 @@ type Ledger struct {
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // see preparedTx
 
-	mu     sync.Mutex // in-process half of the writer mutex (flock is per open file)
-	flock  *os.File
-	closed bool
+	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
+	// publishing counts witness copies under way (see publish).
+	publishing sync.WaitGroup
+	flock      *os.File
+	closed     bool
 }
 
 // Open opens the ledger at root, creating it where the root shows no trace
@@ -171,7 +173,7 @@ type Ledger struct {
 func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	c := config{now: time.Now, busy: DefaultBusyTimeout, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		probe: &procProbe{}, create: true,
-		signing: signing{every: DefaultCheckpointEvery, interval: DefaultCheckpointInterval}}
+		signing: signing{every: DefaultCheckpointEvery, interval: DefaultCheckpointInterval, timeout: DefaultWitnessTimeout}}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err
@@ -417,8 +419,10 @@ func (l *Ledger) loadID(ctx context.Context, nb birth) error {
 	return nil
 }
 
-// Close releases the database and the writer mutex file.
+// Close releases the database and the writer mutex file, after waiting
+// (at most the witness timeout) for witness copies still under way.
 func (l *Ledger) Close() error {
+	l.waitPublishing()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

@@ -115,7 +115,12 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	// The witnesses are written after the mutex is let go (see write).
+	var cp *Checkpointed
+	defer func() {
+		unlock()
+		l.publishQuietly(ctx, cp)
+	}()
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: begin: %w", err)
@@ -151,6 +156,16 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		if _, err := tx.ExecContext(ctx, `DELETE FROM tlog_hashes WHERE seq > ?`, st.Seq); err != nil {
 			return nil, fmt.Errorf("ledger: project: %w", err)
 		}
+		// Events appended without stored hashes are accepted here, and
+		// only here: the next checkpoint signs them, and this run's
+		// ledger_projected records that they were accepted.
+		if _, hashed, err := treeLag(ctx, tx); err != nil {
+			return nil, fmt.Errorf("ledger: project: %w", err)
+		} else if n, _, err := l.hashTail(ctx, tx, hashed, 0); err != nil {
+			return nil, fmt.Errorf("ledger: project: the Merkle hashes of the accepted events: %w", err)
+		} else if n > 0 {
+			l.log.Warn("computed the stored Merkle hashes of accepted events that had none", "after_seq", hashed, "events", n)
+		}
 	}
 	p := &projection{l: l, rep: rep, now: l.now().UTC(), plans: map[string]*lockPlan{}}
 	rebuilt, err := p.rows(ctx, tx, st)
@@ -165,7 +180,6 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		p.dropAsides()
 		return nil, err
 	}
-	var cp *Checkpointed
 	if n := len(rep.Recorded); n > 0 {
 		if cp, err = l.dueCheckpoint(ctx, preparedTx{l: l, tx: tx}, rep.Recorded[n-1], p.now); err != nil {
 			l.log.Warn("could not sign a checkpoint", "seq", rep.Recorded[n-1], "err", err)
@@ -173,10 +187,10 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		}
 	}
 	if err := tx.Commit(); err != nil {
+		cp = nil
 		p.dropAsides()
 		return nil, fmt.Errorf("ledger: commit: %w", err)
 	}
-	l.publishQuietly(cp)
 	return rep, p.apply()
 }
 

@@ -239,12 +239,17 @@ func saveRow(ctx context.Context, tx execer, r *row) error {
 // none). It refuses a log whose tail is gone, as the locks table shows it
 // (a row updated by a seq past the last event: see truncation): appending
 // there would reuse the missing seqs, fencing tokens included, and hide the cut.
+// It also refuses events past the last one with stored Merkle hashes (the
+// writing open computes them only for a ledger from before the tree): they
+// were appended by something other than lockledger, and the next checkpoint
+// would sign them.
 func head(ctx context.Context, q querier, genesis string) (int64, string, error) {
-	var seq, updated int64
+	var seq, updated, hashed int64
 	var hash string
 	err := q.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0),
 		coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), ''),
-		coalesce((SELECT max(updated_seq) FROM locks), 0)`).Scan(&seq, &hash, &updated)
+		coalesce((SELECT max(updated_seq) FROM locks), 0),
+		coalesce((SELECT max(seq) FROM tlog_hashes), 0)`).Scan(&seq, &hash, &updated, &hashed)
 	if err != nil {
 		return 0, "", err
 	}
@@ -252,6 +257,11 @@ func head(ctx context.Context, q querier, genesis string) (int64, string, error)
 		return 0, "", fmt.Errorf("%w: the log ends at seq %d, but the locks table records seq %d: events are missing; "+
 			"nothing is appended until `lockledger verify` is read and `lockledger project --accept-broken-chain` accepts the cut (recorded)",
 			ErrTruncated, seq, updated)
+	}
+	if hashed < seq {
+		return 0, "", fmt.Errorf("%w: seq %d is the first event without them (the log ends at seq %d): appended by something "+
+			"other than lockledger; nothing is appended until `lockledger verify` is read and "+
+			"`lockledger project --accept-broken-chain` accepts them (recorded)", ErrUnhashed, hashed+1, seq)
 	}
 	if seq == 0 {
 		return 0, genesis, nil

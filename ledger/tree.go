@@ -1,11 +1,12 @@
 package ledger
 
 // The Merkle tree over the events (package checkpoint): its stored hashes
-// are appended with each event, and computed for events that have none
-// (a ledger from before the tree) by the writing open.
+// are appended with each event, and computed for the events of a ledger
+// from before the tree by the writing open.
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -38,12 +39,21 @@ func (w *writeTx) appendTree(seq int64, body []byte) error {
 // for the database are not held past their busy timeout.
 const backfillBatch = 20000
 
-// backfillTree computes the stored hashes of events that have none: every
-// event of a ledger written before the tree existed, or events appended
-// by something other than lockledger (which verify reports for what they
-// are, with or without these hashes). It runs in transactions of
-// backfillBatch events, each re-reading where the tree stands, so that
-// concurrent opens do the work once.
+// backfillMarker is the meta key present while the upgrade backfill of a
+// ledger from before the tree is under way, so that an open interrupted
+// between two batches is finished by the next open rather than taken for
+// damage.
+const backfillMarker = "tlog_backfill"
+
+// backfillTree computes the stored hashes of every event of a ledger
+// written before the tree existed: only as that upgrade (no stored hashes
+// and no checkpoint yet, or an upgrade left unfinished). On a ledger that
+// keeps them, events past the last hashed one were appended by something
+// other than lockledger: they are left without hashes, verify reports
+// them, writers refuse to append after them (ErrUnhashed, see head) and
+// only project --accept-broken-chain computes them, recorded. It runs in
+// transactions of backfillBatch events, each re-reading where the tree
+// stands, so that concurrent opens do the work once.
 func (l *Ledger) backfillTree(ctx context.Context) error {
 	start, done := time.Now(), int64(0)
 	for {
@@ -57,8 +67,8 @@ func (l *Ledger) backfillTree(ctx context.Context) error {
 		}
 	}
 	if done > 0 {
-		l.log.Warn("computed the stored Merkle hashes of events that had none (a ledger from before them, or events appended by something other than lockledger)",
-			"events", done, "took", time.Since(start).Round(time.Millisecond))
+		l.log.Info("computed the stored Merkle hashes of a ledger from before them", "events", done,
+			"took", time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -68,6 +78,19 @@ func treeLag(ctx context.Context, q querier) (events, hashed int64, err error) {
 	err = q.QueryRowContext(ctx, `SELECT coalesce((SELECT max(seq) FROM events), 0), coalesce((SELECT max(seq) FROM tlog_hashes), 0)`).
 		Scan(&events, &hashed)
 	return events, hashed, err
+}
+
+// upgrading tells whether the missing hashes are those of a ledger from
+// before the tree: no stored hash and no checkpoint yet, or the marker of
+// an unfinished upgrade.
+func upgrading(ctx context.Context, q querier, hashed int64) (bool, error) {
+	var marked, checkpoints int64
+	err := q.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM meta WHERE key = ?), (SELECT count(*) FROM checkpoints)`, backfillMarker).
+		Scan(&marked, &checkpoints)
+	if err != nil {
+		return false, err
+	}
+	return marked > 0 || (hashed == 0 && checkpoints == 0), nil
 }
 
 func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err error) {
@@ -83,11 +106,41 @@ func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err erro
 	if last, hashed, err = treeLag(ctx, tx); err != nil || hashed >= last {
 		return 0, false, err
 	}
+	if up, err := upgrading(ctx, tx, hashed); err != nil || !up {
+		return 0, false, err
+	}
+	n, gap, err := l.hashTail(ctx, tx, hashed, backfillBatch)
+	if err != nil {
+		return 0, false, err
+	}
+	more = !gap && hashed+n < last
+	if more {
+		_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES (?, 'in progress')`, backfillMarker)
+	} else {
+		_, err = tx.ExecContext(ctx, `DELETE FROM meta WHERE key = ?`, backfillMarker)
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, false, err
+	}
+	return n, more, nil
+}
+
+// hashTail stores the Merkle hashes of up to limit events (0: all) after
+// seq hashed, the last with stored hashes, in tx. It stops before a gap in
+// seq (gap true): the log is damaged there (verify names it), and the
+// tree's positions no longer follow seq.
+func (l *Ledger) hashTail(ctx context.Context, tx *sql.Tx, hashed int64, limit int) (n int64, gap bool, err error) {
 	tree, err := checkpoint.TreeFrom(hashed, treeReader(ctx, tx))
 	if err != nil {
 		return 0, false, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, hashed, backfillBatch)
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, hashed, limit)
 	if err != nil {
 		return 0, false, err
 	}
@@ -96,8 +149,7 @@ func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err erro
 		row []byte
 	}
 	var out []pending
-	gap := false
-	for !gap && rows.Next() {
+	for rows.Next() {
 		var seq int64
 		var body []byte
 		if err := rows.Scan(&seq, &body); err != nil {
@@ -105,8 +157,6 @@ func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err erro
 			return 0, false, err
 		}
 		if seq != tree.Size()+1 {
-			// A gap in seq: the log is damaged (verify names it), and the
-			// tree's positions no longer follow seq.
 			l.log.Warn("the events are not contiguous; stored Merkle hashes stop before the gap (run lockledger verify)",
 				"after_seq", tree.Size(), "next_seq", seq)
 			gap = true
@@ -128,10 +178,7 @@ func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err erro
 			return 0, false, err
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return 0, false, err
-	}
-	return int64(len(out)), !gap && hashed+int64(len(out)) < last, nil
+	return int64(len(out)), gap, nil
 }
 
 // TreeReader reads the stored Merkle hashes through q (a read transaction,

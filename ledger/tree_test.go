@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,23 +133,15 @@ func TestWritingOpenComputesTheMerkleHashesOfAnOlderLedger(t *testing.T) {
 	}
 }
 
-// Events appended past the stored hashes by something other than the
-// ledger (the benchmark fixture bulk-loads this way) get theirs from the
-// next writing open, in batches that each re-read where the tree stands.
-func TestWritingOpenCatchesTheTreeUpWithEventsThatHaveNoHashes(t *testing.T) {
-	e := open(t)
-	ctx := context.Background()
-	if _, err := e.l.TryAcquire(ctx, req("a", "r", 100)); err != nil {
-		t.Fatal(err)
-	}
-	e.l.Close()
-	db := rawDB(t, e.root)
-	// Valid events are not needed here, only rows for the tree to hash.
+// insertUnhashed appends raw events seq from..to with no stored hashes, as
+// sqlite3 would: valid events are not needed, only rows for the tree.
+func insertUnhashed(t *testing.T, db *sql.DB, from, to int) {
+	t.Helper()
 	tx, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for seq := 2; seq < backfillBatch+7; seq++ {
+	for seq := from; seq <= to; seq++ {
 		if _, err := tx.Exec(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
 			VALUES (?, ?, 'lock_heartbeat', 'a', 'r', 't', '2026-01-02T10:00:00Z', ?, '', '')`,
 			seq, fmt.Sprintf("id-%d", seq), fmt.Sprintf(`{"seq":%d}`, seq)); err != nil {
@@ -157,6 +151,23 @@ func TestWritingOpenCatchesTheTreeUpWithEventsThatHaveNoHashes(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// An upgrade whose backfill stopped between two batches (the process was
+// killed) is finished by the next writing open: the marker it left says
+// the missing hashes are the upgrade's, not damage.
+func TestWritingOpenFinishesAnUnfinishedUpgradeOfTheTree(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	if _, err := e.l.TryAcquire(ctx, req("a", "r", 100)); err != nil {
+		t.Fatal(err)
+	}
+	e.l.Close()
+	db := rawDB(t, e.root)
+	insertUnhashed(t, db, 2, backfillBatch+7)
+	if _, err := db.Exec(`INSERT INTO meta (key, value) VALUES (?, 'in progress')`, backfillMarker); err != nil {
+		t.Fatal(err)
+	}
 	l, err := Open(ctx, e.root, WithHost(Host{ID: "host-a", BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)
@@ -164,5 +175,54 @@ func TestWritingOpenCatchesTheTreeUpWithEventsThatHaveNoHashes(t *testing.T) {
 	defer l.Close()
 	if m := treeMismatch(t, l.DB()); m != "" {
 		t.Fatal(m)
+	}
+	var marked int
+	if err := l.DB().QueryRow(`SELECT count(*) FROM meta WHERE key = ?`, backfillMarker).Scan(&marked); err != nil || marked != 0 {
+		t.Fatalf("marker left after the backfill: %d %v", marked, err)
+	}
+}
+
+// Events appended without stored hashes to a ledger that keeps them were
+// written by something other than lockledger: the writing open leaves
+// them without hashes (verify reports them), writers and checkpoints
+// refuse to go on after them, and only project --accept-broken-chain
+// computes their hashes.
+func TestWritersRefuseEventsAppendedWithoutMerkleHashes(t *testing.T) {
+	s, _ := testKey(t)
+	e := open(t, WithSigner(s))
+	ctx := context.Background()
+	if _, err := e.l.TryAcquire(ctx, req("a", "r", 100)); err != nil {
+		t.Fatal(err)
+	}
+	e.l.Close()
+	insertUnhashed(t, rawDB(t, e.root), 2, 3)
+	l, err := Open(ctx, e.root, WithSigner(s), WithClock(func() time.Time { return e.clock.now() }), WithProcessProbe(e.probe),
+		WithHost(Host{ID: "host-a", BootID: "boot-1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var hashed int64
+	if err := l.DB().QueryRow(`SELECT max(seq) FROM tlog_hashes`).Scan(&hashed); err != nil || hashed != 1 {
+		t.Fatalf("the open stored hashes up to seq %d (%v), want 1: the forged events were hashed", hashed, err)
+	}
+	_, err = l.TryAcquire(ctx, req("b", "r2", 100))
+	if !errors.Is(err, ErrUnhashed) || !strings.Contains(err.Error(), "seq 2 ") {
+		t.Fatalf("acquire after unhashed events: %v, want ErrUnhashed naming seq 2", err)
+	}
+	if _, err := l.Checkpoint(ctx); !errors.Is(err, ErrUnhashed) {
+		t.Fatalf("checkpoint after unhashed events: %v, want ErrUnhashed", err)
+	}
+	if _, err := l.Project(ctx); !errors.Is(err, ErrBrokenChain) {
+		t.Fatalf("project without accepting: %v, want ErrBrokenChain", err)
+	}
+	if _, err := l.Project(ctx, AcceptBrokenChain()); err != nil {
+		t.Fatalf("project --accept-broken-chain: %v", err)
+	}
+	if m := treeMismatch(t, l.DB()); m != "" {
+		t.Fatal(m)
+	}
+	if _, err := l.TryAcquire(ctx, req("b", "r2", 100)); err != nil {
+		t.Fatalf("acquire after the accepted events: %v", err)
 	}
 }

@@ -38,7 +38,13 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	// A witness is written after the mutex is let go: a slow or hung one
+	// must not hold up every writer on the root.
+	var cp *Checkpointed
+	defer func() {
+		unlock()
+		l.publishQuietly(ctx, cp)
+	}()
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("ledger: begin: %w", err)
@@ -64,7 +70,6 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 		}
 		return err
 	}
-	var cp *Checkpointed
 	if len(w.written) > 0 {
 		// A checkpoint that cannot be made leaves the decision standing:
 		// the next write tries again, and verify says what is uncovered.
@@ -75,6 +80,7 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 	}
 	if len(w.written) > 0 || w.touched {
 		if err := w.commit(); err != nil {
+			cp = nil
 			if w.touched {
 				l.undo(name, before)
 				w.undoTargets()
@@ -91,7 +97,6 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 				}
 			}
 		}
-		l.publishQuietly(cp)
 	}
 	return outcome
 }

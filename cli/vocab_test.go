@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"context"
 	"database/sql"
 	"encoding/csv"
 	"os"
@@ -11,12 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/tlog"
-
-	ckpt "github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
-	"github.com/lockledger/lockledger/ledger"
 )
 
 // appendChained appends a schema-valid event at the end of root's log,
@@ -40,14 +35,7 @@ func appendChained(t *testing.T, db *sql.DB, s float64, typ events.Type, lock, r
 		VALUES (?,?,?,?,?,?,?,?,?,?)`, ev.Seq, ev.EventID, string(typ), lock, req, actor, ev.At, ev.Body, ev.PrevHash, ev.Hash); err != nil {
 		t.Fatal(err)
 	}
-	// As the ledger appends: the event's stored Merkle hashes with it.
-	hs, err := tlog.StoredHashes(ckpt.Index(ev.Seq), ev.Body, ledger.TreeReader(context.Background(), db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO tlog_hashes (seq, hashes) VALUES (?, ?)`, ev.Seq, ckpt.JoinRow(hs)); err != nil {
-		t.Fatal(err)
-	}
+	clitest.AppendTreeHashes(t, db, ev.Seq, ev.Body) // as the ledger appends
 	return ev.Seq
 }
 

@@ -312,11 +312,7 @@ func (a *attacker) appendForged(t *testing.T, m body) int64 {
 	}
 	a.exec(t, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?)`,
 		seq, m["event_id"], m["type"], lockColumn(m), m["request_id"], m["actor"], m["at"], b, prev, events.ChainHash(seq, prev, b))
-	hs, err := tlog.StoredHashes(ckpt.Index(seq), b, ledger.TreeReader(context.Background(), a.db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.exec(t, `INSERT INTO tlog_hashes (seq, hashes) VALUES (?, ?)`, seq, ckpt.JoinRow(hs))
+	clitest.AppendTreeHashes(t, a.db, seq, b)
 	return seq
 }
 

@@ -503,19 +503,8 @@ func (d *fastDecoder) ints(p *[]int) bool {
 }
 
 func (d *fastDecoder) targets(p *[]events.Target) bool {
-	d.ws()
-	if d.i >= len(d.s) || d.s[d.i] != '[' {
-		return false
-	}
-	d.i++
 	ts := []events.Target{} // encoding/json: [] is an empty slice, not nil
-	d.ws()
-	if d.i < len(d.s) && d.s[d.i] == ']' {
-		d.i++
-		*p = ts
-		return true
-	}
-	for {
+	ok := d.elements(func() bool {
 		var t events.Target
 		var seen uint64
 		if !d.members(func(key string) bool {
@@ -530,21 +519,12 @@ func (d *fastDecoder) targets(p *[]events.Target) bool {
 			return false
 		}
 		ts = append(ts, t)
-		d.ws()
-		if d.i >= len(d.s) {
-			return false
-		}
-		switch d.s[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			*p = ts
-			return true
-		default:
-			return false
-		}
+		return true
+	})
+	if ok {
+		*p = ts
 	}
+	return ok
 }
 
 func (d *fastDecoder) record(r *events.Record) bool {

@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -140,7 +142,6 @@ type treeCheck struct {
 	invalid  []Problem // checkpoints whose signature or text fails
 	trust    *Trust
 	rows     int64
-	lastSeq  int64
 	origin   string
 }
 
@@ -229,7 +230,7 @@ func (t *treeCheck) prepare() {
 		t.anchors = append(t.anchors, &anchor{name: fmt.Sprintf("expected head %d:%s", h.Seq, h.Hash), size: h.Seq, hash: h.Hash, isHead: true})
 	}
 	sort.SliceStable(t.anchors, func(i, j int) bool { return t.anchors[i].size < t.anchors[j].size })
-	for _, w := range sortedKeys(tr.Witnesses) {
+	for _, w := range slices.Sorted(maps.Keys(tr.Witnesses)) {
 		if tr.Witnesses[w] == 0 {
 			t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
 				"the witness %s holds no valid checkpoint of this ledger (%s): it was emptied, or this is another ledger's database", w, origin)})
@@ -266,7 +267,6 @@ func (t *treeCheck) step(rc *rowCheck) {
 		}
 	}
 	t.rows++
-	t.lastSeq = r.Seq
 	pos := t.start + t.rows // 1-based position in the tree
 	if r.Seq != pos {
 		t.off = true // a gap or renumbering: the chain reports it
@@ -493,7 +493,7 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 	}
 }
 
-// genesisOf checks, for an export from seq 1, that it chains from the
+// checkGenesis checks, for an export from seq 1, that it chains from the
 // genesis of the ledger its checkpoints name.
 func (t *treeCheck) checkGenesis(firstSeq int64, firstPrev string) {
 	if t.trust == nil || t.origin == "" || firstSeq != 1 {
@@ -505,13 +505,4 @@ func (t *treeCheck) checkGenesis(firstSeq int64, firstPrev string) {
 			"the log starts from prev_hash %s, not from the genesis of %s that its checkpoints name (%s): another ledger's log, or re-chained from another genesis",
 			firstPrev, t.origin, g)})
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

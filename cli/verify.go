@@ -154,7 +154,7 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		seqText, hash, ok := strings.Cut(h, ":")
 		hash = strings.ToLower(hash) // verify prints lower case; a copy may not be
 		seq, serr := strconv.ParseInt(seqText, 10, 64)
-		if !ok || serr != nil || seq < 1 || len(hash) != 64 || strings.Trim(hash, "0123456789abcdef") != "" {
+		if !ok || serr != nil || seq < 1 || !isChainHash(hash) {
 			return nil, events.Invalid("--expect-head", h, "must be SEQ:HASH, an event's seq and its 64 hex digit hash (as verify prints the head)")
 		}
 		t.Heads = append(t.Heads, replay.Head{Seq: seq, Hash: hash})

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -607,11 +606,7 @@ func recordable(changes []string) []string {
 			break
 		}
 		if len(c) > maxChangeBytes {
-			cut := maxChangeBytes - len("...")
-			for cut > 0 && !utf8.RuneStart(c[cut]) {
-				cut--
-			}
-			c = c[:cut] + "..."
+			c = clip(c, maxChangeBytes-len("...")) + "..."
 		}
 		out = append(out, c)
 	}

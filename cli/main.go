@@ -92,6 +92,7 @@ type IO struct {
 type globals struct {
 	io        IO
 	root      string
+	database  string
 	json      bool
 	logLevel  string
 	logFormat string

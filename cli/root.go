@@ -66,6 +66,8 @@ the log against them, prove and verify-proof give an auditor proofs.`,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.root, "root", envRoot, "directory holding ledger.db and locks/, symlinks resolved (env LOCKLEDGER_ROOT)")
+	pf.StringVar(&g.database, "database", os.Getenv("LOCKLEDGER_DATABASE_URL"),
+		"keep the ledger in this PostgreSQL database (postgres://...; PG* variables honoured) instead of ROOT/ledger.db,\nshared by every host; ROOT keeps this host's lock files (env LOCKLEDGER_DATABASE_URL)")
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON on stdout")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
@@ -91,6 +93,9 @@ const (
 
 func (g *globals) open(ctx context.Context, a access, more ...ledger.Option) (*ledger.Ledger, error) {
 	opts := append([]ledger.Option{ledger.WithLogger(g.log)}, more...)
+	if g.database != "" {
+		opts = append(opts, ledger.WithDatabase(g.database), ledger.WithPoolSize(2))
+	}
 	if a != reads {
 		sign, err := g.signingOptions()
 		if err != nil {

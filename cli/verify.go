@@ -334,7 +334,7 @@ func verifyLedger(ctx context.Context, g *globals, full bool, trust *replay.Trus
 		return nil, err
 	}
 	defer r.close()
-	source := filepath.Join(r.l.Root(), ledger.DBFile)
+	source := r.l.Source()
 	trust.LedgerID = r.l.ID()
 	stored, err := ledger.StoredCheckpoints(ctx, r.tx, 0, 0)
 	if err != nil {

@@ -34,15 +34,14 @@ func (l *Ledger) recordAccess(ctx context.Context, typ events.Type, id Identity,
 		return 0, nil, err
 	}
 	defer unlock()
-	now := l.now().UTC()
+	tx, now, err := l.beginWrite(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer tx.Rollback()
 	if id, err = l.resolve(id, now); err != nil {
 		return 0, nil, err
 	}
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, nil, fmt.Errorf("ledger: begin: %w", err)
-	}
-	defer tx.Rollback()
 	// A view of no lock: the event's lock_name is left out.
 	w := &writeTx{l: l, ctx: ctx, tx: tx, q: preparedTx{l: l, tx: tx}, now: now, v: &view{}}
 	ev, err := w.append(typ, id, payload)

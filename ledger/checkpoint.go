@@ -133,9 +133,9 @@ func (l *Ledger) checkpointNow(ctx context.Context) (*Checkpointed, error) {
 		return nil, err
 	}
 	defer unlock()
-	tx, err := l.db.BeginTx(ctx, nil)
+	tx, now, err := l.beginWrite(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: begin: %w", err)
+		return nil, err
 	}
 	defer tx.Rollback()
 	q := preparedTx{l: l, tx: tx}
@@ -146,7 +146,7 @@ func (l *Ledger) checkpointNow(ctx context.Context) (*Checkpointed, error) {
 	if seq == 0 {
 		return nil, fmt.Errorf("ledger: checkpoint: the ledger holds no events yet; nothing to sign")
 	}
-	cp, err := l.signCheckpoint(ctx, q, seq, l.now().UTC(), false)
+	cp, err := l.signCheckpoint(ctx, q, seq, now, false)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ type supersessor struct {
 // (it is left for `project`); an older version of the holder's own file is not another tool's.
 func (l *Ledger) supersededBy(v *view, now time.Time, maxAge time.Duration) (*supersessor, error) {
 	own := v.holder
-	if own == nil || own.foreign {
+	if own == nil || own.foreign || v.row != nil && !l.ownsFiles(v.row) {
 		return nil, nil
 	}
 	var best *supersessor

@@ -18,11 +18,18 @@ type Host struct {
 	BootID string // /proc/sys/kernel/random/boot_id; "" where unknown
 }
 
-// ThisHost reads the host identity.
+// HostIDEnv names this host where the hostname does not (containers that
+// share one, hosts behind one name).
+const HostIDEnv = "LOCKLEDGER_HOST_ID"
+
+// ThisHost reads the host identity: LOCKLEDGER_HOST_ID, else the hostname.
 func ThisHost() Host {
-	name, err := os.Hostname()
-	if err != nil || name == "" {
-		name = "unknown-host"
+	name := os.Getenv(HostIDEnv)
+	if name == "" {
+		var err error
+		if name, err = os.Hostname(); err != nil || name == "" {
+			name = "unknown-host"
+		}
 	}
 	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	return Host{ID: name, BootID: strings.TrimSpace(string(b))}

@@ -52,6 +52,8 @@ type config struct {
 	readOnly bool
 	openWait time.Duration
 	signing  signing
+	database string
+	poolSize int
 }
 
 // Option configures Open.
@@ -126,6 +128,32 @@ func WithOpenWait(d time.Duration) Option {
 	}
 }
 
+// WithDatabase keeps the ledger in the PostgreSQL database at url
+// (postgres://..., with the PG* environment and TLS settings honoured)
+// instead of ROOT/ledger.db, so that writers on many hosts share it. The
+// root still holds this host's lock files.
+func WithDatabase(url string) Option {
+	return func(c *config) error {
+		if !IsPostgresURL(url) {
+			return events.Invalid("--database", redactURL(url), "must be a postgres:// or postgresql:// URL")
+		}
+		c.database = url
+		return nil
+	}
+}
+
+// WithPoolSize bounds the connections to a PostgreSQL ledger (default
+// DefaultPoolSize); the CLI, one command per process, uses 2.
+func WithPoolSize(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 1000 {
+			return fmt.Errorf("ledger: WithPoolSize(%d): must be between 1 and 1000", n)
+		}
+		c.poolSize = n
+		return nil
+	}
+}
+
 // MustExist makes Open fail with ErrNoLedger instead of creating a ledger.
 func MustExist() Option {
 	return func(c *config) error { c.create = false; return nil }
@@ -145,6 +173,8 @@ func ReadOnly() Option {
 type Ledger struct {
 	root     string
 	db       *sql.DB
+	store    store
+	dbName   string // the PostgreSQL database, for messages; "" for ROOT/ledger.db
 	files    lockFiles
 	now      func() time.Time
 	busy     time.Duration
@@ -172,7 +202,7 @@ type Ledger struct {
 // ErrNotALedger (see root.go); neither is written to.
 func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	c := config{now: time.Now, busy: DefaultBusyTimeout, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		probe: &procProbe{}, create: true,
+		probe: &procProbe{}, create: true, poolSize: DefaultPoolSize,
 		signing: signing{every: DefaultCheckpointEvery, interval: DefaultCheckpointInterval, timeout: DefaultWitnessTimeout}}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
@@ -192,6 +222,12 @@ func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	}
 	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly, signing: c.signing}
 	l.setRoot(root)
+	if c.database != "" {
+		if err := l.openShared(ctx, &c); err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
 	dbPath := filepath.Join(root, DBFile)
 	if !c.create {
 		if err := l.mustExist(dbPath); err != nil {
@@ -317,6 +353,7 @@ func (l *Ledger) openDB(ctx context.Context, path string, patience time.Duration
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
 	l.db = db
+	l.store = sqliteStore{l}
 	// The first connections of a fresh root race to switch it to WAL and
 	// migrate; a busy answer there is passing, so retry for patience.
 	deadline := time.Now().Add(patience)
@@ -402,8 +439,12 @@ func (l *Ledger) loadID(ctx context.Context, nb birth) error {
 			return err
 		}
 		defer tx.Rollback()
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('ledger_id', ?), ('created_at', ?)`,
-			hex.EncodeToString(b), events.FormatTime(l.now())); err != nil {
+		created, err := l.store.clock(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('ledger_id', ?), ('created_at', ?) ON CONFLICT DO NOTHING`,
+			hex.EncodeToString(b), events.FormatTime(created)); err != nil {
 			return err
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&l.id); err != nil {
@@ -435,7 +476,7 @@ func (l *Ledger) Close() error {
 	}
 	l.stmts = nil
 	l.stmtMu.Unlock()
-	err := l.db.Close()
+	err := l.store.close()
 	if l.flock != nil {
 		if cerr := l.flock.Close(); err == nil {
 			err = cerr
@@ -459,10 +500,53 @@ func (l *Ledger) Detach() error {
 		return nil
 	}
 	l.closed = true
+	if l.store.shared() {
+		return l.store.close()
+	}
 	if l.flock == nil {
 		return nil
 	}
 	return l.flock.Close()
+}
+
+// openShared opens a ledger kept in PostgreSQL, with this host's lock
+// files in the root.
+func (l *Ledger) openShared(ctx context.Context, c *config) error {
+	if c.readOnly {
+		if err := checkDir(l.files.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.files.broken = fmt.Errorf("ledger: locks directory: %w", err)
+		}
+	} else {
+		if err := ensureRoot(l.root); err != nil {
+			return err
+		}
+		root, err := resolveRoot(l.root)
+		if err != nil {
+			return err
+		}
+		l.setRoot(root)
+		if err := ensureDir(l.files.dir); err != nil {
+			return fmt.Errorf("ledger: locks directory: %w", err)
+		}
+	}
+	return l.openPostgres(ctx, c)
+}
+
+// Source names the ledger's database: ROOT/ledger.db, or the PostgreSQL
+// database (without its password).
+func (l *Ledger) Source() string {
+	if l.dbName != "" {
+		return l.dbName
+	}
+	return filepath.Join(l.root, DBFile)
+}
+
+// where names where the ledger is kept, for messages.
+func (l *Ledger) where() string {
+	if l.dbName != "" {
+		return l.dbName
+	}
+	return l.root
 }
 
 // Root is the directory that holds ledger.db and locks/.

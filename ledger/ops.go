@@ -773,7 +773,11 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.status(v, l.now().UTC()), nil
+	now, err := l.judgeTime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.status(v, now), nil
 }
 
 func (l *Ledger) status(v *view, now time.Time) *LockStatus {
@@ -836,7 +840,10 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 			byName[name] = nil
 		}
 	}
-	now := l.now().UTC()
+	now, err := l.judgeTime(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []*LockStatus
 	for _, name := range sortedKeys(byName) {
 		v, err := l.inspect(name, byName[name])

@@ -120,12 +120,12 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		unlock()
 		l.publishQuietly(ctx, cp)
 	}()
-	tx, err := l.db.BeginTx(ctx, nil)
+	tx, now, err := l.beginWrite(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: begin: %w", err)
+		return nil, err
 	}
 	defer tx.Rollback()
-	check, st, err := replay.VerifyLedger(ctx, tx, filepath.Join(l.root, DBFile), l.genesis)
+	check, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: project: %w", err)
 	}
@@ -142,7 +142,7 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 	if bad := check.FirstBad; bad != nil && bad.Kind.Chain() {
 		if !c.accept {
 			refusal := &BrokenChainError{FirstBad: *bad, Problems: check.ProblemCount}
-			refusal.Recorded, err = l.recordRefusal(ctx, tx, id, rep, refusal)
+			refusal.Recorded, err = l.recordRefusal(ctx, tx, now, id, rep, refusal)
 			if err != nil {
 				l.log.Warn("could not record the refused project", "err", err)
 			}
@@ -166,7 +166,7 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 			l.log.Warn("computed the stored Merkle hashes of accepted events that had none", "after_seq", hashed, "events", n)
 		}
 	}
-	p := &projection{l: l, rep: rep, now: l.now().UTC(), plans: map[string]*lockPlan{}}
+	p := &projection{l: l, rep: rep, now: now, plans: map[string]*lockPlan{}}
 	rebuilt, err := p.rows(ctx, tx, st)
 	if err != nil {
 		return nil, err
@@ -572,8 +572,8 @@ func (p *projection) record(ctx context.Context, tx *sql.Tx, id Identity, proble
 
 // recordRefusal appends and commits the ledger_projected of a run that
 // refused a damaged log: the only change a refused run makes.
-func (l *Ledger) recordRefusal(ctx context.Context, tx *sql.Tx, id Identity, rep *ProjectReport, refusal *BrokenChainError) (int64, error) {
-	w := &writeTx{l: l, ctx: ctx, tx: tx, q: preparedTx{l: l, tx: tx}, now: l.now().UTC(), v: &view{}}
+func (l *Ledger) recordRefusal(ctx context.Context, tx *sql.Tx, now time.Time, id Identity, rep *ProjectReport, refusal *BrokenChainError) (int64, error) {
+	w := &writeTx{l: l, ctx: ctx, tx: tx, q: preparedTx{l: l, tx: tx}, now: now, v: &view{}}
 	run := &events.LedgerProjectedPayload{Result: events.AuditRefused, Events: rep.Events, Locks: rep.Locks,
 		Problems: refusal.Problems}
 	if refusal.FirstBad.Seq > 0 {
@@ -735,6 +735,10 @@ func (l *Ledger) settleSupersessions(ctx context.Context, id Identity) error {
 	if err != nil {
 		return err
 	}
+	now, err := l.judgeTime(ctx)
+	if err != nil {
+		return err
+	}
 	for _, r := range rows {
 		if !r.held {
 			continue
@@ -743,7 +747,7 @@ func (l *Ledger) settleSupersessions(ctx context.Context, id Identity) error {
 		if err != nil {
 			continue // the lock's own problem; verify names it
 		}
-		if sup, err := l.supersededBy(v, l.now().UTC(), 0); err != nil || sup == nil {
+		if sup, err := l.supersededBy(v, now, 0); err != nil || sup == nil {
 			continue
 		}
 		if err := l.write(ctx, r.name, func(w *writeTx) (error, error) {

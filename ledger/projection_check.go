@@ -197,18 +197,29 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*row, rep *replay.Report
 			"the lock files cannot be listed: %v", err)})
 		names = map[string]bool{}
 	}
+	remote := map[string]bool{}
 	for _, r := range rows {
+		if !l.ownsFiles(r) {
+			remote[r.name] = true // its host checks its files
+			continue
+		}
 		byName[r.name] = r
 		if r.held {
 			names[r.name] = true
 		}
 	}
 	for _, r := range rows {
+		if remote[r.name] {
+			continue
+		}
 		if err := l.checkTargets(ctx, r, rep); err != nil {
 			return err
 		}
 	}
 	for _, name := range sortedKeys(names) {
+		if remote[name] {
+			continue
+		}
 		rep.LockFiles++
 		if p := l.unreadable(name, byName[name]); p != nil {
 			rep.Add(*p) // no point watching it settle: no write makes a path unreadable

@@ -90,6 +90,7 @@ func (l *Ledger) openDBReadOnly(ctx context.Context, path string, immutable bool
 		return fmt.Errorf("ledger: open %s read-only: %w", path, err)
 	}
 	l.db = db
+	l.store = sqliteStore{l}
 	return nil
 }
 

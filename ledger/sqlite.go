@@ -59,8 +59,10 @@ func isBusy(err error) bool {
 }
 
 // IsTransient reports whether err is a passing database failure (busy or
-// locked) that a retry may clear.
-func IsTransient(err error) bool { return isBusy(err) || errors.Is(err, errWriterBusy) }
+// locked, a serialisation failure, a connection lost) that a retry may clear.
+func IsTransient(err error) bool {
+	return isBusy(err) || errors.Is(err, errWriterBusy) || pgTransient(err)
+}
 
 // checkPragmas verifies the settings the ledger's guarantees rest on.
 func checkPragmas(ctx context.Context, db *sql.DB) error {
@@ -140,6 +142,9 @@ type preparedTx struct {
 }
 
 func (p preparedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	if p.l.store.cachesStatements() {
+		return p.tx.PrepareContext(ctx, query)
+	}
 	p.l.stmtMu.Lock()
 	defer p.l.stmtMu.Unlock()
 	st := p.l.stmts[query]

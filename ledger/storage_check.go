@@ -25,7 +25,12 @@ const storageLines = 5
 // that differs from the ones the migrations create, or that they do not
 // create. A check that cannot run is itself a storage problem: only a
 // cancelled ctx is returned.
+//
+// On PostgreSQL, which checks its own pages, it compares the triggers only.
 func (l *Ledger) CheckStorage(ctx context.Context, q replay.Querier, full bool, rep *replay.Report) error {
+	if l.store.shared() {
+		return checkPostgresTriggers(ctx, q, rep)
+	}
 	if err := checkDatabaseFile(ctx, q, full, rep); err != nil {
 		return err
 	}

@@ -357,7 +357,7 @@ func (w *writeTx) foreignTarget(req AcquireRequest) (*holding, error) {
 func (l *Ledger) foreignAt(lock string, v *view, requested []events.Target, now time.Time, maxAge time.Duration) (*holding, error) {
 	var best *holding
 	paths := requested
-	if r := v.row; r != nil && !r.held {
+	if r := v.row; r != nil && !r.held && l.ownsFiles(r) {
 		seen := map[string]bool{}
 		for _, t := range paths {
 			seen[t.Path] = true

@@ -98,7 +98,7 @@ func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err erro
 	if err != nil || hashed >= last {
 		return 0, false, err
 	}
-	tx, err := l.db.BeginTx(ctx, nil)
+	tx, err := l.store.begin(ctx)
 	if err != nil {
 		return 0, false, err
 	}
@@ -115,7 +115,7 @@ func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err erro
 	}
 	more = !gap && hashed+n < last
 	if more {
-		_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES (?, 'in progress')`, backfillMarker)
+		_, err = tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, 'in progress') ON CONFLICT DO NOTHING`, backfillMarker)
 	} else {
 		_, err = tx.ExecContext(ctx, `DELETE FROM meta WHERE key = ?`, backfillMarker)
 	}

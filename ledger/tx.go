@@ -45,12 +45,15 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 		unlock()
 		l.publishQuietly(ctx, cp)
 	}()
-	tx, err := l.db.BeginTx(ctx, nil)
+	tx, err := l.store.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("ledger: begin: %w", err)
 	}
 	defer tx.Rollback()
-	w := &writeTx{l: l, ctx: ctx, tx: tx, q: preparedTx{l: l, tx: tx}, now: l.now().UTC()}
+	w := &writeTx{l: l, ctx: ctx, tx: tx, q: preparedTx{l: l, tx: tx}}
+	if w.now, err = l.store.clock(ctx, w.q); err != nil {
+		return err
+	}
 	before, err := loadRow(ctx, w.q, name)
 	if err != nil {
 		return err
@@ -76,6 +79,11 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 		if cp, err = l.dueCheckpoint(ctx, w.q, w.seq, w.now); err != nil {
 			l.log.Warn("could not sign a checkpoint", "seq", w.seq, "err", err)
 			cp = nil
+		}
+	}
+	if len(w.written) > 0 {
+		if err := l.store.changed(ctx, w.q, name); err != nil {
+			return fmt.Errorf("ledger: notify: %w", err)
 		}
 	}
 	if len(w.written) > 0 || w.touched {
@@ -167,7 +175,49 @@ func (l *Ledger) inspect(name string, r *row) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r != nil && !l.ownsFiles(r) {
+		return l.interpretRemote(name, r, file, journal), nil
+	}
 	return interpret(name, r, file, journal), nil
+}
+
+// ownsFiles reports whether this host's lock files project r: always on
+// SQLite; on a shared store, only for a holder (or last holder) on this host.
+func (l *Ledger) ownsFiles(r *row) bool {
+	return !l.store.shared() || r.hostID == l.host.ID
+}
+
+// interpretRemote reads this host's file of a lock whose row names a
+// holder on another host, which projects its own files there. A file here
+// that the ledger wrote for an earlier holding on this host is a leftover;
+// any other is left alone, and the row decides.
+func (l *Ledger) interpretRemote(name string, r *row, file, journal fileState) *view {
+	v := interpret(name, nil, file, journal)
+	v.row = r
+	if v.file.exists {
+		if rec, err := ParseLockFile(v.file.data); err == nil && rec.HostID == l.host.ID && l.recordedHere(name, rec.RequestID) {
+			v.repairs = append(v.repairs, repairRemoveLeftover)
+			v.file = fileState{}
+		}
+	}
+	v.holder = nil
+	if r.held {
+		v.holder = holdingFromRow(r)
+	} else if v.file.exists {
+		v.holder = foreignHolding(name, v.file)
+	}
+	return v
+}
+
+// recordedHere reports whether the ledger records request requestID on
+// lock name from this host: a lock file of it is the ledger's own.
+func (l *Ledger) recordedHere(name, requestID string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), l.busy)
+	defer cancel()
+	var n int
+	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE lock_name = ? AND request_id = ?
+		AND type IN ('lock_acquired', 'lock_stolen')`, name, requestID).Scan(&n)
+	return err == nil && n > 0
 }
 
 func (l *Ledger) applyRepairs(v *view) error {

@@ -39,7 +39,7 @@ func (l *Ledger) AcquireWait(ctx context.Context, req AcquireRequest, wait time.
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) && wait > 0 {
 		deadline = d
 	}
-	var watch *dirWatch
+	var watch waker
 	defer func() {
 		if watch != nil {
 			watch.close()
@@ -79,7 +79,7 @@ func (l *Ledger) AcquireWait(ctx context.Context, req AcquireRequest, wait time.
 			observe(held, req.Waited)
 		}
 		if watch == nil {
-			watch = watchLock(l.files.dir, req.Lock+".lock")
+			watch = l.store.watch(req.Lock)
 		}
 		sleep := jitter(attempt)
 		if remain := time.Until(deadline); sleep > remain {
@@ -113,7 +113,11 @@ func (l *Ledger) peekHeld(ctx context.Context, req AcquireRequest, attempt int, 
 	if !h.foreign && h.rec.RequestID == req.RequestID {
 		return nil
 	}
-	state, job := judge(h, l.now().UTC(), l.host, l.probe, req.MaxAge)
+	now, err := l.judgeTime(ctx)
+	if err != nil {
+		return nil
+	}
+	state, job := judge(h, now, l.host, l.probe, req.MaxAge)
 	if state != events.StateHeld {
 		return nil
 	}

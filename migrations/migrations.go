@@ -1,6 +1,7 @@
 // Package migrations holds the ledger's schema as embedded SQL files,
 // applied in name order, each in its own transaction, and recorded in
-// schema_migrations.
+// schema_migrations: one set for SQLite (this directory) and one for
+// PostgreSQL (postgres/), which creates the same tables and columns.
 package migrations
 
 import (
@@ -9,13 +10,35 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
 )
 
-//go:embed *.sql
+//go:embed *.sql postgres/*.sql
 var files embed.FS
+
+// Set is the migrations of one database engine.
+type Set struct {
+	glob string
+	// exists reports whether schema_migrations exists.
+	exists string
+	// serialise runs first in every migration's transaction, so that
+	// concurrent first opens apply each migration once.
+	serialise string
+}
+
+// SQLite is the set for ledger.db. Its transactions begin with BEGIN
+// IMMEDIATE, which serialises them.
+var SQLite = Set{glob: "*.sql",
+	exists: `SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_migrations'`}
+
+// Postgres is the set for a ledger on PostgreSQL, in the connection's
+// current schema.
+var Postgres = Set{glob: "postgres/*.sql",
+	exists:    `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'`,
+	serialise: `SELECT pg_advisory_xact_lock(7215843091255761)`}
 
 // Migration is one embedded SQL file.
 type Migration struct {
@@ -24,16 +47,34 @@ type Migration struct {
 	SQL     string
 }
 
-// All returns every migration in order.
-func All() ([]Migration, error) {
-	names, err := fs.Glob(files, "*.sql")
+// All returns every SQLite migration in order.
+func All() ([]Migration, error) { return SQLite.All() }
+
+// Latest is the highest embedded SQLite version.
+func Latest() int { return SQLite.Latest() }
+
+// Current returns the highest applied SQLite version, 0 for a fresh database.
+func Current(ctx context.Context, db *sql.DB) (int, error) { return SQLite.Current(ctx, db) }
+
+// Apply applies every SQLite migration newer than the database.
+func Apply(ctx context.Context, db *sql.DB, now func() string) error {
+	return SQLite.Apply(ctx, db, now)
+}
+
+// Tables names every table the SQLite migrations create, schema_migrations
+// included: a database with any other table is not the ledger's.
+func Tables() (map[string]bool, error) { return SQLite.Tables() }
+
+// All returns every migration of the set in order.
+func (s Set) All() ([]Migration, error) {
+	names, err := fs.Glob(files, s.glob)
 	if err != nil {
 		return nil, err
 	}
 	sort.Strings(names)
 	var out []Migration
 	for _, n := range names {
-		prefix, _, ok := strings.Cut(n, "_")
+		prefix, _, ok := strings.Cut(path.Base(n), "_")
 		v, err := strconv.Atoi(prefix)
 		if !ok || err != nil {
 			return nil, fmt.Errorf("migrations: %s: name must start with a number and _", n)
@@ -48,8 +89,8 @@ func All() ([]Migration, error) {
 }
 
 // Latest is the highest embedded version.
-func Latest() int {
-	all, err := All()
+func (s Set) Latest() int {
+	all, err := s.All()
 	if err != nil || len(all) == 0 {
 		return 0
 	}
@@ -57,10 +98,9 @@ func Latest() int {
 }
 
 // Current returns the highest applied version, 0 for a fresh database.
-func Current(ctx context.Context, db *sql.DB) (int, error) {
+func (s Set) Current(ctx context.Context, db *sql.DB) (int, error) {
 	var exists int
-	if err := db.QueryRowContext(ctx,
-		`SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_migrations'`).Scan(&exists); err != nil {
+	if err := db.QueryRowContext(ctx, s.exists).Scan(&exists); err != nil {
 		return 0, err
 	}
 	if exists == 0 {
@@ -73,15 +113,13 @@ func Current(ctx context.Context, db *sql.DB) (int, error) {
 	return int(v.Int64), nil
 }
 
-// Apply applies every migration newer than the database. The database must
-// begin its transactions with BEGIN IMMEDIATE, so that concurrent first
-// opens serialise on the write lock and each migration is applied once.
-func Apply(ctx context.Context, db *sql.DB, now func() string) error {
-	all, err := All()
+// Apply applies every migration newer than the database.
+func (s Set) Apply(ctx context.Context, db *sql.DB, now func() string) error {
+	all, err := s.All()
 	if err != nil {
 		return err
 	}
-	cur, err := Current(ctx, db)
+	cur, err := s.Current(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -89,25 +127,30 @@ func Apply(ctx context.Context, db *sql.DB, now func() string) error {
 		if m.Version <= cur {
 			continue
 		}
-		if err := applyOne(ctx, db, m, now); err != nil {
+		if err := s.applyOne(ctx, db, m, now); err != nil {
 			return fmt.Errorf("migrations: %s: %w", m.Name, err)
 		}
 	}
 	return nil
 }
 
-func applyOne(ctx context.Context, db *sql.DB, m Migration, now func() string) error {
+func (s Set) applyOne(ctx context.Context, db *sql.DB, m Migration, now func() string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	if s.serialise != "" {
+		if _, err := tx.ExecContext(ctx, s.serialise); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
 		return err
 	}
 	var done int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.Version).Scan(&done); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, m.Version).Scan(&done); err != nil {
 		return err
 	}
 	if done > 0 {
@@ -116,17 +159,17 @@ func applyOne(ctx context.Context, db *sql.DB, m Migration, now func() string) e
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
 		m.Version, m.Name, now()); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
-// Tables names every table the migrations create, schema_migrations
-// included: a database with any other table is not the ledger's.
-func Tables() (map[string]bool, error) {
-	all, err := All()
+// Tables names every table the set's migrations create, schema_migrations
+// included.
+func (s Set) Tables() (map[string]bool, error) {
+	all, err := s.All()
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +186,31 @@ func Tables() (map[string]bool, error) {
 			}
 			name, _, _ := strings.Cut(f[j], "(")
 			out[strings.ToLower(strings.Trim(name, "\"`[]"))] = true
+		}
+	}
+	return out, nil
+}
+
+// Triggers maps the name of every trigger the set's migrations create to
+// its table.
+func (s Set) Triggers() (map[string]string, error) {
+	all, err := s.All()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, m := range all {
+		f := strings.Fields(m.SQL)
+		for i := 0; i+1 < len(f); i++ {
+			if !strings.EqualFold(f[i], "CREATE") || !strings.EqualFold(f[i+1], "TRIGGER") || i+2 >= len(f) {
+				continue
+			}
+			for j := i + 3; j+1 < len(f); j++ {
+				if strings.EqualFold(f[j], "ON") {
+					out[f[i+2]] = f[j+1]
+					break
+				}
+			}
 		}
 	}
 	return out, nil

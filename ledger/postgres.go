@@ -1,0 +1,408 @@
+package ledger
+
+// PostgreSQL specifics live in this file: the connection pool, the
+// serialisation point, the database's clock, LISTEN/NOTIFY for waiters and
+// the failures that pass. The ledger's SQL is written once, in the part of
+// SQLite's dialect PostgreSQL also speaks; pgConn rewrites its two
+// differences (? placeholders and INDEXED BY hints) on the way through.
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/migrations"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// DefaultPoolSize is the number of connections a library ledger on
+// PostgreSQL keeps at most (see WithPoolSize).
+const DefaultPoolSize = 4
+
+// notifyChannel carries the name of every lock a write changed.
+const notifyChannel = "lockledger"
+
+// IsPostgresURL reports whether s names a PostgreSQL database.
+func IsPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+type pgStore struct {
+	l    *Ledger
+	pool *pgxpool.Pool
+	cfg  *pgxpool.Config
+}
+
+func (s *pgStore) kind() string { return "postgres" }
+
+// lockWriter has nothing to take outside the database: the serialisation
+// point is the ledger_id row of meta, locked by begin.
+func (s *pgStore) lockWriter(context.Context) (func(), error) { return func() {}, nil }
+
+// begin locks meta's ledger_id row for the transaction: every writer on
+// every host passes this point one at a time, so seq stays contiguous and
+// the chain total. Under READ COMMITTED each later statement reads what
+// the writer before committed.
+func (s *pgStore) begin(ctx context.Context) (*sql.Tx, error) {
+	tx, err := s.l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	var id string
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id' FOR UPDATE`).Scan(&id); err != nil {
+		tx.Rollback()
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("ledger: %s has no ledger id: %w", s.l.where(), ErrLedgerGone)
+		}
+		return nil, err
+	}
+	if s.l.id != "" && id != s.l.id {
+		tx.Rollback()
+		return nil, fmt.Errorf("ledger: %s is now ledger %s, not %s: %w", s.l.where(), clip(id, 64), s.l.id, ErrLedgerGone)
+	}
+	return tx, nil
+}
+
+// clock is the database's clock, so that hosts whose clocks disagree agree
+// on who is stale.
+func (s *pgStore) clock(ctx context.Context, q querier) (time.Time, error) {
+	if q == nil {
+		q = s.l.db
+	}
+	var t time.Time
+	if err := q.QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&t); err != nil {
+		return time.Time{}, fmt.Errorf("ledger: read the database's clock: %w", err)
+	}
+	return t.UTC(), nil
+}
+
+func (s *pgStore) changed(ctx context.Context, tx execer, lock string) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, lock)
+	return err
+}
+
+func (s *pgStore) watch(lock string) waker { return &pgWaker{s: s, lock: lock} }
+
+func (s *pgStore) transient(err error) bool { return pgTransient(err) }
+
+func (s *pgStore) shared() bool { return true }
+
+func (s *pgStore) cachesStatements() bool { return true }
+
+func (s *pgStore) close() error {
+	err := s.l.db.Close()
+	s.pool.Close()
+	return err
+}
+
+// pgTransient: a serialisation failure, a deadlock, a lock or connection
+// that is not to be had now, or a connection lost. The database may be back
+// at the next try.
+func pgTransient(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001", "40P01", "55P03", "57P03", "53300":
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "08")
+	}
+	var ce *pgconn.ConnectError
+	var oe *net.OpError
+	return errors.As(err, &ce) || errors.As(err, &oe) || errors.Is(err, driver.ErrBadConn) || pgconn.SafeToRetry(err)
+}
+
+// openPostgres connects to the ledger's database, applies the PostgreSQL
+// migrations and reads or makes the ledger's id.
+func (l *Ledger) openPostgres(ctx context.Context, c *config) error {
+	cfg, err := pgxpool.ParseConfig(c.database)
+	if err != nil {
+		return events.Invalid("--database", redactURL(c.database), err.Error())
+	}
+	cfg.MaxConns = int32(c.poolSize)
+	cfg.MinConns = 0
+	l.dbName = describeDB(cfg)
+	pctx, cancel := context.WithTimeout(ctx, max(c.busy, c.openWait))
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(pctx, cfg)
+	if err != nil {
+		return fmt.Errorf("ledger: connect to %s: %w", l.dbName, err)
+	}
+	l.db = sql.OpenDB(pgConnector{stdlib.GetPoolConnector(pool)})
+	l.db.SetMaxIdleConns(0)
+	s := &pgStore{l: l, pool: pool, cfg: cfg}
+	l.store = s
+	if err := l.preparePostgres(pctx, c); err != nil {
+		s.close()
+		if ctx.Err() == nil && pctx.Err() != nil {
+			return fmt.Errorf("ledger: connect to %s: %w", l.dbName, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (l *Ledger) preparePostgres(ctx context.Context, c *config) error {
+	cur, err := migrations.Postgres.Current(ctx, l.db)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", l.dbName, err)
+	}
+	latest := migrations.Postgres.Latest()
+	switch {
+	case cur > latest:
+		return fmt.Errorf("ledger: database schema version %d is newer than this lockledger (%d); upgrade lockledger", cur, latest)
+	case cur < latest && l.readOnly:
+		if cur == 0 {
+			return fmt.Errorf("%w in %s (nothing has been recorded there; check --database)", ErrNoLedger, l.dbName)
+		}
+		return fmt.Errorf("ledger: %w (version %d, this lockledger writes %d): open it once for writing", ErrOldSchema, cur, latest)
+	case cur == 0:
+		if err := l.checkEmptySchema(ctx); err != nil {
+			return err
+		}
+		if !c.create {
+			return fmt.Errorf("%w in %s (nothing has been recorded there; check --database)", ErrNoLedger, l.dbName)
+		}
+		fallthrough
+	case cur < latest:
+		if err := migrations.Postgres.Apply(ctx, l.db, func() string { return events.FormatTime(l.now()) }); err != nil {
+			return fmt.Errorf("ledger: %s: %w", l.dbName, err)
+		}
+	}
+	return l.loadID(ctx, birth{allowed: func() error { return nil }})
+}
+
+// checkEmptySchema refuses a schema that holds tables of another
+// application: the ledger adds nothing to it.
+func (l *Ledger) checkEmptySchema(ctx context.Context) error {
+	var n int
+	var first sql.NullString
+	err := l.db.QueryRowContext(ctx, `SELECT count(*), min(tablename) FROM pg_catalog.pg_tables WHERE schemaname = current_schema()`).
+		Scan(&n, &first)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", l.dbName, err)
+	}
+	if n > 0 {
+		return fmt.Errorf("ledger: %s: %w: its schema holds %d tables (%s, ...) but no ledger; use an empty database or schema",
+			l.dbName, ErrNotALedger, n, first.String)
+	}
+	return nil
+}
+
+// describeDB names a database for messages, without its password.
+func describeDB(cfg *pgxpool.Config) string {
+	cc := cfg.ConnConfig
+	host := cc.Host
+	if strings.HasPrefix(host, "/") {
+		host = "socket " + host
+	} else {
+		host = net.JoinHostPort(host, strconv.Itoa(int(cc.Port)))
+	}
+	return fmt.Sprintf("postgres database %s on %s as %s", cc.Database, host, cc.User)
+}
+
+// redactURL drops the password from a database URL for messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// pgWaker listens on its own connection, opened at the first wait, and
+// wakes on a notification for its lock; without one it sleeps.
+type pgWaker struct {
+	s      *pgStore
+	lock   string
+	conn   *pgx.Conn
+	failed bool
+}
+
+func (w *pgWaker) wait(ctx context.Context, d time.Duration) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if w.conn == nil && !w.failed {
+		conn, err := pgx.ConnectConfig(wctx, w.s.cfg.ConnConfig.Copy())
+		if err == nil {
+			if _, err = conn.Exec(wctx, `LISTEN `+notifyChannel); err != nil {
+				conn.Close(context.Background())
+			}
+		}
+		if err != nil {
+			w.s.l.log.Debug("waiting without LISTEN: polling instead", "err", err)
+			w.failed = true
+		} else {
+			w.conn = conn
+		}
+	}
+	if w.conn == nil {
+		<-wctx.Done()
+		return
+	}
+	for {
+		n, err := w.conn.WaitForNotification(wctx)
+		if err != nil {
+			if wctx.Err() == nil {
+				// The connection broke: poll from now on.
+				w.close()
+				w.failed = true
+				<-wctx.Done()
+			}
+			return
+		}
+		if n.Payload == w.lock {
+			return
+		}
+	}
+}
+
+func (w *pgWaker) close() {
+	if w.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		w.conn.Close(ctx)
+		w.conn = nil
+	}
+}
+
+// pgConnector hands out connections that rewrite the ledger's SQL.
+type pgConnector struct{ driver.Connector }
+
+func (c pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sc, ok := conn.(*stdlib.Conn)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("ledger: pgx returned a %T, not a *stdlib.Conn", conn)
+	}
+	return pgConn{sc}, nil
+}
+
+// pgConn is a pgx connection that takes SQL written for SQLite.
+type pgConn struct{ *stdlib.Conn }
+
+func (c pgConn) Prepare(query string) (driver.Stmt, error) {
+	return c.Conn.Prepare(pgSQL(query))
+}
+
+func (c pgConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	return c.Conn.PrepareContext(ctx, pgSQL(query))
+}
+
+func (c pgConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	return c.Conn.ExecContext(ctx, pgSQL(query), args)
+}
+
+func (c pgConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.Conn.QueryContext(ctx, pgSQL(query), args)
+}
+
+var (
+	indexedBy = regexp.MustCompile(`(?i)\s+INDEXED\s+BY\s+[A-Za-z_][A-Za-z0-9_]*`)
+	charCall  = regexp.MustCompile(`\bchar\((\d+)\)`)
+)
+
+// pgSQL rewrites SQLite's ? placeholders as $1, $2, ... outside quotes and
+// comments, drops INDEXED BY hints (PostgreSQL's planner takes none) and
+// spells char(N) as chr(N).
+func pgSQL(q string) string {
+	upper := strings.ToUpper(q)
+	if !strings.Contains(q, "?") && !strings.Contains(upper, "INDEXED") && !strings.Contains(q, "char(") {
+		return q
+	}
+	q = indexedBy.ReplaceAllString(q, "")
+	q = charCall.ReplaceAllString(q, "chr($1)")
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		ch := q[i]
+		switch {
+		case ch == '\'' || ch == '"':
+			j := i + 1
+			for j < len(q) && q[j] != ch {
+				j++
+			}
+			b.WriteString(q[i:min(j+1, len(q))])
+			i = j
+		case ch == '-' && i+1 < len(q) && q[i+1] == '-':
+			j := strings.IndexByte(q[i:], '\n')
+			if j < 0 {
+				j = len(q) - i
+			}
+			b.WriteString(q[i : i+j])
+			i += j - 1
+		case ch == '/' && i+1 < len(q) && q[i+1] == '*':
+			j := strings.Index(q[i+2:], "*/")
+			end := len(q)
+			if j >= 0 {
+				end = i + 2 + j + 2
+			}
+			b.WriteString(q[i:end])
+			i = end - 1
+		case ch == '?':
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return b.String()
+}
+
+// checkPostgresTriggers reports every append-only trigger the migrations
+// create that is missing or disabled (ALTER TABLE ... DISABLE TRIGGER, or
+// session_replication_role = replica for origin-enabled ones).
+func checkPostgresTriggers(ctx context.Context, q replay.Querier, rep *replay.Report) error {
+	want, err := migrations.Postgres.Triggers()
+	if err != nil {
+		return err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT t.tgname, c.relname, t.tgenabled::text FROM pg_catalog.pg_trigger t
+		JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
+		WHERE NOT t.tgisinternal AND c.relnamespace = current_schema()::regnamespace`)
+	if err != nil {
+		return ReadFailure(ctx, rep, "the schema's triggers", err)
+	}
+	defer rows.Close()
+	got := map[string]string{}
+	for rows.Next() {
+		var name, table, enabled string
+		if err := rows.Scan(&name, &table, &enabled); err != nil {
+			return ReadFailure(ctx, rep, "the schema's triggers", err)
+		}
+		got[name] = enabled
+		if _, ok := want[name]; !ok {
+			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf("%s on table %s was not created by the migrations", name, table)})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return ReadFailure(ctx, rep, "the schema's triggers", err)
+	}
+	for _, name := range sortedKeys(want) {
+		switch e, ok := got[name]; {
+		case !ok:
+			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf("%s on table %s is missing (the migrations create it)", name, want[name])})
+		case e == "D":
+			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf("%s on table %s is disabled", name, want[name])})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,447 @@
+// Package pgtest gives tests a real, throwaway PostgreSQL server: one
+// cluster per test binary, started on first use in a temporary directory,
+// reachable on a unix socket there and on 127.0.0.1, and stopped by Main.
+// It also offers a TCP proxy that tests can cut or hang to simulate losing
+// the database.
+//
+// A package that uses it must route its TestMain through Main:
+//
+//	func TestMain(m *testing.M) { pgtest.Main(m) }
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Superuser is the role every URL handed out by this package connects as;
+// initdb creates it, and trust authentication lets it in without a password.
+const Superuser = "postgres"
+
+// MaxConnections is the cluster's max_connections: room for a few dozen
+// concurrent CLI processes, each with its own connection, plus the tests'.
+const MaxConnections = 300
+
+// startTimeout bounds initdb plus the server's start; both take a second or
+// two on an idle machine, so this only trips on a server that cannot start.
+const startTimeout = 2 * time.Minute
+
+// Cluster is the running server of this test binary.
+type Cluster struct {
+	Dir       string // temporary directory: data/, the socket, postgres.log
+	SocketDir string // unix_socket_directories
+	Port      int    // 127.0.0.1 port, also the socket's number
+	BinDir    string // where initdb, pg_ctl and postgres were found
+
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd.Wait has returned
+	logf   string
+
+	mu    sync.Mutex // serialises use of admin
+	admin *pgx.Conn
+}
+
+var (
+	mainRunning atomic.Bool
+	once        sync.Once
+	shared      *Cluster
+	sharedErr   error
+	missing     string // non-empty when the binaries were not found
+	dbSeq       atomic.Int64
+)
+
+// Main runs the tests of m and then stops the cluster, if one was started,
+// and removes its directory; it does not return. Use it as TestMain.
+func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main for a TestMain that has more to do: it returns m.Run's code
+// after stopping the cluster.
+func Run(m *testing.M) int {
+	mainRunning.Store(true)
+	defer mainRunning.Store(false)
+	code := m.Run()
+	if shared != nil {
+		if err := shared.stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest:", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
+}
+
+// Get returns the cluster of this test binary, starting it on first use.
+// It skips the test loudly when the PostgreSQL server programs are not
+// installed, and fails it instead under CI (LOCKLEDGER_CI=1).
+func Get(t testing.TB) *Cluster {
+	t.Helper()
+	if !mainRunning.Load() {
+		// Without Main nothing would stop the server before the binary exits.
+		t.Fatal("pgtest: this package's TestMain must call pgtest.Main(m) (or pgtest.Run)")
+	}
+	once.Do(func() { shared, sharedErr = start() })
+	if missing != "" {
+		if os.Getenv("LOCKLEDGER_CI") == "1" {
+			t.Fatalf("PostgreSQL server programs not found (%s), and CI requires every test to run", missing)
+		}
+		t.Skipf("SKIPPED: PostgreSQL server programs not found (%s), so this test cannot run here (CI installs them)", missing)
+	}
+	if sharedErr != nil {
+		t.Fatalf("pgtest: starting PostgreSQL: %v", sharedErr)
+	}
+	return shared
+}
+
+// NewDatabase creates a fresh, empty database in the cluster, dropped when
+// the test ends, and returns a URL reaching it over the unix socket.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	return Get(t).SocketURL(CreateDatabase(t))
+}
+
+// CreateDatabase creates a fresh, empty database, dropped (forcibly, so
+// connections a failed test left open do not block it) when the test ends,
+// and returns its name.
+func CreateDatabase(t testing.TB) string {
+	t.Helper()
+	c := Get(t)
+	name := dbName(t.Name(), dbSeq.Add(1))
+	if err := c.Exec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("pgtest: creating database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := c.Exec("DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)"); err != nil {
+			t.Errorf("pgtest: dropping database %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// TCPURL returns a URL reaching database name on 127.0.0.1.
+func TCPURL(t testing.TB, name string) string {
+	t.Helper()
+	return URLAt(TCPAddr(t), name)
+}
+
+// TCPAddr returns the cluster's 127.0.0.1 address, host:port: the target
+// to put a Proxy in front of.
+func TCPAddr(t testing.TB) string {
+	t.Helper()
+	return Get(t).TCPAddr()
+}
+
+// URLAt returns a URL reaching database name at addr (host:port), such as a
+// Proxy's address. The server has no TLS, so the URL does not ask for it.
+func URLAt(addr, name string) string {
+	u := url.URL{Scheme: "postgres", User: url.User(Superuser), Host: addr, Path: "/" + name,
+		RawQuery: "sslmode=disable"}
+	return u.String()
+}
+
+// SocketURL returns a URL reaching database name over the unix socket.
+func (c *Cluster) SocketURL(name string) string {
+	q := url.Values{"host": {c.SocketDir}, "port": {strconv.Itoa(c.Port)}}
+	u := url.URL{Scheme: "postgres", User: url.User(Superuser), Path: "/" + name, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// TCPAddr returns the cluster's 127.0.0.1 address, host:port.
+func (c *Cluster) TCPAddr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port))
+}
+
+// Exec runs one statement as the superuser in the postgres database.
+func (c *Cluster) Exec(sql string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.admin == nil || c.admin.IsClosed() {
+		conn, err := pgx.Connect(context.Background(), c.SocketURL("postgres"))
+		if err != nil {
+			return err
+		}
+		c.admin = conn
+	}
+	_, err := c.admin.Exec(context.Background(), sql)
+	return err
+}
+
+// dbName makes a database name that says which test made it and is unique
+// within the binary, inside PostgreSQL's 63-byte identifier limit.
+func dbName(test string, n int64) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(test) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return fmt.Sprintf("t%d_%s", n, s)
+}
+
+// findBinaries returns the directory holding initdb, pg_ctl and postgres:
+// PATH when it has all three, else the highest version under
+// /usr/lib/postgresql (Debian's layout, which leaves them off PATH).
+func findBinaries() (string, error) {
+	names := []string{"initdb", "pg_ctl", "postgres"}
+	var dir string
+	for i, name := range names {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			break
+		}
+		if p, err = filepath.EvalSymlinks(p); err != nil {
+			break
+		}
+		if i == 0 {
+			dir = filepath.Dir(p)
+		} else if filepath.Dir(p) != dir {
+			// Mixed installations: trust the versioned directory instead.
+			break
+		}
+		if i == len(names)-1 {
+			return dir, nil
+		}
+	}
+	if dir := latestBinDir("/usr/lib/postgresql", names); dir != "" {
+		return dir, nil
+	}
+	return "", fmt.Errorf("initdb, pg_ctl and postgres are neither on PATH nor under /usr/lib/postgresql/*/bin")
+}
+
+// latestBinDir returns root/VERSION/bin for the highest VERSION (compared
+// as numbers: 9.6 < 15) whose bin holds every one of names, or "".
+func latestBinDir(root string, names []string) string {
+	entries, _ := os.ReadDir(root)
+	type cand struct {
+		ver []int
+		dir string
+	}
+	var cands []cand
+	for _, e := range entries {
+		var ver []int
+		for f := range strings.SplitSeq(e.Name(), ".") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				ver = nil
+				break
+			}
+			ver = append(ver, n)
+		}
+		if ver == nil {
+			continue
+		}
+		dir := filepath.Join(root, e.Name(), "bin")
+		all := true
+		for _, name := range names {
+			if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.IsDir() {
+				all = false
+			}
+		}
+		if all {
+			cands = append(cands, cand{ver, dir})
+		}
+	}
+	if len(cands) == 0 {
+		return ""
+	}
+	return slices.MaxFunc(cands, func(a, b cand) int { return slices.Compare(a.ver, b.ver) }).dir
+}
+
+// serverCredential returns whom the server programs must run as: initdb
+// and postgres refuse to run as root, so under root they run as the
+// postgres system user, or nobody when there is none. nil means as we are.
+func serverCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		if u, err = user.Lookup("nobody"); err != nil {
+			return nil, fmt.Errorf("running as root, and neither a postgres nor a nobody user exists to run the server as")
+		}
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+}
+
+// freePort returns a 127.0.0.1 port nobody listens on right now. Another
+// process could take it before the server binds it; start then fails with
+// the server's own message rather than silently talking to a stranger.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func start() (*Cluster, error) {
+	binDir, err := findBinaries()
+	if err != nil {
+		missing = err.Error()
+		return nil, err
+	}
+	cred, err := serverCredential()
+	if err != nil {
+		return nil, err
+	}
+	// A unix socket path must fit in about 100 bytes; a long TMPDIR would
+	// not leave room, so fall back to /tmp.
+	base := os.TempDir()
+	if len(base) > 60 {
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "pgtest-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Dir: dir, SocketDir: dir, BinDir: binDir, exited: make(chan struct{}),
+		logf: filepath.Join(dir, "postgres.log")}
+	ok := false
+	defer func() {
+		if !ok {
+			c.stop()
+		}
+	}()
+	if cred != nil {
+		// The server writes its data, socket and log here as that user.
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, err
+		}
+	}
+	if c.Port, err = freePort(); err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	initdb := c.command(cred, "initdb", "-D", data, "-U", Superuser, "--auth=trust",
+		"--encoding=UTF8", "--locale=C", "--no-sync")
+	var out bytes.Buffer
+	initdb.Stdout, initdb.Stderr = &out, &out
+	if err := initdb.Run(); err != nil {
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out.Bytes())
+	}
+	logFile, err := os.Create(c.logf)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	// postgres runs as our direct child, not under pg_ctl, so that the
+	// kernel can stop it when this test binary dies without running Main
+	// (killed, or timed out): see Pdeathsig in command.
+	c.cmd = c.command(cred, "postgres", "-D", data, "-p", strconv.Itoa(c.Port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories="+c.SocketDir,
+		"-c", "max_connections="+strconv.Itoa(MaxConnections))
+	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		c.cmd.Wait()
+		close(c.exited)
+	}()
+	if err := c.awaitReady(); err != nil {
+		log, _ := os.ReadFile(c.logf)
+		return nil, fmt.Errorf("%v\npostgres.log:\n%s", err, log)
+	}
+	ok = true
+	return c, nil
+}
+
+// command builds an exec.Cmd for one of the server programs, run as cred,
+// in the cluster's directory (a server user may not be allowed into the
+// test's working directory).
+func (c *Cluster) command(cred *syscall.Credential, name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(c.BinDir, name), args...)
+	cmd.Dir = c.Dir
+	// SIGQUIT is PostgreSQL's immediate shutdown: the postmaster takes its
+	// backends down and removes its shared memory. The kernel sends it when
+	// the thread that started the child exits; Go never ends a thread that
+	// is not locked to a goroutine, so in practice that is when the test
+	// binary exits. The directory is left behind in that case.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
+	return cmd
+}
+
+// awaitReady waits until the server accepts a connection on its socket,
+// or exits, or startTimeout passes. The server announces readiness only in
+// its pid file and log, so connecting is the direct way to observe it.
+func (c *Cluster) awaitReady() error {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for {
+		conn, err := pgx.Connect(ctx, c.SocketURL("postgres"))
+		if err == nil {
+			c.admin = conn
+			return nil
+		}
+		select {
+		case <-c.exited:
+			return fmt.Errorf("postgres exited during start: %v", c.cmd.ProcessState)
+		case <-ctx.Done():
+			return fmt.Errorf("postgres not ready after %v: %v", startTimeout, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// stop shuts the server down immediately (nothing in it is worth a
+// checkpoint) and removes its directory.
+func (c *Cluster) stop() error {
+	var errs []error
+	if c.admin != nil {
+		c.admin.Close(context.Background())
+	}
+	if c.cmd != nil && c.cmd.Process != nil {
+		select {
+		case <-c.exited:
+		default:
+			c.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-c.exited:
+			case <-time.After(30 * time.Second):
+				c.cmd.Process.Kill()
+				<-c.exited
+				errs = append(errs, errors.New("postgres ignored SIGQUIT for 30s; killed"))
+			}
+		}
+	}
+	if err := os.RemoveAll(c.Dir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

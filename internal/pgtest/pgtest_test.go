@@ -1,0 +1,147 @@
+package pgtest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockledger/lockledger/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", url, err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func queryInt(t *testing.T, conn *pgx.Conn, sql string) int {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(context.Background(), sql).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func TestClusterServesSocketAndTCP(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	conn := connect(t, url)
+	var db, maxConns string
+	if err := conn.QueryRow(context.Background(), "SELECT current_database(), current_setting('max_connections')").Scan(&db, &maxConns); err != nil {
+		t.Fatal(err)
+	}
+	if want := "300"; maxConns != want {
+		t.Errorf("max_connections = %s, want %s", maxConns, want)
+	}
+	if conn.PgConn().Conn().RemoteAddr().Network() != "unix" {
+		t.Errorf("NewDatabase's URL %s did not connect over a unix socket", url)
+	}
+	tcp := connect(t, pgtest.TCPURL(t, db))
+	if tcp.PgConn().Conn().RemoteAddr().Network() != "tcp" {
+		t.Errorf("TCPURL did not connect over TCP")
+	}
+	var db2 string
+	if err := tcp.QueryRow(context.Background(), "SELECT current_database()").Scan(&db2); err != nil {
+		t.Fatal(err)
+	}
+	if db2 != db {
+		t.Errorf("TCPURL reached database %s, want %s", db2, db)
+	}
+}
+
+func TestDatabasesAreSeparateAndDropped(t *testing.T) {
+	var names [2]string
+	t.Run("create", func(t *testing.T) {
+		a := connect(t, pgtest.NewDatabase(t))
+		b := connect(t, pgtest.NewDatabase(t))
+		ctx := context.Background()
+		if _, err := a.Exec(ctx, "CREATE TABLE only_in_a (x int)"); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range []*pgx.Conn{a, b} {
+			if err := c.QueryRow(ctx, "SELECT current_database()").Scan(&names[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if names[0] == names[1] {
+			t.Fatalf("two NewDatabase calls gave the same database %s", names[0])
+		}
+		if n := queryInt(t, b, "SELECT count(*) FROM pg_tables WHERE tablename = 'only_in_a'"); n != 0 {
+			t.Errorf("a table created in %s is visible in %s", names[0], names[1])
+		}
+		// Left open on purpose: the drop must force them out.
+	})
+	admin := connect(t, pgtest.NewDatabase(t))
+	for _, name := range names {
+		var n int
+		if err := admin.QueryRow(context.Background(), "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("database %s still exists after its test ended", name)
+		}
+	}
+}
+
+func TestProxyForwards(t *testing.T) {
+	name := pgtest.CreateDatabase(t)
+	p := pgtest.NewProxy(t, pgtest.TCPAddr(t))
+	conn := connect(t, p.URL(name))
+	if n := queryInt(t, conn, "SELECT 41 + 1"); n != 42 {
+		t.Errorf("SELECT 41 + 1 through the proxy = %d", n)
+	}
+}
+
+func TestProxyCutFailsAndRestoreRecovers(t *testing.T) {
+	name := pgtest.CreateDatabase(t)
+	p := pgtest.NewProxy(t, pgtest.TCPAddr(t))
+	conn := connect(t, p.URL(name))
+	queryInt(t, conn, "SELECT 1")
+
+	p.Cut()
+	var n int
+	if err := conn.QueryRow(context.Background(), "SELECT 1").Scan(&n); err == nil {
+		t.Fatal("a query on a cut connection succeeded")
+	}
+	if c, err := pgx.Connect(context.Background(), p.URL(name)); err == nil {
+		c.Close(context.Background())
+		t.Fatal("a new connection through a cut proxy succeeded")
+	}
+
+	p.Restore()
+	if n := queryInt(t, connect(t, p.URL(name)), "SELECT 7"); n != 7 {
+		t.Errorf("SELECT 7 after Restore = %d", n)
+	}
+}
+
+func TestProxyHangTimesOutAndRestoreRecovers(t *testing.T) {
+	name := pgtest.CreateDatabase(t)
+	p := pgtest.NewProxy(t, pgtest.TCPAddr(t))
+	conn := connect(t, p.URL(name))
+	queryInt(t, conn, "SELECT 1")
+
+	p.Hang()
+	// The deadline is how the client notices; while hung no answer can
+	// arrive, so the query cannot succeed however slow the machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	var n int
+	err := conn.QueryRow(ctx, "SELECT 1").Scan(&n)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("query on a hung connection: err = %v, want the context deadline", err)
+	}
+
+	p.Restore()
+	if n := queryInt(t, connect(t, p.URL(name)), "SELECT 8"); n != 8 {
+		t.Errorf("SELECT 8 after Restore = %d", n)
+	}
+}

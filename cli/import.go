@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -27,7 +28,9 @@ new, empty ledger at --database, then verify it there. The chain goes on
 where it stopped: the same ledger id, the same hashes, fencing tokens that
 keep increasing. The source's writer lock is held while it copies, so
 nothing is appended there meanwhile; afterwards point every writer at
---database (LOCKLEDGER_DATABASE_URL). The source is left as it was.`,
+--database (LOCKLEDGER_DATABASE_URL). The source is left as it was. Keep
+--root the same as --from and the lock files stay where they are; with
+another --root, project places this host's lock files there (recorded).`,
 		Example: `  lockledger import --from /var/lib/lockledger --database postgres://lockledger@db/locks`,
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runImport(cmd.Context(), o) },
@@ -53,6 +56,10 @@ func runImport(ctx context.Context, o *importOptions) error {
 		return err
 	}
 	rep, err := to.Import(ctx, from)
+	if err == nil && to.Root() != from.Root() {
+		// This host's lock files of the locks it holds go to the new root.
+		_, err = to.Project(ctx, ledger.ProjectAs(ledger.Identity{PID: os.Getppid()}))
+	}
 	o.g.finish(to)
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/cli"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -34,7 +35,7 @@ func Main(m *testing.M) {
 	if os.Getenv(envCLI) == "1" {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m)
 }
 
 // Bin is the executable that acts as lockledger (with Env()).

@@ -1,0 +1,163 @@
+package ledger_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// Two writers whose clocks are 20 minutes apart agree on who is stale:
+// on PostgreSQL the database's clock judges, and stamps the events.
+func TestPostgresWritersWithSkewedClocksAgreeOnStaleness(t *testing.T) {
+	f := &storeFixture{t: t, kind: "postgres", url: pgtest.NewDatabase(t)}
+	ctx := context.Background()
+	ahead := f.open("host-ahead", ledger.WithClock(func() time.Time { return time.Now().Add(10 * time.Minute) }))
+	behind := f.open("host-behind", ledger.WithClock(func() time.Time { return time.Now().Add(-10 * time.Minute) }))
+	before := time.Now()
+	got, err := behind.TryAcquire(ctx, ledger.AcquireRequest{Lock: "skew", Identity: as("r1"), TTL: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	// Judged by its own clock, host-ahead would find the lock 10 minutes
+	// past its 5-minute TTL.
+	st, err := ahead.Status(ctx, "skew")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != events.StateHeld {
+		t.Errorf("state seen by the writer 10 minutes ahead: got %s, want held", st.State)
+	}
+	var held *ledger.HeldError
+	if _, err := ahead.TryAcquire(ctx, ledger.AcquireRequest{Lock: "skew", Identity: as("r2"), Force: true}); !errors.As(err, &held) {
+		t.Errorf("forced acquire by the writer 10 minutes ahead: got %v, want a HeldError (the lock is not stale)", err)
+	}
+	created, err := events.ParseTime(got.Record.CreatedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The database and this test share a host clock: the event is stamped
+	// by it, not by the writer's clock 10 minutes behind.
+	if created.Before(before.Add(-time.Second)) || created.After(after.Add(time.Second)) {
+		t.Errorf("created_at: got %s, want between %s and %s (the database's clock)", created, before, after)
+	}
+	verifyOK(t, ahead)
+}
+
+func TestPostgresConcurrentFirstOpensMakeOneLedger(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	const n = 8
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := ledger.Open(ctx, t.TempDir(), ledger.WithDatabase(url))
+			if err != nil {
+				t.Errorf("open %d: %v", i, err)
+				return
+			}
+			defer l.Close()
+			ids[i] = l.ID()
+		}()
+	}
+	wg.Wait()
+	for i := range ids {
+		if ids[i] != ids[0] || ids[i] == "" {
+			t.Fatalf("ledger ids: got %q, want one id for every open", ids)
+		}
+	}
+}
+
+func TestPostgresAnotherApplicationsDatabaseGetsNothingAdded(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE invoices (id int)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.Open(ctx, t.TempDir(), ledger.WithDatabase(url)); !errors.Is(err, ledger.ErrNotALedger) {
+		t.Fatalf("open: got %v, want ErrNotALedger", err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("tables after the refused open: got %d, want only invoices", n)
+	}
+}
+
+func TestPostgresReadOnlyOpenOfAnEmptyDatabaseCreatesNothing(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	if _, err := ledger.Open(context.Background(), t.TempDir(), ledger.WithDatabase(url), ledger.ReadOnly()); !errors.Is(err, ledger.ErrNoLedger) {
+		t.Fatalf("read-only open: got %v, want ErrNoLedger", err)
+	}
+	if _, err := ledger.Open(context.Background(), t.TempDir(), ledger.WithDatabase(url), ledger.MustExist()); !errors.Is(err, ledger.ErrNoLedger) {
+		t.Fatalf("must-exist open: got %v, want ErrNoLedger", err)
+	}
+}
+
+func TestPostgresImportKeepsTheLedgerAndEveryHash(t *testing.T) {
+	ctx := context.Background()
+	src := (&storeFixture{t: t, kind: "sqlite", root: t.TempDir()}).open("host-a")
+	for _, rid := range []string{"a", "b", "c"} {
+		if _, err := src.TryAcquire(ctx, ledger.AcquireRequest{Lock: "m", Identity: as(rid)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := src.Release(ctx, ledger.ReleaseRequest{Lock: "m", Identity: as(rid)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := src.TryAcquire(ctx, ledger.AcquireRequest{Lock: "kept", Identity: as("holder")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := verifyOK(t, src)
+	// The same root: this host's lock files stay where they are.
+	dst, err := ledger.Open(ctx, src.Root(), ledger.WithDatabase(pgtest.NewDatabase(t)), ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-host-a"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	rep, err := dst.Import(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Events != want.Events || rep.HeadHash != want.HeadHash || dst.ID() != src.ID() {
+		t.Errorf("import: got %d events to %s in ledger %s, want %d to %s in %s", rep.Events, rep.HeadHash, dst.ID(),
+			want.Events, want.HeadHash, src.ID())
+	}
+	got := verifyOK(t, dst)
+	if got.HeadHash != want.HeadHash {
+		t.Errorf("head after import: got %s, want %s", got.HeadHash, want.HeadHash)
+	}
+	// The holder kept its lock, and the chain goes on from the import.
+	if _, err := dst.Release(ctx, ledger.ReleaseRequest{Lock: "kept", Identity: as("holder")}); err != nil {
+		t.Fatal(err)
+	}
+	next, err := dst.TryAcquire(ctx, ledger.AcquireRequest{Lock: "kept", Identity: as("next")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.FencingToken <= held.FencingToken {
+		t.Errorf("fencing token after the import: got %d, want above %d", next.FencingToken, held.FencingToken)
+	}
+	verifyOK(t, dst)
+	if _, err := dst.Import(ctx, src); !errors.Is(err, ledger.ErrNotEmpty) {
+		t.Errorf("second import: got %v, want ErrNotEmpty", err)
+	}
+}

@@ -17,8 +17,7 @@ func auditCommands(g *globals) []*cobra.Command {
 }
 
 // reader is an open ledger and a read-only transaction on it: one snapshot
-// of the database, taken without the writer lock (a deferred BEGIN in WAL
-// mode never blocks a writer, nor waits for one).
+// of the database, taken without the writer lock (see ledger.BeginRead).
 type reader struct {
 	g  *globals
 	l  *ledger.Ledger
@@ -30,7 +29,7 @@ func (g *globals) openRead(ctx context.Context) (*reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx, err := l.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := l.BeginRead(ctx)
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("ledger: read: %w", err)

@@ -49,21 +49,31 @@ type pgStore struct {
 
 func (s *pgStore) kind() string { return "postgres" }
 
-// lockWriter has nothing to take outside the database: the serialisation
-// point is the ledger_id row of meta, locked by begin.
+// lockWriter has nothing to take outside the database: begin takes the
+// serialisation point.
 func (s *pgStore) lockWriter(context.Context) (func(), error) { return func() {}, nil }
 
-// begin locks meta's ledger_id row for the transaction: every writer on
-// every host passes this point one at a time, so seq stays contiguous and
-// the chain total. Under READ COMMITTED each later statement reads what
-// the writer before committed.
+// writerLock is the transaction-level advisory lock that serialises the
+// writers of the ledger in the connection's schema. It stands for the
+// head row locked FOR UPDATE, without the UPDATE privilege on any table
+// that locking a row would need: a writer role inserts, and that is all.
+const writerLock = `SELECT pg_advisory_xact_lock(1819240306, hashtext(current_schema()))`
+
+// begin takes the writer lock for the transaction: every writer on every
+// host passes this point one at a time, so seq stays contiguous and the
+// chain total. Under READ COMMITTED each later statement reads what the
+// writer before committed.
 func (s *pgStore) begin(ctx context.Context) (*sql.Tx, error) {
 	tx, err := s.l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
+	if _, err := tx.ExecContext(ctx, writerLock); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
 	var id string
-	if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id' FOR UPDATE`).Scan(&id); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&id); err != nil {
 		tx.Rollback()
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("ledger: %s has no ledger id: %w", s.l.where(), ErrLedgerGone)

@@ -52,6 +52,19 @@ func (l *Ledger) beginWrite(ctx context.Context) (*sql.Tx, time.Time, error) {
 	return tx, now, nil
 }
 
+// BeginRead starts a read-only transaction that reads one snapshot of the
+// whole ledger, events, Merkle hashes and locks table alike, without
+// waiting for writers or holding them up: SQLite's deferred BEGIN in WAL
+// mode, PostgreSQL's REPEATABLE READ (under READ COMMITTED every statement
+// would read the writes committed since the one before).
+func (l *Ledger) BeginRead(ctx context.Context) (*sql.Tx, error) {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if l.store.shared() {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	return l.db.BeginTx(ctx, opts)
+}
+
 // judgeTime is the time a read judges holders at (staleness).
 func (l *Ledger) judgeTime(ctx context.Context) (time.Time, error) {
 	return l.store.clock(ctx, nil)

@@ -70,8 +70,6 @@ CREATE TABLE locks (
     targets        text    NOT NULL DEFAULT '[]'
 );
 
--- meta's ledger_id row is also the serialisation point of every write:
--- each decision locks it (SELECT ... FOR UPDATE) before reading the head.
 CREATE TABLE meta (
     key   text PRIMARY KEY,
     value text NOT NULL

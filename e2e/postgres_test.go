@@ -1,0 +1,353 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// pgHost runs the CLI as one host of a fleet sharing the ledger at url: a
+// host id of its own and a root of its own for its lock files.
+type pgHost struct {
+	id, root, url string
+}
+
+func newPGHost(t *testing.T, id, url string) *pgHost {
+	return &pgHost{id: id, root: t.TempDir(), url: url}
+}
+
+func (h *pgHost) command(ctx context.Context, args ...string) *exec.Cmd {
+	c := clitest.Command(ctx, h.root, args...)
+	c.Env = append(c.Env, "LOCKLEDGER_DATABASE_URL="+h.url, ledger.HostIDEnv+"="+h.id)
+	return c
+}
+
+func (h *pgHost) run(t *testing.T, args ...string) clitest.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := h.command(ctx, args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("lockledger %v: %v", args, err)
+	}
+	return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+}
+
+func (h *pgHost) must(t *testing.T, want int, args ...string) clitest.Result {
+	t.Helper()
+	r := h.run(t, args...)
+	if r.Code != want {
+		t.Fatalf("%s: lockledger %s: exit %d, want %d\nstdout: %s\nstderr: %s", h.id, strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+// pgLedger opens the shared ledger read-only, for assertions.
+func pgLedger(t *testing.T, url string) *ledger.Ledger {
+	t.Helper()
+	l, err := ledger.Open(context.Background(), t.TempDir(), ledger.WithDatabase(url), ledger.ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func pgTypes(t *testing.T, url string) map[string]int {
+	t.Helper()
+	rows, err := pgLedger(t, url).DB().QueryContext(context.Background(), `SELECT type FROM events ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var ty string
+		if err := rows.Scan(&ty); err != nil {
+			t.Fatal(err)
+		}
+		out[ty]++
+	}
+	return out
+}
+
+func TestPostgresSixteenHostsRaceForOneLockOneWinnerEachTrial(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	const procs, trials = 16, 6
+	hosts := make([]*pgHost, procs)
+	for i := range hosts {
+		hosts[i] = newPGHost(t, fmt.Sprintf("host-%02d", i), url)
+	}
+	for trial := range trials {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		results := make([]clitest.Result, procs)
+		var wg sync.WaitGroup
+		for i, h := range hosts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := h.command(ctx, "acquire", "contended", "--ttl", "60s", "--actor", h.id)
+				var out, errb bytes.Buffer
+				c.Stdout, c.Stderr = &out, &errb
+				_ = c.Run()
+				results[i] = clitest.Result{Code: c.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errb.String()}
+			}()
+		}
+		wg.Wait()
+		cancel()
+		winner := -1
+		for i, r := range results {
+			switch r.Code {
+			case 0:
+				if winner >= 0 {
+					t.Fatalf("trial %d: %s and %s both acquired", trial, hosts[winner].id, hosts[i].id)
+				}
+				winner = i
+			case 3:
+			default:
+				t.Fatalf("trial %d: %s: exit %d\n%s", trial, hosts[i].id, r.Code, r.Stderr)
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("trial %d: no winner", trial)
+		}
+		rid := strings.TrimSpace(results[winner].Stdout)
+		if _, err := os.Stat(filepath.Join(hosts[winner].root, "locks", "contended.lock")); err != nil {
+			t.Errorf("trial %d: the winner's host has no lock file: %v", trial, err)
+		}
+		hosts[winner].must(t, 0, "release", "contended", "--request-id", rid)
+		if _, err := os.Stat(filepath.Join(hosts[winner].root, "locks", "contended.lock")); !os.IsNotExist(err) {
+			t.Errorf("trial %d: the winner's lock file outlived the release: %v", trial, err)
+		}
+	}
+	if got := pgTypes(t, url); got["lock_acquired"] != trials || got["lock_released"] != trials {
+		t.Errorf("events: got %v, want %d acquired and released", got, trials)
+	}
+	hosts[0].must(t, 0, "verify")
+}
+
+func TestPostgresManyRunWaitersOnThreeHostsNeverOverlap(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	hosts := []*pgHost{newPGHost(t, "alpha", url), newPGHost(t, "beta", url), newPGHost(t, "gamma", url)}
+	const procs = 32
+	logFile := filepath.Join(t.TempDir(), "tenures")
+	child := `echo "start $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$LOG"
+sleep 0.02
+echo "end $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$LOG"`
+	var wg sync.WaitGroup
+	errs := make([]string, procs)
+	for i := range procs {
+		h := hosts[i%len(hosts)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			c := h.command(ctx, "run", "shared", "--wait", "180s", "--ttl", "30", "--actor", fmt.Sprintf("%s-%d", h.id, i), "--", "sh", "-c", child)
+			c.Env = append(c.Env, "LOG="+logFile)
+			var errb bytes.Buffer
+			c.Stderr = &errb
+			if err := c.Run(); err != nil {
+				errs[i] = fmt.Sprintf("%s waiter %d: %v\n%s", h.id, i, err, errb.String())
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Error(e)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ivs, err := parseIntervals(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ivs) != procs {
+		t.Fatalf("%d tenures logged, want %d", len(ivs), procs)
+	}
+	for _, p := range intervalProblems(ivs) {
+		t.Error(p)
+	}
+	overlaps, err := replay.Overlaps(context.Background(), pgLedger(t, url).DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range overlaps {
+		t.Errorf("replay: %s", o)
+	}
+	if got := pgTypes(t, url); got["lock_acquired"] != procs || got["lock_released"] != procs || got["lock_stolen"] != 0 {
+		t.Errorf("events: got %v, want %d acquired and released, no steals", got, procs)
+	}
+	for _, h := range hosts {
+		h.must(t, 0, "verify")
+	}
+}
+
+// Writers killed with SIGKILL at any point, inside their transaction or
+// not, leave the chain whole: the server rolls back what did not commit,
+// and the next writers judge the killed holders dead.
+func TestPostgresWritersKilledMidTransactionLeaveNoGap(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	hosts := []*pgHost{newPGHost(t, "k1", url), newPGHost(t, "k2", url)}
+	hosts[0].must(t, 0, "run", "init", "--", "true")
+	db := pgLedger(t, url).DB()
+	count := func() int {
+		var n int
+		if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM events`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for round := range 4 {
+		var cmds []*exec.Cmd
+		for i := range 6 {
+			h := hosts[i%2]
+			// acquire and release only: no `run`, whose command would leave
+			// this process group.
+			script := fmt.Sprintf(`while :; do rid=$("$LL" acquire lock-%d --wait 30s) && "$LL" release lock-%d --request-id "$rid"; done`, i%3, i%3)
+			c := exec.Command("sh", "-c", script)
+			c.Env = append(clitest.Env(h.root), "LOCKLEDGER_DATABASE_URL="+url, ledger.HostIDEnv+"="+h.id, "LL="+clitest.Bin())
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds = append(cmds, c)
+		}
+		// Let the writers get well under way, then kill every process of
+		// every group at once.
+		base := count()
+		for count() < base+40 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		for _, c := range cmds {
+			syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		}
+		for _, c := range cmds {
+			c.Wait()
+		}
+		t.Logf("round %d: %d events", round, count())
+	}
+	if r := hosts[0].run(t, "verify"); r.Code != 0 {
+		t.Fatalf("verify after the kills: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	// The holders killed while holding are dead: the next writer takes over.
+	for i := range 3 {
+		hosts[1].must(t, 0, "run", fmt.Sprintf("lock-%d", i), "--", "true")
+	}
+	hosts[1].must(t, 0, "verify")
+}
+
+// The README's roles: a writer may only add events, an auditor only read.
+func TestPostgresRolesWriterAppendsAuditorReads(t *testing.T) {
+	name := pgtest.CreateDatabase(t)
+	c := pgtest.Get(t)
+	owner := c.SocketURL(name)
+	admin := newPGHost(t, "admin", owner)
+	admin.must(t, 0, "run", "init", "--", "true") // the owner creates the ledger
+	db, err := sql.Open("pgx", owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	suffix := strings.ToLower(strings.ReplaceAll(name, "-", "_"))
+	writer, auditor := "w_"+suffix, "a_"+suffix
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants := rolesFromREADME(t, string(readme))
+	for _, s := range grants {
+		s = strings.NewReplacer("lockledger_writer", writer, "lockledger_auditor", auditor).Replace(s)
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("README's set-up %q: %v", s, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, r := range []string{writer, auditor} {
+			db.Exec(`DROP OWNED BY ` + r)
+			db.Exec(`DROP ROLE ` + r)
+		}
+	})
+	as := func(role string) string {
+		return strings.Replace(owner, "postgres://"+pgtest.Superuser+"@", "postgres://"+role+"@", 1)
+	}
+	w := newPGHost(t, "writer-host", as(writer))
+	rid := strings.TrimSpace(w.must(t, 0, "acquire", "job").Stdout)
+	w.must(t, 0, "release", "job", "--request-id", rid)
+	w.must(t, 0, "run", "job", "--", "true")
+	wdb, err := sql.Open("pgx", as(writer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wdb.Close()
+	for _, q := range []string{`UPDATE events SET actor = 'mallory'`, `DELETE FROM events`, `TRUNCATE events`,
+		`DROP TRIGGER events_no_update ON events`, `ALTER TABLE events DISABLE TRIGGER ALL`} {
+		if _, err := wdb.Exec(q); err == nil {
+			t.Errorf("writer: %s was allowed", q)
+		}
+	}
+	a := newPGHost(t, "auditor-host", as(auditor))
+	r := a.must(t, 0, "verify")
+	if !strings.Contains(r.Stdout, "verify: OK") {
+		t.Errorf("auditor's verify: %s", r.Stdout)
+	}
+	a.must(t, 0, "timeline")
+	if r := a.run(t, "acquire", "job"); r.Code == 0 {
+		t.Errorf("auditor acquired a lock")
+	}
+	admin.must(t, 0, "verify")
+}
+
+// rolesFromREADME reads the SQL statements of the README's role set-up
+// block (the one that starts with "CREATE ROLE lockledger_writer").
+func rolesFromREADME(t *testing.T, readme string) []string {
+	t.Helper()
+	start := strings.Index(readme, "```sql\nCREATE ROLE lockledger_writer")
+	if start < 0 {
+		t.Fatal("README.md has no ```sql block starting with CREATE ROLE lockledger_writer")
+	}
+	block := readme[start+len("```sql\n"):]
+	block = block[:strings.Index(block, "```")]
+	var out []string
+	for _, s := range strings.Split(block, ";") {
+		var lines []string
+		for _, l := range strings.Split(s, "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "--") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) > 0 {
+			out = append(out, strings.Join(lines, " "))
+		}
+	}
+	return out
+}

@@ -351,3 +351,52 @@ func rolesFromREADME(t *testing.T, readme string) []string {
 	}
 	return out
 }
+
+// Lock files are each host's projection of the locks it holds: another
+// host's project leaves them (and their targets' paths) alone, its verify
+// checks only its own, and the holder's host rebuilds its own.
+func TestPostgresEachHostProjectsAndChecksItsOwnLockFiles(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	a, b := newPGHost(t, "host-a", url), newPGHost(t, "host-b", url)
+	target := filepath.Join(t.TempDir(), "deploy.lock")
+	rid := strings.TrimSpace(a.must(t, 0, "acquire", "deploy", "--file", "beads:"+target).Stdout)
+	mine := filepath.Join(a.root, "locks", "deploy.lock")
+	if _, err := os.Stat(mine); err != nil {
+		t.Fatalf("the holder's lock file: %v", err)
+	}
+	for _, args := range [][]string{{"verify"}, {"project"}, {"verify"}} {
+		b.must(t, 0, args...)
+	}
+	if _, err := os.Stat(filepath.Join(b.root, "locks", "deploy.lock")); !os.IsNotExist(err) {
+		t.Errorf("host-b's project wrote a file for host-a's lock: %v", err)
+	}
+	st := b.must(t, 0, "status", "deploy")
+	if !strings.Contains(st.Stdout, "held") || !strings.Contains(st.Stdout, "host-a") {
+		t.Errorf("host-b's status: %s", st.Stdout)
+	}
+	// host-a loses its files; its verify says so, its project puts them back.
+	if err := os.Remove(mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(target); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.run(t, "verify"); r.Code != 1 || !strings.Contains(r.Stdout, "lock_file_missing") {
+		t.Errorf("host-a's verify with its file gone: exit %d\n%s", r.Code, r.Stdout)
+	}
+	b.must(t, 0, "verify")
+	a.must(t, 0, "project")
+	for _, p := range []string{mine, target} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("after host-a's project: %v", err)
+		}
+	}
+	a.must(t, 0, "verify")
+	a.must(t, 0, "release", "deploy", "--request-id", rid)
+	for _, p := range []string{mine, target} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("after the release, %s: %v", p, err)
+		}
+	}
+	b.must(t, 0, "verify")
+}

@@ -298,6 +298,9 @@ func (p *projection) files(rebuilt map[string]*row) error {
 		}
 	}
 	for _, name := range sortedKeys(rebuilt) {
+		if !p.l.ownsFiles(rebuilt[name]) {
+			continue // its host projects its targets
+		}
 		if err := p.targets(rebuilt[name]); err != nil {
 			return err
 		}

@@ -321,6 +321,7 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 	pgid := cmd.Process.Pid
 	var killTimer <-chan time.Time
 	lost := lease.Lost()
+	record := context.Background()
 	for {
 		select {
 		case s := <-sigs:
@@ -335,6 +336,17 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 				continue
 			}
 			st.lost = true
+			var expired *ledger.DeadlineError
+			if errors.As(lease.Err(), &expired) {
+				// Lost on this host's clock, ahead of the TTL: the command
+				// must be gone within half the margin, before anyone else
+				// may take the lock; so must what it left running, and
+				// recording that must not wait on an unreachable ledger.
+				grace = min(grace, expired.Margin/2)
+				var cancel context.CancelFunc
+				record, cancel = context.WithDeadline(record, expired.LastOK.Add(expired.TTL-expired.Margin/2))
+				defer cancel()
+			}
 			o.g.log.Error("lock lost; stopping the command", "lock", lease.Lock(), "err", lease.Err(), "kill_grace", grace)
 			_ = unix.Kill(-pgid, unix.SIGTERM)
 			killTimer = time.After(grace)
@@ -342,7 +354,7 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 			_ = unix.Kill(-pgid, unix.SIGKILL)
 		case <-exited: // the exit status is in ProcessState
 			code := exitCode(cmd.ProcessState)
-			stopLeftovers(o, lease, pgid, grace, sigs)
+			stopLeftovers(record, o, lease, pgid, grace, sigs)
 			return code, st, nil
 		}
 	}
@@ -354,7 +366,7 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 // KILL after grace (at once if run is signalled meanwhile). With
 // --leave-running they are left alone. Either way the processes found are
 // recorded as job_processes, before the release.
-func stopLeftovers(o *runOptions, lease *ledger.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal) {
+func stopLeftovers(record context.Context, o *runOptions, lease *ledger.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal) {
 	id := lease.RequestID()
 	p := events.JobProcessesPayload{JobRequestID: id}
 	if o.leave {
@@ -384,7 +396,7 @@ func stopLeftovers(o *runOptions, lease *ledger.Lease, pgid int, grace time.Dura
 		return
 	}
 	o.g.log.Warn("processes of the command outlived it", "lock", lease.Lock(), "pids", fmt.Sprint(p.PIDs), "action", p.Action)
-	if err := lease.RecordJobProcesses(context.Background(), p); err != nil {
+	if err := lease.RecordJobProcesses(record, p); err != nil {
 		o.g.log.Error("could not record the command's leftover processes", "lock", lease.Lock(), "err", err)
 	}
 }

@@ -48,9 +48,13 @@ or cancelled when run was signalled) and CMD's exit code.
 CMD sees LOCKLEDGER_LOCK, LOCKLEDGER_REQUEST_ID and LOCKLEDGER_FENCING_TOKEN.
 INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. If run
 itself is killed, CMD gets SIGKILL (parent-death signal). If the lock is
-lost (another holder took it, or no heartbeat succeeded within the TTL),
---on-lost kill (default) sends TERM to the group, waits --kill-grace, sends
-KILL and exits 5; --on-lost warn only logs it.
+lost, --on-lost kill (default) sends TERM to the group, waits --kill-grace,
+sends KILL and exits 5; --on-lost warn only logs it. The lock is lost when
+the ledger shows another holder, or when no heartbeat got through before
+run's own deadline: the send time of the last successful one plus the TTL
+minus a margin of ttl/4, on this host's monotonic clock, even while a
+heartbeat hangs. Then the grace is at most half the margin, so CMD is gone
+before the TTL runs out and anyone else may take the lock.
 
 When CMD exits, what it left running is stopped the same way (TERM, then
 KILL after --kill-grace) before the release, so nothing runs on after the
@@ -365,7 +369,7 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 // include those that left the group (setsid, a double fork): TERM, then
 // KILL after grace (at once if run is signalled meanwhile). With
 // --leave-running they are left alone. Either way the processes found are
-// recorded as job_processes, before the release.
+// recorded as job_processes, before the release, within record's deadline.
 func stopLeftovers(record context.Context, o *runOptions, lease *ledger.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal) {
 	id := lease.RequestID()
 	p := events.JobProcessesPayload{JobRequestID: id}

@@ -371,6 +371,7 @@ func (s *Lease) heartbeat(ctx context.Context) {
 		sent := time.Now()
 		cctx, cancel := context.WithDeadline(ctx, s.deadline())
 		_, err := s.l.heartbeat(cctx, s.acq.Lock, s.id, failures, s.acq.FencingToken)
+		abandoned := err != nil && cctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		switch {
 		case err == nil:
@@ -383,6 +384,10 @@ func (s *Lease) heartbeat(ctx context.Context) {
 			failures, next = 0, s.interval
 			continue
 		case ctx.Err() != nil:
+			return
+		case abandoned:
+			// The deadline passed during the call, and only this goroutine
+			// moves it: the watchdog declares the loss.
 			return
 		case errors.Is(err, ErrLost), errors.Is(err, ErrNotHolder):
 			// The ledger shows another holder (heartbeat_failed with lock_lost is recorded).

@@ -48,9 +48,13 @@ or cancelled when run was signalled) and CMD's exit code.
 CMD sees LOCKLEDGER_LOCK, LOCKLEDGER_REQUEST_ID and LOCKLEDGER_FENCING_TOKEN.
 INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. If run
 itself is killed, CMD gets SIGKILL (parent-death signal). If the lock is
-lost (another holder took it, or no heartbeat succeeded within the TTL),
---on-lost kill (default) sends TERM to the group, waits --kill-grace, sends
-KILL and exits 5; --on-lost warn only logs it.
+lost, --on-lost kill (default) sends TERM to the group, waits --kill-grace,
+sends KILL and exits 5; --on-lost warn only logs it. The lock is lost when
+the ledger shows another holder, or when no heartbeat got through before
+run's own deadline: the send time of the last successful one plus the TTL
+minus a margin of ttl/4, on this host's monotonic clock, even while a
+heartbeat hangs. Then the grace is at most half the margin, so CMD is gone
+before the TTL runs out and anyone else may take the lock.
 
 When CMD exits, what it left running is stopped the same way (TERM, then
 KILL after --kill-grace) before the release, so nothing runs on after the
@@ -321,6 +325,7 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 	pgid := cmd.Process.Pid
 	var killTimer <-chan time.Time
 	lost := lease.Lost()
+	record := context.Background()
 	for {
 		select {
 		case s := <-sigs:
@@ -335,6 +340,17 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 				continue
 			}
 			st.lost = true
+			var expired *ledger.DeadlineError
+			if errors.As(lease.Err(), &expired) {
+				// Lost on this host's clock, ahead of the TTL: the command
+				// must be gone within half the margin, before anyone else
+				// may take the lock; so must what it left running, and
+				// recording that must not wait on an unreachable ledger.
+				grace = min(grace, expired.Margin/2)
+				var cancel context.CancelFunc
+				record, cancel = context.WithDeadline(record, expired.LastOK.Add(expired.TTL-expired.Margin/2))
+				defer cancel()
+			}
 			o.g.log.Error("lock lost; stopping the command", "lock", lease.Lock(), "err", lease.Err(), "kill_grace", grace)
 			_ = unix.Kill(-pgid, unix.SIGTERM)
 			killTimer = time.After(grace)
@@ -342,7 +358,7 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 			_ = unix.Kill(-pgid, unix.SIGKILL)
 		case <-exited: // the exit status is in ProcessState
 			code := exitCode(cmd.ProcessState)
-			stopLeftovers(o, lease, pgid, grace, sigs)
+			stopLeftovers(record, o, lease, pgid, grace, sigs)
 			return code, st, nil
 		}
 	}
@@ -353,8 +369,8 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 // include those that left the group (setsid, a double fork): TERM, then
 // KILL after grace (at once if run is signalled meanwhile). With
 // --leave-running they are left alone. Either way the processes found are
-// recorded as job_processes, before the release.
-func stopLeftovers(o *runOptions, lease *ledger.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal) {
+// recorded as job_processes, before the release, within record's deadline.
+func stopLeftovers(record context.Context, o *runOptions, lease *ledger.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal) {
 	id := lease.RequestID()
 	p := events.JobProcessesPayload{JobRequestID: id}
 	if o.leave {
@@ -384,7 +400,7 @@ func stopLeftovers(o *runOptions, lease *ledger.Lease, pgid int, grace time.Dura
 		return
 	}
 	o.g.log.Warn("processes of the command outlived it", "lock", lease.Lock(), "pids", fmt.Sprint(p.PIDs), "action", p.Action)
-	if err := lease.RecordJobProcesses(context.Background(), p); err != nil {
+	if err := lease.RecordJobProcesses(record, p); err != nil {
 		o.g.log.Error("could not record the command's leftover processes", "lock", lease.Lock(), "err", err)
 	}
 }

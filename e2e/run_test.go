@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lockledger/lockledger/internal/clitest"
 )
 
@@ -313,4 +315,61 @@ func TestRunHeartbeatsKeepAShortTTL(t *testing.T) {
 	if counts["lock_heartbeat"] < 3 || counts["lock_stolen"] != 0 || counts["heartbeat_failed"] != 0 {
 		t.Fatalf("events of a 4 s job with a 2 s ttl: %v, want >= 3 heartbeats and no loss", counts)
 	}
+}
+
+// While another process holds the ledger's writer mutex, run's heartbeats
+// hang (the busy timeout outlasts the TTL, as with a database behind a cut
+// network). run must not wait for them: at its local deadline, ahead of the
+// TTL, it stops the command's group and exits 5, before anyone else could
+// take the lock. Once the ledger answers again, the lock is taken over with
+// a higher fencing token.
+func TestRunStopsItsCommandAtTheLocalDeadlineWhenHeartbeatsHang(t *testing.T) {
+	root := t.TempDir()
+	runner, lines := startRun(t, root, "deploy", "--ttl", "3s", "--",
+		"sh", "-c", `echo "$$ $LOCKLEDGER_FENCING_TOKEN"; exec sleep 60`)
+	var child int
+	var token int64
+	if _, err := fmt.Sscan(line(t, lines), &child, &token); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(root, "writer.flock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	code := exitOf(t, runner)
+	exited := time.Now()
+	if code != 5 {
+		t.Fatalf("run exited %d when no heartbeat got through, want 5", code)
+	}
+	if !gone(child) || unix.Kill(-child, 0) == nil {
+		t.Fatalf("the command (pid %d) or its group outlived run", child)
+	}
+	// Nothing can have been written since the mutex was taken: the row
+	// holds run's last successful heartbeat.
+	var hb string
+	if err := clitest.DB(t, root).QueryRow(`SELECT heartbeat_at FROM locks WHERE lock_name = 'deploy'`).Scan(&hb); err != nil {
+		t.Fatal(err)
+	}
+	at, err := time.Parse(time.RFC3339Nano, hb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if expires := at.Add(3 * time.Second); !exited.Before(expires) {
+		t.Fatalf("run exited at %s, not before its lock's TTL ran out (%s)", exited, expires)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	r := clitest.Must(t, 0, root, "acquire", "deploy", "--json", "--pid", strconv.Itoa(os.Getpid()))
+	var o struct {
+		FencingToken int64 `json:"fencing_token"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &o); err != nil || o.FencingToken <= token {
+		t.Fatalf("acquire after the ledger answered again: %v, token %d after run's %d: %s", err, o.FencingToken, token, r.Stdout)
+	}
+	assertChain(t, root)
 }

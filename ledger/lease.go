@@ -24,11 +24,26 @@ const (
 	HeartbeatFailuresBeforeEvent = 3
 )
 
+// DefaultLossMargin is how long before its TTL runs out a lease whose
+// heartbeats stopped getting through counts itself lost: a quarter of the
+// TTL. The TTL is judged by the ledger from the time it committed the last
+// heartbeat, which is no earlier than the holder's send time for it, so a
+// holder that gives up at send time + TTL − margin (on its monotonic clock)
+// has the margin to stop its job before anyone else may take the lock. Half
+// of it goes to stopping the job (run: TERM, KILL after at most margin/2)
+// and recording the loss; the rest covers a late timer, a paused process
+// and clocks that run at slightly different rates. A quarter, not a fixed
+// time, because all of these grow with how coarse the TTL is chosen, and it
+// still leaves, with the default interval (ttl/3), time for two more
+// heartbeat attempts after one is missed.
+func DefaultLossMargin(ttl time.Duration) time.Duration { return ttl / 4 }
+
 type leaseConfig struct {
 	req       AcquireRequest
 	supersede bool
 	wait      time.Duration
 	interval  time.Duration
+	margin    time.Duration
 	observe   WaitObserver
 }
 
@@ -135,20 +150,47 @@ func WithHeartbeatInterval(d time.Duration) LeaseOption {
 	}
 }
 
+// WithLossMargin sets how long before the TTL runs out (counted from the
+// send time of the last successful heartbeat) the lease counts itself lost
+// when no heartbeat gets through; default DefaultLossMargin(ttl). The
+// heartbeat interval plus the margin must be shorter than the TTL, or no
+// heartbeat could succeed in time.
+func WithLossMargin(d time.Duration) LeaseOption {
+	return func(c *leaseConfig) error {
+		if d <= 0 {
+			return events.Invalid("loss margin", d.String(), "must be positive")
+		}
+		c.margin = d
+		return nil
+	}
+}
+
 // Lease is a lock held by this process and kept alive by a heartbeat
 // goroutine until Release. Lost is closed if the lock is lost: the ledger
-// shows another holder, or the TTL ran out without a successful heartbeat.
+// shows another holder, or no heartbeat succeeded before the local
+// deadline (see DeadlineError), which a timer enforces even while a
+// heartbeat call hangs.
 type Lease struct {
 	l        *Ledger
 	acq      *Acquisition
 	id       Identity
 	ttl      time.Duration
 	interval time.Duration
+	margin   time.Duration
 
 	lost     chan struct{}
 	poke     chan struct{}
 	lostOnce sync.Once
 	lostErr  error
+
+	// dmu guards the deadline state, shared by the heartbeat goroutine and
+	// the watchdog; renewed tells the watchdog that the deadline moved.
+	dmu      sync.Mutex
+	lastOK   time.Time // send time of the last successful heartbeat (or the acquire), monotonic
+	failures int       // heartbeat calls failed since lastOK
+	lastErr  error     // the last of them
+	traced   bool      // the deadline loss is recorded in the ledger
+	renewed  chan struct{}
 
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -177,6 +219,13 @@ func (l *Ledger) Acquire(ctx context.Context, name string, opts ...LeaseOption) 
 	if c.interval >= c.req.TTL {
 		return nil, events.Invalid("heartbeat interval", c.interval.String(), "must be shorter than the ttl "+c.req.TTL.String())
 	}
+	if c.margin == 0 {
+		c.margin = DefaultLossMargin(c.req.TTL)
+	}
+	if c.interval+c.margin >= c.req.TTL {
+		return nil, events.Invalid("loss margin", c.margin.String(),
+			fmt.Sprintf("plus the heartbeat interval %s must be shorter than the ttl %s", c.interval, c.req.TTL))
+	}
 	var a *Acquisition
 	var err error
 	if c.supersede {
@@ -187,13 +236,74 @@ func (l *Ledger) Acquire(ctx context.Context, name string, opts ...LeaseOption) 
 	if err != nil {
 		return nil, err
 	}
-	s := &Lease{l: l, acq: a, ttl: c.req.TTL, interval: c.interval, lost: make(chan struct{}), poke: make(chan struct{}, 1),
+	s := &Lease{l: l, acq: a, ttl: c.req.TTL, interval: c.interval, margin: c.margin, lost: make(chan struct{}), poke: make(chan struct{}, 1),
+		renewed: make(chan struct{}, 1), lastOK: a.sent,
 		id: Identity{RequestID: a.RequestID, Actor: a.Record.Actor, PID: a.Record.PID}}
+	if a.Already {
+		// Nothing was renewed: the lock runs on its last heartbeat.
+		if hb, err := a.Record.HeartbeatTime(); err == nil && hb.Before(l.now()) {
+			s.lastOK = a.sent.Add(-l.now().Sub(hb))
+		}
+	}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = cancel
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.heartbeat(hctx)
+	go s.watch(hctx)
 	return s, nil
+}
+
+// deadline is when the lease counts itself lost without another
+// successful heartbeat: on the monotonic clock, lastOK + ttl − margin.
+func (s *Lease) deadline() time.Time {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	return s.lastOK.Add(s.ttl - s.margin)
+}
+
+// letGo is when a lease lost at its deadline stops trying to reach the
+// ledger (to record the loss, to release): half the margin after the
+// deadline, half the margin before anyone else may take the lock.
+func (s *Lease) letGo() time.Time { return s.deadline().Add(s.margin / 2) }
+
+// watch declares the lease lost at its deadline, whatever the heartbeat
+// goroutine is doing: a call to an unreachable database may hang.
+func (s *Lease) watch(ctx context.Context) {
+	defer s.wg.Done()
+	for {
+		t := time.NewTimer(time.Until(s.deadline()))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-s.lost:
+			t.Stop()
+			return
+		case <-s.renewed:
+			t.Stop()
+			continue
+		case <-t.C:
+		}
+		s.dmu.Lock()
+		if time.Now().Before(s.lastOK.Add(s.ttl - s.margin)) {
+			s.dmu.Unlock() // renewed just now
+			continue
+		}
+		cause := &DeadlineError{Lock: s.acq.Lock, RequestID: s.acq.RequestID, LastOK: s.lastOK, TTL: s.ttl, Margin: s.margin,
+			Failures: s.failures, LastErr: s.lastErr}
+		// Under dmu, so that no heartbeat counts as a success after this.
+		s.markLost(cause)
+		s.dmu.Unlock()
+		s.l.log.Error("lock lost: no heartbeat got through before the local deadline", "lock", s.acq.Lock, "err", cause)
+		// Tell the holder first, so that it stops its work; then get the
+		// loss into the ledger, which may itself be what fails.
+		if s.recordLoss(max(cause.Failures, 1), cause.Error(), s.letGo()) {
+			s.dmu.Lock()
+			s.traced = true
+			s.dmu.Unlock()
+		}
+		return
+	}
 }
 
 // Lock is the lock's name.
@@ -240,7 +350,6 @@ func (s *Lease) markLost(err error) {
 
 func (s *Lease) heartbeat(ctx context.Context) {
 	defer s.wg.Done()
-	lastOK := time.Now()
 	failures := 0
 	unrecorded := 0 // a run of failures that reached the threshold but is not in the ledger yet
 	next := s.interval
@@ -250,19 +359,35 @@ func (s *Lease) heartbeat(ctx context.Context) {
 		case <-ctx.Done():
 			t.Stop()
 			return
+		case <-s.lost:
+			t.Stop()
+			return
 		case <-t.C:
 		case <-s.poke:
 			t.Stop()
 		}
-		_, err := s.l.heartbeat(ctx, s.acq.Lock, s.id, failures, s.acq.FencingToken)
+		// A call still unanswered at the deadline is abandoned: the lease
+		// is lost then anyway.
+		sent := time.Now()
+		cctx, cancel := context.WithDeadline(ctx, s.deadline())
+		_, err := s.l.heartbeat(cctx, s.acq.Lock, s.id, failures, s.acq.FencingToken)
+		abandoned := err != nil && cctx.Err() != nil && ctx.Err() == nil
+		cancel()
 		switch {
 		case err == nil:
+			if !s.renew(sent) {
+				return // lost at the deadline while the call was under way
+			}
 			if unrecorded > 0 && s.record(ctx, unrecorded, "heartbeats failed, then recovered", false) {
 				unrecorded = 0
 			}
-			lastOK, failures, next = time.Now(), 0, s.interval
+			failures, next = 0, s.interval
 			continue
 		case ctx.Err() != nil:
+			return
+		case abandoned:
+			// The deadline passed during the call, and only this goroutine
+			// moves it: the watchdog declares the loss.
 			return
 		case errors.Is(err, ErrLost), errors.Is(err, ErrNotHolder):
 			// The ledger shows another holder (heartbeat_failed with lock_lost is recorded).
@@ -270,15 +395,13 @@ func (s *Lease) heartbeat(ctx context.Context) {
 			return
 		}
 		failures++
-		s.l.log.Warn("heartbeat failed", "lock", s.acq.Lock, "consecutive", failures, "err", err)
-		if time.Since(lastOK) > s.ttl {
-			cause := fmt.Errorf("%w: no successful heartbeat for %s (ttl %s): %v", ErrLost, time.Since(lastOK).Truncate(time.Millisecond), s.ttl, err)
-			// Tell the holder first, so that it stops its work; then get
-			// the loss into the ledger, which may itself be what fails.
-			s.markLost(cause)
-			s.recordLoss(failures, cause.Error())
-			return
+		s.dmu.Lock()
+		s.failures, s.lastErr = failures, err
+		s.dmu.Unlock()
+		if s.Err() != nil {
+			return // the watchdog declared the loss and records it
 		}
+		s.l.log.Warn("heartbeat failed", "lock", s.acq.Lock, "consecutive", failures, "err", err)
 		if failures == HeartbeatFailuresBeforeEvent {
 			unrecorded = failures
 		}
@@ -288,6 +411,22 @@ func (s *Lease) heartbeat(ctx context.Context) {
 		// Retry sooner than the interval, but never later than the TTL allows.
 		next = min(s.interval, max(s.ttl/10, 100*time.Millisecond))
 	}
+}
+
+// renew moves the deadline on after a heartbeat sent at sent succeeded; it
+// reports false when the lease was lost at its deadline first.
+func (s *Lease) renew(sent time.Time) bool {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	if s.Err() != nil {
+		return false
+	}
+	s.lastOK, s.failures, s.lastErr = sent, 0, nil
+	select {
+	case s.renewed <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // record writes heartbeat_failed. The ledger may be the thing that fails;
@@ -301,21 +440,25 @@ func (s *Lease) record(ctx context.Context, failures int, cause string, lost boo
 }
 
 // recordLoss retries heartbeat_failed with lock_lost while the ledger is
-// busy, for at most one more TTL (and no less than the busy timeout), even
-// after Release was called: losing a lock must leave a trace.
-func (s *Lease) recordLoss(failures int, cause string) {
-	ctx, cancel := context.WithTimeout(context.Background(), max(s.ttl, s.l.busy))
+// busy, until until, even after Release was called: losing a lock should
+// leave a trace, but a holder cut off from its ledger must not wait for it
+// (the ledger then judges the lock stale by its TTL on its own). It reports
+// whether the loss was recorded.
+func (s *Lease) recordLoss(failures int, cause string, until time.Time) bool {
+	ctx, cancel := context.WithDeadline(context.Background(), until)
 	defer cancel()
 	for {
 		err := s.l.RecordHeartbeatFailure(ctx, s.acq.Lock, s.id, failures, cause, true)
-		if err == nil || !IsTransient(err) || ctx.Err() != nil {
-			if err != nil {
-				s.l.log.Warn("could not record the lost lock", "lock", s.acq.Lock, "err", err)
-			}
-			return
+		if err == nil {
+			return true
+		}
+		if !IsTransient(err) || ctx.Err() != nil {
+			s.l.log.Warn("could not record the lost lock", "lock", s.acq.Lock, "err", err)
+			return false
 		}
 		if sleepCtx(ctx, 50*time.Millisecond) != nil {
-			return
+			s.l.log.Warn("could not record the lost lock", "lock", s.acq.Lock, "err", err)
+			return false
 		}
 	}
 }
@@ -328,8 +471,13 @@ type Result struct {
 }
 
 // Release stops the heartbeat, waits for it, and frees the lock with
-// result. It returns ErrLost (via *NotHolderError) if the lock was lost.
-// Calling it again is a no-op.
+// result. It returns an error wrapping ErrLost if the lock was lost
+// (*NotHolderError, *DeadlineError), even when it could still free it: the
+// work ran on without the lock for a while. After a loss at the deadline
+// it frees the lock only when the ledger answered (the loss is recorded)
+// and only until the lease lets go (half the margin after the deadline),
+// so that a holder cut off from its ledger returns promptly; the ledger
+// then lets the lock go by its TTL. Calling it again is a no-op.
 func (s *Lease) Release(ctx context.Context, r Result) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -350,11 +498,30 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 	// A busy ledger is passing: keep trying, with backoff, for as long as the
 	// lock itself would last, so that the result is recorded.
 	deadline := time.Now().Add(max(s.ttl, 3*s.l.busy))
+	var expired *DeadlineError
+	if errors.As(s.Err(), &expired) {
+		s.dmu.Lock()
+		traced := s.traced
+		s.dmu.Unlock()
+		if !traced {
+			return s.Err()
+		}
+		deadline = s.letGo()
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	backoff := 50 * time.Millisecond
 	for {
 		_, err := s.l.Release(ctx, req)
 		if err == nil {
-			return nil
+			return s.Err() // nil unless lost at the deadline
+		}
+		if expired != nil && (!IsTransient(err) || time.Now().After(deadline) || ctx.Err() != nil) {
+			// The loss is what the caller must hear; the ledger lets the
+			// lock go by its TTL, or someone has taken it meanwhile.
+			s.l.log.Warn("could not release the lock lost at its deadline", "lock", s.acq.Lock, "err", err)
+			return s.Err()
 		}
 		if !IsTransient(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			if !IsTransient(err) {
@@ -364,6 +531,9 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		}
 		s.l.log.Warn("release failed; retrying", "lock", s.acq.Lock, "err", err)
 		if sleepCtx(ctx, backoff) != nil {
+			if expired != nil {
+				return s.Err()
+			}
 			return err
 		}
 		backoff = min(2*backoff, time.Second)

@@ -117,28 +117,121 @@ func TestLeaseBusyLedgerIsNotALoss(t *testing.T) {
 	}
 }
 
-func TestLeaseLostWhenTTLRunsOutWithoutHeartbeat(t *testing.T) {
+// heartbeatAt is the ledger's heartbeat time for lock (its clock is
+// time.Now, the wall clock this process reads too).
+func heartbeatAt(t *testing.T, l *Ledger, lock string) time.Time {
+	t.Helper()
+	var s string
+	if err := l.DB().QueryRow(`SELECT heartbeat_at FROM locks WHERE lock_name = ?`, lock).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	at, err := events.ParseTime(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// awaitLost returns when the lease was lost, and the time it saw that.
+func awaitLost(t *testing.T, lease *Lease) time.Time {
+	t.Helper()
+	select {
+	case <-lease.Lost():
+		return time.Now()
+	case <-time.After(30 * time.Second):
+		t.Fatal("lease not lost though no heartbeat gets through")
+	}
+	return time.Time{}
+}
+
+// checkLostAtDeadline checks that the lease gave up at its local deadline
+// (not earlier) and while the ledger still counted it as the holder.
+func checkLostAtDeadline(t *testing.T, l *Ledger, lease *Lease, lostAt time.Time, ttl time.Duration) *DeadlineError {
+	t.Helper()
+	var de *DeadlineError
+	if !errors.As(lease.Err(), &de) || !errors.Is(lease.Err(), ErrLost) {
+		t.Fatalf("Err() = %v, want a *DeadlineError wrapping ErrLost", lease.Err())
+	}
+	hb := heartbeatAt(t, l, lease.Lock())
+	if de.LastOK.After(hb) {
+		t.Fatalf("deadline counted from %s, after the ledger's heartbeat time %s: it would end after the TTL", de.LastOK, hb)
+	}
+	if expires := hb.Add(ttl); !lostAt.Before(expires) {
+		t.Fatalf("lost at %s, not before the lock's TTL ran out (%s) by the ledger's heartbeat time", lostAt, expires)
+	}
+	if since := lostAt.Sub(de.LastOK); since < ttl-de.Margin {
+		t.Fatalf("lost %s after the last successful heartbeat was sent, before its deadline (ttl %s − margin %s)", since, ttl, de.Margin)
+	}
+	return de
+}
+
+// A heartbeat call that never answers (the writer mutex is held elsewhere
+// and the busy timeout outlasts the TTL, as a database behind a cut network
+// would) does not keep the holder from learning that it lost the lock: at
+// its local deadline, while the ledger still counts it as the holder.
+func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
+	ctx := context.Background()
+	l := openReal(t, WithBusyTimeout(time.Minute))
+	ttl := 2 * time.Second
+	lease, err := l.Acquire(ctx, "svc", WithTTL(ttl), WithHeartbeatInterval(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Count from a heartbeat, not from the acquire.
+	awaitEvent(t, l, events.LockHeartbeat, 10*time.Second, func(any) bool { return true })
+	release := holdWriter(t, l)
+	defer release()
+	lostAt := awaitLost(t, lease)
+	de := checkLostAtDeadline(t, l, lease, lostAt, ttl)
+	if de.Failures != 0 || de.LastErr != nil || de.Margin != DefaultLossMargin(ttl) {
+		t.Fatalf("deadline error %+v: want the hung call (no failure returned) and the default margin", de)
+	}
+	// The ledger cannot be reached: Release says the lock was lost, at once.
+	if err := lease.Release(ctx, Result{Result: events.ResultCancelled}); !errors.As(err, &de) {
+		t.Fatalf("Release after the deadline: %v, want the *DeadlineError", err)
+	}
+}
+
+// Heartbeats that fail (busy past a short busy timeout) lose the lock at
+// the same deadline; the loss is recorded once the ledger answers, and
+// Release reports the loss even though it frees the lock.
+func TestLeaseLostWhenNoHeartbeatSucceedsBeforeTheDeadline(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t, WithBusyTimeout(20*time.Millisecond))
-	lease, err := l.Acquire(ctx, "svc", WithTTL(time.Second), WithHeartbeatInterval(100*time.Millisecond))
+	ttl := 2 * time.Second
+	// A wide margin gives the loss three quarters of a second to be recorded
+	// once the writer mutex is freed.
+	lease, err := l.Acquire(ctx, "svc", WithTTL(ttl), WithHeartbeatInterval(100*time.Millisecond), WithLossMargin(1500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	release := holdWriter(t, l)
-	select {
-	case <-lease.Lost():
-	case <-time.After(10 * time.Second):
-		t.Fatal("lease not lost after the TTL ran out without a heartbeat")
-	}
+	lostAt := awaitLost(t, lease)
 	release()
-	if !errors.Is(lease.Err(), ErrLost) {
-		t.Fatalf("Err() = %v, want ErrLost", lease.Err())
+	de := checkLostAtDeadline(t, l, lease, lostAt, ttl)
+	if de.Failures == 0 || !IsTransient(de.LastErr) {
+		t.Fatalf("deadline error %+v: want the busy failures", de)
 	}
 	awaitEvent(t, l, events.HeartbeatFailed, 10*time.Second, func(p any) bool { return p.(*events.HeartbeatFailedPayload).LockLost })
-	if err := lease.Release(ctx, Result{}); !errors.Is(err, ErrLost) && !errors.Is(err, ErrNotHolder) {
-		// The ledger still shows us as holder (nobody took it), so Release succeeds.
-		if err != nil {
-			t.Fatalf("Release after loss: %v", err)
+	if err := lease.Release(ctx, Result{Result: events.ResultCancelled}); !errors.Is(err, ErrLost) {
+		t.Fatalf("Release after the deadline: %v, want ErrLost", err)
+	}
+	awaitEvent(t, l, events.LockReleased, time.Second, func(any) bool { return true })
+}
+
+func TestLeaseLossMarginIsChecked(t *testing.T) {
+	l := openReal(t)
+	for _, c := range []struct {
+		name string
+		opts []LeaseOption
+	}{
+		{"zero", []LeaseOption{WithLossMargin(0)}},
+		{"negative", []LeaseOption{WithLossMargin(-time.Second)}},
+		{"the ttl", []LeaseOption{WithTTL(3 * time.Second), WithLossMargin(3 * time.Second)}},
+		{"no room for a heartbeat", []LeaseOption{WithTTL(3 * time.Second), WithHeartbeatInterval(time.Second), WithLossMargin(2 * time.Second)}},
+	} {
+		if _, err := l.Acquire(context.Background(), "m", c.opts...); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", c.name, err)
 		}
 	}
 }

@@ -193,6 +193,18 @@ type Acquisition struct {
 	NotAwaited string
 	// Already: the request held the lock before this call; nothing was written.
 	Already bool
+	// sent is when the call that took the lock began (monotonic clock): the
+	// ledger's heartbeat time for it is no earlier, so a lease deadline
+	// counted from it never ends after the lock's TTL does.
+	sent time.Time
+}
+
+// stamped sets a's send time.
+func stamped(a *Acquisition, sent time.Time, err error) (*Acquisition, error) {
+	if a != nil {
+		a.sent = sent
+	}
+	return a, err
 }
 
 // TryAcquire makes one attempt at a lock by the state rules: free is taken,
@@ -200,6 +212,7 @@ type Acquisition struct {
 // (stale_lock_forced), held is refused with *HeldError, stale without Force
 // with *StaleError.
 func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisition, error) {
+	sent := time.Now()
 	if err := l.prepareAcquire(&req); err != nil {
 		return nil, err
 	}
@@ -253,7 +266,7 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 				Corrupt: h.corrupt, Waited: req.Waited, JobPIDs: job, SameRequest: w.sameRequest(h, req.Identity)})
 		}
 	})
-	return out, err
+	return stamped(out, sent, err)
 }
 
 // sameRequest: the ledger's holder holds the lock under the caller's request id.
@@ -667,6 +680,7 @@ type StealRequest struct {
 // Active is refused (an error wrapping *HeldError) and recorded as
 // action_refused.
 func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, error) {
+	sent := time.Now()
 	if err := validText("reason", req.Note, 1024, true); err != nil {
 		return nil, err
 	}
@@ -727,7 +741,7 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 		out = a
 		return nil, err
 	})
-	return out, err
+	return stamped(out, sent, err)
 }
 
 // LockStatus is one lock's state at an instant.

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -399,4 +401,94 @@ func TestPostgresEachHostProjectsAndChecksItsOwnLockFiles(t *testing.T) {
 		}
 	}
 	b.must(t, 0, "verify")
+}
+
+// A holder cut off from the database (a partition: its packets vanish)
+// stops its job before another host can take the lock over, which it then
+// does with a higher fencing token; run exits 5; when the network comes
+// back nothing is lost.
+func TestPostgresHolderCutOffStopsBeforeAnotherHostTakesOver(t *testing.T) {
+	name := pgtest.CreateDatabase(t)
+	proxy := pgtest.NewProxy(t, pgtest.TCPAddr(t))
+	a := newPGHost(t, "cut-off", proxy.URL(name))
+	direct := pgtest.Get(t).SocketURL(name)
+	b := newPGHost(t, "survivor", direct)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	jobOut, died := filepath.Join(dir, "job"), filepath.Join(dir, "died")
+	// The job notes the instant it is told to stop (date: the clock the
+	// database reads too, on this machine).
+	job := `trap 'date -u +%Y-%m-%dT%H:%M:%S.%NZ > "$DIED"; exit 143' TERM
+echo "$$ $LOCKLEDGER_FENCING_TOKEN" > "$OUT"
+sleep 300 & wait`
+	holder := a.command(ctx, "run", "deploy", "--ttl", "4s", "--", "sh", "-c", job)
+	holder.Env = append(holder.Env, "OUT="+jobOut, "DIED="+died)
+	var stderr bytes.Buffer
+	holder.Stderr = &stderr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	var token int64
+	for {
+		b, _ := os.ReadFile(jobOut)
+		if _, err := fmt.Sscan(string(b), &child, &token); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	proxy.Hang()
+	exited := make(chan int, 1)
+	go func() {
+		holder.Wait()
+		exited <- holder.ProcessState.ExitCode()
+	}()
+	// The survivor waits for the lock, and takes it over once the
+	// database's clock says the cut-off holder's TTL has run out.
+	r := b.must(t, 0, "acquire", "deploy", "--wait", "60s", "--force", "--json", "--pid", strconv.Itoa(os.Getpid()))
+	var o struct {
+		FencingToken int64 `json:"fencing_token"`
+		Seq          int64 `json:"seq"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &o); err != nil || o.FencingToken <= token {
+		t.Errorf("take-over: %v, token %d after the cut-off holder's %d", err, o.FencingToken, token)
+	}
+	var at string
+	if err := pgLedger(t, direct).DB().QueryRowContext(ctx, `SELECT at FROM events WHERE type = 'lock_stolen'`).Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	stolen, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.ReadFile(died)
+	if err != nil {
+		t.Fatalf("the cut-off holder's job was not told to stop before the take-over: %v\n%s", err, stderr.String())
+	}
+	stopped, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(d)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stopped.Before(stolen) {
+		t.Errorf("the job was stopped at %s, after the take-over at %s", stopped, stolen)
+	}
+	select {
+	case code := <-exited:
+		if code != 5 {
+			t.Errorf("the cut-off holder exited %d, want 5\n%s", code, stderr.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("the cut-off holder did not exit\n%s", stderr.String())
+	}
+	if !gone(child) {
+		t.Errorf("the cut-off holder's job (pid %d) outlived it", child)
+	}
+	proxy.Restore()
+	b.must(t, 0, "verify")
+	a.must(t, 0, "verify")
+	if got := pgTypes(t, direct); got["lock_stolen"] != 1 || got["lock_acquired"] != 1 {
+		t.Errorf("events: got %v, want the acquire and one take-over", got)
+	}
+	t.Logf("job stopped %s before the take-over", stolen.Sub(stopped))
 }

@@ -500,8 +500,8 @@ func (l *Ledger) Detach() error {
 		return nil
 	}
 	l.closed = true
-	if l.store.shared() {
-		return l.store.close()
+	if s, ok := l.store.(*pgStore); ok {
+		return s.closeWithin(detachWait)
 	}
 	if l.flock == nil {
 		return nil

@@ -119,6 +119,27 @@ func (s *pgStore) close() error {
 	return err
 }
 
+// detachWait bounds how long Detach waits for PostgreSQL connections to
+// close: one broken by a cancelled query (a partition) is closed by pgx
+// after a cancel request that may take 15 s to give up.
+const detachWait = 250 * time.Millisecond
+
+// closeWithin closes the pool, waiting at most d: a process about to exit
+// leaves what is left to the operating system.
+func (s *pgStore) closeWithin(d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- s.close() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		s.l.log.Debug("left closing the database connections to the exit", "waited", d)
+		return nil
+	}
+}
+
 // pgTransient: a serialisation failure, a deadlock, a lock or connection
 // that is not to be had now, or a connection lost. The database may be back
 // at the next try.

@@ -142,9 +142,6 @@ type preparedTx struct {
 }
 
 func (p preparedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	if p.l.store.cachesStatements() {
-		return p.tx.PrepareContext(ctx, query)
-	}
 	p.l.stmtMu.Lock()
 	defer p.l.stmtMu.Unlock()
 	st := p.l.stmts[query]
@@ -161,7 +158,13 @@ func (p preparedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt
 	return p.tx.StmtContext(ctx, st), nil
 }
 
+// A driver that caches statements per connection itself (pgx) is given
+// the SQL: a statement prepared on the transaction would be deallocated
+// at its end, one more round trip for each, and parsed again by the next.
 func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if p.l.store.cachesStatements() {
+		return p.tx.QueryRowContext(ctx, query, args...)
+	}
 	st, err := p.PrepareContext(ctx, query)
 	if err != nil {
 		return p.tx.QueryRowContext(ctx, query, args...)
@@ -170,6 +173,9 @@ func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...a
 }
 
 func (p preparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if p.l.store.cachesStatements() {
+		return p.tx.QueryContext(ctx, query, args...)
+	}
 	st, err := p.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
@@ -178,6 +184,9 @@ func (p preparedTx) QueryContext(ctx context.Context, query string, args ...any)
 }
 
 func (p preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if p.l.store.cachesStatements() {
+		return p.tx.ExecContext(ctx, query, args...)
+	}
 	st, err := p.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err

@@ -95,7 +95,8 @@ func checkpointText(r *replay.Report) string {
 
 func writeHoldingsTable(w *bufio.Writer, p *Page, l *layout) {
 	fmt.Fprintf(w, "<section><h2>Holdings (%d)</h2>\n", len(p.Holdings))
-	w.WriteString(`<table id="holdings"><thead><tr><th>Seq<th>Lock<th>Actor<th>Request<th>From (UTC)<th>To (UTC)<th>Ended by<th>PID@host<th>Details<th>Hash</tr></thead><tbody>` + "\n")
+	w.WriteString(`<p>A holding's opening event (same seq) is in the events table below.</p>` + "\n")
+	w.WriteString(`<table id="holdings"><thead><tr><th>Seq<th>Lock<th>Actor<th>Request<th>From (UTC)<th>To (UTC)<th>Ended by</tr></thead><tbody>` + "\n")
 	for i, h := range p.Holdings {
 		if i == TableLimit {
 			break
@@ -108,19 +109,46 @@ func writeHoldingsTable(w *bufio.Writer, p *Page, l *layout) {
 				ended = fmt.Sprintf("seq %d %s by %s", h.Ended.Seq, h.Ended.Type, h.Ended.Actor)
 			}
 		}
-		fmt.Fprintf(w, "<tr id=h%d><td>%d<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s\n",
-			o.Seq, o.Seq, esc(o.LockName), esc(o.Actor), esc(o.RequestID), fmtTime(o.Time), esc(end), esc(ended),
-			esc(pidAt(o)), esc(describe(p, o)), esc(o.Hash))
+		fmt.Fprintf(w, "<tr id=h%d><td>%d<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s\n",
+			o.Seq, o.Seq, esc(o.LockName), esc(o.Actor), esc(o.RequestID), fmtTime(o.Time), esc(end), esc(ended))
 	}
 	w.WriteString("</tbody></table>\n")
 	tableCut(w, len(p.Holdings), "holdings")
 	w.WriteString("</section>\n")
 }
 
+// earlier is the opening events of holdings drawn that the query did not
+// select (begun before the window, or outside --type): their own table,
+// so that every bar's event is on the page.
+func earlier(p *Page) []*replay.Event {
+	in := make(map[int64]bool, len(p.Events))
+	for _, ev := range p.Events {
+		in[ev.Seq] = true
+	}
+	var out []*replay.Event
+	for i, h := range p.Holdings {
+		if i < TableLimit && !in[h.Opened.Seq] {
+			out = append(out, h.Opened)
+		}
+	}
+	return out
+}
+
 func writeEventsTable(w *bufio.Writer, p *Page) {
+	if ev := earlier(p); len(ev) > 0 {
+		fmt.Fprintf(w, "<section><h2>Opening events of holdings drawn, outside the selection (%d)</h2>\n", len(ev))
+		writeEventRows(w, p, "earlier", ev)
+		w.WriteString("</section>\n")
+	}
 	fmt.Fprintf(w, "<section><h2>Events (%d)</h2>\n", len(p.Events))
-	w.WriteString(`<table id="events"><thead><tr><th>Seq<th>Time (UTC)<th>Event<th>Lock<th>Actor<th>OS user<th>PID@host<th>Request<th>Details<th>Hash</tr></thead><tbody>` + "\n")
-	for i, ev := range p.Events {
+	writeEventRows(w, p, "events", p.Events)
+	tableCut(w, len(p.Events), "events")
+	w.WriteString("</section>\n")
+}
+
+func writeEventRows(w *bufio.Writer, p *Page, id string, evs []*replay.Event) {
+	fmt.Fprintf(w, `<table id="%s"><thead><tr><th>Seq<th>Time (UTC)<th>Event<th>Lock<th>Actor<th>OS user<th>PID@host<th>Request<th>Details<th>Hash</tr></thead><tbody>`+"\n", id)
+	for i, ev := range evs {
 		if i == TableLimit {
 			break
 		}
@@ -132,13 +160,11 @@ func writeEventsTable(w *bufio.Writer, p *Page) {
 		if p.OSUser != nil {
 			osUser = p.OSUser(ev)
 		}
-		fmt.Fprintf(w, "<tr id=e%d data-type=%s><td>%d<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s\n",
-			ev.Seq, ev.Type, ev.Seq, fmtTime(ev.Time), ev.Type, esc(lock), esc(ev.Actor), esc(osUser), esc(pidAt(ev)),
+		fmt.Fprintf(w, "<tr id=e%d><td>%d<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s\n",
+			ev.Seq, ev.Seq, fmtTime(ev.Time), ev.Type, esc(lock), esc(ev.Actor), esc(osUser), esc(pidAt(ev)),
 			esc(ev.RequestID), esc(describe(p, ev)), esc(ev.Hash))
 	}
 	w.WriteString("</tbody></table>\n")
-	tableCut(w, len(p.Events), "events")
-	w.WriteString("</section>\n")
 }
 
 func tableCut(w *bufio.Writer, n int, what string) {
@@ -184,16 +210,15 @@ tr{break-inside:avoid}thead th{position:static}section{break-before:auto}}
 var pageJS = strings.TrimSpace(`
 (function(){
 var body=document.getElementById('details-body'),hint=document.getElementById('details-hint'),cur=null;
-function row(el){var s=el.getAttribute('data-seq');
- var bar=el.classList.contains('b')||el.classList.contains('agg');
- return document.getElementById((bar?'h':'e')+s)||document.getElementById((bar?'e':'h')+s);}
-function show(el){var r=row(el);if(cur)cur.classList.remove('sel');cur=el;el.classList.add('sel');
+function add(k,v){var dt=document.createElement('dt');dt.textContent=k;var dd=document.createElement('dd');dd.textContent=v;body.appendChild(dt);body.appendChild(dd);}
+function rows(r,skip){if(!r)return;var hs=r.closest('table').querySelectorAll('thead th');
+ for(var i=0;i<r.cells.length;i++){var k=hs[i]?hs[i].textContent:'';if(skip.indexOf(k)<0)add(k,r.cells[i].textContent);}}
+function show(el){var s=el.getAttribute('data-seq');if(cur)cur.classList.remove('sel');cur=el;el.classList.add('sel');
  body.textContent='';hint.textContent='';
- var add=function(k,v){var dt=document.createElement('dt');dt.textContent=k;var dd=document.createElement('dd');dd.textContent=v;body.appendChild(dt);body.appendChild(dd);};
  if(el.getAttribute('data-count'))add('Stands for',el.getAttribute('data-count')+' (this is the first)');
- if(!r){add('Seq',el.getAttribute('data-seq'));add('Note','its event is not in the tables');return;}
- var hs=r.closest('table').querySelectorAll('thead th');
- for(var i=0;i<r.cells.length;i++)add(hs[i]?hs[i].textContent:'',r.cells[i].textContent);}
+ var h=(el.classList.contains('b')||el.classList.contains('agg'))&&document.getElementById('h'+s),e=document.getElementById('e'+s);
+ if(h)rows(h,[]);rows(e,h?['Seq','Lock','Actor','Request']:[]);
+ if(!h&&!e){add('Seq',s);add('Note','its event is past the tables\' limit');}}
 function pick(e){var el=e.target.closest&&e.target.closest('[data-seq]');if(el&&el.closest('svg'))show(el);}
 var svg=document.getElementById('timeline');
 svg.addEventListener('click',pick);svg.addEventListener('mouseover',pick);svg.addEventListener('focusin',pick);

@@ -22,8 +22,9 @@ LOCKLEDGER_ACTOR=dave ll acquire app-prod --pid $$ >/dev/null 2>&1 || true # exi
 LOCKLEDGER_ACTOR=dave ll acquire app-prod --pid $$ --force >/dev/null
 
 ll timeline --lock app-prod --format html -o "$work/timeline.html"
+# The page opens with the steal (seq 7) in the details panel.
 "$chromium" --headless --no-sandbox --disable-gpu --disable-background-networking \
 	--disable-component-update --disable-sync --no-first-run --hide-scrollbars \
-	--user-data-dir="$work/profile" --window-size=1240,900 \
-	--screenshot="$(realpath -m "$out")" "file://$work/timeline.html" 2>/dev/null
+	--user-data-dir="$work/profile" --window-size=1240,760 \
+	--screenshot="$(realpath -m "$out")" "file://$work/timeline.html#seq=7" 2>/dev/null
 echo "wrote $out"

@@ -25,7 +25,7 @@ func WriteHTML(w io.Writer, p *Page) error {
 	bw.WriteString(`<div id="picture">` + "\n")
 	writeSVG(bw, l, false)
 	bw.WriteString("</div>\n")
-	bw.WriteString(`<aside id="details" aria-live="polite"><h2>Details</h2><p id="details-hint">Point at or click a bar or a marker (or tab to it) to see its event here.</p><dl id="details-body"></dl></aside>` + "\n")
+	bw.WriteString(`<aside id="details" aria-live="polite"><h2>Details</h2><p id="details-hint">Point at or click a bar or a marker (or tab to it) to see its event here; page.html#seq=N opens with event N shown.</p><dl id="details-body"></dl></aside>` + "\n")
 	writeHoldingsTable(bw, p, l)
 	writeEventsTable(bw, p)
 	bw.WriteString("<script>" + pageJS + "</script>\n</body></html>\n")
@@ -206,7 +206,8 @@ tr{break-inside:avoid}thead th{position:static}section{break-before:auto}}
 `)
 
 // pageJS fills the details panel from the tables' rows, so that each
-// event's text is on the page once.
+// event's text is on the page once. A link to page.html#seq=N opens with
+// that bar or marker shown.
 var pageJS = strings.TrimSpace(`
 (function(){
 var body=document.getElementById('details-body'),hint=document.getElementById('details-hint'),cur=null;
@@ -222,5 +223,6 @@ function show(el){var s=el.getAttribute('data-seq');if(cur)cur.classList.remove(
 function pick(e){var el=e.target.closest&&e.target.closest('[data-seq]');if(el&&el.closest('svg'))show(el);}
 var svg=document.getElementById('timeline');
 svg.addEventListener('click',pick);svg.addEventListener('mouseover',pick);svg.addEventListener('focusin',pick);
+var m=/^#seq=(\d+)$/.exec(location.hash);if(m){var q='[data-seq="'+m[1]+'"]',el=svg.querySelector('.mk'+q)||svg.querySelector(q);if(el)show(el);}
 })();
 `)

@@ -34,7 +34,7 @@ func writeSVG(w *bufio.Writer, l *layout, standalone bool) {
 		ns, width, h, width, h)
 	fmt.Fprintf(w, `<title id="svgtitle">Holdings of %s from %s to %s (UTC)</title>`+"\n",
 		plural(len(l.lanes), "lock", "locks"), fmtTime(l.start), fmtTime(l.end))
-	w.WriteString("<style>.b,.agg,.mk{cursor:pointer}.mk{stroke:#fff;stroke-width:1}.b:focus,.mk:focus,.agg:focus{outline:none;stroke:#000;stroke-width:2}.sel{stroke:#000;stroke-width:3}</style>\n")
+	w.WriteString("<style>.b,.agg,.mk{cursor:pointer}.mk{stroke-width:1.5}.b:focus,.mk:focus,.agg:focus{outline:none;stroke:#000;stroke-width:2}.sel{stroke:#000;stroke-width:3}</style>\n")
 	if l.needsStripes() {
 		w.WriteString("<defs>")
 		for i, c := range palette {

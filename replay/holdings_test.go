@@ -24,7 +24,9 @@ func TestHoldingsFollowTheFold(t *testing.T) {
 	c := &clock{t: base}
 	l := openScripted(t, root, c, nil)
 	ctx := context.Background()
-	id := func(rid, actor string) ledger.Identity { return ledger.Identity{RequestID: rid, Actor: actor, PID: 4242} }
+	id := func(rid, actor string) ledger.Identity {
+		return ledger.Identity{RequestID: rid, Actor: actor, PID: 4242}
+	}
 	step := func() { c.advance(time.Minute) }
 	must := func(err error) {
 		t.Helper()

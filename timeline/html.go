@@ -198,7 +198,6 @@ table{border-collapse:collapse;font-size:12px;width:100%}
 th,td{border:1px solid #ccc;padding:2px 4px;text-align:left;vertical-align:top}
 td:last-child{font:11px ui-monospace,monospace;word-break:break-all}
 thead th{background:#eee;position:sticky;top:0}
-tr.sel td{background:#ffe9a8}
 @page{size:A4 landscape;margin:10mm}
 @media print{body{margin:0;font-size:10px}#details{display:none}#picture{overflow:visible}
 #picture svg{width:100%;height:auto}table{font-size:7pt}thead{display:table-header-group}

@@ -193,7 +193,7 @@ func (l *layout) fill(actor string) string {
 	return palette[i%len(palette)]
 }
 
-// actorsSorted is the actors in legend order (first seen first).
+// needsStripes: more actors than colours, so the second round is striped.
 func (l *layout) needsStripes() bool { return len(l.actors) > len(palette) }
 
 func pidAt(ev *replay.Event) string { return fmt.Sprintf("%d@%s", ev.PID, ev.HostID) }

@@ -2,7 +2,7 @@ GO        ?= go
 BIN       ?= bin/lockledger
 PKGS      := ./...
 
-.PHONY: build test vet demo bench stress fuzz lint clean
+.PHONY: build test vet demo bench stress fuzz lint clean docs-screenshot
 
 build:
 	$(GO) build -o $(BIN) .
@@ -17,6 +17,10 @@ vet:
 ## demo: build, then a scripted tour on a throwaway root
 demo: build
 	bash scripts/demo.sh $(BIN)
+
+## docs-screenshot: build, run the README's postmortem walkthrough, and photograph its timeline page (headless chromium) into docs/timeline.png
+docs-screenshot: build
+	bash scripts/timeline-screenshot.sh $(BIN) docs/timeline.png
 
 ## bench: build, then measure against flock(1), the raw commit rate and a 1,000,000-event ledger
 bench: build

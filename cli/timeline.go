@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -18,13 +19,14 @@ type timelineOptions struct {
 	actor  string
 	types  []string
 	format string
+	out    string
 	timeRange
 }
 
 func newTimeline(g *globals) *cobra.Command {
 	o := &timelineOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "timeline [--lock L] [--actor A] [--type T] [--since T] [--until T] [--format table|json|jsonl|csv]",
+		Use:   "timeline [--lock L] [--actor A] [--type T] [--since T] [--until T] [--format table|json|jsonl|csv|html|svg] [-o FILE]",
 		Short: "Print events, oldest first, for a postmortem or an audit",
 		Long: `Print the events that match every filter given, in log order (seq),
 oldest first. Times are RFC 3339 or a duration meaning that long ago
@@ -46,10 +48,25 @@ Formats: table (aligned, for a postmortem document; coloured on a terminal
 unless NO_COLOR is set), json (one array), jsonl (one event per line:
 the hashed body's fields plus prev_hash and hash), csv (uid and user are
 its last columns). --json means jsonl.
+
+html draws the same window as one self-contained page (nothing fetched:
+inline CSS, SVG and script) for a postmortem: a lane per lock, a bar per
+holding as replay folds the log (from the acquisition or steal to the
+release or steal that ended it; one still held is drawn to the window's
+end and marked), coloured by actor, and markers for steals, blocked
+acquires, failed heartbeats and failed releases; pointing at one shows
+its event. The header gives the ledger id, its seq range and head hash
+and verify's result when the page was made (it is not recorded as a
+ledger_verified event). The bars begin with the fold of the log from seq
+1, so a holding begun before --since is drawn too; --actor and --type
+select holdings by their opening event. Text tables of the holdings and
+the events follow the picture. svg writes the picture alone. -o FILE
+writes to FILE (mode 0600) instead of stdout.
 timeline only reads: it takes no lock.`,
 		Example: `  lockledger timeline --lock app-prod --since 2025-03-14T10:00:00Z --until 2025-03-14T11:00:00Z
   lockledger timeline --type lock_stolen,acquire_blocked --since 24h
-  lockledger timeline --actor alice --format csv > alice.csv`,
+  lockledger timeline --actor alice --format csv > alice.csv
+  lockledger timeline --lock app-prod --since 2025-03-14T10:00:00Z --format html -o app-prod.html`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("format") && o.g.json {
@@ -64,7 +81,8 @@ timeline only reads: it takes no lock.`,
 	fl.StringArrayVar(&o.types, "type", nil, "only these event types (repeatable, or comma-separated)")
 	fl.StringVar(&o.since, "since", "", "from this time on (RFC 3339, or a duration ago: 2h)")
 	fl.StringVar(&o.until, "until", "", "up to this time (RFC 3339, or a duration ago)")
-	fl.StringVar(&o.format, "format", formatTable, "table, json, jsonl or csv")
+	fl.StringVar(&o.format, "format", formatTable, "table, json, jsonl, csv, html or svg")
+	fl.StringVarP(&o.out, "output", "o", "", "html, svg: write to FILE (mode 0600) instead of stdout")
 	return cmd
 }
 
@@ -102,6 +120,17 @@ func runTimeline(ctx context.Context, o *timelineOptions) error {
 	f, err := o.filter(time.Now())
 	if err != nil {
 		return err
+	}
+	switch o.format {
+	case formatTable, formatJSON, formatJSONL, formatCSV, formatHTML, formatSVG:
+	default:
+		return events.Invalid("--format", o.format, "must be table, json, jsonl, csv, html or svg")
+	}
+	switch {
+	case o.format == formatHTML || o.format == formatSVG:
+		return runTimelinePage(ctx, o, f)
+	case o.out != "":
+		return &usageError{fmt.Errorf("timeline: -o is for --format html or svg; redirect the other formats")}
 	}
 	return printEvents(ctx, o.g, f, o.format)
 }

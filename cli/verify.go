@@ -334,6 +334,11 @@ func verifyLedger(ctx context.Context, g *globals, full bool, trust *replay.Trus
 		return nil, err
 	}
 	defer r.close()
+	return verifyRead(ctx, r, full, trust, opts)
+}
+
+// verifyRead is verify's check of the ledger r reads, in r's snapshot.
+func verifyRead(ctx context.Context, r *reader, full bool, trust *replay.Trust, opts []replay.VerifyOption) (*replay.Report, error) {
 	source := r.l.Source()
 	trust.LedgerID = r.l.ID()
 	stored, err := ledger.StoredCheckpoints(ctx, r.tx, 0, 0)

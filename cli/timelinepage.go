@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/timeline"
+)
+
+// Picture formats of timeline.
+const (
+	formatHTML = "html"
+	formatSVG  = "svg"
+)
+
+// runTimelinePage draws the window as a page (or its bare SVG): replay's
+// holdings, the timeline query's events, and verify's verdict, all read
+// in one snapshot.
+func runTimelinePage(ctx context.Context, o *timelineOptions, f replay.Filter) error {
+	now := time.Now()
+	r, err := o.g.openRead(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	p := &timeline.Page{Generated: now, Command: o.commandLine(), Since: f.Since, Until: f.Until,
+		Describe: Details, OSUser: func(ev *replay.Event) string { return osUserText(&ev.Envelope) }}
+	if o.format == formatHTML {
+		if p.Verify, err = verifyRead(ctx, r, false, &replay.Trust{}, []replay.VerifyOption{replay.ClockSkew(replay.DefaultClockSkew)}); err != nil {
+			return err
+		}
+	}
+	if p.Holdings, err = replay.Holdings(ctx, r.tx, f); err != nil {
+		return err
+	}
+	err = replay.Scan(ctx, r.tx, f, func(ev *replay.Event) error {
+		p.Events = append(p.Events, ev)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var w io.Writer = o.g.io.Out
+	if o.out != "" {
+		file, err := os.OpenFile(o.out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		w = file
+	}
+	bw := bufio.NewWriterSize(w, 256<<10)
+	if o.format == formatHTML {
+		err = timeline.WriteHTML(bw, p)
+	} else {
+		err = timeline.WriteSVG(bw, p)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return err
+	}
+	s := timeline.Summarize(p)
+	o.g.log.Info("timeline drawn", "holdings", s.Holdings, "markers", s.Markers, "events", s.Events, "locks", s.Lanes, "aggregated", s.Aggregated)
+	return nil
+}
+
+// commandLine is the command that makes this page again, for its header.
+func (o *timelineOptions) commandLine() string {
+	parts := []string{"lockledger timeline"}
+	add := func(flag, v string) {
+		if v != "" {
+			parts = append(parts, flag+" "+shellWord(v))
+		}
+	}
+	add("--lock", o.lock)
+	add("--actor", o.actor)
+	add("--type", strings.Join(o.types, ","))
+	add("--since", o.since)
+	add("--until", o.until)
+	add("--format", o.format)
+	return strings.Join(parts, " ")
+}
+
+func shellWord(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:,/@+=", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

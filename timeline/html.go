@@ -1,0 +1,227 @@
+package timeline
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/lockledger/lockledger/replay"
+)
+
+// WriteHTML writes the page: a header that makes it evidence (ledger,
+// seq range, head hash, verify's result), the picture, a details panel,
+// and the same events as text tables. Everything is inline.
+func WriteHTML(w io.Writer, p *Page) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	l := newLayout(p)
+	bw.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")
+	// Nothing may be fetched: no network, no inline frames, no forms.
+	bw.WriteString(`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">` + "\n")
+	fmt.Fprintf(bw, "<title>lockledger timeline: %s</title>\n", esc(filterText(p)))
+	bw.WriteString("<style>" + pageCSS + "</style></head><body>\n")
+	writeHeader(bw, p, l)
+	bw.WriteString(`<div id="picture">` + "\n")
+	writeSVG(bw, l, false)
+	bw.WriteString("</div>\n")
+	bw.WriteString(`<aside id="details" aria-live="polite"><h2>Details</h2><p id="details-hint">Point at or click a bar or a marker (or tab to it) to see its event here; page.html#seq=N opens with event N shown.</p><dl id="details-body"></dl></aside>` + "\n")
+	writeHoldingsTable(bw, p, l)
+	writeEventsTable(bw, p)
+	bw.WriteString("<script>" + pageJS + "</script>\n</body></html>\n")
+	return bw.Flush()
+}
+
+func writeHeader(w *bufio.Writer, p *Page, l *layout) {
+	w.WriteString("<header><h1>lockledger timeline</h1><dl class=\"facts\">\n")
+	fact := func(k, v string) { fmt.Fprintf(w, "<dt>%s</dt><dd>%s</dd>\n", k, v) }
+	fact("Command", "<code>"+esc(filterText(p))+"</code>")
+	fact("Generated", esc(fmtTime(p.Generated))+" (UTC)")
+	fact("Window", esc(fmtTime(l.start))+" to "+esc(fmtTime(l.end))+" (UTC)")
+	shown := plural(len(p.Events), "event", "events")
+	if n := len(p.Events); n > 0 {
+		shown += fmt.Sprintf(" (seq %d-%d)", p.Events[0].Seq, p.Events[n-1].Seq)
+	}
+	fact("Shown", esc(fmt.Sprintf("%s, %s on %s", shown, plural(len(p.Holdings), "holding", "holdings"), plural(len(l.lanes), "lock", "locks"))))
+	if r := p.Verify; r != nil {
+		if r.LedgerID != "" {
+			fact("Ledger id", "<code>"+esc(r.LedgerID)+"</code>")
+		}
+		if r.Events > 0 {
+			fact("Ledger", esc(fmt.Sprintf("%s, seq %d-%d", plural(int(r.Events), "event", "events"), r.FirstSeq, r.LastSeq)))
+			fact("Head hash", "<code>"+esc(r.HeadHash)+"</code>")
+		}
+		fact("Verify", verifyText(r))
+		fact("Checkpoint", checkpointText(r))
+	} else {
+		fact("Verify", "not run")
+	}
+	w.WriteString("</dl>\n")
+	if l.aggregate || l.aggMarkers {
+		fmt.Fprintf(w, `<p class="note" id="aggregated">This window holds %s and %s: above %d, each lane is drawn per pixel column (a bar's data-count says how many it stands for, its details are the first one's). Narrow the window (--since, --until, --lock) to see each one.</p>`+"\n",
+			plural(len(p.Holdings), "holding", "holdings"), plural(len(l.markers), "marker", "markers"), AggregateAbove)
+	}
+	w.WriteString("</header>\n")
+}
+
+// verifyText is verify's verdict at generation time, in words.
+func verifyText(r *replay.Report) string {
+	if r.OK {
+		return `<span class="ok">OK</span>: the chain, schemas, locks table and lock files hold`
+	}
+	s := fmt.Sprintf(`<span class="bad">FAILED</span> (%s)`, plural(r.ProblemCount, "problem", "problems"))
+	if fb := r.FirstBad; fb != nil {
+		s += esc(fmt.Sprintf(": first %s at seq %d: %s", fb.Kind, fb.Seq, fb.Detail))
+	}
+	return s + "; run lockledger verify"
+}
+
+// checkpointText names the largest checkpoint verify met and its result.
+func checkpointText(r *replay.Report) string {
+	c, ok := maxBy(r.Checkpoints, func(c *replay.CheckpointResult) int64 { return c.Size })
+	if !ok {
+		return "none stored; " + esc(r.Trust)
+	}
+	s := fmt.Sprintf("%s: %d events", c.Source, c.Size)
+	if !c.Time.IsZero() {
+		s += ", signed " + fmtTime(c.Time)
+	}
+	s += ", " + c.Result
+	if c.Result == "not checked" {
+		s += " (lockledger verify --verifier-key KEY checks its signature)"
+	}
+	return esc(s)
+}
+
+func writeHoldingsTable(w *bufio.Writer, p *Page, l *layout) {
+	fmt.Fprintf(w, "<section><h2>Holdings (%d)</h2>\n", len(p.Holdings))
+	w.WriteString(`<p>A holding's opening event (same seq) is in the events table below.</p>` + "\n")
+	w.WriteString(`<table id="holdings"><thead><tr><th>Seq<th>Lock<th>Actor<th>Request<th>From (UTC)<th>To (UTC)<th>Ended by</tr></thead><tbody>` + "\n")
+	for i, h := range p.Holdings {
+		if i == TableLimit {
+			break
+		}
+		o := h.Opened
+		end, ended := "held at the window's end", "-"
+		if h.Ended != nil {
+			if _, open := l.holdingEnd(h); !open {
+				end = fmtTime(h.Ended.Time)
+				ended = fmt.Sprintf("seq %d %s by %s", h.Ended.Seq, h.Ended.Type, h.Ended.Actor)
+			}
+		}
+		fmt.Fprintf(w, "<tr id=h%d><td>%d<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s\n",
+			o.Seq, o.Seq, esc(o.LockName), esc(o.Actor), esc(o.RequestID), fmtTime(o.Time), esc(end), esc(ended))
+	}
+	w.WriteString("</tbody></table>\n")
+	tableCut(w, len(p.Holdings), "holdings")
+	w.WriteString("</section>\n")
+}
+
+// earlier is the opening events of holdings drawn that the query did not
+// select (begun before the window, or outside --type): their own table,
+// so that every bar's event is on the page.
+func earlier(p *Page) []*replay.Event {
+	in := make(map[int64]bool, len(p.Events))
+	for _, ev := range p.Events {
+		in[ev.Seq] = true
+	}
+	var out []*replay.Event
+	for i, h := range p.Holdings {
+		if i < TableLimit && !in[h.Opened.Seq] {
+			out = append(out, h.Opened)
+		}
+	}
+	return out
+}
+
+func writeEventsTable(w *bufio.Writer, p *Page) {
+	if ev := earlier(p); len(ev) > 0 {
+		fmt.Fprintf(w, "<section><h2>Opening events of holdings drawn, outside the selection (%d)</h2>\n", len(ev))
+		writeEventRows(w, p, "earlier", ev)
+		w.WriteString("</section>\n")
+	}
+	fmt.Fprintf(w, "<section><h2>Events (%d)</h2>\n", len(p.Events))
+	writeEventRows(w, p, "events", p.Events)
+	tableCut(w, len(p.Events), "events")
+	w.WriteString("</section>\n")
+}
+
+func writeEventRows(w *bufio.Writer, p *Page, id string, evs []*replay.Event) {
+	fmt.Fprintf(w, `<table id="%s"><thead><tr><th>Seq<th>Time (UTC)<th>Event<th>Lock<th>Actor<th>OS user<th>PID@host<th>Request<th>Details<th>Hash</tr></thead><tbody>`+"\n", id)
+	for i, ev := range evs {
+		if i == TableLimit {
+			break
+		}
+		lock := ev.LockName
+		if ev.Type.LedgerWide() {
+			lock = "(ledger)"
+		}
+		osUser := "-"
+		if p.OSUser != nil {
+			osUser = p.OSUser(ev)
+		}
+		fmt.Fprintf(w, "<tr id=e%d><td>%d<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s\n",
+			ev.Seq, ev.Seq, fmtTime(ev.Time), ev.Type, esc(lock), esc(ev.Actor), esc(osUser), esc(pidAt(ev)),
+			esc(ev.RequestID), esc(describe(p, ev)), esc(ev.Hash))
+	}
+	w.WriteString("</tbody></table>\n")
+}
+
+func tableCut(w *bufio.Writer, n int, what string) {
+	if n > TableLimit {
+		fmt.Fprintf(w, `<p class="note">The first %d of %s %s are listed; lockledger timeline --format csv lists them all.</p>`+"\n",
+			TableLimit, strconv.Itoa(n), what)
+	}
+}
+
+func describe(p *Page, ev *replay.Event) string {
+	if p.Describe == nil {
+		return ""
+	}
+	return p.Describe(ev)
+}
+
+var pageCSS = strings.TrimSpace(`
+body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#111;background:#fff}
+h1{font-size:20px;margin:0 0 8px}h2{font-size:16px;margin:16px 0 6px}
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0}
+dl.facts dt{font-weight:bold}dl.facts dd{margin:0;word-break:break-all}
+code{font:12px ui-monospace,monospace}
+.ok{color:#006400;font-weight:bold}.bad{color:#b00;font-weight:bold}
+.note{background:#fff4d6;border-left:4px solid #E69F00;padding:4px 8px}
+#picture{overflow-x:auto}#picture svg{max-width:100%;height:auto}
+#details{position:sticky;bottom:0;background:#f8f8f8;border:1px solid #999;padding:4px 12px;max-height:40vh;overflow:auto}
+#details h2{margin:4px 0}
+#details-body{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:4px 0}
+#details-body dt{font-weight:bold}#details-body dd{margin:0;word-break:break-all}
+table{border-collapse:collapse;font-size:12px;width:100%}
+th,td{border:1px solid #ccc;padding:2px 4px;text-align:left;vertical-align:top}
+td:last-child{font:11px ui-monospace,monospace;word-break:break-all}
+thead th{background:#eee;position:sticky;top:0}
+@page{size:A4 landscape;margin:10mm}
+@media print{body{margin:0;font-size:10px}#details{display:none}#picture{overflow:visible}
+#picture svg{width:100%;height:auto}table{font-size:7pt}thead{display:table-header-group}
+tr{break-inside:avoid}thead th{position:static}section{break-before:auto}}
+`)
+
+// pageJS fills the details panel from the tables' rows, so that each
+// event's text is on the page once. A link to page.html#seq=N opens with
+// that bar or marker shown.
+var pageJS = strings.TrimSpace(`
+(function(){
+var body=document.getElementById('details-body'),hint=document.getElementById('details-hint'),cur=null;
+function add(k,v){var dt=document.createElement('dt');dt.textContent=k;var dd=document.createElement('dd');dd.textContent=v;body.appendChild(dt);body.appendChild(dd);}
+function rows(r,skip){if(!r)return;var hs=r.closest('table').querySelectorAll('thead th');
+ for(var i=0;i<r.cells.length;i++){var k=hs[i]?hs[i].textContent:'';if(skip.indexOf(k)<0)add(k,r.cells[i].textContent);}}
+function show(el){var s=el.getAttribute('data-seq');if(cur)cur.classList.remove('sel');cur=el;el.classList.add('sel');
+ body.textContent='';hint.textContent='';
+ if(el.getAttribute('data-count'))add('Stands for',el.getAttribute('data-count')+' (this is the first)');
+ var h=(el.classList.contains('b')||el.classList.contains('agg'))&&document.getElementById('h'+s),e=document.getElementById('e'+s);
+ if(h)rows(h,[]);rows(e,h?['Seq','Lock','Actor','Request']:[]);
+ if(!h&&!e){add('Seq',s);add('Note','its event is past the tables\' limit');}}
+function pick(e){var el=e.target.closest&&e.target.closest('[data-seq]');if(el&&el.closest('svg'))show(el);}
+var svg=document.getElementById('timeline');
+svg.addEventListener('click',pick);svg.addEventListener('mouseover',pick);svg.addEventListener('focusin',pick);
+var m=/^#seq=(\d+)$/.exec(location.hash);if(m){var q='[data-seq="'+m[1]+'"]',el=svg.querySelector('.mk'+q)||svg.querySelector(q);if(el)show(el);}
+})();
+`)

@@ -1,0 +1,253 @@
+package timeline
+
+import (
+	"bufio"
+	"fmt"
+	"html"
+	"io"
+	"time"
+
+	"github.com/lockledger/lockledger/replay"
+)
+
+var esc = html.EscapeString
+
+// svgNS is the SVG namespace: a name, never fetched. Inline SVG in HTML
+// needs none; a standalone file does.
+const svgNS = "http://www.w3.org/2000/svg"
+
+// WriteSVG writes the bare picture, for embedding in a document.
+func WriteSVG(w io.Writer, p *Page) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
+	writeSVG(bw, newLayout(p), true)
+	return bw.Flush()
+}
+
+func writeSVG(w *bufio.Writer, l *layout, standalone bool) {
+	h := l.height()
+	ns := ""
+	if standalone {
+		ns = ` xmlns="` + svgNS + `"`
+	}
+	fmt.Fprintf(w, `<svg%s id="timeline" role="img" aria-labelledby="svgtitle" viewBox="0 0 %d %d" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n",
+		ns, width, h, width, h)
+	fmt.Fprintf(w, `<title id="svgtitle">Holdings of %s from %s to %s (UTC)</title>`+"\n",
+		plural(len(l.lanes), "lock", "locks"), fmtTime(l.start), fmtTime(l.end))
+	w.WriteString("<style>.b,.agg,.mk{cursor:pointer}.mk{stroke-width:1.5}.b:focus,.mk:focus,.agg:focus{outline:none;stroke:#000;stroke-width:2}.sel{stroke:#000;stroke-width:3}</style>\n")
+	if l.needsStripes() {
+		w.WriteString("<defs>")
+		for i, c := range palette {
+			fmt.Fprintf(w, `<pattern id="s%d" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="%s"/><rect width="2" height="6" fill="#fff"/></pattern>`, i, c)
+		}
+		w.WriteString("</defs>\n")
+	}
+	fmt.Fprintf(w, `<rect x="0" y="0" width="%d" height="%d" fill="#fff"/>`+"\n", width, h)
+	writeAxis(w, l)
+	writeLanes(w, l)
+	if l.aggregate {
+		writeAggregated(w, l)
+	} else {
+		writeBars(w, l)
+	}
+	writeMarkers(w, l)
+	writeLegend(w, l)
+	w.WriteString("</svg>\n")
+}
+
+func writeAxis(w *bufio.Writer, l *layout) {
+	bottom := lanesY + max(len(l.lanes), 1)*laneH
+	fmt.Fprintf(w, `<g class="axis" fill="#333">`)
+	fmt.Fprintf(w, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`, plotX0, axisY, plotX1, axisY)
+	for _, t := range ticks(l.start, l.end, 8) {
+		x := l.x(t.t)
+		fmt.Fprintf(w, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>`, x, axisY, x, bottom)
+		fmt.Fprintf(w, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x, axisY-8, esc(t.label))
+	}
+	fmt.Fprintf(w, `<text x="4" y="%d" font-weight="bold">%s UTC</text>`, axisY-8, l.start.UTC().Format("2006-01-02"))
+	w.WriteString("</g>\n")
+}
+
+func writeLanes(w *bufio.Writer, l *layout) {
+	for i, name := range l.lanes {
+		y := lanesY + i*laneH
+		shade := "#f4f4f4"
+		if i%2 == 1 {
+			shade = "#fff"
+		}
+		fmt.Fprintf(w, `<g class="lane" data-lock="%s"><rect x="0" y="%d" width="%d" height="%d" fill="%s"/><text x="4" y="%d" font-weight="bold">%s</text></g>`+"\n",
+			esc(name), y, width, laneH, shade, y+barOff+barH-3, esc(clip(name, 22)))
+	}
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func writeBars(w *bufio.Writer, l *layout) {
+	for _, h := range l.p.Holdings {
+		end, open := l.holdingEnd(h)
+		x0, x1 := l.x(h.Start()), l.x(end)
+		y := l.laneTop(h.Lock) + barOff
+		cls := "b"
+		if open {
+			cls = "b open"
+		}
+		fmt.Fprintf(w, `<rect class="%s" tabindex="0" data-seq="%d" data-request-id="%s" data-actor="%s" x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>`,
+			cls, h.Opened.Seq, esc(h.Opened.RequestID), esc(h.Opened.Actor), x0, y, max(x1-x0, 1.5), barH, l.fill(h.Opened.Actor))
+		if open {
+			// Still held at the window's end: an arrow says the bar goes on.
+			fmt.Fprintf(w, `<path class="open-end" d="M%.1f %dl7 %dl-7 %dz" fill="#000"/>`, x1, y-2, barH/2+2, barH/2+2)
+		}
+		w.WriteByte('\n')
+	}
+}
+
+// writeAggregated draws each lane's holdings per pixel column: a column
+// is painted in the colour of the last holding that covers it, and runs
+// of columns alike are merged into one rectangle whose data-count is the
+// holdings that start in it (data-seq: the first of them).
+func writeAggregated(w *bufio.Writer, l *layout) {
+	cols := plotX1 - plotX0
+	for i, hs := range l.holdingsByLane() {
+		starts := make([]int, cols+1)
+		firstStart := make([]*replay.Holding, cols+1)
+		rep := make([]*replay.Holding, cols+1)
+		for _, h := range hs {
+			end, _ := l.holdingEnd(h)
+			c0, c1 := int(l.x(h.Start()))-plotX0, int(l.x(end))-plotX0
+			starts[c0]++
+			if firstStart[c0] == nil {
+				firstStart[c0] = h
+			}
+			for c := c0; c <= c1 && c <= cols; c++ {
+				rep[c] = h
+			}
+		}
+		y := lanesY + i*laneH + barOff
+		for c := 0; c <= cols; {
+			if rep[c] == nil {
+				c++
+				continue
+			}
+			first, n, actor, c0 := rep[c], 0, rep[c].Opened.Actor, c
+			var firstSeen *replay.Holding
+			for ; c <= cols && rep[c] != nil && rep[c].Opened.Actor == actor; c++ {
+				n += starts[c]
+				if firstSeen == nil && firstStart[c] != nil {
+					firstSeen = firstStart[c]
+				}
+			}
+			if firstSeen != nil && first.Opened.Seq > firstSeen.Opened.Seq {
+				first = firstSeen
+			}
+			fmt.Fprintf(w, `<rect class="agg" tabindex="0" data-seq="%d" data-count="%d" data-actor="%s" x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n",
+				first.Opened.Seq, max(n, 1), esc(actor), plotX0+c0, y, c-c0, barH, l.fill(actor))
+		}
+	}
+}
+
+// markerPath is the shape of each marker kind, centred on (0,0): shape,
+// not colour, tells the kinds apart.
+func markerPath(ev *replay.Event) (path, fill string) {
+	switch markerKind(ev) {
+	case mkStolen: // a triangle pointing down onto the bar
+		return "M-7 -7h14l-7 10z", "#000"
+	case mkBlocked: // a ring
+		return "M-5 0a5 5 0 1 0 10 0a5 5 0 1 0 -10 0z", "#fff"
+	case mkHBFail: // a diamond, filled when the lock was lost
+		if ev.LockLost {
+			return "M0 -7l6 7l-6 7l-6 -7z", "#000"
+		}
+		return "M0 -7l6 7l-6 7l-6 -7z", "#fff"
+	case mkFailRel: // a square
+		return "M-5 -5h10v10h-10z", "#000"
+	}
+	return "", ""
+}
+
+func markerY(l *layout, ev *replay.Event) int {
+	top := l.laneTop(ev.LockName)
+	switch markerKind(ev) {
+	case mkStolen:
+		return top + barOff - 2
+	case mkBlocked:
+		return top + barOff + barH + 6
+	default:
+		return top + barOff + barH/2
+	}
+}
+
+func writeMarkers(w *bufio.Writer, l *layout) {
+	if l.aggMarkers {
+		writeAggregatedMarkers(w, l)
+		return
+	}
+	for _, ev := range l.markers {
+		x, y := l.x(ev.Time), markerY(l, ev)
+		if markerKind(ev) == mkBlocked && ev.WaitedSeconds > 0 {
+			from := l.x(ev.Time.Add(-time.Duration(ev.WaitedSeconds * float64(time.Second))))
+			fmt.Fprintf(w, `<line class="wait" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-dasharray="3 2"/>`, from, y, x, y)
+		}
+		d, fill := markerPath(ev)
+		fmt.Fprintf(w, `<path class="mk mk-%s" tabindex="0" data-seq="%d" data-type="%s" data-lock="%s" transform="translate(%.1f %d)" d="%s" fill="%s" stroke="#000"><title>%s</title></path>`+"\n",
+			markerKind(ev), ev.Seq, ev.Type, esc(ev.LockName), x, y, d, fill, esc(markerTitle(ev)))
+	}
+}
+
+// writeAggregatedMarkers draws one marker per lane, pixel column and kind,
+// carrying the first event's seq and how many it stands for.
+func writeAggregatedMarkers(w *bufio.Writer, l *layout) {
+	type key struct {
+		lane, col int
+		kind      string
+	}
+	first := map[key]*replay.Event{}
+	count := map[key]int{}
+	var order []key
+	for _, ev := range l.markers {
+		k := key{l.lane[ev.LockName], int(l.x(ev.Time)), markerKind(ev)}
+		if first[k] == nil {
+			first[k] = ev
+			order = append(order, k)
+		}
+		count[k]++
+	}
+	for _, k := range order {
+		ev := first[k]
+		d, fill := markerPath(ev)
+		fmt.Fprintf(w, `<path class="mk mk-%s" tabindex="0" data-seq="%d" data-count="%d" data-type="%s" data-lock="%s" transform="translate(%d %d)" d="%s" fill="%s" stroke="#000"/>`+"\n",
+			k.kind, ev.Seq, count[k], ev.Type, esc(ev.LockName), k.col, markerY(l, ev), d, fill)
+	}
+}
+
+func writeLegend(w *bufio.Writer, l *layout) {
+	y := lanesY + max(len(l.lanes), 1)*laneH + 16
+	perRow := (width - 20) / legendCol
+	w.WriteString(`<g class="legend">`)
+	for i, a := range l.actors {
+		x := 10 + (i%perRow)*legendCol
+		yy := y + (i/perRow)*legendRow
+		fmt.Fprintf(w, `<g class="key" data-actor="%s"><rect x="%d" y="%d" width="24" height="12" fill="%s" stroke="#000" stroke-width="0.5"/><text x="%d" y="%d">%s</text></g>`,
+			esc(a), x, yy, l.fill(a), x+30, yy+10, esc(clip(a, 24)))
+	}
+	y += ((len(l.actors) + perRow - 1) / perRow) * legendRow
+	keys := []struct{ d, fill, text string }{
+		{"M-7 -7h14l-7 10z", "#000", "lock stolen"},
+		{"M-5 0a5 5 0 1 0 10 0a5 5 0 1 0 -10 0z", "#fff", "acquire blocked (- - the wait)"},
+		{"M0 -7l6 7l-6 7l-6 -7z", "#fff", "heartbeat failed"},
+		{"M0 -7l6 7l-6 7l-6 -7z", "#000", "heartbeat failed, lock lost"},
+		{"M-5 -5h10v10h-10z", "#000", "released with failure"},
+		{"M-4 -7l7 7l-7 7z", "#000", "held at the window's end"},
+	}
+	for i, k := range keys {
+		x := 10 + i*legendCol
+		fmt.Fprintf(w, `<path transform="translate(%d %d)" d="%s" fill="%s" stroke="#000"/><text x="%d" y="%d">%s</text>`,
+			x+8, y+7, k.d, k.fill, x+20, y+11, k.text)
+	}
+	w.WriteString("</g>\n")
+}

@@ -1,0 +1,284 @@
+// Package timeline draws a ledger's holdings and notable events as a
+// picture for a postmortem: one self-contained HTML page (inline CSS, SVG
+// and script, nothing fetched) or the bare SVG.
+//
+// It draws what it is given: the holdings as replay folds them and the
+// events a timeline query selected. It computes no state of its own.
+package timeline
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// AggregateAbove is how many holdings (or markers) a page draws one by one;
+// above it, each lane shows them per pixel column, so that the page stays
+// small and quick to open whatever the window.
+const AggregateAbove = 5000
+
+// TableLimit bounds the rows of each text table.
+const TableLimit = 20000
+
+// Page is what a timeline page shows.
+type Page struct {
+	// Generated is when the page was made; Command how (shown as is).
+	Generated time.Time
+	Command   string
+	// Since and Until are the window asked for; zero bounds are taken from
+	// what is drawn.
+	Since, Until time.Time
+	// Verify is verify's report of the ledger at generation time (nil: not
+	// checked).
+	Verify *replay.Report
+	// Holdings are replay's, by opening seq; Events the timeline query's,
+	// in seq order.
+	Holdings []*replay.Holding
+	Events   []*replay.Event
+	// Describe says in a few words what an event records (the timeline
+	// table's DETAILS); OSUser who the kernel says wrote it.
+	Describe func(*replay.Event) string
+	OSUser   func(*replay.Event) string
+}
+
+// Okabe and Ito's palette, which people with any common colour-blindness
+// tell apart (black is kept for the markers).
+var palette = []string{"#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"}
+
+// Geometry of the picture, in SVG user units (pixels at 100%).
+const (
+	width     = 1200
+	labelW    = 150
+	plotX0    = 160
+	plotX1    = 1180
+	axisY     = 30
+	lanesY    = 44
+	laneH     = 44
+	barOff    = 12
+	barH      = 16
+	legendRow = 22
+	legendCol = 190
+)
+
+// marker kinds: the events drawn on a lane besides the bars.
+const (
+	mkStolen  = "stolen"
+	mkBlocked = "blocked"
+	mkHBFail  = "hbfail"
+	mkFailRel = "failrel"
+)
+
+// markerKind is the kind of marker ev gets, "" for none.
+func markerKind(ev *replay.Event) string {
+	switch ev.Type {
+	case events.LockStolen:
+		return mkStolen
+	case events.AcquireBlocked:
+		return mkBlocked
+	case events.HeartbeatFailed:
+		return mkHBFail
+	case events.LockReleased:
+		if ev.Result == events.ResultFailure {
+			return mkFailRel
+		}
+	}
+	return ""
+}
+
+// layout is everything placed: lanes, the time scale, actors' colours.
+type layout struct {
+	p          *Page
+	start, end time.Time
+	lanes      []string
+	lane       map[string]int
+	actors     []string
+	color      map[string]int
+	markers    []*replay.Event
+	aggregate  bool // holdings drawn per pixel column
+	aggMarkers bool // markers drawn per pixel column
+}
+
+func newLayout(p *Page) *layout {
+	l := &layout{p: p, lane: map[string]int{}, color: map[string]int{}}
+	addLane := func(name string) {
+		if _, ok := l.lane[name]; !ok {
+			l.lane[name] = len(l.lanes)
+			l.lanes = append(l.lanes, name)
+		}
+	}
+	var lo, hi time.Time
+	see := func(t time.Time) {
+		if lo.IsZero() || t.Before(lo) {
+			lo = t
+		}
+		if hi.IsZero() || t.After(hi) {
+			hi = t
+		}
+	}
+	for _, h := range p.Holdings {
+		addLane(h.Lock)
+		if _, ok := l.color[h.Opened.Actor]; !ok {
+			l.color[h.Opened.Actor] = len(l.actors)
+			l.actors = append(l.actors, h.Opened.Actor)
+		}
+		see(h.Opened.Time)
+		if h.Ended != nil {
+			see(h.Ended.Time)
+		}
+	}
+	for _, ev := range p.Events {
+		see(ev.Time)
+		if !ev.Type.LedgerWide() && markerKind(ev) != "" {
+			addLane(ev.LockName)
+			l.markers = append(l.markers, ev)
+			if ev.Type == events.AcquireBlocked && ev.WaitedSeconds > 0 {
+				see(ev.Time.Add(-time.Duration(ev.WaitedSeconds * float64(time.Second))))
+			}
+		}
+	}
+	slices.Sort(l.lanes)
+	for i, n := range l.lanes {
+		l.lane[n] = i
+	}
+	l.start, l.end = p.Since, p.Until
+	if lo.IsZero() {
+		lo, hi = p.Generated, p.Generated
+	}
+	// Without a bound asked for, a margin keeps the first and last
+	// marks off the plot's edges.
+	pad := max(hi.Sub(lo)/50, 100*time.Millisecond)
+	if l.start.IsZero() {
+		l.start = lo.Add(-pad)
+	}
+	if l.end.IsZero() {
+		l.end = hi.Add(pad)
+	}
+	if !l.end.After(l.start) {
+		l.end = l.start.Add(time.Second)
+	}
+	l.aggregate = len(p.Holdings) > AggregateAbove
+	l.aggMarkers = len(l.markers) > AggregateAbove
+	return l
+}
+
+// x is t's position on the plot, clamped to it.
+func (l *layout) x(t time.Time) float64 {
+	f := float64(t.Sub(l.start)) / float64(l.end.Sub(l.start))
+	return plotX0 + min(max(f, 0), 1)*(plotX1-plotX0)
+}
+
+func (l *layout) laneTop(name string) int { return lanesY + l.lane[name]*laneH }
+
+func (l *layout) legendRows() int {
+	perRow := (width - 20) / legendCol
+	return (len(l.actors)+perRow-1)/perRow + 1 // + the markers' row
+}
+
+func (l *layout) height() int {
+	return lanesY + max(len(l.lanes), 1)*laneH + 16 + l.legendRows()*legendRow + 8
+}
+
+// fill is the paint of actor's bars: a palette colour, striped for the
+// second round of actors, the colours again after that.
+func (l *layout) fill(actor string) string {
+	i := l.color[actor]
+	if (i/len(palette))%2 == 1 {
+		return fmt.Sprintf("url(#s%d)", i%len(palette))
+	}
+	return palette[i%len(palette)]
+}
+
+// needsStripes: more actors than colours, so the second round is striped.
+func (l *layout) needsStripes() bool { return len(l.actors) > len(palette) }
+
+func pidAt(ev *replay.Event) string { return fmt.Sprintf("%d@%s", ev.PID, ev.HostID) }
+
+func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// holdingEnd is where a holding's bar ends, and whether it was still held
+// at the window's end.
+func (l *layout) holdingEnd(h *replay.Holding) (time.Time, bool) {
+	if h.Ended == nil || h.Ended.Time.After(l.end) {
+		return l.end, true
+	}
+	return h.Ended.Time, false
+}
+
+// markerTitle names a marker in words (its tooltip and accessible name).
+func markerTitle(ev *replay.Event) string {
+	switch markerKind(ev) {
+	case mkStolen:
+		return fmt.Sprintf("seq %d: stolen by %s, reason %s", ev.Seq, ev.Actor, ev.Reason)
+	case mkBlocked:
+		return fmt.Sprintf("seq %d: %s waited %.1fs and gave up (%s)", ev.Seq, ev.Actor, ev.WaitedSeconds, ev.State)
+	case mkHBFail:
+		lost := "lock not lost"
+		if ev.LockLost {
+			lost = "LOCK LOST"
+		}
+		return fmt.Sprintf("seq %d: heartbeat failed %d times, %s", ev.Seq, ev.ConsecutiveFailures, lost)
+	case mkFailRel:
+		s := fmt.Sprintf("seq %d: released with failure", ev.Seq)
+		if ev.FailureStep != "" {
+			s += " at " + ev.FailureStep
+		}
+		if ev.ExitCode != nil {
+			s += fmt.Sprintf(", exit %d", *ev.ExitCode)
+		}
+		return s
+	}
+	return ""
+}
+
+// Summary counts what is drawn, for a caller's message.
+type Summary struct {
+	Holdings, Markers, Events, Lanes int
+	Aggregated                       bool
+}
+
+// Summarize is what a page of p draws.
+func Summarize(p *Page) Summary {
+	l := newLayout(p)
+	return Summary{Holdings: len(p.Holdings), Markers: len(l.markers), Events: len(p.Events), Lanes: len(l.lanes),
+		Aggregated: l.aggregate || l.aggMarkers}
+}
+
+// holdingsByLane groups the holdings per lane, by start.
+func (l *layout) holdingsByLane() [][]*replay.Holding {
+	out := make([][]*replay.Holding, len(l.lanes))
+	for _, h := range l.p.Holdings {
+		i := l.lane[h.Lock]
+		out[i] = append(out[i], h)
+	}
+	for _, hs := range out {
+		slices.SortStableFunc(hs, func(a, b *replay.Holding) int { return a.Start().Compare(b.Start()) })
+	}
+	return out
+}
+
+func filterText(p *Page) string {
+	if strings.TrimSpace(p.Command) == "" {
+		return "lockledger timeline"
+	}
+	return p.Command
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func maxBy[T any](xs []T, key func(T) int64) (T, bool) {
+	var best T
+	if len(xs) == 0 {
+		return best, false
+	}
+	return slices.MaxFunc(xs, func(a, b T) int { return cmp.Compare(key(a), key(b)) }), true
+}

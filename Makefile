@@ -18,7 +18,7 @@ vet:
 demo: build
 	bash scripts/demo.sh $(BIN)
 
-## bench: build, then measure against flock(1), the raw commit rate and a 1,000,000-event ledger
+## bench: build, then measure against flock(1), the raw commit rate, a 1,000,000-event ledger and PostgreSQL (a throwaway cluster)
 bench: build
 	$(GO) run ./internal/cmd/bench -bin $(BIN)
 

@@ -2,7 +2,8 @@
 // cluster per test binary, started on first use in a temporary directory,
 // reachable on a unix socket there and on 127.0.0.1, and stopped by Main.
 // It also offers a TCP proxy that tests can cut or hang to simulate losing
-// the database.
+// the database. Programs that are not tests (the benchmarks) start and stop
+// a cluster of their own with StartCluster and Stop.
 //
 // A package that uses it must route its TestMain through Main:
 //
@@ -59,12 +60,15 @@ type Cluster struct {
 	admin *pgx.Conn
 }
 
+// ErrNoServer is returned by StartCluster when the PostgreSQL server
+// programs (initdb, postgres) are not installed.
+var ErrNoServer = errors.New("PostgreSQL server programs not found")
+
 var (
 	mainRunning atomic.Bool
 	once        sync.Once
 	shared      *Cluster
 	sharedErr   error
-	missing     string // non-empty when the binaries were not found
 	dbSeq       atomic.Int64
 )
 
@@ -81,7 +85,7 @@ func Run(m *testing.M) int {
 	defer mainRunning.Store(false)
 	code := m.Run()
 	if shared != nil {
-		if err := shared.stop(); err != nil {
+		if err := shared.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
 			if code == 0 {
 				code = 1
@@ -100,12 +104,12 @@ func Get(t testing.TB) *Cluster {
 		// Without Main nothing would stop the server before the binary exits.
 		t.Fatal("pgtest: this package's TestMain must call pgtest.Main(m) (or pgtest.Run)")
 	}
-	once.Do(func() { shared, sharedErr = start() })
-	if missing != "" {
+	once.Do(func() { shared, sharedErr = StartCluster() })
+	if errors.Is(sharedErr, ErrNoServer) {
 		if os.Getenv("LOCKLEDGER_CI") == "1" {
-			t.Fatalf("PostgreSQL server programs not found (%s), and CI requires every test to run", missing)
+			t.Fatalf("%v, and CI requires every test to run", sharedErr)
 		}
-		t.Skipf("SKIPPED: PostgreSQL server programs not found (%s), so this test cannot run here (CI installs them)", missing)
+		t.Skipf("SKIPPED: %v, so this test cannot run here (CI installs them)", sharedErr)
 	}
 	if sharedErr != nil {
 		t.Fatalf("pgtest: starting PostgreSQL: %v", sharedErr)
@@ -127,15 +131,32 @@ func CreateDatabase(t testing.TB) string {
 	t.Helper()
 	c := Get(t)
 	name := dbName(t.Name(), dbSeq.Add(1))
-	if err := c.Exec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("pgtest: creating database %s: %v", name, err)
+	if err := c.CreateDatabase(name); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := c.Exec("DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)"); err != nil {
-			t.Errorf("pgtest: dropping database %s: %v", name, err)
+		if err := c.DropDatabase(name); err != nil {
+			t.Error(err)
 		}
 	})
 	return name
+}
+
+// CreateDatabase creates the empty database name in the cluster.
+func (c *Cluster) CreateDatabase(name string) error {
+	if err := c.Exec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("pgtest: creating database %s: %w", name, err)
+	}
+	return nil
+}
+
+// DropDatabase drops database name if it exists, forcibly, so that
+// connections left open do not block it.
+func (c *Cluster) DropDatabase(name string) error {
+	if err := c.Exec("DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)"); err != nil {
+		return fmt.Errorf("pgtest: dropping database %s: %w", name, err)
+	}
+	return nil
 }
 
 // TCPURL returns a URL reaching database name on 127.0.0.1.
@@ -165,6 +186,9 @@ func (c *Cluster) SocketURL(name string) string {
 	u := url.URL{Scheme: "postgres", User: url.User(Superuser), Path: "/" + name, RawQuery: q.Encode()}
 	return u.String()
 }
+
+// LogPath returns the server's log file (its stdout and stderr).
+func (c *Cluster) LogPath() string { return c.logf }
 
 // TCPAddr returns the cluster's 127.0.0.1 address, host:port.
 func (c *Cluster) TCPAddr() string {
@@ -309,11 +333,15 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func start() (*Cluster, error) {
+// StartCluster starts a throwaway cluster in a new temporary directory; the
+// caller must Stop it. Tests use Get instead, which shares one cluster per
+// test binary. The error matches ErrNoServer when the server programs are
+// not installed. If the program dies without calling Stop, the kernel stops
+// the server (see command), but its directory is left behind.
+func StartCluster() (*Cluster, error) {
 	binDir, err := findBinaries()
 	if err != nil {
-		missing = err.Error()
-		return nil, err
+		return nil, fmt.Errorf("%w (%v)", ErrNoServer, err)
 	}
 	cred, err := serverCredential()
 	if err != nil {
@@ -334,7 +362,7 @@ func start() (*Cluster, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			c.stop()
+			c.Stop()
 		}
 	}()
 	if cred != nil {
@@ -419,9 +447,9 @@ func (c *Cluster) awaitReady() error {
 	}
 }
 
-// stop shuts the server down immediately (nothing in it is worth a
+// Stop shuts the server down immediately (nothing in it is worth a
 // checkpoint) and removes its directory.
-func (c *Cluster) stop() error {
+func (c *Cluster) Stop() error {
 	var errs []error
 	if c.admin != nil {
 		c.admin.Close(context.Background())

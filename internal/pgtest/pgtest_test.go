@@ -3,6 +3,8 @@ package pgtest_test
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"testing"
 	"time"
 
@@ -143,5 +145,51 @@ func TestProxyHangTimesOutAndRestoreRecovers(t *testing.T) {
 	p.Restore()
 	if n := queryInt(t, connect(t, p.URL(name)), "SELECT 8"); n != 8 {
 		t.Errorf("SELECT 8 after Restore = %d", n)
+	}
+}
+
+// A program that is not a test starts its own cluster, separate from the
+// test binary's, and Stop takes the server down and removes its directory.
+func TestStartClusterAndStop(t *testing.T) {
+	pgtest.Get(t) // skips (or fails under CI) without the server programs
+	c, err := pgtest.StartCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			c.Stop()
+		}
+	}()
+	if err := c.CreateDatabase("standalone"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(context.Background(), c.SocketURL("standalone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := queryInt(t, conn, "SELECT 9"); n != 9 {
+		t.Errorf("SELECT 9 = %d", n)
+	}
+	conn.Close(context.Background())
+	if err := c.DropDatabase("standalone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c.LogPath()); err != nil {
+		t.Errorf("server log: %v", err)
+	}
+	stopped = true
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c.Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after Stop, %s: err = %v, want it gone", c.Dir, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if conn, err := pgx.Connect(ctx, c.SocketURL("postgres")); err == nil {
+		conn.Close(context.Background())
+		t.Error("connected to the cluster after Stop")
 	}
 }

@@ -28,9 +28,14 @@ var (
 	pairs   = flag.Int("pairs", 40, "alternated CLI pairs per comparison")
 	libTime = flag.Duration("lib-time", 3*time.Second, "time per library measurement round")
 	nEvents = flag.Int("events", 1_000_000, "events in the scale ledger (0 skips the scale rows)")
-	worker  = flag.String("worker", "", "internal: run contention cycles on ROOT:LOCK:N")
-	only    = flag.String("only", "", "comma-separated row groups to run: cli,lib,scale,contention")
-	keep    = flag.Bool("keep", false, "keep the temporary roots (e.g. the scale ledger) and print where they are")
+	only    = flag.String("only", "", "comma-separated row groups to run: cli,lib,scale,contention,pg")
+	// A contention worker is this program run again with these flags,
+	// given separately so that no value (a URL has colons) needs escaping.
+	workerCycles   = flag.Int("worker-cycles", 0, "internal: run this many contention cycles as a worker and exit")
+	workerRoot     = flag.String("worker-root", "", "internal: the worker's root")
+	workerLock     = flag.String("worker-lock", "", "internal: the lock the worker cycles on")
+	workerDatabase = flag.String("worker-database", "", "internal: the worker's PostgreSQL ledger URL (none: SQLite in its root)")
+	keep           = flag.Bool("keep", false, "keep the temporary roots (e.g. the scale ledger) and print where they are")
 )
 
 type row struct {
@@ -58,8 +63,8 @@ func want(group string) bool {
 
 func main() {
 	flag.Parse()
-	if *worker != "" {
-		runWorker(*worker)
+	if *workerCycles > 0 {
+		runWorker(*workerRoot, *workerLock, *workerDatabase, *workerCycles)
 		return
 	}
 	abs, err := filepath.Abs(*bin)
@@ -95,6 +100,10 @@ func main() {
 	if want("contention") {
 		fmt.Fprintln(os.Stderr, "Contention, 8 processes x 200 cycles:")
 		benchContention(tmp)
+	}
+	if want("pg") {
+		fmt.Fprintln(os.Stderr, "PostgreSQL, each against its reference on the same server:")
+		benchPostgres(tmp)
 	}
 	print(time.Since(start))
 }
@@ -294,14 +303,16 @@ func medianF(v []float64) float64 {
 
 // --- contention ---
 
-func runWorker(spec string) {
-	parts := strings.Split(spec, ":")
-	if len(parts) != 3 {
-		die(fmt.Errorf("worker spec %q", spec))
-	}
-	n, _ := strconv.Atoi(parts[2])
+// runWorker runs n acquire/release cycles on lock and prints each
+// acquire's latency in nanoseconds, one a line. Its host id is
+// LOCKLEDGER_HOST_ID's, which its parent sets.
+func runWorker(root, lock, database string, n int) {
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, parts[0])
+	var opts []ledger.Option
+	if database != "" {
+		opts = append(opts, ledger.WithDatabase(database))
+	}
+	l, err := ledger.Open(ctx, root, opts...)
 	if err != nil {
 		die(err)
 	}
@@ -310,62 +321,94 @@ func runWorker(spec string) {
 	defer w.Flush()
 	for i := 0; i < n; i++ {
 		s := time.Now()
-		a, err := l.AcquireWait(ctx, ledger.AcquireRequest{Lock: parts[1], Identity: ledger.Identity{Actor: "worker"}}, time.Minute, nil)
+		a, err := l.AcquireWait(ctx, ledger.AcquireRequest{Lock: lock, Identity: ledger.Identity{Actor: "worker"}}, time.Minute, nil)
 		if err != nil {
 			die(err)
 		}
 		fmt.Fprintln(w, time.Since(s).Nanoseconds())
-		if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: parts[1], Identity: ledger.Identity{RequestID: a.RequestID, Actor: "worker"}}); err != nil {
+		if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: ledger.Identity{RequestID: a.RequestID, Actor: "worker"}}); err != nil {
 			die(err)
 		}
 	}
 }
 
 func benchContention(tmp string) {
-	self, err := os.Executable()
-	if err != nil {
-		die(err)
-	}
 	for _, shared := range []bool{false, true} {
 		root := filepath.Join(tmp, fmt.Sprintf("contention-%v", shared))
 		if l, err := ledger.Open(context.Background(), root); err == nil {
 			l.Close()
 		}
-		var mu sync.Mutex
-		var lat []time.Duration
-		var wg sync.WaitGroup
-		start := time.Now()
+		var ws []workerSpec
 		for i := 0; i < 8; i++ {
 			lock := "shared"
 			if !shared {
 				lock = fmt.Sprintf("lock-%d", i)
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				out, err := exec.Command(self, "-worker", root+":"+lock+":200").Output()
-				if err != nil {
-					die(fmt.Errorf("worker: %w", err))
-				}
-				var mine []time.Duration
-				for _, f := range strings.Fields(string(out)) {
-					n, _ := strconv.ParseInt(f, 10, 64)
-					mine = append(mine, time.Duration(n))
-				}
-				mu.Lock()
-				lat = append(lat, mine...)
-				mu.Unlock()
-			}()
+			ws = append(ws, workerSpec{root: root, lock: lock, cycles: 200})
 		}
-		wg.Wait()
-		took := time.Since(start)
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+		lat, took := runWorkers(ws)
 		name := "8 distinct locks"
 		if shared {
 			name = "1 shared lock"
 		}
-		add(row{"contention, " + name + ": cycles/s, acquire p50 / p99",
-			fmt.Sprintf("%.0f/s, %s / %s", float64(len(lat))/took.Seconds(), ms(p(0.5)), ms(p(0.99))), "-", "-", "report", "-"})
+		add(row{"contention, " + name + ": cycles/s, acquire p50 / p99", contentionFigure(lat, took), "-", "-", "report", "-"})
 	}
+}
+
+// workerSpec is one contention worker process.
+type workerSpec struct {
+	root, lock, database string
+	host                 string // LOCKLEDGER_HOST_ID; "" keeps ours
+	cycles               int
+}
+
+// runWorkers runs the workers at once and returns every acquire latency
+// they measured, sorted, and the wall time until the last one finished.
+func runWorkers(ws []workerSpec) ([]time.Duration, time.Duration) {
+	self, err := os.Executable()
+	if err != nil {
+		die(err)
+	}
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, w := range ws {
+		c := exec.Command(self, "-worker-cycles", strconv.Itoa(w.cycles), "-worker-root", w.root,
+			"-worker-lock", w.lock, "-worker-database", w.database)
+		c.Env = os.Environ()
+		if w.host != "" {
+			c.Env = append(c.Env, ledger.HostIDEnv+"="+w.host)
+		}
+		c.Stderr = os.Stderr
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := c.Output()
+			if err != nil {
+				die(fmt.Errorf("worker: %w", err))
+			}
+			var mine []time.Duration
+			for _, f := range strings.Fields(string(out)) {
+				n, _ := strconv.ParseInt(f, 10, 64)
+				mine = append(mine, time.Duration(n))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat, took
+}
+
+// contentionFigure: cycles/s over the whole run, acquire p50 / p99.
+func contentionFigure(lat []time.Duration, took time.Duration) string {
+	if len(lat) == 0 {
+		return "no cycles"
+	}
+	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+	return fmt.Sprintf("%.0f/s, %s / %s", float64(len(lat))/took.Seconds(), ms(p(0.5)), ms(p(0.99)))
 }

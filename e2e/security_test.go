@@ -367,6 +367,30 @@ func useFwd(ctx context.Context, f fwd, name string) {
 	f.ExecContext(ctx, "DELETE FROM t WHERE name = '"+name+"'") // BAD 10
 }
 
+type rewriting struct{ db *sql.DB }
+
+func (r rewriting) ExecContext(ctx context.Context, query string) {
+	r.db.ExecContext(ctx, pgSQL(query)) // ok: a dialect rewrite of the forwarded query
+}
+
+func (r rewriting) QueryContext(ctx context.Context, query string) {
+	r.db.QueryContext(ctx, wrap(query)) // BAD 11
+}
+
+type ctxFirst interface {
+	Exec(ctx context.Context, sql string, args ...any) (any, error)
+}
+
+func listen(ctx context.Context, c ctxFirst, name string, db *sql.DB) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.Exec(wctx, "LISTEN x") // ok
+	c.Exec(ctx, "SELECT '"+name+"'") // BAD 12
+	q := "SELECT '" + name + "'"
+	db.Exec(q, "value") // BAD 13
+}
+
+func pgSQL(q string) string { return q }
 func build(n string) string { return "SELECT " + n }
 func build2() string { q := "SELECT 1"; return q }
 func wrap(s string) string { return "SELECT '" + s + "'" }
@@ -392,8 +416,8 @@ func wrap(s string) string { return "SELECT '" + s + "'" }
 		}
 		t.Fatalf("flagged lines %v, want %v", got, want)
 	}
-	if len(c.calls) != 17 {
-		t.Fatalf("saw %d query calls, want 17", len(c.calls))
+	if len(c.calls) != 22 {
+		t.Fatalf("saw %d query calls, want 22", len(c.calls))
 	}
 }
 
@@ -466,6 +490,9 @@ func newSQLChecker(t *testing.T, dir, path string) *sqlChecker {
 			if !ok || len(call.Args) <= i {
 				return true
 			}
+			if i == 0 && len(call.Args) > 1 && c.isContext(call.Args[0]) {
+				i = 1 // pgx's Exec, Query and QueryRow take the context first
+			}
 			if tv, ok := info.Types[call.Args[i]]; ok && tv.Type != nil {
 				b, basic := tv.Type.Underlying().(*types.Basic)
 				if !basic || b.Kind() != types.Invalid && b.Info()&types.IsString == 0 {
@@ -500,10 +527,23 @@ func (c *sqlChecker) findings() []string {
 	return out
 }
 
+// sqlRewriters rewrite a query's dialect (placeholders, hints) and nothing
+// else: a query forwarded through one is still forwarded.
+var sqlRewriters = map[string]bool{"pgSQL": true}
+
 // forwarded reports a query argument that is the query parameter of the
 // enclosing method, itself a query method (a statement cache wrapping a
-// transaction, say): every call of that method is a query call checked here.
+// transaction, say), as it is or through a rewriter: every call of that
+// method is a query call checked here.
 func (c *sqlChecker) forwarded(e ast.Expr, idx int) bool {
+	if call, ok := e.(*ast.CallExpr); ok && len(call.Args) == 1 {
+		if fn, ok := call.Fun.(*ast.Ident); ok && sqlRewriters[fn.Name] {
+			if _, local := c.info.Uses[fn].(*types.Func); local {
+				return c.forwarded(call.Args[0], idx)
+			}
+		}
+		return false
+	}
 	id, ok := e.(*ast.Ident)
 	if !ok {
 		return false
@@ -528,6 +568,48 @@ func (c *sqlChecker) forwarded(e ast.Expr, idx int) bool {
 		}
 	}
 	return false
+}
+
+// isContext reports an identifier declared as a context.Context parameter
+// or assigned from a call of package context (imports are stand-ins here,
+// so the declaration is read instead of the type).
+func (c *sqlChecker) isContext(e ast.Expr) bool {
+	id, ok := e.(*ast.Ident)
+	if !ok || c.info.Uses[id] == nil {
+		return false
+	}
+	obj := c.info.Uses[id]
+	isPkg := func(x ast.Expr, name string) bool {
+		sel, ok := x.(*ast.SelectorExpr)
+		if !ok {
+			return false
+		}
+		p, ok := sel.X.(*ast.Ident)
+		return ok && p.Name == "context" && (name == "" || sel.Sel.Name == name)
+	}
+	found := false
+	for _, f := range c.files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Field:
+				if isPkg(n.Type, "Context") {
+					for _, name := range n.Names {
+						found = found || c.info.Defs[name] == obj
+					}
+				}
+			case *ast.AssignStmt:
+				if len(n.Rhs) == 1 {
+					if call, ok := n.Rhs[0].(*ast.CallExpr); ok && isPkg(call.Fun, "") && len(n.Lhs) > 0 {
+						if lhs, ok := n.Lhs[0].(*ast.Ident); ok {
+							found = found || c.info.Defs[lhs] == obj
+						}
+					}
+				}
+			}
+			return !found
+		})
+	}
+	return found
 }
 
 func (c *sqlChecker) isConst(e ast.Expr) bool {

@@ -70,28 +70,23 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 			return nil, err
 		}
 	}
-	copies := []struct {
-		table, cols string
-		n           int
-		count       *int64
-	}{
-		{"events", "seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash", 10, &rep.Events},
-		{"tlog_hashes", "seq, hashes", 2, nil},
-		{"checkpoints", "id, size, root, note, key_name, created_at", 6, &rep.Checkpoints},
-		{"locks", rowColumns, 18, &rep.Locks},
-	}
-	for _, c := range copies {
-		if c.table == "locks" {
+	for _, table := range []string{"events", "tlog_hashes", "checkpoints", "locks"} {
+		if table == "locks" {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM locks`); err != nil {
 				return nil, err
 			}
 		}
-		k, err := copyRows(ctx, src, tx, c.table, c.cols, c.n)
+		k, err := copyRows(ctx, src, tx, table)
 		if err != nil {
-			return nil, fmt.Errorf("ledger: import %s: %w", c.table, err)
+			return nil, fmt.Errorf("ledger: import %s: %w", table, err)
 		}
-		if c.count != nil {
-			*c.count = k
+		switch table {
+		case "events":
+			rep.Events = k
+		case "checkpoints":
+			rep.Checkpoints = k
+		case "locks":
+			rep.Locks = k
 		}
 	}
 	if l.store.shared() {
@@ -110,25 +105,47 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 	return rep, nil
 }
 
-// copyRows copies every row of table from src to dst in the order of its
-// first column, importBatch rows to an INSERT.
-func copyRows(ctx context.Context, src, dst *sql.Tx, table, cols string, n int) (int64, error) {
-	first, _, _ := strings.Cut(cols, ",")
-	rows, err := src.QueryContext(ctx, `SELECT `+cols+` FROM `+table+` ORDER BY `+first)
+// copySQL is the read and the multi-row insert of one table's copy, and
+// its number of columns.
+func copySQL(table string) (read, insert string, n int) {
+	switch table {
+	case "events":
+		return `SELECT seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash FROM events ORDER BY seq`,
+			`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash) VALUES `, 10
+	case "tlog_hashes":
+		return `SELECT seq, hashes FROM tlog_hashes ORDER BY seq`, `INSERT INTO tlog_hashes (seq, hashes) VALUES `, 2
+	case "checkpoints":
+		return `SELECT id, size, root, note, key_name, created_at FROM checkpoints ORDER BY id`,
+			`INSERT INTO checkpoints (id, size, root, note, key_name, created_at) VALUES `, 6
+	}
+	return `SELECT ` + rowColumns + ` FROM locks ORDER BY lock_name`, `INSERT INTO locks (` + rowColumns + `) VALUES `, 18
+}
+
+// copyRows copies every row of table from src to dst in order,
+// importBatch rows to an INSERT.
+func copyRows(ctx context.Context, src, dst *sql.Tx, table string) (int64, error) {
+	read, insert, n := copySQL(table)
+	rows, err := src.QueryContext(ctx, read)
 	if err != nil {
 		return 0, err
 	}
 	defer rows.Close()
+	marks := make([]string, n)
+	for i := range marks {
+		marks[i] = "?"
+	}
+	groups := make([]string, importBatch)
+	for i := range groups {
+		groups[i] = "(" + strings.Join(marks, ",") + ")"
+	}
 	var total int64
 	batch := make([]any, 0, importBatch*n)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		one := "(" + strings.TrimSuffix(strings.Repeat("?,", n), ",") + ")"
 		k := len(batch) / n
-		q := `INSERT INTO ` + table + ` (` + cols + `) VALUES ` + strings.TrimSuffix(strings.Repeat(one+",", k), ",")
-		if _, err := dst.ExecContext(ctx, q, batch...); err != nil {
+		if _, err := dst.ExecContext(ctx, insert+strings.Join(groups[:k], ","), batch...); err != nil {
 			return err
 		}
 		total += int64(k)

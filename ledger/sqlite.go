@@ -1,7 +1,7 @@
 package ledger
 
 // SQLite specifics live in this file: the DSN and its pragmas, the busy
-// error, and the statements. A PostgreSQL backend replaces this file.
+// error, and the statements; postgres.go holds PostgreSQL's.
 
 import (
 	"context"

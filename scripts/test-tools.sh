@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Says, before the tests run, which of the programs some tests drive are
+# missing here: those tests skip (go test shows a skip only with -v), and
+# fail instead under CI (LOCKLEDGER_CI=1), where .ci/run installs them.
+missing=()
+for bin in jq sqlite3 strace chromium; do
+	command -v "$bin" >/dev/null || missing+=("$bin")
+done
+if ! command -v initdb >/dev/null && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+	missing+=("PostgreSQL server (initdb)")
+fi
+if ((${#missing[@]})); then
+	printf '*** NOTE: not found here: %s\n' "$(IFS=,; echo "${missing[*]// /_}" | sed 's/,/, /g; s/_/ /g')" >&2
+	echo "*** the tests that need them are SKIPPED (bash .ci/run installs them and requires every test to run)" >&2
+fi
+exit 0

@@ -10,7 +10,8 @@ if ! command -v initdb >/dev/null && ! compgen -G '/usr/lib/postgresql/*/bin/ini
 	missing+=("PostgreSQL server (initdb)")
 fi
 if ((${#missing[@]})); then
-	printf '*** NOTE: not found here: %s\n' "$(IFS=,; echo "${missing[*]// /_}" | sed 's/,/, /g; s/_/ /g')" >&2
+	list=$(printf '%s, ' "${missing[@]}")
+	echo "*** NOTE: not found here: ${list%, }" >&2
 	echo "*** the tests that need them are SKIPPED (bash .ci/run installs them and requires every test to run)" >&2
 fi
 exit 0

@@ -51,7 +51,7 @@ func TestVersionNamesTheGoToolchain(t *testing.T) {
 	}
 	var b struct {
 		Version, Go, Platform string
-		Modified             *bool
+		Modified              *bool
 	}
 	if err := json.Unmarshal([]byte(clitest.Must(t, 0, root, "version", "--json").Stdout), &b); err != nil {
 		t.Fatal(err)

@@ -4,8 +4,18 @@ PKGS      := ./...
 
 .PHONY: build test vet demo bench stress fuzz lint clean docs-screenshot
 
+# The version and commit go into the binary from git (see lockledger
+# --version): the toolchain's own stamp is missing under -buildvcs=false
+# and in a git worktree. Evaluated only by the targets that build.
+CLIPKG        := github.com/lockledger/lockledger/cli
+GIT_COMMIT     = $(shell git rev-parse HEAD 2>/dev/null)
+GIT_MODIFIED   = $(shell if [ -n "$$(git status --porcelain 2>/dev/null)" ]; then echo true; else echo false; fi)
+GIT_VERSION    = $(shell git describe --tags --dirty 2>/dev/null)
+VERSION_FLAGS  = $(if $(GIT_COMMIT),-X $(CLIPKG).buildCommit=$(GIT_COMMIT) -X $(CLIPKG).buildModified=$(GIT_MODIFIED)) \
+                 $(if $(GIT_VERSION),-X $(CLIPKG).buildVersion=$(GIT_VERSION))
+
 build:
-	$(GO) build -o $(BIN) .
+	$(GO) build -ldflags '$(strip $(VERSION_FLAGS))' -o $(BIN) .
 
 ## test: vet, then every package (unit and end-to-end) under the race detector
 test: vet

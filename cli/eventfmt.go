@@ -171,6 +171,9 @@ func Details(ev *replay.Event) string {
 		if md := metadataText(ev.Metadata); md != "" {
 			add("%s", md)
 		}
+		if ev.Note != "" {
+			add("note %q", ev.Note)
+		}
 	case events.LockHeartbeat:
 		add("renewed")
 	case events.LockStolen:
@@ -197,6 +200,9 @@ func Details(ev *replay.Event) string {
 			} else {
 				add("FORCED")
 			}
+		}
+		if ev.Note != "" {
+			add("note %q", ev.Note)
 		}
 		if h := ev.SupersededBy; h != nil {
 			add("SUPERSEDED by %s (%s, pid %d@%s) via %s file %s", h.RequestID, h.Actor, h.PID, h.HostID,

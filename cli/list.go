@@ -2,11 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/ledger"
 )
 
 type listOptions struct{ g *globals }
@@ -20,7 +26,9 @@ func newList(g *globals) *cobra.Command {
 tools. list only reads: it takes no lock and writes nothing (but upgrades
 a ledger written by an older lockledger, where it can). A lock whose file
 cannot be read (a symlink, a directory, no permission, no locks directory)
-is listed from the ledger alone with a warning, and the others as usual.`,
+is listed from the ledger alone with a warning, and the others as usual.
+A root where nothing has been recorded yet (no ledger, no lock files)
+lists nothing, and list creates nothing there.`,
 		Example: `  lockledger list
   lockledger list --json | jq -r '.[] | select(.state=="stale") | .lock_name'`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -34,13 +42,15 @@ is listed from the ledger alone with a warning, and the others as usual.`,
 }
 
 func runList(ctx context.Context, o *listOptions) error {
+	var locks []*ledger.LockStatus
 	l, err := o.g.open(ctx, reads)
-	if err != nil {
-		return err
-	}
-	defer o.g.finish(l)
-	locks, err := l.List(ctx)
-	if err != nil {
+	switch {
+	case err == nil:
+		defer o.g.finish(l)
+		if locks, err = l.List(ctx); err != nil {
+			return err
+		}
+	case !o.g.noLockFiles(err):
 		return err
 	}
 	for _, s := range locks {
@@ -87,4 +97,15 @@ func runList(ctx context.Context, o *listOptions) error {
 			short(s.HeldFor), short(s.SinceBeat), ttl)
 	}
 	return tw.Flush()
+}
+
+// noLockFiles reports whether err is a read-only open's "no ledger" at a
+// root whose locks directory holds nothing (or is not there): nothing is
+// held. Another tool's lock files there keep the error.
+func (g *globals) noLockFiles(err error) bool {
+	if !errors.Is(err, ledger.ErrNoLedger) {
+		return false
+	}
+	entries, rerr := os.ReadDir(filepath.Join(g.root, ledger.LocksDir))
+	return errors.Is(rerr, fs.ErrNotExist) || rerr == nil && len(entries) == 0
 }

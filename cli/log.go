@@ -13,7 +13,12 @@ import (
 	"github.com/lockledger/lockledger/events"
 )
 
-func (g *globals) setup() error {
+// envLogLevel is the default of --log-level.
+const envLogLevel = "LOCKLEDGER_LOG_LEVEL"
+
+// setup makes the logger; levelFromEnv says --log-level was not given, so
+// a bad value is LOCKLEDGER_LOG_LEVEL's.
+func (g *globals) setup(levelFromEnv bool) error {
 	var level slog.Level
 	switch strings.ToLower(g.logLevel) {
 	case "debug":
@@ -25,7 +30,14 @@ func (g *globals) setup() error {
 	case "error":
 		level = slog.LevelError
 	default:
-		return events.Invalid("--log-level", g.logLevel, "must be debug, info, warn or error")
+		field := "--log-level"
+		if levelFromEnv {
+			field = envLogLevel
+		}
+		return events.Invalid(field, g.logLevel, "must be debug, info, warn or error")
+	}
+	if g.quiet {
+		level = slog.LevelError
 	}
 	switch g.logFormat {
 	case "text":

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -96,6 +98,7 @@ type globals struct {
 	json      bool
 	logLevel  string
 	logFormat string
+	quiet     bool
 	log       *slog.Logger
 	sign      signFlags
 }
@@ -197,8 +200,25 @@ func report(g *globals, err error) int {
 			msg += " (see --help)"
 		}
 	}
-	fmt.Fprintf(g.io.ErrOut, "lockledger: %s\n", msg)
+	obj := errorObject(err)
+	delete(obj, "message")
+	attrs := []any{"exit_code", code}
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		attrs = append(attrs, k, obj[k])
+	}
+	g.sayError(msg, attrs...)
 	return code
+}
+
+// sayError writes a command's final failure on stderr in the form of its
+// log: one JSON object per line with --log-format json (so a log shipper
+// reading stderr gets no plain line), else "lockledger: MSG".
+func (g *globals) sayError(msg string, attrs ...any) {
+	if g.logFormat == "json" {
+		slog.New(slog.NewJSONHandler(g.io.ErrOut, nil)).Error(msg, attrs...)
+		return
+	}
+	fmt.Fprintf(g.io.ErrOut, "lockledger: %s\n", msg)
 }
 
 func writeJSON(w io.Writer, v any) {

@@ -19,6 +19,7 @@ type releaseOptions struct {
 	failureStep string
 	exitCode    int
 	force       bool
+	reason      string
 }
 
 func newRelease(g *globals) *cobra.Command {
@@ -33,13 +34,21 @@ already released (or --force on a free lock) releases nothing: it says
 nothing and exits 0. A lock held by someone else, or one R lost, is
 refused with exit 5 and stays held, and the refusal is recorded as
 action_refused; --force releases it anyway and records forced: true with
-the holder it released. A file at the lock's path that the ledger did
-not write is never removed; when an unreadable one is left there, the
-lock stays held by it (to fail safe), and release says so: lockledger
-project keeps it aside.`,
+the holder it released, and --reason TEXT with it (note).
+
+--force --request-id R is a compare-and-release, like terraform
+force-unlock LOCK_ID: it releases the lock only while R holds it
+(recorded as forced, by you); held by anyone else it is refused with
+exit 5 naming the holder, recorded as action_refused, the lock left as
+it is; free, there is nothing to release (exit 0).
+
+A file at the lock's path that the ledger did not write is never
+removed; when an unreadable one is left there, the lock stays held by it
+(to fail safe), and release says so: lockledger project keeps it aside.`,
 		Example: `  lockledger release deploy-prod --request-id "$rid"
   lockledger release deploy-prod --request-id "$rid" --result failure --failure-step migrate
-  lockledger release deploy-prod --force --actor oncall   # someone else's lock, audited`,
+  lockledger release deploy-prod --force --actor oncall --reason "INC-42: runner gone"   # someone else's lock, audited
+  lockledger release deploy-prod --force --request-id req_01J...   # only if that request still holds it`,
 		Args: exactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
@@ -58,7 +67,8 @@ project keeps it aside.`,
 	fl.StringVar(&o.result, "result", "", "success, failure or cancelled (default: failure when --exit-code is not 0, else success)")
 	fl.StringVar(&o.failureStep, "failure-step", "", "the step that failed (with --result failure or a non-zero --exit-code)")
 	fl.IntVar(&o.exitCode, "exit-code", -1, "the job's exit code, recorded with the release (0-255)")
-	fl.BoolVar(&o.force, "force", false, "release a lock held by someone else (recorded as forced)")
+	fl.BoolVar(&o.force, "force", false, "release a lock held by someone else (recorded as forced); with --request-id only if that request holds it")
+	fl.StringVar(&o.reason, "reason", "", "with --force: why (recorded with the release)")
 	return cmd
 }
 
@@ -68,6 +78,9 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	}
 	if o.requestID == "" && !o.force {
 		return events.Invalid("--request-id", "", "is required (or --force to release someone else's lock)")
+	}
+	if o.reason != "" && !o.force {
+		return events.Invalid("--reason", o.reason, "goes with --force (a holder's own release records --result)")
 	}
 	if o.requestID != "" {
 		if err := events.ValidateRequestID(o.requestID); err != nil {
@@ -97,7 +110,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	defer o.g.finish(l)
 	out, err := l.Release(ctx, ledger.ReleaseRequest{Lock: o.lock,
 		Identity: ledger.Identity{RequestID: o.requestID, Actor: o.actor, PID: os.Getppid()},
-		Result:   o.result, FailureStep: o.failureStep, ExitCode: code, Force: o.force})
+		Result:   o.result, FailureStep: o.failureStep, ExitCode: code, Force: o.force, Note: o.reason})
 	if err != nil {
 		return err
 	}

@@ -53,12 +53,14 @@ Tamper evidence beyond the chain: keygen makes a key kept outside the
 root; writers given it (--signing-key) sign checkpoints of the log's
 Merkle tree and copy them to --witness paths; verify --verifier-key checks
 the log against them, prove and verify-proof give an auditor proofs.`,
+		Version:       currentBuild().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return g.setup()
+			return g.setup(!cmd.Flags().Changed("log-level"))
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	envRoot := os.Getenv("LOCKLEDGER_ROOT")
 	if envRoot == "" {
@@ -69,12 +71,18 @@ the log against them, prove and verify-proof give an auditor proofs.`,
 	pf.StringVar(&g.database, "database", os.Getenv("LOCKLEDGER_DATABASE_URL"),
 		"keep the ledger in this PostgreSQL database (postgres://...; PG* variables honoured) instead of ROOT/ledger.db,\nshared by every host; ROOT keeps this host's lock files (env LOCKLEDGER_DATABASE_URL)")
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON on stdout")
-	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	envLevel := os.Getenv(envLogLevel)
+	if envLevel == "" {
+		envLevel = "info"
+	}
+	pf.StringVar(&g.logLevel, "log-level", envLevel, "log level: debug, info, warn, error (env "+envLogLevel+")")
+	pf.BoolVarP(&g.quiet, "quiet", "q", false, "only errors on stderr (same as --log-level error; no progress line while waiting)")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
 	g.sign.register(root)
 	root.AddCommand(newAcquire(g), newHeartbeat(g), newRelease(g), newStatus(g), newList(g), newSteal(g), newRun(g))
 	root.AddCommand(auditCommands(g)...)
 	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g))
+	root.AddCommand(newVersion(g))
 	return root
 }
 

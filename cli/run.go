@@ -136,7 +136,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		// Like a shell (127 or 126), and found before the lock is taken (or
 		// waited for): nothing taken, nothing recorded.
 		code, why := execFailure(o.argv[0], o.argv[0], err)
-		fmt.Fprintf(o.g.io.ErrOut, "lockledger: run: %s\n", why)
+		o.g.sayError("run: "+why, "exit_code", code)
 		return &ExitError{Code: code}
 	}
 
@@ -208,7 +208,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		c, why := execFailure(o.argv[0], path, err)
 		_ = lease.Release(bg, ledger.Result{Result: events.ResultFailure, FailureStep: "exec", ExitCode: &c})
-		fmt.Fprintf(o.g.io.ErrOut, "lockledger: run: %s\n", why)
+		o.g.sayError("run: "+why, "exit_code", c)
 		return &ExitError{Code: c}
 	}
 	if st.lost {

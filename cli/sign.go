@@ -287,7 +287,7 @@ func runCheckpoint(ctx context.Context, g *globals) error {
 		}
 	}
 	if err != nil && cp != nil && g.json {
-		fmt.Fprintf(g.io.ErrOut, "lockledger: %v\n", err)
+		g.sayError(err.Error(), "exit_code", ExitFailure)
 		return &ExitError{Code: ExitFailure}
 	}
 	return err

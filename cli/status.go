@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -23,6 +26,7 @@ type statusOptions struct {
 	format string
 	file   string
 	maxAge string
+	check  bool
 }
 
 func newStatus(g *globals) *cobra.Command {
@@ -38,9 +42,18 @@ the next acquire takes it).
 An unreadable lock file (no v1 lock) names no holder: it holds the lock,
 to fail safe, and is shown as "unreadable lock file at PATH (N bytes,
 modified T)" (JSON: "lock": null and "corrupt": {"path", "size_bytes",
-"modified"}). lockledger project keeps it aside.`,
+"modified"}). lockledger project keeps it aside.
+
+A root where nothing has been recorded yet (no ledger, no file at the
+lock's path) shows the lock free, and status creates nothing there.
+
+--check is for scripts, like flock -n: it prints nothing (the status
+object with --json) and exits with what acquire would meet: 0 free (or
+dead: its holder is gone, the next acquire takes it), 3 held by an active
+holder, 4 stale (acquire --force takes it).`,
 		Example: `  lockledger status deploy-prod
   lockledger status deploy-prod --json | jq -r .state
+  if lockledger status deploy-prod --check; then echo free; fi        # 0 free, 3 held, 4 stale
   lockledger status sprint --format bso --file bso:.sprint-running   # BSO's check-mode return object`,
 		Args: exactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -52,6 +65,7 @@ modified T)" (JSON: "lock": null and "corrupt": {"path", "size_bytes",
 	fl.StringVar(&o.format, "format", "text", "text, or bso for BSO's check-mode return object (JSON)")
 	fl.StringVar(&o.file, "file", "", "with --format bso: the .sprint-running file, as bso:PATH (default: the lock's bso target, else ./.sprint-running)")
 	fl.StringVar(&o.maxAge, "max-age", "", "with --format bso: zombie age (default 24h)")
+	fl.BoolVar(&o.check, "check", false, "print nothing; exit 0 free (or dead), 3 held, 4 stale")
 	return cmd
 }
 
@@ -65,25 +79,69 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 			return events.Invalid("--file", o.file, "--file and --max-age go with --format bso")
 		}
 	case "bso":
+		if o.check {
+			return events.Invalid("--check", "true", "goes with --format text: the bso check-mode object is its own answer")
+		}
 		return runStatusBSO(ctx, o)
 	default:
 		return events.Invalid("--format", o.format, "must be text or bso")
 	}
-	l, err := o.g.open(ctx, reads)
-	if err != nil {
-		return err
-	}
-	defer o.g.finish(l)
-	s, err := l.Status(ctx, o.lock)
+	s, err := o.read(ctx)
 	if err != nil {
 		return err
 	}
 	if o.g.json {
 		writeJSON(o.g.io.Out, statusObject(s))
-		return nil
+	} else if !o.check {
+		printStatus(o.g.io.Out, s)
 	}
-	printStatus(o.g.io.Out, s)
+	if o.check {
+		return checkResult(s.State)
+	}
 	return nil
+}
+
+func (o *statusOptions) read(ctx context.Context) (*ledger.LockStatus, error) {
+	l, err := o.g.open(ctx, reads)
+	if err != nil {
+		if path, ok := o.g.nothingRecorded(err, o.lock); ok {
+			return &ledger.LockStatus{Name: o.lock, State: events.StateFree, Path: path}, nil
+		}
+		return nil, err
+	}
+	defer o.g.finish(l)
+	return l.Status(ctx, o.lock)
+}
+
+// checkResult is status --check's answer: the exit code acquire would
+// meet, without waiting or forcing.
+func checkResult(state string) error {
+	switch state {
+	case events.StateFree, events.StateDead:
+		return nil
+	case events.StateStale:
+		return &ExitError{Code: ExitStale}
+	}
+	return &ExitError{Code: ExitBlocked}
+}
+
+// nothingRecorded reports whether err is a read-only open's "no ledger"
+// at a root where nothing holds lock either: no file at its path (which it
+// returns, absolute). A lock file there (another tool's) keeps the error,
+// since only the ledger reads it.
+func (g *globals) nothingRecorded(err error, lock string) (string, bool) {
+	if !errors.Is(err, ledger.ErrNoLedger) {
+		return "", false
+	}
+	root := absPath(g.root)
+	if r, rerr := filepath.EvalSymlinks(root); rerr == nil {
+		root = r
+	}
+	path := filepath.Join(root, ledger.LocksDir, lock+".lock")
+	if _, serr := os.Lstat(path); !errors.Is(serr, fs.ErrNotExist) {
+		return "", false
+	}
+	return path, true
 }
 
 func printStatus(w io.Writer, s *ledger.LockStatus) {

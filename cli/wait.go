@@ -9,8 +9,9 @@ import (
 
 // waitReporter says who holds the lock while acquire or run waits: one
 // status line rewritten in place on a terminal, one log line otherwise.
+// --quiet has neither.
 func waitReporter(g *globals, lock string) ledger.WaitObserver {
-	tty := isTerminal(g.io.ErrOut)
+	tty := g.statusLine()
 	said := false
 	return func(h *ledger.HeldError, waited time.Duration) {
 		if h.Corrupt != nil {
@@ -41,7 +42,11 @@ func waitReporter(g *globals, lock string) ledger.WaitObserver {
 
 // endWaitLine clears the status line once waiting is over.
 func endWaitLine(g *globals) {
-	if isTerminal(g.io.ErrOut) {
+	if g.statusLine() {
 		fmt.Fprint(g.io.ErrOut, "\r\033[K")
 	}
 }
+
+// statusLine says whether progress may be drawn on stderr, a terminal's
+// line rewritten in place (the only output with cursor controls).
+func (g *globals) statusLine() bool { return !g.quiet && isTerminal(g.io.ErrOut) }

@@ -228,9 +228,12 @@ func TestBSOFlowsThroughLockledger(t *testing.T) {
 	}
 	// A second sprint is blocked.
 	clitest.Must(t, 3, root, "acquire", "sprint", "--file", "bso:"+file, "--request-id", "sprint-2026-02-07-002", "--intent", "epic6", "--pid", self)
-	// Release with the wrong session: refused; BSO's warn-and-release is --force, recorded as forced.
+	// Release with the wrong session: refused, also with --force (which
+	// then releases only the session it names); BSO's warn-and-release is
+	// --force alone, recorded as forced.
 	clitest.Must(t, 5, root, "release", "sprint", "--request-id", "sprint-other")
-	clitest.Must(t, 0, root, "release", "sprint", "--request-id", "sprint-other", "--force")
+	clitest.Must(t, 5, root, "release", "sprint", "--request-id", "sprint-other", "--force")
+	clitest.Must(t, 0, root, "release", "sprint", "--force")
 	if rel := lastBody(t, root, "lock_released"); rel["forced"] != true || rel["released_request_id"] != "sprint-2026-02-07-001" {
 		t.Fatalf("session-mismatch release: %v", rel)
 	}

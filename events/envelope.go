@@ -62,6 +62,9 @@ type Acquired struct {
 	// Targets are the extra lock files (other tools' formats) this holding
 	// projects, besides ROOT/locks/NAME.lock.
 	Targets []Target `json:"targets,omitempty"`
+	// Note is the operator's text of a steal that found the lock free (a
+	// lock_stolen carries its own Note, which takes this one's place).
+	Note string `json:"note,omitempty"`
 }
 
 // Target is one extra lock file a holding projects: a format and an absolute path.
@@ -99,6 +102,8 @@ type Released struct {
 	SupersededBy       *Holder `json:"superseded_by,omitempty"`
 	SupersededByFormat string  `json:"superseded_by_format,omitempty"`
 	SupersededByPath   string  `json:"superseded_by_path,omitempty"`
+	// Note is the operator's reason for a forced release.
+	Note string `json:"note,omitempty"`
 }
 
 // Refused is action_refused's payload: who asked is the envelope; what

@@ -396,6 +396,7 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, FencingToken: token, Record: h.rec}
 	var ev *events.Event
 	if prev == nil {
+		acq.Note = note // a steal that found the lock free
 		ev, err = w.append(events.LockAcquired, req.Identity, &acq)
 	} else {
 		out.Stolen, out.Reason, out.Previous, out.PreviousHash = true, reason, &prev.rec, fileHash(prev.file)
@@ -539,7 +540,12 @@ type ReleaseRequest struct {
 	FailureStep string
 	ExitCode    *int
 	// Force releases a lock held by someone else, recording forced: true.
+	// With a RequestID it is a compare-and-release: the lock is released
+	// only while that request holds it, and refused (*NotHolderError) when
+	// another does.
 	Force bool
+	// Note is the operator's reason for a forced release.
+	Note string
 	// FencingToken, when set, releases only the holding with that token: a
 	// request id reclaimed by another process is no longer the caller's.
 	FencingToken int64
@@ -579,6 +585,9 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 	if err := validText("failure step", req.FailureStep, 256, true); err != nil {
 		return nil, err
 	}
+	if err := validText("reason", req.Note, 1024, true); err != nil {
+		return nil, err
+	}
 	if req.ExitCode != nil && (*req.ExitCode < 0 || *req.ExitCode > 255) {
 		return nil, events.Invalid("exit code", fmt.Sprint(*req.ExitCode), "must be 0-255")
 	}
@@ -605,6 +614,22 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 		}
 		h := w.v.holder
 		mine := h != nil && !h.foreign && h.rec.RequestID == id.RequestID && (req.FencingToken == 0 || h.token == req.FencingToken)
+		if req.Force && req.RequestID != "" {
+			// An operator's release of the named holding: recorded as
+			// forced, and never of another holder that took the lock since.
+			named := h != nil && h.corrupt == nil && h.rec.RequestID == id.RequestID &&
+				(req.FencingToken == 0 || h.token == req.FencingToken)
+			if h != nil && !named {
+				past, err := pastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
+				if err != nil {
+					return nil, err
+				}
+				nh := &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Corrupt: h.corrupt,
+					Lost: past.lost(), ReleasedSeq: past.releasedSeq}
+				return w.refuse(events.ActionRelease, id, h, nh)
+			}
+			mine = false
+		}
 		if !mine && (h == nil || !req.Force) {
 			past, err := pastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
 			if err != nil {
@@ -640,7 +665,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			actor.Actor, actor.PID = h.rec.Actor, h.rec.PID
 		}
 		p := &events.Released{HeldDurationSeconds: seconds(w.now.Sub(h.created)), Result: req.Result,
-			FailureStep: req.FailureStep, ExitCode: req.ExitCode, Forced: !mine, FencingToken: h.token}
+			FailureStep: req.FailureStep, ExitCode: req.ExitCode, Forced: !mine, FencingToken: h.token, Note: req.Note}
 		if !mine {
 			p.ReleasedRequestID = h.rec.RequestID
 		}
@@ -709,7 +734,7 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 		var reason string
 		switch state {
 		case events.StateFree:
-			a, err := w.take(req.AcquireRequest, nil, "", "")
+			a, err := w.take(req.AcquireRequest, nil, "", req.Note)
 			out = a
 			return w.heldByNewFile(req.AcquireRequest, err)
 		case events.StateDead:

@@ -542,11 +542,11 @@ var (
 	// The properties each event schema evaluates (unevaluatedProperties:
 	// false refuses every other one) and the ones it requires.
 	eventAllowed = [...]uint64{
-		kAcquired:  envelopeFields | acquiredFields,
+		kAcquired:  envelopeFields | acquiredFields | bits(fNote),
 		kHeartbeat: envelopeFields,
 		kStolen:    envelopeFields | acquiredFields | bits(fPreviousLock, fPreviousLockHash, fReason, fNote),
 		kReleased: envelopeFields | bits(fHeldDurationSeconds, fResult, fFailureStep, fExitCode, fForced,
-			fReleasedRequestID, fFencingToken, fSupersededBy, fSupersededByFormat, fSupersededByPath),
+			fReleasedRequestID, fFencingToken, fSupersededBy, fSupersededByFormat, fSupersededByPath, fNote),
 		kHeartbeatFailed: envelopeFields | bits(fConsecutiveFailures, fError, fLockLost),
 		kBlocked:         envelopeFields | bits(fHeldBy, fState, fWaitedSeconds, fForeign),
 		kRefused:         envelopeFields | bits(fAction, fError, fState, fHeldBy),

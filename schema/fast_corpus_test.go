@@ -106,6 +106,7 @@ func validSeeds(tb testing.TB) []seedBody {
 		Metadata: map[string]string{"k": "v", "empty": ""}, PIDStart: "123456", BootID: "boot-1"}
 	withTargets := acq
 	withTargets.Targets = []events.Target{{Format: "tower-fleet", Path: "/srv/locks/a.lock"}, {Format: "bso", Path: "/tmp/x"}}
+	withTargets.Note = "a steal that found the lock free"
 	exit := 3
 	zero := 0
 	holderPrev := events.HolderOf(prev)
@@ -152,7 +153,7 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("released everything", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
 		HeldDurationSeconds: 7.5, Result: events.ResultFailure, FailureStep: "deploy", ExitCode: &exit, Forced: true,
 		ReleasedRequestID: "req_a", FencingToken: 9, SupersededBy: &holderPrev, SupersededByFormat: "prodigy",
-		SupersededByPath: "/srv/app/.prodigy/resume.lock"}))
+		SupersededByPath: "/srv/app/.prodigy/resume.lock", Note: "INC-42: runner gone"}))
 	full()
 	add("released superseded", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
 		HeldDurationSeconds: 60, Result: events.ResultCancelled, Forced: true, ReleasedRequestID: "req_a",

@@ -8,7 +8,11 @@ root=$(mktemp -d "${TMPDIR:-/tmp}/lockledger-demo.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 export LOCKLEDGER_ROOT="$root" LOCKLEDGER_ACTOR=demo
 ll() { echo "\$ lockledger $*" >&2; "$bin" "$@"; }
-step() { printf '\n\033[1m# %s\033[0m\n' "$*"; }
+# Bold step titles (and jq's colours) only on a terminal, and never with
+# NO_COLOR set.
+bold='' plain='' jqcolor=-M
+if [ -t 1 ] && [ -z "${NO_COLOR+set}" ]; then bold=$'\033[1m' plain=$'\033[0m' jqcolor=-C; fi
+step() { printf '\n%s# %s%s\n' "$bold" "$*" "$plain"; }
 
 step "1. acquire: take a lock; stdout is the request id"
 rid=$(ll acquire deploy-prod --pid $$ --ttl 60s --intent deploy --intent-version 1.2.0 --metadata commit=abc123 | tail -n1)
@@ -18,7 +22,7 @@ step "2. status: who holds it, since when, last heartbeat"
 ll status deploy-prod
 
 step "3. the lock file is tower-fleet v1 JSON, readable with jq"
-jq -c . "$root/locks/deploy-prod.lock"
+jq "$jqcolor" -c . "$root/locks/deploy-prod.lock"
 
 step "4. a second acquire is blocked by the active holder (exit 3)"
 set +e; ll acquire deploy-prod --actor ci-bot; echo "exit $?"; set -e

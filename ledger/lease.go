@@ -241,8 +241,10 @@ func (l *Ledger) Acquire(ctx context.Context, name string, opts ...LeaseOption) 
 		id: Identity{RequestID: a.RequestID, Actor: a.Record.Actor, PID: a.Record.PID}}
 	if a.Already {
 		// Nothing was renewed: the lock runs on its last heartbeat.
-		if hb, err := a.Record.HeartbeatTime(); err == nil && hb.Before(l.now()) {
-			s.lastOK = a.sent.Add(-l.now().Sub(hb))
+		// Its age is measured on the clock that stamped it (the
+		// database's, on PostgreSQL), at the decision.
+		if hb, err := a.Record.HeartbeatTime(); err == nil && !a.at.IsZero() && hb.Before(a.at) {
+			s.lastOK = a.sent.Add(-a.at.Sub(hb))
 		}
 	}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -197,6 +197,9 @@ type Acquisition struct {
 	// ledger's heartbeat time for it is no earlier, so a lease deadline
 	// counted from it never ends after the lock's TTL does.
 	sent time.Time
+	// at is the time the decision was made at, by the store's clock: the
+	// clock the record's heartbeat time was read from.
+	at time.Time
 }
 
 // stamped sets a's send time.
@@ -226,7 +229,7 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 		if w.sameRequest(h, id) {
 			if w.sameProcess(h, id) {
 				out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Seq: w.v.row.updatedSeq,
-					Record: h.rec, Already: true}
+					Record: h.rec, Already: true, at: w.now}
 				return nil, nil
 			}
 			if req.Reclaim {
@@ -721,7 +724,7 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 		}
 		if w.sameRequest(h, id) {
 			if w.sameProcess(h, id) {
-				out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Record: h.rec, Already: true}
+				out = &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: h.token, Record: h.rec, Already: true, at: w.now}
 				return nil, nil
 			}
 			if req.Reclaim {

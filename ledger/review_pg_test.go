@@ -1,0 +1,42 @@
+package ledger_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// A lease taken over by the request that already holds the lock counts its
+// deadline from the lock's last heartbeat. On PostgreSQL that heartbeat is
+// the database's time: measured against this host's clock, 10 minutes
+// ahead, the heartbeat looks 10 minutes old, and the lease is lost at once
+// although the lock has minutes of its TTL left.
+func TestPostgresLeaseOfAnAlreadyHeldLockIgnoresTheLocalClock(t *testing.T) {
+	f := &storeFixture{t: t, kind: "postgres", url: pgtest.NewDatabase(t)}
+	ctx := context.Background()
+	ahead := f.open("host-ahead", ledger.WithClock(func() time.Time { return time.Now().Add(10 * time.Minute) }))
+	id := ledger.Identity{RequestID: "r1", Actor: "review", PID: os.Getpid()}
+	if _, err := ahead.TryAcquire(ctx, ledger.AcquireRequest{Lock: "again", Identity: id, TTL: 5 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := ahead.Acquire(ctx, "again", ledger.WithRequestID("r1"), ledger.WithActor("review"), ledger.WithPID(os.Getpid()),
+		ledger.WithTTL(5*time.Minute), ledger.WithHeartbeatInterval(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(ctx, ledger.Result{})
+	if !lease.Acquisition().Already {
+		t.Fatalf("second acquire by the same request: want Already")
+	}
+	// The lease's deadline is about 4 minutes away: losing it within
+	// seconds can only be the misjudged clock.
+	select {
+	case <-lease.Lost():
+		t.Fatalf("lease lost at once with 5 minutes of TTL left: %v", lease.Err())
+	case <-time.After(2 * time.Second):
+	}
+}

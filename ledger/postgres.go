@@ -265,15 +265,17 @@ type pgWaker struct {
 }
 
 func (w *pgWaker) wait(ctx context.Context, d time.Duration) {
-	wctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
 	if w.conn == nil && !w.failed {
-		conn, err := pgx.ConnectConfig(wctx, w.s.cfg.ConnConfig.Copy())
+		// Connecting may take longer than one sleep: it has the busy
+		// timeout, as any other database call.
+		cctx, cancel := context.WithTimeout(ctx, w.s.l.busy)
+		conn, err := pgx.ConnectConfig(cctx, w.s.cfg.ConnConfig.Copy())
 		if err == nil {
-			if _, err = conn.Exec(wctx, `LISTEN `+notifyChannel); err != nil {
+			if _, err = conn.Exec(cctx, `LISTEN `+notifyChannel); err != nil {
 				conn.Close(context.Background())
 			}
 		}
+		cancel()
 		if err != nil {
 			w.s.l.log.Debug("waiting without LISTEN: polling instead", "err", err)
 			w.failed = true
@@ -281,6 +283,8 @@ func (w *pgWaker) wait(ctx context.Context, d time.Duration) {
 			w.conn = conn
 		}
 	}
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
 	if w.conn == nil {
 		<-wctx.Done()
 		return

@@ -206,3 +206,10 @@ func writeJSON(w io.Writer, v any) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
+
+// Command is the command tree as Main builds it, for generating
+// documentation (man pages, completion scripts) outside a run.
+func Command() *cobra.Command {
+	g := &globals{io: IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
+	return newRoot(g)
+}

@@ -46,7 +46,7 @@ func TestEveryCommandHasAPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(acq), `\-\-holder`) {
+	if !strings.Contains(string(acq), `\fB--holder\fP`) {
 		t.Errorf("lockledger-acquire.1 does not document --holder")
 	}
 	again := t.TempDir()

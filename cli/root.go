@@ -76,6 +76,7 @@ the log against them, prove and verify-proof give an auditor proofs.`,
 	root.AddCommand(auditCommands(g)...)
 	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g))
 	root.AddCommand(newWatchHolder(g))
+	registerCompletions(root, g)
 	return root
 }
 

@@ -96,6 +96,7 @@ type globals struct {
 	json      bool
 	logLevel  string
 	logFormat string
+	group     string
 	log       *slog.Logger
 	sign      signFlags
 }

@@ -13,8 +13,9 @@ package cli
 //
 // The warning costs a normal acquire one read of /proc/PID/comm: a parent
 // known to be such a wrapper is warned about at once. Only a parent that is
-// a shell running a -c script (which may end right after lockledger) is
-// watched, for at most a second and from a separate process, since the
+// a shell running a -c script (which may end right after lockledger), with
+// stderr going anywhere but /dev/null, is watched, for at most a second
+// and from a separate process (about a millisecond to start it), since the
 // parent cannot exit while lockledger itself still runs: that process
 // holds only stderr (its own stdout is /dev/null, so $(lockledger acquire)
 // returns at once), and exits when the holder does or after the second.
@@ -132,11 +133,25 @@ func checkHolder(g *globals, lock string, pid int) {
 	case wrappers[comm]:
 		g.log.Warn("the holder recorded is a wrapper that exits when lockledger does: the lock will count as dead at once; "+holderAdvice,
 			"lock", lock, "holder_pid", pid, "holder", comm)
-	case shells[comm] && runsScript(pid):
+	case shells[comm] && runsScript(pid) && !discarded(g.io.ErrOut):
 		if err := spawnWatcher(g, lock, pid, comm); err != nil {
 			g.log.Debug("cannot watch the holder", "err", err)
 		}
 	}
+}
+
+// discarded reports whether w is /dev/null, where a warning would go
+// unread (a script's 2>/dev/null): no watcher then.
+func discarded(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	var st, null unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || unix.Stat(os.DevNull, &null) != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == null.Rdev
 }
 
 // spawnWatcher starts lockledger __watch-holder on pid and does not wait

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra/doc"
 
@@ -25,6 +26,13 @@ func main() {
 func generate(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	// Flag defaults read the environment (LOCKLEDGER_ROOT, a database URL
+	// with its password): the pages show the built-in ones.
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "LOCKLEDGER_") {
+			os.Unsetenv(k)
+		}
 	}
 	root := cli.Command()
 	// No generation date in the pages: the same tree gives the same files.

@@ -14,6 +14,7 @@ import (
 // TestEveryCommandHasAPage: one page per visible command, each carrying
 // the command's own text and flags, and the same bytes on a second run.
 func TestEveryCommandHasAPage(t *testing.T) {
+	t.Setenv("LOCKLEDGER_DATABASE_URL", "postgres://u:secret@db/ledger")
 	dir := t.TempDir()
 	if err := generate(dir); err != nil {
 		t.Fatal(err)
@@ -45,6 +46,13 @@ func TestEveryCommandHasAPage(t *testing.T) {
 	acq, err := os.ReadFile(filepath.Join(dir, "lockledger-acquire.1"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	root, err := os.ReadFile(filepath.Join(dir, "lockledger.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(root), "secret") {
+		t.Errorf("lockledger.1 shows the environment's database URL")
 	}
 	if !strings.Contains(string(acq), `\fB--holder\fP`) {
 		t.Errorf("lockledger-acquire.1 does not document --holder")

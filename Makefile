@@ -2,7 +2,7 @@ GO        ?= go
 BIN       ?= bin/lockledger
 PKGS      := ./...
 
-.PHONY: build test vet demo bench stress fuzz lint clean docs-screenshot
+.PHONY: build test vet demo bench stress fuzz lint clean docs-screenshot man
 
 # The version and commit go into the binary from git (see lockledger
 # --version): the toolchain's own stamp is missing under -buildvcs=false
@@ -50,5 +50,10 @@ lint: vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 
+## man: one man page per command into man/man1, generated from the commands (not committed); view with man -l man/man1/lockledger-acquire.1
+man:
+	rm -rf man/man1
+	$(GO) run ./internal/cmd/mangen -dir man/man1
+
 clean:
-	rm -rf bin
+	rm -rf bin man

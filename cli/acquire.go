@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -107,8 +106,9 @@ func ParseTargets(specs []string) ([]events.Target, error) {
 }
 
 type acquireOptions struct {
-	g    *globals
-	lock string
+	g      *globals
+	lock   string
+	holder string
 	acquireFlags
 }
 
@@ -118,16 +118,27 @@ func newAcquire(g *globals) *cobra.Command {
 		Use:   "acquire NAME",
 		Short: "Take a lock and print its request id",
 		Long: `Take a lock. The holder recorded is the calling process (the shell or
-script that runs lockledger), or --pid: when it exits, the lock counts as
-dead and the next acquire takes it over. Print the request id, which
-heartbeat and release need.
+script that runs lockledger; --holder self, the default), its parent
+(--holder parent), or --pid: when it exits, the lock counts as dead and
+the next acquire takes it over. Print the request id, which heartbeat
+and release need.
+
+The trap: run through a wrapper that exits with lockledger, as in
+"timeout 10 lockledger acquire NAME", sudo, env, or
+sh -c 'lockledger acquire NAME; ...', the calling process is the wrapper,
+and the lock is free for anyone the moment the wrapper exits. Use
+--holder parent there (the wrapper's parent, e.g. your script), or
+--pid. lockledger warns on stderr when the holder is a known wrapper, and
+when it is a shell running a -c script that exits within a second of the
+acquire (watched from a separate process, for at most that second).
 
 Exit 3 when an active holder has it (after --wait, if given), 4 when it is
 stale and --force was not given. Ctrl-C or TERM during --wait gives up
 at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
 		Example: `  rid=$(lockledger acquire deploy-prod --ttl 15m --intent deploy)
   lockledger acquire deploy-prod --wait 5m --metadata commit=abc123
-  lockledger acquire deploy-prod --force      # take over a stale lock`,
+  lockledger acquire deploy-prod --force      # take over a stale lock
+  timeout 10 lockledger acquire deploy-prod --wait 5s --holder parent  # held by this script, not by timeout`,
 		Args: exactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
@@ -135,7 +146,8 @@ at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
 		},
 	}
 	o.register(cmd, true)
-	cmd.Flags().IntVar(&o.pid, "pid", 0, "holder process id (default: the calling process, lockledger's parent)")
+	cmd.Flags().IntVar(&o.pid, "pid", 0, "holder process id (default: see --holder)")
+	cmd.Flags().StringVar(&o.holder, "holder", "", "holder process: self (the calling process, lockledger's parent; the default) or parent (its parent, when a wrapper such as timeout or sudo runs lockledger)")
 	return cmd
 }
 
@@ -143,9 +155,9 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if _, err := lockArg([]string{o.lock}); err != nil {
 		return err
 	}
-	pid := o.pid
-	if pid == 0 {
-		pid = os.Getppid()
+	pid, err := holderPID(o.holder, o.pid)
+	if err != nil {
+		return err
 	}
 	req, wait, err := o.request(o.lock, pid)
 	if err != nil {
@@ -161,6 +173,9 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return err
 	}
 	printAcquisition(o.g, a)
+	if o.pid == 0 {
+		checkHolder(o.g, o.lock, pid)
+	}
 	return nil
 }
 

@@ -99,6 +99,7 @@ type globals struct {
 	logLevel  string
 	logFormat string
 	quiet     bool
+	group     string
 	log       *slog.Logger
 	sign      signFlags
 }
@@ -225,4 +226,11 @@ func writeJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+// Command is the command tree as Main builds it, for generating
+// documentation (man pages, completion scripts) outside a run.
+func Command() *cobra.Command {
+	g := &globals{io: IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
+	return newRoot(g)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,6 +72,8 @@ the log against them, prove and verify-proof give an auditor proofs.`,
 	pf.StringVar(&g.root, "root", envRoot, "directory holding ledger.db and locks/, symlinks resolved (env LOCKLEDGER_ROOT)")
 	pf.StringVar(&g.database, "database", os.Getenv("LOCKLEDGER_DATABASE_URL"),
 		"keep the ledger in this PostgreSQL database (postgres://...; PG* variables honoured) instead of ROOT/ledger.db,\nshared by every host; ROOT keeps this host's lock files (env LOCKLEDGER_DATABASE_URL)")
+	pf.StringVar(&g.group, "group", os.Getenv("LOCKLEDGER_GROUP"),
+		"create the root shared with this group (name or id): directories 2770 setgid, files 0660; the root's mode keeps it\nshared for every later command (env LOCKLEDGER_GROUP)")
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON on stdout")
 	envLevel := os.Getenv(envLogLevel)
 	if envLevel == "" {
@@ -83,6 +87,8 @@ the log against them, prove and verify-proof give an auditor proofs.`,
 	root.AddCommand(auditCommands(g)...)
 	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g))
 	root.AddCommand(newVersion(g))
+	root.AddCommand(newWatchHolder(g))
+	registerCompletions(root, g)
 	return root
 }
 
@@ -110,6 +116,13 @@ func (g *globals) open(ctx context.Context, a access, more ...ledger.Option) (*l
 			return nil, err
 		}
 		opts = append(opts, sign...)
+		if g.group != "" {
+			gid, err := lookupGroup(g.group)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, ledger.WithGroup(gid))
+		}
 	}
 	switch a {
 	case rewrites:
@@ -147,6 +160,23 @@ func (g *globals) finish(l *ledger.Ledger) {
 	if err := l.Detach(); err != nil {
 		g.log.Debug("detach", "err", err)
 	}
+}
+
+// lookupGroup is the id of group name: a name, or a number, which needs
+// no entry in the group database (containers often have none).
+func lookupGroup(name string) (int, error) {
+	if gid, err := strconv.Atoi(name); err == nil && gid >= 0 {
+		return gid, nil
+	}
+	grp, err := user.LookupGroup(name)
+	if err != nil {
+		return 0, events.Invalid("--group", name, "must name an existing group, or be a group id")
+	}
+	gid, err := strconv.Atoi(grp.Gid)
+	if err != nil {
+		return 0, events.Invalid("--group", name, "has no numeric group id")
+	}
+	return gid, nil
 }
 
 func lockArg(args []string) (string, error) {

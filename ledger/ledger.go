@@ -54,6 +54,7 @@ type config struct {
 	signing  signing
 	database string
 	poolSize int
+	group    *int // WithGroup
 }
 
 // Option configures Open.
@@ -240,7 +241,7 @@ func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 		}
 		return l, nil
 	}
-	if err := ensureRoot(root); err != nil {
+	if err := ensureRoot(root, c.group); err != nil {
 		return nil, err
 	}
 	// A root just created below a symlinked directory resolves now.
@@ -517,7 +518,7 @@ func (l *Ledger) openShared(ctx context.Context, c *config) error {
 			l.files.broken = fmt.Errorf("ledger: locks directory: %w", err)
 		}
 	} else {
-		if err := ensureRoot(l.root); err != nil {
+		if err := ensureRoot(l.root, c.group); err != nil {
 			return err
 		}
 		root, err := resolveRoot(l.root)
@@ -595,13 +596,27 @@ func (l *Ledger) setRoot(root string) {
 	l.files.dir = filepath.Join(root, LocksDir)
 }
 
-func ensureRoot(root string) error {
+// ensureRoot creates root where it is missing, and shares it with group
+// where one is given (share.go).
+func ensureRoot(root string, group *int) error {
 	fi, err := os.Lstat(root)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(root, 0o700); err != nil {
+		if group == nil {
+			if err := os.MkdirAll(root, privateDirMode); err != nil {
+				return fmt.Errorf("ledger: create root: %w", err)
+			}
+			return nil
+		}
+		if err := mkdirReachable(filepath.Dir(root)); err != nil {
 			return fmt.Errorf("ledger: create root: %w", err)
 		}
-		return nil
+		created := true
+		if err := os.Mkdir(root, privateDirMode); errors.Is(err, fs.ErrExist) {
+			created = false
+		} else if err != nil {
+			return fmt.Errorf("ledger: create root: %w", err)
+		}
+		return shareRoot(root, *group, created)
 	}
 	if err != nil {
 		return fmt.Errorf("ledger: root: %w", err)
@@ -612,14 +627,18 @@ func ensureRoot(root string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("ledger: root %s: %w", root, &UnsafePathError{Path: root, Reason: "is not a directory"})
 	}
+	if group != nil {
+		return shareRoot(root, *group, false)
+	}
 	return nil
 }
 
-// createPrivate creates an empty file with mode 0600 unless it exists, so
-// that SQLite opens a file whose mode was right from the start (its -wal
-// and -shm files copy that mode).
+// createPrivate creates an empty file with mode 0600 (0660 in a shared
+// root) unless it exists, so that SQLite opens a file whose mode was right
+// from the start (its -wal and -shm files copy that mode).
 func createPrivate(path string) error {
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	mode := fileModeIn(filepath.Dir(path))
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if errors.Is(err, unix.EEXIST) {
 		fi, err := os.Lstat(path)
 		if err != nil {
@@ -633,13 +652,24 @@ func createPrivate(path string) error {
 	if err != nil {
 		return &os.PathError{Op: "create", Path: path, Err: err}
 	}
+	if err := fixFileMode(fd, mode); err != nil {
+		unix.Close(fd)
+		return &os.PathError{Op: "chmod", Path: path, Err: err}
+	}
 	return unix.Close(fd)
 }
 
+// openPrivate opens path, creating it with mode 0600 (0660 in a shared
+// root) if it is missing.
 func openPrivate(path string) (*os.File, error) {
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	mode := fileModeIn(filepath.Dir(path))
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	if err := fixFileMode(fd, mode); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "chmod", Path: path, Err: err}
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }

@@ -142,9 +142,15 @@ func writeJournal(lockPath string, data []byte) (*os.File, error) {
 	if err := removeIfExists(p); err != nil {
 		return nil, err
 	}
-	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	mode := fileModeIn(filepath.Dir(p))
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err != nil {
 		return nil, &os.PathError{Op: "create", Path: p, Err: err}
+	}
+	if err := fixFileMode(fd, mode); err != nil {
+		unix.Close(fd)
+		_ = os.Remove(p)
+		return nil, &os.PathError{Op: "chmod", Path: p, Err: err}
 	}
 	file := os.NewFile(uintptr(fd), p)
 	if _, err := file.Write(data); err != nil {
@@ -237,12 +243,12 @@ func removeIfExists(p string) error {
 	return err
 }
 
-// ensureDir creates dir with mode 0700 if it is missing and refuses a
-// symlink or a non-directory in its place.
+// ensureDir creates dir with mode 0700 (2770 in a shared root) if it is
+// missing and refuses a symlink or a non-directory in its place.
 func ensureDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := mkdirIn(dir); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 		fi, err = os.Lstat(dir)

@@ -1,0 +1,167 @@
+package cli
+
+// Shell completion (lockledger completion bash|zsh|fish|powershell, from
+// cobra): lock names, event types, --format values and the FORMAT: of
+// --file FORMAT:PATH. Lock names are the locks the ledger at --root lists
+// (held, stale or free with a file) and the lock files in ROOT/locks, read
+// only:
+// completing never creates a root or a ledger, and a root without one
+// completes the lock files it has, if any.
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/formats"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// formatValues are the --format values of each command that has one.
+var formatValues = map[string][]string{
+	"export":   {formatJSONL, "csv"},
+	"history":  {formatTable, "json", formatJSONL, "csv"},
+	"timeline": {formatTable, "json", formatJSONL, "csv", "html", "svg"},
+	"status":   {"text", "bso"},
+}
+
+// lockNameCommands take one lock name as their argument.
+var lockNameCommands = []string{"acquire", "heartbeat", "release", "status", "steal", "run", "history", "who"}
+
+// completionBudget bounds the ledger read behind a completion: a shell
+// waiting on Tab is worse than a list without the ledger's names.
+const completionBudget = 2 * time.Second
+
+func registerCompletions(root *cobra.Command, g *globals) {
+	locks := func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return lockNames(cmd.Context(), g, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
+	for _, c := range allCommands(root) {
+		if slices.Contains(lockNameCommands, c.Name()) && c.HasParent() && c.Parent() == root {
+			c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+				if len(args) > 0 {
+					if cmd.Name() == "run" {
+						return nil, cobra.ShellCompDirectiveDefault // the command to run
+					}
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				return locks(cmd, args, toComplete)
+			}
+		}
+		if c.Flags().Lookup("lock") != nil {
+			_ = c.RegisterFlagCompletionFunc("lock", locks)
+		}
+		if c.Flags().Lookup("type") != nil {
+			_ = c.RegisterFlagCompletionFunc("type", completeTypes)
+		}
+		if vals, ok := formatValues[c.Name()]; ok && c.Flags().Lookup("format") != nil {
+			_ = c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(vals, cobra.ShellCompDirectiveNoFileComp))
+		}
+		if f := c.Flags().Lookup("file"); f != nil {
+			switch c.Name() {
+			case "verify":
+				// A JSON Lines export: any file.
+			case "status":
+				_ = c.RegisterFlagCompletionFunc("file", completeTargets([]string{formats.BSO.Name()}))
+			default:
+				_ = c.RegisterFlagCompletionFunc("file", completeTargets(formats.Names()))
+			}
+		}
+	}
+}
+
+// completeTypes completes one event type, or the next of a comma-separated
+// list.
+func completeTypes(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	done, _ := splitLast(toComplete)
+	var out []string
+	for _, t := range events.Types {
+		out = append(out, done+string(t))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func splitLast(s string) (done, last string) {
+	i := strings.LastIndexByte(s, ',')
+	return s[:i+1], s[i+1:]
+}
+
+// completeTargets completes FORMAT: first, then the path after it.
+func completeTargets(names []string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if format, _, ok := strings.Cut(toComplete, ":"); ok && slices.Contains(names, format) {
+			// The shell completes PATH; zsh and fish do so after the prefix.
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+		out := make([]string, len(names))
+		for i, n := range names {
+			out[i] = n + ":"
+		}
+		return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// lockNames are the locks the ledger at --root knows and the lock files in
+// its locks directory, those starting with prefix, sorted.
+func lockNames(ctx context.Context, g *globals, prefix string) []string {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	seen := map[string]bool{}
+	root, err := filepath.Abs(g.root)
+	if err != nil {
+		return nil
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	if entries, err := os.ReadDir(filepath.Join(root, ledger.LocksDir)); err == nil {
+		for _, e := range entries {
+			if name, ok := strings.CutSuffix(e.Name(), ".lock"); ok && !strings.HasPrefix(name, ".") && events.ValidateLockName(name) == nil {
+				seen[name] = true
+			}
+		}
+	}
+	if g.database != "" || hasLedgerFile(root) {
+		ctx, cancel := context.WithTimeout(ctx, completionBudget)
+		defer cancel()
+		opts := []ledger.Option{ledger.ReadOnly(), ledger.WithBusyTimeout(completionBudget)}
+		if g.database != "" {
+			opts = append(opts, ledger.WithDatabase(g.database), ledger.WithPoolSize(1))
+		}
+		if l, err := ledger.Open(ctx, root, opts...); err == nil {
+			if all, err := l.List(ctx); err == nil {
+				for _, s := range all {
+					seen[s.Name] = true
+				}
+			}
+			_ = l.Close()
+		}
+	}
+	var out []string
+	for n := range seen {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// hasLedgerFile reports whether root holds a non-empty ledger.db: only then
+// is there a ledger to read (and opening nothing creates nothing).
+func hasLedgerFile(root string) bool {
+	fi, err := os.Lstat(filepath.Join(root, ledger.DBFile))
+	if errors.Is(err, fs.ErrNotExist) || err != nil {
+		return false
+	}
+	return fi.Mode().IsRegular() && fi.Size() > 0
+}

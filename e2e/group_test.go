@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// Ids for the team test: no entries in the user or group database are
+// needed, the kernel checks the numbers.
+const (
+	teamGID  = 54300
+	aliceUID = 54301
+	bobUID   = 54302
+	eveUID   = 54303 // not in the team
+)
+
+// TestGroupSharedRoot: a root created with --group is used by two users of
+// the group, each creating files there (the ledger, lock files, SQLite's
+// -wal and -shm) that the other can write, whatever their umask; a user
+// outside the group cannot read it.
+func TestGroupSharedRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to run lockledger as two other users (runs as root in CI)")
+	}
+	clitest.NeedBinary(t, "sh")
+	dir := t.TempDir()
+	for d := dir; d != "/" && d != os.TempDir() && d != "."; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "lockledger")
+	copyFile(t, clitest.Bin(), bin)
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Alice's own directory; the root and its missing parent are hers to make.
+	home := filepath.Join(dir, "alice")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, aliceUID, aliceUID); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(home, "team", "locks-root")
+	as := func(uid int, umask string, args ...string) clitest.Result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		// A strict umask: the group's modes must not depend on it.
+		c := exec.CommandContext(ctx, "sh", append([]string{"-c", `umask ` + umask + `; exec "$0" "$@"`, bin}, args...)...)
+		c.Env = clitest.Env(root)
+		c.Dir = "/"
+		cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
+		if uid != eveUID {
+			cred.Groups = []uint32{teamGID}
+		}
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		var out, errb strings.Builder
+		c.Stdout, c.Stderr = &out, &errb
+		err := c.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	}
+	must := func(uid int, args ...string) string {
+		t.Helper()
+		r := as(uid, "077", args...)
+		if r.Code != 0 {
+			t.Fatalf("uid %d: lockledger %s: exit %d\n%s", uid, strings.Join(args, " "), r.Code, r.Stderr)
+		}
+		return strings.TrimSpace(r.Stdout)
+	}
+
+	ridA := must(aliceUID, "--group", strconv.Itoa(teamGID), "acquire", "deploy")
+	// Bob names no group: the root's mode says it is shared.
+	must(bobUID, "acquire", "migrate")
+	if st := must(bobUID, "status", "deploy"); !strings.Contains(st, "held") {
+		t.Fatalf("bob's status of alice's lock: %s", st)
+	}
+	must(aliceUID, "release", "migrate", "--force")
+	must(bobUID, "acquire", "migrate")
+	must(aliceUID, "release", "deploy", "--request-id", ridA)
+	if out := must(aliceUID, "verify"); out == "" {
+		t.Fatal("verify printed nothing")
+	}
+
+	checkMode := func(p string, want fs.FileMode) {
+		t.Helper()
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		got := fi.Mode() & (fs.ModePerm | fs.ModeSetgid)
+		if got != want || st.Gid != teamGID {
+			t.Errorf("%s: mode %v group %d, want %v group %d", p, got, st.Gid, want, teamGID)
+		}
+	}
+	checkMode(root, 0o770|fs.ModeSetgid)
+	checkMode(filepath.Join(root, "locks"), 0o770|fs.ModeSetgid)
+	for _, f := range []string{"ledger.db", "ledger.db-wal", "ledger.db-shm", "writer.flock", "locks/migrate.lock"} {
+		checkMode(filepath.Join(root, f), 0o660)
+	}
+
+	// Outside the group: nothing to read, nothing to write.
+	if r := as(eveUID, "022", "status", "migrate"); r.Code == 0 {
+		t.Errorf("uid %d outside the group read the root: %s", eveUID, r.Stdout)
+	}
+	if r := as(eveUID, "022", "acquire", "other"); r.Code == 0 {
+		t.Errorf("uid %d outside the group acquired a lock", eveUID)
+	}
+}
+
+// TestGroupOnlyAtCreation: --group does not turn a private root with a
+// ledger into a shared one (exit 2, naming --group, nothing changed), and a
+// private root stays private.
+func TestGroupOnlyAtCreation(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "r")
+	clitest.Must(t, 0, root, "acquire", "a")
+	r := clitest.Must(t, 2, root, "--group", strconv.Itoa(os.Getegid()), "acquire", "b")
+	if !strings.Contains(r.Stderr, "--group") {
+		t.Fatalf("message does not name --group: %s", r.Stderr)
+	}
+	for _, f := range []string{"", "locks", "ledger.db", "writer.flock", "locks/a.lock"} {
+		fi, err := os.Lstat(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode()&(0o077|fs.ModeSetgid) != 0 {
+			t.Errorf("%s: mode %v, want private", filepath.Join(root, f), fi.Mode())
+		}
+	}
+	r = clitest.Must(t, 2, filepath.Join(t.TempDir(), "r"), "--group", "no-such-group-here", "acquire", "b")
+	if !strings.Contains(r.Stderr, "--group") {
+		t.Fatalf("message does not name --group: %s", r.Stderr)
+	}
+}

@@ -21,8 +21,10 @@ package cli
 // returns at once), and exits when the holder does or after the second.
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -133,7 +135,7 @@ func checkHolder(g *globals, lock string, pid int) {
 	case wrappers[comm]:
 		g.log.Warn("the holder recorded is a wrapper that exits when lockledger does: the lock will count as dead at once; "+holderAdvice,
 			"lock", lock, "holder_pid", pid, "holder", comm)
-	case shells[comm] && runsScript(pid) && !discarded(g.io.ErrOut):
+	case shells[comm] && runsScript(pid) && !discarded(g.io.ErrOut) && g.log.Enabled(context.Background(), slog.LevelWarn):
 		if err := spawnWatcher(g, lock, pid, comm); err != nil {
 			g.log.Debug("cannot watch the holder", "err", err)
 		}

@@ -196,33 +196,56 @@ func (l *Ledger) preparePostgres(ctx context.Context, c *config) error {
 	switch {
 	case cur > latest:
 		return fmt.Errorf("ledger: database schema version %d is newer than this lockledger (%d); upgrade lockledger", cur, latest)
-	case cur < latest && l.readOnly:
-		if cur == 0 {
-			return fmt.Errorf("%w in %s (nothing has been recorded there; check --database)", ErrNoLedger, l.dbName)
-		}
-		return fmt.Errorf("ledger: %w (version %d, this lockledger writes %d): open it once for writing", ErrOldSchema, cur, latest)
-	case cur == 0:
-		if err := l.checkEmptySchema(ctx); err != nil {
+	case cur == 0 && (l.readOnly || !c.create):
+		if err := l.checkEmptySchema(ctx, l.db); err != nil {
 			return err
 		}
-		if !c.create {
-			return fmt.Errorf("%w in %s (nothing has been recorded there; check --database)", ErrNoLedger, l.dbName)
-		}
-		fallthrough
+		return fmt.Errorf("%w in %s (nothing has been recorded there; check --database)", ErrNoLedger, l.dbName)
+	case cur < latest && l.readOnly:
+		return fmt.Errorf("ledger: %w (version %d, this lockledger writes %d): open it once for writing", ErrOldSchema, cur, latest)
 	case cur < latest:
-		if err := migrations.Postgres.Apply(ctx, l.db, func() string { return events.FormatTime(l.now()) }); err != nil {
-			return fmt.Errorf("ledger: %s: %w", l.dbName, err)
+		if err := l.migratePostgres(ctx); err != nil {
+			return err
 		}
 	}
 	return l.loadID(ctx, birth{allowed: func() error { return nil }})
 }
 
+// migratePostgres brings the schema to the latest version under the
+// migration lock, looking again once it holds it: of concurrent first
+// opens, one creates the tables and the others find them made.
+func (l *Ledger) migratePostgres(ctx context.Context) error {
+	conn, err := l.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", l.dbName, err)
+	}
+	defer conn.Close()
+	unlock, err := migrations.Postgres.Lock(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", l.dbName, err)
+	}
+	defer unlock()
+	cur, err := migrations.Postgres.Current(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", l.dbName, err)
+	}
+	if cur == 0 {
+		if err := l.checkEmptySchema(ctx, conn); err != nil {
+			return err
+		}
+	}
+	if err := migrations.Postgres.Apply(ctx, conn, func() string { return events.FormatTime(l.now()) }); err != nil {
+		return fmt.Errorf("ledger: %s: %w", l.dbName, err)
+	}
+	return nil
+}
+
 // checkEmptySchema refuses a schema that holds tables of another
 // application: the ledger adds nothing to it.
-func (l *Ledger) checkEmptySchema(ctx context.Context) error {
+func (l *Ledger) checkEmptySchema(ctx context.Context, q querier) error {
 	var n int
 	var first sql.NullString
-	err := l.db.QueryRowContext(ctx, `SELECT count(*), min(tablename) FROM pg_catalog.pg_tables WHERE schemaname = current_schema()`).
+	err := q.QueryRowContext(ctx, `SELECT count(*), min(tablename) FROM pg_catalog.pg_tables WHERE schemaname = current_schema()`).
 		Scan(&n, &first)
 	if err != nil {
 		return fmt.Errorf("ledger: %s: %w", l.dbName, err)

@@ -19,6 +19,12 @@ import (
 //go:embed *.sql postgres/*.sql
 var files embed.FS
 
+// DB is a database or one connection to it (*sql.DB, *sql.Conn).
+type DB interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
 // Set is the migrations of one database engine.
 type Set struct {
 	glob string
@@ -27,6 +33,23 @@ type Set struct {
 	// serialise runs first in every migration's transaction, so that
 	// concurrent first opens apply each migration once.
 	serialise string
+	// lock and unlock hold the same lock for a session (see Lock).
+	lock, unlock string
+}
+
+// Lock holds the set's migration lock on conn until the returned function
+// is called, so that what a first open reads of the database (its tables,
+// its version) and the migrations it applies are one step among concurrent
+// first opens. Where the engine's transactions serialise themselves
+// (SQLite's BEGIN IMMEDIATE) it does nothing.
+func (s Set) Lock(ctx context.Context, conn *sql.Conn) (func(), error) {
+	if s.lock == "" {
+		return func() {}, nil
+	}
+	if _, err := conn.ExecContext(ctx, s.lock); err != nil {
+		return nil, err
+	}
+	return func() { _, _ = conn.ExecContext(context.Background(), s.unlock) }, nil
 }
 
 // SQLite is the set for ledger.db. Its transactions begin with BEGIN
@@ -38,7 +61,8 @@ var SQLite = Set{glob: "*.sql",
 // current schema.
 var Postgres = Set{glob: "postgres/*.sql",
 	exists:    `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'`,
-	serialise: `SELECT pg_advisory_xact_lock(7215843091255761)`}
+	serialise: `SELECT pg_advisory_xact_lock(7215843091255761)`, lock: `SELECT pg_advisory_lock(7215843091255761)`,
+	unlock: `SELECT pg_advisory_unlock(7215843091255761)`}
 
 // Migration is one embedded SQL file.
 type Migration struct {
@@ -98,7 +122,7 @@ func (s Set) Latest() int {
 }
 
 // Current returns the highest applied version, 0 for a fresh database.
-func (s Set) Current(ctx context.Context, db *sql.DB) (int, error) {
+func (s Set) Current(ctx context.Context, db DB) (int, error) {
 	var exists int
 	if err := db.QueryRowContext(ctx, s.exists).Scan(&exists); err != nil {
 		return 0, err
@@ -114,7 +138,7 @@ func (s Set) Current(ctx context.Context, db *sql.DB) (int, error) {
 }
 
 // Apply applies every migration newer than the database.
-func (s Set) Apply(ctx context.Context, db *sql.DB, now func() string) error {
+func (s Set) Apply(ctx context.Context, db DB, now func() string) error {
 	all, err := s.All()
 	if err != nil {
 		return err
@@ -134,7 +158,7 @@ func (s Set) Apply(ctx context.Context, db *sql.DB, now func() string) error {
 	return nil
 }
 
-func (s Set) applyOne(ctx context.Context, db *sql.DB, m Migration, now func() string) error {
+func (s Set) applyOne(ctx context.Context, db DB, m Migration, now func() string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/schema"
 )
 
@@ -495,4 +496,58 @@ func (l *Ledger) addShared(s *LockStatus, sh []*sharedHolding, now time.Time) {
 	rec := b.Holder
 	s.State, s.Holder, s.FencingToken, s.JobPIDs = b.State, &rec, b.FencingToken, b.JobPIDs
 	s.HeldFor, s.SinceBeat, s.StaleSince = b.HeldFor, b.SinceBeat, b.StaleSince
+}
+
+// checkShared compares lock_holders with the shared holders replay folds
+// from the events, column by column, as CheckProjection does the locks table.
+func checkShared(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
+	rows, err := loadAllShared(ctx, q)
+	if err != nil {
+		return ReadFailure(ctx, rep, "the lock_holders table", err)
+	}
+	table := map[[2]string]*sharedHolding{}
+	for _, r := range rows {
+		table[[2]string{r.rec.LockName, r.rec.RequestID}] = r
+	}
+	for _, lk := range st.Locks() {
+		for _, h := range lk.Shared {
+			key := [2]string{lk.Name, h.Record.RequestID}
+			got := table[key]
+			delete(table, key)
+			if got == nil {
+				rep.Add(replay.Problem{Seq: h.Token, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+					"replay says request %s holds the lock shared, but lock_holders has no row for it", h.Record.RequestID)})
+				continue
+			}
+			var diff []string
+			if got.token != h.Token {
+				diff = append(diff, "fencing_token")
+			}
+			if got.limit != lk.Limit {
+				diff = append(diff, "slot_limit")
+			}
+			if !got.heartbeat.Equal(h.Heartbeat) {
+				diff = append(diff, "heartbeat_at")
+			}
+			if !got.created.Equal(h.Created) {
+				diff = append(diff, "created_at")
+			}
+			if got.rec.Actor != h.Record.Actor || got.rec.HostID != h.Record.HostID || got.rec.PID != h.Record.PID ||
+				got.rec.TTLSeconds != h.Record.TTLSeconds || got.rec.Intent != h.Record.Intent ||
+				got.rec.IntentVersion != h.Record.IntentVersion || got.pidStart != h.PIDStart || got.bootID != h.BootID {
+				diff = append(diff, "holder")
+			}
+			if len(diff) > 0 {
+				rep.Add(replay.Problem{Seq: got.updatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+					"lock_holders' row of request %s differs from replay in %v", h.Record.RequestID, diff)})
+			}
+		}
+	}
+	for _, r := range rows {
+		if table[[2]string{r.rec.LockName, r.rec.RequestID}] != nil {
+			rep.Add(replay.Problem{Seq: r.updatedSeq, Kind: replay.KindProjectionDrift, Lock: r.rec.LockName, Detail: fmt.Sprintf(
+				"lock_holders has a row of request %s, but replay has no such shared holder", r.rec.RequestID)})
+		}
+	}
+	return nil
 }

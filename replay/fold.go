@@ -122,9 +122,14 @@ type claim struct {
 // events alone can tell: free, held, or stale (no heartbeat within the
 // TTL). "dead" needs the holder's process table at that instant, which no
 // event records, so a dead holder shows as held or stale.
+//
+// A lock held shared is held while any of its shared holders is, else stale.
 func (l *Lock) StateAt(t time.Time) string {
-	if l == nil || !l.Held {
+	if l == nil {
 		return events.StateFree
+	}
+	if !l.Held {
+		return l.SharedAt(t)
 	}
 	if t.Sub(l.Holder.Heartbeat) > time.Duration(l.Holder.Record.TTLSeconds)*time.Second {
 		return events.StateStale

@@ -92,6 +92,27 @@ func TestConformanceSharedHoldersCoexistAndExcludeExclusive(t *testing.T) {
 			t.Fatalf("overlaps: %v %v", o, err)
 		}
 		verifyOK(t, a)
+		// lock_holders is a projection: verify sees it lost, project rebuilds it.
+		if _, err := a.DB().ExecContext(ctx, `DELETE FROM lock_holders`); err != nil {
+			t.Fatal(err)
+		}
+		rep, folded, err := replay.VerifyLedger(ctx, a.DB(), a.Source(), a.Genesis())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.CheckProjection(ctx, a.DB(), folded, rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Finish(); rep.OK {
+			t.Fatal("verify: a lost shared holder's row went unnoticed")
+		}
+		if _, err := a.Project(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := b.Status(ctx, "db"); err != nil || len(s.Shared) != 1 || s.Shared[0].Holder.RequestID != "r3" {
+			t.Fatalf("status after project: %+v %v, want r3 holding shared", s, err)
+		}
+		verifyOK(t, a)
 	})
 }
 

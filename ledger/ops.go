@@ -253,6 +253,9 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 				return nil, err
 			}
 		}
+		if handled, outcome, err := w.sharedBeside(req, h); handled || err != nil {
+			return outcome, err
+		}
 		state, job := judge(h, w.now, l.host, l.probe, req.MaxAge)
 		switch state {
 		case events.StateFree:
@@ -761,6 +764,9 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 				out = a
 				return nil, err
 			}
+		}
+		if handled, outcome, err := w.sharedBeside(req.AcquireRequest, h); handled || err != nil {
+			return outcome, err
 		}
 		state, _ := judge(h, w.now, l.host, l.probe, req.MaxAge)
 		var reason string

@@ -202,6 +202,21 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 	if err != nil {
 		return nil, nil, err
 	}
+	sh, err := loadShared(w.ctx, w.q, req.Lock)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkLimit(req, sh); err != nil {
+		return nil, nil, err
+	}
+	if h != nil && len(sh) > 0 {
+		// Another tool's lock file beside shared holders (tools that know
+		// only NAME.lock cannot see them): nobody takes either over until
+		// one side is gone, so that no instant has both.
+		held := &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt, Waited: req.Waited}
+		outcome, err := w.blockedShared(req, h, events.StateHeld, held)
+		return nil, outcome, err
+	}
 	if h != nil {
 		// An exclusive holder (the ledger's or another tool's file).
 		state, job := judge(h, w.now, w.l.host, w.l.probe, req.MaxAge)
@@ -237,16 +252,15 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 		if err := w.l.files.remove(req.Lock, h.file); err != nil {
 			return nil, nil, err
 		}
+		if err := w.removeTargets(h); err != nil {
+			return nil, nil, err
+		}
 		w.touched = true
 		a, err := w.takeShared(req, h, reason, note)
 		if err != nil || h.foreign {
 			return a, nil, err
 		}
 		return a, nil, w.saveFree(a.Seq)
-	}
-	sh, err := loadShared(w.ctx, w.q, req.Lock)
-	if err != nil {
-		return nil, nil, err
 	}
 	for _, s := range sh {
 		if s.rec.RequestID == id.RequestID {
@@ -258,9 +272,6 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 			outcome, err := w.blocked(req, s.holding, events.StateHeld, held)
 			return nil, outcome, err
 		}
-	}
-	if err := checkLimit(req, sh); err != nil {
-		return nil, nil, err
 	}
 	if req.Limit == 0 || int64(len(sh)) < req.Limit {
 		if steal == nil || len(sh) == 0 || req.Limit == 0 {
@@ -355,6 +366,22 @@ func (w *writeTx) takeShared(req AcquireRequest, prev *holding, reason, note str
 	return out, saveShared(w.ctx, w.q, h, req.Limit, ev.Seq)
 }
 
+// sharedBeside blocks an exclusive acquire (or steal) of a lock held by
+// another tool's file while shared holders hold it too (see
+// tryAcquireShared): handled is false when there are no shared holders.
+func (w *writeTx) sharedBeside(req AcquireRequest, h *holding) (handled bool, outcome, err error) {
+	if h == nil || !h.foreign {
+		return false, nil, nil
+	}
+	sh, err := loadShared(w.ctx, w.q, req.Lock)
+	if err != nil || len(sh) == 0 {
+		return false, nil, err
+	}
+	held := &HeldError{Lock: req.Lock, Holder: sh[0].rec, Waited: req.Waited, Holders: len(sh), SharedHeld: true}
+	outcome, err = w.blocked(req, sh[0].holding, events.StateHeld, held)
+	return true, outcome, err
+}
+
 // exclusiveOverShared decides an exclusive acquire (or steal) of a lock
 // whose exclusive side is free while shared holders hold it: blocked while
 // any is held (unless an active steal), stale needs --force, and otherwise
@@ -381,9 +408,13 @@ func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, s
 	h := w.l.newHolding(req, w.now, 0)
 	j, err := w.l.files.place(req.Lock, h.file)
 	if err != nil {
-		return nil, nil, err
+		outcome, err := w.heldByNewFile(req, err)
+		return nil, outcome, err
 	}
 	w.setJournal(j)
+	if err := w.placeTargets(h, nil); err != nil {
+		return nil, nil, err
+	}
 	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, Record: h.rec, Stolen: true}
 	sort.Slice(js, func(a, b int) bool { return js[a].s.rec.RequestID < js[b].s.rec.RequestID })
 	for _, v := range js {
@@ -405,7 +436,7 @@ func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, s
 		prevHash := fileHash(v.s.rec.File())
 		ev, err := w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: events.Acquired{
 			TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion, FencingToken: token,
-			Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID}, PreviousLock: v.s.rec,
+			Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets}, PreviousLock: v.s.rec,
 			PreviousLockHash: prevHash, Reason: reason, Note: note})
 		if err != nil {
 			return nil, nil, err

@@ -575,6 +575,11 @@ func checkShared(ctx context.Context, q replay.Querier, st *replay.State, rep *r
 		}
 	}
 	for _, r := range rows {
+		if r.updatedSeq > st.Seq {
+			rep.Add(replay.Problem{Seq: st.Seq + 1, Kind: replay.KindTruncated, Lock: r.rec.LockName, Detail: fmt.Sprintf(
+				"the log ends at seq %d, but lock_holders records shared holder %s as updated by seq %d: events %d-%d (at least) are gone",
+				st.Seq, r.rec.RequestID, r.updatedSeq, st.Seq+1, r.updatedSeq)})
+		}
 		if table[[2]string{r.rec.LockName, r.rec.RequestID}] != nil {
 			rep.Add(replay.Problem{Seq: r.updatedSeq, Kind: replay.KindProjectionDrift, Lock: r.rec.LockName, Detail: fmt.Sprintf(
 				"lock_holders has a row of request %s, but replay has no such shared holder", r.rec.RequestID)})

@@ -60,6 +60,9 @@ func TestConformanceSharedHoldersCoexistAndExcludeExclusive(t *testing.T) {
 		if _, err := a.Heartbeat(ctx, "db", as("r1")); err != nil {
 			t.Fatalf("shared heartbeat: %v", err)
 		}
+		if _, err := a.Release(ctx, ledger.ReleaseRequest{Lock: "db", Identity: ledger.Identity{Actor: "oncall"}, Force: true}); !errors.Is(err, events.ErrInvalid) {
+			t.Fatalf("release --force naming no holder of a shared lock: got %v, want invalid input", err)
+		}
 		st, err := b.Status(ctx, "db")
 		if err != nil {
 			t.Fatal(err)

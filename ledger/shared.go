@@ -19,8 +19,9 @@ package ledger
 //     free/held/stale/dead on its own.
 //   - a full semaphore's acquirer takes over a slot whose holder is dead
 //     (holder_dead), or with --force the stalest stale one
-//     (stale_lock_forced); `steal --shared/--limit` takes the stalest slot,
-//     a live one only with --active (forced_active). An exclusive acquirer
+//     (stale_lock_forced); `steal --limit` of a full semaphore takes the
+//     stalest slot, a live one only with --active (forced_active); with a
+//     free slot it takes that. An exclusive acquirer
 //     (or steal) facing shared holders none of which is live takes over
 //     every one of them: one lock_stolen per previous holder, in order of
 //     request id, the last one's fencing token the holding's.
@@ -274,13 +275,11 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 		}
 	}
 	if req.Limit == 0 || int64(len(sh)) < req.Limit {
-		if steal == nil || len(sh) == 0 || req.Limit == 0 {
-			a, err := w.takeShared(req, nil, "", "")
-			return a, nil, err
-		}
+		// A free slot: a steal needs to take nobody's.
+		a, err := w.takeShared(req, nil, "", "")
+		return a, nil, err
 	}
-	// Full (or an explicit steal of a slot): take over the stalest slot
-	// that may be taken.
+	// Full: take over the stalest slot that may be taken.
 	js := w.judgeShared(sh, req.MaxAge)
 	var victim *judged
 	reason := ""
@@ -288,7 +287,7 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 		victim, reason = v, events.ReasonHolderDead
 	} else if v := stalest(js, events.StateStale); v != nil && (req.Force || steal != nil) {
 		victim, reason = v, events.ReasonStaleForced
-	} else if v := stalest(js, events.StateHeld); v != nil && steal != nil && steal.Active && stalest(js, events.StateStale) == nil {
+	} else if v := stalest(js, events.StateHeld); v != nil && steal != nil && steal.Active {
 		victim, reason = v, events.ReasonForcedActive
 	}
 	if victim != nil {

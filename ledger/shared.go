@@ -32,6 +32,7 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -74,19 +75,23 @@ func scanShared(s scanner) (*sharedHolding, error) {
 
 // loadShared returns a lock's shared holders, ordered by request id.
 func loadShared(ctx context.Context, q querier, name string) ([]*sharedHolding, error) {
-	return queryShared(ctx, q, `SELECT `+sharedColumns+` FROM lock_holders WHERE lock_name = ? ORDER BY request_id`, name)
+	rs, err := q.QueryContext(ctx, `SELECT `+sharedColumns+` FROM lock_holders WHERE lock_name = ? ORDER BY request_id`, name)
+	if err != nil {
+		return nil, err
+	}
+	return scanAllShared(rs)
 }
 
 // loadAllShared returns every shared holder, ordered by lock and request id.
 func loadAllShared(ctx context.Context, q querier) ([]*sharedHolding, error) {
-	return queryShared(ctx, q, `SELECT `+sharedColumns+` FROM lock_holders ORDER BY lock_name, request_id`)
-}
-
-func queryShared(ctx context.Context, q querier, query string, args ...any) ([]*sharedHolding, error) {
-	rs, err := q.QueryContext(ctx, query, args...)
+	rs, err := q.QueryContext(ctx, `SELECT `+sharedColumns+` FROM lock_holders ORDER BY lock_name, request_id`)
 	if err != nil {
 		return nil, err
 	}
+	return scanAllShared(rs)
+}
+
+func scanAllShared(rs *sql.Rows) ([]*sharedHolding, error) {
 	defer rs.Close()
 	var out []*sharedHolding
 	for rs.Next() {

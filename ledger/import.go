@@ -28,8 +28,8 @@ const importBatch = 200
 
 // Import copies the whole of ledger from into l, which holds no events
 // yet: its id and creation time, every event byte for byte (so every hash
-// stays), the stored Merkle hashes, the signed checkpoints and the locks
-// table. l takes from's identity: its chain continues from's. from's
+// stays), the stored Merkle hashes, the signed checkpoints, and the locks
+// and lock_holders tables. l takes from's identity: its chain continues from's. from's
 // writer mutex is held throughout, so that nothing is appended to it
 // meanwhile; writers must then be pointed at l. Verify l afterwards.
 func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error) {
@@ -79,10 +79,16 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 		{"tlog_hashes", "seq, hashes", 2, nil},
 		{"checkpoints", "id, size, root, note, key_name, created_at", 6, &rep.Checkpoints},
 		{"locks", rowColumns, 18, &rep.Locks},
+		{"lock_holders", sharedColumns, 16, nil},
 	}
 	for _, c := range copies {
 		if c.table == "locks" {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM locks`); err != nil {
+				return nil, err
+			}
+		}
+		if c.table == "lock_holders" {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM lock_holders`); err != nil {
 				return nil, err
 			}
 		}

@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/schema"
 )
 
 // acquireFlags are shared by acquire, steal and run.
@@ -27,6 +30,9 @@ type acquireFlags struct {
 	reclaim       bool
 	files         []string
 	maxAge        string
+	shared        bool
+	limit         int64
+	flags         *pflag.FlagSet
 }
 
 func (f *acquireFlags) register(cmd *cobra.Command, withWait bool) {
@@ -40,6 +46,9 @@ func (f *acquireFlags) register(cmd *cobra.Command, withWait bool) {
 	fl.StringArrayVar(&f.files, "file", nil, "also project the lock as FORMAT:PATH, FORMAT one of "+strings.Join(formats.Names(), ", ")+
 		"; PATH must hold nothing, lockledger's own file or a lock of that format, and must not be inside the root (else exit 2) (repeatable)")
 	fl.StringVar(&f.maxAge, "max-age", "", "treat a holder older than this as stale (BSO: its zombie age, default 24h)")
+	fl.BoolVar(&f.shared, "shared", false, "take a shared (reader) hold: shared holders coexist and exclude exclusive ones, like flock -s")
+	fl.Int64Var(&f.limit, "limit", 0, "take one of at most N shared holds (a semaphore, like consul lock -n); every holder must pass the same N (implies --shared)")
+	f.flags = fl
 	fl.BoolVar(&f.reclaim, "reclaim", false, "take the lock over from another process holding it under this --request-id (recorded as lock_stolen, reason reclaimed)")
 	if withWait {
 		fl.StringVar(&f.wait, "wait", "0", "keep trying this long while the lock is held (90s, 15m)")
@@ -70,6 +79,13 @@ func (f *acquireFlags) request(lock string, pid int) (ledger.AcquireRequest, tim
 	if err != nil {
 		return ledger.AcquireRequest{}, 0, err
 	}
+	if f.flags != nil && f.flags.Changed("limit") && (f.limit < 1 || f.limit > schema.MaxLimit) {
+		return ledger.AcquireRequest{}, 0, events.Invalid("--limit", strconv.FormatInt(f.limit, 10), fmt.Sprintf("must be 1-%d", schema.MaxLimit))
+	}
+	if (f.shared || f.limit > 0) && len(f.files) > 0 {
+		return ledger.AcquireRequest{}, 0, events.Invalid("--file", f.files[0],
+			"must not be combined with --shared or --limit: other tools' lock files have one holder")
+	}
 	var maxAge time.Duration
 	if f.maxAge != "" {
 		if maxAge, err = ParseDuration("--max-age", f.maxAge); err != nil {
@@ -83,7 +99,7 @@ func (f *acquireFlags) request(lock string, pid int) (ledger.AcquireRequest, tim
 		Lock:     lock,
 		Identity: ledger.Identity{RequestID: f.requestID, Actor: f.actor, PID: pid},
 		Intent:   f.intent, IntentVersion: f.intentVersion, TTL: ttl, Metadata: md, Force: f.force, Reclaim: f.reclaim,
-		Targets: targets, MaxAge: maxAge,
+		Targets: targets, MaxAge: maxAge, Shared: f.shared || f.limit > 0, Limit: f.limit,
 	}, wait, nil
 }
 
@@ -133,7 +149,14 @@ when it is a shell running a -c script that exits within a second of the
 acquire (watched from a separate process, for at most that second).
 
 Exit 3 when an active holder has it (after --wait, if given), 4 when it is
-stale and --force was not given. Ctrl-C or TERM during --wait gives up
+stale and --force was not given.
+
+--shared takes a shared (reader) hold: any number of shared holders at
+once, none while an exclusive holder has the lock, and no exclusive holder
+while a shared one has it (flock -s / flock -x). --limit N makes the lock a
+semaphore of N slots (implies --shared; consul lock -n N): every holder
+passes the same N while any holds it, else exit 2. Shared holders have no
+lock file (NAME.lock is the exclusive holder's); --file is refused with them. Ctrl-C or TERM during --wait gives up
 at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
 		Example: `  rid=$(lockledger acquire deploy-prod --ttl 15m --intent deploy)
   lockledger acquire deploy-prod --wait 5m --metadata commit=abc123
@@ -191,6 +214,8 @@ func printAcquisition(g *globals, a *ledger.Acquisition) {
 	case a.Stolen:
 		g.log.Warn("took over lock", "lock", a.Lock, "reason", a.Reason, "previous", a.Previous.RequestID,
 			"previous_actor", a.Previous.Actor, "fencing_token", a.FencingToken)
+	case a.Mode == events.ModeShared:
+		g.log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", a.Limit)
 	default:
 		g.log.Info("acquired", "lock", a.Lock, "fencing_token", a.FencingToken)
 	}

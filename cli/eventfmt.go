@@ -155,6 +155,17 @@ func (s *csvSink) close() error {
 	return s.w.Error()
 }
 
+// modeText says "shared" or "shared, limit N" for a shared holding ("" exclusive).
+func modeText(ev *replay.Event) string {
+	switch {
+	case ev.Mode != events.ModeShared:
+		return ""
+	case ev.Limit > 0:
+		return fmt.Sprintf("shared, limit %d", ev.Limit)
+	}
+	return "shared"
+}
+
 // Details is the key facts of an event in a few words, for a postmortem:
 // steal reasons, release results and failure steps, waiting times,
 // refusals, what project changed, a job's leftover processes, and who
@@ -165,6 +176,9 @@ func Details(ev *replay.Event) string {
 	switch ev.Type {
 	case events.LockAcquired:
 		add("token %d, ttl %ds", ev.FencingToken, ev.TTLSeconds)
+		if m := modeText(ev); m != "" {
+			add("%s", m)
+		}
 		if ev.Intent != "" {
 			add("intent %s", strings.TrimSpace(ev.Intent+" "+ev.IntentVersion))
 		}
@@ -185,6 +199,9 @@ func Details(ev *replay.Event) string {
 			add("note %q", ev.Note)
 		}
 		add("token %d, ttl %ds", ev.FencingToken, ev.TTLSeconds)
+		if m := modeText(ev); m != "" {
+			add("%s", m)
+		}
 	case events.LockReleased:
 		add("result %s", ev.Result)
 		if ev.FailureStep != "" {
@@ -221,6 +238,9 @@ func Details(ev *replay.Event) string {
 		}
 		if ev.Foreign {
 			add("foreign lock file")
+		}
+		if m := modeText(ev); m != "" {
+			add("asked %s", m)
 		}
 		add("waited %s", seconds(ev.WaitedSeconds))
 	case events.ActionRefused:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -80,6 +81,17 @@ func runList(ctx context.Context, o *listOptions) error {
 		}
 		if s.Corrupt != nil {
 			fmt.Fprintf(tw, "%s\t%s\t-\t%s\t-\t-\t-\t-\n", s.Name, s.State, s.Corrupt)
+			continue
+		}
+		if s.Mode == events.ModeShared {
+			for _, x := range s.Shared {
+				name := s.Name + " (shared)"
+				if s.Limit > 0 {
+					name = fmt.Sprintf("%s (%d/%d)", s.Name, len(s.Shared), s.Limit)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s ago\t%ds\n", name, x.State, x.Holder.Actor, x.Holder.RequestID,
+					x.Holder.PID, x.Holder.HostID, short(x.HeldFor), short(x.SinceBeat), x.Holder.TTLSeconds)
+			}
 			continue
 		}
 		req := h.RequestID

@@ -41,6 +41,23 @@ type lockObject struct {
 	// format carries no TTL (lock.ttl_seconds is only a placeholder).
 	HolderFormat string `json:"holder_format,omitempty"`
 	NoTTL        bool   `json:"no_ttl,omitempty"`
+	// Mode is "shared" for a shared holding or a lock held shared, Limit
+	// its semaphore's slots; Holders every shared holder (lock is then
+	// the stalest of them in the lock's state).
+	Mode    string         `json:"mode,omitempty"`
+	Limit   int64          `json:"limit,omitempty"`
+	Holders []sharedObject `json:"holders,omitempty"`
+}
+
+// sharedObject is one shared holder in status --json.
+type sharedObject struct {
+	State        string        `json:"state"`
+	FencingToken int64         `json:"fencing_token"`
+	Lock         events.Record `json:"lock"`
+	HeldSeconds  int64         `json:"held_seconds"`
+	AgeSeconds   int64         `json:"heartbeat_age_seconds"`
+	StaleSince   string        `json:"stale_since,omitempty"`
+	JobPIDs      []int         `json:"job_pids,omitempty"`
 }
 
 func acquisitionObject(a *ledger.Acquisition) lockObject {
@@ -53,7 +70,8 @@ func acquisitionObject(a *ledger.Acquisition) lockObject {
 	}
 	rec := a.Record
 	return lockObject{Status: status, LockName: a.Lock, State: events.StateHeld, RequestID: a.RequestID,
-		FencingToken: a.FencingToken, Lock: &rec, Reason: a.Reason, PreviousLock: a.Previous, PreviousHash: a.PreviousHash}
+		FencingToken: a.FencingToken, Lock: &rec, Reason: a.Reason, PreviousLock: a.Previous, PreviousHash: a.PreviousHash,
+		Mode: a.Mode, Limit: a.Limit}
 }
 
 func statusObject(s *ledger.LockStatus) lockObject {
@@ -69,6 +87,15 @@ func statusObject(s *ledger.LockStatus) lockObject {
 		if s.State == events.StateStale {
 			o.StaleSince = events.FormatLockTime(s.StaleSince)
 		}
+	}
+	o.Mode, o.Limit = s.Mode, s.Limit
+	for _, h := range s.Shared {
+		so := sharedObject{State: h.State, FencingToken: h.FencingToken, Lock: h.Holder, HeldSeconds: int64(h.HeldFor / time.Second),
+			AgeSeconds: int64(h.SinceBeat / time.Second), JobPIDs: h.JobPIDs}
+		if h.State == events.StateStale {
+			so.StaleSince = events.FormatLockTime(h.StaleSince)
+		}
+		o.Holders = append(o.Holders, so)
 	}
 	return o
 }

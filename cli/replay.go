@@ -47,6 +47,33 @@ type replayLock struct {
 	FencingToken int64  `json:"fencing_token,omitempty"`
 	StaleSince   string `json:"stale_since,omitempty"`
 	LastSeq      int64  `json:"last_seq,omitempty"`
+	// Mode, Limit and Holders describe a lock held shared.
+	Mode    string         `json:"mode,omitempty"`
+	Limit   int64          `json:"limit,omitempty"`
+	Holders []sharedAtJSON `json:"holders,omitempty"`
+}
+
+// sharedAtJSON is one shared holder at an instant, from replay.
+type sharedAtJSON struct {
+	State        string        `json:"state"`
+	FencingToken int64         `json:"fencing_token"`
+	Lock         events.Record `json:"lock"`
+	StaleSince   string        `json:"stale_since,omitempty"`
+}
+
+// sharedAt lists a lock's shared holders judged at t (nil when it has none).
+func sharedAt(lk *replay.Lock, t time.Time) (mode string, limit int64, out []sharedAtJSON) {
+	if lk == nil || len(lk.Shared) == 0 {
+		return "", 0, nil
+	}
+	for _, h := range lk.Shared {
+		o := sharedAtJSON{State: events.StateHeld, FencingToken: h.Token, Lock: h.Record}
+		if t.Sub(h.Heartbeat) > time.Duration(h.Record.TTLSeconds)*time.Second {
+			o.State, o.StaleSince = events.StateStale, events.FormatTime(h.StaleSince())
+		}
+		out = append(out, o)
+	}
+	return events.ModeShared, lk.Limit, out
 }
 
 type replayObject struct {
@@ -95,6 +122,7 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 				rl.StaleSince = events.FormatTime(lk.Holder.StaleSince())
 			}
 		}
+		rl.Mode, rl.Limit, rl.Holders = sharedAt(lk, judgeAt)
 		out.Locks = append(out.Locks, rl)
 	}
 	if o.g.json {

@@ -168,6 +168,12 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if req.Reclaim {
 		opts = append(opts, ledger.WithReclaim())
 	}
+	if req.Shared {
+		if o.supersede {
+			return events.Invalid("--supersede", "", "cannot be combined with --shared or --limit")
+		}
+		opts = append(opts, ledger.WithShared(req.Limit))
+	}
 	if o.supersede {
 		if wait > 0 {
 			return events.Invalid("--supersede", "", "cannot be combined with --wait")

@@ -156,6 +156,10 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 		fmt.Fprintf(w, "  `lockledger project` moves it aside (kept beside it, recorded); `lockledger steal %s --active` takes the lock over\n", s.Name)
 		return
 	}
+	if s.Mode == events.ModeShared {
+		printShared(w, s)
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  request\t%s\n", h.RequestID)
 	fmt.Fprintf(tw, "  actor\t%s\n", h.Actor)
@@ -249,4 +253,22 @@ func runStatusBSO(ctx context.Context, o *statusOptions) error {
 	}
 	writeJSON(o.g.io.Out, formats.BSOCheck(data, exists, time.Now(), ledger.LocalEnv(maxAge)))
 	return nil
+}
+
+// printShared shows a lock held shared: its mode and limit, then one
+// line per holder.
+func printShared(w io.Writer, s *ledger.LockStatus) {
+	limit := "no limit"
+	if s.Limit > 0 {
+		limit = fmt.Sprintf("limit %d, %d free", s.Limit, max(s.Limit-int64(len(s.Shared)), 0))
+	}
+	fmt.Fprintf(w, "  shared by %d (%s)\n", len(s.Shared), limit)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STATE\tREQUEST\tACTOR\tPID@HOST\tHELD\tHEARTBEAT\tTTL\tTOKEN")
+	for _, x := range s.Shared {
+		h := x.Holder
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d@%s\t%s\t%s ago\t%ds\t%d\n", x.State, h.RequestID, h.Actor, h.PID, h.HostID,
+			short(x.HeldFor), short(x.SinceBeat), h.TTLSeconds, x.FencingToken)
+	}
+	tw.Flush()
 }

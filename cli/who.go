@@ -51,6 +51,10 @@ type whoObject struct {
 	FencingToken int64            `json:"fencing_token,omitempty"`
 	StaleSince   string           `json:"stale_since,omitempty"`
 	LastEvent    *replay.EventRef `json:"last_event,omitempty"`
+	// Mode, Limit and Holders: the shared holders at T (holder is null).
+	Mode    string         `json:"mode,omitempty"`
+	Limit   int64          `json:"limit,omitempty"`
+	Holders []sharedAtJSON `json:"holders,omitempty"`
 }
 
 func runWho(ctx context.Context, o *whoOptions) error {
@@ -86,6 +90,7 @@ func whoAt(name string, lk *replay.Lock, at time.Time) whoObject {
 	}
 	last := lk.Last
 	obj.LastEvent = &last
+	obj.Mode, obj.Limit, obj.Holders = sharedAt(lk, at)
 	if lk.Held {
 		rec := lk.Holder.Record
 		obj.Holder, obj.FencingToken = &rec, lk.Holder.Token
@@ -118,6 +123,17 @@ func printWho(w io.Writer, obj whoObject, lk *replay.Lock, at time.Time) {
 			fmt.Fprintf(tw, "  stale since\t%s\n", obj.StaleSince)
 		}
 		fmt.Fprintf(tw, "  fencing token\t%d\n", obj.FencingToken)
+	}
+	if obj.Mode == events.ModeShared {
+		limit := "no limit"
+		if obj.Limit > 0 {
+			limit = fmt.Sprintf("limit %d", obj.Limit)
+		}
+		fmt.Fprintf(tw, "  shared by\t%d (%s)\n", len(obj.Holders), limit)
+		for _, h := range obj.Holders {
+			fmt.Fprintf(tw, "  holder\t%s %s, actor %s, pid %d on %s, since %s, fencing token %d\n", h.State, h.Lock.RequestID,
+				h.Lock.Actor, h.Lock.PID, h.Lock.HostID, h.Lock.CreatedAt, h.FencingToken)
+		}
 	}
 	l := lk.Last
 	fmt.Fprintf(tw, "  last event\tseq %d %s by %s (%s) at %s\n", l.Seq, l.Type, l.Actor, l.RequestID, l.At)

@@ -65,6 +65,13 @@ type Acquired struct {
 	// Note is the operator's text of a steal that found the lock free (a
 	// lock_stolen carries its own Note, which takes this one's place).
 	Note string `json:"note,omitempty"`
+	// Mode is ModeShared for one of several concurrent holders (a reader,
+	// or one slot of a semaphore); absent is an exclusive holder, so that
+	// exclusive events read exactly as before shared holders existed.
+	Mode string `json:"mode,omitempty"`
+	// Limit is a semaphore's number of slots (shared holders only); absent
+	// is no limit (plain shared, like flock -s).
+	Limit int64 `json:"limit,omitempty"`
 }
 
 // Target is one extra lock file a holding projects: a format and an absolute path.
@@ -193,6 +200,9 @@ type Blocked struct {
 	State         string  `json:"state"`
 	WaitedSeconds float64 `json:"waited_seconds"`
 	Foreign       bool    `json:"foreign,omitempty"`
+	// Mode and Limit are what the caller asked for, as in Acquired.
+	Mode  string `json:"mode,omitempty"`
+	Limit int64  `json:"limit,omitempty"`
 }
 
 // Event is an envelope with its payload, its canonical body and its chain links.

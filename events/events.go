@@ -79,6 +79,14 @@ const (
 	ReasonReclaimed = "reclaimed"
 )
 
+// Holder modes (lock_acquired's, lock_stolen's and acquire_blocked's mode).
+// An exclusive holder excludes everyone; shared holders coexist with each
+// other (up to the lock's limit, when it has one) and exclude exclusive ones.
+const (
+	ModeExclusive = "exclusive" // the default, never written: no mode field
+	ModeShared    = "shared"
+)
+
 // Refused actions (action_refused's action).
 const (
 	ActionRelease   = "release"

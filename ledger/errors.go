@@ -131,10 +131,22 @@ type HeldError struct {
 	// SameRequest: the holder is another process using the caller's own
 	// request id; --reclaim takes it over.
 	SameRequest bool
+	// Holders counts a shared lock's holders when they are what blocks:
+	// a full semaphore (Limit slots) or, with SharedHeld, shared holders
+	// blocking an exclusive acquirer. Holder is then the stalest of them.
+	Holders    int
+	Limit      int64
+	SharedHeld bool
 }
 
 func (e *HeldError) Error() string {
 	switch {
+	case e.SharedHeld:
+		return fmt.Sprintf("lock %s: held shared by %d holder(s), e.g. request %s (actor %s, pid %d on %s, since %s)",
+			e.Lock, e.Holders, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID, e.Holder.CreatedAt)
+	case e.Limit > 0 && e.Holders > 0:
+		return fmt.Sprintf("lock %s: all %d slots held, e.g. by request %s (actor %s, pid %d on %s, since %s)",
+			e.Lock, e.Limit, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID, e.Holder.CreatedAt)
 	case e.Corrupt != nil:
 		return fmt.Sprintf("lock %s: held by an %s, not written by the ledger (treated as held, to fail safe); "+
 			"`lockledger project` moves it aside (kept and recorded), or `lockledger steal %s --active` takes the lock over", e.Lock, e.Corrupt, e.Lock)
@@ -167,6 +179,7 @@ type StaleError struct {
 	StaleSince time.Time
 	Age        time.Duration // since the last heartbeat
 	JobPIDs    []int         // as in HeldError
+	Limit      int64         // a full semaphore's slots (Holder is its stalest holder)
 }
 
 func (e *StaleError) Error() string {

@@ -28,8 +28,8 @@ const importBatch = 200
 
 // Import copies the whole of ledger from into l, which holds no events
 // yet: its id and creation time, every event byte for byte (so every hash
-// stays), the stored Merkle hashes, the signed checkpoints and the locks
-// table. l takes from's identity: its chain continues from's. from's
+// stays), the stored Merkle hashes, the signed checkpoints, and the locks
+// and lock_holders tables. l takes from's identity: its chain continues from's. from's
 // writer mutex is held throughout, so that nothing is appended to it
 // meanwhile; writers must then be pointed at l. Verify l afterwards.
 func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error) {
@@ -70,9 +70,14 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 			return nil, err
 		}
 	}
-	for _, table := range []string{"events", "tlog_hashes", "checkpoints", "locks"} {
-		if table == "locks" {
+	for _, table := range []string{"events", "tlog_hashes", "checkpoints", "locks", "lock_holders"} {
+		switch table {
+		case "locks":
 			if _, err := tx.ExecContext(ctx, `DELETE FROM locks`); err != nil {
+				return nil, err
+			}
+		case "lock_holders":
+			if _, err := tx.ExecContext(ctx, `DELETE FROM lock_holders`); err != nil {
 				return nil, err
 			}
 		}
@@ -117,6 +122,9 @@ func copySQL(table string) (read, insert string, n int) {
 	case "checkpoints":
 		return `SELECT id, size, root, note, key_name, created_at FROM checkpoints ORDER BY id`,
 			`INSERT INTO checkpoints (id, size, root, note, key_name, created_at) VALUES `, 6
+	case "lock_holders":
+		return `SELECT ` + sharedColumns + ` FROM lock_holders ORDER BY lock_name, request_id`,
+			`INSERT INTO lock_holders (` + sharedColumns + `) VALUES `, 16
 	}
 	return `SELECT ` + rowColumns + ` FROM locks ORDER BY lock_name`, `INSERT INTO locks (` + rowColumns + `) VALUES `, 18
 }

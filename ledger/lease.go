@@ -117,6 +117,13 @@ func WithReclaim() LeaseOption {
 	return func(c *leaseConfig) error { c.req.Reclaim = true; return nil }
 }
 
+// WithShared makes the lease a shared holding: with limit 0 one of any
+// number of shared holders (a reader), else one of at most limit holders
+// (a semaphore slot). See AcquireRequest.Shared and Limit.
+func WithShared(limit int64) LeaseOption {
+	return func(c *leaseConfig) error { c.req.Shared, c.req.Limit = true, limit; return nil }
+}
+
 // WithForce takes over a stale lock (never an active one).
 func WithForce() LeaseOption {
 	return func(c *leaseConfig) error { c.req.Force = true; return nil }

@@ -110,10 +110,19 @@ type AcquireRequest struct {
 	// request id held by another live process is refused as held: a request
 	// id names one holder, not whoever repeats it.
 	Reclaim bool
+	// Shared asks for a shared holding: it coexists with other shared
+	// holders and excludes exclusive ones (see shared.go).
+	Shared bool
+	// Limit makes the lock a semaphore of Limit slots (implies Shared);
+	// every holder must pass the same Limit.
+	Limit int64
 }
 
 func (r *AcquireRequest) validate() error {
 	if err := events.ValidateLockName(r.Lock); err != nil {
+		return err
+	}
+	if err := r.validateShared(); err != nil {
 		return err
 	}
 	if r.TTL == 0 {
@@ -193,6 +202,10 @@ type Acquisition struct {
 	NotAwaited string
 	// Already: the request held the lock before this call; nothing was written.
 	Already bool
+	// Mode is events.ModeShared for a shared holding ("" exclusive), and
+	// Limit its semaphore's slots (0: none).
+	Mode  string
+	Limit int64
 	// sent is when the call that took the lock began (monotonic clock): the
 	// ledger's heartbeat time for it is no earlier, so a lease deadline
 	// counted from it never ends after the lock's TTL does.
@@ -222,6 +235,11 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 	id := req.Identity
 	var out *Acquisition
 	err := l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
+		if req.isShared() {
+			a, outcome, err := w.tryAcquireShared(req, nil)
+			out = a
+			return outcome, err
+		}
 		h, err := w.effectiveHolder(req)
 		if err != nil {
 			return nil, err
@@ -238,9 +256,20 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 				return nil, err
 			}
 		}
+		if handled, outcome, err := w.sharedBeside(req, h); handled || err != nil {
+			return outcome, err
+		}
 		state, job := judge(h, w.now, l.host, l.probe, req.MaxAge)
 		switch state {
 		case events.StateFree:
+			if sh, err := loadShared(ctx, w.q, req.Lock); err != nil || len(sh) > 0 {
+				if err != nil {
+					return nil, err
+				}
+				a, outcome, err := w.exclusiveOverShared(req, sh, nil)
+				out = a
+				return outcome, err
+			}
 			a, err := w.take(req, nil, "", "")
 			out = a
 			return w.heldByNewFile(req, err)
@@ -473,6 +502,13 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 		}
 		h := w.v.holder
 		if h == nil || h.foreign || h.rec.RequestID != id.RequestID || token != 0 && h.token != token {
+			if s, err := w.sharedHolderOf(lock, id.RequestID); err != nil || s != nil && (token == 0 || s.token == token) {
+				if err != nil {
+					return nil, err
+				}
+				out, err = w.heartbeatShared(s, id)
+				return nil, err
+			}
 			past, err := pastHoldingOf(ctx, w.q, lock, id.RequestID)
 			if err != nil {
 				return nil, err
@@ -617,6 +653,25 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 		}
 		h := w.v.holder
 		mine := h != nil && !h.foreign && h.rec.RequestID == id.RequestID && (req.FencingToken == 0 || h.token == req.FencingToken)
+		if !mine && h == nil && req.RequestID != "" {
+			s, err := w.sharedHolderOf(req.Lock, id.RequestID)
+			if err != nil {
+				return nil, err
+			}
+			if s != nil && (req.FencingToken == 0 || s.token == req.FencingToken) {
+				out, err = w.releaseShared(s, id, req)
+				return nil, err
+			}
+		}
+		if !mine && h == nil && req.Force && req.RequestID == "" {
+			if sh, err := loadShared(ctx, w.q, req.Lock); err != nil || len(sh) > 0 {
+				if err != nil {
+					return nil, err
+				}
+				return nil, events.Invalid("request id", "", fmt.Sprintf(
+					"is required to release one of the %d shared holders of %s (--force alone names no holder)", len(sh), req.Lock))
+			}
+		}
 		if req.Force && req.RequestID != "" {
 			// An operator's release of the named holding: recorded as
 			// forced, and never of another holder that took the lock since.
@@ -718,6 +773,11 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 	id := req.Identity
 	var out *Acquisition
 	err := l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
+		if req.isShared() {
+			a, outcome, err := w.tryAcquireShared(req.AcquireRequest, &req)
+			out = a
+			return outcome, err
+		}
 		h, err := w.effectiveHolder(req.AcquireRequest)
 		if err != nil {
 			return nil, err
@@ -733,10 +793,21 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 				return nil, err
 			}
 		}
+		if handled, outcome, err := w.sharedBeside(req.AcquireRequest, h); handled || err != nil {
+			return outcome, err
+		}
 		state, _ := judge(h, w.now, l.host, l.probe, req.MaxAge)
 		var reason string
 		switch state {
 		case events.StateFree:
+			if sh, err := loadShared(ctx, w.q, req.Lock); err != nil || len(sh) > 0 {
+				if err != nil {
+					return nil, err
+				}
+				a, outcome, err := w.exclusiveOverShared(req.AcquireRequest, sh, &req)
+				out = a
+				return outcome, err
+			}
 			a, err := w.take(req.AcquireRequest, nil, "", req.Note)
 			out = a
 			return w.heldByNewFile(req.AcquireRequest, err)
@@ -800,6 +871,13 @@ type LockStatus struct {
 	// HolderFormat is the format of the other tool's file that holds the
 	// lock, when it superseded the ledger's holder ("" otherwise).
 	HolderFormat string
+
+	// Mode is events.ModeShared when shared holders hold the lock (Shared,
+	// ordered by request id; Holder is then the stalest in the lock's
+	// state), Limit their semaphore's slots (0: none).
+	Mode   string
+	Limit  int64
+	Shared []SharedHolder
 }
 
 // Status reads one lock. It takes no lock and changes nothing.
@@ -819,7 +897,15 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.status(v, now), nil
+	s := l.status(v, now)
+	if s.Holder == nil {
+		sh, err := loadShared(ctx, l.db, lock)
+		if err != nil {
+			return nil, err
+		}
+		l.addShared(s, sh, now)
+	}
+	return s, nil
 }
 
 func (l *Ledger) status(v *view, now time.Time) *LockStatus {
@@ -886,6 +972,17 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	all, err := loadAllShared(ctx, l.db)
+	if err != nil {
+		return nil, err
+	}
+	shared := map[string][]*sharedHolding{}
+	for _, s := range all {
+		shared[s.rec.LockName] = append(shared[s.rec.LockName], s)
+		if _, seen := byName[s.rec.LockName]; !seen {
+			byName[s.rec.LockName] = nil
+		}
+	}
 	var out []*LockStatus
 	for _, name := range sortedKeys(byName) {
 		v, err := l.inspect(name, byName[name])
@@ -898,7 +995,9 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 			out = append(out, s)
 			continue
 		}
-		if s := l.status(v, now); s.State != events.StateFree {
+		s := l.status(v, now)
+		l.addShared(s, shared[name], now)
+		if s.State != events.StateFree {
 			out = append(out, s)
 		}
 	}

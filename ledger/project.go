@@ -275,7 +275,61 @@ func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (ma
 		p.plan(name).changes = append(p.plan(name).changes,
 			fmt.Sprintf("locks row deleted: it said %s, but no event gave the ledger this lock", describeHeld(table[name])))
 	}
+	if err := p.sharedRows(ctx, tx, st); err != nil {
+		return nil, err
+	}
 	return rebuilt, nil
+}
+
+// sharedRows rebuilds lock_holders from st's shared holders. A rebuilt
+// row's updated_seq is its acquiring event's (replay keeps no later seq of
+// a shared holder): it only ever understates, which truncation checks allow.
+func (p *projection) sharedRows(ctx context.Context, tx *sql.Tx, st *replay.State) error {
+	old, err := loadAllShared(ctx, tx)
+	if err != nil {
+		return err
+	}
+	table := map[[2]string]*sharedHolding{}
+	for _, s := range old {
+		table[[2]string{s.rec.LockName, s.rec.RequestID}] = s
+	}
+	for _, lk := range st.Locks() {
+		for _, h := range lk.Shared {
+			key := [2]string{lk.Name, h.Record.RequestID}
+			got := table[key]
+			delete(table, key)
+			if got != nil && got.token == h.Token && got.limit == lk.Limit && got.heartbeat.Equal(h.Heartbeat) &&
+				got.created.Equal(h.Created) && got.rec.Actor == h.Record.Actor && got.rec.PID == h.Record.PID &&
+				got.rec.HostID == h.Record.HostID && got.rec.TTLSeconds == h.Record.TTLSeconds && got.pidStart == h.PIDStart &&
+				got.bootID == h.BootID && got.rec.Intent == h.Record.Intent && got.rec.IntentVersion == h.Record.IntentVersion {
+				continue
+			}
+			hd := &holding{rec: h.Record, created: h.Created, heartbeat: h.Heartbeat, pidStart: h.PIDStart, bootID: h.BootID, token: h.Token}
+			if err := saveShared(ctx, tx, hd, lk.Limit, h.Token); err != nil {
+				return err
+			}
+			action := "inserted"
+			if got != nil {
+				action = "updated"
+			}
+			p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: lk.Name, Action: action, Detail: "shared holder " + h.Record.RequestID})
+			p.plan(lk.Name).changes = append(p.plan(lk.Name).changes, fmt.Sprintf("lock_holders row %s: shared holder %s", action, h.Record.RequestID))
+		}
+	}
+	for _, s := range old {
+		key := [2]string{s.rec.LockName, s.rec.RequestID}
+		if table[key] == nil {
+			continue
+		}
+		if err := deleteShared(ctx, tx, s.rec.LockName, s.rec.RequestID); err != nil {
+			return err
+		}
+		p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: s.rec.LockName, Action: "deleted",
+			Detail: "shared holder " + s.rec.RequestID + ": no event gives it the lock"})
+		p.plan(s.rec.LockName).changes = append(p.plan(s.rec.LockName).changes,
+			fmt.Sprintf("lock_holders row deleted: shared holder %s, whom no event gives the lock", s.rec.RequestID))
+	}
+	return nil
 }
 
 // rowHolder names a row's holder in a change: "holder REQ" or "free".

@@ -144,6 +144,9 @@ func (l *Ledger) CheckProjection(ctx context.Context, q replay.Querier, st *repl
 		rep.Add(replay.Problem{Seq: got.updatedSeq, Kind: replay.KindProjectionDrift, Lock: name, Detail: fmt.Sprintf(
 			"the locks table says %s, but no event names this lock", describeHeld(got))})
 	}
+	if err := checkShared(ctx, q, st, rep); err != nil {
+		return err
+	}
 	return l.checkFiles(ctx, rows, rep)
 }
 

@@ -90,7 +90,8 @@ func checkPragmas(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// row is one line of the locks projection table.
+// row is one line of the locks projection table (exclusive holders; shared
+// holders are lock_holders' rows, see shared.go).
 type row struct {
 	name          string
 	held          bool
@@ -262,7 +263,8 @@ func head(ctx context.Context, q querier, genesis string) (int64, string, error)
 	var hash string
 	err := q.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0),
 		coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), ''),
-		coalesce((SELECT max(updated_seq) FROM locks), 0),
+		coalesce((SELECT max(u) FROM (SELECT max(updated_seq) AS u FROM locks
+			UNION ALL SELECT max(updated_seq) FROM lock_holders) AS t), 0),
 		coalesce((SELECT max(seq) FROM tlog_hashes), 0)`).Scan(&seq, &hash, &updated, &hashed)
 	if err != nil {
 		return 0, "", err

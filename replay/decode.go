@@ -425,6 +425,10 @@ func (d *fastDecoder) event(ev *Event) bool {
 			return once(&seen, 58) && d.setInt(&ev.RowsChanged)
 		case "files_changed":
 			return once(&seen, 59) && d.setInt(&ev.FilesChanged)
+		case "mode":
+			return once(&seen, 60) && d.setStr(&ev.Mode)
+		case "limit":
+			return once(&seen, 61) && d.setInt64(&ev.Limit)
 		}
 		return false // unknown, or only a case-insensitive match
 	})

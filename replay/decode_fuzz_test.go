@@ -23,12 +23,18 @@ func decodeSeeds(tb testing.TB) [][]byte {
 		Metadata: map[string]string{"k": "v"}, PIDStart: "99", BootID: "b"}
 	tgt := acq
 	tgt.Targets = []events.Target{{Format: "bso", Path: "/x"}, {Format: "beads", Path: "/y/z"}}
+	sem := acq
+	sem.Mode, sem.Limit = events.ModeShared, 3
 	payloads := []struct {
 		typ events.Type
 		p   any
 	}{
 		{events.LockAcquired, &acq},
 		{events.LockAcquired, &tgt},
+		{events.LockAcquired, &sem},
+		{events.LockStolen, &events.Stolen{Acquired: sem, PreviousLock: prev, PreviousLockHash: prev.Hash(),
+			Reason: events.ReasonHolderDead}},
+		{events.AcquireBlocked, &events.Blocked{HeldBy: events.HolderOf(prev), State: "held", Mode: events.ModeShared, Limit: 2}},
 		{events.LockHeartbeat, &events.Heartbeat{}},
 		{events.LockStolen, &events.Stolen{Acquired: tgt, PreviousLock: prev, PreviousLockHash: prev.Hash(),
 			Reason: events.ReasonHolderDead, Note: "n"}},
@@ -95,7 +101,7 @@ func decodeMutations(b []byte) [][]byte {
 		cut + `,"metadata":{"z":"1"}}`, cut + `,"metadata":null}`, cut + `,"metadata":{"k":1}}`,
 		cut + `,"previous_lock":{"pid":9}}`, cut + `,"held_by":{"pid":1}}`, cut + `,"held_by":null}`,
 		cut + `,"exit_code":null}`, cut + `,"exit_code":1.0}`, cut + `,"exit_code":1e2}`, cut + `,"targets":[]}`,
-		cut + `,"targets":null}`, cut + `,"targets":[{"format":"x","Path":"/p"}]}`, cut + `,"forced":"true"}`,
+		cut + `,"targets":null}`, cut + `,"mode":"shared"}`, cut + `,"limit":2.0}`, cut + `,"Limit":3}`, cut + `,"mode":null}`, cut + `,"targets":[{"format":"x","Path":"/p"}]}`, cut + `,"forced":"true"}`,
 		cut + `,"waited_seconds":1e400}`, cut + `,"waited_seconds":1e-400}`, cut + `,"waited_seconds":-0}`,
 		cut + `,"held_duration_seconds":0.1e1}`, cut + `,"pid":9223372036854775807}`, cut + `,"pid":9223372036854775808}`,
 		cut + `,"pid":-9223372036854775808}`, cut + `,"pid":-0}`, cut + `,"pid":01}`, cut + `,"seq":null}`,

@@ -24,6 +24,8 @@ type Event struct {
 	PIDStart      string            `json:"pid_start"`
 	BootID        string            `json:"boot_id"`
 	Targets       []events.Target   `json:"targets"` // extra lock files in other tools' formats
+	Mode          string            `json:"mode"`    // shared, or "" / exclusive; also acquire_blocked
+	Limit         int64             `json:"limit"`   // a semaphore's slots; also acquire_blocked
 
 	// lock_stolen
 	PreviousLock     *events.Record `json:"previous_lock"`

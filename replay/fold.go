@@ -56,9 +56,57 @@ type Lock struct {
 	// Last is the last event of any type on this lock.
 	Last EventRef
 
+	// Shared are the shared holders (mode shared: readers, or a
+	// semaphore's slots), ordered by request id; Limit is their
+	// semaphore's slots (0: none). They are lock_holders' rows, not the
+	// locks table's: Held, Holder and UpdatedSeq are the exclusive side's.
+	Shared []*Holder
+	Limit  int64
+
 	// claims are the requests the log has given the lock to and not taken
-	// back (released or stolen from): more than one is an overlap.
+	// back (released or stolen from): two exclusive ones, an exclusive and
+	// a shared one, or more shared ones than the limit are an overlap.
 	claims []claim
+}
+
+// sharedIndex is the index of request id in l.Shared, or -1.
+func (l *Lock) sharedIndex(id string) int {
+	for i, h := range l.Shared {
+		if h.Record.RequestID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (l *Lock) dropShared(id string) bool {
+	i := l.sharedIndex(id)
+	if i < 0 {
+		return false
+	}
+	l.Shared = append(l.Shared[:i:i], l.Shared[i+1:]...)
+	return true
+}
+
+func (l *Lock) addShared(h *Holder, limit int64) {
+	l.Limit = limit
+	i := sort.Search(len(l.Shared), func(i int) bool { return l.Shared[i].Record.RequestID >= h.Record.RequestID })
+	l.Shared = append(l.Shared[:i:i], append([]*Holder{h}, l.Shared[i:]...)...)
+}
+
+// SharedAt is the state of the shared side at t: the strongest of its
+// holders' states (held, else stale), free when there are none.
+func (l *Lock) SharedAt(t time.Time) string {
+	if l == nil || len(l.Shared) == 0 {
+		return events.StateFree
+	}
+	state := events.StateStale
+	for _, h := range l.Shared {
+		if t.Sub(h.Heartbeat) <= time.Duration(h.Record.TTLSeconds)*time.Second {
+			state = events.StateHeld
+		}
+	}
+	return state
 }
 
 // claim is one request holding a lock as far as the log says.
@@ -67,15 +115,21 @@ type claim struct {
 	token     int64
 	seq       int64
 	at        string
+	shared    bool
 }
 
 // StateAt is the lock's state at instant t by DESIGN.md's rules, as far as
 // events alone can tell: free, held, or stale (no heartbeat within the
 // TTL). "dead" needs the holder's process table at that instant, which no
 // event records, so a dead holder shows as held or stale.
+//
+// A lock held shared is held while any of its shared holders is, else stale.
 func (l *Lock) StateAt(t time.Time) string {
-	if l == nil || !l.Held {
+	if l == nil {
 		return events.StateFree
+	}
+	if !l.Held {
+		return l.SharedAt(t)
 	}
 	if t.Sub(l.Holder.Heartbeat) > time.Duration(l.Holder.Record.TTLSeconds)*time.Second {
 		return events.StateStale
@@ -167,8 +221,30 @@ func (s *State) Apply(ev *Event) {
 	s.claim(l, ev)
 	switch ev.Type {
 	case events.LockAcquired, events.LockStolen:
+		if ev.Type == events.LockStolen && ev.PreviousLock != nil {
+			prev := ev.PreviousLock.RequestID
+			if l.sharedIndex(prev) >= 0 {
+				l.dropShared(prev)
+			} else if ev.Mode == events.ModeShared && l.Held && l.Holder.Record.RequestID == prev {
+				// A shared holder took over a dead or stale exclusive one.
+				l.Held, l.UpdatedSeq = false, ev.Seq
+			}
+		}
+		if ev.Mode == events.ModeShared {
+			// The claims have reported a request acquiring twice.
+			l.dropShared(ev.RequestID)
+			l.addShared(holderOf(ev), ev.Limit)
+			return
+		}
 		l.Held, l.Holder, l.UpdatedSeq = true, holderOf(ev), ev.Seq
 	case events.LockHeartbeat:
+		if i := l.sharedIndex(ev.RequestID); i >= 0 && !(l.Held && l.Holder.Record.RequestID == ev.RequestID) {
+			h := *l.Shared[i]
+			h.Heartbeat = ev.Time
+			h.Record.LastHeartbeatAt = events.FormatLockTime(ev.Time)
+			l.Shared[i] = &h
+			return
+		}
 		if !l.Held || l.Holder.Record.RequestID != ev.RequestID {
 			s.anomaly(ev, KindInconsistent, "heartbeat from request "+ev.RequestID+", which does not hold the lock")
 			return
@@ -178,15 +254,23 @@ func (s *State) Apply(ev *Event) {
 		h.Record.LastHeartbeatAt = events.FormatLockTime(ev.Time)
 		l.Holder, l.UpdatedSeq = &h, ev.Seq
 	case events.LockReleased:
+		released := ev.RequestID
+		if ev.Forced {
+			released = ev.ReleasedRequestID
+		}
+		if i := l.sharedIndex(released); i >= 0 && !(l.Held && l.Holder.Record.RequestID == released) {
+			if ev.FencingToken != l.Shared[i].Token {
+				s.anomaly(ev, KindFencingToken, fmt.Sprintf("release of request %s with fencing_token %d, but its holding's token is %d",
+					released, ev.FencingToken, l.Shared[i].Token))
+			}
+			l.dropShared(released)
+			return
+		}
 		if !l.Held {
 			if !ev.Forced {
 				s.anomaly(ev, KindInconsistent, "release by request "+ev.RequestID+" of a lock the ledger does not hold")
 			}
 			return // a forced release of a foreign lock: the ledger never held it
-		}
-		released := ev.RequestID
-		if ev.Forced {
-			released = ev.ReleasedRequestID
 		}
 		if released != l.Holder.Record.RequestID {
 			s.anomaly(ev, KindInconsistent, fmt.Sprintf("release of request %s while request %s holds the lock", released, l.Holder.Record.RequestID))
@@ -211,10 +295,19 @@ func (s *State) claim(l *Lock, ev *Event) {
 	switch ev.Type {
 	case events.LockAcquired:
 		mine := false
+		shared := ev.Mode == events.ModeShared
+		others := 0
 		for _, c := range l.claims {
 			mine = mine || c.requestID == ev.RequestID
+			if c.requestID != ev.RequestID {
+				others++
+			}
 		}
 		for _, c := range l.claims {
+			// Shared claims coexist, up to the limit the new one carries.
+			if shared && c.shared && (ev.Limit == 0 || int64(others) < ev.Limit) {
+				continue
+			}
 			if c.requestID != ev.RequestID {
 				o := Overlap{Lock: l.Name, Seq: ev.Seq, At: ev.At, RequestID: ev.RequestID,
 					HolderSeq: c.seq, HolderAt: c.at, HolderRequestID: c.requestID}
@@ -228,9 +321,21 @@ func (s *State) claim(l *Lock, ev *Event) {
 		if mine {
 			s.anomaly(ev, KindInconsistent, "lock_acquired again by request "+ev.RequestID+", which already holds the lock")
 		} else {
-			l.claims = append(l.claims, claim{requestID: ev.RequestID, token: ev.FencingToken, seq: ev.Seq, at: ev.At})
+			l.claims = append(l.claims, claim{requestID: ev.RequestID, token: ev.FencingToken, seq: ev.Seq, at: ev.At, shared: shared})
 		}
 	case events.LockStolen:
+		if ev.Mode == events.ModeShared {
+			// One slot (or the dead exclusive holder) handed over: the
+			// previous holder's claim goes, the others stay.
+			kept := l.claims[:0]
+			for _, c := range l.claims {
+				if ev.PreviousLock == nil || c.requestID != ev.PreviousLock.RequestID {
+					kept = append(kept, c)
+				}
+			}
+			l.claims = append(kept, claim{requestID: ev.RequestID, token: ev.FencingToken, seq: ev.Seq, at: ev.At, shared: true})
+			return
+		}
 		l.claims = append(l.claims[:0], claim{requestID: ev.RequestID, token: ev.FencingToken, seq: ev.Seq, at: ev.At})
 	case events.LockReleased:
 		released := ev.RequestID

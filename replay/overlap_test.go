@@ -99,6 +99,21 @@ func (g *ovlLog) steal(lock, req, prevReq, reason string) int64 {
 		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: reason})
 }
 
+// acquireShared is a shared acquisition (limit 0: none).
+func (g *ovlLog) acquireShared(lock, req string, limit int64) int64 {
+	return g.add(events.LockAcquired, lock, req, &events.Acquired{TTLSeconds: 60, FencingToken: g.seq + 1,
+		Metadata: map[string]string{}, Mode: events.ModeShared, Limit: limit})
+}
+
+func (g *ovlLog) stealShared(lock, req, prevReq string, limit int64) int64 {
+	prev := events.Record{LockVersion: "v1", LockName: lock, RequestID: prevReq, Actor: "tester", HostID: "host-a", PID: 42,
+		CreatedAt: "2026-01-02T03:04:05Z", LastHeartbeatAt: "2026-01-02T03:04:05Z", TTLSeconds: 60, Metadata: map[string]string{}}
+	return g.add(events.LockStolen, lock, req, &events.Stolen{
+		Acquired: events.Acquired{TTLSeconds: 60, FencingToken: g.seq + 1, Metadata: map[string]string{},
+			Mode: events.ModeShared, Limit: limit},
+		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonHolderDead})
+}
+
 func (g *ovlLog) release(lock, req string, token int64) int64 {
 	return g.add(events.LockReleased, lock, req, &events.Released{Result: events.ResultSuccess, FencingToken: token})
 }
@@ -165,6 +180,47 @@ func TestOverlapsOnHandBuiltLogs(t *testing.T) {
 			s := g.steal("x", "req_b", "req_a", events.ReasonStaleForced)
 			g.release("x", "req_b", s)
 			g.acquire("x", "req_c")
+			return nil
+		}},
+		{"shared holders coexist", func(g *ovlLog) []ovlFound {
+			a := g.acquireShared("x", "req_a", 0)
+			g.acquireShared("x", "req_b", 0)
+			g.heartbeat("x", "req_a")
+			g.acquireShared("x", "req_c", 0)
+			g.release("x", "req_a", a)
+			return nil
+		}},
+		{"exclusive while shared held", func(g *ovlLog) []ovlFound {
+			a := g.acquireShared("x", "req_a", 0)
+			b := g.acquire("x", "req_b")
+			return []ovlFound{{"x", b, "req_b", a, "req_a"}}
+		}},
+		{"shared while exclusive held", func(g *ovlLog) []ovlFound {
+			a := g.acquire("x", "req_a")
+			b := g.acquireShared("x", "req_b", 0)
+			return []ovlFound{{"x", b, "req_b", a, "req_a"}}
+		}},
+		{"semaphore within its limit, then past it", func(g *ovlLog) []ovlFound {
+			a := g.acquireShared("x", "req_a", 2)
+			b := g.acquireShared("x", "req_b", 2)
+			g.release("x", "req_a", a)
+			g.acquireShared("x", "req_c", 2)
+			d := g.acquireShared("x", "req_d", 2)
+			return []ovlFound{{"x", d, "req_d", b, "req_b"}}
+		}},
+		{"a slot taken over is a handover", func(g *ovlLog) []ovlFound {
+			g.acquireShared("x", "req_a", 2)
+			g.acquireShared("x", "req_b", 2)
+			c := g.stealShared("x", "req_c", "req_a", 2)
+			g.release("x", "req_c", c)
+			g.acquireShared("x", "req_d", 2)
+			return nil
+		}},
+		{"exclusive released, then shared", func(g *ovlLog) []ovlFound {
+			a := g.acquire("x", "req_a")
+			g.release("x", "req_a", a)
+			g.acquireShared("x", "req_b", 0)
+			g.acquireShared("x", "req_c", 0)
 			return nil
 		}},
 		{"different locks never overlap", func(g *ovlLog) []ovlFound {

@@ -3,6 +3,7 @@ package replay_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -20,9 +21,10 @@ var base = time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)
 
 // step is the projection after one operation, at that operation's instant.
 type step struct {
-	at    time.Time
-	op    string
-	table map[string]tableRow
+	at     time.Time
+	op     string
+	table  map[string]tableRow
+	shared map[string]string // lock_holders, per lock (see snapshotShared)
 }
 
 // TestReplayAsOfEqualsProjection applies random operation sequences through
@@ -60,6 +62,9 @@ func TestReplayAsOfEqualsProjection(t *testing.T) {
 				}
 				if err := sameAsTable(st, s.table); err != nil {
 					t.Fatalf("step %d (%s at %s): %v", i, s.op, events.FormatTime(s.at), err)
+				}
+				if got, want := s.shared, sharedOfReplay(st); mustJSON(got) != mustJSON(want) {
+					t.Fatalf("step %d (%s): lock_holders %v, replay's shared holders %v", i, s.op, got, want)
 				}
 				if st.AnomalyCount != 0 {
 					t.Fatalf("step %d: anomalies in a ledger's own log: %+v", i, st.Anomalies)
@@ -120,6 +125,41 @@ func sameAsTable(st *replay.State, table map[string]tableRow) error {
 	return nil
 }
 
+// snapshotShared is lock_holders as one line per lock: each holder's
+// request, fencing token, limit and last heartbeat, by request id.
+func snapshotShared(t *testing.T, db *sql.DB) map[string]string {
+	t.Helper()
+	rows, err := db.Query(`SELECT lock_name, request_id, fencing_token, slot_limit, heartbeat_at FROM lock_holders
+		ORDER BY lock_name, request_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var lock, req, hb string
+		var token, limit int64
+		if err := rows.Scan(&lock, &req, &token, &limit, &hb); err != nil {
+			t.Fatal(err)
+		}
+		out[lock] += fmt.Sprintf("%s:%d:%d:%s ", req, token, limit, hb)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sharedOfReplay(st *replay.State) map[string]string {
+	out := map[string]string{}
+	for _, lk := range st.Locks() {
+		for _, h := range lk.Shared {
+			out[lk.Name] += fmt.Sprintf("%s:%d:%d:%s ", h.Record.RequestID, h.Token, lk.Limit, events.FormatTime(h.Heartbeat))
+		}
+	}
+	return out
+}
+
 type actorID struct {
 	name string
 	pid  int
@@ -127,6 +167,8 @@ type actorID struct {
 
 func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 	rng := rand.New(rand.NewPCG(seed, 99))
+	rs := rand.New(rand.NewPCG(seed, 7))
+	var sharedReqs []string
 	c := &clock{t: base}
 	p := &probe{gone: map[int]bool{}}
 	root := t.TempDir()
@@ -248,9 +290,71 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 		if err != nil && !expected(err) {
 			t.Fatalf("step %d %s: %v", i, op, err)
 		}
-		steps = append(steps, step{at: now, op: op, table: snapshotTable(t, l.DB())})
+		steps = append(steps, step{at: now, op: op, table: snapshotTable(t, l.DB()), shared: snapshotShared(t, l.DB())})
+		// Shared holders and semaphores, from a stream of their own (so
+		// that the operations above stay the ones their seeds always made),
+		// on locks of their own: "pool" a semaphore of 2, "reports" readers
+		// without a limit, each also taken exclusively now and then.
+		if rs.IntN(2) == 0 {
+			now = c.advance(time.Duration(1+rs.IntN(8000)) * time.Millisecond)
+			op, err := sharedOp(ctx, l, rs, actors, &sharedReqs, fmt.Sprintf("sh-%d-%d", seed, i))
+			if err != nil && !expected(err) {
+				t.Fatalf("step %d %s: %v", i, op, err)
+			}
+			steps = append(steps, step{at: now, op: op, table: snapshotTable(t, l.DB()), shared: snapshotShared(t, l.DB())})
+		}
 	}
 	return steps, l
+}
+
+// sharedOp is one random operation on the shared locks.
+func sharedOp(ctx context.Context, l *ledger.Ledger, rs *rand.Rand, actors []actorID, reqs *[]string, rid string) (string, error) {
+	lock, limit := "pool", int64(2)
+	if rs.IntN(2) == 0 {
+		lock, limit = "reports", 0
+	}
+	a := actors[rs.IntN(len(actors))]
+	id := ledger.Identity{Actor: a.name, PID: a.pid, RequestID: rid}
+	someone := func() string {
+		if len(*reqs) == 0 {
+			return rid
+		}
+		return (*reqs)[rs.IntN(len(*reqs))]
+	}
+	ttl := time.Duration(5+rs.IntN(40)) * time.Second
+	switch k := rs.IntN(100); {
+	case k < 40:
+		req := ledger.AcquireRequest{Lock: lock, Identity: id, TTL: ttl, Shared: true, Limit: limit, Force: rs.IntN(3) == 0,
+			RecordBlocked: rs.IntN(2) == 0}
+		if rs.IntN(10) == 0 {
+			req.Limit = 3 // another limit: refused while anyone holds the lock
+		}
+		*reqs = append(*reqs, rid)
+		_, err := l.TryAcquire(ctx, req)
+		return "acquire shared", err
+	case k < 52:
+		*reqs = append(*reqs, rid)
+		_, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: lock, Identity: id, TTL: ttl, Force: rs.IntN(2) == 0,
+			RecordBlocked: rs.IntN(2) == 0})
+		return "acquire exclusive", err
+	case k < 70:
+		id.RequestID = someone()
+		_, err := l.Heartbeat(ctx, lock, id)
+		return "heartbeat", err
+	case k < 88:
+		id.RequestID = someone()
+		_, err := l.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id})
+		return "release", err
+	default:
+		*reqs = append(*reqs, rid)
+		sr := ledger.StealRequest{AcquireRequest: ledger.AcquireRequest{Lock: lock, Identity: id, TTL: ttl},
+			Note: "test", Active: rs.IntN(2) == 0}
+		if rs.IntN(3) > 0 {
+			sr.Shared, sr.Limit = true, limit
+		}
+		_, err := l.Steal(ctx, sr)
+		return "steal", err
+	}
 }
 
 // expected are the refusals random operations run into.
@@ -274,6 +378,9 @@ func requireCoverage(t *testing.T, l *ledger.Ledger) {
 		{"heartbeat_failed", `type = 'heartbeat_failed'`},
 		{"an acquisition with targets", `type IN ('lock_acquired', 'lock_stolen') AND body LIKE '%"targets":[{%'`},
 		{"acquire_blocked", `type = 'acquire_blocked'`},
+		{"a shared acquisition", `type = 'lock_acquired' AND body LIKE '%"mode":"shared"%'`},
+		{"a semaphore acquisition", `type = 'lock_acquired' AND body LIKE '%"limit":%'`},
+		{"a shared slot taken over", `type = 'lock_stolen' AND body LIKE '%"mode":"shared"%'`},
 		{"action_refused", `type = 'action_refused'`},
 	}
 	for _, c := range q {

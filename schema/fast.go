@@ -366,6 +366,9 @@ const (
 	fLocks
 	fRowsChanged
 	fFilesChanged
+	// defs.json's acquired (also acquire_blocked)
+	fMode
+	fLimit
 	nEventFields
 )
 
@@ -388,7 +391,7 @@ var eventNames = []string{
 	fSupersededByFormat: "superseded_by_format", fSupersededByPath: "superseded_by_path",
 	fSince: "since", fUntil: "until", fFirstSeq: "first_seq", fLastSeq: "last_seq", fEvents: "events", fFormat: "format",
 	fDestination: "destination", fProblems: "problems", fHeadHash: "head_hash", fFile: "file", fLocks: "locks",
-	fRowsChanged: "rows_changed", fFilesChanged: "files_changed",
+	fRowsChanged: "rows_changed", fFilesChanged: "files_changed", fMode: "mode", fLimit: "limit",
 }
 
 func eventLookup(k []byte) int {
@@ -513,6 +516,10 @@ func eventLookup(k []byte) int {
 		return fRowsChanged
 	case "files_changed":
 		return fFilesChanged
+	case "mode":
+		return fMode
+	case "limit":
+		return fLimit
 	}
 	return -1
 }
@@ -537,7 +544,7 @@ var (
 	lockRequired     = envelopeRequired | bits(fLockName)
 	// defs.json#/$defs/acquired
 	acquiredRequired = bits(fTTLSeconds, fIntent, fIntentVersion, fFencingToken, fMetadata, fPIDStart, fBootID)
-	acquiredFields   = acquiredRequired | bits(fTargets)
+	acquiredFields   = acquiredRequired | bits(fTargets, fMode, fLimit)
 
 	// The properties each event schema evaluates (unevaluatedProperties:
 	// false refuses every other one) and the ones it requires.
@@ -548,7 +555,7 @@ var (
 		kReleased: envelopeFields | bits(fHeldDurationSeconds, fResult, fFailureStep, fExitCode, fForced,
 			fReleasedRequestID, fFencingToken, fSupersededBy, fSupersededByFormat, fSupersededByPath, fNote),
 		kHeartbeatFailed: envelopeFields | bits(fConsecutiveFailures, fError, fLockLost),
-		kBlocked:         envelopeFields | bits(fHeldBy, fState, fWaitedSeconds, fForeign),
+		kBlocked:         envelopeFields | bits(fHeldBy, fState, fWaitedSeconds, fForeign, fMode, fLimit),
 		kRefused:         envelopeFields | bits(fAction, fError, fState, fHeldBy),
 		kProjected:       envelopeFields | bits(fChanges, fMovedAside, fBrokenChainAccepted, fFirstBadSeq),
 		kJobProcesses:    envelopeFields | bits(fJobRequestID, fPIDs, fAction, fNote),
@@ -588,8 +595,12 @@ var (
 	verifyResults  = []string{"ok", "failed"}
 	projectResults = []string{"ok", "refused"}
 	exportFormats  = []string{"jsonl", "csv"}
+	holderModes    = []string{"exclusive", "shared"}
 	targetFmts     = []string{"tower-fleet", "bso", "beads", "prodigy", "gitclaw"}
 )
+
+// MaxLimit is the largest number of slots a semaphore may have (defs.json's limit).
+const MaxLimit = 1000000
 
 // The array bounds of lock_projected's changes and job_processes's pids.
 const (
@@ -641,6 +652,10 @@ func checkEventField(v *validator, f int) *verr {
 		return v.str(0, 64)
 	case fTargets:
 		return v.targets()
+	case fMode:
+		return v.enum(holderModes)
+	case fLimit:
+		return v.integer(1, MaxLimit)
 	// lock_stolen.json
 	case fPreviousLock:
 		return v.record(&previousLockSchema, lockFileAll, lockFileRequired)

@@ -118,6 +118,13 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("acquired", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 1, "req_a"), &acq))
 	add("acquired+targets", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 2, "req_a"), &withTargets))
 	full()
+	shared := acq
+	shared.Mode, shared.Limit = events.ModeShared, 3
+	add("acquired shared limit", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 2, "req_s"), &shared))
+	full()
+	add("stolen shared slot", events.LockStolen, mustBody(tb, env(events.LockStolen, 6, "req_t"), &events.Stolen{Acquired: shared,
+		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonHolderDead}))
+	full()
 	noMeta := acq
 	noMeta.Metadata = map[string]string{}
 	noMeta.Intent, noMeta.IntentVersion, noMeta.PIDStart, noMeta.BootID = "", "", "", ""
@@ -169,6 +176,9 @@ func validSeeds(tb testing.TB) []seedBody {
 		HeldBy: holder, State: events.StateStale, WaitedSeconds: 0, Foreign: true}))
 	add("blocked everything", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
 		HeldBy: events.HolderOf(prev), State: events.StateDead, WaitedSeconds: 30, Foreign: true}))
+	full()
+	add("blocked shared", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
+		HeldBy: events.HolderOf(prev), State: events.StateHeld, WaitedSeconds: 2, Mode: events.ModeShared, Limit: 2}))
 	full()
 	add("refused release", events.ActionRefused, mustBody(tb, env(events.ActionRefused, 15, "req_h"), &events.Refused{
 		Action: events.ActionRelease, Error: "not the holder: deploy-prod is held by req_old", State: events.StateHeld,
@@ -373,7 +383,7 @@ func replacements() []string {
 		`"success"`, `"failure"`, `"cancelled"`, `"stale_lock_forced"`, `"superseded"`, `"forced_active "`, `"reclaimed"`,
 		`"release"`, `"steal"`, `"heartbeat"`, `"Release"`, `"terminated"`, `"killed"`, `"left_running"`, `"bso"`,
 		`["x"]`, `[""]`, `[0]`, `[1,2]`, `["x",1]`, `[null]`, `[[]]`, `[1.0]`,
-		`"tower-fleet"`, `"gitclaw"`, `"beads "`, `"lock_heartbeat"`, `"lock_acquired"`, `"acquire_blocked"`,
+		`"tower-fleet"`, `"gitclaw"`, `"beads "`, `"shared"`, `"exclusive"`, `"Shared"`, `1000000`, `1000001`, `"lock_heartbeat"`, `"lock_acquired"`, `"acquire_blocked"`,
 		`"ledger_exported"`, `"ledger_verified"`, `"ledger_projected"`, `"ok"`, `"failed"`, `"refused"`, `"OK"`,
 		`"jsonl"`, `"csv"`, `"json"`, `"stdout"`, `"stdout "`, `"Stdout"`, `"-"`, `"\u0073tdout"`,
 		`"` + strings.Repeat("0a", 32) + `"`, `"` + strings.Repeat("0A", 32) + `"`, `"` + strings.Repeat("0a", 31) + `0"`,
@@ -448,7 +458,8 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 	}
 	for _, p := range objectPaths(root, nil) {
 		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "note", "foreign", "Seq",
-			"action", "state", "superseded_by", "pids", "changes", "uid", "user", "lock_name", "events", "destination", "result"} {
+			"action", "state", "superseded_by", "pids", "changes", "uid", "user", "lock_name", "events", "destination", "result",
+			"mode", "limit"} {
 			c := deepCopy(root)
 			if len(p) == 0 {
 				c.(map[string]any)[extra] = json.RawMessage(`"x"`)

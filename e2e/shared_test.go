@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// TestSharedLocksLikeFlockS: two shared holders at once, an exclusive
+// acquirer blocked by them (exit 3), a mismatched --limit refused (exit 2),
+// --file refused with --shared (exit 2); once they are released the
+// exclusive holder gets the lock and a shared acquirer is blocked in turn.
+func TestSharedLocksLikeFlockS(t *testing.T) {
+	root := t.TempDir()
+	clitest.Must(t, 0, root, "acquire", "db", "--shared", "--request-id", "r1")
+	clitest.Must(t, 0, root, "acquire", "db", "--shared", "--request-id", "r2")
+	if r := clitest.Must(t, 3, root, "acquire", "db", "--request-id", "w"); !strings.Contains(r.Stderr, "held shared by 2") {
+		t.Errorf("exclusive acquire under two readers: stderr %q, want it to say so", r.Stderr)
+	}
+	if r := clitest.Must(t, 2, root, "acquire", "db", "--limit", "2"); !strings.Contains(r.Stderr, "--limit") ||
+		!strings.Contains(r.Stderr, "current limit none") {
+		t.Errorf("mismatched limit: stderr %q, want --limit and the current limit named", r.Stderr)
+	}
+	if r := clitest.Must(t, 2, root, "acquire", "other", "--shared", "--file", "tower-fleet:"+filepath.Join(t.TempDir(), "x.lock")); !strings.Contains(r.Stderr, "--file") {
+		t.Errorf("--file with --shared: stderr %q, want --file named", r.Stderr)
+	}
+	var st struct {
+		State   string `json:"state"`
+		Mode    string `json:"mode"`
+		Holders []struct {
+			State string `json:"state"`
+		} `json:"holders"`
+	}
+	if err := json.Unmarshal([]byte(clitest.Must(t, 0, root, "status", "db", "--json").Stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.State != "held" || st.Mode != "shared" || len(st.Holders) != 2 {
+		t.Errorf("status --json: %+v, want held shared by 2", st)
+	}
+	if _, err := os.Stat(filepath.Join(root, "locks", "db.lock")); !os.IsNotExist(err) {
+		t.Errorf("shared holders project no lock file, but db.lock: %v", err)
+	}
+	who := clitest.Must(t, 0, root, "who", "db").Stdout
+	if !strings.Contains(who, "held r1") || !strings.Contains(who, "held r2") {
+		t.Errorf("who: %s, want both shared holders", who)
+	}
+	clitest.Must(t, 0, root, "release", "db", "--request-id", "r1")
+	clitest.Must(t, 3, root, "acquire", "db", "--request-id", "w")
+	clitest.Must(t, 0, root, "release", "db", "--request-id", "r2")
+	clitest.Must(t, 0, root, "acquire", "db", "--request-id", "w")
+	clitest.Must(t, 3, root, "acquire", "db", "--shared", "--request-id", "r3")
+	clitest.Must(t, 3, root, "run", "db", "--shared", "--", "true")
+	clitest.Must(t, 0, root, "release", "db", "--request-id", "w")
+	clitest.Must(t, 0, root, "run", "db", "--shared", "--", "true")
+	overlaps, err := replay.Overlaps(context.Background(), clitest.DB(t, root))
+	if err != nil || len(overlaps) != 0 {
+		t.Fatalf("overlaps %v (%v), want none", overlaps, err)
+	}
+	if r := clitest.Run(t, root, "verify"); r.Code != 0 {
+		t.Fatalf("verify: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// maxConcurrent is the largest number of tenures that overlap at one
+// instant (a tenure's start at the very instant another ends counts as
+// overlapping).
+func maxConcurrent(ivs []holdInterval) int {
+	type edge struct {
+		at    int64
+		delta int
+	}
+	var es []edge
+	for _, iv := range ivs {
+		es = append(es, edge{iv.start, +1}, edge{iv.end, -1})
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].at != es[j].at {
+			return es[i].at < es[j].at
+		}
+		return es[i].delta > es[j].delta // starts first: the conservative count
+	})
+	n, top := 0, 0
+	for _, e := range es {
+		n += e.delta
+		top = max(top, n)
+	}
+	return top
+}
+
+func TestSemaphoreCounterCountsOverlap(t *testing.T) {
+	ivs := []holdInterval{{"a", 1, 10, 20}, {"b", 2, 15, 30}, {"c", 3, 20, 40}, {"d", 4, 41, 50}}
+	if got := maxConcurrent(ivs); got != 3 {
+		t.Fatalf("max concurrent: got %d, want 3", got)
+	}
+}
+
+// TestSemaphoreOfThreeWithEightRacingRuns: 8 `run --limit 3 --wait`
+// processes at once: all get a slot and exit 0, their children's own
+// clocks never show more than 3 running at once, replay finds no overlap
+// and the ledger verifies.
+func TestSemaphoreOfThreeWithEightRacingRuns(t *testing.T) {
+	t.Parallel()
+	const procs, limit = 8, 3
+	root := t.TempDir()
+	logFile := filepath.Join(t.TempDir(), "tenures")
+	child := `echo "start $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$LOG"
+sleep 0.1
+echo "end $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$LOG"`
+	var wg sync.WaitGroup
+	errs := make([]string, procs)
+	for i := 0; i < procs; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			c := clitest.Command(ctx, root, "run", "pool", "--limit", fmt.Sprint(limit), "--wait", "90s", "--ttl", "30",
+				"--actor", fmt.Sprintf("worker-%d", i), "--", "sh", "-c", child)
+			c.Env = append(c.Env, "LOG="+logFile)
+			var errb bytes.Buffer
+			c.Stderr = &errb
+			if err := c.Run(); err != nil {
+				errs[i] = fmt.Sprintf("worker %d: %v\n%s", i, err, errb.String())
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Error(e)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ivs, err := parseIntervals(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ivs) != procs {
+		t.Fatalf("%d tenures logged, want %d", len(ivs), procs)
+	}
+	n := maxConcurrent(ivs)
+	if n > limit {
+		t.Errorf("%d children ran at once, the limit is %d", n, limit)
+	}
+	t.Logf("%d runs of a semaphore of %d: at most %d at once", procs, limit, n)
+	overlaps, err := replay.Overlaps(context.Background(), clitest.DB(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range overlaps {
+		t.Errorf("replay: %s", o)
+	}
+	counts := map[string]int{}
+	for _, ty := range clitest.Types(t, root) {
+		counts[ty]++
+	}
+	if counts["lock_acquired"] != procs || counts["lock_released"] != procs || counts["lock_stolen"] != 0 {
+		t.Errorf("events %v, want %d lock_acquired and lock_released, no steals", counts, procs)
+	}
+	assertChain(t, root)
+	if r := clitest.Run(t, root, "verify"); r.Code != 0 {
+		t.Fatalf("verify: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -17,6 +18,9 @@ type Holding struct {
 	// Ended is the release or steal after which the fold no longer shows
 	// this holder; nil while it still holds.
 	Ended *Event
+	// Shared marks one of several concurrent holders (a reader, or a
+	// slot of a semaphore): shared holdings of a lock may overlap.
+	Shared bool
 }
 
 // Start is when the holding began.
@@ -26,15 +30,16 @@ func (h *Holding) Start() time.Time { return h.Opened.Time }
 // It keeps the holdings that end, which makes it a tool for a window of the
 // log (a timeline), not for the whole of a large one.
 type HoldingFold struct {
-	st   *State
-	open map[string]*Holding
+	st     *State
+	open   map[string]*Holding
+	shared map[string]map[string]*Holding // lock -> request id -> open shared holding
 	// Closed lists the holdings that ended, in the order they ended.
 	Closed []*Holding
 }
 
 // NewHoldingFold starts before the first event.
 func NewHoldingFold() *HoldingFold {
-	return &HoldingFold{st: NewState(), open: map[string]*Holding{}}
+	return &HoldingFold{st: NewState(), open: map[string]*Holding{}, shared: map[string]map[string]*Holding{}}
 }
 
 // State is the fold so far.
@@ -60,6 +65,37 @@ func (f *HoldingFold) Apply(ev *Event) {
 	if replaced {
 		f.open[ev.LockName] = &Holding{Lock: ev.LockName, Opened: ev}
 	}
+	f.applyShared(ev, l)
+}
+
+// applyShared ends the shared holdings of ev's lock that the fold no
+// longer shows, and opens the ones ev made.
+func (f *HoldingFold) applyShared(ev *Event, l *Lock) {
+	open := f.shared[ev.LockName]
+	if len(open) == 0 && len(l.Shared) == 0 {
+		return
+	}
+	now := map[string]bool{}
+	for _, h := range l.Shared {
+		now[h.Record.RequestID] = true
+	}
+	for _, id := range slices.Sorted(maps.Keys(open)) {
+		if !now[id] {
+			open[id].Ended = ev
+			f.Closed = append(f.Closed, open[id])
+			delete(open, id)
+		}
+	}
+	for _, h := range l.Shared {
+		id := h.Record.RequestID
+		if open[id] == nil && ev.RequestID == id && (ev.Type == events.LockAcquired || ev.Type == events.LockStolen) {
+			if open == nil {
+				open = map[string]*Holding{}
+				f.shared[ev.LockName] = open
+			}
+			open[id] = &Holding{Lock: ev.LockName, Opened: ev, Shared: true}
+		}
+	}
 }
 
 // Open lists the holdings not ended, by opening seq.
@@ -67,6 +103,11 @@ func (f *HoldingFold) Open() []*Holding {
 	out := make([]*Holding, 0, len(f.open))
 	for _, h := range f.open {
 		out = append(out, h)
+	}
+	for _, m := range f.shared {
+		for _, h := range m {
+			out = append(out, h)
+		}
 	}
 	slices.SortFunc(out, func(a, b *Holding) int { return int(a.Opened.Seq - b.Opened.Seq) })
 	return out

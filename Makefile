@@ -5,7 +5,7 @@ PKGS      := ./...
 .PHONY: build test vet demo bench stress fuzz lint clean docs-screenshot
 
 build:
-	$(GO) build -o $(BIN) .
+	CGO_ENABLED=0 $(GO) build -o $(BIN) .
 
 ## test: vet, then every package (unit and end-to-end) under the race detector
 test: vet

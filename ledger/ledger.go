@@ -188,6 +188,11 @@ type Ledger struct {
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // see preparedTx
+	// wconn is the one connection SQLite write transactions run on, held
+	// from the first write on (under the writer mutex), and wtx the write
+	// transaction open on it: see preparedTx.
+	wconn *sql.Conn
+	wtx   *sql.Tx
 
 	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
 	// publishing counts witness copies under way (see publish).
@@ -476,6 +481,10 @@ func (l *Ledger) Close() error {
 	}
 	l.stmts = nil
 	l.stmtMu.Unlock()
+	if l.wconn != nil {
+		l.wconn.Close()
+		l.wconn = nil
+	}
 	err := l.store.close()
 	if l.flock != nil {
 		if cerr := l.flock.Close(); err == nil {

@@ -134,64 +134,61 @@ type execer interface {
 }
 
 // preparedTx runs a write transaction's statements through statements the
-// ledger prepares once and database/sql keeps prepared per connection, so
-// that the write path does not parse the same SQL again on every call.
+// ledger prepares once, so that the write path does not parse the same SQL
+// again on every call. On SQLite they are prepared on the connection every
+// write transaction runs on (sqliteStore.begin) and run on it directly,
+// inside the transaction open there; preparing them on the pool instead
+// would open a second connection while the transaction holds the first.
 type preparedTx struct {
 	l  *Ledger
 	tx *sql.Tx
 }
 
-func (p preparedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	p.l.stmtMu.Lock()
-	defer p.l.stmtMu.Unlock()
-	st := p.l.stmts[query]
+// stmt is query prepared on the write connection; nil where the statement
+// must run through tx itself: a driver that caches statements per
+// connection (pgx; a statement prepared on the transaction would be
+// deallocated at its end, one more round trip for each, and parsed again
+// by the next), or a transaction not begun on the write connection.
+func (p preparedTx) stmt(ctx context.Context, query string) *sql.Stmt {
+	l := p.l
+	if l.store.cachesStatements() || l.wconn == nil || p.tx != l.wtx {
+		return nil
+	}
+	l.stmtMu.Lock()
+	defer l.stmtMu.Unlock()
+	st := l.stmts[query]
 	if st == nil {
 		var err error
-		if st, err = p.l.db.PrepareContext(ctx, query); err != nil {
-			return nil, err
+		if st, err = l.wconn.PrepareContext(ctx, query); err != nil {
+			return nil // run through tx, which reports the error
 		}
-		if p.l.stmts == nil {
-			p.l.stmts = map[string]*sql.Stmt{}
+		if l.stmts == nil {
+			l.stmts = map[string]*sql.Stmt{}
 		}
-		p.l.stmts[query] = st
+		l.stmts[query] = st
 	}
-	return p.tx.StmtContext(ctx, st), nil
+	return st
 }
 
-// A driver that caches statements per connection itself (pgx) is given
-// the SQL: a statement prepared on the transaction would be deallocated
-// at its end, one more round trip for each, and parsed again by the next.
 func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if p.l.store.cachesStatements() {
-		return p.tx.QueryRowContext(ctx, query, args...)
+	if st := p.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
-	st, err := p.PrepareContext(ctx, query)
-	if err != nil {
-		return p.tx.QueryRowContext(ctx, query, args...)
-	}
-	return st.QueryRowContext(ctx, args...)
+	return p.tx.QueryRowContext(ctx, query, args...)
 }
 
 func (p preparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if p.l.store.cachesStatements() {
-		return p.tx.QueryContext(ctx, query, args...)
+	if st := p.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
 	}
-	st, err := p.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
+	return p.tx.QueryContext(ctx, query, args...)
 }
 
 func (p preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if p.l.store.cachesStatements() {
-		return p.tx.ExecContext(ctx, query, args...)
+	if st := p.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
 	}
-	st, err := p.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
+	return p.tx.ExecContext(ctx, query, args...)
 }
 
 func scanRow(s scanner) (*row, error) {

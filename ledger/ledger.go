@@ -382,7 +382,7 @@ func (l *Ledger) openDB(ctx context.Context, path string, patience time.Duration
 }
 
 func (l *Ledger) prepare(ctx context.Context, path string, b birth) error {
-	empty, err := checkTables(ctx, l.db, path)
+	empty, cur, err := checkTables(ctx, l.db, path)
 	if err != nil {
 		return err
 	}
@@ -395,11 +395,7 @@ func (l *Ledger) prepare(ctx context.Context, path string, b birth) error {
 	if err := l.db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil {
 		return err
 	}
-	if err := checkPragmas(ctx, l.db); err != nil {
-		return err
-	}
-	cur, err := migrations.Current(ctx, l.db)
-	if err != nil {
+	if err := checkPragmas(ctx, l.db, mode); err != nil {
 		return err
 	}
 	if cur < migrations.Latest() {

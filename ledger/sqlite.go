@@ -64,25 +64,19 @@ func IsTransient(err error) bool {
 	return isBusy(err) || errors.Is(err, errWriterBusy) || pgTransient(err)
 }
 
-// checkPragmas verifies the settings the ledger's guarantees rest on.
-func checkPragmas(ctx context.Context, db *sql.DB) error {
-	var mode string
-	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
-		return err
-	}
+// checkPragmas verifies the settings the ledger's guarantees rest on: the
+// journal mode that switching to WAL answered, and what the DSN set on the
+// connection, read back in one statement.
+func checkPragmas(ctx context.Context, db *sql.DB, mode string) error {
 	if mode != "wal" {
 		return fmt.Errorf("ledger: journal_mode is %q, want wal", mode)
 	}
-	var sync int
-	if err := db.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+	var sync, busy int
+	if err := db.QueryRowContext(ctx, `SELECT * FROM pragma_synchronous, pragma_busy_timeout`).Scan(&sync, &busy); err != nil {
 		return err
 	}
 	if sync != 2 {
 		return fmt.Errorf("ledger: synchronous is %d, want 2 (FULL)", sync)
-	}
-	var busy int
-	if err := db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy); err != nil {
-		return err
 	}
 	if busy <= 0 {
 		return fmt.Errorf("ledger: busy_timeout is %d, want > 0", busy)

@@ -198,6 +198,25 @@ func benchCLI(tmp string) {
 	r = float64(median(ll)) / float64(median(fl))
 	add(row{"`acquire` + `release` (two invocations) vs the same flock call", ms(median(ll)), ms(median(fl)),
 		fmt.Sprintf("%.2fx", r), "<= 3.5x", yes(r <= 3.5)})
+
+	// The floors under the rows above: a lockledger process that touches
+	// no ledger (the Go runtime, package init, flag parsing), and one that
+	// opens the ledger read-only and reads one lock.
+	for _, floor := range []struct {
+		name string
+		args []string
+	}{
+		{"floor: `lockledger --help` (process start, no ledger) vs the same flock call", []string{"--help"}},
+		{"floor: `lockledger status NAME` (process start, read-only open, one read) vs the same flock call", []string{"--log-level", "error", "status", "bench"}},
+	} {
+		ll, fl = nil, nil
+		for i := 0; i < *pairs; i++ {
+			ll = append(ll, timeCmd(env, *bin, floor.args...))
+			fl = append(fl, timeCmd(env, flockBin, "-n", lockFile, "true"))
+		}
+		r = float64(median(ll)) / float64(median(fl))
+		add(row{floor.name, ms(median(ll)), ms(median(fl)), fmt.Sprintf("%.2fx", r), "report", "-"})
+	}
 }
 
 // --- library ---

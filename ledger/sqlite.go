@@ -138,48 +138,53 @@ type preparedTx struct {
 	tx *sql.Tx
 }
 
-// stmt is query prepared on the write connection; nil where the statement
-// must run through tx itself: a driver that caches statements per
-// connection (pgx; a statement prepared on the transaction would be
-// deallocated at its end, one more round trip for each, and parsed again
-// by the next), or a transaction not begun on the write connection.
-func (p preparedTx) stmt(ctx context.Context, query string) *sql.Stmt {
+// errUnprepared: the statement runs through the transaction itself.
+var errUnprepared = errors.New("ledger: statement not prepared on the write connection")
+
+// PrepareContext is query prepared on the write connection. It fails with
+// errUnprepared where the statement must run through tx itself: a driver
+// that caches statements per connection (pgx; a statement prepared on the
+// transaction would be deallocated at its end, one more round trip for
+// each, and parsed again by the next), or a transaction not begun on the
+// write connection. The callers run the statement through tx on any error,
+// and tx reports a statement that does not prepare.
+func (p preparedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
 	l := p.l
 	if l.store.cachesStatements() || l.wconn == nil || p.tx != l.wtx {
-		return nil
+		return nil, errUnprepared
 	}
 	l.stmtMu.Lock()
 	defer l.stmtMu.Unlock()
-	st := l.stmts[query]
-	if st == nil {
-		var err error
-		if st, err = l.wconn.PrepareContext(ctx, query); err != nil {
-			return nil // run through tx, which reports the error
-		}
-		if l.stmts == nil {
-			l.stmts = map[string]*sql.Stmt{}
-		}
-		l.stmts[query] = st
+	if st := l.stmts[query]; st != nil {
+		return st, nil
 	}
-	return st
+	st, err := l.wconn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if l.stmts == nil {
+		l.stmts = map[string]*sql.Stmt{}
+	}
+	l.stmts[query] = st
+	return st, nil
 }
 
 func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := p.stmt(ctx, query); st != nil {
+	if st, err := p.PrepareContext(ctx, query); err == nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return p.tx.QueryRowContext(ctx, query, args...)
 }
 
 func (p preparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := p.stmt(ctx, query); st != nil {
+	if st, err := p.PrepareContext(ctx, query); err == nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return p.tx.QueryContext(ctx, query, args...)
 }
 
 func (p preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := p.stmt(ctx, query); st != nil {
+	if st, err := p.PrepareContext(ctx, query); err == nil {
 		return st.ExecContext(ctx, args...)
 	}
 	return p.tx.ExecContext(ctx, query, args...)

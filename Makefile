@@ -22,7 +22,7 @@ demo: build
 docs-screenshot: build
 	bash scripts/timeline-screenshot.sh $(BIN) docs/timeline.png
 
-## bench: build, then measure against flock(1), the raw commit rate, a 1,000,000-event ledger and PostgreSQL (a throwaway cluster)
+## bench: build, then measure against flock(1), the raw commit rate, sqlite3 on a 1,000,000-event ledger and PostgreSQL (a throwaway cluster)
 bench: build
 	$(GO) run ./internal/cmd/bench -bin $(BIN)
 

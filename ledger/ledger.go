@@ -186,13 +186,9 @@ type Ledger struct {
 	readOnly bool
 	signing  signing
 
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt // see preparedTx
-	// wconn is the one connection SQLite write transactions run on, held
-	// from the first write on (under the writer mutex), and wtx the write
-	// transaction open on it: see preparedTx.
-	wconn *sql.Conn
-	wtx   *sql.Tx
+	stmtMu  sync.Mutex
+	stmts   map[string]*sql.Stmt                   // see preparedTx
+	pending map[string]func(context.Context) error // statements to prepare before the next write
 
 	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
 	// publishing counts witness copies under way (see publish).
@@ -477,10 +473,6 @@ func (l *Ledger) Close() error {
 	}
 	l.stmts = nil
 	l.stmtMu.Unlock()
-	if l.wconn != nil {
-		l.wconn.Close()
-		l.wconn = nil
-	}
 	err := l.store.close()
 	if l.flock != nil {
 		if cerr := l.flock.Close(); err == nil {
@@ -537,13 +529,11 @@ func (l *Ledger) trimWAL() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	c := l.wconn
-	if c == nil {
-		if c, err = l.db.Conn(ctx); err != nil {
-			return
-		}
-		defer c.Close()
+	c, err := l.db.Conn(ctx)
+	if err != nil {
+		return
 	}
+	defer c.Close()
 	if _, err := c.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
 		return
 	}

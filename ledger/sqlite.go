@@ -128,45 +128,68 @@ type execer interface {
 }
 
 // preparedTx runs a write transaction's statements through statements the
-// ledger prepares once, so that the write path does not parse the same SQL
-// again on every call. On SQLite they are prepared on the connection every
-// write transaction runs on (sqliteStore.begin) and run on it directly,
-// inside the transaction open there; preparing them on the pool instead
-// would open a second connection while the transaction holds the first.
+// ledger prepares once on the pool, which database/sql keeps prepared per
+// connection, so that the write path does not parse the same SQL again on
+// every call. A statement not prepared yet runs through the transaction as
+// SQL and is prepared before the next write begins (sqliteStore.begin):
+// preparing it on the pool now, while the transaction holds the pool's only
+// connection, would open a second one (its settings applied, the schema
+// parsed and the WAL opened again).
 type preparedTx struct {
 	l  *Ledger
 	tx *sql.Tx
 }
 
-// errUnprepared: the statement runs through the transaction itself.
-var errUnprepared = errors.New("ledger: statement not prepared on the write connection")
+// errUnprepared: the statement runs through the transaction as SQL.
+var errUnprepared = errors.New("ledger: statement not prepared yet")
 
-// PrepareContext is query prepared on the write connection. It fails with
-// errUnprepared where the statement must run through tx itself: a driver
-// that caches statements per connection (pgx; a statement prepared on the
-// transaction would be deallocated at its end, one more round trip for
-// each, and parsed again by the next), or a transaction not begun on the
-// write connection. The callers run the statement through tx on any error,
-// and tx reports a statement that does not prepare.
+// PrepareContext is query as a statement of tx, from the statement prepared
+// on the pool. It fails with errUnprepared where the statement runs through
+// tx as SQL: one not prepared yet (it is noted, for preparePending), or a
+// driver that caches statements per connection itself (pgx; a statement
+// prepared on the transaction would be deallocated at its end, one more
+// round trip for each, and parsed again by the next).
 func (p preparedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
 	l := p.l
-	if l.store.cachesStatements() || l.wconn == nil || p.tx != l.wtx {
+	if l.store.cachesStatements() {
 		return nil, errUnprepared
 	}
 	l.stmtMu.Lock()
+	st := l.stmts[query]
+	if st == nil {
+		if l.pending == nil {
+			l.pending = map[string]func(context.Context) error{}
+		}
+		l.pending[query] = func(ctx context.Context) error {
+			st, err := l.db.PrepareContext(ctx, query)
+			if err == nil {
+				l.stmts[query] = st
+			}
+			return err
+		}
+	}
+	l.stmtMu.Unlock()
+	if st == nil {
+		return nil, errUnprepared
+	}
+	return p.tx.StmtContext(ctx, st), nil
+}
+
+// preparePending prepares on the pool the statements noted by
+// PrepareContext. One that does not prepare is left to run as SQL.
+func (l *Ledger) preparePending(ctx context.Context) {
+	l.stmtMu.Lock()
 	defer l.stmtMu.Unlock()
-	if st := l.stmts[query]; st != nil {
-		return st, nil
+	for query, prepare := range l.pending {
+		delete(l.pending, query)
+		if l.stmts[query] != nil {
+			continue
+		}
+		if l.stmts == nil {
+			l.stmts = map[string]*sql.Stmt{}
+		}
+		_ = prepare(ctx)
 	}
-	st, err := l.wconn.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if l.stmts == nil {
-		l.stmts = map[string]*sql.Stmt{}
-	}
-	l.stmts[query] = st
-	return st, nil
 }
 
 func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {

@@ -3,8 +3,6 @@ package ledger
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -88,33 +86,13 @@ func (s sqliteStore) kind() string { return "sqlite" }
 
 func (s sqliteStore) lockWriter(ctx context.Context) (func(), error) { return s.l.flockWriter(ctx) }
 
-// begin runs every write transaction on one connection, taken from the
-// pool at the first write and kept: the statements the write path prepares
-// then live on it (see preparedTx), and a CLI process, whose open leaves
-// exactly one connection in the pool, never opens a second one (each
-// costs the connection's settings, the schema parsed again and the WAL's
-// directory opened). Callers hold the writer mutex, or are alone (open).
+// begin first prepares on the pool the statements the last write ran
+// unprepared (see preparedTx), while no transaction holds a connection, so
+// that they land on the connection the transaction then takes (a CLI
+// process has exactly one), instead of opening another one.
 func (s sqliteStore) begin(ctx context.Context) (*sql.Tx, error) {
-	l := s.l
-	if l.wconn == nil {
-		c, err := l.db.Conn(ctx)
-		if err != nil {
-			return nil, err
-		}
-		l.wconn = c
-	}
-	tx, err := l.wconn.BeginTx(ctx, nil)
-	if err != nil {
-		if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
-			// A connection the driver gave up on: let it go, so that the
-			// next write takes a fresh one.
-			l.wconn.Close()
-			l.wconn = nil
-		}
-		return nil, err
-	}
-	l.wtx = tx
-	return tx, nil
+	s.l.preparePending(ctx)
+	return s.l.db.BeginTx(ctx, nil)
 }
 
 func (s sqliteStore) clock(context.Context, querier) (time.Time, error) { return s.l.now().UTC(), nil }

@@ -32,3 +32,38 @@ func TestJobProcessesNeverAnswersNoneFromAnOldScan(t *testing.T) {
 		t.Fatalf("job processes of another request id: %v", got)
 	}
 }
+
+func TestEnvValue(t *testing.T) {
+	key := []byte("\x00" + JobEnv + "=")
+	for _, c := range []struct {
+		env  string
+		want string
+		ok   bool
+	}{
+		{JobEnv + "=req_a\x00PATH=/bin\x00", "req_a", true},
+		{"PATH=/bin\x00" + JobEnv + "=req_b\x00HOME=/\x00", "req_b", true},
+		{"PATH=/bin\x00" + JobEnv + "=req_c", "req_c", true},
+		{"PATH=/bin\x00X" + JobEnv + "=req_d\x00", "", false},
+		{"PATH=/bin\x00" + JobEnv + "=\x00", "", true},
+		{"", "", false},
+		{JobEnv + "=req_e\x00" + JobEnv + "=req_f\x00", "req_e", true},
+	} {
+		got, ok := envValue([]byte(c.env), key)
+		if got != c.want || ok != c.ok {
+			t.Errorf("envValue(%q) = %q, %v; want %q, %v", c.env, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestScanJobsFindsAChild(t *testing.T) {
+	id := "req_scanjobs_test"
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), JobEnv+"="+id)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if got := scanJobs()[id]; len(got) != 1 || got[0] != cmd.Process.Pid {
+		t.Fatalf("scanJobs()[%q] = %v, want [%d]", id, got, cmd.Process.Pid)
+	}
+}

@@ -89,7 +89,7 @@ func (p *procProbe) JobProcesses(requestID string) []int {
 	}
 	// "None" always comes from a scan made now: one made earlier may
 	// predate a process the job started since.
-	p.jobs, p.at = scanJobs(), time.Now()
+	p.jobs, p.at = scanJobs(0), time.Now()
 	return p.jobs[requestID]
 }
 
@@ -97,8 +97,9 @@ func (p *procProbe) JobProcesses(requestID string) []int {
 // processes carrying it. It reads every process's environment, so it runs
 // once at the end of each `run`: each file is read with plain open, read and
 // close into one buffer (os.ReadFile would stat it, register it with the
-// poller and allocate for each), and searched for the key in place.
-func scanJobs() map[string][]int {
+// poller and allocate for each), and searched for the key in place. Pids
+// at or below floor are skipped (see ForkMark).
+func scanJobs(floor int) map[string][]int {
 	jobs := map[string][]int{}
 	d, err := os.Open("/proc")
 	if err != nil {
@@ -114,7 +115,7 @@ func scanJobs() map[string][]int {
 	buf := make([]byte, 64<<10)
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil || pid == self {
+		if err != nil || pid == self || pid <= floor {
 			continue
 		}
 		var env []byte

@@ -15,7 +15,7 @@ VERSION_FLAGS  = $(if $(GIT_COMMIT),-X $(CLIPKG).buildCommit=$(GIT_COMMIT) -X $(
                  $(if $(GIT_VERSION),-X $(CLIPKG).buildVersion=$(GIT_VERSION))
 
 build:
-	$(GO) build -ldflags '$(strip $(VERSION_FLAGS))' -o $(BIN) .
+	CGO_ENABLED=0 $(GO) build -ldflags '$(strip $(VERSION_FLAGS))' -o $(BIN) .
 
 ## test: vet, then every package (unit and end-to-end) under the race detector
 test: vet
@@ -33,7 +33,7 @@ demo: build
 docs-screenshot: build
 	bash scripts/timeline-screenshot.sh $(BIN) docs/timeline.png
 
-## bench: build, then measure against flock(1), the raw commit rate, a 1,000,000-event ledger and PostgreSQL (a throwaway cluster)
+## bench: build, then measure against flock(1), the raw commit rate, sqlite3 on a 1,000,000-event ledger and PostgreSQL (a throwaway cluster)
 bench: build
 	$(GO) run ./internal/cmd/bench -bin $(BIN)
 

@@ -315,6 +315,9 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 	// child is started and waited for on one locked OS thread.
 	started := make(chan error, 1)
 	exited := make(chan error, 1)
+	// Marked before the command starts: its leftovers were all created
+	// after this, which lets the scan for them skip older processes.
+	mark := ledger.MarkForks()
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -364,7 +367,7 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 			_ = unix.Kill(-pgid, unix.SIGKILL)
 		case <-exited: // the exit status is in ProcessState
 			code := exitCode(cmd.ProcessState)
-			stopLeftovers(record, o, lease, pgid, grace, sigs)
+			stopLeftovers(record, o, lease, pgid, grace, sigs, mark)
 			return code, st, nil
 		}
 	}
@@ -376,7 +379,7 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 // KILL after grace (at once if run is signalled meanwhile). With
 // --leave-running they are left alone. Either way the processes found are
 // recorded as job_processes, before the release, within record's deadline.
-func stopLeftovers(record context.Context, o *runOptions, lease *ledger.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal) {
+func stopLeftovers(record context.Context, o *runOptions, lease *ledger.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal, mark ledger.ForkMark) {
 	id := lease.RequestID()
 	p := events.JobProcessesPayload{JobRequestID: id}
 	if o.leave {
@@ -394,7 +397,7 @@ func stopLeftovers(record context.Context, o *runOptions, lease *ledger.Lease, p
 			case <-ctx.Done():
 			}
 		}()
-		stopped := ledger.StopJob(ctx, id, pgid, grace)
+		stopped := ledger.StopJobSince(ctx, id, pgid, grace, mark)
 		cancel()
 		watching.Wait()
 		p.PIDs, p.Action, p.Note = stopped.PIDs, events.JobTerminated, "outlived the command; stopped with TERM"

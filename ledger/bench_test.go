@@ -61,3 +61,30 @@ func BenchmarkRawTwoCommits(b *testing.B) {
 		commit(`INSERT INTO t (v) VALUES (?)`, row)
 	}
 }
+
+// BenchmarkOpenDetach is what every writing CLI process does before and
+// after its decision: open an existing ledger (one connection, the checks
+// of its tables, settings and schema version, its id) and detach.
+func BenchmarkOpenDetach(b *testing.B) {
+	ctx := context.Background()
+	root := b.TempDir()
+	l, err := Open(ctx, root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l, err := Open(ctx, root, MustExist())
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Close rather than Detach: the benchmark's process stays, and
+		// each Open must find the ledger as the next process would.
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

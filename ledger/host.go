@@ -89,35 +89,88 @@ func (p *procProbe) JobProcesses(requestID string) []int {
 	}
 	// "None" always comes from a scan made now: one made earlier may
 	// predate a process the job started since.
-	p.jobs, p.at = scanJobs(), time.Now()
+	p.jobs, p.at = scanJobs(0), time.Now()
 	return p.jobs[requestID]
 }
 
-func scanJobs() map[string][]int {
+// scanJobs maps each LOCKLEDGER_REQUEST_ID value found in /proc to the
+// processes carrying it. It reads every process's environment, so it runs
+// once at the end of each `run`: each file is read with plain open, read and
+// close into one buffer (os.ReadFile would stat it, register it with the
+// poller and allocate for each), and searched for the key in place. Pids
+// at or below floor are skipped (see ForkMark).
+func scanJobs(floor int) map[string][]int {
 	jobs := map[string][]int{}
-	entries, err := os.ReadDir("/proc")
+	d, err := os.Open("/proc")
 	if err != nil {
 		return jobs
 	}
-	key := []byte(JobEnv + "=")
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return jobs
+	}
+	key := []byte("\x00" + JobEnv + "=")
 	self := os.Getpid()
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
+	buf := make([]byte, 64<<10)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == self || pid <= floor {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
+		var env []byte
+		if env, buf = readEnviron("/proc/"+name+"/environ", buf); len(env) == 0 {
 			continue
 		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if id, ok := bytes.CutPrefix(kv, key); ok {
-				jobs[string(id)] = append(jobs[string(id)], pid)
-				break
-			}
+		if id, ok := envValue(env, key); ok {
+			jobs[id] = append(jobs[id], pid)
 		}
 	}
 	return jobs
+}
+
+// readEnviron reads path whole into buf, grown as needed; nil when it
+// cannot be read (gone, another user's, a kernel thread's empty one).
+func readEnviron(path string, buf []byte) (env, grown []byte) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, buf
+	}
+	defer unix.Close(fd)
+	n := 0
+	for {
+		if n == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+		k, err := unix.Read(fd, buf[n:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, buf
+		}
+		if k == 0 {
+			return buf[:n], buf
+		}
+		n += k
+	}
+}
+
+// envValue is the value of the first variable key names in env (NUL
+// separated); key is "\x00NAME=", so that a match starts a variable.
+func envValue(env, key []byte) (string, bool) {
+	i := 0
+	if !bytes.HasPrefix(env, key[1:]) {
+		if i = bytes.Index(env, key); i < 0 {
+			return "", false
+		}
+		i++
+	}
+	v := env[i+len(key)-1:]
+	if end := bytes.IndexByte(v, 0); end >= 0 {
+		v = v[:end]
+	}
+	return string(v), true
 }
 
 func (*procProbe) Probe(pid int) (Liveness, string) {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -42,7 +44,10 @@ func JobPIDs(requestID string) []int {
 
 // jobPIDs maps each process carrying one of requestIDs (as JobPIDs finds
 // them, from one scan of /proc) to the request id it carries.
-func jobPIDs(requestIDs ...string) map[int]string {
+func jobPIDs(requestIDs ...string) map[int]string { return jobPIDsAbove(0, requestIDs...) }
+
+// jobPIDsAbove is jobPIDs looking only at pids above floor (see ForkMark).
+func jobPIDsAbove(floor int, requestIDs ...string) map[int]string {
 	out := map[int]string{}
 	var scan map[string][]int
 	for _, id := range requestIDs {
@@ -50,7 +55,7 @@ func jobPIDs(requestIDs ...string) map[int]string {
 			continue
 		}
 		if scan == nil {
-			scan = scanJobs()
+			scan = scanJobs(floor)
 		}
 		for _, pid := range scan[id] {
 			out[pid] = id
@@ -80,6 +85,7 @@ func ancestors() map[int]bool {
 // zombie.
 type jobWatch struct {
 	requestIDs []string
+	since      ForkMark       // processes created before it are not looked at
 	start      map[int]string // pid -> its start time, when first seen
 	job        map[int]string // pid -> the request id it carries
 	seen       []int          // in order of first sight
@@ -91,7 +97,7 @@ func newJobWatch(requestIDs ...string) *jobWatch {
 
 // look scans again and returns the jobs' processes still running.
 func (w *jobWatch) look() []int {
-	found := jobPIDs(w.requestIDs...)
+	found := jobPIDsAbove(w.since.floor(), w.requestIDs...)
 	for _, pid := range slices.Sorted(maps.Keys(found)) {
 		if _, ok := w.start[pid]; ok {
 			continue
@@ -136,8 +142,18 @@ type JobStop struct {
 // gets KILL. Processes the job starts meanwhile are stopped too. It returns
 // when nothing is left, or when KILL has had killSettle to take effect.
 func StopJob(ctx context.Context, requestID string, pgid int, grace time.Duration) JobStop {
+	return StopJobSince(ctx, requestID, pgid, grace, ForkMark{})
+}
+
+// StopJobSince is StopJob for a job whose command was started after since
+// was marked: a process created before then cannot carry the job's request
+// id, so where the kernel's pids have not wrapped around since, the scans
+// read only the environments of processes created after the mark (every
+// other one, on a busy host most of /proc, is skipped).
+func StopJobSince(ctx context.Context, requestID string, pgid int, grace time.Duration, since ForkMark) JobStop {
 	var st JobStop
 	w := newJobWatch(requestID)
+	w.since = since
 	termed := map[int]bool{}
 	deadline := time.Now().Add(grace)
 	var killing time.Time // when KILL began; zero before
@@ -177,6 +193,89 @@ func StopJob(ctx context.Context, requestID string, pgid int, grace time.Duratio
 	st.PIDs = w.all()
 	return st
 }
+
+// ForkMark is where the kernel's pid allocation stood at one moment: the
+// count of forks since boot, then the last pid allocated. Every process
+// created after the mark has a pid above that last pid, unless pid
+// allocation wrapped past pid_max since, which takes at least as many
+// forks as there were pids above it; floor tells which case holds.
+type ForkMark struct {
+	forks   uint64
+	lastPID int
+}
+
+// MarkForks marks now; the zero ForkMark (no floor) where /proc does not
+// tell. The fork count is read first, so that forks between the two reads
+// are counted (which can only make floor more careful).
+func MarkForks() ForkMark {
+	forks, ok := forkCount()
+	if !ok {
+		return ForkMark{}
+	}
+	last, ok := lastPID()
+	if !ok {
+		return ForkMark{}
+	}
+	return ForkMark{forks: forks, lastPID: last}
+}
+
+// floor is the pid at or below which no process created since m lies
+// (0: any pid may be new: no mark, or too many forks since to rule out a
+// wrap-around). Forks count threads too, which also take pids.
+func (m ForkMark) floor() int {
+	if m.lastPID <= 0 {
+		return 0
+	}
+	now, ok := forkCount()
+	max := pidMax()
+	if !ok || max <= m.lastPID || now < m.forks || now-m.forks >= uint64(max-m.lastPID) {
+		return 0
+	}
+	return m.lastPID
+}
+
+// forkCount is the "processes" line of /proc/stat: forks since boot.
+func forkCount() (uint64, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "processes "); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// lastPID is the last pid allocated in this pid namespace (/proc/loadavg's
+// last field).
+func lastPID() (int, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 5 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(f[4])
+	return n, err == nil && n > 0
+}
+
+// pidMax is /proc/sys/kernel/pid_max; 0 where it cannot be read.
+var pidMax = sync.OnceValue(func() int {
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return n
+})
 
 // pause waits one poll interval; cancellable says ctx may cut it short.
 func pause(ctx context.Context, cancellable bool) {

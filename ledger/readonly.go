@@ -95,11 +95,7 @@ func (l *Ledger) openDBReadOnly(ctx context.Context, path string, immutable bool
 }
 
 func (l *Ledger) prepareReadOnly(ctx context.Context, db *sql.DB, path string) error {
-	empty, err := checkTables(ctx, db, path)
-	if err != nil {
-		return err
-	}
-	cur, err := migrations.Current(ctx, db)
+	empty, cur, err := checkTables(ctx, db, path)
 	if err != nil {
 		return err
 	}

@@ -243,39 +243,42 @@ func (l *Ledger) precheck(ctx context.Context, dbPath string) error {
 		return nil
 	}
 	defer db.Close()
-	if _, err := checkTables(ctx, db, dbPath); errors.Is(err, ErrNotALedger) {
+	if _, _, err := checkTables(ctx, db, dbPath); errors.Is(err, ErrNotALedger) {
 		return err
 	}
 	return nil // anything else is for the writable open to find and report
 }
 
 // checkTables refuses a database whose tables are not the ledger's, and
-// reports whether it has none at all (a new database).
-func checkTables(ctx context.Context, q querier, path string) (empty bool, err error) {
+// reports whether it has none at all (a new database) and its schema
+// version as schema_migrations records it (0 for none), read here anyway
+// so that opening does not ask again.
+func checkTables(ctx context.Context, q querier, path string) (empty bool, version int, err error) {
 	rows, err := q.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	defer rows.Close()
 	var names []string
 	for rows.Next() {
 		var n string
 		if err := rows.Scan(&n); err != nil {
-			return false, err
+			return false, 0, err
 		}
 		names = append(names, n)
 	}
 	if err := rows.Err(); err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if len(names) == 0 {
-		return true, nil
+		return true, 0, nil
 	}
 	ours, err := migrations.Tables()
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	var foreign []string
+	var verr error
 	hasMigrations := false
 	for _, n := range names {
 		hasMigrations = hasMigrations || n == "schema_migrations"
@@ -285,18 +288,21 @@ func checkTables(ctx context.Context, q querier, path string) (empty bool, err e
 	}
 	if hasMigrations {
 		// A newer lockledger's tables are named by the version check.
-		if cur, err := currentVersion(ctx, q); err == nil && cur > migrations.Latest() {
-			return false, nil
+		// An error here is reported below, once the tables are known
+		// to be the ledger's (another application's come first).
+		version, verr = currentVersion(ctx, q)
+		if verr == nil && version > migrations.Latest() {
+			return false, version, nil
 		}
 	}
 	if !hasMigrations || len(foreign) > 0 {
 		if len(foreign) == 0 {
 			foreign = names
 		}
-		return false, fmt.Errorf("ledger: %s: %w: it is an SQLite database of another application (tables %s); lockledger adds nothing to it",
+		return false, 0, fmt.Errorf("ledger: %s: %w: it is an SQLite database of another application (tables %s); lockledger adds nothing to it",
 			path, ErrNotALedger, clip(strings.Join(foreign, ", "), 200))
 	}
-	return false, nil
+	return false, version, verr
 }
 
 func currentVersion(ctx context.Context, q querier) (int, error) {

@@ -64,25 +64,19 @@ func IsTransient(err error) bool {
 	return isBusy(err) || errors.Is(err, errWriterBusy) || pgTransient(err)
 }
 
-// checkPragmas verifies the settings the ledger's guarantees rest on.
-func checkPragmas(ctx context.Context, db *sql.DB) error {
-	var mode string
-	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
-		return err
-	}
+// checkPragmas verifies the settings the ledger's guarantees rest on: the
+// journal mode that switching to WAL answered, and what the DSN set on the
+// connection, read back in one statement.
+func checkPragmas(ctx context.Context, db *sql.DB, mode string) error {
 	if mode != "wal" {
 		return fmt.Errorf("ledger: journal_mode is %q, want wal", mode)
 	}
-	var sync int
-	if err := db.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+	var sync, busy int
+	if err := db.QueryRowContext(ctx, `SELECT * FROM pragma_synchronous, pragma_busy_timeout`).Scan(&sync, &busy); err != nil {
 		return err
 	}
 	if sync != 2 {
 		return fmt.Errorf("ledger: synchronous is %d, want 2 (FULL)", sync)
-	}
-	var busy int
-	if err := db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy); err != nil {
-		return err
 	}
 	if busy <= 0 {
 		return fmt.Errorf("ledger: busy_timeout is %d, want > 0", busy)
@@ -135,64 +129,89 @@ type execer interface {
 }
 
 // preparedTx runs a write transaction's statements through statements the
-// ledger prepares once and database/sql keeps prepared per connection, so
-// that the write path does not parse the same SQL again on every call.
+// ledger prepares once on the pool, which database/sql keeps prepared per
+// connection, so that the write path does not parse the same SQL again on
+// every call. A statement not prepared yet runs through the transaction as
+// SQL and is prepared before the next write begins (sqliteStore.begin):
+// preparing it on the pool now, while the transaction holds the pool's only
+// connection, would open a second one (its settings applied, the schema
+// parsed and the WAL opened again).
 type preparedTx struct {
 	l  *Ledger
 	tx *sql.Tx
 }
 
+// errUnprepared: the statement runs through the transaction as SQL.
+var errUnprepared = errors.New("ledger: statement not prepared yet")
+
+// PrepareContext is query as a statement of tx, from the statement prepared
+// on the pool. It fails with errUnprepared where the statement runs through
+// tx as SQL: one not prepared yet (it is noted, for preparePending), or a
+// driver that caches statements per connection itself (pgx; a statement
+// prepared on the transaction would be deallocated at its end, one more
+// round trip for each, and parsed again by the next).
 func (p preparedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	p.l.stmtMu.Lock()
-	defer p.l.stmtMu.Unlock()
-	st := p.l.stmts[query]
+	l := p.l
+	if l.store.cachesStatements() {
+		return nil, errUnprepared
+	}
+	l.stmtMu.Lock()
+	st := l.stmts[query]
 	if st == nil {
-		var err error
-		if st, err = p.l.db.PrepareContext(ctx, query); err != nil {
-			return nil, err
+		if l.pending == nil {
+			l.pending = map[string]func(context.Context) error{}
 		}
-		if p.l.stmts == nil {
-			p.l.stmts = map[string]*sql.Stmt{}
+		l.pending[query] = func(ctx context.Context) error {
+			st, err := l.db.PrepareContext(ctx, query)
+			if err == nil {
+				l.stmts[query] = st
+			}
+			return err
 		}
-		p.l.stmts[query] = st
+	}
+	l.stmtMu.Unlock()
+	if st == nil {
+		return nil, errUnprepared
 	}
 	return p.tx.StmtContext(ctx, st), nil
 }
 
-// A driver that caches statements per connection itself (pgx) is given
-// the SQL: a statement prepared on the transaction would be deallocated
-// at its end, one more round trip for each, and parsed again by the next.
+// preparePending prepares on the pool the statements noted by
+// PrepareContext. One that does not prepare is left to run as SQL.
+func (l *Ledger) preparePending(ctx context.Context) {
+	l.stmtMu.Lock()
+	defer l.stmtMu.Unlock()
+	for query, prepare := range l.pending {
+		delete(l.pending, query)
+		if l.stmts[query] != nil {
+			continue
+		}
+		if l.stmts == nil {
+			l.stmts = map[string]*sql.Stmt{}
+		}
+		_ = prepare(ctx)
+	}
+}
+
 func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if p.l.store.cachesStatements() {
-		return p.tx.QueryRowContext(ctx, query, args...)
+	if st, err := p.PrepareContext(ctx, query); err == nil {
+		return st.QueryRowContext(ctx, args...)
 	}
-	st, err := p.PrepareContext(ctx, query)
-	if err != nil {
-		return p.tx.QueryRowContext(ctx, query, args...)
-	}
-	return st.QueryRowContext(ctx, args...)
+	return p.tx.QueryRowContext(ctx, query, args...)
 }
 
 func (p preparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if p.l.store.cachesStatements() {
-		return p.tx.QueryContext(ctx, query, args...)
+	if st, err := p.PrepareContext(ctx, query); err == nil {
+		return st.QueryContext(ctx, args...)
 	}
-	st, err := p.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
+	return p.tx.QueryContext(ctx, query, args...)
 }
 
 func (p preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if p.l.store.cachesStatements() {
-		return p.tx.ExecContext(ctx, query, args...)
+	if st, err := p.PrepareContext(ctx, query); err == nil {
+		return st.ExecContext(ctx, args...)
 	}
-	st, err := p.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
+	return p.tx.ExecContext(ctx, query, args...)
 }
 
 func scanRow(s scanner) (*row, error) {

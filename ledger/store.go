@@ -86,7 +86,14 @@ func (s sqliteStore) kind() string { return "sqlite" }
 
 func (s sqliteStore) lockWriter(ctx context.Context) (func(), error) { return s.l.flockWriter(ctx) }
 
-func (s sqliteStore) begin(ctx context.Context) (*sql.Tx, error) { return s.l.db.BeginTx(ctx, nil) }
+// begin first prepares on the pool the statements the last write ran
+// unprepared (see preparedTx), while no transaction holds a connection, so
+// that they land on the connection the transaction then takes (a CLI
+// process has exactly one), instead of opening another one.
+func (s sqliteStore) begin(ctx context.Context) (*sql.Tx, error) {
+	s.l.preparePending(ctx)
+	return s.l.db.BeginTx(ctx, nil)
+}
 
 func (s sqliteStore) clock(context.Context, querier) (time.Time, error) { return s.l.now().UTC(), nil }
 

@@ -258,8 +258,21 @@ func TestPostgresWritersKilledMidTransactionLeaveNoGap(t *testing.T) {
 		}
 		t.Logf("round %d: %d events", round, count())
 	}
-	if r := hosts[0].run(t, "verify"); r.Code != 0 {
-		t.Fatalf("verify after the kills: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	overlaps, err := replay.Overlaps(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range overlaps {
+		t.Errorf("two holders: %s", o)
+	}
+	// A release killed before its commit left the lock held and its file
+	// gone, as on SQLite (e2e/crash_test.go): project settles each host's
+	// files, and refuses if the log itself is damaged.
+	for _, h := range hosts {
+		h.must(t, 0, "project")
+	}
+	for _, h := range hosts {
+		h.must(t, 0, "verify")
 	}
 	// A holder killed while holding is dead to its own host, which takes
 	// the lock over (another host judges it by its TTL alone: held).

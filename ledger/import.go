@@ -33,6 +33,9 @@ const importBatch = 200
 // writer mutex is held throughout, so that nothing is appended to it
 // meanwhile; writers must then be pointed at l. Verify l afterwards.
 func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error) {
+	if l.readOnly {
+		return nil, fmt.Errorf("ledger %s: import: %w", l.where(), ErrReadOnly)
+	}
 	unlockFrom, err := from.lockWriter(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: import: the source's writer mutex: %w", err)
@@ -43,11 +46,18 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 		return nil, err
 	}
 	defer src.Rollback()
-	unlock, err := l.lockWriter(ctx)
-	if err != nil {
-		return nil, err
+	if l.root == from.root {
+		// One root: from's writer mutex is this root's too (flock would
+		// refuse it to a second descriptor of the same process).
+		l.mu.Lock()
+		defer l.mu.Unlock()
+	} else {
+		unlock, err := l.lockWriter(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	tx, _, err := l.beginWrite(ctx)
 	if err != nil {
 		return nil, err

@@ -499,7 +499,13 @@ func (l *Ledger) Detach() error {
 	}
 	l.closed = true
 	if s, ok := l.store.(*pgStore); ok {
-		return s.closeWithin(detachWait)
+		err := s.closeWithin(detachWait)
+		if l.flock != nil {
+			if cerr := l.flock.Close(); err == nil {
+				err = cerr
+			}
+		}
+		return err
 	}
 	if l.flock == nil {
 		return nil
@@ -562,8 +568,19 @@ func (l *Ledger) openShared(ctx context.Context, c *config) error {
 		if err := ensureDir(l.files.dir); err != nil {
 			return fmt.Errorf("ledger: locks directory: %w", err)
 		}
+		f, err := openPrivate(filepath.Join(l.root, WriterMux))
+		if err != nil {
+			return fmt.Errorf("ledger: writer mutex: %w", err)
+		}
+		l.flock = f
 	}
-	return l.openPostgres(ctx, c)
+	if err := l.openPostgres(ctx, c); err != nil {
+		if l.flock != nil {
+			l.flock.Close()
+		}
+		return err
+	}
+	return nil
 }
 
 // Source names the ledger's database: ROOT/ledger.db, or the PostgreSQL

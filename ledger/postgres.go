@@ -49,9 +49,11 @@ type pgStore struct {
 
 func (s *pgStore) kind() string { return "postgres" }
 
-// lockWriter has nothing to take outside the database: begin takes the
-// serialisation point.
-func (s *pgStore) lockWriter(context.Context) (func(), error) { return func() {}, nil }
+// lockWriter takes this host's writer mutex (flock on ROOT/writer.flock),
+// as on SQLite: it covers what a decision does to this host's lock files
+// after its commit (the journal's removal), which the database's lock,
+// released at the commit, does not. Other hosts have files of their own.
+func (s *pgStore) lockWriter(ctx context.Context) (func(), error) { return s.l.flockWriter(ctx) }
 
 // writerLock is the transaction-level advisory lock that serialises the
 // writers of the ledger in the connection's schema. It stands for the

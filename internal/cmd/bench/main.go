@@ -28,7 +28,7 @@ var (
 	pairs   = flag.Int("pairs", 40, "alternated CLI pairs per comparison")
 	libTime = flag.Duration("lib-time", 3*time.Second, "time per library measurement round")
 	nEvents = flag.Int("events", 1_000_000, "events in the scale ledger (0 skips the scale rows)")
-	only    = flag.String("only", "", "comma-separated row groups to run: cli,lib,scale,contention,pg")
+	only    = flag.String("only", "", "comma-separated row groups to run: cli,lib,scale,contention,pg,page")
 	// A contention worker is this program run again with these flags,
 	// given separately so that no value (a URL has colons) needs escaping.
 	workerCycles   = flag.Int("worker-cycles", 0, "internal: run this many contention cycles as a worker and exit")
@@ -104,6 +104,10 @@ func main() {
 	if want("pg") {
 		fmt.Fprintln(os.Stderr, "PostgreSQL, each against its reference on the same server:")
 		benchPostgres(tmp)
+	}
+	if want("page") {
+		fmt.Fprintln(os.Stderr, "The timeline page in a browser:")
+		benchPage(tmp)
 	}
 	print(time.Since(start))
 }

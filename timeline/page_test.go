@@ -425,3 +425,48 @@ func TestManyHoldingsAreAggregatedAndThePageSaysSo(t *testing.T) {
 		t.Errorf("the page does not say it aggregated")
 	}
 }
+
+// Readers held at once are stacked in their lane's bar, one row each;
+// a writer after them gets the whole bar.
+func TestSharedHoldingsAreStackedInTheirLane(t *testing.T) {
+	p := &timeline.Page{Generated: t0, Describe: func(*replay.Event) string { return "" }}
+	fold := replay.NewHoldingFold()
+	at := t0
+	add := func(typ events.Type, rid string, shared bool) {
+		at = at.Add(time.Second)
+		ev := &replay.Event{Envelope: events.Envelope{Seq: int64(len(p.Events) + 1), Type: typ, At: events.FormatTime(at),
+			LockName: "db", RequestID: rid, Actor: rid, HostID: "h", PID: 1}, Time: at, Hash: fmt.Sprintf("%064x", len(p.Events)+1),
+			Result: events.ResultSuccess, TTLSeconds: 60}
+		if shared {
+			ev.Mode = events.ModeShared
+		}
+		fold.Apply(ev)
+		p.Events = append(p.Events, ev)
+	}
+	add(events.LockAcquired, "r1", true)
+	add(events.LockAcquired, "r2", true)
+	add(events.LockReleased, "r1", false)
+	add(events.LockReleased, "r2", false)
+	add(events.LockAcquired, "w", false)
+	p.Holdings = append(fold.Closed, fold.Open()...)
+	var b bytes.Buffer
+	if err := timeline.WriteSVG(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	bars := map[string]node{}
+	for _, n := range parseSVG(t, b.Bytes()) {
+		if n.name == "rect" && n.class("b") {
+			bars[n.attrs["data-request-id"]] = n
+		}
+	}
+	r1, r2, w := bars["r1"], bars["r2"], bars["w"]
+	if !r1.class("shared") || !r2.class("shared") || w.class("shared") {
+		t.Fatalf("classes: r1 %q, r2 %q, w %q", r1.attrs["class"], r2.attrs["class"], w.attrs["class"])
+	}
+	if r1.attrs["y"] == r2.attrs["y"] {
+		t.Errorf("two readers held at once drawn on one row (y %s)", r1.attrs["y"])
+	}
+	if r1.attrs["height"] == w.attrs["height"] {
+		t.Errorf("a reader's bar is as tall as the writer's (%s): the lane's rows are not split", w.attrs["height"])
+	}
+}

@@ -88,17 +88,61 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// maxTracks bounds the rows a lane's overlapping shared holdings are
+// stacked in; more wrap around.
+const maxTracks = 4
+
+// sharedTracks gives each shared holding a row within its lane's bar, so
+// that readers and semaphore slots held at once are drawn one above the
+// other (the first row whose last holding ended before it began), and
+// each lane's number of rows.
+func sharedTracks(l *layout) (track map[*replay.Holding]int, rows map[string]int) {
+	track, rows = map[*replay.Holding]int{}, map[string]int{}
+	ends := map[string][]time.Time{}
+	for _, h := range l.p.Holdings {
+		if !h.Shared {
+			continue
+		}
+		end, _ := l.holdingEnd(h)
+		rs := ends[h.Lock]
+		t := len(rs)
+		for i, e := range rs {
+			if !e.After(h.Start()) {
+				t = i
+				break
+			}
+		}
+		if t == len(rs) {
+			if t == maxTracks {
+				t = len(track) % maxTracks
+			} else {
+				rs = append(rs, time.Time{})
+			}
+		}
+		rs[t] = end
+		ends[h.Lock], track[h] = rs, t
+		rows[h.Lock] = len(rs)
+	}
+	return track, rows
+}
+
 func writeBars(w *bufio.Writer, l *layout) {
+	track, rows := sharedTracks(l)
 	for _, h := range l.p.Holdings {
 		end, open := l.holdingEnd(h)
 		x0, x1 := l.x(h.Start()), l.x(end)
-		y := l.laneTop(h.Lock) + barOff
+		y, height := l.laneTop(h.Lock)+barOff, barH
 		cls := "b"
+		if h.Shared {
+			height = max(barH/rows[h.Lock], 3)
+			y += track[h] * height
+			cls = "b shared"
+		}
 		if open {
-			cls = "b open"
+			cls += " open"
 		}
 		fmt.Fprintf(w, `<rect class="%s" tabindex="0" data-seq="%d" data-request-id="%s" data-actor="%s" x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>`,
-			cls, h.Opened.Seq, esc(h.Opened.RequestID), esc(h.Opened.Actor), x0, y, max(x1-x0, 1.5), barH, l.fill(h.Opened.Actor))
+			cls, h.Opened.Seq, esc(h.Opened.RequestID), esc(h.Opened.Actor), x0, y, max(x1-x0, 1.5), height, l.fill(h.Opened.Actor))
 		if open {
 			// Still held at the window's end: an arrow says the bar goes on.
 			fmt.Fprintf(w, `<path class="open-end" d="M%.1f %dl7 %dl-7 %dz" fill="#000"/>`, x1, y-2, barH/2+2, barH/2+2)

@@ -653,7 +653,9 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 		}
 		h := w.v.holder
 		mine := h != nil && !h.foreign && h.rec.RequestID == id.RequestID && (req.FencingToken == 0 || h.token == req.FencingToken)
-		if !mine && h == nil && req.RequestID != "" {
+		if !mine && (h == nil || h.foreign) && req.RequestID != "" {
+			// Another tool's file beside shared holders blocks acquirers, not
+			// a shared holder's release of its own slot.
 			s, err := w.sharedHolderOf(req.Lock, id.RequestID)
 			if err != nil {
 				return nil, err

@@ -487,14 +487,22 @@ func (w *writeTx) heartbeatShared(s *sharedHolding, id Identity) (*Acquisition, 
 func (w *writeTx) releaseShared(s *sharedHolding, id Identity, req ReleaseRequest) (*ReleaseOutcome, error) {
 	p := &events.Released{HeldDurationSeconds: seconds(w.now.Sub(s.created)), Result: req.Result,
 		FailureStep: req.FailureStep, ExitCode: req.ExitCode, FencingToken: s.token}
-	ev, err := w.append(events.LockReleased, Identity{RequestID: id.RequestID, Actor: s.rec.Actor, PID: s.rec.PID}, p)
+	actor := Identity{RequestID: id.RequestID, Actor: s.rec.Actor, PID: s.rec.PID}
+	if req.Force {
+		// An operator's release of the slot: audited as an exclusive
+		// holder's forced release is, under the operator's name.
+		actor = id
+		p.Forced, p.ReleasedRequestID, p.Note = true, s.rec.RequestID, req.Note
+	}
+	ev, err := w.append(events.LockReleased, actor, p)
 	if err != nil {
 		return nil, err
 	}
 	if err := deleteShared(w.ctx, w.q, s.rec.LockName, s.rec.RequestID); err != nil {
 		return nil, err
 	}
-	return &ReleaseOutcome{Lock: s.rec.LockName, Released: true, Seq: ev.Seq, Result: req.Result, State: events.StateFree}, nil
+	return &ReleaseOutcome{Lock: s.rec.LockName, Released: true, Seq: ev.Seq, Result: req.Result, State: events.StateFree,
+		Forced: p.Forced, ReleasedRequestID: p.ReleasedRequestID}, nil
 }
 
 // SharedHolder is one shared holder of a lock, judged.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,6 +63,45 @@ func parseIntervals(data []byte) ([]holdInterval, error) {
 	return out, nil
 }
 
+// tenureScript is the child a contention test runs under `run`: it logs
+// its start and end (lines parseIntervals reads) to $LOG, with a sleep of
+// the given length between them.
+func tenureScript(sleep string) string {
+	return `echo "start $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$LOG"
+sleep ` + sleep + `
+echo "end $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$LOG"`
+}
+
+// readTenures reads the tenure log at path and fails unless it holds
+// exactly want complete tenures.
+func readTenures(t *testing.T, path string, want int) []holdInterval {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ivs, err := parseIntervals(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ivs) != want {
+		t.Fatalf("%d tenures logged, want %d", len(ivs), want)
+	}
+	return ivs
+}
+
+// assertNoOverlaps fails for every instant replay of db shows two holders.
+func assertNoOverlaps(t *testing.T, db *sql.DB) {
+	t.Helper()
+	overlaps, err := replay.Overlaps(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range overlaps {
+		t.Errorf("two holders: %s", o)
+	}
+}
+
 // intervalProblems sorts the tenures by start and reports every pair that
 // overlaps, and every fencing token that does not increase with the order
 // in which the holders actually ran.
@@ -113,9 +153,7 @@ func TestContentionManyRunWaitersOnOneLock(t *testing.T) {
 	}
 	root := t.TempDir()
 	logFile := filepath.Join(t.TempDir(), "tenures")
-	child := `echo "start $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$LOG"
-sleep 0.02
-echo "end $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$LOG"`
+	child := tenureScript("0.02")
 	start := time.Now()
 	var releaseFailures []string
 	for round := 0; round < rounds; round++ {
@@ -157,27 +195,10 @@ echo "end $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$L
 		}
 	}
 	took := time.Since(start)
-	data, err := os.ReadFile(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ivs, err := parseIntervals(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ivs) != procs*rounds {
-		t.Fatalf("%d tenures logged, want %d", len(ivs), procs*rounds)
-	}
-	for _, p := range intervalProblems(ivs) {
+	for _, p := range intervalProblems(readTenures(t, logFile, procs*rounds)) {
 		t.Error(p)
 	}
-	overlaps, err := replay.Overlaps(context.Background(), clitest.DB(t, root))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range overlaps {
-		t.Errorf("replay: %s", o)
-	}
+	assertNoOverlaps(t, clitest.DB(t, root))
 	counts := map[string]int{}
 	for _, ty := range clitest.Types(t, root) {
 		counts[ty]++

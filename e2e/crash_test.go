@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/internal/clitest"
-	"github.com/lockledger/lockledger/replay"
 )
 
 // crashSeed is LOCKLEDGER_CRASH_SEED, or a fresh one; it is logged so that
@@ -278,13 +277,7 @@ func checkAfterCrashes(t *testing.T, root string, outs []string, minAcked int) {
 	if acked < minAcked {
 		t.Fatalf("only %d finished steps were reported by the killed processes, want at least %d: the kills came too early to test anything", acked, minAcked)
 	}
-	overlaps, err := replay.Overlaps(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range overlaps {
-		t.Errorf("two holders: %s", o)
-	}
+	assertNoOverlaps(t, db)
 
 	if r := clitest.Run(t, root, "project"); r.Code != 0 {
 		t.Fatalf("project after the crashes: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)

@@ -21,7 +21,6 @@ import (
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/replay"
 )
 
 // pgHost runs the CLI as one host of a fleet sharing the ledger at url: a
@@ -34,27 +33,20 @@ func newPGHost(t *testing.T, id, url string) *pgHost {
 	return &pgHost{id: id, root: t.TempDir(), url: url}
 }
 
+// env is what makes the CLI this host on the shared ledger.
+func (h *pgHost) env() []string {
+	return []string{"LOCKLEDGER_DATABASE_URL=" + h.url, ledger.HostIDEnv + "=" + h.id}
+}
+
 func (h *pgHost) command(ctx context.Context, args ...string) *exec.Cmd {
 	c := clitest.Command(ctx, h.root, args...)
-	c.Env = append(c.Env, "LOCKLEDGER_DATABASE_URL="+h.url, ledger.HostIDEnv+"="+h.id)
+	c.Env = append(c.Env, h.env()...)
 	return c
 }
 
 func (h *pgHost) run(t *testing.T, args ...string) clitest.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c := h.command(ctx, args...)
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("lockledger %v: %v", args, err)
-	}
-	return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	return clitest.RunWith(t, h.root, h.env(), "", args...)
 }
 
 func (h *pgHost) must(t *testing.T, want int, args ...string) clitest.Result {
@@ -155,9 +147,7 @@ func TestPostgresManyRunWaitersOnThreeHostsNeverOverlap(t *testing.T) {
 	hosts := []*pgHost{newPGHost(t, "alpha", url), newPGHost(t, "beta", url), newPGHost(t, "gamma", url)}
 	const procs = 32
 	logFile := filepath.Join(t.TempDir(), "tenures")
-	child := `echo "start $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$LOG"
-sleep 0.02
-echo "end $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$LOG"`
+	child := tenureScript("0.02")
 	var wg sync.WaitGroup
 	errs := make([]string, procs)
 	for i := range procs {
@@ -185,27 +175,10 @@ echo "end $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$L
 	if t.Failed() {
 		t.FailNow()
 	}
-	data, err := os.ReadFile(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ivs, err := parseIntervals(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ivs) != procs {
-		t.Fatalf("%d tenures logged, want %d", len(ivs), procs)
-	}
-	for _, p := range intervalProblems(ivs) {
+	for _, p := range intervalProblems(readTenures(t, logFile, procs)) {
 		t.Error(p)
 	}
-	overlaps, err := replay.Overlaps(context.Background(), pgLedger(t, url).DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range overlaps {
-		t.Errorf("replay: %s", o)
-	}
+	assertNoOverlaps(t, pgLedger(t, url).DB())
 	if got := pgTypes(t, url); got["lock_acquired"] != procs || got["lock_released"] != procs || got["lock_stolen"] != 0 {
 		t.Errorf("events: got %v, want %d acquired and released, no steals", got, procs)
 	}
@@ -237,7 +210,7 @@ func TestPostgresWritersKilledMidTransactionLeaveNoGap(t *testing.T) {
 			// this process group.
 			script := fmt.Sprintf(`while :; do rid=$("$LL" acquire lock-%d --wait 30s) && "$LL" release lock-%d --request-id "$rid"; done`, i%3, i%3)
 			c := exec.Command("sh", "-c", script)
-			c.Env = append(clitest.Env(h.root), "LOCKLEDGER_DATABASE_URL="+url, ledger.HostIDEnv+"="+h.id, "LL="+clitest.Bin())
+			c.Env = append(clitest.Env(h.root, h.env()...), "LL="+clitest.Bin())
 			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			if err := c.Start(); err != nil {
 				t.Fatal(err)
@@ -258,13 +231,7 @@ func TestPostgresWritersKilledMidTransactionLeaveNoGap(t *testing.T) {
 		}
 		t.Logf("round %d: %d events", round, count())
 	}
-	overlaps, err := replay.Overlaps(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range overlaps {
-		t.Errorf("two holders: %s", o)
-	}
+	assertNoOverlaps(t, db)
 	// A release killed before its commit left the lock held and its file
 	// gone, as on SQLite (e2e/crash_test.go): project settles each host's
 	// files, and refuses if the log itself is damaged.

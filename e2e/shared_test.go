@@ -114,9 +114,7 @@ func TestSemaphoreOfThreeWithEightRacingRuns(t *testing.T) {
 	const procs, limit = 8, 3
 	root := t.TempDir()
 	logFile := filepath.Join(t.TempDir(), "tenures")
-	child := `echo "start $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$LOG"
-sleep 0.1
-echo "end $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$LOG"`
+	child := tenureScript("0.1")
 	var wg sync.WaitGroup
 	errs := make([]string, procs)
 	for i := 0; i < procs; i++ {
@@ -144,29 +142,13 @@ echo "end $(date +%s%N) $LOCKLEDGER_REQUEST_ID $LOCKLEDGER_FENCING_TOKEN" >> "$L
 	if t.Failed() {
 		t.FailNow()
 	}
-	data, err := os.ReadFile(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ivs, err := parseIntervals(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ivs) != procs {
-		t.Fatalf("%d tenures logged, want %d", len(ivs), procs)
-	}
+	ivs := readTenures(t, logFile, procs)
 	n := maxConcurrent(ivs)
 	if n > limit {
 		t.Errorf("%d children ran at once, the limit is %d", n, limit)
 	}
 	t.Logf("%d runs of a semaphore of %d: at most %d at once", procs, limit, n)
-	overlaps, err := replay.Overlaps(context.Background(), clitest.DB(t, root))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range overlaps {
-		t.Errorf("replay: %s", o)
-	}
+	assertNoOverlaps(t, clitest.DB(t, root))
 	counts := map[string]int{}
 	for _, ty := range clitest.Types(t, root) {
 		counts[ty]++

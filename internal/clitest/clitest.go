@@ -84,9 +84,16 @@ func Run(t testing.TB, root string, args ...string) Result {
 // RunIn is Run with standard input.
 func RunIn(t testing.TB, root, stdin string, args ...string) Result {
 	t.Helper()
+	return RunWith(t, root, nil, stdin, args...)
+}
+
+// RunWith is RunIn with more environment (VAR=value) for the command.
+func RunWith(t testing.TB, root string, env []string, stdin string, args ...string) Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := Command(ctx, root, args...)
+	c.Env = append(c.Env, env...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	c.Stdin = strings.NewReader(stdin)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/migrations"
 )
 
 var (
@@ -65,27 +66,6 @@ func withDatabase(base, name string) string {
 	u.Path = "/" + name
 	return u.String()
 }
-
-// rawTable is the ledger's events table with its indexes (the PostgreSQL
-// migration's), without its append-only triggers: the reference is the
-// commit of one such row, not the ledger's checks.
-const rawTable = `CREATE TABLE events (
-    seq        bigint  PRIMARY KEY,
-    event_id   text    NOT NULL UNIQUE,
-    type       text    NOT NULL,
-    lock_name  text    NOT NULL,
-    request_id text    NOT NULL,
-    actor      text    NOT NULL,
-    at         text    NOT NULL,
-    body       bytea   NOT NULL,
-    prev_hash  text    NOT NULL,
-    hash       text    NOT NULL
-);
-CREATE INDEX events_lock_at    ON events (lock_name, at);
-CREATE INDEX events_actor_at   ON events (actor, at);
-CREATE INDEX events_type_at    ON events (type, at);
-CREATE INDEX events_request_id ON events (request_id);
-CREATE INDEX events_at         ON events (at)`
 
 // rawBody is the size of the reference rows' body: with the other columns
 // a row is about 600 bytes, as a ledger event's is.
@@ -167,14 +147,34 @@ func fileExists(p string) bool {
 	return err == nil && !fi.IsDir()
 }
 
+// openRaw connects to u and creates the reference table there: the
+// ledger's own events table as the PostgreSQL migrations make it, with
+// its columns, constraints and indexes but not its append-only triggers
+// (the reference is the commit of one such row, not the ledger's checks).
+// The migrations run in a scratch schema that is dropped afterwards.
 func openRaw(ctx context.Context, u string) *sql.DB {
 	db, err := sql.Open("pgx", u)
 	if err != nil {
 		die(err)
 	}
-	if _, err := db.ExecContext(ctx, rawTable); err != nil {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		die(err)
+	}
+	defer conn.Close()
+	step := func(q string) {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			die(fmt.Errorf("creating the reference table: %s: %w", q, err))
+		}
+	}
+	step(`CREATE SCHEMA lockledger_reference`)
+	step(`SET search_path = lockledger_reference`)
+	if err := migrations.Postgres.Apply(ctx, conn, func() string { return time.Now().UTC().Format(time.RFC3339Nano) }); err != nil {
 		die(fmt.Errorf("creating the reference table: %w", err))
 	}
+	step(`RESET search_path`)
+	step(`CREATE TABLE events (LIKE lockledger_reference.events INCLUDING ALL)`)
+	step(`DROP SCHEMA lockledger_reference CASCADE`)
 	return db
 }
 
@@ -209,23 +209,7 @@ func pgLibrary(ctx context.Context, tmp, ledgerURL, rawURL string) {
 			die(err)
 		}
 	}
-	cycle := func() {
-		a, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "bench", Identity: ledger.Identity{Actor: "bench"}})
-		if err != nil {
-			die(err)
-		}
-		if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "bench", Identity: ledger.Identity{RequestID: a.RequestID, Actor: "bench"}}); err != nil {
-			die(err)
-		}
-	}
-	rate := func(f func(), d time.Duration) float64 {
-		n, s := 0, time.Now()
-		for time.Since(s) < d {
-			f()
-			n++
-		}
-		return float64(n) / time.Since(s).Seconds()
-	}
+	cycle := func() { cycleOn(ctx, l) }
 	cycle() // the first cycle prepares the statements
 	commit()
 	var lib, raw []float64
@@ -271,15 +255,8 @@ func pgStatements(ctx context.Context, tmp, u, logPath string) {
 		die(err)
 	}
 	defer func() { l.Close() }()
-	cycle := func() {
-		a, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "bench", Identity: ledger.Identity{Actor: "bench"}})
-		if err != nil {
-			die(err)
-		}
-		if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "bench", Identity: ledger.Identity{RequestID: a.RequestID, Actor: "bench"}}); err != nil {
-			die(err)
-		}
-	}
+	// l is opened again below: each call cycles on the l of the moment.
+	cycle := func() { cycleOn(ctx, l) }
 	cycle()
 	// Settings of a database apply to the sessions opened after them.
 	if err := (urlServer{u}).exec("ALTER DATABASE " + pgx.Identifier{name}.Sanitize() + " SET log_min_duration_statement = 0"); err != nil {

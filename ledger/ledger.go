@@ -242,31 +242,60 @@ func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 		}
 		return l, nil
 	}
-	if err := ensureRoot(root, c.group); err != nil {
+	if err := l.makeRoot(c.group); err != nil {
 		return nil, err
 	}
-	// A root just created below a symlinked directory resolves now.
-	if root, err = resolveRoot(root); err != nil {
-		return nil, err
-	}
-	l.setRoot(root)
-	dbPath = filepath.Join(root, DBFile)
+	dbPath = filepath.Join(l.root, DBFile)
 	if err := l.precheck(ctx, dbPath); err != nil {
 		return nil, err
 	}
-	if err := ensureDir(l.files.dir); err != nil {
-		return nil, fmt.Errorf("ledger: locks directory: %w", err)
+	if err := l.openWriterMux(); err != nil {
+		return nil, err
 	}
-	f, err := openPrivate(filepath.Join(root, WriterMux))
-	if err != nil {
-		return nil, fmt.Errorf("ledger: writer mutex: %w", err)
-	}
-	l.flock = f
 	if err := l.openWritable(ctx, dbPath, max(c.busy, c.openWait), c.create); err != nil {
 		l.flock.Close()
 		return nil, err
 	}
 	return l, nil
+}
+
+// makeRoot creates the root where it is missing (shared with group, if
+// given) and resolves it again: a root just created below a symlinked
+// directory resolves only now.
+func (l *Ledger) makeRoot(group *int) error {
+	if err := ensureRoot(l.root, group); err != nil {
+		return err
+	}
+	root, err := resolveRoot(l.root)
+	if err != nil {
+		return err
+	}
+	l.setRoot(root)
+	return nil
+}
+
+// openWriterMux creates the locks directory and opens ROOT/writer.flock,
+// this host's writer mutex.
+func (l *Ledger) openWriterMux() error {
+	if err := ensureDir(l.files.dir); err != nil {
+		return fmt.Errorf("ledger: locks directory: %w", err)
+	}
+	f, err := openPrivate(filepath.Join(l.root, WriterMux))
+	if err != nil {
+		return fmt.Errorf("ledger: writer mutex: %w", err)
+	}
+	l.flock = f
+	return nil
+}
+
+// checkLocksDir is a reader's look at the locks directory: the events do
+// not depend on lock files, so a directory that cannot be read is noted
+// and reported wherever lock files are read, and the events read anyway.
+func (l *Ledger) checkLocksDir() {
+	if err := checkDir(l.files.dir); err != nil {
+		l.files.broken = fmt.Errorf("ledger: locks directory: %w", err)
+		l.log.Warn("the locks directory cannot be read; lock files are left out", "err", err)
+	}
 }
 
 // mustExist fails with ErrNoLedger where there is no ledger to open, or
@@ -553,26 +582,14 @@ func (l *Ledger) trimWAL() {
 // files in the root.
 func (l *Ledger) openShared(ctx context.Context, c *config) error {
 	if c.readOnly {
-		if err := checkDir(l.files.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			l.files.broken = fmt.Errorf("ledger: locks directory: %w", err)
-		}
+		l.checkLocksDir()
 	} else {
-		if err := ensureRoot(l.root, c.group); err != nil {
+		if err := l.makeRoot(c.group); err != nil {
 			return err
 		}
-		root, err := resolveRoot(l.root)
-		if err != nil {
+		if err := l.openWriterMux(); err != nil {
 			return err
 		}
-		l.setRoot(root)
-		if err := ensureDir(l.files.dir); err != nil {
-			return fmt.Errorf("ledger: locks directory: %w", err)
-		}
-		f, err := openPrivate(filepath.Join(l.root, WriterMux))
-		if err != nil {
-			return fmt.Errorf("ledger: writer mutex: %w", err)
-		}
-		l.flock = f
 	}
 	if err := l.openPostgres(ctx, c); err != nil {
 		if l.flock != nil {

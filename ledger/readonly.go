@@ -46,12 +46,7 @@ func (l *Ledger) openReadOnly(ctx context.Context, path string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("ledger: %w", &UnsafePathError{Path: path, Reason: "is not a regular file"})
 	}
-	if err := checkDir(l.files.dir); err != nil {
-		// The events do not depend on lock files: read them anyway, and
-		// report the directory wherever lock files are read.
-		l.files.broken = fmt.Errorf("ledger: locks directory: %w", err)
-		l.log.Warn("the locks directory cannot be read; lock files are left out", "err", err)
-	}
+	l.checkLocksDir()
 	err = l.openDBReadOnly(ctx, path, false)
 	if err == nil || !cannotIndexWAL(err) {
 		return err

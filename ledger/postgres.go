@@ -59,7 +59,10 @@ func (s *pgStore) lockWriter(ctx context.Context) (func(), error) { return s.l.f
 // writers of the ledger in the connection's schema. It stands for the
 // head row locked FOR UPDATE, without the UPDATE privilege on any table
 // that locking a row would need: a writer role inserts, and that is all.
-const writerLock = `SELECT pg_advisory_xact_lock(1819240306, hashtext(current_schema()))`
+// The ledger's id comes back in the same round trip: the writer checks
+// that the database is still its ledger.
+const writerLock = `SELECT pg_advisory_xact_lock(1819240306, hashtext(current_schema())) IS NULL,
+	(SELECT value FROM meta WHERE key = 'ledger_id')`
 
 // begin takes the writer lock for the transaction: every writer on every
 // host passes this point one at a time, so seq stays contiguous and the
@@ -70,17 +73,16 @@ func (s *pgStore) begin(ctx context.Context) (*sql.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, writerLock); err != nil {
+	var locked bool
+	var stored sql.NullString
+	if err := tx.QueryRowContext(ctx, writerLock).Scan(&locked, &stored); err != nil {
 		tx.Rollback()
 		return nil, err
 	}
-	var id string
-	if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&id); err != nil {
+	id := stored.String
+	if !stored.Valid {
 		tx.Rollback()
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("ledger: %s has no ledger id: %w", s.l.where(), ErrLedgerGone)
-		}
-		return nil, err
+		return nil, fmt.Errorf("ledger: %s has no ledger id: %w", s.l.where(), ErrLedgerGone)
 	}
 	if s.l.id != "" && id != s.l.id {
 		tx.Rollback()

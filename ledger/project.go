@@ -289,13 +289,10 @@ func (p *projection) sharedRows(ctx context.Context, tx *sql.Tx, st *replay.Stat
 	if err != nil {
 		return err
 	}
-	table := map[[2]string]*sharedHolding{}
-	for _, s := range old {
-		table[[2]string{s.rec.LockName, s.rec.RequestID}] = s
-	}
+	table := sharedTable(old)
 	for _, lk := range st.Locks() {
 		for _, h := range lk.Shared {
-			key := [2]string{lk.Name, h.Record.RequestID}
+			key := sharedKey{lk.Name, h.Record.RequestID}
 			got := table[key]
 			delete(table, key)
 			if got != nil && got.token == h.Token && got.limit == lk.Limit && got.heartbeat.Equal(h.Heartbeat) &&
@@ -317,7 +314,7 @@ func (p *projection) sharedRows(ctx context.Context, tx *sql.Tx, st *replay.Stat
 		}
 	}
 	for _, s := range old {
-		key := [2]string{s.rec.LockName, s.rec.RequestID}
+		key := sharedKey{s.rec.LockName, s.rec.RequestID}
 		if table[key] == nil {
 			continue
 		}

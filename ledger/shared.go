@@ -82,6 +82,18 @@ func loadShared(ctx context.Context, q querier, name string) ([]*sharedHolding, 
 	return scanAllShared(rs)
 }
 
+// sharedKey names a lock_holders row: its lock and its request id.
+type sharedKey [2]string
+
+// sharedTable maps every shared holder's key to it.
+func sharedTable(rows []*sharedHolding) map[sharedKey]*sharedHolding {
+	table := make(map[sharedKey]*sharedHolding, len(rows))
+	for _, r := range rows {
+		table[sharedKey{r.rec.LockName, r.rec.RequestID}] = r
+	}
+	return table
+}
+
 // loadAllShared returns every shared holder, ordered by lock and request id.
 func loadAllShared(ctx context.Context, q querier) ([]*sharedHolding, error) {
 	rs, err := q.QueryContext(ctx, `SELECT `+sharedColumns+` FROM lock_holders ORDER BY lock_name, request_id`)
@@ -548,13 +560,10 @@ func checkShared(ctx context.Context, q replay.Querier, st *replay.State, rep *r
 	if err != nil {
 		return ReadFailure(ctx, rep, "the lock_holders table", err)
 	}
-	table := map[[2]string]*sharedHolding{}
-	for _, r := range rows {
-		table[[2]string{r.rec.LockName, r.rec.RequestID}] = r
-	}
+	table := sharedTable(rows)
 	for _, lk := range st.Locks() {
 		for _, h := range lk.Shared {
-			key := [2]string{lk.Name, h.Record.RequestID}
+			key := sharedKey{lk.Name, h.Record.RequestID}
 			got := table[key]
 			delete(table, key)
 			if got == nil {
@@ -592,7 +601,7 @@ func checkShared(ctx context.Context, q replay.Querier, st *replay.State, rep *r
 				"the log ends at seq %d, but lock_holders records shared holder %s as updated by seq %d: events %d-%d (at least) are gone",
 				st.Seq, r.rec.RequestID, r.updatedSeq, st.Seq+1, r.updatedSeq)})
 		}
-		if table[[2]string{r.rec.LockName, r.rec.RequestID}] != nil {
+		if table[sharedKey{r.rec.LockName, r.rec.RequestID}] != nil {
 			rep.Add(replay.Problem{Seq: r.updatedSeq, Kind: replay.KindProjectionDrift, Lock: r.rec.LockName, Detail: fmt.Sprintf(
 				"lock_holders has a row of request %s, but replay has no such shared holder", r.rec.RequestID)})
 		}

@@ -710,16 +710,12 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			}
 			return w.refuse(events.ActionRelease, id, h, nh)
 		}
-		if err := l.files.remove(req.Lock, h.file); err != nil {
-			return nil, err
-		}
 		if err := w.reconcileTargets(nil); err != nil {
 			return nil, err
 		}
-		if err := w.removeTargets(h); err != nil {
-			return nil, err
-		}
-		w.touched = true
+		released := *h
+		w.removeAfterCommit(func() error { return l.files.remove(req.Lock, released.file) })
+		w.removeAfterCommit(func() error { return w.removeTargets(&released) })
 		actor := id
 		if mine {
 			actor.Actor, actor.PID = h.rec.Actor, h.rec.PID

@@ -462,15 +462,14 @@ func (w *writeTx) placeTargets(h *holding, prev *holding) error {
 		}
 		w.addJournal(t.Path, j)
 	}
-	// Paths the previous holder owned that the new one does not: remove.
+	// Paths the previous holder owned that the new one does not: removed
+	// once the take-over has committed.
 	if prev != nil && !prev.foreign {
 		for _, t := range prev.targets {
 			if _, keep := owns(h, t.Path); keep {
 				continue
 			}
-			if err := removeTarget(t, prev); err != nil {
-				return err
-			}
+			w.removeAfterCommit(func() error { return removeTarget(t, prev) })
 		}
 	}
 	return nil

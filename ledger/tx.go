@@ -28,6 +28,16 @@ type writeTx struct {
 	journals []*os.File // the open journals of those changes, fsynced with the commit
 	paths    []string   // the lock paths whose journals drop after the commit
 	written  []*events.Event
+	// removals free lock files once the commit is durable: a file that
+	// says "held" goes only after the ledger says "free", so a commit that
+	// fails leaves both saying "held", and a removal that fails after it
+	// leaves a file that the next writer, or project, removes.
+	removals []func() error
+}
+
+// removeAfterCommit defers remove until the decision has committed.
+func (w *writeTx) removeAfterCommit(remove func() error) {
+	w.removals = append(w.removals, remove)
 }
 
 // write runs fn as one decision on lock name. fn returns the outcome to
@@ -103,6 +113,11 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 				if err := removeIfExists(journalOf(p)); err != nil {
 					l.log.Warn("could not remove a lock journal; the next writer will", "path", p, "err", err)
 				}
+			}
+		}
+		for _, remove := range w.removals {
+			if err := remove(); err != nil {
+				l.log.Warn("could not remove a lock file after the commit; the next writer or project will", "lock", name, "err", err)
 			}
 		}
 	}

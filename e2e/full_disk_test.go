@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// tinyDisk mounts a tmpfs of size bytes for the test, so that a disk can
+// fill up under a real command. It needs root (CI runs as root); elsewhere
+// the test is skipped, loudly.
+func tinyDisk(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("LOCKLEDGER_CI") == "1" {
+			t.Fatal("a full disk needs a tmpfs mount, which needs root")
+		}
+		t.Skip("SKIP: mounting a tiny tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0755"); err != nil {
+		if os.Getenv("LOCKLEDGER_CI") == "1" {
+			t.Fatalf("mount tmpfs: %v", err)
+		}
+		t.Skipf("SKIP: mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// fillDisk writes path until the disk is full and returns a function that
+// frees the space again.
+func fillDisk(t *testing.T, path string) (free func()) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 4096)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill %s: %v", path, err)
+			}
+			break
+		}
+	}
+	return func() {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A release that cannot commit leaves the lock held in both worlds: the
+// ledger's row and the lock files (its own and another tool's), so that no
+// other tool takes a lock whose holder is alive.
+func TestReleaseOnAFullDiskLeavesTheLockHeld(t *testing.T) {
+	disk := tinyDisk(t, "2m")
+	root := filepath.Join(disk, "root")
+	tf := filepath.Join(disk, "tower-fleet.lock")
+	holder := exec.Command("sleep", "300")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	pid := holder.Process.Pid
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "prod", "--pid", strconv.Itoa(pid), "--file", "tower-fleet:"+tf).Stdout)
+	lockFile := filepath.Join(root, "locks", "prod.lock")
+
+	free := fillDisk(t, filepath.Join(disk, "filler"))
+	r := clitest.Run(t, root, "release", "prod", "--request-id", rid)
+	if r.Code == 0 {
+		t.Fatalf("release on a full disk exited 0; stderr: %s", r.Stderr)
+	}
+	for _, p := range []string{lockFile, tf} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("after a release that did not commit, %s: %v (the ledger still records the holder)", p, err)
+		}
+	}
+	free()
+
+	st := clitest.Run(t, root, "status", "prod")
+	if !strings.Contains(st.Stdout, "prod: held") {
+		t.Errorf("status after the failed release:\n%s%s", st.Stdout, st.Stderr)
+	}
+	clitest.Must(t, 0, root, "release", "prod", "--request-id", rid)
+	for _, p := range []string{lockFile, tf} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("after the release, %s: %v, want it removed", p, err)
+		}
+	}
+	clitest.Must(t, 0, root, "verify")
+}

@@ -213,8 +213,8 @@ func stalest(js []judged, states ...string) *judged {
 	return best
 }
 
-// tryAcquireShared is TryAcquire for a shared holding (see the file comment).
-func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Acquisition, error, error) {
+// acquireShared decides a shared acquisition under p (see the file comment).
+func (w *writeTx) acquireShared(req AcquireRequest, p takeover) (*Acquisition, error, error) {
 	id := req.Identity
 	h, err := w.effectiveHolder(req)
 	if err != nil {
@@ -232,7 +232,7 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 		// only NAME.lock cannot see them): nobody takes either over until
 		// one side is gone, so that no instant has both.
 		held := &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt, Waited: req.Waited}
-		outcome, err := w.blockedShared(req, h, events.StateHeld, held)
+		outcome, err := w.blocked(req, h, events.StateHeld, held)
 		return nil, outcome, err
 	}
 	if h != nil {
@@ -242,9 +242,9 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 		switch {
 		case state == events.StateDead:
 			reason = events.ReasonHolderDead
-		case state == events.StateStale && (req.Force || steal != nil):
+		case state == events.StateStale && p.stale(req):
 			reason = events.ReasonStaleForced
-		case state == events.StateHeld && steal != nil && steal.Active:
+		case state == events.StateHeld && p.forced():
 			reason = events.ReasonForcedActive
 		case state == events.StateStale:
 			outcome, err := w.blocked(req, h, state, &StaleError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
@@ -253,28 +253,16 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 		default:
 			held := &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt, Waited: req.Waited,
 				JobPIDs: job, SameRequest: w.sameRequest(h, id)}
-			if steal != nil {
-				outcome, err := w.refuse(events.ActionSteal, id, h, fmt.Errorf("%w; the holder is alive: take it anyway with steal --active", held))
-				return nil, outcome, err
-			}
-			outcome, err := w.blocked(req, h, state, held)
+			outcome, err := w.refuseActive(p, req, h, held, "the holder is", "take it anyway with steal --active")
 			return nil, outcome, err
 		}
 		if h.foreign && reason != events.ReasonForcedActive {
 			reason = events.ReasonForeignLock
 		}
-		note := ""
-		if steal != nil {
-			note = steal.Note
-		}
-		if err := w.l.files.remove(req.Lock, h.file); err != nil {
-			return nil, nil, err
-		}
-		if err := w.removeTargets(h); err != nil {
-			return nil, nil, err
-		}
-		w.touched = true
-		a, err := w.takeShared(req, h, reason, note)
+		taken := *h
+		w.removeAfterCommit(func() error { return w.l.files.remove(req.Lock, taken.file) })
+		w.removeAfterCommit(func() error { return w.removeTargets(&taken) })
+		a, err := w.take(req, h, reason, p.note())
 		if err != nil || h.foreign {
 			return a, nil, err
 		}
@@ -283,8 +271,7 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 	for _, s := range sh {
 		if s.rec.RequestID == id.RequestID {
 			if w.sameProcess(s.holding, id) {
-				return &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: s.token, Seq: s.updatedSeq,
-					Record: s.rec, Already: true, Mode: events.ModeShared, Limit: s.limit}, nil, nil
+				return w.already(s.holding, s.updatedSeq, events.ModeShared, s.limit), nil, nil
 			}
 			held := &HeldError{Lock: req.Lock, Holder: s.rec, Waited: req.Waited, SameRequest: true}
 			outcome, err := w.blocked(req, s.holding, events.StateHeld, held)
@@ -293,7 +280,7 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 	}
 	if req.Limit == 0 || int64(len(sh)) < req.Limit {
 		// A free slot: a steal needs to take nobody's.
-		a, err := w.takeShared(req, nil, "", "")
+		a, err := w.take(req, nil, "", "")
 		return a, nil, err
 	}
 	// Full: take over the stalest slot that may be taken.
@@ -302,84 +289,27 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 	reason := ""
 	if v := stalest(js, events.StateDead); v != nil {
 		victim, reason = v, events.ReasonHolderDead
-	} else if v := stalest(js, events.StateStale); v != nil && (req.Force || steal != nil) {
+	} else if v := stalest(js, events.StateStale); v != nil && p.stale(req) {
 		victim, reason = v, events.ReasonStaleForced
-	} else if v := stalest(js, events.StateHeld); v != nil && steal != nil && steal.Active {
+	} else if v := stalest(js, events.StateHeld); v != nil && p.forced() {
 		victim, reason = v, events.ReasonForcedActive
 	}
 	if victim != nil {
-		note := ""
-		if steal != nil {
-			note = steal.Note
-		}
 		if err := deleteShared(w.ctx, w.q, req.Lock, victim.s.rec.RequestID); err != nil {
 			return nil, nil, err
 		}
-		a, err := w.takeShared(req, victim.s.holding, reason, note)
+		a, err := w.take(req, victim.s.holding, reason, p.note())
 		return a, nil, err
 	}
 	if v := stalest(js, events.StateStale); v != nil {
-		outcome, err := w.blockedShared(req, v.s.holding, events.StateStale, &StaleError{Lock: req.Lock, Holder: v.s.rec,
+		outcome, err := w.blocked(req, v.s.holding, events.StateStale, &StaleError{Lock: req.Lock, Holder: v.s.rec,
 			StaleSince: v.s.staleSince(), Age: w.now.Sub(v.s.heartbeat), JobPIDs: v.job, Limit: req.Limit})
 		return nil, outcome, err
 	}
 	v := stalest(js, events.StateHeld)
 	held := &HeldError{Lock: req.Lock, Holder: v.s.rec, Waited: req.Waited, JobPIDs: v.job, Limit: req.Limit, Holders: len(sh)}
-	if steal != nil {
-		outcome, err := w.refuse(events.ActionSteal, id, v.s.holding, fmt.Errorf("%w; the holders are alive: take the stalest slot anyway with steal --active", held))
-		return nil, outcome, err
-	}
-	outcome, err := w.blockedShared(req, v.s.holding, events.StateHeld, held)
+	outcome, err := w.refuseActive(p, req, v.s.holding, held, "the holders are", "take the stalest slot anyway with steal --active")
 	return nil, outcome, err
-}
-
-// blockedShared is blocked for a shared request (acquire_blocked carries
-// the mode and limit asked for).
-func (w *writeTx) blockedShared(req AcquireRequest, h *holding, state string, outcome error) (error, error) {
-	if !req.RecordBlocked && !(req.Waiting && state == events.StateStale) {
-		return outcome, nil
-	}
-	_, err := w.append(events.AcquireBlocked, req.Identity, &events.Blocked{
-		HeldBy: events.HolderOf(h.rec), State: state, WaitedSeconds: seconds(req.Waited),
-		Mode: events.ModeShared, Limit: req.Limit,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return outcome, nil
-}
-
-// takeShared gives req a shared holding: lock_acquired when prev is nil,
-// else lock_stolen from prev (an exclusive holder, or the slot's holder).
-func (w *writeTx) takeShared(req AcquireRequest, prev *holding, reason, note string) (*Acquisition, error) {
-	token, err := w.nextSeq()
-	if err != nil {
-		return nil, err
-	}
-	h := w.l.newHolding(req, w.now, token)
-	acq := events.Acquired{TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion,
-		FencingToken: token, Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID,
-		Mode: events.ModeShared, Limit: req.Limit}
-	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, FencingToken: token, Record: h.rec,
-		Mode: events.ModeShared, Limit: req.Limit}
-	var ev *events.Event
-	if prev == nil {
-		ev, err = w.append(events.LockAcquired, req.Identity, &acq)
-	} else {
-		pf := prev.file
-		if pf == nil {
-			pf = prev.rec.File()
-		}
-		out.Stolen, out.Reason, out.Previous, out.PreviousHash = true, reason, &prev.rec, fileHash(pf)
-		out.PreviousPIDStart = prev.pidStart
-		ev, err = w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: acq, PreviousLock: prev.rec,
-			PreviousLockHash: out.PreviousHash, Reason: reason, Note: note})
-	}
-	if err != nil {
-		return nil, err
-	}
-	out.Seq = ev.Seq
-	return out, saveShared(w.ctx, w.q, h, req.Limit, ev.Seq)
 }
 
 // sharedBeside blocks an exclusive acquire (or steal) of a lock held by
@@ -402,21 +332,15 @@ func (w *writeTx) sharedBeside(req AcquireRequest, h *holding) (handled bool, ou
 // whose exclusive side is free while shared holders hold it: blocked while
 // any is held (unless an active steal), stale needs --force, and otherwise
 // every shared holder is taken over, one lock_stolen each.
-func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, steal *StealRequest) (*Acquisition, error, error) {
+func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, p takeover) (*Acquisition, error, error) {
 	js := w.judgeShared(sh, req.MaxAge)
-	active := steal != nil && steal.Active
-	if v := stalest(js, events.StateHeld); v != nil && !active {
+	if v := stalest(js, events.StateHeld); v != nil && !p.forced() {
 		held := &HeldError{Lock: req.Lock, Holder: v.s.rec, Waited: req.Waited, JobPIDs: v.job, Holders: len(sh),
 			SharedHeld: true}
-		if steal != nil {
-			outcome, err := w.refuse(events.ActionSteal, req.Identity, v.s.holding,
-				fmt.Errorf("%w; the shared holders are alive: take the lock anyway with steal --active", held))
-			return nil, outcome, err
-		}
-		outcome, err := w.blocked(req, v.s.holding, events.StateHeld, held)
+		outcome, err := w.refuseActive(p, req, v.s.holding, held, "the shared holders are", "take the lock anyway with steal --active")
 		return nil, outcome, err
 	}
-	if v := stalest(js, events.StateStale); v != nil && !req.Force && steal == nil {
+	if v := stalest(js, events.StateStale); v != nil && !p.stale(req) {
 		outcome, err := w.blocked(req, v.s.holding, events.StateStale, &StaleError{Lock: req.Lock, Holder: v.s.rec,
 			StaleSince: v.s.staleSince(), Age: w.now.Sub(v.s.heartbeat), JobPIDs: v.job})
 		return nil, outcome, err
@@ -441,10 +365,7 @@ func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, s
 		case events.StateStale:
 			reason = events.ReasonStaleForced
 		}
-		note := ""
-		if steal != nil {
-			note = steal.Note
-		}
+		note := p.note()
 		token, err := w.nextSeq()
 		if err != nil {
 			return nil, nil, err

@@ -1,0 +1,243 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// takeover is what an acquisition may take a lock over from, beyond a
+// free lock, a dead holder and its own request: a stale holder with Force
+// or in any steal; an active one only in a steal that says so. The
+// acquire of a free, shared or exclusive lock is decided once, by acquire,
+// whatever the policy.
+type takeover struct {
+	// steal is the explicit take-over (nil for an acquire): a refusal is
+	// recorded as action_refused, and its note goes with every event.
+	steal *StealRequest
+}
+
+// stale reports whether a stale holder may be taken over.
+func (p takeover) stale(req AcquireRequest) bool { return req.Force || p.steal != nil }
+
+// forced reports whether an active holder may be taken over (steal
+// --active: reason forced_active).
+func (p takeover) forced() bool { return p.steal != nil && p.steal.Active }
+
+// supersedes reports whether an older holder of the same job is taken over
+// (steal --supersede: reason superseded).
+func (p takeover) supersedes() bool { return p.steal != nil && p.steal.Supersede }
+
+// note is the operator's reason recorded with a take-over.
+func (p takeover) note() string {
+	if p.steal == nil {
+		return ""
+	}
+	return p.steal.Note
+}
+
+// refuseActive is the outcome for an active holder that p may not take:
+// blocked for an acquire, action_refused for a steal (what names the
+// holders in the message: "the holder", "the holders", "the shared holders").
+func (w *writeTx) refuseActive(p takeover, req AcquireRequest, h *holding, held *HeldError, what, how string) (error, error) {
+	if p.steal == nil {
+		return w.blocked(req, h, events.StateHeld, held)
+	}
+	return w.refuse(events.ActionSteal, req.Identity, h, fmt.Errorf("%w; %s alive: %s", held, what, how))
+}
+
+// TryAcquire makes one attempt at a lock by the state rules: free is taken,
+// dead is stolen (holder_dead), stale is stolen only with Force
+// (stale_lock_forced), held is refused with *HeldError, stale without Force
+// with *StaleError.
+func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisition, error) {
+	return l.acquire(ctx, req, takeover{})
+}
+
+// Steal takes lock over: a dead or stale holder always, an active one only
+// with Active. A free lock is simply acquired. An active holder without
+// Active is refused (an error wrapping *HeldError) and recorded as
+// action_refused.
+func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, error) {
+	if err := validText("reason", req.Note, 1024, true); err != nil {
+		return nil, err
+	}
+	return l.acquire(ctx, req.AcquireRequest, takeover{steal: &req})
+}
+
+// acquire is the one decision behind TryAcquire and Steal.
+func (l *Ledger) acquire(ctx context.Context, req AcquireRequest, p takeover) (*Acquisition, error) {
+	sent := time.Now()
+	if err := l.prepareAcquire(&req); err != nil {
+		return nil, err
+	}
+	if p.steal != nil {
+		p.steal.AcquireRequest = req
+	}
+	var out *Acquisition
+	err := l.write(ctx, req.Lock, func(w *writeTx) (outcome error, err error) {
+		if req.isShared() {
+			out, outcome, err = w.acquireShared(req, p)
+		} else {
+			out, outcome, err = w.acquireExclusive(req, p)
+		}
+		return outcome, err
+	})
+	if out != nil {
+		out.sent = sent
+	}
+	return out, err
+}
+
+// acquireExclusive decides an exclusive acquisition under p.
+func (w *writeTx) acquireExclusive(req AcquireRequest, p takeover) (*Acquisition, error, error) {
+	id := req.Identity
+	h, err := w.effectiveHolder(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if w.sameRequest(h, id) {
+		if w.sameProcess(h, id) {
+			return w.already(h, w.v.row.updatedSeq, "", 0), nil, nil
+		}
+		if req.Reclaim {
+			a, err := w.take(req, h, events.ReasonReclaimed, reclaimNote(h, id))
+			return a, nil, err
+		}
+	}
+	if handled, outcome, err := w.sharedBeside(req, h); handled || err != nil {
+		return nil, outcome, err
+	}
+	state, job := judge(h, w.now, w.l.host, w.l.probe, req.MaxAge)
+	var reason string
+	switch state {
+	case events.StateFree:
+		if sh, err := loadShared(w.ctx, w.q, req.Lock); err != nil || len(sh) > 0 {
+			if err != nil {
+				return nil, nil, err
+			}
+			return w.exclusiveOverShared(req, sh, p)
+		}
+		a, err := w.take(req, nil, "", p.note())
+		outcome, err := w.heldByNewFile(req, err)
+		return a, outcome, err
+	case events.StateDead:
+		reason = events.ReasonHolderDead
+	case events.StateStale:
+		if !p.stale(req) {
+			outcome, err := w.blocked(req, h, state, &StaleError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
+				StaleSince: h.staleSince(), Age: w.now.Sub(h.heartbeat), JobPIDs: job})
+			return nil, outcome, err
+		}
+		reason = events.ReasonStaleForced
+	default:
+		switch {
+		case p.supersedes():
+			reason = events.ReasonSuperseded
+		case p.forced():
+			reason = events.ReasonForcedActive
+		default:
+			held := &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt, Waited: req.Waited,
+				JobPIDs: job, SameRequest: w.sameRequest(h, id)}
+			if p.steal != nil {
+				held = &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt}
+			}
+			outcome, err := w.refuseActive(p, req, h, held, "the holder is", "take it anyway with steal --active")
+			return nil, outcome, err
+		}
+	}
+	if h.foreign && reason != events.ReasonForcedActive && reason != events.ReasonSuperseded {
+		reason = events.ReasonForeignLock
+	}
+	note, notAwaited := p.note(), ""
+	if p.supersedes() {
+		note, notAwaited = w.l.supersedeNote(h, note)
+	}
+	a, err := w.take(req, h, reason, note)
+	if a != nil {
+		a.NotAwaited = notAwaited
+	}
+	return a, nil, err
+}
+
+// already is the acquisition a request holds already: nothing is written,
+// and the record's heartbeat time is dated by the decision's clock (at).
+func (w *writeTx) already(h *holding, seq int64, mode string, limit int64) *Acquisition {
+	return &Acquisition{Lock: h.rec.LockName, RequestID: h.rec.RequestID, FencingToken: h.token, Seq: seq,
+		Record: h.rec, Already: true, Mode: mode, Limit: limit, at: w.now}
+}
+
+// StealRequest takes a lock over explicitly.
+type StealRequest struct {
+	AcquireRequest
+	// Note is the operator's reason text, recorded with the steal.
+	Note string
+	// Active allows taking an active lock (reason forced_active).
+	Active bool
+	// Supersede takes the lock from an older holder (reason superseded).
+	Supersede bool
+}
+
+// sameRequest: the ledger's holder holds the lock under the caller's request id.
+func (w *writeTx) sameRequest(h *holding, id Identity) bool {
+	return h != nil && !h.foreign && h.rec.RequestID == id.RequestID
+}
+
+// sameProcess: the caller's holder process is the holding's own (same
+// host, pid and process start time), so a repeated acquire is idempotent.
+func (w *writeTx) sameProcess(h *holding, id Identity) bool {
+	if h.rec.HostID != w.l.host.ID || h.rec.PID != id.PID {
+		return false
+	}
+	if h.bootID != "" && w.l.host.BootID != "" && h.bootID != w.l.host.BootID {
+		return false
+	}
+	_, start := w.l.probe.Probe(id.PID)
+	return h.pidStart == "" || start == "" || start == h.pidStart
+}
+
+func reclaimNote(h *holding, id Identity) string {
+	return fmt.Sprintf("request %s reclaimed by pid %d from pid %d on %s", id.RequestID, id.PID, h.rec.PID, h.rec.HostID)
+}
+
+// effectiveHolder reconciles the request's target files and returns who
+// holds the lock: the ledger's holder, else a foreign primary file, else
+// the strongest foreign file at one of the requested targets.
+func (w *writeTx) effectiveHolder(req AcquireRequest) (*holding, error) {
+	if err := w.reconcileTargets(req.Targets); err != nil {
+		return nil, err
+	}
+	if _, err := w.supersede(req.Identity, req.MaxAge); err != nil {
+		return nil, err
+	}
+	if h := w.v.holder; h != nil && !h.foreign {
+		return h, nil
+	}
+	t, err := w.foreignTarget(req)
+	if err != nil || t == nil {
+		return w.v.holder, err
+	}
+	if h := w.v.holder; h != nil {
+		hs, _ := judge(h, w.now, w.l.host, w.l.probe, req.MaxAge)
+		if stateRank[hs] >= stateRank[t.verdict.State] {
+			return h, nil
+		}
+	}
+	return t, nil
+}
+
+// heldByNewFile turns "a lock file appeared between our check and our
+// link" into a HeldError from that file.
+func (w *writeTx) heldByNewFile(req AcquireRequest, err error) (error, error) {
+	if err != errFileExists {
+		return nil, err
+	}
+	cur, rerr := w.l.files.read(req.Lock)
+	if rerr != nil {
+		return nil, rerr
+	}
+	h := foreignHolding(req.Lock, cur)
+	return &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: true, Corrupt: h.corrupt}, nil
+}

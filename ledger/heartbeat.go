@@ -1,0 +1,107 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// Heartbeat renews a lock held by id.RequestID. A heartbeat by a request
+// that held the lock and had it taken away records heartbeat_failed with
+// lock_lost and returns a *NotHolderError wrapping ErrLost; one by a request
+// that never held it, or released it itself, is a mistake of the caller,
+// not a loss: recorded as action_refused, a *NotHolderError wrapping
+// ErrNotHolder.
+func (l *Ledger) Heartbeat(ctx context.Context, lock string, id Identity) (*Acquisition, error) {
+	return l.heartbeat(ctx, lock, id, 0, 0)
+}
+
+// heartbeat renews; priorFailures counts the caller's failed attempts just
+// before this one, recorded if this one finds the lock lost. A non-zero
+// token renews only the holding with that fencing token: a lease whose
+// request id was reclaimed by another process has lost its lock.
+func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorFailures int, token int64) (*Acquisition, error) {
+	if err := events.ValidateLockName(lock); err != nil {
+		return nil, err
+	}
+	if id.RequestID == "" {
+		return nil, events.Invalid("request id", "", "is required to heartbeat")
+	}
+	id, err := l.resolve(id, l.now())
+	if err != nil {
+		return nil, err
+	}
+	var out *Acquisition
+	err = l.write(ctx, lock, func(w *writeTx) (error, error) {
+		if _, err := w.supersede(id, 0); err != nil {
+			return nil, err
+		}
+		h := w.v.holder
+		if h == nil || h.foreign || h.rec.RequestID != id.RequestID || token != 0 && h.token != token {
+			if s, err := w.sharedHolderOf(lock, id.RequestID); err != nil || s != nil && (token == 0 || s.token == token) {
+				if err != nil {
+					return nil, err
+				}
+				out, err = w.heartbeatShared(s, id)
+				return nil, err
+			}
+			past, err := pastHoldingOf(ctx, w.q, lock, id.RequestID)
+			if err != nil {
+				return nil, err
+			}
+			nh := &NotHolderError{Lock: lock, RequestID: id.RequestID, Lost: past.lost(), ReleasedSeq: past.releasedSeq}
+			if h != nil {
+				nh.Holder, nh.Corrupt = &h.rec, h.corrupt
+			}
+			if !nh.Lost {
+				return w.refuse(events.ActionHeartbeat, id, h, nh)
+			}
+			if _, err := w.append(events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
+				ConsecutiveFailures: priorFailures + 1, Error: nh.Error(), LockLost: true}); err != nil {
+				return nil, err
+			}
+			return nh, nil
+		}
+		renewed := *h
+		renewed.heartbeat = w.now
+		renewed.rec.LastHeartbeatAt = events.FormatLockTime(w.now)
+		renewed.file = renewed.rec.File()
+		if !w.v.interloper && !bytes.Equal(renewed.file, h.file) {
+			j, err := l.files.replace(lock, renewed.file)
+			if err != nil {
+				return nil, err
+			}
+			w.setJournal(j)
+		}
+		if err := w.reconcileTargets(nil); err != nil {
+			return nil, err
+		}
+		if err := w.refreshTargets(h, &renewed); err != nil {
+			return nil, err
+		}
+		ev, err := w.append(events.LockHeartbeat, Identity{RequestID: id.RequestID, Actor: h.rec.Actor, PID: h.rec.PID}, &events.Heartbeat{})
+		if err != nil {
+			return nil, err
+		}
+		out = &Acquisition{Lock: lock, RequestID: id.RequestID, FencingToken: h.token, Seq: ev.Seq, Record: renewed.rec}
+		return nil, w.saveHolder(&renewed, ev.Seq)
+	})
+	return out, err
+}
+
+// RecordHeartbeatFailure appends heartbeat_failed for a holder whose
+// heartbeats keep failing (or who found its lock lost).
+func (l *Ledger) RecordHeartbeatFailure(ctx context.Context, lock string, id Identity, consecutive int, cause string, lost bool) error {
+	if cause == "" {
+		cause = "unknown error"
+	}
+	if len(cause) > 4096 {
+		cause = cause[:4096]
+	}
+	return l.write(ctx, lock, func(w *writeTx) (error, error) {
+		_, err := w.append(events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
+			ConsecutiveFailures: consecutive, Error: cause, LockLost: lost})
+		return nil, err
+	})
+}

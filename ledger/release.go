@@ -1,0 +1,184 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// ReleaseRequest frees a lock.
+type ReleaseRequest struct {
+	Lock string
+	Identity
+	// Result is success, failure or cancelled; "" is failure with a
+	// non-zero ExitCode, else success.
+	Result      string
+	FailureStep string
+	ExitCode    *int
+	// Force releases a lock held by someone else, recording forced: true.
+	// With a RequestID it is a compare-and-release: the lock is released
+	// only while that request holds it, and refused (*NotHolderError) when
+	// another does.
+	Force bool
+	// Note is the operator's reason for a forced release.
+	Note string
+	// FencingToken, when set, releases only the holding with that token: a
+	// request id reclaimed by another process is no longer the caller's.
+	FencingToken int64
+}
+
+// ReleaseOutcome says what a release did: freed a holder's lock, or found
+// nothing to release.
+type ReleaseOutcome struct {
+	Lock string
+	// Released: lock_released was recorded at Seq with Result; Forced when
+	// it was another request's lock (ReleasedRequestID).
+	Released          bool
+	Seq               int64
+	Result            string
+	Forced            bool
+	ReleasedRequestID string
+	// When nothing was released: ReleasedSeq is the request's own earlier
+	// release (0 when it never held the lock, as with Force on a free
+	// lock); State and Holder are the lock as the release found it.
+	ReleasedSeq int64
+	State       string
+	Holder      *events.Record
+}
+
+// Release frees a lock held by req.RequestID. A request that released the
+// lock already gets an outcome with Released false (nothing to release),
+// as does Force on a free lock. A lock held by another request, or lost
+// by this one, is refused with *NotHolderError unless Force, and the
+// refusal recorded as action_refused.
+func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutcome, error) {
+	if err := events.ValidateLockName(req.Lock); err != nil {
+		return nil, err
+	}
+	if req.RequestID == "" && !req.Force {
+		return nil, events.Invalid("request id", "", "is required to release (or use --force)")
+	}
+	if err := validText("failure step", req.FailureStep, 256, true); err != nil {
+		return nil, err
+	}
+	if err := validText("reason", req.Note, 1024, true); err != nil {
+		return nil, err
+	}
+	if req.ExitCode != nil && (*req.ExitCode < 0 || *req.ExitCode > 255) {
+		return nil, events.Invalid("exit code", fmt.Sprint(*req.ExitCode), "must be 0-255")
+	}
+	if req.Result == "" {
+		// A job that exited non-zero failed, whether or not the caller said so.
+		req.Result = events.ResultSuccess
+		if req.ExitCode != nil && *req.ExitCode != 0 {
+			req.Result = events.ResultFailure
+		}
+	}
+	switch req.Result {
+	case events.ResultSuccess, events.ResultFailure, events.ResultCancelled:
+	default:
+		return nil, events.Invalid("result", req.Result, "must be success, failure or cancelled")
+	}
+	id, err := l.resolve(req.Identity, l.now())
+	if err != nil {
+		return nil, err
+	}
+	var out *ReleaseOutcome
+	err = l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
+		if _, err := w.supersede(id, 0); err != nil {
+			return nil, err
+		}
+		h := w.v.holder
+		mine := h != nil && !h.foreign && h.rec.RequestID == id.RequestID && (req.FencingToken == 0 || h.token == req.FencingToken)
+		if !mine && (h == nil || h.foreign) && req.RequestID != "" {
+			// Another tool's file beside shared holders blocks acquirers, not
+			// a shared holder's release of its own slot.
+			s, err := w.sharedHolderOf(req.Lock, id.RequestID)
+			if err != nil {
+				return nil, err
+			}
+			if s != nil && (req.FencingToken == 0 || s.token == req.FencingToken) {
+				out, err = w.releaseShared(s, id, req)
+				return nil, err
+			}
+		}
+		if !mine && h == nil && req.Force && req.RequestID == "" {
+			if sh, err := loadShared(ctx, w.q, req.Lock); err != nil || len(sh) > 0 {
+				if err != nil {
+					return nil, err
+				}
+				return nil, events.Invalid("request id", "", fmt.Sprintf(
+					"is required to release one of the %d shared holders of %s (--force alone names no holder)", len(sh), req.Lock))
+			}
+		}
+		if req.Force && req.RequestID != "" {
+			// An operator's release of the named holding: recorded as
+			// forced, and never of another holder that took the lock since.
+			named := h != nil && h.corrupt == nil && h.rec.RequestID == id.RequestID &&
+				(req.FencingToken == 0 || h.token == req.FencingToken)
+			if h != nil && !named {
+				past, err := pastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
+				if err != nil {
+					return nil, err
+				}
+				nh := &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Corrupt: h.corrupt,
+					Lost: past.lost(), ReleasedSeq: past.releasedSeq}
+				return w.refuse(events.ActionRelease, id, h, nh)
+			}
+			mine = false
+		}
+		if !mine && (h == nil || !req.Force) {
+			past, err := pastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
+			if err != nil {
+				return nil, err
+			}
+			if req.Force || past.releasedSeq > 0 {
+				out = &ReleaseOutcome{Lock: req.Lock, ReleasedSeq: past.releasedSeq, State: events.StateFree}
+				if h != nil {
+					rec := h.rec
+					out.State, _ = judge(h, w.now, l.host, l.probe, 0)
+					out.Holder = &rec
+				}
+				return nil, nil
+			}
+			nh := &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Lost: past.lost()}
+			if h != nil {
+				nh.Holder, nh.Corrupt = &h.rec, h.corrupt
+			}
+			return w.refuse(events.ActionRelease, id, h, nh)
+		}
+		if err := w.reconcileTargets(nil); err != nil {
+			return nil, err
+		}
+		released := *h
+		w.removeAfterCommit(func() error { return l.files.remove(req.Lock, released.file) })
+		w.removeAfterCommit(func() error { return w.removeTargets(&released) })
+		actor := id
+		if mine {
+			actor.Actor, actor.PID = h.rec.Actor, h.rec.PID
+		}
+		p := &events.Released{HeldDurationSeconds: seconds(w.now.Sub(h.created)), Result: req.Result,
+			FailureStep: req.FailureStep, ExitCode: req.ExitCode, Forced: !mine, FencingToken: h.token, Note: req.Note}
+		if !mine {
+			p.ReleasedRequestID = h.rec.RequestID
+		}
+		if h.foreign && (h.created.IsZero() || h.created.After(w.now)) {
+			p.HeldDurationSeconds = 0
+		}
+		ev, err := w.append(events.LockReleased, actor, p)
+		if err != nil {
+			return nil, err
+		}
+		out = &ReleaseOutcome{Lock: req.Lock, Released: true, Seq: ev.Seq, Result: req.Result, Forced: !mine,
+			ReleasedRequestID: p.ReleasedRequestID, State: events.StateFree}
+		if h.foreign {
+			return nil, nil // the ledger never held it: no row to free
+		}
+		return nil, w.saveFree(ev.Seq)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,158 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// AcquireRequest asks for a lock.
+type AcquireRequest struct {
+	Lock string
+	Identity
+	Intent        string
+	IntentVersion string
+	TTL           time.Duration // 0 uses DefaultTTL
+	Metadata      map[string]string
+	// Force takes over a stale lock (never an active one).
+	Force bool
+	// RecordBlocked appends acquire_blocked when the attempt gives up;
+	// a waiting caller sets it only on its last attempt.
+	RecordBlocked bool
+	// Waited is how long the caller has waited so far (for acquire_blocked).
+	Waited time.Duration
+	// Waiting marks every attempt of a caller that waits: a stale lock
+	// ends the wait at once, so its refusal is recorded on any attempt.
+	Waiting bool
+	// Targets are extra lock files in other tools' formats to project.
+	Targets []events.Target
+	// MaxAge, when set, makes a holder older than it count as stale (and is
+	// BSO's zombie age for BSO files).
+	MaxAge time.Duration
+	// Reclaim takes the lock over from another process that holds it under
+	// the same request id (lock_stolen, reason reclaimed). Without it, a
+	// request id held by another live process is refused as held: a request
+	// id names one holder, not whoever repeats it.
+	Reclaim bool
+	// Shared asks for a shared holding: it coexists with other shared
+	// holders and excludes exclusive ones (see shared.go).
+	Shared bool
+	// Limit makes the lock a semaphore of Limit slots (implies Shared);
+	// every holder must pass the same Limit.
+	Limit int64
+}
+
+func (r *AcquireRequest) validate() error {
+	if err := events.ValidateLockName(r.Lock); err != nil {
+		return err
+	}
+	if err := r.validateShared(); err != nil {
+		return err
+	}
+	if r.TTL == 0 {
+		r.TTL = DefaultTTL
+	}
+	if err := ValidateTTL(r.TTL); err != nil {
+		return err
+	}
+	if err := validText("intent", r.Intent, 256, true); err != nil {
+		return err
+	}
+	if err := validText("intent version", r.IntentVersion, 256, true); err != nil {
+		return err
+	}
+	if r.MaxAge < 0 {
+		return events.Invalid("max age", r.MaxAge.String(), "must not be negative")
+	}
+	if len(r.Metadata) > MaxMetadataEntries {
+		return events.Invalid("metadata", fmt.Sprintf("%d entries", len(r.Metadata)), fmt.Sprintf("must have at most %d entries", MaxMetadataEntries))
+	}
+	total := 0
+	for k, v := range r.Metadata {
+		if err := validText("metadata key", k, 128, false); err != nil {
+			return err
+		}
+		if err := validText("metadata value of "+k, v, 1024, true); err != nil {
+			return err
+		}
+		total += len(k) + len(v)
+	}
+	if total > MaxMetadataBytes {
+		return events.Invalid("metadata", fmt.Sprintf("%d bytes", total), fmt.Sprintf("keys and values must total at most %d bytes", MaxMetadataBytes))
+	}
+	return nil
+}
+
+// Bounds on an acquisition's metadata. With every other field at its own
+// bound, they keep the lock file (where metadata is written out, escaped
+// and indented) well under the size any reader accepts (maxLockFile):
+// text is valid UTF-8 without control characters, so escaping at most
+// doubles it.
+const (
+	MaxMetadataEntries = 64
+	MaxMetadataBytes   = 16 << 10
+)
+
+// ValidateTTL checks a TTL: whole seconds, at least 1 s, at most MaxTTL.
+func ValidateTTL(d time.Duration) error {
+	switch {
+	case d < time.Second:
+		return events.Invalid("ttl", d.String(), "must be at least 1s")
+	case d%time.Second != 0:
+		return events.Invalid("ttl", d.String(), "must be whole seconds (ttl_seconds is an integer)")
+	case d > MaxTTL:
+		return events.Invalid("ttl", d.String(), "must be at most "+MaxTTL.String())
+	}
+	return nil
+}
+
+// Acquisition is a lock taken.
+type Acquisition struct {
+	Lock         string
+	RequestID    string
+	FencingToken int64
+	Seq          int64 // the lock_acquired / lock_stolen event
+	Record       events.Record
+	// Stolen is set when the lock was taken from another holder.
+	Stolen       bool
+	Reason       string
+	Previous     *events.Record
+	PreviousHash string
+	// PreviousPIDStart is the start time of the previous holder's process
+	// (see ProcessStart), which tells it from a later process with its pid.
+	PreviousPIDStart string
+	// NotAwaited says why a superseded job cannot be awaited from here
+	// (see Lease.AwaitSuperseded); "" when it can.
+	NotAwaited string
+	// Already: the request held the lock before this call; nothing was written.
+	Already bool
+	// Mode is events.ModeShared for a shared holding ("" exclusive), and
+	// Limit its semaphore's slots (0: none).
+	Mode  string
+	Limit int64
+	// sent is when the call that took the lock began (monotonic clock): the
+	// ledger's heartbeat time for it is no earlier, so a lease deadline
+	// counted from it never ends after the lock's TTL does.
+	sent time.Time
+	// at is the time the decision was made at, by the store's clock: the
+	// clock the record's heartbeat time was read from.
+	at time.Time
+}
+
+// prepareAcquire validates an acquisition request and resolves who asks: the
+// request id, the actor, and a holder pid that must be alive here.
+func (l *Ledger) prepareAcquire(req *AcquireRequest) error {
+	if err := req.validate(); err != nil {
+		return err
+	}
+	id, err := l.resolve(req.Identity, l.now())
+	if err != nil {
+		return err
+	}
+	req.Identity = id
+	if err := l.checkLocalPID(id.PID); err != nil {
+		return err
+	}
+	return l.ValidateTargets(req.Targets)
+}

@@ -1,0 +1,174 @@
+package ledger
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// LockStatus is one lock's state at an instant.
+type LockStatus struct {
+	Name         string
+	State        string
+	JobPIDs      []int // processes of the holder's job still running here, its own process gone
+	Holder       *events.Record
+	FencingToken int64
+	Foreign      bool
+	Corrupt      *UnreadableFile // the holder is an unreadable lock file (Holder is a placeholder)
+	Interloper   bool            // a foreign file sits at the path of a lock the ledger holds
+	// Unreadable is that file when it is no lock at all (project puts the
+	// ledger's file back in its place).
+	Unreadable *UnreadableFile
+	// Superseded is the ledger's own holder when another tool's lock at one
+	// of its paths has taken the lock (recorded by the next writer).
+	Superseded *events.Record
+	HeldFor    time.Duration
+	SinceBeat  time.Duration
+	StaleSince time.Time
+	Path       string
+	// Problem: the lock's file could not be read (a symlink, a directory,
+	// no permission, or no locks directory); the rest is the locks
+	// table's alone.
+	Problem string
+
+	// HolderFormat is the format of the other tool's file that holds the
+	// lock, when it superseded the ledger's holder ("" otherwise).
+	HolderFormat string
+
+	// Mode is events.ModeShared when shared holders hold the lock (Shared,
+	// ordered by request id; Holder is then the stalest in the lock's
+	// state), Limit their semaphore's slots (0: none).
+	Mode   string
+	Limit  int64
+	Shared []SharedHolder
+}
+
+// Status reads one lock. It takes no lock and changes nothing.
+func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
+	if err := events.ValidateLockName(lock); err != nil {
+		return nil, err
+	}
+	r, err := loadRow(ctx, l.db, lock)
+	if err != nil {
+		return nil, err
+	}
+	v, err := l.inspect(lock, r)
+	if err != nil {
+		return nil, err
+	}
+	now, err := l.judgeTime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := l.status(v, now)
+	if s.Holder == nil {
+		sh, err := loadShared(ctx, l.db, lock)
+		if err != nil {
+			return nil, err
+		}
+		l.addShared(s, sh, now)
+	}
+	return s, nil
+}
+
+func (l *Ledger) status(v *view, now time.Time) *LockStatus {
+	var superseded *events.Record
+	var format string
+	if sup, err := l.supersededBy(v, now, 0); err == nil && sup != nil {
+		// What the next writer will record: the other tool's lock holds it.
+		rec := v.holder.rec
+		superseded, format = &rec, sup.format
+		v = &view{name: v.name, row: v.row, file: v.file, holder: sup.h}
+	}
+	if v.holder == nil {
+		// Another tool's lock at a path the lock remembers holds it.
+		if f, err := l.foreignAt(v.name, v, nil, now, 0); err == nil && f != nil {
+			v = &view{name: v.name, row: v.row, file: v.file, holder: f}
+		}
+	}
+	state, job := judge(v.holder, now, l.host, l.probe, 0)
+	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.path(v.name), Interloper: v.interloper,
+		Superseded: superseded, HolderFormat: format}
+	if v.interloper {
+		if _, err := ParseLockFile(v.file.data); err != nil {
+			s.Unreadable = v.file.unreadable()
+		}
+	}
+	if h := v.holder; h != nil {
+		rec := h.rec
+		s.Holder, s.FencingToken, s.Foreign, s.Corrupt = &rec, h.token, h.foreign, h.corrupt
+		if h.corrupt == nil {
+			s.HeldFor, s.SinceBeat = now.Sub(h.created), now.Sub(h.heartbeat)
+			s.StaleSince = h.staleSince()
+		}
+	}
+	return s
+}
+
+// List returns every lock that is not free: the ledger's and foreign lock
+// files in the locks directory, ordered by name. A lock whose file cannot
+// be read is listed from the locks table alone, with its Problem, and
+// does not stop the others.
+func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
+	rows, err := loadRows(ctx, l.db)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*row{}
+	for _, r := range rows {
+		byName[r.name] = r
+	}
+	entries, err := l.files.entries()
+	if err != nil && l.files.broken == nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok || strings.HasPrefix(e.Name(), ".") || events.ValidateLockName(name) != nil {
+			continue
+		}
+		if _, seen := byName[name]; !seen {
+			byName[name] = nil
+		}
+	}
+	now, err := l.judgeTime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := loadAllShared(ctx, l.db)
+	if err != nil {
+		return nil, err
+	}
+	shared := map[string][]*sharedHolding{}
+	for _, s := range all {
+		shared[s.rec.LockName] = append(shared[s.rec.LockName], s)
+		if _, seen := byName[s.rec.LockName]; !seen {
+			byName[s.rec.LockName] = nil
+		}
+	}
+	var out []*LockStatus
+	for _, name := range sortedKeys(byName) {
+		v, err := l.inspect(name, byName[name])
+		if err != nil {
+			s := l.status(interpret(name, byName[name], fileState{}, fileState{}), now)
+			if s.State == events.StateFree && l.files.broken != nil {
+				continue // the directory's problem is reported once, by Open
+			}
+			s.Problem = err.Error()
+			out = append(out, s)
+			continue
+		}
+		s := l.status(v, now)
+		l.addShared(s, shared[name], now)
+		if s.State != events.StateFree {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func seconds(d time.Duration) float64 {
+	return float64(d.Milliseconds()) / 1000
+}

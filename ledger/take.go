@@ -1,0 +1,121 @@
+package ledger
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// blocked records acquire_blocked when the attempt gives up (the last
+// attempt, or a waiter meeting a stale lock) and reports outcome.
+func (w *writeTx) blocked(req AcquireRequest, h *holding, state string, outcome error) (error, error) {
+	if !req.RecordBlocked && !(req.Waiting && state == events.StateStale) {
+		return outcome, nil
+	}
+	_, err := w.append(events.AcquireBlocked, req.Identity, &events.Blocked{
+		HeldBy: events.HolderOf(h.rec), State: state, WaitedSeconds: seconds(req.Waited), Foreign: h.foreign,
+		Mode: req.mode(), Limit: req.Limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return outcome, nil
+}
+
+// take gives the lock to req: lock_acquired when prev is nil, else
+// lock_stolen with the previous record and the hash of its file. An
+// exclusive holding places its lock files first (they commit with the
+// event); a shared one has none.
+func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (*Acquisition, error) {
+	token, err := w.nextSeq()
+	if err != nil {
+		return nil, err
+	}
+	shared := req.isShared()
+	if !shared && prev != nil && prev.foreign && prev.target != "" && !slices.ContainsFunc(req.Targets, func(t events.Target) bool { return t.Path == prev.target }) {
+		// Taking over another tool's file at a path the lock remembers: the
+		// ledger's file replaces it there, and the path stays the lock's.
+		req.Targets = append(slices.Clip(req.Targets), events.Target{Format: prev.targetFormat, Path: prev.target})
+	}
+	h := w.l.newHolding(req, w.now, token)
+	if !shared {
+		if err := w.placeFiles(h, prev); err != nil {
+			return nil, err
+		}
+	}
+	acq := events.Acquired{TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion,
+		FencingToken: token, Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets,
+		Mode: req.mode(), Limit: req.Limit}
+	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, FencingToken: token, Record: h.rec,
+		Mode: req.mode(), Limit: req.Limit}
+	var ev *events.Event
+	if prev == nil {
+		acq.Note = note // a steal that found the lock free
+		ev, err = w.append(events.LockAcquired, req.Identity, &acq)
+	} else {
+		pf := prev.file
+		if pf == nil {
+			pf = prev.rec.File() // a shared holder has no file: its record's would-be file
+		}
+		out.Stolen, out.Reason, out.Previous, out.PreviousHash = true, reason, &prev.rec, fileHash(pf)
+		out.PreviousPIDStart = prev.pidStart
+		ev, err = w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: acq, PreviousLock: prev.rec,
+			PreviousLockHash: out.PreviousHash, Reason: reason, Note: note})
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Seq = ev.Seq
+	if shared {
+		return out, saveShared(w.ctx, w.q, h, req.Limit, ev.Seq)
+	}
+	return out, w.saveHolder(h, ev.Seq)
+}
+
+// placeFiles writes h's lock file and target files, replacing prev's.
+func (w *writeTx) placeFiles(h, prev *holding) error {
+	var j *os.File
+	var err error
+	if prev == nil || prev.target != "" {
+		// Free, or taking over another tool's file at a target path: the
+		// primary path has no file to replace.
+		j, err = w.l.files.place(h.rec.LockName, h.file)
+	} else {
+		j, err = w.l.files.replace(h.rec.LockName, h.file)
+	}
+	if err != nil {
+		return err
+	}
+	w.setJournal(j)
+	return w.placeTargets(h, prev)
+}
+
+func (l *Ledger) newHolding(req AcquireRequest, now time.Time, token int64) *holding {
+	md := req.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	_, start := l.probe.Probe(req.PID)
+	h := &holding{
+		rec: events.Record{
+			LockVersion: events.LockVersion, LockName: req.Lock, RequestID: req.RequestID, Actor: req.Actor,
+			Intent: req.Intent, IntentVersion: req.IntentVersion, HostID: l.host.ID, PID: req.PID,
+			CreatedAt: events.FormatLockTime(now), LastHeartbeatAt: events.FormatLockTime(now),
+			TTLSeconds: int64(req.TTL / time.Second), Metadata: md,
+		},
+		created: now, heartbeat: now, pidStart: start, bootID: l.host.BootID, token: token, targets: req.Targets,
+	}
+	h.file = h.rec.File()
+	return h
+}
+
+// checkLocalPID refuses a holder pid that is not a live process here.
+func (l *Ledger) checkLocalPID(pid int) error {
+	if live, _ := l.probe.Probe(pid); live == Gone {
+		return events.Invalid("pid", fmt.Sprint(pid), "must be a running process on this host")
+	}
+	return nil
+}

@@ -21,42 +21,21 @@ func (l *Ledger) RecordAccess(ctx context.Context, typ events.Type, id Identity,
 		return 0, fmt.Errorf("ledger: RecordAccess(%s): only %s and %s record a read of the log", typ,
 			events.LedgerExported, events.LedgerVerified)
 	}
-	seq, cp, err := l.recordAccess(ctx, typ, id, payload)
-	l.publishQuietly(ctx, cp)
+	var seq int64
+	err := l.update(ctx, func(w *writeTx) (error, error) {
+		id, err := l.resolve(id, w.now)
+		if err != nil {
+			return nil, err
+		}
+		// A view of no lock: the event's lock_name is left out.
+		ev, err := w.append(typ, id, payload)
+		if err != nil {
+			return nil, err
+		}
+		seq = ev.Seq
+		return nil, nil
+	})
 	return seq, err
-}
-
-// recordAccess appends under the writer mutex, with the checkpoint due
-// then, like any other write; publishing waits for the mutex to be let go.
-func (l *Ledger) recordAccess(ctx context.Context, typ events.Type, id Identity, payload any) (int64, *Checkpointed, error) {
-	unlock, err := l.lockWriter(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer unlock()
-	tx, now, err := l.beginWrite(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer tx.Rollback()
-	if id, err = l.resolve(id, now); err != nil {
-		return 0, nil, err
-	}
-	// A view of no lock: the event's lock_name is left out.
-	w := &writeTx{l: l, ctx: ctx, tx: tx, q: preparedTx{l: l, tx: tx}, now: now, v: &view{}}
-	ev, err := w.append(typ, id, payload)
-	if err != nil {
-		return 0, nil, err
-	}
-	cp, err := l.dueCheckpoint(ctx, w.q, w.seq, w.now)
-	if err != nil {
-		l.log.Warn("could not sign a checkpoint", "seq", w.seq, "err", err)
-		cp = nil
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, nil, fmt.Errorf("ledger: commit: %w", err)
-	}
-	return ev.Seq, cp, nil
 }
 
 // ValidateIdentity checks id by the rules every operation applies to who

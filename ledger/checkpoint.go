@@ -128,30 +128,23 @@ func (l *Ledger) checkpointNow(ctx context.Context) (*Checkpointed, error) {
 	if l.signing.signer == nil {
 		return nil, fmt.Errorf("ledger: checkpoint: %w", ErrNoSigner)
 	}
-	unlock, err := l.lockWriter(ctx)
+	var cp *Checkpointed
+	err := l.update(ctx, func(w *writeTx) (error, error) {
+		seq, _, err := head(ctx, w.q, l.genesis)
+		if err != nil {
+			return nil, err
+		}
+		if seq == 0 {
+			return nil, fmt.Errorf("ledger: checkpoint: the ledger holds no events yet; nothing to sign")
+		}
+		if cp, err = l.signCheckpoint(ctx, w.q, seq, w.now, false); err != nil {
+			return nil, err
+		}
+		w.rows = true
+		return nil, nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer unlock()
-	tx, now, err := l.beginWrite(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	q := preparedTx{l: l, tx: tx}
-	seq, _, err := head(ctx, q, l.genesis)
-	if err != nil {
-		return nil, err
-	}
-	if seq == 0 {
-		return nil, fmt.Errorf("ledger: checkpoint: the ledger holds no events yet; nothing to sign")
-	}
-	cp, err := l.signCheckpoint(ctx, q, seq, now, false)
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("ledger: commit: %w", err)
 	}
 	return cp, nil
 }

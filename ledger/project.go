@@ -110,87 +110,78 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 	if err := l.settleSupersessions(ctx, id); err != nil {
 		return nil, err
 	}
-	unlock, err := l.lockWriter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// The witnesses are written after the mutex is let go (see write).
-	var cp *Checkpointed
-	defer func() {
-		unlock()
-		l.publishQuietly(ctx, cp)
-	}()
-	tx, now, err := l.beginWrite(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	check, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: project: %w", err)
-	}
-	rows, err := loadRows(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	if p := truncation(rows, st.Seq); p != nil {
-		check.Add(*p)
-	}
-	check.Finish()
-	rep := &ProjectReport{Events: check.Events, Locks: st.Len(), Rows: []ProjectChange{}, Files: []ProjectChange{},
-		Recorded: []int64{}}
-	if bad := check.FirstBad; bad != nil && bad.Kind.Chain() {
-		if !c.accept {
-			refusal := &BrokenChainError{FirstBad: *bad, Problems: check.ProblemCount}
-			refusal.Recorded, err = l.recordRefusal(ctx, tx, now, id, rep, refusal)
-			if err != nil {
-				l.log.Warn("could not record the refused project", "err", err)
+	var rep *ProjectReport
+	var refusal *BrokenChainError
+	var applied error // the file changes after the commit: reported with the report
+	err = l.update(ctx, func(w *writeTx) (error, error) {
+		tx, now := w.tx, w.now
+		check, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: project: %w", err)
+		}
+		rows, err := loadRows(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		if p := truncation(rows, st.Seq); p != nil {
+			check.Add(*p)
+		}
+		check.Finish()
+		rep = &ProjectReport{Events: check.Events, Locks: st.Len(), Rows: []ProjectChange{}, Files: []ProjectChange{},
+			Recorded: []int64{}}
+		if bad := check.FirstBad; bad != nil && bad.Kind.Chain() {
+			if !c.accept {
+				// The refusal is the only change a refused run makes, and
+				// no checkpoint signs the damaged log it refuses.
+				refusal = &BrokenChainError{FirstBad: *bad, Problems: check.ProblemCount}
+				w.unsigned = true
+				refusal.Recorded, err = recordRefusal(w, id, rep, refusal)
+				if err != nil {
+					return nil, err
+				}
+				return refusal, nil
 			}
-			return nil, refusal
+			rep.BrokenChain = bad
+			// Stored Merkle hashes of events that are gone would block the
+			// seqs the next events take; the cut is accepted, so they go (the
+			// checkpoints that covered them stay, and keep showing the cut).
+			if _, err := tx.ExecContext(ctx, `DELETE FROM tlog_hashes WHERE seq > ?`, st.Seq); err != nil {
+				return nil, fmt.Errorf("ledger: project: %w", err)
+			}
+			// Events appended without stored hashes are accepted here, and
+			// only here: the next checkpoint signs them, and this run's
+			// ledger_projected records that they were accepted.
+			if _, hashed, err := treeLag(ctx, tx); err != nil {
+				return nil, fmt.Errorf("ledger: project: %w", err)
+			} else if n, _, err := l.hashTail(ctx, tx, hashed, 0); err != nil {
+				return nil, fmt.Errorf("ledger: project: the Merkle hashes of the accepted events: %w", err)
+			} else if n > 0 {
+				l.log.Warn("computed the stored Merkle hashes of accepted events that had none", "after_seq", hashed, "events", n)
+			}
 		}
-		rep.BrokenChain = bad
-		// Stored Merkle hashes of events that are gone would block the
-		// seqs the next events take; the cut is accepted, so they go (the
-		// checkpoints that covered them stay, and keep showing the cut).
-		if _, err := tx.ExecContext(ctx, `DELETE FROM tlog_hashes WHERE seq > ?`, st.Seq); err != nil {
-			return nil, fmt.Errorf("ledger: project: %w", err)
+		p := &projection{l: l, rep: rep, now: now, plans: map[string]*lockPlan{}}
+		w.aborted = p.dropAsides
+		w.committed = func() error { applied = p.apply(); return nil }
+		rebuilt, err := p.rows(ctx, tx, st)
+		if err != nil {
+			return nil, err
 		}
-		// Events appended without stored hashes are accepted here, and
-		// only here: the next checkpoint signs them, and this run's
-		// ledger_projected records that they were accepted.
-		if _, hashed, err := treeLag(ctx, tx); err != nil {
-			return nil, fmt.Errorf("ledger: project: %w", err)
-		} else if n, _, err := l.hashTail(ctx, tx, hashed, 0); err != nil {
-			return nil, fmt.Errorf("ledger: project: the Merkle hashes of the accepted events: %w", err)
-		} else if n > 0 {
-			l.log.Warn("computed the stored Merkle hashes of accepted events that had none", "after_seq", hashed, "events", n)
+		if err := p.files(rebuilt); err != nil {
+			return nil, err
 		}
+		return nil, p.record(w, id, check.ProblemCount)
+	})
+	if refusal != nil {
+		if !errors.Is(err, refusal) {
+			l.log.Warn("could not record the refused project", "err", err)
+			refusal.Recorded = 0
+		}
+		return nil, refusal
 	}
-	p := &projection{l: l, rep: rep, now: now, plans: map[string]*lockPlan{}}
-	rebuilt, err := p.rows(ctx, tx, st)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.files(rebuilt); err != nil {
-		p.dropAsides()
-		return nil, err
-	}
-	if err := p.record(ctx, tx, id, check.ProblemCount); err != nil {
-		p.dropAsides()
-		return nil, err
-	}
-	if n := len(rep.Recorded); n > 0 {
-		if cp, err = l.dueCheckpoint(ctx, preparedTx{l: l, tx: tx}, rep.Recorded[n-1], p.now); err != nil {
-			l.log.Warn("could not sign a checkpoint", "seq", rep.Recorded[n-1], "err", err)
-			cp = nil
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		cp = nil
-		p.dropAsides()
-		return nil, fmt.Errorf("ledger: commit: %w", err)
-	}
-	return rep, p.apply()
+	return rep, applied
 }
 
 // projection is one Project run's plan.
@@ -586,8 +577,7 @@ func (p *projection) targets(r *row) error {
 
 // record appends one lock_projected event per lock the run changes, then
 // the run's ledger_projected.
-func (p *projection) record(ctx context.Context, tx *sql.Tx, id Identity, problems int) error {
-	w := &writeTx{l: p.l, ctx: ctx, tx: tx, q: preparedTx{l: p.l, tx: tx}, now: p.now}
+func (p *projection) record(w *writeTx, id Identity, problems int) error {
 	for _, name := range sortedKeys(p.plans) {
 		lp := p.plans[name]
 		if len(lp.changes) == 0 {
@@ -626,8 +616,7 @@ func (p *projection) record(ctx context.Context, tx *sql.Tx, id Identity, proble
 
 // recordRefusal appends and commits the ledger_projected of a run that
 // refused a damaged log: the only change a refused run makes.
-func (l *Ledger) recordRefusal(ctx context.Context, tx *sql.Tx, now time.Time, id Identity, rep *ProjectReport, refusal *BrokenChainError) (int64, error) {
-	w := &writeTx{l: l, ctx: ctx, tx: tx, q: preparedTx{l: l, tx: tx}, now: now, v: &view{}}
+func recordRefusal(w *writeTx, id Identity, rep *ProjectReport, refusal *BrokenChainError) (int64, error) {
 	run := &events.LedgerProjectedPayload{Result: events.AuditRefused, Events: rep.Events, Locks: rep.Locks,
 		Problems: refusal.Problems}
 	if refusal.FirstBad.Seq > 0 {
@@ -636,9 +625,6 @@ func (l *Ledger) recordRefusal(ctx context.Context, tx *sql.Tx, now time.Time, i
 	ev, err := w.append(events.LedgerProjected, id, run)
 	if err != nil {
 		return 0, err
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("ledger: commit: %w", err)
 	}
 	return ev.Seq, nil
 }

@@ -33,6 +33,15 @@ type writeTx struct {
 	// fails leaves both saying "held", and a removal that fails after it
 	// leaves a file that the next writer, or project, removes.
 	removals []func() error
+	// rows: fn wrote rows other than events (a checkpoint): commit.
+	rows bool
+	// unsigned: the log is damaged, and no checkpoint may sign it.
+	unsigned bool
+	// aborted undoes changes outside the database when the transaction
+	// does not commit; committed finishes them once it has (its error is
+	// the caller's).
+	aborted   func()
+	committed func() error
 }
 
 // removeAfterCommit defers remove until the decision has committed.
@@ -40,50 +49,39 @@ func (w *writeTx) removeAfterCommit(remove func() error) {
 	w.removals = append(w.removals, remove)
 }
 
-// write runs fn as one decision on lock name. fn returns the outcome to
-// report (which may be a HeldError after recording acquire_blocked) or an
-// error that aborts the transaction.
-func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (outcome error, err error)) error {
+// update is the one write scaffold every writing path goes through: the
+// writer mutex, a write transaction begun at the store's serialisation
+// point, the decision's clock, fn, the checkpoint then due, the commit
+// (when fn wrote anything), and the checkpoint published to the witnesses
+// once the mutex is let go, so that a slow or hung witness holds up no
+// writer. fn returns the outcome to report, which commits with what fn
+// wrote (a HeldError after recording acquire_blocked, say), or an error
+// that rolls everything back; w.aborted and w.committed run on either.
+func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error, err error)) error {
 	unlock, err := l.lockWriter(ctx)
 	if err != nil {
 		return err
 	}
-	// A witness is written after the mutex is let go: a slow or hung one
-	// must not hold up every writer on the root.
 	var cp *Checkpointed
 	defer func() {
 		unlock()
 		l.publishQuietly(ctx, cp)
 	}()
-	tx, err := l.store.begin(ctx)
+	tx, now, err := l.beginWrite(ctx)
 	if err != nil {
-		return fmt.Errorf("ledger: begin: %w", err)
+		return err
 	}
 	defer tx.Rollback()
-	w := &writeTx{l: l, ctx: ctx, tx: tx, q: preparedTx{l: l, tx: tx}}
-	if w.now, err = l.store.clock(ctx, w.q); err != nil {
-		return err
-	}
-	before, err := loadRow(ctx, w.q, name)
-	if err != nil {
-		return err
-	}
-	if w.v, err = l.inspect(name, before); err != nil {
-		return err
-	}
-	if err := l.applyRepairs(w.v); err != nil {
-		return err
-	}
+	w := &writeTx{l: l, ctx: ctx, tx: tx, q: preparedTx{l: l, tx: tx}, now: now, v: &view{}}
 	outcome, err := fn(w)
 	if err != nil {
-		w.closeJournals()
-		if w.touched {
-			l.undo(name, before)
-			w.undoTargets()
-		}
+		w.abort()
 		return err
 	}
-	if len(w.written) > 0 {
+	if len(w.written) == 0 && !w.touched && !w.rows {
+		return outcome
+	}
+	if len(w.written) > 0 && !w.unsigned {
 		// A checkpoint that cannot be made leaves the decision standing:
 		// the next write tries again, and verify says what is uncovered.
 		if cp, err = l.dueCheckpoint(ctx, w.q, w.seq, w.now); err != nil {
@@ -91,21 +89,66 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 			cp = nil
 		}
 	}
-	if len(w.written) > 0 {
-		if err := l.store.changed(ctx, w.q, name); err != nil {
+	if len(w.written) > 0 && w.v.name != "" {
+		if err := l.store.changed(ctx, w.q, w.v.name); err != nil {
+			w.abort()
 			return fmt.Errorf("ledger: notify: %w", err)
 		}
 	}
-	if len(w.written) > 0 || w.touched {
-		if err := w.commit(); err != nil {
-			cp = nil
+	if err := w.commit(); err != nil {
+		cp = nil
+		w.abort()
+		return fmt.Errorf("ledger: commit: %w", err)
+	}
+	var finished error
+	if w.committed != nil {
+		finished = w.committed()
+	}
+	for _, remove := range w.removals {
+		if err := remove(); err != nil {
+			l.log.Warn("could not remove a lock file after the commit; the next writer or project will", "lock", w.v.name, "err", err)
+		}
+	}
+	if outcome == nil {
+		return finished
+	}
+	return outcome
+}
+
+// abort undoes what w changed outside the database before its
+// transaction rolls back.
+func (w *writeTx) abort() {
+	w.closeJournals()
+	if w.aborted != nil {
+		w.aborted()
+	}
+}
+
+// write runs fn as one decision on lock name, with the lock's row, file
+// and journal read and reconciled first (see update). File changes fn
+// makes commit with the decision and are undone when it does not commit.
+func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (outcome error, err error)) error {
+	return l.update(ctx, func(w *writeTx) (error, error) {
+		before, err := loadRow(w.ctx, w.q, name)
+		if err != nil {
+			return nil, err
+		}
+		if w.v, err = l.inspect(name, before); err != nil {
+			return nil, err
+		}
+		if err := l.applyRepairs(w.v); err != nil {
+			return nil, err
+		}
+		w.aborted = func() {
 			if w.touched {
 				l.undo(name, before)
 				w.undoTargets()
 			}
-			return fmt.Errorf("ledger: commit: %w", err)
 		}
-		if w.touched {
+		w.committed = func() error {
+			if !w.touched {
+				return nil
+			}
 			if err := l.files.done(name); err != nil {
 				l.log.Warn("could not remove the lock journal; the next writer will", "lock", name, "err", err)
 			}
@@ -114,14 +157,10 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 					l.log.Warn("could not remove a lock journal; the next writer will", "path", p, "err", err)
 				}
 			}
+			return nil
 		}
-		for _, remove := range w.removals {
-			if err := remove(); err != nil {
-				l.log.Warn("could not remove a lock file after the commit; the next writer or project will", "lock", name, "err", err)
-			}
-		}
-	}
-	return outcome
+		return fn(w)
+	})
 }
 
 // commit commits the transaction while the lock file's journal is fsynced

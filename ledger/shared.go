@@ -284,7 +284,7 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 		if s.rec.RequestID == id.RequestID {
 			if w.sameProcess(s.holding, id) {
 				return &Acquisition{Lock: req.Lock, RequestID: id.RequestID, FencingToken: s.token, Seq: s.updatedSeq,
-					Record: s.rec, Already: true, Mode: events.ModeShared, Limit: s.limit}, nil, nil
+					Record: s.rec, Already: true, Mode: events.ModeShared, Limit: s.limit, at: w.now}, nil, nil
 			}
 			held := &HeldError{Lock: req.Lock, Holder: s.rec, Waited: req.Waited, SameRequest: true}
 			outcome, err := w.blocked(req, s.holding, events.StateHeld, held)

@@ -301,3 +301,47 @@ func TestLeaseWaitsForRelease(t *testing.T) {
 		t.Fatalf("fencing token %d after %d", second.FencingToken(), first.FencingToken())
 	}
 }
+
+// Done is closed once the lease is gone: released (Err nil) or lost (Err
+// says why), and not before.
+func TestLeaseDoneWhenReleasedOrLost(t *testing.T) {
+	ctx := context.Background()
+	l := openReal(t)
+	released, err := lease.Acquire(ctx, l, "rel", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-released.Done():
+		t.Fatal("Done closed while the lease is held")
+	default:
+	}
+	if err := released.Release(ctx, lease.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-released.Done():
+	default:
+		t.Fatal("Done not closed after Release")
+	}
+	if released.Err() != nil {
+		t.Fatalf("Err() after a release of a held lease: %v, want nil", released.Err())
+	}
+
+	stolen, err := lease.Acquire(ctx, l, "lost", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stolen.Release(ctx, lease.Result{})
+	if _, err := l.Steal(ctx, ledger.StealRequest{AcquireRequest: ledger.AcquireRequest{Lock: "lost", TTL: time.Minute}, Active: true, Note: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stolen.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after a steal")
+	}
+	if !errors.Is(stolen.Err(), ledger.ErrLost) {
+		t.Fatalf("Err() after a steal: %v, want ErrLost", stolen.Err())
+	}
+}

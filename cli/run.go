@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -154,34 +155,34 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	defer o.g.finish(l)
-	opts := []ledger.LeaseOption{ledger.WithTTL(req.TTL), ledger.WithPID(req.PID), ledger.WithIntent(req.Intent, req.IntentVersion),
-		ledger.WithMetadata(req.Metadata), ledger.WithWait(wait), ledger.WithWaitObserver(waitReporter(o.g, o.lock))}
+	opts := []lease.Option{lease.WithTTL(req.TTL), lease.WithPID(req.PID), lease.WithIntent(req.Intent, req.IntentVersion),
+		lease.WithMetadata(req.Metadata), lease.WithWait(wait), lease.WithWaitObserver(waitReporter(o.g, o.lock))}
 	if req.RequestID != "" {
-		opts = append(opts, ledger.WithRequestID(req.RequestID))
+		opts = append(opts, lease.WithRequestID(req.RequestID))
 	}
 	if req.Actor != "" {
-		opts = append(opts, ledger.WithActor(req.Actor))
+		opts = append(opts, lease.WithActor(req.Actor))
 	}
 	if req.Force {
-		opts = append(opts, ledger.WithForce())
+		opts = append(opts, lease.WithForce())
 	}
 	if req.Reclaim {
-		opts = append(opts, ledger.WithReclaim())
+		opts = append(opts, lease.WithReclaim())
 	}
 	if req.Shared {
 		if o.supersede {
 			return events.Invalid("--supersede", "", "cannot be combined with --shared or --limit")
 		}
-		opts = append(opts, ledger.WithShared(req.Limit))
+		opts = append(opts, lease.WithShared(req.Limit))
 	}
 	if o.supersede {
 		if wait > 0 {
 			return events.Invalid("--supersede", "", "cannot be combined with --wait")
 		}
-		opts = append(opts, ledger.WithSupersede())
+		opts = append(opts, lease.WithSupersede())
 	}
 	if len(req.Targets) > 0 || req.MaxAge > 0 {
-		opts = append(opts, ledger.WithTargets(req.Targets...), ledger.WithMaxAge(req.MaxAge))
+		opts = append(opts, lease.WithTargets(req.Targets...), lease.WithMaxAge(req.MaxAge))
 	}
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	var waiting sync.WaitGroup
@@ -194,7 +195,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		case <-waitCtx.Done():
 		}
 	}()
-	lease, err := l.Acquire(waitCtx, o.lock, opts...)
+	hold, err := lease.Acquire(waitCtx, l, o.lock, opts...)
 	cancelWait()
 	waiting.Wait()
 	endWaitLine(o.g)
@@ -203,23 +204,23 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	// From here on the lease and the release outlive a cancelled ctx.
 	bg := context.WithoutCancel(ctx)
-	o.g.log.Info("acquired", "lock", o.lock, "fencing_token", lease.FencingToken(), "request_id", lease.RequestID())
+	o.g.log.Info("acquired", "lock", o.lock, "fencing_token", hold.FencingToken(), "request_id", hold.RequestID())
 	if o.supersede {
-		if err := awaitSuperseded(bg, o, lease, grace, sigs, pokes); err != nil {
+		if err := awaitSuperseded(bg, o, hold, grace, sigs, pokes); err != nil {
 			return err
 		}
 	}
 
-	code, st, err := supervise(o, path, lease, sigs, pokes, grace)
+	code, st, err := supervise(o, path, hold, sigs, pokes, grace)
 	if err != nil {
 		c, why := execFailure(o.argv[0], path, err)
-		_ = lease.Release(bg, ledger.Result{Result: events.ResultFailure, FailureStep: "exec", ExitCode: &c})
+		_ = hold.Release(bg, lease.Result{Result: events.ResultFailure, FailureStep: "exec", ExitCode: &c})
 		o.g.sayError("run: "+why, "exit_code", c)
 		return &ExitError{Code: c}
 	}
 	if st.lost {
-		_ = lease.Release(bg, ledger.Result{Result: events.ResultCancelled, ExitCode: &code}) // joins the heartbeat; refused as lost
-		o.g.log.Error("lock lost; command stopped", "lock", o.lock, "err", lease.Err(), "command_exit", code)
+		_ = hold.Release(bg, lease.Result{Result: events.ResultCancelled, ExitCode: &code}) // joins the heartbeat; refused as lost
+		o.g.log.Error("lock lost; command stopped", "lock", o.lock, "err", hold.Err(), "command_exit", code)
 		return &ExitError{Code: ExitNotHolder}
 	}
 	result := events.ResultSuccess
@@ -229,7 +230,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	case code != 0:
 		result = events.ResultFailure
 	}
-	if err := lease.Release(bg, ledger.Result{Result: result, ExitCode: &code}); err != nil {
+	if err := hold.Release(bg, lease.Result{Result: result, ExitCode: &code}); err != nil {
 		o.g.log.Error("release failed", "lock", o.lock, "err", err)
 		switch {
 		case errors.Is(err, ledger.ErrLost) || errors.Is(err, ledger.ErrNotHolder):
@@ -246,10 +247,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 }
 
 // awaitSuperseded holds the command back until the job this run took the
-// lock from has stopped (see ledger.Lease.AwaitSuperseded), so that the two
+// lock from has stopped (see lease.Lease.AwaitSuperseded), so that the two
 // never overlap. A signal meanwhile, or losing the lock, ends the run
 // without starting the command.
-func awaitSuperseded(ctx context.Context, o *runOptions, lease *ledger.Lease, grace time.Duration, sigs, pokes <-chan os.Signal) error {
+func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grace time.Duration, sigs, pokes <-chan os.Signal) error {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var got os.Signal
@@ -264,13 +265,13 @@ func awaitSuperseded(ctx context.Context, o *runOptions, lease *ledger.Lease, gr
 				cancel()
 				return
 			case <-pokes:
-				lease.CheckNow()
+				hold.CheckNow()
 			case <-actx.Done():
 				return
 			}
 		}
 	}()
-	sup, err := lease.AwaitSuperseded(actx, grace)
+	sup, err := hold.AwaitSuperseded(actx, grace)
 	cancel()
 	watching.Wait()
 	var earlier []any
@@ -279,11 +280,11 @@ func awaitSuperseded(ctx context.Context, o *runOptions, lease *ledger.Lease, gr
 	}
 	switch {
 	case got != nil:
-		_ = lease.Release(ctx, ledger.Result{Result: events.ResultCancelled})
+		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled})
 		o.g.log.Warn("signalled while waiting for the superseded job to stop; the command was not started", "lock", o.lock, "signal", got)
 		return &ExitError{Code: 128 + int(got.(syscall.Signal))}
 	case err != nil:
-		_ = lease.Release(ctx, ledger.Result{Result: events.ResultCancelled}) // refused as lost
+		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled}) // refused as lost
 		o.g.log.Error("lock lost while waiting for the superseded job to stop; waited for it all the same, the command was not started",
 			append([]any{"lock", o.lock, "err", err, "superseded_request_id", sup.RequestID}, earlier...)...)
 		return &ExitError{Code: ExitNotHolder}
@@ -300,15 +301,15 @@ func awaitSuperseded(ctx context.Context, o *runOptions, lease *ledger.Lease, gr
 }
 
 // supervise runs the child and returns its exit code.
-func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-chan os.Signal, grace time.Duration) (int, runState, error) {
+func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan os.Signal, grace time.Duration) (int, runState, error) {
 	var st runState
 	cmd := exec.Command(path, o.argv[1:]...)
 	cmd.Args[0] = o.argv[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.g.io.In, o.g.io.Out, o.g.io.ErrOut
 	cmd.Env = append(os.Environ(),
-		"LOCKLEDGER_LOCK="+lease.Lock(),
-		"LOCKLEDGER_REQUEST_ID="+lease.RequestID(),
-		"LOCKLEDGER_FENCING_TOKEN="+strconv.FormatInt(lease.FencingToken(), 10))
+		"LOCKLEDGER_LOCK="+hold.Lock(),
+		"LOCKLEDGER_REQUEST_ID="+hold.RequestID(),
+		"LOCKLEDGER_FENCING_TOKEN="+strconv.FormatInt(hold.FencingToken(), 10))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 
 	// Pdeathsig fires when the thread that forked the child exits, so the
@@ -333,7 +334,7 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 	}
 	pgid := cmd.Process.Pid
 	var killTimer <-chan time.Time
-	lost := lease.Lost()
+	lost := hold.Lost()
 	record := context.Background()
 	for {
 		select {
@@ -341,16 +342,16 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 			st.signalled = true
 			_ = unix.Kill(-pgid, s.(syscall.Signal))
 		case <-pokes:
-			lease.CheckNow()
+			hold.CheckNow()
 		case <-lost:
 			lost = nil
 			if o.onLost == "warn" {
-				o.g.log.Error("lock lost; command keeps running (--on-lost warn)", "lock", lease.Lock(), "err", lease.Err())
+				o.g.log.Error("lock lost; command keeps running (--on-lost warn)", "lock", hold.Lock(), "err", hold.Err())
 				continue
 			}
 			st.lost = true
-			var expired *ledger.DeadlineError
-			if errors.As(lease.Err(), &expired) {
+			var expired *lease.DeadlineError
+			if errors.As(hold.Err(), &expired) {
 				// Lost on this host's clock, ahead of the TTL: the command
 				// must be gone within half the margin, before anyone else
 				// may take the lock; so must what it left running, and
@@ -360,14 +361,14 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 				record, cancel = context.WithDeadline(record, expired.LastOK.Add(expired.TTL-expired.Margin/2))
 				defer cancel()
 			}
-			o.g.log.Error("lock lost; stopping the command", "lock", lease.Lock(), "err", lease.Err(), "kill_grace", grace)
+			o.g.log.Error("lock lost; stopping the command", "lock", hold.Lock(), "err", hold.Err(), "kill_grace", grace)
 			_ = unix.Kill(-pgid, unix.SIGTERM)
 			killTimer = time.After(grace)
 		case <-killTimer:
 			_ = unix.Kill(-pgid, unix.SIGKILL)
 		case <-exited: // the exit status is in ProcessState
 			code := exitCode(cmd.ProcessState)
-			stopLeftovers(record, o, lease, pgid, grace, sigs, mark)
+			stopLeftovers(record, o, hold, pgid, grace, sigs, mark)
 			return code, st, nil
 		}
 	}
@@ -379,8 +380,8 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 // KILL after grace (at once if run is signalled meanwhile). With
 // --leave-running they are left alone. Either way the processes found are
 // recorded as job_processes, before the release, within record's deadline.
-func stopLeftovers(record context.Context, o *runOptions, lease *ledger.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal, mark ledger.ForkMark) {
-	id := lease.RequestID()
+func stopLeftovers(record context.Context, o *runOptions, hold *lease.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal, mark ledger.ForkMark) {
+	id := hold.RequestID()
 	p := events.JobProcessesPayload{JobRequestID: id}
 	if o.leave {
 		p.PIDs = ledger.JobPIDs(id)
@@ -408,9 +409,9 @@ func stopLeftovers(record context.Context, o *runOptions, lease *ledger.Lease, p
 	if len(p.PIDs) == 0 {
 		return
 	}
-	o.g.log.Warn("processes of the command outlived it", "lock", lease.Lock(), "pids", fmt.Sprint(p.PIDs), "action", p.Action)
-	if err := lease.RecordJobProcesses(record, p); err != nil {
-		o.g.log.Error("could not record the command's leftover processes", "lock", lease.Lock(), "err", err)
+	o.g.log.Warn("processes of the command outlived it", "lock", hold.Lock(), "pids", fmt.Sprint(p.PIDs), "action", p.Action)
+	if err := hold.RecordJobProcesses(record, p); err != nil {
+		o.g.log.Error("could not record the command's leftover processes", "lock", hold.Lock(), "err", err)
 	}
 }
 

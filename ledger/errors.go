@@ -240,31 +240,3 @@ func (e *UnsafePathError) Error() string {
 	return fmt.Sprintf("%s: %s (refusing to touch it)", e.Path, e.Reason)
 }
 func (e *UnsafePathError) Unwrap() error { return ErrUnsafePath }
-
-// DeadlineError is a lease lost on its own clock: no heartbeat succeeded
-// before its local deadline, LastOK (the send time of the last successful
-// heartbeat, or of the acquire) + TTL − Margin. The ledger may still show
-// it as the holder; others can take the lock once the TTL has run out by
-// the ledger's clock, Margin later at the earliest. It wraps ErrLost.
-type DeadlineError struct {
-	Lock      string
-	RequestID string
-	LastOK    time.Time     // send time of the last successful heartbeat (or of the acquire)
-	TTL       time.Duration // the lock's TTL
-	Margin    time.Duration // how long before the TTL the holder gives up
-	Failures  int           // heartbeat calls that failed since LastOK
-	LastErr   error         // the last of them; nil when none returned (hung or none sent)
-}
-
-func (e *DeadlineError) Error() string {
-	last := ""
-	if e.LastErr != nil {
-		last = fmt.Sprintf("; last error: %v", e.LastErr)
-	} else if e.Failures == 0 {
-		last = "; the heartbeat in flight never answered"
-	}
-	return fmt.Sprintf("lock %s: request %s lost the lock: no successful heartbeat since %s (%d failed); local deadline ttl %s − margin %s = %s after it%s",
-		e.Lock, e.RequestID, e.LastOK.UTC().Format(time.RFC3339Nano), e.Failures, e.TTL, e.Margin, e.TTL-e.Margin, last)
-}
-
-func (e *DeadlineError) Unwrap() error { return ErrLost }

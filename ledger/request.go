@@ -123,7 +123,7 @@ type Acquisition struct {
 	// (see ProcessStart), which tells it from a later process with its pid.
 	PreviousPIDStart string
 	// NotAwaited says why a superseded job cannot be awaited from here
-	// (see Lease.AwaitSuperseded); "" when it can.
+	// (see AwaitSuperseded); "" when it can.
 	NotAwaited string
 	// Already: the request held the lock before this call; nothing was written.
 	Already bool

@@ -29,12 +29,11 @@ func TestSupersedingAJobOnAnotherHostSaysItCannotBeAwaited(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer here.Close()
-	lease, err := here.Acquire(ctx, "issue-9", WithSupersede(), WithRequestID("new-run"))
+	a, err := here.Supersede(ctx, AcquireRequest{Lock: "issue-9", Identity: Identity{RequestID: "new-run"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(ctx, Result{})
-	sup, err := lease.AwaitSuperseded(ctx, time.Minute)
+	sup, err := here.AwaitSuperseded(ctx, a, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ledger_test
+package lease_test
 
 import (
 	"context"
@@ -8,12 +8,13 @@ import (
 	"os"
 	"time"
 
+	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
 
 // A service holds a lock while it works: heartbeats run in the background,
 // Lost says when the lock is gone, and Release records the result.
-func ExampleLedger_Acquire() {
+func ExampleAcquire() {
 	root, _ := os.MkdirTemp("", "lockledger-example")
 	defer os.RemoveAll(root)
 	ctx := context.Background()
@@ -24,27 +25,28 @@ func ExampleLedger_Acquire() {
 	}
 	defer l.Close()
 
-	lease, err := l.Acquire(ctx, "nightly-etl", ledger.WithTTL(30*time.Second), ledger.WithActor("etl-service"))
+	s, err := lease.Acquire(ctx, l, "nightly-etl", lease.WithTTL(30*time.Second), lease.WithActor("etl-service"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("holding", lease.Lock(), "with fencing token", lease.FencingToken())
+	fmt.Println("holding", s.Lock(), "with fencing token", s.FencingToken())
 
 	// A second caller is refused while the lease is held.
-	_, err = l.Acquire(ctx, "nightly-etl", ledger.WithActor("other"))
+	_, err = lease.Acquire(ctx, l, "nightly-etl", lease.WithActor("other"))
 	var held *ledger.HeldError
 	if errors.As(err, &held) {
 		fmt.Println("blocked by", held.Holder.Actor)
 	}
 
 	select {
-	case <-lease.Lost():
-		log.Fatal("lock lost: stop working", lease.Err())
+	case <-s.Lost():
+		log.Fatal("lock lost: stop working", s.Err())
 	default: // do the work, checking Lost between steps
 	}
-	if err := lease.Release(ctx, ledger.Result{Result: "success"}); err != nil {
+	if err := s.Release(ctx, lease.Result{Result: "success"}); err != nil {
 		log.Fatal(err)
 	}
+	<-s.Done()
 	fmt.Println("released")
 	// Output:
 	// holding nightly-etl with fencing token 1

@@ -1,4 +1,4 @@
-package ledger
+package lease_test
 
 import (
 	"context"
@@ -11,11 +11,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/lease"
+	"github.com/lockledger/lockledger/ledger"
 )
 
-func openReal(t *testing.T, opts ...Option) *Ledger {
+func openReal(t *testing.T, opts ...ledger.Option) *ledger.Ledger {
 	t.Helper()
-	l, err := Open(context.Background(), t.TempDir(), opts...)
+	l, err := ledger.Open(context.Background(), t.TempDir(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +26,7 @@ func openReal(t *testing.T, opts ...Option) *Ledger {
 }
 
 // awaitEvent polls the ledger until an event matching ok exists.
-func awaitEvent(t *testing.T, l *Ledger, typ events.Type, within time.Duration, ok func(p any) bool) {
+func awaitEvent(t *testing.T, l *ledger.Ledger, typ events.Type, within time.Duration, ok func(p any) bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -52,9 +54,9 @@ func awaitEvent(t *testing.T, l *Ledger, typ events.Type, within time.Duration, 
 
 // holdWriter takes the ledger's writer mutex from outside, as another
 // process would, so that every write fails as busy until release.
-func holdWriter(t *testing.T, l *Ledger) (release func()) {
+func holdWriter(t *testing.T, l *ledger.Ledger) (release func()) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(l.Root(), WriterMux), os.O_RDWR, 0)
+	f, err := os.OpenFile(filepath.Join(l.Root(), ledger.WriterMux), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,21 +69,21 @@ func holdWriter(t *testing.T, l *Ledger) (release func()) {
 func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t)
-	lease, err := l.Acquire(ctx, "svc", WithTTL(3*time.Second), WithHeartbeatInterval(50*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	awaitEvent(t, l, events.LockHeartbeat, 10*time.Second, func(any) bool { n++; return n >= 3 })
 	code := 0
-	if err := lease.Release(ctx, Result{Result: events.ResultSuccess, ExitCode: &code}); err != nil {
+	if err := s.Release(ctx, lease.Result{Result: events.ResultSuccess, ExitCode: &code}); err != nil {
 		t.Fatal(err)
 	}
-	if err := lease.Release(ctx, Result{}); err != nil {
+	if err := s.Release(ctx, lease.Result{}); err != nil {
 		t.Fatalf("second Release: %v, want nil", err)
 	}
 	select {
-	case <-lease.Lost():
+	case <-s.Lost():
 		t.Fatal("a released lease reports lost")
 	default:
 	}
@@ -97,29 +99,29 @@ func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 
 func TestLeaseBusyLedgerIsNotALoss(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t, WithBusyTimeout(20*time.Millisecond))
-	lease, err := l.Acquire(ctx, "svc", WithTTL(5*time.Second), WithHeartbeatInterval(50*time.Millisecond))
+	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(5*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(ctx, Result{})
+	defer s.Release(ctx, lease.Result{})
 	release := holdWriter(t, l)
 	time.Sleep(time.Second) // the writer stays busy through several heartbeat attempts
 	release()
 	awaitEvent(t, l, events.HeartbeatFailed, 10*time.Second, func(p any) bool {
 		hf := p.(*events.HeartbeatFailedPayload)
-		return hf.ConsecutiveFailures == HeartbeatFailuresBeforeEvent && !hf.LockLost
+		return hf.ConsecutiveFailures == lease.HeartbeatFailuresBeforeEvent && !hf.LockLost
 	})
 	before := 0
 	awaitEvent(t, l, events.LockHeartbeat, 10*time.Second, func(any) bool { before++; return true })
-	if lease.Err() != nil {
-		t.Fatalf("lease lost over a busy ledger: %v", lease.Err())
+	if s.Err() != nil {
+		t.Fatalf("lease lost over a busy ledger: %v", s.Err())
 	}
 }
 
 // heartbeatAt is the ledger's heartbeat time for lock (its clock is
 // time.Now, the wall clock this process reads too).
-func heartbeatAt(t *testing.T, l *Ledger, lock string) time.Time {
+func heartbeatAt(t *testing.T, l *ledger.Ledger, lock string) time.Time {
 	t.Helper()
 	var s string
 	if err := l.DB().QueryRow(`SELECT heartbeat_at FROM locks WHERE lock_name = ?`, lock).Scan(&s); err != nil {
@@ -133,10 +135,10 @@ func heartbeatAt(t *testing.T, l *Ledger, lock string) time.Time {
 }
 
 // awaitLost returns when the lease was lost, and the time it saw that.
-func awaitLost(t *testing.T, lease *Lease) time.Time {
+func awaitLost(t *testing.T, s *lease.Lease) time.Time {
 	t.Helper()
 	select {
-	case <-lease.Lost():
+	case <-s.Lost():
 		return time.Now()
 	case <-time.After(30 * time.Second):
 		t.Fatal("lease not lost though no heartbeat gets through")
@@ -146,13 +148,13 @@ func awaitLost(t *testing.T, lease *Lease) time.Time {
 
 // checkLostAtDeadline checks that the lease gave up at its local deadline
 // (not earlier) and while the ledger still counted it as the holder.
-func checkLostAtDeadline(t *testing.T, l *Ledger, lease *Lease, lostAt time.Time, ttl time.Duration) *DeadlineError {
+func checkLostAtDeadline(t *testing.T, l *ledger.Ledger, s *lease.Lease, lostAt time.Time, ttl time.Duration) *lease.DeadlineError {
 	t.Helper()
-	var de *DeadlineError
-	if !errors.As(lease.Err(), &de) || !errors.Is(lease.Err(), ErrLost) {
-		t.Fatalf("Err() = %v, want a *DeadlineError wrapping ErrLost", lease.Err())
+	var de *lease.DeadlineError
+	if !errors.As(s.Err(), &de) || !errors.Is(s.Err(), ledger.ErrLost) {
+		t.Fatalf("Err() = %v, want a *DeadlineError wrapping ErrLost", s.Err())
 	}
-	hb := heartbeatAt(t, l, lease.Lock())
+	hb := heartbeatAt(t, l, s.Lock())
 	if de.LastOK.After(hb) {
 		t.Fatalf("deadline counted from %s, after the ledger's heartbeat time %s: it would end after the TTL", de.LastOK, hb)
 	}
@@ -171,9 +173,9 @@ func checkLostAtDeadline(t *testing.T, l *Ledger, lease *Lease, lostAt time.Time
 // its local deadline, while the ledger still counts it as the holder.
 func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t, WithBusyTimeout(time.Minute))
+	l := openReal(t, ledger.WithBusyTimeout(time.Minute))
 	ttl := 2 * time.Second
-	lease, err := l.Acquire(ctx, "svc", WithTTL(ttl), WithHeartbeatInterval(100*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(ttl), lease.WithHeartbeatInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,14 +183,14 @@ func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
 	awaitEvent(t, l, events.LockHeartbeat, 10*time.Second, func(any) bool { return true })
 	release := holdWriter(t, l)
 	defer release()
-	lostAt := awaitLost(t, lease)
-	de := checkLostAtDeadline(t, l, lease, lostAt, ttl)
-	if de.Failures != 0 || de.LastErr != nil || de.Margin != DefaultLossMargin(ttl) {
+	lostAt := awaitLost(t, s)
+	de := checkLostAtDeadline(t, l, s, lostAt, ttl)
+	if de.Failures != 0 || de.LastErr != nil || de.Margin != lease.DefaultLossMargin(ttl) {
 		t.Fatalf("deadline error %+v: want the hung call (no failure returned) and the default margin", de)
 	}
 	// The ledger cannot be reached: Release says the lock was lost, at once.
-	if err := lease.Release(ctx, Result{Result: events.ResultCancelled}); !errors.As(err, &de) {
-		t.Fatalf("Release after the deadline: %v, want the *DeadlineError", err)
+	if err := s.Release(ctx, lease.Result{Result: events.ResultCancelled}); !errors.As(err, &de) {
+		t.Fatalf("Release after the deadline: %v, want the *lease.DeadlineError", err)
 	}
 }
 
@@ -197,24 +199,24 @@ func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
 // Release reports the loss even though it frees the lock.
 func TestLeaseLostWhenNoHeartbeatSucceedsBeforeTheDeadline(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t, WithBusyTimeout(20*time.Millisecond))
+	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond))
 	ttl := 2 * time.Second
 	// A wide margin gives the loss three quarters of a second to be recorded
 	// once the writer mutex is freed.
-	lease, err := l.Acquire(ctx, "svc", WithTTL(ttl), WithHeartbeatInterval(100*time.Millisecond), WithLossMargin(1500*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(ttl), lease.WithHeartbeatInterval(100*time.Millisecond), lease.WithLossMargin(1500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	release := holdWriter(t, l)
-	lostAt := awaitLost(t, lease)
+	lostAt := awaitLost(t, s)
 	release()
-	de := checkLostAtDeadline(t, l, lease, lostAt, ttl)
-	if de.Failures == 0 || !IsTransient(de.LastErr) {
+	de := checkLostAtDeadline(t, l, s, lostAt, ttl)
+	if de.Failures == 0 || !ledger.IsTransient(de.LastErr) {
 		t.Fatalf("deadline error %+v: want the busy failures", de)
 	}
 	awaitEvent(t, l, events.HeartbeatFailed, 10*time.Second, func(p any) bool { return p.(*events.HeartbeatFailedPayload).LockLost })
-	if err := lease.Release(ctx, Result{Result: events.ResultCancelled}); !errors.Is(err, ErrLost) {
-		t.Fatalf("Release after the deadline: %v, want ErrLost", err)
+	if err := s.Release(ctx, lease.Result{Result: events.ResultCancelled}); !errors.Is(err, ledger.ErrLost) {
+		t.Fatalf("Release after the deadline: %v, want ledger.ErrLost", err)
 	}
 	awaitEvent(t, l, events.LockReleased, time.Second, func(any) bool { return true })
 }
@@ -223,14 +225,14 @@ func TestLeaseLossMarginIsChecked(t *testing.T) {
 	l := openReal(t)
 	for _, c := range []struct {
 		name string
-		opts []LeaseOption
+		opts []lease.Option
 	}{
-		{"zero", []LeaseOption{WithLossMargin(0)}},
-		{"negative", []LeaseOption{WithLossMargin(-time.Second)}},
-		{"the ttl", []LeaseOption{WithTTL(3 * time.Second), WithLossMargin(3 * time.Second)}},
-		{"no room for a heartbeat", []LeaseOption{WithTTL(3 * time.Second), WithHeartbeatInterval(time.Second), WithLossMargin(2 * time.Second)}},
+		{"zero", []lease.Option{lease.WithLossMargin(0)}},
+		{"negative", []lease.Option{lease.WithLossMargin(-time.Second)}},
+		{"the ttl", []lease.Option{lease.WithTTL(3 * time.Second), lease.WithLossMargin(3 * time.Second)}},
+		{"no room for a heartbeat", []lease.Option{lease.WithTTL(3 * time.Second), lease.WithHeartbeatInterval(time.Second), lease.WithLossMargin(2 * time.Second)}},
 	} {
-		if _, err := l.Acquire(context.Background(), "m", c.opts...); !errors.Is(err, ErrInvalid) {
+		if _, err := lease.Acquire(context.Background(), l, "m", c.opts...); !errors.Is(err, ledger.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", c.name, err)
 		}
 	}
@@ -239,23 +241,23 @@ func TestLeaseLossMarginIsChecked(t *testing.T) {
 func TestLeaseLostToAnotherHolder(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t)
-	lease, err := l.Acquire(ctx, "svc", WithTTL(3*time.Second), WithHeartbeatInterval(50*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Steal(ctx, StealRequest{AcquireRequest: AcquireRequest{Lock: "svc", TTL: time.Minute}, Active: true, Note: "test"}); err != nil {
+	if _, err := l.Steal(ctx, ledger.StealRequest{AcquireRequest: ledger.AcquireRequest{Lock: "svc", TTL: time.Minute}, Active: true, Note: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-lease.Lost():
+	case <-s.Lost():
 	case <-time.After(10 * time.Second):
 		t.Fatal("lease not lost after a steal")
 	}
-	var nh *NotHolderError
-	if !errors.As(lease.Err(), &nh) || nh.Holder == nil || !errors.Is(lease.Err(), ErrLost) {
-		t.Fatalf("Err() = %v, want *NotHolderError naming the new holder", lease.Err())
+	var nh *ledger.NotHolderError
+	if !errors.As(s.Err(), &nh) || nh.Holder == nil || !errors.Is(s.Err(), ledger.ErrLost) {
+		t.Fatalf("Err() = %v, want *NotHolderError naming the new holder", s.Err())
 	}
-	if err := lease.Release(ctx, Result{}); !errors.Is(err, ErrLost) {
+	if err := s.Release(ctx, lease.Result{}); !errors.Is(err, ledger.ErrLost) {
 		t.Fatalf("Release of a stolen lease: %v, want ErrLost", err)
 	}
 }
@@ -263,20 +265,20 @@ func TestLeaseLostToAnotherHolder(t *testing.T) {
 func TestLeaseWaitsForRelease(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t)
-	first, err := l.Acquire(ctx, "q", WithTTL(time.Minute))
+	first, err := lease.Acquire(ctx, l, "q", lease.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = l.Acquire(ctx, "q", WithWait(100*time.Millisecond))
-	var held *HeldError
+	_, err = lease.Acquire(ctx, l, "q", lease.WithWait(100*time.Millisecond))
+	var held *ledger.HeldError
 	if !errors.As(err, &held) || held.Holder.RequestID != first.RequestID() || held.Waited < 100*time.Millisecond {
 		t.Fatalf("waiting on a held lock: %v", err)
 	}
-	done := make(chan *Lease, 1)
+	done := make(chan *lease.Lease, 1)
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		s, err := l.Acquire(wctx, "q")
+		s, err := lease.Acquire(wctx, l, "q")
 		if err != nil {
 			t.Error(err)
 		}
@@ -284,18 +286,62 @@ func TestLeaseWaitsForRelease(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond) // let the waiter block and back off
 	released := time.Now()
-	if err := first.Release(ctx, Result{}); err != nil {
+	if err := first.Release(ctx, lease.Result{}); err != nil {
 		t.Fatal(err)
 	}
 	second := <-done
 	if second == nil {
 		t.FailNow()
 	}
-	defer second.Release(ctx, Result{})
+	defer second.Release(ctx, lease.Result{})
 	if woke := time.Since(released); woke > 500*time.Millisecond {
 		t.Fatalf("waiter took %s after the release to get the lock", woke)
 	}
 	if second.FencingToken() <= first.FencingToken() {
 		t.Fatalf("fencing token %d after %d", second.FencingToken(), first.FencingToken())
+	}
+}
+
+// Done is closed once the lease is gone: released (Err nil) or lost (Err
+// says why), and not before.
+func TestLeaseDoneWhenReleasedOrLost(t *testing.T) {
+	ctx := context.Background()
+	l := openReal(t)
+	released, err := lease.Acquire(ctx, l, "rel", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-released.Done():
+		t.Fatal("Done closed while the lease is held")
+	default:
+	}
+	if err := released.Release(ctx, lease.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-released.Done():
+	default:
+		t.Fatal("Done not closed after Release")
+	}
+	if released.Err() != nil {
+		t.Fatalf("Err() after a release of a held lease: %v, want nil", released.Err())
+	}
+
+	stolen, err := lease.Acquire(ctx, l, "lost", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stolen.Release(ctx, lease.Result{})
+	if _, err := l.Steal(ctx, ledger.StealRequest{AcquireRequest: ledger.AcquireRequest{Lock: "lost", TTL: time.Minute}, Active: true, Note: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stolen.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after a steal")
+	}
+	if !errors.Is(stolen.Err(), ledger.ErrLost) {
+		t.Fatalf("Err() after a steal: %v, want ErrLost", stolen.Err())
 	}
 }

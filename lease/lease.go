@@ -1,0 +1,228 @@
+// Package lease holds a lock for the life of a piece of work: Acquire takes
+// it from a ledger and keeps it alive with a heartbeat goroutine, a local
+// deadline says when the holder must count it lost even while the ledger
+// cannot be reached, and Release joins the heartbeat and records how the
+// work ended. It uses only the ledger's exported API.
+package lease
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// Lease is a lock held by this process and kept alive by a heartbeat
+// goroutine until Release. Lost is closed if the lock is lost: the ledger
+// shows another holder, or no heartbeat succeeded before the local
+// deadline (see DeadlineError), which a timer enforces even while a
+// heartbeat call hangs. Done is closed once the lease is gone, lost or
+// released.
+type Lease struct {
+	l        *ledger.Ledger
+	acq      *ledger.Acquisition
+	id       ledger.Identity
+	ttl      time.Duration
+	interval time.Duration
+	margin   time.Duration
+
+	lost     chan struct{}
+	done     chan struct{}
+	poke     chan struct{}
+	lostOnce sync.Once
+	doneOnce sync.Once
+	lostErr  error
+
+	// dmu guards the deadline state, shared by the heartbeat goroutine and
+	// the watchdog; renewed tells the watchdog that the deadline moved.
+	dmu      sync.Mutex
+	lastOK   time.Time // send time of the last successful heartbeat (or the acquire), monotonic
+	failures int       // heartbeat calls failed since lastOK
+	lastErr  error     // the last of them
+	traced   bool      // the deadline loss is recorded in the ledger
+	renewed  chan struct{}
+
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	released bool
+}
+
+// Acquire takes lock name in l and starts heartbeating it every
+// min(ttl/3, 30s). It fails with *ledger.HeldError (ledger.ErrHeld) or
+// *ledger.StaleError (ledger.ErrStale) when the lock cannot be had within
+// the wait. ctx bounds the acquire and its wait, not the lease: the
+// heartbeat runs until Release.
+func Acquire(ctx context.Context, l *ledger.Ledger, name string, opts ...Option) (*Lease, error) {
+	c, err := newConfig(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	var a *ledger.Acquisition
+	if c.supersede {
+		a, err = l.Supersede(ctx, c.req)
+	} else {
+		a, err = l.AcquireWait(ctx, c.req, c.wait, c.observe)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Lease{l: l, acq: a, id: a.Identity(), ttl: c.req.TTL, interval: c.interval, margin: c.margin,
+		lost: make(chan struct{}), done: make(chan struct{}), poke: make(chan struct{}, 1), renewed: make(chan struct{}, 1),
+		lastOK: a.HeartbeatSent()}
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = cancel
+	s.wg.Add(2)
+	go s.heartbeat(hctx)
+	go s.watch(hctx)
+	return s, nil
+}
+
+// Lock is the lock's name.
+func (s *Lease) Lock() string { return s.acq.Lock }
+
+// RequestID is the holder's request id.
+func (s *Lease) RequestID() string { return s.acq.RequestID }
+
+// FencingToken increases strictly with every acquisition of this lock;
+// pass it to the resources the lock protects so they can refuse a stale holder.
+func (s *Lease) FencingToken() int64 { return s.acq.FencingToken }
+
+// Acquisition is how the lock was taken (stolen, from whom).
+func (s *Lease) Acquisition() ledger.Acquisition { return *s.acq }
+
+// CheckNow makes the heartbeat goroutine renew at once instead of at its
+// next tick; a lock taken by someone else is then noticed immediately.
+func (s *Lease) CheckNow() {
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
+}
+
+// Lost is closed when the lock is lost.
+func (s *Lease) Lost() <-chan struct{} { return s.lost }
+
+// Done is closed when the lease is gone: lost (Err says why) or released.
+func (s *Lease) Done() <-chan struct{} { return s.done }
+
+// Err is why the lock was lost (nil while it is held, and after a release
+// of a lock that was never lost).
+func (s *Lease) Err() error {
+	select {
+	case <-s.lost:
+		return s.lostErr
+	default:
+		return nil
+	}
+}
+
+func (s *Lease) markLost(err error) {
+	s.lostOnce.Do(func() {
+		s.lostErr = err
+		close(s.lost)
+	})
+	s.markDone()
+}
+
+func (s *Lease) markDone() { s.doneOnce.Do(func() { close(s.done) }) }
+
+// Result is how the work under a lease ended.
+type Result struct {
+	Result      string // success, failure or cancelled
+	FailureStep string
+	ExitCode    *int
+}
+
+// Release stops the heartbeat, waits for it, and frees the lock with
+// result. It returns an error wrapping ledger.ErrLost if the lock was lost
+// (*ledger.NotHolderError, *DeadlineError), even when it could still free
+// it: the work ran on without the lock for a while. After a loss at the
+// deadline it frees the lock only when the ledger answered (the loss is
+// recorded) and only until the lease lets go (half the margin after the
+// deadline), so that a holder cut off from its ledger returns promptly; the
+// ledger then lets the lock go by its TTL. Calling it again is a no-op.
+func (s *Lease) Release(ctx context.Context, r Result) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return nil
+	}
+	s.stop()
+	s.wg.Wait()
+	s.released = true
+	defer s.markDone()
+	var taken *ledger.NotHolderError
+	if errors.As(s.Err(), &taken) {
+		// The ledger already showed another holder, and the loss is
+		// recorded: a release could only be refused.
+		return s.Err()
+	}
+	req := ledger.ReleaseRequest{Lock: s.acq.Lock, Identity: s.id, Result: r.Result, FailureStep: r.FailureStep, ExitCode: r.ExitCode,
+		FencingToken: s.acq.FencingToken}
+	// A busy ledger is passing: keep trying, with backoff, for as long as the
+	// lock itself would last, so that the result is recorded.
+	deadline := time.Now().Add(max(s.ttl, 3*s.l.BusyTimeout()))
+	var expired *DeadlineError
+	if errors.As(s.Err(), &expired) {
+		s.dmu.Lock()
+		traced := s.traced
+		s.dmu.Unlock()
+		if !traced {
+			return s.Err()
+		}
+		deadline = s.letGo()
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	log := s.l.Logger()
+	backoff := 50 * time.Millisecond
+	for {
+		_, err := s.l.Release(ctx, req)
+		if err == nil {
+			return s.Err() // nil unless lost at the deadline
+		}
+		if expired != nil && (!ledger.IsTransient(err) || time.Now().After(deadline) || ctx.Err() != nil) {
+			// The loss is what the caller must hear; the ledger lets the
+			// lock go by its TTL, or someone has taken it meanwhile.
+			log.Warn("could not release the lock lost at its deadline", "lock", s.acq.Lock, "err", err)
+			return s.Err()
+		}
+		if !ledger.IsTransient(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			if !ledger.IsTransient(err) {
+				s.markLost(err)
+			}
+			return err
+		}
+		log.Warn("release failed; retrying", "lock", s.acq.Lock, "err", err)
+		if sleepCtx(ctx, backoff) != nil {
+			if expired != nil {
+				return s.Err()
+			}
+			return err
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// RecordJobProcesses records what was done to the leftover processes of a
+// job (this lease's or the one it superseded) as job_processes on its lock.
+func (s *Lease) RecordJobProcesses(ctx context.Context, p events.JobProcessesPayload) error {
+	return s.l.RecordJobProcesses(ctx, s.acq.Lock, s.id, p)
+}
+
+// sleepCtx waits d, or until ctx is done (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,9 @@
+package lease_test
+
+import (
+	"testing"
+
+	"github.com/lockledger/lockledger/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -1,0 +1,193 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// MaxHeartbeatInterval caps the heartbeat interval: min(ttl/3, 30s).
+const MaxHeartbeatInterval = 30 * time.Second
+
+// DefaultLossMargin is how long before its TTL runs out a lease whose
+// heartbeats stopped getting through counts itself lost: a quarter of the
+// TTL. The TTL is judged by the ledger from the time it committed the last
+// heartbeat, which is no earlier than the holder's send time for it, so a
+// holder that gives up at send time + TTL − margin (on its monotonic clock)
+// has the margin to stop its job before anyone else may take the lock. Half
+// of it goes to stopping the job (run: TERM, KILL after at most margin/2)
+// and recording the loss; the rest covers a late timer, a paused process
+// and clocks that run at slightly different rates. A quarter, not a fixed
+// time, because all of these grow with how coarse the TTL is chosen, and it
+// still leaves, with the default interval (ttl/3), time for two more
+// heartbeat attempts after one is missed.
+func DefaultLossMargin(ttl time.Duration) time.Duration { return ttl / 4 }
+
+type config struct {
+	req       ledger.AcquireRequest
+	supersede bool
+	wait      time.Duration
+	interval  time.Duration
+	margin    time.Duration
+	observe   ledger.WaitObserver
+}
+
+// Option configures Acquire.
+type Option func(*config) error
+
+// WithTTL sets the lock's TTL (default ledger.DefaultTTL).
+func WithTTL(d time.Duration) Option {
+	return func(c *config) error { c.req.TTL = d; return ledger.ValidateTTL(d) }
+}
+
+// WithRequestID sets the request id (default req_<ULID>).
+func WithRequestID(id string) Option {
+	return func(c *config) error { c.req.RequestID = id; return events.ValidateRequestID(id) }
+}
+
+// WithActor sets who acts (default ledger.DefaultActor()).
+func WithActor(a string) Option {
+	return func(c *config) error {
+		if a == "" {
+			return events.Invalid("actor", a, "must not be empty")
+		}
+		c.req.Actor = a
+		return ledger.ValidateIdentity(ledger.Identity{Actor: a})
+	}
+}
+
+// WithPID records another process as the holder (default: this process).
+func WithPID(pid int) Option {
+	return func(c *config) error {
+		if pid <= 0 {
+			return events.Invalid("pid", fmt.Sprint(pid), "must be a positive process id")
+		}
+		c.req.PID = pid
+		return nil
+	}
+}
+
+// WithIntent records what the holder does, and its version.
+func WithIntent(intent, version string) Option {
+	return func(c *config) error { c.req.Intent, c.req.IntentVersion = intent, version; return nil }
+}
+
+// WithMetadata records key/value pairs with the lock.
+func WithMetadata(md map[string]string) Option {
+	return func(c *config) error { c.req.Metadata = md; return nil }
+}
+
+// WithTargets also projects the lock into other tools' lock files.
+func WithTargets(ts ...events.Target) Option {
+	return func(c *config) error { c.req.Targets = ts; return nil }
+}
+
+// WithMaxAge makes a holder older than d count as stale.
+func WithMaxAge(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return events.Invalid("max age", d.String(), "must not be negative")
+		}
+		c.req.MaxAge = d
+		return nil
+	}
+}
+
+// WithSupersede takes an active lock from its current holder, an older run
+// of the same job (see ledger.Supersede). The new job should start only
+// once the superseded one has stopped (Lease.AwaitSuperseded).
+func WithSupersede() Option {
+	return func(c *config) error { c.supersede = true; return nil }
+}
+
+// WithReclaim takes the lock over from another process holding it under
+// the same request id (see ledger.AcquireRequest.Reclaim).
+func WithReclaim() Option {
+	return func(c *config) error { c.req.Reclaim = true; return nil }
+}
+
+// WithShared makes the lease a shared holding: with limit 0 one of any
+// number of shared holders (a reader), else one of at most limit holders
+// (a semaphore slot). See ledger.AcquireRequest.Shared and Limit.
+func WithShared(limit int64) Option {
+	return func(c *config) error { c.req.Shared, c.req.Limit = true, limit; return nil }
+}
+
+// WithForce takes over a stale lock (never an active one).
+func WithForce() Option {
+	return func(c *config) error { c.req.Force = true; return nil }
+}
+
+// WithWait keeps trying while the lock is held, for at most d. Without it,
+// a context deadline is the limit; without either, one attempt is made.
+func WithWait(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return events.Invalid("wait", d.String(), "must not be negative")
+		}
+		c.wait = d
+		return nil
+	}
+}
+
+// WithWaitObserver hears about each blocked attempt while waiting.
+func WithWaitObserver(f ledger.WaitObserver) Option {
+	return func(c *config) error { c.observe = f; return nil }
+}
+
+// WithHeartbeatInterval overrides min(ttl/3, 30s); it must be below the TTL.
+func WithHeartbeatInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return events.Invalid("heartbeat interval", d.String(), "must be positive")
+		}
+		c.interval = d
+		return nil
+	}
+}
+
+// WithLossMargin sets how long before the TTL runs out (counted from the
+// send time of the last successful heartbeat) the lease counts itself lost
+// when no heartbeat gets through; default DefaultLossMargin(ttl). The
+// heartbeat interval plus the margin must be shorter than the TTL, or no
+// heartbeat could succeed in time.
+func WithLossMargin(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return events.Invalid("loss margin", d.String(), "must be positive")
+		}
+		c.margin = d
+		return nil
+	}
+}
+
+// newConfig applies opts to a request for lock name and fills in the
+// defaults that depend on the TTL and on ctx's deadline.
+func newConfig(ctx context.Context, name string, opts []Option) (config, error) {
+	c := config{req: ledger.AcquireRequest{Lock: name, TTL: ledger.DefaultTTL}}
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return c, err
+		}
+	}
+	if d, ok := ctx.Deadline(); ok && c.wait == 0 {
+		c.wait = time.Until(d)
+	}
+	if c.interval == 0 {
+		c.interval = min(c.req.TTL/3, MaxHeartbeatInterval)
+	}
+	if c.interval >= c.req.TTL {
+		return c, events.Invalid("heartbeat interval", c.interval.String(), "must be shorter than the ttl "+c.req.TTL.String())
+	}
+	if c.margin == 0 {
+		c.margin = DefaultLossMargin(c.req.TTL)
+	}
+	if c.interval+c.margin >= c.req.TTL {
+		return c, events.Invalid("loss margin", c.margin.String(),
+			fmt.Sprintf("plus the heartbeat interval %s must be shorter than the ttl %s", c.interval, c.req.TTL))
+	}
+	return c, nil
+}

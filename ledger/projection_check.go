@@ -99,7 +99,7 @@ func describeHeld(r *row) string {
 func (l *Ledger) CheckProjection(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
 	rows, err := loadRows(ctx, q)
 	if err != nil {
-		return ReadFailure(ctx, rep, "the locks table", err)
+		return rep.ReadFailure(ctx, "the locks table", err)
 	}
 	table := map[string]*row{}
 	for _, r := range rows {

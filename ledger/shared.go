@@ -558,7 +558,7 @@ func (l *Ledger) addShared(s *LockStatus, sh []*sharedHolding, now time.Time) {
 func checkShared(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
 	rows, err := loadAllShared(ctx, q)
 	if err != nil {
-		return ReadFailure(ctx, rep, "the lock_holders table", err)
+		return rep.ReadFailure(ctx, "the lock_holders table", err)
 	}
 	table := sharedTable(rows)
 	for _, lk := range st.Locks() {

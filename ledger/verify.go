@@ -47,8 +47,9 @@ func InSnapshot(tx *sql.Tx) VerifyOption { return func(c *verifyConfig) { c.snap
 // SQLite's own check of the file and the append-only triggers), and the
 // projections against the replay of every event (CheckProjection: the
 // locks table, lock_holders and the lock files). Damage is in the finished
-// report; a database too damaged to read is a report too (Unreadable).
-// Only a cancelled ctx, or a snapshot that cannot be taken, is an error.
+// report, and a database too damaged to read is a report too (Unreadable):
+// an error means the check could not be made (ctx ended, the snapshot or
+// the stored checkpoints could not be read).
 func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Report, error) {
 	c := verifyConfig{skew: replay.DefaultClockSkew}
 	for _, o := range opts {

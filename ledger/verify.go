@@ -45,7 +45,7 @@ func InSnapshot(tx *sql.Tx) VerifyOption { return func(c *verifyConfig) { c.snap
 // (chain, seq, schemas, indexed columns, Merkle hashes, checkpoints,
 // replay; see replay.VerifyLedger), the database itself (storagecheck:
 // SQLite's own check of the file and the append-only triggers), and the
-// projections against the replay of every event (CheckProjection: the
+// projections against the replay of every event (checkProjection: the
 // locks table, lock_holders and the lock files). Damage is in the finished
 // report, and a database too damaged to read is a report too (Unreadable):
 // an error means the check could not be made (ctx ended, the snapshot or
@@ -99,7 +99,7 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 		rep.Add(p)
 	}
 	if st != nil {
-		if err := l.CheckProjection(ctx, tx, st, rep); err != nil {
+		if err := l.checkProjection(ctx, tx, st, rep); err != nil {
 			return nil, err
 		}
 	}

@@ -64,7 +64,7 @@ func runImport(ctx context.Context, o *importOptions) error {
 	if err != nil {
 		return err
 	}
-	check, err := verifyLedger(ctx, o.g, false, &replay.Trust{}, nil)
+	check, err := verifyLedger(ctx, o.g)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/timeline"
 )
@@ -31,7 +32,7 @@ func runTimelinePage(ctx context.Context, o *timelineOptions, f replay.Filter) e
 	p := &timeline.Page{Generated: now, Command: o.commandLine(), Since: f.Since, Until: f.Until,
 		Describe: Details, OSUser: func(ev *replay.Event) string { return osUserText(&ev.Envelope) }}
 	if o.format == formatHTML {
-		if p.Verify, err = verifyRead(ctx, r, false, &replay.Trust{}, []replay.VerifyOption{replay.ClockSkew(replay.DefaultClockSkew)}); err != nil {
+		if p.Verify, err = r.l.Verify(ctx, ledger.InSnapshot(r.tx)); err != nil {
 			return err
 		}
 	}

@@ -240,7 +240,6 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := []replay.VerifyOption{replay.ClockSkew(skew)}
 	var rep *replay.Report
 	switch {
 	case o.file != "" && o.full:
@@ -257,9 +256,13 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		return err
 	}
 	if o.file != "" {
-		rep, err = verifyFile(o.file, o.prevHash, append(opts, replay.WithTrust(trust)))
+		rep, err = verifyFile(o.file, o.prevHash, replay.ClockSkew(skew), replay.WithTrust(trust))
 	} else {
-		rep, err = verifyLedger(ctx, o.g, o.full, trust, opts)
+		opts := []ledger.VerifyOption{ledger.AllowClockSkew(skew), ledger.CheckAgainst(trust)}
+		if o.full {
+			opts = append(opts, ledger.FullStorageCheck())
+		}
+		rep, err = verifyLedger(ctx, o.g, opts...)
 	}
 	if err != nil {
 		return err
@@ -319,7 +322,7 @@ func isChainHash(h string) bool {
 	return true
 }
 
-func verifyFile(path, prevHash string, opts []replay.VerifyOption) (*replay.Report, error) {
+func verifyFile(path, prevHash string, opts ...replay.VerifyOption) (*replay.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -328,55 +331,13 @@ func verifyFile(path, prevHash string, opts []replay.VerifyOption) (*replay.Repo
 	return replay.VerifyFile(f, path, prevHash, opts...)
 }
 
-func verifyLedger(ctx context.Context, g *globals, full bool, trust *replay.Trust, opts []replay.VerifyOption) (*replay.Report, error) {
+func verifyLedger(ctx context.Context, g *globals, opts ...ledger.VerifyOption) (*replay.Report, error) {
 	r, err := g.openRead(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	return verifyRead(ctx, r, full, trust, opts)
-}
-
-// verifyRead is verify's check of the ledger r reads, in r's snapshot.
-func verifyRead(ctx context.Context, r *reader, full bool, trust *replay.Trust, opts []replay.VerifyOption) (*replay.Report, error) {
-	source := r.l.Source()
-	trust.LedgerID = r.l.ID()
-	stored, err := ledger.StoredCheckpoints(ctx, r.tx, 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range stored {
-		trust.Checkpoints = append(trust.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("ledger checkpoint #%d", c.ID), Note: c.Note, Carried: true})
-	}
-	// SQLite's check reads the whole file once more: it runs beside the
-	// read of the events, on a connection of its own. Its snapshot may be
-	// a later one, which changes nothing about the file being sound.
-	storage := &replay.Report{}
-	checked := make(chan error, 1)
-	go func() { checked <- r.l.CheckStorage(ctx, r.l.DB(), full, storage) }()
-	rep, st, err := replay.VerifyLedger(ctx, r.tx, source, r.l.Genesis(), append(opts, replay.WithTrust(trust))...)
-	if serr := <-checked; serr != nil {
-		return nil, serr
-	}
-	if err != nil {
-		// Too damaged to read: say so in the report, with what SQLite's own
-		// check finds.
-		rep, st = &replay.Report{Source: source, Genesis: r.l.Genesis(), Unreadable: true}, nil
-		if err := ledger.ReadFailure(ctx, rep, "the events", err); err != nil {
-			return nil, err
-		}
-	}
-	rep.LedgerID = r.l.ID()
-	for _, p := range storage.Problems {
-		rep.Add(p)
-	}
-	if st != nil {
-		if err := r.l.CheckProjection(ctx, r.tx, st, rep); err != nil {
-			return nil, err
-		}
-	}
-	rep.Finish()
-	return rep, nil
+	return r.l.Verify(ctx, append(opts, ledger.InSnapshot(r.tx))...)
 }
 
 func printReport(w io.Writer, rep *replay.Report) {

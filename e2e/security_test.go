@@ -284,14 +284,14 @@ func TestSecurityHostileTextRoundTrips(t *testing.T) {
 	}
 }
 
-// TestSecurityNoSQLBuiltFromInput scans the Go sources of ledger/ and
-// replay/ with go/parser and go/types: the query argument of every
+// TestSecurityNoSQLBuiltFromInput scans the Go sources of ledger/,
+// replay/ and storagecheck/ with go/parser and go/types: the query argument of every
 // Exec/Query/QueryRow/Prepare(Context) call must be a constant expression,
 // or a string built only from constants (concatenation, strings.Join of
 // constant fragments such as "?" placeholders, through local variables and
 // same-package helpers), never from a value that came in from outside.
 func TestSecurityNoSQLBuiltFromInput(t *testing.T) {
-	for _, pkg := range []string{"ledger", "replay"} {
+	for _, pkg := range []string{"ledger", "replay", "storagecheck"} {
 		t.Run(pkg, func(t *testing.T) {
 			c := newSQLChecker(t, filepath.Join("..", pkg), modulePath+"/"+pkg)
 			if len(c.calls) == 0 {

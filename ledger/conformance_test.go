@@ -61,18 +61,10 @@ func as(rid string) ledger.Identity { return ledger.Identity{RequestID: rid, Act
 // verifyOK checks the whole log and the locks table as verify does.
 func verifyOK(t *testing.T, l *ledger.Ledger) *replay.Report {
 	t.Helper()
-	ctx := context.Background()
-	rep, st, err := replay.VerifyLedger(ctx, l.DB(), l.Source(), l.Genesis())
+	rep, err := l.Verify(context.Background())
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	if err := l.CheckStorage(ctx, l.DB(), false, rep); err != nil {
-		t.Fatalf("verify storage: %v", err)
-	}
-	if err := l.CheckProjection(ctx, l.DB(), st, rep); err != nil {
-		t.Fatalf("verify projection: %v", err)
-	}
-	rep.Finish()
 	if !rep.OK {
 		t.Fatalf("verify: got %d problems, want none: %+v", rep.ProblemCount, rep.Problems)
 	}
@@ -309,19 +301,10 @@ func TestConformanceCheckpointsAndProject(t *testing.T) {
 		if _, err := l.Project(ctx); err != nil {
 			t.Fatal(err)
 		}
-		stored, err := ledger.StoredCheckpoints(ctx, l.DB(), 0, 0)
+		rep, err := l.Verify(ctx, ledger.CheckAgainst(&replay.Trust{Verifiers: []note.Verifier{verifier}, Expected: true}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		trust := &replay.Trust{LedgerID: l.ID(), Verifiers: []note.Verifier{verifier}, Expected: true}
-		for _, c := range stored {
-			trust.Checkpoints = append(trust.Checkpoints, replay.NoteSource{Source: "stored", Note: c.Note, Carried: true})
-		}
-		rep, _, err := replay.VerifyLedger(ctx, l.DB(), l.Source(), l.Genesis(), replay.WithTrust(trust))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep.Finish()
 		if !rep.OK {
 			t.Fatalf("verify against the checkpoints: %+v", rep.Problems)
 		}

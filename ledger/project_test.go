@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -64,15 +63,10 @@ func projLedger(t *testing.T) (*ledger.Ledger, string) {
 
 func verifyAll(t *testing.T, l *ledger.Ledger) *replay.Report {
 	t.Helper()
-	ctx := context.Background()
-	rep, st, err := replay.VerifyLedger(ctx, l.DB(), "test", l.Genesis())
+	rep, err := l.Verify(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.CheckProjection(ctx, l.DB(), st, rep); err != nil {
-		t.Fatal(err)
-	}
-	rep.Finish()
 	return rep
 }
 
@@ -340,19 +334,11 @@ func TestVerifyDuringWrites(t *testing.T) {
 			return
 		default:
 		}
-		tx, err := reader.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		rep, err := reader.Verify(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, st, err := replay.VerifyLedger(ctx, tx, "test", reader.Genesis())
-		if err == nil {
-			err = reader.CheckProjection(ctx, tx, st, rep)
-		}
-		tx.Rollback()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Finish(); !rep.OK {
+		if !rep.OK {
 			t.Fatalf("verify during writes reported damage: %+v", rep.Problems)
 		}
 	}

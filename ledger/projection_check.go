@@ -81,7 +81,7 @@ func describeHeld(r *row) string {
 	return fmt.Sprintf("free (seq %d)", r.updatedSeq)
 }
 
-// CheckProjection compares the locks table, read through q (the read
+// checkProjection compares the locks table, read through q (the read
 // snapshot st was replayed from), and the lock files with st, the replay
 // of every event, and adds what disagrees to rep:
 //
@@ -96,10 +96,10 @@ func describeHeld(r *row) string {
 // The files are read after the snapshot; a file that disagrees is read
 // again with the table's latest row, so that a write committed meanwhile
 // is not reported. A write in flight (its journal present) is noted.
-func (l *Ledger) CheckProjection(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
+func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
 	rows, err := loadRows(ctx, q)
 	if err != nil {
-		return ReadFailure(ctx, rep, "the locks table", err)
+		return rep.ReadFailure(ctx, "the locks table", err)
 	}
 	table := map[string]*row{}
 	for _, r := range rows {

@@ -475,11 +475,11 @@ func (l *Ledger) addShared(s *LockStatus, sh []*sharedHolding, now time.Time) {
 }
 
 // checkShared compares lock_holders with the shared holders replay folds
-// from the events, column by column, as CheckProjection does the locks table.
+// from the events, column by column, as checkProjection does the locks table.
 func checkShared(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
 	rows, err := loadAllShared(ctx, q)
 	if err != nil {
-		return ReadFailure(ctx, rep, "the lock_holders table", err)
+		return rep.ReadFailure(ctx, "the lock_holders table", err)
 	}
 	table := sharedTable(rows)
 	for _, lk := range st.Locks() {

@@ -291,16 +291,12 @@ func TestVerifyOfALedgerWhoseClockSteps(t *testing.T) {
 	c := &clock{t: base}
 	l := openScripted(t, t.TempDir(), c, nil)
 	id := ledger.Identity{Actor: "alice", RequestID: "req-a", PID: os.Getpid()}
-	verify := func(opts ...replay.VerifyOption) *replay.Report {
+	verify := func(opts ...ledger.VerifyOption) *replay.Report {
 		t.Helper()
-		rep, st, err := replay.VerifyLedger(ctx, l.DB(), "test", l.Genesis(), opts...)
+		rep, err := l.Verify(ctx, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := l.CheckProjection(ctx, l.DB(), st, rep); err != nil {
-			t.Fatal(err)
-		}
-		rep.Finish()
 		return rep
 	}
 	c.advance(-time.Second) // a step back right after the ledger was created
@@ -330,7 +326,7 @@ func TestVerifyOfALedgerWhoseClockSteps(t *testing.T) {
 	if rep.OK || rep.FirstBad.Kind != replay.KindTimeBackwards || rep.FirstBad.Seq != 5 || rep.ProblemCount != 1 {
 		t.Fatalf("a step back of 10s: %+v", rep.Problems)
 	}
-	if rep := verify(replay.ClockSkew(10 * time.Second)); !rep.OK {
+	if rep := verify(ledger.AllowClockSkew(10 * time.Second)); !rep.OK {
 		t.Fatalf("a step back of 10s with --clock-skew 10s: %+v", rep.Problems)
 	}
 }

@@ -1,6 +1,10 @@
 package replay
 
-import "sort"
+import (
+	"context"
+	"fmt"
+	"sort"
+)
 
 // Kind names a kind of damage that verify reports.
 type Kind string
@@ -183,6 +187,17 @@ func (r *Report) Add(p Problem) {
 	if len(r.Problems) < MaxProblems {
 		r.Problems = append(r.Problems, p)
 	}
+}
+
+// ReadFailure records that reading what was being checked (the events,
+// the locks table, the schema's triggers) failed: a database too damaged
+// to read is a report, not a crash. ctx's own end is returned instead.
+func (r *Report) ReadFailure(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	r.Add(Problem{Kind: KindStorage, Detail: fmt.Sprintf("reading %s failed: %v", what, err)})
+	return nil
 }
 
 // rank orders the kinds of damage in a report (see Report.FirstBad).

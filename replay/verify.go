@@ -231,8 +231,9 @@ func decodeLoose(body []byte, ev *Event) (*Event, error) {
 // against the time inside its event_id, its fencing token, and the times
 // before it and the ledger's created_at (meta), with the tolerance of
 // ClockSkew. It returns the report (not
-// finished: the caller adds the projection check, then calls Finish) and
-// the fold of every readable event, for that check.
+// finished: (*ledger.Ledger).Verify, the whole check of a ledger, adds the
+// storage and projection checks, then calls Finish) and the fold of every
+// readable event, for the projection check.
 //
 // While it runs, the garbage collector's target is raised (see relaxGC).
 func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*Report, *State, error) {

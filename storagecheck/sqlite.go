@@ -1,14 +1,16 @@
-package ledger
-
-// The database file's health as SQLite itself judges it, and the triggers
-// that the append-only guarantee rests on. SQLite specific, like sqlite.go.
+package storagecheck
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
+
+	_ "modernc.org/sqlite" // the reference schema is built in memory
 
 	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/replay"
@@ -18,19 +20,13 @@ import (
 // the rest are counted.
 const storageLines = 5
 
-// CheckStorage adds to rep what is wrong with the database file read
-// through q: SQLite's quick_check (every page read, every b-tree's
-// structure), or with full its integrity_check (also every index against
-// its table, which reads each row once more per index); and every trigger
-// that differs from the ones the migrations create, or that they do not
-// create. A check that cannot run is itself a storage problem: only a
-// cancelled ctx is returned.
-//
-// On PostgreSQL, which checks its own pages, it compares the triggers only.
-func (l *Ledger) CheckStorage(ctx context.Context, q replay.Querier, full bool, rep *replay.Report) error {
-	if l.store.shared() {
-		return checkPostgresTriggers(ctx, q, rep)
-	}
+// SQLite adds to rep what is wrong with the SQLite database read through
+// q: SQLite's quick_check (every page read, every b-tree's structure), or
+// with full its integrity_check (also every index against its table, which
+// reads each row once more per index); and every trigger that differs from
+// the ones the migrations create, or that they do not create. A check that
+// cannot run is itself a storage problem: only a cancelled ctx is returned.
+func SQLite(ctx context.Context, q replay.Querier, full bool, rep *replay.Report) error {
 	if err := checkDatabaseFile(ctx, q, full, rep); err != nil {
 		return err
 	}
@@ -100,17 +96,6 @@ func quoteLines(lines []string, capped bool) string {
 	return s
 }
 
-// ReadFailure records in rep that reading what was being checked (the
-// events, the locks table) failed: a database too damaged to read is a
-// report, not a crash. ctx's own end is returned instead.
-func ReadFailure(ctx context.Context, rep *replay.Report, what string, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	rep.Add(replay.Problem{Kind: replay.KindStorage, Detail: fmt.Sprintf("reading %s failed: %v", what, err)})
-	return nil
-}
-
 // schemaTrigger is a trigger as sqlite_master keeps it: SQLite stores the
 // CREATE TRIGGER statement's text as written.
 type schemaTrigger struct {
@@ -130,7 +115,7 @@ var referenceTriggers = sync.OnceValues(func() (map[string]schemaTrigger, error)
 	defer db.Close()
 	db.SetMaxOpenConns(1) // one connection: the database lives as long as it does
 	if err := migrations.Apply(ctx, db, func() string { return "" }); err != nil {
-		return nil, fmt.Errorf("ledger: the migrations' reference schema: %w", err)
+		return nil, fmt.Errorf("storagecheck: the migrations' reference schema: %w", err)
 	}
 	return loadTriggers(ctx, db)
 })
@@ -163,9 +148,9 @@ func checkTriggers(ctx context.Context, q replay.Querier, rep *replay.Report) er
 	}
 	got, err := loadTriggers(ctx, q)
 	if err != nil {
-		return ReadFailure(ctx, rep, "the schema's triggers", err)
+		return rep.ReadFailure(ctx, "the schema's triggers", err)
 	}
-	for _, name := range sortedKeys(want) {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
 		w := want[name]
 		g, ok := got[name]
 		switch {
@@ -178,7 +163,7 @@ func checkTriggers(ctx context.Context, q replay.Querier, rep *replay.Report) er
 		}
 		delete(got, name)
 	}
-	for _, name := range sortedKeys(got) {
+	for _, name := range slices.Sorted(maps.Keys(got)) {
 		rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf(
 			"%s on table %s was not created by the migrations: it reads %q", name, got[name].table, clip(got[name].sql, 300))})
 	}
@@ -188,4 +173,15 @@ func checkTriggers(ctx context.Context, q replay.Querier, rep *replay.Report) er
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return strings.TrimSpace(l)
+}
+
+// clip cuts s to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -1,0 +1,116 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/storagecheck"
+)
+
+// VerifyOption tunes Verify.
+type VerifyOption func(*verifyConfig)
+
+type verifyConfig struct {
+	full     bool
+	trust    *replay.Trust
+	skew     time.Duration
+	snapshot *sql.Tx
+}
+
+// FullStorageCheck makes Verify run SQLite's integrity_check, which also
+// compares every index with its table, instead of its quick_check.
+func FullStorageCheck() VerifyOption { return func(c *verifyConfig) { c.full = true } }
+
+// CheckAgainst makes Verify check the log against t's checkpoints, verifier
+// keys and expected heads, besides the checkpoints stored in the ledger
+// (which are listed, and count only with a verifier key). t's LedgerID is
+// the ledger's own; t itself is left as it is.
+func CheckAgainst(t *replay.Trust) VerifyOption { return func(c *verifyConfig) { c.trust = t } }
+
+// AllowClockSkew sets how far back the clock may step between events
+// before it is damage (replay.ClockSkew); replay.DefaultClockSkew otherwise.
+func AllowClockSkew(d time.Duration) VerifyOption { return func(c *verifyConfig) { c.skew = d } }
+
+// InSnapshot makes Verify read the ledger in tx, a transaction of
+// BeginRead, so that what the caller reads there agrees with the report.
+// Without it Verify takes a snapshot of its own.
+func InSnapshot(tx *sql.Tx) VerifyOption { return func(c *verifyConfig) { c.snapshot = tx } }
+
+// Verify checks the whole ledger as lockledger verify does, in one
+// snapshot taken without the writer lock: the event log from genesis
+// (chain, seq, schemas, indexed columns, Merkle hashes, checkpoints,
+// replay; see replay.VerifyLedger), the database itself (storagecheck:
+// SQLite's own check of the file and the append-only triggers), and the
+// projections against the replay of every event (checkProjection: the
+// locks table, lock_holders and the lock files). Damage is in the finished
+// report, and a database too damaged to read is a report too (Unreadable):
+// an error means the check could not be made (ctx ended, the snapshot or
+// the stored checkpoints could not be read).
+func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Report, error) {
+	c := verifyConfig{skew: replay.DefaultClockSkew}
+	for _, o := range opts {
+		o(&c)
+	}
+	tx := c.snapshot
+	if tx == nil {
+		var err error
+		if tx, err = l.BeginRead(ctx); err != nil {
+			return nil, fmt.Errorf("ledger: verify: %w", err)
+		}
+		defer tx.Rollback()
+	}
+	trust := replay.Trust{}
+	if c.trust != nil {
+		trust = *c.trust
+	}
+	trust.LedgerID = l.id
+	stored, err := StoredCheckpoints(ctx, tx, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	trust.Checkpoints = slices.Clip(trust.Checkpoints)
+	for _, s := range stored {
+		trust.Checkpoints = append(trust.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("ledger checkpoint #%d", s.ID), Note: s.Note, Carried: true})
+	}
+	// SQLite's check reads the whole file once more: it runs beside the
+	// read of the events, on a connection of its own. Its snapshot may be
+	// a later one, which changes nothing about the file being sound.
+	storage := &replay.Report{}
+	checked := make(chan error, 1)
+	go func() { checked <- l.checkStorage(ctx, c.full, storage) }()
+	rep, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis, replay.ClockSkew(c.skew), replay.WithTrust(&trust))
+	if serr := <-checked; serr != nil {
+		return nil, serr
+	}
+	if err != nil {
+		// Too damaged to read: say so in the report, with what SQLite's own
+		// check finds.
+		rep, st = &replay.Report{Source: l.Source(), Genesis: l.genesis, Unreadable: true}, nil
+		if err := rep.ReadFailure(ctx, "the events", err); err != nil {
+			return nil, err
+		}
+	}
+	rep.LedgerID = l.id
+	for _, p := range storage.Problems {
+		rep.Add(p)
+	}
+	if st != nil {
+		if err := l.checkProjection(ctx, tx, st, rep); err != nil {
+			return nil, err
+		}
+	}
+	rep.Finish()
+	return rep, nil
+}
+
+// checkStorage runs the engine's storage check on a connection of its own.
+func (l *Ledger) checkStorage(ctx context.Context, full bool, rep *replay.Report) error {
+	if l.store.shared() {
+		return storagecheck.Postgres(ctx, l.db, rep)
+	}
+	return storagecheck.SQLite(ctx, l.db, full, rep)
+}

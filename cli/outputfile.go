@@ -34,10 +34,14 @@ func (g *globals) refusedOutput(flag string, err error) error {
 	if !errors.As(err, &refused) {
 		return err
 	}
-	rule := refused.Rule
+	rule, root := refused.Rule, resolvedRoot(g.root)
 	if refused.Inside != "" {
-		rule += ": " + flag + " never writes among the ledger's own files in its root " + resolvedRoot(g.root) +
-			" (ledger.db, its -wal and -shm, writer.flock, the lock files)"
+		if rule == outfile.InsideRule(root) {
+			rule = "is inside the ledger's root " + root
+		} else {
+			rule += ", in the ledger's root " + root
+		}
+		rule += ": " + flag + " never writes among its files (ledger.db, its -wal and -shm, writer.flock, the lock files)"
 	}
 	return events.Invalid(flag, refused.Path, rule)
 }

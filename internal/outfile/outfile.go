@@ -39,6 +39,9 @@ type RefusedError struct {
 func (e *RefusedError) Error() string { return e.Path + ": " + e.Rule }
 func (e *RefusedError) Unwrap() error { return ErrRefused }
 
+// InsideRule is the Rule of a path refused for being inside dir.
+func InsideRule(dir string) string { return "is inside " + dir }
+
 // Option adds a rule to Create.
 type Option func(*options)
 
@@ -253,7 +256,7 @@ func (f *File) checkDir(guards []guard) error {
 		id := fileid.Of(&st)
 		for _, g := range guards {
 			if id == g.id {
-				return &RefusedError{Path: f.path, Inside: g.dir, Rule: "is inside " + g.dir}
+				return &RefusedError{Path: f.path, Inside: g.dir, Rule: InsideRule(g.dir)}
 			}
 		}
 		up, err := unix.Openat(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

@@ -81,16 +81,17 @@ func dirNames(t *testing.T, dir string) string {
 // as an output file, whatever command writes it: before, export -o
 // ROOT/ledger.db-wal truncated the WAL (every event lost) and timeline
 // --format html -o ROOT/ledger.db replaced the ledger with a page, exit 0.
+// Each attack gets a root of its own.
 func TestOutputIntoTheRootIsRefused(t *testing.T) {
-	root := outputRoot(t)
 	for _, name := range []string{"ledger.db-wal", "ledger.db", "ledger.db-shm", "writer.flock", "locks/a.lock", "new.html", "locks/new.jsonl"} {
-		if name == "ledger.db-wal" {
-			if st, err := os.Stat(filepath.Join(root, name)); err != nil || st.Size() == 0 {
-				t.Fatalf("the CLI left no WAL to attack (%v)", err)
-			}
-		}
 		for _, c := range outputCommands {
 			t.Run(c.name+" -o ROOT/"+name, func(t *testing.T) {
+				root := outputRoot(t)
+				if name == "ledger.db-wal" {
+					if st, err := os.Stat(filepath.Join(root, name)); err != nil || st.Size() == 0 {
+						t.Fatalf("the CLI left no WAL to attack (%v)", err)
+					}
+				}
 				refusedOutput(t, root, filepath.Join(root, name), "the ledger's root", c.args...)
 			})
 		}
@@ -101,83 +102,87 @@ func TestOutputIntoTheRootIsRefused(t *testing.T) {
 // (the directory's device and inode), and a hard link of the ledger's
 // database (the file's).
 func TestOutputIntoTheRootUnderAnotherNameIsRefused(t *testing.T) {
-	root := outputRoot(t)
-	dir := t.TempDir()
-	if err := os.Symlink(root, filepath.Join(dir, "root")); err != nil {
-		t.Fatal(err)
-	}
-	hard := filepath.Join(dir, "ledger-copy.db")
-	if err := os.Link(filepath.Join(root, "ledger.db"), hard); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range outputCommands {
-		t.Run(c.name, func(t *testing.T) {
-			refusedOutput(t, root, filepath.Join(dir, "root", "ledger.db-wal"), "is inside the ledger's root", c.args...)
-			refusedOutput(t, root, filepath.Join(dir, "root", "locks", "a.lock"), "in the ledger's root", c.args...)
-			refusedOutput(t, root, hard, "a hard link", c.args...)
-		})
+		for _, target := range []string{"root/ledger.db-wal", "root/locks/a.lock", "hard-link.db"} {
+			t.Run(c.name+" -o "+target, func(t *testing.T) {
+				root, dir := outputRoot(t), t.TempDir()
+				if err := os.Symlink(root, filepath.Join(dir, "root")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Link(filepath.Join(root, "ledger.db"), filepath.Join(dir, "hard-link.db")); err != nil {
+					t.Fatal(err)
+				}
+				refusedOutput(t, root, filepath.Join(dir, target), "the ledger's root", c.args...)
+			})
+		}
 	}
 }
 
 // A bind mount of the root, or of its locks directory, is the same
 // directory by device and inode: refused.
 func TestOutputThroughABindMountOfTheRootIsRefused(t *testing.T) {
-	root, dir := outputRoot(t), t.TempDir()
-	bind, locksBind := filepath.Join(dir, "bind"), filepath.Join(dir, "locks-bind")
-	for _, d := range []string{bind, locksBind} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run := inMountNamespace(t, root, bind, locksBind)
-	before := snapLedger(t, root)
 	for _, c := range outputCommands {
-		for _, target := range []string{filepath.Join(bind, "ledger.db-wal"), filepath.Join(bind, "locks", "a.lock"), filepath.Join(locksBind, "new")} {
-			r := run(append(c.args, "-o", target)...)
-			if r.Code != 2 || !strings.Contains(r.Stderr, `-o "`+target+`"`) || !strings.Contains(r.Stderr, "the ledger's root") {
-				t.Errorf("%s -o %s: exit %d, want 2 naming -o and the path\nstderr: %s", c.name, target, r.Code, r.Stderr)
-			}
+		for _, target := range []string{"bind/ledger.db-wal", "bind/locks/a.lock", "locks-bind/new"} {
+			t.Run(c.name+" -o "+target, func(t *testing.T) {
+				root, dir := outputRoot(t), t.TempDir()
+				bind, locksBind := filepath.Join(dir, "bind"), filepath.Join(dir, "locks-bind")
+				for _, d := range []string{bind, locksBind} {
+					if err := os.Mkdir(d, 0o700); err != nil {
+						t.Fatal(err)
+					}
+				}
+				run := inMountNamespace(t, root, bind, locksBind)
+				before := snapLedger(t, root)
+				path := filepath.Join(dir, target)
+				r := run(append(c.args, "-o", path)...)
+				if r.Code != 2 || !strings.Contains(r.Stderr, `-o "`+path+`"`) || !strings.Contains(r.Stderr, "the ledger's root") {
+					t.Errorf("%s -o %s: exit %d, want 2 naming -o and the path\nstderr: %s", c.name, path, r.Code, r.Stderr)
+				}
+				if _, err := os.Lstat(filepath.Join(root, "locks", "new")); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("an output through the bind mount created locks/new (%v)", err)
+				}
+				if after := snapLedger(t, root); after != before {
+					t.Fatalf("a refused output changed the ledger: %s -> %s", before, after)
+				}
+				clitest.Must(t, 0, root, "verify")
+			})
 		}
 	}
-	if _, err := os.Lstat(filepath.Join(root, "locks", "new")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("an output through the bind mount created locks/new (%v)", err)
-	}
-	if after := snapLedger(t, root); after != before {
-		t.Fatalf("refused outputs changed the ledger: %s -> %s", before, after)
-	}
-	clitest.Must(t, 0, root, "verify")
 }
 
 // A symlink planted at the output path, in a sticky world-writable
 // directory as /tmp is, is never followed: before, export -o wrote the
 // link's target (here someone's file, or the ledger's WAL).
 func TestOutputThroughASymlinkIsRefused(t *testing.T) {
-	root := outputRoot(t)
-	sticky := t.TempDir()
-	if err := os.Chmod(sticky, 0o1777); err != nil {
-		t.Fatal(err)
-	}
-	victim := filepath.Join(t.TempDir(), "precious.conf")
-	if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range outputCommands {
-		for _, to := range []string{victim, filepath.Join(root, "ledger.db-wal"), filepath.Join(sticky, "nothing-yet")} {
-			t.Run(c.name+" to "+filepath.Base(to), func(t *testing.T) {
-				link := filepath.Join(sticky, "out")
-				if err := os.Symlink(to, link); err != nil {
+		for _, to := range []string{"precious.conf", "ROOT/ledger.db-wal", "nothing-yet"} {
+			t.Run(c.name+" to "+to, func(t *testing.T) {
+				root, sticky, elsewhere := outputRoot(t), t.TempDir(), t.TempDir()
+				if err := os.Chmod(sticky, 0o1777); err != nil {
 					t.Fatal(err)
 				}
-				defer os.Remove(link)
+				victim := filepath.Join(elsewhere, "precious.conf")
+				if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				dest := map[string]string{"precious.conf": victim, "ROOT/ledger.db-wal": filepath.Join(root, "ledger.db-wal"),
+					"nothing-yet": filepath.Join(elsewhere, "nothing-yet")}[to]
+				link := filepath.Join(sticky, "out")
+				if err := os.Symlink(dest, link); err != nil {
+					t.Fatal(err)
+				}
 				refusedOutput(t, root, link, "is a symlink", c.args...)
-				if got, err := os.Readlink(link); err != nil || got != to {
+				if got, err := os.Readlink(link); err != nil || got != dest {
 					t.Errorf("the symlink is now %q (%v)", got, err)
+				}
+				if b, err := os.ReadFile(victim); err != nil || string(b) != "precious\n" {
+					t.Errorf("the symlink's target was written: %.60q (%v)", b, err)
+				}
+				if names := dirNames(t, elsewhere); names != "precious.conf" {
+					t.Errorf("the symlink's directory holds [%s], want [precious.conf]", names)
 				}
 			})
 		}
-	}
-	if b, err := os.ReadFile(victim); err != nil || string(b) != "precious\n" {
-		t.Fatalf("the symlink's target was written: %q (%v)", b, err)
 	}
 }
 
@@ -185,13 +190,16 @@ func TestOutputThroughASymlinkIsRefused(t *testing.T) {
 // is never replaced.
 func TestOutputOverADirectoryIsRefused(t *testing.T) {
 	root := outputRoot(t)
-	dir := filepath.Join(t.TempDir(), "out")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range outputCommands {
 		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
 			refusedOutput(t, root, dir, "is a directory", c.args...)
+			if names := dirNames(t, dir); names != "" {
+				t.Errorf("the directory now holds [%s]", names)
+			}
 		})
 	}
 }
@@ -214,7 +222,7 @@ func TestOutputReplacesARegularFileByRename(t *testing.T) {
 			}
 			clitest.Must(t, 0, root, append(c.args, "-o", out)...)
 			if b, err := os.ReadFile(old); err != nil || string(b) != "old bytes\n" {
-				t.Errorf("the old file was written into: %q (%v)", b, err)
+				t.Errorf("the old file was written into: %.60q (%v)", b, err)
 			}
 			b, err := os.ReadFile(out)
 			if err != nil {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -54,6 +54,11 @@ starts after seq 1, the Merkle tree before it ({"tree": {"size",
 "frontier"}}), so that verify --file --verifier-key checks the slice
 against them (--checkpoints=false leaves them out).
 
+-o FILE writes a new file beside FILE and renames it into place once it
+is complete, so FILE is whole or as it was. FILE may not be inside the
+root (under any name), a symlink, or anything but a regular file: exit 2,
+nothing written.
+
 Reading the audit log is itself recorded: once the export is written,
 export appends a ledger_exported event (the range asked for and written,
 the count, the format, the file or stdout, who ran it) that changes no
@@ -68,7 +73,7 @@ that it could not record itself.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.format, "format", formatJSONL, "jsonl or csv")
-	fl.StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0600) instead of stdout")
+	fl.StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0600, renamed into place when complete) instead of stdout")
 	fl.StringVar(&o.since, "since", "", "from the first event at or after this time (RFC 3339, or a duration ago)")
 	fl.StringVar(&o.until, "until", "", "to the last event at or before this time")
 	fl.StringVar(&o.actor, "actor", "", "who exports, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
@@ -138,6 +143,16 @@ func export(ctx context.Context, o *exportOptions, since, until time.Time) (*eve
 }
 
 func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, done *events.Exported) error {
+	var w io.Writer = o.g.io.Out
+	var file *outfile.File
+	if o.out != "" {
+		var err error
+		if file, err = o.g.createOutput("-o", o.out); err != nil {
+			return err
+		}
+		defer file.Abort()
+		w = file
+	}
 	r, err := o.g.openRead(ctx)
 	if err != nil {
 		return err
@@ -146,15 +161,6 @@ func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, don
 	from, to, ok, err := replay.SeqRange(ctx, r.tx, since, until)
 	if err != nil {
 		return err
-	}
-	var w io.Writer = o.g.io.Out
-	var file *os.File
-	if o.out != "" {
-		if file, err = os.OpenFile(o.out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
-			return err
-		}
-		defer file.Close()
-		w = file
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	n := 0
@@ -194,10 +200,7 @@ func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, don
 		return err
 	}
 	if file != nil {
-		if err := file.Sync(); err != nil {
-			return err
-		}
-		if err := file.Close(); err != nil {
+		if err := o.g.commitOutput("-o", file); err != nil {
 			return err
 		}
 	}

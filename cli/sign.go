@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -214,27 +216,11 @@ func runKeygen(o *keygenOptions) error {
 	if insideRoot(o.g.root, o.out) {
 		return keyInRoot("-o", o.out, o.g.root)
 	}
-	skey, vkey, err := checkpoint.GenerateKey(o.name)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(o.out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	vkey, err := writeKey(o)
 	if errors.Is(err, fs.ErrExist) {
 		return events.Invalid("-o", o.out, "already exists: keygen never overwrites a key")
 	}
 	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(skey + "\n"); err != nil {
-		f.Close()
-		os.Remove(o.out)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
 		return err
 	}
 	if o.g.json {
@@ -243,6 +229,24 @@ func runKeygen(o *keygenOptions) error {
 	}
 	fmt.Fprintln(o.g.io.Out, vkey)
 	return nil
+}
+
+// writeKey makes a key, writes its signer key to a new file at o.out and
+// returns its verifier key.
+func writeKey(o *keygenOptions) (string, error) {
+	f, err := o.g.createOutput("-o", o.out, outfile.NoReplace())
+	if err != nil {
+		return "", err
+	}
+	defer f.Abort()
+	skey, vkey, err := checkpoint.GenerateKey(o.name)
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.WriteString(f, skey+"\n"); err != nil {
+		return "", err
+	}
+	return vkey, o.g.commitOutput("-o", f)
 }
 
 // --- checkpoint ---

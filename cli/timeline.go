@@ -61,7 +61,9 @@ ledger_verified event). The bars begin with the fold of the log from seq
 1, so a holding begun before --since is drawn too; --actor and --type
 select holdings by their opening event. Text tables of the holdings and
 the events follow the picture. svg writes the picture alone. -o FILE
-writes to FILE (mode 0600) instead of stdout.
+writes to FILE (mode 0600) instead of stdout: a new file beside it,
+renamed into place once complete; FILE may not be inside the root, a
+symlink, or anything but a regular file (exit 2, nothing written).
 timeline only reads: it takes no lock.`,
 		Example: `  lockledger timeline --lock app-prod --since 2025-03-14T10:00:00Z --until 2025-03-14T11:00:00Z
   lockledger timeline --type lock_stolen,acquire_blocked --since 24h
@@ -82,7 +84,7 @@ timeline only reads: it takes no lock.`,
 	fl.StringVar(&o.since, "since", "", "from this time on (RFC 3339, or a duration ago: 2h)")
 	fl.StringVar(&o.until, "until", "", "up to this time (RFC 3339, or a duration ago)")
 	fl.StringVar(&o.format, "format", formatTable, "table, json, jsonl, csv, html or svg")
-	fl.StringVarP(&o.out, "output", "o", "", "html, svg: write to FILE (mode 0600) instead of stdout")
+	fl.StringVarP(&o.out, "output", "o", "", "html, svg: write to FILE (mode 0600, renamed into place when complete) instead of stdout")
 	return cmd
 }
 

@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/timeline"
@@ -24,6 +24,16 @@ const (
 // in one snapshot.
 func runTimelinePage(ctx context.Context, o *timelineOptions, f replay.Filter) error {
 	now := time.Now()
+	var w io.Writer = o.g.io.Out
+	var file *outfile.File
+	if o.out != "" {
+		var err error
+		if file, err = o.g.createOutput("-o", o.out); err != nil {
+			return err
+		}
+		defer file.Abort()
+		w = file
+	}
 	r, err := o.g.openRead(ctx)
 	if err != nil {
 		return err
@@ -46,15 +56,6 @@ func runTimelinePage(ctx context.Context, o *timelineOptions, f replay.Filter) e
 	if err != nil {
 		return err
 	}
-	var w io.Writer = o.g.io.Out
-	if o.out != "" {
-		file, err := os.OpenFile(o.out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return err
-		}
-		defer file.Close()
-		w = file
-	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	if o.format == formatHTML {
 		err = timeline.WriteHTML(bw, p)
@@ -63,6 +64,9 @@ func runTimelinePage(ctx context.Context, o *timelineOptions, f replay.Filter) e
 	}
 	if err == nil {
 		err = bw.Flush()
+	}
+	if err == nil && file != nil {
+		err = o.g.commitOutput("-o", file)
 	}
 	if err != nil {
 		return err

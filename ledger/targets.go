@@ -9,10 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
+	"github.com/lockledger/lockledger/internal/fileid"
 )
 
 // Targets are extra lock files in other tools' formats (--file FORMAT:PATH)
@@ -88,13 +87,13 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 // itself included, is root or locks under another name (the same device
 // and inode: a bind mount); otherwise p unchanged.
 func sameDirectory(p, root, locks string) string {
-	rootID, rootOK := dirID(root)
-	locksID, locksOK := dirID(locks)
+	rootID, rootOK := fileid.Dir(root)
+	locksID, locksOK := fileid.Dir(locks)
 	if !rootOK {
 		return p
 	}
 	for dir, rest := p, ""; ; {
-		if id, ok := dirID(dir); ok {
+		if id, ok := fileid.Dir(dir); ok {
 			switch {
 			case id == rootID:
 				return filepath.Join(root, rest)
@@ -109,19 +108,6 @@ func sameDirectory(p, root, locks string) string {
 		rest = filepath.Join(filepath.Base(dir), rest)
 		dir = parent
 	}
-}
-
-// fileID is a directory's device and inode.
-type fileID struct{ dev, ino uint64 }
-
-// dirID is the device and inode of the directory at path (symlinks
-// followed); ok is false when there is none.
-func dirID(path string) (id fileID, ok bool) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return fileID{}, false
-	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino}, true
 }
 
 // resolvedRoot is the root as resolvePath gives it.

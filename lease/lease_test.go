@@ -30,7 +30,7 @@ func awaitEvent(t *testing.T, l *ledger.Ledger, typ events.Type, within time.Dur
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		rows, err := l.DB().Query(`SELECT body FROM events WHERE type = ? ORDER BY seq`, string(typ))
+		rows, err := l.DB().Query(`SELECT body FROM events WHERE type = $1 ORDER BY seq`, string(typ))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +124,7 @@ func TestLeaseBusyLedgerIsNotALoss(t *testing.T) {
 func heartbeatAt(t *testing.T, l *ledger.Ledger, lock string) time.Time {
 	t.Helper()
 	var s string
-	if err := l.DB().QueryRow(`SELECT heartbeat_at FROM locks WHERE lock_name = ?`, lock).Scan(&s); err != nil {
+	if err := l.DB().QueryRow(`SELECT heartbeat_at FROM locks WHERE lock_name = $1`, lock).Scan(&s); err != nil {
 		t.Fatal(err)
 	}
 	at, err := events.ParseTime(s)

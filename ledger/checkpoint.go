@@ -186,7 +186,7 @@ func (l *Ledger) signCheckpoint(ctx context.Context, q preparedTx, seq int64, no
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: sign: %w", err)
 	}
-	if _, err := q.ExecContext(ctx, `INSERT INTO checkpoints (size, root, note, key_name, created_at) VALUES (?, ?, ?, ?, ?)`,
+	if _, err := q.ExecContext(ctx, `INSERT INTO checkpoints (size, root, note, key_name, created_at) VALUES ($1, $2, $3, $4, $5)`,
 		seq, root.String(), string(msg), l.signing.signer.Name(), events.FormatTime(now)); err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: store: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/lockledger/lockledger/events"
@@ -76,7 +77,7 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 		return nil, fmt.Errorf("ledger: import: the source's created_at: %w", err)
 	}
 	for k, v := range map[string]string{"ledger_id": from.id, "created_at": created} {
-		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = ?`, v, k); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = $1 WHERE key = $2`, v, k); err != nil {
 			return nil, err
 		}
 	}
@@ -148,13 +149,14 @@ func copyRows(ctx context.Context, src, dst *sql.Tx, table string) (int64, error
 		return 0, err
 	}
 	defer rows.Close()
-	marks := make([]string, n)
-	for i := range marks {
-		marks[i] = "?"
-	}
+	// Group g of an INSERT binds $(g*n+1) to $(g*n+n).
 	groups := make([]string, importBatch)
-	for i := range groups {
-		groups[i] = "(" + strings.Join(marks, ",") + ")"
+	marks := make([]string, n)
+	for g := range groups {
+		for i := range marks {
+			marks[i] = "$" + strconv.Itoa(g*n+i+1)
+		}
+		groups[g] = "(" + strings.Join(marks, ",") + ")"
 	}
 	var total int64
 	batch := make([]any, 0, importBatch*n)

@@ -470,7 +470,7 @@ func (l *Ledger) loadID(ctx context.Context, nb birth) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('ledger_id', ?), ('created_at', ?) ON CONFLICT DO NOTHING`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('ledger_id', $1), ('created_at', $2) ON CONFLICT DO NOTHING`,
 			hex.EncodeToString(b), events.FormatTime(created)); err != nil {
 			return err
 		}

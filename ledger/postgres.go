@@ -2,9 +2,8 @@ package ledger
 
 // PostgreSQL specifics live in this file: the connection pool, the
 // serialisation point, the database's clock, LISTEN/NOTIFY for waiters and
-// the failures that pass. The ledger's SQL is written once, in the part of
-// SQLite's dialect PostgreSQL also speaks; pgConn rewrites its two
-// differences (? placeholders and INDEXED BY hints) on the way through.
+// the failures that pass. The ledger's SQL is written once, in the dialect
+// both engines speak ($N placeholders included).
 
 import (
 	"context"
@@ -14,7 +13,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -176,7 +174,7 @@ func (l *Ledger) openPostgres(ctx context.Context, c *config) error {
 	if err != nil {
 		return fmt.Errorf("ledger: connect to %s: %w", l.dbName, err)
 	}
-	l.db = sql.OpenDB(pgConnector{stdlib.GetPoolConnector(pool)})
+	l.db = sql.OpenDB(stdlib.GetPoolConnector(pool))
 	l.db.SetMaxIdleConns(0)
 	s := &pgStore{l: l, pool: pool, cfg: cfg}
 	l.store = s
@@ -339,91 +337,4 @@ func (w *pgWaker) close() {
 		w.conn.Close(ctx)
 		w.conn = nil
 	}
-}
-
-// pgConnector hands out connections that rewrite the ledger's SQL.
-type pgConnector struct{ driver.Connector }
-
-func (c pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	sc, ok := conn.(*stdlib.Conn)
-	if !ok {
-		conn.Close()
-		return nil, fmt.Errorf("ledger: pgx returned a %T, not a *stdlib.Conn", conn)
-	}
-	return pgConn{sc}, nil
-}
-
-// pgConn is a pgx connection that takes SQL written for SQLite.
-type pgConn struct{ *stdlib.Conn }
-
-func (c pgConn) Prepare(query string) (driver.Stmt, error) {
-	return c.Conn.Prepare(pgSQL(query))
-}
-
-func (c pgConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	return c.Conn.PrepareContext(ctx, pgSQL(query))
-}
-
-func (c pgConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	return c.Conn.ExecContext(ctx, pgSQL(query), args)
-}
-
-func (c pgConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.Conn.QueryContext(ctx, pgSQL(query), args)
-}
-
-var (
-	indexedBy = regexp.MustCompile(`(?i)\s+INDEXED\s+BY\s+[A-Za-z_][A-Za-z0-9_]*`)
-	charCall  = regexp.MustCompile(`\bchar\((\d+)\)`)
-)
-
-// pgSQL rewrites SQLite's ? placeholders as $1, $2, ... outside quotes and
-// comments, drops INDEXED BY hints (PostgreSQL's planner takes none) and
-// spells char(N) as chr(N).
-func pgSQL(q string) string {
-	upper := strings.ToUpper(q)
-	if !strings.Contains(q, "?") && !strings.Contains(upper, "INDEXED") && !strings.Contains(q, "char(") {
-		return q
-	}
-	q = indexedBy.ReplaceAllString(q, "")
-	q = charCall.ReplaceAllString(q, "chr($1)")
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(q); i++ {
-		ch := q[i]
-		switch {
-		case ch == '\'' || ch == '"':
-			j := i + 1
-			for j < len(q) && q[j] != ch {
-				j++
-			}
-			b.WriteString(q[i:min(j+1, len(q))])
-			i = j
-		case ch == '-' && i+1 < len(q) && q[i+1] == '-':
-			j := strings.IndexByte(q[i:], '\n')
-			if j < 0 {
-				j = len(q) - i
-			}
-			b.WriteString(q[i : i+j])
-			i += j - 1
-		case ch == '/' && i+1 < len(q) && q[i+1] == '*':
-			j := strings.Index(q[i+2:], "*/")
-			end := len(q)
-			if j >= 0 {
-				end = i + 2 + j + 2
-			}
-			b.WriteString(q[i:end])
-			i = end - 1
-		case ch == '?':
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-		default:
-			b.WriteByte(ch)
-		}
-	}
-	return b.String()
 }

@@ -145,7 +145,7 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 			// Stored Merkle hashes of events that are gone would block the
 			// seqs the next events take; the cut is accepted, so they go (the
 			// checkpoints that covered them stay, and keep showing the cut).
-			if _, err := tx.ExecContext(ctx, `DELETE FROM tlog_hashes WHERE seq > ?`, st.Seq); err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM tlog_hashes WHERE seq > $1`, st.Seq); err != nil {
 				return nil, fmt.Errorf("ledger: project: %w", err)
 			}
 			// Events appended without stored hashes are accepted here, and
@@ -259,7 +259,7 @@ func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (ma
 		p.plan(lk.Name).changes = append(p.plan(lk.Name).changes, words)
 	}
 	for _, name := range sortedKeys(table) {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE lock_name = ?`, name); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE lock_name = $1`, name); err != nil {
 			return nil, err
 		}
 		p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: name, Action: "deleted", Detail: "no event gave the ledger this lock"})

@@ -23,7 +23,7 @@ func (p pastHolding) lost() bool { return p.held && p.releasedSeq == 0 }
 // of another request's lock is no part of the request's own holding; a
 // forced release that names the request took the lock from it.
 func pastHoldingOf(ctx context.Context, q querier, lock, requestID string) (pastHolding, error) {
-	rows, err := q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE request_id = ? AND lock_name = ?
+	rows, err := q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE request_id = $1 AND lock_name = $2
 		AND type IN ('lock_acquired', 'lock_stolen', 'lock_heartbeat', 'lock_released') ORDER BY seq DESC`,
 		requestID, lock)
 	if err != nil {

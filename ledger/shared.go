@@ -75,7 +75,7 @@ func scanShared(s scanner) (*sharedHolding, error) {
 
 // loadShared returns a lock's shared holders, ordered by request id.
 func loadShared(ctx context.Context, q querier, name string) ([]*sharedHolding, error) {
-	rs, err := q.QueryContext(ctx, `SELECT `+sharedColumns+` FROM lock_holders WHERE lock_name = ? ORDER BY request_id`, name)
+	rs, err := q.QueryContext(ctx, `SELECT `+sharedColumns+` FROM lock_holders WHERE lock_name = $1 ORDER BY request_id`, name)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func saveShared(ctx context.Context, tx execer, h *holding, limit, seq int64) er
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO lock_holders (`+sharedColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	_, err = tx.ExecContext(ctx, `INSERT INTO lock_holders (`+sharedColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)
 		ON CONFLICT (lock_name, request_id) DO UPDATE SET actor=excluded.actor, intent=excluded.intent,
 		intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid, pid_start=excluded.pid_start,
 		boot_id=excluded.boot_id, created_at=excluded.created_at, heartbeat_at=excluded.heartbeat_at,
@@ -134,7 +134,7 @@ func saveShared(ctx context.Context, tx execer, h *holding, limit, seq int64) er
 }
 
 func deleteShared(ctx context.Context, tx execer, name, requestID string) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM lock_holders WHERE lock_name = ? AND request_id = ?`, name, requestID)
+	_, err := tx.ExecContext(ctx, `DELETE FROM lock_holders WHERE lock_name = $1 AND request_id = $2`, name, requestID)
 	return err
 }
 

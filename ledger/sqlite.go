@@ -227,7 +227,7 @@ func scanRow(s scanner) (*row, error) {
 }
 
 func loadRow(ctx context.Context, q querier, name string) (*row, error) {
-	r, err := scanRow(q.QueryRowContext(ctx, `SELECT `+rowColumns+` FROM locks WHERE lock_name = ?`, name))
+	r, err := scanRow(q.QueryRowContext(ctx, `SELECT `+rowColumns+` FROM locks WHERE lock_name = $1`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -256,7 +256,7 @@ func saveRow(ctx context.Context, tx execer, r *row) error {
 	if r.held {
 		held = 1
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO locks (`+rowColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	_, err := tx.ExecContext(ctx, `INSERT INTO locks (`+rowColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)
 		ON CONFLICT (lock_name) DO UPDATE SET held=excluded.held, request_id=excluded.request_id, actor=excluded.actor,
 		intent=excluded.intent, intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid,
 		pid_start=excluded.pid_start, boot_id=excluded.boot_id, created_at=excluded.created_at,
@@ -306,7 +306,7 @@ func head(ctx context.Context, q querier, genesis string) (int64, string, error)
 
 func insertEvent(ctx context.Context, tx execer, seq int64, eventID, typ, lock, requestID, actor, at string, body []byte, prev, hash string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
-		VALUES (?,?,?,?,?,?,?,?,?,?)`, seq, eventID, typ, lock, requestID, actor, at, body, prev, hash)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`, seq, eventID, typ, lock, requestID, actor, at, body, prev, hash)
 	return err
 }
 
@@ -314,7 +314,7 @@ func insertEvent(ctx context.Context, tx execer, seq int64, eventID, typ, lock, 
 // are none.
 func readTreeRow(ctx context.Context, q querier, seq int64) ([]byte, error) {
 	var b []byte
-	err := q.QueryRowContext(ctx, `SELECT hashes FROM tlog_hashes WHERE seq = ?`, seq).Scan(&b)
+	err := q.QueryRowContext(ctx, `SELECT hashes FROM tlog_hashes WHERE seq = $1`, seq).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -322,6 +322,6 @@ func readTreeRow(ctx context.Context, q querier, seq int64) ([]byte, error) {
 }
 
 func insertTreeRow(ctx context.Context, tx execer, seq int64, hashes []byte) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO tlog_hashes (seq, hashes) VALUES (?, ?)`, seq, hashes)
+	_, err := tx.ExecContext(ctx, `INSERT INTO tlog_hashes (seq, hashes) VALUES ($1, $2)`, seq, hashes)
 	return err
 }

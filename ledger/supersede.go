@@ -129,8 +129,8 @@ func (l *Ledger) supersededChain(ctx context.Context, a *Acquisition) []supersed
 func acquisitionOf(ctx context.Context, q querier, lock, requestID string, before int64) (int64, *events.Acquired, *events.Stolen, error) {
 	var seq int64
 	var body []byte
-	err := q.QueryRowContext(ctx, `SELECT seq, body FROM events WHERE request_id = ? AND lock_name = ?
-		AND type IN ('lock_acquired', 'lock_stolen') AND seq < ? ORDER BY seq DESC LIMIT 1`,
+	err := q.QueryRowContext(ctx, `SELECT seq, body FROM events WHERE request_id = $1 AND lock_name = $2
+		AND type IN ('lock_acquired', 'lock_stolen') AND seq < $3 ORDER BY seq DESC LIMIT 1`,
 		requestID, lock, before).Scan(&seq, &body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil, nil, nil

@@ -85,7 +85,7 @@ func treeLag(ctx context.Context, q querier) (events, hashed int64, err error) {
 // an unfinished upgrade.
 func upgrading(ctx context.Context, q querier, hashed int64) (bool, error) {
 	var marked, checkpoints int64
-	err := q.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM meta WHERE key = ?), (SELECT count(*) FROM checkpoints)`, backfillMarker).
+	err := q.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM meta WHERE key = $1), (SELECT count(*) FROM checkpoints)`, backfillMarker).
 		Scan(&marked, &checkpoints)
 	if err != nil {
 		return false, err
@@ -115,9 +115,9 @@ func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err erro
 	}
 	more = !gap && hashed+n < last
 	if more {
-		_, err = tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, 'in progress') ON CONFLICT DO NOTHING`, backfillMarker)
+		_, err = tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ($1, 'in progress') ON CONFLICT DO NOTHING`, backfillMarker)
 	} else {
-		_, err = tx.ExecContext(ctx, `DELETE FROM meta WHERE key = ?`, backfillMarker)
+		_, err = tx.ExecContext(ctx, `DELETE FROM meta WHERE key = $1`, backfillMarker)
 	}
 	if err != nil {
 		return 0, false, err
@@ -140,7 +140,7 @@ func (l *Ledger) hashTail(ctx context.Context, tx *sql.Tx, hashed int64, limit i
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, hashed, limit)
+	rows, err := tx.QueryContext(ctx, `SELECT seq, body FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, hashed, limit)
 	if err != nil {
 		return 0, false, err
 	}
@@ -198,7 +198,7 @@ func StoredCheckpoints(ctx context.Context, q replay.Querier, minSize, maxSize i
 	if maxSize <= 0 {
 		maxSize = 1<<63 - 1
 	}
-	rows, err := q.QueryContext(ctx, `SELECT id, size, note FROM checkpoints WHERE size >= ? AND size <= ? ORDER BY id`, minSize, maxSize)
+	rows, err := q.QueryContext(ctx, `SELECT id, size, note FROM checkpoints WHERE size >= $1 AND size <= $2 ORDER BY id`, minSize, maxSize)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoints: %w", err)
 	}

@@ -42,7 +42,7 @@ func treeMismatch(t *testing.T, db *sql.DB) string {
 		n++
 	}
 	var extra int
-	if err := db.QueryRow(`SELECT count(*) FROM tlog_hashes WHERE seq > ?`, n).Scan(&extra); err != nil {
+	if err := db.QueryRow(`SELECT count(*) FROM tlog_hashes WHERE seq > $1`, n).Scan(&extra); err != nil {
 		t.Fatal(err)
 	}
 	if extra > 0 {
@@ -144,7 +144,7 @@ func insertUnhashed(t *testing.T, db *sql.DB, from, to int) {
 	}
 	for seq := from; seq <= to; seq++ {
 		if _, err := tx.Exec(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
-			VALUES (?, ?, 'lock_heartbeat', 'a', 'r', 't', '2026-01-02T10:00:00Z', ?, '', '')`,
+			VALUES ($1, $2, 'lock_heartbeat', 'a', 'r', 't', '2026-01-02T10:00:00Z', $3, '', '')`,
 			seq, fmt.Sprintf("id-%d", seq), fmt.Sprintf(`{"seq":%d}`, seq)); err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestWritingOpenFinishesAnUnfinishedUpgradeOfTheTree(t *testing.T) {
 	e.l.Close()
 	db := rawDB(t, e.root)
 	insertUnhashed(t, db, 2, backfillBatch+7)
-	if _, err := db.Exec(`INSERT INTO meta (key, value) VALUES (?, 'in progress')`, backfillMarker); err != nil {
+	if _, err := db.Exec(`INSERT INTO meta (key, value) VALUES ($1, 'in progress')`, backfillMarker); err != nil {
 		t.Fatal(err)
 	}
 	l, err := Open(ctx, e.root, WithHost(Host{ID: "host-a", BootID: "boot-1"}))
@@ -178,7 +178,7 @@ func TestWritingOpenFinishesAnUnfinishedUpgradeOfTheTree(t *testing.T) {
 		t.Fatal(m)
 	}
 	var marked int
-	if err := l.DB().QueryRow(`SELECT count(*) FROM meta WHERE key = ?`, backfillMarker).Scan(&marked); err != nil || marked != 0 {
+	if err := l.DB().QueryRow(`SELECT count(*) FROM meta WHERE key = $1`, backfillMarker).Scan(&marked); err != nil || marked != 0 {
 		t.Fatalf("marker left after the backfill: %d %v", marked, err)
 	}
 }

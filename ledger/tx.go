@@ -269,7 +269,7 @@ func (l *Ledger) recordedHere(name, requestID string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), l.busy)
 	defer cancel()
 	var n int
-	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE lock_name = ? AND request_id = ?
+	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE lock_name = $1 AND request_id = $2
 		AND type IN ('lock_acquired', 'lock_stolen')`, name, requestID).Scan(&n)
 	return err == nil && n > 0
 }

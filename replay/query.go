@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,62 +33,76 @@ type Filter struct {
 // ErrStop ends a Scan early without an error.
 var ErrStop = errors.New("replay: stop")
 
-// The queries below are the one place in replay that writes SQL. Every
-// filter is served by an index of migrations/0001_init.sql, picked
-// explicitly with INDEXED BY (SQLite) so that the plan cannot fall back to
-// a full scan in seq order on a large log: events_lock_at for a lock,
+// The queries below are the one place in replay that writes SQL, in the
+// dialect SQLite and PostgreSQL share. Every filter is served by an index
+// of migrations/0001_init.sql, the only one its conditions leave usable
+// (see query), so that the plan cannot fall back to a full scan in seq
+// order on a large log: events_lock_at for a lock,
 // events_actor_at for an actor, events_type_at for types, events_at for a
 // time window alone. The matching rows are then sorted by seq, the order of
 // the log; TestQueryPlans pins these plans.
 func (f Filter) query(cols string) (string, []any) {
+	timed := !f.Since.IsZero() || !f.Until.IsZero()
+	index := ""
+	switch {
+	case f.Lock != "":
+		index = "lock_name"
+	case f.Actor != "":
+		index = "actor"
+	case len(f.Types) > 0:
+		index = "type"
+	case timed && f.FromSeq == 0 && f.ToSeq == 0:
+		index = "at"
+	}
+	// col names a column in a condition: as it is where the chosen index
+	// serves the condition (at is the second column of every index), else
+	// as an expression no index serves (|| '' for text, + for seq), so
+	// that the planner picks the chosen index in both engines.
+	col := func(c string) string {
+		switch {
+		case index == "" || c == index || c == "at":
+			return c
+		case c == "seq":
+			return "+seq"
+		}
+		return c + " || ''"
+	}
 	var where []string
 	var args []any
-	index := ""
+	bind := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
 	if f.Lock != "" {
-		where, args = append(where, "lock_name = ?"), append(args, f.Lock)
-		index = "events_lock_at"
+		where = append(where, col("lock_name")+" = "+bind(f.Lock))
 	}
 	if f.Actor != "" {
-		where, args = append(where, "actor = ?"), append(args, f.Actor)
-		if index == "" {
-			index = "events_actor_at"
-		}
+		where = append(where, col("actor")+" = "+bind(f.Actor))
 	}
 	if len(f.Types) > 0 {
 		marks := make([]string, len(f.Types))
 		for i, t := range f.Types {
-			marks[i] = "?"
-			args = append(args, string(t))
+			marks[i] = bind(string(t))
 		}
-		where = append(where, "type IN ("+strings.Join(marks, ",")+")")
-		if index == "" {
-			index = "events_type_at"
-		}
+		where = append(where, col("type")+" IN ("+strings.Join(marks, ",")+")")
 	}
-	timed := !f.Since.IsZero() || !f.Until.IsZero()
 	if !f.Since.IsZero() {
-		where, args = append(where, "at >= ?"), append(args, events.FormatTime(f.Since))
+		where = append(where, col("at")+" >= "+bind(events.FormatTime(f.Since)))
 	}
 	if !f.Until.IsZero() {
-		where, args = append(where, "at <= ?"), append(args, events.FormatTime(f.Until))
-	}
-	if index == "" && timed && f.FromSeq == 0 && f.ToSeq == 0 {
-		index = "events_at"
+		where = append(where, col("at")+" <= "+bind(events.FormatTime(f.Until)))
 	}
 	if f.FromSeq > 0 {
-		where, args = append(where, "seq >= ?"), append(args, f.FromSeq)
+		where = append(where, col("seq")+" >= "+bind(f.FromSeq))
 	}
 	if f.ToSeq > 0 {
-		where, args = append(where, "seq <= ?"), append(args, f.ToSeq)
+		where = append(where, col("seq")+" <= "+bind(f.ToSeq))
 	}
 	q := "SELECT " + cols + " FROM events"
-	if index != "" {
-		q += " INDEXED BY " + index
-	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	return q + " ORDER BY seq", args
+	return q + " ORDER BY " + col("seq"), args
 }
 
 const eventCols = "seq, body, prev_hash, hash"
@@ -136,10 +151,17 @@ func AsOf(ctx context.Context, q Querier, t time.Time, lock string) (*State, err
 	return st, nil
 }
 
+// The first and last seq in a time window, from events_at: +seq keeps the
+// planner from walking the primary key for min or max instead.
+const (
+	lastSeqQuery  = `SELECT max(+seq) FROM events WHERE at <= $1`
+	firstSeqQuery = `SELECT min(+seq) FROM events WHERE at >= $1`
+)
+
 // lastSeqAtOrBefore is the highest seq whose at <= t, 0 if none.
 func lastSeqAtOrBefore(ctx context.Context, q Querier, t time.Time) (int64, error) {
 	var seq sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT max(seq) FROM events INDEXED BY events_at WHERE at <= ?`,
+	err := q.QueryRowContext(ctx, lastSeqQuery,
 		events.FormatTime(t)).Scan(&seq)
 	return seq.Int64, err
 }
@@ -153,7 +175,7 @@ func SeqRange(ctx context.Context, q Querier, since, until time.Time) (from, to 
 	if since.IsZero() {
 		err = q.QueryRowContext(ctx, `SELECT min(seq) FROM events`).Scan(&lo)
 	} else {
-		err = q.QueryRowContext(ctx, `SELECT min(seq) FROM events INDEXED BY events_at WHERE at >= ?`,
+		err = q.QueryRowContext(ctx, firstSeqQuery,
 			events.FormatTime(since)).Scan(&lo)
 	}
 	if err != nil {

@@ -32,7 +32,7 @@ func schemaDB(t *testing.T) *sql.DB {
 			t.Fatal(err)
 		}
 		if _, err := db.Exec(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
-			VALUES (?,?,?,?,?,?,?,?,?,?)`, r.Seq, ev.EventID, ev.Type, ev.LockName, ev.RequestID, ev.Actor, ev.At, r.Body,
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`, r.Seq, ev.EventID, ev.Type, ev.LockName, ev.RequestID, ev.Actor, ev.At, r.Body,
 			r.PrevHash, r.Hash); err != nil {
 			t.Fatal(err)
 		}
@@ -97,8 +97,8 @@ func TestQueryPlans(t *testing.T) {
 		}
 	}
 	for _, q := range []string{
-		`SELECT max(seq) FROM events INDEXED BY events_at WHERE at <= ?`,
-		`SELECT min(seq) FROM events INDEXED BY events_at WHERE at >= ?`,
+		lastSeqQuery,
+		firstSeqQuery,
 	} {
 		if p := plan(t, db, q, events.FormatTime(day)); !strings.Contains(p, "COVERING INDEX events_at") {
 			t.Errorf("%s: plan %q", q, p)

@@ -271,7 +271,7 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 			}
 			if !splitColumns(joined, r.Cols) {
 				// A column holds the separator: read them one by one.
-				if err := q.QueryRowContext(ctx, `SELECT event_id, type, lock_name, request_id, actor, at FROM events WHERE seq = ?`,
+				if err := q.QueryRowContext(ctx, `SELECT event_id, type, lock_name, request_id, actor, at FROM events WHERE seq = $1`,
 					r.Seq).Scan(&r.Cols.EventID, &r.Cols.Type, &r.Cols.LockName, &r.Cols.RequestID, &r.Cols.Actor, &r.Cols.At); err != nil {
 					return fmt.Errorf("replay: verify: seq %d: %w", r.Seq, err)
 				}
@@ -286,13 +286,16 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 		return nil, nil, err
 	}
 	var extra, firstExtra sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT count(*), min(seq) FROM tlog_hashes WHERE seq > ?`, c.report.LastSeq).Scan(&extra, &firstExtra); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT count(*), min(seq) FROM tlog_hashes WHERE seq > $1`, c.report.LastSeq).Scan(&extra, &firstExtra); err != nil {
 		return nil, nil, fmt.Errorf("replay: verify: %w", err)
 	}
 	c.tree.extraStored(extra.Int64, firstExtra.Int64)
 	c.finish()
 	return c.report, c.state, nil
 }
+
+// sepSQL is the unit separator as an SQL string literal, in both dialects.
+const sepSQL = "'\x1f'"
 
 // verifyQuery reads every row in seq order, with its stored Merkle hashes
 // (NULL when it has none). The six indexed columns come
@@ -303,7 +306,7 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 // NULL makes the whole value NULL, which Scan refuses as it refuses a NULL
 // column into a string.
 const verifyQuery = `SELECT e.seq, e.body, e.prev_hash, e.hash,
-	e.event_id || char(31) || e.type || char(31) || e.lock_name || char(31) || e.request_id || char(31) || e.actor || char(31) || e.at AS cols,
+	e.event_id || ` + sepSQL + ` || e.type || ` + sepSQL + ` || e.lock_name || ` + sepSQL + ` || e.request_id || ` + sepSQL + ` || e.actor || ` + sepSQL + ` || e.at AS cols,
 	t.hashes
 	FROM events e LEFT JOIN tlog_hashes t ON t.seq = e.seq ORDER BY e.seq`
 

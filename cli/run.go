@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -317,7 +318,7 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 	exited := make(chan error, 1)
 	// Marked before the command starts: its leftovers were all created
 	// after this, which lets the scan for them skip older processes.
-	mark := ledger.MarkForks()
+	mark := proc.MarkForks()
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -379,11 +380,11 @@ func supervise(o *runOptions, path string, lease *ledger.Lease, sigs, pokes <-ch
 // KILL after grace (at once if run is signalled meanwhile). With
 // --leave-running they are left alone. Either way the processes found are
 // recorded as job_processes, before the release, within record's deadline.
-func stopLeftovers(record context.Context, o *runOptions, lease *ledger.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal, mark ledger.ForkMark) {
+func stopLeftovers(record context.Context, o *runOptions, lease *ledger.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal, mark proc.ForkMark) {
 	id := lease.RequestID()
 	p := events.JobProcessesPayload{JobRequestID: id}
 	if o.leave {
-		p.PIDs = ledger.JobPIDs(id)
+		p.PIDs = proc.JobPIDs(id)
 		p.Action, p.Note = events.JobLeftRunning, "outlived the command; left running (--leave-running), no longer under the lock"
 	} else {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -397,7 +398,7 @@ func stopLeftovers(record context.Context, o *runOptions, lease *ledger.Lease, p
 			case <-ctx.Done():
 			}
 		}()
-		stopped := ledger.StopJobSince(ctx, id, pgid, grace, mark)
+		stopped := proc.StopJobSince(ctx, id, pgid, grace, mark)
 		cancel()
 		watching.Wait()
 		p.PIDs, p.Action, p.Note = stopped.PIDs, events.JobTerminated, "outlived the command; stopped with TERM"

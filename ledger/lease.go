@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // Lease defaults.
@@ -557,7 +558,7 @@ func (l *Ledger) supersede(ctx context.Context, req AcquireRequest) (*Acquisitio
 		return nil, err
 	}
 	if a.Stolen && a.NotAwaited == "" && a.Previous != nil && a.Previous.HostID == l.host.ID {
-		pokeRunner(a.Previous.PID, l.log)
+		proc.PokeRunner(a.Previous.PID, l.log)
 	}
 	return a, nil
 }
@@ -571,7 +572,7 @@ func (l *Ledger) supersedeNote(h *holding, note string) (string, string) {
 		why = "the superseded holder is another tool's lock: it is not told to stop and not awaited"
 	case h.rec.HostID != l.host.ID:
 		why = "the superseded job runs on host " + h.rec.HostID + ": it cannot be awaited from here"
-	case h.rec.PID != os.Getpid() && processRunning(h.rec.PID, h.pidStart) && !isLockledger(h.rec.PID):
+	case h.rec.PID != os.Getpid() && proc.Running(h.rec.PID, h.pidStart) && !proc.IsLockledger(h.rec.PID):
 		why = fmt.Sprintf("the superseded holder (pid %d) is not a lockledger run: it is not told to stop and not awaited", h.rec.PID)
 	default:
 		return note, ""
@@ -635,7 +636,7 @@ func (l *Ledger) supersededChain(ctx context.Context, a *Acquisition) []supersed
 			start = acq.PIDStart
 		}
 		awaitable := acq != nil && prev.HostID == l.host.ID &&
-			!(prev.PID != os.Getpid() && processRunning(prev.PID, start) && !isLockledger(prev.PID))
+			!(prev.PID != os.Getpid() && proc.Running(prev.PID, start) && !proc.IsLockledger(prev.PID))
 		if i == 0 {
 			awaitable = a.NotAwaited == ""
 		}
@@ -686,7 +687,7 @@ func acquisitionOf(ctx context.Context, q querier, lock, requestID string, befor
 // AwaitSuperseded returns once the job this lease took the lock from (with
 // WithSupersede) has stopped: its runner's process has exited (or its pid
 // names another process now) and no process carries its request id (see
-// JobPIDs). Its runner was poked and stops its job within its own kill
+// proc.JobPIDs). Its runner was poked and stops its job within its own kill
 // grace; once that runner is gone, what is left of the job gets TERM from
 // here, since nobody else will stop it. When that job's run had itself
 // superseded another one and was still waiting for it, that older job is
@@ -718,10 +719,10 @@ func (s *Lease) AwaitSuperseded(ctx context.Context, grace time.Duration) (Super
 		return out, nil
 	}
 	deadline := time.Now().Add(grace + SupersedeNoticeMargin)
-	watch := newJobWatch(ids...)
+	watch := proc.NewWatch(ids...)
 	termed := map[int]bool{}
 	for {
-		live := watch.look()
+		live := watch.Look()
 		runners := map[string]bool{} // request id -> its runner still runs
 		for _, j := range chain {
 			if runnerRunning(j.runner, j.start) {
@@ -733,15 +734,15 @@ func (s *Lease) AwaitSuperseded(ctx context.Context, grace time.Duration) (Super
 		}
 		for _, pid := range live {
 			// A job whose runner is gone has nobody else to stop it.
-			if !runners[watch.jobOf(pid)] && !termed[pid] {
+			if !runners[watch.JobOf(pid)] && !termed[pid] {
 				termed[pid] = true
-				watch.signal(pid, unix.SIGTERM)
+				watch.Signal(pid, unix.SIGTERM)
 			}
 		}
 		if time.Now().After(deadline) {
 			break
 		}
-		pause(ctx, true)
+		proc.Pause(ctx, true)
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
@@ -769,9 +770,9 @@ func (s *Lease) AwaitSuperseded(ctx context.Context, grace time.Duration) (Super
 }
 
 // killJobs KILLs the jobs' runners (each if still the process started at
-// its start) and their processes, until none is left or killSettle has
+// its start) and their processes, until none is left or proc.KillSettle has
 // passed, and returns those it killed by request id, sorted.
-func killJobs(chain []supersededJob, watch *jobWatch) map[string][]int {
+func killJobs(chain []supersededJob, watch *proc.Watch) map[string][]int {
 	killed := map[string][]int{}
 	seen := map[int]bool{}
 	add := func(id string, pid int) {
@@ -780,9 +781,9 @@ func killJobs(chain []supersededJob, watch *jobWatch) map[string][]int {
 			killed[id] = append(killed[id], pid)
 		}
 	}
-	until := time.Now().Add(killSettle)
+	until := time.Now().Add(proc.KillSettle)
 	for {
-		live := watch.look()
+		live := watch.Look()
 		var up []supersededJob
 		for _, j := range chain {
 			if runnerRunning(j.runner, j.start) {
@@ -794,13 +795,13 @@ func killJobs(chain []supersededJob, watch *jobWatch) map[string][]int {
 		}
 		for _, j := range up {
 			add(j.requestID, j.runner)
-			signalIf(j.runner, unix.SIGKILL, func() bool { return runnerRunning(j.runner, j.start) })
+			proc.SignalIf(j.runner, unix.SIGKILL, func() bool { return runnerRunning(j.runner, j.start) })
 		}
 		for _, pid := range live {
-			add(watch.jobOf(pid), pid)
-			watch.signal(pid, unix.SIGKILL)
+			add(watch.JobOf(pid), pid)
+			watch.Signal(pid, unix.SIGKILL)
 		}
-		pause(context.Background(), false)
+		proc.Pause(context.Background(), false)
 	}
 	for _, pids := range killed {
 		slices.Sort(pids)
@@ -812,7 +813,7 @@ func killJobs(chain []supersededJob, watch *jobWatch) map[string][]int {
 // names the process started at start or, when that start time was not
 // recorded, some lockledger process.
 func runnerRunning(pid int, start string) bool {
-	return processRunning(pid, start) && (start != "" || isLockledger(pid))
+	return proc.Running(pid, start) && (start != "" || proc.IsLockledger(pid))
 }
 
 // RecordJobProcesses records what was done to the leftover processes of a

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // Identity says who acts: the request, the actor and the process.
@@ -195,7 +196,7 @@ type Acquisition struct {
 	Previous     *events.Record
 	PreviousHash string
 	// PreviousPIDStart is the start time of the previous holder's process
-	// (see ProcessStart), which tells it from a later process with its pid.
+	// (see proc.Start), which tells it from a later process with its pid.
 	PreviousPIDStart string
 	// NotAwaited says why a superseded job cannot be awaited from here
 	// (see Lease.AwaitSuperseded); "" when it can.
@@ -464,7 +465,7 @@ func (l *Ledger) newHolding(req AcquireRequest, now time.Time, token int64) *hol
 
 // checkLocalPID refuses a holder pid that is not a live process here.
 func (l *Ledger) checkLocalPID(pid int) error {
-	if live, _ := l.probe.Probe(pid); live == Gone {
+	if live, _ := l.probe.Probe(pid); live == proc.Gone {
 		return events.Invalid("pid", fmt.Sprint(pid), "must be a running process on this host")
 	}
 	return nil

@@ -18,8 +18,28 @@ const KillSettle = 5 * time.Second
 
 // JobStop is what StopJob did.
 type JobStop struct {
-	PIDs   []int // the processes carrying the job's request id it found, sorted
+	PIDs   []int // the job's processes it found, sorted
 	Killed bool  // some of them were still running after the grace and got KILL
+}
+
+// StopOption adjusts StopJob.
+type StopOption func(*Watch)
+
+// Since says the job's command was started after mark was made: a process
+// created before then cannot carry the job's request id, so where the
+// kernel's pids have not wrapped around since, the scans read only the
+// environments of processes created after the mark (every other one, on a
+// busy host most of /proc, is skipped).
+func Since(mark ForkMark) StopOption {
+	return func(w *Watch) { w.since = mark }
+}
+
+// Descendants counts every process below this one as the job's, whatever
+// its environment, and reaps those that exit. It is for a subreaper (see
+// BecomeSubreaper) whose only child was the job's command, now waited for:
+// what is below it then is what the job left running.
+func Descendants() StopOption {
+	return func(w *Watch) { w.below = true }
 }
 
 // StopJob ends what is left of a job once its command has exited: the
@@ -28,19 +48,12 @@ type JobStop struct {
 // gets TERM; whatever still runs after grace (or at once when ctx is done)
 // gets KILL. Processes the job starts meanwhile are stopped too. It returns
 // when nothing is left, or when KILL has had KillSettle to take effect.
-func StopJob(ctx context.Context, requestID string, pgid int, grace time.Duration) JobStop {
-	return StopJobSince(ctx, requestID, pgid, grace, ForkMark{})
-}
-
-// StopJobSince is StopJob for a job whose command was started after since
-// was marked: a process created before then cannot carry the job's request
-// id, so where the kernel's pids have not wrapped around since, the scans
-// read only the environments of processes created after the mark (every
-// other one, on a busy host most of /proc, is skipped).
-func StopJobSince(ctx context.Context, requestID string, pgid int, grace time.Duration, since ForkMark) JobStop {
+func StopJob(ctx context.Context, requestID string, pgid int, grace time.Duration, opts ...StopOption) JobStop {
 	var st JobStop
 	w := NewWatch(requestID)
-	w.since = since
+	for _, o := range opts {
+		o(w)
+	}
 	termed := map[int]bool{}
 	deadline := time.Now().Add(grace)
 	var killing time.Time // when KILL began; zero before

@@ -14,6 +14,7 @@ import (
 type Watch struct {
 	requestIDs []string
 	since      ForkMark       // processes created before it are not looked at
+	below      bool           // every process below this one is the job's (see Descendants)
 	start      map[int]string // pid -> its start time, when first seen
 	job        map[int]string // pid -> the request id it carries
 	seen       []int          // in order of first sight
@@ -27,6 +28,14 @@ func NewWatch(requestIDs ...string) *Watch {
 // Look scans again and returns the jobs' processes still running.
 func (w *Watch) Look() []int {
 	found := jobPIDsAbove(w.since.floor(), w.requestIDs...)
+	if w.below && len(w.requestIDs) > 0 {
+		ReapExited(0)
+		for _, pid := range descendants() {
+			if _, ok := found[pid]; !ok {
+				found[pid] = w.requestIDs[0]
+			}
+		}
+	}
 	for _, pid := range slices.Sorted(maps.Keys(found)) {
 		if _, ok := w.start[pid]; ok {
 			continue

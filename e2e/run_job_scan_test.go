@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -49,4 +51,37 @@ func TestAnotherUsersProcessNeverKeepsALockHeld(t *testing.T) {
 	if err := syscall.Kill(other.Process.Pid, 0); err != nil {
 		t.Fatalf("the other user's process was stopped: %v", err)
 	}
+}
+
+// TestRunStopsADaemonThatDroppedItsRequestID: a daemon that left the
+// command's process group (setsid) with an environment that no longer
+// carries LOCKLEDGER_REQUEST_ID is still below run, its subreaper, once
+// the shell that started it has exited: run stops it and records it.
+func TestRunStopsADaemonThatDroppedItsRequestID(t *testing.T) {
+	root := t.TempDir()
+	r := clitest.Must(t, 0, root, "run", "daemonish", "--kill-grace", "5s", "--", "sh", "-c",
+		`env -u LOCKLEDGER_REQUEST_ID setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $!`)
+	var daemon int
+	if _, err := fmt.Sscan(r.Stdout, &daemon); err != nil {
+		t.Fatalf("%v: %q", err, r.Stdout)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
+	if !gone(daemon) {
+		t.Fatalf("the setsid daemon %d without the request id still runs after run exited", daemon)
+	}
+	if jp := lastBody(t, root, "job_processes"); jp["action"] != "terminated" || !slices.Contains(pidsOf(jp), daemon) {
+		t.Fatalf("job_processes %v: want daemon %d terminated", jp, daemon)
+	}
+}
+
+// TestRunReapsOrphansWhileItsCommandRuns: an orphan reparented to run (its
+// subreaper) that exits is reaped at once, not left a zombie until run
+// exits: a command that orphans many short-lived processes must not fill
+// the pid table.
+func TestRunReapsOrphansWhileItsCommandRuns(t *testing.T) {
+	root := t.TempDir()
+	pidFile := filepath.Join(t.TempDir(), "orphan")
+	clitest.Must(t, 0, root, "run", "orphans", "--", "sh", "-c",
+		`( sleep 0.1 & echo $! > "$1" ); p=$(cat "$1")
+		i=0; while [ -e /proc/$p ]; do i=$((i+1)); [ $i -lt 200 ] || exit 1; sleep 0.05; done`, "sh", pidFile)
 }

@@ -13,7 +13,8 @@ import (
 // A job's processes are found by the LOCKLEDGER_REQUEST_ID they inherited
 // (see JobProbe). That finds what left the command's process group (setsid,
 // a double fork), but not a process started with a cleared or rewritten
-// environment. Only processes of this process's real user count: anyone
+// environment, unless it is below a subreaper that looks (see
+// Descendants). Only processes of this process's real user count: anyone
 // can start a process carrying a given request id, and one of another user
 // must not keep a lock held nor be stopped as the job's.
 

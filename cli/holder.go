@@ -36,6 +36,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // Holder choices for acquire --holder.
@@ -74,7 +75,7 @@ func holderPID(holder string, pid int) (int, error) {
 	case "", holderSelf:
 		return os.Getppid(), nil
 	case holderParent:
-		up := parentOf(os.Getppid())
+		up := proc.ReadStat(os.Getppid()).PPID
 		if up <= 1 {
 			return 0, events.Invalid("--holder", holder, fmt.Sprintf("the calling process (pid %d) has no parent to hold the lock", os.Getppid()))
 		}
@@ -83,37 +84,12 @@ func holderPID(holder string, pid int) (int, error) {
 	return 0, events.Invalid("--holder", holder, "must be self or parent")
 }
 
-// parentOf is pid's parent from /proc/PID/stat, 0 when unreadable.
-func parentOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[1])
-	return n
-}
-
-func procComm(pid int) string {
-	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-	return strings.TrimSpace(string(b))
-}
-
 // runsScript reports whether pid was started as "SHELL ... -c SCRIPT".
 func runsScript(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
+	args := proc.Args(pid)
+	if len(args) == 0 {
 		return false
 	}
-	args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
 	for _, a := range args[1:] {
 		if !strings.HasPrefix(a, "-") || a == "--" {
 			return false // the script file or the -c string's arguments
@@ -130,7 +106,7 @@ const holderAdvice = "run acquire with --holder parent (or --pid) when a wrapper
 // checkHolder warns when the holder just recorded for lock is a process
 // about to exit (see the comment at the top).
 func checkHolder(g *globals, lock string, pid int) {
-	comm := procComm(pid)
+	comm := proc.Comm(pid)
 	switch {
 	case wrappers[comm]:
 		g.log.Warn("the holder recorded is a wrapper that exits when lockledger does: the lock will count as dead at once; "+holderAdvice,

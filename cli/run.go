@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -318,7 +319,16 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 	exited := make(chan error, 1)
 	// Marked before the command starts: its leftovers were all created
 	// after this, which lets the scan for them skip older processes.
-	mark := ledger.MarkForks()
+	mark := proc.MarkForks()
+	// A subreaper: what the command leaves running once its parent has
+	// exited (a double fork, a setsid daemon) stays below run, where
+	// stopLeftovers finds it whatever its environment. Run reaps it.
+	if err := proc.BecomeSubreaper(); err != nil {
+		o.g.log.Debug("cannot become a child subreaper; leftovers are found by their request id only", "err", err)
+	}
+	orphans := make(chan os.Signal, 1)
+	signal.Notify(orphans, unix.SIGCHLD)
+	defer signal.Stop(orphans)
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -343,6 +353,8 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 			_ = unix.Kill(-pgid, s.(syscall.Signal))
 		case <-pokes:
 			hold.CheckNow()
+		case <-orphans:
+			proc.ReapExited(pgid) // pgid is the command's pid, which cmd.Wait reaps
 		case <-lost:
 			lost = nil
 			if o.onLost == "warn" {
@@ -375,16 +387,17 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 }
 
 // stopLeftovers ends what the command left running when it exited: its
-// process group and the processes carrying its LOCKLEDGER_REQUEST_ID, which
-// include those that left the group (setsid, a double fork): TERM, then
+// process group, the processes below run (it is their subreaper) and the
+// processes carrying its LOCKLEDGER_REQUEST_ID, which include those that
+// left the group (setsid, a double fork): TERM, then
 // KILL after grace (at once if run is signalled meanwhile). With
 // --leave-running they are left alone. Either way the processes found are
 // recorded as job_processes, before the release, within record's deadline.
-func stopLeftovers(record context.Context, o *runOptions, hold *lease.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal, mark ledger.ForkMark) {
+func stopLeftovers(record context.Context, o *runOptions, hold *lease.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal, mark proc.ForkMark) {
 	id := hold.RequestID()
 	p := events.JobProcessesPayload{JobRequestID: id}
 	if o.leave {
-		p.PIDs = ledger.JobPIDs(id)
+		p.PIDs = proc.JobPIDs(id)
 		p.Action, p.Note = events.JobLeftRunning, "outlived the command; left running (--leave-running), no longer under the lock"
 	} else {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -398,7 +411,7 @@ func stopLeftovers(record context.Context, o *runOptions, hold *lease.Lease, pgi
 			case <-ctx.Done():
 			}
 		}()
-		stopped := ledger.StopJobSince(ctx, id, pgid, grace, mark)
+		stopped := proc.StopJob(ctx, id, pgid, grace, proc.Since(mark), proc.Descendants())
 		cancel()
 		watching.Wait()
 		p.PIDs, p.Action, p.Note = stopped.PIDs, events.JobTerminated, "outlived the command; stopped with TERM"

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // bso is BSO's `.sprint-running` (concurrency-control U2, "Lock File
@@ -344,7 +345,7 @@ func BSOCheck(data []byte, exists bool, now time.Time, env Env) BSOStatus {
 		maxAge = BSOZombieThreshold
 	}
 	age := now.Sub(file.started)
-	alive := env.probe(file.pid) == Alive
+	alive := env.probe(file.pid) == proc.Alive
 	info := BSOLockInfo{Exists: true, PID: file.pid, SessionID: file.sessionID, StartedAt: file.startedAt,
 		EpicSpec: file.epicSpec, AgeHours: math.Round(age.Hours()*100) / 100, PIDAlive: alive}
 	info.IsZombie = !alive || age > maxAge

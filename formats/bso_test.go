@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // BSO U2, "Lock File Format": the document's example, comments and all.
@@ -130,7 +131,7 @@ func TestBSOJudge(t *testing.T) {
 	start := utc("2026-02-07T22:30:00Z")
 	h := bsoParsed
 	at := func(d time.Duration) time.Time { return start.Add(d) }
-	env := func(p func(int) Liveness) Env { return Env{HostID: "dev-machine", Probe: p} }
+	env := func(p func(int) proc.Liveness) Env { return Env{HostID: "dev-machine", Probe: p} }
 	remote := bsoDocHolder // a holder with a host, as the ledger may hand Judge
 	remote.HostID = "elsewhere"
 	runJudge(t, BSO, []judgeCase{

@@ -23,31 +23,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 )
-
-// Liveness of a local pid, as a probe reports it.
-type Liveness int
-
-const (
-	Alive   Liveness = iota // kill(pid, 0) succeeded or failed with EPERM
-	Gone                    // kill(pid, 0) failed with ESRCH
-	Unknown                 // could not be determined
-)
-
-func (l Liveness) String() string {
-	switch l {
-	case Alive:
-		return "alive"
-	case Gone:
-		return "gone"
-	}
-	return "unknown"
-}
 
 // Holder is one lock holding in lockledger's terms. Each format maps it to
 // and from its own fields (see the format types and README.md).
@@ -65,14 +46,14 @@ type Holder struct {
 
 // Env is what judging a foreign file needs.
 type Env struct {
-	HostID string                 // this host (compare per format: beads is case-insensitive)
-	Probe  func(pid int) Liveness // kill(pid,0): ESRCH -> Gone, nil/EPERM -> Alive; nil means Unknown
-	MaxAge time.Duration          // BSO's 24h by default (0 = the format's default); a caller-supplied --max-age
+	HostID string                      // this host (compare per format: beads is case-insensitive)
+	Probe  func(pid int) proc.Liveness // kill(pid,0): ESRCH -> Gone, nil/EPERM -> Alive; nil means Unknown
+	MaxAge time.Duration               // BSO's 24h by default (0 = the format's default); a caller-supplied --max-age
 }
 
-func (e Env) probe(pid int) Liveness {
+func (e Env) probe(pid int) proc.Liveness {
 	if e.Probe == nil || pid <= 0 {
-		return Unknown
+		return proc.Unknown
 	}
 	return e.Probe(pid)
 }
@@ -309,24 +290,11 @@ func maxAgeVerdict(h Holder, now time.Time, maxAge time.Duration) (Verdict, bool
 // when ESRCH, otherwise held with the probe's answer as the reason.
 func pidVerdict(pid int, env Env) (Verdict, bool) {
 	switch env.probe(pid) {
-	case Gone:
+	case proc.Gone:
 		return Verdict{State: events.StateDead, Reason: ReasonPIDDead,
 			Detail: fmt.Sprintf("pid %d on this host is gone (ESRCH)", pid)}, true
-	case Alive:
+	case proc.Alive:
 		return held(ReasonPIDAlive, fmt.Sprintf("pid %d on this host is alive", pid)), false
 	}
 	return held(ReasonPIDUnknown, fmt.Sprintf("pid %d on this host could not be probed", pid)), false
-}
-
-// LivenessOf maps the result of kill(pid, 0) to a Liveness: nil and EPERM
-// mean alive (EPERM: the process exists but is not ours to signal), ESRCH
-// means gone, anything else is unknown.
-func LivenessOf(err error) Liveness {
-	switch {
-	case err == nil, errors.Is(err, syscall.EPERM):
-		return Alive
-	case errors.Is(err, syscall.ESRCH):
-		return Gone
-	}
-	return Unknown
 }

@@ -2,11 +2,8 @@ package formats
 
 import (
 	"errors"
-	"os"
-	"os/exec"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -101,41 +98,6 @@ func TestDefaultPath(t *testing.T) {
 		if got := DefaultPath(format, "deploy"); got != want {
 			t.Errorf("DefaultPath(%q) = %q, want %q", format, got, want)
 		}
-	}
-}
-
-func TestLivenessOf(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want Liveness
-	}{
-		{nil, Alive},
-		{syscall.EPERM, Alive},
-		{syscall.ESRCH, Gone},
-		{syscall.EINVAL, Unknown},
-		{errors.New("kill: failed"), Unknown},
-	} {
-		if got := LivenessOf(c.err); got != c.want {
-			t.Errorf("LivenessOf(%v) = %v, want %v", c.err, got, c.want)
-		}
-	}
-}
-
-func TestKillProbe(t *testing.T) {
-	if got := KillProbe(os.Getpid()); got != Alive {
-		t.Errorf("KillProbe(self) = %v", got)
-	}
-	for _, pid := range []int{0, -1} {
-		if got := KillProbe(pid); got != Unknown {
-			t.Errorf("KillProbe(%d) = %v, want Unknown", pid, got)
-		}
-	}
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Skipf("cannot run true: %v", err)
-	}
-	if got := KillProbe(cmd.Process.Pid); got != Gone {
-		t.Logf("KillProbe(reaped child) = %v (pid reused?)", got)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 func utc(s string) time.Time {
@@ -17,8 +19,8 @@ func utc(s string) time.Time {
 }
 
 // probes, as kill(pid, 0) would answer them.
-func probeErr(err error) func(int) Liveness {
-	return func(int) Liveness { return LivenessOf(err) }
+func probeErr(err error) func(int) proc.Liveness {
+	return func(int) proc.Liveness { return proc.LivenessOf(err) }
 }
 
 var (
@@ -29,11 +31,11 @@ var (
 )
 
 // probeMustNot fails the test if the pid is probed at all.
-func probeMustNot(t *testing.T) func(int) Liveness {
-	return func(pid int) Liveness {
+func probeMustNot(t *testing.T) func(int) proc.Liveness {
+	return func(pid int) proc.Liveness {
 		t.Helper()
 		t.Errorf("pid %d was probed; this holder must not be judged by pid", pid)
-		return Gone
+		return proc.Gone
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // tower-fleet/lock/v1 §3.1, the specification's example file.
@@ -97,7 +98,7 @@ func TestTowerFleetJudge(t *testing.T) {
 	older := h
 	older.CreatedAt = hb.Add(-30 * time.Hour)
 	here := Env{HostID: "tower-01"}
-	with := func(e Env, probe func(int) Liveness) Env { e.Probe = probe; return e }
+	with := func(e Env, probe func(int) proc.Liveness) Env { e.Probe = probe; return e }
 	runJudge(t, TowerFleet, []judgeCase{
 		{name: "heartbeat fresh, pid alive", h: h, now: hb.Add(30 * time.Second), env: with(here, probeAlive),
 			state: events.StateHeld, reason: ReasonActive},

@@ -126,7 +126,7 @@ type HeldError struct {
 	Corrupt *UnreadableFile
 	Waited  time.Duration
 	// JobPIDs are the processes of the holder's job still running here
-	// after the holder's own process is gone (see JobProbe).
+	// after the holder's own process is gone (see proc.JobProbe).
 	JobPIDs []int
 	// SameRequest: the holder is another process using the caller's own
 	// request id; --reclaim takes it over.

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/migrations"
 )
 
@@ -47,7 +48,7 @@ type config struct {
 	busy     time.Duration
 	logger   *slog.Logger
 	host     *Host
-	probe    ProcessProbe
+	probe    proc.Probe
 	create   bool
 	readOnly bool
 	openWait time.Duration
@@ -106,7 +107,7 @@ func WithHost(h Host) Option {
 }
 
 // WithProcessProbe overrides how liveness of local pids is checked (tests).
-func WithProcessProbe(p ProcessProbe) Option {
+func WithProcessProbe(p proc.Probe) Option {
 	return func(c *config) error {
 		if p == nil {
 			return errors.New("ledger: WithProcessProbe(nil)")
@@ -181,7 +182,7 @@ type Ledger struct {
 	busy     time.Duration
 	log      *slog.Logger
 	host     Host
-	probe    ProcessProbe
+	probe    proc.Probe
 	id       string
 	genesis  string
 	readOnly bool
@@ -204,7 +205,7 @@ type Ledger struct {
 // ErrNotALedger (see root.go); neither is written to.
 func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	c := config{now: time.Now, busy: DefaultBusyTimeout, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		probe: &procProbe{}, create: true, poolSize: DefaultPoolSize,
+		probe: &proc.Local{}, create: true, poolSize: DefaultPoolSize,
 		signing: signing{every: DefaultCheckpointEvery, interval: DefaultCheckpointInterval, timeout: DefaultWitnessTimeout}}
 	for _, o := range opts {
 		if err := o(&c); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/migrations"
 )
 
@@ -28,20 +29,20 @@ func (c *clock) add(d time.Duration) {
 // probe answers liveness from a table; unknown pids are alive with start "1".
 type probe struct {
 	mu    sync.Mutex
-	state map[int]Liveness
+	state map[int]proc.Liveness
 	start map[int]string
 }
 
-func (p *probe) Probe(pid int) (Liveness, string) {
+func (p *probe) Probe(pid int) (proc.Liveness, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if s, ok := p.state[pid]; ok {
 		return s, p.start[pid]
 	}
-	return Alive, "1"
+	return proc.Alive, "1"
 }
 
-func (p *probe) set(pid int, l Liveness, start string) {
+func (p *probe) set(pid int, l proc.Liveness, start string) {
 	p.mu.Lock()
 	p.state[pid], p.start[pid] = l, start
 	p.mu.Unlock()
@@ -57,7 +58,7 @@ type env struct {
 func open(t *testing.T, opts ...Option) *env {
 	t.Helper()
 	e := &env{clock: &clock{t: time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)},
-		probe: &probe{state: map[int]Liveness{}, start: map[int]string{}}, root: t.TempDir()}
+		probe: &probe{state: map[int]proc.Liveness{}, start: map[int]string{}}, root: t.TempDir()}
 	base := []Option{WithClock(e.clock.now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-1"})}
 	l, err := Open(context.Background(), e.root, append(base, opts...)...)
 	if err != nil {
@@ -141,20 +142,20 @@ func TestDeadHolderRules(t *testing.T) {
 		}
 	}
 	take("gone", 101)
-	e.probe.set(101, Gone, "")
+	e.probe.set(101, proc.Gone, "")
 	if a, err := e.l.TryAcquire(ctx, req("gone", "n1", 500)); err != nil || a.Reason != events.ReasonHolderDead {
 		t.Fatalf("ESRCH holder: %+v %v, want holder_dead", a, err)
 	}
 
-	e.probe.set(102, Alive, "1")
+	e.probe.set(102, proc.Alive, "1")
 	take("reused", 102)
-	e.probe.set(102, Alive, "999") // same pid, later start: another process
+	e.probe.set(102, proc.Alive, "999") // same pid, later start: another process
 	if a, err := e.l.TryAcquire(ctx, req("reused", "n2", 500)); err != nil || a.Reason != events.ReasonHolderDead {
 		t.Fatalf("reused pid: %+v %v, want holder_dead", a, err)
 	}
 
 	take("eperm", 103)
-	e.probe.set(103, Alive, "1") // EPERM answers Alive
+	e.probe.set(103, proc.Alive, "1") // EPERM answers Alive
 	if _, err := e.l.TryAcquire(ctx, req("eperm", "n3", 500)); !errors.Is(err, ErrHeld) {
 		t.Fatalf("live holder: %v, want ErrHeld", err)
 	}
@@ -168,7 +169,7 @@ func TestDeadHolderRules(t *testing.T) {
 	if _, err := other.TryAcquire(ctx, req("remote", "far", 104)); err != nil {
 		t.Fatal(err)
 	}
-	e.probe.set(104, Gone, "")
+	e.probe.set(104, proc.Gone, "")
 	if _, err := e.l.TryAcquire(ctx, req("remote", "n4", 500)); !errors.Is(err, ErrHeld) {
 		t.Fatalf("holder on another host with our pid gone: %v, want ErrHeld", err)
 	}

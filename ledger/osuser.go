@@ -1,14 +1,10 @@
 package ledger
 
 import (
-	"bytes"
-	"context"
 	"os"
-	"os/exec"
-	"os/user"
-	"strconv"
 	"sync"
-	"time"
+
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // maxUserName is the longest user name an event records (its schema's maxLength).
@@ -20,36 +16,5 @@ const maxUserName = 256
 // lookup reads the user database.
 var osUser = sync.OnceValues(func() (int, string) {
 	uid := os.Getuid()
-	return uid, clip(userName(uid), maxUserName)
+	return uid, clip(proc.UserName(uid), maxUserName)
 })
-
-// userName is uid's name. The binary is built without cgo (a static
-// binary starts faster), so os/user reads /etc/passwd only; a user known
-// through NSS alone (LDAP, sssd) is asked of getent(1), which goes through
-// the C library's NSS, and only then, so that an ordinary host pays nothing.
-func userName(uid int) string {
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		return u.Username
-	}
-	getent, err := exec.LookPath("getent")
-	if err != nil {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, getent, "passwd", strconv.Itoa(uid)).Output()
-	if err != nil {
-		return ""
-	}
-	return passwdName(out, uid)
-}
-
-// passwdName is the name in a passwd(5) line for uid, "" when out is not one.
-func passwdName(out []byte, uid int) string {
-	line, _, _ := bytes.Cut(out, []byte("\n"))
-	f := bytes.Split(line, []byte(":"))
-	if len(f) < 3 || string(f[2]) != strconv.Itoa(uid) || len(f[0]) == 0 {
-		return ""
-	}
-	return string(f[0])
-}

@@ -120,7 +120,7 @@ type Acquisition struct {
 	Previous     *events.Record
 	PreviousHash string
 	// PreviousPIDStart is the start time of the previous holder's process
-	// (see ProcessStart), which tells it from a later process with its pid.
+	// (see proc.Start), which tells it from a later process with its pid.
 	PreviousPIDStart string
 	// NotAwaited says why a superseded job cannot be awaited from here
 	// (see AwaitSuperseded); "" when it can.

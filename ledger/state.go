@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // holding is a lock's current holder as the ledger or a foreign file shows it.
@@ -31,8 +32,8 @@ type holding struct {
 // judge applies DESIGN.md's state rules to a holder at instant now, with
 // --max-age (0: none): a holding older than maxAge (by its creation time)
 // counts as stale. job lists the processes of the holder's job that keep
-// it from being dead although its own process is gone (see JobProbe).
-func judge(h *holding, now time.Time, self Host, probe ProcessProbe, maxAge time.Duration) (state string, job []int) {
+// it from being dead although its own process is gone (see proc.JobProbe).
+func judge(h *holding, now time.Time, self Host, probe proc.Probe, maxAge time.Duration) (state string, job []int) {
 	if h == nil {
 		return events.StateFree, nil
 	}
@@ -62,7 +63,7 @@ func judge(h *holding, now time.Time, self Host, probe ProcessProbe, maxAge time
 // gone reports a holder provably gone (dead), or the processes of its job
 // still running here when only its own process is gone. A holder on
 // another host is never judged by pid.
-func gone(h *holding, self Host, probe ProcessProbe) (dead bool, job []int) {
+func gone(h *holding, self Host, probe proc.Probe) (dead bool, job []int) {
 	if h.rec.HostID != self.ID || h.rec.PID <= 0 {
 		return false, nil
 	}
@@ -78,16 +79,16 @@ func gone(h *holding, self Host, probe ProcessProbe) (dead bool, job []int) {
 
 // pidGone: the holder's process has exited, or its pid now names another
 // process.
-func pidGone(h *holding, probe ProcessProbe) bool {
+func pidGone(h *holding, probe proc.Probe) bool {
 	live, start := probe.Probe(h.rec.PID)
-	return live == Gone || live == Alive && h.pidStart != "" && start != "" && start != h.pidStart
+	return live == proc.Gone || live == proc.Alive && h.pidStart != "" && start != "" && start != h.pidStart
 }
 
 // jobProcesses lists the processes of h's job still running on this host
-// (see JobProbe): while there are any, a holder whose own process is gone
+// (see proc.JobProbe): while there are any, a holder whose own process is gone
 // is not dead.
-func jobProcesses(h *holding, probe ProcessProbe) []int {
-	jp, ok := probe.(JobProbe)
+func jobProcesses(h *holding, probe proc.Probe) []int {
+	jp, ok := probe.(proc.JobProbe)
 	if !ok || h.foreign {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // Supersede takes lock req.Lock from its current holder, an older run of
@@ -25,7 +26,7 @@ func (l *Ledger) Supersede(ctx context.Context, req AcquireRequest) (*Acquisitio
 		return nil, err
 	}
 	if a.Stolen && a.NotAwaited == "" && a.Previous != nil && a.Previous.HostID == l.host.ID {
-		pokeRunner(a.Previous.PID, l.log)
+		proc.PokeRunner(a.Previous.PID, l.log)
 	}
 	return a, nil
 }
@@ -39,7 +40,7 @@ func (l *Ledger) supersedeNote(h *holding, note string) (string, string) {
 		why = "the superseded holder is another tool's lock: it is not told to stop and not awaited"
 	case h.rec.HostID != l.host.ID:
 		why = "the superseded job runs on host " + h.rec.HostID + ": it cannot be awaited from here"
-	case h.rec.PID != os.Getpid() && processRunning(h.rec.PID, h.pidStart) && !isLockledger(h.rec.PID):
+	case h.rec.PID != os.Getpid() && proc.Running(h.rec.PID, h.pidStart) && !proc.IsLockledger(h.rec.PID):
 		why = fmt.Sprintf("the superseded holder (pid %d) is not a lockledger run: it is not told to stop and not awaited", h.rec.PID)
 	default:
 		return note, ""
@@ -103,7 +104,7 @@ func (l *Ledger) supersededChain(ctx context.Context, a *Acquisition) []supersed
 			start = acq.PIDStart
 		}
 		awaitable := acq != nil && prev.HostID == l.host.ID &&
-			!(prev.PID != os.Getpid() && processRunning(prev.PID, start) && !isLockledger(prev.PID))
+			!(prev.PID != os.Getpid() && proc.Running(prev.PID, start) && !proc.IsLockledger(prev.PID))
 		if i == 0 {
 			awaitable = a.NotAwaited == ""
 		}
@@ -186,10 +187,10 @@ func (l *Ledger) AwaitSuperseded(ctx context.Context, a *Acquisition, grace time
 		return out, nil
 	}
 	deadline := time.Now().Add(grace + SupersedeNoticeMargin)
-	watch := newJobWatch(ids...)
+	watch := proc.NewWatch(ids...)
 	termed := map[int]bool{}
 	for {
-		live := watch.look()
+		live := watch.Look()
 		runners := map[string]bool{} // request id -> its runner still runs
 		for _, j := range chain {
 			if runnerRunning(j.runner, j.start) {
@@ -201,15 +202,15 @@ func (l *Ledger) AwaitSuperseded(ctx context.Context, a *Acquisition, grace time
 		}
 		for _, pid := range live {
 			// A job whose runner is gone has nobody else to stop it.
-			if !runners[watch.jobOf(pid)] && !termed[pid] {
+			if !runners[watch.JobOf(pid)] && !termed[pid] {
 				termed[pid] = true
-				watch.signal(pid, unix.SIGTERM)
+				watch.Signal(pid, unix.SIGTERM)
 			}
 		}
 		if time.Now().After(deadline) {
 			break
 		}
-		pause(ctx, true)
+		proc.Pause(ctx, true)
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
@@ -237,9 +238,9 @@ func (l *Ledger) AwaitSuperseded(ctx context.Context, a *Acquisition, grace time
 }
 
 // killJobs KILLs the jobs' runners (each if still the process started at
-// its start) and their processes, until none is left or killSettle has
+// its start) and their processes, until none is left or proc.KillSettle has
 // passed, and returns those it killed by request id, sorted.
-func killJobs(chain []supersededJob, watch *jobWatch) map[string][]int {
+func killJobs(chain []supersededJob, watch *proc.Watch) map[string][]int {
 	killed := map[string][]int{}
 	seen := map[int]bool{}
 	add := func(id string, pid int) {
@@ -248,9 +249,9 @@ func killJobs(chain []supersededJob, watch *jobWatch) map[string][]int {
 			killed[id] = append(killed[id], pid)
 		}
 	}
-	until := time.Now().Add(killSettle)
+	until := time.Now().Add(proc.KillSettle)
 	for {
-		live := watch.look()
+		live := watch.Look()
 		var up []supersededJob
 		for _, j := range chain {
 			if runnerRunning(j.runner, j.start) {
@@ -262,13 +263,13 @@ func killJobs(chain []supersededJob, watch *jobWatch) map[string][]int {
 		}
 		for _, j := range up {
 			add(j.requestID, j.runner)
-			signalIf(j.runner, unix.SIGKILL, func() bool { return runnerRunning(j.runner, j.start) })
+			proc.SignalIf(j.runner, unix.SIGKILL, func() bool { return runnerRunning(j.runner, j.start) })
 		}
 		for _, pid := range live {
-			add(watch.jobOf(pid), pid)
-			watch.signal(pid, unix.SIGKILL)
+			add(watch.JobOf(pid), pid)
+			watch.Signal(pid, unix.SIGKILL)
 		}
-		pause(context.Background(), false)
+		proc.Pause(context.Background(), false)
 	}
 	for _, pids := range killed {
 		slices.Sort(pids)
@@ -280,5 +281,5 @@ func killJobs(chain []supersededJob, watch *jobWatch) map[string][]int {
 // names the process started at start or, when that start time was not
 // recorded, some lockledger process.
 func runnerRunning(pid int, start string) bool {
-	return processRunning(pid, start) && (start != "" || isLockledger(pid))
+	return proc.Running(pid, start) && (start != "" || proc.IsLockledger(pid))
 }

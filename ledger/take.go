@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // blocked records acquire_blocked when the attempt gives up (the last
@@ -114,7 +115,7 @@ func (l *Ledger) newHolding(req AcquireRequest, now time.Time, token int64) *hol
 
 // checkLocalPID refuses a holder pid that is not a live process here.
 func (l *Ledger) checkLocalPID(pid int) error {
-	if live, _ := l.probe.Probe(pid); live == Gone {
+	if live, _ := l.probe.Probe(pid); live == proc.Gone {
 		return events.Invalid("pid", fmt.Sprint(pid), "must be a running process on this host")
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/internal/fileid"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // Targets are extra lock files in other tools' formats (--file FORMAT:PATH)
@@ -156,23 +157,17 @@ func renderTarget(t events.Target, h *holding) ([]byte, error) {
 
 // LocalEnv is the formats.Env of this host with the real process probe.
 func LocalEnv(maxAge time.Duration) formats.Env {
-	return envFor(ThisHost(), &procProbe{}, maxAge)
+	return envFor(ThisHost(), &proc.Local{}, maxAge)
 }
 
 func (l *Ledger) formatsEnv(maxAge time.Duration) formats.Env {
 	return envFor(l.host, l.probe, maxAge)
 }
 
-func envFor(host Host, probe ProcessProbe, maxAge time.Duration) formats.Env {
-	return formats.Env{HostID: host.ID, MaxAge: maxAge, Probe: func(pid int) formats.Liveness {
+func envFor(host Host, probe proc.Probe, maxAge time.Duration) formats.Env {
+	return formats.Env{HostID: host.ID, MaxAge: maxAge, Probe: func(pid int) proc.Liveness {
 		live, _ := probe.Probe(pid)
-		switch live {
-		case Alive:
-			return formats.Alive
-		case Gone:
-			return formats.Gone
-		}
-		return formats.Unknown
+		return live
 	}}
 }
 

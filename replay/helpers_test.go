@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -43,13 +44,13 @@ type probe struct {
 	gone map[int]bool
 }
 
-func (p *probe) Probe(pid int) (ledger.Liveness, string) {
+func (p *probe) Probe(pid int) (proc.Liveness, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.gone[pid] {
-		return ledger.Gone, ""
+		return proc.Gone, ""
 	}
-	return ledger.Alive, ""
+	return proc.Alive, ""
 }
 
 func (p *probe) set(pid int, gone bool) {

@@ -1,10 +1,12 @@
-package ledger
+package proc
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -15,7 +17,7 @@ import (
 // judge a killed runner dead while its job still runs.
 func TestJobProcessesNeverAnswersNoneFromAnOldScan(t *testing.T) {
 	id := fmt.Sprintf("req_jobprobe_%d_%d", os.Getpid(), time.Now().UnixNano())
-	p := &procProbe{}
+	p := &Local{}
 	if got := p.JobProcesses(id); len(got) != 0 {
 		t.Fatalf("job processes of a fresh request id: %v", got)
 	}
@@ -71,33 +73,53 @@ func TestScanJobsFindsAChild(t *testing.T) {
 	}
 }
 
-// TestForkMarkFloor: a process started after the mark lies above its
-// floor; a mark that cannot rule out a wrap-around of pids gives none.
-func TestForkMarkFloor(t *testing.T) {
-	m := MarkForks()
-	if m.lastPID == 0 {
-		t.Skip("/proc does not tell the fork count and the last pid here")
+// startJob starts sleep carrying requestID, as uid (-1: this process's).
+func startJob(t *testing.T, requestID string, uid int) int {
+	t.Helper()
+	c := exec.Command("sleep", "30")
+	c.Env = append(os.Environ(), JobEnv+"="+requestID)
+	if uid >= 0 {
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	}
-	cmd := exec.Command("sleep", "30")
-	cmd.Env = append(os.Environ(), JobEnv+"=req_forkmark_test")
-	if err := cmd.Start(); err != nil {
+	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	f := m.floor()
-	if f == 0 || cmd.Process.Pid <= f {
-		t.Fatalf("floor %d (mark %+v), child pid %d: want a floor below the child", f, m, cmd.Process.Pid)
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	return c.Process.Pid
+}
+
+// nobody is the uid of the user "nobody".
+const nobody = 65534
+
+// TestJobScanIgnoresAnotherUsersProcess: anyone can start a process
+// carrying a run's request id. One of another user is not the job's: it
+// does not keep the run's lock held, and is neither awaited nor stopped as
+// the job's.
+func TestJobScanIgnoresAnotherUsersProcess(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("starting a process of another user takes root")
 	}
-	if got := scanJobs(f)["req_forkmark_test"]; len(got) != 1 || got[0] != cmd.Process.Pid {
-		t.Fatalf("scanJobs(floor %d) = %v, want [%d]", f, got, cmd.Process.Pid)
+	id := fmt.Sprintf("req_otheruser_%d_%d", os.Getpid(), time.Now().UnixNano())
+	mine := startJob(t, id, -1)
+	theirs := startJob(t, id, nobody)
+	if uid, ok := UID(theirs); !ok || uid != nobody {
+		t.Fatalf("UID(%d) = %d, %v; want %d", theirs, uid, ok, nobody)
 	}
-	// One pid below pid_max, and a fork (the child's) since: the next pid
-	// may have wrapped around to the bottom.
-	nearMax := ForkMark{forks: m.forks, lastPID: pidMax() - 1}
-	if f := nearMax.floor(); f != 0 {
-		t.Fatalf("floor of a mark one pid below pid_max, a fork ago = %d, want 0", f)
+	want := []int{mine}
+	if got := JobPIDs(id); !slices.Equal(got, want) {
+		t.Errorf("JobPIDs = %v, want %v (not %d, another user's)", got, want, theirs)
 	}
-	if f := (ForkMark{}).floor(); f != 0 {
-		t.Fatalf("floor of no mark = %d, want 0", f)
+	if got := (&Local{}).JobProcesses(id); !slices.Equal(got, want) {
+		t.Errorf("JobProcesses = %v, want %v (not %d, another user's)", got, want, theirs)
+	}
+	stopped := StopJob(context.Background(), id, 0, time.Second)
+	if !slices.Equal(stopped.PIDs, want) || stopped.Killed {
+		t.Errorf("StopJob = %+v, want %v stopped with TERM", stopped, want)
+	}
+	if !Running(theirs, "") {
+		t.Errorf("StopJob stopped another user's process %d", theirs)
+	}
+	if got := JobPIDs(id); len(got) != 0 {
+		t.Errorf("JobPIDs once the job is stopped = %v, want none", got)
 	}
 }

@@ -1,6 +1,9 @@
-package ledger
+package proc
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 func TestPasswdName(t *testing.T) {
 	for _, c := range []struct {
@@ -18,5 +21,14 @@ func TestPasswdName(t *testing.T) {
 		if got := passwdName([]byte(c.out), c.uid); got != c.want {
 			t.Errorf("passwdName(%q, %d) = %q, want %q", c.out, c.uid, got, c.want)
 		}
+	}
+}
+
+func TestUID(t *testing.T) {
+	if uid, ok := UID(os.Getpid()); !ok || uid != os.Getuid() {
+		t.Fatalf("UID(self) = %d, %v; want %d", uid, ok, os.Getuid())
+	}
+	if _, ok := UID(-1); ok {
+		t.Fatal("UID(-1) is known")
 	}
 }

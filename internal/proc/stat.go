@@ -1,0 +1,72 @@
+package proc
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Stat is what lockledger reads of /proc/PID/stat.
+type Stat struct {
+	State string // field 3: R, S, D, Z...; "" when pid cannot be read
+	PPID  int    // field 4
+	Start string // field 22, clock ticks since boot
+}
+
+// ReadStat reads /proc/PID/stat; the zero Stat when it cannot be read.
+func ReadStat(pid int) Stat {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Stat{}
+	}
+	return parseStat(string(b))
+}
+
+// parseStat parses a /proc/PID/stat line. The command name (field 2) is in
+// parentheses and may hold spaces and parentheses itself, so the fields
+// are counted from the last ')'.
+func parseStat(s string) Stat {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return Stat{}
+	}
+	fields := strings.Fields(s[i+1:])
+	// fields[0] is field 3 (state); starttime is field 22.
+	if len(fields) < 20 {
+		return Stat{}
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return Stat{State: fields[0], PPID: ppid, Start: fields[19]}
+}
+
+// Start returns the start time of pid in clock ticks since boot, or ""
+// when it cannot be read. Together with the boot id it tells a live holder
+// from a reused pid.
+func Start(pid int) string {
+	return ReadStat(pid).Start
+}
+
+// Running reports whether pid is a process that has not exited (a zombie
+// has) and, when start is known, is still the one started then.
+func Running(pid int, start string) bool {
+	if pid <= 0 {
+		return false
+	}
+	st := ReadStat(pid)
+	switch {
+	case st.State == "" || st.State == "Z" || st.State == "X":
+		return false
+	case start != "" && st.Start != start:
+		return false // the pid names another process now
+	}
+	return true
+}
+
+// ancestors are this process's parent, its parent's parent, and so on.
+func ancestors() map[int]bool {
+	up := map[int]bool{}
+	for pid := os.Getppid(); pid > 1 && !up[pid]; pid = ReadStat(pid).PPID {
+		up[pid] = true
+	}
+	return up
+}

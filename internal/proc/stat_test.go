@@ -1,0 +1,56 @@
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+func TestParseStat(t *testing.T) {
+	tail := " 0 -1 4194304 100 0 0 0 1 2 0 0 20 0 1 0 98765 1234 56"
+	for _, c := range []struct {
+		line string
+		want Stat
+	}{
+		{"123 (sleep) S 45 123 45" + tail, Stat{State: "S", PPID: 45, Start: "98765"}},
+		{"123 (a) b (c) Z 7 123 45" + tail, Stat{State: "Z", PPID: 7, Start: "98765"}},
+		{"123 (x y) R 1 1 1" + tail, Stat{State: "R", PPID: 1, Start: "98765"}},
+		{"123 (sleep) S 45", Stat{}},
+		{"garbage", Stat{}},
+		{"", Stat{}},
+	} {
+		if got := parseStat(c.line); got != c.want {
+			t.Errorf("parseStat(%q) = %+v, want %+v", c.line, got, c.want)
+		}
+	}
+}
+
+func TestReadStatAndRunning(t *testing.T) {
+	c := exec.Command("sleep", "30")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
+	pid := c.Process.Pid
+	st := ReadStat(pid)
+	if st.PPID != os.Getpid() || st.Start == "" || st.State == "" {
+		t.Fatalf("ReadStat(child) = %+v, want this process as parent and a start time", st)
+	}
+	if !Running(pid, st.Start) || !Running(pid, "") {
+		t.Fatalf("Running(live child) = false")
+	}
+	if Running(pid, st.Start+"1") {
+		t.Fatalf("Running(child, another start time) = true: the pid names another process")
+	}
+	_ = c.Process.Kill()
+	_, _ = c.Process.Wait()
+	if Running(pid, st.Start) {
+		t.Fatalf("Running(reaped child) = true")
+	}
+	if got := ReadStat(-1); got != (Stat{}) {
+		t.Fatalf("ReadStat(-1) = %+v", got)
+	}
+	if up := ancestors(); !up[os.Getppid()] || up[os.Getpid()] {
+		t.Fatalf("ancestors() = %v, want the parent %d and not this process", up, os.Getppid())
+	}
+}

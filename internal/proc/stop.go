@@ -1,0 +1,133 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Poll is how often a wait for a job's processes looks again.
+const Poll = 50 * time.Millisecond
+
+// KillSettle bounds the wait for KILL to take effect: a process in an
+// uninterruptible sleep dies only when that sleep ends.
+const KillSettle = 5 * time.Second
+
+// JobStop is what StopJob did.
+type JobStop struct {
+	PIDs   []int // the job's processes it found, sorted
+	Killed bool  // some of them were still running after the grace and got KILL
+}
+
+// StopOption adjusts StopJob.
+type StopOption func(*Watch)
+
+// Since says the job's command was started after mark was made: a process
+// created before then cannot carry the job's request id, so where the
+// kernel's pids have not wrapped around since, the scans read only the
+// environments of processes created after the mark (every other one, on a
+// busy host most of /proc, is skipped).
+func Since(mark ForkMark) StopOption {
+	return func(w *Watch) { w.since = mark }
+}
+
+// Descendants counts every process below this one as the job's, whatever
+// its environment, and reaps those that exit. It is for a subreaper (see
+// BecomeSubreaper) whose only child was the job's command, now waited for:
+// what is below it then is what the job left running.
+func Descendants() StopOption {
+	return func(w *Watch) { w.below = true }
+}
+
+// StopJob ends what is left of a job once its command has exited: the
+// command's process group pgid (0: none) and the processes carrying
+// requestID (see JobPIDs), which include those that left the group. Each
+// gets TERM; whatever still runs after grace (or at once when ctx is done)
+// gets KILL. Processes the job starts meanwhile are stopped too. It returns
+// when nothing is left, or when KILL has had KillSettle to take effect.
+func StopJob(ctx context.Context, requestID string, pgid int, grace time.Duration, opts ...StopOption) JobStop {
+	var st JobStop
+	w := NewWatch(requestID)
+	for _, o := range opts {
+		o(w)
+	}
+	termed := map[int]bool{}
+	deadline := time.Now().Add(grace)
+	var killing time.Time // when KILL began; zero before
+	groupTermed := false
+	for {
+		live := w.Look()
+		group := pgid > 0 && unix.Kill(-pgid, 0) == nil
+		if len(live) == 0 && !group {
+			break
+		}
+		now := time.Now()
+		if killing.IsZero() && (now.After(deadline) || ctx.Err() != nil) {
+			killing = now
+		}
+		switch {
+		case group && !killing.IsZero():
+			_ = unix.Kill(-pgid, unix.SIGKILL)
+		case group && !groupTermed:
+			groupTermed = true
+			_ = unix.Kill(-pgid, unix.SIGTERM)
+		}
+		for _, pid := range live {
+			switch {
+			case !killing.IsZero():
+				st.Killed = true
+				w.Signal(pid, unix.SIGKILL)
+			case !termed[pid]:
+				termed[pid] = true
+				w.Signal(pid, unix.SIGTERM)
+			}
+		}
+		if !killing.IsZero() && now.Sub(killing) > KillSettle {
+			break
+		}
+		Pause(ctx, killing.IsZero())
+	}
+	st.PIDs = w.All()
+	return st
+}
+
+// Pause waits one Poll interval; cancellable says ctx may cut it short.
+func Pause(ctx context.Context, cancellable bool) {
+	t := time.NewTimer(Poll)
+	defer t.Stop()
+	if !cancellable {
+		<-t.C
+		return
+	}
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// SignalIf sends sig to pid when still(), checked after pid was pinned with
+// a pidfd: the descriptor names that one process for good, so a pid reused
+// since the check gets nothing (the signal fails with ESRCH). Kernels before
+// 5.3 have no pidfd: there the check and the kill are two steps.
+func SignalIf(pid int, sig unix.Signal, still func() bool) {
+	if pid <= 0 || pid == os.Getpid() {
+		return
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		if still() {
+			_ = unix.Kill(pid, sig)
+		}
+		return
+	}
+	if err != nil {
+		return // gone
+	}
+	defer unix.Close(fd)
+	if still() {
+		_ = unix.PidfdSendSignal(fd, sig, nil, 0)
+	}
+}

@@ -1,0 +1,104 @@
+package proc
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// BecomeSubreaper makes this process the child subreaper of what it starts
+// (PR_SET_CHILD_SUBREAPER): a descendant orphaned by its parent's exit (a
+// double fork, a daemon started with setsid) is reparented to it rather
+// than to init, and so stays one of its descendants whatever its
+// environment (see Descendants). A subreaper must reap what it inherits
+// (see ReapExited).
+func BecomeSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// ReapExited reaps the children of this process that have exited, other
+// than keep (a child another wait is for; 0: none).
+func ReapExited(keep int) {
+	for _, pid := range childrenOf(os.Getpid()) {
+		if pid == keep {
+			continue
+		}
+		var ws unix.WaitStatus
+		for {
+			_, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+			if !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+	}
+}
+
+// descendants lists the processes below this one: its children, theirs,
+// and so on.
+func descendants() []int {
+	var out []int
+	seen := map[int]bool{}
+	next := childrenOf(os.Getpid())
+	for len(next) > 0 {
+		pid := next[0]
+		next = next[1:]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		out = append(out, pid)
+		next = append(next, childrenOf(pid)...)
+	}
+	return out
+}
+
+// childrenOf lists pid's children from /proc/PID/task/TID/children (one
+// file per thread: a child is its parent thread's); where the kernel has
+// no such files, from the parent field of every /proc/PID/stat.
+func childrenOf(pid int) []int {
+	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	if err != nil || len(tasks) == 0 {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			return nil
+		}
+		return childrenByStat(pid)
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// childrenByStat is childrenOf from a scan of every /proc/PID/stat.
+func childrenByStat(parent int) []int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err == nil && ReadStat(pid).PPID == parent {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package proc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"os/user"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// UserName is uid's name, "" when the system has none. The binary is built
+// without cgo (a static binary starts faster), so os/user reads
+// /etc/passwd only; a user known through NSS alone (LDAP, sssd) is asked
+// of getent(1), which goes through the C library's NSS, and only then, so
+// that an ordinary host pays nothing.
+func UserName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return u.Username
+	}
+	getent, err := exec.LookPath("getent")
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, getent, "passwd", strconv.Itoa(uid)).Output()
+	if err != nil {
+		return ""
+	}
+	return passwdName(out, uid)
+}
+
+// passwdName is the name in a passwd(5) line for uid, "" when out is not one.
+func passwdName(out []byte, uid int) string {
+	line, _, _ := bytes.Cut(out, []byte("\n"))
+	f := bytes.Split(line, []byte(":"))
+	if len(f) < 3 || string(f[2]) != strconv.Itoa(uid) || len(f[0]) == 0 {
+		return ""
+	}
+	return string(f[0])
+}
+
+// UID is the real user id of pid (the first field of the Uid line of
+// /proc/PID/status); ok is false when it cannot be read. The real uid is
+// the user who started the process: a set-user-id program keeps it, and
+// only a privileged process can change it.
+func UID(pid int) (uid int, ok bool) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, found := strings.CutPrefix(s.Text(), "Uid:"); found {
+			fields := strings.Fields(v)
+			if len(fields) == 0 {
+				return 0, false
+			}
+			n, err := strconv.Atoi(fields[0])
+			return n, err == nil
+		}
+	}
+	return 0, false
+}

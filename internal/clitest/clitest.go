@@ -19,13 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/tlog"
 	_ "modernc.org/sqlite"
 
-	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/cli"
 	"github.com/lockledger/lockledger/internal/pgtest"
-	"github.com/lockledger/lockledger/ledger"
 )
 
 const envCLI = "LOCKLEDGER_TEST_AS_CLI"
@@ -182,19 +179,5 @@ func NeedBinary(t testing.TB, names ...string) {
 			}
 			t.Skipf("SKIPPED: %s is not installed, so this test cannot run here (CI installs it)", name)
 		}
-	}
-}
-
-// AppendTreeHashes stores the Merkle hashes of event seq (body) beside it,
-// as the ledger's own append does, for tests that write events with SQL
-// the way a careful forger would.
-func AppendTreeHashes(t testing.TB, db *sql.DB, seq int64, body []byte) {
-	t.Helper()
-	hs, err := tlog.StoredHashes(checkpoint.Index(seq), body, ledger.TreeReader(context.Background(), db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO tlog_hashes (seq, hashes) VALUES (?, ?)`, seq, checkpoint.JoinRow(hs)); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -6,7 +6,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +44,7 @@ func TestHandSignedCheckpointKeepsTheWritersPromise(t *testing.T) {
 		forged = append(forged, a.appendForged(t, m))
 	}
 	a.restore(t)
-	v := tamperVerify(t, s.root, 1, "--verifier-key", s.vkey, "--witness", s.witness)
+	v := clitest.Verify(t, 1, s.root, "--verifier-key", s.vkey, "--witness", s.witness)
 	// The writers sign within 4 events of the last checkpoint (11): seq 15
 	// is the first no writer with the key would have left unsigned.
 	if forged[3] != 15 {
@@ -66,15 +65,7 @@ func TestWitnessSharedByTwoLedgers(t *testing.T) {
 		t.Fatalf("witness holds checkpoints of sizes %v, want the three of one ledger and one of the other", got)
 	}
 	for _, root := range []string{s.root, other} {
-		r := clitest.Must(t, 0, root, "verify", "--json", "--verifier-key", s.vkey, "--witness", s.witness)
-		var v struct {
-			Checkpoints []struct {
-				Source, Result, Detail string
-			} `json:"checkpoints"`
-		}
-		if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
-			t.Fatal(err)
-		}
+		v := clitest.Verify(t, 0, root, "--verifier-key", s.vkey, "--witness", s.witness)
 		others := 0
 		for _, c := range v.Checkpoints {
 			if c.Result == "not checked" && strings.Contains(c.Detail, "another ledger") {
@@ -97,14 +88,14 @@ func TestTimeSlicedExportVerifiesAgainstTheWitness(t *testing.T) {
 	}
 	slice := filepath.Join(t.TempDir(), "slice.jsonl")
 	clitest.Must(t, 0, s.root, "export", "--since", at(5), "--until", at(8), "-o", slice)
-	v := tamperVerify(t, s.root, 0, "--file", slice, "--verifier-key", s.vkey, "--witness", s.witness)
+	v := clitest.Verify(t, 0, s.root, "--file", slice, "--verifier-key", s.vkey, "--witness", s.witness)
 	if !strings.HasPrefix(v.Trust, "seq 1-5 match") {
 		t.Fatalf("trust %q", v.Trust)
 	}
 	// A slice cut short of a checkpoint it carries is still truncated.
 	lines := strings.Split(strings.TrimSpace(readFile(t, slice)), "\n")
 	writeFile(t, slice, strings.Join(lines[:len(lines)-4], "\n")+"\n")
-	mustName(t, tamperVerify(t, s.root, 1, "--file", slice, "--verifier-key", s.vkey, "--witness", s.witness), 5, "truncated")
+	mustName(t, clitest.Verify(t, 1, s.root, "--file", slice, "--verifier-key", s.vkey, "--witness", s.witness), 5, "truncated")
 }
 
 // TestClockSkewWidensTheBackdateCheck: an event dated a little before the
@@ -115,8 +106,8 @@ func TestClockSkewWidensTheBackdateCheck(t *testing.T) {
 	a := attack(t, s.root)
 	forged := a.appendForged(t, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(-3*time.Second)))
 	a.restore(t)
-	mustName(t, tamperVerify(t, s.root, 1, "--verifier-key", s.vkey, "--witness", s.witness), forged, "dated back")
-	v := tamperVerify(t, s.root, 1, "--verifier-key", s.vkey, "--witness", s.witness, "--clock-skew", "10s")
+	mustName(t, clitest.Verify(t, 1, s.root, "--verifier-key", s.vkey, "--witness", s.witness), forged, "dated back")
+	v := clitest.Verify(t, 1, s.root, "--verifier-key", s.vkey, "--witness", s.witness, "--clock-skew", "10s")
 	for _, p := range v.Problems {
 		if strings.Contains(p.Detail, "dated back") {
 			t.Fatalf("dated back within --clock-skew: %+v", p)
@@ -128,13 +119,7 @@ func TestClockSkewWidensTheBackdateCheck(t *testing.T) {
 // the witness's three, each listed and counted once.
 func TestVerifyListsEachCheckpointOnce(t *testing.T) {
 	s := newSignedRoot(t)
-	r := clitest.Must(t, 0, s.root, "verify", "--json", "--verifier-key", s.vkey, "--witness", s.witness)
-	var v struct {
-		Checkpoints []struct{ Source, Result string } `json:"checkpoints"`
-	}
-	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
-		t.Fatal(err)
-	}
+	v := clitest.Verify(t, 0, s.root, "--verifier-key", s.vkey, "--witness", s.witness)
 	if len(v.Checkpoints) != 6 {
 		t.Fatalf("%d checkpoints listed, want 6: %+v", len(v.Checkpoints), v.Checkpoints)
 	}
@@ -209,7 +194,7 @@ func TestProveAgainstAWitnessDirectory(t *testing.T) {
 func TestExpectHeadInUpperCase(t *testing.T) {
 	s := newSignedRoot(t)
 	h := clitest.Strings(t, s.root, "SELECT hash FROM events WHERE seq = 9")[0]
-	tamperVerify(t, s.root, 0, "--expect-head", "9:"+strings.ToUpper(h))
+	clitest.Verify(t, 0, s.root, "--expect-head", "9:"+strings.ToUpper(h))
 }
 
 // TestExportOfOnlyCheckpointLinesIsEmpty: the refusal says what the file

@@ -484,8 +484,8 @@ func TestFaultLocksDirMissingOrReplaced(t *testing.T) {
 		}
 		c := exec.Command("sh", "-c", `umask 000; exec "$LL" acquire b --pid "$PID"`)
 		c.Env = append(clitest.Env(root), "LL="+clitest.Bin(), "PID="+self)
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("acquire with locks/ missing: %v\n%s", err, out)
+		if r := clitest.Exec(t, c); r.Code != 0 {
+			t.Fatalf("acquire with locks/ missing: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 		fi, err := os.Lstat(filepath.Join(root, "locks"))
 		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -34,12 +33,11 @@ func TestSecurityFilesArePrivateUnderUmaskZero(t *testing.T) {
 		t.Helper()
 		c := exec.Command("sh", "-c", `umask 000; exec "$LL" `+args)
 		c.Env = append(clitest.Env(root), "LL="+clitest.Bin(), "ROOT="+root, "PID="+self)
-		var out, errb bytes.Buffer
-		c.Stdout, c.Stderr = &out, &errb
-		if err := c.Run(); err != nil {
-			t.Fatalf("%s: %v\n%s", args, err, errb.String())
+		r := clitest.Exec(t, c)
+		if r.Code != 0 {
+			t.Fatalf("%s: exit %d\n%s", args, r.Code, r.Stderr)
 		}
-		return out.String()
+		return r.Stdout
 	}
 	paths := []string{root, root + "/locks", root + "/ledger.db", root + "/ledger.db-wal", root + "/ledger.db-shm",
 		root + "/writer.flock", root + "/locks/job.lock"}

@@ -5,9 +5,7 @@ package e2e
 // a signer whose clock runs ahead.
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -136,20 +134,8 @@ func TestMistypedSigningKeyIsNeverPrinted(t *testing.T) {
 	s := newSignedRoot(t)
 	key := strings.TrimSpace(readFile(t, s.key))
 	run := func(value string) clitest.Result {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c := exec.CommandContext(ctx, clitest.Bin(), "checkpoint")
-		c.Env = clitest.Env(s.root, "LOCKLEDGER_SIGNING_KEY="+value)
-		var out, errb strings.Builder
-		c.Stdout, c.Stderr = &out, &errb
-		err := c.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+		t.Helper()
+		return clitest.RunWith(t, s.root, []string{"LOCKLEDGER_SIGNING_KEY=" + value}, "", "checkpoint")
 	}
 	if r := run(" " + key + "\n"); r.Code != 0 {
 		t.Fatalf("key with surrounding space: exit %d: %s", r.Code, r.Stderr)

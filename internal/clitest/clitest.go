@@ -91,16 +91,25 @@ func RunWith(t testing.TB, root string, env []string, stdin string, args ...stri
 	defer cancel()
 	c := Command(ctx, root, args...)
 	c.Env = append(c.Env, env...)
+	c.Stdin = strings.NewReader(stdin)
+	return Exec(t, c)
+}
+
+// Exec runs c, a command prepared by the caller (Bin under a wrapper, as
+// another user, with Env), waits for it and returns its exit code and
+// output; it fails the test if c could not run at all. Standard input is
+// empty unless c has one.
+func Exec(t testing.TB, c *exec.Cmd) Result {
+	t.Helper()
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
-	c.Stdin = strings.NewReader(stdin)
 	err := c.Run()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("lockledger %v: %v", args, err)
+		t.Fatalf("%s: %v", strings.Join(c.Args, " "), err)
 	}
 	return Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
 }

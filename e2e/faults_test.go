@@ -754,7 +754,7 @@ func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
 			_ = c.Wait()
 		}, nil
 	}
-	blockedAcquire := func(name string, hold func(string) (func(), error)) outcome {
+	blockedAcquire := func(t *testing.T, name string, hold func(string) (func(), error)) outcome {
 		o := outcome{name: name}
 		fail := func(format string, a ...any) { o.errs = append(o.errs, fmt.Sprintf(format, a...)) }
 		root := t.TempDir()
@@ -765,14 +765,17 @@ func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
 			fail("%v", err)
 			return o
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
 		var wg sync.WaitGroup
 		var got clitest.Result
+		var gotErr error
 		var took time.Duration
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			got = clitest.Run(t, root, "acquire", "blocked", "--pid", self)
+			got, gotErr = clitest.Output(clitest.Command(ctx, root, "acquire", "blocked", "--pid", self))
 			took = time.Since(start)
 		}()
 		// Readers never wait for the writer.
@@ -785,6 +788,9 @@ func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
 		}
 		wg.Wait()
 		release()
+		if gotErr != nil {
+			fail("acquire on a busy ledger: %v", gotErr)
+		}
 		if got.Code != 1 || !strings.Contains(got.Stderr, "busy") && !strings.Contains(got.Stderr, "locked") {
 			fail("acquire on a busy ledger: exit %d after %s, want 1 saying busy or locked\nstderr: %s", got.Code, took, got.Stderr)
 		}
@@ -802,7 +808,7 @@ func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
 		}
 		return o
 	}
-	runRelease := func() outcome {
+	runRelease := func(t *testing.T) outcome {
 		o := outcome{name: "run's release while the writer lock is held"}
 		fail := func(format string, a ...any) { o.errs = append(o.errs, fmt.Sprintf(format, a...)) }
 		root := t.TempDir()
@@ -849,25 +855,33 @@ func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
 		}
 		return o
 	}
-	results := make(chan outcome, 3)
-	go func() { results <- blockedAcquire("writer flock held", holdFlock) }()
-	go func() { results <- runRelease() }()
+	cases := map[string]func(t *testing.T) outcome{
+		"writer flock held": func(t *testing.T) outcome { return blockedAcquire(t, "writer flock held", holdFlock) },
+		"run's release":     runRelease,
+	}
 	if _, err := exec.LookPath("sqlite3"); err == nil {
-		go func() { results <- blockedAcquire("sqlite3 BEGIN EXCLUSIVE", holdExclusive) }()
+		cases["sqlite3 BEGIN EXCLUSIVE"] = func(t *testing.T) outcome { return blockedAcquire(t, "sqlite3 BEGIN EXCLUSIVE", holdExclusive) }
 	} else {
-		results <- outcome{name: "sqlite3 BEGIN EXCLUSIVE", bug: ""}
 		t.Log("sqlite3 is not installed: the BEGIN EXCLUSIVE case is not run")
 	}
+	var mu sync.Mutex
 	var bugs []string
-	for i := 0; i < 3; i++ {
-		o := <-results
-		for _, e := range o.errs {
-			t.Errorf("%s: %s", o.name, e)
+	t.Run("busy", func(t *testing.T) {
+		for name, run := range cases {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				o := run(t)
+				for _, e := range o.errs {
+					t.Errorf("%s: %s", o.name, e)
+				}
+				if o.bug != "" {
+					mu.Lock()
+					bugs = append(bugs, o.name+": "+o.bug)
+					mu.Unlock()
+				}
+			})
 		}
-		if o.bug != "" {
-			bugs = append(bugs, o.name+": "+o.bug)
-		}
-	}
+	})
 	for _, b := range bugs {
 		t.Error(b)
 	}

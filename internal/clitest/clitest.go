@@ -12,6 +12,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,17 +102,26 @@ func RunWith(t testing.TB, root string, env []string, stdin string, args ...stri
 // empty unless c has one.
 func Exec(t testing.TB, c *exec.Cmd) Result {
 	t.Helper()
+	r, err := Output(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Output is Exec for a goroutine, which must not fail the test: the
+// error says why c could not run, for the test's own goroutine to report.
+func Output(c *exec.Cmd) (Result, error) {
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()
-	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		code = ee.ExitCode()
+		return Result{Code: ee.ExitCode(), Stdout: out.String(), Stderr: errb.String()}, nil
 	} else if err != nil {
-		t.Fatalf("%s: %v", strings.Join(c.Args, " "), err)
+		return Result{}, fmt.Errorf("%s: %w", strings.Join(c.Args, " "), err)
 	}
-	return Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	return Result{Stdout: out.String(), Stderr: errb.String()}, nil
 }
 
 // Must runs and fails the test unless the exit code is want.

@@ -1,14 +1,16 @@
 package e2e
 
-// What verify makes of checkpoints in the less common places: a checkpoint
-// signed by hand, a witness shared by two ledgers, a slice of an export,
-// a signer whose clock runs ahead.
+// Signed checkpoints and witnesses in the less common places: a checkpoint
+// signed by hand, a witness shared by two ledgers or kept as a directory
+// or a FIFO nobody reads, a slice of an export, a signer whose clock runs
+// ahead, a mistyped signing key, a head given in upper case.
 
 import (
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -199,5 +201,27 @@ func TestExportOfOnlyCheckpointLinesIsEmpty(t *testing.T) {
 	r := clitest.Must(t, 1, s.root, "verify", "--file", export)
 	if !strings.Contains(r.Stdout+r.Stderr, "holds only tree and checkpoint lines") {
 		t.Fatalf("verify of checkpoint lines only:\n%s%s", r.Stdout, r.Stderr)
+	}
+}
+
+// TestAWitnessThatIsAFIFOBlocksNoWriter: a witness nobody reads (a FIFO,
+// as a stalled mount would be) neither hangs the writer that signs a
+// checkpoint nor, through the writer lock, any other writer: the lock
+// is taken, the checkpoint stays in the ledger, and the refusal is said.
+func TestAWitnessThatIsAFIFOBlocksNoWriter(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	key, fifo := filepath.Join(dir, "signing.key"), filepath.Join(dir, "witness")
+	clitest.Must(t, 0, root, "keygen", "--name", "ops", "-o", key)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	me, _ := sleeper(t)
+	r := clitest.Must(t, 0, root, "acquire", "a", "--pid", strconv.Itoa(me), "--signing-key", key, "--witness", fifo, "--checkpoint-every", "1")
+	if !strings.Contains(r.Stderr, "witness") {
+		t.Fatalf("the refused witness is not said:\n%s", r.Stderr)
+	}
+	clitest.Must(t, 0, root, "acquire", "b", "--pid", strconv.Itoa(me))
+	if n := clitest.Strings(t, root, `SELECT size FROM checkpoints`); len(n) == 0 {
+		t.Fatal("the checkpoint was not stored in the ledger")
 	}
 }

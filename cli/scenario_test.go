@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -36,7 +36,7 @@ func scenario(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
-	c := fixture.NewClock(t0)
+	c := testclock.New(t0)
 	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now),
 		ledger.WithHost(ledger.Host{ID: scenarioHost, BootID: ledger.ThisHost().BootID}))
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/internal/clitest"
-	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestVerifyClockSkewJudgesAClockSteppedBack(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	c := fixture.NewClock(t0)
+	c := testclock.New(t0)
 	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: scenarioHost, BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)

@@ -461,16 +461,12 @@ func TestOneUnreadableLockPathDoesNotStopTheReadCommands(t *testing.T) {
 				t.Errorf("list does not show the unreadable lock %s: %v", c.lock, names)
 			}
 			r = run(root, "verify", "--json")
-			var rep struct {
-				OK       bool `json:"ok"`
-				Problems []struct {
-					Kind   string `json:"kind"`
-					Lock   string `json:"lock_name"`
-					Detail string `json:"detail"`
-				} `json:"problems"`
+			if r.Code != 1 {
+				t.Fatalf("verify: exit %d, want 1\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
-			if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 1 || rep.OK {
-				t.Fatalf("verify: exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
+			rep := clitest.DecodeVerify(t, r)
+			if rep.OK {
+				t.Fatalf("verify: ok\n%s", r.Stdout)
 			}
 			for _, p := range rep.Problems {
 				if p.Kind != "lock_file_unreadable" || !strings.Contains(p.Detail, c.want) || c.lock != "" && p.Lock != c.lock {

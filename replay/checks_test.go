@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -289,7 +289,7 @@ func TestVerifyFindsEventsOlderThanTheLedger(t *testing.T) {
 // until the tolerance is widened to cover it.
 func TestVerifyOfALedgerWhoseClockSteps(t *testing.T) {
 	ctx := context.Background()
-	c := fixture.NewClock(base)
+	c := testclock.New(base)
 	l := openScripted(t, t.TempDir(), c, nil)
 	id := ledger.Identity{Actor: "alice", RequestID: "req-a", PID: os.Getpid()}
 	verify := func(opts ...replay.VerifyOption) *replay.Report {

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -33,7 +33,7 @@ func (p *probe) set(pid int, gone bool) {
 	p.gone[pid] = gone
 }
 
-func openScripted(t *testing.T, root string, c *fixture.Clock, p *probe) *ledger.Ledger {
+func openScripted(t *testing.T, root string, c *testclock.Clock, p *probe) *ledger.Ledger {
 	t.Helper()
 	if p == nil {
 		p = &probe{gone: map[int]bool{}}

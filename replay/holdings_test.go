@@ -10,7 +10,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -22,7 +22,7 @@ import (
 func TestHoldingsFollowTheFold(t *testing.T) {
 	root := t.TempDir()
 	base := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
-	c := fixture.NewClock(base)
+	c := testclock.New(base)
 	l := openScripted(t, root, c, nil)
 	ctx := context.Background()
 	id := func(rid, actor string) ledger.Identity {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -170,7 +170,7 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	rs := rand.New(rand.NewPCG(seed, 7))
 	var sharedReqs []string
-	c := fixture.NewClock(base)
+	c := testclock.New(base)
 	p := &probe{gone: map[int]bool{}}
 	root := t.TempDir()
 	ext := t.TempDir()

@@ -18,7 +18,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
-	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/timeline"
@@ -35,7 +35,7 @@ func writeScenario(t *testing.T, root string) (ledgerID string) {
 	t.Helper()
 	ctx := context.Background()
 	// A minute per reading spreads the picture out the same way on every run.
-	l, err := ledger.Open(ctx, root, ledger.WithClock(fixture.NewClock(t0).Stepping(time.Minute).Now))
+	l, err := ledger.Open(ctx, root, ledger.WithClock(testclock.New(t0).Stepping(time.Minute).Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 )
 
 // TestHandSignedCheckpointKeepsTheWritersPromise: a checkpoint signed with
@@ -41,7 +42,7 @@ func TestHandSignedCheckpointKeepsTheWritersPromise(t *testing.T) {
 		}
 		at := cp.Add(time.Duration(i+1) * time.Second)
 		m["event_id"], m["at"] = events.NewULID(at), events.FormatTime(at)
-		forged = append(forged, a.appendForged(t, m))
+		forged = append(forged, fixture.AppendBody(t, a.db, m))
 	}
 	a.restore(t)
 	v := clitest.Verify(t, 1, s.root, "--verifier-key", s.vkey, "--witness", s.witness)
@@ -104,7 +105,7 @@ func TestTimeSlicedExportVerifiesAgainstTheWitness(t *testing.T) {
 func TestClockSkewWidensTheBackdateCheck(t *testing.T) {
 	s := newSignedRoot(t)
 	a := attack(t, s.root)
-	forged := a.appendForged(t, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(-3*time.Second)))
+	forged := fixture.AppendBody(t, a.db, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(-3*time.Second)))
 	a.restore(t)
 	mustName(t, clitest.Verify(t, 1, s.root, "--verifier-key", s.vkey, "--witness", s.witness), forged, "dated back")
 	v := clitest.Verify(t, 1, s.root, "--verifier-key", s.vkey, "--witness", s.witness, "--clock-skew", "10s")

@@ -220,13 +220,6 @@ func (a *attacker) rechain(t *testing.T, edit func([]body) []body) {
 	fixture.Rechain(t, a.db, edit)
 }
 
-// appendForged appends one chained event with its stored hashes, as the
-// ledger would have.
-func (a *attacker) appendForged(t *testing.T, m body) int64 {
-	t.Helper()
-	return fixture.AppendBody(t, a.db, m)
-}
-
 func (a *attacker) bodyOf(t *testing.T, seq int64) body {
 	t.Helper()
 	var b []byte
@@ -310,7 +303,7 @@ func TestTamperCorpusIsDetectedAgainstTheWitness(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				s := base.clone(t)
 				a := attack(t, s.root)
-				forged := a.appendForged(t, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(tc.shift)))
+				forged := fixture.AppendBody(t, a.db, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(tc.shift)))
 				a.restore(t)
 				// The times of the forgery and of project's own events may
 				// already give it away without a key (time_backwards); the

@@ -1,10 +1,8 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	osexec "os/exec"
 	"strconv"
@@ -23,17 +21,7 @@ func runWrapped(t *testing.T, root string, wrapper []string, args ...string) cli
 	argv := append(append(append([]string{}, wrapper[1:]...), clitest.Bin()), args...)
 	c := osexec.CommandContext(ctx, wrapper[0], argv...)
 	c.Env = clitest.Env(root)
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	code := 0
-	var ee *osexec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	return clitest.Exec(t, c)
 }
 
 func holderOf(t *testing.T, root, lock string) int {

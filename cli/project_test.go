@@ -140,7 +140,7 @@ func TestProjectRefusesABrokenChainAndChangesNothing(t *testing.T) {
 			// The log is still damaged, but the projections now match it and
 			// the recorded events add nothing to what verify finds: the
 			// damage, and the append-only triggers the attacker dropped.
-			v := verify(t, root, 1)
+			v := clitest.Verify(t, 1, root)
 			if v.FirstBad == nil || v.FirstBad.Seq != 2 || v.FirstBad.Kind != tc.kind {
 				t.Fatalf("verify after the forced project: %+v", v)
 			}
@@ -192,7 +192,7 @@ func TestProjectRecordsWhatItRepairs(t *testing.T) {
 	}
 	defer db.Close()
 	exec(t, db, `UPDATE locks SET held = 1 WHERE lock_name = 'app-prod'`)
-	verify(t, root, 1)
+	clitest.Verify(t, 1, root)
 	events := clitest.EventCount(t, root)
 
 	r := clitest.Must(t, 0, root, "project")
@@ -219,7 +219,7 @@ func TestProjectRecordsWhatItRepairs(t *testing.T) {
 			t.Fatalf("a repair of an intact log recorded %+v", p)
 		}
 	}
-	verify(t, root, 0)
+	clitest.Verify(t, 0, root)
 
 	before := projectionOnly(t, root)
 	r = clitest.Must(t, 0, root, "project")
@@ -234,5 +234,5 @@ func TestProjectRecordsWhatItRepairs(t *testing.T) {
 		!strings.Contains(body, `"files_changed":0`) {
 		t.Fatalf("the second run's record: %s %s", typ, body)
 	}
-	verify(t, root, 0)
+	clitest.Verify(t, 0, root)
 }

@@ -3,32 +3,21 @@ package cli_test
 import (
 	"context"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 )
 
 // t0 is the scripted scenario's start.
 var t0 = time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)
 
+// instant is t0 + s seconds.
+func instant(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
 // at is t0 + s seconds, as the CLI takes it.
-func at(s float64) string {
-	return t0.Add(time.Duration(s * float64(time.Second))).Format(time.RFC3339Nano)
-}
-
-type scriptClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *scriptClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *scriptClock) set(s float64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t0.Add(time.Duration(s * float64(time.Second)))
-}
+func at(s float64) string { return instant(s).Format(time.RFC3339Nano) }
 
 const scenarioHost = "ci-runner-1"
 
@@ -47,8 +36,8 @@ func scenario(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
-	c := &scriptClock{t: t0}
-	l, err := ledger.Open(ctx, root, ledger.WithClock(c.now),
+	c := testclock.New(t0)
+	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now),
 		ledger.WithHost(ledger.Host{ID: scenarioHost, BootID: ledger.ThisHost().BootID}))
 	if err != nil {
 		t.Fatal(err)
@@ -74,25 +63,25 @@ func scenario(t *testing.T) string {
 	}
 	must(acquire(ledger.AcquireRequest{Lock: "app-prod", Identity: id("alice", "req-alice"), TTL: time.Minute,
 		Intent: "deploy", IntentVersion: "v42", Metadata: map[string]string{"ticket": "INC-7"}}))
-	c.set(10)
+	c.Set(instant(10))
 	must(acquire(ledger.AcquireRequest{Lock: "db-migrate", Identity: id("bob", "req-bob-db"), TTL: 10 * time.Minute}))
-	c.set(30)
+	c.Set(instant(30))
 	_, err = l.Heartbeat(ctx, "app-prod", id("alice", "req-alice"))
 	must(err)
-	c.set(45)
+	c.Set(instant(45))
 	if err := acquire(ledger.AcquireRequest{Lock: "app-prod", Identity: id("bob", "req-bob"), TTL: time.Minute,
 		RecordBlocked: true, Waited: 5 * time.Second}); err == nil {
 		t.Fatal("bob was not blocked")
 	}
-	c.set(50)
+	c.Set(instant(50))
 	code := 3
 	must(release(ledger.ReleaseRequest{Lock: "app-prod", Identity: id("alice", "req-alice"),
 		Result: "failure", FailureStep: "migrate", ExitCode: &code}))
-	c.set(60)
+	c.Set(instant(60))
 	must(acquire(ledger.AcquireRequest{Lock: "app-prod", Identity: id("carol", "req-carol"), TTL: 30 * time.Second}))
-	c.set(200)
+	c.Set(instant(200))
 	must(acquire(ledger.AcquireRequest{Lock: "app-prod", Identity: id("dave", "req-dave"), TTL: time.Minute, Force: true}))
-	c.set(210)
+	c.Set(instant(210))
 	must(release(ledger.ReleaseRequest{Lock: "app-prod", Identity: id("dave", "req-dave")}))
 	return root
 }

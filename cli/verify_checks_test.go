@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -18,8 +19,8 @@ import (
 func TestVerifyClockSkewJudgesAClockSteppedBack(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	c := &scriptClock{t: t0}
-	l, err := ledger.Open(ctx, root, ledger.WithClock(c.now), ledger.WithHost(ledger.Host{ID: scenarioHost, BootID: "boot-1"}))
+	c := testclock.New(t0)
+	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: scenarioHost, BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,19 +28,19 @@ func TestVerifyClockSkewJudgesAClockSteppedBack(t *testing.T) {
 	if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "app-prod", Identity: id, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	c.set(60)
+	c.Set(instant(60))
 	if _, err := l.Heartbeat(ctx, "app-prod", id); err != nil {
 		t.Fatal(err)
 	}
-	c.set(58.5) // NTP steps the clock back 1.5s
+	c.Set(instant(58.5)) // NTP steps the clock back 1.5s
 	if _, err := l.Heartbeat(ctx, "app-prod", id); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c.set(57) // and a second time, 1.5s more: 3s behind seq 2 in all
-	l, err = ledger.Open(ctx, root, ledger.WithClock(c.now), ledger.WithHost(ledger.Host{ID: scenarioHost, BootID: "boot-1"}))
+	c.Set(instant(57)) // and a second time, 1.5s more: 3s behind seq 2 in all
+	l, err = ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: scenarioHost, BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,15 +48,15 @@ func TestVerifyClockSkewJudgesAClockSteppedBack(t *testing.T) {
 	if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "app-prod", Identity: id}); err != nil {
 		t.Fatal(err)
 	}
-	v := verify(t, root, 1)
+	v := clitest.Verify(t, 1, root)
 	if v.FirstBad == nil || v.FirstBad.Seq != 4 || v.FirstBad.Kind != "time_backwards" || len(v.Problems) != 1 {
 		t.Fatalf("default tolerance: %+v", v)
 	}
 	if !strings.Contains(v.FirstBad.Detail, "seq 2") || !strings.Contains(v.FirstBad.Detail, "--clock-skew") {
 		t.Errorf("the finding does not name the event it steps back from, or the flag: %s", v.FirstBad.Detail)
 	}
-	verify(t, root, 0, "--clock-skew", "3s")
-	verify(t, root, 0, "--clock-skew", "10")
+	clitest.Verify(t, 0, root, "--clock-skew", "3s")
+	clitest.Verify(t, 0, root, "--clock-skew", "10")
 	for _, bad := range []string{"-1s", "soon", ""} {
 		r := clitest.Must(t, 2, root, "verify", "--clock-skew", bad)
 		if !strings.Contains(r.Stderr, "--clock-skew") {

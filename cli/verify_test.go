@@ -12,38 +12,8 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 )
-
-type verifyJSON struct {
-	OK       bool   `json:"ok"`
-	Events   int64  `json:"events"`
-	FirstSeq int64  `json:"first_seq"`
-	LastSeq  int64  `json:"last_seq"`
-	HeadHash string `json:"head_hash"`
-	FirstBad *struct {
-		Seq    int64  `json:"seq"`
-		Kind   string `json:"kind"`
-		Lock   string `json:"lock_name"`
-		Detail string `json:"detail"`
-	} `json:"first_bad"`
-	Problems []struct {
-		Kind string `json:"kind"`
-		Lock string `json:"lock_name"`
-	} `json:"problems"`
-	Foreign []struct {
-		Lock string `json:"lock_name"`
-	} `json:"foreign"`
-}
-
-func verify(t *testing.T, root string, want int, args ...string) verifyJSON {
-	t.Helper()
-	r := clitest.Must(t, want, root, append([]string{"verify", "--json"}, args...)...)
-	var v verifyJSON
-	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
-		t.Fatalf("verify --json: %v: %s", err, r.Stdout)
-	}
-	return v
-}
 
 // attacker opens the ledger's database as a second, ordinary sqlite
 // connection and drops the append-only triggers, as an attacker would
@@ -77,24 +47,11 @@ func exec(t *testing.T, db *sql.DB, queries ...string) {
 // leaves an attacker no other way to insert in the middle).
 func forgeHeartbeat(t *testing.T, db *sql.DB, seq int64) {
 	t.Helper()
-	var prev string
-	if err := db.QueryRow(`SELECT hash FROM events WHERE seq = ?`, seq-1).Scan(&prev); err != nil {
-		t.Fatal(err)
-	}
-	pid := os.Getpid() // the scenario's holders
-	at := t0.Add(40 * time.Second)
-	ev := &events.Event{Envelope: events.Envelope{EventID: events.NewULID(at), Seq: seq, Type: events.LockHeartbeat,
-		SchemaVersion: events.SchemaVersion, At: events.FormatTime(at), LockName: "app-prod",
-		RequestID: "req-alice", Actor: "alice", HostID: scenarioHost, PID: pid}, Payload: &events.Heartbeat{}, PrevHash: prev}
-	if err := ev.Seal(); err != nil {
-		t.Fatal(err)
-	}
 	exec(t, db, `UPDATE events SET seq = -seq WHERE seq >= `+jsonNumber(seq), `UPDATE events SET seq = 1 - seq WHERE seq < 0`)
-	if _, err := db.Exec(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
-		VALUES (?,?,?,?,?,?,?,?,?,?)`, ev.Seq, ev.EventID, ev.Type, ev.LockName, ev.RequestID, ev.Actor, ev.At, ev.Body,
-		ev.PrevHash, ev.Hash); err != nil {
-		t.Fatal(err)
-	}
+	at := t0.Add(40 * time.Second)
+	fixture.Append(t, db, &events.Event{Envelope: events.Envelope{Seq: seq, Type: events.LockHeartbeat, At: events.FormatTime(at),
+		LockName: "app-prod", RequestID: "req-alice", Actor: "alice", HostID: scenarioHost, PID: os.Getpid()}, // the scenario's holders
+		Payload: &events.Heartbeat{}})
 }
 
 func jsonNumber(n int64) string { b, _ := json.Marshal(n); return string(b) }
@@ -136,11 +93,11 @@ func TestVerifyTamperCorpus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			root := scenario(t)
-			if v := verify(t, root, 0); !v.OK || v.Events != 8 {
+			if v := clitest.Verify(t, 0, root); !v.OK || v.Events != 8 {
 				t.Fatalf("before tampering: %+v", v)
 			}
 			tc.tamper(t, attacker(t, root))
-			v := verify(t, root, 1)
+			v := clitest.Verify(t, 1, root)
 			if v.OK || v.FirstBad == nil || v.FirstBad.Seq != tc.seq || v.FirstBad.Kind != tc.kind {
 				t.Fatalf("first bad = %+v, want seq %d %s\nall: %+v", v.FirstBad, tc.seq, tc.kind, v.Problems)
 			}
@@ -163,7 +120,7 @@ func TestExportThenVerifyFile(t *testing.T) {
 	// The export's head is the ledger's hash at seq 8: the ledger_exported
 	// event that records the export follows it.
 	head := clitest.Strings(t, root, `SELECT hash FROM events WHERE seq = 8`)[0]
-	v := verify(t, root, 0, "--file", file)
+	v := clitest.Verify(t, 0, root, "--file", file)
 	if !v.OK || v.Events != 8 || v.HeadHash != head {
 		t.Fatalf("export: %+v (ledger hash at seq 8: %s)", v, head)
 	}
@@ -177,12 +134,9 @@ func TestExportThenVerifyFile(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 
 	// Anchored at the ledger's genesis.
-	var genesis struct {
-		Genesis string `json:"genesis"`
-	}
-	_ = json.Unmarshal([]byte(clitest.Must(t, 0, root, "verify", "--json").Stdout), &genesis)
-	verify(t, root, 0, "--file", file, "--prev-hash", genesis.Genesis)
-	verify(t, root, 1, "--file", file, "--prev-hash", strings.Repeat("0", 64))
+	genesis := clitest.Verify(t, 0, root)
+	clitest.Verify(t, 0, root, "--file", file, "--prev-hash", genesis.Genesis)
+	clitest.Verify(t, 1, root, "--file", file, "--prev-hash", strings.Repeat("0", 64))
 
 	edit := func(name string, lines []string) string {
 		p := filepath.Join(t.TempDir(), name)
@@ -196,18 +150,18 @@ func TestExportThenVerifyFile(t *testing.T) {
 	if edited[2] == lines[2] {
 		t.Fatal("line 3 has no alice")
 	}
-	if v := verify(t, root, 1, "--file", edit("edited.jsonl", edited)); v.FirstBad == nil || v.FirstBad.Seq != 3 || v.FirstBad.Kind != "modified" {
+	if v := clitest.Verify(t, 1, root, "--file", edit("edited.jsonl", edited)); v.FirstBad == nil || v.FirstBad.Seq != 3 || v.FirstBad.Kind != "modified" {
 		t.Fatalf("edited export: %+v", v.FirstBad)
 	}
 	dropped := append(slicesClone(lines[:4]), lines[5:]...)
-	if v := verify(t, root, 1, "--file", edit("dropped.jsonl", dropped)); v.FirstBad == nil || v.FirstBad.Seq != 5 || v.FirstBad.Kind != "deleted" {
+	if v := clitest.Verify(t, 1, root, "--file", edit("dropped.jsonl", dropped)); v.FirstBad == nil || v.FirstBad.Seq != 5 || v.FirstBad.Kind != "deleted" {
 		t.Fatalf("export with a line removed: %+v", v.FirstBad)
 	}
 
 	// A time window exports a contiguous slice that verifies on its own.
 	slice := filepath.Join(t.TempDir(), "slice.jsonl")
 	clitest.Must(t, 0, root, "export", "--since", at(45), "--until", at(60), "-o", slice)
-	if v := verify(t, root, 0, "--file", slice); v.FirstSeq != 4 || v.LastSeq != 6 {
+	if v := clitest.Verify(t, 0, root, "--file", slice); v.FirstSeq != 4 || v.LastSeq != 6 {
 		t.Fatalf("slice: %+v", v)
 	}
 	// csv carries the hashes and the canonical body.
@@ -238,13 +192,13 @@ func TestDeletedLockFileIsReportedAndProjected(t *testing.T) {
 	if err := os.WriteFile(foreignPath, foreign.File(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if v := verify(t, root, 0); !v.OK || len(v.Foreign) != 1 || v.Foreign[0].Lock != "legacy-job" {
+	if v := clitest.Verify(t, 0, root); !v.OK || len(v.Foreign) != 1 || v.Foreign[0].Lock != "legacy-job" {
 		t.Fatalf("foreign file: %+v", v)
 	}
 	if err := os.Remove(lockPath); err != nil {
 		t.Fatal(err)
 	}
-	v := verify(t, root, 1)
+	v := clitest.Verify(t, 1, root)
 	if v.FirstBad == nil || v.FirstBad.Kind != "lock_file_missing" || v.FirstBad.Lock != "db-migrate" {
 		t.Fatalf("deleted lock file: %+v", v)
 	}
@@ -260,7 +214,7 @@ func TestDeletedLockFileIsReportedAndProjected(t *testing.T) {
 	if _, err := os.Stat(foreignPath); err != nil {
 		t.Fatalf("foreign file touched: %v", err)
 	}
-	verify(t, root, 0)
+	clitest.Verify(t, 0, root)
 	var pr struct {
 		Rows  []any `json:"rows"`
 		Files []any `json:"files"`
@@ -318,7 +272,7 @@ func TestVerifyFailsWhenAnAppendOnlyTriggerIsMissingOrAltered(t *testing.T) {
 			t.Parallel()
 			root := scenario(t)
 			exec(t, rawLedgerDB(t, root), tc.queries...)
-			v := verify(t, root, 1)
+			v := clitest.Verify(t, 1, root)
 			if v.FirstBad == nil || v.FirstBad.Kind != "trigger" || !strings.Contains(v.FirstBad.Detail, tc.detail) ||
 				len(v.Problems) != 1 {
 				t.Fatalf("first bad = %+v, want a trigger problem saying %q\nall: %+v", v.FirstBad, tc.detail, v.Problems)
@@ -353,7 +307,7 @@ func TestVerifyComparesEveryColumnOfAFreeLocksRow(t *testing.T) {
 				t.Fatalf("app-prod: held %d (%v), want a free row", held, err)
 			}
 			exec(t, db, `UPDATE locks SET `+tc.set+` WHERE lock_name = 'app-prod'`)
-			v := verify(t, root, 1)
+			v := clitest.Verify(t, 1, root)
 			if v.FirstBad == nil || v.FirstBad.Kind != "projection_drift" || v.FirstBad.Lock != "app-prod" ||
 				!strings.Contains(v.FirstBad.Detail, "differs from replay in "+tc.column) {
 				t.Fatalf("first bad = %+v, want projection_drift of app-prod naming %s\nall: %+v", v.FirstBad, tc.column, v.Problems)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 )
 
 // appendChained appends a schema-valid event at the end of root's log,
@@ -19,24 +20,9 @@ import (
 // types is the commands' business; this exercises the readers).
 func appendChained(t *testing.T, db *sql.DB, s float64, typ events.Type, lock, req, actor string, payload any) int64 {
 	t.Helper()
-	var seq int64
-	var prev string
-	if err := db.QueryRow(`SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev); err != nil {
-		t.Fatal(err)
-	}
 	when := t0.Add(time.Duration(s * float64(time.Second)))
-	ev := &events.Event{Envelope: events.Envelope{EventID: events.NewULID(when), Seq: seq + 1, Type: typ,
-		SchemaVersion: events.SchemaVersion, At: events.FormatTime(when), LockName: lock, RequestID: req, Actor: actor,
-		HostID: scenarioHost, PID: os.Getpid()}, Payload: payload, PrevHash: prev}
-	if err := ev.Seal(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
-		VALUES (?,?,?,?,?,?,?,?,?,?)`, ev.Seq, ev.EventID, string(typ), lock, req, actor, ev.At, ev.Body, ev.PrevHash, ev.Hash); err != nil {
-		t.Fatal(err)
-	}
-	clitest.AppendTreeHashes(t, db, ev.Seq, ev.Body) // as the ledger appends
-	return ev.Seq
+	return fixture.Append(t, db, &events.Event{Envelope: events.Envelope{Type: typ, At: events.FormatTime(when), LockName: lock,
+		RequestID: req, Actor: actor, HostID: scenarioHost, PID: os.Getpid()}, Payload: payload}).Seq
 }
 
 // TestReadersShowRefusalsProjectionsJobProcessesAndSupersession: a log
@@ -97,7 +83,7 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndSupersession(t *testing.T)
 		typ[0] != "ledger_projected " {
 		t.Fatalf("project recorded %v", typ)
 	}
-	if v := verify(t, root, 0); !v.OK || v.LastSeq != recorded {
+	if v := clitest.Verify(t, 0, root); !v.OK || v.LastSeq != recorded {
 		t.Fatalf("verify after project: %+v", v)
 	}
 	recorded++ // verify's ledger_verified
@@ -109,7 +95,7 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndSupersession(t *testing.T)
 	if err := os.WriteFile(file, []byte(jsonl), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if v := verify(t, root, 0, "--file", file); !v.OK || v.LastSeq != recorded {
+	if v := clitest.Verify(t, 0, root, "--file", file); !v.OK || v.LastSeq != recorded {
 		t.Fatalf("verify --file: %+v", v)
 	}
 }

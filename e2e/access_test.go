@@ -142,36 +142,13 @@ func TestExportIsRecorded(t *testing.T) {
 	}
 }
 
-type verifyOut struct {
-	OK       bool   `json:"ok"`
-	Events   int64  `json:"events"`
-	LastSeq  int64  `json:"last_seq"`
-	HeadHash string `json:"head_hash"`
-	FirstBad *struct {
-		Seq  int64  `json:"seq"`
-		Kind string `json:"kind"`
-	} `json:"first_bad"`
-	ProblemCount int   `json:"problem_count"`
-	Recorded     int64 `json:"recorded"`
-}
-
-func verifyJSON(t *testing.T, root string, want int, args ...string) (verifyOut, clitest.Result) {
-	t.Helper()
-	r := clitest.Must(t, want, root, append([]string{"verify", "--json"}, args...)...)
-	var v verifyOut
-	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
-		t.Fatalf("verify --json: %v\n%s", err, r.Stdout)
-	}
-	return v, r
-}
-
 // TestVerifyIsRecorded: verify reports the log as it read it, then
 // appends a ledger_verified with the result, the problem count, the first
 // bad seq, and the events and head hash it checked (the export file with
 // --file); the next verify sees one more event, and finds it sound.
 func TestVerifyIsRecorded(t *testing.T) {
 	root, _ := accessLedger(t)
-	v, _ := verifyJSON(t, root, 0)
+	v := clitest.Verify(t, 0, root)
 	e := lastAccess(t, root, events.LedgerVerified)
 	if !v.OK || v.Events != 5 || v.LastSeq != 5 || v.Recorded != 6 {
 		t.Fatalf("verify: %+v, want 5 events checked and its record at seq 6", v)
@@ -187,7 +164,7 @@ func TestVerifyIsRecorded(t *testing.T) {
 
 	file := filepath.Join(t.TempDir(), "audit.jsonl")
 	clitest.Must(t, 0, root, "export", "-o", file)
-	fv, _ := verifyJSON(t, root, 0, "--file", file, "--actor", "auditor")
+	fv := clitest.Verify(t, 0, root, "--file", file, "--actor", "auditor")
 	if e = lastAccess(t, root, events.LedgerVerified); e.Result != "ok" || e.File != file || e.Events != 7 ||
 		e.LastSeq != 7 || e.HeadHash != fv.HeadHash || e.Actor != "auditor" {
 		t.Fatalf("ledger_verified of an export: %+v", e)
@@ -205,7 +182,7 @@ func TestVerifyIsRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	v, _ = verifyJSON(t, root, 1)
+	v = clitest.Verify(t, 1, root)
 	e = lastAccess(t, root, events.LedgerVerified)
 	if v.OK || v.FirstBad == nil || v.FirstBad.Seq != 2 || e.Result != "failed" || e.Problems != v.ProblemCount ||
 		e.FirstBadSeq != 2 || e.Seq != v.Recorded {

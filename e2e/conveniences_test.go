@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,26 +18,6 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 )
-
-// runEnv runs lockledger with extra environment variables.
-func runEnv(t *testing.T, root string, env []string, args ...string) clitest.Result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c := clitest.Command(ctx, root, args...)
-	c.Env = clitest.Env(root, env...)
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
-}
 
 func TestVersionNamesTheGoToolchain(t *testing.T) {
 	root := t.TempDir()
@@ -73,14 +52,14 @@ func TestQuietLogLevelFromEnvAndJSONErrors(t *testing.T) {
 	if r := clitest.Must(t, 0, root, "-q", "acquire", "b", "--pid", self); r.Stderr != "" || r.Stdout == "" {
 		t.Fatalf("-q: stdout %q, stderr %q", r.Stdout, r.Stderr)
 	}
-	if r := runEnv(t, root, []string{"LOCKLEDGER_LOG_LEVEL=error"}, "acquire", "c", "--pid", self); r.Code != 0 || r.Stderr != "" {
+	if r := clitest.RunWith(t, root, []string{"LOCKLEDGER_LOG_LEVEL=error"}, "", "acquire", "c", "--pid", self); r.Code != 0 || r.Stderr != "" {
 		t.Fatalf("LOCKLEDGER_LOG_LEVEL=error: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	// The flag wins over the environment.
-	if r := runEnv(t, root, []string{"LOCKLEDGER_LOG_LEVEL=error"}, "acquire", "d", "--pid", self, "--log-level", "info"); r.Code != 0 || r.Stderr == "" {
+	if r := clitest.RunWith(t, root, []string{"LOCKLEDGER_LOG_LEVEL=error"}, "", "acquire", "d", "--pid", self, "--log-level", "info"); r.Code != 0 || r.Stderr == "" {
 		t.Fatalf("--log-level info over LOCKLEDGER_LOG_LEVEL=error: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	r := runEnv(t, root, []string{"LOCKLEDGER_LOG_LEVEL=loud"}, "status", "a")
+	r := clitest.RunWith(t, root, []string{"LOCKLEDGER_LOG_LEVEL=loud"}, "", "status", "a")
 	if r.Code != 2 || !strings.Contains(r.Stderr, "LOCKLEDGER_LOG_LEVEL") {
 		t.Fatalf("bad LOCKLEDGER_LOG_LEVEL: exit %d, %q", r.Code, r.Stderr)
 	}

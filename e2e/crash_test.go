@@ -346,44 +346,41 @@ func TestCrashDuringFirstOpen(t *testing.T) {
 	span := time.Since(t0) * 4 // four at a time run slower than one alone
 	outcomes := map[string]int{}
 	var mu sync.Mutex
-	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
-	for i := 0; i < n; i++ {
-		d := time.Duration(rng.Int64N(int64(span)))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			root := filepath.Join(t.TempDir(), "fresh")
-			c := clitest.Command(context.Background(), root, "acquire", "first", "--pid", self)
-			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := c.Start(); err != nil {
-				t.Error(err)
-				return
-			}
-			time.Sleep(d)
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			err := c.Wait()
-			outcome := "killed"
-			if err == nil {
-				outcome = "finished first"
-			}
-			r := clitest.Run(t, root, "acquire", "second", "--pid", self)
-			if r.Code != 0 {
-				t.Errorf("after a kill %s into the first acquire: second acquire exit %d\n%s", d, r.Code, r.Stderr)
-				return
-			}
-			assertIntegrity(t, root)
-			assertChain(t, root)
-			if v := clitest.Run(t, root, "verify"); v.Code != 0 {
-				t.Errorf("after a kill %s into the first acquire: verify exit %d\n%s%s", d, v.Code, v.Stdout, v.Stderr)
-			}
-			mu.Lock()
-			outcomes[fmt.Sprintf("%s, first event %v", outcome, clitest.EventCount(t, root) == 2)]++
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	t.Run("kills", func(t *testing.T) {
+		for i := 0; i < n; i++ {
+			d := time.Duration(rng.Int64N(int64(span)))
+			t.Run(fmt.Sprintf("%d-after-%s", i, d.Round(time.Microsecond)), func(t *testing.T) {
+				t.Parallel()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				root := filepath.Join(t.TempDir(), "fresh")
+				c := clitest.Command(context.Background(), root, "acquire", "first", "--pid", self)
+				c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(d)
+				_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+				err := c.Wait()
+				outcome := "killed"
+				if err == nil {
+					outcome = "finished first"
+				}
+				r := clitest.Run(t, root, "acquire", "second", "--pid", self)
+				if r.Code != 0 {
+					t.Fatalf("after a kill %s into the first acquire: second acquire exit %d\n%s", d, r.Code, r.Stderr)
+				}
+				assertIntegrity(t, root)
+				assertChain(t, root)
+				if v := clitest.Run(t, root, "verify"); v.Code != 0 {
+					t.Errorf("after a kill %s into the first acquire: verify exit %d\n%s%s", d, v.Code, v.Stdout, v.Stderr)
+				}
+				mu.Lock()
+				outcomes[fmt.Sprintf("%s, first event %v", outcome, clitest.EventCount(t, root) == 2)]++
+				mu.Unlock()
+			})
+		}
+	})
 	t.Logf("%d first opens killed within %s: %v", n, span.Round(time.Millisecond), outcomes)
 }

@@ -1,26 +1,17 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"crypto/rand"
 	"database/sql"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/internal/clitest"
-	"github.com/lockledger/lockledger/ledger"
 )
 
 // TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged covers the invalid
@@ -310,167 +301,6 @@ func checkpoint(t *testing.T, root string) {
 	}
 }
 
-// TestFaultReadOnlyRoot: a root the user cannot write (directories 0500,
-// files 0400; a directory alone does not stop writes to files that exist)
-// makes every writing command fail with exit 1 and a message naming the
-// problem, and changes nothing; an unwritable locks/ directory fails the
-// acquire before anything is committed. Root ignores permission bits, so when the tests
-// run as root the commands run as uid 65534 on roots it owns.
-func TestFaultReadOnlyRoot(t *testing.T) {
-	self := strconv.Itoa(os.Getpid())
-	asUser := func(root string, args ...string) clitest.Result { return clitest.Run(t, root, args...) }
-	base := t.TempDir()
-	if os.Geteuid() == 0 {
-		asUser, base = unprivileged(t)
-	}
-	prepare := func(name string) string {
-		root := filepath.Join(base, name)
-		clitest.Must(t, 0, root, "acquire", "held", "--pid", self)
-		if os.Geteuid() == 0 {
-			chownTree(t, root, nobody)
-		}
-		return root
-	}
-	t.Run("root tree read-only", func(t *testing.T) {
-		root := prepare("ro-root")
-		before := snapLedger(t, root)
-		setTreeMode(t, root, 0o500, 0o400)
-		defer setTreeMode(t, root, 0o700, 0o600)
-		for _, args := range [][]string{
-			{"acquire", "new", "--pid", self},
-			{"run", "new", "--", "true"},
-			{"release", "held", "--force"},
-			{"steal", "held", "--active", "--yes", "--reason", "x", "--pid", self},
-			{"project"},
-		} {
-			r := asUser(root, args...)
-			if r.Code != 1 || !mentionsReadOnly(r.Stderr) {
-				t.Errorf("%v on a read-only root: exit %d, want 1 naming the read-only file or the permission\nstderr: %s",
-					args, r.Code, r.Stderr)
-			}
-		}
-		setTreeMode(t, root, 0o700, 0o600)
-		if after := snapLedger(t, root); after != before {
-			t.Fatalf("a read-only root changed: %s -> %s", before, after)
-		}
-		if _, err := os.Stat(filepath.Join(root, "locks", "new.lock")); err == nil {
-			t.Fatal("a lock file appeared in a read-only root")
-		}
-	})
-	// An archived or mounted copy: the audit and status commands read it
-	// and leave it as it was, whether or not the last process checkpointed
-	// its WAL; a copy whose WAL index cannot be rebuilt is refused by name.
-	readers := [][]string{{"status", "held"}, {"list"}, {"verify"}, {"history", "held"}, {"who", "held"}, {"export"}}
-	readOnlyCopy := func(t *testing.T, name string, shape func(root string)) string {
-		root := prepare(name)
-		shape(root)
-		setTreeMode(t, root, 0o500, 0o400)
-		t.Cleanup(func() { setTreeMode(t, root, 0o700, 0o600) })
-		return root
-	}
-	for _, c := range []struct {
-		name  string
-		shape func(root string)
-	}{
-		{"as left by the last command", func(string) {}},
-		{"checkpointed, no -wal or -shm", func(root string) { checkpoint(t, root) }},
-	} {
-		t.Run("read-only commands on a read-only root "+c.name, func(t *testing.T) {
-			root := readOnlyCopy(t, strings.ReplaceAll(c.name, " ", "-"), c.shape)
-			before := treeListing(t, root)
-			for _, args := range readers {
-				r := asUser(root, args...)
-				if r.Code != 0 {
-					t.Errorf("%v on a read-only root: exit %d, want 0\nstderr: %s", args, r.Code, r.Stderr)
-				}
-			}
-			if r := asUser(root, "status", "held", "--json"); !strings.Contains(r.Stdout, `"state":"held"`) {
-				t.Errorf("status of a read-only copy: %s", r.Stdout)
-			}
-			if after := treeListing(t, root); after != before {
-				t.Errorf("reading a read-only root changed it:\n%s\n->\n%s", before, after)
-			}
-		})
-	}
-	t.Run("read-only root written by an older lockledger", func(t *testing.T) {
-		root := readOnlyCopy(t, "old-schema", func(root string) { downgradeSchema(t, root) })
-		r := asUser(root, "status", "held")
-		if r.Code != 1 || !strings.Contains(r.Stderr, "older than this lockledger") || !strings.Contains(r.Stderr, "upgrading it failed") {
-			t.Errorf("status of a read-only root with an old schema: exit %d, want 1 saying the schema is older and could not be upgraded\nstderr: %s",
-				r.Code, r.Stderr)
-		}
-	})
-	t.Run("read-only root whose WAL index is gone", func(t *testing.T) {
-		root := readOnlyCopy(t, "wal-without-shm", func(root string) {
-			if err := os.Remove(filepath.Join(root, "ledger.db-shm")); err != nil {
-				t.Fatal(err)
-			}
-		})
-		for _, args := range readers[:1] {
-			r := asUser(root, args...)
-			if r.Code != 1 || !strings.Contains(r.Stderr, "ledger.db-wal") || !strings.Contains(r.Stderr, "read-only") {
-				t.Errorf("%v on a read-only root with a WAL and no index: exit %d, want 1 naming ledger.db-wal\nstderr: %s",
-					args, r.Code, r.Stderr)
-			}
-		}
-	})
-	t.Run("locks directory 0500", func(t *testing.T) {
-		root := prepare("ro-locks")
-		before := snapLedger(t, root)
-		if err := os.Chmod(filepath.Join(root, "locks"), 0o500); err != nil {
-			t.Fatal(err)
-		}
-		r := asUser(root, "acquire", "new", "--pid", self)
-		if r.Code != 1 || !strings.Contains(r.Stderr, "permission denied") || !strings.Contains(r.Stderr, "locks") {
-			t.Errorf("acquire with an unwritable locks/: exit %d, want 1 naming the locks directory\nstderr: %s", r.Code, r.Stderr)
-		}
-		os.Chmod(filepath.Join(root, "locks"), 0o700)
-		if after := snapLedger(t, root); after != before {
-			t.Fatalf("a failed acquire changed the ledger: %s -> %s", before, after)
-		}
-		// Once writable again, the same acquire works: nothing was left half done.
-		if r := asUser(root, "acquire", "new", "--pid", self); r.Code != 0 {
-			t.Fatalf("acquire after locks/ is writable again: exit %d: %s", r.Code, r.Stderr)
-		}
-		assertChain(t, root)
-	})
-}
-
-func mentionsReadOnly(stderr string) bool {
-	for _, w := range []string{"readonly", "read-only", "permission denied", "unable to open"} {
-		if strings.Contains(stderr, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// setTreeMode sets every directory under root (root included) to dirMode
-// and every file to fileMode; directories are opened up before descending
-// and closed after, so that it works both ways.
-func setTreeMode(t *testing.T, root string, dirMode, fileMode os.FileMode) {
-	t.Helper()
-	var dirs []string
-	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		if fi.IsDir() {
-			dirs = append(dirs, p)
-			return os.Chmod(p, 0o700)
-		}
-		return os.Chmod(p, fileMode)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := os.Chmod(dirs[i], dirMode); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestFaultLocksDirMissingOrReplaced: a missing locks/ is recreated 0700
 // (under umask 000 too); a file or a symlink in its place is a clear error
 // (exit 1) and is left as it was.
@@ -484,8 +314,8 @@ func TestFaultLocksDirMissingOrReplaced(t *testing.T) {
 		}
 		c := exec.Command("sh", "-c", `umask 000; exec "$LL" acquire b --pid "$PID"`)
 		c.Env = append(clitest.Env(root), "LL="+clitest.Bin(), "PID="+self)
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("acquire with locks/ missing: %v\n%s", err, out)
+		if r := clitest.Exec(t, c); r.Code != 0 {
+			t.Fatalf("acquire with locks/ missing: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 		fi, err := os.Lstat(filepath.Join(root, "locks"))
 		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
@@ -699,180 +529,6 @@ func firstLine(s string) string {
 	return l
 }
 
-// TestFaultBusyLedgerFailsCleanly: while another process holds the writer
-// lock (the flock on ROOT/writer.flock) or the database itself (sqlite3 in
-// BEGIN EXCLUSIVE) past the busy timeout, a lock command fails with exit 1
-// and says the ledger is busy or locked, and nothing is written: no event,
-// no lock file. Read-only commands answer at once meanwhile. Afterwards the
-// same acquire succeeds. And `run`, whose command ends while the writer
-// lock is held for longer than the busy timeout, must still record its
-// release. The three cases spend most of their time waiting out the 10 s
-// busy timeout, so they run at the same time.
-func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
-	t.Parallel()
-	self := strconv.Itoa(os.Getpid())
-	type outcome struct {
-		name string
-		errs []string
-		bug  string
-	}
-	holdFlock := func(root string) (func(), error) {
-		f, err := os.OpenFile(filepath.Join(root, "writer.flock"), os.O_RDWR, 0)
-		if err != nil {
-			return nil, err
-		}
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-			f.Close()
-			return nil, err
-		}
-		return func() { f.Close() }, nil
-	}
-	holdExclusive := func(root string) (func(), error) {
-		c := exec.Command("sqlite3", "-batch", filepath.Join(root, "ledger.db"))
-		in, err := c.StdinPipe()
-		if err != nil {
-			return nil, err
-		}
-		out, err := c.StdoutPipe()
-		if err != nil {
-			return nil, err
-		}
-		c.Stderr = os.Stderr
-		if err := c.Start(); err != nil {
-			return nil, err
-		}
-		io.WriteString(in, "BEGIN EXCLUSIVE;\nINSERT INTO meta (key, value) VALUES ('busy-test', 'x');\nSELECT 'holding';\n")
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil || strings.TrimSpace(line) != "holding" {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-			return nil, fmt.Errorf("sqlite3 did not take the lock: %q %v", line, err)
-		}
-		return func() {
-			io.WriteString(in, "ROLLBACK;\n.quit\n")
-			in.Close()
-			_ = c.Wait()
-		}, nil
-	}
-	blockedAcquire := func(name string, hold func(string) (func(), error)) outcome {
-		o := outcome{name: name}
-		fail := func(format string, a ...any) { o.errs = append(o.errs, fmt.Sprintf(format, a...)) }
-		root := t.TempDir()
-		clitest.Must(t, 0, root, "acquire", "held", "--pid", self)
-		before := snapLedger(t, root)
-		release, err := hold(root)
-		if err != nil {
-			fail("%v", err)
-			return o
-		}
-		var wg sync.WaitGroup
-		var got clitest.Result
-		var took time.Duration
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			start := time.Now()
-			got = clitest.Run(t, root, "acquire", "blocked", "--pid", self)
-			took = time.Since(start)
-		}()
-		// Readers never wait for the writer.
-		start := time.Now()
-		if r := clitest.Run(t, root, "status", "held"); r.Code != 0 {
-			fail("status while the ledger is busy: exit %d: %s", r.Code, r.Stderr)
-		}
-		if d := time.Since(start); d > 9*time.Second {
-			fail("status took %s while the ledger was busy; readers must not wait", d)
-		}
-		wg.Wait()
-		release()
-		if got.Code != 1 || !strings.Contains(got.Stderr, "busy") && !strings.Contains(got.Stderr, "locked") {
-			fail("acquire on a busy ledger: exit %d after %s, want 1 saying busy or locked\nstderr: %s", got.Code, took, got.Stderr)
-		}
-		if took < time.Second {
-			fail("gave up after %s: the busy timeout was not waited for", took)
-		}
-		if after := snapLedger(t, root); after != before {
-			fail("a busy failure wrote something: %s -> %s", before, after)
-		}
-		if _, err := os.Lstat(filepath.Join(root, "locks", "blocked.lock")); err == nil {
-			fail("a lock file was left by the failed acquire")
-		}
-		if r := clitest.Run(t, root, "acquire", "blocked", "--pid", self); r.Code != 0 {
-			fail("acquire once the ledger is free again: exit %d: %s", r.Code, r.Stderr)
-		}
-		return o
-	}
-	runRelease := func() outcome {
-		o := outcome{name: "run's release while the writer lock is held"}
-		fail := func(format string, a ...any) { o.errs = append(o.errs, fmt.Sprintf(format, a...)) }
-		root := t.TempDir()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c := clitest.Command(ctx, root, "run", "job", "--", "sh", "-c", "echo started; sleep 0.3")
-		out, err := c.StdoutPipe()
-		if err != nil {
-			fail("%v", err)
-			return o
-		}
-		var errb bytes.Buffer
-		c.Stderr = &errb
-		if err := c.Start(); err != nil {
-			fail("%v", err)
-			return o
-		}
-		exited := make(chan struct{})
-		go func() { _ = c.Wait(); close(exited) }()
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "started\n" {
-			fail("run's command did not start: %q %v", line, err)
-			return o
-		}
-		release, err := holdFlock(root)
-		if err != nil {
-			fail("%v", err)
-			return o
-		}
-		// Past the busy timeout, then let go whatever run is doing.
-		select {
-		case <-exited:
-		case <-time.After(12 * time.Second):
-		}
-		release()
-		<-exited
-		var n int
-		if err := clitest.DB(t, root).QueryRow(`SELECT count(*) FROM events WHERE type = 'lock_released'
-			AND request_id = (SELECT request_id FROM events WHERE type = 'lock_acquired')`).Scan(&n); err != nil {
-			fail("%v", err)
-		} else if n != 1 {
-			o.bug = fmt.Sprintf("run exited %d after its release met a writer lock held past the busy timeout, and no "+
-				"lock_released was ever recorded: the job's result is lost and the lock is left for the next acquire to "+
-				"take over as holder_dead.\nrun's stderr: %s", c.ProcessState.ExitCode(), strings.TrimSpace(errb.String()))
-		}
-		return o
-	}
-	results := make(chan outcome, 3)
-	go func() { results <- blockedAcquire("writer flock held", holdFlock) }()
-	go func() { results <- runRelease() }()
-	if _, err := exec.LookPath("sqlite3"); err == nil {
-		go func() { results <- blockedAcquire("sqlite3 BEGIN EXCLUSIVE", holdExclusive) }()
-	} else {
-		results <- outcome{name: "sqlite3 BEGIN EXCLUSIVE", bug: ""}
-		t.Log("sqlite3 is not installed: the BEGIN EXCLUSIVE case is not run")
-	}
-	var bugs []string
-	for i := 0; i < 3; i++ {
-		o := <-results
-		for _, e := range o.errs {
-			t.Errorf("%s: %s", o.name, e)
-		}
-		if o.bug != "" {
-			bugs = append(bugs, o.name+": "+o.bug)
-		}
-	}
-	for _, b := range bugs {
-		t.Error(b)
-	}
-}
-
 // downgradeSchema turns root's ledger into one written before migration
 // 0002 (no locks.targets column, no events_no_replace trigger, schema
 // version 1).
@@ -912,54 +568,4 @@ func TestFaultOldSchemaIsUpgradedByReads(t *testing.T) {
 		t.Fatalf("the upgrade changed the events or lock files: %s -> %s", before, after)
 	}
 	clitest.Must(t, 0, root, "verify")
-}
-
-// TestFaultBusyFirstOpenIsWaitedForWithWait: a command told to --wait also
-// waits, within that budget, for a database too busy to open at all (seen
-// when 48 `run --wait` processes opened a fresh root at once): here sqlite3
-// holds a fresh ledger.db exclusively for longer than the busy timeout.
-func TestFaultBusyFirstOpenIsWaitedForWithWait(t *testing.T) {
-	clitest.NeedBinary(t, "sqlite3")
-	t.Parallel()
-	root := t.TempDir()
-	c := exec.Command("sqlite3", "-batch", filepath.Join(root, "ledger.db"))
-	in, err := c.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-	io.WriteString(in, "BEGIN EXCLUSIVE;\nCREATE TABLE hold (x);\nSELECT 'holding';\n")
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "holding" {
-		t.Fatalf("sqlite3 did not take the lock: %q %v", line, err)
-	}
-	start := time.Now()
-	run := clitest.Command(context.Background(), root, "run", "jobs", "--wait", "60s", "--", "true")
-	var stderr bytes.Buffer
-	run.Stderr = &stderr
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- run.Wait() }()
-	select {
-	case err := <-done:
-		t.Fatalf("run finished while the database was held: %v\n%s", err, stderr.String())
-	case <-time.After(ledger.DefaultBusyTimeout + 2*time.Second):
-	}
-	io.WriteString(in, "ROLLBACK;\n.quit\n")
-	in.Close()
-	if err := <-done; err != nil {
-		t.Fatalf("run --wait after the database was let go: %v (after %s)\n%s", err, time.Since(start).Round(time.Second), stderr.String())
-	}
-	if got := clitest.Types(t, root); strings.Join(got, " ") != "lock_acquired lock_released" {
-		t.Fatalf("events %v, want lock_acquired lock_released", got)
-	}
-	assertChain(t, root)
 }

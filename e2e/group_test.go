@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -67,17 +66,7 @@ func TestGroupSharedRoot(t *testing.T) {
 			cred.Groups = []uint32{teamGID}
 		}
 		c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		var out, errb strings.Builder
-		c.Stdout, c.Stderr = &out, &errb
-		err := c.Run()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+		return clitest.Exec(t, c)
 	}
 	must := func(uid int, args ...string) string {
 		t.Helper()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -180,21 +181,13 @@ func TestLedgerWrittenBeforeOSUsersStillVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prev := genesis
 	for _, ev := range old {
-		ev.PrevHash = prev
-		if err := ev.Seal(); err != nil {
-			t.Fatal(err)
+		if fixture.Append(t, db, ev); ev.Seq == 1 && ev.PrevHash != genesis {
+			t.Fatalf("seq 1 chained from %s, not the genesis %s", ev.PrevHash, genesis)
 		}
 		if strings.Contains(string(ev.Body), `"uid"`) || strings.Contains(string(ev.Body), `"user"`) {
 			t.Fatalf("an old body with uid or user: %s", ev.Body)
 		}
-		if _, err := db.Exec(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
-			VALUES (?,?,?,?,?,?,?,?,?,?)`, ev.Seq, ev.EventID, string(ev.Type), ev.LockName, ev.RequestID, ev.Actor, ev.At,
-			ev.Body, ev.PrevHash, ev.Hash); err != nil {
-			t.Fatal(err)
-		}
-		prev = ev.Hash
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -135,17 +135,7 @@ func unprivileged(t *testing.T) (func(root string, args ...string) clitest.Resul
 		c.Env = clitest.Env(root)
 		c.Dir = "/"
 		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-		var out, errb strings.Builder
-		c.Stdout, c.Stderr = &out, &errb
-		err := c.Run()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("lockledger %v as uid %d: %v", args, nobody, err)
-		}
-		return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+		return clitest.Exec(t, c)
 	}, base
 }
 

@@ -461,16 +461,12 @@ func TestOneUnreadableLockPathDoesNotStopTheReadCommands(t *testing.T) {
 				t.Errorf("list does not show the unreadable lock %s: %v", c.lock, names)
 			}
 			r = run(root, "verify", "--json")
-			var rep struct {
-				OK       bool `json:"ok"`
-				Problems []struct {
-					Kind   string `json:"kind"`
-					Lock   string `json:"lock_name"`
-					Detail string `json:"detail"`
-				} `json:"problems"`
+			if r.Code != 1 {
+				t.Fatalf("verify: exit %d, want 1\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
-			if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 1 || rep.OK {
-				t.Fatalf("verify: exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
+			rep := clitest.DecodeVerify(t, r)
+			if rep.OK {
+				t.Fatalf("verify: ok\n%s", r.Stdout)
 			}
 			for _, p := range rep.Problems {
 				if p.Kind != "lock_file_unreadable" || !strings.Contains(p.Detail, c.want) || c.lock != "" && p.Lock != c.lock {
@@ -502,20 +498,14 @@ func TestOneUnreadableLockPathDoesNotStopTheReadCommands(t *testing.T) {
 func inMountNamespace(t *testing.T, root, bind, locksBind string) func(args ...string) clitest.Result {
 	t.Helper()
 	const script = `mount --bind "$1" "$2" && mount --bind "$1/locks" "$3" || exit 99; shift 3; exec "$@"`
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skipf("SKIPPED: cannot bind-mount in a mount namespace of its own here: %v", err)
+	}
 	run := func(args ...string) clitest.Result {
+		t.Helper()
 		c := exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", script, "sh", root, bind, locksBind, clitest.Bin()}, args...)...)
 		c.Env = clitest.Env(root)
-		var out, errb strings.Builder
-		c.Stdout, c.Stderr = &out, &errb
-		err := c.Run()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			code = -1
-		}
-		return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+		return clitest.Exec(t, c)
 	}
 	if r := run("--help"); r.Code != 0 {
 		t.Skipf("SKIPPED: cannot bind-mount in a mount namespace of its own here (unshare -m, mount --bind): exit %d %s", r.Code, r.Stderr)

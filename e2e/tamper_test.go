@@ -139,34 +139,8 @@ func witnessSizes(t *testing.T, path string) []int64 {
 	return out
 }
 
-type tamperReport struct {
-	OK       bool `json:"ok"`
-	FirstBad *struct {
-		Seq    int64  `json:"seq"`
-		Kind   string `json:"kind"`
-		Detail string `json:"detail"`
-	} `json:"first_bad"`
-	Problems []struct {
-		Seq    int64  `json:"seq"`
-		Kind   string `json:"kind"`
-		Detail string `json:"detail"`
-	} `json:"problems"`
-	Trust        string `json:"trust"`
-	UnsignedFrom int64  `json:"unsigned_from"`
-}
-
-func tamperVerify(t *testing.T, root string, want int, args ...string) tamperReport {
-	t.Helper()
-	r := clitest.Must(t, want, root, append([]string{"verify", "--json"}, args...)...)
-	var v tamperReport
-	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
-		t.Fatalf("verify --json: %v\n%s", err, r.Stdout)
-	}
-	return v
-}
-
 // mustName fails unless a checkpoint problem at seq names every word.
-func mustName(t *testing.T, v tamperReport, seq int64, words ...string) {
+func mustName(t *testing.T, v clitest.VerifyReport, seq int64, words ...string) {
 	t.Helper()
 	for _, p := range v.Problems {
 		if p.Kind != "checkpoint" || p.Seq != seq {
@@ -233,18 +207,7 @@ func (a *attacker) restore(t *testing.T) {
 }
 
 // body is an event body as a generic object.
-type body map[string]any
-
-func decodeBody(t *testing.T, b []byte) body {
-	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var m body
-	if err := d.Decode(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
+type body = fixture.Body
 
 // rechain rewrites the whole log: edit gets the bodies in order and
 // returns the new ones (seq is set from the position), and every chain
@@ -253,76 +216,8 @@ func decodeBody(t *testing.T, b []byte) body {
 // without the key can re-sign, are deleted.
 func (a *attacker) rechain(t *testing.T, edit func([]body) []body) {
 	t.Helper()
-	var id string
-	if err := a.db.QueryRow(`SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := a.db.Query(`SELECT body FROM events ORDER BY seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bodies []body
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			t.Fatal(err)
-		}
-		bodies = append(bodies, decodeBody(t, b))
-	}
-	rows.Close()
-	bodies = edit(bodies)
-	a.exec(t, `DELETE FROM events`)
-	a.exec(t, `DELETE FROM tlog_hashes`)
 	a.exec(t, `DELETE FROM checkpoints`)
-	prev := events.Genesis(id)
-	var tree ckpt.Tree
-	for i, m := range bodies {
-		seq := int64(i + 1)
-		m["seq"] = seq
-		b, err := events.Canonical(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hash := events.ChainHash(seq, prev, b)
-		a.exec(t, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-			seq, m["event_id"], m["type"], lockColumn(m), m["request_id"], m["actor"], m["at"], b, prev, hash)
-		hs, err := tree.Append(ckpt.LeafHash(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.exec(t, `INSERT INTO tlog_hashes (seq, hashes) VALUES (?, ?)`, seq, ckpt.JoinRow(hs))
-		prev = hash
-	}
-}
-
-// appendForged appends one chained event with its stored hashes, as the
-// ledger would have.
-func (a *attacker) appendForged(t *testing.T, m body) int64 {
-	t.Helper()
-	var seq int64
-	var prev string
-	if err := a.db.QueryRow(`SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev); err != nil {
-		t.Fatal(err)
-	}
-	seq++
-	m["seq"] = seq
-	b, err := events.Canonical(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.exec(t, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-		seq, m["event_id"], m["type"], lockColumn(m), m["request_id"], m["actor"], m["at"], b, prev, events.ChainHash(seq, prev, b))
-	clitest.AppendTreeHashes(t, a.db, seq, b)
-	return seq
-}
-
-// lockColumn is the events.lock_name column of a body: "" for a
-// ledger-wide event (ledger_verified and the like carry none).
-func lockColumn(m body) any {
-	if v, ok := m["lock_name"]; ok {
-		return v
-	}
-	return ""
+	fixture.Rechain(t, a.db, edit)
 }
 
 func (a *attacker) bodyOf(t *testing.T, seq int64) body {
@@ -331,7 +226,7 @@ func (a *attacker) bodyOf(t *testing.T, seq int64) body {
 	if err := a.db.QueryRow(`SELECT body FROM events WHERE seq = ?`, seq).Scan(&b); err != nil {
 		t.Fatal(err)
 	}
-	return decodeBody(t, b)
+	return fixture.DecodeBody(t, b)
 }
 
 func witnessTime(t *testing.T, path string, size int64) time.Time {
@@ -364,16 +259,16 @@ func forgedRelease(t *testing.T, a *attacker, at time.Time) body {
 // matches. The same ledger untouched verifies.
 func TestTamperCorpusIsDetectedAgainstTheWitness(t *testing.T) {
 	base := newSignedRoot(t)
-	v := tamperVerify(t, base.root, 0, "--verifier-key", base.vkey, "--witness", base.witness)
+	v := clitest.Verify(t, 0, base.root, "--verifier-key", base.vkey, "--witness", base.witness)
 	if !strings.HasPrefix(v.Trust, "seq 1-9 match checkpoint "+base.witness) {
 		t.Fatalf("untouched: trust %q", v.Trust)
 	}
-	if v := tamperVerify(t, base.root, 0); v.Trust != "unsigned: truncation and re-chaining are not detectable" {
+	if v := clitest.Verify(t, 0, base.root); v.Trust != "unsigned: truncation and re-chaining are not detectable" {
 		t.Fatalf("without a key verify says %q", v.Trust)
 	}
-	check := func(s *signedRoot, args ...string) tamperReport {
+	check := func(s *signedRoot, args ...string) clitest.VerifyReport {
 		t.Helper()
-		return tamperVerify(t, s.root, 1, append([]string{"--verifier-key", s.vkey, "--witness", s.witness}, args...)...)
+		return clitest.Verify(t, 1, s.root, append([]string{"--verifier-key", s.vkey, "--witness", s.witness}, args...)...)
 	}
 
 	t.Run("truncation after a checkpoint", func(t *testing.T) {
@@ -408,7 +303,7 @@ func TestTamperCorpusIsDetectedAgainstTheWitness(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				s := base.clone(t)
 				a := attack(t, s.root)
-				forged := a.appendForged(t, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(tc.shift)))
+				forged := fixture.AppendBody(t, a.db, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(tc.shift)))
 				a.restore(t)
 				// The times of the forgery and of project's own events may
 				// already give it away without a key (time_backwards); the
@@ -469,8 +364,8 @@ func TestTamperCorpusIsDetectedAgainstTheWitness(t *testing.T) {
 		s := base.clone(t)
 		export := filepath.Join(t.TempDir(), "audit.jsonl")
 		clitest.Must(t, 0, s.root, "export", "-o", export)
-		tamperVerify(t, s.root, 0, "--file", export, "--verifier-key", s.vkey)
-		tamperVerify(t, s.root, 0, "--file", export, "--verifier-key", s.vkey, "--witness", s.witness)
+		clitest.Verify(t, 0, s.root, "--file", export, "--verifier-key", s.vkey)
+		clitest.Verify(t, 0, s.root, "--file", export, "--verifier-key", s.vkey, "--witness", s.witness)
 		// bob becomes mallory, every hash recomputed; the checkpoint lines kept.
 		lines := strings.Split(strings.TrimSpace(readFile(t, export)), "\n")
 		prev, out := "", []string{}
@@ -497,11 +392,11 @@ func TestTamperCorpusIsDetectedAgainstTheWitness(t *testing.T) {
 		}
 		forged := filepath.Join(t.TempDir(), "forged.jsonl")
 		writeFile(t, forged, strings.Join(out, "\n")+"\n")
-		if v := tamperVerify(t, s.root, 0, "--file", forged); !v.OK {
+		if v := clitest.Verify(t, 0, s.root, "--file", forged); !v.OK {
 			t.Fatalf("the re-chained export is not consistent: %+v", v.Problems)
 		}
-		mustName(t, tamperVerify(t, s.root, 1, "--file", forged, "--verifier-key", s.vkey), 2, forged+" line", "size 5, key ops")
-		mustName(t, tamperVerify(t, s.root, 1, "--file", forged, "--verifier-key", s.vkey, "--witness", s.witness), 2, s.witness+":", "size 5")
+		mustName(t, clitest.Verify(t, 1, s.root, "--file", forged, "--verifier-key", s.vkey), 2, forged+" line", "size 5, key ops")
+		mustName(t, clitest.Verify(t, 1, s.root, "--file", forged, "--verifier-key", s.vkey, "--witness", s.witness), 2, s.witness+":", "size 5")
 		// Without its checkpoint lines, nothing vouches for it.
 		var bare []string
 		for _, l := range out {
@@ -510,7 +405,7 @@ func TestTamperCorpusIsDetectedAgainstTheWitness(t *testing.T) {
 			}
 		}
 		writeFile(t, forged, strings.Join(bare, "\n")+"\n")
-		mustName(t, tamperVerify(t, s.root, 1, "--file", forged, "--verifier-key", s.vkey), 1, "nothing vouches for it")
+		mustName(t, clitest.Verify(t, 1, s.root, "--file", forged, "--verifier-key", s.vkey), 1, "nothing vouches for it")
 	})
 
 	t.Run("checkpoint signed by another key", func(t *testing.T) {
@@ -699,7 +594,7 @@ func TestUntouchedLargeLedgerVerifiesAgainstThreeCheckpoints(t *testing.T) {
 	if got := witnessSizes(t, witness); fmt.Sprint(got) != fmt.Sprint([]int64{n / 4, n / 2, total}) {
 		t.Fatalf("witness sizes %v", got)
 	}
-	v := tamperVerify(t, root, 0, "--verifier-key", vkey, "--witness", witness)
+	v := clitest.Verify(t, 0, root, "--verifier-key", vkey, "--witness", witness)
 	if !strings.HasPrefix(v.Trust, fmt.Sprintf("seq 1-%d match checkpoint %s:", total, witness)) || v.UnsignedFrom != 0 {
 		t.Fatalf("trust %q, unsigned from %d", v.Trust, v.UnsignedFrom)
 	}
@@ -721,7 +616,7 @@ func TestExportSliceIsCheckedAgainstTheCheckpointsItCarries(t *testing.T) {
 	if !strings.HasPrefix(text, `{"tree":{"size":3,"frontier":[`) || strings.Count(text, `{"checkpoint":`) != 2 {
 		t.Fatalf("the slice from seq 4 does not carry the tree before it and checkpoints 5 and 9:\n%s", text)
 	}
-	v := tamperVerify(t, s.root, 0, "--file", slice, "--verifier-key", s.vkey)
+	v := clitest.Verify(t, 0, s.root, "--file", slice, "--verifier-key", s.vkey)
 	if !strings.HasPrefix(v.Trust, "seq 1-9 match checkpoint "+slice+" line 3") {
 		t.Fatalf("slice: trust %q", v.Trust)
 	}
@@ -738,7 +633,7 @@ func TestExportSliceIsCheckedAgainstTheCheckpointsItCarries(t *testing.T) {
 	}
 	forged := strings.Replace(first, tl.Tree.Frontier[1], tlog.RecordHash([]byte("x")).String(), 1)
 	writeFile(t, slice, forged+"\n"+rest)
-	mustName(t, tamperVerify(t, s.root, 1, "--file", slice, "--verifier-key", s.vkey), 1, slice+" line 2", "size 5", "no longer matches")
+	mustName(t, clitest.Verify(t, 1, s.root, "--file", slice, "--verifier-key", s.vkey), 1, slice+" line 2", "size 5", "no longer matches")
 }
 
 // TestExpectHeadWithoutAKey: a head written down earlier (verify prints
@@ -749,14 +644,14 @@ func TestExpectHeadWithoutAKey(t *testing.T) {
 	if err := clitest.DB(t, s.root).QueryRow(`SELECT hash FROM events WHERE seq = 5`).Scan(&h5); err != nil {
 		t.Fatal(err)
 	}
-	v := tamperVerify(t, s.root, 0, "--expect-head", "5:"+h5)
+	v := clitest.Verify(t, 0, s.root, "--expect-head", "5:"+h5)
 	if !strings.HasPrefix(v.Trust, "seq 1-5 match expected head 5:") || v.UnsignedFrom != 6 {
 		t.Fatalf("trust %q, unsigned from %d", v.Trust, v.UnsignedFrom)
 	}
 	a := attack(t, s.root)
 	a.rechain(t, func(bs []body) []body { bs[2]["actor"] = "mallory"; return bs })
 	a.restore(t)
-	mustName(t, tamperVerify(t, s.root, 1, "--expect-head", "5:"+h5), 1, "expected head 5:"+h5, "no longer matches")
+	mustName(t, clitest.Verify(t, 1, s.root, "--expect-head", "5:"+h5), 1, "expected head 5:"+h5, "no longer matches")
 	r := clitest.Must(t, 2, s.root, "verify", "--expect-head", "5")
 	if !strings.Contains(r.Stderr, "--expect-head") {
 		t.Fatalf("malformed --expect-head:\n%s", r.Stderr)

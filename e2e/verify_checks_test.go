@@ -13,30 +13,9 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/replay"
 )
-
-// verifyReport is what these tests read of verify --json.
-type verifyReport struct {
-	OK       bool  `json:"ok"`
-	Events   int64 `json:"events"`
-	FirstBad *struct {
-		Seq    int64  `json:"seq"`
-		Kind   string `json:"kind"`
-		Detail string `json:"detail"`
-	} `json:"first_bad"`
-	ProblemCount int `json:"problem_count"`
-}
-
-func verifyReportJSON(t *testing.T, root string, want int, args ...string) verifyReport {
-	t.Helper()
-	r := clitest.Must(t, want, root, append([]string{"verify", "--json"}, args...)...)
-	var v verifyReport
-	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
-		t.Fatalf("verify --json: %v\n%s", err, r.Stdout)
-	}
-	return v
-}
 
 // An empty or blank export file is no proof of anything: verify --file
 // fails it, exit 1, and names the problem.
@@ -48,7 +27,7 @@ func TestVerifyFileFailsAnEmptyOrBlankExport(t *testing.T) {
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		v := verifyReportJSON(t, root, 1, "--file", path)
+		v := clitest.Verify(t, 1, root, "--file", path)
 		if v.OK || v.FirstBad == nil || v.FirstBad.Kind != "empty" {
 			t.Errorf("%s: %+v, want a failure of kind empty", name, v)
 		}
@@ -62,7 +41,7 @@ func TestVerifyFileFailsAnEmptyOrBlankExport(t *testing.T) {
 // forgery is one event of a log being re-chained: its body decoded, to edit.
 type forgery struct {
 	seq  int64
-	body map[string]any
+	body fixture.Body
 }
 
 func (f *forgery) str(k string) string { s, _ := f.body[k].(string); return s }
@@ -85,11 +64,10 @@ func (f *forgery) restamp(at time.Time) {
 	f.body["at"], f.body["event_id"] = events.FormatTime(at), events.NewULID(at)
 }
 
-// sealForged renumbers the edited events from 1, gives acquisitions their
-// seq as fencing token and releases their holding's new token (a careful
-// forger), and chains them from genesis: every row is intact.
-func sealForged(t *testing.T, evs []*forgery, genesis string) []replay.Row {
-	t.Helper()
+// renumber numbers the edited events from 1, gives acquisitions their
+// seq as fencing token and releases their holding's new token, as a
+// careful forger would.
+func renumber(evs []*forgery) {
 	tokens := map[int64]int64{} // old token -> new
 	for i, f := range evs {
 		seq := int64(i + 1)
@@ -99,15 +77,24 @@ func sealForged(t *testing.T, evs []*forgery, genesis string) []replay.Row {
 		}
 		f.seq = seq
 	}
-	rows := make([]replay.Row, len(evs))
-	prev := genesis
-	for i, f := range evs {
+	for _, f := range evs {
 		if f.str("type") == string(events.LockReleased) {
 			if n, ok := tokens[f.num("fencing_token")]; ok {
 				f.body["fencing_token"] = n
 			}
 		}
 		f.body["seq"] = f.seq
+	}
+}
+
+// sealForged renumbers the edited events and chains them from genesis,
+// as the rows of an export file: every row is intact.
+func sealForged(t *testing.T, evs []*forgery, genesis string) []replay.Row {
+	t.Helper()
+	renumber(evs)
+	rows := make([]replay.Row, len(evs))
+	prev := genesis
+	for i, f := range evs {
 		body, err := events.Canonical(f.body)
 		if err != nil {
 			t.Fatal(err)
@@ -120,19 +107,14 @@ func sealForged(t *testing.T, evs []*forgery, genesis string) []replay.Row {
 
 func decodeForgery(t *testing.T, seq int64, body []byte) *forgery {
 	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.UseNumber()
-	f := &forgery{seq: seq}
-	if err := d.Decode(&f.body); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return &forgery{seq: seq, body: fixture.DecodeBody(t, body)}
 }
 
 // rechainLedger rewrites root's whole event log through a second SQLite
 // connection, triggers dropped, as someone with write access to ledger.db
 // could: edit changes the decoded events, and every row is then
-// renumbered, chained from the ledger's genesis and hashed again.
+// renumbered, chained from the ledger's genesis and hashed again, its
+// stored Merkle hashes too.
 func rechainLedger(t *testing.T, root string, edit func(evs []*forgery) []*forgery) {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
@@ -140,42 +122,25 @@ func rechainLedger(t *testing.T, root string, edit func(evs []*forgery) []*forge
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var id string
-	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := db.Query(`SELECT seq, body FROM events ORDER BY seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var evs []*forgery
-	for rows.Next() {
-		var seq int64
-		var body []byte
-		if err := rows.Scan(&seq, &body); err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, decodeForgery(t, seq, body))
-	}
-	if err := rows.Close(); err != nil {
-		t.Fatal(err)
-	}
-	forged := sealForged(t, edit(evs), events.Genesis(id))
 	for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`, `DROP TRIGGER events_no_replace`,
-		`DROP TRIGGER tlog_hashes_no_delete`, `DELETE FROM events`, `DELETE FROM tlog_hashes`} {
+		`DROP TRIGGER tlog_hashes_no_delete`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, r := range forged {
-		f := decodeForgery(t, r.Seq, r.Body)
-		if _, err := db.Exec(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
-			VALUES (?,?,?,?,?,?,?,?,?,?)`, r.Seq, f.str("event_id"), f.str("type"), f.str("lock_name"), f.str("request_id"),
-			f.str("actor"), f.str("at"), r.Body, r.PrevHash, r.Hash); err != nil {
-			t.Fatal(err)
+	fixture.Rechain(t, db, func(bodies []fixture.Body) []fixture.Body {
+		evs := make([]*forgery, len(bodies))
+		for i, b := range bodies {
+			evs[i] = &forgery{seq: int64(i + 1), body: b}
 		}
-		clitest.AppendTreeHashes(t, db, r.Seq, r.Body) // a careful forger recomputes them too
-	}
+		evs = edit(evs)
+		renumber(evs)
+		out := make([]fixture.Body, len(evs))
+		for i, f := range evs {
+			out[i] = f.body
+		}
+		return out
+	})
 }
 
 // checksLedger writes, with the command line, seq 1-5 on lock app:
@@ -188,7 +153,7 @@ func checksLedger(t *testing.T) string {
 	clitest.Must(t, 0, root, "release", "app", "--request-id", "req-a")
 	clitest.Must(t, 0, root, "acquire", "app", "--request-id", "req-b")
 	clitest.Must(t, 0, root, "release", "app", "--request-id", "req-b")
-	if v := verifyReportJSON(t, root, 0); !v.OK || v.Events != 5 {
+	if v := clitest.Verify(t, 0, root); !v.OK || v.Events != 5 {
 		t.Fatalf("before the forgery: %+v", v)
 	}
 	return root
@@ -240,12 +205,12 @@ func TestVerifyFindsForgeriesInARechainedLog(t *testing.T) {
 			rechainLedger(t, root, c.edit)
 			if c.kind == "" {
 				// The forger's code is sound: only the missing triggers show.
-				if v := verifyReportJSON(t, root, 1); v.FirstBad == nil || v.FirstBad.Kind != "trigger" {
+				if v := clitest.Verify(t, 1, root); v.FirstBad == nil || v.FirstBad.Kind != "trigger" {
 					t.Fatalf("re-chained unchanged: %+v", v)
 				}
 				return
 			}
-			v := verifyReportJSON(t, root, 1)
+			v := clitest.Verify(t, 1, root)
 			if v.FirstBad == nil || v.FirstBad.Seq != c.seq || v.FirstBad.Kind != c.kind {
 				t.Fatalf("first bad %+v, want seq %d %s", v.FirstBad, c.seq, c.kind)
 			}
@@ -264,11 +229,9 @@ func TestVerifyFileReplaysAGenesisAnchoredExport(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "audit.jsonl")
 	clitest.Must(t, 0, root, "export", "-o", file)
-	var ledger struct {
-		Genesis string `json:"genesis"`
-	}
-	if err := json.Unmarshal([]byte(clitest.Must(t, 0, root, "verify", "--json").Stdout), &ledger); err != nil || ledger.Genesis == "" {
-		t.Fatalf("genesis: %v", err)
+	ledger := clitest.Verify(t, 0, root)
+	if ledger.Genesis == "" {
+		t.Fatalf("no genesis: %+v", ledger)
 	}
 	plain := clitest.Must(t, 0, root, "verify", "--file", file, "--prev-hash", ledger.Genesis).Stdout
 	if !regexp.MustCompile(`replay\s+1 locks replayed from seq 1`).MatchString(plain) {
@@ -300,7 +263,7 @@ func TestVerifyFileReplaysAGenesisAnchoredExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, anchor := range [][]string{{"--prev-hash", ledger.Genesis}, nil} {
-		v := verifyReportJSON(t, root, 1, append([]string{"--file", forgedFile}, anchor...)...)
+		v := clitest.Verify(t, 1, root, append([]string{"--file", forgedFile}, anchor...)...)
 		if v.FirstBad == nil || v.FirstBad.Seq != 3 || v.FirstBad.Kind != "overlap" || v.ProblemCount != 1 {
 			t.Fatalf("re-chained export without a release %v: %+v", anchor, v)
 		}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"database/sql"
-	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -75,25 +74,11 @@ func overwritePage(t *testing.T, root string, page, size int64) {
 	}
 }
 
-type storageReport struct {
-	OK       bool `json:"ok"`
-	FirstBad *struct {
-		Kind   string `json:"kind"`
-		Detail string `json:"detail"`
-	} `json:"first_bad"`
-	Problems []struct {
-		Kind   string `json:"kind"`
-		Detail string `json:"detail"`
-	} `json:"problems"`
-}
-
-func verifyStorage(t *testing.T, root string, want int, args ...string) (storageReport, string) {
+// verifyStorage is verify's report of root, as JSON and as text, both
+// exiting want.
+func verifyStorage(t *testing.T, root string, want int, args ...string) (clitest.VerifyReport, string) {
 	t.Helper()
-	r := clitest.Run(t, root, append([]string{"verify", "--json"}, args...)...)
-	var rep storageReport
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != want {
-		t.Fatalf("verify --json %v: exit %d, want %d (%v)\nstdout: %s\nstderr: %s", args, r.Code, want, err, r.Stdout, r.Stderr)
-	}
+	rep := clitest.Verify(t, want, root, args...)
 	plain := clitest.Run(t, root, append([]string{"verify"}, args...)...)
 	if plain.Code != want {
 		t.Fatalf("verify %v: exit %d, want %d\n%s%s", args, plain.Code, want, plain.Stdout, plain.Stderr)

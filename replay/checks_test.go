@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -288,7 +289,7 @@ func TestVerifyFindsEventsOlderThanTheLedger(t *testing.T) {
 // until the tolerance is widened to cover it.
 func TestVerifyOfALedgerWhoseClockSteps(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: base}
+	c := testclock.New(base)
 	l := openScripted(t, t.TempDir(), c, nil)
 	id := ledger.Identity{Actor: "alice", RequestID: "req-a", PID: os.Getpid()}
 	verify := func(opts ...ledger.VerifyOption) *replay.Report {
@@ -299,26 +300,26 @@ func TestVerifyOfALedgerWhoseClockSteps(t *testing.T) {
 		}
 		return rep
 	}
-	c.advance(-time.Second) // a step back right after the ledger was created
+	c.Add(-time.Second) // a step back right after the ledger was created
 	if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "deploy", Identity: id, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	c.advance(3 * time.Second)
+	c.Add(3 * time.Second)
 	if _, err := l.Heartbeat(ctx, "deploy", id); err != nil {
 		t.Fatal(err)
 	}
-	c.advance(-1500 * time.Millisecond)
+	c.Add(-1500 * time.Millisecond)
 	if _, err := l.Heartbeat(ctx, "deploy", id); err != nil {
 		t.Fatal(err)
 	}
-	c.advance(time.Minute)
+	c.Add(time.Minute)
 	if _, err := l.Heartbeat(ctx, "deploy", id); err != nil {
 		t.Fatal(err)
 	}
 	if rep := verify(); !rep.OK || len(rep.Notes) != 0 {
 		t.Fatalf("steps within the tolerance: %+v %q", rep.Problems, rep.Notes)
 	}
-	c.advance(-10 * time.Second)
+	c.Add(-10 * time.Second)
 	if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "deploy", Identity: id}); err != nil {
 		t.Fatal(err)
 	}

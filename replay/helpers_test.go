@@ -6,36 +6,11 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 )
-
-// clock is a scripted clock for ledger.WithClock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *clock) advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	return c.t
-}
 
 // probe scripts which pids are alive; start times are unknown, so only
 // "gone" makes a holder dead.
@@ -59,12 +34,12 @@ func (p *probe) set(pid int, gone bool) {
 	p.gone[pid] = gone
 }
 
-func openScripted(t *testing.T, root string, c *clock, p *probe) *ledger.Ledger {
+func openScripted(t *testing.T, root string, c *testclock.Clock, p *probe) *ledger.Ledger {
 	t.Helper()
 	if p == nil {
 		p = &probe{gone: map[int]bool{}}
 	}
-	l, err := ledger.Open(context.Background(), root, ledger.WithClock(c.now),
+	l, err := ledger.Open(context.Background(), root, ledger.WithClock(c.Now),
 		ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}), ledger.WithProcessProbe(p))
 	if err != nil {
 		t.Fatal(err)

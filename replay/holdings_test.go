@@ -10,6 +10,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -21,13 +22,13 @@ import (
 func TestHoldingsFollowTheFold(t *testing.T) {
 	root := t.TempDir()
 	base := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
-	c := &clock{t: base}
+	c := testclock.New(base)
 	l := openScripted(t, root, c, nil)
 	ctx := context.Background()
 	id := func(rid, actor string) ledger.Identity {
 		return ledger.Identity{RequestID: rid, Actor: actor, PID: 4242}
 	}
-	step := func() { c.advance(time.Minute) }
+	step := func() { c.Add(time.Minute) }
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

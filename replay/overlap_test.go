@@ -11,8 +11,8 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/schema"
@@ -29,7 +29,6 @@ type ovlLog struct {
 	// forge, when set, edits the next event's envelope before it is
 	// sealed: a forger's event, chained as validly as any other.
 	forge func(*events.Envelope)
-	tree  checkpoint.Tree
 }
 
 func newOvlLog(t *testing.T) *ovlLog {
@@ -59,13 +58,10 @@ func (g *ovlLog) add(typ events.Type, lock, req string, payload any) int64 {
 		g.forge(&ev.Envelope)
 		g.forge = nil
 	}
-	if err := ev.Seal(); err != nil {
-		g.t.Fatal(err)
-	}
+	fixture.Append(g.t, g.db, ev)
 	if err := schema.ValidateEvent(typ, ev.Body); err != nil {
 		g.t.Fatalf("hand-built %s is not schema-valid: %v\n%s", typ, err, ev.Body)
 	}
-	g.insert(ev.Seq, ev.EventID, string(typ), ev.LockName, ev.RequestID, ev.At, ev.Body, ev.PrevHash, ev.Hash)
 	g.prev = ev.Hash
 	return ev.Seq
 }
@@ -76,14 +72,7 @@ func (g *ovlLog) insert(seq int64, id, typ, lock, req, at string, body []byte, p
 		VALUES (?,?,?,?,?,?,?,?,?,?)`, seq, id, typ, lock, req, "tester", at, body, prev, hash); err != nil {
 		g.t.Fatal(err)
 	}
-	// Its stored Merkle hashes, as the ledger appends them.
-	hs, err := g.tree.Append(checkpoint.LeafHash(body))
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	if _, err := g.db.Exec(`INSERT INTO tlog_hashes (seq, hashes) VALUES (?, ?)`, seq, checkpoint.JoinRow(hs)); err != nil {
-		g.t.Fatal(err)
-	}
+	fixture.AppendTreeHashes(g.t, g.db, seq, body)
 }
 
 func (g *ovlLog) acquire(lock, req string) int64 {

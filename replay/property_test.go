@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -166,7 +167,7 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	rs := rand.New(rand.NewPCG(seed, 7))
 	var sharedReqs []string
-	c := &clock{t: base}
+	c := testclock.New(base)
 	p := &probe{gone: map[int]bool{}}
 	root := t.TempDir()
 	ext := t.TempDir()
@@ -198,7 +199,7 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 		if rng.IntN(6) == 0 {
 			d = time.Duration(30+rng.IntN(200)) * time.Second
 		}
-		now := c.advance(d)
+		now := c.Add(d)
 		lock := pick(locks)
 		a := actors[rng.IntN(len(actors))]
 		id := ledger.Identity{Actor: a.name, PID: a.pid, RequestID: fmt.Sprintf("req-%d-%d", seed, i)}
@@ -293,7 +294,7 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 		// on locks of their own: "pool" a semaphore of 2, "reports" readers
 		// without a limit, each also taken exclusively now and then.
 		if rs.IntN(2) == 0 {
-			now = c.advance(time.Duration(1+rs.IntN(8000)) * time.Millisecond)
+			now = c.Add(time.Duration(1+rs.IntN(8000)) * time.Millisecond)
 			op, err := sharedOp(ctx, l, rs, actors, &sharedReqs, fmt.Sprintf("sh-%d-%d", seed, i))
 			if err != nil && !expected(err) {
 				t.Fatalf("step %d %s: %v", i, op, err)

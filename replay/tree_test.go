@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -189,9 +190,7 @@ func TestVerifyAgainstCheckpointsSeesAFullRechain(t *testing.T) {
 	s, v := keys(t, "ops")
 	g := treeLog(t, 30)
 	heads := signedHeads(t, g, s, 10, 20, 30)
-	rechain(t, g, 14, func(b []byte) []byte {
-		return bytes.Replace(b, []byte(`"actor":"tester"`), []byte(`"actor":"someone"`), 1)
-	})
+	rechain(t, g, func(bs []fixture.Body) []fixture.Body { bs[13]["actor"] = "someone"; return bs })
 	if rep := verifyTree(t, g); !rep.OK {
 		t.Fatalf("the re-chain is not consistent: %+v", rep.Problems)
 	}
@@ -202,55 +201,17 @@ func TestVerifyAgainstCheckpointsSeesAFullRechain(t *testing.T) {
 	}
 }
 
-// rechain rewrites event seq's body with edit and recomputes the chain
-// and the stored hashes from there on, as an attacker with the database
-// and no key can.
-func rechain(t *testing.T, g *ovlLog, seq int64, edit func([]byte) []byte) {
+// rechain rewrites the log with edit and recomputes every chain hash and
+// stored hash, as an attacker with the database and no key can.
+func rechain(t *testing.T, g *ovlLog, edit func([]fixture.Body) []fixture.Body) {
 	t.Helper()
-	for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER tlog_hashes_no_update`, `DROP TRIGGER tlog_hashes_no_delete`} {
+	for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`, `DROP TRIGGER tlog_hashes_no_update`,
+		`DROP TRIGGER tlog_hashes_no_delete`} {
 		if _, err := g.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rows, err := g.db.Query(`SELECT seq, body, prev_hash FROM events ORDER BY seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type row struct {
-		seq  int64
-		body []byte
-		prev string
-	}
-	var all []row
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.seq, &r.body, &r.prev); err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, r)
-	}
-	rows.Close()
-	var tree checkpoint.Tree
-	prev := all[0].prev
-	for _, r := range all {
-		body := r.body
-		if r.seq == seq {
-			body = edit(body)
-		}
-		hash := events.ChainHash(r.seq, prev, body)
-		hs, err := tree.Append(checkpoint.LeafHash(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := g.db.Exec(`UPDATE events SET body = ?, prev_hash = ?, hash = ?, actor = json_extract(?, '$.actor') WHERE seq = ?`,
-			body, prev, hash, string(body), r.seq); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := g.db.Exec(`UPDATE tlog_hashes SET hashes = ? WHERE seq = ?`, checkpoint.JoinRow(hs), r.seq); err != nil {
-			t.Fatal(err)
-		}
-		prev = hash
-	}
+	fixture.Rechain(t, g.db, edit)
 }
 
 // A checkpoint a writer signed on its own promises the next one within

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,26 +18,13 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/timeline"
 )
 
 func TestMain(m *testing.M) { clitest.Main(m) }
-
-// fakeClock steps a minute per reading, so that the picture spreads out
-// the same way on every run.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Minute)
-	return c.t
-}
 
 var t0 = time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
 
@@ -48,7 +34,8 @@ var t0 = time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
 func writeScenario(t *testing.T, root string) (ledgerID string) {
 	t.Helper()
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, root, ledger.WithClock((&fakeClock{t: t0}).now))
+	// A minute per reading spreads the picture out the same way on every run.
+	l, err := ledger.Open(ctx, root, ledger.WithClock(testclock.New(t0).Stepping(time.Minute).Now))
 	if err != nil {
 		t.Fatal(err)
 	}

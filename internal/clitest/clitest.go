@@ -12,6 +12,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,13 +20,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/tlog"
 	_ "modernc.org/sqlite"
 
-	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/cli"
 	"github.com/lockledger/lockledger/internal/pgtest"
-	"github.com/lockledger/lockledger/ledger"
 )
 
 const envCLI = "LOCKLEDGER_TEST_AS_CLI"
@@ -94,18 +92,36 @@ func RunWith(t testing.TB, root string, env []string, stdin string, args ...stri
 	defer cancel()
 	c := Command(ctx, root, args...)
 	c.Env = append(c.Env, env...)
+	c.Stdin = strings.NewReader(stdin)
+	return Exec(t, c)
+}
+
+// Exec runs c, a command prepared by the caller (Bin under a wrapper, as
+// another user, with Env), waits for it and returns its exit code and
+// output; it fails the test if c could not run at all. Standard input is
+// empty unless c has one.
+func Exec(t testing.TB, c *exec.Cmd) Result {
+	t.Helper()
+	r, err := Output(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Output is Exec for a goroutine, which must not fail the test: the
+// error says why c could not run, for the test's own goroutine to report.
+func Output(c *exec.Cmd) (Result, error) {
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
-	c.Stdin = strings.NewReader(stdin)
 	err := c.Run()
-	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		code = ee.ExitCode()
+		return Result{Code: ee.ExitCode(), Stdout: out.String(), Stderr: errb.String()}, nil
 	} else if err != nil {
-		t.Fatalf("lockledger %v: %v", args, err)
+		return Result{}, fmt.Errorf("%s: %w", strings.Join(c.Args, " "), err)
 	}
-	return Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	return Result{Stdout: out.String(), Stderr: errb.String()}, nil
 }
 
 // Must runs and fails the test unless the exit code is want.
@@ -182,19 +198,5 @@ func NeedBinary(t testing.TB, names ...string) {
 			}
 			t.Skipf("SKIPPED: %s is not installed, so this test cannot run here (CI installs it)", name)
 		}
-	}
-}
-
-// AppendTreeHashes stores the Merkle hashes of event seq (body) beside it,
-// as the ledger's own append does, for tests that write events with SQL
-// the way a careful forger would.
-func AppendTreeHashes(t testing.TB, db *sql.DB, seq int64, body []byte) {
-	t.Helper()
-	hs, err := tlog.StoredHashes(checkpoint.Index(seq), body, ledger.TreeReader(context.Background(), db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO tlog_hashes (seq, hashes) VALUES (?, ?)`, seq, checkpoint.JoinRow(hs)); err != nil {
-		t.Fatal(err)
 	}
 }

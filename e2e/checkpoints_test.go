@@ -1,22 +1,22 @@
 package e2e
 
-// What verify makes of checkpoints in the less common places: a checkpoint
-// signed by hand, a witness shared by two ledgers, a slice of an export,
-// a signer whose clock runs ahead.
+// Signed checkpoints and witnesses in the less common places: a checkpoint
+// signed by hand, a witness shared by two ledgers or kept as a directory
+// or a FIFO nobody reads, a slice of an export, a signer whose clock runs
+// ahead, a mistyped signing key, a head given in upper case.
 
 import (
-	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 )
 
 // TestHandSignedCheckpointKeepsTheWritersPromise: a checkpoint signed with
@@ -42,10 +42,10 @@ func TestHandSignedCheckpointKeepsTheWritersPromise(t *testing.T) {
 		}
 		at := cp.Add(time.Duration(i+1) * time.Second)
 		m["event_id"], m["at"] = events.NewULID(at), events.FormatTime(at)
-		forged = append(forged, a.appendForged(t, m))
+		forged = append(forged, fixture.AppendBody(t, a.db, m))
 	}
 	a.restore(t)
-	v := tamperVerify(t, s.root, 1, "--verifier-key", s.vkey, "--witness", s.witness)
+	v := clitest.Verify(t, 1, s.root, "--verifier-key", s.vkey, "--witness", s.witness)
 	// The writers sign within 4 events of the last checkpoint (11): seq 15
 	// is the first no writer with the key would have left unsigned.
 	if forged[3] != 15 {
@@ -66,15 +66,7 @@ func TestWitnessSharedByTwoLedgers(t *testing.T) {
 		t.Fatalf("witness holds checkpoints of sizes %v, want the three of one ledger and one of the other", got)
 	}
 	for _, root := range []string{s.root, other} {
-		r := clitest.Must(t, 0, root, "verify", "--json", "--verifier-key", s.vkey, "--witness", s.witness)
-		var v struct {
-			Checkpoints []struct {
-				Source, Result, Detail string
-			} `json:"checkpoints"`
-		}
-		if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
-			t.Fatal(err)
-		}
+		v := clitest.Verify(t, 0, root, "--verifier-key", s.vkey, "--witness", s.witness)
 		others := 0
 		for _, c := range v.Checkpoints {
 			if c.Result == "not checked" && strings.Contains(c.Detail, "another ledger") {
@@ -97,14 +89,14 @@ func TestTimeSlicedExportVerifiesAgainstTheWitness(t *testing.T) {
 	}
 	slice := filepath.Join(t.TempDir(), "slice.jsonl")
 	clitest.Must(t, 0, s.root, "export", "--since", at(5), "--until", at(8), "-o", slice)
-	v := tamperVerify(t, s.root, 0, "--file", slice, "--verifier-key", s.vkey, "--witness", s.witness)
+	v := clitest.Verify(t, 0, s.root, "--file", slice, "--verifier-key", s.vkey, "--witness", s.witness)
 	if !strings.HasPrefix(v.Trust, "seq 1-5 match") {
 		t.Fatalf("trust %q", v.Trust)
 	}
 	// A slice cut short of a checkpoint it carries is still truncated.
 	lines := strings.Split(strings.TrimSpace(readFile(t, slice)), "\n")
 	writeFile(t, slice, strings.Join(lines[:len(lines)-4], "\n")+"\n")
-	mustName(t, tamperVerify(t, s.root, 1, "--file", slice, "--verifier-key", s.vkey, "--witness", s.witness), 5, "truncated")
+	mustName(t, clitest.Verify(t, 1, s.root, "--file", slice, "--verifier-key", s.vkey, "--witness", s.witness), 5, "truncated")
 }
 
 // TestClockSkewWidensTheBackdateCheck: an event dated a little before the
@@ -113,10 +105,10 @@ func TestTimeSlicedExportVerifiesAgainstTheWitness(t *testing.T) {
 func TestClockSkewWidensTheBackdateCheck(t *testing.T) {
 	s := newSignedRoot(t)
 	a := attack(t, s.root)
-	forged := a.appendForged(t, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(-3*time.Second)))
+	forged := fixture.AppendBody(t, a.db, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(-3*time.Second)))
 	a.restore(t)
-	mustName(t, tamperVerify(t, s.root, 1, "--verifier-key", s.vkey, "--witness", s.witness), forged, "dated back")
-	v := tamperVerify(t, s.root, 1, "--verifier-key", s.vkey, "--witness", s.witness, "--clock-skew", "10s")
+	mustName(t, clitest.Verify(t, 1, s.root, "--verifier-key", s.vkey, "--witness", s.witness), forged, "dated back")
+	v := clitest.Verify(t, 1, s.root, "--verifier-key", s.vkey, "--witness", s.witness, "--clock-skew", "10s")
 	for _, p := range v.Problems {
 		if strings.Contains(p.Detail, "dated back") {
 			t.Fatalf("dated back within --clock-skew: %+v", p)
@@ -128,13 +120,7 @@ func TestClockSkewWidensTheBackdateCheck(t *testing.T) {
 // the witness's three, each listed and counted once.
 func TestVerifyListsEachCheckpointOnce(t *testing.T) {
 	s := newSignedRoot(t)
-	r := clitest.Must(t, 0, s.root, "verify", "--json", "--verifier-key", s.vkey, "--witness", s.witness)
-	var v struct {
-		Checkpoints []struct{ Source, Result string } `json:"checkpoints"`
-	}
-	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
-		t.Fatal(err)
-	}
+	v := clitest.Verify(t, 0, s.root, "--verifier-key", s.vkey, "--witness", s.witness)
 	if len(v.Checkpoints) != 6 {
 		t.Fatalf("%d checkpoints listed, want 6: %+v", len(v.Checkpoints), v.Checkpoints)
 	}
@@ -151,20 +137,8 @@ func TestMistypedSigningKeyIsNeverPrinted(t *testing.T) {
 	s := newSignedRoot(t)
 	key := strings.TrimSpace(readFile(t, s.key))
 	run := func(value string) clitest.Result {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c := exec.CommandContext(ctx, clitest.Bin(), "checkpoint")
-		c.Env = clitest.Env(s.root, "LOCKLEDGER_SIGNING_KEY="+value)
-		var out, errb strings.Builder
-		c.Stdout, c.Stderr = &out, &errb
-		err := c.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return clitest.Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+		t.Helper()
+		return clitest.RunWith(t, s.root, []string{"LOCKLEDGER_SIGNING_KEY=" + value}, "", "checkpoint")
 	}
 	if r := run(" " + key + "\n"); r.Code != 0 {
 		t.Fatalf("key with surrounding space: exit %d: %s", r.Code, r.Stderr)
@@ -209,7 +183,7 @@ func TestProveAgainstAWitnessDirectory(t *testing.T) {
 func TestExpectHeadInUpperCase(t *testing.T) {
 	s := newSignedRoot(t)
 	h := clitest.Strings(t, s.root, "SELECT hash FROM events WHERE seq = 9")[0]
-	tamperVerify(t, s.root, 0, "--expect-head", "9:"+strings.ToUpper(h))
+	clitest.Verify(t, 0, s.root, "--expect-head", "9:"+strings.ToUpper(h))
 }
 
 // TestExportOfOnlyCheckpointLinesIsEmpty: the refusal says what the file
@@ -228,5 +202,27 @@ func TestExportOfOnlyCheckpointLinesIsEmpty(t *testing.T) {
 	r := clitest.Must(t, 1, s.root, "verify", "--file", export)
 	if !strings.Contains(r.Stdout+r.Stderr, "holds only tree and checkpoint lines") {
 		t.Fatalf("verify of checkpoint lines only:\n%s%s", r.Stdout, r.Stderr)
+	}
+}
+
+// TestAWitnessThatIsAFIFOBlocksNoWriter: a witness nobody reads (a FIFO,
+// as a stalled mount would be) neither hangs the writer that signs a
+// checkpoint nor, through the writer lock, any other writer: the lock
+// is taken, the checkpoint stays in the ledger, and the refusal is said.
+func TestAWitnessThatIsAFIFOBlocksNoWriter(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	key, fifo := filepath.Join(dir, "signing.key"), filepath.Join(dir, "witness")
+	clitest.Must(t, 0, root, "keygen", "--name", "ops", "-o", key)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	me, _ := sleeper(t)
+	r := clitest.Must(t, 0, root, "acquire", "a", "--pid", strconv.Itoa(me), "--signing-key", key, "--witness", fifo, "--checkpoint-every", "1")
+	if !strings.Contains(r.Stderr, "witness") {
+		t.Fatalf("the refused witness is not said:\n%s", r.Stderr)
+	}
+	clitest.Must(t, 0, root, "acquire", "b", "--pid", strconv.Itoa(me))
+	if n := clitest.Strings(t, root, `SELECT size FROM checkpoints`); len(n) == 0 {
+		t.Fatal("the checkpoint was not stored in the ledger")
 	}
 }

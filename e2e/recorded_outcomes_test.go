@@ -1,5 +1,9 @@
 package e2e
 
+// What the ledger records when a lock command does not do what was asked:
+// a refusal (stale, not the holder), a heartbeat whose lock was lost, a
+// release of a lock not held, a release reporting a job's failure.
+
 import (
 	"encoding/json"
 	"os"

@@ -54,55 +54,62 @@ func (f Filter) query(cols string) (string, []any) {
 	case timed && f.FromSeq == 0 && f.ToSeq == 0:
 		index = "at"
 	}
-	// col names a column in a condition: as it is where the chosen index
-	// serves the condition (at is the second column of every index), else
-	// as an expression no index serves (|| '' for text, + for seq), so
-	// that the planner picks the chosen index in both engines.
-	col := func(c string) string {
-		switch {
-		case index == "" || c == index || c == "at":
-			return c
-		case c == "seq":
-			return "+seq"
-		}
-		return c + " || ''"
-	}
+	var b binds
 	var where []string
-	var args []any
-	bind := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
 	if f.Lock != "" {
-		where = append(where, col("lock_name")+" = "+bind(f.Lock))
+		where = append(where, column("lock_name", index)+" = "+b.bind(f.Lock))
 	}
 	if f.Actor != "" {
-		where = append(where, col("actor")+" = "+bind(f.Actor))
+		where = append(where, column("actor", index)+" = "+b.bind(f.Actor))
 	}
 	if len(f.Types) > 0 {
 		marks := make([]string, len(f.Types))
 		for i, t := range f.Types {
-			marks[i] = bind(string(t))
+			marks[i] = b.bind(string(t))
 		}
-		where = append(where, col("type")+" IN ("+strings.Join(marks, ",")+")")
+		where = append(where, column("type", index)+" IN ("+strings.Join(marks, ",")+")")
 	}
 	if !f.Since.IsZero() {
-		where = append(where, col("at")+" >= "+bind(events.FormatTime(f.Since)))
+		where = append(where, column("at", index)+" >= "+b.bind(events.FormatTime(f.Since)))
 	}
 	if !f.Until.IsZero() {
-		where = append(where, col("at")+" <= "+bind(events.FormatTime(f.Until)))
+		where = append(where, column("at", index)+" <= "+b.bind(events.FormatTime(f.Until)))
 	}
 	if f.FromSeq > 0 {
-		where = append(where, col("seq")+" >= "+bind(f.FromSeq))
+		where = append(where, column("seq", index)+" >= "+b.bind(f.FromSeq))
 	}
 	if f.ToSeq > 0 {
-		where = append(where, col("seq")+" <= "+bind(f.ToSeq))
+		where = append(where, column("seq", index)+" <= "+b.bind(f.ToSeq))
 	}
 	q := "SELECT " + cols + " FROM events"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	return q + " ORDER BY " + col("seq"), args
+	return q + " ORDER BY " + column("seq", index), b.args
+}
+
+// column names column c in a condition of a query served by the index
+// whose first column is index ("" for none): as it is where that index
+// serves the condition (at is the second column of every index), else as
+// an expression no index serves (|| '' for text, + for seq), so that the
+// planner of either engine picks that index.
+func column(c, index string) string {
+	switch {
+	case index == "" || c == index || c == "at":
+		return c
+	case c == "seq":
+		return "+seq"
+	}
+	return c + " || ''"
+}
+
+// binds are a query's arguments, bound to $1, $2, ... in order.
+type binds struct{ args []any }
+
+// bind adds v and returns its placeholder.
+func (b *binds) bind(v any) string {
+	b.args = append(b.args, v)
+	return "$" + strconv.Itoa(len(b.args))
 }
 
 const eventCols = "seq, body, prev_hash, hash"

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 )
 
 // Identity says who acts: the request, the actor and the process.
@@ -372,7 +373,7 @@ func (w *writeTx) heldByNewFile(req AcquireRequest, err error) (error, error) {
 	if err != errFileExists {
 		return nil, err
 	}
-	cur, rerr := w.l.files.read(req.Lock)
+	cur, rerr := w.l.files.Read(req.Lock)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -412,9 +413,9 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 	if prev == nil || prev.target != "" {
 		// Free, or taking over another tool's file at a target path: the
 		// primary path has no file to replace.
-		j, err = w.l.files.place(req.Lock, h.file)
+		j, err = w.l.files.Place(req.Lock, h.file)
 	} else {
-		j, err = w.l.files.replace(req.Lock, h.file)
+		j, err = w.l.files.Replace(req.Lock, h.file)
 	}
 	if err != nil {
 		return nil, err
@@ -531,7 +532,7 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 		renewed.rec.LastHeartbeatAt = events.FormatLockTime(w.now)
 		renewed.file = renewed.rec.File()
 		if !w.v.interloper && !bytes.Equal(renewed.file, h.file) {
-			j, err := l.files.replace(lock, renewed.file)
+			j, err := l.files.Replace(lock, renewed.file)
 			if err != nil {
 				return nil, err
 			}
@@ -710,7 +711,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			}
 			return w.refuse(events.ActionRelease, id, h, nh)
 		}
-		if err := l.files.remove(req.Lock, h.file); err != nil {
+		if err := l.files.Remove(req.Lock, h.file); err != nil {
 			return nil, err
 		}
 		if err := w.reconcileTargets(nil); err != nil {
@@ -926,11 +927,11 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 		}
 	}
 	state, job := judge(v.holder, now, l.host, l.probe, 0)
-	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.path(v.name), Interloper: v.interloper,
+	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.Path(v.name), Interloper: v.interloper,
 		Superseded: superseded, HolderFormat: format}
 	if v.interloper {
-		if _, err := ParseLockFile(v.file.data); err != nil {
-			s.Unreadable = v.file.unreadable()
+		if _, err := ParseLockFile(v.file.Data); err != nil {
+			s.Unreadable = unreadableFile(v.file)
 		}
 	}
 	if h := v.holder; h != nil {
@@ -957,8 +958,8 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	for _, r := range rows {
 		byName[r.name] = r
 	}
-	entries, err := l.files.entries()
-	if err != nil && l.files.broken == nil {
+	entries, err := l.files.Entries()
+	if err != nil && l.files.Broken() == nil {
 		return nil, err
 	}
 	for _, e := range entries {
@@ -989,8 +990,8 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	for _, name := range sortedKeys(byName) {
 		v, err := l.inspect(name, byName[name])
 		if err != nil {
-			s := l.status(interpret(name, byName[name], fileState{}, fileState{}), now)
-			if s.State == events.StateFree && l.files.broken != nil {
+			s := l.status(interpret(name, byName[name], lockfile.State{}, lockfile.State{}), now)
+			if s.State == events.StateFree && l.files.Broken() != nil {
 				continue // the directory's problem is reported once, by Open
 			}
 			s.Problem = err.Error()

@@ -97,7 +97,7 @@ func (l *Ledger) prepareReadOnly(ctx context.Context, db *sql.DB, path string) e
 	switch {
 	case empty || cur == 0:
 		d, derr := statDB(path)
-		marker, merr := readMarkerAt(filepath.Join(l.root, WriterMux))
+		marker, merr := l.files.Marker()
 		if derr == nil && merr == nil {
 			if err := l.traceOfALedger(d, marker); err != nil {
 				return err

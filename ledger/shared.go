@@ -267,7 +267,7 @@ func (w *writeTx) tryAcquireShared(req AcquireRequest, steal *StealRequest) (*Ac
 		if steal != nil {
 			note = steal.Note
 		}
-		if err := w.l.files.remove(req.Lock, h.file); err != nil {
+		if err := w.l.files.Remove(req.Lock, h.file); err != nil {
 			return nil, nil, err
 		}
 		if err := w.removeTargets(h); err != nil {
@@ -422,7 +422,7 @@ func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, s
 		return nil, outcome, err
 	}
 	h := w.l.newHolding(req, w.now, 0)
-	j, err := w.l.files.place(req.Lock, h.file)
+	j, err := w.l.files.Place(req.Lock, h.file)
 	if err != nil {
 		outcome, err := w.heldByNewFile(req, err)
 		return nil, outcome, err

@@ -106,8 +106,11 @@ func (d *Dir) MakeLocks() error {
 	return nil
 }
 
-// Close closes the descriptors.
+// Close closes the descriptors; a nil Dir is closed already.
 func (d *Dir) Close() error {
+	if d == nil {
+		return nil
+	}
 	closeFD(d.locks.fd)
 	closeFD(d.root.fd)
 	d.locks.fd, d.root.fd = -1, -1
@@ -275,4 +278,14 @@ func (d *Dir) Entries() ([]os.DirEntry, error) {
 	entries, err := f.ReadDir(-1)
 	slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, err
+}
+
+// Exists reports whether anything (a symlink included) is at name in the
+// root.
+func (d *Dir) Exists(name string) (bool, error) {
+	if d.root.fd < 0 {
+		return false, nil
+	}
+	_, ok, err := d.root.lstat(name)
+	return ok, err
 }

@@ -307,7 +307,7 @@ func (l *Ledger) checkLocksDir() {
 // with ErrLedgerGone where the root shows that it held one (see root.go),
 // before anything in the root is created.
 func (l *Ledger) mustExist(dbPath string) error {
-	d, err := statDB(dbPath)
+	d, err := l.statDB()
 	if err != nil || !d.empty() {
 		return err
 	}
@@ -339,7 +339,7 @@ func (l *Ledger) openWritable(ctx context.Context, dbPath string, patience time.
 	if err != nil {
 		return err
 	}
-	d, err := statDB(dbPath)
+	d, err := l.statDB()
 	if err != nil {
 		return err
 	}
@@ -352,7 +352,7 @@ func (l *Ledger) openWritable(ctx context.Context, dbPath string, patience time.
 		if marker, err = l.flock.Marker(); err != nil {
 			return err
 		}
-		if d, err = statDB(dbPath); err != nil {
+		if d, err = l.statDB(); err != nil {
 			return err
 		}
 	}
@@ -566,7 +566,7 @@ func (l *Ledger) trimWAL() {
 	if _, ok := l.store.(sqliteStore); !ok {
 		return
 	}
-	fi, err := os.Stat(filepath.Join(l.root, DBFile) + "-wal")
+	fi, err := l.files.Lstat(DBFile + "-wal")
 	if err != nil || fi.Size() <= walTrimAbove {
 		return
 	}

@@ -33,13 +33,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/migrations"
 )
@@ -56,12 +52,13 @@ type dbFile struct {
 
 func (d dbFile) empty() bool { return d.size == 0 }
 
-// statDB looks at path without handing it to SQLite: a symlink or other
-// non-regular file, and a file that does not start with SQLite's header,
-// are refused.
-func statDB(path string) (dbFile, error) {
+// statDB looks at ROOT/ledger.db without handing it to SQLite: a symlink
+// or other non-regular file, and a file that does not start with SQLite's
+// header, are refused.
+func (l *Ledger) statDB() (dbFile, error) {
+	path := filepath.Join(l.root, DBFile)
 	d := dbFile{path: path}
-	fi, err := os.Lstat(path)
+	fi, err := l.files.Lstat(DBFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -72,7 +69,7 @@ func statDB(path string) (dbFile, error) {
 		d.size = fi.Size()
 	}
 	if d.size > 0 {
-		head, err := readHead(path, len(sqliteHeader))
+		head, err := l.files.ReadHead(DBFile, len(sqliteHeader))
 		if err != nil {
 			return d, fmt.Errorf("ledger: %w", err)
 		}
@@ -81,32 +78,17 @@ func statDB(path string) (dbFile, error) {
 				path, ErrNotALedger)
 		}
 	}
-	if wi, err := os.Lstat(path + "-wal"); err == nil && wi.Mode().IsRegular() {
+	if wi, err := l.files.Lstat(DBFile + "-wal"); err == nil && wi.Mode().IsRegular() {
 		d.wal = wi.Size()
 	}
 	return d, nil
-}
-
-func readHead(path string, n int) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	b := make([]byte, n)
-	k, err := io.ReadFull(f, b)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, err
-	}
-	return b[:k], nil
 }
 
 // traceOfALedger says what in the root shows that it held a ledger, given
 // the database files and writer.flock's marker; nil when nothing does.
 func (l *Ledger) traceOfALedger(d dbFile, marker string) error {
 	what := "is missing"
-	if _, err := os.Lstat(d.path); err == nil {
+	if _, err := l.files.Lstat(DBFile); err == nil {
 		what = "is empty"
 		if d.size > 0 {
 			what = "holds no ledger"
@@ -175,7 +157,7 @@ func (l *Ledger) ledgerTrace() (string, error) {
 // first open makes ledger.db non-empty before it leaves any trace, so a
 // trace seen while ledger.db is still empty is a lost ledger's.
 func (l *Ledger) precheck(ctx context.Context, dbPath string) error {
-	d, err := statDB(dbPath)
+	d, err := l.statDB()
 	if err != nil {
 		return err
 	}
@@ -188,7 +170,7 @@ func (l *Ledger) precheck(ctx context.Context, dbPath string) error {
 		if terr == nil {
 			return nil
 		}
-		if again, err := statDB(dbPath); err != nil || !again.empty() {
+		if again, err := l.statDB(); err != nil || !again.empty() {
 			return err // a ledger was created meanwhile
 		}
 		return terr

@@ -21,17 +21,18 @@ const (
 // opened once without following a symlink. Every file below is reached
 // through them. Lock names (NAME in NAME.lock) are single path components.
 type Dir struct {
-	root  at // fd -1: the root does not exist (a reader's look)
-	locks at // fd -1: there is no locks directory
+	root   at    // fd -1: the root does not exist (a reader's look)
+	noRoot error // why root.fd is -1 where the root is not missing
+	locks  at    // fd -1: there is no locks directory
 	// broken says why the locks directory cannot be used (a file or a
 	// symlink in its place, no permission). Reads of lock files report it.
 	broken error
 }
 
 // Open opens the root at root (absolute) and its locks directory, where
-// they exist; nothing is created. A missing root or locks directory holds
-// nothing; a locks directory that cannot be opened, or is not a directory,
-// leaves Broken set.
+// they exist; nothing is created. A missing root or locks directory, and a
+// root that is not a directory, hold nothing; a locks directory that
+// cannot be opened, or is not a directory, leaves Broken set.
 func Open(root string) (*Dir, error) {
 	d := &Dir{root: at{fd: -1, path: root}, locks: at{fd: -1, path: filepath.Join(root, LocksName)}}
 	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -39,7 +40,10 @@ func Open(root string) (*Dir, error) {
 	case err == unix.ENOENT:
 		return d, nil
 	case err == unix.ELOOP || err == unix.ENOTDIR:
-		return nil, &UnsafePathError{Path: root, Reason: "is not a directory"}
+		// Nothing to read; what to make of a root that is a symlink or a
+		// file is the caller's to say (writes here are refused).
+		d.noRoot = &UnsafePathError{Path: root, Reason: "is not a directory"}
+		return d, nil
 	case err != nil:
 		return nil, &os.PathError{Op: "open", Path: root, Err: err}
 	}
@@ -77,8 +81,8 @@ func (d *Dir) openLocks() error {
 // (2770 in a shared root), and opens it; anything but a directory in its
 // place is refused.
 func (d *Dir) MakeLocks() error {
-	if d.root.fd < 0 {
-		return &os.PathError{Op: "open", Path: d.root.path, Err: os.ErrNotExist}
+	if err := d.rootErr(); err != nil {
+		return err
 	}
 	if d.locks.fd >= 0 {
 		return nil
@@ -104,6 +108,17 @@ func (d *Dir) MakeLocks() error {
 		}
 	}
 	return nil
+}
+
+// rootErr says why there is no root to write in; nil when there is one.
+func (d *Dir) rootErr() error {
+	switch {
+	case d.root.fd >= 0:
+		return nil
+	case d.noRoot != nil:
+		return d.noRoot
+	}
+	return &os.PathError{Op: "open", Path: d.root.path, Err: os.ErrNotExist}
 }
 
 // Close closes the descriptors; a nil Dir is closed already.

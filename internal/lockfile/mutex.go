@@ -21,8 +21,8 @@ type Mutex struct{ f *os.File }
 // OpenMutex opens ROOT/writer.flock, creating it with mode 0600 (0660 in
 // a shared root) if it is missing.
 func (d *Dir) OpenMutex() (*Mutex, error) {
-	if d.root.fd < 0 {
-		return nil, &os.PathError{Op: "open", Path: d.root.path, Err: os.ErrNotExist}
+	if err := d.rootErr(); err != nil {
+		return nil, err
 	}
 	mode := d.root.fileMode()
 	fd, err := d.root.openIn(MutexName, unix.O_RDWR|unix.O_CREAT, mode)
@@ -116,8 +116,8 @@ func readMarker(f *os.File) (string, error) {
 // whose mode was right from the start. Anything but a regular file there
 // is refused.
 func (d *Dir) CreateFile(name string) error {
-	if d.root.fd < 0 {
-		return &os.PathError{Op: "create", Path: d.root.path, Err: os.ErrNotExist}
+	if err := d.rootErr(); err != nil {
+		return err
 	}
 	mode := d.root.fileMode()
 	fd, err := d.root.openIn(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)

@@ -676,7 +676,7 @@ func (l *Ledger) setRoot(root string) error {
 }
 
 // ensureRoot creates root where it is missing, and shares it with group
-// where one is given (share.go).
+// where one is given (see WithGroup).
 func ensureRoot(root string, group *int) error {
 	fi, err := os.Lstat(root)
 	if errors.Is(err, fs.ErrNotExist) {

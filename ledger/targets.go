@@ -204,7 +204,7 @@ func owns(h *holding, path string) (events.Target, bool) {
 }
 
 // recoverTarget undoes or finishes a file change at path that a process
-// left behind (see lockFiles), given the bytes the committed holder
+// left behind (see internal/lockfile), given the bytes the committed holder
 // projects there (nil if none), and restores a missing file of a holder.
 func (l *Ledger) recoverTarget(path string, committed []byte) error {
 	journal, err := lockfile.ReadFile(lockfile.JournalOf(path))

@@ -113,7 +113,7 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 // commit commits the transaction while the lock file's journal is fsynced
 // beside it: both flushes go to disk together instead of one after the
 // other. The journal stays until both are done, so a crash in between is
-// undone or finished by the next writer (see lockFiles).
+// undone or finished by the next writer (see internal/lockfile).
 func (w *writeTx) commit() error {
 	if len(w.journals) == 0 {
 		return w.tx.Commit()

@@ -110,37 +110,6 @@ func readMarker(f *os.File) (string, error) {
 	return strings.TrimSpace(string(b[:n])), nil
 }
 
-// CreateFile creates an empty file name in the root with mode 0600 (0660
-// in a shared root) unless it exists, so that a program that opens it
-// later (SQLite, whose -wal and -shm files copy its mode) opens a file
-// whose mode was right from the start. Anything but a regular file there
-// is refused.
-func (d *Dir) CreateFile(name string) error {
-	if err := d.rootErr(); err != nil {
-		return err
-	}
-	mode := d.root.fileMode()
-	fd, err := d.root.openIn(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
-	if err == unix.EEXIST {
-		st, ok, err := d.root.lstat(name)
-		if err != nil || !ok {
-			return err
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG {
-			return &UnsafePathError{Path: d.root.join(name), Reason: "is not a regular file"}
-		}
-		return nil
-	}
-	if err != nil {
-		return d.root.openErr("create", name, err)
-	}
-	if err := fixMode(fd, mode); err != nil {
-		unix.Close(fd)
-		return &os.PathError{Op: "chmod", Path: d.root.join(name), Err: err}
-	}
-	return unix.Close(fd)
-}
-
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

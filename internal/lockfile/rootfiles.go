@@ -1,5 +1,8 @@
 package lockfile
 
+// The files of the root beside the locks directory: ledger.db (which
+// SQLite opens by its path once it exists) and its -wal and -shm.
+
 import (
 	"errors"
 	"io"
@@ -9,6 +12,37 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+// CreateFile creates an empty file name in the root with mode 0600 (0660
+// in a shared root) unless it exists, so that a program that opens it
+// later (SQLite, whose -wal and -shm files copy its mode) opens a file
+// whose mode was right from the start. Anything but a regular file there
+// is refused.
+func (d *Dir) CreateFile(name string) error {
+	if err := d.rootErr(); err != nil {
+		return err
+	}
+	mode := d.root.fileMode()
+	fd, err := d.root.openIn(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
+	if err == unix.EEXIST {
+		st, ok, err := d.root.lstat(name)
+		if err != nil || !ok {
+			return err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return &UnsafePathError{Path: d.root.join(name), Reason: "is not a regular file"}
+		}
+		return nil
+	}
+	if err != nil {
+		return d.root.openErr("create", name, err)
+	}
+	if err := fixMode(fd, mode); err != nil {
+		unix.Close(fd)
+		return &os.PathError{Op: "chmod", Path: d.root.join(name), Err: err}
+	}
+	return unix.Close(fd)
+}
 
 // Lstat is os.Lstat of name in the root, through the root's descriptor: a
 // missing root or name fails with an error matching fs.ErrNotExist.

@@ -29,13 +29,18 @@ type Aside struct {
 // (link(2) fails on an existing name). A link to the same file left by an
 // earlier run is reused. ErrChangedMeanwhile if lock's file is no longer f.
 func (d *Dir) KeepAside(lock string, f State, now time.Time) (Aside, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return Aside{}, err
+	}
 	l, err := d.writable()
 	if err != nil {
 		return Aside{}, err
 	}
 	file := fileName(lock)
 	base := file + ".corrupt-"
-	entries, err := d.Entries()
+	entries, err := d.entries()
 	if err != nil {
 		return Aside{}, err
 	}
@@ -75,6 +80,11 @@ func (d *Dir) KeepAside(lock string, f State, now time.Time) (Aside, error) {
 
 // DropAside removes a file KeepAside kept at path.
 func (d *Dir) DropAside(path string) error {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return err
+	}
 	if filepath.Dir(path) != d.locks.path || !strings.Contains(filepath.Base(path), ".lock.corrupt-") {
 		return &UnsafePathError{Path: path, Reason: "is not a file kept aside in " + d.locks.path}
 	}

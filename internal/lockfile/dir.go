@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,6 +22,10 @@ const (
 // opened once without following a symlink. Every file below is reached
 // through them. Lock names (NAME in NAME.lock) are single path components.
 type Dir struct {
+	// mu keeps the descriptors open while they are used: Close waits for
+	// the uses under way, and every use after it fails with ErrClosed.
+	mu     sync.RWMutex
+	closed bool
 	root   at    // fd -1: the root does not exist (a reader's look)
 	noRoot error // why root.fd is -1 where the root is not missing
 	locks  at    // fd -1: there is no locks directory
@@ -81,6 +86,11 @@ func (d *Dir) openLocks() error {
 // (2770 in a shared root), and opens it; anything but a directory in its
 // place is refused.
 func (d *Dir) MakeLocks() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
 	if err := d.rootErr(); err != nil {
 		return err
 	}
@@ -110,6 +120,17 @@ func (d *Dir) MakeLocks() error {
 	return nil
 }
 
+// use holds the descriptors open until done is called; after Close it
+// fails with ErrClosed.
+func (d *Dir) use() (done func(), err error) {
+	d.mu.RLock()
+	if d.closed {
+		d.mu.RUnlock()
+		return func() {}, ErrClosed
+	}
+	return d.mu.RUnlock, nil
+}
+
 // rootErr says why there is no root to write in; nil when there is one.
 func (d *Dir) rootErr() error {
 	switch {
@@ -126,6 +147,9 @@ func (d *Dir) Close() error {
 	if d == nil {
 		return nil
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
 	closeFD(d.locks.fd)
 	closeFD(d.root.fd)
 	d.locks.fd, d.root.fd = -1, -1
@@ -142,7 +166,11 @@ func (d *Dir) LocksDir() string { return d.locks.path }
 func (d *Dir) Broken() error { return d.broken }
 
 // Shared reports whether the root is shared with its group.
-func (d *Dir) Shared() bool { return d.root.shared() }
+func (d *Dir) Shared() bool {
+	done, err := d.use()
+	defer done()
+	return err == nil && d.root.shared()
+}
 
 // fileName is lock's file name in the locks directory.
 func fileName(lock string) string { return lock + ".lock" }
@@ -191,6 +219,11 @@ func (d *Dir) writable() (at, error) {
 
 // Read returns lock's file; a missing file (or locks directory) is State{}.
 func (d *Dir) Read(lock string) (State, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return State{}, err
+	}
 	l, err := d.readable()
 	if err != nil || l.fd < 0 {
 		return State{}, err
@@ -200,6 +233,11 @@ func (d *Dir) Read(lock string) (State, error) {
 
 // ReadJournal returns lock's journal (see journal.go).
 func (d *Dir) ReadJournal(lock string) (State, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return State{}, err
+	}
 	l, err := d.readable()
 	if err != nil || l.fd < 0 {
 		return State{}, err
@@ -211,6 +249,11 @@ func (d *Dir) ReadJournal(lock string) (State, error) {
 // (ErrExists). It returns the journal, open, for the caller to fsync with
 // its commit (SyncClose) and remove after it (Done).
 func (d *Dir) Place(lock string, data []byte) (*os.File, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return nil, err
+	}
 	l, err := d.writable()
 	if err != nil {
 		return nil, err
@@ -221,6 +264,11 @@ func (d *Dir) Place(lock string, data []byte) (*os.File, error) {
 // Replace atomically swaps lock's file for one holding data. It returns
 // the journal, open, as Place does.
 func (d *Dir) Replace(lock string, data []byte) (*os.File, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return nil, err
+	}
 	l, err := d.writable()
 	if err != nil {
 		return nil, err
@@ -230,6 +278,11 @@ func (d *Dir) Replace(lock string, data []byte) (*os.File, error) {
 
 // Remove deletes lock's file if it still holds exactly data.
 func (d *Dir) Remove(lock string, data []byte) error {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return err
+	}
 	l, err := d.writable()
 	if err != nil {
 		return err
@@ -239,6 +292,11 @@ func (d *Dir) Remove(lock string, data []byte) error {
 
 // Drop deletes lock's file, whatever it holds.
 func (d *Dir) Drop(lock string) error {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return err
+	}
 	l, err := d.writable()
 	if err != nil {
 		return err
@@ -249,6 +307,11 @@ func (d *Dir) Drop(lock string) error {
 // DropIfInode deletes lock's file if it still is the file ino, and leaves
 // anything that took its place.
 func (d *Dir) DropIfInode(lock string, ino uint64) error {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return err
+	}
 	l, err := d.writable()
 	if err != nil {
 		return err
@@ -262,6 +325,11 @@ func (d *Dir) DropIfInode(lock string, ino uint64) error {
 
 // Done removes lock's journal once the change is committed.
 func (d *Dir) Done(lock string) error {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return err
+	}
 	if d.locks.fd < 0 {
 		return nil
 	}
@@ -271,6 +339,11 @@ func (d *Dir) Done(lock string) error {
 // Settle removes lock's journal and swap file: an interrupted write is
 // over once its lock file is dropped or kept.
 func (d *Dir) Settle(lock string) error {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return err
+	}
 	if d.locks.fd < 0 {
 		return nil
 	}
@@ -280,6 +353,16 @@ func (d *Dir) Settle(lock string) error {
 // Entries lists the locks directory, sorted by name; a missing one holds
 // nothing.
 func (d *Dir) Entries() ([]os.DirEntry, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return nil, err
+	}
+	return d.entries()
+}
+
+// entries is Entries for a caller that holds the descriptors.
+func (d *Dir) entries() ([]os.DirEntry, error) {
 	l, err := d.readable()
 	if err != nil || l.fd < 0 {
 		return nil, err
@@ -298,6 +381,11 @@ func (d *Dir) Entries() ([]os.DirEntry, error) {
 // Exists reports whether anything (a symlink included) is at name in the
 // root.
 func (d *Dir) Exists(name string) (bool, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return false, err
+	}
 	if d.root.fd < 0 {
 		return false, nil
 	}

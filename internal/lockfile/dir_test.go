@@ -292,3 +292,17 @@ func TestCreateFileRefusesANonRegularFile(t *testing.T) {
 		t.Fatalf("CreateFile over a directory: %v, want ErrUnsafePath", err)
 	}
 }
+
+func TestUseAfterCloseFails(t *testing.T) {
+	d, _ := openRoot(t)
+	d.Close()
+	if _, err := d.Read("a"); !errors.Is(err, lockfile.ErrClosed) {
+		t.Errorf("Read after Close: %v, want ErrClosed", err)
+	}
+	if _, err := d.Place("a", []byte("x")); !errors.Is(err, lockfile.ErrClosed) {
+		t.Errorf("Place after Close: %v, want ErrClosed", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+}

@@ -13,6 +13,8 @@ var (
 	ErrExists = errors.New("lock file exists")
 	// ErrBusy: another process held the writer mutex past the wait allowed.
 	ErrBusy = errors.New("ledger busy: another process held the writer lock past the busy timeout")
+	// ErrClosed: the Dir was used after Close.
+	ErrClosed = errors.New("lockfile: root directory used after Close")
 	// ErrChangedMeanwhile: the file at a lock path changed between its
 	// reading and its linking (KeepAside).
 	ErrChangedMeanwhile = errors.New("lock file changed meanwhile")

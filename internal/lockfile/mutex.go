@@ -21,6 +21,11 @@ type Mutex struct{ f *os.File }
 // OpenMutex opens ROOT/writer.flock, creating it with mode 0600 (0660 in
 // a shared root) if it is missing.
 func (d *Dir) OpenMutex() (*Mutex, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return nil, err
+	}
 	if err := d.rootErr(); err != nil {
 		return nil, err
 	}
@@ -86,6 +91,11 @@ func (m *Mutex) Close() error { return m.f.Close() }
 
 // Marker is Mutex.Marker for a reader, which does not create the file.
 func (d *Dir) Marker() (string, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return "", err
+	}
 	if d.root.fd < 0 {
 		return "", nil
 	}

@@ -19,6 +19,11 @@ import (
 // whose mode was right from the start. Anything but a regular file there
 // is refused.
 func (d *Dir) CreateFile(name string) error {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return err
+	}
 	if err := d.rootErr(); err != nil {
 		return err
 	}
@@ -47,6 +52,11 @@ func (d *Dir) CreateFile(name string) error {
 // Lstat is os.Lstat of name in the root, through the root's descriptor: a
 // missing root or name fails with an error matching fs.ErrNotExist.
 func (d *Dir) Lstat(name string) (fs.FileInfo, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return nil, err
+	}
 	if d.root.fd < 0 {
 		return nil, &os.PathError{Op: "lstat", Path: d.root.join(name), Err: fs.ErrNotExist}
 	}
@@ -63,6 +73,11 @@ func (d *Dir) Lstat(name string) (fs.FileInfo, error) {
 // ReadHead returns the first n bytes of name in the root (fewer where it
 // is shorter), never following a symlink.
 func (d *Dir) ReadHead(name string, n int) ([]byte, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return nil, err
+	}
 	if err := d.rootErr(); err != nil {
 		return nil, err
 	}

@@ -20,7 +20,9 @@ type Watch struct {
 
 // Watch watches lock's file. Close it when done.
 func (d *Dir) Watch(lock string) *Watch {
-	if d.locks.fd < 0 {
+	done, err := d.use()
+	defer done()
+	if err != nil || d.locks.fd < 0 {
 		return &Watch{fd: -1}
 	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)

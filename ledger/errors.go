@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -36,7 +37,7 @@ var (
 	// created (exit 1).
 	ErrLedgerGone = errors.New("this root held a ledger")
 	// ErrUnsafePath: a lock path is a symlink, a directory or otherwise not a regular file.
-	ErrUnsafePath = errors.New("unsafe lock path")
+	ErrUnsafePath = lockfile.ErrUnsafePath
 	// ErrOldSchema: a read-only open found a database that needs migrating
 	// first (a writable open migrates it).
 	ErrOldSchema = errors.New("ledger schema needs upgrading")
@@ -231,12 +232,4 @@ func (e *NotHolderError) Unwrap() error {
 }
 
 // UnsafePathError reports a lock path the ledger refuses to touch.
-type UnsafePathError struct {
-	Path   string
-	Reason string
-}
-
-func (e *UnsafePathError) Error() string {
-	return fmt.Sprintf("%s: %s (refusing to touch it)", e.Path, e.Reason)
-}
-func (e *UnsafePathError) Unwrap() error { return ErrUnsafePath }
+type UnsafePathError = lockfile.UnsafePathError

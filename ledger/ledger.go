@@ -22,9 +22,8 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/migrations"
 )
@@ -39,8 +38,8 @@ const (
 // File names inside the root.
 const (
 	DBFile    = "ledger.db"
-	LocksDir  = "locks"
-	WriterMux = "writer.flock"
+	LocksDir  = lockfile.LocksName
+	WriterMux = lockfile.MutexName
 )
 
 type config struct {
@@ -176,8 +175,8 @@ type Ledger struct {
 	root     string
 	db       *sql.DB
 	store    store
-	dbName   string // the PostgreSQL database, for messages; "" for ROOT/ledger.db
-	files    lockFiles
+	dbName   string        // the PostgreSQL database, for messages; "" for ROOT/ledger.db
+	files    *lockfile.Dir // ROOT and ROOT/locks, opened once
 	now      func() time.Time
 	busy     time.Duration
 	log      *slog.Logger
@@ -195,7 +194,7 @@ type Ledger struct {
 	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
 	// publishing counts witness copies under way (see publish).
 	publishing sync.WaitGroup
-	flock      *os.File
+	flock      *lockfile.Mutex
 	closed     bool
 }
 
@@ -203,7 +202,7 @@ type Ledger struct {
 // of one. A root that held a ledger now missing or emptied fails with
 // ErrLedgerGone, a ledger.db that is another application's with
 // ErrNotALedger (see root.go); neither is written to.
-func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
+func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err error) {
 	c := config{now: time.Now, busy: DefaultBusyTimeout, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		probe: &proc.Local{}, create: true, poolSize: DefaultPoolSize,
 		signing: signing{every: DefaultCheckpointEvery, interval: DefaultCheckpointInterval, timeout: DefaultWitnessTimeout}}
@@ -219,12 +218,19 @@ func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
 	if root == "" {
 		return nil, events.Invalid("root", root, "must not be empty")
 	}
-	root, err := resolveRoot(root)
+	root, err = resolveRoot(root)
 	if err != nil {
 		return nil, err
 	}
 	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly, signing: c.signing}
-	l.setRoot(root)
+	if err := l.setRoot(root); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			l.files.Close()
+		}
+	}()
 	if c.database != "" {
 		if err := l.openShared(ctx, &c); err != nil {
 			return nil, err
@@ -271,17 +277,17 @@ func (l *Ledger) makeRoot(group *int) error {
 	if err != nil {
 		return err
 	}
-	l.setRoot(root)
-	return nil
+	l.files.Close()
+	return l.setRoot(root)
 }
 
 // openWriterMux creates the locks directory and opens ROOT/writer.flock,
 // this host's writer mutex.
 func (l *Ledger) openWriterMux() error {
-	if err := ensureDir(l.files.dir); err != nil {
+	if err := l.files.MakeLocks(); err != nil {
 		return fmt.Errorf("ledger: locks directory: %w", err)
 	}
-	f, err := openPrivate(filepath.Join(l.root, WriterMux))
+	f, err := l.files.OpenMutex()
 	if err != nil {
 		return fmt.Errorf("ledger: writer mutex: %w", err)
 	}
@@ -293,8 +299,7 @@ func (l *Ledger) openWriterMux() error {
 // not depend on lock files, so a directory that cannot be read is noted
 // and reported wherever lock files are read, and the events read anyway.
 func (l *Ledger) checkLocksDir() {
-	if err := checkDir(l.files.dir); err != nil {
-		l.files.broken = fmt.Errorf("ledger: locks directory: %w", err)
+	if err := l.files.Broken(); err != nil {
 		l.log.Warn("the locks directory cannot be read; lock files are left out", "err", err)
 	}
 }
@@ -303,11 +308,11 @@ func (l *Ledger) checkLocksDir() {
 // with ErrLedgerGone where the root shows that it held one (see root.go),
 // before anything in the root is created.
 func (l *Ledger) mustExist(dbPath string) error {
-	d, err := statDB(dbPath)
+	d, err := l.statDB()
 	if err != nil || !d.empty() {
 		return err
 	}
-	marker, err := readMarkerAt(filepath.Join(l.root, WriterMux))
+	marker, err := l.files.Marker()
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
@@ -331,24 +336,24 @@ type birth struct {
 // other is looked at again under the writer mutex, so that of concurrent
 // first opens one creates the ledger and the others find it made.
 func (l *Ledger) openWritable(ctx context.Context, dbPath string, patience time.Duration, create bool) error {
-	marker, err := readMarker(l.flock)
+	marker, err := l.flock.Marker()
 	if err != nil {
 		return err
 	}
-	d, err := statDB(dbPath)
+	d, err := l.statDB()
 	if err != nil {
 		return err
 	}
 	if d.empty() || marker == "" {
-		unlock, err := lockMux(ctx, l.flock, patience)
+		unlock, err := l.flock.Lock(ctx, patience, 5*time.Millisecond)
 		if err != nil {
 			return fmt.Errorf("ledger: open %s: %w", dbPath, err)
 		}
 		defer unlock()
-		if marker, err = readMarker(l.flock); err != nil {
+		if marker, err = l.flock.Marker(); err != nil {
 			return err
 		}
-		if d, err = statDB(dbPath); err != nil {
+		if d, err = l.statDB(); err != nil {
 			return err
 		}
 	}
@@ -360,7 +365,7 @@ func (l *Ledger) openWritable(ctx context.Context, dbPath string, patience time.
 		if !create {
 			return fmt.Errorf("%w at %s (nothing has been recorded there; check --root or LOCKLEDGER_ROOT)", ErrNoLedger, l.root)
 		}
-		if err := createPrivate(dbPath); err != nil {
+		if err := l.files.CreateFile(DBFile); err != nil {
 			return fmt.Errorf("ledger: %w", err)
 		}
 	}
@@ -372,7 +377,7 @@ func (l *Ledger) openWritable(ctx context.Context, dbPath string, patience time.
 		return err
 	}
 	if marker == "" {
-		return writeMarker(l.flock, l.id)
+		return l.flock.SetMarker(l.id)
 	}
 	return nil
 }
@@ -498,6 +503,7 @@ func (l *Ledger) Close() error {
 		return nil
 	}
 	l.closed = true
+	defer l.files.Close()
 	l.stmtMu.Lock()
 	for _, st := range l.stmts {
 		st.Close()
@@ -528,6 +534,7 @@ func (l *Ledger) Detach() error {
 		return nil
 	}
 	l.closed = true
+	defer l.files.Close()
 	if s, ok := l.store.(*pgStore); ok {
 		err := s.closeWithin(detachWait)
 		if l.flock != nil {
@@ -560,7 +567,7 @@ func (l *Ledger) trimWAL() {
 	if _, ok := l.store.(sqliteStore); !ok {
 		return
 	}
-	fi, err := os.Stat(filepath.Join(l.root, DBFile) + "-wal")
+	fi, err := l.files.Lstat(DBFile + "-wal")
 	if err != nil || fi.Size() <= walTrimAbove {
 		return
 	}
@@ -634,10 +641,10 @@ func (l *Ledger) Host() Host { return l.host }
 func (l *Ledger) DB() *sql.DB { return l.db }
 
 // LockPath is the lock file path of name.
-func (l *Ledger) LockPath(name string) string { return l.files.path(name) }
+func (l *Ledger) LockPath(name string) string { return l.files.Path(name) }
 
 // LocksDir is the directory of lock files.
-func (l *Ledger) LocksDir() string { return l.files.dir }
+func (l *Ledger) LocksDir() string { return l.files.LocksDir() }
 
 // resolveRoot is root as every command uses it, reading or writing:
 // absolute, and with its symlinks resolved where it exists, so that a root
@@ -659,27 +666,32 @@ func resolveRoot(root string) (string, error) {
 	return "", fmt.Errorf("ledger: root %s: %w", root, err)
 }
 
-func (l *Ledger) setRoot(root string) {
-	l.root = root
-	l.files.dir = filepath.Join(root, LocksDir)
+// setRoot opens the root's files (lockfile.Open: nothing is created).
+func (l *Ledger) setRoot(root string) error {
+	files, err := lockfile.Open(root)
+	if err != nil {
+		return fmt.Errorf("ledger: root %s: %w", root, err)
+	}
+	l.root, l.files = root, files
+	return nil
 }
 
 // ensureRoot creates root where it is missing, and shares it with group
-// where one is given (share.go).
+// where one is given (see WithGroup).
 func ensureRoot(root string, group *int) error {
 	fi, err := os.Lstat(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		if group == nil {
-			if err := os.MkdirAll(root, privateDirMode); err != nil {
+			if err := os.MkdirAll(root, lockfile.PrivateDirMode); err != nil {
 				return fmt.Errorf("ledger: create root: %w", err)
 			}
 			return nil
 		}
-		if err := mkdirReachable(filepath.Dir(root)); err != nil {
+		if err := lockfile.MkdirReachable(filepath.Dir(root)); err != nil {
 			return fmt.Errorf("ledger: create root: %w", err)
 		}
 		created := true
-		if err := os.Mkdir(root, privateDirMode); errors.Is(err, fs.ErrExist) {
+		if err := os.Mkdir(root, lockfile.PrivateDirMode); errors.Is(err, fs.ErrExist) {
 			created = false
 		} else if err != nil {
 			return fmt.Errorf("ledger: create root: %w", err)
@@ -699,47 +711,6 @@ func ensureRoot(root string, group *int) error {
 		return shareRoot(root, *group, false)
 	}
 	return nil
-}
-
-// createPrivate creates an empty file with mode 0600 (0660 in a shared
-// root) unless it exists, so that SQLite opens a file whose mode was right
-// from the start (its -wal and -shm files copy that mode).
-func createPrivate(path string) error {
-	mode := fileModeIn(filepath.Dir(path))
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-	if errors.Is(err, unix.EEXIST) {
-		fi, err := os.Lstat(path)
-		if err != nil {
-			return err
-		}
-		if !fi.Mode().IsRegular() {
-			return &UnsafePathError{Path: path, Reason: "is not a regular file"}
-		}
-		return nil
-	}
-	if err != nil {
-		return &os.PathError{Op: "create", Path: path, Err: err}
-	}
-	if err := fixFileMode(fd, mode); err != nil {
-		unix.Close(fd)
-		return &os.PathError{Op: "chmod", Path: path, Err: err}
-	}
-	return unix.Close(fd)
-}
-
-// openPrivate opens path, creating it with mode 0600 (0660 in a shared
-// root) if it is missing.
-func openPrivate(path string) (*os.File, error) {
-	mode := fileModeIn(filepath.Dir(path))
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	if err := fixFileMode(fd, mode); err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "chmod", Path: path, Err: err}
-	}
-	return os.NewFile(uintptr(fd), path), nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -39,7 +38,7 @@ func roDSN(path string, busy time.Duration, immutable bool) string {
 // those cases are refused with the reason. An immutable read assumes that
 // no writer starts on the file while it reads.
 func (l *Ledger) openReadOnly(ctx context.Context, path string) error {
-	fi, err := os.Lstat(path)
+	fi, err := l.files.Lstat(DBFile)
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
@@ -51,11 +50,11 @@ func (l *Ledger) openReadOnly(ctx context.Context, path string) error {
 	if err == nil || !cannotIndexWAL(err) {
 		return err
 	}
-	if _, serr := os.Lstat(path + "-shm"); serr == nil {
+	if _, serr := l.files.Lstat(DBFile + "-shm"); serr == nil {
 		return fmt.Errorf("ledger: %s cannot be opened read-only although %s exists (a writer may have it open, so it cannot be read as immutable): %w",
 			path, filepath.Base(path)+"-shm", err)
 	}
-	wal, werr := os.Stat(path + "-wal")
+	wal, werr := l.files.Lstat(DBFile + "-wal")
 	switch {
 	case werr == nil && wal.Size() > 0:
 		return fmt.Errorf("ledger: %s is read-only and %s holds commits not yet copied into %s; SQLite needs to create %s to read them: make the root writable, or read a writable copy of it (%w)",
@@ -96,8 +95,8 @@ func (l *Ledger) prepareReadOnly(ctx context.Context, db *sql.DB, path string) e
 	}
 	switch {
 	case empty || cur == 0:
-		d, derr := statDB(path)
-		marker, merr := readMarkerAt(filepath.Join(l.root, WriterMux))
+		d, derr := l.statDB()
+		marker, merr := l.files.Marker()
 		if derr == nil && merr == nil {
 			if err := l.traceOfALedger(d, marker); err != nil {
 				return err

@@ -33,16 +33,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/migrations"
 )
@@ -59,12 +52,13 @@ type dbFile struct {
 
 func (d dbFile) empty() bool { return d.size == 0 }
 
-// statDB looks at path without handing it to SQLite: a symlink or other
-// non-regular file, and a file that does not start with SQLite's header,
-// are refused.
-func statDB(path string) (dbFile, error) {
+// statDB looks at ROOT/ledger.db without handing it to SQLite: a symlink
+// or other non-regular file, and a file that does not start with SQLite's
+// header, are refused.
+func (l *Ledger) statDB() (dbFile, error) {
+	path := filepath.Join(l.root, DBFile)
 	d := dbFile{path: path}
-	fi, err := os.Lstat(path)
+	fi, err := l.files.Lstat(DBFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -75,7 +69,7 @@ func statDB(path string) (dbFile, error) {
 		d.size = fi.Size()
 	}
 	if d.size > 0 {
-		head, err := readHead(path, len(sqliteHeader))
+		head, err := l.files.ReadHead(DBFile, len(sqliteHeader))
 		if err != nil {
 			return d, fmt.Errorf("ledger: %w", err)
 		}
@@ -84,68 +78,17 @@ func statDB(path string) (dbFile, error) {
 				path, ErrNotALedger)
 		}
 	}
-	if wi, err := os.Lstat(path + "-wal"); err == nil && wi.Mode().IsRegular() {
+	if wi, err := l.files.Lstat(DBFile + "-wal"); err == nil && wi.Mode().IsRegular() {
 		d.wal = wi.Size()
 	}
 	return d, nil
-}
-
-func readHead(path string, n int) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	b := make([]byte, n)
-	k, err := io.ReadFull(f, b)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, err
-	}
-	return b[:k], nil
-}
-
-// readMarker is the ledger id writer.flock records ("" when it records none).
-func readMarker(f *os.File) (string, error) {
-	b := make([]byte, 256)
-	n, err := f.ReadAt(b, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("ledger: read %s: %w", f.Name(), err)
-	}
-	return strings.TrimSpace(string(b[:n])), nil
-}
-
-// readMarkerAt is readMarker for a reader, which does not create the file.
-func readMarkerAt(path string) (string, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return "", nil
-	}
-	if err != nil {
-		return "", &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	return readMarker(f)
-}
-
-// writeMarker records id in writer.flock, durably. Only under the writer
-// mutex, and only once the id is committed.
-func writeMarker(f *os.File, id string) error {
-	if err := f.Truncate(0); err != nil {
-		return fmt.Errorf("ledger: %s: %w", f.Name(), err)
-	}
-	if _, err := f.WriteAt([]byte(id+"\n"), 0); err != nil {
-		return fmt.Errorf("ledger: %s: %w", f.Name(), err)
-	}
-	return f.Sync()
 }
 
 // traceOfALedger says what in the root shows that it held a ledger, given
 // the database files and writer.flock's marker; nil when nothing does.
 func (l *Ledger) traceOfALedger(d dbFile, marker string) error {
 	what := "is missing"
-	if _, err := os.Lstat(d.path); err == nil {
+	if _, err := l.files.Lstat(DBFile); err == nil {
 		what = "is empty"
 		if d.size > 0 {
 			what = "holds no ledger"
@@ -162,7 +105,7 @@ func (l *Ledger) traceOfALedger(d dbFile, marker string) error {
 	case d.empty() && d.wal > 0:
 		return refuse(fmt.Sprintf("%s-wal holds %d bytes: the commits of a ledger whose database file was lost", d.path, d.wal))
 	}
-	found, err := l.files.ledgerTrace()
+	found, err := l.ledgerTrace()
 	if err != nil {
 		return fmt.Errorf("ledger: locks directory: %w", err)
 	}
@@ -173,35 +116,33 @@ func (l *Ledger) traceOfALedger(d dbFile, marker string) error {
 }
 
 // ledgerTrace names the first file in the locks directory that only a
-// ledger writes, "" when there is none (see the comment at the top).
-func (f lockFiles) ledgerTrace() (string, error) {
-	entries, err := os.ReadDir(f.dir)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+// ledger writes, "" when there is none (see the comment at the top). A
+// locks directory that cannot be read shows none; the writable open
+// refuses it afterwards.
+func (l *Ledger) ledgerTrace() (string, error) {
+	if l.files.Broken() != nil {
 		return "", nil
 	}
+	entries, err := l.files.Entries()
 	if err != nil {
 		return "", err
 	}
-	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	for _, n := range names {
+		n := e.Name()
 		if strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".lock.pending") || strings.HasSuffix(n, ".lock.swap")) {
-			return fmt.Sprintf("%s is a lock file journal, which only a ledger writes", filepath.Join(f.dir, n)), nil
+			return fmt.Sprintf("%s is a lock file journal, which only a ledger writes", filepath.Join(l.files.LocksDir(), n)), nil
 		}
 		name, ok := strings.CutSuffix(n, ".lock")
 		if !ok || strings.HasPrefix(n, ".") {
 			continue
 		}
-		st, err := readRegular(filepath.Join(f.dir, n))
-		if err != nil || !st.exists {
+		st, err := l.files.Read(name)
+		if err != nil || !st.Exists {
 			continue // not a file the ledger wrote
 		}
-		rec, err := ParseLockFile(st.data)
-		if err == nil && rec.LockName == name && bytes.Equal(rec.File(), st.data) {
-			return fmt.Sprintf("%s is a lock file in the layout the ledger writes", filepath.Join(f.dir, n)), nil
+		rec, err := ParseLockFile(st.Data)
+		if err == nil && rec.LockName == name && bytes.Equal(rec.File(), st.Data) {
+			return fmt.Sprintf("%s is a lock file in the layout the ledger writes", filepath.Join(l.files.LocksDir(), n)), nil
 		}
 	}
 	return "", nil
@@ -216,13 +157,12 @@ func (f lockFiles) ledgerTrace() (string, error) {
 // first open makes ledger.db non-empty before it leaves any trace, so a
 // trace seen while ledger.db is still empty is a lost ledger's.
 func (l *Ledger) precheck(ctx context.Context, dbPath string) error {
-	d, err := statDB(dbPath)
+	d, err := l.statDB()
 	if err != nil {
 		return err
 	}
-	mux := filepath.Join(l.root, WriterMux)
 	if d.empty() {
-		marker, err := readMarkerAt(mux)
+		marker, err := l.files.Marker()
 		if err != nil {
 			return fmt.Errorf("ledger: %w", err)
 		}
@@ -230,12 +170,12 @@ func (l *Ledger) precheck(ctx context.Context, dbPath string) error {
 		if terr == nil {
 			return nil
 		}
-		if again, err := statDB(dbPath); err != nil || !again.empty() {
+		if again, err := l.statDB(); err != nil || !again.empty() {
 			return err // a ledger was created meanwhile
 		}
 		return terr
 	}
-	if _, err := os.Lstat(mux); !errors.Is(err, fs.ErrNotExist) {
+	if ok, err := l.files.Exists(WriterMux); ok || err != nil {
 		return nil
 	}
 	db, err := sql.Open("sqlite", roDSN(dbPath, l.busy, false))
@@ -309,28 +249,4 @@ func currentVersion(ctx context.Context, q querier) (int, error) {
 	var v int
 	err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
 	return v, err
-}
-
-// lockMux takes the writer mutex's flock for Open, waiting up to patience.
-func lockMux(ctx context.Context, f *os.File, patience time.Duration) (unlock func(), err error) {
-	deadline := time.Now().Add(patience)
-	backoff := 50 * time.Microsecond
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN) }, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			return nil, fmt.Errorf("ledger: writer mutex: %w", err)
-		}
-		if time.Now().After(deadline) {
-			return nil, errWriterBusy
-		}
-		if err := sleepCtx(ctx, backoff/2+time.Duration(rand.Int64N(int64(backoff)))); err != nil {
-			return nil, err
-		}
-		if backoff < 5*time.Millisecond {
-			backoff *= 2
-		}
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 )
 
 // LockStatus is one lock's state at an instant.
@@ -89,11 +90,11 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 		}
 	}
 	state, job := judge(v.holder, now, l.host, l.probe, 0)
-	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.path(v.name), Interloper: v.interloper,
+	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.Path(v.name), Interloper: v.interloper,
 		Superseded: superseded, HolderFormat: format}
 	if v.interloper {
-		if _, err := ParseLockFile(v.file.data); err != nil {
-			s.Unreadable = v.file.unreadable()
+		if _, err := ParseLockFile(v.file.Data); err != nil {
+			s.Unreadable = unreadableFile(v.file)
 		}
 	}
 	if h := v.holder; h != nil {
@@ -120,8 +121,8 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	for _, r := range rows {
 		byName[r.name] = r
 	}
-	entries, err := l.files.entries()
-	if err != nil && l.files.broken == nil {
+	entries, err := l.files.Entries()
+	if err != nil && l.files.Broken() == nil {
 		return nil, err
 	}
 	for _, e := range entries {
@@ -152,8 +153,8 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	for _, name := range sortedKeys(byName) {
 		v, err := l.inspect(name, byName[name])
 		if err != nil {
-			s := l.status(interpret(name, byName[name], fileState{}, fileState{}), now)
-			if s.State == events.StateFree && l.files.broken != nil {
+			s := l.status(interpret(name, byName[name], lockfile.State{}, lockfile.State{}), now)
+			if s.State == events.StateFree && l.files.Broken() != nil {
 				continue // the directory's problem is reported once, by Open
 			}
 			s.Problem = err.Error()

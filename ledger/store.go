@@ -99,7 +99,7 @@ func (s sqliteStore) clock(context.Context, querier) (time.Time, error) { return
 
 func (s sqliteStore) changed(context.Context, execer, string) error { return nil }
 
-func (s sqliteStore) watch(lock string) waker { return watchLock(s.l.files.dir, lock+".lock") }
+func (s sqliteStore) watch(lock string) waker { return fileWaker{s.l.files.Watch(lock)} }
 
 func (s sqliteStore) transient(err error) bool { return isBusy(err) }
 

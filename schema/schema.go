@@ -55,7 +55,7 @@ func ValidateEvent(t events.Type, body []byte) error {
 	if !ok {
 		return &Error{Schema: string(t), Detail: "no such schema"}
 	}
-	v := validator{s: scanner{b: body}, t: string(t), k: k}
+	v := validator{s: scanner{b: body}, k: k}
 	e := v.document(k)
 	if e == nil {
 		return nil

@@ -2,8 +2,7 @@ package schema
 
 import "math"
 
-// Exact decimal facts about a JSON number, as math/big sees it.
-
+// numFacts are exact decimal facts about a JSON number, as math/big sees it.
 type numFacts struct {
 	// ok: big.Rat.SetString accepts the number. It refuses an exponent that
 	// does not fit in int64, and (for a non-zero number) a power of ten
@@ -165,4 +164,3 @@ func analyzeNumber(raw []byte) numFacts {
 	}
 	return n
 }
-

@@ -1,7 +1,7 @@
 package schema
 
-// ---------------------------------------------------------------------
-// Patterns, by hand. TestFastPatterns checks each against the regexp.
+// The patterns of the schema files, by hand (schema/internal/gen names
+// the function of each). TestFastPatterns checks each against the regexp.
 
 func isDigit(c byte) bool       { return c >= '0' && c <= '9' }
 func isNumberStart(c byte) bool { return c == '-' || isDigit(c) }
@@ -98,4 +98,3 @@ func isHexHash(b []byte) bool {
 	}
 	return true
 }
-

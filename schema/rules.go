@@ -440,4 +440,3 @@ func (n numFacts) bounds(raw []byte, min, max int64) *verr {
 	}
 	return nil
 }
-

@@ -1,6 +1,5 @@
 package schema
 
-// ---------------------------------------------------------------------
 // The scanner: encoding/json's grammar, without building values.
 
 import (

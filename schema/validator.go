@@ -191,4 +191,3 @@ func (v *validator) record(rs *recordSchema, allowed, required uint64) *verr {
 	}
 	return extra
 }
-

@@ -2,7 +2,11 @@
 
 package schema
 
-import "github.com/lockledger/lockledger/events"
+import (
+	"unsafe"
+
+	"github.com/lockledger/lockledger/events"
+)
 
 // MaxLimit is the largest number of slots a semaphore may have (defs.json's limit).
 const MaxLimit = 1000000
@@ -70,10 +74,10 @@ type recordID uint8
 
 const (
 	rEvent recordID = iota
+	rLockV1
 	rTargetsItem
 	rPreviousLock
 	rHolder
-	rLockV1
 )
 
 // lookup returns the index of a property in rs.names, or -1.
@@ -81,10 +85,10 @@ func (rs *recordSchema) lookup(key []byte) int {
 	switch rs.id {
 	case rEvent:
 		return eventLookup(key)
+	case rLockV1, rPreviousLock:
+		return lockV1Lookup(key)
 	case rTargetsItem:
 		return targetsItemLookup(key)
-	case rPreviousLock, rLockV1:
-		return previousLockLookup(key)
 	case rHolder:
 		return holderLookup(key)
 	}
@@ -95,84 +99,87 @@ func (rs *recordSchema) check(v *validator, f int) *verr {
 	switch rs.id {
 	case rEvent:
 		return checkEventField(v, f)
+	case rLockV1:
+		return checkLockV1Field(v, f)
 	case rTargetsItem:
 		return checkTargetsItemField(v, f)
 	case rPreviousLock:
 		return checkPreviousLockField(v, f)
 	case rHolder:
 		return checkHolderField(v, f)
-	case rLockV1:
-		return checkLockV1Field(v, f)
 	}
 	panic("schema: unknown record")
 }
 
 // ---------------------------------------------------------------------
-// event: envelope.json and each event type's file
+// event: an event body (envelope.json and the event types' files)
+
+// EventField is a property of an event body (envelope.json and the event types' files).
+type EventField uint8
 
 const (
-	fEventID = iota
-	fSeq
-	fType
-	fSchemaVersion
-	fAt
-	fLockName
-	fRequestID
-	fActor
-	fHostID
-	fPID
-	fUID
-	fUser
-	fTTLSeconds
-	fIntent
-	fIntentVersion
-	fFencingToken
-	fMetadata
-	fPIDStart
-	fBootID
-	fMode
-	fLimit
-	fTargets
-	fNote
-	fPreviousLock
-	fPreviousLockHash
-	fReason
-	fHeldDurationSeconds
-	fResult
-	fFailureStep
-	fExitCode
-	fForced
-	fReleasedRequestID
-	fSupersededBy
-	fSupersededByFormat
-	fSupersededByPath
-	fConsecutiveFailures
-	fError
-	fLockLost
-	fHeldBy
-	fState
-	fWaitedSeconds
-	fForeign
-	fAction
-	fChanges
-	fMovedAside
-	fBrokenChainAccepted
-	fFirstBadSeq
-	fJobRequestID
-	fPIDs
-	fSince
-	fUntil
-	fFirstSeq
-	fLastSeq
-	fEvents
-	fFormat
-	fDestination
-	fProblems
-	fHeadHash
-	fFile
-	fLocks
-	fRowsChanged
-	fFilesChanged
+	EventEventID EventField = iota
+	EventSeq
+	EventType
+	EventSchemaVersion
+	EventAt
+	EventLockName
+	EventRequestID
+	EventActor
+	EventHostID
+	EventPID
+	EventUID
+	EventUser
+	EventTTLSeconds
+	EventIntent
+	EventIntentVersion
+	EventFencingToken
+	EventMetadata
+	EventPIDStart
+	EventBootID
+	EventMode
+	EventLimit
+	EventTargets
+	EventNote
+	EventPreviousLock
+	EventPreviousLockHash
+	EventReason
+	EventHeldDurationSeconds
+	EventResult
+	EventFailureStep
+	EventExitCode
+	EventForced
+	EventReleasedRequestID
+	EventSupersededBy
+	EventSupersededByFormat
+	EventSupersededByPath
+	EventConsecutiveFailures
+	EventError
+	EventLockLost
+	EventHeldBy
+	EventState
+	EventWaitedSeconds
+	EventForeign
+	EventAction
+	EventChanges
+	EventMovedAside
+	EventBrokenChainAccepted
+	EventFirstBadSeq
+	EventJobRequestID
+	EventPIDs
+	EventSince
+	EventUntil
+	EventFirstSeq
+	EventLastSeq
+	EventEvents
+	EventFormat
+	EventDestination
+	EventProblems
+	EventHeadHash
+	EventFile
+	EventLocks
+	EventRowsChanged
+	EventFilesChanged
 	nEventFields
 )
 
@@ -180,241 +187,262 @@ const (
 var _ [64 - nEventFields]struct{}
 
 var eventNames = []string{
-	fEventID:             "event_id",
-	fSeq:                 "seq",
-	fType:                "type",
-	fSchemaVersion:       "schema_version",
-	fAt:                  "at",
-	fLockName:            "lock_name",
-	fRequestID:           "request_id",
-	fActor:               "actor",
-	fHostID:              "host_id",
-	fPID:                 "pid",
-	fUID:                 "uid",
-	fUser:                "user",
-	fTTLSeconds:          "ttl_seconds",
-	fIntent:              "intent",
-	fIntentVersion:       "intent_version",
-	fFencingToken:        "fencing_token",
-	fMetadata:            "metadata",
-	fPIDStart:            "pid_start",
-	fBootID:              "boot_id",
-	fMode:                "mode",
-	fLimit:               "limit",
-	fTargets:             "targets",
-	fNote:                "note",
-	fPreviousLock:        "previous_lock",
-	fPreviousLockHash:    "previous_lock_hash",
-	fReason:              "reason",
-	fHeldDurationSeconds: "held_duration_seconds",
-	fResult:              "result",
-	fFailureStep:         "failure_step",
-	fExitCode:            "exit_code",
-	fForced:              "forced",
-	fReleasedRequestID:   "released_request_id",
-	fSupersededBy:        "superseded_by",
-	fSupersededByFormat:  "superseded_by_format",
-	fSupersededByPath:    "superseded_by_path",
-	fConsecutiveFailures: "consecutive_failures",
-	fError:               "error",
-	fLockLost:            "lock_lost",
-	fHeldBy:              "held_by",
-	fState:               "state",
-	fWaitedSeconds:       "waited_seconds",
-	fForeign:             "foreign",
-	fAction:              "action",
-	fChanges:             "changes",
-	fMovedAside:          "moved_aside",
-	fBrokenChainAccepted: "broken_chain_accepted",
-	fFirstBadSeq:         "first_bad_seq",
-	fJobRequestID:        "job_request_id",
-	fPIDs:                "pids",
-	fSince:               "since",
-	fUntil:               "until",
-	fFirstSeq:            "first_seq",
-	fLastSeq:             "last_seq",
-	fEvents:              "events",
-	fFormat:              "format",
-	fDestination:         "destination",
-	fProblems:            "problems",
-	fHeadHash:            "head_hash",
-	fFile:                "file",
-	fLocks:               "locks",
-	fRowsChanged:         "rows_changed",
-	fFilesChanged:        "files_changed",
+	EventEventID:             "event_id",
+	EventSeq:                 "seq",
+	EventType:                "type",
+	EventSchemaVersion:       "schema_version",
+	EventAt:                  "at",
+	EventLockName:            "lock_name",
+	EventRequestID:           "request_id",
+	EventActor:               "actor",
+	EventHostID:              "host_id",
+	EventPID:                 "pid",
+	EventUID:                 "uid",
+	EventUser:                "user",
+	EventTTLSeconds:          "ttl_seconds",
+	EventIntent:              "intent",
+	EventIntentVersion:       "intent_version",
+	EventFencingToken:        "fencing_token",
+	EventMetadata:            "metadata",
+	EventPIDStart:            "pid_start",
+	EventBootID:              "boot_id",
+	EventMode:                "mode",
+	EventLimit:               "limit",
+	EventTargets:             "targets",
+	EventNote:                "note",
+	EventPreviousLock:        "previous_lock",
+	EventPreviousLockHash:    "previous_lock_hash",
+	EventReason:              "reason",
+	EventHeldDurationSeconds: "held_duration_seconds",
+	EventResult:              "result",
+	EventFailureStep:         "failure_step",
+	EventExitCode:            "exit_code",
+	EventForced:              "forced",
+	EventReleasedRequestID:   "released_request_id",
+	EventSupersededBy:        "superseded_by",
+	EventSupersededByFormat:  "superseded_by_format",
+	EventSupersededByPath:    "superseded_by_path",
+	EventConsecutiveFailures: "consecutive_failures",
+	EventError:               "error",
+	EventLockLost:            "lock_lost",
+	EventHeldBy:              "held_by",
+	EventState:               "state",
+	EventWaitedSeconds:       "waited_seconds",
+	EventForeign:             "foreign",
+	EventAction:              "action",
+	EventChanges:             "changes",
+	EventMovedAside:          "moved_aside",
+	EventBrokenChainAccepted: "broken_chain_accepted",
+	EventFirstBadSeq:         "first_bad_seq",
+	EventJobRequestID:        "job_request_id",
+	EventPIDs:                "pids",
+	EventSince:               "since",
+	EventUntil:               "until",
+	EventFirstSeq:            "first_seq",
+	EventLastSeq:             "last_seq",
+	EventEvents:              "events",
+	EventFormat:              "format",
+	EventDestination:         "destination",
+	EventProblems:            "problems",
+	EventHeadHash:            "head_hash",
+	EventFile:                "file",
+	EventLocks:               "locks",
+	EventRowsChanged:         "rows_changed",
+	EventFilesChanged:        "files_changed",
 }
 
 func eventLookup(k []byte) int {
 	switch string(k) {
 	case "event_id":
-		return fEventID
+		return int(EventEventID)
 	case "seq":
-		return fSeq
+		return int(EventSeq)
 	case "type":
-		return fType
+		return int(EventType)
 	case "schema_version":
-		return fSchemaVersion
+		return int(EventSchemaVersion)
 	case "at":
-		return fAt
+		return int(EventAt)
 	case "lock_name":
-		return fLockName
+		return int(EventLockName)
 	case "request_id":
-		return fRequestID
+		return int(EventRequestID)
 	case "actor":
-		return fActor
+		return int(EventActor)
 	case "host_id":
-		return fHostID
+		return int(EventHostID)
 	case "pid":
-		return fPID
+		return int(EventPID)
 	case "uid":
-		return fUID
+		return int(EventUID)
 	case "user":
-		return fUser
+		return int(EventUser)
 	case "ttl_seconds":
-		return fTTLSeconds
+		return int(EventTTLSeconds)
 	case "intent":
-		return fIntent
+		return int(EventIntent)
 	case "intent_version":
-		return fIntentVersion
+		return int(EventIntentVersion)
 	case "fencing_token":
-		return fFencingToken
+		return int(EventFencingToken)
 	case "metadata":
-		return fMetadata
+		return int(EventMetadata)
 	case "pid_start":
-		return fPIDStart
+		return int(EventPIDStart)
 	case "boot_id":
-		return fBootID
+		return int(EventBootID)
 	case "mode":
-		return fMode
+		return int(EventMode)
 	case "limit":
-		return fLimit
+		return int(EventLimit)
 	case "targets":
-		return fTargets
+		return int(EventTargets)
 	case "note":
-		return fNote
+		return int(EventNote)
 	case "previous_lock":
-		return fPreviousLock
+		return int(EventPreviousLock)
 	case "previous_lock_hash":
-		return fPreviousLockHash
+		return int(EventPreviousLockHash)
 	case "reason":
-		return fReason
+		return int(EventReason)
 	case "held_duration_seconds":
-		return fHeldDurationSeconds
+		return int(EventHeldDurationSeconds)
 	case "result":
-		return fResult
+		return int(EventResult)
 	case "failure_step":
-		return fFailureStep
+		return int(EventFailureStep)
 	case "exit_code":
-		return fExitCode
+		return int(EventExitCode)
 	case "forced":
-		return fForced
+		return int(EventForced)
 	case "released_request_id":
-		return fReleasedRequestID
+		return int(EventReleasedRequestID)
 	case "superseded_by":
-		return fSupersededBy
+		return int(EventSupersededBy)
 	case "superseded_by_format":
-		return fSupersededByFormat
+		return int(EventSupersededByFormat)
 	case "superseded_by_path":
-		return fSupersededByPath
+		return int(EventSupersededByPath)
 	case "consecutive_failures":
-		return fConsecutiveFailures
+		return int(EventConsecutiveFailures)
 	case "error":
-		return fError
+		return int(EventError)
 	case "lock_lost":
-		return fLockLost
+		return int(EventLockLost)
 	case "held_by":
-		return fHeldBy
+		return int(EventHeldBy)
 	case "state":
-		return fState
+		return int(EventState)
 	case "waited_seconds":
-		return fWaitedSeconds
+		return int(EventWaitedSeconds)
 	case "foreign":
-		return fForeign
+		return int(EventForeign)
 	case "action":
-		return fAction
+		return int(EventAction)
 	case "changes":
-		return fChanges
+		return int(EventChanges)
 	case "moved_aside":
-		return fMovedAside
+		return int(EventMovedAside)
 	case "broken_chain_accepted":
-		return fBrokenChainAccepted
+		return int(EventBrokenChainAccepted)
 	case "first_bad_seq":
-		return fFirstBadSeq
+		return int(EventFirstBadSeq)
 	case "job_request_id":
-		return fJobRequestID
+		return int(EventJobRequestID)
 	case "pids":
-		return fPIDs
+		return int(EventPIDs)
 	case "since":
-		return fSince
+		return int(EventSince)
 	case "until":
-		return fUntil
+		return int(EventUntil)
 	case "first_seq":
-		return fFirstSeq
+		return int(EventFirstSeq)
 	case "last_seq":
-		return fLastSeq
+		return int(EventLastSeq)
 	case "events":
-		return fEvents
+		return int(EventEvents)
 	case "format":
-		return fFormat
+		return int(EventFormat)
 	case "destination":
-		return fDestination
+		return int(EventDestination)
 	case "problems":
-		return fProblems
+		return int(EventProblems)
 	case "head_hash":
-		return fHeadHash
+		return int(EventHeadHash)
 	case "file":
-		return fFile
+		return int(EventFile)
 	case "locks":
-		return fLocks
+		return int(EventLocks)
 	case "rows_changed":
-		return fRowsChanged
+		return int(EventRowsChanged)
 	case "files_changed":
-		return fFilesChanged
+		return int(EventFilesChanged)
 	}
 	return -1
 }
 
-var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluatedProperties", together: 1<<fUID | 1<<fUser}
+// EventFieldOf returns the field named key.
+func EventFieldOf(key string) (EventField, bool) {
+	f := eventLookup(unsafe.Slice(unsafe.StringData(key), len(key)))
+	return EventField(f), f >= 0
+}
+
+// String returns the field's name.
+func (f EventField) String() string { return eventNames[f] }
+
+// AllowedIn reports whether events of type t may carry the field.
+func (f EventField) AllowedIn(t events.Type) bool {
+	k, ok := kindOf(t)
+	return ok && k != kLockV1 && eventAllowed[k]&(1<<f) != 0
+}
+
+// RequiredIn reports whether events of type t must carry the field.
+func (f EventField) RequiredIn(t events.Type) bool {
+	k, ok := kindOf(t)
+	return ok && k != kLockV1 && eventRequired[k]&(1<<f) != 0
+}
+
+var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluatedProperties", together: 1<<EventUID | 1<<EventUser}
 
 // The properties each event type allows (any other is refused by
 // unevaluatedProperties or a false schema) and requires.
 var eventAllowed = [...]uint64{
-	kLockAcquired:    1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fUID | 1<<fUser | 1<<fTTLSeconds | 1<<fIntent | 1<<fIntentVersion | 1<<fFencingToken | 1<<fMetadata | 1<<fPIDStart | 1<<fBootID | 1<<fMode | 1<<fLimit | 1<<fTargets | 1<<fNote,
-	kLockHeartbeat:   1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fUID | 1<<fUser,
-	kLockStolen:      1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fUID | 1<<fUser | 1<<fTTLSeconds | 1<<fIntent | 1<<fIntentVersion | 1<<fFencingToken | 1<<fMetadata | 1<<fPIDStart | 1<<fBootID | 1<<fMode | 1<<fLimit | 1<<fTargets | 1<<fNote | 1<<fPreviousLock | 1<<fPreviousLockHash | 1<<fReason,
-	kLockReleased:    1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fUID | 1<<fUser | 1<<fFencingToken | 1<<fNote | 1<<fHeldDurationSeconds | 1<<fResult | 1<<fFailureStep | 1<<fExitCode | 1<<fForced | 1<<fReleasedRequestID | 1<<fSupersededBy | 1<<fSupersededByFormat | 1<<fSupersededByPath,
-	kHeartbeatFailed: 1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fUID | 1<<fUser | 1<<fConsecutiveFailures | 1<<fError | 1<<fLockLost,
-	kAcquireBlocked:  1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fUID | 1<<fUser | 1<<fMode | 1<<fLimit | 1<<fHeldBy | 1<<fState | 1<<fWaitedSeconds | 1<<fForeign,
-	kActionRefused:   1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fUID | 1<<fUser | 1<<fError | 1<<fHeldBy | 1<<fState | 1<<fAction,
-	kLockProjected:   1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fUID | 1<<fUser | 1<<fChanges | 1<<fMovedAside | 1<<fBrokenChainAccepted | 1<<fFirstBadSeq,
-	kJobProcesses:    1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fUID | 1<<fUser | 1<<fNote | 1<<fAction | 1<<fJobRequestID | 1<<fPIDs,
-	kLedgerExported:  1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fUID | 1<<fUser | 1<<fSince | 1<<fUntil | 1<<fFirstSeq | 1<<fLastSeq | 1<<fEvents | 1<<fFormat | 1<<fDestination,
-	kLedgerVerified:  1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fUID | 1<<fUser | 1<<fResult | 1<<fFirstBadSeq | 1<<fFirstSeq | 1<<fLastSeq | 1<<fEvents | 1<<fProblems | 1<<fHeadHash | 1<<fFile,
-	kLedgerProjected: 1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fUID | 1<<fUser | 1<<fResult | 1<<fBrokenChainAccepted | 1<<fFirstBadSeq | 1<<fEvents | 1<<fProblems | 1<<fLocks | 1<<fRowsChanged | 1<<fFilesChanged,
+	kLockAcquired:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventTargets | 1<<EventNote,
+	kLockHeartbeat:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser,
+	kLockStolen:      1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventTargets | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason,
+	kLockReleased:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventNote | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventFailureStep | 1<<EventExitCode | 1<<EventForced | 1<<EventReleasedRequestID | 1<<EventSupersededBy | 1<<EventSupersededByFormat | 1<<EventSupersededByPath,
+	kHeartbeatFailed: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost,
+	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventMode | 1<<EventLimit | 1<<EventHeldBy | 1<<EventState | 1<<EventWaitedSeconds | 1<<EventForeign,
+	kActionRefused:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventError | 1<<EventHeldBy | 1<<EventState | 1<<EventAction,
+	kLockProjected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventChanges | 1<<EventMovedAside | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq,
+	kJobProcesses:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs,
+	kLedgerExported:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventSince | 1<<EventUntil | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination,
+	kLedgerVerified:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventHeadHash | 1<<EventFile,
+	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged,
 }
 
 var eventRequired = [...]uint64{
-	kLockAcquired:    1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fTTLSeconds | 1<<fIntent | 1<<fIntentVersion | 1<<fFencingToken | 1<<fMetadata | 1<<fPIDStart | 1<<fBootID,
-	kLockHeartbeat:   1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID,
-	kLockStolen:      1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fTTLSeconds | 1<<fIntent | 1<<fIntentVersion | 1<<fFencingToken | 1<<fMetadata | 1<<fPIDStart | 1<<fBootID | 1<<fPreviousLock | 1<<fPreviousLockHash | 1<<fReason,
-	kLockReleased:    1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fHeldDurationSeconds | 1<<fResult | 1<<fForced,
-	kHeartbeatFailed: 1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fConsecutiveFailures | 1<<fError | 1<<fLockLost,
-	kAcquireBlocked:  1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fHeldBy | 1<<fState | 1<<fWaitedSeconds,
-	kActionRefused:   1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fError | 1<<fAction,
-	kLockProjected:   1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fChanges,
-	kJobProcesses:    1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fLockName | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fAction | 1<<fJobRequestID | 1<<fPIDs,
-	kLedgerExported:  1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fEvents | 1<<fFormat | 1<<fDestination,
-	kLedgerVerified:  1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fResult | 1<<fEvents | 1<<fProblems,
-	kLedgerProjected: 1<<fEventID | 1<<fSeq | 1<<fType | 1<<fSchemaVersion | 1<<fAt | 1<<fRequestID | 1<<fActor | 1<<fHostID | 1<<fPID | 1<<fResult | 1<<fEvents | 1<<fLocks | 1<<fRowsChanged | 1<<fFilesChanged,
+	kLockAcquired:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID,
+	kLockHeartbeat:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID,
+	kLockStolen:      1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason,
+	kLockReleased:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventForced,
+	kHeartbeatFailed: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost,
+	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventHeldBy | 1<<EventState | 1<<EventWaitedSeconds,
+	kActionRefused:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventError | 1<<EventAction,
+	kLockProjected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventChanges,
+	kJobProcesses:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs,
+	kLedgerExported:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination,
+	kLedgerVerified:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventProblems,
+	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged,
 }
 
 func checkEventField(v *validator, f int) *verr {
-	switch f {
-	case fEventID:
+	switch EventField(f) {
+	case EventEventID:
 		return v.pattern(isEventID, "^[0-9A-HJKMNP-TV-Z]{26}$")
-	case fSeq:
+	case EventSeq:
 		return v.integer(1, noMax)
-	case fType:
+	case EventType:
 		switch v.k {
 		case kLockAcquired:
 			return v.enumConst(typeValues, "lock_acquired")
@@ -440,55 +468,55 @@ func checkEventField(v *validator, f int) *verr {
 			return v.enumConst(typeValues, "ledger_verified")
 		}
 		return v.enumConst(typeValues, "ledger_projected") // kLedgerProjected
-	case fSchemaVersion:
+	case EventSchemaVersion:
 		return v.constOne()
-	case fAt:
+	case EventAt:
 		return v.pattern(isEventTime, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$")
-	case fLockName:
+	case EventLockName:
 		return v.pattern(isLockName, "^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$")
-	case fRequestID:
+	case EventRequestID:
 		return v.pattern(isRequestID, "^[A-Za-z0-9_.:-]{1,128}$")
-	case fActor:
+	case EventActor:
 		return v.str(1, 256)
-	case fHostID:
+	case EventHostID:
 		return v.str(1, 256)
-	case fPID:
+	case EventPID:
 		return v.integer(0, noMax)
-	case fUID:
+	case EventUID:
 		return v.integer(0, 4294967295)
-	case fUser:
+	case EventUser:
 		return v.str(0, 256)
-	case fTTLSeconds:
+	case EventTTLSeconds:
 		return v.integer(1, noMax)
-	case fIntent:
+	case EventIntent:
 		return v.str(0, 256)
-	case fIntentVersion:
+	case EventIntentVersion:
 		return v.str(0, 256)
-	case fFencingToken:
+	case EventFencingToken:
 		return v.integer(1, noMax)
-	case fMetadata:
+	case EventMetadata:
 		return v.stringMap()
-	case fPIDStart:
+	case EventPIDStart:
 		return v.str(0, 64)
-	case fBootID:
+	case EventBootID:
 		return v.str(0, 64)
-	case fMode:
+	case EventMode:
 		return v.enum(modeValues)
-	case fLimit:
+	case EventLimit:
 		return v.integer(1, 1000000)
-	case fTargets:
+	case EventTargets:
 		return v.array(0, 16, itemTargets)
-	case fNote:
+	case EventNote:
 		return v.str(0, 1024)
-	case fPreviousLock:
+	case EventPreviousLock:
 		return v.record(&previousLockSchema, previousLockAll, previousLockRequired)
-	case fPreviousLockHash:
+	case EventPreviousLockHash:
 		return v.pattern(isSHA256Ref, "^sha256:[0-9a-f]{64}$")
-	case fReason:
+	case EventReason:
 		return v.enum(reasonValues)
-	case fHeldDurationSeconds:
+	case EventHeldDurationSeconds:
 		return v.number(0)
-	case fResult:
+	case EventResult:
 		switch v.k {
 		case kLockReleased:
 			return v.enum(resultValues)
@@ -496,92 +524,211 @@ func checkEventField(v *validator, f int) *verr {
 			return v.enum(resultInLedgerVerifiedValues)
 		}
 		return v.enum(resultInLedgerProjectedValues) // kLedgerProjected
-	case fFailureStep:
+	case EventFailureStep:
 		return v.str(1, 256)
-	case fExitCode:
+	case EventExitCode:
 		return v.integer(0, 255)
-	case fForced:
+	case EventForced:
 		return v.boolean()
-	case fReleasedRequestID:
+	case EventReleasedRequestID:
 		return v.str(1, noMax)
-	case fSupersededBy:
+	case EventSupersededBy:
 		return v.record(&holderSchema, holderAll, holderRequired)
-	case fSupersededByFormat:
+	case EventSupersededByFormat:
 		return v.enum(formatValues)
-	case fSupersededByPath:
+	case EventSupersededByPath:
 		return v.absPath(2, 4096)
-	case fConsecutiveFailures:
+	case EventConsecutiveFailures:
 		return v.integer(1, noMax)
-	case fError:
+	case EventError:
 		return v.str(1, 4096)
-	case fLockLost:
+	case EventLockLost:
 		return v.boolean()
-	case fHeldBy:
+	case EventHeldBy:
 		return v.record(&holderSchema, holderAll, holderRequired)
-	case fState:
+	case EventState:
 		switch v.k {
 		case kAcquireBlocked:
 			return v.enum(stateValues)
 		}
 		return v.enum(stateInActionRefusedValues) // kActionRefused
-	case fWaitedSeconds:
+	case EventWaitedSeconds:
 		return v.number(0)
-	case fForeign:
+	case EventForeign:
 		return v.boolean()
-	case fAction:
+	case EventAction:
 		switch v.k {
 		case kActionRefused:
 			return v.enum(actionValues)
 		}
 		return v.enum(actionInJobProcessesValues) // kJobProcesses
-	case fChanges:
+	case EventChanges:
 		return v.array(1, 64, itemChanges)
-	case fMovedAside:
+	case EventMovedAside:
 		return v.absPath(0, 4096)
-	case fBrokenChainAccepted:
+	case EventBrokenChainAccepted:
 		return v.boolean()
-	case fFirstBadSeq:
+	case EventFirstBadSeq:
 		return v.integer(1, noMax)
-	case fJobRequestID:
+	case EventJobRequestID:
 		return v.pattern(isRequestID, "^[A-Za-z0-9_.:-]{1,128}$")
-	case fPIDs:
+	case EventPIDs:
 		return v.array(1, 4096, itemPIDs)
-	case fSince:
+	case EventSince:
 		return v.pattern(isEventTime, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$")
-	case fUntil:
+	case EventUntil:
 		return v.pattern(isEventTime, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$")
-	case fFirstSeq:
+	case EventFirstSeq:
 		return v.integer(1, noMax)
-	case fLastSeq:
+	case EventLastSeq:
 		return v.integer(1, noMax)
-	case fEvents:
+	case EventEvents:
 		return v.integer(0, noMax)
-	case fFormat:
+	case EventFormat:
 		return v.enum(formatInLedgerExportedValues)
-	case fDestination:
+	case EventDestination:
 		return v.constOrAbsPath("stdout", 2, 4096)
-	case fProblems:
+	case EventProblems:
 		return v.integer(0, noMax)
-	case fHeadHash:
+	case EventHeadHash:
 		return v.pattern(isHexHash, "^[0-9a-f]{64}$")
-	case fFile:
+	case EventFile:
 		return v.absPath(2, 4096)
-	case fLocks:
+	case EventLocks:
 		return v.integer(0, noMax)
-	case fRowsChanged:
+	case EventRowsChanged:
 		return v.integer(0, noMax)
-	case fFilesChanged:
+	case EventFilesChanged:
 		return v.integer(0, noMax)
 	}
 	panic("schema: unhandled event field")
 }
 
 // ---------------------------------------------------------------------
-// targetsItem: defs.json#/$defs/acquired/properties/targets/items
+// lockV1: lock_v1.json#
+
+// LockV1Field is a property of lock_v1.json#.
+type LockV1Field uint8
 
 const (
-	targetsItemFormat = iota
-	targetsItemPath
+	LockV1LockVersion LockV1Field = iota
+	LockV1LockName
+	LockV1RequestID
+	LockV1Actor
+	LockV1Intent
+	LockV1IntentVersion
+	LockV1HostID
+	LockV1PID
+	LockV1CreatedAt
+	LockV1LastHeartbeatAt
+	LockV1TTLSeconds
+	LockV1Metadata
+	nLockV1Fields
+)
+
+// The field sets are bit masks of a uint64.
+var _ [64 - nLockV1Fields]struct{}
+
+var lockV1Names = []string{
+	LockV1LockVersion:     "lock_version",
+	LockV1LockName:        "lock_name",
+	LockV1RequestID:       "request_id",
+	LockV1Actor:           "actor",
+	LockV1Intent:          "intent",
+	LockV1IntentVersion:   "intent_version",
+	LockV1HostID:          "host_id",
+	LockV1PID:             "pid",
+	LockV1CreatedAt:       "created_at",
+	LockV1LastHeartbeatAt: "last_heartbeat_at",
+	LockV1TTLSeconds:      "ttl_seconds",
+	LockV1Metadata:        "metadata",
+}
+
+func lockV1Lookup(k []byte) int {
+	switch string(k) {
+	case "lock_version":
+		return int(LockV1LockVersion)
+	case "lock_name":
+		return int(LockV1LockName)
+	case "request_id":
+		return int(LockV1RequestID)
+	case "actor":
+		return int(LockV1Actor)
+	case "intent":
+		return int(LockV1Intent)
+	case "intent_version":
+		return int(LockV1IntentVersion)
+	case "host_id":
+		return int(LockV1HostID)
+	case "pid":
+		return int(LockV1PID)
+	case "created_at":
+		return int(LockV1CreatedAt)
+	case "last_heartbeat_at":
+		return int(LockV1LastHeartbeatAt)
+	case "ttl_seconds":
+		return int(LockV1TTLSeconds)
+	case "metadata":
+		return int(LockV1Metadata)
+	}
+	return -1
+}
+
+// LockV1FieldOf returns the field named key.
+func LockV1FieldOf(key string) (LockV1Field, bool) {
+	f := lockV1Lookup(unsafe.Slice(unsafe.StringData(key), len(key)))
+	return LockV1Field(f), f >= 0
+}
+
+// String returns the field's name.
+func (f LockV1Field) String() string { return lockV1Names[f] }
+
+var lockV1Schema = recordSchema{id: rLockV1, names: lockV1Names, extra: "additionalProperties", together: 0}
+
+const (
+	lockV1All      = 1<<LockV1LockVersion | 1<<LockV1LockName | 1<<LockV1RequestID | 1<<LockV1Actor | 1<<LockV1Intent | 1<<LockV1IntentVersion | 1<<LockV1HostID | 1<<LockV1PID | 1<<LockV1CreatedAt | 1<<LockV1LastHeartbeatAt | 1<<LockV1TTLSeconds | 1<<LockV1Metadata
+	lockV1Required = 1<<LockV1LockVersion | 1<<LockV1LockName | 1<<LockV1RequestID | 1<<LockV1Actor | 1<<LockV1Intent | 1<<LockV1IntentVersion | 1<<LockV1HostID | 1<<LockV1PID | 1<<LockV1CreatedAt | 1<<LockV1LastHeartbeatAt | 1<<LockV1TTLSeconds
+)
+
+func checkLockV1Field(v *validator, f int) *verr {
+	switch LockV1Field(f) {
+	case LockV1LockVersion:
+		return v.constString("v1")
+	case LockV1LockName:
+		return v.pattern(isLockName, "^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$")
+	case LockV1RequestID:
+		return v.str(1, 256)
+	case LockV1Actor:
+		return v.str(0, noMax)
+	case LockV1Intent:
+		return v.str(0, noMax)
+	case LockV1IntentVersion:
+		return v.str(0, noMax)
+	case LockV1HostID:
+		return v.str(0, noMax)
+	case LockV1PID:
+		return v.integer(0, noMax)
+	case LockV1CreatedAt:
+		return v.dateTime()
+	case LockV1LastHeartbeatAt:
+		return v.dateTime()
+	case LockV1TTLSeconds:
+		return v.integer(1, noMax)
+	case LockV1Metadata:
+		return v.anyObject()
+	}
+	panic("schema: unhandled lockV1 field")
+}
+
+// ---------------------------------------------------------------------
+// targetsItem: defs.json#/$defs/acquired/properties/targets/items
+
+// TargetsItemField is a property of defs.json#/$defs/acquired/properties/targets/items.
+type TargetsItemField uint8
+
+const (
+	TargetsItemFormat TargetsItemField = iota
+	TargetsItemPath
 	nTargetsItemFields
 )
 
@@ -589,32 +736,41 @@ const (
 var _ [64 - nTargetsItemFields]struct{}
 
 var targetsItemNames = []string{
-	targetsItemFormat: "format",
-	targetsItemPath:   "path",
+	TargetsItemFormat: "format",
+	TargetsItemPath:   "path",
 }
 
 func targetsItemLookup(k []byte) int {
 	switch string(k) {
 	case "format":
-		return targetsItemFormat
+		return int(TargetsItemFormat)
 	case "path":
-		return targetsItemPath
+		return int(TargetsItemPath)
 	}
 	return -1
 }
 
+// TargetsItemFieldOf returns the field named key.
+func TargetsItemFieldOf(key string) (TargetsItemField, bool) {
+	f := targetsItemLookup(unsafe.Slice(unsafe.StringData(key), len(key)))
+	return TargetsItemField(f), f >= 0
+}
+
+// String returns the field's name.
+func (f TargetsItemField) String() string { return targetsItemNames[f] }
+
 var targetsItemSchema = recordSchema{id: rTargetsItem, names: targetsItemNames, extra: "additionalProperties", together: 0}
 
 const (
-	targetsItemAll      = 1<<targetsItemFormat | 1<<targetsItemPath
-	targetsItemRequired = 1<<targetsItemFormat | 1<<targetsItemPath
+	targetsItemAll      = 1<<TargetsItemFormat | 1<<TargetsItemPath
+	targetsItemRequired = 1<<TargetsItemFormat | 1<<TargetsItemPath
 )
 
 func checkTargetsItemField(v *validator, f int) *verr {
-	switch f {
-	case targetsItemFormat:
+	switch TargetsItemField(f) {
+	case TargetsItemFormat:
 		return v.enum(formatValues)
-	case targetsItemPath:
+	case TargetsItemPath:
 		return v.absPath(2, 4096)
 	}
 	panic("schema: unhandled targetsItem field")
@@ -657,36 +813,6 @@ var previousLockNames = []string{
 	previousLockMetadata:        "metadata",
 }
 
-func previousLockLookup(k []byte) int {
-	switch string(k) {
-	case "lock_version":
-		return previousLockLockVersion
-	case "lock_name":
-		return previousLockLockName
-	case "request_id":
-		return previousLockRequestID
-	case "actor":
-		return previousLockActor
-	case "intent":
-		return previousLockIntent
-	case "intent_version":
-		return previousLockIntentVersion
-	case "host_id":
-		return previousLockHostID
-	case "pid":
-		return previousLockPID
-	case "created_at":
-		return previousLockCreatedAt
-	case "last_heartbeat_at":
-		return previousLockLastHeartbeatAt
-	case "ttl_seconds":
-		return previousLockTTLSeconds
-	case "metadata":
-		return previousLockMetadata
-	}
-	return -1
-}
-
 var previousLockSchema = recordSchema{id: rPreviousLock, names: previousLockNames, extra: "additionalProperties", together: 0}
 
 const (
@@ -727,14 +853,17 @@ func checkPreviousLockField(v *validator, f int) *verr {
 // ---------------------------------------------------------------------
 // holder: defs.json#/$defs/holder
 
+// HolderField is a property of defs.json#/$defs/holder.
+type HolderField uint8
+
 const (
-	holderRequestID = iota
-	holderActor
-	holderIntent
-	holderHostID
-	holderPID
-	holderCreatedAt
-	holderLastHeartbeatAt
+	HolderRequestID HolderField = iota
+	HolderActor
+	HolderIntent
+	HolderHostID
+	HolderPID
+	HolderCreatedAt
+	HolderLastHeartbeatAt
 	nHolderFields
 )
 
@@ -742,134 +871,69 @@ const (
 var _ [64 - nHolderFields]struct{}
 
 var holderNames = []string{
-	holderRequestID:       "request_id",
-	holderActor:           "actor",
-	holderIntent:          "intent",
-	holderHostID:          "host_id",
-	holderPID:             "pid",
-	holderCreatedAt:       "created_at",
-	holderLastHeartbeatAt: "last_heartbeat_at",
+	HolderRequestID:       "request_id",
+	HolderActor:           "actor",
+	HolderIntent:          "intent",
+	HolderHostID:          "host_id",
+	HolderPID:             "pid",
+	HolderCreatedAt:       "created_at",
+	HolderLastHeartbeatAt: "last_heartbeat_at",
 }
 
 func holderLookup(k []byte) int {
 	switch string(k) {
 	case "request_id":
-		return holderRequestID
+		return int(HolderRequestID)
 	case "actor":
-		return holderActor
+		return int(HolderActor)
 	case "intent":
-		return holderIntent
+		return int(HolderIntent)
 	case "host_id":
-		return holderHostID
+		return int(HolderHostID)
 	case "pid":
-		return holderPID
+		return int(HolderPID)
 	case "created_at":
-		return holderCreatedAt
+		return int(HolderCreatedAt)
 	case "last_heartbeat_at":
-		return holderLastHeartbeatAt
+		return int(HolderLastHeartbeatAt)
 	}
 	return -1
 }
 
+// HolderFieldOf returns the field named key.
+func HolderFieldOf(key string) (HolderField, bool) {
+	f := holderLookup(unsafe.Slice(unsafe.StringData(key), len(key)))
+	return HolderField(f), f >= 0
+}
+
+// String returns the field's name.
+func (f HolderField) String() string { return holderNames[f] }
+
 var holderSchema = recordSchema{id: rHolder, names: holderNames, extra: "additionalProperties", together: 0}
 
 const (
-	holderAll      = 1<<holderRequestID | 1<<holderActor | 1<<holderIntent | 1<<holderHostID | 1<<holderPID | 1<<holderCreatedAt | 1<<holderLastHeartbeatAt
-	holderRequired = 1<<holderRequestID | 1<<holderActor | 1<<holderHostID | 1<<holderPID | 1<<holderCreatedAt | 1<<holderLastHeartbeatAt
+	holderAll      = 1<<HolderRequestID | 1<<HolderActor | 1<<HolderIntent | 1<<HolderHostID | 1<<HolderPID | 1<<HolderCreatedAt | 1<<HolderLastHeartbeatAt
+	holderRequired = 1<<HolderRequestID | 1<<HolderActor | 1<<HolderHostID | 1<<HolderPID | 1<<HolderCreatedAt | 1<<HolderLastHeartbeatAt
 )
 
 func checkHolderField(v *validator, f int) *verr {
-	switch f {
-	case holderRequestID:
+	switch HolderField(f) {
+	case HolderRequestID:
 		return v.str(1, noMax)
-	case holderActor:
+	case HolderActor:
 		return v.str(0, noMax)
-	case holderIntent:
+	case HolderIntent:
 		return v.str(0, noMax)
-	case holderHostID:
+	case HolderHostID:
 		return v.str(0, noMax)
-	case holderPID:
+	case HolderPID:
 		return v.integer(noMin, noMax)
-	case holderCreatedAt:
+	case HolderCreatedAt:
 		return v.str(0, noMax)
-	case holderLastHeartbeatAt:
+	case HolderLastHeartbeatAt:
 		return v.str(0, noMax)
 	}
 	panic("schema: unhandled holder field")
-}
-
-// ---------------------------------------------------------------------
-// lockV1: lock_v1.json#
-
-const (
-	lockV1LockVersion = iota
-	lockV1LockName
-	lockV1RequestID
-	lockV1Actor
-	lockV1Intent
-	lockV1IntentVersion
-	lockV1HostID
-	lockV1PID
-	lockV1CreatedAt
-	lockV1LastHeartbeatAt
-	lockV1TTLSeconds
-	lockV1Metadata
-	nLockV1Fields
-)
-
-// The field sets are bit masks of a uint64.
-var _ [64 - nLockV1Fields]struct{}
-
-var lockV1Names = []string{
-	lockV1LockVersion:     "lock_version",
-	lockV1LockName:        "lock_name",
-	lockV1RequestID:       "request_id",
-	lockV1Actor:           "actor",
-	lockV1Intent:          "intent",
-	lockV1IntentVersion:   "intent_version",
-	lockV1HostID:          "host_id",
-	lockV1PID:             "pid",
-	lockV1CreatedAt:       "created_at",
-	lockV1LastHeartbeatAt: "last_heartbeat_at",
-	lockV1TTLSeconds:      "ttl_seconds",
-	lockV1Metadata:        "metadata",
-}
-
-var lockV1Schema = recordSchema{id: rLockV1, names: lockV1Names, extra: "additionalProperties", together: 0}
-
-const (
-	lockV1All      = 1<<lockV1LockVersion | 1<<lockV1LockName | 1<<lockV1RequestID | 1<<lockV1Actor | 1<<lockV1Intent | 1<<lockV1IntentVersion | 1<<lockV1HostID | 1<<lockV1PID | 1<<lockV1CreatedAt | 1<<lockV1LastHeartbeatAt | 1<<lockV1TTLSeconds | 1<<lockV1Metadata
-	lockV1Required = 1<<lockV1LockVersion | 1<<lockV1LockName | 1<<lockV1RequestID | 1<<lockV1Actor | 1<<lockV1Intent | 1<<lockV1IntentVersion | 1<<lockV1HostID | 1<<lockV1PID | 1<<lockV1CreatedAt | 1<<lockV1LastHeartbeatAt | 1<<lockV1TTLSeconds
-)
-
-func checkLockV1Field(v *validator, f int) *verr {
-	switch f {
-	case lockV1LockVersion:
-		return v.constString("v1")
-	case lockV1LockName:
-		return v.pattern(isLockName, "^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$")
-	case lockV1RequestID:
-		return v.str(1, 256)
-	case lockV1Actor:
-		return v.str(0, noMax)
-	case lockV1Intent:
-		return v.str(0, noMax)
-	case lockV1IntentVersion:
-		return v.str(0, noMax)
-	case lockV1HostID:
-		return v.str(0, noMax)
-	case lockV1PID:
-		return v.integer(0, noMax)
-	case lockV1CreatedAt:
-		return v.dateTime()
-	case lockV1LastHeartbeatAt:
-		return v.dateTime()
-	case lockV1TTLSeconds:
-		return v.integer(1, noMax)
-	case lockV1Metadata:
-		return v.anyObject()
-	}
-	panic("schema: unhandled lockV1 field")
 }
 
 // The value lists of the enums.

@@ -390,6 +390,9 @@ func EventFieldOf(key string) (EventField, bool) {
 // String returns the field's name.
 func (f EventField) String() string { return eventNames[f] }
 
+// NumEventFields is the number of EventFields: they are 0 to NumEventFields-1.
+const NumEventFields = int(nEventFields)
+
 // AllowedIn reports whether events of type t may carry the field.
 func (f EventField) AllowedIn(t events.Type) bool {
 	k, ok := kindOf(t)
@@ -683,6 +686,9 @@ func LockV1FieldOf(key string) (LockV1Field, bool) {
 // String returns the field's name.
 func (f LockV1Field) String() string { return lockV1Names[f] }
 
+// NumLockV1Fields is the number of LockV1Fields: they are 0 to NumLockV1Fields-1.
+const NumLockV1Fields = int(nLockV1Fields)
+
 var lockV1Schema = recordSchema{id: rLockV1, names: lockV1Names, extra: "additionalProperties", together: 0}
 
 const (
@@ -758,6 +764,9 @@ func TargetsItemFieldOf(key string) (TargetsItemField, bool) {
 
 // String returns the field's name.
 func (f TargetsItemField) String() string { return targetsItemNames[f] }
+
+// NumTargetsItemFields is the number of TargetsItemFields: they are 0 to NumTargetsItemFields-1.
+const NumTargetsItemFields = int(nTargetsItemFields)
 
 var targetsItemSchema = recordSchema{id: rTargetsItem, names: targetsItemNames, extra: "additionalProperties", together: 0}
 
@@ -908,6 +917,9 @@ func HolderFieldOf(key string) (HolderField, bool) {
 
 // String returns the field's name.
 func (f HolderField) String() string { return holderNames[f] }
+
+// NumHolderFields is the number of HolderFields: they are 0 to NumHolderFields-1.
+const NumHolderFields = int(nHolderFields)
 
 var holderSchema = recordSchema{id: rHolder, names: holderNames, extra: "additionalProperties", together: 0}
 

@@ -940,6 +940,7 @@ func (g *generator) emitRecord(b *bytes.Buffer, r *record, ownLookup bool) {
 		p("// %sOf returns the field named key.\nfunc %sOf(key string) (%s, bool) {\n", t, t, t)
 		p("\tf := %sLookup(unsafe.Slice(unsafe.StringData(key), len(key)))\n\treturn %s(f), f >= 0\n}\n\n", r.name, t)
 		p("// String returns the field's name.\nfunc (f %s) String() string { return %sNames[f] }\n\n", t, r.name)
+		p("// Num%ss is the number of %ss: they are 0 to Num%ss-1.\nconst Num%ss = int(n%sFields)\n\n", t, t, t, t, camel(r.name))
 		if r == g.event {
 			last := g.kinds[len(g.kinds)-1].ident
 			p("// AllowedIn reports whether events of type t may carry the field.\nfunc (f %s) AllowedIn(t events.Type) bool {\n", t)

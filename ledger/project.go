@@ -684,7 +684,7 @@ func (p *projection) dropAsides() {
 // holder (see supersede): projections are then rebuilt around the other
 // tool's file, which is never touched.
 func (l *Ledger) settleSupersessions(ctx context.Context, id Identity) error {
-	rows, err := loadRows(ctx, l.db)
+	rows, err := loadRows(ctx, l.store.DB())
 	if err != nil {
 		return err
 	}

@@ -413,7 +413,7 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*row) (*repl
 	deadline := time.Now().Add(settleWithin)
 	backoff := time.Millisecond
 	for {
-		before, err := loadRow(ctx, l.db, name)
+		before, err := loadRow(ctx, l.store.DB(), name)
 		if err != nil {
 			return nil, "", err
 		}
@@ -421,7 +421,7 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*row) (*repl
 		if err != nil || p == nil {
 			return p, note, err
 		}
-		after, err := loadRow(ctx, l.db, name)
+		after, err := loadRow(ctx, l.store.DB(), name)
 		if err != nil {
 			return nil, "", err
 		}

@@ -51,7 +51,7 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 	if err := events.ValidateLockName(lock); err != nil {
 		return nil, err
 	}
-	r, err := loadRow(ctx, l.db, lock)
+	r, err := loadRow(ctx, l.store.DB(), lock)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 	}
 	s := l.status(v, now)
 	if s.Holder == nil {
-		sh, err := loadShared(ctx, l.db, lock)
+		sh, err := loadShared(ctx, l.store.DB(), lock)
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +113,7 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 // be read is listed from the locks table alone, with its Problem, and
 // does not stop the others.
 func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
-	rows, err := loadRows(ctx, l.db)
+	rows, err := loadRows(ctx, l.store.DB())
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := loadAllShared(ctx, l.db)
+	all, err := loadAllShared(ctx, l.store.DB())
 	if err != nil {
 		return nil, err
 	}

@@ -140,7 +140,7 @@ func ReadTargetFile(path string) (data []byte, exists bool, err error) {
 
 // TargetsOf returns the targets the ledger's current holder of lock projects.
 func (l *Ledger) TargetsOf(ctx context.Context, lock string) ([]events.Target, error) {
-	r, err := loadRow(ctx, l.db, lock)
+	r, err := loadRow(ctx, l.store.DB(), lock)
 	if err != nil || r == nil || !r.held {
 		return nil, err
 	}

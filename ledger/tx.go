@@ -91,7 +91,7 @@ func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error,
 		}
 	}
 	if len(w.written) > 0 && w.v.name != "" {
-		if err := l.store.changed(ctx, w.q, w.v.name); err != nil {
+		if err := l.store.Changed(ctx, w.q, w.v.name); err != nil {
 			w.abort()
 			return fmt.Errorf("ledger: notify: %w", err)
 		}
@@ -239,7 +239,7 @@ func (l *Ledger) inspect(name string, r *row) (*view, error) {
 // ownsFiles reports whether this host's lock files project r: always on
 // SQLite; on a shared store, only for a holder (or last holder) on this host.
 func (l *Ledger) ownsFiles(r *row) bool {
-	return !l.store.shared() || r.hostID == l.host.ID
+	return !l.store.ManyHosts() || r.hostID == l.host.ID
 }
 
 // interpretRemote reads this host's file of a lock whose row names a
@@ -270,7 +270,7 @@ func (l *Ledger) recordedHere(name, requestID string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), l.busy)
 	defer cancel()
 	var n int
-	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE lock_name = $1 AND request_id = $2
+	err := l.store.DB().QueryRowContext(ctx, `SELECT count(*) FROM events WHERE lock_name = $1 AND request_id = $2
 		AND type IN ('lock_acquired', 'lock_stolen')`, name, requestID).Scan(&n)
 	return err == nil && n > 0
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/lockfile"
+	"github.com/lockledger/lockledger/store"
 )
 
 // Backoff bounds for waiting on a held lock: full jitter, each sleep drawn
@@ -36,10 +36,10 @@ func (l *Ledger) AcquireWait(ctx context.Context, req AcquireRequest, wait time.
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) && wait > 0 {
 		deadline = d
 	}
-	var watch waker
+	var watch store.Waker
 	defer func() {
 		if watch != nil {
-			watch.close()
+			watch.Close()
 		}
 	}()
 	for attempt := 0; ; attempt++ {
@@ -76,13 +76,13 @@ func (l *Ledger) AcquireWait(ctx context.Context, req AcquireRequest, wait time.
 			observe(held, req.Waited)
 		}
 		if watch == nil {
-			watch = l.store.watch(req.Lock)
+			watch = l.store.Watch(req.Lock)
 		}
 		sleep := jitter(attempt)
 		if remain := time.Until(deadline); sleep > remain {
 			sleep = remain
 		}
-		watch.wait(ctx, sleep)
+		watch.Wait(ctx, sleep)
 	}
 }
 
@@ -98,7 +98,7 @@ func (l *Ledger) peekHeld(ctx context.Context, req AcquireRequest, attempt int, 
 	if attempt == 0 || last || len(req.Targets) > 0 {
 		return nil
 	}
-	r, err := loadRow(ctx, l.db, req.Lock)
+	r, err := loadRow(ctx, l.store.DB(), req.Lock)
 	if err != nil {
 		return nil
 	}
@@ -130,9 +130,3 @@ func jitter(attempt int) time.Duration {
 	}
 	return time.Duration(rand.Int64N(int64(ceil))) + time.Millisecond
 }
-
-// fileWaker wakes a waiter when the lock's file changes (lockfile.Watch).
-type fileWaker struct{ w *lockfile.Watch }
-
-func (f fileWaker) wait(ctx context.Context, d time.Duration) { f.w.Wait(ctx, d) }
-func (f fileWaker) close()                                    { f.w.Close() }

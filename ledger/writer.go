@@ -12,7 +12,10 @@ import (
 var errWriterBusy = lockfile.ErrBusy
 
 // lockWriter takes the writer mutex: a sync.Mutex for this process, then
-// the store's own part for the other processes (see store.lockWriter).
+// the root's flock (lockfile.Mutex) for the other processes on this host,
+// waited for up to the busy timeout and while ctx lasts. It covers what a
+// decision does to this host's lock files after its commit, which the
+// database's own serialisation point, released at the commit, does not.
 func (l *Ledger) lockWriter(ctx context.Context) (func(), error) {
 	l.mu.Lock()
 	if l.closed {
@@ -23,7 +26,7 @@ func (l *Ledger) lockWriter(ctx context.Context) (func(), error) {
 		l.mu.Unlock()
 		return nil, fmt.Errorf("ledger %s: %w", l.where(), ErrReadOnly)
 	}
-	unlock, err := l.store.lockWriter(ctx)
+	unlock, err := l.flock.Lock(ctx, l.busy, time.Millisecond)
 	if err != nil {
 		l.mu.Unlock()
 		return nil, err
@@ -32,10 +35,4 @@ func (l *Ledger) lockWriter(ctx context.Context) (func(), error) {
 		unlock()
 		l.mu.Unlock()
 	}, nil
-}
-
-// flockWriter is SQLite's part of the writer mutex (lockfile.Mutex),
-// waited for up to the busy timeout and while ctx lasts.
-func (l *Ledger) flockWriter(ctx context.Context) (func(), error) {
-	return l.flock.Lock(ctx, l.busy, time.Millisecond)
 }

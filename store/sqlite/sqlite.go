@@ -182,7 +182,9 @@ func (s *Store) BeginRead(ctx context.Context) (*sql.Tx, error) {
 }
 
 // Clock is this host's clock: every writer of the ledger runs here.
-func (s *Store) Clock(context.Context, store.Querier) (time.Time, error) { return s.cfg.Now().UTC(), nil }
+func (s *Store) Clock(context.Context, store.Querier) (time.Time, error) {
+	return s.cfg.Now().UTC(), nil
+}
 
 func (s *Store) Changed(context.Context, store.Execer, string) error { return nil }
 

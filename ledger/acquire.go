@@ -100,7 +100,7 @@ func (w *writeTx) acquireExclusive(req AcquireRequest, p takeover) (*Acquisition
 	}
 	if w.sameRequest(h, id) {
 		if w.sameProcess(h, id) {
-			return w.already(h, w.v.row.updatedSeq, "", 0), nil, nil
+			return w.already(h, w.v.row.UpdatedSeq, "", 0), nil, nil
 		}
 		if req.Reclaim {
 			a, err := w.take(req, h, events.ReasonReclaimed, reclaimNote(h, id))

@@ -22,6 +22,7 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/lockfile"
+	"github.com/lockledger/lockledger/store"
 )
 
 // Defaults of the automatic checkpoints a writer with a key signs.
@@ -131,7 +132,7 @@ func (l *Ledger) checkpointNow(ctx context.Context) (*Checkpointed, error) {
 	}
 	var cp *Checkpointed
 	err := l.update(ctx, func(w *writeTx) (error, error) {
-		seq, _, err := head(ctx, w.q, l.genesis)
+		seq, _, err := store.Head(ctx, w.q, l.genesis)
 		if err != nil {
 			return nil, err
 		}

@@ -46,12 +46,11 @@ var (
 	ErrReadOnly = errors.New("ledger opened read-only")
 	// ErrTruncated: the log's tail is gone (the locks table records events
 	// past its end); writers append nothing until project accepts it.
-	ErrTruncated = errors.New("event log truncated")
-	// ErrUnhashed: events follow the last one with stored Merkle hashes on
-	// a ledger that keeps them: appended by something other than
-	// lockledger. Writers append nothing (a checkpoint would sign them)
+	ErrTruncated = store.ErrTruncated
+	// ErrUnhashed: events follow the last one with stored Merkle hashes,
+	// appended by something other than lockledger; writers append nothing
 	// until project --accept-broken-chain accepts them (recorded).
-	ErrUnhashed = errors.New("events without stored Merkle hashes")
+	ErrUnhashed = store.ErrUnhashed
 	// ErrClosed: the ledger was used after Close.
 	ErrClosed = errors.New("ledger is closed")
 	// ErrBrokenChain: project refused to rebuild the projections from an

@@ -140,7 +140,7 @@ func (w *writeTx) supersede(id Identity, maxAge time.Duration) (bool, error) {
 		return false, err
 	}
 	freed := *w.v.row
-	freed.held, freed.updatedSeq = false, ev.Seq
+	freed.Held, freed.UpdatedSeq = false, ev.Seq
 	w.v.row, w.v.holder, w.v.interloper = &freed, s.h, false
 	w.l.log.Warn("another tool's lock file holds this lock; the ledger's holder is recorded as superseded",
 		"lock", w.v.name, "path", s.path, "format", s.format, "superseded", own.rec.RequestID, "by", s.h.rec.RequestID)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
 )
 
 // ErrNotEmpty: the ledger to import into already holds events.
@@ -111,7 +112,7 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 			return nil, err
 		}
 	}
-	if rep.HeadSeq, rep.HeadHash, err = head(ctx, tx, events.Genesis(from.id)); err != nil {
+	if rep.HeadSeq, rep.HeadHash, err = store.Head(ctx, tx, events.Genesis(from.id)); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -137,7 +138,7 @@ func copySQL(table string) (read, insert string, n int) {
 		return `SELECT ` + sharedColumns + ` FROM lock_holders ORDER BY lock_name, request_id`,
 			`INSERT INTO lock_holders (` + sharedColumns + `) VALUES `, 16
 	}
-	return `SELECT ` + rowColumns + ` FROM locks ORDER BY lock_name`, `INSERT INTO locks (` + rowColumns + `) VALUES `, 18
+	return `SELECT ` + store.RowColumns + ` FROM locks ORDER BY lock_name`, `INSERT INTO locks (` + store.RowColumns + `) VALUES `, 18
 }
 
 // copyRows copies every row of table from src to dst in order,

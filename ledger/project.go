@@ -14,6 +14,7 @@ import (
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 // ProjectChange is one change project made.
@@ -116,7 +117,7 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		if err != nil {
 			return nil, fmt.Errorf("ledger: project: %w", err)
 		}
-		rows, err := loadRows(ctx, tx)
+		rows, err := store.LoadRows(ctx, tx)
 		if err != nil {
 			return nil, err
 		}
@@ -210,23 +211,23 @@ func (p *projection) plan(name string) *lockPlan {
 }
 
 // rows rebuilds the locks table from st in tx and returns the rebuilt rows.
-func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (map[string]*row, error) {
-	old, err := loadRows(ctx, tx)
+func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (map[string]*store.Row, error) {
+	old, err := store.LoadRows(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
-	table := map[string]*row{}
+	table := map[string]*store.Row{}
 	for _, r := range old {
-		table[r.name] = r
+		table[r.Name] = r
 	}
-	rebuilt := map[string]*row{}
+	rebuilt := map[string]*store.Row{}
 	for _, lk := range st.Locks() {
 		want := rowFromReplay(lk)
 		if want == nil {
 			continue
 		}
 		rebuilt[lk.Name] = want
-		if want.held {
+		if want.Held {
 			p.rep.Held++
 		}
 		got := table[lk.Name]
@@ -249,7 +250,7 @@ func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (ma
 		if ch == nil {
 			continue
 		}
-		if err := saveRow(ctx, tx, want); err != nil {
+		if err := store.SaveRow(ctx, tx, want); err != nil {
 			return nil, err
 		}
 		p.rep.Rows = append(p.rep.Rows, *ch)
@@ -318,21 +319,21 @@ func (p *projection) sharedRows(ctx context.Context, tx *sql.Tx, st *replay.Stat
 }
 
 // rowHolder names a row's holder in a change: "holder REQ" or "free".
-func rowHolder(r *row) string {
-	if r.held {
-		return "holder " + r.requestID
+func rowHolder(r *store.Row) string {
+	if r.Held {
+		return "holder " + r.RequestID
 	}
 	return "free"
 }
 
 // files plans the reconciliation of every lock file with the rebuilt rows.
-func (p *projection) files(rebuilt map[string]*row) error {
+func (p *projection) files(rebuilt map[string]*store.Row) error {
 	names, err := p.l.lockNamesOnDisk()
 	if err != nil {
 		return err
 	}
 	for name, r := range rebuilt {
-		if r.held {
+		if r.Held {
 			names[name] = true
 		}
 	}
@@ -389,7 +390,7 @@ func absPath(p string) string {
 
 // lockFile plans one ROOT/locks file: the repairs every writer makes, or,
 // for an unreadable file, keeping it aside (see keepUnreadable).
-func (p *projection) lockFile(name string, r *row) error {
+func (p *projection) lockFile(name string, r *store.Row) error {
 	l := p.l
 	v, err := l.inspect(name, r)
 	if err != nil {
@@ -418,7 +419,7 @@ func (p *projection) lockFile(name string, r *row) error {
 // safe). It is kept aside now (see lockfile.Dir.KeepAside), and after the commit the
 // path gets the ledger's file back where the ledger holds the lock, or is
 // left empty.
-func (p *projection) keepUnreadable(name string, r *row, v *view) error {
+func (p *projection) keepUnreadable(name string, r *store.Row, v *view) error {
 	l := p.l
 	path := l.files.Path(name)
 	lp := p.plan(name)
@@ -453,7 +454,7 @@ func (p *projection) keepUnreadable(name string, r *row, v *view) error {
 	u.Path = absPath(u.Path)
 	lp.changes = append(lp.changes, fmt.Sprintf("%s moved aside to %s", u, aside))
 	p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: "moved aside", Detail: path + " -> " + aside})
-	held := r != nil && r.held
+	held := r != nil && r.Held
 	if held {
 		lp.changes = append(lp.changes, "lock file rewritten ("+absPath(path)+")")
 		p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: "replaced", Detail: path})
@@ -466,7 +467,7 @@ func (p *projection) keepUnreadable(name string, r *row, v *view) error {
 		if !held {
 			return l.files.DropIfInode(name, ino)
 		}
-		j, err := l.files.Replace(name, r.file)
+		j, err := l.files.Replace(name, r.File)
 		if err != nil {
 			return err
 		}
@@ -484,7 +485,7 @@ func unreadableAt(v *view) bool {
 	if !v.file.Exists {
 		return false
 	}
-	if v.row != nil && bytes.Equal(v.file.Data, v.row.file) {
+	if v.row != nil && bytes.Equal(v.file.Data, v.row.File) {
 		return false
 	}
 	_, err := ParseLockFile(v.file.Data)
@@ -498,7 +499,7 @@ func unreadableAt(v *view) bool {
 // replaced; a free lock's file that still holds exactly the last holder's
 // bytes is removed. Other files are left alone: a target path is not in
 // the ledger's directory, and what else sits there is not the ledger's.
-func (p *projection) targets(r *row) error {
+func (p *projection) targets(r *store.Row) error {
 	l := p.l
 	h := holdingFromRow(r)
 	for _, t := range h.targets {
@@ -510,12 +511,12 @@ func (p *projection) targets(r *row) error {
 		if err != nil {
 			return fmt.Errorf("ledger: project %s: %w", t.Path, err)
 		}
-		lp := p.plan(r.name)
+		lp := p.plan(r.Name)
 		add := func(action, words string) {
-			p.rep.Files = append(p.rep.Files, ProjectChange{Lock: r.name, Action: action, Detail: t.Path})
+			p.rep.Files = append(p.rep.Files, ProjectChange{Lock: r.Name, Action: action, Detail: t.Path})
 			lp.changes = append(lp.changes, words)
 		}
-		if !r.held {
+		if !r.Held {
 			if file.Exists && bytes.Equal(file.Data, want) {
 				add("removed", "target "+t.Path+" removed: the lock is free")
 				path := t.Path
@@ -546,8 +547,8 @@ func (p *projection) targets(r *row) error {
 			if err != nil {
 				return err
 			}
-			if fh, perr := f.Parse(file.Data); perr != nil || fh.RequestID != r.requestID {
-				p.rep.Interlopers = append(p.rep.Interlopers, r.name+" ("+t.Path+")")
+			if fh, perr := f.Parse(file.Data); perr != nil || fh.RequestID != r.RequestID {
+				p.rep.Interlopers = append(p.rep.Interlopers, r.Name+" ("+t.Path+")")
 				break
 			}
 			add("replaced", "target "+t.Path+" rewritten")
@@ -684,7 +685,7 @@ func (p *projection) dropAsides() {
 // holder (see supersede): projections are then rebuilt around the other
 // tool's file, which is never touched.
 func (l *Ledger) settleSupersessions(ctx context.Context, id Identity) error {
-	rows, err := loadRows(ctx, l.store.DB())
+	rows, err := store.LoadRows(ctx, l.store.DB())
 	if err != nil {
 		return err
 	}
@@ -693,23 +694,23 @@ func (l *Ledger) settleSupersessions(ctx context.Context, id Identity) error {
 		return err
 	}
 	for _, r := range rows {
-		if !r.held {
+		if !r.Held {
 			continue
 		}
-		v, err := l.inspect(r.name, r)
+		v, err := l.inspect(r.Name, r)
 		if err != nil {
 			continue // the lock's own problem; verify names it
 		}
 		if sup, err := l.supersededBy(v, now, 0); err != nil || sup == nil {
 			continue
 		}
-		if err := l.write(ctx, r.name, func(w *writeTx) (error, error) {
+		if err := l.write(ctx, r.Name, func(w *writeTx) (error, error) {
 			_, err := w.supersede(id, 0)
 			return nil, err
 		}); errors.Is(err, ErrTruncated) || errors.Is(err, ErrUnhashed) {
 			return nil // a damaged log: project's own check refuses it, or accepts it first
 		} else if err != nil {
-			return fmt.Errorf("lock %s: %w", r.name, err)
+			return fmt.Errorf("lock %s: %w", r.Name, err)
 		}
 	}
 	return nil

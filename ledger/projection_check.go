@@ -12,13 +12,14 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 // rowFromReplay is the locks row the ledger's write path leaves for a lock
 // replay folded: saveHolder's row for a held lock, saveFree's (the last
 // holder's row with held = 0) for a free one. nil when the ledger never
 // held the lock (no row).
-func rowFromReplay(lk *replay.Lock) *row {
+func rowFromReplay(lk *replay.Lock) *store.Row {
 	h := lk.Holder
 	if h == nil {
 		return nil
@@ -35,51 +36,51 @@ func rowFromReplay(lk *replay.Lock) *row {
 	if err != nil {
 		tj = []byte("[]") // strings only: always marshals
 	}
-	return &row{targets: string(tj),
-		name: lk.Name, held: lk.Held, requestID: h.Record.RequestID, actor: h.Record.Actor, intent: h.Record.Intent,
-		intentVersion: h.Record.IntentVersion, hostID: h.Record.HostID, pid: h.Record.PID, pidStart: h.PIDStart,
-		bootID: h.BootID, createdAt: events.FormatTime(h.Created), heartbeatAt: events.FormatTime(h.Heartbeat),
-		ttlSeconds: h.Record.TTLSeconds, metadata: string(md), fencingToken: h.Token, updatedSeq: lk.UpdatedSeq,
-		file: h.File(),
+	return &store.Row{Targets: string(tj),
+		Name: lk.Name, Held: lk.Held, RequestID: h.Record.RequestID, Actor: h.Record.Actor, Intent: h.Record.Intent,
+		IntentVersion: h.Record.IntentVersion, HostID: h.Record.HostID, PID: h.Record.PID, PIDStart: h.PIDStart,
+		BootID: h.BootID, CreatedAt: events.FormatTime(h.Created), HeartbeatAt: events.FormatTime(h.Heartbeat),
+		TTLSeconds: h.Record.TTLSeconds, Metadata: string(md), FencingToken: h.Token, UpdatedSeq: lk.UpdatedSeq,
+		File: h.File(),
 	}
 }
 
 // rowDiff names the columns in which two rows differ.
-func rowDiff(a, b *row) []string {
+func rowDiff(a, b *store.Row) []string {
 	var d []string
 	add := func(name string, same bool) {
 		if !same {
 			d = append(d, name)
 		}
 	}
-	add("held", a.held == b.held)
-	add("request_id", a.requestID == b.requestID)
-	add("actor", a.actor == b.actor)
-	add("intent", a.intent == b.intent)
-	add("intent_version", a.intentVersion == b.intentVersion)
-	add("host_id", a.hostID == b.hostID)
-	add("pid", a.pid == b.pid)
-	add("pid_start", a.pidStart == b.pidStart)
-	add("boot_id", a.bootID == b.bootID)
-	add("created_at", a.createdAt == b.createdAt)
-	add("heartbeat_at", a.heartbeatAt == b.heartbeatAt)
-	add("ttl_seconds", a.ttlSeconds == b.ttlSeconds)
-	add("metadata", a.metadata == b.metadata)
-	add("fencing_token", a.fencingToken == b.fencingToken)
-	add("updated_seq", a.updatedSeq == b.updatedSeq)
-	add("file", bytes.Equal(a.file, b.file))
-	add("targets", a.targetsJSON() == b.targetsJSON())
+	add("held", a.Held == b.Held)
+	add("request_id", a.RequestID == b.RequestID)
+	add("actor", a.Actor == b.Actor)
+	add("intent", a.Intent == b.Intent)
+	add("intent_version", a.IntentVersion == b.IntentVersion)
+	add("host_id", a.HostID == b.HostID)
+	add("pid", a.PID == b.PID)
+	add("pid_start", a.PIDStart == b.PIDStart)
+	add("boot_id", a.BootID == b.BootID)
+	add("created_at", a.CreatedAt == b.CreatedAt)
+	add("heartbeat_at", a.HeartbeatAt == b.HeartbeatAt)
+	add("ttl_seconds", a.TTLSeconds == b.TTLSeconds)
+	add("metadata", a.Metadata == b.Metadata)
+	add("fencing_token", a.FencingToken == b.FencingToken)
+	add("updated_seq", a.UpdatedSeq == b.UpdatedSeq)
+	add("file", bytes.Equal(a.File, b.File))
+	add("targets", a.TargetsJSON() == b.TargetsJSON())
 	return d
 }
 
-func describeHeld(r *row) string {
+func describeHeld(r *store.Row) string {
 	if r == nil {
 		return "no row"
 	}
-	if r.held {
-		return fmt.Sprintf("held by request %s (actor %s, seq %d)", r.requestID, r.actor, r.updatedSeq)
+	if r.Held {
+		return fmt.Sprintf("held by request %s (actor %s, seq %d)", r.RequestID, r.Actor, r.UpdatedSeq)
 	}
-	return fmt.Sprintf("free (seq %d)", r.updatedSeq)
+	return fmt.Sprintf("free (seq %d)", r.UpdatedSeq)
 }
 
 // checkProjection compares the locks table, read through q (the read
@@ -98,13 +99,13 @@ func describeHeld(r *row) string {
 // again with the table's latest row, so that a write committed meanwhile
 // is not reported. A write in flight (its journal present) is noted.
 func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
-	rows, err := loadRows(ctx, q)
+	rows, err := store.LoadRows(ctx, q)
 	if err != nil {
 		return rep.ReadFailure(ctx, "the locks table", err)
 	}
-	table := map[string]*row{}
+	table := map[string]*store.Row{}
 	for _, r := range rows {
-		table[r.name] = r
+		table[r.Name] = r
 	}
 	if p := truncation(rows, st.Seq); p != nil {
 		rep.Add(*p)
@@ -121,20 +122,20 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 		case want == nil && got == nil:
 			continue
 		case want == nil:
-			rep.Add(replay.Problem{Seq: got.updatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+			rep.Add(replay.Problem{Seq: got.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
 				"the locks table says %s, but no event ever gave the ledger this lock", describeHeld(got))})
 		case got == nil:
-			rep.Add(replay.Problem{Seq: want.updatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+			rep.Add(replay.Problem{Seq: want.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
 				"replay says %s, but the locks table has no row", describeHeld(want))})
-		case want.held != got.held:
-			rep.Add(replay.Problem{Seq: want.updatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+		case want.Held != got.Held:
+			rep.Add(replay.Problem{Seq: want.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
 				"replay says %s, the locks table says %s", describeHeld(want), describeHeld(got))})
 		default:
 			// A free row keeps its last holder: the fencing token the next
 			// holder's follows from, and the request a leftover lock file of
 			// the ledger's is told by. Every column counts, as for a held one.
 			if d := rowDiff(want, got); len(d) > 0 {
-				rep.Add(replay.Problem{Seq: want.updatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+				rep.Add(replay.Problem{Seq: want.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
 					"the locks table differs from replay in %s", strings.Join(d, ", "))})
 			}
 		}
@@ -142,7 +143,7 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 	}
 	for _, name := range sortedKeys(table) {
 		got := table[name]
-		rep.Add(replay.Problem{Seq: got.updatedSeq, Kind: replay.KindProjectionDrift, Lock: name, Detail: fmt.Sprintf(
+		rep.Add(replay.Problem{Seq: got.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: name, Detail: fmt.Sprintf(
 			"the locks table says %s, but no event names this lock", describeHeld(got))})
 	}
 	if err := checkShared(ctx, q, st, rep); err != nil {
@@ -153,19 +154,19 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 
 // truncation reports a tail of the log that is gone, as the locks table
 // shows it: a row updated by an event after the last one (head).
-func truncation(rows []*row, head int64) *replay.Problem {
-	var last *row
+func truncation(rows []*store.Row, head int64) *replay.Problem {
+	var last *store.Row
 	for _, r := range rows {
-		if r.updatedSeq > head && (last == nil || r.updatedSeq > last.updatedSeq) {
+		if r.UpdatedSeq > head && (last == nil || r.UpdatedSeq > last.UpdatedSeq) {
 			last = r
 		}
 	}
 	if last == nil {
 		return nil
 	}
-	return &replay.Problem{Seq: head + 1, Kind: replay.KindTruncated, Lock: last.name, Detail: fmt.Sprintf(
+	return &replay.Problem{Seq: head + 1, Kind: replay.KindTruncated, Lock: last.Name, Detail: fmt.Sprintf(
 		"the log ends at seq %d, but the locks table records lock %s as updated by seq %d: events %d-%d (at least) are gone",
-		head, last.name, last.updatedSeq, head+1, last.updatedSeq)}
+		head, last.Name, last.UpdatedSeq, head+1, last.UpdatedSeq)}
 }
 
 // lockNamesOnDisk lists the lock names that have a file or a journal in
@@ -192,8 +193,8 @@ func (l *Ledger) lockNamesOnDisk() (map[string]bool, error) {
 	return names, nil
 }
 
-func (l *Ledger) checkFiles(ctx context.Context, rows []*row, rep *replay.Report) error {
-	byName := map[string]*row{}
+func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *replay.Report) error {
+	byName := map[string]*store.Row{}
 	names, err := l.lockNamesOnDisk()
 	if err != nil {
 		// The locks the table holds are still checked (and found unreadable).
@@ -204,16 +205,16 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*row, rep *replay.Report
 	remote := map[string]bool{}
 	for _, r := range rows {
 		if !l.ownsFiles(r) {
-			remote[r.name] = true // its host checks its files
+			remote[r.Name] = true // its host checks its files
 			continue
 		}
-		byName[r.name] = r
-		if r.held {
-			names[r.name] = true
+		byName[r.Name] = r
+		if r.Held {
+			names[r.Name] = true
 		}
 	}
 	for _, r := range rows {
-		if remote[r.name] {
+		if remote[r.Name] {
 			continue
 		}
 		if err := l.checkTargets(ctx, r, rep); err != nil {
@@ -236,7 +237,7 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*row, rep *replay.Report
 		if p != nil && p.Kind != replay.KindForeign {
 			// The ledger may have moved on since the snapshot: judge again
 			// against the latest committed row, for as long as it keeps moving.
-			p, note, err = settle(ctx, l, name, func(fresh *row) (*replay.Problem, string, error) {
+			p, note, err = settle(ctx, l, name, func(fresh *store.Row) (*replay.Problem, string, error) {
 				return l.checkFile(name, fresh)
 			})
 			if err != nil {
@@ -256,7 +257,7 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*row, rep *replay.Report
 
 // unreadable is the problem of a lock whose file or journal the ledger
 // cannot read as a regular file, nil when both can be read (or are absent).
-func (l *Ledger) unreadable(name string, r *row) *replay.Problem {
+func (l *Ledger) unreadable(name string, r *store.Row) *replay.Problem {
 	var err error
 	if _, err = l.files.Read(name); err == nil {
 		_, err = l.files.ReadJournal(name)
@@ -266,16 +267,16 @@ func (l *Ledger) unreadable(name string, r *row) *replay.Problem {
 	}
 	p := &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: name, Detail: err.Error()}
 	if r != nil {
-		p.Seq = r.updatedSeq
-		if r.held {
-			p.Detail = fmt.Sprintf("the ledger holds the lock (request %s) but its file cannot be read: %v", r.requestID, err)
+		p.Seq = r.UpdatedSeq
+		if r.Held {
+			p.Detail = fmt.Sprintf("the ledger holds the lock (request %s) but its file cannot be read: %v", r.RequestID, err)
 		}
 	}
 	return p
 }
 
 // checkFile judges one lock file against its table row.
-func (l *Ledger) checkFile(name string, r *row) (*replay.Problem, string, error) {
+func (l *Ledger) checkFile(name string, r *store.Row) (*replay.Problem, string, error) {
 	journal, err := l.files.ReadJournal(name)
 	if err != nil {
 		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
@@ -288,34 +289,34 @@ func (l *Ledger) checkFile(name string, r *row) (*replay.Problem, string, error)
 	if err != nil {
 		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
 	}
-	held := r != nil && r.held
+	held := r != nil && r.Held
 	ours := func() bool {
 		if r == nil {
 			return false
 		}
-		if bytes.Equal(f.Data, r.file) {
+		if bytes.Equal(f.Data, r.File) {
 			return true
 		}
 		rec, err := ParseLockFile(f.Data)
-		return err == nil && rec.RequestID == r.requestID
+		return err == nil && rec.RequestID == r.RequestID
 	}
 	switch {
 	case held && !f.Exists:
-		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileMissing, Lock: name, Detail: fmt.Sprintf(
-			"the ledger holds the lock (request %s) but %s is missing", r.requestID, l.files.Path(name))}, "", nil
-	case held && bytes.Equal(f.Data, r.file):
+		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindLockFileMissing, Lock: name, Detail: fmt.Sprintf(
+			"the ledger holds the lock (request %s) but %s is missing", r.RequestID, l.files.Path(name))}, "", nil
+	case held && bytes.Equal(f.Data, r.File):
 		return nil, "", nil
 	case held && ours():
-		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileDifferent, Lock: name, Detail: fmt.Sprintf(
-			"%s is request %s's but not the bytes the ledger wrote", l.files.Path(name), r.requestID)}, "", nil
+		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindLockFileDifferent, Lock: name, Detail: fmt.Sprintf(
+			"%s is request %s's but not the bytes the ledger wrote", l.files.Path(name), r.RequestID)}, "", nil
 	case held:
-		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindForeignAtHeld, Lock: name, Detail: fmt.Sprintf(
-			"the ledger holds the lock (request %s) but %s is %s", r.requestID, l.files.Path(name), foreignSummary(f.Data))}, "", nil
+		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindForeignAtHeld, Lock: name, Detail: fmt.Sprintf(
+			"the ledger holds the lock (request %s) but %s is %s", r.RequestID, l.files.Path(name), foreignSummary(f.Data))}, "", nil
 	case !f.Exists:
 		return nil, "", nil
 	case ours():
-		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileExtra, Lock: name, Detail: fmt.Sprintf(
-			"%s is request %s's, but the ledger released the lock", l.files.Path(name), r.requestID)}, "", nil
+		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindLockFileExtra, Lock: name, Detail: fmt.Sprintf(
+			"%s is request %s's, but the ledger released the lock", l.files.Path(name), r.RequestID)}, "", nil
 	}
 	return &replay.Problem{Kind: replay.KindForeign, Lock: name, Detail: fmt.Sprintf(
 		"%s is %s; left alone", l.files.Path(name), foreignSummary(f.Data))}, "", nil
@@ -335,7 +336,7 @@ func foreignSummary(data []byte) string {
 // renders there while the lock is held; a file still holding the last
 // holder's bytes after the release is extra. Anything else at the path of a
 // free lock is another tool's business.
-func (l *Ledger) checkTargets(ctx context.Context, r *row, rep *replay.Report) error {
+func (l *Ledger) checkTargets(ctx context.Context, r *store.Row, rep *replay.Report) error {
 	h := holdingFromRow(r)
 	for _, t := range h.targets {
 		rep.LockFiles++
@@ -344,7 +345,7 @@ func (l *Ledger) checkTargets(ctx context.Context, r *row, rep *replay.Report) e
 			return err
 		}
 		if p != nil && p.Kind != replay.KindForeign {
-			p, note, err = settle(ctx, l, r.name, func(fresh *row) (*replay.Problem, string, error) {
+			p, note, err = settle(ctx, l, r.Name, func(fresh *store.Row) (*replay.Problem, string, error) {
 				if fresh == nil {
 					return nil, "", nil
 				}
@@ -368,14 +369,14 @@ func (l *Ledger) checkTargets(ctx context.Context, r *row, rep *replay.Report) e
 	return nil
 }
 
-func (l *Ledger) checkTarget(t events.Target, h *holding, r *row) (*replay.Problem, string, error) {
+func (l *Ledger) checkTarget(t events.Target, h *holding, r *store.Row) (*replay.Problem, string, error) {
 	journal, err := lockfile.ReadFile(lockfile.JournalOf(t.Path))
 	if err != nil {
-		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: r.name, Detail: err.Error()}, "", nil
+		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: r.Name, Detail: err.Error()}, "", nil
 	}
 	if journal.Exists {
 		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
-			r.name, lockfile.JournalOf(t.Path)), nil
+			r.Name, lockfile.JournalOf(t.Path)), nil
 	}
 	want, err := renderTarget(t, h)
 	if err != nil {
@@ -383,18 +384,18 @@ func (l *Ledger) checkTarget(t events.Target, h *holding, r *row) (*replay.Probl
 	}
 	f, err := lockfile.ReadFile(t.Path)
 	if err != nil {
-		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: r.name, Detail: err.Error()}, "", nil
+		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: r.Name, Detail: err.Error()}, "", nil
 	}
 	switch {
-	case r.held && !f.Exists:
-		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileMissing, Lock: r.name, Detail: fmt.Sprintf(
-			"the ledger holds the lock (request %s) but its %s file %s is missing", r.requestID, t.Format, t.Path)}, "", nil
-	case r.held && !bytes.Equal(f.Data, want):
-		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileDifferent, Lock: r.name, Detail: fmt.Sprintf(
-			"%s (%s) is not what request %s projects there (an old version, or another tool's file)", t.Path, t.Format, r.requestID)}, "", nil
-	case !r.held && f.Exists && bytes.Equal(f.Data, want):
-		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileExtra, Lock: r.name, Detail: fmt.Sprintf(
-			"%s (%s) is request %s's, but the ledger released the lock", t.Path, t.Format, r.requestID)}, "", nil
+	case r.Held && !f.Exists:
+		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindLockFileMissing, Lock: r.Name, Detail: fmt.Sprintf(
+			"the ledger holds the lock (request %s) but its %s file %s is missing", r.RequestID, t.Format, t.Path)}, "", nil
+	case r.Held && !bytes.Equal(f.Data, want):
+		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindLockFileDifferent, Lock: r.Name, Detail: fmt.Sprintf(
+			"%s (%s) is not what request %s projects there (an old version, or another tool's file)", t.Path, t.Format, r.RequestID)}, "", nil
+	case !r.Held && f.Exists && bytes.Equal(f.Data, want):
+		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindLockFileExtra, Lock: r.Name, Detail: fmt.Sprintf(
+			"%s (%s) is request %s's, but the ledger released the lock", t.Path, t.Format, r.RequestID)}, "", nil
 	}
 	return nil, "", nil
 }
@@ -409,11 +410,11 @@ const settleWithin = time.Second
 // settle judges a lock's file against the latest committed row until the
 // judgement holds across a row that did not change for settleWithin (or the
 // file agrees). A write committed meanwhile makes it judge again at once.
-func settle(ctx context.Context, l *Ledger, name string, judge func(*row) (*replay.Problem, string, error)) (*replay.Problem, string, error) {
+func settle(ctx context.Context, l *Ledger, name string, judge func(*store.Row) (*replay.Problem, string, error)) (*replay.Problem, string, error) {
 	deadline := time.Now().Add(settleWithin)
 	backoff := time.Millisecond
 	for {
-		before, err := loadRow(ctx, l.store.DB(), name)
+		before, err := store.LoadRow(ctx, l.store.DB(), name)
 		if err != nil {
 			return nil, "", err
 		}
@@ -421,7 +422,7 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*row) (*repl
 		if err != nil || p == nil {
 			return p, note, err
 		}
-		after, err := loadRow(ctx, l.store.DB(), name)
+		after, err := store.LoadRow(ctx, l.store.DB(), name)
 		if err != nil {
 			return nil, "", err
 		}
@@ -441,9 +442,9 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*row) (*repl
 	}
 }
 
-func sameVersion(a, b *row) bool {
+func sameVersion(a, b *store.Row) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.updatedSeq == b.updatedSeq && a.held == b.held
+	return a.UpdatedSeq == b.UpdatedSeq && a.Held == b.Held
 }

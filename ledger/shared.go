@@ -41,6 +41,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/schema"
+	"github.com/lockledger/lockledger/store"
 )
 
 // sharedHolding is one row of lock_holders.
@@ -53,7 +54,7 @@ type sharedHolding struct {
 const sharedColumns = `lock_name, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
 	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, slot_limit, updated_seq`
 
-func scanShared(s scanner) (*sharedHolding, error) {
+func scanShared(s store.Scanner) (*sharedHolding, error) {
 	var name, reqID, actor, intent, iv, host, pidStart, boot, created, hb, md string
 	var pid int
 	var ttl, token, limit, updated int64

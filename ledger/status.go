@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/lockfile"
+	"github.com/lockledger/lockledger/store"
 )
 
 // LockStatus is one lock's state at an instant.
@@ -51,7 +52,7 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 	if err := events.ValidateLockName(lock); err != nil {
 		return nil, err
 	}
-	r, err := loadRow(ctx, l.store.DB(), lock)
+	r, err := store.LoadRow(ctx, l.store.DB(), lock)
 	if err != nil {
 		return nil, err
 	}
@@ -113,13 +114,13 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 // be read is listed from the locks table alone, with its Problem, and
 // does not stop the others.
 func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
-	rows, err := loadRows(ctx, l.store.DB())
+	rows, err := store.LoadRows(ctx, l.store.DB())
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]*row{}
+	byName := map[string]*store.Row{}
 	for _, r := range rows {
-		byName[r.name] = r
+		byName[r.Name] = r
 	}
 	entries, err := l.files.Entries()
 	if err != nil && l.files.Broken() == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/lockledger/lockledger/internal/fileid"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/store"
 )
 
 // Targets are extra lock files in other tools' formats (--file FORMAT:PATH)
@@ -140,8 +141,8 @@ func ReadTargetFile(path string) (data []byte, exists bool, err error) {
 
 // TargetsOf returns the targets the ledger's current holder of lock projects.
 func (l *Ledger) TargetsOf(ctx context.Context, lock string) ([]events.Target, error) {
-	r, err := loadRow(ctx, l.store.DB(), lock)
-	if err != nil || r == nil || !r.held {
+	r, err := store.LoadRow(ctx, l.store.DB(), lock)
+	if err != nil || r == nil || !r.Held {
 		return nil, err
 	}
 	return holdingFromRow(r).targets, nil
@@ -339,7 +340,7 @@ func (w *writeTx) foreignTarget(req AcquireRequest) (*holding, error) {
 func (l *Ledger) foreignAt(lock string, v *view, requested []events.Target, now time.Time, maxAge time.Duration) (*holding, error) {
 	var best *holding
 	paths := requested
-	if r := v.row; r != nil && !r.held && l.ownsFiles(r) {
+	if r := v.row; r != nil && !r.Held && l.ownsFiles(r) {
 		seen := map[string]bool{}
 		for _, t := range paths {
 			seen[t.Path] = true

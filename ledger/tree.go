@@ -15,12 +15,13 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 // treeReader reads the stored hashes through q (inside a transaction, it
 // sees the rows that transaction appended).
 func treeReader(ctx context.Context, q querier) tlog.HashReader {
-	return checkpoint.RowReader(func(seq int64) ([]byte, error) { return readTreeRow(ctx, q, seq) })
+	return checkpoint.RowReader(func(seq int64) ([]byte, error) { return store.ReadTreeRow(ctx, q, seq) })
 }
 
 // appendTree stores the Merkle hashes of the event just inserted at seq.
@@ -32,7 +33,7 @@ func (w *writeTx) appendTree(seq int64, body []byte) error {
 		}
 		return fmt.Errorf("ledger: Merkle hashes of seq %d: %w", seq, err)
 	}
-	return insertTreeRow(w.ctx, w.q, seq, checkpoint.JoinRow(hs))
+	return store.InsertTreeRow(w.ctx, w.q, seq, checkpoint.JoinRow(hs))
 }
 
 // backfillBatch bounds one backfill transaction, so that writers waiting
@@ -174,7 +175,7 @@ func (l *Ledger) hashTail(ctx context.Context, tx *sql.Tx, hashed int64, limit i
 		return 0, false, err
 	}
 	for _, p := range out {
-		if err := insertTreeRow(ctx, tx, p.seq, p.row); err != nil {
+		if err := store.InsertTreeRow(ctx, tx, p.seq, p.row); err != nil {
 			return 0, false, err
 		}
 	}

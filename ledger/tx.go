@@ -11,6 +11,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/schema"
+	"github.com/lockledger/lockledger/store"
 )
 
 // writeTx is one decision on one lock: made under the writer mutex inside a
@@ -130,7 +131,7 @@ func (w *writeTx) abort() {
 // makes commit with the decision and are undone when it does not commit.
 func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (outcome error, err error)) error {
 	return l.update(ctx, func(w *writeTx) (error, error) {
-		before, err := loadRow(w.ctx, w.q, name)
+		before, err := store.LoadRow(w.ctx, w.q, name)
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +222,7 @@ func (w *writeTx) undoTargets() {
 }
 
 // inspect reads a lock's file and journal and interprets them with its row.
-func (l *Ledger) inspect(name string, r *row) (*view, error) {
+func (l *Ledger) inspect(name string, r *store.Row) (*view, error) {
 	file, err := l.files.Read(name)
 	if err != nil {
 		return nil, err
@@ -238,15 +239,15 @@ func (l *Ledger) inspect(name string, r *row) (*view, error) {
 
 // ownsFiles reports whether this host's lock files project r: always on
 // SQLite; on a shared store, only for a holder (or last holder) on this host.
-func (l *Ledger) ownsFiles(r *row) bool {
-	return !l.store.ManyHosts() || r.hostID == l.host.ID
+func (l *Ledger) ownsFiles(r *store.Row) bool {
+	return !l.store.ManyHosts() || r.HostID == l.host.ID
 }
 
 // interpretRemote reads this host's file of a lock whose row names a
 // holder on another host, which projects its own files there. A file here
 // that the ledger wrote for an earlier holding on this host is a leftover;
 // any other is left alone, and the row decides.
-func (l *Ledger) interpretRemote(name string, r *row, file, journal lockfile.State) *view {
+func (l *Ledger) interpretRemote(name string, r *store.Row, file, journal lockfile.State) *view {
 	v := interpret(name, nil, file, journal)
 	v.row = r
 	if v.file.Exists {
@@ -256,7 +257,7 @@ func (l *Ledger) interpretRemote(name string, r *row, file, journal lockfile.Sta
 		}
 	}
 	v.holder = nil
-	if r.held {
+	if r.Held {
 		v.holder = holdingFromRow(r)
 	} else if v.file.Exists {
 		v.holder = foreignHolding(name, v.file)
@@ -287,14 +288,14 @@ func (l *Ledger) applyRepairs(v *view) error {
 		case repairPlace:
 			l.log.Warn("lock file missing for a held lock; restoring it from the ledger", "lock", v.name)
 			var j *os.File
-			if j, err = l.files.Place(v.name, v.row.file); err == nil {
+			if j, err = l.files.Place(v.name, v.row.File); err == nil {
 				if err = lockfile.SyncClose(j); err == nil {
 					err = l.files.Done(v.name)
 				}
 			}
 		case repairReplace:
 			var j *os.File
-			if j, err = l.files.Replace(v.name, v.row.file); err == nil {
+			if j, err = l.files.Replace(v.name, v.row.File); err == nil {
 				if err = lockfile.SyncClose(j); err == nil {
 					err = l.files.Done(v.name)
 				}
@@ -314,7 +315,7 @@ func (l *Ledger) applyRepairs(v *view) error {
 }
 
 // undo reverts an uncommitted file change after a failed commit.
-func (l *Ledger) undo(name string, before *row) {
+func (l *Ledger) undo(name string, before *store.Row) {
 	v, err := l.inspect(name, before)
 	if err == nil {
 		err = l.applyRepairs(v)
@@ -327,7 +328,7 @@ func (l *Ledger) undo(name string, before *row) {
 // append validates ev against its schema, chains it and inserts it.
 func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Event, error) {
 	if !w.headSet {
-		seq, hash, err := head(w.ctx, w.q, w.l.genesis)
+		seq, hash, err := store.Head(w.ctx, w.q, w.l.genesis)
 		if err != nil {
 			return nil, err
 		}
@@ -350,7 +351,7 @@ func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Eve
 		// An event that fails its schema is a bug in the caller, never stored.
 		return nil, fmt.Errorf("ledger: refusing to append %s: %w", typ, err)
 	}
-	if err := insertEvent(w.ctx, w.q, ev.Seq, ev.EventID, string(typ), ev.LockName, ev.RequestID, ev.Actor, ev.At,
+	if err := store.InsertEvent(w.ctx, w.q, ev.Seq, ev.EventID, string(typ), ev.LockName, ev.RequestID, ev.Actor, ev.At,
 		ev.Body, ev.PrevHash, ev.Hash); err != nil {
 		return nil, fmt.Errorf("ledger: append %s: %w", typ, err)
 	}
@@ -366,7 +367,7 @@ func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Eve
 // an acquisition).
 func (w *writeTx) nextSeq() (int64, error) {
 	if !w.headSet {
-		seq, hash, err := head(w.ctx, w.q, w.l.genesis)
+		seq, hash, err := store.Head(w.ctx, w.q, w.l.genesis)
 		if err != nil {
 			return 0, err
 		}
@@ -389,18 +390,18 @@ func (w *writeTx) saveHolder(h *holding, seq int64) error {
 	if err != nil {
 		return err
 	}
-	return saveRow(w.ctx, w.q, &row{targets: string(tj),
-		name: h.rec.LockName, held: true, requestID: h.rec.RequestID, actor: h.rec.Actor, intent: h.rec.Intent,
-		intentVersion: h.rec.IntentVersion, hostID: h.rec.HostID, pid: h.rec.PID, pidStart: h.pidStart,
-		bootID: h.bootID, createdAt: events.FormatTime(h.created), heartbeatAt: events.FormatTime(h.heartbeat),
-		ttlSeconds: h.rec.TTLSeconds, metadata: string(md), fencingToken: h.token, updatedSeq: seq, file: h.file,
+	return store.SaveRow(w.ctx, w.q, &store.Row{Targets: string(tj),
+		Name: h.rec.LockName, Held: true, RequestID: h.rec.RequestID, Actor: h.rec.Actor, Intent: h.rec.Intent,
+		IntentVersion: h.rec.IntentVersion, HostID: h.rec.HostID, PID: h.rec.PID, PIDStart: h.pidStart,
+		BootID: h.bootID, CreatedAt: events.FormatTime(h.created), HeartbeatAt: events.FormatTime(h.heartbeat),
+		TTLSeconds: h.rec.TTLSeconds, Metadata: string(md), FencingToken: h.token, UpdatedSeq: seq, File: h.file,
 	})
 }
 
 // saveFree marks the lock free, keeping the last holder's record.
 func (w *writeTx) saveFree(seq int64) error {
 	r := *w.v.row
-	r.held = false
-	r.updatedSeq = seq
-	return saveRow(w.ctx, w.q, &r)
+	r.Held = false
+	r.UpdatedSeq = seq
+	return store.SaveRow(w.ctx, w.q, &r)
 }

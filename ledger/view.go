@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/lockfile"
+	"github.com/lockledger/lockledger/store"
 )
 
 // repair is a file change that brings a lock file back in line with the
@@ -28,7 +29,7 @@ const (
 // view is a lock as the table and the files show it, interpreted.
 type view struct {
 	name    string
-	row     *row
+	row     *store.Row
 	file    lockfile.State
 	holder  *holding // nil: free
 	repairs []repair
@@ -38,23 +39,23 @@ type view struct {
 
 // interpret decides who holds a lock from its table row, its lock file and
 // its journal. It has no side effects; writers apply v.repairs.
-func interpret(name string, r *row, file, journal lockfile.State) *view {
+func interpret(name string, r *store.Row, file, journal lockfile.State) *view {
 	v := &view{name: name, row: r, file: file}
 	if journal.Exists {
-		committed := r != nil && r.held && bytes.Equal(r.file, journal.Data)
+		committed := r != nil && r.Held && bytes.Equal(r.File, journal.Data)
 		if !committed && file.Exists && file.Ino == journal.Ino {
 			v.repairs = append(v.repairs, repairDropPhantom)
 			v.file = lockfile.State{}
 		}
 		v.repairs = append(v.repairs, repairDropJournal)
 	}
-	if r != nil && r.held {
+	if r != nil && r.Held {
 		v.holder = holdingFromRow(r)
 		switch {
 		case !v.file.Exists:
 			v.repairs = append(v.repairs, repairPlace)
-		case !bytes.Equal(v.file.Data, r.file):
-			if rec, err := ParseLockFile(v.file.Data); err == nil && rec.RequestID == r.requestID {
+		case !bytes.Equal(v.file.Data, r.File):
+			if rec, err := ParseLockFile(v.file.Data); err == nil && rec.RequestID == r.RequestID {
 				v.repairs = append(v.repairs, repairReplace)
 			} else {
 				v.interloper = true
@@ -66,12 +67,12 @@ func interpret(name string, r *row, file, journal lockfile.State) *view {
 		return v
 	}
 	if r != nil {
-		if bytes.Equal(v.file.Data, r.file) {
+		if bytes.Equal(v.file.Data, r.File) {
 			v.repairs = append(v.repairs, repairRemoveLeftover)
 			v.file = lockfile.State{}
 			return v
 		}
-		if rec, err := ParseLockFile(v.file.Data); err == nil && rec.RequestID == r.requestID {
+		if rec, err := ParseLockFile(v.file.Data); err == nil && rec.RequestID == r.RequestID {
 			v.repairs = append(v.repairs, repairRemoveLeftover)
 			v.file = lockfile.State{}
 			return v
@@ -81,22 +82,22 @@ func interpret(name string, r *row, file, journal lockfile.State) *view {
 	return v
 }
 
-func holdingFromRow(r *row) *holding {
+func holdingFromRow(r *store.Row) *holding {
 	md := map[string]string{}
-	_ = json.Unmarshal([]byte(r.metadata), &md)
-	created, _ := events.ParseTime(r.createdAt)
-	hb, _ := events.ParseTime(r.heartbeatAt)
+	_ = json.Unmarshal([]byte(r.Metadata), &md)
+	created, _ := events.ParseTime(r.CreatedAt)
+	hb, _ := events.ParseTime(r.HeartbeatAt)
 	var targets []events.Target
-	_ = json.Unmarshal([]byte(r.targetsJSON()), &targets)
+	_ = json.Unmarshal([]byte(r.TargetsJSON()), &targets)
 	return &holding{
 		targets: targets,
 		rec: events.Record{
-			LockVersion: events.LockVersion, LockName: r.name, RequestID: r.requestID, Actor: r.actor,
-			Intent: r.intent, IntentVersion: r.intentVersion, HostID: r.hostID, PID: r.pid,
+			LockVersion: events.LockVersion, LockName: r.Name, RequestID: r.RequestID, Actor: r.Actor,
+			Intent: r.Intent, IntentVersion: r.IntentVersion, HostID: r.HostID, PID: r.PID,
 			CreatedAt: events.FormatLockTime(created), LastHeartbeatAt: events.FormatLockTime(hb),
-			TTLSeconds: r.ttlSeconds, Metadata: md,
+			TTLSeconds: r.TTLSeconds, Metadata: md,
 		},
-		created: created, heartbeat: hb, pidStart: r.pidStart, bootID: r.bootID, token: r.fencingToken, file: r.file,
+		created: created, heartbeat: hb, pidStart: r.PIDStart, bootID: r.BootID, token: r.FencingToken, file: r.File,
 	}
 }
 

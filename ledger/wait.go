@@ -98,7 +98,7 @@ func (l *Ledger) peekHeld(ctx context.Context, req AcquireRequest, attempt int, 
 	if attempt == 0 || last || len(req.Targets) > 0 {
 		return nil
 	}
-	r, err := loadRow(ctx, l.store.DB(), req.Lock)
+	r, err := store.LoadRow(ctx, l.store.DB(), req.Lock)
 	if err != nil {
 		return nil
 	}

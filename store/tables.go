@@ -1,0 +1,172 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// The ledger's tables, read and written in the SQL both engines speak:
+// the locks projection (one row per lock, its exclusive holder or last
+// one), the events, and their stored Merkle hashes.
+
+// Errors the head of the log reports; package ledger re-exports them.
+var (
+	// ErrTruncated: the log's tail is gone (the locks table records events
+	// past its end); writers append nothing until project accepts it.
+	ErrTruncated = errors.New("event log truncated")
+	// ErrUnhashed: events follow the last one with stored Merkle hashes on
+	// a ledger that keeps them: appended by something other than
+	// lockledger. Writers append nothing (a checkpoint would sign them)
+	// until project --accept-broken-chain accepts them (recorded).
+	ErrUnhashed = errors.New("events without stored Merkle hashes")
+)
+
+// Row is one line of the locks projection table (exclusive holders; shared
+// holders are lock_holders' rows, see package ledger's shared holdings).
+type Row struct {
+	Name          string
+	Held          bool
+	RequestID     string
+	Actor         string
+	Intent        string
+	IntentVersion string
+	HostID        string
+	PID           int
+	PIDStart      string
+	BootID        string
+	CreatedAt     string
+	HeartbeatAt   string
+	TTLSeconds    int64
+	Metadata      string
+	FencingToken  int64
+	UpdatedSeq    int64
+	File          []byte
+	Targets       string // JSON array of events.Target
+}
+
+func (r *Row) TargetsJSON() string {
+	if r.Targets == "" {
+		return "[]"
+	}
+	return r.Targets
+}
+
+const RowColumns = `lock_name, held, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
+	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file, targets`
+
+// Scanner is a *sql.Row or *sql.Rows.
+type Scanner interface{ Scan(dest ...any) error }
+
+func ScanRow(s Scanner) (*Row, error) {
+	var r Row
+	var held int
+	if err := s.Scan(&r.Name, &held, &r.RequestID, &r.Actor, &r.Intent, &r.IntentVersion, &r.HostID, &r.PID,
+		&r.PIDStart, &r.BootID, &r.CreatedAt, &r.HeartbeatAt, &r.TTLSeconds, &r.Metadata, &r.FencingToken,
+		&r.UpdatedSeq, &r.File, &r.Targets); err != nil {
+		return nil, err
+	}
+	r.Held = held != 0
+	return &r, nil
+}
+
+func LoadRow(ctx context.Context, q Querier, name string) (*Row, error) {
+	r, err := ScanRow(q.QueryRowContext(ctx, `SELECT `+RowColumns+` FROM locks WHERE lock_name = $1`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return r, err
+}
+
+func LoadRows(ctx context.Context, q Querier) ([]*Row, error) {
+	rs, err := q.QueryContext(ctx, `SELECT `+RowColumns+` FROM locks ORDER BY lock_name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []*Row
+	for rs.Next() {
+		r, err := ScanRow(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+func SaveRow(ctx context.Context, tx Execer, r *Row) error {
+	held := 0
+	if r.Held {
+		held = 1
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO locks (`+RowColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)
+		ON CONFLICT (lock_name) DO UPDATE SET held=excluded.held, request_id=excluded.request_id, actor=excluded.actor,
+		intent=excluded.intent, intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid,
+		pid_start=excluded.pid_start, boot_id=excluded.boot_id, created_at=excluded.created_at,
+		heartbeat_at=excluded.heartbeat_at, ttl_seconds=excluded.ttl_seconds, metadata=excluded.metadata,
+		fencing_token=excluded.fencing_token, updated_seq=excluded.updated_seq, file=excluded.file,
+		targets=excluded.targets`,
+		r.Name, held, r.RequestID, r.Actor, r.Intent, r.IntentVersion, r.HostID, r.PID, r.PIDStart, r.BootID,
+		r.CreatedAt, r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.FencingToken, r.UpdatedSeq, r.File, r.TargetsJSON())
+	return err
+}
+
+// Head returns the last seq and hash, or 0 and genesis for an empty log.
+// Head is the last event's seq and hash (0 and the genesis when there is
+// none). It refuses a log whose tail is gone, as the locks table shows it
+// (a row updated by a seq past the last event: see truncation): appending
+// there would reuse the missing seqs, fencing tokens included, and hide the cut.
+// It also refuses events past the last one with stored Merkle hashes (the
+// writing open computes them only for a ledger from before the tree): they
+// were appended by something other than lockledger, and the next checkpoint
+// would sign them.
+func Head(ctx context.Context, q Querier, genesis string) (int64, string, error) {
+	var seq, updated, hashed int64
+	var hash string
+	err := q.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0),
+		coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), ''),
+		coalesce((SELECT max(u) FROM (SELECT max(updated_seq) AS u FROM locks
+			UNION ALL SELECT max(updated_seq) FROM lock_holders) AS t), 0),
+		coalesce((SELECT max(seq) FROM tlog_hashes), 0)`).Scan(&seq, &hash, &updated, &hashed)
+	if err != nil {
+		return 0, "", err
+	}
+	if updated > seq {
+		return 0, "", fmt.Errorf("%w: the log ends at seq %d, but the locks table records seq %d: events are missing; "+
+			"nothing is appended until `lockledger verify` is read and `lockledger project --accept-broken-chain` accepts the cut (recorded)",
+			ErrTruncated, seq, updated)
+	}
+	if hashed < seq {
+		return 0, "", fmt.Errorf("%w: seq %d is the first event without them (the log ends at seq %d): appended by something "+
+			"other than lockledger; nothing is appended until `lockledger verify` is read and "+
+			"`lockledger project --accept-broken-chain` accepts them (recorded)", ErrUnhashed, hashed+1, seq)
+	}
+	if seq == 0 {
+		return 0, genesis, nil
+	}
+	return seq, hash, nil
+}
+
+func InsertEvent(ctx context.Context, tx Execer, seq int64, eventID, typ, lock, requestID, actor, at string, body []byte, prev, hash string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`, seq, eventID, typ, lock, requestID, actor, at, body, prev, hash)
+	return err
+}
+
+// ReadTreeRow reads the stored Merkle hashes of event seq; nil when there
+// are none.
+func ReadTreeRow(ctx context.Context, q Querier, seq int64) ([]byte, error) {
+	var b []byte
+	err := q.QueryRowContext(ctx, `SELECT hashes FROM tlog_hashes WHERE seq = $1`, seq).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func InsertTreeRow(ctx context.Context, tx Execer, seq int64, hashes []byte) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO tlog_hashes (seq, hashes) VALUES ($1, $2)`, seq, hashes)
+	return err
+}

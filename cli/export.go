@@ -15,8 +15,8 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/outfile"
-	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 type exportOptions struct {
@@ -84,12 +84,12 @@ that it could not record itself.`,
 // writeCheckpointLines writes the tree and checkpoint lines of a jsonl
 // export of seq from-to, when the ledger holds checkpoints it covers.
 func writeCheckpointLines(ctx context.Context, r *reader, w io.Writer, from, to int64) error {
-	cps, err := ledger.StoredCheckpoints(ctx, r.tx, max(from-1, 1), to)
+	cps, err := store.StoredCheckpoints(ctx, r.tx, max(from-1, 1), to)
 	if err != nil || len(cps) == 0 {
 		return err
 	}
 	if from > 1 {
-		tree, err := checkpoint.TreeFrom(from-1, ledger.TreeReader(ctx, r.tx))
+		tree, err := checkpoint.TreeFrom(from-1, store.TreeReader(ctx, r.tx))
 		if err != nil {
 			return fmt.Errorf("export: the Merkle tree before seq %d: %w (lockledger verify says why)", from, err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 // readNotes reads the signed notes in a file (one, or several one after
@@ -187,7 +188,7 @@ func runProveEvent(ctx context.Context, o *proveOptions, seqArg string) error {
 	if err := forThisLedger("--checkpoint", o.checkpoint, cp, r.l); err != nil {
 		return err
 	}
-	path, err := checkpoint.ProveInclusion(seq, cp.Checkpoint, ledger.TreeReader(ctx, r.tx))
+	path, err := checkpoint.ProveInclusion(seq, cp.Checkpoint, store.TreeReader(ctx, r.tx))
 	if err != nil {
 		return fmt.Errorf("prove: %w", err)
 	}
@@ -234,7 +235,7 @@ func runProveExtends(ctx context.Context, g *globals, oldPath, newPath string) e
 	if err := forThisLedger("NEW", newPath, newer, r.l); err != nil {
 		return err
 	}
-	tp, err := checkpoint.ProveConsistency(older.Checkpoint, newer.Checkpoint, ledger.TreeReader(ctx, r.tx))
+	tp, err := checkpoint.ProveConsistency(older.Checkpoint, newer.Checkpoint, store.TreeReader(ctx, r.tx))
 	if err != nil {
 		return fmt.Errorf("prove: %w", err)
 	}

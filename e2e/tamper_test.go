@@ -24,6 +24,7 @@ import (
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/store"
 )
 
 // signedRoot is a ledger written with a key and a witness file.
@@ -452,7 +453,7 @@ func TestTamperCorpusIsDetectedAgainstTheWitness(t *testing.T) {
 func forgedRoot(t *testing.T, root string, n int64) string {
 	t.Helper()
 	db := clitest.DB(t, root)
-	h, err := tlog.TreeHash(n, ledger.TreeReader(context.Background(), db))
+	h, err := tlog.TreeHash(n, store.TreeReader(context.Background(), db))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +579,7 @@ func TestUntouchedLargeLedgerVerifiesAgainstThreeCheckpoints(t *testing.T) {
 	// stored tree at those sizes), then one signed by the command now.
 	var notes []byte
 	for _, size := range []int64{n / 4, n / 2} {
-		h, err := tlog.TreeHash(size, ledger.TreeReader(context.Background(), db))
+		h, err := tlog.TreeHash(size, store.TreeReader(context.Background(), db))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -176,7 +176,7 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q preparedTx, seq int64, now
 // One signed on the writer's own carries its policy: the promise that
 // verify holds later events to.
 func (l *Ledger) signCheckpoint(ctx context.Context, q preparedTx, seq int64, now time.Time, auto bool) (*Checkpointed, error) {
-	root, err := tlog.TreeHash(seq, treeReader(ctx, q))
+	root, err := tlog.TreeHash(seq, store.TreeReader(ctx, q))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: the tree of %d events: %w", seq, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
 )
 
 func testKey(t *testing.T) (note.Signer, note.Verifier) {
@@ -56,7 +57,7 @@ func storedCheckpoints(t *testing.T, l *Ledger, v note.Verifier) []int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := tlog.TreeHash(size, treeReader(context.Background(), l.DB()))
+		want, err := tlog.TreeHash(size, store.TreeReader(context.Background(), l.DB()))
 		if err != nil {
 			t.Fatal(err)
 		}

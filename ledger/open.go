@@ -207,7 +207,7 @@ func (l *Ledger) openWritable(ctx context.Context, dbPath string, patience time.
 		return fmt.Errorf("ledger: %s is ledger %s but %s records ledger %s: %w; refusing to write to another ledger in its place (fencing tokens could go backwards). Restore this root's ledger.db, or use a new --root",
 			dbPath, l.id, filepath.Join(l.root, WriterMux), clip(b.marker, 64), ErrLedgerGone)
 	}
-	if err := l.backfillTree(ctx); err != nil {
+	if err := store.BackfillTree(ctx, l.store, l.log); err != nil {
 		st.Close()
 		return err
 	}

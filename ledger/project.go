@@ -149,9 +149,9 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 			// Events appended without stored hashes are accepted here, and
 			// only here: the next checkpoint signs them, and this run's
 			// ledger_projected records that they were accepted.
-			if _, hashed, err := treeLag(ctx, tx); err != nil {
+			if _, hashed, err := store.TreeLag(ctx, tx); err != nil {
 				return nil, fmt.Errorf("ledger: project: %w", err)
-			} else if n, _, err := l.hashTail(ctx, tx, hashed, 0); err != nil {
+			} else if n, _, err := store.HashTail(ctx, tx, l.log, hashed, 0); err != nil {
 				return nil, fmt.Errorf("ledger: project: the Merkle hashes of the accepted events: %w", err)
 			} else if n > 0 {
 				l.log.Warn("computed the stored Merkle hashes of accepted events that had none", "after_seq", hashed, "events", n)

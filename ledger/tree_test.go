@@ -13,6 +13,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/store"
 )
 
 // treeMismatch compares every stored row with what tlog.StoredHashes makes
@@ -71,7 +72,7 @@ func TestEveryAppendStoresItsMerkleHashesInItsTransaction(t *testing.T) {
 		t.Fatal(m)
 	}
 	// The root a reader gets from the stored rows is tlog's over the bodies.
-	root, err := tlog.TreeHash(40, treeReader(ctx, e.l.DB()))
+	root, err := tlog.TreeHash(40, store.TreeReader(ctx, e.l.DB()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,8 +166,8 @@ func TestWritingOpenFinishesAnUnfinishedUpgradeOfTheTree(t *testing.T) {
 	}
 	e.l.Close()
 	db := rawDB(t, e.root)
-	insertUnhashed(t, db, 2, backfillBatch+7)
-	if _, err := db.Exec(`INSERT INTO meta (key, value) VALUES ($1, 'in progress')`, backfillMarker); err != nil {
+	insertUnhashed(t, db, 2, store.BackfillBatch+7)
+	if _, err := db.Exec(`INSERT INTO meta (key, value) VALUES ($1, 'in progress')`, store.BackfillMarker); err != nil {
 		t.Fatal(err)
 	}
 	l, err := Open(ctx, e.root, WithHost(Host{ID: "host-a", BootID: "boot-1"}))
@@ -178,7 +179,7 @@ func TestWritingOpenFinishesAnUnfinishedUpgradeOfTheTree(t *testing.T) {
 		t.Fatal(m)
 	}
 	var marked int
-	if err := l.DB().QueryRow(`SELECT count(*) FROM meta WHERE key = $1`, backfillMarker).Scan(&marked); err != nil || marked != 0 {
+	if err := l.DB().QueryRow(`SELECT count(*) FROM meta WHERE key = $1`, store.BackfillMarker).Scan(&marked); err != nil || marked != 0 {
 		t.Fatalf("marker left after the backfill: %d %v", marked, err)
 	}
 }

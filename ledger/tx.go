@@ -355,7 +355,7 @@ func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Eve
 		ev.Body, ev.PrevHash, ev.Hash); err != nil {
 		return nil, fmt.Errorf("ledger: append %s: %w", typ, err)
 	}
-	if err := w.appendTree(ev.Seq, ev.Body); err != nil {
+	if err := store.AppendTree(w.ctx, w.q, ev.Seq, ev.Body); err != nil {
 		return nil, err
 	}
 	w.seq, w.hash = ev.Seq, ev.Hash

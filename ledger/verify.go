@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 // VerifyOption tunes Verify.
@@ -67,7 +68,7 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 		trust = *c.trust
 	}
 	trust.LedgerID = l.id
-	stored, err := StoredCheckpoints(ctx, tx, 0, 0)
+	stored, err := store.StoredCheckpoints(ctx, tx, 0, 0)
 	if err != nil {
 		return nil, err
 	}

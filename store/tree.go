@@ -1,64 +1,67 @@
-package ledger
+package store
 
 // The Merkle tree over the events (package checkpoint): its stored hashes
-// are appended with each event, and computed for the events of a ledger
-// from before the tree by the writing open.
+// (table tlog_hashes) are appended with each event, and computed for the
+// events of a ledger from before the tree by the writing open.
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/lockledger/lockledger/checkpoint"
-	"github.com/lockledger/lockledger/replay"
-	"github.com/lockledger/lockledger/store"
 )
 
-// treeReader reads the stored hashes through q (inside a transaction, it
-// sees the rows that transaction appended).
-func treeReader(ctx context.Context, q querier) tlog.HashReader {
-	return checkpoint.RowReader(func(seq int64) ([]byte, error) { return store.ReadTreeRow(ctx, q, seq) })
+// TreeReader reads the stored Merkle hashes through q: inside a write
+// transaction it sees the rows that transaction appended; through a read
+// transaction, one snapshot (proofs, an export's tree line).
+func TreeReader(ctx context.Context, q Querier) tlog.HashReader {
+	return checkpoint.RowReader(func(seq int64) ([]byte, error) { return ReadTreeRow(ctx, q, seq) })
 }
 
-// appendTree stores the Merkle hashes of the event just inserted at seq.
-func (w *writeTx) appendTree(seq int64, body []byte) error {
-	hs, err := tlog.StoredHashes(checkpoint.Index(seq), body, treeReader(w.ctx, w.q))
+// AppendTree stores the Merkle hashes of the event just inserted at seq, in q.
+func AppendTree(ctx context.Context, q interface {
+	Querier
+	Execer
+}, seq int64, body []byte) error {
+	hs, err := tlog.StoredHashes(checkpoint.Index(seq), body, TreeReader(ctx, q))
 	if err != nil {
 		if errors.Is(err, checkpoint.ErrMissingRow) || errors.Is(err, checkpoint.ErrBadRow) {
 			return fmt.Errorf("ledger: the stored Merkle hashes (table tlog_hashes) are incomplete before seq %d: %w; something other than lockledger changed the ledger: run lockledger verify", seq, err)
 		}
 		return fmt.Errorf("ledger: Merkle hashes of seq %d: %w", seq, err)
 	}
-	return store.InsertTreeRow(w.ctx, w.q, seq, checkpoint.JoinRow(hs))
+	return InsertTreeRow(ctx, q, seq, checkpoint.JoinRow(hs))
 }
 
-// backfillBatch bounds one backfill transaction, so that writers waiting
+// BackfillBatch bounds one backfill transaction, so that writers waiting
 // for the database are not held past their busy timeout.
-const backfillBatch = 20000
+const BackfillBatch = 20000
 
-// backfillMarker is the meta key present while the upgrade backfill of a
+// BackfillMarker is the meta key present while the upgrade backfill of a
 // ledger from before the tree is under way, so that an open interrupted
 // between two batches is finished by the next open rather than taken for
 // damage.
-const backfillMarker = "tlog_backfill"
+const BackfillMarker = "tlog_backfill"
 
-// backfillTree computes the stored hashes of every event of a ledger
+// BackfillTree computes the stored hashes of every event of a ledger
 // written before the tree existed: only as that upgrade (no stored hashes
 // and no checkpoint yet, or an upgrade left unfinished). On a ledger that
 // keeps them, events past the last hashed one were appended by something
 // other than lockledger: they are left without hashes, verify reports
 // them, writers refuse to append after them (ErrUnhashed, see head) and
 // only project --accept-broken-chain computes them, recorded. It runs in
-// transactions of backfillBatch events, each re-reading where the tree
+// transactions of BackfillBatch events, each re-reading where the tree
 // stands, so that concurrent opens do the work once.
-func (l *Ledger) backfillTree(ctx context.Context) error {
+func BackfillTree(ctx context.Context, s Store, log *slog.Logger) error {
 	start, done := time.Now(), int64(0)
 	for {
-		n, more, err := l.backfillOnce(ctx)
+		n, more, err := backfillOnce(ctx, s, log)
 		if err != nil {
 			return fmt.Errorf("ledger: computing the Merkle hashes of older events: %w", err)
 		}
@@ -68,14 +71,14 @@ func (l *Ledger) backfillTree(ctx context.Context) error {
 		}
 	}
 	if done > 0 {
-		l.log.Info("computed the stored Merkle hashes of a ledger from before them", "events", done,
+		log.Info("computed the stored Merkle hashes of a ledger from before them", "events", done,
 			"took", time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
 
-// treeLag reports the last event and the last event with stored hashes.
-func treeLag(ctx context.Context, q querier) (events, hashed int64, err error) {
+// TreeLag reports the last event and the last event with stored hashes.
+func TreeLag(ctx context.Context, q Querier) (events, hashed int64, err error) {
 	err = q.QueryRowContext(ctx, `SELECT coalesce((SELECT max(seq) FROM events), 0), coalesce((SELECT max(seq) FROM tlog_hashes), 0)`).
 		Scan(&events, &hashed)
 	return events, hashed, err
@@ -84,9 +87,9 @@ func treeLag(ctx context.Context, q querier) (events, hashed int64, err error) {
 // upgrading tells whether the missing hashes are those of a ledger from
 // before the tree: no stored hash and no checkpoint yet, or the marker of
 // an unfinished upgrade.
-func upgrading(ctx context.Context, q querier, hashed int64) (bool, error) {
+func upgrading(ctx context.Context, q Querier, hashed int64) (bool, error) {
 	var marked, checkpoints int64
-	err := q.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM meta WHERE key = $1), (SELECT count(*) FROM checkpoints)`, backfillMarker).
+	err := q.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM meta WHERE key = $1), (SELECT count(*) FROM checkpoints)`, BackfillMarker).
 		Scan(&marked, &checkpoints)
 	if err != nil {
 		return false, err
@@ -94,31 +97,31 @@ func upgrading(ctx context.Context, q querier, hashed int64) (bool, error) {
 	return marked > 0 || (hashed == 0 && checkpoints == 0), nil
 }
 
-func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err error) {
-	last, hashed, err := treeLag(ctx, l.store.DB())
+func backfillOnce(ctx context.Context, s Store, log *slog.Logger) (n int64, more bool, err error) {
+	last, hashed, err := TreeLag(ctx, s.DB())
 	if err != nil || hashed >= last {
 		return 0, false, err
 	}
-	tx, err := l.store.Begin(ctx)
+	tx, err := s.Begin(ctx)
 	if err != nil {
 		return 0, false, err
 	}
 	defer tx.Rollback()
-	if last, hashed, err = treeLag(ctx, tx); err != nil || hashed >= last {
+	if last, hashed, err = TreeLag(ctx, tx); err != nil || hashed >= last {
 		return 0, false, err
 	}
 	if up, err := upgrading(ctx, tx, hashed); err != nil || !up {
 		return 0, false, err
 	}
-	n, gap, err := l.hashTail(ctx, tx, hashed, backfillBatch)
+	n, gap, err := HashTail(ctx, tx, log, hashed, BackfillBatch)
 	if err != nil {
 		return 0, false, err
 	}
 	more = !gap && hashed+n < last
 	if more {
-		_, err = tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ($1, 'in progress') ON CONFLICT DO NOTHING`, backfillMarker)
+		_, err = tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ($1, 'in progress') ON CONFLICT DO NOTHING`, BackfillMarker)
 	} else {
-		_, err = tx.ExecContext(ctx, `DELETE FROM meta WHERE key = $1`, backfillMarker)
+		_, err = tx.ExecContext(ctx, `DELETE FROM meta WHERE key = $1`, BackfillMarker)
 	}
 	if err != nil {
 		return 0, false, err
@@ -129,12 +132,12 @@ func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err erro
 	return n, more, nil
 }
 
-// hashTail stores the Merkle hashes of up to limit events (0: all) after
+// HashTail stores the Merkle hashes of up to limit events (0: all) after
 // seq hashed, the last with stored hashes, in tx. It stops before a gap in
 // seq (gap true): the log is damaged there (verify names it), and the
 // tree's positions no longer follow seq.
-func (l *Ledger) hashTail(ctx context.Context, tx *sql.Tx, hashed int64, limit int) (n int64, gap bool, err error) {
-	tree, err := checkpoint.TreeFrom(hashed, treeReader(ctx, tx))
+func HashTail(ctx context.Context, tx *sql.Tx, log *slog.Logger, hashed int64, limit int) (n int64, gap bool, err error) {
+	tree, err := checkpoint.TreeFrom(hashed, TreeReader(ctx, tx))
 	if err != nil {
 		return 0, false, err
 	}
@@ -158,7 +161,7 @@ func (l *Ledger) hashTail(ctx context.Context, tx *sql.Tx, hashed int64, limit i
 			return 0, false, err
 		}
 		if seq != tree.Size()+1 {
-			l.log.Warn("the events are not contiguous; stored Merkle hashes stop before the gap (run lockledger verify)",
+			log.Warn("the events are not contiguous; stored Merkle hashes stop before the gap (run lockledger verify)",
 				"after_seq", tree.Size(), "next_seq", seq)
 			gap = true
 			break
@@ -175,16 +178,12 @@ func (l *Ledger) hashTail(ctx context.Context, tx *sql.Tx, hashed int64, limit i
 		return 0, false, err
 	}
 	for _, p := range out {
-		if err := store.InsertTreeRow(ctx, tx, p.seq, p.row); err != nil {
+		if err := InsertTreeRow(ctx, tx, p.seq, p.row); err != nil {
 			return 0, false, err
 		}
 	}
 	return int64(len(out)), gap, nil
 }
-
-// TreeReader reads the stored Merkle hashes through q (a read transaction,
-// for one snapshot): for proofs and an export's tree line.
-func TreeReader(ctx context.Context, q replay.Querier) tlog.HashReader { return treeReader(ctx, q) }
 
 // StoredCheckpoint is a checkpoint as the ledger keeps it.
 type StoredCheckpoint struct {
@@ -195,7 +194,7 @@ type StoredCheckpoint struct {
 
 // StoredCheckpoints lists the checkpoints stored in the ledger whose size
 // is in [minSize, maxSize] (0: no upper bound), oldest first.
-func StoredCheckpoints(ctx context.Context, q replay.Querier, minSize, maxSize int64) ([]StoredCheckpoint, error) {
+func StoredCheckpoints(ctx context.Context, q Querier, minSize, maxSize int64) ([]StoredCheckpoint, error) {
 	if maxSize <= 0 {
 		maxSize = 1<<63 - 1
 	}

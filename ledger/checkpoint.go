@@ -2,18 +2,14 @@ package ledger
 
 // Signed checkpoints: a tree head signed with a key kept outside the root,
 // stored in the ledger and copied to witnesses, so that rewriting the log
-// also needs the key, or every witness. See package checkpoint.
+// also needs the key, or every witness. See packages checkpoint and
+// witness.
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -21,8 +17,8 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/witness"
 )
 
 // Defaults of the automatic checkpoints a writer with a key signs.
@@ -103,21 +99,9 @@ type Checkpointed struct {
 // ErrNoSigner: a checkpoint asked of a Ledger opened without a key.
 var ErrNoSigner = errors.New("no signing key")
 
-// WitnessError: a checkpoint was stored in the ledger, but copying it to a
-// witness failed.
-type WitnessError struct {
-	Path string
-	Err  error
-}
-
-func (e *WitnessError) Error() string {
-	return fmt.Sprintf("witness %s: %v (the checkpoint is stored in the ledger)", e.Path, e.Err)
-}
-func (e *WitnessError) Unwrap() error { return e.Err }
-
 // Checkpoint signs a checkpoint of the whole log now, stores it and copies
 // it to every witness, after letting the writer mutex go. A failed copy is
-// a *WitnessError, after the others were tried.
+// a *witness.Error, after the others were tried.
 func (l *Ledger) Checkpoint(ctx context.Context) (*Checkpointed, error) {
 	cp, err := l.checkpointNow(ctx)
 	if err != nil {
@@ -195,13 +179,15 @@ func (l *Ledger) signCheckpoint(ctx context.Context, q preparedTx, seq int64, no
 	return &Checkpointed{Size: seq, Root: root, Key: l.signing.signer.Name(), Time: now, Note: string(msg), Witnesses: []string{}}, nil
 }
 
-// DefaultWitnessTimeout bounds how long a write waits for its witnesses.
-const DefaultWitnessTimeout = 10 * time.Second
+// DefaultWitnessTimeout is the witness timeout unless WithWitnessTimeout
+// says otherwise.
+const DefaultWitnessTimeout = witness.DefaultTimeout
 
 // WithWitnessTimeout bounds how long publishing a checkpoint waits for the
 // witnesses (a hard NFS mount can block open, write or fsync for ever);
 // past it the checkpoint stays stored in the ledger and the witness is
-// reported as not written. Zero keeps DefaultWitnessTimeout.
+// reported as not written (a *witness.Error for witness.ErrTimeout).
+// Zero keeps DefaultWitnessTimeout.
 func WithWitnessTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {
@@ -214,78 +200,22 @@ func WithWitnessTimeout(d time.Duration) Option {
 	}
 }
 
-// ErrWitnessTimeout: a witness did not take a checkpoint within the
-// witness timeout.
-var ErrWitnessTimeout = errors.New("the witness did not answer in time")
-
-// publish copies a stored checkpoint to every witness. It is called with
-// the writer mutex let go, and waits at most the witness timeout (or until
-// ctx ends): the copies run in a goroutine, because a blocked open or
-// fsync cannot be interrupted. A copy still blocked then is left to finish
-// on its own; l.publishing counts it, and Close waits for it, again for at
-// most the witness timeout, so that a process exits despite a hung
-// witness (the kernel call dies with it) and a Ledger never outlives a
-// copy it started unknowingly. The goroutine touches nothing but its own
-// copy of the paths and its result channel.
-func (l *Ledger) publish(ctx context.Context, cp *Checkpointed) error {
-	if len(l.signing.witnesses) == 0 {
-		return nil
-	}
-	type result struct {
-		written []string
-		err     error
-	}
-	done := make(chan result, 1)
-	witnesses := append([]string(nil), l.signing.witnesses...)
-	id, note, size, at := l.id, cp.Note, cp.Size, cp.Time
-	l.publishing.Add(1)
-	go func() {
-		defer l.publishing.Done()
-		var r result
-		for _, w := range witnesses {
-			where, err := writeWitness(w, id, size, at, note)
-			if err != nil {
-				if r.err == nil {
-					r.err = &WitnessError{Path: w, Err: err}
-				}
-				continue
-			}
-			r.written = append(r.written, where)
-		}
-		done <- r
-	}()
-	timer := time.NewTimer(l.signing.timeout)
-	defer timer.Stop()
-	select {
-	case r := <-done:
-		cp.Witnesses = append(cp.Witnesses, r.written...)
-		return r.err
-	case <-timer.C:
-		return &WitnessError{Path: strings.Join(witnesses, ", "), Err: fmt.Errorf("%w (%s)", ErrWitnessTimeout, l.signing.timeout)}
-	case <-ctx.Done():
-		return &WitnessError{Path: strings.Join(witnesses, ", "), Err: ctx.Err()}
-	}
+// publisher is the Ledger's witness.Publisher, made on first use from the
+// options Open left in l.signing.
+func (l *Ledger) publisher() *witness.Publisher {
+	l.witnessesOnce.Do(func() {
+		l.witnesses = witness.New(l.signing.witnesses, l.signing.timeout, l.log)
+	})
+	return l.witnesses
 }
 
-// waitPublishing waits for witness copies still under way, at most the
-// witness timeout (see publish).
-func (l *Ledger) waitPublishing() {
-	done := make(chan struct{})
-	go func() {
-		l.publishing.Wait()
-		close(done)
-	}()
-	d := l.signing.timeout
-	if d <= 0 {
-		d = DefaultWitnessTimeout
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-		l.log.Warn("a witness is still being written; leaving it", "timeout", l.signing.timeout)
-	}
+// publish copies a stored checkpoint to every witness, with the writer
+// mutex let go; it adds the files written to cp.Witnesses (see
+// witness.Publisher.Publish).
+func (l *Ledger) publish(ctx context.Context, cp *Checkpointed) error {
+	written, err := l.publisher().Publish(ctx, l.id, cp.Size, cp.Time, cp.Note)
+	cp.Witnesses = append(cp.Witnesses, written...)
+	return err
 }
 
 // publishQuietly is publish for a checkpoint a write made on its own: the
@@ -294,70 +224,11 @@ func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 	if cp == nil {
 		return
 	}
-	if err := l.publish(ctx, cp); err != nil {
-		l.log.Warn("could not copy a checkpoint to a witness; it is stored in the ledger", "size", cp.Size, "err", err)
-	}
+	l.publisher().PublishQuietly(ctx, l.id, cp.Size, cp.Time, cp.Note)
 }
 
-// WitnessFileName is the name of the file a witness directory gets for a
-// checkpoint of ledger id: sorted by size, then time.
-func WitnessFileName(id string, size int64, t time.Time) string {
-	return fmt.Sprintf("%s-%012d-%s.checkpoint", id, size, strings.ReplaceAll(t.UTC().Format("20060102T150405.000000000Z"), ".", ""))
-}
-
-// ErrWitnessKind: a witness path that is neither a regular file nor a
-// directory (a FIFO or a device would block the writer, or take the
-// checkpoint nowhere durable).
-var ErrWitnessKind = errors.New("not a regular file or a directory")
-
-func writeWitness(path, id string, size int64, at time.Time, note string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	if err == nil && fi.IsDir() {
-		p := filepath.Join(path, WitnessFileName(id, size, at))
-		return p, appendWitness(p, os.O_EXCL, note, path)
-	}
-	if err == nil && !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%w (%s)", ErrWitnessKind, fi.Mode().Type())
-	}
-	return path, appendWitness(path, os.O_APPEND, note, "")
-}
-
-// appendWitness writes note to a witness file; O_NONBLOCK keeps a path
-// swapped for a FIFO since the Stat from blocking the open, and the
-// opened file is checked again before anything is written.
-func appendWitness(path string, flag int, note, dir string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK|flag, 0o644)
-	if err != nil {
-		return err
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%w (%s)", ErrWitnessKind, fi.Mode().Type())
-		}
-		return err
-	}
-	if _, err := f.WriteString(note); err != nil {
-		f.Close()
-		return err
-	}
-	if err := lockfile.SyncClose(f); err != nil {
-		return err
-	}
-	if dir != "" {
-		return syncPath(dir)
-	}
-	return nil
-}
-
-// syncPath fsyncs a directory, so that a file created in it survives a crash.
-func syncPath(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return lockfile.SyncClose(d)
+// waitPublishing waits for witness copies still under way, at most the
+// witness timeout.
+func (l *Ledger) waitPublishing() {
+	l.publisher().Wait()
 }

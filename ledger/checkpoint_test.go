@@ -7,10 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
-
-	"syscall"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -18,6 +17,7 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/witness"
 )
 
 func testKey(t *testing.T) (note.Signer, note.Verifier) {
@@ -145,7 +145,7 @@ func TestCheckpointSignsNowAndReportsAWitnessItCouldNotWrite(t *testing.T) {
 	e := open(t, WithSigner(s), WithWitnesses(bad), WithCheckpointPolicy(1000, time.Hour))
 	cycle(t, e.l, "a", "r") // the first write's checkpoint, size 1, fails quietly to reach the witness
 	cp, err := e.l.Checkpoint(context.Background())
-	var we *WitnessError
+	var we *witness.Error
 	if !errors.As(err, &we) || we.Path != bad {
 		t.Fatalf("Checkpoint with an unwritable witness: %v", err)
 	}
@@ -220,9 +220,9 @@ func TestAHungWitnessBlocksNoWriter(t *testing.T) {
 	if got := storedCheckpoints(t, other, v); len(got) == 0 || got[0] != 1 {
 		t.Fatalf("checkpoints %v, want the one of size 1 stored", got)
 	}
-	var werr *WitnessError
+	var werr *witness.Error
 	cp, err := e.l.Checkpoint(ctx)
-	if !errors.As(err, &werr) || !errors.Is(err, ErrWitnessKind) || cp == nil {
-		t.Fatalf("checkpoint to a FIFO witness: %v, want a WitnessError for its kind", err)
+	if !errors.As(err, &werr) || !errors.Is(err, witness.ErrKind) || cp == nil {
+		t.Fatalf("checkpoint to a FIFO witness: %v, want a witness.Error for its kind", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/witness"
 )
 
 // Defaults, checked by Open.
@@ -175,10 +176,11 @@ type Ledger struct {
 	pending map[string]func(context.Context) error // statements to prepare before the next write
 
 	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
-	// publishing counts witness copies under way (see publish).
-	publishing sync.WaitGroup
-	flock      *lockfile.Mutex
-	closed     bool
+	// witnesses copies signed checkpoints out (see publisher).
+	witnesses     *witness.Publisher
+	witnessesOnce sync.Once
+	flock         *lockfile.Mutex
+	closed        bool
 }
 
 // loadID reads the ledger's id, and gives a new ledger one where b allows

@@ -1,0 +1,79 @@
+package witness
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/lockfile"
+)
+
+// FileName is the name of the file a witness directory gets for a
+// checkpoint of ledger id: sorted by size, then time.
+func FileName(id string, size int64, t time.Time) string {
+	return fmt.Sprintf("%s-%012d-%s.checkpoint", id, size, strings.ReplaceAll(t.UTC().Format("20060102T150405.000000000Z"), ".", ""))
+}
+
+// ErrKind: a witness path that is neither a regular file nor a directory
+// (a FIFO or a device would block the writer, or take the checkpoint
+// nowhere durable).
+var ErrKind = errors.New("not a regular file or a directory")
+
+// write copies note to the witness at path and returns the file written.
+func write(path, id string, size int64, at time.Time, note string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	if err == nil && fi.IsDir() {
+		p := filepath.Join(path, FileName(id, size, at))
+		return p, appendNote(p, os.O_EXCL, note, path)
+	}
+	if err == nil && !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
+	}
+	return path, appendNote(path, os.O_APPEND, note, "")
+}
+
+// appendNote writes note to a witness file, and fsyncs dir when not empty;
+// O_NONBLOCK keeps a path swapped for a FIFO since the Stat from blocking
+// the open, and the opened file is checked again before anything is
+// written.
+func appendNote(path string, flag int, note, dir string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK|flag, 0o644)
+	if err != nil {
+		return err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
+		}
+		return err
+	}
+	if _, err := f.WriteString(note); err != nil {
+		f.Close()
+		return err
+	}
+	if err := lockfile.SyncClose(f); err != nil {
+		return err
+	}
+	if dir != "" {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory, so that a file created in it survives a crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return lockfile.SyncClose(d)
+}

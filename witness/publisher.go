@@ -1,0 +1,131 @@
+// Package witness copies signed checkpoints to witnesses: files and
+// directories kept outside the ledger's root (another volume or host), so
+// that rewriting the log also needs rewriting every witness. A Publisher
+// never blocks its caller longer than its timeout, whatever a witness does.
+package witness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultTimeout bounds how long a publish waits for its witnesses.
+const DefaultTimeout = 10 * time.Second
+
+// ErrTimeout: a witness did not take a checkpoint within the timeout.
+var ErrTimeout = errors.New("the witness did not answer in time")
+
+// Error: a checkpoint was stored in the ledger, but copying it to a
+// witness failed.
+type Error struct {
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("witness %s: %v (the checkpoint is stored in the ledger)", e.Path, e.Err)
+}
+func (e *Error) Unwrap() error { return e.Err }
+
+// Publisher copies checkpoints to a fixed list of witnesses. It is safe
+// for concurrent use.
+type Publisher struct {
+	paths   []string
+	timeout time.Duration
+	log     *slog.Logger
+	// running counts copies under way (see Publish).
+	running sync.WaitGroup
+}
+
+// New returns a Publisher to paths (none: publishing does nothing) that
+// waits at most timeout for them (zero or less: DefaultTimeout) and warns
+// on log (nil: nowhere).
+func New(paths []string, timeout time.Duration, log *slog.Logger) *Publisher {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Publisher{paths: append([]string(nil), paths...), timeout: timeout, log: log}
+}
+
+// Publish copies the checkpoint note of ledger id, signed at at over size
+// events, to every witness: a directory gets one new file (FileName),
+// anything else is a file the note is appended to (created if missing),
+// fsynced. It returns the paths written (the file, for a directory) and
+// the first failure, a *Error, after the other witnesses were tried.
+//
+// It waits at most the timeout (or until ctx ends): the copies run in a
+// goroutine, because a blocked open or fsync (a hard NFS mount) cannot be
+// interrupted. A copy still blocked then is left to finish on its own;
+// Wait waits for it, again for at most the timeout, so that a process
+// exits despite a hung witness (the kernel call dies with it) and the
+// owner of a Publisher never outlives a copy it started unknowingly. The
+// goroutine touches nothing but the paths and its result channel.
+func (p *Publisher) Publish(ctx context.Context, id string, size int64, at time.Time, note string) ([]string, error) {
+	if len(p.paths) == 0 {
+		return nil, nil
+	}
+	type result struct {
+		written []string
+		err     error
+	}
+	done := make(chan result, 1)
+	p.running.Add(1)
+	go func() {
+		defer p.running.Done()
+		var r result
+		for _, w := range p.paths {
+			where, err := write(w, id, size, at, note)
+			if err != nil {
+				if r.err == nil {
+					r.err = &Error{Path: w, Err: err}
+				}
+				continue
+			}
+			r.written = append(r.written, where)
+		}
+		done <- r
+	}()
+	timer := time.NewTimer(p.timeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.written, r.err
+	case <-timer.C:
+		return nil, &Error{Path: strings.Join(p.paths, ", "), Err: fmt.Errorf("%w (%s)", ErrTimeout, p.timeout)}
+	case <-ctx.Done():
+		return nil, &Error{Path: strings.Join(p.paths, ", "), Err: ctx.Err()}
+	}
+}
+
+// PublishQuietly is Publish for a checkpoint a write signed on its own:
+// the write succeeded, so a witness that failed is a warning.
+func (p *Publisher) PublishQuietly(ctx context.Context, id string, size int64, at time.Time, note string) {
+	if _, err := p.Publish(ctx, id, size, at, note); err != nil {
+		p.log.Warn("could not copy a checkpoint to a witness; it is stored in the ledger", "size", size, "err", err)
+	}
+}
+
+// Wait waits for copies still under way (see Publish), at most the
+// timeout; past it, it warns and leaves them.
+func (p *Publisher) Wait() {
+	done := make(chan struct{})
+	go func() {
+		p.running.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(p.timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		p.log.Warn("a witness is still being written; leaving it", "timeout", p.timeout)
+	}
+}

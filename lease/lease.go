@@ -2,7 +2,9 @@
 // it from a ledger and keeps it alive with a heartbeat goroutine, a local
 // deadline says when the holder must count it lost even while the ledger
 // cannot be reached, and Release joins the heartbeat and records how the
-// work ended. It uses only the ledger's exported API.
+// work ended. A lease that superseded an older run of its job waits for
+// that job, and those it was itself still waiting for, to stop
+// (AwaitSuperseded). It uses only the ledger's exported API.
 package lease
 
 import (

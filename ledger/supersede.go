@@ -6,10 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
@@ -19,7 +15,7 @@ import (
 // the same job (GitClaw's cancel-in-progress), recorded as lock_stolen with
 // reason superseded. A holder that is a lockledger process on this host is
 // poked (SIGUSR1) so that it notices at once and stops its job; the new job
-// should start only once that has happened (see AwaitSuperseded).
+// should start only once that has happened (see lease.Lease.AwaitSuperseded).
 func (l *Ledger) Supersede(ctx context.Context, req AcquireRequest) (*Acquisition, error) {
 	a, err := l.Steal(ctx, StealRequest{AcquireRequest: req, Supersede: true, Note: "superseded by a newer run"})
 	if err != nil {
@@ -51,235 +47,39 @@ func (l *Ledger) supersedeNote(h *holding, note string) (string, string) {
 	return clip(note+why, 1024), why
 }
 
-// SupersedeNoticeMargin is how long past its own kill grace a superseding
-// run waits for the job it superseded: the time that job's runner takes to
-// notice (one heartbeat through a possibly busy ledger) before it starts
-// stopping its job.
-const SupersedeNoticeMargin = 3 * time.Second
-
-// Superseded is what became of the job an acquisition took the lock from.
-type Superseded struct {
-	RequestID string // the superseded request; "" when none was
-	// NotAwaited says why its processes could not be watched from here
-	// (another host, another tool's lock, a holder that is not a lockledger
-	// run); "" when they were awaited.
-	NotAwaited string
-	// Earlier are the requests RequestID had itself superseded, directly or
-	// through others, that were awaited too (see AwaitSuperseded), newest first.
-	Earlier []string
-	// Killed lists the processes killed because they outlived the grace
-	// (recorded as job_processes, action killed, one event per request).
-	Killed []int
+// AcquisitionEvent is the event by which a request took a lock: a
+// lock_acquired, or a lock_stolen, whose acquired part Acquired then is.
+type AcquisitionEvent struct {
+	Seq      int64
+	Acquired *events.Acquired
+	Stolen   *events.Stolen // set when the lock was taken by a steal
 }
 
-// maxSupersededChain bounds how many superseded runs, one behind the other,
-// AwaitSuperseded follows back.
-const maxSupersededChain = 16
-
-// supersededJob is one job a superseding acquisition waits for.
-type supersededJob struct {
-	requestID string
-	runner    int    // its runner's pid; 0 when there is none to await
-	start     string // the runner's start time; "" when not recorded
-}
-
-// supersededChain lists the jobs acquisition a must wait for: the holder it
-// took the lock from and, when that holder had itself taken the lock with
-// reason superseded, the holder before it, and so on back (at most
-// maxSupersededChain). A run superseded while it still waits for its own
-// predecessor never started its command, but that predecessor may still be
-// running, and nothing else keeps the newest job from overlapping it. A job
-// on another host, or held by a process that is not a lockledger run,
-// cannot be awaited and is left out (the immediate one as a.NotAwaited says).
-func (l *Ledger) supersededChain(ctx context.Context, a *Acquisition) []supersededJob {
-	var chain []supersededJob
-	prev, start, before := *a.Previous, a.PreviousPIDStart, a.Seq
-	for i := 0; i < maxSupersededChain; i++ {
-		seq, acq, stolen, err := acquisitionOf(ctx, l.store.DB(), a.Lock, prev.RequestID, before)
-		if err != nil {
-			l.log.Warn("could not read the runs the superseded one had superseded; awaiting only those found",
-				"lock", a.Lock, "request_id", prev.RequestID, "err", err)
-		}
-		if start == "" && acq != nil {
-			start = acq.PIDStart
-		}
-		awaitable := acq != nil && prev.HostID == l.host.ID &&
-			!(prev.PID != os.Getpid() && proc.Running(prev.PID, start) && !proc.IsLockledger(prev.PID))
-		if i == 0 {
-			awaitable = a.NotAwaited == ""
-		}
-		if awaitable {
-			j := supersededJob{requestID: prev.RequestID, runner: prev.PID, start: start}
-			if j.runner == os.Getpid() {
-				j.runner = 0 // this process superseded itself: nothing to wait for
-			}
-			chain = append(chain, j)
-		}
-		if stolen == nil || stolen.Reason != events.ReasonSuperseded {
-			break
-		}
-		prev, start, before = stolen.PreviousLock, "", seq
-	}
-	return chain
-}
-
-// acquisitionOf reads the lock_acquired or lock_stolen event by which
-// requestID last took lock before seq: its seq, its payload, and the
-// lock_stolen payload when it was a steal. acq is nil when there is none
-// (the request was another tool's lock).
-func acquisitionOf(ctx context.Context, q querier, lock, requestID string, before int64) (int64, *events.Acquired, *events.Stolen, error) {
+// AcquisitionBefore reads the lock_acquired or lock_stolen event by which
+// requestID last took lock before the event at beforeSeq. It returns nil
+// when there is none (the request held another tool's lock). A superseding
+// run reads it to follow the runs superseded one behind the other.
+func (l *Ledger) AcquisitionBefore(ctx context.Context, lock, requestID string, beforeSeq int64) (*AcquisitionEvent, error) {
 	var seq int64
 	var body []byte
-	err := q.QueryRowContext(ctx, `SELECT seq, body FROM events WHERE request_id = $1 AND lock_name = $2
+	err := l.store.DB().QueryRowContext(ctx, `SELECT seq, body FROM events WHERE request_id = $1 AND lock_name = $2
 		AND type IN ('lock_acquired', 'lock_stolen') AND seq < $3 ORDER BY seq DESC LIMIT 1`,
-		requestID, lock, before).Scan(&seq, &body)
+		requestID, lock, beforeSeq).Scan(&seq, &body)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil, nil, nil
+		return nil, nil
 	}
 	if err != nil {
-		return 0, nil, nil, err
+		return nil, err
 	}
 	_, p, err := events.Decode(body)
 	if err != nil {
-		return 0, nil, nil, err
+		return nil, err
 	}
 	switch p := p.(type) {
 	case *events.Acquired:
-		return seq, p, nil, nil
+		return &AcquisitionEvent{Seq: seq, Acquired: p}, nil
 	case *events.Stolen:
-		return seq, &p.Acquired, p, nil
+		return &AcquisitionEvent{Seq: seq, Acquired: &p.Acquired, Stolen: p}, nil
 	}
-	return 0, nil, nil, nil
-}
-
-// AwaitSuperseded returns once the job acquisition a took the lock from
-// (with Supersede) has stopped: its runner's process has exited (or its pid
-// names another process now) and no process carries its request id (see
-// JobPIDs). Its runner was poked and stops its job within its own kill
-// grace; once that runner is gone, what is left of the job gets TERM from
-// here, since nobody else will stop it. When that job's run had itself
-// superseded another one and was still waiting for it, that older job is
-// awaited the same way, and so on back (see supersededChain). After grace
-// plus SupersedeNoticeMargin, what is left (the jobs' processes, and their
-// runners) is killed and recorded as job_processes on a's lock, by a's
-// holder. A job on another host, or held through another tool's lock or by
-// a process that is not a lockledger run, cannot be awaited: NotAwaited
-// says so. An acquisition that superseded nobody returns at once.
-//
-// It fails only when ctx is done. It does not look at whether a's holder
-// still holds the lock: a holder superseded in turn meanwhile must still
-// wait, since the run that took the lock from it may not be able to await
-// these jobs.
-func (l *Ledger) AwaitSuperseded(ctx context.Context, a *Acquisition, grace time.Duration) (Superseded, error) {
-	if !a.Stolen || a.Previous == nil {
-		return Superseded{}, nil
-	}
-	out := Superseded{RequestID: a.Previous.RequestID, NotAwaited: a.NotAwaited}
-	chain := l.supersededChain(ctx, a)
-	ids := make([]string, 0, len(chain))
-	for _, j := range chain {
-		ids = append(ids, j.requestID)
-		if j.requestID != out.RequestID {
-			out.Earlier = append(out.Earlier, j.requestID)
-		}
-	}
-	if len(chain) == 0 {
-		return out, nil
-	}
-	deadline := time.Now().Add(grace + SupersedeNoticeMargin)
-	watch := proc.NewWatch(ids...)
-	termed := map[int]bool{}
-	for {
-		live := watch.Look()
-		runners := map[string]bool{} // request id -> its runner still runs
-		for _, j := range chain {
-			if runnerRunning(j.runner, j.start) {
-				runners[j.requestID] = true
-			}
-		}
-		if len(live) == 0 && len(runners) == 0 {
-			return out, nil
-		}
-		for _, pid := range live {
-			// A job whose runner is gone has nobody else to stop it.
-			if !runners[watch.JobOf(pid)] && !termed[pid] {
-				termed[pid] = true
-				watch.Signal(pid, unix.SIGTERM)
-			}
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		proc.Pause(ctx, true)
-		if err := ctx.Err(); err != nil {
-			return out, err
-		}
-	}
-	killed := killJobs(chain, watch)
-	for _, j := range chain {
-		pids := killed[j.requestID]
-		if len(pids) == 0 {
-			continue // it ended between the last look and the KILL
-		}
-		out.Killed = append(out.Killed, pids...)
-		note := fmt.Sprintf("the superseded job outlived the grace (%s, and %s for its runner to notice) and was killed",
-			grace, SupersedeNoticeMargin)
-		if j.requestID != out.RequestID {
-			note = fmt.Sprintf("a job superseded before %s, which was still waiting for it to stop, outlived the grace (%s, and %s for its runner to notice) and was killed",
-				out.RequestID, grace, SupersedeNoticeMargin)
-		}
-		if err := l.RecordJobProcesses(context.WithoutCancel(ctx), a.Lock, a.Identity(), events.JobProcessesPayload{
-			JobRequestID: j.requestID, PIDs: pids, Action: events.JobKilled, Note: note}); err != nil {
-			l.log.Error("could not record the killed job processes", "lock", a.Lock, "pids", pids, "err", err)
-		}
-	}
-	slices.Sort(out.Killed)
-	return out, nil
-}
-
-// killJobs KILLs the jobs' runners (each if still the process started at
-// its start) and their processes, until none is left or proc.KillSettle has
-// passed, and returns those it killed by request id, sorted.
-func killJobs(chain []supersededJob, watch *proc.Watch) map[string][]int {
-	killed := map[string][]int{}
-	seen := map[int]bool{}
-	add := func(id string, pid int) {
-		if !seen[pid] {
-			seen[pid] = true
-			killed[id] = append(killed[id], pid)
-		}
-	}
-	until := time.Now().Add(proc.KillSettle)
-	for {
-		live := watch.Look()
-		var up []supersededJob
-		for _, j := range chain {
-			if runnerRunning(j.runner, j.start) {
-				up = append(up, j)
-			}
-		}
-		if (len(up) == 0 && len(live) == 0) || time.Now().After(until) {
-			break
-		}
-		for _, j := range up {
-			add(j.requestID, j.runner)
-			proc.SignalIf(j.runner, unix.SIGKILL, func() bool { return runnerRunning(j.runner, j.start) })
-		}
-		for _, pid := range live {
-			add(watch.JobOf(pid), pid)
-			watch.Signal(pid, unix.SIGKILL)
-		}
-		proc.Pause(context.Background(), false)
-	}
-	for _, pids := range killed {
-		slices.Sort(pids)
-	}
-	return killed
-}
-
-// runnerRunning reports whether a superseded runner still runs: its pid
-// names the process started at start or, when that start time was not
-// recorded, some lockledger process.
-func runnerRunning(pid int, start string) bool {
-	return proc.Running(pid, start) && (start != "" || proc.IsLockledger(pid))
+	return nil, nil
 }

@@ -118,7 +118,7 @@ type claim struct {
 	shared    bool
 }
 
-// StateAt is the lock's state at instant t by DESIGN.md's rules, as far as
+// StateAt is the lock's state at instant t by the ledger's rules, as far as
 // events alone can tell: free, held, or stale (no heartbeat within the
 // TTL). "dead" needs the holder's process table at that instant, which no
 // event records, so a dead holder shows as held or stale.

@@ -7,7 +7,7 @@ package ledger
 // holders knows) or any number of shared holders (lock_holders, one row
 // per request id), never both:
 //
-//   - an exclusive acquirer is blocked (exit 3) while any shared holder is
+//   - an exclusive acquirer is blocked (ErrHeld) while any shared holder is
 //     held, and a shared acquirer while an exclusive holder is;
 //   - shared holders coexist; with a limit N (a semaphore) at most N of
 //     them at once. "--shared" is a semaphore without a limit; "--limit N"

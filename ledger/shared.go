@@ -370,7 +370,7 @@ func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, p
 		if err != nil {
 			return nil, nil, err
 		}
-		prevHash := fileHash(v.s.rec.File())
+		prevHash := events.LockFileHash(v.s.rec.File())
 		ev, err := w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: events.Acquired{
 			TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion, FencingToken: token,
 			Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets}, PreviousLock: v.s.rec,

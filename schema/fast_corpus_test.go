@@ -123,7 +123,7 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("acquired shared limit", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 2, "req_s"), &shared))
 	full()
 	add("stolen shared slot", events.LockStolen, mustBody(tb, env(events.LockStolen, 6, "req_t"), &events.Stolen{Acquired: shared,
-		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonHolderDead}))
+		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonHolderDead}))
 	full()
 	noMeta := acq
 	noMeta.Metadata = map[string]string{}
@@ -140,15 +140,15 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("heartbeat", events.LockHeartbeat, mustBody(tb, env(events.LockHeartbeat, 4, "req_a"), &events.Heartbeat{}))
 	full()
 	add("stolen", events.LockStolen, mustBody(tb, env(events.LockStolen, 5, "req_b"), &events.Stolen{Acquired: acq,
-		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonStaleForced}))
+		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonStaleForced}))
 	add("stolen+targets+note", events.LockStolen, mustBody(tb, env(events.LockStolen, 6, "req_c"), &events.Stolen{Acquired: withTargets,
-		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonForcedActive, Note: "incident 42"}))
+		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonForcedActive, Note: "incident 42"}))
 	full()
 	foreign := prev
 	foreign.Metadata = map[string]string{}
 	foreign.RequestID = "foreign:xyz"
 	add("stolen foreign", events.LockStolen, mustBody(tb, env(events.LockStolen, 7, "req_d"), &events.Stolen{Acquired: acq,
-		PreviousLock: foreign, PreviousLockHash: foreign.Hash(), Reason: events.ReasonForeignLock}))
+		PreviousLock: foreign, PreviousLockHash: events.LockFileHash(foreign.File()), Reason: events.ReasonForeignLock}))
 	add("released", events.LockReleased, mustBody(tb, env(events.LockReleased, 8, "req_a"), &events.Released{
 		HeldDurationSeconds: 12.345, Result: events.ResultSuccess, FencingToken: 12}))
 	add("released (before uid)", events.LockReleased, mustBody(tb, old(env(events.LockReleased, 8, "req_a")), &events.Released{
@@ -204,7 +204,7 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("job processes terminated", events.JobProcesses, mustBody(tb, env(events.JobProcesses, 23, "req_n"), &events.JobProcessesPayload{
 		JobRequestID: "req:1.2-3_4", PIDs: []int{7, 7}, Action: events.JobTerminated, Note: ""}))
 	add("stolen reclaimed", events.LockStolen, mustBody(tb, env(events.LockStolen, 24, "req_old"), &events.Stolen{Acquired: acq,
-		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonReclaimed}))
+		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonReclaimed}))
 	// The ledger-wide events: no lock_name.
 	ledger := func(typ events.Type, seq int64, req string) events.Envelope {
 		e := env(typ, seq, req)

@@ -379,12 +379,12 @@ func (d *fastDecoder) event(ev *Event) bool {
 			if !once(&seen, 35) {
 				return false
 			}
-			ev.SupersededBy = &events.Holder{}
-			return d.holder(ev.SupersededBy)
+			ev.DisplacedBy = &events.Holder{}
+			return d.holder(ev.DisplacedBy)
 		case "superseded_by_format":
-			return once(&seen, 36) && d.setStr(&ev.SupersededByFormat)
+			return once(&seen, 36) && d.setStr(&ev.DisplacedByFormat)
 		case "superseded_by_path":
-			return once(&seen, 37) && d.setStr(&ev.SupersededByPath)
+			return once(&seen, 37) && d.setStr(&ev.DisplacedByPath)
 		case "action":
 			return once(&seen, 38) && d.setStr(&ev.Action)
 		case "changes":

@@ -159,12 +159,12 @@ func validSeeds(tb testing.TB) []seedBody {
 		HeldDurationSeconds: 3600, Result: events.ResultCancelled, ExitCode: &zero, Forced: true, ReleasedRequestID: "req_a"}))
 	add("released everything", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
 		HeldDurationSeconds: 7.5, Result: events.ResultFailure, FailureStep: "deploy", ExitCode: &exit, Forced: true,
-		ReleasedRequestID: "req_a", FencingToken: 9, SupersededBy: &holderPrev, SupersededByFormat: "prodigy",
-		SupersededByPath: "/srv/app/.prodigy/resume.lock", Note: "INC-42: runner gone"}))
+		ReleasedRequestID: "req_a", FencingToken: 9, DisplacedBy: &holderPrev, DisplacedByFormat: "prodigy",
+		DisplacedByPath: "/srv/app/.prodigy/resume.lock", Note: "INC-42: runner gone"}))
 	full()
-	add("released superseded", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
+	add("released displaced", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
 		HeldDurationSeconds: 60, Result: events.ResultCancelled, Forced: true, ReleasedRequestID: "req_a",
-		SupersededBy: &events.Holder{RequestID: "foreign:bso", PID: 0}, SupersededByFormat: "bso", SupersededByPath: "/x"}))
+		DisplacedBy: &events.Holder{RequestID: "foreign:bso", PID: 0}, DisplacedByFormat: "bso", DisplacedByPath: "/x"}))
 	add("heartbeat_failed", events.HeartbeatFailed, mustBody(tb, env(events.HeartbeatFailed, 11, "req_a"), &events.HeartbeatFailedPayload{
 		ConsecutiveFailures: 3, Error: "database is locked", LockLost: true}))
 	full()

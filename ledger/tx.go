@@ -236,7 +236,7 @@ func (l *Ledger) inspect(name string, r *row) (*view, error) {
 }
 
 // ownsFiles reports whether this host's lock files project r: always on
-// SQLite; on a shared store, only for a holder (or last holder) on this host.
+// SQLite; on a store for many hosts, only for a holder (or last holder) on this host.
 func (l *Ledger) ownsFiles(r *row) bool {
 	return !l.store.shared() || r.hostID == l.host.ID
 }

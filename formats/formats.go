@@ -2,9 +2,9 @@
 // lock systems lockledger replaces as a drop-in:
 //
 //	tower-fleet  ROOT/locks/NAME.lock         JSON, tower-fleet/lock/v1
-//	bso          .sprint-running              YAML, BSO concurrency-control (U2)
+//	bso          .sprint-running              YAML, BSO concurrency control
 //	beads        .beads/.exclusive-lock       JSON, beads exclusive lock protocol
-//	prodigy      resume_locks/<job>.lock      JSON, Prodigy spec 140 (Rust, serde)
+//	prodigy      resume_locks/<job>.lock      JSON, Prodigy resume locks (Rust, serde)
 //	gitclaw      state/locks/<N>.lock         JSON, GitClaw GITCLAW-LOCK.ts
 //
 // Every format maps a Holder (one lock holding in lockledger's terms) to and

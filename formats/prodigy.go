@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// prodigy is Prodigy's resume lock `resume_locks/<job_id>.lock` (spec 140),
+// prodigy is Prodigy's resume lock `resume_locks/<job_id>.lock`,
 // JSON as serde_json::to_string_pretty(&ResumeLockData) writes it: fields in
 // struct order, two-space indent, no trailing newline, strings escaped the
 // serde way (only '"', '\\' and control characters); acquired_at is a

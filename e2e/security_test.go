@@ -83,7 +83,9 @@ func TestSecurityModesAreSetAtCreationNotAfter(t *testing.T) {
 "$LL" steal a --active --yes --reason strace --pid $$ >/dev/null || exit 1
 "$LL" run b -- true || exit 1
 "$LL" release a --force`
-	c := exec.Command("strace", "-ff", "-qq", "-ttt", "-o", trace, "-e", "trace=%file,fchmod", "sh", "-c", script)
+	// -y prints the path of every descriptor, so that a call relative to
+	// a directory descriptor (openat2, mkdirat) names the file it creates.
+	c := exec.Command("strace", "-ff", "-qq", "-ttt", "-y", "-o", trace, "-e", "trace=%file,fchmod", "sh", "-c", script)
 	c.Env = append(clitest.Env(root), "LL="+clitest.Bin())
 	if out, err := c.CombinedOutput(); err != nil {
 		if strings.Contains(string(out), "ptrace") || strings.Contains(string(out), "Operation not permitted") {
@@ -113,7 +115,10 @@ func TestSecurityModesAreSetAtCreationNotAfter(t *testing.T) {
 	})
 	data := []byte(strings.Join(lines, "\n"))
 	call := regexp.MustCompile(`^[0-9.]+ (\w+)\((.*)\)\s+=\s+(-?\d+)`)
-	pathArg := regexp.MustCompile(`"([^"]*)"`)
+	// The path: the first quoted argument, below the directory of the
+	// descriptor before it where it is relative (an *at call).
+	pathArg := regexp.MustCompile(`^(?:[A-Z_]*-?\d*<([^>]*)>, )?"([^"]*)"`)
+	howMode := regexp.MustCompile(`mode=(0\d+)`)
 	created := map[string]bool{}
 	var checked, chmods int
 	for _, line := range strings.Split(string(data), "\n") {
@@ -128,12 +133,21 @@ func TestSecurityModesAreSetAtCreationNotAfter(t *testing.T) {
 			continue
 		}
 		pm := pathArg.FindStringSubmatch(args)
-		if pm == nil || !strings.HasPrefix(pm[1], root) {
+		if pm == nil {
 			continue
 		}
-		p := pm[1]
+		p := pm[2]
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(pm[1], p)
+		}
+		if !strings.HasPrefix(p, root) {
+			continue
+		}
 		fields := strings.Split(args, ", ")
 		mode := fields[len(fields)-1]
+		if hm := howMode.FindStringSubmatch(args); name == "openat2" && hm != nil {
+			mode = hm[1]
+		}
 		switch {
 		case strings.HasPrefix(name, "mkdir"):
 			checked++

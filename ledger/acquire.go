@@ -234,7 +234,7 @@ func (w *writeTx) heldByNewFile(req AcquireRequest, err error) (error, error) {
 	if err != errFileExists {
 		return nil, err
 	}
-	cur, rerr := w.l.files.read(req.Lock)
+	cur, rerr := w.l.files.Read(req.Lock)
 	if rerr != nil {
 		return nil, rerr
 	}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+
+	"github.com/lockledger/lockledger/store/sqlite"
 )
 
 // BenchmarkCycle is one acquire + release through the ledger: two
@@ -34,7 +36,7 @@ func BenchmarkCycle(b *testing.B) {
 // same file system, two single-row committed transactions per cycle.
 func BenchmarkRawTwoCommits(b *testing.B) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", dsn(filepath.Join(b.TempDir(), "raw.db"), DefaultBusyTimeout))
+	db, err := sql.Open("sqlite", sqlite.DSN(filepath.Join(b.TempDir(), "raw.db"), DefaultBusyTimeout))
 	if err != nil {
 		b.Fatal(err)
 	}

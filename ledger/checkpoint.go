@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 )
 
 // Defaults of the automatic checkpoints a writer with a key signs.
@@ -342,7 +343,7 @@ func appendWitness(path string, flag int, note, dir string) error {
 		f.Close()
 		return err
 	}
-	if err := syncClose(f); err != nil {
+	if err := lockfile.SyncClose(f); err != nil {
 		return err
 	}
 	if dir != "" {
@@ -357,5 +358,5 @@ func syncPath(dir string) error {
 	if err != nil {
 		return err
 	}
-	return syncClose(d)
+	return lockfile.SyncClose(d)
 }

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 // Sentinel errors. Every error the ledger returns for a lock decision wraps
@@ -24,22 +26,22 @@ var (
 	// ErrLost: the caller held the lock and no longer does.
 	ErrLost = errors.New("lock lost")
 	// ErrNoLedger: a read-only command found no ledger at the root.
-	ErrNoLedger = errors.New("no ledger")
+	ErrNoLedger = store.ErrNoLedger
 	// ErrNotALedger: ROOT/ledger.db is not lockledger's: not an SQLite
 	// database, or one whose tables are another application's. Nothing is
 	// added to it.
-	ErrNotALedger = errors.New("not a lockledger ledger")
+	ErrNotALedger = store.ErrNotALedger
 	// ErrLedgerGone: the root shows that it held a ledger (writer.flock
 	// names one, a WAL holds commits, the locks directory has files the
 	// ledger wrote) but ledger.db is missing, empty or another ledger's.
 	// A new ledger there would restart fencing tokens at 1, so none is
 	// created.
-	ErrLedgerGone = errors.New("this root held a ledger")
+	ErrLedgerGone = store.ErrLedgerGone
 	// ErrUnsafePath: a lock path is a symlink, a directory or otherwise not a regular file.
-	ErrUnsafePath = errors.New("unsafe lock path")
+	ErrUnsafePath = lockfile.ErrUnsafePath
 	// ErrOldSchema: a read-only open found a database that needs migrating
 	// first (a writable open migrates it).
-	ErrOldSchema = errors.New("ledger schema needs upgrading")
+	ErrOldSchema = store.ErrOldSchema
 	// ErrReadOnly: a write was attempted on a ledger opened with ReadOnly.
 	ErrReadOnly = errors.New("ledger opened read-only")
 	// ErrTruncated: the log's tail is gone (the locks table records events
@@ -231,12 +233,4 @@ func (e *NotHolderError) Unwrap() error {
 }
 
 // UnsafePathError reports a lock path the ledger refuses to touch.
-type UnsafePathError struct {
-	Path   string
-	Reason string
-}
-
-func (e *UnsafePathError) Error() string {
-	return fmt.Sprintf("%s: %s (refusing to touch it)", e.Path, e.Reason)
-}
-func (e *UnsafePathError) Unwrap() error { return ErrUnsafePath }
+type UnsafePathError = lockfile.UnsafePathError

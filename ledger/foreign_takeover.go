@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
+	"github.com/lockledger/lockledger/internal/lockfile"
 )
 
 // A lock path holds nothing, the bytes the ledger wrote, or another tool's
@@ -44,7 +45,7 @@ func (l *Ledger) displacedBy(v *view, now time.Time, maxAge time.Duration) (*dis
 	}
 	if v.interloper {
 		if f := foreignHolding(v.name, v.file); f.corrupt == nil {
-			p, err := filepath.Abs(l.files.path(v.name))
+			p, err := filepath.Abs(l.files.Path(v.name))
 			if err != nil {
 				return nil, err
 			}
@@ -52,25 +53,25 @@ func (l *Ledger) displacedBy(v *view, now time.Time, maxAge time.Duration) (*dis
 		}
 	}
 	for _, t := range own.targets {
-		cur, err := readRegular(t.Path)
+		cur, err := lockfile.ReadFile(t.Path)
 		if err != nil {
 			return nil, err
 		}
-		if !cur.exists {
+		if !cur.Exists {
 			continue
 		}
 		want, err := renderTarget(t, own)
 		if err != nil {
 			return nil, err
 		}
-		if bytes.Equal(cur.data, want) {
+		if bytes.Equal(cur.Data, want) {
 			continue
 		}
 		f, err := formats.Lookup(t.Format)
 		if err != nil {
 			return nil, err
 		}
-		fh, perr := f.Parse(cur.data)
+		fh, perr := f.Parse(cur.Data)
 		if perr != nil || sameHolder(fh, own) {
 			continue
 		}
@@ -114,7 +115,7 @@ func (w *writeTx) recordDisplaced(id Identity, maxAge time.Duration) (bool, erro
 		return false, err
 	}
 	own := w.v.holder
-	if err := w.l.files.remove(w.v.name, own.file); err != nil {
+	if err := w.l.files.Remove(w.v.name, own.file); err != nil {
 		return false, err
 	}
 	for _, t := range own.targets {

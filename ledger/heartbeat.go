@@ -68,7 +68,7 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 		renewed.rec.LastHeartbeatAt = events.FormatLockTime(w.now)
 		renewed.file = renewed.rec.File()
 		if !w.v.interloper && !bytes.Equal(renewed.file, h.file) {
-			j, err := l.files.replace(lock, renewed.file)
+			j, err := l.files.Replace(lock, renewed.file)
 			if err != nil {
 				return nil, err
 			}

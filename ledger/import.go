@@ -42,7 +42,7 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 		return nil, fmt.Errorf("ledger: import: the source's writer mutex: %w", err)
 	}
 	defer unlockFrom()
-	src, err := from.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	src, err := from.store.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 			rep.Locks = k
 		}
 	}
-	if l.store.shared() {
+	if l.store.ManyHosts() {
 		// Checkpoint ids were copied: the next one follows them.
 		if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('checkpoints', 'id'), coalesce((SELECT max(id) FROM checkpoints), 0) + 1, false)`); err != nil {
 			return nil, err

@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -22,11 +21,10 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
-	"github.com/lockledger/lockledger/migrations"
+	"github.com/lockledger/lockledger/store"
 )
 
 // Defaults, checked by Open.
@@ -39,8 +37,8 @@ const (
 // File names inside the root.
 const (
 	DBFile    = "ledger.db"
-	LocksDir  = "locks"
-	WriterMux = "writer.flock"
+	LocksDir  = lockfile.LocksName
+	WriterMux = lockfile.MutexName
 )
 
 type config struct {
@@ -130,20 +128,6 @@ func WithOpenWait(d time.Duration) Option {
 	}
 }
 
-// WithDatabase keeps the ledger in the PostgreSQL database at url
-// (postgres://..., with the PG* environment and TLS settings honoured)
-// instead of ROOT/ledger.db, so that writers on many hosts share it. The
-// root still holds this host's lock files.
-func WithDatabase(url string) Option {
-	return func(c *config) error {
-		if !IsPostgresURL(url) {
-			return events.Invalid("--database", redactURL(url), "must be a postgres:// or postgresql:// URL")
-		}
-		c.database = url
-		return nil
-	}
-}
-
 // WithPoolSize bounds the connections to a PostgreSQL ledger (default
 // DefaultPoolSize); the CLI, one command per process, uses 2.
 func WithPoolSize(n int) Option {
@@ -174,10 +158,8 @@ func ReadOnly() Option {
 // Ledger is an open lock ledger. It is safe for concurrent use.
 type Ledger struct {
 	root     string
-	db       *sql.DB
-	store    store
-	dbName   string // the PostgreSQL database, for messages; "" for ROOT/ledger.db
-	files    lockFiles
+	store    store.Store
+	files    *lockfile.Dir // ROOT and ROOT/locks, opened once
 	now      func() time.Time
 	busy     time.Duration
 	log      *slog.Logger
@@ -195,260 +177,17 @@ type Ledger struct {
 	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
 	// publishing counts witness copies under way (see publish).
 	publishing sync.WaitGroup
-	flock      *os.File
+	flock      *lockfile.Mutex
 	closed     bool
-}
-
-// Open opens the ledger at root, creating it where the root shows no trace
-// of one. A root that held a ledger now missing or emptied fails with
-// ErrLedgerGone, a ledger.db that is another application's with
-// ErrNotALedger (see root.go); neither is written to.
-func Open(ctx context.Context, root string, opts ...Option) (*Ledger, error) {
-	c := config{now: time.Now, busy: DefaultBusyTimeout, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		probe: &proc.Local{}, create: true, poolSize: DefaultPoolSize,
-		signing: signing{every: DefaultCheckpointEvery, interval: DefaultCheckpointInterval, timeout: DefaultWitnessTimeout}}
-	for _, o := range opts {
-		if err := o(&c); err != nil {
-			return nil, err
-		}
-	}
-	if c.host == nil {
-		h := ThisHost()
-		c.host = &h
-	}
-	if root == "" {
-		return nil, events.Invalid("root", root, "must not be empty")
-	}
-	root, err := resolveRoot(root)
-	if err != nil {
-		return nil, err
-	}
-	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly, signing: c.signing}
-	l.setRoot(root)
-	if c.database != "" {
-		if err := l.openShared(ctx, &c); err != nil {
-			return nil, err
-		}
-		return l, nil
-	}
-	dbPath := filepath.Join(root, DBFile)
-	if !c.create {
-		if err := l.mustExist(dbPath); err != nil {
-			return nil, err
-		}
-	}
-	if c.readOnly {
-		if err := l.openReadOnly(ctx, dbPath); err != nil {
-			return nil, err
-		}
-		return l, nil
-	}
-	if err := l.makeRoot(c.group); err != nil {
-		return nil, err
-	}
-	dbPath = filepath.Join(l.root, DBFile)
-	if err := l.precheck(ctx, dbPath); err != nil {
-		return nil, err
-	}
-	if err := l.openWriterMux(); err != nil {
-		return nil, err
-	}
-	if err := l.openWritable(ctx, dbPath, max(c.busy, c.openWait), c.create); err != nil {
-		l.flock.Close()
-		return nil, err
-	}
-	return l, nil
-}
-
-// makeRoot creates the root where it is missing (shared with group, if
-// given) and resolves it again: a root just created below a symlinked
-// directory resolves only now.
-func (l *Ledger) makeRoot(group *int) error {
-	if err := ensureRoot(l.root, group); err != nil {
-		return err
-	}
-	root, err := resolveRoot(l.root)
-	if err != nil {
-		return err
-	}
-	l.setRoot(root)
-	return nil
-}
-
-// openWriterMux creates the locks directory and opens ROOT/writer.flock,
-// this host's writer mutex.
-func (l *Ledger) openWriterMux() error {
-	if err := ensureDir(l.files.dir); err != nil {
-		return fmt.Errorf("ledger: locks directory: %w", err)
-	}
-	f, err := openPrivate(filepath.Join(l.root, WriterMux))
-	if err != nil {
-		return fmt.Errorf("ledger: writer mutex: %w", err)
-	}
-	l.flock = f
-	return nil
-}
-
-// checkLocksDir is a reader's look at the locks directory: the events do
-// not depend on lock files, so a directory that cannot be read is noted
-// and reported wherever lock files are read, and the events read anyway.
-func (l *Ledger) checkLocksDir() {
-	if err := checkDir(l.files.dir); err != nil {
-		l.files.broken = fmt.Errorf("ledger: locks directory: %w", err)
-		l.log.Warn("the locks directory cannot be read; lock files are left out", "err", err)
-	}
-}
-
-// mustExist fails with ErrNoLedger where there is no ledger to open, or
-// with ErrLedgerGone where the root shows that it held one (see root.go),
-// before anything in the root is created.
-func (l *Ledger) mustExist(dbPath string) error {
-	d, err := statDB(dbPath)
-	if err != nil || !d.empty() {
-		return err
-	}
-	marker, err := readMarkerAt(filepath.Join(l.root, WriterMux))
-	if err != nil {
-		return fmt.Errorf("ledger: %w", err)
-	}
-	if err := l.traceOfALedger(d, marker); err != nil {
-		return err
-	}
-	return fmt.Errorf("%w at %s (nothing has been recorded there; check --root or LOCKLEDGER_ROOT)", ErrNoLedger, l.root)
-}
-
-// birth is what an open may do about the ledger's identity: allowed says
-// whether a new ledger may start in this root (nil error: yes), marker is
-// the id writer.flock records ("" for none).
-type birth struct {
-	marker  string
-	allowed func() error
-}
-
-// openWritable opens ledger.db for writing, creating the ledger only where
-// no trace of one exists (root.go). A root whose writer.flock records its
-// ledger and whose database has content is opened straight away; any
-// other is looked at again under the writer mutex, so that of concurrent
-// first opens one creates the ledger and the others find it made.
-func (l *Ledger) openWritable(ctx context.Context, dbPath string, patience time.Duration, create bool) error {
-	marker, err := readMarker(l.flock)
-	if err != nil {
-		return err
-	}
-	d, err := statDB(dbPath)
-	if err != nil {
-		return err
-	}
-	if d.empty() || marker == "" {
-		unlock, err := lockMux(ctx, l.flock, patience)
-		if err != nil {
-			return fmt.Errorf("ledger: open %s: %w", dbPath, err)
-		}
-		defer unlock()
-		if marker, err = readMarker(l.flock); err != nil {
-			return err
-		}
-		if d, err = statDB(dbPath); err != nil {
-			return err
-		}
-	}
-	b := birth{marker: marker, allowed: func() error { return l.traceOfALedger(d, marker) }}
-	if d.empty() {
-		if err := b.allowed(); err != nil {
-			return err
-		}
-		if !create {
-			return fmt.Errorf("%w at %s (nothing has been recorded there; check --root or LOCKLEDGER_ROOT)", ErrNoLedger, l.root)
-		}
-		if err := createPrivate(dbPath); err != nil {
-			return fmt.Errorf("ledger: %w", err)
-		}
-	}
-	if err := l.openDB(ctx, dbPath, patience, b); err != nil {
-		return err
-	}
-	if err := l.backfillTree(ctx); err != nil {
-		l.db.Close()
-		return err
-	}
-	if marker == "" {
-		return writeMarker(l.flock, l.id)
-	}
-	return nil
-}
-
-func (l *Ledger) openDB(ctx context.Context, path string, patience time.Duration, b birth) error {
-	db, err := sql.Open("sqlite", ledgerDSN(path, l.busy, false))
-	if err != nil {
-		return err
-	}
-	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(4)
-	l.db = db
-	l.store = sqliteStore{l}
-	// The first connections of a fresh root race to switch it to WAL and
-	// migrate; a busy answer there is passing, so retry for patience.
-	deadline := time.Now().Add(patience)
-	for {
-		err = l.prepare(ctx, path, b)
-		if err == nil {
-			return nil
-		}
-		if !isBusy(err) || time.Now().After(deadline) {
-			db.Close()
-			if errors.Is(err, ErrNotALedger) || errors.Is(err, ErrLedgerGone) {
-				return err
-			}
-			return fmt.Errorf("ledger: open %s: %w", path, err)
-		}
-		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
-			db.Close()
-			return err
-		}
-	}
-}
-
-func (l *Ledger) prepare(ctx context.Context, path string, b birth) error {
-	empty, cur, err := checkTables(ctx, l.db, path)
-	if err != nil {
-		return err
-	}
-	if empty {
-		if err := b.allowed(); err != nil {
-			return err
-		}
-	}
-	var mode string
-	if err := l.db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil {
-		return err
-	}
-	if err := checkPragmas(ctx, l.db, mode); err != nil {
-		return err
-	}
-	if cur < migrations.Latest() {
-		if err := migrations.Apply(ctx, l.db, func() string { return events.FormatTime(l.now()) }); err != nil {
-			return err
-		}
-	} else if cur > migrations.Latest() {
-		return fmt.Errorf("ledger: database schema version %d is newer than this lockledger (%d); upgrade lockledger", cur, migrations.Latest())
-	}
-	if err := l.loadID(ctx, b); err != nil {
-		return err
-	}
-	if b.marker != "" && b.marker != l.id {
-		return fmt.Errorf("ledger: %s is ledger %s but %s records ledger %s: %w; refusing to write to another ledger in its place (fencing tokens could go backwards). Restore this root's ledger.db, or use a new --root",
-			path, l.id, filepath.Join(l.root, WriterMux), clip(b.marker, 64), ErrLedgerGone)
-	}
-	return nil
 }
 
 // loadID reads the ledger's id, and gives a new ledger one where b allows
 // a new ledger and no event was ever appended.
 func (l *Ledger) loadID(ctx context.Context, nb birth) error {
-	err := l.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&l.id)
+	err := l.store.DB().QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&l.id)
 	if errors.Is(err, sql.ErrNoRows) {
 		var n int64
-		if err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil {
+		if err := l.store.DB().QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -462,12 +201,12 @@ func (l *Ledger) loadID(ctx context.Context, nb birth) error {
 		if _, err := rand.Read(b); err != nil {
 			return err
 		}
-		tx, err := l.db.BeginTx(ctx, nil)
+		tx, err := l.store.DB().BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
 		defer tx.Rollback()
-		created, err := l.store.clock(ctx, tx)
+		created, err := l.store.Clock(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -498,13 +237,14 @@ func (l *Ledger) Close() error {
 		return nil
 	}
 	l.closed = true
+	defer l.files.Close()
 	l.stmtMu.Lock()
 	for _, st := range l.stmts {
 		st.Close()
 	}
 	l.stmts = nil
 	l.stmtMu.Unlock()
-	err := l.store.close()
+	err := l.store.Close()
 	if l.flock != nil {
 		if cerr := l.flock.Close(); err == nil {
 			err = cerr
@@ -514,13 +254,12 @@ func (l *Ledger) Close() error {
 }
 
 // Detach is Close for a process that is about to exit. It releases the
-// writer mutex file but leaves the database connection to the operating
-// system, so SQLite skips the WAL checkpoint that closing the last
-// connection runs (two more fsyncs, and the WAL file deleted and created
-// again by the next process). Every committed transaction is already
-// durable in the WAL; the next Open recovers it, and the WAL is
-// checkpointed as it grows (wal_autocheckpoint). The Ledger must not be
-// used afterwards, and a long-lived process should call Close instead.
+// writer mutex file and leaves the database to the store's Detach: SQLite
+// leaves its connection to the operating system, so that it skips the WAL
+// checkpoint that closing the last connection runs (every committed
+// transaction is already durable in the WAL; the next Open recovers it);
+// PostgreSQL closes its pool within a bound. The Ledger must not be used
+// afterwards, and a long-lived process should call Close instead.
 func (l *Ledger) Detach() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -528,92 +267,24 @@ func (l *Ledger) Detach() error {
 		return nil
 	}
 	l.closed = true
-	if s, ok := l.store.(*pgStore); ok {
-		err := s.closeWithin(detachWait)
-		if l.flock != nil {
-			if cerr := l.flock.Close(); err == nil {
-				err = cerr
-			}
-		}
-		return err
-	}
-	if l.flock == nil {
-		return nil
-	}
-	l.trimWAL()
-	return l.flock.Close()
-}
-
-// walTrimAbove is the size of ledger.db-wal above which a detaching writer
-// checkpoints and truncates it. Commits keep it near wal_autocheckpoint's
-// 1 MiB; one large transaction (project, import, a backfill) leaves it far
-// larger, and every later process, the first to open the database, reads
-// and checksums the whole WAL to rebuild its index (measured: 6.5 MiB left
-// by project cost each 'who' about 5 ms of CPU).
-const walTrimAbove = 4 << 20
-
-// trimWAL checkpoints a large WAL and truncates it, without waiting: the
-// connection's busy timeout is set to 0 first (the process is about to
-// exit), so a reader or writer elsewhere makes it give up at once, and the
-// WAL stays as it is, which is only slower to open.
-func (l *Ledger) trimWAL() {
-	if _, ok := l.store.(sqliteStore); !ok {
-		return
-	}
-	fi, err := os.Stat(filepath.Join(l.root, DBFile) + "-wal")
-	if err != nil || fi.Size() <= walTrimAbove {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	c, err := l.db.Conn(ctx)
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	if _, err := c.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
-		return
-	}
-	if _, err := c.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		l.log.Debug("could not truncate the WAL", "err", err)
-	}
-}
-
-// openShared opens a ledger kept in PostgreSQL, with this host's lock
-// files in the root.
-func (l *Ledger) openShared(ctx context.Context, c *config) error {
-	if c.readOnly {
-		l.checkLocksDir()
-	} else {
-		if err := l.makeRoot(c.group); err != nil {
-			return err
-		}
-		if err := l.openWriterMux(); err != nil {
-			return err
+	defer l.files.Close()
+	err := l.store.Detach()
+	if l.flock != nil {
+		if cerr := l.flock.Close(); err == nil {
+			err = cerr
 		}
 	}
-	if err := l.openPostgres(ctx, c); err != nil {
-		if l.flock != nil {
-			l.flock.Close()
-		}
-		return err
-	}
-	return nil
+	return err
 }
 
 // Source names the ledger's database: ROOT/ledger.db, or the PostgreSQL
 // database (without its password).
-func (l *Ledger) Source() string {
-	if l.dbName != "" {
-		return l.dbName
-	}
-	return filepath.Join(l.root, DBFile)
-}
+func (l *Ledger) Source() string { return l.store.Source() }
 
 // where names where the ledger is kept, for messages.
 func (l *Ledger) where() string {
-	if l.dbName != "" {
-		return l.dbName
+	if l.store.ManyHosts() {
+		return l.store.Source()
 	}
 	return l.root
 }
@@ -631,13 +302,13 @@ func (l *Ledger) Genesis() string { return l.genesis }
 func (l *Ledger) Host() Host { return l.host }
 
 // DB exposes the database for read-only queries (replay, verify, tests).
-func (l *Ledger) DB() *sql.DB { return l.db }
+func (l *Ledger) DB() *sql.DB { return l.store.DB() }
 
 // LockPath is the lock file path of name.
-func (l *Ledger) LockPath(name string) string { return l.files.path(name) }
+func (l *Ledger) LockPath(name string) string { return l.files.Path(name) }
 
 // LocksDir is the directory of lock files.
-func (l *Ledger) LocksDir() string { return l.files.dir }
+func (l *Ledger) LocksDir() string { return l.files.LocksDir() }
 
 // resolveRoot is root as every command uses it, reading or writing:
 // absolute, and with its symlinks resolved where it exists, so that a root
@@ -659,27 +330,32 @@ func resolveRoot(root string) (string, error) {
 	return "", fmt.Errorf("ledger: root %s: %w", root, err)
 }
 
-func (l *Ledger) setRoot(root string) {
-	l.root = root
-	l.files.dir = filepath.Join(root, LocksDir)
+// setRoot opens the root's files (lockfile.Open: nothing is created).
+func (l *Ledger) setRoot(root string) error {
+	files, err := lockfile.Open(root)
+	if err != nil {
+		return fmt.Errorf("ledger: root %s: %w", root, err)
+	}
+	l.root, l.files = root, files
+	return nil
 }
 
 // ensureRoot creates root where it is missing, and shares it with group
-// where one is given (share.go).
+// where one is given (see WithGroup).
 func ensureRoot(root string, group *int) error {
 	fi, err := os.Lstat(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		if group == nil {
-			if err := os.MkdirAll(root, privateDirMode); err != nil {
+			if err := os.MkdirAll(root, lockfile.PrivateDirMode); err != nil {
 				return fmt.Errorf("ledger: create root: %w", err)
 			}
 			return nil
 		}
-		if err := mkdirReachable(filepath.Dir(root)); err != nil {
+		if err := lockfile.MkdirReachable(filepath.Dir(root)); err != nil {
 			return fmt.Errorf("ledger: create root: %w", err)
 		}
 		created := true
-		if err := os.Mkdir(root, privateDirMode); errors.Is(err, fs.ErrExist) {
+		if err := os.Mkdir(root, lockfile.PrivateDirMode); errors.Is(err, fs.ErrExist) {
 			created = false
 		} else if err != nil {
 			return fmt.Errorf("ledger: create root: %w", err)
@@ -699,47 +375,6 @@ func ensureRoot(root string, group *int) error {
 		return shareRoot(root, *group, false)
 	}
 	return nil
-}
-
-// createPrivate creates an empty file with mode 0600 (0660 in a shared
-// root) unless it exists, so that SQLite opens a file whose mode was right
-// from the start (its -wal and -shm files copy that mode).
-func createPrivate(path string) error {
-	mode := fileModeIn(filepath.Dir(path))
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-	if errors.Is(err, unix.EEXIST) {
-		fi, err := os.Lstat(path)
-		if err != nil {
-			return err
-		}
-		if !fi.Mode().IsRegular() {
-			return &UnsafePathError{Path: path, Reason: "is not a regular file"}
-		}
-		return nil
-	}
-	if err != nil {
-		return &os.PathError{Op: "create", Path: path, Err: err}
-	}
-	if err := fixFileMode(fd, mode); err != nil {
-		unix.Close(fd)
-		return &os.PathError{Op: "chmod", Path: path, Err: err}
-	}
-	return unix.Close(fd)
-}
-
-// openPrivate opens path, creating it with mode 0600 (0660 in a shared
-// root) if it is missing.
-func openPrivate(path string) (*os.File, error) {
-	mode := fileModeIn(filepath.Dir(path))
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	if err := fixFileMode(fd, mode); err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "chmod", Path: path, Err: err}
-	}
-	return os.NewFile(uintptr(fd), path), nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

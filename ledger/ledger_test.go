@@ -193,7 +193,7 @@ func TestCrashBetweenFileAndCommitIsUndone(t *testing.T) {
 	var a *Acquisition
 	ghost := events.Record{LockVersion: "v1", LockName: "job", RequestID: "ghost", Actor: "t", HostID: "host-a", PID: 100,
 		CreatedAt: "2026-01-02T10:00:00Z", LastHeartbeatAt: "2026-01-02T10:00:00Z", TTLSeconds: 10}
-	j, err := e.l.files.place("job", ghost.File())
+	j, err := e.l.files.Place("job", ghost.File())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestCrashBetweenFileAndCommitIsUndone(t *testing.T) {
 	if err != nil || a.Stolen {
 		t.Fatalf("acquire after a crashed writer: %+v %v, want a plain acquire", a, err)
 	}
-	if _, err := os.Stat(e.l.files.journal("job")); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.l.files.JournalPath("job")); !os.IsNotExist(err) {
 		t.Fatalf("journal left behind: %v", err)
 	}
 	data, _ := os.ReadFile(e.l.LockPath("job"))

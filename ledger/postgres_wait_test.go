@@ -27,18 +27,18 @@ func TestPostgresWaiterIsWokenByTheReleaseNotification(t *testing.T) {
 	if _, err := holder.TryAcquire(ctx, AcquireRequest{Lock: "n", Identity: Identity{RequestID: "r1"}}); err != nil {
 		t.Fatal(err)
 	}
-	w := waiter.store.watch("n")
-	defer w.close()
+	w := waiter.store.Watch("n")
+	defer w.Close()
 	// The first wait connects and listens; a notification for another
 	// lock does not end it.
-	w.wait(ctx, 10*time.Millisecond)
+	w.Wait(ctx, 10*time.Millisecond)
 	if _, err := holder.TryAcquire(ctx, AcquireRequest{Lock: "other", Identity: Identity{RequestID: "r2"}}); err != nil {
 		t.Fatal(err)
 	}
 	woke := make(chan struct{})
 	go func() {
 		defer close(woke)
-		w.wait(ctx, time.Hour)
+		w.Wait(ctx, time.Hour)
 	}()
 	if _, err := holder.Release(ctx, ReleaseRequest{Lock: "n", Identity: Identity{RequestID: "r1"}}); err != nil {
 		t.Fatal(err)

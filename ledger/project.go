@@ -6,16 +6,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -365,12 +362,12 @@ var repairAction = map[repair]string{
 
 // repairWords say what a repair changed, for the lock_projected event.
 func (l *Ledger) repairWords(name string, r repair) string {
-	path := absPath(l.files.path(name))
+	path := absPath(l.files.Path(name))
 	switch r {
 	case repairDropPhantom:
 		return "lock file of a write that never committed removed (" + path + ")"
 	case repairDropJournal:
-		return "interrupted write settled (" + journalOf(path) + " removed)"
+		return "interrupted write settled (" + lockfile.JournalOf(path) + " removed)"
 	case repairPlace:
 		return "lock file restored (" + path + ")"
 	case repairReplace:
@@ -402,7 +399,7 @@ func (p *projection) lockFile(name string, r *row) error {
 		return p.keepUnreadable(name, r, v)
 	}
 	for _, rp := range v.repairs {
-		p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: repairAction[rp], Detail: l.files.path(name)})
+		p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: repairAction[rp], Detail: l.files.Path(name)})
 		p.plan(name).changes = append(p.plan(name).changes, l.repairWords(name, rp))
 	}
 	if v.interloper {
@@ -418,12 +415,12 @@ func (p *projection) lockFile(name string, r *row) error {
 
 // keepUnreadable plans an unreadable file at a lock's path: it is no v1
 // lock, so no tool's holder, and blocks the lock for good (held, to fail
-// safe). It is kept aside now (see keepAside), and after the commit the
+// safe). It is kept aside now (see lockfile.Dir.KeepAside), and after the commit the
 // path gets the ledger's file back where the ledger holds the lock, or is
 // left empty.
 func (p *projection) keepUnreadable(name string, r *row, v *view) error {
 	l := p.l
-	path := l.files.path(name)
+	path := l.files.Path(name)
 	lp := p.plan(name)
 	// Of the view's repairs only the journal's apply: whatever the view
 	// made of the file, it is neither the ledger's nor another tool's.
@@ -435,19 +432,24 @@ func (p *projection) keepUnreadable(name string, r *row, v *view) error {
 			lp.changes = append(lp.changes, l.repairWords(name, rp))
 		}
 	}
-	aside, created, err := l.keepAside(path, v.file, p.now)
-	if errors.Is(err, errChangedMeanwhile) {
+	kept, err := l.files.KeepAside(name, v.file, p.now)
+	if errors.Is(err, lockfile.ErrChangedMeanwhile) {
 		l.log.Warn("an unreadable lock file changed while project read it; left alone", "path", path)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	if kept.ModeErr != nil {
+		// Another user's file: it stays in the locks directory (0700), under its own mode.
+		l.log.Warn("could not make the kept unreadable lock file private", "path", kept.Path, "err", kept.ModeErr)
+	}
+	aside, created := kept.Path, kept.Created
 	if created {
 		lp.linked = append(lp.linked, aside)
 	}
 	lp.aside = aside
-	u := v.file.unreadable()
+	u := unreadableFile(v.file)
 	u.Path = absPath(u.Path)
 	lp.changes = append(lp.changes, fmt.Sprintf("%s moved aside to %s", u, aside))
 	p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: "moved aside", Detail: path + " -> " + aside})
@@ -456,22 +458,22 @@ func (p *projection) keepUnreadable(name string, r *row, v *view) error {
 		lp.changes = append(lp.changes, "lock file rewritten ("+absPath(path)+")")
 		p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: "replaced", Detail: path})
 	}
-	ino := v.file.ino
+	ino := v.file.Ino
 	lp.apply = append(lp.apply, func() error {
 		if err := l.applyRepairs(settle); err != nil {
 			return err
 		}
 		if !held {
-			return removeIfInode(path, ino)
+			return l.files.DropIfInode(name, ino)
 		}
-		j, err := replaceAt(path, r.file)
+		j, err := l.files.Replace(name, r.file)
 		if err != nil {
 			return err
 		}
-		if err := syncClose(j); err != nil {
+		if err := lockfile.SyncClose(j); err != nil {
 			return err
 		}
-		return l.files.done(name)
+		return l.files.Done(name)
 	})
 	return nil
 }
@@ -479,13 +481,13 @@ func (p *projection) keepUnreadable(name string, r *row, v *view) error {
 // unreadableAt reports whether the view found a file at the lock's path
 // that is not the ledger's bytes and not a v1 lock at all: no tool's holder.
 func unreadableAt(v *view) bool {
-	if !v.file.exists {
+	if !v.file.Exists {
 		return false
 	}
-	if v.row != nil && bytes.Equal(v.file.data, v.row.file) {
+	if v.row != nil && bytes.Equal(v.file.Data, v.row.file) {
 		return false
 	}
-	_, err := ParseLockFile(v.file.data)
+	_, err := ParseLockFile(v.file.Data)
 	return err != nil
 }
 
@@ -504,7 +506,7 @@ func (p *projection) targets(r *row) error {
 		if err != nil {
 			return err
 		}
-		file, err := readRegular(t.Path)
+		file, err := lockfile.ReadFile(t.Path)
 		if err != nil {
 			return fmt.Errorf("ledger: project %s: %w", t.Path, err)
 		}
@@ -514,37 +516,37 @@ func (p *projection) targets(r *row) error {
 			lp.changes = append(lp.changes, words)
 		}
 		if !r.held {
-			if file.exists && bytes.Equal(file.data, want) {
+			if file.Exists && bytes.Equal(file.Data, want) {
 				add("removed", "target "+t.Path+" removed: the lock is free")
 				path := t.Path
-				lp.apply = append(lp.apply, func() error { return removeAt(path, want) })
+				lp.apply = append(lp.apply, func() error { return lockfile.RemoveFile(path, want) })
 			}
 			continue
 		}
-		journal, err := readRegular(journalOf(t.Path))
+		journal, err := lockfile.ReadFile(lockfile.JournalOf(t.Path))
 		if err != nil {
 			return fmt.Errorf("ledger: project %s: %w", t.Path, err)
 		}
 		changed := false
-		if journal.exists {
+		if journal.Exists {
 			// What recoverTarget does with it: drop an uncommitted file, then the journal.
-			if !bytes.Equal(journal.data, want) && file.exists && file.ino == journal.ino {
-				file = fileState{}
+			if !bytes.Equal(journal.Data, want) && file.Exists && file.Ino == journal.Ino {
+				file = lockfile.State{}
 			}
 			add(repairAction[repairDropJournal], "target "+t.Path+": interrupted write settled")
 			changed = true
 		}
 		var replace bool
 		switch {
-		case !file.exists:
+		case !file.Exists:
 			add("placed", "target "+t.Path+" restored")
 			changed = true
-		case !bytes.Equal(file.data, want):
+		case !bytes.Equal(file.Data, want):
 			f, err := formats.Lookup(t.Format)
 			if err != nil {
 				return err
 			}
-			if fh, perr := f.Parse(file.data); perr != nil || fh.RequestID != r.requestID {
+			if fh, perr := f.Parse(file.Data); perr != nil || fh.RequestID != r.requestID {
 				p.rep.Interlopers = append(p.rep.Interlopers, r.name+" ("+t.Path+")")
 				break
 			}
@@ -562,14 +564,14 @@ func (p *projection) targets(r *row) error {
 			if !replace {
 				return nil
 			}
-			j, err := replaceAt(path, want)
+			j, err := lockfile.ReplaceFile(path, want)
 			if err != nil {
 				return err
 			}
-			if err := syncClose(j); err != nil {
+			if err := lockfile.SyncClose(j); err != nil {
 				return err
 			}
-			return removeIfExists(journalOf(path))
+			return lockfile.RemoveIfExists(lockfile.JournalOf(path))
 		})
 	}
 	return nil
@@ -670,100 +672,11 @@ func (p *projection) apply() error {
 func (p *projection) dropAsides() {
 	for _, lp := range p.plans {
 		for _, a := range lp.linked {
-			if err := removeIfExists(a); err != nil {
+			if err := p.l.files.DropAside(a); err != nil {
 				p.l.log.Warn("could not remove a link to an unreadable lock file", "path", a, "err", err)
 			}
 		}
 	}
-}
-
-// errChangedMeanwhile: the file at a lock path changed between its reading and its linking.
-var errChangedMeanwhile = errors.New("lock file changed meanwhile")
-
-// asideLayout is the UTC time in the name an unreadable file is kept under.
-const asideLayout = "20060102T150405Z"
-
-// keepAside keeps the unreadable file f found at p under a new name beside
-// it, p.corrupt-TIME (then -2, -3, ... if taken), mode 0600: a hard link,
-// so nothing is copied and no existing file is ever replaced (link(2)
-// fails on an existing name). A link to the same file left by a run that
-// did not commit is reused. errChangedMeanwhile if the file at p is no
-// longer f.
-func (l *Ledger) keepAside(p string, f fileState, now time.Time) (aside string, created bool, err error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", false, err
-	}
-	p = abs
-	dir, base := filepath.Dir(p), filepath.Base(p)+".corrupt-"
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return "", false, err
-	}
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), base) {
-			continue
-		}
-		if prior, err := readRegular(filepath.Join(dir, e.Name())); err == nil && prior.exists && prior.ino == f.ino {
-			return prior.path, false, nil
-		}
-	}
-	name := filepath.Join(dir, base+now.UTC().Format(asideLayout))
-	for i := 2; ; i++ {
-		err = os.Link(p, name)
-		if !errors.Is(err, fs.ErrExist) || i > 1000 {
-			break
-		}
-		name = filepath.Join(dir, fmt.Sprintf("%s%s-%d", base, now.UTC().Format(asideLayout), i))
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", false, errChangedMeanwhile
-	}
-	if err != nil {
-		return "", false, err
-	}
-	got, err := readRegular(name)
-	if err == nil && (!got.exists || got.ino != f.ino || !bytes.Equal(got.data, f.data)) {
-		err = errChangedMeanwhile
-	}
-	if err != nil {
-		_ = removeIfExists(name)
-		return "", false, err
-	}
-	if err := chmodPrivate(name); err != nil {
-		// Another user's file: it stays in the locks directory (0700), under its own mode.
-		l.log.Warn("could not make the kept unreadable lock file private", "path", name, "err", err)
-	}
-	return name, true, nil
-}
-
-// chmodPrivate sets mode 0600 on the regular file at p, never following a symlink.
-func chmodPrivate(p string) error {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	defer unix.Close(fd)
-	if err := unix.Fchmod(fd, 0o600); err != nil {
-		return &os.PathError{Op: "chmod", Path: p, Err: err}
-	}
-	return nil
-}
-
-// removeIfInode removes p if it is still the file ino (kept aside under
-// another name), and leaves anything that took its place.
-func removeIfInode(p string, ino uint64) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil
-		}
-		return &os.PathError{Op: "lstat", Path: p, Err: err}
-	}
-	if st.Ino != ino {
-		return nil
-	}
-	return removeIfExists(p)
 }
 
 // settleDisplacements records, as any writer that meets it would, that
@@ -771,7 +684,7 @@ func removeIfInode(p string, ino uint64) error {
 // holder (see recordDisplaced): projections are then rebuilt around the other
 // tool's file, which is never touched.
 func (l *Ledger) settleDisplacements(ctx context.Context, id Identity) error {
-	rows, err := loadRows(ctx, l.db)
+	rows, err := loadRows(ctx, l.store.DB())
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -108,7 +109,7 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 	if p := truncation(rows, st.Seq); p != nil {
 		rep.Add(*p)
 	}
-	if marker, err := readMarkerAt(filepath.Join(l.root, WriterMux)); err == nil && marker != "" && marker != l.id {
+	if marker, err := l.files.Marker(); err == nil && marker != "" && marker != l.id {
 		rep.Add(replay.Problem{Kind: replay.KindSwapped, Detail: fmt.Sprintf(
 			"%s is ledger %s, but this root's %s records ledger %s: the database was replaced by another ledger's",
 			filepath.Join(l.root, DBFile), l.id, WriterMux, clip(marker, 64))})
@@ -170,7 +171,7 @@ func truncation(rows []*row, head int64) *replay.Problem {
 // lockNamesOnDisk lists the lock names that have a file or a journal in
 // the locks directory.
 func (l *Ledger) lockNamesOnDisk() (map[string]bool, error) {
-	entries, err := l.files.entries()
+	entries, err := l.files.Entries()
 	if err != nil {
 		return nil, err
 	}
@@ -257,8 +258,8 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*row, rep *replay.Report
 // cannot read as a regular file, nil when both can be read (or are absent).
 func (l *Ledger) unreadable(name string, r *row) *replay.Problem {
 	var err error
-	if _, err = l.files.read(name); err == nil {
-		_, err = readRegular(l.files.journal(name))
+	if _, err = l.files.Read(name); err == nil {
+		_, err = l.files.ReadJournal(name)
 	}
 	if err == nil {
 		return nil
@@ -275,15 +276,15 @@ func (l *Ledger) unreadable(name string, r *row) *replay.Problem {
 
 // checkFile judges one lock file against its table row.
 func (l *Ledger) checkFile(name string, r *row) (*replay.Problem, string, error) {
-	journal, err := readRegular(l.files.journal(name))
+	journal, err := l.files.ReadJournal(name)
 	if err != nil {
 		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
 	}
-	if journal.exists {
+	if journal.Exists {
 		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
-			name, l.files.journal(name)), nil
+			name, l.files.JournalPath(name)), nil
 	}
-	f, err := l.files.read(name)
+	f, err := l.files.Read(name)
 	if err != nil {
 		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
 	}
@@ -292,32 +293,32 @@ func (l *Ledger) checkFile(name string, r *row) (*replay.Problem, string, error)
 		if r == nil {
 			return false
 		}
-		if bytes.Equal(f.data, r.file) {
+		if bytes.Equal(f.Data, r.file) {
 			return true
 		}
-		rec, err := ParseLockFile(f.data)
+		rec, err := ParseLockFile(f.Data)
 		return err == nil && rec.RequestID == r.requestID
 	}
 	switch {
-	case held && !f.exists:
+	case held && !f.Exists:
 		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileMissing, Lock: name, Detail: fmt.Sprintf(
-			"the ledger holds the lock (request %s) but %s is missing", r.requestID, l.files.path(name))}, "", nil
-	case held && bytes.Equal(f.data, r.file):
+			"the ledger holds the lock (request %s) but %s is missing", r.requestID, l.files.Path(name))}, "", nil
+	case held && bytes.Equal(f.Data, r.file):
 		return nil, "", nil
 	case held && ours():
 		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileDifferent, Lock: name, Detail: fmt.Sprintf(
-			"%s is request %s's but not the bytes the ledger wrote", l.files.path(name), r.requestID)}, "", nil
+			"%s is request %s's but not the bytes the ledger wrote", l.files.Path(name), r.requestID)}, "", nil
 	case held:
 		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindForeignAtHeld, Lock: name, Detail: fmt.Sprintf(
-			"the ledger holds the lock (request %s) but %s is %s", r.requestID, l.files.path(name), foreignSummary(f.data))}, "", nil
-	case !f.exists:
+			"the ledger holds the lock (request %s) but %s is %s", r.requestID, l.files.Path(name), foreignSummary(f.Data))}, "", nil
+	case !f.Exists:
 		return nil, "", nil
 	case ours():
 		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileExtra, Lock: name, Detail: fmt.Sprintf(
-			"%s is request %s's, but the ledger released the lock", l.files.path(name), r.requestID)}, "", nil
+			"%s is request %s's, but the ledger released the lock", l.files.Path(name), r.requestID)}, "", nil
 	}
 	return &replay.Problem{Kind: replay.KindForeign, Lock: name, Detail: fmt.Sprintf(
-		"%s is %s; left alone", l.files.path(name), foreignSummary(f.data))}, "", nil
+		"%s is %s; left alone", l.files.Path(name), foreignSummary(f.Data))}, "", nil
 }
 
 func foreignSummary(data []byte) string {
@@ -368,30 +369,30 @@ func (l *Ledger) checkTargets(ctx context.Context, r *row, rep *replay.Report) e
 }
 
 func (l *Ledger) checkTarget(t events.Target, h *holding, r *row) (*replay.Problem, string, error) {
-	journal, err := readRegular(journalOf(t.Path))
+	journal, err := lockfile.ReadFile(lockfile.JournalOf(t.Path))
 	if err != nil {
 		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: r.name, Detail: err.Error()}, "", nil
 	}
-	if journal.exists {
+	if journal.Exists {
 		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
-			r.name, journalOf(t.Path)), nil
+			r.name, lockfile.JournalOf(t.Path)), nil
 	}
 	want, err := renderTarget(t, h)
 	if err != nil {
 		return nil, "", err
 	}
-	f, err := readRegular(t.Path)
+	f, err := lockfile.ReadFile(t.Path)
 	if err != nil {
 		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: r.name, Detail: err.Error()}, "", nil
 	}
 	switch {
-	case r.held && !f.exists:
+	case r.held && !f.Exists:
 		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileMissing, Lock: r.name, Detail: fmt.Sprintf(
 			"the ledger holds the lock (request %s) but its %s file %s is missing", r.requestID, t.Format, t.Path)}, "", nil
-	case r.held && !bytes.Equal(f.data, want):
+	case r.held && !bytes.Equal(f.Data, want):
 		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileDifferent, Lock: r.name, Detail: fmt.Sprintf(
 			"%s (%s) is not what request %s projects there (an old version, or another tool's file)", t.Path, t.Format, r.requestID)}, "", nil
-	case !r.held && f.exists && bytes.Equal(f.data, want):
+	case !r.held && f.Exists && bytes.Equal(f.Data, want):
 		return &replay.Problem{Seq: r.updatedSeq, Kind: replay.KindLockFileExtra, Lock: r.name, Detail: fmt.Sprintf(
 			"%s (%s) is request %s's, but the ledger released the lock", t.Path, t.Format, r.requestID)}, "", nil
 	}
@@ -412,7 +413,7 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*row) (*repl
 	deadline := time.Now().Add(settleWithin)
 	backoff := time.Millisecond
 	for {
-		before, err := loadRow(ctx, l.db, name)
+		before, err := loadRow(ctx, l.store.DB(), name)
 		if err != nil {
 			return nil, "", err
 		}
@@ -420,7 +421,7 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*row) (*repl
 		if err != nil || p == nil {
 			return p, note, err
 		}
-		after, err := loadRow(ctx, l.db, name)
+		after, err := loadRow(ctx, l.store.DB(), name)
 		if err != nil {
 			return nil, "", err
 		}

@@ -152,7 +152,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			return nil, err
 		}
 		released := *h
-		w.removeAfterCommit(func() error { return l.files.remove(req.Lock, released.file) })
+		w.removeAfterCommit(func() error { return l.files.Remove(req.Lock, released.file) })
 		w.removeAfterCommit(func() error { return w.removeTargets(&released) })
 		actor := id
 		if mine {

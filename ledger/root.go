@@ -29,123 +29,16 @@ package ledger
 
 import (
 	"bytes"
-	"context"
-	"database/sql"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"time"
-
-	"golang.org/x/sys/unix"
-
-	"github.com/lockledger/lockledger/migrations"
 )
-
-// sqliteHeader starts every SQLite database file.
-const sqliteHeader = "SQLite format 3\x00"
-
-// dbFile is what lies at ROOT/ledger.db and beside it.
-type dbFile struct {
-	path string
-	size int64 // 0 when missing
-	wal  int64 // size of ledger.db-wal, 0 when missing
-}
-
-func (d dbFile) empty() bool { return d.size == 0 }
-
-// statDB looks at path without handing it to SQLite: a symlink or other
-// non-regular file, and a file that does not start with SQLite's header,
-// are refused.
-func statDB(path string) (dbFile, error) {
-	d := dbFile{path: path}
-	fi, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return d, fmt.Errorf("ledger: %w", err)
-	case !fi.Mode().IsRegular():
-		return d, fmt.Errorf("ledger: %w", &UnsafePathError{Path: path, Reason: "is not a regular file"})
-	default:
-		d.size = fi.Size()
-	}
-	if d.size > 0 {
-		head, err := readHead(path, len(sqliteHeader))
-		if err != nil {
-			return d, fmt.Errorf("ledger: %w", err)
-		}
-		if string(head) != sqliteHeader {
-			return d, fmt.Errorf("ledger: %s: %w: the file is not a database (it does not start with SQLite's header); lockledger adds nothing to it and creates no ledger over it",
-				path, ErrNotALedger)
-		}
-	}
-	if wi, err := os.Lstat(path + "-wal"); err == nil && wi.Mode().IsRegular() {
-		d.wal = wi.Size()
-	}
-	return d, nil
-}
-
-func readHead(path string, n int) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	b := make([]byte, n)
-	k, err := io.ReadFull(f, b)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, err
-	}
-	return b[:k], nil
-}
-
-// readMarker is the ledger id writer.flock records ("" when it records none).
-func readMarker(f *os.File) (string, error) {
-	b := make([]byte, 256)
-	n, err := f.ReadAt(b, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("ledger: read %s: %w", f.Name(), err)
-	}
-	return strings.TrimSpace(string(b[:n])), nil
-}
-
-// readMarkerAt is readMarker for a reader, which does not create the file.
-func readMarkerAt(path string) (string, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return "", nil
-	}
-	if err != nil {
-		return "", &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	return readMarker(f)
-}
-
-// writeMarker records id in writer.flock, durably. Only under the writer
-// mutex, and only once the id is committed.
-func writeMarker(f *os.File, id string) error {
-	if err := f.Truncate(0); err != nil {
-		return fmt.Errorf("ledger: %s: %w", f.Name(), err)
-	}
-	if _, err := f.WriteAt([]byte(id+"\n"), 0); err != nil {
-		return fmt.Errorf("ledger: %s: %w", f.Name(), err)
-	}
-	return f.Sync()
-}
 
 // traceOfALedger says what in the root shows that it held a ledger, given
 // the database files and writer.flock's marker; nil when nothing does.
 func (l *Ledger) traceOfALedger(d dbFile, marker string) error {
 	what := "is missing"
-	if _, err := os.Lstat(d.path); err == nil {
+	if _, err := l.files.Lstat(DBFile); err == nil {
 		what = "is empty"
 		if d.size > 0 {
 			what = "holds no ledger"
@@ -162,7 +55,7 @@ func (l *Ledger) traceOfALedger(d dbFile, marker string) error {
 	case d.empty() && d.wal > 0:
 		return refuse(fmt.Sprintf("%s-wal holds %d bytes: the commits of a ledger whose database file was lost", d.path, d.wal))
 	}
-	found, err := l.files.ledgerTrace()
+	found, err := l.ledgerTrace()
 	if err != nil {
 		return fmt.Errorf("ledger: locks directory: %w", err)
 	}
@@ -173,164 +66,34 @@ func (l *Ledger) traceOfALedger(d dbFile, marker string) error {
 }
 
 // ledgerTrace names the first file in the locks directory that only a
-// ledger writes, "" when there is none (see the comment at the top).
-func (f lockFiles) ledgerTrace() (string, error) {
-	entries, err := os.ReadDir(f.dir)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+// ledger writes, "" when there is none (see the comment at the top). A
+// locks directory that cannot be read shows none; the writable open
+// refuses it afterwards.
+func (l *Ledger) ledgerTrace() (string, error) {
+	if l.files.Broken() != nil {
 		return "", nil
 	}
+	entries, err := l.files.Entries()
 	if err != nil {
 		return "", err
 	}
-	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	for _, n := range names {
+		n := e.Name()
 		if strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".lock.pending") || strings.HasSuffix(n, ".lock.swap")) {
-			return fmt.Sprintf("%s is a lock file journal, which only a ledger writes", filepath.Join(f.dir, n)), nil
+			return fmt.Sprintf("%s is a lock file journal, which only a ledger writes", filepath.Join(l.files.LocksDir(), n)), nil
 		}
 		name, ok := strings.CutSuffix(n, ".lock")
 		if !ok || strings.HasPrefix(n, ".") {
 			continue
 		}
-		st, err := readRegular(filepath.Join(f.dir, n))
-		if err != nil || !st.exists {
+		st, err := l.files.Read(name)
+		if err != nil || !st.Exists {
 			continue // not a file the ledger wrote
 		}
-		rec, err := ParseLockFile(st.data)
-		if err == nil && rec.LockName == name && bytes.Equal(rec.File(), st.data) {
-			return fmt.Sprintf("%s is a lock file in the layout the ledger writes", filepath.Join(f.dir, n)), nil
+		rec, err := ParseLockFile(st.Data)
+		if err == nil && rec.LockName == name && bytes.Equal(rec.File(), st.Data) {
+			return fmt.Sprintf("%s is a lock file in the layout the ledger writes", filepath.Join(l.files.LocksDir(), n)), nil
 		}
 	}
 	return "", nil
-}
-
-// precheck refuses, before anything is created in the root (writer.flock
-// and locks/ included), what openWritable would refuse anyway where it can
-// tell without the writer mutex: a ledger.db that is not an SQLite file;
-// one that is another application's where no writer.flock says a ledger
-// ever opened it (the directory may well be that application's); and an
-// empty or missing ledger.db beside a trace of a ledger. A concurrent
-// first open makes ledger.db non-empty before it leaves any trace, so a
-// trace seen while ledger.db is still empty is a lost ledger's.
-func (l *Ledger) precheck(ctx context.Context, dbPath string) error {
-	d, err := statDB(dbPath)
-	if err != nil {
-		return err
-	}
-	mux := filepath.Join(l.root, WriterMux)
-	if d.empty() {
-		marker, err := readMarkerAt(mux)
-		if err != nil {
-			return fmt.Errorf("ledger: %w", err)
-		}
-		terr := l.traceOfALedger(d, marker)
-		if terr == nil {
-			return nil
-		}
-		if again, err := statDB(dbPath); err != nil || !again.empty() {
-			return err // a ledger was created meanwhile
-		}
-		return terr
-	}
-	if _, err := os.Lstat(mux); !errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	db, err := sql.Open("sqlite", roDSN(dbPath, l.busy, false))
-	if err != nil {
-		return nil
-	}
-	defer db.Close()
-	if _, _, err := checkTables(ctx, db, dbPath); errors.Is(err, ErrNotALedger) {
-		return err
-	}
-	return nil // anything else is for the writable open to find and report
-}
-
-// checkTables refuses a database whose tables are not the ledger's, and
-// reports whether it has none at all (a new database) and its schema
-// version as schema_migrations records it (0 for none), read here anyway
-// so that opening does not ask again.
-func checkTables(ctx context.Context, q querier, path string) (empty bool, version int, err error) {
-	rows, err := q.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
-	if err != nil {
-		return false, 0, err
-	}
-	defer rows.Close()
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return false, 0, err
-		}
-		names = append(names, n)
-	}
-	if err := rows.Err(); err != nil {
-		return false, 0, err
-	}
-	if len(names) == 0 {
-		return true, 0, nil
-	}
-	ours, err := migrations.Tables()
-	if err != nil {
-		return false, 0, err
-	}
-	var foreign []string
-	var verr error
-	hasMigrations := false
-	for _, n := range names {
-		hasMigrations = hasMigrations || n == "schema_migrations"
-		if !ours[strings.ToLower(n)] {
-			foreign = append(foreign, n)
-		}
-	}
-	if hasMigrations {
-		// A newer lockledger's tables are named by the version check.
-		// An error here is reported below, once the tables are known
-		// to be the ledger's (another application's come first).
-		version, verr = currentVersion(ctx, q)
-		if verr == nil && version > migrations.Latest() {
-			return false, version, nil
-		}
-	}
-	if !hasMigrations || len(foreign) > 0 {
-		if len(foreign) == 0 {
-			foreign = names
-		}
-		return false, 0, fmt.Errorf("ledger: %s: %w: it is an SQLite database of another application (tables %s); lockledger adds nothing to it",
-			path, ErrNotALedger, clip(strings.Join(foreign, ", "), 200))
-	}
-	return false, version, verr
-}
-
-func currentVersion(ctx context.Context, q querier) (int, error) {
-	var v int
-	err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
-	return v, err
-}
-
-// lockMux takes the writer mutex's flock for Open, waiting up to patience.
-func lockMux(ctx context.Context, f *os.File, patience time.Duration) (unlock func(), err error) {
-	deadline := time.Now().Add(patience)
-	backoff := 50 * time.Microsecond
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN) }, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			return nil, fmt.Errorf("ledger: writer mutex: %w", err)
-		}
-		if time.Now().After(deadline) {
-			return nil, errWriterBusy
-		}
-		if err := sleepCtx(ctx, backoff/2+time.Duration(rand.Int64N(int64(backoff)))); err != nil {
-			return nil, err
-		}
-		if backoff < 5*time.Millisecond {
-			backoff *= 2
-		}
-	}
 }

@@ -260,7 +260,7 @@ func (w *writeTx) acquireShared(req AcquireRequest, p takeover) (*Acquisition, e
 			reason = events.ReasonForeignLock
 		}
 		taken := *h
-		w.removeAfterCommit(func() error { return w.l.files.remove(req.Lock, taken.file) })
+		w.removeAfterCommit(func() error { return w.l.files.Remove(req.Lock, taken.file) })
 		w.removeAfterCommit(func() error { return w.removeTargets(&taken) })
 		a, err := w.take(req, h, reason, p.note())
 		if err != nil || h.foreign {
@@ -346,7 +346,7 @@ func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, p
 		return nil, outcome, err
 	}
 	h := w.l.newHolding(req, w.now, 0)
-	j, err := w.l.files.place(req.Lock, h.file)
+	j, err := w.l.files.Place(req.Lock, h.file)
 	if err != nil {
 		outcome, err := w.heldByNewFile(req, err)
 		return nil, outcome, err

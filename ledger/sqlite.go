@@ -8,81 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
-	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
-
-// dsn opens path with every pragma set per connection by the driver:
-// busy_timeout first so that the WAL switch itself waits, WAL, FULL sync,
-// and BEGIN IMMEDIATE for every transaction (one writer at a time).
-func dsn(path string, busy time.Duration) string {
-	return ledgerDSN(path, busy, true)
-}
-
-// ledgerDSN is dsn, with the switch to WAL left out when wal is false:
-// Open makes it itself once it has seen that the database is the ledger's
-// (the switch writes the file's header, and another application's
-// database must not be written at all). WAL mode is persistent, so every
-// later connection is in WAL mode too.
-func ledgerDSN(path string, busy time.Duration, wal bool) string {
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
-	if wal {
-		q.Add("_pragma", "journal_mode(WAL)")
-	}
-	q.Add("_pragma", "synchronous(FULL)")
-	// A checkpoint every 256 pages (1 MiB) keeps the WAL, which a process
-	// that exits without closing leaves for the next one to recover, small.
-	q.Add("_pragma", "wal_autocheckpoint(256)")
-	q.Add("_pragma", "foreign_keys(ON)")
-	q.Set("_txlock", "immediate")
-	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
-}
-
-// DSN is the data source name the ledger opens path with; benchmarks use it
-// to measure the raw database under the very same settings.
-func DSN(path string, busy time.Duration) string { return dsn(path, busy) }
-
-// isBusy reports SQLITE_BUSY / SQLITE_LOCKED, the passing failures.
-func isBusy(err error) bool {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return true
-		}
-	}
-	return false
-}
-
-// IsTransient reports whether err is a passing database failure (busy or
-// locked, a serialisation failure, a connection lost) that a retry may clear.
-func IsTransient(err error) bool {
-	return isBusy(err) || errors.Is(err, errWriterBusy) || pgTransient(err)
-}
-
-// checkPragmas verifies the settings the ledger's guarantees rest on: the
-// journal mode that switching to WAL answered, and what the DSN set on the
-// connection, read back in one statement.
-func checkPragmas(ctx context.Context, db *sql.DB, mode string) error {
-	if mode != "wal" {
-		return fmt.Errorf("ledger: journal_mode is %q, want wal", mode)
-	}
-	var sync, busy int
-	if err := db.QueryRowContext(ctx, `SELECT * FROM pragma_synchronous, pragma_busy_timeout`).Scan(&sync, &busy); err != nil {
-		return err
-	}
-	if sync != 2 {
-		return fmt.Errorf("ledger: synchronous is %d, want 2 (FULL)", sync)
-	}
-	if busy <= 0 {
-		return fmt.Errorf("ledger: busy_timeout is %d, want > 0", busy)
-	}
-	return nil
-}
 
 // row is one line of the locks projection table (exclusive holders; shared
 // holders are lock_holders' rows, see shared.go).
@@ -152,7 +78,7 @@ var errUnprepared = errors.New("ledger: statement not prepared yet")
 // round trip for each, and parsed again by the next).
 func (p preparedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
 	l := p.l
-	if l.store.cachesStatements() {
+	if l.store.CachesStatements() {
 		return nil, errUnprepared
 	}
 	l.stmtMu.Lock()
@@ -162,7 +88,7 @@ func (p preparedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt
 			l.pending = map[string]func(context.Context) error{}
 		}
 		l.pending[query] = func(ctx context.Context) error {
-			st, err := l.db.PrepareContext(ctx, query)
+			st, err := l.store.DB().PrepareContext(ctx, query)
 			if err == nil {
 				l.stmts[query] = st
 			}

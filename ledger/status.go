@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 )
 
 // LockStatus is one lock's state at an instant.
@@ -50,7 +51,7 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 	if err := events.ValidateLockName(lock); err != nil {
 		return nil, err
 	}
-	r, err := loadRow(ctx, l.db, lock)
+	r, err := loadRow(ctx, l.store.DB(), lock)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 	}
 	s := l.status(v, now)
 	if s.Holder == nil {
-		sh, err := loadShared(ctx, l.db, lock)
+		sh, err := loadShared(ctx, l.store.DB(), lock)
 		if err != nil {
 			return nil, err
 		}
@@ -89,11 +90,11 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 		}
 	}
 	state, job := judge(v.holder, now, l.host, l.probe, 0)
-	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.path(v.name), Interloper: v.interloper,
+	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.Path(v.name), Interloper: v.interloper,
 		Displaced: displaced, HolderFormat: format}
 	if v.interloper {
-		if _, err := ParseLockFile(v.file.data); err != nil {
-			s.Unreadable = v.file.unreadable()
+		if _, err := ParseLockFile(v.file.Data); err != nil {
+			s.Unreadable = unreadableFile(v.file)
 		}
 	}
 	if h := v.holder; h != nil {
@@ -112,7 +113,7 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 // be read is listed from the locks table alone, with its Problem, and
 // does not stop the others.
 func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
-	rows, err := loadRows(ctx, l.db)
+	rows, err := loadRows(ctx, l.store.DB())
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +121,8 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	for _, r := range rows {
 		byName[r.name] = r
 	}
-	entries, err := l.files.entries()
-	if err != nil && l.files.broken == nil {
+	entries, err := l.files.Entries()
+	if err != nil && l.files.Broken() == nil {
 		return nil, err
 	}
 	for _, e := range entries {
@@ -137,7 +138,7 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := loadAllShared(ctx, l.db)
+	all, err := loadAllShared(ctx, l.store.DB())
 	if err != nil {
 		return nil, err
 	}
@@ -152,8 +153,8 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	for _, name := range sortedKeys(byName) {
 		v, err := l.inspect(name, byName[name])
 		if err != nil {
-			s := l.status(interpret(name, byName[name], fileState{}, fileState{}), now)
-			if s.State == events.StateFree && l.files.broken != nil {
+			s := l.status(interpret(name, byName[name], lockfile.State{}, lockfile.State{}), now)
+			if s.State == events.StateFree && l.files.Broken() != nil {
 				continue // the directory's problem is reported once, by Open
 			}
 			s.Problem = err.Error()

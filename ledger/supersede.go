@@ -95,7 +95,7 @@ func (l *Ledger) supersededChain(ctx context.Context, a *Acquisition) []supersed
 	var chain []supersededJob
 	prev, start, before := *a.Previous, a.PreviousPIDStart, a.Seq
 	for i := 0; i < maxSupersededChain; i++ {
-		seq, acq, stolen, err := acquisitionOf(ctx, l.db, a.Lock, prev.RequestID, before)
+		seq, acq, stolen, err := acquisitionOf(ctx, l.store.DB(), a.Lock, prev.RequestID, before)
 		if err != nil {
 			l.log.Warn("could not read the runs the superseded one had superseded; awaiting only those found",
 				"lock", a.Lock, "request_id", prev.RequestID, "err", err)

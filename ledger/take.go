@@ -83,9 +83,9 @@ func (w *writeTx) placeFiles(h, prev *holding) error {
 	if prev == nil || prev.target != "" {
 		// Free, or taking over another tool's file at a target path: the
 		// primary path has no file to replace.
-		j, err = w.l.files.place(h.rec.LockName, h.file)
+		j, err = w.l.files.Place(h.rec.LockName, h.file)
 	} else {
-		j, err = w.l.files.replace(h.rec.LockName, h.file)
+		j, err = w.l.files.Replace(h.rec.LockName, h.file)
 	}
 	if err != nil {
 		return err

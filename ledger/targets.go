@@ -12,6 +12,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/internal/fileid"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 )
 
@@ -53,7 +54,7 @@ func (l *Ledger) ValidateTargets(ts []events.Target) error {
 // also catches a second name no symlink resolution can see: a bind mount.
 func (l *Ledger) checkTargetPath(t events.Target) error {
 	bad := func(rule string) error { return events.Invalid("--file", t.Format+":"+t.Path, rule) }
-	p, err := resolvePath(t.Path)
+	p, err := lockfile.Resolve(t.Path)
 	if err != nil {
 		return bad("cannot be resolved: " + err.Error())
 	}
@@ -62,10 +63,10 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 		return err
 	}
 	locks := filepath.Join(root, LocksDir)
-	if !within(root, p) {
+	if !lockfile.Within(root, p) {
 		p = sameDirectory(p, root, locks)
 	}
-	if !within(root, p) {
+	if !lockfile.Within(root, p) {
 		return nil
 	}
 	as := ""
@@ -73,7 +74,7 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 		as = " (as " + p + ")"
 	}
 	switch {
-	case !within(locks, p) || p == locks:
+	case !lockfile.Within(locks, p) || p == locks:
 		return bad(fmt.Sprintf("is inside the ledger's root %s%s: lockledger never writes over its own files (ledger.db, its -wal and -shm, writer.flock); only a subdirectory of %s may hold targets",
 			root, as, locks))
 	case filepath.Dir(p) == locks:
@@ -111,13 +112,13 @@ func sameDirectory(p, root, locks string) string {
 	}
 }
 
-// resolvedRoot is the root as resolvePath gives it.
+// resolvedRoot is the root as lockfile.Resolve gives it.
 func (l *Ledger) resolvedRoot() (string, error) {
 	abs, err := filepath.Abs(l.root)
 	if err != nil {
 		return "", fmt.Errorf("ledger: root: %w", err)
 	}
-	r, err := resolvePath(abs)
+	r, err := lockfile.Resolve(abs)
 	if err != nil {
 		return "", fmt.Errorf("ledger: root: %w", err)
 	}
@@ -133,13 +134,13 @@ func formatHolder(h *holding) formats.Holder {
 // ReadTargetFile reads a lock file at path without following symlinks;
 // exists is false when there is none.
 func ReadTargetFile(path string) (data []byte, exists bool, err error) {
-	st, err := readRegular(path)
-	return st.data, st.exists, err
+	st, err := lockfile.ReadFile(path)
+	return st.Data, st.Exists, err
 }
 
 // TargetsOf returns the targets the ledger's current holder of lock projects.
 func (l *Ledger) TargetsOf(ctx context.Context, lock string) ([]events.Target, error) {
-	r, err := loadRow(ctx, l.db, lock)
+	r, err := loadRow(ctx, l.store.DB(), lock)
 	if err != nil || r == nil || !r.held {
 		return nil, err
 	}
@@ -184,32 +185,32 @@ func owns(h *holding, path string) (events.Target, bool) {
 }
 
 // recoverTarget undoes or finishes a file change at path that a process
-// left behind (see lockFiles), given the bytes the committed holder
+// left behind (see internal/lockfile), given the bytes the committed holder
 // projects there (nil if none), and restores a missing file of a holder.
 func (l *Ledger) recoverTarget(path string, committed []byte) error {
-	journal, err := readRegular(journalOf(path))
+	journal, err := lockfile.ReadFile(lockfile.JournalOf(path))
 	if err != nil {
 		return err
 	}
-	file, err := readRegular(path)
+	file, err := lockfile.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if journal.exists {
-		if !bytes.Equal(journal.data, committed) && file.exists && file.ino == journal.ino {
-			if err := removeIfExists(path); err != nil {
+	if journal.Exists {
+		if !bytes.Equal(journal.Data, committed) && file.Exists && file.Ino == journal.Ino {
+			if err := lockfile.RemoveIfExists(path); err != nil {
 				return err
 			}
-			file = fileState{}
+			file = lockfile.State{}
 		}
-		if err := removeIfExists(journalOf(path)); err != nil {
+		if err := lockfile.RemoveIfExists(lockfile.JournalOf(path)); err != nil {
 			return err
 		}
-		if err := removeIfExists(swapOf(path)); err != nil {
+		if err := lockfile.RemoveIfExists(lockfile.SwapOf(path)); err != nil {
 			return err
 		}
 	}
-	if committed != nil && !file.exists {
+	if committed != nil && !file.Exists {
 		if err := l.checkTargetPath(events.Target{Path: path}); err != nil {
 			// Recorded before the ledger refused such paths: never create
 			// a file among the ledger's own.
@@ -220,17 +221,17 @@ func (l *Ledger) recoverTarget(path string, committed []byte) error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return err
 		}
-		j, err := placeAt(path, committed)
+		j, err := lockfile.PlaceFile(path, committed)
 		if errors.Is(err, errFileExists) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if err := syncClose(j); err != nil {
+		if err := lockfile.SyncClose(j); err != nil {
 			return err
 		}
-		return removeIfExists(journalOf(path))
+		return lockfile.RemoveIfExists(lockfile.JournalOf(path))
 	}
 	return nil
 }
@@ -287,7 +288,7 @@ func unsafeTarget(t events.Target, unsafe *UnsafePathError) error {
 // It runs under the writer mutex, after recovery, before any decision.
 func (w *writeTx) admitTargets(ts []events.Target) error {
 	for _, t := range ts {
-		cur, err := readRegular(t.Path)
+		cur, err := lockfile.ReadFile(t.Path)
 		var unsafe *UnsafePathError
 		if errors.As(err, &unsafe) {
 			return unsafeTarget(t, unsafe)
@@ -295,14 +296,14 @@ func (w *writeTx) admitTargets(ts []events.Target) error {
 		if err != nil {
 			return fmt.Errorf("ledger: target %s: %w", t.Path, err)
 		}
-		if !cur.exists || w.projects(t.Path, cur.data) {
+		if !cur.Exists || w.projects(t.Path, cur.Data) {
 			continue
 		}
 		f, err := formats.Lookup(t.Format)
 		if err != nil {
 			return err
 		}
-		if _, perr := f.Parse(cur.data); perr != nil {
+		if _, perr := f.Parse(cur.Data); perr != nil {
 			return events.Invalid("--file", t.Format+":"+t.Path, fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
 				t.Format, clip(perr.Error(), 200), targetRule))
 		}
@@ -354,7 +355,7 @@ func (l *Ledger) foreignAt(lock string, v *view, requested []events.Target, now 
 		if _, ours := owns(v.holder, t.Path); ours {
 			continue
 		}
-		cur, err := readRegular(t.Path)
+		cur, err := lockfile.ReadFile(t.Path)
 		if err != nil {
 			if remembered {
 				l.log.Warn("cannot read a path this lock's last holder projected; not judging it", "lock", lock, "path", t.Path, "err", err)
@@ -362,14 +363,14 @@ func (l *Ledger) foreignAt(lock string, v *view, requested []events.Target, now 
 			}
 			return nil, err
 		}
-		if !cur.exists {
+		if !cur.Exists {
 			continue
 		}
 		f, err := formats.Lookup(t.Format)
 		if err != nil {
 			return nil, err
 		}
-		fh, perr := f.Parse(cur.data)
+		fh, perr := f.Parse(cur.Data)
 		if perr != nil && remembered {
 			continue // not a lock of that format: nobody's holder
 		}
@@ -382,7 +383,7 @@ func (l *Ledger) foreignAt(lock string, v *view, requested []events.Target, now 
 	return best, nil
 }
 
-func foreignFormatHolding(lock string, t events.Target, fh formats.Holder, perr error, cur fileState, v formats.Verdict) *holding {
+func foreignFormatHolding(lock string, t events.Target, fh formats.Holder, perr error, cur lockfile.State, v formats.Verdict) *holding {
 	rid := fh.RequestID
 	if events.ValidateRequestID(rid) != nil {
 		rid = formats.ForeignRequestID(t.Format, fh.PID, fh.CreatedAt)
@@ -412,9 +413,9 @@ func foreignFormatHolding(lock string, t events.Target, fh formats.Holder, perr 
 	rec := events.Record{LockVersion: events.LockVersion, LockName: lock, RequestID: rid, Actor: actor,
 		Intent: fh.Intent, IntentVersion: fh.IntentVersion, HostID: host, PID: max(fh.PID, 0),
 		CreatedAt: events.FormatLockTime(created), LastHeartbeatAt: events.FormatLockTime(hb), TTLSeconds: ttl, Metadata: md}
-	h := &holding{rec: rec, created: created, heartbeat: hb, file: cur.data, foreign: true, verdict: &v, target: t.Path, targetFormat: t.Format}
+	h := &holding{rec: rec, created: created, heartbeat: hb, file: cur.Data, foreign: true, verdict: &v, target: t.Path, targetFormat: t.Format}
 	if perr != nil {
-		h.corrupt = cur.unreadable()
+		h.corrupt = unreadableFile(cur)
 	}
 	return h
 }
@@ -436,7 +437,7 @@ func (w *writeTx) placeTargets(h *holding, prev *holding) error {
 		if expect, ok := replaceable(prev, t.Path); ok {
 			j, err = replaceIfStill(h.rec.LockName, t, expect, data)
 		} else {
-			j, err = placeAt(t.Path, data)
+			j, err = lockfile.PlaceFile(t.Path, data)
 		}
 		if err != nil {
 			return err
@@ -480,21 +481,21 @@ func replaceable(prev *holding, path string) (expect []byte, ok bool) {
 // never overwritten: another tool's lock there is a holder, anything else
 // is refused as not a lock.
 func replaceIfStill(lock string, t events.Target, expect, data []byte) (*os.File, error) {
-	cur, err := readRegular(t.Path)
+	cur, err := lockfile.ReadFile(t.Path)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case !cur.exists:
-		return placeAt(t.Path, data)
-	case bytes.Equal(cur.data, expect):
-		return replaceAt(t.Path, data)
+	case !cur.Exists:
+		return lockfile.PlaceFile(t.Path, data)
+	case bytes.Equal(cur.Data, expect):
+		return lockfile.ReplaceFile(t.Path, data)
 	}
 	f, err := formats.Lookup(t.Format)
 	if err != nil {
 		return nil, err
 	}
-	fh, perr := f.Parse(cur.data)
+	fh, perr := f.Parse(cur.Data)
 	if perr != nil {
 		return nil, events.Invalid("--file", t.Format+":"+t.Path, fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
 			t.Format, clip(perr.Error(), 200), targetRule))
@@ -508,7 +509,7 @@ func removeTarget(t events.Target, h *holding) error {
 	if err != nil {
 		return err
 	}
-	return removeAt(t.Path, data)
+	return lockfile.RemoveFile(t.Path, data)
 }
 
 // removeTargets deletes h's target files (only those still holding its bytes).
@@ -536,18 +537,18 @@ func (w *writeTx) refreshTargets(old, renewed *holding) error {
 		if bytes.Equal(before, after) {
 			continue
 		}
-		cur, err := readRegular(t.Path)
+		cur, err := lockfile.ReadFile(t.Path)
 		if err != nil {
 			return err
 		}
-		if cur.exists && !bytes.Equal(cur.data, before) {
+		if cur.Exists && !bytes.Equal(cur.Data, before) {
 			// Not the file the ledger wrote any more: whatever it is, it
 			// is not ours to overwrite.
 			w.l.log.Warn("lock target changed by someone else; leaving it alone", "lock", renewed.rec.LockName,
 				"format", t.Format, "path", t.Path)
 			continue
 		}
-		j, err := replaceAt(t.Path, after)
+		j, err := lockfile.ReplaceFile(t.Path, after)
 		if err != nil {
 			return err
 		}

@@ -94,11 +94,11 @@ func upgrading(ctx context.Context, q querier, hashed int64) (bool, error) {
 }
 
 func (l *Ledger) backfillOnce(ctx context.Context) (n int64, more bool, err error) {
-	last, hashed, err := treeLag(ctx, l.db)
+	last, hashed, err := treeLag(ctx, l.store.DB())
 	if err != nil || hashed >= last {
 		return 0, false, err
 	}
-	tx, err := l.store.begin(ctx)
+	tx, err := l.store.Begin(ctx)
 	if err != nil {
 		return 0, false, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/schema"
 )
 
@@ -90,7 +91,7 @@ func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error,
 		}
 	}
 	if len(w.written) > 0 && w.v.name != "" {
-		if err := l.store.changed(ctx, w.q, w.v.name); err != nil {
+		if err := l.store.Changed(ctx, w.q, w.v.name); err != nil {
 			w.abort()
 			return fmt.Errorf("ledger: notify: %w", err)
 		}
@@ -149,11 +150,11 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 			if !w.touched {
 				return nil
 			}
-			if err := l.files.done(name); err != nil {
+			if err := l.files.Done(name); err != nil {
 				l.log.Warn("could not remove the lock journal; the next writer will", "lock", name, "err", err)
 			}
 			for _, p := range w.paths {
-				if err := removeIfExists(journalOf(p)); err != nil {
+				if err := lockfile.RemoveIfExists(lockfile.JournalOf(p)); err != nil {
 					l.log.Warn("could not remove a lock journal; the next writer will", "path", p, "err", err)
 				}
 			}
@@ -166,7 +167,7 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 // commit commits the transaction while the lock file's journal is fsynced
 // beside it: both flushes go to disk together instead of one after the
 // other. The journal stays until both are done, so a crash in between is
-// undone or finished by the next writer (see lockFiles).
+// undone or finished by the next writer (see internal/lockfile).
 func (w *writeTx) commit() error {
 	if len(w.journals) == 0 {
 		return w.tx.Commit()
@@ -177,7 +178,7 @@ func (w *writeTx) commit() error {
 	go func() {
 		var first error
 		for _, j := range js {
-			if err := syncClose(j); err != nil && first == nil {
+			if err := lockfile.SyncClose(j); err != nil && first == nil {
 				first = err
 			}
 		}
@@ -221,11 +222,11 @@ func (w *writeTx) undoTargets() {
 
 // inspect reads a lock's file and journal and interprets them with its row.
 func (l *Ledger) inspect(name string, r *row) (*view, error) {
-	file, err := l.files.read(name)
+	file, err := l.files.Read(name)
 	if err != nil {
 		return nil, err
 	}
-	journal, err := readRegular(l.files.journal(name))
+	journal, err := l.files.ReadJournal(name)
 	if err != nil {
 		return nil, err
 	}
@@ -238,26 +239,26 @@ func (l *Ledger) inspect(name string, r *row) (*view, error) {
 // ownsFiles reports whether this host's lock files project r: always on
 // SQLite; on a store for many hosts, only for a holder (or last holder) on this host.
 func (l *Ledger) ownsFiles(r *row) bool {
-	return !l.store.shared() || r.hostID == l.host.ID
+	return !l.store.ManyHosts() || r.hostID == l.host.ID
 }
 
 // interpretRemote reads this host's file of a lock whose row names a
 // holder on another host, which projects its own files there. A file here
 // that the ledger wrote for an earlier holding on this host is a leftover;
 // any other is left alone, and the row decides.
-func (l *Ledger) interpretRemote(name string, r *row, file, journal fileState) *view {
+func (l *Ledger) interpretRemote(name string, r *row, file, journal lockfile.State) *view {
 	v := interpret(name, nil, file, journal)
 	v.row = r
-	if v.file.exists {
-		if rec, err := ParseLockFile(v.file.data); err == nil && rec.HostID == l.host.ID && l.recordedHere(name, rec.RequestID) {
+	if v.file.Exists {
+		if rec, err := ParseLockFile(v.file.Data); err == nil && rec.HostID == l.host.ID && l.recordedHere(name, rec.RequestID) {
 			v.repairs = append(v.repairs, repairRemoveLeftover)
-			v.file = fileState{}
+			v.file = lockfile.State{}
 		}
 	}
 	v.holder = nil
 	if r.held {
 		v.holder = holdingFromRow(r)
-	} else if v.file.exists {
+	} else if v.file.Exists {
 		v.holder = foreignHolding(name, v.file)
 	}
 	return v
@@ -269,7 +270,7 @@ func (l *Ledger) recordedHere(name, requestID string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), l.busy)
 	defer cancel()
 	var n int
-	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE lock_name = $1 AND request_id = $2
+	err := l.store.DB().QueryRowContext(ctx, `SELECT count(*) FROM events WHERE lock_name = $1 AND request_id = $2
 		AND type IN ('lock_acquired', 'lock_stolen')`, name, requestID).Scan(&n)
 	return err == nil && n > 0
 }
@@ -280,29 +281,26 @@ func (l *Ledger) applyRepairs(v *view) error {
 		switch r {
 		case repairDropPhantom:
 			l.log.Warn("removing a lock file from a change that never committed", "lock", v.name)
-			err = removeIfExists(l.files.path(v.name))
+			err = l.files.Drop(v.name)
 		case repairDropJournal:
-			err = removeIfExists(l.files.journal(v.name))
-			if err == nil {
-				err = removeIfExists(l.files.swap(v.name))
-			}
+			err = l.files.Settle(v.name)
 		case repairPlace:
 			l.log.Warn("lock file missing for a held lock; restoring it from the ledger", "lock", v.name)
 			var j *os.File
-			if j, err = l.files.place(v.name, v.row.file); err == nil {
-				if err = syncClose(j); err == nil {
-					err = l.files.done(v.name)
+			if j, err = l.files.Place(v.name, v.row.file); err == nil {
+				if err = lockfile.SyncClose(j); err == nil {
+					err = l.files.Done(v.name)
 				}
 			}
 		case repairReplace:
 			var j *os.File
-			if j, err = l.files.replace(v.name, v.row.file); err == nil {
-				if err = syncClose(j); err == nil {
-					err = l.files.done(v.name)
+			if j, err = l.files.Replace(v.name, v.row.file); err == nil {
+				if err = lockfile.SyncClose(j); err == nil {
+					err = l.files.Done(v.name)
 				}
 			}
 		case repairRemoveLeftover:
-			err = removeIfExists(l.files.path(v.name))
+			err = l.files.Drop(v.name)
 		}
 		if err != nil {
 			return fmt.Errorf("ledger: repair lock file %s: %w", v.name, err)
@@ -310,7 +308,7 @@ func (l *Ledger) applyRepairs(v *view) error {
 	}
 	if v.interloper {
 		l.log.Warn("a lock file the ledger did not write sits at the path of a lock the ledger holds; leaving it alone",
-			"lock", v.name, "path", l.files.path(v.name))
+			"lock", v.name, "path", l.files.Path(v.name))
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/replay"
-	"github.com/lockledger/lockledger/storagecheck"
 )
 
 // VerifyOption tunes Verify.
@@ -109,8 +108,5 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 
 // checkStorage runs the engine's storage check on a connection of its own.
 func (l *Ledger) checkStorage(ctx context.Context, full bool, rep *replay.Report) error {
-	if l.store.shared() {
-		return storagecheck.Postgres(ctx, l.db, rep)
-	}
-	return storagecheck.SQLite(ctx, l.db, full, rep)
+	return l.store.CheckStorage(ctx, l.store.DB(), full, rep)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 )
 
 // repair is a file change that brings a lock file back in line with the
@@ -26,7 +27,7 @@ const (
 type view struct {
 	name    string
 	row     *row
-	file    fileState
+	file    lockfile.State
 	holder  *holding // nil: free
 	repairs []repair
 	// interloper: a foreign file sits at the path of a lock the ledger holds.
@@ -35,23 +36,23 @@ type view struct {
 
 // interpret decides who holds a lock from its table row, its lock file and
 // its journal. It has no side effects; writers apply v.repairs.
-func interpret(name string, r *row, file, journal fileState) *view {
+func interpret(name string, r *row, file, journal lockfile.State) *view {
 	v := &view{name: name, row: r, file: file}
-	if journal.exists {
-		committed := r != nil && r.held && bytes.Equal(r.file, journal.data)
-		if !committed && file.exists && file.ino == journal.ino {
+	if journal.Exists {
+		committed := r != nil && r.held && bytes.Equal(r.file, journal.Data)
+		if !committed && file.Exists && file.Ino == journal.Ino {
 			v.repairs = append(v.repairs, repairDropPhantom)
-			v.file = fileState{}
+			v.file = lockfile.State{}
 		}
 		v.repairs = append(v.repairs, repairDropJournal)
 	}
 	if r != nil && r.held {
 		v.holder = holdingFromRow(r)
 		switch {
-		case !v.file.exists:
+		case !v.file.Exists:
 			v.repairs = append(v.repairs, repairPlace)
-		case !bytes.Equal(v.file.data, r.file):
-			if rec, err := ParseLockFile(v.file.data); err == nil && rec.RequestID == r.requestID {
+		case !bytes.Equal(v.file.Data, r.file):
+			if rec, err := ParseLockFile(v.file.Data); err == nil && rec.RequestID == r.requestID {
 				v.repairs = append(v.repairs, repairReplace)
 			} else {
 				v.interloper = true
@@ -59,18 +60,18 @@ func interpret(name string, r *row, file, journal fileState) *view {
 		}
 		return v
 	}
-	if !v.file.exists {
+	if !v.file.Exists {
 		return v
 	}
 	if r != nil {
-		if bytes.Equal(v.file.data, r.file) {
+		if bytes.Equal(v.file.Data, r.file) {
 			v.repairs = append(v.repairs, repairRemoveLeftover)
-			v.file = fileState{}
+			v.file = lockfile.State{}
 			return v
 		}
-		if rec, err := ParseLockFile(v.file.data); err == nil && rec.RequestID == r.requestID {
+		if rec, err := ParseLockFile(v.file.Data); err == nil && rec.RequestID == r.requestID {
 			v.repairs = append(v.repairs, repairRemoveLeftover)
-			v.file = fileState{}
+			v.file = lockfile.State{}
 			return v
 		}
 	}
@@ -99,15 +100,15 @@ func holdingFromRow(r *row) *holding {
 
 // foreignHolding reads a lock file the ledger did not write. An unreadable
 // one is still a holder (fail safe), marked corrupt.
-func foreignHolding(name string, f fileState) *holding {
-	data := f.data
+func foreignHolding(name string, f lockfile.State) *holding {
+	data := f.Data
 	rec, err := ParseLockFile(data)
 	if err != nil {
 		return &holding{
 			rec: events.Record{LockVersion: events.LockVersion, LockName: name, RequestID: "unknown", Actor: "unknown",
 				HostID: "unknown", CreatedAt: events.FormatLockTime(time.Unix(0, 0)),
 				LastHeartbeatAt: events.FormatLockTime(time.Unix(0, 0)), TTLSeconds: 1, Metadata: map[string]string{}},
-			file: data, foreign: true, corrupt: f.unreadable(),
+			file: data, foreign: true, corrupt: unreadableFile(f),
 		}
 	}
 	created, _ := events.ParseTime(rec.CreatedAt)

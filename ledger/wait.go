@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"path/filepath"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
 )
 
 // Backoff bounds for waiting on a held lock: full jitter, each sleep drawn
@@ -39,10 +36,10 @@ func (l *Ledger) AcquireWait(ctx context.Context, req AcquireRequest, wait time.
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) && wait > 0 {
 		deadline = d
 	}
-	var watch waker
+	var watch store.Waker
 	defer func() {
 		if watch != nil {
-			watch.close()
+			watch.Close()
 		}
 	}()
 	for attempt := 0; ; attempt++ {
@@ -79,13 +76,13 @@ func (l *Ledger) AcquireWait(ctx context.Context, req AcquireRequest, wait time.
 			observe(held, req.Waited)
 		}
 		if watch == nil {
-			watch = l.store.watch(req.Lock)
+			watch = l.store.Watch(req.Lock)
 		}
 		sleep := jitter(attempt)
 		if remain := time.Until(deadline); sleep > remain {
 			sleep = remain
 		}
-		watch.wait(ctx, sleep)
+		watch.Wait(ctx, sleep)
 	}
 }
 
@@ -101,7 +98,7 @@ func (l *Ledger) peekHeld(ctx context.Context, req AcquireRequest, attempt int, 
 	if attempt == 0 || last || len(req.Targets) > 0 {
 		return nil
 	}
-	r, err := loadRow(ctx, l.db, req.Lock)
+	r, err := loadRow(ctx, l.store.DB(), req.Lock)
 	if err != nil {
 		return nil
 	}
@@ -132,79 +129,4 @@ func jitter(attempt int) time.Duration {
 		}
 	}
 	return time.Duration(rand.Int64N(int64(ceil))) + time.Millisecond
-}
-
-// dirWatch wakes a waiter when a lock file changes, through inotify on the
-// locks directory; where inotify is unavailable it degrades to sleeping.
-type dirWatch struct {
-	fd   int
-	name string
-}
-
-func watchLock(dir, name string) *dirWatch {
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
-	if err != nil {
-		return &dirWatch{fd: -1}
-	}
-	mask := uint32(unix.IN_DELETE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_CREATE)
-	if _, err := unix.InotifyAddWatch(fd, filepath.Clean(dir), mask); err != nil {
-		unix.Close(fd)
-		return &dirWatch{fd: -1}
-	}
-	return &dirWatch{fd: fd, name: name}
-}
-
-// wait sleeps up to d, returning early when the watched file changes or ctx ends.
-func (w *dirWatch) wait(ctx context.Context, d time.Duration) {
-	end := time.Now().Add(d)
-	for {
-		remain := time.Until(end)
-		if remain <= 0 || ctx.Err() != nil {
-			return
-		}
-		slice := min(remain, 50*time.Millisecond)
-		if w.fd < 0 {
-			_ = sleepCtx(ctx, slice)
-			continue
-		}
-		fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, int(slice/time.Millisecond)+1)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			_ = sleepCtx(ctx, slice)
-			continue
-		}
-		if n > 0 && w.drain() {
-			return
-		}
-	}
-}
-
-// drain reads pending events and reports whether one named the lock file.
-func (w *dirWatch) drain() bool {
-	var buf [4096]byte
-	hit := false
-	for {
-		n, err := unix.Read(w.fd, buf[:])
-		if n <= 0 || err != nil {
-			return hit
-		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			nameBytes := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
-			end := 0
-			for end < len(nameBytes) && nameBytes[end] != 0 {
-				end++
-			}
-			if string(nameBytes[:end]) == w.name {
-				hit = true
-			}
-			off += unix.SizeofInotifyEvent + int(ev.Len)
-		}
-	}
-}
-
-func (w *dirWatch) close() {
-	if w.fd >= 0 {
-		unix.Close(w.fd)
-	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/lockledger/lockledger/store/sqlite"
 )
 
 // TestDetachTruncatesALargeWAL: a writer that leaves a WAL far above the
@@ -22,13 +24,13 @@ func TestDetachTruncatesALargeWAL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One transaction larger than walTrimAbove, as project or import can make.
-	if _, err := l.DB().ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('wal-trim-test', hex(randomblob(?)))`, walTrimAbove); err != nil {
+	// One transaction larger than sqlite.WALTrimAbove, as project or import can make.
+	if _, err := l.DB().ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('wal-trim-test', hex(randomblob($1)))`, sqlite.WALTrimAbove); err != nil {
 		t.Fatal(err)
 	}
 	wal := filepath.Join(root, DBFile) + "-wal"
-	if fi, err := os.Stat(wal); err != nil || fi.Size() <= walTrimAbove {
-		t.Fatalf("setup: WAL %v, %v; want more than %d bytes", fi, err, walTrimAbove)
+	if fi, err := os.Stat(wal); err != nil || fi.Size() <= sqlite.WALTrimAbove {
+		t.Fatalf("setup: WAL %v, %v; want more than %d bytes", fi, err, sqlite.WALTrimAbove)
 	}
 	if err := l.Detach(); err != nil {
 		t.Fatal(err)

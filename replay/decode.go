@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/schema"
 )
 
 // decodeFast decodes a body into an Event exactly as
@@ -15,7 +16,10 @@ import (
 // else it reports false and the caller falls back to json.Unmarshal, which
 // handles every case (unknown or case-folded keys, duplicates merging into
 // maps and pointers, nulls, type errors). FuzzDecodeFast and
-// TestDecodeFastMatchesUnmarshal hold it equal to json.Unmarshal.
+// TestDecodeFastMatchesUnmarshal hold it equal to json.Unmarshal. Keys are
+// looked up in the schema's generated fields (schema.EventFieldOf and the
+// like), so a field renamed in a schema file breaks this switch at compile
+// time; TestDecodeFastTakesEverySchemaField finds one it does not decode.
 //
 // The event's strings are substrings of body itself, not copies: body must
 // not change while the event is in use (verify's row bodies never change).
@@ -277,160 +281,146 @@ func (d *fastDecoder) event(ev *Event) bool {
 		return box
 	}
 	return d.members(func(key string) bool {
-		switch key {
-		case "event_id":
-			return once(&seen, 0) && d.setStr(&ev.EventID)
-		case "seq":
-			return once(&seen, 1) && d.setInt64(&ev.Seq)
-		case "type":
+		f, ok := schema.EventFieldOf(key)
+		if !ok || !once(&seen, uint(f)) {
+			return false // unknown, only a case-insensitive match, or repeated
+		}
+		switch f {
+		case schema.EventEventID:
+			return d.setStr(&ev.EventID)
+		case schema.EventSeq:
+			return d.setInt64(&ev.Seq)
+		case schema.EventType:
 			var t string
-			ok := once(&seen, 2) && d.setStr(&t)
+			ok := d.setStr(&t)
 			ev.Type = events.Type(t)
 			return ok
-		case "schema_version":
-			return once(&seen, 3) && d.setInt(&ev.SchemaVersion)
-		case "at":
-			return once(&seen, 4) && d.setStr(&ev.At)
-		case "lock_name":
-			return once(&seen, 5) && d.setStr(&ev.LockName)
-		case "request_id":
-			return once(&seen, 6) && d.setStr(&ev.RequestID)
-		case "actor":
-			return once(&seen, 7) && d.setStr(&ev.Actor)
-		case "host_id":
-			return once(&seen, 8) && d.setStr(&ev.HostID)
-		case "pid":
-			return once(&seen, 9) && d.setInt(&ev.PID)
-		case "uid":
-			if !once(&seen, 45) {
-				return false
-			}
+		case schema.EventSchemaVersion:
+			return d.setInt(&ev.SchemaVersion)
+		case schema.EventAt:
+			return d.setStr(&ev.At)
+		case schema.EventLockName:
+			return d.setStr(&ev.LockName)
+		case schema.EventRequestID:
+			return d.setStr(&ev.RequestID)
+		case schema.EventActor:
+			return d.setStr(&ev.Actor)
+		case schema.EventHostID:
+			return d.setStr(&ev.HostID)
+		case schema.EventPID:
+			return d.setInt(&ev.PID)
+		case schema.EventUID:
 			ev.UID = &osUser().uid
 			return d.setInt(ev.UID)
-		case "user":
-			if !once(&seen, 46) {
-				return false
-			}
+		case schema.EventUser:
 			ev.User = &osUser().user
 			return d.setStr(ev.User)
-		case "ttl_seconds":
-			return once(&seen, 10) && d.setInt64(&ev.TTLSeconds)
-		case "intent":
-			return once(&seen, 11) && d.setStr(&ev.Intent)
-		case "intent_version":
-			return once(&seen, 12) && d.setStr(&ev.IntentVersion)
-		case "fencing_token":
-			return once(&seen, 13) && d.setInt64(&ev.FencingToken)
-		case "metadata":
-			return once(&seen, 14) && d.metadata(&ev.Metadata)
-		case "pid_start":
-			return once(&seen, 15) && d.setStr(&ev.PIDStart)
-		case "boot_id":
-			return once(&seen, 16) && d.setStr(&ev.BootID)
-		case "targets":
-			return once(&seen, 17) && d.targets(&ev.Targets)
-		case "previous_lock":
-			if !once(&seen, 18) {
-				return false
-			}
+		case schema.EventTTLSeconds:
+			return d.setInt64(&ev.TTLSeconds)
+		case schema.EventIntent:
+			return d.setStr(&ev.Intent)
+		case schema.EventIntentVersion:
+			return d.setStr(&ev.IntentVersion)
+		case schema.EventFencingToken:
+			return d.setInt64(&ev.FencingToken)
+		case schema.EventMetadata:
+			return d.metadata(&ev.Metadata)
+		case schema.EventPIDStart:
+			return d.setStr(&ev.PIDStart)
+		case schema.EventBootID:
+			return d.setStr(&ev.BootID)
+		case schema.EventTargets:
+			return d.targets(&ev.Targets)
+		case schema.EventPreviousLock:
 			ev.PreviousLock = &events.Record{}
 			return d.record(ev.PreviousLock)
-		case "previous_lock_hash":
-			return once(&seen, 19) && d.setStr(&ev.PreviousLockHash)
-		case "reason":
-			return once(&seen, 20) && d.setStr(&ev.Reason)
-		case "note":
-			return once(&seen, 21) && d.setStr(&ev.Note)
-		case "held_duration_seconds":
-			return once(&seen, 22) && d.setFloat(&ev.HeldDurationSeconds)
-		case "result":
-			return once(&seen, 23) && d.setStr(&ev.Result)
-		case "failure_step":
-			return once(&seen, 24) && d.setStr(&ev.FailureStep)
-		case "exit_code":
-			if !once(&seen, 25) {
-				return false
-			}
+		case schema.EventPreviousLockHash:
+			return d.setStr(&ev.PreviousLockHash)
+		case schema.EventReason:
+			return d.setStr(&ev.Reason)
+		case schema.EventNote:
+			return d.setStr(&ev.Note)
+		case schema.EventHeldDurationSeconds:
+			return d.setFloat(&ev.HeldDurationSeconds)
+		case schema.EventResult:
+			return d.setStr(&ev.Result)
+		case schema.EventFailureStep:
+			return d.setStr(&ev.FailureStep)
+		case schema.EventExitCode:
 			ev.ExitCode = new(int)
 			return d.setInt(ev.ExitCode)
-		case "forced":
-			return once(&seen, 26) && d.setBool(&ev.Forced)
-		case "released_request_id":
-			return once(&seen, 27) && d.setStr(&ev.ReleasedRequestID)
-		case "consecutive_failures":
-			return once(&seen, 28) && d.setInt(&ev.ConsecutiveFailures)
-		case "error":
-			return once(&seen, 29) && d.setStr(&ev.Error)
-		case "lock_lost":
-			return once(&seen, 30) && d.setBool(&ev.LockLost)
-		case "held_by":
-			if !once(&seen, 31) {
-				return false
-			}
+		case schema.EventForced:
+			return d.setBool(&ev.Forced)
+		case schema.EventReleasedRequestID:
+			return d.setStr(&ev.ReleasedRequestID)
+		case schema.EventConsecutiveFailures:
+			return d.setInt(&ev.ConsecutiveFailures)
+		case schema.EventError:
+			return d.setStr(&ev.Error)
+		case schema.EventLockLost:
+			return d.setBool(&ev.LockLost)
+		case schema.EventHeldBy:
 			ev.HeldBy = &events.Holder{}
 			return d.holder(ev.HeldBy)
-		case "state":
-			return once(&seen, 32) && d.setStr(&ev.State)
-		case "waited_seconds":
-			return once(&seen, 33) && d.setFloat(&ev.WaitedSeconds)
-		case "foreign":
-			return once(&seen, 34) && d.setBool(&ev.Foreign)
-		case "superseded_by":
-			if !once(&seen, 35) {
-				return false
-			}
+		case schema.EventState:
+			return d.setStr(&ev.State)
+		case schema.EventWaitedSeconds:
+			return d.setFloat(&ev.WaitedSeconds)
+		case schema.EventForeign:
+			return d.setBool(&ev.Foreign)
+		case schema.EventSupersededBy:
 			ev.DisplacedBy = &events.Holder{}
 			return d.holder(ev.DisplacedBy)
-		case "superseded_by_format":
-			return once(&seen, 36) && d.setStr(&ev.DisplacedByFormat)
-		case "superseded_by_path":
-			return once(&seen, 37) && d.setStr(&ev.DisplacedByPath)
-		case "action":
-			return once(&seen, 38) && d.setStr(&ev.Action)
-		case "changes":
-			return once(&seen, 39) && d.strings(&ev.Changes)
-		case "moved_aside":
-			return once(&seen, 40) && d.setStr(&ev.MovedAside)
-		case "broken_chain_accepted":
-			return once(&seen, 41) && d.setBool(&ev.BrokenChainAccepted)
-		case "first_bad_seq":
-			return once(&seen, 42) && d.setInt64(&ev.FirstBadSeq)
-		case "job_request_id":
-			return once(&seen, 43) && d.setStr(&ev.JobRequestID)
-		case "pids":
-			return once(&seen, 44) && d.ints(&ev.PIDs)
-		case "since":
-			return once(&seen, 47) && d.setStr(&ev.Since)
-		case "until":
-			return once(&seen, 48) && d.setStr(&ev.Until)
-		case "first_seq":
-			return once(&seen, 49) && d.setInt64(&ev.FirstSeq)
-		case "last_seq":
-			return once(&seen, 50) && d.setInt64(&ev.LastSeq)
-		case "events":
-			return once(&seen, 51) && d.setInt64(&ev.Events)
-		case "format":
-			return once(&seen, 52) && d.setStr(&ev.Format)
-		case "destination":
-			return once(&seen, 53) && d.setStr(&ev.Destination)
-		case "problems":
-			return once(&seen, 54) && d.setInt(&ev.Problems)
-		case "head_hash":
-			return once(&seen, 55) && d.setStr(&ev.HeadHash)
-		case "file":
-			return once(&seen, 56) && d.setStr(&ev.File)
-		case "locks":
-			return once(&seen, 57) && d.setInt(&ev.Locks)
-		case "rows_changed":
-			return once(&seen, 58) && d.setInt(&ev.RowsChanged)
-		case "files_changed":
-			return once(&seen, 59) && d.setInt(&ev.FilesChanged)
-		case "mode":
-			return once(&seen, 60) && d.setStr(&ev.Mode)
-		case "limit":
-			return once(&seen, 61) && d.setInt64(&ev.Limit)
+		case schema.EventSupersededByFormat:
+			return d.setStr(&ev.DisplacedByFormat)
+		case schema.EventSupersededByPath:
+			return d.setStr(&ev.DisplacedByPath)
+		case schema.EventAction:
+			return d.setStr(&ev.Action)
+		case schema.EventChanges:
+			return d.strings(&ev.Changes)
+		case schema.EventMovedAside:
+			return d.setStr(&ev.MovedAside)
+		case schema.EventBrokenChainAccepted:
+			return d.setBool(&ev.BrokenChainAccepted)
+		case schema.EventFirstBadSeq:
+			return d.setInt64(&ev.FirstBadSeq)
+		case schema.EventJobRequestID:
+			return d.setStr(&ev.JobRequestID)
+		case schema.EventPIDs:
+			return d.ints(&ev.PIDs)
+		case schema.EventSince:
+			return d.setStr(&ev.Since)
+		case schema.EventUntil:
+			return d.setStr(&ev.Until)
+		case schema.EventFirstSeq:
+			return d.setInt64(&ev.FirstSeq)
+		case schema.EventLastSeq:
+			return d.setInt64(&ev.LastSeq)
+		case schema.EventEvents:
+			return d.setInt64(&ev.Events)
+		case schema.EventFormat:
+			return d.setStr(&ev.Format)
+		case schema.EventDestination:
+			return d.setStr(&ev.Destination)
+		case schema.EventProblems:
+			return d.setInt(&ev.Problems)
+		case schema.EventHeadHash:
+			return d.setStr(&ev.HeadHash)
+		case schema.EventFile:
+			return d.setStr(&ev.File)
+		case schema.EventLocks:
+			return d.setInt(&ev.Locks)
+		case schema.EventRowsChanged:
+			return d.setInt(&ev.RowsChanged)
+		case schema.EventFilesChanged:
+			return d.setInt(&ev.FilesChanged)
+		case schema.EventMode:
+			return d.setStr(&ev.Mode)
+		case schema.EventLimit:
+			return d.setInt64(&ev.Limit)
 		}
-		return false // unknown, or only a case-insensitive match
+		return false // a field the fast path does not decode
 	})
 }
 
@@ -512,11 +502,15 @@ func (d *fastDecoder) targets(p *[]events.Target) bool {
 		var t events.Target
 		var seen uint64
 		if !d.members(func(key string) bool {
-			switch key {
-			case "format":
-				return once(&seen, 0) && d.setStr(&t.Format)
-			case "path":
-				return once(&seen, 1) && d.setStr(&t.Path)
+			f, ok := schema.TargetsItemFieldOf(key)
+			if !ok || !once(&seen, uint(f)) {
+				return false
+			}
+			switch f {
+			case schema.TargetsItemFormat:
+				return d.setStr(&t.Format)
+			case schema.TargetsItemPath:
+				return d.setStr(&t.Path)
 			}
 			return false
 		}) {
@@ -534,31 +528,35 @@ func (d *fastDecoder) targets(p *[]events.Target) bool {
 func (d *fastDecoder) record(r *events.Record) bool {
 	var seen uint64
 	return d.members(func(key string) bool {
-		switch key {
-		case "lock_version":
-			return once(&seen, 0) && d.setStr(&r.LockVersion)
-		case "lock_name":
-			return once(&seen, 1) && d.setStr(&r.LockName)
-		case "request_id":
-			return once(&seen, 2) && d.setStr(&r.RequestID)
-		case "actor":
-			return once(&seen, 3) && d.setStr(&r.Actor)
-		case "intent":
-			return once(&seen, 4) && d.setStr(&r.Intent)
-		case "intent_version":
-			return once(&seen, 5) && d.setStr(&r.IntentVersion)
-		case "host_id":
-			return once(&seen, 6) && d.setStr(&r.HostID)
-		case "pid":
-			return once(&seen, 7) && d.setInt(&r.PID)
-		case "created_at":
-			return once(&seen, 8) && d.setStr(&r.CreatedAt)
-		case "last_heartbeat_at":
-			return once(&seen, 9) && d.setStr(&r.LastHeartbeatAt)
-		case "ttl_seconds":
-			return once(&seen, 10) && d.setInt64(&r.TTLSeconds)
-		case "metadata":
-			return once(&seen, 11) && d.metadata(&r.Metadata)
+		f, ok := schema.LockV1FieldOf(key)
+		if !ok || !once(&seen, uint(f)) {
+			return false
+		}
+		switch f {
+		case schema.LockV1LockVersion:
+			return d.setStr(&r.LockVersion)
+		case schema.LockV1LockName:
+			return d.setStr(&r.LockName)
+		case schema.LockV1RequestID:
+			return d.setStr(&r.RequestID)
+		case schema.LockV1Actor:
+			return d.setStr(&r.Actor)
+		case schema.LockV1Intent:
+			return d.setStr(&r.Intent)
+		case schema.LockV1IntentVersion:
+			return d.setStr(&r.IntentVersion)
+		case schema.LockV1HostID:
+			return d.setStr(&r.HostID)
+		case schema.LockV1PID:
+			return d.setInt(&r.PID)
+		case schema.LockV1CreatedAt:
+			return d.setStr(&r.CreatedAt)
+		case schema.LockV1LastHeartbeatAt:
+			return d.setStr(&r.LastHeartbeatAt)
+		case schema.LockV1TTLSeconds:
+			return d.setInt64(&r.TTLSeconds)
+		case schema.LockV1Metadata:
+			return d.metadata(&r.Metadata)
 		}
 		return false
 	})
@@ -567,21 +565,25 @@ func (d *fastDecoder) record(r *events.Record) bool {
 func (d *fastDecoder) holder(h *events.Holder) bool {
 	var seen uint64
 	return d.members(func(key string) bool {
-		switch key {
-		case "request_id":
-			return once(&seen, 0) && d.setStr(&h.RequestID)
-		case "actor":
-			return once(&seen, 1) && d.setStr(&h.Actor)
-		case "intent":
-			return once(&seen, 2) && d.setStr(&h.Intent)
-		case "host_id":
-			return once(&seen, 3) && d.setStr(&h.HostID)
-		case "pid":
-			return once(&seen, 4) && d.setInt(&h.PID)
-		case "created_at":
-			return once(&seen, 5) && d.setStr(&h.CreatedAt)
-		case "last_heartbeat_at":
-			return once(&seen, 6) && d.setStr(&h.LastHeartbeatAt)
+		f, ok := schema.HolderFieldOf(key)
+		if !ok || !once(&seen, uint(f)) {
+			return false
+		}
+		switch f {
+		case schema.HolderRequestID:
+			return d.setStr(&h.RequestID)
+		case schema.HolderActor:
+			return d.setStr(&h.Actor)
+		case schema.HolderIntent:
+			return d.setStr(&h.Intent)
+		case schema.HolderHostID:
+			return d.setStr(&h.HostID)
+		case schema.HolderPID:
+			return d.setInt(&h.PID)
+		case schema.HolderCreatedAt:
+			return d.setStr(&h.CreatedAt)
+		case schema.HolderLastHeartbeatAt:
+			return d.setStr(&h.LastHeartbeatAt)
 		}
 		return false
 	})

@@ -1,7 +1,8 @@
 // Package schema holds the embedded JSON Schemas of every event type and of
-// the v1 lock file, and validates bodies against them with a hand-written
-// validator (fast.go) that accepts exactly what the JSON Schema library
-// accepts (schema/reference, which only tests import).
+// the v1 lock file, the fields they define (EventField and the like,
+// generated from the schema files into fields_gen.go by go generate), and
+// a validator that accepts exactly what the JSON Schema library accepts
+// (schema/reference, which only tests import).
 package schema
 
 import (
@@ -55,7 +56,7 @@ func ValidateEvent(t events.Type, body []byte) error {
 	if !ok {
 		return &Error{Schema: string(t), Detail: "no such schema"}
 	}
-	v := validator{s: scanner{b: body}, t: string(t), k: k}
+	v := validator{s: scanner{b: body}, k: k}
 	e := v.document(k)
 	if e == nil {
 		return nil

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/store/sqlite"
 )
 
 var (
@@ -233,7 +234,7 @@ func benchLibrary(tmp string) {
 		die(err)
 	}
 	defer l.Close()
-	db, err := sql.Open("sqlite", ledger.DSN(filepath.Join(tmp, "raw.db"), ledger.DefaultBusyTimeout))
+	db, err := sql.Open("sqlite", sqlite.DSN(filepath.Join(tmp, "raw.db"), ledger.DefaultBusyTimeout))
 	if err != nil {
 		die(err)
 	}
@@ -297,7 +298,7 @@ type rawEvents struct {
 }
 
 func indexedRaw(ctx context.Context, l *ledger.Ledger, path string) (*rawEvents, error) {
-	db, err := sql.Open("sqlite", ledger.DSN(path, ledger.DefaultBusyTimeout))
+	db, err := sql.Open("sqlite", sqlite.DSN(path, ledger.DefaultBusyTimeout))
 	if err != nil {
 		return nil, err
 	}

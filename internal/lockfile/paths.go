@@ -1,4 +1,4 @@
-package ledger
+package lockfile
 
 import (
 	"errors"
@@ -9,13 +9,11 @@ import (
 	"strings"
 )
 
-// resolvePath is p (absolute) with the symlinks of its longest existing
-// prefix resolved, so that two names of one place compare equal: a path
-// that reaches ROOT/ledger.db through a symlinked directory is inside ROOT.
-// The missing rest is appended as given. A component that is a dangling
-// symlink is refused: creating the directories below it would follow it to
-// wherever it points.
-func resolvePath(p string) (string, error) {
+// Resolve is p (absolute) with the symlinks of its longest existing prefix
+// resolved, so that two names of one place compare equal. The missing rest
+// is appended as given. A component that is a dangling symlink is refused:
+// creating the directories below it would follow it to wherever it points.
+func Resolve(p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		return "", fmt.Errorf("%s: not an absolute path", p)
 	}
@@ -40,8 +38,8 @@ func resolvePath(p string) (string, error) {
 	}
 }
 
-// within reports whether p is dir or below it (both clean and absolute).
-func within(dir, p string) bool {
+// Within reports whether p is dir or below it (both clean and absolute).
+func Within(dir, p string) bool {
 	if p == dir {
 		return true
 	}

@@ -1,0 +1,136 @@
+package lockfile
+
+// A root shared by a team.
+//
+// By default a root is private to the user who created it: directories
+// 0700, files 0600. A root shared with a group has the root and the locks
+// directory 2770 (setgid, so every file created in them belongs to the
+// group whoever creates it), ledger.db, writer.flock, lock files and
+// journals 0660. What records the choice is the root's own mode: a root
+// directory that is setgid and group-writable is shared, and every later
+// open, by any member of the group, creates what it creates there with the
+// group modes. The modes are set explicitly, whatever the umask.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// Modes of what lockledger creates in a private and in a shared directory.
+const (
+	PrivateDirMode  = 0o700
+	PrivateFileMode = 0o600
+	SharedDirMode   = 0o2770 // setgid
+	SharedFileMode  = 0o660
+)
+
+// sharedMode reports whether a directory of mode (st_mode) is shared with its group.
+func sharedMode(mode uint32) bool {
+	return mode&unix.S_IFMT == unix.S_IFDIR && mode&unix.S_ISGID != 0 && mode&0o070 == 0o070
+}
+
+// shared reports whether the directory is shared with its group.
+func (d at) shared() bool {
+	var st unix.Stat_t
+	return d.fd >= 0 && unix.Fstat(d.fd, &st) == nil && sharedMode(st.Mode)
+}
+
+// fileMode is the mode of a file created in the directory.
+func (d at) fileMode() uint32 {
+	if d.shared() {
+		return SharedFileMode
+	}
+	return PrivateFileMode
+}
+
+// fixMode gives a file just created with mode its exact mode (the umask
+// may have taken the group's bits), where it is the caller's.
+func fixMode(fd int, mode uint32) error {
+	if mode == PrivateFileMode {
+		return nil // the umask only ever removes bits, and 0600 has none it takes
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&0o7777 == mode || int(st.Uid) != os.Geteuid() {
+		return nil
+	}
+	return unix.Fchmod(fd, mode)
+}
+
+// InUseError: a root asked to be shared with a group already holds files
+// and is not shared with that group.
+type InUseError struct {
+	Root string
+	GID  int
+}
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("%s already holds files and is not shared with group %d", e.Root, e.GID)
+}
+
+// ShareRoot makes the directory root shared with group gid: at once where
+// it is already, or where created says it was just made or it is empty;
+// any other root fails with *InUseError. The directory is opened once,
+// without following a symlink, and changed through that descriptor.
+func ShareRoot(root string, gid int, created bool) error {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == unix.ELOOP || err == unix.ENOTDIR {
+		return &UnsafePathError{Path: root, Reason: "is not a directory"}
+	}
+	if err != nil {
+		return &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), root)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "fstat", Path: root, Err: err}
+	}
+	if sharedMode(st.Mode) && int(st.Gid) == gid {
+		return nil
+	}
+	if !created {
+		names, err := f.Readdirnames(1)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return &os.PathError{Op: "readdir", Path: root, Err: err}
+		}
+		if len(names) > 0 {
+			return &InUseError{Root: root, GID: gid}
+		}
+	}
+	if err := unix.Fchown(fd, -1, gid); err != nil {
+		return fmt.Errorf("share root with group %d: %w", gid, &os.PathError{Op: "chown", Path: root, Err: err})
+	}
+	if err := unix.Fchmod(fd, SharedDirMode); err != nil {
+		return fmt.Errorf("share root: %w", &os.PathError{Op: "chmod", Path: root, Err: err})
+	}
+	return nil
+}
+
+// MkdirReachable creates dir and its missing parents with mode 0755 (not
+// left to the umask): the group's members reach the root through them.
+// An existing dir is its owner's to open up, and is left as it is.
+func MkdirReachable(dir string) error {
+	if _, err := os.Lstat(dir); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := MkdirReachable(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	return os.Chmod(dir, 0o755)
+}

@@ -1,0 +1,132 @@
+package lockfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Mutex is the writer mutex: an flock(2) on ROOT/writer.flock. The kernel
+// drops the flock when its holder dies, so a killed writer never wedges
+// the ledger. The file also records the ledger's id (Marker).
+type Mutex struct{ f *os.File }
+
+// OpenMutex opens ROOT/writer.flock, creating it with mode 0600 (0660 in
+// a shared root) if it is missing.
+func (d *Dir) OpenMutex() (*Mutex, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.rootErr(); err != nil {
+		return nil, err
+	}
+	mode := d.root.fileMode()
+	fd, err := d.root.openIn(MutexName, unix.O_RDWR|unix.O_CREAT, mode)
+	if err != nil {
+		return nil, d.root.openErr("open", MutexName, err)
+	}
+	if err := fixMode(fd, mode); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "chmod", Path: d.root.join(MutexName), Err: err}
+	}
+	return &Mutex{f: os.NewFile(uintptr(fd), d.root.join(MutexName))}, nil
+}
+
+// Lock takes the mutex, waiting up to wait (and while ctx lasts) with
+// short, jittered polls of at most maxPoll: a writer holds the mutex for
+// about one commit, and a long sleep lets the same process win again and
+// again. ErrBusy when wait runs out.
+func (m *Mutex) Lock(ctx context.Context, wait, maxPoll time.Duration) (unlock func(), err error) {
+	deadline := time.Now().Add(wait)
+	backoff := 50 * time.Microsecond
+	fd := int(m.f.Fd())
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { _ = unix.Flock(fd, unix.LOCK_UN) }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			return nil, fmt.Errorf("writer mutex: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return nil, ErrBusy
+		}
+		if err := sleep(ctx, backoff/2+time.Duration(rand.Int64N(int64(backoff)))); err != nil {
+			return nil, err
+		}
+		if backoff < maxPoll {
+			backoff *= 2
+		}
+	}
+}
+
+// Marker is the ledger id the file records ("" when it records none).
+func (m *Mutex) Marker() (string, error) { return readMarker(m.f) }
+
+// SetMarker records id, durably. Only under the mutex.
+func (m *Mutex) SetMarker(id string) error {
+	if err := m.f.Truncate(0); err != nil {
+		return fmt.Errorf("%s: %w", m.f.Name(), err)
+	}
+	if _, err := m.f.WriteAt([]byte(id+"\n"), 0); err != nil {
+		return fmt.Errorf("%s: %w", m.f.Name(), err)
+	}
+	return m.f.Sync()
+}
+
+// Name is the mutex file's path.
+func (m *Mutex) Name() string { return m.f.Name() }
+
+// Close closes the file, which drops the flock.
+func (m *Mutex) Close() error { return m.f.Close() }
+
+// Marker is Mutex.Marker for a reader, which does not create the file.
+func (d *Dir) Marker() (string, error) {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return "", err
+	}
+	if d.root.fd < 0 {
+		return "", nil
+	}
+	fd, err := d.root.openIn(MutexName, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err == unix.ENOENT {
+		return "", nil
+	}
+	if err != nil {
+		return "", d.root.openErr("open", MutexName, err)
+	}
+	f := os.NewFile(uintptr(fd), d.root.join(MutexName))
+	defer f.Close()
+	return readMarker(f)
+}
+
+func readMarker(f *os.File) (string, error) {
+	b := make([]byte, 256)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	return strings.TrimSpace(string(b[:n])), nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,369 @@
+package schema
+
+// The scanner: encoding/json's grammar, without building values.
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"strconv"
+)
+
+// maxDepth is encoding/json's nesting limit.
+const maxDepth = 10000
+
+type jkind uint8
+
+const (
+	jInvalid jkind = iota // a syntax error (in scanner.err)
+	jNull
+	jBoolean
+	jNumber
+	jString
+	jArray
+	jObject
+)
+
+func (k jkind) String() string {
+	switch k {
+	case jNull:
+		return "null"
+	case jBoolean:
+		return "boolean"
+	case jNumber:
+		return "number"
+	case jString:
+		return "string"
+	case jArray:
+		return "array"
+	case jObject:
+		return "object"
+	}
+	return "invalid JSON"
+}
+
+type scanner struct {
+	b     []byte
+	i     int
+	depth int
+	err   string // the first syntax error; once set, everything stops
+}
+
+func (s *scanner) fail(msg string) {
+	if s.err == "" {
+		s.err = msg + " at offset " + strconv.Itoa(s.i)
+	}
+	s.i = len(s.b)
+}
+
+func (s *scanner) syntaxErr() *verr { return &verr{msg: "not JSON: " + s.err} }
+
+func (s *scanner) ws() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return // the common case: no white space
+	}
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// value consumes any value (white space before it skipped) and returns
+// its kind, jInvalid after a syntax error.
+func (s *scanner) value() jkind {
+	s.ws()
+	if s.i >= len(s.b) {
+		s.fail("unexpected end of JSON input")
+		return jInvalid
+	}
+	var k jkind
+	switch c := s.b[s.i]; {
+	case c == '"':
+		s.str()
+		k = jString
+	case c == '{':
+		more := s.openObject()
+		for more && s.err == "" {
+			s.key()
+			if s.err != "" {
+				break
+			}
+			s.value()
+			more = s.nextMember()
+		}
+		s.closeObject()
+		k = jObject
+	case c == '[':
+		more := s.openArray()
+		for more && s.err == "" {
+			s.value()
+			more = s.nextElement()
+		}
+		s.closeArray()
+		k = jArray
+	case c == 't':
+		s.literal("true")
+		k = jBoolean
+	case c == 'f':
+		s.literal("false")
+		k = jBoolean
+	case c == 'n':
+		s.literal("null")
+		k = jNull
+	case isNumberStart(c):
+		s.num()
+		k = jNumber
+	default:
+		s.fail("invalid character " + strconv.QuoteRune(rune(c)) + " looking for beginning of value")
+	}
+	if s.err != "" {
+		return jInvalid
+	}
+	return k
+}
+
+func (s *scanner) literal(w string) {
+	if len(s.b)-s.i >= len(w) && string(s.b[s.i:s.i+len(w)]) == w {
+		s.i += len(w)
+		return
+	}
+	s.fail("invalid literal")
+}
+
+// openObject consumes '{' and reports whether a member follows (else it
+// consumed the '}' too).
+func (s *scanner) openObject() bool {
+	s.i++
+	s.depth++
+	if s.depth > maxDepth {
+		s.fail("exceeded max depth")
+		return false
+	}
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return false
+	}
+	return true
+}
+
+func (s *scanner) closeObject() { s.depth-- }
+
+// key consumes a member's name and its colon; start:end is the name's raw
+// content.
+func (s *scanner) key() (start, end int, plain bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		s.fail("looking for beginning of object key string")
+		return 0, 0, false
+	}
+	start, end, plain = s.str()
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != ':' {
+		s.fail("after object key")
+		return 0, 0, false
+	}
+	s.i++
+	s.ws()
+	return start, end, plain
+}
+
+// nextMember consumes ',' (true: a member follows) or '}' (false).
+func (s *scanner) nextMember() bool {
+	s.ws()
+	if s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+			s.ws()
+			return true
+		case '}':
+			s.i++
+			return false
+		}
+	}
+	s.fail("after object key:value pair")
+	return false
+}
+
+func (s *scanner) openArray() bool {
+	s.i++
+	s.depth++
+	if s.depth > maxDepth {
+		s.fail("exceeded max depth")
+		return false
+	}
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return false
+	}
+	return true
+}
+
+func (s *scanner) closeArray() { s.depth-- }
+
+func (s *scanner) nextElement() bool {
+	s.ws()
+	if s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+			return true
+		case ']':
+			s.i++
+			return false
+		}
+	}
+	s.fail("after array element")
+	return false
+}
+
+// strPlain: bytes that may appear in a string without ending it, being
+// escaped, or making it non-ASCII.
+var strPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// str consumes a string; start:end is its raw content. plain: no escapes
+// and ASCII only, so the content is the decoded string.
+func (s *scanner) str() (start, end int, plain bool) {
+	b := s.b
+	start = s.i + 1
+	i := start
+	plain = true
+	for {
+		// Eight bytes at a time while none may need attention.
+		for i+8 <= len(b) && !mayBeSpecial(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		for i < len(b) && strPlain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			s.i = i
+			s.fail("unexpected end of JSON input")
+			return start, start, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			s.i = i + 1
+			return start, i, plain
+		case c == '\\':
+			plain = false
+			i++
+			if i >= len(b) {
+				s.i = i
+				s.fail("unexpected end of JSON input")
+				return start, start, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				i++
+				for j := 0; j < 4; j++ {
+					if i >= len(b) {
+						s.i = i
+						s.fail("unexpected end of JSON input")
+						return start, start, false
+					}
+					if !isHex(b[i]) {
+						s.i = i
+						s.fail("invalid character in \\u hexadecimal character escape")
+						return start, start, false
+					}
+					i++
+				}
+			default:
+				s.i = i
+				s.fail("invalid character in string escape code")
+				return start, start, false
+			}
+		case c < 0x20:
+			s.i = i
+			s.fail("invalid character in string literal")
+			return start, start, false
+		default: // >= 0x80: UTF-8, valid or not (read as U+FFFD)
+			plain = false
+			i++
+		}
+	}
+}
+
+// mayBeSpecial reports whether any of the eight bytes of w may be '"',
+// '\\', a control character or non-ASCII. It never misses one; it may
+// report one that is not there only beside one that is.
+func mayBeSpecial(w uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	q := w ^ (lo * '"')
+	e := w ^ (lo * '\\')
+	return ((w-lo*0x20)|(q-lo)|(e-lo)|w)&hi != 0
+}
+
+func isHex(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// decode returns the decoded content of the string at start:end (raw
+// content offsets), exactly as encoding/json reads it.
+func (s *scanner) decode(start, end int) []byte {
+	var out string
+	if err := json.Unmarshal(s.b[start-1:end+1], &out); err != nil {
+		// Unreachable: the scanner accepted the string.
+		return s.b[start:end]
+	}
+	return []byte(out)
+}
+
+// num consumes a number (JSON grammar) and returns it.
+func (s *scanner) num() []byte {
+	b := s.b
+	start := s.i
+	i := s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		s.i = i
+		s.fail("invalid character in numeric literal")
+		return nil
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			s.i = i
+			s.fail("after decimal point in numeric literal")
+			return nil
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			s.i = i
+			s.fail("in exponent of numeric literal")
+			return nil
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	s.i = i
+	return b[start:i]
+}

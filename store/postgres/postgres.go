@@ -1,0 +1,372 @@
+package postgres
+
+// Package postgres is the store many hosts share: a PostgreSQL database
+// through a pgx pool. Writers serialise inside the transaction on the
+// writer lock (see writerLock), the database's clock judges so that hosts
+// whose clocks disagree agree on who is stale, waiters are woken by
+// LISTEN/NOTIFY, and a lost connection or a serialisation failure passes.
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/migrations"
+	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/storagecheck"
+	"github.com/lockledger/lockledger/store"
+)
+
+// DefaultPoolSize is the number of connections a library ledger on
+// PostgreSQL keeps at most.
+const DefaultPoolSize = 4
+
+// notifyChannel carries the name of every lock a write changed.
+const notifyChannel = "lockledger"
+
+// IsURL reports whether s names a PostgreSQL database.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Config is how a ledger database is opened.
+type Config struct {
+	// URL is postgres://... (the PG* environment and TLS settings honoured).
+	URL      string
+	PoolSize int
+	// Busy bounds every wait for the database; Wait bounds the open.
+	Busy, Wait time.Duration
+	// ReadOnly opens for reading only: nothing is created or migrated.
+	ReadOnly bool
+	// Create makes the ledger's tables in an empty database or schema.
+	Create bool
+	Now    func() time.Time
+	Log    *slog.Logger
+	// LedgerID is the id of the ledger the writer writes ("" before it is
+	// known): a database that holds another refuses its writes.
+	LedgerID func() string
+}
+
+// Store is an open PostgreSQL ledger.
+type Store struct {
+	cfg    Config
+	db     *sql.DB
+	pool   *pgxpool.Pool
+	pgx    *pgxpool.Config
+	source string
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the ledger's database and applies the PostgreSQL
+// migrations (or, read-only or without Create, checks that it holds a
+// ledger). A bad URL is bad input.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	pcfg, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, events.Invalid("--database", Redact(cfg.URL), err.Error())
+	}
+	pcfg.MaxConns = int32(cfg.PoolSize)
+	pcfg.MinConns = 0
+	s := &Store{cfg: cfg, pgx: pcfg, source: describeDB(pcfg)}
+	pctx, cancel := context.WithTimeout(ctx, cfg.Wait)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(pctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: connect to %s: %w", s.source, err)
+	}
+	s.pool = pool
+	s.db = sql.OpenDB(stdlib.GetPoolConnector(pool))
+	s.db.SetMaxIdleConns(0)
+	if err := s.prepare(pctx); err != nil {
+		s.Close()
+		if ctx.Err() == nil && pctx.Err() != nil {
+			return nil, fmt.Errorf("ledger: connect to %s: %w", s.source, err)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) prepare(ctx context.Context) error {
+	cur, err := migrations.Postgres.Current(ctx, s.db)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", s.source, err)
+	}
+	latest := migrations.Postgres.Latest()
+	switch {
+	case cur > latest:
+		return fmt.Errorf("ledger: database schema version %d is newer than this lockledger (%d); upgrade lockledger", cur, latest)
+	case cur == 0 && (s.cfg.ReadOnly || !s.cfg.Create):
+		if err := s.checkEmptySchema(ctx, s.db); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w in %s (nothing has been recorded there; check --database)", store.ErrNoLedger, s.source)
+	case cur < latest && s.cfg.ReadOnly:
+		return fmt.Errorf("ledger: %w (version %d, this lockledger writes %d): open it once for writing", store.ErrOldSchema, cur, latest)
+	case cur < latest:
+		return s.migrate(ctx)
+	}
+	return nil
+}
+
+// migrate brings the schema to the latest version under the migration
+// lock, looking again once it holds it: of concurrent first opens, one
+// creates the tables and the others find them made.
+func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", s.source, err)
+	}
+	defer conn.Close()
+	unlock, err := migrations.Postgres.Lock(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", s.source, err)
+	}
+	defer unlock()
+	cur, err := migrations.Postgres.Current(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", s.source, err)
+	}
+	if cur == 0 {
+		if err := s.checkEmptySchema(ctx, conn); err != nil {
+			return err
+		}
+	}
+	if err := migrations.Postgres.Apply(ctx, conn, func() string { return events.FormatTime(s.cfg.Now()) }); err != nil {
+		return fmt.Errorf("ledger: %s: %w", s.source, err)
+	}
+	return nil
+}
+
+// writerLock is the transaction-level advisory lock that serialises the
+// writers of the ledger in the connection's schema. It stands for the
+// head row locked FOR UPDATE, without the UPDATE privilege on any table
+// that locking a row would need: a writer role inserts, and that is all.
+// The ledger's id comes back in the same round trip: the writer checks
+// that the database is still its ledger.
+const writerLock = `SELECT pg_advisory_xact_lock(1819240306, hashtext(current_schema())) IS NULL,
+	(SELECT value FROM meta WHERE key = 'ledger_id')`
+
+// Begin takes the writer lock for the transaction: every writer on every
+// host passes this point one at a time, so seq stays contiguous and the
+// chain total. Under READ COMMITTED each later statement reads what the
+// writer before committed.
+func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	var locked bool
+	var stored sql.NullString
+	if err := tx.QueryRowContext(ctx, writerLock).Scan(&locked, &stored); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	id := stored.String
+	if !stored.Valid {
+		tx.Rollback()
+		return nil, fmt.Errorf("ledger: %s has no ledger id: %w", s.source, store.ErrLedgerGone)
+	}
+	if want := s.cfg.LedgerID(); want != "" && id != want {
+		tx.Rollback()
+		return nil, fmt.Errorf("ledger: %s is now ledger %.64s, not %s: %w", s.source, id, want, store.ErrLedgerGone)
+	}
+	return tx, nil
+}
+
+// BeginRead is REPEATABLE READ: under READ COMMITTED every statement would
+// read the writes committed since the one before.
+func (s *Store) BeginRead(ctx context.Context) (*sql.Tx, error) {
+	return s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+}
+
+// Clock is the database's clock, so that hosts whose clocks disagree agree
+// on who is stale.
+func (s *Store) Clock(ctx context.Context, q store.Querier) (time.Time, error) {
+	if q == nil {
+		q = s.db
+	}
+	var t time.Time
+	if err := q.QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&t); err != nil {
+		return time.Time{}, fmt.Errorf("ledger: read the database's clock: %w", err)
+	}
+	return t.UTC(), nil
+}
+
+func (s *Store) Changed(ctx context.Context, tx store.Execer, lock string) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, lock)
+	return err
+}
+
+func (s *Store) Watch(lock string) store.Waker { return &waker{s: s, lock: lock} }
+
+func (s *Store) Transient(err error) bool { return Transient(err) }
+
+func (s *Store) ManyHosts() bool { return true }
+
+// CachesStatements: pgx keeps prepared statements per connection.
+func (s *Store) CachesStatements() bool { return true }
+
+func (s *Store) DB() *sql.DB { return s.db }
+
+func (s *Store) Source() string { return s.source }
+
+func (s *Store) CheckStorage(ctx context.Context, q store.Querier, _ bool, rep *replay.Report) error {
+	return storagecheck.Postgres(ctx, q, rep)
+}
+
+func (s *Store) Close() error {
+	err := s.db.Close()
+	s.pool.Close()
+	return err
+}
+
+// detachWait bounds how long Detach waits for the connections to close:
+// one broken by a cancelled query (a partition) is closed by pgx after a
+// cancel request that may take 15 s to give up.
+const detachWait = 250 * time.Millisecond
+
+// Detach closes the pool, waiting at most detachWait: a process about to
+// exit leaves what is left to the operating system.
+func (s *Store) Detach() error {
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	t := time.NewTimer(detachWait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		s.cfg.Log.Debug("left closing the database connections to the exit", "waited", detachWait)
+		return nil
+	}
+}
+
+// Transient: a serialisation failure, a deadlock, a lock or connection
+// that is not to be had now, or a connection lost. The database may be back
+// at the next try.
+func Transient(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001", "40P01", "55P03", "57P03", "53300":
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "08")
+	}
+	var ce *pgconn.ConnectError
+	var oe *net.OpError
+	return errors.As(err, &ce) || errors.As(err, &oe) || errors.Is(err, driver.ErrBadConn) || pgconn.SafeToRetry(err)
+}
+
+// checkEmptySchema refuses a schema that holds tables of another
+// application: the ledger adds nothing to it.
+func (s *Store) checkEmptySchema(ctx context.Context, q store.Querier) error {
+	var n int
+	var first sql.NullString
+	err := q.QueryRowContext(ctx, `SELECT count(*), min(tablename) FROM pg_catalog.pg_tables WHERE schemaname = current_schema()`).
+		Scan(&n, &first)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", s.source, err)
+	}
+	if n > 0 {
+		return fmt.Errorf("ledger: %s: %w: its schema holds %d tables (%s, ...) but no ledger; use an empty database or schema",
+			s.source, store.ErrNotALedger, n, first.String)
+	}
+	return nil
+}
+
+// describeDB names a database for messages, without its password.
+func describeDB(cfg *pgxpool.Config) string {
+	cc := cfg.ConnConfig
+	host := cc.Host
+	if strings.HasPrefix(host, "/") {
+		host = "socket " + host
+	} else {
+		host = net.JoinHostPort(host, strconv.Itoa(int(cc.Port)))
+	}
+	return fmt.Sprintf("postgres database %s on %s as %s", cc.Database, host, cc.User)
+}
+
+// Redact drops the password from a database URL for messages.
+func Redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// waker listens on its own connection, opened at the first wait, and
+// wakes on a notification for its lock; without one it sleeps.
+type waker struct {
+	s      *Store
+	lock   string
+	conn   *pgx.Conn
+	failed bool
+}
+
+func (w *waker) Wait(ctx context.Context, d time.Duration) {
+	if w.conn == nil && !w.failed {
+		// Connecting may take longer than one sleep: it has the busy
+		// timeout, as any other database call.
+		cctx, cancel := context.WithTimeout(ctx, w.s.cfg.Busy)
+		conn, err := pgx.ConnectConfig(cctx, w.s.pgx.ConnConfig.Copy())
+		if err == nil {
+			if _, err = conn.Exec(cctx, `LISTEN `+notifyChannel); err != nil {
+				conn.Close(context.Background())
+			}
+		}
+		cancel()
+		if err != nil {
+			w.s.cfg.Log.Debug("waiting without LISTEN: polling instead", "err", err)
+			w.failed = true
+		} else {
+			w.conn = conn
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if w.conn == nil {
+		<-wctx.Done()
+		return
+	}
+	for {
+		n, err := w.conn.WaitForNotification(wctx)
+		if err != nil {
+			if wctx.Err() == nil {
+				// The connection broke: poll from now on.
+				w.Close()
+				w.failed = true
+				<-wctx.Done()
+			}
+			return
+		}
+		if n.Payload == w.lock {
+			return
+		}
+	}
+}
+
+func (w *waker) Close() {
+	if w.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		w.conn.Close(ctx)
+		w.conn = nil
+	}
+}

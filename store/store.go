@@ -1,0 +1,92 @@
+// Package store is what the ledger asks of the database it lives in, and
+// nothing else: where writers serialise, whose clock judges, how waiters
+// hear of a change, which failures pass, whether many hosts write, and
+// the engine's own storage check. Every decision (judging a holder,
+// sealing an event, the fencing token) is made above it, once, in package
+// ledger, with the SQL written once in the dialect both engines speak.
+// One package per engine implements Store: store/sqlite (ROOT/ledger.db)
+// and store/postgres (a database many hosts share). docs/architecture.md
+// shows where each guarantee is enforced.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/lockledger/lockledger/replay"
+)
+
+// Querier reads: a *sql.DB or a *sql.Tx.
+type Querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// Execer writes: a *sql.DB or a *sql.Tx.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Waker wakes a waiter when the lock it watches may have changed.
+type Waker interface {
+	// Wait sleeps up to d, returning early on a change or when ctx ends.
+	Wait(ctx context.Context, d time.Duration)
+	Close()
+}
+
+// Store is one open ledger database.
+type Store interface {
+	// DB is the connection pool the ledger's SQL runs on.
+	DB() *sql.DB
+	// Begin starts a write transaction and takes the serialisation point
+	// inside it: after Begin, no other writer on any host appends.
+	Begin(ctx context.Context) (*sql.Tx, error)
+	// BeginRead starts a read-only transaction that reads one snapshot of
+	// the whole ledger without waiting for writers or holding them up.
+	BeginRead(ctx context.Context) (*sql.Tx, error)
+	// Clock is the time a decision or a judgement is made at, read in q
+	// (nil: outside a transaction).
+	Clock(ctx context.Context, q Querier) (time.Time, error)
+	// Changed tells waiters elsewhere that lock changed, as part of tx.
+	Changed(ctx context.Context, tx Execer, lock string) error
+	// Watch wakes a waiter when lock may have changed.
+	Watch(lock string) Waker
+	// Transient reports a passing failure of this engine that a retry may clear.
+	Transient(err error) bool
+	// ManyHosts reports whether writers on other hosts use the same
+	// ledger: lock files are then each host's own projection of the locks
+	// it holds.
+	ManyHosts() bool
+	// CachesStatements reports whether the driver keeps prepared
+	// statements itself (the ledger then does not).
+	CachesStatements() bool
+	// Source names the database for messages (never with a password).
+	Source() string
+	// CheckStorage adds to rep what the engine finds wrong with the
+	// database itself: damaged pages (full: every page), missing or
+	// altered append-only guards.
+	CheckStorage(ctx context.Context, q Querier, full bool, rep *replay.Report) error
+	// Close closes the database.
+	Close() error
+	// Detach is Close for a process about to exit: what is left to do is
+	// left to the operating system, within a bound.
+	Detach() error
+}
+
+// Errors an engine's open reports; package ledger re-exports them.
+var (
+	// ErrNoLedger: a read-only open found no ledger.
+	ErrNoLedger = errors.New("no ledger")
+	// ErrNotALedger: the database is another application's; nothing is
+	// added to it.
+	ErrNotALedger = errors.New("not a lockledger ledger")
+	// ErrLedgerGone: the database shows that it held a ledger, or holds
+	// another one than the writer's; a new ledger there would restart
+	// fencing tokens at 1, so none is created.
+	ErrLedgerGone = errors.New("this root held a ledger")
+	// ErrOldSchema: a read-only open found a database that needs
+	// migrating first (a writable open migrates it).
+	ErrOldSchema = errors.New("ledger schema needs upgrading")
+)

@@ -221,9 +221,9 @@ func Details(ev *replay.Event) string {
 		if ev.Note != "" {
 			add("note %q", ev.Note)
 		}
-		if h := ev.SupersededBy; h != nil {
-			add("SUPERSEDED by %s (%s, pid %d@%s) via %s file %s", h.RequestID, h.Actor, h.PID, h.HostID,
-				ev.SupersededByFormat, ev.SupersededByPath)
+		if h := ev.DisplacedBy; h != nil {
+			add("DISPLACED by %s (%s, pid %d@%s) via %s file %s", h.RequestID, h.Actor, h.PID, h.HostID,
+				ev.DisplacedByFormat, ev.DisplacedByPath)
 		}
 	case events.HeartbeatFailed:
 		add("%d consecutive failures", ev.ConsecutiveFailures)

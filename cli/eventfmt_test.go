@@ -10,7 +10,7 @@ import (
 
 // TestDetailsAndColourOfEveryEventType: every event type has its detail
 // text and its colour in the timeline table; the refusals, projections,
-// leftover job processes and a superseded release say what happened.
+// leftover job processes and a displaced holder's release say what happened.
 func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 	holder := &events.Holder{RequestID: "req_old", Actor: "alice", HostID: "vm", PID: 17409,
 		CreatedAt: "2026-11-22T23:07:24Z", LastHeartbeatAt: "2026-11-22T23:07:25Z"}
@@ -61,15 +61,15 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 		}
 	}
 
-	// A release superseded by another tool's lock file names it.
+	// A release of a holder displaced by another tool's lock file names it.
 	rel := replay.Event{Result: events.ResultCancelled, Forced: true, ReleasedRequestID: "req_old", ExitCode: &code,
-		SupersededBy: foreign, SupersededByFormat: "bso", SupersededByPath: "/srv/app/.bso.lock"}
+		DisplacedBy: foreign, DisplacedByFormat: "bso", DisplacedByPath: "/srv/app/.bso.lock"}
 	rel.Type = events.LockReleased
-	if got, want := Details(&rel), "FORCED, released req_old, SUPERSEDED by foreign:bso (bso, pid 4711@vm) via bso file /srv/app/.bso.lock"; !strings.Contains(got, want) {
-		t.Errorf("superseded release: %q lacks %q", got, want)
+	if got, want := Details(&rel), "FORCED, released req_old, DISPLACED by foreign:bso (bso, pid 4711@vm) via bso file /srv/app/.bso.lock"; !strings.Contains(got, want) {
+		t.Errorf("displaced release: %q lacks %q", got, want)
 	}
 	if eventColor(&rel) != ansiRed {
-		t.Errorf("superseded release is not red")
+		t.Errorf("displaced release is not red")
 	}
 	// Processes left running are a warning, not a kill; a long pid list is cut.
 	left := replay.Event{JobRequestID: "r", PIDs: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, Action: events.JobLeftRunning}

@@ -22,9 +22,9 @@ func newHeartbeat(g *globals) *cobra.Command {
 		Use:   "heartbeat NAME --request-id R",
 		Short: "Renew a lock you hold",
 		Long: `Move the lock's last_heartbeat_at to now. Exit 5 when request R does not
-hold the lock. If R held it and had it taken away (stolen, superseded,
-released with --force), that is a lost lock: heartbeat_failed with
-lock_lost is recorded. If R never held it (a mistyped request id or lock
+hold the lock. If R held it and had it taken away (stolen or superseded,
+displaced by another tool's lock file, released with --force), that is a
+lost lock: heartbeat_failed with lock_lost is recorded. If R never held it (a mistyped request id or lock
 name) or released it itself, nothing was lost: the message says which
 ("never held it", "released it at seq N") and the refusal is recorded as
 action_refused.`,

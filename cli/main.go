@@ -23,13 +23,25 @@ import (
 	"github.com/lockledger/lockledger/ledger"
 )
 
-// Exit codes (DESIGN.md).
+// Exit codes: the contract scripts rely on. ExitCode maps the library's
+// errors to them; the library itself knows nothing of exit codes.
 const (
-	ExitOK        = 0
-	ExitFailure   = 1
-	ExitUsage     = 2
-	ExitBlocked   = 3
-	ExitStale     = 4
+	// ExitOK: the command did what it was asked.
+	ExitOK = 0
+	// ExitFailure: anything else, including ledger.ErrNotALedger,
+	// ledger.ErrLedgerGone and ledger.ErrBrokenChain (a root or log that
+	// lockledger will not write to is not the caller's input).
+	ExitFailure = 1
+	// ExitUsage: bad input (a usage error, or events.ErrInvalid, which
+	// ledger.ErrInvalid is); nothing was written.
+	ExitUsage = 2
+	// ExitBlocked: ledger.ErrHeld, the lock has an active holder.
+	ExitBlocked = 3
+	// ExitStale: ledger.ErrStale, the holder stopped heartbeating
+	// (--force takes it over).
+	ExitStale = 4
+	// ExitNotHolder: ledger.ErrNotHolder or ledger.ErrLost, the caller
+	// does not (or no longer) hold the lock.
 	ExitNotHolder = 5
 )
 

@@ -34,9 +34,9 @@ type lockObject struct {
 	PreviousLock   *events.Record         `json:"previous_lock,omitempty"`
 	PreviousHash   string                 `json:"previous_lock_hash,omitempty"`
 	Problem        string                 `json:"problem,omitempty"`
-	// Superseded is the ledger's own holder when another tool's lock has
+	// Displaced is the ledger's own holder when another tool's lock has
 	// taken the lock (see status).
-	Superseded *events.Record `json:"superseded,omitempty"`
+	Displaced *events.Record `json:"displaced,omitempty"`
 	// HolderFormat is the format of that tool's file; NoTTL says the
 	// format carries no TTL (lock.ttl_seconds is only a placeholder).
 	HolderFormat string `json:"holder_format,omitempty"`
@@ -77,7 +77,7 @@ func acquisitionObject(a *ledger.Acquisition) lockObject {
 func statusObject(s *ledger.LockStatus) lockObject {
 	o := lockObject{Status: "ok", LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
 		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, UnreadableFile: s.Unreadable, JobPIDs: s.JobPIDs,
-		Superseded: s.Superseded, Problem: s.Problem, HolderFormat: s.HolderFormat, NoTTL: noTTL(s)}
+		Displaced: s.Displaced, Problem: s.Problem, HolderFormat: s.HolderFormat, NoTTL: noTTL(s)}
 	if s.Corrupt != nil {
 		o.Lock = nil // no holder can be read from the file
 	} else if s.Holder != nil {

@@ -71,9 +71,9 @@ the log against them, prove and verify-proof give an auditor proofs.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.root, "root", envRoot, "directory holding ledger.db and locks/, symlinks resolved (env LOCKLEDGER_ROOT)")
 	pf.StringVar(&g.database, "database", os.Getenv("LOCKLEDGER_DATABASE_URL"),
-		"keep the ledger in this PostgreSQL database (postgres://...; PG* variables honoured) instead of ROOT/ledger.db,\nshared by every host; ROOT keeps this host's lock files (env LOCKLEDGER_DATABASE_URL)")
+		"keep the ledger in this PostgreSQL database (postgres://...; PG* variables honoured) instead of ROOT/ledger.db,\none ledger for many hosts; ROOT keeps this host's lock files (env LOCKLEDGER_DATABASE_URL)")
 	pf.StringVar(&g.group, "group", os.Getenv("LOCKLEDGER_GROUP"),
-		"create the root shared with this group (name or id): directories 2770 setgid, files 0660; the root's mode keeps it\nshared for every later command (env LOCKLEDGER_GROUP)")
+		"create the root as a group root of this group (name or id): directories 2770 setgid, files 0660; the root's mode keeps it\na group root for every later command (env LOCKLEDGER_GROUP)")
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON on stdout")
 	envLevel := os.Getenv(envLogLevel)
 	if envLevel == "" {

@@ -189,8 +189,8 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 	case s.Interloper:
 		fmt.Fprintf(tw, "  warning\tanother tool's file sits at %s\n", s.Path)
 	}
-	if p := s.Superseded; p != nil {
-		fmt.Fprintf(tw, "  superseded\tthe ledger's holder %s (%s, pid %d on %s) lost the lock to this file\n", p.RequestID, p.Actor, p.PID, p.HostID)
+	if p := s.Displaced; p != nil {
+		fmt.Fprintf(tw, "  displaced\tthe ledger's holder %s (%s, pid %d on %s) lost the lock to this file\n", p.RequestID, p.Actor, p.PID, p.HostID)
 	}
 	tw.Flush()
 }

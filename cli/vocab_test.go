@@ -25,11 +25,11 @@ func appendChained(t *testing.T, db *sql.DB, s float64, typ events.Type, lock, r
 		RequestID: req, Actor: actor, HostID: scenarioHost, PID: os.Getpid()}, Payload: payload}).Seq
 }
 
-// TestReadersShowRefusalsProjectionsJobProcessesAndSupersession: a log
+// TestReadersShowRefusalsProjectionsJobProcessesAndDisplacement: a log
 // with a refused release, a job's killed leftover processes, a projection
-// and a release superseded by another tool's lock file is filtered by
+// and the release of a holder displaced by another tool's lock file is filtered by
 // --type, described in the timeline, exported, and verified.
-func TestReadersShowRefusalsProjectionsJobProcessesAndSupersession(t *testing.T) {
+func TestReadersShowRefusalsProjectionsJobProcessesAndDisplacement(t *testing.T) {
 	root := scenario(t) // seq 1-8; db-migrate is still bob's (req-bob-db)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
 	if err != nil {
@@ -44,10 +44,10 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndSupersession(t *testing.T)
 		JobRequestID: "req-bob-db", PIDs: []int{31337, 31338}, Action: events.JobKilled, Note: "left the process group"})
 	projected := appendChained(t, db, 240, events.LockProjected, "app-prod", "req-project", "oncall", &events.Projected{
 		Changes: []string{"lock file restored"}, MovedAside: filepath.Join(root, "locks", "app-prod.lock.corrupt-1")})
-	superseded := appendChained(t, db, 250, events.LockReleased, "db-migrate", "req-frank", "frank", &events.Released{
+	displaced := appendChained(t, db, 250, events.LockReleased, "db-migrate", "req-frank", "frank", &events.Released{
 		HeldDurationSeconds: 240, Result: events.ResultCancelled, Forced: true, ReleasedRequestID: "req-bob-db", FencingToken: 2,
-		SupersededBy:       &events.Holder{RequestID: "foreign:bso", Actor: "bso", HostID: scenarioHost, PID: 4711},
-		SupersededByFormat: "bso", SupersededByPath: "/srv/app/.bso.lock"})
+		DisplacedBy:       &events.Holder{RequestID: "foreign:bso", Actor: "bso", HostID: scenarioHost, PID: 4711},
+		DisplacedByFormat: "bso", DisplacedByPath: "/srv/app/.bso.lock"})
 
 	got := seqsOf(t, clitest.Must(t, 0, root, "timeline", "--format", "jsonl", "--type", "action_refused,lock_projected",
 		"--type", "job_processes").Stdout)
@@ -58,7 +58,7 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndSupersession(t *testing.T)
 	for _, want := range []string{
 		`REFUSED release, state held, held by req-bob-db (bob`,
 		`job req-bob-db: 2 processes killed, pids 31337 31338, note "left the process group"`,
-		"FORCED, released req-bob-db, SUPERSEDED by foreign:bso (bso, pid 4711@" + scenarioHost + ") via bso file /srv/app/.bso.lock",
+		"FORCED, released req-bob-db, DISPLACED by foreign:bso (bso, pid 4711@" + scenarioHost + ") via bso file /srv/app/.bso.lock",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("history db-migrate lacks %q:\n%s", want, table)
@@ -69,11 +69,11 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndSupersession(t *testing.T)
 		t.Errorf("timeline of the projection:\n%s", out)
 	}
 	recs, err := csv.NewReader(strings.NewReader(clitest.Must(t, 0, root, "export", "--format", "csv").Stdout)).ReadAll()
-	if err != nil || len(recs) != int(superseded)+1 || recs[refused][3] != "action_refused" || recs[job][3] != "job_processes" {
+	if err != nil || len(recs) != int(displaced)+1 || recs[refused][3] != "action_refused" || recs[job][3] != "job_processes" {
 		t.Fatalf("export csv: %v, %d records: %v", err, len(recs), recs)
 	}
 
-	// The superseded release freed db-migrate in the log; project brings
+	// The displaced holder's release freed db-migrate in the log; project brings
 	// the locks table along (recording that it did), and verify then finds
 	// nothing wrong.
 	clitest.Must(t, 0, root, "project")
@@ -88,7 +88,7 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndSupersession(t *testing.T)
 	}
 	recorded++ // verify's ledger_verified
 	if out := clitest.Must(t, 0, root, "who", "db-migrate", "--at", at(260)).Stdout; !strings.Contains(out, "free") {
-		t.Errorf("who db-migrate after the superseded release:\n%s", out)
+		t.Errorf("who db-migrate after the displaced holder's release:\n%s", out)
 	}
 	jsonl := clitest.Must(t, 0, root, "export").Stdout
 	file := filepath.Join(t.TempDir(), "export.jsonl")

@@ -411,7 +411,7 @@ func TestForeignLockFilesAreHonoured(t *testing.T) {
 		t.Fatalf("list does not show the foreign lock:\n%s", ls)
 	}
 	// On this host with a pid that is gone: tower-fleet's pid is
-	// informational only (spec §12.3), so a fresh heartbeat still holds it;
+	// informational only, so a fresh heartbeat still holds it;
 	// once the heartbeat is older than the TTL it is stale, and --force takes
 	// it over as foreign_lock.
 	gone := exec.Command("true")

@@ -79,8 +79,8 @@ func TestAnotherToolsTakeOverOfADeadHolderIsNeverOverwritten(t *testing.T) {
 			killOld() // the ledger's holder is dead: the other tool may take the lock by its rules
 			other, killOther := sleeper(t)
 			theirs := takeOver(t, format, path, "7", other)
-			if st := statusJSON(t, root, "7"); st["state"] != "held" || st["foreign"] != true || st["superseded"] == nil {
-				t.Fatalf("status before any writer met the take-over: %v, want held by the other tool, ours superseded", st)
+			if st := statusJSON(t, root, "7"); st["state"] != "held" || st["foreign"] != true || st["displaced"] == nil {
+				t.Fatalf("status before any writer met the take-over: %v, want held by the other tool, ours displaced", st)
 			}
 
 			me, _ := sleeper(t)
@@ -99,13 +99,13 @@ func TestAnotherToolsTakeOverOfADeadHolderIsNeverOverwritten(t *testing.T) {
 			}
 			sup := lastBody(t, root, "lock_released")
 			if sup["released_request_id"] != "ours" || sup["forced"] != true || sup["superseded_by_format"] != format || sup["superseded_by_path"] != path {
-				t.Fatalf("the ledger's dead holder is not recorded as superseded by the %s lock at %s: %v", format, path, sup)
+				t.Fatalf("the ledger's dead holder is not recorded as displaced by the %s lock at %s: %v", format, path, sup)
 			}
 			if by, _ := sup["superseded_by"].(map[string]any); by == nil || by["pid"] != float64(other) {
 				t.Fatalf("superseded_by %v, want the other tool's holder (pid %d)", sup["superseded_by"], other)
 			}
 			if n := len(clitest.Strings(t, root, `SELECT seq FROM events WHERE type = 'lock_released'`)); n != 1 {
-				t.Fatalf("the supersession was recorded %d times, want once", n)
+				t.Fatalf("the displacement was recorded %d times, want once", n)
 			}
 
 			// The old holder's own commands cannot touch it either.
@@ -129,7 +129,7 @@ func TestAnotherToolsTakeOverOfADeadHolderIsNeverOverwritten(t *testing.T) {
 	}
 }
 
-func TestAStaleHolderIsSupersededByAnotherToolsForcedTakeOver(t *testing.T) {
+func TestAStaleHolderIsDisplacedByAnotherToolsForcedTakeOver(t *testing.T) {
 	root := t.TempDir()
 	old, _ := sleeper(t)
 	clitest.Must(t, 0, root, "acquire", "j", "--request-id", "ours", "--ttl", "1", "--pid", strconv.Itoa(old))
@@ -147,7 +147,7 @@ func TestAStaleHolderIsSupersededByAnotherToolsForcedTakeOver(t *testing.T) {
 		t.Fatalf("acquire --force overwrote the other tool's lock:\n%s", got)
 	}
 	if sup := lastBody(t, root, "lock_released"); sup["released_request_id"] != "ours" || sup["superseded_by_format"] != "tower-fleet" {
-		t.Fatalf("the stale holder is not recorded as superseded: %v", sup)
+		t.Fatalf("the stale holder is not recorded as displaced: %v", sup)
 	}
 	st := clitest.Must(t, 0, root, "status", "j", "--json").Stdout
 	if !strings.Contains(st, `"other-tool-1"`) {
@@ -175,7 +175,7 @@ func TestALiveRunLosesItsLockToAnotherToolsForcedTakeOver(t *testing.T) {
 		t.Fatalf("the run's heartbeat or release changed the other tool's lock:\n%s", got)
 	}
 	if sup := lastBody(t, root, "lock_released"); sup["superseded_by_format"] != "bso" {
-		t.Fatalf("the run's loss is not recorded as superseded: %v", sup)
+		t.Fatalf("the run's loss is not recorded as displaced: %v", sup)
 	}
 	if refused := clitest.Strings(t, root, `SELECT body FROM events WHERE type = 'action_refused'`); len(refused) > 0 {
 		t.Fatalf("a run that knew its lock was taken still tried to release it: %v", refused)
@@ -314,7 +314,7 @@ func TestTowerFleetsOwnForcedTakeOverOfAStaleLockIsLeftAlone(t *testing.T) {
 		t.Fatalf("lockledger changed tower-fleet's lock:\n%s", got)
 	}
 	if sup := lastBody(t, root, "lock_released"); sup["released_request_id"] != "ours" || sup["superseded_by_format"] != "tower-fleet" {
-		t.Fatalf("the stale holder is not recorded as superseded by tower-fleet: %v", sup)
+		t.Fatalf("the stale holder is not recorded as displaced by tower-fleet: %v", sup)
 	}
 	if out, err := towerFleet(t, root, `is_lock_stale "$LOCK_DIR/j.lock" && echo stale || echo active`).Output(); err != nil || strings.TrimSpace(string(out)) != "active" {
 		t.Fatalf("tower-fleet's own staleness check on its lock: %q %v", out, err)
@@ -373,7 +373,7 @@ func TestProjectRecordsAnotherToolsTakeOverItFinds(t *testing.T) {
 	clitest.Must(t, 1, root, "verify")
 	clitest.Must(t, 0, root, "project")
 	if sup := lastBody(t, root, "lock_released"); sup["released_request_id"] != "ours" || sup["superseded_by_format"] != "tower-fleet" {
-		t.Fatalf("project did not record the supersession it found: %v", sup)
+		t.Fatalf("project did not record the displacement it found: %v", sup)
 	}
 	if got, _ := os.ReadFile(path); string(got) != string(theirs) {
 		t.Fatalf("project changed the other tool's lock:\n%s", got)

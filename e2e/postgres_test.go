@@ -33,7 +33,7 @@ func newPGHost(t *testing.T, id, url string) *pgHost {
 	return &pgHost{id: id, root: t.TempDir(), url: url}
 }
 
-// env is what makes the CLI this host on the shared ledger.
+// env is what makes the CLI this host on the ledger of many hosts.
 func (h *pgHost) env() []string {
 	return []string{"LOCKLEDGER_DATABASE_URL=" + h.url, ledger.HostIDEnv + "=" + h.id}
 }
@@ -58,7 +58,7 @@ func (h *pgHost) must(t *testing.T, want int, args ...string) clitest.Result {
 	return r
 }
 
-// pgLedger opens the shared ledger read-only, for assertions.
+// pgLedger opens the ledger of many hosts read-only, for assertions.
 func pgLedger(t *testing.T, url string) *ledger.Ledger {
 	t.Helper()
 	l, err := ledger.Open(context.Background(), t.TempDir(), ledger.WithDatabase(url), ledger.ReadOnly())

@@ -292,14 +292,14 @@ func TestHeartbeatOfALockAnotherToolTookOverIsRecordedAsLost(t *testing.T) {
 	takeOver(t, "tower-fleet", filepath.Join(root, "locks", "j.lock"), "j", other)
 
 	// The heartbeat is the first writer to meet the take-over: it records the
-	// supersession in the holder's name, and then the loss.
+	// displacement in the holder's name, and then the loss.
 	n := clitest.EventCount(t, root)
 	r := clitest.Must(t, 5, root, "heartbeat", "j", "--request-id", "ours")
 	if !strings.Contains(r.Stderr, "lost the lock") {
 		t.Fatalf("stderr %q, want a lost lock", r.Stderr)
 	}
 	if got := typesSince(t, root, n); !reflect.DeepEqual(got, []string{"lock_released", "heartbeat_failed"}) {
-		t.Fatalf("events: %v, want the supersession and heartbeat_failed", got)
+		t.Fatalf("events: %v, want the displacement and heartbeat_failed", got)
 	}
 	if b := lastBody(t, root, "heartbeat_failed"); b["lock_lost"] != true {
 		t.Fatalf("heartbeat_failed: %v, want lock_lost", b)

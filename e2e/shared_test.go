@@ -221,12 +221,12 @@ func TestForcedReleaseOfASharedHolderIsAudited(t *testing.T) {
 	}
 }
 
-// TestSharedTakeoverOfASupersededHolder: the ledger's exclusive holder
+// TestSharedTakeoverOfADisplacedHolder: the ledger's exclusive holder
 // dies, another tool takes its file over; a shared steal --active takes
 // the lock from that file. The ledger's old exclusive row must not
 // survive beside the shared holder: an exclusive acquire is then blocked,
 // and verify agrees with the tables.
-func TestSharedTakeoverOfASupersededHolder(t *testing.T) {
+func TestSharedTakeoverOfADisplacedHolder(t *testing.T) {
 	root := t.TempDir()
 	old, killOld := sleeper(t)
 	clitest.Must(t, 0, root, "acquire", "db", "--request-id", "ours", "--pid", strconv.Itoa(old))

@@ -28,7 +28,7 @@ func sampleBodies(tb testing.TB) map[events.Type][]byte {
 	payloads := map[events.Type]any{
 		events.LockAcquired:  &acq,
 		events.LockHeartbeat: &events.Heartbeat{},
-		events.LockStolen: &events.Stolen{Acquired: acq, PreviousLock: rec, PreviousLockHash: rec.Hash(),
+		events.LockStolen: &events.Stolen{Acquired: acq, PreviousLock: rec, PreviousLockHash: events.LockFileHash(rec.File()),
 			Reason: events.ReasonHolderDead, Note: "gone"},
 		events.LockReleased: &events.Released{HeldDurationSeconds: 12.5, Result: events.ResultFailure,
 			FailureStep: "migrate", ExitCode: &code, Forced: true, ReleasedRequestID: "req_old", FencingToken: 7},

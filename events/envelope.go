@@ -103,12 +103,13 @@ type Released struct {
 	Forced              bool    `json:"forced"`
 	ReleasedRequestID   string  `json:"released_request_id,omitempty"`
 	FencingToken        int64   `json:"fencing_token,omitempty"` // none for a foreign lock
-	// SupersededBy is set when the ledger's own (stale or dead) holder was
-	// superseded by another tool's lock file at one of its paths: that
+	// DisplacedBy is set when the ledger's own (stale or dead) holder was
+	// displaced by another tool's lock file at one of its paths: that
 	// file's holder, its format and its path. The release is then forced.
-	SupersededBy       *Holder `json:"superseded_by,omitempty"`
-	SupersededByFormat string  `json:"superseded_by_format,omitempty"`
-	SupersededByPath   string  `json:"superseded_by_path,omitempty"`
+	// The JSON names keep the word ledgers already store ("superseded").
+	DisplacedBy       *Holder `json:"superseded_by,omitempty"`
+	DisplacedByFormat string  `json:"superseded_by_format,omitempty"`
+	DisplacedByPath   string  `json:"superseded_by_path,omitempty"`
 	// Note is the operator's reason for a forced release.
 	Note string `json:"note,omitempty"`
 }

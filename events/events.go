@@ -157,7 +157,7 @@ const (
 	RequestIDRule = "must be 1-128 characters of A-Z a-z 0-9 _ . : -"
 )
 
-// ValidateLockName checks a lock name against tower-fleet §2.2. (By hand:
+// ValidateLockName checks a lock name against LockNameRule. (By hand:
 // a regexp compiled at init costs every process; FuzzValidateLockName
 // holds it equal to the pattern.)
 func ValidateLockName(name string) error {

@@ -51,17 +51,11 @@ func (r Record) File() []byte {
 	return buf.Bytes()
 }
 
-// Hash is "sha256:<hex>" of the record's canonical JSON; it is what
-// lock_stolen's previous_lock_hash carries.
-func (r Record) Hash() string {
-	if r.Metadata == nil {
-		r.Metadata = map[string]string{}
-	}
-	b, err := Canonical(r)
-	if err != nil {
-		panic(err)
-	}
-	sum := sha256.Sum256(b)
+// LockFileHash is "sha256:<hex>" of a lock file's bytes as they were on
+// disk (Record.File for the ledger's own holders, the other tool's bytes
+// for another tool's file): what lock_stolen's previous_lock_hash carries.
+func LockFileHash(file []byte) string {
+	sum := sha256.Sum256(file)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 

@@ -20,7 +20,7 @@ var (
 	requestIDRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
 )
 
-// refLockName is DESIGN.md's lock-name rule written out by hand, without a
+// refLockName is events.LockNameRule written out by hand, without a
 // regular expression: 1-128 bytes of a-z 0-9 _ -, first and last a-z 0-9.
 func refLockName(s string) bool {
 	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }

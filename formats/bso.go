@@ -14,8 +14,8 @@ import (
 	"github.com/lockledger/lockledger/internal/proc"
 )
 
-// bso is BSO's `.sprint-running` (concurrency-control U2, "Lock File
-// Format" and Step 4), YAML written from the Step 4 template:
+// bso is BSO's `.sprint-running`, YAML written from the template of BSO's
+// concurrency control:
 //
 //	pid: 12345
 //	session_id: "sprint-2026-02-07-001"

@@ -10,7 +10,7 @@ import (
 	"github.com/lockledger/lockledger/internal/proc"
 )
 
-// BSO U2, "Lock File Format": the document's example, comments and all.
+// BSO's documented example lock file, comments and all.
 const bsoDocExample = `# .sprint-running
 pid: 12345                                    # 当前进程 PID
 session_id: "sprint-2026-02-07-001"           # Sprint 会话唯一标识
@@ -19,7 +19,7 @@ epic_spec: "epic5"                            # 正在执行的 Epic 标识
 lock_version: 1                               # 锁文件格式版本（向后兼容）
 `
 
-// The Step 4 template filled with the document's example values: what
+// BSO's template filled with the document's example values: what
 // BSO writes.
 const bsoGolden = `pid: 12345
 session_id: "sprint-2026-02-07-001"

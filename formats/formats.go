@@ -1,10 +1,10 @@
 // Package formats renders, parses and judges the lock files of the five
-// lock systems lockledger replaces (GitHub issue 7, "drop-in"):
+// lock systems lockledger replaces as a drop-in:
 //
 //	tower-fleet  ROOT/locks/NAME.lock         JSON, tower-fleet/lock/v1
-//	bso          .sprint-running              YAML, BSO concurrency-control (U2)
+//	bso          .sprint-running              YAML, BSO concurrency control
 //	beads        .beads/.exclusive-lock       JSON, beads exclusive lock protocol
-//	prodigy      resume_locks/<job>.lock      JSON, Prodigy spec 140 (Rust, serde)
+//	prodigy      resume_locks/<job>.lock      JSON, Prodigy resume locks (Rust, serde)
 //	gitclaw      state/locks/<N>.lock         JSON, GitClaw GITCLAW-LOCK.ts
 //
 // Every format maps a Holder (one lock holding in lockledger's terms) to and
@@ -12,7 +12,7 @@
 // in README.md. Render writes byte for byte what the seed's own tool writes;
 // Parse reads any file of the format and wraps ErrMalformed on failure;
 // Judge applies the format's own staleness rule, reconciled with
-// lockledger's states (held, stale, dead) as DESIGN.md defines them.
+// lockledger's states (held, stale, dead).
 //
 // The package does no I/O: the ledger reads and writes the files, and hands
 // Judge an Env with this host's id and a process probe.

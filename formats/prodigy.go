@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// prodigy is Prodigy's resume lock `resume_locks/<job_id>.lock` (spec 140),
+// prodigy is Prodigy's resume lock `resume_locks/<job_id>.lock`,
 // JSON as serde_json::to_string_pretty(&ResumeLockData) writes it: fields in
 // struct order, two-space indent, no trailing newline, strings escaped the
 // serde way (only '"', '\\' and control characters); acquired_at is a
@@ -26,7 +26,7 @@ import (
 //
 // Judge (check_and_cleanup_stale_lock): stale = the process is not running,
 // which lockledger reports as "dead" (Prodigy removes such a lock itself).
-// Two points follow DESIGN.md rather than Prodigy's code: the pid is judged
+// Two points follow lockledger's rules rather than Prodigy's code: the pid is judged
 // only when hostname is this host (exact compare; another host's lock is
 // held), and EPERM counts as alive (Prodigy's `kill -0` would call it not
 // running). A file Prodigy cannot parse makes its acquire fail ("Failed to

@@ -7,7 +7,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 )
 
-// Spec 140 shows no file, only ResumeLockData and its values: job ids
+// Prodigy's specification shows no file, only ResumeLockData and its values: job ids
 // "mapreduce-123" / "session-abc" (Lock Storage), "PID 12345 on hostname
 // (acquired 2025-01-11 10:30:00 UTC)" (the error message). This is what
 // serde_json::to_string_pretty writes for them.

@@ -10,7 +10,7 @@ import (
 	"github.com/lockledger/lockledger/schema"
 )
 
-// towerFleet is tower-fleet/lock/v1 (spec §3), lockledger's own lock file:
+// towerFleet is tower-fleet/lock/v1, lockledger's own lock file:
 // events.Record rendered by Record.File (two-space JSON in spec order, the
 // shape jq prints, trailing newline), times RFC 3339 UTC seconds.
 //
@@ -27,11 +27,10 @@ import (
 //	ttl_seconds        TTL (whole seconds, at least 1)
 //	metadata           Metadata ({} when nil; non-string values parse as their JSON text)
 //
-// Judge: stale when now - last_heartbeat_at > ttl_seconds (spec §6.1);
-// dead when host_id is this host (exact compare) and the pid is gone, as
-// DESIGN.md's state table says for every holder (the spec's §12.3 calls the
-// pid informational; the design resolves that in favour of exact "dead");
-// a file that fails the v1 schema is held, fail safe (§12.2: never trusted).
+// Judge: stale when now - last_heartbeat_at > ttl_seconds; the pid is
+// informational only (pids are recycled, and a holder in another pid
+// namespace shares the host name), so the file is never judged dead by it;
+// a file that fails the v1 schema is held, fail safe (never trusted as free).
 type towerFleet struct{}
 
 func (towerFleet) Name() string { return NameTowerFleet }
@@ -125,15 +124,15 @@ func (f towerFleet) Parse(data []byte) (Holder, error) {
 // maxTTL keeps TTL arithmetic far from overflow.
 const maxTTL = 100 * 365 * 24 * time.Hour
 
-// DefaultTTL is tower-fleet's default (spec §3.3), used by Judge when a
+// DefaultTTL is tower-fleet's default, used by Judge when a
 // holder carries no TTL.
 const DefaultTTL = 900 * time.Second
 
 func (f towerFleet) Judge(h Holder, parseErr error, now time.Time, env Env) Verdict {
 	if parseErr != nil {
-		return failSafe(f.Name(), parseErr, "spec §12.2: a lock file that fails validation is never trusted as free")
+		return failSafe(f.Name(), parseErr, "a lock file that fails validation is never trusted as free")
 	}
-	// Spec §12.3: the pid is informational only (pids are recycled, and a
+	// The pid is informational only (pids are recycled, and a
 	// holder in another pid namespace shares the host name); heartbeat
 	// expiry is the authority.
 	ttl := h.TTL

@@ -8,7 +8,7 @@ import (
 	"github.com/lockledger/lockledger/internal/proc"
 )
 
-// tower-fleet/lock/v1 §3.1, the specification's example file.
+// The tower-fleet/lock/v1 specification's example file.
 const towerFleetSpecExample = `{
   "lock_version": "v1",
   "lock_name": "money-tracker-production",
@@ -63,7 +63,7 @@ func TestTowerFleetSeedExampleParses(t *testing.T) {
 	if got.RequestID != "req_abc123def456" || got.TTL != 900*time.Second || !got.HeartbeatAt.Equal(utc("2025-12-18T10:30:40Z")) {
 		t.Errorf("Parse(spec example) = %+v", got)
 	}
-	// The lock-manager.sh create_lock_json output (jq -n, §10.2), and a
+	// The lock-manager.sh create_lock_json output (jq -n), and a
 	// file with non-string metadata and a fractional time.
 	jq := "{\n  \"lock_version\": \"v1\",\n  \"lock_name\": \"money-tracker-production\",\n  \"request_id\": \"req_abc123\",\n  \"actor\": \"unknown\",\n  \"intent\": \"deploy-app\",\n  \"intent_version\": \"1.2.0\",\n  \"host_id\": \"tower-01\",\n  \"pid\": 4242,\n  \"created_at\": \"2025-12-18T10:30:10Z\",\n  \"last_heartbeat_at\": \"2025-12-18T10:30:10Z\",\n  \"ttl_seconds\": 900,\n  \"metadata\": {}\n}\n"
 	if _, err := TowerFleet.Parse([]byte(jq)); err != nil {
@@ -106,7 +106,7 @@ func TestTowerFleetJudge(t *testing.T) {
 			state: events.StateHeld, reason: ReasonActive},
 		{name: "heartbeat older than ttl", h: h, now: hb.Add(901 * time.Second), env: with(here, probeAlive),
 			state: events.StateStale, reason: ReasonTTLExpired},
-		{name: "a dead pid is informational only (spec §12.3): held while the heartbeat is fresh", h: h, now: hb.Add(30 * time.Second),
+		{name: "a dead pid is informational only: held while the heartbeat is fresh", h: h, now: hb.Add(30 * time.Second),
 			env: Env{HostID: "tower-01", Probe: probeMustNot(t)}, state: events.StateHeld, reason: ReasonActive},
 		{name: "other host is never judged by pid", h: h, now: hb.Add(30 * time.Second), env: Env{HostID: "tower-02", Probe: probeMustNot(t)},
 			state: events.StateHeld, reason: ReasonActive},

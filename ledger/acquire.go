@@ -209,7 +209,7 @@ func (w *writeTx) effectiveHolder(req AcquireRequest) (*holding, error) {
 	if err := w.reconcileTargets(req.Targets); err != nil {
 		return nil, err
 	}
-	if _, err := w.supersede(req.Identity, req.MaxAge); err != nil {
+	if _, err := w.recordDisplaced(req.Identity, req.MaxAge); err != nil {
 		return nil, err
 	}
 	if h := w.v.holder; h != nil && !h.foreign {

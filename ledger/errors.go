@@ -17,25 +17,25 @@ import (
 // exactly one of them; use errors.Is to branch and errors.As to read the
 // typed error that carries the holder.
 var (
-	// ErrHeld: the lock has an active holder (exit 3).
+	// ErrHeld: the lock has an active holder.
 	ErrHeld = errors.New("lock is held")
-	// ErrStale: the lock's holder stopped heartbeating; --force takes it over (exit 4).
+	// ErrStale: the lock's holder stopped heartbeating; --force takes it over.
 	ErrStale = errors.New("lock is stale")
-	// ErrNotHolder: the caller does not hold the lock it tried to release or renew (exit 5).
+	// ErrNotHolder: the caller does not hold the lock it tried to release or renew.
 	ErrNotHolder = errors.New("not the lock holder")
-	// ErrLost: the caller held the lock and no longer does (exit 5).
+	// ErrLost: the caller held the lock and no longer does.
 	ErrLost = errors.New("lock lost")
 	// ErrNoLedger: a read-only command found no ledger at the root.
 	ErrNoLedger = store.ErrNoLedger
 	// ErrNotALedger: ROOT/ledger.db is not lockledger's: not an SQLite
 	// database, or one whose tables are another application's. Nothing is
-	// added to it (exit 1).
+	// added to it.
 	ErrNotALedger = store.ErrNotALedger
 	// ErrLedgerGone: the root shows that it held a ledger (writer.flock
 	// names one, a WAL holds commits, the locks directory has files the
 	// ledger wrote) but ledger.db is missing, empty or another ledger's.
 	// A new ledger there would restart fencing tokens at 1, so none is
-	// created (exit 1).
+	// created.
 	ErrLedgerGone = store.ErrLedgerGone
 	// ErrUnsafePath: a lock path is a symlink, a directory or otherwise not a regular file.
 	ErrUnsafePath = lockfile.ErrUnsafePath
@@ -54,11 +54,11 @@ var (
 	// ErrClosed: the ledger was used after Close.
 	ErrClosed = errors.New("ledger is closed")
 	// ErrBrokenChain: project refused to rebuild the projections from an
-	// event log that verify finds damaged (exit 1).
+	// event log that verify finds damaged.
 	ErrBrokenChain = errors.New("the event log is damaged")
 )
 
-// ErrInvalid is events.ErrInvalid: bad input, nothing written (exit 2).
+// ErrInvalid is events.ErrInvalid: bad input, nothing written.
 var ErrInvalid = events.ErrInvalid
 
 // BrokenChainError is Project's refusal of a damaged event log: rebuilt

@@ -17,28 +17,28 @@ import (
 // died (tower-fleet's force, BSO after the pid died, Prodigy's stale
 // cleanup). The other tool's file is then the holder, judged by that tool's
 // rules, and never overwritten or removed while those rules call it live;
-// the ledger records that its own holder was superseded (a forced
+// the ledger records that its own holder was displaced (a forced
 // lock_released naming the other holder) the next time a writer meets it.
 
-// supersessor is another tool's lock at a path of the ledger's holder.
-type supersessor struct {
+// displacer is another tool's lock at a path of the ledger's holder.
+type displacer struct {
 	h      *holding
 	format string
 	path   string
 }
 
-// supersededBy returns the other tool's lock that supersedes the ledger's
+// displacedBy returns the other tool's lock that displaces the ledger's
 // holder of v, or nil. The ledger's holder keeps the lock only while it is
 // itself live and the other file is not: a live file of another tool always
 // wins, since that tool acts on it; an unreadable file is no tool's lock
 // (it is left for `project`); an older version of the holder's own file is not another tool's.
-func (l *Ledger) supersededBy(v *view, now time.Time, maxAge time.Duration) (*supersessor, error) {
+func (l *Ledger) displacedBy(v *view, now time.Time, maxAge time.Duration) (*displacer, error) {
 	own := v.holder
 	if own == nil || own.foreign || v.row != nil && !l.ownsFiles(v.row) {
 		return nil, nil
 	}
-	var best *supersessor
-	consider := func(c *supersessor) {
+	var best *displacer
+	consider := func(c *displacer) {
 		if best == nil || stateRank[c.state(now, l)] > stateRank[best.state(now, l)] {
 			best = c
 		}
@@ -49,7 +49,7 @@ func (l *Ledger) supersededBy(v *view, now time.Time, maxAge time.Duration) (*su
 			if err != nil {
 				return nil, err
 			}
-			consider(&supersessor{h: f, format: formats.NameTowerFleet, path: p})
+			consider(&displacer{h: f, format: formats.NameTowerFleet, path: p})
 		}
 	}
 	for _, t := range own.targets {
@@ -76,7 +76,7 @@ func (l *Ledger) supersededBy(v *view, now time.Time, maxAge time.Duration) (*su
 			continue
 		}
 		verdict := f.Judge(fh, nil, now, l.formatsEnv(maxAge))
-		consider(&supersessor{h: foreignFormatHolding(v.name, t, fh, nil, cur, verdict), format: t.Format, path: t.Path})
+		consider(&displacer{h: foreignFormatHolding(v.name, t, fh, nil, cur, verdict), format: t.Format, path: t.Path})
 	}
 	if best == nil {
 		return nil, nil
@@ -90,7 +90,7 @@ func (l *Ledger) supersededBy(v *view, now time.Time, maxAge time.Duration) (*su
 
 var stateRank = map[string]int{events.StateDead: 1, events.StateStale: 2, events.StateHeld: 3}
 
-func (s *supersessor) state(now time.Time, l *Ledger) string {
+func (s *displacer) state(now time.Time, l *Ledger) string {
 	st, _ := judge(s.h, now, l.host, l.probe, 0)
 	return st
 }
@@ -105,12 +105,12 @@ func sameHolder(fh formats.Holder, own *holding) bool {
 	return fh.PID == own.rec.PID && d > -time.Second && d < time.Second
 }
 
-// supersede records that the ledger's holder was superseded by another
-// tool's lock (see supersededBy), frees the ledger's row, removes the
+// recordDisplaced records that the ledger's holder was displaced by
+// another tool's lock (see displacedBy), frees the ledger's row, removes the
 // holder's files that still hold its bytes, and leaves the other tool's
 // lock as the view's holder. id is who noticed. It reports whether it did.
-func (w *writeTx) supersede(id Identity, maxAge time.Duration) (bool, error) {
-	s, err := w.l.supersededBy(w.v, w.now, maxAge)
+func (w *writeTx) recordDisplaced(id Identity, maxAge time.Duration) (bool, error) {
+	s, err := w.l.displacedBy(w.v, w.now, maxAge)
 	if err != nil || s == nil {
 		return false, err
 	}
@@ -131,7 +131,7 @@ func (w *writeTx) supersede(id Identity, maxAge time.Duration) (bool, error) {
 	ev, err := w.append(events.LockReleased, id, &events.Released{
 		HeldDurationSeconds: seconds(w.now.Sub(own.created)), Result: events.ResultCancelled, Forced: true,
 		ReleasedRequestID: own.rec.RequestID, FencingToken: own.token,
-		SupersededBy: &by, SupersededByFormat: s.format, SupersededByPath: s.path,
+		DisplacedBy: &by, DisplacedByFormat: s.format, DisplacedByPath: s.path,
 	})
 	if err != nil {
 		return false, err
@@ -142,7 +142,7 @@ func (w *writeTx) supersede(id Identity, maxAge time.Duration) (bool, error) {
 	freed := *w.v.row
 	freed.Held, freed.UpdatedSeq = false, ev.Seq
 	w.v.row, w.v.holder, w.v.interloper = &freed, s.h, false
-	w.l.log.Warn("another tool's lock file holds this lock; the ledger's holder is recorded as superseded",
-		"lock", w.v.name, "path", s.path, "format", s.format, "superseded", own.rec.RequestID, "by", s.h.rec.RequestID)
+	w.l.log.Warn("another tool's lock file holds this lock; the ledger's holder is recorded as displaced",
+		"lock", w.v.name, "path", s.path, "format", s.format, "displaced", own.rec.RequestID, "by", s.h.rec.RequestID)
 	return true, nil
 }

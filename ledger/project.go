@@ -105,7 +105,7 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 	if err != nil {
 		return nil, err
 	}
-	if err := l.settleSupersessions(ctx, id); err != nil {
+	if err := l.settleDisplacements(ctx, id); err != nil {
 		return nil, err
 	}
 	var rep *ProjectReport
@@ -680,11 +680,11 @@ func (p *projection) dropAsides() {
 	}
 }
 
-// settleSupersessions records, as any writer that meets it would, that
-// another tool's lock at a path of a held lock has superseded the ledger's
-// holder (see supersede): projections are then rebuilt around the other
+// settleDisplacements records, as any writer that meets it would, that
+// another tool's lock at a path of a held lock has displaced the ledger's
+// holder (see recordDisplaced): projections are then rebuilt around the other
 // tool's file, which is never touched.
-func (l *Ledger) settleSupersessions(ctx context.Context, id Identity) error {
+func (l *Ledger) settleDisplacements(ctx context.Context, id Identity) error {
 	rows, err := store.LoadRows(ctx, l.store.DB())
 	if err != nil {
 		return err
@@ -701,11 +701,11 @@ func (l *Ledger) settleSupersessions(ctx context.Context, id Identity) error {
 		if err != nil {
 			continue // the lock's own problem; verify names it
 		}
-		if sup, err := l.supersededBy(v, now, 0); err != nil || sup == nil {
+		if d, err := l.displacedBy(v, now, 0); err != nil || d == nil {
 			continue
 		}
 		if err := l.write(ctx, r.Name, func(w *writeTx) (error, error) {
-			_, err := w.supersede(id, 0)
+			_, err := w.recordDisplaced(id, 0)
 			return nil, err
 		}); errors.Is(err, ErrTruncated) || errors.Is(err, ErrUnhashed) {
 			return nil // a damaged log: project's own check refuses it, or accepts it first

@@ -15,7 +15,8 @@ type pastHolding struct {
 }
 
 // lost reports whether the request held the lock and had it taken away
-// (stolen, superseded, force-released) rather than releasing it.
+// (stolen or superseded, displaced by another tool's lock file,
+// force-released) rather than releasing it.
 func (p pastHolding) lost() bool { return p.held && p.releasedSeq == 0 }
 
 // pastHoldingOf reads requestID's events on lock, newest first, down to the

@@ -7,7 +7,7 @@ package ledger
 // holders knows) or any number of shared holders (lock_holders, one row
 // per request id), never both:
 //
-//   - an exclusive acquirer is blocked (exit 3) while any shared holder is
+//   - an exclusive acquirer is blocked (ErrHeld) while any shared holder is
 //     held, and a shared acquirer while an exclusive holder is;
 //   - shared holders coexist; with a limit N (a semaphore) at most N of
 //     them at once. "--shared" is a semaphore without a limit; "--limit N"
@@ -371,7 +371,7 @@ func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, p
 		if err != nil {
 			return nil, nil, err
 		}
-		prevHash := fileHash(v.s.rec.File())
+		prevHash := events.LockFileHash(v.s.rec.File())
 		ev, err := w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: events.Acquired{
 			TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion, FencingToken: token,
 			Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets}, PreviousLock: v.s.rec,

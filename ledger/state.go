@@ -29,7 +29,7 @@ type holding struct {
 	targetFormat string
 }
 
-// judge applies DESIGN.md's state rules to a holder at instant now, with
+// judge applies lockledger's state rules (held, stale, dead) to a holder at instant now, with
 // --max-age (0: none): a holding older than maxAge (by its creation time)
 // counts as stale. job lists the processes of the holder's job that keep
 // it from being dead although its own process is gone (see proc.JobProbe).
@@ -46,7 +46,7 @@ func judge(h *holding, now time.Time, self Host, probe proc.Probe, maxAge time.D
 	var dead bool
 	if !h.foreign {
 		// Another tool's tower-fleet file is judged by that format's rule:
-		// heartbeat expiry only, its pid informational (spec §12.3).
+		// heartbeat expiry only, its pid informational.
 		dead, job = gone(h, self, probe)
 	}
 	switch {

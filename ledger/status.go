@@ -23,9 +23,9 @@ type LockStatus struct {
 	// Unreadable is that file when it is no lock at all (project puts the
 	// ledger's file back in its place).
 	Unreadable *UnreadableFile
-	// Superseded is the ledger's own holder when another tool's lock at one
+	// Displaced is the ledger's own holder when another tool's lock at one
 	// of its paths has taken the lock (recorded by the next writer).
-	Superseded *events.Record
+	Displaced  *events.Record
 	HeldFor    time.Duration
 	SinceBeat  time.Duration
 	StaleSince time.Time
@@ -36,7 +36,7 @@ type LockStatus struct {
 	Problem string
 
 	// HolderFormat is the format of the other tool's file that holds the
-	// lock, when it superseded the ledger's holder ("" otherwise).
+	// lock, when it displaced the ledger's holder ("" otherwise).
 	HolderFormat string
 
 	// Mode is events.ModeShared when shared holders hold the lock (Shared,
@@ -76,13 +76,13 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 }
 
 func (l *Ledger) status(v *view, now time.Time) *LockStatus {
-	var superseded *events.Record
+	var displaced *events.Record
 	var format string
-	if sup, err := l.supersededBy(v, now, 0); err == nil && sup != nil {
+	if d, err := l.displacedBy(v, now, 0); err == nil && d != nil {
 		// What the next writer will record: the other tool's lock holds it.
 		rec := v.holder.rec
-		superseded, format = &rec, sup.format
-		v = &view{name: v.name, row: v.row, file: v.file, holder: sup.h}
+		displaced, format = &rec, d.format
+		v = &view{name: v.name, row: v.row, file: v.file, holder: d.h}
 	}
 	if v.holder == nil {
 		// Another tool's lock at a path the lock remembers holds it.
@@ -92,7 +92,7 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 	}
 	state, job := judge(v.holder, now, l.host, l.probe, 0)
 	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.Path(v.name), Interloper: v.interloper,
-		Superseded: superseded, HolderFormat: format}
+		Displaced: displaced, HolderFormat: format}
 	if v.interloper {
 		if _, err := ParseLockFile(v.file.Data); err != nil {
 			s.Unreadable = unreadableFile(v.file)

@@ -61,7 +61,7 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 		if pf == nil {
 			pf = prev.rec.File() // a shared holder has no file: its record's would-be file
 		}
-		out.Stolen, out.Reason, out.Previous, out.PreviousHash = true, reason, &prev.rec, fileHash(pf)
+		out.Stolen, out.Reason, out.Previous, out.PreviousHash = true, reason, &prev.rec, events.LockFileHash(pf)
 		out.PreviousPIDStart = prev.pidStart
 		ev, err = w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: acq, PreviousLock: prev.rec,
 			PreviousLockHash: out.PreviousHash, Reason: reason, Note: note})

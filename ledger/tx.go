@@ -238,7 +238,7 @@ func (l *Ledger) inspect(name string, r *store.Row) (*view, error) {
 }
 
 // ownsFiles reports whether this host's lock files project r: always on
-// SQLite; on a shared store, only for a holder (or last holder) on this host.
+// SQLite; on a store for many hosts, only for a holder (or last holder) on this host.
 func (l *Ledger) ownsFiles(r *store.Row) bool {
 	return !l.store.ManyHosts() || r.HostID == l.host.ID
 }

@@ -2,8 +2,6 @@ package ledger
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"sort"
 	"time"
@@ -117,12 +115,6 @@ func foreignHolding(name string, f lockfile.State) *holding {
 	created, _ := events.ParseTime(rec.CreatedAt)
 	hb, _ := events.ParseTime(rec.LastHeartbeatAt)
 	return &holding{rec: rec, created: created, heartbeat: hb, file: data, foreign: true}
-}
-
-// fileHash is "sha256:<hex>" of a lock file's bytes: previous_lock_hash.
-func fileHash(b []byte) string {
-	s := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(s[:])
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -78,7 +78,7 @@ func TestVerifyFindsFencingTokensTheLedgerNeverGives(t *testing.T) {
 			prev := events.Record{LockVersion: "v1", LockName: "x", RequestID: "req_a", Actor: "tester", HostID: "host-a", PID: 42,
 				CreatedAt: "2026-01-02T03:04:05Z", LastHeartbeatAt: "2026-01-02T03:04:05Z", TTLSeconds: 60, Metadata: map[string]string{}}
 			return g.add(events.LockStolen, "x", "req_b", &events.Stolen{Acquired: *acquired(1), PreviousLock: prev,
-				PreviousLockHash: prev.Hash(), Reason: events.ReasonStaleForced})
+				PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonStaleForced})
 		}},
 		{"released with another holding's token", func(g *ovlLog) int64 {
 			a := g.acquire("x", "req_a")

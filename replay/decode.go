@@ -369,12 +369,12 @@ func (d *fastDecoder) event(ev *Event) bool {
 		case schema.EventForeign:
 			return d.setBool(&ev.Foreign)
 		case schema.EventSupersededBy:
-			ev.SupersededBy = &events.Holder{}
-			return d.holder(ev.SupersededBy)
+			ev.DisplacedBy = &events.Holder{}
+			return d.holder(ev.DisplacedBy)
 		case schema.EventSupersededByFormat:
-			return d.setStr(&ev.SupersededByFormat)
+			return d.setStr(&ev.DisplacedByFormat)
 		case schema.EventSupersededByPath:
-			return d.setStr(&ev.SupersededByPath)
+			return d.setStr(&ev.DisplacedByPath)
 		case schema.EventAction:
 			return d.setStr(&ev.Action)
 		case schema.EventChanges:

@@ -7,6 +7,6 @@
 // streams rows (rows.Next) and keeps state per lock, never per event, so
 // memory is bounded by the number of locks however long the log is.
 //
-// "As of T" means every event with at <= T, applied in seq order (DESIGN.md:
-// order is by seq, never by timestamp).
+// "As of T" means every event with at <= T, applied in seq order (order is
+// by seq, never by timestamp: clocks of many hosts disagree, seq does not).
 package replay

@@ -40,10 +40,11 @@ type Event struct {
 	ExitCode            *int    `json:"exit_code"`
 	Forced              bool    `json:"forced"`
 	ReleasedRequestID   string  `json:"released_request_id"`
-	// another tool's lock file that superseded the released holder
-	SupersededBy       *events.Holder `json:"superseded_by"`
-	SupersededByFormat string         `json:"superseded_by_format"`
-	SupersededByPath   string         `json:"superseded_by_path"`
+	// another tool's lock file that displaced the released holder (the
+	// JSON names keep the word ledgers already store)
+	DisplacedBy       *events.Holder `json:"superseded_by"`
+	DisplacedByFormat string         `json:"superseded_by_format"`
+	DisplacedByPath   string         `json:"superseded_by_path"`
 
 	// heartbeat_failed
 	ConsecutiveFailures int    `json:"consecutive_failures"`

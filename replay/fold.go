@@ -118,7 +118,7 @@ type claim struct {
 	shared    bool
 }
 
-// StateAt is the lock's state at instant t by DESIGN.md's rules, as far as
+// StateAt is the lock's state at instant t by the ledger's rules, as far as
 // events alone can tell: free, held, or stale (no heartbeat within the
 // TTL). "dead" needs the holder's process table at that instant, which no
 // event records, so a dead holder shows as held or stale.
@@ -194,8 +194,8 @@ func (s *State) Len() int { return len(s.locks) }
 //   - lock_released: frees the lock when the ledger's holder is the request
 //     that released (not forced) or released_request_id (forced). A forced
 //     release of a foreign lock (no ledger holder) changes nothing. A
-//     release carrying superseded_by (another tool's lock file took over
-//     from a stale or dead holder) is forced and frees released_request_id
+//     release carrying superseded_by (another tool's lock file displaced a
+//     stale or dead holder) is forced and frees released_request_id
 //     like any other; the foreign holder is not the ledger's, so the lock
 //     reads free. A release of the ledger's holder whose fencing_token is
 //     not that holding's is an anomaly (the lock is freed all the same).

@@ -85,7 +85,7 @@ func (g *ovlLog) steal(lock, req, prevReq, reason string) int64 {
 		CreatedAt: "2026-01-02T03:04:05Z", LastHeartbeatAt: "2026-01-02T03:04:05Z", TTLSeconds: 60, Metadata: map[string]string{}}
 	return g.add(events.LockStolen, lock, req, &events.Stolen{
 		Acquired:     events.Acquired{TTLSeconds: 60, FencingToken: g.seq + 1, Metadata: map[string]string{}},
-		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: reason})
+		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: reason})
 }
 
 // acquireShared is a shared acquisition (limit 0: none).
@@ -100,7 +100,7 @@ func (g *ovlLog) stealShared(lock, req, prevReq string, limit int64) int64 {
 	return g.add(events.LockStolen, lock, req, &events.Stolen{
 		Acquired: events.Acquired{TTLSeconds: 60, FencingToken: g.seq + 1, Metadata: map[string]string{},
 			Mode: events.ModeShared, Limit: limit},
-		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonHolderDead})
+		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonHolderDead})
 }
 
 func (g *ovlLog) release(lock, req string, token int64) int64 {

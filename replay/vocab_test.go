@@ -41,26 +41,26 @@ func verifyClean(t *testing.T, g *ovlLog) *replay.State {
 	return st
 }
 
-// A holder superseded by another tool's lock file is released (forced, for
+// A holder displaced by another tool's lock file is released (forced, for
 // released_request_id): the lock reads free, and the ledger's next holder
 // is no overlap.
-func TestSupersededReleaseFreesTheLock(t *testing.T) {
+func TestDisplacedReleaseFreesTheLock(t *testing.T) {
 	g := newOvlLog(t)
 	a := g.acquire("x", "req_a")
 	rel := g.add(events.LockReleased, "x", "req_b", &events.Released{HeldDurationSeconds: 120, Result: events.ResultCancelled,
-		Forced: true, ReleasedRequestID: "req_a", FencingToken: a, SupersededBy: &fileHolder, SupersededByFormat: "bso",
-		SupersededByPath: "/srv/app/.bso.lock"})
+		Forced: true, ReleasedRequestID: "req_a", FencingToken: a, DisplacedBy: &fileHolder, DisplacedByFormat: "bso",
+		DisplacedByPath: "/srv/app/.bso.lock"})
 	st := verifyClean(t, g)
 	l := st.Lock("x")
 	if l == nil || l.Held || l.UpdatedSeq != rel || l.Holder == nil || l.Holder.Record.RequestID != "req_a" {
-		t.Fatalf("after the superseded release: %+v, want free at seq %d with req_a as the last holder", l, rel)
+		t.Fatalf("after the displaced holder's release: %+v, want free at seq %d with req_a as the last holder", l, rel)
 	}
 	if st.AnomalyCount != 0 {
 		t.Fatalf("anomalies: %+v", st.Anomalies)
 	}
 	g.acquire("x", "req_c")
 	if got, err := replay.Overlaps(context.Background(), g.db); err != nil || len(got) != 0 {
-		t.Fatalf("overlaps after the superseded release: %v %+v", err, got)
+		t.Fatalf("overlaps after the displaced holder's release: %v %+v", err, got)
 	}
 	verifyClean(t, g)
 }

@@ -123,7 +123,7 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("acquired shared limit", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 2, "req_s"), &shared))
 	full()
 	add("stolen shared slot", events.LockStolen, mustBody(tb, env(events.LockStolen, 6, "req_t"), &events.Stolen{Acquired: shared,
-		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonHolderDead}))
+		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonHolderDead}))
 	full()
 	noMeta := acq
 	noMeta.Metadata = map[string]string{}
@@ -140,15 +140,15 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("heartbeat", events.LockHeartbeat, mustBody(tb, env(events.LockHeartbeat, 4, "req_a"), &events.Heartbeat{}))
 	full()
 	add("stolen", events.LockStolen, mustBody(tb, env(events.LockStolen, 5, "req_b"), &events.Stolen{Acquired: acq,
-		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonStaleForced}))
+		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonStaleForced}))
 	add("stolen+targets+note", events.LockStolen, mustBody(tb, env(events.LockStolen, 6, "req_c"), &events.Stolen{Acquired: withTargets,
-		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonForcedActive, Note: "incident 42"}))
+		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonForcedActive, Note: "incident 42"}))
 	full()
 	foreign := prev
 	foreign.Metadata = map[string]string{}
 	foreign.RequestID = "foreign:xyz"
 	add("stolen foreign", events.LockStolen, mustBody(tb, env(events.LockStolen, 7, "req_d"), &events.Stolen{Acquired: acq,
-		PreviousLock: foreign, PreviousLockHash: foreign.Hash(), Reason: events.ReasonForeignLock}))
+		PreviousLock: foreign, PreviousLockHash: events.LockFileHash(foreign.File()), Reason: events.ReasonForeignLock}))
 	add("released", events.LockReleased, mustBody(tb, env(events.LockReleased, 8, "req_a"), &events.Released{
 		HeldDurationSeconds: 12.345, Result: events.ResultSuccess, FencingToken: 12}))
 	add("released (before uid)", events.LockReleased, mustBody(tb, old(env(events.LockReleased, 8, "req_a")), &events.Released{
@@ -159,12 +159,12 @@ func validSeeds(tb testing.TB) []seedBody {
 		HeldDurationSeconds: 3600, Result: events.ResultCancelled, ExitCode: &zero, Forced: true, ReleasedRequestID: "req_a"}))
 	add("released everything", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
 		HeldDurationSeconds: 7.5, Result: events.ResultFailure, FailureStep: "deploy", ExitCode: &exit, Forced: true,
-		ReleasedRequestID: "req_a", FencingToken: 9, SupersededBy: &holderPrev, SupersededByFormat: "prodigy",
-		SupersededByPath: "/srv/app/.prodigy/resume.lock", Note: "INC-42: runner gone"}))
+		ReleasedRequestID: "req_a", FencingToken: 9, DisplacedBy: &holderPrev, DisplacedByFormat: "prodigy",
+		DisplacedByPath: "/srv/app/.prodigy/resume.lock", Note: "INC-42: runner gone"}))
 	full()
-	add("released superseded", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
+	add("released displaced", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
 		HeldDurationSeconds: 60, Result: events.ResultCancelled, Forced: true, ReleasedRequestID: "req_a",
-		SupersededBy: &events.Holder{RequestID: "foreign:bso", PID: 0}, SupersededByFormat: "bso", SupersededByPath: "/x"}))
+		DisplacedBy: &events.Holder{RequestID: "foreign:bso", PID: 0}, DisplacedByFormat: "bso", DisplacedByPath: "/x"}))
 	add("heartbeat_failed", events.HeartbeatFailed, mustBody(tb, env(events.HeartbeatFailed, 11, "req_a"), &events.HeartbeatFailedPayload{
 		ConsecutiveFailures: 3, Error: "database is locked", LockLost: true}))
 	full()
@@ -204,7 +204,7 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("job processes terminated", events.JobProcesses, mustBody(tb, env(events.JobProcesses, 23, "req_n"), &events.JobProcessesPayload{
 		JobRequestID: "req:1.2-3_4", PIDs: []int{7, 7}, Action: events.JobTerminated, Note: ""}))
 	add("stolen reclaimed", events.LockStolen, mustBody(tb, env(events.LockStolen, 24, "req_old"), &events.Stolen{Acquired: acq,
-		PreviousLock: prev, PreviousLockHash: prev.Hash(), Reason: events.ReasonReclaimed}))
+		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonReclaimed}))
 	// The ledger-wide events: no lock_name.
 	ledger := func(typ events.Type, seq int64, req string) events.Envelope {
 		e := env(typ, seq, req)

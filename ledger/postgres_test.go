@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -19,8 +20,8 @@ import (
 func TestPostgresWritersWithSkewedClocksAgreeOnStaleness(t *testing.T) {
 	f := &storeFixture{t: t, kind: "postgres", url: pgtest.NewDatabase(t)}
 	ctx := context.Background()
-	ahead := f.open("host-ahead", ledger.WithClock(func() time.Time { return time.Now().Add(10 * time.Minute) }))
-	behind := f.open("host-behind", ledger.WithClock(func() time.Time { return time.Now().Add(-10 * time.Minute) }))
+	ahead := f.open("host-ahead", ledger.WithClock(testclock.New(time.Now().Add(10*time.Minute)).Now))
+	behind := f.open("host-behind", ledger.WithClock(testclock.New(time.Now().Add(-10*time.Minute)).Now))
 	before := time.Now()
 	got, err := behind.TryAcquire(ctx, ledger.AcquireRequest{Lock: "skew", Identity: as("r1"), TTL: 5 * time.Minute})
 	if err != nil {

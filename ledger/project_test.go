@@ -6,26 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
-
-type projClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *projClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *projClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // projLedger has locks a (held by alice), b (released by bob) and c (never
 // the ledger's), at scripted instants.
@@ -33,8 +21,8 @@ func projLedger(t *testing.T) (*ledger.Ledger, string) {
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
-	c := &projClock{t: time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)}
-	l, err := ledger.Open(ctx, root, ledger.WithClock(c.now), ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}))
+	c := testclock.New(time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC))
+	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,14 +35,14 @@ func projLedger(t *testing.T) (*ledger.Ledger, string) {
 			Identity: ledger.Identity{RequestID: rid, Actor: actor, PID: pid}}); err != nil {
 			t.Fatal(err)
 		}
-		c.add(time.Second)
+		c.Add(time.Second)
 	}
 	acq("a", "alice", "req-a")
 	acq("b", "bob", "req-b")
 	if _, err := l.Heartbeat(ctx, "a", ledger.Identity{RequestID: "req-a", PID: pid}); err != nil {
 		t.Fatal(err)
 	}
-	c.add(time.Second)
+	c.Add(time.Second)
 	if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "b", Identity: ledger.Identity{RequestID: "req-b", PID: pid}}); err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +339,7 @@ func TestVerifyDuringWrites(t *testing.T) {
 func TestProjectNeverOverwritesAFileWhereItKeepsAnother(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 11, 30, 0, 0, time.UTC)
-	l, err := ledger.Open(ctx, t.TempDir(), ledger.WithClock(func() time.Time { return now }))
+	l, err := ledger.Open(ctx, t.TempDir(), ledger.WithClock(testclock.New(now).Now))
 	if err != nil {
 		t.Fatal(err)
 	}

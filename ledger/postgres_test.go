@@ -58,14 +58,16 @@ func TestPostgresConcurrentFirstOpensMakeOneLedger(t *testing.T) {
 	ctx := context.Background()
 	const n = 8
 	ids := make([]string, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
+		root := t.TempDir()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := ledger.Open(ctx, t.TempDir(), ledger.WithDatabase(url))
+			l, err := ledger.Open(ctx, root, ledger.WithDatabase(url))
 			if err != nil {
-				t.Errorf("open %d: %v", i, err)
+				errs[i] = err
 				return
 			}
 			defer l.Close()
@@ -73,6 +75,11 @@ func TestPostgresConcurrentFirstOpensMakeOneLedger(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("open %d: %v", i, err)
+		}
+	}
 	for i := range ids {
 		if ids[i] != ids[0] || ids[i] == "" {
 			t.Fatalf("ledger ids: got %q, want one id for every open", ids)

@@ -82,11 +82,11 @@ func TestPostgresLeaseOfAnAlreadyHeldLockIgnoresTheLocalClock(t *testing.T) {
 	ctx := context.Background()
 	ahead := openAt(t, t.TempDir(), ledger.WithDatabase(url), ledger.WithHost(ledger.Host{ID: "host-ahead", BootID: "boot-host-ahead"}),
 		ledger.WithClock(testclock.New(time.Now().Add(10*time.Minute)).Now))
-	id := ledger.Identity{RequestID: "r1", Actor: "review", PID: os.Getpid()}
+	id := ledger.Identity{RequestID: "r1", Actor: "holder", PID: os.Getpid()}
 	if _, err := ahead.TryAcquire(ctx, ledger.AcquireRequest{Lock: "again", Identity: id, TTL: 5 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := lease.Acquire(ctx, ahead, "again", lease.WithRequestID("r1"), lease.WithActor("review"), lease.WithPID(os.Getpid()),
+	s, err := lease.Acquire(ctx, ahead, "again", lease.WithRequestID("r1"), lease.WithActor("holder"), lease.WithPID(os.Getpid()),
 		lease.WithTTL(5*time.Minute), lease.WithHeartbeatInterval(time.Minute))
 	if err != nil {
 		t.Fatal(err)

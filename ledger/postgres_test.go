@@ -183,10 +183,10 @@ func TestPostgresForceReleaseFromAnotherHostLeavesTheLockFreeOnTheHolder(t *test
 	f := &storeFixture{t: t, kind: "postgres", url: pgtest.NewDatabase(t)}
 	ctx := context.Background()
 	a, b := f.open("host-a"), f.open("host-b")
-	if _, err := a.TryAcquire(ctx, ledger.AcquireRequest{Lock: "fr", Identity: ledger.Identity{RequestID: "r1", Actor: "review", PID: os.Getpid()}}); err != nil {
+	if _, err := a.TryAcquire(ctx, ledger.AcquireRequest{Lock: "fr", Identity: ledger.Identity{RequestID: "r1", Actor: "holder", PID: os.Getpid()}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Release(ctx, ledger.ReleaseRequest{Lock: "fr", Identity: ledger.Identity{Actor: "op"}, Force: true, Note: "review"}); err != nil {
+	if _, err := b.Release(ctx, ledger.ReleaseRequest{Lock: "fr", Identity: ledger.Identity{Actor: "op"}, Force: true, Note: "forced from another host"}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := a.Status(ctx, "fr")
@@ -196,7 +196,7 @@ func TestPostgresForceReleaseFromAnotherHostLeavesTheLockFreeOnTheHolder(t *test
 	if st.State != events.StateFree {
 		t.Errorf("status on the former holder's host after a forced release elsewhere: got %s, want free", st.State)
 	}
-	if _, err := a.TryAcquire(ctx, ledger.AcquireRequest{Lock: "fr", Identity: ledger.Identity{RequestID: "r2", Actor: "review", PID: os.Getpid()}}); err != nil {
+	if _, err := a.TryAcquire(ctx, ledger.AcquireRequest{Lock: "fr", Identity: ledger.Identity{RequestID: "r2", Actor: "holder", PID: os.Getpid()}}); err != nil {
 		t.Errorf("acquire on the former holder's host: %v", err)
 	}
 	verifyOK(t, a)

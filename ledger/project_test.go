@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -264,71 +263,6 @@ func TestProjectRestoresATargetFile(t *testing.T) {
 	}
 	if pr, err := l.Project(ctx); err != nil || len(pr.Files) != 1 || pr.Files[0].Action != "removed" {
 		t.Fatalf("project leftover target: %+v %v", pr, err)
-	}
-}
-
-// TestVerifyDuringWrites runs verify over and over while another handle on
-// the same root keeps acquiring, renewing and releasing: a write caught
-// between its table commit and its file change must never be reported as
-// damage.
-func TestVerifyDuringWrites(t *testing.T) {
-	ctx := context.Background()
-	root := t.TempDir()
-	open := func() *ledger.Ledger {
-		l, err := ledger.Open(ctx, root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		return l
-	}
-	writer, reader := open(), open()
-	done := make(chan error, 1)
-	go func() {
-		id := ledger.Identity{Actor: "w", PID: os.Getpid()}
-		for i := range 40 {
-			id.RequestID = fmt.Sprint("req-", i)
-			lock := fmt.Sprint("l", i%3)
-			if _, err := writer.TryAcquire(ctx, ledger.AcquireRequest{Lock: lock, Identity: id, TTL: time.Minute}); err != nil {
-				done <- err
-				return
-			}
-			if _, err := writer.Heartbeat(ctx, lock, id); err != nil {
-				done <- err
-				return
-			}
-			if i%2 == 0 {
-				if _, err := writer.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id}); err != nil {
-					done <- err
-					return
-				}
-			} else if _, err := writer.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id, Force: true}); err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
-	for runs := 0; ; runs++ {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep := verifyAll(t, reader); !rep.OK {
-				t.Fatalf("after the writes: %+v", rep.Problems)
-			}
-			t.Logf("%d verifies during the writes", runs)
-			return
-		default:
-		}
-		rep, err := reader.Verify(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rep.OK {
-			t.Fatalf("verify during writes reported damage: %+v", rep.Problems)
-		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -32,7 +33,7 @@ func TestLeaseOfAnAlreadyHeldLockCountsFromItsLastHeartbeat(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			root := t.TempDir()
-			behind, err := ledger.Open(ctx, root, ledger.WithClock(func() time.Time { return time.Now().Add(-age) }))
+			behind, err := ledger.Open(ctx, root, ledger.WithClock(testclock.New(time.Now().Add(-age)).Now))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,12 +81,12 @@ func TestPostgresLeaseOfAnAlreadyHeldLockIgnoresTheLocalClock(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
 	ahead := openAt(t, t.TempDir(), ledger.WithDatabase(url), ledger.WithHost(ledger.Host{ID: "host-ahead", BootID: "boot-host-ahead"}),
-		ledger.WithClock(func() time.Time { return time.Now().Add(10 * time.Minute) }))
-	id := ledger.Identity{RequestID: "r1", Actor: "review", PID: os.Getpid()}
+		ledger.WithClock(testclock.New(time.Now().Add(10*time.Minute)).Now))
+	id := ledger.Identity{RequestID: "r1", Actor: "holder", PID: os.Getpid()}
 	if _, err := ahead.TryAcquire(ctx, ledger.AcquireRequest{Lock: "again", Identity: id, TTL: 5 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := lease.Acquire(ctx, ahead, "again", lease.WithRequestID("r1"), lease.WithActor("review"), lease.WithPID(os.Getpid()),
+	s, err := lease.Acquire(ctx, ahead, "again", lease.WithRequestID("r1"), lease.WithActor("holder"), lease.WithPID(os.Getpid()),
 		lease.WithTTL(5*time.Minute), lease.WithHeartbeatInterval(time.Minute))
 	if err != nil {
 		t.Fatal(err)

@@ -274,25 +274,27 @@ func TestLeaseWaitsForRelease(t *testing.T) {
 	if !errors.As(err, &held) || held.Holder.RequestID != first.RequestID() || held.Waited < 100*time.Millisecond {
 		t.Fatalf("waiting on a held lock: %v", err)
 	}
-	done := make(chan *lease.Lease, 1)
+	type waited struct {
+		s   *lease.Lease
+		err error
+	}
+	done := make(chan waited, 1)
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		s, err := lease.Acquire(wctx, l, "q")
-		if err != nil {
-			t.Error(err)
-		}
-		done <- s
+		done <- waited{s, err}
 	}()
 	time.Sleep(100 * time.Millisecond) // let the waiter block and back off
 	released := time.Now()
 	if err := first.Release(ctx, lease.Result{}); err != nil {
 		t.Fatal(err)
 	}
-	second := <-done
-	if second == nil {
-		t.FailNow()
+	w := <-done
+	if w.err != nil {
+		t.Fatal(w.err)
 	}
+	second := w.s
 	defer second.Release(ctx, lease.Result{})
 	if woke := time.Since(released); woke > 500*time.Millisecond {
 		t.Fatalf("waiter took %s after the release to get the lock", woke)

@@ -96,7 +96,7 @@ func TestWriterWithAKeySignsCheckpointsEveryNEventsAndAfterT(t *testing.T) {
 		t.Fatalf("checkpoints at %v, want [1 5 9]", got)
 	}
 	// An hour later the next write signs, whatever the count.
-	e.clock.add(time.Hour)
+	e.clock.Add(time.Hour)
 	if _, err := e.l.TryAcquire(context.Background(), req("a", "late", 100)); err != nil {
 		t.Fatal(err)
 	}

@@ -11,20 +11,9 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/migrations"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // probe answers liveness from a table; unknown pids are alive with start "1".
 type probe struct {
@@ -50,16 +39,16 @@ func (p *probe) set(pid int, l proc.Liveness, start string) {
 
 type env struct {
 	l     *Ledger
-	clock *clock
+	clock *testclock.Clock
 	probe *probe
 	root  string
 }
 
 func open(t *testing.T, opts ...Option) *env {
 	t.Helper()
-	e := &env{clock: &clock{t: time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)},
+	e := &env{clock: testclock.New(time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)),
 		probe: &probe{state: map[int]proc.Liveness{}, start: map[int]string{}}, root: t.TempDir()}
-	base := []Option{WithClock(e.clock.now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-1"})}
+	base := []Option{WithClock(e.clock.Now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-1"})}
 	l, err := Open(context.Background(), e.root, append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -101,12 +90,12 @@ func TestStateRulesByClockAndProbe(t *testing.T) {
 	if _, err := e.l.TryAcquire(ctx, req("a", "r1", 100)); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.add(10 * time.Second) // exactly ttl: still held (stale is strictly older)
+	e.clock.Add(10 * time.Second) // exactly ttl: still held (stale is strictly older)
 	var held *HeldError
 	if _, err := e.l.TryAcquire(ctx, req("a", "r2", 200)); !errors.As(err, &held) || held.Holder.RequestID != "r1" {
 		t.Fatalf("at ttl: got %v, want HeldError by r1", err)
 	}
-	e.clock.add(time.Second)
+	e.clock.Add(time.Second)
 	var stale *StaleError
 	if _, err := e.l.TryAcquire(ctx, req("a", "r2", 200)); !errors.As(err, &stale) || !errors.Is(err, ErrStale) {
 		t.Fatalf("past ttl: got %v, want StaleError", err)
@@ -122,7 +111,7 @@ func TestStateRulesByClockAndProbe(t *testing.T) {
 		t.Fatalf("heartbeat by the old holder: %v, want ErrLost", err)
 	}
 	for i := 0; i < 5; i++ {
-		e.clock.add(8 * time.Second)
+		e.clock.Add(8 * time.Second)
 		if _, err := e.l.Heartbeat(ctx, "a", Identity{RequestID: "r2", Actor: "t", PID: 200}); err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +150,7 @@ func TestDeadHolderRules(t *testing.T) {
 	}
 
 	// Another host's holder is never judged by pid.
-	other, err := Open(ctx, e.root, WithClock(e.clock.now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-b", BootID: "boot-9"}))
+	other, err := Open(ctx, e.root, WithClock(e.clock.Now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-b", BootID: "boot-9"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +165,7 @@ func TestDeadHolderRules(t *testing.T) {
 
 	// A reboot of this host kills every local holder.
 	take("boot", 105)
-	rebooted, err := Open(ctx, e.root, WithClock(e.clock.now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-2"}))
+	rebooted, err := Open(ctx, e.root, WithClock(e.clock.Now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-2"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -18,8 +20,8 @@ import (
 func TestPostgresWritersWithSkewedClocksAgreeOnStaleness(t *testing.T) {
 	f := &storeFixture{t: t, kind: "postgres", url: pgtest.NewDatabase(t)}
 	ctx := context.Background()
-	ahead := f.open("host-ahead", ledger.WithClock(func() time.Time { return time.Now().Add(10 * time.Minute) }))
-	behind := f.open("host-behind", ledger.WithClock(func() time.Time { return time.Now().Add(-10 * time.Minute) }))
+	ahead := f.open("host-ahead", ledger.WithClock(testclock.New(time.Now().Add(10*time.Minute)).Now))
+	behind := f.open("host-behind", ledger.WithClock(testclock.New(time.Now().Add(-10*time.Minute)).Now))
 	before := time.Now()
 	got, err := behind.TryAcquire(ctx, ledger.AcquireRequest{Lock: "skew", Identity: as("r1"), TTL: 5 * time.Minute})
 	if err != nil {
@@ -56,14 +58,16 @@ func TestPostgresConcurrentFirstOpensMakeOneLedger(t *testing.T) {
 	ctx := context.Background()
 	const n = 8
 	ids := make([]string, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
+		root := t.TempDir()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := ledger.Open(ctx, t.TempDir(), ledger.WithDatabase(url))
+			l, err := ledger.Open(ctx, root, ledger.WithDatabase(url))
 			if err != nil {
-				t.Errorf("open %d: %v", i, err)
+				errs[i] = err
 				return
 			}
 			defer l.Close()
@@ -71,6 +75,11 @@ func TestPostgresConcurrentFirstOpensMakeOneLedger(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("open %d: %v", i, err)
+		}
+	}
 	for i := range ids {
 		if ids[i] != ids[0] || ids[i] == "" {
 			t.Fatalf("ledger ids: got %q, want one id for every open", ids)
@@ -164,4 +173,32 @@ func TestPostgresImportKeepsTheLedgerAndEveryHash(t *testing.T) {
 	if _, err := dst.Import(ctx, src); !errors.Is(err, ledger.ErrNotEmpty) {
 		t.Errorf("second import: got %v, want ErrNotEmpty", err)
 	}
+}
+
+// A lock held on host A and force-released from host B leaves A's lock
+// file behind (B cannot touch A's files). On A the lock is free: status,
+// the next acquirer there and verify must all say so from the row, which
+// names A as the last holder.
+func TestPostgresForceReleaseFromAnotherHostLeavesTheLockFreeOnTheHolder(t *testing.T) {
+	f := &storeFixture{t: t, kind: "postgres", url: pgtest.NewDatabase(t)}
+	ctx := context.Background()
+	a, b := f.open("host-a"), f.open("host-b")
+	if _, err := a.TryAcquire(ctx, ledger.AcquireRequest{Lock: "fr", Identity: ledger.Identity{RequestID: "r1", Actor: "holder", PID: os.Getpid()}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Release(ctx, ledger.ReleaseRequest{Lock: "fr", Identity: ledger.Identity{Actor: "op"}, Force: true, Note: "forced from another host"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.Status(ctx, "fr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != events.StateFree {
+		t.Errorf("status on the former holder's host after a forced release elsewhere: got %s, want free", st.State)
+	}
+	if _, err := a.TryAcquire(ctx, ledger.AcquireRequest{Lock: "fr", Identity: ledger.Identity{RequestID: "r2", Actor: "holder", PID: os.Getpid()}}); err != nil {
+		t.Errorf("acquire on the former holder's host: %v", err)
+	}
+	verifyOK(t, a)
+	verifyOK(t, b)
 }

@@ -3,29 +3,16 @@ package ledger_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
-
-type projClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *projClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *projClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // projLedger has locks a (held by alice), b (released by bob) and c (never
 // the ledger's), at scripted instants.
@@ -33,8 +20,8 @@ func projLedger(t *testing.T) (*ledger.Ledger, string) {
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
-	c := &projClock{t: time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)}
-	l, err := ledger.Open(ctx, root, ledger.WithClock(c.now), ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}))
+	c := testclock.New(time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC))
+	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,14 +34,14 @@ func projLedger(t *testing.T) (*ledger.Ledger, string) {
 			Identity: ledger.Identity{RequestID: rid, Actor: actor, PID: pid}}); err != nil {
 			t.Fatal(err)
 		}
-		c.add(time.Second)
+		c.Add(time.Second)
 	}
 	acq("a", "alice", "req-a")
 	acq("b", "bob", "req-b")
 	if _, err := l.Heartbeat(ctx, "a", ledger.Identity{RequestID: "req-a", PID: pid}); err != nil {
 		t.Fatal(err)
 	}
-	c.add(time.Second)
+	c.Add(time.Second)
 	if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "b", Identity: ledger.Identity{RequestID: "req-b", PID: pid}}); err != nil {
 		t.Fatal(err)
 	}
@@ -279,71 +266,6 @@ func TestProjectRestoresATargetFile(t *testing.T) {
 	}
 }
 
-// TestVerifyDuringWrites runs verify over and over while another handle on
-// the same root keeps acquiring, renewing and releasing: a write caught
-// between its table commit and its file change must never be reported as
-// damage.
-func TestVerifyDuringWrites(t *testing.T) {
-	ctx := context.Background()
-	root := t.TempDir()
-	open := func() *ledger.Ledger {
-		l, err := ledger.Open(ctx, root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		return l
-	}
-	writer, reader := open(), open()
-	done := make(chan error, 1)
-	go func() {
-		id := ledger.Identity{Actor: "w", PID: os.Getpid()}
-		for i := range 40 {
-			id.RequestID = fmt.Sprint("req-", i)
-			lock := fmt.Sprint("l", i%3)
-			if _, err := writer.TryAcquire(ctx, ledger.AcquireRequest{Lock: lock, Identity: id, TTL: time.Minute}); err != nil {
-				done <- err
-				return
-			}
-			if _, err := writer.Heartbeat(ctx, lock, id); err != nil {
-				done <- err
-				return
-			}
-			if i%2 == 0 {
-				if _, err := writer.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id}); err != nil {
-					done <- err
-					return
-				}
-			} else if _, err := writer.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id, Force: true}); err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
-	for runs := 0; ; runs++ {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep := verifyAll(t, reader); !rep.OK {
-				t.Fatalf("after the writes: %+v", rep.Problems)
-			}
-			t.Logf("%d verifies during the writes", runs)
-			return
-		default:
-		}
-		rep, err := reader.Verify(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rep.OK {
-			t.Fatalf("verify during writes reported damage: %+v", rep.Problems)
-		}
-	}
-}
-
 // TestProjectNeverOverwritesAFileWhereItKeepsAnother: the name an
 // unreadable lock file is kept under may be taken (two in the same second,
 // or a file someone put there): project picks the next free name and
@@ -351,7 +273,7 @@ func TestVerifyDuringWrites(t *testing.T) {
 func TestProjectNeverOverwritesAFileWhereItKeepsAnother(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 11, 30, 0, 0, time.UTC)
-	l, err := ledger.Open(ctx, t.TempDir(), ledger.WithClock(func() time.Time { return now }))
+	l, err := ledger.Open(ctx, t.TempDir(), ledger.WithClock(testclock.New(now).Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func TestReadOnlyOpenReadsAndRefusesWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := count(t, e.l)
-	ro, err := Open(ctx, e.root, ReadOnly(), WithClock(e.clock.now), WithProcessProbe(e.probe),
+	ro, err := Open(ctx, e.root, ReadOnly(), WithClock(e.clock.Now), WithProcessProbe(e.probe),
 		WithHost(Host{ID: "host-a", BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestReadOnlyOpenWithoutALocksDirectory(t *testing.T) {
 	if err := os.RemoveAll(e.l.LocksDir()); err != nil {
 		t.Fatal(err)
 	}
-	ro, err := Open(ctx, e.root, ReadOnly(), WithProcessProbe(e.probe), WithClock(e.clock.now), WithHost(Host{ID: "host-a", BootID: "boot-1"}))
+	ro, err := Open(ctx, e.root, ReadOnly(), WithProcessProbe(e.probe), WithClock(e.clock.Now), WithHost(Host{ID: "host-a", BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -118,7 +117,7 @@ func TestWritingOpenComputesTheMerkleHashesOfAnOlderLedger(t *testing.T) {
 	if _, err := Open(ctx, e.root, ReadOnly()); err == nil {
 		t.Fatal("a read-only open of the old schema succeeded")
 	}
-	l, err := Open(ctx, e.root, WithClock(func() time.Time { return e.clock.now() }), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-1"}))
+	l, err := Open(ctx, e.root, WithClock(e.clock.Now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +197,7 @@ func TestWritersRefuseEventsAppendedWithoutMerkleHashes(t *testing.T) {
 	}
 	e.l.Close()
 	insertUnhashed(t, rawDB(t, e.root), 2, 3)
-	l, err := Open(ctx, e.root, WithSigner(s), WithClock(func() time.Time { return e.clock.now() }), WithProcessProbe(e.probe),
+	l, err := Open(ctx, e.root, WithSigner(s), WithClock(e.clock.Now), WithProcessProbe(e.probe),
 		WithHost(Host{ID: "host-a", BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)

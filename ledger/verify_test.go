@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -57,5 +58,70 @@ func TestVerifyInSnapshotReadsTheCallersSnapshot(t *testing.T) {
 	if !latest.OK || latest.LastSeq <= head || latest.Locks != 2 {
 		t.Fatalf("verify of the latest: OK %v, last seq %d (snapshot's %d), %d locks; problems %+v",
 			latest.OK, latest.LastSeq, head, latest.Locks, latest.Problems)
+	}
+}
+
+// TestVerifyDuringWrites runs verify over and over while another handle on
+// the same root keeps acquiring, renewing and releasing: a write caught
+// between its table commit and its file change must never be reported as
+// damage.
+func TestVerifyDuringWrites(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	open := func() *ledger.Ledger {
+		l, err := ledger.Open(ctx, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	writer, reader := open(), open()
+	done := make(chan error, 1)
+	go func() {
+		id := ledger.Identity{Actor: "w", PID: os.Getpid()}
+		for i := range 40 {
+			id.RequestID = fmt.Sprint("req-", i)
+			lock := fmt.Sprint("l", i%3)
+			if _, err := writer.TryAcquire(ctx, ledger.AcquireRequest{Lock: lock, Identity: id, TTL: time.Minute}); err != nil {
+				done <- err
+				return
+			}
+			if _, err := writer.Heartbeat(ctx, lock, id); err != nil {
+				done <- err
+				return
+			}
+			if i%2 == 0 {
+				if _, err := writer.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id}); err != nil {
+					done <- err
+					return
+				}
+			} else if _, err := writer.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: id, Force: true}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for runs := 0; ; runs++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep := verifyAll(t, reader); !rep.OK {
+				t.Fatalf("after the writes: %+v", rep.Problems)
+			}
+			t.Logf("%d verifies during the writes", runs)
+			return
+		default:
+		}
+		rep, err := reader.Verify(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK {
+			t.Fatalf("verify during writes reported damage: %+v", rep.Problems)
+		}
 	}
 }

@@ -23,7 +23,7 @@ func TestWaitersLeaveTheWriterMutexAlone(t *testing.T) {
 	if _, err := e.l.TryAcquire(ctx, req("x", "holder", 100)); err != nil {
 		t.Fatal(err)
 	}
-	waiter, err := Open(ctx, e.root, WithBusyTimeout(20*time.Millisecond), WithClock(e.clock.now),
+	waiter, err := Open(ctx, e.root, WithBusyTimeout(20*time.Millisecond), WithClock(e.clock.Now),
 		WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)

@@ -183,9 +183,9 @@ type Ledger struct {
 	closed        bool
 }
 
-// loadID reads the ledger's id, and gives a new ledger one where b allows
-// a new ledger and no event was ever appended.
-func (l *Ledger) loadID(ctx context.Context, nb birth) error {
+// loadID reads the ledger's id, and gives a new ledger one where newLedger
+// allows a new ledger and no event was ever appended.
+func (l *Ledger) loadID(ctx context.Context, newLedger func() error) error {
 	err := l.store.DB().QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&l.id)
 	if errors.Is(err, sql.ErrNoRows) {
 		var n int64
@@ -196,7 +196,7 @@ func (l *Ledger) loadID(ctx context.Context, nb birth) error {
 			return fmt.Errorf("ledger: %s holds %d events but no ledger id: %w; refusing to give it a new one (the chain could not be verified)",
 				filepath.Join(l.root, DBFile), n, ErrLedgerGone)
 		}
-		if err := nb.allowed(); err != nil {
+		if err := newLedger(); err != nil {
 			return err
 		}
 		b := make([]byte, 16)

@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"time"
@@ -38,8 +39,9 @@ type Config struct {
 	// Watch wakes a waiter on a change of lock (the lock files' directory).
 	Watch func(lock string) store.Waker
 	// NewLedger says whether a database with no tables may become a new
-	// ledger (nil error: yes).
+	// ledger (nil error: yes); OpenWritable sets it from the root.
 	NewLedger func() error
+	Log       *slog.Logger
 }
 
 // Store is an open ROOT/ledger.db.

@@ -1,6 +1,8 @@
 // Package cli is lockledger's command line: flag parsing, output and exit
 // codes. Decisions live in ledger/; each command here is an options struct
 // and a run function.
+//
+// docs/architecture.md shows where this package sits among the others.
 package cli
 
 import (

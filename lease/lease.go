@@ -5,6 +5,8 @@
 // work ended. A lease that superseded an older run of its job waits for
 // that job, and those it was itself still waiting for, to stop
 // (AwaitSuperseded). It uses only the ledger's exported API.
+//
+// docs/architecture.md shows where this package sits among the others.
 package lease
 
 import (

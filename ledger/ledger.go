@@ -1,7 +1,10 @@
-// Package ledger is the lock ledger: it opens ROOT/ledger.db, decides every
-// lock action under one writer at a time, appends each decision as a
-// schema-validated, hash-chained event, and keeps the locks table and the
-// lock files in ROOT/locks as projections of the event log.
+// Package ledger holds the lock decisions: it decides every lock action
+// under one writer at a time, appends each decision as a schema-validated,
+// hash-chained event, and keeps the locks table and the lock files in
+// ROOT/locks as projections of the event log. The database it lives in is
+// a store.Store (store/sqlite or store/postgres, picked in open.go); the
+// files are internal/lockfile's. docs/architecture.md shows the write path
+// and where each guarantee is enforced.
 //
 // Lifecycle: Open, then any number of operations from any goroutines, then
 // Close. Every operation takes a context first.

@@ -2,6 +2,8 @@
 // directories kept outside the ledger's root (another volume or host), so
 // that rewriting the log also needs rewriting every witness. A Publisher
 // never blocks its caller longer than its timeout, whatever a witness does.
+//
+// docs/architecture.md shows where this package sits among the others.
 package witness
 
 import (

@@ -15,4 +15,6 @@
 // The API mirrors os where it can and reports misuse loudly: a name with
 // a slash, a write through a Dir that has no locks directory, a symlink
 // where a file belongs all fail with an *UnsafePathError naming the path.
+//
+// docs/architecture.md shows where this package sits among the others.
 package lockfile

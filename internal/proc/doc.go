@@ -3,4 +3,6 @@
 // boot id, the processes of a job (those of this user carrying its
 // LOCKLEDGER_REQUEST_ID, and, for a subreaper, those below it), stopping
 // them, and the users processes run as.
+//
+// docs/architecture.md shows where this package sits among the others.
 package proc

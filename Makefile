@@ -33,9 +33,10 @@ demo: build
 docs-screenshot: build
 	bash scripts/timeline-screenshot.sh $(BIN) docs/timeline.png
 
-## bench: build, then measure against flock(1), the raw commit rate, sqlite3 on a 1,000,000-event ledger and PostgreSQL (a throwaway cluster)
+## bench: build, then measure against flock(1), the raw commit rate, sqlite3 on a 1,000,000-event ledger and PostgreSQL (a throwaway cluster); BASELINE=BIN also measures the CLI against an earlier build, alternated
+BASELINE ?=
 bench: build
-	$(GO) run ./internal/cmd/bench -bin $(BIN)
+	$(GO) run ./internal/cmd/bench -bin $(BIN) $(if $(BASELINE),-baseline $(BASELINE))
 
 ## stress: the crash and contention suites at full size (longer than make test)
 stress:

@@ -29,7 +29,7 @@ var (
 	pairs   = flag.Int("pairs", 40, "alternated CLI pairs per comparison")
 	libTime = flag.Duration("lib-time", 3*time.Second, "time per library measurement round")
 	nEvents = flag.Int("events", 1_000_000, "events in the scale ledger (0 skips the scale rows)")
-	only    = flag.String("only", "", "comma-separated row groups to run: cli,lib,scale,contention,pg,page")
+	only    = flag.String("only", "", "comma-separated row groups to run: cli,baseline,lib,scale,contention,pg,page")
 	// A contention worker is this program run again with these flags,
 	// given separately so that no value (a URL has colons) needs escaping.
 	workerCycles   = flag.Int("worker-cycles", 0, "internal: run this many contention cycles as a worker and exit")
@@ -89,6 +89,10 @@ func main() {
 	if want("cli") {
 		fmt.Fprintln(os.Stderr, "CLI against flock(1):")
 		benchCLI(tmp)
+	}
+	if *baseline != "" && want("baseline") {
+		fmt.Fprintln(os.Stderr, "CLI against -baseline:")
+		benchBaseline(tmp)
 	}
 	if want("lib") {
 		fmt.Fprintln(os.Stderr, "Go library against the raw durable commit rate:")
@@ -151,9 +155,14 @@ func yes(ok bool) string {
 
 // --- CLI ---
 
-func timeCmd(env []string, name string, args ...string) time.Duration {
+func execCommand(env []string, name string, args ...string) *exec.Cmd {
 	c := exec.Command(name, args...)
 	c.Env = env
+	return c
+}
+
+func timeCmd(env []string, name string, args ...string) time.Duration {
+	c := execCommand(env, name, args...)
 	s := time.Now()
 	if err := c.Run(); err != nil {
 		die(fmt.Errorf("%s %v: %w", name, args, err))

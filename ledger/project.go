@@ -307,7 +307,7 @@ func (p *projection) sharedRows(ctx context.Context, tx *sql.Tx, st *replay.Stat
 		if table[key] == nil {
 			continue
 		}
-		if err := deleteShared(ctx, tx, s.rec.LockName, s.rec.RequestID); err != nil {
+		if err := store.DeleteHolder(ctx, tx, s.rec.LockName, s.rec.RequestID); err != nil {
 			return err
 		}
 		p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: s.rec.LockName, Action: "deleted",

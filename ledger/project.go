@@ -78,7 +78,7 @@ func AcceptBrokenChain() ProjectOption { return func(c *projectConfig) { c.accep
 // projections rebuilt from a forged log would hide the forgery (unless
 // AcceptBrokenChain).
 //
-// Rows are made exactly as the write path makes them (see rowFromReplay);
+// Rows are made exactly as the write path makes them (see store.RowFromReplay);
 // files are then reconciled with the rebuilt rows by the same rules every
 // write applies (interpret): a held lock's file is placed or replaced, a
 // free lock's leftover file of the ledger's is removed, interrupted
@@ -222,7 +222,7 @@ func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (ma
 	}
 	rebuilt := map[string]*store.Row{}
 	for _, lk := range st.Locks() {
-		want := rowFromReplay(lk)
+		want := store.RowFromReplay(lk)
 		if want == nil {
 			continue
 		}
@@ -236,10 +236,10 @@ func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (ma
 		var words string
 		switch {
 		case got == nil:
-			ch = &ProjectChange{Lock: lk.Name, Action: "inserted", Detail: describeHeld(want)}
-			words = "locks row inserted: " + describeHeld(want)
+			ch = &ProjectChange{Lock: lk.Name, Action: "inserted", Detail: store.DescribeRow(want)}
+			words = "locks row inserted: " + store.DescribeRow(want)
 		default:
-			if d := rowDiff(want, got); len(d) > 0 {
+			if d := want.Diff(got); len(d) > 0 {
 				ch = &ProjectChange{Lock: lk.Name, Action: "updated", Detail: "columns " + strings.Join(d, ", ")}
 				words = fmt.Sprintf("locks row: %s -> %s (columns %s)", rowHolder(got), rowHolder(want), strings.Join(d, ", "))
 				if rowHolder(got) == rowHolder(want) {
@@ -262,7 +262,7 @@ func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (ma
 		}
 		p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: name, Action: "deleted", Detail: "no event gave the ledger this lock"})
 		p.plan(name).changes = append(p.plan(name).changes,
-			fmt.Sprintf("locks row deleted: it said %s, but no event gave the ledger this lock", describeHeld(table[name])))
+			fmt.Sprintf("locks row deleted: it said %s, but no event gave the ledger this lock", store.DescribeRow(table[name])))
 	}
 	if err := p.sharedRows(ctx, tx, st); err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ var (
 )
 
 // Row is one line of the locks projection table (exclusive holders; shared
-// holders are lock_holders' rows, see package ledger's shared holdings).
+// holders are lock_holders' rows, see HolderRow).
 type Row struct {
 	Name          string
 	Held          bool

@@ -15,14 +15,14 @@ import (
 	"testing"
 )
 
-// TestSecurityNoSQLBuiltFromInput scans the Go sources of ledger/,
+// TestSecurityNoSQLBuiltFromInput scans the Go sources of ledger/, store/,
 // replay/ and storagecheck/ with go/parser and go/types: the query argument of every
 // Exec/Query/QueryRow/Prepare(Context) call must be a constant expression,
 // or a string built only from constants (concatenation, strings.Join of
 // constant fragments, $N placeholders numbered with strconv.Itoa, through local variables and
 // same-package helpers), never from a value that came in from outside.
 func TestSecurityNoSQLBuiltFromInput(t *testing.T) {
-	for _, pkg := range []string{"ledger", "replay", "storagecheck"} {
+	for _, pkg := range []string{"ledger", "replay", "storagecheck", "store"} {
 		t.Run(pkg, func(t *testing.T) {
 			c := newSQLChecker(t, filepath.Join("..", pkg), modulePath+"/"+pkg)
 			if len(c.calls) == 0 {

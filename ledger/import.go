@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/store"
@@ -24,9 +22,6 @@ type ImportReport struct {
 	HeadSeq     int64  `json:"head_seq"`
 	HeadHash    string `json:"head_hash"`
 }
-
-// importBatch is the number of rows one INSERT carries.
-const importBatch = 200
 
 // Import copies the whole of ledger from into l, which holds no events
 // yet: its id and creation time, every event byte for byte (so every hash
@@ -93,7 +88,7 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 				return nil, err
 			}
 		}
-		k, err := copyRows(ctx, src, tx, table)
+		k, err := store.CopyTable(ctx, src, tx, table)
 		if err != nil {
 			return nil, fmt.Errorf("ledger: import %s: %w", table, err)
 		}
@@ -120,77 +115,4 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 	}
 	l.id, l.genesis = from.id, events.Genesis(from.id)
 	return rep, nil
-}
-
-// copySQL is the read and the multi-row insert of one table's copy, and
-// its number of columns.
-func copySQL(table string) (read, insert string, n int) {
-	switch table {
-	case "events":
-		return `SELECT seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash FROM events ORDER BY seq`,
-			`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash) VALUES `, 10
-	case "tlog_hashes":
-		return `SELECT seq, hashes FROM tlog_hashes ORDER BY seq`, `INSERT INTO tlog_hashes (seq, hashes) VALUES `, 2
-	case "checkpoints":
-		return `SELECT id, size, root, note, key_name, created_at FROM checkpoints ORDER BY id`,
-			`INSERT INTO checkpoints (id, size, root, note, key_name, created_at) VALUES `, 6
-	case "lock_holders":
-		return `SELECT ` + sharedColumns + ` FROM lock_holders ORDER BY lock_name, request_id`,
-			`INSERT INTO lock_holders (` + sharedColumns + `) VALUES `, 16
-	}
-	return `SELECT ` + store.RowColumns + ` FROM locks ORDER BY lock_name`, `INSERT INTO locks (` + store.RowColumns + `) VALUES `, 18
-}
-
-// copyRows copies every row of table from src to dst in order,
-// importBatch rows to an INSERT.
-func copyRows(ctx context.Context, src, dst *sql.Tx, table string) (int64, error) {
-	read, insert, n := copySQL(table)
-	rows, err := src.QueryContext(ctx, read)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	// Group g of an INSERT binds $(g*n+1) to $(g*n+n).
-	groups := make([]string, importBatch)
-	marks := make([]string, n)
-	for g := range groups {
-		for i := range marks {
-			marks[i] = "$" + strconv.Itoa(g*n+i+1)
-		}
-		groups[g] = "(" + strings.Join(marks, ",") + ")"
-	}
-	var total int64
-	batch := make([]any, 0, importBatch*n)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		k := len(batch) / n
-		if _, err := dst.ExecContext(ctx, insert+strings.Join(groups[:k], ","), batch...); err != nil {
-			return err
-		}
-		total += int64(k)
-		batch = batch[:0]
-		return nil
-	}
-	for rows.Next() {
-		vals := make([]any, n)
-		ptrs := make([]any, n)
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return 0, err
-		}
-		batch = append(batch, vals...)
-		if len(batch) == importBatch*n {
-			if err := flush(); err != nil {
-				return 0, err
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	return total, flush()
 }

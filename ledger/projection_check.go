@@ -3,7 +3,6 @@ package ledger
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -14,74 +13,6 @@ import (
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
 )
-
-// rowFromReplay is the locks row the ledger's write path leaves for a lock
-// replay folded: saveHolder's row for a held lock, saveFree's (the last
-// holder's row with held = 0) for a free one. nil when the ledger never
-// held the lock (no row).
-func rowFromReplay(lk *replay.Lock) *store.Row {
-	h := lk.Holder
-	if h == nil {
-		return nil
-	}
-	md, err := json.Marshal(h.Record.Metadata)
-	if err != nil {
-		md = []byte("{}") // a map of strings always marshals
-	}
-	targets := h.Targets
-	if targets == nil {
-		targets = []events.Target{}
-	}
-	tj, err := json.Marshal(targets)
-	if err != nil {
-		tj = []byte("[]") // strings only: always marshals
-	}
-	return &store.Row{Targets: string(tj),
-		Name: lk.Name, Held: lk.Held, RequestID: h.Record.RequestID, Actor: h.Record.Actor, Intent: h.Record.Intent,
-		IntentVersion: h.Record.IntentVersion, HostID: h.Record.HostID, PID: h.Record.PID, PIDStart: h.PIDStart,
-		BootID: h.BootID, CreatedAt: events.FormatTime(h.Created), HeartbeatAt: events.FormatTime(h.Heartbeat),
-		TTLSeconds: h.Record.TTLSeconds, Metadata: string(md), FencingToken: h.Token, UpdatedSeq: lk.UpdatedSeq,
-		File: h.File(),
-	}
-}
-
-// rowDiff names the columns in which two rows differ.
-func rowDiff(a, b *store.Row) []string {
-	var d []string
-	add := func(name string, same bool) {
-		if !same {
-			d = append(d, name)
-		}
-	}
-	add("held", a.Held == b.Held)
-	add("request_id", a.RequestID == b.RequestID)
-	add("actor", a.Actor == b.Actor)
-	add("intent", a.Intent == b.Intent)
-	add("intent_version", a.IntentVersion == b.IntentVersion)
-	add("host_id", a.HostID == b.HostID)
-	add("pid", a.PID == b.PID)
-	add("pid_start", a.PIDStart == b.PIDStart)
-	add("boot_id", a.BootID == b.BootID)
-	add("created_at", a.CreatedAt == b.CreatedAt)
-	add("heartbeat_at", a.HeartbeatAt == b.HeartbeatAt)
-	add("ttl_seconds", a.TTLSeconds == b.TTLSeconds)
-	add("metadata", a.Metadata == b.Metadata)
-	add("fencing_token", a.FencingToken == b.FencingToken)
-	add("updated_seq", a.UpdatedSeq == b.UpdatedSeq)
-	add("file", bytes.Equal(a.File, b.File))
-	add("targets", a.TargetsJSON() == b.TargetsJSON())
-	return d
-}
-
-func describeHeld(r *store.Row) string {
-	if r == nil {
-		return "no row"
-	}
-	if r.Held {
-		return fmt.Sprintf("held by request %s (actor %s, seq %d)", r.RequestID, r.Actor, r.UpdatedSeq)
-	}
-	return fmt.Sprintf("free (seq %d)", r.UpdatedSeq)
-}
 
 // checkProjection compares the locks table, read through q (the read
 // snapshot st was replayed from), and the lock files with st, the replay
@@ -116,25 +47,25 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 			filepath.Join(l.root, DBFile), l.id, WriterMux, clip(marker, 64))})
 	}
 	for _, lk := range st.Locks() {
-		want := rowFromReplay(lk)
+		want := store.RowFromReplay(lk)
 		got := table[lk.Name]
 		switch {
 		case want == nil && got == nil:
 			continue
 		case want == nil:
 			rep.Add(replay.Problem{Seq: got.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
-				"the locks table says %s, but no event ever gave the ledger this lock", describeHeld(got))})
+				"the locks table says %s, but no event ever gave the ledger this lock", store.DescribeRow(got))})
 		case got == nil:
 			rep.Add(replay.Problem{Seq: want.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
-				"replay says %s, but the locks table has no row", describeHeld(want))})
+				"replay says %s, but the locks table has no row", store.DescribeRow(want))})
 		case want.Held != got.Held:
 			rep.Add(replay.Problem{Seq: want.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
-				"replay says %s, the locks table says %s", describeHeld(want), describeHeld(got))})
+				"replay says %s, the locks table says %s", store.DescribeRow(want), store.DescribeRow(got))})
 		default:
 			// A free row keeps its last holder: the fencing token the next
 			// holder's follows from, and the request a leftover lock file of
 			// the ledger's is told by. Every column counts, as for a held one.
-			if d := rowDiff(want, got); len(d) > 0 {
+			if d := want.Diff(got); len(d) > 0 {
 				rep.Add(replay.Problem{Seq: want.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
 					"the locks table differs from replay in %s", strings.Join(d, ", "))})
 			}
@@ -144,7 +75,7 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 	for _, name := range sortedKeys(table) {
 		got := table[name]
 		rep.Add(replay.Problem{Seq: got.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: name, Detail: fmt.Sprintf(
-			"the locks table says %s, but no event names this lock", describeHeld(got))})
+			"the locks table says %s, but no event names this lock", store.DescribeRow(got))})
 	}
 	if err := checkShared(ctx, q, st, rep); err != nil {
 		return err
@@ -426,7 +357,7 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*store.Row) 
 		if err != nil {
 			return nil, "", err
 		}
-		if !sameVersion(before, after) {
+		if !store.SameVersion(before, after) {
 			if time.Now().After(deadline) {
 				return nil, fmt.Sprintf("lock %s: changed on every look while verify read it; re-run verify to check its files", name), nil
 			}
@@ -440,11 +371,4 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*store.Row) 
 		}
 		backoff = min(2*backoff, 100*time.Millisecond)
 	}
-}
-
-func sameVersion(a, b *store.Row) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.UpdatedSeq == b.UpdatedSeq && a.Held == b.Held
 }

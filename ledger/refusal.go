@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
 )
 
 // pastHolding is what the events say a request did as a lock's holder,
@@ -24,36 +25,31 @@ func (p pastHolding) lost() bool { return p.held && p.releasedSeq == 0 }
 // of another request's lock is no part of the request's own holding; a
 // forced release that names the request took the lock from it.
 func pastHoldingOf(ctx context.Context, q querier, lock, requestID string) (pastHolding, error) {
-	rows, err := q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE request_id = $1 AND lock_name = $2
-		AND type IN ('lock_acquired', 'lock_stolen', 'lock_heartbeat', 'lock_released') ORDER BY seq DESC`,
-		requestID, lock)
-	if err != nil {
-		return pastHolding{}, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var seq int64
-		var typ string
-		var body []byte
-		if err := rows.Scan(&seq, &typ, &body); err != nil {
-			return pastHolding{}, err
-		}
+	var past pastHolding
+	err := store.HoldingEvents(ctx, q, lock, requestID, func(seq int64, typ string, body []byte) (bool, error) {
 		if events.Type(typ) != events.LockReleased {
-			return pastHolding{held: true}, nil
+			past = pastHolding{held: true}
+			return false, nil
 		}
 		_, p, err := events.Decode(body)
 		if err != nil {
-			return pastHolding{}, err
+			return false, err
 		}
 		rel, _ := p.(*events.Released)
 		switch {
 		case rel == nil || !rel.Forced:
-			return pastHolding{held: true, releasedSeq: seq}, nil
+			past = pastHolding{held: true, releasedSeq: seq}
+			return false, nil
 		case rel.ReleasedRequestID == requestID:
-			return pastHolding{held: true}, nil
+			past = pastHolding{held: true}
+			return false, nil
 		}
+		return true, nil
+	})
+	if err != nil {
+		return pastHolding{}, err
 	}
-	return pastHolding{}, rows.Err()
+	return past, nil
 }
 
 // maxRefusalText bounds action_refused's error text (its schema's maxLength).

@@ -32,7 +32,6 @@ package ledger
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -51,36 +50,34 @@ type sharedHolding struct {
 	updatedSeq int64
 }
 
-const sharedColumns = `lock_name, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
-	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, slot_limit, updated_seq`
+// sharedFromRow is the shared holding a lock_holders row records.
+func sharedFromRow(r *store.HolderRow) *sharedHolding {
+	meta := map[string]string{}
+	_ = json.Unmarshal([]byte(r.Metadata), &meta)
+	c, _ := events.ParseTime(r.CreatedAt)
+	h, _ := events.ParseTime(r.HeartbeatAt)
+	return &sharedHolding{holding: &holding{
+		rec: events.Record{LockVersion: events.LockVersion, LockName: r.Name, RequestID: r.RequestID, Actor: r.Actor,
+			Intent: r.Intent, IntentVersion: r.IntentVersion, HostID: r.HostID, PID: r.PID, CreatedAt: events.FormatLockTime(c),
+			LastHeartbeatAt: events.FormatLockTime(h), TTLSeconds: r.TTLSeconds, Metadata: meta},
+		created: c, heartbeat: h, pidStart: r.PIDStart, bootID: r.BootID, token: r.FencingToken,
+	}, limit: r.Limit, updatedSeq: r.UpdatedSeq}
+}
 
-func scanShared(s store.Scanner) (*sharedHolding, error) {
-	var name, reqID, actor, intent, iv, host, pidStart, boot, created, hb, md string
-	var pid int
-	var ttl, token, limit, updated int64
-	if err := s.Scan(&name, &reqID, &actor, &intent, &iv, &host, &pid, &pidStart, &boot, &created, &hb, &ttl, &md,
-		&token, &limit, &updated); err != nil {
+func sharedFromRows(rows []*store.HolderRow, err error) ([]*sharedHolding, error) {
+	if err != nil {
 		return nil, err
 	}
-	meta := map[string]string{}
-	_ = json.Unmarshal([]byte(md), &meta)
-	c, _ := events.ParseTime(created)
-	h, _ := events.ParseTime(hb)
-	return &sharedHolding{holding: &holding{
-		rec: events.Record{LockVersion: events.LockVersion, LockName: name, RequestID: reqID, Actor: actor,
-			Intent: intent, IntentVersion: iv, HostID: host, PID: pid, CreatedAt: events.FormatLockTime(c),
-			LastHeartbeatAt: events.FormatLockTime(h), TTLSeconds: ttl, Metadata: meta},
-		created: c, heartbeat: h, pidStart: pidStart, bootID: boot, token: token,
-	}, limit: limit, updatedSeq: updated}, nil
+	out := make([]*sharedHolding, len(rows))
+	for i, r := range rows {
+		out[i] = sharedFromRow(r)
+	}
+	return out, nil
 }
 
 // loadShared returns a lock's shared holders, ordered by request id.
 func loadShared(ctx context.Context, q querier, name string) ([]*sharedHolding, error) {
-	rs, err := q.QueryContext(ctx, `SELECT `+sharedColumns+` FROM lock_holders WHERE lock_name = $1 ORDER BY request_id`, name)
-	if err != nil {
-		return nil, err
-	}
-	return scanAllShared(rs)
+	return sharedFromRows(store.LoadHolders(ctx, q, name))
 }
 
 // sharedKey names a lock_holders row: its lock and its request id.
@@ -97,46 +94,20 @@ func sharedTable(rows []*sharedHolding) map[sharedKey]*sharedHolding {
 
 // loadAllShared returns every shared holder, ordered by lock and request id.
 func loadAllShared(ctx context.Context, q querier) ([]*sharedHolding, error) {
-	rs, err := q.QueryContext(ctx, `SELECT `+sharedColumns+` FROM lock_holders ORDER BY lock_name, request_id`)
-	if err != nil {
-		return nil, err
-	}
-	return scanAllShared(rs)
+	return sharedFromRows(store.LoadAllHolders(ctx, q))
 }
 
-func scanAllShared(rs *sql.Rows) ([]*sharedHolding, error) {
-	defer rs.Close()
-	var out []*sharedHolding
-	for rs.Next() {
-		s, err := scanShared(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rs.Err()
-}
-
+// saveShared writes h's lock_holders row: its slot limit, updated by seq.
 func saveShared(ctx context.Context, tx execer, h *holding, limit, seq int64) error {
 	md, err := json.Marshal(h.rec.Metadata)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO lock_holders (`+sharedColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)
-		ON CONFLICT (lock_name, request_id) DO UPDATE SET actor=excluded.actor, intent=excluded.intent,
-		intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid, pid_start=excluded.pid_start,
-		boot_id=excluded.boot_id, created_at=excluded.created_at, heartbeat_at=excluded.heartbeat_at,
-		ttl_seconds=excluded.ttl_seconds, metadata=excluded.metadata, fencing_token=excluded.fencing_token,
-		slot_limit=excluded.slot_limit, updated_seq=excluded.updated_seq`,
-		h.rec.LockName, h.rec.RequestID, h.rec.Actor, h.rec.Intent, h.rec.IntentVersion, h.rec.HostID, h.rec.PID,
-		h.pidStart, h.bootID, events.FormatTime(h.created), events.FormatTime(h.heartbeat), h.rec.TTLSeconds,
-		string(md), h.token, limit, seq)
-	return err
-}
-
-func deleteShared(ctx context.Context, tx execer, name, requestID string) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM lock_holders WHERE lock_name = $1 AND request_id = $2`, name, requestID)
-	return err
+	return store.SaveHolder(ctx, tx, &store.HolderRow{Name: h.rec.LockName, RequestID: h.rec.RequestID,
+		Actor: h.rec.Actor, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion, HostID: h.rec.HostID,
+		PID: h.rec.PID, PIDStart: h.pidStart, BootID: h.bootID, CreatedAt: events.FormatTime(h.created),
+		HeartbeatAt: events.FormatTime(h.heartbeat), TTLSeconds: h.rec.TTLSeconds, Metadata: string(md),
+		FencingToken: h.token, Limit: limit, UpdatedSeq: seq})
 }
 
 // isShared reports whether the request asks for a shared holding.
@@ -296,7 +267,7 @@ func (w *writeTx) acquireShared(req AcquireRequest, p takeover) (*Acquisition, e
 		victim, reason = v, events.ReasonForcedActive
 	}
 	if victim != nil {
-		if err := deleteShared(w.ctx, w.q, req.Lock, victim.s.rec.RequestID); err != nil {
+		if err := store.DeleteHolder(w.ctx, w.q, req.Lock, victim.s.rec.RequestID); err != nil {
 			return nil, nil, err
 		}
 		a, err := w.take(req, victim.s.holding, reason, p.note())
@@ -379,7 +350,7 @@ func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, p
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := deleteShared(w.ctx, w.q, req.Lock, v.s.rec.RequestID); err != nil {
+		if err := store.DeleteHolder(w.ctx, w.q, req.Lock, v.s.rec.RequestID); err != nil {
 			return nil, nil, err
 		}
 		rec := v.s.rec
@@ -432,7 +403,7 @@ func (w *writeTx) releaseShared(s *sharedHolding, id Identity, req ReleaseReques
 	if err != nil {
 		return nil, err
 	}
-	if err := deleteShared(w.ctx, w.q, s.rec.LockName, s.rec.RequestID); err != nil {
+	if err := store.DeleteHolder(w.ctx, w.q, s.rec.LockName, s.rec.RequestID); err != nil {
 		return nil, err
 	}
 	return &ReleaseOutcome{Lock: s.rec.LockName, Released: true, Seq: ev.Seq, Result: req.Result, State: events.StateFree,

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+)
+
+// HolderRow is one line of lock_holders: one shared holder of a lock.
+type HolderRow struct {
+	Name          string
+	RequestID     string
+	Actor         string
+	Intent        string
+	IntentVersion string
+	HostID        string
+	PID           int
+	PIDStart      string
+	BootID        string
+	CreatedAt     string
+	HeartbeatAt   string
+	TTLSeconds    int64
+	Metadata      string
+	FencingToken  int64
+	Limit         int64
+	UpdatedSeq    int64
+}
+
+const HolderColumns = `lock_name, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
+	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, slot_limit, updated_seq`
+
+func ScanHolder(s Scanner) (*HolderRow, error) {
+	var r HolderRow
+	if err := s.Scan(&r.Name, &r.RequestID, &r.Actor, &r.Intent, &r.IntentVersion, &r.HostID, &r.PID, &r.PIDStart,
+		&r.BootID, &r.CreatedAt, &r.HeartbeatAt, &r.TTLSeconds, &r.Metadata, &r.FencingToken, &r.Limit,
+		&r.UpdatedSeq); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// LoadHolders returns a lock's shared holders, ordered by request id.
+func LoadHolders(ctx context.Context, q Querier, name string) ([]*HolderRow, error) {
+	rs, err := q.QueryContext(ctx, `SELECT `+HolderColumns+` FROM lock_holders WHERE lock_name = $1 ORDER BY request_id`, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	return scanHolders(rs)
+}
+
+// LoadAllHolders returns every shared holder, ordered by lock and request id.
+func LoadAllHolders(ctx context.Context, q Querier) ([]*HolderRow, error) {
+	rs, err := q.QueryContext(ctx, `SELECT `+HolderColumns+` FROM lock_holders ORDER BY lock_name, request_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	return scanHolders(rs)
+}
+
+func scanHolders(rs *sql.Rows) ([]*HolderRow, error) {
+	var out []*HolderRow
+	for rs.Next() {
+		r, err := ScanHolder(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+func SaveHolder(ctx context.Context, tx Execer, r *HolderRow) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO lock_holders (`+HolderColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)
+		ON CONFLICT (lock_name, request_id) DO UPDATE SET actor=excluded.actor, intent=excluded.intent,
+		intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid, pid_start=excluded.pid_start,
+		boot_id=excluded.boot_id, created_at=excluded.created_at, heartbeat_at=excluded.heartbeat_at,
+		ttl_seconds=excluded.ttl_seconds, metadata=excluded.metadata, fencing_token=excluded.fencing_token,
+		slot_limit=excluded.slot_limit, updated_seq=excluded.updated_seq`,
+		r.Name, r.RequestID, r.Actor, r.Intent, r.IntentVersion, r.HostID, r.PID, r.PIDStart, r.BootID, r.CreatedAt,
+		r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.FencingToken, r.Limit, r.UpdatedSeq)
+	return err
+}
+
+func DeleteHolder(ctx context.Context, tx Execer, name, requestID string) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM lock_holders WHERE lock_name = $1 AND request_id = $2`, name, requestID)
+	return err
+}

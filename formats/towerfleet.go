@@ -89,25 +89,9 @@ func (f towerFleet) Parse(data []byte) (Holder, error) {
 	if err := checkSize(f.Name(), data); err != nil {
 		return Holder{}, err
 	}
-	if err := schema.Validate(schema.LockFile, data); err != nil {
+	rec, err := ParseRecord(data)
+	if err != nil {
 		return Holder{}, malformed(f.Name(), "%v", err)
-	}
-	var raw struct {
-		events.Record
-		Metadata map[string]json.RawMessage `json:"metadata"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return Holder{}, malformed(f.Name(), "%v", err)
-	}
-	rec := raw.Record
-	rec.Metadata = map[string]string{}
-	for k, v := range raw.Metadata {
-		var s string
-		if json.Unmarshal(v, &s) == nil {
-			rec.Metadata[k] = s
-		} else {
-			rec.Metadata[k] = strings.TrimSpace(string(v))
-		}
 	}
 	if _, err := events.ParseTime(rec.CreatedAt); err != nil {
 		return Holder{}, malformed(f.Name(), "created_at: %v", err)
@@ -119,6 +103,41 @@ func (f towerFleet) Parse(data []byte) (Holder, error) {
 		return Holder{}, malformed(f.Name(), "ttl_seconds %d is out of range", rec.TTLSeconds)
 	}
 	return FromRecord(rec), nil
+}
+
+// ParseRecord parses a lock file in the v1 layout, which every tower-fleet
+// tool and the ledger write. The file must satisfy the v1 schema; metadata
+// values that are not strings are kept as their JSON text. Both the file
+// and the record rendered again in the v1 layout (Record.File) must fit in
+// maxFile, so that what is accepted can be written back and read again.
+func ParseRecord(data []byte) (events.Record, error) {
+	if len(data) > maxFile {
+		return events.Record{}, fmt.Errorf("lock file larger than %d bytes", maxFile)
+	}
+	if err := schema.Validate(schema.LockFile, data); err != nil {
+		return events.Record{}, err
+	}
+	var raw struct {
+		events.Record
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return events.Record{}, err
+	}
+	rec := raw.Record
+	rec.Metadata = map[string]string{}
+	for k, v := range raw.Metadata {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			rec.Metadata[k] = s
+		} else {
+			rec.Metadata[k] = strings.TrimSpace(string(v))
+		}
+	}
+	if n := len(rec.File()); n > maxFile {
+		return events.Record{}, fmt.Errorf("lock file larger than %d bytes once written in the v1 layout (%d bytes, from %d)", maxFile, n, len(data))
+	}
+	return rec, nil
 }
 
 // maxTTL keeps TTL arithmetic far from overflow.

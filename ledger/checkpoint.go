@@ -141,9 +141,7 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q preparedTx, seq int64, now
 	if l.signing.signer == nil || seq == 0 {
 		return nil, nil
 	}
-	var size int64
-	var at string
-	err := q.QueryRowContext(ctx, `SELECT size, created_at FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&size, &at)
+	size, at, err := store.LastCheckpoint(ctx, q)
 	switch {
 	case err == nil:
 		t, perr := events.ParseTime(at)
@@ -172,8 +170,7 @@ func (l *Ledger) signCheckpoint(ctx context.Context, q preparedTx, seq int64, no
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: sign: %w", err)
 	}
-	if _, err := q.ExecContext(ctx, `INSERT INTO checkpoints (size, root, note, key_name, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		seq, root.String(), string(msg), l.signing.signer.Name(), events.FormatTime(now)); err != nil {
+	if err := store.InsertCheckpoint(ctx, q, seq, root.String(), string(msg), l.signing.signer.Name(), events.FormatTime(now)); err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: store: %w", err)
 	}
 	return &Checkpointed{Size: seq, Root: root, Key: l.signing.signer.Name(), Time: now, Note: string(msg), Witnesses: []string{}}, nil

@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/lockledger/lockledger/events"
@@ -11,7 +10,7 @@ import (
 )
 
 // ErrNotEmpty: the ledger to import into already holds events.
-var ErrNotEmpty = errors.New("the ledger to import into already holds events")
+var ErrNotEmpty = store.ErrNotEmpty
 
 // ImportReport is what Import moved.
 type ImportReport struct {
@@ -60,53 +59,11 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 		return nil, err
 	}
 	defer tx.Rollback()
-	var n int64
-	if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM checkpoints) + (SELECT count(*) FROM tlog_hashes)`).Scan(&n); err != nil {
-		return nil, err
+	copied, err := store.CopyLedger(ctx, src, tx, l.store, from.id)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: import into %s: %w", l.where(), err)
 	}
-	if n > 0 {
-		return nil, fmt.Errorf("ledger: import into %s: %w (%d rows); import only into a new ledger", l.where(), ErrNotEmpty, n)
-	}
-	rep := &ImportReport{LedgerID: from.id}
-	var created string
-	if err := src.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'created_at'`).Scan(&created); err != nil {
-		return nil, fmt.Errorf("ledger: import: the source's created_at: %w", err)
-	}
-	for k, v := range map[string]string{"ledger_id": from.id, "created_at": created} {
-		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = $1 WHERE key = $2`, v, k); err != nil {
-			return nil, err
-		}
-	}
-	for _, table := range []string{"events", "tlog_hashes", "checkpoints", "locks", "lock_holders"} {
-		switch table {
-		case "locks":
-			if _, err := tx.ExecContext(ctx, `DELETE FROM locks`); err != nil {
-				return nil, err
-			}
-		case "lock_holders":
-			if _, err := tx.ExecContext(ctx, `DELETE FROM lock_holders`); err != nil {
-				return nil, err
-			}
-		}
-		k, err := store.CopyTable(ctx, src, tx, table)
-		if err != nil {
-			return nil, fmt.Errorf("ledger: import %s: %w", table, err)
-		}
-		switch table {
-		case "events":
-			rep.Events = k
-		case "checkpoints":
-			rep.Checkpoints = k
-		case "locks":
-			rep.Locks = k
-		}
-	}
-	if l.store.ManyHosts() {
-		// Checkpoint ids were copied: the next one follows them.
-		if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('checkpoints', 'id'), coalesce((SELECT max(id) FROM checkpoints), 0) + 1, false)`); err != nil {
-			return nil, err
-		}
-	}
+	rep := &ImportReport{LedgerID: from.id, Events: copied.Events, Checkpoints: copied.Checkpoints, Locks: copied.Locks}
 	if rep.HeadSeq, rep.HeadHash, err = store.Head(ctx, tx, events.Genesis(from.id)); err != nil {
 		return nil, err
 	}

@@ -1,13 +1,9 @@
 package ledger
 
 import (
-	"encoding/json"
-	"fmt"
-	"strings"
-
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/internal/lockfile"
-	"github.com/lockledger/lockledger/schema"
 )
 
 // The lock files in ROOT/locks are kept by internal/lockfile, which places,
@@ -33,38 +29,5 @@ func unreadableFile(f lockfile.State) *UnreadableFile {
 	return &UnreadableFile{Path: f.Path, Size: f.Size, Modified: f.Mtime.UTC()}
 }
 
-// ParseLockFile parses a lock file written by any tower-fleet v1 tool.
-// The file must satisfy the v1 schema; metadata values that are not
-// strings are kept as their JSON text. Both the file and the record
-// rendered again in the v1 layout (Record.File) must fit in maxLockFile.
-func ParseLockFile(data []byte) (events.Record, error) {
-	if len(data) > maxLockFile {
-		return events.Record{}, fmt.Errorf("lock file larger than %d bytes", maxLockFile)
-	}
-	if err := schema.Validate(schema.LockFile, data); err != nil {
-		return events.Record{}, err
-	}
-	var raw struct {
-		events.Record
-		Metadata map[string]json.RawMessage `json:"metadata"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return events.Record{}, err
-	}
-	rec := raw.Record
-	rec.Metadata = map[string]string{}
-	for k, v := range raw.Metadata {
-		var s string
-		if json.Unmarshal(v, &s) == nil {
-			rec.Metadata[k] = s
-		} else {
-			rec.Metadata[k] = strings.TrimSpace(string(v))
-		}
-	}
-	// The ledger may write back what it accepts (Record.File), and must be
-	// able to read that back too.
-	if n := len(rec.File()); n > maxLockFile {
-		return events.Record{}, fmt.Errorf("lock file larger than %d bytes once written in the v1 layout (%d bytes, from %d)", maxLockFile, n, len(data))
-	}
-	return rec, nil
-}
+// ParseLockFile parses a lock file in the v1 layout (formats.ParseRecord).
+func ParseLockFile(data []byte) (events.Record, error) { return formats.ParseRecord(data) }

@@ -3,9 +3,64 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
+
+// ErrNotEmpty: the ledger to import into already holds events.
+var ErrNotEmpty = errors.New("the ledger to import into already holds events")
+
+// Copied counts the rows CopyLedger copied.
+type Copied struct {
+	Events, Checkpoints, Locks int64
+}
+
+// CopyLedger copies the whole ledger read through src into dst, which must
+// hold no events, checkpoints or Merkle rows yet (ErrNotEmpty): the ledger's
+// id and creation time (dst takes the source's identity: its chain
+// continues the source's), every event byte for byte, the stored Merkle
+// hashes, the checkpoints with their ids, and the locks and lock_holders
+// tables. s is dst's store, which makes the copied ids take effect.
+func CopyLedger(ctx context.Context, src, dst *sql.Tx, s Store, ledgerID string) (Copied, error) {
+	var c Copied
+	var n int64
+	if err := dst.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM checkpoints) + (SELECT count(*) FROM tlog_hashes)`).Scan(&n); err != nil {
+		return c, err
+	}
+	if n > 0 {
+		return c, fmt.Errorf("%w (%d rows); import only into a new ledger", ErrNotEmpty, n)
+	}
+	var created string
+	if err := src.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'created_at'`).Scan(&created); err != nil {
+		return c, fmt.Errorf("the source's created_at: %w", err)
+	}
+	for k, v := range map[string]string{"ledger_id": ledgerID, "created_at": created} {
+		if _, err := dst.ExecContext(ctx, `UPDATE meta SET value = $1 WHERE key = $2`, v, k); err != nil {
+			return c, err
+		}
+	}
+	if _, err := dst.ExecContext(ctx, `DELETE FROM locks`); err != nil {
+		return c, err
+	}
+	if _, err := dst.ExecContext(ctx, `DELETE FROM lock_holders`); err != nil {
+		return c, err
+	}
+	for _, table := range []struct {
+		name  string
+		count *int64
+	}{{"events", &c.Events}, {"tlog_hashes", nil}, {"checkpoints", &c.Checkpoints}, {"locks", &c.Locks}, {"lock_holders", nil}} {
+		k, err := CopyTable(ctx, src, dst, table.name)
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", table.name, err)
+		}
+		if table.count != nil {
+			*table.count = k
+		}
+	}
+	return c, s.FollowCopiedIDs(ctx, dst)
+}
 
 // copyBatch is the number of rows one INSERT of CopyTable carries.
 const copyBatch = 200

@@ -68,6 +68,9 @@ type Store interface {
 	// database itself: damaged pages (full: every page), missing or
 	// altered append-only guards.
 	CheckStorage(ctx context.Context, q Querier, full bool, rep *replay.Report) error
+	// FollowCopiedIDs makes the checkpoint ids copied in tx take effect:
+	// the next checkpoint's id follows them.
+	FollowCopiedIDs(ctx context.Context, tx Execer) error
 	// Close closes the database.
 	Close() error
 	// Detach is Close for a process about to exit: what is left to do is

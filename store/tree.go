@@ -185,6 +185,20 @@ func HashTail(ctx context.Context, tx *sql.Tx, log *slog.Logger, hashed int64, l
 	return int64(len(out)), gap, nil
 }
 
+// LastCheckpoint is the size and creation time of the last stored
+// checkpoint (sql.ErrNoRows when there is none).
+func LastCheckpoint(ctx context.Context, q Querier) (size int64, createdAt string, err error) {
+	err = q.QueryRowContext(ctx, `SELECT size, created_at FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&size, &createdAt)
+	return size, createdAt, err
+}
+
+// InsertCheckpoint stores a signed checkpoint of the first size events.
+func InsertCheckpoint(ctx context.Context, tx Execer, size int64, root, note, keyName, createdAt string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (size, root, note, key_name, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		size, root, note, keyName, createdAt)
+	return err
+}
+
 // StoredCheckpoint is a checkpoint as the ledger keeps it.
 type StoredCheckpoint struct {
 	ID   int64

@@ -229,6 +229,12 @@ func (s *Store) CheckStorage(ctx context.Context, q store.Querier, _ bool, rep *
 	return storagecheck.Postgres(ctx, q, rep)
 }
 
+// FollowCopiedIDs sets the checkpoints' id sequence past the copied ids.
+func (s *Store) FollowCopiedIDs(ctx context.Context, tx store.Execer) error {
+	_, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('checkpoints', 'id'), coalesce((SELECT max(id) FROM checkpoints), 0) + 1, false)`)
+	return err
+}
+
 func (s *Store) Close() error {
 	err := s.db.Close()
 	s.pool.Close()

@@ -204,6 +204,9 @@ func (s *Store) CheckStorage(ctx context.Context, q store.Querier, full bool, re
 	return storagecheck.SQLite(ctx, q, full, rep)
 }
 
+// FollowCopiedIDs: an INTEGER PRIMARY KEY follows the largest id already.
+func (s *Store) FollowCopiedIDs(context.Context, store.Execer) error { return nil }
+
 func (s *Store) Close() error { return s.db.Close() }
 
 // WALTrimAbove is the size of ledger.db-wal above which a detaching writer

@@ -137,7 +137,7 @@ func (l *Ledger) checkpointNow(ctx context.Context) (*Checkpointed, error) {
 
 // dueCheckpoint signs and stores a checkpoint of the first seq events in
 // the write transaction q when the policy says one is due; nil otherwise.
-func (l *Ledger) dueCheckpoint(ctx context.Context, q preparedTx, seq int64, now time.Time) (*Checkpointed, error) {
+func (l *Ledger) dueCheckpoint(ctx context.Context, q store.PreparedTx, seq int64, now time.Time) (*Checkpointed, error) {
 	if l.signing.signer == nil || seq == 0 {
 		return nil, nil
 	}
@@ -157,7 +157,7 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q preparedTx, seq int64, now
 // signCheckpoint signs and stores a checkpoint of the first seq events.
 // One signed on the writer's own carries its policy: the promise that
 // verify holds later events to.
-func (l *Ledger) signCheckpoint(ctx context.Context, q preparedTx, seq int64, now time.Time, auto bool) (*Checkpointed, error) {
+func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int64, now time.Time, auto bool) (*Checkpointed, error) {
 	root, err := tlog.TreeHash(seq, store.TreeReader(ctx, q))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: the tree of %d events: %w", seq, err)

@@ -174,9 +174,7 @@ type Ledger struct {
 	readOnly bool
 	signing  signing
 
-	stmtMu  sync.Mutex
-	stmts   map[string]*sql.Stmt                   // see preparedTx
-	pending map[string]func(context.Context) error // statements to prepare before the next write
+	stmts *store.Statements // the write path's prepared statements
 
 	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
 	// witnesses copies signed checkpoints out (see publisher).
@@ -243,12 +241,9 @@ func (l *Ledger) Close() error {
 	}
 	l.closed = true
 	defer l.files.Close()
-	l.stmtMu.Lock()
-	for _, st := range l.stmts {
-		st.Close()
+	if l.stmts != nil {
+		l.stmts.Close()
 	}
-	l.stmts = nil
-	l.stmtMu.Unlock()
 	err := l.store.Close()
 	if l.flock != nil {
 		if cerr := l.flock.Close(); err == nil {

@@ -56,14 +56,14 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		}
 	}()
 	if c.database != "" {
-		if err := l.openPostgres(ctx, &c); err != nil {
-			return nil, err
-		}
-		return l, nil
+		err = l.openPostgres(ctx, &c)
+	} else {
+		err = l.openSQLite(ctx, &c)
 	}
-	if err := l.openSQLite(ctx, &c); err != nil {
+	if err != nil {
 		return nil, err
 	}
+	l.stmts = store.NewStatements(l.store)
 	return l, nil
 }
 

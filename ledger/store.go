@@ -8,15 +8,13 @@ import (
 )
 
 // beginWrite starts a write transaction at the store's serialisation
-// point and reads the time its decision is made at. Where the driver keeps
-// no statements itself, the statements the last write ran unprepared are
-// prepared first (see preparedTx), while no transaction holds a
-// connection, so that they land on the connection the transaction then
-// takes (a CLI process has exactly one) instead of opening another one.
+// point and reads the time its decision is made at. The statements the
+// last write ran unprepared are prepared first (store.Statements), while no
+// transaction holds a connection, so that they land on the connection the
+// transaction then takes (a CLI process has exactly one) instead of
+// opening another one.
 func (l *Ledger) beginWrite(ctx context.Context) (*sql.Tx, time.Time, error) {
-	if !l.store.CachesStatements() {
-		l.preparePending(ctx)
-	}
+	l.stmts.PreparePending(ctx)
 	tx, err := l.store.Begin(ctx)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("ledger: begin: %w", err)

@@ -20,7 +20,7 @@ type writeTx struct {
 	l        *Ledger
 	ctx      context.Context
 	tx       *sql.Tx
-	q        preparedTx // tx through prepared statements
+	q        store.PreparedTx // tx through prepared statements
 	now      time.Time
 	v        *view
 	seq      int64
@@ -74,7 +74,7 @@ func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error,
 		return err
 	}
 	defer tx.Rollback()
-	w := &writeTx{l: l, ctx: ctx, tx: tx, q: preparedTx{l: l, tx: tx}, now: now, v: &view{}}
+	w := &writeTx{l: l, ctx: ctx, tx: tx, q: l.stmts.In(tx), now: now, v: &view{}}
 	outcome, err := fn(w)
 	if err != nil {
 		w.abort()

@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+)
+
+// Statements runs a write transaction's statements through statements
+// prepared once on the pool, which database/sql keeps prepared per
+// connection, so that the write path does not parse the same SQL again on
+// every call. A statement not prepared yet runs through the transaction as
+// SQL and is prepared by PreparePending before the next write begins:
+// preparing it on the pool while the transaction holds the pool's only
+// connection would open a second one (its settings applied, the schema
+// parsed and the WAL opened again). Where the driver keeps prepared
+// statements per connection itself (pgx), every statement runs as SQL: one
+// prepared on the transaction would be deallocated at its end, one more
+// round trip for each, and parsed again by the next.
+type Statements struct {
+	db     *sql.DB
+	cached bool // the driver caches statements itself
+
+	mu      sync.Mutex
+	stmts   map[string]*sql.Stmt
+	pending map[string]bool
+}
+
+// NewStatements is the statement cache of s.
+func NewStatements(s Store) *Statements {
+	return &Statements{db: s.DB(), cached: s.CachesStatements(), stmts: map[string]*sql.Stmt{}, pending: map[string]bool{}}
+}
+
+// In runs tx's statements through the cache.
+func (c *Statements) In(tx *sql.Tx) PreparedTx { return PreparedTx{c: c, tx: tx} }
+
+// PreparePending prepares on the pool the statements that ran as SQL since
+// the last call. One that does not prepare is left to run as SQL. Call it
+// while no transaction holds a connection.
+func (c *Statements) PreparePending(ctx context.Context) {
+	if c.cached {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for query := range c.pending {
+		delete(c.pending, query)
+		if c.stmts[query] != nil {
+			continue
+		}
+		if st, err := c.db.PrepareContext(ctx, query); err == nil {
+			c.stmts[query] = st
+		}
+	}
+}
+
+// Close closes the prepared statements.
+func (c *Statements) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.stmts {
+		st.Close()
+	}
+	c.stmts = map[string]*sql.Stmt{}
+}
+
+// stmt is query as a statement prepared on the pool, nil where it runs as
+// SQL (noted for PreparePending).
+func (c *Statements) stmt(query string) *sql.Stmt {
+	if c.cached {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stmts[query]
+	if st == nil {
+		c.pending[query] = true
+	}
+	return st
+}
+
+// PreparedTx is a write transaction whose statements run through a
+// Statements cache.
+type PreparedTx struct {
+	c  *Statements
+	tx *sql.Tx
+}
+
+func (p PreparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := p.c.stmt(query); st != nil {
+		return p.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return p.tx.QueryRowContext(ctx, query, args...)
+}
+
+func (p PreparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := p.c.stmt(query); st != nil {
+		return p.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return p.tx.QueryContext(ctx, query, args...)
+}
+
+func (p PreparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := p.c.stmt(query); st != nil {
+		return p.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return p.tx.ExecContext(ctx, query, args...)
+}

@@ -91,7 +91,7 @@ func (f Filter) query(cols string) (string, []any) {
 // column names column c in a condition of a query served by the index
 // whose first column is index ("" for none): as it is where that index
 // serves the condition (at is the second column of every index), else as
-// an expression no index serves (|| '' for text, + for seq), so that the
+// an expression no index serves (|| ” for text, + for seq), so that the
 // planner of either engine picks that index.
 func column(c, index string) string {
 	switch {

@@ -3,7 +3,6 @@ package proc
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -58,28 +57,59 @@ func descendants() []int {
 
 // childrenOf lists pid's children from /proc/PID/task/TID/children (one
 // file per thread: a child is its parent thread's); where the kernel has
-// no such files, from the parent field of every /proc/PID/stat.
+// no such files, from the parent field of every /proc/PID/stat. The task
+// directory is listed once and each file read with one open, read and
+// close into one buffer: this runs on every SIGCHLD of a run.
 func childrenOf(pid int) []int {
-	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
-	if err != nil || len(tasks) == 0 {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
-			return nil
-		}
-		return childrenByStat(pid)
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tids, err := readNames(dir)
+	if err != nil {
+		return nil
 	}
 	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
+	buf := make([]byte, 4096)
+	found := false
+	for _, tid := range tids {
+		b, ok := readSmall(dir+tid+"/children", buf)
+		if !ok {
 			continue
 		}
+		found = true
 		for _, f := range strings.Fields(string(b)) {
 			if n, err := strconv.Atoi(f); err == nil {
 				out = append(out, n)
 			}
 		}
 	}
+	if !found {
+		return childrenByStat(pid)
+	}
 	return out
+}
+
+// readNames lists a directory's names.
+func readNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
+
+// readSmall reads a small /proc file into buf with one open, read and
+// close (os.ReadFile would stat it first, and /proc reports size 0).
+func readSmall(path string, buf []byte) ([]byte, bool) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, buf)
+	if err != nil || n < 0 {
+		return nil, false
+	}
+	return buf[:n], true
 }
 
 // childrenByStat is childrenOf from a scan of every /proc/PID/stat.

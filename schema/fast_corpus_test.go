@@ -169,16 +169,16 @@ func validSeeds(tb testing.TB) []seedBody {
 		ConsecutiveFailures: 3, Error: "database is locked", LockLost: true}))
 	full()
 	add("blocked", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 12, "req_e"), &events.Blocked{
-		HeldBy: events.HolderOf(prev), State: events.StateHeld, WaitedSeconds: 1.5}))
+		HeldBy: new(events.HolderOf(prev)), State: events.StateHeld, WaitedSeconds: 1.5}))
 	holder := events.HolderOf(prev)
 	holder.Intent = ""
 	add("blocked foreign", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 13, "req_f"), &events.Blocked{
-		HeldBy: holder, State: events.StateStale, WaitedSeconds: 0, Foreign: true}))
+		HeldBy: &holder, State: events.StateStale, WaitedSeconds: 0, Foreign: true}))
 	add("blocked everything", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
-		HeldBy: events.HolderOf(prev), State: events.StateDead, WaitedSeconds: 30, Foreign: true}))
+		HeldBy: new(events.HolderOf(prev)), State: events.StateDead, WaitedSeconds: 30, Foreign: true}))
 	full()
 	add("blocked shared", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
-		HeldBy: events.HolderOf(prev), State: events.StateHeld, WaitedSeconds: 2, Mode: events.ModeShared, Limit: 2}))
+		HeldBy: new(events.HolderOf(prev)), State: events.StateHeld, WaitedSeconds: 2, Mode: events.ModeShared, Limit: 2}))
 	full()
 	add("refused release", events.ActionRefused, mustBody(tb, env(events.ActionRefused, 15, "req_h"), &events.Refused{
 		Action: events.ActionRelease, Error: "not the holder: deploy-prod is held by req_old", State: events.StateHeld,

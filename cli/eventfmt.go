@@ -233,9 +233,7 @@ func Details(ev *replay.Event) string {
 		add("error %q", ev.Error)
 	case events.AcquireBlocked:
 		add("state %s", ev.State)
-		if h := ev.HeldBy; h != nil {
-			add("held by %s (%s, pid %d@%s, since %s)", h.RequestID, h.Actor, h.PID, h.HostID, h.CreatedAt)
-		}
+		heldBy(ev, add)
 		if ev.Foreign {
 			add("foreign lock file")
 		}
@@ -248,9 +246,7 @@ func Details(ev *replay.Event) string {
 		if ev.State != "" {
 			add("state %s", ev.State)
 		}
-		if h := ev.HeldBy; h != nil {
-			add("held by %s (%s, pid %d@%s, since %s)", h.RequestID, h.Actor, h.PID, h.HostID, h.CreatedAt)
-		}
+		heldBy(ev, add)
 		add("error %q", ev.Error)
 	case events.LockProjected:
 		if ev.BrokenChainAccepted {
@@ -310,6 +306,17 @@ func Details(ev *replay.Event) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// heldBy adds what blocked or refused an action: the holder, or the
+// unreadable file at the lock's path (never shown as a holder).
+func heldBy(ev *replay.Event, add func(format string, a ...any)) {
+	switch h := ev.HeldBy; {
+	case ev.UnreadableFile != nil:
+		add("held by an %s", ev.UnreadableFile)
+	case h != nil:
+		add("held by %s (%s, pid %d@%s, since %s)", h.RequestID, h.Actor, h.PID, h.HostID, h.CreatedAt)
+	}
 }
 
 func eventCount(n int64) string {

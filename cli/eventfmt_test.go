@@ -104,3 +104,21 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 		t.Errorf("terminated: %q, want %q", got, want)
 	}
 }
+
+// TestDetailsOfAnUnreadableFileNameTheFile: acquire_blocked and
+// action_refused caused by an unreadable lock file say what the file is,
+// never a holder.
+func TestDetailsOfAnUnreadableFileNameTheFile(t *testing.T) {
+	u := &events.UnreadableFile{Path: "/r/locks/deploy.lock", SizeBytes: 37, Modified: "2026-03-04T05:06:07Z"}
+	for _, ev := range []replay.Event{
+		{Envelope: events.Envelope{Type: events.AcquireBlocked}, State: events.StateHeld, UnreadableFile: u, Foreign: true},
+		{Envelope: events.Envelope{Type: events.ActionRefused}, Action: events.ActionSteal, Error: "refused", State: events.StateHeld,
+			UnreadableFile: u},
+	} {
+		got := Details(&ev)
+		if want := "state held, held by an unreadable lock file at /r/locks/deploy.lock (37 bytes, modified 2026-03-04T05:06:07Z)"; !strings.Contains(got, want) ||
+			strings.Count(got, "held by") != 1 {
+			t.Errorf("%s: details %q, want %q once", ev.Type, got, want)
+		}
+	}
+}

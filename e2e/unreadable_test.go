@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockledger/lockledger/internal/clitest"
 )
@@ -168,5 +170,62 @@ func TestTheTimelineSaysOnceWhereProjectKeptAnUnreadableFile(t *testing.T) {
 	r := clitest.Must(t, 0, root, "timeline", "--lock", "deploy")
 	if n := strings.Count(r.Stdout, "moved aside to "+aside); n != 1 {
 		t.Fatalf("the timeline says %d times where the file was kept aside, want once:\n%s", n, r.Stdout)
+	}
+}
+
+// TestAnUnreadableLockFileIsRecordedAsWhatItIs: the events a lock blocked
+// by an unreadable file records (acquire_blocked, with and without
+// --wait; action_refused of a release and a steal) name the file (path,
+// size, modification time) and carry no holder: never a made-up one
+// (request unknown, pid 0 on host unknown, since 1970). history and the
+// timeline say the same.
+func TestAnUnreadableLockFileIsRecordedAsWhatItIs(t *testing.T) {
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	clitest.Must(t, 0, root, "acquire", "other", "--pid", self)
+	path := filepath.Join(root, "locks", "deploy.lock")
+	if err := os.WriteFile(path, garbage, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	modified := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	if err := os.Chtimes(path, modified, modified); err != nil {
+		t.Fatal(err)
+	}
+	clitest.Must(t, 3, root, "acquire", "deploy", "--pid", self)
+	clitest.Must(t, 3, root, "acquire", "deploy", "--pid", self, "--wait", "100ms")
+	clitest.Must(t, 5, root, "release", "deploy", "--request-id", "req_nobody")
+	clitest.Must(t, 3, root, "steal", "deploy", "--pid", self, "--reason", "test")
+
+	want := map[string]any{"path": path, "size_bytes": float64(len(garbage)), "modified": modified.Format(time.RFC3339)}
+	for typ, n := range map[string]int{"acquire_blocked": 2, "action_refused": 2} {
+		bodies := clitest.Strings(t, root, `SELECT body FROM events WHERE type = '`+typ+`' AND lock_name = 'deploy' ORDER BY seq`)
+		if len(bodies) != n {
+			t.Fatalf("%d %s events, want %d", len(bodies), typ, n)
+		}
+		for _, b := range bodies {
+			var ev map[string]any
+			if err := json.Unmarshal([]byte(b), &ev); err != nil {
+				t.Fatal(err)
+			}
+			if held, ok := ev["held_by"]; ok {
+				t.Errorf("%s records a holder %v for an unreadable file:\n%s", typ, held, b)
+			}
+			if got, _ := ev["unreadable_file"].(map[string]any); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s records unreadable_file %v, want %v:\n%s", typ, got, want, b)
+			}
+		}
+	}
+	assertChain(t, root)
+
+	desc := fmt.Sprintf("unreadable lock file at %s (%d bytes, modified %s)", path, len(garbage), modified.Format(time.RFC3339))
+	madeUp := regexp.MustCompile(`pid 0@|@unknown|1970|held by unknown`)
+	for _, args := range [][]string{{"history", "deploy"}, {"timeline", "--lock", "deploy"}} {
+		out := clitest.Must(t, 0, root, args...).Stdout
+		for _, line := range strings.Split(out, "\n") {
+			if (strings.Contains(line, "acquire_blocked") || strings.Contains(line, "action_refused")) &&
+				(!strings.Contains(line, "held by an "+desc) || madeUp.MatchString(line)) {
+				t.Errorf("%s: %s", strings.Join(args, " "), line)
+			}
+		}
 	}
 }

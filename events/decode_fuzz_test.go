@@ -33,7 +33,7 @@ func sampleBodies(tb testing.TB) map[events.Type][]byte {
 		events.LockReleased: &events.Released{HeldDurationSeconds: 12.5, Result: events.ResultFailure,
 			FailureStep: "migrate", ExitCode: &code, Forced: true, ReleasedRequestID: "req_old", FencingToken: 7},
 		events.HeartbeatFailed: &events.HeartbeatFailedPayload{ConsecutiveFailures: 3, Error: "database is locked", LockLost: true},
-		events.AcquireBlocked: &events.Blocked{HeldBy: events.HolderOf(rec), State: "stale", WaitedSeconds: 1.5,
+		events.AcquireBlocked: &events.Blocked{HeldBy: new(events.HolderOf(rec)), State: "stale", WaitedSeconds: 1.5,
 			Foreign: true},
 		events.ActionRefused: &events.Refused{Action: events.ActionSteal, Error: "holder is alive", State: "held",
 			HeldBy: &holder},

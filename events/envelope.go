@@ -115,12 +115,15 @@ type Released struct {
 }
 
 // Refused is action_refused's payload: who asked is the envelope; what
-// was refused, why (the error shown to the caller), and the holder at the time.
+// was refused, why (the error shown to the caller), and the holder at the
+// time: HeldBy, or UnreadableFile when the lock's path holds a file that
+// does not parse (neither when the lock was free).
 type Refused struct {
-	Action string  `json:"action"`
-	Error  string  `json:"error"`
-	State  string  `json:"state,omitempty"`
-	HeldBy *Holder `json:"held_by,omitempty"`
+	Action         string          `json:"action"`
+	Error          string          `json:"error"`
+	State          string          `json:"state,omitempty"`
+	HeldBy         *Holder         `json:"held_by,omitempty"`
+	UnreadableFile *UnreadableFile `json:"unreadable_file,omitempty"`
 }
 
 // Projected is lock_projected's payload: what one `project` run changed
@@ -195,12 +198,16 @@ type HeartbeatFailedPayload struct {
 	LockLost            bool   `json:"lock_lost"`
 }
 
-// Blocked is acquire_blocked's payload.
+// Blocked is acquire_blocked's payload. What blocked is one of HeldBy
+// (the holder) and UnreadableFile (a file at the lock's path that does not
+// parse, held to fail safe); events written before UnreadableFile existed
+// always carry HeldBy.
 type Blocked struct {
-	HeldBy        Holder  `json:"held_by"`
-	State         string  `json:"state"`
-	WaitedSeconds float64 `json:"waited_seconds"`
-	Foreign       bool    `json:"foreign,omitempty"`
+	HeldBy         *Holder         `json:"held_by,omitempty"`
+	UnreadableFile *UnreadableFile `json:"unreadable_file,omitempty"`
+	State          string          `json:"state"`
+	WaitedSeconds  float64         `json:"waited_seconds"`
+	Foreign        bool            `json:"foreign,omitempty"`
 	// Mode and Limit are what the caller asked for, as in Acquired.
 	Mode  string `json:"mode,omitempty"`
 	Limit int64  `json:"limit,omitempty"`

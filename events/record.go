@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -81,4 +82,19 @@ type Holder struct {
 func HolderOf(r Record) Holder {
 	return Holder{RequestID: r.RequestID, Actor: r.Actor, Intent: r.Intent, HostID: r.HostID, PID: r.PID,
 		CreatedAt: r.CreatedAt, LastHeartbeatAt: r.LastHeartbeatAt}
+}
+
+// UnreadableFile is a file at a lock's path that does not parse as a lock:
+// what it is (where, how big, when it last changed), recorded in place of
+// a holder, since none can be read from it.
+type UnreadableFile struct {
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+	// Modified is the file's modification time, RFC 3339 UTC seconds.
+	Modified string `json:"modified"`
+}
+
+// String is how the file is shown wherever a holder would be.
+func (u *UnreadableFile) String() string {
+	return fmt.Sprintf("unreadable lock file at %s (%d bytes, modified %s)", u.Path, u.SizeBytes, u.Modified)
 }

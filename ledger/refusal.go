@@ -67,8 +67,7 @@ func (w *writeTx) refuse(action string, id Identity, h *holding, refusal error) 
 	p := &events.Refused{Action: action, Error: msg, State: events.StateFree}
 	if h != nil {
 		p.State, _ = judge(h, w.now, w.l.host, w.l.probe, 0)
-		holder := events.HolderOf(h.rec)
-		p.HeldBy = &holder
+		p.HeldBy, p.UnreadableFile = heldBy(h)
 	}
 	if _, err := w.append(events.ActionRefused, id, p); err != nil {
 		return nil, err

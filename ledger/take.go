@@ -16,14 +16,24 @@ func (w *writeTx) blocked(req AcquireRequest, h *holding, state string, outcome 
 	if !req.RecordBlocked && !(req.Waiting && state == events.StateStale) {
 		return outcome, nil
 	}
-	_, err := w.append(events.AcquireBlocked, req.Identity, &events.Blocked{
-		HeldBy: events.HolderOf(h.rec), State: state, WaitedSeconds: seconds(req.Waited), Foreign: h.foreign,
-		Mode: req.mode(), Limit: req.Limit,
-	})
+	p := &events.Blocked{State: state, WaitedSeconds: seconds(req.Waited), Foreign: h.foreign, Mode: req.mode(), Limit: req.Limit}
+	p.HeldBy, p.UnreadableFile = heldBy(h)
+	_, err := w.append(events.AcquireBlocked, req.Identity, p)
 	if err != nil {
 		return nil, err
 	}
 	return outcome, nil
+}
+
+// heldBy is what holds h, as events record it: its holder, or, for a file
+// at the lock's path that does not parse, that file (h.rec is then a
+// placeholder and is never recorded).
+func heldBy(h *holding) (*events.Holder, *events.UnreadableFile) {
+	if u := h.corrupt; u != nil {
+		return nil, &events.UnreadableFile{Path: u.Path, SizeBytes: u.Size, Modified: u.Modified.UTC().Format(time.RFC3339)}
+	}
+	holder := events.HolderOf(h.rec)
+	return &holder, nil
 }
 
 // take gives the lock to req: lock_acquired when prev is nil, else

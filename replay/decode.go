@@ -362,6 +362,9 @@ func (d *fastDecoder) event(ev *Event) bool {
 		case schema.EventHeldBy:
 			ev.HeldBy = &events.Holder{}
 			return d.holder(ev.HeldBy)
+		case schema.EventUnreadableFile:
+			ev.UnreadableFile = &events.UnreadableFile{}
+			return d.unreadableFile(ev.UnreadableFile)
 		case schema.EventState:
 			return d.setStr(&ev.State)
 		case schema.EventWaitedSeconds:
@@ -584,6 +587,25 @@ func (d *fastDecoder) holder(h *events.Holder) bool {
 			return d.setStr(&h.CreatedAt)
 		case schema.HolderLastHeartbeatAt:
 			return d.setStr(&h.LastHeartbeatAt)
+		}
+		return false
+	})
+}
+
+func (d *fastDecoder) unreadableFile(u *events.UnreadableFile) bool {
+	var seen uint64
+	return d.members(func(key string) bool {
+		f, ok := schema.UnreadableFileFieldOf(key)
+		if !ok || !once(&seen, uint(f)) {
+			return false
+		}
+		switch f {
+		case schema.UnreadableFilePath:
+			return d.setStr(&u.Path)
+		case schema.UnreadableFileSizeBytes:
+			return d.setInt64(&u.SizeBytes)
+		case schema.UnreadableFileModified:
+			return d.setStr(&u.Modified)
 		}
 		return false
 	})

@@ -51,11 +51,14 @@ type Event struct {
 	Error               string `json:"error"` // also action_refused
 	LockLost            bool   `json:"lock_lost"`
 
-	// acquire_blocked (held_by and state also action_refused)
-	HeldBy        *events.Holder `json:"held_by"`
-	State         string         `json:"state"`
-	WaitedSeconds float64        `json:"waited_seconds"`
-	Foreign       bool           `json:"foreign"`
+	// acquire_blocked (held_by, unreadable_file and state also
+	// action_refused): what blocked is the holder, or a file at the lock's
+	// path that does not parse
+	HeldBy         *events.Holder         `json:"held_by"`
+	UnreadableFile *events.UnreadableFile `json:"unreadable_file"`
+	State          string                 `json:"state"`
+	WaitedSeconds  float64                `json:"waited_seconds"`
+	Foreign        bool                   `json:"foreign"`
 
 	// action_refused: the refused action; job_processes: what was done
 	// to the processes

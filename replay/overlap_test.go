@@ -117,7 +117,7 @@ func (g *ovlLog) heartbeat(lock, req string) int64 {
 }
 
 func (g *ovlLog) blocked(lock, req, holder string) int64 {
-	return g.add(events.AcquireBlocked, lock, req, &events.Blocked{State: "held", HeldBy: events.Holder{RequestID: holder,
+	return g.add(events.AcquireBlocked, lock, req, &events.Blocked{State: "held", HeldBy: &events.Holder{RequestID: holder,
 		Actor: "tester", HostID: "host-a", PID: 42, CreatedAt: "2026-01-02T03:04:05Z", LastHeartbeatAt: "2026-01-02T03:04:05Z"}})
 }
 

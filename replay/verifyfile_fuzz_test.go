@@ -28,7 +28,7 @@ func vfExport(tb testing.TB) ([]byte, string) {
 	}{
 		{events.LockAcquired, "req_a", &events.Acquired{TTLSeconds: 60, FencingToken: 1, Metadata: map[string]string{"k": "v"}}},
 		{events.LockHeartbeat, "req_a", &events.Heartbeat{}},
-		{events.AcquireBlocked, "req_b", &events.Blocked{HeldBy: events.HolderOf(prevRec), State: "held"}},
+		{events.AcquireBlocked, "req_b", &events.Blocked{HeldBy: new(events.HolderOf(prevRec)), State: "held"}},
 		{events.LockStolen, "req_b", &events.Stolen{Acquired: events.Acquired{TTLSeconds: 60, FencingToken: 4,
 			Metadata: map[string]string{}}, PreviousLock: prevRec, PreviousLockHash: events.LockFileHash(prevRec.File()), Reason: events.ReasonForcedActive}},
 		{events.LockReleased, "req_b", &events.Released{HeldDurationSeconds: 1.5, Result: events.ResultSuccess, FencingToken: 4}},

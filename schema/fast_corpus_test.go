@@ -169,16 +169,24 @@ func validSeeds(tb testing.TB) []seedBody {
 		ConsecutiveFailures: 3, Error: "database is locked", LockLost: true}))
 	full()
 	add("blocked", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 12, "req_e"), &events.Blocked{
-		HeldBy: events.HolderOf(prev), State: events.StateHeld, WaitedSeconds: 1.5}))
+		HeldBy: new(events.HolderOf(prev)), State: events.StateHeld, WaitedSeconds: 1.5}))
 	holder := events.HolderOf(prev)
 	holder.Intent = ""
 	add("blocked foreign", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 13, "req_f"), &events.Blocked{
-		HeldBy: holder, State: events.StateStale, WaitedSeconds: 0, Foreign: true}))
+		HeldBy: &holder, State: events.StateStale, WaitedSeconds: 0, Foreign: true}))
 	add("blocked everything", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
-		HeldBy: events.HolderOf(prev), State: events.StateDead, WaitedSeconds: 30, Foreign: true}))
+		HeldBy: new(events.HolderOf(prev)), State: events.StateDead, WaitedSeconds: 30, Foreign: true}))
 	full()
 	add("blocked shared", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
-		HeldBy: events.HolderOf(prev), State: events.StateHeld, WaitedSeconds: 2, Mode: events.ModeShared, Limit: 2}))
+		HeldBy: new(events.HolderOf(prev)), State: events.StateHeld, WaitedSeconds: 2, Mode: events.ModeShared, Limit: 2}))
+	unreadable := &events.UnreadableFile{Path: "/srv/locks/deploy-prod.lock", SizeBytes: 37, Modified: "2026-11-22T22:23:54Z"}
+	add("blocked by an unreadable file", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
+		UnreadableFile: unreadable, State: events.StateHeld, WaitedSeconds: 0, Foreign: true}))
+	full()
+	add("blocked by an empty unreadable file", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
+		UnreadableFile: &events.UnreadableFile{Path: "/x", Modified: "2026-11-22T22:23:54.5+01:00"}, State: events.StateHeld, WaitedSeconds: 1}))
+	add("blocked by nothing named", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
+		State: events.StateHeld, WaitedSeconds: 1}))
 	full()
 	add("refused release", events.ActionRefused, mustBody(tb, env(events.ActionRefused, 15, "req_h"), &events.Refused{
 		Action: events.ActionRelease, Error: "not the holder: deploy-prod is held by req_old", State: events.StateHeld,
@@ -186,6 +194,9 @@ func validSeeds(tb testing.TB) []seedBody {
 	full()
 	add("refused steal", events.ActionRefused, mustBody(tb, env(events.ActionRefused, 16, "req_i"), &events.Refused{
 		Action: events.ActionSteal, Error: "holder is alive; use --active", State: events.StateDead, HeldBy: &holder}))
+	add("refused steal unreadable", events.ActionRefused, mustBody(tb, env(events.ActionRefused, 16, "req_i"), &events.Refused{
+		Action: events.ActionSteal, Error: "held by an unreadable lock file", State: events.StateHeld, UnreadableFile: unreadable}))
+	full()
 	add("refused heartbeat free", events.ActionRefused, mustBody(tb, env(events.ActionRefused, 17, "req_j"), &events.Refused{
 		Action: events.ActionHeartbeat, Error: "no lock deploy-prod held by req_j", State: "free"}))
 	add("refused minimal", events.ActionRefused, mustBody(tb, env(events.ActionRefused, 18, "r"), &events.Refused{
@@ -457,7 +468,7 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 		}
 	}
 	for _, p := range objectPaths(root, nil) {
-		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "note", "foreign", "Seq",
+		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "unreadable_file", "note", "foreign", "Seq",
 			"action", "state", "superseded_by", "pids", "changes", "uid", "user", "lock_name", "events", "destination", "result",
 			"mode", "limit"} {
 			c := deepCopy(root)

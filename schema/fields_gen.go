@@ -78,6 +78,7 @@ const (
 	rTargetsItem
 	rPreviousLock
 	rHolder
+	rUnreadableFile
 )
 
 // lookup returns the index of a property in rs.names, or -1.
@@ -91,6 +92,8 @@ func (rs *recordSchema) lookup(key []byte) int {
 		return targetsItemLookup(key)
 	case rHolder:
 		return holderLookup(key)
+	case rUnreadableFile:
+		return unreadableFileLookup(key)
 	}
 	return -1
 }
@@ -107,6 +110,8 @@ func (rs *recordSchema) check(v *validator, f int) *verr {
 		return checkPreviousLockField(v, f)
 	case rHolder:
 		return checkHolderField(v, f)
+	case rUnreadableFile:
+		return checkUnreadableFileField(v, f)
 	}
 	panic("schema: unknown record")
 }
@@ -157,6 +162,7 @@ const (
 	EventError
 	EventLockLost
 	EventHeldBy
+	EventUnreadableFile
 	EventState
 	EventWaitedSeconds
 	EventForeign
@@ -226,6 +232,7 @@ var eventNames = []string{
 	EventError:               "error",
 	EventLockLost:            "lock_lost",
 	EventHeldBy:              "held_by",
+	EventUnreadableFile:      "unreadable_file",
 	EventState:               "state",
 	EventWaitedSeconds:       "waited_seconds",
 	EventForeign:             "foreign",
@@ -331,6 +338,8 @@ func eventLookup(k []byte) int {
 		return int(EventLockLost)
 	case "held_by":
 		return int(EventHeldBy)
+	case "unreadable_file":
+		return int(EventUnreadableFile)
 	case "state":
 		return int(EventState)
 	case "waited_seconds":
@@ -415,8 +424,8 @@ var eventAllowed = [...]uint64{
 	kLockStolen:      1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventTargets | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason,
 	kLockReleased:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventNote | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventFailureStep | 1<<EventExitCode | 1<<EventForced | 1<<EventReleasedRequestID | 1<<EventSupersededBy | 1<<EventSupersededByFormat | 1<<EventSupersededByPath,
 	kHeartbeatFailed: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost,
-	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventMode | 1<<EventLimit | 1<<EventHeldBy | 1<<EventState | 1<<EventWaitedSeconds | 1<<EventForeign,
-	kActionRefused:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventError | 1<<EventHeldBy | 1<<EventState | 1<<EventAction,
+	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventMode | 1<<EventLimit | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventWaitedSeconds | 1<<EventForeign,
+	kActionRefused:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventError | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventAction,
 	kLockProjected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventChanges | 1<<EventMovedAside | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq,
 	kJobProcesses:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs,
 	kLedgerExported:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventSince | 1<<EventUntil | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination,
@@ -430,7 +439,7 @@ var eventRequired = [...]uint64{
 	kLockStolen:      1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason,
 	kLockReleased:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventForced,
 	kHeartbeatFailed: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost,
-	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventHeldBy | 1<<EventState | 1<<EventWaitedSeconds,
+	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventState | 1<<EventWaitedSeconds,
 	kActionRefused:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventError | 1<<EventAction,
 	kLockProjected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventChanges,
 	kJobProcesses:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs,
@@ -549,6 +558,8 @@ func checkEventField(v *validator, f int) *verr {
 		return v.boolean()
 	case EventHeldBy:
 		return v.record(&holderSchema, holderAll, holderRequired)
+	case EventUnreadableFile:
+		return v.record(&unreadableFileSchema, unreadableFileAll, unreadableFileRequired)
 	case EventState:
 		switch v.k {
 		case kAcquireBlocked:
@@ -946,6 +957,71 @@ func checkHolderField(v *validator, f int) *verr {
 		return v.str(0, noMax)
 	}
 	panic("schema: unhandled holder field")
+}
+
+// ---------------------------------------------------------------------
+// unreadableFile: defs.json#/$defs/unreadable_file
+
+// UnreadableFileField is a property of defs.json#/$defs/unreadable_file.
+type UnreadableFileField uint8
+
+const (
+	UnreadableFilePath UnreadableFileField = iota
+	UnreadableFileSizeBytes
+	UnreadableFileModified
+	nUnreadableFileFields
+)
+
+// The field sets are bit masks of a uint64.
+var _ [64 - nUnreadableFileFields]struct{}
+
+var unreadableFileNames = []string{
+	UnreadableFilePath:      "path",
+	UnreadableFileSizeBytes: "size_bytes",
+	UnreadableFileModified:  "modified",
+}
+
+func unreadableFileLookup(k []byte) int {
+	switch string(k) {
+	case "path":
+		return int(UnreadableFilePath)
+	case "size_bytes":
+		return int(UnreadableFileSizeBytes)
+	case "modified":
+		return int(UnreadableFileModified)
+	}
+	return -1
+}
+
+// UnreadableFileFieldOf returns the field named key.
+func UnreadableFileFieldOf(key string) (UnreadableFileField, bool) {
+	f := unreadableFileLookup(unsafe.Slice(unsafe.StringData(key), len(key)))
+	return UnreadableFileField(f), f >= 0
+}
+
+// String returns the field's name.
+func (f UnreadableFileField) String() string { return unreadableFileNames[f] }
+
+// NumUnreadableFileFields is the number of UnreadableFileFields: they are 0 to NumUnreadableFileFields-1.
+const NumUnreadableFileFields = int(nUnreadableFileFields)
+
+var unreadableFileSchema = recordSchema{id: rUnreadableFile, names: unreadableFileNames, extra: "additionalProperties", together: 0}
+
+const (
+	unreadableFileAll      = 1<<UnreadableFilePath | 1<<UnreadableFileSizeBytes | 1<<UnreadableFileModified
+	unreadableFileRequired = 1<<UnreadableFilePath | 1<<UnreadableFileSizeBytes | 1<<UnreadableFileModified
+)
+
+func checkUnreadableFileField(v *validator, f int) *verr {
+	switch UnreadableFileField(f) {
+	case UnreadableFilePath:
+		return v.absPath(2, 4096)
+	case UnreadableFileSizeBytes:
+		return v.integer(0, noMax)
+	case UnreadableFileModified:
+		return v.dateTime()
+	}
+	panic("schema: unhandled unreadableFile field")
 }
 
 // The value lists of the enums.

@@ -360,7 +360,7 @@ func ensureRoot(root string, group *int) error {
 		} else if err != nil {
 			return fmt.Errorf("ledger: create root: %w", err)
 		}
-		return shareRoot(root, *group, created)
+		return makeGroupRoot(root, *group, created)
 	}
 	if err != nil {
 		return fmt.Errorf("ledger: root: %w", err)
@@ -372,7 +372,7 @@ func ensureRoot(root string, group *int) error {
 		return fmt.Errorf("ledger: root %s: %w", root, &UnsafePathError{Path: root, Reason: "is not a directory"})
 	}
 	if group != nil {
-		return shareRoot(root, *group, false)
+		return makeGroupRoot(root, *group, false)
 	}
 	return nil
 }

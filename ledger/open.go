@@ -132,7 +132,7 @@ func (l *Ledger) readID(ctx context.Context, st *sqlite.Store) error {
 	return nil
 }
 
-// makeRoot creates the root where it is missing (shared with group, if
+// makeRoot creates the root where it is missing (a group root of group, if
 // given) and resolves it again: a root just created below a symlinked
 // directory resolves only now.
 func (l *Ledger) makeRoot(group *int) error {

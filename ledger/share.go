@@ -9,9 +9,9 @@ import (
 	"github.com/lockledger/lockledger/internal/lockfile"
 )
 
-// WithGroup creates the root shared with group gid (the modes are
+// WithGroup creates the root as a group root of gid (the modes are
 // internal/lockfile's): where the root does not exist yet, or is an empty
-// directory. A root already shared with gid is opened as it is; any other
+// directory. A group root of gid is opened as it is; any other
 // existing root is refused with an events.Invalid error naming --group. A
 // root directory that is setgid and group-writable is shared, and every
 // later open, with or without WithGroup and by any member of the group,
@@ -27,15 +27,15 @@ func WithGroup(gid int) Option {
 	}
 }
 
-// shareRoot makes root, which ensureRoot found or created, shared with
+// makeGroupRoot makes root, which ensureRoot found or created, a group root of
 // group gid, where that is allowed (see WithGroup).
-func shareRoot(root string, gid int, created bool) error {
-	err := lockfile.ShareRoot(root, gid, created)
+func makeGroupRoot(root string, gid int, created bool) error {
+	err := lockfile.MakeGroupRoot(root, gid, created)
 	var inUse *lockfile.InUseError
 	switch {
 	case errors.As(err, &inUse):
 		return events.Invalid("--group", strconv.Itoa(gid), fmt.Sprintf(
-			"applies when a root is created, and %s already holds files and is not shared with that group (to share it: chgrp -R GROUP ROOT, chmod 2770 on ROOT and ROOT/locks, 0660 on the files)", root))
+			"applies when a root is created, and %s already holds files and is not a group root of that group (to make it one: chgrp -R GROUP ROOT, chmod 2770 on ROOT and ROOT/locks, 0660 on the files)", root))
 	case err != nil:
 		return fmt.Errorf("ledger: root: %w", err)
 	}

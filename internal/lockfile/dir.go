@@ -83,7 +83,7 @@ func (d *Dir) openLocks() error {
 }
 
 // MakeLocks creates the locks directory where it is missing, mode 0700
-// (2770 in a shared root), and opens it; anything but a directory in its
+// (2770 in a group root), and opens it; anything but a directory in its
 // place is refused.
 func (d *Dir) MakeLocks() error {
 	d.mu.Lock()
@@ -105,12 +105,12 @@ func (d *Dir) MakeLocks() error {
 	if err := d.openLocks(); err != nil {
 		return err
 	}
-	if err == nil && d.root.shared() {
+	if err == nil && d.root.isGroupDir() {
 		// setgid is set explicitly: mkdir(2) may drop it, and the umask
 		// takes the group's bits.
 		fd, err := d.locks.reopen()
 		if err == nil {
-			err = unix.Fchmod(fd, SharedDirMode)
+			err = unix.Fchmod(fd, GroupDirMode)
 			unix.Close(fd)
 		}
 		if err != nil {
@@ -165,11 +165,11 @@ func (d *Dir) LocksDir() string { return d.locks.path }
 // Broken says why the locks directory cannot be read; nil when it can.
 func (d *Dir) Broken() error { return d.broken }
 
-// Shared reports whether the root is shared with its group.
-func (d *Dir) Shared() bool {
+// IsGroupRoot reports whether the root is a group root (its group shares it).
+func (d *Dir) IsGroupRoot() bool {
 	done, err := d.use()
 	defer done()
-	return err == nil && d.root.shared()
+	return err == nil && d.root.isGroupDir()
 }
 
 // fileName is lock's file name in the locks directory.

@@ -181,7 +181,7 @@ func TestGroupModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if !d.Shared() {
+	if !d.IsGroupRoot() {
 		t.Fatal("a 2770 root is not shared")
 	}
 	if err := d.MakeLocks(); err != nil {

@@ -1,9 +1,9 @@
 package lockfile
 
-// A root shared by a team.
+// Group roots: one root for a team.
 //
 // By default a root is private to the user who created it: directories
-// 0700, files 0600. A root shared with a group has the root and the locks
+// 0700, files 0600. A group root has the root and the locks
 // directory 2770 (setgid, so every file created in them belongs to the
 // group whoever creates it), ledger.db, writer.flock, lock files and
 // journals 0660. What records the choice is the root's own mode: a root
@@ -25,25 +25,25 @@ import (
 const (
 	PrivateDirMode  = 0o700
 	PrivateFileMode = 0o600
-	SharedDirMode   = 0o2770 // setgid
-	SharedFileMode  = 0o660
+	GroupDirMode   = 0o2770 // setgid
+	GroupFileMode  = 0o660
 )
 
-// sharedMode reports whether a directory of mode (st_mode) is shared with its group.
-func sharedMode(mode uint32) bool {
+// groupMode reports whether a directory of mode (st_mode) is a group root's.
+func groupMode(mode uint32) bool {
 	return mode&unix.S_IFMT == unix.S_IFDIR && mode&unix.S_ISGID != 0 && mode&0o070 == 0o070
 }
 
-// shared reports whether the directory is shared with its group.
-func (d at) shared() bool {
+// isGroupDir reports whether the directory is isGroupDir with its group.
+func (d at) isGroupDir() bool {
 	var st unix.Stat_t
-	return d.fd >= 0 && unix.Fstat(d.fd, &st) == nil && sharedMode(st.Mode)
+	return d.fd >= 0 && unix.Fstat(d.fd, &st) == nil && groupMode(st.Mode)
 }
 
 // fileMode is the mode of a file created in the directory.
 func (d at) fileMode() uint32 {
-	if d.shared() {
-		return SharedFileMode
+	if d.isGroupDir() {
+		return GroupFileMode
 	}
 	return PrivateFileMode
 }
@@ -64,22 +64,22 @@ func fixMode(fd int, mode uint32) error {
 	return unix.Fchmod(fd, mode)
 }
 
-// InUseError: a root asked to be shared with a group already holds files
-// and is not shared with that group.
+// InUseError: a root asked to be a group root already holds files
+// and is not a group root of that group.
 type InUseError struct {
 	Root string
 	GID  int
 }
 
 func (e *InUseError) Error() string {
-	return fmt.Sprintf("%s already holds files and is not shared with group %d", e.Root, e.GID)
+	return fmt.Sprintf("%s already holds files and is not a group root of group %d", e.Root, e.GID)
 }
 
-// ShareRoot makes the directory root shared with group gid: at once where
+// MakeGroupRoot makes the directory root a group root of gid: at once where
 // it is already, or where created says it was just made or it is empty;
 // any other root fails with *InUseError. The directory is opened once,
 // without following a symlink, and changed through that descriptor.
-func ShareRoot(root string, gid int, created bool) error {
+func MakeGroupRoot(root string, gid int, created bool) error {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err == unix.ELOOP || err == unix.ENOTDIR {
 		return &UnsafePathError{Path: root, Reason: "is not a directory"}
@@ -93,7 +93,7 @@ func ShareRoot(root string, gid int, created bool) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return &os.PathError{Op: "fstat", Path: root, Err: err}
 	}
-	if sharedMode(st.Mode) && int(st.Gid) == gid {
+	if groupMode(st.Mode) && int(st.Gid) == gid {
 		return nil
 	}
 	if !created {
@@ -106,10 +106,10 @@ func ShareRoot(root string, gid int, created bool) error {
 		}
 	}
 	if err := unix.Fchown(fd, -1, gid); err != nil {
-		return fmt.Errorf("share root with group %d: %w", gid, &os.PathError{Op: "chown", Path: root, Err: err})
+		return fmt.Errorf("make group root of group %d: %w", gid, &os.PathError{Op: "chown", Path: root, Err: err})
 	}
-	if err := unix.Fchmod(fd, SharedDirMode); err != nil {
-		return fmt.Errorf("share root: %w", &os.PathError{Op: "chmod", Path: root, Err: err})
+	if err := unix.Fchmod(fd, GroupDirMode); err != nil {
+		return fmt.Errorf("make group root: %w", &os.PathError{Op: "chmod", Path: root, Err: err})
 	}
 	return nil
 }

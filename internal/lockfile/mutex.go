@@ -19,7 +19,7 @@ import (
 type Mutex struct{ f *os.File }
 
 // OpenMutex opens ROOT/writer.flock, creating it with mode 0600 (0660 in
-// a shared root) if it is missing.
+// a group root) if it is missing.
 func (d *Dir) OpenMutex() (*Mutex, error) {
 	done, err := d.use()
 	defer done()

@@ -14,7 +14,7 @@ import (
 )
 
 // CreateFile creates an empty file name in the root with mode 0600 (0660
-// in a shared root) unless it exists, so that a program that opens it
+// in a group root) unless it exists, so that a program that opens it
 // later (SQLite, whose -wal and -shm files copy its mode) opens a file
 // whose mode was right from the start. Anything but a regular file there
 // is refused.

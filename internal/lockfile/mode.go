@@ -25,8 +25,8 @@ import (
 const (
 	PrivateDirMode  = 0o700
 	PrivateFileMode = 0o600
-	GroupDirMode   = 0o2770 // setgid
-	GroupFileMode  = 0o660
+	GroupDirMode    = 0o2770 // setgid
+	GroupFileMode   = 0o660
 )
 
 // groupMode reports whether a directory of mode (st_mode) is a group root's.

@@ -23,12 +23,12 @@ type Statements struct {
 
 	mu      sync.Mutex
 	stmts   map[string]*sql.Stmt
-	pending map[string]bool
+	pending map[string]func(context.Context) // prepares a statement that ran as SQL
 }
 
 // NewStatements is the statement cache of s.
 func NewStatements(s Store) *Statements {
-	return &Statements{db: s.DB(), cached: s.CachesStatements(), stmts: map[string]*sql.Stmt{}, pending: map[string]bool{}}
+	return &Statements{db: s.DB(), cached: s.CachesStatements(), stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
 }
 
 // In runs tx's statements through the cache.
@@ -43,14 +43,9 @@ func (c *Statements) PreparePending(ctx context.Context) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for query := range c.pending {
+	for query, prepare := range c.pending {
 		delete(c.pending, query)
-		if c.stmts[query] != nil {
-			continue
-		}
-		if st, err := c.db.PrepareContext(ctx, query); err == nil {
-			c.stmts[query] = st
-		}
+		prepare(ctx)
 	}
 }
 
@@ -64,21 +59,6 @@ func (c *Statements) Close() {
 	c.stmts = map[string]*sql.Stmt{}
 }
 
-// stmt is query as a statement prepared on the pool, nil where it runs as
-// SQL (noted for PreparePending).
-func (c *Statements) stmt(query string) *sql.Stmt {
-	if c.cached {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st := c.stmts[query]
-	if st == nil {
-		c.pending[query] = true
-	}
-	return st
-}
-
 // PreparedTx is a write transaction whose statements run through a
 // Statements cache.
 type PreparedTx struct {
@@ -86,23 +66,45 @@ type PreparedTx struct {
 	tx *sql.Tx
 }
 
+// PrepareContext is query as a statement of the transaction, from the
+// statement prepared on the pool; nil where it runs as SQL (noted, so that
+// PreparePending prepares it).
+func (p PreparedTx) PrepareContext(ctx context.Context, query string) *sql.Stmt {
+	c := p.c
+	if c.cached {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stmts[query]
+	if st == nil {
+		c.pending[query] = func(ctx context.Context) {
+			if st, err := c.db.PrepareContext(ctx, query); err == nil {
+				c.stmts[query] = st
+			}
+		}
+		return nil
+	}
+	return p.tx.StmtContext(ctx, st)
+}
+
 func (p PreparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := p.c.stmt(query); st != nil {
-		return p.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	if st := p.PrepareContext(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
 	return p.tx.QueryRowContext(ctx, query, args...)
 }
 
 func (p PreparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := p.c.stmt(query); st != nil {
-		return p.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	if st := p.PrepareContext(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
 	}
 	return p.tx.QueryContext(ctx, query, args...)
 }
 
 func (p PreparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := p.c.stmt(query); st != nil {
-		return p.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	if st := p.PrepareContext(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
 	}
 	return p.tx.ExecContext(ctx, query, args...)
 }

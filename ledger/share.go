@@ -27,6 +27,13 @@ func WithGroup(gid int) Option {
 	}
 }
 
+// ErrUntrustedRoot: a writer found the root, ROOT/locks, ledger.db (or
+// its -wal, -shm) or writer.flock writable by another user than the
+// caller (and root), outside a group root of the caller's group; nothing
+// was written. *lockfile.UntrustedError, which wraps it, names the path,
+// its owner and its mode.
+var ErrUntrustedRoot = lockfile.ErrUntrusted
+
 // makeGroupRoot makes root, which ensureRoot found or created, a group root of
 // group gid, where that is allowed (see WithGroup).
 func makeGroupRoot(root string, gid int, created bool) error {

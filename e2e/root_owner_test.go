@@ -238,3 +238,27 @@ func TestAGroupRootTrustsItsMembersOnly(t *testing.T) {
 	must(bobUID, "acquire", "y", "--pid", "1")
 	must(aliceUID, "verify")
 }
+
+// TestAPostgresRootWritableByOthersIsRefused: with the ledger in
+// PostgreSQL the root holds this host's lock files, and a locks directory
+// (or root) that other users can write is refused the same way, before
+// the database is reached (here there is none to reach).
+func TestAPostgresRootWritableByOthersIsRefused(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "r")
+	if err := os.MkdirAll(filepath.Join(root, "locks"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	locks := filepath.Join(root, "locks")
+	if err := os.Chmod(locks, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	before := treeListing(t, root)
+	r := clitest.Run(t, root, "--database", "postgres://lockledger@127.0.0.1:1/none?connect_timeout=1", "acquire", "deploy", "--pid", "1")
+	if r.Code != 2 || !strings.Contains(r.Stderr, locks+" is owned by ") || !strings.Contains(r.Stderr, "uid "+strconv.Itoa(os.Geteuid())) ||
+		!strings.Contains(r.Stderr, "mode 0777") {
+		t.Fatalf("exit %d, want 2 naming %s, its owner and mode 0777\nstderr: %s", r.Code, locks, r.Stderr)
+	}
+	if after := treeListing(t, root); after != before {
+		t.Fatalf("a refused acquire changed the root:\n%s\n->\n%s", before, after)
+	}
+}

@@ -16,7 +16,9 @@ import (
 // root directory that is setgid and group-writable is shared, and every
 // later open, with or without WithGroup and by any member of the group,
 // creates what it creates there with the group modes; an administrator may
-// equally prepare the root by hand (mkdir, chgrp, chmod 2770).
+// equally prepare the root by hand (mkdir, chgrp, chmod 2770). A writer
+// uses a group root only where it owns it, is in its group or asked for
+// that group here (ErrUntrustedRoot).
 func WithGroup(gid int) Option {
 	return func(c *config) error {
 		if gid < 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/store/postgres"
@@ -178,8 +179,11 @@ func (l *Ledger) checkLocksDir() {
 // a writer would refuse (lockfile.Dir.CheckOwners) is read, with a
 // warning that what it holds may be another user's doing.
 func (l *Ledger) warnOwners(err error) {
-	if err != nil {
-		l.log.Warn("reading a root that another user can write: what it holds may not be what this user's writers recorded", "err", err)
+	var ue *lockfile.UntrustedError
+	if errors.As(err, &ue) {
+		l.log.Warn("reading a root that another user can write: what it holds may be that user's doing", "found", ue.What())
+	} else if err != nil {
+		l.log.Warn("reading a root whose owners could not be checked", "err", err)
 	}
 }
 

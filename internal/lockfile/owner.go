@@ -49,9 +49,16 @@ type UntrustedError struct {
 }
 
 func (e *UntrustedError) Error() string {
-	return fmt.Sprintf("%s is owned by %s, group %s, mode %04o: %s; refusing to write to a root that another user can write (it could rewrite the ledger's history and hold its locks). "+
+	return fmt.Sprintf("%s; refusing to write to a root that another user can write (it could rewrite the ledger's history and hold its locks). "+
 		"Use a root owned by %s that only it can write (chown, chmod go-w), or a group root made with --group",
-		e.Path, named(e.User, "uid", e.UID), named(e.Group, "gid", e.GID), e.Mode, e.Reason, named(e.CallerName, "uid", e.Caller))
+		e.What(), named(e.CallerName, "uid", e.Caller))
+}
+
+// What names the path, its owner, group and mode, and why another user
+// can write it.
+func (e *UntrustedError) What() string {
+	return fmt.Sprintf("%s is owned by %s, group %s, mode %04o: %s",
+		e.Path, named(e.User, "uid", e.UID), named(e.Group, "gid", e.GID), e.Mode, e.Reason)
 }
 
 func (e *UntrustedError) Unwrap() error { return ErrUntrusted }

@@ -35,7 +35,8 @@ const (
 	// lockledger will not write to is not the caller's input).
 	ExitFailure = 1
 	// ExitUsage: bad input (a usage error, or events.ErrInvalid, which
-	// ledger.ErrInvalid is); nothing was written.
+	// ledger.ErrInvalid is, or ledger.ErrUntrustedRoot, a root another
+	// user can write); nothing was written.
 	ExitUsage = 2
 	// ExitBlocked: ledger.ErrHeld, the lock has an active holder.
 	ExitBlocked = 3
@@ -83,7 +84,7 @@ func ExitCode(err error) int {
 		return ee.Code
 	case errors.As(err, &ie):
 		return 128 + int(ie.Signal)
-	case errors.As(err, &ue), errors.Is(err, events.ErrInvalid):
+	case errors.As(err, &ue), errors.Is(err, events.ErrInvalid), errors.Is(err, ledger.ErrUntrustedRoot):
 		return ExitUsage
 	case errors.Is(err, ledger.ErrHeld):
 		return ExitBlocked

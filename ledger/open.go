@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/store/postgres"
@@ -77,6 +78,7 @@ func (l *Ledger) openSQLite(ctx context.Context, c *config) error {
 	}
 	if c.readOnly {
 		l.checkLocksDir()
+		l.warnOwners(l.sqliteRoot().CheckOwners(nil))
 		st, err := l.sqliteRoot().OpenExisting(ctx, l.sqliteConfig())
 		if err != nil {
 			return err
@@ -84,6 +86,9 @@ func (l *Ledger) openSQLite(ctx context.Context, c *config) error {
 		return l.readID(ctx, st)
 	}
 	if err := l.makeRoot(c.group); err != nil {
+		return err
+	}
+	if err := l.sqliteRoot().CheckOwners(c.group); err != nil {
 		return err
 	}
 	if err := l.sqliteRoot().Precheck(ctx, filepath.Join(l.root, DBFile), l.busy); err != nil {
@@ -170,6 +175,18 @@ func (l *Ledger) checkLocksDir() {
 	}
 }
 
+// warnOwners is a reader's look at who can write the root: a root that
+// a writer would refuse (lockfile.Dir.CheckOwners) is read, with a
+// warning that what it holds may be another user's doing.
+func (l *Ledger) warnOwners(err error) {
+	var ue *lockfile.UntrustedError
+	if errors.As(err, &ue) {
+		l.log.Warn("reading a root that another user can write: what it holds may be that user's doing", "found", ue.What())
+	} else if err != nil {
+		l.log.Warn("reading a root whose owners could not be checked", "err", err)
+	}
+}
+
 // sqliteConfig is how ROOT/ledger.db is opened: with the ledger's clock,
 // logger and lock files' watch.
 func (l *Ledger) sqliteConfig() sqlite.Config {
@@ -182,9 +199,13 @@ func (l *Ledger) sqliteConfig() sqlite.Config {
 func (l *Ledger) openPostgres(ctx context.Context, c *config) error {
 	if c.readOnly {
 		l.checkLocksDir()
+		l.warnOwners(l.files.CheckOwners(nil))
 	} else {
 		if err := l.makeRoot(c.group); err != nil {
 			return err
+		}
+		if err := l.files.CheckOwners(c.group); err != nil {
+			return fmt.Errorf("ledger: %w", err)
 		}
 		if err := l.openWriterMux(); err != nil {
 			return err

@@ -16,7 +16,9 @@ import (
 // root directory that is setgid and group-writable is shared, and every
 // later open, with or without WithGroup and by any member of the group,
 // creates what it creates there with the group modes; an administrator may
-// equally prepare the root by hand (mkdir, chgrp, chmod 2770).
+// equally prepare the root by hand (mkdir, chgrp, chmod 2770). A writer
+// uses a group root only where it owns it, is in its group or asked for
+// that group here (ErrUntrustedRoot).
 func WithGroup(gid int) Option {
 	return func(c *config) error {
 		if gid < 0 {
@@ -26,6 +28,13 @@ func WithGroup(gid int) Option {
 		return nil
 	}
 }
+
+// ErrUntrustedRoot: a writer found the root, ROOT/locks, ledger.db (or
+// its -wal, -shm) or writer.flock writable by another user than the
+// caller (and root), outside a group root of the caller's group; nothing
+// was written. *lockfile.UntrustedError, which wraps it, names the path,
+// its owner and its mode.
+var ErrUntrustedRoot = lockfile.ErrUntrusted
 
 // makeGroupRoot makes root, which ensureRoot found or created, a group root of
 // group gid, where that is allowed (see WithGroup).

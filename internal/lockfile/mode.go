@@ -77,7 +77,8 @@ func (e *InUseError) Error() string {
 
 // MakeGroupRoot makes the directory root a group root of gid: at once where
 // it is already, or where created says it was just made or it is empty;
-// any other root fails with *InUseError. The directory is opened once,
+// any other root fails with *InUseError, and a directory of another user
+// with *UntrustedError. The directory is opened once,
 // without following a symlink, and changed through that descriptor.
 func MakeGroupRoot(root string, gid int, created bool) error {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -95,6 +96,9 @@ func MakeGroupRoot(root string, gid int, created bool) error {
 	}
 	if groupMode(st.Mode) && int(st.Gid) == gid {
 		return nil
+	}
+	if euid := os.Geteuid(); int(st.Uid) != euid {
+		return untrusted(root, st, euid, "it belongs to another user, and --group makes only the caller's own directory a group root")
 	}
 	if !created {
 		names, err := f.Readdirnames(1)

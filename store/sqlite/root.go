@@ -347,3 +347,14 @@ func (r Root) ledgerTrace() (string, error) {
 	}
 	return "", nil
 }
+
+// CheckOwners refuses a root that another user can write (see
+// lockfile.Dir.CheckOwners), looking at ledger.db, its -wal and -shm as
+// well as ROOT, ROOT/locks and writer.flock. asked is the group asked for
+// with --group, nil for none.
+func (r Root) CheckOwners(asked *int) error {
+	if err := r.Files.CheckOwners(asked, File, File+"-wal", File+"-shm"); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	return nil
+}

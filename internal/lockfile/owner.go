@@ -1,0 +1,172 @@
+package lockfile
+
+// Who may have written a root.
+//
+// Whoever can write ROOT, ROOT/locks, the database or writer.flock can
+// rewrite the ledger's history and hold its locks, so a writer checks
+// them (fstat of the descriptors opened once, fstatat relative to them
+// for the files) before it writes anything there:
+//
+//   - In a private root every one of them belongs to the caller (or to
+//     root, who can write anything anyway) and is writable by its owner
+//     only.
+//   - A group root (ROOT setgid and group-writable, see mode.go) is
+//     trusted where the caller owns ROOT (or root does), is a member of
+//     its group, or asked for that group (--group). Its files may then
+//     belong to any member, but each one belongs to the root's group (or
+//     to the caller, or root), and none is writable by every user.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/internal/proc"
+)
+
+// ErrUntrusted: a root, or a file in it, that another user can write.
+// *UntrustedError wraps it.
+var ErrUntrusted = errors.New("root writable by another user")
+
+// UntrustedError names a directory or file of a root that a user other
+// than the caller (and root) can write, with its owner and mode.
+type UntrustedError struct {
+	Path   string
+	UID    int
+	User   string // "" where the uid has no name
+	GID    int
+	Group  string // "" where the gid has no name
+	Mode   uint32 // permission bits with setuid, setgid and sticky
+	Reason string
+	// Caller is the effective uid that checked, CallerName its name.
+	Caller     int
+	CallerName string
+}
+
+func (e *UntrustedError) Error() string {
+	return fmt.Sprintf("%s; refusing to write to a root that another user can write (it could rewrite the ledger's history and hold its locks). "+
+		"Use a root owned by %s that only it can write (chown, chmod go-w), or a group root made with --group",
+		e.What(), named(e.CallerName, "uid", e.Caller))
+}
+
+// What names the path, its owner, group and mode, and why another user
+// can write it.
+func (e *UntrustedError) What() string {
+	return fmt.Sprintf("%s is owned by %s, group %s, mode %04o: %s",
+		e.Path, named(e.User, "uid", e.UID), named(e.Group, "gid", e.GID), e.Mode, e.Reason)
+}
+
+func (e *UntrustedError) Unwrap() error { return ErrUntrusted }
+
+// named is "name (uid N)", or "uid N" where there is no name.
+func named(name, kind string, id int) string {
+	if name == "" {
+		return fmt.Sprintf("%s %d", kind, id)
+	}
+	return fmt.Sprintf("%s (%s %d)", name, kind, id)
+}
+
+// trust is what a check accepts: the caller, root, and in a trusted group
+// root the root's group.
+type trust struct {
+	uid   int
+	group int // -1: no group is trusted
+}
+
+// CheckOwners checks, before a write, that no user but the caller (and
+// root, and the members of a group root's group) can write the root:
+// ROOT, ROOT/locks and writer.flock where they exist, and each of names
+// (files in the root, such as the database) where it exists. asked is the
+// group the caller asked for (--group), nil for none. The first entry
+// that fails is returned as an *UntrustedError.
+func (d *Dir) CheckOwners(asked *int, names ...string) error {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return err
+	}
+	if d.root.fd < 0 {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(d.root.fd, &st); err != nil {
+		return &os.PathError{Op: "fstat", Path: d.root.path, Err: err}
+	}
+	tr := trust{uid: os.Geteuid(), group: -1}
+	if groupMode(st.Mode) {
+		if !tr.owns(st) && !memberOf(int(st.Gid), asked) {
+			return untrusted(d.root.path, st, tr.uid, "it is a group root of a group the caller is not in (nor asked for with --group)")
+		}
+		tr.group = int(st.Gid)
+	}
+	if err := tr.check(d.root.path, st); err != nil {
+		return err
+	}
+	if d.locks.fd >= 0 {
+		if err := unix.Fstat(d.locks.fd, &st); err != nil {
+			return &os.PathError{Op: "fstat", Path: d.locks.path, Err: err}
+		}
+		if err := tr.check(d.locks.path, st); err != nil {
+			return err
+		}
+	}
+	for _, name := range append([]string{MutexName}, names...) {
+		st, ok, err := d.root.lstat(name)
+		if err != nil {
+			return err
+		}
+		if !ok || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			continue // a symlink is refused where it is opened, whoever owns it
+		}
+		if err := tr.check(d.root.join(name), st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// owns reports whether st belongs to the caller or to root.
+func (tr trust) owns(st unix.Stat_t) bool {
+	return int(st.Uid) == tr.uid || st.Uid == 0
+}
+
+// check says why st, at path, may be written by a user tr does not trust;
+// nil when it may not.
+func (tr trust) check(path string, st unix.Stat_t) error {
+	grouped := tr.group >= 0 && int(st.Gid) == tr.group
+	switch {
+	case st.Mode&0o002 != 0:
+		return untrusted(path, st, tr.uid, "it is writable by every user")
+	case !tr.owns(st) && !grouped:
+		return untrusted(path, st, tr.uid, "it belongs to another user")
+	case st.Mode&0o020 != 0 && !grouped && tr.group >= 0:
+		return untrusted(path, st, tr.uid, "it is writable by a group that is not the group root's")
+	case st.Mode&0o020 != 0 && !grouped:
+		return untrusted(path, st, tr.uid, "it is writable by its group, and the root is not a group root")
+	}
+	return nil
+}
+
+// memberOf reports whether the caller is in group gid, or asked for it.
+func memberOf(gid int, asked *int) bool {
+	if (asked != nil && *asked == gid) || os.Getegid() == gid {
+		return true
+	}
+	groups, err := os.Getgroups()
+	return err == nil && slices.Contains(groups, gid)
+}
+
+// untrusted is the *UntrustedError of st at path.
+func untrusted(path string, st unix.Stat_t, caller int, reason string) *UntrustedError {
+	e := &UntrustedError{Path: path, UID: int(st.Uid), User: proc.UserName(int(st.Uid)), GID: int(st.Gid),
+		Mode: st.Mode & 0o7777, Reason: reason, Caller: caller, CallerName: proc.UserName(caller)}
+	if g, err := user.LookupGroupId(strconv.Itoa(e.GID)); err == nil {
+		e.Group = g.Name
+	}
+	return e
+}

@@ -81,7 +81,33 @@ const (
 	ReasonTTLExpired = "ttl_expired" // the heartbeat (or creation time) is older than the TTL
 	ReasonMaxAge     = "max_age"     // older than --max-age (BSO: 24 h by default)
 	ReasonCorrupt    = "corrupt"     // the file could not be parsed
+	ReasonClockSkew  = "clock_skew"  // the heartbeat (or creation time) lies further in the future than MaxClockSkew
 )
+
+// MaxClockSkew is how far ahead of the judging clock a heartbeat or
+// creation time may lie and still be believed: clocks of hosts that share
+// a lock disagree a little. A time further ahead is no evidence of a live
+// holder (a clock set wrong, or a file written by hand), so a format that
+// judges by time calls it stale (ReasonClockSkew), and --force takes it.
+const MaxClockSkew = 5 * time.Minute
+
+// Ahead reports how far t lies ahead of now, and whether that is more than
+// MaxClockSkew: a time that cannot be trusted as fresh.
+func Ahead(t, now time.Time) (time.Duration, bool) {
+	d := t.Sub(now)
+	return d, d > MaxClockSkew
+}
+
+// skewVerdict is the verdict on a time (what: "last heartbeat", ...) that
+// lies more than MaxClockSkew ahead of now.
+func skewVerdict(what string, t, now time.Time) (Verdict, bool) {
+	d, skewed := Ahead(t, now)
+	if !skewed {
+		return Verdict{}, false
+	}
+	return Verdict{State: events.StateStale, Reason: ReasonClockSkew,
+		Detail: fmt.Sprintf("%s %s in the future (clock skew beyond %s): not trusted as fresh", what, d.Round(time.Second), MaxClockSkew)}, true
+}
 
 // ErrMalformed is wrapped by every Parse failure.
 var ErrMalformed = errors.New("malformed lock file")
@@ -274,10 +300,14 @@ func failSafe(format string, err error, what string) Verdict {
 		Detail: fmt.Sprintf("%v; %s fails safe: treated as held (%s)", err, format, what)}
 }
 
-// maxAgeVerdict applies a caller-supplied --max-age to any format.
+// maxAgeVerdict applies a caller-supplied --max-age to any format. A
+// creation time too far in the future has no age to compare: stale.
 func maxAgeVerdict(h Holder, now time.Time, maxAge time.Duration) (Verdict, bool) {
 	if maxAge <= 0 || h.CreatedAt.IsZero() {
 		return Verdict{}, false
+	}
+	if v, ok := skewVerdict("created", h.CreatedAt, now); ok {
+		return v, true
 	}
 	if age := now.Sub(h.CreatedAt); age > maxAge {
 		return Verdict{State: events.StateStale, Reason: ReasonMaxAge,

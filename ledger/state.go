@@ -33,6 +33,8 @@ type holding struct {
 // --max-age (0: none): a holding older than maxAge (by its creation time)
 // counts as stale. job lists the processes of the holder's job that keep
 // it from being dead although its own process is gone (see proc.JobProbe).
+// A heartbeat (or creation time) further ahead of now than
+// formats.MaxClockSkew is not trusted as fresh: stale.
 func judge(h *holding, now time.Time, self Host, probe proc.Probe, maxAge time.Duration) (state string, job []int) {
 	if h == nil {
 		return events.StateFree, nil
@@ -54,10 +56,17 @@ func judge(h *holding, now time.Time, self Host, probe proc.Probe, maxAge time.D
 		return events.StateDead, nil
 	case now.Sub(h.heartbeat) > time.Duration(h.rec.TTLSeconds)*time.Second:
 		return events.StateStale, job
-	case maxAge > 0 && now.Sub(h.created) > maxAge:
+	case skewed(h.heartbeat, now):
+		return events.StateStale, job
+	case maxAge > 0 && (now.Sub(h.created) > maxAge || skewed(h.created, now)):
 		return events.StateStale, job
 	}
 	return events.StateHeld, job
+}
+
+func skewed(t, now time.Time) bool {
+	_, ahead := formats.Ahead(t, now)
+	return ahead
 }
 
 // gone reports a holder provably gone (dead), or the processes of its job

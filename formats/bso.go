@@ -354,7 +354,7 @@ func BSOCheck(data []byte, exists bool, now time.Time, env Env) BSOStatus {
 	alive := env.probe(file.pid) == proc.Alive
 	info := BSOLockInfo{Exists: true, PID: file.pid, SessionID: file.sessionID, StartedAt: file.startedAt,
 		EpicSpec: file.epicSpec, AgeHours: math.Round(age.Hours()*100) / 100, PIDAlive: alive}
-	_, skewed := Ahead(file.started, now)
+	skewed := Skewed(file.started, now)
 	info.IsZombie = !alive || age > maxAge || skewed
 	st.LockInfo = info
 	if skewed {

@@ -91,22 +91,26 @@ const (
 // judges by time calls it stale (ReasonClockSkew), and --force takes it.
 const MaxClockSkew = 5 * time.Minute
 
-// Ahead reports how far t lies ahead of now, and whether that is more than
-// MaxClockSkew: a time that cannot be trusted as fresh.
-func Ahead(t, now time.Time) (time.Duration, bool) {
-	d := t.Sub(now)
-	return d, d > MaxClockSkew
-}
+// Skewed reports whether t lies more than MaxClockSkew ahead of now: a
+// time that cannot be trusted as fresh.
+func Skewed(t, now time.Time) bool { return t.Sub(now) > MaxClockSkew }
 
 // skewVerdict is the verdict on a time (what: "last heartbeat", ...) that
 // lies more than MaxClockSkew ahead of now.
 func skewVerdict(what string, t, now time.Time) (Verdict, bool) {
-	d, skewed := Ahead(t, now)
-	if !skewed {
+	if !Skewed(t, now) {
 		return Verdict{}, false
 	}
 	return Verdict{State: events.StateStale, Reason: ReasonClockSkew,
-		Detail: fmt.Sprintf("%s %s in the future (clock skew beyond %s): not trusted as fresh", what, d.Round(time.Second), MaxClockSkew)}, true
+		Detail: fmt.Sprintf("%s %s in the future (clock skew beyond %s): not trusted as fresh", what, t.Sub(now).Round(time.Second), MaxClockSkew)}, true
+}
+
+// EnvOf is the Env of host hostID whose processes probe answers about.
+func EnvOf(hostID string, probe proc.Probe, maxAge time.Duration) Env {
+	return Env{HostID: hostID, MaxAge: maxAge, Probe: func(pid int) proc.Liveness {
+		live, _ := probe.Probe(pid)
+		return live
+	}}
 }
 
 // ErrMalformed is wrapped by every Parse failure.
@@ -250,6 +254,40 @@ func DefaultPath(format, lock string) string {
 // request-id rule and is stable for one file.
 func ForeignRequestID(format string, pid int, created time.Time) string {
 	return fmt.Sprintf("%s:%d:%d", format, pid, created.Unix())
+}
+
+// Recordable is the holder h parsed from a file of format at lock's path,
+// completed so that ToRecord gives a valid v1 record: a request id that
+// breaks lockledger's rule is replaced by ForeignRequestID, an empty actor
+// is the format's name, an empty host "unknown", a missing creation time
+// the Unix epoch, a missing heartbeat the creation time, a negative pid 0,
+// and the TTL at least one second.
+func Recordable(format, lock string, h Holder) Holder {
+	if events.ValidateRequestID(h.RequestID) != nil {
+		h.RequestID = ForeignRequestID(format, h.PID, h.CreatedAt)
+	}
+	if h.Actor == "" {
+		h.Actor = format
+	}
+	if h.HostID == "" {
+		h.HostID = "unknown"
+	}
+	if h.CreatedAt.IsZero() {
+		h.CreatedAt = time.Unix(0, 0)
+	}
+	if h.HeartbeatAt.IsZero() {
+		h.HeartbeatAt = h.CreatedAt
+	}
+	h.Lock, h.PID, h.TTL = lock, max(h.PID, 0), max(h.TTL, time.Second)
+	return h
+}
+
+// TakesOverUnreadable reports whether format f's own tool takes over a
+// lock file that fails to parse with parseErr (BSO's zombie, GitClaw's
+// corrupt lock): its verdict on it neither fails safe nor holds.
+func TakesOverUnreadable(f Format, parseErr error) bool {
+	v := f.Judge(Holder{}, parseErr, time.Time{}, Env{})
+	return !v.FailSafe && v.State != events.StateHeld
 }
 
 // malformed wraps ErrMalformed with the format's name and a detail.

@@ -206,7 +206,7 @@ func reclaimNote(h *holding, id Identity) string {
 // holds the lock: the ledger's holder, else a foreign primary file, else
 // the strongest foreign file at one of the requested targets.
 func (w *writeTx) effectiveHolder(req AcquireRequest) (*holding, error) {
-	if err := w.reconcileTargets(req.Targets); err != nil {
+	if err := w.reconcileTargets(req.Targets, req.Force); err != nil {
 		return nil, err
 	}
 	if _, err := w.recordDisplaced(req.Identity, req.MaxAge); err != nil {

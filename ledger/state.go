@@ -27,6 +27,8 @@ type holding struct {
 	target string
 	// targetFormat is that file's format.
 	targetFormat string
+	// keptAside is where that file, unreadable, was kept when taken over.
+	keptAside string
 }
 
 // judge applies lockledger's state rules (held, stale, dead) to a holder at instant now, with
@@ -56,17 +58,12 @@ func judge(h *holding, now time.Time, self Host, probe proc.Probe, maxAge time.D
 		return events.StateDead, nil
 	case now.Sub(h.heartbeat) > time.Duration(h.rec.TTLSeconds)*time.Second:
 		return events.StateStale, job
-	case skewed(h.heartbeat, now):
+	case formats.Skewed(h.heartbeat, now):
 		return events.StateStale, job
-	case maxAge > 0 && (now.Sub(h.created) > maxAge || skewed(h.created, now)):
+	case maxAge > 0 && (now.Sub(h.created) > maxAge || formats.Skewed(h.created, now)):
 		return events.StateStale, job
 	}
 	return events.StateHeld, job
-}
-
-func skewed(t, now time.Time) bool {
-	_, ahead := formats.Ahead(t, now)
-	return ahead
 }
 
 // gone reports a holder provably gone (dead), or the processes of its job

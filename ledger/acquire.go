@@ -128,7 +128,7 @@ func (w *writeTx) acquireExclusive(req AcquireRequest, p takeover) (*Acquisition
 	case events.StateStale:
 		if !p.stale(req) {
 			outcome, err := w.blocked(req, h, state, &StaleError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
-				StaleSince: h.staleSince(), Age: w.now.Sub(h.heartbeat), JobPIDs: job})
+				StaleSince: h.staleSince(w.now), Age: w.now.Sub(h.heartbeat), JobPIDs: job})
 			return nil, outcome, err
 		}
 		reason = events.ReasonStaleForced

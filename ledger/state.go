@@ -101,7 +101,11 @@ func jobProcesses(h *holding, probe proc.Probe) []int {
 	return jp.JobProcesses(h.rec.RequestID)
 }
 
-// staleSince is the instant the holding became stale.
-func (h *holding) staleSince() time.Time {
+// staleSince is the instant the holding became stale; now when it is
+// stale only because its heartbeat is too far ahead to trust.
+func (h *holding) staleSince(now time.Time) time.Time {
+	if formats.Skewed(h.heartbeat, now) {
+		return now
+	}
 	return h.heartbeat.Add(time.Duration(h.rec.TTLSeconds) * time.Second)
 }

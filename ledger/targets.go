@@ -12,7 +12,6 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
-	"github.com/lockledger/lockledger/internal/fileid"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/store"
@@ -66,7 +65,7 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 	}
 	locks := filepath.Join(root, LocksDir)
 	if !lockfile.Within(root, p) {
-		p = sameDirectory(p, root, locks)
+		p = lockfile.SameDirectory(p, root, locks)
 	}
 	if !lockfile.Within(root, p) {
 		return nil
@@ -84,34 +83,6 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 			locks, as))
 	}
 	return nil
-}
-
-// sameDirectory returns p (resolved, outside root by name) as the path
-// below root or locks it names when one of its existing directories, p
-// itself included, is root or locks under another name (the same device
-// and inode: a bind mount); otherwise p unchanged.
-func sameDirectory(p, root, locks string) string {
-	rootID, rootOK := fileid.Dir(root)
-	locksID, locksOK := fileid.Dir(locks)
-	if !rootOK {
-		return p
-	}
-	for dir, rest := p, ""; ; {
-		if id, ok := fileid.Dir(dir); ok {
-			switch {
-			case id == rootID:
-				return filepath.Join(root, rest)
-			case locksOK && id == locksID:
-				return filepath.Join(locks, rest)
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = parent
-	}
 }
 
 // resolvedRoot is the root as lockfile.Resolve gives it.

@@ -282,12 +282,30 @@ func Recordable(format, lock string, h Holder) Holder {
 	return h
 }
 
-// TakesOverUnreadable reports whether format f's own tool takes over a
-// lock file that fails to parse with parseErr (BSO's zombie, GitClaw's
-// corrupt lock): its verdict on it neither fails safe nor holds.
-func TakesOverUnreadable(f Format, parseErr error) bool {
+// TakesOverUnreadable reports whether format f's own tool takes over the
+// file at path that fails to parse with parseErr (BSO's zombie, GitClaw's
+// corrupt lock): path is where that tool keeps its locks (OwnLockPath),
+// and the format's verdict on the file neither fails safe nor holds. Any
+// other unreadable file is no lock of that tool, only someone's data.
+func TakesOverUnreadable(f Format, path string, parseErr error) bool {
 	v := f.Judge(Holder{}, parseErr, time.Time{}, Env{})
-	return !v.FailSafe && v.State != events.StateHeld
+	return OwnLockPath(f.Name(), path) && !v.FailSafe && v.State != events.StateHeld
+}
+
+// OwnLockPath reports whether path is named as format's own tool names
+// its lock files, which that tool alone writes: BSO's .sprint-running,
+// GitClaw's locks/<issue number>.lock. The other formats' paths are not
+// fixed by their tools ("").
+func OwnLockPath(format, path string) bool {
+	base, dir := filepath.Base(path), filepath.Base(filepath.Dir(path))
+	switch format {
+	case NameBSO:
+		return base == ".sprint-running"
+	case NameGitClaw:
+		n, ok := strings.CutSuffix(base, ".lock")
+		return ok && dir == "locks" && n != "" && strings.Trim(n, "0123456789") == ""
+	}
+	return false
 }
 
 // malformed wraps ErrMalformed with the format's name and a detail.

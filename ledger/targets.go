@@ -253,8 +253,9 @@ func unsafeTarget(t events.Target, unsafe *UnsafePathError) error {
 // target's format (which is then that tool's holder, judged by its rules):
 // every other file is someone's data, never replaced and never removed.
 // With force, a file that does not parse is admitted where the target's
-// own tool takes such a file over (BSO's zombie, GitClaw's corrupt lock):
-// it is then that tool's unreadable holder, kept aside when replaced.
+// own tool takes such a file at that path over (BSO's zombie, GitClaw's
+// corrupt lock): it is then that tool's unreadable holder, kept aside
+// when replaced.
 // It runs under the writer mutex, after recovery, before any decision.
 func (w *writeTx) admitTargets(ts []events.Target, force bool) error {
 	for _, t := range ts {
@@ -274,7 +275,7 @@ func (w *writeTx) admitTargets(ts []events.Target, force bool) error {
 			return err
 		}
 		_, perr := f.Parse(cur.Data)
-		takesOver := perr != nil && formats.TakesOverUnreadable(f, perr)
+		takesOver := perr != nil && formats.TakesOverUnreadable(f, t.Path, perr)
 		if perr == nil || force && takesOver {
 			continue
 		}

@@ -89,8 +89,8 @@ func runList(ctx context.Context, o *listOptions) error {
 				if s.Limit > 0 {
 					name = fmt.Sprintf("%s (%d/%d)", s.Name, len(s.Shared), s.Limit)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s ago\t%ds\n", name, x.State, x.Holder.Actor, x.Holder.RequestID,
-					x.Holder.PID, x.Holder.HostID, short(x.HeldFor), short(x.SinceBeat), x.Holder.TTLSeconds)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s\t%ds\n", name, x.State, x.Holder.Actor, x.Holder.RequestID,
+					x.Holder.PID, x.Holder.HostID, short(x.HeldFor), ago(x.SinceBeat), x.Holder.TTLSeconds)
 			}
 			continue
 		}
@@ -105,8 +105,8 @@ func runList(ctx context.Context, o *listOptions) error {
 		if noTTL(s) {
 			ttl = "none"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s ago\t%s\n", s.Name, s.State, h.Actor, req, h.PID, h.HostID,
-			short(s.HeldFor), short(s.SinceBeat), ttl)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s\t%s\n", s.Name, s.State, h.Actor, req, h.PID, h.HostID,
+			short(s.HeldFor), ago(s.SinceBeat), ttl)
 	}
 	return tw.Flush()
 }

@@ -173,9 +173,9 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 	}
 	fmt.Fprintf(tw, "  held for\t%s (since %s)\n", short(s.HeldFor), h.CreatedAt)
 	if noTTL(s) {
-		fmt.Fprintf(tw, "  heartbeat\t%s ago (no TTL: %s lock files carry none)\n", short(s.SinceBeat), s.HolderFormat)
+		fmt.Fprintf(tw, "  heartbeat\t%s (no TTL: %s lock files carry none)\n", ago(s.SinceBeat), s.HolderFormat)
 	} else {
-		fmt.Fprintf(tw, "  heartbeat\t%s ago (ttl %ds)\n", short(s.SinceBeat), h.TTLSeconds)
+		fmt.Fprintf(tw, "  heartbeat\t%s (ttl %ds)\n", ago(s.SinceBeat), h.TTLSeconds)
 	}
 	if s.FencingToken > 0 {
 		fmt.Fprintf(tw, "  fencing token\t%d\n", s.FencingToken)
@@ -206,6 +206,15 @@ func short(d time.Duration) string {
 		d = 0
 	}
 	return d.Truncate(time.Second).String()
+}
+
+// ago shows how long ago a heartbeat was; one from the future (a clock
+// set wrong) says so instead of "0s ago".
+func ago(d time.Duration) string {
+	if d < -time.Second {
+		return (-d).Truncate(time.Second).String() + " in the future"
+	}
+	return short(d) + " ago"
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -267,8 +276,8 @@ func printShared(w io.Writer, s *ledger.LockStatus) {
 	fmt.Fprintln(tw, "  STATE\tREQUEST\tACTOR\tPID@HOST\tHELD\tHEARTBEAT\tTTL\tTOKEN")
 	for _, x := range s.Shared {
 		h := x.Holder
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d@%s\t%s\t%s ago\t%ds\t%d\n", x.State, h.RequestID, h.Actor, h.PID, h.HostID,
-			short(x.HeldFor), short(x.SinceBeat), h.TTLSeconds, x.FencingToken)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d@%s\t%s\t%s\t%ds\t%d\n", x.State, h.RequestID, h.Actor, h.PID, h.HostID,
+			short(x.HeldFor), ago(x.SinceBeat), h.TTLSeconds, x.FencingToken)
 	}
 	tw.Flush()
 }

@@ -42,7 +42,8 @@ import (
 // pid is "dead" (provably gone); a live pid past the age limit is "stale"
 // (BSO: suspected zombie, overwritten only with force or confirmation); a
 // pid that cannot be probed is "stale" too (BSO assumes it gone, but it is
-// not proven); a corrupt file (bad YAML, or pid/started_at missing or
+// not proven); a started_at more than MaxClockSkew ahead has no age BSO
+// could trust, and is "stale" (a suspected zombie); a corrupt file (bad YAML, or pid/started_at missing or
 // invalid) is a zombie, "dead" with Reason "corrupt" (Step 1.4, Case D).
 //
 // Parse is stricter than BSO's reader: pid and started_at are required,
@@ -280,6 +281,10 @@ func (f bso) Judge(h Holder, parseErr error, now time.Time, env Env) Verdict {
 			return v
 		}
 	}
+	if sv, ok := skewVerdict("started", h.CreatedAt, now); ok {
+		sv.Zombie = true
+		return sv
+	}
 	if age := now.Sub(h.CreatedAt); age > maxAge {
 		return Verdict{State: events.StateStale, Reason: ReasonMaxAge, Zombie: true,
 			Detail: fmt.Sprintf("started %.2fh ago, older than %s: suspected zombie", age.Hours(), maxAge)}
@@ -325,7 +330,8 @@ const (
 // .sprint-running (exists false: no file). Zombie when the pid is not
 // alive (a probe that cannot tell counts as not alive, as BSO's "PID check
 // failed: assume it does not exist") or the lock is older than Env.MaxAge
-// (24 h by default), or when the YAML is corrupt.
+// (24 h by default), or started more than MaxClockSkew in the future, or
+// when the YAML is corrupt.
 func BSOCheck(data []byte, exists bool, now time.Time, env Env) BSOStatus {
 	st := BSOStatus{Mode: BSOModeCheck, Errors: []string{}}
 	if !exists {
@@ -348,8 +354,15 @@ func BSOCheck(data []byte, exists bool, now time.Time, env Env) BSOStatus {
 	alive := env.probe(file.pid) == proc.Alive
 	info := BSOLockInfo{Exists: true, PID: file.pid, SessionID: file.sessionID, StartedAt: file.startedAt,
 		EpicSpec: file.epicSpec, AgeHours: math.Round(age.Hours()*100) / 100, PIDAlive: alive}
-	info.IsZombie = !alive || age > maxAge
+	skewed := Skewed(file.started, now)
+	info.IsZombie = !alive || age > maxAge || skewed
 	st.LockInfo = info
+	if skewed {
+		st.Status = BSOStatusZombieDetected
+		st.Message = fmt.Sprintf("Zombie lock detected (PID: %d, session: %s, started: %s, %s in the future: clock skew)",
+			file.pid, file.sessionID, file.startedAt, (-age).Round(time.Second))
+		return st
+	}
 	if info.IsZombie {
 		st.Status = BSOStatusZombieDetected
 		state := "dead"

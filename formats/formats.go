@@ -81,7 +81,37 @@ const (
 	ReasonTTLExpired = "ttl_expired" // the heartbeat (or creation time) is older than the TTL
 	ReasonMaxAge     = "max_age"     // older than --max-age (BSO: 24 h by default)
 	ReasonCorrupt    = "corrupt"     // the file could not be parsed
+	ReasonClockSkew  = "clock_skew"  // the heartbeat (or creation time) lies further in the future than MaxClockSkew
 )
+
+// MaxClockSkew is how far ahead of the judging clock a heartbeat or
+// creation time may lie and still be believed: clocks of hosts that share
+// a lock disagree a little. A time further ahead is no evidence of a live
+// holder (a clock set wrong, or a file written by hand), so a format that
+// judges by time calls it stale (ReasonClockSkew), and --force takes it.
+const MaxClockSkew = 5 * time.Minute
+
+// Skewed reports whether t lies more than MaxClockSkew ahead of now: a
+// time that cannot be trusted as fresh.
+func Skewed(t, now time.Time) bool { return t.Sub(now) > MaxClockSkew }
+
+// skewVerdict is the verdict on a time (what: "last heartbeat", ...) that
+// lies more than MaxClockSkew ahead of now.
+func skewVerdict(what string, t, now time.Time) (Verdict, bool) {
+	if !Skewed(t, now) {
+		return Verdict{}, false
+	}
+	return Verdict{State: events.StateStale, Reason: ReasonClockSkew,
+		Detail: fmt.Sprintf("%s %s in the future (clock skew beyond %s): not trusted as fresh", what, t.Sub(now).Round(time.Second), MaxClockSkew)}, true
+}
+
+// EnvOf is the Env of host hostID whose processes probe answers about.
+func EnvOf(hostID string, probe proc.Probe, maxAge time.Duration) Env {
+	return Env{HostID: hostID, MaxAge: maxAge, Probe: func(pid int) proc.Liveness {
+		live, _ := probe.Probe(pid)
+		return live
+	}}
+}
 
 // ErrMalformed is wrapped by every Parse failure.
 var ErrMalformed = errors.New("malformed lock file")
@@ -226,6 +256,58 @@ func ForeignRequestID(format string, pid int, created time.Time) string {
 	return fmt.Sprintf("%s:%d:%d", format, pid, created.Unix())
 }
 
+// Recordable is the holder h parsed from a file of format at lock's path,
+// completed so that ToRecord gives a valid v1 record: a request id that
+// breaks lockledger's rule is replaced by ForeignRequestID, an empty actor
+// is the format's name, an empty host "unknown", a missing creation time
+// the Unix epoch, a missing heartbeat the creation time, a negative pid 0,
+// and the TTL at least one second.
+func Recordable(format, lock string, h Holder) Holder {
+	if events.ValidateRequestID(h.RequestID) != nil {
+		h.RequestID = ForeignRequestID(format, h.PID, h.CreatedAt)
+	}
+	if h.Actor == "" {
+		h.Actor = format
+	}
+	if h.HostID == "" {
+		h.HostID = "unknown"
+	}
+	if h.CreatedAt.IsZero() {
+		h.CreatedAt = time.Unix(0, 0)
+	}
+	if h.HeartbeatAt.IsZero() {
+		h.HeartbeatAt = h.CreatedAt
+	}
+	h.Lock, h.PID, h.TTL = lock, max(h.PID, 0), max(h.TTL, time.Second)
+	return h
+}
+
+// TakesOverUnreadable reports whether format f's own tool takes over the
+// file at path that fails to parse with parseErr (BSO's zombie, GitClaw's
+// corrupt lock): path is where that tool keeps its locks (OwnLockPath),
+// and the format's verdict on the file neither fails safe nor holds. Any
+// other unreadable file is no lock of that tool, only someone's data.
+func TakesOverUnreadable(f Format, path string, parseErr error) bool {
+	v := f.Judge(Holder{}, parseErr, time.Time{}, Env{})
+	return OwnLockPath(f.Name(), path) && !v.FailSafe && v.State != events.StateHeld
+}
+
+// OwnLockPath reports whether path is named as format's own tool names
+// its lock files, which that tool alone writes: BSO's .sprint-running,
+// GitClaw's locks/<issue number>.lock. The other formats' paths are not
+// fixed by their tools ("").
+func OwnLockPath(format, path string) bool {
+	base, dir := filepath.Base(path), filepath.Base(filepath.Dir(path))
+	switch format {
+	case NameBSO:
+		return base == ".sprint-running"
+	case NameGitClaw:
+		n, ok := strings.CutSuffix(base, ".lock")
+		return ok && dir == "locks" && n != "" && strings.Trim(n, "0123456789") == ""
+	}
+	return false
+}
+
 // malformed wraps ErrMalformed with the format's name and a detail.
 func malformed(format, detail string, args ...any) error {
 	return fmt.Errorf("%s: %w: %s", format, ErrMalformed, fmt.Sprintf(detail, args...))
@@ -274,10 +356,14 @@ func failSafe(format string, err error, what string) Verdict {
 		Detail: fmt.Sprintf("%v; %s fails safe: treated as held (%s)", err, format, what)}
 }
 
-// maxAgeVerdict applies a caller-supplied --max-age to any format.
+// maxAgeVerdict applies a caller-supplied --max-age to any format. A
+// creation time too far in the future has no age to compare: stale.
 func maxAgeVerdict(h Holder, now time.Time, maxAge time.Duration) (Verdict, bool) {
 	if maxAge <= 0 || h.CreatedAt.IsZero() {
 		return Verdict{}, false
+	}
+	if v, ok := skewVerdict("created", h.CreatedAt, now); ok {
+		return v, true
 	}
 	if age := now.Sub(h.CreatedAt); age > maxAge {
 		return Verdict{State: events.StateStale, Reason: ReasonMaxAge,

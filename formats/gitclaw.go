@@ -28,7 +28,8 @@ import (
 // Judge (acquireLock / cleanStaleLocks): a lock is valid while
 // Date.now() - acquiredAt < LOCK_TTL_MS, so it is stale once its age
 // reaches the TTL (>=, as the code compares); stale needs --force in
-// lockledger. The pid is not judged (GitClaw runs on ephemeral runners and
+// lockledger. An acquiredAt more than MaxClockSkew ahead is stale too
+// (GitClaw would honour it until its TTL after that date). The pid is not judged (GitClaw runs on ephemeral runners and
 // never checks it). GitClaw removes a corrupt lock file exactly as it
 // removes an expired one (cleanStaleLocks' catch), and its acquire takes
 // over a lock whose acquiredAt is not a date, so a malformed file is stale
@@ -162,6 +163,9 @@ func (f gitclaw) Judge(h Holder, parseErr error, now time.Time, env Env) Verdict
 	ttl := h.TTL
 	if ttl <= 0 {
 		ttl = GitClawTTL
+	}
+	if v, ok := skewVerdict("acquired", h.CreatedAt, now); ok {
+		return v
 	}
 	if age := now.Sub(h.CreatedAt); age >= ttl {
 		return Verdict{State: events.StateStale, Reason: ReasonTTLExpired,

@@ -27,7 +27,8 @@ import (
 //	ttl_seconds        TTL (whole seconds, at least 1)
 //	metadata           Metadata ({} when nil; non-string values parse as their JSON text)
 //
-// Judge: stale when now - last_heartbeat_at > ttl_seconds; the pid is
+// Judge: stale when now - last_heartbeat_at > ttl_seconds, or when
+// last_heartbeat_at lies more than MaxClockSkew ahead of now; the pid is
 // informational only (pids are recycled, and a holder in another pid
 // namespace shares the host name), so the file is never judged dead by it;
 // a file that fails the v1 schema is held, fail safe (never trusted as free).
@@ -161,6 +162,9 @@ func (f towerFleet) Judge(h Holder, parseErr error, now time.Time, env Env) Verd
 	hb := h.HeartbeatAt
 	if hb.IsZero() {
 		hb = h.CreatedAt
+	}
+	if v, ok := skewVerdict("last heartbeat", hb, now); ok {
+		return v
 	}
 	if age := now.Sub(hb); age > ttl {
 		return Verdict{State: events.StateStale, Reason: ReasonTTLExpired,

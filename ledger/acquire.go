@@ -128,7 +128,7 @@ func (w *writeTx) acquireExclusive(req AcquireRequest, p takeover) (*Acquisition
 	case events.StateStale:
 		if !p.stale(req) {
 			outcome, err := w.blocked(req, h, state, &StaleError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
-				StaleSince: h.staleSince(), Age: w.now.Sub(h.heartbeat), JobPIDs: job})
+				StaleSince: h.staleSince(w.now), Age: w.now.Sub(h.heartbeat), JobPIDs: job})
 			return nil, outcome, err
 		}
 		reason = events.ReasonStaleForced
@@ -206,7 +206,7 @@ func reclaimNote(h *holding, id Identity) string {
 // holds the lock: the ledger's holder, else a foreign primary file, else
 // the strongest foreign file at one of the requested targets.
 func (w *writeTx) effectiveHolder(req AcquireRequest) (*holding, error) {
-	if err := w.reconcileTargets(req.Targets); err != nil {
+	if err := w.reconcileTargets(req.Targets, req.Force); err != nil {
 		return nil, err
 	}
 	if _, err := w.recordDisplaced(req.Identity, req.MaxAge); err != nil {

@@ -184,8 +184,12 @@ type StaleError struct {
 }
 
 func (e *StaleError) Error() string {
-	return fmt.Sprintf("lock %s: stale (request %s, last heartbeat %s ago, ttl %ds)%s; use --force to take it over",
-		e.Lock, e.Holder.RequestID, e.Age.Truncate(time.Second), e.Holder.TTLSeconds, jobNote(e.Holder.PID, e.JobPIDs))
+	beat := e.Age.Truncate(time.Second).String() + " ago"
+	if e.Age < -time.Second {
+		beat = (-e.Age).Truncate(time.Second).String() + " in the future: clock skew"
+	}
+	return fmt.Sprintf("lock %s: stale (request %s, last heartbeat %s, ttl %ds)%s; use --force to take it over",
+		e.Lock, e.Holder.RequestID, beat, e.Holder.TTLSeconds, jobNote(e.Holder.PID, e.JobPIDs))
 }
 
 func (e *StaleError) Unwrap() error { return ErrStale }

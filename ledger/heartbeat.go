@@ -74,7 +74,7 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 			}
 			w.setJournal(j)
 		}
-		if err := w.reconcileTargets(nil); err != nil {
+		if err := w.reconcileTargets(nil, false); err != nil {
 			return nil, err
 		}
 		if err := w.refreshTargets(h, &renewed); err != nil {

@@ -148,7 +148,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			}
 			return w.refuse(events.ActionRelease, id, h, nh)
 		}
-		if err := w.reconcileTargets(nil); err != nil {
+		if err := w.reconcileTargets(nil, false); err != nil {
 			return nil, err
 		}
 		released := *h

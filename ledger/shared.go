@@ -220,7 +220,7 @@ func (w *writeTx) acquireShared(req AcquireRequest, p takeover) (*Acquisition, e
 			reason = events.ReasonForcedActive
 		case state == events.StateStale:
 			outcome, err := w.blocked(req, h, state, &StaleError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
-				StaleSince: h.staleSince(), Age: w.now.Sub(h.heartbeat), JobPIDs: job})
+				StaleSince: h.staleSince(w.now), Age: w.now.Sub(h.heartbeat), JobPIDs: job})
 			return nil, outcome, err
 		default:
 			held := &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt, Waited: req.Waited,
@@ -275,7 +275,7 @@ func (w *writeTx) acquireShared(req AcquireRequest, p takeover) (*Acquisition, e
 	}
 	if v := stalest(js, events.StateStale); v != nil {
 		outcome, err := w.blocked(req, v.s.holding, events.StateStale, &StaleError{Lock: req.Lock, Holder: v.s.rec,
-			StaleSince: v.s.staleSince(), Age: w.now.Sub(v.s.heartbeat), JobPIDs: v.job, Limit: req.Limit})
+			StaleSince: v.s.staleSince(w.now), Age: w.now.Sub(v.s.heartbeat), JobPIDs: v.job, Limit: req.Limit})
 		return nil, outcome, err
 	}
 	v := stalest(js, events.StateHeld)
@@ -314,7 +314,7 @@ func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, p
 	}
 	if v := stalest(js, events.StateStale); v != nil && !p.stale(req) {
 		outcome, err := w.blocked(req, v.s.holding, events.StateStale, &StaleError{Lock: req.Lock, Holder: v.s.rec,
-			StaleSince: v.s.staleSince(), Age: w.now.Sub(v.s.heartbeat), JobPIDs: v.job})
+			StaleSince: v.s.staleSince(w.now), Age: w.now.Sub(v.s.heartbeat), JobPIDs: v.job})
 		return nil, outcome, err
 	}
 	h := w.l.newHolding(req, w.now, 0)
@@ -433,7 +433,7 @@ func (l *Ledger) addShared(s *LockStatus, sh []*sharedHolding, now time.Time) {
 	for _, x := range sh {
 		st, job := judge(x.holding, now, l.host, l.probe, 0)
 		s.Shared = append(s.Shared, SharedHolder{Holder: x.rec, FencingToken: x.token, State: st, JobPIDs: job,
-			HeldFor: now.Sub(x.created), SinceBeat: now.Sub(x.heartbeat), StaleSince: x.staleSince()})
+			HeldFor: now.Sub(x.created), SinceBeat: now.Sub(x.heartbeat), StaleSince: x.staleSince(now)})
 		i := len(s.Shared) - 1
 		if best < 0 || stateRank[st] > stateRank[s.Shared[best].State] ||
 			st == s.Shared[best].State && x.heartbeat.Before(sh[best].heartbeat) {

@@ -27,12 +27,16 @@ type holding struct {
 	target string
 	// targetFormat is that file's format.
 	targetFormat string
+	// keptAside is where that file, unreadable, was kept when taken over.
+	keptAside string
 }
 
 // judge applies lockledger's state rules (held, stale, dead) to a holder at instant now, with
 // --max-age (0: none): a holding older than maxAge (by its creation time)
 // counts as stale. job lists the processes of the holder's job that keep
 // it from being dead although its own process is gone (see proc.JobProbe).
+// A heartbeat (or creation time) further ahead of now than
+// formats.MaxClockSkew is not trusted as fresh: stale.
 func judge(h *holding, now time.Time, self Host, probe proc.Probe, maxAge time.Duration) (state string, job []int) {
 	if h == nil {
 		return events.StateFree, nil
@@ -54,7 +58,9 @@ func judge(h *holding, now time.Time, self Host, probe proc.Probe, maxAge time.D
 		return events.StateDead, nil
 	case now.Sub(h.heartbeat) > time.Duration(h.rec.TTLSeconds)*time.Second:
 		return events.StateStale, job
-	case maxAge > 0 && now.Sub(h.created) > maxAge:
+	case formats.Skewed(h.heartbeat, now):
+		return events.StateStale, job
+	case maxAge > 0 && (now.Sub(h.created) > maxAge || formats.Skewed(h.created, now)):
 		return events.StateStale, job
 	}
 	return events.StateHeld, job
@@ -95,7 +101,11 @@ func jobProcesses(h *holding, probe proc.Probe) []int {
 	return jp.JobProcesses(h.rec.RequestID)
 }
 
-// staleSince is the instant the holding became stale.
-func (h *holding) staleSince() time.Time {
+// staleSince is the instant the holding became stale; now when it is
+// stale only because its heartbeat is too far ahead to trust.
+func (h *holding) staleSince(now time.Time) time.Time {
+	if formats.Skewed(h.heartbeat, now) {
+		return now
+	}
 	return h.heartbeat.Add(time.Duration(h.rec.TTLSeconds) * time.Second)
 }

@@ -103,7 +103,7 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 		s.Holder, s.FencingToken, s.Foreign, s.Corrupt = &rec, h.token, h.foreign, h.corrupt
 		if h.corrupt == nil {
 			s.HeldFor, s.SinceBeat = now.Sub(h.created), now.Sub(h.heartbeat)
-			s.StaleSince = h.staleSince()
+			s.StaleSince = h.staleSince(now)
 		}
 	}
 	return s

@@ -56,6 +56,7 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 		if err := w.placeFiles(h, prev); err != nil {
 			return nil, err
 		}
+		note = withKeptAside(note, prev)
 	}
 	acq := events.Acquired{TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion,
 		FencingToken: token, Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets,

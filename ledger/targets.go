@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
-	"github.com/lockledger/lockledger/internal/fileid"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/store"
@@ -65,7 +65,7 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 	}
 	locks := filepath.Join(root, LocksDir)
 	if !lockfile.Within(root, p) {
-		p = sameDirectory(p, root, locks)
+		p = lockfile.SameDirectory(p, root, locks)
 	}
 	if !lockfile.Within(root, p) {
 		return nil
@@ -83,34 +83,6 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 			locks, as))
 	}
 	return nil
-}
-
-// sameDirectory returns p (resolved, outside root by name) as the path
-// below root or locks it names when one of its existing directories, p
-// itself included, is root or locks under another name (the same device
-// and inode: a bind mount); otherwise p unchanged.
-func sameDirectory(p, root, locks string) string {
-	rootID, rootOK := fileid.Dir(root)
-	locksID, locksOK := fileid.Dir(locks)
-	if !rootOK {
-		return p
-	}
-	for dir, rest := p, ""; ; {
-		if id, ok := fileid.Dir(dir); ok {
-			switch {
-			case id == rootID:
-				return filepath.Join(root, rest)
-			case locksOK && id == locksID:
-				return filepath.Join(locks, rest)
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = parent
-	}
 }
 
 // resolvedRoot is the root as lockfile.Resolve gives it.
@@ -159,18 +131,11 @@ func renderTarget(t events.Target, h *holding) ([]byte, error) {
 
 // LocalEnv is the formats.Env of this host with the real process probe.
 func LocalEnv(maxAge time.Duration) formats.Env {
-	return envFor(ThisHost(), &proc.Local{}, maxAge)
+	return formats.EnvOf(ThisHost().ID, &proc.Local{}, maxAge)
 }
 
 func (l *Ledger) formatsEnv(maxAge time.Duration) formats.Env {
-	return envFor(l.host, l.probe, maxAge)
-}
-
-func envFor(host Host, probe proc.Probe, maxAge time.Duration) formats.Env {
-	return formats.Env{HostID: host.ID, MaxAge: maxAge, Probe: func(pid int) proc.Liveness {
-		live, _ := probe.Probe(pid)
-		return live
-	}}
+	return formats.EnvOf(l.host.ID, l.probe, maxAge)
 }
 
 func owns(h *holding, path string) (events.Target, bool) {
@@ -238,8 +203,9 @@ func (l *Ledger) recoverTarget(path string, committed []byte) error {
 }
 
 // reconcileTargets runs recoverTarget for the ledger holder's targets and
-// for the targets a request names.
-func (w *writeTx) reconcileTargets(requested []events.Target) error {
+// for the targets a request names, then admits the requested ones (with
+// force, see admitTargets).
+func (w *writeTx) reconcileTargets(requested []events.Target, force bool) error {
 	h := w.v.holder
 	paths := map[string][]byte{}
 	if h != nil && !h.foreign {
@@ -269,7 +235,7 @@ func (w *writeTx) reconcileTargets(requested []events.Target) error {
 			return fmt.Errorf("ledger: target %s: %w", p, err)
 		}
 	}
-	return w.admitTargets(requested)
+	return w.admitTargets(requested, force)
 }
 
 // unsafeTarget is the refusal of target t, at or beside whose path is
@@ -286,8 +252,12 @@ func unsafeTarget(t events.Target, unsafe *UnsafePathError) error {
 // nothing, the bytes the ledger's holder projects there, or a lock of the
 // target's format (which is then that tool's holder, judged by its rules):
 // every other file is someone's data, never replaced and never removed.
+// With force, a file that does not parse is admitted where the target's
+// own tool takes such a file at that path over (BSO's zombie, GitClaw's
+// corrupt lock): it is then that tool's unreadable holder, kept aside
+// when replaced.
 // It runs under the writer mutex, after recovery, before any decision.
-func (w *writeTx) admitTargets(ts []events.Target) error {
+func (w *writeTx) admitTargets(ts []events.Target, force bool) error {
 	for _, t := range ts {
 		cur, err := lockfile.ReadFile(t.Path)
 		var unsafe *UnsafePathError
@@ -304,10 +274,17 @@ func (w *writeTx) admitTargets(ts []events.Target) error {
 		if err != nil {
 			return err
 		}
-		if _, perr := f.Parse(cur.Data); perr != nil {
-			return events.Invalid("--file", t.Format+":"+t.Path, fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
-				t.Format, clip(perr.Error(), 200), targetRule))
+		_, perr := f.Parse(cur.Data)
+		takesOver := perr != nil && formats.TakesOverUnreadable(f, t.Path, perr)
+		if perr == nil || force && takesOver {
+			continue
 		}
+		rule := targetRule
+		if takesOver {
+			rule = fmt.Sprintf("%s itself takes over such a file; --force keeps it aside (as %s.corrupt-TIME) and takes the lock", t.Format, t.Path)
+		}
+		return events.Invalid("--file", t.Format+":"+t.Path, fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
+			t.Format, clip(perr.Error(), 200), rule))
 	}
 	return nil
 }
@@ -385,36 +362,9 @@ func (l *Ledger) foreignAt(lock string, v *view, requested []events.Target, now 
 }
 
 func foreignFormatHolding(lock string, t events.Target, fh formats.Holder, perr error, cur lockfile.State, v formats.Verdict) *holding {
-	rid := fh.RequestID
-	if events.ValidateRequestID(rid) != nil {
-		rid = formats.ForeignRequestID(t.Format, fh.PID, fh.CreatedAt)
-	}
-	ttl := int64(fh.TTL / time.Second)
-	if ttl < 1 {
-		ttl = 1
-	}
-	actor, host := fh.Actor, fh.HostID
-	if actor == "" {
-		actor = t.Format
-	}
-	if host == "" {
-		host = "unknown"
-	}
-	created, hb := fh.CreatedAt, fh.HeartbeatAt
-	if created.IsZero() {
-		created = time.Unix(0, 0)
-	}
-	if hb.IsZero() {
-		hb = created
-	}
-	md := fh.Metadata
-	if md == nil {
-		md = map[string]string{}
-	}
-	rec := events.Record{LockVersion: events.LockVersion, LockName: lock, RequestID: rid, Actor: actor,
-		Intent: fh.Intent, IntentVersion: fh.IntentVersion, HostID: host, PID: max(fh.PID, 0),
-		CreatedAt: events.FormatLockTime(created), LastHeartbeatAt: events.FormatLockTime(hb), TTLSeconds: ttl, Metadata: md}
-	h := &holding{rec: rec, created: created, heartbeat: hb, file: cur.Data, foreign: true, verdict: &v, target: t.Path, targetFormat: t.Format}
+	fh = formats.Recordable(t.Format, lock, fh)
+	h := &holding{rec: formats.ToRecord(fh), created: fh.CreatedAt, heartbeat: fh.HeartbeatAt, file: cur.Data, foreign: true,
+		verdict: &v, target: t.Path, targetFormat: t.Format}
 	if perr != nil {
 		h.corrupt = unreadableFile(cur)
 	}
@@ -436,6 +386,9 @@ func (w *writeTx) placeTargets(h *holding, prev *holding) error {
 		}
 		var j *os.File
 		if expect, ok := replaceable(prev, t.Path); ok {
+			if err := w.keepUnreadableTarget(prev, t.Path); err != nil {
+				return err
+			}
 			j, err = replaceIfStill(h.rec.LockName, t, expect, data)
 		} else {
 			j, err = lockfile.PlaceFile(t.Path, data)
@@ -456,6 +409,48 @@ func (w *writeTx) placeTargets(h *holding, prev *holding) error {
 		}
 	}
 	return nil
+}
+
+// keepUnreadableTarget keeps aside the unreadable file of another tool at
+// path that prev, being taken over, was judged from (see
+// lockfile.KeepAsideFile), before the ledger's file replaces it: the link
+// goes again when the decision does not commit, and is named in a warning
+// and in the event's note (withKeptAside).
+func (w *writeTx) keepUnreadableTarget(prev *holding, path string) error {
+	if !prev.foreign || prev.corrupt == nil || prev.target != path {
+		return nil
+	}
+	kept, err := lockfile.KeepAsideFile(path, prev.file, w.now)
+	if errors.Is(err, lockfile.ErrChangedMeanwhile) {
+		return nil // replaceIfStill judges what is there now
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: keep the unreadable lock file %s aside: %w", path, err)
+	}
+	prev.keptAside = kept.Path
+	w.l.log.Warn("taking over another tool's unreadable lock file; its bytes are kept aside",
+		"lock", prev.rec.LockName, "format", prev.targetFormat, "path", path, "kept_aside", kept.Path)
+	if aborted := w.aborted; kept.Created {
+		w.aborted = func() {
+			if aborted != nil {
+				aborted()
+			}
+			if err := lockfile.DropAsideFile(path, kept.Path); err != nil {
+				w.l.log.Warn("could not remove a link to an unreadable lock file", "path", kept.Path, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// withKeptAside adds to a take-over's note where the unreadable file of
+// prev was kept aside, if it was.
+func withKeptAside(note string, prev *holding) string {
+	if prev == nil || prev.keptAside == "" {
+		return note
+	}
+	kept := fmt.Sprintf("the unreadable %s lock file at %s was kept aside as %s", prev.targetFormat, prev.target, prev.keptAside)
+	return clip(strings.TrimPrefix(note+"; "+kept, "; "), 1024)
 }
 
 // replaceable returns the bytes at path that taking over from prev may

@@ -38,9 +38,53 @@ func (d *Dir) KeepAside(lock string, f State, now time.Time) (Aside, error) {
 	if err != nil {
 		return Aside{}, err
 	}
-	file := fileName(lock)
+	a, err := l.keepAside(fileName(lock), f, now)
+	if err == nil && a.Created {
+		a.ModeErr = l.chmodPrivate(filepath.Base(a.Path))
+	}
+	return a, err
+}
+
+// KeepAsideFile keeps the file at p (a --file target, in another tool's
+// directory) as KeepAside does, as p.corrupt-TIME beside it, under its own
+// mode: it stays that tool's file. ErrChangedMeanwhile if p no longer
+// holds data.
+func KeepAsideFile(p string, data []byte, now time.Time) (Aside, error) {
+	d, ok, err := parent(p)
+	if !ok {
+		if err == nil {
+			err = ErrChangedMeanwhile
+		}
+		return Aside{}, err
+	}
+	defer closeFD(d.fd)
+	f, err := d.read(filepath.Base(p))
+	if err != nil {
+		return Aside{}, err
+	}
+	if !f.Exists || !bytes.Equal(f.Data, data) {
+		return Aside{}, ErrChangedMeanwhile
+	}
+	return d.keepAside(filepath.Base(p), f, now)
+}
+
+// DropAsideFile removes a link KeepAsideFile made at aside for the file at p.
+func DropAsideFile(p, aside string) error {
+	if filepath.Dir(aside) != filepath.Dir(p) || !strings.HasPrefix(filepath.Base(aside), filepath.Base(p)+".corrupt-") {
+		return &UnsafePathError{Path: aside, Reason: "is not a file kept aside for " + p}
+	}
+	d, ok, err := parent(p)
+	if !ok {
+		return err
+	}
+	defer closeFD(d.fd)
+	return d.unlink(filepath.Base(aside))
+}
+
+// keepAside links file, which must still be f, to file.corrupt-TIME in d.
+func (d at) keepAside(file string, f State, now time.Time) (Aside, error) {
 	base := file + ".corrupt-"
-	entries, err := d.entries()
+	entries, err := d.list()
 	if err != nil {
 		return Aside{}, err
 	}
@@ -48,14 +92,14 @@ func (d *Dir) KeepAside(lock string, f State, now time.Time) (Aside, error) {
 		if !strings.HasPrefix(e.Name(), base) {
 			continue
 		}
-		if prior, err := l.read(e.Name()); err == nil && prior.Exists && prior.Ino == f.Ino {
+		if prior, err := d.read(e.Name()); err == nil && prior.Exists && prior.Ino == f.Ino {
 			return Aside{Path: prior.Path}, nil
 		}
 	}
 	stamp := now.UTC().Format(asideLayout)
 	name := base + stamp
 	for i := 2; ; i++ {
-		err = unix.Linkat(l.fd, file, l.fd, name, 0)
+		err = unix.Linkat(d.fd, file, d.fd, name, 0)
 		if err != unix.EEXIST || i > 1000 {
 			break
 		}
@@ -65,17 +109,28 @@ func (d *Dir) KeepAside(lock string, f State, now time.Time) (Aside, error) {
 		return Aside{}, ErrChangedMeanwhile
 	}
 	if err != nil {
-		return Aside{}, &os.LinkError{Op: "link", Old: l.join(file), New: l.join(name), Err: err}
+		return Aside{}, &os.LinkError{Op: "link", Old: d.join(file), New: d.join(name), Err: err}
 	}
-	got, err := l.read(name)
+	got, err := d.read(name)
 	if err == nil && (!got.Exists || got.Ino != f.Ino || !bytes.Equal(got.Data, f.Data)) {
 		err = ErrChangedMeanwhile
 	}
 	if err != nil {
-		_ = l.unlink(name)
+		_ = d.unlink(name)
 		return Aside{}, err
 	}
-	return Aside{Path: l.join(name), Created: true, ModeErr: l.chmodPrivate(name)}, nil
+	return Aside{Path: d.join(name), Created: true}, nil
+}
+
+// list reads the directory's entries.
+func (d at) list() ([]os.DirEntry, error) {
+	fd, err := d.reopen()
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: d.path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), d.path)
+	defer f.Close()
+	return f.ReadDir(-1)
 }
 
 // DropAside removes a file KeepAside kept at path.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lockledger/lockledger/internal/fileid"
 )
 
 // Resolve is p (absolute) with the symlinks of its longest existing prefix
@@ -44,4 +46,32 @@ func Within(dir, p string) bool {
 		return true
 	}
 	return strings.HasPrefix(p, strings.TrimSuffix(dir, string(filepath.Separator))+string(filepath.Separator))
+}
+
+// SameDirectory returns p (resolved, outside root by name) as the path
+// below root or locks it names when one of its existing directories, p
+// itself included, is root or locks under another name (the same device
+// and inode: a bind mount); otherwise p unchanged.
+func SameDirectory(p, root, locks string) string {
+	rootID, rootOK := fileid.Dir(root)
+	locksID, locksOK := fileid.Dir(locks)
+	if !rootOK {
+		return p
+	}
+	for dir, rest := p, ""; ; {
+		if id, ok := fileid.Dir(dir); ok {
+			switch {
+			case id == rootID:
+				return filepath.Join(root, rest)
+			case locksOK && id == locksID:
+				return filepath.Join(locks, rest)
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
 }

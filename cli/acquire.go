@@ -13,7 +13,6 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
-	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/schema"
 )
@@ -208,7 +207,7 @@ func printAcquisition(g *globals, a *ledger.Acquisition) {
 		writeJSON(g.io.Out, acquisitionObject(a))
 		return
 	}
-	termtext.Fprintln(g.io.Out, a.RequestID)
+	fmt.Fprintln(g.io.Out, a.RequestID)
 	switch {
 	case a.Already:
 		g.log.Info("already held by this request", "lock", a.Lock, "fencing_token", a.FencingToken)

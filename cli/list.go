@@ -73,7 +73,7 @@ func runList(ctx context.Context, o *listOptions) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(o.g.io.Out, 0, 0, 2, ' ', 0)
-	termtext.Fprintln(tw, "LOCK\tSTATE\tACTOR\tREQUEST\tPID@HOST\tHELD\tHEARTBEAT\tTTL")
+	fmt.Fprintln(tw, "LOCK\tSTATE\tACTOR\tREQUEST\tPID@HOST\tHELD\tHEARTBEAT\tTTL")
 	for _, s := range locks {
 		h := s.Holder
 		if h == nil {

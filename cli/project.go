@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 
@@ -79,7 +80,7 @@ func runProject(ctx context.Context, o *projectOptions) error {
 		termtext.Fprintf(w, "  the event log is damaged (first bad seq %d, %s): projected as it now reads (--accept-broken-chain)\n", b.Seq, b.Kind)
 	}
 	if !rep.Changed() {
-		termtext.Fprintln(w, "  no change: the locks table and the lock files already match the events")
+		fmt.Fprintln(w, "  no change: the locks table and the lock files already match the events")
 	}
 	for _, c := range rep.Rows {
 		termtext.Fprintf(w, "  row  %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
@@ -107,5 +108,5 @@ func printNames(w io.Writer, title string, names []string) {
 	for _, n := range names {
 		termtext.Fprintf(w, " %s", n)
 	}
-	termtext.Fprintln(w)
+	fmt.Fprintln(w)
 }

@@ -407,7 +407,7 @@ func printProofResult(w io.Writer, res proofResult, p any) {
 		termtext.Fprintf(w, "verify-proof: FAILED: %s\n", res.Error)
 		return
 	}
-	termtext.Fprintln(w, "verify-proof: OK")
+	fmt.Fprintln(w, "verify-proof: OK")
 	switch res.Type {
 	case "inclusion":
 		termtext.Fprintf(w, "  proves      seq %d (leaf index %d) is in the tree of %d events\n", res.Seq, res.Seq-1, res.TreeSize)

@@ -265,7 +265,7 @@ func printShared(w io.Writer, s *ledger.LockStatus) {
 	}
 	termtext.Fprintf(w, "  shared by %d (%s)\n", len(s.Shared), limit)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	termtext.Fprintln(tw, "  STATE\tREQUEST\tACTOR\tPID@HOST\tHELD\tHEARTBEAT\tTTL\tTOKEN")
+	fmt.Fprintln(tw, "  STATE\tREQUEST\tACTOR\tPID@HOST\tHELD\tHEARTBEAT\tTTL\tTOKEN")
 	for _, x := range s.Shared {
 		h := x.Holder
 		termtext.Fprintf(tw, "  %s\t%s\t%s\t%d@%s\t%s\t%s ago\t%ds\t%d\n", x.State, h.RequestID, h.Actor, h.PID, h.HostID,

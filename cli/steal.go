@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -114,7 +115,7 @@ func confirm(g *globals, s *ledger.LockStatus) (bool, error) {
 	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
 	n, err := unix.Poll(fds, int(ConfirmTimeout/time.Millisecond))
 	if err != nil || n == 0 {
-		termtext.Fprintln(g.io.ErrOut, "\nno answer: not taking it over")
+		fmt.Fprintln(g.io.ErrOut, "\nno answer: not taking it over")
 		return false, nil
 	}
 	line, _ := bufio.NewReader(f).ReadString('\n')

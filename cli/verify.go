@@ -343,7 +343,7 @@ func verifyLedger(ctx context.Context, g *globals, opts ...ledger.VerifyOption) 
 
 func printReport(w io.Writer, rep *replay.Report) {
 	if rep.OK {
-		termtext.Fprintln(w, "verify: OK")
+		fmt.Fprintln(w, "verify: OK")
 	} else {
 		noun := "problems"
 		if rep.ProblemCount == 1 {
@@ -391,7 +391,7 @@ func printReport(w io.Writer, rep *replay.Report) {
 	}
 	tw.Flush()
 	if len(rep.Problems) > 0 {
-		termtext.Fprintln(w, "  problems:")
+		fmt.Fprintln(w, "  problems:")
 		for _, p := range rep.Problems {
 			termtext.Fprintf(w, "    %s\n", problemText(p))
 		}
@@ -400,7 +400,7 @@ func printReport(w io.Writer, rep *replay.Report) {
 		}
 	}
 	if len(rep.Foreign) > 0 {
-		termtext.Fprintln(w, "  foreign lock files (not the ledger's; not damage):")
+		fmt.Fprintln(w, "  foreign lock files (not the ledger's; not damage):")
 		for _, p := range rep.Foreign {
 			termtext.Fprintf(w, "    %s: %s\n", p.Lock, p.Detail)
 		}

@@ -104,11 +104,6 @@ func Fprintf(w io.Writer, format string, a ...any) (int, error) {
 	return fmt.Fprintf(w, format, Args(a)...)
 }
 
-// Fprintln is fmt.Fprintln with the arguments escaped as Sprintf does.
-func Fprintln(w io.Writer, a ...any) (int, error) {
-	return fmt.Fprintln(w, Args(a)...)
-}
-
 // Args escapes the text arguments of a print call (see Sprintf); the
 // others are returned as they are.
 func Args(a []any) []any {

@@ -54,3 +54,15 @@ func TestSprintfEscapesTextArguments(t *testing.T) {
 		t.Errorf("Sprintf = %q, want %q", got, want)
 	}
 }
+
+func TestEscapeIsIdempotent(t *testing.T) {
+	for _, s := range []string{"a\nb\x1b[2J", "bad\xff", "\u202e\u0085", `already \x1b`} {
+		once := Escape(s)
+		if twice := Escape(once); twice != once {
+			t.Errorf("Escape(Escape(%q)) = %q, want %q", s, twice, once)
+		}
+		if !Safe(once) {
+			t.Errorf("Safe(Escape(%q)) = false", s)
+		}
+	}
+}

@@ -15,8 +15,10 @@ func TestCSVCellQuotesWhatASpreadsheetRuns(t *testing.T) {
 		{"+SUM(1+1)", "'+SUM(1+1)"},
 		{"-2+3", "'-2+3"},
 		{"@HYPERLINK(\"x\")", "'@HYPERLINK(\"x\")"},
-		{"\t=1", "'\t=1"},
-		{"\r=1", "'\r=1"},
+		{"\t=1", `'\t=1`},
+		{"\r=1", `'\r=1`},
+		{"=1\n+2", `'=1\n+2`},
+		{"a\x1b[2J", `a\x1b[2J`},
 		{"'=already", "'=already"},
 	} {
 		if got := csvCell(c.in); got != c.want {
@@ -32,7 +34,7 @@ func TestCSVCellQuotesWhatASpreadsheetRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&b).ReadAll()
-	if err != nil || len(rows) != 1 || rows[0][0] != "'=1+1" || rows[0][1] != "x,y" || rows[0][2] != "line\nbreak" {
+	if err != nil || len(rows) != 1 || rows[0][0] != "'=1+1" || rows[0][1] != "x,y" || rows[0][2] != `line\nbreak` {
 		t.Errorf("written %q, read back %q (%v)", b.String(), rows, err)
 	}
 }

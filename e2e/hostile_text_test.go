@@ -176,9 +176,9 @@ func TestHostileTextHostIDIsRefused(t *testing.T) {
 // host id and an actor with a newline, ESC sequences and an OSC title
 // (written before host ids were checked), and paths of -o and verify
 // --file with ESC and newlines, is shown by every text report, the
-// timeline page and picture, and the refusal of a blocked acquire with
-// each control character escaped visibly: no forged line, nothing the
-// terminal acts on, an SVG that parses. The JSONL export keeps the exact
+// timeline page and picture, the CSVs, and the refusal of a blocked
+// acquire with each control character escaped visibly: no forged line,
+// nothing the terminal acts on, an SVG that parses. The JSONL export keeps the exact
 // bytes, and verify passes.
 func TestHostileTextRecordedFieldsAreEscaped(t *testing.T) {
 	ctx := context.Background()
@@ -229,7 +229,7 @@ func TestHostileTextRecordedFieldsAreEscaped(t *testing.T) {
 
 	for _, args := range [][]string{
 		{"timeline"}, {"history", "prod"}, {"who", "prod"}, {"status", "prod"}, {"list"},
-		{"timeline", "--format", "svg"}, {"timeline", "--format", "html"},
+		{"timeline", "--format", "svg"}, {"timeline", "--format", "html"}, {"timeline", "--format", "csv"}, {"export", "--format", "csv"},
 	} {
 		r := clitest.Must(t, 0, root, args...)
 		assertPlainText(t, strings.Join(args, " "), r.Stdout)

@@ -115,29 +115,29 @@ func Args(a []any) []any {
 }
 
 func arg(v any) any {
-	switch x := v.(type) {
-	case nil:
+	if v == nil {
 		return nil
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		if rv.IsNil() {
+			return v // printed by fmt as it would be: calling its methods could panic
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.Bool:
+		return v // numbers keep their verbs (%d of a time.Duration)
+	}
+	switch x := v.(type) {
 	case string:
 		return Escape(x)
 	case []byte:
 		return Escape(string(x))
 	case error:
 		return Escape(x.Error())
-	}
-	rv := reflect.ValueOf(v)
-	if s, ok := v.(fmt.Stringer); ok {
-		switch rv.Kind() {
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-			reflect.Float32, reflect.Float64, reflect.Bool:
-			return v
-		case reflect.Pointer, reflect.Interface:
-			if rv.IsNil() {
-				return v
-			}
-		}
-		return Escape(s.String())
+	case fmt.Stringer:
+		return Escape(x.String())
 	}
 	if rv.Kind() == reflect.String {
 		return Escape(rv.String())

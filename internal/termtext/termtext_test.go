@@ -45,11 +45,17 @@ type holder struct{ actor string }
 
 func (h *holder) String() string { return "holder " + h.actor }
 
+type failure struct{ path string }
+
+func (f *failure) Error() string { return "failed at " + f.path }
+
 func TestSprintfEscapesTextArguments(t *testing.T) {
 	var nilHolder *holder
-	got := Sprintf("%s|%s|%v|%s|%d|%s|%s|%v|%s\n", "a\nb", name("n\x1b"), errors.New("e\r"), &holder{"x\ty"},
-		42, 1500*time.Millisecond, []byte("by\x00"), nilHolder, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	want := `a\nb|n\x1b|e\r|holder x\ty|42|1.5s|by\x00|<nil>|2026-01-02 03:04:05 +0000 UTC` + "\n"
+	var nilErr *failure
+	got := Sprintf("%s|%s|%v|%s|%d|%s|%s|%v|%s|%v|%d\n", "a\nb", name("n\x1b"), errors.New("e\r"), &holder{"x\ty"},
+		42, 1500*time.Millisecond, []byte("by\x00"), nilHolder, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), nilErr,
+		[]int{1, 2})
+	want := `a\nb|n\x1b|e\r|holder x\ty|42|1.5s|by\x00|<nil>|2026-01-02 03:04:05 +0000 UTC|<nil>|[1 2]` + "\n"
 	if got != want {
 		t.Errorf("Sprintf = %q, want %q", got, want)
 	}

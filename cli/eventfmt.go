@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
 	"sort"
@@ -36,9 +35,9 @@ func newEventSink(format string, w io.Writer, color bool) (eventSink, error) {
 	case formatJSONL:
 		return &jsonlSink{w: w}, nil
 	case formatCSV:
-		c := csv.NewWriter(w)
+		c := newCSVWriter(w)
 		// uid and user come last, so that the older columns keep their places.
-		err := c.Write([]string{"seq", "at", "type", "lock_name", "actor", "host_id", "pid", "request_id", "details", "prev_hash", "hash",
+		err := c.write([]string{"seq", "at", "type", "lock_name", "actor", "host_id", "pid", "request_id", "details", "prev_hash", "hash",
 			"uid", "user"})
 		return &csvSink{w: c}, err
 	}
@@ -118,11 +117,11 @@ func (s *jsonlSink) event(ev *replay.Event) error {
 
 func (s *jsonlSink) close() error { return nil }
 
-type csvSink struct{ w *csv.Writer }
+type csvSink struct{ w *csvWriter }
 
 func (s *csvSink) event(ev *replay.Event) error {
 	uid, user := osUserColumns(&ev.Envelope)
-	return s.w.Write([]string{strconv.FormatInt(ev.Seq, 10), ev.At, string(ev.Type), ev.LockName, ev.Actor, ev.HostID,
+	return s.w.write([]string{strconv.FormatInt(ev.Seq, 10), ev.At, string(ev.Type), ev.LockName, ev.Actor, ev.HostID,
 		strconv.Itoa(ev.PID), ev.RequestID, Details(ev), ev.PrevHash, ev.Hash, uid, user})
 }
 
@@ -150,10 +149,7 @@ func osUserColumns(env *events.Envelope) (uid, user string) {
 	return strconv.Itoa(id), name
 }
 
-func (s *csvSink) close() error {
-	s.w.Flush()
-	return s.w.Error()
-}
+func (s *csvSink) close() error { return s.w.flush() }
 
 // modeText says "shared" or "shared, limit N" for a shared holding ("" exclusive).
 func modeText(ev *replay.Event) string {

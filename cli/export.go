@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -171,13 +170,13 @@ func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, don
 	}
 	if ok {
 		write := func(row *replay.Row) error { return replay.WriteExportLine(bw, row) }
-		var cw *csv.Writer
+		var cw *csvWriter
 		if o.format == formatCSV {
-			cw = csv.NewWriter(bw)
-			if err := cw.Write(exportCSVHeader); err != nil {
+			cw = newCSVWriter(bw)
+			if err := cw.write(exportCSVHeader); err != nil {
 				return err
 			}
-			write = func(row *replay.Row) error { return cw.Write(csvRecord(row)) }
+			write = func(row *replay.Row) error { return cw.write(csvRecord(row)) }
 		}
 		err = replay.ScanRows(ctx, r.tx, replay.Filter{FromSeq: from, ToSeq: to}, func(row *replay.Row) error {
 			n++
@@ -187,14 +186,14 @@ func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, don
 			return err
 		}
 		if cw != nil {
-			if cw.Flush(); cw.Error() != nil {
-				return cw.Error()
+			if err := cw.flush(); err != nil {
+				return err
 			}
 		}
 	} else if o.format == formatCSV {
-		cw := csv.NewWriter(bw)
-		_ = cw.Write(exportCSVHeader)
-		cw.Flush()
+		cw := newCSVWriter(bw)
+		_ = cw.write(exportCSVHeader)
+		_ = cw.flush()
 	}
 	if err := bw.Flush(); err != nil {
 		return err

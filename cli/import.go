@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -75,11 +76,11 @@ func runImport(ctx context.Context, o *importOptions) error {
 		}{rep, check})
 	} else {
 		tw := tabwriter.NewWriter(o.g.io.Out, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "import: %s -> %s\n", from.Source(), to.Source())
-		fmt.Fprintf(tw, "  ledger id\t%s\n", rep.LedgerID)
-		fmt.Fprintf(tw, "  events\t%d (head seq %d, %s)\n", rep.Events, rep.HeadSeq, rep.HeadHash)
-		fmt.Fprintf(tw, "  checkpoints\t%d\n", rep.Checkpoints)
-		fmt.Fprintf(tw, "  locks\t%d\n", rep.Locks)
+		termtext.Fprintf(tw, "import: %s -> %s\n", from.Source(), to.Source())
+		termtext.Fprintf(tw, "  ledger id\t%s\n", rep.LedgerID)
+		termtext.Fprintf(tw, "  events\t%d (head seq %d, %s)\n", rep.Events, rep.HeadSeq, rep.HeadHash)
+		termtext.Fprintf(tw, "  checkpoints\t%d\n", rep.Checkpoints)
+		termtext.Fprintf(tw, "  locks\t%d\n", rep.Locks)
 		tw.Flush()
 		printReport(o.g.io.Out, check)
 	}

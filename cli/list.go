@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -76,11 +77,11 @@ func runList(ctx context.Context, o *listOptions) error {
 	for _, s := range locks {
 		h := s.Holder
 		if h == nil {
-			fmt.Fprintf(tw, "%s\t?\t?\t(lock file unreadable)\t?\t?\t?\t?\n", s.Name)
+			termtext.Fprintf(tw, "%s\t?\t?\t(lock file unreadable)\t?\t?\t?\t?\n", s.Name)
 			continue
 		}
 		if s.Corrupt != nil {
-			fmt.Fprintf(tw, "%s\t%s\t-\t%s\t-\t-\t-\t-\n", s.Name, s.State, s.Corrupt)
+			termtext.Fprintf(tw, "%s\t%s\t-\t%s\t-\t-\t-\t-\n", s.Name, s.State, s.Corrupt)
 			continue
 		}
 		if s.Mode == events.ModeShared {
@@ -89,7 +90,7 @@ func runList(ctx context.Context, o *listOptions) error {
 				if s.Limit > 0 {
 					name = fmt.Sprintf("%s (%d/%d)", s.Name, len(s.Shared), s.Limit)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s\t%ds\n", name, x.State, x.Holder.Actor, x.Holder.RequestID,
+				termtext.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s\t%ds\n", name, x.State, x.Holder.Actor, x.Holder.RequestID,
 					x.Holder.PID, x.Holder.HostID, short(x.HeldFor), ago(x.SinceBeat), x.Holder.TTLSeconds)
 			}
 			continue
@@ -105,7 +106,7 @@ func runList(ctx context.Context, o *listOptions) error {
 		if noTTL(s) {
 			ttl = "none"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s\t%s\n", s.Name, s.State, h.Actor, req, h.PID, h.HostID,
+		termtext.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s\t%s\n", s.Name, s.State, h.Actor, req, h.PID, h.HostID,
 			short(s.HeldFor), ago(s.SinceBeat), ttl)
 	}
 	return tw.Flush()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // envLogLevel is the default of --log-level.
@@ -42,7 +44,7 @@ func (g *globals) setup(levelFromEnv bool) error {
 	switch g.logFormat {
 	case "text":
 		g.log = slog.New(tint.NewHandler(g.io.ErrOut, &tint.Options{
-			Level: level, TimeFormat: time.TimeOnly, NoColor: !colorOK(g.io.ErrOut),
+			Level: level, TimeFormat: time.TimeOnly, NoColor: !colorOK(g.io.ErrOut), ReplaceAttr: logTextAttr,
 		}))
 	case "json":
 		g.log = slog.New(slog.NewJSONHandler(g.io.ErrOut, &slog.HandlerOptions{Level: level}))
@@ -66,4 +68,33 @@ func colorOK(w io.Writer) bool {
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// logTextAttr escapes the text of a log line's message and attributes
+// (termtext), so a path or an actor another user chose cannot drive the
+// terminal. tint turns "\x1b" back into ESC inside a quoted value when it
+// colours, so that text is written "\u001b" here.
+func logTextAttr(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey || a.Key == slog.SourceKey) {
+		return a
+	}
+	v := a.Value.Resolve()
+	var s string
+	switch v.Kind() {
+	case slog.KindString:
+		s = v.String()
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case error:
+			s = x.Error()
+		case fmt.Stringer:
+			s = x.String()
+		default:
+			return a
+		}
+	default:
+		return a
+	}
+	a.Value = slog.StringValue(strings.ReplaceAll(termtext.Escape(s), `\x1b`, `\u001b`))
+	return a
 }

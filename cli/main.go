@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -234,7 +235,7 @@ func (g *globals) sayError(msg string, attrs ...any) {
 		slog.New(slog.NewJSONHandler(g.io.ErrOut, nil)).Error(msg, attrs...)
 		return
 	}
-	fmt.Fprintf(g.io.ErrOut, "lockledger: %s\n", msg)
+	fmt.Fprintf(g.io.ErrOut, "lockledger: %s\n", termtext.Escape(msg))
 }
 
 func writeJSON(w io.Writer, v any) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -74,28 +75,28 @@ func runProject(ctx context.Context, o *projectOptions) error {
 		return nil
 	}
 	w := o.g.io.Out
-	fmt.Fprintf(w, "project: %d events replayed: %d locks, %d held\n", rep.Events, rep.Locks, rep.Held)
+	termtext.Fprintf(w, "project: %d events replayed: %d locks, %d held\n", rep.Events, rep.Locks, rep.Held)
 	if b := rep.BrokenChain; b != nil {
-		fmt.Fprintf(w, "  the event log is damaged (first bad seq %d, %s): projected as it now reads (--accept-broken-chain)\n", b.Seq, b.Kind)
+		termtext.Fprintf(w, "  the event log is damaged (first bad seq %d, %s): projected as it now reads (--accept-broken-chain)\n", b.Seq, b.Kind)
 	}
 	if !rep.Changed() {
 		fmt.Fprintln(w, "  no change: the locks table and the lock files already match the events")
 	}
 	for _, c := range rep.Rows {
-		fmt.Fprintf(w, "  row  %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
+		termtext.Fprintf(w, "  row  %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
 	}
 	for _, c := range rep.Files {
-		fmt.Fprintf(w, "  file %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
+		termtext.Fprintf(w, "  file %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
 	}
 	printNames(w, "foreign lock files left alone", rep.Foreign)
 	printNames(w, "locks held by the ledger with another tool's file at their path (left alone)", rep.Interlopers)
 	switch n := len(rep.Recorded); {
 	case n == 1:
-		fmt.Fprintf(w, "  recorded: lock_projected, seq %d\n", rep.Recorded[0])
+		termtext.Fprintf(w, "  recorded: lock_projected, seq %d\n", rep.Recorded[0])
 	case n > 1:
-		fmt.Fprintf(w, "  recorded: %d lock_projected events, seq %d-%d\n", n, rep.Recorded[0], rep.Recorded[n-1])
+		termtext.Fprintf(w, "  recorded: %d lock_projected events, seq %d-%d\n", n, rep.Recorded[0], rep.Recorded[n-1])
 	}
-	fmt.Fprintf(w, "  recorded: ledger_projected, seq %d\n", rep.RunRecorded)
+	termtext.Fprintf(w, "  recorded: ledger_projected, seq %d\n", rep.RunRecorded)
 	return nil
 }
 
@@ -103,9 +104,9 @@ func printNames(w io.Writer, title string, names []string) {
 	if len(names) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "  %s:", title)
+	termtext.Fprintf(w, "  %s:", title)
 	for _, n := range names {
-		fmt.Fprintf(w, " %s", n)
+		termtext.Fprintf(w, " %s", n)
 	}
 	fmt.Fprintln(w)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
@@ -403,26 +404,26 @@ func keysOf(s *checkpoint.Signed, verified bool) []string {
 
 func printProofResult(w io.Writer, res proofResult, p any) {
 	if !res.OK {
-		fmt.Fprintf(w, "verify-proof: FAILED: %s\n", res.Error)
+		termtext.Fprintf(w, "verify-proof: FAILED: %s\n", res.Error)
 		return
 	}
 	fmt.Fprintln(w, "verify-proof: OK")
 	switch res.Type {
 	case "inclusion":
-		fmt.Fprintf(w, "  proves      seq %d (leaf index %d) is in the tree of %d events\n", res.Seq, res.Seq-1, res.TreeSize)
+		termtext.Fprintf(w, "  proves      seq %d (leaf index %d) is in the tree of %d events\n", res.Seq, res.Seq-1, res.TreeSize)
 		if ip := p.(*checkpoint.InclusionProof); len(ip.Body) > 0 {
 			var env events.Envelope
 			if json.Unmarshal(ip.Body, &env) == nil {
-				fmt.Fprintf(w, "  event       %s on %s by %s at %s\n", env.Type, env.LockName, env.Actor, env.At)
+				termtext.Fprintf(w, "  event       %s on %s by %s at %s\n", env.Type, env.LockName, env.Actor, env.At)
 			}
 		}
 	case "consistency":
-		fmt.Fprintf(w, "  proves      the tree of %d events starts with the tree of %d, unchanged\n", res.Second, res.First)
+		termtext.Fprintf(w, "  proves      the tree of %d events starts with the tree of %d, unchanged\n", res.Second, res.First)
 	}
-	fmt.Fprintf(w, "  origin      %s\n", res.Origin)
+	termtext.Fprintf(w, "  origin      %s\n", res.Origin)
 	if res.SignatureChecked {
-		fmt.Fprintf(w, "  signed by   %s (verified)\n", strings.Join(res.Keys, ", "))
+		termtext.Fprintf(w, "  signed by   %s (verified)\n", strings.Join(res.Keys, ", "))
 	} else {
-		fmt.Fprintf(w, "  signatures  NOT checked (no --verifier-key): the hashes agree, but nothing shows who signed (claimed: %s)\n", strings.Join(res.Keys, ", "))
+		termtext.Fprintf(w, "  signatures  NOT checked (no --verifier-key): the hashes agree, but nothing shows who signed (claimed: %s)\n", strings.Join(res.Keys, ", "))
 	}
 }

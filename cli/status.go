@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -146,14 +147,14 @@ func (g *globals) nothingRecorded(err error, lock string) (string, bool) {
 
 func printStatus(w io.Writer, s *ledger.LockStatus) {
 	if s.Holder == nil {
-		fmt.Fprintf(w, "%s: %s\n", s.Name, s.State)
+		termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
 		return
 	}
 	h := s.Holder
-	fmt.Fprintf(w, "%s: %s\n", s.Name, s.State)
+	termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
 	if s.Corrupt != nil {
-		fmt.Fprintf(w, "  %s, not written by the ledger: held, to fail safe\n", s.Corrupt)
-		fmt.Fprintf(w, "  `lockledger project` moves it aside (kept beside it, recorded); `lockledger steal %s --active` takes the lock over\n", s.Name)
+		termtext.Fprintf(w, "  %s, not written by the ledger: held, to fail safe\n", s.Corrupt)
+		termtext.Fprintf(w, "  `lockledger project` moves it aside (kept beside it, recorded); `lockledger steal %s --active` takes the lock over\n", s.Name)
 		return
 	}
 	if s.Mode == events.ModeShared {
@@ -161,36 +162,36 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  request\t%s\n", h.RequestID)
-	fmt.Fprintf(tw, "  actor\t%s\n", h.Actor)
+	termtext.Fprintf(tw, "  request\t%s\n", h.RequestID)
+	termtext.Fprintf(tw, "  actor\t%s\n", h.Actor)
 	if h.Intent != "" {
-		fmt.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
+		termtext.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
 	}
-	fmt.Fprintf(tw, "  process\tpid %d on %s\n", h.PID, h.HostID)
+	termtext.Fprintf(tw, "  process\tpid %d on %s\n", h.PID, h.HostID)
 	if len(s.JobPIDs) > 0 {
-		fmt.Fprintf(tw, "  job\tpid %d is gone; processes it started still run and hold the lock: pids %s\n", h.PID,
+		termtext.Fprintf(tw, "  job\tpid %d is gone; processes it started still run and hold the lock: pids %s\n", h.PID,
 			strings.Trim(fmt.Sprint(s.JobPIDs), "[]"))
 	}
-	fmt.Fprintf(tw, "  held for\t%s (since %s)\n", short(s.HeldFor), h.CreatedAt)
+	termtext.Fprintf(tw, "  held for\t%s (since %s)\n", short(s.HeldFor), h.CreatedAt)
 	if noTTL(s) {
-		fmt.Fprintf(tw, "  heartbeat\t%s (no TTL: %s lock files carry none)\n", ago(s.SinceBeat), s.HolderFormat)
+		termtext.Fprintf(tw, "  heartbeat\t%s (no TTL: %s lock files carry none)\n", ago(s.SinceBeat), s.HolderFormat)
 	} else {
-		fmt.Fprintf(tw, "  heartbeat\t%s (ttl %ds)\n", ago(s.SinceBeat), h.TTLSeconds)
+		termtext.Fprintf(tw, "  heartbeat\t%s (ttl %ds)\n", ago(s.SinceBeat), h.TTLSeconds)
 	}
 	if s.FencingToken > 0 {
-		fmt.Fprintf(tw, "  fencing token\t%d\n", s.FencingToken)
+		termtext.Fprintf(tw, "  fencing token\t%d\n", s.FencingToken)
 	}
 	if s.Foreign {
-		fmt.Fprintf(tw, "  note\tlock file written by another tool\n")
+		termtext.Fprintf(tw, "  note\tlock file written by another tool\n")
 	}
 	switch {
 	case s.Unreadable != nil:
-		fmt.Fprintf(tw, "  warning\tan %s sits where the ledger's file should be; `lockledger project` puts the ledger's file back, keeping it aside\n", s.Unreadable)
+		termtext.Fprintf(tw, "  warning\tan %s sits where the ledger's file should be; `lockledger project` puts the ledger's file back, keeping it aside\n", s.Unreadable)
 	case s.Interloper:
-		fmt.Fprintf(tw, "  warning\tanother tool's file sits at %s\n", s.Path)
+		termtext.Fprintf(tw, "  warning\tanother tool's file sits at %s\n", s.Path)
 	}
 	if p := s.Displaced; p != nil {
-		fmt.Fprintf(tw, "  displaced\tthe ledger's holder %s (%s, pid %d on %s) lost the lock to this file\n", p.RequestID, p.Actor, p.PID, p.HostID)
+		termtext.Fprintf(tw, "  displaced\tthe ledger's holder %s (%s, pid %d on %s) lost the lock to this file\n", p.RequestID, p.Actor, p.PID, p.HostID)
 	}
 	tw.Flush()
 }
@@ -271,12 +272,12 @@ func printShared(w io.Writer, s *ledger.LockStatus) {
 	if s.Limit > 0 {
 		limit = fmt.Sprintf("limit %d, %d free", s.Limit, max(s.Limit-int64(len(s.Shared)), 0))
 	}
-	fmt.Fprintf(w, "  shared by %d (%s)\n", len(s.Shared), limit)
+	termtext.Fprintf(w, "  shared by %d (%s)\n", len(s.Shared), limit)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  STATE\tREQUEST\tACTOR\tPID@HOST\tHELD\tHEARTBEAT\tTTL\tTOKEN")
 	for _, x := range s.Shared {
 		h := x.Holder
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d@%s\t%s\t%s\t%ds\t%d\n", x.State, h.RequestID, h.Actor, h.PID, h.HostID,
+		termtext.Fprintf(tw, "  %s\t%s\t%s\t%d@%s\t%s\t%s\t%ds\t%d\n", x.State, h.RequestID, h.Actor, h.PID, h.HostID,
 			short(x.HeldFor), ago(x.SinceBeat), h.TTLSeconds, x.FencingToken)
 	}
 	tw.Flush()

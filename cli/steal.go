@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -108,7 +109,7 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 // confirm asks on the terminal, default No, for at most ConfirmTimeout.
 func confirm(g *globals, s *ledger.LockStatus) (bool, error) {
 	h := s.Holder
-	fmt.Fprintf(g.io.ErrOut, "Lock %s is held by %s (%s, pid %d on %s) and heartbeating.\nTake it over anyway? [y/N] (%s) ",
+	termtext.Fprintf(g.io.ErrOut, "Lock %s is held by %s (%s, pid %d on %s) and heartbeating.\nTake it over anyway? [y/N] (%s) ",
 		s.Name, h.Actor, h.RequestID, h.PID, h.HostID, ConfirmTimeout)
 	f := g.io.In.(*os.File)
 	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}

@@ -4,6 +4,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // table prints aligned columns while streaming: it buffers a chunk of rows,
@@ -34,7 +36,12 @@ func newTable(w io.Writer, color bool, header ...string) *table {
 	return t
 }
 
+// row queues one line; its cells' text is escaped (termtext), so a field
+// another user chose can neither add a line nor drive the terminal.
 func (t *table) row(cells ...cell) error {
+	for i := range cells {
+		cells[i].text = termtext.Escape(cells[i].text)
+	}
 	t.pending = append(t.pending, cells)
 	if len(t.pending) >= tableChunk {
 		return t.flush()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -278,7 +279,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	} else {
 		printReport(o.g.io.Out, rep)
 		if recorded > 0 {
-			fmt.Fprintf(o.g.io.Out, "  recorded: ledger_verified, seq %d (after the events checked: the next verify checks it too)\n", recorded)
+			termtext.Fprintf(o.g.io.Out, "  recorded: ledger_verified, seq %d (after the events checked: the next verify checks it too)\n", recorded)
 		}
 	}
 	if !rep.OK {
@@ -348,64 +349,64 @@ func printReport(w io.Writer, rep *replay.Report) {
 		if rep.ProblemCount == 1 {
 			noun = "problem"
 		}
-		fmt.Fprintf(w, "verify: FAILED (%d %s)\n", rep.ProblemCount, noun)
+		termtext.Fprintf(w, "verify: FAILED (%d %s)\n", rep.ProblemCount, noun)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  source\t%s\n", rep.Source)
+	termtext.Fprintf(tw, "  source\t%s\n", rep.Source)
 	if rep.LedgerID != "" {
-		fmt.Fprintf(tw, "  ledger id\t%s\n", rep.LedgerID)
+		termtext.Fprintf(tw, "  ledger id\t%s\n", rep.LedgerID)
 	}
 	switch {
 	case rep.Unreadable:
-		fmt.Fprintf(tw, "  events\tunreadable (see the problems)\n")
+		termtext.Fprintf(tw, "  events\tunreadable (see the problems)\n")
 	case rep.Events == 0:
-		fmt.Fprintf(tw, "  events\tnone\n")
+		termtext.Fprintf(tw, "  events\tnone\n")
 	default:
-		fmt.Fprintf(tw, "  events\t%d (seq %d-%d)\n", rep.Events, rep.FirstSeq, rep.LastSeq)
+		termtext.Fprintf(tw, "  events\t%d (seq %d-%d)\n", rep.Events, rep.FirstSeq, rep.LastSeq)
 		from := "prev_hash " + rep.FirstPrevHash
 		if rep.Genesis != "" {
 			from = "genesis " + rep.Genesis
 		}
-		fmt.Fprintf(tw, "  chain from\t%s\n", from)
-		fmt.Fprintf(tw, "  head hash\t%s\n", rep.HeadHash)
+		termtext.Fprintf(tw, "  chain from\t%s\n", from)
+		termtext.Fprintf(tw, "  head hash\t%s\n", rep.HeadHash)
 	}
 	switch {
 	case rep.Unreadable:
-		fmt.Fprintf(tw, "  projection\tnot checked: the events could not be replayed\n")
+		termtext.Fprintf(tw, "  projection\tnot checked: the events could not be replayed\n")
 	case rep.Genesis != "":
-		fmt.Fprintf(tw, "  projection\t%d locks replayed, %d lock files checked\n", rep.Locks, rep.LockFiles)
+		termtext.Fprintf(tw, "  projection\t%d locks replayed, %d lock files checked\n", rep.Locks, rep.LockFiles)
 	case rep.Replayed:
-		fmt.Fprintf(tw, "  replay\t%d locks replayed from seq 1: overlaps, consistency and release tokens checked\n", rep.Locks)
+		termtext.Fprintf(tw, "  replay\t%d locks replayed from seq 1: overlaps, consistency and release tokens checked\n", rep.Locks)
 	case rep.Events > 0 && rep.FirstSeq != 1:
-		fmt.Fprintf(tw, "  replay\tnot checked: the file starts at seq %d, and replay needs every event from seq 1\n", rep.FirstSeq)
+		termtext.Fprintf(tw, "  replay\tnot checked: the file starts at seq %d, and replay needs every event from seq 1\n", rep.FirstSeq)
 	}
 	if rep.Trust != "" {
-		fmt.Fprintf(tw, "  signed\t%s\n", rep.Trust)
+		termtext.Fprintf(tw, "  signed\t%s\n", rep.Trust)
 	}
 	if len(rep.Checkpoints) > 0 {
-		fmt.Fprintf(tw, "  checkpoints\t%s\n", checkpointCounts(rep.Checkpoints))
+		termtext.Fprintf(tw, "  checkpoints\t%s\n", checkpointCounts(rep.Checkpoints))
 	}
 	if rep.FirstBad != nil {
-		fmt.Fprintf(tw, "  first bad\t%s\n", problemText(*rep.FirstBad))
+		termtext.Fprintf(tw, "  first bad\t%s\n", problemText(*rep.FirstBad))
 	}
 	tw.Flush()
 	if len(rep.Problems) > 0 {
 		fmt.Fprintln(w, "  problems:")
 		for _, p := range rep.Problems {
-			fmt.Fprintf(w, "    %s\n", problemText(p))
+			termtext.Fprintf(w, "    %s\n", problemText(p))
 		}
 		if n := rep.ProblemCount - len(rep.Problems); n > 0 {
-			fmt.Fprintf(w, "    ... and %d more (see --json)\n", n)
+			termtext.Fprintf(w, "    ... and %d more (see --json)\n", n)
 		}
 	}
 	if len(rep.Foreign) > 0 {
 		fmt.Fprintln(w, "  foreign lock files (not the ledger's; not damage):")
 		for _, p := range rep.Foreign {
-			fmt.Fprintf(w, "    %s: %s\n", p.Lock, p.Detail)
+			termtext.Fprintf(w, "    %s: %s\n", p.Lock, p.Detail)
 		}
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "  note: %s\n", n)
+		termtext.Fprintf(w, "  note: %s\n", n)
 	}
 }
 

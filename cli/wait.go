@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -16,7 +17,7 @@ func waitReporter(g *globals, lock string) ledger.WaitObserver {
 	return func(h *ledger.HeldError, waited time.Duration) {
 		if h.Corrupt != nil {
 			if tty {
-				fmt.Fprintf(g.io.ErrOut, "\r\033[Kwaiting for %s: held by an %s; waited %s", lock, h.Corrupt, waited.Truncate(time.Second))
+				termtext.Fprintf(g.io.ErrOut, "\r\033[Kwaiting for %s: held by an %s; waited %s", lock, h.Corrupt, waited.Truncate(time.Second))
 			} else if !said {
 				said = true
 				g.log.Info("waiting for lock", "lock", lock, "holder", h.Corrupt.String())
@@ -28,7 +29,7 @@ func waitReporter(g *globals, lock string) ledger.WaitObserver {
 			held = " for " + time.Since(t).Truncate(time.Second).String()
 		}
 		if tty {
-			fmt.Fprintf(g.io.ErrOut, "\r\033[Kwaiting for %s: held by %s (%s, pid %d on %s)%s; waited %s",
+			termtext.Fprintf(g.io.ErrOut, "\r\033[Kwaiting for %s: held by %s (%s, pid %d on %s)%s; waited %s",
 				lock, h.Holder.Actor, h.Holder.RequestID, h.Holder.PID, h.Holder.HostID, held, waited.Truncate(time.Second))
 			return
 		}

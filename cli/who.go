@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -102,39 +103,39 @@ func whoAt(name string, lk *replay.Lock, at time.Time) whoObject {
 }
 
 func printWho(w io.Writer, obj whoObject, lk *replay.Lock, at time.Time) {
-	fmt.Fprintf(w, "%s at %s: %s\n", obj.LockName, obj.At, obj.State)
+	termtext.Fprintf(w, "%s at %s: %s\n", obj.LockName, obj.At, obj.State)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
 	if lk == nil {
-		fmt.Fprintf(tw, "  note\tno event names this lock up to then\n")
+		termtext.Fprintf(tw, "  note\tno event names this lock up to then\n")
 		return
 	}
 	if h := obj.Holder; h != nil {
-		fmt.Fprintf(tw, "  request\t%s\n", h.RequestID)
-		fmt.Fprintf(tw, "  actor\t%s\n", h.Actor)
+		termtext.Fprintf(tw, "  request\t%s\n", h.RequestID)
+		termtext.Fprintf(tw, "  actor\t%s\n", h.Actor)
 		if h.Intent != "" {
-			fmt.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
+			termtext.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
 		}
-		fmt.Fprintf(tw, "  process\tpid %d on %s\n", h.PID, h.HostID)
-		fmt.Fprintf(tw, "  since\t%s (held %s by then)\n", events.FormatTime(lk.Holder.Created), short(at.Sub(lk.Holder.Created)))
-		fmt.Fprintf(tw, "  heartbeat\t%s (%s before, ttl %ds)\n", events.FormatTime(lk.Holder.Heartbeat),
+		termtext.Fprintf(tw, "  process\tpid %d on %s\n", h.PID, h.HostID)
+		termtext.Fprintf(tw, "  since\t%s (held %s by then)\n", events.FormatTime(lk.Holder.Created), short(at.Sub(lk.Holder.Created)))
+		termtext.Fprintf(tw, "  heartbeat\t%s (%s before, ttl %ds)\n", events.FormatTime(lk.Holder.Heartbeat),
 			short(at.Sub(lk.Holder.Heartbeat)), h.TTLSeconds)
 		if obj.StaleSince != "" {
-			fmt.Fprintf(tw, "  stale since\t%s\n", obj.StaleSince)
+			termtext.Fprintf(tw, "  stale since\t%s\n", obj.StaleSince)
 		}
-		fmt.Fprintf(tw, "  fencing token\t%d\n", obj.FencingToken)
+		termtext.Fprintf(tw, "  fencing token\t%d\n", obj.FencingToken)
 	}
 	if obj.Mode == events.ModeShared {
 		limit := "no limit"
 		if obj.Limit > 0 {
 			limit = fmt.Sprintf("limit %d", obj.Limit)
 		}
-		fmt.Fprintf(tw, "  shared by\t%d (%s)\n", len(obj.Holders), limit)
+		termtext.Fprintf(tw, "  shared by\t%d (%s)\n", len(obj.Holders), limit)
 		for _, h := range obj.Holders {
-			fmt.Fprintf(tw, "  holder\t%s %s, actor %s, pid %d on %s, since %s, fencing token %d\n", h.State, h.Lock.RequestID,
+			termtext.Fprintf(tw, "  holder\t%s %s, actor %s, pid %d on %s, since %s, fencing token %d\n", h.State, h.Lock.RequestID,
 				h.Lock.Actor, h.Lock.PID, h.Lock.HostID, h.Lock.CreatedAt, h.FencingToken)
 		}
 	}
 	l := lk.Last
-	fmt.Fprintf(tw, "  last event\tseq %d %s by %s (%s) at %s\n", l.Seq, l.Type, l.Actor, l.RequestID, l.At)
+	termtext.Fprintf(tw, "  last event\tseq %d %s by %s (%s) at %s\n", l.Seq, l.Type, l.Actor, l.RequestID, l.At)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // beads is beads' `.beads/.exclusive-lock` (EXCLUSIVE_LOCK.md), JSON as
@@ -90,7 +92,7 @@ func (f beads) Judge(h Holder, parseErr error, now time.Time, env Env) Verdict {
 	if parseErr != nil {
 		return failSafe(f.Name(), parseErr, "beads skips a database whose lock is malformed; fix or remove the file by hand")
 	}
-	v := held(ReasonRemoteHost, fmt.Sprintf("held by %s on %s: a remote lock is always valid", h.Actor, h.HostID))
+	v := held(ReasonRemoteHost, termtext.Sprintf("held by %s on %s: a remote lock is always valid", h.Actor, h.HostID))
 	if env.HostID != "" && strings.EqualFold(h.HostID, env.HostID) {
 		var dead bool
 		if v, dead = pidVerdict(h.PID, env); dead {

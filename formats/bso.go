@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // bso is BSO's `.sprint-running`, YAML written from the template of BSO's
@@ -261,14 +262,14 @@ func deref(n *yaml.Node) *yaml.Node {
 func (f bso) Judge(h Holder, parseErr error, now time.Time, env Env) Verdict {
 	if parseErr != nil {
 		return Verdict{State: events.StateDead, Reason: ReasonCorrupt, Zombie: true,
-			Detail: fmt.Sprintf("Lock file exists but has invalid format (%v); BSO treats it as a zombie", parseErr)}
+			Detail: termtext.Sprintf("Lock file exists but has invalid format (%v); BSO treats it as a zombie", parseErr)}
 	}
 	maxAge := env.MaxAge
 	if maxAge <= 0 {
 		maxAge = BSOZombieThreshold
 	}
 	local := h.HostID == "" || h.HostID == env.HostID
-	v := held(ReasonRemoteHost, fmt.Sprintf("holder on host %s: pid not judged", h.HostID))
+	v := held(ReasonRemoteHost, termtext.Sprintf("holder on host %s: pid not judged", h.HostID))
 	if local {
 		var dead bool
 		if v, dead = pidVerdict(h.PID, env); dead {

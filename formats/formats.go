@@ -28,6 +28,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // Holder is one lock holding in lockledger's terms. Each format maps it to
@@ -310,7 +311,7 @@ func OwnLockPath(format, path string) bool {
 
 // malformed wraps ErrMalformed with the format's name and a detail.
 func malformed(format, detail string, args ...any) error {
-	return fmt.Errorf("%s: %w: %s", format, ErrMalformed, fmt.Sprintf(detail, args...))
+	return fmt.Errorf("%s: %w: %s", format, ErrMalformed, termtext.Sprintf(detail, args...))
 }
 
 // checkSize refuses a file larger than any lock file.
@@ -353,7 +354,7 @@ func held(reason, detail string) Verdict {
 // failSafe is the verdict on an unreadable file that the format treats as held.
 func failSafe(format string, err error, what string) Verdict {
 	return Verdict{State: events.StateHeld, Reason: ReasonCorrupt, FailSafe: true,
-		Detail: fmt.Sprintf("%v; %s fails safe: treated as held (%s)", err, format, what)}
+		Detail: termtext.Sprintf("%v; %s fails safe: treated as held (%s)", err, format, what)}
 }
 
 // maxAgeVerdict applies a caller-supplied --max-age to any format. A

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // gitclaw is GitClaw's per-issue session lock `state/locks/<N>.lock`
@@ -158,7 +159,7 @@ func jsonScalarText(raw json.RawMessage) (string, bool) {
 func (f gitclaw) Judge(h Holder, parseErr error, now time.Time, env Env) Verdict {
 	if parseErr != nil {
 		return Verdict{State: events.StateStale, Reason: ReasonCorrupt,
-			Detail: fmt.Sprintf("%v; GitClaw removes a corrupt lock as it does an expired one: stale, take it over with --force", parseErr)}
+			Detail: termtext.Sprintf("%v; GitClaw removes a corrupt lock as it does an expired one: stale, take it over with --force", parseErr)}
 	}
 	ttl := h.TTL
 	if ttl <= 0 {
@@ -169,10 +170,10 @@ func (f gitclaw) Judge(h Holder, parseErr error, now time.Time, env Env) Verdict
 	}
 	if age := now.Sub(h.CreatedAt); age >= ttl {
 		return Verdict{State: events.StateStale, Reason: ReasonTTLExpired,
-			Detail: fmt.Sprintf("run %s acquired %s ago, not less than the %s TTL", h.RequestID, age.Round(time.Second), ttl)}
+			Detail: termtext.Sprintf("run %s acquired %s ago, not less than the %s TTL", h.RequestID, age.Round(time.Second), ttl)}
 	}
 	if v, ok := maxAgeVerdict(h, now, env.MaxAge); ok {
 		return v
 	}
-	return held(ReasonActive, fmt.Sprintf("run %s acquired the lock within the %s TTL", h.RequestID, ttl))
+	return held(ReasonActive, termtext.Sprintf("run %s acquired the lock within the %s TTL", h.RequestID, ttl))
 }

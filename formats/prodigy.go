@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // prodigy is Prodigy's resume lock `resume_locks/<job_id>.lock`,
@@ -142,7 +144,7 @@ func (f prodigy) Judge(h Holder, parseErr error, now time.Time, env Env) Verdict
 	if parseErr != nil {
 		return failSafe(f.Name(), parseErr, "Prodigy cannot check an unreadable lock and refuses to resume")
 	}
-	v := held(ReasonRemoteHost, fmt.Sprintf("PID %d on %s: another host's pid is never judged", h.PID, h.HostID))
+	v := held(ReasonRemoteHost, termtext.Sprintf("PID %d on %s: another host's pid is never judged", h.PID, h.HostID))
 	if env.HostID != "" && h.HostID == env.HostID {
 		var dead bool
 		if v, dead = pidVerdict(h.PID, env); dead {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/lockfile"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
 )
@@ -77,9 +78,9 @@ type BrokenChainError struct {
 func (e *BrokenChainError) Error() string {
 	recorded := ""
 	if e.Recorded > 0 {
-		recorded = fmt.Sprintf(" (the refusal is recorded: ledger_projected, seq %d)", e.Recorded)
+		recorded = termtext.Sprintf(" (the refusal is recorded: ledger_projected, seq %d)", e.Recorded)
 	}
-	return fmt.Sprintf("%s: first bad seq %d, %s (%s; %d %s in all); project refuses to rebuild the locks table and the "+
+	return termtext.Sprintf("%s: first bad seq %d, %s (%s; %d %s in all); project refuses to rebuild the locks table and the "+
 		"lock files from a damaged log, and changed neither%s: `lockledger verify` shows the damage, "+
 		"`lockledger project --accept-broken-chain` projects it anyway and records what it changes", ErrBrokenChain, e.FirstBad.Seq, e.FirstBad.Kind,
 		e.FirstBad.Detail, e.Problems, plural(e.Problems, "problem", "problems"), recorded)
@@ -105,7 +106,7 @@ type UnreadableFile struct {
 }
 
 func (u *UnreadableFile) String() string {
-	return fmt.Sprintf("unreadable lock file at %s (%d bytes, modified %s)", u.Path, u.Size, u.Modified.UTC().Format(time.RFC3339))
+	return termtext.Sprintf("unreadable lock file at %s (%d bytes, modified %s)", u.Path, u.Size, u.Modified.UTC().Format(time.RFC3339))
 }
 
 // MarshalJSON renders {"path", "size_bytes", "modified"} (RFC 3339 UTC).
@@ -143,22 +144,22 @@ type HeldError struct {
 func (e *HeldError) Error() string {
 	switch {
 	case e.SharedHeld:
-		return fmt.Sprintf("lock %s: held shared by %d holder(s), e.g. request %s (actor %s, pid %d on %s, since %s)",
+		return termtext.Sprintf("lock %s: held shared by %d holder(s), e.g. request %s (actor %s, pid %d on %s, since %s)",
 			e.Lock, e.Holders, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID, e.Holder.CreatedAt)
 	case e.Limit > 0 && e.Holders > 0:
-		return fmt.Sprintf("lock %s: all %d slots held, e.g. by request %s (actor %s, pid %d on %s, since %s)",
+		return termtext.Sprintf("lock %s: all %d slots held, e.g. by request %s (actor %s, pid %d on %s, since %s)",
 			e.Lock, e.Limit, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID, e.Holder.CreatedAt)
 	case e.Corrupt != nil:
-		return fmt.Sprintf("lock %s: held by an %s, not written by the ledger (treated as held, to fail safe); "+
+		return termtext.Sprintf("lock %s: held by an %s, not written by the ledger (treated as held, to fail safe); "+
 			"`lockledger project` moves it aside (kept and recorded), or `lockledger steal %s --active` takes the lock over", e.Lock, e.Corrupt, e.Lock)
 	case e.SameRequest:
-		return fmt.Sprintf("lock %s: held under this request id %s by another process (actor %s, pid %d on %s, since %s)%s; a request id names one holder: use a new request id, or --reclaim to take it over from that process (recorded)",
+		return termtext.Sprintf("lock %s: held under this request id %s by another process (actor %s, pid %d on %s, since %s)%s; a request id names one holder: use a new request id, or --reclaim to take it over from that process (recorded)",
 			e.Lock, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID, e.Holder.CreatedAt, jobNote(e.Holder.PID, e.JobPIDs))
 	case e.Foreign:
-		return fmt.Sprintf("lock %s: held by request %s (actor %s, pid %d on %s, a lock file the ledger did not write)",
+		return termtext.Sprintf("lock %s: held by request %s (actor %s, pid %d on %s, a lock file the ledger did not write)",
 			e.Lock, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID)
 	}
-	return fmt.Sprintf("lock %s: held by request %s (actor %s, pid %d on %s, since %s)%s",
+	return termtext.Sprintf("lock %s: held by request %s (actor %s, pid %d on %s, since %s)%s",
 		e.Lock, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID, e.Holder.CreatedAt, jobNote(e.Holder.PID, e.JobPIDs))
 }
 
@@ -166,7 +167,7 @@ func jobNote(pid int, job []int) string {
 	if len(job) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; pid %d is gone but processes it started still run (pids %s): the lock is not dead until they exit",
+	return termtext.Sprintf("; pid %d is gone but processes it started still run (pids %s): the lock is not dead until they exit",
 		pid, strings.Trim(fmt.Sprint(job), "[]"))
 }
 
@@ -188,7 +189,7 @@ func (e *StaleError) Error() string {
 	if e.Age < -time.Second {
 		beat = (-e.Age).Truncate(time.Second).String() + " in the future: clock skew"
 	}
-	return fmt.Sprintf("lock %s: stale (request %s, last heartbeat %s, ttl %ds)%s; use --force to take it over",
+	return termtext.Sprintf("lock %s: stale (request %s, last heartbeat %s, ttl %ds)%s; use --force to take it over",
 		e.Lock, e.Holder.RequestID, beat, e.Holder.TTLSeconds, jobNote(e.Holder.PID, e.JobPIDs))
 }
 
@@ -217,15 +218,15 @@ func (e *NotHolderError) Error() string {
 	case e.Holder == nil:
 		who = "the lock is free"
 	default:
-		who = fmt.Sprintf("it is held by request %s (actor %s, pid %d on %s)", e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID)
+		who = termtext.Sprintf("it is held by request %s (actor %s, pid %d on %s)", e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID)
 	}
 	switch {
 	case e.Lost:
-		return fmt.Sprintf("lock %s: request %s lost the lock: %s", e.Lock, e.RequestID, who)
+		return termtext.Sprintf("lock %s: request %s lost the lock: %s", e.Lock, e.RequestID, who)
 	case e.ReleasedSeq > 0:
-		return fmt.Sprintf("request %s does not hold lock %s (released it at seq %d): %s", e.RequestID, e.Lock, e.ReleasedSeq, who)
+		return termtext.Sprintf("request %s does not hold lock %s (released it at seq %d): %s", e.RequestID, e.Lock, e.ReleasedSeq, who)
 	}
-	return fmt.Sprintf("request %s does not hold lock %s (never held it): %s", e.RequestID, e.Lock, who)
+	return termtext.Sprintf("request %s does not hold lock %s (never held it): %s", e.RequestID, e.Lock, who)
 }
 
 func (e *NotHolderError) Unwrap() error {

@@ -16,7 +16,25 @@ type Host struct {
 // share one, hosts behind one name).
 const HostIDEnv = "LOCKLEDGER_HOST_ID"
 
+// hostIDMax is the longest host id the event schema accepts.
+const hostIDMax = 256
+
+// ReadHost reads the host identity as ThisHost does, and refuses one that
+// is not plain text (the rules of an actor: valid UTF-8, no control
+// characters, at most 256 bytes): the host id is recorded in every event
+// and shown by every report, where such text would forge lines or drive
+// the reader's terminal.
+func ReadHost() (Host, error) {
+	h := ThisHost()
+	field := HostIDEnv
+	if os.Getenv(HostIDEnv) == "" {
+		field = "host id (the hostname)"
+	}
+	return h, validText(field, h.ID, hostIDMax, false)
+}
+
 // ThisHost reads the host identity: LOCKLEDGER_HOST_ID, else the hostname.
+// It does not check it (see ReadHost).
 func ThisHost() Host {
 	name := os.Getenv(HostIDEnv)
 	if name == "" {

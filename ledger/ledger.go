@@ -103,6 +103,9 @@ func WithHost(h Host) Option {
 		if h.ID == "" {
 			return errors.New("ledger: WithHost: empty host id")
 		}
+		if err := validText("host id", h.ID, hostIDMax, false); err != nil {
+			return err
+		}
 		c.host = &h
 		return nil
 	}

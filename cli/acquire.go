@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
+	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/schema"
 )
@@ -191,7 +192,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return err
 	}
 	defer o.g.finish(l)
-	a, err := l.AcquireWait(ctx, req, wait, waitReporter(o.g, o.lock))
+	a, err := lease.Wait(ctx, l, req, wait, waitReporter(o.g, o.lock))
 	if err != nil {
 		return err
 	}

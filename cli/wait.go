@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
 
 // waitReporter says who holds the lock while acquire or run waits: one
 // status line rewritten in place on a terminal, one log line otherwise.
 // --quiet has neither.
-func waitReporter(g *globals, lock string) ledger.WaitObserver {
+func waitReporter(g *globals, lock string) lease.WaitObserver {
 	tty := g.statusLine()
 	said := false
 	return func(h *ledger.HeldError, waited time.Duration) {

@@ -69,7 +69,7 @@ func Acquire(ctx context.Context, l *ledger.Ledger, name string, opts ...Option)
 	if c.supersede {
 		a, err = l.Supersede(ctx, c.req)
 	} else {
-		a, err = l.AcquireWait(ctx, c.req, c.wait, c.observe)
+		a, err = Wait(ctx, l, c.req, c.wait, c.observe)
 	}
 	if err != nil {
 		return nil, err

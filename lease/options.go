@@ -32,7 +32,7 @@ type config struct {
 	wait      time.Duration
 	interval  time.Duration
 	margin    time.Duration
-	observe   ledger.WaitObserver
+	observe   WaitObserver
 }
 
 // Option configures Acquire.
@@ -134,7 +134,7 @@ func WithWait(d time.Duration) Option {
 }
 
 // WithWaitObserver hears about each blocked attempt while waiting.
-func WithWaitObserver(f ledger.WaitObserver) Option {
+func WithWaitObserver(f WaitObserver) Option {
 	return func(c *config) error { c.observe = f; return nil }
 }
 

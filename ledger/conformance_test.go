@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -205,7 +206,7 @@ func TestConformanceWaiterGetsTheLockOnRelease(t *testing.T) {
 		var once sync.Once
 		done := make(chan error, 1)
 		go func() {
-			_, err := b.AcquireWait(ctx, ledger.AcquireRequest{Lock: "q", Identity: as("second"), TTL: time.Minute}, time.Minute,
+			_, err := lease.Wait(ctx, b, ledger.AcquireRequest{Lock: "q", Identity: as("second"), TTL: time.Minute}, time.Minute,
 				func(*ledger.HeldError, time.Duration) { once.Do(func() { close(blocked) }) })
 			done <- err
 		}()

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store/sqlite"
 )
@@ -418,7 +419,7 @@ func runWorker(root, lock, database string, n int) {
 	defer w.Flush()
 	for i := 0; i < n; i++ {
 		s := time.Now()
-		a, err := l.AcquireWait(ctx, ledger.AcquireRequest{Lock: lock, Identity: ledger.Identity{Actor: "worker"}}, time.Minute, nil)
+		a, err := lease.Wait(ctx, l, ledger.AcquireRequest{Lock: lock, Identity: ledger.Identity{Actor: "worker"}}, time.Minute, nil)
 		if err != nil {
 			die(err)
 		}

@@ -1,0 +1,106 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/store"
+)
+
+// Backoff bounds for waiting on a held lock: full jitter, each sleep drawn
+// from [0, min(WaitBackoffCap, WaitBackoffBase*2^attempt)). A change to the
+// lock (its file, or a notification from the database) wakes the waiter
+// at once.
+const (
+	WaitBackoffBase = 20 * time.Millisecond
+	WaitBackoffCap  = time.Second
+)
+
+// WaitObserver hears about every blocked attempt while a caller waits.
+type WaitObserver func(blocked *ledger.HeldError, waited time.Duration)
+
+// Wait tries req on l until it succeeds, the lock turns out stale or
+// invalid, or wait runs out (or ctx ends). Every attempt is the same
+// request (one request id, generated once when req has none). Giving up
+// records one acquire_blocked event with the time waited and returns the
+// *ledger.HeldError, or the *ledger.StaleError of the attempt that found
+// the lock stale. Attempts between the first (which validates the request)
+// and the last (which records acquire_blocked) that could only be refused
+// are answered by ledger.PeekHeld, without the writer mutex, so that many
+// waiters never starve the holder's own release.
+func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait time.Duration, observe WaitObserver) (*ledger.Acquisition, error) {
+	start := time.Now()
+	deadline := start.Add(wait)
+	if req.RequestID == "" {
+		req.RequestID = events.NewRequestID(start)
+	}
+	req.Waiting = true
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) && wait > 0 {
+		deadline = d
+	}
+	var watch store.Waker
+	defer func() {
+		if watch != nil {
+			watch.Close()
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		last := wait <= 0 || !time.Now().Before(deadline) || ctx.Err() != nil
+		req.RecordBlocked = last
+		req.Waited = time.Since(start)
+		actx := ctx
+		if last && ctx.Err() != nil {
+			// Giving up because the caller cancelled: still record it.
+			var cancel context.CancelFunc
+			actx, cancel = context.WithTimeout(context.WithoutCancel(ctx), l.BusyTimeout())
+			defer cancel()
+		}
+		var a *ledger.Acquisition
+		var err error
+		var held *ledger.HeldError
+		if attempt > 0 && !last && len(req.Targets) == 0 {
+			held = l.PeekHeld(ctx, req)
+		}
+		if held != nil {
+			err = held
+		} else if a, err = l.TryAcquire(actx, req); err == nil {
+			return a, nil
+		}
+		switch {
+		case errors.As(err, &held):
+			held.Waited = req.Waited
+		case ledger.IsTransient(err) && !last:
+			// passing: retry like a held lock
+		default:
+			return nil, err
+		}
+		if last {
+			return nil, err
+		}
+		if held != nil && observe != nil {
+			observe(held, req.Waited)
+		}
+		if watch == nil {
+			watch = l.Watch(req.Lock)
+		}
+		sleep := jitter(attempt)
+		if remain := time.Until(deadline); sleep > remain {
+			sleep = remain
+		}
+		watch.Wait(ctx, sleep)
+	}
+}
+
+func jitter(attempt int) time.Duration {
+	ceil := WaitBackoffCap
+	if attempt < 16 {
+		if c := WaitBackoffBase << attempt; c < ceil {
+			ceil = c
+		}
+	}
+	return time.Duration(rand.Int64N(int64(ceil))) + time.Millisecond
+}

@@ -1,0 +1,66 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// TestWaitersLeaveTheWriterMutexAlone: while a lock has an active holder,
+// a waiter's attempts after the first are answered from the row and the
+// file, without the writer mutex, so waiters cannot starve the holder's
+// release. The test holds the writer mutex itself all along: the waiter
+// still sees the holder on every attempt in between.
+func TestWaitersLeaveTheWriterMutexAlone(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	holder, err := ledger.Open(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	held := func(rid string) ledger.AcquireRequest {
+		return ledger.AcquireRequest{Lock: "x", Identity: ledger.Identity{RequestID: rid, Actor: "t", PID: os.Getpid()}, TTL: 100 * time.Second}
+	}
+	if _, err := holder.TryAcquire(ctx, held("holder")); err != nil {
+		t.Fatal(err)
+	}
+	waiter, err := ledger.Open(ctx, root, ledger.WithBusyTimeout(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	f, err := os.OpenFile(filepath.Join(root, ledger.WriterMux), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	var seen atomic.Int32
+	_, err = Wait(ctx, waiter, held("waiter"), 600*time.Millisecond, func(h *ledger.HeldError, _ time.Duration) {
+		if h.Holder.RequestID == "holder" {
+			seen.Add(1)
+		}
+	})
+	if !ledger.IsTransient(err) {
+		t.Fatalf("last attempt with the writer mutex taken: %v, want a transient (busy) error", err)
+	}
+	if seen.Load() < 2 {
+		t.Fatalf("the waiter saw the holder on %d attempts, want every attempt between the first and the last", seen.Load())
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	var he *ledger.HeldError
+	if _, err := Wait(ctx, waiter, held("waiter"), 100*time.Millisecond, nil); !errors.As(err, &he) {
+		t.Fatalf("with the writer mutex free: %v, want HeldError", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -313,5 +315,31 @@ func TestConformanceCheckpointsAndProject(t *testing.T) {
 			t.Errorf("checkpoint size: got %d, want at least the 6 lock events", cp.Size)
 		}
 		verifyOK(t, l)
+	})
+}
+
+// TestConformanceHashTailWithoutABound: computing the stored Merkle hashes
+// of every event past the last hashed one (what project
+// --accept-broken-chain does) runs on both engines: an unbounded LIMIT is
+// spelled in a way PostgreSQL takes too.
+func TestConformanceHashTailWithoutABound(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		ctx := context.Background()
+		l := f.open("host-a")
+		if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "h", Identity: as("one"), TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := l.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		last, hashed, err := store.TreeLag(ctx, tx)
+		if err != nil || last != 1 || hashed != 1 {
+			t.Fatalf("tree lag %d %d %v, want 1 1", last, hashed, err)
+		}
+		if n, gap, err := store.HashTail(ctx, tx, slog.New(slog.DiscardHandler), hashed, 0); err != nil || n != 0 || gap {
+			t.Fatalf("HashTail with no bound: %d %v %v, want nothing to hash", n, gap, err)
+		}
 	})
 }

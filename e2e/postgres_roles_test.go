@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -83,6 +84,15 @@ func TestPostgresREADMEWriterRunsEveryWriterCommand(t *testing.T) {
 	a.must(t, 0, "heartbeat", "job", "--request-id", rid)
 	a.must(t, 0, "release", "job", "--request-id", rid)
 	a.must(t, 0, "run", "job", "--", "true")
+	target := filepath.Join(t.TempDir(), "deploy.lock")
+	full := []string{"--intent", "deploy", "--intent-version", "v2", "--metadata", "ticket=OPS-1", "--metadata", "by=ci",
+		"--file", "beads:" + target, "--pid", me}
+	rid = strings.TrimSpace(a.must(t, 0, append([]string{"acquire", "files"}, full...)...).Stdout)
+	a.must(t, 0, "heartbeat", "files", "--request-id", rid)
+	a.must(t, 0, "release", "files", "--request-id", rid)
+	rid = strings.TrimSpace(a.must(t, 0, append([]string{"acquire", "files-shared", "--limit", "3"}, full[:len(full)-4]...)...).Stdout)
+	a.must(t, 0, "heartbeat", "files-shared", "--request-id", rid)
+	a.must(t, 0, "release", "files-shared", "--request-id", rid)
 
 	// Shared holders and semaphore slots: lock_holders.
 	s1 := strings.TrimSpace(a.must(t, 0, "acquire", "readers", "--shared", "--pid", me).Stdout)
@@ -116,6 +126,35 @@ func TestPostgresREADMEWriterRunsEveryWriterCommand(t *testing.T) {
 	b.must(t, 0, "steal", "deploy", "--reason", "the runner is gone", "--active", "--yes")
 	a.must(t, 5, "heartbeat", "deploy", "--request-id", taken)
 	a.must(t, 0, "release", "deploy", "--force", "--reason", "cleanup")
+
+	// Take-overs of dead holders (processes of this host that exited):
+	// readers by an exclusive holder, an exclusive holder by a reader, a
+	// semaphore's slot.
+	holder := func() (string, func()) {
+		c := exec.Command("sleep", "300")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return strconv.Itoa(c.Process.Pid), func() { c.Process.Kill(); c.Wait() }
+	}
+	p1, end1 := holder()
+	p2, end2 := holder()
+	a.must(t, 0, "acquire", "rd", "--shared", "--pid", p1)
+	a.must(t, 0, "acquire", "rd", "--shared", "--pid", p2)
+	end1()
+	end2()
+	a.must(t, 0, "release", "rd", "--request-id", strings.TrimSpace(a.must(t, 0, "acquire", "rd", "--pid", me).Stdout))
+	p3, end3 := holder()
+	a.must(t, 0, "acquire", "ex", "--pid", p3)
+	end3()
+	a.must(t, 0, "release", "ex", "--request-id", strings.TrimSpace(a.must(t, 0, "acquire", "ex", "--shared", "--pid", me).Stdout))
+	p4, end4 := holder()
+	a.must(t, 0, "acquire", "slot", "--limit", "1", "--pid", p4)
+	end4()
+	a.must(t, 0, "release", "slot", "--request-id", strings.TrimSpace(a.must(t, 0, "acquire", "slot", "--limit", "1", "--pid", me).Stdout))
+	if n := scalar(t, roles.ownerDB, `SELECT count(*)::text FROM events WHERE type = 'lock_stolen' AND lock_name IN ('rd', 'ex', 'slot')`); n != "4" {
+		t.Errorf("%s take-overs of dead holders recorded, want 4", n)
+	}
 
 	// Checkpoints signed by a writer.
 	key := filepath.Join(t.TempDir(), "signing.key")
@@ -218,6 +257,7 @@ func TestPostgresREADMEWriterCannotEditTheProjection(t *testing.T) {
 		`UPDATE locks SET heartbeat_at = '2020-01-01T00:00:00Z' WHERE lock_name = 'prod'`,
 		`UPDATE locks SET ttl_seconds = 1 WHERE lock_name = 'prod'`,
 		`UPDATE locks SET host_id = 'host-b', pid = 1 WHERE lock_name = 'prod'`,
+		`UPDATE locks SET intent = 'mallory', metadata = '{"by":"mallory"}' WHERE lock_name = 'prod'`,
 		`UPDATE locks SET held = 0, request_id = '` + old + `', updated_seq = ` + released + ` WHERE lock_name = 'prod'`,
 		`DELETE FROM locks WHERE lock_name = 'prod'`,
 		`DELETE FROM lock_holders WHERE lock_name = 'pool'`,

@@ -89,6 +89,9 @@ BEGIN
             OR ab ->> 'host_id' <> r.host_id OR (ab ->> 'pid')::bigint <> r.pid
             OR coalesce(ab ->> 'pid_start', '') <> r.pid_start OR coalesce(ab ->> 'boot_id', '') <> r.boot_id
             OR (ab ->> 'ttl_seconds')::bigint <> r.ttl_seconds
+            OR coalesce(ab ->> 'intent', '') <> r.intent OR coalesce(ab ->> 'intent_version', '') <> r.intent_version
+            OR r.metadata::jsonb <> coalesce(ab -> 'metadata', '{}'::jsonb)
+            OR (NOT shared AND (to_jsonb(r) ->> 'targets')::jsonb <> coalesce(ab -> 'targets', '[]'::jsonb))
             OR (shared AND coalesce((ab ->> 'limit')::bigint, 0) <> (to_jsonb(r) ->> 'slot_limit')::bigint) THEN
         RAISE EXCEPTION 'lockledger: the row of lock % in % is not the holding of request % that the event at its fencing token (seq %) recorded',
             r.lock_name, TG_TABLE_NAME, r.request_id, r.fencing_token USING ERRCODE = 'restrict_violation';

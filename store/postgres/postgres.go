@@ -184,9 +184,13 @@ func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) {
 			return nil, fmt.Errorf("ledger: %s has no writer_lock row: %w", s.source, store.ErrLedgerGone)
 		}
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "55P03" {
+		switch {
+		case errors.As(err, &pe) && pe.Code == "55P03":
 			return nil, fmt.Errorf("ledger: the writer lock of %s (the row of writer_lock, locked FOR UPDATE by a writer's transaction) "+
 				"was held for longer than the busy timeout (%s): %w", s.source, s.cfg.Busy, err)
+		case errors.As(err, &pe) && pe.Code == "42501":
+			return nil, fmt.Errorf("ledger: %s: a writer needs UPDATE on writer_lock to take the writer lock "+
+				"(GRANT UPDATE ON writer_lock TO the writer role, as the database's owner): %w", s.source, err)
 		}
 		return nil, err
 	}

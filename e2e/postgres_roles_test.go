@@ -175,7 +175,7 @@ func TestPostgresREADMEWriterRunsEveryWriterCommand(t *testing.T) {
 // A role that may only read cannot lock the writer lock, and an advisory
 // lock it holds (the key writers once serialised on) holds up no writer.
 // A writer's transaction that holds the writer lock past the busy timeout
-// fails the others fast, naming it; --wait waits it out.
+// fails the others fast, naming it; --wait tries again until it is let go.
 func TestPostgresREADMEAuditorCannotStopTheWriters(t *testing.T) {
 	roles := newREADMERoles(t)
 	ctx := context.Background()
@@ -226,13 +226,32 @@ func TestPostgresREADMEAuditorCannotStopTheWriters(t *testing.T) {
 	if err := wait.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for scalar(t, roles.ownerDB, `SELECT count(*)::text FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == "0" {
-		time.Sleep(20 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- wait.Wait() }()
+	pause := func() {
+		select {
+		case err := <-done:
+			t.Fatalf("acquire --wait ended while the writer lock was held: %v\n%s", err, errb.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	// The waiter's first try times out and it tries again: its wait for
+	// the lock starts anew.
+	waiting := func() string {
+		return scalar(t, roles.ownerDB, `SELECT coalesce(max(query_start)::text, '') FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND datname = current_database()`)
+	}
+	first := waiting()
+	for ; first == ""; first = waiting() {
+		pause()
+	}
+	for again := waiting(); again == "" || again == first; again = waiting() {
+		pause()
 	}
 	if err := holder.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.Wait(); err != nil {
+	if err := <-done; err != nil {
 		t.Errorf("acquire --wait once the writer lock was let go: %v\n%s", err, errb.String())
 	}
 	newPGHost(t, "auditor", roles.auditor).must(t, 0, "verify")

@@ -173,7 +173,7 @@ func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, boundWaits, strconv.FormatInt(max(s.cfg.Busy.Milliseconds(), 1), 10)); err != nil {
+	if _, err := tx.ExecContext(ctx, boundWaits, s.lockTimeout()); err != nil {
 		tx.Rollback()
 		return nil, err
 	}
@@ -207,9 +207,23 @@ func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) {
 }
 
 // BeginRead is REPEATABLE READ: under READ COMMITTED every statement would
-// read the writes committed since the one before.
+// read the writes committed since the one before. Its lock waits (behind a
+// table lock a writer or the owner holds) are bounded as a writer's.
 func (s *Store) BeginRead(ctx context.Context) (*sql.Tx, error) {
-	return s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, boundWaits, s.lockTimeout()); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return tx, nil
+}
+
+// lockTimeout is the busy timeout as lock_timeout's value, in milliseconds.
+func (s *Store) lockTimeout() string {
+	return strconv.FormatInt(max(s.cfg.Busy.Milliseconds(), 1), 10)
 }
 
 // Clock is the database's clock, so that hosts whose clocks disagree agree

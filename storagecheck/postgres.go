@@ -128,14 +128,8 @@ func statements(sql string) []string {
 				i++
 			}
 			cur.WriteByte('\n')
-		case c == '$':
-			end := strings.IndexByte(sql[i+1:], '$')
-			if end < 0 {
-				cur.WriteString(sql[i:])
-				i = len(sql)
-				continue
-			}
-			tag := sql[i : i+end+2]
+		case c == '$' && dollarTag(sql[i:]) != "":
+			tag := dollarTag(sql[i:])
 			shut := strings.Index(sql[i+len(tag):], tag)
 			if shut < 0 {
 				cur.WriteString(sql[i:])
@@ -158,6 +152,20 @@ func statements(sql string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// dollarTag is the dollar quote s starts with ($$, $body$), or "".
+func dollarTag(s string) string {
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '$':
+			return s[:i+1]
+		case c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 1 && '0' <= c && c <= '9':
+		default:
+			return ""
+		}
+	}
+	return ""
 }
 
 // normalise collapses white space and case, and drops a final semicolon.

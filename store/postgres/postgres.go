@@ -152,28 +152,46 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// writerLock is the transaction-level advisory lock that serialises the
-// writers of the ledger in the connection's schema. It stands for the
-// head row locked FOR UPDATE, without the UPDATE privilege on any table
-// that locking a row would need: a writer role inserts, and that is all.
-// The ledger's id comes back in the same round trip: the writer checks
-// that the database is still its ledger.
-const writerLock = `SELECT pg_advisory_xact_lock(1819240306, hashtext(current_schema())) IS NULL,
-	(SELECT value FROM meta WHERE key = 'ledger_id')`
+// writerLock serialises the writers of the ledger in the connection's
+// schema: the one row of writer_lock, locked FOR UPDATE, which needs the
+// UPDATE privilege on it that only writers have (a role that may only read
+// cannot hold up the writers). The ledger's id comes back in the same round
+// trip: the writer checks that the database is still its ledger.
+const writerLock = `SELECT (SELECT value FROM meta WHERE key = 'ledger_id') FROM writer_lock WHERE id = 1 FOR UPDATE`
+
+// boundWaits bounds every lock wait of the transaction by the busy timeout
+// (lock_timeout, in milliseconds), the writer lock's included.
+const boundWaits = `SELECT set_config('lock_timeout', $1, true)`
 
 // Begin takes the writer lock for the transaction: every writer on every
 // host passes this point one at a time, so seq stays contiguous and the
 // chain total. Under READ COMMITTED each later statement reads what the
-// writer before committed.
+// writer before committed. A writer lock held for longer than the busy
+// timeout fails the begin with a transient error that names it.
 func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	var locked bool
-	var stored sql.NullString
-	if err := tx.QueryRowContext(ctx, writerLock).Scan(&locked, &stored); err != nil {
+	if _, err := tx.ExecContext(ctx, boundWaits, s.lockTimeout()); err != nil {
 		tx.Rollback()
+		return nil, err
+	}
+	var stored sql.NullString
+	if err := tx.QueryRowContext(ctx, writerLock).Scan(&stored); err != nil {
+		tx.Rollback()
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("ledger: %s has no writer_lock row: %w", s.source, store.ErrLedgerGone)
+		}
+		var pe *pgconn.PgError
+		switch {
+		case errors.As(err, &pe) && pe.Code == "55P03":
+			return nil, fmt.Errorf("ledger: the writer lock of %s (the row of writer_lock, locked FOR UPDATE by a writer's transaction) "+
+				"was held for longer than the busy timeout (%s): %w", s.source, s.cfg.Busy, err)
+		case errors.As(err, &pe) && pe.Code == "42501":
+			return nil, fmt.Errorf("ledger: %s: a writer needs UPDATE on writer_lock to take the writer lock "+
+				"(GRANT UPDATE ON writer_lock TO the writer role, as the database's owner): %w", s.source, err)
+		}
 		return nil, err
 	}
 	id := stored.String
@@ -189,9 +207,23 @@ func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) {
 }
 
 // BeginRead is REPEATABLE READ: under READ COMMITTED every statement would
-// read the writes committed since the one before.
+// read the writes committed since the one before. Its lock waits (behind a
+// table lock a writer or the owner holds) are bounded as a writer's.
 func (s *Store) BeginRead(ctx context.Context) (*sql.Tx, error) {
-	return s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, boundWaits, s.lockTimeout()); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return tx, nil
+}
+
+// lockTimeout is the busy timeout as lock_timeout's value, in milliseconds.
+func (s *Store) lockTimeout() string {
+	return strconv.FormatInt(max(s.cfg.Busy.Milliseconds(), 1), 10)
 }
 
 // Clock is the database's clock, so that hosts whose clocks disagree agree

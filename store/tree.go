@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -142,7 +143,7 @@ func HashTail(ctx context.Context, tx *sql.Tx, log *slog.Logger, hashed int64, l
 		return 0, false, err
 	}
 	if limit <= 0 {
-		limit = -1
+		limit = math.MaxInt // PostgreSQL refuses SQLite's LIMIT -1
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT seq, body FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, hashed, limit)
 	if err != nil {

@@ -64,6 +64,7 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		return nil, err
 	}
 	l.stmts = store.NewStatements(l.store)
+	l.host.peers = &peers{many: l.store.ManyHosts(), log: l.log}
 	return l, nil
 }
 

@@ -1,6 +1,9 @@
 package proc
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"strings"
 )
@@ -10,4 +13,65 @@ import (
 func BootID() string {
 	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	return strings.TrimSpace(string(b))
+}
+
+// MachineID is this machine's id (/etc/machine-id, else
+// /var/lib/dbus/machine-id: 32 lowercase hex digits), "" where unknown or
+// malformed. It stays the same across reboots, which change BootID.
+func MachineID() string {
+	for _, p := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
+		b, _ := os.ReadFile(p)
+		if id := strings.TrimSpace(string(b)); isMachineID(id) {
+			return id
+		}
+	}
+	return ""
+}
+
+func isMachineID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// MachineKey is what lockledger records of MachineID, which machine-id(5)
+// asks never to expose: the first 64 bits of HMAC-SHA256 of lockledger's
+// application id keyed with it, 16 hex digits; "" where the id is unknown.
+func MachineKey() string { return machineKey(MachineID()) }
+
+func machineKey(id string) string {
+	if id == "" {
+		return ""
+	}
+	m := hmac.New(sha256.New, []byte(id))
+	m.Write([]byte("lockledger host identity"))
+	return hex.EncodeToString(m.Sum(nil)[:8])
+}
+
+// Boot names this boot of this machine as a holder records it (the
+// acquired event's boot_id): JoinBoot(MachineKey(), BootID()).
+func Boot() string { return JoinBoot(MachineKey(), BootID()) }
+
+// JoinBoot is the recorded form of a boot of a machine: MACHINE/BOOT (53
+// bytes for a key and a boot uuid), or the boot id alone where the machine
+// is unknown, as in every boot_id recorded before machines were.
+func JoinBoot(machine, boot string) string {
+	if machine == "" {
+		return boot
+	}
+	return machine + "/" + boot
+}
+
+// SplitBoot is JoinBoot's inverse: machine is "" for a bare boot id.
+func SplitBoot(s string) (machine, boot string) {
+	if m, b, ok := strings.Cut(s, "/"); ok {
+		return m, b
+	}
+	return "", s
 }

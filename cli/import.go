@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 type importOptions struct {
@@ -70,7 +71,7 @@ func runImport(ctx context.Context, o *importOptions) error {
 			"`lockledger verify --root %s` shows the damage, `lockledger import --accept-broken-chain` copies it anyway (recorded)",
 			from.Source(), ledger.ErrBrokenChain, bad.Seq, bad.Kind, bad.Detail, source.ProblemCount, from.Root())
 	}
-	to, err := o.g.open(ctx, writes)
+	to, err := o.g.open(ctx, writes, ledger.WithPin(store.PinSkip)) // the root pins the ledger imported
 	if err != nil {
 		return err
 	}

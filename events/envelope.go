@@ -189,6 +189,17 @@ type LedgerProjectedPayload struct {
 	Problems            int    `json:"problems,omitempty"`
 	BrokenChainAccepted bool   `json:"broken_chain_accepted,omitempty"`
 	FirstBadSeq         int64  `json:"first_bad_seq,omitempty"`
+	// RollbackAccepted is the ledger and head the host's root had pinned,
+	// given up by project --accept-rollback.
+	RollbackAccepted *Pin `json:"rollback_accepted,omitempty"`
+}
+
+// Pin is a ledger and its head as a host last saw it (its id, and the seq
+// and hash of its last event; 0 and "" for a ledger without events).
+type Pin struct {
+	LedgerID string `json:"ledger_id"`
+	Seq      int64  `json:"seq"`
+	Hash     string `json:"hash,omitempty"`
 }
 
 // HeartbeatFailedPayload is heartbeat_failed's payload.

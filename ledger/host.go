@@ -10,16 +10,12 @@ import (
 
 // Host identifies this machine and the boot it is in.
 type Host struct {
-	ID string // host_id written into lock records (the hostname)
-	// BootID is this boot of this machine as holders record it (proc.Boot:
-	// MACHINE/BOOT, the boot id alone where the machine is unknown); "" where unknown.
-	BootID string
+	ID     string // host_id written into lock records (the hostname)
+	BootID string // this boot of this machine, as proc.Boot records it; "" where unknown
 	peers  *peers // set by Open
 }
 
-// peers is what judging a holder recorded under this host id needs to know
-// of the store: whether other hosts share it, and where to warn (once) of
-// another machine that writes under this host id.
+// peers: whether other hosts share the store, and the warning of another machine under this host id.
 type peers struct {
 	many bool
 	log  *slog.Logger

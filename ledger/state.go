@@ -62,9 +62,8 @@ func judge(h *holding, now time.Time, self Host, probe proc.Probe, maxAge time.D
 
 // gone reports a holder provably gone (dead), or the processes of its job
 // still running here when only its own process is gone. A holder that may
-// be on another machine is never judged by pid or boot: one on another
-// host, one recorded under this host id by another machine, and, on a
-// store many hosts share, one of another boot whose machine is unknown.
+// be on another machine (another host or machine; on a store many hosts
+// share, another boot of an unknown machine) is never judged by pid or boot.
 func gone(h *holding, self Host, probe proc.Probe) (dead bool, job []int) {
 	if h.rec.HostID != self.ID || h.rec.PID <= 0 {
 		return false, nil
@@ -73,7 +72,11 @@ func gone(h *holding, self Host, probe proc.Probe) (dead bool, job []int) {
 	sm, sb := proc.SplitBoot(self.BootID)
 	switch {
 	case hm != "" && sm != "" && hm != sm:
-		self.peers.collision(self.ID, hm, sm)
+		if p := self.peers; p != nil {
+			p.once.Do(func() {
+				p.log.Warn("two machines write under one host id: their holders are judged by TTL only; give each its own "+HostIDEnv, "host_id", self.ID, "other_machine", hm, "this_machine", sm)
+			})
+		}
 		return false, nil
 	case hb != "" && sb != "" && hb != sb:
 		return hm != "" && sm != "" || self.peers == nil || !self.peers.many, nil // this machine rebooted
@@ -83,15 +86,6 @@ func gone(h *holding, self Host, probe proc.Probe) (dead bool, job []int) {
 	}
 	job = jobProcesses(h, probe)
 	return len(job) == 0, job
-}
-
-func (p *peers) collision(host, theirs, ours string) {
-	if p != nil {
-		p.once.Do(func() {
-			p.log.Warn("two machines write under one host id: their holders are judged by TTL only; give each its own "+HostIDEnv,
-				"host_id", host, "other_machine", theirs, "this_machine", ours)
-		})
-	}
 }
 
 // pidGone: the holder's process has exited, or its pid now names another

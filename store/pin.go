@@ -56,8 +56,9 @@ func (e *RolledBackError) Error() string {
 func (e *RolledBackError) Unwrap() error { return ErrRolledBack }
 
 // CheckPin compares the ledger id with the store's events against the
-// root's pin, by policy. It returns the pin as it now stands, to be
-// advanced at close (KeepPin), and the one it overrode under PinAccept.
+// root's pin, by policy. It returns the pin as it now stands (zero where
+// there is none yet), to be advanced at close (KeepPin), and the one it
+// overrode under PinAccept.
 func CheckPin(ctx context.Context, s Store, files *lockfile.Dir, where, id string, policy PinPolicy) (now, overrode *lockfile.Pin, err error) {
 	if policy == PinNone {
 		return nil, nil, nil
@@ -83,15 +84,13 @@ func CheckPin(ctx context.Context, s Store, files *lockfile.Dir, where, id strin
 	if reason != "" && policy != PinAccept {
 		return nil, nil, &RolledBackError{Where: where, Pin: filepath.Join(files.Root(), lockfile.PinName), Pinned: pin, Found: head, Reason: reason}
 	}
-	if reason != "" {
-		overrode = &pin
+	if reason == "" {
+		return &pin, nil, nil // advanced at close
 	}
-	if !ok || reason != "" {
-		if err := files.WritePin(head); err != nil {
-			return nil, nil, err
-		}
+	if err := files.WritePin(head); err != nil {
+		return nil, nil, err
 	}
-	return &head, overrode, nil
+	return &head, &pin, nil
 }
 
 // KeepPin advances the root's pin to the store's head at close, where it

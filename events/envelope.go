@@ -58,7 +58,9 @@ type Acquired struct {
 	FencingToken  int64             `json:"fencing_token"`
 	Metadata      map[string]string `json:"metadata"`
 	PIDStart      string            `json:"pid_start"`
-	BootID        string            `json:"boot_id"`
+	// BootID is the holder's machine and boot, MACHINE/BOOT (proc.Boot);
+	// a bare boot id in events written before machines were recorded.
+	BootID string `json:"boot_id"`
 	// Targets are the extra lock files (other tools' formats) this holding
 	// projects, besides ROOT/locks/NAME.lock.
 	Targets []Target `json:"targets,omitempty"`

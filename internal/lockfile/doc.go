@@ -1,6 +1,6 @@
 // Package lockfile holds lockledger's file layer: the files it keeps in a
 // root directory (ROOT/locks/NAME.lock and their journals, writer.flock,
-// ledger.db's first creation), the modes of a group root,
+// ledger.pin, ledger.db's first creation), the modes of a group root,
 // the writer mutex and the watch that wakes a waiter when a lock file
 // changes.
 //

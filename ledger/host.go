@@ -4,15 +4,17 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // Host identifies this machine and the boot it is in.
 type Host struct {
-	ID     string // host_id written into lock records (the hostname)
-	BootID string // this boot of this machine, as proc.Boot records it; "" where unknown
-	peers  *peers // set by Open
+	ID     string    // host_id written into lock records (the hostname)
+	BootID string    // this boot of this machine, as proc.Boot records it; "" where unknown
+	Booted time.Time // when this boot began (proc.BootTime); zero where unknown
+	peers  *peers    // set by Open
 }
 
 // peers: whether other hosts share the store, and the warning of another machine under this host id.
@@ -22,8 +24,7 @@ type peers struct {
 	once sync.Once
 }
 
-// HostIDEnv names this host where the hostname does not (containers that
-// share one, hosts behind one name).
+// HostIDEnv names this host where the hostname does not (containers that share one, hosts behind one name).
 const HostIDEnv = "LOCKLEDGER_HOST_ID"
 
 // ThisHost reads the host identity: LOCKLEDGER_HOST_ID, else the hostname.
@@ -35,5 +36,5 @@ func ThisHost() Host {
 			name = "unknown-host"
 		}
 	}
-	return Host{ID: name, BootID: proc.Boot()}
+	return Host{ID: name, BootID: proc.Boot(), Booted: proc.BootTime()}
 }

@@ -75,10 +75,21 @@ func TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine(t *testing.T) {
 		if got, err := acquireDeploy(b, "r2"); !errors.As(err, &held) {
 			t.Fatalf("the other machine's acquire: %+v, %v; want a HeldError (the holder is alive on its machine)", got, err)
 		}
-		if !strings.Contains(log.String(), "two machines write under one host id") || !strings.Contains(log.String(), machineA) {
+		if !strings.Contains(log.String(), "two machines write under one host id") || !strings.Contains(log.String(), machineA+"/boot-a1") {
 			t.Errorf("no warning of the shared host id: %q", log.String())
 		}
-		rebooted := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-a2")})
+		// A clone of the first machine (the same machine id) that booted
+		// before the holder's last heartbeat: not a reboot of it.
+		var clonelog syncBuffer
+		clone := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-c1"), Booted: time.Now().Add(-time.Hour)},
+			ledger.WithLogger(slog.New(slog.NewTextHandler(&clonelog, nil))))
+		if got, err := acquireDeploy(clone, "r2c"); !errors.As(err, &held) {
+			t.Fatalf("a clone's acquire: %+v, %v; want a HeldError (the holder was seen after the clone booted)", got, err)
+		}
+		if !strings.Contains(clonelog.String(), "two machines write under one host id") {
+			t.Errorf("no warning of the clone: %q", clonelog.String())
+		}
+		rebooted := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-a2"), Booted: time.Now().Add(time.Minute)})
 		if got, err := acquireDeploy(rebooted, "r3"); err != nil || got.Reason != events.ReasonHolderDead {
 			t.Fatalf("after the first machine rebooted: %+v, %v; want its old holder dead", got, err)
 		}

@@ -1,11 +1,15 @@
 package proc
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // BootID is this boot's id (/proc/sys/kernel/random/boot_id), "" where
@@ -74,4 +78,56 @@ func SplitBoot(s string) (machine, boot string) {
 		return m, b
 	}
 	return "", s
+}
+
+// BootTime is when this boot began (/proc/stat btime, to the second); the
+// zero time where unknown.
+func BootTime() time.Time {
+	b, _ := os.ReadFile("/proc/stat")
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "btime "); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n > 0 {
+				return time.Unix(n, 0)
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// BootVerdict is what a holder's recorded boot says of it, from this boot.
+type BootVerdict int
+
+const (
+	// ThisBoot: the holder ran in this boot, or its boot is unknown; its
+	// pid says whether it lives.
+	ThisBoot BootVerdict = iota
+	// Rebooted: the holder ran in an earlier boot of this machine: gone.
+	Rebooted
+	// OtherMachine: the holder runs on another machine that records the
+	// same host id: only its TTL ends it.
+	OtherMachine
+	// OtherBoot: the holder ran in another boot of a machine that is not
+	// known (a boot id recorded without one, or this machine's unknown).
+	OtherBoot
+)
+
+// CompareBoot judges a holder's recorded boot (JoinBoot's form) against
+// this one, self, which began at booted (zero: unknown). A holder last
+// seen after this boot began cannot be of an earlier boot of this
+// machine: it is another machine with the same machine id (a clone).
+func CompareBoot(recorded string, lastSeen time.Time, self string, booted time.Time) BootVerdict {
+	hm, hb := SplitBoot(recorded)
+	sm, sb := SplitBoot(self)
+	switch {
+	case hm != "" && sm != "" && hm != sm:
+		return OtherMachine
+	case hb == "" || sb == "" || hb == sb:
+		return ThisBoot
+	case !booted.IsZero() && !lastSeen.Before(booted):
+		return OtherMachine
+	case hm == "" || sm == "":
+		return OtherBoot
+	}
+	return Rebooted
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBootID(t *testing.T) {
@@ -45,5 +46,42 @@ func TestSplitBootReadsBothForms(t *testing.T) {
 		if c.in != "" && JoinBoot(c.machine, c.boot) != c.in {
 			t.Errorf("JoinBoot(%q, %q) = %q, want %q", c.machine, c.boot, JoinBoot(c.machine, c.boot), c.in)
 		}
+	}
+}
+
+func TestCompareBootTellsARebootFromAnotherMachine(t *testing.T) {
+	booted := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	before, after := booted.Add(-time.Minute), booted.Add(time.Minute)
+	a, b := "0123456789abcdef", "fedcba9876543210"
+	for _, c := range []struct {
+		name             string
+		recorded, self   string
+		lastSeen, booted time.Time
+		want             BootVerdict
+	}{
+		{"this boot", JoinBoot(a, "b1"), JoinBoot(a, "b1"), after, booted, ThisBoot},
+		{"unknown boot", "", JoinBoot(a, "b1"), before, booted, ThisBoot},
+		{"a reboot", JoinBoot(a, "b0"), JoinBoot(a, "b1"), before, booted, Rebooted},
+		{"a reboot, boot time unknown", JoinBoot(a, "b0"), JoinBoot(a, "b1"), after, time.Time{}, Rebooted},
+		{"another machine", JoinBoot(b, "b9"), JoinBoot(a, "b1"), before, booted, OtherMachine},
+		{"another machine, same boot id", JoinBoot(b, "b1"), JoinBoot(a, "b1"), before, booted, OtherMachine},
+		{"a clone seen after this boot began", JoinBoot(a, "b9"), JoinBoot(a, "b1"), after, booted, OtherMachine},
+		{"a bare boot id of another boot", "b0", JoinBoot(a, "b1"), before, booted, OtherBoot},
+		{"a bare boot id seen after this boot began", "b0", JoinBoot(a, "b1"), after, booted, OtherMachine},
+		{"this machine unknown", JoinBoot(a, "b0"), "b1", before, booted, OtherBoot},
+	} {
+		if got := CompareBoot(c.recorded, c.lastSeen, c.self, c.booted); got != c.want {
+			t.Errorf("%s: CompareBoot(%q, %s, %q, %s) = %d, want %d", c.name, c.recorded, c.lastSeen, c.self, c.booted, got, c.want)
+		}
+	}
+}
+
+func TestBootTimeIsThePast(t *testing.T) {
+	bt := BootTime()
+	if bt.IsZero() {
+		t.Skip("no /proc/stat btime here")
+	}
+	if !bt.Before(time.Now()) || bt != BootTime() {
+		t.Fatalf("BootTime() = %s, want one instant before now", bt)
 	}
 }

@@ -100,7 +100,7 @@ func KeepPin(s Store, files *lockfile.Dir, id string, pin *lockfile.Pin, log *sl
 	if pin == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // a lost database must not hold up an exit
 	defer cancel()
 	head, _, err := pinHead(ctx, s.DB(), id, 0)
 	if err == nil && head != *pin {

@@ -11,11 +11,13 @@ import (
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 type importOptions struct {
-	g    *globals
-	from string
+	g            *globals
+	from         string
+	acceptBroken bool
 }
 
 func newImport(g *globals) *cobra.Command {
@@ -31,12 +33,20 @@ keep increasing. The source's writer lock is held while it copies, so
 nothing is appended there meanwhile; afterwards point every writer at
 --database (LOCKLEDGER_DATABASE_URL). The source is left as it was. Keep
 --root the same as --from and the lock files stay where they are; with
-another --root, project places this host's lock files there (recorded).`,
+another --root, project places this host's lock files there (recorded).
+
+The source is verified first: a source whose event log is damaged is
+refused, exit 1, naming the first bad seq, and nothing is copied.
+--accept-broken-chain copies it as it now reads, and the project run that
+follows records that the damage was accepted (ledger_projected,
+broken_chain_accepted). The copy is one transaction: a failure leaves
+--database empty, and the import can be run again.`,
 		Example: `  lockledger import --from /var/lib/lockledger --database postgres://lockledger@db/locks`,
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runImport(cmd.Context(), o) },
 	}
 	cmd.Flags().StringVar(&o.from, "from", "", "the root of the SQLite ledger to move (required)")
+	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "copy a source whose event log is damaged, as it reads (recorded)")
 	return cmd
 }
 
@@ -52,14 +62,34 @@ func runImport(ctx context.Context, o *importOptions) error {
 		return err
 	}
 	defer o.g.finish(from)
-	to, err := o.g.open(ctx, writes)
+	source, err := from.Verify(ctx)
+	if err != nil {
+		return err
+	}
+	if !source.OK && !o.acceptBroken {
+		bad := source.FirstBad
+		return fmt.Errorf("import: %s does not verify (%w): first bad seq %d, %s (%s; %d %s in all); nothing was copied: "+
+			"`lockledger verify --root %s` shows the damage, `lockledger import --accept-broken-chain` copies it anyway (recorded)",
+			from.Source(), ledger.ErrBrokenChain, bad.Seq, bad.Kind, bad.Detail, source.ProblemCount,
+			plural(source.ProblemCount, "problem", "problems"), from.Root())
+	}
+	to, err := o.g.open(ctx, writes, ledger.WithPin(store.PinSkip)) // the root pins the ledger imported
 	if err != nil {
 		return err
 	}
 	rep, err := to.Import(ctx, from)
-	if err == nil && to.Root() != from.Root() {
-		// This host's lock files of the locks it holds go to the new root.
-		_, err = to.Project(ctx, ledger.ProjectAs(ledger.Identity{PID: os.Getppid()}))
+	if err == nil && (to.Root() != from.Root() || !source.OK) {
+		// This host's lock files of the locks it holds go to the new root;
+		// an accepted damage is recorded.
+		opts := []ledger.ProjectOption{ledger.ProjectAs(ledger.Identity{PID: os.Getppid()})}
+		if !source.OK {
+			opts = append(opts, ledger.AcceptBrokenChain())
+		}
+		_, err = to.Project(ctx, opts...)
+	}
+	kept := false
+	if err == nil {
+		kept, err = headKept(ctx, to, rep)
 	}
 	o.g.finish(to)
 	if err != nil {
@@ -81,11 +111,28 @@ func runImport(ctx context.Context, o *importOptions) error {
 		termtext.Fprintf(tw, "  events\t%d (head seq %d, %s)\n", rep.Events, rep.HeadSeq, rep.HeadHash)
 		termtext.Fprintf(tw, "  checkpoints\t%d\n", rep.Checkpoints)
 		termtext.Fprintf(tw, "  locks\t%d\n", rep.Locks)
+		if !source.OK {
+			termtext.Fprintf(tw, "  damage\tfirst bad seq %d, %s: copied as it reads (--accept-broken-chain)\n", source.FirstBad.Seq, source.FirstBad.Kind)
+		}
 		tw.Flush()
 		printReport(o.g.io.Out, check)
 	}
-	if !check.OK || check.HeadHash != rep.HeadHash && rep.HeadSeq > 0 {
+	if !check.OK && source.OK || !kept {
 		return &ExitError{Code: ExitFailure}
 	}
 	return nil
+}
+
+// headKept reports whether the imported head is still in the ledger at
+// its seq: the import's own project run appends after it.
+func headKept(ctx context.Context, l *ledger.Ledger, rep *ledger.ImportReport) (bool, error) {
+	if rep.HeadSeq == 0 {
+		return true, nil
+	}
+	found := false
+	err := replay.ScanRows(ctx, l.DB(), replay.Filter{FromSeq: rep.HeadSeq, ToSeq: rep.HeadSeq}, func(r *replay.Row) error {
+		found = r.Hash == rep.HeadHash
+		return nil
+	})
+	return found, err
 }

@@ -10,12 +10,14 @@ import (
 
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/store"
 )
 
 type projectOptions struct {
 	g            *globals
 	actor        string
 	acceptBroken bool
+	rollback     bool
 }
 
 func newProject(g *globals) *cobra.Command {
@@ -45,19 +47,34 @@ Lock files of other tools are left alone. An unreadable file in the locks
 directory (not a v1 lock, so no tool's holder; it blocks its lock, to fail
 safe) is kept aside as NAME.lock.corrupt-<UTC time> beside it (mode 0600,
 never replacing a file), and where the ledger holds the lock its own file
-is put back.`,
+is put back.
+
+Each root pins the ledger its host writes to (ROOT/ledger.pin: the ledger
+id and the newest head seen). Writers refuse a database that holds another
+ledger, or an older state of this one (a restored backup), since fencing
+tokens would go backwards there. --accept-rollback goes on from the ledger
+found: project rebuilds this root's lock files from it, its
+ledger_projected records the pin given up (rollback_accepted), and the root
+pins the ledger found.`,
 		Example: `  lockledger project
   lockledger project --json | jq .recorded`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runProject(cmd.Context(), o) },
 	}
-	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "project even while the event log is damaged (recorded on every lock_projected event)")
+	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "project even while the event log is damaged (recorded on every lock_projected event); a cut tail is a rollback, accepted too")
+	cmd.Flags().BoolVar(&o.rollback, "accept-rollback", false, "go on from a ledger other than, or older than, the one this root has pinned (recorded)")
 	cmd.Flags().StringVar(&o.actor, "actor", "", "who projects, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
 	return cmd
 }
 
 func runProject(ctx context.Context, o *projectOptions) error {
-	l, err := o.g.open(ctx, rewrites)
+	var more []ledger.Option
+	if o.rollback || o.acceptBroken {
+		// A damaged log accepted is a ledger older than, or other than,
+		// the one this root pinned: both are recorded.
+		more = append(more, ledger.WithPin(store.PinAccept))
+	}
+	l, err := o.g.open(ctx, rewrites, more...)
 	if err != nil {
 		return err
 	}
@@ -78,6 +95,9 @@ func runProject(ctx context.Context, o *projectOptions) error {
 	termtext.Fprintf(w, "project: %d events replayed: %d locks, %d held\n", rep.Events, rep.Locks, rep.Held)
 	if b := rep.BrokenChain; b != nil {
 		termtext.Fprintf(w, "  the event log is damaged (first bad seq %d, %s): projected as it now reads (--accept-broken-chain)\n", b.Seq, b.Kind)
+	}
+	if p := rep.RollbackAccepted; p != nil {
+		fmt.Fprintf(w, "  rollback accepted: this root had pinned ledger %s at seq %d; it now pins the ledger found (--accept-rollback)\n", p.LedgerID, p.Seq)
 	}
 	if !rep.Changed() {
 		fmt.Fprintln(w, "  no change: the locks table and the lock files already match the events")

@@ -58,7 +58,9 @@ type Acquired struct {
 	FencingToken  int64             `json:"fencing_token"`
 	Metadata      map[string]string `json:"metadata"`
 	PIDStart      string            `json:"pid_start"`
-	BootID        string            `json:"boot_id"`
+	// BootID is the holder's machine and boot, MACHINE/BOOT (proc.Boot);
+	// a bare boot id in events written before machines were recorded.
+	BootID string `json:"boot_id"`
 	// Targets are the extra lock files (other tools' formats) this holding
 	// projects, besides ROOT/locks/NAME.lock.
 	Targets []Target `json:"targets,omitempty"`
@@ -189,6 +191,17 @@ type LedgerProjectedPayload struct {
 	Problems            int    `json:"problems,omitempty"`
 	BrokenChainAccepted bool   `json:"broken_chain_accepted,omitempty"`
 	FirstBadSeq         int64  `json:"first_bad_seq,omitempty"`
+	// RollbackAccepted is the ledger and head the host's root had pinned,
+	// given up by project --accept-rollback.
+	RollbackAccepted *Pin `json:"rollback_accepted,omitempty"`
+}
+
+// Pin is a ledger and its head as a host last saw it (its id, and the seq
+// and hash of its last event; 0 and "" for a ledger without events).
+type Pin struct {
+	LedgerID string `json:"ledger_id"`
+	Seq      int64  `json:"seq"`
+	Hash     string `json:"hash,omitempty"`
 }
 
 // HeartbeatFailedPayload is heartbeat_failed's payload.

@@ -1,19 +1,30 @@
 package ledger
 
 import (
+	"log/slog"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // Host identifies this machine and the boot it is in.
 type Host struct {
-	ID     string // host_id written into lock records (the hostname)
-	BootID string // /proc/sys/kernel/random/boot_id; "" where unknown
+	ID     string    // host_id written into lock records (the hostname)
+	BootID string    // this boot of this machine, as proc.Boot records it; "" where unknown
+	Booted time.Time // when this boot began (proc.BootTime); zero where unknown
+	peers  *peers    // set by Open
 }
 
-// HostIDEnv names this host where the hostname does not (containers that
-// share one, hosts behind one name).
+// peers: whether other hosts share the store, and the warning of another machine under this host id.
+type peers struct {
+	many bool
+	log  *slog.Logger
+	once sync.Once
+}
+
+// HostIDEnv names this host where the hostname does not (containers that share one, hosts behind one name).
 const HostIDEnv = "LOCKLEDGER_HOST_ID"
 
 // hostIDMax is the longest host id the event schema accepts.
@@ -43,5 +54,5 @@ func ThisHost() Host {
 			name = "unknown-host"
 		}
 	}
-	return Host{ID: name, BootID: proc.BootID()}
+	return Host{ID: name, BootID: proc.Boot(), Booted: proc.BootTime()}
 }

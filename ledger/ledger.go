@@ -58,6 +58,7 @@ type config struct {
 	database string
 	poolSize int
 	group    *int // WithGroup
+	pin      store.PinPolicy
 }
 
 // Option configures Open.
@@ -159,7 +160,7 @@ func MustExist() Option {
 // read-only permissions (an archived copy) can be read. A database that
 // needs migrating fails with ErrOldSchema.
 func ReadOnly() Option {
-	return func(c *config) error { c.create, c.readOnly = false, true; return nil }
+	return func(c *config) error { c.create, c.readOnly, c.pin = false, true, store.PinNone; return nil }
 }
 
 // Ledger is an open lock ledger. It is safe for concurrent use.
@@ -181,10 +182,11 @@ type Ledger struct {
 
 	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
 	// witnesses copies signed checkpoints out (see publisher).
-	witnesses     *witness.Publisher
-	witnessesOnce sync.Once
-	flock         *lockfile.Mutex
-	closed        bool
+	witnesses        *witness.Publisher
+	witnessesOnce    sync.Once
+	flock            *lockfile.Mutex
+	closed           bool
+	pinned, rollback *lockfile.Pin // the root's pin, kept at close (nil: a reader); the one store.PinAccept overrode
 }
 
 // loadID reads the ledger's id, and gives a new ledger one where newLedger
@@ -247,6 +249,7 @@ func (l *Ledger) Close() error {
 	if l.stmts != nil {
 		l.stmts.Close()
 	}
+	store.KeepPin(l.store, l.files, l.id, l.pinned, l.log)
 	err := l.store.Close()
 	if l.flock != nil {
 		if cerr := l.flock.Close(); err == nil {
@@ -271,6 +274,7 @@ func (l *Ledger) Detach() error {
 	}
 	l.closed = true
 	defer l.files.Close()
+	store.KeepPin(l.store, l.files, l.id, l.pinned, l.log)
 	err := l.store.Detach()
 	if l.flock != nil {
 		if cerr := l.flock.Close(); err == nil {

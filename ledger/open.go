@@ -68,7 +68,17 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		return nil, err
 	}
 	l.stmts = store.NewStatements(l.store)
+	l.host.peers = &peers{many: l.store.ManyHosts(), log: l.log}
+	if l.pinned, l.rollback, err = store.CheckPin(ctx, l.store, l.files, l.where(), l.id, c.pin); err != nil {
+		l.Close()
+		return nil, err
+	}
 	return l, nil
+}
+
+// WithPin sets what a writer's Open does with the root's pin of the ledger (store.CheckPin; store.PinCheck by default).
+func WithPin(p store.PinPolicy) Option {
+	return func(c *config) error { c.pin = max(c.pin, p); return nil }
 }
 
 // openSQLite opens ROOT/ledger.db: read-only, or for writing, creating the

@@ -35,6 +35,8 @@ type ProjectReport struct {
 	// BrokenChain is the first damage to the event log, when the
 	// projection was made from a broken chain with AcceptBrokenChain.
 	BrokenChain *replay.Problem `json:"broken_chain,omitempty"`
+	// RollbackAccepted is the root's pin this run gave up (WithPin(store.PinAccept)).
+	RollbackAccepted *events.Pin `json:"rollback_accepted,omitempty"`
 	// Recorded are the seqs of the lock_projected events this run
 	// appended: one per lock whose projections it changed.
 	Recorded []int64 `json:"recorded"`
@@ -345,7 +347,8 @@ func (p *projection) record(w *writeTx, id Identity, problems int) error {
 		p.rep.Recorded = append(p.rep.Recorded, ev.Seq)
 	}
 	run := &events.LedgerProjectedPayload{Result: events.AuditOK, Events: p.rep.Events, Locks: p.rep.Locks,
-		RowsChanged: len(p.rep.Rows), FilesChanged: len(p.rep.Files)}
+		RowsChanged: len(p.rep.Rows), FilesChanged: len(p.rep.Files), RollbackAccepted: (*events.Pin)(p.l.rollback)}
+	p.rep.RollbackAccepted = run.RollbackAccepted
 	if bad := p.rep.BrokenChain; bad != nil {
 		run.BrokenChainAccepted, run.Problems = true, problems
 		if bad.Seq > 0 {

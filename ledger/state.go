@@ -67,14 +67,24 @@ func judge(h *holding, now time.Time, self Host, probe proc.Probe, maxAge time.D
 }
 
 // gone reports a holder provably gone (dead), or the processes of its job
-// still running here when only its own process is gone. A holder on
-// another host is never judged by pid.
+// still running here when only its own process is gone. A holder that may
+// be on another machine (another host id or machine key, one seen after this
+// boot began, and on a store many hosts share another boot of an unknown
+// machine) is never judged by pid or boot (proc.CompareBoot).
 func gone(h *holding, self Host, probe proc.Probe) (dead bool, job []int) {
 	if h.rec.HostID != self.ID || h.rec.PID <= 0 {
 		return false, nil
 	}
-	if h.bootID != "" && self.BootID != "" && h.bootID != self.BootID {
-		return true, nil // the host rebooted since the lock was taken
+	switch v := proc.CompareBoot(h.bootID, h.heartbeat, self.BootID, self.Booted); v {
+	case proc.OtherMachine:
+		if p := self.peers; p != nil {
+			p.once.Do(func() {
+				p.log.Warn("two machines write under one host id: their holders are judged by TTL only; give each its own "+HostIDEnv, "host_id", self.ID, "other_boot", h.bootID, "this_boot", self.BootID)
+			})
+		}
+		return false, nil
+	case proc.Rebooted, proc.OtherBoot:
+		return v == proc.Rebooted || self.peers == nil || !self.peers.many, nil
 	}
 	if !pidGone(h, probe) {
 		return false, nil

@@ -388,6 +388,9 @@ func (d *fastDecoder) event(ev *Event) bool {
 			return d.setBool(&ev.BrokenChainAccepted)
 		case schema.EventFirstBadSeq:
 			return d.setInt64(&ev.FirstBadSeq)
+		case schema.EventRollbackAccepted:
+			ev.RollbackAccepted = &events.Pin{}
+			return d.pin(ev.RollbackAccepted)
 		case schema.EventJobRequestID:
 			return d.setStr(&ev.JobRequestID)
 		case schema.EventPIDs:
@@ -606,6 +609,25 @@ func (d *fastDecoder) unreadableFile(u *events.UnreadableFile) bool {
 			return d.setInt64(&u.SizeBytes)
 		case schema.UnreadableFileModified:
 			return d.setStr(&u.Modified)
+		}
+		return false
+	})
+}
+
+func (d *fastDecoder) pin(p *events.Pin) bool {
+	var seen uint64
+	return d.members(func(key string) bool {
+		f, ok := schema.PinFieldOf(key)
+		if !ok || !once(&seen, uint(f)) {
+			return false
+		}
+		switch f {
+		case schema.PinLedgerID:
+			return d.setStr(&p.LedgerID)
+		case schema.PinSeq:
+			return d.setInt64(&p.Seq)
+		case schema.PinHash:
+			return d.setStr(&p.Hash)
 		}
 		return false
 	})

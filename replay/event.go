@@ -70,6 +70,9 @@ type Event struct {
 	MovedAside          string   `json:"moved_aside"`
 	BrokenChainAccepted bool     `json:"broken_chain_accepted"`
 	FirstBadSeq         int64    `json:"first_bad_seq"`
+	// ledger_projected of project --accept-rollback: the ledger and head
+	// the host's root had pinned, given up
+	RollbackAccepted *events.Pin `json:"rollback_accepted"`
 
 	// job_processes
 	JobRequestID string `json:"job_request_id"`

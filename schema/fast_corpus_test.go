@@ -243,7 +243,8 @@ func validSeeds(tb testing.TB) []seedBody {
 		&events.LedgerProjectedPayload{Result: events.AuditOK, Events: 30, Locks: 2}))
 	add("ledger projected everything", events.LedgerProjected, mustBody(tb, ledger(events.LedgerProjected, 32, "req_u"),
 		&events.LedgerProjectedPayload{Result: events.AuditOK, Events: 31, Locks: 2, RowsChanged: 1, FilesChanged: 3,
-			Problems: 1, BrokenChainAccepted: true, FirstBadSeq: 7}))
+			Problems: 1, BrokenChainAccepted: true, FirstBadSeq: 7,
+			RollbackAccepted: &events.Pin{LedgerID: strings.Repeat("ab", 16), Seq: 9, Hash: strings.Repeat("cd", 32)}}))
 	full()
 	add("ledger projected refused", events.LedgerProjected, mustBody(tb, ledger(events.LedgerProjected, 33, "req_v"),
 		&events.LedgerProjectedPayload{Result: events.AuditRefused, Events: 32, Locks: 2, Problems: 4, FirstBadSeq: 7}))
@@ -470,7 +471,7 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 	for _, p := range objectPaths(root, nil) {
 		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "unreadable_file", "note", "foreign", "Seq",
 			"action", "state", "superseded_by", "pids", "changes", "uid", "user", "lock_name", "events", "destination", "result",
-			"mode", "limit"} {
+			"mode", "limit", "rollback_accepted", "ledger_id", "hash"} {
 			c := deepCopy(root)
 			if len(p) == 0 {
 				c.(map[string]any)[extra] = json.RawMessage(`"x"`)

@@ -79,6 +79,7 @@ const (
 	rPreviousLock
 	rHolder
 	rUnreadableFile
+	rPin
 )
 
 // lookup returns the index of a property in rs.names, or -1.
@@ -94,6 +95,8 @@ func (rs *recordSchema) lookup(key []byte) int {
 		return holderLookup(key)
 	case rUnreadableFile:
 		return unreadableFileLookup(key)
+	case rPin:
+		return pinLookup(key)
 	}
 	return -1
 }
@@ -112,6 +115,8 @@ func (rs *recordSchema) check(v *validator, f int) *verr {
 		return checkHolderField(v, f)
 	case rUnreadableFile:
 		return checkUnreadableFileField(v, f)
+	case rPin:
+		return checkPinField(v, f)
 	}
 	panic("schema: unknown record")
 }
@@ -186,6 +191,7 @@ const (
 	EventLocks
 	EventRowsChanged
 	EventFilesChanged
+	EventRollbackAccepted
 	nEventFields
 )
 
@@ -256,6 +262,7 @@ var eventNames = []string{
 	EventLocks:               "locks",
 	EventRowsChanged:         "rows_changed",
 	EventFilesChanged:        "files_changed",
+	EventRollbackAccepted:    "rollback_accepted",
 }
 
 func eventLookup(k []byte) int {
@@ -386,6 +393,8 @@ func eventLookup(k []byte) int {
 		return int(EventRowsChanged)
 	case "files_changed":
 		return int(EventFilesChanged)
+	case "rollback_accepted":
+		return int(EventRollbackAccepted)
 	}
 	return -1
 }
@@ -430,7 +439,7 @@ var eventAllowed = [...]uint64{
 	kJobProcesses:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs,
 	kLedgerExported:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventSince | 1<<EventUntil | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination,
 	kLedgerVerified:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventHeadHash | 1<<EventFile,
-	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged,
+	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged | 1<<EventRollbackAccepted,
 }
 
 var eventRequired = [...]uint64{
@@ -614,6 +623,8 @@ func checkEventField(v *validator, f int) *verr {
 		return v.integer(0, noMax)
 	case EventFilesChanged:
 		return v.integer(0, noMax)
+	case EventRollbackAccepted:
+		return v.record(&pinSchema, pinAll, pinRequired)
 	}
 	panic("schema: unhandled event field")
 }
@@ -1022,6 +1033,71 @@ func checkUnreadableFileField(v *validator, f int) *verr {
 		return v.dateTime()
 	}
 	panic("schema: unhandled unreadableFile field")
+}
+
+// ---------------------------------------------------------------------
+// pin: defs.json#/$defs/pin
+
+// PinField is a property of defs.json#/$defs/pin.
+type PinField uint8
+
+const (
+	PinLedgerID PinField = iota
+	PinSeq
+	PinHash
+	nPinFields
+)
+
+// The field sets are bit masks of a uint64.
+var _ [64 - nPinFields]struct{}
+
+var pinNames = []string{
+	PinLedgerID: "ledger_id",
+	PinSeq:      "seq",
+	PinHash:     "hash",
+}
+
+func pinLookup(k []byte) int {
+	switch string(k) {
+	case "ledger_id":
+		return int(PinLedgerID)
+	case "seq":
+		return int(PinSeq)
+	case "hash":
+		return int(PinHash)
+	}
+	return -1
+}
+
+// PinFieldOf returns the field named key.
+func PinFieldOf(key string) (PinField, bool) {
+	f := pinLookup(unsafe.Slice(unsafe.StringData(key), len(key)))
+	return PinField(f), f >= 0
+}
+
+// String returns the field's name.
+func (f PinField) String() string { return pinNames[f] }
+
+// NumPinFields is the number of PinFields: they are 0 to NumPinFields-1.
+const NumPinFields = int(nPinFields)
+
+var pinSchema = recordSchema{id: rPin, names: pinNames, extra: "additionalProperties", together: 0}
+
+const (
+	pinAll      = 1<<PinLedgerID | 1<<PinSeq | 1<<PinHash
+	pinRequired = 1<<PinLedgerID | 1<<PinSeq
+)
+
+func checkPinField(v *validator, f int) *verr {
+	switch PinField(f) {
+	case PinLedgerID:
+		return v.str(1, 64)
+	case PinSeq:
+		return v.integer(0, noMax)
+	case PinHash:
+		return v.str(0, 64)
+	}
+	panic("schema: unhandled pin field")
 }
 
 // The value lists of the enums.

@@ -1,7 +1,8 @@
 // Package lockfile holds lockledger's file layer: the files it keeps in a
 // root directory (ROOT/locks/NAME.lock and their journals, writer.flock,
-// ledger.db's first creation), the modes of a group root, the check of
-// who besides the caller can write a root (owner.go), the writer mutex and the watch that wakes a waiter when a lock file
+// ledger.pin, ledger.db's first creation), the modes of a group root,
+// the check of who besides the caller can write a root (owner.go), the
+// writer mutex and the watch that wakes a waiter when a lock file
 // changes.
 //
 // Everything under ROOT is reached through descriptors opened once (Open):

@@ -1,6 +1,6 @@
 // Package proc holds what lockledger reads of, and does to, the processes
 // of this host: whether a pid is alive (Liveness), /proc/PID/stat, the
-// boot id, the processes of a job (those of this user carrying its
+// boot id and this machine's key, the processes of a job (those of this user carrying its
 // LOCKLEDGER_REQUEST_ID, and, for a subreaper, those below it), stopping
 // them, and the users processes run as.
 //

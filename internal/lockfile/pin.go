@@ -1,0 +1,110 @@
+package lockfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// PinName is the file beside writer.flock in which this host keeps the
+// ledger it writes to: its id and the newest head it has seen.
+const PinName = "ledger.pin"
+
+// Pin is a ledger as a host last saw it: its id and its head (seq and hash
+// of the last event; 0 and "" for a ledger without events).
+type Pin struct {
+	LedgerID string
+	Seq      int64
+	Hash     string
+}
+
+func (p Pin) String() string {
+	if p.Seq == 0 {
+		return fmt.Sprintf("ledger %s with no events", p.LedgerID)
+	}
+	return fmt.Sprintf("ledger %s at seq %d (hash %s)", p.LedgerID, p.Seq, p.Hash)
+}
+
+// ReadPin reads the root's pin: ok is false where there is none (no file,
+// or an empty one). A pin that does not parse is an error naming the file.
+func (d *Dir) ReadPin() (p Pin, ok bool, err error) {
+	done, err := d.use()
+	defer done()
+	if err != nil || d.root.fd < 0 {
+		return Pin{}, false, err
+	}
+	fd, err := d.root.openIn(PinName, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err == unix.ENOENT {
+		return Pin{}, false, nil
+	}
+	if err != nil {
+		return Pin{}, false, d.root.openErr("open", PinName, err)
+	}
+	f := os.NewFile(uintptr(fd), d.root.join(PinName))
+	defer f.Close()
+	b := make([]byte, 512)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return Pin{}, false, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	fields := strings.Fields(string(b[:n]))
+	if len(fields) == 0 {
+		return Pin{}, false, nil
+	}
+	if len(fields) == 3 {
+		p.LedgerID, p.Hash = fields[0], fields[2]
+		if p.Seq, err = strconv.ParseInt(fields[1], 10, 64); err == nil && p.Seq >= 0 && (p.Hash == "-") == (p.Seq == 0) {
+			if p.Hash == "-" {
+				p.Hash = ""
+			}
+			return p, true, nil
+		}
+	}
+	return Pin{}, false, fmt.Errorf("%s does not parse as a pin (LEDGER_ID SEQ HASH); remove it to pin the ledger found now", f.Name())
+}
+
+// WritePin replaces the root's pin: a new file renamed into place, not
+// synced (a crash may leave the pin before it, which a later write
+// advances; never one the host has not seen).
+func (d *Dir) WritePin(p Pin) error {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return err
+	}
+	if err := d.rootErr(); err != nil {
+		return err
+	}
+	hash := p.Hash
+	if hash == "" {
+		hash = "-"
+	}
+	tmp := fmt.Sprintf(".%s.%016x", PinName, rand.Uint64())
+	mode := d.root.fileMode()
+	fd, err := d.root.openIn(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
+	if err != nil {
+		return d.root.openErr("create", tmp, err)
+	}
+	f := os.NewFile(uintptr(fd), d.root.join(tmp))
+	err = fixMode(fd, mode)
+	if err == nil {
+		_, err = fmt.Fprintf(f, "%s %d %s\n", p.LedgerID, p.Seq, hash)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(d.root.fd, tmp, d.root.fd, PinName)
+	}
+	if err != nil {
+		_ = d.root.unlink(tmp)
+		return fmt.Errorf("write %s: %w", d.root.join(PinName), err)
+	}
+	return nil
+}

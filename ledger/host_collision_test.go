@@ -1,0 +1,124 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// The keys of two machines (proc.MachineKey) that share one host id.
+const machineA, machineB = "0123456789abcdef", "fedcba9876543210"
+
+// syncBuffer is a log that the test reads while the ledger writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// openHost opens f's ledger as host h (its own root on PostgreSQL).
+func openHost(t *testing.T, f *storeFixture, h ledger.Host, opts ...ledger.Option) *ledger.Ledger {
+	t.Helper()
+	root := f.root
+	if f.url != "" {
+		root = t.TempDir()
+		opts = append(opts, ledger.WithDatabase(f.url))
+	}
+	l, err := ledger.Open(context.Background(), root, append(opts, ledger.WithHost(h))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func acquireDeploy(l *ledger.Ledger, rid string) (*ledger.Acquisition, error) {
+	return l.TryAcquire(context.Background(), ledger.AcquireRequest{Lock: "deploy", TTL: time.Hour,
+		Identity: ledger.Identity{RequestID: rid, Actor: "t", PID: os.Getpid()}})
+}
+
+// TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine: two machines
+// under one host id have different boot ids; the second must not take the
+// first's live holder for one of a boot gone by. It judges it by TTL, and
+// warns. A reboot of the first machine still finds its holder dead.
+func TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		a := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-a1")})
+		if _, err := acquireDeploy(a, "r1"); err != nil {
+			t.Fatal(err)
+		}
+		var log syncBuffer
+		b := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineB, "boot-b1")},
+			ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+		var held *ledger.HeldError
+		if got, err := acquireDeploy(b, "r2"); !errors.As(err, &held) {
+			t.Fatalf("the other machine's acquire: %+v, %v; want a HeldError (the holder is alive on its machine)", got, err)
+		}
+		if !strings.Contains(log.String(), "two machines write under one host id") || !strings.Contains(log.String(), machineA+"/boot-a1") {
+			t.Errorf("no warning of the shared host id: %q", log.String())
+		}
+		// A clone of the first machine (the same machine id) that booted
+		// before the holder's last heartbeat: not a reboot of it.
+		var clonelog syncBuffer
+		clone := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-c1"), Booted: time.Now().Add(-time.Hour)},
+			ledger.WithLogger(slog.New(slog.NewTextHandler(&clonelog, nil))))
+		if got, err := acquireDeploy(clone, "r2c"); !errors.As(err, &held) {
+			t.Fatalf("a clone's acquire: %+v, %v; want a HeldError (the holder was seen after the clone booted)", got, err)
+		}
+		if !strings.Contains(clonelog.String(), "two machines write under one host id") {
+			t.Errorf("no warning of the clone: %q", clonelog.String())
+		}
+		rebooted := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-a2"), Booted: time.Now().Add(time.Minute)})
+		if got, err := acquireDeploy(rebooted, "r3"); err != nil || got.Reason != events.ReasonHolderDead {
+			t.Fatalf("after the first machine rebooted: %+v, %v; want its old holder dead", got, err)
+		}
+		verifyOK(t, rebooted)
+	})
+}
+
+// TestHolderOfAnUnknownMachine: a holder recorded before machines were
+// (a bare boot id) under this host id, of another boot: on ROOT/ledger.db,
+// which one machine writes, this host rebooted; on a database many hosts
+// share it may be another machine, and only its TTL ends it.
+func TestHolderOfAnUnknownMachine(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		old := openHost(t, f, ledger.Host{ID: "web", BootID: "boot-old"})
+		if _, err := acquireDeploy(old, "r1"); err != nil {
+			t.Fatal(err)
+		}
+		now := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-new")})
+		got, err := acquireDeploy(now, "r2")
+		var held *ledger.HeldError
+		switch f.kind {
+		case "sqlite":
+			if err != nil || got.Reason != events.ReasonHolderDead {
+				t.Fatalf("on SQLite: %+v, %v; want the holder of the old boot dead", got, err)
+			}
+		default:
+			if !errors.As(err, &held) {
+				t.Fatalf("on PostgreSQL: %+v, %v; want a HeldError (judged by TTL only)", got, err)
+			}
+		}
+	})
+}

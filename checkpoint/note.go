@@ -147,7 +147,7 @@ func VerifierOf(s note.Signer) note.Verifier {
 // verifierOfKey derives the verifier of an encoded Ed25519 signer key
 // (PRIVATE+KEY+NAME+HASH+base64 of the algorithm byte and the seed).
 func verifierOfKey(key string) (note.Verifier, error) {
-	parts := strings.Split(strings.TrimPrefix(key, SignerKeyPrefix), "+")
+	parts := strings.SplitN(strings.TrimPrefix(key, SignerKeyPrefix), "+", 3)
 	bad := errors.New("not an Ed25519 signer key")
 	if len(parts) != 3 {
 		return nil, bad

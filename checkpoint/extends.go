@@ -24,17 +24,20 @@ type NotExtendedError struct {
 }
 
 func (e *NotExtendedError) Error() string {
-	what := fmt.Sprintf("the ledger holds %d events, fewer than the %d it signed: its tail was cut", e.Size, e.Earlier.Size)
-	if e.Earlier.Size <= e.Size {
-		what = fmt.Sprintf("the ledger's %d events do not extend them: %v; the log was rewritten", e.Size, e.Err)
-	}
-	at := ""
+	signed := fmt.Sprintf("the checkpoint of %d events it signed", e.Earlier.Size)
 	if !e.Earlier.Time.IsZero() {
-		at = " at " + e.Earlier.Time.UTC().Format(time.RFC3339)
+		signed += " at " + e.Earlier.Time.UTC().Format(time.RFC3339)
 	}
-	return fmt.Sprintf("refusing to sign: the checkpoint of %d events signed%s (%s) is the signer's, and %s since; verify names the first bad seq",
-		e.Earlier.Size, at, e.Earlier.Source, what)
+	signed += " (" + e.Earlier.Source + ")"
+	if e.Earlier.Size > e.Size {
+		return fmt.Sprintf("refusing to sign: the ledger holds %d events, fewer than %s: its tail was cut since; verify with the verifier key and the witness names the first bad seq",
+			e.Size, signed)
+	}
+	return fmt.Sprintf("refusing to sign: the ledger's %d events do not extend %s: %v; the log was rewritten since; verify with the verifier key and the witness names the first bad seq",
+		e.Size, signed, e.Err)
 }
+
+func (e *NotExtendedError) Unwrap() error { return e.Err }
 
 // CheckExtends proves that next, the tree of next.Size events read through
 // r, extends each earlier checkpoint of the same origin (others are

@@ -32,7 +32,7 @@ func mustRefuseToSign(t *testing.T, s *signedRoot, args ...string) {
 	t.Helper()
 	before, rows, witnessed := snapLedger(t, s.root), checkpointRows(t, s.root), readFile(t, s.witness)
 	r := clitest.Run(t, s.root, s.signed(args...)...)
-	if r.Code != 1 || !strings.Contains(r.Stderr, "refusing to sign") || !strings.Contains(r.Stderr, "checkpoint of 9 events") ||
+	if r.Code != 1 || !strings.Contains(r.Stderr, "refusing to sign") || !strings.Contains(r.Stderr, "checkpoint of 9 events it signed") ||
 		!strings.Contains(r.Stderr, s.witness) {
 		t.Fatalf("lockledger %s on a laundered log: exit %d, want 1 refusing to sign against the witness's checkpoint of 9 events\nstdout: %s\nstderr: %s",
 			strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)

@@ -1,6 +1,7 @@
 package witness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,16 +92,22 @@ func lastInDir(dir, id string, v note.Verifier) (*checkpoint.Signed, error) {
 }
 
 // largest is the largest checkpoint of id signed by v among the notes in
-// b; a note cut by the start of b does not verify, and is skipped.
+// b; a note cut by the start of b does not verify, and is skipped. Only
+// the notes of id are verified, largest first, until one holds.
 func largest(b []byte, id string, v note.Verifier) *checkpoint.Signed {
-	var best *checkpoint.Signed
+	var ours []*checkpoint.Signed
 	for _, e := range checkpoint.SplitNotes(b) {
-		s, err := checkpoint.Open(e.Note, v)
-		if err == nil && s.Origin == checkpoint.Origin(id) && (best == nil || s.Size > best.Size) {
-			best = s
+		if s, err := checkpoint.Open(e.Note); err == nil && s.Origin == checkpoint.Origin(id) {
+			ours = append(ours, s)
 		}
 	}
-	return best
+	slices.SortStableFunc(ours, func(a, b *checkpoint.Signed) int { return cmp.Compare(b.Size, a.Size) })
+	for _, s := range ours {
+		if s, err := checkpoint.Open(s.Note, v); err == nil {
+			return s
+		}
+	}
+	return nil
 }
 
 // Last reads the largest checkpoint of ledger id signed by v from each

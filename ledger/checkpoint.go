@@ -39,7 +39,9 @@ type signing struct {
 }
 
 // WithSigner makes every writer sign checkpoints with s: automatically
-// (see WithCheckpointPolicy) and on Checkpoint.
+// (see WithCheckpointPolicy) and on Checkpoint, each only on a log that
+// extends what s signed before (a signer from checkpoint.NewSigner reads
+// that from the witnesses too).
 func WithSigner(s note.Signer) Option {
 	return func(c *config) error {
 		if s == nil {
@@ -160,7 +162,7 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q store.PreparedTx, seq int6
 
 // signCheckpoint signs and stores a checkpoint of the first seq events,
 // once the tree is proven to extend what the signer signed before (see
-// extendsEarlier). One signed on the writer's own carries its policy: the
+// extendingTree). One signed on the writer's own carries its policy: the
 // promise that verify holds later events to.
 func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int64, now time.Time, auto bool) (*Checkpointed, error) {
 	root, err := l.extendingTree(ctx, q, l.id, seq)

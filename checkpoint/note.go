@@ -2,7 +2,9 @@ package checkpoint
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -113,13 +115,53 @@ func Open(msg []byte, verifiers ...note.Verifier) (*Signed, error) {
 	return s, nil
 }
 
-// NewSigner reads an encoded signer key.
+// NewSigner reads an encoded signer key. The signer it returns knows its
+// own verifier (VerifierOf), so that it can check what it signed before.
 func NewSigner(key string) (note.Signer, error) {
-	s, err := note.NewSigner(strings.TrimSpace(key))
+	key = strings.TrimSpace(key)
+	s, err := note.NewSigner(key)
 	if err != nil {
 		return nil, errors.New("not a signer key (PRIVATE+KEY+NAME+HASH+KEY, as lockledger keygen writes)")
 	}
-	return s, nil
+	v, err := verifierOfKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return signerKey{Signer: s, verifier: v}, nil
+}
+
+// signerKey is a signer that knows its verifier.
+type signerKey struct {
+	note.Signer
+	verifier note.Verifier
+}
+
+// VerifierOf is the verifier of a signer NewSigner made; nil for another.
+func VerifierOf(s note.Signer) note.Verifier {
+	if k, ok := s.(signerKey); ok {
+		return k.verifier
+	}
+	return nil
+}
+
+// verifierOfKey derives the verifier of an encoded Ed25519 signer key
+// (PRIVATE+KEY+NAME+HASH+base64 of the algorithm byte and the seed).
+func verifierOfKey(key string) (note.Verifier, error) {
+	parts := strings.SplitN(strings.TrimPrefix(key, SignerKeyPrefix), "+", 3)
+	bad := errors.New("not an Ed25519 signer key")
+	if len(parts) != 3 {
+		return nil, bad
+	}
+	raw, err := base64.StdEncoding.DecodeString(parts[2])
+	if err != nil || len(raw) != 1+ed25519.SeedSize || raw[0] != 1 {
+		return nil, bad
+	}
+	pub := ed25519.NewKeyFromSeed(raw[1:]).Public().(ed25519.PublicKey)
+	vkey, err := note.NewEd25519VerifierKey(parts[0], pub)
+	if err != nil {
+		return nil, err
+	}
+	return note.NewVerifier(vkey)
 }
 
 // NewVerifier reads an encoded verifier key.

@@ -33,16 +33,22 @@ type signing struct {
 	every     int64
 	interval  time.Duration
 	timeout   time.Duration
+	// signed is what this process signed and committed: with no witness,
+	// the only earlier head a signer holds out of the ledger's reach.
+	signed *checkpoint.Memory
 }
 
 // WithSigner makes every writer sign checkpoints with s: automatically
-// (see WithCheckpointPolicy) and on Checkpoint.
+// (see WithCheckpointPolicy) and on Checkpoint, each only on a log that
+// extends what s signed before (a signer from checkpoint.NewSigner reads
+// that from the witnesses too).
 func WithSigner(s note.Signer) Option {
 	return func(c *config) error {
 		if s == nil {
 			return errors.New("ledger: WithSigner(nil)")
 		}
 		c.signing.signer = s
+		c.signing.signed = &checkpoint.Memory{}
 		return nil
 	}
 }
@@ -154,13 +160,14 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q store.PreparedTx, seq int6
 	return l.signCheckpoint(ctx, q, seq, now, true)
 }
 
-// signCheckpoint signs and stores a checkpoint of the first seq events.
-// One signed on the writer's own carries its policy: the promise that
-// verify holds later events to.
+// signCheckpoint signs and stores a checkpoint of the first seq events,
+// once the tree is proven to extend what the signer signed before (see
+// extendingTree). One signed on the writer's own carries its policy: the
+// promise that verify holds later events to.
 func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int64, now time.Time, auto bool) (*Checkpointed, error) {
-	root, err := tlog.TreeHash(seq, store.TreeReader(ctx, q))
+	root, err := l.extendingTree(ctx, q, l.id, seq)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: checkpoint: the tree of %d events: %w", seq, err)
+		return nil, fmt.Errorf("ledger: checkpoint: %w", err)
 	}
 	c := checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: seq, Root: root, Time: now}
 	if auto {
@@ -174,6 +181,37 @@ func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int
 		return nil, fmt.Errorf("ledger: checkpoint: store: %w", err)
 	}
 	return &Checkpointed{Size: seq, Root: root, Key: l.signing.signer.Name(), Time: now, Note: string(msg), Witnesses: []string{}}, nil
+}
+
+// extendingTree is the root of the tree of ledger id's first size events
+// in q, once proven to extend every checkpoint of it the signer signed
+// before and kept out of the ledger's reach: the last one on each witness
+// that the signer's own key verifies, and the last this process committed.
+// The checkpoints table is not among them: whoever can write ROOT can
+// delete its rows. A witness that cannot be read is a warning, as a failed
+// copy to it is. A *checkpoint.NotExtendedError fails the whole write.
+func (l *Ledger) extendingTree(ctx context.Context, q store.Querier, id string, size int64) (tlog.Hash, error) {
+	r := store.TreeReader(ctx, q)
+	root, err := tlog.TreeHash(size, r)
+	if err != nil {
+		return root, fmt.Errorf("the tree of %d events: %w", size, err)
+	}
+	c := checkpoint.Checkpoint{Origin: checkpoint.Origin(id), Size: size, Root: root}
+	earlier := l.signing.signed.Earlier(c.Origin, "signed by this process")
+	if v := checkpoint.VerifierOf(l.signing.signer); v != nil {
+		found, err := l.publisher().Last(ctx, id, v)
+		if err != nil {
+			l.log.Warn("could not read a witness's last checkpoint; checking against the others", "err", err)
+		}
+		earlier = append(earlier, found...)
+	}
+	return root, checkpoint.CheckExtends(c, r, earlier...)
+}
+
+// notExtended: err refuses a log that no longer extends what was signed.
+func notExtended(err error) bool {
+	var e *checkpoint.NotExtendedError
+	return errors.As(err, &e)
 }
 
 // DefaultWitnessTimeout is the witness timeout unless WithWitnessTimeout
@@ -210,6 +248,7 @@ func (l *Ledger) publisher() *witness.Publisher {
 // mutex let go; it adds the files written to cp.Witnesses (see
 // witness.Publisher.Publish).
 func (l *Ledger) publish(ctx context.Context, cp *Checkpointed) error {
+	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
 	written, err := l.publisher().Publish(ctx, l.id, cp.Size, cp.Time, cp.Note)
 	cp.Witnesses = append(cp.Witnesses, written...)
 	return err
@@ -221,6 +260,7 @@ func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 	if cp == nil {
 		return
 	}
+	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
 	l.publisher().PublishQuietly(ctx, l.id, cp.Size, cp.Time, cp.Note)
 }
 

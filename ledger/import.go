@@ -28,6 +28,8 @@ type ImportReport struct {
 // and lock_holders tables. l takes from's identity: its chain continues from's. from's
 // writer mutex is held throughout, so that nothing is appended to it
 // meanwhile; writers must then be pointed at l. Verify l afterwards.
+// With a signer, a log that does not extend what it signed of ledger
+// from before is refused (a *checkpoint.NotExtendedError), nothing copied.
 func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error) {
 	if l.readOnly {
 		return nil, fmt.Errorf("ledger %s: import: %w", l.where(), ErrReadOnly)
@@ -66,6 +68,11 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 	rep := &ImportReport{LedgerID: from.id, Events: copied.Events, Checkpoints: copied.Checkpoints, Locks: copied.Locks}
 	if rep.HeadSeq, rep.HeadHash, err = store.Head(ctx, tx, events.Genesis(from.id)); err != nil {
 		return nil, err
+	}
+	if l.signing.signer != nil && rep.HeadSeq > 0 {
+		if _, err := l.extendingTree(ctx, tx, from.id, rep.HeadSeq); err != nil {
+			return nil, fmt.Errorf("ledger: import into %s: %w", l.where(), err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("ledger: import: commit: %w", err)

@@ -86,7 +86,11 @@ func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error,
 	if len(w.written) > 0 && !w.unsigned {
 		// A checkpoint that cannot be made leaves the decision standing:
 		// the next write tries again, and verify says what is uncovered.
-		if cp, err = l.dueCheckpoint(ctx, w.q, w.seq, w.now); err != nil {
+		// A log that no longer extends what was signed takes nothing more.
+		if cp, err = l.dueCheckpoint(ctx, w.q, w.seq, w.now); notExtended(err) {
+			w.abort()
+			return err
+		} else if err != nil {
 			l.log.Warn("could not sign a checkpoint", "seq", w.seq, "err", err)
 			cp = nil
 		}

@@ -1,0 +1,101 @@
+package checkpoint
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Earlier is a checkpoint a signer signed before and kept out of the
+// ledger's reach, with where it was found: a witness, or its own memory.
+type Earlier struct {
+	Checkpoint
+	Source string
+}
+
+// NotExtendedError: a tree about to be signed does not extend one signed
+// before: the log was cut or rewritten since. Nothing may be signed on it.
+type NotExtendedError struct {
+	Earlier Earlier
+	Size    int64 // the events in the tree about to be signed
+	Err     error // why the consistency proof failed
+}
+
+func (e *NotExtendedError) Error() string {
+	signed := fmt.Sprintf("the checkpoint of %d events it signed", e.Earlier.Size)
+	if !e.Earlier.Time.IsZero() {
+		signed += " at " + e.Earlier.Time.UTC().Format(time.RFC3339)
+	}
+	signed += " (" + e.Earlier.Source + ")"
+	if e.Earlier.Size > e.Size {
+		return fmt.Sprintf("refusing to sign: the ledger holds %d events, fewer than %s: its tail was cut since; verify with the verifier key and the witness names the first bad seq",
+			e.Size, signed)
+	}
+	return fmt.Sprintf("refusing to sign: the ledger's %d events do not extend %s: %v; the log was rewritten since; verify with the verifier key and the witness names the first bad seq",
+		e.Size, signed, e.Err)
+}
+
+func (e *NotExtendedError) Unwrap() error { return e.Err }
+
+// CheckExtends proves that next, the tree of next.Size events read through
+// r, extends each earlier checkpoint of the same origin (others are
+// skipped): a consistency proof from each, which fails unless r's first
+// earlier.Size records still hash to its root. It returns a
+// *NotExtendedError for the first that it does not extend.
+func CheckExtends(next Checkpoint, r tlog.HashReader, earlier ...Earlier) error {
+	for _, e := range earlier {
+		if e.Origin != next.Origin || e.Size == 0 {
+			continue
+		}
+		if e.Size > next.Size {
+			return &NotExtendedError{Earlier: e, Size: next.Size}
+		}
+		proof, err := ProveConsistency(e.Checkpoint, next, r)
+		if err == nil {
+			err = tlog.CheckTree(proof, next.Size, next.Root, e.Size, e.Root)
+		}
+		if err != nil {
+			return &NotExtendedError{Earlier: e, Size: next.Size, Err: err}
+		}
+	}
+	return nil
+}
+
+// Memory is the largest checkpoint of each origin that a signer signed and
+// committed, kept in its process. The zero Memory is empty; a nil one
+// remembers nothing. It is safe for concurrent use.
+type Memory struct {
+	mu   sync.Mutex
+	last map[string]Checkpoint
+}
+
+// Remember keeps c unless a larger checkpoint of its origin is kept.
+func (m *Memory) Remember(c Checkpoint) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		m.last = map[string]Checkpoint{}
+	}
+	if last, ok := m.last[c.Origin]; !ok || c.Size > last.Size {
+		m.last[c.Origin] = c
+	}
+}
+
+// Earlier is the checkpoint of origin kept, if any, as an Earlier named
+// source.
+func (m *Memory) Earlier(origin, source string) []Earlier {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.last[origin]; ok {
+		return []Earlier{{Checkpoint: c, Source: source}}
+	}
+	return nil
+}

@@ -150,56 +150,19 @@ func owns(h *holding, path string) (events.Target, bool) {
 	return events.Target{}, false
 }
 
-// recoverTarget undoes or finishes a file change at path that a process
-// left behind (see internal/lockfile), given the bytes the committed holder
-// projects there (nil if none), and restores a missing file of a holder.
+// recoverTarget settles target path after a process left a change there
+// (lockfile.RecoverFile), restoring a missing file of the committed holder
+// only at a path the ledger may still write (a target recorded before the
+// ledger refused paths among its own files is never created).
 func (l *Ledger) recoverTarget(path string, committed []byte) error {
-	journal, err := lockfile.ReadFile(lockfile.JournalOf(path))
-	if err != nil {
-		return err
-	}
-	file, err := lockfile.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if journal.Exists {
-		if !bytes.Equal(journal.Data, committed) && file.Exists && file.Ino == journal.Ino {
-			if err := lockfile.RemoveIfExists(path); err != nil {
-				return err
-			}
-			file = lockfile.State{}
-		}
-		if err := lockfile.RemoveIfExists(lockfile.JournalOf(path)); err != nil {
-			return err
-		}
-		if err := lockfile.RemoveIfExists(lockfile.SwapOf(path)); err != nil {
-			return err
-		}
-	}
-	if committed != nil && !file.Exists {
+	return lockfile.RecoverFile(path, committed, func() bool {
 		if err := l.checkTargetPath(events.Target{Path: path}); err != nil {
-			// Recorded before the ledger refused such paths: never create
-			// a file among the ledger's own.
 			l.log.Warn("not restoring a lock target among the ledger's own files", "path", path, "err", err)
-			return nil
+			return false
 		}
 		l.log.Warn("lock file missing for a held lock; restoring it from the ledger", "path", path)
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return err
-		}
-		j, err := lockfile.PlaceFile(path, committed)
-		if errors.Is(err, errFileExists) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := lockfile.SyncClose(j); err != nil {
-			return err
-		}
-		return lockfile.RemoveIfExists(lockfile.JournalOf(path))
-	}
-	return nil
+		return true
+	})
 }
 
 // reconcileTargets runs recoverTarget for the ledger holder's targets and

@@ -5,6 +5,8 @@ package lockfile
 // made relative to the file's directory, opened once per change.
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -85,4 +87,51 @@ func RemoveIfExists(p string) error {
 	}
 	defer closeFD(d.fd)
 	return d.unlink(filepath.Base(p))
+}
+
+// RecoverFile undoes or finishes a change at lock path p that a process
+// left behind (a journal beside it): a file that shares the journal's inode
+// is the change, dropped unless committed (the bytes the committed holder
+// projects there; nil for none) is exactly the journal's. A committed file
+// that is missing is placed again where restore agrees.
+func RecoverFile(p string, committed []byte, restore func() bool) error {
+	journal, err := ReadFile(JournalOf(p))
+	if err != nil {
+		return err
+	}
+	file, err := ReadFile(p)
+	if err != nil {
+		return err
+	}
+	if journal.Exists {
+		if !bytes.Equal(journal.Data, committed) && file.Exists && file.Ino == journal.Ino {
+			if err := RemoveIfExists(p); err != nil {
+				return err
+			}
+			file = State{}
+		}
+		if err := RemoveIfExists(JournalOf(p)); err != nil {
+			return err
+		}
+		if err := RemoveIfExists(SwapOf(p)); err != nil {
+			return err
+		}
+	}
+	if committed == nil || file.Exists || !restore() {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	j, err := PlaceFile(p, committed)
+	if errors.Is(err, ErrExists) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := SyncClose(j); err != nil {
+		return err
+	}
+	return RemoveIfExists(JournalOf(p))
 }

@@ -5,8 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"time"
+
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // LockVersion is the only lock-file version this package writes.
@@ -96,5 +97,5 @@ type UnreadableFile struct {
 
 // String is how the file is shown wherever a holder would be.
 func (u *UnreadableFile) String() string {
-	return fmt.Sprintf("unreadable lock file at %s (%d bytes, modified %s)", u.Path, u.SizeBytes, u.Modified)
+	return termtext.Sprintf("unreadable lock file at %s (%d bytes, modified %s)", u.Path, u.SizeBytes, u.Modified)
 }

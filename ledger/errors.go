@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -97,26 +96,9 @@ func plural(n int, one, many string) string {
 
 // UnreadableFile is a lock file that does not parse as a lock of its
 // format: no holder can be read from it, so it is held to fail safe, and it
-// is shown as what it is (where, how big, when it last changed), never as
-// a holder. `lockledger project` moves one aside (see Project).
-type UnreadableFile struct {
-	Path     string
-	Size     int64
-	Modified time.Time
-}
-
-func (u *UnreadableFile) String() string {
-	return termtext.Sprintf("unreadable lock file at %s (%d bytes, modified %s)", u.Path, u.Size, u.Modified.UTC().Format(time.RFC3339))
-}
-
-// MarshalJSON renders {"path", "size_bytes", "modified"} (RFC 3339 UTC).
-func (u *UnreadableFile) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Path     string `json:"path"`
-		Size     int64  `json:"size_bytes"`
-		Modified string `json:"modified"`
-	}{u.Path, u.Size, u.Modified.UTC().Format(time.RFC3339)})
-}
+// is shown and recorded as what it is (where, how big, when it last
+// changed), never as a holder. `lockledger project` moves one aside.
+type UnreadableFile = events.UnreadableFile
 
 // HeldError reports an active holder. It wraps ErrHeld.
 type HeldError struct {

@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"time"
+
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/internal/lockfile"
@@ -26,7 +28,7 @@ var errFileExists = lockfile.ErrExists
 
 // unreadableFile describes f as a lock file no reader can parse.
 func unreadableFile(f lockfile.State) *UnreadableFile {
-	return &UnreadableFile{Path: f.Path, Size: f.Size, Modified: f.Mtime.UTC()}
+	return &UnreadableFile{Path: f.Path, SizeBytes: f.Size, Modified: f.Mtime.UTC().Format(time.RFC3339)}
 }
 
 // ParseLockFile parses a lock file in the v1 layout (formats.ParseRecord).

@@ -30,7 +30,7 @@ func (w *writeTx) blocked(req AcquireRequest, h *holding, state string, outcome 
 // placeholder and is never recorded).
 func heldBy(h *holding) (*events.Holder, *events.UnreadableFile) {
 	if u := h.corrupt; u != nil {
-		return nil, &events.UnreadableFile{Path: u.Path, SizeBytes: u.Size, Modified: u.Modified.UTC().Format(time.RFC3339)}
+		return nil, u
 	}
 	holder := events.HolderOf(h.rec)
 	return &holder, nil

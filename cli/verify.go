@@ -147,6 +147,11 @@ created); with no ledger there it is not recorded.`,
 func (o *verifyOptions) trust() (*replay.Trust, error) {
 	t := &replay.Trust{}
 	var err error
+	if o.file == "" {
+		if err := o.keysOutsideRoot(); err != nil {
+			return nil, err
+		}
+	}
 	if t.Verifiers, err = verifierKeys("--verifier-key", o.verifiers); err != nil {
 		return nil, err
 	}
@@ -193,6 +198,28 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		return nil, &usageError{fmt.Errorf("verify: --checkpoint and --witness need --verifier-key: a checkpoint whose signature is not checked vouches for nothing")}
 	}
 	return t, nil
+}
+
+// keysOutsideRoot refuses a --verifier-key file or a --witness inside the
+// root, as the writers refuse theirs: whoever can rewrite the ledger could
+// replace them to vouch for the rewrite.
+func (o *verifyOptions) keysOutsideRoot() error {
+	for _, v := range o.verifiers {
+		if _, err := checkpoint.NewVerifier(v); err != nil && insideRoot(o.g.root, v) {
+			return keyInRoot("--verifier-key", v, o.g.root)
+		}
+	}
+	if !o.witnessFlag && len(o.verifiers) == 0 {
+		return nil // LOCKLEDGER_WITNESS is not read without a key
+	}
+	for _, w := range o.g.sign.witnesses {
+		if insideRoot(o.g.root, w) {
+			return events.Invalid("--witness", w, fmt.Sprintf(
+				"is inside the root %s: whoever can rewrite the ledger can rewrite it too, so it witnesses nothing; use another volume or host",
+				resolvedRoot(o.g.root)))
+		}
+	}
+	return nil
 }
 
 // witnessNotes reads a witness: every checkpoint of a file, or of each

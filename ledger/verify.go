@@ -82,7 +82,7 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 	storage := &replay.Report{}
 	checked := make(chan error, 1)
 	go func() { checked <- l.checkStorage(ctx, c.full, storage) }()
-	rep, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis, replay.ClockSkew(c.skew), replay.WithTrust(&trust))
+	rep, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis, replay.ClockSkew(c.skew), replay.VerifyingClock(l.now), replay.WithTrust(&trust))
 	if serr := <-checked; serr != nil {
 		return nil, serr
 	}

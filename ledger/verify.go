@@ -74,7 +74,7 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 	}
 	trust.Checkpoints = slices.Clip(trust.Checkpoints)
 	for _, s := range stored {
-		trust.Checkpoints = append(trust.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("ledger checkpoint #%d", s.ID), Note: s.Note, Carried: true})
+		trust.Checkpoints = append(trust.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("ledger checkpoint #%d", s.ID), Note: s.Note, Carried: true, Row: true, Size: s.Size})
 	}
 	// SQLite's check reads the whole file once more: it runs beside the
 	// read of the events, on a connection of its own. Its snapshot may be

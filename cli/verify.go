@@ -54,7 +54,9 @@ swapped (another ledger's database in this root), modified, deleted,
 inserted, reordered, renumbered, column_mismatch, schema, overlap (two
 holders at once), inconsistent (events), truncated (the locks table
 records events past the end of the log), time_backwards (an event
-earlier than one before it by more than --clock-skew), before_creation
+earlier than one before it by more than --clock-skew), future_dated (an
+event dated ahead of the verifying clock, or of the events after it),
+before_creation
 (earlier than the ledger's created_at by more than --clock-skew),
 event_id_time (the time inside event_id is not at), fencing_token (an
 acquisition's token is not its own seq, or a release's is not its

@@ -101,7 +101,7 @@ const (
 	// KindStorage: SQLite finds the database file malformed (its
 	// quick_check or integrity_check), or reading it failed.
 	KindStorage Kind = "storage"
-	// KindTrigger: a trigger that keeps the events append-only is missing or
+	// KindTrigger: a trigger that keeps a table append-only is missing or
 	// is not the one the migrations create, or a trigger nobody created is
 	// there.
 	KindTrigger Kind = "trigger"

@@ -87,9 +87,10 @@ type clock struct {
 	// first event), held by seq latestSeq.
 	latest    time.Time
 	latestSeq int64
-	// jumps are the last forward steps since the last step back, oldest
-	// first.
-	jumps []jump
+	// jumps are the last forward steps since the last step back: a ring
+	// of njumps, the newest at jumps[(firstJump+njumps-1)%jumpsKept].
+	jumps             [jumpsKept]jump
+	firstJump, njumps int
 	// aheadRun: the previous event was dated after the verifying clock
 	// (one finding per run).
 	aheadRun bool
@@ -122,11 +123,12 @@ func (k *clock) check(c *checker, r *Row, ev *Event, order bool) {
 	switch {
 	case k.latest.IsZero() || at.After(k.latest):
 		if !k.latest.IsZero() && at.After(k.latest.Add(k.skew)) {
-			if len(k.jumps) == jumpsKept {
-				k.jumps = append(k.jumps[:0], k.jumps[1:]...)
+			if k.njumps == jumpsKept {
+				k.firstJump, k.njumps = (k.firstJump+1)%jumpsKept, k.njumps-1
 			}
-			k.jumps = append(k.jumps, jump{seq: r.Seq, line: r.Line, lock: ev.LockName, at: ev.At, when: at, before: k.latest,
-				beforeSeq: k.latestSeq, ahead: ahead})
+			k.njumps++
+			k.jumps[(k.firstJump+k.njumps-1)%jumpsKept] = jump{seq: r.Seq, line: r.Line, lock: ev.LockName, at: ev.At, when: at, before: k.latest,
+				beforeSeq: k.latestSeq, ahead: ahead}
 		}
 		k.latest, k.latestSeq = at, r.Seq
 	case order && at.Before(k.latest.Add(-k.skew)):
@@ -149,7 +151,7 @@ func (k *clock) check(c *checker, r *Row, ev *Event, order bool) {
 		// Judge what follows against the clock as it now reads: one
 		// finding per step back, not one per event until it catches up.
 		k.latest, k.latestSeq = at, r.Seq
-		k.jumps = k.jumps[:0]
+		k.njumps = 0
 	}
 }
 
@@ -168,8 +170,8 @@ func (k *clock) end(r *Report) {
 // after a quiet spell steps back less than the spell lasted). Nil when
 // the event dated at is the one out of line.
 func (k *clock) ranAhead(at time.Time) *jump {
-	for i := len(k.jumps) - 1; i >= 0; i-- {
-		j := &k.jumps[i]
+	for i := k.njumps - 1; i >= 0; i-- {
+		j := &k.jumps[(k.firstJump+i)%jumpsKept]
 		if at.Before(j.before.Add(-k.skew)) {
 			continue
 		}

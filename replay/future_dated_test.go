@@ -23,10 +23,12 @@ func TestVerifyFlagsAFutureDatedEventNotItsSuccessor(t *testing.T) {
 		name      string
 		successor bool          // an honest event follows it
 		later     time.Duration // how long after the honest clock verify runs
+		spells    int           // quiet spells (a minute each) before it
 	}{
-		{"the last event, verified now", false, 0},
-		{"followed by an honest event, verified now", true, 0},
-		{"followed by an honest event, verified two years later", true, 2 * year},
+		{"the last event, verified now", false, 0, 0},
+		{"followed by an honest event, verified now", true, 0, 0},
+		{"followed by an honest event, verified two years later", true, 2 * year, 0},
+		{"after more quiet spells than verify remembers, verified two years later", true, 2 * year, 100},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clk := testclock.New(base)
@@ -41,6 +43,10 @@ func TestVerifyFlagsAFutureDatedEventNotItsSuccessor(t *testing.T) {
 				return got.FencingToken
 			}
 			acquire("a")
+			for i := range c.spells {
+				clk.Add(time.Minute)
+				acquire(fmt.Sprintf("s%d", i))
+			}
 			clk.Add(time.Minute)
 			acquire("b")
 			clk.Add(year)

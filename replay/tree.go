@@ -436,7 +436,7 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 		}
 	}
 	for _, p := range t.invalid {
-		p.Seq = max(good+1, p.Seq)
+		p.Seq = good + 1
 		p.Detail += fmt.Sprintf("; nothing vouches for the events from seq %d", good+1)
 		if goodName != "" {
 			p.Detail += fmt.Sprintf(" (the first %d match %s)", good, goodName)

@@ -48,26 +48,27 @@ func TestPlainVerifyReportsCheckpointRowsNoWriterStored(t *testing.T) {
 		name  string
 		query func(t *testing.T, s *signedRoot) string
 		words []string
+		keyed bool // verify with the key names it too
 	}{
 		{"a garbage row within the log", func(*testing.T, *signedRoot) string {
 			return `INSERT INTO checkpoints (size, root, note, key_name, created_at) VALUES (3, 'x', 'garbage', 'ops', '2026-01-01T00:00:00Z')`
-		}, []string{"ledger checkpoint #4 (size 3)", "not a signed checkpoint"}},
+		}, []string{"ledger checkpoint #4 (size 3)", "not a signed checkpoint"}, false},
 		{"a garbage row claiming a huge tree", func(*testing.T, *signedRoot) string {
 			return `INSERT INTO checkpoints (size, root, note, key_name, created_at) VALUES (1000000000000, 'x', 'garbage', 'ops', '2026-01-01T00:00:00Z')`
-		}, []string{"ledger checkpoint #4 (size 1000000000000)", "not a signed checkpoint"}},
+		}, []string{"ledger checkpoint #4 (size 1000000000000)", "not a signed checkpoint"}, false},
 		{"checkpoint 2 replaced by garbage", func(*testing.T, *signedRoot) string {
 			return `INSERT OR REPLACE INTO checkpoints ` + cols + ` SELECT id, size, root, 'garbage', key_name, created_at FROM checkpoints WHERE id = 2`
-		}, []string{"ledger checkpoint #2", "not a signed checkpoint"}},
+		}, []string{"ledger checkpoint #2", "not a signed checkpoint"}, false},
 		{"checkpoint 2 replaced by its note without the signature", func(*testing.T, *signedRoot) string {
 			return `INSERT OR REPLACE INTO checkpoints ` + cols + ` SELECT id, size, root, substr(note, 1, instr(note, char(10) || char(10))), key_name, created_at FROM checkpoints WHERE id = 2`
-		}, []string{"ledger checkpoint #2", "not a signed checkpoint"}},
+		}, []string{"ledger checkpoint #2", "not a signed checkpoint"}, false},
 		{"checkpoint 2 replaced by the third one's note", func(*testing.T, *signedRoot) string {
 			return `INSERT OR REPLACE INTO checkpoints ` + cols + ` SELECT 2, 5, root, note, key_name, created_at FROM checkpoints WHERE id = 3`
-		}, []string{"ledger checkpoint #2", "claims size 5", "covers 9"}},
+		}, []string{"ledger checkpoint #2", "claims size 5", "covers 9"}, true},
 		{"checkpoint 2 replaced by a note of another root, signed by another key", func(t *testing.T, s *signedRoot) string {
 			return `INSERT OR REPLACE INTO checkpoints ` + cols + ` SELECT id, size, root, '` + strings.ReplaceAll(forgedNote(t, s), "'", "''") +
 				`', key_name, created_at FROM checkpoints WHERE id = 2`
-		}, []string{"no longer matches ledger checkpoint #2", "signature not checked"}},
+		}, []string{"no longer matches ledger checkpoint #2", "signature not checked"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := base.clone(t)
@@ -77,18 +78,29 @@ func TestPlainVerifyReportsCheckpointRowsNoWriterStored(t *testing.T) {
 			a.exec(t, q)
 			a.restore(t)
 			v := clitest.Verify(t, 1, s.root)
-			for _, p := range v.Problems {
-				all := p.Kind == "checkpoint"
-				for _, w := range c.words {
-					all = all && strings.Contains(p.Detail, w)
-				}
-				if all {
-					return
+			if !namesCheckpoint(v, c.words...) {
+				t.Fatalf("no checkpoint problem naming %q; plain verify found:\n%+v", c.words, v.Problems)
+			}
+			if c.keyed {
+				if v := clitest.Verify(t, 1, s.root, "--verifier-key", s.vkey, "--witness", s.witness); !namesCheckpoint(v, c.words...) {
+					t.Fatalf("no checkpoint problem naming %q; verify with the key found:\n%+v", c.words, v.Problems)
 				}
 			}
-			t.Fatalf("no checkpoint problem naming %q; plain verify found:\n%+v", c.words, v.Problems)
 		})
 	}
+}
+
+func namesCheckpoint(v clitest.VerifyReport, words ...string) bool {
+	for _, p := range v.Problems {
+		all := p.Kind == "checkpoint"
+		for _, w := range words {
+			all = all && strings.Contains(p.Detail, w)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 // One row claiming a huge signed tree, slipped in with the triggers

@@ -34,11 +34,7 @@ func (t *treeCheck) rowUnchecked(ns NoteSource, res *CheckpointResult, s *checkp
 			"%s names another ledger (%s, this log is %s): the database was swapped for another ledger's, or the checkpoint is another ledger's",
 			describe(res), s.Origin, origin)})
 	case ns.Size != s.Size:
-		res.Result = "invalid"
-		res.Detail = fmt.Sprintf("its row claims size %d, its note covers %d", ns.Size, s.Size)
-		t.invalid = append(t.invalid, Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf(
-			"%s: its row claims size %d but its note covers %d events: no writer stores that, the row was written by hand",
-			describe(res), ns.Size, s.Size)})
+		t.rowSizeDiffers(ns, res, s)
 	default:
 		t.anchors = append(t.anchors, &anchor{name: describe(res), carried: true, size: s.Size, root: s.Root, time: s.Time,
 			result: res, weak: true})
@@ -53,4 +49,15 @@ func (a *anchor) unchecked() string {
 		return " (its signature not checked: no --verifier-key)"
 	}
 	return ""
+}
+
+// rowSizeDiffers reports a checkpoint row whose size column is not the
+// size its note covers: a writer stores both from one checkpoint, so the
+// row was written by hand (another row's note under this one's id).
+func (t *treeCheck) rowSizeDiffers(ns NoteSource, res *CheckpointResult, s *checkpoint.Signed) {
+	res.Result = "invalid"
+	res.Detail = fmt.Sprintf("its row claims size %d, its note covers %d", ns.Size, s.Size)
+	t.invalid = append(t.invalid, Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf(
+		"%s: its row claims size %d but its note covers %d events: no writer stores that, the row was written by hand",
+		describe(res), ns.Size, s.Size)})
 }

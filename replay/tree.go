@@ -211,6 +211,10 @@ func (t *treeCheck) prepare() {
 			continue
 		}
 		res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
+		if ns.Row && ns.Size != s.Size {
+			t.rowSizeDiffers(ns, res, s)
+			continue
+		}
 		if origin == "" {
 			origin = s.Origin
 		}

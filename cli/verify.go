@@ -54,7 +54,9 @@ swapped (another ledger's database in this root), modified, deleted,
 inserted, reordered, renumbered, column_mismatch, schema, overlap (two
 holders at once), inconsistent (events), truncated (the locks table
 records events past the end of the log), time_backwards (an event
-earlier than one before it by more than --clock-skew), before_creation
+earlier than one before it by more than --clock-skew), future_dated (an
+event dated ahead of the verifying clock, or of the events after it),
+before_creation
 (earlier than the ledger's created_at by more than --clock-skew),
 event_id_time (the time inside event_id is not at), fencing_token (an
 acquisition's token is not its own seq, or a release's is not its
@@ -147,6 +149,11 @@ created); with no ledger there it is not recorded.`,
 func (o *verifyOptions) trust() (*replay.Trust, error) {
 	t := &replay.Trust{}
 	var err error
+	if o.file == "" {
+		if err := o.keysOutsideRoot(); err != nil {
+			return nil, err
+		}
+	}
 	if t.Verifiers, err = verifierKeys("--verifier-key", o.verifiers); err != nil {
 		return nil, err
 	}
@@ -193,6 +200,28 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		return nil, &usageError{fmt.Errorf("verify: --checkpoint and --witness need --verifier-key: a checkpoint whose signature is not checked vouches for nothing")}
 	}
 	return t, nil
+}
+
+// keysOutsideRoot refuses a --verifier-key file or a --witness inside the
+// root, as the writers refuse theirs: whoever can rewrite the ledger could
+// replace them to vouch for the rewrite.
+func (o *verifyOptions) keysOutsideRoot() error {
+	for _, v := range o.verifiers {
+		if _, err := checkpoint.NewVerifier(v); err != nil && insideRoot(o.g.root, v) {
+			return keyInRoot("--verifier-key", v, o.g.root)
+		}
+	}
+	if !o.witnessFlag && len(o.verifiers) == 0 {
+		return nil // LOCKLEDGER_WITNESS is not read without a key
+	}
+	for _, w := range o.g.sign.witnesses {
+		if insideRoot(o.g.root, w) {
+			return events.Invalid("--witness", w, fmt.Sprintf(
+				"is inside the root %s: whoever can rewrite the ledger can rewrite it too, so it witnesses nothing; use another volume or host",
+				resolvedRoot(o.g.root)))
+		}
+	}
+	return nil
 }
 
 // witnessNotes reads a witness: every checkpoint of a file, or of each

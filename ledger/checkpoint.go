@@ -147,11 +147,14 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q store.PreparedTx, seq int6
 	if l.signing.signer == nil || seq == 0 {
 		return nil, nil
 	}
-	size, at, err := store.LastCheckpoint(ctx, q)
+	size, _, err := store.LastCheckpoint(ctx, q)
 	switch {
 	case err == nil:
-		t, perr := events.ParseTime(at)
-		if size >= seq || (seq-size < l.signing.every && perr == nil && now.Sub(t) < l.signing.interval) {
+		t, ok, terr := l.ownCheckpoint(ctx, q, size, seq)
+		if terr != nil {
+			return nil, terr
+		}
+		if ok && (size == seq || (seq-size < l.signing.every && now.Sub(t) < l.signing.interval)) {
 			return nil, nil
 		}
 	case !errors.Is(err, sql.ErrNoRows):

@@ -74,7 +74,7 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 	}
 	trust.Checkpoints = slices.Clip(trust.Checkpoints)
 	for _, s := range stored {
-		trust.Checkpoints = append(trust.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("ledger checkpoint #%d", s.ID), Note: s.Note, Carried: true})
+		trust.Checkpoints = append(trust.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("ledger checkpoint #%d", s.ID), Note: s.Note, Carried: true, Row: true, Size: s.Size})
 	}
 	// SQLite's check reads the whole file once more: it runs beside the
 	// read of the events, on a connection of its own. Its snapshot may be
@@ -82,7 +82,7 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 	storage := &replay.Report{}
 	checked := make(chan error, 1)
 	go func() { checked <- l.checkStorage(ctx, c.full, storage) }()
-	rep, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis, replay.ClockSkew(c.skew), replay.WithTrust(&trust))
+	rep, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis, replay.ClockSkew(c.skew), replay.VerifyingClock(l.now), replay.WithTrust(&trust))
 	if serr := <-checked; serr != nil {
 		return nil, serr
 	}

@@ -52,6 +52,11 @@ const (
 	// more than that, or an event backdated and the log re-chained,
 	// explains it. One finding per step back.
 	KindTimeBackwards Kind = "time_backwards"
+	// KindFutureDated: an event's at is ahead of the verifying clock, or
+	// of the events after it while the events before it agree with them,
+	// by more than the clock tolerance: the event is dated ahead, not its
+	// successor behind. One finding per run of such events.
+	KindFutureDated Kind = "future_dated"
 	// KindBeforeCreation: an event's at is earlier than the ledger's
 	// created_at (the meta table) by more than the clock tolerance. One
 	// finding per run of such events.
@@ -96,7 +101,7 @@ const (
 	// KindStorage: SQLite finds the database file malformed (its
 	// quick_check or integrity_check), or reading it failed.
 	KindStorage Kind = "storage"
-	// KindTrigger: a trigger that keeps the events append-only is missing or
+	// KindTrigger: a trigger that keeps a table append-only is missing or
 	// is not the one the migrations create, or a trigger nobody created is
 	// there.
 	KindTrigger Kind = "trigger"
@@ -113,7 +118,7 @@ const KindForeign Kind = "foreign"
 func (k Kind) Chain() bool {
 	switch k {
 	case KindModified, KindDeleted, KindInserted, KindReordered, KindRenumbered, KindColumnMismatch, KindSchema, KindMalformed,
-		KindInconsistent, KindOverlap, KindTruncated, KindTimeBackwards, KindBeforeCreation, KindEventIDTime, KindFencingToken, KindEmpty,
+		KindInconsistent, KindOverlap, KindTruncated, KindTimeBackwards, KindFutureDated, KindBeforeCreation, KindEventIDTime, KindFencingToken, KindEmpty,
 		KindMerkle, KindCheckpoint:
 		return true
 	}

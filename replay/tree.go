@@ -50,6 +50,9 @@ type NoteSource struct {
 	// Carried: kept by the ledger or the export itself, so its writer
 	// could have left it out (never by someone without the key, edited).
 	Carried bool
+	// Row: a row of the ledger's checkpoints table, which claims Size.
+	Row  bool
+	Size int64
 }
 
 // Head is a chain head recorded elsewhere: event Seq's hash.
@@ -104,6 +107,10 @@ type anchor struct {
 	result  *CheckpointResult // nil for heads
 	state   int               // pending, matched, mismatched, beyond
 	detail  string
+	// weak: a carried checkpoint whose signature no key checked. It vouches
+	// for nothing, but a log it does not match, or that ends before it,
+	// was rewritten or the checkpoint forged: either is damage.
+	weak bool
 }
 
 const (
@@ -175,10 +182,14 @@ func (t *treeCheck) prepare() {
 		res := &CheckpointResult{Source: ns.Source, Carried: ns.Carried}
 		t.report.Checkpoints = append(t.report.Checkpoints, res)
 		if len(tr.Verifiers) == 0 {
-			if s, err := checkpoint.Open(ns.Note); err == nil {
+			s, err := checkpoint.Open(ns.Note)
+			if err == nil {
 				res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
 			}
 			res.Result, res.Detail = "not checked", "no --verifier-key"
+			if ns.Row {
+				origin = t.rowUnchecked(ns, res, s, err, origin)
+			}
 			continue
 		}
 		s, err := checkpoint.Open(ns.Note, tr.Verifiers...)
@@ -200,6 +211,10 @@ func (t *treeCheck) prepare() {
 			continue
 		}
 		res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
+		if ns.Row && ns.Size != s.Size {
+			t.rowSizeDiffers(ns, res, s)
+			continue
+		}
 		if origin == "" {
 			origin = s.Origin
 		}
@@ -343,6 +358,9 @@ func (t *treeCheck) matchRoot(a *anchor) {
 // size, and later events are held to its promise.
 func (t *treeCheck) matched(a *anchor) {
 	a.state = matched
+	if a.weak {
+		return
+	}
 	// Of heads of one size, name one from outside the log rather than one
 	// it carries.
 	if l := t.latest; l == nil || a.size > l.size || (a.size == l.size && l.carried && !a.carried) {
@@ -422,8 +440,12 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 	}
 	good := int64(0)
 	var goodName string
+	strong := 0
 	for _, a := range t.anchors {
-		if a.state == matched && a.size > good {
+		if !a.weak {
+			strong++
+		}
+		if a.state == matched && !a.weak && a.size > good {
 			good, goodName = a.size, a.name
 		}
 	}
@@ -449,6 +471,9 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 		}
 		switch a.state {
 		case matched:
+			if a.weak {
+				break
+			}
 			nChecked++
 			if a.result != nil {
 				a.result.Result = "matches"
@@ -462,15 +487,15 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 				fork = fmt.Sprintf("; yet the log matches the larger %s: two different logs were signed", goodName)
 			}
 			t.report.Add(Problem{Seq: lower + 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
-				"the log no longer matches %s: %s; a change lies in seq %d-%d (%s)%s",
-				a.name, a.detail, lower+1, a.size, since, fork)})
+				"the log no longer matches %s%s: %s; a change lies in seq %d-%d (%s)%s",
+				a.name, a.unchecked(), a.detail, lower+1, a.size, since, fork)})
 		case beyond:
 			if a.result != nil {
 				a.result.Result = "beyond the log"
 			}
 			t.report.Add(Problem{Seq: end + 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
-				"%s covers %d events but the log holds %d: events from seq %d were removed (truncated)",
-				a.name, a.size, end, end+1)})
+				"%s%s covers %d events but the log holds %d: events from seq %d were removed (truncated)",
+				a.name, a.unchecked(), a.size, end, end+1)})
 		default:
 			// Below the start of a slice, or past the end of an export:
 			// neither matched nor not.
@@ -483,12 +508,12 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 		}
 	}
 	switch {
-	case nChecked == 0 && len(t.anchors) == 0 && t.trust.Expected && end > 0:
+	case nChecked == 0 && strong == 0 && t.trust.Expected && end > 0:
 		t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: "no checkpoint of this log was found to check it against: nothing vouches for it"})
 		t.report.Trust = Unsigned
 	case nChecked == 0:
 		t.report.Trust = Unsigned
-		if len(t.anchors) > 0 {
+		if strong > 0 {
 			t.report.Trust = "not vouched for: no checkpoint or expected head matches the log"
 		}
 	default:

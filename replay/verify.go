@@ -102,7 +102,7 @@ func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checke
 	}
 	bare := cfg
 	bare.trust = nil
-	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), clock: clock{skew: cfg.clockSkew},
+	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), clock: clock{skew: cfg.clockSkew, now: cfg.now()},
 		hasher: newChainHasher(), fromOne: fromStart, tree: newTreeCheck(r, false, bare)}
 }
 
@@ -185,6 +185,7 @@ func (c *checker) malformed(p Problem) {
 // finish resolves the chain's end and reports replay anomalies.
 func (c *checker) finish() {
 	c.chain.end()
+	c.clock.end(c.report)
 	firstChain := int64(0)
 	for _, p := range c.report.Problems {
 		if p.Kind.Chain() && (firstChain == 0 || p.Seq < firstChain) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -221,4 +222,20 @@ func SplitNotes(data []byte) []Entry {
 		out = append(out, Entry{Line: start, Note: cur})
 	}
 	return out
+}
+
+// SignedBy reports whether msg is a checkpoint of size events of the log
+// origin that signer signed, and when it was signed. Ed25519 signatures
+// are deterministic: the note signer makes of the same checkpoint is msg,
+// byte for byte.
+func SignedBy(msg []byte, signer note.Signer, origin string, size int64) (time.Time, bool) {
+	s, err := Open(msg)
+	if err != nil || s.Size != size || s.Origin != origin || s.Time.IsZero() {
+		return time.Time{}, false
+	}
+	again, err := Sign(s.Checkpoint, signer)
+	if err != nil || !bytes.Equal(again, msg) {
+		return time.Time{}, false
+	}
+	return s.Time, true
 }

@@ -100,33 +100,9 @@ func truncation(rows []*store.Row, head int64) *replay.Problem {
 		head, last.Name, last.UpdatedSeq, head+1, last.UpdatedSeq)}
 }
 
-// lockNamesOnDisk lists the lock names that have a file or a journal in
-// the locks directory.
-func (l *Ledger) lockNamesOnDisk() (map[string]bool, error) {
-	entries, err := l.files.Entries()
-	if err != nil {
-		return nil, err
-	}
-	names := map[string]bool{}
-	for _, e := range entries {
-		n := e.Name()
-		if j, ok := strings.CutSuffix(n, ".lock.pending"); ok && strings.HasPrefix(j, ".") {
-			n = j[1:]
-		} else if f, ok := strings.CutSuffix(n, ".lock"); ok && !strings.HasPrefix(n, ".") {
-			n = f
-		} else {
-			continue
-		}
-		if events.ValidateLockName(n) == nil {
-			names[n] = true
-		}
-	}
-	return names, nil
-}
-
 func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *replay.Report) error {
 	byName := map[string]*store.Row{}
-	names, err := l.lockNamesOnDisk()
+	names, err := l.files.LockNames(true)
 	if err != nil {
 		// The locks the table holds are still checked (and found unreadable).
 		rep.Add(replay.Problem{Kind: replay.KindLockFileUnreadable, Detail: fmt.Sprintf(

@@ -13,7 +13,7 @@ import (
 
 // files plans the reconciliation of every lock file with the rebuilt rows.
 func (p *projection) files(rebuilt map[string]*store.Row) error {
-	names, err := p.l.lockNamesOnDisk()
+	names, err := p.l.files.LockNames(true)
 	if err != nil {
 		return err
 	}

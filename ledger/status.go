@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -122,15 +121,11 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
-	entries, err := l.files.Entries()
+	names, err := l.files.LockNames(false)
 	if err != nil && l.files.Broken() == nil {
 		return nil, err
 	}
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".lock")
-		if !ok || strings.HasPrefix(e.Name(), ".") || events.ValidateLockName(name) != nil {
-			continue
-		}
+	for name := range names {
 		if _, seen := byName[name]; !seen {
 			byName[name] = nil
 		}

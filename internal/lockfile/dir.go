@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lockledger/lockledger/events"
 	"golang.org/x/sys/unix"
 )
 
@@ -391,4 +392,30 @@ func (d *Dir) Exists(name string) (bool, error) {
 	}
 	_, ok, err := d.root.lstat(name)
 	return ok, err
+}
+
+// LockNames lists the names of the locks with a file in the locks
+// directory (NAME.lock), and with journals where a journal alone counts
+// (a change in flight, .NAME.lock.pending); names that are no valid lock
+// name are left out.
+func (d *Dir) LockNames(journals bool) (map[string]bool, error) {
+	entries, err := d.Entries()
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		n := e.Name()
+		if j, ok := strings.CutSuffix(n, ".lock.pending"); ok && strings.HasPrefix(j, ".") && journals {
+			n = j[1:]
+		} else if f, ok := strings.CutSuffix(n, ".lock"); ok && !strings.HasPrefix(n, ".") {
+			n = f
+		} else {
+			continue
+		}
+		if events.ValidateLockName(n) == nil {
+			names[n] = true
+		}
+	}
+	return names, nil
 }

@@ -20,8 +20,16 @@ import (
 // README's roles made by the README's own block (renamed for this
 // database): the owner's, a writer's and an auditor's URLs.
 type readmeRoles struct {
+	name                   string // the database
 	owner, writer, auditor string
 	ownerDB                *sql.DB
+}
+
+// at is the URL u (one of r's) reaching database db of the same cluster
+// instead, as the same role: roles are the cluster's, and a database
+// copied from r's (CREATE DATABASE ... TEMPLATE) carries r's grants.
+func (r *readmeRoles) at(u, db string) string {
+	return strings.Replace(u, "/"+r.name+"?", "/"+db+"?", 1)
 }
 
 func newREADMERoles(t *testing.T) *readmeRoles {
@@ -51,7 +59,7 @@ func newREADMERoles(t *testing.T) *readmeRoles {
 	as := func(role string) string {
 		return strings.Replace(owner, "postgres://"+pgtest.Superuser+"@", "postgres://"+role+"@", 1)
 	}
-	return &readmeRoles{owner: owner, writer: as(writer), auditor: as(auditor), ownerDB: db}
+	return &readmeRoles{name: name, owner: owner, writer: as(writer), auditor: as(auditor), ownerDB: db}
 }
 
 func openSQL(t *testing.T, url string) *sql.DB {

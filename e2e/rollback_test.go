@@ -32,44 +32,53 @@ func fencingToken(t *testing.T, out string) int {
 // written to a ledger refuses the database restored from a backup (an
 // older head) and another database, naming both ledgers, until
 // project --accept-rollback records that the host goes on from there.
+// The hosts write as the README's writer role and read as its auditor;
+// the backup and restore are the superuser's, project the owner's.
 func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
 	c := pgtest.Get(t)
-	src, bak := pgtest.CreateDatabase(t), pgtest.CreateDatabase(t)
-	h := newPGHost(t, "web", c.SocketURL(src))
+	roles := newREADMERoles(t)
+	bak := pgtest.CreateDatabase(t)
+	h := newPGHost(t, "web", roles.writer)
 	for _, lock := range []string{"a", "b"} {
 		rid := strings.TrimSpace(h.must(t, 0, "acquire", lock).Stdout)
 		h.must(t, 0, "release", lock, "--request-id", rid)
 	}
-	// The backup: a copy of the database as it is now.
+	// The backup: a copy of the database as it is now (a template has no
+	// other session, so the owner's idle connections are closed first).
 	if err := c.DropDatabase(bak); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec("CREATE DATABASE " + pgx.Identifier{bak}.Sanitize() + " TEMPLATE " + pgx.Identifier{src}.Sanitize()); err != nil {
+	roles.ownerDB.SetMaxIdleConns(0)
+	if err := c.Exec("CREATE DATABASE " + pgx.Identifier{bak}.Sanitize() + " TEMPLATE " + pgx.Identifier{roles.name}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
+	roles.ownerDB.SetMaxIdleConns(2)
 	seen := fencingToken(t, h.must(t, 0, "acquire", "deploy", "--json").Stdout)
 
-	restored := &pgHost{id: h.id, root: h.root, url: c.SocketURL(bak)}
+	restored := &pgHost{id: h.id, root: h.root, url: roles.at(roles.writer, bak)}
 	r := restored.must(t, 1, "acquire", "release-train")
 	if !strings.Contains(r.Stderr, "an older state of it") || !strings.Contains(r.Stderr, "seq "+strconv.Itoa(seen)) {
 		t.Errorf("the refusal of the restored database does not name both heads: %s", r.Stderr)
 	}
 	// Another host goes on writing to the restored database, past the
-	// head this host saw: another history of the ledger.
-	fleet := newPGHost(t, "other-host", c.SocketURL(bak))
+	// head this host saw: another history of the ledger. The copy kept
+	// the README's grants: the writer role connects and writes there.
+	fleet := newPGHost(t, "other-host", roles.at(roles.writer, bak))
 	for _, lock := range []string{"x", "y", "z"} {
 		fleet.must(t, 0, "acquire", lock)
 	}
 	if r := restored.must(t, 1, "acquire", "release-train"); !strings.Contains(r.Stderr, "another history of it") {
 		t.Errorf("the restored database, written past the head seen: %s", r.Stderr)
 	}
-	other := &pgHost{id: h.id, root: h.root, url: pgtest.NewDatabase(t)}
+	other := &pgHost{id: h.id, root: h.root, url: newREADMERoles(t).writer}
 	if r := other.must(t, 1, "acquire", "deploy"); !strings.Contains(r.Stderr, "another ledger") {
 		t.Errorf("the refusal of another database does not say so: %s", r.Stderr)
 	}
-	restored.must(t, 0, "verify") // a reader is not refused
+	// A reader is not refused.
+	(&pgHost{id: h.id, root: h.root, url: roles.at(roles.auditor, bak)}).must(t, 0, "verify")
 
-	r = restored.must(t, 0, "project", "--accept-rollback", "--json")
+	owner := &pgHost{id: h.id, root: h.root, url: roles.at(roles.owner, bak)}
+	r = owner.must(t, 0, "project", "--accept-rollback", "--json")
 	if !strings.Contains(r.Stdout, `"rollback_accepted"`) {
 		t.Errorf("project --accept-rollback does not report the rollback: %s", r.Stdout)
 	}
@@ -78,7 +87,7 @@ func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
 	restored.must(t, 3, "acquire", "deploy")
 	restored.must(t, 0, "acquire", "deploy2")
 	var body string
-	db := pgLedger(t, c.SocketURL(bak)).DB()
+	db := pgLedger(t, roles.at(roles.auditor, bak)).DB()
 	if err := db.QueryRow(`SELECT body FROM events WHERE type = 'ledger_projected'`).Scan(&body); err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,10 @@ package ledger_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -37,6 +39,85 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// asREADMEWriter has f's PostgreSQL ledger created by its owner, runs the
+// README's role block on it (the roles named for the database, since roles
+// are the cluster's) and points f at the writer role, so that the hosts
+// write as a fleet's do. A SQLite fixture is left as it is.
+func asREADMEWriter(t *testing.T, f *storeFixture) {
+	t.Helper()
+	if f.url == "" {
+		return
+	}
+	owner, err := ledger.Open(context.Background(), t.TempDir(), ledger.WithDatabase(f.url),
+		ledger.WithHost(ledger.Host{ID: "owner", BootID: "boot-owner"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner.Close()
+	u, err := url.Parse(f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(u.Path, "/"), "-", "_"))
+	writer, auditor := "w_"+suffix, "a_"+suffix
+	db, err := sql.Open("pgx", f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, r := range []string{writer, auditor} {
+			db.Exec(`DROP OWNED BY ` + r)
+			db.Exec(`DROP ROLE ` + r)
+		}
+		db.Close()
+	})
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range readmeRoleBlock(t, string(readme)) {
+		q = strings.NewReplacer("lockledger_writer", writer, "lockledger_auditor", auditor).Replace(q)
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("README's set-up %q: %v", q, err)
+		}
+	}
+	u.User = url.User(writer)
+	f.url = u.String()
+	w, err := sql.Open("pgx", f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var user string
+	if err := w.QueryRow(`SELECT current_user`).Scan(&user); err != nil || user != writer {
+		t.Fatalf("connected as %q (%v), want the writer role %s", user, err, writer)
+	}
+}
+
+// readmeRoleBlock is the README's role set-up, one statement a string.
+func readmeRoleBlock(t *testing.T, readme string) []string {
+	t.Helper()
+	start := strings.Index(readme, "```sql\nCREATE ROLE lockledger_writer")
+	if start < 0 {
+		t.Fatal("README.md has no ```sql block starting with CREATE ROLE lockledger_writer")
+	}
+	block := readme[start+len("```sql\n"):]
+	block = block[:strings.Index(block, "```")]
+	var out []string
+	for _, s := range strings.Split(block, ";") {
+		var lines []string
+		for _, l := range strings.Split(s, "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "--") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) > 0 {
+			out = append(out, strings.Join(lines, " "))
+		}
+	}
+	return out
+}
+
 // openHost opens f's ledger as host h (its own root on PostgreSQL).
 func openHost(t *testing.T, f *storeFixture, h ledger.Host, opts ...ledger.Option) *ledger.Ledger {
 	t.Helper()
@@ -61,9 +142,11 @@ func acquireDeploy(l *ledger.Ledger, rid string) (*ledger.Acquisition, error) {
 // TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine: two machines
 // under one host id have different boot ids; the second must not take the
 // first's live holder for one of a boot gone by. It judges it by TTL, and
-// warns. A reboot of the first machine still finds its holder dead.
+// warns. A reboot of the first machine still finds its holder dead. On
+// PostgreSQL every host writes as the README's writer role.
 func TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		asREADMEWriter(t, f)
 		a := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-a1")})
 		if _, err := acquireDeploy(a, "r1"); err != nil {
 			t.Fatal(err)
@@ -100,9 +183,11 @@ func TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine(t *testing.T) {
 // TestHolderOfAnUnknownMachine: a holder recorded before machines were
 // (a bare boot id) under this host id, of another boot: on ROOT/ledger.db,
 // which one machine writes, this host rebooted; on a database many hosts
-// share it may be another machine, and only its TTL ends it.
+// share it may be another machine, and only its TTL ends it (the hosts
+// write there as the README's writer role).
 func TestHolderOfAnUnknownMachine(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		asREADMEWriter(t, f)
 		old := openHost(t, f, ledger.Host{ID: "web", BootID: "boot-old"})
 		if _, err := acquireDeploy(old, "r1"); err != nil {
 			t.Fatal(err)

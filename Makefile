@@ -20,7 +20,7 @@ build:
 ## test: vet, then every package (unit and end-to-end) under the race detector
 test: vet
 	@bash scripts/test-tools.sh
-	$(GO) test -race -count=1 -timeout 8m $(PKGS)
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -202,7 +202,7 @@ func (l *Ledger) extendingTree(ctx context.Context, q store.Querier, id string, 
 	c := checkpoint.Checkpoint{Origin: checkpoint.Origin(id), Size: size, Root: root}
 	earlier := l.signing.signed.Earlier(c.Origin, "signed by this process")
 	if v := checkpoint.VerifierOf(l.signing.signer); v != nil {
-		found, err := l.publisher().Last(ctx, id, v)
+		found, err := l.witnesses.Last(ctx, id, v)
 		if err != nil {
 			l.log.Warn("could not read a witness's last checkpoint; checking against the others", "err", err)
 		}
@@ -238,21 +238,12 @@ func WithWitnessTimeout(d time.Duration) Option {
 	}
 }
 
-// publisher is the Ledger's witness.Publisher, made on first use from the
-// options Open left in l.signing.
-func (l *Ledger) publisher() *witness.Publisher {
-	l.witnessesOnce.Do(func() {
-		l.witnesses = witness.New(l.signing.witnesses, l.signing.timeout, l.log)
-	})
-	return l.witnesses
-}
-
 // publish copies a stored checkpoint to every witness, with the writer
 // mutex let go; it adds the files written to cp.Witnesses (see
 // witness.Publisher.Publish).
 func (l *Ledger) publish(ctx context.Context, cp *Checkpointed) error {
 	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
-	written, err := l.publisher().Publish(ctx, l.id, cp.Size, cp.Time, cp.Note)
+	written, err := l.witnesses.Publish(ctx, l.id, cp.Size, cp.Time, cp.Note)
 	cp.Witnesses = append(cp.Witnesses, written...)
 	return err
 }
@@ -264,11 +255,11 @@ func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 		return
 	}
 	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
-	l.publisher().PublishQuietly(ctx, l.id, cp.Size, cp.Time, cp.Note)
+	l.witnesses.PublishQuietly(ctx, l.id, cp.Size, cp.Time, cp.Note)
 }
 
 // waitPublishing waits for witness copies still under way, at most the
 // witness timeout.
 func (l *Ledger) waitPublishing() {
-	l.publisher().Wait()
+	l.witnesses.Wait()
 }

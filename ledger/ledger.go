@@ -181,9 +181,8 @@ type Ledger struct {
 	stmts *store.Statements // the write path's prepared statements
 
 	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
-	// witnesses copies signed checkpoints out (see publisher).
+	// witnesses copies signed checkpoints out (see publish).
 	witnesses        *witness.Publisher
-	witnessesOnce    sync.Once
 	flock            *lockfile.Mutex
 	closed           bool
 	pinned, rollback *lockfile.Pin // the root's pin, kept at close (nil: a reader); the one store.PinAccept overrode

@@ -17,6 +17,7 @@ import (
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/store/postgres"
 	"github.com/lockledger/lockledger/store/sqlite"
+	"github.com/lockledger/lockledger/witness"
 )
 
 // The one place that picks the engine a ledger lives in, from the options:
@@ -50,7 +51,8 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 	if err != nil {
 		return nil, err
 	}
-	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly, signing: c.signing}
+	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly, signing: c.signing,
+		witnesses: witness.New(c.signing.witnesses, c.signing.timeout, c.logger)}
 	if err := l.setRoot(root); err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func scanJobs(floor int) map[string][]int {
 			continue
 		}
 		var env []byte
-		if env, buf = readEnviron("/proc/"+name+"/environ", buf); len(env) == 0 {
+		if env, buf = readWhole("/proc/"+name+"/environ", buf); len(env) == 0 {
 			continue
 		}
 		id, ok := envValue(env, key)
@@ -102,9 +102,11 @@ func scanJobs(floor int) map[string][]int {
 	return jobs
 }
 
-// readEnviron reads path whole into buf, grown as needed; nil when it
-// cannot be read (gone, another user's, a kernel thread's empty one).
-func readEnviron(path string, buf []byte) (env, grown []byte) {
+// readWhole reads path whole into buf, grown as needed, with one open and
+// no stat (/proc reports size 0); nil when it cannot be read (gone,
+// another user's), empty (not nil) when it holds nothing (a kernel
+// thread's environ).
+func readWhole(path string, buf []byte) (data, grown []byte) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, buf

@@ -58,8 +58,8 @@ func descendants() []int {
 // childrenOf lists pid's children from /proc/PID/task/TID/children (one
 // file per thread: a child is its parent thread's); where the kernel has
 // no such files, from the parent field of every /proc/PID/stat. The task
-// directory is listed once and each file read with one open, read and
-// close into one buffer: this runs on every SIGCHLD of a run.
+// directory is listed once and each file read whole into one buffer
+// (readWhole): this runs on every SIGCHLD of a run.
 func childrenOf(pid int) []int {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
 	tids, err := readNames(dir)
@@ -70,8 +70,8 @@ func childrenOf(pid int) []int {
 	buf := make([]byte, 4096)
 	found := false
 	for _, tid := range tids {
-		b, ok := readSmall(dir+tid+"/children", buf)
-		if !ok {
+		var b []byte
+		if b, buf = readWhole(dir+tid+"/children", buf); b == nil {
 			continue
 		}
 		found = true
@@ -95,21 +95,6 @@ func readNames(dir string) ([]string, error) {
 	}
 	defer d.Close()
 	return d.Readdirnames(-1)
-}
-
-// readSmall reads a small /proc file into buf with one open, read and
-// close (os.ReadFile would stat it first, and /proc reports size 0).
-func readSmall(path string, buf []byte) ([]byte, bool) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, false
-	}
-	defer unix.Close(fd)
-	n, err := unix.Read(fd, buf)
-	if err != nil || n < 0 {
-		return nil, false
-	}
-	return buf[:n], true
 }
 
 // childrenByStat is childrenOf from a scan of every /proc/PID/stat.

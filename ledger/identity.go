@@ -50,17 +50,6 @@ func (l *Ledger) resolve(id Identity, now time.Time) (Identity, error) {
 	return id, nil
 }
 
-// clip cuts s to at most n bytes, on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 func validText(field, s string, max int, emptyOK bool) error {
 	if s == "" && !emptyOK {
 		return events.Invalid(field, s, "must not be empty")

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // maxJobPIDs is how many pids one job_processes event lists.
@@ -25,7 +26,7 @@ func (l *Ledger) RecordJobProcesses(ctx context.Context, lock string, id Identit
 		return events.Invalid("pids", "", "must name at least one process")
 	}
 	if len(p.PIDs) > maxJobPIDs {
-		p.Note = clip(fmt.Sprintf("%d processes, the first %d listed; ", len(p.PIDs), maxJobPIDs)+p.Note, 1024)
+		p.Note = termtext.Clip(fmt.Sprintf("%d processes, the first %d listed; ", len(p.PIDs), maxJobPIDs)+p.Note, 1024)
 		p.PIDs = p.PIDs[:maxJobPIDs]
 	}
 	for _, pid := range p.PIDs {

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // maxUserName is the longest user name an event records (its schema's maxLength).
@@ -16,5 +17,5 @@ const maxUserName = 256
 // lookup reads the user database.
 var osUser = sync.OnceValues(func() (int, string) {
 	uid := os.Getuid()
-	return uid, clip(proc.UserName(uid), maxUserName)
+	return uid, termtext.Clip(proc.UserName(uid), maxUserName)
 })

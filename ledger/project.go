@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
 )
@@ -396,7 +397,7 @@ func recordable(changes []string) []string {
 			break
 		}
 		if len(c) > maxChangeBytes {
-			c = clip(c, maxChangeBytes-len("...")) + "..."
+			c = termtext.Clip(c, maxChangeBytes-len("...")) + "..."
 		}
 		out = append(out, c)
 	}

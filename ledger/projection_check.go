@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/lockfile"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
 )
@@ -44,7 +45,7 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 	if marker, err := l.files.Marker(); err == nil && marker != "" && marker != l.id {
 		rep.Add(replay.Problem{Kind: replay.KindSwapped, Detail: fmt.Sprintf(
 			"%s is ledger %s, but this root's %s records ledger %s: the database was replaced by another ledger's",
-			filepath.Join(l.root, DBFile), l.id, WriterMux, clip(marker, 64))})
+			filepath.Join(l.root, DBFile), l.id, WriterMux, termtext.Clip(marker, 64))})
 	}
 	for _, lk := range st.Locks() {
 		want := store.RowFromReplay(lk)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // Supersede takes lock req.Lock from its current holder, an older run of
@@ -44,7 +45,7 @@ func (l *Ledger) supersedeNote(h *holding, note string) (string, string) {
 	if note != "" {
 		note += "; "
 	}
-	return clip(note+why, 1024), why
+	return termtext.Clip(note+why, 1024), why
 }
 
 // AcquisitionEvent is the event by which a request took a lock: a

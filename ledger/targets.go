@@ -14,6 +14,7 @@ import (
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -247,7 +248,7 @@ func (w *writeTx) admitTargets(ts []events.Target, force bool) error {
 			rule = fmt.Sprintf("%s itself takes over such a file; --force keeps it aside (as %s.corrupt-TIME) and takes the lock", t.Format, t.Path)
 		}
 		return events.Invalid("--file", t.Format+":"+t.Path, fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
-			t.Format, clip(perr.Error(), 200), rule))
+			t.Format, termtext.Clip(perr.Error(), 200), rule))
 	}
 	return nil
 }
@@ -413,7 +414,7 @@ func withKeptAside(note string, prev *holding) string {
 		return note
 	}
 	kept := fmt.Sprintf("the unreadable %s lock file at %s was kept aside as %s", prev.targetFormat, prev.target, prev.keptAside)
-	return clip(strings.TrimPrefix(note+"; "+kept, "; "), 1024)
+	return termtext.Clip(strings.TrimPrefix(note+"; "+kept, "; "), 1024)
 }
 
 // replaceable returns the bytes at path that taking over from prev may
@@ -457,7 +458,7 @@ func replaceIfStill(lock string, t events.Target, expect, data []byte) (*os.File
 	fh, perr := f.Parse(cur.Data)
 	if perr != nil {
 		return nil, events.Invalid("--file", t.Format+":"+t.Path, fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
-			t.Format, clip(perr.Error(), 200), targetRule))
+			t.Format, termtext.Clip(perr.Error(), 200), targetRule))
 	}
 	h := foreignFormatHolding(lock, t, fh, nil, cur, formats.Verdict{State: events.StateHeld})
 	return nil, &HeldError{Lock: lock, Holder: h.rec, Foreign: true}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -54,14 +55,14 @@ func Postgres(ctx context.Context, q replay.Querier, rep *replay.Report) error {
 		}
 		if normalise(tdef) != want.def {
 			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf(
-				"%s on table %s is not the one the migrations create: it reads %q", name, table, clip(oneLine(tdef), 300))})
+				"%s on table %s is not the one the migrations create: it reads %q", name, table, termtext.Clip(oneLine(tdef), 300))})
 			continue
 		}
 		if wantDef, ok := ref.functions[fname]; ok && normaliseFunction(fdef) != wantDef && !badFunc[fname] {
 			badFunc[fname] = true
 			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf(
 				"function %s, which trigger %s on table %s calls, is not the one the migrations define: it reads %q",
-				fname, name, table, clip(oneLine(fdef), 300))})
+				fname, name, table, termtext.Clip(oneLine(fdef), 300))})
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	_ "modernc.org/sqlite" // the reference schema is built in memory
 
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -159,13 +159,13 @@ func checkTriggers(ctx context.Context, q replay.Querier, rep *replay.Report) er
 				"%s on table %s is missing (the migrations create it: %s)", name, w.table, firstLine(w.sql))})
 		case g != w:
 			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf(
-				"%s on table %s is not the one the migrations create: it reads %q", name, g.table, clip(g.sql, 300))})
+				"%s on table %s is not the one the migrations create: it reads %q", name, g.table, termtext.Clip(g.sql, 300))})
 		}
 		delete(got, name)
 	}
 	for _, name := range slices.Sorted(maps.Keys(got)) {
 		rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf(
-			"%s on table %s was not created by the migrations: it reads %q", name, got[name].table, clip(got[name].sql, 300))})
+			"%s on table %s was not created by the migrations: it reads %q", name, got[name].table, termtext.Clip(got[name].sql, 300))})
 	}
 	return nil
 }
@@ -173,15 +173,4 @@ func checkTriggers(ctx context.Context, q replay.Querier, rep *replay.Report) er
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return strings.TrimSpace(l)
-}
-
-// clip cuts s to at most n bytes, on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

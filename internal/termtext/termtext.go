@@ -144,3 +144,15 @@ func arg(v any) any {
 	}
 	return v
 }
+
+// Clip cuts s to at most n bytes, on a rune boundary, for a message that
+// quotes text of any length.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

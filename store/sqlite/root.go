@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/internal/lockfile"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -138,7 +139,7 @@ func (r Root) OpenWritable(ctx context.Context, cfg Config, patience time.Durati
 	if b.marker != "" && b.marker != id {
 		st.Close()
 		return nil, fmt.Errorf("ledger: %s is ledger %s but %s records ledger %s: %w; refusing to write to another ledger in its place (fencing tokens could go backwards). Restore this root's ledger.db, or use a new --root",
-			dbPath, id, filepath.Join(r.Dir, lockfile.MutexName), clip(b.marker, 64), store.ErrLedgerGone)
+			dbPath, id, filepath.Join(r.Dir, lockfile.MutexName), termtext.Clip(b.marker, 64), store.ErrLedgerGone)
 	}
 	if err := store.BackfillTree(ctx, st, cfg.Log); err != nil {
 		st.Close()
@@ -302,7 +303,7 @@ func (r Root) traceOfALedger(d dbFile, marker string) error {
 	mux := filepath.Join(r.Dir, lockfile.MutexName)
 	switch {
 	case marker != "":
-		return refuse(fmt.Sprintf("%s records ledger %s", mux, clip(marker, 64)))
+		return refuse(fmt.Sprintf("%s records ledger %s", mux, termtext.Clip(marker, 64)))
 	case d.empty() && d.wal > 0:
 		return refuse(fmt.Sprintf("%s-wal holds %d bytes: the commits of a ledger whose database file was lost", d.path, d.wal))
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/store"
 )
@@ -63,7 +64,7 @@ func CheckTables(ctx context.Context, q store.Querier, path string) (empty bool,
 			foreign = names
 		}
 		return false, 0, fmt.Errorf("ledger: %s: %w: it is an SQLite database of another application (tables %s); lockledger adds nothing to it",
-			path, store.ErrNotALedger, clip(strings.Join(foreign, ", "), 200))
+			path, store.ErrNotALedger, termtext.Clip(strings.Join(foreign, ", "), 200))
 	}
 	return false, version, verr
 }
@@ -87,15 +88,4 @@ func CheckForeign(ctx context.Context, path string, busy time.Duration) error {
 		return err
 	}
 	return nil
-}
-
-// clip cuts s to at most n bytes, on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xc0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }

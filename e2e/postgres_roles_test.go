@@ -44,7 +44,7 @@ func newREADMERoles(t *testing.T) *readmeRoles {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range rolesFromREADME(t, string(readme)) {
+	for _, s := range pgtest.READMERoles(t, string(readme)) {
 		s = strings.NewReplacer("lockledger_writer", writer, "lockledger_auditor", auditor).Replace(s)
 		if _, err := db.Exec(s); err != nil {
 			t.Fatalf("README's set-up %q: %v", s, err)

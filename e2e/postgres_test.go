@@ -273,7 +273,7 @@ func TestPostgresRolesWriterAppendsAuditorReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grants := rolesFromREADME(t, string(readme))
+	grants := pgtest.READMERoles(t, string(readme))
 	for _, s := range grants {
 		s = strings.NewReplacer("lockledger_writer", writer, "lockledger_auditor", auditor).Replace(s)
 		if _, err := db.Exec(s); err != nil {
@@ -314,31 +314,6 @@ func TestPostgresRolesWriterAppendsAuditorReads(t *testing.T) {
 		t.Errorf("auditor acquired a lock")
 	}
 	admin.must(t, 0, "verify")
-}
-
-// rolesFromREADME reads the SQL statements of the README's role set-up
-// block (the one that starts with "CREATE ROLE lockledger_writer").
-func rolesFromREADME(t *testing.T, readme string) []string {
-	t.Helper()
-	start := strings.Index(readme, "```sql\nCREATE ROLE lockledger_writer")
-	if start < 0 {
-		t.Fatal("README.md has no ```sql block starting with CREATE ROLE lockledger_writer")
-	}
-	block := readme[start+len("```sql\n"):]
-	block = block[:strings.Index(block, "```")]
-	var out []string
-	for _, s := range strings.Split(block, ";") {
-		var lines []string
-		for _, l := range strings.Split(s, "\n") {
-			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "--") {
-				lines = append(lines, l)
-			}
-		}
-		if len(lines) > 0 {
-			out = append(out, strings.Join(lines, " "))
-		}
-	}
-	return out
 }
 
 // Lock files are each host's projection of the locks it holds: another

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -75,7 +76,7 @@ func asREADMEWriter(t *testing.T, f *storeFixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range readmeRoleBlock(t, string(readme)) {
+	for _, q := range pgtest.READMERoles(t, string(readme)) {
 		q = strings.NewReplacer("lockledger_writer", writer, "lockledger_auditor", auditor).Replace(q)
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("README's set-up %q: %v", q, err)
@@ -92,30 +93,6 @@ func asREADMEWriter(t *testing.T, f *storeFixture) {
 	if err := w.QueryRow(`SELECT current_user`).Scan(&user); err != nil || user != writer {
 		t.Fatalf("connected as %q (%v), want the writer role %s", user, err, writer)
 	}
-}
-
-// readmeRoleBlock is the README's role set-up, one statement a string.
-func readmeRoleBlock(t *testing.T, readme string) []string {
-	t.Helper()
-	start := strings.Index(readme, "```sql\nCREATE ROLE lockledger_writer")
-	if start < 0 {
-		t.Fatal("README.md has no ```sql block starting with CREATE ROLE lockledger_writer")
-	}
-	block := readme[start+len("```sql\n"):]
-	block = block[:strings.Index(block, "```")]
-	var out []string
-	for _, s := range strings.Split(block, ";") {
-		var lines []string
-		for _, l := range strings.Split(s, "\n") {
-			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "--") {
-				lines = append(lines, l)
-			}
-		}
-		if len(lines) > 0 {
-			out = append(out, strings.Join(lines, " "))
-		}
-	}
-	return out
 }
 
 // openHost opens f's ledger as host h (its own root on PostgreSQL).

@@ -473,3 +473,29 @@ func (c *Cluster) Stop() error {
 	}
 	return errors.Join(errs...)
 }
+
+// READMERoles reads the SQL statements of the README's role set-up block
+// (the one that starts with "CREATE ROLE lockledger_writer"), one a string,
+// for the tests that run it.
+func READMERoles(t testing.TB, readme string) []string {
+	t.Helper()
+	start := strings.Index(readme, "```sql\nCREATE ROLE lockledger_writer")
+	if start < 0 {
+		t.Fatal("README.md has no ```sql block starting with CREATE ROLE lockledger_writer")
+	}
+	block := readme[start+len("```sql\n"):]
+	block = block[:strings.Index(block, "```")]
+	var out []string
+	for _, s := range strings.Split(block, ";") {
+		var lines []string
+		for _, l := range strings.Split(s, "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "--") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) > 0 {
+			out = append(out, strings.Join(lines, " "))
+		}
+	}
+	return out
+}

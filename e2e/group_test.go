@@ -33,17 +33,7 @@ func TestGroupSharedRoot(t *testing.T) {
 		t.Skip("SKIPPED: needs root to run lockledger as two other users (runs as root in CI)")
 	}
 	clitest.NeedBinary(t, "sh")
-	dir := t.TempDir()
-	for d := dir; d != "/" && d != os.TempDir() && d != "."; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(dir, "lockledger")
-	copyFile(t, clitest.Bin(), bin)
-	if err := os.Chmod(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := binForOthers(t)
 	// Alice's own directory; the root and its missing parent are hers to make.
 	home := filepath.Join(dir, "alice")
 	if err := os.Mkdir(home, 0o755); err != nil {

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,28 +100,7 @@ func unprivileged(t *testing.T) (func(root string, args ...string) clitest.Resul
 	if os.Geteuid() != 0 {
 		t.Fatal("unprivileged is for tests running as root")
 	}
-	dir := t.TempDir()
-	for d := dir; d != "/" && d != os.TempDir() && d != "."; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(dir, "lockledger")
-	src, err := os.Open(clitest.Bin())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := binForOthers(t)
 	base := filepath.Join(dir, "roots")
 	if err := os.Mkdir(base, 0o755); err != nil {
 		t.Fatal(err)
@@ -137,6 +115,25 @@ func unprivileged(t *testing.T) (func(root string, args ...string) clitest.Resul
 		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		return clitest.Exec(t, c)
 	}, base
+}
+
+// binForOthers is a temporary directory every user can reach (it and every
+// directory above it made 0755) holding a copy of the test binary, 0755,
+// that other users can run as the CLI (tests running as root).
+func binForOthers(t *testing.T) (dir, bin string) {
+	t.Helper()
+	dir = t.TempDir()
+	for d := dir; d != "/" && d != os.TempDir() && d != "."; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin = filepath.Join(dir, "lockledger")
+	copyFile(t, clitest.Bin(), bin)
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bin
 }
 
 // chownTree gives every file under dir to uid/gid.

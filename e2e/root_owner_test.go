@@ -23,17 +23,7 @@ func otherUsers(t *testing.T) (func(uid int, groups []uint32, root string, args 
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root to run lockledger as other users (runs as root in CI)")
 	}
-	dir := t.TempDir()
-	for d := dir; d != "/" && d != os.TempDir() && d != "."; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(dir, "lockledger")
-	copyFile(t, clitest.Bin(), bin)
-	if err := os.Chmod(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := binForOthers(t)
 	base := filepath.Join(dir, "roots")
 	if err := os.Mkdir(base, 0o777); err != nil {
 		t.Fatal(err)

@@ -214,28 +214,3 @@ func (s Set) Tables() (map[string]bool, error) {
 	}
 	return out, nil
 }
-
-// Triggers maps the name of every trigger the set's migrations create to
-// its table.
-func (s Set) Triggers() (map[string]string, error) {
-	all, err := s.All()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, m := range all {
-		f := strings.Fields(m.SQL)
-		for i := 0; i+1 < len(f); i++ {
-			if !strings.EqualFold(f[i], "CREATE") || !strings.EqualFold(f[i+1], "TRIGGER") || i+2 >= len(f) {
-				continue
-			}
-			for j := i + 3; j+1 < len(f); j++ {
-				if strings.EqualFold(f[j], "ON") {
-					out[f[i+2]] = f[j+1]
-					break
-				}
-			}
-		}
-	}
-	return out, nil
-}

@@ -83,9 +83,6 @@ func (m *Mutex) SetMarker(id string) error {
 	return m.f.Sync()
 }
 
-// Name is the mutex file's path.
-func (m *Mutex) Name() string { return m.f.Name() }
-
 // Close closes the file, which drops the flock.
 func (m *Mutex) Close() error { return m.f.Close() }
 

@@ -116,6 +116,13 @@ func lockNames(ctx context.Context, g *globals, prefix string) []string {
 		ctx = context.Background()
 	}
 	seen := map[string]bool{}
+	if g.root == "" {
+		r, err := DefaultRoot()
+		if err != nil {
+			return nil
+		}
+		g.root = r
+	}
 	root, err := filepath.Abs(g.root)
 	if err != nil {
 		return nil

@@ -2,11 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 
@@ -29,8 +25,8 @@ tools. list only reads: it takes no lock and writes nothing (but upgrades
 a ledger written by an older lockledger, where it can). A lock whose file
 cannot be read (a symlink, a directory, no permission, no locks directory)
 is listed from the ledger alone with a warning, and the others as usual.
-A root where nothing has been recorded yet (no ledger, no lock files)
-lists nothing, and list creates nothing there.`,
+A root where nothing was ever recorded (no ledger) is not an empty one:
+list says "no ledger at ROOT" and exits 6, and creates nothing there.`,
 		Example: `  lockledger list
   lockledger list --json | jq -r '.[] | select(.state=="stale") | .lock_name'`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -46,13 +42,11 @@ lists nothing, and list creates nothing there.`,
 func runList(ctx context.Context, o *listOptions) error {
 	var locks []*ledger.LockStatus
 	l, err := o.g.open(ctx, reads)
-	switch {
-	case err == nil:
-		defer o.g.finish(l)
-		if locks, err = l.List(ctx); err != nil {
-			return err
-		}
-	case !o.g.noLockFiles(err):
+	if err != nil {
+		return err
+	}
+	defer o.g.finish(l)
+	if locks, err = l.List(ctx); err != nil {
 		return err
 	}
 	for _, s := range locks {
@@ -110,15 +104,4 @@ func runList(ctx context.Context, o *listOptions) error {
 			short(s.HeldFor), ago(s.SinceBeat), ttl)
 	}
 	return tw.Flush()
-}
-
-// noLockFiles reports whether err is a read-only open's "no ledger" at a
-// root whose locks directory holds nothing (or is not there): nothing is
-// held. Another tool's lock files there keep the error.
-func (g *globals) noLockFiles(err error) bool {
-	if !errors.Is(err, ledger.ErrNoLedger) {
-		return false
-	}
-	entries, rerr := os.ReadDir(filepath.Join(g.root, ledger.LocksDir))
-	return errors.Is(rerr, fs.ErrNotExist) || rerr == nil && len(entries) == 0
 }

@@ -51,9 +51,6 @@ func (g *globals) setup(levelFromEnv bool) error {
 	default:
 		return events.Invalid("--log-format", g.logFormat, "must be text or json")
 	}
-	if g.root == "" {
-		return events.Invalid("--root", "", "must not be empty")
-	}
 	return nil
 }
 

@@ -47,6 +47,10 @@ const (
 	// ExitNotHolder: ledger.ErrNotHolder or ledger.ErrLost, the caller
 	// does not (or no longer) hold the lock.
 	ExitNotHolder = 5
+	// ExitNoLedger: ledger.ErrNoLedger, nothing was ever recorded at the
+	// root (or in the database) a command was to read; nothing was
+	// created. A read never answers "free" for a ledger that is not there.
+	ExitNoLedger = 6
 )
 
 // ExitError carries an exact exit code (run uses it for the child's code).
@@ -93,6 +97,8 @@ func ExitCode(err error) int {
 		return ExitStale
 	case errors.Is(err, ledger.ErrNotHolder), errors.Is(err, ledger.ErrLost):
 		return ExitNotHolder
+	case errors.Is(err, ledger.ErrNoLedger):
+		return ExitNoLedger
 	case errors.Is(err, ledger.ErrNotALedger), errors.Is(err, ledger.ErrLedgerGone):
 		return ExitFailure // the root is not one lockledger may write: not the caller's input
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/store"
 )
 
 // lockObject is the --json answer of acquire, steal, heartbeat and status.
@@ -113,7 +114,15 @@ func errorObject(err error) map[string]any {
 	var nh *ledger.NotHolderError
 	var inv *events.InvalidError
 	var broken *ledger.BrokenChainError
+	var none *store.NoLedgerError
 	switch {
+	case errors.Is(err, ledger.ErrNoLedger):
+		o := map[string]any{"error": "no_ledger", "message": err.Error(),
+			"suggestion": "name the ledger's root with --root or LOCKLEDGER_ROOT (its database with --database); lockledger init creates a ledger"}
+		if errors.As(err, &none) {
+			o["where"] = none.Where
+		}
+		return o
 	case errors.As(err, &broken):
 		o := map[string]any{"error": "broken_chain", "first_bad": broken.FirstBad, "problem_count": broken.Problems,
 			"message":    err.Error(),

@@ -16,9 +16,6 @@ import (
 	"github.com/lockledger/lockledger/ledger"
 )
 
-// DefaultRoot is used when neither --root nor LOCKLEDGER_ROOT is set.
-const DefaultRoot = "./.lockledger"
-
 func newRoot(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "lockledger",
@@ -59,17 +56,16 @@ the log against them, prove and verify-proof give an auditor proofs.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return g.setup(!cmd.Flags().Changed("log-level"))
+			if err := g.setup(!cmd.Flags().Changed("log-level")); err != nil {
+				return err
+			}
+			return g.resolveRoot(cmd.Name(), cmd.Flags().Changed("root"))
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	envRoot := os.Getenv("LOCKLEDGER_ROOT")
-	if envRoot == "" {
-		envRoot = DefaultRoot
-	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.root, "root", envRoot, "directory holding ledger.db and locks/, symlinks resolved (env LOCKLEDGER_ROOT)")
+	pf.StringVar(&g.root, "root", os.Getenv(envRoot), "directory holding ledger.db and locks/, symlinks resolved (default "+rootHelp+")")
 	pf.StringVar(&g.database, "database", os.Getenv("LOCKLEDGER_DATABASE_URL"),
 		"keep the ledger in this PostgreSQL database (postgres://...; PG* variables honoured) instead of ROOT/ledger.db,\none ledger for many hosts; ROOT keeps this host's lock files (env LOCKLEDGER_DATABASE_URL)")
 	pf.StringVar(&g.group, "group", os.Getenv("LOCKLEDGER_GROUP"),

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -45,8 +42,9 @@ to fail safe, and is shown as "unreadable lock file at PATH (N bytes,
 modified T)" (JSON: "lock": null and "corrupt": {"path", "size_bytes",
 "modified"}). lockledger project keeps it aside.
 
-A root where nothing has been recorded yet (no ledger, no file at the
-lock's path) shows the lock free, and status creates nothing there.
+A root where nothing was ever recorded (no ledger) shows no lock free:
+status says "no ledger at ROOT" and exits 6 (--check too), and creates
+nothing there.
 
 --check is for scripts, like flock -n: it prints nothing (the status
 object with --json) and exits with what acquire would meet: 0 free (or
@@ -66,7 +64,7 @@ holder, 4 stale (acquire --force takes it).`,
 	fl.StringVar(&o.format, "format", "text", "text, or bso for BSO's check-mode return object (JSON)")
 	fl.StringVar(&o.file, "file", "", "with --format bso: the .sprint-running file, as bso:PATH (default: the lock's bso target, else ./.sprint-running)")
 	fl.StringVar(&o.maxAge, "max-age", "", "with --format bso: zombie age (default 24h)")
-	fl.BoolVar(&o.check, "check", false, "print nothing; exit 0 free (or dead), 3 held, 4 stale")
+	fl.BoolVar(&o.check, "check", false, "print nothing; exit 0 free (or dead), 3 held, 4 stale, 6 no ledger")
 	return cmd
 }
 
@@ -105,9 +103,6 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 func (o *statusOptions) read(ctx context.Context) (*ledger.LockStatus, error) {
 	l, err := o.g.open(ctx, reads)
 	if err != nil {
-		if path, ok := o.g.nothingRecorded(err, o.lock); ok {
-			return &ledger.LockStatus{Name: o.lock, State: events.StateFree, Path: path}, nil
-		}
 		return nil, err
 	}
 	defer o.g.finish(l)
@@ -124,25 +119,6 @@ func checkResult(state string) error {
 		return &ExitError{Code: ExitStale}
 	}
 	return &ExitError{Code: ExitBlocked}
-}
-
-// nothingRecorded reports whether err is a read-only open's "no ledger"
-// at a root where nothing holds lock either: no file at its path (which it
-// returns, absolute). A lock file there (another tool's) keeps the error,
-// since only the ledger reads it.
-func (g *globals) nothingRecorded(err error, lock string) (string, bool) {
-	if !errors.Is(err, ledger.ErrNoLedger) {
-		return "", false
-	}
-	root := absPath(g.root)
-	if r, rerr := filepath.EvalSymlinks(root); rerr == nil {
-		root = r
-	}
-	path := filepath.Join(root, ledger.LocksDir, lock+".lock")
-	if _, serr := os.Lstat(path); !errors.Is(serr, fs.ErrNotExist) {
-		return "", false
-	}
-	return path, true
 }
 
 func printStatus(w io.Writer, s *ledger.LockStatus) {

@@ -143,7 +143,7 @@ func (l *Ledger) readID(ctx context.Context, st *sqlite.Store) error {
 	if err := st.DB().QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&l.id); err != nil {
 		st.Close()
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w at %s (the database has no ledger id yet)", ErrNoLedger, l.root)
+			return &store.NoLedgerError{Where: l.root, Hint: "its ledger.db has no ledger id yet"}
 		}
 		return fmt.Errorf("ledger: open %s read-only: %w", filepath.Join(l.root, DBFile), err)
 	}

@@ -114,7 +114,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		if err := s.checkEmptySchema(ctx, s.db); err != nil {
 			return err
 		}
-		return fmt.Errorf("%w in %s (nothing has been recorded there; check --database)", store.ErrNoLedger, s.source)
+		return &store.NoLedgerError{Where: s.source, Hint: "check --database, or create the tables with lockledger init"}
 	case cur < latest && s.cfg.ReadOnly:
 		return fmt.Errorf("ledger: %w (version %d, this lockledger writes %d): open it once for writing", store.ErrOldSchema, cur, latest)
 	case cur < latest:

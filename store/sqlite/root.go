@@ -75,7 +75,7 @@ func (r Root) MustExist() error {
 	if err := r.traceOfALedger(d, marker); err != nil {
 		return err
 	}
-	return fmt.Errorf("%w at %s (nothing has been recorded there; check --root or LOCKLEDGER_ROOT)", store.ErrNoLedger, r.Dir)
+	return &store.NoLedgerError{Where: r.Dir, Hint: "check --root or LOCKLEDGER_ROOT"}
 }
 
 // birth is what an open may do about the ledger's identity: allowed says
@@ -120,7 +120,7 @@ func (r Root) OpenWritable(ctx context.Context, cfg Config, patience time.Durati
 			return nil, err
 		}
 		if !create {
-			return nil, fmt.Errorf("%w at %s (nothing has been recorded there; check --root or LOCKLEDGER_ROOT)", store.ErrNoLedger, r.Dir)
+			return nil, &store.NoLedgerError{Where: r.Dir, Hint: "check --root or LOCKLEDGER_ROOT"}
 		}
 		if err := r.Files.CreateFile(File); err != nil {
 			return nil, fmt.Errorf("ledger: %w", err)
@@ -281,7 +281,7 @@ func (r Root) openReadOnly(ctx context.Context, cfg Config, immutable bool) (*St
 				return nil, terr
 			}
 		}
-		return nil, fmt.Errorf("%w at %s (the database holds no ledger yet)", store.ErrNoLedger, r.Dir)
+		return nil, &store.NoLedgerError{Where: r.Dir, Hint: "its ledger.db holds no ledger yet"}
 	}
 	return st, err
 }

@@ -34,14 +34,23 @@ func (g *globals) recordAccess(ctx context.Context, what string, typ events.Type
 		g.log.Debug("recorded", "event", typ, "seq", seq)
 		return seq
 	case errors.Is(err, ledger.ErrNoLedger):
-		g.log.Info(what+" not recorded: there is no ledger at the root to record it in", "root", g.root)
+		g.log.Info(what+" not recorded: there is no ledger to record it in", g.whereAttr()...)
 	case ctx.Err() != nil:
-		g.log.Warn(what+" not recorded in the ledger: interrupted", "root", g.root)
+		g.log.Warn(what+" not recorded in the ledger: interrupted", g.whereAttr()...)
 	default:
-		g.log.Warn(what+" not recorded in the ledger: the root could not take the event (read-only or busy); "+
-			"the "+what+" itself is complete", "root", g.root, "err", err)
+		g.log.Warn(what+" not recorded in the ledger: it could not take the event (read-only, no right to write, or busy); "+
+			"the "+what+" itself is complete", append(g.whereAttr(), "err", err)...)
 	}
 	return 0
+}
+
+// whereAttr names where the ledger is kept, for a log line: the
+// database (without its password) with --database, else the root.
+func (g *globals) whereAttr() []any {
+	if g.database != "" {
+		return []any{"database", ledger.RedactURL(g.database)}
+	}
+	return []any{"root", absPath(g.root)}
 }
 
 // absPath is p made absolute for a record.

@@ -268,3 +268,6 @@ const DefaultPoolSize = postgres.DefaultPoolSize
 func IsTransient(err error) bool {
 	return errors.Is(err, errWriterBusy) || sqlite.IsBusy(err) || postgres.Transient(err)
 }
+
+// RedactURL is a database URL without its password, for messages.
+func RedactURL(url string) string { return postgres.Redact(url) }

@@ -474,28 +474,47 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
-// READMERoles reads the SQL statements of the README's role set-up block
-// (the one that starts with "CREATE ROLE lockledger_writer"), one a string,
-// for the tests that run it.
+// READMERoles reads the SQL statements of the README's set-up that concern
+// its writer and auditor roles (those naming lockledger_writer or
+// lockledger_auditor: their CREATE ROLE, then the grants), from the
+// psql here-documents (<<'SQL' ... SQL), one a string, for the tests that
+// run them.
 func READMERoles(t testing.TB, readme string) []string {
 	t.Helper()
-	start := strings.Index(readme, "```sql\nCREATE ROLE lockledger_writer")
-	if start < 0 {
-		t.Fatal("README.md has no ```sql block starting with CREATE ROLE lockledger_writer")
-	}
-	block := readme[start+len("```sql\n"):]
-	block = block[:strings.Index(block, "```")]
 	var out []string
-	for _, s := range strings.Split(block, ";") {
-		var lines []string
-		for _, l := range strings.Split(s, "\n") {
-			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "--") {
-				lines = append(lines, l)
+	for _, block := range READMESQL(readme) {
+		for _, s := range strings.Split(block, ";") {
+			var lines []string
+			for _, l := range strings.Split(s, "\n") {
+				if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "--") {
+					lines = append(lines, l)
+				}
+			}
+			if q := strings.Join(lines, " "); strings.Contains(q, "lockledger_writer") || strings.Contains(q, "lockledger_auditor") {
+				out = append(out, q)
 			}
 		}
-		if len(lines) > 0 {
-			out = append(out, strings.Join(lines, " "))
-		}
+	}
+	if len(out) == 0 || !strings.HasPrefix(out[0], "CREATE ROLE lockledger_writer") {
+		t.Fatalf("README.md has no psql here-document creating lockledger_writer (found %q)", out)
 	}
 	return out
+}
+
+// READMESQL is the text of every <<'SQL' here-document in readme.
+func READMESQL(readme string) []string {
+	var out []string
+	for rest := readme; ; {
+		i := strings.Index(rest, "<<'SQL'\n")
+		if i < 0 {
+			return out
+		}
+		rest = rest[i+len("<<'SQL'\n"):]
+		end := strings.Index(rest, "\nSQL\n")
+		if end < 0 {
+			return out
+		}
+		out = append(out, rest[:end])
+		rest = rest[end:]
+	}
 }

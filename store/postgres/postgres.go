@@ -155,9 +155,11 @@ func (s *Store) migrate(ctx context.Context) error {
 // writerLock serialises the writers of the ledger in the connection's
 // schema: the one row of writer_lock, locked FOR UPDATE, which needs the
 // UPDATE privilege on it that only writers have (a role that may only read
-// cannot hold up the writers). The ledger's id comes back in the same round
-// trip: the writer checks that the database is still its ledger.
-const writerLock = `SELECT (SELECT value FROM meta WHERE key = 'ledger_id') FROM writer_lock WHERE id = 1 FOR UPDATE`
+// cannot hold up the writers). The ledger's id and whether the role may
+// append events come back in the same round trip: the writer checks that
+// the database is still its ledger, and that it may write there at all.
+const writerLock = `SELECT (SELECT value FROM meta WHERE key = 'ledger_id'), has_table_privilege('events', 'INSERT')
+	FROM writer_lock WHERE id = 1 FOR UPDATE`
 
 // boundWaits bounds every lock wait of the transaction by the busy timeout
 // (lock_timeout, in milliseconds), the writer lock's included.
@@ -178,7 +180,8 @@ func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) {
 		return nil, err
 	}
 	var stored sql.NullString
-	if err := tx.QueryRowContext(ctx, writerLock).Scan(&stored); err != nil {
+	var appends bool
+	if err := tx.QueryRowContext(ctx, writerLock).Scan(&stored, &appends); err != nil {
 		tx.Rollback()
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("ledger: %s has no writer_lock row: %w", s.source, store.ErrLedgerGone)
@@ -193,6 +196,13 @@ func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) {
 				"(GRANT UPDATE ON writer_lock TO the writer role, as the database's owner): %w", s.source, err)
 		}
 		return nil, err
+	}
+	if !appends {
+		// Refused here, before the decision places any lock file it would
+		// only have to take back.
+		tx.Rollback()
+		return nil, fmt.Errorf("ledger: %s: this role may not append events: a writer needs INSERT on events "+
+			"(GRANT INSERT ON events, tlog_hashes, checkpoints TO the writer role, as the database's owner)", s.source)
 	}
 	id := stored.String
 	if !stored.Valid {

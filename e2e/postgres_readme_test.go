@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/pgtest"
+)
+
+// readmeSection is the README's text from the heading start up to the
+// first line that begins with end.
+func readmeSection(t *testing.T, start, end string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	i := strings.Index(s, start)
+	if i < 0 {
+		t.Fatalf("README.md has no %q", start)
+	}
+	s = s[i:]
+	if j := strings.Index(s, "\n"+end); j >= 0 {
+		s = s[:j]
+	}
+	return s
+}
+
+// shellScript turns the ```sh blocks of a README section into one script:
+// each "$ " line a command (a here-document's lines with it), comments
+// dropped, and the other lines returned as the output the commands print.
+func shellScript(section string) (script string, outputs []string) {
+	var b strings.Builder
+	for _, block := range strings.Split(section, "```sh\n")[1:] {
+		block = block[:strings.Index(block, "```")]
+		lines := strings.Split(strings.TrimSuffix(block, "\n"), "\n")
+		for i := 0; i < len(lines); i++ {
+			l := lines[i]
+			switch {
+			case strings.HasPrefix(l, "$ "):
+				b.WriteString(l[2:] + "\n")
+				if strings.Contains(l, "<<'SQL'") {
+					for i++; i < len(lines); i++ {
+						b.WriteString(lines[i] + "\n")
+						if lines[i] == "SQL" {
+							break
+						}
+					}
+				}
+			case strings.HasPrefix(l, "#"):
+			default:
+				outputs = append(outputs, l)
+			}
+		}
+	}
+	return b.String(), outputs
+}
+
+// TestPostgresREADMESetUpAsWritten runs the README's PostgreSQL set-up and
+// its examples as written, against the throwaway cluster, with only the
+// server's address changed: the superuser makes the owner, its database
+// and the roles; the owner's init makes the tables and its grants name
+// them; a writer's runs on two hosts exclude each other; the auditor
+// verifies (unrecorded, naming the database) and is refused a lock
+// without a word about lock files.
+func TestPostgresREADMESetUpAsWritten(t *testing.T) {
+	clitest.NeedBinary(t, "psql")
+	c := pgtest.Get(t)
+	section := readmeSection(t, "## Many hosts: PostgreSQL", "**How time and liveness")
+	script, outputs := shellScript(section)
+	addr := regexp.MustCompile(`postgres://(\w+)@db\.internal/(\w+)(\?sslmode=verify-full)?`)
+	if n := len(addr.FindAllString(script, -1)); n < 5 {
+		t.Fatalf("README's PostgreSQL section names the database %d times; its blocks:\n%s", n, script)
+	}
+	script = addr.ReplaceAllString(script, fmt.Sprintf("postgres://$1@/$2?host=%s&port=%d", c.SocketDir, c.Port))
+	t.Cleanup(func() {
+		for _, q := range []string{"DROP DATABASE IF EXISTS locks WITH (FORCE)", "DROP ROLE IF EXISTS lockledger_writer",
+			"DROP ROLE IF EXISTS lockledger_auditor", "DROP ROLE IF EXISTS lockledger"} {
+			if err := c.Exec(q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+
+	work, home, bin := t.TempDir(), t.TempDir(), t.TempDir()
+	wrapper := "#!/bin/sh\nexec " + strconv.Quote(clitest.Bin()) + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "lockledger"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "deploy.sh"), []byte("#!/bin/sh\necho deployed\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-eu", "-o", "pipefail", "-x", "-c", script)
+	cmd.Dir = work
+	cmd.Env = append(defaultRootEnv(home), "PATH="+bin+":"+os.Getenv("PATH"))
+	r := clitest.Exec(t, cmd)
+	if r.Code != 0 {
+		t.Fatalf("the README's PostgreSQL section, run as written: exit %d\nscript:\n%s\nstdout: %s\nstderr: %s", r.Code, script, r.Stdout, r.Stderr)
+	}
+	for _, o := range outputs {
+		if !strings.Contains(r.Stdout, o+"\n") {
+			t.Errorf("the README shows %q; the commands printed:\n%s", o, r.Stdout)
+		}
+	}
+	if strings.Count(r.Stdout, "deployed\n") != 2 {
+		t.Errorf("deploy.sh did not run once per host:\n%s", r.Stdout)
+	}
+	if !strings.Contains(r.Stdout, "init: created ledger") {
+		t.Errorf("init did not say it created the ledger:\n%s", r.Stdout)
+	}
+	// The auditor's part: after its export LOCKLEDGER_DATABASE_URL.
+	_, auditor, ok := strings.Cut(r.Stderr, "lockledger_auditor@")
+	if !ok {
+		t.Fatalf("no auditor commands in the trace:\n%s", r.Stderr)
+	}
+	if !strings.Contains(auditor, "not recorded") || !strings.Contains(auditor, "database=") || strings.Contains(auditor, "root=") {
+		t.Errorf("the auditor's unrecorded verify does not name the database alone:\n%s", auditor)
+	}
+	if strings.Contains(auditor, "lock file") {
+		t.Errorf("the auditor's refused acquire speaks of lock files:\n%s", auditor)
+	}
+	// An auditor that may take the writer lock (a grant too many) still
+	// cannot append: its refused acquire leaves no lock file and says
+	// nothing about one.
+	owner := openSQL(t, c.SocketURL("locks"))
+	if _, err := owner.Exec("GRANT UPDATE ON writer_lock TO lockledger_auditor"); err != nil {
+		t.Fatal(err)
+	}
+	r = clitest.RunWith(t, "", append(defaultRootEnv(home), "LOCKLEDGER_DATABASE_URL="+strings.Replace(c.SocketURL("locks"), "postgres://"+pgtest.Superuser+"@", "postgres://lockledger_auditor@", 1)), "",
+		"acquire", "audited")
+	if r.Code != 1 || strings.Contains(r.Stderr, "lock file") {
+		t.Errorf("an auditor's refused acquire: exit %d, want 1 and no word of lock files\nstderr: %s", r.Code, r.Stderr)
+	}
+	if entries, err := os.ReadDir(filepath.Join(home, ".local", "state", "lockledger", "locks")); err == nil {
+		for _, e := range entries {
+			t.Errorf("a lock file is left in the writers' root: %s", e.Name())
+		}
+	}
+}

@@ -122,21 +122,32 @@ func TestDemoWritesNoEscapeCodesWhenPipedOrWithNoColor(t *testing.T) {
 
 func TestStatusCheckAndARootWithNothingRecorded(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "fresh")
-	r := clitest.Must(t, 0, root, "status", "deploy")
-	if r.Stdout != "deploy: free\n" {
-		t.Fatalf("status on a fresh root: %q", r.Stdout)
+	// Nothing recorded is not free: exit 6, no ledger, nothing created.
+	r := clitest.Must(t, 6, root, "status", "deploy")
+	if r.Stdout != "" || !strings.Contains(r.Stderr, "no ledger at") {
+		t.Fatalf("status on a fresh root: %q %q", r.Stdout, r.Stderr)
+	}
+	if r := clitest.Must(t, 6, root, "status", "deploy", "--check"); r.Stdout != "" {
+		t.Fatalf("--check printed %q", r.Stdout)
+	}
+	if o := jsonOut(t, clitest.Must(t, 6, root, "status", "deploy", "--check", "--json")); o["error"] != "no_ledger" {
+		t.Fatalf("--check --json: %v", o)
+	}
+	if o := jsonOut(t, clitest.Must(t, 6, root, "list", "--json")); o["error"] != "no_ledger" {
+		t.Fatalf("list on a fresh root: %v", o)
+	}
+	if _, err := os.Lstat(root); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("reading a fresh root created it: %v", err)
+	}
+	clitest.Must(t, 0, root, "init")
+	if r := clitest.Must(t, 0, root, "status", "deploy"); r.Stdout != "deploy: free\n" {
+		t.Fatalf("status on a fresh ledger: %q", r.Stdout)
 	}
 	if r := clitest.Must(t, 0, root, "status", "deploy", "--check"); r.Stdout != "" {
 		t.Fatalf("--check printed %q", r.Stdout)
 	}
-	if o := jsonOut(t, clitest.Must(t, 0, root, "status", "deploy", "--check", "--json")); o["state"] != "free" {
-		t.Fatalf("--check --json: %v", o)
-	}
 	if r := clitest.Must(t, 0, root, "list", "--json"); strings.TrimSpace(r.Stdout) != "[]" {
-		t.Fatalf("list on a fresh root: %q", r.Stdout)
-	}
-	if _, err := os.Lstat(root); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("reading a fresh root created it: %v", err)
+		t.Fatalf("list on a fresh ledger: %q", r.Stdout)
 	}
 
 	self := strconv.Itoa(os.Getpid())

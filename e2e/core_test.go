@@ -473,16 +473,16 @@ func TestFencingTokensIncreasePerLock(t *testing.T) {
 	}
 }
 
-// The audit commands need a ledger; status answers free without one. None
-// of them creates anything.
+// The audit commands need a ledger, and so does status: none answers
+// without one (exit 6), and none creates anything.
 func TestReadOnlyCommandsNeedALedger(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "nothing")
-	r := clitest.Must(t, 1, root, "timeline")
+	r := clitest.Must(t, 6, root, "timeline")
 	if !strings.Contains(r.Stderr, "no ledger") {
 		t.Fatalf("timeline on an empty root: %s", r.Stderr)
 	}
-	if r := clitest.Must(t, 0, root, "status", "x"); !strings.Contains(r.Stdout, "free") {
-		t.Fatalf("status on an empty root: %s", r.Stdout)
+	if r := clitest.Must(t, 6, root, "status", "x"); strings.Contains(r.Stdout, "free") || !strings.Contains(r.Stderr, "no ledger") {
+		t.Fatalf("status on an empty root: %s %s", r.Stdout, r.Stderr)
 	}
 	if _, err := os.Stat(root); !os.IsNotExist(err) {
 		t.Fatalf("a read-only command created the root")

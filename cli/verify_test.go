@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/cli"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/fixture"
@@ -225,11 +226,12 @@ func TestDeletedLockFileIsReportedAndProjected(t *testing.T) {
 	}
 }
 
-// TestReadCommandsNeedALedger: the read side never creates one.
+// TestReadCommandsNeedALedger: the read side never creates one, and says
+// there is none with its own exit code.
 func TestReadCommandsNeedALedger(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "nothing-here")
 	for _, args := range [][]string{{"timeline"}, {"history", "a"}, {"who", "a"}, {"replay"}, {"verify"}, {"export"}, {"project"}} {
-		clitest.Must(t, 1, root, args...)
+		clitest.Must(t, cli.ExitNoLedger, root, args...)
 	}
 	if _, err := os.Stat(root); !os.IsNotExist(err) {
 		t.Fatalf("a read command created %s", root)

@@ -149,3 +149,36 @@ func TestPostgresREADMESetUpAsWritten(t *testing.T) {
 		}
 	}
 }
+
+// On an empty database the reads say there is no ledger, naming the
+// database (exit 6) and creating no table; init as the owner creates the
+// tables once, and again says so and changes nothing.
+func TestPostgresInitAndNoLedger(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	h := newPGHost(t, "init-host", url)
+	for _, args := range [][]string{{"status", "x"}, {"list"}, {"verify"}, {"timeline"}} {
+		r := h.must(t, 6, args...)
+		if !strings.Contains(r.Stderr, "no ledger at postgres database ") || strings.Contains(r.Stderr, h.root) {
+			t.Errorf("%v on an empty database: %s", args, r.Stderr)
+		}
+	}
+	db := openSQL(t, url)
+	tables := func() string {
+		return scalar(t, db, `SELECT count(*)::text FROM information_schema.tables WHERE table_schema = 'public'`)
+	}
+	if n := tables(); n != "0" {
+		t.Fatalf("the reads created %s tables", n)
+	}
+	o := jsonOut(t, h.must(t, 0, "init", "--json"))
+	if o["status"] != "created" || !strings.HasPrefix(o["source"].(string), "postgres database ") {
+		t.Fatalf("init --json: %v", o)
+	}
+	n := tables()
+	if again := jsonOut(t, h.must(t, 0, "init", "--json")); again["status"] != "exists" || again["ledger_id"] != o["ledger_id"] {
+		t.Errorf("init again: %v", again)
+	}
+	if tables() != n || scalar(t, db, `SELECT count(*)::text FROM events`) != "0" {
+		t.Errorf("init on a ledger changed the database")
+	}
+	h.must(t, 0, "status", "x")
+}

@@ -51,7 +51,12 @@ func runInit(ctx context.Context, g *globals) error {
 	if errors.Is(err, ledger.ErrOldSchema) {
 		// A ledger written by an older lockledger is there: the next
 		// writing command upgrades it, init writes nothing.
-		g.log.Info("init: a ledger written by an older lockledger is already there; nothing written", g.whereAttr()...)
+		where := g.whereAttr()
+		if g.json {
+			writeJSON(g.io.Out, map[string]any{"status": "exists", "old_schema": true, where[0].(string): where[1]})
+		} else {
+			termtext.Fprintf(g.io.Out, "init: a ledger written by an older lockledger is already in %s; nothing written (the next writing command upgrades it)\n", where[1])
+		}
 		return nil
 	}
 	if errors.Is(err, ledger.ErrNoLedger) {

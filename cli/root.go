@@ -44,9 +44,15 @@ What lockledger refuses to touch (more in README.md):
     the read commands carry on and report it.
 --root itself may be a symlink: every command resolves it the same way.
 
+ROOT is --root, else $LOCKLEDGER_ROOT, else $XDG_STATE_HOME/lockledger,
+else ~/.local/state/lockledger: never the current directory. lockledger
+init creates the ledger; a read where none was ever recorded says so
+(exit 6) and never answers "free".
+
 Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
-4 stale (use --force), 5 not the holder / lock lost; 128+N when signal N
-(INT 130, TERM 143, HUP 129) stopped the command, e.g. during --wait.
+4 stale (use --force), 5 not the holder / lock lost, 6 no ledger; 128+N
+when signal N (INT 130, TERM 143, HUP 129) stopped the command, e.g.
+during --wait.
 
 Tamper evidence beyond the chain: keygen makes a key kept outside the
 root; writers given it (--signing-key) sign checkpoints of the log's

@@ -29,17 +29,7 @@ func TestInitCreatesOnceAndThenWritesNothing(t *testing.T) {
 	clitest.Must(t, 0, root, "verify")
 	clitest.Must(t, 0, root, "acquire", "deploy", "--pid", strconv.Itoa(os.Getpid()))
 
-	// The -shm file is SQLite's shared index of the WAL, which every
-	// reader maps and updates; the rest is what a write would change.
-	listing := func() string {
-		var keep []string
-		for _, l := range strings.Split(treeListing(t, root), "\n") {
-			if !strings.HasPrefix(l, "ledger.db-shm ") {
-				keep = append(keep, l)
-			}
-		}
-		return strings.Join(keep, "\n")
-	}
+	listing := func() string { return ledgerListing(t, root) }
 	before := listing()
 	r = clitest.Must(t, 0, root, "init")
 	if !strings.Contains(r.Stdout, "already in "+filepath.Join(root, "ledger.db")+"; nothing written") || !strings.Contains(r.Stdout, o["ledger_id"].(string)) {
@@ -52,4 +42,38 @@ func TestInitCreatesOnceAndThenWritesNothing(t *testing.T) {
 		t.Errorf("init on a ledger changed the root:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 	clitest.Must(t, 2, root, "init", "extra")
+}
+
+// init on a ledger written by an older lockledger says it is there and
+// leaves it to the next writing command to upgrade.
+func TestInitLeavesAnOlderLedgerAsItIs(t *testing.T) {
+	root := t.TempDir()
+	clitest.Must(t, 0, root, "init")
+	downgradeSchema(t, root)
+	before := ledgerListing(t, root)
+	if r := clitest.Must(t, 0, root, "init"); !strings.Contains(r.Stdout, "written by an older lockledger is already in "+root+"; nothing written") {
+		t.Errorf("init on an older ledger: %q", r.Stdout)
+	}
+	if o := jsonOut(t, clitest.Must(t, 0, root, "init", "--json")); o["status"] != "exists" || o["old_schema"] != true || o["root"] != root {
+		t.Errorf("init --json on an older ledger: %v", o)
+	}
+	if after := ledgerListing(t, root); after != before {
+		t.Errorf("init changed an older ledger:\n%s\n->\n%s", before, after)
+	}
+}
+
+// ledgerListing is treeListing of root without what every reader of a
+// SQLite ledger touches: the root's own mtime, the -shm file (the WAL
+// index readers map and update) and an empty -wal (made by a read-only
+// open); what is left is what a write would change.
+func ledgerListing(t *testing.T, root string) string {
+	var keep []string
+	for _, l := range strings.Split(treeListing(t, root), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 || f[0] == "." || f[0] == "ledger.db-shm" || f[0] == "ledger.db-wal" && f[2] == "0" {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
 }

@@ -67,12 +67,14 @@ func shellScript(section string) (script string, outputs []string) {
 }
 
 // TestPostgresREADMESetUpAsWritten runs the README's PostgreSQL set-up and
-// its examples as written, against the throwaway cluster, with only the
-// server's address changed: the superuser makes the owner, its database
-// and the roles; the owner's init makes the tables and its grants name
-// them; a writer's runs on two hosts exclude each other; the auditor
-// verifies (unrecorded, naming the database) and is refused a lock
-// without a word about lock files.
+// its examples as written, through bash and psql against the throwaway
+// cluster, with only the server's address changed (and, for the import,
+// the source's path; ./deploy.sh is a script that says "deployed"): the
+// superuser makes the owner, its database and the roles; the owner's init
+// makes the tables and its grants name them; a writer's runs on two hosts
+// take turns; the auditor verifies (unrecorded, naming the database) and
+// is refused a lock without a word about lock files; a SQLite ledger is
+// imported into a database set up the same way.
 func TestPostgresREADMESetUpAsWritten(t *testing.T) {
 	clitest.NeedBinary(t, "psql")
 	c := pgtest.Get(t)
@@ -82,10 +84,11 @@ func TestPostgresREADMESetUpAsWritten(t *testing.T) {
 	if n := len(addr.FindAllString(script, -1)); n < 5 {
 		t.Fatalf("README's PostgreSQL section names the database %d times; its blocks:\n%s", n, script)
 	}
-	script = addr.ReplaceAllString(script, fmt.Sprintf("postgres://$1@/$2?host=%s&port=%d", c.SocketDir, c.Port))
+	server := fmt.Sprintf("postgres://${1}@%s/${2}", c.TCPAddr())
+	script = addr.ReplaceAllString(script, server)
 	t.Cleanup(func() {
-		for _, q := range []string{"DROP DATABASE IF EXISTS locks WITH (FORCE)", "DROP ROLE IF EXISTS lockledger_writer",
-			"DROP ROLE IF EXISTS lockledger_auditor", "DROP ROLE IF EXISTS lockledger"} {
+		for _, q := range []string{"DROP DATABASE IF EXISTS locks WITH (FORCE)", "DROP DATABASE IF EXISTS locks_import WITH (FORCE)",
+			"DROP ROLE IF EXISTS lockledger_writer", "DROP ROLE IF EXISTS lockledger_auditor", "DROP ROLE IF EXISTS lockledger"} {
 			if err := c.Exec(q); err != nil {
 				t.Errorf("%s: %v", q, err)
 			}
@@ -134,14 +137,37 @@ func TestPostgresREADMESetUpAsWritten(t *testing.T) {
 	// An auditor that may take the writer lock (a grant too many) still
 	// cannot append: its refused acquire leaves no lock file and says
 	// nothing about one.
-	owner := openSQL(t, c.SocketURL("locks"))
-	if _, err := owner.Exec("GRANT UPDATE ON writer_lock TO lockledger_auditor"); err != nil {
+	locks := openSQL(t, c.SocketURL("locks"))
+	if _, err := locks.Exec("GRANT UPDATE ON writer_lock TO lockledger_auditor"); err != nil {
 		t.Fatal(err)
 	}
-	r = clitest.RunWith(t, "", append(defaultRootEnv(home), "LOCKLEDGER_DATABASE_URL="+strings.Replace(c.SocketURL("locks"), "postgres://"+pgtest.Superuser+"@", "postgres://lockledger_auditor@", 1)), "",
-		"acquire", "audited")
+	asAuditor := strings.Replace(c.SocketURL("locks"), "postgres://"+pgtest.Superuser+"@", "postgres://lockledger_auditor@", 1)
+	r = clitest.RunWith(t, "", append(defaultRootEnv(home), "LOCKLEDGER_DATABASE_URL="+asAuditor), "", "acquire", "audited")
 	if r.Code != 1 || strings.Contains(r.Stderr, "lock file") {
 		t.Errorf("an auditor's refused acquire: exit %d, want 1 and no word of lock files\nstderr: %s", r.Code, r.Stderr)
+	}
+	// Moving a ledger from SQLite, as written, into a database set up as
+	// above (the owner's, after its init), with the source at the path
+	// the README names replaced by this test's.
+	src := filepath.Join(t.TempDir(), "var-lib-lockledger")
+	clitest.Must(t, 0, src, "acquire", "moved", "--pid", strconv.Itoa(os.Getpid()))
+	clitest.Must(t, 0, src, "release", "moved", "--force")
+	if err := c.Exec("CREATE DATABASE locks_import OWNER lockledger"); err != nil {
+		t.Fatal(err)
+	}
+	move, _ := shellScript(readmeSection(t, "**Moving a ledger from SQLite.**", "The ledger keeps its id"))
+	if !strings.Contains(move, " import --from /var/lib/lockledger") {
+		t.Fatalf("README's import example: %q", move)
+	}
+	move = addr.ReplaceAllString(move, server+"_import")
+	move = strings.ReplaceAll(move, "/var/lib/lockledger", src)
+	owner := "postgres://lockledger@" + c.TCPAddr() + "/locks_import"
+	cmd = exec.CommandContext(ctx, "bash", "-eu", "-o", "pipefail", "-x", "-c",
+		"lockledger --root "+t.TempDir()+" --database '"+owner+"' init\n"+move)
+	cmd.Dir = work
+	cmd.Env = append(defaultRootEnv(home), "PATH="+bin+":"+os.Getenv("PATH"))
+	if r = clitest.Exec(t, cmd); r.Code != 0 || !strings.Contains(r.Stdout, "verify: OK") || !strings.Contains(r.Stdout, "events       2") {
+		t.Errorf("the README's import, run as written: exit %d\nscript:\n%s\nstdout: %s\nstderr: %s", r.Code, move, r.Stdout, r.Stderr)
 	}
 	if entries, err := os.ReadDir(filepath.Join(home, ".local", "state", "lockledger", "locks")); err == nil {
 		for _, e := range entries {

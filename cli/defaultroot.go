@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/spf13/cobra"
+
 	"github.com/lockledger/lockledger/events"
 )
 
@@ -39,9 +41,10 @@ func DefaultRoot() (string, error) {
 	return filepath.Join(home, ".local", "state", "lockledger"), nil
 }
 
-// needsNoRoot are the commands that never touch a ledger.
+// needsNoRoot are the commands that never touch a ledger (and the shell's
+// completion requests, which offer no lock names without a root).
 var needsNoRoot = map[string]bool{"version": true, "keygen": true, "verify-proof": true, "help": true, "completion": true,
-	"bash": true, "zsh": true, "fish": true, "powershell": true}
+	"bash": true, "zsh": true, "fish": true, "powershell": true, cobra.ShellCompRequestCmd: true, cobra.ShellCompNoDescRequestCmd: true}
 
 // resolveRoot settles g.root: --root as given (never empty), else
 // LOCKLEDGER_ROOT (the flag's default), else DefaultRoot. A command that

@@ -121,8 +121,10 @@ func TestNoHomeNoDefaultRoot(t *testing.T) {
 			t.Errorf("%v with no home: exit %d, want 2 asking for --root or LOCKLEDGER_ROOT\nstdout: %s\nstderr: %s", args, r.Code, r.Stdout, r.Stderr)
 		}
 	}
-	if r := run("version"); r.Code != 0 {
-		t.Errorf("version with no home: exit %d\n%s", r.Code, r.Stderr)
+	for _, args := range [][]string{{"version"}, {"__complete", "status", ""}} {
+		if r := run(args...); r.Code != 0 {
+			t.Errorf("%v with no home: exit %d\n%s", args, r.Code, r.Stderr)
+		}
 	}
 	absent(t, filepath.Join(dir, ".lockledger"), "a command with no home wrote in its cwd")
 }

@@ -32,6 +32,7 @@ type verifyOptions struct {
 	verifiers   []string
 	heads       []string
 	witnessFlag bool // --witness given on the command line, not only by LOCKLEDGER_WITNESS
+	witnessKeys witnessKeyFlags
 }
 
 func newVerify(g *globals) *cobra.Command {
@@ -140,6 +141,7 @@ created); with no ledger there it is not recorded.`,
 	cmd.Flags().StringArrayVar(&o.checkpoints, "checkpoint", nil, "check the log against the signed checkpoints in FILE (needs --verifier-key; repeatable)")
 	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one: checkpoints must be signed by one (repeatable)")
 	cmd.Flags().StringArrayVar(&o.heads, "expect-head", nil, "SEQ:HASH: event SEQ's hash must be HASH (a head recorded elsewhere, without a key; repeatable)")
+	o.witnessKeys.register(cmd)
 	return cmd
 }
 
@@ -158,6 +160,9 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		return nil, err
 	}
 	t.Expected = len(t.Verifiers) > 0
+	if err := o.witnessKeys.add(o.g.root, o.file == "", t); err != nil {
+		return nil, err
+	}
 	for _, h := range o.heads {
 		seqText, hash, ok := strings.Cut(h, ":")
 		hash = strings.ToLower(hash) // verify prints lower case; a copy may not be
@@ -292,7 +297,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		if o.full {
 			opts = append(opts, ledger.FullStorageCheck())
 		}
-		rep, err = verifyLedger(ctx, o.g, opts...)
+		rep, err = verifyWitnessed(ctx, o.g, trust, opts...)
 	}
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -128,4 +129,11 @@ func verifyWitnessed(ctx context.Context, g *globals, trust *replay.Trust, opts 
 		}
 	}
 	return r.l.Verify(ctx, append(opts, ledger.InSnapshot(r.tx))...)
+}
+
+// coveredCosignatures are the cosignatures an export of seq from-to
+// carries: those of the sizes its checkpoints may have.
+func coveredCosignatures(ctx context.Context, tx store.Querier, from, to int64) ([]store.StoredCosignature, error) {
+	all, err := store.StoredCosignatures(ctx, tx)
+	return slices.DeleteFunc(all, func(c store.StoredCosignature) bool { return c.Size < max(from-1, 1) || c.Size > to }), err
 }

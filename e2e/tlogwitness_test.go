@@ -261,6 +261,11 @@ func TestLitewitnessCosignsAndRefusesARewrittenLedger(t *testing.T) {
 	other := otherWitnessKey(t)
 	mustName(t, clitest.Verify(t, 1, s.root, "--witness-key", w.vkey, "--witness-key", other), 1, "only 1 of the 2 witness keys", "size 11")
 	clitest.Verify(t, 0, s.root, "--witness-key", w.vkey, "--witness-key", other, "--witness-quorum", "1")
+	// An export carries the cosignatures: verify --file checks them alone.
+	exported := filepath.Join(t.TempDir(), "audit.jsonl")
+	clitest.Must(t, 0, s.root, "export", "-o", exported)
+	clitest.Verify(t, 0, s.root, "--file", exported, "--witness-key", w.vkey)
+	mustName(t, clitest.Verify(t, 1, s.root, "--file", exported, "--witness-key", other), 1, "no cosignature by the witness keys given")
 
 	cut := s.clone(t)
 	a := attack(t, s.root)
@@ -286,6 +291,9 @@ func TestLitewitnessCosignsAndRefusesARewrittenLedger(t *testing.T) {
 	refused(s.root, "checkpoint")
 	v = clitest.Verify(t, 1, s.root, "--witness-key", w.vkey)
 	mustName(t, v, 1, "the checkpoint of size 9 that witness example.com/lockledger-test cosigned", "split view", "the first 9 events hash to", "the checkpoint's root is")
+	clitest.Must(t, 0, s.root, "export", "-o", exported+".rewritten")
+	mustName(t, clitest.Verify(t, 1, s.root, "--file", exported+".rewritten", "--witness-key", w.vkey), 1,
+		"the checkpoint of size 11 that witness example.com/lockledger-test cosigned", "split view")
 
 	// The tail cut, and every trace of it removed: the cosignatures too.
 	a = attack(t, cut.root)

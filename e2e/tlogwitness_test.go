@@ -311,3 +311,34 @@ func TestLitewitnessCosignsAndRefusesARewrittenLedger(t *testing.T) {
 	refused(cut.root, "checkpoint")
 	mustName(t, clitest.Verify(t, 1, cut.root, "--witness-key", w.vkey), 1, "no cosignature by the witness keys given")
 }
+
+// TestWitnessFlagsRefuseBadInput: exit 2 naming the flag and the rule,
+// the ledger unchanged.
+func TestWitnessFlagsRefuseBadInput(t *testing.T) {
+	s := newSignedRoot(t)
+	before := snapLedger(t, s.root)
+	inRoot := filepath.Join(s.root, "witness.vkey")
+	writeFile(t, inRoot, otherWitnessKey(t)+"\n")
+	pid := strconv.Itoa(os.Getpid())
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--signing-key", s.key, "--witness-url", "http://127.0.0.1:1", "acquire", "x", "--pid", pid}, "--witness-url"},
+		{[]string{"--signing-key", s.key, "--witness-url", "127.0.0.1:1=" + otherWitnessKey(t), "acquire", "x", "--pid", pid}, "http or https URL"},
+		{[]string{"--signing-key", s.key, "--witness-url", "http://127.0.0.1:1=" + s.vkey, "acquire", "x", "--pid", pid}, "not a witness verifier key"},
+		{[]string{"--witness-url", "http://127.0.0.1:1=" + otherWitnessKey(t), "acquire", "x", "--pid", pid}, "needs --signing-key"},
+		{[]string{"verify", "--witness-key", s.vkey}, "--witness-key"},
+		{[]string{"verify", "--witness-key", inRoot}, "is inside the root"},
+		{[]string{"verify", "--witness-key", otherWitnessKey(t), "--witness-quorum", "2"}, "--witness-quorum"},
+		{[]string{"verify", "--witness-key", otherWitnessKey(t), "--witness-quorum", "0"}, "--witness-quorum"},
+	} {
+		r := clitest.Run(t, s.root, c.args...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, c.says) {
+			t.Errorf("lockledger %s: exit %d, want 2 saying %q\n%s", strings.Join(c.args, " "), r.Code, c.says, r.Stderr)
+		}
+	}
+	if after := snapLedger(t, s.root); after.events != before.events || after.head != before.head {
+		t.Fatalf("bad input changed the ledger: %s, was %s", after, before)
+	}
+}

@@ -23,9 +23,16 @@ import (
 // checkpoint they sign to every --witness-url and keep the cosignatures;
 // verify checks them with --witness-key.
 
+// witnessURLFlags are the writers' --witness-url, and those
+// LOCKLEDGER_WITNESS_URL gives.
+type witnessURLFlags struct {
+	urls, env []string
+}
+
 // registerWitnessURLs adds the writers' --witness-url.
 func (f *signFlags) registerWitnessURLs(pf *pflag.FlagSet) {
-	pf.StringArrayVar(&f.witnessURLs, "witness-url", strings.Fields(os.Getenv("LOCKLEDGER_WITNESS_URL")),
+	f.witnessURLs.env = strings.Fields(os.Getenv("LOCKLEDGER_WITNESS_URL"))
+	pf.StringArrayVar(&f.witnessURLs.urls, "witness-url", f.witnessURLs.env,
 		"URL=VKEY: writers send each checkpoint they sign to this tlog witness (c2sp.org/tlog-witness) and keep its cosignature,\n"+
 			"checked with its verifier key VKEY (repeatable; env LOCKLEDGER_WITNESS_URL, URL=VKEY pairs separated by spaces)")
 }
@@ -33,7 +40,7 @@ func (f *signFlags) registerWitnessURLs(pf *pflag.FlagSet) {
 // cosigners are the witnesses of --witness-url.
 func (g *globals) cosigners() ([]*tlogwitness.Witness, error) {
 	var out []*tlogwitness.Witness
-	for _, s := range g.sign.witnessURLs {
+	for _, s := range g.sign.witnessURLs.urls {
 		u, vkey, ok := strings.Cut(s, "=")
 		if !ok {
 			return nil, events.Invalid("--witness-url", s, "must be URL=VKEY: the witness's URL and its verifier key")
@@ -51,14 +58,17 @@ func (g *globals) cosigners() ([]*tlogwitness.Witness, error) {
 	return out, nil
 }
 
-// cosignerOptions is the ledger option of --witness-url; a witness without
-// a key to sign what it cosigns is refused.
+// cosignerOptions is the ledger option of --witness-url. A --witness-url
+// without a key to sign what it cosigns is refused; LOCKLEDGER_WITNESS_URL,
+// set for the writers, asks nothing of a process without one (an auditor's
+// verify), as LOCKLEDGER_WITNESS does not.
 func (g *globals) cosignerOptions(signing bool) ([]ledger.Option, error) {
-	if len(g.sign.witnessURLs) == 0 {
+	f := g.sign.witnessURLs
+	if len(f.urls) == 0 || (!signing && slices.Equal(f.urls, f.env)) {
 		return nil, nil
 	}
 	if !signing {
-		return nil, events.Invalid("--witness-url", g.sign.witnessURLs[0], "needs --signing-key (or LOCKLEDGER_SIGNING_KEY): a witness cosigns signed checkpoints")
+		return nil, events.Invalid("--witness-url", f.urls[0], "needs --signing-key (or LOCKLEDGER_SIGNING_KEY): a witness cosigns signed checkpoints")
 	}
 	ws, err := g.cosigners()
 	if err != nil {

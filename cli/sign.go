@@ -22,11 +22,12 @@ import (
 
 // signFlags are the global flags of signed checkpoints.
 type signFlags struct {
-	key         string   // --signing-key FILE, or LOCKLEDGER_SIGNING_KEY (a file, or the key itself)
-	keyFromEnv  bool     // key came from the environment
-	witnesses   []string // --witness PATH (writers append, verify reads)
-	every       string
-	interval    string
+	key        string   // --signing-key FILE, or LOCKLEDGER_SIGNING_KEY (a file, or the key itself)
+	keyFromEnv bool     // key came from the environment
+	witnesses  []string // --witness PATH (writers append, verify reads)
+	every      string
+	interval   string
+
 	witnessURLs witnessURLFlags // --witness-url URL=VKEY (see witnessurl.go)
 }
 
@@ -268,13 +269,14 @@ func newCheckpoint(g *globals) *cobra.Command {
 lockledger/<ledger id>, the number of events, the RFC 6962 Merkle root of
 their leaves, and the signing time, signed as a note with the key of
 --signing-key or LOCKLEDGER_SIGNING_KEY. It is stored in the ledger
-(table checkpoints) and appended to each --witness; the signed note is
-printed.
+(table checkpoints), appended to each --witness and sent to each
+--witness-url to be cosigned; the signed note is printed.
 
 Writers with a key sign checkpoints on their own too (--checkpoint-every,
 --checkpoint-interval); run this from cron to cover idle periods, or
 before handing an export to an auditor. Exit 1 when a witness cannot be
-written (the checkpoint is stored in the ledger all the same).`,
+written, or a --witness-url witness does not cosign (the checkpoint is
+stored in the ledger all the same).`,
 		Example: `  lockledger checkpoint --signing-key /etc/lockledger/signing.key --witness /mnt/audit/ledger.checkpoints`,
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runCheckpoint(cmd.Context(), g) },

@@ -87,6 +87,13 @@ one recorded elsewhere, without a key. Without any of them verify says
 Events after the last matching checkpoint are listed: nothing vouches for
 them yet.
 
+With --witness-key VKEY (a tlog witness's cosignature key, or a file
+holding one; repeatable), the cosignatures the ledger keeps of its
+checkpoints (writers' --witness-url) are checked too: a cosigned
+checkpoint whose root is not the log's is a split view, and fewer than
+--witness-quorum of the keys (default: all) having cosigned the newest
+checkpoint any of them cosigned is a failure.
+
 With --file, check a JSON Lines export on its own, without the database:
 the chain from the first line's prev_hash (or --prev-hash, e.g. the
 ledger's genesis or the previous export's head), seq contiguity and

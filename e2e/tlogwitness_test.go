@@ -118,22 +118,31 @@ func startLitewitness(t *testing.T) *liteWitness {
 		for sc.Scan() {
 			all.WriteString(sc.Text() + "\n")
 			if _, v, ok := strings.Cut(sc.Text(), "vkey="); ok {
-				vkey <- strings.Fields(v)[0]
+				select {
+				case vkey <- strings.Fields(v)[0]:
+				default:
+				}
 			}
 		}
 		logged <- all.String()
 	}()
+	var said string
+	read := false
 	t.Cleanup(func() {
 		cancel()
+		if !read {
+			said = <-logged // the reader ends when litewitness does
+		}
 		cmd.Wait()
 		if t.Failed() {
-			t.Logf("litewitness said:\n%s", <-logged)
+			t.Logf("litewitness said:\n%s", said)
 		}
 	})
 	select {
 	case w.vkey = <-vkey:
-	case out := <-logged:
-		t.Fatalf("litewitness exited without printing its verifier key:\n%s", out)
+	case said = <-logged:
+		read = true
+		t.Fatalf("litewitness exited without printing its verifier key:\n%s", said)
 	case <-time.After(30 * time.Second):
 		t.Fatal("litewitness printed no verifier key in 30s")
 	}

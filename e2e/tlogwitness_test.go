@@ -36,7 +36,7 @@ func litewitnessBin(t *testing.T) string {
 	}
 	var dirs []string
 	if b, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output(); err == nil {
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") // GOBIN's line may be empty
 		if len(lines) == 2 {
 			dirs = append(dirs, lines[0])
 			for _, p := range filepath.SplitList(lines[1]) {

@@ -28,8 +28,8 @@ type RefusedError struct {
 	URL     string
 	Witness string // the witness key's name
 	Size    int64  // the checkpoint's
-	// Cosigned is the size of the tree the witness cosigned last, when it
-	// said; -1 when it did not.
+	// Cosigned is the size of the tree the witness cosigned last: the one
+	// it named (409), else the one the request gave.
 	Cosigned int64
 	// Ahead: the witness holds a larger tree than the checkpoint's.
 	Ahead bool
@@ -40,7 +40,7 @@ func (e *RefusedError) Error() string {
 	who := fmt.Sprintf("witness %s (%s)", e.Witness, e.URL)
 	switch {
 	case e.Ahead:
-		return fmt.Sprintf("%s refused the checkpoint of %d events: it has cosigned a tree of %d events of this log, which no longer holds them (events were removed)", who, e.Size, e.Cosigned)
+		return fmt.Sprintf("%s refused the checkpoint of %d events: it has cosigned a tree of %d events of this log (a log that no longer holds them was cut)", who, e.Size, e.Cosigned)
 	case e.Cosigned > 0 && isStatus(e.Err, http.StatusUnprocessableEntity):
 		return fmt.Sprintf("%s refused the checkpoint of %d events: the tree of %d events it cosigned is not the first %d events of this log (it was rewritten, or another log was signed): %v",
 			who, e.Size, e.Cosigned, e.Cosigned, e.Err)

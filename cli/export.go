@@ -80,11 +80,16 @@ that it could not record itself.`,
 	return cmd
 }
 
-// writeCheckpointLines writes the tree and checkpoint lines of a jsonl
-// export of seq from-to, when the ledger holds checkpoints it covers.
+// writeCheckpointLines writes the tree, checkpoint and cosignature lines
+// of a jsonl export of seq from-to, when the ledger holds checkpoints or
+// cosignatures it covers.
 func writeCheckpointLines(ctx context.Context, r *reader, w io.Writer, from, to int64) error {
 	cps, err := store.StoredCheckpoints(ctx, r.tx, max(from-1, 1), to)
-	if err != nil || len(cps) == 0 {
+	if err != nil {
+		return err
+	}
+	cos, err := coveredCosignatures(ctx, r.tx, from, to)
+	if err != nil || len(cps)+len(cos) == 0 {
 		return err
 	}
 	if from > 1 {
@@ -98,6 +103,11 @@ func writeCheckpointLines(ctx context.Context, r *reader, w io.Writer, from, to 
 	}
 	for _, c := range cps {
 		if err := replay.WriteCheckpointLine(w, c.Note); err != nil {
+			return err
+		}
+	}
+	for _, c := range cos {
+		if err := replay.WriteCosignatureLine(w, c.Note); err != nil {
 			return err
 		}
 	}

@@ -27,6 +27,8 @@ type signFlags struct {
 	witnesses  []string // --witness PATH (writers append, verify reads)
 	every      string
 	interval   string
+
+	witnessURLs witnessURLFlags // --witness-url URL=VKEY (see witnessurl.go)
 }
 
 func (f *signFlags) register(cmd *cobra.Command) {
@@ -48,6 +50,7 @@ func (f *signFlags) register(cmd *cobra.Command) {
 		"(env LOCKLEDGER_SIGNING_KEY: the file, or the key itself)")
 	pf.StringArrayVar(&f.witnesses, "witness", envWitness, "writers copy each checkpoint here (a directory: one file each; else appended to the file); "+
 		"verify reads the checkpoints here (repeatable; env LOCKLEDGER_WITNESS, a list like PATH)")
+	f.registerWitnessURLs(pf)
 	pf.StringVar(&f.every, "checkpoint-every", every, "with a key, writers sign a checkpoint every this many events (env LOCKLEDGER_CHECKPOINT_EVERY)")
 	pf.StringVar(&f.interval, "checkpoint-interval", interval, "with a key, the first write after this long without a checkpoint signs one (env LOCKLEDGER_CHECKPOINT_INTERVAL)")
 }
@@ -151,6 +154,13 @@ func errText(err error) string {
 func (g *globals) signingOptions() ([]ledger.Option, error) {
 	s, err := g.signer()
 	if err != nil || s == nil {
+		if err == nil {
+			_, err = g.cosignerOptions(false)
+		}
+		return nil, err
+	}
+	cosign, err := g.cosignerOptions(true)
+	if err != nil {
 		return nil, err
 	}
 	every, err := strconv.ParseInt(g.sign.every, 10, 64)
@@ -171,7 +181,7 @@ func (g *globals) signingOptions() ([]ledger.Option, error) {
 				resolvedRoot(g.root)))
 		}
 	}
-	return []ledger.Option{ledger.WithSigner(s), ledger.WithWitnesses(g.sign.witnesses...), ledger.WithCheckpointPolicy(every, interval)}, nil
+	return append(cosign, ledger.WithSigner(s), ledger.WithWitnesses(g.sign.witnesses...), ledger.WithCheckpointPolicy(every, interval)), nil
 }
 
 // --- keygen ---
@@ -259,13 +269,14 @@ func newCheckpoint(g *globals) *cobra.Command {
 lockledger/<ledger id>, the number of events, the RFC 6962 Merkle root of
 their leaves, and the signing time, signed as a note with the key of
 --signing-key or LOCKLEDGER_SIGNING_KEY. It is stored in the ledger
-(table checkpoints) and appended to each --witness; the signed note is
-printed.
+(table checkpoints), appended to each --witness and sent to each
+--witness-url to be cosigned; the signed note is printed.
 
 Writers with a key sign checkpoints on their own too (--checkpoint-every,
 --checkpoint-interval); run this from cron to cover idle periods, or
 before handing an export to an auditor. Exit 1 when a witness cannot be
-written (the checkpoint is stored in the ledger all the same).`,
+written, or a --witness-url witness does not cosign (the checkpoint is
+stored in the ledger all the same).`,
 		Example: `  lockledger checkpoint --signing-key /etc/lockledger/signing.key --witness /mnt/audit/ledger.checkpoints`,
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runCheckpoint(cmd.Context(), g) },

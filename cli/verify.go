@@ -32,6 +32,7 @@ type verifyOptions struct {
 	verifiers   []string
 	heads       []string
 	witnessFlag bool // --witness given on the command line, not only by LOCKLEDGER_WITNESS
+	witnessKeys witnessKeyFlags
 }
 
 func newVerify(g *globals) *cobra.Command {
@@ -85,6 +86,13 @@ one recorded elsewhere, without a key. Without any of them verify says
 "` + replay.Unsigned + `".
 Events after the last matching checkpoint are listed: nothing vouches for
 them yet.
+
+With --witness-key VKEY (a tlog witness's cosignature key, or a file
+holding one; repeatable), the cosignatures the ledger keeps of its
+checkpoints (writers' --witness-url) are checked too: a cosigned
+checkpoint whose root is not the log's is a split view, and fewer than
+--witness-quorum of the keys (default: all) having cosigned the newest
+checkpoint any of them cosigned is a failure.
 
 With --file, check a JSON Lines export on its own, without the database:
 the chain from the first line's prev_hash (or --prev-hash, e.g. the
@@ -140,6 +148,7 @@ created); with no ledger there it is not recorded.`,
 	cmd.Flags().StringArrayVar(&o.checkpoints, "checkpoint", nil, "check the log against the signed checkpoints in FILE (needs --verifier-key; repeatable)")
 	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one: checkpoints must be signed by one (repeatable)")
 	cmd.Flags().StringArrayVar(&o.heads, "expect-head", nil, "SEQ:HASH: event SEQ's hash must be HASH (a head recorded elsewhere, without a key; repeatable)")
+	o.witnessKeys.register(cmd)
 	return cmd
 }
 
@@ -158,6 +167,9 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		return nil, err
 	}
 	t.Expected = len(t.Verifiers) > 0
+	if err := o.witnessKeys.add(o.g.root, o.file == "", t); err != nil {
+		return nil, err
+	}
 	for _, h := range o.heads {
 		seqText, hash, ok := strings.Cut(h, ":")
 		hash = strings.ToLower(hash) // verify prints lower case; a copy may not be
@@ -292,7 +304,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		if o.full {
 			opts = append(opts, ledger.FullStorageCheck())
 		}
-		rep, err = verifyLedger(ctx, o.g, opts...)
+		rep, err = verifyWitnessed(ctx, o.g, trust, opts...)
 	}
 	if err != nil {
 		return err

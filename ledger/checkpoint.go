@@ -19,6 +19,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/witness"
+	"github.com/lockledger/lockledger/witness/tlogwitness"
 )
 
 // Defaults of the automatic checkpoints a writer with a key signs.
@@ -30,6 +31,7 @@ const (
 type signing struct {
 	signer    note.Signer
 	witnesses []string
+	cosigners []*tlogwitness.Witness
 	every     int64
 	interval  time.Duration
 	timeout   time.Duration
@@ -100,6 +102,7 @@ type Checkpointed struct {
 	// Witnesses are the paths it was copied to: the file written, for a
 	// directory.
 	Witnesses []string `json:"witnesses"`
+	Cosigned  []string `json:"cosigned,omitempty"` // the URLs of the witnesses that cosigned it
 }
 
 // ErrNoSigner: a checkpoint asked of a Ledger opened without a key.
@@ -245,7 +248,7 @@ func (l *Ledger) publish(ctx context.Context, cp *Checkpointed) error {
 	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
 	written, err := l.witnesses.Publish(ctx, l.id, cp.Size, cp.Time, cp.Note)
 	cp.Witnesses = append(cp.Witnesses, written...)
-	return err
+	return errors.Join(err, l.cosign(ctx, cp))
 }
 
 // publishQuietly is publish for a checkpoint a write made on its own: the
@@ -256,6 +259,9 @@ func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 	}
 	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
 	l.witnesses.PublishQuietly(ctx, l.id, cp.Size, cp.Time, cp.Note)
+	if err := l.cosign(ctx, cp); err != nil {
+		l.log.Error("a witness did not cosign the checkpoint (the write stands)", "size", cp.Size, "err", err)
+	}
 }
 
 // waitPublishing waits for witness copies still under way, at most the

@@ -35,10 +35,12 @@ import (
 //
 //	{"tree":{"size":N,"frontier":["<base64>",...]}}
 //	{"checkpoint":"<signed note>"}
+//	{"cosignature":"<a witness's cosignature, as a signed note>"}
 //
-// Neither is trusted: a checkpoint counts only when its signature verifies
-// with a key the checker was given, and a wrong frontier makes the roots
-// disagree.
+// None is trusted: a checkpoint counts only when its signature verifies
+// with a key the checker was given, a cosignature only when it verifies
+// with a witness key the checker was given, and a wrong frontier makes
+// the roots disagree.
 
 // WriteTreeLine writes the tree line of an export that starts after seq size.
 func WriteTreeLine(w io.Writer, size int64, frontier []tlog.Hash) error {
@@ -55,7 +57,16 @@ func WriteTreeLine(w io.Writer, size int64, frontier []tlog.Hash) error {
 
 // WriteCheckpointLine writes a checkpoint line.
 func WriteCheckpointLine(w io.Writer, signedNote []byte) error {
-	b, err := json.Marshal(map[string]string{"checkpoint": string(signedNote)})
+	return writeNoteLine(w, "checkpoint", signedNote)
+}
+
+// WriteCosignatureLine writes a cosignature line.
+func WriteCosignatureLine(w io.Writer, cosigned []byte) error {
+	return writeNoteLine(w, "cosignature", cosigned)
+}
+
+func writeNoteLine(w io.Writer, key string, note []byte) error {
+	b, err := json.Marshal(map[string]string{key: string(note)})
 	if err != nil {
 		return err
 	}
@@ -68,23 +79,30 @@ type exportTree struct {
 	Frontier []tlog.Hash `json:"frontier"`
 }
 
-// headerLine reads a tree or checkpoint line (ok false for any other line).
-func headerLine(line []byte) (tree *exportTree, note []byte, ok bool, err error) {
-	if !bytes.Contains(line, []byte(`"tree"`)) && !bytes.Contains(line, []byte(`"checkpoint"`)) {
-		return nil, nil, false, nil
+// headerLine reads a tree, checkpoint or cosignature line (ok false for
+// any other line).
+func headerLine(line []byte) (tree *exportTree, note []byte, cosigned, ok bool) {
+	if !bytes.Contains(line, []byte(`"tree"`)) && !bytes.Contains(line, []byte(`"checkpoint"`)) && !bytes.Contains(line, []byte(`"cosignature"`)) {
+		return nil, nil, false, false
 	}
 	var h struct {
-		Seq        *int64      `json:"seq"`
-		Tree       *exportTree `json:"tree"`
-		Checkpoint *string     `json:"checkpoint"`
+		Seq         *int64      `json:"seq"`
+		Tree        *exportTree `json:"tree"`
+		Checkpoint  *string     `json:"checkpoint"`
+		Cosignature *string     `json:"cosignature"`
 	}
-	if json.Unmarshal(line, &h) != nil || h.Seq != nil || (h.Tree == nil) == (h.Checkpoint == nil) {
-		return nil, nil, false, nil
+	if json.Unmarshal(line, &h) != nil || h.Seq != nil {
+		return nil, nil, false, false
 	}
-	if h.Checkpoint != nil {
-		return nil, []byte(*h.Checkpoint), true, nil
+	switch {
+	case h.Tree != nil && h.Checkpoint == nil && h.Cosignature == nil:
+		return h.Tree, nil, false, true
+	case h.Tree == nil && h.Checkpoint != nil && h.Cosignature == nil:
+		return nil, []byte(*h.Checkpoint), false, true
+	case h.Tree == nil && h.Checkpoint == nil && h.Cosignature != nil:
+		return nil, []byte(*h.Cosignature), true, true
 	}
-	return h.Tree, nil, true, nil
+	return nil, nil, false, false
 }
 
 // WriteExportLine writes one export line for a stored row. A body that is
@@ -148,7 +166,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxExportLine)
 	var n, lines int64
-	var carried []NoteSource
+	var carried, carriedCos []NoteSource
 	var tree *exportTree
 	started := false
 	startTree := func() {
@@ -156,12 +174,13 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 			return
 		}
 		started = true
-		if len(carried) > 0 {
+		if len(carried) > 0 || len(carriedCos) > 0 {
 			t := Trust{}
 			if cfg.trust != nil {
 				t = *cfg.trust
 			}
 			t.Checkpoints = append(carried, t.Checkpoints...)
+			t.Cosignatures = append(carriedCos, t.Cosignatures...)
 			cfg.trust = &t
 		}
 		c.tree = newTreeCheck(c.report, false, cfg)
@@ -177,7 +196,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 		if len(line) == 0 {
 			continue
 		}
-		if t, note, ok, _ := headerLine(line); ok {
+		if t, note, cosigned, ok := headerLine(line); ok {
 			switch {
 			case started:
 				c.report.Add(Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: KindMalformed,
@@ -186,6 +205,8 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 				c.report.Add(Problem{Line: n, Kind: KindMalformed, Detail: "a second tree line"})
 			case t != nil:
 				tree = t
+			case cosigned:
+				carriedCos = append(carriedCos, NoteSource{Source: fmt.Sprintf("cosignature %s line %d (carried by the export)", source, n), Note: note, Carried: true})
 			default:
 				carried = append(carried, NoteSource{Source: fmt.Sprintf("checkpoint %s line %d (carried by the export)", source, n), Note: note, Carried: true})
 			}

@@ -75,6 +75,13 @@ type Trust struct {
 	// Witnesses name the witness paths read: one that holds no checkpoint
 	// of this ledger is a problem.
 	Witnesses map[string]int // path -> checkpoints of this ledger found in it
+	// Cosigners are the keys of witnesses off the machine whose
+	// cosignatures (Cosignatures: notes of the checkpoint text and the
+	// witness's cosignature line) are checked; Quorum of them (0: all)
+	// must have cosigned the newest checkpoint any of them cosigned.
+	Cosigners    []note.Verifier
+	Quorum       int
+	Cosignatures []NoteSource
 }
 
 // WithTrust checks the log against t's checkpoints and heads.
@@ -111,6 +118,9 @@ type anchor struct {
 	// for nothing, but a log it does not match, or that ends before it,
 	// was rewritten or the checkpoint forged: either is damage.
 	weak bool
+	// split: a witness cosigned it, so a log it does not match is a split
+	// view.
+	split bool
 }
 
 const (
@@ -150,6 +160,7 @@ type treeCheck struct {
 	trust    *Trust
 	rows     int64
 	origin   string
+	cosigned []cosigned
 }
 
 func newTreeCheck(r *Report, ledgerRows bool, cfg verifyConfig) *treeCheck {
@@ -240,7 +251,7 @@ func (t *treeCheck) prepare() {
 		t.anchors = append(t.anchors, &anchor{name: describe(res), carried: ns.Carried, size: s.Size, root: s.Root, time: s.Time,
 			every: s.NextEvery, within: s.NextWithin, result: res})
 	}
-	t.origin = origin
+	t.origin = t.prepareCosignatures(origin)
 	for _, h := range tr.Heads {
 		t.anchors = append(t.anchors, &anchor{name: fmt.Sprintf("expected head %d:%s", h.Seq, h.Hash), size: h.Seq, hash: h.Hash, isHead: true})
 	}
@@ -486,6 +497,9 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 			if good > a.size {
 				fork = fmt.Sprintf("; yet the log matches the larger %s: two different logs were signed", goodName)
 			}
+			if a.split {
+				fork += "; a split view: the witness was shown another log than this one"
+			}
 			t.report.Add(Problem{Seq: lower + 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
 				"the log no longer matches %s%s: %s; a change lies in seq %d-%d (%s)%s",
 				a.name, a.unchecked(), a.detail, lower+1, a.size, since, fork)})
@@ -507,6 +521,7 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 			}
 		}
 	}
+	t.endCosignatures(end)
 	switch {
 	case nChecked == 0 && strong == 0 && t.trust.Expected && end > 0:
 		t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: "no checkpoint of this log was found to check it against: nothing vouches for it"})

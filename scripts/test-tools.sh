@@ -9,6 +9,12 @@ done
 if ! command -v initdb >/dev/null && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
 	missing+=("PostgreSQL server (initdb)")
 fi
+command -v ssh-agent >/dev/null || missing+=("ssh-agent (openssh-client)")
+gobin=$(go env GOBIN)
+[ -n "$gobin" ] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
+if ! command -v litewitness >/dev/null && [ ! -x "$gobin/litewitness" ]; then
+	missing+=("litewitness (go install filippo.io/torchwood/cmd/litewitness@v0.6.1)")
+fi
 if ((${#missing[@]})); then
 	list=$(printf '%s, ' "${missing[@]}")
 	echo "*** NOTE: not found here: ${list%, }" >&2

@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/witness/tlogwitness"
+)
+
+// InsertCosignatures stores witnesses' cosignatures.
+func InsertCosignatures(ctx context.Context, tx Execer, cs []*tlogwitness.Cosignature) error {
+	for _, c := range cs {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO cosignatures (size, root, witness, key, url, note, cosigned_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			c.Size, c.Root.String(), c.Witness, c.Key, c.URL, string(c.Note), events.FormatTime(c.Time)); err != nil {
+			return fmt.Errorf("ledger: cosignatures: %w", err)
+		}
+	}
+	return nil
+}
+
+// StoredCosignature is a cosignature as the ledger keeps it.
+type StoredCosignature struct {
+	ID      int64
+	Size    int64
+	Witness string
+	Note    []byte
+}
+
+// StoredCosignatures lists the cosignatures stored in the ledger, oldest
+// first.
+func StoredCosignatures(ctx context.Context, q Querier) ([]StoredCosignature, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, size, witness, note FROM cosignatures ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: cosignatures: %w", err)
+	}
+	defer rows.Close()
+	var out []StoredCosignature
+	for rows.Next() {
+		var c StoredCosignature
+		var n string
+		if err := rows.Scan(&c.ID, &c.Size, &c.Witness, &n); err != nil {
+			return nil, fmt.Errorf("ledger: cosignatures: %w", err)
+		}
+		c.Note = []byte(n)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// lastCosignedRows bounds how many of a witness's largest cosignatures
+// Witnessed reads before it gives up on rows that do not verify.
+const lastCosignedRows = 16
+
+// Witnessed is the log as witnesses see it (tlogwitness.Log): its trees
+// read in one snapshot each, and the cosignatures it keeps.
+type Witnessed struct{ S Store }
+
+// ProveTree proves that the stored tree of size events extends the one
+// of old events.
+func (w Witnessed) ProveTree(ctx context.Context, size, old int64) (tlog.TreeProof, error) {
+	tx, err := w.S.BeginRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	return tlog.ProveTree(size, old, TreeReader(ctx, tx))
+}
+
+// Cosigned is the largest tree size of which the ledger keeps a
+// cosignature that v verifies (0: none). A row v does not verify (anyone
+// who can write the database can add one) counts for nothing.
+func (w Witnessed) Cosigned(ctx context.Context, v *tlogwitness.Verifier) (int64, error) {
+	rows, err := w.S.DB().QueryContext(ctx, `SELECT note FROM cosignatures WHERE key = $1 ORDER BY size DESC, id DESC LIMIT $2`, v.String(), lastCosignedRows)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: cosignatures: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return 0, fmt.Errorf("ledger: cosignatures: %w", err)
+		}
+		if c, err := tlogwitness.OpenNote([]byte(n), v); err == nil {
+			return c.Size, nil
+		}
+	}
+	return 0, rows.Err()
+}
+
+// Size is how many events the log holds.
+func (w Witnessed) Size(ctx context.Context) (int64, error) {
+	n, _, err := TreeLag(ctx, w.S.DB())
+	return n, err
+}

@@ -194,7 +194,7 @@ code{font:12px ui-monospace,monospace}
 #details h2{margin:4px 0}
 #details-body{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:4px 0}
 #details-body dt{font-weight:bold}#details-body dd{margin:0;overflow-wrap:anywhere;hyphens:none}
-#details-hint.selected{font-weight:bold}
+#details-body .w{white-space:nowrap}#details-hint.selected{font-weight:bold}
 tr.sel td{background:#ffe58a}
 #timeline .label{pointer-events:none}
 table{border-collapse:collapse;font-size:12px;width:100%}
@@ -213,7 +213,10 @@ tr{break-inside:avoid}thead th{position:static}section{break-before:auto}}
 var pageJS = strings.TrimSpace(`
 (function(){
 var body=document.getElementById('details-body'),hint=document.getElementById('details-hint'),cur=null;
-function add(k,v){var dt=document.createElement('dt');dt.textContent=k;var dd=document.createElement('dd');dd.textContent=v;body.appendChild(dt);body.appendChild(dd);}
+function add(k,v){var dt=document.createElement('dt');dt.textContent=k;var dd=document.createElement('dd');
+ v.split(/(\s+)/).forEach(function(p){if(!p)return;if(/^\s/.test(p)||p.length>30){dd.appendChild(document.createTextNode(p));return;}
+  var w=document.createElement('span');w.className='w';w.textContent=p;dd.appendChild(w);});
+ body.appendChild(dt);body.appendChild(dd);}
 function rows(r,skip){if(!r)return;var hs=r.closest('table').querySelectorAll('thead th');
  for(var i=0;i<r.cells.length;i++){var k=hs[i]?hs[i].textContent:'';if(skip.indexOf(k)<0)add(k,r.cells[i].textContent);}}
 var svg=document.getElementById('timeline'),box=document.getElementById('selbox'),marked=[];

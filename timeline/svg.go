@@ -153,7 +153,7 @@ func writeBars(w *bufio.Writer, l *layout) {
 			cls += " open"
 		}
 		if from, ok := l.waitFrom[h]; ok {
-			writeWait(w, l, h, from, y, height)
+			writeWait(w, l, h, from)
 		}
 		fmt.Fprintf(w, `<rect class="%s" tabindex="0" data-seq="%d" data-request-id="%s" data-actor="%s" x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>`,
 			cls, h.Opened.Seq, esc(h.Opened.RequestID), esc(h.Opened.Actor), x0, y, max(x1-x0, 1.5), height, l.fill(h.Opened.Actor))
@@ -178,10 +178,12 @@ func writeBars(w *bufio.Writer, l *layout) {
 }
 
 // writeWait draws the span in which h's holder waited for it: a thin
-// dashed bar in its actor's colour, from the wait's start to the bar.
-func writeWait(w *bufio.Writer, l *layout, h *replay.Holding, from time.Time, y, height int) {
+// dashed bar in its actor's colour under the lane's bars (the lock's
+// holder then is drawn above it), from the wait's start to h's bar.
+func writeWait(w *bufio.Writer, l *layout, h *replay.Holding, from time.Time) {
 	x0, x1 := l.x(from), l.x(h.Start())
-	mid := y + height/2
+	y := l.laneTop(h.Lock) + barOff + barH + 2
+	mid := y + 2
 	fmt.Fprintf(w, `<g class="waited" data-seq="%d" data-request-id="%s"><title>%s</title><rect x="%.1f" y="%d" width="%.1f" height="4" fill="%s" opacity="0.6"/><line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-dasharray="3 2"/></g>`,
 		h.Opened.Seq, esc(h.Opened.RequestID),
 		esc(fmt.Sprintf("seq %d: %s waited %s for it, from %s", h.Opened.Seq, h.Opened.Actor, h.Start().Sub(from).Round(time.Millisecond), fmtTime(from))),

@@ -155,7 +155,7 @@ func TestNewMarksInAHeadlessBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("selection", fmt.Sprintf(`var s=%d,box=document.getElementById('selbox'),b=document.querySelector('%s').getBBox();
-		if(box.getAttribute('display')==='none'){bad.push('no ring drawn');return bad;}
+		if(!box||box.getAttribute('display')==='none'){bad.push('no ring drawn');return bad;}
 		var r=box.querySelector('rect').getBBox();
 		if(r.x>b.x-2||r.y>b.y-2||r.x+r.width<b.x+b.width+2||r.y+r.height<b.y+b.height+2)bad.push('the ring '+[r.x,r.y,r.width,r.height]+' does not go round the bar '+[b.x,b.y,b.width,b.height]);
 		['h','e'].forEach(function(p){var row=document.getElementById(p+s);

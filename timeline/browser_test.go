@@ -164,7 +164,7 @@ func TestNewMarksInAHeadlessBrowser(t *testing.T) {
 		bob.Opened.Seq, bar))
 
 	// Narrow, the details wrap: between words, never inside one.
-	if err := chromedp.Do(browser, chromedp.EmulateViewport(420, 900), chromedp.Click(chromedp.CSS("#timeline .mk-refused"))); err != nil {
+	if err := chromedp.Do(browser, chromedp.EmulateViewport(420, 900), chromedp.Click(chromedp.CSS("#timeline .mk-blocked"))); err != nil {
 		t.Fatal(err)
 	}
 	check("word breaks", `var wrapped=0;

@@ -20,13 +20,14 @@ type timelineOptions struct {
 	types  []string
 	format string
 	out    string
+	wide   bool
 	timeRange
 }
 
 func newTimeline(g *globals) *cobra.Command {
 	o := &timelineOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "timeline [--lock L] [--actor A] [--type T] [--since T] [--until T] [--format table|json|jsonl|csv|html|svg] [-o FILE]",
+		Use:   "timeline [--lock L] [--actor A] [--type T] [--since T] [--until T] [--format table|json|jsonl|csv|html|svg] [--wide] [-o FILE]",
 		Short: "Print events, oldest first, for a postmortem or an audit",
 		Long: `Print the events that match every filter given, in log order (seq),
 oldest first. Times are RFC 3339 or a duration meaning that long ago
@@ -45,7 +46,10 @@ in parentheses, that user's name ("-" for events written before
 lockledger recorded them; in the body, uid and user).
 
 Formats: table (aligned, for a postmortem document; coloured on a terminal
-unless NO_COLOR is set), json (one array), jsonl (one event per line:
+unless NO_COLOR is set; it fits 120 columns: request and host ids are
+shortened, as req_… and the id's last six characters, long lock names,
+actors and users cut with …, and DETAILS wrapped onto indented lines;
+--wide prints every field whole, one line per event), json (one array), jsonl (one event per line:
 the hashed body's fields plus prev_hash and hash), csv (uid and user are
 its last columns). --json means jsonl.
 
@@ -84,6 +88,7 @@ timeline only reads: it takes no lock.`,
 	fl.StringVar(&o.since, "since", "", "from this time on (RFC 3339, or a duration ago: 2h)")
 	fl.StringVar(&o.until, "until", "", "up to this time (RFC 3339, or a duration ago)")
 	fl.StringVar(&o.format, "format", formatTable, "table, json, jsonl, csv, html or svg")
+	fl.BoolVar(&o.wide, "wide", false, "table: every id and field whole, one line per event (wider than 120 columns)")
 	fl.StringVarP(&o.out, "output", "o", "", "html, svg: write to FILE (mode 0600, renamed into place when complete) instead of stdout")
 	return cmd
 }
@@ -134,11 +139,17 @@ func runTimeline(ctx context.Context, o *timelineOptions) error {
 	case o.out != "":
 		return &usageError{fmt.Errorf("timeline: -o is for --format html or svg; redirect the other formats")}
 	}
-	return printEvents(ctx, o.g, f, o.format)
+	return printEventsIn(ctx, o.g, f, o.format, !o.wide)
 }
 
 // printEvents streams the events f selects in format.
 func printEvents(ctx context.Context, g *globals, f replay.Filter, format string) error {
+	return printEventsIn(ctx, g, f, format, false)
+}
+
+// printEventsIn streams the events f selects in format; a narrow table
+// fits 120 columns.
+func printEventsIn(ctx context.Context, g *globals, f replay.Filter, format string, narrow bool) error {
 	switch format {
 	case formatTable, formatJSON, formatJSONL, formatCSV:
 	default:
@@ -150,9 +161,11 @@ func printEvents(ctx context.Context, g *globals, f replay.Filter, format string
 	}
 	defer r.close()
 	out := bufio.NewWriterSize(g.io.Out, 64<<10)
-	sink, err := newEventSink(format, out, colorOK(g.io.Out))
-	if err != nil {
-		return err
+	var sink eventSink = newNarrowSink(out, colorOK(g.io.Out))
+	if !narrow || format != formatTable {
+		if sink, err = newEventSink(format, out, colorOK(g.io.Out)); err != nil {
+			return err
+		}
 	}
 	n := 0
 	err = replay.Scan(ctx, r.tx, f, func(ev *replay.Event) error {

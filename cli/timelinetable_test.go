@@ -32,7 +32,9 @@ func wideLedger(t *testing.T) (root, aliceID string) {
 	now := time.Now()
 	aliceID, bobID := events.NewRequestID(now), events.NewRequestID(now.Add(time.Millisecond))
 	lock := "frontend-deploy-pipeline-for-the-eu-west-1-region-and-its-canaries"
-	id := func(rid, actor string) ledger.Identity { return ledger.Identity{RequestID: rid, Actor: actor, PID: os.Getpid()} }
+	id := func(rid, actor string) ledger.Identity {
+		return ledger.Identity{RequestID: rid, Actor: actor, PID: os.Getpid()}
+	}
 	if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: lock, Identity: id(aliceID, "release-bot-for-the-frontend-deploy-pipeline"),
 		TTL: time.Hour, Intent: "deploy", IntentVersion: "v42", Metadata: map[string]string{"ticket": "INC-7", "change": "CHG-2026-0314-frontend"}}); err != nil {
 		t.Fatal(err)

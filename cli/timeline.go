@@ -57,9 +57,14 @@ html draws the same window as one self-contained page (nothing fetched:
 inline CSS, SVG and script) for a postmortem: a lane per lock, a bar per
 holding as replay folds the log (from the acquisition or steal to the
 release or steal that ended it; one still held is drawn to the window's
-end and marked), coloured by actor, and markers for steals, blocked
-acquires, failed heartbeats and failed releases; pointing at one shows
-its event. The header gives the ledger id, its seq range and head hash
+end and marked), coloured by actor (eight colours before any repeats,
+striped) and labelled with the actor where it fits, shaded from where its
+TTL ran out without a heartbeat (stale; not judged when --type leaves
+lock_heartbeat out), with a dashed span under the lane for a wait that
+ended in it (from the first acquire_blocked of its request, or of its actor
+on that lock, before it), and markers for steals, blocked acquires, failed
+heartbeats, failed releases and refused actions; pointing at one shows its
+event and rings it. The header gives the ledger id, its seq range and head hash
 and verify's result when the page was made (it is not recorded as a
 ledger_verified event). The bars begin with the fold of the log from seq
 1, so a holding begun before --since is drawn too; --actor and --type

@@ -164,6 +164,11 @@ func (s *narrowSink) line(b *strings.Builder, w []int, room int, cells []cell) {
 		indent, room = detailsIndent, narrowWidth-detailsIndent
 	}
 	lines := wrapWords(cells[colDetails].text, room)
+	if c := cells[colDetails].color; s.color && c != "" {
+		for i, l := range lines {
+			lines[i] = c + l + ansiReset
+		}
+	}
 	if len(lines) > 0 && indent != detailsIndent {
 		row.WriteString(lines[0])
 		lines = lines[1:]

@@ -12,9 +12,23 @@ import (
 // span is a stretch of time on the plot.
 type span struct{ from, to time.Time }
 
-func waitedSince(ev *replay.Event) time.Time {
-	return ev.Time.Add(-time.Duration(ev.WaitedSeconds * float64(time.Second)))
+// longest bounds the durations events state (a wait, a TTL), so that a
+// number no time can hold moves no mark off the plot's arithmetic.
+const longest = 100 * 365 * 24 * time.Hour
+
+// seconds is s seconds, within [0, longest].
+func seconds(s float64) time.Duration {
+	if !(s > 0) {
+		return 0
+	}
+	if s >= longest.Seconds() {
+		return longest
+	}
+	return time.Duration(s * float64(time.Second))
 }
+
+// waitedSince is when the wait ev records began.
+func waitedSince(ev *replay.Event) time.Time { return ev.Time.Add(-seconds(ev.WaitedSeconds)) }
 
 // waits finds when each holding's holder began to wait for it, for the
 // holdings that waited: the earliest of the wait its opening event
@@ -91,7 +105,7 @@ func staleSpans(l *layout) map[*replay.Holding][]span {
 	}
 	out := map[*replay.Holding][]span{}
 	for _, h := range l.p.Holdings {
-		ttl := time.Duration(h.Opened.TTLSeconds) * time.Second
+		ttl := seconds(float64(h.Opened.TTLSeconds))
 		if ttl <= 0 {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,5 +239,47 @@ func TestNoStaleShadingWithoutHeartbeats(t *testing.T) {
 	out = clitest.Must(t, 0, root, "timeline", "--type", "lock_acquired,lock_released,lock_heartbeat", "--format", "svg").Stdout
 	if got := seqs(parseSVG(t, []byte(out)), "stale"); len(got) != 1 {
 		t.Errorf("stale shading at %v with the heartbeats, want bob's", got)
+	}
+}
+
+// A wait or a TTL no time can hold (a number another writer signed) keeps
+// the window where the events are.
+func TestHugeWaitsAndTTLsKeepTheWindow(t *testing.T) {
+	p := &timeline.Page{Generated: t0}
+	fold := replay.NewHoldingFold()
+	for i, typ := range []events.Type{events.AcquireBlocked, events.LockAcquired} {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		ev := &replay.Event{Envelope: events.Envelope{Seq: int64(i + 1), Type: typ, At: events.FormatTime(at), LockName: "db",
+			RequestID: "r", Actor: "a", HostID: "h", PID: 1}, Time: at, Hash: fmt.Sprintf("%064x", i+1),
+			TTLSeconds: 1 << 62, WaitedSeconds: 1e300}
+		fold.Apply(ev)
+		p.Events = append(p.Events, ev)
+	}
+	p.Holdings = fold.Open()
+	var b bytes.Buffer
+	if err := timeline.WriteSVG(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range parseSVG(t, b.Bytes()) {
+		if n.name == "title" || n.name == "svg" {
+			continue
+		}
+		for _, k := range []string{"x", "width", "x1", "x2"} {
+			if v, ok := n.attrs[k]; ok {
+				if f, err := strconv.ParseFloat(v, 64); err != nil || f < 0 || f > 1200 {
+					t.Errorf("<%s %s=%q> off the picture", n.name, k, v)
+				}
+			}
+		}
+	}
+	// The window reaches back as far as the longest wait drawn, a century
+	// (and a margin).
+	if m := regexp.MustCompile(`<title id="svgtitle">[^<]* from (\d{4})-`).FindSubmatch(b.Bytes()); m == nil {
+		t.Errorf("no window in the title")
+	} else if y, _ := strconv.Atoi(string(m[1])); y < t0.Year()-105 {
+		t.Errorf("the window begins in %d", y)
+	}
+	if !bytes.Contains(b.Bytes(), []byte(`class="waited"`)) || bytes.Contains(b.Bytes(), []byte(`class="stale"`)) {
+		t.Errorf("want the wait drawn and no stale shading (the TTL has not run out)")
 	}
 }

@@ -277,7 +277,7 @@ func writeMarkers(w *bufio.Writer, l *layout) {
 	for _, ev := range l.markers {
 		x, y := l.x(ev.Time), markerY(l, ev)
 		if markerKind(ev) == mkBlocked && ev.WaitedSeconds > 0 {
-			from := l.x(ev.Time.Add(-time.Duration(ev.WaitedSeconds * float64(time.Second))))
+			from := l.x(waitedSince(ev))
 			fmt.Fprintf(w, `<line class="wait" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-dasharray="3 2"/>`, from, y, x, y)
 		}
 		d, fill := markerPath(ev)

@@ -154,7 +154,7 @@ func newLayout(p *Page) *layout {
 			addLane(ev.LockName)
 			l.markers = append(l.markers, ev)
 			if ev.Type == events.AcquireBlocked && ev.WaitedSeconds > 0 {
-				see(ev.Time.Add(-time.Duration(ev.WaitedSeconds * float64(time.Second))))
+				see(waitedSince(ev))
 			}
 		}
 	}

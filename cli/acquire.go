@@ -39,7 +39,7 @@ type acquireFlags struct {
 func (f *acquireFlags) register(cmd *cobra.Command, withWait bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.ttl, "ttl", "900", "seconds without a heartbeat before the lock is stale (90s, 15m or plain seconds)")
-	fl.StringVar(&f.actor, "actor", "", "who acts (default $LOCKLEDGER_ACTOR, else $USER)")
+	fl.StringVar(&f.actor, "actor", "", "who acts (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	fl.StringVar(&f.intent, "intent", "", "what the holder is doing (recorded in the lock file)")
 	fl.StringVar(&f.intentVersion, "intent-version", "", "version of the intent")
 	fl.StringVar(&f.requestID, "request-id", "", "request id (default req_<ULID>); 1-128 of A-Z a-z 0-9 _ . : -")

@@ -33,6 +33,8 @@ type acquireFlags struct {
 	maxAge        string
 	shared        bool
 	limit         int64
+	noWait        bool
+	conflictCode  int
 	flags         *pflag.FlagSet
 }
 
@@ -47,12 +49,14 @@ func (f *acquireFlags) register(cmd *cobra.Command, withWait bool) {
 	fl.StringArrayVar(&f.files, "file", nil, "also project the lock as FORMAT:PATH, FORMAT one of "+strings.Join(formats.Names(), ", ")+
 		"; PATH must hold nothing, lockledger's own file or a lock of that format, and must not be inside the root (else exit 2) (repeatable)")
 	fl.StringVar(&f.maxAge, "max-age", "", "treat a holder older than this as stale (BSO: its zombie age, default 24h)")
-	fl.BoolVar(&f.shared, "shared", false, "take a shared (reader) hold: shared holders coexist and exclude exclusive ones, like flock -s")
+	fl.BoolVarP(&f.shared, "shared", "s", false, "take a shared (reader) hold: shared holders coexist and exclude exclusive ones, like flock -s")
 	fl.Int64Var(&f.limit, "limit", 0, "take one of at most N shared holds (a semaphore, like consul lock -n); every holder must pass the same N (implies --shared)")
 	f.flags = fl
 	fl.BoolVar(&f.reclaim, "reclaim", false, "take the lock over from another process holding it under this --request-id (recorded as lock_stolen, reason reclaimed)")
 	if withWait {
-		fl.StringVar(&f.wait, "wait", "0", "keep trying this long while the lock is held (90s, 15m)")
+		fl.StringVarP(&f.wait, "wait", "w", "0", "keep trying this long while the lock is held: seconds (5, 0.5, as flock -w), a duration (90s, 1.5s, 15m), or forever")
+		fl.BoolVarP(&f.noWait, "nonblock", "n", false, "do not wait: fail at once when the lock is held (the default; as flock -n)")
+		fl.IntVarP(&f.conflictCode, "conflict-exit-code", "E", ExitBlocked, "exit with this code when an active holder keeps the lock (as flock -E); "+conflictRange)
 		fl.BoolVar(&f.force, "force", false, "take over a stale lock (never an active one)")
 	}
 }
@@ -64,13 +68,19 @@ func (f *acquireFlags) request(lock string, pid int) (ledger.AcquireRequest, tim
 		return ledger.AcquireRequest{}, 0, err
 	}
 	if err := ledger.ValidateTTL(ttl); err != nil {
-		return ledger.AcquireRequest{}, 0, err
+		return ledger.AcquireRequest{}, 0, asFlag("--ttl", f.ttl, err)
 	}
 	var wait time.Duration
 	if f.wait != "" {
-		if wait, err = ParseDuration("--wait", f.wait); err != nil {
+		if wait, err = ParseWait("--wait", f.wait); err != nil {
 			return ledger.AcquireRequest{}, 0, err
 		}
+	}
+	if f.noWait && f.flags != nil && f.flags.Changed("wait") {
+		return ledger.AcquireRequest{}, 0, events.Invalid("--nonblock", "", "cannot be combined with --wait")
+	}
+	if err := f.checkConflictCode(); err != nil {
+		return ledger.AcquireRequest{}, 0, err
 	}
 	md, err := ParseMetadata(f.metadata)
 	if err != nil {
@@ -179,6 +189,10 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if _, err := lockArg([]string{o.lock}); err != nil {
 		return err
 	}
+	if o.conflictCode == 0 {
+		return events.Invalid("--conflict-exit-code", "0",
+			"must not be 0 for acquire: its caller could not tell a lock held by another from one it took (run takes 0: its command does not run)")
+	}
 	pid, err := holderPID(o.holder, o.pid)
 	if err != nil {
 		return err
@@ -194,7 +208,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	defer o.g.finish(l)
 	a, err := lease.Wait(ctx, l, req, wait, waitReporter(o.g, o.lock))
 	if err != nil {
-		return err
+		return o.conflict(err)
 	}
 	printAcquisition(o.g, a)
 	if o.pid == 0 {
@@ -215,6 +229,8 @@ func printAcquisition(g *globals, a *ledger.Acquisition) {
 	case a.Stolen:
 		g.log.Warn("took over lock", "lock", a.Lock, "reason", a.Reason, "previous", a.Previous.RequestID,
 			"previous_actor", a.Previous.Actor, "fencing_token", a.FencingToken)
+	case a.Mode == events.ModeShared && a.Limit == 0:
+		g.log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", "unlimited")
 	case a.Mode == events.ModeShared:
 		g.log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", a.Limit)
 	default:

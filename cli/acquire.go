@@ -159,8 +159,9 @@ and the lock is free for anyone the moment the wrapper exits. Use
 when it is a shell running a -c script that exits within a second of the
 acquire (watched from a separate process, for at most that second).
 
-Exit 3 when an active holder has it (after --wait, if given), 4 when it is
-stale and --force was not given.
+Exit 3 (or --conflict-exit-code's code) when an active holder has it
+(after --wait, if given; --wait forever waits until it is free), 4 when it
+is stale and --force was not given. Not waiting is the default (-n says so).
 
 --shared takes a shared (reader) hold: any number of shared holders at
 once, none while an exclusive holder has the lock, and no exclusive holder
@@ -171,6 +172,7 @@ lock file (NAME.lock is the exclusive holder's); --file is refused with them. Ct
 at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
 		Example: `  rid=$(lockledger acquire deploy-prod --ttl 15m --intent deploy)
   lockledger acquire deploy-prod --wait 5m --metadata commit=abc123
+  lockledger acquire deploy-prod -w 0.5 -E 75   # flock -w 0.5 -E 75
   lockledger acquire deploy-prod --force      # take over a stale lock
   timeout 10 lockledger acquire deploy-prod --wait 5s --holder parent  # held by this script, not by timeout`,
 		Args: exactlyOneLock,

@@ -97,7 +97,6 @@ shell), 128+N when signal N ended --wait before CMD started.`,
 		Example: `  lockledger run deploy-prod ./deploy.sh --env prod
   lockledger run nightly-etl -w 30m --ttl 2m make etl
   lockledger run -n -E 0 nightly-etl -c 'make etl && make report'   # cron: skip quietly when busy
-  lockledger run deploy-prod -- -script-starting-with-a-dash
   lockledger run db-migrate --intent migrate --metadata ticket=OPS-42 -- ./migrate.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()

@@ -40,9 +40,9 @@ func TestLockNameRefusedInWords(t *testing.T) {
 func TestUnknownCommandHintOnOneLine(t *testing.T) {
 	root := t.TempDir()
 	for args, want := range map[string]string{
-		"acquir deploy":            `lockledger: unknown command "acquir" for "lockledger"; did you mean "acquire"? (see --help)` + "\n",
+		"acquir deploy":              `lockledger: unknown command "acquir" for "lockledger"; did you mean "acquire"? (see --help)` + "\n",
 		"--root " + root + " relese": `lockledger: unknown command "relese" for "lockledger"; did you mean "release"? (see --help)` + "\n",
-		"frobnicate":               `lockledger: unknown command "frobnicate" for "lockledger" (see --help)` + "\n",
+		"frobnicate":                 `lockledger: unknown command "frobnicate" for "lockledger" (see --help)` + "\n",
 	} {
 		r := clitest.Run(t, root, strings.Fields(args)...)
 		if r.Code != 2 || r.Stderr != want {

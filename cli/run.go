@@ -91,9 +91,10 @@ that is not a lockledger run cannot be awaited: run says so, notes it in
 the steal, and starts CMD.
 
 run exits with CMD's exact code (128+N when CMD died of signal N), 3 (or
---conflict-exit-code) or 4 when it never got the lock, 5 when the lock was lost and CMD was stopped;
-127 when CMD does not exist and 126 when it cannot be executed (as a
-shell), 128+N when signal N ended --wait before CMD started.`,
+--conflict-exit-code's code) or 4 when it never got the lock, 5 when the
+lock was lost and CMD was stopped; 127 when CMD does not exist and 126
+when it cannot be executed (as a shell), 128+N when signal N ended --wait
+before CMD started.`,
 		Example: `  lockledger run deploy-prod ./deploy.sh --env prod
   lockledger run nightly-etl -w 30m --ttl 2m make etl
   lockledger run -n -E 0 nightly-etl -c 'make etl && make report'   # cron: skip quietly when busy

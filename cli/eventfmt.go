@@ -222,7 +222,7 @@ func Details(ev *replay.Event) string {
 				ev.DisplacedByFormat, ev.DisplacedByPath)
 		}
 	case events.HeartbeatFailed:
-		add("%d consecutive failures", ev.ConsecutiveFailures)
+		add("%d consecutive %s", ev.ConsecutiveFailures, plural(ev.ConsecutiveFailures, "failure", "failures"))
 		if ev.LockLost {
 			add("LOCK LOST")
 		}

@@ -63,7 +63,7 @@ pins the ledger found.`,
 	}
 	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "project even while the event log is damaged (recorded on every lock_projected event); a cut tail is a rollback, accepted too")
 	cmd.Flags().BoolVar(&o.rollback, "accept-rollback", false, "go on from a ledger other than, or older than, the one this root has pinned (recorded)")
-	cmd.Flags().StringVar(&o.actor, "actor", "", "who projects, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
+	cmd.Flags().StringVar(&o.actor, "actor", "", "who projects, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	return cmd
 }
 

@@ -142,7 +142,7 @@ created); with no ledger there it is not recorded.`,
 	cmd.Flags().StringVar(&o.file, "file", "", "check this JSON Lines export instead of the ledger")
 	cmd.Flags().StringVar(&o.prevHash, "prev-hash", "", "with --file: the hash the first line must chain from")
 	cmd.Flags().BoolVar(&o.full, "full", false, "run SQLite's integrity_check (every index against its table) instead of its quick_check")
-	cmd.Flags().StringVar(&o.actor, "actor", "", "who verifies, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
+	cmd.Flags().StringVar(&o.actor, "actor", "", "who verifies, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	cmd.Flags().StringVar(&o.clockSkew, "clock-skew", replay.DefaultClockSkew.String(),
 		"how far an event's at may fall behind an earlier event's or the ledger's creation (90s, 1m or plain seconds)")
 	cmd.Flags().StringArrayVar(&o.checkpoints, "checkpoint", nil, "check the log against the signed checkpoints in FILE (needs --verifier-key; repeatable)")

@@ -3,6 +3,7 @@ package ledger
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -18,14 +19,20 @@ type Identity struct {
 	PID       int    // 0 uses this process
 }
 
-// DefaultActor is LOCKLEDGER_ACTOR, else USER, else "unknown".
+// DefaultActor is LOCKLEDGER_ACTOR, else USER, else the name of the OS
+// user running this process (a container often sets no USER), else its
+// uid.
 func DefaultActor() string {
 	for _, k := range []string{"LOCKLEDGER_ACTOR", "USER"} {
 		if v := os.Getenv(k); v != "" {
 			return v
 		}
 	}
-	return "unknown"
+	uid, name := osUser()
+	if name != "" && validText("actor", name, 256, false) == nil {
+		return name
+	}
+	return strconv.Itoa(uid)
 }
 
 func (l *Ledger) resolve(id Identity, now time.Time) (Identity, error) {

@@ -36,6 +36,8 @@ type signing struct {
 	// signed is what this process signed and committed: with no witness,
 	// the only earlier head a signer holds out of the ledger's reach.
 	signed *checkpoint.Memory
+	// heads keeps the latest signed head outside the root (WithHeads).
+	heads witness.Heads
 }
 
 // WithSigner makes every writer sign checkpoints with s: automatically
@@ -49,6 +51,20 @@ func WithSigner(s note.Signer) Option {
 		}
 		c.signing.signer = s
 		c.signing.signed = &checkpoint.Memory{}
+		return nil
+	}
+}
+
+// WithHeads keeps, in dir, the latest signed head of the ledger (see
+// witness.Heads): with a signer, every committed write signs a checkpoint
+// of the whole log and stores it there, and no write commits unless its
+// tree extends the head kept there.
+func WithHeads(dir string) Option {
+	return func(c *config) error {
+		if dir == "" {
+			return events.Invalid("heads", dir, "must not be empty")
+		}
+		c.signing.heads = witness.Heads{Dir: dir}
 		return nil
 	}
 }
@@ -100,6 +116,8 @@ type Checkpointed struct {
 	// Witnesses are the paths it was copied to: the file written, for a
 	// directory.
 	Witnesses []string `json:"witnesses"`
+	// headOnly: signed for the heads witness alone, not stored.
+	headOnly bool
 }
 
 // ErrNoSigner: a checkpoint asked of a Ledger opened without a key.
@@ -155,12 +173,29 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q store.PreparedTx, seq int6
 			return nil, terr
 		}
 		if ok && (size == seq || (seq-size < l.signing.every && now.Sub(t) < l.signing.interval)) {
-			return nil, nil
+			return l.signHead(ctx, q, seq, now)
 		}
 	case !errors.Is(err, sql.ErrNoRows):
 		return nil, err
 	}
 	return l.signCheckpoint(ctx, q, seq, now, true)
+}
+
+// signHead signs a checkpoint of the first seq events for the heads
+// witness alone (WithHeads), not stored in the ledger; nil without one.
+func (l *Ledger) signHead(ctx context.Context, q store.Querier, seq int64, now time.Time) (*Checkpointed, error) {
+	if l.signing.heads.Dir == "" {
+		return nil, nil
+	}
+	root, err := l.extendingTree(ctx, q, l.id, seq)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: checkpoint: %w", err)
+	}
+	msg, err := checkpoint.Sign(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: seq, Root: root, Time: now}, l.signing.signer)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: checkpoint: sign: %w", err)
+	}
+	return &Checkpointed{Size: seq, Root: root, Key: l.signing.signer.Name(), Time: now, Note: string(msg), Witnesses: []string{}, headOnly: true}, nil
 }
 
 // signCheckpoint signs and stores a checkpoint of the first seq events,
@@ -207,15 +242,36 @@ func (l *Ledger) extendingTree(ctx context.Context, q store.Querier, id string, 
 			l.log.Warn("could not read a witness's last checkpoint; checking against the others", "err", err)
 		}
 		earlier = append(earlier, found...)
+		kept, err := l.signing.heads.Last(id, v)
+		if err != nil {
+			return root, &HeadError{Dir: l.signing.heads.Dir, Err: err}
+		}
+		if kept != nil {
+			earlier = append(earlier, checkpoint.Earlier{Checkpoint: kept.Checkpoint, Source: "the head kept in " + l.signing.heads.Path(id)})
+		}
 	}
 	return root, checkpoint.CheckExtends(c, r, earlier...)
 }
 
-// notExtended: err refuses a log that no longer extends what was signed.
+// notExtended: err refuses a log that no longer extends what was signed,
+// or whose signed head cannot be read (WithHeads) to prove it does.
 func notExtended(err error) bool {
 	var e *checkpoint.NotExtendedError
-	return errors.As(err, &e)
+	var h *HeadError
+	return errors.As(err, &e) || errors.As(err, &h)
 }
+
+// HeadError: the head kept outside the root (WithHeads) cannot be read,
+// so no tree can be proven to extend it; nothing is signed or written.
+type HeadError struct {
+	Dir string
+	Err error
+}
+
+func (e *HeadError) Error() string {
+	return fmt.Sprintf("refusing to sign: the signed head kept in %s cannot be read: %v", e.Dir, e.Err)
+}
+func (e *HeadError) Unwrap() error { return e.Err }
 
 // DefaultWitnessTimeout is the witness timeout unless WithWitnessTimeout
 // says otherwise.
@@ -243,8 +299,27 @@ func WithWitnessTimeout(d time.Duration) Option {
 // witness.Publisher.Publish).
 func (l *Ledger) publish(ctx context.Context, cp *Checkpointed) error {
 	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
+	herr := l.keepHead(cp)
 	written, err := l.witnesses.Publish(ctx, l.id, cp.Size, cp.Time, cp.Note)
 	cp.Witnesses = append(cp.Witnesses, written...)
+	return errors.Join(herr, err)
+}
+
+// keepHead stores cp in the heads witness. A larger head kept by another
+// writer in the meantime is no failure.
+func (l *Ledger) keepHead(cp *Checkpointed) error {
+	if l.signing.heads.Dir == "" {
+		return nil
+	}
+	err := l.signing.heads.Store(l.id, cp.Size, cp.Note, checkpoint.VerifierOf(l.signing.signer))
+	switch {
+	case err == nil:
+		cp.Witnesses = append(cp.Witnesses, l.signing.heads.Path(l.id))
+	case errors.Is(err, witness.ErrOlderHead):
+		err = nil
+	default:
+		err = fmt.Errorf("keeping the signed head in %s: %w", l.signing.heads.Dir, err)
+	}
 	return err
 }
 
@@ -255,6 +330,12 @@ func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 		return
 	}
 	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
+	if err := l.keepHead(cp); err != nil {
+		l.log.Warn("could not keep the signed head outside the root; the next signed write will", "size", cp.Size, "err", err)
+	}
+	if cp.headOnly {
+		return
+	}
 	l.witnesses.PublishQuietly(ctx, l.id, cp.Size, cp.Time, cp.Note)
 }
 

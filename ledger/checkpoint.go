@@ -36,8 +36,7 @@ type signing struct {
 	// signed is what this process signed and committed: with no witness,
 	// the only earlier head a signer holds out of the ledger's reach.
 	signed *checkpoint.Memory
-	// heads keeps the latest signed head outside the root (WithHeads).
-	heads witness.Heads
+	heads  witness.Heads // WithHeads
 }
 
 // WithSigner makes every writer sign checkpoints with s: automatically
@@ -55,18 +54,11 @@ func WithSigner(s note.Signer) Option {
 	}
 }
 
-// WithHeads keeps, in dir, the latest signed head of the ledger (see
-// witness.Heads): with a signer, every committed write signs a checkpoint
-// of the whole log and stores it there, and no write commits unless its
-// tree extends the head kept there.
+// WithHeads keeps the ledger's latest signed head in dir (witness.Heads):
+// with a signer, every committed write signs one and stores it there, and
+// no write commits unless its tree extends the head kept there.
 func WithHeads(dir string) Option {
-	return func(c *config) error {
-		if dir == "" {
-			return events.Invalid("heads", dir, "must not be empty")
-		}
-		c.signing.heads = witness.Heads{Dir: dir}
-		return nil
-	}
+	return func(c *config) error { c.signing.heads = witness.Heads{Dir: dir}; return nil }
 }
 
 // WithWitnesses copies every checkpoint signed through this Ledger to each
@@ -116,8 +108,7 @@ type Checkpointed struct {
 	// Witnesses are the paths it was copied to: the file written, for a
 	// directory.
 	Witnesses []string `json:"witnesses"`
-	// headOnly: signed for the heads witness alone, not stored.
-	headOnly bool
+	headOnly  bool     // signed for the heads witness alone, not stored
 }
 
 // ErrNoSigner: a checkpoint asked of a Ledger opened without a key.
@@ -147,7 +138,7 @@ func (l *Ledger) checkpointNow(ctx context.Context) (*Checkpointed, error) {
 		if seq == 0 {
 			return nil, fmt.Errorf("ledger: checkpoint: the ledger holds no events yet; nothing to sign")
 		}
-		if cp, err = l.signCheckpoint(ctx, w.q, seq, w.now, false); err != nil {
+		if cp, err = l.signCheckpoint(ctx, w.q, seq, w.now, false, true); err != nil {
 			return nil, err
 		}
 		w.rows = true
@@ -173,36 +164,23 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q store.PreparedTx, seq int6
 			return nil, terr
 		}
 		if ok && (size == seq || (seq-size < l.signing.every && now.Sub(t) < l.signing.interval)) {
-			return l.signHead(ctx, q, seq, now)
+			if l.signing.heads.Dir == "" {
+				return nil, nil
+			}
+			return l.signCheckpoint(ctx, q, seq, now, false, false) // the head alone
 		}
 	case !errors.Is(err, sql.ErrNoRows):
 		return nil, err
 	}
-	return l.signCheckpoint(ctx, q, seq, now, true)
-}
-
-// signHead signs a checkpoint of the first seq events for the heads
-// witness alone (WithHeads), not stored in the ledger; nil without one.
-func (l *Ledger) signHead(ctx context.Context, q store.Querier, seq int64, now time.Time) (*Checkpointed, error) {
-	if l.signing.heads.Dir == "" {
-		return nil, nil
-	}
-	root, err := l.extendingTree(ctx, q, l.id, seq)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: checkpoint: %w", err)
-	}
-	msg, err := checkpoint.Sign(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: seq, Root: root, Time: now}, l.signing.signer)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: checkpoint: sign: %w", err)
-	}
-	return &Checkpointed{Size: seq, Root: root, Key: l.signing.signer.Name(), Time: now, Note: string(msg), Witnesses: []string{}, headOnly: true}, nil
+	return l.signCheckpoint(ctx, q, seq, now, true, true)
 }
 
 // signCheckpoint signs and stores a checkpoint of the first seq events,
 // once the tree is proven to extend what the signer signed before (see
 // extendingTree). One signed on the writer's own carries its policy: the
-// promise that verify holds later events to.
-func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int64, now time.Time, auto bool) (*Checkpointed, error) {
+// promise that verify holds later events to. Without row, it is signed
+// for the heads witness alone (WithHeads), not stored.
+func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int64, now time.Time, auto, row bool) (*Checkpointed, error) {
 	root, err := l.extendingTree(ctx, q, l.id, seq)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: %w", err)
@@ -214,6 +192,9 @@ func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int
 	msg, err := checkpoint.Sign(c, l.signing.signer)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: sign: %w", err)
+	}
+	if !row {
+		return &Checkpointed{Size: seq, Root: root, Key: l.signing.signer.Name(), Time: now, Note: string(msg), Witnesses: []string{}, headOnly: true}, nil
 	}
 	if err := store.InsertCheckpoint(ctx, q, seq, root.String(), string(msg), l.signing.signer.Name(), events.FormatTime(now)); err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: store: %w", err)
@@ -242,36 +223,22 @@ func (l *Ledger) extendingTree(ctx context.Context, q store.Querier, id string, 
 			l.log.Warn("could not read a witness's last checkpoint; checking against the others", "err", err)
 		}
 		earlier = append(earlier, found...)
-		kept, err := l.signing.heads.Last(id, v)
+		kept, err := l.signing.heads.Earlier(id, v)
 		if err != nil {
-			return root, &HeadError{Dir: l.signing.heads.Dir, Err: err}
+			return root, err
 		}
-		if kept != nil {
-			earlier = append(earlier, checkpoint.Earlier{Checkpoint: kept.Checkpoint, Source: "the head kept in " + l.signing.heads.Path(id)})
-		}
+		earlier = append(earlier, kept...)
 	}
 	return root, checkpoint.CheckExtends(c, r, earlier...)
 }
 
-// notExtended: err refuses a log that no longer extends what was signed,
-// or whose signed head cannot be read (WithHeads) to prove it does.
+// notExtended: err refuses a log that no longer extends what was signed
+// (or whose head kept by WithHeads cannot be read to prove it does).
 func notExtended(err error) bool {
 	var e *checkpoint.NotExtendedError
-	var h *HeadError
+	var h *witness.HeadError
 	return errors.As(err, &e) || errors.As(err, &h)
 }
-
-// HeadError: the head kept outside the root (WithHeads) cannot be read,
-// so no tree can be proven to extend it; nothing is signed or written.
-type HeadError struct {
-	Dir string
-	Err error
-}
-
-func (e *HeadError) Error() string {
-	return fmt.Sprintf("refusing to sign: the signed head kept in %s cannot be read: %v", e.Dir, e.Err)
-}
-func (e *HeadError) Unwrap() error { return e.Err }
 
 // DefaultWitnessTimeout is the witness timeout unless WithWitnessTimeout
 // says otherwise.
@@ -305,20 +272,10 @@ func (l *Ledger) publish(ctx context.Context, cp *Checkpointed) error {
 	return errors.Join(herr, err)
 }
 
-// keepHead stores cp in the heads witness. A larger head kept by another
-// writer in the meantime is no failure.
 func (l *Ledger) keepHead(cp *Checkpointed) error {
-	if l.signing.heads.Dir == "" {
-		return nil
-	}
-	err := l.signing.heads.Store(l.id, cp.Size, cp.Note, checkpoint.VerifierOf(l.signing.signer))
-	switch {
-	case err == nil:
-		cp.Witnesses = append(cp.Witnesses, l.signing.heads.Path(l.id))
-	case errors.Is(err, witness.ErrOlderHead):
-		err = nil
-	default:
-		err = fmt.Errorf("keeping the signed head in %s: %w", l.signing.heads.Dir, err)
+	where, err := l.signing.heads.Store(l.id, cp.Size, cp.Note, checkpoint.VerifierOf(l.signing.signer))
+	if where != "" {
+		cp.Witnesses = append(cp.Witnesses, where)
 	}
 	return err
 }

@@ -39,16 +39,50 @@ func (h Heads) Last(id string, v note.Verifier) (*checkpoint.Signed, error) {
 	return Last(h.Path(id), id, v)
 }
 
-// ErrOlderHead: the head offered is smaller than the one kept.
-var ErrOlderHead = errors.New("smaller than the head already kept")
+// Earlier is the head of ledger id signed by v, as an earlier checkpoint
+// a new tree must extend; a head that cannot be read is a *HeadError.
+func (h Heads) Earlier(id string, v note.Verifier) ([]checkpoint.Earlier, error) {
+	kept, err := h.Last(id, v)
+	if err != nil {
+		return nil, &HeadError{Dir: h.Dir, Err: err}
+	}
+	if kept == nil {
+		return nil, nil
+	}
+	return []checkpoint.Earlier{{Checkpoint: kept.Checkpoint, Source: "the head kept in " + h.Path(id)}}, nil
+}
+
+// HeadError: the head kept outside the root cannot be read, so no tree
+// can be proven to extend it; nothing may be signed.
+type HeadError struct {
+	Dir string
+	Err error
+}
+
+func (e *HeadError) Error() string {
+	return fmt.Sprintf("refusing to sign: the signed head kept in %s cannot be read: %v", e.Dir, e.Err)
+}
+func (e *HeadError) Unwrap() error { return e.Err }
 
 // Store keeps msg, a checkpoint of size events of ledger id signed by v's
-// key, as the ledger's head, unless a larger head signed by v is kept
-// (ErrOlderHead: another writer got there first).
-func (h Heads) Store(id string, size int64, msg string, v note.Verifier) error {
+// key, as the ledger's head, and says where, unless a larger head signed
+// by v is kept (another writer got there first: "", nil).
+func (h Heads) Store(id string, size int64, msg string, v note.Verifier) (string, error) {
 	if h.Dir == "" {
-		return nil
+		return "", nil
 	}
+	if err := h.store(id, size, msg, v); err != nil {
+		if errors.Is(err, errOlder) {
+			return "", nil
+		}
+		return "", fmt.Errorf("keeping the signed head in %s: %w", h.Dir, err)
+	}
+	return h.Path(id), nil
+}
+
+var errOlder = errors.New("a larger head is kept")
+
+func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 	if err := headID(id); err != nil {
 		return err
 	}
@@ -63,7 +97,7 @@ func (h Heads) Store(id string, size int64, msg string, v note.Verifier) error {
 	if kept, err := h.Last(id, v); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	} else if kept != nil && kept.Size > size {
-		return fmt.Errorf("head of %d events: %w (%d)", size, ErrOlderHead, kept.Size)
+		return errOlder
 	}
 	tmp, err := os.CreateTemp(h.Dir, "."+id+".*")
 	if err != nil {

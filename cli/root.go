@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // DefaultRoot is used when neither --root nor LOCKLEDGER_ROOT is set.
@@ -110,11 +111,13 @@ func (g *globals) open(ctx context.Context, a access, more ...ledger.Option) (*l
 	if g.database != "" {
 		opts = append(opts, ledger.WithDatabase(g.database), ledger.WithPoolSize(2))
 	}
+	var key *trust.Key
 	if a != reads {
-		sign, err := g.signingOptions()
+		sign, k, err := g.signingOptions()
 		if err != nil {
 			return nil, err
 		}
+		key = k
 		opts = append(opts, sign...)
 		if g.group != "" {
 			gid, err := lookupGroup(g.group)
@@ -141,7 +144,14 @@ func (g *globals) open(ctx context.Context, a access, more ...ledger.Option) (*l
 		}
 		return l, nil
 	}
-	return ledger.Open(ctx, g.root, opts...)
+	l, err := ledger.Open(ctx, g.root, opts...)
+	if err == nil && key != nil {
+		if err = g.pin(l, key); err != nil {
+			g.finish(l)
+			return nil, err
+		}
+	}
+	return l, err
 }
 
 // openWaiting opens the ledger for a command that was told to wait up to

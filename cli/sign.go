@@ -18,6 +18,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // signFlags are the global flags of signed checkpoints.
@@ -27,6 +28,7 @@ type signFlags struct {
 	witnesses  []string // --witness PATH (writers append, verify reads)
 	every      string
 	interval   string
+	unsigned   bool // --unsigned, LOCKLEDGER_UNSIGNED=1
 }
 
 func (f *signFlags) register(cmd *cobra.Command) {
@@ -48,6 +50,8 @@ func (f *signFlags) register(cmd *cobra.Command) {
 		"(env LOCKLEDGER_SIGNING_KEY: the file, or the key itself)")
 	pf.StringArrayVar(&f.witnesses, "witness", envWitness, "writers copy each checkpoint here (a directory: one file each; else appended to the file); "+
 		"verify reads the checkpoints here (repeatable; env LOCKLEDGER_WITNESS, a list like PATH)")
+	pf.BoolVar(&f.unsigned, "unsigned", os.Getenv(envUnsigned) == "1", "write without signing and without pinning the ledger in the trust store: "+
+		"nothing outside the root vouches for what is written (env "+envUnsigned+"=1)")
 	pf.StringVar(&f.every, "checkpoint-every", every, "with a key, writers sign a checkpoint every this many events (env LOCKLEDGER_CHECKPOINT_EVERY)")
 	pf.StringVar(&f.interval, "checkpoint-interval", interval, "with a key, the first write after this long without a checkpoint signs one (env LOCKLEDGER_CHECKPOINT_INTERVAL)")
 }
@@ -147,12 +151,26 @@ func errText(err error) string {
 }
 
 // signingOptions are the ledger options of a writer: its key, witnesses
-// and policy, when a key is configured.
-func (g *globals) signingOptions() ([]ledger.Option, error) {
-	s, err := g.signer()
-	if err != nil || s == nil {
-		return nil, err
+// and policy: the key configured, else the trust store's (with its heads
+// witness, and k set: the ledger is pinned once open), unless --unsigned.
+func (g *globals) signingOptions() (opts []ledger.Option, k *trust.Key, err error) {
+	if g.trusting() {
+		if opts, k, err = g.trustOptions(); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		s, err := g.signer()
+		if err != nil || s == nil {
+			return nil, nil, err
+		}
+		opts = []ledger.Option{ledger.WithSigner(s)}
 	}
+	more, err := g.policyOptions()
+	return append(opts, more...), k, err
+}
+
+// policyOptions are a signing writer's witnesses and checkpoint policy.
+func (g *globals) policyOptions() ([]ledger.Option, error) {
 	every, err := strconv.ParseInt(g.sign.every, 10, 64)
 	if err != nil || every < 1 {
 		return nil, events.Invalid("--checkpoint-every", g.sign.every, "must be a whole number of events, at least 1")
@@ -171,7 +189,7 @@ func (g *globals) signingOptions() ([]ledger.Option, error) {
 				resolvedRoot(g.root)))
 		}
 	}
-	return []ledger.Option{ledger.WithSigner(s), ledger.WithWitnesses(g.sign.witnesses...), ledger.WithCheckpointPolicy(every, interval)}, nil
+	return []ledger.Option{ledger.WithWitnesses(g.sign.witnesses...), ledger.WithCheckpointPolicy(every, interval)}, nil
 }
 
 // --- keygen ---
@@ -274,8 +292,8 @@ written (the checkpoint is stored in the ledger all the same).`,
 }
 
 func runCheckpoint(ctx context.Context, g *globals) error {
-	if g.sign.key == "" {
-		return events.Invalid("--signing-key", "", "is required to sign a checkpoint (or LOCKLEDGER_SIGNING_KEY)")
+	if g.sign.key == "" && !g.trusting() {
+		return events.Invalid("--signing-key", "", "is required to sign a checkpoint with --unsigned (or LOCKLEDGER_SIGNING_KEY)")
 	}
 	l, err := g.open(ctx, rewrites)
 	if err != nil {

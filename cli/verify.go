@@ -32,6 +32,8 @@ type verifyOptions struct {
 	verifiers   []string
 	heads       []string
 	witnessFlag bool // --witness given on the command line, not only by LOCKLEDGER_WITNESS
+	ledgerID    string
+	expect      []expectation
 }
 
 func newVerify(g *globals) *cobra.Command {
@@ -139,6 +141,7 @@ created); with no ledger there it is not recorded.`,
 		"how far an event's at may fall behind an earlier event's or the ledger's creation (90s, 1m or plain seconds)")
 	cmd.Flags().StringArrayVar(&o.checkpoints, "checkpoint", nil, "check the log against the signed checkpoints in FILE (needs --verifier-key; repeatable)")
 	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one: checkpoints must be signed by one (repeatable)")
+	cmd.Flags().StringVar(&o.ledgerID, "ledger-id", "", "the ledger this must be: any other fails (swapped), even one signed with the same key")
 	cmd.Flags().StringArrayVar(&o.heads, "expect-head", nil, "SEQ:HASH: event SEQ's hash must be HASH (a head recorded elsewhere, without a key; repeatable)")
 	return cmd
 }
@@ -158,6 +161,17 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		return nil, err
 	}
 	t.Expected = len(t.Verifiers) > 0
+	if o.ledgerID != "" {
+		if err := validLedgerIDFlag(o.ledgerID); err != nil {
+			return nil, err
+		}
+		o.expect = append(o.expect, expectation{id: o.ledgerID, source: "--ledger-id"})
+	}
+	if o.file == "" {
+		if err := o.fromStore(t); err != nil {
+			return nil, err
+		}
+	}
 	for _, h := range o.heads {
 		seqText, hash, ok := strings.Cut(h, ":")
 		hash = strings.ToLower(hash) // verify prints lower case; a copy may not be
@@ -297,14 +311,21 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if err != nil {
 		return err
 	}
+	o.checkExpected(rep)
+	warning := ""
+	if rep.Trust == replay.Unsigned && rep.Events > 0 {
+		warning = unsignedWarning
+		o.g.sayf("warning: %s", warning)
+	}
 	// Recorded after the read, which it never changes: the report stays
 	// that of the log as it was read.
 	recorded := o.g.recordAccess(ctx, "verify", events.LedgerVerified, o.actor, verified(rep, o.file))
 	if o.g.json {
 		writeJSON(o.g.io.Out, struct {
 			*replay.Report
-			Recorded int64 `json:"recorded,omitempty"`
-		}{rep, recorded})
+			Recorded int64  `json:"recorded,omitempty"`
+			Warning  string `json:"warning,omitempty"`
+		}{rep, recorded, warning})
 	} else {
 		printReport(o.g.io.Out, rep)
 		if recorded > 0 {

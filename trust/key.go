@@ -26,9 +26,16 @@ const KeyFile = "signing.key"
 // KeyPath is where the store keeps its signer key.
 func (s *Store) KeyPath() string { return filepath.Join(s.dir, KeyFile) }
 
+// Key is a signer key read from its file.
+type Key struct {
+	Signer   note.Signer
+	Verifier string // the encoded verifier key
+	Path     string
+}
+
 // Key is the store's signer key, made on first use (named KeyName()) and
 // never overwritten. created says this call made it.
-func (s *Store) Key() (signer note.Signer, created bool, err error) {
+func (s *Store) Key() (k *Key, created bool, err error) {
 	return LoadOrCreateKey(s.KeyPath(), KeyName(), 0o600, -1)
 }
 
@@ -36,7 +43,7 @@ func (s *Store) Key() (signer note.Signer, created bool, err error) {
 // there (mode perm, group gid unless -1) when there is none. Two processes
 // making it at once end up with the same key: it is written aside and
 // linked into place, so no one ever reads half a key or replaces one.
-func LoadOrCreateKey(path, name string, perm os.FileMode, gid int) (note.Signer, bool, error) {
+func LoadOrCreateKey(path, name string, perm os.FileMode, gid int) (*Key, bool, error) {
 	s, err := readKey(path, perm)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return s, false, err
@@ -80,7 +87,7 @@ func LoadOrCreateKey(path, name string, perm os.FileMode, gid int) (note.Signer,
 // readKey reads a signer key file: a regular file (never a symlink) of
 // this user's, which no one but its owner (and, for perm 0640, the
 // group) can read.
-func readKey(path string, perm os.FileMode) (note.Signer, error) {
+func readKey(path string, perm os.FileMode) (*Key, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, events.Invalid("signing key", path, "is a symlink: a key file is never followed")
@@ -106,11 +113,16 @@ func readKey(path string, perm os.FileMode) (note.Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := checkpoint.NewSigner(strings.TrimSpace(string(b)))
+	skey := strings.TrimSpace(string(b))
+	s, err := checkpoint.NewSigner(skey)
 	if err != nil {
 		return nil, events.Invalid("signing key", path, err.Error())
 	}
-	return s, nil
+	vkey, err := checkpoint.VerifierKey(skey)
+	if err != nil {
+		return nil, events.Invalid("signing key", path, err.Error())
+	}
+	return &Key{Signer: s, Verifier: vkey, Path: path}, nil
 }
 
 // KeyName is the name of a new key: user@host, with what a key name may

@@ -86,7 +86,7 @@ the log against them, prove and verify-proof give an auditor proofs.`,
 	g.sign.register(root)
 	root.AddCommand(newAcquire(g), newHeartbeat(g), newRelease(g), newStatus(g), newList(g), newSteal(g), newRun(g))
 	root.AddCommand(auditCommands(g)...)
-	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g))
+	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g), newTrust(g))
 	root.AddCommand(newVersion(g))
 	root.AddCommand(newWatchHolder(g))
 	registerCompletions(root, g)

@@ -182,3 +182,12 @@ func keptHead(s *trust.Store, id string) string {
 	}
 	return p
 }
+
+// repin moves the root's pin from the empty ledger an import replaced to
+// the ledger it imported.
+func (g *globals) repin(l *ledger.Ledger, empty string) error {
+	if _, err := g.trust.Forget(g.root, func(p trust.Pin) bool { return p.LedgerID == empty }); err != nil {
+		return err
+	}
+	return g.pin(l, g.key)
+}

@@ -104,42 +104,47 @@ func keyInRoot(field, path, root string) error {
 }
 
 // signer reads the signing key, nil when none is configured.
-func (g *globals) signer() (note.Signer, error) {
+func (g *globals) signer() (note.Signer, string, error) {
 	f := &g.sign
 	if f.key == "" {
-		return nil, nil
+		return nil, "", nil
 	}
 	field := "--signing-key"
 	if f.keyFromEnv {
 		field = "LOCKLEDGER_SIGNING_KEY"
 		if strings.Contains(f.key, checkpoint.SignerKeyPrefix) {
-			s, err := checkpoint.NewSigner(strings.TrimSpace(f.key))
-			if err != nil {
-				return nil, events.Invalid(field, "(the key)", err.Error())
-			}
-			return s, nil
+			return signerOf(field, "(the key)", f.key)
 		}
 	}
 	fi, err := os.Stat(f.key)
 	if err != nil {
 		// Not a file: perhaps a key typed wrong, which must not reach a log.
-		return nil, events.Invalid(field, "(the key)", "is neither a readable key file nor a key ("+checkpoint.SignerKeyPrefix+"...): "+errText(err))
+		return nil, "", events.Invalid(field, "(the key)", "is neither a readable key file nor a key ("+checkpoint.SignerKeyPrefix+"...): "+errText(err))
 	}
 	if insideRoot(g.root, f.key) {
-		return nil, keyInRoot(field, f.key, g.root)
+		return nil, "", keyInRoot(field, f.key, g.root)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		g.log.Warn("the signing key file can be read by others than its owner; keep it 0600", "file", f.key, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
 	}
 	b, err := os.ReadFile(f.key)
 	if err != nil {
-		return nil, events.Invalid(field, f.key, "cannot be read: "+errText(err))
+		return nil, "", events.Invalid(field, f.key, "cannot be read: "+errText(err))
 	}
-	s, err := checkpoint.NewSigner(string(b))
+	return signerOf(field, f.key, string(b))
+}
+
+// signerOf reads an encoded signer key and its verifier key.
+func signerOf(field, shown, key string) (note.Signer, string, error) {
+	s, err := checkpoint.NewSigner(strings.TrimSpace(key))
 	if err != nil {
-		return nil, events.Invalid(field, f.key, err.Error())
+		return nil, "", events.Invalid(field, shown, err.Error())
 	}
-	return s, nil
+	vkey, err := checkpoint.VerifierKey(key)
+	if err != nil {
+		return nil, "", events.Invalid(field, shown, err.Error())
+	}
+	return s, vkey, nil
 }
 
 func errText(err error) string {
@@ -159,7 +164,7 @@ func (g *globals) signingOptions() (opts []ledger.Option, k *trust.Key, err erro
 			return nil, nil, err
 		}
 	} else {
-		s, err := g.signer()
+		s, _, err := g.signer()
 		if err != nil || s == nil {
 			return nil, nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
 	"github.com/lockledger/lockledger/witness"
@@ -58,7 +59,9 @@ func (g *globals) defaultKey() (*trust.Key, error) {
 	var created bool
 	if group {
 		path := groupKeyPath(g.root)
-		k, created, err = trust.LoadOrCreateKey(path, trust.KeyName(), 0o640, gid)
+		if err = lockfile.MkdirReachable(filepath.Dir(path)); err == nil {
+			k, created, err = trust.LoadOrCreateKey(path, trust.KeyName(), 0o640, gid)
+		}
 		if err != nil && !errors.Is(err, events.ErrInvalid) {
 			return nil, fmt.Errorf("%w: the signing key of the group root %s cannot be read or created at %s (%s): "+
 				"have the member who should own it run `lockledger keygen --name NAME -o %s` and `chgrp GROUP %s; chmod 0640 %s`, "+

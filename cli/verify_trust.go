@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
@@ -47,7 +49,9 @@ func (o *verifyOptions) fromStore(t *replay.Trust) error {
 		if err != nil {
 			return events.Invalid("verifier key", k, err.Error()+" (in "+s.PinsPath()+")")
 		}
-		t.Verifiers = append(t.Verifiers, v)
+		if !slices.ContainsFunc(t.Verifiers, func(o note.Verifier) bool { return o.Name() == v.Name() && o.KeyHash() == v.KeyHash() }) {
+			t.Verifiers = append(t.Verifiers, v)
+		}
 	}
 	if len(ids) == 0 {
 		return nil

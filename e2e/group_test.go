@@ -49,7 +49,7 @@ func TestGroupSharedRoot(t *testing.T) {
 		defer cancel()
 		// A strict umask: the group's modes must not depend on it.
 		c := exec.CommandContext(ctx, "sh", append([]string{"-c", `umask ` + umask + `; exec "$0" "$@"`, bin}, args...)...)
-		c.Env = clitest.Env(root)
+		c.Env = clitest.Env(root, clitest.TrustDirAs(t, root, uid))
 		c.Dir = "/"
 		cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
 		if uid != eveUID {

@@ -50,7 +50,7 @@ func (f *signFlags) register(cmd *cobra.Command) {
 		"(env LOCKLEDGER_SIGNING_KEY: the file, or the key itself)")
 	pf.StringArrayVar(&f.witnesses, "witness", envWitness, "writers copy each checkpoint here (a directory: one file each; else appended to the file); "+
 		"verify reads the checkpoints here (repeatable; env LOCKLEDGER_WITNESS, a list like PATH)")
-	pf.BoolVar(&f.unsigned, "unsigned", os.Getenv(envUnsigned) == "1", "write without signing and without pinning the ledger in the trust store: "+
+	pf.BoolVar(&f.unsigned, "unsigned", os.Getenv(envUnsigned) == "1", "write without the trust store: unsigned, the ledger not pinned, no head kept (an explicit --signing-key still signs); "+
 		"nothing outside the root vouches for what is written (env "+envUnsigned+"=1)")
 	pf.StringVar(&f.every, "checkpoint-every", every, "with a key, writers sign a checkpoint every this many events (env LOCKLEDGER_CHECKPOINT_EVERY)")
 	pf.StringVar(&f.interval, "checkpoint-interval", interval, "with a key, the first write after this long without a checkpoint signs one (env LOCKLEDGER_CHECKPOINT_INTERVAL)")
@@ -164,11 +164,20 @@ func (g *globals) signingOptions() (opts []ledger.Option, k *trust.Key, err erro
 			return nil, nil, err
 		}
 	} else {
-		s, _, err := g.signer()
+		s, vkey, err := g.signer()
 		if err != nil || s == nil {
 			return nil, nil, err
 		}
 		opts = []ledger.Option{ledger.WithSigner(s)}
+		// The ledger is pinned with this key too, unless --unsigned, so
+		// that plain verify checks what it signs.
+		if !g.sign.unsigned {
+			if _, err := g.trustStore(); err != nil {
+				g.log.Warn("the ledger is not pinned with this key: the trust store cannot be opened", "err", err)
+			} else {
+				k = &trust.Key{Signer: s, Verifier: vkey}
+			}
+		}
 	}
 	more, err := g.policyOptions()
 	return append(opts, more...), k, err

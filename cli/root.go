@@ -52,10 +52,13 @@ Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 4 stale (use --force), 5 not the holder / lock lost; 128+N when signal N
 (INT 130, TERM 143, HUP 129) stopped the command, e.g. during --wait.
 
-Tamper evidence beyond the chain: keygen makes a key kept outside the
-root; writers given it (--signing-key) sign checkpoints of the log's
-Merkle tree and copy them to --witness paths; verify --verifier-key checks
-the log against them, prove and verify-proof give an auditor proofs.`,
+Tamper evidence beyond the chain, on by default: writers sign with this
+user's key from the trust store outside every root (lockledger trust),
+pin the ledger on first use and keep its latest signed head there; plain
+verify checks the ledger against them (--unsigned opts out). keygen makes
+a key of its own (--signing-key); writers copy checkpoints to --witness
+paths; verify --verifier-key checks the log against them, prove and
+verify-proof give an auditor proofs.`,
 		Version:       currentBuild().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -194,3 +194,27 @@ func (g *globals) repin(l *ledger.Ledger, empty string) error {
 	}
 	return g.pin(l, g.key)
 }
+
+// dropHeads removes the signed heads the trust store keeps of the ledgers
+// pinned at the root, for project --accept-rollback (or
+// --accept-broken-chain): the user goes on from an older or cut log on
+// purpose, and the next write signs its head.
+func (g *globals) dropHeads() error {
+	s, err := g.trustStore()
+	if err != nil {
+		return err
+	}
+	pins, err := s.PinsOf(g.root)
+	if err != nil {
+		return err
+	}
+	for _, p := range pins {
+		path := witness.Heads{Dir: s.HeadsDir()}.Path(p.LedgerID)
+		if err := os.Remove(path); err == nil {
+			g.log.Info("rollback accepted: dropped the signed head kept of the ledger", "ledger_id", p.LedgerID, "file", path)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}

@@ -88,6 +88,15 @@ one recorded elsewhere, without a key. Without any of them verify says
 Events after the last matching checkpoint are listed: nothing vouches for
 them yet.
 
+With no flags, verify uses this user's trust store (lockledger trust):
+the ledger must be the one pinned at this root (else: swapped), its
+checkpoint rows are checked with the pinned verifier keys, and the log
+must extend the signed head kept in the store (a cut tail, a re-chain or
+an older copy fails, naming the first seq no longer covered).
+--verifier-key and --witness add to them; --ledger-id ID fails on any
+other ledger, even one signed with the same key. A ledger nothing
+vouches for gets a warning on stderr and in --json (warning).
+
 With --file, check a JSON Lines export on its own, without the database:
 the chain from the first line's prev_hash (or --prev-hash, e.g. the
 ledger's genesis or the previous export's head), seq contiguity and

@@ -64,6 +64,7 @@ func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
 	// head this host saw: another history of the ledger. The copy kept
 	// the README's grants: the writer role connects and writes there.
 	fleet := newPGHost(t, "other-host", roles.at(roles.writer, bak))
+	fleet.trust = filepath.Join(t.TempDir(), "trust")
 	for _, lock := range []string{"x", "y", "z"} {
 		fleet.must(t, 0, "acquire", lock)
 	}

@@ -63,9 +63,11 @@ func LoadOrCreateKey(path, name string, perm os.FileMode, gid int) (*Key, bool, 
 			return nil, false, err
 		}
 	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return nil, false, err
+	if perm != 0o600 { // CreateTemp's own mode; a group's needs the umask undone
+		if err := tmp.Chmod(perm); err != nil {
+			tmp.Close()
+			return nil, false, err
+		}
 	}
 	if _, err := io.WriteString(tmp, skey+"\n"); err != nil {
 		tmp.Close()

@@ -177,6 +177,7 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		o.expect = append(o.expect, expectation{id: o.ledgerID, source: "--ledger-id"})
 	}
 	if o.file == "" {
+		t.OthersUnchecked = len(t.Verifiers) == 0
 		if err := o.fromStore(t); err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"crypto/rand"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,7 +22,8 @@ import (
 )
 
 // defaultRoot is a fresh root written by a few lock commands with no
-// flags (seq 1-7), and the file holding the head the trust store keeps.
+// flags (seq 1-7) and verified (seq 8, the verify's own record), and the
+// file holding the head the trust store keeps.
 func defaultRoot(t *testing.T) (root, head string) {
 	t.Helper()
 	root = filepath.Join(t.TempDir(), "root")
@@ -129,27 +131,31 @@ func TestPlainVerifyCatchesEachAttackOnADefaultRoot(t *testing.T) {
 		words  []string
 	}{
 		{"tail cut and project", func(t *testing.T, root string) { cutTail(t, root, 4) },
-			5, []string{"covers 7 events but the log holds 4", "from seq 5 were removed"}},
+			5, []string{"covers 8 events but the log holds 4", "from seq 5 were removed"}},
 		{"re-chain with an actor renamed", func(t *testing.T, root string) {
 			a := attack(t, root)
 			a.rechain(t, func(bs []body) []body { bs[2]["actor"] = "mallory"; return bs })
 			a.restore(t)
-		}, 1, []string{"no longer matches", "a change lies in seq 1-7"}},
+		}, 1, []string{"no longer matches", "a change lies in seq 1-8"}},
 		{"whole root swapped for an older copy", nil,
 			4, []string{"covers 7 events but the log holds 3", "from seq 4 were removed"}},
 		{"every date rewritten with created_at", shiftDates,
-			1, []string{"no longer matches", "a change lies in seq 1-7"}},
+			1, []string{"no longer matches", "a change lies in seq 1-8"}},
 		{"a bogus checkpoint row", func(t *testing.T, root string) {
-			db := clitest.DB(t, root)
+			db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
 			if _, err := db.Exec(`INSERT INTO checkpoints (size, root, note, key_name, created_at) VALUES (3, 'x', 'garbage', 'tester', '2026-01-01T00:00:00Z')`); err != nil {
 				t.Fatal(err)
 			}
-		}, 8, []string{"ledger checkpoint #2", "is not a checkpoint"}},
+		}, 9, []string{"ledger checkpoint #2", "is not a checkpoint"}},
 		{"INSERT OR REPLACE on checkpoints", func(t *testing.T, root string) {
 			a := attack(t, root)
 			a.exec(t, `INSERT OR REPLACE INTO checkpoints (id, size, root, note, key_name, created_at) SELECT id, size, root, 'garbage', key_name, created_at FROM checkpoints WHERE id = 1`)
 			a.restore(t)
-		}, 8, []string{"ledger checkpoint #1", "is not a checkpoint"}},
+		}, 9, []string{"ledger checkpoint #1", "is not a checkpoint"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.attack == nil {
@@ -178,7 +184,7 @@ func TestPlainVerifyCatchesEachAttackOnADefaultRoot(t *testing.T) {
 			if v.FirstBad == nil || v.FirstBad.Seq > c.seq {
 				t.Fatalf("first bad %+v, want seq %d at the latest", v.FirstBad, c.seq)
 			}
-			if c.seq != 8 && !strings.Contains(v.FirstBad.Detail+v.Trust, head) && !anyNames(v, head) {
+			if c.seq != 9 && !strings.Contains(v.FirstBad.Detail+v.Trust, head) && !anyNames(v, head) {
 				t.Fatalf("no problem names the head kept in %s: %+v", head, v.Problems)
 			}
 		})

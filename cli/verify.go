@@ -34,6 +34,7 @@ type verifyOptions struct {
 	witnessFlag bool // --witness given on the command line, not only by LOCKLEDGER_WITNESS
 	ledgerID    string
 	expect      []expectation
+	pinned      bool // the trust store pins a ledger at this root
 }
 
 func newVerify(g *globals) *cobra.Command {
@@ -326,6 +327,11 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if rep.Trust == replay.Unsigned && rep.Events > 0 {
 		warning = unsignedWarning
 		o.g.sayf("warning: %s", warning)
+	}
+	if !rep.OK && !o.pinned && o.g.trusting() {
+		// A ledger that fails verify is not trusted on first use: its
+		// record is appended unsigned, pinning nothing.
+		o.g.sign.unsigned = true
 	}
 	// Recorded after the read, which it never changes: the report stays
 	// that of the log as it was read.

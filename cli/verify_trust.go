@@ -56,7 +56,7 @@ func (o *verifyOptions) fromStore(t *replay.Trust) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	t.Expected = true
+	o.pinned, t.Expected = true, true
 	if len(ids) == 1 {
 		o.expect = append(o.expect, expectation{id: ids[0], source: "the trust store's pin (" + s.PinsPath() + ")"})
 	}

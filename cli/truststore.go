@@ -62,6 +62,11 @@ func (g *globals) defaultKey() (*trust.Key, error) {
 		if err = lockfile.MkdirReachable(filepath.Dir(path)); err == nil {
 			k, created, err = trust.LoadOrCreateKey(path, trust.KeyName(), 0o640, gid)
 		}
+		var st unix.Stat_t
+		if err == nil && unix.Stat(filepath.Dir(path), &st) == nil && st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
+			g.log.Warn("the group's signing key lies in a directory others can write: any of them can replace it; keep it in one only its owner writes (or sticky)",
+				"file", path, "mode", fmt.Sprintf("%04o", st.Mode&0o7777))
+		}
 		if err != nil && !errors.Is(err, events.ErrInvalid) {
 			return nil, fmt.Errorf("%w: the signing key of the group root %s cannot be read or created at %s (%s): "+
 				"have the member who should own it run `lockledger keygen --name NAME -o %s` and `chgrp GROUP %s; chmod 0640 %s`, "+

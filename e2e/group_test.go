@@ -97,6 +97,17 @@ func TestGroupSharedRoot(t *testing.T) {
 	for _, f := range []string{"ledger.db", "ledger.db-wal", "ledger.db-shm", "writer.flock", "locks/migrate.lock"} {
 		checkMode(filepath.Join(root, f), 0o660)
 	}
+	// The group's writers sign with one key beside the root, made by the
+	// first writer and only hers to replace; each member pins the ledger in
+	// a trust store of their own, and checks the others' signatures with it.
+	key := filepath.Join(filepath.Dir(root), ".locks-root.signing.key")
+	checkMode(key, 0o640)
+	if fi, err := os.Lstat(key); err != nil || fi.Sys().(*syscall.Stat_t).Uid != aliceUID {
+		t.Errorf("the group's key %s is not alice's: %v", key, err)
+	}
+	if out := must(bobUID, "verify"); !strings.Contains(out, "verify: OK") || !strings.Contains(out, "match checkpoint") {
+		t.Errorf("bob's verify of the group root:\n%s", out)
+	}
 
 	// Outside the group: nothing to read, nothing to write.
 	if r := as(eveUID, "022", "status", "migrate"); r.Code == 0 {

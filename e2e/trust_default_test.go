@@ -8,6 +8,7 @@ package e2e
 import (
 	"crypto/rand"
 	"database/sql"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -354,5 +355,60 @@ func TestUnsignedWritesAreSaidLoudlyByVerify(t *testing.T) {
 	clitest.Must(t, 0, root, "trust", "adopt")
 	if v := clitest.Verify(t, 0, root); v.Warning != "" || !strings.Contains(v.Trust, "match") {
 		t.Fatalf("verify after trust adopt: trust %q, warning %q", v.Trust, v.Warning)
+	}
+}
+
+// TestAuditorPinsTheLedgerFromTrustExport: the writer's trust export,
+// pinned by an auditor with a trust store of their own, makes the
+// auditor's plain verify check the writer's signatures and the ledger id;
+// show lists the pin and the head kept.
+func TestAuditorPinsTheLedgerFromTrustExport(t *testing.T) {
+	dir := t.TempDir()
+	root, other := filepath.Join(dir, "root"), filepath.Join(dir, "other")
+	pid := strconv.Itoa(os.Getpid())
+	clitest.Must(t, 0, root, "acquire", "x", "--pid", pid)
+	clitest.Must(t, 0, other, "acquire", "y", "--pid", pid)
+	var shown struct {
+		VerifierKey string `json:"verifier_key"`
+		Pins        []struct {
+			LedgerID string `json:"ledger_id"`
+			Verifier string `json:"verifier_key"`
+		} `json:"pins"`
+		Heads []struct {
+			Size int64 `json:"size"`
+		} `json:"heads"`
+	}
+	if err := json.Unmarshal([]byte(clitest.Must(t, 0, root, "trust", "show", "--json").Stdout), &shown); err != nil {
+		t.Fatal(err)
+	}
+	id := ledgerID(t, root)
+	if len(shown.Pins) != 1 || shown.Pins[0].LedgerID != id || shown.Pins[0].Verifier != shown.VerifierKey || len(shown.Heads) != 1 || shown.Heads[0].Size != 1 {
+		t.Fatalf("trust show: %+v", shown)
+	}
+	export := clitest.Must(t, 0, root, "trust", "export").Stdout
+	if !strings.Contains(export, "--ledger-id "+id+" --verifier-key "+shown.VerifierKey) {
+		t.Fatalf("trust export:\n%s", export)
+	}
+	auditor := []string{"LOCKLEDGER_TRUST_DIR=" + filepath.Join(dir, "auditor-trust"), "LOCKLEDGER_UNSIGNED=1"}
+	audit := func(want int, root string, args ...string) clitest.Result {
+		t.Helper()
+		r := clitest.RunWith(t, root, auditor, "", args...)
+		if r.Code != want {
+			t.Fatalf("auditor: lockledger %s: exit %d, want %d\n%s%s", strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
+		}
+		return r
+	}
+	if r := audit(0, root, "verify"); !strings.Contains(r.Stderr, "unsigned") {
+		t.Fatalf("the auditor's verify before pinning gives no warning:\n%s", r.Stderr)
+	}
+	audit(0, root, "trust", "pin", "--ledger-id", id, "--verifier-key", shown.VerifierKey)
+	audit(0, other, "trust", "pin", "--ledger-id", id, "--verifier-key", shown.VerifierKey)
+	v := clitest.DecodeVerify(t, audit(0, root, "verify", "--json"))
+	if !strings.Contains(v.Trust, "match ledger checkpoint") || v.Warning != "" {
+		t.Fatalf("the auditor's verify after pinning: trust %q, warning %q", v.Trust, v.Warning)
+	}
+	v = clitest.DecodeVerify(t, audit(1, other, "verify", "--json"))
+	if v.FirstBad == nil || v.FirstBad.Kind != "swapped" || !strings.Contains(v.FirstBad.Detail, id) {
+		t.Fatalf("the auditor's verify of another ledger where %s is pinned: %+v", id, v.Problems)
 	}
 }

@@ -163,7 +163,7 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 	t := &replay.Trust{}
 	var err error
 	if o.file == "" {
-		if err := o.keysOutsideRoot(); err != nil {
+		if err := o.keysOutsideRoot(len(o.verifiers) > 0); err != nil {
 			return nil, err
 		}
 	}
@@ -180,6 +180,10 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 	if o.file == "" {
 		t.OthersUnchecked = len(t.Verifiers) == 0
 		if err := o.fromStore(t); err != nil {
+			return nil, err
+		}
+		// The pinned keys make verify read LOCKLEDGER_WITNESS too.
+		if err := o.keysOutsideRoot(len(t.Verifiers) > 0); err != nil {
 			return nil, err
 		}
 	}
@@ -230,13 +234,13 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 // keysOutsideRoot refuses a --verifier-key file or a --witness inside the
 // root, as the writers refuse theirs: whoever can rewrite the ledger could
 // replace them to vouch for the rewrite.
-func (o *verifyOptions) keysOutsideRoot() error {
+func (o *verifyOptions) keysOutsideRoot(keyed bool) error {
 	for _, v := range o.verifiers {
 		if _, err := checkpoint.NewVerifier(v); err != nil && insideRoot(o.g.root, v) {
 			return keyInRoot("--verifier-key", v, o.g.root)
 		}
 	}
-	if !o.witnessFlag && len(o.verifiers) == 0 {
+	if !o.witnessFlag && !keyed {
 		return nil // LOCKLEDGER_WITNESS is not read without a key
 	}
 	for _, w := range o.g.sign.witnesses {

@@ -77,7 +77,11 @@ func runImport(ctx context.Context, o *importOptions) error {
 	if err != nil {
 		return err
 	}
+	empty := to.ID()
 	rep, err := to.Import(ctx, from)
+	if err == nil && o.g.trusting() && empty != to.ID() {
+		err = o.g.repin(to, empty)
+	}
 	if err == nil && (to.Root() != from.Root() || !source.OK) {
 		// This host's lock files of the locks it holds go to the new root;
 		// an accepted damage is recorded.

@@ -24,6 +24,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // Exit codes: the contract scripts rely on. ExitCode maps the library's
@@ -127,6 +128,8 @@ type globals struct {
 	group     string
 	log       *slog.Logger
 	sign      signFlags
+	trust     *trust.Store // trustStore
+	key       *trust.Key   // defaultKey
 }
 
 // Main runs the command line and returns the process exit code.

@@ -74,6 +74,11 @@ func runProject(ctx context.Context, o *projectOptions) error {
 		// the one this root pinned: both are recorded.
 		more = append(more, ledger.WithPin(store.PinAccept))
 	}
+	if (o.rollback || o.acceptBroken) && o.g.trusting() {
+		if err := o.g.dropHeads(); err != nil {
+			return err
+		}
+	}
 	l, err := o.g.open(ctx, rewrites, more...)
 	if err != nil {
 		return err

@@ -23,12 +23,12 @@ import (
 
 // signFlags are the global flags of signed checkpoints.
 type signFlags struct {
-	key        string   // --signing-key FILE, or LOCKLEDGER_SIGNING_KEY (a file, or the key itself)
-	keyFromEnv bool     // key came from the environment
-	witnesses  []string // --witness PATH (writers append, verify reads)
-	every      string
-	interval   string
-	unsigned   bool // --unsigned, LOCKLEDGER_UNSIGNED=1
+	key         string   // --signing-key FILE, or LOCKLEDGER_SIGNING_KEY (a file, or the key itself)
+	keyFromEnv  bool     // key came from the environment
+	witnesses   []string // --witness PATH (writers append, verify reads)
+	every       string
+	interval    string
+	unsigned    bool            // --unsigned, LOCKLEDGER_UNSIGNED=1
 	witnessURLs witnessURLFlags // --witness-url URL=VKEY (see witnessurl.go)
 }
 

@@ -71,7 +71,7 @@ func runImport(ctx context.Context, o *importOptions) error {
 		return fmt.Errorf("import: %s does not verify (%w): first bad seq %d, %s (%s; %d %s in all); nothing was copied: "+
 			"`lockledger verify --root %s` shows the damage, `lockledger import --accept-broken-chain` copies it anyway (recorded)",
 			from.Source(), ledger.ErrBrokenChain, bad.Seq, bad.Kind, bad.Detail, source.ProblemCount,
-			plural(source.ProblemCount, "problem", "problems"), from.Root())
+			termtext.Plural(source.ProblemCount, "problem", "problems"), from.Root())
 	}
 	to, err := o.g.open(ctx, writes, ledger.WithPin(store.PinSkip)) // the root pins the ledger imported
 	if err != nil {

@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // Identity says who acts: the request, the actor and the process.
@@ -28,8 +26,8 @@ func DefaultActor() string {
 			return v
 		}
 	}
-	uid, name := osUser()
-	if name != "" && validText("actor", name, 256, false) == nil {
+	uid, name := proc.Self()
+	if name != "" && events.ValidText("actor", name, 256, false) == nil {
 		return name
 	}
 	return strconv.Itoa(uid)
@@ -45,7 +43,7 @@ func (l *Ledger) resolve(id Identity, now time.Time) (Identity, error) {
 	if id.Actor == "" {
 		id.Actor = DefaultActor()
 	}
-	if err := validText("actor", id.Actor, 256, false); err != nil {
+	if err := events.ValidText("actor", id.Actor, 256, false); err != nil {
 		return id, err
 	}
 	if id.PID == 0 {
@@ -55,22 +53,4 @@ func (l *Ledger) resolve(id Identity, now time.Time) (Identity, error) {
 		return id, events.Invalid("pid", fmt.Sprint(id.PID), "must be a positive process id")
 	}
 	return id, nil
-}
-
-func validText(field, s string, max int, emptyOK bool) error {
-	if s == "" && !emptyOK {
-		return events.Invalid(field, s, "must not be empty")
-	}
-	if len(s) > max {
-		return events.Invalid(field, s[:32]+"...", fmt.Sprintf("must be at most %d bytes", max))
-	}
-	if !utf8.ValidString(s) {
-		return events.Invalid(field, strings.ToValidUTF8(s, "\uFFFD"), "must be valid UTF-8")
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return events.Invalid(field, s, "must not contain control characters")
-		}
-	}
-	return nil
 }

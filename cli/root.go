@@ -95,6 +95,7 @@ verify-proof give an auditor proofs.`,
 	root.AddCommand(newInit(g), newVersion(g))
 	root.AddCommand(newWatchHolder(g))
 	registerCompletions(root, g)
+	registerHelpTopics(root)
 	return root
 }
 

@@ -20,8 +20,13 @@ type AcquireRequest struct {
 	// RecordBlocked appends acquire_blocked when the attempt gives up;
 	// a waiting caller sets it only on its last attempt.
 	RecordBlocked bool
-	// Waited is how long the caller has waited so far (for acquire_blocked).
+	// Waited is how long the caller has waited so far (acquire_blocked and
+	// lock_acquired record it).
 	Waited time.Duration
+	// NoProcess: no process holds the lock (Identity.PID is ignored); it is
+	// held while heartbeats arrive within the TTL and stale after, and any
+	// process with the request id heartbeats and releases it.
+	NoProcess bool
 	// Waiting marks every attempt of a caller that waits: a stale lock
 	// ends the wait at once, so its refusal is recorded on any attempt.
 	Waiting bool
@@ -149,6 +154,9 @@ func (l *Ledger) prepareAcquire(req *AcquireRequest) error {
 	id, err := l.resolve(req.Identity, l.now())
 	if err != nil {
 		return err
+	}
+	if req.NoProcess {
+		id.PID = 0
 	}
 	req.Identity = id
 	if err := l.checkLocalPID(id.PID); err != nil {

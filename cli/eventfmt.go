@@ -212,7 +212,9 @@ func Details(ev *replay.Event) string {
 		}
 		holdingText(ev, add)
 	case events.LockReleased:
-		add("result %s", ev.Result)
+		if ev.Result != events.ResultForced {
+			add("result %s", ev.Result) // a forced one says FORCED below
+		}
 		if ev.FailureStep != "" {
 			add("failure step %s", ev.FailureStep)
 		}

@@ -37,7 +37,6 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
-	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // Holder choices for acquire --holder.
@@ -216,11 +215,12 @@ func waitPidfd(fd int, d time.Duration) (bool, error) {
 	}
 }
 
-// processText is a holder's process as who and status show it: pid 0 is
-// a lock no process holds (--holder none).
+// processText is a holder's process as who and status show it (not
+// escaped: an argument of termtext's printers): pid 0 is a lock no process
+// holds (--holder none).
 func processText(pid int, host string) string {
 	if pid == 0 {
-		return termtext.Sprintf("none: held while heartbeats arrive within the ttl (acquired on %s)", host)
+		return fmt.Sprintf("none: held while heartbeats arrive within the ttl (acquired on %s)", host)
 	}
-	return termtext.Sprintf("pid %d on %s", pid, host)
+	return fmt.Sprintf("pid %d on %s", pid, host)
 }

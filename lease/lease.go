@@ -144,11 +144,13 @@ type Result struct {
 // Release stops the heartbeat, waits for it, and frees the lock with
 // result. It returns an error wrapping ledger.ErrLost if the lock was lost
 // (*ledger.NotHolderError, *DeadlineError), even when it could still free
-// it: the work ran on without the lock for a while. After a loss at the
-// deadline it frees the lock only when the ledger answered (the loss is
-// recorded) and only until the lease lets go (half the margin after the
-// deadline), so that a holder cut off from its ledger returns promptly; the
-// ledger then lets the lock go by its TTL. Calling it again is a no-op.
+// it: the work ran on without the lock for a while. A loss at the deadline
+// that the ledger could not take yet is recorded by Release as soon as the
+// ledger answers again, trying for as long as it would try to record a
+// result (the TTL, at least three busy timeouts) or until ctx ends. It
+// frees the lock only until the lease lets go (half the margin after the
+// deadline); the ledger then lets the lock go by its TTL. Calling it
+// again is a no-op.
 func (s *Lease) Release(ctx context.Context, r Result) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -175,7 +177,7 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		s.dmu.Lock()
 		traced := s.traced
 		s.dmu.Unlock()
-		if !traced {
+		if !traced && !s.recordLate(ctx, expired, deadline) {
 			return s.Err()
 		}
 		deadline = s.letGo()
@@ -208,6 +210,28 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 				return s.Err()
 			}
 			return err
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// recordLate records the loss at the deadline that the watchdog could
+// not, retrying whatever the ledger answers (a database that is away may
+// fail in any way) until until or the end of ctx. It reports whether the
+// loss is recorded.
+func (s *Lease) recordLate(ctx context.Context, lost *DeadlineError, until time.Time) bool {
+	ctx, cancel := context.WithDeadline(ctx, until)
+	defer cancel()
+	backoff := 50 * time.Millisecond
+	for {
+		err := s.l.RecordHeartbeatFailure(ctx, s.acq.Lock, s.id, max(lost.Failures, 1), lost.Error(), true)
+		if err == nil {
+			s.l.Logger().Info("recorded the lost lock once the ledger answered", "lock", s.acq.Lock)
+			return true
+		}
+		if sleepCtx(ctx, backoff) != nil {
+			s.l.Logger().Warn("could not record the lost lock", "lock", s.acq.Lock, "err", err)
+			return false
 		}
 		backoff = min(2*backoff, time.Second)
 	}

@@ -1,10 +1,14 @@
 package lease_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,8 +192,11 @@ func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
 	if de.Failures != 0 || de.LastErr != nil || de.Margin != lease.DefaultLossMargin(ttl) {
 		t.Fatalf("deadline error %+v: want the hung call (no failure returned) and the default margin", de)
 	}
-	// The ledger cannot be reached: Release says the lock was lost, at once.
-	if err := s.Release(ctx, lease.Result{Result: events.ResultCancelled}); !errors.As(err, &de) {
+	// The ledger cannot be reached: Release tries to record the loss for as
+	// long as its caller lets it, then says the lock was lost.
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := s.Release(rctx, lease.Result{Result: events.ResultCancelled}); !errors.As(err, &de) {
 		t.Fatalf("Release after the deadline: %v, want the *lease.DeadlineError", err)
 	}
 }
@@ -346,4 +353,56 @@ func TestLeaseDoneWhenReleasedOrLost(t *testing.T) {
 	if !errors.Is(stolen.Err(), ledger.ErrLost) {
 		t.Fatalf("Err() after a steal: %v, want ErrLost", stolen.Err())
 	}
+}
+
+// syncBuffer is a log destination read while the lease writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Contains(s string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Contains(b.buf.String(), s)
+}
+
+// A loss at the deadline that the ledger could not take (its writer held
+// elsewhere past the moment the lease lets go) is recorded by Release once
+// the ledger answers again.
+func TestLeaseLossIsRecordedWhenTheLedgerAnswersAgain(t *testing.T) {
+	ctx := context.Background()
+	var log syncBuffer
+	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond), ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(2*time.Second), lease.WithHeartbeatInterval(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, l)
+	awaitLost(t, s)
+	for deadline := time.Now().Add(10 * time.Second); !log.Contains("could not record the lost lock yet"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the lease did not give up recording its loss while the writer was held")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	released := make(chan error, 1)
+	go func() { released <- s.Release(ctx, lease.Result{Result: events.ResultCancelled}) }()
+	release()
+	select {
+	case err := <-released:
+		var de *lease.DeadlineError
+		if !errors.As(err, &de) {
+			t.Fatalf("Release after the deadline: %v, want the *lease.DeadlineError", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Release did not return once the ledger answered")
+	}
+	awaitEvent(t, l, events.HeartbeatFailed, time.Second, func(p any) bool { return p.(*events.HeartbeatFailedPayload).LockLost })
 }

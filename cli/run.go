@@ -56,7 +56,10 @@ the ledger shows another holder, or when no heartbeat got through before
 run's own deadline: the send time of the last successful one plus the TTL
 minus a margin of ttl/4, on this host's monotonic clock, even while a
 heartbeat hangs. Then the grace is at most half the margin, so CMD is gone
-before the TTL runs out and anyone else may take the lock.
+before the TTL runs out and anyone else may take the lock. A loss the
+ledger could not take then (the database away) is recorded as soon as it
+answers again, for up to the TTL (at least three busy timeouts), before run
+exits.
 
 When CMD exits, what it left running is stopped the same way (TERM, then
 KILL after --kill-grace) before the release, so nothing runs on after the

@@ -386,7 +386,7 @@ func TestLeaseLossIsRecordedWhenTheLedgerAnswersAgain(t *testing.T) {
 	}
 	release := holdWriter(t, l)
 	awaitLost(t, s)
-	for deadline := time.Now().Add(10 * time.Second); !log.Contains("could not record the lost lock yet"); {
+	for deadline := time.Now().Add(10 * time.Second); !log.Contains("could not record the lost lock"); {
 		if time.Now().After(deadline) {
 			t.Fatal("the lease did not give up recording its loss while the writer was held")
 		}

@@ -152,7 +152,7 @@ acquire (watched from a separate process, for at most that second).
 --holder none records no process (pid 0): the lock is held while
 heartbeats arrive within --ttl and stale after, whichever process sends
 them; heartbeat and release by --request-id work from any process, such as
-a later CI step (see docs/ci.md).
+a later CI step (see docs/ci.md); not with --file.
 
 Exit 3 when an active holder has it (after --wait, if given), 4 when it is
 stale and --force was not given.

@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,6 +94,16 @@ func TestCIStepsHoldALockNoProcessHolds(t *testing.T) {
 	clitest.Must(t, 0, root, "acquire", "deploy", "--force", "--actor", "other-job")
 	if b := lastBody(t, root, "lock_stolen"); b["reason"] != "stale_lock_forced" {
 		t.Fatalf("take-over of the unheartbeated lock: reason %v, want stale_lock_forced", b["reason"])
+	}
+
+	// Other tools' lock files name a holder process: refused, nothing written.
+	bso := filepath.Join(t.TempDir(), "sprint.json")
+	r = clitest.Must(t, 2, root, "acquire", "sprint", "--holder", "none", "--file", "bso:"+bso)
+	if !strings.Contains(r.Stderr, "holder") {
+		t.Fatalf("--holder none with --file: the message does not name the holder:\n%s", r.Stderr)
+	}
+	if _, err := os.Lstat(bso); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("--holder none with --file left %s: %v", bso, err)
 	}
 	clitest.Verify(t, 0, root)
 }

@@ -67,6 +67,9 @@ func (r *AcquireRequest) validate() error {
 	if err := validText("intent version", r.IntentVersion, 256, true); err != nil {
 		return err
 	}
+	if r.NoProcess && len(r.Targets) > 0 {
+		return events.Invalid("holder", "none", "cannot be combined with other tools' lock files (--file): they name a holder process")
+	}
 	if r.MaxAge < 0 {
 		return events.Invalid("max age", r.MaxAge.String(), "must not be negative")
 	}

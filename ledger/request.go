@@ -158,11 +158,10 @@ func (l *Ledger) prepareAcquire(req *AcquireRequest) error {
 	if err != nil {
 		return err
 	}
-	if req.NoProcess {
-		id.PID = 0
-	}
 	req.Identity = id
-	if err := l.checkLocalPID(id.PID); err != nil {
+	if req.NoProcess {
+		req.PID = 0
+	} else if err := l.checkLocalPID(id.PID); err != nil {
 		return err
 	}
 	return l.ValidateTargets(req.Targets)

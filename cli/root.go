@@ -87,7 +87,7 @@ the log against them, prove and verify-proof give an auditor proofs.`,
 	root.AddCommand(auditCommands(g)...)
 	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g))
 	root.AddCommand(newVersion(g))
-	root.AddCommand(newWatchHolder(g))
+	root.AddCommand(newWatchHolder(g), newRecordLoss(g))
 	registerCompletions(root, g)
 	return root
 }

@@ -35,6 +35,7 @@ type runOptions struct {
 	killGrace string
 	supersede bool
 	leave     bool
+	cmd       *cobra.Command // for its global flags (recordLossLater)
 	acquireFlags
 }
 
@@ -57,9 +58,9 @@ run's own deadline: the send time of the last successful one plus the TTL
 minus a margin of ttl/4, on this host's monotonic clock, even while a
 heartbeat hangs. Then the grace is at most half the margin, so CMD is gone
 before the TTL runs out and anyone else may take the lock. A loss the
-ledger could not take then (the database away) is recorded as soon as it
-answers again, for up to the TTL (at least three busy timeouts), before run
-exits.
+ledger could not record then (the database away) is recorded as soon as
+it answers again, for up to an hour, by a process run leaves behind; run
+itself exits at once.
 
 When CMD exits, what it left running is stopped the same way (TERM, then
 KILL after --kill-grace) before the release, so nothing runs on after the
@@ -99,7 +100,7 @@ shell), 128+N when signal N ended --wait before CMD started.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.lock, o.argv = args[0], args[1:]
+			o.lock, o.argv, o.cmd = args[0], args[1:], cmd
 			return runRun(cmd.Context(), o)
 		},
 	}
@@ -224,6 +225,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	if st.lost {
 		_ = hold.Release(bg, lease.Result{Result: events.ResultCancelled, ExitCode: &code}) // joins the heartbeat; refused as lost
+		recordLossLater(o.g, o.cmd, hold)
 		o.g.log.Error("lock lost; command stopped", "lock", o.lock, "err", hold.Err(), "command_exit", code)
 		return &ExitError{Code: ExitNotHolder}
 	}
@@ -289,6 +291,7 @@ func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grac
 		return &ExitError{Code: 128 + int(got.(syscall.Signal))}
 	case err != nil:
 		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled}) // refused as lost
+		recordLossLater(o.g, o.cmd, hold)
 		o.g.log.Error("lock lost while waiting for the superseded job to stop; waited for it all the same, the command was not started",
 			append([]any{"lock", o.lock, "err", err, "superseded_request_id", sup.RequestID}, earlier...)...)
 		return &ExitError{Code: ExitNotHolder}

@@ -144,13 +144,12 @@ type Result struct {
 // Release stops the heartbeat, waits for it, and frees the lock with
 // result. It returns an error wrapping ledger.ErrLost if the lock was lost
 // (*ledger.NotHolderError, *DeadlineError), even when it could still free
-// it: the work ran on without the lock for a while. A loss at the deadline
-// that the ledger could not take yet is recorded by Release as soon as the
-// ledger answers again, trying for as long as it would try to record a
-// result (the TTL, at least three busy timeouts) or until ctx ends. It
-// frees the lock only until the lease lets go (half the margin after the
-// deadline); the ledger then lets the lock go by its TTL. Calling it
-// again is a no-op.
+// it: the work ran on without the lock for a while. After a loss at the
+// deadline it frees the lock only when the ledger answered (the loss is
+// recorded) and only until the lease lets go (half the margin after the
+// deadline), so that a holder cut off from its ledger returns promptly; the
+// ledger then lets the lock go by its TTL, and RecordLoss records the loss
+// once the ledger answers again. Calling it again is a no-op.
 func (s *Lease) Release(ctx context.Context, r Result) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -177,7 +176,7 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		s.dmu.Lock()
 		traced := s.traced
 		s.dmu.Unlock()
-		if !traced && !s.recordLate(ctx, expired, deadline) {
+		if !traced {
 			return s.Err()
 		}
 		deadline = s.letGo()
@@ -215,23 +214,52 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 	}
 }
 
-// recordLate records the loss at the deadline that the watchdog could
-// not, retrying whatever the ledger answers (a database that is away may
-// fail in any way) until until or the end of ctx. It reports whether the
-// loss is recorded.
-func (s *Lease) recordLate(ctx context.Context, lost *DeadlineError, until time.Time) bool {
-	ctx, cancel := context.WithDeadline(ctx, until)
-	defer cancel()
+// UnrecordedLoss is the loss at the deadline that the ledger could not
+// record yet (see RecordLoss); nil when the lease was not lost at its
+// deadline or the loss is recorded.
+func (s *Lease) UnrecordedLoss() *DeadlineError {
+	var expired *DeadlineError
+	if !errors.As(s.Err(), &expired) {
+		return nil
+	}
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	if s.traced {
+		return nil
+	}
+	return expired
+}
+
+// RecordLoss records the loss at the deadline that the ledger could not
+// take when it happened (heartbeat_failed with lock_lost), as soon as the
+// ledger answers again, trying until ctx ends; nil when there is nothing
+// left to record.
+func (s *Lease) RecordLoss(ctx context.Context) error {
+	lost := s.UnrecordedLoss()
+	if lost == nil {
+		return nil
+	}
+	if err := RecordLoss(ctx, s.l, s.acq.Lock, s.id, max(lost.Failures, 1), lost.Error()); err != nil {
+		return err
+	}
+	s.dmu.Lock()
+	s.traced = true
+	s.dmu.Unlock()
+	return nil
+}
+
+// RecordLoss appends heartbeat_failed with lock_lost for id's lock,
+// retrying whatever the ledger answers (a database that is away may fail
+// in any way), with backoff, until it is recorded or ctx ends.
+func RecordLoss(ctx context.Context, l *ledger.Ledger, lock string, id ledger.Identity, failures int, cause string) error {
 	backoff := 50 * time.Millisecond
 	for {
-		err := s.l.RecordHeartbeatFailure(ctx, s.acq.Lock, s.id, max(lost.Failures, 1), lost.Error(), true)
+		err := l.RecordHeartbeatFailure(ctx, lock, id, failures, cause, true)
 		if err == nil {
-			s.l.Logger().Info("recorded the lost lock once the ledger answered", "lock", s.acq.Lock)
-			return true
+			return nil
 		}
 		if sleepCtx(ctx, backoff) != nil {
-			s.l.Logger().Warn("could not record the lost lock", "lock", s.acq.Lock, "err", err)
-			return false
+			return err
 		}
 		backoff = min(2*backoff, time.Second)
 	}

@@ -192,11 +192,8 @@ func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
 	if de.Failures != 0 || de.LastErr != nil || de.Margin != lease.DefaultLossMargin(ttl) {
 		t.Fatalf("deadline error %+v: want the hung call (no failure returned) and the default margin", de)
 	}
-	// The ledger cannot be reached: Release tries to record the loss for as
-	// long as its caller lets it, then says the lock was lost.
-	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	defer cancel()
-	if err := s.Release(rctx, lease.Result{Result: events.ResultCancelled}); !errors.As(err, &de) {
+	// The ledger cannot be reached: Release says the lock was lost, at once.
+	if err := s.Release(ctx, lease.Result{Result: events.ResultCancelled}); !errors.As(err, &de) {
 		t.Fatalf("Release after the deadline: %v, want the *lease.DeadlineError", err)
 	}
 }
@@ -374,8 +371,8 @@ func (b *syncBuffer) Contains(s string) bool {
 }
 
 // A loss at the deadline that the ledger could not take (its writer held
-// elsewhere past the moment the lease lets go) is recorded by Release once
-// the ledger answers again.
+// elsewhere past the moment the lease lets go) is recorded by RecordLoss
+// once the ledger answers again; Release still returns at once.
 func TestLeaseLossIsRecordedWhenTheLedgerAnswersAgain(t *testing.T) {
 	ctx := context.Background()
 	var log syncBuffer
@@ -392,17 +389,31 @@ func TestLeaseLossIsRecordedWhenTheLedgerAnswersAgain(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	released := make(chan error, 1)
-	go func() { released <- s.Release(ctx, lease.Result{Result: events.ResultCancelled}) }()
+	var de *lease.DeadlineError
+	if err := s.Release(ctx, lease.Result{Result: events.ResultCancelled}); !errors.As(err, &de) {
+		t.Fatalf("Release after the deadline: %v, want the *lease.DeadlineError", err)
+	}
+	if s.UnrecordedLoss() == nil {
+		t.Fatal("UnrecordedLoss is nil while the ledger could not record the loss")
+	}
+	recorded := make(chan error, 1)
+	go func() { recorded <- s.RecordLoss(ctx) }()
+	select {
+	case err := <-recorded:
+		t.Fatalf("RecordLoss returned while the writer was held: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
 	release()
 	select {
-	case err := <-released:
-		var de *lease.DeadlineError
-		if !errors.As(err, &de) {
-			t.Fatalf("Release after the deadline: %v, want the *lease.DeadlineError", err)
+	case err := <-recorded:
+		if err != nil {
+			t.Fatalf("RecordLoss once the ledger answered: %v", err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("Release did not return once the ledger answered")
+		t.Fatal("RecordLoss did not return once the ledger answered")
 	}
 	awaitEvent(t, l, events.HeartbeatFailed, time.Second, func(p any) bool { return p.(*events.HeartbeatFailedPayload).LockLost })
+	if s.UnrecordedLoss() != nil || s.RecordLoss(ctx) != nil {
+		t.Fatal("the loss is recorded: nothing should be left to record")
+	}
 }

@@ -63,11 +63,7 @@ func TestRunRecordsItsLossOnceTheLedgerAnswersAgain(t *testing.T) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); lost() == 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the loss was not recorded once the writer was free again: %q", clitest.Strings(t, root, "SELECT CAST(body AS TEXT) FROM events"))
-		}
-	}
+	awaitLossRecorded(t, root, rid)
 	m := regexp.MustCompile(`recorder_pid=(\d+)`).FindStringSubmatch(stderr.String())
 	if m == nil {
 		t.Fatalf("run does not say that its loss is recorded later:\n%s", stderr.String())
@@ -78,4 +74,40 @@ func TestRunRecordsItsLossOnceTheLedgerAnswersAgain(t *testing.T) {
 		t.Fatalf("the loss recorded %d times, want once", n)
 	}
 	assertChain(t, root)
+}
+
+// awaitLossRecorded waits until the loss of request rid is in the ledger
+// and the process run left to record it has exited, so that nothing writes
+// under root any more.
+func awaitLossRecorded(t *testing.T, root, rid string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		recorded := len(clitest.Strings(t, root, fmt.Sprintf(
+			`SELECT seq FROM events WHERE type = 'heartbeat_failed' AND request_id = '%s' AND CAST(body AS TEXT) LIKE '%%"lock_lost":true%%'`, rid))) > 0
+		if recorded && len(recorders(rid)) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("loss of %s recorded: %v; its recorders still running: %v", rid, recorded, recorders(rid))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// recorders are the running processes recording the loss of request rid.
+func recorders(rid string) []int {
+	dirs, _ := os.ReadDir("/proc")
+	var out []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte("__record-loss\x00")) && bytes.Contains(b, []byte("\x00"+rid+"\x00")) && !gone(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -162,6 +163,17 @@ func modeText(ev *replay.Event) string {
 	return "shared"
 }
 
+// holdingText says that no process holds a lock taken (pid 0: acquire
+// --holder none) and how long its taker waited for it.
+func holdingText(ev *replay.Event, add func(string, ...any)) {
+	if ev.PID == 0 {
+		add("no holder process (ttl and heartbeats only)")
+	}
+	if ev.WaitedSeconds > 0 {
+		add("waited %s", seconds(ev.WaitedSeconds))
+	}
+}
+
 // Details is the key facts of an event in a few words, for a postmortem:
 // steal reasons, release results and failure steps, waiting times,
 // refusals, what project changed, a job's leftover processes, and who
@@ -175,6 +187,7 @@ func Details(ev *replay.Event) string {
 		if m := modeText(ev); m != "" {
 			add("%s", m)
 		}
+		holdingText(ev, add)
 		if ev.Intent != "" {
 			add("intent %s", strings.TrimSpace(ev.Intent+" "+ev.IntentVersion))
 		}
@@ -198,8 +211,11 @@ func Details(ev *replay.Event) string {
 		if m := modeText(ev); m != "" {
 			add("%s", m)
 		}
+		holdingText(ev, add)
 	case events.LockReleased:
-		add("result %s", ev.Result)
+		if ev.Result != events.ResultForced {
+			add("result %s", ev.Result) // a forced one says FORCED below
+		}
 		if ev.FailureStep != "" {
 			add("failure step %s", ev.FailureStep)
 		}
@@ -222,7 +238,7 @@ func Details(ev *replay.Event) string {
 				ev.DisplacedByFormat, ev.DisplacedByPath)
 		}
 	case events.HeartbeatFailed:
-		add("%d consecutive failures", ev.ConsecutiveFailures)
+		add("%d consecutive %s", ev.ConsecutiveFailures, termtext.Plural(ev.ConsecutiveFailures, "failure", "failures"))
 		if ev.LockLost {
 			add("LOCK LOST")
 		}
@@ -272,7 +288,7 @@ func Details(ev *replay.Event) string {
 		if ev.Result == events.AuditOK {
 			add("OK")
 		} else {
-			add("FAILED: %d %s", ev.Problems, plural(ev.Problems, "problem", "problems"))
+			add("FAILED: %d %s", ev.Problems, termtext.Plural(ev.Problems, "problem", "problems"))
 		}
 		if ev.FirstBadSeq > 0 {
 			add("first bad seq %d", ev.FirstBadSeq)
@@ -287,17 +303,17 @@ func Details(ev *replay.Event) string {
 	case events.LedgerProjected:
 		switch {
 		case ev.Result == events.AuditRefused:
-			add("REFUSED: damaged log (%d %s, first bad seq %d)", ev.Problems, plural(ev.Problems, "problem", "problems"), ev.FirstBadSeq)
+			add("REFUSED: damaged log (%d %s, first bad seq %d)", ev.Problems, termtext.Plural(ev.Problems, "problem", "problems"), ev.FirstBadSeq)
 		case ev.BrokenChainAccepted:
 			add("BROKEN CHAIN accepted (first bad seq %d)", ev.FirstBadSeq)
 		}
-		add("%s replayed, %d %s", eventCount(ev.Events), ev.Locks, plural(ev.Locks, "lock", "locks"))
+		add("%s replayed, %d %s", eventCount(ev.Events), ev.Locks, termtext.Plural(ev.Locks, "lock", "locks"))
 		if ev.Result != events.AuditRefused {
 			if ev.RowsChanged == 0 && ev.FilesChanged == 0 {
 				add("no change")
 			} else {
-				add("%d %s and %d %s changed", ev.RowsChanged, plural(ev.RowsChanged, "row", "rows"),
-					ev.FilesChanged, plural(ev.FilesChanged, "file", "files"))
+				add("%d %s and %d %s changed", ev.RowsChanged, termtext.Plural(ev.RowsChanged, "row", "rows"),
+					ev.FilesChanged, termtext.Plural(ev.FilesChanged, "file", "files"))
 			}
 		}
 	}
@@ -327,13 +343,6 @@ func seqRange(first, last int64) string {
 		return ""
 	}
 	return fmt.Sprintf(" (seq %d-%d)", first, last)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func processCount(n int) string {

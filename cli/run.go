@@ -31,21 +31,31 @@ type runOptions struct {
 	g         *globals
 	lock      string
 	argv      []string
+	command   string
 	onLost    string
 	killGrace string
 	supersede bool
 	leave     bool
+	cmd       *cobra.Command // for its global flags (recordLossLater)
 	acquireFlags
 }
 
 func newRun(g *globals) *cobra.Command {
 	o := &runOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "run NAME [flags] -- CMD [ARGS...]",
+		Use:   "run NAME [flags] [--] CMD [ARGS...]",
 		Short: "Hold a lock while a command runs, and exit with its exit code",
 		Long: `Acquire NAME, run CMD in its own process group with the lock heartbeated
 every min(ttl/3, 30s), then release it with the result (success, failure,
 or cancelled when run was signalled) and CMD's exit code.
+
+CMD follows NAME and run's flags; "--" before it is needed only when CMD
+starts with "-" (everything after the first word of CMD is CMD's own).
+-c 'COMMAND' runs COMMAND through sh -c instead (as flock -c; flock takes
+$SHELL, run always sh). flock's -o has no counterpart: no descriptor holds
+the lock for CMD to inherit. What CMD leaves running is stopped when it
+exits (below), or left running without the lock with --leave-running,
+which is what flock -o gives.
 
 CMD sees LOCKLEDGER_LOCK, LOCKLEDGER_REQUEST_ID and LOCKLEDGER_FENCING_TOKEN.
 INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. If run
@@ -56,7 +66,10 @@ the ledger shows another holder, or when no heartbeat got through before
 run's own deadline: the send time of the last successful one plus the TTL
 minus a margin of ttl/4, on this host's monotonic clock, even while a
 heartbeat hangs. Then the grace is at most half the margin, so CMD is gone
-before the TTL runs out and anyone else may take the lock.
+before the TTL runs out and anyone else may take the lock. A loss the
+ledger could not record then (the database away) is recorded as soon as
+it answers again, for up to an hour, by a process run leaves behind; run
+itself exits at once.
 
 When CMD exits, what it left running is stopped the same way (TERM, then
 KILL after --kill-grace) before the release, so nothing runs on after the
@@ -81,27 +94,38 @@ starting CMD. A holder on another host, another tool's lock, or a holder
 that is not a lockledger run cannot be awaited: run says so, notes it in
 the steal, and starts CMD.
 
-run exits with CMD's exact code (128+N when CMD died of signal N), 3 or 4
-when it never got the lock, 5 when the lock was lost and CMD was stopped;
-127 when CMD does not exist and 126 when it cannot be executed (as a
-shell), 128+N when signal N ended --wait before CMD started.`,
-		Example: `  lockledger run deploy-prod -- ./deploy.sh --env prod
-  lockledger run nightly-etl --wait 30m --ttl 2m -- make etl
+run exits with CMD's exact code (128+N when CMD died of signal N), 3 (or
+--conflict-exit-code's code) or 4 when it never got the lock, 5 when the
+lock was lost and CMD was stopped; 127 when CMD does not exist and 126
+when it cannot be executed (as a shell), 128+N when signal N ended --wait
+before CMD started.`,
+		Example: `  lockledger run deploy-prod ./deploy.sh --env prod
+  lockledger run nightly-etl -w 30m --ttl 2m make etl
+  lockledger run -n -E 0 nightly-etl -c 'make etl && make report'   # cron: skip quietly when busy
   lockledger run db-migrate --intent migrate --metadata ticket=OPS-42 -- ./migrate.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
-			if dash != 1 || len(args) < 2 {
-				return &usageError{errors.New("run: usage is `lockledger run NAME [flags] -- CMD [ARGS...]` (one lock name, then -- and the command)")}
+			switch {
+			case cmd.Flags().Changed("command") && len(args) > 1:
+				return &usageError{errors.New("run: give either -c 'COMMAND' or CMD [ARGS...], not both")}
+			case cmd.Flags().Changed("command") && len(args) == 1 && dash < 0:
+				return nil
+			case dash == 0 || dash > 1 || len(args) < 2:
+				return &usageError{errors.New("run: usage is `lockledger run NAME [flags] [--] CMD [ARGS...]` or `lockledger run NAME -c 'COMMAND'` (one lock name, then the command)")}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.lock, o.argv = args[0], args[1:]
+			o.lock, o.argv, o.cmd = args[0], args[1:], cmd
+			if cmd.Flags().Changed("command") {
+				o.argv = []string{"sh", "-c", o.command}
+			}
 			return runRun(cmd.Context(), o)
 		},
 	}
 	o.register(cmd, true)
 	fl := cmd.Flags()
+	fl.StringVarP(&o.command, "command", "c", "", "run COMMAND through sh -c instead of CMD [ARGS...] (as flock -c)")
 	fl.StringVar(&o.onLost, "on-lost", "kill", "when the lock is lost: kill (TERM, grace, KILL the command) or warn")
 	fl.StringVar(&o.killGrace, "kill-grace", DefaultKillGrace.String(), "time between TERM and KILL")
 	fl.BoolVar(&o.leave, "leave-running", false, "when CMD exits, leave what it started running (recorded as left_running) instead of stopping it")
@@ -201,7 +225,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	waiting.Wait()
 	endWaitLine(o.g)
 	if err != nil {
-		return err
+		return o.conflict(err)
 	}
 	// From here on the lease and the release outlive a cancelled ctx.
 	bg := context.WithoutCancel(ctx)
@@ -221,6 +245,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	if st.lost {
 		_ = hold.Release(bg, lease.Result{Result: events.ResultCancelled, ExitCode: &code}) // joins the heartbeat; refused as lost
+		recordLossLater(o.g, o.cmd, hold)
 		o.g.log.Error("lock lost; command stopped", "lock", o.lock, "err", hold.Err(), "command_exit", code)
 		return &ExitError{Code: ExitNotHolder}
 	}
@@ -286,6 +311,7 @@ func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grac
 		return &ExitError{Code: 128 + int(got.(syscall.Signal))}
 	case err != nil:
 		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled}) // refused as lost
+		recordLossLater(o.g, o.cmd, hold)
 		o.g.log.Error("lock lost while waiting for the superseded job to stop; waited for it all the same, the command was not started",
 			append([]any{"lock", o.lock, "err", err, "superseded_request_id", sup.RequestID}, earlier...)...)
 		return &ExitError{Code: ExitNotHolder}

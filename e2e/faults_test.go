@@ -36,7 +36,7 @@ func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
 		// run
 		{run("job", "--ttl", "0"), "ttl"},
 		{run("job", "--ttl", "1.5s"), "whole seconds"},
-		{run("job", "--wait", "forever"), "--wait"},
+		{run("job", "--wait", "-1"), "--wait"},
 		{run("job", "--kill-grace", "soon"), "--kill-grace"},
 		{run("job", "--kill-grace", "-1s"), "--kill-grace"},
 		{run("job", "--on-lost", "ignore"), "--on-lost"},
@@ -50,7 +50,8 @@ func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
 		{run("job", "--intent", long(257)), "intent"},
 		{run("job", "--intent-version", "1\n2"), "intent version"},
 		{run("job", "--pid", "5"), "unknown flag"},
-		{[]string{"run", "job", "touch", marker}, "usage"},
+		{[]string{"run", "job"}, "usage"},
+		{[]string{"run", "job", "-c", "touch " + marker, "touch", marker}, "-c"},
 		{[]string{"run", "--", "touch", marker}, "usage"},
 		{[]string{"run", "job", "--"}, "usage"},
 		// steal
@@ -73,7 +74,7 @@ func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
 		{[]string{"heartbeat", "held", "--request-id", rid, "--ttl", "5"}, "unknown flag"},
 		// release
 		{[]string{"release", "held", "--request-id", "a b"}, "request id"},
-		{[]string{"release", "held", "--force", "--request-id", "bad id"}, "request id"},
+		{[]string{"release", "held", "--force", "--yes", "--reason", "cleanup", "--request-id", "bad id"}, "request id"},
 		{[]string{"release", "held", "--request-id", rid, "--exit-code", "-5"}, "--exit-code"},
 		{[]string{"release", "held", "--request-id", rid, "--result", ""}, "--result"},
 		{[]string{"release", "held", "--request-id", rid, "--result", "failure", "--failure-step", long(257)}, "failure step"},
@@ -89,7 +90,7 @@ func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
 		{[]string{"acquire", "x", "--actor", long(257)}, "actor"},
 		{[]string{"acquire", "x", "--ttl", "1e3"}, "--ttl"},
 		{[]string{"acquire", "x", "--ttl", "9223372036854775807"}, "--ttl"},
-		{[]string{"acquire", "x", "--wait", "1.5"}, "--wait"},
+		{[]string{"acquire", "x", "--wait", "1,5"}, "--wait"},
 		{[]string{"acquire", "x", "--pid", "12abc"}, "--pid"},
 		// global
 		{[]string{"--root", "", "status", "held"}, "root"},
@@ -149,7 +150,7 @@ func TestFaultLockNamesCannotTraverse(t *testing.T) {
 			[]string{"run", n, "--", "true"},
 			[]string{"steal", n, "--reason", "x", "--pid", self},
 			[]string{"heartbeat", n, "--request-id", "r"},
-			[]string{"release", n, "--force"},
+			[]string{"release", n, "--force", "--yes", "--reason", "cleanup"},
 			[]string{"status", n})
 	}
 	for _, args := range cmds {
@@ -228,7 +229,7 @@ func TestFaultCorruptLedgerIsRefusedAndNotMadeWorse(t *testing.T) {
 			sum, files := fileSum(t, dbPath), lockFiles(t, root)
 			cmds := [][]string{{"acquire", "fresh", "--pid", self}, {"status", "l1"}, {"verify"}}
 			if c.name == "random bytes" || c.name == "truncated to half" {
-				cmds = append(cmds, []string{"run", "fresh", "--", "true"}, []string{"release", "l1", "--force"},
+				cmds = append(cmds, []string{"run", "fresh", "--", "true"}, []string{"release", "l1", "--force", "--yes", "--reason", "cleanup"},
 					[]string{"project"})
 			}
 			for _, args := range cmds {
@@ -352,7 +353,7 @@ func TestFaultLocksDirMissingOrReplaced(t *testing.T) {
 			if kind == "file" {
 				sum = fileSum(t, locks)
 			}
-			for _, args := range [][]string{{"acquire", "b", "--pid", self}, {"status", "a"}, {"release", "a", "--force"}} {
+			for _, args := range [][]string{{"acquire", "b", "--pid", self}, {"status", "a"}, {"release", "a", "--force", "--yes", "--reason", "cleanup"}} {
 				r := clitest.Run(t, root, args...)
 				want := map[string]string{"file": "not a directory", "symlink": "symlink"}[kind]
 				if r.Code != 1 || !strings.Contains(r.Stderr, "locks") || !strings.Contains(r.Stderr, want) {
@@ -390,7 +391,7 @@ func TestFaultLockPathsAreNeverFollowed(t *testing.T) {
 	lockArgs := [][]string{{"acquire", "x", "--pid", self}, {"acquire", "x", "--force", "--pid", self},
 		{"steal", "x", "--active", "--yes", "--reason", "t", "--pid", self}}
 	heldArgs := [][]string{{"heartbeat", "x", "--request-id", "REQ"}, {"release", "x", "--request-id", "REQ"},
-		{"release", "x", "--force"}, {"steal", "x", "--active", "--yes", "--reason", "t", "--pid", self},
+		{"release", "x", "--force", "--yes", "--reason", "cleanup"}, {"steal", "x", "--active", "--yes", "--reason", "t", "--pid", self},
 		{"acquire", "x", "--pid", self}}
 	lockPath := func(root string) string { return filepath.Join(root, "locks", "x.lock") }
 	cases := []setup{

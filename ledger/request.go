@@ -20,8 +20,13 @@ type AcquireRequest struct {
 	// RecordBlocked appends acquire_blocked when the attempt gives up;
 	// a waiting caller sets it only on its last attempt.
 	RecordBlocked bool
-	// Waited is how long the caller has waited so far (for acquire_blocked).
+	// Waited is how long the caller has waited so far (acquire_blocked and
+	// lock_acquired record it).
 	Waited time.Duration
+	// NoProcess: no process holds the lock (Identity.PID is ignored); it is
+	// held while heartbeats arrive within the TTL and stale after, and any
+	// process with the request id heartbeats and releases it.
+	NoProcess bool
 	// Waiting marks every attempt of a caller that waits: a stale lock
 	// ends the wait at once, so its refusal is recorded on any attempt.
 	Waiting bool
@@ -56,11 +61,14 @@ func (r *AcquireRequest) validate() error {
 	if err := ValidateTTL(r.TTL); err != nil {
 		return err
 	}
-	if err := validText("intent", r.Intent, 256, true); err != nil {
+	if err := events.ValidText("intent", r.Intent, 256, true); err != nil {
 		return err
 	}
-	if err := validText("intent version", r.IntentVersion, 256, true); err != nil {
+	if err := events.ValidText("intent version", r.IntentVersion, 256, true); err != nil {
 		return err
+	}
+	if r.NoProcess && len(r.Targets) > 0 {
+		return events.Invalid("holder", "none", "cannot be combined with other tools' lock files (--file): they name a holder process")
 	}
 	if r.MaxAge < 0 {
 		return events.Invalid("max age", r.MaxAge.String(), "must not be negative")
@@ -70,10 +78,10 @@ func (r *AcquireRequest) validate() error {
 	}
 	total := 0
 	for k, v := range r.Metadata {
-		if err := validText("metadata key", k, 128, false); err != nil {
+		if err := events.ValidText("metadata key", k, 128, false); err != nil {
 			return err
 		}
-		if err := validText("metadata value of "+k, v, 1024, true); err != nil {
+		if err := events.ValidText("metadata value of "+k, v, 1024, true); err != nil {
 			return err
 		}
 		total += len(k) + len(v)
@@ -151,7 +159,9 @@ func (l *Ledger) prepareAcquire(req *AcquireRequest) error {
 		return err
 	}
 	req.Identity = id
-	if err := l.checkLocalPID(id.PID); err != nil {
+	if req.NoProcess {
+		req.PID = 0
+	} else if err := l.checkLocalPID(id.PID); err != nil {
 		return err
 	}
 	return l.ValidateTargets(req.Targets)

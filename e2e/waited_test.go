@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,12 @@ func TestAWaiterRecordsHowLongItWaited(t *testing.T) {
 	}
 	if !strings.Contains(line, ", waited ") {
 		t.Fatalf("the timeline does not show how long bob waited:\n%s", tl)
+	}
+	// The page draws the wait, from its recorded length alone: a span that
+	// ends at bob's bar.
+	svg := clitest.Must(t, 0, root, "timeline", "--lock", "deploy", "--format", "svg").Stdout
+	if want := fmt.Sprintf(`<g class="waited" data-seq="%v"`, b["seq"]); strings.Count(svg, `class="waited"`) != 1 || !strings.Contains(svg, want) {
+		t.Errorf("the picture does not draw bob's wait (%s):\n%s", want, svg)
 	}
 	clitest.Verify(t, 0, root)
 }

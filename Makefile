@@ -2,20 +2,33 @@ GO        ?= go
 BIN       ?= bin/lockledger
 PKGS      := ./...
 
-.PHONY: build test vet demo bench stress fuzz lint clean docs-screenshot man
+.PHONY: build test vet demo bench stress fuzz lint clean docs-screenshot man release version
 
 # The version and commit go into the binary from git (see lockledger
 # --version): the toolchain's own stamp is missing under -buildvcs=false
-# and in a git worktree. Evaluated only by the targets that build.
+# and in a git worktree. The version is the release tag at HEAD, else a Go
+# pseudo-version (scripts/version.sh). Evaluated only by the targets that build.
 CLIPKG        := github.com/lockledger/lockledger/cli
 GIT_COMMIT     = $(shell git rev-parse HEAD 2>/dev/null)
 GIT_MODIFIED   = $(shell if [ -n "$$(git status --porcelain 2>/dev/null)" ]; then echo true; else echo false; fi)
-GIT_VERSION    = $(shell git describe --tags --dirty 2>/dev/null)
+GIT_VERSION    = $(shell bash scripts/version.sh 2>/dev/null)
 VERSION_FLAGS  = $(if $(GIT_COMMIT),-X $(CLIPKG).buildCommit=$(GIT_COMMIT) -X $(CLIPKG).buildModified=$(GIT_MODIFIED)) \
                  $(if $(GIT_VERSION),-X $(CLIPKG).buildVersion=$(GIT_VERSION))
+# A static binary; a test builds with BUILD_CGO=1 BUILDFLAGS=-race to reuse its own compiled packages.
+BUILD_CGO     ?= 0
+BUILDFLAGS    ?=
 
 build:
-	CGO_ENABLED=0 $(GO) build -ldflags '$(strip $(VERSION_FLAGS))' -o $(BIN) .
+	CGO_ENABLED=$(BUILD_CGO) $(GO) build $(BUILDFLAGS) -ldflags '$(strip $(VERSION_FLAGS))' -o $(BIN) .
+
+## version: the version make build stamps (a release tag, else a pseudo-version)
+version:
+	@bash scripts/version.sh
+
+## release: static binaries for PLATFORMS, each packed with LICENSE, README, man pages and shell completions, into dist/ with SHA256SUMS
+PLATFORMS ?= linux/amd64 linux/arm64
+release: build man
+	GO='$(GO)' BIN='$(BIN)' VERSION='$(GIT_VERSION)' LDFLAGS='$(strip $(VERSION_FLAGS))' bash scripts/release.sh $(PLATFORMS)
 
 ## test: vet, then every package (unit and end-to-end) under the race detector
 test: vet
@@ -57,4 +70,4 @@ man:
 	$(GO) run ./internal/cmd/mangen -dir man/man1
 
 clean:
-	rm -rf bin man
+	rm -rf bin man dist

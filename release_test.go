@@ -99,8 +99,17 @@ func TestVersionScriptGivesTagsAndPseudoVersions(t *testing.T) {
 		t.Errorf("after v0.3.0: %q", v)
 	}
 	git("tag", "v0.4.0-rc.1")
+	if v := version(); v != "v0.4.0-rc.1" {
+		t.Errorf("at tag v0.4.0-rc.1: %q", v)
+	}
 	git("commit", "-q", "--allow-empty", "-m", "three")
 	pseudo("v0.4.0-rc.1")
+	git("tag", "v0.4.0")
+	git("tag", "v0.4.0-rc.2")
+	git("tag", "not-a-version")
+	if v := version(); v != "v0.4.0" {
+		t.Errorf("at tags v0.4.0 and v0.4.0-rc.2: %q", v)
+	}
 }
 
 func TestMakeBuildStampsTheVersion(t *testing.T) {

@@ -14,7 +14,11 @@ dirty=
 if [ -n "$(git status --porcelain 2>/dev/null)" ]; then dirty=+dirty; fi
 semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$'
 
-if tag=$(git describe --tags --exact-match --match 'v[0-9]*' HEAD 2>/dev/null) && [[ $tag =~ $semver ]]; then
+# Of the tags at HEAD, the highest release, else the highest pre-release.
+tags=$(git tag --points-at HEAD --list 'v[0-9]*' | while read -r t; do if [[ $t =~ $semver ]]; then echo "$t"; fi; done)
+tag=$(grep -v -e - <<<"$tags" | sort -V | tail -n1 || true)
+[ -n "$tag" ] || tag=$(sort -V <<<"$tags" | tail -n1)
+if [ -n "$tag" ]; then
 	echo "$tag$dirty"
 	exit 0
 fi

@@ -38,9 +38,10 @@ test: vet
 vet:
 	$(GO) vet $(PKGS)
 
-## demo: build, then a scripted tour on a throwaway root
-demo: build
-	bash scripts/demo.sh $(BIN)
+## demo: build, then a scripted tour on a throwaway root; stdout is the transcript (make demo > tour.txt), the build's lines go to stderr
+demo:
+	@$(MAKE) --no-print-directory build >&2
+	@bash scripts/demo.sh $(BIN)
 
 ## docs-screenshot: build, run the README's postmortem walkthrough, and photograph its timeline page (headless chromium) into docs/timeline.png
 docs-screenshot: build

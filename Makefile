@@ -26,6 +26,7 @@ version:
 	@bash scripts/version.sh
 
 ## release: static binaries for PLATFORMS, each packed with LICENSE, README, man pages and shell completions, into dist/ with SHA256SUMS
+# Linux only: internal/proc and internal/outfile do not build for darwin yet (/proc, pidfds, O_PATH).
 PLATFORMS ?= linux/amd64 linux/arm64
 release: build man
 	GO='$(GO)' BIN='$(BIN)' VERSION='$(GIT_VERSION)' LDFLAGS='$(strip $(VERSION_FLAGS))' bash scripts/release.sh $(PLATFORMS)

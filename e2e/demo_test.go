@@ -94,10 +94,10 @@ func TestDemoIsATranscriptOnStdout(t *testing.T) {
 	var page, root string
 	for _, l := range lines {
 		if p, ok := strings.CutPrefix(l, "timeline page: "); ok {
-			page, _, _ = strings.Cut(p, " ")
+			page, _, _ = strings.Cut(p, " (kept")
 		}
 		if p, ok := strings.CutPrefix(l, "demo root was "); ok {
-			root, _, _ = strings.Cut(p, " ")
+			root, _, _ = strings.Cut(p, " (removed")
 		}
 	}
 	if !strings.HasPrefix(page, tmp+string(filepath.Separator)) || !strings.HasPrefix(root, tmp+string(filepath.Separator)) {

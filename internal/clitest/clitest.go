@@ -34,7 +34,19 @@ func Main(m *testing.M) {
 	if os.Getenv(envCLI) == "1" {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	pgtest.Main(m)
+	code := pgtest.Run(m)
+	if d := otherTrust.dir; d != "" {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
+}
+
+// otherTrust holds the trust stores of roots outside a test's temporary
+// directory (a PostgreSQL test's unused root ""): one directory for the
+// test binary, removed when it ends.
+var otherTrust struct {
+	once sync.Once
+	dir  string
 }
 
 // Bin is the executable that acts as lockledger (with Env()).
@@ -84,7 +96,7 @@ func isUnsigned(root string) bool {
 // TrustDir is the trust store the commands of Env(root) use, never
 // inside a root and never the real home: one per test, as a user has one
 // for all roots (TMPDIR/TestName.../trust for a root in a t.TempDir()),
-// else beside root.
+// else one per root in a directory of the test binary's own.
 func TrustDir(root string) string {
 	r := filepath.Clean(root)
 	tmp := filepath.Clean(os.TempDir())
@@ -93,7 +105,11 @@ func TrustDir(root string) string {
 			return filepath.Join(tmp, first, "trust")
 		}
 	}
-	return filepath.Join(filepath.Dir(r), "trust-"+filepath.Base(r))
+	otherTrust.once.Do(func() {
+		otherTrust.dir, _ = os.MkdirTemp("", "lockledger-test-trust-")
+	})
+	abs, _ := filepath.Abs(r)
+	return filepath.Join(otherTrust.dir, strings.ReplaceAll(strings.Trim(abs, string(filepath.Separator)), string(filepath.Separator), "_"))
 }
 
 // TrustDirAs makes a trust store for uid beside root (mode 0700, owned by

@@ -2,11 +2,10 @@ package ledger
 
 import (
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
-	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/hostid"
 	"github.com/lockledger/lockledger/internal/proc"
 )
 
@@ -25,35 +24,18 @@ type peers struct {
 	once sync.Once
 }
 
-// HostIDEnv names this host where the hostname does not (containers that share one, hosts behind one name).
-const HostIDEnv = "LOCKLEDGER_HOST_ID"
+// HostIDEnv names this host where the hostname does not (see hostid.Env).
+const HostIDEnv = hostid.Env
 
-// hostIDMax is the longest host id the event schema accepts.
-const hostIDMax = 256
-
-// ReadHost reads the host identity as ThisHost does, and refuses one that
-// is not plain text (the rules of an actor: valid UTF-8, no control
-// characters, at most 256 bytes): the host id is recorded in every event
-// and shown by every report, where such text would forge lines or drive
-// the reader's terminal.
+// ReadHost reads the host identity as ThisHost does, and refuses a host id
+// that is not plain text (hostid.Read).
 func ReadHost() (Host, error) {
-	h := ThisHost()
-	field := HostIDEnv
-	if os.Getenv(HostIDEnv) == "" {
-		field = "host id (the hostname)"
-	}
-	return h, events.ValidText(field, h.ID, hostIDMax, false)
+	id, err := hostid.Read()
+	return Host{ID: id, BootID: proc.Boot(), Booted: proc.BootTime()}, err
 }
 
 // ThisHost reads the host identity: LOCKLEDGER_HOST_ID, else the hostname.
 // It does not check it (see ReadHost).
 func ThisHost() Host {
-	name := os.Getenv(HostIDEnv)
-	if name == "" {
-		var err error
-		if name, err = os.Hostname(); err != nil || name == "" {
-			name = "unknown-host"
-		}
-	}
-	return Host{ID: name, BootID: proc.Boot(), Booted: proc.BootTime()}
+	return Host{ID: hostid.Name(), BootID: proc.Boot(), Booted: proc.BootTime()}
 }

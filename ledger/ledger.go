@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/hostid"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/store"
@@ -104,7 +105,7 @@ func WithHost(h Host) Option {
 		if h.ID == "" {
 			return errors.New("ledger: WithHost: empty host id")
 		}
-		if err := events.ValidText("host id", h.ID, hostIDMax, false); err != nil {
+		if err := hostid.Check("host id", h.ID); err != nil {
 			return err
 		}
 		c.host = &h

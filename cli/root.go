@@ -90,6 +90,7 @@ the log against them, prove and verify-proof give an auditor proofs.`,
 	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g))
 	root.AddCommand(newInit(g), newVersion(g))
 	root.AddCommand(newWatchHolder(g))
+	root.AddCommand(newMetrics(g))
 	registerCompletions(root, g)
 	return root
 }

@@ -74,10 +74,16 @@ func (f *Family) addHistogram(h *histogram, labels ...string) {
 func Write(w io.Writer, format Format, fams []Family) error {
 	bw := bufio.NewWriter(w)
 	for _, f := range fams {
-		bw.WriteString("# HELP " + f.Name + " " + escapeHelp(f.Help) + "\n")
-		bw.WriteString("# TYPE " + f.Name + " " + string(f.Type) + "\n")
+		// The text format names a counter as its samples (_total);
+		// OpenMetrics names the family, its samples add _total.
+		desc := f.Name
+		if format == Text && f.Type == typeCounter {
+			desc += "_total"
+		}
+		bw.WriteString("# HELP " + desc + " " + escapeHelp(f.Help) + "\n")
+		bw.WriteString("# TYPE " + desc + " " + string(f.Type) + "\n")
 		if format == OpenMetrics && f.Unit != "" {
-			bw.WriteString("# UNIT " + f.Name + " " + f.Unit + "\n")
+			bw.WriteString("# UNIT " + desc + " " + f.Unit + "\n")
 		}
 		for _, s := range f.Samples {
 			bw.WriteString(f.Name + s.Suffix)

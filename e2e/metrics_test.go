@@ -1,0 +1,610 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// scrape is one exposition as Prometheus's own parsers read it.
+type scrape map[string]*dto.MetricFamily
+
+// parseText reads out with expfmt's TextParser (what node_exporter's
+// textfile collector uses); it fails the test on any error.
+func parseText(t *testing.T, out string) scrape {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("text format does not parse: %v\n%s", err, out)
+	}
+	return fams
+}
+
+// parseOpenMetrics reads out with expfmt's OpenMetrics 1.0.0 parser.
+func parseOpenMetrics(t *testing.T, out string) scrape {
+	t.Helper()
+	if !strings.HasSuffix(out, "# EOF\n") {
+		t.Fatalf("OpenMetrics does not end with # EOF:\n%s", out)
+	}
+	dec := expfmt.NewDecoder(strings.NewReader(out), expfmt.FmtOpenMetrics_1_0_0)
+	fams := scrape{}
+	for {
+		mf := &dto.MetricFamily{}
+		err := dec.Decode(mf)
+		if errors.Is(err, io.EOF) {
+			return fams
+		}
+		if err != nil {
+			t.Fatalf("OpenMetrics does not parse: %v\n%s", err, out)
+		}
+		if fams[mf.GetName()] != nil {
+			t.Fatalf("OpenMetrics: family %s twice", mf.GetName())
+		}
+		fams[mf.GetName()] = mf
+	}
+}
+
+// family is the family name (without a counter's _total, which the two
+// parsers name differently).
+func (s scrape) family(name string) *dto.MetricFamily {
+	if mf := s[name]; mf != nil {
+		return mf
+	}
+	return s[name+"_total"]
+}
+
+// metric is the series of name with exactly labels (name, value, ...),
+// nil if none; two such series fail the test.
+func (s scrape) metric(t *testing.T, name string, labels ...string) *dto.Metric {
+	t.Helper()
+	mf := s.family(name)
+	if mf == nil {
+		return nil
+	}
+	var found *dto.Metric
+	for _, m := range mf.GetMetric() {
+		got := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			got[lp.GetName()] = lp.GetValue()
+		}
+		if len(got) != len(labels)/2 {
+			continue
+		}
+		match := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			if v, ok := got[labels[i]]; !ok || v != labels[i+1] {
+				match = false
+			}
+		}
+		if match {
+			if found != nil {
+				t.Fatalf("%s%v: two series", name, labels)
+			}
+			found = m
+		}
+	}
+	return found
+}
+
+// value is a counter's or gauge's value, 0 for a series that is not there.
+func (s scrape) value(t *testing.T, name string, labels ...string) float64 {
+	t.Helper()
+	m := s.metric(t, name, labels...)
+	switch {
+	case m == nil:
+		return 0
+	case m.Counter != nil:
+		return m.GetCounter().GetValue()
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue()
+	case m.Untyped != nil:
+		return m.GetUntyped().GetValue()
+	}
+	t.Fatalf("%s%v is not a counter or gauge", name, labels)
+	return 0
+}
+
+func (s scrape) histogram(t *testing.T, name string, labels ...string) *dto.Histogram {
+	t.Helper()
+	m := s.metric(t, name, labels...)
+	if m == nil || m.Histogram == nil {
+		t.Fatalf("no histogram %s%v", name, labels)
+	}
+	return m.GetHistogram()
+}
+
+// recorded is what the events that timeline prints say, counted.
+type recorded struct {
+	acquired, heartbeatFailed, lost, blocked map[string]int
+	steals, releases, refusals               map[[2]string]int // lock and reason, result or action
+	waited                                   map[string]float64
+	verified                                 []string // results of the ledger's verifies
+	events                                   int
+}
+
+// timelineCounts counts the events of root as timeline --format jsonl
+// prints them.
+func timelineCounts(t *testing.T, root string) recorded {
+	t.Helper()
+	out := clitest.Must(t, 0, root, "timeline", "--format", "jsonl").Stdout
+	c := recorded{acquired: map[string]int{}, heartbeatFailed: map[string]int{}, lost: map[string]int{}, blocked: map[string]int{},
+		steals: map[[2]string]int{}, releases: map[[2]string]int{}, refusals: map[[2]string]int{}, waited: map[string]float64{}}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev struct {
+			Type          string  `json:"type"`
+			Lock          string  `json:"lock_name"`
+			Reason        string  `json:"reason"`
+			Result        string  `json:"result"`
+			Action        string  `json:"action"`
+			LockLost      bool    `json:"lock_lost"`
+			WaitedSeconds float64 `json:"waited_seconds"`
+			File          string  `json:"file"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("timeline line %q: %v", line, err)
+		}
+		c.events++
+		switch events.Type(ev.Type) {
+		case events.LockAcquired:
+			c.acquired[ev.Lock]++
+		case events.LockStolen:
+			c.steals[[2]string{ev.Lock, ev.Reason}]++
+		case events.LockReleased:
+			c.releases[[2]string{ev.Lock, ev.Result}]++
+		case events.HeartbeatFailed:
+			c.heartbeatFailed[ev.Lock]++
+			if ev.LockLost {
+				c.lost[ev.Lock]++
+			}
+		case events.ActionRefused:
+			c.refusals[[2]string{ev.Lock, ev.Action}]++
+		case events.AcquireBlocked:
+			c.blocked[ev.Lock]++
+			c.waited[ev.Lock] += ev.WaitedSeconds
+		case events.LedgerVerified:
+			if ev.File == "" {
+				c.verified = append(c.verified, ev.Result)
+			}
+		}
+	}
+	return c
+}
+
+// metricsScenario records on root, with a real process for each command,
+// two holdings of a (one released with failure), a steal of b from its
+// active holder and that holder's heartbeat finding the lock lost, and on
+// c, still held at the end, a refused release, a refused steal and an
+// acquire that waited and gave up; then a signed checkpoint and a verify.
+func metricsScenario(t *testing.T, root string) {
+	t.Helper()
+	self := strconv.Itoa(os.Getpid())
+	key := filepath.Join(t.TempDir(), "ops.key")
+	clitest.Must(t, 0, root, "keygen", "--name", "ops", "-o", key)
+	acquire := func(lock, actor string) string {
+		return strings.TrimSpace(clitest.Must(t, 0, root, "acquire", lock, "--pid", self, "--actor", actor).Stdout)
+	}
+	rid := acquire("a", "alice")
+	clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+	rid = acquire("a", "alice")
+	clitest.Must(t, 0, root, "release", "a", "--request-id", rid, "--result", "failure", "--failure-step", "migrate", "--exit-code", "7")
+
+	rid = acquire("b", "alice")
+	clitest.Must(t, 0, root, "steal", "b", "--active", "--yes", "--reason", "takeover", "--pid", self, "--actor", "bob", "--request-id", "req_bob")
+	clitest.Must(t, 5, root, "heartbeat", "b", "--request-id", rid)
+	clitest.Must(t, 0, root, "release", "b", "--request-id", "req_bob")
+
+	acquire("c", "carol")
+	clitest.Must(t, 5, root, "release", "c", "--request-id", "req_other", "--actor", "mallory")
+	clitest.Must(t, 3, root, "steal", "c", "--reason", "mine now", "--request-id", "req_thief", "--pid", self)
+	clitest.Must(t, 3, root, "acquire", "c", "--wait", "300ms", "--pid", self, "--actor", "dave")
+
+	clitest.Must(t, 0, root, "checkpoint", "--signing-key", key)
+	clitest.Must(t, 0, root, "verify")
+}
+
+// assertMetricsEqualEvents checks every counter and histogram count of s
+// against what the events say, lock by lock.
+func assertMetricsEqualEvents(t *testing.T, s scrape, c recorded, locks []string) {
+	t.Helper()
+	for _, lock := range locks {
+		eq := func(what string, got float64, want int) {
+			t.Helper()
+			if got != float64(want) {
+				t.Errorf("%s{lock=%q} = %v, the events say %d", what, lock, got, want)
+			}
+		}
+		eq("acquisitions", s.value(t, "lockledger_acquisitions", "lock", lock), c.acquired[lock])
+		eq("heartbeat_failures", s.value(t, "lockledger_heartbeat_failures", "lock", lock), c.heartbeatFailed[lock])
+		eq("lost_locks", s.value(t, "lockledger_lost_locks", "lock", lock), c.lost[lock])
+		for k, n := range c.steals {
+			if k[0] == lock {
+				eq("steals reason="+k[1], s.value(t, "lockledger_steals", "lock", lock, "reason", k[1]), n)
+			}
+		}
+		for k, n := range c.releases {
+			if k[0] == lock {
+				eq("releases result="+k[1], s.value(t, "lockledger_releases", "lock", lock, "result", k[1]), n)
+			}
+		}
+		for k, n := range c.refusals {
+			if k[0] == lock {
+				eq("refusals action="+k[1], s.value(t, "lockledger_refusals", "lock", lock, "action", k[1]), n)
+			}
+		}
+		// Every series of a labelled counter is one the events show.
+		for _, fam := range []string{"lockledger_steals", "lockledger_releases", "lockledger_refusals"} {
+			total := 0.0
+			for _, m := range s.family(fam).GetMetric() {
+				if m.GetLabel()[0].GetValue() == lock {
+					total += m.GetCounter().GetValue()
+				}
+			}
+			want := 0
+			for k, n := range map[string]map[[2]string]int{"lockledger_steals": c.steals, "lockledger_releases": c.releases, "lockledger_refusals": c.refusals}[fam] {
+				if k[0] == lock {
+					want += n
+				}
+			}
+			eq(fam+" (all series)", total, want)
+		}
+		holders := s.value(t, "lockledger_lock_holders", "lock", lock)
+		steals := 0
+		for k, n := range c.steals {
+			if k[0] == lock {
+				steals += n
+			}
+		}
+		// Every holding begun and no longer held has ended: one
+		// observation each.
+		hold := s.histogram(t, "lockledger_hold_seconds", "lock", lock)
+		eq("hold_seconds_count", float64(hold.GetSampleCount()), c.acquired[lock]+steals-int(holders))
+		if b := hold.GetBucket(); len(b) == 0 || b[len(b)-1].GetCumulativeCount() != hold.GetSampleCount() {
+			t.Errorf("hold_seconds{lock=%q}: the last bucket does not count every observation: %v", lock, b)
+		}
+		wait := s.histogram(t, "lockledger_blocked_wait_seconds", "lock", lock)
+		eq("blocked_wait_seconds_count", float64(wait.GetSampleCount()), c.blocked[lock])
+		if d := wait.GetSampleSum() - c.waited[lock]; d > 1e-6 || d < -1e-6 {
+			t.Errorf("blocked_wait_seconds_sum{lock=%q} = %v, the events say %v", lock, wait.GetSampleSum(), c.waited[lock])
+		}
+	}
+}
+
+// TestMetricsCountersEqualTheEvents: after real commands acquire, release,
+// steal, refuse, lose and wait for locks, every counter of metrics (in
+// both formats, as Prometheus's own parsers read them) equals what the
+// events timeline prints say, the hold histogram counts each holding
+// that ended, and the gauges show what is held now, the checkpoint and
+// the verify.
+func TestMetricsCountersEqualTheEvents(t *testing.T) {
+	root := t.TempDir()
+	metricsScenario(t, root)
+	c := timelineCounts(t, root)
+	if c.acquired["a"] != 2 || len(c.steals) != 1 || c.lost["b"] != 1 || len(c.refusals) != 2 || c.blocked["c"] != 1 || len(c.verified) != 1 {
+		t.Fatalf("the scenario did not record what it should: %+v", c)
+	}
+	locks := []string{"a", "b", "c"}
+	text := clitest.Must(t, 0, root, "metrics").Stdout
+	om := clitest.Must(t, 0, root, "metrics", "--format", "openmetrics").Stdout
+	for format, s := range map[string]scrape{"text": parseText(t, text), "openmetrics": parseOpenMetrics(t, om)} {
+		t.Run(format, func(t *testing.T) {
+			if mf := s.family("lockledger_acquisitions"); mf.GetType() != dto.MetricType_COUNTER {
+				t.Errorf("lockledger_acquisitions is %v, want a counter", mf.GetType())
+			}
+			assertMetricsEqualEvents(t, s, c, locks)
+			for lock, want := range map[string]float64{"a": 0, "b": 0, "c": 1} {
+				if got := s.value(t, "lockledger_lock_held", "lock", lock); got != want {
+					t.Errorf("lock_held{lock=%q} = %v, want %v", lock, got, want)
+				}
+			}
+			if m := s.metric(t, "lockledger_lock_holder_info", "lock", "c", "request_id", s.onlyLabel(t, "lockledger_lock_holder_info", "request_id"),
+				"actor", "carol", "host_id", s.onlyLabel(t, "lockledger_lock_holder_info", "host_id"), "mode", "exclusive"); m == nil {
+				t.Errorf("no lock_holder_info for carol's holding of c")
+			}
+			if got := s.value(t, "lockledger_events"); got != float64(c.events) {
+				t.Errorf("events_total = %v, timeline prints %d events", got, c.events)
+			}
+			if got := s.value(t, "lockledger_last_verify_success"); got != 1 {
+				t.Errorf("last_verify_success = %v, want 1", got)
+			}
+			var size int64
+			var created string
+			if err := clitest.DB(t, root).QueryRow(`SELECT size, created_at FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&size, &created); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.value(t, "lockledger_checkpoint_size"); got != float64(size) {
+				t.Errorf("checkpoint_size = %v, want %d", got, size)
+			}
+			at, err := events.ParseTime(created)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if age := s.value(t, "lockledger_checkpoint_age_seconds"); age < 0 || age > time.Since(at).Seconds()+1 {
+				t.Errorf("checkpoint_age_seconds = %v, the checkpoint was made %v ago", age, time.Since(at))
+			}
+		})
+	}
+}
+
+// onlyLabel is the value of label name in name's only series with a
+// holder (the test's one held lock).
+func (s scrape) onlyLabel(t *testing.T, name, label string) string {
+	t.Helper()
+	ms := s.family(name).GetMetric()
+	if len(ms) != 1 {
+		t.Fatalf("%s: %d series, want 1", name, len(ms))
+	}
+	for _, lp := range ms[0].GetLabel() {
+		if lp.GetName() == label {
+			return lp.GetValue()
+		}
+	}
+	t.Fatalf("%s has no label %s", name, label)
+	return ""
+}
+
+// TestMetricsFileAndNoLedger: -o writes a file node_exporter (another
+// user) can read, renamed into place, refused inside the root; a root
+// with no ledger is exit 6 and stays without one.
+func TestMetricsFileAndNoLedger(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "none")
+	r := clitest.Must(t, 6, empty, "metrics")
+	if r.Stdout != "" {
+		t.Errorf("metrics of no ledger printed %q", r.Stdout)
+	}
+	if _, err := os.Stat(empty); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("metrics of no ledger created %s: %v", empty, err)
+	}
+
+	root := t.TempDir()
+	clitest.Must(t, 0, root, "acquire", "a", "--pid", strconv.Itoa(os.Getpid()))
+	out := filepath.Join(t.TempDir(), "lockledger.prom")
+	clitest.Must(t, 0, root, "metrics", "-o", out)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := parseText(t, string(b)); s.value(t, "lockledger_lock_held", "lock", "a") != 1 {
+		t.Errorf("the file does not show a held:\n%s", b)
+	}
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm()&0o044 != 0o044 {
+		t.Errorf("%s: mode %v, want readable by node_exporter (0644 less the umask)", out, st.Mode())
+	}
+	clitest.Must(t, 2, root, "metrics", "-o", filepath.Join(root, "metrics.prom"))
+	clitest.Must(t, 2, root, "metrics", "--format", "json")
+	clitest.Must(t, 2, root, "metrics", "--listen", ":0", "-o", out)
+	clitest.Must(t, 2, root, "metrics", "--listen", "nowhere")
+}
+
+// listening starts metrics --listen on a free port and returns its URL
+// and the running command.
+func listening(t *testing.T, root string, args ...string) (string, *runningCmd) {
+	t.Helper()
+	cmd := clitest.Command(context.Background(), root, append([]string{"metrics", "--listen", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rc := &runningCmd{cmd: cmd, lines: make(chan string, 64)}
+	go func() {
+		defer close(rc.lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			rc.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	for line := range rc.lines {
+		var m struct {
+			Msg     string `json:"msg"`
+			Address string `json:"address"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Msg == "serving metrics" {
+			return "http://" + m.Address + "/metrics", rc
+		}
+		rc.seen = append(rc.seen, line)
+	}
+	t.Fatalf("metrics --listen exited without serving: %v", rc.seen)
+	return "", nil
+}
+
+type runningCmd struct {
+	cmd   *exec.Cmd
+	lines chan string // its stderr, line by line
+	seen  []string
+}
+
+func get(t *testing.T, url, accept string) (string, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v\n%s", url, resp.Status, err, b)
+	}
+	return string(b), resp.Header.Get("Content-Type")
+}
+
+// prometheusAccept is the Accept header Prometheus scrapes with.
+const prometheusAccept = "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+
+// TestMetricsListenServesAndStops: --listen answers GET /metrics in the
+// format asked for, with the events appended since the last scrape,
+// agrees with a single print, and on SIGTERM stops and exits 0.
+func TestMetricsListenServesAndStops(t *testing.T) {
+	root := t.TempDir()
+	metricsScenario(t, root)
+	url, rc := listening(t, root)
+
+	om, ct := get(t, url, prometheusAccept)
+	if !strings.HasPrefix(ct, "application/openmetrics-text; version=1.0.0") {
+		t.Errorf("Content-Type %q for Prometheus's Accept, want OpenMetrics 1.0.0", ct)
+	}
+	assertMetricsEqualEvents(t, parseOpenMetrics(t, om), timelineCounts(t, root), []string{"a", "b", "c"})
+
+	// A new lock and a release after the first scrape are in the next.
+	self := strconv.Itoa(os.Getpid())
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "d", "--pid", self).Stdout)
+	clitest.Must(t, 0, root, "release", "d", "--request-id", rid)
+	text, ct := get(t, url, "")
+	if !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("Content-Type %q without Accept, want the text format", ct)
+	}
+	s := parseText(t, text)
+	assertMetricsEqualEvents(t, s, timelineCounts(t, root), []string{"a", "b", "c", "d"})
+	if got := s.value(t, "lockledger_acquisitions", "lock", "d"); got != 1 {
+		t.Errorf("acquisitions{lock=d} = %v after a scrape, want 1", got)
+	}
+	// The server's incremental fold says what a fresh print says (but
+	// for the checkpoint's age, which moves).
+	once := clitest.Must(t, 0, root, "metrics").Stdout
+	if a, b := withoutAge(text), withoutAge(once); a != b {
+		t.Errorf("--listen and a single print differ:\n%s\n---\n%s", a, b)
+	}
+
+	if err := rc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for line := range rc.lines {
+		rc.seen = append(rc.seen, line)
+	}
+	if err := rc.cmd.Wait(); err != nil {
+		t.Fatalf("metrics --listen after SIGTERM: %v (want exit 0)\n%s", err, strings.Join(rc.seen, "\n"))
+	}
+	if !slices.ContainsFunc(rc.seen, func(l string) bool { return strings.Contains(l, "metrics server stopped") }) {
+		t.Errorf("no stop logged: %v", rc.seen)
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Errorf("%s still answers after the server stopped", url)
+	}
+}
+
+func withoutAge(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(l, "lockledger_checkpoint_age_seconds ") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+// TestMetricsHostileNamesStayValid: an actor with quotes, a backslash and
+// a bidi override (which the command line accepts), and a forged event
+// whose lock name and actor carry a newline, terminal escapes and a byte
+// that is not UTF-8 (stored as U+FFFD), give output both parsers read,
+// with no raw control character and no forged line, and label values as
+// termtext shows them (quotes and backslashes kept as they are).
+func TestMetricsHostileNamesStayValid(t *testing.T) {
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	const cliActor = `o"brien\admin` + "\u202e" + `} 1`
+	clitest.Must(t, 0, root, "acquire", "quoted", "--pid", self, "--actor", cliActor)
+
+	l, err := ledger.Open(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := l.Host()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		forgedLock  = "x\"}\n" + forgedLine + ` 1` + "\x1b[2J\\"
+		forgedActor = "bot\x1b]0;pwned\x07\n" + forgedLine + "\xff\u009b31m"
+	)
+	at := time.Now().UTC()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, ledger.DBFile)+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture.Append(t, db, &events.Event{
+		Envelope: events.Envelope{Type: events.LockAcquired, At: events.FormatTime(at), LockName: forgedLock,
+			RequestID: "req_forged", Actor: forgedActor, HostID: host.ID, PID: 4242},
+		Payload: &events.Acquired{TTLSeconds: 3600, Intent: "x", IntentVersion: "1", FencingToken: 2,
+			Metadata: map[string]string{}, PIDStart: "1", BootID: host.BootID},
+	})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, format := range []string{"text", "openmetrics"} {
+		out := clitest.Must(t, 0, root, "metrics", "--format", format).Stdout
+		assertPlainText(t, "metrics --format "+format, out)
+		s := parseText(t, out)
+		if format == "openmetrics" {
+			s = parseOpenMetrics(t, out)
+		}
+		if got := s.value(t, "lockledger_acquisitions", "lock", termtext.Escape(forgedLock)); got != 1 {
+			t.Errorf("%s: acquisitions of the forged lock = %v, want 1 under its escaped name\n%s", format, got, out)
+		}
+		if s.metric(t, "lockledger_lock_holder_info", "lock", "quoted", "request_id", s.holderOf(t, "quoted"), "actor", termtext.Escape(cliActor),
+			"host_id", host.ID, "mode", "exclusive") == nil {
+			t.Errorf("%s: the actor %q does not come back from the label\n%s", format, cliActor, out)
+		}
+		if s.metric(t, "lockledger_lock_holder_info", "lock", termtext.Escape(forgedLock), "request_id", "req_forged",
+			"actor", termtext.Escape(strings.ToValidUTF8(forgedActor, "\uFFFD")), "host_id", host.ID, "mode", "exclusive") == nil {
+			t.Errorf("%s: the forged actor is not shown escaped\n%s", format, out)
+		}
+		if n := len(s.family("lockledger_lock_held").GetMetric()); n != 2 {
+			t.Errorf("%s: %d lock_held series, want 2", format, n)
+		}
+	}
+}
+
+// holderOf is the request id of lock's holder in s.
+func (s scrape) holderOf(t *testing.T, lock string) string {
+	t.Helper()
+	for _, m := range s.family("lockledger_lock_holder_info").GetMetric() {
+		got := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			got[lp.GetName()] = lp.GetValue()
+		}
+		if got["lock"] == lock {
+			return got["request_id"]
+		}
+	}
+	t.Fatalf("no holder of %s", lock)
+	return ""
+}

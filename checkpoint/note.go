@@ -148,21 +148,26 @@ func VerifierOf(s note.Signer) note.Verifier {
 // verifierOfKey derives the verifier of an encoded Ed25519 signer key
 // (PRIVATE+KEY+NAME+HASH+base64 of the algorithm byte and the seed).
 func verifierOfKey(key string) (note.Verifier, error) {
-	parts := strings.SplitN(strings.TrimPrefix(key, SignerKeyPrefix), "+", 3)
-	bad := errors.New("not an Ed25519 signer key")
-	if len(parts) != 3 {
-		return nil, bad
-	}
-	raw, err := base64.StdEncoding.DecodeString(parts[2])
-	if err != nil || len(raw) != 1+ed25519.SeedSize || raw[0] != 1 {
-		return nil, bad
-	}
-	pub := ed25519.NewKeyFromSeed(raw[1:]).Public().(ed25519.PublicKey)
-	vkey, err := note.NewEd25519VerifierKey(parts[0], pub)
+	vkey, err := VerifierKey(key)
 	if err != nil {
 		return nil, err
 	}
 	return note.NewVerifier(vkey)
+}
+
+// VerifierKey is the encoded verifier key of an encoded Ed25519 signer key.
+func VerifierKey(signerKey string) (string, error) {
+	parts := strings.SplitN(strings.TrimPrefix(strings.TrimSpace(signerKey), SignerKeyPrefix), "+", 3)
+	bad := errors.New("not an Ed25519 signer key")
+	if len(parts) != 3 {
+		return "", bad
+	}
+	raw, err := base64.StdEncoding.DecodeString(parts[2])
+	if err != nil || len(raw) != 1+ed25519.SeedSize || raw[0] != 1 {
+		return "", bad
+	}
+	pub := ed25519.NewKeyFromSeed(raw[1:]).Public().(ed25519.PublicKey)
+	return note.NewEd25519VerifierKey(parts[0], pub)
 }
 
 // NewVerifier reads an encoded verifier key.

@@ -33,13 +33,15 @@ type acquireFlags struct {
 	maxAge        string
 	shared        bool
 	limit         int64
+	noWait        bool
+	conflictCode  int
 	flags         *pflag.FlagSet
 }
 
 func (f *acquireFlags) register(cmd *cobra.Command, withWait bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.ttl, "ttl", "900", "seconds without a heartbeat before the lock is stale (90s, 15m or plain seconds)")
-	fl.StringVar(&f.actor, "actor", "", "who acts (default $LOCKLEDGER_ACTOR, else $USER)")
+	fl.StringVar(&f.actor, "actor", "", "who acts (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	fl.StringVar(&f.intent, "intent", "", "what the holder is doing (recorded in the lock file)")
 	fl.StringVar(&f.intentVersion, "intent-version", "", "version of the intent")
 	fl.StringVar(&f.requestID, "request-id", "", "request id (default req_<ULID>); 1-128 of A-Z a-z 0-9 _ . : -")
@@ -47,12 +49,14 @@ func (f *acquireFlags) register(cmd *cobra.Command, withWait bool) {
 	fl.StringArrayVar(&f.files, "file", nil, "also project the lock as FORMAT:PATH, FORMAT one of "+strings.Join(formats.Names(), ", ")+
 		"; PATH must hold nothing, lockledger's own file or a lock of that format, and must not be inside the root (else exit 2) (repeatable)")
 	fl.StringVar(&f.maxAge, "max-age", "", "treat a holder older than this as stale (BSO: its zombie age, default 24h)")
-	fl.BoolVar(&f.shared, "shared", false, "take a shared (reader) hold: shared holders coexist and exclude exclusive ones, like flock -s")
+	fl.BoolVarP(&f.shared, "shared", "s", false, "take a shared (reader) hold: shared holders coexist and exclude exclusive ones, like flock -s")
 	fl.Int64Var(&f.limit, "limit", 0, "take one of at most N shared holds (a semaphore, like consul lock -n); every holder must pass the same N (implies --shared)")
 	f.flags = fl
 	fl.BoolVar(&f.reclaim, "reclaim", false, "take the lock over from another process holding it under this --request-id (recorded as lock_stolen, reason reclaimed)")
 	if withWait {
-		fl.StringVar(&f.wait, "wait", "0", "keep trying this long while the lock is held (90s, 15m)")
+		fl.StringVarP(&f.wait, "wait", "w", "0", "keep trying this long while the lock is held: seconds (5, 0.5, as flock -w), a duration (90s, 1.5s, 15m), or forever")
+		fl.BoolVarP(&f.noWait, "nonblock", "n", false, "do not wait: fail at once when the lock is held (the default; as flock -n)")
+		fl.IntVarP(&f.conflictCode, "conflict-exit-code", "E", ExitBlocked, "exit with this code when an active holder keeps the lock (as flock -E); "+conflictRange)
 		fl.BoolVar(&f.force, "force", false, "take over a stale lock (never an active one)")
 	}
 }
@@ -64,13 +68,19 @@ func (f *acquireFlags) request(lock string, pid int) (ledger.AcquireRequest, tim
 		return ledger.AcquireRequest{}, 0, err
 	}
 	if err := ledger.ValidateTTL(ttl); err != nil {
-		return ledger.AcquireRequest{}, 0, err
+		return ledger.AcquireRequest{}, 0, asFlag("--ttl", f.ttl, err)
 	}
 	var wait time.Duration
 	if f.wait != "" {
-		if wait, err = ParseDuration("--wait", f.wait); err != nil {
+		if wait, err = ParseWait("--wait", f.wait); err != nil {
 			return ledger.AcquireRequest{}, 0, err
 		}
+	}
+	if f.noWait && f.flags != nil && f.flags.Changed("wait") {
+		return ledger.AcquireRequest{}, 0, events.Invalid("--nonblock", "", "cannot be combined with --wait")
+	}
+	if err := f.checkConflictCode(); err != nil {
+		return ledger.AcquireRequest{}, 0, err
 	}
 	md, err := ParseMetadata(f.metadata)
 	if err != nil {
@@ -149,8 +159,9 @@ and the lock is free for anyone the moment the wrapper exits. Use
 when it is a shell running a -c script that exits within a second of the
 acquire (watched from a separate process, for at most that second).
 
-Exit 3 when an active holder has it (after --wait, if given), 4 when it is
-stale and --force was not given.
+Exit 3 (or --conflict-exit-code's code) when an active holder has it
+(after --wait, if given; --wait forever waits until it is free), 4 when it
+is stale and --force was not given. Not waiting is the default (-n says so).
 
 --shared takes a shared (reader) hold: any number of shared holders at
 once, none while an exclusive holder has the lock, and no exclusive holder
@@ -161,6 +172,7 @@ lock file (NAME.lock is the exclusive holder's); --file is refused with them. Ct
 at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
 		Example: `  rid=$(lockledger acquire deploy-prod --ttl 15m --intent deploy)
   lockledger acquire deploy-prod --wait 5m --metadata commit=abc123
+  lockledger acquire deploy-prod -w 0.5 -E 75   # flock -w 0.5 -E 75
   lockledger acquire deploy-prod --force      # take over a stale lock
   timeout 10 lockledger acquire deploy-prod --wait 5s --holder parent  # held by this script, not by timeout`,
 		Args: exactlyOneLock,
@@ -179,6 +191,10 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if _, err := lockArg([]string{o.lock}); err != nil {
 		return err
 	}
+	if o.conflictCode == 0 {
+		return events.Invalid("--conflict-exit-code", "0",
+			"must not be 0 for acquire: its caller could not tell a lock held by another from one it took (run takes 0: its command does not run)")
+	}
 	pid, err := holderPID(o.holder, o.pid)
 	if err != nil {
 		return err
@@ -194,7 +210,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	defer o.g.finish(l)
 	a, err := lease.Wait(ctx, l, req, wait, waitReporter(o.g, o.lock))
 	if err != nil {
-		return err
+		return o.conflict(err)
 	}
 	printAcquisition(o.g, a)
 	if o.pid == 0 {
@@ -215,6 +231,8 @@ func printAcquisition(g *globals, a *ledger.Acquisition) {
 	case a.Stolen:
 		g.log.Warn("took over lock", "lock", a.Lock, "reason", a.Reason, "previous", a.Previous.RequestID,
 			"previous_actor", a.Previous.Actor, "fencing_token", a.FencingToken)
+	case a.Mode == events.ModeShared && a.Limit == 0:
+		g.log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", "unlimited")
 	case a.Mode == events.ModeShared:
 		g.log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", a.Limit)
 	default:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -222,7 +223,7 @@ func Details(ev *replay.Event) string {
 				ev.DisplacedByFormat, ev.DisplacedByPath)
 		}
 	case events.HeartbeatFailed:
-		add("%d consecutive failures", ev.ConsecutiveFailures)
+		add("%d consecutive %s", ev.ConsecutiveFailures, termtext.Plural(ev.ConsecutiveFailures, "failure", "failures"))
 		if ev.LockLost {
 			add("LOCK LOST")
 		}
@@ -272,7 +273,7 @@ func Details(ev *replay.Event) string {
 		if ev.Result == events.AuditOK {
 			add("OK")
 		} else {
-			add("FAILED: %d %s", ev.Problems, plural(ev.Problems, "problem", "problems"))
+			add("FAILED: %d %s", ev.Problems, termtext.Plural(ev.Problems, "problem", "problems"))
 		}
 		if ev.FirstBadSeq > 0 {
 			add("first bad seq %d", ev.FirstBadSeq)
@@ -287,17 +288,17 @@ func Details(ev *replay.Event) string {
 	case events.LedgerProjected:
 		switch {
 		case ev.Result == events.AuditRefused:
-			add("REFUSED: damaged log (%d %s, first bad seq %d)", ev.Problems, plural(ev.Problems, "problem", "problems"), ev.FirstBadSeq)
+			add("REFUSED: damaged log (%d %s, first bad seq %d)", ev.Problems, termtext.Plural(ev.Problems, "problem", "problems"), ev.FirstBadSeq)
 		case ev.BrokenChainAccepted:
 			add("BROKEN CHAIN accepted (first bad seq %d)", ev.FirstBadSeq)
 		}
-		add("%s replayed, %d %s", eventCount(ev.Events), ev.Locks, plural(ev.Locks, "lock", "locks"))
+		add("%s replayed, %d %s", eventCount(ev.Events), ev.Locks, termtext.Plural(ev.Locks, "lock", "locks"))
 		if ev.Result != events.AuditRefused {
 			if ev.RowsChanged == 0 && ev.FilesChanged == 0 {
 				add("no change")
 			} else {
-				add("%d %s and %d %s changed", ev.RowsChanged, plural(ev.RowsChanged, "row", "rows"),
-					ev.FilesChanged, plural(ev.FilesChanged, "file", "files"))
+				add("%d %s and %d %s changed", ev.RowsChanged, termtext.Plural(ev.RowsChanged, "row", "rows"),
+					ev.FilesChanged, termtext.Plural(ev.FilesChanged, "file", "files"))
 			}
 		}
 	}
@@ -327,13 +328,6 @@ func seqRange(first, last int64) string {
 		return ""
 	}
 	return fmt.Sprintf(" (seq %d-%d)", first, last)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func processCount(n int) string {

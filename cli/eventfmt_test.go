@@ -103,6 +103,11 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 	if got, want := Details(&one), "job r: 1 process terminated, pids 5"; got != want {
 		t.Errorf("terminated: %q, want %q", got, want)
 	}
+	failed := replay.Event{ConsecutiveFailures: 1, Error: "busy"}
+	failed.Type = events.HeartbeatFailed
+	if got, want := Details(&failed), `1 consecutive failure, error "busy"`; got != want {
+		t.Errorf("one heartbeat failure: %q, want %q", got, want)
+	}
 }
 
 // TestDetailsOfAnUnreadableFileNameTheFile: acquire_blocked and

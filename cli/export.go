@@ -75,7 +75,7 @@ that it could not record itself.`,
 	fl.StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0600, renamed into place when complete) instead of stdout")
 	fl.StringVar(&o.since, "since", "", "from the first event at or after this time (RFC 3339, or a duration ago)")
 	fl.StringVar(&o.until, "until", "", "to the last event at or before this time")
-	fl.StringVar(&o.actor, "actor", "", "who exports, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
+	fl.StringVar(&o.actor, "actor", "", "who exports, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	fl.BoolVar(&o.checkpoints, "checkpoints", true, "jsonl: carry the signed checkpoints the export covers, before its events")
 	return cmd
 }

@@ -71,13 +71,17 @@ func runImport(ctx context.Context, o *importOptions) error {
 		return fmt.Errorf("import: %s does not verify (%w): first bad seq %d, %s (%s; %d %s in all); nothing was copied: "+
 			"`lockledger verify --root %s` shows the damage, `lockledger import --accept-broken-chain` copies it anyway (recorded)",
 			from.Source(), ledger.ErrBrokenChain, bad.Seq, bad.Kind, bad.Detail, source.ProblemCount,
-			plural(source.ProblemCount, "problem", "problems"), from.Root())
+			termtext.Plural(source.ProblemCount, "problem", "problems"), from.Root())
 	}
 	to, err := o.g.open(ctx, writes, ledger.WithPin(store.PinSkip)) // the root pins the ledger imported
 	if err != nil {
 		return err
 	}
+	empty := to.ID()
 	rep, err := to.Import(ctx, from)
+	if err == nil && o.g.trusting() && empty != to.ID() {
+		err = o.g.repin(to, empty)
+	}
 	if err == nil && (to.Root() != from.Root() || !source.OK) {
 		// This host's lock files of the locks it holds go to the new root;
 		// an accepted damage is recorded.

@@ -24,6 +24,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // Exit codes: the contract scripts rely on. ExitCode maps the library's
@@ -82,6 +83,7 @@ func ExitCode(err error) int {
 	var ee *ExitError
 	var ue *usageError
 	var ie *InterruptedError
+	var ce *ConflictError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -89,6 +91,8 @@ func ExitCode(err error) int {
 		return ee.Code
 	case errors.As(err, &ie):
 		return 128 + int(ie.Signal)
+	case errors.As(err, &ce):
+		return ce.Code
 	case errors.As(err, &ue), errors.Is(err, events.ErrInvalid), errors.Is(err, ledger.ErrUntrustedRoot):
 		return ExitUsage
 	case errors.Is(err, ledger.ErrHeld):
@@ -124,6 +128,8 @@ type globals struct {
 	group     string
 	log       *slog.Logger
 	sign      signFlags
+	trust     *trust.Store // trustStore
+	key       *trust.Key   // defaultKey
 }
 
 // Main runs the command line and returns the process exit code.
@@ -131,7 +137,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := notifyContext(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	g := &globals{io: IO{In: stdin, Out: stdout, ErrOut: stderr}}
 	root := newRoot(g)
-	root.SetArgs(args)
+	root.SetArgs(runArgs(root, args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -147,6 +153,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	err := root.ExecuteContext(ctx)
 	if err != nil && !ran {
+		if uerr := unknownCommand(root, args); uerr != nil {
+			err = uerr
+		}
 		err = &usageError{err}
 	}
 	var ee *ExitError

@@ -63,7 +63,7 @@ pins the ledger found.`,
 	}
 	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "project even while the event log is damaged (recorded on every lock_projected event); a cut tail is a rollback, accepted too")
 	cmd.Flags().BoolVar(&o.rollback, "accept-rollback", false, "go on from a ledger other than, or older than, the one this root has pinned (recorded)")
-	cmd.Flags().StringVar(&o.actor, "actor", "", "who projects, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
+	cmd.Flags().StringVar(&o.actor, "actor", "", "who projects, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	return cmd
 }
 
@@ -73,6 +73,11 @@ func runProject(ctx context.Context, o *projectOptions) error {
 		// A damaged log accepted is a ledger older than, or other than,
 		// the one this root pinned: both are recorded.
 		more = append(more, ledger.WithPin(store.PinAccept))
+	}
+	if (o.rollback || o.acceptBroken) && o.g.trusting() {
+		if err := o.g.dropHeads(); err != nil {
+			return err
+		}
 	}
 	l, err := o.g.open(ctx, rewrites, more...)
 	if err != nil {

@@ -98,6 +98,7 @@ func TestProjectRefusesABrokenChainAndChangesNothing(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			root := scenario(t)
+			clitest.Unsigned(t, root) // the chain's own findings, which a signed head would preempt
 			exec(t, attacker(t, root), tc.tamper)
 			before, n := projectionOnly(t, root), clitest.EventCount(t, root)
 			r := clitest.Must(t, 1, root, "project")

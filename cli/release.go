@@ -63,7 +63,7 @@ removed; when an unreadable one is left there, the lock stays held by it
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.requestID, "request-id", "", "the request id acquire printed (required unless --force)")
-	fl.StringVar(&o.actor, "actor", "", "who releases (default $LOCKLEDGER_ACTOR, else $USER)")
+	fl.StringVar(&o.actor, "actor", "", "who releases (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	fl.StringVar(&o.result, "result", "", "success, failure or cancelled (default: failure when --exit-code is not 0, else success)")
 	fl.StringVar(&o.failureStep, "failure-step", "", "the step that failed (with --result failure or a non-zero --exit-code)")
 	fl.IntVar(&o.exitCode, "exit-code", -1, "the job's exit code, recorded with the release (0-255)")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
 )
 
 func newRoot(g *globals) *cobra.Command {
@@ -54,10 +55,13 @@ Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
 when signal N (INT 130, TERM 143, HUP 129) stopped the command, e.g.
 during --wait.
 
-Tamper evidence beyond the chain: keygen makes a key kept outside the
-root; writers given it (--signing-key) sign checkpoints of the log's
-Merkle tree and copy them to --witness paths; verify --verifier-key checks
-the log against them, prove and verify-proof give an auditor proofs.`,
+Tamper evidence beyond the chain, on by default: writers sign with this
+user's key from the trust store outside every root (lockledger trust),
+pin the ledger on first use and keep its latest signed head there; plain
+verify checks the ledger against them (--unsigned opts out). keygen makes
+a key of its own (--signing-key); writers copy checkpoints to --witness
+paths; verify --verifier-key checks the log against them, prove and
+verify-proof give an auditor proofs.`,
 		Version:       currentBuild().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -87,7 +91,7 @@ the log against them, prove and verify-proof give an auditor proofs.`,
 	g.sign.register(root)
 	root.AddCommand(newAcquire(g), newHeartbeat(g), newRelease(g), newStatus(g), newList(g), newSteal(g), newRun(g))
 	root.AddCommand(auditCommands(g)...)
-	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g))
+	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g), newTrust(g))
 	root.AddCommand(newInit(g), newVersion(g))
 	root.AddCommand(newWatchHolder(g))
 	root.AddCommand(newMetrics(g))
@@ -113,11 +117,13 @@ func (g *globals) open(ctx context.Context, a access, more ...ledger.Option) (*l
 	if g.database != "" {
 		opts = append(opts, ledger.WithDatabase(g.database), ledger.WithPoolSize(2))
 	}
+	var key *trust.Key
 	if a != reads {
-		sign, err := g.signingOptions()
+		sign, k, err := g.signingOptions()
 		if err != nil {
 			return nil, err
 		}
+		key = k
 		opts = append(opts, sign...)
 		if g.group != "" {
 			gid, err := lookupGroup(g.group)
@@ -144,7 +150,14 @@ func (g *globals) open(ctx context.Context, a access, more ...ledger.Option) (*l
 		}
 		return l, nil
 	}
-	return ledger.Open(ctx, g.root, opts...)
+	l, err := ledger.Open(ctx, g.root, opts...)
+	if err == nil && key != nil {
+		if err = g.pin(l, key); err != nil {
+			g.finish(l)
+			return nil, err
+		}
+	}
+	return l, err
 }
 
 // openWaiting opens the ledger for a command that was told to wait up to

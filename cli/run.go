@@ -31,6 +31,7 @@ type runOptions struct {
 	g         *globals
 	lock      string
 	argv      []string
+	command   string
 	onLost    string
 	killGrace string
 	supersede bool
@@ -41,11 +42,19 @@ type runOptions struct {
 func newRun(g *globals) *cobra.Command {
 	o := &runOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "run NAME [flags] -- CMD [ARGS...]",
+		Use:   "run NAME [flags] [--] CMD [ARGS...]",
 		Short: "Hold a lock while a command runs, and exit with its exit code",
 		Long: `Acquire NAME, run CMD in its own process group with the lock heartbeated
 every min(ttl/3, 30s), then release it with the result (success, failure,
 or cancelled when run was signalled) and CMD's exit code.
+
+CMD follows NAME and run's flags; "--" before it is needed only when CMD
+starts with "-" (everything after the first word of CMD is CMD's own).
+-c 'COMMAND' runs COMMAND through sh -c instead (as flock -c; flock takes
+$SHELL, run always sh). flock's -o has no counterpart: no descriptor holds
+the lock for CMD to inherit. What CMD leaves running is stopped when it
+exits (below), or left running without the lock with --leave-running,
+which is what flock -o gives.
 
 CMD sees LOCKLEDGER_LOCK, LOCKLEDGER_REQUEST_ID and LOCKLEDGER_FENCING_TOKEN.
 INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. If run
@@ -81,27 +90,38 @@ starting CMD. A holder on another host, another tool's lock, or a holder
 that is not a lockledger run cannot be awaited: run says so, notes it in
 the steal, and starts CMD.
 
-run exits with CMD's exact code (128+N when CMD died of signal N), 3 or 4
-when it never got the lock, 5 when the lock was lost and CMD was stopped;
-127 when CMD does not exist and 126 when it cannot be executed (as a
-shell), 128+N when signal N ended --wait before CMD started.`,
-		Example: `  lockledger run deploy-prod -- ./deploy.sh --env prod
-  lockledger run nightly-etl --wait 30m --ttl 2m -- make etl
+run exits with CMD's exact code (128+N when CMD died of signal N), 3 (or
+--conflict-exit-code's code) or 4 when it never got the lock, 5 when the
+lock was lost and CMD was stopped; 127 when CMD does not exist and 126
+when it cannot be executed (as a shell), 128+N when signal N ended --wait
+before CMD started.`,
+		Example: `  lockledger run deploy-prod ./deploy.sh --env prod
+  lockledger run nightly-etl -w 30m --ttl 2m make etl
+  lockledger run -n -E 0 nightly-etl -c 'make etl && make report'   # cron: skip quietly when busy
   lockledger run db-migrate --intent migrate --metadata ticket=OPS-42 -- ./migrate.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
-			if dash != 1 || len(args) < 2 {
-				return &usageError{errors.New("run: usage is `lockledger run NAME [flags] -- CMD [ARGS...]` (one lock name, then -- and the command)")}
+			switch {
+			case cmd.Flags().Changed("command") && len(args) > 1:
+				return &usageError{errors.New("run: give either -c 'COMMAND' or CMD [ARGS...], not both")}
+			case cmd.Flags().Changed("command") && len(args) == 1 && dash < 0:
+				return nil
+			case dash == 0 || dash > 1 || len(args) < 2:
+				return &usageError{errors.New("run: usage is `lockledger run NAME [flags] [--] CMD [ARGS...]` or `lockledger run NAME -c 'COMMAND'` (one lock name, then the command)")}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock, o.argv = args[0], args[1:]
+			if cmd.Flags().Changed("command") {
+				o.argv = []string{"sh", "-c", o.command}
+			}
 			return runRun(cmd.Context(), o)
 		},
 	}
 	o.register(cmd, true)
 	fl := cmd.Flags()
+	fl.StringVarP(&o.command, "command", "c", "", "run COMMAND through sh -c instead of CMD [ARGS...] (as flock -c)")
 	fl.StringVar(&o.onLost, "on-lost", "kill", "when the lock is lost: kill (TERM, grace, KILL the command) or warn")
 	fl.StringVar(&o.killGrace, "kill-grace", DefaultKillGrace.String(), "time between TERM and KILL")
 	fl.BoolVar(&o.leave, "leave-running", false, "when CMD exits, leave what it started running (recorded as left_running) instead of stopping it")
@@ -201,7 +221,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	waiting.Wait()
 	endWaitLine(o.g)
 	if err != nil {
-		return err
+		return o.conflict(err)
 	}
 	// From here on the lease and the release outlive a cancelled ctx.
 	bg := context.WithoutCancel(ctx)

@@ -18,16 +18,17 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // signFlags are the global flags of signed checkpoints.
 type signFlags struct {
-	key        string   // --signing-key FILE, or LOCKLEDGER_SIGNING_KEY (a file, or the key itself)
-	keyFromEnv bool     // key came from the environment
-	witnesses  []string // --witness PATH (writers append, verify reads)
-	every      string
-	interval   string
-
+	key         string   // --signing-key FILE, or LOCKLEDGER_SIGNING_KEY (a file, or the key itself)
+	keyFromEnv  bool     // key came from the environment
+	witnesses   []string // --witness PATH (writers append, verify reads)
+	every       string
+	interval    string
+	unsigned    bool            // --unsigned, LOCKLEDGER_UNSIGNED=1
 	witnessURLs witnessURLFlags // --witness-url URL=VKEY (see witnessurl.go)
 }
 
@@ -50,6 +51,8 @@ func (f *signFlags) register(cmd *cobra.Command) {
 		"(env LOCKLEDGER_SIGNING_KEY: the file, or the key itself)")
 	pf.StringArrayVar(&f.witnesses, "witness", envWitness, "writers copy each checkpoint here (a directory: one file each; else appended to the file); "+
 		"verify reads the checkpoints here (repeatable; env LOCKLEDGER_WITNESS, a list like PATH)")
+	pf.BoolVar(&f.unsigned, "unsigned", os.Getenv(envUnsigned) == "1", "write without the trust store: unsigned, the ledger not pinned, no head kept (an explicit --signing-key still signs); "+
+		"nothing outside the root vouches for what is written (env "+envUnsigned+"=1)")
 	f.registerWitnessURLs(pf)
 	pf.StringVar(&f.every, "checkpoint-every", every, "with a key, writers sign a checkpoint every this many events (env LOCKLEDGER_CHECKPOINT_EVERY)")
 	pf.StringVar(&f.interval, "checkpoint-interval", interval, "with a key, the first write after this long without a checkpoint signs one (env LOCKLEDGER_CHECKPOINT_INTERVAL)")
@@ -103,42 +106,47 @@ func keyInRoot(field, path, root string) error {
 }
 
 // signer reads the signing key, nil when none is configured.
-func (g *globals) signer() (note.Signer, error) {
+func (g *globals) signer() (note.Signer, string, error) {
 	f := &g.sign
 	if f.key == "" {
-		return nil, nil
+		return nil, "", nil
 	}
 	field := "--signing-key"
 	if f.keyFromEnv {
 		field = "LOCKLEDGER_SIGNING_KEY"
 		if strings.Contains(f.key, checkpoint.SignerKeyPrefix) {
-			s, err := checkpoint.NewSigner(strings.TrimSpace(f.key))
-			if err != nil {
-				return nil, events.Invalid(field, "(the key)", err.Error())
-			}
-			return s, nil
+			return signerOf(field, "(the key)", f.key)
 		}
 	}
 	fi, err := os.Stat(f.key)
 	if err != nil {
 		// Not a file: perhaps a key typed wrong, which must not reach a log.
-		return nil, events.Invalid(field, "(the key)", "is neither a readable key file nor a key ("+checkpoint.SignerKeyPrefix+"...): "+errText(err))
+		return nil, "", events.Invalid(field, "(the key)", "is neither a readable key file nor a key ("+checkpoint.SignerKeyPrefix+"...): "+errText(err))
 	}
 	if insideRoot(g.root, f.key) {
-		return nil, keyInRoot(field, f.key, g.root)
+		return nil, "", keyInRoot(field, f.key, g.root)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		g.log.Warn("the signing key file can be read by others than its owner; keep it 0600", "file", f.key, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
 	}
 	b, err := os.ReadFile(f.key)
 	if err != nil {
-		return nil, events.Invalid(field, f.key, "cannot be read: "+errText(err))
+		return nil, "", events.Invalid(field, f.key, "cannot be read: "+errText(err))
 	}
-	s, err := checkpoint.NewSigner(string(b))
+	return signerOf(field, f.key, string(b))
+}
+
+// signerOf reads an encoded signer key and its verifier key.
+func signerOf(field, shown, key string) (note.Signer, string, error) {
+	s, err := checkpoint.NewSigner(strings.TrimSpace(key))
 	if err != nil {
-		return nil, events.Invalid(field, f.key, err.Error())
+		return nil, "", events.Invalid(field, shown, err.Error())
 	}
-	return s, nil
+	vkey, err := checkpoint.VerifierKey(key)
+	if err != nil {
+		return nil, "", events.Invalid(field, shown, err.Error())
+	}
+	return s, vkey, nil
 }
 
 func errText(err error) string {
@@ -150,19 +158,42 @@ func errText(err error) string {
 }
 
 // signingOptions are the ledger options of a writer: its key, witnesses
-// and policy, when a key is configured.
-func (g *globals) signingOptions() ([]ledger.Option, error) {
-	s, err := g.signer()
-	if err != nil || s == nil {
-		if err == nil {
-			_, err = g.cosignerOptions(false)
+// and policy: the key configured, else the trust store's (with its heads
+// witness, and k set: the ledger is pinned once open), unless --unsigned.
+func (g *globals) signingOptions() (opts []ledger.Option, k *trust.Key, err error) {
+	if g.trusting() {
+		if opts, k, err = g.trustOptions(); err != nil {
+			return nil, nil, err
 		}
-		return nil, err
+	} else {
+		s, vkey, err := g.signer()
+		if err != nil || s == nil {
+			if err == nil {
+				_, err = g.cosignerOptions(false)
+			}
+			return nil, nil, err
+		}
+		opts = []ledger.Option{ledger.WithSigner(s)}
+		// The ledger is pinned with this key too, unless --unsigned, so
+		// that plain verify checks what it signs.
+		if !g.sign.unsigned {
+			if _, err := g.trustStore(); err != nil {
+				g.log.Warn("the ledger is not pinned with this key: the trust store cannot be opened", "err", err)
+			} else {
+				k = &trust.Key{Signer: s, Verifier: vkey}
+			}
+		}
+	}
+	more, err := g.policyOptions()
+	if err != nil {
+		return nil, nil, err
 	}
 	cosign, err := g.cosignerOptions(true)
-	if err != nil {
-		return nil, err
-	}
+	return append(append(opts, more...), cosign...), k, err
+}
+
+// policyOptions are a signing writer's witnesses and checkpoint policy.
+func (g *globals) policyOptions() ([]ledger.Option, error) {
 	every, err := strconv.ParseInt(g.sign.every, 10, 64)
 	if err != nil || every < 1 {
 		return nil, events.Invalid("--checkpoint-every", g.sign.every, "must be a whole number of events, at least 1")
@@ -181,7 +212,7 @@ func (g *globals) signingOptions() ([]ledger.Option, error) {
 				resolvedRoot(g.root)))
 		}
 	}
-	return append(cosign, ledger.WithSigner(s), ledger.WithWitnesses(g.sign.witnesses...), ledger.WithCheckpointPolicy(every, interval)), nil
+	return []ledger.Option{ledger.WithWitnesses(g.sign.witnesses...), ledger.WithCheckpointPolicy(every, interval)}, nil
 }
 
 // --- keygen ---
@@ -285,8 +316,8 @@ stored in the ledger all the same).`,
 }
 
 func runCheckpoint(ctx context.Context, g *globals) error {
-	if g.sign.key == "" {
-		return events.Invalid("--signing-key", "", "is required to sign a checkpoint (or LOCKLEDGER_SIGNING_KEY)")
+	if g.sign.key == "" && !g.trusting() {
+		return events.Invalid("--signing-key", "", "is required to sign a checkpoint with --unsigned (or LOCKLEDGER_SIGNING_KEY)")
 	}
 	l, err := g.open(ctx, rewrites)
 	if err != nil {

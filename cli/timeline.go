@@ -39,7 +39,8 @@ of the whole log: ledger_exported, ledger_verified and ledger_projected
 (who exported, verified or projected the ledger, with what result).
 Those name no lock: LOCK reads (ledger), and --lock leaves them out.
 
-ACTOR is who the writer said it was (--actor, LOCKLEDGER_ACTOR, USER);
+ACTOR is who the writer said it was (--actor, LOCKLEDGER_ACTOR, USER, else
+the OS user's name);
 OS USER is who the kernel says ran the writing process: its user id and,
 in parentheses, that user's name ("-" for events written before
 lockledger recorded them; in the body, uid and user).

@@ -33,6 +33,9 @@ type verifyOptions struct {
 	heads       []string
 	witnessFlag bool // --witness given on the command line, not only by LOCKLEDGER_WITNESS
 	witnessKeys witnessKeyFlags
+	ledgerID    string
+	expect      []expectation
+	pinned      bool // the trust store pins a ledger at this root
 }
 
 func newVerify(g *globals) *cobra.Command {
@@ -86,6 +89,15 @@ one recorded elsewhere, without a key. Without any of them verify says
 "` + replay.Unsigned + `".
 Events after the last matching checkpoint are listed: nothing vouches for
 them yet.
+
+With no flags, verify uses this user's trust store (lockledger trust):
+the ledger must be the one pinned at this root (else: swapped), its
+checkpoint rows are checked with the pinned verifier keys, and the log
+must extend the signed head kept in the store (a cut tail, a re-chain or
+an older copy fails, naming the first seq no longer covered).
+--verifier-key and --witness add to them; --ledger-id ID fails on any
+other ledger, even one signed with the same key. A ledger nothing
+vouches for gets a warning on stderr and in --json (warning).
 
 With --witness-key VKEY (a tlog witness's cosignature key, or a file
 holding one; repeatable), the cosignatures the ledger keeps of its
@@ -142,11 +154,12 @@ created); with no ledger there it is not recorded.`,
 	cmd.Flags().StringVar(&o.file, "file", "", "check this JSON Lines export instead of the ledger")
 	cmd.Flags().StringVar(&o.prevHash, "prev-hash", "", "with --file: the hash the first line must chain from")
 	cmd.Flags().BoolVar(&o.full, "full", false, "run SQLite's integrity_check (every index against its table) instead of its quick_check")
-	cmd.Flags().StringVar(&o.actor, "actor", "", "who verifies, as recorded (default $LOCKLEDGER_ACTOR, else $USER)")
+	cmd.Flags().StringVar(&o.actor, "actor", "", "who verifies, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	cmd.Flags().StringVar(&o.clockSkew, "clock-skew", replay.DefaultClockSkew.String(),
 		"how far an event's at may fall behind an earlier event's or the ledger's creation (90s, 1m or plain seconds)")
 	cmd.Flags().StringArrayVar(&o.checkpoints, "checkpoint", nil, "check the log against the signed checkpoints in FILE (needs --verifier-key; repeatable)")
 	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one: checkpoints must be signed by one (repeatable)")
+	cmd.Flags().StringVar(&o.ledgerID, "ledger-id", "", "the ledger this must be: any other fails (swapped), even one signed with the same key")
 	cmd.Flags().StringArrayVar(&o.heads, "expect-head", nil, "SEQ:HASH: event SEQ's hash must be HASH (a head recorded elsewhere, without a key; repeatable)")
 	o.witnessKeys.register(cmd)
 	return cmd
@@ -159,7 +172,7 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 	t := &replay.Trust{}
 	var err error
 	if o.file == "" {
-		if err := o.keysOutsideRoot(); err != nil {
+		if err := o.keysOutsideRoot(len(o.verifiers) > 0); err != nil {
 			return nil, err
 		}
 	}
@@ -167,6 +180,22 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		return nil, err
 	}
 	t.Expected = len(t.Verifiers) > 0
+	if o.ledgerID != "" {
+		if err := validLedgerIDFlag(o.ledgerID); err != nil {
+			return nil, err
+		}
+		o.expect = append(o.expect, expectation{id: o.ledgerID, source: "--ledger-id"})
+	}
+	if o.file == "" {
+		t.OthersUnchecked = len(t.Verifiers) == 0
+		if err := o.fromStore(t); err != nil {
+			return nil, err
+		}
+		// The pinned keys make verify read LOCKLEDGER_WITNESS too.
+		if err := o.keysOutsideRoot(len(t.Verifiers) > 0); err != nil {
+			return nil, err
+		}
+	}
 	if err := o.witnessKeys.add(o.g.root, o.file == "", t); err != nil {
 		return nil, err
 	}
@@ -217,13 +246,13 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 // keysOutsideRoot refuses a --verifier-key file or a --witness inside the
 // root, as the writers refuse theirs: whoever can rewrite the ledger could
 // replace them to vouch for the rewrite.
-func (o *verifyOptions) keysOutsideRoot() error {
+func (o *verifyOptions) keysOutsideRoot(keyed bool) error {
 	for _, v := range o.verifiers {
 		if _, err := checkpoint.NewVerifier(v); err != nil && insideRoot(o.g.root, v) {
 			return keyInRoot("--verifier-key", v, o.g.root)
 		}
 	}
-	if !o.witnessFlag && len(o.verifiers) == 0 {
+	if !o.witnessFlag && !keyed {
 		return nil // LOCKLEDGER_WITNESS is not read without a key
 	}
 	for _, w := range o.g.sign.witnesses {
@@ -309,14 +338,26 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if err != nil {
 		return err
 	}
+	o.checkExpected(rep)
+	warning := ""
+	if rep.Trust == replay.Unsigned && rep.Events > 0 {
+		warning = unsignedWarning
+		o.g.sayf("warning: %s", warning)
+	}
+	if !rep.OK && !o.pinned && o.g.trusting() {
+		// A ledger that fails verify is not trusted on first use: its
+		// record is appended unsigned, pinning nothing.
+		o.g.sign.unsigned = true
+	}
 	// Recorded after the read, which it never changes: the report stays
 	// that of the log as it was read.
 	recorded := o.g.recordAccess(ctx, "verify", events.LedgerVerified, o.actor, verified(rep, o.file))
 	if o.g.json {
 		writeJSON(o.g.io.Out, struct {
 			*replay.Report
-			Recorded int64 `json:"recorded,omitempty"`
-		}{rep, recorded})
+			Recorded int64  `json:"recorded,omitempty"`
+			Warning  string `json:"warning,omitempty"`
+		}{rep, recorded, warning})
 	} else {
 		printReport(o.g.io.Out, rep)
 		if recorded > 0 {

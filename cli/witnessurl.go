@@ -68,7 +68,7 @@ func (g *globals) cosignerOptions(signing bool) ([]ledger.Option, error) {
 		return nil, nil
 	}
 	if !signing {
-		return nil, events.Invalid("--witness-url", f.urls[0], "needs --signing-key (or LOCKLEDGER_SIGNING_KEY): a witness cosigns signed checkpoints")
+		return nil, events.Invalid("--witness-url", f.urls[0], "needs signed checkpoints, and writes are --unsigned: a witness cosigns signed checkpoints")
 	}
 	ws, err := g.cosigners()
 	if err != nil {

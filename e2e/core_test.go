@@ -274,7 +274,7 @@ func TestInvalidInputExitsTwoAndWritesNothing(t *testing.T) {
 		{[]string{"acquire", "x", "--ttl", "500ms"}, "at least 1s"},
 		{[]string{"acquire", "x", "--ttl", "soon"}, "--ttl"},
 		{[]string{"acquire", "x", "--ttl", "99999h"}, "ttl"},
-		{[]string{"acquire", "x", "--wait", "forever"}, "--wait"},
+		{[]string{"acquire", "x", "--wait", "someday"}, "--wait"},
 		{[]string{"acquire", "x", "--wait", "-1s"}, "--wait"},
 		{[]string{"acquire", "x", "--metadata", "novalue"}, "--metadata"},
 		{[]string{"acquire", "x", "--metadata", "=v"}, "--metadata"},

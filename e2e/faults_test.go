@@ -36,7 +36,7 @@ func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
 		// run
 		{run("job", "--ttl", "0"), "ttl"},
 		{run("job", "--ttl", "1.5s"), "whole seconds"},
-		{run("job", "--wait", "forever"), "--wait"},
+		{run("job", "--wait", "-1"), "--wait"},
 		{run("job", "--kill-grace", "soon"), "--kill-grace"},
 		{run("job", "--kill-grace", "-1s"), "--kill-grace"},
 		{run("job", "--on-lost", "ignore"), "--on-lost"},
@@ -50,7 +50,8 @@ func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
 		{run("job", "--intent", long(257)), "intent"},
 		{run("job", "--intent-version", "1\n2"), "intent version"},
 		{run("job", "--pid", "5"), "unknown flag"},
-		{[]string{"run", "job", "touch", marker}, "usage"},
+		{[]string{"run", "job"}, "usage"},
+		{[]string{"run", "job", "-c", "touch " + marker, "touch", marker}, "-c"},
 		{[]string{"run", "--", "touch", marker}, "usage"},
 		{[]string{"run", "job", "--"}, "usage"},
 		// steal
@@ -89,7 +90,7 @@ func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
 		{[]string{"acquire", "x", "--actor", long(257)}, "actor"},
 		{[]string{"acquire", "x", "--ttl", "1e3"}, "--ttl"},
 		{[]string{"acquire", "x", "--ttl", "9223372036854775807"}, "--ttl"},
-		{[]string{"acquire", "x", "--wait", "1.5"}, "--wait"},
+		{[]string{"acquire", "x", "--wait", "1,5"}, "--wait"},
 		{[]string{"acquire", "x", "--pid", "12abc"}, "--pid"},
 		// global
 		{[]string{"--root", "", "status", "held"}, "root"},

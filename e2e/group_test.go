@@ -49,7 +49,7 @@ func TestGroupSharedRoot(t *testing.T) {
 		defer cancel()
 		// A strict umask: the group's modes must not depend on it.
 		c := exec.CommandContext(ctx, "sh", append([]string{"-c", `umask ` + umask + `; exec "$0" "$@"`, bin}, args...)...)
-		c.Env = clitest.Env(root)
+		c.Env = clitest.Env(root, clitest.TrustDirAs(t, root, uid))
 		c.Dir = "/"
 		cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
 		if uid != eveUID {
@@ -96,6 +96,17 @@ func TestGroupSharedRoot(t *testing.T) {
 	checkMode(filepath.Join(root, "locks"), 0o770|fs.ModeSetgid)
 	for _, f := range []string{"ledger.db", "ledger.db-wal", "ledger.db-shm", "writer.flock", "locks/migrate.lock"} {
 		checkMode(filepath.Join(root, f), 0o660)
+	}
+	// The group's writers sign with one key beside the root, made by the
+	// first writer and only hers to replace; each member pins the ledger in
+	// a trust store of their own, and checks the others' signatures with it.
+	key := filepath.Join(filepath.Dir(root), ".locks-root.signing.key")
+	checkMode(key, 0o640)
+	if fi, err := os.Lstat(key); err != nil || fi.Sys().(*syscall.Stat_t).Uid != aliceUID {
+		t.Errorf("the group's key %s is not alice's: %v", key, err)
+	}
+	if out := must(bobUID, "verify"); !strings.Contains(out, "verify: OK") || !strings.Contains(out, "match checkpoint") {
+		t.Errorf("bob's verify of the group root:\n%s", out)
 	}
 
 	// Outside the group: nothing to read, nothing to write.

@@ -228,7 +228,7 @@ func TestOutputReplacesARegularFileByRename(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]string{"export": `{"seq":1,`, "export csv": "seq,event_id,", "timeline html": "<!DOCTYPE html>", "timeline svg": "<?xml"}[c.name]
+			want := map[string]string{"export": `{"checkpoint":`, "export csv": "seq,event_id,", "timeline html": "<!DOCTYPE html>", "timeline svg": "<?xml"}[c.name]
 			if !bytes.HasPrefix(b, []byte(want)) {
 				t.Errorf("the output starts %q, want %q", b[:min(len(b), 40)], want)
 			}

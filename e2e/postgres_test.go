@@ -27,6 +27,7 @@ import (
 // host id of its own and a root of its own for its lock files.
 type pgHost struct {
 	id, root, url string
+	trust         string // another host's trust store ("": the test's)
 }
 
 func newPGHost(t *testing.T, id, url string) *pgHost {
@@ -35,7 +36,11 @@ func newPGHost(t *testing.T, id, url string) *pgHost {
 
 // env is what makes the CLI this host on the ledger of many hosts.
 func (h *pgHost) env() []string {
-	return []string{"LOCKLEDGER_DATABASE_URL=" + h.url, ledger.HostIDEnv + "=" + h.id}
+	env := []string{"LOCKLEDGER_DATABASE_URL=" + h.url, ledger.HostIDEnv + "=" + h.id}
+	if h.trust != "" {
+		env = append(env, "LOCKLEDGER_TRUST_DIR="+h.trust)
+	}
+	return env
 }
 
 func (h *pgHost) command(ctx context.Context, args ...string) *exec.Cmd {

@@ -110,7 +110,7 @@ func unprivileged(t *testing.T) (func(root string, args ...string) clitest.Resul
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		c := exec.CommandContext(ctx, bin, args...)
-		c.Env = clitest.Env(root)
+		c.Env = clitest.Env(root, clitest.TrustDirAs(t, root, nobody))
 		c.Dir = "/"
 		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		return clitest.Exec(t, c)

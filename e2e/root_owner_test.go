@@ -36,7 +36,7 @@ func otherUsers(t *testing.T) (func(uid int, groups []uint32, root string, args 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		c := exec.CommandContext(ctx, bin, args...)
-		c.Env = clitest.Env(root)
+		c.Env = clitest.Env(root, clitest.TrustDirAs(t, root, uid))
 		c.Dir = "/"
 		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: groups}}
 		return clitest.Exec(t, c)

@@ -25,6 +25,7 @@ import (
 func TestUntouchedSignedLedgerVerifiesAfterManyReads(t *testing.T) {
 	dir := t.TempDir()
 	root, key, witness := filepath.Join(dir, "root"), filepath.Join(dir, "signing.key"), filepath.Join(dir, "ledger.checkpoints")
+	clitest.Unsigned(t, root)
 	vkey := strings.TrimSpace(clitest.Must(t, 0, root, "keygen", "--name", "ops", "-o", key).Stdout)
 	const interval = time.Second
 	pid := strconv.Itoa(os.Getpid())

@@ -44,6 +44,7 @@ func newSignedRoot(t *testing.T) *signedRoot {
 	dir := t.TempDir()
 	s := &signedRoot{root: filepath.Join(dir, "root"), key: filepath.Join(dir, "keys", "signing.key"),
 		witness: filepath.Join(dir, "witness", "ledger.checkpoints")}
+	clitest.Unsigned(t, s.root)
 	for _, d := range []string{filepath.Dir(s.key), filepath.Dir(s.witness)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
@@ -76,6 +77,7 @@ func (s *signedRoot) clone(t *testing.T) *signedRoot {
 	dir := t.TempDir()
 	c := *s
 	c.root, c.witness = filepath.Join(dir, "root"), filepath.Join(dir, "ledger.checkpoints")
+	clitest.Unsigned(t, c.root)
 	copyTree(t, s.root, c.root)
 	copyFile(t, s.witness, c.witness)
 	return &c

@@ -336,7 +336,7 @@ func TestWitnessFlagsRefuseBadInput(t *testing.T) {
 		{[]string{"--signing-key", s.key, "--witness-url", "http://127.0.0.1:1", "acquire", "x", "--pid", pid}, "--witness-url"},
 		{[]string{"--signing-key", s.key, "--witness-url", "127.0.0.1:1=" + otherWitnessKey(t), "acquire", "x", "--pid", pid}, "http or https URL"},
 		{[]string{"--signing-key", s.key, "--witness-url", "http://127.0.0.1:1=" + s.vkey, "acquire", "x", "--pid", pid}, "not a witness verifier key"},
-		{[]string{"--witness-url", "http://127.0.0.1:1=" + otherWitnessKey(t), "acquire", "x", "--pid", pid}, "needs --signing-key"},
+		{[]string{"--witness-url", "http://127.0.0.1:1=" + otherWitnessKey(t), "acquire", "x", "--pid", pid}, "needs signed checkpoints"},
 		{[]string{"verify", "--witness-key", s.vkey}, "--witness-key"},
 		{[]string{"verify", "--witness-key", inRoot}, "is inside the root"},
 		{[]string{"verify", "--witness-key", otherWitnessKey(t), "--witness-quorum", "2"}, "--witness-quorum"},

@@ -148,6 +148,7 @@ func rechainLedger(t *testing.T, root string, edit func(evs []*forgery) []*forge
 func checksLedger(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
+	clitest.Unsigned(t, root) // the chain's own checks, which a signed head would preempt
 	clitest.Must(t, 0, root, "acquire", "app", "--request-id", "req-a")
 	clitest.Must(t, 0, root, "heartbeat", "app", "--request-id", "req-a")
 	clitest.Must(t, 0, root, "release", "app", "--request-id", "req-a")

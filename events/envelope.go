@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // Envelope is carried by every event. PrevHash and Hash are not part of the
@@ -32,10 +34,15 @@ type Envelope struct {
 	User *string `json:"user,omitempty"`
 }
 
-// SetOSUser records the writing process's user id and user name.
+// SetOSUser records the writing process's user id and user name (clipped
+// to the schema's maxLength).
 func (e *Envelope) SetOSUser(uid int, user string) {
+	user = termtext.Clip(user, maxUserName)
 	e.UID, e.User = &uid, &user
 }
+
+// maxUserName is the longest user name an event records (its schema's maxLength).
+const maxUserName = 256
 
 // OSUser returns the recorded user id and name; ok is false for an event
 // written before they were recorded.

@@ -6,7 +6,9 @@ package events
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Type names one kind of event.
@@ -151,32 +153,57 @@ func Invalid(field, value, rule string) error {
 	return &InvalidError{Field: field, Value: value, Rule: rule}
 }
 
-// LockNameRule and RequestIDRule are the rules quoted in error messages.
+// LockNameRule is the lock_name pattern of the event schema, and
+// RequestIDRule the rule quoted when a request id is refused.
 const (
-	LockNameRule  = "must match ^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$ (1-128 of a-z 0-9 _ -, starting and ending with a letter or digit)"
+	LockNameRule  = "must match ^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$ (" + lockNameWords + ")"
 	RequestIDRule = "must be 1-128 characters of A-Z a-z 0-9 _ . : -"
 )
 
-// ValidateLockName checks a lock name against LockNameRule. (By hand:
-// a regexp compiled at init costs every process; FuzzValidateLockName
-// holds it equal to the pattern.)
+// lockNameWords is LockNameRule in words, quoted when a name is refused.
+const lockNameWords = "1-128 of a-z 0-9 _ -, starting and ending with a letter or digit"
+
+// ValidateLockName checks a lock name against LockNameRule, and says what
+// is wrong in words. (By hand: a regexp compiled at init costs every
+// process; FuzzValidateLockName holds it equal to the pattern.)
 func ValidateLockName(name string) error {
-	if !isLockName(name) {
-		return Invalid("lock name", name, LockNameRule)
+	if why := lockNameProblem(name); why != "" {
+		return Invalid("lock name", name, why+" (a lock name is "+lockNameWords+")")
 	}
 	return nil
 }
 
-func isLockName(s string) bool {
-	if len(s) < 1 || len(s) > 128 || !lowerAlnum(s[0]) || !lowerAlnum(s[len(s)-1]) {
-		return false
+// lockNameProblem is the check of LockNameRule: what keeps s from being a
+// lock name, in words, or "" when it is one.
+func lockNameProblem(s string) string {
+	if s == "" {
+		return "must not be empty"
 	}
-	for i := 1; i < len(s)-1; i++ {
-		if c := s[i]; !lowerAlnum(c) && c != '_' && c != '-' {
-			return false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case lowerAlnum(c) || c == '_' || c == '-':
+		case c >= 'A' && c <= 'Z':
+			why := fmt.Sprintf("uppercase letters are not allowed: %q", rune(c))
+			if lower := strings.ToLower(s); lockNameProblem(lower) == "" {
+				why += fmt.Sprintf("; %q would do", lower)
+			}
+			return why
+		default:
+			if r, n := utf8.DecodeRuneInString(s[i:]); r != utf8.RuneError || n > 1 {
+				return fmt.Sprintf("%q is not allowed: only a-z 0-9 _ - are", r)
+			}
+			return fmt.Sprintf("byte '\\x%02x' (not UTF-8) is not allowed: only a-z 0-9 _ - are", c)
 		}
 	}
-	return true
+	switch {
+	case !lowerAlnum(s[0]):
+		return fmt.Sprintf("must start with a letter or digit, not %q", rune(s[0]))
+	case !lowerAlnum(s[len(s)-1]):
+		return fmt.Sprintf("must end with a letter or digit, not %q", rune(s[len(s)-1]))
+	case len(s) > 128:
+		return fmt.Sprintf("is %d characters long: longer than 128 characters is not allowed", len(s))
+	}
+	return ""
 }
 
 func lowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }

@@ -61,7 +61,7 @@ func (l *Ledger) TryAcquire(ctx context.Context, req AcquireRequest) (*Acquisiti
 // Active is refused (an error wrapping *HeldError) and recorded as
 // action_refused.
 func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, error) {
-	if err := validText("reason", req.Note, 1024, true); err != nil {
+	if err := events.ValidText("reason", req.Note, 1024, true); err != nil {
 		return nil, err
 	}
 	return l.acquire(ctx, req.AcquireRequest, takeover{steal: &req})

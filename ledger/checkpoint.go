@@ -38,6 +38,7 @@ type signing struct {
 	// signed is what this process signed and committed: with no witness,
 	// the only earlier head a signer holds out of the ledger's reach.
 	signed *checkpoint.Memory
+	heads  witness.Heads // WithHeads
 }
 
 // WithSigner makes every writer sign checkpoints with s: automatically
@@ -53,6 +54,13 @@ func WithSigner(s note.Signer) Option {
 		c.signing.signed = &checkpoint.Memory{}
 		return nil
 	}
+}
+
+// WithHeads keeps the ledger's latest signed head in dir (witness.Heads):
+// with a signer, every committed write signs one and stores it there, and
+// no write commits unless its tree extends the head kept there.
+func WithHeads(dir string) Option {
+	return func(c *config) error { c.signing.heads = witness.Heads{Dir: dir}; return nil }
 }
 
 // WithWitnesses copies every checkpoint signed through this Ledger to each
@@ -103,6 +111,7 @@ type Checkpointed struct {
 	// directory.
 	Witnesses []string `json:"witnesses"`
 	Cosigned  []string `json:"cosigned,omitempty"` // the URLs of the witnesses that cosigned it
+	headOnly  bool     // signed for the heads witness alone, not stored
 }
 
 // ErrNoSigner: a checkpoint asked of a Ledger opened without a key.
@@ -132,7 +141,7 @@ func (l *Ledger) checkpointNow(ctx context.Context) (*Checkpointed, error) {
 		if seq == 0 {
 			return nil, fmt.Errorf("ledger: checkpoint: the ledger holds no events yet; nothing to sign")
 		}
-		if cp, err = l.signCheckpoint(ctx, w.q, seq, w.now, false); err != nil {
+		if cp, err = l.signCheckpoint(ctx, w.q, seq, w.now, false, true); err != nil {
 			return nil, err
 		}
 		w.rows = true
@@ -158,19 +167,23 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q store.PreparedTx, seq int6
 			return nil, terr
 		}
 		if ok && (size == seq || (seq-size < l.signing.every && now.Sub(t) < l.signing.interval)) {
-			return nil, nil
+			if l.signing.heads.Dir == "" {
+				return nil, nil
+			}
+			return l.signCheckpoint(ctx, q, seq, now, false, false) // the head alone
 		}
 	case !errors.Is(err, sql.ErrNoRows):
 		return nil, err
 	}
-	return l.signCheckpoint(ctx, q, seq, now, true)
+	return l.signCheckpoint(ctx, q, seq, now, true, true)
 }
 
 // signCheckpoint signs and stores a checkpoint of the first seq events,
 // once the tree is proven to extend what the signer signed before (see
 // extendingTree). One signed on the writer's own carries its policy: the
-// promise that verify holds later events to.
-func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int64, now time.Time, auto bool) (*Checkpointed, error) {
+// promise that verify holds later events to. Without row, it is signed
+// for the heads witness alone (WithHeads), not stored.
+func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int64, now time.Time, auto, row bool) (*Checkpointed, error) {
 	root, err := l.extendingTree(ctx, q, l.id, seq)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: %w", err)
@@ -182,6 +195,9 @@ func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int
 	msg, err := checkpoint.Sign(c, l.signing.signer)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: sign: %w", err)
+	}
+	if !row {
+		return &Checkpointed{Size: seq, Root: root, Key: l.signing.signer.Name(), Time: now, Note: string(msg), Witnesses: []string{}, headOnly: true}, nil
 	}
 	if err := store.InsertCheckpoint(ctx, q, seq, root.String(), string(msg), l.signing.signer.Name(), events.FormatTime(now)); err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: store: %w", err)
@@ -210,14 +226,21 @@ func (l *Ledger) extendingTree(ctx context.Context, q store.Querier, id string, 
 			l.log.Warn("could not read a witness's last checkpoint; checking against the others", "err", err)
 		}
 		earlier = append(earlier, found...)
+		kept, err := l.signing.heads.Earlier(id, v)
+		if err != nil {
+			return root, err
+		}
+		earlier = append(earlier, kept...)
 	}
 	return root, checkpoint.CheckExtends(c, r, earlier...)
 }
 
-// notExtended: err refuses a log that no longer extends what was signed.
+// notExtended: err refuses a log that no longer extends what was signed
+// (or whose head kept by WithHeads cannot be read to prove it does).
 func notExtended(err error) bool {
 	var e *checkpoint.NotExtendedError
-	return errors.As(err, &e)
+	var h *witness.HeadError
+	return errors.As(err, &e) || errors.As(err, &h)
 }
 
 // DefaultWitnessTimeout is the witness timeout unless WithWitnessTimeout
@@ -246,9 +269,18 @@ func WithWitnessTimeout(d time.Duration) Option {
 // witness.Publisher.Publish).
 func (l *Ledger) publish(ctx context.Context, cp *Checkpointed) error {
 	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
+	herr := l.keepHead(cp)
 	written, err := l.witnesses.Publish(ctx, l.id, cp.Size, cp.Time, cp.Note)
 	cp.Witnesses = append(cp.Witnesses, written...)
-	return errors.Join(err, l.cosign(ctx, cp))
+	return errors.Join(herr, err, l.cosign(ctx, cp))
+}
+
+func (l *Ledger) keepHead(cp *Checkpointed) error {
+	where, err := l.signing.heads.Store(l.id, cp.Size, cp.Note, checkpoint.VerifierOf(l.signing.signer))
+	if where != "" {
+		cp.Witnesses = append(cp.Witnesses, where)
+	}
+	return err
 }
 
 // publishQuietly is publish for a checkpoint a write made on its own: the
@@ -258,6 +290,12 @@ func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 		return
 	}
 	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
+	if err := l.keepHead(cp); err != nil {
+		l.log.Warn("could not keep the signed head outside the root; the next signed write will", "size", cp.Size, "err", err)
+	}
+	if cp.headOnly {
+		return
+	}
 	l.witnesses.PublishQuietly(ctx, l.id, cp.Size, cp.Time, cp.Note)
 	if err := l.cosign(ctx, cp); err != nil {
 		l.log.Error("a witness did not cosign the checkpoint (the write stands)", "size", cp.Size, "err", err)

@@ -82,17 +82,10 @@ func (e *BrokenChainError) Error() string {
 	return termtext.Sprintf("%s: first bad seq %d, %s (%s; %d %s in all); project refuses to rebuild the locks table and the "+
 		"lock files from a damaged log, and changed neither%s: `lockledger verify` shows the damage, "+
 		"`lockledger project --accept-broken-chain` projects it anyway and records what it changes", ErrBrokenChain, e.FirstBad.Seq, e.FirstBad.Kind,
-		e.FirstBad.Detail, e.Problems, plural(e.Problems, "problem", "problems"), recorded)
+		e.FirstBad.Detail, e.Problems, termtext.Plural(e.Problems, "problem", "problems"), recorded)
 }
 
 func (e *BrokenChainError) Unwrap() error { return ErrBrokenChain }
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
 
 // UnreadableFile is a lock file that does not parse as a lock of its
 // format: no holder can be read from it, so it is held to fail safe, and it

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
 )
 
@@ -41,7 +42,7 @@ func ReadHost() (Host, error) {
 	if os.Getenv(HostIDEnv) == "" {
 		field = "host id (the hostname)"
 	}
-	return h, validText(field, h.ID, hostIDMax, false)
+	return h, events.ValidText(field, h.ID, hostIDMax, false)
 }
 
 // ThisHost reads the host identity: LOCKLEDGER_HOST_ID, else the hostname.

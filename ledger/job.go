@@ -39,7 +39,7 @@ func (l *Ledger) RecordJobProcesses(ctx context.Context, lock string, id Identit
 	default:
 		return events.Invalid("action", p.Action, "must be terminated, killed or left_running")
 	}
-	if err := validText("note", p.Note, 1024, true); err != nil {
+	if err := events.ValidText("note", p.Note, 1024, true); err != nil {
 		return err
 	}
 	id, err := l.resolve(id, l.now())

@@ -104,7 +104,7 @@ func WithHost(h Host) Option {
 		if h.ID == "" {
 			return errors.New("ledger: WithHost: empty host id")
 		}
-		if err := validText("host id", h.ID, hostIDMax, false); err != nil {
+		if err := events.ValidText("host id", h.ID, hostIDMax, false); err != nil {
 			return err
 		}
 		c.host = &h

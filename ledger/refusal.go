@@ -24,7 +24,7 @@ func (p pastHolding) lost() bool { return p.held && p.releasedSeq == 0 }
 // last one that took, renewed or freed its own holding. A forced release
 // of another request's lock is no part of the request's own holding; a
 // forced release that names the request took the lock from it.
-func pastHoldingOf(ctx context.Context, q querier, lock, requestID string) (pastHolding, error) {
+func pastHoldingOf(ctx context.Context, q store.Querier, lock, requestID string) (pastHolding, error) {
 	var past pastHolding
 	err := store.HoldingEvents(ctx, q, lock, requestID, func(seq int64, typ string, body []byte) (bool, error) {
 		if events.Type(typ) != events.LockReleased {

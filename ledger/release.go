@@ -59,10 +59,10 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 	if req.RequestID == "" && !req.Force {
 		return nil, events.Invalid("request id", "", "is required to release (or use --force)")
 	}
-	if err := validText("failure step", req.FailureStep, 256, true); err != nil {
+	if err := events.ValidText("failure step", req.FailureStep, 256, true); err != nil {
 		return nil, err
 	}
-	if err := validText("reason", req.Note, 1024, true); err != nil {
+	if err := events.ValidText("reason", req.Note, 1024, true); err != nil {
 		return nil, err
 	}
 	if req.ExitCode != nil && (*req.ExitCode < 0 || *req.ExitCode > 255) {

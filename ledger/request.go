@@ -56,10 +56,10 @@ func (r *AcquireRequest) validate() error {
 	if err := ValidateTTL(r.TTL); err != nil {
 		return err
 	}
-	if err := validText("intent", r.Intent, 256, true); err != nil {
+	if err := events.ValidText("intent", r.Intent, 256, true); err != nil {
 		return err
 	}
-	if err := validText("intent version", r.IntentVersion, 256, true); err != nil {
+	if err := events.ValidText("intent version", r.IntentVersion, 256, true); err != nil {
 		return err
 	}
 	if r.MaxAge < 0 {
@@ -70,10 +70,10 @@ func (r *AcquireRequest) validate() error {
 	}
 	total := 0
 	for k, v := range r.Metadata {
-		if err := validText("metadata key", k, 128, false); err != nil {
+		if err := events.ValidText("metadata key", k, 128, false); err != nil {
 			return err
 		}
-		if err := validText("metadata value of "+k, v, 1024, true); err != nil {
+		if err := events.ValidText("metadata value of "+k, v, 1024, true); err != nil {
 			return err
 		}
 		total += len(k) + len(v)

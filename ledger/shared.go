@@ -76,7 +76,7 @@ func sharedFromRows(rows []*store.HolderRow, err error) ([]*sharedHolding, error
 }
 
 // loadShared returns a lock's shared holders, ordered by request id.
-func loadShared(ctx context.Context, q querier, name string) ([]*sharedHolding, error) {
+func loadShared(ctx context.Context, q store.Querier, name string) ([]*sharedHolding, error) {
 	return sharedFromRows(store.LoadHolders(ctx, q, name))
 }
 
@@ -93,12 +93,12 @@ func sharedTable(rows []*sharedHolding) map[sharedKey]*sharedHolding {
 }
 
 // loadAllShared returns every shared holder, ordered by lock and request id.
-func loadAllShared(ctx context.Context, q querier) ([]*sharedHolding, error) {
+func loadAllShared(ctx context.Context, q store.Querier) ([]*sharedHolding, error) {
 	return sharedFromRows(store.LoadAllHolders(ctx, q))
 }
 
 // saveShared writes h's lock_holders row: its slot limit, updated by seq.
-func saveShared(ctx context.Context, tx execer, h *holding, limit, seq int64) error {
+func saveShared(ctx context.Context, tx store.Execer, h *holding, limit, seq int64) error {
 	md, err := json.Marshal(h.rec.Metadata)
 	if err != nil {
 		return err

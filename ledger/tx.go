@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/lockfile"
+	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/schema"
 	"github.com/lockledger/lockledger/store"
 )
@@ -347,7 +348,7 @@ func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Eve
 		Payload:  payload,
 		PrevHash: w.hash,
 	}
-	ev.SetOSUser(osUser())
+	ev.SetOSUser(proc.Self())
 	if err := ev.Seal(); err != nil {
 		return nil, err
 	}

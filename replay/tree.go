@@ -82,6 +82,10 @@ type Trust struct {
 	Cosigners    []note.Verifier
 	Quorum       int
 	Cosignatures []NoteSource
+	// OthersUnchecked: a checkpoint signed only by keys not given is not
+	// checked (it vouches for nothing) rather than damage: the keys are
+	// the ones a trust store pinned, not all the ledger's signers.
+	OthersUnchecked bool
 }
 
 // WithTrust checks the log against t's checkpoints and heads.
@@ -210,6 +214,10 @@ func (t *treeCheck) prepare() {
 				res.Size, res.Key, res.Time = u.Size, u.KeyName(), u.Time
 			}
 			var se *checkpoint.SignatureError
+			if errors.As(err, &se) && !se.Invalid && tr.OthersUnchecked {
+				res.Result, res.Detail = "not checked", "signed by "+strings.Join(se.Signers, ", ")+", no key pinned in the trust store"
+				continue
+			}
 			what := "is not a checkpoint"
 			if errors.As(err, &se) {
 				what = "is not vouched for"

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,10 +46,15 @@ func Bin() string {
 	return p
 }
 
-// Env is the environment that makes Bin act as the CLI, for root.
+// Env is the environment that makes Bin act as the CLI, for root, with a
+// trust store of its own outside root (TrustDir).
 func Env(root string, extra ...string) []string {
 	// The race runtime sleeps 1 s at exit unless told otherwise.
-	env := []string{envCLI + "=1", "LOCKLEDGER_ROOT=" + root, "NO_COLOR=1", "USER=tester", "GORACE=atexit_sleep_ms=0"}
+	env := []string{envCLI + "=1", "LOCKLEDGER_ROOT=" + root, "NO_COLOR=1", "USER=tester", "GORACE=atexit_sleep_ms=0",
+		"LOCKLEDGER_TRUST_DIR=" + TrustDir(root)}
+	if isUnsigned(root) {
+		env = append(env, "LOCKLEDGER_UNSIGNED=1")
+	}
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "LOCKLEDGER_") || strings.HasPrefix(kv, "USER=") || strings.HasPrefix(kv, "NO_COLOR=") ||
 			strings.HasPrefix(kv, "GORACE=") {
@@ -57,6 +63,52 @@ func Env(root string, extra ...string) []string {
 		env = append(env, kv)
 	}
 	return append(env, extra...)
+}
+
+var unsigned sync.Map // root -> true: Unsigned
+
+// Unsigned makes the commands of Env(root) write unsigned unless given a
+// key (LOCKLEDGER_UNSIGNED=1), as before signing was on by default: for
+// tests of explicit keys, where a write without the key stands for a
+// writer that has none.
+func Unsigned(t testing.TB, root string) {
+	unsigned.Store(filepath.Clean(root), true)
+	t.Cleanup(func() { unsigned.Delete(filepath.Clean(root)) })
+}
+
+func isUnsigned(root string) bool {
+	_, ok := unsigned.Load(filepath.Clean(root))
+	return ok
+}
+
+// TrustDir is the trust store the commands of Env(root) use, never
+// inside a root and never the real home: one per test, as a user has one
+// for all roots (TMPDIR/TestName.../trust for a root in a t.TempDir()),
+// else beside root.
+func TrustDir(root string) string {
+	r := filepath.Clean(root)
+	tmp := filepath.Clean(os.TempDir())
+	if rel, err := filepath.Rel(tmp, r); err == nil && strings.HasPrefix(rel, "Test") {
+		if first, _, ok := strings.Cut(rel, string(filepath.Separator)); ok {
+			return filepath.Join(tmp, first, "trust")
+		}
+	}
+	return filepath.Join(filepath.Dir(r), "trust-"+filepath.Base(r))
+}
+
+// TrustDirAs makes a trust store for uid beside root (mode 0700, owned by
+// uid) and returns the variable that points the CLI at it: a command run
+// as another user needs a trust store of its own.
+func TrustDirAs(t testing.TB, root string, uid int) string {
+	t.Helper()
+	d := fmt.Sprintf("%s-uid%d", TrustDir(root), uid)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(d, uid, -1); err != nil {
+		t.Fatal(err)
+	}
+	return "LOCKLEDGER_TRUST_DIR=" + d
 }
 
 // Command prepares lockledger ARGS... on root.

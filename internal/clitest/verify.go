@@ -43,6 +43,9 @@ type VerifyReport struct {
 	// Recorded is the seq of the ledger_verified event verify appended
 	// (0: none, as for a read-only ledger).
 	Recorded int64 `json:"recorded"`
+	// Warning: verify's warning that nothing outside the root vouches for
+	// the ledger (an unsigned one).
+	Warning string `json:"warning"`
 }
 
 // VerifyProblem is one finding of a VerifyReport.

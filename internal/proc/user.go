@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -67,3 +68,11 @@ func UID(pid int) (uid int, ok bool) {
 	}
 	return 0, false
 }
+
+// Self is who the kernel says runs this process: its real user id and that
+// user's name ("" when the system has none), looked up once per process
+// (the name lookup reads the user database).
+var Self = sync.OnceValues(func() (int, string) {
+	uid := os.Getuid()
+	return uid, UserName(uid)
+})

@@ -156,3 +156,11 @@ func Clip(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// Plural is one when n is 1, else many.
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// runArgs is args with "--" put before the command of "lockledger run NAME
+// CMD...", where the caller left it out, so that CMD's own flags stay
+// CMD's: after NAME, the first argument that is not one of run's flags or
+// a flag's value starts CMD. A CMD that starts with "-" still needs "--"
+// (it reads as a flag of run), as does anything run's flags cannot parse
+// (cobra then says what is wrong).
+func runArgs(root *cobra.Command, args []string) []string {
+	at := positional(flagsOf(root), args, 0)
+	if at < 0 {
+		return args
+	}
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd.Name() != "run" || cmd.Parent() != root {
+		return args
+	}
+	rest := args[at+1:]
+	i := positional(flagsOf(cmd), rest, 1)
+	if i < 0 {
+		return args
+	}
+	out := append([]string{}, args[:at+1]...)
+	out = append(out, rest[:i]...)
+	out = append(out, "--")
+	return append(out, rest[i:]...)
+}
+
+// unknownCommand is the error for args naming no command: cobra's words
+// with its "Did you mean" hint on the same line; nil when args name one.
+func unknownCommand(root *cobra.Command, args []string) error {
+	if _, _, err := root.Find(args); err == nil {
+		return nil
+	}
+	at := positional(flagsOf(root), args, 0)
+	if at < 0 {
+		return nil
+	}
+	name := args[at]
+	msg := fmt.Sprintf("unknown command %q for %q", name, root.Name())
+	if root.SuggestionsMinimumDistance <= 0 {
+		root.SuggestionsMinimumDistance = 2
+	}
+	var s []string
+	for _, c := range root.SuggestionsFor(name) {
+		if q := fmt.Sprintf("%q", c); !slices.Contains(s, q) {
+			s = append(s, q)
+		}
+	}
+	if len(s) > 0 {
+		hint := s[len(s)-1]
+		if len(s) > 1 {
+			hint = strings.Join(s[:len(s)-1], ", ") + " or " + hint
+		}
+		msg += "; did you mean " + hint + "?"
+	}
+	return &usageError{fmt.Errorf("%s", msg)}
+}
+
+// flagsOf is every flag cmd parses: its own, its parents' persistent ones
+// and help (and version on the root).
+func flagsOf(cmd *cobra.Command) *pflag.FlagSet {
+	cmd.InitDefaultHelpFlag()
+	cmd.InitDefaultVersionFlag()
+	fs := pflag.NewFlagSet(cmd.Name(), pflag.ContinueOnError)
+	fs.AddFlagSet(cmd.Flags())
+	fs.AddFlagSet(cmd.PersistentFlags())
+	fs.AddFlagSet(cmd.InheritedFlags())
+	return fs
+}
+
+// positional is the index in args of argument n (from 0) that is neither
+// a flag nor a flag's value, as pflag parses args with the flags of fs; -1
+// when there is none, or when "--" or a flag fs does not know comes first.
+func positional(fs *pflag.FlagSet, args []string, n int) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return -1
+		case strings.HasPrefix(a, "--"):
+			name, _, inline := strings.Cut(a[2:], "=")
+			f := fs.Lookup(name)
+			if f == nil {
+				return -1
+			}
+			if !inline && f.NoOptDefVal == "" {
+				i++
+			}
+		case len(a) > 1 && a[0] == '-':
+		shorthands:
+			for j := 1; j < len(a); j++ {
+				f := fs.ShorthandLookup(a[j : j+1])
+				if f == nil {
+					return -1
+				}
+				if f.NoOptDefVal == "" {
+					if j == len(a)-1 {
+						i++
+					}
+					break shorthands
+				}
+			}
+		case n == 0:
+			return i
+		default:
+			n--
+		}
+	}
+	return -1
+}

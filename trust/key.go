@@ -1,0 +1,163 @@
+package trust
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
+)
+
+// KeyFile is the signer key's file in the trust store.
+const KeyFile = "signing.key"
+
+// KeyPath is where the store keeps its signer key.
+func (s *Store) KeyPath() string { return filepath.Join(s.dir, KeyFile) }
+
+// Key is a signer key read from its file.
+type Key struct {
+	Signer   note.Signer
+	Verifier string // the encoded verifier key
+	Path     string
+}
+
+// Key is the store's signer key, made on first use (named KeyName()) and
+// never overwritten. created says this call made it.
+func (s *Store) Key() (k *Key, created bool, err error) {
+	return LoadOrCreateKey(s.KeyPath(), KeyName(), 0o600, -1)
+}
+
+// LoadOrCreateKey reads the signer key at path, or makes one named name
+// there (mode perm, group gid unless -1) when there is none. Two processes
+// making it at once end up with the same key: it is written aside and
+// linked into place, so no one ever reads half a key or replaces one.
+func LoadOrCreateKey(path, name string, perm os.FileMode, gid int) (*Key, bool, error) {
+	s, err := readKey(path, perm)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return s, false, err
+	}
+	skey, _, err := checkpoint.GenerateKey(name)
+	if err != nil {
+		return nil, false, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return nil, false, err
+	}
+	defer os.Remove(tmp.Name())
+	if gid >= 0 {
+		if err := tmp.Chown(-1, gid); err != nil {
+			tmp.Close()
+			return nil, false, err
+		}
+	}
+	if perm != 0o600 { // CreateTemp's own mode; a group's needs the umask undone
+		if err := tmp.Chmod(perm); err != nil {
+			tmp.Close()
+			return nil, false, err
+		}
+	}
+	if _, err := io.WriteString(tmp, skey+"\n"); err != nil {
+		tmp.Close()
+		return nil, false, err
+	}
+	if err := lockfile.SyncClose(tmp); err != nil {
+		return nil, false, err
+	}
+	created := true
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		created = false
+	} else if err != nil {
+		return nil, false, err
+	}
+	s, err = readKey(path, perm)
+	return s, created && err == nil, err
+}
+
+// readKey reads a signer key file: a regular file (never a symlink) of
+// this user's, which no one but its owner (and, for perm 0640, the
+// group) can read.
+func readKey(path string, perm os.FileMode) (*Key, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, events.Invalid("signing key", path, "is a symlink: a key file is never followed")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		return nil, events.Invalid("signing key", path, "is not a regular file")
+	case st != nil && int(st.Uid) != os.Geteuid() && perm == 0o600:
+		return nil, events.Invalid("signing key", path, fmt.Sprintf("is owned by uid %d, not by this user: whoever owns it can sign for you", st.Uid))
+	case fi.Mode().Perm()&^perm != 0:
+		return nil, events.Invalid("signing key", path, fmt.Sprintf("has mode %04o: others can read or write it; it must be %04o at most", fi.Mode().Perm(), perm))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return nil, err
+	}
+	skey := strings.TrimSpace(string(b))
+	s, err := checkpoint.NewSigner(skey)
+	if err != nil {
+		return nil, events.Invalid("signing key", path, err.Error())
+	}
+	vkey, err := checkpoint.VerifierKey(skey)
+	if err != nil {
+		return nil, events.Invalid("signing key", path, err.Error())
+	}
+	return &Key{Signer: s, Verifier: vkey, Path: path}, nil
+}
+
+// KeyName is the name of a new key: user@host, with what a key name may
+// not hold (spaces, '+', bytes that are not UTF-8) made '_'.
+func KeyName() string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); name == "" && err == nil {
+		name = u.Username
+	}
+	if name == "" {
+		name = fmt.Sprintf("uid%d", os.Geteuid())
+	}
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	return ValidName(name + "@" + host)
+}
+
+// ValidName is name with each rune a key name may not hold made '_'.
+func ValidName(name string) string {
+	name = strings.ToValidUTF8(name, "_")
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) || r == '+' || !unicode.IsPrint(r) || r == utf8.RuneError {
+			return '_'
+		}
+		return r
+	}, name)
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	if !checkpoint.ValidKeyName(name) {
+		return "lockledger"
+	}
+	return name
+}

@@ -1,0 +1,247 @@
+package trust
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
+)
+
+// PinsFile holds the pins, one a line: root, ledger id, verifier key.
+const PinsFile = "known_ledgers"
+
+// Pin says that the ledger at Root is LedgerID, signed by Verifier.
+type Pin struct {
+	Root     string `json:"root"`
+	LedgerID string `json:"ledger_id"`
+	Verifier string `json:"verifier_key"`
+}
+
+// Line is the pin as known_ledgers holds it: the root escaped so that no
+// path can split or forge a line.
+func (p Pin) Line() string {
+	return EscapePath(p.Root) + " " + p.LedgerID + " " + p.Verifier
+}
+
+// ParsePin reads a line of known_ledgers (or of trust export).
+func ParsePin(line string) (Pin, error) {
+	f := strings.Fields(line)
+	if len(f) != 3 {
+		return Pin{}, fmt.Errorf("a pin is ROOT LEDGER_ID VERIFIER_KEY, got %d fields", len(f))
+	}
+	root, err := UnescapePath(f[0])
+	if err != nil {
+		return Pin{}, err
+	}
+	p := Pin{Root: root, LedgerID: f[1], Verifier: f[2]}
+	return p, p.Valid()
+}
+
+// Valid checks a pin's fields.
+func (p Pin) Valid() error {
+	if !filepath.IsAbs(p.Root) {
+		return events.Invalid("root", p.Root, "must be an absolute path")
+	}
+	if !ValidLedgerID(p.LedgerID) {
+		return events.Invalid("ledger id", p.LedgerID, "must be 1-128 of A-Z a-z 0-9 _ . : -")
+	}
+	if _, err := checkpoint.NewVerifier(p.Verifier); err != nil {
+		return events.Invalid("verifier key", p.Verifier, err.Error())
+	}
+	return nil
+}
+
+// EscapePath writes every byte that is not printable ASCII, and '%', as %XX.
+func EscapePath(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c <= ' ' || c >= 0x7f || c == '%' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// UnescapePath undoes EscapePath.
+func UnescapePath(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", fmt.Errorf("root %q: a %% not followed by two hex digits", s)
+		}
+		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", fmt.Errorf("root %q: a %% not followed by two hex digits", s)
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	return b.String(), nil
+}
+
+func (s *Store) pinsPath() string { return filepath.Join(s.dir, PinsFile) }
+
+// PinsPath is the known_ledgers file.
+func (s *Store) PinsPath() string { return s.pinsPath() }
+
+// Pins are every pin of the store, in file order; lines that are not pins
+// (comments, damage) are skipped.
+func (s *Store) Pins() ([]Pin, error) {
+	f, err := os.OpenFile(s.pinsPath(), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Pin
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if p, err := ParsePin(line); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out, sc.Err()
+}
+
+// PinsOf are the pins of the root at root (resolved).
+func (s *Store) PinsOf(root string) ([]Pin, error) {
+	all, err := s.Pins()
+	if err != nil {
+		return nil, err
+	}
+	r := Resolve(root)
+	var out []Pin
+	for _, p := range all {
+		if p.Root == r {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Add appends p unless the same pin is there, under the file's lock, so
+// concurrent writers never lose or tear a line. It reports whether it
+// added it.
+func (s *Store) Add(p Pin) (bool, error) {
+	if err := p.Valid(); err != nil {
+		return false, err
+	}
+	unlock, err := lockFile(s.pinsPath() + ".lock")
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	have, err := s.Pins()
+	if err != nil {
+		return false, err
+	}
+	for _, h := range have {
+		if h == p {
+			return false, nil
+		}
+	}
+	f, err := os.OpenFile(s.pinsPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return false, err
+	}
+	if _, err := io.WriteString(f, p.Line()+"\n"); err != nil {
+		f.Close()
+		return false, err
+	}
+	return true, lockfile.SyncClose(f)
+}
+
+// Forget removes every pin of root (resolved) for which keep is false,
+// rewriting known_ledgers aside and renaming it into place under its lock;
+// it returns the pins removed.
+func (s *Store) Forget(root string, drop func(Pin) bool) ([]Pin, error) {
+	unlock, err := lockFile(s.pinsPath() + ".lock")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	b, err := os.ReadFile(s.pinsPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := Resolve(root)
+	var kept strings.Builder
+	var gone []Pin
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if p, err := ParsePin(strings.TrimSpace(line)); err == nil && p.Root == r && drop(p) {
+			gone = append(gone, p)
+			continue
+		}
+		kept.WriteString(line)
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	return gone, replaceFile(s.pinsPath(), []byte(kept.String()))
+}
+
+// replaceFile puts b at path: written aside in the same directory,
+// fsynced, renamed into place, the directory fsynced.
+func replaceFile(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := lockfile.SyncClose(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return lockfile.SyncClose(d)
+}
+
+// ValidLedgerID: an id a pin can hold (lockledger makes 32 hex digits).
+func ValidLedgerID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_.:-", c)) {
+			return false
+		}
+	}
+	return true
+}

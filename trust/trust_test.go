@@ -1,0 +1,114 @@
+package trust
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/events"
+)
+
+func TestOpenRefusesAStoreAnyoneWhoCanWriteTheRootCouldRewrite(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	real, link, open := filepath.Join(dir, "real"), filepath.Join(dir, "link"), filepath.Join(dir, "open")
+	for _, d := range []string{root, real, open} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for path, rule := range map[string]string{
+		filepath.Join(root, "trust"): "inside the root",
+		filepath.Join(link):          "is a symlink",
+		open:                         "others can write it",
+	} {
+		_, err := Open(path, root)
+		if !errors.Is(err, events.ErrInvalid) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), rule) {
+			t.Errorf("Open(%s): %v, want invalid naming it and %q", path, err, rule)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "trust")); !os.IsNotExist(err) {
+		t.Errorf("a refused store inside the root was created: %v", err)
+	}
+	s, err := Open(filepath.Join(dir, "a", "b"), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(s.Path()); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("store %v, %v; want a 0700 directory", fi, err)
+	}
+}
+
+func TestKeyIsMadeOnceAndNeverReplaced(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "trust"), "/nonexistent-root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, created, err := s.Key()
+	if err != nil || !created {
+		t.Fatalf("first Key: created %v, %v", created, err)
+	}
+	again, created, err := s.Key()
+	if err != nil || created || again.Verifier != k.Verifier {
+		t.Fatalf("second Key: created %v, same %v, %v", created, again.Verifier == k.Verifier, err)
+	}
+	if fi, err := os.Stat(s.KeyPath()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %v, %v; want 0600", fi, err)
+	}
+	if _, err := checkpoint.NewVerifier(k.Verifier); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(s.KeyPath(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Key(); !errors.Is(err, events.ErrInvalid) {
+		t.Fatalf("a key others can read: %v, want refused", err)
+	}
+}
+
+func TestPinsRoundTripAndForget(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "trust"), "/nonexistent-root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, vkey, err := checkpoint.GenerateKey("ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := "/tmp/a root\nwith %25 and \x1b[31m"
+	for _, p := range []Pin{{Root: odd, LedgerID: "abc", Verifier: vkey}, {Root: "/srv/x", LedgerID: "def", Verifier: vkey}} {
+		if added, err := s.Add(p); !added || err != nil {
+			t.Fatalf("Add %+v: %v, %v", p, added, err)
+		}
+	}
+	if added, err := s.Add(Pin{Root: "/srv/x", LedgerID: "def", Verifier: vkey}); added || err != nil {
+		t.Fatalf("adding a pin twice: %v, %v", added, err)
+	}
+	b, _ := os.ReadFile(s.PinsPath())
+	if strings.Count(string(b), "\n") != 2 || strings.ContainsAny(string(b), "\x1b") {
+		t.Fatalf("known_ledgers:\n%q", b)
+	}
+	got, err := s.PinsOf(odd)
+	if err != nil || len(got) != 1 || got[0].LedgerID != "abc" {
+		t.Fatalf("PinsOf(odd): %+v, %v", got, err)
+	}
+	gone, err := s.Forget("/srv/x", func(Pin) bool { return true })
+	if err != nil || len(gone) != 1 {
+		t.Fatalf("Forget: %+v, %v", gone, err)
+	}
+	if all, _ := s.Pins(); len(all) != 1 || all[0].Root != odd {
+		t.Fatalf("after Forget: %+v", all)
+	}
+	if _, err := s.Add(Pin{Root: "/srv/y", LedgerID: "a b", Verifier: vkey}); !errors.Is(err, events.ErrInvalid) {
+		t.Fatalf("a ledger id with a space: %v", err)
+	}
+}

@@ -1,0 +1,132 @@
+package witness
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/internal/lockfile"
+)
+
+// Heads is a local witness that keeps only the latest signed head of each
+// ledger: DIR/<ledger id>.checkpoint, replaced whole (written aside,
+// fsynced, renamed) under DIR/<ledger id>.lock, never by a smaller head.
+// The zero Heads keeps nothing.
+type Heads struct {
+	Dir string
+}
+
+// Path is the file holding ledger id's head.
+func (h Heads) Path(id string) string {
+	return filepath.Join(h.Dir, id+".checkpoint")
+}
+
+// Last is the head of ledger id signed by v, nil when there is none.
+func (h Heads) Last(id string, v note.Verifier) (*checkpoint.Signed, error) {
+	if h.Dir == "" {
+		return nil, nil
+	}
+	if err := headID(id); err != nil {
+		return nil, err
+	}
+	return Last(h.Path(id), id, v)
+}
+
+// Earlier is the head of ledger id signed by v, as an earlier checkpoint
+// a new tree must extend; a head that cannot be read is a *HeadError.
+func (h Heads) Earlier(id string, v note.Verifier) ([]checkpoint.Earlier, error) {
+	kept, err := h.Last(id, v)
+	if err != nil {
+		return nil, &HeadError{Dir: h.Dir, Err: err}
+	}
+	if kept == nil {
+		return nil, nil
+	}
+	return []checkpoint.Earlier{{Checkpoint: kept.Checkpoint, Source: "the head kept in " + h.Path(id)}}, nil
+}
+
+// HeadError: the head kept outside the root cannot be read, so no tree
+// can be proven to extend it; nothing may be signed.
+type HeadError struct {
+	Dir string
+	Err error
+}
+
+func (e *HeadError) Error() string {
+	return fmt.Sprintf("refusing to sign: the signed head kept in %s cannot be read: %v", e.Dir, e.Err)
+}
+func (e *HeadError) Unwrap() error { return e.Err }
+
+// Store keeps msg, a checkpoint of size events of ledger id signed by v's
+// key, as the ledger's head, and says where, unless a larger head signed
+// by v is kept (another writer got there first: "", nil).
+func (h Heads) Store(id string, size int64, msg string, v note.Verifier) (string, error) {
+	if h.Dir == "" {
+		return "", nil
+	}
+	if err := h.store(id, size, msg, v); err != nil {
+		if errors.Is(err, errOlder) {
+			return "", nil
+		}
+		return "", fmt.Errorf("keeping the signed head in %s: %w", h.Dir, err)
+	}
+	return h.Path(id), nil
+}
+
+var errOlder = errors.New("a larger head is kept")
+
+func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
+	if err := headID(id); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(h.Dir, id+".lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return err
+	}
+	if kept, err := h.Last(id, v); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	} else if kept != nil && kept.Size > size {
+		return errOlder
+	}
+	tmp, err := os.CreateTemp(h.Dir, "."+id+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(msg); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := lockfile.SyncClose(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), h.Path(id)); err != nil {
+		return err
+	}
+	return syncDir(h.Dir)
+}
+
+// headID refuses a ledger id that cannot name a file of its own in the
+// directory (the id is read from a database someone else may write).
+func headID(id string) error {
+	if id == "" || len(id) > 128 || id[0] == '.' {
+		return fmt.Errorf("ledger id %q cannot name a head file", id)
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
+			return fmt.Errorf("ledger id %q cannot name a head file", id)
+		}
+	}
+	return nil
+}

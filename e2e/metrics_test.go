@@ -25,6 +25,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -137,6 +138,17 @@ func (s scrape) histogram(t *testing.T, name string, labels ...string) *dto.Hist
 	return m.GetHistogram()
 }
 
+// cliRun runs lockledger on one ledger and checks its exit code.
+type cliRun func(t *testing.T, want int, args ...string) clitest.Result
+
+// onRoot runs lockledger on the SQLite ledger of root.
+func onRoot(root string) cliRun {
+	return func(t *testing.T, want int, args ...string) clitest.Result {
+		t.Helper()
+		return clitest.Must(t, want, root, args...)
+	}
+}
+
 // recorded is what the events that timeline prints say, counted.
 type recorded struct {
 	acquired, heartbeatFailed, lost, blocked map[string]int
@@ -148,9 +160,9 @@ type recorded struct {
 
 // timelineCounts counts the events of root as timeline --format jsonl
 // prints them.
-func timelineCounts(t *testing.T, root string) recorded {
+func timelineCounts(t *testing.T, run cliRun) recorded {
 	t.Helper()
-	out := clitest.Must(t, 0, root, "timeline", "--format", "jsonl").Stdout
+	out := run(t, 0, "timeline", "--format", "jsonl").Stdout
 	c := recorded{acquired: map[string]int{}, heartbeatFailed: map[string]int{}, lost: map[string]int{}, blocked: map[string]int{},
 		steals: map[[2]string]int{}, releases: map[[2]string]int{}, refusals: map[[2]string]int{}, waited: map[string]float64{}}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -199,31 +211,31 @@ func timelineCounts(t *testing.T, root string) recorded {
 // active holder and that holder's heartbeat finding the lock lost, and on
 // c, still held at the end, a refused release, a refused steal and an
 // acquire that waited and gave up; then a signed checkpoint and a verify.
-func metricsScenario(t *testing.T, root string) {
+func metricsScenario(t *testing.T, run cliRun) {
 	t.Helper()
 	self := strconv.Itoa(os.Getpid())
 	key := filepath.Join(t.TempDir(), "ops.key")
-	clitest.Must(t, 0, root, "keygen", "--name", "ops", "-o", key)
+	run(t, 0, "keygen", "--name", "ops", "-o", key)
 	acquire := func(lock, actor string) string {
-		return strings.TrimSpace(clitest.Must(t, 0, root, "acquire", lock, "--pid", self, "--actor", actor).Stdout)
+		return strings.TrimSpace(run(t, 0, "acquire", lock, "--pid", self, "--actor", actor).Stdout)
 	}
 	rid := acquire("a", "alice")
-	clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+	run(t, 0, "release", "a", "--request-id", rid)
 	rid = acquire("a", "alice")
-	clitest.Must(t, 0, root, "release", "a", "--request-id", rid, "--result", "failure", "--failure-step", "migrate", "--exit-code", "7")
+	run(t, 0, "release", "a", "--request-id", rid, "--result", "failure", "--failure-step", "migrate", "--exit-code", "7")
 
 	rid = acquire("b", "alice")
-	clitest.Must(t, 0, root, "steal", "b", "--active", "--yes", "--reason", "takeover", "--pid", self, "--actor", "bob", "--request-id", "req_bob")
-	clitest.Must(t, 5, root, "heartbeat", "b", "--request-id", rid)
-	clitest.Must(t, 0, root, "release", "b", "--request-id", "req_bob")
+	run(t, 0, "steal", "b", "--active", "--yes", "--reason", "takeover", "--pid", self, "--actor", "bob", "--request-id", "req_bob")
+	run(t, 5, "heartbeat", "b", "--request-id", rid)
+	run(t, 0, "release", "b", "--request-id", "req_bob")
 
 	acquire("c", "carol")
-	clitest.Must(t, 5, root, "release", "c", "--request-id", "req_other", "--actor", "mallory")
-	clitest.Must(t, 3, root, "steal", "c", "--reason", "mine now", "--request-id", "req_thief", "--pid", self)
-	clitest.Must(t, 3, root, "acquire", "c", "--wait", "300ms", "--pid", self, "--actor", "dave")
+	run(t, 5, "release", "c", "--request-id", "req_other", "--actor", "mallory")
+	run(t, 3, "steal", "c", "--reason", "mine now", "--request-id", "req_thief", "--pid", self)
+	run(t, 3, "acquire", "c", "--wait", "300ms", "--pid", self, "--actor", "dave")
 
-	clitest.Must(t, 0, root, "checkpoint", "--signing-key", key)
-	clitest.Must(t, 0, root, "verify")
+	run(t, 0, "checkpoint", "--signing-key", key)
+	run(t, 0, "verify")
 }
 
 // assertMetricsEqualEvents checks every counter and histogram count of s
@@ -301,14 +313,30 @@ func assertMetricsEqualEvents(t *testing.T, s scrape, c recorded, locks []string
 // the verify.
 func TestMetricsCountersEqualTheEvents(t *testing.T) {
 	root := t.TempDir()
-	metricsScenario(t, root)
-	c := timelineCounts(t, root)
+	assertMetricsOf(t, onRoot(root), func() *sql.DB { return clitest.DB(t, root) })
+}
+
+// assertMetricsOf runs the scenario on a ledger and checks metrics against
+// its events; db reads the same ledger once the scenario made it.
+func assertMetricsOf(t *testing.T, run cliRun, db func() *sql.DB) {
+	t.Helper()
+	metricsScenario(t, run)
+	c := timelineCounts(t, run)
 	if c.acquired["a"] != 2 || len(c.steals) != 1 || c.lost["b"] != 1 || len(c.refusals) != 2 || c.blocked["c"] != 1 || len(c.verified) != 1 {
 		t.Fatalf("the scenario did not record what it should: %+v", c)
 	}
 	locks := []string{"a", "b", "c"}
-	text := clitest.Must(t, 0, root, "metrics").Stdout
-	om := clitest.Must(t, 0, root, "metrics", "--format", "openmetrics").Stdout
+	text := run(t, 0, "metrics").Stdout
+	om := run(t, 0, "metrics", "--format", "openmetrics").Stdout
+	var size int64
+	var created string
+	if err := db().QueryRow(`SELECT size, created_at FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&size, &created); err != nil {
+		t.Fatal(err)
+	}
+	at, err := events.ParseTime(created)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for format, s := range map[string]scrape{"text": parseText(t, text), "openmetrics": parseOpenMetrics(t, om)} {
 		t.Run(format, func(t *testing.T) {
 			if mf := s.family("lockledger_acquisitions"); mf.GetType() != dto.MetricType_COUNTER {
@@ -330,22 +358,36 @@ func TestMetricsCountersEqualTheEvents(t *testing.T) {
 			if got := s.value(t, "lockledger_last_verify_success"); got != 1 {
 				t.Errorf("last_verify_success = %v, want 1", got)
 			}
-			var size int64
-			var created string
-			if err := clitest.DB(t, root).QueryRow(`SELECT size, created_at FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&size, &created); err != nil {
-				t.Fatal(err)
-			}
 			if got := s.value(t, "lockledger_checkpoint_size"); got != float64(size) {
 				t.Errorf("checkpoint_size = %v, want %d", got, size)
-			}
-			at, err := events.ParseTime(created)
-			if err != nil {
-				t.Fatal(err)
 			}
 			if age := s.value(t, "lockledger_checkpoint_age_seconds"); age < 0 || age > time.Since(at).Seconds()+1 {
 				t.Errorf("checkpoint_age_seconds = %v, the checkpoint was made %v ago", age, time.Since(at))
 			}
 		})
+	}
+}
+
+// TestMetricsOnPostgres: the same scenario on a PostgreSQL ledger gives
+// the same agreement, and a database without a ledger is exit 6 and is
+// left without one.
+func TestMetricsOnPostgres(t *testing.T) {
+	h := newPGHost(t, "host-a", pgtest.NewDatabase(t))
+	assertMetricsOf(t, h.must, func() *sql.DB { return pgLedger(t, h.url).DB() })
+
+	empty := newPGHost(t, "host-b", pgtest.NewDatabase(t))
+	empty.must(t, 6, "metrics")
+	db, err := sql.Open("pgx", empty.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var tables int
+	if err := db.QueryRow(`SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 {
+		t.Errorf("metrics of an empty database created %d tables", tables)
 	}
 }
 
@@ -474,14 +516,14 @@ const prometheusAccept = "application/openmetrics-text;version=1.0.0;q=0.5,appli
 // agrees with a single print, and on SIGTERM stops and exits 0.
 func TestMetricsListenServesAndStops(t *testing.T) {
 	root := t.TempDir()
-	metricsScenario(t, root)
+	metricsScenario(t, onRoot(root))
 	url, rc := listening(t, root)
 
 	om, ct := get(t, url, prometheusAccept)
 	if !strings.HasPrefix(ct, "application/openmetrics-text; version=1.0.0") {
 		t.Errorf("Content-Type %q for Prometheus's Accept, want OpenMetrics 1.0.0", ct)
 	}
-	assertMetricsEqualEvents(t, parseOpenMetrics(t, om), timelineCounts(t, root), []string{"a", "b", "c"})
+	assertMetricsEqualEvents(t, parseOpenMetrics(t, om), timelineCounts(t, onRoot(root)), []string{"a", "b", "c"})
 
 	// A new lock and a release after the first scrape are in the next.
 	self := strconv.Itoa(os.Getpid())
@@ -492,7 +534,7 @@ func TestMetricsListenServesAndStops(t *testing.T) {
 		t.Errorf("Content-Type %q without Accept, want the text format", ct)
 	}
 	s := parseText(t, text)
-	assertMetricsEqualEvents(t, s, timelineCounts(t, root), []string{"a", "b", "c", "d"})
+	assertMetricsEqualEvents(t, s, timelineCounts(t, onRoot(root)), []string{"a", "b", "c", "d"})
 	if got := s.value(t, "lockledger_acquisitions", "lock", "d"); got != 1 {
 		t.Errorf("acquisitions{lock=d} = %v after a scrape, want 1", got)
 	}

@@ -141,20 +141,29 @@ func (s scrape) histogram(t *testing.T, name string, labels ...string) *dto.Hist
 // cliRun runs lockledger on one ledger and checks its exit code.
 type cliRun func(t *testing.T, want int, args ...string) clitest.Result
 
+// ledgerCLI runs lockledger on one ledger: to completion, or started.
+type ledgerCLI struct {
+	run   cliRun
+	start func(args ...string) *exec.Cmd
+}
+
 // onRoot runs lockledger on the SQLite ledger of root.
-func onRoot(root string) cliRun {
-	return func(t *testing.T, want int, args ...string) clitest.Result {
-		t.Helper()
-		return clitest.Must(t, want, root, args...)
+func onRoot(root string) ledgerCLI {
+	return ledgerCLI{
+		run: func(t *testing.T, want int, args ...string) clitest.Result {
+			t.Helper()
+			return clitest.Must(t, want, root, args...)
+		},
+		start: func(args ...string) *exec.Cmd { return clitest.Command(context.Background(), root, args...) },
 	}
 }
 
 // recorded is what the events that timeline prints say, counted.
 type recorded struct {
 	acquired, heartbeatFailed, lost, blocked map[string]int
-	steals, releases, refusals               map[[2]string]int // lock and reason, result or action
-	waited                                   map[string]float64
-	verified                                 []string // results of the ledger's verifies
+	steals, releases, refusals               map[[2]string]int     // lock and reason, result or action
+	waited                                   map[[2]string]float64 // lock and what the wait ended in
+	verified                                 []string              // results of the ledger's verifies
 	events                                   int
 }
 
@@ -164,7 +173,7 @@ func timelineCounts(t *testing.T, run cliRun) recorded {
 	t.Helper()
 	out := run(t, 0, "timeline", "--format", "jsonl").Stdout
 	c := recorded{acquired: map[string]int{}, heartbeatFailed: map[string]int{}, lost: map[string]int{}, blocked: map[string]int{},
-		steals: map[[2]string]int{}, releases: map[[2]string]int{}, refusals: map[[2]string]int{}, waited: map[string]float64{}}
+		steals: map[[2]string]int{}, releases: map[[2]string]int{}, refusals: map[[2]string]int{}, waited: map[[2]string]float64{}}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var ev struct {
 			Type          string  `json:"type"`
@@ -183,8 +192,10 @@ func timelineCounts(t *testing.T, run cliRun) recorded {
 		switch events.Type(ev.Type) {
 		case events.LockAcquired:
 			c.acquired[ev.Lock]++
+			c.waited[[2]string{ev.Lock, "acquired"}] += ev.WaitedSeconds
 		case events.LockStolen:
 			c.steals[[2]string{ev.Lock, ev.Reason}]++
+			c.waited[[2]string{ev.Lock, "stolen"}] += ev.WaitedSeconds
 		case events.LockReleased:
 			c.releases[[2]string{ev.Lock, ev.Result}]++
 		case events.HeartbeatFailed:
@@ -196,7 +207,7 @@ func timelineCounts(t *testing.T, run cliRun) recorded {
 			c.refusals[[2]string{ev.Lock, ev.Action}]++
 		case events.AcquireBlocked:
 			c.blocked[ev.Lock]++
-			c.waited[ev.Lock] += ev.WaitedSeconds
+			c.waited[[2]string{ev.Lock, "gave_up"}] += ev.WaitedSeconds
 		case events.LedgerVerified:
 			if ev.File == "" {
 				c.verified = append(c.verified, ev.Result)
@@ -210,9 +221,11 @@ func timelineCounts(t *testing.T, run cliRun) recorded {
 // two holdings of a (one released with failure), a steal of b from its
 // active holder and that holder's heartbeat finding the lock lost, and on
 // c, still held at the end, a refused release, a refused steal and an
-// acquire that waited and gave up; then a signed checkpoint and a verify.
-func metricsScenario(t *testing.T, run cliRun) {
+// acquire that waited and gave up; an acquire of e that waited for its
+// holder's release and got it; then a signed checkpoint and a verify.
+func metricsScenario(t *testing.T, cli ledgerCLI) {
 	t.Helper()
+	run := cli.run
 	self := strconv.Itoa(os.Getpid())
 	key := filepath.Join(t.TempDir(), "ops.key")
 	run(t, 0, "keygen", "--name", "ops", "-o", key)
@@ -233,6 +246,27 @@ func metricsScenario(t *testing.T, run cliRun) {
 	run(t, 5, "release", "c", "--request-id", "req_other", "--actor", "mallory")
 	run(t, 3, "steal", "c", "--reason", "mine now", "--request-id", "req_thief", "--pid", self)
 	run(t, 3, "acquire", "c", "--wait", "300ms", "--pid", self, "--actor", "dave")
+
+	rid = acquire("e", "erin")
+	waiter := cli.start("acquire", "e", "--wait", "60s", "--pid", self, "--actor", "frank", "--log-format", "json")
+	var got strings.Builder
+	waiter.Stdout = &got
+	stderr, err := waiter.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), `"waiting for lock"`) {
+	}
+	run(t, 0, "release", "e", "--request-id", rid)
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	if err := waiter.Wait(); err != nil {
+		t.Fatalf("acquire --wait of e: %v", err)
+	}
+	run(t, 0, "release", "e", "--request-id", strings.TrimSpace(got.String()))
 
 	run(t, 0, "checkpoint", "--signing-key", key)
 	run(t, 0, "verify")
@@ -297,10 +331,14 @@ func assertMetricsEqualEvents(t *testing.T, s scrape, c recorded, locks []string
 		if b := hold.GetBucket(); len(b) == 0 || b[len(b)-1].GetCumulativeCount() != hold.GetSampleCount() {
 			t.Errorf("hold_seconds{lock=%q}: the last bucket does not count every observation: %v", lock, b)
 		}
-		wait := s.histogram(t, "lockledger_blocked_wait_seconds", "lock", lock)
-		eq("blocked_wait_seconds_count", float64(wait.GetSampleCount()), c.blocked[lock])
-		if d := wait.GetSampleSum() - c.waited[lock]; d > 1e-6 || d < -1e-6 {
-			t.Errorf("blocked_wait_seconds_sum{lock=%q} = %v, the events say %v", lock, wait.GetSampleSum(), c.waited[lock])
+		// Every acquisition, steal and acquire given up is one
+		// observation of its wait.
+		for outcome, n := range map[string]int{"acquired": c.acquired[lock], "stolen": steals, "gave_up": c.blocked[lock]} {
+			wait := s.histogram(t, "lockledger_wait_seconds", "lock", lock, "outcome", outcome)
+			eq("wait_seconds_count outcome="+outcome, float64(wait.GetSampleCount()), n)
+			if d := wait.GetSampleSum() - c.waited[[2]string{lock, outcome}]; d > 1e-6 || d < -1e-6 {
+				t.Errorf("wait_seconds_sum{lock=%q,outcome=%s} = %v, the events say %v", lock, outcome, wait.GetSampleSum(), c.waited[[2]string{lock, outcome}])
+			}
 		}
 	}
 }
@@ -318,14 +356,16 @@ func TestMetricsCountersEqualTheEvents(t *testing.T) {
 
 // assertMetricsOf runs the scenario on a ledger and checks metrics against
 // its events; db reads the same ledger once the scenario made it.
-func assertMetricsOf(t *testing.T, run cliRun, db func() *sql.DB) {
+func assertMetricsOf(t *testing.T, cli ledgerCLI, db func() *sql.DB) {
 	t.Helper()
-	metricsScenario(t, run)
+	run := cli.run
+	metricsScenario(t, cli)
 	c := timelineCounts(t, run)
-	if c.acquired["a"] != 2 || len(c.steals) != 1 || c.lost["b"] != 1 || len(c.refusals) != 2 || c.blocked["c"] != 1 || len(c.verified) != 1 {
+	if c.acquired["a"] != 2 || len(c.steals) != 1 || c.lost["b"] != 1 || len(c.refusals) != 2 || c.blocked["c"] != 1 || len(c.verified) != 1 ||
+		c.waited[[2]string{"e", "acquired"}] <= 0 || c.waited[[2]string{"c", "gave_up"}] <= 0 {
 		t.Fatalf("the scenario did not record what it should: %+v", c)
 	}
-	locks := []string{"a", "b", "c"}
+	locks := []string{"a", "b", "c", "e"}
 	text := run(t, 0, "metrics").Stdout
 	om := run(t, 0, "metrics", "--format", "openmetrics").Stdout
 	var size int64
@@ -343,7 +383,7 @@ func assertMetricsOf(t *testing.T, run cliRun, db func() *sql.DB) {
 				t.Errorf("lockledger_acquisitions is %v, want a counter", mf.GetType())
 			}
 			assertMetricsEqualEvents(t, s, c, locks)
-			for lock, want := range map[string]float64{"a": 0, "b": 0, "c": 1} {
+			for lock, want := range map[string]float64{"a": 0, "b": 0, "c": 1, "e": 0} {
 				if got := s.value(t, "lockledger_lock_held", "lock", lock); got != want {
 					t.Errorf("lock_held{lock=%q} = %v, want %v", lock, got, want)
 				}
@@ -373,7 +413,8 @@ func assertMetricsOf(t *testing.T, run cliRun, db func() *sql.DB) {
 // left without one.
 func TestMetricsOnPostgres(t *testing.T) {
 	h := newPGHost(t, "host-a", pgtest.NewDatabase(t))
-	assertMetricsOf(t, h.must, func() *sql.DB { return pgLedger(t, h.url).DB() })
+	cli := ledgerCLI{run: h.must, start: func(args ...string) *exec.Cmd { return h.command(context.Background(), args...) }}
+	assertMetricsOf(t, cli, func() *sql.DB { return pgLedger(t, h.url).DB() })
 
 	empty := newPGHost(t, "host-b", pgtest.NewDatabase(t))
 	empty.must(t, 6, "metrics")
@@ -523,7 +564,7 @@ func TestMetricsListenServesAndStops(t *testing.T) {
 	if !strings.HasPrefix(ct, "application/openmetrics-text; version=1.0.0") {
 		t.Errorf("Content-Type %q for Prometheus's Accept, want OpenMetrics 1.0.0", ct)
 	}
-	assertMetricsEqualEvents(t, parseOpenMetrics(t, om), timelineCounts(t, onRoot(root)), []string{"a", "b", "c"})
+	assertMetricsEqualEvents(t, parseOpenMetrics(t, om), timelineCounts(t, onRoot(root).run), []string{"a", "b", "c", "e"})
 
 	// A new lock and a release after the first scrape are in the next.
 	self := strconv.Itoa(os.Getpid())
@@ -534,7 +575,7 @@ func TestMetricsListenServesAndStops(t *testing.T) {
 		t.Errorf("Content-Type %q without Accept, want the text format", ct)
 	}
 	s := parseText(t, text)
-	assertMetricsEqualEvents(t, s, timelineCounts(t, onRoot(root)), []string{"a", "b", "c", "d"})
+	assertMetricsEqualEvents(t, s, timelineCounts(t, onRoot(root).run), []string{"a", "b", "c", "d", "e"})
 	if got := s.value(t, "lockledger_acquisitions", "lock", "d"); got != 1 {
 		t.Errorf("acquisitions{lock=d} = %v after a scrape, want 1", got)
 	}

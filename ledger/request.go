@@ -20,7 +20,8 @@ type AcquireRequest struct {
 	// RecordBlocked appends acquire_blocked when the attempt gives up;
 	// a waiting caller sets it only on its last attempt.
 	RecordBlocked bool
-	// Waited is how long the caller has waited so far (for acquire_blocked).
+	// Waited is how long the caller has waited so far (acquire_blocked and
+	// the acquiring event record it).
 	Waited time.Duration
 	// Waiting marks every attempt of a caller that waits: a stale lock
 	// ends the wait at once, so its refusal is recorded on any attempt.

@@ -29,7 +29,7 @@ func (f *Fold) Families(now time.Time, cp *Checkpoint) []Family {
 	hbf := newFamily("lockledger_heartbeat_failures", typeCounter, "", "Heartbeats that failed (heartbeat_failed events).")
 	ref := newFamily("lockledger_refusals", typeCounter, "", "Releases, steals and heartbeats the ledger refused (action_refused events), by action.")
 	hold := newFamily("lockledger_hold_seconds", typeHistogram, "seconds", "How long holdings lasted, from the acquisition or steal to the release or steal that ended them (as timeline draws them).")
-	wait := newFamily("lockledger_blocked_wait_seconds", typeHistogram, "seconds", "How long acquirers waited before giving up (acquire_blocked events' waited_seconds).")
+	wait := newFamily("lockledger_wait_seconds", typeHistogram, "seconds", "How long acquirers waited (waited_seconds of lock_acquired, lock_stolen and acquire_blocked; 0 when they did not wait), by what the wait ended in.")
 
 	type nowState struct {
 		held, stale bool
@@ -86,7 +86,9 @@ func (f *Fold) Families(now time.Time, cp *Checkpoint) []Family {
 			ref.add("_total", float64(s.refusals[a]), "lock", k, "action", a)
 		}
 		hold.addHistogram(&s.hold, "lock", k)
-		wait.addHistogram(&s.blockedWait, "lock", k)
+		for i, outcome := range waitOutcomes {
+			wait.addHistogram(&s.wait[i], "lock", k, "outcome", outcome)
+		}
 	}
 	fams := []Family{held, holders, stale, info, acq, steals, rel, lost, hbf, ref, hold, wait}
 

@@ -1,7 +1,7 @@
 // Package metrics derives Prometheus metrics from a lock ledger's events:
 // what each lock holds now, what happened to it (acquisitions, steals,
 // releases, lost locks, refusals, failed heartbeats), how long holders
-// held and blocked acquirers waited, the newest checkpoint and the last
+// held and acquirers waited, the newest checkpoint and the last
 // verify. It folds the events replay decodes, in seq order, through the
 // same fold as timeline, so the numbers agree with timeline's; it keeps
 // state per lock, never per event. It writes the Prometheus text format
@@ -36,8 +36,18 @@ type lockStats struct {
 	steals            map[string]uint64 // by reason
 	releases          map[string]uint64 // by result
 	refusals          map[string]uint64 // by action
-	hold, blockedWait histogram
+	hold              histogram
+	wait              [len(waitOutcomes)]histogram
 }
+
+// waitOutcomes label the wait histogram: what the wait ended in.
+var waitOutcomes = [...]string{"acquired", "stolen", "gave_up"}
+
+const (
+	waitAcquired = iota // lock_acquired
+	waitStolen          // lock_stolen
+	waitGaveUp          // acquire_blocked
+)
 
 // verifyResult is the last ledger_verified of the ledger itself (not of
 // an export file).
@@ -67,7 +77,10 @@ func (f *Fold) stats(lock string) *lockStats {
 	s := f.locks[k]
 	if s == nil {
 		s = &lockStats{steals: map[string]uint64{}, releases: map[string]uint64{}, refusals: map[string]uint64{},
-			hold: newHistogram(holdBuckets), blockedWait: newHistogram(waitBuckets)}
+			hold: newHistogram(holdBuckets)}
+		for i := range s.wait {
+			s.wait[i] = newHistogram(waitBuckets)
+		}
 		f.locks[k] = s
 	}
 	return s
@@ -78,8 +91,11 @@ func (f *Fold) stats(lock string) *lockStats {
 //   - lock_acquired counts an acquisition; lock_stolen a steal, by reason;
 //     lock_released a release, by result; heartbeat_failed a failed
 //     heartbeat, and a lost lock when it says the lock is lost;
-//     action_refused a refusal, by the action refused; acquire_blocked
-//     observes the time its acquirer waited before giving up.
+//     action_refused a refusal, by the action refused.
+//   - lock_acquired, lock_stolen and acquire_blocked observe their
+//     waited_seconds (0 when absent: the acquirer did not wait, or an
+//     older lockledger did not record it) in the wait histogram, by what
+//     the wait ended in.
 //   - A holding (as replay's HoldingFold, and so timeline, sees it: from
 //     the acquisition or steal to the release or steal that ended it)
 //     observes its length in the hold histogram when it ends.
@@ -102,8 +118,10 @@ func (f *Fold) Apply(ev *replay.Event) {
 	switch ev.Type {
 	case events.LockAcquired:
 		s.acquisitions++
+		s.wait[waitAcquired].observe(ev.WaitedSeconds)
 	case events.LockStolen:
 		s.steals[label(ev.Reason)]++
+		s.wait[waitStolen].observe(ev.WaitedSeconds)
 	case events.LockReleased:
 		s.releases[label(ev.Result)]++
 	case events.HeartbeatFailed:
@@ -114,7 +132,7 @@ func (f *Fold) Apply(ev *replay.Event) {
 	case events.ActionRefused:
 		s.refusals[label(ev.Action)]++
 	case events.AcquireBlocked:
-		s.blockedWait.observe(ev.WaitedSeconds)
+		s.wait[waitGaveUp].observe(ev.WaitedSeconds)
 	}
 }
 

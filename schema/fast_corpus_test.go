@@ -118,8 +118,12 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("acquired", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 1, "req_a"), &acq))
 	add("acquired+targets", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 2, "req_a"), &withTargets))
 	full()
+	waited := acq
+	waited.WaitedSeconds = 2.5
+	add("acquired after a wait", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 2, "req_w"), &waited))
+	full()
 	shared := acq
-	shared.Mode, shared.Limit = events.ModeShared, 3
+	shared.Mode, shared.Limit, shared.WaitedSeconds = events.ModeShared, 3, 0.001
 	add("acquired shared limit", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 2, "req_s"), &shared))
 	full()
 	add("stolen shared slot", events.LockStolen, mustBody(tb, env(events.LockStolen, 6, "req_t"), &events.Stolen{Acquired: shared,
@@ -471,7 +475,7 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 	for _, p := range objectPaths(root, nil) {
 		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "unreadable_file", "note", "foreign", "Seq",
 			"action", "state", "superseded_by", "pids", "changes", "uid", "user", "lock_name", "events", "destination", "result",
-			"mode", "limit", "rollback_accepted", "ledger_id", "hash"} {
+			"mode", "limit", "rollback_accepted", "ledger_id", "hash", "waited_seconds"} {
 			c := deepCopy(root)
 			if len(p) == 0 {
 				c.(map[string]any)[extra] = json.RawMessage(`"x"`)

@@ -149,6 +149,7 @@ const (
 	EventBootID
 	EventMode
 	EventLimit
+	EventWaitedSeconds
 	EventTargets
 	EventNote
 	EventPreviousLock
@@ -169,7 +170,6 @@ const (
 	EventHeldBy
 	EventUnreadableFile
 	EventState
-	EventWaitedSeconds
 	EventForeign
 	EventAction
 	EventChanges
@@ -220,6 +220,7 @@ var eventNames = []string{
 	EventBootID:              "boot_id",
 	EventMode:                "mode",
 	EventLimit:               "limit",
+	EventWaitedSeconds:       "waited_seconds",
 	EventTargets:             "targets",
 	EventNote:                "note",
 	EventPreviousLock:        "previous_lock",
@@ -240,7 +241,6 @@ var eventNames = []string{
 	EventHeldBy:              "held_by",
 	EventUnreadableFile:      "unreadable_file",
 	EventState:               "state",
-	EventWaitedSeconds:       "waited_seconds",
 	EventForeign:             "foreign",
 	EventAction:              "action",
 	EventChanges:             "changes",
@@ -309,6 +309,8 @@ func eventLookup(k []byte) int {
 		return int(EventMode)
 	case "limit":
 		return int(EventLimit)
+	case "waited_seconds":
+		return int(EventWaitedSeconds)
 	case "targets":
 		return int(EventTargets)
 	case "note":
@@ -349,8 +351,6 @@ func eventLookup(k []byte) int {
 		return int(EventUnreadableFile)
 	case "state":
 		return int(EventState)
-	case "waited_seconds":
-		return int(EventWaitedSeconds)
 	case "foreign":
 		return int(EventForeign)
 	case "action":
@@ -428,12 +428,12 @@ var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluate
 // The properties each event type allows (any other is refused by
 // unevaluatedProperties or a false schema) and requires.
 var eventAllowed = [...]uint64{
-	kLockAcquired:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventTargets | 1<<EventNote,
+	kLockAcquired:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventNote,
 	kLockHeartbeat:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser,
-	kLockStolen:      1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventTargets | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason,
+	kLockStolen:      1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason,
 	kLockReleased:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventNote | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventFailureStep | 1<<EventExitCode | 1<<EventForced | 1<<EventReleasedRequestID | 1<<EventSupersededBy | 1<<EventSupersededByFormat | 1<<EventSupersededByPath,
 	kHeartbeatFailed: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost,
-	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventMode | 1<<EventLimit | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventWaitedSeconds | 1<<EventForeign,
+	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventForeign,
 	kActionRefused:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventError | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventAction,
 	kLockProjected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventChanges | 1<<EventMovedAside | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq,
 	kJobProcesses:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs,
@@ -448,7 +448,7 @@ var eventRequired = [...]uint64{
 	kLockStolen:      1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason,
 	kLockReleased:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventForced,
 	kHeartbeatFailed: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost,
-	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventState | 1<<EventWaitedSeconds,
+	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventWaitedSeconds | 1<<EventState,
 	kActionRefused:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventError | 1<<EventAction,
 	kLockProjected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventChanges,
 	kJobProcesses:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs,
@@ -525,6 +525,8 @@ func checkEventField(v *validator, f int) *verr {
 		return v.enum(modeValues)
 	case EventLimit:
 		return v.integer(1, 1000000)
+	case EventWaitedSeconds:
+		return v.number(0)
 	case EventTargets:
 		return v.array(0, 16, itemTargets)
 	case EventNote:
@@ -575,8 +577,6 @@ func checkEventField(v *validator, f int) *verr {
 			return v.enum(stateValues)
 		}
 		return v.enum(stateInActionRefusedValues) // kActionRefused
-	case EventWaitedSeconds:
-		return v.number(0)
 	case EventForeign:
 		return v.boolean()
 	case EventAction:

@@ -80,7 +80,7 @@ func Write(w io.Writer, format Format, fams []Family) error {
 		if format == Text && f.Type == typeCounter {
 			desc += "_total"
 		}
-		bw.WriteString("# HELP " + desc + " " + escapeHelp(f.Help) + "\n")
+		bw.WriteString("# HELP " + desc + " " + escapeHelp(f.Help, format) + "\n")
 		bw.WriteString("# TYPE " + desc + " " + string(f.Type) + "\n")
 		if format == OpenMetrics && f.Unit != "" {
 			bw.WriteString("# UNIT " + desc + " " + f.Unit + "\n")
@@ -106,15 +106,34 @@ func Write(w io.Writer, format Format, fams []Family) error {
 	return bw.Flush()
 }
 
-var (
-	labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
-)
+// escapeLabel escapes a label value as both formats require: backslash,
+// double quote and line feed.
+func escapeLabel(s string) string { return escape(s, true) }
 
-// escapeLabel escapes a label value as both formats require.
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
+// escapeHelp escapes a help text: backslash and line feed, and in
+// OpenMetrics the double quote too.
+func escapeHelp(s string, format Format) string { return escape(s, format == OpenMetrics) }
 
-func escapeHelp(s string) string { return helpEscaper.Replace(s) }
+func escape(s string, quote bool) string {
+	if !strings.ContainsAny(s, "\\\n\"") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			b.WriteString(`\\`)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '"' && quote:
+			b.WriteString(`\"`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
 
 // formatFloat writes v as both formats read it: integers without an
 // exponent, +Inf for the last bucket.

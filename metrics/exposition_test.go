@@ -41,7 +41,8 @@ func parse(t *testing.T, format Format, out string) (map[string]*dto.MetricFamil
 func TestLabelValuesRoundTrip(t *testing.T) {
 	values := []string{`plain`, `say "hi"`, `C:\new\table`, "two\nlines", `\"`, `x"} 1` + "\n" + `lockledger_forged 1`, "tab\there", "ünï ☃", `trailing\`, ``}
 	for _, format := range []Format{Text, OpenMetrics} {
-		c := newFamily("lockledger_things", typeCounter, "", `Things counted, with a \ backslash.`)
+		const help = `Things "counted", with a \ backslash` + "\nand a line feed."
+		c := newFamily("lockledger_things", typeCounter, "", help)
 		g := newFamily("lockledger_level", typeGauge, "", "A level.")
 		h := newFamily("lockledger_wait_seconds", typeHistogram, "seconds", "Waits.")
 		for i, v := range values {
@@ -64,6 +65,9 @@ func TestLabelValuesRoundTrip(t *testing.T) {
 		counter := fams["lockledger_things_total"] // both parsers name a counter by its samples
 		if counter.GetType() != dto.MetricType_COUNTER || len(counter.GetMetric()) != len(values) {
 			t.Fatalf("format %d: counter %v", format, counter)
+		}
+		if counter.GetHelp() != help {
+			t.Errorf("format %d: help %q came back as %q", format, help, counter.GetHelp())
 		}
 		for i, m := range counter.GetMetric() {
 			if got := m.GetLabel()[0].GetValue(); got != values[i] {

@@ -60,9 +60,10 @@ anything but a regular file (exit 2, nothing written).
 
 --listen ADDR (host:port) serves the metrics on http://ADDR/metrics until
 SIGINT or SIGTERM, then stops accepting, lets the scrapes in progress
-finish and exits 0. Each scrape folds only the events appended since the
-last one, and answers in OpenMetrics when the scraper asks for it (as
-Prometheus does), else in the text format.
+finish and exits 0. It folds the log before it listens; each scrape then
+folds only the events appended since the last one, and answers in
+OpenMetrics when the scraper asks for it (as Prometheus does), else in
+the text format.
 
 metrics only reads: it takes no lock and records nothing; a root or
 database with no ledger is exit 6.`,
@@ -132,11 +133,15 @@ func runMetrics(ctx context.Context, o *metricsOptions) error {
 // metricsServer answers scrapes from one open ledger, folding the events
 // appended since the last scrape in a snapshot of its own.
 type metricsServer struct {
-	g    *globals
-	l    *ledger.Ledger
-	mu   sync.Mutex // the fold is one per server
-	fold *metrics.Fold
+	g      *globals
+	l      *ledger.Ledger
+	mu     sync.Mutex // the fold is one per server
+	fold   *metrics.Fold
+	closed bool // the server stopped: the ledger is being closed
 }
+
+// errMetricsStopped answers a scrape that comes after the server stopped.
+var errMetricsStopped = errors.New("metrics: the server is stopping")
 
 func serveMetrics(ctx context.Context, g *globals, addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
@@ -147,11 +152,16 @@ func serveMetrics(ctx context.Context, g *globals, addr string) error {
 		return err
 	}
 	defer g.finish(l)
+	// The log up to now is folded before the first scrape, which then
+	// reads only what was appended since.
+	s := &metricsServer{g: g, l: l, fold: metrics.NewFold()}
+	if err := s.collect(ctx, metrics.Text, io.Discard); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("metrics: --listen: %w", err)
 	}
-	s := &metricsServer{g: g, l: l, fold: metrics.NewFold()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", s.serve)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
@@ -167,9 +177,19 @@ func serveMetrics(ctx context.Context, g *globals, addr string) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), metricsShutdown)
 	defer cancel()
 	err = srv.Shutdown(sctx)
+	if err != nil {
+		// Scrapes still running past the bound: their connections are
+		// closed, which cancels them.
+		_ = srv.Close()
+	}
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
+	// A scrape still running ends before the deferred close of the
+	// ledger, and none starts after.
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("metrics: stopping: %w", err)
 	}
@@ -192,6 +212,9 @@ func (s *metricsServer) serve(w http.ResponseWriter, req *http.Request) {
 func (s *metricsServer) collect(ctx context.Context, format metrics.Format, w io.Writer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return errMetricsStopped
+	}
 	tx, err := s.l.BeginRead(ctx)
 	if err != nil {
 		return fmt.Errorf("ledger: read: %w", err)

@@ -159,6 +159,11 @@ and the lock is free for anyone the moment the wrapper exits. Use
 when it is a shell running a -c script that exits within a second of the
 acquire (watched from a separate process, for at most that second).
 
+--holder none records no process (pid 0): the lock is held while
+heartbeats arrive within --ttl and stale after, whichever process sends
+them; heartbeat and release by --request-id work from any process, such as
+a later CI step (see docs/ci.md); not with --file.
+
 Exit 3 (or --conflict-exit-code's code) when an active holder has it
 (after --wait, if given; --wait forever waits until it is free), 4 when it
 is stale and --force was not given. Not waiting is the default (-n says so).
@@ -183,7 +188,7 @@ at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
 	}
 	o.register(cmd, true)
 	cmd.Flags().IntVar(&o.pid, "pid", 0, "holder process id (default: see --holder)")
-	cmd.Flags().StringVar(&o.holder, "holder", "", "holder process: self (the calling process, lockledger's parent; the default) or parent (its parent, when a wrapper such as timeout or sudo runs lockledger)")
+	cmd.Flags().StringVar(&o.holder, "holder", "", "holder process: self (the calling process, lockledger's parent; the default), parent (its parent, when a wrapper such as timeout or sudo runs lockledger) or none (no process: held while heartbeats arrive within --ttl, for a lock that spans CI steps)")
 	return cmd
 }
 
@@ -203,6 +208,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if err != nil {
 		return err
 	}
+	req.NoProcess = o.holder == holderNone
 	l, wait, err := o.g.openWaiting(ctx, wait)
 	if err != nil {
 		return err
@@ -213,7 +219,10 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return o.conflict(err)
 	}
 	printAcquisition(o.g, a)
-	if o.pid == 0 {
+	if req.NoProcess {
+		o.g.log.Info("no process holds the lock: heartbeat it within its TTL (--request-id) or it goes stale", "lock", o.lock,
+			"ttl_seconds", a.Record.TTLSeconds)
+	} else if o.pid == 0 {
 		checkHolder(o.g, o.lock, pid)
 	}
 	return nil

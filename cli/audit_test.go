@@ -221,8 +221,9 @@ func TestTimelineFiltersAndFormats(t *testing.T) {
 		t.Errorf("csv stolen row %v", recs[6])
 	}
 
-	// table: a postmortem's view, never coloured off a terminal.
-	table := clitest.Must(t, 0, root, "timeline", "--lock", "app-prod").Stdout
+	// table: a postmortem's view, never coloured off a terminal (--wide:
+	// every field whole, one line per event).
+	table := clitest.Must(t, 0, root, "timeline", "--lock", "app-prod", "--wide").Stdout
 	lines := strings.Split(strings.TrimSpace(table), "\n")
 	if len(lines) != 8 || !strings.HasPrefix(lines[0], "SEQ  TIME (UTC)") {
 		t.Fatalf("table:\n%s", table)

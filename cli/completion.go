@@ -3,8 +3,9 @@ package cli
 // Shell completion (lockledger completion bash|zsh|fish|powershell, from
 // cobra): lock names, event types, --format values and the FORMAT: of
 // --file FORMAT:PATH. Lock names are the locks the ledger at --root lists
-// (held, stale or free with a file) and the lock files in ROOT/locks, read
-// only:
+// (held, stale or free with a file) and the lock files in ROOT/locks; for
+// the commands that read the past (pastCommands), every lock the log has
+// an event of. All read only:
 // completing never creates a root or a ledger, and a root without one
 // completes the lock files it has, if any.
 
@@ -23,6 +24,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/store"
 )
 
 // formatValues are the --format values of each command that has one.
@@ -37,13 +39,20 @@ var formatValues = map[string][]string{
 // lockNameCommands take one lock name as their argument.
 var lockNameCommands = []string{"acquire", "heartbeat", "release", "status", "steal", "run", "history", "who"}
 
+// pastCommands read the log: they complete every lock that ever existed,
+// not only those the ledger lists now.
+var pastCommands = []string{"history", "who", "timeline", "replay", "export"}
+
+// completionLimit bounds how many lock names one completion reads.
+const completionLimit = 1000
+
 // completionBudget bounds the ledger read behind a completion: a shell
 // waiting on Tab is worse than a list without the ledger's names.
 const completionBudget = 2 * time.Second
 
 func registerCompletions(root *cobra.Command, g *globals) {
 	locks := func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		return lockNames(cmd.Context(), g, toComplete), cobra.ShellCompDirectiveNoFileComp
+		return lockNames(cmd.Context(), g, toComplete, slices.Contains(pastCommands, cmd.Name())), cobra.ShellCompDirectiveNoFileComp
 	}
 	for _, c := range allCommands(root) {
 		if slices.Contains(lockNameCommands, c.Name()) && c.HasParent() && c.Parent() == root {
@@ -110,9 +119,10 @@ func completeTargets(names []string) cobra.CompletionFunc {
 	}
 }
 
-// lockNames are the locks the ledger at --root knows and the lock files in
-// its locks directory, those starting with prefix, sorted.
-func lockNames(ctx context.Context, g *globals, prefix string) []string {
+// lockNames are the locks the ledger at --root knows (with ever, every
+// lock its log has an event of) and the lock files in its locks directory,
+// those starting with prefix, sorted.
+func lockNames(ctx context.Context, g *globals, prefix string, ever bool) []string {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -146,7 +156,11 @@ func lockNames(ctx context.Context, g *globals, prefix string) []string {
 			opts = append(opts, ledger.WithDatabase(g.database), ledger.WithPoolSize(1))
 		}
 		if l, err := ledger.Open(ctx, root, opts...); err == nil {
-			if all, err := l.List(ctx); err == nil {
+			if ever {
+				for _, n := range pastLockNames(ctx, l, prefix) {
+					seen[n] = true
+				}
+			} else if all, err := l.List(ctx); err == nil {
 				for _, s := range all {
 					seen[s.Name] = true
 				}
@@ -162,6 +176,18 @@ func lockNames(ctx context.Context, g *globals, prefix string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// pastLockNames are the locks l's log has an event of, starting with
+// prefix (at most completionLimit).
+func pastLockNames(ctx context.Context, l *ledger.Ledger, prefix string) []string {
+	tx, err := l.BeginRead(ctx)
+	if err != nil {
+		return nil
+	}
+	defer tx.Rollback()
+	names, _ := store.LockNames(ctx, tx, prefix, completionLimit)
+	return slices.DeleteFunc(names, func(n string) bool { return events.ValidateLockName(n) != nil })
 }
 
 // hasLedgerFile reports whether root holds a non-empty ledger.db: only then

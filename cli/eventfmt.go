@@ -163,6 +163,17 @@ func modeText(ev *replay.Event) string {
 	return "shared"
 }
 
+// holdingText says that no process holds a lock taken (pid 0: acquire
+// --holder none) and how long its taker waited for it.
+func holdingText(ev *replay.Event, add func(string, ...any)) {
+	if ev.PID == 0 {
+		add("no holder process (ttl and heartbeats only)")
+	}
+	if ev.WaitedSeconds > 0 {
+		add("waited %s", seconds(ev.WaitedSeconds))
+	}
+}
+
 // Details is the key facts of an event in a few words, for a postmortem:
 // steal reasons, release results and failure steps, waiting times,
 // refusals, what project changed, a job's leftover processes, and who
@@ -176,6 +187,7 @@ func Details(ev *replay.Event) string {
 		if m := modeText(ev); m != "" {
 			add("%s", m)
 		}
+		holdingText(ev, add)
 		if ev.Intent != "" {
 			add("intent %s", strings.TrimSpace(ev.Intent+" "+ev.IntentVersion))
 		}
@@ -199,8 +211,11 @@ func Details(ev *replay.Event) string {
 		if m := modeText(ev); m != "" {
 			add("%s", m)
 		}
+		holdingText(ev, add)
 	case events.LockReleased:
-		add("result %s", ev.Result)
+		if ev.Result != events.ResultForced {
+			add("result %s", ev.Result) // a forced one says FORCED below
+		}
 		if ev.FailureStep != "" {
 			add("failure step %s", ev.FailureStep)
 		}

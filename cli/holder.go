@@ -43,6 +43,9 @@ import (
 const (
 	holderSelf   = "self"
 	holderParent = "parent"
+	// holderNone: no process holds the lock; its TTL and heartbeats alone
+	// keep it (a lock that spans CI steps, each its own shell).
+	holderNone = "none"
 )
 
 // holderWatch is how long a holder that may be short-lived is watched.
@@ -74,6 +77,8 @@ func holderPID(holder string, pid int) (int, error) {
 	switch holder {
 	case "", holderSelf:
 		return os.Getppid(), nil
+	case holderNone:
+		return 0, nil
 	case holderParent:
 		up := proc.ReadStat(os.Getppid()).PPID
 		if up <= 1 {
@@ -81,7 +86,7 @@ func holderPID(holder string, pid int) (int, error) {
 		}
 		return up, nil
 	}
-	return 0, events.Invalid("--holder", holder, "must be self or parent")
+	return 0, events.Invalid("--holder", holder, "must be self, parent or none")
 }
 
 // runsScript reports whether pid was started as "SHELL ... -c SCRIPT".
@@ -208,4 +213,14 @@ func waitPidfd(fd int, d time.Duration) (bool, error) {
 		}
 		return n > 0, nil
 	}
+}
+
+// processText is a holder's process as who and status show it (not
+// escaped: an argument of termtext's printers): pid 0 is a lock no process
+// holds (--holder none).
+func processText(pid int, host string) string {
+	if pid == 0 {
+		return fmt.Sprintf("none: held while heartbeats arrive within the ttl (acquired on %s)", host)
+	}
+	return fmt.Sprintf("pid %d on %s", pid, host)
 }

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -20,6 +23,7 @@ type releaseOptions struct {
 	exitCode    int
 	force       bool
 	reason      string
+	yes         bool
 }
 
 func newRelease(g *globals) *cobra.Command {
@@ -33,8 +37,12 @@ already released (or --force on a free lock) releases nothing: it says
 "not held, nothing to release" (status not_held with --json), records
 nothing and exits 0. A lock held by someone else, or one R lost, is
 refused with exit 5 and stays held, and the refusal is recorded as
-action_refused; --force releases it anyway and records forced: true with
-the holder it released, and --reason TEXT with it (note).
+action_refused; --force releases it anyway and records forced: true, you
+as the actor, the holder it released, result forced (unless --result or
+--exit-code says how the holder's work ended) and --reason TEXT (note),
+which --force requires. On a terminal --force asks for confirmation (30 s,
+default No) when the lock has a holder; elsewhere it needs --yes (else
+exit 2).
 
 --force --request-id R is a compare-and-release, like terraform
 force-unlock LOCK_ID: it releases the lock only while R holds it
@@ -47,8 +55,8 @@ removed; when an unreadable one is left there, the lock stays held by it
 (to fail safe), and release says so: lockledger project keeps it aside.`,
 		Example: `  lockledger release deploy-prod --request-id "$rid"
   lockledger release deploy-prod --request-id "$rid" --result failure --failure-step migrate
-  lockledger release deploy-prod --force --actor oncall --reason "INC-42: runner gone"   # someone else's lock, audited
-  lockledger release deploy-prod --force --request-id req_01J...   # only if that request still holds it`,
+  lockledger release deploy-prod --force --actor oncall --reason "INC-42: runner gone"   # someone else's lock, audited; asks
+  lockledger release deploy-prod --force --request-id req_01J... --reason "job cancelled" --yes   # only if that request still holds it`,
 		Args: exactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
@@ -68,7 +76,8 @@ removed; when an unreadable one is left there, the lock stays held by it
 	fl.StringVar(&o.failureStep, "failure-step", "", "the step that failed (with --result failure or a non-zero --exit-code)")
 	fl.IntVar(&o.exitCode, "exit-code", -1, "the job's exit code, recorded with the release (0-255)")
 	fl.BoolVar(&o.force, "force", false, "release a lock held by someone else (recorded as forced); with --request-id only if that request holds it")
-	fl.StringVar(&o.reason, "reason", "", "with --force: why (recorded with the release)")
+	fl.StringVar(&o.reason, "reason", "", "with --force: why (required; recorded with the release)")
+	fl.BoolVar(&o.yes, "yes", false, "with --force: do not ask for confirmation")
 	return cmd
 }
 
@@ -103,11 +112,24 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if o.failureStep != "" && !failed {
 		return events.Invalid("--failure-step", o.failureStep, "needs --result failure (or a non-zero --exit-code)")
 	}
+	if o.force && strings.TrimSpace(o.reason) == "" {
+		return events.Invalid("--reason", o.reason, "is required with --force: say why the lock is released")
+	}
+	if o.force && !o.yes {
+		if err := needYes(o.g, "--force"); err != nil {
+			return err
+		}
+	}
 	l, err := o.g.open(ctx, writes)
 	if err != nil {
 		return err
 	}
 	defer o.g.finish(l)
+	if o.force && !o.yes {
+		if err := confirmRelease(ctx, o, l); err != nil {
+			return err
+		}
+	}
 	out, err := l.Release(ctx, ledger.ReleaseRequest{Lock: o.lock,
 		Identity: ledger.Identity{RequestID: o.requestID, Actor: o.actor, PID: os.Getppid()},
 		Result:   o.result, FailureStep: o.failureStep, ExitCode: code, Force: o.force, Note: o.reason})
@@ -134,6 +156,21 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if blocked != nil {
 		o.g.log.Warn("the lock stays blocked: an "+blocked.String()+" sits at its path (left in place); "+
 			"`lockledger project` moves it aside, kept and recorded", "lock", o.lock)
+	}
+	return nil
+}
+
+// confirmRelease asks on the terminal before a forced release of a lock
+// that has a holder.
+func confirmRelease(ctx context.Context, o *releaseOptions, l *ledger.Ledger) error {
+	s, err := l.Status(ctx, o.lock)
+	if err != nil || s.Holder == nil {
+		return err
+	}
+	h := s.Holder
+	if !confirm(o.g, termtext.Sprintf("Lock %s is %s, held by %s (%s, %s).\nRelease it anyway (recorded as forced, by you)?",
+		s.Name, s.State, h.Actor, h.RequestID, processText(h.PID, h.HostID)), "not releasing it") {
+		return errors.New("release cancelled: not confirmed")
 	}
 	return nil
 }

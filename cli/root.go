@@ -93,9 +93,10 @@ verify-proof give an auditor proofs.`,
 	root.AddCommand(auditCommands(g)...)
 	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g), newTrust(g))
 	root.AddCommand(newInit(g), newVersion(g))
-	root.AddCommand(newWatchHolder(g))
+	root.AddCommand(newWatchHolder(g), newRecordLoss(g))
 	root.AddCommand(newMetrics(g))
 	registerCompletions(root, g)
+	registerHelpTopics(root)
 	return root
 }
 

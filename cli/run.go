@@ -36,6 +36,7 @@ type runOptions struct {
 	killGrace string
 	supersede bool
 	leave     bool
+	cmd       *cobra.Command // for its global flags (recordLossLater)
 	acquireFlags
 }
 
@@ -65,7 +66,10 @@ the ledger shows another holder, or when no heartbeat got through before
 run's own deadline: the send time of the last successful one plus the TTL
 minus a margin of ttl/4, on this host's monotonic clock, even while a
 heartbeat hangs. Then the grace is at most half the margin, so CMD is gone
-before the TTL runs out and anyone else may take the lock.
+before the TTL runs out and anyone else may take the lock. A loss the
+ledger could not record then (the database away) is recorded as soon as
+it answers again, for up to an hour, by a process run leaves behind; run
+itself exits at once.
 
 When CMD exits, what it left running is stopped the same way (TERM, then
 KILL after --kill-grace) before the release, so nothing runs on after the
@@ -112,7 +116,7 @@ before CMD started.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.lock, o.argv = args[0], args[1:]
+			o.lock, o.argv, o.cmd = args[0], args[1:], cmd
 			if cmd.Flags().Changed("command") {
 				o.argv = []string{"sh", "-c", o.command}
 			}
@@ -241,6 +245,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	if st.lost {
 		_ = hold.Release(bg, lease.Result{Result: events.ResultCancelled, ExitCode: &code}) // joins the heartbeat; refused as lost
+		recordLossLater(o.g, o.cmd, hold)
 		o.g.log.Error("lock lost; command stopped", "lock", o.lock, "err", hold.Err(), "command_exit", code)
 		return &ExitError{Code: ExitNotHolder}
 	}
@@ -306,6 +311,7 @@ func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grac
 		return &ExitError{Code: 128 + int(got.(syscall.Signal))}
 	case err != nil:
 		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled}) // refused as lost
+		recordLossLater(o.g, o.cmd, hold)
 		o.g.log.Error("lock lost while waiting for the superseded job to stop; waited for it all the same, the command was not started",
 			append([]any{"lock", o.lock, "err", err, "superseded_request_id", sup.RequestID}, earlier...)...)
 		return &ExitError{Code: ExitNotHolder}

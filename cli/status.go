@@ -143,7 +143,7 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 	if h.Intent != "" {
 		termtext.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
 	}
-	termtext.Fprintf(tw, "  process\tpid %d on %s\n", h.PID, h.HostID)
+	termtext.Fprintf(tw, "  process\t%s\n", processText(h.PID, h.HostID))
 	if len(s.JobPIDs) > 0 {
 		termtext.Fprintf(tw, "  job\tpid %d is gone; processes it started still run and hold the lock: pids %s\n", h.PID,
 			strings.Trim(fmt.Sprint(s.JobPIDs), "[]"))

@@ -73,9 +73,8 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 		return err
 	}
 	if o.active && !o.yes {
-		f, ok := o.g.io.In.(*os.File)
-		if !ok || !isTerminal(f) {
-			return events.Invalid("--yes", "", "is required with --active when standard input is not a terminal")
+		if err := needYes(o.g, "--active"); err != nil {
+			return err
 		}
 	}
 	l, err := o.g.open(ctx, writes)
@@ -89,10 +88,9 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 			return err
 		}
 		if s.State == events.StateHeld {
-			ok, err := confirm(o.g, s)
-			if err != nil {
-				return err
-			}
+			h := s.Holder
+			ok := confirm(o.g, termtext.Sprintf("Lock %s is held by %s (%s, pid %d on %s) and heartbeating.\nTake it over anyway?",
+				s.Name, h.Actor, h.RequestID, h.PID, h.HostID), "not taking it over")
 			if !ok {
 				return errors.New("steal cancelled: not confirmed")
 			}
@@ -106,19 +104,27 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 	return nil
 }
 
-// confirm asks on the terminal, default No, for at most ConfirmTimeout.
-func confirm(g *globals, s *ledger.LockStatus) (bool, error) {
-	h := s.Holder
-	termtext.Fprintf(g.io.ErrOut, "Lock %s is held by %s (%s, pid %d on %s) and heartbeating.\nTake it over anyway? [y/N] (%s) ",
-		s.Name, h.Actor, h.RequestID, h.PID, h.HostID, ConfirmTimeout)
+// confirm asks question (already escaped) on the terminal, default No, for
+// at most ConfirmTimeout; no says what not answering yes means.
+func confirm(g *globals, question, no string) bool {
+	fmt.Fprintf(g.io.ErrOut, "%s [y/N] (%s) ", question, ConfirmTimeout)
 	f := g.io.In.(*os.File)
 	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
 	n, err := unix.Poll(fds, int(ConfirmTimeout/time.Millisecond))
 	if err != nil || n == 0 {
-		fmt.Fprintln(g.io.ErrOut, "\nno answer: not taking it over")
-		return false, nil
+		fmt.Fprintln(g.io.ErrOut, "\nno answer: "+no)
+		return false
 	}
 	line, _ := bufio.NewReader(f).ReadString('\n')
 	a := strings.ToLower(strings.TrimSpace(line))
-	return a == "y" || a == "yes", nil
+	return a == "y" || a == "yes"
+}
+
+// needYes refuses to act without --yes when standard input is not a
+// terminal to ask on.
+func needYes(g *globals, what string) error {
+	if f, ok := g.io.In.(*os.File); ok && isTerminal(f) {
+		return nil
+	}
+	return events.Invalid("--yes", "", "is required with "+what+" when standard input is not a terminal")
 }

@@ -20,13 +20,14 @@ type timelineOptions struct {
 	types  []string
 	format string
 	out    string
+	wide   bool
 	timeRange
 }
 
 func newTimeline(g *globals) *cobra.Command {
 	o := &timelineOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "timeline [--lock L] [--actor A] [--type T] [--since T] [--until T] [--format table|json|jsonl|csv|html|svg] [-o FILE]",
+		Use:   "timeline [--lock L] [--actor A] [--type T] [--since T] [--until T] [--format table|json|jsonl|csv|html|svg] [--wide] [-o FILE]",
 		Short: "Print events, oldest first, for a postmortem or an audit",
 		Long: `Print the events that match every filter given, in log order (seq),
 oldest first. Times are RFC 3339 or a duration meaning that long ago
@@ -46,7 +47,10 @@ in parentheses, that user's name ("-" for events written before
 lockledger recorded them; in the body, uid and user).
 
 Formats: table (aligned, for a postmortem document; coloured on a terminal
-unless NO_COLOR is set), json (one array), jsonl (one event per line:
+unless NO_COLOR is set; it fits 120 columns: request and host ids are
+shortened, as req_… and the id's last six characters, long lock names,
+actors and users cut with …, and DETAILS wrapped onto indented lines;
+--wide prints every field whole, one line per event), json (one array), jsonl (one event per line:
 the hashed body's fields plus prev_hash and hash), csv (uid and user are
 its last columns). --json means jsonl.
 
@@ -54,9 +58,14 @@ html draws the same window as one self-contained page (nothing fetched:
 inline CSS, SVG and script) for a postmortem: a lane per lock, a bar per
 holding as replay folds the log (from the acquisition or steal to the
 release or steal that ended it; one still held is drawn to the window's
-end and marked), coloured by actor, and markers for steals, blocked
-acquires, failed heartbeats and failed releases; pointing at one shows
-its event. The header gives the ledger id, its seq range and head hash
+end and marked), coloured by actor (eight colours before any repeats,
+striped) and labelled with the actor where it fits, shaded from where its
+TTL ran out without a heartbeat (stale; not judged when --type leaves
+lock_heartbeat out), with a dashed span under the lane for a wait that
+ended in it (from the first acquire_blocked of its request, or of its actor
+on that lock, before it), and markers for steals, blocked acquires, failed
+heartbeats, failed releases and refused actions; pointing at one shows its
+event and rings it. The header gives the ledger id, its seq range and head hash
 and verify's result when the page was made (it is not recorded as a
 ledger_verified event). The bars begin with the fold of the log from seq
 1, so a holding begun before --since is drawn too; --actor and --type
@@ -85,6 +94,7 @@ timeline only reads: it takes no lock.`,
 	fl.StringVar(&o.since, "since", "", "from this time on (RFC 3339, or a duration ago: 2h)")
 	fl.StringVar(&o.until, "until", "", "up to this time (RFC 3339, or a duration ago)")
 	fl.StringVar(&o.format, "format", formatTable, "table, json, jsonl, csv, html or svg")
+	fl.BoolVar(&o.wide, "wide", false, "table: every id and field whole, one line per event (wider than 120 columns)")
 	fl.StringVarP(&o.out, "output", "o", "", "html, svg: write to FILE (mode 0600, renamed into place when complete) instead of stdout")
 	return cmd
 }
@@ -135,11 +145,17 @@ func runTimeline(ctx context.Context, o *timelineOptions) error {
 	case o.out != "":
 		return &usageError{fmt.Errorf("timeline: -o is for --format html or svg; redirect the other formats")}
 	}
-	return printEvents(ctx, o.g, f, o.format)
+	return printEventsIn(ctx, o.g, f, o.format, !o.wide)
 }
 
 // printEvents streams the events f selects in format.
 func printEvents(ctx context.Context, g *globals, f replay.Filter, format string) error {
+	return printEventsIn(ctx, g, f, format, false)
+}
+
+// printEventsIn streams the events f selects in format; a narrow table
+// fits 120 columns.
+func printEventsIn(ctx context.Context, g *globals, f replay.Filter, format string, narrow bool) error {
 	switch format {
 	case formatTable, formatJSON, formatJSONL, formatCSV:
 	default:
@@ -151,9 +167,11 @@ func printEvents(ctx context.Context, g *globals, f replay.Filter, format string
 	}
 	defer r.close()
 	out := bufio.NewWriterSize(g.io.Out, 64<<10)
-	sink, err := newEventSink(format, out, colorOK(g.io.Out))
-	if err != nil {
-		return err
+	var sink eventSink = newNarrowSink(out, colorOK(g.io.Out))
+	if !narrow || format != formatTable {
+		if sink, err = newEventSink(format, out, colorOK(g.io.Out)); err != nil {
+			return err
+		}
 	}
 	n := 0
 	err = replay.Scan(ctx, r.tx, f, func(ev *replay.Event) error {

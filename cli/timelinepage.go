@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
@@ -40,7 +42,8 @@ func runTimelinePage(ctx context.Context, o *timelineOptions, f replay.Filter) e
 	}
 	defer r.close()
 	p := &timeline.Page{Generated: now, Command: o.commandLine(), Since: f.Since, Until: f.Until,
-		Describe: Details, OSUser: func(ev *replay.Event) string { return osUserText(&ev.Envelope) }}
+		Describe: Details, OSUser: func(ev *replay.Event) string { return osUserText(&ev.Envelope) },
+		HeartbeatsLeftOut: len(f.Types) > 0 && !slices.Contains(f.Types, events.LockHeartbeat)}
 	if o.format == formatHTML {
 		if p.Verify, err = r.l.Verify(ctx, ledger.InSnapshot(r.tx)); err != nil {
 			return err

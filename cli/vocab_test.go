@@ -64,7 +64,7 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndDisplacement(t *testing.T)
 			t.Errorf("history db-migrate lacks %q:\n%s", want, table)
 		}
 	}
-	if out := clitest.Must(t, 0, root, "timeline", "--lock", "app-prod", "--type", "lock_projected").Stdout; !strings.Contains(out,
+	if out := clitest.Must(t, 0, root, "timeline", "--lock", "app-prod", "--type", "lock_projected", "--wide").Stdout; !strings.Contains(out,
 		"lock file restored, moved aside to "+filepath.Join(root, "locks", "app-prod.lock.corrupt-1")) {
 		t.Errorf("timeline of the projection:\n%s", out)
 	}

@@ -116,7 +116,7 @@ func printWho(w io.Writer, obj whoObject, lk *replay.Lock, at time.Time) {
 		if h.Intent != "" {
 			termtext.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
 		}
-		termtext.Fprintf(tw, "  process\tpid %d on %s\n", h.PID, h.HostID)
+		termtext.Fprintf(tw, "  process\t%s\n", processText(h.PID, h.HostID))
 		termtext.Fprintf(tw, "  since\t%s (held %s by then)\n", events.FormatTime(lk.Holder.Created), short(at.Sub(lk.Holder.Created)))
 		termtext.Fprintf(tw, "  heartbeat\t%s (%s before, ttl %ds)\n", events.FormatTime(lk.Holder.Heartbeat),
 			short(at.Sub(lk.Holder.Heartbeat)), h.TTLSeconds)

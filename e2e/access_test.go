@@ -133,7 +133,7 @@ func TestExportIsRecorded(t *testing.T) {
 		t.Fatalf("replay after recorded exports: %+v %v", rep, err)
 	}
 	clitest.Must(t, 0, root, "verify")
-	if tl := clitest.Must(t, 0, root, "timeline", "--type", "ledger_exported").Stdout; strings.Count(tl, "(ledger)") != 3 ||
+	if tl := clitest.Must(t, 0, root, "timeline", "--type", "ledger_exported", "--wide").Stdout; strings.Count(tl, "(ledger)") != 3 ||
 		!strings.Contains(tl, "exported 3 events (seq 2-4)") || !strings.Contains(tl, "as csv to "+file) {
 		t.Fatalf("timeline of the exports:\n%s", tl)
 	}

@@ -63,7 +63,7 @@ func TestActorDefaultsToTheOSUser(t *testing.T) {
 	}
 	root2 := filepath.Join(base, "r")
 	c = exec.CommandContext(ctx, bin, "acquire", "deploy")
-	c.Env = withoutActorEnv(clitest.Env(root2))
+	c.Env = append(withoutActorEnv(clitest.Env(root2)), clitest.TrustDirAs(t, root2, nameless))
 	c.Dir = "/"
 	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nameless, Gid: nameless}}
 	if r := clitest.Exec(t, c); r.Code != 0 {

@@ -193,7 +193,7 @@ func TestForcedReleaseReasonAndCompareAndRelease(t *testing.T) {
 
 	// Naming a request that does not hold the lock: refused, recorded, lock kept.
 	n := clitest.EventCount(t, root)
-	r := clitest.Must(t, 5, root, "release", "deploy", "--force", "--request-id", "req-stale-view", "--actor", "oncall")
+	r := clitest.Must(t, 5, root, "release", "deploy", "--force", "--yes", "--reason", "cleanup", "--request-id", "req-stale-view", "--actor", "oncall")
 	if !strings.Contains(r.Stderr, holder) {
 		t.Fatalf("refusal does not name the holder %s: %q", holder, r.Stderr)
 	}
@@ -206,7 +206,7 @@ func TestForcedReleaseReasonAndCompareAndRelease(t *testing.T) {
 	if !strings.Contains(r.Stderr, "--reason") {
 		t.Fatalf("--reason without --force: %q", r.Stderr)
 	}
-	clitest.Must(t, 0, root, "release", "deploy", "--force", "--request-id", holder, "--actor", "oncall", "--reason", "INC-7: runner gone")
+	clitest.Must(t, 0, root, "release", "deploy", "--force", "--yes", "--request-id", holder, "--actor", "oncall", "--reason", "INC-7: runner gone")
 	rel := lastBody(t, root, "lock_released")
 	if rel["forced"] != true || rel["released_request_id"] != holder || rel["actor"] != "oncall" || rel["note"] != "INC-7: runner gone" {
 		t.Fatalf("compare-and-release: %v", rel)
@@ -215,11 +215,11 @@ func TestForcedReleaseReasonAndCompareAndRelease(t *testing.T) {
 	// The holder itself learns that it lost the lock.
 	clitest.Must(t, 5, root, "release", "deploy", "--request-id", holder)
 	// Free: nothing to release.
-	clitest.Must(t, 0, root, "release", "deploy", "--force", "--request-id", holder)
+	clitest.Must(t, 0, root, "release", "deploy", "--force", "--yes", "--reason", "cleanup", "--request-id", holder)
 
 	// A plain --force (anyone's lock) keeps its reason too.
 	clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self, "--request-id", "req-second")
-	clitest.Must(t, 0, root, "release", "deploy", "--force", "--reason", "cleanup")
+	clitest.Must(t, 0, root, "release", "deploy", "--force", "--yes", "--reason", "cleanup")
 	if rel := lastBody(t, root, "lock_released"); rel["note"] != "cleanup" || rel["released_request_id"] != "req-second" {
 		t.Fatalf("forced release: %v", rel)
 	}

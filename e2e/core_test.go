@@ -238,7 +238,7 @@ func TestReleaseByWrongOwnerIsRefusedAndLockStays(t *testing.T) {
 	}
 	// A forced release by someone else is recorded as forced, naming the holder.
 	holder := statusJSON(t, root, "app-prod")["request_id"]
-	clitest.Must(t, 0, root, "release", "app-prod", "--force", "--actor", "oncall")
+	clitest.Must(t, 0, root, "release", "app-prod", "--force", "--yes", "--reason", "cleanup", "--actor", "oncall")
 	rel = lastBody(t, root, "lock_released")
 	if rel["forced"] != true || rel["released_request_id"] != holder || rel["actor"] != "oncall" {
 		t.Fatalf("forced release: %v", rel)
@@ -468,7 +468,7 @@ func TestFencingTokensIncreasePerLock(t *testing.T) {
 		}
 		last = tok
 		clitest.Must(t, 0, root, "acquire", "noise", "--pid", self)
-		clitest.Must(t, 0, root, "release", "noise", "--force")
+		clitest.Must(t, 0, root, "release", "noise", "--force", "--yes", "--reason", "cleanup")
 		clitest.Must(t, 0, root, "release", "fenced", "--request-id", o["request_id"].(string))
 	}
 }

@@ -188,7 +188,7 @@ func TestCrashKillNineAtRandomMoments(t *testing.T) {
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "warmup", "--pid", self)
-	clitest.Must(t, 0, root, "release", "warmup", "--force")
+	clitest.Must(t, 0, root, "release", "warmup", "--force", "--yes", "--reason", "cleanup")
 
 	var mu sync.Mutex
 	var outs []string
@@ -299,7 +299,7 @@ func checkAfterCrashes(t *testing.T, root string, outs []string, minAcked int) {
 		if strings.Contains(r.Stdout, `"reason":"holder_dead"`) {
 			reaped++
 		}
-		clitest.Must(t, 0, root, "release", lock, "--force")
+		clitest.Must(t, 0, root, "release", lock, "--force", "--yes", "--reason", "cleanup")
 	}
 	reasons := map[string]int{}
 	rows, err := db.Query(`SELECT json_extract(body, '$.reason') FROM events WHERE type = 'lock_stolen'`)

@@ -74,7 +74,7 @@ func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
 		{[]string{"heartbeat", "held", "--request-id", rid, "--ttl", "5"}, "unknown flag"},
 		// release
 		{[]string{"release", "held", "--request-id", "a b"}, "request id"},
-		{[]string{"release", "held", "--force", "--request-id", "bad id"}, "request id"},
+		{[]string{"release", "held", "--force", "--yes", "--reason", "cleanup", "--request-id", "bad id"}, "request id"},
 		{[]string{"release", "held", "--request-id", rid, "--exit-code", "-5"}, "--exit-code"},
 		{[]string{"release", "held", "--request-id", rid, "--result", ""}, "--result"},
 		{[]string{"release", "held", "--request-id", rid, "--result", "failure", "--failure-step", long(257)}, "failure step"},
@@ -150,7 +150,7 @@ func TestFaultLockNamesCannotTraverse(t *testing.T) {
 			[]string{"run", n, "--", "true"},
 			[]string{"steal", n, "--reason", "x", "--pid", self},
 			[]string{"heartbeat", n, "--request-id", "r"},
-			[]string{"release", n, "--force"},
+			[]string{"release", n, "--force", "--yes", "--reason", "cleanup"},
 			[]string{"status", n})
 	}
 	for _, args := range cmds {
@@ -229,7 +229,7 @@ func TestFaultCorruptLedgerIsRefusedAndNotMadeWorse(t *testing.T) {
 			sum, files := fileSum(t, dbPath), lockFiles(t, root)
 			cmds := [][]string{{"acquire", "fresh", "--pid", self}, {"status", "l1"}, {"verify"}}
 			if c.name == "random bytes" || c.name == "truncated to half" {
-				cmds = append(cmds, []string{"run", "fresh", "--", "true"}, []string{"release", "l1", "--force"},
+				cmds = append(cmds, []string{"run", "fresh", "--", "true"}, []string{"release", "l1", "--force", "--yes", "--reason", "cleanup"},
 					[]string{"project"})
 			}
 			for _, args := range cmds {
@@ -353,7 +353,7 @@ func TestFaultLocksDirMissingOrReplaced(t *testing.T) {
 			if kind == "file" {
 				sum = fileSum(t, locks)
 			}
-			for _, args := range [][]string{{"acquire", "b", "--pid", self}, {"status", "a"}, {"release", "a", "--force"}} {
+			for _, args := range [][]string{{"acquire", "b", "--pid", self}, {"status", "a"}, {"release", "a", "--force", "--yes", "--reason", "cleanup"}} {
 				r := clitest.Run(t, root, args...)
 				want := map[string]string{"file": "not a directory", "symlink": "symlink"}[kind]
 				if r.Code != 1 || !strings.Contains(r.Stderr, "locks") || !strings.Contains(r.Stderr, want) {
@@ -391,7 +391,7 @@ func TestFaultLockPathsAreNeverFollowed(t *testing.T) {
 	lockArgs := [][]string{{"acquire", "x", "--pid", self}, {"acquire", "x", "--force", "--pid", self},
 		{"steal", "x", "--active", "--yes", "--reason", "t", "--pid", self}}
 	heldArgs := [][]string{{"heartbeat", "x", "--request-id", "REQ"}, {"release", "x", "--request-id", "REQ"},
-		{"release", "x", "--force"}, {"steal", "x", "--active", "--yes", "--reason", "t", "--pid", self},
+		{"release", "x", "--force", "--yes", "--reason", "cleanup"}, {"steal", "x", "--active", "--yes", "--reason", "t", "--pid", self},
 		{"acquire", "x", "--pid", self}}
 	lockPath := func(root string) string { return filepath.Join(root, "locks", "x.lock") }
 	cases := []setup{

@@ -232,8 +232,8 @@ func TestBSOFlowsThroughLockledger(t *testing.T) {
 	// then releases only the session it names); BSO's warn-and-release is
 	// --force alone, recorded as forced.
 	clitest.Must(t, 5, root, "release", "sprint", "--request-id", "sprint-other")
-	clitest.Must(t, 5, root, "release", "sprint", "--request-id", "sprint-other", "--force")
-	clitest.Must(t, 0, root, "release", "sprint", "--force")
+	clitest.Must(t, 5, root, "release", "sprint", "--request-id", "sprint-other", "--force", "--yes", "--reason", "cleanup")
+	clitest.Must(t, 0, root, "release", "sprint", "--force", "--yes", "--reason", "cleanup")
 	if rel := lastBody(t, root, "lock_released"); rel["forced"] != true || rel["released_request_id"] != "sprint-2026-02-07-001" {
 		t.Fatalf("session-mismatch release: %v", rel)
 	}

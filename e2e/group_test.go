@@ -73,7 +73,7 @@ func TestGroupSharedRoot(t *testing.T) {
 	if st := must(bobUID, "status", "deploy"); !strings.Contains(st, "held") {
 		t.Fatalf("bob's status of alice's lock: %s", st)
 	}
-	must(aliceUID, "release", "migrate", "--force")
+	must(aliceUID, "release", "migrate", "--force", "--yes", "--reason", "cleanup")
 	must(bobUID, "acquire", "migrate")
 	must(aliceUID, "release", "deploy", "--request-id", ridA)
 	if out := must(aliceUID, "verify"); out == "" {

@@ -246,7 +246,7 @@ func TestHostileTextRecordedFieldsAreEscaped(t *testing.T) {
 			}
 		}
 	}
-	if tl := clitest.Must(t, 0, root, "timeline").Stdout; !strings.Contains(tl, `far\n`+forgedLine) || !strings.Contains(tl, `x\x1b[2J\n`+forgedLine) {
+	if tl := clitest.Must(t, 0, root, "timeline", "--wide").Stdout; !strings.Contains(tl, `far\n`+forgedLine) || !strings.Contains(tl, `x\x1b[2J\n`+forgedLine) {
 		t.Errorf("timeline does not show the host id and the -o path escaped:\n%s", tl)
 	}
 

@@ -77,7 +77,7 @@ func TestEveryEventRecordsTheOSUser(t *testing.T) {
 	if name != "" {
 		want = fmt.Sprintf("%d(%s)", uid, name)
 	}
-	table := clitest.Must(t, 0, root, "timeline").Stdout
+	table := clitest.Must(t, 0, root, "timeline", "--wide").Stdout
 	lines := strings.Split(strings.TrimSpace(table), "\n")
 	if !strings.Contains(lines[0], "ACTOR") || !strings.Contains(lines[0], "OS USER") {
 		t.Fatalf("timeline header: %q", lines[0])
@@ -203,7 +203,7 @@ func TestLedgerWrittenBeforeOSUsersStillVerifies(t *testing.T) {
 	clitest.Must(t, 0, root, "verify")
 
 	// SEQ TIME EVENT LOCK ACTOR "OS USER" ...: the actor is field 4, the OS user field 5.
-	rows := strings.Split(strings.TrimSpace(clitest.Must(t, 0, root, "timeline").Stdout), "\n")[1:]
+	rows := strings.Split(strings.TrimSpace(clitest.Must(t, 0, root, "timeline", "--wide").Stdout), "\n")[1:]
 	n := 0
 	for _, l := range rows {
 		f := strings.Fields(l)

@@ -151,7 +151,7 @@ func TestPostgresREADMESetUpAsWritten(t *testing.T) {
 	// the README names replaced by this test's.
 	src := filepath.Join(t.TempDir(), "var-lib-lockledger")
 	clitest.Must(t, 0, src, "acquire", "moved", "--pid", strconv.Itoa(os.Getpid()))
-	clitest.Must(t, 0, src, "release", "moved", "--force")
+	clitest.Must(t, 0, src, "release", "moved", "--force", "--yes", "--reason", "moving the ledger")
 	if err := c.Exec("CREATE DATABASE locks_import OWNER lockledger"); err != nil {
 		t.Fatal(err)
 	}

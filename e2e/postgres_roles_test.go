@@ -115,7 +115,7 @@ func TestPostgresREADMEWriterRunsEveryWriterCommand(t *testing.T) {
 	a.must(t, 0, "heartbeat", "pool", "--request-id", m1)
 	a.must(t, 0, "release", "pool", "--request-id", m1)
 	a.must(t, 0, "run", "pool", "--limit", "2", "--", "true")
-	a.must(t, 0, "release", "pool", "--force", "--request-id", m2, "--reason", "done with the pool")
+	a.must(t, 0, "release", "pool", "--force", "--yes", "--request-id", m2, "--reason", "done with the pool")
 	a.must(t, 0, "run", "pool", "--limit", "1", "--", "true")
 
 	// Take-overs: a stale holder with --force, an active one with steal.
@@ -133,7 +133,7 @@ func TestPostgresREADMEWriterRunsEveryWriterCommand(t *testing.T) {
 	taken := strings.TrimSpace(a.must(t, 0, "acquire", "deploy", "--force", "--pid", me).Stdout)
 	b.must(t, 0, "steal", "deploy", "--reason", "the runner is gone", "--active", "--yes")
 	a.must(t, 5, "heartbeat", "deploy", "--request-id", taken)
-	a.must(t, 0, "release", "deploy", "--force", "--reason", "cleanup")
+	a.must(t, 0, "release", "deploy", "--force", "--yes", "--reason", "cleanup")
 
 	// Take-overs of dead holders (processes of this host that exited):
 	// readers by an exclusive holder, an exclusive holder by a reader, a

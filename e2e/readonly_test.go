@@ -39,7 +39,7 @@ func TestFaultReadOnlyRoot(t *testing.T) {
 		for _, args := range [][]string{
 			{"acquire", "new", "--pid", self},
 			{"run", "new", "--", "true"},
-			{"release", "held", "--force"},
+			{"release", "held", "--force", "--yes", "--reason", "cleanup"},
 			{"steal", "held", "--active", "--yes", "--reason", "x", "--pid", self},
 			{"project"},
 		} {

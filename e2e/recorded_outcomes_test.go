@@ -116,7 +116,7 @@ func TestHeartbeatAfterTheLockWasTakenIsRecordedAsLost(t *testing.T) {
 	}
 	// A lock force-released from its holder is lost too.
 	rid2 := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "other", "--pid", self).Stdout)
-	clitest.Must(t, 0, root, "release", "other", "--force", "--actor", "oncall")
+	clitest.Must(t, 0, root, "release", "other", "--force", "--yes", "--reason", "cleanup", "--actor", "oncall")
 	n = clitest.EventCount(t, root)
 	r = clitest.Must(t, 5, root, "heartbeat", "other", "--request-id", rid2)
 	if !strings.Contains(r.Stderr, "lost the lock") {
@@ -219,7 +219,7 @@ func TestReleaseOfALockNotHeldSaysNothingToRelease(t *testing.T) {
 		t.Fatalf("second release --json: %v, want not_held, free, released_seq %d", j, relSeq)
 	}
 	// --force on a free lock releases nothing either.
-	j = jsonOut(t, clitest.Must(t, 0, root, "release", "deploy", "--force", "--json"))
+	j = jsonOut(t, clitest.Must(t, 0, root, "release", "deploy", "--force", "--yes", "--reason", "cleanup", "--json"))
 	if j["status"] != "not_held" || j["state"] != "free" {
 		t.Fatalf("release --force of a free lock: %v, want not_held", j)
 	}

@@ -86,7 +86,7 @@ func TestARootAnotherUserPreparedIsRefused(t *testing.T) {
 		if r := as(nobody, nil, root, "acquire", "deploy", "--pid", "1"); r.Code != 0 {
 			t.Fatalf("the other user's acquire: exit %d\n%s", r.Code, r.Stderr)
 		}
-		if r := as(nobody, nil, root, "release", "deploy", "--force"); r.Code != 0 {
+		if r := as(nobody, nil, root, "release", "deploy", "--force", "--yes", "--reason", "cleanup"); r.Code != 0 {
 			t.Fatalf("the other user's release: exit %d\n%s", r.Code, r.Stderr)
 		}
 		for p, mode := range map[string]os.FileMode{root: 0o777, filepath.Join(root, "ledger.db"): 0o666} {
@@ -172,7 +172,7 @@ func TestAnOwnRootWritableByOthersIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := treeListing(t, root)
-		for _, args := range [][]string{{"acquire", "new", "--pid", self}, {"release", "held", "--force"}} {
+		for _, args := range [][]string{{"acquire", "new", "--pid", self}, {"release", "held", "--force", "--yes", "--reason", "cleanup"}} {
 			r := clitest.Run(t, root, args...)
 			if r.Code != 2 || !strings.Contains(r.Stderr, c.path+" is owned by ") || !strings.Contains(r.Stderr, owner) ||
 				!strings.Contains(r.Stderr, "mode 0"+strconv.FormatUint(uint64(c.mode), 8)) {
@@ -188,7 +188,7 @@ func TestAnOwnRootWritableByOthersIsRefused(t *testing.T) {
 		}
 	}
 	clitest.Must(t, 0, root, "acquire", "new", "--pid", self)
-	clitest.Must(t, 0, root, "release", "held", "--force")
+	clitest.Must(t, 0, root, "release", "held", "--force", "--yes", "--reason", "cleanup")
 	clitest.Must(t, 0, root, "verify")
 }
 
@@ -208,8 +208,8 @@ func TestAGroupRootTrustsItsMembersOnly(t *testing.T) {
 	}
 	must(aliceUID, "--group", strconv.Itoa(teamGID), "acquire", "deploy", "--pid", "1")
 	must(bobUID, "acquire", "migrate", "--pid", "1")
-	must(aliceUID, "release", "migrate", "--force")
-	must(bobUID, "release", "deploy", "--force")
+	must(aliceUID, "release", "migrate", "--force", "--yes", "--reason", "cleanup")
+	must(bobUID, "release", "deploy", "--force", "--yes", "--reason", "cleanup")
 
 	refusedUntrusted(t, clitest.Run(t, root, "acquire", "x", "--pid", "1"), root, "uid "+strconv.Itoa(aliceUID), "2770")
 	clitest.Must(t, 0, root, "--group", strconv.Itoa(teamGID), "acquire", "x", "--pid", "1")

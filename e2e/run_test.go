@@ -371,5 +371,6 @@ func TestRunStopsItsCommandAtTheLocalDeadlineWhenHeartbeatsHang(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &o); err != nil || o.FencingToken <= token {
 		t.Fatalf("acquire after the ledger answered again: %v, token %d after run's %d: %s", err, o.FencingToken, token, r.Stdout)
 	}
+	awaitLossRecorded(t, root, clitest.Strings(t, root, `SELECT request_id FROM events WHERE type = 'lock_acquired'`)[0])
 	assertChain(t, root)
 }

@@ -164,7 +164,7 @@ func TestATargetReplacedBySomethingElseIsNeverOverwrittenOrRemoved(t *testing.T)
 			if got, _ := os.ReadFile(p); string(got) != string(passwd) || clitest.EventCount(t, root) != n {
 				t.Fatalf("refused take-over changed the file or the ledger")
 			}
-			clitest.Must(t, 0, root, "release", "42", "--request-id", "first", "--force")
+			clitest.Must(t, 0, root, "release", "42", "--request-id", "first", "--force", "--yes", "--reason", "cleanup")
 			if got, err := os.ReadFile(p); err != nil || string(got) != string(passwd) {
 				t.Fatalf("release removed or changed a file the ledger did not write: %q, %v", got, err)
 			}

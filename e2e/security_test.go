@@ -82,7 +82,7 @@ func TestSecurityModesAreSetAtCreationNotAfter(t *testing.T) {
 "$LL" acquire a --pid $$ >/dev/null || exit 1
 "$LL" steal a --active --yes --reason strace --pid $$ >/dev/null || exit 1
 "$LL" run b -- true || exit 1
-"$LL" release a --force`
+"$LL" release a --force --yes --reason cleanup`
 	// -y prints the path of every descriptor, so that a call relative to
 	// a directory descriptor (openat2, mkdirat) names the file it creates.
 	c := exec.Command("strace", "-ff", "-qq", "-ttt", "-y", "-o", trace, "-e", "trace=%file,fchmod", "sh", "-c", script)

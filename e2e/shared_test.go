@@ -204,7 +204,7 @@ func TestStatusCheckOfSharedHoldersBesideADeadForeignFile(t *testing.T) {
 func TestForcedReleaseOfASharedHolderIsAudited(t *testing.T) {
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "acquire", "db", "--limit", "2", "--request-id", "r1", "--actor", "worker")
-	r := clitest.Must(t, 0, root, "release", "db", "--force", "--request-id", "r1", "--actor", "oncall",
+	r := clitest.Must(t, 0, root, "release", "db", "--force", "--yes", "--request-id", "r1", "--actor", "oncall",
 		"--reason", "INC-7: runner gone", "--json")
 	body := clitest.Strings(t, root, "SELECT CAST(body AS TEXT) FROM events WHERE type = 'lock_released'")
 	if len(body) != 1 {

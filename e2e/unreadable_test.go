@@ -167,7 +167,7 @@ func TestTheTimelineSaysOnceWhereProjectKeptAnUnreadableFile(t *testing.T) {
 	}
 	clitest.Must(t, 0, root, "project")
 	aside := keptAside(t, path)
-	r := clitest.Must(t, 0, root, "timeline", "--lock", "deploy")
+	r := clitest.Must(t, 0, root, "timeline", "--lock", "deploy", "--wide")
 	if n := strings.Count(r.Stdout, "moved aside to "+aside); n != 1 {
 		t.Fatalf("the timeline says %d times where the file was kept aside, want once:\n%s", n, r.Stdout)
 	}
@@ -219,7 +219,7 @@ func TestAnUnreadableLockFileIsRecordedAsWhatItIs(t *testing.T) {
 
 	desc := fmt.Sprintf("unreadable lock file at %s (%d bytes, modified %s)", path, len(garbage), modified.Format(time.RFC3339))
 	madeUp := regexp.MustCompile(`pid 0@|@unknown|1970|held by unknown`)
-	for _, args := range [][]string{{"history", "deploy"}, {"timeline", "--lock", "deploy"}} {
+	for _, args := range [][]string{{"history", "deploy"}, {"timeline", "--lock", "deploy", "--wide"}} {
 		out := clitest.Must(t, 0, root, args...).Stdout
 		for _, line := range strings.Split(out, "\n") {
 			if (strings.Contains(line, "acquire_blocked") || strings.Contains(line, "action_refused")) &&

@@ -81,8 +81,8 @@ type Acquired struct {
 	// Limit is a semaphore's number of slots (shared holders only); absent
 	// is no limit (plain shared, like flock -s).
 	Limit int64 `json:"limit,omitempty"`
-	// WaitedSeconds is how long the holder waited for the lock before it
-	// got it (--wait); absent when it did not wait.
+	// WaitedSeconds is how long the acquirer waited before it got the
+	// lock; absent when it did not wait.
 	WaitedSeconds float64 `json:"waited_seconds,omitempty"`
 }
 

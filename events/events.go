@@ -118,6 +118,9 @@ const (
 	ResultSuccess   = "success"
 	ResultFailure   = "failure"
 	ResultCancelled = "cancelled"
+	// ResultForced is a release by someone other than the holder (release
+	// --force) that said nothing of how the holder's work ended.
+	ResultForced = "forced"
 )
 
 // Lock states.

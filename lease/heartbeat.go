@@ -161,10 +161,10 @@ func (s *Lease) record(ctx context.Context, failures int, cause string, lost boo
 }
 
 // recordLoss retries heartbeat_failed with lock_lost while the ledger is
-// busy, until until, even after Release was called: losing a lock should
-// leave a trace, but a holder cut off from its ledger must not wait for it
-// (the ledger then judges the lock stale by its TTL on its own). It reports
-// whether the loss was recorded.
+// busy, until until (when the lease lets go), even after Release was
+// called: a holder cut off from its ledger must not wait for it (the ledger
+// then judges the lock stale by its TTL on its own; RecordLoss tries again
+// later). It reports whether the loss was recorded.
 func (s *Lease) recordLoss(failures int, cause string, until time.Time) bool {
 	ctx, cancel := context.WithDeadline(context.Background(), until)
 	defer cancel()
@@ -174,7 +174,7 @@ func (s *Lease) recordLoss(failures int, cause string, until time.Time) bool {
 			return true
 		}
 		if !ledger.IsTransient(err) || ctx.Err() != nil || sleepCtx(ctx, 50*time.Millisecond) != nil {
-			s.l.Logger().Warn("could not record the lost lock", "lock", s.acq.Lock, "err", err)
+			s.l.Logger().Warn("could not record the lost lock yet (see RecordLoss)", "lock", s.acq.Lock, "err", err)
 			return false
 		}
 	}

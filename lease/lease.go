@@ -148,7 +148,8 @@ type Result struct {
 // deadline it frees the lock only when the ledger answered (the loss is
 // recorded) and only until the lease lets go (half the margin after the
 // deadline), so that a holder cut off from its ledger returns promptly; the
-// ledger then lets the lock go by its TTL. Calling it again is a no-op.
+// ledger then lets the lock go by its TTL, and RecordLoss records the loss
+// once the ledger answers again. Calling it again is a no-op.
 func (s *Lease) Release(ctx context.Context, r Result) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -207,6 +208,57 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 			if expired != nil {
 				return s.Err()
 			}
+			return err
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// UnrecordedLoss is the loss at the deadline that the ledger could not
+// record yet (see RecordLoss); nil when the lease was not lost at its
+// deadline or the loss is recorded.
+func (s *Lease) UnrecordedLoss() *DeadlineError {
+	var expired *DeadlineError
+	if !errors.As(s.Err(), &expired) {
+		return nil
+	}
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	if s.traced {
+		return nil
+	}
+	return expired
+}
+
+// RecordLoss records the loss at the deadline that the ledger could not
+// take when it happened (heartbeat_failed with lock_lost), as soon as the
+// ledger answers again, trying until ctx ends; nil when there is nothing
+// left to record.
+func (s *Lease) RecordLoss(ctx context.Context) error {
+	lost := s.UnrecordedLoss()
+	if lost == nil {
+		return nil
+	}
+	if err := RecordLoss(ctx, s.l, s.acq.Lock, s.id, max(lost.Failures, 1), lost.Error()); err != nil {
+		return err
+	}
+	s.dmu.Lock()
+	s.traced = true
+	s.dmu.Unlock()
+	return nil
+}
+
+// RecordLoss appends heartbeat_failed with lock_lost for id's lock,
+// retrying whatever the ledger answers (a database that is away may fail
+// in any way), with backoff, until it is recorded or ctx ends.
+func RecordLoss(ctx context.Context, l *ledger.Ledger, lock string, id ledger.Identity, failures int, cause string) error {
+	backoff := 50 * time.Millisecond
+	for {
+		err := l.RecordHeartbeatFailure(ctx, lock, id, failures, cause, true)
+		if err == nil {
+			return nil
+		}
+		if sleepCtx(ctx, backoff) != nil {
 			return err
 		}
 		backoff = min(2*backoff, time.Second)

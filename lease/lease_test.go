@@ -1,10 +1,14 @@
 package lease_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -345,5 +349,71 @@ func TestLeaseDoneWhenReleasedOrLost(t *testing.T) {
 	}
 	if !errors.Is(stolen.Err(), ledger.ErrLost) {
 		t.Fatalf("Err() after a steal: %v, want ErrLost", stolen.Err())
+	}
+}
+
+// syncBuffer is a log destination read while the lease writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Contains(s string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Contains(b.buf.String(), s)
+}
+
+// A loss at the deadline that the ledger could not take (its writer held
+// elsewhere past the moment the lease lets go) is recorded by RecordLoss
+// once the ledger answers again; Release still returns at once.
+func TestLeaseLossIsRecordedWhenTheLedgerAnswersAgain(t *testing.T) {
+	ctx := context.Background()
+	var log syncBuffer
+	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond), ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(2*time.Second), lease.WithHeartbeatInterval(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, l)
+	awaitLost(t, s)
+	for deadline := time.Now().Add(10 * time.Second); !log.Contains("could not record the lost lock"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the lease did not give up recording its loss while the writer was held")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var de *lease.DeadlineError
+	if err := s.Release(ctx, lease.Result{Result: events.ResultCancelled}); !errors.As(err, &de) {
+		t.Fatalf("Release after the deadline: %v, want the *lease.DeadlineError", err)
+	}
+	if s.UnrecordedLoss() == nil {
+		t.Fatal("UnrecordedLoss is nil while the ledger could not record the loss")
+	}
+	recorded := make(chan error, 1)
+	go func() { recorded <- s.RecordLoss(ctx) }()
+	select {
+	case err := <-recorded:
+		t.Fatalf("RecordLoss returned while the writer was held: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	release()
+	select {
+	case err := <-recorded:
+		if err != nil {
+			t.Fatalf("RecordLoss once the ledger answered: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("RecordLoss did not return once the ledger answered")
+	}
+	awaitEvent(t, l, events.HeartbeatFailed, time.Second, func(p any) bool { return p.(*events.HeartbeatFailedPayload).LockLost })
+	if s.UnrecordedLoss() != nil || s.RecordLoss(ctx) != nil {
+		t.Fatal("the loss is recorded: nothing should be left to record")
 	}
 }

@@ -12,7 +12,8 @@ type ReleaseRequest struct {
 	Lock string
 	Identity
 	// Result is success, failure or cancelled; "" is failure with a
-	// non-zero ExitCode, else success.
+	// non-zero ExitCode, else success, or forced for a Force release of
+	// another's lock without an ExitCode.
 	Result      string
 	FailureStep string
 	ExitCode    *int
@@ -68,6 +69,8 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 	if req.ExitCode != nil && (*req.ExitCode < 0 || *req.ExitCode > 255) {
 		return nil, events.Invalid("exit code", fmt.Sprint(*req.ExitCode), "must be 0-255")
 	}
+	// A forced release that says nothing of the work records result forced.
+	untold := req.Result == "" && req.ExitCode == nil
 	if req.Result == "" {
 		// A job that exited non-zero failed, whether or not the caller said so.
 		req.Result = events.ResultSuccess
@@ -157,6 +160,9 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 		actor := id
 		if mine {
 			actor.Actor, actor.PID = h.rec.Actor, h.rec.PID
+		}
+		if !mine && untold {
+			req.Result = events.ResultForced
 		}
 		p := &events.Released{HeldDurationSeconds: seconds(w.now.Sub(h.created)), Result: req.Result,
 			FailureStep: req.FailureStep, ExitCode: req.ExitCode, Forced: !mine, FencingToken: h.token, Note: req.Note}

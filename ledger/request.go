@@ -21,8 +21,12 @@ type AcquireRequest struct {
 	// a waiting caller sets it only on its last attempt.
 	RecordBlocked bool
 	// Waited is how long the caller has waited so far (acquire_blocked and
-	// the acquiring event record it).
+	// lock_acquired record it).
 	Waited time.Duration
+	// NoProcess: no process holds the lock (Identity.PID is ignored); it is
+	// held while heartbeats arrive within the TTL and stale after, and any
+	// process with the request id heartbeats and releases it.
+	NoProcess bool
 	// Waiting marks every attempt of a caller that waits: a stale lock
 	// ends the wait at once, so its refusal is recorded on any attempt.
 	Waiting bool
@@ -62,6 +66,9 @@ func (r *AcquireRequest) validate() error {
 	}
 	if err := events.ValidText("intent version", r.IntentVersion, 256, true); err != nil {
 		return err
+	}
+	if r.NoProcess && len(r.Targets) > 0 {
+		return events.Invalid("holder", "none", "cannot be combined with other tools' lock files (--file): they name a holder process")
 	}
 	if r.MaxAge < 0 {
 		return events.Invalid("max age", r.MaxAge.String(), "must not be negative")
@@ -152,7 +159,9 @@ func (l *Ledger) prepareAcquire(req *AcquireRequest) error {
 		return err
 	}
 	req.Identity = id
-	if err := l.checkLocalPID(id.PID); err != nil {
+	if req.NoProcess {
+		req.PID = 0
+	} else if err := l.checkLocalPID(id.PID); err != nil {
 		return err
 	}
 	return l.ValidateTargets(req.Targets)

@@ -70,7 +70,8 @@ func judge(h *holding, now time.Time, self Host, probe proc.Probe, maxAge time.D
 // still running here when only its own process is gone. A holder that may
 // be on another machine (another host id or machine key, one seen after this
 // boot began, and on a store many hosts share another boot of an unknown
-// machine) is never judged by pid or boot (proc.CompareBoot).
+// machine) is never judged by pid or boot (proc.CompareBoot), nor is one
+// no process holds (pid 0, AcquireRequest.NoProcess).
 func gone(h *holding, self Host, probe proc.Probe) (dead bool, job []int) {
 	if h.rec.HostID != self.ID || h.rec.PID <= 0 {
 		return false, nil

@@ -57,7 +57,7 @@ type Event struct {
 	HeldBy         *events.Holder         `json:"held_by"`
 	UnreadableFile *events.UnreadableFile `json:"unreadable_file"`
 	State          string                 `json:"state"`
-	WaitedSeconds  float64                `json:"waited_seconds"`
+	WaitedSeconds  float64                `json:"waited_seconds"` // also lock_acquired and lock_stolen of a waiter
 	Foreign        bool                   `json:"foreign"`
 
 	// action_refused: the refused action; job_processes: what was done

@@ -118,17 +118,20 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("acquired", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 1, "req_a"), &acq))
 	add("acquired+targets", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 2, "req_a"), &withTargets))
 	full()
-	waited := acq
-	waited.WaitedSeconds = 2.5
-	add("acquired after a wait", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 2, "req_w"), &waited))
-	full()
 	shared := acq
-	shared.Mode, shared.Limit, shared.WaitedSeconds = events.ModeShared, 3, 0.001
+	shared.Mode, shared.Limit = events.ModeShared, 3
 	add("acquired shared limit", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 2, "req_s"), &shared))
 	full()
 	add("stolen shared slot", events.LockStolen, mustBody(tb, env(events.LockStolen, 6, "req_t"), &events.Stolen{Acquired: shared,
 		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonHolderDead}))
 	full()
+	waited := withTargets
+	waited.WaitedSeconds = 12.5
+	add("acquired after a wait", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 2, "req_w"), &waited))
+	full()
+	noProcess := env(events.LockAcquired, 2, "req_n")
+	noProcess.PID = 0
+	add("acquired, no holder process", events.LockAcquired, mustBody(tb, noProcess, &acq))
 	noMeta := acq
 	noMeta.Metadata = map[string]string{}
 	noMeta.Intent, noMeta.IntentVersion, noMeta.PIDStart, noMeta.BootID = "", "", "", ""
@@ -161,6 +164,9 @@ func validSeeds(tb testing.TB) []seedBody {
 		HeldDurationSeconds: 0, Result: events.ResultFailure, FailureStep: "migrate", ExitCode: &exit, FencingToken: 12}))
 	add("released forced", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
 		HeldDurationSeconds: 3600, Result: events.ResultCancelled, ExitCode: &zero, Forced: true, ReleasedRequestID: "req_a"}))
+	add("released forced, result forced", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
+		HeldDurationSeconds: 60, Result: events.ResultForced, Forced: true, ReleasedRequestID: "req_a", FencingToken: 9,
+		Note: "INC-43: runner gone"}))
 	add("released everything", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
 		HeldDurationSeconds: 7.5, Result: events.ResultFailure, FailureStep: "deploy", ExitCode: &exit, Forced: true,
 		ReleasedRequestID: "req_a", FencingToken: 9, DisplacedBy: &holderPrev, DisplacedByFormat: "prodigy",
@@ -396,7 +402,7 @@ func replacements() []string {
 		strings.Repeat("9", 308), strings.Repeat("9", 309), "1" + strings.Repeat("0", 308) + ".5",
 		maxFloat.Text(10), new(big.Int).Sub(halfPastMaxFloat, big.NewInt(1)).Text(10), halfPastMaxFloat.Text(10),
 		`""`, `"x"`, `"A"`, `"/"`, `"//"`, `"/x"`, `"x/"`, `"v1"`, `"V1"`, `"held"`, `"stale"`, `"dead"`, `"free"`,
-		`"success"`, `"failure"`, `"cancelled"`, `"stale_lock_forced"`, `"superseded"`, `"forced_active "`, `"reclaimed"`,
+		`"success"`, `"failure"`, `"cancelled"`, `"forced"`, `"Forced"`, `"stale_lock_forced"`, `"superseded"`, `"forced_active "`, `"reclaimed"`,
 		`"release"`, `"steal"`, `"heartbeat"`, `"Release"`, `"terminated"`, `"killed"`, `"left_running"`, `"bso"`,
 		`["x"]`, `[""]`, `[0]`, `[1,2]`, `["x",1]`, `[null]`, `[[]]`, `[1.0]`,
 		`"tower-fleet"`, `"gitclaw"`, `"beads "`, `"shared"`, `"exclusive"`, `"Shared"`, `1000000`, `1000001`, `"lock_heartbeat"`, `"lock_acquired"`, `"acquire_blocked"`,

@@ -1106,7 +1106,7 @@ var (
 	modeValues                    = []string{"exclusive", "shared"}
 	formatValues                  = []string{"tower-fleet", "bso", "beads", "prodigy", "gitclaw"}
 	reasonValues                  = []string{"stale_lock_forced", "holder_dead", "forced_active", "foreign_lock", "superseded", "reclaimed"}
-	resultValues                  = []string{"success", "failure", "cancelled"}
+	resultValues                  = []string{"success", "failure", "cancelled", "forced"}
 	stateValues                   = []string{"held", "stale", "dead"}
 	actionValues                  = []string{"release", "steal", "heartbeat"}
 	stateInActionRefusedValues    = []string{"free", "held", "stale", "dead"}

@@ -1,22 +1,51 @@
 #!/usr/bin/env bash
-# A short scripted tour of lockledger on a throwaway root.
-# The holder of a one-shot acquire is the calling process; inside $(...) with a
-# function or a pipe that is a subshell, so the tour passes --pid $$ (this script).
+# A short scripted tour of lockledger on a throwaway root. Each command is
+# shown as `$ lockledger ...` on stdout, followed by its own output, so
+# `make demo > tour.txt` is a transcript (lockledger's log lines go to
+# stderr). The holder of a one-shot acquire is the calling process; inside
+# $(...) that is a subshell, so the tour passes --pid $$ (this script) there.
 set -euo pipefail
 bin=$(cd "$(dirname "${1:-bin/lockledger}")" && pwd)/$(basename "${1:-bin/lockledger}")
-root=$(mktemp -d "${TMPDIR:-/tmp}/lockledger-demo.XXXXXX")
+demo=$(mktemp -d "${TMPDIR:-/tmp}/lockledger-demo.XXXXXX")
+root=$demo/root page=$demo/timeline.html
 trap 'rm -rf "$root"' EXIT
 export LOCKLEDGER_ROOT="$root" LOCKLEDGER_ACTOR=demo
-ll() { echo "\$ lockledger $*" >&2; "$bin" "$@"; }
+# shown prints the command line as a shell would take it back.
+shown() {
+	local a line='$ lockledger'
+	for a; do
+		if [[ $a =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then line+=" $a"; else line+=" '${a//\'/\'\\\'\'}'"; fi
+	done
+	echo "$line"
+}
 # Bold step titles (and jq's colours) only on a terminal, and never with
 # NO_COLOR set.
 bold='' plain='' jqcolor=-M
 if [ -t 1 ] && [ -z "${NO_COLOR+set}" ]; then bold=$'\033[1m' plain=$'\033[0m' jqcolor=-C; fi
+# lockledger redraws its progress line (CR, ESC[K) while it waits on a
+# terminal; with NO_COLOR its stderr goes through a pipe, so no escape
+# code reaches the terminal.
+lockledger() {
+	if [ -n "${NO_COLOR+set}" ] && [ -t 2 ]; then
+		{ "$bin" "$@" 2>&1 1>&3 3>&- | cat >&2; } 3>&1
+		return
+	fi
+	"$bin" "$@"
+}
+ll() { shown "$@"; lockledger "$@"; }
+# llout VAR ARGS...: ll, with lockledger's stdout also kept in VAR.
+llout() {
+	local -n into=$1
+	shift
+	shown "$@"
+	into=$(lockledger "$@")
+	echo "$into"
+}
 step() { printf '\n%s# %s%s\n' "$bold" "$*" "$plain"; }
 
 step "1. acquire: take a lock; stdout is the request id"
-rid=$(ll acquire deploy-prod --pid $$ --ttl 60s --intent deploy --intent-version 1.2.0 --metadata commit=abc123 | tail -n1)
-echo "$rid"
+llout rid acquire deploy-prod --pid $$ --ttl 60s --intent deploy --intent-version 1.2.0 --metadata commit=abc123
+held_at=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
 
 step "2. status: who holds it, since when, last heartbeat"
 ll status deploy-prod
@@ -30,7 +59,29 @@ set +e; ll acquire deploy-prod --actor ci-bot; echo "exit $?"; set -e
 step "5. release by its owner"
 ll release deploy-prod --request-id "$rid"
 
-step "6. stale lock: a holder that stopped heartbeating 2 minutes ago (ttl 60s)"
+step "6. run: hold a lock exactly as long as a command runs (heartbeats, release, exit code)"
+ll run nightly-etl --ttl 30s -- sh -c 'echo "etl: holding $LOCKLEDGER_LOCK with fencing token $LOCKLEDGER_FENCING_TOKEN"'
+
+step "7. --wait: queue behind the holder instead of failing"
+echo "$(shown run deploy-prod --actor ci-bot -- sleep 1) &"
+"$bin" -q run deploy-prod --actor ci-bot -- sleep 1 & job=$!
+for _ in $(seq 100); do
+	"$bin" status deploy-prod --check >/dev/null 2>&1 || break
+	sleep 0.05
+done
+llout rid acquire deploy-prod --pid $$ --wait 10s
+wait "$job"
+ll release deploy-prod --request-id "$rid"
+
+step "8. a shared lock: readers together, a writer waits for all of them"
+llout r1 acquire reports-db --pid $$ --shared --actor reader-1
+llout r2 acquire reports-db --pid $$ --shared --actor reader-2
+ll status reports-db
+set +e; ll acquire reports-db --actor migrator; echo "exit $?"; set -e
+ll release reports-db --request-id "$r1"
+ll release reports-db --request-id "$r2"
+
+step "9. stale lock: a holder that stopped heartbeating 2 minutes ago (ttl 60s)"
 # Another tool's lock file, written the way tower-fleet's shell functions do.
 old=$(date -u -d '-3 minutes' +%Y-%m-%dT%H:%M:%SZ); beat=$(date -u -d '-2 minutes' +%Y-%m-%dT%H:%M:%SZ)
 jq -n --arg c "$old" --arg h "$beat" '{lock_version:"v1",lock_name:"db-migrate",request_id:"req_old123",
@@ -38,12 +89,12 @@ jq -n --arg c "$old" --arg h "$beat" '{lock_version:"v1",lock_name:"db-migrate",
   last_heartbeat_at:$h,ttl_seconds:60,metadata:{}}' > "$root/locks/db-migrate.lock"
 set +e; ll acquire db-migrate; echo "exit $?"; set -e
 
-step "7. --force takes over the stale lock and records lock_stolen with the previous lock and its hash"
-rid2=$(ll acquire db-migrate --pid $$ --force | tail -n1)
+step "10. --force takes over the stale lock and records lock_stolen with the previous lock and its hash"
+llout rid2 acquire db-migrate --pid $$ --force
 
-step "8. another tool takes over a dead holder's lock: lockledger leaves its file alone and records it"
+step "11. another tool takes over a dead holder's lock: lockledger leaves its file alone and records it"
 sleep 600 & job=$!
-ll acquire nightly --pid "$job" --request-id nightly-1 >/dev/null
+ll acquire nightly --pid "$job" --request-id nightly-1
 kill "$job"; wait "$job" 2>/dev/null || true
 now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 # tower-fleet's lock-manager.sh judged the holder gone and wrote its own lock (its pid: this script).
@@ -53,14 +104,23 @@ jq -n --arg t "$now" --argjson pid $$ '{lock_version:"v1",lock_name:"nightly",re
 set +e; ll acquire nightly --force; echo "exit $?"; set -e
 ll release nightly --request-id nightly-1 || true
 
-step "9. list every lock that is not free"
+step "12. list every lock that is not free"
 ll list
 
-step "10. the audit trail: every action above is a hash-chained event"
+step "13. who held deploy-prod at a moment in the past (here: during step 1)"
+ll who deploy-prod --at "$held_at"
+
+step "14. the audit trail: every action above is a hash-chained event"
 ll timeline
 
-step "11. verify recomputes the chain and checks the projections against it"
+step "15. the same timeline as one self-contained page, for a browser"
+ll timeline --format html -o "$page"
+echo "wrote $page"
+
+step "16. verify recomputes the chain and checks the projections against it"
 ll verify
 "$bin" release db-migrate --request-id "$rid2" 2>/dev/null
 rm -f "$root/locks/nightly.lock"
-echo; echo "demo root was $root (removed on exit)"
+echo
+echo "demo root was $root (removed on exit)"
+echo "timeline page: $page (kept; open it in a browser)"

@@ -20,4 +20,7 @@ if ((${#missing[@]})); then
 	echo "*** NOTE: not found here: ${list%, }" >&2
 	echo "*** the tests that need them are SKIPPED (bash .ci/run installs them and requires every test to run)" >&2
 fi
+if ! command -v systemd-analyze >/dev/null; then
+	echo "*** NOTE: systemd-analyze not found: the example systemd units are run, but not checked by systemd (SKIPPED, also under CI)" >&2
+fi
 exit 0

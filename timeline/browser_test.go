@@ -2,6 +2,7 @@ package timeline_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,25 +41,7 @@ func TestPageInAHeadlessBrowser(t *testing.T) {
 	clitest.Must(t, 0, root, "timeline", "--format", "html", "-o", page)
 	hs, evs := replayed(t, root, replay.Filter{})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(bin),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.NoFirstRun,
-		chromedp.UserDataDir(filepath.Join(dir, "profile")),
-		chromedp.WindowSize(1240, 1000),
-	)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(alloc)
-	// Cancelling the browser's context closes Chromium and waits for it.
-	defer cancelBrowser()
-
+	browser := headless(t, bin, dir)
 	start := time.Now()
 	count := func(sel string) int {
 		t.Helper()
@@ -99,4 +82,99 @@ func TestPageInAHeadlessBrowser(t *testing.T) {
 	if len(shot) < 1000 || string(shot[1:4]) != "PNG" {
 		t.Errorf("the screenshot is not a PNG (%d bytes)", len(shot))
 	}
+}
+
+// headless starts Chromium for one test, offline, with its profile in dir;
+// the test's end closes it and waits for it.
+func headless(t *testing.T, bin, dir string) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(bin),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.NoFirstRun,
+		chromedp.UserDataDir(filepath.Join(dir, "profile")),
+		chromedp.WindowSize(1240, 1000),
+	)
+	t.Cleanup(cancelAlloc)
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	// Cancelling the browser's context closes Chromium and waits for it.
+	t.Cleanup(cancelBrowser)
+	return browser
+}
+
+// TestNewMarksInAHeadlessBrowser checks, as Chromium lays the page out,
+// what a postmortem author reads off it: labels inside their bars, eight
+// actors in eight colours, bob's wait ending at his bar, the stale
+// shading inside it, the refusal's marker, a selection ringed and its
+// rows lit, and details wrapped between words in a narrow window.
+func TestNewMarksInAHeadlessBrowser(t *testing.T) {
+	bin := chromiumPath(t)
+	page, hs, _ := marksPage(t)
+	browser := headless(t, bin, t.TempDir())
+	bob := holdingOf(t, hs, "bob")
+	bar := fmt.Sprintf(`#timeline rect.b[data-seq="%d"]`, bob.Opened.Seq)
+	check := func(what, js string) {
+		t.Helper()
+		problems, err := chromedp.Run(browser, chromedp.Evaluate[[]string](`(function(){var bad=[];`+js+`;return bad;})()`))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for _, p := range problems {
+			t.Errorf("%s: %s", what, p)
+		}
+	}
+	if err := chromedp.Do(browser, chromedp.Navigate("file://"+page), chromedp.WaitReady(chromedp.CSS("#timeline"))); err != nil {
+		t.Fatal(err)
+	}
+	check("labels", `var ls=document.querySelectorAll('#timeline text.label');
+		if(ls.length<2)bad.push(ls.length+' labels');
+		ls.forEach(function(l){var b=document.querySelector('#timeline rect.b[data-seq="'+l.dataset.seq+'"]').getBBox(),t=l.getBBox();
+			if(t.x<b.x||t.x+t.width>b.x+b.width||t.y<b.y-1||t.y+t.height>b.y+b.height+1)
+				bad.push('label '+JSON.stringify(l.textContent)+' at '+[t.x,t.y,t.width,t.height]+' outside its bar at '+[b.x,b.y,b.width,b.height]);});`)
+	check("colours", `var fill={};document.querySelectorAll('#timeline rect.b').forEach(function(r){fill[r.dataset.actor]=getComputedStyle(r).fill;});
+		var as=Object.keys(fill),seen={};if(as.length!==8)bad.push(as.length+' actors');
+		as.forEach(function(a){if(fill[a].indexOf('url')>=0)bad.push(a+' is striped');if(seen[fill[a]])bad.push(a+' has '+seen[fill[a]]+'\'s colour '+fill[a]);seen[fill[a]]=a;});`)
+	check("wait and stale", `var b=document.querySelector('`+bar+`').getBBox();
+		var ws=document.querySelectorAll('#timeline .waited'),ss=document.querySelectorAll('#timeline rect.stale');
+		if(ws.length!==1||ss.length!==1){bad.push(ws.length+' waits, '+ss.length+' stale shadings');return bad;}
+		var w=ws[0].getBBox(),s=ss[0].getBBox();
+		if(w.width<5||Math.abs(w.x+w.width-b.x)>1)bad.push('the wait spans '+[w.x,w.x+w.width]+', the bar starts at '+b.x);
+		if(s.x<=b.x+1||s.x+s.width>b.x+b.width+1||s.width<5)bad.push('stale over '+[s.x,s.x+s.width]+', bar over '+[b.x,b.x+b.width]);`)
+	check("refusal", `var m=document.querySelectorAll('#timeline .mk-refused');
+		if(m.length!==1||m[0].getBBox().width<8)bad.push(m.length+' refusal markers');`)
+
+	// A click on bob's bar (where the stale shading lies over it) selects the bar.
+	if err := chromedp.Do(browser, chromedp.Click(chromedp.CSS(bar))); err != nil {
+		t.Fatal(err)
+	}
+	check("selection", fmt.Sprintf(`var s=%d,box=document.getElementById('selbox'),b=document.querySelector('%s').getBBox();
+		if(!box||box.getAttribute('display')==='none'){bad.push('no ring drawn');return bad;}
+		var r=box.querySelector('rect').getBBox();
+		if(r.x>b.x-2||r.y>b.y-2||r.x+r.width<b.x+b.width+2||r.y+r.height<b.y+b.height+2)bad.push('the ring '+[r.x,r.y,r.width,r.height]+' does not go round the bar '+[b.x,b.y,b.width,b.height]);
+		['h','e'].forEach(function(p){var row=document.getElementById(p+s);
+			if(!row||!row.classList.contains('sel')||getComputedStyle(row.cells[0]).backgroundColor==='rgba(0, 0, 0, 0)')bad.push('row '+p+s+' is not lit');});
+		if(document.getElementById('details-hint').textContent.indexOf('seq '+s)<0)bad.push('the details do not say seq '+s+' is selected');`,
+		bob.Opened.Seq, bar))
+
+	// Narrow, the details wrap: between words, never inside one.
+	if err := chromedp.Do(browser, chromedp.EmulateViewport(420, 900), chromedp.Click(chromedp.CSS("#timeline .mk-blocked"))); err != nil {
+		t.Fatal(err)
+	}
+	check("word breaks", `var wrapped=0;
+		document.querySelectorAll('#details-body dd').forEach(function(dd){
+			var all=document.createRange();all.selectNodeContents(dd);var tops={};
+			for(var r of all.getClientRects())tops[Math.round(r.top)]=1;if(Object.keys(tops).length>1)wrapped++;
+			var walk=document.createTreeWalker(dd,NodeFilter.SHOW_TEXT),tn;while((tn=walk.nextNode())){
+			var re=/\S+/g,m;while((m=re.exec(tn.data))){if(m[0].length>30)continue;
+				var w=document.createRange();w.setStart(tn,m.index);w.setEnd(tn,m.index+m[0].length);
+				var ts={};for(var r of w.getClientRects())ts[Math.round(r.top)]=1;
+				if(Object.keys(ts).length>1)bad.push('the word '+JSON.stringify(m[0])+' is broken across lines');}}});
+		if(wrapped===0)bad.push('no detail wraps at 420px: the check proves nothing');`)
 }

@@ -185,7 +185,7 @@ var pageCSS = strings.TrimSpace(`
 body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#111;background:#fff}
 h1{font-size:20px;margin:0 0 8px}h2{font-size:16px;margin:16px 0 6px}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0}
-dl.facts dt{font-weight:bold}dl.facts dd{margin:0;word-break:break-all}
+dl.facts dt{font-weight:bold}dl.facts dd{margin:0;overflow-wrap:anywhere}
 code{font:12px ui-monospace,monospace}
 .ok{color:#006400;font-weight:bold}.bad{color:#b00;font-weight:bold}
 .note{background:#fff4d6;border-left:4px solid #E69F00;padding:4px 8px}
@@ -193,7 +193,10 @@ code{font:12px ui-monospace,monospace}
 #details{position:sticky;bottom:0;background:#f8f8f8;border:1px solid #999;padding:4px 12px;max-height:40vh;overflow:auto}
 #details h2{margin:4px 0}
 #details-body{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:4px 0}
-#details-body dt{font-weight:bold}#details-body dd{margin:0;word-break:break-all}
+#details-body dt{font-weight:bold}#details-body dd{margin:0;overflow-wrap:anywhere;hyphens:none}
+#details-body .w{white-space:nowrap}#details-hint.selected{font-weight:bold}
+tr.sel td{background:#ffe58a}
+#timeline .label{pointer-events:none}
 table{border-collapse:collapse;font-size:12px;width:100%}
 th,td{border:1px solid #ccc;padding:2px 4px;text-align:left;vertical-align:top}
 td:last-child{font:11px ui-monospace,monospace;word-break:break-all}
@@ -210,17 +213,30 @@ tr{break-inside:avoid}thead th{position:static}section{break-before:auto}}
 var pageJS = strings.TrimSpace(`
 (function(){
 var body=document.getElementById('details-body'),hint=document.getElementById('details-hint'),cur=null;
-function add(k,v){var dt=document.createElement('dt');dt.textContent=k;var dd=document.createElement('dd');dd.textContent=v;body.appendChild(dt);body.appendChild(dd);}
+function add(k,v){var dt=document.createElement('dt');dt.textContent=k;var dd=document.createElement('dd');
+ v.split(/(\s+)/).forEach(function(p){if(!p)return;if(/^\s/.test(p)||p.length>30){dd.appendChild(document.createTextNode(p));return;}
+  var w=document.createElement('span');w.className='w';w.textContent=p;dd.appendChild(w);});
+ body.appendChild(dt);body.appendChild(dd);}
 function rows(r,skip){if(!r)return;var hs=r.closest('table').querySelectorAll('thead th');
  for(var i=0;i<r.cells.length;i++){var k=hs[i]?hs[i].textContent:'';if(skip.indexOf(k)<0)add(k,r.cells[i].textContent);}}
-function show(el){var s=el.getAttribute('data-seq');if(cur)cur.classList.remove('sel');cur=el;el.classList.add('sel');
- body.textContent='';hint.textContent='';
+var svg=document.getElementById('timeline'),box=document.getElementById('selbox'),marked=[];
+function ring(el){var b=el.getBBox(),m=svg.getScreenCTM().inverse().multiply(el.getScreenCTM());
+ var p=new DOMPoint(b.x,b.y).matrixTransform(m),q=new DOMPoint(b.x+b.width,b.y+b.height).matrixTransform(m);
+ var x=Math.min(p.x,q.x)-3,y=Math.min(p.y,q.y)-3,w=Math.abs(q.x-p.x)+6,h=Math.abs(q.y-p.y)+6;
+ for(var r of box.children){r.setAttribute('x',x);r.setAttribute('y',y);r.setAttribute('width',w);r.setAttribute('height',h);}
+ box.removeAttribute('display');}
+function bar(el){var s=el.getAttribute('data-seq');
+ if(el.classList.contains('stale')||el.classList.contains('label')||el.classList.contains('waited'))return svg.querySelector('rect.b[data-seq="'+s+'"]')||el;
+ return el;}
+function show(el){el=bar(el);var s=el.getAttribute('data-seq');if(cur)cur.classList.remove('sel');cur=el;el.classList.add('sel');ring(el);
+ marked.forEach(function(r){r.classList.remove('sel');});marked=[];
+ ['h','e'].forEach(function(p){var r=document.getElementById(p+s);if(r){r.classList.add('sel');marked.push(r);}});
+ body.textContent='';hint.textContent='Selected: seq '+s;hint.className='selected';
  if(el.getAttribute('data-count'))add('Stands for',el.getAttribute('data-count')+' (this is the first)');
  var h=(el.classList.contains('b')||el.classList.contains('agg'))&&document.getElementById('h'+s),e=document.getElementById('e'+s);
  if(h)rows(h,[]);rows(e,h?['Seq','Lock','Actor','Request']:[]);
  if(!h&&!e){add('Seq',s);add('Note','its event is past the tables\' limit');}}
 function pick(e){var el=e.target.closest&&e.target.closest('[data-seq]');if(el&&el.closest('svg'))show(el);}
-var svg=document.getElementById('timeline');
 svg.addEventListener('click',pick);svg.addEventListener('mouseover',pick);svg.addEventListener('focusin',pick);
 var m=/^#seq=(\d+)$/.exec(location.hash);if(m){var q='[data-seq="'+m[1]+'"]',el=svg.querySelector('.mk'+q)||svg.querySelector(q);if(el)show(el);}
 })();

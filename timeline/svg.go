@@ -39,13 +39,15 @@ func writeSVG(w *bufio.Writer, l *layout, standalone bool) {
 	fmt.Fprintf(w, `<title id="svgtitle">Holdings of %s from %s to %s (UTC)</title>`+"\n",
 		plural(len(l.lanes), "lock", "locks"), fmtTime(l.start), fmtTime(l.end))
 	w.WriteString("<style>.b,.agg,.mk{cursor:pointer}.mk{stroke-width:1.5}.b:focus,.mk:focus,.agg:focus{outline:none;stroke:#000;stroke-width:2}.sel{stroke:#000;stroke-width:3}</style>\n")
+	w.WriteString("<defs>")
+	// Stale: dark lines across the bar, the other way from the stripes.
+	w.WriteString(`<pattern id="stale" width="5" height="5" patternUnits="userSpaceOnUse" patternTransform="rotate(-45)"><rect width="5" height="5" fill="#fff" fill-opacity="0.35"/><rect width="1.5" height="5" fill="#000"/></pattern>`)
 	if l.needsStripes() {
-		w.WriteString("<defs>")
 		for i, c := range palette {
 			fmt.Fprintf(w, `<pattern id="s%d" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="%s"/><rect width="2" height="6" fill="#fff"/></pattern>`, i, c)
 		}
-		w.WriteString("</defs>\n")
 	}
+	w.WriteString("</defs>\n")
 	fmt.Fprintf(w, `<rect x="0" y="0" width="%d" height="%d" fill="#fff"/>`+"\n", width, h)
 	writeAxis(w, l)
 	writeLanes(w, l)
@@ -56,6 +58,11 @@ func writeSVG(w *bufio.Writer, l *layout, standalone bool) {
 	}
 	writeMarkers(w, l)
 	writeLegend(w, l)
+	if !standalone {
+		// The page's script draws it around what is selected: a white
+		// ring inside a black one shows on any colour.
+		w.WriteString(`<g id="selbox" display="none" pointer-events="none" fill="none"><rect stroke="#000" stroke-width="5"/><rect stroke="#fff" stroke-width="2"/></g>` + "\n")
+	}
 	w.WriteString("</svg>\n")
 }
 
@@ -145,14 +152,42 @@ func writeBars(w *bufio.Writer, l *layout) {
 		if open {
 			cls += " open"
 		}
+		if from, ok := l.waitFrom[h]; ok {
+			writeWait(w, l, h, from)
+		}
 		fmt.Fprintf(w, `<rect class="%s" tabindex="0" data-seq="%d" data-request-id="%s" data-actor="%s" x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>`,
 			cls, h.Opened.Seq, esc(h.Opened.RequestID), esc(h.Opened.Actor), x0, y, max(x1-x0, 1.5), height, l.fill(h.Opened.Actor))
+		for _, s := range l.stale[h] {
+			sx0, sx1 := l.x(s.from), l.x(s.to)
+			fmt.Fprintf(w, `<rect class="stale" data-seq="%d" x="%.1f" y="%d" width="%.1f" height="%d" fill="url(#stale)" stroke="#000" stroke-width="0.5"><title>%s</title></rect>`,
+				h.Opened.Seq, sx0, y, max(sx1-sx0, 1), height,
+				esc(fmt.Sprintf("stale from %s: %s's TTL (%ds) ran out without a heartbeat", fmtTime(s.from), h.Opened.Actor, h.Opened.TTLSeconds)))
+		}
+		if height >= barH {
+			if text := labelText(h.Opened.Actor, x1-x0); text != "" {
+				fmt.Fprintf(w, `<text class="label" data-seq="%d" x="%.1f" y="%d" font-size="%d" fill="%s">%s</text>`,
+					h.Opened.Seq, x0+labelPad, y+barH-4, labelSize, l.ink(h.Opened.Actor), html.EscapeString(text))
+			}
+		}
 		if open {
 			// Still held at the window's end: an arrow says the bar goes on.
 			fmt.Fprintf(w, `<path class="open-end" d="M%.1f %dl7 %dl-7 %dz" fill="#000"/>`, x1, y-2, barH/2+2, barH/2+2)
 		}
 		w.WriteByte('\n')
 	}
+}
+
+// writeWait draws the span in which h's holder waited for it: a thin
+// dashed bar in its actor's colour under the lane's bars (the lock's
+// holder then is drawn above it), from the wait's start to h's bar.
+func writeWait(w *bufio.Writer, l *layout, h *replay.Holding, from time.Time) {
+	x0, x1 := l.x(from), l.x(h.Start())
+	y := l.laneTop(h.Lock) + barOff + barH + 2
+	mid := y + 2
+	fmt.Fprintf(w, `<g class="waited" data-seq="%d" data-request-id="%s"><title>%s</title><rect x="%.1f" y="%d" width="%.1f" height="4" fill="%s" opacity="0.6"/><line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-dasharray="3 2"/></g>`,
+		h.Opened.Seq, esc(h.Opened.RequestID),
+		esc(fmt.Sprintf("seq %d: %s waited %s for it, from %s", h.Opened.Seq, h.Opened.Actor, h.Start().Sub(from).Round(time.Millisecond), fmtTime(from))),
+		x0, mid-2, max(x1-x0, 1), l.fill(h.Opened.Actor), x0, mid, x1, mid)
 }
 
 // writeAggregated draws each lane's holdings per pixel column: a column
@@ -199,6 +234,8 @@ func writeAggregated(w *bufio.Writer, l *layout) {
 	}
 }
 
+const refusedPath = "M-6 -4l2 -2l4 4l4 -4l2 2l-4 4l4 4l-2 2l-4 -4l-4 4l-2 -2l4 -4z"
+
 // markerPath is the shape of each marker kind, centred on (0,0): shape,
 // not colour, tells the kinds apart.
 func markerPath(ev *replay.Event) (path, fill string) {
@@ -214,6 +251,8 @@ func markerPath(ev *replay.Event) (path, fill string) {
 		return "M0 -7l6 7l-6 7l-6 -7z", "#fff"
 	case mkFailRel: // a square
 		return "M-5 -5h10v10h-10z", "#000"
+	case mkRefused: // a cross
+		return refusedPath, "#000"
 	}
 	return "", ""
 }
@@ -223,7 +262,7 @@ func markerY(l *layout, ev *replay.Event) int {
 	switch markerKind(ev) {
 	case mkStolen:
 		return top + barOff - 2
-	case mkBlocked:
+	case mkBlocked, mkRefused:
 		return top + barOff + barH + 6
 	default:
 		return top + barOff + barH/2
@@ -238,7 +277,7 @@ func writeMarkers(w *bufio.Writer, l *layout) {
 	for _, ev := range l.markers {
 		x, y := l.x(ev.Time), markerY(l, ev)
 		if markerKind(ev) == mkBlocked && ev.WaitedSeconds > 0 {
-			from := l.x(ev.Time.Add(-time.Duration(ev.WaitedSeconds * float64(time.Second))))
+			from := l.x(waitedSince(ev))
 			fmt.Fprintf(w, `<line class="wait" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-dasharray="3 2"/>`, from, y, x, y)
 		}
 		d, fill := markerPath(ev)
@@ -291,11 +330,18 @@ func writeLegend(w *bufio.Writer, l *layout) {
 		{"M0 -7l6 7l-6 7l-6 -7z", "#000", "heartbeat failed, lock lost"},
 		{"M-5 -5h10v10h-10z", "#000", "released with failure"},
 		{"M-4 -7l7 7l-7 7z", "#000", "held at the window's end"},
+		{refusedPath, "#000", "action refused"},
 	}
 	for i, k := range keys {
-		x := 10 + i*legendCol
+		x := 10 + (i%perRow)*legendCol
+		yy := y + (i/perRow)*legendRow
 		fmt.Fprintf(w, `<path transform="translate(%d %d)" d="%s" fill="%s" stroke="#000"/><text x="%d" y="%d">%s</text>`,
-			x+8, y+7, k.d, k.fill, x+20, y+11, k.text)
+			x+8, yy+7, k.d, k.fill, x+20, yy+11, k.text)
 	}
+	y += ((len(keys) + perRow - 1) / perRow) * legendRow
+	fmt.Fprintf(w, `<g class="key-waited"><rect x="10" y="%d" width="24" height="4" fill="#999" opacity="0.6"/><line x1="10" y1="%d" x2="34" y2="%d" stroke="#000" stroke-dasharray="3 2"/><text x="40" y="%d">waited, then held</text></g>`,
+		y+4, y+6, y+6, y+11)
+	fmt.Fprintf(w, `<g class="key-stale"><rect x="%d" y="%d" width="24" height="12" fill="url(#stale)" stroke="#000" stroke-width="0.5"/><text x="%d" y="%d">stale from here: the TTL ran out without a heartbeat</text></g>`,
+		10+legendCol, y, 40+legendCol, y+10)
 	w.WriteString("</g>\n")
 }

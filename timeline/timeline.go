@@ -44,11 +44,20 @@ type Page struct {
 	// table's DETAILS); OSUser who the kernel says wrote it.
 	Describe func(*replay.Event) string
 	OSUser   func(*replay.Event) string
+	// HeartbeatsLeftOut says the query left lock_heartbeat events out
+	// (--type without it): no holding is then shaded as stale, since its
+	// heartbeats are not known.
+	HeartbeatsLeftOut bool
 }
 
-// Okabe and Ito's palette, which people with any common colour-blindness
-// tell apart (black is kept for the markers).
-var palette = []string{"#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"}
+// Okabe and Ito's palette with its grey, which people with any common
+// colour-blindness tell apart: eight actors get eight colours (black is
+// kept for the markers).
+var palette = []string{"#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999"}
+
+// labelInk is the colour of an actor's name on a bar of palette[i]: white
+// on the two dark ones, black on the rest.
+var labelInk = []string{"#000", "#000", "#fff", "#000", "#fff", "#000", "#000", "#000"}
 
 // Geometry of the picture, in SVG user units (pixels at 100%).
 const (
@@ -71,6 +80,7 @@ const (
 	mkBlocked = "blocked"
 	mkHBFail  = "hbfail"
 	mkFailRel = "failrel"
+	mkRefused = "refused"
 )
 
 // markerKind is the kind of marker ev gets, "" for none.
@@ -82,6 +92,8 @@ func markerKind(ev *replay.Event) string {
 		return mkBlocked
 	case events.HeartbeatFailed:
 		return mkHBFail
+	case events.ActionRefused:
+		return mkRefused
 	case events.LockReleased:
 		if ev.Result == events.ResultFailure {
 			return mkFailRel
@@ -101,6 +113,11 @@ type layout struct {
 	markers    []*replay.Event
 	aggregate  bool // holdings drawn per pixel column
 	aggMarkers bool // markers drawn per pixel column
+	// waitFrom is when the holder of a holding began to wait for it (only
+	// holdings that waited); stale the spans in which a holding's TTL had
+	// run out without a heartbeat.
+	waitFrom map[*replay.Holding]time.Time
+	stale    map[*replay.Holding][]span
 }
 
 func newLayout(p *Page) *layout {
@@ -137,9 +154,13 @@ func newLayout(p *Page) *layout {
 			addLane(ev.LockName)
 			l.markers = append(l.markers, ev)
 			if ev.Type == events.AcquireBlocked && ev.WaitedSeconds > 0 {
-				see(ev.Time.Add(-time.Duration(ev.WaitedSeconds * float64(time.Second))))
+				see(waitedSince(ev))
 			}
 		}
+	}
+	l.waitFrom = waits(p)
+	for _, from := range l.waitFrom {
+		see(from)
 	}
 	slices.Sort(l.lanes)
 	for i, n := range l.lanes {
@@ -163,6 +184,9 @@ func newLayout(p *Page) *layout {
 	}
 	l.aggregate = len(p.Holdings) > AggregateAbove
 	l.aggMarkers = len(l.markers) > AggregateAbove
+	if !l.aggregate && !p.HeartbeatsLeftOut {
+		l.stale = staleSpans(l)
+	}
 	return l
 }
 
@@ -176,7 +200,7 @@ func (l *layout) laneTop(name string) int { return lanesY + l.lane[name]*laneH }
 
 func (l *layout) legendRows() int {
 	perRow := (width - 20) / legendCol
-	return (len(l.actors)+perRow-1)/perRow + 1 // + the markers' row
+	return (len(l.actors)+perRow-1)/perRow + 3 // + the markers' two rows, the wait's and the stale's
 }
 
 func (l *layout) height() int {
@@ -184,7 +208,7 @@ func (l *layout) height() int {
 }
 
 // fill is the paint of actor's bars: a palette colour, striped for the
-// second round of actors, the colours again after that.
+// second round of actors (the ninth on), the colours again after that.
 func (l *layout) fill(actor string) string {
 	i := l.color[actor]
 	if (i/len(palette))%2 == 1 {
@@ -192,6 +216,9 @@ func (l *layout) fill(actor string) string {
 	}
 	return palette[i%len(palette)]
 }
+
+// ink is the colour of a label on actor's bars.
+func (l *layout) ink(actor string) string { return labelInk[l.color[actor]%len(palette)] }
 
 // needsStripes: more actors than colours, so the second round is striped.
 func (l *layout) needsStripes() bool { return len(l.actors) > len(palette) }
@@ -222,6 +249,12 @@ func markerTitle(ev *replay.Event) string {
 			lost = "LOCK LOST"
 		}
 		return fmt.Sprintf("seq %d: heartbeat failed %d times, %s", ev.Seq, ev.ConsecutiveFailures, lost)
+	case mkRefused:
+		s := fmt.Sprintf("seq %d: %s refused to %s", ev.Seq, ev.Action, ev.Actor)
+		if ev.State != "" {
+			s += " (" + ev.State + ")"
+		}
+		return s
 	case mkFailRel:
 		s := fmt.Sprintf("seq %d: released with failure", ev.Seq)
 		if ev.FailureStep != "" {

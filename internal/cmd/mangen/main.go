@@ -1,14 +1,19 @@
 // Command mangen writes lockledger's man pages, one per command, generated
-// from the command tree (its Short, Long, Example and flags), so that they
-// cannot drift from --help. make man runs it; the pages are not committed.
+// from the command tree (its Short, Long, Example and flags) and from the
+// tables behind `lockledger help exit-codes` and `help environment`, so
+// that they cannot drift from --help. make man runs it; the pages are not
+// committed.
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 
 	"github.com/lockledger/lockledger/cli"
@@ -37,6 +42,76 @@ func generate(dir string) error {
 	root := cli.Command()
 	// No generation date in the pages: the same tree gives the same files.
 	root.DisableAutoGenTag = true
-	hdr := &doc.GenManHeader{Title: "LOCKLEDGER", Section: "1", Source: "lockledger", Manual: "lockledger manual"}
-	return doc.GenManTree(root, hdr, dir)
+	return writeTree(root, dir)
+}
+
+// writeTree writes the page of c and of every command below it, as
+// doc.GenManTree does, each headed with its own name.
+func writeTree(c *cobra.Command, dir string) error {
+	for _, sub := range c.Commands() {
+		if !sub.IsAvailableCommand() || sub.IsAdditionalHelpTopicCommand() {
+			continue
+		}
+		if err := writeTree(sub, dir); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, pageName(c)+".1"), page(c), 0o644)
+}
+
+// pageName is lockledger-acquire for lockledger acquire.
+func pageName(c *cobra.Command) string { return strings.ReplaceAll(c.CommandPath(), " ", "-") }
+
+func page(c *cobra.Command) []byte {
+	hdr := &doc.GenManHeader{Title: strings.ToUpper(pageName(c)), Section: "1", Source: "lockledger", Manual: "lockledger manual"}
+	var b bytes.Buffer
+	_ = doc.GenMan(c, hdr, &b) // writes to memory; fails only on a bad SOURCE_DATE_EPOCH, which then shows
+	more := exitStatus() + environment(c)
+	out := b.String()
+	if i := strings.Index(out, "\n.SH SEE ALSO"); i >= 0 {
+		return []byte(out[:i+1] + more + out[i+1:])
+	}
+	return []byte(out + more)
+}
+
+func exitStatus() string {
+	var b strings.Builder
+	b.WriteString(".SH EXIT STATUS\n")
+	for _, e := range cli.ExitStatuses {
+		fmt.Fprintf(&b, ".TP\n\\fB%s\\fP\n%s\n", roff(e.Code), roff(strings.ReplaceAll(e.Meaning, "`", "")))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func environment(c *cobra.Command) string {
+	var b strings.Builder
+	b.WriteString(".SH ENVIRONMENT\n")
+	vars := cli.EnvironmentOf(c)
+	if c.HasParent() {
+		fmt.Fprintf(&b, "The variables %s reads; \\fBlockledger(1)\\fP and \\fBlockledger help environment\\fP list every one.\n",
+			roff(c.CommandPath()))
+	}
+	for _, v := range vars {
+		meaning := v.Meaning
+		if v.Set {
+			meaning = "(set, not read) " + meaning
+		}
+		fmt.Fprintf(&b, ".TP\n\\fB%s\\fP\n%s\n", roff(v.Name), roff(meaning))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// roff makes text safe as roff input: backslashes escaped, and no line
+// starting with a control character.
+func roff(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\e`)
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, ".") || strings.HasPrefix(l, "'") {
+			lines[i] = `\&` + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }

@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// TestDemoIsATranscriptOnStdout: make demo > file reads as a transcript:
+// every command is a "$ lockledger ..." line on stdout, before its output,
+// and the tour shows run, --wait, a shared lock, who and the HTML page.
+func TestDemoIsATranscriptOnStdout(t *testing.T) {
+	clitest.NeedBinary(t, "bash", "jq")
+	demo, err := filepath.Abs("../scripts/demo.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "bash", demo, clitest.Bin())
+	c.Env = clitest.Env(t.TempDir(), "TMPDIR="+tmp)
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := c.Run(); err != nil {
+		t.Fatalf("demo: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
+	}
+	t.Logf("the demo took %v", time.Since(start).Round(time.Millisecond))
+	out, errOut := stdout.String(), stderr.String()
+	if strings.Contains(errOut, "$ lockledger") {
+		t.Errorf("command lines on stderr:\n%s", errOut)
+	}
+	lines := strings.Split(out, "\n")
+	// command returns the index of the first "$ lockledger" line holding each of words.
+	command := func(words ...string) int {
+		for i, l := range lines {
+			if !strings.HasPrefix(l, "$ lockledger ") {
+				continue
+			}
+			found := true
+			for _, w := range words {
+				found = found && strings.Contains(l, w)
+			}
+			if found {
+				return i
+			}
+		}
+		t.Errorf("no command line with %q in the transcript:\n%s", words, out)
+		return -1
+	}
+	// after says what follows command i, up to the next command or step.
+	after := func(i int) string {
+		if i < 0 {
+			return ""
+		}
+		var b strings.Builder
+		for _, l := range lines[i+1:] {
+			if strings.HasPrefix(l, "$ lockledger ") || strings.HasPrefix(l, "# ") {
+				break
+			}
+			b.WriteString(l + "\n")
+		}
+		return b.String()
+	}
+	if got := after(command("lockledger run nightly-etl ", " -- sh -c ")); !strings.Contains(got, "etl: holding nightly-etl with fencing token") {
+		t.Errorf("run's command printed %q", got)
+	}
+	if got := after(command("lockledger acquire deploy-prod ", "--wait")); !strings.HasPrefix(got, "req_") {
+		t.Errorf("acquire --wait printed %q, not a request id", got)
+	}
+	command("lockledger acquire reports-db ", "--shared", "reader-1")
+	command("lockledger acquire reports-db ", "--shared", "reader-2")
+	if got := after(command("lockledger status reports-db")); !strings.Contains(got, "shared by 2") {
+		t.Errorf("status of the shared lock: %q", got)
+	}
+	if got := after(command("lockledger who deploy-prod --at ")); !strings.Contains(got, ": held") || !strings.Contains(got, "actor          demo") {
+		t.Errorf("who: %q", got)
+	}
+	command("lockledger timeline --format html -o ")
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("escape codes in piped stdout:\n%q", out)
+	}
+
+	var page, root string
+	for _, l := range lines {
+		if p, ok := strings.CutPrefix(l, "timeline page: "); ok {
+			page, _, _ = strings.Cut(p, " (kept")
+		}
+		if p, ok := strings.CutPrefix(l, "demo root was "); ok {
+			root, _, _ = strings.Cut(p, " (removed")
+		}
+	}
+	if !strings.HasPrefix(page, tmp+string(filepath.Separator)) || !strings.HasPrefix(root, tmp+string(filepath.Separator)) {
+		t.Fatalf("the transcript does not say where the page (%q) and the root (%q) are, under TMPDIR %s", page, root, tmp)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatalf("the timeline page: %v", err)
+	}
+	for _, want := range []string{"<html", "deploy-prod", "reports-db", "nightly-etl"} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("the timeline page %s lacks %q", page, want)
+		}
+	}
+	if _, err := os.Lstat(root); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the demo root %s was left behind: %v", root, err)
+	}
+}

@@ -31,6 +31,7 @@ import (
 var formatValues = map[string][]string{
 	"export":   {formatJSONL, "csv"},
 	"history":  {formatTable, "json", formatJSONL, "csv"},
+	"metrics":  {"text", "openmetrics"},
 	"timeline": {formatTable, "json", formatJSONL, "csv", "html", "svg"},
 	"status":   {"text", "bso"},
 }

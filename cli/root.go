@@ -94,6 +94,7 @@ verify-proof give an auditor proofs.`,
 	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g), newTrust(g))
 	root.AddCommand(newInit(g), newVersion(g))
 	root.AddCommand(newWatchHolder(g), newRecordLoss(g))
+	root.AddCommand(newMetrics(g))
 	registerCompletions(root, g)
 	registerHelpTopics(root)
 	return root

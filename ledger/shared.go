@@ -345,8 +345,8 @@ func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, p
 		prevHash := events.LockFileHash(v.s.rec.File())
 		ev, err := w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: events.Acquired{
 			TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion, FencingToken: token,
-			Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets}, PreviousLock: v.s.rec,
-			PreviousLockHash: prevHash, Reason: reason, Note: note})
+			Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets,
+			WaitedSeconds: seconds(req.Waited)}, PreviousLock: v.s.rec, PreviousLockHash: prevHash, Reason: reason, Note: note})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -48,6 +48,7 @@ type Option func(*options)
 type options struct {
 	guarded   []string
 	noReplace bool
+	mode      uint32
 }
 
 // OutsideOf refuses a path inside one of dirs, under any name: the
@@ -63,6 +64,12 @@ func OutsideOf(dirs ...string) Option {
 // leave the file there alone, when the target exists.
 func NoReplace() Option {
 	return func(o *options) { o.noReplace = true }
+}
+
+// WithMode creates the file with mode perm (less the umask) instead of
+// Mode: for a file another user's process must read.
+func WithMode(perm os.FileMode) Option {
+	return func(o *options) { o.mode = uint32(perm.Perm()) }
 }
 
 // File is an output file being written. Bytes written are in a new file
@@ -82,7 +89,7 @@ type File struct {
 // path that does not name a file, a target that is a symlink or not a
 // regular file, and one the options rule out; nothing is written then.
 func Create(path string, opts ...Option) (*File, error) {
-	out := &File{path: path, dir: -1}
+	out := &File{path: path, dir: -1, opts: options{mode: Mode}}
 	for _, o := range opts {
 		o(&out.opts)
 	}
@@ -198,7 +205,7 @@ func (f *File) createTemp() error {
 			return err
 		}
 		name := prefix + "." + hex.EncodeToString(b[:]) + ".tmp"
-		fd, err := unix.Openat(f.dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, Mode)
+		fd, err := unix.Openat(f.dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, f.opts.mode)
 		if errors.Is(err, unix.EEXIST) {
 			continue
 		}

@@ -1,0 +1,162 @@
+// Package metrics derives Prometheus metrics from a lock ledger's events:
+// what each lock holds now, what happened to it (acquisitions, steals,
+// releases, lost locks, refusals, failed heartbeats), how long holders
+// held and acquirers waited, the newest checkpoint and the last
+// verify. It folds the events replay decodes, in seq order, through the
+// same fold as timeline, so the numbers agree with timeline's; it keeps
+// state per lock, never per event. It writes the Prometheus text format
+// and OpenMetrics text itself, so that no exposition library is linked
+// into every command.
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// Fold is the metrics of a prefix of the event log. Update folds the
+// events appended since, so a server folds each event once.
+type Fold struct {
+	holdings *replay.HoldingFold
+	locks    map[string]*lockStats // by label value (see label)
+	seq      int64
+	lastHash string
+	verify   *verifyResult
+}
+
+// lockStats are one lock's counters and histograms.
+type lockStats struct {
+	acquisitions      uint64
+	heartbeatFailures uint64
+	lost              uint64
+	steals            map[string]uint64 // by reason
+	releases          map[string]uint64 // by result
+	refusals          map[string]uint64 // by action
+	hold              histogram
+	wait              [len(waitOutcomes)]histogram
+}
+
+// waitOutcomes label the wait histogram: what the wait ended in.
+var waitOutcomes = [...]string{"acquired", "stolen", "gave_up"}
+
+const (
+	waitAcquired = iota // lock_acquired
+	waitStolen          // lock_stolen
+	waitGaveUp          // acquire_blocked
+)
+
+// verifyResult is the last ledger_verified of the ledger itself (not of
+// an export file).
+type verifyResult struct {
+	ok       bool
+	problems int
+	at       time.Time
+	seq      int64
+}
+
+// NewFold is the fold before the first event.
+func NewFold() *Fold {
+	return &Fold{holdings: replay.NewHoldingFold(), locks: map[string]*lockStats{}}
+}
+
+// Seq is the seq of the last event folded (0 before the first).
+func (f *Fold) Seq() int64 { return f.seq }
+
+// label is a recorded text as a label value: termtext's escape, so that
+// no control character, line separator, bidi override or byte that is not
+// UTF-8 reaches a terminal or the exposition raw (names that differ only
+// there share a label value, and their series are merged).
+func label(s string) string { return termtext.Escape(s) }
+
+func (f *Fold) stats(lock string) *lockStats {
+	k := label(lock)
+	s := f.locks[k]
+	if s == nil {
+		s = &lockStats{steals: map[string]uint64{}, releases: map[string]uint64{}, refusals: map[string]uint64{},
+			hold: newHistogram(holdBuckets)}
+		for i := range s.wait {
+			s.wait[i] = newHistogram(waitBuckets)
+		}
+		f.locks[k] = s
+	}
+	return s
+}
+
+// Apply folds one event; events must come in seq order.
+//
+//   - lock_acquired counts an acquisition; lock_stolen a steal, by reason;
+//     lock_released a release, by result; heartbeat_failed a failed
+//     heartbeat, and a lost lock when it says the lock is lost;
+//     action_refused a refusal, by the action refused.
+//   - lock_acquired, lock_stolen and acquire_blocked observe their
+//     waited_seconds (0 when absent: the acquirer did not wait, or an
+//     older lockledger did not record it) in the wait histogram, by what
+//     the wait ended in.
+//   - A holding (as replay's HoldingFold, and so timeline, sees it: from
+//     the acquisition or steal to the release or steal that ended it)
+//     observes its length in the hold histogram when it ends.
+//   - ledger_verified of the ledger (not of a file) is the last verify.
+func (f *Fold) Apply(ev *replay.Event) {
+	f.holdings.Apply(ev)
+	for _, h := range f.holdings.Closed {
+		f.stats(h.Lock).hold.observe(h.Ended.Time.Sub(h.Opened.Time).Seconds())
+	}
+	clear(f.holdings.Closed)
+	f.holdings.Closed = f.holdings.Closed[:0]
+	f.seq, f.lastHash = ev.Seq, ev.Hash
+	if ev.Type.LedgerWide() {
+		if ev.Type == events.LedgerVerified && ev.File == "" {
+			f.verify = &verifyResult{ok: ev.Result == events.AuditOK, problems: ev.Problems, at: ev.Time, seq: ev.Seq}
+		}
+		return
+	}
+	s := f.stats(ev.LockName)
+	switch ev.Type {
+	case events.LockAcquired:
+		s.acquisitions++
+		s.wait[waitAcquired].observe(ev.WaitedSeconds)
+	case events.LockStolen:
+		s.steals[label(ev.Reason)]++
+		s.wait[waitStolen].observe(ev.WaitedSeconds)
+	case events.LockReleased:
+		s.releases[label(ev.Result)]++
+	case events.HeartbeatFailed:
+		s.heartbeatFailures++
+		if ev.LockLost {
+			s.lost++
+		}
+	case events.ActionRefused:
+		s.refusals[label(ev.Action)]++
+	case events.AcquireBlocked:
+		s.wait[waitGaveUp].observe(ev.WaitedSeconds)
+	}
+}
+
+// Update folds, in the snapshot q, the events appended after the last one
+// folded. When the event at the fold's last seq is no longer the one
+// folded (another ledger, or a restored copy, behind the same source),
+// it starts again from seq 1: the counters reset, as Prometheus expects
+// of a restarted source.
+func (f *Fold) Update(ctx context.Context, q replay.Querier) error {
+	if f.seq > 0 {
+		same := false
+		err := replay.ScanRows(ctx, q, replay.Filter{FromSeq: f.seq, ToSeq: f.seq}, func(r *replay.Row) error {
+			same = r.Hash == f.lastHash
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !same {
+			*f = *NewFold()
+		}
+	}
+	return replay.Scan(ctx, q, replay.Filter{FromSeq: f.seq + 1}, func(ev *replay.Event) error {
+		f.Apply(ev)
+		return nil
+	})
+}

@@ -66,7 +66,7 @@ the count, the format, the file or stdout, who ran it) that changes no
 lock, so the next export or verify sees one more event. That takes the
 ledger's writer lock for a moment; where the root is read-only, or
 writers hold the lock past 2s, export still succeeds and says on stderr
-that it could not record itself.`+followHelp,
+that it could not record itself.` + followHelp,
 		Example: `  lockledger export -o ledger-2025-03.jsonl --since 2025-03-01 --until 2025-04-01
   lockledger verify --file ledger-2025-03.jsonl
   lockledger export --follow --format cloudevents --after-seq 41873 >>/var/log/lockledger/events.jsonl`,

@@ -301,4 +301,3 @@ func (f *follower) firstAfter(ctx context.Context, tx *sql.Tx, last int64) int64
 	})
 	return first
 }
-

@@ -1,11 +1,14 @@
 package stream
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -151,6 +154,8 @@ type follower struct {
 	sinceCP int64     // events written since the last checkpoint record
 	lastCP  time.Time // when the last checkpoint record was written
 	behind  bool      // said that the writers sign less often than asked
+	// atCursor are the checkpoints of size cursor written.
+	atCursor [][]byte
 }
 
 // start writes what comes before the first event: for a stream after
@@ -194,7 +199,7 @@ func (f *follower) start(ctx context.Context) error {
 // batch is what one read transaction found.
 type batch struct {
 	rows   []*replay.Row
-	cps    []store.StoredCheckpoint // stored at the sizes read
+	cps    []store.StoredCheckpoint // stored at the sizes read, and at the cursor
 	newest *store.StoredCheckpoint  // the newest stored up to the last seq read
 }
 
@@ -206,17 +211,20 @@ func (f *follower) step(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	next := 0
+	for ; next < len(b.cps) && b.cps[next].Size <= f.cursor; next++ {
+		if err := f.checkpoint(b.cps[next].Note); err != nil {
+			return 0, err
+		}
+	}
 	for _, row := range b.rows {
 		if err := f.w.Event(newRecord(row)); err != nil {
 			return 0, err
 		}
-		f.cursor = row.Seq
+		f.cursor, f.atCursor = row.Seq, nil
 		f.sinceCP++
 		for ; next < len(b.cps) && b.cps[next].Size <= row.Seq; next++ {
-			if b.cps[next].Size == row.Seq {
-				if err := f.checkpoint(b.cps[next].Note); err != nil {
-					return 0, err
-				}
+			if err := f.checkpoint(b.cps[next].Note); err != nil {
+				return 0, err
 			}
 		}
 	}
@@ -233,7 +241,13 @@ func (f *follower) step(ctx context.Context) (int, error) {
 	return len(b.rows), nil
 }
 
+// checkpoint writes a stored checkpoint, of the size written so far,
+// once: a checkpoint stored after the event of its size is written when
+// the follower next reads.
 func (f *follower) checkpoint(note []byte) error {
+	if slices.ContainsFunc(f.atCursor, func(n []byte) bool { return bytes.Equal(n, note) }) {
+		return nil
+	}
 	c, err := newCheckpoint(note)
 	if err != nil {
 		f.o.Log.Warn("a stored checkpoint that does not parse is left out (lockledger verify says more)", "err", err)
@@ -243,6 +257,9 @@ func (f *follower) checkpoint(note []byte) error {
 		return err
 	}
 	f.sinceCP, f.lastCP = 0, time.Now()
+	if c.Text.Size == f.cursor {
+		f.atCursor = append(f.atCursor, note)
+	}
 	return nil
 }
 
@@ -279,9 +296,12 @@ func (f *follower) read(ctx context.Context) (*batch, error) {
 	last := f.cursor
 	if len(b.rows) > 0 {
 		last = b.rows[len(b.rows)-1].Seq
-		if b.cps, err = store.StoredCheckpoints(ctx, tx, f.cursor+1, last); err != nil {
+	}
+	if last > 0 {
+		if b.cps, err = store.StoredCheckpoints(ctx, tx, max(f.cursor, 1), last); err != nil {
 			return nil, err
 		}
+		slices.SortStableFunc(b.cps, func(x, y store.StoredCheckpoint) int { return cmp.Compare(x.Size, y.Size) })
 	}
 	if f.sinceCP > 0 || len(b.rows) > 0 {
 		if b.newest, err = store.NewestCheckpoint(ctx, tx, last); err != nil {

@@ -69,6 +69,7 @@ func TestFollowKilledAndResumedUnderConcurrentWritersLosesAndRepeatsNothing(t *t
 	}
 	hashes := clitest.Strings(t, root, `SELECT hash FROM events ORDER BY seq`)
 	head := int64(len(hashes))
+	t.Logf("the first follower was killed after seq %d; the ledger holds %d events", last, head)
 	if last >= head {
 		t.Fatalf("the first follower was killed after seq %d, the last: not mid-stream", last)
 	}

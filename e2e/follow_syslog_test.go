@@ -20,11 +20,11 @@ import (
 
 // syslogMessage is an RFC 5424 message as a receiver parses it.
 type syslogMessage struct {
-	pri, version                         int
+	pri, version                        int
 	timestamp, host, app, procid, msgid string
-	sd                                   map[string]map[string]string // SD-ID -> PARAM-NAME -> value, unescaped
-	sdOrder                              []string
-	msg                                  string
+	sd                                  map[string]map[string]string // SD-ID -> PARAM-NAME -> value, unescaped
+	sdOrder                             []string
+	msg                                 string
 }
 
 // parseSyslog parses one line as RFC 5424 (section 6): the header's

@@ -228,7 +228,13 @@ func (f *follower) step(ctx context.Context) (int, error) {
 			}
 		}
 	}
-	if f.sinceCP > 0 && (f.sinceCP >= f.o.Every || time.Since(f.lastCP) >= f.o.Interval) && b.newest != nil {
+	due := f.sinceCP > 0 && (f.sinceCP >= f.o.Every || time.Since(f.lastCP) >= f.o.Interval)
+	if due && b.newest == nil {
+		// Nothing signed yet (unsigned writers): nothing to repeat until
+		// the writers sign.
+		f.sinceCP, f.lastCP = 0, time.Now()
+	}
+	if due && b.newest != nil {
 		if b.newest.Size < f.cursor && !f.behind {
 			f.behind = true
 			f.o.Log.Info("the newest signed checkpoint is older than the stream: it is repeated, and later events are vouched for once the writers sign them",

@@ -52,6 +52,9 @@ type Store struct {
 	cfg      Config
 	db       *sql.DB
 	readOnly bool
+	// immutable: read as a file no one writes (see Root.OpenExisting),
+	// which never shows a later commit.
+	immutable bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -199,7 +202,13 @@ func (s *Store) Watch(lock string) store.Waker { return s.cfg.Watch(lock) }
 // log. SQLite publishes the commit to readers in its shared-memory index
 // just after that write (which no file watch sees), so a reader woken
 // here that finds nothing new looks again shortly (see package stream).
-func (s *Store) WatchLog(context.Context) (store.Waker, error) { return s.cfg.WatchLog(), nil }
+func (s *Store) WatchLog(context.Context) (store.Waker, error) {
+	if s.immutable {
+		return nil, fmt.Errorf("ledger: %s is read as a file no one writes (its directory does not let this user create %s), "+
+			"so later commits cannot be seen: follow it as a user who can write the root", s.cfg.Path, "ledger.db-shm")
+	}
+	return s.cfg.WatchLog(), nil
+}
 
 func (s *Store) Transient(err error) bool { return IsBusy(err) }
 

@@ -228,3 +228,29 @@ func TestFollowIsARead(t *testing.T) {
 		t.Errorf("refused follows changed the ledger: %d events, were %d", after, before)
 	}
 }
+
+// A root the follower cannot write is read by SQLite as a file no one
+// writes, which never shows a later commit: the follower refuses it
+// rather than follow a snapshot forever.
+func TestFollowRefusesARootItWouldReadAsImmutable(t *testing.T) {
+	asUser := func(root string, args ...string) clitest.Result { return clitest.Run(t, root, args...) }
+	base := t.TempDir()
+	if os.Geteuid() == 0 {
+		asUser, base = unprivileged(t)
+	}
+	root := filepath.Join(base, "ro")
+	clitest.Must(t, 0, root, "acquire", "held", "-q")
+	if os.Geteuid() == 0 {
+		chownTree(t, root, nobody)
+	}
+	checkpoint(t, root)
+	setTreeMode(t, root, 0o500, 0o400)
+	t.Cleanup(func() { setTreeMode(t, root, 0o700, 0o600) })
+	if r := asUser(root, "export"); r.Code != 0 {
+		t.Fatalf("export of the read-only root: exit %d\nstderr: %s", r.Code, r.Stderr)
+	}
+	r := asUser(root, "export", "--follow")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "later commits cannot be seen") {
+		t.Errorf("export --follow of a root read as immutable: exit %d, want 1 saying why\nstderr: %s", r.Code, r.Stderr)
+	}
+}

@@ -63,10 +63,8 @@ func (o *exportOptions) checkFollow() error {
 	return nil
 }
 
+// runFollow is export --follow, its flags checked (checkFollow).
 func runFollow(ctx context.Context, o *exportOptions) error {
-	if err := o.checkFollow(); err != nil {
-		return err
-	}
 	every, interval, err := o.g.checkpointPolicy()
 	if err != nil {
 		return err

@@ -79,6 +79,22 @@ func TestFollowKilledAndResumedUnderConcurrentWritersLosesAndRepeatsNothing(t *t
 		t.Fatalf("SIGTERM: exit %d, want 0; stderr:\n%s", code, second.errText())
 	}
 
+	// --checkpoint-every 3: never more than 3 events without a checkpoint
+	// record, once the first is written.
+	for run, lines := range [][]string{got, more} {
+		gap := -1
+		for _, l := range parseStream(t, lines) {
+			switch {
+			case l.Checkpoint != nil:
+				gap = 0
+			case l.Seq != nil && gap >= 0:
+				if gap++; gap > 3 {
+					t.Errorf("follower %d: seq %d is the %dth event since the last checkpoint record", run+1, *l.Seq, gap)
+				}
+			}
+		}
+	}
+
 	all := append(got, more...)
 	seen := map[int64]int{}
 	checkpoints := 0

@@ -156,6 +156,10 @@ type follower struct {
 	behind  bool      // said that the writers sign less often than asked
 	// atCursor are the checkpoints of size cursor written.
 	atCursor [][]byte
+	// newest is the largest checkpoint written so far, which a stream
+	// repeats when the writers sign less often than it is asked to.
+	newest     []byte
+	newestSize int64
 }
 
 // start writes what comes before the first event: for a stream after
@@ -227,6 +231,11 @@ func (f *follower) step(ctx context.Context) (int, error) {
 				return 0, err
 			}
 		}
+		if f.sinceCP >= f.o.Every && f.newest != nil {
+			if err := f.repeat(f.newest); err != nil {
+				return 0, err
+			}
+		}
 	}
 	due := f.sinceCP > 0 && (f.sinceCP >= f.o.Every || time.Since(f.lastCP) >= f.o.Interval)
 	if due && b.newest == nil {
@@ -235,16 +244,22 @@ func (f *follower) step(ctx context.Context) (int, error) {
 		f.sinceCP, f.lastCP = 0, time.Now()
 	}
 	if due && b.newest != nil {
-		if b.newest.Size < f.cursor && !f.behind {
-			f.behind = true
-			f.o.Log.Info("the newest signed checkpoint is older than the stream: it is repeated, and later events are vouched for once the writers sign them",
-				"checkpoint_size", b.newest.Size, "seq", f.cursor)
-		}
-		if err := f.checkpoint(b.newest.Note); err != nil {
+		if err := f.repeat(b.newest.Note); err != nil {
 			return 0, err
 		}
 	}
 	return len(b.rows), nil
+}
+
+// repeat writes the newest stored checkpoint again, where the writers
+// signed none since.
+func (f *follower) repeat(note []byte) error {
+	if !f.behind {
+		f.behind = true
+		f.o.Log.Info("the writers sign less often than --checkpoint-every and --checkpoint-interval ask: the newest signed checkpoint is repeated, "+
+			"and later events are vouched for once the writers sign them", "seq", f.cursor)
+	}
+	return f.checkpoint(note)
 }
 
 // checkpoint writes a stored checkpoint, of the size written so far,
@@ -263,6 +278,9 @@ func (f *follower) checkpoint(note []byte) error {
 		return err
 	}
 	f.sinceCP, f.lastCP = 0, time.Now()
+	if c.Text.Size >= f.newestSize {
+		f.newest, f.newestSize = note, c.Text.Size
+	}
 	if c.Text.Size == f.cursor {
 		f.atCursor = append(f.atCursor, note)
 	}

@@ -37,31 +37,39 @@ func verifierKey(t *testing.T, root string) string {
 func TestFollowKilledAndResumedUnderConcurrentWritersLosesAndRepeatsNothing(t *testing.T) {
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "run", "seed", "--", "true")
-	every := []string{"LOCKLEDGER_CHECKPOINT_EVERY=4"}
-
-	first := startFollower(t, root, every, "export", "--follow", "--checkpoint-every", "3")
+	// Writers sign every 10 events; followers write a checkpoint record
+	// at least every 3.
+	every := []string{"LOCKLEDGER_CHECKPOINT_EVERY=10"}
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
-	for w := range 3 {
-		wg.Go(func() {
-			for i := range 10 {
-				c := clitest.Command(t.Context(), root, "run", fmt.Sprintf("w%d-%d", w, i), "--", "true")
-				c.Env = append(c.Env, every...)
-				r, err := clitest.Output(c)
-				if err != nil || r.Code != 0 {
-					errs <- fmt.Sprintf("writer %d: %v exit %d: %s", w, err, r.Code, r.Stderr)
+	writers := func(phase string, n, runs int) {
+		for w := range n {
+			wg.Go(func() {
+				for i := range runs {
+					c := clitest.Command(t.Context(), root, "run", fmt.Sprintf("%s%d-%d", phase, w, i), "--", "true")
+					c.Env = append(c.Env, every...)
+					r, err := clitest.Output(c)
+					if err != nil || r.Code != 0 {
+						errs <- fmt.Sprintf("writer %s%d: %v exit %d: %s", phase, w, err, r.Code, r.Stderr)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
+
+	first := startFollower(t, root, nil, "export", "--follow", "--checkpoint-every", "3")
+	writers("a", 3, 10)
 	got := first.await(t, "seq 8", hasSeq(8))
 	if _, got = first.stop(t, syscall.SIGKILL); len(got) == 0 {
 		t.Fatal("the first follower wrote nothing")
 	}
 	firstLines := parseStream(t, got)
 	last := lastEventSeq(firstLines)
-
-	second := startFollower(t, root, every, "export", "--follow", "--checkpoint-every", "3", "--after-seq", strconv.FormatInt(last, 10))
+	// The writers go on meanwhile: the second follower starts behind, and
+	// then follows more writers.
+	wg.Wait()
+	second := startFollower(t, root, nil, "export", "--follow", "--checkpoint-every", "3", "--after-seq", strconv.FormatInt(last, 10))
+	writers("b", 2, 5)
 	wg.Wait()
 	close(errs)
 	for e := range errs {

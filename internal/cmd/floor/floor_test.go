@@ -22,14 +22,14 @@ func TestARunCommitsTwoChainedRowsAndSignsEachHead(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "floor.db")
-	if err := run(ctx, db, "", "", true, nil); err != nil {
+	if _, err := run(ctx, db, "", "", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	heads := filepath.Join(dir, "heads")
 	if err := os.Mkdir(heads, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(ctx, db, filepath.Join(dir, "lock"), heads, false, []string{"true"}); err != nil {
+	if _, err := run(ctx, db, filepath.Join(dir, "lock"), heads, false, []string{"true"}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := sql.Open("sqlite", dsn(db))

@@ -61,24 +61,31 @@ func main() {
 	heads := flag.String("heads", "", "sign each commit's head and keep it in this directory")
 	initOnly := flag.Bool("init", false, "create the database from the migrations and exit")
 	flag.Parse()
-	if err := run(context.Background(), *dbPath, *lock, *heads, *initOnly, flag.Args()); err != nil {
+	code, err := run(context.Background(), *dbPath, *lock, *heads, *initOnly, flag.Args())
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
-		os.Exit(1)
+		code = 1
 	}
+	// Out without closing the database, as lockledger does: closing the
+	// last connection checkpoints the WAL into the database (more fsyncs);
+	// the next open recovers the WAL instead, which wal_autocheckpoint
+	// keeps small.
+	os.Exit(code)
 }
 
-func run(ctx context.Context, dbPath, lock, heads string, initOnly bool, argv []string) error {
+// run does one run and returns CMD's exit code; the database is left open.
+func run(ctx context.Context, dbPath, lock, heads string, initOnly bool, argv []string) (int, error) {
 	db, err := sql.Open("sqlite", dsn(dbPath))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	defer db.Close()
 	db.SetMaxOpenConns(1)
 	if initOnly {
-		return migrations.Apply(ctx, db, func() string { return time.Now().UTC().Format(time.RFC3339Nano) })
+		defer db.Close()
+		return 0, migrations.Apply(ctx, db, func() string { return time.Now().UTC().Format(time.RFC3339Nano) })
 	}
 	if len(argv) == 0 {
-		return fmt.Errorf("no command to run")
+		return 0, fmt.Errorf("no command to run")
 	}
 	var key ed25519.PrivateKey
 	if heads != "" {
@@ -86,27 +93,24 @@ func run(ctx context.Context, dbPath, lock, heads string, initOnly bool, argv []
 	}
 	req := "req_" + randHex(13)
 	if err := commit(ctx, db, "lock_acquired", req, key, heads); err != nil {
-		return err
+		return 0, err
 	}
 	if err := writeLockFile(lock, req); err != nil {
-		return err
+		return 0, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	code := 0
 	if err := cmd.Run(); err != nil {
 		if cmd.ProcessState == nil {
-			return err
+			return 0, err
 		}
 		code = cmd.ProcessState.ExitCode()
 	}
 	if err := commit(ctx, db, "lock_released", req, key, heads); err != nil {
-		return err
+		return 0, err
 	}
-	if code != 0 {
-		os.Exit(code)
-	}
-	return nil
+	return code, nil
 }
 
 // commit appends one event row chained to the head in one transaction,

@@ -24,7 +24,7 @@ func benchBaseline(tmp string) {
 		die(fmt.Errorf("-baseline %s: %w", old, err))
 	}
 	envOf := func(name string) []string {
-		return append(os.Environ(), "LOCKLEDGER_ROOT="+filepath.Join(tmp, "baseline-"+name), "NO_COLOR=1", "LOCKLEDGER_TRUST_DIR="+filepath.Join(tmp, "baseline-trust"))
+		return append(cliEnv(filepath.Join(tmp, "baseline-trust")), "LOCKLEDGER_ROOT="+filepath.Join(tmp, "baseline-"+name))
 	}
 	newEnv, oldEnv := envOf("new"), envOf("old")
 	for _, b := range []struct {

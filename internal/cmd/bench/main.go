@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -186,6 +187,20 @@ func median(ds []time.Duration) time.Duration {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
+// cliEnv is the environment the CLI rows run in: a trust store of their
+// own in trustDir (the user's is not written) and none of the caller's
+// LOCKLEDGER_ settings (LOCKLEDGER_UNSIGNED=1 would make the signed rows
+// unsigned).
+func cliEnv(trustDir string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LOCKLEDGER_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "NO_COLOR=1", "LOCKLEDGER_TRUST_DIR="+trustDir)
+}
+
 // benchCLI times every CLI row alternated, in one loop, with the floor
 // (internal/cmd/floor: what `run NAME -- true` must do, on our stack), the
 // floor that also signs each head, a static hello-world and flock(1), so
@@ -198,9 +213,9 @@ func benchCLI(tmp string) {
 	}
 	floor, hello := floorBins(filepath.Join(tmp, "bin"))
 	plain, signed := floorSetup(floor, filepath.Join(tmp, "floor"))
-	base := append(os.Environ(), "NO_COLOR=1", "LOCKLEDGER_TRUST_DIR="+filepath.Join(tmp, "trust"))
-	env := append(base, "LOCKLEDGER_ROOT="+filepath.Join(tmp, "cli"))
-	uenv := append(base, "LOCKLEDGER_ROOT="+filepath.Join(tmp, "cli-unsigned"))
+	base := cliEnv(filepath.Join(tmp, "trust"))
+	env := append(slices.Clip(base), "LOCKLEDGER_ROOT="+filepath.Join(tmp, "cli"))
+	uenv := append(slices.Clip(base), "LOCKLEDGER_ROOT="+filepath.Join(tmp, "cli-unsigned"))
 	lockFile := filepath.Join(tmp, "flock.lock")
 	timeCmd(env, *bin, "--log-level", "error", "run", "warm", "--", "true") // create the ledger and the key once
 	timeCmd(uenv, *bin, "--log-level", "error", "--unsigned", "run", "warm", "--", "true")

@@ -23,6 +23,7 @@ func benchBaseline(tmp string) {
 	if _, err := os.Stat(old); err != nil {
 		die(fmt.Errorf("-baseline %s: %w", old, err))
 	}
+	old = stage(old, filepath.Join(tmp, "bin"), "lockledger-baseline")
 	envOf := func(name string) []string {
 		return append(cliEnv(filepath.Join(tmp, "baseline-trust")), "LOCKLEDGER_ROOT="+filepath.Join(tmp, "baseline-"+name))
 	}

@@ -90,6 +90,7 @@ func main() {
 	} else {
 		defer os.RemoveAll(tmp)
 	}
+	*bin = stage(*bin, filepath.Join(tmp, "bin"), "lockledger")
 	start := time.Now()
 	if want("cli") {
 		fmt.Fprintln(os.Stderr, "CLI against flock(1):")
@@ -211,7 +212,7 @@ func benchCLI(tmp string) {
 	if err != nil {
 		die(fmt.Errorf("flock(1) from util-linux is the reference: %w", err))
 	}
-	floor, hello := floorBins(filepath.Join(tmp, "bin"))
+	floor, hello := floorBins(tmp, filepath.Join(tmp, "bin"))
 	plain, signed := floorSetup(floor, filepath.Join(tmp, "floor"))
 	base := cliEnv(filepath.Join(tmp, "trust"))
 	env := append(slices.Clip(base), "LOCKLEDGER_ROOT="+filepath.Join(tmp, "cli"))

@@ -150,6 +150,9 @@ func printEvents(ctx context.Context, g *globals, f replay.Filter, format string
 		return err
 	}
 	defer r.close()
+	if n := archivedNote(ctx, r); n != "" {
+		g.sayf("note: %s", n)
+	}
 	out := bufio.NewWriterSize(g.io.Out, 64<<10)
 	sink, err := newEventSink(format, out, colorOK(g.io.Out))
 	if err != nil {

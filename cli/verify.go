@@ -36,6 +36,7 @@ type verifyOptions struct {
 	ledgerID    string
 	expect      []expectation
 	pinned      bool // the trust store pins a ledger at this root
+	archives    []string
 }
 
 func newVerify(g *globals) *cobra.Command {
@@ -161,6 +162,7 @@ created); with no ledger there it is not recorded.`,
 	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one: checkpoints must be signed by one (repeatable)")
 	cmd.Flags().StringVar(&o.ledgerID, "ledger-id", "", "the ledger this must be: any other fails (swapped), even one signed with the same key")
 	cmd.Flags().StringArrayVar(&o.heads, "expect-head", nil, "SEQ:HASH: event SEQ's hash must be HASH (a head recorded elsewhere, without a key; repeatable)")
+	cmd.Flags().StringArrayVar(&o.archives, "archive", nil, "also check this archive (lockledger archive) and the live ledger as one log (repeatable)")
 	o.witnessKeys.register(cmd)
 	return cmd
 }
@@ -315,6 +317,8 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	switch {
 	case o.file != "" && o.full:
 		return &usageError{fmt.Errorf("verify: --full checks the ledger's database, not a --file export")}
+	case o.file != "" && len(o.archives) > 0:
+		return &usageError{fmt.Errorf("verify: --archive checks an archive with the ledger; check one alone with --file")}
 	case o.file == "" && o.prevHash != "":
 		return &usageError{fmt.Errorf("verify: --prev-hash needs --file")}
 	case o.actor != "":
@@ -334,6 +338,10 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 			opts = append(opts, ledger.FullStorageCheck())
 		}
 		rep, err = verifyWitnessed(ctx, o.g, trust, opts...)
+		if err == nil && len(o.archives) > 0 {
+			err = o.withArchives(rep, replay.ClockSkew(skew), replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
+				Expected: len(trust.Verifiers) > 0, OthersUnchecked: trust.OthersUnchecked}))
+		}
 	}
 	if err != nil {
 		return err

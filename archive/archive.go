@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/checkpoint"
@@ -36,13 +37,18 @@ type BoundaryError struct {
 }
 
 func (e *BoundaryError) Error() string {
-	s := fmt.Sprintf("--below %d: %s", e.Below, e.Reason)
-	if len(e.Nearest) > 0 {
-		s += fmt.Sprintf("; the nearest boundaries are %v (sign one at the head with lockledger checkpoint)", e.Nearest)
-	} else {
-		s += "; no stored checkpoint makes one yet: sign one with lockledger checkpoint"
+	s := e.Reason
+	if e.Below > 0 {
+		s = fmt.Sprintf("--below %d: %s", e.Below, e.Reason)
 	}
-	return s
+	if len(e.Nearest) == 0 {
+		return s + "; no stored checkpoint makes one yet: sign one at the head with lockledger checkpoint"
+	}
+	var near []string
+	for _, n := range e.Nearest {
+		near = append(near, fmt.Sprintf("--below %d", n))
+	}
+	return s + "; the nearest boundaries are " + strings.Join(near, " and ") + " (lockledger checkpoint signs one at the head)"
 }
 
 func (e *BoundaryError) Unwrap() error { return store.ErrPruneBoundary }

@@ -454,7 +454,10 @@ func printReport(w io.Writer, rep *replay.Report) {
 	default:
 		termtext.Fprintf(tw, "  events\t%d (seq %d-%d)\n", rep.Events, rep.FirstSeq, rep.LastSeq)
 		from := "prev_hash " + rep.FirstPrevHash
-		if rep.Genesis != "" {
+		if a := rep.Archived; a != nil {
+			from = fmt.Sprintf("seq %d's hash %s (archived below seq %d: archive sha256 %s, ledger_pruned at seq %d)",
+				a.BelowSeq-1, a.HeadHash, a.BelowSeq, a.ArchiveSHA256, a.MarkerSeq)
+		} else if rep.Genesis != "" {
 			from = "genesis " + rep.Genesis
 		}
 		termtext.Fprintf(tw, "  chain from\t%s\n", from)
@@ -463,6 +466,8 @@ func printReport(w io.Writer, rep *replay.Report) {
 	switch {
 	case rep.Unreadable:
 		termtext.Fprintf(tw, "  projection\tnot checked: the events could not be replayed\n")
+	case rep.Archived != nil:
+		termtext.Fprintf(tw, "  projection\tnot checked: replay needs the archived events\n")
 	case rep.Genesis != "":
 		termtext.Fprintf(tw, "  projection\t%d locks replayed, %d lock files checked\n", rep.Locks, rep.LockFiles)
 	case rep.Replayed:

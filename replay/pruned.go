@@ -108,7 +108,7 @@ func (c *checker) startPruned(ctx context.Context, q Querier) (bool, error) {
 			a.BelowSeq-1, root, a.MarkerSeq, a.Root)})
 	}
 	c.report.Notes = append(c.report.Notes, fmt.Sprintf(
-		"events below seq %d are archived (archive sha256 %s, recorded by ledger_pruned at seq %d): the chain is checked from seq %d's recorded predecessor, the Merkle tree from its stored hashes; the locks table and lock files are checked against the replay only with verify --archive",
+		"events below seq %d are archived (archive sha256 %s, recorded by ledger_pruned at seq %d): the chain is checked from seq %d's recorded predecessor, the Merkle tree from its stored hashes; the locks table and lock files are not checked against a replay, which would need the archived events",
 		a.BelowSeq, a.ArchiveSHA256, a.MarkerSeq, a.BelowSeq))
 	return true, nil
 }

@@ -140,6 +140,12 @@ func AgainstLedger(rep *replay.Report, genesis string, archives []*Checked) {
 		rep.Add(replay.Problem{Seq: seq, Kind: kind, Detail: fmt.Sprintf(format, args...)})
 	}
 	next, prev := int64(1), genesis
+	if len(sorted) > 0 && sorted[0].FirstSeq > 1 {
+		// An earlier prune's archive, not given: the first one given is
+		// checked from its own first prev_hash.
+		rep.Notes = append(rep.Notes, fmt.Sprintf("seq 1-%d are in an archive not given: not checked", sorted[0].FirstSeq-1))
+		next, prev = sorted[0].FirstSeq, sorted[0].FirstPrevHash
+	}
 	for _, a := range sorted {
 		if a.LedgerID != rep.LedgerID {
 			add(a.FirstSeq, replay.KindCheckpoint, "archive %s is ledger %s's, not this ledger's (%s)", a.Path, a.LedgerID, rep.LedgerID)
@@ -172,7 +178,7 @@ func AgainstLedger(rep *replay.Report, genesis string, archives []*Checked) {
 		add(live.MarkerSeq, replay.KindCheckpoint, "archive %s has SHA-256 %s, the prune at seq %d recorded %s: it was rewritten since (its events still chain)",
 			sorted[len(sorted)-1].Path, sorted[len(sorted)-1].SHA256, live.MarkerSeq, live.ArchiveSHA256)
 	default:
-		rep.Notes = append(rep.Notes, fmt.Sprintf("seq 1-%d checked in %d archive(s), the last the one the prune at seq %d recorded: archive and live ledger are one log",
-			live.BelowSeq-1, len(sorted), live.MarkerSeq))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("seq %d-%d checked in %d archive(s), the last the one the prune at seq %d recorded: archives and live ledger are one log",
+			sorted[0].FirstSeq, live.BelowSeq-1, len(sorted), live.MarkerSeq))
 	}
 }

@@ -116,10 +116,12 @@ func boundaryInput(below int64, before string, err error) error {
 	if !errors.As(err, &be) {
 		return err
 	}
+	rule := *be
+	rule.Below = 0 // the field is named already
 	if before != "" {
-		return events.Invalid("--before", before, be.Error())
+		return events.Invalid("--before", before, rule.Error())
 	}
-	return events.Invalid("--below", strconv.FormatInt(below, 10), be.Error())
+	return events.Invalid("--below", strconv.FormatInt(below, 10), rule.Error())
 }
 
 type pruneOptions struct {

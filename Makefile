@@ -42,6 +42,10 @@ bench: build
 stress:
 	LOCKLEDGER_STRESS=1 $(GO) test -race -count=1 -timeout 30m -run 'Crash|Contention|Stress' ./e2e/
 
+## stress-archive: archive and prune a ledger of 200k events on SQLite and PostgreSQL (sizes and times in the log)
+stress-archive:
+	LOCKLEDGER_STRESS=1 $(GO) test -count=1 -timeout 30m -v -run 'TestArchivePrune' ./archive/
+
 ## fuzz: each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:

@@ -15,7 +15,6 @@ import (
 
 	"github.com/lockledger/lockledger/archive"
 	"github.com/lockledger/lockledger/checkpoint"
-	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
@@ -255,7 +254,24 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 	if a.FencingToken != seq+1 {
 		t.Fatalf("fencing token %d after the prune, want %d", a.FencingToken, seq+1)
 	}
-	mustOK(t, "a write after the prune", verify(t, l, sg))
+	// A holder whose acquisition was archived releases as before.
+	rows, err := store.LoadRows(ctx, l.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	for _, r := range rows {
+		if r.Held && r.FencingToken < below && !released {
+			if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: r.Name, Identity: ledger.Identity{Actor: r.Actor, RequestID: r.RequestID}}); err != nil {
+				t.Fatalf("releasing %s, held since seq %d, before the boundary: %v", r.Name, r.FencingToken, err)
+			}
+			released = true
+		}
+	}
+	if !released {
+		t.Fatal("no lock held across the boundary to release")
+	}
+	mustOK(t, "writes after the prune", verify(t, l, sg))
 
 	// Any other deletion is refused by the triggers.
 	if _, err := l.DB().ExecContext(ctx, `DELETE FROM events WHERE seq = $1`, below+1); err == nil {
@@ -300,40 +316,50 @@ func handDeletion(t *testing.T, l *ledger.Ledger, sg signer, below int64, drop s
 	}
 }
 
-func TestArchivePruneSQLite(t *testing.T) {
+// fixtureLedger writes a ledger of eventsWanted() events at a new root
+// (fixture.Ledger: bulk-loaded, then projected and signed through the
+// ledger) and opens it signing with sg, a checkpoint on every write.
+func fixtureLedger(t *testing.T, sg signer) *ledger.Ledger {
 	ctx := context.Background()
 	root := t.TempDir()
-	n := eventsWanted()
 	start := time.Now().Add(-2 * time.Hour)
-	if _, _, err := (fixture.Ledger{Events: n, Locks: 40, Start: start, Span: time.Hour}).Write(root); err != nil {
+	if _, _, err := (fixture.Ledger{Events: eventsWanted(), Locks: 40, Start: start, Span: time.Hour}).Write(root); err != nil {
 		t.Fatal(err)
 	}
-	sg := newSigner(t)
 	l, err := ledger.Open(ctx, root, ledger.WithSigner(sg.s), ledger.WithCheckpointPolicy(1, time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	if _, err := l.Project(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cycles(t, l, 3)
+	cycles(t, l, 1)
+	return l
+}
+
+func TestArchivePruneSQLite(t *testing.T) {
+	ctx := context.Background()
+	sg := newSigner(t)
+	l := fixtureLedger(t, sg)
+	cycles(t, l, 2)
 	size := func() int64 {
-		var pages, pageSize int64
-		if err := l.DB().QueryRowContext(ctx, `SELECT page_count, page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&pages, &pageSize); err != nil {
+		var n int64
+		if err := l.DB().QueryRowContext(ctx, `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		return pages * pageSize
+		return n
 	}
 	sizeBefore := size()
 	t0 := time.Now()
 	below := pruneScenario(t, l, sg, t.TempDir())
+	t1 := time.Now()
 	if _, err := l.DB().ExecContext(ctx, `VACUUM`); err != nil {
 		t.Fatal(err)
 	}
 	sizeAfter := size()
-	t.Logf("%d events, pruned below seq %d: database %d bytes before, %d after VACUUM (scenario %s)", n, below, sizeBefore, sizeAfter,
-		time.Since(t0).Round(time.Millisecond))
+	t.Logf("SQLite, %d events, pruned below seq %d: database %d bytes before, %d after VACUUM; archive, prune and checks %s, VACUUM %s",
+		eventsWanted(), below, sizeBefore, sizeAfter, t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
 	if sizeAfter >= sizeBefore*3/4 {
 		t.Fatalf("the database is %d bytes after the prune, %d before: it should be much smaller", sizeAfter, sizeBefore)
 	}
@@ -343,19 +369,44 @@ func TestArchivePruneSQLite(t *testing.T) {
 
 func TestArchivePrunePostgres(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
 	sg := newSigner(t)
-	l, err := ledger.Open(ctx, t.TempDir(), ledger.WithDatabase(url), ledger.WithSigner(sg.s), ledger.WithCheckpointPolicy(50, time.Hour))
+	src := fixtureLedger(t, sg)
+	url := pgtest.NewDatabase(t)
+	l, err := ledger.Open(ctx, src.Root(), ledger.WithDatabase(url), ledger.WithPin(store.PinSkip), ledger.WithSigner(sg.s),
+		ledger.WithCheckpointPolicy(1, time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	cycles(t, l, 150)
+	if _, err := l.Import(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	cycles(t, l, 2)
+	size := func() int64 {
+		var n int64
+		if err := l.DB().QueryRowContext(ctx, `SELECT pg_total_relation_size('events')`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	sizeBefore := size()
+	t0 := time.Now()
 	below := pruneScenario(t, l, sg, t.TempDir())
+	t1 := time.Now()
+	if _, err := l.DB().ExecContext(ctx, `VACUUM FULL events`); err != nil {
+		t.Fatal(err)
+	}
+	sizeAfter := size()
+	t.Logf("PostgreSQL, %d events, pruned below seq %d: events table %d bytes before, %d after VACUUM FULL; archive, prune and checks %s, VACUUM FULL %s",
+		eventsWanted(), below, sizeBefore, sizeAfter, t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
+	if sizeAfter >= sizeBefore*3/4 {
+		t.Fatalf("the events table is %d bytes after the prune, %d before: it should be much smaller", sizeAfter, sizeBefore)
+	}
+	mustOK(t, "after VACUUM FULL", verify(t, l, sg))
 	handDeletion(t, l, sg, below, `DROP TRIGGER events_no_delete ON events`)
 }
 
-// TestPruneMarkerClosesHorizon: a horizon opened by hand without its
+// TestHorizonWithoutMarker: a horizon opened by hand without its
 // marker lets the deletion through only until the next append, which must
 // be the marker; the writers refuse any other, and verify names the events
 // missing.
@@ -384,5 +435,4 @@ func TestHorizonWithoutMarker(t *testing.T) {
 	if rep.OK || rep.FirstBad.Kind != replay.KindDeleted {
 		t.Fatalf("events deleted under a horizon without its marker: ok %v, first bad %+v", rep.OK, rep.FirstBad)
 	}
-	_ = events.LedgerPruned
 }

@@ -2,7 +2,7 @@ GO        ?= go
 BIN       ?= bin/lockledger
 PKGS      := ./...
 
-.PHONY: build test vet demo bench stress fuzz lint clean docs-screenshot man
+.PHONY: build test vet demo bench stress stress-archive fuzz lint clean docs-screenshot man
 
 # The version and commit go into the binary from git (see lockledger
 # --version): the toolchain's own stamp is missing under -buildvcs=false

@@ -53,6 +53,16 @@ func TestArchivePruneVerifyThroughTheCLI(t *testing.T) {
 	}
 	run(0, "verify", "--file", arch)
 
+	// A proof of an event the prune archives, made before it, against the
+	// head the trust store keeps now.
+	id := clitest.DecodeVerify(t, run(0, "verify", "--json")).LedgerID
+	cp := filepath.Join(dir, "head-before.checkpoint")
+	copyFile(t, filepath.Join(clitest.TrustDir(root), "heads", id+".checkpoint"), cp)
+	proof := filepath.Join(dir, "proof.json")
+	if err := os.WriteFile(proof, []byte(run(0, "prove", "event", "2", "--checkpoint", cp).Stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
 	r = run(0, "prune", "--archive", arch)
 	if !strings.Contains(r.Stdout, "recorded: ledger_pruned") || !strings.Contains(r.Stdout, "bytes before") {
 		t.Fatalf("prune said: %s", r.Stdout)
@@ -69,6 +79,14 @@ func TestArchivePruneVerifyThroughTheCLI(t *testing.T) {
 	if !v.OK || !strings.Contains(strings.Join(v.Notes, " "), "one log") {
 		t.Fatalf("verify --archive: ok %v, notes %q", v.OK, v.Notes)
 	}
+	run(0, "verify-proof", proof)
+	r = run(1, "prove", "event", "2", "--checkpoint", cp)
+	if !strings.Contains(r.Stderr, "archived") {
+		t.Fatalf("prove of an archived event: %s", r.Stderr)
+	}
+	now := filepath.Join(dir, "head-after.checkpoint")
+	copyFile(t, filepath.Join(clitest.TrustDir(root), "heads", id+".checkpoint"), now)
+	run(0, "prove", "extends", cp, now)
 	r = run(2, "prune", "--archive", arch)
 	if !strings.Contains(r.Stderr, "--archive") {
 		t.Fatalf("a second prune of the same archive: %s", r.Stderr)
@@ -93,3 +111,4 @@ func TestArchivePruneVerifyThroughTheCLI(t *testing.T) {
 	run(0, "acquire", "app", "--actor", "tester", "--request-id", "after", "--pid", pid)
 	run(0, "verify")
 }
+

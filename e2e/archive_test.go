@@ -111,4 +111,3 @@ func TestArchivePruneVerifyThroughTheCLI(t *testing.T) {
 	run(0, "acquire", "app", "--actor", "tester", "--request-id", "after", "--pid", pid)
 	run(0, "verify")
 }
-

@@ -196,6 +196,10 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 	if rep.Archived == nil || rep.Archived.BelowSeq != below || rep.Archived.ArchiveSHA256 != c.SHA256 || rep.FirstSeq != below {
 		t.Fatalf("after the prune: archived %+v, first seq %d; want below %d, sha %s", rep.Archived, rep.FirstSeq, below, c.SHA256)
 	}
+	// project needs the whole log: it refuses, changing nothing.
+	if _, err := l.Project(ctx); !errors.Is(err, store.ErrPruned) {
+		t.Fatalf("project on a pruned ledger: %v, want ErrPruned", err)
+	}
 	// With the archive: one log.
 	archive.AgainstLedger(rep, l.Genesis(), []*archive.Checked{c})
 	mustOK(t, "with the archive", rep)

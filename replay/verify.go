@@ -234,7 +234,8 @@ func decodeLoose(body []byte, ev *Event) (*Event, error) {
 // ClockSkew. It returns the report (not
 // finished: (*ledger.Ledger).Verify, the whole check of a ledger, adds the
 // storage and projection checks, then calls Finish) and the fold of every
-// readable event, for the projection check.
+// readable event, for the projection check: nil for a pruned ledger,
+// whose fold starts after the archived events (see startPruned).
 //
 // While it runs, the garbage collector's target is raised (see relaxGC).
 func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*Report, *State, error) {

@@ -23,6 +23,10 @@ import (
 // yet) hold.
 var ErrPruneBoundary = errors.New("not a prune boundary")
 
+// ErrPruned: the ledger was pruned, and what was asked needs the archived
+// events too (project rebuilds the projections from the whole log).
+var ErrPruned = errors.New("the ledger was pruned: the events before its live log are in an archive, and this needs the whole log")
+
 // FirstSeq is the live log's first seq (0 when it holds no event).
 func FirstSeq(ctx context.Context, q Querier) (int64, error) {
 	var seq sql.NullInt64
@@ -128,23 +132,4 @@ func PruneEvents(ctx context.Context, tx interface {
 		return 0, fmt.Errorf("ledger: prune: %w", err)
 	}
 	return res.RowsAffected()
-}
-
-// PrunedBelow is the seq the live log starts at by the last recorded
-// prune (its ledger_pruned marker), and the marker's body; 0 and nil when
-// nothing was pruned.
-func PrunedBelow(ctx context.Context, q Querier) (int64, []byte, error) {
-	var body []byte
-	err := q.QueryRowContext(ctx, `SELECT body FROM events WHERE type = 'ledger_pruned' ORDER BY seq DESC LIMIT 1`).Scan(&body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil, nil
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	var last sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT max(below_seq) FROM prune_horizon`).Scan(&last); err != nil {
-		return 0, nil, err
-	}
-	return last.Int64, body, nil
 }

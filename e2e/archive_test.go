@@ -10,14 +10,25 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 // TestArchivePruneVerifyThroughTheCLI: archive below a checkpoint, prune,
 // and the ledger still verifies, plain and with the archive; a wrong
 // boundary, an archive pruned twice and an edited archive are refused.
 func TestArchivePruneVerifyThroughTheCLI(t *testing.T) {
+	archivePruneVerify(t, []string{"LOCKLEDGER_CHECKPOINT_EVERY=4"}, "after VACUUM")
+}
+
+// TestArchivePruneVerifyThroughTheCLIOnPostgres: the same on PostgreSQL,
+// where prune reports the events table's size and leaves VACUUM FULL to
+// the operator.
+func TestArchivePruneVerifyThroughTheCLIOnPostgres(t *testing.T) {
+	archivePruneVerify(t, []string{"LOCKLEDGER_CHECKPOINT_EVERY=4", "LOCKLEDGER_DATABASE_URL=" + pgtest.NewDatabase(t)}, "VACUUM FULL events")
+}
+
+func archivePruneVerify(t *testing.T, env []string, sizes string) {
 	root := t.TempDir()
-	env := []string{"LOCKLEDGER_CHECKPOINT_EVERY=4"}
 	run := func(want int, args ...string) clitest.Result {
 		t.Helper()
 		r := clitest.RunWith(t, root, env, "", args...)
@@ -64,7 +75,7 @@ func TestArchivePruneVerifyThroughTheCLI(t *testing.T) {
 	}
 
 	r = run(0, "prune", "--archive", arch)
-	if !strings.Contains(r.Stdout, "recorded: ledger_pruned") || !strings.Contains(r.Stdout, "bytes before") {
+	if !strings.Contains(r.Stdout, "recorded: ledger_pruned") || !strings.Contains(r.Stdout, "bytes before") || !strings.Contains(r.Stdout, sizes) {
 		t.Fatalf("prune said: %s", r.Stdout)
 	}
 	v := clitest.DecodeVerify(t, run(0, "verify", "--json"))

@@ -368,6 +368,14 @@ func TestArchivePruneSQLite(t *testing.T) {
 		t.Fatalf("the database is %d bytes after the prune, %d before: it should be much smaller", sizeAfter, sizeBefore)
 	}
 	mustOK(t, "after VACUUM", verify(t, l, sg))
+	dst, err := ledger.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if _, err := dst.Import(ctx, l); !errors.Is(err, store.ErrPruned) {
+		t.Fatalf("import of a pruned ledger: %v, want ErrPruned", err)
+	}
 	handDeletion(t, l, sg, below, `DROP TRIGGER events_no_delete`)
 }
 

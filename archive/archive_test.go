@@ -149,7 +149,7 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 
 	// The archive verifies on its own, against the signer's key.
 	trust := replay.WithTrust(&replay.Trust{Verifiers: []note.Verifier{sg.v}, Expected: true})
-	c, err := archive.Read(buf.Bytes(), path, "", trust)
+	c, err := archive.Read(bytes.NewReader(buf.Bytes()), path, "", trust)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 
 	// A changed archive is refused, and so is one that ends elsewhere.
 	bad := bytes.Replace(buf.Bytes(), []byte(`"actor":"`), []byte(`"actor":"x`), 1)
-	if _, err := archive.Read(bad, path, "", trust); !errors.Is(err, archive.ErrMismatch) {
+	if _, err := archive.Read(bytes.NewReader(bad), path, "", trust); !errors.Is(err, archive.ErrMismatch) {
 		t.Fatalf("an edited archive: %v, want ErrMismatch", err)
 	}
 	head := func() int64 {

@@ -1,11 +1,11 @@
 package archive
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -34,19 +34,20 @@ type Checked struct {
 	leaves        []tlog.Hash
 }
 
-// Read checks the archive data (read from path) on its own, as verify
+// Read checks the archive f (read from path) on its own, as verify
 // --file does (opts: the verifier keys, the clock skew; prevHash, when not
 // empty, is what its first event must chain from), and that it carries a
-// checkpoint of exactly its events. An archive that fails either is an
+// checkpoint of exactly its events. It reads f twice, streaming, and
+// refuses a file that changed in between. An archive that fails is an
 // error wrapping ErrMismatch, with the report.
-func Read(data []byte, path, prevHash string, opts ...replay.VerifyOption) (*Checked, error) {
-	sum := sha256.Sum256(data)
-	c := &Checked{Path: path, SHA256: hex.EncodeToString(sum[:])}
-	rep, err := replay.VerifyFile(bytes.NewReader(data), path, prevHash, opts...)
+func Read(f io.ReadSeeker, path, prevHash string, opts ...replay.VerifyOption) (*Checked, error) {
+	c := &Checked{Path: path}
+	h := sha256.New()
+	rep, err := replay.VerifyFile(io.TeeReader(f, h), path, prevHash, opts...)
 	if err != nil {
 		return nil, err
 	}
-	c.Report = rep
+	c.SHA256, c.Report = hex.EncodeToString(h.Sum(nil)), rep
 	if !rep.OK {
 		what := "it does not verify"
 		if rep.FirstBad != nil {
@@ -54,7 +55,11 @@ func Read(data []byte, path, prevHash string, opts ...replay.VerifyOption) (*Che
 		}
 		return c, fmt.Errorf("archive %s: %w: %s", path, ErrMismatch, what)
 	}
-	notes, err := replay.ReadExport(bytes.NewReader(data), func(r *replay.Row) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	h.Reset()
+	notes, err := replay.ReadExport(io.TeeReader(f, h), func(r *replay.Row) error {
 		if len(c.leaves) == 0 {
 			c.FirstSeq, c.FirstPrevHash = r.Seq, r.PrevHash
 		}
@@ -64,6 +69,9 @@ func Read(data []byte, path, prevHash string, opts ...replay.VerifyOption) (*Che
 	})
 	if err != nil {
 		return c, fmt.Errorf("archive %s: %w", path, err)
+	}
+	if again := hex.EncodeToString(h.Sum(nil)); again != c.SHA256 {
+		return c, fmt.Errorf("archive %s: %w: it changed while it was read (SHA-256 %s, then %s)", path, ErrMismatch, c.SHA256, again)
 	}
 	for _, n := range notes {
 		s, err := checkpoint.Open(n)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -174,16 +175,17 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 			return err
 		}
 	}
-	data, err := os.ReadFile(o.archive)
+	f, err := openArchive(o.archive)
 	if err != nil {
-		return events.Invalid("--archive", o.archive, "cannot be read: "+errText(err))
+		return err
 	}
+	defer f.Close()
 	vo := &verifyOptions{g: o.g}
 	trust, err := vo.trust()
 	if err != nil {
 		return err
 	}
-	c, err := archive.Read(data, absPath(o.archive), "", replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
+	c, err := archive.Read(f, absPath(o.archive), "", replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
 		Expected: len(trust.Verifiers) > 0, OthersUnchecked: trust.OthersUnchecked}))
 	if err != nil {
 		return archiveInput(o.archive, err)
@@ -213,6 +215,19 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 		termtext.Fprintf(o.g.io.Out, "  database: %d bytes before, %d %s\n", sizeBefore, after, what)
 	}
 	return nil
+}
+
+// openArchive opens an --archive file: a regular file, read twice.
+func openArchive(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, events.Invalid("--archive", path, "cannot be read: "+errText(err))
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, events.Invalid("--archive", path, "must be a regular file (an archive lockledger archive wrote)")
+	}
+	return f, nil
 }
 
 // archiveInput makes a refused archive bad input (exit 2), naming the flag.
@@ -245,11 +260,12 @@ func ledgerSize(ctx context.Context, g *globals, l *ledger.Ledger) int64 {
 func (o *verifyOptions) withArchives(rep *replay.Report, opts ...replay.VerifyOption) error {
 	var checked []*archive.Checked
 	for _, path := range o.archives {
-		data, err := os.ReadFile(path)
+		f, err := openArchive(path)
 		if err != nil {
-			return events.Invalid("--archive", path, "cannot be read: "+errText(err))
+			return err
 		}
-		c, err := archive.Read(data, absPath(path), "", opts...)
+		c, err := archive.Read(f, absPath(path), "", opts...)
+		f.Close()
 		if errors.Is(err, archive.ErrMismatch) {
 			rep.Add(replay.Problem{Kind: replay.KindCheckpoint, Detail: err.Error()})
 			continue

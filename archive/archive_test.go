@@ -125,7 +125,9 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
+	tWrite := time.Now()
 	w, err := archive.Write(ctx, tx, &buf, below)
+	dWrite := time.Since(tWrite)
 	tx.Rollback()
 	if err != nil {
 		t.Fatal(err)
@@ -149,10 +151,12 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 
 	// The archive verifies on its own, against the signer's key.
 	trust := replay.WithTrust(&replay.Trust{Verifiers: []note.Verifier{sg.v}, Expected: true})
+	tRead := time.Now()
 	c, err := archive.Read(bytes.NewReader(buf.Bytes()), path, "", trust)
 	if err != nil {
 		t.Fatal(err)
 	}
+	dRead := time.Since(tRead)
 	if c.LedgerID != l.ID() || c.Report.Trust == replay.Unsigned {
 		t.Fatalf("archive read as ledger %s, trust %q", c.LedgerID, c.Report.Trust)
 	}
@@ -182,10 +186,13 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 		t.Fatal("a refused prune appended")
 	}
 
+	tPrune := time.Now()
 	seq, err := l.Prune(ctx, who(), c.SHA256, archive.Plan(c, l.ID(), path))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("archive of %d events (%d bytes): written in %s, read and verified alone in %s, pruned (checked against the live log, deleted, marker signed) in %s",
+		w.Events, buf.Len(), dWrite.Round(time.Millisecond), dRead.Round(time.Millisecond), time.Since(tPrune).Round(time.Millisecond))
 	if seq != before+1 {
 		t.Fatalf("the marker is seq %d, want %d (seqs never go back)", seq, before+1)
 	}

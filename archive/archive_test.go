@@ -296,6 +296,40 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 	if _, err := l.Prune(ctx, who(), c.SHA256, archive.Plan(c, l.ID(), path)); !errors.Is(err, archive.ErrMismatch) {
 		t.Fatalf("the same archive again: %v, want ErrMismatch", err)
 	}
+
+	// Unprune: only the archive the prune recorded; the events come back
+	// byte for byte, the head and the seqs stay where they are.
+	if _, err := l.Unprune(ctx, who(), archive.Restore(&other, bytes.NewReader(buf.Bytes()), l.ID(), path)); !errors.Is(err, archive.ErrMismatch) {
+		t.Fatalf("unprune from an archive the prune did not record: %v, want ErrMismatch", err)
+	}
+	before = head()
+	useq, err := l.Unprune(ctx, who(), archive.Restore(c, bytes.NewReader(buf.Bytes()), l.ID(), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if useq != before+1 {
+		t.Fatalf("the unprune's marker is seq %d, want %d", useq, before+1)
+	}
+	rep = verify(t, l, sg)
+	mustOK(t, "after the unprune", rep)
+	if rep.Archived != nil || rep.FirstSeq != 1 || !rep.Replayed {
+		t.Fatalf("after the unprune: archived %+v, first seq %d, replayed %v; want the whole log from seq 1", rep.Archived, rep.FirstSeq, rep.Replayed)
+	}
+	if _, err := l.Unprune(ctx, who(), archive.Restore(c, bytes.NewReader(buf.Bytes()), l.ID(), path)); !errors.Is(err, archive.ErrMismatch) {
+		t.Fatalf("a second unprune: %v, want ErrMismatch", err)
+	}
+	if _, err := l.Project(ctx); err != nil {
+		t.Fatalf("project after the unprune: %v", err)
+	}
+	// And prune again, from the same archive.
+	if _, err := l.Prune(ctx, who(), c.SHA256, archive.Plan(c, l.ID(), path)); err != nil {
+		t.Fatalf("the prune again after the unprune: %v", err)
+	}
+	rep = verify(t, l, sg)
+	mustOK(t, "pruned again", rep)
+	if rep.Archived == nil || rep.Archived.BelowSeq != below {
+		t.Fatalf("pruned again: archived %+v", rep.Archived)
+	}
 	return below
 }
 

@@ -155,7 +155,8 @@ any other deletion is still refused, and still fails verify.
 On SQLite the file is VACUUMed afterwards, and its size before and after
 printed. On PostgreSQL the space is reused by later appends (VACUUM FULL
 events returns it to the system); the role needs DELETE on events and
-INSERT on prune_horizon, which the writers' role need not have.`,
+INSERT on prune_horizon, which the writers' role need not have.
+lockledger unprune --archive FILE puts the events back.`,
 		Example: `  lockledger prune --archive ledger-2024.jsonl
   lockledger verify --archive ledger-2024.jsonl`,
 		Args: noArgs,
@@ -228,6 +229,72 @@ func openArchive(path string) (*os.File, error) {
 		return nil, events.Invalid("--archive", path, "must be a regular file (an archive lockledger archive wrote)")
 	}
 	return f, nil
+}
+
+type unpruneOptions struct {
+	g       *globals
+	archive string
+	actor   string
+}
+
+func newUnprune(g *globals) *cobra.Command {
+	o := &unpruneOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "unprune --archive FILE",
+		Short: "Put the events the last prune removed back into the live store, from its archive",
+		Long: `Undo the last prune standing: FILE must be the archive it recorded (its
+SHA-256), verify on its own as verify --file does, hold the leaves the
+live Merkle tree stores and chain into the live log's first event. Then,
+in one write, its events are inserted back byte for byte and a
+ledger_unpruned event is appended. The head, the seqs and the fencing
+tokens do not move; verify checks the whole log from the genesis again.
+Anything else refuses (exit 2) and changes nothing. Undo several prunes
+last first.`,
+		Example: `  lockledger unprune --archive ledger-2024.jsonl`,
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runUnprune(cmd.Context(), o) },
+	}
+	cmd.Flags().StringVar(&o.archive, "archive", "", "the archive the last prune recorded (required)")
+	cmd.Flags().StringVar(&o.actor, "actor", "", "who restores, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
+	return cmd
+}
+
+func runUnprune(ctx context.Context, o *unpruneOptions) error {
+	if o.archive == "" {
+		return events.Invalid("--archive", "", "is required: the archive the last prune recorded")
+	}
+	if o.actor != "" {
+		if err := validActor(o.actor); err != nil {
+			return err
+		}
+	}
+	f, err := openArchive(o.archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	vo := &verifyOptions{g: o.g}
+	trust, err := vo.trust()
+	if err != nil {
+		return err
+	}
+	c, err := archive.Read(f, absPath(o.archive), "", replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
+		Expected: len(trust.Verifiers) > 0, OthersUnchecked: trust.OthersUnchecked}))
+	if err != nil {
+		return archiveInput(o.archive, err)
+	}
+	l, err := o.g.open(ctx, rewrites)
+	if err != nil {
+		return err
+	}
+	defer o.g.finish(l)
+	seq, err := l.Unprune(ctx, ledger.Identity{Actor: o.actor, PID: os.Getppid()}, archive.Restore(c, f, l.ID(), absPath(o.archive)))
+	if err != nil {
+		return archiveInput(o.archive, err)
+	}
+	termtext.Fprintf(o.g.io.Out, "put seq %d-%d (%d events) back into the live store from %s\n  recorded: ledger_unpruned, seq %d\n",
+		c.FirstSeq, c.LastSeq, c.LastSeq-c.FirstSeq+1, absPath(o.archive), seq)
+	return nil
 }
 
 // archiveInput makes a refused archive bad input (exit 2), naming the flag.

@@ -269,8 +269,12 @@ func Details(ev *replay.Event) string {
 			add("until %s", ev.Until)
 		}
 		add("as %s to %s", ev.Format, ev.Destination)
-	case events.LedgerPruned:
-		add("pruned %s%s from the live store", eventCount(ev.Events), seqRange(ev.FirstSeq, ev.LastSeq))
+	case events.LedgerPruned, events.LedgerUnpruned:
+		verb := "pruned %s%s from the live store"
+		if ev.Type == events.LedgerUnpruned {
+			verb = "put %s%s back into the live store"
+		}
+		add(verb, eventCount(ev.Events), seqRange(ev.FirstSeq, ev.LastSeq))
 		if sha, _, ok := events.ParsePruneNote(ev.Note); ok {
 			add("archive sha256 %s", sha)
 		}
@@ -424,7 +428,7 @@ func eventColor(ev *replay.Event) string {
 		return ansiYellow
 	case events.LedgerExported:
 		return ansiDim
-	case events.LedgerPruned:
+	case events.LedgerPruned, events.LedgerUnpruned:
 		return ansiMagenta
 	case events.LedgerVerified:
 		if ev.Result == events.AuditOK {

@@ -121,4 +121,17 @@ func archivePruneVerify(t *testing.T, env []string, sizes string) {
 	// The writers go on from the head.
 	run(0, "acquire", "app", "--actor", "tester", "--request-id", "after", "--pid", pid)
 	run(0, "verify")
+
+	// Undo: only the archive the prune recorded; then the whole log verifies
+	// from the genesis again, and project works.
+	run(2, "unprune", "--archive", bad)
+	r = run(0, "unprune", "--archive", arch)
+	if !strings.Contains(r.Stdout, "recorded: ledger_unpruned") {
+		t.Fatalf("unprune said: %s", r.Stdout)
+	}
+	if v := clitest.DecodeVerify(t, run(0, "verify", "--json")); v.FirstSeq != 1 || !v.Replayed {
+		t.Fatalf("verify after the unprune: first seq %d, replayed %v", v.FirstSeq, v.Replayed)
+	}
+	run(0, "project")
+	run(2, "unprune", "--archive", arch)
 }

@@ -48,6 +48,8 @@ func sampleBodies(tb testing.TB) map[events.Type][]byte {
 		events.LedgerProjected: &events.LedgerProjectedPayload{Result: events.AuditOK, Events: 9, Locks: 1, RowsChanged: 1},
 		events.LedgerPruned: &events.Pruned{FirstSeq: 1, LastSeq: 8, Events: 8, HeadHash: "abababababababababababababababababababababababababababababababab", File: "/srv/archive.jsonl",
 			Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")},
+		events.LedgerUnpruned: &events.Pruned{FirstSeq: 1, LastSeq: 8, Events: 8, HeadHash: "abababababababababababababababababababababababababababababababab", File: "/srv/archive.jsonl",
+			Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")},
 	}
 	out := map[events.Type][]byte{}
 	for i, typ := range events.Types {

@@ -170,7 +170,8 @@ type Exported struct {
 	Destination string `json:"destination"`
 }
 
-// Pruned is ledger_pruned's payload: events FirstSeq..LastSeq (Events
+// Pruned is ledger_pruned's payload, and ledger_unpruned's (the same
+// events back, from the same archive): events FirstSeq..LastSeq (Events
 // of them) left the live store for an archive; HeadHash is seq LastSeq's
 // chain hash, from which the live log's first event chains; File is where
 // the archive was when it was checked; Note is PruneNote's text, which
@@ -390,7 +391,7 @@ func Decode(body []byte) (Envelope, any, error) {
 		p = &Verified{}
 	case LedgerProjected:
 		p = &LedgerProjectedPayload{}
-	case LedgerPruned:
+	case LedgerPruned, LedgerUnpruned:
 		p = &Pruned{}
 	default:
 		return env, nil, fmt.Errorf("events: unknown type %q", env.Type)

@@ -43,6 +43,13 @@ func (l *Ledger) Prune(ctx context.Context, id Identity, archiveSHA256 string,
 	})
 }
 
+// Unprune appends ledger_unpruned in the write in which restore puts the
+// last prune's events back (archive.Restore); it returns the marker's seq.
+func (l *Ledger) Unprune(ctx context.Context, id Identity,
+	restore func(ctx context.Context, q store.PreparedTx, next int64) (*events.Pruned, error)) (int64, error) {
+	return l.appendWide(ctx, events.LedgerUnpruned, id, func(q store.PreparedTx, next int64) (any, error) { return restore(ctx, q, next) })
+}
+
 // appendWide appends one ledger-wide event, whose payload before gives
 // (and may write first) in the event's own transaction.
 func (l *Ledger) appendWide(ctx context.Context, typ events.Type, id Identity,

@@ -26,29 +26,45 @@ type Archived struct {
 	MarkerSeq int64  `json:"marker_seq"`
 }
 
-// LastPrune reads the last ledger_pruned marker of the log q holds; nil
-// when there is none.
+// LastPrune reads the prune the live log q holds starts after: the last
+// ledger_pruned marker that no later ledger_unpruned undid (an unprune
+// undoes the last prune standing); nil when there is none.
 func LastPrune(ctx context.Context, q Querier) (*Archived, error) {
-	var seq int64
-	var body []byte
-	err := q.QueryRowContext(ctx, `SELECT seq, body FROM events WHERE type = 'ledger_pruned' ORDER BY seq DESC LIMIT 1`).Scan(&seq, &body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	rows, err := q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE type IN ('ledger_pruned', 'ledger_unpruned') ORDER BY seq`)
 	if err != nil {
 		return nil, err
 	}
-	_, p, err := events.Decode(body)
-	if err != nil {
-		return nil, fmt.Errorf("replay: the ledger_pruned event at seq %d: %w", seq, err)
+	defer rows.Close()
+	var standing []*Archived
+	for rows.Next() {
+		var seq int64
+		var typ string
+		var body []byte
+		if err := rows.Scan(&seq, &typ, &body); err != nil {
+			return nil, err
+		}
+		if events.Type(typ) == events.LedgerUnpruned {
+			if len(standing) > 0 {
+				standing = standing[:len(standing)-1]
+			}
+			continue
+		}
+		_, p, err := events.Decode(body)
+		if err != nil {
+			return nil, fmt.Errorf("replay: the ledger_pruned event at seq %d: %w", seq, err)
+		}
+		pr, _ := p.(*events.Pruned)
+		if pr == nil {
+			return nil, fmt.Errorf("replay: the ledger_pruned event at seq %d holds no prune", seq)
+		}
+		a := &Archived{BelowSeq: pr.LastSeq + 1, FirstSeq: pr.FirstSeq, HeadHash: pr.HeadHash, MarkerSeq: seq}
+		a.ArchiveSHA256, a.Root, _ = events.ParsePruneNote(pr.Note)
+		standing = append(standing, a)
 	}
-	pr, _ := p.(*events.Pruned)
-	if pr == nil {
-		return nil, fmt.Errorf("replay: the ledger_pruned event at seq %d holds no prune", seq)
+	if err := rows.Err(); err != nil || len(standing) == 0 {
+		return nil, err
 	}
-	a := &Archived{BelowSeq: pr.LastSeq + 1, FirstSeq: pr.FirstSeq, HeadHash: pr.HeadHash, MarkerSeq: seq}
-	a.ArchiveSHA256, a.Root, _ = events.ParsePruneNote(pr.Note)
-	return a, nil
+	return standing[len(standing)-1], nil
 }
 
 // storedRows reads the stored Merkle hashes (table tlog_hashes) through q.

@@ -28,6 +28,7 @@ const (
 	kLedgerVerified              // ledger_verified.json
 	kLedgerProjected             // ledger_projected.json
 	kLedgerPruned                // ledger_pruned.json
+	kLedgerUnpruned              // ledger_unpruned.json
 	kLockV1                      // lock_v1.json
 )
 
@@ -59,6 +60,8 @@ func kindOf(t events.Type) (kind, bool) {
 		return kLedgerProjected, true
 	case "ledger_pruned":
 		return kLedgerPruned, true
+	case "ledger_unpruned":
+		return kLedgerUnpruned, true
 	case "lock_v1":
 		return kLockV1, true
 	}
@@ -444,6 +447,7 @@ var eventAllowed = [...]uint64{
 	kLedgerVerified:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventHeadHash | 1<<EventFile,
 	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged | 1<<EventRollbackAccepted,
 	kLedgerPruned:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile,
+	kLedgerUnpruned:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile,
 }
 
 var eventRequired = [...]uint64{
@@ -460,6 +464,7 @@ var eventRequired = [...]uint64{
 	kLedgerVerified:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventProblems,
 	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged,
 	kLedgerPruned:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash,
+	kLedgerUnpruned:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash,
 }
 
 func checkEventField(v *validator, f int) *verr {
@@ -494,8 +499,10 @@ func checkEventField(v *validator, f int) *verr {
 			return v.enumConst(typeValues, "ledger_verified")
 		case kLedgerProjected:
 			return v.enumConst(typeValues, "ledger_projected")
+		case kLedgerPruned:
+			return v.enumConst(typeValues, "ledger_pruned")
 		}
-		return v.enumConst(typeValues, "ledger_pruned") // kLedgerPruned
+		return v.enumConst(typeValues, "ledger_unpruned") // kLedgerUnpruned
 	case EventSchemaVersion:
 		return v.constOne()
 	case EventAt:
@@ -617,7 +624,7 @@ func checkEventField(v *validator, f int) *verr {
 		case kLedgerExported, kLedgerVerified, kLedgerProjected:
 			return v.integer(0, noMax)
 		}
-		return v.integer(1, noMax) // kLedgerPruned
+		return v.integer(1, noMax) // kLedgerPruned, kLedgerUnpruned
 	case EventFormat:
 		return v.enum(formatInLedgerExportedValues)
 	case EventDestination:
@@ -1113,7 +1120,7 @@ func checkPinField(v *validator, f int) *verr {
 
 // The value lists of the enums.
 var (
-	typeValues                    = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked", "action_refused", "lock_projected", "job_processes", "ledger_exported", "ledger_verified", "ledger_projected", "ledger_pruned"}
+	typeValues                    = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked", "action_refused", "lock_projected", "job_processes", "ledger_exported", "ledger_verified", "ledger_projected", "ledger_pruned", "ledger_unpruned"}
 	modeValues                    = []string{"exclusive", "shared"}
 	formatValues                  = []string{"tower-fleet", "bso", "beads", "prodigy", "gitclaw"}
 	reasonValues                  = []string{"stale_lock_forced", "holder_dead", "forced_active", "foreign_lock", "superseded", "reclaimed"}

@@ -133,3 +133,16 @@ func PruneEvents(ctx context.Context, tx interface {
 	}
 	return res.RowsAffected()
 }
+
+// OpenRestore opens the restore of events first..below-1 below the live
+// log, which starts at below: until the event at markerSeq (the next one,
+// ledger_unpruned) is appended in the same transaction, those seqs may be
+// inserted (InsertEvent), each once.
+func OpenRestore(ctx context.Context, tx Execer, first, below, markerSeq int64, archiveSHA256 string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO prune_restore (marker_seq, first_seq, below_seq, archive_sha256) VALUES ($1, $2, $3, $4)`,
+		markerSeq, first, below, archiveSHA256)
+	if err != nil {
+		return fmt.Errorf("ledger: unprune: the restore: %w", err)
+	}
+	return nil
+}

@@ -2,7 +2,7 @@ GO        ?= go
 BIN       ?= bin/lockledger
 PKGS      := ./...
 
-.PHONY: build test vet demo bench stress fuzz lint clean docs-screenshot man release version
+.PHONY: build test vet demo bench stress stress-archive fuzz lint clean docs-screenshot man release version
 
 # The version and commit go into the binary from git (see lockledger
 # --version): the toolchain's own stamp is missing under -buildvcs=false
@@ -56,6 +56,10 @@ bench: build
 ## stress: the crash and contention suites at full size (longer than make test)
 stress:
 	LOCKLEDGER_STRESS=1 $(GO) test -race -count=1 -timeout 30m -run 'Crash|Contention|Stress' ./e2e/
+
+## stress-archive: archive and prune a ledger of 200k events on SQLite and PostgreSQL (sizes and times in the log)
+stress-archive:
+	LOCKLEDGER_STRESS=1 $(GO) test -count=1 -timeout 30m -v -run 'TestArchivePrune' ./archive/
 
 ## fuzz: each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

@@ -284,6 +284,18 @@ func Details(ev *replay.Event) string {
 			add("until %s", ev.Until)
 		}
 		add("as %s to %s", ev.Format, ev.Destination)
+	case events.LedgerPruned, events.LedgerUnpruned:
+		verb := "pruned %s%s from the live store"
+		if ev.Type == events.LedgerUnpruned {
+			verb = "put %s%s back into the live store"
+		}
+		add(verb, eventCount(ev.Events), seqRange(ev.FirstSeq, ev.LastSeq))
+		if sha, _, ok := events.ParsePruneNote(ev.Note); ok {
+			add("archive sha256 %s", sha)
+		}
+		if ev.File != "" {
+			add("archive file %s", ev.File)
+		}
 	case events.LedgerVerified:
 		if ev.Result == events.AuditOK {
 			add("OK")
@@ -431,6 +443,8 @@ func eventColor(ev *replay.Event) string {
 		return ansiYellow
 	case events.LedgerExported:
 		return ansiDim
+	case events.LedgerPruned, events.LedgerUnpruned:
+		return ansiMagenta
 	case events.LedgerVerified:
 		if ev.Result == events.AuditOK {
 			return ansiDim

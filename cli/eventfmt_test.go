@@ -43,6 +43,10 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 			[]string{"FAILED: 2 problems, first bad seq 4, 9 events checked (seq 1-9), head ab12, export file /tmp/x.jsonl"}, ansiRed},
 		{replay.Event{Result: events.AuditOK, Events: 12, Locks: 3, RowsChanged: 1, FilesChanged: 2},
 			[]string{"12 events replayed, 3 locks, 1 row and 2 files changed"}, ansiDim},
+		{replay.Event{FirstSeq: 1, LastSeq: 9, Events: 9, File: "/srv/a.jsonl", Note: events.PruneNote(strings.Repeat("ab", 32), strings.Repeat("cd", 32))},
+			[]string{"pruned 9 events (seq 1-9) from the live store, archive sha256 " + strings.Repeat("ab", 32) + ", archive file /srv/a.jsonl"}, ansiMagenta},
+		{replay.Event{FirstSeq: 1, LastSeq: 9, Events: 9, File: "/srv/a.jsonl", Note: events.PruneNote(strings.Repeat("ab", 32), strings.Repeat("cd", 32))},
+			[]string{"put 9 events (seq 1-9) back into the live store, archive sha256 " + strings.Repeat("ab", 32) + ", archive file /srv/a.jsonl"}, ansiMagenta},
 	}
 	for i, typ := range events.Types {
 		if i >= len(cases) {

@@ -200,6 +200,11 @@ func runProveEvent(ctx context.Context, o *proveOptions, seqArg string) error {
 	}); err != nil {
 		return err
 	}
+	if body == nil {
+		if n := archivedNote(ctx, r); n != "" {
+			return fmt.Errorf("prove: seq %d is not in the live log: %s; its stored Merkle path is unchanged, but the proof carries the event's body, which the archive holds", seq, n)
+		}
+	}
 	// The stored tree matched the checkpoint: the event's body must hash
 	// to the leaf the path starts from, or its stored hashes lie.
 	if err := tlog.CheckRecord(path, cp.Size, cp.Root, checkpoint.Index(seq), checkpoint.LeafHash(body)); err != nil {

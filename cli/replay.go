@@ -100,6 +100,9 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 		return err
 	}
 	defer r.close()
+	if n := archivedNote(ctx, r); n != "" {
+		o.g.sayf("note: %s", n)
+	}
 	st, err := replay.AsOf(ctx, r.tx, asOf, o.lock)
 	if err != nil {
 		return err

@@ -92,6 +92,7 @@ verify-proof give an auditor proofs.`,
 	root.AddCommand(newAcquire(g), newHeartbeat(g), newRelease(g), newStatus(g), newList(g), newSteal(g), newRun(g))
 	root.AddCommand(auditCommands(g)...)
 	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g), newTrust(g))
+	root.AddCommand(newArchive(g), newPrune(g), newUnprune(g))
 	root.AddCommand(newInit(g), newVersion(g))
 	root.AddCommand(newWatchHolder(g), newRecordLoss(g))
 	root.AddCommand(newMetrics(g))

@@ -166,6 +166,9 @@ func printEventsIn(ctx context.Context, g *globals, f replay.Filter, format stri
 		return err
 	}
 	defer r.close()
+	if n := archivedNote(ctx, r); n != "" {
+		g.sayf("note: %s", n)
+	}
 	out := bufio.NewWriterSize(g.io.Out, 64<<10)
 	var sink eventSink = newNarrowSink(out, colorOK(g.io.Out))
 	if !narrow || format != formatTable {

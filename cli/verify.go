@@ -36,6 +36,7 @@ type verifyOptions struct {
 	ledgerID    string
 	expect      []expectation
 	pinned      bool // the trust store pins a ledger at this root
+	archives    []string
 }
 
 func newVerify(g *globals) *cobra.Command {
@@ -161,6 +162,7 @@ created); with no ledger there it is not recorded.`,
 	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one: checkpoints must be signed by one (repeatable)")
 	cmd.Flags().StringVar(&o.ledgerID, "ledger-id", "", "the ledger this must be: any other fails (swapped), even one signed with the same key")
 	cmd.Flags().StringArrayVar(&o.heads, "expect-head", nil, "SEQ:HASH: event SEQ's hash must be HASH (a head recorded elsewhere, without a key; repeatable)")
+	cmd.Flags().StringArrayVar(&o.archives, "archive", nil, "also check this archive (lockledger archive) and the live ledger as one log (repeatable)")
 	o.witnessKeys.register(cmd)
 	return cmd
 }
@@ -315,6 +317,8 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	switch {
 	case o.file != "" && o.full:
 		return &usageError{fmt.Errorf("verify: --full checks the ledger's database, not a --file export")}
+	case o.file != "" && len(o.archives) > 0:
+		return &usageError{fmt.Errorf("verify: --archive checks an archive with the ledger; check one alone with --file")}
 	case o.file == "" && o.prevHash != "":
 		return &usageError{fmt.Errorf("verify: --prev-hash needs --file")}
 	case o.actor != "":
@@ -334,6 +338,10 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 			opts = append(opts, ledger.FullStorageCheck())
 		}
 		rep, err = verifyWitnessed(ctx, o.g, trust, opts...)
+		if err == nil && len(o.archives) > 0 {
+			err = o.withArchives(rep, replay.ClockSkew(skew), replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
+				Expected: len(trust.Verifiers) > 0, OthersUnchecked: trust.OthersUnchecked}))
+		}
 	}
 	if err != nil {
 		return err
@@ -446,7 +454,10 @@ func printReport(w io.Writer, rep *replay.Report) {
 	default:
 		termtext.Fprintf(tw, "  events\t%d (seq %d-%d)\n", rep.Events, rep.FirstSeq, rep.LastSeq)
 		from := "prev_hash " + rep.FirstPrevHash
-		if rep.Genesis != "" {
+		if a := rep.Archived; a != nil {
+			from = fmt.Sprintf("seq %d's hash %s (archived below seq %d: archive sha256 %s, ledger_pruned at seq %d)",
+				a.BelowSeq-1, a.HeadHash, a.BelowSeq, a.ArchiveSHA256, a.MarkerSeq)
+		} else if rep.Genesis != "" {
 			from = "genesis " + rep.Genesis
 		}
 		termtext.Fprintf(tw, "  chain from\t%s\n", from)
@@ -455,6 +466,8 @@ func printReport(w io.Writer, rep *replay.Report) {
 	switch {
 	case rep.Unreadable:
 		termtext.Fprintf(tw, "  projection\tnot checked: the events could not be replayed\n")
+	case rep.Archived != nil:
+		termtext.Fprintf(tw, "  projection\tnot checked: replay needs the archived events\n")
 	case rep.Genesis != "":
 		termtext.Fprintf(tw, "  projection\t%d locks replayed, %d lock files checked\n", rep.Locks, rep.LockFiles)
 	case rep.Replayed:

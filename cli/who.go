@@ -71,6 +71,9 @@ func runWho(ctx context.Context, o *whoOptions) error {
 		return err
 	}
 	defer r.close()
+	if n := archivedNote(ctx, r); n != "" {
+		o.g.sayf("note: %s", n)
+	}
 	st, err := replay.AsOf(ctx, r.tx, at, o.lock)
 	if err != nil {
 		return err

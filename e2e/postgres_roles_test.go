@@ -331,7 +331,8 @@ func TestPostgresREADMEReplacedTriggerFunctionFailsVerify(t *testing.T) {
 	}
 	w.must(t, 0, "verify")
 	for _, q := range []string{
-		`CREATE OR REPLACE FUNCTION lockledger_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN OLD; END $$`,
+		// The function that guards the events' DELETE (a prune's open horizon only).
+		`CREATE OR REPLACE FUNCTION lockledger_events_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN OLD; END $$`,
 		`DELETE FROM events WHERE seq = (SELECT max(seq) FROM events) AND type = 'ledger_verified'`,
 		`DELETE FROM tlog_hashes WHERE seq > (SELECT max(seq) FROM events)`,
 	} {
@@ -345,7 +346,7 @@ func TestPostgresREADMEReplacedTriggerFunctionFailsVerify(t *testing.T) {
 	v := clitest.DecodeVerify(t, newPGHost(t, "auditor", roles.auditor).run(t, "verify", "--json"))
 	found := false
 	for _, p := range v.Problems {
-		found = found || p.Kind == "trigger" && strings.Contains(p.Detail, "function lockledger_refuse")
+		found = found || p.Kind == "trigger" && strings.Contains(p.Detail, "function lockledger_events_delete")
 	}
 	if v.OK || !found {
 		t.Errorf("verify after the function was replaced: ok %v, %+v", v.OK, v.Problems)

@@ -46,6 +46,10 @@ func sampleBodies(tb testing.TB) map[events.Type][]byte {
 		events.LedgerVerified: &events.Verified{Result: events.AuditFailed, Events: 9, Problems: 1, FirstBadSeq: 3,
 			FirstSeq: 1, LastSeq: 9, HeadHash: strings.Repeat("0f", 32)},
 		events.LedgerProjected: &events.LedgerProjectedPayload{Result: events.AuditOK, Events: 9, Locks: 1, RowsChanged: 1},
+		events.LedgerPruned: &events.Pruned{FirstSeq: 1, LastSeq: 8, Events: 8, HeadHash: "abababababababababababababababababababababababababababababababab", File: "/srv/archive.jsonl",
+			Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")},
+		events.LedgerUnpruned: &events.Pruned{FirstSeq: 1, LastSeq: 8, Events: 8, HeadHash: "abababababababababababababababababababababababababababababababab", File: "/srv/archive.jsonl",
+			Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")},
 	}
 	out := map[events.Type][]byte{}
 	for i, typ := range events.Types {

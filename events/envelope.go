@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/lockledger/lockledger/internal/termtext"
 )
@@ -170,6 +171,37 @@ type Exported struct {
 	Format   string `json:"format"`
 	// Destination is DestinationStdout or the absolute path of the file.
 	Destination string `json:"destination"`
+}
+
+// Pruned is ledger_pruned's payload, and ledger_unpruned's (the same
+// events back, from the same archive): events FirstSeq..LastSeq (Events
+// of them) left the live store for an archive; HeadHash is seq LastSeq's
+// chain hash, from which the live log's first event chains; File is where
+// the archive was when it was checked; Note is PruneNote's text, which
+// names the archive's SHA-256 and the tree's root at size LastSeq.
+type Pruned struct {
+	FirstSeq int64  `json:"first_seq"`
+	LastSeq  int64  `json:"last_seq"`
+	Events   int64  `json:"events"`
+	HeadHash string `json:"head_hash"`
+	File     string `json:"file,omitempty"`
+	Note     string `json:"note"`
+}
+
+// PruneNote is ledger_pruned's note: the archive's SHA-256 and the tree
+// root at the archive's last seq, both hex.
+func PruneNote(archiveSHA256, root string) string {
+	return "archive sha256:" + archiveSHA256 + " root:" + root
+}
+
+// ParsePruneNote reads PruneNote's text back; ok false for any other.
+func ParsePruneNote(note string) (archiveSHA256, root string, ok bool) {
+	rest, ok := strings.CutPrefix(note, "archive sha256:")
+	if !ok {
+		return "", "", false
+	}
+	archiveSHA256, root, ok = strings.Cut(rest, " root:")
+	return archiveSHA256, root, ok && len(archiveSHA256) == 64 && len(root) == 64
 }
 
 // Verified is ledger_verified's payload: what a verify checked and found.
@@ -370,6 +402,8 @@ func Decode(body []byte) (Envelope, any, error) {
 		p = &Verified{}
 	case LedgerProjected:
 		p = &LedgerProjectedPayload{}
+	case LedgerPruned, LedgerUnpruned:
+		p = &Pruned{}
 	default:
 		return env, nil, fmt.Errorf("events: unknown type %q", env.Type)
 	}

@@ -44,16 +44,22 @@ const (
 	// projections, or refused to; its lock_projected events say what
 	// changed for each lock.
 	LedgerProjected Type = "ledger_projected"
+	// LedgerPruned: `prune` removed the events below a seq from the live
+	// store once an archive of them verified against it.
+	LedgerPruned Type = "ledger_pruned"
+	// LedgerUnpruned: `unprune` put the events the last prune removed
+	// back into the live store, from its archive.
+	LedgerUnpruned Type = "ledger_unpruned"
 )
 
 // Types lists every event type in a stable order.
 var Types = []Type{LockAcquired, LockHeartbeat, LockStolen, LockReleased, HeartbeatFailed, AcquireBlocked,
-	ActionRefused, LockProjected, JobProcesses, LedgerExported, LedgerVerified, LedgerProjected}
+	ActionRefused, LockProjected, JobProcesses, LedgerExported, LedgerVerified, LedgerProjected, LedgerPruned, LedgerUnpruned}
 
 // LedgerWide reports whether events of type t are about the ledger as a
 // whole rather than one lock: they carry no lock_name.
 func (t Type) LedgerWide() bool {
-	return t == LedgerExported || t == LedgerVerified || t == LedgerProjected
+	return t == LedgerExported || t == LedgerVerified || t == LedgerProjected || t == LedgerPruned || t == LedgerUnpruned
 }
 
 // Valid reports whether t is a known event type.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
 )
 
 // RecordAccess appends a ledger-wide event that records a read of the
@@ -21,9 +22,49 @@ func (l *Ledger) RecordAccess(ctx context.Context, typ events.Type, id Identity,
 		return 0, fmt.Errorf("ledger: RecordAccess(%s): only %s and %s record a read of the log", typ,
 			events.LedgerExported, events.LedgerVerified)
 	}
+	return l.appendWide(ctx, typ, id, func(store.PreparedTx, int64) (any, error) { return payload, nil })
+}
+
+// Prune removes events from the live store and records it, in one write:
+// plan reads the live log in the write transaction (next is the seq its
+// marker gets) and returns the ledger_pruned marker once the archive it
+// checked verified against the log, or an error that changes nothing.
+// The events from the marker's FirstSeq to its LastSeq are deleted
+// (store.PruneEvents, the triggers allowing it only until the marker is
+// appended), and the marker appended. It returns the marker's seq.
+func (l *Ledger) Prune(ctx context.Context, id Identity, archiveSHA256 string,
+	plan func(ctx context.Context, q store.Querier, next int64) (*events.Pruned, error)) (int64, error) {
+	return l.appendWide(ctx, events.LedgerPruned, id, func(q store.PreparedTx, next int64) (any, error) {
+		p, err := plan(ctx, q, next)
+		if err == nil {
+			_, err = store.PruneEvents(ctx, q, p.LastSeq+1, next, archiveSHA256)
+		}
+		return p, err
+	})
+}
+
+// Unprune appends ledger_unpruned in the write in which restore puts the
+// last prune's events back (archive.Restore); it returns the marker's seq.
+func (l *Ledger) Unprune(ctx context.Context, id Identity,
+	restore func(ctx context.Context, q store.PreparedTx, next int64) (*events.Pruned, error)) (int64, error) {
+	return l.appendWide(ctx, events.LedgerUnpruned, id, func(q store.PreparedTx, next int64) (any, error) { return restore(ctx, q, next) })
+}
+
+// appendWide appends one ledger-wide event, whose payload before gives
+// (and may write first) in the event's own transaction.
+func (l *Ledger) appendWide(ctx context.Context, typ events.Type, id Identity,
+	before func(q store.PreparedTx, next int64) (any, error)) (int64, error) {
 	var seq int64
 	err := l.update(ctx, func(w *writeTx) (error, error) {
 		id, err := l.resolve(id, w.now)
+		if err != nil {
+			return nil, err
+		}
+		next, err := w.nextSeq()
+		if err != nil {
+			return nil, err
+		}
+		payload, err := before(w.q, next)
 		if err != nil {
 			return nil, err
 		}

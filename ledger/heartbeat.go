@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
 )
 
 // Heartbeat renews a lock held by id.RequestID. A heartbeat by a request
@@ -46,11 +47,11 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 				out, err = w.heartbeatShared(s, id)
 				return nil, err
 			}
-			past, err := pastHoldingOf(ctx, w.q, lock, id.RequestID)
+			past, err := replay.PastHoldingOf(ctx, w.q, lock, id.RequestID)
 			if err != nil {
 				return nil, err
 			}
-			nh := &NotHolderError{Lock: lock, RequestID: id.RequestID, Lost: past.lost(), ReleasedSeq: past.releasedSeq}
+			nh := &NotHolderError{Lock: lock, RequestID: id.RequestID, Lost: past.Lost(), ReleasedSeq: past.ReleasedSeq}
 			if h != nil {
 				nh.Holder, nh.Corrupt = &h.rec, h.corrupt
 			}

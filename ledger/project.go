@@ -113,6 +113,9 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 	err = l.update(ctx, func(w *writeTx) (error, error) {
 		tx, now := w.tx, w.now
 		check, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis)
+		if err == nil && st == nil {
+			err = store.ErrPruned
+		}
 		if err != nil {
 			return nil, fmt.Errorf("ledger: project: %w", err)
 		}

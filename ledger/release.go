@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
 )
 
 // ReleaseRequest frees a lock.
@@ -121,23 +122,23 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			named := h != nil && h.corrupt == nil && h.rec.RequestID == id.RequestID &&
 				(req.FencingToken == 0 || h.token == req.FencingToken)
 			if h != nil && !named {
-				past, err := pastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
+				past, err := replay.PastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
 				if err != nil {
 					return nil, err
 				}
 				nh := &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Corrupt: h.corrupt,
-					Lost: past.lost(), ReleasedSeq: past.releasedSeq}
+					Lost: past.Lost(), ReleasedSeq: past.ReleasedSeq}
 				return w.refuse(events.ActionRelease, id, h, nh)
 			}
 			mine = false
 		}
 		if !mine && (h == nil || !req.Force) {
-			past, err := pastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
+			past, err := replay.PastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
 			if err != nil {
 				return nil, err
 			}
-			if req.Force || past.releasedSeq > 0 {
-				out = &ReleaseOutcome{Lock: req.Lock, ReleasedSeq: past.releasedSeq, State: events.StateFree}
+			if req.Force || past.ReleasedSeq > 0 {
+				out = &ReleaseOutcome{Lock: req.Lock, ReleasedSeq: past.ReleasedSeq, State: events.StateFree}
 				if h != nil {
 					rec := h.rec
 					out.State, _ = judge(h, w.now, l.host, l.probe, 0)
@@ -145,7 +146,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 				}
 				return nil, nil
 			}
-			nh := &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Lost: past.lost()}
+			nh := &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Lost: past.Lost()}
 			if h != nil {
 				nh.Holder, nh.Corrupt = &h.rec, h.corrupt
 			}

@@ -174,6 +174,9 @@ type Report struct {
 	Foreign []Problem `json:"foreign,omitempty"`
 	// Notes are remarks that are not damage (e.g. a write in flight).
 	Notes []string `json:"notes,omitempty"`
+	// Archived: the events below Archived.BelowSeq were pruned into an
+	// archive (a ledger_pruned marker says so); the live log starts there.
+	Archived *Archived `json:"archived,omitempty"`
 	// Trust says what vouches for the log beyond its own chain: Unsigned
 	// when nothing does, else the seqs that match a signed checkpoint or an
 	// expected head. UnsignedFrom is the first seq no matching head covers.

@@ -103,6 +103,10 @@ func TestRecordOnlyEventsVerifyAndChangeNoState(t *testing.T) {
 		Events: g.seq, FirstSeq: 1, LastSeq: g.seq, HeadHash: g.prev})
 	last[events.LedgerProjected] = g.add(events.LedgerProjected, "", "req_p", &events.LedgerProjectedPayload{
 		Result: events.AuditOK, Events: g.seq, Locks: 2})
+	last[events.LedgerPruned] = g.add(events.LedgerPruned, "", "req_pr", &events.Pruned{FirstSeq: 1, LastSeq: 2, Events: 2,
+		HeadHash: g.prev, Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")})
+	last[events.LedgerUnpruned] = g.add(events.LedgerUnpruned, "", "req_up", &events.Pruned{FirstSeq: 1, LastSeq: 2, Events: 2,
+		HeadHash: g.prev, Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")})
 	last[events.LockStolen] = g.steal("x", "req_r", "req_a", events.ReasonReclaimed)
 	last[events.LockReleased] = g.add(events.LockReleased, "x", "req_r", &events.Released{HeldDurationSeconds: 1,
 		Result: events.ResultSuccess, FencingToken: last[events.LockStolen]})

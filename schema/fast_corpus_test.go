@@ -258,6 +258,14 @@ func validSeeds(tb testing.TB) []seedBody {
 	full()
 	add("ledger projected refused", events.LedgerProjected, mustBody(tb, ledger(events.LedgerProjected, 33, "req_v"),
 		&events.LedgerProjectedPayload{Result: events.AuditRefused, Events: 32, Locks: 2, Problems: 4, FirstBadSeq: 7}))
+	add("ledger pruned", events.LedgerPruned, mustBody(tb, ledger(events.LedgerPruned, 34, "req_w"),
+		&events.Pruned{FirstSeq: 1, LastSeq: 33, Events: 33, HeadHash: "abababababababababababababababababababababababababababababababab", File: "/srv/archive.jsonl",
+			Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")}))
+	add("ledger pruned again", events.LedgerPruned, mustBody(tb, ledger(events.LedgerPruned, 35, "req_x"),
+		&events.Pruned{FirstSeq: 34, LastSeq: 34, Events: 1, HeadHash: "abababababababababababababababababababababababababababababababab", Note: "x"}))
+	add("ledger unpruned", events.LedgerUnpruned, mustBody(tb, ledger(events.LedgerUnpruned, 36, "req_y"),
+		&events.Pruned{FirstSeq: 34, LastSeq: 34, Events: 1, HeadHash: "abababababababababababababababababababababababababababababababab", File: "/srv/archive.jsonl",
+			Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")}))
 	add("lock file", events.Type(schema.LockFile), prev.File())
 	full()
 	return out
@@ -406,7 +414,7 @@ func replacements() []string {
 		`"release"`, `"steal"`, `"heartbeat"`, `"Release"`, `"terminated"`, `"killed"`, `"left_running"`, `"bso"`,
 		`["x"]`, `[""]`, `[0]`, `[1,2]`, `["x",1]`, `[null]`, `[[]]`, `[1.0]`,
 		`"tower-fleet"`, `"gitclaw"`, `"beads "`, `"shared"`, `"exclusive"`, `"Shared"`, `1000000`, `1000001`, `"lock_heartbeat"`, `"lock_acquired"`, `"acquire_blocked"`,
-		`"ledger_exported"`, `"ledger_verified"`, `"ledger_projected"`, `"ok"`, `"failed"`, `"refused"`, `"OK"`,
+		`"ledger_exported"`, `"ledger_verified"`, `"ledger_projected"`, `"ledger_pruned"`, `"ledger_unpruned"`, `"ok"`, `"failed"`, `"refused"`, `"OK"`,
 		`"jsonl"`, `"csv"`, `"json"`, `"stdout"`, `"stdout "`, `"Stdout"`, `"-"`, `"\u0073tdout"`,
 		`"` + strings.Repeat("0a", 32) + `"`, `"` + strings.Repeat("0A", 32) + `"`, `"` + strings.Repeat("0a", 31) + `0"`,
 		`"lock_\u0061cquired"`, `"\u0076\u0031"`, `"\/x"`, `"\u002fx"`,

@@ -27,6 +27,8 @@ const (
 	kLedgerExported              // ledger_exported.json
 	kLedgerVerified              // ledger_verified.json
 	kLedgerProjected             // ledger_projected.json
+	kLedgerPruned                // ledger_pruned.json
+	kLedgerUnpruned              // ledger_unpruned.json
 	kLockV1                      // lock_v1.json
 )
 
@@ -56,6 +58,10 @@ func kindOf(t events.Type) (kind, bool) {
 		return kLedgerVerified, true
 	case "ledger_projected":
 		return kLedgerProjected, true
+	case "ledger_pruned":
+		return kLedgerPruned, true
+	case "ledger_unpruned":
+		return kLedgerUnpruned, true
 	case "lock_v1":
 		return kLockV1, true
 	}
@@ -440,6 +446,8 @@ var eventAllowed = [...]uint64{
 	kLedgerExported:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventSince | 1<<EventUntil | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination,
 	kLedgerVerified:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventHeadHash | 1<<EventFile,
 	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged | 1<<EventRollbackAccepted,
+	kLedgerPruned:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile,
+	kLedgerUnpruned:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile,
 }
 
 var eventRequired = [...]uint64{
@@ -455,6 +463,8 @@ var eventRequired = [...]uint64{
 	kLedgerExported:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination,
 	kLedgerVerified:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventProblems,
 	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged,
+	kLedgerPruned:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash,
+	kLedgerUnpruned:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash,
 }
 
 func checkEventField(v *validator, f int) *verr {
@@ -487,8 +497,12 @@ func checkEventField(v *validator, f int) *verr {
 			return v.enumConst(typeValues, "ledger_exported")
 		case kLedgerVerified:
 			return v.enumConst(typeValues, "ledger_verified")
+		case kLedgerProjected:
+			return v.enumConst(typeValues, "ledger_projected")
+		case kLedgerPruned:
+			return v.enumConst(typeValues, "ledger_pruned")
 		}
-		return v.enumConst(typeValues, "ledger_projected") // kLedgerProjected
+		return v.enumConst(typeValues, "ledger_unpruned") // kLedgerUnpruned
 	case EventSchemaVersion:
 		return v.constOne()
 	case EventAt:
@@ -606,7 +620,11 @@ func checkEventField(v *validator, f int) *verr {
 	case EventLastSeq:
 		return v.integer(1, noMax)
 	case EventEvents:
-		return v.integer(0, noMax)
+		switch v.k {
+		case kLedgerExported, kLedgerVerified, kLedgerProjected:
+			return v.integer(0, noMax)
+		}
+		return v.integer(1, noMax) // kLedgerPruned, kLedgerUnpruned
 	case EventFormat:
 		return v.enum(formatInLedgerExportedValues)
 	case EventDestination:
@@ -1102,7 +1120,7 @@ func checkPinField(v *validator, f int) *verr {
 
 // The value lists of the enums.
 var (
-	typeValues                    = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked", "action_refused", "lock_projected", "job_processes", "ledger_exported", "ledger_verified", "ledger_projected"}
+	typeValues                    = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked", "action_refused", "lock_projected", "job_processes", "ledger_exported", "ledger_verified", "ledger_projected", "ledger_pruned", "ledger_unpruned"}
 	modeValues                    = []string{"exclusive", "shared"}
 	formatValues                  = []string{"tower-fleet", "bso", "beads", "prodigy", "gitclaw"}
 	reasonValues                  = []string{"stale_lock_forced", "holder_dead", "forced_active", "foreign_lock", "superseded", "reclaimed"}

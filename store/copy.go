@@ -32,6 +32,11 @@ func CopyLedger(ctx context.Context, src, dst *sql.Tx, s Store, ledgerID string)
 	if n > 0 {
 		return c, fmt.Errorf("%w (%d rows); import only into a new ledger", ErrNotEmpty, n)
 	}
+	if first, err := FirstSeq(ctx, src); err != nil {
+		return c, err
+	} else if first > 1 {
+		return c, fmt.Errorf("%w (the live log starts at seq %d): import copies whole ledgers only", ErrPruned, first)
+	}
 	var created string
 	if err := src.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'created_at'`).Scan(&created); err != nil {
 		return c, fmt.Errorf("the source's created_at: %w", err)

@@ -170,30 +170,3 @@ func InsertTreeRow(ctx context.Context, tx Execer, seq int64, hashes []byte) err
 	_, err := tx.ExecContext(ctx, `INSERT INTO tlog_hashes (seq, hashes) VALUES ($1, $2)`, seq, hashes)
 	return err
 }
-
-// HoldingEvents calls visit with request requestID's events on lock that
-// take, renew or free a holding (lock_acquired, lock_stolen,
-// lock_heartbeat, lock_released), newest first, until visit returns false.
-func HoldingEvents(ctx context.Context, q Querier, lock, requestID string,
-	visit func(seq int64, typ string, body []byte) (bool, error)) error {
-	rows, err := q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE request_id = $1 AND lock_name = $2
-		AND type IN ('lock_acquired', 'lock_stolen', 'lock_heartbeat', 'lock_released') ORDER BY seq DESC`,
-		requestID, lock)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var seq int64
-		var typ string
-		var body []byte
-		if err := rows.Scan(&seq, &typ, &body); err != nil {
-			return err
-		}
-		more, err := visit(seq, typ, body)
-		if err != nil || !more {
-			return err
-		}
-	}
-	return rows.Err()
-}

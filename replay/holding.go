@@ -1,0 +1,59 @@
+package replay
+
+import (
+	"context"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// PastHolding is what the events say a request did as a lock's holder,
+// for a request that does not hold it now.
+type PastHolding struct {
+	Held        bool  // it took the lock at some time
+	ReleasedSeq int64 // it released the lock itself, at this seq, and has not held it since
+}
+
+// Lost reports whether the request held the lock and had it taken away
+// (stolen or superseded, displaced by another tool's lock file,
+// force-released) rather than releasing it.
+func (p PastHolding) Lost() bool { return p.Held && p.ReleasedSeq == 0 }
+
+// PastHoldingOf reads requestID's events on lock that take, renew or free
+// a holding (lock_acquired, lock_stolen, lock_heartbeat, lock_released),
+// newest first, down to the last one that took, renewed or freed its own
+// holding. A forced release of another request's lock is no part of the
+// request's own holding; a forced release that names the request took the
+// lock from it. Events a prune archived are not read: a request whose
+// holding ended before the live log starts reads as one that never held.
+func PastHoldingOf(ctx context.Context, q Querier, lock, requestID string) (PastHolding, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE request_id = $1 AND lock_name = $2
+		AND type IN ('lock_acquired', 'lock_stolen', 'lock_heartbeat', 'lock_released') ORDER BY seq DESC`,
+		requestID, lock)
+	if err != nil {
+		return PastHolding{}, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var typ string
+		var body []byte
+		if err := rows.Scan(&seq, &typ, &body); err != nil {
+			return PastHolding{}, err
+		}
+		if events.Type(typ) != events.LockReleased {
+			return PastHolding{Held: true}, nil
+		}
+		_, p, err := events.Decode(body)
+		if err != nil {
+			return PastHolding{}, err
+		}
+		rel, _ := p.(*events.Released)
+		switch {
+		case rel == nil || !rel.Forced:
+			return PastHolding{Held: true, ReleasedSeq: seq}, nil
+		case rel.ReleasedRequestID == requestID:
+			return PastHolding{Held: true}, nil
+		}
+	}
+	return PastHolding{}, rows.Err()
+}

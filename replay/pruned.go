@@ -1,0 +1,130 @@
+package replay
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/events"
+)
+
+// Archived is where a pruned ledger's live log starts: the last
+// ledger_pruned marker, which names the archive holding the events before.
+type Archived struct {
+	// BelowSeq: events below it are in archives, not in the live store.
+	BelowSeq int64 `json:"below_seq"`
+	// FirstSeq..BelowSeq-1 are in the archive the last prune checked.
+	FirstSeq      int64  `json:"first_seq"`
+	ArchiveSHA256 string `json:"archive_sha256"`
+	// HeadHash is seq BelowSeq-1's chain hash, Root the tree's root at
+	// size BelowSeq-1 (hex).
+	HeadHash  string `json:"head_hash"`
+	Root      string `json:"root"`
+	MarkerSeq int64  `json:"marker_seq"`
+}
+
+// LastPrune reads the prune the live log q holds starts after: the last
+// ledger_pruned marker that no later ledger_unpruned undid (an unprune
+// undoes the last prune standing); nil when there is none.
+func LastPrune(ctx context.Context, q Querier) (*Archived, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE type IN ('ledger_pruned', 'ledger_unpruned') ORDER BY seq`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var standing []*Archived
+	for rows.Next() {
+		var seq int64
+		var typ string
+		var body []byte
+		if err := rows.Scan(&seq, &typ, &body); err != nil {
+			return nil, err
+		}
+		if events.Type(typ) == events.LedgerUnpruned {
+			if len(standing) > 0 {
+				standing = standing[:len(standing)-1]
+			}
+			continue
+		}
+		_, p, err := events.Decode(body)
+		if err != nil {
+			return nil, fmt.Errorf("replay: the ledger_pruned event at seq %d: %w", seq, err)
+		}
+		pr, _ := p.(*events.Pruned)
+		if pr == nil {
+			return nil, fmt.Errorf("replay: the ledger_pruned event at seq %d holds no prune", seq)
+		}
+		a := &Archived{BelowSeq: pr.LastSeq + 1, FirstSeq: pr.FirstSeq, HeadHash: pr.HeadHash, MarkerSeq: seq}
+		a.ArchiveSHA256, a.Root, _ = events.ParsePruneNote(pr.Note)
+		standing = append(standing, a)
+	}
+	if err := rows.Err(); err != nil || len(standing) == 0 {
+		return nil, err
+	}
+	return standing[len(standing)-1], nil
+}
+
+// storedRows reads the stored Merkle hashes (table tlog_hashes) through q.
+func storedRows(ctx context.Context, q Querier) func(int64) ([]byte, error) {
+	return func(seq int64) ([]byte, error) {
+		var b []byte
+		err := q.QueryRowContext(ctx, `SELECT hashes FROM tlog_hashes WHERE seq = $1`, seq).Scan(&b)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		return b, err
+	}
+}
+
+// startPruned sets c up for a ledger whose live log starts after a prune:
+// the chain from the last marker's head hash, the tree from the stored
+// hashes at the archive boundary (which must hash to the marker's root).
+// It reports whether the log was pruned; a log that starts after seq 1
+// with no marker that explains it is left to the chain, which reports the
+// events missing.
+func (c *checker) startPruned(ctx context.Context, q Querier) (bool, error) {
+	var first sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT min(seq) FROM events`).Scan(&first); err != nil {
+		return false, err
+	}
+	if first.Int64 <= 1 {
+		return false, nil
+	}
+	a, err := LastPrune(ctx, q)
+	if err != nil || a == nil {
+		return false, err
+	}
+	c.report.Archived = a
+	c.chain = newChain(a.HeadHash, false, c.report)
+	c.fromOne = false
+	if first.Int64 != a.BelowSeq {
+		c.report.Add(Problem{Seq: a.BelowSeq, Kind: KindDeleted, Detail: fmt.Sprintf(
+			"the live log starts at seq %d, but the last prune (ledger_pruned, seq %d) archived only the events below seq %d: events were deleted by hand",
+			first.Int64, a.MarkerSeq, a.BelowSeq)})
+		c.chain.damaged = true
+	}
+	tree, err := checkpoint.TreeFrom(a.BelowSeq-1, checkpoint.RowReader(storedRows(ctx, q)))
+	if err == nil {
+		err = c.tree.startAt(tree.Size(), tree.Frontier())
+	}
+	var root string
+	if err == nil {
+		h, rerr := tree.Root()
+		root, err = hex.EncodeToString(h[:]), rerr
+	}
+	switch {
+	case err != nil:
+		c.report.Add(Problem{Seq: a.BelowSeq, Kind: KindMerkle, Detail: "the stored Merkle hashes at the archive boundary cannot be read: " + err.Error()})
+	case root != a.Root:
+		c.report.Add(Problem{Seq: a.BelowSeq, Kind: KindMerkle, Detail: fmt.Sprintf(
+			"the stored Merkle hashes of the first %d events hash to %s, but the prune at seq %d recorded %s: the table was edited",
+			a.BelowSeq-1, root, a.MarkerSeq, a.Root)})
+	}
+	c.report.Notes = append(c.report.Notes, fmt.Sprintf(
+		"events below seq %d are archived (archive sha256 %s, recorded by ledger_pruned at seq %d): the chain is checked from seq %d's recorded predecessor, the Merkle tree from its stored hashes; the locks table and lock files are not checked against a replay, which would need the archived events",
+		a.BelowSeq, a.ArchiveSHA256, a.MarkerSeq, a.BelowSeq))
+	return true, nil
+}

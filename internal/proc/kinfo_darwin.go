@@ -1,7 +1,9 @@
 package proc
 
 import (
+	"errors"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,12 +26,18 @@ func kinfo(pid int) (*unix.KinfoProc, bool) {
 }
 
 // readProcArgs reads pid's kern.procargs2; ok is false when it cannot be
-// read (gone, a zombie, another user's).
+// read (gone, a zombie, another user's). A process in the middle of a
+// fork, exec or exit makes the read fail with EIO for a moment: it is
+// tried again, so that such a process of a job is not missed by a scan.
 func readProcArgs(pid int) (procArgs, bool) {
 	if pid <= 0 {
 		return procArgs{}, false
 	}
 	b, err := unix.SysctlRaw("kern.procargs2", pid)
+	for try := 0; try < 3 && errors.Is(err, unix.EIO); try++ {
+		time.Sleep(time.Millisecond)
+		b, err = unix.SysctlRaw("kern.procargs2", pid)
+	}
 	if err != nil {
 		return procArgs{}, false
 	}

@@ -26,8 +26,8 @@ version:
 	@bash scripts/version.sh
 
 ## release: static binaries for PLATFORMS, each packed with LICENSE, README, man pages and shell completions, into dist/ with SHA256SUMS
-# Linux only: internal/proc and internal/outfile do not build for darwin yet (/proc, pidfds, O_PATH).
-PLATFORMS ?= linux/amd64 linux/arm64
+# macOS binaries are cross-compiled and cannot be run here (docs/macos.md says what differs there).
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 release: build man
 	GO='$(GO)' BIN='$(BIN)' VERSION='$(GIT_VERSION)' LDFLAGS='$(strip $(VERSION_FLAGS))' bash scripts/release.sh $(PLATFORMS)
 

@@ -339,7 +339,7 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 		"LOCKLEDGER_LOCK="+hold.Lock(),
 		"LOCKLEDGER_REQUEST_ID="+hold.RequestID(),
 		"LOCKLEDGER_FENCING_TOKEN="+strconv.FormatInt(hold.FencingToken(), 10))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = commandAttr()
 
 	// Pdeathsig fires when the thread that forked the child exits, so the
 	// child is started and waited for on one locked OS thread.

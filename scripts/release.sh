@@ -2,7 +2,7 @@
 # Builds the release archives (make release runs it, after make build and
 # make man): for each GOOS/GOARCH argument, a static binary (CGO_ENABLED=0,
 # -trimpath) packed with LICENSE, README.md, the man pages, the bash, zsh and
-# fish completions and the example systemd units into
+# fish completions and (for linux) the example systemd units into
 # dist/lockledger_VERSION_GOOS_GOARCH.tar.gz; then dist/SHA256SUMS.
 # The same commit gives the same archives: names sorted, owner 0, file
 # times the commit's.
@@ -35,13 +35,16 @@ for platform in "$@"; do
 	goos=${platform%/*} goarch=${platform#*/}
 	name=lockledger_${VERSION}_${goos}_${goarch}
 	dir=$work/$name
-	mkdir -p "$dir/man" "$dir/systemd"
+	mkdir -p "$dir/man"
 	echo "release: $name" >&2
 	CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch "$GO" build -trimpath -ldflags "$LDFLAGS -s -w" -o "$dir/lockledger" .
 	cp LICENSE README.md "$dir/"
 	cp -R "$MANDIR" "$dir/man/man1"
 	cp -R "$work/completions" "$dir/completions"
-	cp packaging/systemd/*.service packaging/systemd/*.timer "$dir/systemd/"
+	if [ "$goos" = linux ]; then
+		mkdir -p "$dir/systemd"
+		cp packaging/systemd/*.service packaging/systemd/*.timer "$dir/systemd/"
+	fi
 	find "$dir" -exec touch -h -d "@$epoch" {} +
 	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -C "$work" -cf - "$name" | gzip -n -9 >"dist/$name.tar.gz"
 done

@@ -41,7 +41,7 @@ type Dir struct {
 // cannot be opened, or is not a directory, leaves Broken set.
 func Open(root string) (*Dir, error) {
 	d := &Dir{root: at{fd: -1, path: root}, locks: at{fd: -1, path: filepath.Join(root, LocksName)}}
-	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(root, openPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	switch {
 	case err == unix.ENOENT:
 		return d, nil
@@ -63,7 +63,7 @@ func Open(root string) (*Dir, error) {
 // openLocks opens ROOT/locks relative to the root, refusing anything but a
 // directory there.
 func (d *Dir) openLocks() error {
-	fd, err := d.root.openIn(LocksName, unix.O_PATH|unix.O_DIRECTORY, 0)
+	fd, err := d.root.openIn(LocksName, openPath|unix.O_DIRECTORY, 0)
 	switch {
 	case err == unix.ENOENT:
 		return &os.PathError{Op: "open", Path: d.locks.path, Err: os.ErrNotExist}

@@ -9,7 +9,8 @@
 // one for ROOT and one for ROOT/locks, each opened without following a
 // symlink, and every file is then opened, linked, renamed or removed
 // relative to them (openat2 with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or
-// openat with O_NOFOLLOW). No path under ROOT is walked twice, so another
+// openat with O_NOFOLLOW; on macOS always the latter, on one component).
+// The watch is inotify on Linux and a kqueue on macOS. No path under ROOT is walked twice, so another
 // user who swaps ROOT/locks for a symlink after the open cannot redirect
 // a write.
 //

@@ -20,7 +20,7 @@ func SwapOf(p string) string    { return filepath.Join(filepath.Dir(p), swapName
 // parent opens p's directory; ok is false when there is none.
 func parent(p string) (d at, ok bool, err error) {
 	dir := filepath.Dir(p)
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(dir, openPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err == unix.ENOENT {
 		return at{fd: -1, path: dir}, false, nil
 	}

@@ -37,7 +37,7 @@ func groupMode(mode uint32) bool {
 // isGroupDir reports whether the directory is isGroupDir with its group.
 func (d at) isGroupDir() bool {
 	var st unix.Stat_t
-	return d.fd >= 0 && unix.Fstat(d.fd, &st) == nil && groupMode(st.Mode)
+	return d.fd >= 0 && unix.Fstat(d.fd, &st) == nil && groupMode(uint32(st.Mode))
 }
 
 // fileMode is the mode of a file created in the directory.
@@ -58,7 +58,7 @@ func fixMode(fd int, mode uint32) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if st.Mode&0o7777 == mode || int(st.Uid) != os.Geteuid() {
+	if uint32(st.Mode)&0o7777 == mode || int(st.Uid) != os.Geteuid() {
 		return nil
 	}
 	return unix.Fchmod(fd, mode)
@@ -94,7 +94,7 @@ func MakeGroupRoot(root string, gid int, created bool) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return &os.PathError{Op: "fstat", Path: root, Err: err}
 	}
-	if groupMode(st.Mode) && int(st.Gid) == gid {
+	if groupMode(uint32(st.Mode)) && int(st.Gid) == gid {
 		return nil
 	}
 	if euid := os.Geteuid(); int(st.Uid) != euid {

@@ -98,7 +98,7 @@ func (d *Dir) CheckOwners(asked *int, names ...string) error {
 		return &os.PathError{Op: "fstat", Path: d.root.path, Err: err}
 	}
 	tr := trust{uid: os.Geteuid(), group: -1}
-	if groupMode(st.Mode) {
+	if groupMode(uint32(st.Mode)) {
 		if !tr.owns(st) && !memberOf(int(st.Gid), asked) {
 			return untrusted(d.root.path, st, tr.uid, "it is a group root of a group the caller is not in (nor asked for with --group)")
 		}
@@ -164,7 +164,7 @@ func memberOf(gid int, asked *int) bool {
 // untrusted is the *UntrustedError of st at path.
 func untrusted(path string, st unix.Stat_t, caller int, reason string) *UntrustedError {
 	e := &UntrustedError{Path: path, UID: int(st.Uid), User: proc.UserName(int(st.Uid)), GID: int(st.Gid),
-		Mode: st.Mode & 0o7777, Reason: reason, Caller: caller, CallerName: proc.UserName(caller)}
+		Mode: uint32(st.Mode) & 0o7777, Reason: reason, Caller: caller, CallerName: proc.UserName(caller)}
 	if g, err := user.LookupGroupId(strconv.Itoa(e.GID)); err == nil {
 		e.Group = g.Name
 	}

@@ -9,6 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// setMode sets a st_mode, 32 bits on Linux and 16 on macOS.
+func setMode[T uint16 | uint32](p *T, mode uint32) { *p = T(mode) }
+
 // TestTrustCheck: who besides the caller can write an entry, for a
 // private root and a group root of gid 500.
 func TestTrustCheck(t *testing.T) {
@@ -36,7 +39,8 @@ func TestTrustCheck(t *testing.T) {
 		{"another group's user in a group root", group, other, 77, file(0o600), false},
 		{"my own file of another group in a group root", group, me, 77, file(0o600), true},
 	} {
-		st := unix.Stat_t{Uid: c.uid, Gid: c.gid, Mode: c.mode}
+		st := unix.Stat_t{Uid: c.uid, Gid: c.gid}
+		setMode(&st.Mode, c.mode)
 		err := trust{uid: me, group: c.group}.check("/r/x", st)
 		if (err == nil) != c.ok {
 			t.Errorf("%s: %v, want ok=%v", c.name, err, c.ok)

@@ -35,7 +35,7 @@ func (d at) read(name string) (State, error) {
 		return State{}, &UnsafePathError{Path: p, Reason: "is a symlink"}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return State{}, &UnsafePathError{Path: p, Reason: "is not a regular file (" + kind(st.Mode) + ")"}
+		return State{}, &UnsafePathError{Path: p, Reason: "is not a regular file (" + kind(uint32(st.Mode)) + ")"}
 	}
 	fd, err := d.openIn(name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err == unix.ENOENT {

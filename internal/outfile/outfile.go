@@ -266,7 +266,7 @@ func (f *File) checkDir(guards []guard) error {
 				return &RefusedError{Path: f.path, Inside: g.dir, Rule: InsideRule(g.dir)}
 			}
 		}
-		up, err := unix.Openat(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		up, err := unix.Openat(cur, "..", openUp|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return &fs.PathError{Op: "open", Path: filepath.Dir(f.path) + " (a directory above)", Err: err}
 		}
@@ -304,7 +304,7 @@ func (f *File) checkTarget(guards []guard) error {
 		return &RefusedError{Path: f.path, Rule: rule + ": an output file is never written through a symlink"}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return &RefusedError{Path: f.path, Rule: "is " + kind(st.Mode) + ": an output file replaces only a regular file"}
+		return &RefusedError{Path: f.path, Rule: "is " + kind(uint32(st.Mode)) + ": an output file replaces only a regular file"}
 	}
 	if f.opts.noReplace {
 		return &fs.PathError{Op: "create", Path: f.path, Err: unix.EEXIST}

@@ -416,12 +416,7 @@ func StartCluster() (*Cluster, error) {
 func (c *Cluster) command(cred *syscall.Credential, name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(c.BinDir, name), args...)
 	cmd.Dir = c.Dir
-	// SIGQUIT is PostgreSQL's immediate shutdown: the postmaster takes its
-	// backends down and removes its shared memory. The kernel sends it when
-	// the thread that started the child exits; Go never ends a thread that
-	// is not locked to a goroutine, so in practice that is when the test
-	// binary exits. The directory is left behind in that case.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
+	cmd.SysProcAttr = serverAttr(cred)
 	return cmd
 }
 

@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// Local is the Probe and JobProbe of this host: kill(pid, 0),
-// /proc/PID/stat and the job scan (see JobPIDs). The zero Local is ready.
+// Local is the Probe and JobProbe of this host: kill(pid, 0), the
+// process's start time (ReadStat) and the job scan (see JobPIDs). The zero
+// Local is ready.
 type Local struct {
 	mu   sync.Mutex
 	at   time.Time
@@ -20,6 +21,11 @@ const jobScanFresh = 200 * time.Millisecond
 
 func (*Local) Probe(pid int) (Liveness, string) {
 	live := Check(pid)
+	if live == Gone && !jobScanWorks() {
+		// The processes its job left running cannot be looked for:
+		// not provably gone, so judged by its TTL.
+		return Unknown, ""
+	}
 	if live != Alive {
 		return live, ""
 	}

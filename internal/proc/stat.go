@@ -6,20 +6,12 @@ import (
 	"strings"
 )
 
-// Stat is what lockledger reads of /proc/PID/stat.
+// Stat is what lockledger reads of /proc/PID/stat (on macOS, of sysctl
+// kern.proc.pid: see stat_darwin.go).
 type Stat struct {
 	State string // field 3: R, S, D, Z...; "" when pid cannot be read
 	PPID  int    // field 4
-	Start string // field 22, clock ticks since boot
-}
-
-// ReadStat reads /proc/PID/stat; the zero Stat when it cannot be read.
-func ReadStat(pid int) Stat {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return Stat{}
-	}
-	return parseStat(string(b))
+	Start string // field 22, clock ticks since boot (macOS: see startOf)
 }
 
 // parseStat parses a /proc/PID/stat line. The command name (field 2) is in

@@ -81,6 +81,9 @@ func dsn(path string, busy time.Duration, wal bool) string {
 	// that exits without closing leaves for the next one to recover, small.
 	q.Add("_pragma", "wal_autocheckpoint(256)")
 	q.Add("_pragma", "foreign_keys(ON)")
+	for _, p := range osPragmas {
+		q.Add("_pragma", p)
+	}
 	q.Set("_txlock", "immediate")
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }

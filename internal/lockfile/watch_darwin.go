@@ -16,8 +16,9 @@ import (
 // wakes every waiter on it: the waiter looks again and, when its own lock
 // is still taken, waits on.
 type Watch struct {
-	kq  int
-	dir int
+	kq    int
+	dir   int
+	files []int // WatchFiles: the files watched
 }
 
 // Watch watches lock's file (see the type). Close it when done.
@@ -46,6 +47,40 @@ func (d *Dir) Watch(lock string) *Watch {
 		return &Watch{kq: -1, dir: -1}
 	}
 	return &Watch{kq: kq, dir: dir}
+}
+
+// WatchFiles wakes a reader when one of the files named (in the root
+// itself, such as the database and its write-ahead log) is written or
+// extended, through a kqueue on descriptors of those files opened beneath
+// the root (never following a symlink). A file missing now is not watched;
+// where the kqueue fails it degrades to sleeping.
+func (d *Dir) WatchFiles(names ...string) *Watch {
+	done, err := d.use()
+	defer done()
+	if err != nil || d.root.fd < 0 {
+		return &Watch{kq: -1, dir: -1}
+	}
+	kq, err := unix.Kqueue()
+	if err != nil {
+		return &Watch{kq: -1, dir: -1}
+	}
+	unix.CloseOnExec(kq)
+	w := &Watch{kq: kq, dir: -1}
+	for _, n := range names {
+		fd, err := unix.Openat(d.root.fd, n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		var ev unix.Kevent_t
+		unix.SetKevent(&ev, fd, unix.EVFILT_VNODE, unix.EV_ADD|unix.EV_CLEAR)
+		ev.Fflags = unix.NOTE_WRITE | unix.NOTE_EXTEND
+		if _, err := unix.Kevent(kq, []unix.Kevent_t{ev}, nil, nil); err != nil {
+			unix.Close(fd)
+			continue
+		}
+		w.files = append(w.files, fd)
+	}
+	return w
 }
 
 // Wait sleeps up to d, returning early when the locks directory changes
@@ -79,4 +114,7 @@ func (w *Watch) Wait(ctx context.Context, d time.Duration) {
 func (w *Watch) Close() {
 	closeFD(w.kq)
 	closeFD(w.dir)
+	for _, fd := range w.files {
+		closeFD(fd)
+	}
 }

@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// docPages are the pages whose command blocks TestDocsCommandBlocks runs.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{"../README.md"}, pages...)
+}
+
+// TestDocsCommandBlocks runs every ```sh block of README.md and docs/*.md
+// as docs/contributing.md describes: each page on a fresh root and trust
+// store of its own, its blocks in order, each command's exit status and
+// shown output checked. A command block must be run or marked norun or pg.
+func TestDocsCommandBlocks(t *testing.T) {
+	clitest.NeedBinary(t, "bash")
+	var ran, commands, norun, pg int
+	for _, page := range docPages(t) {
+		blocks, err := docBlocks(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var run []docBlock
+		for _, b := range blocks {
+			switch {
+			case !b.isCommands():
+			case b.has("norun"):
+				norun++
+			case b.has("pg"):
+				pg++
+			case (b.lang == "sh" || b.lang == "console") && len(b.tags) == 0:
+				run = append(run, b)
+			default:
+				t.Errorf("%s: a block of commands neither run (```sh) nor marked (```sh norun, ```sh pg); info %q %q", b, b.lang, b.tags)
+			}
+		}
+		if len(run) == 0 {
+			continue
+		}
+		t.Run(filepath.Base(page), func(t *testing.T) {
+			env, dir := docEnv(t)
+			commands += runDocBlocks(t, run, env, dir)
+			ran += len(run)
+		})
+	}
+	t.Logf("doc blocks: %d run (%d commands), %d marked norun, %d marked pg (run by TestPostgresREADMESetUpAsWritten)", ran, commands, norun, pg)
+	if ran == 0 {
+		t.Fatal("no command block ran")
+	}
+}
+
+// docEnv is a page's world: lockledger on PATH (the test binary, through a
+// wrapper), a fresh root and trust store, a home, and a working directory
+// holding the scripts the pages call (./deploy.sh, ./migrate.sh).
+func docEnv(t *testing.T) (env []string, dir string) {
+	t.Helper()
+	base := t.TempDir()
+	bin, dir, home := filepath.Join(base, "bin"), filepath.Join(base, "work"), filepath.Join(base, "home")
+	for _, d := range []string{bin, dir, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wrapper := "#!/bin/sh\nexec " + strconv.Quote(clitest.Bin()) + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "lockledger"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"deploy.sh", "migrate.sh", "build.sh"} {
+		script := "#!/bin/sh\necho " + map[string]string{"deploy.sh": "deployed", "migrate.sh": "migrated", "build.sh": "built"}[s] + "\n"
+		if err := os.WriteFile(filepath.Join(dir, s), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := filepath.Join(base, "root")
+	env = clitest.Env(root, "HOME="+home, "LOCKLEDGER_TRUST_DIR="+filepath.Join(base, "trust"),
+		"XDG_STATE_HOME="+filepath.Join(home, ".local/state"), "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"PATH="+bin+":"+os.Getenv("PATH"))
+	return env, dir
+}
+
+// runDocBlocks runs a page's blocks in one bash, as one terminal session,
+// each command's output and exit status kept apart, and checks them against
+// the page; it returns how many commands ran.
+func runDocBlocks(t *testing.T, blocks []docBlock, env []string, dir string) int {
+	t.Helper()
+	type ran struct {
+		b docBlock
+		c docCommand
+	}
+	var cmds []ran
+	for _, b := range blocks {
+		for _, c := range b.commands() {
+			cmds = append(cmds, ran{b, c})
+		}
+	}
+	out := t.TempDir()
+	var script strings.Builder
+	for i, r := range cmds {
+		fmt.Fprintf(&script, "{ %s\n} >%q 2>&1 </dev/null\n__rc=$?; echo $__rc >%q; (exit $__rc)\n",
+			r.c.text, filepath.Join(out, strconv.Itoa(i)), filepath.Join(out, strconv.Itoa(i)+".rc"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
+	cmd.Dir, cmd.Env = dir, env
+	if r := clitest.Exec(t, cmd); ctx.Err() != nil {
+		t.Fatalf("the page's commands did not finish within 60 s\nstdout: %s\nstderr: %s", r.Stdout, r.Stderr)
+	}
+	for i, r := range cmds {
+		printed, _ := os.ReadFile(filepath.Join(out, strconv.Itoa(i)))
+		rc, err := os.ReadFile(filepath.Join(out, strconv.Itoa(i)+".rc"))
+		if err != nil {
+			t.Errorf("%s: %q did not run (an earlier command ended bash)", r.b, r.c.text)
+			continue
+		}
+		code, _ := strconv.Atoi(strings.TrimSpace(string(rc)))
+		if code != r.c.exit {
+			t.Errorf("%s: %q exited %d, the page says %d\noutput:\n%s", r.b, r.c.text, code, r.c.exit, printed)
+		}
+		if ok, missing := matchShown(r.c.output, string(printed)); !ok {
+			t.Errorf("%s: %q printed no line like %q (shown lines must appear in order)\noutput:\n%s", r.b, r.c.text, missing, printed)
+		}
+	}
+	return len(cmds)
+}

@@ -145,7 +145,7 @@ func stripComment(l string) string {
 // the lines a command printed. Runs of spaces count as one, "..." in a shown
 // line stands for any text, and a shown line that is only "..." for any
 // number of lines (so, as any other line may come in between, it only reads
-// as "and more").
+// as "and more"). The tokens of variable match any token of their kind.
 func matchShown(shown []string, printed string) (bool, string) {
 	got := strings.Split(printed, "\n")
 	j := 0
@@ -154,8 +154,11 @@ func matchShown(shown []string, printed string) (bool, string) {
 		if s == "..." {
 			continue
 		}
-		re := shownPattern(s)
-		for ; j < len(got) && !re.MatchString(squeeze(got[j])); j++ {
+		raw, norm := shownPattern(s), shownPattern(normalize(strings.ReplaceAll(s, "req_...", "<req>")))
+		for ; j < len(got); j++ {
+			if g := squeeze(got[j]); raw.MatchString(g) || norm.MatchString(normalize(g)) {
+				break
+			}
 		}
 		if j == len(got) {
 			return false, s
@@ -166,6 +169,29 @@ func matchShown(shown []string, printed string) (bool, string) {
 }
 
 var spaces = regexp.MustCompile(`\s+`)
+
+// variable are the tokens that differ from run to run, each with the
+// placeholder it reads as on both sides: a page may show a real run's.
+var variable = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`), "<time>"},
+	{regexp.MustCompile(`\b\d\d:\d\d:\d\d\b`), "<clock>"},
+	{regexp.MustCompile(`req_[0-9A-Z]{26}\b`), "<req>"},
+	{regexp.MustCompile(`req_…[0-9A-Z]{6}\b`), "<req>"},
+	{regexp.MustCompile(`\b[0-9a-f]{32,64}\b`), "<hex>"},
+	{regexp.MustCompile(`\bpid \d+`), "pid <n>"},
+	{regexp.MustCompile(`\b\d+@`), "<n>@"},
+	{regexp.MustCompile(`\b\d+\([a-z_][a-z0-9_-]*\)`), "<uid>"},
+}
+
+func normalize(s string) string {
+	for _, v := range variable {
+		s = v.re.ReplaceAllString(s, v.with)
+	}
+	return s
+}
 
 func squeeze(s string) string { return strings.TrimSpace(spaces.ReplaceAllString(s, " ")) }
 

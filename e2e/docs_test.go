@@ -89,7 +89,7 @@ func docEnv(t *testing.T) (env []string, dir string) {
 	}
 	root := filepath.Join(base, "root")
 	env = clitest.Env(root, "HOME="+home, "LOCKLEDGER_TRUST_DIR="+filepath.Join(base, "trust"),
-		"XDG_STATE_HOME="+filepath.Join(home, ".local/state"), "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"XDG_STATE_HOME="+filepath.Join(home, ".local/state"), "LOCKLEDGER_HOST_ID=vm", "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
 		"PATH="+bin+":"+os.Getenv("PATH"))
 	return env, dir
 }

@@ -44,7 +44,7 @@ demo:
 	@$(MAKE) --no-print-directory build >&2
 	@bash scripts/demo.sh $(BIN)
 
-## docs-screenshot: build, run the README's postmortem walkthrough, and photograph its timeline page (headless chromium) into docs/timeline.png
+## docs-screenshot: build, run the postmortem walkthrough of docs/timeline.md, and photograph its timeline page (headless chromium) into docs/timeline.png
 docs-screenshot: build
 	bash scripts/timeline-screenshot.sh $(BIN) docs/timeline.png
 

@@ -54,8 +54,8 @@ func TestDocsCommandBlocks(t *testing.T) {
 			continue
 		}
 		t.Run(filepath.Base(page), func(t *testing.T) {
-			env, dir := docEnv(t)
-			commands += runDocBlocks(t, run, env, dir)
+			env, dir, paths := docEnv(t)
+			commands += runDocBlocks(t, run, env, dir, paths)
 			ran += len(run)
 		})
 	}
@@ -68,7 +68,11 @@ func TestDocsCommandBlocks(t *testing.T) {
 // docEnv is a page's world: lockledger on PATH (the test binary, through a
 // wrapper), a fresh root and trust store, a home, and a working directory
 // holding the scripts the pages call (./deploy.sh, ./migrate.sh).
-func docEnv(t *testing.T) (env []string, dir string) {
+//
+// paths replaces the root's, trust store's and home's paths in what the
+// commands print with the ones a user named alice has by default, which the
+// pages show.
+func docEnv(t *testing.T) (env []string, dir string, paths *strings.Replacer) {
 	t.Helper()
 	base := t.TempDir()
 	bin, dir, home := filepath.Join(base, "bin"), filepath.Join(base, "work"), filepath.Join(base, "home")
@@ -87,17 +91,19 @@ func docEnv(t *testing.T) (env []string, dir string) {
 			t.Fatal(err)
 		}
 	}
-	root := filepath.Join(base, "root")
-	env = clitest.Env(root, "HOME="+home, "LOCKLEDGER_TRUST_DIR="+filepath.Join(base, "trust"),
+	root, trust := filepath.Join(base, "root"), filepath.Join(base, "trust")
+	env = clitest.Env(root, "HOME="+home, "LOCKLEDGER_TRUST_DIR="+trust,
 		"XDG_STATE_HOME="+filepath.Join(home, ".local/state"), "LOCKLEDGER_HOST_ID=vm", "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
 		"PATH="+bin+":"+os.Getenv("PATH"))
-	return env, dir
+	paths = strings.NewReplacer(root, "/home/alice/.local/state/lockledger", trust, "/home/alice/.config/lockledger",
+		home, "/home/alice", dir, "/home/alice/work")
+	return env, dir, paths
 }
 
 // runDocBlocks runs a page's blocks in one bash, as one terminal session,
 // each command's output and exit status kept apart, and checks them against
 // the page; it returns how many commands ran.
-func runDocBlocks(t *testing.T, blocks []docBlock, env []string, dir string) int {
+func runDocBlocks(t *testing.T, blocks []docBlock, env []string, dir string, paths *strings.Replacer) int {
 	t.Helper()
 	type ran struct {
 		b docBlock
@@ -123,7 +129,8 @@ func runDocBlocks(t *testing.T, blocks []docBlock, env []string, dir string) int
 		t.Fatalf("the page's commands did not finish within 60 s\nstdout: %s\nstderr: %s", r.Stdout, r.Stderr)
 	}
 	for i, r := range cmds {
-		printed, _ := os.ReadFile(filepath.Join(out, strconv.Itoa(i)))
+		raw, _ := os.ReadFile(filepath.Join(out, strconv.Itoa(i)))
+		printed := paths.Replace(string(raw))
 		rc, err := os.ReadFile(filepath.Join(out, strconv.Itoa(i)+".rc"))
 		if err != nil {
 			t.Errorf("%s: %q did not run (an earlier command ended bash)", r.b, r.c.text)
@@ -133,7 +140,7 @@ func runDocBlocks(t *testing.T, blocks []docBlock, env []string, dir string) int
 		if code != r.c.exit {
 			t.Errorf("%s: %q exited %d, the page says %d\noutput:\n%s", r.b, r.c.text, code, r.c.exit, printed)
 		}
-		if ok, missing := matchShown(r.c.output, string(printed)); !ok {
+		if ok, missing := matchShown(r.c.output, printed); !ok {
 			t.Errorf("%s: %q printed no line like %q (shown lines must appear in order)\noutput:\n%s", r.b, r.c.text, missing, printed)
 		}
 	}

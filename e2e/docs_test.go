@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,4 +146,52 @@ func runDocBlocks(t *testing.T, blocks []docBlock, env []string, dir string, pat
 		}
 	}
 	return len(cmds)
+}
+
+// TestReadmeIsAFrontDoor: the README's first screen says how to install,
+// make demo and make test; it stays short; its Documentation list links
+// every page of docs/; and every relative link of README.md and docs/
+// names a file that exists.
+func TestReadmeIsAFrontDoor(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	if len(lines) > 300 {
+		t.Errorf("README.md has %d lines; a front door has at most 300 (move the detail to docs/)", len(lines))
+	}
+	first := strings.Join(lines[:min(25, len(lines))], "\n")
+	for _, want := range []string{"go install github.com/lockledger/lockledger@latest", "make demo", "make test"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("README.md's first 25 lines do not show %q", want)
+		}
+	}
+	_, list, ok := strings.Cut(string(raw), "\n## Documentation\n")
+	if !ok {
+		t.Fatal("README.md has no ## Documentation section")
+	}
+	list, _, _ = strings.Cut(list, "\n## ")
+	pages, _ := filepath.Glob("../docs/*.md")
+	for _, p := range pages {
+		if name := "docs/" + filepath.Base(p); !strings.Contains(list, "]("+name+")") {
+			t.Errorf("README.md's Documentation list does not link %s", name)
+		}
+	}
+	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)\s]*)?\)`)
+	for _, page := range docPages(t) {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(text), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(page), target)); err != nil {
+				t.Errorf("%s links %s, which does not exist", page, target)
+			}
+		}
+	}
 }

@@ -184,6 +184,7 @@ var variable = []struct {
 	{regexp.MustCompile(`\bpid \d+`), "pid <n>"},
 	{regexp.MustCompile(`\b\d+@`), "<n>@"},
 	{regexp.MustCompile(`\b\d+\([a-z_][a-z0-9_-]*\)`), "<uid>"},
+	{regexp.MustCompile(`\+[0-9a-f]{8}\+[A-Za-z0-9+/]{40,}=*`), "+<key>"},
 }
 
 func normalize(s string) string {

@@ -55,8 +55,8 @@ func TestDocsCommandBlocks(t *testing.T) {
 			continue
 		}
 		t.Run(filepath.Base(page), func(t *testing.T) {
-			env, dir, paths := docEnv(t)
-			commands += runDocBlocks(t, run, env, dir, paths)
+			env, dir, paths, machine := docEnv(t)
+			commands += runDocBlocks(t, run, env, dir, paths, machine)
 			ran += len(run)
 		})
 	}
@@ -66,6 +66,12 @@ func TestDocsCommandBlocks(t *testing.T) {
 	}
 }
 
+// machinePaths are the absolute paths the pages' commands name for files
+// outside every root; the doc test makes each a directory of its own and
+// rewrites the commands to use it, as the PostgreSQL test rewrites the
+// server's address.
+var machinePaths = []string{"/etc/lockledger", "/mnt/audit"}
+
 // docEnv is a page's world: lockledger on PATH (the test binary, through a
 // wrapper), a fresh root and trust store, a home, and a working directory
 // holding the scripts the pages call (./deploy.sh, ./migrate.sh).
@@ -73,7 +79,7 @@ func TestDocsCommandBlocks(t *testing.T) {
 // paths replaces the root's, trust store's and home's paths in what the
 // commands print with the ones a user named alice has by default, which the
 // pages show.
-func docEnv(t *testing.T) (env []string, dir string, paths *strings.Replacer) {
+func docEnv(t *testing.T) (env []string, dir string, paths, machine *strings.Replacer) {
 	t.Helper()
 	base := t.TempDir()
 	bin, dir, home := filepath.Join(base, "bin"), filepath.Join(base, "work"), filepath.Join(base, "home")
@@ -96,15 +102,24 @@ func docEnv(t *testing.T) (env []string, dir string, paths *strings.Replacer) {
 	env = clitest.Env(root, "HOME="+home, "LOCKLEDGER_TRUST_DIR="+trust,
 		"XDG_STATE_HOME="+filepath.Join(home, ".local/state"), "LOCKLEDGER_HOST_ID=vm", "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
 		"PATH="+bin+":"+os.Getenv("PATH"))
-	paths = strings.NewReplacer(root, "/home/alice/.local/state/lockledger", trust, "/home/alice/.config/lockledger",
-		home, "/home/alice", dir, "/home/alice/work")
-	return env, dir, paths
+	back := []string{root, "/home/alice/.local/state/lockledger", trust, "/home/alice/.config/lockledger",
+		home, "/home/alice", dir, "/home/alice/work"}
+	var there []string
+	for _, p := range machinePaths {
+		d := filepath.Join(base, "machine", p)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		there = append(there, p, d)
+		back = append([]string{d, p}, back...)
+	}
+	return env, dir, strings.NewReplacer(back...), strings.NewReplacer(there...)
 }
 
 // runDocBlocks runs a page's blocks in one bash, as one terminal session,
 // each command's output and exit status kept apart, and checks them against
 // the page; it returns how many commands ran.
-func runDocBlocks(t *testing.T, blocks []docBlock, env []string, dir string, paths *strings.Replacer) int {
+func runDocBlocks(t *testing.T, blocks []docBlock, env []string, dir string, paths, machine *strings.Replacer) int {
 	t.Helper()
 	type ran struct {
 		b docBlock
@@ -120,7 +135,7 @@ func runDocBlocks(t *testing.T, blocks []docBlock, env []string, dir string, pat
 	var script strings.Builder
 	for i, r := range cmds {
 		fmt.Fprintf(&script, "{ %s\n} >%q 2>&1 </dev/null\n__rc=$?; echo $__rc >%q; (exit $__rc)\n",
-			r.c.text, filepath.Join(out, strconv.Itoa(i)), filepath.Join(out, strconv.Itoa(i)+".rc"))
+			machine.Replace(r.c.text), filepath.Join(out, strconv.Itoa(i)), filepath.Join(out, strconv.Itoa(i)+".rc"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

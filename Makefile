@@ -25,7 +25,7 @@ build:
 version:
 	@bash scripts/version.sh
 
-## release: static binaries for PLATFORMS, each packed with LICENSE, README, man pages and shell completions, into dist/ with SHA256SUMS
+## release: static binaries for PLATFORMS, each packed with LICENSE, README, docs/, man pages and shell completions, into dist/ with SHA256SUMS
 # Linux only: internal/proc and internal/outfile do not build for darwin yet (/proc, pidfds, O_PATH).
 PLATFORMS ?= linux/amd64 linux/arm64
 release: build man

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/lockledger/lockledger/internal/clitest"
 )
@@ -193,20 +194,63 @@ func TestReadmeIsAFrontDoor(t *testing.T) {
 			t.Errorf("README.md's Documentation list does not link %s", name)
 		}
 	}
-	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)\s]*)?\)`)
+	link := regexp.MustCompile(`\]\(([^)#\s]*)(#[^)\s]*)?\)`)
 	for _, page := range docPages(t) {
 		text, err := os.ReadFile(page)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range link.FindAllStringSubmatch(string(text), -1) {
-			target := m[1]
+			target, anchor := m[1], strings.TrimPrefix(m[2], "#")
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
 			}
-			if _, err := os.Stat(filepath.Join(filepath.Dir(page), target)); err != nil {
+			file := page
+			if target != "" {
+				file = filepath.Join(filepath.Dir(page), target)
+			}
+			if _, err := os.Stat(file); err != nil {
 				t.Errorf("%s links %s, which does not exist", page, target)
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(file, ".md") && !headingAnchors(t, file)[anchor] {
+				t.Errorf("%s links %s#%s, a heading %s does not have", page, target, anchor, file)
 			}
 		}
 	}
+}
+
+// headingAnchors are the anchors GitHub gives the headings of a Markdown
+// file: lower case, punctuation dropped, spaces as hyphens.
+func headingAnchors(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	blocks, err := docBlocks(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inBlock := map[int]bool{}
+	for _, b := range blocks {
+		for i := b.line; i <= b.line+len(b.body)+1; i++ {
+			inBlock[i] = true
+		}
+	}
+	raw, _ := os.ReadFile(file)
+	out := map[string]bool{}
+	for i, l := range strings.Split(string(raw), "\n") {
+		if inBlock[i+1] || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(l, "#")))
+		var slug strings.Builder
+		for _, r := range h {
+			switch {
+			case r == ' ':
+				slug.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				slug.WriteRune(r)
+			}
+		}
+		out[slug.String()] = true
+	}
+	return out
 }

@@ -25,7 +25,7 @@ build:
 version:
 	@bash scripts/version.sh
 
-## release: static binaries for PLATFORMS, each packed with LICENSE, README, man pages and shell completions, into dist/ with SHA256SUMS
+## release: static binaries for PLATFORMS, each packed with LICENSE, README, docs/, man pages and shell completions, into dist/ with SHA256SUMS
 # macOS binaries are cross-compiled and cannot be run here (docs/macos.md says what differs there).
 PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 release: build man
@@ -44,7 +44,7 @@ demo:
 	@$(MAKE) --no-print-directory build >&2
 	@bash scripts/demo.sh $(BIN)
 
-## docs-screenshot: build, run the README's postmortem walkthrough, and photograph its timeline page (headless chromium) into docs/timeline.png
+## docs-screenshot: build, run the postmortem walkthrough of docs/timeline.md, and photograph its timeline page (headless chromium) into docs/timeline.png
 docs-screenshot: build
 	bash scripts/timeline-screenshot.sh $(BIN) docs/timeline.png
 

@@ -25,7 +25,7 @@ type ExitStatus struct {
 }
 
 // ExitStatuses is the exit-code contract, the one table behind `lockledger
-// help exit-codes`, the man pages' EXIT STATUS and README's table.
+// help exit-codes`, the man pages' EXIT STATUS and the table of docs/exit-codes.md.
 var ExitStatuses = []ExitStatus{
 	{strconv.Itoa(ExitOK), "ok"},
 	{strconv.Itoa(ExitFailure), "failure: I/O, database, verify found problems"},

@@ -21,47 +21,29 @@ func newRoot(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "lockledger",
 		Short: "Locks for scripts, CI jobs and services, with every action kept as an audit event",
-		Long: `lockledger is a lock manager in which every lock action (acquired, heartbeat,
-stolen, released, heartbeat failed, blocked, refused) is appended as a
-schema-validated, hash-chained event to ROOT/ledger.db, and so is every read
-of the whole log (export, verify, project), with who ran it: the declared
-actor and the OS user. Lock files in ROOT/locks follow the
-tower-fleet v1 format, so existing tools keep reading them.
+		Long: `lockledger takes and releases locks for scripts, CI jobs and services, and
+appends every lock action (acquired, heartbeat, stolen, released, heartbeat
+failed, blocked, refused) as a schema-validated, hash-chained, signed event
+to a ledger: ROOT/ledger.db, or one PostgreSQL database for many hosts
+(--database). Every read of the whole log (export, verify, project) is
+recorded too, with who ran it: the declared actor and the OS user.
 
-What lockledger refuses to touch (more in README.md):
-  - a --file path that holds anything but nothing, the ledger's own file
-    or a lock of that format (a config, a copy of /etc/passwd, a
-    database): exit 2, the file left as it is;
-  - a --file path inside the root (under any name: a symlink, a bind
-    mount), except below a subdirectory of ROOT/locks;
-  - a ledger.db of another application, or one missing or empty where the
-    root shows it held a ledger (writer.flock records its id, ledger.db-wal
-    holds commits, locks/ has files the ledger wrote): exit 1, nothing
-    created, since a new ledger would restart fencing tokens at 1;
-  - a --signing-key, keygen -o or writer's --witness inside the root: exit 2
-    (whoever can rewrite the ledger could read or rewrite it);
-  - a symlink, a directory or an unreadable file at a lock path, or a file
-    at ROOT/locks: never followed or written; writes to that lock exit 1,
-    the read commands carry on and report it.
---root itself may be a symlink: every command resolves it the same way.
+Start with:
+  lockledger run NAME -- CMD...      hold NAME while CMD runs (-w 10m waits)
+  lockledger acquire / release NAME  hold a lock across a script's steps
+  lockledger status NAME, list, who  look, taking nothing
+  lockledger timeline --lock NAME    what happened (--format html: a page)
+  lockledger verify                  check that the record is unchanged
 
 ROOT is --root, else $LOCKLEDGER_ROOT, else $XDG_STATE_HOME/lockledger,
-else ~/.local/state/lockledger: never the current directory. lockledger
-init creates the ledger; a read where none was ever recorded says so
-(exit 6) and never answers "free".
+else ~/.local/state/lockledger: never the current directory. Exit codes: 0
+ok, 1 failure, 2 invalid input, 3 held, 4 stale (use --force), 5 not the
+holder or lock lost, 6 no ledger (lockledger help exit-codes, help
+environment).
 
-Exit codes: 0 ok, 1 failure, 2 invalid input, 3 held by an active holder,
-4 stale (use --force), 5 not the holder / lock lost, 6 no ledger; 128+N
-when signal N (INT 130, TERM 143, HUP 129) stopped the command, e.g.
-during --wait.
-
-Tamper evidence beyond the chain, on by default: writers sign with this
-user's key from the trust store outside every root (lockledger trust),
-pin the ledger on first use and keep its latest signed head there; plain
-verify checks the ledger against them (--unsigned opts out). keygen makes
-a key of its own (--signing-key); writers copy checkpoints to --witness
-paths; verify --verifier-key checks the log against them, prove and
-verify-proof give an auditor proofs.`,
+What lockledger refuses to touch (other files at --file paths, anything
+inside the root, a key or witness there), tamper evidence and every rule:
+docs/ in github.com/lockledger/lockledger, listed in its README.md.`,
 		Version:       currentBuild().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -16,18 +16,18 @@ import (
 	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
-// readmeSection is the README's text from the heading start up to the
-// first line that begins with end.
+// readmeSection is the text of the PostgreSQL page (docs/postgresql.md)
+// from the heading start up to the first line that begins with end.
 func readmeSection(t *testing.T, start, end string) string {
 	t.Helper()
-	readme, err := os.ReadFile("../README.md")
+	page, err := os.ReadFile("../docs/postgresql.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(readme)
+	s := string(page)
 	i := strings.Index(s, start)
 	if i < 0 {
-		t.Fatalf("README.md has no %q", start)
+		t.Fatalf("docs/postgresql.md has no %q", start)
 	}
 	s = s[i:]
 	if j := strings.Index(s, "\n"+end); j >= 0 {
@@ -36,12 +36,14 @@ func readmeSection(t *testing.T, start, end string) string {
 	return s
 }
 
-// shellScript turns the ```sh blocks of a README section into one script:
-// each "$ " line a command (a here-document's lines with it), comments
-// dropped, and the other lines returned as the output the commands print.
+// shellScript turns the ```sh blocks of a section (```sh pg among them)
+// into one script: each "$ " line a command (a here-document's lines with
+// it), comments dropped, and the other lines returned as the output the
+// commands print.
 func shellScript(section string) (script string, outputs []string) {
 	var b strings.Builder
-	for _, block := range strings.Split(section, "```sh\n")[1:] {
+	for _, block := range strings.Split(section, "```sh")[1:] {
+		block = block[strings.Index(block, "\n")+1:]
 		block = block[:strings.Index(block, "```")]
 		lines := strings.Split(strings.TrimSuffix(block, "\n"), "\n")
 		for i := 0; i < len(lines); i++ {
@@ -78,7 +80,7 @@ func shellScript(section string) (script string, outputs []string) {
 func TestPostgresREADMESetUpAsWritten(t *testing.T) {
 	clitest.NeedBinary(t, "psql")
 	c := pgtest.Get(t)
-	section := readmeSection(t, "## Many hosts: PostgreSQL", "**How time and liveness")
+	section := readmeSection(t, "# Many hosts: PostgreSQL", "**How time and liveness")
 	script, outputs := shellScript(section)
 	addr := regexp.MustCompile(`postgres://(\w+)@db\.internal/(\w+)(\?sslmode=verify-full)?`)
 	if n := len(addr.FindAllString(script, -1)); n < 5 {

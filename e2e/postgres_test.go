@@ -274,7 +274,7 @@ func TestPostgresRolesWriterAppendsAuditorReads(t *testing.T) {
 	defer db.Close()
 	suffix := strings.ToLower(strings.ReplaceAll(name, "-", "_"))
 	writer, auditor := "w_"+suffix, "a_"+suffix
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/postgresql.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestPostgresRolesWriterAppendsAuditorReads(t *testing.T) {
 	for _, s := range grants {
 		s = strings.NewReplacer("lockledger_writer", writer, "lockledger_auditor", auditor).Replace(s)
 		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("README's set-up %q: %v", s, err)
+			t.Fatalf("PostgreSQL page's set-up %q: %v", s, err)
 		}
 	}
 	t.Cleanup(func() {

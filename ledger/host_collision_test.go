@@ -72,14 +72,14 @@ func asREADMEWriter(t *testing.T, f *storeFixture) {
 		}
 		db.Close()
 	})
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/postgresql.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range pgtest.READMERoles(t, string(readme)) {
 		q = strings.NewReplacer("lockledger_writer", writer, "lockledger_auditor", auditor).Replace(q)
 		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("README's set-up %q: %v", q, err)
+			t.Fatalf("PostgreSQL page's set-up %q: %v", q, err)
 		}
 	}
 	u.User = url.User(writer)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the release archives (make release runs it, after make build and
 # make man): for each GOOS/GOARCH argument, a static binary (CGO_ENABLED=0,
-# -trimpath) packed with LICENSE, README.md, the man pages, the bash, zsh and
+# -trimpath) packed with LICENSE, README.md, docs/, the man pages, the bash, zsh and
 # fish completions and (for linux) the example systemd units into
 # dist/lockledger_VERSION_GOOS_GOARCH.tar.gz; then dist/SHA256SUMS.
 # The same commit gives the same archives: names sorted, owner 0, file
@@ -39,6 +39,7 @@ for platform in "$@"; do
 	echo "release: $name" >&2
 	CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch "$GO" build -trimpath -ldflags "$LDFLAGS -s -w" -o "$dir/lockledger" .
 	cp LICENSE README.md "$dir/"
+	cp -R docs "$dir/docs"
 	cp -R "$MANDIR" "$dir/man/man1"
 	cp -R "$work/completions" "$dir/completions"
 	if [ "$goos" = linux ]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates docs/timeline.png: runs the README's postmortem walkthrough
+# Regenerates docs/timeline.png: runs the postmortem walkthrough of docs/timeline.md
 # on a throwaway root with the built CLI, draws its timeline page, and
 # photographs the page with headless Chromium (offline, fresh profile).
 set -euo pipefail

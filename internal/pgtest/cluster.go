@@ -469,7 +469,7 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
-// READMERoles reads the SQL statements of the README's set-up that concern
+// READMERoles reads the SQL statements of the PostgreSQL set-up (docs/postgresql.md) that concern
 // its writer and auditor roles (those naming lockledger_writer or
 // lockledger_auditor: their CREATE ROLE, then the grants), from the
 // psql here-documents (<<'SQL' ... SQL), one a string, for the tests that
@@ -491,7 +491,7 @@ func READMERoles(t testing.TB, readme string) []string {
 		}
 	}
 	if len(out) == 0 || !strings.HasPrefix(out[0], "CREATE ROLE lockledger_writer") {
-		t.Fatalf("README.md has no psql here-document creating lockledger_writer (found %q)", out)
+		t.Fatalf("docs/postgresql.md has no psql here-document creating lockledger_writer (found %q)", out)
 	}
 	return out
 }

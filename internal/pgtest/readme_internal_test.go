@@ -9,7 +9,7 @@ import (
 // The README's role statements are found: both CREATE ROLEs, then the
 // grants, and nothing about the owner's role or database.
 func TestREADMERolesReadsTheSetUp(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/postgresql.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,9 @@ pin the ledger on first use and keep its latest signed head there; plain
 verify checks the ledger against them (--unsigned opts out). keygen makes
 a key of its own (--signing-key); writers copy checkpoints to --witness
 paths; verify --verifier-key checks the log against them, prove and
-verify-proof give an auditor proofs.`,
+verify-proof give an auditor proofs. Those flags (--signing-key, --witness,
+--witness-url, --unsigned, --checkpoint-*) show in the help of the
+commands that write, e.g. lockledger acquire --help.`,
 		Version:       currentBuild().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -97,6 +99,7 @@ verify-proof give an auditor proofs.`,
 	root.AddCommand(newMetrics(g))
 	registerCompletions(root, g)
 	registerHelpTopics(root)
+	hideUnusedFlagsInHelp(root)
 	return root
 }
 

@@ -84,6 +84,7 @@ func ExitCode(err error) int {
 	var ue *usageError
 	var ie *InterruptedError
 	var ce *ConflictError
+	var xe *ExecError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -93,6 +94,8 @@ func ExitCode(err error) int {
 		return 128 + int(ie.Signal)
 	case errors.As(err, &ce):
 		return ce.Code
+	case errors.As(err, &xe):
+		return xe.Code
 	case errors.As(err, &ue), errors.Is(err, events.ErrInvalid), errors.Is(err, ledger.ErrUntrustedRoot):
 		return ExitUsage
 	case errors.Is(err, ledger.ErrHeld):

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/events"
 )
 
 // The kinds of error a --json error object names in "error": the one
@@ -55,12 +59,28 @@ func writeJSONTopic(w io.Writer) {
 	writeWrapped(w, "  ", "on success, the command's result: an object (acquire, release, status, run, ...) "+
 		"or an array (list, timeline, history: --json is --format json; --format jsonl gives one event per line);")
 	writeWrapped(w, "  ", "on failure, one object {\"error\": KIND, \"message\": TEXT, ...} with the exit code of the table below.")
+	writeWrapped(w, "  ", "export writes JSON lines (one event per line) unless --format csv; help, --help and completion "+
+		"write text; metrics refuses --json (exit 2).")
 	writeWrapped(w, "  ", "run --json: CMD's own stdout passes through untouched; run's object is written after CMD "+
-		"has exited, as the last line of stdout (start it on a line of its own: tail -n 1).")
+		"has exited, as the last line of stdout (tail -n 1 picks it when CMD's output ends with a newline).")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Error kinds (\"error\"), with their exit codes:")
 	fmt.Fprintln(w)
 	for _, k := range ErrorKinds {
-		writeWrapped(w, fmt.Sprintf("  %-17s %-9s ", k.Kind, k.Exit), plain(k.Meaning))
+		writeWrapped(w, fmt.Sprintf("  %-17s %-11s ", k.Kind, k.Exit), plain(k.Meaning))
 	}
+}
+
+// textOnly are the commands whose output has a format of its own that
+// --json cannot give: --json is refused rather than ignored.
+var textOnly = map[string]string{
+	"metrics": "metrics writes the Prometheus text format (or serves it); it has no JSON form",
+}
+
+// checkJSONFlag refuses --json for a command in textOnly.
+func checkJSONFlag(cmd *cobra.Command, json bool) error {
+	if why, ok := textOnly[cmd.Name()]; ok && json {
+		return events.Invalid("--json", "", why)
+	}
+	return nil
 }

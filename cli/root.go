@@ -71,6 +71,9 @@ commands that write, e.g. lockledger acquire --help.`,
 			if err := g.setup(!cmd.Flags().Changed("log-level")); err != nil {
 				return err
 			}
+			if err := checkJSONFlag(cmd, g.json); err != nil {
+				return err
+			}
 			return g.resolveRoot(cmd.Name(), cmd.Flags().Changed("root"))
 		},
 	}

@@ -98,7 +98,18 @@ run exits with CMD's exact code (128+N when CMD died of signal N), 3 (or
 --conflict-exit-code's code) or 4 when it never got the lock, 5 when the
 lock was lost and CMD was stopped; 127 when CMD does not exist and 126
 when it cannot be executed (as a shell), 128+N when signal N ended --wait
-before CMD started.`,
+before CMD started.
+
+--json: CMD's stdout and stderr pass through untouched (pipe CMD's output
+as with flock); once CMD has exited and the lock is released, run writes
+one object as the last line of stdout: status (released; lost; or
+release_failed when the release could not be recorded), lock_name,
+request_id, fencing_token, result (as recorded: success, failure or
+cancelled), command_exit_code (null when CMD never started), exit_code
+(run's own), waited_seconds and duration_seconds (CMD's run time). When
+run ends before CMD runs, stdout has the error object instead (lockledger
+help json). For stdout with nothing but the object, send CMD's output
+elsewhere: -c 'make >&2'.`,
 		Example: `  lockledger run deploy-prod ./deploy.sh --env prod
   lockledger run nightly-etl -w 30m --ttl 2m make etl
   lockledger run -n -E 0 nightly-etl -c 'make etl && make report'   # cron: skip quietly when busy

@@ -84,3 +84,17 @@ func checkJSONFlag(cmd *cobra.Command, json bool) error {
 	}
 	return nil
 }
+
+// askedForJSON says whether args hold --json before any "--": a command
+// line refused before its flags were all parsed still answers in JSON.
+func askedForJSON(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true", "--json=1":
+			return true
+		}
+	}
+	return false
+}

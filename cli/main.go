@@ -140,7 +140,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := notifyContext(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	g := &globals{io: IO{In: stdin, Out: stdout, ErrOut: stderr}}
 	root := newRoot(g)
-	root.SetArgs(runArgs(root, args))
+	args = runArgs(root, args)
+	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -160,6 +161,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			err = uerr
 		}
 		err = &usageError{err}
+		g.json = g.json || askedForJSON(args)
 	}
 	var ee *ExitError
 	if sig := stop(); sig != 0 && err != nil && !errors.As(err, &ee) {

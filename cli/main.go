@@ -133,6 +133,8 @@ type globals struct {
 	sign      signFlags
 	trust     *trust.Store // trustStore
 	key       *trust.Key   // defaultKey
+	jqExpr    string
+	jq        *jqFilter // --jq: stdout held back until the command is done
 }
 
 // Main runs the command line and returns the process exit code.
@@ -169,7 +171,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// after a signal is the signal's.
 		err = &InterruptedError{Signal: sig, Err: err}
 	}
-	return report(g, err)
+	return g.finishJQ(report(g, err))
 }
 
 // notifyContext is signal.NotifyContext that also tells which signal

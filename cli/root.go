@@ -71,6 +71,11 @@ commands that write, e.g. lockledger acquire --help.`,
 			if err := g.setup(!cmd.Flags().Changed("log-level")); err != nil {
 				return err
 			}
+			if g.jqExpr != "" {
+				if err := g.startJQ(g.jqExpr); err != nil {
+					return err
+				}
+			}
 			if err := checkJSONFlag(cmd, g.json); err != nil {
 				return err
 			}
@@ -86,6 +91,7 @@ commands that write, e.g. lockledger acquire --help.`,
 	pf.StringVar(&g.group, "group", os.Getenv("LOCKLEDGER_GROUP"),
 		"create the root as a group root of this group (name or id): directories 2770 setgid, files 0660; the root's mode keeps it\na group root for every later command (env LOCKLEDGER_GROUP)")
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON on stdout")
+	pf.StringVar(&g.jqExpr, "jq", "", "implies --json; print the results of this jq expression on the JSON instead (strings raw), e.g. --jq .request_id")
 	envLevel := os.Getenv(envLogLevel)
 	if envLevel == "" {
 		envLevel = "info"

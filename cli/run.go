@@ -362,7 +362,7 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 	var st runState
 	cmd := exec.Command(path, o.argv[1:]...)
 	cmd.Args[0] = o.argv[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.g.io.In, o.g.io.Out, o.g.io.ErrOut
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.g.io.In, o.g.stdout(), o.g.io.ErrOut
 	cmd.Env = append(os.Environ(),
 		"LOCKLEDGER_LOCK="+hold.Lock(),
 		"LOCKLEDGER_REQUEST_ID="+hold.RequestID(),

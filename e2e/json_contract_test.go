@@ -325,3 +325,35 @@ func TestRunJSON(t *testing.T) {
 		t.Error("the command ran without the lock")
 	}
 }
+
+// --jq EXPR: --json filtered through a jq expression, strings raw, as gh's
+// --jq; on an error object too; a bad expression is invalid input.
+func TestJQ(t *testing.T) {
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	r := clitest.Must(t, 0, root, "acquire", "a", "--pid", self, "--jq", ".request_id")
+	rid := strings.TrimSuffix(r.Stdout, "\n")
+	if !strings.HasPrefix(rid, "req_") || strings.Contains(rid, `"`) {
+		t.Fatalf("acquire --jq .request_id: %q, want the bare request id", r.Stdout)
+	}
+	if r := clitest.Must(t, 0, root, "status", "a", "--jq", ".lock.request_id == \""+rid+"\", .fencing_token"); r.Stdout != "true\n1\n" {
+		t.Errorf("status --jq: %q", r.Stdout)
+	}
+	if r := clitest.Must(t, 3, root, "acquire", "a", "--jq", ".error"); r.Stdout != "lock_blocked\n" {
+		t.Errorf("acquire of a held lock --jq .error: %q", r.Stdout)
+	}
+	if r := clitest.Must(t, 0, root, "timeline", "--jq", "map(.type) | join(\",\")"); r.Stdout != "lock_acquired,acquire_blocked\n" {
+		t.Errorf("timeline --jq: %q", r.Stdout)
+	}
+	if r := clitest.Must(t, 0, root, "run", "b", "--jq", ".status", "-c", "echo from-cmd"); r.Stdout != "from-cmd\nreleased\n" {
+		t.Errorf("run --jq: %q, want the command's line then the filtered object", r.Stdout)
+	}
+	n := clitest.EventCount(t, root)
+	r = clitest.Run(t, root, "acquire", "c", "--jq", ".[")
+	if obj := errorKind(t, "--jq .[", cli.KindInvalidInput, r); obj["field"] != "--jq" {
+		t.Errorf("a bad --jq expression: %v", obj)
+	}
+	if clitest.EventCount(t, root) != n {
+		t.Error("a bad --jq expression wrote events")
+	}
+}

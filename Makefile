@@ -48,7 +48,7 @@ demo:
 docs-screenshot: build
 	bash scripts/timeline-screenshot.sh $(BIN) docs/timeline.png
 
-## bench: build, then measure against flock(1), the raw commit rate, sqlite3 on a 1,000,000-event ledger and PostgreSQL (a throwaway cluster); BASELINE=BIN also measures the CLI against an earlier build, alternated
+## bench: build, then measure the CLI against the floor of our own stack (internal/cmd/floor) and flock(1), the library against the raw commit rate, sqlite3 on a 1,000,000-event ledger and PostgreSQL (a throwaway cluster); BASELINE=BIN also measures the CLI against an earlier build, alternated
 BASELINE ?=
 bench: build
 	$(GO) run ./internal/cmd/bench -bin $(BIN) $(if $(BASELINE),-baseline $(BASELINE))

@@ -25,12 +25,14 @@ type exportOptions struct {
 	actor       string
 	checkpoints bool
 	timeRange
+	cmd    *cobra.Command
+	follow followOptions
 }
 
 func newExport(g *globals) *cobra.Command {
 	o := &exportOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "export [--format jsonl|csv] [--since T] [--until T] [-o FILE]",
+		Use:   "export [--format jsonl|csv] [--since T] [--until T] [-o FILE] | export --follow [--after-seq N] [--format jsonl|cloudevents|syslog]",
 		Short: "Write events with their hashes for auditors",
 		Long: `Write events in log order with their seq, prev_hash and hash.
 
@@ -64,14 +66,17 @@ the count, the format, the file or stdout, who ran it) that changes no
 lock, so the next export or verify sees one more event. That takes the
 ledger's writer lock for a moment; where the root is read-only, or
 writers hold the lock past 2s, export still succeeds and says on stderr
-that it could not record itself.`,
+that it could not record itself.` + followHelp,
 		Example: `  lockledger export -o ledger-2025-03.jsonl --since 2025-03-01 --until 2025-04-01
-  lockledger verify --file ledger-2025-03.jsonl`,
+  lockledger verify --file ledger-2025-03.jsonl
+  lockledger export --follow --format cloudevents --after-seq 41873 >>/var/log/lockledger/events.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runExport(cmd.Context(), o) },
 	}
+	o.cmd = cmd
+	o.registerFollow()
 	fl := cmd.Flags()
-	fl.StringVar(&o.format, "format", formatJSONL, "jsonl or csv")
+	fl.StringVar(&o.format, "format", formatJSONL, "jsonl or csv; with --follow, jsonl, cloudevents or syslog")
 	fl.StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0600, renamed into place when complete) instead of stdout")
 	fl.StringVar(&o.since, "since", "", "from the first event at or after this time (RFC 3339, or a duration ago)")
 	fl.StringVar(&o.until, "until", "", "to the last event at or before this time")
@@ -115,6 +120,12 @@ func writeCheckpointLines(ctx context.Context, r *reader, w io.Writer, from, to 
 }
 
 func runExport(ctx context.Context, o *exportOptions) error {
+	if err := o.checkFollow(); err != nil || o.follow.on {
+		if err != nil {
+			return err
+		}
+		return runFollow(ctx, o)
+	}
 	if o.format != formatJSONL && o.format != formatCSV {
 		return events.Invalid("--format", o.format, "must be jsonl or csv")
 	}

@@ -74,11 +74,13 @@ itself exits at once.
 When CMD exits, what it left running is stopped the same way (TERM, then
 KILL after --kill-grace) before the release, so nothing runs on after the
 lock is gone: its process group, and the processes that left the group
-(setsid, a double fork) but still carry its LOCKLEDGER_REQUEST_ID. Those
-processes are recorded as job_processes (terminated or killed).
+(setsid, a double fork), whatever their environment: run is their child
+subreaper, so they stay below it. Where the kernel refuses a subreaper,
+the processes that carry its LOCKLEDGER_REQUEST_ID are stopped instead, and
+one that left the group with a cleared environment (env -i) is not found.
+Those processes are recorded as job_processes (terminated or killed).
 --leave-running stops nothing after CMD exits and records the processes
-carrying its LOCKLEDGER_REQUEST_ID as left_running. A process that left the
-group with a cleared environment (env -i) is not found.
+carrying its LOCKLEDGER_REQUEST_ID as left_running.
 
 --supersede takes the lock from an older run of the same job (recorded as
 superseded) and starts CMD only once that job has stopped: the older runner
@@ -379,8 +381,10 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 	// A subreaper: what the command leaves running once its parent has
 	// exited (a double fork, a setsid daemon) stays below run, where
 	// stopLeftovers finds it whatever its environment. Run reaps it.
+	below := proc.BelowOnly() // no other process's environment read
 	if err := proc.BecomeSubreaper(); err != nil {
 		o.g.log.Debug("cannot become a child subreaper; leftovers are found by their request id only", "err", err)
+		below = proc.Descendants()
 	}
 	orphans := make(chan os.Signal, 1)
 	signal.Notify(orphans, unix.SIGCHLD)
@@ -436,20 +440,21 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 			_ = unix.Kill(-pgid, unix.SIGKILL)
 		case <-exited: // the exit status is in ProcessState
 			code := exitCode(cmd.ProcessState)
-			stopLeftovers(record, o, hold, pgid, grace, sigs, mark)
+			stopLeftovers(record, o, hold, pgid, grace, sigs, mark, below)
 			return code, st, nil
 		}
 	}
 }
 
 // stopLeftovers ends what the command left running when it exited: its
-// process group, the processes below run (it is their subreaper) and the
-// processes carrying its LOCKLEDGER_REQUEST_ID, which include those that
-// left the group (setsid, a double fork): TERM, then
+// process group and the processes below run (it is their subreaper),
+// which include those that left the group (setsid, a double fork); where
+// run could not become a subreaper, the processes carrying its
+// LOCKLEDGER_REQUEST_ID too (below: proc.BelowOnly or proc.Descendants): TERM, then
 // KILL after grace (at once if run is signalled meanwhile). With
 // --leave-running they are left alone. Either way the processes found are
 // recorded as job_processes, before the release, within record's deadline.
-func stopLeftovers(record context.Context, o *runOptions, hold *lease.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal, mark proc.ForkMark) {
+func stopLeftovers(record context.Context, o *runOptions, hold *lease.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal, mark proc.ForkMark, below proc.StopOption) {
 	id := hold.RequestID()
 	p := events.JobProcessesPayload{JobRequestID: id}
 	if o.leave {
@@ -467,7 +472,7 @@ func stopLeftovers(record context.Context, o *runOptions, hold *lease.Lease, pgi
 			case <-ctx.Done():
 			}
 		}()
-		stopped := proc.StopJob(ctx, id, pgid, grace, proc.Since(mark), proc.Descendants())
+		stopped := proc.StopJob(ctx, id, pgid, grace, proc.Since(mark), below)
 		cancel()
 		watching.Wait()
 		p.PIDs, p.Action, p.Note = stopped.PIDs, events.JobTerminated, "outlived the command; stopped with TERM"

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/sumdb/note"
@@ -192,18 +193,27 @@ func (g *globals) signingOptions() (opts []ledger.Option, k *trust.Key, err erro
 	return append(append(opts, more...), cosign...), k, err
 }
 
-// policyOptions are a signing writer's witnesses and checkpoint policy.
-func (g *globals) policyOptions() ([]ledger.Option, error) {
+// checkpointPolicy is --checkpoint-every and --checkpoint-interval.
+func (g *globals) checkpointPolicy() (int64, time.Duration, error) {
 	every, err := strconv.ParseInt(g.sign.every, 10, 64)
 	if err != nil || every < 1 {
-		return nil, events.Invalid("--checkpoint-every", g.sign.every, "must be a whole number of events, at least 1")
+		return 0, 0, events.Invalid("--checkpoint-every", g.sign.every, "must be a whole number of events, at least 1")
 	}
 	interval, err := ParseDuration("--checkpoint-interval", g.sign.interval)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	if interval == 0 {
-		return nil, events.Invalid("--checkpoint-interval", g.sign.interval, "must be positive")
+		return 0, 0, events.Invalid("--checkpoint-interval", g.sign.interval, "must be positive")
+	}
+	return every, interval, nil
+}
+
+// policyOptions are a signing writer's witnesses and checkpoint policy.
+func (g *globals) policyOptions() ([]ledger.Option, error) {
+	every, interval, err := g.checkpointPolicy()
+	if err != nil {
+		return nil, err
 	}
 	for _, w := range g.sign.witnesses {
 		if insideRoot(g.root, w) {

@@ -257,7 +257,9 @@ func (e *Event) Seal() error {
 	return nil
 }
 
-// BuildBody merges envelope and payload into one flat object and renders it canonically.
+// BuildBody merges envelope and payload into one flat object and renders it
+// canonically. The merged object already holds what Canonical would decode
+// (json.Number, strings, maps), so it is encoded once, as Canonical does.
 func BuildBody(env Envelope, payload any) ([]byte, error) {
 	m := map[string]any{}
 	if err := mergeInto(m, env); err != nil {
@@ -268,7 +270,7 @@ func BuildBody(env Envelope, payload any) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return Canonical(m)
+	return encodeCanonical(m)
 }
 
 func mergeInto(m map[string]any, v any) error {
@@ -304,6 +306,12 @@ func Canonical(v any) ([]byte, error) {
 	if err := dec.Decode(&generic); err != nil {
 		return nil, err
 	}
+	return encodeCanonical(generic)
+}
+
+// encodeCanonical renders generic JSON values (as a decoder with
+// UseNumber gives them): keys sorted, no HTML escaping, no newline.
+func encodeCanonical(generic any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

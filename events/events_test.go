@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -66,5 +67,34 @@ func TestValidators(t *testing.T) {
 		if got := ValidateRequestID(id) == nil; got != ok {
 			t.Errorf("request id %q: valid=%v, want %v", id, got, ok)
 		}
+	}
+}
+
+// TestBuildBodyIsCanonical: the body encoded once from the merged object
+// is the canonical rendering of it, for text that escaping could change
+// (HTML characters, control characters, non-ASCII, invalid UTF-8) and
+// numbers as written.
+func TestBuildBodyIsCanonical(t *testing.T) {
+	env := Envelope{EventID: "01M82NQNZDDVC3QZH7KVMR0924", Seq: 7, Type: LockAcquired, SchemaVersion: 1,
+		At: "2026-11-22T22:23:54.861197406Z", LockName: "x", RequestID: "r<&>", Actor: "a\u2028\x01é\xff", HostID: "h", PID: 9}
+	payload := map[string]any{"intent": "<b>&amp;</b>\t\"q\"", "metadata": map[string]string{"z": "1", "a": "\u00e9"},
+		"n": json.Number("1e3"), "big": uint64(1<<63 + 1)}
+	got, err := BuildBody(env, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	if err := mergeInto(m, env); err != nil {
+		t.Fatal(err)
+	}
+	if err := mergeInto(m, payload); err != nil {
+		t.Fatal(err)
+	}
+	want, err := Canonical(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("BuildBody:\n%s\nCanonical of the same object:\n%s", got, want)
 	}
 }

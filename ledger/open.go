@@ -206,7 +206,8 @@ func (l *Ledger) warnOwners(err error) {
 // logger and lock files' watch.
 func (l *Ledger) sqliteConfig() sqlite.Config {
 	return sqlite.Config{Path: filepath.Join(l.root, DBFile), Busy: l.busy, Now: l.now, Log: l.log,
-		Watch: func(lock string) store.Waker { return l.files.Watch(lock) }}
+		Watch:    func(lock string) store.Waker { return l.files.Watch(lock) },
+		WatchLog: func() store.Waker { return l.files.WatchFiles(DBFile, DBFile+"-wal") }}
 }
 
 // openPostgres opens a ledger kept in PostgreSQL, with this host's lock

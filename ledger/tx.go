@@ -96,7 +96,9 @@ func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error,
 			cp = nil
 		}
 	}
-	if len(w.written) > 0 && w.v.name != "" {
+	if len(w.written) > 0 || w.rows {
+		// A write of no lock (export, verify, a checkpoint) notifies too,
+		// with no lock's name: followers of the log wake on every append.
 		if err := l.store.Changed(ctx, w.q, w.v.name); err != nil {
 			w.abort()
 			return fmt.Errorf("ledger: notify: %w", err)

@@ -42,3 +42,8 @@ func (l *Ledger) PeekHeld(ctx context.Context, req AcquireRequest) *HeldError {
 // Watch wakes a waiter when lock may have changed (the store's own way:
 // the lock files' directory, or the database's notifications).
 func (l *Ledger) Watch(lock string) store.Waker { return l.store.Watch(lock) }
+
+// WatchLog wakes a reader of the log when events may have been appended
+// (a write to ROOT/ledger.db or its write-ahead log, or the database's
+// notifications). Call it before the read it follows.
+func (l *Ledger) WatchLog(ctx context.Context) (store.Waker, error) { return l.store.WatchLog(ctx) }

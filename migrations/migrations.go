@@ -10,10 +10,13 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 //go:embed *.sql postgres/*.sql
@@ -35,6 +38,21 @@ type Set struct {
 	serialise string
 	// lock and unlock hold the same lock for a session (see Lock).
 	lock, unlock string
+	// once holds what is read of the embedded files, read at first use:
+	// every open asks for the tables and the latest version.
+	once *loaded
+}
+
+// loaded is a set's migrations and tables, each read once.
+type loaded struct {
+	all    func() ([]Migration, error)
+	tables func() (map[string]bool, error)
+}
+
+// readOnce is s with its files and tables read at first use, once.
+func readOnce(s Set) Set {
+	s.once = &loaded{all: sync.OnceValues(s.read), tables: sync.OnceValues(s.tables)}
+	return s
 }
 
 // Lock holds the set's migration lock on conn until the returned function
@@ -54,15 +72,15 @@ func (s Set) Lock(ctx context.Context, conn *sql.Conn) (func(), error) {
 
 // SQLite is the set for ledger.db. Its transactions begin with BEGIN
 // IMMEDIATE, which serialises them.
-var SQLite = Set{glob: "*.sql",
-	exists: `SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_migrations'`}
+var SQLite = readOnce(Set{glob: "*.sql",
+	exists: `SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_migrations'`})
 
 // Postgres is the set for a ledger on PostgreSQL, in the connection's
 // current schema.
-var Postgres = Set{glob: "postgres/*.sql",
+var Postgres = readOnce(Set{glob: "postgres/*.sql",
 	exists:    `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'`,
 	serialise: `SELECT pg_advisory_xact_lock(7215843091255761)`, lock: `SELECT pg_advisory_lock(7215843091255761)`,
-	unlock: `SELECT pg_advisory_unlock(7215843091255761)`}
+	unlock: `SELECT pg_advisory_unlock(7215843091255761)`})
 
 // Migration is one embedded SQL file.
 type Migration struct {
@@ -91,6 +109,14 @@ func Tables() (map[string]bool, error) { return SQLite.Tables() }
 
 // All returns every migration of the set in order.
 func (s Set) All() ([]Migration, error) {
+	if s.once == nil {
+		return s.read()
+	}
+	all, err := s.once.all()
+	return slices.Clone(all), err
+}
+
+func (s Set) read() ([]Migration, error) {
 	names, err := fs.Glob(files, s.glob)
 	if err != nil {
 		return nil, err
@@ -193,6 +219,14 @@ func (s Set) applyOne(ctx context.Context, db DB, m Migration, now func() string
 // Tables names every table the set's migrations create, schema_migrations
 // included.
 func (s Set) Tables() (map[string]bool, error) {
+	if s.once == nil {
+		return s.tables()
+	}
+	t, err := s.once.tables()
+	return maps.Clone(t), err
+}
+
+func (s Set) tables() (map[string]bool, error) {
 	all, err := s.All()
 	if err != nil {
 		return nil, err

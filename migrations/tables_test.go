@@ -46,3 +46,27 @@ func TestTablesNamesEveryTableTheMigrationsCreate(t *testing.T) {
 		t.Fatalf("only %v after the migrations", applied)
 	}
 }
+
+// What a caller does to the tables or migrations it got does not change
+// what the next caller gets: they are read once and handed out as copies.
+func TestCallersGetTheirOwnCopies(t *testing.T) {
+	for _, s := range []Set{SQLite, Postgres} {
+		tables, err := s.Tables()
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := s.All()
+		if err != nil || len(all) == 0 {
+			t.Fatalf("%s: %d migrations, %v", s.glob, len(all), err)
+		}
+		latest := s.Latest()
+		delete(tables, "events")
+		tables["intruder"] = true
+		all[len(all)-1].Version, all[0].SQL = 0, "DROP TABLE events"
+		again, _ := s.Tables()
+		allAgain, _ := s.All()
+		if !again["events"] || again["intruder"] || s.Latest() != latest || allAgain[0].SQL == "DROP TABLE events" {
+			t.Fatalf("%s: a caller's change leaked to the next caller: tables %v, latest %d (was %d)", s.glob, again, s.Latest(), latest)
+		}
+	}
+}

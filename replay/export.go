@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 )
 
@@ -137,6 +138,9 @@ type exportLine struct {
 	PrevHash *string         `json:"prev_hash"`
 	Hash     *string         `json:"hash"`
 	Body     json.RawMessage `json:"body"`
+	// Leaf is the event's Merkle leaf hash, which a stream (export
+	// --follow) adds: when present, it must be the body's.
+	Leaf *string `json:"leaf"`
 }
 
 // MaxExportLine bounds one export line.
@@ -168,6 +172,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 	var n, lines int64
 	var carried, carriedCos []NoteSource
 	var tree *exportTree
+	seen := map[string]bool{} // checkpoint notes read: a stream repeats one when no newer is signed
 	started := false
 	startTree := func() {
 		if started {
@@ -197,10 +202,21 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 			continue
 		}
 		if t, note, cosigned, ok := headerLine(line); ok {
+			repeated := note != nil && !cosigned && seen[string(note)]
+			if note != nil && !cosigned {
+				seen[string(note)] = true
+			}
 			switch {
+			case started && t != nil:
+				if p := c.tree.lateTree(n, t); p != nil {
+					c.report.Add(*p)
+				}
+			case started && repeated:
+			case started && !cosigned:
+				c.tree.lateNote(NoteSource{Source: fmt.Sprintf("checkpoint %s line %d (carried by the stream)", source, n), Note: note, Carried: true})
 			case started:
 				c.report.Add(Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: KindMalformed,
-					Detail: "a tree or checkpoint line after the events: they must come first"})
+					Detail: "a cosignature line after the events: they must come first"})
 			case t != nil && tree != nil:
 				c.report.Add(Problem{Line: n, Kind: KindMalformed, Detail: "a second tree line"})
 			case t != nil:
@@ -260,6 +276,11 @@ func parseExportLine(line []byte) (*Row, error) {
 	body, err := events.Canonical(el.Body)
 	if err != nil {
 		return nil, fmt.Errorf("body: %w", err)
+	}
+	if el.Leaf != nil {
+		if want := checkpoint.LeafHash(body).String(); *el.Leaf != want {
+			return nil, fmt.Errorf("leaf %q is not the Merkle leaf hash of the body (%s)", *el.Leaf, want)
+		}
 	}
 	return &Row{Seq: *el.Seq, PrevHash: *el.PrevHash, Hash: *el.Hash, Body: body}, nil
 }

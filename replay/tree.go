@@ -194,70 +194,7 @@ func (t *treeCheck) prepare() {
 		origin = checkpoint.Origin(tr.LedgerID)
 	}
 	for _, ns := range tr.Checkpoints {
-		res := &CheckpointResult{Source: ns.Source, Carried: ns.Carried}
-		t.report.Checkpoints = append(t.report.Checkpoints, res)
-		if len(tr.Verifiers) == 0 {
-			s, err := checkpoint.Open(ns.Note)
-			if err == nil {
-				res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
-			}
-			res.Result, res.Detail = "not checked", "no --verifier-key"
-			if ns.Row {
-				origin = t.rowUnchecked(ns, res, s, err, origin)
-			}
-			continue
-		}
-		s, err := checkpoint.Open(ns.Note, tr.Verifiers...)
-		if err != nil {
-			res.Result, res.Detail = "invalid", err.Error()
-			if u, uerr := checkpoint.Open(ns.Note); uerr == nil {
-				res.Size, res.Key, res.Time = u.Size, u.KeyName(), u.Time
-			}
-			var se *checkpoint.SignatureError
-			if errors.As(err, &se) && !se.Invalid && tr.OthersUnchecked {
-				res.Result, res.Detail = "not checked", "signed by "+strings.Join(se.Signers, ", ")+", no key pinned in the trust store"
-				continue
-			}
-			what := "is not a checkpoint"
-			if errors.As(err, &se) {
-				what = "is not vouched for"
-				if se.Invalid {
-					what = "was changed after it was signed"
-				}
-			}
-			// Its seq is known at the end: the first one no valid head covers.
-			t.invalid = append(t.invalid, Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf("%s %s: %v", describe(res), what, err)})
-			continue
-		}
-		res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
-		if ns.Row && ns.Size != s.Size {
-			t.rowSizeDiffers(ns, res, s)
-			continue
-		}
-		if origin == "" {
-			origin = s.Origin
-		}
-		if s.Origin != origin && ns.Witness != "" {
-			// A witness may keep the checkpoints of several ledgers: the
-			// others' are not this one's to check. A witness holding none of
-			// this ledger's is a problem of its own (below).
-			res.Result = "not checked"
-			res.Detail = fmt.Sprintf("a checkpoint of another ledger (%s, this log is %s)", s.Origin, origin)
-			continue
-		}
-		if s.Origin != origin {
-			res.Result = "invalid"
-			res.Detail = fmt.Sprintf("it is a checkpoint of %q, not of %q", s.Origin, origin)
-			t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
-				"%s names another ledger (%s, this log is %s): the database was swapped for another ledger's, or the checkpoint is another ledger's",
-				describe(res), s.Origin, origin)})
-			continue
-		}
-		if ns.Witness != "" && tr.Witnesses != nil {
-			tr.Witnesses[ns.Witness]++
-		}
-		t.anchors = append(t.anchors, &anchor{name: describe(res), carried: ns.Carried, size: s.Size, root: s.Root, time: s.Time,
-			every: s.NextEvery, within: s.NextWithin, result: res})
+		t.prepareNote(ns, &origin)
 	}
 	t.origin = t.prepareCosignatures(origin)
 	for _, h := range tr.Heads {
@@ -270,6 +207,79 @@ func (t *treeCheck) prepare() {
 				"the witness %s holds no valid checkpoint of this ledger (%s): it was emptied, or this is another ledger's database", w, origin)})
 		}
 	}
+}
+
+// prepareNote opens one checkpoint (signature, text, origin, which it
+// sets from the first when the trust names none) and lists it as an
+// anchor to match, which it returns (nil when there is none to match).
+func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
+	tr := t.trust
+	res := &CheckpointResult{Source: ns.Source, Carried: ns.Carried}
+	t.report.Checkpoints = append(t.report.Checkpoints, res)
+	if len(tr.Verifiers) == 0 {
+		s, err := checkpoint.Open(ns.Note)
+		if err == nil {
+			res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
+		}
+		res.Result, res.Detail = "not checked", "no --verifier-key"
+		if ns.Row {
+			*origin = t.rowUnchecked(ns, res, s, err, *origin)
+		}
+		return nil
+	}
+	s, err := checkpoint.Open(ns.Note, tr.Verifiers...)
+	if err != nil {
+		res.Result, res.Detail = "invalid", err.Error()
+		if u, uerr := checkpoint.Open(ns.Note); uerr == nil {
+			res.Size, res.Key, res.Time = u.Size, u.KeyName(), u.Time
+		}
+		var se *checkpoint.SignatureError
+		if errors.As(err, &se) && !se.Invalid && tr.OthersUnchecked {
+			res.Result, res.Detail = "not checked", "signed by "+strings.Join(se.Signers, ", ")+", no key pinned in the trust store"
+			return nil
+		}
+		what := "is not a checkpoint"
+		if errors.As(err, &se) {
+			what = "is not vouched for"
+			if se.Invalid {
+				what = "was changed after it was signed"
+			}
+		}
+		// Its seq is known at the end: the first one no valid head covers.
+		t.invalid = append(t.invalid, Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf("%s %s: %v", describe(res), what, err)})
+		return nil
+	}
+	res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
+	if ns.Row && ns.Size != s.Size {
+		t.rowSizeDiffers(ns, res, s)
+		return nil
+	}
+	if *origin == "" {
+		*origin = s.Origin
+	}
+	if s.Origin != *origin && ns.Witness != "" {
+		// A witness may keep the checkpoints of several ledgers: the
+		// others' are not this one's to check. A witness holding none of
+		// this ledger's is a problem of its own (below).
+		res.Result = "not checked"
+		res.Detail = fmt.Sprintf("a checkpoint of another ledger (%s, this log is %s)", s.Origin, *origin)
+		return nil
+	}
+	if s.Origin != *origin {
+		res.Result = "invalid"
+		res.Detail = fmt.Sprintf("it is a checkpoint of %q, not of %q", s.Origin, *origin)
+		t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+			"%s names another ledger (%s, this log is %s): the database was swapped for another ledger's, or the checkpoint is another ledger's",
+			describe(res), s.Origin, *origin)})
+		return nil
+	}
+	if ns.Witness != "" && tr.Witnesses != nil {
+		tr.Witnesses[ns.Witness]++
+	}
+	a := &anchor{name: describe(res), carried: ns.Carried, size: s.Size, root: s.Root, time: s.Time,
+		every: s.NextEvery, within: s.NextWithin, result: res}
+	t.anchors = append(t.anchors, a)
+	return a
 }
 
 func describe(r *CheckpointResult) string {

@@ -9,8 +9,9 @@ import (
 // Statements runs a write transaction's statements through statements
 // prepared once on the pool, which database/sql keeps prepared per
 // connection, so that the write path does not parse the same SQL again on
-// every call. A statement not prepared yet runs through the transaction as
-// SQL and is prepared by PreparePending before the next write begins:
+// every call. A statement not prepared yet is prepared on the transaction
+// once (its connection: no second one), used for every call of it there,
+// and prepared on the pool by PreparePending before the next write begins:
 // preparing it on the pool while the transaction holds the pool's only
 // connection would open a second one (its settings applied, the schema
 // parsed and the WAL opened again). Where the driver keeps prepared
@@ -32,7 +33,9 @@ func NewStatements(s Store) *Statements {
 }
 
 // In runs tx's statements through the cache.
-func (c *Statements) In(tx *sql.Tx) PreparedTx { return PreparedTx{c: c, tx: tx} }
+func (c *Statements) In(tx *sql.Tx) PreparedTx {
+	return PreparedTx{c: c, tx: tx, local: map[string]*sql.Stmt{}}
+}
 
 // PreparePending prepares on the pool the statements that ran as SQL since
 // the last call. One that does not prepare is left to run as SQL. Call it
@@ -62,13 +65,15 @@ func (c *Statements) Close() {
 // PreparedTx is a write transaction whose statements run through a
 // Statements cache.
 type PreparedTx struct {
-	c  *Statements
-	tx *sql.Tx
+	c     *Statements
+	tx    *sql.Tx
+	local map[string]*sql.Stmt // prepared on tx, closed with it
 }
 
-// PrepareContext is query as a statement of the transaction, from the
-// statement prepared on the pool; nil where it runs as SQL (noted, so that
-// PreparePending prepares it).
+// PrepareContext is query as a statement of the transaction: from the
+// statement prepared on the pool, else prepared on the transaction once
+// (noted, so that PreparePending prepares it on the pool); nil where it
+// runs as SQL.
 func (p PreparedTx) PrepareContext(ctx context.Context, query string) *sql.Stmt {
 	c := p.c
 	if c.cached {
@@ -76,16 +81,23 @@ func (p PreparedTx) PrepareContext(ctx context.Context, query string) *sql.Stmt 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := c.stmts[query]
-	if st == nil {
-		c.pending[query] = func(ctx context.Context) {
-			if st, err := c.db.PrepareContext(ctx, query); err == nil {
-				c.stmts[query] = st
-			}
-		}
-		return nil
+	if st := c.stmts[query]; st != nil {
+		return p.tx.StmtContext(ctx, st)
 	}
-	return p.tx.StmtContext(ctx, st)
+	c.pending[query] = func(ctx context.Context) {
+		if st, err := c.db.PrepareContext(ctx, query); err == nil {
+			c.stmts[query] = st
+		}
+	}
+	if st := p.local[query]; st != nil || p.local == nil {
+		return st
+	}
+	st, err := p.tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil // runs as SQL, which reports the error
+	}
+	p.local[query] = st
+	return st
 }
 
 func (p PreparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {

@@ -53,6 +53,10 @@ type Store interface {
 	Changed(ctx context.Context, tx Execer, lock string) error
 	// Watch wakes a waiter when lock may have changed.
 	Watch(lock string) Waker
+	// WatchLog wakes a reader of the log when events may have been
+	// appended. It watches from the moment it returns: a reader that calls
+	// it before reading misses no append committed after that read.
+	WatchLog(ctx context.Context) (Waker, error)
 	// Transient reports a passing failure of this engine that a retry may clear.
 	Transient(err error) bool
 	// ManyHosts reports whether writers on other hosts use the same

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -14,8 +15,8 @@ import (
 // locks directory opened by Open (never on what its path names later);
 // where inotify is unavailable it degrades to sleeping.
 type Watch struct {
-	fd   int
-	file string
+	fd    int
+	files []string
 }
 
 // Watch watches lock's file. Close it when done.
@@ -34,7 +35,29 @@ func (d *Dir) Watch(lock string) *Watch {
 		unix.Close(fd)
 		return &Watch{fd: -1}
 	}
-	return &Watch{fd: fd, file: fileName(lock)}
+	return &Watch{fd: fd, files: []string{fileName(lock)}}
+}
+
+// WatchFiles wakes a reader when one of the files named (in the root
+// itself, such as the database and its write-ahead log) is created,
+// written or renamed into place, through inotify on the root opened by
+// Open. Where inotify is unavailable it degrades to sleeping.
+func (d *Dir) WatchFiles(names ...string) *Watch {
+	done, err := d.use()
+	defer done()
+	if err != nil || d.root.fd < 0 {
+		return &Watch{fd: -1}
+	}
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return &Watch{fd: -1}
+	}
+	mask := uint32(unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_ONLYDIR)
+	if _, err := unix.InotifyAddWatch(fd, fmt.Sprintf("/proc/self/fd/%d", d.root.fd), mask); err != nil {
+		unix.Close(fd)
+		return &Watch{fd: -1}
+	}
+	return &Watch{fd: fd, files: slices.Clone(names)}
 }
 
 // Wait sleeps up to d, returning early when the watched file changes or ctx ends.
@@ -62,7 +85,7 @@ func (w *Watch) Wait(ctx context.Context, d time.Duration) {
 	}
 }
 
-// drain reads pending events and reports whether one named the lock file.
+// drain reads pending events and reports whether one named a watched file.
 func (w *Watch) drain() bool {
 	var buf [4096]byte
 	hit := false
@@ -78,7 +101,7 @@ func (w *Watch) drain() bool {
 			for end < len(name) && name[end] != 0 {
 				end++
 			}
-			if string(name[:end]) == w.file {
+			if slices.Contains(w.files, string(name[:end])) {
 				hit = true
 			}
 			off += unix.SizeofInotifyEvent + int(ev.Len)

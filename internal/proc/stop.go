@@ -42,6 +42,16 @@ func Descendants() StopOption {
 	return func(w *Watch) { w.below = true }
 }
 
+// BelowOnly is Descendants without the scan for the request id: for a
+// subreaper whose command has been waited for, what the command left
+// running is below it whatever became of its parents (an orphan comes back
+// to it), so no other process's environment is read. A process carrying
+// the request id that is not below it (started through another process's
+// service) is not the job's.
+func BelowOnly() StopOption {
+	return func(w *Watch) { w.below, w.belowOnly = true, true }
+}
+
 // StopJob ends what is left of a job once its command has exited: the
 // command's process group pgid (0: none) and the processes carrying
 // requestID (see JobPIDs), which include those that left the group. Each

@@ -15,6 +15,7 @@ type Watch struct {
 	requestIDs []string
 	since      ForkMark       // processes created before it are not looked at
 	below      bool           // every process below this one is the job's (see Descendants)
+	belowOnly  bool           // and only those (see BelowOnly)
 	start      map[int]string // pid -> its start time, when first seen
 	job        map[int]string // pid -> the request id it carries
 	seen       []int          // in order of first sight
@@ -27,7 +28,10 @@ func NewWatch(requestIDs ...string) *Watch {
 
 // Look scans again and returns the jobs' processes still running.
 func (w *Watch) Look() []int {
-	found := jobPIDsAbove(w.since.floor(), w.requestIDs...)
+	found := map[int]string{}
+	if !w.belowOnly {
+		found = jobPIDsAbove(w.since.floor(), w.requestIDs...)
+	}
 	if w.below && len(w.requestIDs) > 0 {
 		ReapExited(0)
 		for _, pid := range descendants() {

@@ -38,6 +38,9 @@ type Config struct {
 	Now func() time.Time
 	// Watch wakes a waiter on a change of lock (the lock files' directory).
 	Watch func(lock string) store.Waker
+	// WatchLog wakes a reader of the log on a write to the database's
+	// files (the database and its write-ahead log).
+	WatchLog func() store.Waker
 	// NewLedger says whether a database with no tables may become a new
 	// ledger (nil error: yes); OpenWritable sets it from the root.
 	NewLedger func() error
@@ -49,6 +52,9 @@ type Store struct {
 	cfg      Config
 	db       *sql.DB
 	readOnly bool
+	// immutable: read as a file no one writes (see Root.OpenExisting),
+	// which never shows a later commit.
+	immutable bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -191,6 +197,18 @@ func (s *Store) Clock(context.Context, store.Querier) (time.Time, error) {
 func (s *Store) Changed(context.Context, store.Execer, string) error { return nil }
 
 func (s *Store) Watch(lock string) store.Waker { return s.cfg.Watch(lock) }
+
+// WatchLog watches the database's files: a commit writes the write-ahead
+// log. SQLite publishes the commit to readers in its shared-memory index
+// just after that write (which no file watch sees), so a reader woken
+// here that finds nothing new looks again shortly (see package stream).
+func (s *Store) WatchLog(context.Context) (store.Waker, error) {
+	if s.immutable {
+		return nil, fmt.Errorf("ledger: %s is read as a file no one writes (its directory does not let this user create %s), "+
+			"so later commits cannot be seen: follow it as a user who can write the root", s.cfg.Path, "ledger.db-shm")
+	}
+	return s.cfg.WatchLog(), nil
+}
 
 func (s *Store) Transient(err error) bool { return IsBusy(err) }
 

@@ -23,8 +23,9 @@ func benchBaseline(tmp string) {
 	if _, err := os.Stat(old); err != nil {
 		die(fmt.Errorf("-baseline %s: %w", old, err))
 	}
+	old = stage(old, filepath.Join(tmp, "bin"), "lockledger-baseline")
 	envOf := func(name string) []string {
-		return append(os.Environ(), "LOCKLEDGER_ROOT="+filepath.Join(tmp, "baseline-"+name), "NO_COLOR=1")
+		return append(cliEnv(filepath.Join(tmp, "baseline-trust")), "LOCKLEDGER_ROOT="+filepath.Join(tmp, "baseline-"+name))
 	}
 	newEnv, oldEnv := envOf("new"), envOf("old")
 	for _, b := range []struct {

@@ -1,0 +1,198 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
+)
+
+// RFC 5424 syslog, one message per line (for a collector that reads lines,
+// or octet-counted framing added by the collector):
+//
+//	<PRI>1 TIMESTAMP HOSTNAME lockledger PROCID MSGID [meta sequenceId="N"][lockledger@32473 seq="N" ...] MSG
+//
+// PRI is facility 13 (log audit) with a severity by event type; TIMESTAMP
+// the event's at (microseconds, UTC); HOSTNAME the follower's host; PROCID
+// the pid that wrote the event; MSGID the event type; MSG the event's
+// canonical body (JSON, with every character that could break a line or
+// drive a terminal written as a JSON escape). meta sequenceId is the seq
+// (wrapping past 2147483647, as RFC 5424 7.3.1 says); SD-ID
+// lockledger@32473 carries the full seq, the chain and leaf hashes and
+// the fields a SIEM filters on. 32473 is the private enterprise number
+// RFC 5612 reserves for documentation: lockledger has none of its own.
+// PARAM-VALUEs escape '"', '\' and ']' (RFC 5424 6.3.3), after control
+// characters are written as visible escapes (internal/termtext).
+//
+// A checkpoint is a message of MSGID checkpoint, with
+// [lockledger@32473 size="N" root="..."] and MSG {"checkpoint":"<note>"}.
+
+// SyslogSDID is the SD-ID of lockledger's structured data.
+const SyslogSDID = "lockledger@32473"
+
+// syslogFacility is log audit.
+const syslogFacility = 13
+
+const (
+	sevWarning = 4
+	sevNotice  = 5
+	sevInfo    = 6
+)
+
+func severity(t events.Type) int {
+	switch t {
+	case events.LockStolen, events.HeartbeatFailed:
+		return sevWarning
+	case events.ActionRefused, events.AcquireBlocked:
+		return sevNotice
+	}
+	return sevInfo
+}
+
+// maxSequenceID is where meta sequenceId wraps.
+const maxSequenceID = 2147483647
+
+type syslogWriter struct {
+	w        io.Writer
+	hostname string
+	buf      bytes.Buffer
+}
+
+func (s *syslogWriter) Start(int64, []tlog.Hash) error { return nil }
+
+func (s *syslogWriter) Event(r *Record) error {
+	b := &s.buf
+	b.Reset()
+	procid := "-"
+	if r.Env.PID > 0 {
+		procid = strconv.Itoa(r.Env.PID)
+	}
+	s.header(severity(r.Env.Type), r.Time.IsZero(), r.Time.Format("2006-01-02T15:04:05.000000Z"), procid, headerToken(string(r.Env.Type), 32))
+	fmt.Fprintf(b, `[meta sequenceId="%d"]`, (r.Row.Seq-1)%maxSequenceID+1)
+	b.WriteString("[" + SyslogSDID)
+	param(b, "seq", strconv.FormatInt(r.Row.Seq, 10))
+	param(b, "hash", r.Row.Hash)
+	param(b, "prev", r.Row.PrevHash)
+	param(b, "leaf", r.Leaf.String())
+	param(b, "type", string(r.Env.Type))
+	if r.Env.LockName != "" {
+		param(b, "lock", r.Env.LockName)
+	}
+	param(b, "actor", r.Env.Actor)
+	param(b, "host", r.Env.HostID)
+	if r.Env.User != nil {
+		param(b, "user", *r.Env.User)
+	}
+	b.WriteString("] ")
+	var body bytes.Buffer
+	if json.Compact(&body, r.Row.Body) != nil {
+		body.Reset()
+		q, _ := json.Marshal(string(r.Row.Body)) // a damaged row, as export writes it
+		body.Write(q)
+	}
+	writeJSONSafe(b, body.Bytes())
+	b.WriteByte('\n')
+	_, err := s.w.Write(b.Bytes())
+	return err
+}
+
+func (s *syslogWriter) Checkpoint(c *Checkpoint) error {
+	b := &s.buf
+	b.Reset()
+	t := c.Text.Time.UTC()
+	s.header(sevInfo, c.Text.Time.IsZero(), t.Format("2006-01-02T15:04:05.000000Z"), "-", "checkpoint")
+	b.WriteString("[" + SyslogSDID)
+	param(b, "size", strconv.FormatInt(c.Text.Size, 10))
+	param(b, "root", c.Text.Root.String())
+	b.WriteString("] ")
+	msg, err := json.Marshal(map[string]string{"checkpoint": string(c.Note)})
+	if err != nil {
+		return err
+	}
+	writeJSONSafe(b, msg)
+	b.WriteByte('\n')
+	_, err = s.w.Write(b.Bytes())
+	return err
+}
+
+func (s *syslogWriter) header(sev int, noTime bool, ts, procid, msgid string) {
+	if noTime {
+		ts = "-"
+	}
+	fmt.Fprintf(&s.buf, "<%d>1 %s %s lockledger %s %s ", syslogFacility*8+sev, ts, s.hostname, procid, msgid)
+}
+
+// param writes one SD-PARAM: the value's control characters as visible
+// escapes, then '"', '\' and ']' escaped as RFC 5424 6.3.3 asks.
+func param(b *bytes.Buffer, name, value string) {
+	b.WriteByte(' ')
+	b.WriteString(name)
+	b.WriteString(`="`)
+	for _, r := range termtext.Escape(value) {
+		if r == '"' || r == '\\' || r == ']' {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('"')
+}
+
+// headerToken is s as a header field: printable US-ASCII, at most max
+// characters, "-" when empty (RFC 5424 6.2).
+func headerToken(s string, max int) string {
+	var b strings.Builder
+	for i := 0; i < len(s) && b.Len() < max; i++ {
+		c := s[i]
+		if c < 33 || c > 126 {
+			c = '_'
+		}
+		b.WriteByte(c)
+	}
+	if b.Len() == 0 {
+		return "-"
+	}
+	return b.String()
+}
+
+func syslogHostname(h string) string { return headerToken(h, 255) }
+
+// writeJSONSafe writes valid JSON with the characters JSON allows raw but
+// that could break a line or drive a terminal (DEL, C1 controls, line
+// and paragraph separators, bidirectional controls) as \u escapes: the
+// same JSON value, on one plain line. Outside strings JSON has none.
+func writeJSONSafe(b *bytes.Buffer, js []byte) {
+	for len(js) > 0 {
+		r, size := utf8.DecodeRune(js)
+		if r == utf8.RuneError && size == 1 {
+			b.WriteString(`\ufffd`)
+		} else if unsafeRune(r) {
+			fmt.Fprintf(b, `\u%04x`, r)
+		} else {
+			b.Write(js[:size])
+		}
+		js = js[size:]
+	}
+}
+
+func unsafeRune(r rune) bool {
+	switch {
+	case r < 0x20 || r == 0x7f:
+		return true
+	case r < utf8.RuneSelf:
+		return false
+	case unicode.IsControl(r), r == '\u2028', r == '\u2029':
+		return true
+	case r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069':
+		return true
+	}
+	return false
+}

@@ -7,28 +7,33 @@ import (
 // signingFlags are the global flags of signed checkpoints and witnesses
 // (sign.go, witnessurl.go). Every command parses them, as it parses every
 // global flag, so that an alias or a script that passes them everywhere
-// keeps working; only the commands that write to a ledger (or, as verify,
-// read the witnesses) show them in their help and man page.
+// keeps working; only the commands that write to a ledger (export and
+// verify record their read; verify also reads --witness) show them in
+// their help and man page.
 var signingFlags = []string{"signing-key", "witness", "witness-url", "unsigned", "checkpoint-every", "checkpoint-interval"}
 
-// signingCommands are the commands that use signingFlags: the ones that
-// write events (a lock action, a recorded export or verify, a checkpoint,
-// a projection, a pin) and verify, which reads --witness.
-var signingCommands = map[string]bool{
-	"acquire": true, "heartbeat": true, "release": true, "steal": true, "run": true,
-	"init": true, "import": true, "project": true, "checkpoint": true, "trust": true,
-	"export": true, "verify": true, "watch-holder": true, "record-loss": true,
+// readOnlyCommands are the commands that never write to a ledger, and so
+// use none of signingFlags (completion and help write nothing at all). A
+// command not named here shows them: a new command that writes does not
+// lose them by being forgotten.
+var readOnlyCommands = map[string]bool{
+	"status": true, "list": true, "history": true, "timeline": true, "who": true, "replay": true,
+	"metrics": true, "prove": true, "verify-proof": true, "keygen": true, "version": true,
+	"completion": true, "help": true,
 }
 
-// usesSigningFlags says whether cmd (or the command it is a subcommand
-// of, as trust's) writes to a ledger.
+// usesSigningFlags says whether cmd may write to a ledger: every command
+// but the root and those below a read-only one.
 func usesSigningFlags(cmd *cobra.Command) bool {
-	for c := cmd; c != nil && c.HasParent(); c = c.Parent() {
-		if signingCommands[c.Name()] {
-			return true
+	if !cmd.HasParent() {
+		return false
+	}
+	for c := cmd; c.HasParent(); c = c.Parent() {
+		if readOnlyCommands[c.Name()] {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // HideUnusedFlags hides the global flags cmd does not use from what is

@@ -71,7 +71,7 @@ commands that write, e.g. lockledger acquire --help.`,
 			if err := g.setup(!cmd.Flags().Changed("log-level")); err != nil {
 				return err
 			}
-			if g.jqExpr != "" {
+			if cmd.Flags().Changed("jq") {
 				if err := g.startJQ(g.jqExpr); err != nil {
 					return err
 				}

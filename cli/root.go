@@ -90,7 +90,7 @@ commands that write, e.g. lockledger acquire --help.`,
 		"keep the ledger in this PostgreSQL database (postgres://...; PG* variables honoured) instead of ROOT/ledger.db,\none ledger for many hosts; ROOT keeps this host's lock files (env LOCKLEDGER_DATABASE_URL)")
 	pf.StringVar(&g.group, "group", os.Getenv("LOCKLEDGER_GROUP"),
 		"create the root as a group root of this group (name or id): directories 2770 setgid, files 0660; the root's mode keeps it\na group root for every later command (env LOCKLEDGER_GROUP)")
-	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON on stdout")
+	pf.BoolVar(&g.json, "json", false, "print one JSON document on stdout, errors included (lockledger help json)")
 	pf.StringVar(&g.jqExpr, "jq", "", "implies --json; print the results of this jq expression on the JSON instead (strings raw), e.g. --jq .request_id")
 	envLevel := os.Getenv(envLogLevel)
 	if envLevel == "" {

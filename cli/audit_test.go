@@ -186,8 +186,18 @@ func TestTimelineFiltersAndFormats(t *testing.T) {
 			t.Errorf("timeline %v = %v, want %v", f.args, got, f.want)
 		}
 	}
-	// history NAME is timeline --lock NAME; --json means jsonl.
-	if got := seqsOf(t, clitest.Must(t, 0, root, "history", "app-prod", "--json").Stdout); !slices.Equal(got, []int64{1, 3, 4, 5, 6, 7, 8}) {
+	// history NAME is timeline --lock NAME; --json means --format json (one array).
+	var hist []struct {
+		Seq int64 `json:"seq"`
+	}
+	if err := json.Unmarshal([]byte(clitest.Must(t, 0, root, "history", "app-prod", "--json").Stdout), &hist); err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, e := range hist {
+		got = append(got, e.Seq)
+	}
+	if !slices.Equal(got, []int64{1, 3, 4, 5, 6, 7, 8}) {
 		t.Errorf("history app-prod = %v", got)
 	}
 
@@ -196,7 +206,7 @@ func TestTimelineFiltersAndFormats(t *testing.T) {
 	if err := clitest.DB(t, root).QueryRow(`SELECT hash FROM events WHERE seq = 3`).Scan(&hash3); err != nil {
 		t.Fatal(err)
 	}
-	if out := clitest.Must(t, 0, root, "timeline", "--json", "--type", "lock_heartbeat").Stdout; !strings.Contains(out, `"hash":"`+hash3+`"`) {
+	if out := clitest.Must(t, 0, root, "timeline", "--format", "jsonl", "--type", "lock_heartbeat").Stdout; !strings.Contains(out, `"hash":"`+hash3+`"`) {
 		t.Errorf("jsonl lacks the stored hash %s: %s", hash3, out)
 	}
 

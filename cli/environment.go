@@ -127,7 +127,7 @@ func (v EnvVar) matters(cmd *cobra.Command) bool {
 		return false
 	}
 	if v.Scope == FlagCommands {
-		return cmd.Flags().Lookup(v.Flag) != nil || cmd.InheritedFlags().Lookup(v.Flag) != nil
+		return flagShown(cmd, v.Flag)
 	}
 	return true
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
@@ -20,6 +22,19 @@ const (
 	formatJSONL = "jsonl"
 	formatCSV   = "csv"
 )
+
+// jsonFormat is the format of history and timeline under --json: json
+// (one array, as --format json) unless --format names json or jsonl; any
+// other --format contradicts --json.
+func jsonFormat(cmd *cobra.Command, format string) (string, error) {
+	if !cmd.Flags().Changed("format") {
+		return formatJSON, nil
+	}
+	if format != formatJSON && format != formatJSONL {
+		return "", events.Invalid("--format", format, "must be json or jsonl with --json (which writes JSON on stdout)")
+	}
+	return format, nil
+}
 
 // eventSink prints events one at a time, streaming.
 type eventSink interface {

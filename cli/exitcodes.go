@@ -52,7 +52,7 @@ func writeExitCodes(w io.Writer) {
 		writeWrapped(w, fmt.Sprintf("  %-9s ", e.Code), plain(e.Meaning))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "With --json, an error is also one JSON object on stdout naming its kind.")
+	fmt.Fprintln(w, "With --json, an error is also one JSON object on stdout naming its kind (lockledger help json).")
 }
 
 // writeWrapped writes head then text wrapped at 80 columns, continuation

@@ -21,6 +21,7 @@ type helpTopic struct {
 var helpTopics = []helpTopic{
 	{"environment", "the environment variables lockledger reads and sets", writeEnvironment},
 	{"exit-codes", "what each exit code means", writeExitCodes},
+	{"json", "what --json writes, and the kinds of error it names", writeJSONTopic},
 }
 
 // HelpTopics are the names `lockledger help` takes besides commands.

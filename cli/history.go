@@ -24,14 +24,19 @@ func newHistory(g *globals) *cobra.Command {
 		Short: "Print every event of one lock, oldest first",
 		Long: `Print one lock's events in log order: who acquired, renewed, stole,
 released it, whose heartbeats failed and who was blocked. Same formats as
-timeline (history NAME is timeline --lock NAME). history only reads.`,
+timeline (history NAME is timeline --lock NAME; --json is --format json).
+history only reads.`,
 		Example: `  lockledger history deploy-prod
   lockledger history deploy-prod --since 24h --format csv`,
 		Args: exactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
-			if !cmd.Flags().Changed("format") && o.g.json {
-				o.format = formatJSONL
+			if o.g.json {
+				f, err := jsonFormat(cmd, o.format)
+				if err != nil {
+					return err
+				}
+				o.format = f
 			}
 			return runHistory(cmd.Context(), o)
 		},

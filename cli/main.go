@@ -84,6 +84,7 @@ func ExitCode(err error) int {
 	var ue *usageError
 	var ie *InterruptedError
 	var ce *ConflictError
+	var xe *ExecError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -93,6 +94,8 @@ func ExitCode(err error) int {
 		return 128 + int(ie.Signal)
 	case errors.As(err, &ce):
 		return ce.Code
+	case errors.As(err, &xe):
+		return xe.Code
 	case errors.As(err, &ue), errors.Is(err, events.ErrInvalid), errors.Is(err, ledger.ErrUntrustedRoot):
 		return ExitUsage
 	case errors.Is(err, ledger.ErrHeld):
@@ -130,6 +133,8 @@ type globals struct {
 	sign      signFlags
 	trust     *trust.Store // trustStore
 	key       *trust.Key   // defaultKey
+	jqExpr    string
+	jq        *jqFilter // --jq: stdout held back until the command is done
 }
 
 // Main runs the command line and returns the process exit code.
@@ -137,7 +142,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := notifyContext(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	g := &globals{io: IO{In: stdin, Out: stdout, ErrOut: stderr}}
 	root := newRoot(g)
-	root.SetArgs(runArgs(root, args))
+	args = runArgs(root, args)
+	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -157,6 +163,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			err = uerr
 		}
 		err = &usageError{err}
+		g.json = g.json || askedForJSON(args)
 	}
 	var ee *ExitError
 	if sig := stop(); sig != 0 && err != nil && !errors.As(err, &ee) {
@@ -164,7 +171,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// after a signal is the signal's.
 		err = &InterruptedError{Signal: sig, Err: err}
 	}
-	return report(g, err)
+	return g.finishJQ(report(g, err))
 }
 
 // notifyContext is signal.NotifyContext that also tells which signal

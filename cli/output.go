@@ -12,8 +12,10 @@ import (
 )
 
 // lockObject is the --json answer of acquire, steal, heartbeat and status.
+// Status is what the command did (acquired, stolen, ...); status and list,
+// which do nothing, leave it out: State is the lock's state.
 type lockObject struct {
-	Status       string         `json:"status"`
+	Status       string         `json:"status,omitempty"`
 	LockName     string         `json:"lock_name"`
 	State        string         `json:"state"`
 	RequestID    string         `json:"request_id,omitempty"`
@@ -76,7 +78,7 @@ func acquisitionObject(a *ledger.Acquisition) lockObject {
 }
 
 func statusObject(s *ledger.LockStatus) lockObject {
-	o := lockObject{Status: "ok", LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
+	o := lockObject{LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
 		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, UnreadableFile: s.Unreadable, JobPIDs: s.JobPIDs,
 		Displaced: s.Displaced, Problem: s.Problem, HolderFormat: s.HolderFormat, NoTTL: noTTL(s)}
 	if s.Corrupt != nil {
@@ -102,11 +104,12 @@ func statusObject(s *ledger.LockStatus) lockObject {
 }
 
 // errorObject is the --json form of an error: tower-fleet's lock_blocked
-// and lock_stale objects, and the same shape for the other failures.
+// and lock_stale objects, and the same shape for the other failures; its
+// "error" is one of ErrorKinds.
 func errorObject(err error) map[string]any {
 	var ie *InterruptedError
 	if errors.As(err, &ie) {
-		return map[string]any{"error": "interrupted", "signal": unix.SignalName(ie.Signal), "message": err.Error(),
+		return map[string]any{"error": KindInterrupted, "signal": unix.SignalName(ie.Signal), "message": err.Error(),
 			"cause": errorObject(ie.Err)}
 	}
 	var held *ledger.HeldError
@@ -115,16 +118,19 @@ func errorObject(err error) map[string]any {
 	var inv *events.InvalidError
 	var broken *ledger.BrokenChainError
 	var none *store.NoLedgerError
+	var xe *ExecError
 	switch {
+	case errors.As(err, &xe):
+		return map[string]any{"error": xe.kind(), "command": xe.Command, "message": err.Error()}
 	case errors.Is(err, ledger.ErrNoLedger):
-		o := map[string]any{"error": "no_ledger", "message": err.Error(),
+		o := map[string]any{"error": KindNoLedger, "message": err.Error(),
 			"suggestion": "name the ledger's root with --root or LOCKLEDGER_ROOT (its database with --database); lockledger init creates a ledger"}
 		if errors.As(err, &none) {
 			o["where"] = none.Where
 		}
 		return o
 	case errors.As(err, &broken):
-		o := map[string]any{"error": "broken_chain", "first_bad": broken.FirstBad, "problem_count": broken.Problems,
+		o := map[string]any{"error": KindBrokenChain, "first_bad": broken.FirstBad, "problem_count": broken.Problems,
 			"message":    err.Error(),
 			"suggestion": "lockledger verify shows the damage; lockledger project --accept-broken-chain projects anyway and records what it changes"}
 		if broken.Recorded > 0 {
@@ -132,7 +138,7 @@ func errorObject(err error) map[string]any {
 		}
 		return o
 	case errors.As(err, &held):
-		o := map[string]any{"error": "lock_blocked", "lock_name": held.Lock, "held_by": events.HolderOf(held.Holder),
+		o := map[string]any{"error": KindLockBlocked, "lock_name": held.Lock, "held_by": events.HolderOf(held.Holder),
 			"message":    err.Error(),
 			"suggestion": "Wait for completion (--wait D), or if it must stop now: lockledger steal " + held.Lock + " --active --reason TEXT"}
 		if held.Foreign {
@@ -148,14 +154,14 @@ func errorObject(err error) map[string]any {
 		}
 		return o
 	case errors.As(err, &stale):
-		return map[string]any{"error": "lock_stale", "lock_name": stale.Lock,
+		return map[string]any{"error": KindLockStale, "lock_name": stale.Lock,
 			"stale_since": events.FormatLockTime(stale.StaleSince), "age_seconds": int64(stale.Age / time.Second),
 			"ttl_seconds": stale.Holder.TTLSeconds, "held_by": events.HolderOf(stale.Holder), "message": err.Error(),
 			"suggestion": "Use --force to acquire (the stale lock will be recorded as stolen)"}
 	case errors.As(err, &nh):
-		kind := "not_holder"
+		kind := KindNotHolder
 		if nh.Lost {
-			kind = "lock_lost"
+			kind = KindLockLost
 		}
 		o := map[string]any{"error": kind, "lock_name": nh.Lock, "request_id": nh.RequestID, "held_by": nil,
 			"message": err.Error()}
@@ -169,10 +175,10 @@ func errorObject(err error) map[string]any {
 		}
 		return o
 	case errors.As(err, &inv):
-		return map[string]any{"error": "invalid_input", "field": inv.Field, "value": inv.Value, "rule": inv.Rule,
+		return map[string]any{"error": KindInvalidInput, "field": inv.Field, "value": inv.Value, "rule": inv.Rule,
 			"message": err.Error()}
 	case ExitCode(err) == ExitUsage:
-		return map[string]any{"error": "usage", "message": err.Error()}
+		return map[string]any{"error": KindInvalidInput, "message": err.Error()}
 	}
-	return map[string]any{"error": "failure", "message": err.Error()}
+	return map[string]any{"error": KindFailure, "message": err.Error()}
 }

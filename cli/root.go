@@ -41,14 +41,25 @@ ok, 1 failure, 2 invalid input, 3 held, 4 stale (use --force), 5 not the
 holder or lock lost, 6 no ledger (lockledger help exit-codes, help
 environment).
 
-What lockledger refuses to touch (other files at --file paths, anything
-inside the root, a key or witness there), tamper evidence and every rule:
-docs/ in github.com/lockledger/lockledger, listed in its README.md.`,
+Signing and witness flags (--signing-key, --witness, --witness-url,
+--unsigned, --checkpoint-*) show in the help of the commands that write,
+e.g. lockledger acquire --help. What lockledger refuses to touch (other
+files at --file paths, anything inside the root, a key or witness there),
+tamper evidence and every rule: docs/ in github.com/lockledger/lockledger,
+listed in its README.md.`,
 		Version:       currentBuild().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.setup(!cmd.Flags().Changed("log-level")); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("jq") {
+				if err := g.startJQ(g.jqExpr); err != nil {
+					return err
+				}
+			}
+			if err := checkJSONFlag(cmd, g.json); err != nil {
 				return err
 			}
 			return g.resolveRoot(cmd.Name(), cmd.Flags().Changed("root"))
@@ -62,7 +73,8 @@ docs/ in github.com/lockledger/lockledger, listed in its README.md.`,
 		"keep the ledger in this PostgreSQL database (postgres://...; PG* variables honoured) instead of ROOT/ledger.db,\none ledger for many hosts; ROOT keeps this host's lock files (env LOCKLEDGER_DATABASE_URL)")
 	pf.StringVar(&g.group, "group", os.Getenv("LOCKLEDGER_GROUP"),
 		"create the root as a group root of this group (name or id): directories 2770 setgid, files 0660; the root's mode keeps it\na group root for every later command (env LOCKLEDGER_GROUP)")
-	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON on stdout")
+	pf.BoolVar(&g.json, "json", false, "print one JSON document on stdout, errors included (lockledger help json)")
+	pf.StringVar(&g.jqExpr, "jq", "", "implies --json; print the results of this jq expression on the JSON instead (strings raw), e.g. --jq .request_id")
 	envLevel := os.Getenv(envLogLevel)
 	if envLevel == "" {
 		envLevel = "info"
@@ -80,6 +92,7 @@ docs/ in github.com/lockledger/lockledger, listed in its README.md.`,
 	root.AddCommand(newMetrics(g))
 	registerCompletions(root, g)
 	registerHelpTopics(root)
+	hideUnusedFlagsInHelp(root)
 	return root
 }
 

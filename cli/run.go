@@ -100,7 +100,18 @@ run exits with CMD's exact code (128+N when CMD died of signal N), 3 (or
 --conflict-exit-code's code) or 4 when it never got the lock, 5 when the
 lock was lost and CMD was stopped; 127 when CMD does not exist and 126
 when it cannot be executed (as a shell), 128+N when signal N ended --wait
-before CMD started.`,
+before CMD started.
+
+--json: CMD's stdout and stderr pass through untouched (pipe CMD's output
+as with flock); once CMD has exited and the lock is released, run writes
+one object as the last line of stdout: status (released; lost; or
+release_failed when the release could not be recorded), lock_name,
+request_id, fencing_token, result (as recorded: success, failure or
+cancelled), command_exit_code (null when CMD never started), exit_code
+(run's own), waited_seconds and duration_seconds (CMD's run time). When
+run ends before CMD runs, stdout has the error object instead (lockledger
+help json). For stdout with nothing but the object, send CMD's output
+elsewhere: -c 'make >&2'.`,
 		Example: `  lockledger run deploy-prod ./deploy.sh --env prod
   lockledger run nightly-etl -w 30m --ttl 2m make etl
   lockledger run -n -E 0 nightly-etl -c 'make etl && make report'   # cron: skip quietly when busy
@@ -164,8 +175,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		// Like a shell (127 or 126), and found before the lock is taken (or
 		// waited for): nothing taken, nothing recorded.
 		code, why := execFailure(o.argv[0], o.argv[0], err)
-		o.g.sayError("run: "+why, "exit_code", code)
-		return &ExitError{Code: code}
+		return &ExecError{Code: code, Command: o.argv[0], Why: why}
 	}
 
 	// Signals that arrive from here on are ours to forward, not to die of.
@@ -222,7 +232,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 		case <-waitCtx.Done():
 		}
 	}()
+	waitStart := time.Now()
 	hold, err := lease.Acquire(waitCtx, l, o.lock, opts...)
+	waited := time.Since(waitStart)
 	cancelWait()
 	waiting.Wait()
 	endWaitLine(o.g)
@@ -232,24 +244,41 @@ func runRun(ctx context.Context, o *runOptions) error {
 	// From here on the lease and the release outlive a cancelled ctx.
 	bg := context.WithoutCancel(ctx)
 	o.g.log.Info("acquired", "lock", o.lock, "fencing_token", hold.FencingToken(), "request_id", hold.RequestID())
+	report := func(status, result string, code *int, exit int, started time.Time) error {
+		if o.g.json {
+			obj := runObject{Status: status, LockName: o.lock, RequestID: hold.RequestID(), FencingToken: hold.FencingToken(),
+				Result: result, CommandExitCode: code, ExitCode: exit, WaitedSeconds: secondsMS(waited)}
+			if !started.IsZero() {
+				obj.DurationSeconds = secondsMS(time.Since(started))
+			}
+			writeJSON(o.g.io.Out, obj)
+		}
+		return &ExitError{Code: exit}
+	}
 	if o.supersede {
 		if err := awaitSuperseded(bg, o, hold, grace, sigs, pokes); err != nil {
+			var ee *ExitError
+			if errors.As(err, &ee) && ee.Code == ExitNotHolder {
+				return report("lost", events.ResultCancelled, nil, ee.Code, time.Time{})
+			} else if errors.As(err, &ee) {
+				return report("released", events.ResultCancelled, nil, ee.Code, time.Time{})
+			}
 			return err
 		}
 	}
 
+	started := time.Now()
 	code, st, err := supervise(o, path, hold, sigs, pokes, grace)
 	if err != nil {
 		c, why := execFailure(o.argv[0], path, err)
 		_ = hold.Release(bg, lease.Result{Result: events.ResultFailure, FailureStep: "exec", ExitCode: &c})
-		o.g.sayError("run: "+why, "exit_code", c)
-		return &ExitError{Code: c}
+		return &ExecError{Code: c, Command: o.argv[0], Why: why}
 	}
 	if st.lost {
 		_ = hold.Release(bg, lease.Result{Result: events.ResultCancelled, ExitCode: &code}) // joins the heartbeat; refused as lost
 		recordLossLater(o.g, o.cmd, hold)
 		o.g.log.Error("lock lost; command stopped", "lock", o.lock, "err", hold.Err(), "command_exit", code)
-		return &ExitError{Code: ExitNotHolder}
+		return report("lost", events.ResultCancelled, &code, ExitNotHolder, started)
 	}
 	result := events.ResultSuccess
 	switch {
@@ -263,15 +292,16 @@ func runRun(ctx context.Context, o *runOptions) error {
 		switch {
 		case errors.Is(err, ledger.ErrLost) || errors.Is(err, ledger.ErrNotHolder):
 			o.g.log.Warn("the command ran to the end without the lock (--on-lost warn)", "lock", o.lock)
+			return report("lost", result, &code, code, started)
 		case code == 0:
 			// The command succeeded but its release is not in the ledger:
 			// say so with a failing exit rather than a silent 0.
-			return &ExitError{Code: ExitFailure}
+			return report("release_failed", result, &code, ExitFailure, started)
 		}
-	} else {
-		o.g.log.Info("released", "lock", o.lock, "result", result, "exit_code", code)
+		return report("release_failed", result, &code, code, started)
 	}
-	return &ExitError{Code: code}
+	o.g.log.Info("released", "lock", o.lock, "result", result, "exit_code", code)
+	return report("released", result, &code, code, started)
 }
 
 // awaitSuperseded holds the command back until the job this run took the
@@ -334,7 +364,7 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 	var st runState
 	cmd := exec.Command(path, o.argv[1:]...)
 	cmd.Args[0] = o.argv[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.g.io.In, o.g.io.Out, o.g.io.ErrOut
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.g.io.In, o.g.stdout(), o.g.io.ErrOut
 	cmd.Env = append(os.Environ(),
 		"LOCKLEDGER_LOCK="+hold.Lock(),
 		"LOCKLEDGER_REQUEST_ID="+hold.RequestID(),

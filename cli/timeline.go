@@ -52,7 +52,8 @@ shortened, as req_… and the id's last six characters, long lock names,
 actors and users cut with …, and DETAILS wrapped onto indented lines;
 --wide prints every field whole, one line per event), json (one array), jsonl (one event per line:
 the hashed body's fields plus prev_hash and hash), csv (uid and user are
-its last columns). --json means jsonl.
+its last columns). --json means --format json (jsonl with --format
+jsonl).
 
 html draws the same window as one self-contained page (nothing fetched:
 inline CSS, SVG and script) for a postmortem: a lane per lock, a bar per
@@ -81,8 +82,12 @@ timeline only reads: it takes no lock.`,
   lockledger timeline --lock app-prod --since 2025-03-14T10:00:00Z --format html -o app-prod.html`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("format") && o.g.json {
-				o.format = formatJSONL
+			if o.g.json {
+				f, err := jsonFormat(cmd, o.format)
+				if err != nil {
+					return err
+				}
+				o.format = f
 			}
 			return runTimeline(cmd.Context(), o)
 		},

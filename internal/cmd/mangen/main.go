@@ -65,7 +65,9 @@ func pageName(c *cobra.Command) string { return strings.ReplaceAll(c.CommandPath
 func page(c *cobra.Command) []byte {
 	hdr := &doc.GenManHeader{Title: strings.ToUpper(pageName(c)), Section: "1", Source: "lockledger", Manual: "lockledger manual"}
 	var b bytes.Buffer
+	restore := cli.HideUnusedFlags(c)
 	_ = doc.GenMan(c, hdr, &b) // writes to memory; fails only on a bad SOURCE_DATE_EPOCH, which then shows
+	restore()
 	more := exitStatus() + environment(c)
 	out := b.String()
 	if i := strings.Index(out, "\n.SH SEE ALSO"); i >= 0 {

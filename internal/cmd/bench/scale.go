@@ -50,7 +50,7 @@ func generate(root string, n, nLocks int, span time.Duration) (day time.Time, bu
 // runCLI runs lockledger and returns its wall time and peak RSS.
 func runCLI(root string, args ...string) (time.Duration, int64) {
 	c := exec.Command(*bin, append([]string{"--log-level", "error"}, args...)...)
-	c.Env = append(os.Environ(), "LOCKLEDGER_ROOT="+root, "NO_COLOR=1")
+	c.Env = append(cliEnv(root+"-trust"), "LOCKLEDGER_ROOT="+root)
 	c.Stdout = nil
 	s := time.Now()
 	if out, err := c.CombinedOutput(); err != nil {
@@ -169,6 +169,29 @@ func benchScale(tmp string) {
 		size = fi.Size()
 	}
 	add(row{"`export --format jsonl` of the whole ledger", fmt.Sprintf("%s (%.0f MiB)", ms(et), float64(size)/(1<<20)), "-", "-", "report", "-"})
+
+	// Keeping a year: every event up to the checkpoint signed above goes
+	// to one archive file, then out of the live store.
+	arch, db := filepath.Join(tmp, "archive.jsonl"), filepath.Join(root, "ledger.db")
+	before := fileMiB(db)
+	at, _ := runCLI(root, "archive", "--before", "0s", "-o", arch)
+	add(row{fmt.Sprintf("`archive` of the %d events up to the signed checkpoint, to one file", *nEvents),
+		fmt.Sprintf("%s (%.0f MiB)", ms(at), fileMiB(arch)), "-", "-", "report", "-"})
+	pt, _ := runCLI(root, "prune", "--archive", arch)
+	add(row{"`prune --archive` of them (the archive checked against the live tree, the events deleted, VACUUM)",
+		ms(pt), "-", "-", "report", "-"})
+	vt, _ := runCLI(root, "verify")
+	add(row{"ledger.db before and after the prune; plain `verify` of the pruned ledger",
+		fmt.Sprintf("%.0f MiB -> %.1f MiB; verify %s", before, fileMiB(db), ms(vt)), "-", "-", "report", "-"})
+}
+
+// fileMiB is the size of path in MiB, 0 when it cannot be read.
+func fileMiB(path string) float64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return float64(fi.Size()) / (1 << 20)
 }
 
 // sqlite3 runs the sqlite3 shell on the ledger read-only, its output

@@ -93,6 +93,7 @@ func accessLedger(t *testing.T) (root string, at []string) {
 // written, the count, the format, where it went and who ran it; it makes
 // no lock.
 func TestExportIsRecorded(t *testing.T) {
+	t.Parallel()
 	root, at := accessLedger(t)
 	file := filepath.Join(t.TempDir(), "slice.csv")
 	clitest.Must(t, 0, root, "export", "--since", at[1], "--until", at[3], "--format", "csv", "-o", file, "--actor", "auditor")
@@ -147,6 +148,7 @@ func TestExportIsRecorded(t *testing.T) {
 // bad seq, and the events and head hash it checked (the export file with
 // --file); the next verify sees one more event, and finds it sound.
 func TestVerifyIsRecorded(t *testing.T) {
+	t.Parallel()
 	root, _ := accessLedger(t)
 	v := clitest.Verify(t, 0, root)
 	e := lastAccess(t, root, events.LedgerVerified)
@@ -194,6 +196,7 @@ func TestVerifyIsRecorded(t *testing.T) {
 // root; where there is no ledger it checks the file, says on stderr that
 // nothing recorded it, and creates nothing.
 func TestVerifyFileWithoutALedgerRecordsNothing(t *testing.T) {
+	t.Parallel()
 	root, _ := accessLedger(t)
 	file := filepath.Join(t.TempDir(), "audit.jsonl")
 	clitest.Must(t, 0, root, "export", "-o", file)
@@ -211,6 +214,7 @@ func TestVerifyFileWithoutALedgerRecordsNothing(t *testing.T) {
 // after its lock_projected events, in counts, also when it changes
 // nothing.
 func TestProjectIsRecorded(t *testing.T) {
+	t.Parallel()
 	root, _ := accessLedger(t)
 	if err := os.Remove(filepath.Join(root, "locks", "b.lock")); err != nil {
 		t.Fatal(err)
@@ -233,6 +237,7 @@ func TestProjectIsRecorded(t *testing.T) {
 // report what they read, say on stderr that they could not record
 // themselves, and leave the root as it was.
 func TestReadsOfAReadOnlyRootWorkAndSayTheyWereNotRecorded(t *testing.T) {
+	t.Parallel()
 	asUser := func(root string, args ...string) clitest.Result { return clitest.Run(t, root, args...) }
 	base := t.TempDir()
 	if os.Geteuid() == 0 {
@@ -273,6 +278,7 @@ func TestReadsOfAReadOnlyRootWorkAndSayTheyWereNotRecorded(t *testing.T) {
 // process holds the writer lock, export and verify give up recording
 // after a short wait, warn, and succeed with what they read.
 func TestReadsOfABusyRootWorkAndSayTheyWereNotRecorded(t *testing.T) {
+	t.Parallel()
 	root, _ := accessLedger(t)
 	f, err := os.OpenFile(filepath.Join(root, "writer.flock"), os.O_RDWR, 0)
 	if err != nil {

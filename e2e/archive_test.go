@@ -17,6 +17,7 @@ import (
 // and the ledger still verifies, plain and with the archive; a wrong
 // boundary, an archive pruned twice and an edited archive are refused.
 func TestArchivePruneVerifyThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	archivePruneVerify(t, []string{"LOCKLEDGER_CHECKPOINT_EVERY=4"}, "after VACUUM")
 }
 

@@ -18,6 +18,7 @@ import (
 )
 
 func TestPlainVerifyReportsCheckpointRowsNoWriterStored(t *testing.T) {
+	t.Parallel()
 	base := newSignedRoot(t) // checkpoints #1, #2, #3 of sizes 1, 5 and 9
 	const cols = `(id, size, root, note, key_name, created_at)`
 	forgedNote := func(t *testing.T, s *signedRoot) string {
@@ -107,6 +108,7 @@ func namesCheckpoint(v clitest.VerifyReport, words ...string) bool {
 // dropped, does not stop the writers signing: the next signed write signs
 // the checkpoint that is due and copies it to the witness.
 func TestWritersSignPastACheckpointRowTheirKeyDidNotSign(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t).clone(t)
 	a := attack(t, s.root)
 	a.exec(t, `INSERT INTO checkpoints (size, root, note, key_name, created_at) VALUES (1000000000000, 'x', 'garbage', 'ops', '2099-01-01T00:00:00Z')`)

@@ -24,6 +24,7 @@ import (
 // still held to the promise of the writers' checkpoints before it,
 // counted from the newest checkpoint.
 func TestHandSignedCheckpointKeepsTheWritersPromise(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t) // checkpoints 1, 5, 9, every 4
 	clitest.Must(t, 0, s.root, s.signed("heartbeat", "app", "--request-id", "d1")...)
 	clitest.Must(t, 0, s.root, s.signed("heartbeat", "cache", "--request-id", "e1")...)
@@ -59,6 +60,7 @@ func TestHandSignedCheckpointKeepsTheWritersPromise(t *testing.T) {
 // A database swapped for another ledger's still fails (see the tamper
 // corpus): the witness holds none of its checkpoints.
 func TestWitnessSharedByTwoLedgers(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	other := filepath.Join(t.TempDir(), "other")
 	clitest.Must(t, 0, other, s.signed("acquire", "web", "--actor", "frank", "--pid", strconv.Itoa(os.Getpid()))...)
@@ -83,6 +85,7 @@ func TestWitnessSharedByTwoLedgers(t *testing.T) {
 // was cut; the witness's later checkpoints are not checked against it,
 // and do not call it truncated.
 func TestTimeSlicedExportVerifiesAgainstTheWitness(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	at := func(seq int64) string {
 		return clitest.Strings(t, s.root, "SELECT at FROM events WHERE seq = "+strconv.FormatInt(seq, 10))[0]
@@ -103,6 +106,7 @@ func TestTimeSlicedExportVerifiesAgainstTheWitness(t *testing.T) {
 // checkpoint that does not cover it is what a signer whose clock runs
 // ahead leaves; --clock-skew says how far that may be.
 func TestClockSkewWidensTheBackdateCheck(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	a := attack(t, s.root)
 	forged := fixture.AppendBody(t, a.db, forgedRelease(t, a, witnessTime(t, s.witness, 9).Add(-3*time.Second)))
@@ -119,6 +123,7 @@ func TestClockSkewWidensTheBackdateCheck(t *testing.T) {
 // TestVerifyListsEachCheckpointOnce: the ledger's three checkpoints and
 // the witness's three, each listed and counted once.
 func TestVerifyListsEachCheckpointOnce(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	v := clitest.Verify(t, 0, s.root, "--verifier-key", s.vkey, "--witness", s.witness)
 	if len(v.Checkpoints) != 6 {
@@ -134,6 +139,7 @@ func TestVerifyListsEachCheckpointOnce(t *testing.T) {
 // TestMistypedSigningKeyIsNeverPrinted: a key in LOCKLEDGER_SIGNING_KEY
 // with a stray space is read; one typed wrong is refused without echoing it.
 func TestMistypedSigningKeyIsNeverPrinted(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	key := strings.TrimSpace(readFile(t, s.key))
 	run := func(value string) clitest.Result {
@@ -158,6 +164,7 @@ func TestMistypedSigningKeyIsNeverPrinted(t *testing.T) {
 // TestProveAgainstAWitnessDirectory: a witness directory keeps one file per
 // checkpoint; prove uses its largest of this ledger.
 func TestProveAgainstAWitnessDirectory(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	dir := filepath.Join(t.TempDir(), "witness.d")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -181,6 +188,7 @@ func TestProveAgainstAWitnessDirectory(t *testing.T) {
 
 // TestExpectHeadInUpperCase: a head copied in upper case is the same head.
 func TestExpectHeadInUpperCase(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	h := clitest.Strings(t, s.root, "SELECT hash FROM events WHERE seq = 9")[0]
 	clitest.Verify(t, 0, s.root, "--expect-head", "9:"+strings.ToUpper(h))
@@ -189,6 +197,7 @@ func TestExpectHeadInUpperCase(t *testing.T) {
 // TestExportOfOnlyCheckpointLinesIsEmpty: the refusal says what the file
 // holds.
 func TestExportOfOnlyCheckpointLinesIsEmpty(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	export := filepath.Join(t.TempDir(), "audit.jsonl")
 	clitest.Must(t, 0, s.root, "export", "-o", export)
@@ -210,6 +219,7 @@ func TestExportOfOnlyCheckpointLinesIsEmpty(t *testing.T) {
 // checkpoint nor, through the writer lock, any other writer: the lock
 // is taken, the checkpoint stays in the ledger, and the refusal is said.
 func TestAWitnessThatIsAFIFOBlocksNoWriter(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
 	key, fifo := filepath.Join(dir, "signing.key"), filepath.Join(dir, "witness")
 	clitest.Must(t, 0, root, "keygen", "--name", "ops", "-o", key)

@@ -84,6 +84,7 @@ func TestQuietLogLevelFromEnvAndJSONErrors(t *testing.T) {
 }
 
 func TestDemoWritesNoEscapeCodesWhenPipedOrWithNoColor(t *testing.T) {
+	t.Parallel()
 	clitest.NeedBinary(t, "bash", "jq", "script")
 	demo, err := filepath.Abs("../scripts/demo.sh")
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 // every command is a "$ lockledger ..." line on stdout, before its output,
 // and the tour shows run, --wait, a shared lock, who and the HTML page.
 func TestDemoIsATranscriptOnStdout(t *testing.T) {
+	t.Parallel()
 	clitest.NeedBinary(t, "bash", "jq")
 	demo, err := filepath.Abs("../scripts/demo.sh")
 	if err != nil {

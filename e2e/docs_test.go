@@ -31,6 +31,7 @@ func docPages(t *testing.T) []string {
 // store of its own, its blocks in order, each command's exit status and
 // shown output checked. A command block must be run or marked norun or pg.
 func TestDocsCommandBlocks(t *testing.T) {
+	t.Parallel()
 	clitest.NeedBinary(t, "bash")
 	var ran, commands, norun, pg int
 	for _, page := range docPages(t) {

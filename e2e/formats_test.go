@@ -59,6 +59,7 @@ func keysOf(t *testing.T, format string, data []byte) []string {
 }
 
 func TestFormatTargetsAreProjectedAndRemoved(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := t.TempDir()
 	self := os.Getpid()
@@ -121,6 +122,7 @@ func TestFormatTargetsAreProjectedAndRemoved(t *testing.T) {
 }
 
 func TestForeignFormatFilesFollowTheirOwnRules(t *testing.T) {
+	t.Parallel()
 	self := os.Getpid()
 	host, _ := os.Hostname()
 	now := time.Now().UTC()
@@ -212,6 +214,7 @@ func bsoCheck(t *testing.T, root, file string, extra ...string) formats.BSOStatu
 }
 
 func TestBSOFlowsThroughLockledger(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
 	file := filepath.Join(dir, ".sprint-running")
 	self := strconv.Itoa(os.Getpid())
@@ -274,6 +277,7 @@ func TestBSOFlowsThroughLockledger(t *testing.T) {
 }
 
 func TestRunSupersedeStopsTheOlderRun(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	older, lines := startRun(t, root, "issue-42", "--ttl", "60", "--kill-grace", "2s", "--",
 		"sh", "-c", `echo started; exec sleep 100`)
@@ -291,6 +295,7 @@ func TestRunSupersedeStopsTheOlderRun(t *testing.T) {
 }
 
 func TestRunProjectsTargetsWhileTheCommandRuns(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
 	beads := filepath.Join(dir, ".beads", ".exclusive-lock")
 	prodigy := filepath.Join(dir, "resume_locks", "mapreduce-123.lock")
@@ -310,6 +315,7 @@ func TestRunProjectsTargetsWhileTheCommandRuns(t *testing.T) {
 }
 
 func TestProjectAndVerifyCoverEveryTargetFormat(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	paths := map[string]string{}

@@ -13,6 +13,7 @@ import (
 var signingFlagNames = []string{"--signing-key", "--witness ", "--witness-url", "--unsigned", "--checkpoint-every", "--checkpoint-interval"}
 
 func TestSigningFlagsOnlyInTheHelpOfWriters(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, args := range [][]string{{"status"}, {"list"}, {"history"}, {"timeline"}, {"who"}, {"replay"}, {"metrics"},
 		{"prove"}, {"verify-proof"}, {"keygen"}, {"version"}} {
@@ -40,6 +41,7 @@ func TestSigningFlagsOnlyInTheHelpOfWriters(t *testing.T) {
 // A read command given a signing flag (an alias that passes it everywhere)
 // still runs as before: the flag is parsed and not used.
 func TestReadCommandsStillAcceptSigningFlags(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "acquire", "a", "--pid", "1", "--ttl", "1h")
 	r := clitest.Must(t, 0, root, "status", "a", "--checkpoint-every", "5", "--unsigned", "--witness", t.TempDir())

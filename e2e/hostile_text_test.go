@@ -63,6 +63,7 @@ func assertPlainText(t *testing.T, what, out string) {
 // reads as text (a leading '), while JSONL keeps their exact bytes and
 // verify still passes.
 func TestHostileTextCSVCellsAreNeverFormulas(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	actors := map[string]string{ // lock -> actor
@@ -147,6 +148,7 @@ func TestHostileTextCSVCellsAreNeverFormulas(t *testing.T) {
 // refused with exit 2 naming the variable and the rule, by writers and
 // readers alike, and the ledger is unchanged.
 func TestHostileTextHostIDIsRefused(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "first", "--pid", self)
@@ -181,6 +183,7 @@ func TestHostileTextHostIDIsRefused(t *testing.T) {
 // nothing the terminal acts on, an SVG that parses. The JSONL export keeps the exact
 // bytes, and verify passes.
 func TestHostileTextRecordedFieldsAreEscaped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "r")
 	l, err := ledger.Open(ctx, root)
@@ -263,6 +266,7 @@ func TestHostileTextRecordedFieldsAreEscaped(t *testing.T) {
 // status, list, the refusal of acquire (text and --json message), wait's
 // progress line and the timeline with the characters escaped.
 func TestHostileTextForeignLockFile(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "other", "--pid", self)

@@ -59,6 +59,7 @@ func errorKind(t *testing.T, what, kind string, r clitest.Result) map[string]any
 }
 
 func TestJSONOnSuccessIsOneDocument(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	key := filepath.Join(t.TempDir(), "signing.key")
@@ -98,6 +99,7 @@ func TestJSONOnSuccessIsOneDocument(t *testing.T) {
 }
 
 func TestJSONErrorKinds(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "held", "--pid", self, "--request-id", "req_holder", "--ttl", "1h")
@@ -216,6 +218,7 @@ func TestJSONInterrupted(t *testing.T) {
 }
 
 func TestTimelineJSONIsFormatJSON(t *testing.T) {
+	t.Parallel()
 	root := outputRoot(t)
 	for _, args := range [][]string{{"timeline"}, {"history", "a"}, {"timeline", "--lock", "a", "--type", "lock_released"}} {
 		j := clitest.Must(t, 0, root, append(args, "--json")...).Stdout
@@ -236,6 +239,7 @@ func TestTimelineJSONIsFormatJSON(t *testing.T) {
 
 // status objects say the lock's state and not also "status": "ok".
 func TestStatusJSONHasStateOnly(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "acquire", "a", "--pid", strconv.Itoa(os.Getpid()))
 	st := statusJSON(t, root, "a")
@@ -251,6 +255,7 @@ func TestStatusJSONHasStateOnly(t *testing.T) {
 // release --json: stdout holds the object and nothing else, whatever the
 // outcome; the log goes to stderr.
 func TestReleaseJSONKeepsStdoutPure(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "a", "--pid", self, "--request-id", "req_r1")
@@ -282,6 +287,7 @@ func TestReleaseJSONKeepsStdoutPure(t *testing.T) {
 // run --json: the command's output passes through; run's object is the
 // last line of stdout, after it.
 func TestRunJSON(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	r := clitest.Must(t, 0, root, "run", "job", "--json", "--", "true")
 	obj, _ := oneJSON(t, "run true", r).(map[string]any)
@@ -329,6 +335,7 @@ func TestRunJSON(t *testing.T) {
 // --jq EXPR: --json filtered through a jq expression, strings raw, as gh's
 // --jq; on an error object too; a bad expression is invalid input.
 func TestJQ(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	r := clitest.Must(t, 0, root, "acquire", "a", "--pid", self, "--jq", ".request_id")

@@ -52,6 +52,7 @@ func mustRefuseToSign(t *testing.T, s *signedRoot, args ...string) {
 // Merkle rows, the checkpoint rows and the locks rows that would show it,
 // then project; the next honest signed write, and checkpoint, refuse.
 func TestSignerRefusesACutTailLaunderedByProject(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	a := attack(t, s.root)
 	a.exec(t, `DELETE FROM events WHERE seq > 6`)
@@ -78,6 +79,7 @@ func TestSignerRefusesACutTailLaunderedByProject(t *testing.T) {
 // renamed, every hash recomputed and the checkpoint rows gone, then
 // project: the signer will not vouch for it.
 func TestSignerRefusesARechainedLog(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	a := attack(t, s.root)
 	a.rechain(t, func(bs []body) []body { bs[4]["actor"] = "mallory"; return bs })

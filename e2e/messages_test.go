@@ -12,6 +12,7 @@ import (
 // TestLockNameRefusedInWords: a refused lock name is told what is wrong
 // with it in words, on one line, exit 2, nothing recorded.
 func TestLockNameRefusedInWords(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, c := range []struct{ name, says string }{
 		{"Deploy-prod", `uppercase letters are not allowed: 'D'; "deploy-prod" would do`},
@@ -38,6 +39,7 @@ func TestLockNameRefusedInWords(t *testing.T) {
 // line, not a message broken over several (shown as \n in the escaped
 // error line).
 func TestUnknownCommandHintOnOneLine(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for args, want := range map[string]string{
 		"acquir deploy":              `lockledger: unknown command "acquir" for "lockledger"; did you mean "acquire"? (see --help)` + "\n",
@@ -53,6 +55,7 @@ func TestUnknownCommandHintOnOneLine(t *testing.T) {
 
 // TestTTLZeroNamesTheFlag: --ttl 0 is refused naming --ttl, as typed.
 func TestTTLZeroNamesTheFlag(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, args := range [][]string{{"acquire", "deploy", "--ttl", "0"}, {"run", "deploy", "--ttl", "0s", "true"}, {"steal", "deploy", "--ttl", "0", "--reason", "r"}} {
 		r := clitest.Run(t, root, args...)
@@ -65,6 +68,7 @@ func TestTTLZeroNamesTheFlag(t *testing.T) {
 // TestUnlimitedSharedLockLogsUnlimited: a shared hold with no --limit is
 // logged as limit=unlimited, not limit=0.
 func TestUnlimitedSharedLockLogsUnlimited(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	r := clitest.Must(t, 0, root, "acquire", "reports", "--shared", "--pid", self)

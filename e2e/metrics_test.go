@@ -240,6 +240,7 @@ func assertMetricsEqualEvents(t *testing.T, s scrape, c recorded, locks []string
 // that ended, and the gauges show what is held now, the checkpoint and
 // the verify.
 func TestMetricsCountersEqualTheEvents(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	assertMetricsOf(t, onRoot(root), func() *sql.DB { return clitest.DB(t, root) })
 }
@@ -363,6 +364,7 @@ const prometheusAccept = "application/openmetrics-text;version=1.0.0;q=0.5,appli
 // format asked for, with the events appended since the last scrape,
 // agrees with a single print, and on SIGTERM or SIGINT stops and exits 0.
 func TestMetricsListenServesAndStops(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	metricsScenario(t, onRoot(root))
 	url, rc := listening(t, root)

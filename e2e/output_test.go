@@ -83,6 +83,7 @@ func dirNames(t *testing.T, dir string) string {
 // --format html -o ROOT/ledger.db replaced the ledger with a page, exit 0.
 // Each attack gets a root of its own.
 func TestOutputIntoTheRootIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"ledger.db-wal", "ledger.db", "ledger.db-shm", "writer.flock", "locks/a.lock", "new.html", "locks/new.jsonl"} {
 		for _, c := range outputCommands {
 			t.Run(c.name+" -o ROOT/"+name, func(t *testing.T) {
@@ -102,6 +103,7 @@ func TestOutputIntoTheRootIsRefused(t *testing.T) {
 // (the directory's device and inode), and a hard link of the ledger's
 // database (the file's).
 func TestOutputIntoTheRootUnderAnotherNameIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, c := range outputCommands {
 		for _, target := range []string{"root/ledger.db-wal", "root/locks/a.lock", "hard-link.db"} {
 			t.Run(c.name+" -o "+target, func(t *testing.T) {
@@ -121,6 +123,7 @@ func TestOutputIntoTheRootUnderAnotherNameIsRefused(t *testing.T) {
 // A bind mount of the root, or of its locks directory, is the same
 // directory by device and inode: refused.
 func TestOutputThroughABindMountOfTheRootIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, c := range outputCommands {
 		for _, target := range []string{"bind/ledger.db-wal", "bind/locks/a.lock", "locks-bind/new"} {
 			t.Run(c.name+" -o "+target, func(t *testing.T) {
@@ -154,6 +157,7 @@ func TestOutputThroughABindMountOfTheRootIsRefused(t *testing.T) {
 // directory as /tmp is, is never followed: before, export -o wrote the
 // link's target (here someone's file, or the ledger's WAL).
 func TestOutputThroughASymlinkIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, c := range outputCommands {
 		for _, to := range []string{"precious.conf", "ROOT/ledger.db-wal", "nothing-yet"} {
 			t.Run(c.name+" to "+to, func(t *testing.T) {
@@ -189,6 +193,7 @@ func TestOutputThroughASymlinkIsRefused(t *testing.T) {
 // Anything but a regular file at the output path is refused: a directory
 // is never replaced.
 func TestOutputOverADirectoryIsRefused(t *testing.T) {
+	t.Parallel()
 	root := outputRoot(t)
 	for _, c := range outputCommands {
 		t.Run(c.name, func(t *testing.T) {
@@ -209,6 +214,7 @@ func TestOutputOverADirectoryIsRefused(t *testing.T) {
 // the old bytes (nothing was written into it), and no temporary file is
 // left beside it.
 func TestOutputReplacesARegularFileByRename(t *testing.T) {
+	t.Parallel()
 	root := outputRoot(t)
 	for _, c := range outputCommands {
 		t.Run(c.name, func(t *testing.T) {

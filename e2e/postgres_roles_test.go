@@ -185,6 +185,7 @@ func TestPostgresREADMEWriterRunsEveryWriterCommand(t *testing.T) {
 // A writer's transaction that holds the writer lock past the busy timeout
 // fails the others fast, naming it; --wait tries again until it is let go.
 func TestPostgresREADMEAuditorCannotStopTheWriters(t *testing.T) {
+	t.Parallel()
 	roles := newREADMERoles(t)
 	ctx := context.Background()
 	aud, err := openSQL(t, roles.auditor).Conn(ctx)

@@ -34,6 +34,7 @@ func jsonOut(t *testing.T, r clitest.Result) map[string]any {
 }
 
 func TestStaleRefusalWhileWaitingIsRecordedAsBlocked(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"acquire", "nightly", "--wait", "30s", "--json"},
 		{"run", "nightly", "--wait", "30s", "--json", "--", "true"},
@@ -62,6 +63,7 @@ func TestStaleRefusalWhileWaitingIsRecordedAsBlocked(t *testing.T) {
 }
 
 func TestHeartbeatByARequestThatNeverHeldTheLockIsARefusalNotALoss(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self).Stdout)
@@ -98,6 +100,7 @@ func TestHeartbeatByARequestThatNeverHeldTheLockIsARefusalNotALoss(t *testing.T)
 }
 
 func TestHeartbeatAfterTheLockWasTakenIsRecordedAsLost(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self).Stdout)
@@ -155,6 +158,7 @@ func assertRefused(t *testing.T, root string, n int, r clitest.Result, action, r
 }
 
 func TestRefusedReleaseAndStealAreRecorded(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "app-prod", "--pid", self).Stdout)
@@ -201,6 +205,7 @@ func TestRefusedReleaseAndStealAreRecorded(t *testing.T) {
 }
 
 func TestReleaseOfALockNotHeldSaysNothingToRelease(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self).Stdout)
@@ -245,6 +250,7 @@ func TestReleaseOfALockNotHeldSaysNothingToRelease(t *testing.T) {
 }
 
 func TestHeartbeatJSONSaysHeartbeat(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--pid", strconv.Itoa(os.Getpid())).Stdout)
 	j := jsonOut(t, clitest.Must(t, 0, root, "heartbeat", "deploy", "--request-id", rid, "--json"))
@@ -254,6 +260,7 @@ func TestHeartbeatJSONSaysHeartbeat(t *testing.T) {
 }
 
 func TestReleaseWithANonZeroExitCodeRecordsFailure(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	cases := []struct {
@@ -284,6 +291,7 @@ func TestReleaseWithANonZeroExitCodeRecordsFailure(t *testing.T) {
 }
 
 func TestHeartbeatOfALockAnotherToolTookOverIsRecordedAsLost(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	old, killOld := sleeper(t)
 	clitest.Must(t, 0, root, "acquire", "j", "--request-id", "ours", "--pid", strconv.Itoa(old))

@@ -23,6 +23,7 @@ import (
 // witness says OK. A lock event appended without the key afterwards is
 // still held to the promise.
 func TestUntouchedSignedLedgerVerifiesAfterManyReads(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root, key, witness := filepath.Join(dir, "root"), filepath.Join(dir, "signing.key"), filepath.Join(dir, "ledger.checkpoints")
 	clitest.Unsigned(t, root)

@@ -22,6 +22,7 @@ import (
 // constant fragments, $N placeholders numbered with strconv.Itoa, through local variables and
 // same-package helpers), never from a value that came in from outside.
 func TestSecurityNoSQLBuiltFromInput(t *testing.T) {
+	t.Parallel()
 	for _, pkg := range []string{"ledger", "replay", "storagecheck", "store"} {
 		t.Run(pkg, func(t *testing.T) {
 			c := newSQLChecker(t, filepath.Join("..", pkg), modulePath+"/"+pkg)
@@ -42,6 +43,7 @@ func TestSecurityNoSQLBuiltFromInput(t *testing.T) {
 // method that is not itself a query method), so that the scan above is known
 // to be able to fail.
 func TestSecuritySQLCheckerCatchesInjection(t *testing.T) {
+	t.Parallel()
 	src := `package bad
 
 import (

@@ -265,6 +265,7 @@ func forgedRelease(t *testing.T, a *attacker, at time.Time) body {
 // detected, naming the checkpoint and the first seq that no longer
 // matches. The same ledger untouched verifies.
 func TestTamperCorpusIsDetectedAgainstTheWitness(t *testing.T) {
+	t.Parallel()
 	base := newSignedRoot(t)
 	v := clitest.Verify(t, 0, base.root, "--verifier-key", base.vkey, "--witness", base.witness)
 	if !strings.HasPrefix(v.Trust, "seq 1-9 match checkpoint "+base.witness) {
@@ -486,6 +487,7 @@ func writeFile(t *testing.T, p, s string) {
 // proofs check with verify-proof and the verifier key, in both forms, and
 // fail once altered or under another key.
 func TestProofsFromTheLedgerVerifyOffline(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	dir := t.TempDir()
 	old, latest := filepath.Join(dir, "old.checkpoint"), filepath.Join(dir, "new.checkpoint")
@@ -531,6 +533,7 @@ func TestProofsFromTheLedgerVerifyOffline(t *testing.T) {
 // the ledger's writers can write protects nothing: exit 2, naming it, and
 // nothing is written.
 func TestSigningKeyInsideTheRootIsRefused(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "acquire", "a", "--pid", strconv.Itoa(os.Getpid()))
 	key := filepath.Join(root, "signing.key")
@@ -563,6 +566,7 @@ func TestSigningKeyInsideTheRootIsRefused(t *testing.T) {
 // (a steady fixture, bulk-loaded with sqlite3), checkpoints signed at
 // three sizes on a witness, and verify finds them all matching.
 func TestUntouchedLargeLedgerVerifiesAgainstThreeCheckpoints(t *testing.T) {
+	t.Parallel()
 	const n = 100_000
 	dir := t.TempDir()
 	root, witness, key := filepath.Join(dir, "root"), filepath.Join(dir, "witness"), filepath.Join(dir, "signing.key")
@@ -612,6 +616,7 @@ func TestUntouchedLargeLedgerVerifiesAgainstThreeCheckpoints(t *testing.T) {
 // checkpoints it covers are checked on the slice alone; a forged tree
 // line, like a forged event, makes them disagree.
 func TestExportSliceIsCheckedAgainstTheCheckpointsItCarries(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	var since string
 	if err := clitest.DB(t, s.root).QueryRow(`SELECT at FROM events WHERE seq = 4`).Scan(&since); err != nil {
@@ -646,6 +651,7 @@ func TestExportSliceIsCheckedAgainstTheCheckpointsItCarries(t *testing.T) {
 // TestExpectHeadWithoutAKey: a head written down earlier (verify prints
 // it) shows a re-chain without any key; a malformed one is invalid input.
 func TestExpectHeadWithoutAKey(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	var h5 string
 	if err := clitest.DB(t, s.root).QueryRow(`SELECT hash FROM events WHERE seq = 5`).Scan(&h5); err != nil {

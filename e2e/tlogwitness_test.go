@@ -239,6 +239,7 @@ func cosignedSizes(t *testing.T, root string) []string {
 // checkpoint, an error logged after an automatic one), nothing is stored,
 // and verify names the split view.
 func TestLitewitnessCosignsAndRefusesARewrittenLedger(t *testing.T) {
+	t.Parallel()
 	w := startLitewitness(t)
 	s := newSignedRoot(t)
 	id := clitest.Strings(t, s.root, `SELECT value FROM meta WHERE key = 'ledger_id'`)[0]

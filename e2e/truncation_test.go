@@ -32,6 +32,7 @@ func attackSQL(t *testing.T, root string, stmts ...string) {
 }
 
 func TestADeletedTailIsDamageThatProjectRefusesToLaunder(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	me, _ := sleeper(t)
 	pid := []string{"--pid", strconv.Itoa(me)}
@@ -74,6 +75,7 @@ func TestADeletedTailIsDamageThatProjectRefusesToLaunder(t *testing.T) {
 }
 
 func TestVerifyFailsOnAnotherLedgersDatabase(t *testing.T) {
+	t.Parallel()
 	a, b := t.TempDir(), t.TempDir()
 	me, _ := sleeper(t)
 	clitest.Must(t, 0, a, "acquire", "x", "--pid", strconv.Itoa(me))

@@ -125,6 +125,7 @@ func shiftDates(t *testing.T, root string) {
 // verify fail, naming the first bad seq and the head kept outside the
 // root.
 func TestPlainVerifyCatchesEachAttackOnADefaultRoot(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		attack func(t *testing.T, root string)
@@ -206,6 +207,7 @@ func anyNames(v clitest.VerifyReport, s string) bool {
 // flags, refuses against the head kept outside the root, and changes
 // nothing.
 func TestDefaultWriterRefusesToSignALaunderedLog(t *testing.T) {
+	t.Parallel()
 	root, head := defaultRoot(t)
 	cutTail(t, root, 4)
 	kept := readFile(t, head)
@@ -229,6 +231,7 @@ func TestDefaultWriterRefusesToSignALaunderedLog(t *testing.T) {
 // with no flags, spread over more than the checkpoint interval, each
 // recorded and signed: plain verify says OK every time.
 func TestUntouchedDefaultRootVerifiesAfterManyReads(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
 	const interval = time.Second
@@ -261,6 +264,7 @@ func TestUntouchedDefaultRootVerifiesAfterManyReads(t *testing.T) {
 // root whose ledger was swapped for the other's refuses writes and fails
 // plain verify, naming both ids.
 func TestVerifyLedgerIDFailsOnAnotherLedgerSignedWithTheSameKey(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	pid := strconv.Itoa(os.Getpid())
@@ -299,6 +303,7 @@ func TestVerifyLedgerIDFailsOnAnotherLedgerSignedWithTheSameKey(t *testing.T) {
 // TestTrustStoreInsideTheRootOrASymlinkIsRefused: exit 2 naming the path
 // and the rule, nothing created in the root.
 func TestTrustStoreInsideTheRootOrASymlinkIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
 	real, link, open := filepath.Join(dir, "real"), filepath.Join(dir, "link"), filepath.Join(dir, "open")
@@ -333,6 +338,7 @@ func TestTrustStoreInsideTheRootOrASymlinkIsRefused(t *testing.T) {
 // nothing; verify exits 0 on the sound chain and says, on stderr and in
 // --json, that nothing outside the root vouches for it.
 func TestUnsignedWritesAreSaidLoudlyByVerify(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "root")
 	pid := strconv.Itoa(os.Getpid())
 	if r := clitest.Must(t, 0, root, "--unsigned", "acquire", "x", "--pid", pid); strings.Contains(r.Stderr, "pinned") {
@@ -363,6 +369,7 @@ func TestUnsignedWritesAreSaidLoudlyByVerify(t *testing.T) {
 // auditor's plain verify check the writer's signatures and the ledger id;
 // show lists the pin and the head kept.
 func TestAuditorPinsTheLedgerFromTrustExport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root, other := filepath.Join(dir, "root"), filepath.Join(dir, "other")
 	pid := strconv.Itoa(os.Getpid())

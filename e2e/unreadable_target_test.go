@@ -18,6 +18,7 @@ import (
 // bytes); with --force it keeps the file aside beside it, records where,
 // and takes the lock.
 func TestACorruptBSOLockIsKeptAsideAndTakenOverWithForce(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
 	path := filepath.Join(dir, ".sprint-running")
 	corrupt := []byte("pid: {{{\nstarted_at: never\n")
@@ -84,6 +85,7 @@ func TestACorruptBSOLockIsKeptAsideAndTakenOverWithForce(t *testing.T) {
 // A format whose own tool fails safe on an unreadable file (beads skips
 // the database, Prodigy refuses to resume) keeps refusing it, --force or not.
 func TestAnUnreadableLockOfAFailSafeFormatIsRefusedEvenWithForce(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{formats.NameBeads, formats.NameProdigy, formats.NameTowerFleet} {
 		t.Run(format, func(t *testing.T) {
 			root, dir := t.TempDir(), t.TempDir()
@@ -106,6 +108,7 @@ func TestAnUnreadableLockOfAFailSafeFormatIsRefusedEvenWithForce(t *testing.T) {
 // GitClaw removes a corrupt lock as it does an expired one: the same
 // rule as BSO's zombie, with GitClaw's file.
 func TestACorruptGitClawLockIsKeptAsideAndTakenOverWithForce(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
 	path := filepath.Join(dir, "state", "locks", "7.lock")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

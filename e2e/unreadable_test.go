@@ -39,6 +39,7 @@ func keptAside(t *testing.T, path string) string {
 // intact), puts the ledger's file back, and records both; verify is then
 // OK and a second project has nothing to do.
 func TestProjectKeepsAnUnreadableLockFileAsideAndRestoresTheHolders(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self)
@@ -95,6 +96,7 @@ func TestProjectKeepsAnUnreadableLockFileAsideAndRestoresTheHolders(t *testing.T
 // holder (pid 0 on host unknown since 1970). project keeps it aside and the
 // lock can be taken again.
 func TestAnUnreadableLockFileIsShownAsWhatItIs(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self).Stdout)
@@ -159,6 +161,7 @@ func TestAnUnreadableLockFileIsShownAsWhatItIs(t *testing.T) {
 // TestTheTimelineSaysOnceWhereProjectKeptAnUnreadableFile: the
 // lock_projected line names the file kept aside once, not twice.
 func TestTheTimelineSaysOnceWhereProjectKeptAnUnreadableFile(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "acquire", "deploy", "--pid", strconv.Itoa(os.Getpid()))
 	path := filepath.Join(root, "locks", "deploy.lock")
@@ -180,6 +183,7 @@ func TestTheTimelineSaysOnceWhereProjectKeptAnUnreadableFile(t *testing.T) {
 // (request unknown, pid 0 on host unknown, since 1970). history and the
 // timeline say the same.
 func TestAnUnreadableLockFileIsRecordedAsWhatItIs(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "other", "--pid", self)

@@ -20,6 +20,7 @@ import (
 // An empty or blank export file is no proof of anything: verify --file
 // fails it, exit 1, and names the problem.
 func TestVerifyFileFailsAnEmptyOrBlankExport(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := t.TempDir()
 	for name, data := range map[string]string{"empty.jsonl": "", "blank.jsonl": "\n  \n\n"} {
@@ -165,6 +166,7 @@ func checksLedger(t *testing.T) string {
 // alone holds; verify still fails each forgery, naming its kind and first
 // seq.
 func TestVerifyFindsForgeriesInARechainedLog(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		edit func(evs []*forgery) []*forgery
@@ -226,6 +228,7 @@ func TestVerifyFindsForgeriesInARechainedLog(t *testing.T) {
 // export passes and says it was replayed; a slice that does not start at
 // seq 1 says it was not.
 func TestVerifyFileReplaysAGenesisAnchoredExport(t *testing.T) {
+	t.Parallel()
 	root := checksLedger(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "audit.jsonl")

@@ -91,6 +91,7 @@ func verifyStorage(t *testing.T, root string, want int, args ...string) (clitest
 // touches it, so only SQLite's own check finds it: verify runs it and
 // fails, quoting what SQLite said.
 func TestVerifyFailsOnADamagedIndexPage(t *testing.T) {
+	t.Parallel()
 	root := storageLedger(t)
 	page, size := pageOf(t, root, "events_lock_at", "leaf")
 	overwritePage(t, root, page, size)
@@ -108,6 +109,7 @@ func TestVerifyFailsOnADamagedIndexPage(t *testing.T) {
 // events fails; verify still reports FAILED, with the read error and
 // SQLite's check, instead of an error alone.
 func TestVerifyFailsOnEventsTooDamagedToRead(t *testing.T) {
+	t.Parallel()
 	root := storageLedger(t)
 	page, size := pageOf(t, root, "events", "leaf")
 	overwritePage(t, root, page, size)
@@ -133,6 +135,7 @@ func TestVerifyFailsOnEventsTooDamagedToRead(t *testing.T) {
 // Every b-tree is sound, so quick_check passes; only integrity_check, which
 // compares each index with its table, finds it: verify --full.
 func TestVerifyFullFindsAnIndexThatDisagreesWithItsTable(t *testing.T) {
+	t.Parallel()
 	root := storageLedger(t)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestVerifyRefusesAKeyOrWitnessInsideTheRoot(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	vfile := filepath.Join(s.root, "ops.vkey")
 	if err := os.WriteFile(vfile, []byte(s.vkey+"\n"), 0o600); err != nil {

@@ -171,26 +171,11 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 	if o.archive == "" {
 		return events.Invalid("--archive", "", "is required: the archive file lockledger archive wrote")
 	}
-	if o.actor != "" {
-		if err := validActor(o.actor); err != nil {
-			return err
-		}
-	}
-	f, err := openArchive(o.archive)
+	f, c, err := readArchive(o.g, o.archive, o.actor)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	vo := &verifyOptions{g: o.g}
-	trust, err := vo.trust()
-	if err != nil {
-		return err
-	}
-	c, err := archive.Read(f, absPath(o.archive), "", replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
-		Expected: len(trust.Verifiers) > 0, OthersUnchecked: trust.OthersUnchecked}))
-	if err != nil {
-		return archiveInput(o.archive, err)
-	}
 	l, err := o.g.open(ctx, rewrites)
 	if err != nil {
 		return err
@@ -216,6 +201,33 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 		termtext.Fprintf(o.g.io.Out, "  database: %d bytes before, %d %s\n", sizeBefore, after, what)
 	}
 	return nil
+}
+
+// readArchive checks prune's and unprune's --actor, opens their --archive
+// and checks it on its own with the keys plain verify trusts; the file is
+// left open for the write to read again.
+func readArchive(g *globals, path, actor string) (*os.File, *archive.Checked, error) {
+	if actor != "" {
+		if err := validActor(actor); err != nil {
+			return nil, nil, err
+		}
+	}
+	f, err := openArchive(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	trust, err := (&verifyOptions{g: g}).trust()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	c, err := archive.Read(f, absPath(path), "", replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
+		Expected: len(trust.Verifiers) > 0, OthersUnchecked: trust.OthersUnchecked}))
+	if err != nil {
+		f.Close()
+		return nil, nil, archiveInput(path, err)
+	}
+	return f, c, nil
 }
 
 // openArchive opens an --archive file: a regular file, read twice.
@@ -263,26 +275,11 @@ func runUnprune(ctx context.Context, o *unpruneOptions) error {
 	if o.archive == "" {
 		return events.Invalid("--archive", "", "is required: the archive the last prune recorded")
 	}
-	if o.actor != "" {
-		if err := validActor(o.actor); err != nil {
-			return err
-		}
-	}
-	f, err := openArchive(o.archive)
+	f, c, err := readArchive(o.g, o.archive, o.actor)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	vo := &verifyOptions{g: o.g}
-	trust, err := vo.trust()
-	if err != nil {
-		return err
-	}
-	c, err := archive.Read(f, absPath(o.archive), "", replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
-		Expected: len(trust.Verifiers) > 0, OthersUnchecked: trust.OthersUnchecked}))
-	if err != nil {
-		return archiveInput(o.archive, err)
-	}
 	l, err := o.g.open(ctx, rewrites)
 	if err != nil {
 		return err

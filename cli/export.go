@@ -13,7 +13,6 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
 )
@@ -163,15 +162,12 @@ func export(ctx context.Context, o *exportOptions, since, until time.Time) (*eve
 }
 
 func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, done *events.Exported) error {
-	var w io.Writer = o.g.io.Out
-	var file *outfile.File
-	if o.out != "" {
-		var err error
-		if file, err = o.g.createOutput("-o", o.out); err != nil {
-			return err
-		}
+	w, file, err := o.g.outputOrStdout(o.out)
+	if err != nil {
+		return err
+	}
+	if file != nil {
 		defer file.Abort()
-		w = file
 	}
 	r, err := o.g.openRead(ctx)
 	if err != nil {

@@ -98,15 +98,12 @@ func runMetrics(ctx context.Context, o *metricsOptions) error {
 	if o.listen != "" {
 		return serveMetrics(ctx, o.g, o.listen)
 	}
-	var w io.Writer = o.g.io.Out
-	var file *outfile.File
-	if o.out != "" {
-		var err error
-		if file, err = o.g.createOutput("-o", o.out, outfile.WithMode(metricsFileMode)); err != nil {
-			return err
-		}
+	w, file, err := o.g.outputOrStdout(o.out, outfile.WithMode(metricsFileMode))
+	if err != nil {
+		return err
+	}
+	if file != nil {
 		defer file.Abort()
-		w = file
 	}
 	r, err := o.g.openRead(ctx)
 	if err != nil {

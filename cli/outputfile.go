@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"io"
 	"path/filepath"
 
 	"github.com/lockledger/lockledger/events"
@@ -21,6 +22,20 @@ func (g *globals) createOutput(flag, path string, opts ...outfile.Option) (*outf
 		return nil, g.refusedOutput(flag, err)
 	}
 	return f, nil
+}
+
+// outputOrStdout is where a command with -o writes: path through
+// createOutput (the caller aborts the file unless it commits it), or
+// standard output when path is "" (file nil).
+func (g *globals) outputOrStdout(path string, opts ...outfile.Option) (io.Writer, *outfile.File, error) {
+	if path == "" {
+		return g.io.Out, nil, nil
+	}
+	f, err := g.createOutput("-o", path, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, f, nil
 }
 
 // commitOutput puts f in its place; a target changed into something

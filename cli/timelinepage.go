@@ -3,13 +3,11 @@ package cli
 import (
 	"bufio"
 	"context"
-	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/timeline"
@@ -26,15 +24,12 @@ const (
 // in one snapshot.
 func runTimelinePage(ctx context.Context, o *timelineOptions, f replay.Filter) error {
 	now := time.Now()
-	var w io.Writer = o.g.io.Out
-	var file *outfile.File
-	if o.out != "" {
-		var err error
-		if file, err = o.g.createOutput("-o", o.out); err != nil {
-			return err
-		}
+	w, file, err := o.g.outputOrStdout(o.out)
+	if err != nil {
+		return err
+	}
+	if file != nil {
 		defer file.Abort()
-		w = file
 	}
 	r, err := o.g.openRead(ctx)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -122,11 +121,7 @@ func (p *Publisher) Last(ctx context.Context, id string, v note.Verifier) ([]che
 		found []checkpoint.Earlier
 		err   error
 	}
-	done := make(chan result, 1)
-	p.running.Add(1)
-	go func() {
-		defer p.running.Done()
-		var r result
+	r, err := within(ctx, p, func() (r result) {
 		for _, w := range p.paths {
 			s, err := Last(w, id, v)
 			switch {
@@ -136,16 +131,10 @@ func (p *Publisher) Last(ctx context.Context, id string, v note.Verifier) ([]che
 				r.found = append(r.found, checkpoint.Earlier{Checkpoint: s.Checkpoint, Source: "witness " + w})
 			}
 		}
-		done <- r
-	}()
-	timer := time.NewTimer(p.timeout)
-	defer timer.Stop()
-	select {
-	case r := <-done:
-		return r.found, r.err
-	case <-timer.C:
-		return nil, fmt.Errorf("witness %s: reading the last checkpoint: %w (%s)", strings.Join(p.paths, ", "), ErrTimeout, p.timeout)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("witness %s: reading the last checkpoint: %w", strings.Join(p.paths, ", "), ctx.Err())
+		return r
+	})
+	if err != nil {
+		return nil, fmt.Errorf("witness %s: reading the last checkpoint: %w", strings.Join(p.paths, ", "), err)
 	}
+	return r.found, r.err
 }

@@ -78,11 +78,7 @@ func (p *Publisher) Publish(ctx context.Context, id string, size int64, at time.
 		written []string
 		err     error
 	}
-	done := make(chan result, 1)
-	p.running.Add(1)
-	go func() {
-		defer p.running.Done()
-		var r result
+	r, err := within(ctx, p, func() (r result) {
 		for _, w := range p.paths {
 			where, err := write(w, id, size, at, note)
 			if err != nil {
@@ -93,17 +89,35 @@ func (p *Publisher) Publish(ctx context.Context, id string, size int64, at time.
 			}
 			r.written = append(r.written, where)
 		}
-		done <- r
+		return r
+	})
+	if err != nil {
+		return nil, &Error{Path: strings.Join(p.paths, ", "), Err: err}
+	}
+	return r.written, r.err
+}
+
+// within runs fn in a goroutine that Wait waits for, and waits for its
+// result at most the timeout, or until ctx ends: past either it returns
+// ErrTimeout (with the timeout) or ctx's error, leaving fn to finish on
+// its own (see Publish).
+func within[T any](ctx context.Context, p *Publisher, fn func() T) (T, error) {
+	done := make(chan T, 1)
+	p.running.Add(1)
+	go func() {
+		defer p.running.Done()
+		done <- fn()
 	}()
 	timer := time.NewTimer(p.timeout)
 	defer timer.Stop()
+	var zero T
 	select {
 	case r := <-done:
-		return r.written, r.err
+		return r, nil
 	case <-timer.C:
-		return nil, &Error{Path: strings.Join(p.paths, ", "), Err: fmt.Errorf("%w (%s)", ErrTimeout, p.timeout)}
+		return zero, fmt.Errorf("%w (%s)", ErrTimeout, p.timeout)
 	case <-ctx.Done():
-		return nil, &Error{Path: strings.Join(p.paths, ", "), Err: ctx.Err()}
+		return zero, ctx.Err()
 	}
 }
 

@@ -179,8 +179,11 @@ func runTrustExport(g *globals) error {
 }
 
 func runTrustPin(g *globals, id, key string) error {
-	if !trust.ValidLedgerID(id) {
+	if id == "" {
 		return events.Invalid("--ledger-id", id, "is required: a ledger id as verify prints it (1-128 of A-Z a-z 0-9 _ . : -)")
+	}
+	if err := validLedgerIDFlag(id); err != nil {
+		return err
 	}
 	vkey := strings.TrimSpace(key)
 	if _, err := checkpoint.NewVerifier(vkey); err != nil {

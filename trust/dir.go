@@ -64,10 +64,10 @@ func Open(dir, root string) (*Store, error) {
 		return nil, refuse(abs, fmt.Sprintf("is inside the root %s: whoever can rewrite the ledger could rewrite what vouches for it; set %s to a directory outside it", Resolve(root), EnvDir))
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, refuse(abs, "cannot be created: "+errText(err))
+		return nil, refuse(abs, cannotCreate(err))
 	}
 	if err := os.Mkdir(abs, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, refuse(abs, "cannot be created: "+errText(err))
+		return nil, refuse(abs, cannotCreate(err))
 	}
 	var st unix.Stat_t
 	if err := unix.Lstat(abs, &st); err != nil {
@@ -88,6 +88,12 @@ func Open(dir, root string) (*Store, error) {
 		return nil, refuse(s.HeadsDir(), "cannot be created: "+errText(err))
 	}
 	return s, nil
+}
+
+// cannotCreate is the rule of a trust directory that could not be made
+// (a HOME this user cannot write, such as sudo keeping another's).
+func cannotCreate(err error) string {
+	return fmt.Sprintf("cannot be created: %s; set %s to a directory of this user's, outside every root", errText(err), EnvDir)
 }
 
 func refuse(path, rule string) error {

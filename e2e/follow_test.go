@@ -36,6 +36,7 @@ func verifierKey(t *testing.T, root string) string {
 
 func TestFollowKilledAndResumedUnderConcurrentWritersLosesAndRepeatsNothing(t *testing.T) {
 	root := t.TempDir()
+	clitest.Race(t, root)
 	clitest.Must(t, 0, root, "run", "seed", "--", "true")
 	// Writers sign every 10 events; followers write a checkpoint record
 	// at least every 3.

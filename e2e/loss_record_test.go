@@ -22,6 +22,7 @@ import (
 // the ledger, and the loss is recorded as soon as the writer is free again.
 func TestRunRecordsItsLossOnceTheLedgerAnswersAgain(t *testing.T) {
 	root := t.TempDir()
+	clitest.Race(t, root)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := clitest.Command(ctx, root, "run", "deploy", "--ttl", "3s", "--", "sh", "-c", `echo "$LOCKLEDGER_REQUEST_ID"; exec sleep 60`)

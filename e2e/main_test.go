@@ -8,4 +8,6 @@ import (
 	"github.com/lockledger/lockledger/internal/clitest"
 )
 
-func TestMain(m *testing.M) { clitest.Main(m) }
+// The end-to-end tests wait on processes more than they compute: four of
+// the parallel ones run at once.
+func TestMain(m *testing.M) { clitest.Main(m, clitest.Parallel(4)) }

@@ -7,12 +7,14 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 func TestPostgresFollowerIsWokenByNotify(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	writer, reader := newPGHost(t, "host-w", url), newPGHost(t, "host-r", url)
+	clitest.Race(t, reader.root)
 	if r := reader.run(t, "export", "--follow"); r.Code != 6 {
 		t.Fatalf("export --follow of a database with no ledger: exit %d, want 6\nstderr: %s", r.Code, r.Stderr)
 	}

@@ -96,6 +96,7 @@ func TestSupersedingRunStartsAfterTheOlderJobHasStopped(t *testing.T) {
 // starts its command.
 func TestSupersedingRunKillsAnOlderJobThatOutlivesTheGrace(t *testing.T) {
 	root := t.TempDir()
+	clitest.Race(t, root)
 	file := filepath.Join(t.TempDir(), "marks")
 	older, lines := startRun(t, root, "issue-8", "--ttl", "60", "--kill-grace", "60s", "--", "sh", "-c",
 		`trap '' TERM; echo $$ "$LOCKLEDGER_REQUEST_ID"; while :; do echo old >> "$1"; sleep 0.1; done`, "sh", file)

@@ -134,6 +134,7 @@ func awaitGone(t *testing.T, pid int) {
 
 func TestRunStopsTheWholeGroupWhenTheLockIsStolen(t *testing.T) {
 	root := t.TempDir()
+	clitest.Race(t, root)
 	runner, lines := startRun(t, root, "deploy", "--ttl", "3", "--kill-grace", "2s", "--",
 		"sh", "-c", `sleep 100 & echo $!; wait`)
 	grandchild, err := strconv.Atoi(line(t, lines))
@@ -211,6 +212,7 @@ func TestRunnerKilledLeavesItsJobHoldingTheLock(t *testing.T) {
 
 func TestRunForwardsTermAndReleasesAsCancelled(t *testing.T) {
 	root := t.TempDir()
+	clitest.Race(t, root)
 	runner, lines := startRun(t, root, "svc", "--", "sh", "-c",
 		`trap 'echo got-term; exit 143' TERM; echo ready; while :; do sleep 0.05; done`)
 	if got := line(t, lines); got != "ready" {
@@ -295,6 +297,7 @@ func TestRunWaitGivesUpWithBlockedEvent(t *testing.T) {
 
 func TestRunHeartbeatsKeepAShortTTL(t *testing.T) {
 	root := t.TempDir()
+	clitest.Race(t, root)
 	runner, lines := startRun(t, root, "long", "--ttl", "2s", "--", "sh", "-c", `echo started; sleep 4; echo done`)
 	line(t, lines)
 	// Past the TTL of the first heartbeat-less window, the lock is still held.
@@ -325,6 +328,7 @@ func TestRunHeartbeatsKeepAShortTTL(t *testing.T) {
 // a higher fencing token.
 func TestRunStopsItsCommandAtTheLocalDeadlineWhenHeartbeatsHang(t *testing.T) {
 	root := t.TempDir()
+	clitest.Race(t, root)
 	runner, lines := startRun(t, root, "deploy", "--ttl", "3s", "--",
 		"sh", "-c", `echo "$$ $LOCKLEDGER_FENCING_TOKEN"; exec sleep 60`)
 	var child int

@@ -242,6 +242,7 @@ func TestLitewitnessCosignsAndRefusesARewrittenLedger(t *testing.T) {
 	t.Parallel()
 	w := startLitewitness(t)
 	s := newSignedRoot(t)
+	clitest.Race(t, s.root)
 	id := clitest.Strings(t, s.root, `SELECT value FROM meta WHERE key = 'ledger_id'`)[0]
 	origin := "lockledger/" + id
 	w.register(t, origin, s.vkey)

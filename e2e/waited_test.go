@@ -16,6 +16,7 @@ import (
 // records nothing of the kind.
 func TestAWaiterRecordsHowLongItWaited(t *testing.T) {
 	root := t.TempDir()
+	clitest.Race(t, root)
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--actor", "alice").Stdout)
 	if b := lastBody(t, root, "lock_acquired"); b["waited_seconds"] != nil {
 		t.Fatalf("an acquire that did not wait records waited_seconds %v", b["waited_seconds"])

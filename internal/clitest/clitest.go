@@ -1,6 +1,10 @@
 // Package clitest runs the lockledger command line as real processes from
-// tests: the test binary re-executes itself as the CLI, so child processes
-// are built with the same flags (-race included) as the test.
+// tests. The CLI is built once per test binary from this module (go build
+// with the settings go vet compiled the packages with, so it links from the
+// build cache); a test that wants the race detector in the CLI's own
+// goroutines (run's lease and signals, the follower, a witness's bounded
+// wait) marks its root with Race, and its commands run as the test binary
+// itself, built with -race like the test.
 //
 // A test package opts in with
 //
@@ -12,10 +16,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,15 +36,96 @@ import (
 const envCLI = "LOCKLEDGER_TEST_AS_CLI"
 
 // Main runs the CLI when the binary was started as one, else the tests.
-func Main(m *testing.M) {
+func Main(m *testing.M, opts ...Option) {
 	if os.Getenv(envCLI) == "1" {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	flag.Parse()
+	for _, o := range opts {
+		o()
 	}
 	code := pgtest.Run(m)
 	if d := otherTrust.dir; d != "" {
 		os.RemoveAll(d)
 	}
+	if d := built.dir; d != "" {
+		os.RemoveAll(d)
+	}
 	os.Exit(code)
+}
+
+// built is the CLI built for this test binary (Bin).
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+}
+
+// Bin is the lockledger executable the tests run (with Env): the CLI built
+// from this module on first use. Where it cannot be built (no go command,
+// no module source) it is the test binary itself, said on stderr.
+func Bin() string {
+	built.once.Do(func() {
+		var err error
+		if built.path, err = build(); err != nil {
+			fmt.Fprintf(os.Stderr, "clitest: the CLI could not be built (%v); the test binary runs as the CLI\n", err)
+			built.path = self()
+		}
+	})
+	return built.path
+}
+
+func build() (string, error) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return "", err
+	}
+	if built.dir, err = os.MkdirTemp("", "lockledger-test-cli-"); err != nil {
+		return "", err
+	}
+	out := filepath.Join(built.dir, "lockledger")
+	// Found from the test's own package directory, inside the module; no
+	// VCS stamp, as a test binary has none.
+	c := exec.Command(gobin, "build", "-buildvcs=false", "-o", out, "github.com/lockledger/lockledger")
+	if msg, err := c.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w: %s", err, msg)
+	}
+	return out, nil
+}
+
+// self is the test binary, which acts as the CLI under Env.
+func self() string {
+	p, err := os.Executable()
+	if err != nil {
+		return os.Args[0]
+	}
+	return p
+}
+
+var race sync.Map // root -> true: Race
+
+// Race makes the commands of Command(ctx, root, ...) run as the test binary
+// itself, under the race detector (the test is built with -race), for the
+// rest of t: for tests of the CLI's concurrent parts.
+func Race(t testing.TB, root string) {
+	race.Store(filepath.Clean(root), true)
+	t.Cleanup(func() { race.Delete(filepath.Clean(root)) })
+}
+
+// An Option changes how Main runs the tests.
+type Option func()
+
+// Parallel runs n parallel tests at once unless -parallel says otherwise:
+// for tests that wait on processes (busy timeouts, TTLs, kill graces)
+// far more than they compute.
+func Parallel(n int) Option {
+	return func() {
+		given := false
+		flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+		if !given {
+			flag.Set("test.parallel", strconv.Itoa(n))
+		}
+	}
 }
 
 // otherTrust holds the trust stores of roots outside a test's temporary
@@ -47,15 +134,6 @@ func Main(m *testing.M) {
 var otherTrust struct {
 	once sync.Once
 	dir  string
-}
-
-// Bin is the executable that acts as lockledger (with Env()).
-func Bin() string {
-	p, err := os.Executable()
-	if err != nil {
-		return os.Args[0]
-	}
-	return p
 }
 
 // Env is the environment that makes Bin act as the CLI, for root, with a
@@ -129,7 +207,11 @@ func TrustDirAs(t testing.TB, root string, uid int) string {
 
 // Command prepares lockledger ARGS... on root.
 func Command(ctx context.Context, root string, args ...string) *exec.Cmd {
-	c := exec.CommandContext(ctx, Bin(), args...)
+	bin := Bin()
+	if _, ok := race.Load(filepath.Clean(root)); ok {
+		bin = self()
+	}
+	c := exec.CommandContext(ctx, bin, args...)
 	c.Env = Env(root)
 	return c
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strconv"
 	"syscall"
@@ -341,16 +340,4 @@ func (o *verifyOptions) withArchives(rep *replay.Report, opts ...replay.VerifyOp
 	}
 	archive.AgainstLedger(rep, rep.Genesis, checked)
 	return nil
-}
-
-// archivedNote says, for a read of a pruned log, that it reads only the
-// live log and which archive holds the events before it ("" when nothing
-// was pruned).
-func archivedNote(ctx context.Context, r *reader) string {
-	a, err := replay.LastPrune(ctx, r.tx)
-	if err != nil || a == nil {
-		return ""
-	}
-	return fmt.Sprintf("events below seq %d are archived (archive sha256 %s, recorded by ledger_pruned at seq %d): this reads the live log, from seq %d",
-		a.BelowSeq, a.ArchiveSHA256, a.MarkerSeq, a.BelowSeq)
 }

@@ -78,12 +78,3 @@ func runInit(ctx context.Context, g *globals) error {
 	}
 	return nil
 }
-
-// openExisting opens the ledger read-only, without upgrading it.
-func (g *globals) openExisting(ctx context.Context) (*ledger.Ledger, error) {
-	opts := []ledger.Option{ledger.WithLogger(g.log), ledger.ReadOnly()}
-	if g.database != "" {
-		opts = append(opts, ledger.WithDatabase(g.database), ledger.WithPoolSize(1))
-	}
-	return ledger.Open(ctx, g.root, opts...)
-}

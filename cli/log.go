@@ -95,3 +95,7 @@ func logTextAttr(groups []string, a slog.Attr) slog.Attr {
 	a.Value = slog.StringValue(strings.ReplaceAll(termtext.Escape(s), `\x1b`, `\u001b`))
 	return a
 }
+
+// statusLine says whether progress may be drawn on stderr, a terminal's
+// line rewritten in place (the only output with cursor controls).
+func (g *globals) statusLine() bool { return !g.quiet && isTerminal(g.io.ErrOut) }

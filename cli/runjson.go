@@ -39,11 +39,3 @@ type ExecError struct {
 }
 
 func (e *ExecError) Error() string { return "run: " + e.Why }
-
-// kind is the error kind of e.
-func (e *ExecError) kind() string {
-	if e.Code == ExitCommandNotFound {
-		return KindCommandNotFound
-	}
-	return KindCannotExecute
-}

@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
 )
@@ -223,128 +220,4 @@ func (g *globals) policyOptions() ([]ledger.Option, error) {
 		}
 	}
 	return []ledger.Option{ledger.WithWitnesses(g.sign.witnesses...), ledger.WithCheckpointPolicy(every, interval)}, nil
-}
-
-// --- keygen ---
-
-type keygenOptions struct {
-	g    *globals
-	name string
-	out  string
-}
-
-func newKeygen(g *globals) *cobra.Command {
-	o := &keygenOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   "keygen --name NAME -o FILE",
-		Short: "Make the Ed25519 key that signs checkpoints; print its verifier key",
-		Long: `Generate an Ed25519 key pair in the signed-note formats of
-golang.org/x/mod/sumdb/note. The signer key goes to FILE (mode 0600; an
-existing FILE is never overwritten); the verifier key, which auditors use
-with verify --verifier-key and verify-proof, is printed.
-
-Keep FILE where someone who can write the ledger cannot read it: another
-user that only the writers run as, another host, a secrets store
-(LOCKLEDGER_SIGNING_KEY may hold the key itself). A key inside the root
-protects nothing, and is refused (exit 2).`,
-		Example: `  lockledger keygen --name ops-ledger -o /etc/lockledger/signing.key > ops-ledger.vkey
-  LOCKLEDGER_SIGNING_KEY=/etc/lockledger/signing.key lockledger checkpoint`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runKeygen(o) },
-	}
-	cmd.Flags().StringVar(&o.name, "name", "", "the key's name, shown on every signature (no spaces, no '+')")
-	cmd.Flags().StringVarP(&o.out, "output", "o", "", "file to write the signer key to (must not exist)")
-	return cmd
-}
-
-func runKeygen(o *keygenOptions) error {
-	if o.name == "" || !checkpoint.ValidKeyName(o.name) {
-		return events.Invalid("--name", o.name, "must be non-empty, without spaces or '+'")
-	}
-	if o.out == "" {
-		return events.Invalid("-o", o.out, "is required: the file to write the signer key to")
-	}
-	if insideRoot(o.g.root, o.out) {
-		return keyInRoot("-o", o.out, o.g.root)
-	}
-	vkey, err := writeKey(o)
-	if errors.Is(err, fs.ErrExist) {
-		return events.Invalid("-o", o.out, "already exists: keygen never overwrites a key")
-	}
-	if err != nil {
-		return err
-	}
-	if o.g.json {
-		writeJSON(o.g.io.Out, map[string]string{"name": o.name, "verifier_key": vkey, "signer_key_file": o.out})
-		return nil
-	}
-	fmt.Fprintln(o.g.io.Out, vkey)
-	return nil
-}
-
-// writeKey makes a key, writes its signer key to a new file at o.out and
-// returns its verifier key.
-func writeKey(o *keygenOptions) (string, error) {
-	f, err := o.g.createOutput("-o", o.out, outfile.NoReplace())
-	if err != nil {
-		return "", err
-	}
-	defer f.Abort()
-	skey, vkey, err := checkpoint.GenerateKey(o.name)
-	if err != nil {
-		return "", err
-	}
-	if _, err := io.WriteString(f, skey+"\n"); err != nil {
-		return "", err
-	}
-	return vkey, o.g.commitOutput("-o", f)
-}
-
-// --- checkpoint ---
-
-func newCheckpoint(g *globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "checkpoint",
-		Short: "Sign a checkpoint of the whole log now, store it and copy it to every --witness",
-		Long: `Sign a C2SP tlog-checkpoint of the event log as it stands: origin
-lockledger/<ledger id>, the number of events, the RFC 6962 Merkle root of
-their leaves, and the signing time, signed as a note with the key of
---signing-key or LOCKLEDGER_SIGNING_KEY. It is stored in the ledger
-(table checkpoints), appended to each --witness and sent to each
---witness-url to be cosigned; the signed note is printed.
-
-Writers with a key sign checkpoints on their own too (--checkpoint-every,
---checkpoint-interval); run this from cron to cover idle periods, or
-before handing an export to an auditor. Exit 1 when a witness cannot be
-written, or a --witness-url witness does not cosign (the checkpoint is
-stored in the ledger all the same).`,
-		Example: `  lockledger checkpoint --signing-key /etc/lockledger/signing.key --witness /mnt/audit/ledger.checkpoints`,
-		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runCheckpoint(cmd.Context(), g) },
-	}
-	return cmd
-}
-
-func runCheckpoint(ctx context.Context, g *globals) error {
-	if g.sign.key == "" && !g.trusting() {
-		return events.Invalid("--signing-key", "", "is required to sign a checkpoint with --unsigned (or LOCKLEDGER_SIGNING_KEY)")
-	}
-	l, err := g.open(ctx, rewrites)
-	if err != nil {
-		return err
-	}
-	defer g.finish(l)
-	cp, err := l.Checkpoint(ctx)
-	if cp != nil {
-		if g.json {
-			writeJSON(g.io.Out, cp)
-		} else {
-			fmt.Fprint(g.io.Out, cp.Note)
-		}
-	}
-	if err != nil && cp != nil && g.json {
-		g.sayError(err.Error(), "exit_code", ExitFailure)
-		return &ExitError{Code: ExitFailure}
-	}
-	return err
 }

@@ -178,13 +178,6 @@ func noTTL(s *ledger.LockStatus) bool {
 	return s.HolderFormat != "" && !formats.CarriesTTL(s.HolderFormat)
 }
 
-func short(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	return d.Truncate(time.Second).String()
-}
-
 // ago shows how long ago a heartbeat was; one from the future (a clock
 // set wrong) says so instead of "0s ago".
 func ago(d time.Duration) string {

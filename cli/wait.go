@@ -48,7 +48,3 @@ func endWaitLine(g *globals) {
 		fmt.Fprint(g.io.ErrOut, "\r\033[K")
 	}
 }
-
-// statusLine says whether progress may be drawn on stderr, a terminal's
-// line rewritten in place (the only output with cursor controls).
-func (g *globals) statusLine() bool { return !g.quiet && isTerminal(g.io.ErrOut) }

@@ -5,16 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/spf13/cobra"
-
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/replay"
 )
-
-// auditCommands are the read side of the ledger: history, timeline, who,
-// replay, verify, export and project.
-func auditCommands(g *globals) []*cobra.Command {
-	return []*cobra.Command{newHistory(g), newTimeline(g), newWho(g), newReplay(g), newVerify(g), newExport(g), newProject(g)}
-}
 
 // reader is an open ledger and a read-only transaction on it: one snapshot
 // of the database, taken without the writer lock (see ledger.BeginRead).
@@ -42,9 +35,14 @@ func (r *reader) close() {
 	r.g.finish(r.l)
 }
 
-func noArgs(cmd *cobra.Command, args []string) error {
-	if len(args) != 0 {
-		return &usageError{fmt.Errorf("%s: takes no arguments, got %q", cmd.Name(), args)}
+// archivedNote says, for a read of a pruned log, that it reads only the
+// live log and which archive holds the events before it ("" when nothing
+// was pruned).
+func archivedNote(ctx context.Context, r *reader) string {
+	a, err := replay.LastPrune(ctx, r.tx)
+	if err != nil || a == nil {
+		return ""
 	}
-	return nil
+	return fmt.Sprintf("events below seq %d are archived (archive sha256 %s, recorded by ledger_pruned at seq %d): this reads the live log, from seq %d",
+		a.BelowSeq, a.ArchiveSHA256, a.MarkerSeq, a.BelowSeq)
 }

@@ -133,13 +133,13 @@ func ParseTargets(specs []string) ([]events.Target, error) {
 }
 
 type acquireOptions struct {
-	g      *globals
+	g      *Globals
 	lock   string
 	holder string
 	acquireFlags
 }
 
-func newAcquire(g *globals) *cobra.Command {
+func NewAcquire(g *Globals) *cobra.Command {
 	o := &acquireOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "acquire NAME",
@@ -180,7 +180,7 @@ at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
   lockledger acquire deploy-prod -w 0.5 -E 75   # flock -w 0.5 -E 75
   lockledger acquire deploy-prod --force      # take over a stale lock
   timeout 10 lockledger acquire deploy-prod --wait 5s --holder parent  # held by this script, not by timeout`,
-		Args: exactlyOneLock,
+		Args: ExactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
 			return runAcquire(cmd.Context(), o)
@@ -193,7 +193,7 @@ at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
 }
 
 func runAcquire(ctx context.Context, o *acquireOptions) error {
-	if _, err := lockArg([]string{o.lock}); err != nil {
+	if _, err := LockArg([]string{o.lock}); err != nil {
 		return err
 	}
 	if o.conflictCode == 0 {
@@ -209,18 +209,18 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return err
 	}
 	req.NoProcess = o.holder == holderNone
-	l, wait, err := o.g.openWaiting(ctx, wait)
+	l, wait, err := o.g.OpenWaiting(ctx, wait)
 	if err != nil {
 		return err
 	}
-	defer o.g.finish(l)
+	defer o.g.Finish(l)
 	a, err := lease.Wait(ctx, l, req, wait, waitReporter(o.g, o.lock))
 	if err != nil {
 		return o.conflict(err)
 	}
 	printAcquisition(o.g, a)
 	if req.NoProcess {
-		o.g.log.Info("no process holds the lock: heartbeat it within its TTL (--request-id) or it goes stale", "lock", o.lock,
+		o.g.Log.Info("no process holds the lock: heartbeat it within its TTL (--request-id) or it goes stale", "lock", o.lock,
 			"ttl_seconds", a.Record.TTLSeconds)
 	} else if o.pid == 0 {
 		checkHolder(o.g, o.lock, pid)
@@ -228,23 +228,23 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	return nil
 }
 
-func printAcquisition(g *globals, a *ledger.Acquisition) {
-	if g.json {
-		writeJSON(g.io.Out, acquisitionObject(a))
+func printAcquisition(g *Globals, a *ledger.Acquisition) {
+	if g.JSON {
+		WriteJSON(g.IO.Out, acquisitionObject(a))
 		return
 	}
-	fmt.Fprintln(g.io.Out, a.RequestID)
+	fmt.Fprintln(g.IO.Out, a.RequestID)
 	switch {
 	case a.Already:
-		g.log.Info("already held by this request", "lock", a.Lock, "fencing_token", a.FencingToken)
+		g.Log.Info("already held by this request", "lock", a.Lock, "fencing_token", a.FencingToken)
 	case a.Stolen:
-		g.log.Warn("took over lock", "lock", a.Lock, "reason", a.Reason, "previous", a.Previous.RequestID,
+		g.Log.Warn("took over lock", "lock", a.Lock, "reason", a.Reason, "previous", a.Previous.RequestID,
 			"previous_actor", a.Previous.Actor, "fencing_token", a.FencingToken)
 	case a.Mode == events.ModeShared && a.Limit == 0:
-		g.log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", "unlimited")
+		g.Log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", "unlimited")
 	case a.Mode == events.ModeShared:
-		g.log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", a.Limit)
+		g.Log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", a.Limit)
 	default:
-		g.log.Info("acquired", "lock", a.Lock, "fencing_token", a.FencingToken)
+		g.Log.Info("acquired", "lock", a.Lock, "fencing_token", a.FencingToken)
 	}
 }

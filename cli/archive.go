@@ -18,14 +18,14 @@ import (
 )
 
 type archiveOptions struct {
-	g      *globals
+	g      *Globals
 	below  int64
 	before string
 	out    string
 	actor  string
 }
 
-func newArchive(g *globals) *cobra.Command {
+func NewArchive(g *Globals) *cobra.Command {
 	o := &archiveOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "archive (--below SEQ | --before TIME) -o FILE",
@@ -49,7 +49,7 @@ read of the log (ledger_exported).`,
 		Example: `  lockledger archive --before 2025-01-01 -o ledger-2024.jsonl
   lockledger verify --file ledger-2024.jsonl --verifier-key ops.vkey
   lockledger prune --archive ledger-2024.jsonl`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runArchive(cmd.Context(), o) },
 	}
 	fl := cmd.Flags()
@@ -76,37 +76,37 @@ func runArchive(ctx context.Context, o *archiveOptions) error {
 		}
 	}
 	if o.actor != "" {
-		if err := validActor(o.actor); err != nil {
+		if err := ValidActor(o.actor); err != nil {
 			return err
 		}
 	}
-	file, err := o.g.createOutput("-o", o.out)
+	file, err := o.g.CreateOutput("-o", o.out)
 	if err != nil {
 		return err
 	}
 	defer file.Abort()
-	r, err := o.g.openRead(ctx)
+	r, err := o.g.OpenRead(ctx)
 	if err != nil {
 		return err
 	}
-	below, err := archive.Boundary(ctx, r.tx, o.below, before)
+	below, err := archive.Boundary(ctx, r.Tx, o.below, before)
 	if err != nil {
-		r.close()
+		r.Close()
 		return boundaryInput(o.below, o.before, err)
 	}
-	w, err := archive.Write(ctx, r.tx, file, below)
-	r.close()
+	w, err := archive.Write(ctx, r.Tx, file, below)
+	r.Close()
 	if err != nil {
 		return boundaryInput(o.below, o.before, err)
 	}
-	if err := o.g.commitOutput("-o", file); err != nil {
+	if err := o.g.CommitOutput("-o", file); err != nil {
 		return err
 	}
-	dest := absPath(o.out)
-	termtext.Fprintf(o.g.io.Out, "archived seq %d-%d (%d events) to %s\n  sha256 %s\n  prune them from the live store with: lockledger prune --archive %s\n",
+	dest := AbsPath(o.out)
+	termtext.Fprintf(o.g.IO.Out, "archived seq %d-%d (%d events) to %s\n  sha256 %s\n  prune them from the live store with: lockledger prune --archive %s\n",
 		w.FirstSeq, w.LastSeq, w.Events, dest, w.SHA256, dest)
-	o.g.recordAccess(ctx, "archive", events.LedgerExported, o.actor, &events.Exported{FirstSeq: w.FirstSeq, LastSeq: w.LastSeq,
-		Events: w.Events, Format: formatJSONL, Destination: dest})
+	o.g.RecordAccess(ctx, "archive", events.LedgerExported, o.actor, &events.Exported{FirstSeq: w.FirstSeq, LastSeq: w.LastSeq,
+		Events: w.Events, Format: FormatJSONL, Destination: dest})
 	return nil
 }
 
@@ -125,12 +125,12 @@ func boundaryInput(below int64, before string, err error) error {
 }
 
 type pruneOptions struct {
-	g       *globals
+	g       *Globals
 	archive string
 	actor   string
 }
 
-func newPrune(g *globals) *cobra.Command {
+func NewPrune(g *Globals) *cobra.Command {
 	o := &pruneOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "prune --archive FILE",
@@ -158,7 +158,7 @@ INSERT on prune_horizon, which the writers' role need not have.
 lockledger unprune --archive FILE puts the events back.`,
 		Example: `  lockledger prune --archive ledger-2024.jsonl
   lockledger verify --archive ledger-2024.jsonl`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPrune(cmd.Context(), o) },
 	}
 	cmd.Flags().StringVar(&o.archive, "archive", "", "the archive of the events to remove (required)")
@@ -175,29 +175,29 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 		return err
 	}
 	defer f.Close()
-	l, err := o.g.open(ctx, rewrites)
+	l, err := o.g.Open(ctx, Rewrites)
 	if err != nil {
 		return err
 	}
-	defer o.g.finish(l)
+	defer o.g.Finish(l)
 	sizeBefore := ledgerSize(ctx, o.g, l)
-	seq, err := l.Prune(ctx, ledger.Identity{Actor: o.actor, PID: os.Getppid()}, c.SHA256, archive.Plan(c, l.ID(), absPath(o.archive)))
+	seq, err := l.Prune(ctx, ledger.Identity{Actor: o.actor, PID: os.Getppid()}, c.SHA256, archive.Plan(c, l.ID(), AbsPath(o.archive)))
 	if err != nil {
 		return archiveInput(o.archive, err)
 	}
-	termtext.Fprintf(o.g.io.Out, "pruned seq %d-%d (%d events): the live log starts at seq %d\n  archive %s, sha256 %s\n  recorded: ledger_pruned, seq %d\n",
-		c.FirstSeq, c.LastSeq, c.LastSeq-c.FirstSeq+1, c.LastSeq+1, absPath(o.archive), c.SHA256, seq)
-	if o.g.database == "" {
+	termtext.Fprintf(o.g.IO.Out, "pruned seq %d-%d (%d events): the live log starts at seq %d\n  archive %s, sha256 %s\n  recorded: ledger_pruned, seq %d\n",
+		c.FirstSeq, c.LastSeq, c.LastSeq-c.FirstSeq+1, c.LastSeq+1, AbsPath(o.archive), c.SHA256, seq)
+	if o.g.Database == "" {
 		if _, err := l.DB().ExecContext(ctx, `VACUUM`); err != nil {
-			o.g.log.Warn("VACUUM after the prune failed; the space is reused by later appends", "err", err)
+			o.g.Log.Warn("VACUUM after the prune failed; the space is reused by later appends", "err", err)
 		}
 	}
 	if after := ledgerSize(ctx, o.g, l); sizeBefore > 0 && after > 0 {
 		what := "after VACUUM"
-		if o.g.database != "" {
+		if o.g.Database != "" {
 			what = "after the prune (PostgreSQL reuses the space; VACUUM FULL events returns it)"
 		}
-		termtext.Fprintf(o.g.io.Out, "  database: %d bytes before, %d %s\n", sizeBefore, after, what)
+		termtext.Fprintf(o.g.IO.Out, "  database: %d bytes before, %d %s\n", sizeBefore, after, what)
 	}
 	return nil
 }
@@ -205,9 +205,9 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 // readArchive checks prune's and unprune's --actor, opens their --archive
 // and checks it on its own with the keys plain verify trusts; the file is
 // left open for the write to read again.
-func readArchive(g *globals, path, actor string) (*os.File, *archive.Checked, error) {
+func readArchive(g *Globals, path, actor string) (*os.File, *archive.Checked, error) {
 	if actor != "" {
-		if err := validActor(actor); err != nil {
+		if err := ValidActor(actor); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -220,7 +220,7 @@ func readArchive(g *globals, path, actor string) (*os.File, *archive.Checked, er
 		f.Close()
 		return nil, nil, err
 	}
-	c, err := archive.Read(f, absPath(path), "", replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
+	c, err := archive.Read(f, AbsPath(path), "", replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
 		Expected: len(trust.Verifiers) > 0, OthersUnchecked: trust.OthersUnchecked}))
 	if err != nil {
 		f.Close()
@@ -233,7 +233,7 @@ func readArchive(g *globals, path, actor string) (*os.File, *archive.Checked, er
 func openArchive(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, events.Invalid("--archive", path, "cannot be read: "+errText(err))
+		return nil, events.Invalid("--archive", path, "cannot be read: "+ErrText(err))
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
@@ -243,12 +243,12 @@ func openArchive(path string) (*os.File, error) {
 }
 
 type unpruneOptions struct {
-	g       *globals
+	g       *Globals
 	archive string
 	actor   string
 }
 
-func newUnprune(g *globals) *cobra.Command {
+func NewUnprune(g *Globals) *cobra.Command {
 	o := &unpruneOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "unprune --archive FILE",
@@ -262,7 +262,7 @@ tokens do not move; verify checks the whole log from the genesis again.
 Anything else refuses (exit 2) and changes nothing. Undo several prunes
 last first.`,
 		Example: `  lockledger unprune --archive ledger-2024.jsonl`,
-		Args:    noArgs,
+		Args:    NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runUnprune(cmd.Context(), o) },
 	}
 	cmd.Flags().StringVar(&o.archive, "archive", "", "the archive the last prune recorded (required)")
@@ -279,17 +279,17 @@ func runUnprune(ctx context.Context, o *unpruneOptions) error {
 		return err
 	}
 	defer f.Close()
-	l, err := o.g.open(ctx, rewrites)
+	l, err := o.g.Open(ctx, Rewrites)
 	if err != nil {
 		return err
 	}
-	defer o.g.finish(l)
-	seq, err := l.Unprune(ctx, ledger.Identity{Actor: o.actor, PID: os.Getppid()}, archive.Restore(c, f, l.ID(), absPath(o.archive)))
+	defer o.g.Finish(l)
+	seq, err := l.Unprune(ctx, ledger.Identity{Actor: o.actor, PID: os.Getppid()}, archive.Restore(c, f, l.ID(), AbsPath(o.archive)))
 	if err != nil {
 		return archiveInput(o.archive, err)
 	}
-	termtext.Fprintf(o.g.io.Out, "put seq %d-%d (%d events) back into the live store from %s\n  recorded: ledger_unpruned, seq %d\n",
-		c.FirstSeq, c.LastSeq, c.LastSeq-c.FirstSeq+1, absPath(o.archive), seq)
+	termtext.Fprintf(o.g.IO.Out, "put seq %d-%d (%d events) back into the live store from %s\n  recorded: ledger_unpruned, seq %d\n",
+		c.FirstSeq, c.LastSeq, c.LastSeq-c.FirstSeq+1, AbsPath(o.archive), seq)
 	return nil
 }
 
@@ -304,14 +304,14 @@ func archiveInput(path string, err error) error {
 
 // ledgerSize is the database's size in bytes (SQLite: its pages; PostgreSQL:
 // the events table with its indexes), 0 when it cannot be read.
-func ledgerSize(ctx context.Context, g *globals, l *ledger.Ledger) int64 {
+func ledgerSize(ctx context.Context, g *Globals, l *ledger.Ledger) int64 {
 	query := `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`
-	if g.database != "" {
+	if g.Database != "" {
 		query = `SELECT pg_total_relation_size('events')`
 	}
 	var n int64
 	if err := l.DB().QueryRowContext(ctx, query).Scan(&n); err != nil {
-		g.log.Debug("database size", "err", err)
+		g.Log.Debug("database size", "err", err)
 		return 0
 	}
 	return n
@@ -327,7 +327,7 @@ func (o *verifyOptions) withArchives(rep *replay.Report, opts ...replay.VerifyOp
 		if err != nil {
 			return err
 		}
-		c, err := archive.Read(f, absPath(path), "", opts...)
+		c, err := archive.Read(f, AbsPath(path), "", opts...)
 		f.Close()
 		if errors.Is(err, archive.ErrMismatch) {
 			rep.Add(replay.Problem{Kind: replay.KindCheckpoint, Detail: err.Error()})

@@ -63,7 +63,7 @@ func unknownCommand(root *cobra.Command, args []string) error {
 		}
 		msg += "; did you mean " + hint + "?"
 	}
-	return &usageError{fmt.Errorf("%s", msg)}
+	return &UsageError{fmt.Errorf("%s", msg)}
 }
 
 // flagsOf is every flag cmd parses: its own, its parents' persistent ones

@@ -32,7 +32,7 @@ func TestRunArgs(t *testing.T) {
 		"run":                            "run",
 		"run l -w":                       "run l -w",
 	} {
-		got := runArgs(newRoot(&globals{}), strings.Fields(in))
+		got := runArgs(newRoot(&Globals{}), strings.Fields(in))
 		if !slices.Equal(got, strings.Fields(want)) {
 			t.Errorf("runArgs(%s) = %q, want %q", in, got, want)
 		}

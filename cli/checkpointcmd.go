@@ -10,7 +10,7 @@ import (
 
 // --- checkpoint ---
 
-func newCheckpoint(g *globals) *cobra.Command {
+func NewCheckpoint(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "checkpoint",
 		Short: "Sign a checkpoint of the whole log now, store it and copy it to every --witness",
@@ -27,31 +27,31 @@ before handing an export to an auditor. Exit 1 when a witness cannot be
 written, or a --witness-url witness does not cosign (the checkpoint is
 stored in the ledger all the same).`,
 		Example: `  lockledger checkpoint --signing-key /etc/lockledger/signing.key --witness /mnt/audit/ledger.checkpoints`,
-		Args:    noArgs,
+		Args:    NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runCheckpoint(cmd.Context(), g) },
 	}
 	return cmd
 }
 
-func runCheckpoint(ctx context.Context, g *globals) error {
-	if g.sign.key == "" && !g.trusting() {
+func runCheckpoint(ctx context.Context, g *Globals) error {
+	if g.Sign.Key == "" && !g.Trusting() {
 		return events.Invalid("--signing-key", "", "is required to sign a checkpoint with --unsigned (or LOCKLEDGER_SIGNING_KEY)")
 	}
-	l, err := g.open(ctx, rewrites)
+	l, err := g.Open(ctx, Rewrites)
 	if err != nil {
 		return err
 	}
-	defer g.finish(l)
+	defer g.Finish(l)
 	cp, err := l.Checkpoint(ctx)
 	if cp != nil {
-		if g.json {
-			writeJSON(g.io.Out, cp)
+		if g.JSON {
+			WriteJSON(g.IO.Out, cp)
 		} else {
-			fmt.Fprint(g.io.Out, cp.Note)
+			fmt.Fprint(g.IO.Out, cp.Note)
 		}
 	}
-	if err != nil && cp != nil && g.json {
-		g.sayError(err.Error(), "exit_code", ExitFailure)
+	if err != nil && cp != nil && g.JSON {
+		g.SayError(err.Error(), "exit_code", ExitFailure)
 		return &ExitError{Code: ExitFailure}
 	}
 	return err

@@ -7,18 +7,18 @@ import (
 	"github.com/lockledger/lockledger/internal/termtext"
 )
 
-// csvWriter writes every CSV that lockledger prints (timeline, history,
+// CSVWriter writes every CSV that lockledger prints (timeline, history,
 // export). A cell that a spreadsheet would read as a formula (it begins
 // with = + - @, a tab or a carriage return) is prefixed with a single
 // quote, so an actor or a path that another user chose cannot run in the
 // auditor's spreadsheet; its control characters are escaped as in every
 // text output (termtext), since a CSV is often read on a terminal. JSON
 // and JSONL keep the exact values.
-type csvWriter struct{ w *csv.Writer }
+type CSVWriter struct{ w *csv.Writer }
 
-func newCSVWriter(w io.Writer) *csvWriter { return &csvWriter{w: csv.NewWriter(w)} }
+func NewCSVWriter(w io.Writer) *CSVWriter { return &CSVWriter{w: csv.NewWriter(w)} }
 
-func (c *csvWriter) write(record []string) error {
+func (c *CSVWriter) Write(record []string) error {
 	cells := make([]string, len(record))
 	for i, s := range record {
 		cells[i] = csvCell(s)
@@ -26,7 +26,7 @@ func (c *csvWriter) write(record []string) error {
 	return c.w.Write(cells)
 }
 
-func (c *csvWriter) flush() error {
+func (c *CSVWriter) Flush() error {
 	c.w.Flush()
 	return c.w.Error()
 }

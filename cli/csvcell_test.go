@@ -26,11 +26,11 @@ func TestCSVCellQuotesWhatASpreadsheetRuns(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	w := newCSVWriter(&b)
-	if err := w.write([]string{"=1+1", "x,y", "line\nbreak"}); err != nil {
+	w := NewCSVWriter(&b)
+	if err := w.Write([]string{"=1+1", "x,y", "line\nbreak"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.flush(); err != nil {
+	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&b).ReadAll()

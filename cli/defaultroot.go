@@ -12,11 +12,11 @@ import (
 	"github.com/lockledger/lockledger/events"
 )
 
-// envRoot names the ledger's directory when --root is not given.
-const envRoot = "LOCKLEDGER_ROOT"
+// EnvRoot names the ledger's directory when --root is not given.
+const EnvRoot = "LOCKLEDGER_ROOT"
 
-// rootHelp is how the default of --root is found, for the flag's help.
-const rootHelp = "$" + envRoot + ", else $XDG_STATE_HOME/lockledger, else ~/.local/state/lockledger"
+// RootHelp is how the default of --root is found, for the flag's help.
+const RootHelp = "$" + EnvRoot + ", else $XDG_STATE_HOME/lockledger, else ~/.local/state/lockledger"
 
 // DefaultRoot is the root a command uses when neither --root nor
 // LOCKLEDGER_ROOT is set: this user's state directory, the same
@@ -36,30 +36,30 @@ func DefaultRoot() (string, error) {
 	if home == "" {
 		return "", events.Invalid("--root", "", fmt.Sprintf(
 			"must be given, or %s set: uid %d has no home directory (HOME is unset and the passwd database has no entry) to hold the default ~/.local/state/lockledger",
-			envRoot, os.Getuid()))
+			EnvRoot, os.Getuid()))
 	}
 	return filepath.Join(home, ".local", "state", "lockledger"), nil
 }
 
-// needsNoRoot are the commands that never touch a ledger (and the shell's
+// NeedsNoRoot are the commands that never touch a ledger (and the shell's
 // completion requests, which offer no lock names without a root).
-var needsNoRoot = map[string]bool{"version": true, "keygen": true, "verify-proof": true, "help": true, "completion": true,
+var NeedsNoRoot = map[string]bool{"version": true, "keygen": true, "verify-proof": true, "help": true, "completion": true,
 	"bash": true, "zsh": true, "fish": true, "powershell": true, cobra.ShellCompRequestCmd: true, cobra.ShellCompNoDescRequestCmd: true}
 
-// resolveRoot settles g.root: --root as given (never empty), else
+// ResolveRoot settles g.root: --root as given (never empty), else
 // LOCKLEDGER_ROOT (the flag's default), else DefaultRoot. A command that
 // needs no ledger runs without one.
-func (g *globals) resolveRoot(name string, given bool) error {
-	if given && g.root == "" {
+func (g *Globals) ResolveRoot(name string, given bool) error {
+	if given && g.Root == "" {
 		return events.Invalid("--root", "", "must not be empty")
 	}
-	if g.root != "" {
+	if g.Root != "" {
 		return nil
 	}
 	root, err := DefaultRoot()
-	if err != nil && !needsNoRoot[name] {
+	if err != nil && !NeedsNoRoot[name] {
 		return err
 	}
-	g.root = root
+	g.Root = root
 	return nil
 }

@@ -17,79 +17,79 @@ import (
 
 // Event output formats of history and timeline.
 const (
-	formatTable = "table"
-	formatJSON  = "json"
-	formatJSONL = "jsonl"
-	formatCSV   = "csv"
+	FormatTable = "table"
+	FormatJSON  = "json"
+	FormatJSONL = "jsonl"
+	FormatCSV   = "csv"
 )
 
-// jsonFormat is the format of history and timeline under --json: json
+// JSONFormat is the format of history and timeline under --json: json
 // (one array, as --format json) unless --format names json or jsonl; any
 // other --format contradicts --json.
-func jsonFormat(cmd *cobra.Command, format string) (string, error) {
+func JSONFormat(cmd *cobra.Command, format string) (string, error) {
 	if !cmd.Flags().Changed("format") {
-		return formatJSON, nil
+		return FormatJSON, nil
 	}
-	if format != formatJSON && format != formatJSONL {
+	if format != FormatJSON && format != FormatJSONL {
 		return "", events.Invalid("--format", format, "must be json or jsonl with --json (which writes JSON on stdout)")
 	}
 	return format, nil
 }
 
-// eventSink prints events one at a time, streaming.
-type eventSink interface {
-	event(ev *replay.Event) error
-	close() error
+// EventSink prints events one at a time, streaming.
+type EventSink interface {
+	Event(ev *replay.Event) error
+	Close() error
 }
 
-func newEventSink(format string, w io.Writer, color bool) (eventSink, error) {
+func NewEventSink(format string, w io.Writer, color bool) (EventSink, error) {
 	switch format {
-	case formatTable:
-		return &tableSink{t: newTable(w, color, "SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "OS USER", "PID@HOST", "REQUEST", "DETAILS")}, nil
-	case formatJSON:
+	case FormatTable:
+		return &tableSink{t: NewTable(w, color, "SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "OS USER", "PID@HOST", "REQUEST", "DETAILS")}, nil
+	case FormatJSON:
 		return &jsonSink{w: w}, nil
-	case formatJSONL:
+	case FormatJSONL:
 		return &jsonlSink{w: w}, nil
-	case formatCSV:
-		c := newCSVWriter(w)
+	case FormatCSV:
+		c := NewCSVWriter(w)
 		// uid and user come last, so that the older columns keep their places.
-		err := c.write([]string{"seq", "at", "type", "lock_name", "actor", "host_id", "pid", "request_id", "details", "prev_hash", "hash",
+		err := c.Write([]string{"seq", "at", "type", "lock_name", "actor", "host_id", "pid", "request_id", "details", "prev_hash", "hash",
 			"uid", "user"})
 		return &csvSink{w: c}, err
 	}
 	return nil, events.Invalid("--format", format, "must be table, json, jsonl or csv")
 }
 
-// displayTime is the table's time column: UTC, milliseconds.
-const displayTime = "2006-01-02T15:04:05.000Z"
+// DisplayTime is the table's time column: UTC, milliseconds.
+const DisplayTime = "2006-01-02T15:04:05.000Z"
 
 type tableSink struct {
 	t *table
 	n int
 }
 
-func (s *tableSink) event(ev *replay.Event) error {
+func (s *tableSink) Event(ev *replay.Event) error {
 	s.n++
-	return s.t.row(
-		cell{text: strconv.FormatInt(ev.Seq, 10)},
-		cell{text: ev.Time.Format(displayTime)},
-		cell{text: string(ev.Type), color: eventColor(ev)},
-		cell{text: lockText(ev)},
-		cell{text: ev.Actor},
-		cell{text: osUserText(&ev.Envelope)},
-		cell{text: fmt.Sprintf("%d@%s", ev.PID, ev.HostID)},
-		cell{text: ev.RequestID},
-		cell{text: Details(ev)},
+	return s.t.Row(
+		Cell{Text: strconv.FormatInt(ev.Seq, 10)},
+		Cell{Text: ev.Time.Format(DisplayTime)},
+		Cell{Text: string(ev.Type), Color: EventColor(ev)},
+		Cell{Text: LockText(ev)},
+		Cell{Text: ev.Actor},
+		Cell{Text: OSUserText(&ev.Envelope)},
+		Cell{Text: fmt.Sprintf("%d@%s", ev.PID, ev.HostID)},
+		Cell{Text: ev.RequestID},
+		Cell{Text: Details(ev)},
 	)
 }
 
-func (s *tableSink) close() error { return s.t.flush() }
+func (s *tableSink) Close() error { return s.t.Flush() }
 
 // ledgerWideLock is the table's LOCK cell of an event about the whole
 // ledger (it has no lock_name): no lock can be named so.
 const ledgerWideLock = "(ledger)"
 
-func lockText(ev *replay.Event) string {
+func LockText(ev *replay.Event) string {
 	if ev.Type.LedgerWide() {
 		return ledgerWideLock
 	}
@@ -101,7 +101,7 @@ type jsonSink struct {
 	n int
 }
 
-func (s *jsonSink) event(ev *replay.Event) error {
+func (s *jsonSink) Event(ev *replay.Event) error {
 	sep := ",\n"
 	if s.n == 0 {
 		sep = "[\n"
@@ -114,7 +114,7 @@ func (s *jsonSink) event(ev *replay.Event) error {
 	return err
 }
 
-func (s *jsonSink) close() error {
+func (s *jsonSink) Close() error {
 	end := "\n]\n"
 	if s.n == 0 {
 		end = "[]\n"
@@ -125,26 +125,26 @@ func (s *jsonSink) close() error {
 
 type jsonlSink struct{ w io.Writer }
 
-func (s *jsonlSink) event(ev *replay.Event) error {
+func (s *jsonlSink) Event(ev *replay.Event) error {
 	b := append(ev.JSON(), '\n')
 	_, err := s.w.Write(b)
 	return err
 }
 
-func (s *jsonlSink) close() error { return nil }
+func (s *jsonlSink) Close() error { return nil }
 
-type csvSink struct{ w *csvWriter }
+type csvSink struct{ w *CSVWriter }
 
-func (s *csvSink) event(ev *replay.Event) error {
-	uid, user := osUserColumns(&ev.Envelope)
-	return s.w.write([]string{strconv.FormatInt(ev.Seq, 10), ev.At, string(ev.Type), ev.LockName, ev.Actor, ev.HostID,
+func (s *csvSink) Event(ev *replay.Event) error {
+	uid, user := OSUserColumns(&ev.Envelope)
+	return s.w.Write([]string{strconv.FormatInt(ev.Seq, 10), ev.At, string(ev.Type), ev.LockName, ev.Actor, ev.HostID,
 		strconv.Itoa(ev.PID), ev.RequestID, Details(ev), ev.PrevHash, ev.Hash, uid, user})
 }
 
-// osUserText is the table's OS USER cell: uid(name) as id(1) prints it,
+// OSUserText is the table's OS USER cell: uid(name) as id(1) prints it,
 // the uid alone when the system has no name for it, "-" for an event
 // written before they were recorded.
-func osUserText(env *events.Envelope) string {
+func OSUserText(env *events.Envelope) string {
 	uid, user, ok := env.OSUser()
 	switch {
 	case !ok:
@@ -155,9 +155,9 @@ func osUserText(env *events.Envelope) string {
 	return fmt.Sprintf("%d(%s)", uid, user)
 }
 
-// osUserColumns are the uid and user CSV columns: both empty for an
+// OSUserColumns are the uid and user CSV columns: both empty for an
 // event written before they were recorded.
-func osUserColumns(env *events.Envelope) (uid, user string) {
+func OSUserColumns(env *events.Envelope) (uid, user string) {
 	id, name, ok := env.OSUser()
 	if !ok {
 		return "", ""
@@ -165,7 +165,7 @@ func osUserColumns(env *events.Envelope) (uid, user string) {
 	return strconv.Itoa(id), name
 }
 
-func (s *csvSink) close() error { return s.w.flush() }
+func (s *csvSink) Close() error { return s.w.Flush() }
 
 // modeText says "shared" or "shared, limit N" for a shared holding ("" exclusive).
 func modeText(ev *replay.Event) string {
@@ -426,20 +426,20 @@ const (
 	ansiRed     = "\x1b[31m"
 	ansiGreen   = "\x1b[32m"
 	ansiYellow  = "\x1b[33m"
-	ansiMagenta = "\x1b[35m"
-	ansiDim     = "\x1b[2m"
-	ansiBold    = "\x1b[1m"
-	ansiReset   = "\x1b[0m"
+	AnsiMagenta = "\x1b[35m"
+	AnsiDim     = "\x1b[2m"
+	AnsiBold    = "\x1b[1m"
+	AnsiReset   = "\x1b[0m"
 )
 
-func eventColor(ev *replay.Event) string {
+func EventColor(ev *replay.Event) string {
 	switch ev.Type {
 	case events.LockAcquired:
 		return ansiGreen
 	case events.LockHeartbeat:
-		return ansiDim
+		return AnsiDim
 	case events.LockStolen:
-		return ansiMagenta
+		return AnsiMagenta
 	case events.LockReleased:
 		if ev.Result == events.ResultSuccess && !ev.Forced {
 			return ansiGreen
@@ -450,19 +450,19 @@ func eventColor(ev *replay.Event) string {
 	case events.AcquireBlocked, events.ActionRefused:
 		return ansiYellow
 	case events.LockProjected:
-		return ansiMagenta
+		return AnsiMagenta
 	case events.JobProcesses:
 		if ev.Action == events.JobKilled {
 			return ansiRed
 		}
 		return ansiYellow
 	case events.LedgerExported:
-		return ansiDim
+		return AnsiDim
 	case events.LedgerPruned, events.LedgerUnpruned:
-		return ansiMagenta
+		return AnsiMagenta
 	case events.LedgerVerified:
 		if ev.Result == events.AuditOK {
-			return ansiDim
+			return AnsiDim
 		}
 		return ansiRed
 	case events.LedgerProjected:
@@ -470,9 +470,9 @@ func eventColor(ev *replay.Event) string {
 		case ev.Result == events.AuditRefused:
 			return ansiRed
 		case ev.BrokenChainAccepted:
-			return ansiMagenta
+			return AnsiMagenta
 		}
-		return ansiDim
+		return AnsiDim
 	}
 	return ""
 }

@@ -22,9 +22,9 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 		colour string
 	}{
 		{replay.Event{FencingToken: 1, TTLSeconds: 60}, []string{"token 1, ttl 60s"}, ansiGreen},
-		{replay.Event{}, []string{"renewed"}, ansiDim},
+		{replay.Event{}, []string{"renewed"}, AnsiDim},
 		{replay.Event{Reason: events.ReasonReclaimed, PreviousLock: &events.Record{RequestID: "req_a", PID: 7}},
-			[]string{"reason reclaimed, from req_a"}, ansiMagenta},
+			[]string{"reason reclaimed, from req_a"}, AnsiMagenta},
 		{replay.Event{Result: events.ResultSuccess}, []string{"result success"}, ansiGreen},
 		{replay.Event{ConsecutiveFailures: 3, Error: "busy"}, []string{`3 consecutive failures, error "busy"`}, ansiRed},
 		{replay.Event{State: events.StateHeld, HeldBy: holder}, []string{"state held, held by req_old (alice"}, ansiYellow},
@@ -32,21 +32,21 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 			[]string{`REFUSED release, state held, held by req_old (alice, pid 17409@vm, since 2026-11-22T23:07:24Z), error "not the holder"`}, ansiYellow},
 		{replay.Event{Changes: []string{"lock file restored", "locks row rewritten"}, MovedAside: "/r/locks/x.lock.corrupt-1",
 			BrokenChainAccepted: true, FirstBadSeq: 7},
-			[]string{"BROKEN CHAIN accepted (first bad seq 7), lock file restored; locks row rewritten, moved aside to /r/locks/x.lock.corrupt-1"}, ansiMagenta},
+			[]string{"BROKEN CHAIN accepted (first bad seq 7), lock file restored; locks row rewritten, moved aside to /r/locks/x.lock.corrupt-1"}, AnsiMagenta},
 		{replay.Event{JobRequestID: "req_job", PIDs: []int{11, 12}, Action: events.JobKilled, Note: "left the process group"},
 			[]string{`job req_job: 2 processes killed, pids 11 12, note "left the process group"`}, ansiRed},
 		{replay.Event{Since: "2026-11-22T00:00:00.000000000Z", FirstSeq: 3, LastSeq: 9, Events: 7, Format: "csv",
 			Destination: "/srv/audit.csv"},
-			[]string{"exported 7 events (seq 3-9), since 2026-11-22T00:00:00.000000000Z, as csv to /srv/audit.csv"}, ansiDim},
+			[]string{"exported 7 events (seq 3-9), since 2026-11-22T00:00:00.000000000Z, as csv to /srv/audit.csv"}, AnsiDim},
 		{replay.Event{Result: events.AuditFailed, Problems: 2, FirstBadSeq: 4, Events: 9, FirstSeq: 1, LastSeq: 9,
 			HeadHash: "ab12", File: "/tmp/x.jsonl"},
 			[]string{"FAILED: 2 problems, first bad seq 4, 9 events checked (seq 1-9), head ab12, export file /tmp/x.jsonl"}, ansiRed},
 		{replay.Event{Result: events.AuditOK, Events: 12, Locks: 3, RowsChanged: 1, FilesChanged: 2},
-			[]string{"12 events replayed, 3 locks, 1 row and 2 files changed"}, ansiDim},
+			[]string{"12 events replayed, 3 locks, 1 row and 2 files changed"}, AnsiDim},
 		{replay.Event{FirstSeq: 1, LastSeq: 9, Events: 9, File: "/srv/a.jsonl", Note: events.PruneNote(strings.Repeat("ab", 32), strings.Repeat("cd", 32))},
-			[]string{"pruned 9 events (seq 1-9) from the live store, archive sha256 " + strings.Repeat("ab", 32) + ", archive file /srv/a.jsonl"}, ansiMagenta},
+			[]string{"pruned 9 events (seq 1-9) from the live store, archive sha256 " + strings.Repeat("ab", 32) + ", archive file /srv/a.jsonl"}, AnsiMagenta},
 		{replay.Event{FirstSeq: 1, LastSeq: 9, Events: 9, File: "/srv/a.jsonl", Note: events.PruneNote(strings.Repeat("ab", 32), strings.Repeat("cd", 32))},
-			[]string{"put 9 events (seq 1-9) back into the live store, archive sha256 " + strings.Repeat("ab", 32) + ", archive file /srv/a.jsonl"}, ansiMagenta},
+			[]string{"put 9 events (seq 1-9) back into the live store, archive sha256 " + strings.Repeat("ab", 32) + ", archive file /srv/a.jsonl"}, AnsiMagenta},
 	}
 	for i, typ := range events.Types {
 		if i >= len(cases) {
@@ -60,7 +60,7 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 				t.Errorf("%s: details %q lack %q", typ, got, w)
 			}
 		}
-		if col := eventColor(&c.ev); col != c.colour {
+		if col := EventColor(&c.ev); col != c.colour {
 			t.Errorf("%s: colour %q, want %q", typ, col, c.colour)
 		}
 	}
@@ -72,7 +72,7 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 	if got, want := Details(&rel), "FORCED, released req_old, DISPLACED by foreign:bso (bso, pid 4711@vm) via bso file /srv/app/.bso.lock"; !strings.Contains(got, want) {
 		t.Errorf("displaced release: %q lacks %q", got, want)
 	}
-	if eventColor(&rel) != ansiRed {
+	if EventColor(&rel) != ansiRed {
 		t.Errorf("displaced release is not red")
 	}
 	// Processes left running are a warning, not a kill; a long pid list is cut.
@@ -81,21 +81,21 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 	if got, want := Details(&left), "job r: 10 processes left running, pids 1 2 3 4 5 6 7 8 and 2 more"; got != want {
 		t.Errorf("left running: %q, want %q", got, want)
 	}
-	if eventColor(&left) != ansiYellow {
-		t.Errorf("left running: colour %q", eventColor(&left))
+	if EventColor(&left) != ansiYellow {
+		t.Errorf("left running: colour %q", EventColor(&left))
 	}
 	// A refused project and one forced through a damaged log say so.
 	refused := replay.Event{Result: events.AuditRefused, Problems: 1, FirstBadSeq: 7, Events: 12, Locks: 3}
 	refused.Type = events.LedgerProjected
 	if got, want := Details(&refused), "REFUSED: damaged log (1 problem, first bad seq 7), 12 events replayed, 3 locks"; got != want ||
-		eventColor(&refused) != ansiRed {
-		t.Errorf("refused project: %q (colour %q), want %q in red", got, eventColor(&refused), want)
+		EventColor(&refused) != ansiRed {
+		t.Errorf("refused project: %q (colour %q), want %q in red", got, EventColor(&refused), want)
 	}
 	forced := replay.Event{Result: events.AuditOK, BrokenChainAccepted: true, FirstBadSeq: 7, Events: 1, Locks: 1}
 	forced.Type = events.LedgerProjected
 	if got, want := Details(&forced), "BROKEN CHAIN accepted (first bad seq 7), 1 event replayed, 1 lock, no change"; got != want ||
-		eventColor(&forced) != ansiMagenta {
-		t.Errorf("forced project: %q (colour %q), want %q in magenta", got, eventColor(&forced), want)
+		EventColor(&forced) != AnsiMagenta {
+		t.Errorf("forced project: %q (colour %q), want %q in magenta", got, EventColor(&forced), want)
 	}
 	ok := replay.Event{Result: events.AuditOK, Events: 0}
 	ok.Type = events.LedgerVerified

@@ -18,17 +18,17 @@ import (
 )
 
 type exportOptions struct {
-	g           *globals
+	g           *Globals
 	format      string
 	out         string
 	actor       string
 	checkpoints bool
-	timeRange
+	TimeRange
 	cmd    *cobra.Command
 	follow followOptions
 }
 
-func newExport(g *globals) *cobra.Command {
+func NewExport(g *Globals) *cobra.Command {
 	o := &exportOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "export [--format jsonl|csv] [--since T] [--until T] [-o FILE] | export --follow [--after-seq N] [--format jsonl|cloudevents|syslog]",
@@ -69,16 +69,16 @@ that it could not record itself.` + followHelp,
 		Example: `  lockledger export -o ledger-2025-03.jsonl --since 2025-03-01 --until 2025-04-01
   lockledger verify --file ledger-2025-03.jsonl
   lockledger export --follow --format cloudevents --after-seq 41873 >>/var/log/lockledger/events.jsonl`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runExport(cmd.Context(), o) },
 	}
 	o.cmd = cmd
 	o.registerFollow()
 	fl := cmd.Flags()
-	fl.StringVar(&o.format, "format", formatJSONL, "jsonl or csv; with --follow, jsonl, cloudevents or syslog")
+	fl.StringVar(&o.format, "format", FormatJSONL, "jsonl or csv; with --follow, jsonl, cloudevents or syslog")
 	fl.StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0600, renamed into place when complete) instead of stdout")
-	fl.StringVar(&o.since, "since", "", "from the first event at or after this time (RFC 3339, or a duration ago)")
-	fl.StringVar(&o.until, "until", "", "to the last event at or before this time")
+	fl.StringVar(&o.Since, "since", "", "from the first event at or after this time (RFC 3339, or a duration ago)")
+	fl.StringVar(&o.Until, "until", "", "to the last event at or before this time")
 	fl.StringVar(&o.actor, "actor", "", "who exports, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	fl.BoolVar(&o.checkpoints, "checkpoints", true, "jsonl: carry the signed checkpoints the export covers, before its events")
 	return cmd
@@ -87,17 +87,17 @@ that it could not record itself.` + followHelp,
 // writeCheckpointLines writes the tree, checkpoint and cosignature lines
 // of a jsonl export of seq from-to, when the ledger holds checkpoints or
 // cosignatures it covers.
-func writeCheckpointLines(ctx context.Context, r *reader, w io.Writer, from, to int64) error {
-	cps, err := store.StoredCheckpoints(ctx, r.tx, max(from-1, 1), to)
+func writeCheckpointLines(ctx context.Context, r *Reader, w io.Writer, from, to int64) error {
+	cps, err := store.StoredCheckpoints(ctx, r.Tx, max(from-1, 1), to)
 	if err != nil {
 		return err
 	}
-	cos, err := coveredCosignatures(ctx, r.tx, from, to)
+	cos, err := CoveredCosignatures(ctx, r.Tx, from, to)
 	if err != nil || len(cps)+len(cos) == 0 {
 		return err
 	}
 	if from > 1 {
-		tree, err := checkpoint.TreeFrom(from-1, store.TreeReader(ctx, r.tx))
+		tree, err := checkpoint.TreeFrom(from-1, store.TreeReader(ctx, r.Tx))
 		if err != nil {
 			return fmt.Errorf("export: the Merkle tree before seq %d: %w (lockledger verify says why)", from, err)
 		}
@@ -125,15 +125,15 @@ func runExport(ctx context.Context, o *exportOptions) error {
 		}
 		return runFollow(ctx, o)
 	}
-	if o.format != formatJSONL && o.format != formatCSV {
+	if o.format != FormatJSONL && o.format != FormatCSV {
 		return events.Invalid("--format", o.format, "must be jsonl or csv")
 	}
-	since, until, err := o.timeRange.parse(time.Now())
+	since, until, err := o.TimeRange.Parse(time.Now())
 	if err != nil {
 		return err
 	}
 	if o.actor != "" {
-		if err := validActor(o.actor); err != nil {
+		if err := ValidActor(o.actor); err != nil {
 			return err
 		}
 	}
@@ -141,7 +141,7 @@ func runExport(ctx context.Context, o *exportOptions) error {
 	if err != nil {
 		return err
 	}
-	o.g.recordAccess(ctx, "export", events.LedgerExported, o.actor, done)
+	o.g.RecordAccess(ctx, "export", events.LedgerExported, o.actor, done)
 	return nil
 }
 
@@ -155,47 +155,47 @@ func export(ctx context.Context, o *exportOptions, since, until time.Time) (*eve
 		done.Until = events.FormatTime(until)
 	}
 	if o.out != "" {
-		done.Destination = absPath(o.out)
+		done.Destination = AbsPath(o.out)
 	}
 	err := exportTo(ctx, o, since, until, done)
 	return done, err
 }
 
 func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, done *events.Exported) error {
-	w, file, err := o.g.outputOrStdout(o.out)
+	w, file, err := o.g.OutputOrStdout(o.out)
 	if err != nil {
 		return err
 	}
 	if file != nil {
 		defer file.Abort()
 	}
-	r, err := o.g.openRead(ctx)
+	r, err := o.g.OpenRead(ctx)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	from, to, ok, err := replay.SeqRange(ctx, r.tx, since, until)
+	defer r.Close()
+	from, to, ok, err := replay.SeqRange(ctx, r.Tx, since, until)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	n := 0
-	if ok && o.format == formatJSONL && o.checkpoints {
+	if ok && o.format == FormatJSONL && o.checkpoints {
 		if err := writeCheckpointLines(ctx, r, bw, from, to); err != nil {
 			return err
 		}
 	}
 	if ok {
 		write := func(row *replay.Row) error { return replay.WriteExportLine(bw, row) }
-		var cw *csvWriter
-		if o.format == formatCSV {
-			cw = newCSVWriter(bw)
-			if err := cw.write(exportCSVHeader); err != nil {
+		var cw *CSVWriter
+		if o.format == FormatCSV {
+			cw = NewCSVWriter(bw)
+			if err := cw.Write(exportCSVHeader); err != nil {
 				return err
 			}
-			write = func(row *replay.Row) error { return cw.write(csvRecord(row)) }
+			write = func(row *replay.Row) error { return cw.Write(csvRecord(row)) }
 		}
-		err = replay.ScanRows(ctx, r.tx, replay.Filter{FromSeq: from, ToSeq: to}, func(row *replay.Row) error {
+		err = replay.ScanRows(ctx, r.Tx, replay.Filter{FromSeq: from, ToSeq: to}, func(row *replay.Row) error {
 			n++
 			return write(row)
 		})
@@ -203,29 +203,29 @@ func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, don
 			return err
 		}
 		if cw != nil {
-			if err := cw.flush(); err != nil {
+			if err := cw.Flush(); err != nil {
 				return err
 			}
 		}
-	} else if o.format == formatCSV {
-		cw := newCSVWriter(bw)
-		_ = cw.write(exportCSVHeader)
-		_ = cw.flush()
+	} else if o.format == FormatCSV {
+		cw := NewCSVWriter(bw)
+		_ = cw.Write(exportCSVHeader)
+		_ = cw.Flush()
 	}
 	if err := bw.Flush(); err != nil {
 		return err
 	}
 	if file != nil {
-		if err := o.g.commitOutput("-o", file); err != nil {
+		if err := o.g.CommitOutput("-o", file); err != nil {
 			return err
 		}
 	}
 	done.Events = int64(n)
 	if ok {
 		done.FirstSeq, done.LastSeq = from, to
-		o.g.log.Info("exported", "events", n, "from_seq", from, "to_seq", to)
+		o.g.Log.Info("exported", "events", n, "from_seq", from, "to_seq", to)
 	} else {
-		o.g.log.Info("no events to export")
+		o.g.Log.Info("no events to export")
 	}
 	return nil
 }
@@ -238,7 +238,7 @@ var exportCSVHeader = []string{"seq", "event_id", "at", "type", "lock_name", "re
 func csvRecord(row *replay.Row) []string {
 	var env events.Envelope
 	_ = json.Unmarshal(row.Body, &env) // a damaged body leaves the columns empty; body keeps it
-	uid, user := osUserColumns(&env)
+	uid, user := OSUserColumns(&env)
 	return []string{strconv.FormatInt(row.Seq, 10), env.EventID, env.At, string(env.Type), env.LockName, env.RequestID,
 		env.Actor, env.HostID, strconv.Itoa(env.PID), row.PrevHash, row.Hash, string(row.Body), uid, user}
 }

@@ -57,27 +57,27 @@ func (o *exportOptions) checkFollow() error {
 		return events.Invalid("--after-seq", strconv.FormatInt(o.follow.after, 10), "must be 0 or more")
 	case o.out != "":
 		return events.Invalid("-o", o.out, "is not for --follow, which writes to standard output until stopped")
-	case o.since != "" || o.until != "":
-		return events.Invalid("--since/--until", o.since+o.until, "are not for --follow: use --after-seq")
+	case o.Since != "" || o.Until != "":
+		return events.Invalid("--since/--until", o.Since+o.Until, "are not for --follow: use --after-seq")
 	}
 	return nil
 }
 
 // runFollow is export --follow, its flags checked (checkFollow).
 func runFollow(ctx context.Context, o *exportOptions) error {
-	every, interval, err := o.g.checkpointPolicy()
+	every, interval, err := o.g.CheckpointPolicy()
 	if err != nil {
 		return err
 	}
-	l, err := o.g.open(ctx, reads)
+	l, err := o.g.Open(ctx, Reads)
 	if err != nil {
 		return err
 	}
-	defer o.g.finish(l)
+	defer o.g.Finish(l)
 	host, _ := os.Hostname()
-	w, err := stream.NewWriter(o.format, o.g.io.Out, l.ID(), host)
+	w, err := stream.NewWriter(o.format, o.g.IO.Out, l.ID(), host)
 	if err != nil {
 		return err
 	}
-	return stream.Follow(ctx, l, w, stream.Options{After: o.follow.after, Every: every, Interval: interval, Log: o.g.log})
+	return stream.Follow(ctx, l, w, stream.Options{After: o.follow.after, Every: every, Interval: interval, Log: o.g.Log})
 }

@@ -42,11 +42,11 @@ type ExitError struct{ Code int }
 
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
-// usageError marks a command-line error found before any command ran.
-type usageError struct{ err error }
+// UsageError marks a command-line error found before any command ran.
+type UsageError struct{ err error }
 
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
+func (e *UsageError) Error() string { return e.err.Error() }
+func (e *UsageError) Unwrap() error { return e.err }
 
 // IO is what a command reads and writes.
 type IO struct {
@@ -55,36 +55,36 @@ type IO struct {
 	ErrOut io.Writer
 }
 
-// globals are the persistent flags.
-type globals struct {
-	io        IO
-	root      string
-	database  string
-	json      bool
-	logLevel  string
-	logFormat string
-	quiet     bool
-	group     string
-	log       *slog.Logger
-	sign      signFlags
+// Globals are the persistent flags.
+type Globals struct {
+	IO        IO
+	Root      string
+	Database  string
+	JSON      bool
+	LogLevel  string
+	LogFormat string
+	Quiet     bool
+	Group     string
+	Log       *slog.Logger
+	Sign      signFlags
 	trust     *trust.Store // trustStore
 	key       *trust.Key   // defaultKey
-	jqExpr    string
+	JQExpr    string
 	jq        *jqFilter // --jq: stdout held back until the command is done
 }
 
-// sayError writes a command's final failure on stderr in the form of its
+// SayError writes a command's final failure on stderr in the form of its
 // log: one JSON object per line with --log-format json (so a log shipper
 // reading stderr gets no plain line), else "lockledger: MSG".
-func (g *globals) sayError(msg string, attrs ...any) {
-	if g.logFormat == "json" {
-		slog.New(slog.NewJSONHandler(g.io.ErrOut, nil)).Error(msg, attrs...)
+func (g *Globals) SayError(msg string, attrs ...any) {
+	if g.LogFormat == "json" {
+		slog.New(slog.NewJSONHandler(g.IO.ErrOut, nil)).Error(msg, attrs...)
 		return
 	}
-	fmt.Fprintf(g.io.ErrOut, "lockledger: %s\n", termtext.Escape(msg))
+	fmt.Fprintf(g.IO.ErrOut, "lockledger: %s\n", termtext.Escape(msg))
 }
 
-func writeJSON(w io.Writer, v any) {
+func WriteJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)

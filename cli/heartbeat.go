@@ -11,12 +11,12 @@ import (
 )
 
 type heartbeatOptions struct {
-	g         *globals
+	g         *Globals
 	lock      string
 	requestID string
 }
 
-func newHeartbeat(g *globals) *cobra.Command {
+func NewHeartbeat(g *Globals) *cobra.Command {
 	o := &heartbeatOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "heartbeat NAME --request-id R",
@@ -29,7 +29,7 @@ name) or released it itself, nothing was lost: the message says which
 ("never held it", "released it at seq N") and the refusal is recorded as
 action_refused.`,
 		Example: `  while sleep 60; do lockledger heartbeat deploy-prod --request-id "$rid" || break; done`,
-		Args:    exactlyOneLock,
+		Args:    ExactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
 			return runHeartbeat(cmd.Context(), o)
@@ -49,20 +49,20 @@ func runHeartbeat(ctx context.Context, o *heartbeatOptions) error {
 	if err := events.ValidateRequestID(o.requestID); err != nil {
 		return err
 	}
-	l, err := o.g.open(ctx, writes)
+	l, err := o.g.Open(ctx, Writes)
 	if err != nil {
 		return err
 	}
-	defer o.g.finish(l)
+	defer o.g.Finish(l)
 	a, err := l.Heartbeat(ctx, o.lock, ledger.Identity{RequestID: o.requestID, PID: os.Getppid()})
 	if err != nil {
 		return err
 	}
-	if o.g.json {
+	if o.g.JSON {
 		obj := acquisitionObject(a)
 		obj.Status = "heartbeat"
-		writeJSON(o.g.io.Out, obj)
+		WriteJSON(o.g.IO.Out, obj)
 	}
-	o.g.log.Debug("heartbeat", "lock", o.lock, "at", a.Record.LastHeartbeatAt)
+	o.g.Log.Debug("heartbeat", "lock", o.lock, "at", a.Record.LastHeartbeatAt)
 	return nil
 }

@@ -11,13 +11,13 @@ import (
 )
 
 type historyOptions struct {
-	g      *globals
+	g      *Globals
 	lock   string
 	format string
-	timeRange
+	TimeRange
 }
 
-func newHistory(g *globals) *cobra.Command {
+func NewHistory(g *Globals) *cobra.Command {
 	o := &historyOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "history NAME",
@@ -28,11 +28,11 @@ timeline (history NAME is timeline --lock NAME; --json is --format json).
 history only reads.`,
 		Example: `  lockledger history deploy-prod
   lockledger history deploy-prod --since 24h --format csv`,
-		Args: exactlyOneLock,
+		Args: ExactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
-			if o.g.json {
-				f, err := jsonFormat(cmd, o.format)
+			if o.g.JSON {
+				f, err := JSONFormat(cmd, o.format)
 				if err != nil {
 					return err
 				}
@@ -42,9 +42,9 @@ history only reads.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.since, "since", "", "from this time on (RFC 3339, or a duration ago: 2h)")
-	fl.StringVar(&o.until, "until", "", "up to this time (RFC 3339, or a duration ago)")
-	fl.StringVar(&o.format, "format", formatTable, "table, json, jsonl or csv")
+	fl.StringVar(&o.Since, "since", "", "from this time on (RFC 3339, or a duration ago: 2h)")
+	fl.StringVar(&o.Until, "until", "", "up to this time (RFC 3339, or a duration ago)")
+	fl.StringVar(&o.format, "format", FormatTable, "table, json, jsonl or csv")
 	return cmd
 }
 
@@ -52,7 +52,7 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 	if err := events.ValidateLockName(o.lock); err != nil {
 		return err
 	}
-	since, until, err := o.timeRange.parse(time.Now())
+	since, until, err := o.TimeRange.Parse(time.Now())
 	if err != nil {
 		return err
 	}

@@ -106,15 +106,15 @@ const holderAdvice = "run acquire with --holder parent (or --pid) when a wrapper
 
 // checkHolder warns when the holder just recorded for lock is a process
 // about to exit (see the comment at the top).
-func checkHolder(g *globals, lock string, pid int) {
+func checkHolder(g *Globals, lock string, pid int) {
 	comm := proc.Comm(pid)
 	switch {
 	case wrappers[comm]:
-		g.log.Warn("the holder recorded is a wrapper that exits when lockledger does: the lock will count as dead at once; "+holderAdvice,
+		g.Log.Warn("the holder recorded is a wrapper that exits when lockledger does: the lock will count as dead at once; "+holderAdvice,
 			"lock", lock, "holder_pid", pid, "holder", comm)
-	case shells[comm] && runsScript(pid) && !discarded(g.io.ErrOut) && g.log.Enabled(context.Background(), slog.LevelWarn):
+	case shells[comm] && runsScript(pid) && !discarded(g.IO.ErrOut) && g.Log.Enabled(context.Background(), slog.LevelWarn):
 		if err := spawnWatcher(g, lock, pid, comm); err != nil {
-			g.log.Debug("cannot watch the holder", "err", err)
+			g.Log.Debug("cannot watch the holder", "err", err)
 		}
 	}
 }
@@ -135,7 +135,7 @@ func discarded(w any) bool {
 
 const watchCommand = "__watch-holder"
 
-func newWatchHolder(g *globals) *cobra.Command {
+func NewWatchHolder(g *Globals) *cobra.Command {
 	var lock, comm string
 	var pid int
 	cmd := &cobra.Command{
@@ -147,7 +147,7 @@ func newWatchHolder(g *globals) *cobra.Command {
 			if err != nil || !exited {
 				return err
 			}
-			g.log.Warn(fmt.Sprintf("the holder recorded exited within %s of the acquire: the lock counts as dead and the next acquire takes it over; %s", holderWatch, holderAdvice),
+			g.Log.Warn(fmt.Sprintf("the holder recorded exited within %s of the acquire: the lock counts as dead and the next acquire takes it over; %s", holderWatch, holderAdvice),
 				"lock", lock, "holder_pid", pid, "holder", comm)
 			return nil
 		},

@@ -15,7 +15,7 @@ import (
 // for it. The pidfd is opened here, while pid is certainly the holder
 // (it cannot exit before lockledger does unless it runs it in the
 // background), and handed over.
-func spawnWatcher(g *globals, lock string, pid int, comm string) error {
+func spawnWatcher(g *Globals, lock string, pid int, comm string) error {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return err
@@ -26,10 +26,10 @@ func spawnWatcher(g *globals, lock string, pid int, comm string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "--log-level", g.logLevel, "--log-format", g.logFormat, watchCommand,
+	cmd := exec.Command(self, "--log-level", g.LogLevel, "--log-format", g.LogFormat, watchCommand,
 		"--lock", lock, "--pid", strconv.Itoa(pid), "--comm", comm)
 	cmd.Stderr = os.Stderr
-	if f, ok := g.io.ErrOut.(*os.File); ok {
+	if f, ok := g.IO.ErrOut.(*os.File); ok {
 		cmd.Stderr = f
 	}
 	cmd.ExtraFiles = []*os.File{pidfd} // fd 3

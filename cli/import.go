@@ -15,12 +15,12 @@ import (
 )
 
 type importOptions struct {
-	g            *globals
+	g            *Globals
 	from         string
 	acceptBroken bool
 }
 
-func newImport(g *globals) *cobra.Command {
+func NewImport(g *Globals) *cobra.Command {
 	o := &importOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "import --from ROOT --database URL",
@@ -42,7 +42,7 @@ follows records that the damage was accepted (ledger_projected,
 broken_chain_accepted). The copy is one transaction: a failure leaves
 --database empty, and the import can be run again.`,
 		Example: `  lockledger import --from /var/lib/lockledger --database postgres://lockledger@db/locks`,
-		Args:    noArgs,
+		Args:    NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runImport(cmd.Context(), o) },
 	}
 	cmd.Flags().StringVar(&o.from, "from", "", "the root of the SQLite ledger to move (required)")
@@ -52,16 +52,16 @@ broken_chain_accepted). The copy is one transaction: a failure leaves
 
 func runImport(ctx context.Context, o *importOptions) error {
 	if o.from == "" {
-		return &usageError{fmt.Errorf("import: --from: is required (the root of the ledger to move)")}
+		return &UsageError{fmt.Errorf("import: --from: is required (the root of the ledger to move)")}
 	}
-	if o.g.database == "" {
-		return &usageError{fmt.Errorf("import: --database: is required (the PostgreSQL database to move the ledger into; or LOCKLEDGER_DATABASE_URL)")}
+	if o.g.Database == "" {
+		return &UsageError{fmt.Errorf("import: --database: is required (the PostgreSQL database to move the ledger into; or LOCKLEDGER_DATABASE_URL)")}
 	}
-	from, err := ledger.Open(ctx, o.from, ledger.WithLogger(o.g.log), ledger.MustExist())
+	from, err := ledger.Open(ctx, o.from, ledger.WithLogger(o.g.Log), ledger.MustExist())
 	if err != nil {
 		return err
 	}
-	defer o.g.finish(from)
+	defer o.g.Finish(from)
 	source, err := from.Verify(ctx)
 	if err != nil {
 		return err
@@ -73,14 +73,14 @@ func runImport(ctx context.Context, o *importOptions) error {
 			from.Source(), ledger.ErrBrokenChain, bad.Seq, bad.Kind, bad.Detail, source.ProblemCount,
 			termtext.Plural(source.ProblemCount, "problem", "problems"), from.Root())
 	}
-	to, err := o.g.open(ctx, writes, ledger.WithPin(store.PinSkip)) // the root pins the ledger imported
+	to, err := o.g.Open(ctx, Writes, ledger.WithPin(store.PinSkip)) // the root pins the ledger imported
 	if err != nil {
 		return err
 	}
 	empty := to.ID()
 	rep, err := to.Import(ctx, from)
-	if err == nil && o.g.trusting() && empty != to.ID() {
-		err = o.g.repin(to, empty)
+	if err == nil && o.g.Trusting() && empty != to.ID() {
+		err = o.g.Repin(to, empty)
 	}
 	if err == nil && (to.Root() != from.Root() || !source.OK) {
 		// This host's lock files of the locks it holds go to the new root;
@@ -95,7 +95,7 @@ func runImport(ctx context.Context, o *importOptions) error {
 	if err == nil {
 		kept, err = headKept(ctx, to, rep)
 	}
-	o.g.finish(to)
+	o.g.Finish(to)
 	if err != nil {
 		return err
 	}
@@ -103,13 +103,13 @@ func runImport(ctx context.Context, o *importOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.g.json {
-		writeJSON(o.g.io.Out, struct {
+	if o.g.JSON {
+		WriteJSON(o.g.IO.Out, struct {
 			*ledger.ImportReport
 			Verify *replay.Report `json:"verify"`
 		}{rep, check})
 	} else {
-		tw := tabwriter.NewWriter(o.g.io.Out, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(o.g.IO.Out, 0, 0, 2, ' ', 0)
 		termtext.Fprintf(tw, "import: %s -> %s\n", from.Source(), to.Source())
 		termtext.Fprintf(tw, "  ledger id\t%s\n", rep.LedgerID)
 		termtext.Fprintf(tw, "  events\t%d (head seq %d, %s)\n", rep.Events, rep.HeadSeq, rep.HeadHash)
@@ -119,7 +119,7 @@ func runImport(ctx context.Context, o *importOptions) error {
 			termtext.Fprintf(tw, "  damage\tfirst bad seq %d, %s: copied as it reads (--accept-broken-chain)\n", source.FirstBad.Seq, source.FirstBad.Kind)
 		}
 		tw.Flush()
-		printReport(o.g.io.Out, check)
+		printReport(o.g.IO.Out, check)
 	}
 	if !check.OK && source.OK || !kept {
 		return &ExitError{Code: ExitFailure}

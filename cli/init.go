@@ -20,7 +20,7 @@ type initObject struct {
 	Root     string `json:"root"`
 }
 
-func newInit(g *globals) *cobra.Command {
+func NewInit(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "init",
 		Short: "Create the ledger (ROOT/ledger.db, or the tables of --database) if there is none",
@@ -37,7 +37,7 @@ root.`,
   lockledger --database postgres://lockledger@db.internal/locks init`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return &usageError{errors.New("init: takes no arguments")}
+				return &UsageError{errors.New("init: takes no arguments")}
 			}
 			return nil
 		},
@@ -45,36 +45,36 @@ root.`,
 	}
 }
 
-func runInit(ctx context.Context, g *globals) error {
+func runInit(ctx context.Context, g *Globals) error {
 	status := "exists"
-	l, err := g.openExisting(ctx)
+	l, err := g.OpenExisting(ctx)
 	if errors.Is(err, ledger.ErrOldSchema) {
 		// A ledger written by an older lockledger is there: the next
 		// writing command upgrades it, init writes nothing.
-		where := g.whereAttr()
-		if g.json {
-			writeJSON(g.io.Out, map[string]any{"status": "exists", "old_schema": true, where[0].(string): where[1]})
+		where := g.WhereAttr()
+		if g.JSON {
+			WriteJSON(g.IO.Out, map[string]any{"status": "exists", "old_schema": true, where[0].(string): where[1]})
 		} else {
-			termtext.Fprintf(g.io.Out, "init: a ledger written by an older lockledger is already in %s; nothing written (the next writing command upgrades it)\n", where[1])
+			termtext.Fprintf(g.IO.Out, "init: a ledger written by an older lockledger is already in %s; nothing written (the next writing command upgrades it)\n", where[1])
 		}
 		return nil
 	}
 	if errors.Is(err, ledger.ErrNoLedger) {
 		status = "created"
-		l, err = g.open(ctx, writes)
+		l, err = g.Open(ctx, Writes)
 	}
 	if err != nil {
 		return err
 	}
-	defer g.finish(l)
+	defer g.Finish(l)
 	o := initObject{Status: status, LedgerID: l.ID(), Source: l.Source(), Root: l.Root()}
 	switch {
-	case g.json:
-		writeJSON(g.io.Out, o)
+	case g.JSON:
+		WriteJSON(g.IO.Out, o)
 	case status == "created":
-		termtext.Fprintf(g.io.Out, "init: created ledger %s in %s\n", o.LedgerID, o.Source)
+		termtext.Fprintf(g.IO.Out, "init: created ledger %s in %s\n", o.LedgerID, o.Source)
 	default:
-		termtext.Fprintf(g.io.Out, "init: ledger %s is already in %s; nothing written\n", o.LedgerID, o.Source)
+		termtext.Fprintf(g.IO.Out, "init: ledger %s is already in %s; nothing written\n", o.LedgerID, o.Source)
 	}
 	return nil
 }

@@ -22,9 +22,9 @@ type jqFilter struct {
 	held bytes.Buffer // what the command wrote
 }
 
-// startJQ parses expr and diverts stdout until g.finishJQ.
-func (g *globals) startJQ(expr string) error {
-	g.json = true // an expression refused is answered in JSON too
+// StartJQ parses expr and diverts stdout until g.finishJQ.
+func (g *Globals) StartJQ(expr string) error {
+	g.JSON = true // an expression refused is answered in JSON too
 	q, err := gojq.Parse(expr)
 	if err != nil {
 		return events.Invalid("--jq", expr, "is not a jq expression: "+err.Error())
@@ -33,30 +33,30 @@ func (g *globals) startJQ(expr string) error {
 	if err != nil {
 		return events.Invalid("--jq", expr, err.Error())
 	}
-	g.jq = &jqFilter{code: code, out: g.io.Out}
-	g.json = true
-	g.io.Out = &g.jq.held
+	g.jq = &jqFilter{code: code, out: g.IO.Out}
+	g.JSON = true
+	g.IO.Out = &g.jq.held
 	return nil
 }
 
-// stdout is where output that is not lockledger's own goes (run's
+// Stdout is where output that is not lockledger's own goes (run's
 // command): the real stdout, never the --jq filter.
-func (g *globals) stdout() io.Writer {
+func (g *Globals) Stdout() io.Writer {
 	if g.jq != nil {
 		return g.jq.out
 	}
-	return g.io.Out
+	return g.IO.Out
 }
 
-// finishJQ writes the results of --jq on what the command wrote, and
+// FinishJQ writes the results of --jq on what the command wrote, and
 // returns code, or ExitFailure when the expression failed on a document
 // of a command that succeeded.
-func (g *globals) finishJQ(code int) int {
+func (g *Globals) FinishJQ(code int) int {
 	if g.jq == nil {
 		return code
 	}
 	f := g.jq
-	g.io.Out, g.jq = f.out, nil
+	g.IO.Out, g.jq = f.out, nil
 	dec := json.NewDecoder(&f.held)
 	dec.UseNumber()
 	for {
@@ -64,7 +64,7 @@ func (g *globals) finishJQ(code int) int {
 		if err := dec.Decode(&v); errors.Is(err, io.EOF) {
 			return code
 		} else if err != nil {
-			g.sayError(fmt.Sprintf("--jq: the output is not JSON: %v", err))
+			g.SayError(fmt.Sprintf("--jq: the output is not JSON: %v", err))
 			return max(code, ExitFailure)
 		}
 		iter := f.code.Run(normalize(v))
@@ -78,14 +78,14 @@ func (g *globals) finishJQ(code int) int {
 				if errors.As(err, &halt) && halt.Value() == nil {
 					break
 				}
-				g.sayError("--jq: " + err.Error())
+				g.SayError("--jq: " + err.Error())
 				return max(code, ExitFailure)
 			}
 			if s, isString := r.(string); isString {
 				fmt.Fprintln(f.out, s)
 				continue
 			}
-			writeJSON(f.out, r)
+			WriteJSON(f.out, r)
 		}
 	}
 }

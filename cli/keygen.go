@@ -15,12 +15,12 @@ import (
 // --- keygen ---
 
 type keygenOptions struct {
-	g    *globals
+	g    *Globals
 	name string
 	out  string
 }
 
-func newKeygen(g *globals) *cobra.Command {
+func NewKeygen(g *Globals) *cobra.Command {
 	o := &keygenOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "keygen --name NAME -o FILE",
@@ -36,7 +36,7 @@ user that only the writers run as, another host, a secrets store
 protects nothing, and is refused (exit 2).`,
 		Example: `  lockledger keygen --name ops-ledger -o /etc/lockledger/signing.key > ops-ledger.vkey
   LOCKLEDGER_SIGNING_KEY=/etc/lockledger/signing.key lockledger checkpoint`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runKeygen(o) },
 	}
 	cmd.Flags().StringVar(&o.name, "name", "", "the key's name, shown on every signature (no spaces, no '+')")
@@ -51,8 +51,8 @@ func runKeygen(o *keygenOptions) error {
 	if o.out == "" {
 		return events.Invalid("-o", o.out, "is required: the file to write the signer key to")
 	}
-	if insideRoot(o.g.root, o.out) {
-		return keyInRoot("-o", o.out, o.g.root)
+	if InsideRoot(o.g.Root, o.out) {
+		return KeyInRoot("-o", o.out, o.g.Root)
 	}
 	vkey, err := writeKey(o)
 	if errors.Is(err, fs.ErrExist) {
@@ -61,18 +61,18 @@ func runKeygen(o *keygenOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.g.json {
-		writeJSON(o.g.io.Out, map[string]string{"name": o.name, "verifier_key": vkey, "signer_key_file": o.out})
+	if o.g.JSON {
+		WriteJSON(o.g.IO.Out, map[string]string{"name": o.name, "verifier_key": vkey, "signer_key_file": o.out})
 		return nil
 	}
-	fmt.Fprintln(o.g.io.Out, vkey)
+	fmt.Fprintln(o.g.IO.Out, vkey)
 	return nil
 }
 
 // writeKey makes a key, writes its signer key to a new file at o.out and
 // returns its verifier key.
 func writeKey(o *keygenOptions) (string, error) {
-	f, err := o.g.createOutput("-o", o.out, outfile.NoReplace())
+	f, err := o.g.CreateOutput("-o", o.out, outfile.NoReplace())
 	if err != nil {
 		return "", err
 	}
@@ -84,5 +84,5 @@ func writeKey(o *keygenOptions) (string, error) {
 	if _, err := io.WriteString(f, skey+"\n"); err != nil {
 		return "", err
 	}
-	return vkey, o.g.commitOutput("-o", f)
+	return vkey, o.g.CommitOutput("-o", f)
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/lockledger/lockledger/ledger"
 )
 
-type listOptions struct{ g *globals }
+type listOptions struct{ g *Globals }
 
-func newList(g *globals) *cobra.Command {
+func NewList(g *Globals) *cobra.Command {
 	o := &listOptions{g: g}
 	return &cobra.Command{
 		Use:   "list",
@@ -31,7 +31,7 @@ list says "no ledger at ROOT" and exits 6, and creates nothing there.`,
   lockledger list --json | jq -r '.[] | select(.state=="stale") | .lock_name'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return &usageError{fmt.Errorf("list: takes no arguments, got %q", args)}
+				return &UsageError{fmt.Errorf("list: takes no arguments, got %q", args)}
 			}
 			return nil
 		},
@@ -41,32 +41,32 @@ list says "no ledger at ROOT" and exits 6, and creates nothing there.`,
 
 func runList(ctx context.Context, o *listOptions) error {
 	var locks []*ledger.LockStatus
-	l, err := o.g.open(ctx, reads)
+	l, err := o.g.Open(ctx, Reads)
 	if err != nil {
 		return err
 	}
-	defer o.g.finish(l)
+	defer o.g.Finish(l)
 	if locks, err = l.List(ctx); err != nil {
 		return err
 	}
 	for _, s := range locks {
 		if s.Problem != "" {
-			o.g.log.Warn("lock file cannot be read; listed from the ledger alone", "lock", s.Name, "problem", s.Problem)
+			o.g.Log.Warn("lock file cannot be read; listed from the ledger alone", "lock", s.Name, "problem", s.Problem)
 		}
 	}
-	if o.g.json {
+	if o.g.JSON {
 		out := make([]lockObject, 0, len(locks))
 		for _, s := range locks {
 			out = append(out, statusObject(s))
 		}
-		writeJSON(o.g.io.Out, out)
+		WriteJSON(o.g.IO.Out, out)
 		return nil
 	}
 	if len(locks) == 0 {
-		o.g.log.Info("no locks held")
+		o.g.Log.Info("no locks held")
 		return nil
 	}
-	tw := tabwriter.NewWriter(o.g.io.Out, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(o.g.IO.Out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOCK\tSTATE\tACTOR\tREQUEST\tPID@HOST\tHELD\tHEARTBEAT\tTTL")
 	for _, s := range locks {
 		h := s.Holder
@@ -85,7 +85,7 @@ func runList(ctx context.Context, o *listOptions) error {
 					name = fmt.Sprintf("%s (%d/%d)", s.Name, len(s.Shared), s.Limit)
 				}
 				termtext.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s\t%ds\n", name, x.State, x.Holder.Actor, x.Holder.RequestID,
-					x.Holder.PID, x.Holder.HostID, short(x.HeldFor), ago(x.SinceBeat), x.Holder.TTLSeconds)
+					x.Holder.PID, x.Holder.HostID, ShortDuration(x.HeldFor), ago(x.SinceBeat), x.Holder.TTLSeconds)
 			}
 			continue
 		}
@@ -101,7 +101,7 @@ func runList(ctx context.Context, o *listOptions) error {
 			ttl = "none"
 		}
 		termtext.Fprintf(tw, "%s\t%s\t%s\t%s\t%d@%s\t%s\t%s\t%s\n", s.Name, s.State, h.Actor, req, h.PID, h.HostID,
-			short(s.HeldFor), ago(s.SinceBeat), ttl)
+			ShortDuration(s.HeldFor), ago(s.SinceBeat), ttl)
 	}
 	return tw.Flush()
 }

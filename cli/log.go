@@ -15,14 +15,14 @@ import (
 	"github.com/lockledger/lockledger/internal/termtext"
 )
 
-// envLogLevel is the default of --log-level.
-const envLogLevel = "LOCKLEDGER_LOG_LEVEL"
+// EnvLogLevel is the default of --log-level.
+const EnvLogLevel = "LOCKLEDGER_LOG_LEVEL"
 
-// setup makes the logger; levelFromEnv says --log-level was not given, so
+// Setup makes the logger; levelFromEnv says --log-level was not given, so
 // a bad value is LOCKLEDGER_LOG_LEVEL's.
-func (g *globals) setup(levelFromEnv bool) error {
+func (g *Globals) Setup(levelFromEnv bool) error {
 	var level slog.Level
-	switch strings.ToLower(g.logLevel) {
+	switch strings.ToLower(g.LogLevel) {
 	case "debug":
 		level = slog.LevelDebug
 	case "info":
@@ -34,35 +34,35 @@ func (g *globals) setup(levelFromEnv bool) error {
 	default:
 		field := "--log-level"
 		if levelFromEnv {
-			field = envLogLevel
+			field = EnvLogLevel
 		}
-		return events.Invalid(field, g.logLevel, "must be debug, info, warn or error")
+		return events.Invalid(field, g.LogLevel, "must be debug, info, warn or error")
 	}
-	if g.quiet {
+	if g.Quiet {
 		level = slog.LevelError
 	}
-	switch g.logFormat {
+	switch g.LogFormat {
 	case "text":
-		g.log = slog.New(tint.NewHandler(g.io.ErrOut, &tint.Options{
-			Level: level, TimeFormat: time.TimeOnly, NoColor: !colorOK(g.io.ErrOut), ReplaceAttr: logTextAttr,
+		g.Log = slog.New(tint.NewHandler(g.IO.ErrOut, &tint.Options{
+			Level: level, TimeFormat: time.TimeOnly, NoColor: !ColorOK(g.IO.ErrOut), ReplaceAttr: logTextAttr,
 		}))
 	case "json":
-		g.log = slog.New(slog.NewJSONHandler(g.io.ErrOut, &slog.HandlerOptions{Level: level}))
+		g.Log = slog.New(slog.NewJSONHandler(g.IO.ErrOut, &slog.HandlerOptions{Level: level}))
 	default:
-		return events.Invalid("--log-format", g.logFormat, "must be text or json")
+		return events.Invalid("--log-format", g.LogFormat, "must be text or json")
 	}
 	return nil
 }
 
-// colorOK: colour only on a terminal, never with NO_COLOR set.
-func colorOK(w io.Writer) bool {
+// ColorOK: colour only on a terminal, never with NO_COLOR set.
+func ColorOK(w io.Writer) bool {
 	if _, set := os.LookupEnv("NO_COLOR"); set {
 		return false
 	}
-	return isTerminal(w)
+	return IsTerminal(w)
 }
 
-func isTerminal(v any) bool {
+func IsTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
@@ -96,6 +96,6 @@ func logTextAttr(groups []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// statusLine says whether progress may be drawn on stderr, a terminal's
+// StatusLine says whether progress may be drawn on stderr, a terminal's
 // line rewritten in place (the only output with cursor controls).
-func (g *globals) statusLine() bool { return !g.quiet && isTerminal(g.io.ErrOut) }
+func (g *Globals) StatusLine() bool { return !g.Quiet && IsTerminal(g.IO.ErrOut) }

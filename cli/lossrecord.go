@@ -30,14 +30,14 @@ const lossRecordFor = time.Hour
 // recorded it, and does not wait for it. It passes on the global flags
 // given to run (the command), which the recorder needs to open the same
 // ledger.
-func recordLossLater(g *globals, run *cobra.Command, hold *lease.Lease) {
+func recordLossLater(g *Globals, run *cobra.Command, hold *lease.Lease) {
 	lost := hold.UnrecordedLoss()
 	if lost == nil {
 		return
 	}
 	self, err := os.Executable()
 	if err != nil {
-		g.log.Warn("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
+		g.Log.Warn("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
 		return
 	}
 	var args []string
@@ -63,15 +63,15 @@ func recordLossLater(g *globals, run *cobra.Command, hold *lease.Lease) {
 	// design, and init (or the nearest subreaper) reaps it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		g.log.Warn("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
+		g.Log.Warn("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
 		return
 	}
-	g.log.Warn("the ledger did not answer: the lost lock is recorded once it does", "lock", hold.Lock(),
+	g.Log.Warn("the ledger did not answer: the lost lock is recorded once it does", "lock", hold.Lock(),
 		"recorder_pid", cmd.Process.Pid, "for", lossRecordFor)
 	_ = cmd.Process.Release()
 }
 
-func newRecordLoss(g *globals) *cobra.Command {
+func NewRecordLoss(g *Globals) *cobra.Command {
 	var lock, cause, until string
 	var id ledger.Identity
 	var failures int
@@ -101,13 +101,13 @@ func newRecordLoss(g *globals) *cobra.Command {
 }
 
 // recordLoss opens the ledger, once it can, and records the loss there.
-func recordLoss(ctx context.Context, g *globals, lock string, id ledger.Identity, failures int, cause string) error {
+func recordLoss(ctx context.Context, g *Globals, lock string, id ledger.Identity, failures int, cause string) error {
 	backoff := 100 * time.Millisecond
 	for {
-		l, err := g.open(ctx, writes)
+		l, err := g.Open(ctx, Writes)
 		if err == nil {
 			err = lease.RecordLoss(ctx, l, lock, id, failures, cause)
-			g.finish(l)
+			g.Finish(l)
 			if err == nil {
 				return nil
 			}

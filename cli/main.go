@@ -39,7 +39,7 @@ func (e *InterruptedError) Unwrap() error { return e.Err }
 // ExitCode maps an error to the exit code of the contract.
 func ExitCode(err error) int {
 	var ee *ExitError
-	var ue *usageError
+	var ue *UsageError
 	var ie *InterruptedError
 	var ce *ConflictError
 	var xe *ExecError
@@ -73,7 +73,7 @@ func ExitCode(err error) int {
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := notifyContext(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	g := &globals{io: IO{In: stdin, Out: stdout, ErrOut: stderr}}
+	g := &Globals{IO: IO{In: stdin, Out: stdout, ErrOut: stderr}}
 	root := newRoot(g)
 	args = runArgs(root, args)
 	root.SetArgs(args)
@@ -95,8 +95,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if uerr := unknownCommand(root, args); uerr != nil {
 			err = uerr
 		}
-		err = &usageError{err}
-		g.json = g.json || askedForJSON(args)
+		err = &UsageError{err}
+		g.JSON = g.JSON || askedForJSON(args)
 	}
 	var ee *ExitError
 	if sig := stop(); sig != 0 && err != nil && !errors.As(err, &ee) {
@@ -104,7 +104,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// after a signal is the signal's.
 		err = &InterruptedError{Signal: sig, Err: err}
 	}
-	return g.finishJQ(report(g, err))
+	return g.FinishJQ(report(g, err))
 }
 
 // notifyContext is signal.NotifyContext that also tells which signal
@@ -153,7 +153,7 @@ func allCommands(c *cobra.Command) []*cobra.Command {
 }
 
 // report prints err once, in the form the caller asked for, and maps it.
-func report(g *globals, err error) int {
+func report(g *Globals, err error) int {
 	code := ExitCode(err)
 	if err == nil {
 		return code
@@ -162,12 +162,12 @@ func report(g *globals, err error) int {
 	if errors.As(err, &ee) {
 		return code // the command already said what happened
 	}
-	if g.json {
-		writeJSON(g.io.Out, errorObject(err))
+	if g.JSON {
+		WriteJSON(g.IO.Out, errorObject(err))
 	}
 	msg := err.Error()
 	if code == ExitUsage {
-		var ue *usageError
+		var ue *UsageError
 		if errors.As(err, &ue) {
 			msg += " (see --help)"
 		}
@@ -178,13 +178,13 @@ func report(g *globals, err error) int {
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		attrs = append(attrs, k, obj[k])
 	}
-	g.sayError(msg, attrs...)
+	g.SayError(msg, attrs...)
 	return code
 }
 
 // Command is the command tree as Main builds it, for generating
 // documentation (man pages, completion scripts) outside a run.
 func Command() *cobra.Command {
-	g := &globals{io: IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
+	g := &Globals{IO: IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
 	return newRoot(g)
 }

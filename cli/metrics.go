@@ -30,13 +30,13 @@ const metricsFileMode = 0o644
 const metricsShutdown = 5 * time.Second
 
 type metricsOptions struct {
-	g      *globals
+	g      *Globals
 	format string
 	out    string
 	listen string
 }
 
-func newMetrics(g *globals) *cobra.Command {
+func NewMetrics(g *Globals) *cobra.Command {
 	o := &metricsOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "metrics [--format text|openmetrics] [-o FILE] | metrics --listen ADDR",
@@ -70,10 +70,10 @@ database with no ledger is exit 6.`,
 		Example: `  lockledger metrics -o /var/lib/node_exporter/textfile/lockledger.prom
   lockledger metrics --format openmetrics
   lockledger metrics --listen 127.0.0.1:9817`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.listen != "" && (o.out != "" || cmd.Flags().Changed("format")) {
-				return &usageError{fmt.Errorf("metrics: --listen serves the format each scraper asks for; -o and --format are for a single print")}
+				return &UsageError{fmt.Errorf("metrics: --listen serves the format each scraper asks for; -o and --format are for a single print")}
 			}
 			return runMetrics(cmd.Context(), o)
 		},
@@ -98,23 +98,23 @@ func runMetrics(ctx context.Context, o *metricsOptions) error {
 	if o.listen != "" {
 		return serveMetrics(ctx, o.g, o.listen)
 	}
-	w, file, err := o.g.outputOrStdout(o.out, outfile.WithMode(metricsFileMode))
+	w, file, err := o.g.OutputOrStdout(o.out, outfile.WithMode(metricsFileMode))
 	if err != nil {
 		return err
 	}
 	if file != nil {
 		defer file.Abort()
 	}
-	r, err := o.g.openRead(ctx)
+	r, err := o.g.OpenRead(ctx)
 	if err != nil {
 		return err
 	}
-	defer r.close()
+	defer r.Close()
 	fold := metrics.NewFold()
-	if err := fold.Update(ctx, r.tx); err != nil {
+	if err := fold.Update(ctx, r.Tx); err != nil {
 		return err
 	}
-	cp, err := metrics.LastCheckpoint(ctx, r.tx)
+	cp, err := metrics.LastCheckpoint(ctx, r.Tx)
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func runMetrics(ctx context.Context, o *metricsOptions) error {
 		return err
 	}
 	if file != nil {
-		return o.g.commitOutput("-o", file)
+		return o.g.CommitOutput("-o", file)
 	}
 	return nil
 }
@@ -130,7 +130,7 @@ func runMetrics(ctx context.Context, o *metricsOptions) error {
 // metricsServer answers scrapes from one open ledger, folding the events
 // appended since the last scrape in a snapshot of its own.
 type metricsServer struct {
-	g      *globals
+	g      *Globals
 	l      *ledger.Ledger
 	mu     sync.Mutex // the fold is one per server
 	fold   *metrics.Fold
@@ -140,15 +140,15 @@ type metricsServer struct {
 // errMetricsStopped answers a scrape that comes after the server stopped.
 var errMetricsStopped = errors.New("metrics: the server is stopping")
 
-func serveMetrics(ctx context.Context, g *globals, addr string) error {
+func serveMetrics(ctx context.Context, g *Globals, addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return events.Invalid("--listen", addr, "must be host:port (a port alone is :PORT)")
 	}
-	l, err := g.open(ctx, reads)
+	l, err := g.Open(ctx, Reads)
 	if err != nil {
 		return err
 	}
-	defer g.finish(l)
+	defer g.Finish(l)
 	// The log up to now is folded before the first scrape, which then
 	// reads only what was appended since.
 	s := &metricsServer{g: g, l: l, fold: metrics.NewFold()}
@@ -165,7 +165,7 @@ func serveMetrics(ctx context.Context, g *globals, addr string) error {
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	g.log.Info("serving metrics", "address", ln.Addr().String(), "path", "/metrics")
+	g.Log.Info("serving metrics", "address", ln.Addr().String(), "path", "/metrics")
 	select {
 	case err := <-served:
 		return fmt.Errorf("metrics: serving %s: %w", ln.Addr(), err)
@@ -190,7 +190,7 @@ func serveMetrics(ctx context.Context, g *globals, addr string) error {
 	if err != nil {
 		return fmt.Errorf("metrics: stopping: %w", err)
 	}
-	g.log.Info("metrics server stopped", "address", ln.Addr().String())
+	g.Log.Info("metrics server stopped", "address", ln.Addr().String())
 	return nil
 }
 
@@ -198,7 +198,7 @@ func (s *metricsServer) serve(w http.ResponseWriter, req *http.Request) {
 	format := negotiate(req.Header.Get("Accept"))
 	var buf strings.Builder
 	if err := s.collect(req.Context(), format, &buf); err != nil {
-		s.g.log.Warn("metrics scrape failed", "error", err)
+		s.g.Log.Warn("metrics scrape failed", "error", err)
 		http.Error(w, "lockledger metrics: "+err.Error(), http.StatusInternalServerError)
 		return
 	}

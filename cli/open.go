@@ -13,34 +13,34 @@ import (
 	"github.com/lockledger/lockledger/trust"
 )
 
-// access is what a command does with the ledger at --root.
-type access int
+// Access is what a command does with the ledger at --root.
+type Access int
 
 const (
-	// writes may create the ledger.
-	writes access = iota
-	// rewrites changes an existing ledger only (project).
-	rewrites
-	// reads changes nothing in the root (but upgrades a ledger written by
+	// Writes may create the ledger.
+	Writes Access = iota
+	// Rewrites changes an existing ledger only (project).
+	Rewrites
+	// Reads changes nothing in the root (but upgrades a ledger written by
 	// an older lockledger where it can), so it also reads a read-only copy.
-	reads
+	Reads
 )
 
-func (g *globals) open(ctx context.Context, a access, more ...ledger.Option) (*ledger.Ledger, error) {
-	opts := append([]ledger.Option{ledger.WithLogger(g.log)}, more...)
-	if g.database != "" {
-		opts = append(opts, ledger.WithDatabase(g.database), ledger.WithPoolSize(2))
+func (g *Globals) Open(ctx context.Context, a Access, more ...ledger.Option) (*ledger.Ledger, error) {
+	opts := append([]ledger.Option{ledger.WithLogger(g.Log)}, more...)
+	if g.Database != "" {
+		opts = append(opts, ledger.WithDatabase(g.Database), ledger.WithPoolSize(2))
 	}
 	var key *trust.Key
-	if a != reads {
+	if a != Reads {
 		sign, k, err := g.signingOptions()
 		if err != nil {
 			return nil, err
 		}
 		key = k
 		opts = append(opts, sign...)
-		if g.group != "" {
-			gid, err := lookupGroup(g.group)
+		if g.Group != "" {
+			gid, err := lookupGroup(g.Group)
 			if err != nil {
 				return nil, err
 			}
@@ -48,47 +48,47 @@ func (g *globals) open(ctx context.Context, a access, more ...ledger.Option) (*l
 		}
 	}
 	switch a {
-	case rewrites:
+	case Rewrites:
 		opts = append(opts, ledger.MustExist())
-	case reads:
-		l, err := ledger.Open(ctx, g.root, append(opts, ledger.ReadOnly())...)
+	case Reads:
+		l, err := ledger.Open(ctx, g.Root, append(opts, ledger.ReadOnly())...)
 		if !errors.Is(err, ledger.ErrOldSchema) {
 			return l, err
 		}
 		// A ledger written by an older lockledger: upgrade it, as any
 		// writing command would, where the root allows it.
-		g.log.Info("upgrading the ledger's schema before reading it", "root", g.root)
-		l, uerr := ledger.Open(ctx, g.root, append(opts, ledger.MustExist())...)
+		g.Log.Info("upgrading the ledger's schema before reading it", "root", g.Root)
+		l, uerr := ledger.Open(ctx, g.Root, append(opts, ledger.MustExist())...)
 		if uerr != nil {
 			return nil, fmt.Errorf("%w (upgrading it failed: %w)", err, uerr)
 		}
 		return l, nil
 	}
-	l, err := ledger.Open(ctx, g.root, opts...)
+	l, err := ledger.Open(ctx, g.Root, opts...)
 	if err == nil && key != nil {
 		if err = g.pin(l, key); err != nil {
-			g.finish(l)
+			g.Finish(l)
 			return nil, err
 		}
 	}
 	return l, err
 }
 
-// openWaiting opens the ledger for a command that was told to wait up to
+// OpenWaiting opens the ledger for a command that was told to wait up to
 // wait for its lock: a database too busy to open (many processes opening a
 // fresh root at once) is waited for too, within the same budget, which it
 // returns what is left of.
-func (g *globals) openWaiting(ctx context.Context, wait time.Duration) (*ledger.Ledger, time.Duration, error) {
+func (g *Globals) OpenWaiting(ctx context.Context, wait time.Duration) (*ledger.Ledger, time.Duration, error) {
 	start := time.Now()
-	l, err := g.open(ctx, writes, ledger.WithOpenWait(wait))
+	l, err := g.Open(ctx, Writes, ledger.WithOpenWait(wait))
 	return l, max(wait-time.Since(start), 0), err
 }
 
-// finish lets go of a ledger at the end of a command. The CLI process exits
+// Finish lets go of a ledger at the end of a command. The CLI process exits
 // right after, so it detaches rather than closing (see ledger.Detach).
-func (g *globals) finish(l *ledger.Ledger) {
+func (g *Globals) Finish(l *ledger.Ledger) {
 	if err := l.Detach(); err != nil {
-		g.log.Debug("detach", "err", err)
+		g.Log.Debug("detach", "err", err)
 	}
 }
 
@@ -109,11 +109,11 @@ func lookupGroup(name string) (int, error) {
 	return gid, nil
 }
 
-// openExisting opens the ledger read-only, without upgrading it.
-func (g *globals) openExisting(ctx context.Context) (*ledger.Ledger, error) {
-	opts := []ledger.Option{ledger.WithLogger(g.log), ledger.ReadOnly()}
-	if g.database != "" {
-		opts = append(opts, ledger.WithDatabase(g.database), ledger.WithPoolSize(1))
+// OpenExisting opens the ledger read-only, without upgrading it.
+func (g *Globals) OpenExisting(ctx context.Context) (*ledger.Ledger, error) {
+	opts := []ledger.Option{ledger.WithLogger(g.Log), ledger.ReadOnly()}
+	if g.Database != "" {
+		opts = append(opts, ledger.WithDatabase(g.Database), ledger.WithPoolSize(1))
 	}
-	return ledger.Open(ctx, g.root, opts...)
+	return ledger.Open(ctx, g.Root, opts...)
 }

@@ -8,23 +8,23 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func lockArg(args []string) (string, error) {
+func LockArg(args []string) (string, error) {
 	if len(args) != 1 {
 		return "", events.Invalid("lock name", strings.Join(args, " "), "exactly one lock name is required")
 	}
 	return args[0], events.ValidateLockName(args[0])
 }
 
-func exactlyOneLock(cmd *cobra.Command, args []string) error {
+func ExactlyOneLock(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return &usageError{fmt.Errorf("%s: takes exactly one lock name, got %d arguments", cmd.Name(), len(args))}
+		return &UsageError{fmt.Errorf("%s: takes exactly one lock name, got %d arguments", cmd.Name(), len(args))}
 	}
 	return nil
 }
 
-func noArgs(cmd *cobra.Command, args []string) error {
+func NoArgs(cmd *cobra.Command, args []string) error {
 	if len(args) != 0 {
-		return &usageError{fmt.Errorf("%s: takes no arguments, got %q", cmd.Name(), args)}
+		return &UsageError{fmt.Errorf("%s: takes no arguments, got %q", cmd.Name(), args)}
 	}
 	return nil
 }

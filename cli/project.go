@@ -14,13 +14,13 @@ import (
 )
 
 type projectOptions struct {
-	g            *globals
+	g            *Globals
 	actor        string
 	acceptBroken bool
 	rollback     bool
 }
 
-func newProject(g *globals) *cobra.Command {
+func NewProject(g *Globals) *cobra.Command {
 	o := &projectOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "project [--accept-broken-chain]",
@@ -58,7 +58,7 @@ ledger_projected records the pin given up (rollback_accepted), and the root
 pins the ledger found.`,
 		Example: `  lockledger project
   lockledger project --json | jq .recorded`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runProject(cmd.Context(), o) },
 	}
 	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "project even while the event log is damaged (recorded on every lock_projected event); a cut tail is a rollback, accepted too")
@@ -74,16 +74,16 @@ func runProject(ctx context.Context, o *projectOptions) error {
 		// the one this root pinned: both are recorded.
 		more = append(more, ledger.WithPin(store.PinAccept))
 	}
-	if (o.rollback || o.acceptBroken) && o.g.trusting() {
-		if err := o.g.dropHeads(); err != nil {
+	if (o.rollback || o.acceptBroken) && o.g.Trusting() {
+		if err := o.g.DropHeads(); err != nil {
 			return err
 		}
 	}
-	l, err := o.g.open(ctx, rewrites, more...)
+	l, err := o.g.Open(ctx, Rewrites, more...)
 	if err != nil {
 		return err
 	}
-	defer o.g.finish(l)
+	defer o.g.Finish(l)
 	opts := []ledger.ProjectOption{ledger.ProjectAs(ledger.Identity{Actor: o.actor, PID: os.Getppid()})}
 	if o.acceptBroken {
 		opts = append(opts, ledger.AcceptBrokenChain())
@@ -92,11 +92,11 @@ func runProject(ctx context.Context, o *projectOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.g.json {
-		writeJSON(o.g.io.Out, rep)
+	if o.g.JSON {
+		WriteJSON(o.g.IO.Out, rep)
 		return nil
 	}
-	w := o.g.io.Out
+	w := o.g.IO.Out
 	termtext.Fprintf(w, "project: %d events replayed: %d locks, %d held\n", rep.Events, rep.Locks, rep.Held)
 	if b := rep.BrokenChain; b != nil {
 		termtext.Fprintf(w, "  the event log is damaged (first bad seq %d, %s): projected as it now reads (--accept-broken-chain)\n", b.Seq, b.Kind)

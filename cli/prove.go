@@ -29,7 +29,7 @@ import (
 func readNotes(field, path string) ([]checkpoint.Entry, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, events.Invalid(field, path, "cannot be read: "+errText(err))
+		return nil, events.Invalid(field, path, "cannot be read: "+ErrText(err))
 	}
 	es := checkpoint.SplitNotes(b)
 	if len(es) == 0 {
@@ -66,7 +66,7 @@ func latestCheckpoint(field, path, id string) (*checkpoint.Signed, error) {
 func latestInDir(field, dir, id string) (*checkpoint.Signed, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, events.Invalid(field, dir, "cannot be read: "+errText(err))
+		return nil, events.Invalid(field, dir, "cannot be read: "+ErrText(err))
 	}
 	var best *checkpoint.Signed
 	for _, e := range ents {
@@ -76,7 +76,7 @@ func latestInDir(field, dir, id string) (*checkpoint.Signed, error) {
 		f := filepath.Join(dir, e.Name())
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, events.Invalid(field, f, "cannot be read: "+errText(err))
+			return nil, events.Invalid(field, f, "cannot be read: "+ErrText(err))
 		}
 		for _, n := range checkpoint.SplitNotes(b) {
 			s, err := checkpoint.Open(n.Note)
@@ -105,11 +105,11 @@ func forThisLedger(field, path string, s *checkpoint.Signed, l *ledger.Ledger) e
 }
 
 type proveOptions struct {
-	g          *globals
+	g          *Globals
 	checkpoint string
 }
 
-func newProve(g *globals) *cobra.Command {
+func NewProve(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "prove event SEQ --checkpoint FILE | prove extends OLD NEW",
 		Short: "Prove from the ledger that an event is in a checkpoint, or that a checkpoint extends an older one",
@@ -145,7 +145,7 @@ exit 1 (lockledger verify says where it differs). prove only reads.`,
 		Short: "Prove that checkpoint NEW extends checkpoint OLD",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
-				return &usageError{fmt.Errorf("prove extends: takes the OLD and NEW checkpoint files, got %d arguments", len(args))}
+				return &UsageError{fmt.Errorf("prove extends: takes the OLD and NEW checkpoint files, got %d arguments", len(args))}
 			}
 			return nil
 		},
@@ -160,7 +160,7 @@ exit 1 (lockledger verify says where it differs). prove only reads.`,
 func exactlyOneLockArgs(name, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != 1 {
-			return &usageError{fmt.Errorf("%s: takes exactly one %s, got %d arguments", name, what, len(args))}
+			return &UsageError{fmt.Errorf("%s: takes exactly one %s, got %d arguments", name, what, len(args))}
 		}
 		return nil
 	}
@@ -174,34 +174,34 @@ func runProveEvent(ctx context.Context, o *proveOptions, seqArg string) error {
 	if o.checkpoint == "" {
 		return events.Invalid("--checkpoint", "", "is required: the checkpoint to prove the event against")
 	}
-	r, err := o.g.openRead(ctx)
+	r, err := o.g.OpenRead(ctx)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	cp, err := latestCheckpoint("--checkpoint", o.checkpoint, r.l.ID())
+	defer r.Close()
+	cp, err := latestCheckpoint("--checkpoint", o.checkpoint, r.Ledger.ID())
 	if err != nil {
 		return err
 	}
 	if seq > cp.Size {
 		return events.Invalid("SEQ", seqArg, fmt.Sprintf("is beyond the checkpoint, which covers seq 1-%d", cp.Size))
 	}
-	if err := forThisLedger("--checkpoint", o.checkpoint, cp, r.l); err != nil {
+	if err := forThisLedger("--checkpoint", o.checkpoint, cp, r.Ledger); err != nil {
 		return err
 	}
-	path, err := checkpoint.ProveInclusion(seq, cp.Checkpoint, store.TreeReader(ctx, r.tx))
+	path, err := checkpoint.ProveInclusion(seq, cp.Checkpoint, store.TreeReader(ctx, r.Tx))
 	if err != nil {
 		return fmt.Errorf("prove: %w", err)
 	}
 	var body []byte
-	if err := replay.ScanRows(ctx, r.tx, replay.Filter{FromSeq: seq, ToSeq: seq}, func(row *replay.Row) error {
+	if err := replay.ScanRows(ctx, r.Tx, replay.Filter{FromSeq: seq, ToSeq: seq}, func(row *replay.Row) error {
 		body = row.Body
 		return nil
 	}); err != nil {
 		return err
 	}
 	if body == nil {
-		if n := archivedNote(ctx, r); n != "" {
+		if n := ArchivedNote(ctx, r); n != "" {
 			return fmt.Errorf("prove: seq %d is not in the live log: %s; its stored Merkle path is unchanged, but the proof carries the event's body, which the archive holds", seq, n)
 		}
 	}
@@ -218,7 +218,7 @@ func runProveEvent(ctx context.Context, o *proveOptions, seqArg string) error {
 	return printProof(o.g, p)
 }
 
-func runProveExtends(ctx context.Context, g *globals, oldPath, newPath string) error {
+func runProveExtends(ctx context.Context, g *Globals, oldPath, newPath string) error {
 	older, err := latestCheckpoint("OLD", oldPath, "")
 	if err != nil {
 		return err
@@ -230,18 +230,18 @@ func runProveExtends(ctx context.Context, g *globals, oldPath, newPath string) e
 	if older.Size > newer.Size {
 		return events.Invalid("OLD", oldPath, fmt.Sprintf("covers %d events, more than NEW (%d): give the older checkpoint first", older.Size, newer.Size))
 	}
-	r, err := g.openRead(ctx)
+	r, err := g.OpenRead(ctx)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	if err := forThisLedger("OLD", oldPath, older, r.l); err != nil {
+	defer r.Close()
+	if err := forThisLedger("OLD", oldPath, older, r.Ledger); err != nil {
 		return err
 	}
-	if err := forThisLedger("NEW", newPath, newer, r.l); err != nil {
+	if err := forThisLedger("NEW", newPath, newer, r.Ledger); err != nil {
 		return err
 	}
-	tp, err := checkpoint.ProveConsistency(older.Checkpoint, newer.Checkpoint, store.TreeReader(ctx, r.tx))
+	tp, err := checkpoint.ProveConsistency(older.Checkpoint, newer.Checkpoint, store.TreeReader(ctx, r.Tx))
 	if err != nil {
 		return fmt.Errorf("prove: %w", err)
 	}
@@ -250,27 +250,27 @@ func runProveExtends(ctx context.Context, g *globals, oldPath, newPath string) e
 		OldCheckpoint: string(older.Note), NewCheckpoint: string(newer.Note)})
 }
 
-func printProof(g *globals, p interface{ Text() ([]byte, error) }) error {
-	if g.json {
-		writeJSON(g.io.Out, p)
+func printProof(g *Globals, p interface{ Text() ([]byte, error) }) error {
+	if g.JSON {
+		WriteJSON(g.IO.Out, p)
 		return nil
 	}
 	b, err := p.Text()
 	if err != nil {
 		return err
 	}
-	_, err = g.io.Out.Write(b)
+	_, err = g.IO.Out.Write(b)
 	return err
 }
 
 // --- verify-proof ---
 
 type verifyProofOptions struct {
-	g         *globals
+	g         *Globals
 	verifiers []string
 }
 
-func newVerifyProof(g *globals) *cobra.Command {
+func NewVerifyProof(g *Globals) *cobra.Command {
 	o := &verifyProofOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "verify-proof [FILE] [--verifier-key KEY]...",
@@ -288,7 +288,7 @@ proof holds, 1 when it does not, 2 when the input is no proof.`,
 		Example: `  lockledger verify-proof seq42.proof --verifier-key ops-ledger.vkey`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return &usageError{fmt.Errorf("verify-proof: takes at most one FILE, got %d arguments", len(args))}
+				return &UsageError{fmt.Errorf("verify-proof: takes at most one FILE, got %d arguments", len(args))}
 			}
 			return nil
 		},
@@ -337,12 +337,12 @@ func runVerifyProof(o *verifyProofOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	var in io.Reader = o.g.io.In
+	var in io.Reader = o.g.IO.In
 	name := "standard input"
 	if len(args) == 1 && args[0] != "-" {
 		f, err := os.Open(args[0])
 		if err != nil {
-			return events.Invalid("FILE", args[0], "cannot be read: "+errText(err))
+			return events.Invalid("FILE", args[0], "cannot be read: "+ErrText(err))
 		}
 		defer f.Close()
 		in, name = f, args[0]
@@ -389,10 +389,10 @@ func runVerifyProof(o *verifyProofOptions, args []string) error {
 	if cerr != nil {
 		res.Error = cerr.Error()
 	}
-	if o.g.json {
-		writeJSON(o.g.io.Out, res)
+	if o.g.JSON {
+		WriteJSON(o.g.IO.Out, res)
 	} else {
-		printProofResult(o.g.io.Out, res, parsed)
+		printProofResult(o.g.IO.Out, res, parsed)
 	}
 	if !res.OK {
 		return &ExitError{Code: ExitFailure}

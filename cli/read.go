@@ -9,16 +9,16 @@ import (
 	"github.com/lockledger/lockledger/replay"
 )
 
-// reader is an open ledger and a read-only transaction on it: one snapshot
+// Reader is an open ledger and a read-only transaction on it: one snapshot
 // of the database, taken without the writer lock (see ledger.BeginRead).
-type reader struct {
-	g  *globals
-	l  *ledger.Ledger
-	tx *sql.Tx
+type Reader struct {
+	g      *Globals
+	Ledger *ledger.Ledger
+	Tx     *sql.Tx
 }
 
-func (g *globals) openRead(ctx context.Context) (*reader, error) {
-	l, err := g.open(ctx, reads)
+func (g *Globals) OpenRead(ctx context.Context) (*Reader, error) {
+	l, err := g.Open(ctx, Reads)
 	if err != nil {
 		return nil, err
 	}
@@ -27,19 +27,19 @@ func (g *globals) openRead(ctx context.Context) (*reader, error) {
 		l.Close()
 		return nil, fmt.Errorf("ledger: read: %w", err)
 	}
-	return &reader{g: g, l: l, tx: tx}, nil
+	return &Reader{g: g, Ledger: l, Tx: tx}, nil
 }
 
-func (r *reader) close() {
-	_ = r.tx.Rollback()
-	r.g.finish(r.l)
+func (r *Reader) Close() {
+	_ = r.Tx.Rollback()
+	r.g.Finish(r.Ledger)
 }
 
-// archivedNote says, for a read of a pruned log, that it reads only the
+// ArchivedNote says, for a read of a pruned log, that it reads only the
 // live log and which archive holds the events before it ("" when nothing
 // was pruned).
-func archivedNote(ctx context.Context, r *reader) string {
-	a, err := replay.LastPrune(ctx, r.tx)
+func ArchivedNote(ctx context.Context, r *Reader) string {
+	a, err := replay.LastPrune(ctx, r.Tx)
 	if err != nil || a == nil {
 		return ""
 	}

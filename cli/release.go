@@ -14,7 +14,7 @@ import (
 )
 
 type releaseOptions struct {
-	g           *globals
+	g           *Globals
 	lock        string
 	requestID   string
 	actor       string
@@ -26,7 +26,7 @@ type releaseOptions struct {
 	yes         bool
 }
 
-func newRelease(g *globals) *cobra.Command {
+func NewRelease(g *Globals) *cobra.Command {
 	o := &releaseOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "release NAME --request-id R",
@@ -57,7 +57,7 @@ removed; when an unreadable one is left there, the lock stays held by it
   lockledger release deploy-prod --request-id "$rid" --result failure --failure-step migrate
   lockledger release deploy-prod --force --actor oncall --reason "INC-42: runner gone"   # someone else's lock, audited; asks
   lockledger release deploy-prod --force --request-id req_01J... --reason "job cancelled" --yes   # only if that request still holds it`,
-		Args: exactlyOneLock,
+		Args: ExactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
 			if !cmd.Flags().Changed("exit-code") {
@@ -120,11 +120,11 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 			return err
 		}
 	}
-	l, err := o.g.open(ctx, writes)
+	l, err := o.g.Open(ctx, Writes)
 	if err != nil {
 		return err
 	}
-	defer o.g.finish(l)
+	defer o.g.Finish(l)
 	if o.force && !o.yes {
 		if err := confirmRelease(ctx, o, l); err != nil {
 			return err
@@ -141,7 +141,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 		return nil
 	}
 	blocked := blockedByUnreadable(ctx, l, o.lock)
-	if o.g.json {
+	if o.g.JSON {
 		obj := map[string]any{"status": "released", "lock_name": o.lock, "state": events.StateFree,
 			"request_id": o.requestID, "seq": out.Seq, "result": out.Result}
 		if out.Forced {
@@ -150,11 +150,11 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 		if blocked != nil {
 			obj["state"], obj["corrupt"] = events.StateHeld, blocked
 		}
-		writeJSON(o.g.io.Out, obj)
+		WriteJSON(o.g.IO.Out, obj)
 	}
-	o.g.log.Info("released", "lock", o.lock, "result", out.Result)
+	o.g.Log.Info("released", "lock", o.lock, "result", out.Result)
 	if blocked != nil {
-		o.g.log.Warn("the lock stays blocked: an "+blocked.String()+" sits at its path (left in place); "+
+		o.g.Log.Warn("the lock stays blocked: an "+blocked.String()+" sits at its path (left in place); "+
 			"`lockledger project` moves it aside, kept and recorded", "lock", o.lock)
 	}
 	return nil
@@ -169,7 +169,7 @@ func confirmRelease(ctx context.Context, o *releaseOptions, l *ledger.Ledger) er
 	}
 	h := s.Holder
 	if !confirm(o.g, termtext.Sprintf("Lock %s is %s, held by %s (%s, %s).\nRelease it anyway (recorded as forced, by you)?",
-		s.Name, s.State, h.Actor, h.RequestID, processText(h.PID, h.HostID)), "not releasing it") {
+		s.Name, s.State, h.Actor, h.RequestID, ProcessText(h.PID, h.HostID)), "not releasing it") {
 		return errors.New("release cancelled: not confirmed")
 	}
 	return nil
@@ -195,7 +195,7 @@ func printNotHeld(o *releaseOptions, out *ledger.ReleaseOutcome) {
 	if out.Holder != nil {
 		attrs = append(attrs, "held_by", out.Holder.RequestID)
 	}
-	if o.g.json {
+	if o.g.JSON {
 		obj := map[string]any{"status": "not_held", "lock_name": o.lock, "state": out.State, "request_id": o.requestID,
 			"message": "not held, nothing to release"}
 		if out.ReleasedSeq > 0 {
@@ -204,7 +204,7 @@ func printNotHeld(o *releaseOptions, out *ledger.ReleaseOutcome) {
 		if out.Holder != nil {
 			obj["held_by"] = events.HolderOf(*out.Holder)
 		}
-		writeJSON(o.g.io.Out, obj)
+		WriteJSON(o.g.IO.Out, obj)
 	}
-	o.g.log.Info("not held, nothing to release", attrs...)
+	o.g.Log.Info("not held, nothing to release", attrs...)
 }

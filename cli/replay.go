@@ -12,12 +12,12 @@ import (
 )
 
 type replayOptions struct {
-	g    *globals
+	g    *Globals
 	asOf string
 	lock string
 }
 
-func newReplay(g *globals) *cobra.Command {
+func NewReplay(g *Globals) *cobra.Command {
 	o := &replayOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "replay [--as-of T] [--lock L]",
@@ -30,7 +30,7 @@ reads the locks table: that is what verify compares against. Without
 --as-of, every event is folded and states are judged now. replay only reads.`,
 		Example: `  lockledger replay --as-of 2025-03-14T10:31:00Z
   lockledger replay --as-of 2h --lock app-prod | jq '.locks[0].state'`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReplay(cmd.Context(), o) },
 	}
 	cmd.Flags().StringVar(&o.asOf, "as-of", "", "the instant (RFC 3339, or a duration ago: 2h); default now, all events")
@@ -95,15 +95,15 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 			return err
 		}
 	}
-	r, err := o.g.openRead(ctx)
+	r, err := o.g.OpenRead(ctx)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	if n := archivedNote(ctx, r); n != "" {
-		o.g.sayf("note: %s", n)
+	defer r.Close()
+	if n := ArchivedNote(ctx, r); n != "" {
+		o.g.Sayf("note: %s", n)
 	}
-	st, err := replay.AsOf(ctx, r.tx, asOf, o.lock)
+	st, err := replay.AsOf(ctx, r.Tx, asOf, o.lock)
 	if err != nil {
 		return err
 	}
@@ -128,14 +128,14 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 		rl.Mode, rl.Limit, rl.Holders = sharedAt(lk, judgeAt)
 		out.Locks = append(out.Locks, rl)
 	}
-	if o.g.json {
-		writeJSON(o.g.io.Out, out)
+	if o.g.JSON {
+		WriteJSON(o.g.IO.Out, out)
 		return nil
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err
 	}
-	_, err = o.g.io.Out.Write(append(b, '\n'))
+	_, err = o.g.IO.Out.Write(append(b, '\n'))
 	return err
 }

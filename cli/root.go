@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newRoot(g *globals) *cobra.Command {
+func newRoot(g *Globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "lockledger",
 		Short: "Locks for scripts, CI jobs and services, with every action kept as an audit event",
@@ -40,45 +40,45 @@ listed in its README.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.setup(!cmd.Flags().Changed("log-level")); err != nil {
+			if err := g.Setup(!cmd.Flags().Changed("log-level")); err != nil {
 				return err
 			}
 			if cmd.Flags().Changed("jq") {
-				if err := g.startJQ(g.jqExpr); err != nil {
+				if err := g.StartJQ(g.JQExpr); err != nil {
 					return err
 				}
 			}
-			if err := checkJSONFlag(cmd, g.json); err != nil {
+			if err := checkJSONFlag(cmd, g.JSON); err != nil {
 				return err
 			}
-			return g.resolveRoot(cmd.Name(), cmd.Flags().Changed("root"))
+			return g.ResolveRoot(cmd.Name(), cmd.Flags().Changed("root"))
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.root, "root", os.Getenv(envRoot), "directory holding ledger.db and locks/, symlinks resolved (default "+rootHelp+")")
-	pf.StringVar(&g.database, "database", os.Getenv("LOCKLEDGER_DATABASE_URL"),
+	pf.StringVar(&g.Root, "root", os.Getenv(EnvRoot), "directory holding ledger.db and locks/, symlinks resolved (default "+RootHelp+")")
+	pf.StringVar(&g.Database, "database", os.Getenv("LOCKLEDGER_DATABASE_URL"),
 		"keep the ledger in this PostgreSQL database (postgres://...; PG* variables honoured) instead of ROOT/ledger.db,\none ledger for many hosts; ROOT keeps this host's lock files (env LOCKLEDGER_DATABASE_URL)")
-	pf.StringVar(&g.group, "group", os.Getenv("LOCKLEDGER_GROUP"),
+	pf.StringVar(&g.Group, "group", os.Getenv("LOCKLEDGER_GROUP"),
 		"create the root as a group root of this group (name or id): directories 2770 setgid, files 0660; the root's mode keeps it\na group root for every later command (env LOCKLEDGER_GROUP)")
-	pf.BoolVar(&g.json, "json", false, "print one JSON document on stdout, errors included (lockledger help json)")
-	pf.StringVar(&g.jqExpr, "jq", "", "implies --json; print the results of this jq expression on the JSON instead (strings raw), e.g. --jq .request_id")
-	envLevel := os.Getenv(envLogLevel)
+	pf.BoolVar(&g.JSON, "json", false, "print one JSON document on stdout, errors included (lockledger help json)")
+	pf.StringVar(&g.JQExpr, "jq", "", "implies --json; print the results of this jq expression on the JSON instead (strings raw), e.g. --jq .request_id")
+	envLevel := os.Getenv(EnvLogLevel)
 	if envLevel == "" {
 		envLevel = "info"
 	}
-	pf.StringVar(&g.logLevel, "log-level", envLevel, "log level: debug, info, warn, error (env "+envLogLevel+")")
-	pf.BoolVarP(&g.quiet, "quiet", "q", false, "only errors on stderr (same as --log-level error; no progress line while waiting)")
-	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
-	g.sign.register(root)
-	root.AddCommand(newAcquire(g), newHeartbeat(g), newRelease(g), newStatus(g), newList(g), newSteal(g), newRun(g))
+	pf.StringVar(&g.LogLevel, "log-level", envLevel, "log level: debug, info, warn, error (env "+EnvLogLevel+")")
+	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "only errors on stderr (same as --log-level error; no progress line while waiting)")
+	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	g.Sign.Register(root)
+	root.AddCommand(NewAcquire(g), NewHeartbeat(g), NewRelease(g), NewStatus(g), NewList(g), NewSteal(g), NewRun(g))
 	root.AddCommand(auditCommands(g)...)
-	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g), newTrust(g))
-	root.AddCommand(newArchive(g), newPrune(g), newUnprune(g))
-	root.AddCommand(newInit(g), newVersion(g))
-	root.AddCommand(newWatchHolder(g), newRecordLoss(g))
-	root.AddCommand(newMetrics(g))
+	root.AddCommand(NewKeygen(g), NewCheckpoint(g), NewProve(g), NewVerifyProof(g), NewImport(g), NewTrust(g))
+	root.AddCommand(NewArchive(g), NewPrune(g), NewUnprune(g))
+	root.AddCommand(NewInit(g), newVersion(g))
+	root.AddCommand(NewWatchHolder(g), NewRecordLoss(g))
+	root.AddCommand(NewMetrics(g))
 	registerCompletions(root, g)
 	registerHelpTopics(root)
 	hideUnusedFlagsInHelp(root)
@@ -87,6 +87,6 @@ listed in its README.md.`,
 
 // auditCommands are the read side of the ledger: history, timeline, who,
 // replay, verify, export and project.
-func auditCommands(g *globals) []*cobra.Command {
-	return []*cobra.Command{newHistory(g), newTimeline(g), newWho(g), newReplay(g), newVerify(g), newExport(g), newProject(g)}
+func auditCommands(g *Globals) []*cobra.Command {
+	return []*cobra.Command{NewHistory(g), NewTimeline(g), NewWho(g), NewReplay(g), NewVerify(g), NewExport(g), NewProject(g)}
 }

@@ -28,7 +28,7 @@ import (
 const DefaultKillGrace = 10 * time.Second
 
 type runOptions struct {
-	g         *globals
+	g         *Globals
 	lock      string
 	argv      []string
 	command   string
@@ -40,7 +40,7 @@ type runOptions struct {
 	acquireFlags
 }
 
-func newRun(g *globals) *cobra.Command {
+func NewRun(g *Globals) *cobra.Command {
 	o := &runOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "run NAME [flags] [--] CMD [ARGS...]",
@@ -120,11 +120,11 @@ elsewhere: -c 'make >&2'.`,
 			dash := cmd.ArgsLenAtDash()
 			switch {
 			case cmd.Flags().Changed("command") && len(args) > 1:
-				return &usageError{errors.New("run: give either -c 'COMMAND' or CMD [ARGS...], not both")}
+				return &UsageError{errors.New("run: give either -c 'COMMAND' or CMD [ARGS...], not both")}
 			case cmd.Flags().Changed("command") && len(args) == 1 && dash < 0:
 				return nil
 			case dash == 0 || dash > 1 || len(args) < 2:
-				return &usageError{errors.New("run: usage is `lockledger run NAME [flags] [--] CMD [ARGS...]` or `lockledger run NAME -c 'COMMAND'` (one lock name, then the command)")}
+				return &UsageError{errors.New("run: usage is `lockledger run NAME [flags] [--] CMD [ARGS...]` or `lockledger run NAME -c 'COMMAND'` (one lock name, then the command)")}
 			}
 			return nil
 		},
@@ -187,11 +187,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 	signal.Notify(pokes, unix.SIGUSR1)
 	defer signal.Stop(pokes)
 
-	l, wait, err := o.g.openWaiting(ctx, wait)
+	l, wait, err := o.g.OpenWaiting(ctx, wait)
 	if err != nil {
 		return err
 	}
-	defer o.g.finish(l)
+	defer o.g.Finish(l)
 	opts := []lease.Option{lease.WithTTL(req.TTL), lease.WithPID(req.PID), lease.WithIntent(req.Intent, req.IntentVersion),
 		lease.WithMetadata(req.Metadata), lease.WithWait(wait), lease.WithWaitObserver(waitReporter(o.g, o.lock))}
 	if req.RequestID != "" {
@@ -243,15 +243,15 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	// From here on the lease and the release outlive a cancelled ctx.
 	bg := context.WithoutCancel(ctx)
-	o.g.log.Info("acquired", "lock", o.lock, "fencing_token", hold.FencingToken(), "request_id", hold.RequestID())
+	o.g.Log.Info("acquired", "lock", o.lock, "fencing_token", hold.FencingToken(), "request_id", hold.RequestID())
 	report := func(status, result string, code *int, exit int, started time.Time) error {
-		if o.g.json {
+		if o.g.JSON {
 			obj := runObject{Status: status, LockName: o.lock, RequestID: hold.RequestID(), FencingToken: hold.FencingToken(),
 				Result: result, CommandExitCode: code, ExitCode: exit, WaitedSeconds: secondsMS(waited)}
 			if !started.IsZero() {
 				obj.DurationSeconds = secondsMS(time.Since(started))
 			}
-			writeJSON(o.g.io.Out, obj)
+			WriteJSON(o.g.IO.Out, obj)
 		}
 		return &ExitError{Code: exit}
 	}
@@ -277,7 +277,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if st.lost {
 		_ = hold.Release(bg, lease.Result{Result: events.ResultCancelled, ExitCode: &code}) // joins the heartbeat; refused as lost
 		recordLossLater(o.g, o.cmd, hold)
-		o.g.log.Error("lock lost; command stopped", "lock", o.lock, "err", hold.Err(), "command_exit", code)
+		o.g.Log.Error("lock lost; command stopped", "lock", o.lock, "err", hold.Err(), "command_exit", code)
 		return report("lost", events.ResultCancelled, &code, ExitNotHolder, started)
 	}
 	result := events.ResultSuccess
@@ -288,10 +288,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 		result = events.ResultFailure
 	}
 	if err := hold.Release(bg, lease.Result{Result: result, ExitCode: &code}); err != nil {
-		o.g.log.Error("release failed", "lock", o.lock, "err", err)
+		o.g.Log.Error("release failed", "lock", o.lock, "err", err)
 		switch {
 		case errors.Is(err, ledger.ErrLost) || errors.Is(err, ledger.ErrNotHolder):
-			o.g.log.Warn("the command ran to the end without the lock (--on-lost warn)", "lock", o.lock)
+			o.g.Log.Warn("the command ran to the end without the lock (--on-lost warn)", "lock", o.lock)
 			return report("lost", result, &code, code, started)
 		case code == 0:
 			// The command succeeded but its release is not in the ledger:
@@ -300,7 +300,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		return report("release_failed", result, &code, code, started)
 	}
-	o.g.log.Info("released", "lock", o.lock, "result", result, "exit_code", code)
+	o.g.Log.Info("released", "lock", o.lock, "result", result, "exit_code", code)
 	return report("released", result, &code, code, started)
 }
 
@@ -339,22 +339,22 @@ func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grac
 	switch {
 	case got != nil:
 		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled})
-		o.g.log.Warn("signalled while waiting for the superseded job to stop; the command was not started", "lock", o.lock, "signal", got)
+		o.g.Log.Warn("signalled while waiting for the superseded job to stop; the command was not started", "lock", o.lock, "signal", got)
 		return &ExitError{Code: 128 + int(got.(syscall.Signal))}
 	case err != nil:
 		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled}) // refused as lost
 		recordLossLater(o.g, o.cmd, hold)
-		o.g.log.Error("lock lost while waiting for the superseded job to stop; waited for it all the same, the command was not started",
+		o.g.Log.Error("lock lost while waiting for the superseded job to stop; waited for it all the same, the command was not started",
 			append([]any{"lock", o.lock, "err", err, "superseded_request_id", sup.RequestID}, earlier...)...)
 		return &ExitError{Code: ExitNotHolder}
 	case len(sup.Killed) > 0:
-		o.g.log.Warn("the superseded job outlived the grace and was killed", append([]any{"lock", o.lock,
+		o.g.Log.Warn("the superseded job outlived the grace and was killed", append([]any{"lock", o.lock,
 			"superseded_request_id", sup.RequestID, "pids", fmt.Sprint(sup.Killed), "kill_grace", grace}, earlier...)...)
 	case sup.NotAwaited != "":
-		o.g.log.Warn("the superseded job cannot be awaited; starting the command now", append([]any{"lock", o.lock,
+		o.g.Log.Warn("the superseded job cannot be awaited; starting the command now", append([]any{"lock", o.lock,
 			"superseded_request_id", sup.RequestID, "why", sup.NotAwaited}, earlier...)...)
 	case sup.RequestID != "":
-		o.g.log.Info("the superseded job has stopped", append([]any{"lock", o.lock, "superseded_request_id", sup.RequestID}, earlier...)...)
+		o.g.Log.Info("the superseded job has stopped", append([]any{"lock", o.lock, "superseded_request_id", sup.RequestID}, earlier...)...)
 	}
 	return nil
 }
@@ -364,7 +364,7 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 	var st runState
 	cmd := exec.Command(path, o.argv[1:]...)
 	cmd.Args[0] = o.argv[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.g.io.In, o.g.stdout(), o.g.io.ErrOut
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.g.IO.In, o.g.Stdout(), o.g.IO.ErrOut
 	cmd.Env = append(os.Environ(),
 		"LOCKLEDGER_LOCK="+hold.Lock(),
 		"LOCKLEDGER_REQUEST_ID="+hold.RequestID(),
@@ -383,7 +383,7 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 	// stopLeftovers finds it whatever its environment. Run reaps it.
 	below := proc.BelowOnly() // no other process's environment read
 	if err := proc.BecomeSubreaper(); err != nil {
-		o.g.log.Debug("cannot become a child subreaper; leftovers are found by their request id only", "err", err)
+		o.g.Log.Debug("cannot become a child subreaper; leftovers are found by their request id only", "err", err)
 		below = proc.Descendants()
 	}
 	orphans := make(chan os.Signal, 1)
@@ -418,7 +418,7 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 		case <-lost:
 			lost = nil
 			if o.onLost == "warn" {
-				o.g.log.Error("lock lost; command keeps running (--on-lost warn)", "lock", hold.Lock(), "err", hold.Err())
+				o.g.Log.Error("lock lost; command keeps running (--on-lost warn)", "lock", hold.Lock(), "err", hold.Err())
 				continue
 			}
 			st.lost = true
@@ -433,7 +433,7 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 				record, cancel = context.WithDeadline(record, expired.LastOK.Add(expired.TTL-expired.Margin/2))
 				defer cancel()
 			}
-			o.g.log.Error("lock lost; stopping the command", "lock", hold.Lock(), "err", hold.Err(), "kill_grace", grace)
+			o.g.Log.Error("lock lost; stopping the command", "lock", hold.Lock(), "err", hold.Err(), "kill_grace", grace)
 			_ = unix.Kill(-pgid, unix.SIGTERM)
 			killTimer = time.After(grace)
 		case <-killTimer:
@@ -483,9 +483,9 @@ func stopLeftovers(record context.Context, o *runOptions, hold *lease.Lease, pgi
 	if len(p.PIDs) == 0 {
 		return
 	}
-	o.g.log.Warn("processes of the command outlived it", "lock", hold.Lock(), "pids", fmt.Sprint(p.PIDs), "action", p.Action)
+	o.g.Log.Warn("processes of the command outlived it", "lock", hold.Lock(), "pids", fmt.Sprint(p.PIDs), "action", p.Action)
 	if err := hold.RecordJobProcesses(record, p); err != nil {
-		o.g.log.Error("could not record the command's leftover processes", "lock", hold.Lock(), "err", err)
+		o.g.Log.Error("could not record the command's leftover processes", "lock", hold.Lock(), "err", err)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 )
 
 type statusOptions struct {
-	g      *globals
+	g      *Globals
 	lock   string
 	format string
 	file   string
@@ -27,7 +27,7 @@ type statusOptions struct {
 	check  bool
 }
 
-func newStatus(g *globals) *cobra.Command {
+func NewStatus(g *Globals) *cobra.Command {
 	o := &statusOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "status NAME",
@@ -54,7 +54,7 @@ holder, 4 stale (acquire --force takes it).`,
   lockledger status deploy-prod --json | jq -r .state
   if lockledger status deploy-prod --check; then echo free; fi        # 0 free, 3 held, 4 stale
   lockledger status sprint --format bso --file bso:.sprint-running   # BSO's check-mode return object`,
-		Args: exactlyOneLock,
+		Args: ExactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
 			return runStatus(cmd.Context(), o)
@@ -89,10 +89,10 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.g.json {
-		writeJSON(o.g.io.Out, statusObject(s))
+	if o.g.JSON {
+		WriteJSON(o.g.IO.Out, statusObject(s))
 	} else if !o.check {
-		printStatus(o.g.io.Out, s)
+		printStatus(o.g.IO.Out, s)
 	}
 	if o.check {
 		return checkResult(s.State)
@@ -101,11 +101,11 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 }
 
 func (o *statusOptions) read(ctx context.Context) (*ledger.LockStatus, error) {
-	l, err := o.g.open(ctx, reads)
+	l, err := o.g.Open(ctx, Reads)
 	if err != nil {
 		return nil, err
 	}
-	defer o.g.finish(l)
+	defer o.g.Finish(l)
 	return l.Status(ctx, o.lock)
 }
 
@@ -143,12 +143,12 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 	if h.Intent != "" {
 		termtext.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
 	}
-	termtext.Fprintf(tw, "  process\t%s\n", processText(h.PID, h.HostID))
+	termtext.Fprintf(tw, "  process\t%s\n", ProcessText(h.PID, h.HostID))
 	if len(s.JobPIDs) > 0 {
 		termtext.Fprintf(tw, "  job\tpid %d is gone; processes it started still run and hold the lock: pids %s\n", h.PID,
 			strings.Trim(fmt.Sprint(s.JobPIDs), "[]"))
 	}
-	termtext.Fprintf(tw, "  held for\t%s (since %s)\n", short(s.HeldFor), h.CreatedAt)
+	termtext.Fprintf(tw, "  held for\t%s (since %s)\n", ShortDuration(s.HeldFor), h.CreatedAt)
 	if noTTL(s) {
 		termtext.Fprintf(tw, "  heartbeat\t%s (no TTL: %s lock files carry none)\n", ago(s.SinceBeat), s.HolderFormat)
 	} else {
@@ -184,7 +184,7 @@ func ago(d time.Duration) string {
 	if d < -time.Second {
 		return (-d).Truncate(time.Second).String() + " in the future"
 	}
-	return short(d) + " ago"
+	return ShortDuration(d) + " ago"
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -209,7 +209,7 @@ func runStatusBSO(ctx context.Context, o *statusOptions) error {
 			return events.Invalid("--file", o.file, "must be a bso: file with --format bso")
 		}
 		path = ts[0].Path
-	} else if l, err := o.g.open(ctx, reads); err == nil {
+	} else if l, err := o.g.Open(ctx, Reads); err == nil {
 		ts, terr := l.TargetsOf(ctx, o.lock)
 		l.Close()
 		if terr != nil {
@@ -230,7 +230,7 @@ func runStatusBSO(ctx context.Context, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(o.g.io.Out, formats.BSOCheck(data, exists, time.Now(), ledger.LocalEnv(maxAge)))
+	WriteJSON(o.g.IO.Out, formats.BSOCheck(data, exists, time.Now(), ledger.LocalEnv(maxAge)))
 	return nil
 }
 
@@ -247,7 +247,7 @@ func printShared(w io.Writer, s *ledger.LockStatus) {
 	for _, x := range s.Shared {
 		h := x.Holder
 		termtext.Fprintf(tw, "  %s\t%s\t%s\t%d@%s\t%s\t%s\t%ds\t%d\n", x.State, h.RequestID, h.Actor, h.PID, h.HostID,
-			short(x.HeldFor), ago(x.SinceBeat), h.TTLSeconds, x.FencingToken)
+			ShortDuration(x.HeldFor), ago(x.SinceBeat), h.TTLSeconds, x.FencingToken)
 	}
 	tw.Flush()
 }

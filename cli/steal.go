@@ -21,7 +21,7 @@ import (
 const ConfirmTimeout = 30 * time.Second
 
 type stealOptions struct {
-	g      *globals
+	g      *Globals
 	lock   string
 	reason string
 	active bool
@@ -29,7 +29,7 @@ type stealOptions struct {
 	acquireFlags
 }
 
-func newSteal(g *globals) *cobra.Command {
+func NewSteal(g *Globals) *cobra.Command {
 	o := &stealOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "steal NAME --reason TEXT [--active] [--yes]",
@@ -42,7 +42,7 @@ Without --active, an active holder is refused with exit 3 and the refusal
 is recorded as action_refused.`,
 		Example: `  lockledger steal deploy-prod --reason "runner host lost, job is gone"
   lockledger steal deploy-prod --active --reason "INC-123: hung deploy" --yes`,
-		Args: exactlyOneLock,
+		Args: ExactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
 			return runSteal(cmd.Context(), o)
@@ -77,11 +77,11 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 			return err
 		}
 	}
-	l, err := o.g.open(ctx, writes)
+	l, err := o.g.Open(ctx, Writes)
 	if err != nil {
 		return err
 	}
-	defer o.g.finish(l)
+	defer o.g.Finish(l)
 	if o.active && !o.yes {
 		s, err := l.Status(ctx, o.lock)
 		if err != nil {
@@ -106,13 +106,13 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 
 // confirm asks question (already escaped) on the terminal, default No, for
 // at most ConfirmTimeout; no says what not answering yes means.
-func confirm(g *globals, question, no string) bool {
-	fmt.Fprintf(g.io.ErrOut, "%s [y/N] (%s) ", question, ConfirmTimeout)
-	f := g.io.In.(*os.File)
+func confirm(g *Globals, question, no string) bool {
+	fmt.Fprintf(g.IO.ErrOut, "%s [y/N] (%s) ", question, ConfirmTimeout)
+	f := g.IO.In.(*os.File)
 	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
 	n, err := unix.Poll(fds, int(ConfirmTimeout/time.Millisecond))
 	if err != nil || n == 0 {
-		fmt.Fprintln(g.io.ErrOut, "\nno answer: "+no)
+		fmt.Fprintln(g.IO.ErrOut, "\nno answer: "+no)
 		return false
 	}
 	line, _ := bufio.NewReader(f).ReadString('\n')
@@ -122,8 +122,8 @@ func confirm(g *globals, question, no string) bool {
 
 // needYes refuses to act without --yes when standard input is not a
 // terminal to ask on.
-func needYes(g *globals, what string) error {
-	if f, ok := g.io.In.(*os.File); ok && isTerminal(f) {
+func needYes(g *Globals, what string) error {
+	if f, ok := g.IO.In.(*os.File); ok && IsTerminal(f) {
 		return nil
 	}
 	return events.Invalid("--yes", "", "is required with "+what+" when standard input is not a terminal")

@@ -16,19 +16,19 @@ type table struct {
 	color   bool
 	header  []string
 	widths  []int
-	pending [][]cell
+	pending [][]Cell
 	started bool
 }
 
-type cell struct {
-	text  string
-	color string // ANSI sequence, used only when the table is coloured
+type Cell struct {
+	Text  string
+	Color string // ANSI sequence, used only when the table is coloured
 }
 
-// tableChunk is how many rows are aligned together before printing.
-const tableChunk = 256
+// TableChunk is how many rows are aligned together before printing.
+const TableChunk = 256
 
-func newTable(w io.Writer, color bool, header ...string) *table {
+func NewTable(w io.Writer, color bool, header ...string) *table {
 	t := &table{w: w, color: color, header: header, widths: make([]int, len(header))}
 	for i, h := range header {
 		t.widths[i] = utf8.RuneCountInString(h)
@@ -36,33 +36,33 @@ func newTable(w io.Writer, color bool, header ...string) *table {
 	return t
 }
 
-// row queues one line; its cells' text is escaped (termtext), so a field
+// Row queues one line; its cells' text is escaped (termtext), so a field
 // another user chose can neither add a line nor drive the terminal.
-func (t *table) row(cells ...cell) error {
+func (t *table) Row(cells ...Cell) error {
 	for i := range cells {
-		cells[i].text = termtext.Escape(cells[i].text)
+		cells[i].Text = termtext.Escape(cells[i].Text)
 	}
 	t.pending = append(t.pending, cells)
-	if len(t.pending) >= tableChunk {
-		return t.flush()
+	if len(t.pending) >= TableChunk {
+		return t.Flush()
 	}
 	return nil
 }
 
-func (t *table) flush() error {
+func (t *table) Flush() error {
 	for _, r := range t.pending {
 		for i, c := range r {
 			if i < len(t.widths) {
-				t.widths[i] = max(t.widths[i], utf8.RuneCountInString(c.text))
+				t.widths[i] = max(t.widths[i], utf8.RuneCountInString(c.Text))
 			}
 		}
 	}
 	var b strings.Builder
 	if !t.started {
 		t.started = true
-		hc := make([]cell, len(t.header))
+		hc := make([]Cell, len(t.header))
 		for i, h := range t.header {
-			hc[i] = cell{text: h, color: ansiBold}
+			hc[i] = Cell{Text: h, Color: AnsiBold}
 		}
 		t.line(&b, hc)
 	}
@@ -74,15 +74,15 @@ func (t *table) flush() error {
 	return err
 }
 
-func (t *table) line(b *strings.Builder, cells []cell) {
+func (t *table) line(b *strings.Builder, cells []Cell) {
 	for i, c := range cells {
-		text := c.text
+		text := c.Text
 		if i < len(cells)-1 {
-			text += strings.Repeat(" ", t.widths[i]-utf8.RuneCountInString(c.text)+2)
+			text += strings.Repeat(" ", t.widths[i]-utf8.RuneCountInString(c.Text)+2)
 		}
-		if t.color && c.color != "" {
+		if t.color && c.Color != "" {
 			trimmed := strings.TrimRight(text, " ")
-			b.WriteString(c.color + trimmed + ansiReset + text[len(trimmed):])
+			b.WriteString(c.Color + trimmed + AnsiReset + text[len(trimmed):])
 		} else {
 			b.WriteString(text)
 		}

@@ -33,25 +33,25 @@ func ParseTime(field, s string, now time.Time) (time.Time, error) {
 	return now.Add(-d).UTC(), nil
 }
 
-// timeRange is the --since/--until pair.
-type timeRange struct {
-	since, until string
+// TimeRange is the --since/--until pair.
+type TimeRange struct {
+	Since, Until string
 }
 
-// parse returns the bounds, zero when a flag is not set.
-func (r timeRange) parse(now time.Time) (since, until time.Time, err error) {
-	if r.since != "" {
-		if since, err = ParseTime("--since", r.since, now); err != nil {
+// Parse returns the bounds, zero when a flag is not set.
+func (r TimeRange) Parse(now time.Time) (since, until time.Time, err error) {
+	if r.Since != "" {
+		if since, err = ParseTime("--since", r.Since, now); err != nil {
 			return
 		}
 	}
-	if r.until != "" {
-		if until, err = ParseTime("--until", r.until, now); err != nil {
+	if r.Until != "" {
+		if until, err = ParseTime("--until", r.Until, now); err != nil {
 			return
 		}
 	}
 	if !since.IsZero() && !until.IsZero() && since.After(until) {
-		err = events.Invalid("--since", r.since, "must not be after --until ("+events.FormatTime(until)+")")
+		err = events.Invalid("--since", r.Since, "must not be after --until ("+events.FormatTime(until)+")")
 	}
 	return
 }

@@ -36,31 +36,31 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) = %v, want an invalid --since", bad, err)
 		}
 	}
-	r := timeRange{since: "1h", until: "2h"}
-	if _, _, err := r.parse(now); !errors.Is(err, events.ErrInvalid) {
+	r := TimeRange{Since: "1h", Until: "2h"}
+	if _, _, err := r.Parse(now); !errors.Is(err, events.ErrInvalid) {
 		t.Errorf("--since after --until: %v", err)
 	}
 }
 
 func TestTableColoursWithoutSkewingColumns(t *testing.T) {
 	var b strings.Builder
-	tb := newTable(&b, true, "A", "EVENT", "C")
-	_ = tb.row(cell{text: "1"}, cell{text: "lock_stolen", color: ansiMagenta}, cell{text: "x"})
-	_ = tb.row(cell{text: "22"}, cell{text: "lock_heartbeat", color: ansiDim}, cell{text: "y"})
-	if err := tb.flush(); err != nil {
+	tb := NewTable(&b, true, "A", "EVENT", "C")
+	_ = tb.Row(Cell{Text: "1"}, Cell{Text: "lock_stolen", Color: AnsiMagenta}, Cell{Text: "x"})
+	_ = tb.Row(Cell{Text: "22"}, Cell{Text: "lock_heartbeat", Color: AnsiDim}, Cell{Text: "y"})
+	if err := tb.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
-	if !strings.Contains(out, ansiMagenta+"lock_stolen"+ansiReset) {
+	if !strings.Contains(out, AnsiMagenta+"lock_stolen"+AnsiReset) {
 		t.Fatalf("no colour: %q", out)
 	}
-	plain := strings.NewReplacer(ansiMagenta, "", ansiDim, "", ansiBold, "", ansiReset, "").Replace(out)
+	plain := strings.NewReplacer(AnsiMagenta, "", AnsiDim, "", AnsiBold, "", AnsiReset, "").Replace(out)
 	want := "A   EVENT           C\n1   lock_stolen     x\n22  lock_heartbeat  y\n"
 	if plain != want {
 		t.Fatalf("columns:\n%s\nwant\n%s", plain, want)
 	}
 	t.Setenv("NO_COLOR", "1")
-	if colorOK(&b) {
+	if ColorOK(&b) {
 		t.Fatal("colour with NO_COLOR set")
 	}
 }

@@ -14,17 +14,17 @@ import (
 )
 
 type timelineOptions struct {
-	g      *globals
+	g      *Globals
 	lock   string
 	actor  string
 	types  []string
 	format string
 	out    string
 	wide   bool
-	timeRange
+	TimeRange
 }
 
-func newTimeline(g *globals) *cobra.Command {
+func NewTimeline(g *Globals) *cobra.Command {
 	o := &timelineOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "timeline [--lock L] [--actor A] [--type T] [--since T] [--until T] [--format table|json|jsonl|csv|html|svg] [--wide] [-o FILE]",
@@ -80,10 +80,10 @@ timeline only reads: it takes no lock.`,
   lockledger timeline --type lock_stolen,acquire_blocked --since 24h
   lockledger timeline --actor alice --format csv > alice.csv
   lockledger timeline --lock app-prod --since 2025-03-14T10:00:00Z --format html -o app-prod.html`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.g.json {
-				f, err := jsonFormat(cmd, o.format)
+			if o.g.JSON {
+				f, err := JSONFormat(cmd, o.format)
 				if err != nil {
 					return err
 				}
@@ -96,9 +96,9 @@ timeline only reads: it takes no lock.`,
 	fl.StringVar(&o.lock, "lock", "", "only this lock")
 	fl.StringVar(&o.actor, "actor", "", "only events by this actor")
 	fl.StringArrayVar(&o.types, "type", nil, "only these event types (repeatable, or comma-separated)")
-	fl.StringVar(&o.since, "since", "", "from this time on (RFC 3339, or a duration ago: 2h)")
-	fl.StringVar(&o.until, "until", "", "up to this time (RFC 3339, or a duration ago)")
-	fl.StringVar(&o.format, "format", formatTable, "table, json, jsonl, csv, html or svg")
+	fl.StringVar(&o.Since, "since", "", "from this time on (RFC 3339, or a duration ago: 2h)")
+	fl.StringVar(&o.Until, "until", "", "up to this time (RFC 3339, or a duration ago)")
+	fl.StringVar(&o.format, "format", FormatTable, "table, json, jsonl, csv, html or svg")
 	fl.BoolVar(&o.wide, "wide", false, "table: every id and field whole, one line per event (wider than 120 columns)")
 	fl.StringVarP(&o.out, "output", "o", "", "html, svg: write to FILE (mode 0600, renamed into place when complete) instead of stdout")
 	return cmd
@@ -121,7 +121,7 @@ func (o *timelineOptions) filter(now time.Time) (replay.Filter, error) {
 		}
 	}
 	var err error
-	f.Since, f.Until, err = o.timeRange.parse(now)
+	f.Since, f.Until, err = o.TimeRange.Parse(now)
 	return f, err
 }
 
@@ -140,7 +140,7 @@ func runTimeline(ctx context.Context, o *timelineOptions) error {
 		return err
 	}
 	switch o.format {
-	case formatTable, formatJSON, formatJSONL, formatCSV, formatHTML, formatSVG:
+	case FormatTable, FormatJSON, FormatJSONL, FormatCSV, formatHTML, formatSVG:
 	default:
 		return events.Invalid("--format", o.format, "must be table, json, jsonl, csv, html or svg")
 	}
@@ -148,52 +148,52 @@ func runTimeline(ctx context.Context, o *timelineOptions) error {
 	case o.format == formatHTML || o.format == formatSVG:
 		return runTimelinePage(ctx, o, f)
 	case o.out != "":
-		return &usageError{fmt.Errorf("timeline: -o is for --format html or svg; redirect the other formats")}
+		return &UsageError{fmt.Errorf("timeline: -o is for --format html or svg; redirect the other formats")}
 	}
 	return printEventsIn(ctx, o.g, f, o.format, !o.wide)
 }
 
 // printEvents streams the events f selects in format.
-func printEvents(ctx context.Context, g *globals, f replay.Filter, format string) error {
+func printEvents(ctx context.Context, g *Globals, f replay.Filter, format string) error {
 	return printEventsIn(ctx, g, f, format, false)
 }
 
 // printEventsIn streams the events f selects in format; a narrow table
 // fits 120 columns.
-func printEventsIn(ctx context.Context, g *globals, f replay.Filter, format string, narrow bool) error {
+func printEventsIn(ctx context.Context, g *Globals, f replay.Filter, format string, narrow bool) error {
 	switch format {
-	case formatTable, formatJSON, formatJSONL, formatCSV:
+	case FormatTable, FormatJSON, FormatJSONL, FormatCSV:
 	default:
 		return events.Invalid("--format", format, "must be table, json, jsonl or csv")
 	}
-	r, err := g.openRead(ctx)
+	r, err := g.OpenRead(ctx)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	if n := archivedNote(ctx, r); n != "" {
-		g.sayf("note: %s", n)
+	defer r.Close()
+	if n := ArchivedNote(ctx, r); n != "" {
+		g.Sayf("note: %s", n)
 	}
-	out := bufio.NewWriterSize(g.io.Out, 64<<10)
-	var sink eventSink = newNarrowSink(out, colorOK(g.io.Out))
-	if !narrow || format != formatTable {
-		if sink, err = newEventSink(format, out, colorOK(g.io.Out)); err != nil {
+	out := bufio.NewWriterSize(g.IO.Out, 64<<10)
+	var sink EventSink = newNarrowSink(out, ColorOK(g.IO.Out))
+	if !narrow || format != FormatTable {
+		if sink, err = NewEventSink(format, out, ColorOK(g.IO.Out)); err != nil {
 			return err
 		}
 	}
 	n := 0
-	err = replay.Scan(ctx, r.tx, f, func(ev *replay.Event) error {
+	err = replay.Scan(ctx, r.Tx, f, func(ev *replay.Event) error {
 		n++
-		return sink.event(ev)
+		return sink.Event(ev)
 	})
-	if cerr := sink.close(); err == nil {
+	if cerr := sink.Close(); err == nil {
 		err = cerr
 	}
 	if ferr := out.Flush(); err == nil {
 		err = ferr
 	}
 	if err == nil && n == 0 {
-		g.log.Info("no events match")
+		g.Log.Info("no events match")
 	}
 	return err
 }

@@ -24,30 +24,30 @@ const (
 // in one snapshot.
 func runTimelinePage(ctx context.Context, o *timelineOptions, f replay.Filter) error {
 	now := time.Now()
-	w, file, err := o.g.outputOrStdout(o.out)
+	w, file, err := o.g.OutputOrStdout(o.out)
 	if err != nil {
 		return err
 	}
 	if file != nil {
 		defer file.Abort()
 	}
-	r, err := o.g.openRead(ctx)
+	r, err := o.g.OpenRead(ctx)
 	if err != nil {
 		return err
 	}
-	defer r.close()
+	defer r.Close()
 	p := &timeline.Page{Generated: now, Command: o.commandLine(), Since: f.Since, Until: f.Until,
-		Describe: Details, OSUser: func(ev *replay.Event) string { return osUserText(&ev.Envelope) },
+		Describe: Details, OSUser: func(ev *replay.Event) string { return OSUserText(&ev.Envelope) },
 		HeartbeatsLeftOut: len(f.Types) > 0 && !slices.Contains(f.Types, events.LockHeartbeat)}
 	if o.format == formatHTML {
-		if p.Verify, err = r.l.Verify(ctx, ledger.InSnapshot(r.tx)); err != nil {
+		if p.Verify, err = r.Ledger.Verify(ctx, ledger.InSnapshot(r.Tx)); err != nil {
 			return err
 		}
 	}
-	if p.Holdings, err = replay.Holdings(ctx, r.tx, f); err != nil {
+	if p.Holdings, err = replay.Holdings(ctx, r.Tx, f); err != nil {
 		return err
 	}
-	err = replay.Scan(ctx, r.tx, f, func(ev *replay.Event) error {
+	err = replay.Scan(ctx, r.Tx, f, func(ev *replay.Event) error {
 		p.Events = append(p.Events, ev)
 		return nil
 	})
@@ -64,13 +64,13 @@ func runTimelinePage(ctx context.Context, o *timelineOptions, f replay.Filter) e
 		err = bw.Flush()
 	}
 	if err == nil && file != nil {
-		err = o.g.commitOutput("-o", file)
+		err = o.g.CommitOutput("-o", file)
 	}
 	if err != nil {
 		return err
 	}
 	s := timeline.Summarize(p)
-	o.g.log.Info("timeline drawn", "holdings", s.Holdings, "markers", s.Markers, "events", s.Events, "locks", s.Lanes, "aggregated", s.Aggregated)
+	o.g.Log.Info("timeline drawn", "holdings", s.Holdings, "markers", s.Markers, "events", s.Events, "locks", s.Lanes, "aggregated", s.Aggregated)
 	return nil
 }
 
@@ -85,8 +85,8 @@ func (o *timelineOptions) commandLine() string {
 	add("--lock", o.lock)
 	add("--actor", o.actor)
 	add("--type", strings.Join(o.types, ","))
-	add("--since", o.since)
-	add("--until", o.until)
+	add("--since", o.Since)
+	add("--until", o.Until)
 	add("--format", o.format)
 	return strings.Join(parts, " ")
 }

@@ -51,7 +51,7 @@ type narrowSink struct {
 	w       io.Writer
 	color   bool
 	widths  []int // natural widths of the columns so far
-	pending [][]cell
+	pending [][]Cell
 	started bool
 }
 
@@ -65,26 +65,26 @@ func newNarrowSink(w io.Writer, color bool) *narrowSink {
 
 var timelineHeader = []string{"SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "OS USER", "PID@HOST", "REQUEST", "DETAILS"}
 
-func (s *narrowSink) event(ev *replay.Event) error {
-	cells := []cell{
-		{text: strconv.FormatInt(ev.Seq, 10)},
-		{text: ev.Time.Format(displayTime)},
-		{text: string(ev.Type), color: eventColor(ev)},
-		{text: termtext.Escape(lockText(ev))},
-		{text: termtext.Escape(ev.Actor)},
-		{text: termtext.Escape(osUserText(&ev.Envelope))},
-		{text: fmt.Sprintf("%d@%s", ev.PID, shortHost(ev.HostID))},
-		{text: shortRequestID(ev.RequestID)},
-		{text: termtext.Escape(shortenIDsIn(Details(ev)))},
+func (s *narrowSink) Event(ev *replay.Event) error {
+	cells := []Cell{
+		{Text: strconv.FormatInt(ev.Seq, 10)},
+		{Text: ev.Time.Format(DisplayTime)},
+		{Text: string(ev.Type), Color: EventColor(ev)},
+		{Text: termtext.Escape(LockText(ev))},
+		{Text: termtext.Escape(ev.Actor)},
+		{Text: termtext.Escape(OSUserText(&ev.Envelope))},
+		{Text: fmt.Sprintf("%d@%s", ev.PID, shortHost(ev.HostID))},
+		{Text: shortRequestID(ev.RequestID)},
+		{Text: termtext.Escape(shortenIDsIn(Details(ev)))},
 	}
 	s.pending = append(s.pending, cells)
-	if len(s.pending) >= tableChunk {
+	if len(s.pending) >= TableChunk {
 		return s.flush()
 	}
 	return nil
 }
 
-func (s *narrowSink) close() error { return s.flush() }
+func (s *narrowSink) Close() error { return s.flush() }
 
 // layout is the printed width of each column but DETAILS, and DETAILS'
 // room on a row's line (0: it goes on lines of its own). The columns are
@@ -127,16 +127,16 @@ func (s *narrowSink) layout() ([]int, int) {
 func (s *narrowSink) flush() error {
 	for _, r := range s.pending {
 		for i, c := range r[:colDetails] {
-			s.widths[i] = max(s.widths[i], utf8.RuneCountInString(c.text))
+			s.widths[i] = max(s.widths[i], utf8.RuneCountInString(c.Text))
 		}
 	}
 	w, room := s.layout()
 	var b strings.Builder
 	if !s.started {
 		s.started = true
-		hc := make([]cell, len(timelineHeader))
+		hc := make([]Cell, len(timelineHeader))
 		for i, h := range timelineHeader {
-			hc[i] = cell{text: h, color: ansiBold}
+			hc[i] = Cell{Text: h, Color: AnsiBold}
 		}
 		s.line(&b, w, room, hc)
 	}
@@ -148,13 +148,13 @@ func (s *narrowSink) flush() error {
 	return err
 }
 
-func (s *narrowSink) line(b *strings.Builder, w []int, room int, cells []cell) {
+func (s *narrowSink) line(b *strings.Builder, w []int, room int, cells []Cell) {
 	var row strings.Builder
 	for i, c := range cells[:colDetails] {
-		text := clipText(c.text, w[i])
+		text := clipText(c.Text, w[i])
 		pad := strings.Repeat(" ", w[i]-utf8.RuneCountInString(text)+2)
-		if s.color && c.color != "" {
-			row.WriteString(c.color + text + ansiReset + pad)
+		if s.color && c.Color != "" {
+			row.WriteString(c.Color + text + AnsiReset + pad)
 		} else {
 			row.WriteString(text + pad)
 		}
@@ -163,10 +163,10 @@ func (s *narrowSink) line(b *strings.Builder, w []int, room int, cells []cell) {
 	if room == 0 {
 		indent, room = detailsIndent, narrowWidth-detailsIndent
 	}
-	lines := wrapWords(cells[colDetails].text, room)
-	if c := cells[colDetails].color; s.color && c != "" {
+	lines := wrapWords(cells[colDetails].Text, room)
+	if c := cells[colDetails].Color; s.color && c != "" {
 		for i, l := range lines {
-			lines[i] = c + l + ansiReset
+			lines[i] = c + l + AnsiReset
 		}
 	}
 	if len(lines) > 0 && indent != detailsIndent {

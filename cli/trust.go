@@ -17,7 +17,7 @@ import (
 	"github.com/lockledger/lockledger/witness"
 )
 
-func newTrust(g *globals) *cobra.Command {
+func NewTrust(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trust",
 		Short: "Show, export, pin, forget or adopt the ledger this user trusts at the root",
@@ -29,27 +29,27 @@ known_hosts) and the latest signed head of each ledger (heads/). Writers
 sign with the key and pin a ledger on its first write (trust on first
 use); every signed write proves that the log extends the head kept, and
 plain verify checks the root's ledger against the pin and the head.`,
-		Args: noArgs,
+		Args: NoArgs,
 	}
 	var showJSON bool
 	show := &cobra.Command{
 		Use:   "show",
 		Short: "Print the trust store, this root's pins and the heads kept of them",
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustShow(g, showJSON || g.json) },
+		Args:  NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustShow(g, showJSON || g.JSON) },
 	}
 	show.Flags().BoolVar(&showJSON, "json", false, "print JSON")
 	export := &cobra.Command{
 		Use:   "export",
 		Short: "Print this root's pins, for an auditor to pin on another host (trust pin)",
-		Args:  noArgs,
+		Args:  NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustExport(g) },
 	}
 	var id, key string
 	pin := &cobra.Command{
 		Use:   "pin --ledger-id ID --verifier-key KEY",
 		Short: "Pin the ledger this root must hold and the key that signs it (e.g. from trust export)",
-		Args:  noArgs,
+		Args:  NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustPin(g, id, key) },
 	}
 	pin.Flags().StringVar(&id, "ledger-id", "", "the ledger id the root must hold")
@@ -62,7 +62,7 @@ plain verify checks the root's ledger against the pin and the head.`,
 kept of the ledgers no other pin names. The next write pins whatever
 ledger the root then holds (trust on first use). Asks on a terminal;
 elsewhere --yes is required.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrustForget(g, yes) },
 	}
 	forget.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask")
@@ -74,7 +74,7 @@ elsewhere --yes is required.`,
 pin it with this user's key and sign a checkpoint of its whole log, stored
 in the ledger and kept in heads/. A first signed write does the same
 without the full verify.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrustAdopt(cmd.Context(), g) },
 	}
 	cmd.AddCommand(show, export, pin, forget, adopt)
@@ -98,12 +98,12 @@ type shownHead struct {
 	Time     string `json:"time,omitempty"`
 }
 
-func runTrustShow(g *globals, asJSON bool) error {
-	s, err := g.trustStore()
+func runTrustShow(g *Globals, asJSON bool) error {
+	s, err := g.TrustStore()
 	if err != nil {
 		return err
 	}
-	out := trustShown{Dir: s.Path(), Root: trust.Resolve(g.root), Pins: []trust.Pin{}, Heads: []shownHead{}}
+	out := trustShown{Dir: s.Path(), Root: trust.Resolve(g.Root), Pins: []trust.Pin{}, Heads: []shownHead{}}
 	if _, err := os.Lstat(s.KeyPath()); err == nil {
 		k, _, err := s.Key()
 		if err != nil {
@@ -111,7 +111,7 @@ func runTrustShow(g *globals, asJSON bool) error {
 		}
 		out.KeyFile, out.VerifierKey = k.Path, k.Verifier
 	}
-	if out.Pins, err = s.PinsOf(g.root); err != nil {
+	if out.Pins, err = s.PinsOf(g.Root); err != nil {
 		return err
 	}
 	if out.Pins == nil {
@@ -133,10 +133,10 @@ func runTrustShow(g *globals, asJSON bool) error {
 		out.Heads = append(out.Heads, sh)
 	}
 	if asJSON {
-		writeJSON(g.io.Out, out)
+		WriteJSON(g.IO.Out, out)
 		return nil
 	}
-	w := g.io.Out
+	w := g.IO.Out
 	termtext.Fprintf(w, "trust store  %s\n", out.Dir)
 	if out.VerifierKey != "" {
 		termtext.Fprintf(w, "signing key  %s\nverifier key %s\n", out.KeyFile, out.VerifierKey)
@@ -156,29 +156,29 @@ func runTrustShow(g *globals, asJSON bool) error {
 	return nil
 }
 
-func runTrustExport(g *globals) error {
-	s, err := g.trustStore()
+func runTrustExport(g *Globals) error {
+	s, err := g.TrustStore()
 	if err != nil {
 		return err
 	}
-	pins, err := s.PinsOf(g.root)
+	pins, err := s.PinsOf(g.Root)
 	if err != nil {
 		return err
 	}
 	if len(pins) == 0 {
-		return fmt.Errorf("trust export: no ledger is pinned at %s in %s (write to it, or run lockledger trust adopt)", trust.Resolve(g.root), s.PinsPath())
+		return fmt.Errorf("trust export: no ledger is pinned at %s in %s (write to it, or run lockledger trust adopt)", trust.Resolve(g.Root), s.PinsPath())
 	}
-	if g.json {
-		writeJSON(g.io.Out, pins)
+	if g.JSON {
+		WriteJSON(g.IO.Out, pins)
 		return nil
 	}
 	for _, p := range pins {
-		termtext.Fprintf(g.io.Out, "# lockledger trust pin --ledger-id %s --verifier-key %s\n%s\n", p.LedgerID, p.Verifier, p.Line())
+		termtext.Fprintf(g.IO.Out, "# lockledger trust pin --ledger-id %s --verifier-key %s\n%s\n", p.LedgerID, p.Verifier, p.Line())
 	}
 	return nil
 }
 
-func runTrustPin(g *globals, id, key string) error {
+func runTrustPin(g *Globals, id, key string) error {
 	if id == "" {
 		return events.Invalid("--ledger-id", id, "is required: a ledger id as verify prints it (1-128 of A-Z a-z 0-9 _ . : -)")
 	}
@@ -191,55 +191,55 @@ func runTrustPin(g *globals, id, key string) error {
 		if key == "" || rerr != nil {
 			return events.Invalid("--verifier-key", key, "is required: a verifier key (NAME+HASH+KEY, as keygen and trust export print it) or a file holding one")
 		}
-		if insideRoot(g.root, key) {
-			return keyInRoot("--verifier-key", key, g.root)
+		if InsideRoot(g.Root, key) {
+			return KeyInRoot("--verifier-key", key, g.Root)
 		}
 		vkey = strings.TrimSpace(string(b))
 		if _, err := checkpoint.NewVerifier(vkey); err != nil {
 			return events.Invalid("--verifier-key", key, err.Error())
 		}
 	}
-	s, err := g.trustStore()
+	s, err := g.TrustStore()
 	if err != nil {
 		return err
 	}
-	p := trust.Pin{Root: trust.Resolve(g.root), LedgerID: id, Verifier: vkey}
+	p := trust.Pin{Root: trust.Resolve(g.Root), LedgerID: id, Verifier: vkey}
 	added, err := s.Add(p)
 	if err != nil {
 		return err
 	}
 	if added {
-		termtext.Fprintf(g.io.Out, "pinned ledger %s at %s in %s\n", id, p.Root, s.PinsPath())
+		termtext.Fprintf(g.IO.Out, "pinned ledger %s at %s in %s\n", id, p.Root, s.PinsPath())
 	} else {
-		termtext.Fprintf(g.io.Out, "already pinned: ledger %s at %s\n", id, p.Root)
+		termtext.Fprintf(g.IO.Out, "already pinned: ledger %s at %s\n", id, p.Root)
 	}
 	return nil
 }
 
-func runTrustForget(g *globals, yes bool) error {
-	s, err := g.trustStore()
+func runTrustForget(g *Globals, yes bool) error {
+	s, err := g.TrustStore()
 	if err != nil {
 		return err
 	}
-	pins, err := s.PinsOf(g.root)
+	pins, err := s.PinsOf(g.Root)
 	if err != nil {
 		return err
 	}
 	if len(pins) == 0 {
-		termtext.Fprintf(g.io.Out, "no pin of %s in %s\n", trust.Resolve(g.root), s.PinsPath())
+		termtext.Fprintf(g.IO.Out, "no pin of %s in %s\n", trust.Resolve(g.Root), s.PinsPath())
 		return nil
 	}
 	if !yes {
-		if !isTerminal(g.io.In) {
-			return events.Invalid("--yes", "", "is required to forget the pins of "+trust.Resolve(g.root)+" when not asking on a terminal")
+		if !IsTerminal(g.IO.In) {
+			return events.Invalid("--yes", "", "is required to forget the pins of "+trust.Resolve(g.Root)+" when not asking on a terminal")
 		}
-		termtext.Fprintf(g.io.ErrOut, "forget %d pin(s) of %s (ledger %s)? [y/N] ", len(pins), trust.Resolve(g.root), pins[0].LedgerID)
-		line, _ := bufio.NewReader(g.io.In).ReadString('\n')
+		termtext.Fprintf(g.IO.ErrOut, "forget %d pin(s) of %s (ledger %s)? [y/N] ", len(pins), trust.Resolve(g.Root), pins[0].LedgerID)
+		line, _ := bufio.NewReader(g.IO.In).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
 			return fmt.Errorf("trust forget: not confirmed; nothing removed")
 		}
 	}
-	gone, err := s.Forget(g.root, func(trust.Pin) bool { return true })
+	gone, err := s.Forget(g.Root, func(trust.Pin) bool { return true })
 	if err != nil {
 		return err
 	}
@@ -258,13 +258,13 @@ func runTrustForget(g *globals, yes bool) error {
 				return err
 			}
 		}
-		termtext.Fprintf(g.io.Out, "forgot ledger %s at %s\n", p.LedgerID, p.Root)
+		termtext.Fprintf(g.IO.Out, "forgot ledger %s at %s\n", p.LedgerID, p.Root)
 	}
 	return nil
 }
 
-func runTrustAdopt(ctx context.Context, g *globals) error {
-	if !g.trusting() {
+func runTrustAdopt(ctx context.Context, g *Globals) error {
+	if !g.Trusting() {
 		return events.Invalid("--unsigned", "", "adopt signs with the trust store's key: drop --unsigned and --signing-key")
 	}
 	o := &verifyOptions{g: g, clockSkew: "2s", full: true}
@@ -278,22 +278,22 @@ func runTrustAdopt(ctx context.Context, g *globals) error {
 	}
 	o.checkExpected(rep)
 	if !rep.OK {
-		printReport(g.io.Out, rep)
+		printReport(g.IO.Out, rep)
 		return fmt.Errorf("trust adopt: the ledger does not verify; nothing was pinned or signed: %w", ledger.ErrBrokenChain)
 	}
-	l, err := g.open(ctx, rewrites)
+	l, err := g.Open(ctx, Rewrites)
 	if err != nil {
 		return err
 	}
-	defer g.finish(l)
+	defer g.Finish(l)
 	if rep.Events == 0 {
-		termtext.Fprintf(g.io.Out, "adopted ledger %s (no events yet)\n", l.ID())
+		termtext.Fprintf(g.IO.Out, "adopted ledger %s (no events yet)\n", l.ID())
 		return nil
 	}
 	cp, err := l.Checkpoint(ctx)
 	if err != nil {
 		return err
 	}
-	termtext.Fprintf(g.io.Out, "adopted ledger %s: %d events verified, head signed by %s\n", l.ID(), cp.Size, cp.Key)
+	termtext.Fprintf(g.IO.Out, "adopted ledger %s: %d events verified, head signed by %s\n", l.ID(), cp.Size, cp.Key)
 	return nil
 }

@@ -22,7 +22,7 @@ import (
 )
 
 type verifyOptions struct {
-	g           *globals
+	g           *Globals
 	file        string
 	prevHash    string
 	full        bool
@@ -32,14 +32,14 @@ type verifyOptions struct {
 	verifiers   []string
 	heads       []string
 	witnessFlag bool // --witness given on the command line, not only by LOCKLEDGER_WITNESS
-	witnessKeys witnessKeyFlags
+	witnessKeys WitnessKeyFlags
 	ledgerID    string
 	expect      []expectation
 	pinned      bool // the trust store pins a ledger at this root
 	archives    []string
 }
 
-func newVerify(g *globals) *cobra.Command {
+func NewVerify(g *Globals) *cobra.Command {
 	o := &verifyOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "verify [--full] [--clock-skew D] | verify --file FILE [--prev-hash H] [--clock-skew D]  [--verifier-key KEY [--checkpoint FILE] [--witness PATH]] [--expect-head SEQ:HASH]",
@@ -146,7 +146,7 @@ created); with no ledger there it is not recorded.`,
   lockledger verify --json | jq .first_bad
   lockledger verify --full      # also every index against its table
   lockledger export -o audit.jsonl && lockledger verify --file audit.jsonl`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.witnessFlag = cmd.Flags().Changed("witness")
 			return runVerify(cmd.Context(), o)
@@ -163,7 +163,7 @@ created); with no ledger there it is not recorded.`,
 	cmd.Flags().StringVar(&o.ledgerID, "ledger-id", "", "the ledger this must be: any other fails (swapped), even one signed with the same key")
 	cmd.Flags().StringArrayVar(&o.heads, "expect-head", nil, "SEQ:HASH: event SEQ's hash must be HASH (a head recorded elsewhere, without a key; repeatable)")
 	cmd.Flags().StringArrayVar(&o.archives, "archive", nil, "also check this archive (lockledger archive) and the live ledger as one log (repeatable)")
-	o.witnessKeys.register(cmd)
+	o.witnessKeys.Register(cmd)
 	return cmd
 }
 
@@ -198,7 +198,7 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 			return nil, err
 		}
 	}
-	if err := o.witnessKeys.add(o.g.root, o.file == "", t); err != nil {
+	if err := o.witnessKeys.Add(o.g.Root, o.file == "", t); err != nil {
 		return nil, err
 	}
 	for _, h := range o.heads {
@@ -219,7 +219,7 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 			t.Checkpoints = append(t.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("checkpoint %s:%d", f, e.Line), Note: e.Note})
 		}
 	}
-	witnesses := o.g.sign.witnesses
+	witnesses := o.g.Sign.Witnesses
 	if len(t.Verifiers) == 0 && !o.witnessFlag {
 		// LOCKLEDGER_WITNESS, set for the writers, asks nothing of a
 		// verify without keys.
@@ -240,7 +240,7 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		t.Checkpoints = append(t.Checkpoints, ns...)
 	}
 	if len(t.Checkpoints) > 0 && len(t.Verifiers) == 0 {
-		return nil, &usageError{fmt.Errorf("verify: --checkpoint and --witness need --verifier-key: a checkpoint whose signature is not checked vouches for nothing")}
+		return nil, &UsageError{fmt.Errorf("verify: --checkpoint and --witness need --verifier-key: a checkpoint whose signature is not checked vouches for nothing")}
 	}
 	return t, nil
 }
@@ -250,18 +250,18 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 // replace them to vouch for the rewrite.
 func (o *verifyOptions) keysOutsideRoot(keyed bool) error {
 	for _, v := range o.verifiers {
-		if _, err := checkpoint.NewVerifier(v); err != nil && insideRoot(o.g.root, v) {
-			return keyInRoot("--verifier-key", v, o.g.root)
+		if _, err := checkpoint.NewVerifier(v); err != nil && InsideRoot(o.g.Root, v) {
+			return KeyInRoot("--verifier-key", v, o.g.Root)
 		}
 	}
 	if !o.witnessFlag && !keyed {
 		return nil // LOCKLEDGER_WITNESS is not read without a key
 	}
-	for _, w := range o.g.sign.witnesses {
-		if insideRoot(o.g.root, w) {
+	for _, w := range o.g.Sign.Witnesses {
+		if InsideRoot(o.g.Root, w) {
 			return events.Invalid("--witness", w, fmt.Sprintf(
 				"is inside the root %s: whoever can rewrite the ledger can rewrite it too, so it witnesses nothing; use another volume or host",
-				resolvedRoot(o.g.root)))
+				ResolvedRoot(o.g.Root)))
 		}
 	}
 	return nil
@@ -275,13 +275,13 @@ func witnessNotes(path string) ([]replay.NoteSource, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, events.Invalid("--witness", path, "cannot be read: "+errText(err))
+		return nil, events.Invalid("--witness", path, "cannot be read: "+ErrText(err))
 	}
 	files := []string{path}
 	if fi.IsDir() {
 		ents, err := os.ReadDir(path)
 		if err != nil {
-			return nil, events.Invalid("--witness", path, "cannot be read: "+errText(err))
+			return nil, events.Invalid("--witness", path, "cannot be read: "+ErrText(err))
 		}
 		files = files[:0]
 		for _, e := range ents {
@@ -294,7 +294,7 @@ func witnessNotes(path string) ([]replay.NoteSource, error) {
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, events.Invalid("--witness", f, "cannot be read: "+errText(err))
+			return nil, events.Invalid("--witness", f, "cannot be read: "+ErrText(err))
 		}
 		es := checkpoint.SplitNotes(b)
 		for _, e := range es {
@@ -316,13 +316,13 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	var rep *replay.Report
 	switch {
 	case o.file != "" && o.full:
-		return &usageError{fmt.Errorf("verify: --full checks the ledger's database, not a --file export")}
+		return &UsageError{fmt.Errorf("verify: --full checks the ledger's database, not a --file export")}
 	case o.file != "" && len(o.archives) > 0:
-		return &usageError{fmt.Errorf("verify: --archive checks an archive with the ledger; check one alone with --file")}
+		return &UsageError{fmt.Errorf("verify: --archive checks an archive with the ledger; check one alone with --file")}
 	case o.file == "" && o.prevHash != "":
-		return &usageError{fmt.Errorf("verify: --prev-hash needs --file")}
+		return &UsageError{fmt.Errorf("verify: --prev-hash needs --file")}
 	case o.actor != "":
-		if err := validActor(o.actor); err != nil {
+		if err := ValidActor(o.actor); err != nil {
 			return err
 		}
 	}
@@ -337,7 +337,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		if o.full {
 			opts = append(opts, ledger.FullStorageCheck())
 		}
-		rep, err = verifyWitnessed(ctx, o.g, trust, opts...)
+		rep, err = VerifyWitnessed(ctx, o.g, trust, opts...)
 		if err == nil && len(o.archives) > 0 {
 			err = o.withArchives(rep, replay.ClockSkew(skew), replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
 				Expected: len(trust.Verifiers) > 0, OthersUnchecked: trust.OthersUnchecked}))
@@ -350,26 +350,26 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	warning := ""
 	if rep.Trust == replay.Unsigned && rep.Events > 0 {
 		warning = unsignedWarning
-		o.g.sayf("warning: %s", warning)
+		o.g.Sayf("warning: %s", warning)
 	}
-	if !rep.OK && !o.pinned && o.g.trusting() {
+	if !rep.OK && !o.pinned && o.g.Trusting() {
 		// A ledger that fails verify is not trusted on first use: its
 		// record is appended unsigned, pinning nothing.
-		o.g.sign.unsigned = true
+		o.g.Sign.Unsigned = true
 	}
 	// Recorded after the read, which it never changes: the report stays
 	// that of the log as it was read.
-	recorded := o.g.recordAccess(ctx, "verify", events.LedgerVerified, o.actor, verified(rep, o.file))
-	if o.g.json {
-		writeJSON(o.g.io.Out, struct {
+	recorded := o.g.RecordAccess(ctx, "verify", events.LedgerVerified, o.actor, verified(rep, o.file))
+	if o.g.JSON {
+		WriteJSON(o.g.IO.Out, struct {
 			*replay.Report
 			Recorded int64  `json:"recorded,omitempty"`
 			Warning  string `json:"warning,omitempty"`
 		}{rep, recorded, warning})
 	} else {
-		printReport(o.g.io.Out, rep)
+		printReport(o.g.IO.Out, rep)
 		if recorded > 0 {
-			termtext.Fprintf(o.g.io.Out, "  recorded: ledger_verified, seq %d (after the events checked: the next verify checks it too)\n", recorded)
+			termtext.Fprintf(o.g.IO.Out, "  recorded: ledger_verified, seq %d (after the events checked: the next verify checks it too)\n", recorded)
 		}
 	}
 	if !rep.OK {
@@ -395,7 +395,7 @@ func verified(rep *replay.Report, file string) *events.Verified {
 		v.HeadHash = rep.HeadHash
 	}
 	if file != "" {
-		v.File = absPath(file)
+		v.File = AbsPath(file)
 	}
 	return v
 }
@@ -422,13 +422,13 @@ func verifyFile(path, prevHash string, opts ...replay.VerifyOption) (*replay.Rep
 	return replay.VerifyFile(f, path, prevHash, opts...)
 }
 
-func verifyLedger(ctx context.Context, g *globals, opts ...ledger.VerifyOption) (*replay.Report, error) {
-	r, err := g.openRead(ctx)
+func verifyLedger(ctx context.Context, g *Globals, opts ...ledger.VerifyOption) (*replay.Report, error) {
+	r, err := g.OpenRead(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer r.close()
-	return r.l.Verify(ctx, append(opts, ledger.InSnapshot(r.tx))...)
+	defer r.Close()
+	return r.Ledger.Verify(ctx, append(opts, ledger.InSnapshot(r.Tx))...)
 }
 
 func printReport(w io.Writer, rep *replay.Report) {

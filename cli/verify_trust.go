@@ -27,11 +27,11 @@ type expectation struct {
 // keys, the heads the store keeps of the pinned ledgers (a witness), and
 // the ledger id to expect. A root with no pin adds nothing.
 func (o *verifyOptions) fromStore(t *replay.Trust) error {
-	s, err := o.g.trustStore()
+	s, err := o.g.TrustStore()
 	if err != nil {
 		return err
 	}
-	pins, err := s.PinsOf(o.g.root)
+	pins, err := s.PinsOf(o.g.Root)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", s.PinsPath(), err)
 	}
@@ -61,7 +61,7 @@ func (o *verifyOptions) fromStore(t *replay.Trust) error {
 		o.expect = append(o.expect, expectation{id: ids[0], source: "the trust store's pin (" + s.PinsPath() + ")"})
 	}
 	for _, id := range ids {
-		head := keptHead(s, id)
+		head := KeptHead(s, id)
 		if head == "" {
 			continue
 		}

@@ -12,16 +12,16 @@ import (
 // waitReporter says who holds the lock while acquire or run waits: one
 // status line rewritten in place on a terminal, one log line otherwise.
 // --quiet has neither.
-func waitReporter(g *globals, lock string) lease.WaitObserver {
-	tty := g.statusLine()
+func waitReporter(g *Globals, lock string) lease.WaitObserver {
+	tty := g.StatusLine()
 	said := false
 	return func(h *ledger.HeldError, waited time.Duration) {
 		if h.Corrupt != nil {
 			if tty {
-				termtext.Fprintf(g.io.ErrOut, "\r\033[Kwaiting for %s: held by an %s; waited %s", lock, h.Corrupt, waited.Truncate(time.Second))
+				termtext.Fprintf(g.IO.ErrOut, "\r\033[Kwaiting for %s: held by an %s; waited %s", lock, h.Corrupt, waited.Truncate(time.Second))
 			} else if !said {
 				said = true
-				g.log.Info("waiting for lock", "lock", lock, "holder", h.Corrupt.String())
+				g.Log.Info("waiting for lock", "lock", lock, "holder", h.Corrupt.String())
 			}
 			return
 		}
@@ -30,21 +30,21 @@ func waitReporter(g *globals, lock string) lease.WaitObserver {
 			held = " for " + time.Since(t).Truncate(time.Second).String()
 		}
 		if tty {
-			termtext.Fprintf(g.io.ErrOut, "\r\033[Kwaiting for %s: held by %s (%s, pid %d on %s)%s; waited %s",
+			termtext.Fprintf(g.IO.ErrOut, "\r\033[Kwaiting for %s: held by %s (%s, pid %d on %s)%s; waited %s",
 				lock, h.Holder.Actor, h.Holder.RequestID, h.Holder.PID, h.Holder.HostID, held, waited.Truncate(time.Second))
 			return
 		}
 		if !said {
 			said = true
-			g.log.Info("waiting for lock", "lock", lock, "holder", h.Holder.RequestID, "actor", h.Holder.Actor,
+			g.Log.Info("waiting for lock", "lock", lock, "holder", h.Holder.RequestID, "actor", h.Holder.Actor,
 				"pid", h.Holder.PID, "host", h.Holder.HostID)
 		}
 	}
 }
 
 // endWaitLine clears the status line once waiting is over.
-func endWaitLine(g *globals) {
-	if g.statusLine() {
-		fmt.Fprint(g.io.ErrOut, "\r\033[K")
+func endWaitLine(g *Globals) {
+	if g.StatusLine() {
+		fmt.Fprint(g.IO.ErrOut, "\r\033[K")
 	}
 }

@@ -15,12 +15,12 @@ import (
 )
 
 type whoOptions struct {
-	g    *globals
+	g    *Globals
 	lock string
 	at   string
 }
 
-func newWho(g *globals) *cobra.Command {
+func NewWho(g *Globals) *cobra.Command {
 	o := &whoOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "who NAME [--at T]",
@@ -33,7 +33,7 @@ held only through another tool's lock file shows as free. T is RFC 3339
 or a duration meaning that long ago; the default is now. who only reads.`,
 		Example: `  lockledger who app-prod --at 2025-03-14T10:31:00Z
   lockledger who app-prod --at 2h --json | jq .holder.actor`,
-		Args: exactlyOneLock,
+		Args: ExactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
 			return runWho(cmd.Context(), o)
@@ -66,24 +66,24 @@ func runWho(ctx context.Context, o *whoOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := o.g.openRead(ctx)
+	r, err := o.g.OpenRead(ctx)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	if n := archivedNote(ctx, r); n != "" {
-		o.g.sayf("note: %s", n)
+	defer r.Close()
+	if n := ArchivedNote(ctx, r); n != "" {
+		o.g.Sayf("note: %s", n)
 	}
-	st, err := replay.AsOf(ctx, r.tx, at, o.lock)
+	st, err := replay.AsOf(ctx, r.Tx, at, o.lock)
 	if err != nil {
 		return err
 	}
 	obj := whoAt(o.lock, st.Lock(o.lock), at)
-	if o.g.json {
-		writeJSON(o.g.io.Out, obj)
+	if o.g.JSON {
+		WriteJSON(o.g.IO.Out, obj)
 		return nil
 	}
-	printWho(o.g.io.Out, obj, st.Lock(o.lock), at)
+	printWho(o.g.IO.Out, obj, st.Lock(o.lock), at)
 	return nil
 }
 
@@ -119,10 +119,10 @@ func printWho(w io.Writer, obj whoObject, lk *replay.Lock, at time.Time) {
 		if h.Intent != "" {
 			termtext.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
 		}
-		termtext.Fprintf(tw, "  process\t%s\n", processText(h.PID, h.HostID))
-		termtext.Fprintf(tw, "  since\t%s (held %s by then)\n", events.FormatTime(lk.Holder.Created), short(at.Sub(lk.Holder.Created)))
+		termtext.Fprintf(tw, "  process\t%s\n", ProcessText(h.PID, h.HostID))
+		termtext.Fprintf(tw, "  since\t%s (held %s by then)\n", events.FormatTime(lk.Holder.Created), ShortDuration(at.Sub(lk.Holder.Created)))
 		termtext.Fprintf(tw, "  heartbeat\t%s (%s before, ttl %ds)\n", events.FormatTime(lk.Holder.Heartbeat),
-			short(at.Sub(lk.Holder.Heartbeat)), h.TTLSeconds)
+			ShortDuration(at.Sub(lk.Holder.Heartbeat)), h.TTLSeconds)
 		if obj.StaleSince != "" {
 			termtext.Fprintf(tw, "  stale since\t%s\n", obj.StaleSince)
 		}

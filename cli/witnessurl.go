@@ -38,9 +38,9 @@ func (f *signFlags) registerWitnessURLs(pf *pflag.FlagSet) {
 }
 
 // cosigners are the witnesses of --witness-url.
-func (g *globals) cosigners() ([]*tlogwitness.Witness, error) {
+func (g *Globals) cosigners() ([]*tlogwitness.Witness, error) {
 	var out []*tlogwitness.Witness
-	for _, s := range g.sign.witnessURLs.urls {
+	for _, s := range g.Sign.witnessURLs.urls {
 		u, vkey, ok := strings.Cut(s, "=")
 		if !ok {
 			return nil, events.Invalid("--witness-url", s, "must be URL=VKEY: the witness's URL and its verifier key")
@@ -62,8 +62,8 @@ func (g *globals) cosigners() ([]*tlogwitness.Witness, error) {
 // without a key to sign what it cosigns is refused; LOCKLEDGER_WITNESS_URL,
 // set for the writers, asks nothing of a process without one (an auditor's
 // verify), as LOCKLEDGER_WITNESS does not.
-func (g *globals) cosignerOptions(signing bool) ([]ledger.Option, error) {
-	f := g.sign.witnessURLs
+func (g *Globals) cosignerOptions(signing bool) ([]ledger.Option, error) {
+	f := g.Sign.witnessURLs
 	if len(f.urls) == 0 || (!signing && slices.Equal(f.urls, f.env)) {
 		return nil, nil
 	}
@@ -77,25 +77,25 @@ func (g *globals) cosignerOptions(signing bool) ([]ledger.Option, error) {
 	return []ledger.Option{ledger.WithCosigners(ws...)}, nil
 }
 
-// witnessKeyFlags are verify's --witness-key and --witness-quorum.
-type witnessKeyFlags struct {
+// WitnessKeyFlags are verify's --witness-key and --witness-quorum.
+type WitnessKeyFlags struct {
 	keys   []string
 	quorum string
 }
 
-func (f *witnessKeyFlags) register(cmd *cobra.Command) {
+func (f *WitnessKeyFlags) Register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.keys, "witness-key", nil,
 		"a tlog witness's verifier key, or a file holding one: the ledger's cosignatures by it are checked against the log (repeatable)")
 	cmd.Flags().StringVar(&f.quorum, "witness-quorum", "", "how many of the --witness-key witnesses must have cosigned the newest checkpoint any of them cosigned (default: all)")
 }
 
-// add puts the witness keys and the quorum in t.
-func (f *witnessKeyFlags) add(root string, checkRoot bool, t *replay.Trust) error {
+// Add puts the witness keys and the quorum in t.
+func (f *WitnessKeyFlags) Add(root string, checkRoot bool, t *replay.Trust) error {
 	for _, k := range f.keys {
 		v, err := tlogwitness.NewVerifier(k)
 		if err != nil {
-			if checkRoot && insideRoot(root, k) {
-				return keyInRoot("--witness-key", k, root)
+			if checkRoot && InsideRoot(root, k) {
+				return KeyInRoot("--witness-key", k, root)
 			}
 			b, rerr := os.ReadFile(k)
 			if rerr != nil {
@@ -120,16 +120,16 @@ func (f *witnessKeyFlags) add(root string, checkRoot bool, t *replay.Trust) erro
 	return nil
 }
 
-// verifyWitnessed is verifyLedger with the cosignatures the ledger keeps,
+// VerifyWitnessed is verifyLedger with the cosignatures the ledger keeps,
 // read in the same snapshot, added to trust.
-func verifyWitnessed(ctx context.Context, g *globals, trust *replay.Trust, opts ...ledger.VerifyOption) (*replay.Report, error) {
-	r, err := g.openRead(ctx)
+func VerifyWitnessed(ctx context.Context, g *Globals, trust *replay.Trust, opts ...ledger.VerifyOption) (*replay.Report, error) {
+	r, err := g.OpenRead(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer r.close()
+	defer r.Close()
 	if len(trust.Cosigners) > 0 {
-		stored, err := store.StoredCosignatures(ctx, r.tx)
+		stored, err := store.StoredCosignatures(ctx, r.Tx)
 		if err != nil {
 			return nil, err
 		}
@@ -138,12 +138,12 @@ func verifyWitnessed(ctx context.Context, g *globals, trust *replay.Trust, opts 
 				Source: fmt.Sprintf("ledger cosignature #%d", c.ID), Note: c.Note, Carried: true, Size: c.Size})
 		}
 	}
-	return r.l.Verify(ctx, append(opts, ledger.InSnapshot(r.tx))...)
+	return r.Ledger.Verify(ctx, append(opts, ledger.InSnapshot(r.Tx))...)
 }
 
-// coveredCosignatures are the cosignatures an export of seq from-to
+// CoveredCosignatures are the cosignatures an export of seq from-to
 // carries: those of the sizes its checkpoints may have.
-func coveredCosignatures(ctx context.Context, tx store.Querier, from, to int64) ([]store.StoredCosignature, error) {
+func CoveredCosignatures(ctx context.Context, tx store.Querier, from, to int64) ([]store.StoredCosignature, error) {
 	all, err := store.StoredCosignatures(ctx, tx)
 	return slices.DeleteFunc(all, func(c store.StoredCosignature) bool { return c.Size < max(from-1, 1) || c.Size > to }), err
 }

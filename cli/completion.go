@@ -25,14 +25,17 @@ import (
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store"
+
+	"github.com/lockledger/lockledger/cli/eventfmt"
+	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // formatValues are the --format values of each command that has one.
 var formatValues = map[string][]string{
-	"export":   {FormatJSONL, "csv"},
-	"history":  {FormatTable, "json", FormatJSONL, "csv"},
+	"export":   {eventfmt.FormatJSONL, "csv"},
+	"history":  {eventfmt.FormatTable, "json", eventfmt.FormatJSONL, "csv"},
 	"metrics":  {"text", "openmetrics"},
-	"timeline": {FormatTable, "json", FormatJSONL, "csv", "html", "svg"},
+	"timeline": {eventfmt.FormatTable, "json", eventfmt.FormatJSONL, "csv", "html", "svg"},
 	"status":   {"text", "bso"},
 }
 
@@ -50,7 +53,7 @@ const completionLimit = 1000
 // waiting on Tab is worse than a list without the ledger's names.
 const completionBudget = 2 * time.Second
 
-func registerCompletions(root *cobra.Command, g *Globals) {
+func registerCompletions(root *cobra.Command, g *invocation.Globals) {
 	locks := func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return lockNames(cmd.Context(), g, toComplete, slices.Contains(pastCommands, cmd.Name())), cobra.ShellCompDirectiveNoFileComp
 	}
@@ -122,13 +125,13 @@ func completeTargets(names []string) cobra.CompletionFunc {
 // lockNames are the locks the ledger at --root knows (with ever, every
 // lock its log has an event of) and the lock files in its locks directory,
 // those starting with prefix, sorted.
-func lockNames(ctx context.Context, g *Globals, prefix string, ever bool) []string {
+func lockNames(ctx context.Context, g *invocation.Globals, prefix string, ever bool) []string {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	seen := map[string]bool{}
 	if g.Root == "" {
-		r, err := DefaultRoot()
+		r, err := invocation.DefaultRoot()
 		if err != nil {
 			return nil
 		}

@@ -21,6 +21,9 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
+
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/cli/lockcmd"
 )
 
 // InterruptedError is a command that failed after a signal asked it to
@@ -38,14 +41,14 @@ func (e *InterruptedError) Unwrap() error { return e.Err }
 
 // ExitCode maps an error to the exit code of the contract.
 func ExitCode(err error) int {
-	var ee *ExitError
-	var ue *UsageError
+	var ee *invocation.ExitError
+	var ue *invocation.UsageError
 	var ie *InterruptedError
-	var ce *ConflictError
-	var xe *ExecError
+	var ce *lockcmd.ConflictError
+	var xe *lockcmd.ExecError
 	switch {
 	case err == nil:
-		return ExitOK
+		return invocation.ExitOK
 	case errors.As(err, &ee):
 		return ee.Code
 	case errors.As(err, &ie):
@@ -55,25 +58,25 @@ func ExitCode(err error) int {
 	case errors.As(err, &xe):
 		return xe.Code
 	case errors.As(err, &ue), errors.Is(err, events.ErrInvalid), errors.Is(err, ledger.ErrUntrustedRoot):
-		return ExitUsage
+		return invocation.ExitUsage
 	case errors.Is(err, ledger.ErrHeld):
-		return ExitBlocked
+		return invocation.ExitBlocked
 	case errors.Is(err, ledger.ErrStale):
-		return ExitStale
+		return invocation.ExitStale
 	case errors.Is(err, ledger.ErrNotHolder), errors.Is(err, ledger.ErrLost):
-		return ExitNotHolder
+		return invocation.ExitNotHolder
 	case errors.Is(err, ledger.ErrNoLedger):
-		return ExitNoLedger
+		return invocation.ExitNoLedger
 	case errors.Is(err, ledger.ErrNotALedger), errors.Is(err, ledger.ErrLedgerGone):
-		return ExitFailure // the root is not one lockledger may write: not the caller's input
+		return invocation.ExitFailure // the root is not one lockledger may write: not the caller's input
 	}
-	return ExitFailure
+	return invocation.ExitFailure
 }
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := notifyContext(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	g := &Globals{IO: IO{In: stdin, Out: stdout, ErrOut: stderr}}
+	g := &invocation.Globals{IO: invocation.IO{In: stdin, Out: stdout, ErrOut: stderr}}
 	root := newRoot(g)
 	args = runArgs(root, args)
 	root.SetArgs(args)
@@ -95,10 +98,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if uerr := unknownCommand(root, args); uerr != nil {
 			err = uerr
 		}
-		err = &UsageError{err}
+		err = &invocation.UsageError{Err: err}
 		g.JSON = g.JSON || askedForJSON(args)
 	}
-	var ee *ExitError
+	var ee *invocation.ExitError
 	if sig := stop(); sig != 0 && err != nil && !errors.As(err, &ee) {
 		// An exact code (run's, its command's) stands; any other failure
 		// after a signal is the signal's.
@@ -153,21 +156,21 @@ func allCommands(c *cobra.Command) []*cobra.Command {
 }
 
 // report prints err once, in the form the caller asked for, and maps it.
-func report(g *Globals, err error) int {
+func report(g *invocation.Globals, err error) int {
 	code := ExitCode(err)
 	if err == nil {
 		return code
 	}
-	var ee *ExitError
+	var ee *invocation.ExitError
 	if errors.As(err, &ee) {
 		return code // the command already said what happened
 	}
 	if g.JSON {
-		WriteJSON(g.IO.Out, errorObject(err))
+		invocation.WriteJSON(g.IO.Out, errorObject(err))
 	}
 	msg := err.Error()
-	if code == ExitUsage {
-		var ue *UsageError
+	if code == invocation.ExitUsage {
+		var ue *invocation.UsageError
 		if errors.As(err, &ue) {
 			msg += " (see --help)"
 		}
@@ -185,6 +188,6 @@ func report(g *Globals, err error) int {
 // Command is the command tree as Main builds it, for generating
 // documentation (man pages, completion scripts) outside a run.
 func Command() *cobra.Command {
-	g := &Globals{IO: IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
+	g := &invocation.Globals{IO: invocation.IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
 	return newRoot(g)
 }

@@ -9,6 +9,9 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store"
+
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/cli/lockcmd"
 )
 
 // errorObject is the --json form of an error: tower-fleet's lock_blocked
@@ -26,7 +29,7 @@ func errorObject(err error) map[string]any {
 	var inv *events.InvalidError
 	var broken *ledger.BrokenChainError
 	var none *store.NoLedgerError
-	var xe *ExecError
+	var xe *lockcmd.ExecError
 	switch {
 	case errors.As(err, &xe):
 		return map[string]any{"error": execKind(xe), "command": xe.Command, "message": err.Error()}
@@ -85,14 +88,14 @@ func errorObject(err error) map[string]any {
 	case errors.As(err, &inv):
 		return map[string]any{"error": KindInvalidInput, "field": inv.Field, "value": inv.Value, "rule": inv.Rule,
 			"message": err.Error()}
-	case ExitCode(err) == ExitUsage:
+	case ExitCode(err) == invocation.ExitUsage:
 		return map[string]any{"error": KindInvalidInput, "message": err.Error()}
 	}
 	return map[string]any{"error": KindFailure, "message": err.Error()}
 }
 
 // execKind is the error kind of a command run could not execute.
-func execKind(e *ExecError) string {
+func execKind(e *lockcmd.ExecError) string {
 	if e.Code == ExitCommandNotFound {
 		return KindCommandNotFound
 	}

@@ -4,9 +4,14 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/cli/auditcmd"
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/cli/lockcmd"
+	"github.com/lockledger/lockledger/cli/timelinecmd"
 )
 
-func newRoot(g *Globals) *cobra.Command {
+func newRoot(g *invocation.Globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "lockledger",
 		Short: "Locks for scripts, CI jobs and services, with every action kept as an audit event",
@@ -55,30 +60,30 @@ listed in its README.md.`,
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &invocation.UsageError{Err: err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.Root, "root", os.Getenv(EnvRoot), "directory holding ledger.db and locks/, symlinks resolved (default "+RootHelp+")")
+	pf.StringVar(&g.Root, "root", os.Getenv(invocation.EnvRoot), "directory holding ledger.db and locks/, symlinks resolved (default "+invocation.RootHelp+")")
 	pf.StringVar(&g.Database, "database", os.Getenv("LOCKLEDGER_DATABASE_URL"),
 		"keep the ledger in this PostgreSQL database (postgres://...; PG* variables honoured) instead of ROOT/ledger.db,\none ledger for many hosts; ROOT keeps this host's lock files (env LOCKLEDGER_DATABASE_URL)")
 	pf.StringVar(&g.Group, "group", os.Getenv("LOCKLEDGER_GROUP"),
 		"create the root as a group root of this group (name or id): directories 2770 setgid, files 0660; the root's mode keeps it\na group root for every later command (env LOCKLEDGER_GROUP)")
 	pf.BoolVar(&g.JSON, "json", false, "print one JSON document on stdout, errors included (lockledger help json)")
 	pf.StringVar(&g.JQExpr, "jq", "", "implies --json; print the results of this jq expression on the JSON instead (strings raw), e.g. --jq .request_id")
-	envLevel := os.Getenv(EnvLogLevel)
+	envLevel := os.Getenv(invocation.EnvLogLevel)
 	if envLevel == "" {
 		envLevel = "info"
 	}
-	pf.StringVar(&g.LogLevel, "log-level", envLevel, "log level: debug, info, warn, error (env "+EnvLogLevel+")")
+	pf.StringVar(&g.LogLevel, "log-level", envLevel, "log level: debug, info, warn, error (env "+invocation.EnvLogLevel+")")
 	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "only errors on stderr (same as --log-level error; no progress line while waiting)")
 	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	g.Sign.Register(root)
-	root.AddCommand(NewAcquire(g), NewHeartbeat(g), NewRelease(g), NewStatus(g), NewList(g), NewSteal(g), NewRun(g))
+	root.AddCommand(lockcmd.NewAcquire(g), lockcmd.NewHeartbeat(g), lockcmd.NewRelease(g), lockcmd.NewStatus(g), lockcmd.NewList(g), lockcmd.NewSteal(g), lockcmd.NewRun(g))
 	root.AddCommand(auditCommands(g)...)
-	root.AddCommand(NewKeygen(g), NewCheckpoint(g), NewProve(g), NewVerifyProof(g), NewImport(g), NewTrust(g))
-	root.AddCommand(NewArchive(g), NewPrune(g), NewUnprune(g))
-	root.AddCommand(NewInit(g), newVersion(g))
-	root.AddCommand(NewWatchHolder(g), NewRecordLoss(g))
-	root.AddCommand(NewMetrics(g))
+	root.AddCommand(auditcmd.NewKeygen(g), auditcmd.NewCheckpoint(g), auditcmd.NewProve(g), auditcmd.NewVerifyProof(g), auditcmd.NewImport(g), auditcmd.NewTrust(g))
+	root.AddCommand(auditcmd.NewArchive(g), auditcmd.NewPrune(g), auditcmd.NewUnprune(g))
+	root.AddCommand(lockcmd.NewInit(g), newVersion(g))
+	root.AddCommand(lockcmd.NewWatchHolder(g), lockcmd.NewRecordLoss(g))
+	root.AddCommand(auditcmd.NewMetrics(g))
 	registerCompletions(root, g)
 	registerHelpTopics(root)
 	hideUnusedFlagsInHelp(root)
@@ -87,6 +92,6 @@ listed in its README.md.`,
 
 // auditCommands are the read side of the ledger: history, timeline, who,
 // replay, verify, export and project.
-func auditCommands(g *Globals) []*cobra.Command {
-	return []*cobra.Command{NewHistory(g), NewTimeline(g), NewWho(g), NewReplay(g), NewVerify(g), NewExport(g), NewProject(g)}
+func auditCommands(g *invocation.Globals) []*cobra.Command {
+	return []*cobra.Command{timelinecmd.NewHistory(g), timelinecmd.NewTimeline(g), timelinecmd.NewWho(g), timelinecmd.NewReplay(g), auditcmd.NewVerify(g), auditcmd.NewExport(g), auditcmd.NewProject(g)}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockledger/lockledger/cli"
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/fixture"
@@ -232,7 +232,7 @@ func TestDeletedLockFileIsReportedAndProjected(t *testing.T) {
 func TestReadCommandsNeedALedger(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "nothing-here")
 	for _, args := range [][]string{{"timeline"}, {"history", "a"}, {"who", "a"}, {"replay"}, {"verify"}, {"export"}, {"project"}} {
-		clitest.Must(t, cli.ExitNoLedger, root, args...)
+		clitest.Must(t, invocation.ExitNoLedger, root, args...)
 	}
 	if _, err := os.Stat(root); !os.IsNotExist(err) {
 		t.Fatalf("a read command created %s", root)

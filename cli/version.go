@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // Set with -ldflags -X by `make build` from git: a build made with
@@ -68,7 +70,7 @@ func (b BuildInfo) String() string {
 	return s + ", " + b.Go + " " + b.Platform
 }
 
-func newVersion(g *Globals) *cobra.Command {
+func newVersion(g *invocation.Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, the commit it was built from and the Go version",
@@ -81,14 +83,14 @@ commit, modified, go and platform.`,
   lockledger version --json | jq -r .commit`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return &UsageError{fmt.Errorf("version: takes no arguments, got %q", args)}
+				return &invocation.UsageError{Err: fmt.Errorf("version: takes no arguments, got %q", args)}
 			}
 			return nil
 		},
 		RunE: func(*cobra.Command, []string) error {
 			b := currentBuild()
 			if g.JSON {
-				WriteJSON(g.IO.Out, b)
+				invocation.WriteJSON(g.IO.Out, b)
 				return nil
 			}
 			fmt.Fprintln(g.IO.Out, b)

@@ -21,13 +21,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/cli/eventfmt"
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store"
-
-	"github.com/lockledger/lockledger/cli/eventfmt"
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // formatValues are the --format values of each command that has one.

@@ -7,10 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // EnvScope says which commands an environment variable matters to.

@@ -7,9 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockledger/lockledger/events"
-
 	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
 )
 
 // The kinds of error a --json error object names in "error": the one

@@ -1,6 +1,11 @@
-// Package cli is lockledger's command line: flag parsing, output and exit
-// codes. Decisions live in ledger/; each command here is an options struct
-// and a run function.
+// Package cli is lockledger's command line: Main, the root command and
+// its persistent flags, the mapping of errors to exit codes and error
+// kinds, and the help topics. The commands live in packages of their own,
+// each command an options struct and a run function over what every
+// command shares (package invocation): lockcmd (taking, holding and
+// giving up locks), auditcmd (verifying, proving, signing, exporting and
+// keeping the log) and timelinecmd (reading what happened). Decisions live
+// in ledger/.
 //
 // docs/architecture.md shows where this package sits among the others.
 package cli
@@ -19,11 +24,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/ledger"
-
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/cli/lockcmd"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
 )
 
 // InterruptedError is a command that failed after a signal asked it to

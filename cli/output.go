@@ -6,12 +6,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/cli/lockcmd"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store"
-
-	"github.com/lockledger/lockledger/cli/invocation"
-	"github.com/lockledger/lockledger/cli/lockcmd"
 )
 
 // errorObject is the --json form of an error: tower-fleet's lock_blocked

@@ -11,13 +11,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/archive"
+	"github.com/lockledger/lockledger/cli/eventfmt"
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
-
-	"github.com/lockledger/lockledger/cli/eventfmt"
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 type archiveOptions struct {

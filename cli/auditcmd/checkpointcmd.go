@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lockledger/lockledger/events"
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
 )
-
-// --- checkpoint ---
 
 func NewCheckpoint(g *invocation.Globals) *cobra.Command {
 	cmd := &cobra.Command{

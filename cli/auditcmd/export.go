@@ -12,12 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/cli/eventfmt"
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
-
-	"github.com/lockledger/lockledger/cli/eventfmt"
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 type exportOptions struct {

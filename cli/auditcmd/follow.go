@@ -5,10 +5,9 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/stream"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // followOptions are export --follow's own flags.

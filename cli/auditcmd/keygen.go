@@ -6,15 +6,13 @@ import (
 	"io"
 	"io/fs"
 
-	"github.com/lockledger/lockledger/checkpoint"
-	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/outfile"
 )
-
-// --- keygen ---
 
 type keygenOptions struct {
 	g    *invocation.Globals

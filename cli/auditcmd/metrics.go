@@ -15,12 +15,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/metrics"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // metricsFileMode lets node_exporter, which runs as its own user, read

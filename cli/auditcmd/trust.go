@@ -10,13 +10,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
 	"github.com/lockledger/lockledger/witness"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 func NewTrust(g *invocation.Globals) *cobra.Command {

@@ -15,12 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 type verifyOptions struct {

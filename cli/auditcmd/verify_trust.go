@@ -7,11 +7,10 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/trust"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // unsignedWarning is what verify says, on stderr and in --json, of a

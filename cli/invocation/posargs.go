@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lockledger/lockledger/events"
 	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/events"
 )
 
 func LockArg(args []string) (string, error) {

@@ -11,13 +11,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/schema"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // acquireFlags are shared by acquire, steal and run.

@@ -4,10 +4,9 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // conflictRange is the rule of --conflict-exit-code.

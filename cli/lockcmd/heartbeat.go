@@ -6,10 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 type heartbeatOptions struct {

@@ -31,10 +31,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // Holder choices for acquire --holder.

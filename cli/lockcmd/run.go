@@ -18,12 +18,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // DefaultKillGrace is how long run waits between TERM and KILL.

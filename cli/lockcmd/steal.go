@@ -12,11 +12,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // ConfirmTimeout is how long steal --active waits for a yes on a terminal.

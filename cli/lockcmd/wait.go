@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // waitReporter says who holds the lock while acquire or run waits: one

@@ -6,11 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/replay"
-
 	"github.com/lockledger/lockledger/cli/eventfmt"
 	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
 )
 
 type historyOptions struct {

@@ -7,10 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 type replayOptions struct {

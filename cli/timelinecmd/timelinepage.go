@@ -7,12 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockledger/lockledger/cli/eventfmt"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/timeline"
-
-	"github.com/lockledger/lockledger/cli/eventfmt"
 )
 
 // Picture formats of timeline.

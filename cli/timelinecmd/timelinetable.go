@@ -8,10 +8,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/lockledger/lockledger/cli/eventfmt"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
-
-	"github.com/lockledger/lockledger/cli/eventfmt"
 )
 
 // narrowWidth is the width the timeline's table fits by default.

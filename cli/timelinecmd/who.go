@@ -9,11 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
-
-	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 type whoOptions struct {

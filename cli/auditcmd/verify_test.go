@@ -1,4 +1,4 @@
-package cli_test
+package auditcmd_test
 
 import (
 	"database/sql"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockledger/lockledger/cli/internal/scenario"
 
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
@@ -49,9 +51,9 @@ func exec(t *testing.T, db *sql.DB, queries ...string) {
 func forgeHeartbeat(t *testing.T, db *sql.DB, seq int64) {
 	t.Helper()
 	exec(t, db, `UPDATE events SET seq = -seq WHERE seq >= `+jsonNumber(seq), `UPDATE events SET seq = 1 - seq WHERE seq < 0`)
-	at := t0.Add(40 * time.Second)
+	at := scenario.T0.Add(40 * time.Second)
 	fixture.Append(t, db, &events.Event{Envelope: events.Envelope{Seq: seq, Type: events.LockHeartbeat, At: events.FormatTime(at),
-		LockName: "app-prod", RequestID: "req-alice", Actor: "alice", HostID: scenarioHost, PID: os.Getpid()}, // the scenario's holders
+		LockName: "app-prod", RequestID: "req-alice", Actor: "alice", HostID: scenario.Host, PID: os.Getpid()}, // the scenario's holders
 		Payload: &events.Heartbeat{}})
 }
 
@@ -93,7 +95,7 @@ func TestVerifyTamperCorpus(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			root := scenario(t)
+			root := scenario.Write(t)
 			clitest.Unsigned(t, root) // the chain's own findings, which a signed head would preempt
 			if v := clitest.Verify(t, 0, root); !v.OK || v.Events != 8 {
 				t.Fatalf("before tampering: %+v", v)
@@ -116,7 +118,7 @@ func TestVerifyTamperCorpus(t *testing.T) {
 // TestExportThenVerifyFile exports the scenario, verifies the file alone,
 // then edits it.
 func TestExportThenVerifyFile(t *testing.T) {
-	root := scenario(t)
+	root := scenario.Write(t)
 	file := filepath.Join(t.TempDir(), "audit.jsonl")
 	clitest.Must(t, 0, root, "export", "-o", file)
 	// The export's head is the ledger's hash at seq 8: the ledger_exported
@@ -162,7 +164,7 @@ func TestExportThenVerifyFile(t *testing.T) {
 
 	// A time window exports a contiguous slice that verifies on its own.
 	slice := filepath.Join(t.TempDir(), "slice.jsonl")
-	clitest.Must(t, 0, root, "export", "--since", at(45), "--until", at(60), "-o", slice)
+	clitest.Must(t, 0, root, "export", "--since", scenario.At(45), "--until", scenario.At(60), "-o", slice)
 	if v := clitest.Verify(t, 0, root, "--file", slice); v.FirstSeq != 4 || v.LastSeq != 6 {
 		t.Fatalf("slice: %+v", v)
 	}
@@ -182,7 +184,7 @@ func slicesClone(s []string) []string { return append([]string(nil), s...) }
 // held lock: verify reports it, project restores it; a foreign lock file
 // beside it is reported as foreign, not damage, and left alone.
 func TestDeletedLockFileIsReportedAndProjected(t *testing.T) {
-	root := scenario(t)
+	root := scenario.Write(t)
 	lockPath := filepath.Join(root, "locks", "db-migrate.lock")
 	want, err := os.ReadFile(lockPath)
 	if err != nil {
@@ -273,7 +275,7 @@ func TestVerifyFailsWhenAnAppendOnlyTriggerIsMissingOrAltered(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			root := scenario(t)
+			root := scenario.Write(t)
 			exec(t, rawLedgerDB(t, root), tc.queries...)
 			v := clitest.Verify(t, 1, root)
 			if v.FirstBad == nil || v.FirstBad.Kind != "trigger" || !strings.Contains(v.FirstBad.Detail, tc.detail) ||
@@ -303,7 +305,7 @@ func TestVerifyComparesEveryColumnOfAFreeLocksRow(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.column, func(t *testing.T) {
 			t.Parallel()
-			root := scenario(t) // app-prod ends free: dave released it
+			root := scenario.Write(t) // app-prod ends free: dave released it
 			db := rawLedgerDB(t, root)
 			var held int
 			if err := db.QueryRow(`SELECT held FROM locks WHERE lock_name = 'app-prod'`).Scan(&held); err != nil || held != 0 {

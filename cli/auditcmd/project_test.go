@@ -1,4 +1,4 @@
-package cli_test
+package auditcmd_test
 
 import (
 	"database/sql"
@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/lockledger/lockledger/cli/internal/scenario"
 
 	"github.com/lockledger/lockledger/internal/clitest"
 )
@@ -97,7 +99,7 @@ func TestProjectRefusesABrokenChainAndChangesNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			root := scenario(t)
+			root := scenario.Write(t)
 			clitest.Unsigned(t, root) // the chain's own findings, which a signed head would preempt
 			exec(t, attacker(t, root), tc.tamper)
 			before, n := projectionOnly(t, root), clitest.EventCount(t, root)
@@ -158,7 +160,7 @@ func TestProjectRefusesABrokenChainAndChangesNothing(t *testing.T) {
 // record only of what a forced project changes, and a forced project with
 // nothing left to change records its run (ledger_projected) and no change.
 func TestProjectSaysWhatItRecordsFromABrokenChain(t *testing.T) {
-	root := scenario(t)
+	root := scenario.Write(t)
 	exec(t, attacker(t, root), `DELETE FROM events WHERE seq = 2`)
 	r := clitest.Must(t, 1, root, "project")
 	if strings.Contains(r.Stderr, "anyway (recorded)") || !strings.Contains(r.Stderr, "records what it changes") {
@@ -183,7 +185,7 @@ func TestProjectSaysWhatItRecordsFromABrokenChain(t *testing.T) {
 // lock saying what it changed, and the run in a ledger_projected; a second
 // project changes nothing and records only its run; verify is OK.
 func TestProjectRecordsWhatItRepairs(t *testing.T) {
-	root := scenario(t)
+	root := scenario.Write(t)
 	if err := os.Remove(filepath.Join(root, "locks", "db-migrate.lock")); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,6 @@
-package cli_test
+// Package scenario writes the scripted ledger the command line's tests
+// read: eight events of four actors on two locks, at known instants.
+package scenario
 
 import (
 	"context"
@@ -10,18 +12,19 @@ import (
 	"github.com/lockledger/lockledger/ledger"
 )
 
-// t0 is the scripted scenario's start.
-var t0 = time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)
+// T0 is the scripted scenario's start.
+var T0 = time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)
 
-// instant is t0 + s seconds.
-func instant(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+// Instant is T0 + s seconds.
+func Instant(s float64) time.Time { return T0.Add(time.Duration(s * float64(time.Second))) }
 
-// at is t0 + s seconds, as the CLI takes it.
-func at(s float64) string { return instant(s).Format(time.RFC3339Nano) }
+// At is T0 + s seconds, as the CLI takes it.
+func At(s float64) string { return Instant(s).Format(time.RFC3339Nano) }
 
-const scenarioHost = "ci-runner-1"
+// Host is the host id of the scenario's events.
+const Host = "ci-runner-1"
 
-// scenario writes, through the ledger API with a scripted clock, into a
+// Write writes, through the ledger API with a scripted clock, into a
 // real ledger at a fresh root:
 //
 //	seq 1  t0+0    alice acquires app-prod (ttl 60s, intent deploy v42, ticket=INC-7)
@@ -32,13 +35,13 @@ const scenarioHost = "ci-runner-1"
 //	seq 6  t0+60   carol acquires app-prod (ttl 30s); stale from t0+90
 //	seq 7  t0+200  dave takes the stale lock with --force (stale_lock_forced)
 //	seq 8  t0+210  dave releases app-prod
-func scenario(t *testing.T) string {
+func Write(t testing.TB) string {
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
-	c := testclock.New(t0)
+	c := testclock.New(T0)
 	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now),
-		ledger.WithHost(ledger.Host{ID: scenarioHost, BootID: ledger.ThisHost().BootID}))
+		ledger.WithHost(ledger.Host{ID: Host, BootID: ledger.ThisHost().BootID}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,25 +66,25 @@ func scenario(t *testing.T) string {
 	}
 	must(acquire(ledger.AcquireRequest{Lock: "app-prod", Identity: id("alice", "req-alice"), TTL: time.Minute,
 		Intent: "deploy", IntentVersion: "v42", Metadata: map[string]string{"ticket": "INC-7"}}))
-	c.Set(instant(10))
+	c.Set(Instant(10))
 	must(acquire(ledger.AcquireRequest{Lock: "db-migrate", Identity: id("bob", "req-bob-db"), TTL: 10 * time.Minute}))
-	c.Set(instant(30))
+	c.Set(Instant(30))
 	_, err = l.Heartbeat(ctx, "app-prod", id("alice", "req-alice"))
 	must(err)
-	c.Set(instant(45))
+	c.Set(Instant(45))
 	if err := acquire(ledger.AcquireRequest{Lock: "app-prod", Identity: id("bob", "req-bob"), TTL: time.Minute,
 		RecordBlocked: true, Waited: 5 * time.Second}); err == nil {
 		t.Fatal("bob was not blocked")
 	}
-	c.Set(instant(50))
+	c.Set(Instant(50))
 	code := 3
 	must(release(ledger.ReleaseRequest{Lock: "app-prod", Identity: id("alice", "req-alice"),
 		Result: "failure", FailureStep: "migrate", ExitCode: &code}))
-	c.Set(instant(60))
+	c.Set(Instant(60))
 	must(acquire(ledger.AcquireRequest{Lock: "app-prod", Identity: id("carol", "req-carol"), TTL: 30 * time.Second}))
-	c.Set(instant(200))
+	c.Set(Instant(200))
 	must(acquire(ledger.AcquireRequest{Lock: "app-prod", Identity: id("dave", "req-dave"), TTL: time.Minute, Force: true}))
-	c.Set(instant(210))
+	c.Set(Instant(210))
 	must(release(ledger.ReleaseRequest{Lock: "app-prod", Identity: id("dave", "req-dave")}))
 	return root
 }

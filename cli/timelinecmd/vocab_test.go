@@ -1,4 +1,4 @@
-package cli_test
+package timelinecmd_test
 
 import (
 	"database/sql"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/cli/internal/scenario"
+
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/fixture"
@@ -20,9 +22,9 @@ import (
 // types is the commands' business; this exercises the readers).
 func appendChained(t *testing.T, db *sql.DB, s float64, typ events.Type, lock, req, actor string, payload any) int64 {
 	t.Helper()
-	when := t0.Add(time.Duration(s * float64(time.Second)))
+	when := scenario.T0.Add(time.Duration(s * float64(time.Second)))
 	return fixture.Append(t, db, &events.Event{Envelope: events.Envelope{Type: typ, At: events.FormatTime(when), LockName: lock,
-		RequestID: req, Actor: actor, HostID: scenarioHost, PID: os.Getpid()}, Payload: payload}).Seq
+		RequestID: req, Actor: actor, HostID: scenario.Host, PID: os.Getpid()}, Payload: payload}).Seq
 }
 
 // TestReadersShowRefusalsProjectionsJobProcessesAndDisplacement: a log
@@ -30,13 +32,13 @@ func appendChained(t *testing.T, db *sql.DB, s float64, typ events.Type, lock, r
 // and the release of a holder displaced by another tool's lock file is filtered by
 // --type, described in the timeline, exported, and verified.
 func TestReadersShowRefusalsProjectionsJobProcessesAndDisplacement(t *testing.T) {
-	root := scenario(t) // seq 1-8; db-migrate is still bob's (req-bob-db)
+	root := scenario.Write(t) // seq 1-8; db-migrate is still bob's (req-bob-db)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	bob := &events.Holder{RequestID: "req-bob-db", Actor: "bob", HostID: scenarioHost, PID: os.Getpid(),
+	bob := &events.Holder{RequestID: "req-bob-db", Actor: "bob", HostID: scenario.Host, PID: os.Getpid(),
 		CreatedAt: "2025-03-14T10:00:10Z", LastHeartbeatAt: "2025-03-14T10:00:10Z"}
 	refused := appendChained(t, db, 220, events.ActionRefused, "db-migrate", "req-eve", "eve", &events.Refused{
 		Action: events.ActionRelease, Error: "not the holder", State: events.StateHeld, HeldBy: bob})
@@ -46,7 +48,7 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndDisplacement(t *testing.T)
 		Changes: []string{"lock file restored"}, MovedAside: filepath.Join(root, "locks", "app-prod.lock.corrupt-1")})
 	displaced := appendChained(t, db, 250, events.LockReleased, "db-migrate", "req-frank", "frank", &events.Released{
 		HeldDurationSeconds: 240, Result: events.ResultCancelled, Forced: true, ReleasedRequestID: "req-bob-db", FencingToken: 2,
-		DisplacedBy:       &events.Holder{RequestID: "foreign:bso", Actor: "bso", HostID: scenarioHost, PID: 4711},
+		DisplacedBy:       &events.Holder{RequestID: "foreign:bso", Actor: "bso", HostID: scenario.Host, PID: 4711},
 		DisplacedByFormat: "bso", DisplacedByPath: "/srv/app/.bso.lock"})
 
 	got := seqsOf(t, clitest.Must(t, 0, root, "timeline", "--format", "jsonl", "--type", "action_refused,lock_projected",
@@ -58,7 +60,7 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndDisplacement(t *testing.T)
 	for _, want := range []string{
 		`REFUSED release, state held, held by req-bob-db (bob`,
 		`job req-bob-db: 2 processes killed, pids 31337 31338, note "left the process group"`,
-		"FORCED, released req-bob-db, DISPLACED by foreign:bso (bso, pid 4711@" + scenarioHost + ") via bso file /srv/app/.bso.lock",
+		"FORCED, released req-bob-db, DISPLACED by foreign:bso (bso, pid 4711@" + scenario.Host + ") via bso file /srv/app/.bso.lock",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("history db-migrate lacks %q:\n%s", want, table)
@@ -87,7 +89,7 @@ func TestReadersShowRefusalsProjectionsJobProcessesAndDisplacement(t *testing.T)
 		t.Fatalf("verify after project: %+v", v)
 	}
 	recorded++ // verify's ledger_verified
-	if out := clitest.Must(t, 0, root, "who", "db-migrate", "--at", at(260)).Stdout; !strings.Contains(out, "free") {
+	if out := clitest.Must(t, 0, root, "who", "db-migrate", "--at", scenario.At(260)).Stdout; !strings.Contains(out, "free") {
 		t.Errorf("who db-migrate after the displaced holder's release:\n%s", out)
 	}
 	jsonl := clitest.Must(t, 0, root, "export").Stdout

@@ -1,4 +1,4 @@
-package cli_test
+package timelinecmd_test
 
 import (
 	"encoding/csv"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockledger/lockledger/cli/internal/scenario"
 
 	"github.com/lockledger/lockledger/internal/clitest"
 )
@@ -28,7 +30,7 @@ type whoJSON struct {
 // TestWhoAtEveryInstantOfTheScenario asks who held app-prod at instants
 // before, at and between every step of the scenario.
 func TestWhoAtEveryInstantOfTheScenario(t *testing.T) {
-	root := scenario(t)
+	root := scenario.Write(t)
 	cases := []struct {
 		s         float64
 		state     string
@@ -50,7 +52,7 @@ func TestWhoAtEveryInstantOfTheScenario(t *testing.T) {
 		{215, "free", "", ""},
 	}
 	for _, tc := range cases {
-		r := clitest.Must(t, 0, root, "who", "app-prod", "--at", at(tc.s), "--json")
+		r := clitest.Must(t, 0, root, "who", "app-prod", "--at", scenario.At(tc.s), "--json")
 		var got whoJSON
 		if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
 			t.Fatalf("t0+%vs: %v: %s", tc.s, err, r.Stdout)
@@ -58,7 +60,7 @@ func TestWhoAtEveryInstantOfTheScenario(t *testing.T) {
 		holder, hb := "", ""
 		if got.Holder != nil {
 			holder, hb = got.Holder.RequestID, got.Holder.LastHeartbeatAt
-			if got.Holder.HostID != scenarioHost {
+			if got.Holder.HostID != scenario.Host {
 				t.Errorf("t0+%vs: host %q", tc.s, got.Holder.HostID)
 			}
 		}
@@ -71,7 +73,7 @@ func TestWhoAtEveryInstantOfTheScenario(t *testing.T) {
 		}
 	}
 	// The plain form, for a postmortem.
-	out := clitest.Must(t, 0, root, "who", "app-prod", "--at", at(100)).Stdout
+	out := clitest.Must(t, 0, root, "who", "app-prod", "--at", scenario.At(100)).Stdout
 	flat := strings.Join(strings.Fields(out), " ")
 	for _, want := range []string{"app-prod at 2025-03-14T10:01:40.000000000Z: stale", "request req-carol", "actor carol",
 		"stale since 2025-03-14T10:01:30", "last event seq 6 lock_acquired by carol"} {
@@ -97,9 +99,9 @@ type replayJSON struct {
 }
 
 func TestReplayAsOf(t *testing.T) {
-	root := scenario(t)
+	root := scenario.Write(t)
 	var got replayJSON
-	r := clitest.Must(t, 0, root, "replay", "--as-of", at(100), "--json")
+	r := clitest.Must(t, 0, root, "replay", "--as-of", scenario.At(100), "--json")
 	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +119,7 @@ func TestReplayAsOf(t *testing.T) {
 		t.Fatalf("v1 fields missing: %s", r.Stdout)
 	}
 	got = replayJSON{}
-	r = clitest.Must(t, 0, root, "replay", "--as-of", at(47), "--lock", "app-prod")
+	r = clitest.Must(t, 0, root, "replay", "--as-of", scenario.At(47), "--lock", "app-prod")
 	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func TestReplayAsOf(t *testing.T) {
 		t.Fatalf("replay --as-of t0+47s --lock app-prod: %s", s)
 	}
 	got = replayJSON{}
-	r = clitest.Must(t, 0, root, "replay", "--as-of", at(215), "--json")
+	r = clitest.Must(t, 0, root, "replay", "--as-of", scenario.At(215), "--json")
 	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestReplayAsOf(t *testing.T) {
 		t.Fatalf("replay --as-of t0+215s: %s", s)
 	}
 	got = replayJSON{}
-	r = clitest.Must(t, 0, root, "replay", "--as-of", at(-1), "--json")
+	r = clitest.Must(t, 0, root, "replay", "--as-of", scenario.At(-1), "--json")
 	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil || len(got.Locks) != 0 {
 		t.Fatalf("replay before the first event: %s %v", r.Stdout, err)
 	}
@@ -164,7 +166,7 @@ func seqsOf(t *testing.T, jsonl string) []int64 {
 }
 
 func TestTimelineFiltersAndFormats(t *testing.T) {
-	root := scenario(t)
+	root := scenario.Write(t)
 	filters := []struct {
 		args []string
 		want []int64
@@ -174,8 +176,8 @@ func TestTimelineFiltersAndFormats(t *testing.T) {
 		{[]string{"--actor", "bob"}, []int64{2, 4}},
 		{[]string{"--type", "lock_stolen,acquire_blocked"}, []int64{4, 7}},
 		{[]string{"--type", "lock_released", "--type", "lock_heartbeat"}, []int64{3, 5, 8}},
-		{[]string{"--since", at(45), "--until", at(200)}, []int64{4, 5, 6, 7}},
-		{[]string{"--lock", "app-prod", "--since", at(46), "--until", at(60)}, []int64{5, 6}},
+		{[]string{"--since", scenario.At(45), "--until", scenario.At(200)}, []int64{4, 5, 6, 7}},
+		{[]string{"--lock", "app-prod", "--since", scenario.At(46), "--until", scenario.At(60)}, []int64{5, 6}},
 		{[]string{"--actor", "alice", "--type", "lock_released"}, []int64{5}},
 		{[]string{"--until", "1h"}, []int64{1, 2, 3, 4, 5, 6, 7, 8}}, // an hour ago: the scenario is older
 		{[]string{"--since", "1h"}, nil},
@@ -245,7 +247,7 @@ func TestTimelineFiltersAndFormats(t *testing.T) {
 		"waited 5s",
 		"result failure, failure step migrate, exit 3, held 50s",
 		"reason stale_lock_forced, from req-carol (carol, pid",
-		"carol", "dave", scenarioHost,
+		"carol", "dave", scenario.Host,
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
@@ -265,7 +267,7 @@ func TestTimelineFiltersAndFormats(t *testing.T) {
 	// Bad input is refused with exit 2 and nothing on stdout.
 	for _, bad := range [][]string{
 		{"timeline", "--type", "lock_grabbed"},
-		{"timeline", "--since", at(10), "--until", at(5)},
+		{"timeline", "--since", scenario.At(10), "--until", scenario.At(5)},
 		{"timeline", "--format", "xml"},
 		{"timeline", "--lock", "Not_A_Lock"},
 		{"history", "app-prod", "--since", "soon"},

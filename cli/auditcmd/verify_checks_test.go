@@ -1,4 +1,4 @@
-package cli_test
+package auditcmd_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockledger/lockledger/cli/internal/scenario"
 
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/testclock"
@@ -19,8 +21,8 @@ import (
 func TestVerifyClockSkewJudgesAClockSteppedBack(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	c := testclock.New(t0)
-	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: scenarioHost, BootID: "boot-1"}))
+	c := testclock.New(scenario.T0)
+	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: scenario.Host, BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,19 +30,19 @@ func TestVerifyClockSkewJudgesAClockSteppedBack(t *testing.T) {
 	if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "app-prod", Identity: id, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	c.Set(instant(60))
+	c.Set(scenario.Instant(60))
 	if _, err := l.Heartbeat(ctx, "app-prod", id); err != nil {
 		t.Fatal(err)
 	}
-	c.Set(instant(58.5)) // NTP steps the clock back 1.5s
+	c.Set(scenario.Instant(58.5)) // NTP steps the clock back 1.5s
 	if _, err := l.Heartbeat(ctx, "app-prod", id); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c.Set(instant(57)) // and a second time, 1.5s more: 3s behind seq 2 in all
-	l, err = ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: scenarioHost, BootID: "boot-1"}))
+	c.Set(scenario.Instant(57)) // and a second time, 1.5s more: 3s behind seq 2 in all
+	l, err = ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: scenario.Host, BootID: "boot-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,9 @@ type EventSink interface {
 	Close() error
 }
 
+// NewEventSink prints events in format (FormatTable, FormatJSON,
+// FormatJSONL or FormatCSV) on w, coloured when color is set and the
+// format is the table.
 func NewEventSink(format string, w io.Writer, color bool) (EventSink, error) {
 	switch format {
 	case FormatTable:
@@ -64,7 +67,7 @@ func NewEventSink(format string, w io.Writer, color bool) (EventSink, error) {
 const DisplayTime = "2006-01-02T15:04:05.000Z"
 
 type tableSink struct {
-	t *table
+	t *Table
 	n int
 }
 
@@ -89,6 +92,8 @@ func (s *tableSink) Close() error { return s.t.Flush() }
 // ledger (it has no lock_name): no lock can be named so.
 const ledgerWideLock = "(ledger)"
 
+// LockText is the lock column of ev: its lock, or "(ledger)" for an event
+// about the whole ledger.
 func LockText(ev *replay.Event) string {
 	if ev.Type.LedgerWide() {
 		return ledgerWideLock
@@ -432,6 +437,7 @@ const (
 	AnsiReset   = "\x1b[0m"
 )
 
+// EventColor is the ANSI colour of ev's type in a table ("" for none).
 func EventColor(ev *replay.Event) string {
 	switch ev.Type {
 	case events.LockAcquired:

@@ -11,7 +11,7 @@ import (
 // table prints aligned columns while streaming: it buffers a chunk of rows,
 // widens the columns to fit them (never narrowing), and prints. Colour is
 // applied after padding so that escape codes never skew the alignment.
-type table struct {
+type Table struct {
 	w       io.Writer
 	color   bool
 	header  []string
@@ -20,6 +20,7 @@ type table struct {
 	started bool
 }
 
+// Cell is one cell of a table row.
 type Cell struct {
 	Text  string
 	Color string // ANSI sequence, used only when the table is coloured
@@ -28,8 +29,8 @@ type Cell struct {
 // TableChunk is how many rows are aligned together before printing.
 const TableChunk = 256
 
-func NewTable(w io.Writer, color bool, header ...string) *table {
-	t := &table{w: w, color: color, header: header, widths: make([]int, len(header))}
+func NewTable(w io.Writer, color bool, header ...string) *Table {
+	t := &Table{w: w, color: color, header: header, widths: make([]int, len(header))}
 	for i, h := range header {
 		t.widths[i] = utf8.RuneCountInString(h)
 	}
@@ -38,7 +39,7 @@ func NewTable(w io.Writer, color bool, header ...string) *table {
 
 // Row queues one line; its cells' text is escaped (termtext), so a field
 // another user chose can neither add a line nor drive the terminal.
-func (t *table) Row(cells ...Cell) error {
+func (t *Table) Row(cells ...Cell) error {
 	for i := range cells {
 		cells[i].Text = termtext.Escape(cells[i].Text)
 	}
@@ -49,7 +50,7 @@ func (t *table) Row(cells ...Cell) error {
 	return nil
 }
 
-func (t *table) Flush() error {
+func (t *Table) Flush() error {
 	for _, r := range t.pending {
 		for i, c := range r {
 			if i < len(t.widths) {
@@ -74,7 +75,7 @@ func (t *table) Flush() error {
 	return err
 }
 
-func (t *table) line(b *strings.Builder, cells []Cell) {
+func (t *Table) line(b *strings.Builder, cells []Cell) {
 	for i, c := range cells {
 		text := c.Text
 		if i < len(cells)-1 {

@@ -46,6 +46,7 @@ func (g *Globals) SayError(msg string, attrs ...any) {
 	fmt.Fprintf(g.IO.ErrOut, "lockledger: %s\n", termtext.Escape(msg))
 }
 
+// WriteJSON writes v as one line of JSON, with <, > and & as they are.
 func WriteJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

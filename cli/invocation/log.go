@@ -62,6 +62,7 @@ func ColorOK(w io.Writer) bool {
 	return IsTerminal(w)
 }
 
+// IsTerminal reports whether v is an *os.File that is a terminal.
 func IsTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))

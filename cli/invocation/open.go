@@ -26,6 +26,10 @@ const (
 	Reads
 )
 
+// Open opens the ledger at --root (or --database) for what a does with
+// it: a writer with its signing options and --group, checked against the
+// trust store's pin when it signs; a reader read-only, upgrading a ledger
+// written by an older lockledger where the root allows it.
 func (g *Globals) Open(ctx context.Context, a Access, more ...ledger.Option) (*ledger.Ledger, error) {
 	opts := append([]ledger.Option{ledger.WithLogger(g.Log)}, more...)
 	if g.Database != "" {

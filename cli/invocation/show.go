@@ -15,6 +15,7 @@ func ProcessText(pid int, host string) string {
 	return fmt.Sprintf("pid %d on %s", pid, host)
 }
 
+// ShortDuration is d in whole seconds, never below 0s.
 func ShortDuration(d time.Duration) string {
 	if d < 0 {
 		d = 0

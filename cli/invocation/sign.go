@@ -97,6 +97,8 @@ func InsideRoot(root, path string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
+// KeyInRoot is the refusal of a key or witness file named by field that
+// lies inside the root.
 func KeyInRoot(field, path, root string) error {
 	return events.Invalid(field, path, fmt.Sprintf(
 		"is inside the root %s: anyone who can write the ledger can read or replace it, so it protects nothing; keep it outside (another user, another host, a secrets store)",
@@ -147,6 +149,8 @@ func signerOf(field, shown, key string) (note.Signer, string, error) {
 	return s, vkey, nil
 }
 
+// ErrText is err without the operation and path a *fs.PathError adds,
+// for a message that names the path itself.
 func ErrText(err error) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

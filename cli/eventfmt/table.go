@@ -8,7 +8,7 @@ import (
 	"github.com/lockledger/lockledger/internal/termtext"
 )
 
-// table prints aligned columns while streaming: it buffers a chunk of rows,
+// Table prints aligned columns while streaming: it buffers a chunk of rows,
 // widens the columns to fit them (never narrowing), and prints. Colour is
 // applied after padding so that escape codes never skew the alignment.
 type Table struct {

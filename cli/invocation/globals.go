@@ -29,7 +29,7 @@ type Globals struct {
 	Group     string
 	Log       *slog.Logger
 	Sign      signFlags
-	trust     *trust.Store // trustStore
+	trust     *trust.Store // TrustStore
 	key       *trust.Key   // defaultKey
 	JQExpr    string
 	jq        *jqFilter // --jq: stdout held back until the command is done

@@ -25,7 +25,7 @@ func (g *Globals) CreateOutput(flag, path string, opts ...outfile.Option) (*outf
 }
 
 // OutputOrStdout is where a command with -o writes: path through
-// createOutput (the caller aborts the file unless it commits it), or
+// CreateOutput (the caller aborts the file unless it commits it), or
 // standard output when path is "" (file nil).
 func (g *Globals) OutputOrStdout(path string, opts ...outfile.Option) (io.Writer, *outfile.File, error) {
 	if path == "" {
@@ -39,7 +39,7 @@ func (g *Globals) OutputOrStdout(path string, opts ...outfile.Option) (io.Writer
 }
 
 // CommitOutput puts f in its place; a target changed into something
-// refused since createOutput is invalid input too.
+// refused since CreateOutput is invalid input too.
 func (g *Globals) CommitOutput(flag string, f *outfile.File) error {
 	return g.refusedOutput(flag, f.Commit())
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // runArgs is args with "--" put before the command of "lockledger run NAME
@@ -63,7 +65,7 @@ func unknownCommand(root *cobra.Command, args []string) error {
 		}
 		msg += "; did you mean " + hint + "?"
 	}
-	return &usageError{fmt.Errorf("%s", msg)}
+	return &invocation.UsageError{Err: fmt.Errorf("%s", msg)}
 }
 
 // flagsOf is every flag cmd parses: its own, its parents' persistent ones

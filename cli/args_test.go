@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // TestRunArgs: "--" goes before the command of run NAME CMD... wherever
@@ -32,7 +34,7 @@ func TestRunArgs(t *testing.T) {
 		"run":                            "run",
 		"run l -w":                       "run l -w",
 	} {
-		got := runArgs(newRoot(&globals{}), strings.Fields(in))
+		got := runArgs(newRoot(&invocation.Globals{}), strings.Fields(in))
 		if !slices.Equal(got, strings.Fields(want)) {
 			t.Errorf("runArgs(%s) = %q, want %q", in, got, want)
 		}

@@ -21,6 +21,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/cli/eventfmt"
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/ledger"
@@ -29,10 +31,10 @@ import (
 
 // formatValues are the --format values of each command that has one.
 var formatValues = map[string][]string{
-	"export":   {formatJSONL, "csv"},
-	"history":  {formatTable, "json", formatJSONL, "csv"},
+	"export":   {eventfmt.FormatJSONL, "csv"},
+	"history":  {eventfmt.FormatTable, "json", eventfmt.FormatJSONL, "csv"},
 	"metrics":  {"text", "openmetrics"},
-	"timeline": {formatTable, "json", formatJSONL, "csv", "html", "svg"},
+	"timeline": {eventfmt.FormatTable, "json", eventfmt.FormatJSONL, "csv", "html", "svg"},
 	"status":   {"text", "bso"},
 }
 
@@ -50,7 +52,7 @@ const completionLimit = 1000
 // waiting on Tab is worse than a list without the ledger's names.
 const completionBudget = 2 * time.Second
 
-func registerCompletions(root *cobra.Command, g *globals) {
+func registerCompletions(root *cobra.Command, g *invocation.Globals) {
 	locks := func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return lockNames(cmd.Context(), g, toComplete, slices.Contains(pastCommands, cmd.Name())), cobra.ShellCompDirectiveNoFileComp
 	}
@@ -122,19 +124,19 @@ func completeTargets(names []string) cobra.CompletionFunc {
 // lockNames are the locks the ledger at --root knows (with ever, every
 // lock its log has an event of) and the lock files in its locks directory,
 // those starting with prefix, sorted.
-func lockNames(ctx context.Context, g *globals, prefix string, ever bool) []string {
+func lockNames(ctx context.Context, g *invocation.Globals, prefix string, ever bool) []string {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	seen := map[string]bool{}
-	if g.root == "" {
-		r, err := DefaultRoot()
+	if g.Root == "" {
+		r, err := invocation.DefaultRoot()
 		if err != nil {
 			return nil
 		}
-		g.root = r
+		g.Root = r
 	}
-	root, err := filepath.Abs(g.root)
+	root, err := filepath.Abs(g.Root)
 	if err != nil {
 		return nil
 	}
@@ -148,12 +150,12 @@ func lockNames(ctx context.Context, g *globals, prefix string, ever bool) []stri
 			}
 		}
 	}
-	if g.database != "" || hasLedgerFile(root) {
+	if g.Database != "" || hasLedgerFile(root) {
 		ctx, cancel := context.WithTimeout(ctx, completionBudget)
 		defer cancel()
 		opts := []ledger.Option{ledger.ReadOnly(), ledger.WithBusyTimeout(completionBudget)}
-		if g.database != "" {
-			opts = append(opts, ledger.WithDatabase(g.database), ledger.WithPoolSize(1))
+		if g.Database != "" {
+			opts = append(opts, ledger.WithDatabase(g.Database), ledger.WithPoolSize(1))
 		}
 		if l, err := ledger.Open(ctx, root, opts...); err == nil {
 			if ever {

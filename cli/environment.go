@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
 )
@@ -45,12 +46,12 @@ type EnvVar struct {
 // one table behind `lockledger help environment` and the man pages'
 // ENVIRONMENT. A test fails when the code reads a variable not here.
 var Environment = []EnvVar{
-	{Name: envRoot, Scope: FlagCommands, Flag: "root",
+	{Name: invocation.EnvRoot, Scope: FlagCommands, Flag: "root",
 		Meaning: "the root (the directory of ledger.db and locks/) when --root is not given"},
 	{Name: "XDG_STATE_HOME", Scope: FlagCommands, Flag: "root",
-		Meaning: "with neither --root nor " + envRoot + ", the root is $XDG_STATE_HOME/lockledger (an absolute path; a relative one is ignored)"},
+		Meaning: "with neither --root nor " + invocation.EnvRoot + ", the root is $XDG_STATE_HOME/lockledger (an absolute path; a relative one is ignored)"},
 	{Name: "HOME", Scope: FlagCommands, Flag: "root",
-		Meaning: "with neither --root, " + envRoot + " nor XDG_STATE_HOME, the root is ~/.local/state/lockledger " +
+		Meaning: "with neither --root, " + invocation.EnvRoot + " nor XDG_STATE_HOME, the root is ~/.local/state/lockledger " +
 			"(HOME unset or relative: the passwd entry's home directory), never the current directory; " +
 			"with neither " + trust.EnvDir + " nor XDG_CONFIG_HOME, the trust store is ~/.config/lockledger"},
 	{Name: "LOCKLEDGER_DATABASE_URL", Scope: FlagCommands, Flag: "database",
@@ -68,7 +69,7 @@ var Environment = []EnvVar{
 	{Name: ledger.HostIDEnv, Scope: LedgerCommands,
 		Meaning: "this host's id, recorded in lock files and events and used to tell whether a holder's process is on this machine " +
 			"(default: the hostname); set it where containers share a hostname or one host has many names"},
-	{Name: envLogLevel, Scope: EveryCommand,
+	{Name: invocation.EnvLogLevel, Scope: EveryCommand,
 		Meaning: "the default of --log-level: debug, info, warn or error (default info)"},
 	{Name: "NO_COLOR", Scope: EveryCommand,
 		Meaning: "set (to anything): no colour in the log on stderr, even on a terminal"},
@@ -77,7 +78,7 @@ var Environment = []EnvVar{
 			"latest signed heads (default: $XDG_CONFIG_HOME/lockledger, else ~/.config/lockledger)"},
 	{Name: "XDG_CONFIG_HOME", Scope: LedgerCommands,
 		Meaning: "with " + trust.EnvDir + " unset, the trust store is $XDG_CONFIG_HOME/lockledger (an absolute path; a relative one is ignored)"},
-	{Name: envUnsigned, Scope: FlagCommands, Flag: "unsigned",
+	{Name: invocation.EnvUnsigned, Scope: FlagCommands, Flag: "unsigned",
 		Meaning: "1: the default of --unsigned, writing without the trust store (unsigned, the ledger not pinned, no head kept)"},
 	{Name: "LOCKLEDGER_SIGNING_KEY", Scope: FlagCommands, Flag: "signing-key",
 		Meaning: "the Ed25519 key writers sign checkpoints with, when --signing-key is not given: a file, or the key itself"},
@@ -123,7 +124,7 @@ func (v EnvVar) matters(cmd *cobra.Command) bool {
 	if slices.Contains(v.Commands, name) {
 		return true
 	}
-	if needsNoRoot[name] {
+	if invocation.NeedsNoRoot[name] {
 		return false
 	}
 	if v.Scope == FlagCommands {

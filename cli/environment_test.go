@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/cli"
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/internal/clitest"
 )
 
@@ -284,7 +285,7 @@ func TestHelpTopics(t *testing.T) {
 	}
 	for _, args := range [][]string{{"help", "enviroment"}, {"help", "acquire", "extra"}} {
 		r := clitest.Run(t, root, args...)
-		if r.Code != cli.ExitUsage || !strings.Contains(r.Stderr, strconv.Quote(strings.Join(args[1:], " "))) ||
+		if r.Code != invocation.ExitUsage || !strings.Contains(r.Stderr, strconv.Quote(strings.Join(args[1:], " "))) ||
 			!strings.Contains(r.Stderr, "environment, exit-codes") || r.Stdout != "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 naming the topic and the known ones", args, r.Code, r.Stdout, r.Stderr)
 		}

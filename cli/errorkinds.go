@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 )
 
@@ -36,19 +37,19 @@ type ErrorKind struct {
 // ErrorKinds is every kind a --json error object can name, the one table
 // behind `lockledger help json` and docs/json.md.
 var ErrorKinds = []ErrorKind{
-	{KindInvalidInput, strconv.Itoa(ExitUsage), "bad input: a flag, an argument or a value breaks a rule (an unknown flag, " +
+	{KindInvalidInput, strconv.Itoa(invocation.ExitUsage), "bad input: a flag, an argument or a value breaks a rule (an unknown flag, " +
 		"a missing argument, a malformed lock name, a root another user can write); `field`, `value` and `rule` name it " +
 		"when the input is a value; nothing was written"},
-	{KindNoLedger, strconv.Itoa(ExitNoLedger), "nothing was ever recorded at the root (or in the database); nothing was created; `where` names it"},
-	{KindLockBlocked, strconv.Itoa(ExitBlocked) + " (or -E N)", "the lock has an active holder (`held_by`), also when `--wait` ran out (`waited_seconds`)"},
-	{KindLockStale, strconv.Itoa(ExitStale), "the holder stopped heartbeating (`stale_since`, `held_by`): `--force` takes it over"},
-	{KindNotHolder, strconv.Itoa(ExitNotHolder), "the request does not hold the lock (`held_by` is who does, or null)"},
-	{KindLockLost, strconv.Itoa(ExitNotHolder), "the request held the lock and lost it (taken over, or its TTL ran out)"},
-	{KindBrokenChain, strconv.Itoa(ExitFailure), "the hash chain does not verify (`first_bad`, `problem_count`): nothing was written"},
+	{KindNoLedger, strconv.Itoa(invocation.ExitNoLedger), "nothing was ever recorded at the root (or in the database); nothing was created; `where` names it"},
+	{KindLockBlocked, strconv.Itoa(invocation.ExitBlocked) + " (or -E N)", "the lock has an active holder (`held_by`), also when `--wait` ran out (`waited_seconds`)"},
+	{KindLockStale, strconv.Itoa(invocation.ExitStale), "the holder stopped heartbeating (`stale_since`, `held_by`): `--force` takes it over"},
+	{KindNotHolder, strconv.Itoa(invocation.ExitNotHolder), "the request does not hold the lock (`held_by` is who does, or null)"},
+	{KindLockLost, strconv.Itoa(invocation.ExitNotHolder), "the request held the lock and lost it (taken over, or its TTL ran out)"},
+	{KindBrokenChain, strconv.Itoa(invocation.ExitFailure), "the hash chain does not verify (`first_bad`, `problem_count`): nothing was written"},
 	{KindCommandNotFound, strconv.Itoa(ExitCommandNotFound), "`run`: the command does not exist (`command`)"},
 	{KindCannotExecute, strconv.Itoa(ExitCannotExecute), "`run`: the command exists but cannot be executed (`command`)"},
 	{KindInterrupted, "128+N", "a signal stopped the command (`signal`); `cause` is the error object of what it stopped"},
-	{KindFailure, strconv.Itoa(ExitFailure), "anything else: I/O, the database, a root lockledger will not write to"},
+	{KindFailure, strconv.Itoa(invocation.ExitFailure), "anything else: I/O, the database, a root lockledger will not write to"},
 }
 
 // writeJSONTopic writes the JSON help topic.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // The codes of run's command that a shell would give, and the base of a
@@ -27,14 +29,14 @@ type ExitStatus struct {
 // ExitStatuses is the exit-code contract, the one table behind `lockledger
 // help exit-codes`, the man pages' EXIT STATUS and the table of docs/exit-codes.md.
 var ExitStatuses = []ExitStatus{
-	{strconv.Itoa(ExitOK), "ok"},
-	{strconv.Itoa(ExitFailure), "failure: I/O, database, verify found problems"},
-	{strconv.Itoa(ExitUsage), "invalid input: the message names the field and the rule; nothing is written " +
+	{strconv.Itoa(invocation.ExitOK), "ok"},
+	{strconv.Itoa(invocation.ExitFailure), "failure: I/O, database, verify found problems"},
+	{strconv.Itoa(invocation.ExitUsage), "invalid input: the message names the field and the rule; nothing is written " +
 		"(also a root another user can write, naming its owner and mode: see \"Group roots\")"},
-	{strconv.Itoa(ExitBlocked), "blocked by an active holder (also when `--wait` runs out); `acquire` and `run` take another code with `-E N`"},
-	{strconv.Itoa(ExitStale), "stale lock: needs `--force`"},
-	{strconv.Itoa(ExitNotHolder), "not the holder, or the lock was lost"},
-	{strconv.Itoa(ExitNoLedger), "no ledger: nothing was ever recorded at the root (or in the database) a read or `project` " +
+	{strconv.Itoa(invocation.ExitBlocked), "blocked by an active holder (also when `--wait` runs out); `acquire` and `run` take another code with `-E N`"},
+	{strconv.Itoa(invocation.ExitStale), "stale lock: needs `--force`"},
+	{strconv.Itoa(invocation.ExitNotHolder), "not the holder, or the lock was lost"},
+	{strconv.Itoa(invocation.ExitNoLedger), "no ledger: nothing was ever recorded at the root (or in the database) a read or `project` " +
 		"was given; nothing was created (`--json`: `no_ledger`)"},
 	{fmt.Sprintf("%d / %d", ExitCannotExecute, ExitCommandNotFound), "`run`: the command cannot be executed / does not exist"},
 	{fmt.Sprintf("%d+N", ExitSignalBase), "interrupted by signal N (130 INT, 143 TERM, 129 HUP), e.g. while `--wait` waited; " +

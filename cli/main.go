@@ -1,17 +1,20 @@
-// Package cli is lockledger's command line: flag parsing, output and exit
-// codes. Decisions live in ledger/; each command here is an options struct
-// and a run function.
+// Package cli is lockledger's command line: Main, the root command and
+// its persistent flags, the mapping of errors to exit codes and error
+// kinds, and the help topics. The commands live in packages of their own,
+// each command an options struct and a run function over what every
+// command shares (package invocation): lockcmd (taking, holding and
+// giving up locks), auditcmd (verifying, proving, signing, exporting and
+// keeping the log) and timelinecmd (reading what happened). Decisions live
+// in ledger/.
 //
 // docs/architecture.md shows where this package sits among the others.
 package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"os"
 	"os/signal"
@@ -21,49 +24,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/cli/lockcmd"
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/trust"
 )
-
-// Exit codes: the contract scripts rely on. ExitCode maps the library's
-// errors to them; the library itself knows nothing of exit codes.
-const (
-	// ExitOK: the command did what it was asked.
-	ExitOK = 0
-	// ExitFailure: anything else, including ledger.ErrNotALedger,
-	// ledger.ErrLedgerGone and ledger.ErrBrokenChain (a root or log that
-	// lockledger will not write to is not the caller's input).
-	ExitFailure = 1
-	// ExitUsage: bad input (a usage error, or events.ErrInvalid, which
-	// ledger.ErrInvalid is, or ledger.ErrUntrustedRoot, a root another
-	// user can write); nothing was written.
-	ExitUsage = 2
-	// ExitBlocked: ledger.ErrHeld, the lock has an active holder.
-	ExitBlocked = 3
-	// ExitStale: ledger.ErrStale, the holder stopped heartbeating
-	// (--force takes it over).
-	ExitStale = 4
-	// ExitNotHolder: ledger.ErrNotHolder or ledger.ErrLost, the caller
-	// does not (or no longer) hold the lock.
-	ExitNotHolder = 5
-	// ExitNoLedger: ledger.ErrNoLedger, nothing was ever recorded at the
-	// root (or in the database) a command was to read; nothing was
-	// created. A read never answers "free" for a ledger that is not there.
-	ExitNoLedger = 6
-)
-
-// ExitError carries an exact exit code (run uses it for the child's code).
-type ExitError struct{ Code int }
-
-func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
-
-// usageError marks a command-line error found before any command ran.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
 
 // InterruptedError is a command that failed after a signal asked it to
 // stop (a wait given up on Ctrl-C): it exits 128+N, as a shell reports a
@@ -80,14 +45,14 @@ func (e *InterruptedError) Unwrap() error { return e.Err }
 
 // ExitCode maps an error to the exit code of the contract.
 func ExitCode(err error) int {
-	var ee *ExitError
-	var ue *usageError
+	var ee *invocation.ExitError
+	var ue *invocation.UsageError
 	var ie *InterruptedError
-	var ce *ConflictError
-	var xe *ExecError
+	var ce *lockcmd.ConflictError
+	var xe *lockcmd.ExecError
 	switch {
 	case err == nil:
-		return ExitOK
+		return invocation.ExitOK
 	case errors.As(err, &ee):
 		return ee.Code
 	case errors.As(err, &ie):
@@ -97,50 +62,25 @@ func ExitCode(err error) int {
 	case errors.As(err, &xe):
 		return xe.Code
 	case errors.As(err, &ue), errors.Is(err, events.ErrInvalid), errors.Is(err, ledger.ErrUntrustedRoot):
-		return ExitUsage
+		return invocation.ExitUsage
 	case errors.Is(err, ledger.ErrHeld):
-		return ExitBlocked
+		return invocation.ExitBlocked
 	case errors.Is(err, ledger.ErrStale):
-		return ExitStale
+		return invocation.ExitStale
 	case errors.Is(err, ledger.ErrNotHolder), errors.Is(err, ledger.ErrLost):
-		return ExitNotHolder
+		return invocation.ExitNotHolder
 	case errors.Is(err, ledger.ErrNoLedger):
-		return ExitNoLedger
+		return invocation.ExitNoLedger
 	case errors.Is(err, ledger.ErrNotALedger), errors.Is(err, ledger.ErrLedgerGone):
-		return ExitFailure // the root is not one lockledger may write: not the caller's input
+		return invocation.ExitFailure // the root is not one lockledger may write: not the caller's input
 	}
-	return ExitFailure
-}
-
-// IO is what a command reads and writes.
-type IO struct {
-	In     io.Reader
-	Out    io.Writer
-	ErrOut io.Writer
-}
-
-// globals are the persistent flags.
-type globals struct {
-	io        IO
-	root      string
-	database  string
-	json      bool
-	logLevel  string
-	logFormat string
-	quiet     bool
-	group     string
-	log       *slog.Logger
-	sign      signFlags
-	trust     *trust.Store // trustStore
-	key       *trust.Key   // defaultKey
-	jqExpr    string
-	jq        *jqFilter // --jq: stdout held back until the command is done
+	return invocation.ExitFailure
 }
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := notifyContext(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	g := &globals{io: IO{In: stdin, Out: stdout, ErrOut: stderr}}
+	g := &invocation.Globals{IO: invocation.IO{In: stdin, Out: stdout, ErrOut: stderr}}
 	root := newRoot(g)
 	args = runArgs(root, args)
 	root.SetArgs(args)
@@ -162,16 +102,16 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if uerr := unknownCommand(root, args); uerr != nil {
 			err = uerr
 		}
-		err = &usageError{err}
-		g.json = g.json || askedForJSON(args)
+		err = &invocation.UsageError{Err: err}
+		g.JSON = g.JSON || askedForJSON(args)
 	}
-	var ee *ExitError
+	var ee *invocation.ExitError
 	if sig := stop(); sig != 0 && err != nil && !errors.As(err, &ee) {
 		// An exact code (run's, its command's) stands; any other failure
 		// after a signal is the signal's.
 		err = &InterruptedError{Signal: sig, Err: err}
 	}
-	return g.finishJQ(report(g, err))
+	return g.FinishJQ(report(g, err))
 }
 
 // notifyContext is signal.NotifyContext that also tells which signal
@@ -220,21 +160,21 @@ func allCommands(c *cobra.Command) []*cobra.Command {
 }
 
 // report prints err once, in the form the caller asked for, and maps it.
-func report(g *globals, err error) int {
+func report(g *invocation.Globals, err error) int {
 	code := ExitCode(err)
 	if err == nil {
 		return code
 	}
-	var ee *ExitError
+	var ee *invocation.ExitError
 	if errors.As(err, &ee) {
 		return code // the command already said what happened
 	}
-	if g.json {
-		writeJSON(g.io.Out, errorObject(err))
+	if g.JSON {
+		invocation.WriteJSON(g.IO.Out, errorObject(err))
 	}
 	msg := err.Error()
-	if code == ExitUsage {
-		var ue *usageError
+	if code == invocation.ExitUsage {
+		var ue *invocation.UsageError
 		if errors.As(err, &ue) {
 			msg += " (see --help)"
 		}
@@ -245,30 +185,13 @@ func report(g *globals, err error) int {
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		attrs = append(attrs, k, obj[k])
 	}
-	g.sayError(msg, attrs...)
+	g.SayError(msg, attrs...)
 	return code
-}
-
-// sayError writes a command's final failure on stderr in the form of its
-// log: one JSON object per line with --log-format json (so a log shipper
-// reading stderr gets no plain line), else "lockledger: MSG".
-func (g *globals) sayError(msg string, attrs ...any) {
-	if g.logFormat == "json" {
-		slog.New(slog.NewJSONHandler(g.io.ErrOut, nil)).Error(msg, attrs...)
-		return
-	}
-	fmt.Fprintf(g.io.ErrOut, "lockledger: %s\n", termtext.Escape(msg))
-}
-
-func writeJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
 }
 
 // Command is the command tree as Main builds it, for generating
 // documentation (man pages, completion scripts) outside a run.
 func Command() *cobra.Command {
-	g := &globals{io: IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
+	g := &invocation.Globals{IO: invocation.IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
 	return newRoot(g)
 }

@@ -6,102 +6,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/cli/lockcmd"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store"
 )
-
-// lockObject is the --json answer of acquire, steal, heartbeat and status.
-// Status is what the command did (acquired, stolen, ...); status and list,
-// which do nothing, leave it out: State is the lock's state.
-type lockObject struct {
-	Status       string         `json:"status,omitempty"`
-	LockName     string         `json:"lock_name"`
-	State        string         `json:"state"`
-	RequestID    string         `json:"request_id,omitempty"`
-	FencingToken int64          `json:"fencing_token,omitempty"`
-	Lock         *events.Record `json:"lock"`
-	Path         string         `json:"path,omitempty"`
-	Foreign      bool           `json:"foreign,omitempty"`
-	// Corrupt describes an unreadable lock file that holds the lock (to
-	// fail safe): {"path", "size_bytes", "modified"}; lock is then null.
-	Corrupt *ledger.UnreadableFile `json:"corrupt,omitempty"`
-	// UnreadableFile: such a file sits at the path of a lock the ledger
-	// holds (lock is the ledger's holder).
-	UnreadableFile *ledger.UnreadableFile `json:"unreadable_file,omitempty"`
-	HeldSeconds    *int64                 `json:"held_seconds,omitempty"`
-	AgeSeconds     *int64                 `json:"heartbeat_age_seconds,omitempty"`
-	StaleSince     string                 `json:"stale_since,omitempty"`
-	JobPIDs        []int                  `json:"job_pids,omitempty"`
-	Reason         string                 `json:"reason,omitempty"`
-	PreviousLock   *events.Record         `json:"previous_lock,omitempty"`
-	PreviousHash   string                 `json:"previous_lock_hash,omitempty"`
-	Problem        string                 `json:"problem,omitempty"`
-	// Displaced is the ledger's own holder when another tool's lock has
-	// taken the lock (see status).
-	Displaced *events.Record `json:"displaced,omitempty"`
-	// HolderFormat is the format of that tool's file; NoTTL says the
-	// format carries no TTL (lock.ttl_seconds is only a placeholder).
-	HolderFormat string `json:"holder_format,omitempty"`
-	NoTTL        bool   `json:"no_ttl,omitempty"`
-	// Mode is "shared" for a shared holding or a lock held shared, Limit
-	// its semaphore's slots; Holders every shared holder (lock is then
-	// the stalest of them in the lock's state).
-	Mode    string         `json:"mode,omitempty"`
-	Limit   int64          `json:"limit,omitempty"`
-	Holders []sharedObject `json:"holders,omitempty"`
-}
-
-// sharedObject is one shared holder in status --json.
-type sharedObject struct {
-	State        string        `json:"state"`
-	FencingToken int64         `json:"fencing_token"`
-	Lock         events.Record `json:"lock"`
-	HeldSeconds  int64         `json:"held_seconds"`
-	AgeSeconds   int64         `json:"heartbeat_age_seconds"`
-	StaleSince   string        `json:"stale_since,omitempty"`
-	JobPIDs      []int         `json:"job_pids,omitempty"`
-}
-
-func acquisitionObject(a *ledger.Acquisition) lockObject {
-	status := "acquired"
-	switch {
-	case a.Already:
-		status = "already_held"
-	case a.Stolen:
-		status = "stolen"
-	}
-	rec := a.Record
-	return lockObject{Status: status, LockName: a.Lock, State: events.StateHeld, RequestID: a.RequestID,
-		FencingToken: a.FencingToken, Lock: &rec, Reason: a.Reason, PreviousLock: a.Previous, PreviousHash: a.PreviousHash,
-		Mode: a.Mode, Limit: a.Limit}
-}
-
-func statusObject(s *ledger.LockStatus) lockObject {
-	o := lockObject{LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
-		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, UnreadableFile: s.Unreadable, JobPIDs: s.JobPIDs,
-		Displaced: s.Displaced, Problem: s.Problem, HolderFormat: s.HolderFormat, NoTTL: noTTL(s)}
-	if s.Corrupt != nil {
-		o.Lock = nil // no holder can be read from the file
-	} else if s.Holder != nil {
-		o.RequestID = s.Holder.RequestID
-		held, age := int64(s.HeldFor/time.Second), int64(s.SinceBeat/time.Second)
-		o.HeldSeconds, o.AgeSeconds = &held, &age
-		if s.State == events.StateStale {
-			o.StaleSince = events.FormatLockTime(s.StaleSince)
-		}
-	}
-	o.Mode, o.Limit = s.Mode, s.Limit
-	for _, h := range s.Shared {
-		so := sharedObject{State: h.State, FencingToken: h.FencingToken, Lock: h.Holder, HeldSeconds: int64(h.HeldFor / time.Second),
-			AgeSeconds: int64(h.SinceBeat / time.Second), JobPIDs: h.JobPIDs}
-		if h.State == events.StateStale {
-			so.StaleSince = events.FormatLockTime(h.StaleSince)
-		}
-		o.Holders = append(o.Holders, so)
-	}
-	return o
-}
 
 // errorObject is the --json form of an error: tower-fleet's lock_blocked
 // and lock_stale objects, and the same shape for the other failures; its
@@ -118,10 +28,10 @@ func errorObject(err error) map[string]any {
 	var inv *events.InvalidError
 	var broken *ledger.BrokenChainError
 	var none *store.NoLedgerError
-	var xe *ExecError
+	var xe *lockcmd.ExecError
 	switch {
 	case errors.As(err, &xe):
-		return map[string]any{"error": xe.kind(), "command": xe.Command, "message": err.Error()}
+		return map[string]any{"error": execKind(xe), "command": xe.Command, "message": err.Error()}
 	case errors.Is(err, ledger.ErrNoLedger):
 		o := map[string]any{"error": KindNoLedger, "message": err.Error(),
 			"suggestion": "name the ledger's root with --root or LOCKLEDGER_ROOT (its database with --database); lockledger init creates a ledger"}
@@ -177,8 +87,16 @@ func errorObject(err error) map[string]any {
 	case errors.As(err, &inv):
 		return map[string]any{"error": KindInvalidInput, "field": inv.Field, "value": inv.Value, "rule": inv.Rule,
 			"message": err.Error()}
-	case ExitCode(err) == ExitUsage:
+	case ExitCode(err) == invocation.ExitUsage:
 		return map[string]any{"error": KindInvalidInput, "message": err.Error()}
 	}
 	return map[string]any{"error": KindFailure, "message": err.Error()}
+}
+
+// execKind is the error kind of a command run could not execute.
+func execKind(e *lockcmd.ExecError) string {
+	if e.Code == ExitCommandNotFound {
+		return KindCommandNotFound
+	}
+	return KindCannotExecute
 }

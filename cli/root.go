@@ -1,23 +1,17 @@
 package cli
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/user"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/trust"
+	"github.com/lockledger/lockledger/cli/auditcmd"
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/cli/lockcmd"
+	"github.com/lockledger/lockledger/cli/timelinecmd"
 )
 
-func newRoot(g *globals) *cobra.Command {
+func newRoot(g *invocation.Globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "lockledger",
 		Short: "Locks for scripts, CI jobs and services, with every action kept as an audit event",
@@ -51,157 +45,53 @@ listed in its README.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.setup(!cmd.Flags().Changed("log-level")); err != nil {
+			if err := g.Setup(!cmd.Flags().Changed("log-level")); err != nil {
 				return err
 			}
 			if cmd.Flags().Changed("jq") {
-				if err := g.startJQ(g.jqExpr); err != nil {
+				if err := g.StartJQ(g.JQExpr); err != nil {
 					return err
 				}
 			}
-			if err := checkJSONFlag(cmd, g.json); err != nil {
+			if err := checkJSONFlag(cmd, g.JSON); err != nil {
 				return err
 			}
-			return g.resolveRoot(cmd.Name(), cmd.Flags().Changed("root"))
+			return g.ResolveRoot(cmd.Name(), cmd.Flags().Changed("root"))
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &invocation.UsageError{Err: err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.root, "root", os.Getenv(envRoot), "directory holding ledger.db and locks/, symlinks resolved (default "+rootHelp+")")
-	pf.StringVar(&g.database, "database", os.Getenv("LOCKLEDGER_DATABASE_URL"),
+	pf.StringVar(&g.Root, "root", os.Getenv(invocation.EnvRoot), "directory holding ledger.db and locks/, symlinks resolved (default "+invocation.RootHelp+")")
+	pf.StringVar(&g.Database, "database", os.Getenv("LOCKLEDGER_DATABASE_URL"),
 		"keep the ledger in this PostgreSQL database (postgres://...; PG* variables honoured) instead of ROOT/ledger.db,\none ledger for many hosts; ROOT keeps this host's lock files (env LOCKLEDGER_DATABASE_URL)")
-	pf.StringVar(&g.group, "group", os.Getenv("LOCKLEDGER_GROUP"),
+	pf.StringVar(&g.Group, "group", os.Getenv("LOCKLEDGER_GROUP"),
 		"create the root as a group root of this group (name or id): directories 2770 setgid, files 0660; the root's mode keeps it\na group root for every later command (env LOCKLEDGER_GROUP)")
-	pf.BoolVar(&g.json, "json", false, "print one JSON document on stdout, errors included (lockledger help json)")
-	pf.StringVar(&g.jqExpr, "jq", "", "implies --json; print the results of this jq expression on the JSON instead (strings raw), e.g. --jq .request_id")
-	envLevel := os.Getenv(envLogLevel)
+	pf.BoolVar(&g.JSON, "json", false, "print one JSON document on stdout, errors included (lockledger help json)")
+	pf.StringVar(&g.JQExpr, "jq", "", "implies --json; print the results of this jq expression on the JSON instead (strings raw), e.g. --jq .request_id")
+	envLevel := os.Getenv(invocation.EnvLogLevel)
 	if envLevel == "" {
 		envLevel = "info"
 	}
-	pf.StringVar(&g.logLevel, "log-level", envLevel, "log level: debug, info, warn, error (env "+envLogLevel+")")
-	pf.BoolVarP(&g.quiet, "quiet", "q", false, "only errors on stderr (same as --log-level error; no progress line while waiting)")
-	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
-	g.sign.register(root)
-	root.AddCommand(newAcquire(g), newHeartbeat(g), newRelease(g), newStatus(g), newList(g), newSteal(g), newRun(g))
+	pf.StringVar(&g.LogLevel, "log-level", envLevel, "log level: debug, info, warn, error (env "+invocation.EnvLogLevel+")")
+	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "only errors on stderr (same as --log-level error; no progress line while waiting)")
+	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	g.Sign.Register(root)
+	root.AddCommand(lockcmd.NewAcquire(g), lockcmd.NewHeartbeat(g), lockcmd.NewRelease(g), lockcmd.NewStatus(g), lockcmd.NewList(g), lockcmd.NewSteal(g), lockcmd.NewRun(g))
 	root.AddCommand(auditCommands(g)...)
-	root.AddCommand(newKeygen(g), newCheckpoint(g), newProve(g), newVerifyProof(g), newImport(g), newTrust(g))
-	root.AddCommand(newArchive(g), newPrune(g), newUnprune(g))
-	root.AddCommand(newInit(g), newVersion(g))
-	root.AddCommand(newWatchHolder(g), newRecordLoss(g))
-	root.AddCommand(newMetrics(g))
+	root.AddCommand(auditcmd.NewKeygen(g), auditcmd.NewCheckpoint(g), auditcmd.NewProve(g), auditcmd.NewVerifyProof(g), auditcmd.NewImport(g), auditcmd.NewTrust(g))
+	root.AddCommand(auditcmd.NewArchive(g), auditcmd.NewPrune(g), auditcmd.NewUnprune(g))
+	root.AddCommand(lockcmd.NewInit(g), newVersion(g))
+	root.AddCommand(lockcmd.NewWatchHolder(g), lockcmd.NewRecordLoss(g))
+	root.AddCommand(auditcmd.NewMetrics(g))
 	registerCompletions(root, g)
 	registerHelpTopics(root)
 	hideUnusedFlagsInHelp(root)
 	return root
 }
 
-// access is what a command does with the ledger at --root.
-type access int
-
-const (
-	// writes may create the ledger.
-	writes access = iota
-	// rewrites changes an existing ledger only (project).
-	rewrites
-	// reads changes nothing in the root (but upgrades a ledger written by
-	// an older lockledger where it can), so it also reads a read-only copy.
-	reads
-)
-
-func (g *globals) open(ctx context.Context, a access, more ...ledger.Option) (*ledger.Ledger, error) {
-	opts := append([]ledger.Option{ledger.WithLogger(g.log)}, more...)
-	if g.database != "" {
-		opts = append(opts, ledger.WithDatabase(g.database), ledger.WithPoolSize(2))
-	}
-	var key *trust.Key
-	if a != reads {
-		sign, k, err := g.signingOptions()
-		if err != nil {
-			return nil, err
-		}
-		key = k
-		opts = append(opts, sign...)
-		if g.group != "" {
-			gid, err := lookupGroup(g.group)
-			if err != nil {
-				return nil, err
-			}
-			opts = append(opts, ledger.WithGroup(gid))
-		}
-	}
-	switch a {
-	case rewrites:
-		opts = append(opts, ledger.MustExist())
-	case reads:
-		l, err := ledger.Open(ctx, g.root, append(opts, ledger.ReadOnly())...)
-		if !errors.Is(err, ledger.ErrOldSchema) {
-			return l, err
-		}
-		// A ledger written by an older lockledger: upgrade it, as any
-		// writing command would, where the root allows it.
-		g.log.Info("upgrading the ledger's schema before reading it", "root", g.root)
-		l, uerr := ledger.Open(ctx, g.root, append(opts, ledger.MustExist())...)
-		if uerr != nil {
-			return nil, fmt.Errorf("%w (upgrading it failed: %w)", err, uerr)
-		}
-		return l, nil
-	}
-	l, err := ledger.Open(ctx, g.root, opts...)
-	if err == nil && key != nil {
-		if err = g.pin(l, key); err != nil {
-			g.finish(l)
-			return nil, err
-		}
-	}
-	return l, err
-}
-
-// openWaiting opens the ledger for a command that was told to wait up to
-// wait for its lock: a database too busy to open (many processes opening a
-// fresh root at once) is waited for too, within the same budget, which it
-// returns what is left of.
-func (g *globals) openWaiting(ctx context.Context, wait time.Duration) (*ledger.Ledger, time.Duration, error) {
-	start := time.Now()
-	l, err := g.open(ctx, writes, ledger.WithOpenWait(wait))
-	return l, max(wait-time.Since(start), 0), err
-}
-
-// finish lets go of a ledger at the end of a command. The CLI process exits
-// right after, so it detaches rather than closing (see ledger.Detach).
-func (g *globals) finish(l *ledger.Ledger) {
-	if err := l.Detach(); err != nil {
-		g.log.Debug("detach", "err", err)
-	}
-}
-
-// lookupGroup is the id of group name: a name, or a number, which needs
-// no entry in the group database (containers often have none).
-func lookupGroup(name string) (int, error) {
-	if gid, err := strconv.Atoi(name); err == nil && gid >= 0 {
-		return gid, nil
-	}
-	grp, err := user.LookupGroup(name)
-	if err != nil {
-		return 0, events.Invalid("--group", name, "must name an existing group, or be a group id")
-	}
-	gid, err := strconv.Atoi(grp.Gid)
-	if err != nil {
-		return 0, events.Invalid("--group", name, "has no numeric group id")
-	}
-	return gid, nil
-}
-
-func lockArg(args []string) (string, error) {
-	if len(args) != 1 {
-		return "", events.Invalid("lock name", strings.Join(args, " "), "exactly one lock name is required")
-	}
-	return args[0], events.ValidateLockName(args[0])
-}
-
-func exactlyOneLock(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return &usageError{fmt.Errorf("%s: takes exactly one lock name, got %d arguments", cmd.Name(), len(args))}
-	}
-	return nil
+// auditCommands are the read side of the ledger: history, timeline, who,
+// replay, verify, export and project.
+func auditCommands(g *invocation.Globals) []*cobra.Command {
+	return []*cobra.Command{timelinecmd.NewHistory(g), timelinecmd.NewTimeline(g), timelinecmd.NewWho(g), timelinecmd.NewReplay(g), auditcmd.NewVerify(g), auditcmd.NewExport(g), auditcmd.NewProject(g)}
 }

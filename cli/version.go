@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/cli/invocation"
 )
 
 // Set with -ldflags -X by `make build` from git: a build made with
@@ -68,7 +70,7 @@ func (b BuildInfo) String() string {
 	return s + ", " + b.Go + " " + b.Platform
 }
 
-func newVersion(g *globals) *cobra.Command {
+func newVersion(g *invocation.Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, the commit it was built from and the Go version",
@@ -81,17 +83,17 @@ commit, modified, go and platform.`,
   lockledger version --json | jq -r .commit`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
-				return &usageError{fmt.Errorf("version: takes no arguments, got %q", args)}
+				return &invocation.UsageError{Err: fmt.Errorf("version: takes no arguments, got %q", args)}
 			}
 			return nil
 		},
 		RunE: func(*cobra.Command, []string) error {
 			b := currentBuild()
-			if g.json {
-				writeJSON(g.io.Out, b)
+			if g.JSON {
+				invocation.WriteJSON(g.IO.Out, b)
 				return nil
 			}
-			fmt.Fprintln(g.io.Out, b)
+			fmt.Fprintln(g.IO.Out, b)
 			return nil
 		},
 	}

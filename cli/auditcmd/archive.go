@@ -1,0 +1,345 @@
+package auditcmd
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/archive"
+	"github.com/lockledger/lockledger/cli/eventfmt"
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/replay"
+)
+
+type archiveOptions struct {
+	g      *invocation.Globals
+	below  int64
+	before string
+	out    string
+	actor  string
+}
+
+func NewArchive(g *invocation.Globals) *cobra.Command {
+	o := &archiveOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "archive (--below SEQ | --before TIME) -o FILE",
+		Short: "Write the oldest events, up to a signed checkpoint, to a self-contained archive",
+		Long: `Write the live log's events below seq SEQ to FILE, exactly as stored, in
+export's JSON Lines: the signed checkpoint of size SEQ-1 (which covers
+exactly them) first, then one line per event with its seq, prev_hash,
+hash and canonical body. verify --file FILE --verifier-key KEY checks an
+archive on its own; prune --archive FILE then removes those events from
+the live store.
+
+SEQ-1 must be the size of a checkpoint the ledger stores, and the event
+SEQ must exist (the live log keeps at least one event): otherwise the
+nearest boundaries are named (lockledger checkpoint signs one at the
+head). --before TIME picks the largest boundary whose events are all
+dated before TIME.
+
+-o FILE is written as export's is: never inside the root, never through
+a symlink, renamed into place once complete. The archive is recorded as a
+read of the log (ledger_exported).`,
+		Example: `  lockledger archive --before 2025-01-01 -o ledger-2024.jsonl
+  lockledger verify --file ledger-2024.jsonl --verifier-key ops.vkey
+  lockledger prune --archive ledger-2024.jsonl`,
+		Args: invocation.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runArchive(cmd.Context(), o) },
+	}
+	fl := cmd.Flags()
+	fl.Int64Var(&o.below, "below", 0, "archive the events below this seq (SEQ-1 is a stored checkpoint's size)")
+	fl.StringVar(&o.before, "before", "", "archive up to the largest checkpoint boundary whose events are all older (RFC 3339, or a duration ago)")
+	fl.StringVarP(&o.out, "output", "o", "", "the archive file to write (required)")
+	fl.StringVar(&o.actor, "actor", "", "who archives, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
+	return cmd
+}
+
+func runArchive(ctx context.Context, o *archiveOptions) error {
+	var before time.Time
+	switch {
+	case o.out == "":
+		return events.Invalid("-o", "", "is required: the archive file to write")
+	case (o.below == 0) == (o.before == ""):
+		return events.Invalid("--below", strconv.FormatInt(o.below, 10), "give exactly one of --below SEQ and --before TIME")
+	case o.below < 0 || o.below == 1:
+		return events.Invalid("--below", strconv.FormatInt(o.below, 10), "must be a seq from 2")
+	case o.before != "":
+		var err error
+		if before, err = invocation.ParseTime("--before", o.before, time.Now()); err != nil {
+			return err
+		}
+	}
+	if o.actor != "" {
+		if err := invocation.ValidActor(o.actor); err != nil {
+			return err
+		}
+	}
+	file, err := o.g.CreateOutput("-o", o.out)
+	if err != nil {
+		return err
+	}
+	defer file.Abort()
+	r, err := o.g.OpenRead(ctx)
+	if err != nil {
+		return err
+	}
+	below, err := archive.Boundary(ctx, r.Tx, o.below, before)
+	if err != nil {
+		r.Close()
+		return boundaryInput(o.below, o.before, err)
+	}
+	w, err := archive.Write(ctx, r.Tx, file, below)
+	r.Close()
+	if err != nil {
+		return boundaryInput(o.below, o.before, err)
+	}
+	if err := o.g.CommitOutput("-o", file); err != nil {
+		return err
+	}
+	dest := invocation.AbsPath(o.out)
+	termtext.Fprintf(o.g.IO.Out, "archived seq %d-%d (%d events) to %s\n  sha256 %s\n  prune them from the live store with: lockledger prune --archive %s\n",
+		w.FirstSeq, w.LastSeq, w.Events, dest, w.SHA256, dest)
+	o.g.RecordAccess(ctx, "archive", events.LedgerExported, o.actor, &events.Exported{FirstSeq: w.FirstSeq, LastSeq: w.LastSeq,
+		Events: w.Events, Format: eventfmt.FormatJSONL, Destination: dest})
+	return nil
+}
+
+// boundaryInput makes a boundary error bad input (exit 2), naming the flag.
+func boundaryInput(below int64, before string, err error) error {
+	var be *archive.BoundaryError
+	if !errors.As(err, &be) {
+		return err
+	}
+	rule := *be
+	rule.Below = 0 // the field is named already
+	if before != "" {
+		return events.Invalid("--before", before, rule.Error())
+	}
+	return events.Invalid("--below", strconv.FormatInt(below, 10), rule.Error())
+}
+
+type pruneOptions struct {
+	g       *invocation.Globals
+	archive string
+	actor   string
+}
+
+func NewPrune(g *invocation.Globals) *cobra.Command {
+	o := &pruneOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "prune --archive FILE",
+		Short: "Remove archived events from the live store, once their archive verifies against it",
+		Long: `Check the archive FILE (written by lockledger archive) on its own, as
+verify --file does, and against the live ledger: the same ledger, starting
+where the live log starts, ending on a stored checkpoint whose root the
+live Merkle tree has, holding exactly the leaves the tree stores, and
+chaining into the first event that stays. Then, in one write, delete
+those events from the live store and append a ledger_pruned event naming
+the archive's SHA-256, the range and the tree root at its end. Anything
+else refuses the prune (exit 2) and changes nothing.
+
+The Merkle hashes of every event stay (about 70 bytes an event), so every
+inclusion and consistency proof keeps working; plain verify checks the
+live log from the boundary and names it; verify --archive FILE checks
+archive and live ledger as one log. The database's triggers allow the
+deletion only in the transaction that appends its ledger_pruned event:
+any other deletion is still refused, and still fails verify.
+
+On SQLite the file is VACUUMed afterwards, and its size before and after
+printed. On PostgreSQL the space is reused by later appends (VACUUM FULL
+events returns it to the system); the role needs DELETE on events and
+INSERT on prune_horizon, which the writers' role need not have.
+lockledger unprune --archive FILE puts the events back.`,
+		Example: `  lockledger prune --archive ledger-2024.jsonl
+  lockledger verify --archive ledger-2024.jsonl`,
+		Args: invocation.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPrune(cmd.Context(), o) },
+	}
+	cmd.Flags().StringVar(&o.archive, "archive", "", "the archive of the events to remove (required)")
+	cmd.Flags().StringVar(&o.actor, "actor", "", "who prunes, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
+	return cmd
+}
+
+func runPrune(ctx context.Context, o *pruneOptions) error {
+	if o.archive == "" {
+		return events.Invalid("--archive", "", "is required: the archive file lockledger archive wrote")
+	}
+	f, c, err := readArchive(o.g, o.archive, o.actor)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	l, err := o.g.Open(ctx, invocation.Rewrites)
+	if err != nil {
+		return err
+	}
+	defer o.g.Finish(l)
+	sizeBefore := ledgerSize(ctx, o.g, l)
+	seq, err := l.Prune(ctx, ledger.Identity{Actor: o.actor, PID: os.Getppid()}, c.SHA256, archive.Plan(c, l.ID(), invocation.AbsPath(o.archive)))
+	if err != nil {
+		return archiveInput(o.archive, err)
+	}
+	termtext.Fprintf(o.g.IO.Out, "pruned seq %d-%d (%d events): the live log starts at seq %d\n  archive %s, sha256 %s\n  recorded: ledger_pruned, seq %d\n",
+		c.FirstSeq, c.LastSeq, c.LastSeq-c.FirstSeq+1, c.LastSeq+1, invocation.AbsPath(o.archive), c.SHA256, seq)
+	if o.g.Database == "" {
+		if _, err := l.DB().ExecContext(ctx, `VACUUM`); err != nil {
+			o.g.Log.Warn("VACUUM after the prune failed; the space is reused by later appends", "err", err)
+		}
+	}
+	if after := ledgerSize(ctx, o.g, l); sizeBefore > 0 && after > 0 {
+		what := "after VACUUM"
+		if o.g.Database != "" {
+			what = "after the prune (PostgreSQL reuses the space; VACUUM FULL events returns it)"
+		}
+		termtext.Fprintf(o.g.IO.Out, "  database: %d bytes before, %d %s\n", sizeBefore, after, what)
+	}
+	return nil
+}
+
+// readArchive checks prune's and unprune's --actor, opens their --archive
+// and checks it on its own with the keys plain verify trusts; the file is
+// left open for the write to read again.
+func readArchive(g *invocation.Globals, path, actor string) (*os.File, *archive.Checked, error) {
+	if actor != "" {
+		if err := invocation.ValidActor(actor); err != nil {
+			return nil, nil, err
+		}
+	}
+	f, err := openArchive(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	trust, err := (&verifyOptions{g: g}).trust()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	c, err := archive.Read(f, invocation.AbsPath(path), "", replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
+		Expected: len(trust.Verifiers) > 0, OthersUnchecked: trust.OthersUnchecked}))
+	if err != nil {
+		f.Close()
+		return nil, nil, archiveInput(path, err)
+	}
+	return f, c, nil
+}
+
+// openArchive opens an --archive file: a regular file, read twice.
+func openArchive(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, events.Invalid("--archive", path, "cannot be read: "+invocation.ErrText(err))
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, events.Invalid("--archive", path, "must be a regular file (an archive lockledger archive wrote)")
+	}
+	return f, nil
+}
+
+type unpruneOptions struct {
+	g       *invocation.Globals
+	archive string
+	actor   string
+}
+
+func NewUnprune(g *invocation.Globals) *cobra.Command {
+	o := &unpruneOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "unprune --archive FILE",
+		Short: "Put the events the last prune removed back into the live store, from its archive",
+		Long: `Undo the last prune standing: FILE must be the archive it recorded (its
+SHA-256), verify on its own as verify --file does, hold the leaves the
+live Merkle tree stores and chain into the live log's first event. Then,
+in one write, its events are inserted back byte for byte and a
+ledger_unpruned event is appended. The head, the seqs and the fencing
+tokens do not move; verify checks the whole log from the genesis again.
+Anything else refuses (exit 2) and changes nothing. Undo several prunes
+last first.`,
+		Example: `  lockledger unprune --archive ledger-2024.jsonl`,
+		Args:    invocation.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runUnprune(cmd.Context(), o) },
+	}
+	cmd.Flags().StringVar(&o.archive, "archive", "", "the archive the last prune recorded (required)")
+	cmd.Flags().StringVar(&o.actor, "actor", "", "who restores, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
+	return cmd
+}
+
+func runUnprune(ctx context.Context, o *unpruneOptions) error {
+	if o.archive == "" {
+		return events.Invalid("--archive", "", "is required: the archive the last prune recorded")
+	}
+	f, c, err := readArchive(o.g, o.archive, o.actor)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	l, err := o.g.Open(ctx, invocation.Rewrites)
+	if err != nil {
+		return err
+	}
+	defer o.g.Finish(l)
+	seq, err := l.Unprune(ctx, ledger.Identity{Actor: o.actor, PID: os.Getppid()}, archive.Restore(c, f, l.ID(), invocation.AbsPath(o.archive)))
+	if err != nil {
+		return archiveInput(o.archive, err)
+	}
+	termtext.Fprintf(o.g.IO.Out, "put seq %d-%d (%d events) back into the live store from %s\n  recorded: ledger_unpruned, seq %d\n",
+		c.FirstSeq, c.LastSeq, c.LastSeq-c.FirstSeq+1, invocation.AbsPath(o.archive), seq)
+	return nil
+}
+
+// archiveInput makes a refused archive bad input (exit 2), naming the flag.
+func archiveInput(path string, err error) error {
+	var be *archive.BoundaryError
+	if errors.Is(err, archive.ErrMismatch) || errors.As(err, &be) {
+		return events.Invalid("--archive", path, err.Error())
+	}
+	return err
+}
+
+// ledgerSize is the database's size in bytes (SQLite: its pages; PostgreSQL:
+// the events table with its indexes), 0 when it cannot be read.
+func ledgerSize(ctx context.Context, g *invocation.Globals, l *ledger.Ledger) int64 {
+	query := `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`
+	if g.Database != "" {
+		query = `SELECT pg_total_relation_size('events')`
+	}
+	var n int64
+	if err := l.DB().QueryRowContext(ctx, query).Scan(&n); err != nil {
+		g.Log.Debug("database size", "err", err)
+		return 0
+	}
+	return n
+}
+
+// withArchives checks the archives of verify --archive with the live
+// ledger's report rep: each on its own (verify --file's checks, with the
+// verifier keys of t), then all of them and the live log as one log.
+func (o *verifyOptions) withArchives(rep *replay.Report, opts ...replay.VerifyOption) error {
+	var checked []*archive.Checked
+	for _, path := range o.archives {
+		f, err := openArchive(path)
+		if err != nil {
+			return err
+		}
+		c, err := archive.Read(f, invocation.AbsPath(path), "", opts...)
+		f.Close()
+		if errors.Is(err, archive.ErrMismatch) {
+			rep.Add(replay.Problem{Kind: replay.KindCheckpoint, Detail: err.Error()})
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		checked = append(checked, c)
+	}
+	archive.AgainstLedger(rep, rep.Genesis, checked)
+	return nil
+}

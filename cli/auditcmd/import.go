@@ -1,0 +1,143 @@
+package auditcmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
+)
+
+type importOptions struct {
+	g            *invocation.Globals
+	from         string
+	acceptBroken bool
+}
+
+func NewImport(g *invocation.Globals) *cobra.Command {
+	o := &importOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "import --from ROOT --database URL",
+		Short: "Move a ledger from ROOT/ledger.db into a PostgreSQL database, every hash kept",
+		Long: `Copy the whole ledger at --from (its id, every event byte for byte, the
+stored Merkle hashes, the signed checkpoints and the locks table) into the
+new, empty ledger at --database, then verify it there. The chain goes on
+where it stopped: the same ledger id, the same hashes, fencing tokens that
+keep increasing. The source's writer lock is held while it copies, so
+nothing is appended there meanwhile; afterwards point every writer at
+--database (LOCKLEDGER_DATABASE_URL). The source is left as it was. Keep
+--root the same as --from and the lock files stay where they are; with
+another --root, project places this host's lock files there (recorded).
+
+The source is verified first: a source whose event log is damaged is
+refused, exit 1, naming the first bad seq, and nothing is copied.
+--accept-broken-chain copies it as it now reads, and the project run that
+follows records that the damage was accepted (ledger_projected,
+broken_chain_accepted). The copy is one transaction: a failure leaves
+--database empty, and the import can be run again.`,
+		Example: `  lockledger import --from /var/lib/lockledger --database postgres://lockledger@db/locks`,
+		Args:    invocation.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runImport(cmd.Context(), o) },
+	}
+	cmd.Flags().StringVar(&o.from, "from", "", "the root of the SQLite ledger to move (required)")
+	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "copy a source whose event log is damaged, as it reads (recorded)")
+	return cmd
+}
+
+func runImport(ctx context.Context, o *importOptions) error {
+	if o.from == "" {
+		return &invocation.UsageError{Err: fmt.Errorf("import: --from: is required (the root of the ledger to move)")}
+	}
+	if o.g.Database == "" {
+		return &invocation.UsageError{Err: fmt.Errorf("import: --database: is required (the PostgreSQL database to move the ledger into; or LOCKLEDGER_DATABASE_URL)")}
+	}
+	from, err := ledger.Open(ctx, o.from, ledger.WithLogger(o.g.Log), ledger.MustExist())
+	if err != nil {
+		return err
+	}
+	defer o.g.Finish(from)
+	source, err := from.Verify(ctx)
+	if err != nil {
+		return err
+	}
+	if !source.OK && !o.acceptBroken {
+		bad := source.FirstBad
+		return fmt.Errorf("import: %s does not verify (%w): first bad seq %d, %s (%s; %d %s in all); nothing was copied: "+
+			"`lockledger verify --root %s` shows the damage, `lockledger import --accept-broken-chain` copies it anyway (recorded)",
+			from.Source(), ledger.ErrBrokenChain, bad.Seq, bad.Kind, bad.Detail, source.ProblemCount,
+			termtext.Plural(source.ProblemCount, "problem", "problems"), from.Root())
+	}
+	to, err := o.g.Open(ctx, invocation.Writes, ledger.WithPin(store.PinSkip)) // the root pins the ledger imported
+	if err != nil {
+		return err
+	}
+	empty := to.ID()
+	rep, err := to.Import(ctx, from)
+	if err == nil && o.g.Trusting() && empty != to.ID() {
+		err = o.g.Repin(to, empty)
+	}
+	if err == nil && (to.Root() != from.Root() || !source.OK) {
+		// This host's lock files of the locks it holds go to the new root;
+		// an accepted damage is recorded.
+		opts := []ledger.ProjectOption{ledger.ProjectAs(ledger.Identity{PID: os.Getppid()})}
+		if !source.OK {
+			opts = append(opts, ledger.AcceptBrokenChain())
+		}
+		_, err = to.Project(ctx, opts...)
+	}
+	kept := false
+	if err == nil {
+		kept, err = headKept(ctx, to, rep)
+	}
+	o.g.Finish(to)
+	if err != nil {
+		return err
+	}
+	check, err := verifyLedger(ctx, o.g)
+	if err != nil {
+		return err
+	}
+	if o.g.JSON {
+		invocation.WriteJSON(o.g.IO.Out, struct {
+			*ledger.ImportReport
+			Verify *replay.Report `json:"verify"`
+		}{rep, check})
+	} else {
+		tw := tabwriter.NewWriter(o.g.IO.Out, 0, 0, 2, ' ', 0)
+		termtext.Fprintf(tw, "import: %s -> %s\n", from.Source(), to.Source())
+		termtext.Fprintf(tw, "  ledger id\t%s\n", rep.LedgerID)
+		termtext.Fprintf(tw, "  events\t%d (head seq %d, %s)\n", rep.Events, rep.HeadSeq, rep.HeadHash)
+		termtext.Fprintf(tw, "  checkpoints\t%d\n", rep.Checkpoints)
+		termtext.Fprintf(tw, "  locks\t%d\n", rep.Locks)
+		if !source.OK {
+			termtext.Fprintf(tw, "  damage\tfirst bad seq %d, %s: copied as it reads (--accept-broken-chain)\n", source.FirstBad.Seq, source.FirstBad.Kind)
+		}
+		tw.Flush()
+		printReport(o.g.IO.Out, check)
+	}
+	if !check.OK && source.OK || !kept {
+		return &invocation.ExitError{Code: invocation.ExitFailure}
+	}
+	return nil
+}
+
+// headKept reports whether the imported head is still in the ledger at
+// its seq: the import's own project run appends after it.
+func headKept(ctx context.Context, l *ledger.Ledger, rep *ledger.ImportReport) (bool, error) {
+	if rep.HeadSeq == 0 {
+		return true, nil
+	}
+	found := false
+	err := replay.ScanRows(ctx, l.DB(), replay.Filter{FromSeq: rep.HeadSeq, ToSeq: rep.HeadSeq}, func(r *replay.Row) error {
+		found = r.Hash == rep.HeadHash
+		return nil
+	})
+	return found, err
+}

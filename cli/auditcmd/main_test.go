@@ -1,0 +1,9 @@
+package auditcmd_test
+
+import (
+	"testing"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+func TestMain(m *testing.M) { clitest.Main(m) }

@@ -1,0 +1,300 @@
+package auditcmd
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
+	"github.com/lockledger/lockledger/witness"
+)
+
+func NewTrust(g *invocation.Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trust",
+		Short: "Show, export, pin, forget or adopt the ledger this user trusts at the root",
+		Long: `The trust store, outside every root ($LOCKLEDGER_TRUST_DIR, else
+$XDG_CONFIG_HOME/lockledger, else ~/.config/lockledger; mode 0700, owned
+by this user), holds this user's signing key (signing.key), the ledger
+pinned at each root with its verifier key (known_ledgers, like ssh's
+known_hosts) and the latest signed head of each ledger (heads/). Writers
+sign with the key and pin a ledger on its first write (trust on first
+use); every signed write proves that the log extends the head kept, and
+plain verify checks the root's ledger against the pin and the head.`,
+		Args: invocation.NoArgs,
+	}
+	var showJSON bool
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Print the trust store, this root's pins and the heads kept of them",
+		Args:  invocation.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustShow(g, showJSON || g.JSON) },
+	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print JSON")
+	export := &cobra.Command{
+		Use:   "export",
+		Short: "Print this root's pins, for an auditor to pin on another host (trust pin)",
+		Args:  invocation.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustExport(g) },
+	}
+	var id, key string
+	pin := &cobra.Command{
+		Use:   "pin --ledger-id ID --verifier-key KEY",
+		Short: "Pin the ledger this root must hold and the key that signs it (e.g. from trust export)",
+		Args:  invocation.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustPin(g, id, key) },
+	}
+	pin.Flags().StringVar(&id, "ledger-id", "", "the ledger id the root must hold")
+	pin.Flags().StringVar(&key, "verifier-key", "", "the verifier key its checkpoints are signed with, or a file holding it")
+	var yes bool
+	forget := &cobra.Command{
+		Use:   "forget [--yes]",
+		Short: "Remove this root's pins (and the heads kept of the ledgers no pin names any more)",
+		Long: `Remove the pins of this root from known_ledgers, and the signed heads
+kept of the ledgers no other pin names. The next write pins whatever
+ledger the root then holds (trust on first use). Asks on a terminal;
+elsewhere --yes is required.`,
+		Args: invocation.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTrustForget(g, yes) },
+	}
+	forget.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask")
+	adopt := &cobra.Command{
+		Use:   "adopt",
+		Short: "Verify the root's ledger in full, pin it and sign its current head",
+		Long: `Adopt a ledger made before signing was on by default, or with
+--unsigned: verify it in full (exit 1, nothing pinned, when it fails),
+pin it with this user's key and sign a checkpoint of its whole log, stored
+in the ledger and kept in heads/. A first signed write does the same
+without the full verify.`,
+		Args: invocation.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTrustAdopt(cmd.Context(), g) },
+	}
+	cmd.AddCommand(show, export, pin, forget, adopt)
+	return cmd
+}
+
+type trustShown struct {
+	Dir         string      `json:"dir"`
+	Root        string      `json:"root"`
+	KeyFile     string      `json:"key_file,omitempty"`
+	VerifierKey string      `json:"verifier_key,omitempty"`
+	Pins        []trust.Pin `json:"pins"`
+	Heads       []shownHead `json:"heads"`
+}
+
+type shownHead struct {
+	LedgerID string `json:"ledger_id"`
+	File     string `json:"file"`
+	Size     int64  `json:"size"`
+	Root     string `json:"root_hash"`
+	Time     string `json:"time,omitempty"`
+}
+
+func runTrustShow(g *invocation.Globals, asJSON bool) error {
+	s, err := g.TrustStore()
+	if err != nil {
+		return err
+	}
+	out := trustShown{Dir: s.Path(), Root: trust.Resolve(g.Root), Pins: []trust.Pin{}, Heads: []shownHead{}}
+	if _, err := os.Lstat(s.KeyPath()); err == nil {
+		k, _, err := s.Key()
+		if err != nil {
+			return err
+		}
+		out.KeyFile, out.VerifierKey = k.Path, k.Verifier
+	}
+	if out.Pins, err = s.PinsOf(g.Root); err != nil {
+		return err
+	}
+	if out.Pins == nil {
+		out.Pins = []trust.Pin{}
+	}
+	for _, p := range out.Pins {
+		v, err := checkpoint.NewVerifier(p.Verifier)
+		if err != nil {
+			continue
+		}
+		h, err := witness.Heads{Dir: s.HeadsDir()}.Last(p.LedgerID, v)
+		if err != nil || h == nil {
+			continue
+		}
+		sh := shownHead{LedgerID: p.LedgerID, File: witness.Heads{Dir: s.HeadsDir()}.Path(p.LedgerID), Size: h.Size, Root: h.Root.String()}
+		if !h.Time.IsZero() {
+			sh.Time = events.FormatTime(h.Time)
+		}
+		out.Heads = append(out.Heads, sh)
+	}
+	if asJSON {
+		invocation.WriteJSON(g.IO.Out, out)
+		return nil
+	}
+	w := g.IO.Out
+	termtext.Fprintf(w, "trust store  %s\n", out.Dir)
+	if out.VerifierKey != "" {
+		termtext.Fprintf(w, "signing key  %s\nverifier key %s\n", out.KeyFile, out.VerifierKey)
+	} else {
+		termtext.Fprintf(w, "signing key  none yet (made by the first signed write)\n")
+	}
+	termtext.Fprintf(w, "root         %s\n", out.Root)
+	if len(out.Pins) == 0 {
+		fmt.Fprintln(w, "pins         none: the next write pins the ledger it finds (trust on first use)")
+	}
+	for _, p := range out.Pins {
+		termtext.Fprintf(w, "pin          ledger %s, key %s\n", p.LedgerID, p.Verifier)
+	}
+	for _, h := range out.Heads {
+		termtext.Fprintf(w, "head         ledger %s: %d events, root %s, signed %s (%s)\n", h.LedgerID, h.Size, h.Root, h.Time, h.File)
+	}
+	return nil
+}
+
+func runTrustExport(g *invocation.Globals) error {
+	s, err := g.TrustStore()
+	if err != nil {
+		return err
+	}
+	pins, err := s.PinsOf(g.Root)
+	if err != nil {
+		return err
+	}
+	if len(pins) == 0 {
+		return fmt.Errorf("trust export: no ledger is pinned at %s in %s (write to it, or run lockledger trust adopt)", trust.Resolve(g.Root), s.PinsPath())
+	}
+	if g.JSON {
+		invocation.WriteJSON(g.IO.Out, pins)
+		return nil
+	}
+	for _, p := range pins {
+		termtext.Fprintf(g.IO.Out, "# lockledger trust pin --ledger-id %s --verifier-key %s\n%s\n", p.LedgerID, p.Verifier, p.Line())
+	}
+	return nil
+}
+
+func runTrustPin(g *invocation.Globals, id, key string) error {
+	if id == "" {
+		return events.Invalid("--ledger-id", id, "is required: a ledger id as verify prints it (1-128 of A-Z a-z 0-9 _ . : -)")
+	}
+	if err := validLedgerIDFlag(id); err != nil {
+		return err
+	}
+	vkey := strings.TrimSpace(key)
+	if _, err := checkpoint.NewVerifier(vkey); err != nil {
+		b, rerr := os.ReadFile(key)
+		if key == "" || rerr != nil {
+			return events.Invalid("--verifier-key", key, "is required: a verifier key (NAME+HASH+KEY, as keygen and trust export print it) or a file holding one")
+		}
+		if invocation.InsideRoot(g.Root, key) {
+			return invocation.KeyInRoot("--verifier-key", key, g.Root)
+		}
+		vkey = strings.TrimSpace(string(b))
+		if _, err := checkpoint.NewVerifier(vkey); err != nil {
+			return events.Invalid("--verifier-key", key, err.Error())
+		}
+	}
+	s, err := g.TrustStore()
+	if err != nil {
+		return err
+	}
+	p := trust.Pin{Root: trust.Resolve(g.Root), LedgerID: id, Verifier: vkey}
+	added, err := s.Add(p)
+	if err != nil {
+		return err
+	}
+	if added {
+		termtext.Fprintf(g.IO.Out, "pinned ledger %s at %s in %s\n", id, p.Root, s.PinsPath())
+	} else {
+		termtext.Fprintf(g.IO.Out, "already pinned: ledger %s at %s\n", id, p.Root)
+	}
+	return nil
+}
+
+func runTrustForget(g *invocation.Globals, yes bool) error {
+	s, err := g.TrustStore()
+	if err != nil {
+		return err
+	}
+	pins, err := s.PinsOf(g.Root)
+	if err != nil {
+		return err
+	}
+	if len(pins) == 0 {
+		termtext.Fprintf(g.IO.Out, "no pin of %s in %s\n", trust.Resolve(g.Root), s.PinsPath())
+		return nil
+	}
+	if !yes {
+		if !invocation.IsTerminal(g.IO.In) {
+			return events.Invalid("--yes", "", "is required to forget the pins of "+trust.Resolve(g.Root)+" when not asking on a terminal")
+		}
+		termtext.Fprintf(g.IO.ErrOut, "forget %d pin(s) of %s (ledger %s)? [y/N] ", len(pins), trust.Resolve(g.Root), pins[0].LedgerID)
+		line, _ := bufio.NewReader(g.IO.In).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			return fmt.Errorf("trust forget: not confirmed; nothing removed")
+		}
+	}
+	gone, err := s.Forget(g.Root, func(trust.Pin) bool { return true })
+	if err != nil {
+		return err
+	}
+	left, err := s.Pins()
+	if err != nil {
+		return err
+	}
+	heads := witness.Heads{Dir: s.HeadsDir()}
+	for _, p := range gone {
+		named := false
+		for _, l := range left {
+			named = named || l.LedgerID == p.LedgerID
+		}
+		if !named {
+			if err := os.Remove(heads.Path(p.LedgerID)); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+		}
+		termtext.Fprintf(g.IO.Out, "forgot ledger %s at %s\n", p.LedgerID, p.Root)
+	}
+	return nil
+}
+
+func runTrustAdopt(ctx context.Context, g *invocation.Globals) error {
+	if !g.Trusting() {
+		return events.Invalid("--unsigned", "", "adopt signs with the trust store's key: drop --unsigned and --signing-key")
+	}
+	o := &verifyOptions{g: g, clockSkew: "2s", full: true}
+	t, err := o.trust()
+	if err != nil {
+		return err
+	}
+	rep, err := verifyLedger(ctx, g, ledger.CheckAgainst(t), ledger.FullStorageCheck())
+	if err != nil {
+		return err
+	}
+	o.checkExpected(rep)
+	if !rep.OK {
+		printReport(g.IO.Out, rep)
+		return fmt.Errorf("trust adopt: the ledger does not verify; nothing was pinned or signed: %w", ledger.ErrBrokenChain)
+	}
+	l, err := g.Open(ctx, invocation.Rewrites)
+	if err != nil {
+		return err
+	}
+	defer g.Finish(l)
+	if rep.Events == 0 {
+		termtext.Fprintf(g.IO.Out, "adopted ledger %s (no events yet)\n", l.ID())
+		return nil
+	}
+	cp, err := l.Checkpoint(ctx)
+	if err != nil {
+		return err
+	}
+	termtext.Fprintf(g.IO.Out, "adopted ledger %s: %d events verified, head signed by %s\n", l.ID(), cp.Size, cp.Key)
+	return nil
+}

@@ -1,0 +1,107 @@
+package auditcmd
+
+import (
+	"fmt"
+	"slices"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/trust"
+)
+
+// unsignedWarning is what verify says, on stderr and in --json, of a
+// ledger nothing outside the root vouches for.
+const unsignedWarning = "this ledger is unsigned: nothing outside the root vouches for it, so a tail cut, a re-chained log or a root restored from an older copy passes; " +
+	"write without --unsigned (or run `lockledger trust adopt`) to have it signed and pinned"
+
+// expectation is the ledger verify must find: the one the trust store
+// pins at this root, or --ledger-id.
+type expectation struct {
+	id, source string
+}
+
+// fromStore adds the trust store's pins of the root to t: their verifier
+// keys, the heads the store keeps of the pinned ledgers (a witness), and
+// the ledger id to expect. A root with no pin adds nothing.
+func (o *verifyOptions) fromStore(t *replay.Trust) error {
+	s, err := o.g.TrustStore()
+	if err != nil {
+		return err
+	}
+	pins, err := s.PinsOf(o.g.Root)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", s.PinsPath(), err)
+	}
+	var keys, ids []string
+	for _, p := range pins {
+		if !slices.Contains(keys, p.Verifier) {
+			keys = append(keys, p.Verifier)
+		}
+		if !slices.Contains(ids, p.LedgerID) {
+			ids = append(ids, p.LedgerID)
+		}
+	}
+	for _, k := range keys {
+		v, err := checkpoint.NewVerifier(k)
+		if err != nil {
+			return events.Invalid("verifier key", k, err.Error()+" (in "+s.PinsPath()+")")
+		}
+		if !slices.ContainsFunc(t.Verifiers, func(o note.Verifier) bool { return o.Name() == v.Name() && o.KeyHash() == v.KeyHash() }) {
+			t.Verifiers = append(t.Verifiers, v)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	o.pinned, t.Expected = true, true
+	if len(ids) == 1 {
+		o.expect = append(o.expect, expectation{id: ids[0], source: "the trust store's pin (" + s.PinsPath() + ")"})
+	}
+	for _, id := range ids {
+		head := invocation.KeptHead(s, id)
+		if head == "" {
+			continue
+		}
+		ns, err := witnessNotes(head)
+		if err != nil {
+			return err
+		}
+		if t.Witnesses == nil {
+			t.Witnesses = map[string]int{}
+		}
+		if len(ids) == 1 {
+			t.Witnesses[head] = 0
+		}
+		for i := range ns {
+			ns[i].Witness = head
+		}
+		t.Checkpoints = append(t.Checkpoints, ns...)
+	}
+	return nil
+}
+
+// checkExpected adds a problem to rep for each expectation the ledger
+// does not meet.
+func (o *verifyOptions) checkExpected(rep *replay.Report) {
+	for _, e := range o.expect {
+		if rep.LedgerID == "" || rep.LedgerID == e.id {
+			continue
+		}
+		rep.Add(replay.Problem{Kind: replay.KindSwapped, Detail: fmt.Sprintf(
+			"the ledger is %s, but %s says this root holds ledger %s: the database was swapped or replaced; "+
+				"if that was meant, `lockledger trust forget` and `lockledger trust adopt`", rep.LedgerID, e.source, e.id)})
+	}
+	rep.Finish()
+}
+
+// validLedgerIDFlag checks --ledger-id.
+func validLedgerIDFlag(id string) error {
+	if !trust.ValidLedgerID(id) {
+		return events.Invalid("--ledger-id", id, "must be a ledger id (as verify prints it): 1-128 of A-Z a-z 0-9 _ . : -")
+	}
+	return nil
+}

@@ -1,0 +1,484 @@
+package eventfmt
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// Event output formats of history and timeline.
+const (
+	FormatTable = "table"
+	FormatJSON  = "json"
+	FormatJSONL = "jsonl"
+	FormatCSV   = "csv"
+)
+
+// JSONFormat is the format of history and timeline under --json: json
+// (one array, as --format json) unless --format names json or jsonl; any
+// other --format contradicts --json.
+func JSONFormat(cmd *cobra.Command, format string) (string, error) {
+	if !cmd.Flags().Changed("format") {
+		return FormatJSON, nil
+	}
+	if format != FormatJSON && format != FormatJSONL {
+		return "", events.Invalid("--format", format, "must be json or jsonl with --json (which writes JSON on stdout)")
+	}
+	return format, nil
+}
+
+// EventSink prints events one at a time, streaming.
+type EventSink interface {
+	Event(ev *replay.Event) error
+	Close() error
+}
+
+// NewEventSink prints events in format (FormatTable, FormatJSON,
+// FormatJSONL or FormatCSV) on w, coloured when color is set and the
+// format is the table.
+func NewEventSink(format string, w io.Writer, color bool) (EventSink, error) {
+	switch format {
+	case FormatTable:
+		return &tableSink{t: NewTable(w, color, "SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "OS USER", "PID@HOST", "REQUEST", "DETAILS")}, nil
+	case FormatJSON:
+		return &jsonSink{w: w}, nil
+	case FormatJSONL:
+		return &jsonlSink{w: w}, nil
+	case FormatCSV:
+		c := NewCSVWriter(w)
+		// uid and user come last, so that the older columns keep their places.
+		err := c.Write([]string{"seq", "at", "type", "lock_name", "actor", "host_id", "pid", "request_id", "details", "prev_hash", "hash",
+			"uid", "user"})
+		return &csvSink{w: c}, err
+	}
+	return nil, events.Invalid("--format", format, "must be table, json, jsonl or csv")
+}
+
+// DisplayTime is the table's time column: UTC, milliseconds.
+const DisplayTime = "2006-01-02T15:04:05.000Z"
+
+type tableSink struct {
+	t *Table
+	n int
+}
+
+func (s *tableSink) Event(ev *replay.Event) error {
+	s.n++
+	return s.t.Row(
+		Cell{Text: strconv.FormatInt(ev.Seq, 10)},
+		Cell{Text: ev.Time.Format(DisplayTime)},
+		Cell{Text: string(ev.Type), Color: EventColor(ev)},
+		Cell{Text: LockText(ev)},
+		Cell{Text: ev.Actor},
+		Cell{Text: OSUserText(&ev.Envelope)},
+		Cell{Text: fmt.Sprintf("%d@%s", ev.PID, ev.HostID)},
+		Cell{Text: ev.RequestID},
+		Cell{Text: Details(ev)},
+	)
+}
+
+func (s *tableSink) Close() error { return s.t.Flush() }
+
+// ledgerWideLock is the table's LOCK cell of an event about the whole
+// ledger (it has no lock_name): no lock can be named so.
+const ledgerWideLock = "(ledger)"
+
+// LockText is the lock column of ev: its lock, or "(ledger)" for an event
+// about the whole ledger.
+func LockText(ev *replay.Event) string {
+	if ev.Type.LedgerWide() {
+		return ledgerWideLock
+	}
+	return ev.LockName
+}
+
+type jsonSink struct {
+	w io.Writer
+	n int
+}
+
+func (s *jsonSink) Event(ev *replay.Event) error {
+	sep := ",\n"
+	if s.n == 0 {
+		sep = "[\n"
+	}
+	s.n++
+	if _, err := io.WriteString(s.w, sep); err != nil {
+		return err
+	}
+	_, err := s.w.Write(ev.JSON())
+	return err
+}
+
+func (s *jsonSink) Close() error {
+	end := "\n]\n"
+	if s.n == 0 {
+		end = "[]\n"
+	}
+	_, err := io.WriteString(s.w, end)
+	return err
+}
+
+type jsonlSink struct{ w io.Writer }
+
+func (s *jsonlSink) Event(ev *replay.Event) error {
+	b := append(ev.JSON(), '\n')
+	_, err := s.w.Write(b)
+	return err
+}
+
+func (s *jsonlSink) Close() error { return nil }
+
+type csvSink struct{ w *CSVWriter }
+
+func (s *csvSink) Event(ev *replay.Event) error {
+	uid, user := OSUserColumns(&ev.Envelope)
+	return s.w.Write([]string{strconv.FormatInt(ev.Seq, 10), ev.At, string(ev.Type), ev.LockName, ev.Actor, ev.HostID,
+		strconv.Itoa(ev.PID), ev.RequestID, Details(ev), ev.PrevHash, ev.Hash, uid, user})
+}
+
+// OSUserText is the table's OS USER cell: uid(name) as id(1) prints it,
+// the uid alone when the system has no name for it, "-" for an event
+// written before they were recorded.
+func OSUserText(env *events.Envelope) string {
+	uid, user, ok := env.OSUser()
+	switch {
+	case !ok:
+		return "-"
+	case user == "":
+		return strconv.Itoa(uid)
+	}
+	return fmt.Sprintf("%d(%s)", uid, user)
+}
+
+// OSUserColumns are the uid and user CSV columns: both empty for an
+// event written before they were recorded.
+func OSUserColumns(env *events.Envelope) (uid, user string) {
+	id, name, ok := env.OSUser()
+	if !ok {
+		return "", ""
+	}
+	return strconv.Itoa(id), name
+}
+
+func (s *csvSink) Close() error { return s.w.Flush() }
+
+// modeText says "shared" or "shared, limit N" for a shared holding ("" exclusive).
+func modeText(ev *replay.Event) string {
+	switch {
+	case ev.Mode != events.ModeShared:
+		return ""
+	case ev.Limit > 0:
+		return fmt.Sprintf("shared, limit %d", ev.Limit)
+	}
+	return "shared"
+}
+
+// holdingText says that no process holds a lock taken (pid 0: acquire
+// --holder none) and how long its taker waited for it.
+func holdingText(ev *replay.Event, add func(string, ...any)) {
+	if ev.PID == 0 {
+		add("no holder process (ttl and heartbeats only)")
+	}
+	if ev.WaitedSeconds > 0 {
+		add("waited %s", seconds(ev.WaitedSeconds))
+	}
+}
+
+// Details is the key facts of an event in a few words, for a postmortem:
+// steal reasons, release results and failure steps, waiting times,
+// refusals, what project changed, a job's leftover processes, and who
+// exported, verified or projected the ledger, with what result.
+func Details(ev *replay.Event) string {
+	var parts []string
+	add := func(format string, a ...any) { parts = append(parts, fmt.Sprintf(format, a...)) }
+	switch ev.Type {
+	case events.LockAcquired:
+		add("token %d, ttl %ds", ev.FencingToken, ev.TTLSeconds)
+		if m := modeText(ev); m != "" {
+			add("%s", m)
+		}
+		holdingText(ev, add)
+		if ev.Intent != "" {
+			add("intent %s", strings.TrimSpace(ev.Intent+" "+ev.IntentVersion))
+		}
+		if md := metadataText(ev.Metadata); md != "" {
+			add("%s", md)
+		}
+		if ev.Note != "" {
+			add("note %q", ev.Note)
+		}
+	case events.LockHeartbeat:
+		add("renewed")
+	case events.LockStolen:
+		add("reason %s", ev.Reason)
+		if p := ev.PreviousLock; p != nil {
+			add("from %s (%s, pid %d@%s, last heartbeat %s)", p.RequestID, p.Actor, p.PID, p.HostID, p.LastHeartbeatAt)
+		}
+		if ev.Note != "" {
+			add("note %q", ev.Note)
+		}
+		add("token %d, ttl %ds", ev.FencingToken, ev.TTLSeconds)
+		if m := modeText(ev); m != "" {
+			add("%s", m)
+		}
+		holdingText(ev, add)
+	case events.LockReleased:
+		if ev.Result != events.ResultForced {
+			add("result %s", ev.Result) // a forced one says FORCED below
+		}
+		if ev.FailureStep != "" {
+			add("failure step %s", ev.FailureStep)
+		}
+		if ev.ExitCode != nil {
+			add("exit %d", *ev.ExitCode)
+		}
+		add("held %s", seconds(ev.HeldDurationSeconds))
+		if ev.Forced {
+			if ev.ReleasedRequestID != "" {
+				add("FORCED, released %s", ev.ReleasedRequestID)
+			} else {
+				add("FORCED")
+			}
+		}
+		if ev.Note != "" {
+			add("note %q", ev.Note)
+		}
+		if h := ev.DisplacedBy; h != nil {
+			add("DISPLACED by %s (%s, pid %d@%s) via %s file %s", h.RequestID, h.Actor, h.PID, h.HostID,
+				ev.DisplacedByFormat, ev.DisplacedByPath)
+		}
+	case events.HeartbeatFailed:
+		add("%d consecutive %s", ev.ConsecutiveFailures, termtext.Plural(ev.ConsecutiveFailures, "failure", "failures"))
+		if ev.LockLost {
+			add("LOCK LOST")
+		}
+		add("error %q", ev.Error)
+	case events.AcquireBlocked:
+		add("state %s", ev.State)
+		heldBy(ev, add)
+		if ev.Foreign {
+			add("foreign lock file")
+		}
+		if m := modeText(ev); m != "" {
+			add("asked %s", m)
+		}
+		add("waited %s", seconds(ev.WaitedSeconds))
+	case events.ActionRefused:
+		add("REFUSED %s", ev.Action)
+		if ev.State != "" {
+			add("state %s", ev.State)
+		}
+		heldBy(ev, add)
+		add("error %q", ev.Error)
+	case events.LockProjected:
+		if ev.BrokenChainAccepted {
+			add("BROKEN CHAIN accepted (first bad seq %d)", ev.FirstBadSeq)
+		}
+		changes := strings.Join(ev.Changes, "; ")
+		add("%s", changes)
+		if ev.MovedAside != "" && !strings.Contains(changes, "moved aside to "+ev.MovedAside) {
+			add("moved aside to %s", ev.MovedAside)
+		}
+	case events.JobProcesses:
+		add("job %s: %s %s", ev.JobRequestID, processCount(len(ev.PIDs)), strings.ReplaceAll(ev.Action, "_", " "))
+		add("pids %s", pidList(ev.PIDs))
+		if ev.Note != "" {
+			add("note %q", ev.Note)
+		}
+	case events.LedgerExported:
+		add("exported %s%s", eventCount(ev.Events), seqRange(ev.FirstSeq, ev.LastSeq))
+		if ev.Since != "" {
+			add("since %s", ev.Since)
+		}
+		if ev.Until != "" {
+			add("until %s", ev.Until)
+		}
+		add("as %s to %s", ev.Format, ev.Destination)
+	case events.LedgerPruned, events.LedgerUnpruned:
+		verb := "pruned %s%s from the live store"
+		if ev.Type == events.LedgerUnpruned {
+			verb = "put %s%s back into the live store"
+		}
+		add(verb, eventCount(ev.Events), seqRange(ev.FirstSeq, ev.LastSeq))
+		if sha, _, ok := events.ParsePruneNote(ev.Note); ok {
+			add("archive sha256 %s", sha)
+		}
+		if ev.File != "" {
+			add("archive file %s", ev.File)
+		}
+	case events.LedgerVerified:
+		if ev.Result == events.AuditOK {
+			add("OK")
+		} else {
+			add("FAILED: %d %s", ev.Problems, termtext.Plural(ev.Problems, "problem", "problems"))
+		}
+		if ev.FirstBadSeq > 0 {
+			add("first bad seq %d", ev.FirstBadSeq)
+		}
+		add("%s checked%s", eventCount(ev.Events), seqRange(ev.FirstSeq, ev.LastSeq))
+		if ev.HeadHash != "" {
+			add("head %s", ev.HeadHash)
+		}
+		if ev.File != "" {
+			add("export file %s", ev.File)
+		}
+	case events.LedgerProjected:
+		switch {
+		case ev.Result == events.AuditRefused:
+			add("REFUSED: damaged log (%d %s, first bad seq %d)", ev.Problems, termtext.Plural(ev.Problems, "problem", "problems"), ev.FirstBadSeq)
+		case ev.BrokenChainAccepted:
+			add("BROKEN CHAIN accepted (first bad seq %d)", ev.FirstBadSeq)
+		}
+		add("%s replayed, %d %s", eventCount(ev.Events), ev.Locks, termtext.Plural(ev.Locks, "lock", "locks"))
+		if ev.Result != events.AuditRefused {
+			if ev.RowsChanged == 0 && ev.FilesChanged == 0 {
+				add("no change")
+			} else {
+				add("%d %s and %d %s changed", ev.RowsChanged, termtext.Plural(ev.RowsChanged, "row", "rows"),
+					ev.FilesChanged, termtext.Plural(ev.FilesChanged, "file", "files"))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// heldBy adds what blocked or refused an action: the holder, or the
+// unreadable file at the lock's path (never shown as a holder).
+func heldBy(ev *replay.Event, add func(format string, a ...any)) {
+	switch h := ev.HeldBy; {
+	case ev.UnreadableFile != nil:
+		add("held by an %s", ev.UnreadableFile)
+	case h != nil:
+		add("held by %s (%s, pid %d@%s, since %s)", h.RequestID, h.Actor, h.PID, h.HostID, h.CreatedAt)
+	}
+}
+
+func eventCount(n int64) string {
+	if n == 1 {
+		return "1 event"
+	}
+	return strconv.FormatInt(n, 10) + " events"
+}
+
+func seqRange(first, last int64) string {
+	if first == 0 && last == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (seq %d-%d)", first, last)
+}
+
+func processCount(n int) string {
+	if n == 1 {
+		return "1 process"
+	}
+	return strconv.Itoa(n) + " processes"
+}
+
+// maxListedPIDs bounds the pids a detail line names; the body keeps all.
+const maxListedPIDs = 8
+
+func pidList(pids []int) string {
+	n := min(len(pids), maxListedPIDs)
+	s := make([]string, n)
+	for i := range s {
+		s[i] = strconv.Itoa(pids[i])
+	}
+	out := strings.Join(s, " ")
+	if len(pids) > n {
+		out += fmt.Sprintf(" and %d more", len(pids)-n)
+	}
+	return out
+}
+
+func metadataText(md map[string]string) string {
+	if len(md) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	kv := make([]string, len(keys))
+	for i, k := range keys {
+		kv[i] = k + "=" + md[k]
+	}
+	return "metadata " + strings.Join(kv, " ")
+}
+
+func seconds(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	if d >= time.Second {
+		d = d.Round(time.Second)
+	} else {
+		d = d.Round(time.Millisecond)
+	}
+	return d.String()
+}
+
+// ANSI colours for the table's EVENT column, on a terminal only.
+const (
+	ansiRed     = "\x1b[31m"
+	ansiGreen   = "\x1b[32m"
+	ansiYellow  = "\x1b[33m"
+	AnsiMagenta = "\x1b[35m"
+	AnsiDim     = "\x1b[2m"
+	AnsiBold    = "\x1b[1m"
+	AnsiReset   = "\x1b[0m"
+)
+
+// EventColor is the ANSI colour of ev's type in a table ("" for none).
+func EventColor(ev *replay.Event) string {
+	switch ev.Type {
+	case events.LockAcquired:
+		return ansiGreen
+	case events.LockHeartbeat:
+		return AnsiDim
+	case events.LockStolen:
+		return AnsiMagenta
+	case events.LockReleased:
+		if ev.Result == events.ResultSuccess && !ev.Forced {
+			return ansiGreen
+		}
+		return ansiRed
+	case events.HeartbeatFailed:
+		return ansiRed
+	case events.AcquireBlocked, events.ActionRefused:
+		return ansiYellow
+	case events.LockProjected:
+		return AnsiMagenta
+	case events.JobProcesses:
+		if ev.Action == events.JobKilled {
+			return ansiRed
+		}
+		return ansiYellow
+	case events.LedgerExported:
+		return AnsiDim
+	case events.LedgerPruned, events.LedgerUnpruned:
+		return AnsiMagenta
+	case events.LedgerVerified:
+		if ev.Result == events.AuditOK {
+			return AnsiDim
+		}
+		return ansiRed
+	case events.LedgerProjected:
+		switch {
+		case ev.Result == events.AuditRefused:
+			return ansiRed
+		case ev.BrokenChainAccepted:
+			return AnsiMagenta
+		}
+		return AnsiDim
+	}
+	return ""
+}

@@ -1,0 +1,92 @@
+package eventfmt
+
+import (
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lockledger/lockledger/internal/termtext"
+)
+
+// Table prints aligned columns while streaming: it buffers a chunk of rows,
+// widens the columns to fit them (never narrowing), and prints. Colour is
+// applied after padding so that escape codes never skew the alignment.
+type Table struct {
+	w       io.Writer
+	color   bool
+	header  []string
+	widths  []int
+	pending [][]Cell
+	started bool
+}
+
+// Cell is one cell of a table row.
+type Cell struct {
+	Text  string
+	Color string // ANSI sequence, used only when the table is coloured
+}
+
+// TableChunk is how many rows are aligned together before printing.
+const TableChunk = 256
+
+func NewTable(w io.Writer, color bool, header ...string) *Table {
+	t := &Table{w: w, color: color, header: header, widths: make([]int, len(header))}
+	for i, h := range header {
+		t.widths[i] = utf8.RuneCountInString(h)
+	}
+	return t
+}
+
+// Row queues one line; its cells' text is escaped (termtext), so a field
+// another user chose can neither add a line nor drive the terminal.
+func (t *Table) Row(cells ...Cell) error {
+	for i := range cells {
+		cells[i].Text = termtext.Escape(cells[i].Text)
+	}
+	t.pending = append(t.pending, cells)
+	if len(t.pending) >= TableChunk {
+		return t.Flush()
+	}
+	return nil
+}
+
+func (t *Table) Flush() error {
+	for _, r := range t.pending {
+		for i, c := range r {
+			if i < len(t.widths) {
+				t.widths[i] = max(t.widths[i], utf8.RuneCountInString(c.Text))
+			}
+		}
+	}
+	var b strings.Builder
+	if !t.started {
+		t.started = true
+		hc := make([]Cell, len(t.header))
+		for i, h := range t.header {
+			hc[i] = Cell{Text: h, Color: AnsiBold}
+		}
+		t.line(&b, hc)
+	}
+	for _, r := range t.pending {
+		t.line(&b, r)
+	}
+	t.pending = t.pending[:0]
+	_, err := io.WriteString(t.w, b.String())
+	return err
+}
+
+func (t *Table) line(b *strings.Builder, cells []Cell) {
+	for i, c := range cells {
+		text := c.Text
+		if i < len(cells)-1 {
+			text += strings.Repeat(" ", t.widths[i]-utf8.RuneCountInString(c.Text)+2)
+		}
+		if t.color && c.Color != "" {
+			trimmed := strings.TrimRight(text, " ")
+			b.WriteString(c.Color + trimmed + AnsiReset + text[len(trimmed):])
+		} else {
+			b.WriteString(text)
+		}
+	}
+	b.WriteByte('\n')
+}

@@ -1,0 +1,9 @@
+// Package invocation is what every command of one lockledger run shares:
+// the persistent flags (Globals) and the streams, the logger and --jq they
+// set up, the root and the opening of its ledger (signing key, trust store
+// and witnesses included), the one read snapshot of a reading command,
+// the exit codes and the errors that carry one, the checks of positional
+// arguments, and the parsing of durations and times every command takes.
+//
+// docs/architecture.md shows where this package sits among the others.
+package invocation

@@ -1,0 +1,123 @@
+package invocation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/user"
+	"strconv"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
+)
+
+// Access is what a command does with the ledger at --root.
+type Access int
+
+const (
+	// Writes may create the ledger.
+	Writes Access = iota
+	// Rewrites changes an existing ledger only (project).
+	Rewrites
+	// Reads changes nothing in the root (but upgrades a ledger written by
+	// an older lockledger where it can), so it also reads a read-only copy.
+	Reads
+)
+
+// Open opens the ledger at --root (or --database) for what a does with
+// it: a writer with its signing options and --group, checked against the
+// trust store's pin when it signs; a reader read-only, upgrading a ledger
+// written by an older lockledger where the root allows it.
+func (g *Globals) Open(ctx context.Context, a Access, more ...ledger.Option) (*ledger.Ledger, error) {
+	opts := append([]ledger.Option{ledger.WithLogger(g.Log)}, more...)
+	if g.Database != "" {
+		opts = append(opts, ledger.WithDatabase(g.Database), ledger.WithPoolSize(2))
+	}
+	var key *trust.Key
+	if a != Reads {
+		sign, k, err := g.signingOptions()
+		if err != nil {
+			return nil, err
+		}
+		key = k
+		opts = append(opts, sign...)
+		if g.Group != "" {
+			gid, err := lookupGroup(g.Group)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, ledger.WithGroup(gid))
+		}
+	}
+	switch a {
+	case Rewrites:
+		opts = append(opts, ledger.MustExist())
+	case Reads:
+		l, err := ledger.Open(ctx, g.Root, append(opts, ledger.ReadOnly())...)
+		if !errors.Is(err, ledger.ErrOldSchema) {
+			return l, err
+		}
+		// A ledger written by an older lockledger: upgrade it, as any
+		// writing command would, where the root allows it.
+		g.Log.Info("upgrading the ledger's schema before reading it", "root", g.Root)
+		l, uerr := ledger.Open(ctx, g.Root, append(opts, ledger.MustExist())...)
+		if uerr != nil {
+			return nil, fmt.Errorf("%w (upgrading it failed: %w)", err, uerr)
+		}
+		return l, nil
+	}
+	l, err := ledger.Open(ctx, g.Root, opts...)
+	if err == nil && key != nil {
+		if err = g.pin(l, key); err != nil {
+			g.Finish(l)
+			return nil, err
+		}
+	}
+	return l, err
+}
+
+// OpenWaiting opens the ledger for a command that was told to wait up to
+// wait for its lock: a database too busy to open (many processes opening a
+// fresh root at once) is waited for too, within the same budget, which it
+// returns what is left of.
+func (g *Globals) OpenWaiting(ctx context.Context, wait time.Duration) (*ledger.Ledger, time.Duration, error) {
+	start := time.Now()
+	l, err := g.Open(ctx, Writes, ledger.WithOpenWait(wait))
+	return l, max(wait-time.Since(start), 0), err
+}
+
+// Finish lets go of a ledger at the end of a command. The CLI process exits
+// right after, so it detaches rather than closing (see ledger.Detach).
+func (g *Globals) Finish(l *ledger.Ledger) {
+	if err := l.Detach(); err != nil {
+		g.Log.Debug("detach", "err", err)
+	}
+}
+
+// lookupGroup is the id of group name: a name, or a number, which needs
+// no entry in the group database (containers often have none).
+func lookupGroup(name string) (int, error) {
+	if gid, err := strconv.Atoi(name); err == nil && gid >= 0 {
+		return gid, nil
+	}
+	grp, err := user.LookupGroup(name)
+	if err != nil {
+		return 0, events.Invalid("--group", name, "must name an existing group, or be a group id")
+	}
+	gid, err := strconv.Atoi(grp.Gid)
+	if err != nil {
+		return 0, events.Invalid("--group", name, "has no numeric group id")
+	}
+	return gid, nil
+}
+
+// OpenExisting opens the ledger read-only, without upgrading it.
+func (g *Globals) OpenExisting(ctx context.Context) (*ledger.Ledger, error) {
+	opts := []ledger.Option{ledger.WithLogger(g.Log), ledger.ReadOnly()}
+	if g.Database != "" {
+		opts = append(opts, ledger.WithDatabase(g.Database), ledger.WithPoolSize(1))
+	}
+	return ledger.Open(ctx, g.Root, opts...)
+}

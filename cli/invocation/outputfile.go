@@ -1,0 +1,62 @@
+package invocation
+
+import (
+	"errors"
+	"io"
+	"path/filepath"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/outfile"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// CreateOutput starts the output file that flag names: written beside
+// path and renamed into place by Commit. A path inside the root (under
+// any name), a symlink, or anything but a regular file at path is invalid
+// input naming flag, path and the rule, and nothing is written.
+func (g *Globals) CreateOutput(flag, path string, opts ...outfile.Option) (*outfile.File, error) {
+	root := ResolvedRoot(g.Root)
+	opts = append([]outfile.Option{outfile.OutsideOf(root, filepath.Join(root, ledger.LocksDir))}, opts...)
+	f, err := outfile.Create(path, opts...)
+	if err != nil {
+		return nil, g.refusedOutput(flag, err)
+	}
+	return f, nil
+}
+
+// OutputOrStdout is where a command with -o writes: path through
+// CreateOutput (the caller aborts the file unless it commits it), or
+// standard output when path is "" (file nil).
+func (g *Globals) OutputOrStdout(path string, opts ...outfile.Option) (io.Writer, *outfile.File, error) {
+	if path == "" {
+		return g.IO.Out, nil, nil
+	}
+	f, err := g.CreateOutput("-o", path, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, f, nil
+}
+
+// CommitOutput puts f in its place; a target changed into something
+// refused since CreateOutput is invalid input too.
+func (g *Globals) CommitOutput(flag string, f *outfile.File) error {
+	return g.refusedOutput(flag, f.Commit())
+}
+
+func (g *Globals) refusedOutput(flag string, err error) error {
+	var refused *outfile.RefusedError
+	if !errors.As(err, &refused) {
+		return err
+	}
+	rule, root := refused.Rule, ResolvedRoot(g.Root)
+	if refused.Inside != "" {
+		if rule == outfile.InsideRule(root) {
+			rule = "is inside the ledger's root " + root
+		} else {
+			rule += ", in the ledger's root " + root
+		}
+		rule += ": " + flag + " never writes among its files (ledger.db, its -wal and -shm, writer.flock, the lock files)"
+	}
+	return events.Invalid(flag, refused.Path, rule)
+}

@@ -1,0 +1,34 @@
+package invocation
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// LockArg is the one lock name of args, checked.
+func LockArg(args []string) (string, error) {
+	if len(args) != 1 {
+		return "", events.Invalid("lock name", strings.Join(args, " "), "exactly one lock name is required")
+	}
+	return args[0], events.ValidateLockName(args[0])
+}
+
+// ExactlyOneLock is a command's Args when it takes one lock name.
+func ExactlyOneLock(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return &UsageError{fmt.Errorf("%s: takes exactly one lock name, got %d arguments", cmd.Name(), len(args))}
+	}
+	return nil
+}
+
+// NoArgs is a command's Args when it takes no positional arguments.
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if len(args) != 0 {
+		return &UsageError{fmt.Errorf("%s: takes no arguments, got %q", cmd.Name(), args)}
+	}
+	return nil
+}

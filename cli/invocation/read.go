@@ -1,0 +1,48 @@
+package invocation
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// Reader is an open ledger and a read-only transaction on it: one snapshot
+// of the database, taken without the writer lock (see ledger.BeginRead).
+type Reader struct {
+	g      *Globals
+	Ledger *ledger.Ledger
+	Tx     *sql.Tx
+}
+
+func (g *Globals) OpenRead(ctx context.Context) (*Reader, error) {
+	l, err := g.Open(ctx, Reads)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := l.BeginRead(ctx)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("ledger: read: %w", err)
+	}
+	return &Reader{g: g, Ledger: l, Tx: tx}, nil
+}
+
+func (r *Reader) Close() {
+	_ = r.Tx.Rollback()
+	r.g.Finish(r.Ledger)
+}
+
+// ArchivedNote says, for a read of a pruned log, that it reads only the
+// live log and which archive holds the events before it ("" when nothing
+// was pruned).
+func ArchivedNote(ctx context.Context, r *Reader) string {
+	a, err := replay.LastPrune(ctx, r.Tx)
+	if err != nil || a == nil {
+		return ""
+	}
+	return fmt.Sprintf("events below seq %d are archived (archive sha256 %s, recorded by ledger_pruned at seq %d): this reads the live log, from seq %d",
+		a.BelowSeq, a.ArchiveSHA256, a.MarkerSeq, a.BelowSeq)
+}

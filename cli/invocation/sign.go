@@ -1,0 +1,227 @@
+package invocation
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
+)
+
+// signFlags are the global flags of signed checkpoints.
+type signFlags struct {
+	Key         string   // --signing-key FILE, or LOCKLEDGER_SIGNING_KEY (a file, or the key itself)
+	keyFromEnv  bool     // key came from the environment
+	Witnesses   []string // --witness PATH (writers append, verify reads)
+	every       string
+	interval    string
+	Unsigned    bool            // --unsigned, LOCKLEDGER_UNSIGNED=1
+	witnessURLs witnessURLFlags // --witness-url URL=VKEY (see witnessurl.go)
+}
+
+func (f *signFlags) Register(cmd *cobra.Command) {
+	pf := cmd.PersistentFlags()
+	f.Key = os.Getenv("LOCKLEDGER_SIGNING_KEY")
+	f.keyFromEnv = f.Key != ""
+	var envWitness []string
+	if w := os.Getenv("LOCKLEDGER_WITNESS"); w != "" {
+		envWitness = filepath.SplitList(w)
+	}
+	every, interval := os.Getenv("LOCKLEDGER_CHECKPOINT_EVERY"), os.Getenv("LOCKLEDGER_CHECKPOINT_INTERVAL")
+	if every == "" {
+		every = strconv.Itoa(ledger.DefaultCheckpointEvery)
+	}
+	if interval == "" {
+		interval = ledger.DefaultCheckpointInterval.String()
+	}
+	pf.Var(&keyFlag{f}, "signing-key", "file holding the Ed25519 key (lockledger keygen) writers sign checkpoints with; never inside the root "+
+		"(env LOCKLEDGER_SIGNING_KEY: the file, or the key itself)")
+	pf.StringArrayVar(&f.Witnesses, "witness", envWitness, "writers copy each checkpoint here (a directory: one file each; else appended to the file); "+
+		"verify reads the checkpoints here (repeatable; env LOCKLEDGER_WITNESS, a list like PATH)")
+	pf.BoolVar(&f.Unsigned, "unsigned", os.Getenv(EnvUnsigned) == "1", "write without the trust store: unsigned, the ledger not pinned, no head kept (an explicit --signing-key still signs); "+
+		"nothing outside the root vouches for what is written (env "+EnvUnsigned+"=1)")
+	f.registerWitnessURLs(pf)
+	pf.StringVar(&f.every, "checkpoint-every", every, "with a key, writers sign a checkpoint every this many events (env LOCKLEDGER_CHECKPOINT_EVERY)")
+	pf.StringVar(&f.interval, "checkpoint-interval", interval, "with a key, the first write after this long without a checkpoint signs one (env LOCKLEDGER_CHECKPOINT_INTERVAL)")
+}
+
+// keyFlag marks a key given on the command line as a file, never the key.
+type keyFlag struct{ f *signFlags }
+
+func (k *keyFlag) String() string {
+	if k.f.keyFromEnv {
+		return "" // never print a key, even a mistyped one
+	}
+	return k.f.Key
+}
+func (k *keyFlag) Set(s string) error { k.f.Key, k.f.keyFromEnv = s, false; return nil }
+func (k *keyFlag) Type() string       { return "FILE" }
+
+// ResolvedRoot is the root as the ledger will resolve it, for comparing
+// paths with it.
+func ResolvedRoot(root string) string {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return root
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	return abs
+}
+
+// InsideRoot reports whether path is the root or below it (symlinks
+// resolved where they exist).
+func InsideRoot(root, path string) bool {
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	} else if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(r, filepath.Base(p))
+	}
+	rel, err := filepath.Rel(ResolvedRoot(root), p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// KeyInRoot is the refusal of a key or witness file named by field that
+// lies inside the root.
+func KeyInRoot(field, path, root string) error {
+	return events.Invalid(field, path, fmt.Sprintf(
+		"is inside the root %s: anyone who can write the ledger can read or replace it, so it protects nothing; keep it outside (another user, another host, a secrets store)",
+		ResolvedRoot(root)))
+}
+
+// signer reads the signing key, nil when none is configured.
+func (g *Globals) signer() (note.Signer, string, error) {
+	f := &g.Sign
+	if f.Key == "" {
+		return nil, "", nil
+	}
+	field := "--signing-key"
+	if f.keyFromEnv {
+		field = "LOCKLEDGER_SIGNING_KEY"
+		if strings.Contains(f.Key, checkpoint.SignerKeyPrefix) {
+			return signerOf(field, "(the key)", f.Key)
+		}
+	}
+	fi, err := os.Stat(f.Key)
+	if err != nil {
+		// Not a file: perhaps a key typed wrong, which must not reach a log.
+		return nil, "", events.Invalid(field, "(the key)", "is neither a readable key file nor a key ("+checkpoint.SignerKeyPrefix+"...): "+ErrText(err))
+	}
+	if InsideRoot(g.Root, f.Key) {
+		return nil, "", KeyInRoot(field, f.Key, g.Root)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		g.Log.Warn("the signing key file can be read by others than its owner; keep it 0600", "file", f.Key, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
+	}
+	b, err := os.ReadFile(f.Key)
+	if err != nil {
+		return nil, "", events.Invalid(field, f.Key, "cannot be read: "+ErrText(err))
+	}
+	return signerOf(field, f.Key, string(b))
+}
+
+// signerOf reads an encoded signer key and its verifier key.
+func signerOf(field, shown, key string) (note.Signer, string, error) {
+	s, err := checkpoint.NewSigner(strings.TrimSpace(key))
+	if err != nil {
+		return nil, "", events.Invalid(field, shown, err.Error())
+	}
+	vkey, err := checkpoint.VerifierKey(key)
+	if err != nil {
+		return nil, "", events.Invalid(field, shown, err.Error())
+	}
+	return s, vkey, nil
+}
+
+// ErrText is err without the operation and path a *fs.PathError adds,
+// for a message that names the path itself.
+func ErrText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// signingOptions are the ledger options of a writer: its key, witnesses
+// and policy: the key configured, else the trust store's (with its heads
+// witness, and k set: the ledger is pinned once open), unless --unsigned.
+func (g *Globals) signingOptions() (opts []ledger.Option, k *trust.Key, err error) {
+	if g.Trusting() {
+		if opts, k, err = g.trustOptions(); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		s, vkey, err := g.signer()
+		if err != nil || s == nil {
+			if err == nil {
+				_, err = g.cosignerOptions(false)
+			}
+			return nil, nil, err
+		}
+		opts = []ledger.Option{ledger.WithSigner(s)}
+		// The ledger is pinned with this key too, unless --unsigned, so
+		// that plain verify checks what it signs.
+		if !g.Sign.Unsigned {
+			if _, err := g.TrustStore(); err != nil {
+				g.Log.Warn("the ledger is not pinned with this key: the trust store cannot be opened", "err", err)
+			} else {
+				k = &trust.Key{Signer: s, Verifier: vkey}
+			}
+		}
+	}
+	more, err := g.policyOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	cosign, err := g.cosignerOptions(true)
+	return append(append(opts, more...), cosign...), k, err
+}
+
+// CheckpointPolicy is --checkpoint-every and --checkpoint-interval.
+func (g *Globals) CheckpointPolicy() (int64, time.Duration, error) {
+	every, err := strconv.ParseInt(g.Sign.every, 10, 64)
+	if err != nil || every < 1 {
+		return 0, 0, events.Invalid("--checkpoint-every", g.Sign.every, "must be a whole number of events, at least 1")
+	}
+	interval, err := ParseDuration("--checkpoint-interval", g.Sign.interval)
+	if err != nil {
+		return 0, 0, err
+	}
+	if interval == 0 {
+		return 0, 0, events.Invalid("--checkpoint-interval", g.Sign.interval, "must be positive")
+	}
+	return every, interval, nil
+}
+
+// policyOptions are a signing writer's witnesses and checkpoint policy.
+func (g *Globals) policyOptions() ([]ledger.Option, error) {
+	every, interval, err := g.CheckpointPolicy()
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range g.Sign.Witnesses {
+		if InsideRoot(g.Root, w) {
+			return nil, events.Invalid("--witness", w, fmt.Sprintf(
+				"is inside the root %s: whoever can rewrite the ledger can rewrite it too, so it witnesses nothing; use another volume or host",
+				ResolvedRoot(g.Root)))
+		}
+	}
+	return []ledger.Option{ledger.WithWitnesses(g.Sign.Witnesses...), ledger.WithCheckpointPolicy(every, interval)}, nil
+}

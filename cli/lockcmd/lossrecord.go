@@ -1,0 +1,125 @@
+package lockcmd
+
+// The loss of a lock that run could not record, because the ledger did not
+// answer before run's deadline, is recorded later by a process of its own:
+// run must exit at once (its caller must hear of the loss before the lock's
+// TTL runs out), while the trace is written as soon as the ledger answers
+// again, for up to lossRecordFor.
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/lease"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+const recordLossCommand = "__record-loss"
+
+// lossRecordFor is how long a lost lock's recorder waits for the ledger.
+const lossRecordFor = time.Hour
+
+// recordLossLater starts the recorder of hold's loss, if the ledger has not
+// recorded it, and does not wait for it. It passes on the global flags
+// given to run (the command), which the recorder needs to open the same
+// ledger.
+func recordLossLater(g *invocation.Globals, run *cobra.Command, hold *lease.Lease) {
+	lost := hold.UnrecordedLoss()
+	if lost == nil {
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		g.Log.Warn("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
+		return
+	}
+	var args []string
+	run.Flags().Visit(func(f *pflag.Flag) {
+		if run.Root().PersistentFlags().Lookup(f.Name) == nil {
+			return // run's own
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	acq := hold.Acquisition()
+	id := acq.Identity()
+	args = append(args, recordLossCommand, "--lock", hold.Lock(), "--request-id", id.RequestID, "--actor", id.Actor,
+		"--pid", strconv.Itoa(id.PID), "--failures", strconv.Itoa(max(lost.Failures, 1)), "--error", lost.Error(),
+		"--until", time.Now().Add(lossRecordFor).UTC().Format(time.RFC3339Nano))
+	cmd := exec.Command(self, args...)
+	// Its own session, and no descriptor of run's: it outlives run by
+	// design, and init (or the nearest subreaper) reaps it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		g.Log.Warn("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
+		return
+	}
+	g.Log.Warn("the ledger did not answer: the lost lock is recorded once it does", "lock", hold.Lock(),
+		"recorder_pid", cmd.Process.Pid, "for", lossRecordFor)
+	_ = cmd.Process.Release()
+}
+
+func NewRecordLoss(g *invocation.Globals) *cobra.Command {
+	var lock, cause, until string
+	var id ledger.Identity
+	var failures int
+	cmd := &cobra.Command{
+		Use:    recordLossCommand,
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			end, err := time.Parse(time.RFC3339Nano, until)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithDeadline(cmd.Context(), end)
+			defer cancel()
+			return recordLoss(ctx, g, lock, id, failures, cause)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&lock, "lock", "", "")
+	fl.StringVar(&id.RequestID, "request-id", "", "")
+	fl.StringVar(&id.Actor, "actor", "", "")
+	fl.IntVar(&id.PID, "pid", 0, "")
+	fl.IntVar(&failures, "failures", 1, "")
+	fl.StringVar(&cause, "error", "", "")
+	fl.StringVar(&until, "until", "", "")
+	return cmd
+}
+
+// recordLoss opens the ledger, once it can, and records the loss there.
+func recordLoss(ctx context.Context, g *invocation.Globals, lock string, id ledger.Identity, failures int, cause string) error {
+	backoff := 100 * time.Millisecond
+	for {
+		l, err := g.Open(ctx, invocation.Writes)
+		if err == nil {
+			err = lease.RecordLoss(ctx, l, lock, id, failures, cause)
+			g.Finish(l)
+			if err == nil {
+				return nil
+			}
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}

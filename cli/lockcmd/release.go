@@ -1,0 +1,211 @@
+package lockcmd
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+type releaseOptions struct {
+	g           *invocation.Globals
+	lock        string
+	requestID   string
+	actor       string
+	result      string // "" when --result is not given
+	failureStep string
+	exitCode    int
+	force       bool
+	reason      string
+	yes         bool
+}
+
+func NewRelease(g *invocation.Globals) *cobra.Command {
+	o := &releaseOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "release NAME --request-id R",
+		Short: "Free a lock you hold",
+		Long: `Free a lock held by request R and record the result: --result, else
+failure when --exit-code is not 0, else success. Releasing a lock you
+already released (or --force on a free lock) releases nothing: it says
+"not held, nothing to release" (status not_held with --json), records
+nothing and exits 0. A lock held by someone else, or one R lost, is
+refused with exit 5 and stays held, and the refusal is recorded as
+action_refused; --force releases it anyway and records forced: true, you
+as the actor, the holder it released, result forced (unless --result or
+--exit-code says how the holder's work ended) and --reason TEXT (note),
+which --force requires. On a terminal --force asks for confirmation (30 s,
+default No) when the lock has a holder; elsewhere it needs --yes (else
+exit 2).
+
+--force --request-id R is a compare-and-release, like terraform
+force-unlock LOCK_ID: it releases the lock only while R holds it
+(recorded as forced, by you); held by anyone else it is refused with
+exit 5 naming the holder, recorded as action_refused, the lock left as
+it is; free, there is nothing to release (exit 0).
+
+A file at the lock's path that the ledger did not write is never
+removed; when an unreadable one is left there, the lock stays held by it
+(to fail safe), and release says so: lockledger project keeps it aside.`,
+		Example: `  lockledger release deploy-prod --request-id "$rid"
+  lockledger release deploy-prod --request-id "$rid" --result failure --failure-step migrate
+  lockledger release deploy-prod --force --actor oncall --reason "INC-42: runner gone"   # someone else's lock, audited; asks
+  lockledger release deploy-prod --force --request-id req_01J... --reason "job cancelled" --yes   # only if that request still holds it`,
+		Args: invocation.ExactlyOneLock,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.lock = args[0]
+			if !cmd.Flags().Changed("exit-code") {
+				o.exitCode = -1
+			}
+			if cmd.Flags().Changed("result") && o.result == "" {
+				return events.Invalid("--result", "", "must be success, failure or cancelled")
+			}
+			return runRelease(cmd.Context(), o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.requestID, "request-id", "", "the request id acquire printed (required unless --force)")
+	fl.StringVar(&o.actor, "actor", "", "who releases (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
+	fl.StringVar(&o.result, "result", "", "success, failure or cancelled (default: failure when --exit-code is not 0, else success)")
+	fl.StringVar(&o.failureStep, "failure-step", "", "the step that failed (with --result failure or a non-zero --exit-code)")
+	fl.IntVar(&o.exitCode, "exit-code", -1, "the job's exit code, recorded with the release (0-255)")
+	fl.BoolVar(&o.force, "force", false, "release a lock held by someone else (recorded as forced); with --request-id only if that request holds it")
+	fl.StringVar(&o.reason, "reason", "", "with --force: why (required; recorded with the release)")
+	fl.BoolVar(&o.yes, "yes", false, "with --force: do not ask for confirmation")
+	return cmd
+}
+
+func runRelease(ctx context.Context, o *releaseOptions) error {
+	if err := events.ValidateLockName(o.lock); err != nil {
+		return err
+	}
+	if o.requestID == "" && !o.force {
+		return events.Invalid("--request-id", "", "is required (or --force to release someone else's lock)")
+	}
+	if o.reason != "" && !o.force {
+		return events.Invalid("--reason", o.reason, "goes with --force (a holder's own release records --result)")
+	}
+	if o.requestID != "" {
+		if err := events.ValidateRequestID(o.requestID); err != nil {
+			return err
+		}
+	}
+	switch o.result {
+	case "", events.ResultSuccess, events.ResultFailure, events.ResultCancelled:
+	default:
+		return events.Invalid("--result", o.result, "must be success, failure or cancelled")
+	}
+	var code *int
+	if o.exitCode != -1 {
+		if o.exitCode < 0 || o.exitCode > 255 {
+			return events.Invalid("--exit-code", itoa(o.exitCode), "must be 0-255")
+		}
+		code = &o.exitCode
+	}
+	failed := o.result == events.ResultFailure || o.result == "" && code != nil && *code != 0
+	if o.failureStep != "" && !failed {
+		return events.Invalid("--failure-step", o.failureStep, "needs --result failure (or a non-zero --exit-code)")
+	}
+	if o.force && strings.TrimSpace(o.reason) == "" {
+		return events.Invalid("--reason", o.reason, "is required with --force: say why the lock is released")
+	}
+	if o.force && !o.yes {
+		if err := needYes(o.g, "--force"); err != nil {
+			return err
+		}
+	}
+	l, err := o.g.Open(ctx, invocation.Writes)
+	if err != nil {
+		return err
+	}
+	defer o.g.Finish(l)
+	if o.force && !o.yes {
+		if err := confirmRelease(ctx, o, l); err != nil {
+			return err
+		}
+	}
+	out, err := l.Release(ctx, ledger.ReleaseRequest{Lock: o.lock,
+		Identity: ledger.Identity{RequestID: o.requestID, Actor: o.actor, PID: os.Getppid()},
+		Result:   o.result, FailureStep: o.failureStep, ExitCode: code, Force: o.force, Note: o.reason})
+	if err != nil {
+		return err
+	}
+	if !out.Released {
+		printNotHeld(o, out)
+		return nil
+	}
+	blocked := blockedByUnreadable(ctx, l, o.lock)
+	if o.g.JSON {
+		obj := map[string]any{"status": "released", "lock_name": o.lock, "state": events.StateFree,
+			"request_id": o.requestID, "seq": out.Seq, "result": out.Result}
+		if out.Forced {
+			obj["forced"], obj["released_request_id"] = true, out.ReleasedRequestID
+		}
+		if blocked != nil {
+			obj["state"], obj["corrupt"] = events.StateHeld, blocked
+		}
+		invocation.WriteJSON(o.g.IO.Out, obj)
+	}
+	o.g.Log.Info("released", "lock", o.lock, "result", out.Result)
+	if blocked != nil {
+		o.g.Log.Warn("the lock stays blocked: an "+blocked.String()+" sits at its path (left in place); "+
+			"`lockledger project` moves it aside, kept and recorded", "lock", o.lock)
+	}
+	return nil
+}
+
+// confirmRelease asks on the terminal before a forced release of a lock
+// that has a holder.
+func confirmRelease(ctx context.Context, o *releaseOptions, l *ledger.Ledger) error {
+	s, err := l.Status(ctx, o.lock)
+	if err != nil || s.Holder == nil {
+		return err
+	}
+	h := s.Holder
+	if !confirm(o.g, termtext.Sprintf("Lock %s is %s, held by %s (%s, %s).\nRelease it anyway (recorded as forced, by you)?",
+		s.Name, s.State, h.Actor, h.RequestID, invocation.ProcessText(h.PID, h.HostID)), "not releasing it") {
+		return errors.New("release cancelled: not confirmed")
+	}
+	return nil
+}
+
+// blockedByUnreadable is the unreadable file that holds lock (to fail
+// safe) after a release: release never removes a file that is not the
+// ledger's, so one that sat at the path of the released lock stays there.
+func blockedByUnreadable(ctx context.Context, l *ledger.Ledger, lock string) *ledger.UnreadableFile {
+	s, err := l.Status(ctx, lock)
+	if err != nil {
+		return nil
+	}
+	return s.Corrupt
+}
+
+// printNotHeld says that a release found nothing to release, and why.
+func printNotHeld(o *releaseOptions, out *ledger.ReleaseOutcome) {
+	attrs := []any{"lock", o.lock, "state", out.State}
+	if out.ReleasedSeq > 0 {
+		attrs = append(attrs, "released_seq", out.ReleasedSeq)
+	}
+	if out.Holder != nil {
+		attrs = append(attrs, "held_by", out.Holder.RequestID)
+	}
+	if o.g.JSON {
+		obj := map[string]any{"status": "not_held", "lock_name": o.lock, "state": out.State, "request_id": o.requestID,
+			"message": "not held, nothing to release"}
+		if out.ReleasedSeq > 0 {
+			obj["released_seq"] = out.ReleasedSeq
+		}
+		if out.Holder != nil {
+			obj["held_by"] = events.HolderOf(*out.Holder)
+		}
+		invocation.WriteJSON(o.g.IO.Out, obj)
+	}
+	o.g.Log.Info("not held, nothing to release", attrs...)
+}

@@ -1,0 +1,531 @@
+package lockcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/lease"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// DefaultKillGrace is how long run waits between TERM and KILL.
+const DefaultKillGrace = 10 * time.Second
+
+type runOptions struct {
+	g         *invocation.Globals
+	lock      string
+	argv      []string
+	command   string
+	onLost    string
+	killGrace string
+	supersede bool
+	leave     bool
+	cmd       *cobra.Command // for its global flags (recordLossLater)
+	acquireFlags
+}
+
+func NewRun(g *invocation.Globals) *cobra.Command {
+	o := &runOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "run NAME [flags] [--] CMD [ARGS...]",
+		Short: "Hold a lock while a command runs, and exit with its exit code",
+		Long: `Acquire NAME, run CMD in its own process group with the lock heartbeated
+every min(ttl/3, 30s), then release it with the result (success, failure,
+or cancelled when run was signalled) and CMD's exit code.
+
+CMD follows NAME and run's flags; "--" before it is needed only when CMD
+starts with "-" (everything after the first word of CMD is CMD's own).
+-c 'COMMAND' runs COMMAND through sh -c instead (as flock -c; flock takes
+$SHELL, run always sh). flock's -o has no counterpart: no descriptor holds
+the lock for CMD to inherit. What CMD leaves running is stopped when it
+exits (below), or left running without the lock with --leave-running,
+which is what flock -o gives.
+
+CMD sees LOCKLEDGER_LOCK, LOCKLEDGER_REQUEST_ID and LOCKLEDGER_FENCING_TOKEN.
+INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. If run
+itself is killed, CMD gets SIGKILL (parent-death signal). If the lock is
+lost, --on-lost kill (default) sends TERM to the group, waits --kill-grace,
+sends KILL and exits 5; --on-lost warn only logs it. The lock is lost when
+the ledger shows another holder, or when no heartbeat got through before
+run's own deadline: the send time of the last successful one plus the TTL
+minus a margin of ttl/4, on this host's monotonic clock, even while a
+heartbeat hangs. Then the grace is at most half the margin, so CMD is gone
+before the TTL runs out and anyone else may take the lock. A loss the
+ledger could not record then (the database away) is recorded as soon as
+it answers again, for up to an hour, by a process run leaves behind; run
+itself exits at once.
+
+When CMD exits, what it left running is stopped the same way (TERM, then
+KILL after --kill-grace) before the release, so nothing runs on after the
+lock is gone: its process group, and the processes that left the group
+(setsid, a double fork), whatever their environment: run is their child
+subreaper, so they stay below it. Where the kernel refuses a subreaper,
+the processes that carry its LOCKLEDGER_REQUEST_ID are stopped instead, and
+one that left the group with a cleared environment (env -i) is not found.
+Those processes are recorded as job_processes (terminated or killed).
+--leave-running stops nothing after CMD exits and records the processes
+carrying its LOCKLEDGER_REQUEST_ID as left_running.
+
+--supersede takes the lock from an older run of the same job (recorded as
+superseded) and starts CMD only once that job has stopped: the older runner
+on this host is told, stops its job within its own --kill-grace and exits;
+run waits until that runner is gone and no process carries the older
+LOCKLEDGER_REQUEST_ID. After this run's --kill-grace plus 3s (for the older
+runner to notice), what is left of the older job, and its runner, is
+killed and recorded as job_processes (killed) before CMD starts. When the
+older run was itself still waiting for a job it had superseded, that job
+is awaited (and killed) the same way, and so on back; a run superseded
+while waiting keeps waiting for its own predecessor, then exits 5 without
+starting CMD. A holder on another host, another tool's lock, or a holder
+that is not a lockledger run cannot be awaited: run says so, notes it in
+the steal, and starts CMD.
+
+run exits with CMD's exact code (128+N when CMD died of signal N), 3 (or
+--conflict-exit-code's code) or 4 when it never got the lock, 5 when the
+lock was lost and CMD was stopped; 127 when CMD does not exist and 126
+when it cannot be executed (as a shell), 128+N when signal N ended --wait
+before CMD started.
+
+--json: CMD's stdout and stderr pass through untouched (pipe CMD's output
+as with flock); once CMD has exited and the lock is released, run writes
+one object as the last line of stdout: status (released; lost; or
+release_failed when the release could not be recorded), lock_name,
+request_id, fencing_token, result (as recorded: success, failure or
+cancelled), command_exit_code (null when CMD never started), exit_code
+(run's own), waited_seconds and duration_seconds (CMD's run time). When
+run ends before CMD runs, stdout has the error object instead (lockledger
+help json). For stdout with nothing but the object, send CMD's output
+elsewhere: -c 'make >&2'.`,
+		Example: `  lockledger run deploy-prod ./deploy.sh --env prod
+  lockledger run nightly-etl -w 30m --ttl 2m make etl
+  lockledger run -n -E 0 nightly-etl -c 'make etl && make report'   # cron: skip quietly when busy
+  lockledger run db-migrate --intent migrate --metadata ticket=OPS-42 -- ./migrate.sh`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case cmd.Flags().Changed("command") && len(args) > 1:
+				return &invocation.UsageError{Err: errors.New("run: give either -c 'COMMAND' or CMD [ARGS...], not both")}
+			case cmd.Flags().Changed("command") && len(args) == 1 && dash < 0:
+				return nil
+			case dash == 0 || dash > 1 || len(args) < 2:
+				return &invocation.UsageError{Err: errors.New("run: usage is `lockledger run NAME [flags] [--] CMD [ARGS...]` or `lockledger run NAME -c 'COMMAND'` (one lock name, then the command)")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.lock, o.argv, o.cmd = args[0], args[1:], cmd
+			if cmd.Flags().Changed("command") {
+				o.argv = []string{"sh", "-c", o.command}
+			}
+			return runRun(cmd.Context(), o)
+		},
+	}
+	o.register(cmd, true)
+	fl := cmd.Flags()
+	fl.StringVarP(&o.command, "command", "c", "", "run COMMAND through sh -c instead of CMD [ARGS...] (as flock -c)")
+	fl.StringVar(&o.onLost, "on-lost", "kill", "when the lock is lost: kill (TERM, grace, KILL the command) or warn")
+	fl.StringVar(&o.killGrace, "kill-grace", DefaultKillGrace.String(), "time between TERM and KILL")
+	fl.BoolVar(&o.leave, "leave-running", false, "when CMD exits, leave what it started running (recorded as left_running) instead of stopping it")
+	fl.BoolVar(&o.supersede, "supersede", false, "take the lock from an older run of the same job (recorded as superseded) and start CMD once that job has stopped (killed after --kill-grace)")
+	return cmd
+}
+
+// runState is what run saw of its child.
+type runState struct {
+	signalled bool // run forwarded a signal it received
+	lost      bool // the lock was lost and the command was stopped
+}
+
+func runRun(ctx context.Context, o *runOptions) error {
+	if err := events.ValidateLockName(o.lock); err != nil {
+		return err
+	}
+	if o.onLost != "kill" && o.onLost != "warn" {
+		return events.Invalid("--on-lost", o.onLost, "must be kill or warn")
+	}
+	grace, err := invocation.ParseDuration("--kill-grace", o.killGrace)
+	if err != nil {
+		return err
+	}
+	req, wait, err := o.request(o.lock, os.Getpid())
+	if err != nil {
+		return err
+	}
+	if o.intent == "" {
+		req.Intent = filepath.Base(o.argv[0])
+	}
+	path, err := exec.LookPath(o.argv[0])
+	if err != nil {
+		// Like a shell (127 or 126), and found before the lock is taken (or
+		// waited for): nothing taken, nothing recorded.
+		code, why := execFailure(o.argv[0], o.argv[0], err)
+		return &ExecError{Code: code, Command: o.argv[0], Why: why}
+	}
+
+	// Signals that arrive from here on are ours to forward, not to die of.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
+	defer signal.Stop(sigs)
+	// SIGUSR1: a newer run superseded us; check the lock now.
+	pokes := make(chan os.Signal, 1)
+	signal.Notify(pokes, unix.SIGUSR1)
+	defer signal.Stop(pokes)
+
+	l, wait, err := o.g.OpenWaiting(ctx, wait)
+	if err != nil {
+		return err
+	}
+	defer o.g.Finish(l)
+	opts := []lease.Option{lease.WithTTL(req.TTL), lease.WithPID(req.PID), lease.WithIntent(req.Intent, req.IntentVersion),
+		lease.WithMetadata(req.Metadata), lease.WithWait(wait), lease.WithWaitObserver(waitReporter(o.g, o.lock))}
+	if req.RequestID != "" {
+		opts = append(opts, lease.WithRequestID(req.RequestID))
+	}
+	if req.Actor != "" {
+		opts = append(opts, lease.WithActor(req.Actor))
+	}
+	if req.Force {
+		opts = append(opts, lease.WithForce())
+	}
+	if req.Reclaim {
+		opts = append(opts, lease.WithReclaim())
+	}
+	if req.Shared {
+		if o.supersede {
+			return events.Invalid("--supersede", "", "cannot be combined with --shared or --limit")
+		}
+		opts = append(opts, lease.WithShared(req.Limit))
+	}
+	if o.supersede {
+		if wait > 0 {
+			return events.Invalid("--supersede", "", "cannot be combined with --wait")
+		}
+		opts = append(opts, lease.WithSupersede())
+	}
+	if len(req.Targets) > 0 || req.MaxAge > 0 {
+		opts = append(opts, lease.WithTargets(req.Targets...), lease.WithMaxAge(req.MaxAge))
+	}
+	waitCtx, cancelWait := context.WithCancel(ctx)
+	var waiting sync.WaitGroup
+	waiting.Add(1)
+	go func() { // a signal while waiting gives up the wait
+		defer waiting.Done()
+		select {
+		case <-sigs:
+			cancelWait()
+		case <-waitCtx.Done():
+		}
+	}()
+	waitStart := time.Now()
+	hold, err := lease.Acquire(waitCtx, l, o.lock, opts...)
+	waited := time.Since(waitStart)
+	cancelWait()
+	waiting.Wait()
+	endWaitLine(o.g)
+	if err != nil {
+		return o.conflict(err)
+	}
+	// From here on the lease and the release outlive a cancelled ctx.
+	bg := context.WithoutCancel(ctx)
+	o.g.Log.Info("acquired", "lock", o.lock, "fencing_token", hold.FencingToken(), "request_id", hold.RequestID())
+	report := func(status, result string, code *int, exit int, started time.Time) error {
+		if o.g.JSON {
+			obj := runObject{Status: status, LockName: o.lock, RequestID: hold.RequestID(), FencingToken: hold.FencingToken(),
+				Result: result, CommandExitCode: code, ExitCode: exit, WaitedSeconds: secondsMS(waited)}
+			if !started.IsZero() {
+				obj.DurationSeconds = secondsMS(time.Since(started))
+			}
+			invocation.WriteJSON(o.g.IO.Out, obj)
+		}
+		return &invocation.ExitError{Code: exit}
+	}
+	if o.supersede {
+		if err := awaitSuperseded(bg, o, hold, grace, sigs, pokes); err != nil {
+			var ee *invocation.ExitError
+			if errors.As(err, &ee) && ee.Code == invocation.ExitNotHolder {
+				return report("lost", events.ResultCancelled, nil, ee.Code, time.Time{})
+			} else if errors.As(err, &ee) {
+				return report("released", events.ResultCancelled, nil, ee.Code, time.Time{})
+			}
+			return err
+		}
+	}
+
+	started := time.Now()
+	code, st, err := supervise(o, path, hold, sigs, pokes, grace)
+	if err != nil {
+		c, why := execFailure(o.argv[0], path, err)
+		_ = hold.Release(bg, lease.Result{Result: events.ResultFailure, FailureStep: "exec", ExitCode: &c})
+		return &ExecError{Code: c, Command: o.argv[0], Why: why}
+	}
+	if st.lost {
+		_ = hold.Release(bg, lease.Result{Result: events.ResultCancelled, ExitCode: &code}) // joins the heartbeat; refused as lost
+		recordLossLater(o.g, o.cmd, hold)
+		o.g.Log.Error("lock lost; command stopped", "lock", o.lock, "err", hold.Err(), "command_exit", code)
+		return report("lost", events.ResultCancelled, &code, invocation.ExitNotHolder, started)
+	}
+	result := events.ResultSuccess
+	switch {
+	case st.signalled:
+		result = events.ResultCancelled
+	case code != 0:
+		result = events.ResultFailure
+	}
+	if err := hold.Release(bg, lease.Result{Result: result, ExitCode: &code}); err != nil {
+		o.g.Log.Error("release failed", "lock", o.lock, "err", err)
+		switch {
+		case errors.Is(err, ledger.ErrLost) || errors.Is(err, ledger.ErrNotHolder):
+			o.g.Log.Warn("the command ran to the end without the lock (--on-lost warn)", "lock", o.lock)
+			return report("lost", result, &code, code, started)
+		case code == 0:
+			// The command succeeded but its release is not in the ledger:
+			// say so with a failing exit rather than a silent 0.
+			return report("release_failed", result, &code, invocation.ExitFailure, started)
+		}
+		return report("release_failed", result, &code, code, started)
+	}
+	o.g.Log.Info("released", "lock", o.lock, "result", result, "exit_code", code)
+	return report("released", result, &code, code, started)
+}
+
+// awaitSuperseded holds the command back until the job this run took the
+// lock from has stopped (see lease.Lease.AwaitSuperseded), so that the two
+// never overlap. A signal meanwhile, or losing the lock, ends the run
+// without starting the command.
+func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grace time.Duration, sigs, pokes <-chan os.Signal) error {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var got os.Signal
+	var watching sync.WaitGroup
+	watching.Add(1)
+	go func() {
+		defer watching.Done()
+		for {
+			select {
+			case s := <-sigs:
+				got = s
+				cancel()
+				return
+			case <-pokes:
+				hold.CheckNow()
+			case <-actx.Done():
+				return
+			}
+		}
+	}()
+	sup, err := hold.AwaitSuperseded(actx, grace)
+	cancel()
+	watching.Wait()
+	var earlier []any
+	if len(sup.Earlier) > 0 {
+		earlier = []any{"earlier_superseded_request_ids", fmt.Sprint(sup.Earlier)}
+	}
+	switch {
+	case got != nil:
+		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled})
+		o.g.Log.Warn("signalled while waiting for the superseded job to stop; the command was not started", "lock", o.lock, "signal", got)
+		return &invocation.ExitError{Code: 128 + int(got.(syscall.Signal))}
+	case err != nil:
+		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled}) // refused as lost
+		recordLossLater(o.g, o.cmd, hold)
+		o.g.Log.Error("lock lost while waiting for the superseded job to stop; waited for it all the same, the command was not started",
+			append([]any{"lock", o.lock, "err", err, "superseded_request_id", sup.RequestID}, earlier...)...)
+		return &invocation.ExitError{Code: invocation.ExitNotHolder}
+	case len(sup.Killed) > 0:
+		o.g.Log.Warn("the superseded job outlived the grace and was killed", append([]any{"lock", o.lock,
+			"superseded_request_id", sup.RequestID, "pids", fmt.Sprint(sup.Killed), "kill_grace", grace}, earlier...)...)
+	case sup.NotAwaited != "":
+		o.g.Log.Warn("the superseded job cannot be awaited; starting the command now", append([]any{"lock", o.lock,
+			"superseded_request_id", sup.RequestID, "why", sup.NotAwaited}, earlier...)...)
+	case sup.RequestID != "":
+		o.g.Log.Info("the superseded job has stopped", append([]any{"lock", o.lock, "superseded_request_id", sup.RequestID}, earlier...)...)
+	}
+	return nil
+}
+
+// supervise runs the child and returns its exit code.
+func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan os.Signal, grace time.Duration) (int, runState, error) {
+	var st runState
+	cmd := exec.Command(path, o.argv[1:]...)
+	cmd.Args[0] = o.argv[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.g.IO.In, o.g.Stdout(), o.g.IO.ErrOut
+	cmd.Env = append(os.Environ(),
+		"LOCKLEDGER_LOCK="+hold.Lock(),
+		"LOCKLEDGER_REQUEST_ID="+hold.RequestID(),
+		"LOCKLEDGER_FENCING_TOKEN="+strconv.FormatInt(hold.FencingToken(), 10))
+	cmd.SysProcAttr = commandAttr()
+
+	// Pdeathsig fires when the thread that forked the child exits, so the
+	// child is started and waited for on one locked OS thread.
+	started := make(chan error, 1)
+	exited := make(chan error, 1)
+	// Marked before the command starts: its leftovers were all created
+	// after this, which lets the scan for them skip older processes.
+	mark := proc.MarkForks()
+	// A subreaper: what the command leaves running once its parent has
+	// exited (a double fork, a setsid daemon) stays below run, where
+	// stopLeftovers finds it whatever its environment. Run reaps it.
+	below := proc.BelowOnly() // no other process's environment read
+	if err := proc.BecomeSubreaper(); err != nil {
+		o.g.Log.Debug("cannot become a child subreaper; leftovers are found by their request id only", "err", err)
+		below = proc.Descendants()
+	}
+	orphans := make(chan os.Signal, 1)
+	signal.Notify(orphans, unix.SIGCHLD)
+	defer signal.Stop(orphans)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return 0, st, err
+	}
+	pgid := cmd.Process.Pid
+	var killTimer <-chan time.Time
+	lost := hold.Lost()
+	record := context.Background()
+	for {
+		select {
+		case s := <-sigs:
+			st.signalled = true
+			_ = unix.Kill(-pgid, s.(syscall.Signal))
+		case <-pokes:
+			hold.CheckNow()
+		case <-orphans:
+			proc.ReapExited(pgid) // pgid is the command's pid, which cmd.Wait reaps
+		case <-lost:
+			lost = nil
+			if o.onLost == "warn" {
+				o.g.Log.Error("lock lost; command keeps running (--on-lost warn)", "lock", hold.Lock(), "err", hold.Err())
+				continue
+			}
+			st.lost = true
+			var expired *lease.DeadlineError
+			if errors.As(hold.Err(), &expired) {
+				// Lost on this host's clock, ahead of the TTL: the command
+				// must be gone within half the margin, before anyone else
+				// may take the lock; so must what it left running, and
+				// recording that must not wait on an unreachable ledger.
+				grace = min(grace, expired.Margin/2)
+				var cancel context.CancelFunc
+				record, cancel = context.WithDeadline(record, expired.LastOK.Add(expired.TTL-expired.Margin/2))
+				defer cancel()
+			}
+			o.g.Log.Error("lock lost; stopping the command", "lock", hold.Lock(), "err", hold.Err(), "kill_grace", grace)
+			_ = unix.Kill(-pgid, unix.SIGTERM)
+			killTimer = time.After(grace)
+		case <-killTimer:
+			_ = unix.Kill(-pgid, unix.SIGKILL)
+		case <-exited: // the exit status is in ProcessState
+			code := exitCode(cmd.ProcessState)
+			stopLeftovers(record, o, hold, pgid, grace, sigs, mark, below)
+			return code, st, nil
+		}
+	}
+}
+
+// stopLeftovers ends what the command left running when it exited: its
+// process group and the processes below run (it is their subreaper),
+// which include those that left the group (setsid, a double fork); where
+// run could not become a subreaper, the processes carrying its
+// LOCKLEDGER_REQUEST_ID too (below: proc.BelowOnly or proc.Descendants): TERM, then
+// KILL after grace (at once if run is signalled meanwhile). With
+// --leave-running they are left alone. Either way the processes found are
+// recorded as job_processes, before the release, within record's deadline.
+func stopLeftovers(record context.Context, o *runOptions, hold *lease.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal, mark proc.ForkMark, below proc.StopOption) {
+	id := hold.RequestID()
+	p := events.JobProcessesPayload{JobRequestID: id}
+	if o.leave {
+		p.PIDs = proc.JobPIDs(id)
+		p.Action, p.Note = events.JobLeftRunning, "outlived the command; left running (--leave-running), no longer under the lock"
+	} else {
+		ctx, cancel := context.WithCancel(context.Background())
+		var watching sync.WaitGroup
+		watching.Add(1)
+		go func() {
+			defer watching.Done()
+			select {
+			case <-sigs:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		stopped := proc.StopJob(ctx, id, pgid, grace, proc.Since(mark), below)
+		cancel()
+		watching.Wait()
+		p.PIDs, p.Action, p.Note = stopped.PIDs, events.JobTerminated, "outlived the command; stopped with TERM"
+		if stopped.Killed {
+			p.Action, p.Note = events.JobKilled, fmt.Sprintf("outlived the command; still running %s after TERM, killed", grace)
+		}
+	}
+	if len(p.PIDs) == 0 {
+		return
+	}
+	o.g.Log.Warn("processes of the command outlived it", "lock", hold.Lock(), "pids", fmt.Sprint(p.PIDs), "action", p.Action)
+	if err := hold.RecordJobProcesses(record, p); err != nil {
+		o.g.Log.Error("could not record the command's leftover processes", "lock", hold.Lock(), "err", err)
+	}
+}
+
+// execFailure answers as a shell does for a command that cannot be
+// started: 127 when there is no such command, 126 when there is one that
+// cannot be executed (no execute permission, a directory, not a program, or
+// a #! line naming an interpreter that does not exist); and why, naming it.
+// path is where name was found.
+func execFailure(name, path string, err error) (int, string) {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return 127, fmt.Sprintf("%s: command not found (not in $PATH)", name)
+	case errors.Is(err, fs.ErrNotExist):
+		if _, serr := os.Stat(path); serr == nil {
+			// The file exists: what execve did not find is its interpreter.
+			return 126, fmt.Sprintf("%s: cannot execute: the interpreter on its #! line does not exist", name)
+		}
+		return 127, fmt.Sprintf("%s: no such file", name)
+	case errors.Is(err, fs.ErrPermission):
+		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+			return 126, fmt.Sprintf("%s: cannot execute: is a directory", name)
+		}
+		return 126, fmt.Sprintf("%s: cannot execute: permission denied (not an executable file)", name)
+	case errors.As(err, &errno):
+		return 126, fmt.Sprintf("%s: cannot execute: %v", name, errno)
+	}
+	return 126, fmt.Sprintf("%s: cannot execute: %v", name, err)
+}
+
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return 1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	if code := ps.ExitCode(); code >= 0 {
+		return code
+	}
+	return 1
+}

@@ -1,0 +1,254 @@
+package lockcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/formats"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+type statusOptions struct {
+	g      *invocation.Globals
+	lock   string
+	format string
+	file   string
+	maxAge string
+	check  bool
+}
+
+func NewStatus(g *invocation.Globals) *cobra.Command {
+	o := &statusOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show one lock: free, held, stale or dead, with its holder and ages",
+		Long: `Show a lock's state. status only reads: it takes no lock and writes
+nothing. States: free, held (active holder), stale (no heartbeat within
+its TTL; acquire --force takes it), dead (its holder on this host is gone;
+the next acquire takes it).
+
+An unreadable lock file (no v1 lock) names no holder: it holds the lock,
+to fail safe, and is shown as "unreadable lock file at PATH (N bytes,
+modified T)" (JSON: "lock": null and "corrupt": {"path", "size_bytes",
+"modified"}). lockledger project keeps it aside.
+
+A root where nothing was ever recorded (no ledger) shows no lock free:
+status says "no ledger at ROOT" and exits 6 (--check too), and creates
+nothing there.
+
+--check is for scripts, like flock -n: it prints nothing (the status
+object with --json) and exits with what acquire would meet: 0 free (or
+dead: its holder is gone, the next acquire takes it), 3 held by an active
+holder, 4 stale (acquire --force takes it).`,
+		Example: `  lockledger status deploy-prod
+  lockledger status deploy-prod --json | jq -r .state
+  if lockledger status deploy-prod --check; then echo free; fi        # 0 free, 3 held, 4 stale
+  lockledger status sprint --format bso --file bso:.sprint-running   # BSO's check-mode return object`,
+		Args: invocation.ExactlyOneLock,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.lock = args[0]
+			return runStatus(cmd.Context(), o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.format, "format", "text", "text, or bso for BSO's check-mode return object (JSON)")
+	fl.StringVar(&o.file, "file", "", "with --format bso: the .sprint-running file, as bso:PATH (default: the lock's bso target, else ./.sprint-running)")
+	fl.StringVar(&o.maxAge, "max-age", "", "with --format bso: zombie age (default 24h)")
+	fl.BoolVar(&o.check, "check", false, "print nothing; exit 0 free (or dead), 3 held, 4 stale, 6 no ledger")
+	return cmd
+}
+
+func runStatus(ctx context.Context, o *statusOptions) error {
+	if err := events.ValidateLockName(o.lock); err != nil {
+		return err
+	}
+	switch o.format {
+	case "text":
+		if o.file != "" || o.maxAge != "" {
+			return events.Invalid("--file", o.file, "--file and --max-age go with --format bso")
+		}
+	case "bso":
+		if o.check {
+			return events.Invalid("--check", "true", "goes with --format text: the bso check-mode object is its own answer")
+		}
+		return runStatusBSO(ctx, o)
+	default:
+		return events.Invalid("--format", o.format, "must be text or bso")
+	}
+	s, err := o.read(ctx)
+	if err != nil {
+		return err
+	}
+	if o.g.JSON {
+		invocation.WriteJSON(o.g.IO.Out, statusObject(s))
+	} else if !o.check {
+		printStatus(o.g.IO.Out, s)
+	}
+	if o.check {
+		return checkResult(s.State)
+	}
+	return nil
+}
+
+func (o *statusOptions) read(ctx context.Context) (*ledger.LockStatus, error) {
+	l, err := o.g.Open(ctx, invocation.Reads)
+	if err != nil {
+		return nil, err
+	}
+	defer o.g.Finish(l)
+	return l.Status(ctx, o.lock)
+}
+
+// checkResult is status --check's answer: the exit code acquire would
+// meet, without waiting or forcing.
+func checkResult(state string) error {
+	switch state {
+	case events.StateFree, events.StateDead:
+		return nil
+	case events.StateStale:
+		return &invocation.ExitError{Code: invocation.ExitStale}
+	}
+	return &invocation.ExitError{Code: invocation.ExitBlocked}
+}
+
+func printStatus(w io.Writer, s *ledger.LockStatus) {
+	if s.Holder == nil {
+		termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
+		return
+	}
+	h := s.Holder
+	termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
+	if s.Corrupt != nil {
+		termtext.Fprintf(w, "  %s, not written by the ledger: held, to fail safe\n", s.Corrupt)
+		termtext.Fprintf(w, "  `lockledger project` moves it aside (kept beside it, recorded); `lockledger steal %s --active` takes the lock over\n", s.Name)
+		return
+	}
+	if s.Mode == events.ModeShared {
+		printShared(w, s)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	termtext.Fprintf(tw, "  request\t%s\n", h.RequestID)
+	termtext.Fprintf(tw, "  actor\t%s\n", h.Actor)
+	if h.Intent != "" {
+		termtext.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
+	}
+	termtext.Fprintf(tw, "  process\t%s\n", invocation.ProcessText(h.PID, h.HostID))
+	if len(s.JobPIDs) > 0 {
+		termtext.Fprintf(tw, "  job\tpid %d is gone; processes it started still run and hold the lock: pids %s\n", h.PID,
+			strings.Trim(fmt.Sprint(s.JobPIDs), "[]"))
+	}
+	termtext.Fprintf(tw, "  held for\t%s (since %s)\n", invocation.ShortDuration(s.HeldFor), h.CreatedAt)
+	if noTTL(s) {
+		termtext.Fprintf(tw, "  heartbeat\t%s (no TTL: %s lock files carry none)\n", ago(s.SinceBeat), s.HolderFormat)
+	} else {
+		termtext.Fprintf(tw, "  heartbeat\t%s (ttl %ds)\n", ago(s.SinceBeat), h.TTLSeconds)
+	}
+	if s.FencingToken > 0 {
+		termtext.Fprintf(tw, "  fencing token\t%d\n", s.FencingToken)
+	}
+	if s.Foreign {
+		termtext.Fprintf(tw, "  note\tlock file written by another tool\n")
+	}
+	switch {
+	case s.Unreadable != nil:
+		termtext.Fprintf(tw, "  warning\tan %s sits where the ledger's file should be; `lockledger project` puts the ledger's file back, keeping it aside\n", s.Unreadable)
+	case s.Interloper:
+		termtext.Fprintf(tw, "  warning\tanother tool's file sits at %s\n", s.Path)
+	}
+	if p := s.Displaced; p != nil {
+		termtext.Fprintf(tw, "  displaced\tthe ledger's holder %s (%s, pid %d on %s) lost the lock to this file\n", p.RequestID, p.Actor, p.PID, p.HostID)
+	}
+	tw.Flush()
+}
+
+// noTTL reports whether s's holder was read from another tool's file whose
+// format carries no TTL: its record's ttl_seconds is only a placeholder.
+func noTTL(s *ledger.LockStatus) bool {
+	return s.HolderFormat != "" && !formats.CarriesTTL(s.HolderFormat)
+}
+
+// ago shows how long ago a heartbeat was; one from the future (a clock
+// set wrong) says so instead of "0s ago".
+func ago(d time.Duration) string {
+	if d < -time.Second {
+		return (-d).Truncate(time.Second).String() + " in the future"
+	}
+	return invocation.ShortDuration(d) + " ago"
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// runStatusBSO answers BSO's check mode for the lock's .sprint-running.
+func runStatusBSO(ctx context.Context, o *statusOptions) error {
+	var maxAge time.Duration
+	if o.maxAge != "" {
+		d, err := invocation.ParseDuration("--max-age", o.maxAge)
+		if err != nil {
+			return err
+		}
+		maxAge = d
+	}
+	path := ""
+	if o.file != "" {
+		ts, err := ParseTargets([]string{o.file})
+		if err != nil {
+			return err
+		}
+		if ts[0].Format != formats.NameBSO {
+			return events.Invalid("--file", o.file, "must be a bso: file with --format bso")
+		}
+		path = ts[0].Path
+	} else if l, err := o.g.Open(ctx, invocation.Reads); err == nil {
+		ts, terr := l.TargetsOf(ctx, o.lock)
+		l.Close()
+		if terr != nil {
+			return terr
+		}
+		for _, t := range ts {
+			if t.Format == formats.NameBSO {
+				path = t.Path
+			}
+		}
+	} else if !errors.Is(err, ledger.ErrNoLedger) {
+		return err
+	}
+	if path == "" {
+		path = formats.DefaultPath(formats.NameBSO, o.lock)
+	}
+	data, exists, err := ledger.ReadTargetFile(path)
+	if err != nil {
+		return err
+	}
+	invocation.WriteJSON(o.g.IO.Out, formats.BSOCheck(data, exists, time.Now(), ledger.LocalEnv(maxAge)))
+	return nil
+}
+
+// printShared shows a lock held shared: its mode and limit, then one
+// line per holder.
+func printShared(w io.Writer, s *ledger.LockStatus) {
+	limit := "no limit"
+	if s.Limit > 0 {
+		limit = fmt.Sprintf("limit %d, %d free", s.Limit, max(s.Limit-int64(len(s.Shared)), 0))
+	}
+	termtext.Fprintf(w, "  shared by %d (%s)\n", len(s.Shared), limit)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STATE\tREQUEST\tACTOR\tPID@HOST\tHELD\tHEARTBEAT\tTTL\tTOKEN")
+	for _, x := range s.Shared {
+		h := x.Holder
+		termtext.Fprintf(tw, "  %s\t%s\t%s\t%d@%s\t%s\t%s\t%ds\t%d\n", x.State, h.RequestID, h.Actor, h.PID, h.HostID,
+			invocation.ShortDuration(x.HeldFor), ago(x.SinceBeat), h.TTLSeconds, x.FencingToken)
+	}
+	tw.Flush()
+}

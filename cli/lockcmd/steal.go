@@ -1,0 +1,131 @@
+package lockcmd
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// ConfirmTimeout is how long steal --active waits for a yes on a terminal.
+const ConfirmTimeout = 30 * time.Second
+
+type stealOptions struct {
+	g      *invocation.Globals
+	lock   string
+	reason string
+	active bool
+	yes    bool
+	acquireFlags
+}
+
+func NewSteal(g *invocation.Globals) *cobra.Command {
+	o := &stealOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "steal NAME --reason TEXT [--active] [--yes]",
+		Short: "Take a lock over explicitly, with a recorded reason",
+		Long: `Take a lock from its holder and record lock_stolen with the previous lock,
+its hash and your reason. A stale or dead holder is taken over as is; an
+active holder only with --active (the escape hatch), which asks for
+confirmation on a terminal (30 s, default No) and needs --yes otherwise.
+Without --active, an active holder is refused with exit 3 and the refusal
+is recorded as action_refused.`,
+		Example: `  lockledger steal deploy-prod --reason "runner host lost, job is gone"
+  lockledger steal deploy-prod --active --reason "INC-123: hung deploy" --yes`,
+		Args: invocation.ExactlyOneLock,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.lock = args[0]
+			return runSteal(cmd.Context(), o)
+		},
+	}
+	o.register(cmd, false)
+	fl := cmd.Flags()
+	fl.StringVar(&o.reason, "reason", "", "why (required; recorded with the steal)")
+	fl.BoolVar(&o.active, "active", false, "allow taking a lock whose holder is alive and heartbeating")
+	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	fl.IntVar(&o.pid, "pid", 0, "new holder process id (default: the calling process)")
+	return cmd
+}
+
+func runSteal(ctx context.Context, o *stealOptions) error {
+	if err := events.ValidateLockName(o.lock); err != nil {
+		return err
+	}
+	if strings.TrimSpace(o.reason) == "" {
+		return events.Invalid("--reason", o.reason, "is required: say why the lock is taken over")
+	}
+	pid := o.pid
+	if pid == 0 {
+		pid = os.Getppid()
+	}
+	req, _, err := o.request(o.lock, pid)
+	if err != nil {
+		return err
+	}
+	if o.active && !o.yes {
+		if err := needYes(o.g, "--active"); err != nil {
+			return err
+		}
+	}
+	l, err := o.g.Open(ctx, invocation.Writes)
+	if err != nil {
+		return err
+	}
+	defer o.g.Finish(l)
+	if o.active && !o.yes {
+		s, err := l.Status(ctx, o.lock)
+		if err != nil {
+			return err
+		}
+		if s.State == events.StateHeld {
+			h := s.Holder
+			ok := confirm(o.g, termtext.Sprintf("Lock %s is held by %s (%s, pid %d on %s) and heartbeating.\nTake it over anyway?",
+				s.Name, h.Actor, h.RequestID, h.PID, h.HostID), "not taking it over")
+			if !ok {
+				return errors.New("steal cancelled: not confirmed")
+			}
+		}
+	}
+	a, err := l.Steal(ctx, ledger.StealRequest{AcquireRequest: req, Note: o.reason, Active: o.active})
+	if err != nil {
+		return err
+	}
+	printAcquisition(o.g, a)
+	return nil
+}
+
+// confirm asks question (already escaped) on the terminal, default No, for
+// at most ConfirmTimeout; no says what not answering yes means.
+func confirm(g *invocation.Globals, question, no string) bool {
+	fmt.Fprintf(g.IO.ErrOut, "%s [y/N] (%s) ", question, ConfirmTimeout)
+	f := g.IO.In.(*os.File)
+	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, int(ConfirmTimeout/time.Millisecond))
+	if err != nil || n == 0 {
+		fmt.Fprintln(g.IO.ErrOut, "\nno answer: "+no)
+		return false
+	}
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "y" || a == "yes"
+}
+
+// needYes refuses to act without --yes when standard input is not a
+// terminal to ask on.
+func needYes(g *invocation.Globals, what string) error {
+	if f, ok := g.IO.In.(*os.File); ok && invocation.IsTerminal(f) {
+		return nil
+	}
+	return events.Invalid("--yes", "", "is required with "+what+" when standard input is not a terminal")
+}

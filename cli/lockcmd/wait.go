@@ -1,0 +1,51 @@
+package lockcmd
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/lease"
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// waitReporter says who holds the lock while acquire or run waits: one
+// status line rewritten in place on a terminal, one log line otherwise.
+// --quiet has neither.
+func waitReporter(g *invocation.Globals, lock string) lease.WaitObserver {
+	tty := g.StatusLine()
+	said := false
+	return func(h *ledger.HeldError, waited time.Duration) {
+		if h.Corrupt != nil {
+			if tty {
+				termtext.Fprintf(g.IO.ErrOut, "\r\033[Kwaiting for %s: held by an %s; waited %s", lock, h.Corrupt, waited.Truncate(time.Second))
+			} else if !said {
+				said = true
+				g.Log.Info("waiting for lock", "lock", lock, "holder", h.Corrupt.String())
+			}
+			return
+		}
+		held := ""
+		if t, err := h.Holder.CreatedTime(); err == nil {
+			held = " for " + time.Since(t).Truncate(time.Second).String()
+		}
+		if tty {
+			termtext.Fprintf(g.IO.ErrOut, "\r\033[Kwaiting for %s: held by %s (%s, pid %d on %s)%s; waited %s",
+				lock, h.Holder.Actor, h.Holder.RequestID, h.Holder.PID, h.Holder.HostID, held, waited.Truncate(time.Second))
+			return
+		}
+		if !said {
+			said = true
+			g.Log.Info("waiting for lock", "lock", lock, "holder", h.Holder.RequestID, "actor", h.Holder.Actor,
+				"pid", h.Holder.PID, "host", h.Holder.HostID)
+		}
+	}
+}
+
+// endWaitLine clears the status line once waiting is over.
+func endWaitLine(g *invocation.Globals) {
+	if g.StatusLine() {
+		fmt.Fprint(g.IO.ErrOut, "\r\033[K")
+	}
+}

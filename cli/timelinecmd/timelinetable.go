@@ -1,0 +1,249 @@
+package timelinecmd
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lockledger/lockledger/cli/eventfmt"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// narrowWidth is the width the timeline's table fits by default.
+const narrowWidth = 120
+
+// Column indexes of the timeline table, and what the narrow table may
+// shorten.
+const (
+	colSeq = iota
+	colTime
+	colEvent
+	colLock
+	colActor
+	colOSUser
+	colPIDHost
+	colRequest
+	colDetails
+)
+
+// shrinkable are the columns the narrow table cuts (with an ellipsis) when
+// the row leaves DETAILS too little room, widest first, down to shrinkFloor.
+var shrinkable = []int{colLock, colActor, colOSUser, colPIDHost}
+
+const (
+	shrinkFloor = 8
+	// detailsWanted is the room DETAILS is given by cutting the other
+	// columns; below detailsMin, it goes on lines of its own.
+	detailsWanted = 40
+	detailsMin    = 30
+	detailsIndent = 4
+)
+
+// narrowSink prints the timeline table within narrowWidth columns: request
+// and host ids shortened, long lock names, actors and users cut with an
+// ellipsis when DETAILS would have too little room, and DETAILS wrapped
+// between words onto lines of their own, indented under it. Like table,
+// it aligns chunks of rows, never narrowing a column once printed.
+type narrowSink struct {
+	w       io.Writer
+	color   bool
+	widths  []int // natural widths of the columns so far
+	pending [][]eventfmt.Cell
+	started bool
+}
+
+func newNarrowSink(w io.Writer, color bool) *narrowSink {
+	s := &narrowSink{w: w, color: color, widths: make([]int, len(timelineHeader))}
+	for i, h := range timelineHeader {
+		s.widths[i] = utf8.RuneCountInString(h)
+	}
+	return s
+}
+
+var timelineHeader = []string{"SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "OS USER", "PID@HOST", "REQUEST", "DETAILS"}
+
+func (s *narrowSink) Event(ev *replay.Event) error {
+	cells := []eventfmt.Cell{
+		{Text: strconv.FormatInt(ev.Seq, 10)},
+		{Text: ev.Time.Format(eventfmt.DisplayTime)},
+		{Text: string(ev.Type), Color: eventfmt.EventColor(ev)},
+		{Text: termtext.Escape(eventfmt.LockText(ev))},
+		{Text: termtext.Escape(ev.Actor)},
+		{Text: termtext.Escape(eventfmt.OSUserText(&ev.Envelope))},
+		{Text: fmt.Sprintf("%d@%s", ev.PID, shortHost(ev.HostID))},
+		{Text: shortRequestID(ev.RequestID)},
+		{Text: termtext.Escape(shortenIDsIn(eventfmt.Details(ev)))},
+	}
+	s.pending = append(s.pending, cells)
+	if len(s.pending) >= eventfmt.TableChunk {
+		return s.flush()
+	}
+	return nil
+}
+
+func (s *narrowSink) Close() error { return s.flush() }
+
+// layout is the printed width of each column but DETAILS, and DETAILS'
+// room on a row's line (0: it goes on lines of its own). The columns are
+// cut only as far as it takes to give DETAILS detailsWanted, else
+// detailsMin; failing both, DETAILS goes below the row, and the columns
+// are cut only as far as the row needs to fit.
+func (s *narrowSink) layout() ([]int, int) {
+	room := func(w []int) int {
+		used := 0
+		for i := range colDetails {
+			used += w[i] + 2
+		}
+		return narrowWidth - used
+	}
+	shrink := func(target int) []int {
+		w := append([]int(nil), s.widths...)
+		for room(w) < target {
+			widest := -1
+			for _, i := range shrinkable {
+				if w[i] > shrinkFloor && (widest < 0 || w[i] > w[widest]) {
+					widest = i
+				}
+			}
+			if widest < 0 {
+				break
+			}
+			w[widest]--
+		}
+		return w
+	}
+	for _, want := range []int{detailsWanted, detailsMin} {
+		if w := shrink(want); room(w) >= want {
+			return w, room(w)
+		}
+	}
+	// The row's last two columns of space are not printed.
+	return shrink(-2), 0
+}
+
+func (s *narrowSink) flush() error {
+	for _, r := range s.pending {
+		for i, c := range r[:colDetails] {
+			s.widths[i] = max(s.widths[i], utf8.RuneCountInString(c.Text))
+		}
+	}
+	w, room := s.layout()
+	var b strings.Builder
+	if !s.started {
+		s.started = true
+		hc := make([]eventfmt.Cell, len(timelineHeader))
+		for i, h := range timelineHeader {
+			hc[i] = eventfmt.Cell{Text: h, Color: eventfmt.AnsiBold}
+		}
+		s.line(&b, w, room, hc)
+	}
+	for _, r := range s.pending {
+		s.line(&b, w, room, r)
+	}
+	s.pending = s.pending[:0]
+	_, err := io.WriteString(s.w, b.String())
+	return err
+}
+
+func (s *narrowSink) line(b *strings.Builder, w []int, room int, cells []eventfmt.Cell) {
+	var row strings.Builder
+	for i, c := range cells[:colDetails] {
+		text := clipText(c.Text, w[i])
+		pad := strings.Repeat(" ", w[i]-utf8.RuneCountInString(text)+2)
+		if s.color && c.Color != "" {
+			row.WriteString(c.Color + text + eventfmt.AnsiReset + pad)
+		} else {
+			row.WriteString(text + pad)
+		}
+	}
+	indent := narrowWidth - room
+	if room == 0 {
+		indent, room = detailsIndent, narrowWidth-detailsIndent
+	}
+	lines := wrapWords(cells[colDetails].Text, room)
+	if c := cells[colDetails].Color; s.color && c != "" {
+		for i, l := range lines {
+			lines[i] = c + l + eventfmt.AnsiReset
+		}
+	}
+	if len(lines) > 0 && indent != detailsIndent {
+		row.WriteString(lines[0])
+		lines = lines[1:]
+	}
+	b.WriteString(strings.TrimRight(row.String(), " "))
+	b.WriteByte('\n')
+	for _, l := range lines {
+		b.WriteString(strings.Repeat(" ", indent) + l + "\n")
+	}
+}
+
+// clipText cuts escaped text to n characters, the last an ellipsis. A cut
+// inside an escape (\x1b) leaves only backslash sequences, never a
+// control character.
+func clipText(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// wrapWords splits s into lines of at most n characters, between words
+// where it can; a word longer than a line is cut.
+func wrapWords(s string, n int) []string {
+	var lines []string
+	cur := ""
+	for _, word := range strings.Fields(s) {
+		for utf8.RuneCountInString(word) > n {
+			if cur != "" {
+				lines, cur = append(lines, cur), ""
+			}
+			r := []rune(word)
+			lines, word = append(lines, string(r[:n])), string(r[n:])
+		}
+		switch {
+		case cur == "":
+			cur = word
+		case utf8.RuneCountInString(cur)+1+utf8.RuneCountInString(word) <= n:
+			cur += " " + word
+		default:
+			lines, cur = append(lines, cur), word
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
+}
+
+// generatedRequestID is the form events.NewRequestID gives: req_ and a ULID.
+var generatedRequestID = regexp.MustCompile(`req_[0-9A-HJKMNP-TV-Z]{26}`)
+
+// shortRequestID is a request id as the narrow table shows it: a
+// generated one as req_… and its last six characters (the ULID's random
+// end), another one longer than 14 characters as its start, … and its end.
+func shortRequestID(id string) string {
+	if generatedRequestID.MatchString(id) && len(id) == 30 {
+		return "req_…" + id[24:]
+	}
+	id = termtext.Escape(id)
+	if r := []rune(id); len(r) > 14 {
+		return string(r[:6]) + "…" + string(r[len(r)-7:])
+	}
+	return id
+}
+
+// shortenIDsIn shortens the generated request ids a detail names (held
+// by, from), as the REQUEST column shows them.
+func shortenIDsIn(s string) string {
+	return generatedRequestID.ReplaceAllStringFunc(s, shortRequestID)
+}
+
+// shortHost is a host id cut to 12 characters.
+func shortHost(h string) string {
+	return clipText(termtext.Escape(h), 12)
+}

@@ -1,0 +1,145 @@
+package timelinecmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/replay"
+)
+
+type whoOptions struct {
+	g    *invocation.Globals
+	lock string
+	at   string
+}
+
+func NewWho(g *invocation.Globals) *cobra.Command {
+	o := &whoOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "who NAME [--at T]",
+		Short: "Who held a lock at an instant, from the events alone",
+		Long: `Replay one lock's events up to T (every event with at <= T, in log order)
+and print its holder then: held, stale (no heartbeat within the TTL at T)
+or free. "dead" cannot be judged after the fact: no event records the
+holder's process table, so a dead holder shows as held or stale. A lock
+held only through another tool's lock file shows as free. T is RFC 3339
+or a duration meaning that long ago; the default is now. who only reads.`,
+		Example: `  lockledger who app-prod --at 2025-03-14T10:31:00Z
+  lockledger who app-prod --at 2h --json | jq .holder.actor`,
+		Args: invocation.ExactlyOneLock,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.lock = args[0]
+			return runWho(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.at, "at", "now", "the instant (RFC 3339, or a duration ago: 2h)")
+	return cmd
+}
+
+// whoObject is who's --json answer.
+type whoObject struct {
+	LockName     string           `json:"lock_name"`
+	At           string           `json:"at"`
+	State        string           `json:"state"`
+	Holder       *events.Record   `json:"holder"`
+	FencingToken int64            `json:"fencing_token,omitempty"`
+	StaleSince   string           `json:"stale_since,omitempty"`
+	LastEvent    *replay.EventRef `json:"last_event,omitempty"`
+	// Mode, Limit and Holders: the shared holders at T (holder is null).
+	Mode    string         `json:"mode,omitempty"`
+	Limit   int64          `json:"limit,omitempty"`
+	Holders []sharedAtJSON `json:"holders,omitempty"`
+}
+
+func runWho(ctx context.Context, o *whoOptions) error {
+	if err := events.ValidateLockName(o.lock); err != nil {
+		return err
+	}
+	at, err := invocation.ParseTime("--at", o.at, time.Now())
+	if err != nil {
+		return err
+	}
+	r, err := o.g.OpenRead(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if n := invocation.ArchivedNote(ctx, r); n != "" {
+		o.g.Sayf("note: %s", n)
+	}
+	st, err := replay.AsOf(ctx, r.Tx, at, o.lock)
+	if err != nil {
+		return err
+	}
+	obj := whoAt(o.lock, st.Lock(o.lock), at)
+	if o.g.JSON {
+		invocation.WriteJSON(o.g.IO.Out, obj)
+		return nil
+	}
+	printWho(o.g.IO.Out, obj, st.Lock(o.lock), at)
+	return nil
+}
+
+func whoAt(name string, lk *replay.Lock, at time.Time) whoObject {
+	obj := whoObject{LockName: name, At: events.FormatTime(at), State: lk.StateAt(at)}
+	if lk == nil {
+		return obj
+	}
+	last := lk.Last
+	obj.LastEvent = &last
+	obj.Mode, obj.Limit, obj.Holders = sharedAt(lk, at)
+	if lk.Held {
+		rec := lk.Holder.Record
+		obj.Holder, obj.FencingToken = &rec, lk.Holder.Token
+		if obj.State == events.StateStale {
+			obj.StaleSince = events.FormatTime(lk.Holder.StaleSince())
+		}
+	}
+	return obj
+}
+
+func printWho(w io.Writer, obj whoObject, lk *replay.Lock, at time.Time) {
+	termtext.Fprintf(w, "%s at %s: %s\n", obj.LockName, obj.At, obj.State)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	defer tw.Flush()
+	if lk == nil {
+		termtext.Fprintf(tw, "  note\tno event names this lock up to then\n")
+		return
+	}
+	if h := obj.Holder; h != nil {
+		termtext.Fprintf(tw, "  request\t%s\n", h.RequestID)
+		termtext.Fprintf(tw, "  actor\t%s\n", h.Actor)
+		if h.Intent != "" {
+			termtext.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
+		}
+		termtext.Fprintf(tw, "  process\t%s\n", invocation.ProcessText(h.PID, h.HostID))
+		termtext.Fprintf(tw, "  since\t%s (held %s by then)\n", events.FormatTime(lk.Holder.Created), invocation.ShortDuration(at.Sub(lk.Holder.Created)))
+		termtext.Fprintf(tw, "  heartbeat\t%s (%s before, ttl %ds)\n", events.FormatTime(lk.Holder.Heartbeat),
+			invocation.ShortDuration(at.Sub(lk.Holder.Heartbeat)), h.TTLSeconds)
+		if obj.StaleSince != "" {
+			termtext.Fprintf(tw, "  stale since\t%s\n", obj.StaleSince)
+		}
+		termtext.Fprintf(tw, "  fencing token\t%d\n", obj.FencingToken)
+	}
+	if obj.Mode == events.ModeShared {
+		limit := "no limit"
+		if obj.Limit > 0 {
+			limit = fmt.Sprintf("limit %d", obj.Limit)
+		}
+		termtext.Fprintf(tw, "  shared by\t%d (%s)\n", len(obj.Holders), limit)
+		for _, h := range obj.Holders {
+			termtext.Fprintf(tw, "  holder\t%s %s, actor %s, pid %d on %s, since %s, fencing token %d\n", h.State, h.Lock.RequestID,
+				h.Lock.Actor, h.Lock.PID, h.Lock.HostID, h.Lock.CreatedAt, h.FencingToken)
+		}
+	}
+	l := lk.Last
+	termtext.Fprintf(tw, "  last event\tseq %d %s by %s (%s) at %s\n", l.Seq, l.Type, l.Actor, l.RequestID, l.At)
+}

@@ -237,6 +237,27 @@ func TestTimelineJSONIsFormatJSON(t *testing.T) {
 	}
 }
 
+// --json with a format that is not JSON is refused, naming --format, and
+// records nothing (export records what it exported).
+func TestExportJSONRefusesAFormatThatIsNotJSON(t *testing.T) {
+	t.Parallel()
+	root := outputRoot(t)
+	before := snapLedger(t, root)
+	for _, args := range [][]string{{"export", "--json", "--format", "csv"}, {"export", "--json", "--follow", "--format", "syslog"}} {
+		r := clitest.Run(t, root, args...)
+		e, _ := oneJSON(t, strings.Join(args, " "), r).(map[string]any)
+		if r.Code != 2 || e["error"] != "invalid_input" || e["field"] != "--format" || e["value"] != args[len(args)-1] {
+			t.Errorf("%v: exit %d, want 2 and an invalid_input error naming --format\nstdout: %s\nstderr: %s", args, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	if after := snapLedger(t, root); after != before {
+		t.Errorf("a refused export changed the ledger: %v -> %v", before, after)
+	}
+	if r := clitest.Must(t, 0, root, "export", "--json", "--format", "jsonl"); !json.Valid([]byte(strings.SplitN(r.Stdout, "\n", 2)[0])) {
+		t.Errorf("export --json --format jsonl is not JSON lines: %s", r.Stdout)
+	}
+}
+
 // status objects say the lock's state and not also "status": "ok".
 func TestStatusJSONHasStateOnly(t *testing.T) {
 	t.Parallel()

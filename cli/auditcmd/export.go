@@ -17,6 +17,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/stream"
 )
 
 type exportOptions struct {
@@ -121,6 +122,9 @@ func writeCheckpointLines(ctx context.Context, r *invocation.Reader, w io.Writer
 }
 
 func runExport(ctx context.Context, o *exportOptions) error {
+	if o.g.JSON && (o.format == eventfmt.FormatCSV || o.format == stream.FormatSyslog) {
+		return events.Invalid("--format", o.format, "is not JSON: give --json only with jsonl or cloudevents")
+	}
 	if err := o.checkFollow(); err != nil || o.follow.on {
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ package e2e
 // replace a verifier key or a witness kept beside it.
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,4 +50,28 @@ func TestVerifyRefusesAKeyOrWitnessInsideTheRoot(t *testing.T) {
 	}
 	// The same key and witness kept outside the root are taken.
 	clitest.Verify(t, 0, s.root, "--verifier-key", outside, "--witness", s.witness)
+}
+
+// An export that carries signed checkpoints, verified without a key, is
+// "not checked", never "unsigned"; with the writer's key it matches.
+func TestVerifyFileOfASignedExportWithoutAKeySaysNotChecked(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	clitest.Must(t, 0, root, "acquire", "a", "-q")
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	clitest.Must(t, 0, root, "export", "-o", file)
+	v := clitest.Verify(t, 0, root, "--file", file)
+	if v.Trust == "unsigned: truncation and re-chaining are not detectable" || !strings.HasPrefix(v.Trust, "not checked: the export carries 1 signed checkpoints") ||
+		!strings.Contains(v.Warning, "--verifier-key") || strings.Contains(v.Warning, "unsigned") {
+		t.Errorf("verify --file of a signed export without a key:\ntrust: %s\nwarning: %s", v.Trust, v.Warning)
+	}
+	var show struct {
+		VerifierKey string `json:"verifier_key"`
+	}
+	if err := json.Unmarshal([]byte(clitest.Must(t, 0, root, "trust", "show", "--json").Stdout), &show); err != nil {
+		t.Fatal(err)
+	}
+	if v := clitest.Verify(t, 0, root, "--file", file, "--verifier-key", show.VerifierKey); !strings.HasPrefix(v.Trust, "seq 1-1 match checkpoint") || v.Warning != "" {
+		t.Errorf("verify --file with the writer's key:\ntrust: %s\nwarning: %s", v.Trust, v.Warning)
+	}
 }

@@ -349,7 +349,11 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	}
 	o.checkExpected(rep)
 	warning := ""
-	if rep.Trust == replay.Unsigned && rep.Events > 0 {
+	if n := carriedUnchecked(rep, trust); n > 0 && o.file != "" {
+		rep.Trust = fmt.Sprintf("not checked: the export carries %d signed checkpoints, and no --verifier-key was given to check them", n)
+		warning = "the export's signatures were not checked: give --verifier-key KEY (`lockledger trust show` on the writer's host prints it)"
+		o.g.Sayf("warning: %s", warning)
+	} else if rep.Trust == replay.Unsigned && rep.Events > 0 {
 		warning = unsignedWarning
 		o.g.Sayf("warning: %s", warning)
 	}

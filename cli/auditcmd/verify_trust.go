@@ -18,6 +18,22 @@ import (
 const unsignedWarning = "this ledger is unsigned: nothing outside the root vouches for it, so a tail cut, a re-chained log or a root restored from an older copy passes; " +
 	"write without --unsigned (or run `lockledger trust adopt`) to have it signed and pinned"
 
+// carriedUnchecked is how many signed checkpoints an export carried that
+// went unchecked because verify was given no key: such a file is signed,
+// not unsigned.
+func carriedUnchecked(rep *replay.Report, t *replay.Trust) int {
+	if rep.Trust != replay.Unsigned || t != nil && len(t.Verifiers) > 0 {
+		return 0
+	}
+	n := 0
+	for _, c := range rep.Checkpoints {
+		if c.Carried {
+			n++
+		}
+	}
+	return n
+}
+
 // expectation is the ledger verify must find: the one the trust store
 // pins at this root, or --ledger-id.
 type expectation struct {

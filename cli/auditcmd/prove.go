@@ -303,21 +303,30 @@ proof holds, 1 when it does not, 2 when the input is no proof.`,
 func verifierKeys(field string, vals []string) ([]note.Verifier, error) {
 	var out []note.Verifier
 	for _, v := range vals {
-		if vr, err := checkpoint.NewVerifier(v); err == nil {
-			out = append(out, vr)
-			continue
-		}
-		b, err := os.ReadFile(v)
+		_, vr, err := verifierKeyText(field, v)
 		if err != nil {
-			return nil, events.Invalid(field, v, "is neither a verifier key (NAME+HASH+KEY) nor a file holding one")
-		}
-		vr, err := checkpoint.NewVerifier(string(b))
-		if err != nil {
-			return nil, events.Invalid(field, v, err.Error())
+			return nil, err
 		}
 		out = append(out, vr)
 	}
 	return out, nil
+}
+
+// verifierKeyText reads a verifier key given as field: the key itself, or
+// a file holding one. It returns the key's text and its verifier.
+func verifierKeyText(field, val string) (string, note.Verifier, error) {
+	if vr, err := checkpoint.NewVerifier(val); err == nil {
+		return strings.TrimSpace(val), vr, nil
+	}
+	b, err := os.ReadFile(val)
+	if err != nil {
+		return "", nil, events.Invalid(field, val, "is neither a verifier key (NAME+HASH+KEY, as keygen and trust export print it) nor a file holding one")
+	}
+	vr, err := checkpoint.NewVerifier(string(b))
+	if err != nil {
+		return "", nil, events.Invalid(field, val, err.Error())
+	}
+	return strings.TrimSpace(string(b)), vr, nil
 }
 
 type proofResult struct {

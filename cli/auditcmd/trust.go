@@ -186,19 +186,15 @@ func runTrustPin(g *invocation.Globals, id, key string) error {
 	if err := validLedgerIDFlag(id); err != nil {
 		return err
 	}
-	vkey := strings.TrimSpace(key)
-	if _, err := checkpoint.NewVerifier(vkey); err != nil {
-		b, rerr := os.ReadFile(key)
-		if key == "" || rerr != nil {
-			return events.Invalid("--verifier-key", key, "is required: a verifier key (NAME+HASH+KEY, as keygen and trust export print it) or a file holding one")
-		}
-		if invocation.InsideRoot(g.Root, key) {
-			return invocation.KeyInRoot("--verifier-key", key, g.Root)
-		}
-		vkey = strings.TrimSpace(string(b))
-		if _, err := checkpoint.NewVerifier(vkey); err != nil {
-			return events.Invalid("--verifier-key", key, err.Error())
-		}
+	if key == "" {
+		return events.Invalid("--verifier-key", key, "is required: a verifier key (NAME+HASH+KEY, as keygen and trust export print it) or a file holding one")
+	}
+	if _, err := checkpoint.NewVerifier(key); err != nil && invocation.InsideRoot(g.Root, key) {
+		return invocation.KeyInRoot("--verifier-key", key, g.Root)
+	}
+	vkey, _, err := verifierKeyText("--verifier-key", key)
+	if err != nil {
+		return err
 	}
 	s, err := g.TrustStore()
 	if err != nil {

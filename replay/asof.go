@@ -12,8 +12,10 @@ import (
 // before t (see narrow), holding one Lock per lock name and nothing per
 // event: the rows are read ahead on a goroutine of their own (see
 // readAhead) while this one decodes each body into one reused Event and
-// folds it.
+// folds it. While it runs, the garbage collector's target is raised (see
+// relaxGC).
 func AsOf(ctx context.Context, q Querier, t time.Time, lock string) (*State, error) {
+	defer relaxGC(foldGCPercent)()
 	st := NewState()
 	ev := &Event{}
 	err := readAhead(ctx, q, Filter{Lock: lock, Until: t}, func(r *Row) error {

@@ -109,23 +109,31 @@ type Event struct {
 // the error message. The event's strings share body's memory (see
 // decodeFast): body must not change while the event is in use.
 func DecodeEvent(seq int64, body []byte) (*Event, error) {
-	ev, ok := decodeFast(body)
-	if !ok {
-		ev = &Event{}
+	ev := &Event{}
+	if err := decodeInto(seq, body, ev); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// decodeInto is DecodeEvent into ev, which must be zero.
+func decodeInto(seq int64, body []byte, ev *Event) error {
+	if !decodeFastInto(body, ev) {
+		*ev = Event{}
 		if err := json.Unmarshal(body, ev); err != nil {
-			return nil, fmt.Errorf("replay: event seq %d: body does not decode (run verify): %w", seq, err)
+			return fmt.Errorf("replay: event seq %d: body does not decode (run verify): %w", seq, err)
 		}
 	}
 	if !ev.Type.Valid() {
-		return nil, fmt.Errorf("replay: event seq %d: unknown type %q (run verify)", seq, ev.Type)
+		return fmt.Errorf("replay: event seq %d: unknown type %q (run verify)", seq, ev.Type)
 	}
 	t, err := events.ParseTime(ev.At)
 	if err != nil {
-		return nil, fmt.Errorf("replay: event seq %d: at %q: %w (run verify)", seq, ev.At, err)
+		return fmt.Errorf("replay: event seq %d: at %q: %w (run verify)", seq, ev.At, err)
 	}
 	ev.Time = t
 	ev.Body = body
-	return ev, nil
+	return nil
 }
 
 // JSON renders the event as history, timeline and the JSON Lines formats

@@ -164,7 +164,7 @@ var ErrLineTooLong = errors.New("export line too long")
 // The checkpoints the file carries, and those of opts, are checked as
 // VerifyLedger checks them; carried ones only with verifier keys.
 func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Report, error) {
-	defer relaxGC()()
+	defer relaxGC(verifyGCPercent)()
 	cfg := newVerifyConfig(opts)
 	c := newChecker(source, prevHash, false, cfg)
 	sc := bufio.NewScanner(r)

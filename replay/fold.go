@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -214,8 +215,10 @@ func (s *State) Apply(ev *Event) {
 	}
 	l := s.locks[ev.LockName]
 	if l == nil {
-		l = &Lock{Name: ev.LockName}
-		s.locks[ev.LockName] = l
+		// A copy of its own: the key stays small and near the others,
+		// not inside the first body that named the lock.
+		l = &Lock{Name: strings.Clone(ev.LockName)}
+		s.locks[l.Name] = l
 	}
 	l.Last = EventRef{Seq: ev.Seq, Type: ev.Type, At: ev.At, Actor: ev.Actor, RequestID: ev.RequestID}
 	s.claim(l, ev)
@@ -241,7 +244,7 @@ func (s *State) Apply(ev *Event) {
 		if i := l.sharedIndex(ev.RequestID); i >= 0 && !(l.Held && l.Holder.Record.RequestID == ev.RequestID) {
 			h := *l.Shared[i]
 			h.Heartbeat = ev.Time
-			h.Record.LastHeartbeatAt = events.FormatLockTime(ev.Time)
+			h.Record.LastHeartbeatAt = lockTime(ev)
 			l.Shared[i] = &h
 			return
 		}
@@ -251,7 +254,7 @@ func (s *State) Apply(ev *Event) {
 		}
 		h := *l.Holder
 		h.Heartbeat = ev.Time
-		h.Record.LastHeartbeatAt = events.FormatLockTime(ev.Time)
+		h.Record.LastHeartbeatAt = lockTime(ev)
 		l.Holder, l.UpdatedSeq = &h, ev.Seq
 	case events.LockReleased:
 		released := ev.RequestID
@@ -370,14 +373,25 @@ func holderOf(ev *Event) *Holder {
 	if targets == nil {
 		targets = []events.Target{}
 	}
+	at := lockTime(ev)
 	return &Holder{
 		Targets: targets,
 		Record: events.Record{
 			LockVersion: events.LockVersion, LockName: ev.LockName, RequestID: ev.RequestID, Actor: ev.Actor,
 			Intent: ev.Intent, IntentVersion: ev.IntentVersion, HostID: ev.HostID, PID: ev.PID,
-			CreatedAt: events.FormatLockTime(ev.Time), LastHeartbeatAt: events.FormatLockTime(ev.Time),
+			CreatedAt: at, LastHeartbeatAt: at,
 			TTLSeconds: ev.TTLSeconds, Metadata: md,
 		},
 		Created: ev.Time, Heartbeat: ev.Time, PIDStart: ev.PIDStart, BootID: ev.BootID, Token: ev.FencingToken,
 	}
+}
+
+// lockTime is events.FormatLockTime(ev.Time) (at to the second), cut from
+// at itself when it is in the form the ledger writes (events.TimeFormat),
+// the form it was parsed from: no formatting of the time for every event.
+func lockTime(ev *Event) string {
+	if a := ev.At; len(a) == len(events.TimeFormat) && a[19] == '.' && a[len(a)-1] == 'Z' {
+		return a[:19] + "Z"
+	}
+	return events.FormatLockTime(ev.Time)
 }

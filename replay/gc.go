@@ -14,20 +14,27 @@ import (
 // applies.
 const verifyGCPercent = 400
 
+// foldGCPercent is the target while AsOf folds: it allocates per row too
+// (each body, a heartbeat's holder) and keeps one record per lock, but its
+// peak memory is held to a bound (BENCHMARKS.md), which 400 would come
+// near on a large log.
+const foldGCPercent = 200
+
 var gcTune struct {
 	sync.Mutex
 	users int
 	saved int
 }
 
-// relaxGC raises the GC target for the duration of a verify; the returned
-// function restores it once the last concurrent verify is done.
-func relaxGC() (restore func()) {
+// relaxGC raises the GC target to percent for the duration of a verify or
+// a fold (while another is running, its target stays); the returned
+// function restores it once the last of them is done.
+func relaxGC(percent int) (restore func()) {
 	gcTune.Lock()
 	defer gcTune.Unlock()
 	if gcTune.users == 0 {
-		prev := debug.SetGCPercent(verifyGCPercent)
-		if prev < 0 || prev >= verifyGCPercent {
+		prev := debug.SetGCPercent(percent)
+		if prev < 0 || prev >= percent {
 			debug.SetGCPercent(prev)
 			return func() {}
 		}

@@ -142,22 +142,6 @@ func (f Filter) narrow(ctx context.Context, q Querier) (Filter, bool, error) {
 	return f, ok, err
 }
 
-// AsOf folds every event with at <= t (every event when t is zero) in seq
-// order; with lock set, only that lock's events (served by events_lock_at).
-// The whole log up to t is walked in seq order up to the last event at or
-// before t (see narrow), holding one Lock per lock name and nothing per event.
-func AsOf(ctx context.Context, q Querier, t time.Time, lock string) (*State, error) {
-	st := NewState()
-	err := Scan(ctx, q, Filter{Lock: lock, Until: t}, func(ev *Event) error {
-		st.Apply(ev)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
 // The first and last seq in a time window, from events_at: +seq keeps the
 // planner from walking the primary key for min or max instead.
 const (

@@ -239,7 +239,7 @@ func decodeLoose(body []byte, ev *Event) (*Event, error) {
 //
 // While it runs, the garbage collector's target is raised (see relaxGC).
 func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*Report, *State, error) {
-	defer relaxGC()()
+	defer relaxGC(verifyGCPercent)()
 	cfg := newVerifyConfig(opts)
 	c := newChecker(source, genesis, true, cfg)
 	c.tree = newTreeCheck(c.report, true, cfg)

@@ -69,6 +69,9 @@ func want(group string) bool {
 
 func main() {
 	flag.Parse()
+	if *measured {
+		runMeasured(flag.Args())
+	}
 	if *workerCycles > 0 {
 		runWorker(*workerRoot, *workerLock, *workerDatabase, *workerCycles)
 		return

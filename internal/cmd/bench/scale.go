@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/lockledger/lockledger/checkpoint"
@@ -47,17 +46,15 @@ func generate(root string, n, nLocks int, span time.Duration) (day time.Time, bu
 	return end.Add(-span / 2).Truncate(24 * time.Hour), fixture.LockName(best)
 }
 
-// runCLI runs lockledger and returns its wall time and peak RSS.
+// runCLI runs lockledger and returns its wall time and peak RSS (see
+// runMeasured).
 func runCLI(root string, args ...string) (time.Duration, int64) {
 	c := exec.Command(*bin, append([]string{"--log-level", "error"}, args...)...)
 	c.Env = append(cliEnv(root+"-trust"), "LOCKLEDGER_ROOT="+root)
-	c.Stdout = nil
-	s := time.Now()
-	if out, err := c.CombinedOutput(); err != nil {
+	took, rss, out, err := measure(c)
+	if err != nil {
 		die(fmt.Errorf("lockledger %v: %v\n%s", args, err, out))
 	}
-	took := time.Since(s)
-	rss := c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB on Linux
 	return took, rss
 }
 

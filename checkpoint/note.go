@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -117,42 +118,59 @@ func Open(msg []byte, verifiers ...note.Verifier) (*Signed, error) {
 }
 
 // NewSigner reads an encoded signer key. The signer it returns knows its
-// own verifier (VerifierOf), so that it can check what it signed before.
+// own verifier (VerifierOf) and encoded verifier key (VerifierKeyOf), so
+// that it can check what it signed before; the public key is derived from
+// the seed once, here.
 func NewSigner(key string) (note.Signer, error) {
-	key = strings.TrimSpace(key)
-	s, err := note.NewSigner(key)
-	if err != nil {
-		return nil, errors.New("not a signer key (PRIVATE+KEY+NAME+HASH+KEY, as lockledger keygen writes)")
+	bad := errors.New("not a signer key (PRIVATE+KEY+NAME+HASH+KEY, as lockledger keygen writes)")
+	rest, ok := strings.CutPrefix(strings.TrimSpace(key), SignerKeyPrefix)
+	name, rest, _ := strings.Cut(rest, "+")
+	hash16, key64, _ := strings.Cut(rest, "+")
+	hash, err1 := strconv.ParseUint(hash16, 16, 32)
+	raw, err2 := base64.StdEncoding.DecodeString(key64)
+	if !ok || len(hash16) != 8 || err1 != nil || err2 != nil || !ValidKeyName(name) || len(raw) != 1+ed25519.SeedSize || raw[0] != 1 {
+		return nil, bad
 	}
-	v, err := verifierOfKey(key)
+	priv := ed25519.NewKeyFromSeed(raw[1:])
+	vkey, err := note.NewEd25519VerifierKey(name, priv.Public().(ed25519.PublicKey))
 	if err != nil {
-		return nil, err
+		return nil, bad
 	}
-	return signerKey{Signer: s, verifier: v}, nil
+	v, err := note.NewVerifier(vkey)
+	if err != nil || v.KeyHash() != uint32(hash) {
+		return nil, bad
+	}
+	return &signerKey{name: name, hash: uint32(hash), priv: priv, vkey: vkey, verifier: v}, nil
 }
 
-// signerKey is a signer that knows its verifier.
+// signerKey is an Ed25519 note signer that knows its verifier.
 type signerKey struct {
-	note.Signer
+	name     string
+	hash     uint32
+	priv     ed25519.PrivateKey
+	vkey     string
 	verifier note.Verifier
 }
 
+func (k *signerKey) Name() string                    { return k.name }
+func (k *signerKey) KeyHash() uint32                 { return k.hash }
+func (k *signerKey) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(k.priv, msg), nil }
+
 // VerifierOf is the verifier of a signer NewSigner made; nil for another.
 func VerifierOf(s note.Signer) note.Verifier {
-	if k, ok := s.(signerKey); ok {
+	if k, ok := s.(*signerKey); ok {
 		return k.verifier
 	}
 	return nil
 }
 
-// verifierOfKey derives the verifier of an encoded Ed25519 signer key
-// (PRIVATE+KEY+NAME+HASH+base64 of the algorithm byte and the seed).
-func verifierOfKey(key string) (note.Verifier, error) {
-	vkey, err := VerifierKey(key)
-	if err != nil {
-		return nil, err
+// VerifierKeyOf is the encoded verifier key of a signer NewSigner made; ""
+// for another.
+func VerifierKeyOf(s note.Signer) string {
+	if k, ok := s.(*signerKey); ok {
+		return k.vkey
 	}
-	return note.NewVerifier(vkey)
+	return ""
 }
 
 // VerifierKey is the encoded verifier key of an encoded Ed25519 signer key.

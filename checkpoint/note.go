@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -136,30 +137,71 @@ func NewSigner(key string) (note.Signer, error) {
 	if err != nil {
 		return nil, bad
 	}
-	v, err := note.NewVerifier(vkey)
-	if err != nil || v.KeyHash() != uint32(hash) {
+	if v, err := note.NewVerifier(vkey); err != nil || v.KeyHash() != uint32(hash) {
 		return nil, bad
 	}
-	return &signerKey{name: name, hash: uint32(hash), priv: priv, vkey: vkey, verifier: v}, nil
+	return &signerKey{name: name, hash: uint32(hash), priv: priv, vkey: vkey}, nil
 }
 
-// signerKey is an Ed25519 note signer that knows its verifier.
+// signerKey is an Ed25519 note signer that knows its verifier. It keeps
+// the signatures it made or checked last: signing the same text again
+// (SignedBy, the verifier) costs no curve operation.
 type signerKey struct {
-	name     string
-	hash     uint32
-	priv     ed25519.PrivateKey
-	vkey     string
-	verifier note.Verifier
+	name string
+	hash uint32
+	priv ed25519.PrivateKey
+	vkey string
+
+	mu     sync.Mutex
+	signed map[string][]byte // text → its signature, at most keptSignatures
 }
 
-func (k *signerKey) Name() string                    { return k.name }
-func (k *signerKey) KeyHash() uint32                 { return k.hash }
-func (k *signerKey) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(k.priv, msg), nil }
+// A signer keeps the signatures of at most keptSignatures texts, each of
+// at most keptText bytes (a checkpoint's text is about 150).
+const (
+	keptSignatures = 64
+	keptText       = 4096
+)
+
+func (k *signerKey) Name() string    { return k.name }
+func (k *signerKey) KeyHash() uint32 { return k.hash }
+
+func (k *signerKey) Sign(msg []byte) ([]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if sig, ok := k.signed[string(msg)]; ok {
+		return bytes.Clone(sig), nil
+	}
+	sig := ed25519.Sign(k.priv, msg)
+	if len(msg) <= keptText {
+		if len(k.signed) >= keptSignatures || k.signed == nil {
+			k.signed = map[string][]byte{}
+		}
+		k.signed[string(msg)] = sig
+	}
+	return bytes.Clone(sig), nil
+}
+
+// ownVerifier checks a signature by signing the text again: Ed25519
+// signing is deterministic, so the key's signature of a text is the one
+// its signer makes, byte for byte (the one every lockledger signer makes).
+// Where the signer has made it already that is a comparison; otherwise it
+// is one signature, cheaper than a verification in a process that signs
+// anyway (it needs no second table of the curve's base point).
+type ownVerifier struct{ k *signerKey }
+
+func (v ownVerifier) Name() string    { return v.k.name }
+func (v ownVerifier) KeyHash() uint32 { return v.k.hash }
+func (v ownVerifier) Verify(msg, sig []byte) bool {
+	again, err := v.k.Sign(msg)
+	return err == nil && bytes.Equal(again, sig)
+}
 
 // VerifierOf is the verifier of a signer NewSigner made; nil for another.
+// It accepts only the signature the signer makes (see ownVerifier).
 func VerifierOf(s note.Signer) note.Verifier {
 	if k, ok := s.(*signerKey); ok {
-		return k.verifier
+		return ownVerifier{k}
 	}
 	return nil
 }
@@ -250,7 +292,8 @@ func SplitNotes(data []byte) []Entry {
 // SignedBy reports whether msg is a checkpoint of size events of the log
 // origin that signer signed, and when it was signed. Ed25519 signatures
 // are deterministic: the note signer makes of the same checkpoint is msg,
-// byte for byte.
+// byte for byte (a signer from NewSigner makes it again without a curve
+// operation when it signed or checked that text before).
 func SignedBy(msg []byte, signer note.Signer, origin string, size int64) (time.Time, bool) {
 	s, err := Open(msg)
 	if err != nil || s.Size != size || s.Origin != origin || s.Time.IsZero() {

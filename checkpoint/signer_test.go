@@ -64,3 +64,55 @@ func TestNewSignerSignsAsNoteDoesAndKnowsItsVerifierKey(t *testing.T) {
 		}
 	}
 }
+
+// The signer's own verifier accepts what note's Ed25519 verifier of its
+// key accepts of what lockledger signs, cold (a fresh signer: one
+// signature made again) and warm (the signature kept), and nothing else:
+// a changed text or signature, or another key's note under the same name.
+func TestVerifierOfAgreesWithTheKeysVerifier(t *testing.T) {
+	skey, vkey, err := GenerateKey("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, _, err := GenerateKey("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, _ := NewSigner(skey)
+	other, _ := NewSigner(otherKey)
+	good, err := Sign(Checkpoint{Origin: Origin("l1"), Size: 7}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOther, _ := Sign(Checkpoint{Origin: Origin("l1"), Size: 7}, other)
+	changedText := bytes.Replace(good, []byte("\n7\n"), []byte("\n8\n"), 1)
+	changedSig := append([]byte(nil), good...)
+	changedSig[len(changedSig)-3] ^= 'A' ^ 'B'
+	if bytes.Equal(changedSig, good) {
+		changedSig[len(changedSig)-3] = 'C'
+	}
+	notes := map[string][]byte{"good": good, "by another key": byOther, "changed text": changedText, "changed signature": changedSig}
+	for _, warm := range []bool{false, true} {
+		s := signer
+		if !warm {
+			s, _ = NewSigner(skey) // has signed nothing
+		}
+		for name, msg := range notes {
+			_, refErr := note.Open(msg, note.VerifierList(ref))
+			_, err := note.Open(msg, note.VerifierList(VerifierOf(s)))
+			if (err == nil) != (refErr == nil) {
+				t.Errorf("warm %v, %s: own verifier says %v, the key's verifier %v", warm, name, err, refErr)
+			}
+			if name == "good" && err != nil {
+				t.Errorf("warm %v: a note the key signed does not open: %v", warm, err)
+			}
+		}
+	}
+	if _, ok := SignedBy(good, signer, Origin("l1"), 7); ok {
+		t.Error("SignedBy accepted a checkpoint without a time line")
+	}
+}

@@ -213,7 +213,7 @@ func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int
 // delete its rows. A witness that cannot be read is a warning, as a failed
 // copy to it is. A *checkpoint.NotExtendedError fails the whole write.
 func (l *Ledger) extendingTree(ctx context.Context, q store.Querier, id string, size int64) (tlog.Hash, error) {
-	r := store.TreeReader(ctx, q)
+	r := store.TxTreeReader(ctx, q)
 	root, err := tlog.TreeHash(size, r)
 	if err != nil {
 		return root, fmt.Errorf("the tree of %d events: %w", size, err)

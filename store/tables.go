@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // The ledger's tables, read and written in the SQL both engines speak:
@@ -164,6 +165,51 @@ func ReadTreeRow(ctx context.Context, q Querier, seq int64) ([]byte, error) {
 		return nil, nil
 	}
 	return b, err
+}
+
+// treeRowsAtOnce is how many rows ReadTreeRows asks for in one statement:
+// enough for a tree hash or a proof of a log of 2^16 events at once.
+const treeRowsAtOnce = 32
+
+// readTreeRows is one statement for up to treeRowsAtOnce rows: unused
+// placeholders are given seq 0, which no event has.
+const readTreeRows = `SELECT seq, hashes FROM tlog_hashes WHERE seq IN ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)`
+
+// ReadTreeRows reads the stored Merkle hashes of the events seqs, one
+// statement for every treeRowsAtOnce of them; an event with none is not in
+// the map.
+func ReadTreeRows(ctx context.Context, q Querier, seqs []int64) (map[int64][]byte, error) {
+	out := make(map[int64][]byte, len(seqs))
+	for chunk := range slices.Chunk(seqs, treeRowsAtOnce) {
+		args := make([]any, treeRowsAtOnce)
+		for i := range args {
+			args[i] = int64(0)
+			if i < len(chunk) {
+				args[i] = chunk[i]
+			}
+		}
+		rows, err := q.QueryContext(ctx, readTreeRows, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var seq int64
+			var b []byte
+			if err := rows.Scan(&seq, &b); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[seq] = b
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func InsertTreeRow(ctx context.Context, tx Execer, seq int64, hashes []byte) error {

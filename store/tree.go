@@ -25,12 +25,20 @@ func TreeReader(ctx context.Context, q Querier) tlog.HashReader {
 	return checkpoint.RowReader(func(seq int64) ([]byte, error) { return ReadTreeRow(ctx, q, seq) })
 }
 
+// TxTreeReader reads the stored Merkle hashes through q, a transaction:
+// the rows one read needs in one statement (see ReadTreeRows), each row
+// read once for the reader's life (checkpoint.CachingRowReader). Use one
+// for the reads of one transaction.
+func TxTreeReader(ctx context.Context, q Querier) tlog.HashReader {
+	return checkpoint.CachingRowReader(func(seqs []int64) (map[int64][]byte, error) { return ReadTreeRows(ctx, q, seqs) })
+}
+
 // AppendTree stores the Merkle hashes of the event just inserted at seq, in q.
 func AppendTree(ctx context.Context, q interface {
 	Querier
 	Execer
 }, seq int64, body []byte) error {
-	hs, err := tlog.StoredHashes(checkpoint.Index(seq), body, TreeReader(ctx, q))
+	hs, err := tlog.StoredHashes(checkpoint.Index(seq), body, TxTreeReader(ctx, q))
 	if err != nil {
 		if errors.Is(err, checkpoint.ErrMissingRow) || errors.Is(err, checkpoint.ErrBadRow) {
 			return fmt.Errorf("ledger: the stored Merkle hashes (table tlog_hashes) are incomplete before seq %d: %w; something other than lockledger changed the ledger: run lockledger verify", seq, err)

@@ -159,14 +159,10 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q store.PreparedTx, seq int6
 	if l.signing.signer == nil || seq == 0 {
 		return nil, nil
 	}
-	size, _, err := store.LastCheckpoint(ctx, q)
+	size, note, err := store.LastCheckpointNote(ctx, q)
 	switch {
 	case err == nil:
-		t, ok, terr := l.ownCheckpoint(ctx, q, size, seq)
-		if terr != nil {
-			return nil, terr
-		}
-		if ok && (size == seq || (seq-size < l.signing.every && now.Sub(t) < l.signing.interval)) {
+		if t, ok := l.ownCheckpoint(note, size, seq); ok && (size == seq || (seq-size < l.signing.every && now.Sub(t) < l.signing.interval)) {
 			if l.signing.heads.Dir == "" {
 				return nil, nil
 			}

@@ -60,12 +60,15 @@ const RowColumns = `lock_name, held, request_id, actor, intent, intent_version, 
 // Scanner is a *sql.Row or *sql.Rows.
 type Scanner interface{ Scan(dest ...any) error }
 
-func ScanRow(s Scanner) (*Row, error) {
+func ScanRow(s Scanner) (*Row, error) { return scanRow(s) }
+
+// scanRow scans RowColumns, then the columns after them into more.
+func scanRow(s Scanner, more ...any) (*Row, error) {
 	var r Row
 	var held int
-	if err := s.Scan(&r.Name, &held, &r.RequestID, &r.Actor, &r.Intent, &r.IntentVersion, &r.HostID, &r.PID,
+	if err := s.Scan(append([]any{&r.Name, &held, &r.RequestID, &r.Actor, &r.Intent, &r.IntentVersion, &r.HostID, &r.PID,
 		&r.PIDStart, &r.BootID, &r.CreatedAt, &r.HeartbeatAt, &r.TTLSeconds, &r.Metadata, &r.FencingToken,
-		&r.UpdatedSeq, &r.File, &r.Targets); err != nil {
+		&r.UpdatedSeq, &r.File, &r.Targets}, more...)...); err != nil {
 		return nil, err
 	}
 	r.Held = held != 0
@@ -124,16 +127,55 @@ func SaveRow(ctx context.Context, tx Execer, r *Row) error {
 // were appended by something other than lockledger, and the next checkpoint
 // would sign them.
 func Head(ctx context.Context, q Querier, genesis string) (int64, string, error) {
-	var seq, updated, hashed int64
-	var hash string
-	err := q.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0),
+	var t Tip
+	if err := q.QueryRowContext(ctx, `SELECT `+tipColumns).Scan(&t.seq, &t.hash, &t.updated, &t.hashed); err != nil {
+		return 0, "", err
+	}
+	return t.check(genesis)
+}
+
+// tipColumns are what Head reads: the last event's seq and hash, the
+// largest seq the locks and shared holders record, the last event with
+// stored Merkle hashes.
+const tipColumns = `coalesce((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0),
 		coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), ''),
 		coalesce((SELECT max(u) FROM (SELECT max(updated_seq) AS u FROM locks
 			UNION ALL SELECT max(updated_seq) FROM lock_holders) AS t), 0),
-		coalesce((SELECT max(seq) FROM tlog_hashes), 0)`).Scan(&seq, &hash, &updated, &hashed)
-	if err != nil {
-		return 0, "", err
+		coalesce((SELECT max(seq) FROM tlog_hashes), 0)`
+
+// Tip is the head of the log as a write read it with a lock's row
+// (LoadRowTip), for Head to check when the write first needs it.
+type Tip struct {
+	seq, updated, hashed int64
+	hash                 string
+	read                 bool
+}
+
+// LoadRowTip is LoadRow and the head of the log in one statement: the
+// head is read with the row when the lock has one (the zero Tip, read by
+// Head, when it has none).
+func LoadRowTip(ctx context.Context, q Querier, name string) (*Row, Tip, error) {
+	var t Tip
+	r, err := scanRow(q.QueryRowContext(ctx, `SELECT `+RowColumns+`, `+tipColumns+` FROM locks WHERE lock_name = $1`, name),
+		&t.seq, &t.hash, &t.updated, &t.hashed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Tip{}, nil
 	}
+	t.read = err == nil
+	return r, t, err
+}
+
+// Head is the head t read, checked as Head checks it; read through q when
+// t holds none.
+func (t Tip) Head(ctx context.Context, q Querier, genesis string) (int64, string, error) {
+	if !t.read {
+		return Head(ctx, q, genesis)
+	}
+	return t.check(genesis)
+}
+
+func (t Tip) check(genesis string) (int64, string, error) {
+	seq, hash, updated, hashed := t.seq, t.hash, t.updated, t.hashed
 	if updated > seq {
 		return 0, "", fmt.Errorf("%w: the log ends at seq %d, but the locks table records seq %d: events are missing; "+
 			"nothing is appended until `lockledger verify` is read and `lockledger project --accept-broken-chain` accepts the cut (recorded)",

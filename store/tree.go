@@ -201,6 +201,14 @@ func LastCheckpoint(ctx context.Context, q Querier) (size int64, createdAt strin
 	return size, createdAt, err
 }
 
+// LastCheckpointNote is the size and signed note of the last stored
+// checkpoint (sql.ErrNoRows when there is none).
+func LastCheckpointNote(ctx context.Context, q Querier) (size int64, note []byte, err error) {
+	var n string
+	err = q.QueryRowContext(ctx, `SELECT size, note FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&size, &n)
+	return size, []byte(n), err
+}
+
 // InsertCheckpoint stores a signed checkpoint of the first size events.
 func InsertCheckpoint(ctx context.Context, tx Execer, size int64, root, note, keyName, createdAt string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (size, root, note, key_name, created_at) VALUES ($1, $2, $3, $4, $5)`,

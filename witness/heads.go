@@ -138,11 +138,11 @@ func (h Heads) replace(id, msg string) error {
 		}
 		return err
 	}
-	if err := f.Truncate(0); err != nil {
+	if _, err := f.WriteAt([]byte(msg), 0); err != nil {
 		f.Close()
 		return err
 	}
-	if _, err := f.WriteAt([]byte(msg), 0); err != nil {
+	if err := f.Truncate(int64(len(msg))); err != nil { // after the write: the block stays
 		f.Close()
 		return err
 	}

@@ -209,21 +209,33 @@ func ReadTreeRow(ctx context.Context, q Querier, seq int64) ([]byte, error) {
 	return b, err
 }
 
-// treeRowsAtOnce is how many rows ReadTreeRows asks for in one statement:
-// enough for a tree hash or a proof of a log of 2^16 events at once.
-const treeRowsAtOnce = 32
+// treeRowsAtOnce is how many rows ReadTreeRows asks for in one statement.
+// Measured on SQLite inside a write transaction: one row by its seq 2.9
+// µs, up to 8 by IN 6.8 µs, up to 16 8.7 µs.
+const treeRowsAtOnce = 8
 
 // readTreeRows is one statement for up to treeRowsAtOnce rows: unused
 // placeholders are given seq 0, which no event has.
-const readTreeRows = `SELECT seq, hashes FROM tlog_hashes WHERE seq IN ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)`
+const readTreeRows = `SELECT seq, hashes FROM tlog_hashes WHERE seq IN ($1, $2, $3, $4, $5, $6, $7, $8)`
 
 // ReadTreeRows reads the stored Merkle hashes of the events seqs, one
-// statement for every treeRowsAtOnce of them; an event with none is not in
-// the map.
+// statement for every treeRowsAtOnce of them (a row by itself where only
+// one or two are left); an event with none is not in the map.
 func ReadTreeRows(ctx context.Context, q Querier, seqs []int64) (map[int64][]byte, error) {
 	out := make(map[int64][]byte, len(seqs))
 	for chunk := range slices.Chunk(seqs, treeRowsAtOnce) {
+		if len(chunk) <= 2 {
+			for _, seq := range chunk {
+				b, err := ReadTreeRow(ctx, q, seq)
+				if err != nil {
+					return nil, err
+				}
+				if b != nil {
+					out[seq] = b
+				}
+			}
+			continue
+		}
 		args := make([]any, treeRowsAtOnce)
 		for i := range args {
 			args[i] = int64(0)

@@ -38,7 +38,7 @@ func AppendTree(ctx context.Context, q interface {
 	Querier
 	Execer
 }, seq int64, body []byte) error {
-	hs, err := tlog.StoredHashes(checkpoint.Index(seq), body, TxTreeReader(ctx, q))
+	hs, err := tlog.StoredHashes(checkpoint.Index(seq), body, TreeReader(ctx, q))
 	if err != nil {
 		if errors.Is(err, checkpoint.ErrMissingRow) || errors.Is(err, checkpoint.ErrBadRow) {
 			return fmt.Errorf("ledger: the stored Merkle hashes (table tlog_hashes) are incomplete before seq %d: %w; something other than lockledger changed the ledger: run lockledger verify", seq, err)

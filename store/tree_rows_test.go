@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// ReadTreeRows reads any number of rows, treeRowsAtOnce a statement, and
-// leaves out those that are not stored.
+// ReadTreeRows reads any number of rows, treeRowsAtOnce a statement (the
+// last one or two by themselves), and leaves out those that are not stored.
 func TestReadTreeRowsReadsManyInFewStatements(t *testing.T) {
 	ctx := context.Background()
 	parsed.Store(0)
@@ -33,19 +33,19 @@ func TestReadTreeRowsReadsManyInFewStatements(t *testing.T) {
 	for seq := int64(70); seq >= 1; seq-- {
 		seqs = append(seqs, seq)
 	}
-	seqs = append(seqs, 0, 71)
+	seqs = append(seqs, 0, 71, 72) // 73 rows: 9 statements of 8, then one row by itself
 	parsed.Store(0)
 	got, err := ReadTreeRows(ctx, db, seqs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := parsed.Load(); n != 3 {
-		t.Errorf("72 rows asked for in %d statements, want 3", n)
+	if n := parsed.Load(); n != 10 {
+		t.Errorf("73 rows asked for in %d statements, want 10", n)
 	}
 	if len(got) != 69 {
 		t.Errorf("got %d rows, want the 69 stored", len(got))
 	}
-	for _, seq := range []int64{0, 33, 71} {
+	for _, seq := range []int64{0, 33, 71, 72} {
 		if _, ok := got[seq]; ok {
 			t.Errorf("row %d is not stored but was returned", seq)
 		}

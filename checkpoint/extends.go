@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,15 +45,23 @@ func (e *NotExtendedError) Unwrap() error { return e.Err }
 // skipped): a consistency proof from each, which fails unless r's first
 // earlier.Size records still hash to its root. It returns a
 // *NotExtendedError for the first that it does not extend.
+//
+// next.Root is taken as r's root, not read again: the proof checks against
+// it. An earlier checkpoint the same as one proven before (the head kept
+// and this process's memory of it, say) is proven once.
 func CheckExtends(next Checkpoint, r tlog.HashReader, earlier ...Earlier) error {
-	for _, e := range earlier {
-		if e.Origin != next.Origin || e.Size == 0 {
+	for i, e := range earlier {
+		if e.Origin != next.Origin || e.Size == 0 || slices.ContainsFunc(earlier[:i], e.sameTree) {
 			continue
 		}
 		if e.Size > next.Size {
 			return &NotExtendedError{Earlier: e, Size: next.Size}
 		}
-		proof, err := ProveConsistency(e.Checkpoint, next, r)
+		err := matchRoot(e.Checkpoint, r)
+		var proof tlog.TreeProof
+		if err == nil {
+			proof, err = tlog.ProveTree(next.Size, e.Size, r)
+		}
 		if err == nil {
 			err = tlog.CheckTree(proof, next.Size, next.Root, e.Size, e.Root)
 		}
@@ -61,6 +70,11 @@ func CheckExtends(next Checkpoint, r tlog.HashReader, earlier ...Earlier) error 
 		}
 	}
 	return nil
+}
+
+// sameTree: o is a checkpoint of the same tree as e.
+func (e Earlier) sameTree(o Earlier) bool {
+	return o.Origin == e.Origin && o.Size == e.Size && o.Root == e.Root
 }
 
 // Memory is the largest checkpoint of each origin that a signer signed and

@@ -7,7 +7,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -117,42 +119,100 @@ func Open(msg []byte, verifiers ...note.Verifier) (*Signed, error) {
 }
 
 // NewSigner reads an encoded signer key. The signer it returns knows its
-// own verifier (VerifierOf), so that it can check what it signed before.
+// own verifier (VerifierOf) and encoded verifier key (VerifierKeyOf), so
+// that it can check what it signed before; the public key is derived from
+// the seed once, here.
 func NewSigner(key string) (note.Signer, error) {
-	key = strings.TrimSpace(key)
-	s, err := note.NewSigner(key)
-	if err != nil {
-		return nil, errors.New("not a signer key (PRIVATE+KEY+NAME+HASH+KEY, as lockledger keygen writes)")
+	bad := errors.New("not a signer key (PRIVATE+KEY+NAME+HASH+KEY, as lockledger keygen writes)")
+	rest, ok := strings.CutPrefix(strings.TrimSpace(key), SignerKeyPrefix)
+	name, rest, _ := strings.Cut(rest, "+")
+	hash16, key64, _ := strings.Cut(rest, "+")
+	hash, err1 := strconv.ParseUint(hash16, 16, 32)
+	raw, err2 := base64.StdEncoding.DecodeString(key64)
+	if !ok || len(hash16) != 8 || err1 != nil || err2 != nil || !ValidKeyName(name) || len(raw) != 1+ed25519.SeedSize || raw[0] != 1 {
+		return nil, bad
 	}
-	v, err := verifierOfKey(key)
+	priv := ed25519.NewKeyFromSeed(raw[1:])
+	vkey, err := note.NewEd25519VerifierKey(name, priv.Public().(ed25519.PublicKey))
 	if err != nil {
-		return nil, err
+		return nil, bad
 	}
-	return signerKey{Signer: s, verifier: v}, nil
+	if v, err := note.NewVerifier(vkey); err != nil || v.KeyHash() != uint32(hash) {
+		return nil, bad
+	}
+	return &signerKey{name: name, hash: uint32(hash), priv: priv, vkey: vkey}, nil
 }
 
-// signerKey is a signer that knows its verifier.
+// signerKey is an Ed25519 note signer that knows its verifier. It keeps
+// the signatures it made or checked last: signing the same text again
+// (SignedBy, the verifier) costs no curve operation.
 type signerKey struct {
-	note.Signer
-	verifier note.Verifier
+	name string
+	hash uint32
+	priv ed25519.PrivateKey
+	vkey string
+
+	mu     sync.Mutex
+	signed map[string][]byte // text → its signature, at most keptSignatures
+}
+
+// A signer keeps the signatures of at most keptSignatures texts, each of
+// at most keptText bytes (a checkpoint's text is about 150).
+const (
+	keptSignatures = 64
+	keptText       = 4096
+)
+
+func (k *signerKey) Name() string    { return k.name }
+func (k *signerKey) KeyHash() uint32 { return k.hash }
+
+func (k *signerKey) Sign(msg []byte) ([]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if sig, ok := k.signed[string(msg)]; ok {
+		return bytes.Clone(sig), nil
+	}
+	sig := ed25519.Sign(k.priv, msg)
+	if len(msg) <= keptText {
+		if len(k.signed) >= keptSignatures || k.signed == nil {
+			k.signed = map[string][]byte{}
+		}
+		k.signed[string(msg)] = sig
+	}
+	return bytes.Clone(sig), nil
+}
+
+// ownVerifier checks a signature by signing the text again: Ed25519
+// signing is deterministic, so the key's signature of a text is the one
+// its signer makes, byte for byte (the one every lockledger signer makes).
+// Where the signer has made it already that is a comparison; otherwise it
+// is one signature, cheaper than a verification in a process that signs
+// anyway (it needs no second table of the curve's base point).
+type ownVerifier struct{ k *signerKey }
+
+func (v ownVerifier) Name() string    { return v.k.name }
+func (v ownVerifier) KeyHash() uint32 { return v.k.hash }
+func (v ownVerifier) Verify(msg, sig []byte) bool {
+	again, err := v.k.Sign(msg)
+	return err == nil && bytes.Equal(again, sig)
 }
 
 // VerifierOf is the verifier of a signer NewSigner made; nil for another.
+// It accepts only the signature the signer makes (see ownVerifier).
 func VerifierOf(s note.Signer) note.Verifier {
-	if k, ok := s.(signerKey); ok {
-		return k.verifier
+	if k, ok := s.(*signerKey); ok {
+		return ownVerifier{k}
 	}
 	return nil
 }
 
-// verifierOfKey derives the verifier of an encoded Ed25519 signer key
-// (PRIVATE+KEY+NAME+HASH+base64 of the algorithm byte and the seed).
-func verifierOfKey(key string) (note.Verifier, error) {
-	vkey, err := VerifierKey(key)
-	if err != nil {
-		return nil, err
+// VerifierKeyOf is the encoded verifier key of a signer NewSigner made; ""
+// for another.
+func VerifierKeyOf(s note.Signer) string {
+	if k, ok := s.(*signerKey); ok {
+		return k.vkey
 	}
-	return note.NewVerifier(vkey)
+	return ""
 }
 
 // VerifierKey is the encoded verifier key of an encoded Ed25519 signer key.
@@ -232,7 +292,8 @@ func SplitNotes(data []byte) []Entry {
 // SignedBy reports whether msg is a checkpoint of size events of the log
 // origin that signer signed, and when it was signed. Ed25519 signatures
 // are deterministic: the note signer makes of the same checkpoint is msg,
-// byte for byte.
+// byte for byte (a signer from NewSigner makes it again without a curve
+// operation when it signed or checked that text before).
 func SignedBy(msg []byte, signer note.Signer, origin string, size int64) (time.Time, bool) {
 	s, err := Open(msg)
 	if err != nil || s.Size != size || s.Origin != origin || s.Time.IsZero() {

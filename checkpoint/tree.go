@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -57,28 +58,66 @@ var ErrMissingRow = errors.New("stored Merkle hashes missing")
 // event seq (nil when there is none).
 func RowReader(read func(seq int64) ([]byte, error)) tlog.HashReader {
 	return tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
-		out := make([]tlog.Hash, len(indexes))
 		rows := map[int64][]byte{}
-		for i, idx := range indexes {
-			seq, pos := RowOf(idx)
-			b, ok := rows[seq]
-			if !ok {
-				var err error
-				if b, err = read(seq); err != nil {
+		for _, idx := range indexes {
+			seq, _ := RowOf(idx)
+			if _, ok := rows[seq]; !ok {
+				b, err := read(seq)
+				if err != nil {
 					return nil, err
 				}
 				rows[seq] = b
 			}
-			if b == nil {
-				return nil, fmt.Errorf("%w: seq %d", ErrMissingRow, seq)
-			}
-			if len(b) != RowLen(seq)*tlog.HashSize {
-				return nil, fmt.Errorf("%w: seq %d's row holds %d bytes, want %d", ErrBadRow, seq, len(b), RowLen(seq)*tlog.HashSize)
-			}
-			copy(out[i][:], b[pos*tlog.HashSize:])
 		}
-		return out, nil
+		return hashesOf(indexes, rows)
 	})
+}
+
+// CachingRowReader is a tlog.HashReader over stored rows that reads, in
+// one call of read, every row it needs and has not read before, and keeps
+// the rows it read for its life: a reader for one transaction, whose
+// stored rows do not change under it. read returns the rows of seqs that
+// exist; a missing one is asked for again by the next call (the
+// transaction may append it).
+func CachingRowReader(read func(seqs []int64) (map[int64][]byte, error)) tlog.HashReader {
+	rows := map[int64][]byte{}
+	return tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+		var missing []int64
+		for _, idx := range indexes {
+			if seq, _ := RowOf(idx); rows[seq] == nil && !slices.Contains(missing, seq) {
+				missing = append(missing, seq)
+			}
+		}
+		if len(missing) > 0 {
+			got, err := read(missing)
+			if err != nil {
+				return nil, err
+			}
+			for seq, b := range got {
+				if b != nil && slices.Contains(missing, seq) {
+					rows[seq] = b
+				}
+			}
+		}
+		return hashesOf(indexes, rows)
+	})
+}
+
+// hashesOf picks the stored hashes with the given indexes out of rows.
+func hashesOf(indexes []int64, rows map[int64][]byte) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, idx := range indexes {
+		seq, pos := RowOf(idx)
+		b := rows[seq]
+		if b == nil {
+			return nil, fmt.Errorf("%w: seq %d", ErrMissingRow, seq)
+		}
+		if len(b) != RowLen(seq)*tlog.HashSize {
+			return nil, fmt.Errorf("%w: seq %d's row holds %d bytes, want %d", ErrBadRow, seq, len(b), RowLen(seq)*tlog.HashSize)
+		}
+		copy(out[i][:], b[pos*tlog.HashSize:])
+	}
+	return out, nil
 }
 
 // Tree builds the Merkle tree one record at a time, holding only the

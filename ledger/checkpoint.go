@@ -159,14 +159,10 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q store.PreparedTx, seq int6
 	if l.signing.signer == nil || seq == 0 {
 		return nil, nil
 	}
-	size, _, err := store.LastCheckpoint(ctx, q)
+	size, note, err := store.LastCheckpointNote(ctx, q)
 	switch {
 	case err == nil:
-		t, ok, terr := l.ownCheckpoint(ctx, q, size, seq)
-		if terr != nil {
-			return nil, terr
-		}
-		if ok && (size == seq || (seq-size < l.signing.every && now.Sub(t) < l.signing.interval)) {
+		if t, ok := l.ownCheckpoint(note, size, seq); ok && (size == seq || (seq-size < l.signing.every && now.Sub(t) < l.signing.interval)) {
 			if l.signing.heads.Dir == "" {
 				return nil, nil
 			}
@@ -213,7 +209,7 @@ func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int
 // delete its rows. A witness that cannot be read is a warning, as a failed
 // copy to it is. A *checkpoint.NotExtendedError fails the whole write.
 func (l *Ledger) extendingTree(ctx context.Context, q store.Querier, id string, size int64) (tlog.Hash, error) {
-	r := store.TreeReader(ctx, q)
+	r := store.TxTreeReader(ctx, q)
 	root, err := tlog.TreeHash(size, r)
 	if err != nil {
 		return root, fmt.Errorf("the tree of %d events: %w", size, err)

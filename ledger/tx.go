@@ -27,6 +27,7 @@ type writeTx struct {
 	seq      int64
 	hash     string
 	headSet  bool
+	tip      store.Tip  // the head read with the lock's row (write)
 	touched  bool       // a file change waits for the commit (journals to drop after it)
 	journals []*os.File // the open journals of those changes, fsynced with the commit
 	paths    []string   // the lock paths whose journals drop after the commit
@@ -138,10 +139,11 @@ func (w *writeTx) abort() {
 // makes commit with the decision and are undone when it does not commit.
 func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (outcome error, err error)) error {
 	return l.update(ctx, func(w *writeTx) (error, error) {
-		before, err := store.LoadRow(w.ctx, w.q, name)
+		before, tip, err := store.LoadRowTip(w.ctx, w.q, name)
 		if err != nil {
 			return nil, err
 		}
+		w.tip = tip
 		if w.v, err = l.inspect(name, before); err != nil {
 			return nil, err
 		}
@@ -334,12 +336,8 @@ func (l *Ledger) undo(name string, before *store.Row) {
 
 // append validates ev against its schema, chains it and inserts it.
 func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Event, error) {
-	if !w.headSet {
-		seq, hash, err := store.Head(w.ctx, w.q, w.l.genesis)
-		if err != nil {
-			return nil, err
-		}
-		w.seq, w.hash, w.headSet = seq, hash, true
+	if _, err := w.nextSeq(); err != nil {
+		return nil, err
 	}
 	ev := &events.Event{
 		Envelope: events.Envelope{
@@ -374,7 +372,7 @@ func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Eve
 // an acquisition).
 func (w *writeTx) nextSeq() (int64, error) {
 	if !w.headSet {
-		seq, hash, err := store.Head(w.ctx, w.q, w.l.genesis)
+		seq, hash, err := w.tip.Head(w.ctx, w.q, w.l.genesis)
 		if err != nil {
 			return 0, err
 		}

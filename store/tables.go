@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // The ledger's tables, read and written in the SQL both engines speak:
@@ -59,12 +60,15 @@ const RowColumns = `lock_name, held, request_id, actor, intent, intent_version, 
 // Scanner is a *sql.Row or *sql.Rows.
 type Scanner interface{ Scan(dest ...any) error }
 
-func ScanRow(s Scanner) (*Row, error) {
+func ScanRow(s Scanner) (*Row, error) { return scanRow(s) }
+
+// scanRow scans RowColumns, then the columns after them into more.
+func scanRow(s Scanner, more ...any) (*Row, error) {
 	var r Row
 	var held int
-	if err := s.Scan(&r.Name, &held, &r.RequestID, &r.Actor, &r.Intent, &r.IntentVersion, &r.HostID, &r.PID,
+	if err := s.Scan(append([]any{&r.Name, &held, &r.RequestID, &r.Actor, &r.Intent, &r.IntentVersion, &r.HostID, &r.PID,
 		&r.PIDStart, &r.BootID, &r.CreatedAt, &r.HeartbeatAt, &r.TTLSeconds, &r.Metadata, &r.FencingToken,
-		&r.UpdatedSeq, &r.File, &r.Targets); err != nil {
+		&r.UpdatedSeq, &r.File, &r.Targets}, more...)...); err != nil {
 		return nil, err
 	}
 	r.Held = held != 0
@@ -123,16 +127,55 @@ func SaveRow(ctx context.Context, tx Execer, r *Row) error {
 // were appended by something other than lockledger, and the next checkpoint
 // would sign them.
 func Head(ctx context.Context, q Querier, genesis string) (int64, string, error) {
-	var seq, updated, hashed int64
-	var hash string
-	err := q.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0),
+	var t Tip
+	if err := q.QueryRowContext(ctx, `SELECT `+tipColumns).Scan(&t.seq, &t.hash, &t.updated, &t.hashed); err != nil {
+		return 0, "", err
+	}
+	return t.check(genesis)
+}
+
+// tipColumns are what Head reads: the last event's seq and hash, the
+// largest seq the locks and shared holders record, the last event with
+// stored Merkle hashes.
+const tipColumns = `coalesce((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0),
 		coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), ''),
 		coalesce((SELECT max(u) FROM (SELECT max(updated_seq) AS u FROM locks
 			UNION ALL SELECT max(updated_seq) FROM lock_holders) AS t), 0),
-		coalesce((SELECT max(seq) FROM tlog_hashes), 0)`).Scan(&seq, &hash, &updated, &hashed)
-	if err != nil {
-		return 0, "", err
+		coalesce((SELECT max(seq) FROM tlog_hashes), 0)`
+
+// Tip is the head of the log as a write read it with a lock's row
+// (LoadRowTip), for Head to check when the write first needs it.
+type Tip struct {
+	seq, updated, hashed int64
+	hash                 string
+	read                 bool
+}
+
+// LoadRowTip is LoadRow and the head of the log in one statement: the
+// head is read with the row when the lock has one (the zero Tip, read by
+// Head, when it has none).
+func LoadRowTip(ctx context.Context, q Querier, name string) (*Row, Tip, error) {
+	var t Tip
+	r, err := scanRow(q.QueryRowContext(ctx, `SELECT `+RowColumns+`, `+tipColumns+` FROM locks WHERE lock_name = $1`, name),
+		&t.seq, &t.hash, &t.updated, &t.hashed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Tip{}, nil
 	}
+	t.read = err == nil
+	return r, t, err
+}
+
+// Head is the head t read, checked as Head checks it; read through q when
+// t holds none.
+func (t Tip) Head(ctx context.Context, q Querier, genesis string) (int64, string, error) {
+	if !t.read {
+		return Head(ctx, q, genesis)
+	}
+	return t.check(genesis)
+}
+
+func (t Tip) check(genesis string) (int64, string, error) {
+	seq, hash, updated, hashed := t.seq, t.hash, t.updated, t.hashed
 	if updated > seq {
 		return 0, "", fmt.Errorf("%w: the log ends at seq %d, but the locks table records seq %d: events are missing; "+
 			"nothing is appended until `lockledger verify` is read and `lockledger project --accept-broken-chain` accepts the cut (recorded)",
@@ -164,6 +207,63 @@ func ReadTreeRow(ctx context.Context, q Querier, seq int64) ([]byte, error) {
 		return nil, nil
 	}
 	return b, err
+}
+
+// treeRowsAtOnce is how many rows ReadTreeRows asks for in one statement.
+// Measured on SQLite inside a write transaction: one row by its seq 2.9
+// µs, up to 8 by IN 6.8 µs, up to 16 8.7 µs.
+const treeRowsAtOnce = 8
+
+// readTreeRows is one statement for up to treeRowsAtOnce rows: unused
+// placeholders are given seq 0, which no event has.
+const readTreeRows = `SELECT seq, hashes FROM tlog_hashes WHERE seq IN ($1, $2, $3, $4, $5, $6, $7, $8)`
+
+// ReadTreeRows reads the stored Merkle hashes of the events seqs, one
+// statement for every treeRowsAtOnce of them (a row by itself where only
+// one or two are left); an event with none is not in the map.
+func ReadTreeRows(ctx context.Context, q Querier, seqs []int64) (map[int64][]byte, error) {
+	out := make(map[int64][]byte, len(seqs))
+	for chunk := range slices.Chunk(seqs, treeRowsAtOnce) {
+		if len(chunk) <= 2 {
+			for _, seq := range chunk {
+				b, err := ReadTreeRow(ctx, q, seq)
+				if err != nil {
+					return nil, err
+				}
+				if b != nil {
+					out[seq] = b
+				}
+			}
+			continue
+		}
+		args := make([]any, treeRowsAtOnce)
+		for i := range args {
+			args[i] = int64(0)
+			if i < len(chunk) {
+				args[i] = chunk[i]
+			}
+		}
+		rows, err := q.QueryContext(ctx, readTreeRows, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var seq int64
+			var b []byte
+			if err := rows.Scan(&seq, &b); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[seq] = b
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func InsertTreeRow(ctx context.Context, tx Execer, seq int64, hashes []byte) error {

@@ -25,6 +25,14 @@ func TreeReader(ctx context.Context, q Querier) tlog.HashReader {
 	return checkpoint.RowReader(func(seq int64) ([]byte, error) { return ReadTreeRow(ctx, q, seq) })
 }
 
+// TxTreeReader reads the stored Merkle hashes through q, a transaction:
+// the rows one read needs in one statement (see ReadTreeRows), each row
+// read once for the reader's life (checkpoint.CachingRowReader). Use one
+// for the reads of one transaction.
+func TxTreeReader(ctx context.Context, q Querier) tlog.HashReader {
+	return checkpoint.CachingRowReader(func(seqs []int64) (map[int64][]byte, error) { return ReadTreeRows(ctx, q, seqs) })
+}
+
 // AppendTree stores the Merkle hashes of the event just inserted at seq, in q.
 func AppendTree(ctx context.Context, q interface {
 	Querier
@@ -191,6 +199,14 @@ func HashTail(ctx context.Context, tx *sql.Tx, log *slog.Logger, hashed int64, l
 func LastCheckpoint(ctx context.Context, q Querier) (size int64, createdAt string, err error) {
 	err = q.QueryRowContext(ctx, `SELECT size, created_at FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&size, &createdAt)
 	return size, createdAt, err
+}
+
+// LastCheckpointNote is the size and signed note of the last stored
+// checkpoint (sql.ErrNoRows when there is none).
+func LastCheckpointNote(ctx context.Context, q Querier) (size int64, note []byte, err error) {
+	var n string
+	err = q.QueryRowContext(ctx, `SELECT size, note FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&size, &n)
+	return size, []byte(n), err
 }
 
 // InsertCheckpoint stores a signed checkpoint of the first size events.

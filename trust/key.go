@@ -120,11 +120,7 @@ func readKey(path string, perm os.FileMode) (*Key, error) {
 	if err != nil {
 		return nil, events.Invalid("signing key", path, err.Error())
 	}
-	vkey, err := checkpoint.VerifierKey(skey)
-	if err != nil {
-		return nil, events.Invalid("signing key", path, err.Error())
-	}
-	return &Key{Signer: s, Verifier: vkey, Path: path}, nil
+	return &Key{Signer: s, Verifier: checkpoint.VerifierKeyOf(s), Path: path}, nil
 }
 
 // KeyName is the name of a new key: user@host, with what a key name may

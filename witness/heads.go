@@ -36,8 +36,23 @@ func (h Heads) Last(id string, v note.Verifier) (*checkpoint.Signed, error) {
 	if err := headID(id); err != nil {
 		return nil, err
 	}
+	// Store rewrites the file the head was swapped out of (see replace),
+	// which a reader may still hold open: read under Store's lock.
+	lock, err := os.OpenFile(h.lockPath(id), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist): // nothing stored yet
+	case err != nil:
+		return nil, err
+	default:
+		defer lock.Close()
+		if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
+			return nil, err
+		}
+	}
 	return Last(h.Path(id), id, v)
 }
+
+func (h Heads) lockPath(id string) string { return filepath.Join(h.Dir, id+".lock") }
 
 // Earlier is the head of ledger id signed by v, as an earlier checkpoint
 // a new tree must extend; a head that cannot be read is a *HeadError.
@@ -86,7 +101,7 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 	if err := headID(id); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(filepath.Join(h.Dir, id+".lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	lock, err := os.OpenFile(h.lockPath(id), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
@@ -94,27 +109,50 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
 		return err
 	}
-	if kept, err := h.Last(id, v); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if kept, err := Last(h.Path(id), id, v); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	} else if kept != nil && kept.Size > size {
 		return errOlder
 	}
-	tmp, err := os.CreateTemp(h.Dir, "."+id+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(msg); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := lockfile.SyncClose(tmp); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), h.Path(id)); err != nil {
+	if err := h.replace(id, msg); err != nil {
 		return err
 	}
 	return syncDir(h.Dir)
+}
+
+// replace puts msg in place of ledger id's head, whole: written to the
+// spare file DIR/.<id>.spare, fsynced, then swapped with the head (see
+// exchange), so that no file is made or freed per head; where the two
+// cannot be swapped (no head yet, or a file system that cannot), the spare
+// is renamed into place.
+func (h Heads) replace(id, msg string) error {
+	spare := filepath.Join(h.Dir, "."+id+".spare")
+	f, err := os.OpenFile(spare, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s is not a regular file", spare)
+		}
+		return err
+	}
+	if _, err := f.WriteAt([]byte(msg), 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Truncate(int64(len(msg))); err != nil { // after the write: the block stays
+		f.Close()
+		return err
+	}
+	if err := lockfile.SyncClose(f); err != nil {
+		return err
+	}
+	if swapped, err := exchange(spare, h.Path(id)); swapped || err != nil {
+		return err
+	}
+	return os.Rename(spare, h.Path(id))
 }
 
 // headID refuses a ledger id that cannot name a file of its own in the

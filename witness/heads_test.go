@@ -29,7 +29,7 @@ func TestHeadsKeepsOnlyTheLargestHeadSignedByTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
-		if e.Name() != id+".checkpoint" && e.Name() != id+".lock" {
+		if e.Name() != id+".checkpoint" && e.Name() != id+".lock" && e.Name() != "."+id+".spare" {
 			t.Errorf("left behind: %s", e.Name())
 		}
 	}

@@ -1,0 +1,118 @@
+package checkpoint
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// NewSigner derives the public key once and signs as note's own signer
+// does, byte for byte; what it refuses, note refuses too.
+func TestNewSignerSignsAsNoteDoesAndKnowsItsVerifierKey(t *testing.T) {
+	skey, vkey, err := GenerateKey("alice@host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSigner(skey + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name() != ref.Name() || s.KeyHash() != ref.KeyHash() {
+		t.Fatalf("name/hash %s/%08x, note's %s/%08x", s.Name(), s.KeyHash(), ref.Name(), ref.KeyHash())
+	}
+	msg := Checkpoint{Origin: Origin("l1"), Size: 3}.Text()
+	got, _ := s.Sign(msg)
+	want, _ := ref.Sign(msg)
+	if !bytes.Equal(got, want) {
+		t.Fatal("the signature differs from note's signer's")
+	}
+	if k := VerifierKeyOf(s); k != vkey {
+		t.Fatalf("VerifierKeyOf = %q, want %q", k, vkey)
+	}
+	if k, err := VerifierKey(skey); err != nil || k != vkey {
+		t.Fatalf("VerifierKey = %q, %v, want %q", k, err, vkey)
+	}
+	if VerifierKeyOf(ref) != "" || VerifierOf(ref) != nil {
+		t.Fatal("a signer NewSigner did not make has a verifier")
+	}
+
+	parts := strings.SplitN(strings.TrimPrefix(skey, SignerKeyPrefix), "+", 3)
+	otherHash := "00000000"
+	if parts[1] == otherHash {
+		otherHash = "00000001"
+	}
+	for name, bad := range map[string]string{
+		"wrong hash":    SignerKeyPrefix + parts[0] + "+" + otherHash + "+" + parts[2],
+		"short hash":    SignerKeyPrefix + parts[0] + "+" + parts[1][1:] + "+" + parts[2],
+		"no prefix":     strings.TrimPrefix(skey, "PRIVATE+"),
+		"verifier key":  vkey,
+		"name with tab": SignerKeyPrefix + "a\tb+" + parts[1] + "+" + parts[2],
+		"bad base64":    SignerKeyPrefix + parts[0] + "+" + parts[1] + "+" + parts[2][1:],
+		"empty":         "",
+	} {
+		if _, err := NewSigner(bad); err == nil {
+			t.Errorf("%s: NewSigner accepted %q", name, bad)
+		}
+		if _, err := note.NewSigner(bad); err == nil {
+			t.Errorf("%s: note.NewSigner accepts %q: the case tests nothing", name, bad)
+		}
+	}
+}
+
+// The signer's own verifier accepts what note's Ed25519 verifier of its
+// key accepts of what lockledger signs, cold (a fresh signer: one
+// signature made again) and warm (the signature kept), and nothing else:
+// a changed text or signature, or another key's note under the same name.
+func TestVerifierOfAgreesWithTheKeysVerifier(t *testing.T) {
+	skey, vkey, err := GenerateKey("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, _, err := GenerateKey("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, _ := NewSigner(skey)
+	other, _ := NewSigner(otherKey)
+	good, err := Sign(Checkpoint{Origin: Origin("l1"), Size: 7}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOther, _ := Sign(Checkpoint{Origin: Origin("l1"), Size: 7}, other)
+	changedText := bytes.Replace(good, []byte("\n7\n"), []byte("\n8\n"), 1)
+	changedSig := append([]byte(nil), good...)
+	changedSig[len(changedSig)-3] ^= 'A' ^ 'B'
+	if bytes.Equal(changedSig, good) {
+		changedSig[len(changedSig)-3] = 'C'
+	}
+	notes := map[string][]byte{"good": good, "by another key": byOther, "changed text": changedText, "changed signature": changedSig}
+	for _, warm := range []bool{false, true} {
+		s := signer
+		if !warm {
+			s, _ = NewSigner(skey) // has signed nothing
+		}
+		for name, msg := range notes {
+			_, refErr := note.Open(msg, note.VerifierList(ref))
+			_, err := note.Open(msg, note.VerifierList(VerifierOf(s)))
+			if (err == nil) != (refErr == nil) {
+				t.Errorf("warm %v, %s: own verifier says %v, the key's verifier %v", warm, name, err, refErr)
+			}
+			if name == "good" && err != nil {
+				t.Errorf("warm %v: a note the key signed does not open: %v", warm, err)
+			}
+		}
+	}
+	if _, ok := SignedBy(good, signer, Origin("l1"), 7); ok {
+		t.Error("SignedBy accepted a checkpoint without a time line")
+	}
+}

@@ -31,10 +31,11 @@ PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 release: build man
 	GO='$(GO)' BIN='$(BIN)' VERSION='$(GIT_VERSION)' LDFLAGS='$(strip $(VERSION_FLAGS))' bash scripts/release.sh $(PLATFORMS)
 
-## test: vet, then every package (unit and end-to-end) under the race detector
+## test: vet, then every package (unit and end-to-end) under the race detector, then the schema's differential corpus in full without it (-race slows it 14x and samples it)
 test: vet
 	@bash scripts/test-tools.sh
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	$(GO) test -count=1 -run '^TestFastMatchesSchema$$' ./schema/
 
 vet:
 	$(GO) vet $(PKGS)

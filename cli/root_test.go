@@ -101,3 +101,19 @@ func helpOf(t *testing.T, root *cobra.Command) string {
 	}
 	return out.String()
 }
+
+// BenchmarkRoot: the whole tree against what --help and status build.
+func BenchmarkRoot(b *testing.B) {
+	b.Run("full", func(b *testing.B) {
+		for b.Loop() {
+			newRoot(&invocation.Globals{})
+		}
+	})
+	for _, args := range [][]string{{"--help"}, {"status", "x"}, {"run", "x", "--", "true"}} {
+		b.Run(args[0], func(b *testing.B) {
+			for b.Loop() {
+				newRootFor(&invocation.Globals{}, args)
+			}
+		})
+	}
+}

@@ -81,7 +81,7 @@ func ExitCode(err error) int {
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := notifyContext(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	g := &invocation.Globals{IO: invocation.IO{In: stdin, Out: stdout, ErrOut: stderr}}
-	root := newRoot(g)
+	root := newRootFor(g, args)
 	args = runArgs(root, args)
 	root.SetArgs(args)
 	root.SetIn(stdin)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -11,7 +12,48 @@ import (
 	"github.com/lockledger/lockledger/cli/timelinecmd"
 )
 
+// commands are every command below the root but help (registerHelpTopics)
+// and what cobra adds as it runs (completion, __complete).
+var commands = slices.Concat(lockcmd.Commands, timelinecmd.Commands, auditcmd.Commands,
+	[]invocation.Command{{Listing: versionListing, New: newVersion}})
+
+// newRoot is the whole command tree.
 func newRoot(g *invocation.Globals) *cobra.Command {
+	root := newBareRoot(g)
+	for _, c := range commands {
+		root.AddCommand(c.New(g))
+	}
+	return finishRoot(root, g)
+}
+
+// newRootFor is the tree that running args needs: the command args name
+// built in full, every other only as its stub (invocation.Listing.Stub),
+// which is all the root's help listing, version and dispatch read. Args
+// that name no command here get the whole tree: a typo (its "Did you mean"
+// suggestions), help (help COMMAND and help TOPIC read the command's own
+// help) and completion and __complete, which cobra adds as it runs and
+// which read every command's flags.
+func newRootFor(g *invocation.Globals, args []string) *cobra.Command {
+	root := newBareRoot(g)
+	stubs := make([]*cobra.Command, len(commands))
+	for i, c := range commands {
+		stubs[i] = c.Stub()
+		root.AddCommand(stubs[i])
+	}
+	root.InitDefaultHelpFlag()
+	root.InitDefaultVersionFlag()
+	cmd, _, err := root.Find(args)
+	for i, c := range commands {
+		if err != nil || cmd == stubs[i] {
+			root.RemoveCommand(stubs[i])
+			root.AddCommand(c.New(g))
+		}
+	}
+	return finishRoot(root, g)
+}
+
+// newBareRoot is the root command with its flags and no command below it.
+func newBareRoot(g *invocation.Globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "lockledger",
 		Short: "Locks for scripts, CI jobs and services, with every action kept as an audit event",
@@ -77,21 +119,15 @@ listed in its README.md.`,
 	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "only errors on stderr (same as --log-level error; no progress line while waiting)")
 	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	g.Sign.Register(root)
-	root.AddCommand(lockcmd.NewAcquire(g), lockcmd.NewHeartbeat(g), lockcmd.NewRelease(g), lockcmd.NewStatus(g), lockcmd.NewList(g), lockcmd.NewSteal(g), lockcmd.NewRun(g))
-	root.AddCommand(auditCommands(g)...)
-	root.AddCommand(auditcmd.NewKeygen(g), auditcmd.NewCheckpoint(g), auditcmd.NewProve(g), auditcmd.NewVerifyProof(g), auditcmd.NewImport(g), auditcmd.NewTrust(g))
-	root.AddCommand(auditcmd.NewArchive(g), auditcmd.NewPrune(g), auditcmd.NewUnprune(g))
-	root.AddCommand(lockcmd.NewInit(g), newVersion(g))
-	root.AddCommand(lockcmd.NewWatchHolder(g), lockcmd.NewRecordLoss(g))
-	root.AddCommand(auditcmd.NewMetrics(g))
+	return root
+}
+
+// finishRoot sets up what spans the commands below root: completion of
+// their arguments and flags, the help command and topics, and the global
+// flags each command's help leaves out.
+func finishRoot(root *cobra.Command, g *invocation.Globals) *cobra.Command {
 	registerCompletions(root, g)
 	registerHelpTopics(root)
 	hideUnusedFlagsInHelp(root)
 	return root
-}
-
-// auditCommands are the read side of the ledger: history, timeline, who,
-// replay, verify, export and project.
-func auditCommands(g *invocation.Globals) []*cobra.Command {
-	return []*cobra.Command{timelinecmd.NewHistory(g), timelinecmd.NewTimeline(g), timelinecmd.NewWho(g), timelinecmd.NewReplay(g), auditcmd.NewVerify(g), auditcmd.NewExport(g), auditcmd.NewProject(g)}
 }

@@ -70,10 +70,15 @@ func (b BuildInfo) String() string {
 	return s + ", " + b.Go + " " + b.Platform
 }
 
+var versionListing = invocation.Listing{
+	Use:   "version",
+	Short: "Print the version, the commit it was built from and the Go version",
+}
+
 func newVersion(g *invocation.Globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version, the commit it was built from and the Go version",
+		Use:   versionListing.Use,
+		Short: versionListing.Short,
 		Long: `Print lockledger's module version, the git commit it was built from
 ("(modified)" when the tree had uncommitted changes) and the Go toolchain
 and platform. Same as --version; --json prints an object with version,

@@ -27,11 +27,16 @@ type archiveOptions struct {
 	actor  string
 }
 
+var archiveListing = invocation.Listing{
+	Use:   "archive (--below SEQ | --before TIME) -o FILE",
+	Short: "Write the oldest events, up to a signed checkpoint, to a self-contained archive",
+}
+
 func NewArchive(g *invocation.Globals) *cobra.Command {
 	o := &archiveOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "archive (--below SEQ | --before TIME) -o FILE",
-		Short: "Write the oldest events, up to a signed checkpoint, to a self-contained archive",
+		Use:   archiveListing.Use,
+		Short: archiveListing.Short,
 		Long: `Write the live log's events below seq SEQ to FILE, exactly as stored, in
 export's JSON Lines: the signed checkpoint of size SEQ-1 (which covers
 exactly them) first, then one line per event with its seq, prev_hash,
@@ -132,11 +137,16 @@ type pruneOptions struct {
 	actor   string
 }
 
+var pruneListing = invocation.Listing{
+	Use:   "prune --archive FILE",
+	Short: "Remove archived events from the live store, once their archive verifies against it",
+}
+
 func NewPrune(g *invocation.Globals) *cobra.Command {
 	o := &pruneOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "prune --archive FILE",
-		Short: "Remove archived events from the live store, once their archive verifies against it",
+		Use:   pruneListing.Use,
+		Short: pruneListing.Short,
 		Long: `Check the archive FILE (written by lockledger archive) on its own, as
 verify --file does, and against the live ledger: the same ledger, starting
 where the live log starts, ending on a stored checkpoint whose root the
@@ -250,11 +260,16 @@ type unpruneOptions struct {
 	actor   string
 }
 
+var unpruneListing = invocation.Listing{
+	Use:   "unprune --archive FILE",
+	Short: "Put the events the last prune removed back into the live store, from its archive",
+}
+
 func NewUnprune(g *invocation.Globals) *cobra.Command {
 	o := &unpruneOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "unprune --archive FILE",
-		Short: "Put the events the last prune removed back into the live store, from its archive",
+		Use:   unpruneListing.Use,
+		Short: unpruneListing.Short,
 		Long: `Undo the last prune standing: FILE must be the archive it recorded (its
 SHA-256), verify on its own as verify --file does, hold the leaves the
 live Merkle tree stores and chain into the live log's first event. Then,

@@ -10,10 +10,15 @@ import (
 	"github.com/lockledger/lockledger/events"
 )
 
+var checkpointListing = invocation.Listing{
+	Use:   "checkpoint",
+	Short: "Sign a checkpoint of the whole log now, store it and copy it to every --witness",
+}
+
 func NewCheckpoint(g *invocation.Globals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "checkpoint",
-		Short: "Sign a checkpoint of the whole log now, store it and copy it to every --witness",
+		Use:   checkpointListing.Use,
+		Short: checkpointListing.Short,
 		Long: `Sign a C2SP tlog-checkpoint of the event log as it stands: origin
 lockledger/<ledger id>, the number of events, the RFC 6962 Merkle root of
 their leaves, and the signing time, signed as a note with the key of

@@ -31,11 +31,16 @@ type exportOptions struct {
 	follow followOptions
 }
 
+var exportListing = invocation.Listing{
+	Use:   "export [--format jsonl|csv] [--since T] [--until T] [-o FILE] | export --follow [--after-seq N] [--format jsonl|cloudevents|syslog]",
+	Short: "Write events with their hashes for auditors",
+}
+
 func NewExport(g *invocation.Globals) *cobra.Command {
 	o := &exportOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "export [--format jsonl|csv] [--since T] [--until T] [-o FILE] | export --follow [--after-seq N] [--format jsonl|cloudevents|syslog]",
-		Short: "Write events with their hashes for auditors",
+		Use:   exportListing.Use,
+		Short: exportListing.Short,
 		Long: `Write events in log order with their seq, prev_hash and hash.
 
 jsonl (default): one event per line, {"seq","prev_hash","hash","body"},

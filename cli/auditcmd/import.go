@@ -21,11 +21,16 @@ type importOptions struct {
 	acceptBroken bool
 }
 
+var importListing = invocation.Listing{
+	Use:   "import --from ROOT --database URL",
+	Short: "Move a ledger from ROOT/ledger.db into a PostgreSQL database, every hash kept",
+}
+
 func NewImport(g *invocation.Globals) *cobra.Command {
 	o := &importOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "import --from ROOT --database URL",
-		Short: "Move a ledger from ROOT/ledger.db into a PostgreSQL database, every hash kept",
+		Use:   importListing.Use,
+		Short: importListing.Short,
 		Long: `Copy the whole ledger at --from (its id, every event byte for byte, the
 stored Merkle hashes, the signed checkpoints and the locks table) into the
 new, empty ledger at --database, then verify it there. The chain goes on

@@ -20,11 +20,16 @@ type keygenOptions struct {
 	out  string
 }
 
+var keygenListing = invocation.Listing{
+	Use:   "keygen --name NAME -o FILE",
+	Short: "Make the Ed25519 key that signs checkpoints; print its verifier key",
+}
+
 func NewKeygen(g *invocation.Globals) *cobra.Command {
 	o := &keygenOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "keygen --name NAME -o FILE",
-		Short: "Make the Ed25519 key that signs checkpoints; print its verifier key",
+		Use:   keygenListing.Use,
+		Short: keygenListing.Short,
 		Long: `Generate an Ed25519 key pair in the signed-note formats of
 golang.org/x/mod/sumdb/note. The signer key goes to FILE (mode 0600; an
 existing FILE is never overwritten); the verifier key, which auditors use

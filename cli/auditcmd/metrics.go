@@ -37,11 +37,16 @@ type metricsOptions struct {
 	listen string
 }
 
+var metricsListing = invocation.Listing{
+	Use:   "metrics [--format text|openmetrics] [-o FILE] | metrics --listen ADDR",
+	Short: "Print Prometheus metrics derived from the ledger, or serve them on /metrics",
+}
+
 func NewMetrics(g *invocation.Globals) *cobra.Command {
 	o := &metricsOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "metrics [--format text|openmetrics] [-o FILE] | metrics --listen ADDR",
-		Short: "Print Prometheus metrics derived from the ledger, or serve them on /metrics",
+		Use:   metricsListing.Use,
+		Short: metricsListing.Short,
 		Long: `Print the ledger's metrics for Prometheus: per lock, whether it is held,
 by how many holders and who, whether its holder is stale, counters of
 acquisitions, steals (by reason), releases (by result), lost locks,

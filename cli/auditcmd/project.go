@@ -21,11 +21,16 @@ type projectOptions struct {
 	rollback     bool
 }
 
+var projectListing = invocation.Listing{
+	Use:   "project [--accept-broken-chain]",
+	Short: "Rebuild the locks table and the lock files from the events",
+}
+
 func NewProject(g *invocation.Globals) *cobra.Command {
 	o := &projectOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "project [--accept-broken-chain]",
-		Short: "Rebuild the locks table and the lock files from the events",
+		Use:   projectListing.Use,
+		Short: projectListing.Short,
 		Long: `Replay every event and rebuild the projections from them alone: the locks
 table, then every lock file (placed, replaced or removed to match), under
 the ledger's writer lock (writers wait while it replays the log). Reports

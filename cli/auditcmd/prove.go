@@ -110,10 +110,15 @@ type proveOptions struct {
 	checkpoint string
 }
 
+var proveListing = invocation.Listing{
+	Use:   "prove event SEQ --checkpoint FILE | prove extends OLD NEW",
+	Short: "Prove from the ledger that an event is in a checkpoint, or that a checkpoint extends an older one",
+}
+
 func NewProve(g *invocation.Globals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "prove event SEQ --checkpoint FILE | prove extends OLD NEW",
-		Short: "Prove from the ledger that an event is in a checkpoint, or that a checkpoint extends an older one",
+		Use:   proveListing.Use,
+		Short: proveListing.Short,
 		Long: `Print RFC 6962 proofs computed from the ledger's stored Merkle hashes,
 for an auditor who keeps only checkpoints (signed notes, as witnesses
 hold them):
@@ -271,11 +276,16 @@ type verifyProofOptions struct {
 	verifiers []string
 }
 
+var verifyProofListing = invocation.Listing{
+	Use:   "verify-proof [FILE] [--verifier-key KEY]...",
+	Short: "Check a proof from lockledger prove, offline",
+}
+
 func NewVerifyProof(g *invocation.Globals) *cobra.Command {
 	o := &verifyProofOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "verify-proof [FILE] [--verifier-key KEY]...",
-		Short: "Check a proof from lockledger prove, offline",
+		Use:   verifyProofListing.Use,
+		Short: verifyProofListing.Short,
 		Long: `Check an inclusion or consistency proof (text or --json form, from FILE
 or standard input) without the ledger: the checkpoints' signatures with
 each --verifier-key (the key text, or a file holding it), that the proof

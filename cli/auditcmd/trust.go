@@ -18,10 +18,15 @@ import (
 	"github.com/lockledger/lockledger/witness"
 )
 
+var trustListing = invocation.Listing{
+	Use:   "trust",
+	Short: "Show, export, pin, forget or adopt the ledger this user trusts at the root",
+}
+
 func NewTrust(g *invocation.Globals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "trust",
-		Short: "Show, export, pin, forget or adopt the ledger this user trusts at the root",
+		Use:   trustListing.Use,
+		Short: trustListing.Short,
 		Long: `The trust store, outside every root ($LOCKLEDGER_TRUST_DIR, else
 $XDG_CONFIG_HOME/lockledger, else ~/.config/lockledger; mode 0700, owned
 by this user), holds this user's signing key (signing.key), the ledger

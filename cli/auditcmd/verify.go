@@ -40,11 +40,16 @@ type verifyOptions struct {
 	archives    []string
 }
 
+var verifyListing = invocation.Listing{
+	Use:   "verify [--full] [--clock-skew D] | verify --file FILE [--prev-hash H] [--clock-skew D]  [--verifier-key KEY [--checkpoint FILE] [--witness PATH]] [--expect-head SEQ:HASH]",
+	Short: "Check the database file, the hash chain, schemas, the locks table and the lock files",
+}
+
 func NewVerify(g *invocation.Globals) *cobra.Command {
 	o := &verifyOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "verify [--full] [--clock-skew D] | verify --file FILE [--prev-hash H] [--clock-skew D]  [--verifier-key KEY [--checkpoint FILE] [--witness PATH]] [--expect-head SEQ:HASH]",
-		Short: "Check the database file, the hash chain, schemas, the locks table and the lock files",
+		Use:   verifyListing.Use,
+		Short: verifyListing.Short,
 		Long: `Recompute the hash chain from the ledger's genesis and check, in one pass
 over the events: seq contiguity, every body against its schema, the
 indexed columns against the body; then that replay of all events equals

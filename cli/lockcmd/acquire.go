@@ -140,11 +140,16 @@ type acquireOptions struct {
 	acquireFlags
 }
 
+var acquireListing = invocation.Listing{
+	Use:   "acquire NAME",
+	Short: "Take a lock and print its request id",
+}
+
 func NewAcquire(g *invocation.Globals) *cobra.Command {
 	o := &acquireOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "acquire NAME",
-		Short: "Take a lock and print its request id",
+		Use:   acquireListing.Use,
+		Short: acquireListing.Short,
 		Long: `Take a lock. The holder recorded is the calling process (the shell or
 script that runs lockledger; --holder self, the default), its parent
 (--holder parent), or --pid: when it exits, the lock counts as dead and

@@ -17,11 +17,16 @@ type heartbeatOptions struct {
 	requestID string
 }
 
+var heartbeatListing = invocation.Listing{
+	Use:   "heartbeat NAME --request-id R",
+	Short: "Renew a lock you hold",
+}
+
 func NewHeartbeat(g *invocation.Globals) *cobra.Command {
 	o := &heartbeatOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "heartbeat NAME --request-id R",
-		Short: "Renew a lock you hold",
+		Use:   heartbeatListing.Use,
+		Short: heartbeatListing.Short,
 		Long: `Move the lock's last_heartbeat_at to now. Exit 5 when request R does not
 hold the lock. If R held it and had it taken away (stolen or superseded,
 displaced by another tool's lock file, released with --force), that is a

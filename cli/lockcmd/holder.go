@@ -136,12 +136,17 @@ func discarded(w any) bool {
 
 const watchCommand = "__watch-holder"
 
+var watchHolderListing = invocation.Listing{
+	Use:    watchCommand,
+	Hidden: true,
+}
+
 func NewWatchHolder(g *invocation.Globals) *cobra.Command {
 	var lock, comm string
 	var pid int
 	cmd := &cobra.Command{
-		Use:    watchCommand,
-		Hidden: true,
+		Use:    watchHolderListing.Use,
+		Hidden: watchHolderListing.Hidden,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			exited, err := waitPidfd(3, holderWatch)

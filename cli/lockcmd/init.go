@@ -21,10 +21,15 @@ type initObject struct {
 	Root     string `json:"root"`
 }
 
+var initListing = invocation.Listing{
+	Use:   "init",
+	Short: "Create the ledger (ROOT/ledger.db, or the tables of --database) if there is none",
+}
+
 func NewInit(g *invocation.Globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "init",
-		Short: "Create the ledger (ROOT/ledger.db, or the tables of --database) if there is none",
+		Use:   initListing.Use,
+		Short: initListing.Short,
 		Long: `Create an empty ledger: ROOT and ROOT/ledger.db, or with --database the
 tables of the PostgreSQL database (run it as the database's owner), with
 the ledger's id. Any writing command creates the ledger the same way;

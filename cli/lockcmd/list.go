@@ -16,11 +16,16 @@ import (
 
 type listOptions struct{ g *invocation.Globals }
 
+var listListing = invocation.Listing{
+	Use:   "list",
+	Short: "List every lock that is not free",
+}
+
 func NewList(g *invocation.Globals) *cobra.Command {
 	o := &listOptions{g: g}
 	return &cobra.Command{
-		Use:   "list",
-		Short: "List every lock that is not free",
+		Use:   listListing.Use,
+		Short: listListing.Short,
 		Long: `List held, stale and dead locks, including lock files written by other
 tools. list only reads: it takes no lock and writes nothing (but upgrades
 a ledger written by an older lockledger, where it can). A lock whose file

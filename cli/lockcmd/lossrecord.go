@@ -72,13 +72,18 @@ func recordLossLater(g *invocation.Globals, run *cobra.Command, hold *lease.Leas
 	_ = cmd.Process.Release()
 }
 
+var recordLossListing = invocation.Listing{
+	Use:    recordLossCommand,
+	Hidden: true,
+}
+
 func NewRecordLoss(g *invocation.Globals) *cobra.Command {
 	var lock, cause, until string
 	var id ledger.Identity
 	var failures int
 	cmd := &cobra.Command{
-		Use:    recordLossCommand,
-		Hidden: true,
+		Use:    recordLossListing.Use,
+		Hidden: recordLossListing.Hidden,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			end, err := time.Parse(time.RFC3339Nano, until)

@@ -27,11 +27,16 @@ type releaseOptions struct {
 	yes         bool
 }
 
+var releaseListing = invocation.Listing{
+	Use:   "release NAME --request-id R",
+	Short: "Free a lock you hold",
+}
+
 func NewRelease(g *invocation.Globals) *cobra.Command {
 	o := &releaseOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "release NAME --request-id R",
-		Short: "Free a lock you hold",
+		Use:   releaseListing.Use,
+		Short: releaseListing.Short,
 		Long: `Free a lock held by request R and record the result: --result, else
 failure when --exit-code is not 0, else success. Releasing a lock you
 already released (or --force on a free lock) releases nothing: it says

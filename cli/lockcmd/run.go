@@ -41,11 +41,16 @@ type runOptions struct {
 	acquireFlags
 }
 
+var runListing = invocation.Listing{
+	Use:   "run NAME [flags] [--] CMD [ARGS...]",
+	Short: "Hold a lock while a command runs, and exit with its exit code",
+}
+
 func NewRun(g *invocation.Globals) *cobra.Command {
 	o := &runOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "run NAME [flags] [--] CMD [ARGS...]",
-		Short: "Hold a lock while a command runs, and exit with its exit code",
+		Use:   runListing.Use,
+		Short: runListing.Short,
 		Long: `Acquire NAME, run CMD in its own process group with the lock heartbeated
 every min(ttl/3, 30s), then release it with the result (success, failure,
 or cancelled when run was signalled) and CMD's exit code.

@@ -28,11 +28,16 @@ type statusOptions struct {
 	check  bool
 }
 
+var statusListing = invocation.Listing{
+	Use:   "status NAME",
+	Short: "Show one lock: free, held, stale or dead, with its holder and ages",
+}
+
 func NewStatus(g *invocation.Globals) *cobra.Command {
 	o := &statusOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "status NAME",
-		Short: "Show one lock: free, held, stale or dead, with its holder and ages",
+		Use:   statusListing.Use,
+		Short: statusListing.Short,
 		Long: `Show a lock's state. status only reads: it takes no lock and writes
 nothing. States: free, held (active holder), stale (no heartbeat within
 its TTL; acquire --force takes it), dead (its holder on this host is gone;

@@ -30,11 +30,16 @@ type stealOptions struct {
 	acquireFlags
 }
 
+var stealListing = invocation.Listing{
+	Use:   "steal NAME --reason TEXT [--active] [--yes]",
+	Short: "Take a lock over explicitly, with a recorded reason",
+}
+
 func NewSteal(g *invocation.Globals) *cobra.Command {
 	o := &stealOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "steal NAME --reason TEXT [--active] [--yes]",
-		Short: "Take a lock over explicitly, with a recorded reason",
+		Use:   stealListing.Use,
+		Short: stealListing.Short,
 		Long: `Take a lock from its holder and record lock_stolen with the previous lock,
 its hash and your reason. A stale or dead holder is taken over as is; an
 active holder only with --active (the escape hatch), which asks for

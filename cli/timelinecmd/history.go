@@ -19,11 +19,16 @@ type historyOptions struct {
 	invocation.TimeRange
 }
 
+var historyListing = invocation.Listing{
+	Use:   "history NAME",
+	Short: "Print every event of one lock, oldest first",
+}
+
 func NewHistory(g *invocation.Globals) *cobra.Command {
 	o := &historyOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "history NAME",
-		Short: "Print every event of one lock, oldest first",
+		Use:   historyListing.Use,
+		Short: historyListing.Short,
 		Long: `Print one lock's events in log order: who acquired, renewed, stole,
 released it, whose heartbeats failed and who was blocked. Same formats as
 timeline (history NAME is timeline --lock NAME; --json is --format json).

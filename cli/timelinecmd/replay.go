@@ -18,11 +18,16 @@ type replayOptions struct {
 	lock string
 }
 
+var replayListing = invocation.Listing{
+	Use:   "replay [--as-of T] [--lock L]",
+	Short: "State of every lock at an instant, from the events alone (JSON)",
+}
+
 func NewReplay(g *invocation.Globals) *cobra.Command {
 	o := &replayOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "replay [--as-of T] [--lock L]",
-		Short: "State of every lock at an instant, from the events alone (JSON)",
+		Use:   replayListing.Use,
+		Short: replayListing.Short,
 		Long: `Fold the event log up to T (every event with at <= T, in log order) and
 print every lock's state then as JSON: {"as_of", "locks": [...]}, one
 object per lock named by any event, with its state (free, held, stale)

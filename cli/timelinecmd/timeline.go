@@ -26,11 +26,16 @@ type timelineOptions struct {
 	invocation.TimeRange
 }
 
+var timelineListing = invocation.Listing{
+	Use:   "timeline [--lock L] [--actor A] [--type T] [--since T] [--until T] [--format table|json|jsonl|csv|html|svg] [--wide] [-o FILE]",
+	Short: "Print events, oldest first, for a postmortem or an audit",
+}
+
 func NewTimeline(g *invocation.Globals) *cobra.Command {
 	o := &timelineOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "timeline [--lock L] [--actor A] [--type T] [--since T] [--until T] [--format table|json|jsonl|csv|html|svg] [--wide] [-o FILE]",
-		Short: "Print events, oldest first, for a postmortem or an audit",
+		Use:   timelineListing.Use,
+		Short: timelineListing.Short,
 		Long: `Print the events that match every filter given, in log order (seq),
 oldest first. Times are RFC 3339 or a duration meaning that long ago
 (--since 2h); both bounds are inclusive. --type is repeatable or a comma

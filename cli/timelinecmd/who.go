@@ -21,11 +21,16 @@ type whoOptions struct {
 	at   string
 }
 
+var whoListing = invocation.Listing{
+	Use:   "who NAME [--at T]",
+	Short: "Who held a lock at an instant, from the events alone",
+}
+
 func NewWho(g *invocation.Globals) *cobra.Command {
 	o := &whoOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "who NAME [--at T]",
-		Short: "Who held a lock at an instant, from the events alone",
+		Use:   whoListing.Use,
+		Short: whoListing.Short,
 		Long: `Replay one lock's events up to T (every event with at <= T, in log order)
 and print its holder then: held, stale (no heartbeat within the TTL at T)
 or free. "dead" cannot be judged after the fact: no event records the

@@ -41,6 +41,9 @@ func Main(m *testing.M, opts ...Option) {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	flag.Parse()
+	// The CLI is built from the package's own directory, inside the
+	// module, whatever directory a test moves to before the first Bin.
+	built.from, _ = os.Getwd()
 	for _, o := range opts {
 		o()
 	}
@@ -57,6 +60,7 @@ func Main(m *testing.M, opts ...Option) {
 // built is the CLI built for this test binary (Bin).
 var built struct {
 	once sync.Once
+	from string // the test's package directory
 	dir  string
 	path string
 }
@@ -84,9 +88,9 @@ func build() (string, error) {
 		return "", err
 	}
 	out := filepath.Join(built.dir, "lockledger")
-	// Found from the test's own package directory, inside the module; no
-	// VCS stamp, as a test binary has none.
+	// No VCS stamp, as a test binary has none.
 	c := exec.Command(gobin, "build", "-buildvcs=false", "-o", out, "github.com/lockledger/lockledger")
+	c.Dir = built.from
 	if msg, err := c.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w: %s", err, msg)
 	}

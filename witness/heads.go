@@ -38,7 +38,7 @@ func (h Heads) Last(id string, v note.Verifier) (*checkpoint.Signed, error) {
 	}
 	// Store rewrites the file the head was swapped out of (see replace),
 	// which a reader may still hold open: read under Store's lock.
-	lock, err := os.OpenFile(h.lockPath(id), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	lock, err := openLock(h.lockPath(id), os.O_RDONLY)
 	switch {
 	case errors.Is(err, fs.ErrNotExist): // nothing stored yet
 	case err != nil:
@@ -53,6 +53,24 @@ func (h Heads) Last(id string, v note.Verifier) (*checkpoint.Signed, error) {
 }
 
 func (h Heads) lockPath(id string) string { return filepath.Join(h.Dir, id+".lock") }
+
+// openLock opens the lock file of a head, which must be a regular file:
+// O_NONBLOCK keeps a FIFO planted there from blocking the open (a writer
+// reads the head inside its write transaction).
+func openLock(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s: %w (%s)", path, ErrKind, fi.Mode().Type())
+		}
+		return nil, err
+	}
+	return f, nil
+}
 
 // Earlier is the head of ledger id signed by v, as an earlier checkpoint
 // a new tree must extend; a head that cannot be read is a *HeadError.
@@ -101,7 +119,7 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 	if err := headID(id); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(h.lockPath(id), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	lock, err := openLock(h.lockPath(id), os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return err
 	}

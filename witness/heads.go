@@ -167,8 +167,12 @@ func (h Heads) replace(id, msg string) error {
 	if err := lockfile.SyncClose(f); err != nil {
 		return err
 	}
-	if swapped, err := exchange(spare, h.Path(id)); swapped || err != nil {
-		return err
+	// Only a regular head is swapped: anything else (a symlink, a FIFO)
+	// would become the spare and fail every later head; a rename replaces it.
+	if fi, err := os.Lstat(h.Path(id)); err == nil && fi.Mode().IsRegular() {
+		if swapped, err := exchange(spare, h.Path(id)); swapped || err != nil {
+			return err
+		}
 	}
 	return os.Rename(spare, h.Path(id))
 }

@@ -2,6 +2,7 @@ package witness
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -38,5 +39,34 @@ func TestHeadsLastDoesNotBlockOnAFIFOLock(t *testing.T) {
 	}
 	if _, err := h.Store(id, 1, signed(t, mine, id, 1), v); err == nil {
 		t.Error("a head was stored under a FIFO for a lock")
+	}
+}
+
+// A symlink at the head's path (made by the trust store's owner) is
+// replaced by the head, as a rename replaces it: it is never swapped into
+// the spare's place, where it would fail every later head.
+func TestHeadsReplacesASymlinkAtTheHeadAndGoesOnStoring(t *testing.T) {
+	mine, v := signer(t, "ops")
+	h := Heads{Dir: t.TempDir()}
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.WriteFile(elsewhere, []byte(signed(t, mine, id, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, h.Path(id)); err != nil {
+		t.Fatal(err)
+	}
+	for size := int64(2); size <= 4; size++ {
+		if _, err := h.Store(id, size, signed(t, mine, id, size), v); err != nil {
+			t.Fatalf("storing head %d: %v", size, err)
+		}
+	}
+	if last, err := h.Last(id, v); err != nil || last == nil || last.Size != 4 {
+		t.Fatalf("Last: %+v, %v; want size 4", last, err)
+	}
+	if fi, err := os.Lstat(h.Path(id)); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the head is not a regular file: %v, %v", fi, err)
+	}
+	if b, _ := os.ReadFile(elsewhere); string(b) != signed(t, mine, id, 1) {
+		t.Fatalf("the symlink's target was written: %q", b)
 	}
 }

@@ -145,15 +145,8 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 // is renamed into place.
 func (h Heads) replace(id, msg string) error {
 	spare := filepath.Join(h.Dir, "."+id+".spare")
-	f, err := os.OpenFile(spare, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+	f, err := openSpare(spare)
 	if err != nil {
-		return err
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%s is not a regular file", spare)
-		}
 		return err
 	}
 	if _, err := f.WriteAt([]byte(msg), 0); err != nil {
@@ -175,6 +168,39 @@ func (h Heads) replace(id, msg string) error {
 		}
 	}
 	return os.Rename(spare, h.Path(id))
+}
+
+// openSpare opens the spare file to be written over, a regular file of
+// one name: a spare with another name too (a hard link a backup of the
+// directory made, or the head itself) is replaced by a new file, so that
+// no other file is ever written in place.
+func openSpare(path string) (*os.File, error) {
+	for fresh := 0; ; fresh = os.O_EXCL {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|fresh|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("%s is not a regular file", path)
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		switch {
+		case !ok || st.Nlink == 1:
+			return f, nil
+		case fresh != 0:
+			f.Close()
+			return nil, fmt.Errorf("%s: a new file has %d names", path, st.Nlink)
+		}
+		f.Close()
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // headID refuses a ledger id that cannot name a file of its own in the

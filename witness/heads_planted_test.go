@@ -70,3 +70,64 @@ func TestHeadsReplacesASymlinkAtTheHeadAndGoesOnStoring(t *testing.T) {
 		t.Fatalf("the symlink's target was written: %q", b)
 	}
 }
+
+// The spare is written in place: a spare with a second name (a hard link
+// a backup of the trust directory made, cp -al or rsync --link-dest, or
+// the head itself) must not have that other file rewritten.
+func TestHeadsNeverRewritesAFileLinkedToTheSpare(t *testing.T) {
+	mine, v := signer(t, "ops")
+	h := Heads{Dir: t.TempDir()}
+	for size := int64(1); size <= 2; size++ {
+		if _, err := h.Store(id, size, signed(t, mine, id, size), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spare := filepath.Join(h.Dir, "."+id+".spare")
+	backup := filepath.Join(h.Dir, "backup")
+	if err := os.Link(spare, backup); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Store(id, 3, signed(t, mine, id, 3), v); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(backup); string(after) != string(before) {
+		t.Fatalf("a file linked to the spare was rewritten: %q, was %q", after, before)
+	}
+
+	// The spare the head's own second name: the head is never written in place.
+	if err := os.Remove(spare); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(h.Path(id), spare); err != nil {
+		t.Fatal(err)
+	}
+	head3, _ := os.ReadFile(h.Path(id))
+	var st unix.Stat_t
+	if err := unix.Stat(h.Path(id), &st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Store(id, 4, signed(t, mine, id, 4), v); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := h.Last(id, v); err != nil || last == nil || last.Size != 4 {
+		t.Fatalf("Last: %+v, %v; want size 4", last, err)
+	}
+	f, err := os.Open(spare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var now unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &now); err != nil {
+		t.Fatal(err)
+	}
+	if now.Ino == st.Ino {
+		if b, _ := os.ReadFile(spare); string(b) != string(head3) {
+			t.Fatalf("the old head's inode was written in place: %q, was %q", b, head3)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package witness
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -36,20 +37,57 @@ func (h Heads) Last(id string, v note.Verifier) (*checkpoint.Signed, error) {
 	if err := headID(id); err != nil {
 		return nil, err
 	}
-	// Store rewrites the file the head was swapped out of (see replace),
-	// which a reader may still hold open: read under Store's lock.
+	unlock, err := h.readLock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return Last(h.Path(id), id, v)
+}
+
+// Read is the content of ledger id's head file, nil when there is none,
+// read as Last reads it: under Store's lock, never through a symlink.
+func (h Heads) Read(id string) ([]byte, error) {
+	if err := headID(id); err != nil {
+		return nil, err
+	}
+	unlock, err := h.readLock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	f, err := os.OpenFile(h.Path(id), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		if err == nil {
+			err = fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
+		}
+		return nil, err
+	}
+	return io.ReadAll(f)
+}
+
+// readLock takes the shared lock of ledger id's head, where Store has
+// made one: Store rewrites the file a head was swapped out of (see
+// replace), which a reader may still hold open. The func lets it go.
+func (h Heads) readLock(id string) (func(), error) {
 	lock, err := openLock(h.lockPath(id), os.O_RDONLY)
 	switch {
 	case errors.Is(err, fs.ErrNotExist): // nothing stored yet
+		return func() {}, nil
 	case err != nil:
 		return nil, err
-	default:
-		defer lock.Close()
-		if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
-			return nil, err
-		}
 	}
-	return Last(h.Path(id), id, v)
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return func() { lock.Close() }, nil
 }
 
 func (h Heads) lockPath(id string) string { return filepath.Join(h.Dir, id+".lock") }

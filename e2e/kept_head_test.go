@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,5 +79,42 @@ func TestVerifyReadsTheKeptHeadUnderItsLock(t *testing.T) {
 	v := clitest.DecodeVerify(t, clitest.Result{Code: c.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errOut.String()})
 	if c.ProcessState.ExitCode() != 0 || !v.OK {
 		t.Fatalf("verify of an untouched root read the head mid-write: exit %d\nstdout: %s\nstderr: %s", c.ProcessState.ExitCode(), out.String(), errOut.String())
+	}
+}
+
+// TestTrustStoreWhoseHeadsOthersCanWriteIsRefused: a trust store others
+// may enter (0755) whose heads/ another user can write (a backup restored
+// with the wrong modes): another uid deletes the kept head, someone who
+// can write ROOT cuts the tail, and the next honest write must not sign
+// the cut log as if no head had been kept: it refuses the store.
+func TestTrustStoreWhoseHeadsOthersCanWriteIsRefused(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIP: acting as another uid needs root")
+	}
+	root, head := defaultRoot(t)
+	cutTail(t, root, 4)
+	heads := filepath.Dir(head)
+	store := filepath.Dir(heads)
+	for dir, mode := range map[string]os.FileMode{filepath.Dir(store): 0o755, store: 0o755, heads: 0o777} {
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rm := exec.Command("rm", head)
+	rm.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if out, err := rm.CombinedOutput(); err != nil {
+		t.Fatalf("uid 65534 could not remove the head in a heads/ of mode 0777: %v %s", err, out)
+	}
+	before := snapLedger(t, root)
+	r := clitest.Run(t, root, "acquire", "next", "--actor", "frank", "--pid", strconv.Itoa(os.Getpid()))
+	if r.Code != 2 || !strings.Contains(r.Stderr, heads) || !strings.Contains(r.Stderr, "others can write it") {
+		t.Fatalf("a write with a heads/ others can write: exit %d, want 2 naming %s\nstdout: %s\nstderr: %s", r.Code, heads, r.Stdout, r.Stderr)
+	}
+	if after := snapLedger(t, root); after.events != before.events {
+		t.Fatalf("a refused write changed the log: %s, was %s", after, before)
+	}
+	if v := clitest.Run(t, root, "verify"); v.Code != 2 || !strings.Contains(v.Stderr, heads) {
+		t.Fatalf("verify with a heads/ others can write: exit %d, want 2 naming %s\nstdout: %s\nstderr: %s", v.Code, heads, v.Stdout, v.Stderr)
 	}
 }

@@ -69,25 +69,37 @@ func Open(dir, root string) (*Store, error) {
 	if err := os.Mkdir(abs, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, refuse(abs, cannotCreate(err))
 	}
-	var st unix.Stat_t
-	if err := unix.Lstat(abs, &st); err != nil {
-		return nil, refuse(abs, "cannot be read: "+errText(err))
-	}
-	switch {
-	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-		return nil, refuse(abs, "is a symlink: the trust store must be a directory of its own, never followed")
-	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return nil, refuse(abs, "is not a directory")
-	case int(st.Uid) != os.Geteuid():
-		return nil, refuse(abs, fmt.Sprintf("is owned by uid %d, not by this user (uid %d): only its owner may keep a trust store in it", st.Uid, os.Geteuid()))
-	case st.Mode&0o022 != 0:
-		return nil, refuse(abs, fmt.Sprintf("has mode %04o: others can write it; chmod go-w it (0700)", st.Mode&0o7777))
+	if err := ownDir(abs); err != nil {
+		return nil, err
 	}
 	s := &Store{dir: abs}
 	if err := os.Mkdir(s.HeadsDir(), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, refuse(s.HeadsDir(), "cannot be created: "+errText(err))
 	}
+	if err := ownDir(s.HeadsDir()); err != nil { // the heads are what a rollback is checked against
+		return nil, err
+	}
 	return s, nil
+}
+
+// ownDir refuses a directory of the store that is a symlink, another
+// user's or writable by others.
+func ownDir(path string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return refuse(path, "cannot be read: "+errText(err))
+	}
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return refuse(path, "is a symlink: the trust store must be a directory of its own, never followed")
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return refuse(path, "is not a directory")
+	case int(st.Uid) != os.Geteuid():
+		return refuse(path, fmt.Sprintf("is owned by uid %d, not by this user (uid %d): only its owner may keep a trust store in it", st.Uid, os.Geteuid()))
+	case st.Mode&0o022 != 0:
+		return refuse(path, fmt.Sprintf("has mode %04o: others can write it; chmod go-w it (0700)", st.Mode&0o7777))
+	}
+	return nil
 }
 
 // cannotCreate is the rule of a trust directory that could not be made

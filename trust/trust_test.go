@@ -112,3 +112,41 @@ func TestPinsRoundTripAndForget(t *testing.T) {
 		t.Fatalf("a ledger id with a space: %v", err)
 	}
 }
+
+// The heads kept in the store are what a rolled-back ledger is caught
+// against: a heads directory that is a symlink (to a shared directory),
+// another user's or writable by others is refused as the store itself is,
+// even inside a store others may enter (0755).
+func TestOpenRefusesAHeadsDirectoryOthersCouldWrite(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]func(heads string) error{
+		"is a symlink":        func(heads string) error { return os.Symlink(shared, heads) },
+		"others can write it": func(heads string) error { return errors.Join(os.Mkdir(heads, 0o700), os.Chmod(heads, 0o777)) },
+	}
+	if os.Geteuid() == 0 {
+		cases["is owned by uid 65534"] = func(heads string) error { return errors.Join(os.Mkdir(heads, 0o700), os.Chown(heads, 65534, -1)) }
+	}
+	for rule, plant := range cases {
+		dir := filepath.Join(t.TempDir(), "trust")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		heads := filepath.Join(dir, "heads")
+		if err := plant(heads); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(dir, "/nonexistent-root")
+		if !errors.Is(err, events.ErrInvalid) || !strings.Contains(err.Error(), heads) || !strings.Contains(err.Error(), rule) {
+			t.Errorf("%s: Open: %v, want invalid naming %s and %q", rule, err, heads, rule)
+		}
+	}
+}

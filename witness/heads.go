@@ -3,6 +3,7 @@ package witness
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -36,23 +37,78 @@ func (h Heads) Last(id string, v note.Verifier) (*checkpoint.Signed, error) {
 	if err := headID(id); err != nil {
 		return nil, err
 	}
-	// Store rewrites the file the head was swapped out of (see replace),
-	// which a reader may still hold open: read under Store's lock.
-	lock, err := os.OpenFile(h.lockPath(id), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	switch {
-	case errors.Is(err, fs.ErrNotExist): // nothing stored yet
-	case err != nil:
+	unlock, err := h.readLock(id)
+	if err != nil {
 		return nil, err
-	default:
-		defer lock.Close()
-		if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
-			return nil, err
-		}
 	}
+	defer unlock()
 	return Last(h.Path(id), id, v)
 }
 
+// Read is the content of ledger id's head file, nil when there is none,
+// read as Last reads it: under Store's lock, never through a symlink.
+func (h Heads) Read(id string) ([]byte, error) {
+	if err := headID(id); err != nil {
+		return nil, err
+	}
+	unlock, err := h.readLock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	f, err := os.OpenFile(h.Path(id), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		if err == nil {
+			err = fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
+		}
+		return nil, err
+	}
+	return io.ReadAll(f)
+}
+
+// readLock takes the shared lock of ledger id's head, where Store has
+// made one: Store rewrites the file a head was swapped out of (see
+// replace), which a reader may still hold open. The func lets it go.
+func (h Heads) readLock(id string) (func(), error) {
+	lock, err := openLock(h.lockPath(id), os.O_RDONLY)
+	switch {
+	case errors.Is(err, fs.ErrNotExist): // nothing stored yet
+		return func() {}, nil
+	case err != nil:
+		return nil, err
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return func() { lock.Close() }, nil
+}
+
 func (h Heads) lockPath(id string) string { return filepath.Join(h.Dir, id+".lock") }
+
+// openLock opens the lock file of a head, which must be a regular file:
+// O_NONBLOCK keeps a FIFO planted there from blocking the open (a writer
+// reads the head inside its write transaction).
+func openLock(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s: %w (%s)", path, ErrKind, fi.Mode().Type())
+		}
+		return nil, err
+	}
+	return f, nil
+}
 
 // Earlier is the head of ledger id signed by v, as an earlier checkpoint
 // a new tree must extend; a head that cannot be read is a *HeadError.
@@ -101,7 +157,7 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 	if err := headID(id); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(h.lockPath(id), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	lock, err := openLock(h.lockPath(id), os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return err
 	}
@@ -127,15 +183,8 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 // is renamed into place.
 func (h Heads) replace(id, msg string) error {
 	spare := filepath.Join(h.Dir, "."+id+".spare")
-	f, err := os.OpenFile(spare, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+	f, err := openSpare(spare)
 	if err != nil {
-		return err
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%s is not a regular file", spare)
-		}
 		return err
 	}
 	if _, err := f.WriteAt([]byte(msg), 0); err != nil {
@@ -149,10 +198,47 @@ func (h Heads) replace(id, msg string) error {
 	if err := lockfile.SyncClose(f); err != nil {
 		return err
 	}
-	if swapped, err := exchange(spare, h.Path(id)); swapped || err != nil {
-		return err
+	// Only a regular head is swapped: anything else (a symlink, a FIFO)
+	// would become the spare and fail every later head; a rename replaces it.
+	if fi, err := os.Lstat(h.Path(id)); err == nil && fi.Mode().IsRegular() {
+		if swapped, err := exchange(spare, h.Path(id)); swapped || err != nil {
+			return err
+		}
 	}
 	return os.Rename(spare, h.Path(id))
+}
+
+// openSpare opens the spare file to be written over, a regular file of
+// one name: a spare with another name too (a hard link a backup of the
+// directory made, or the head itself) is replaced by a new file, so that
+// no other file is ever written in place.
+func openSpare(path string) (*os.File, error) {
+	for fresh := 0; ; fresh = os.O_EXCL {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|fresh|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("%s is not a regular file", path)
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		switch {
+		case !ok || st.Nlink == 1:
+			return f, nil
+		case fresh != 0:
+			f.Close()
+			return nil, fmt.Errorf("%s: a new file has %d names", path, st.Nlink)
+		}
+		f.Close()
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // headID refuses a ledger id that cannot name a file of its own in the

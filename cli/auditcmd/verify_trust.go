@@ -11,6 +11,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/trust"
+	"github.com/lockledger/lockledger/witness"
 )
 
 // unsignedWarning is what verify says, on stderr and in --json, of a
@@ -82,9 +83,13 @@ func (o *verifyOptions) fromStore(t *replay.Trust) error {
 		if head == "" {
 			continue
 		}
-		ns, err := witnessNotes(head)
+		b, err := witness.Heads{Dir: s.HeadsDir()}.Read(id)
 		if err != nil {
-			return err
+			return events.Invalid("trust directory", head, "cannot be read: "+invocation.ErrText(err))
+		}
+		var ns []replay.NoteSource
+		for _, e := range checkpoint.SplitNotes(b) {
+			ns = append(ns, replay.NoteSource{Source: fmt.Sprintf("checkpoint %s:%d", head, e.Line), Note: e.Note})
 		}
 		if t.Witnesses == nil {
 			t.Witnesses = map[string]int{}

@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// TestVerifyReadsTheKeptHeadUnderItsLock: a writer rewrites the file a
+// head was swapped out of in place, under the head's lock; plain verify
+// reads the head under that lock too, so that it never reads a head
+// half written. Here the test holds the lock over a head cut in half, as
+// a writer would mid-write, and puts it back whole before letting go.
+func TestVerifyReadsTheKeptHeadUnderItsLock(t *testing.T) {
+	t.Parallel()
+	root, head := defaultRoot(t)
+	whole := readFile(t, head)
+	lock, err := os.OpenFile(strings.TrimSuffix(head, ".checkpoint")+".lock", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(head, []byte(whole[:len(whole)/2]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := clitest.Command(ctx, root, "verify", "--json")
+	var out, errOut strings.Builder
+	c.Stdout, c.Stderr = &out, &errOut
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(lock.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	blocked := fmt.Sprintf(":%d ", st.Ino)
+	for waiting := false; !waiting; {
+		select {
+		case err := <-exited:
+			t.Fatalf("verify finished (%v) while a writer held the head's lock over a head half written\nstdout: %s\nstderr: %s", err, out.String(), errOut.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		locks, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(locks), "\n") {
+			waiting = waiting || strings.Contains(l, "-> FLOCK") && strings.Contains(l, blocked)
+		}
+	}
+	if err := os.WriteFile(head, []byte(whole), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	err = <-exited
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	v := clitest.DecodeVerify(t, clitest.Result{Code: c.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errOut.String()})
+	if c.ProcessState.ExitCode() != 0 || !v.OK {
+		t.Fatalf("verify of an untouched root read the head mid-write: exit %d\nstdout: %s\nstderr: %s", c.ProcessState.ExitCode(), out.String(), errOut.String())
+	}
+}
+
+// TestTrustStoreWhoseHeadsOthersCanWriteIsRefused: a trust store others
+// may enter (0755) whose heads/ another user can write (a backup restored
+// with the wrong modes): another uid deletes the kept head, someone who
+// can write ROOT cuts the tail, and the next honest write must not sign
+// the cut log as if no head had been kept: it refuses the store.
+func TestTrustStoreWhoseHeadsOthersCanWriteIsRefused(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIP: acting as another uid needs root")
+	}
+	root, head := defaultRoot(t)
+	cutTail(t, root, 4)
+	heads := filepath.Dir(head)
+	store := filepath.Dir(heads)
+	for dir, mode := range map[string]os.FileMode{filepath.Dir(store): 0o755, store: 0o755, heads: 0o777} {
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rm := exec.Command("rm", head)
+	rm.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if out, err := rm.CombinedOutput(); err != nil {
+		t.Fatalf("uid 65534 could not remove the head in a heads/ of mode 0777: %v %s", err, out)
+	}
+	before := snapLedger(t, root)
+	r := clitest.Run(t, root, "acquire", "next", "--actor", "frank", "--pid", strconv.Itoa(os.Getpid()))
+	if r.Code != 2 || !strings.Contains(r.Stderr, heads) || !strings.Contains(r.Stderr, "others can write it") {
+		t.Fatalf("a write with a heads/ others can write: exit %d, want 2 naming %s\nstdout: %s\nstderr: %s", r.Code, heads, r.Stdout, r.Stderr)
+	}
+	if after := snapLedger(t, root); after.events != before.events {
+		t.Fatalf("a refused write changed the log: %s, was %s", after, before)
+	}
+	if v := clitest.Run(t, root, "verify"); v.Code != 2 || !strings.Contains(v.Stderr, heads) {
+		t.Fatalf("verify with a heads/ others can write: exit %d, want 2 naming %s\nstdout: %s\nstderr: %s", v.Code, heads, v.Stdout, v.Stderr)
+	}
+}

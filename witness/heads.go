@@ -17,8 +17,9 @@ import (
 )
 
 // Heads is a local witness that keeps only the latest signed head of each
-// ledger: DIR/<ledger id>.checkpoint, replaced whole (written aside,
-// fsynced, renamed) under DIR/<ledger id>.lock, never by a smaller head.
+// ledger: DIR/<ledger id>.checkpoint, replaced whole (written to a spare
+// file, fsynced, swapped or renamed into place: replace) under
+// DIR/<ledger id>.lock, never by a smaller head.
 // The zero Heads keeps nothing.
 type Heads struct {
 	Dir string

@@ -376,6 +376,14 @@ func TestJQ(t *testing.T) {
 	if r := clitest.Must(t, 0, root, "run", "b", "--jq", ".status", "-c", "echo from-cmd"); r.Stdout != "from-cmd\nreleased\n" {
 		t.Errorf("run --jq: %q, want the command's line then the filtered object", r.Stdout)
 	}
+	// An expression that fails on what a successful acquire wrote: the
+	// lock is held, and stderr says so with the request id to release it.
+	r = clitest.Run(t, root, "acquire", "d", "--pid", self, "--jq", `error("no")`)
+	st := statusJSON(t, root, "d")
+	held, _ := st["lock"].(map[string]any)
+	if r.Code != 1 || held == nil || !strings.Contains(r.Stderr, "the command itself succeeded") || !strings.Contains(r.Stderr, held["request_id"].(string)) {
+		t.Errorf("acquire --jq failing at run time: exit %d, status %v\nstderr: %s", r.Code, st, r.Stderr)
+	}
 	n := clitest.EventCount(t, root)
 	r = clitest.Run(t, root, "acquire", "c", "--jq", ".[")
 	if obj := errorKind(t, "--jq .[", cli.KindInvalidInput, r); obj["field"] != "--jq" {

@@ -57,6 +57,7 @@ func (g *Globals) FinishJQ(code int) int {
 	}
 	f := g.jq
 	g.IO.Out, g.jq = f.out, nil
+	held := bytes.TrimSpace(bytes.Clone(f.held.Bytes()))
 	dec := json.NewDecoder(&f.held)
 	dec.UseNumber()
 	for {
@@ -79,6 +80,11 @@ func (g *Globals) FinishJQ(code int) int {
 					break
 				}
 				g.SayError("--jq: " + err.Error())
+				if code == ExitOK {
+					// What the command did (a lock taken, with its request
+					// id) must not be lost with the expression.
+					g.SayError("the command itself succeeded; its output: " + string(held))
+				}
 				return max(code, ExitFailure)
 			}
 			if s, isString := r.(string); isString {

@@ -118,3 +118,36 @@ func TestTrustStoreWhoseHeadsOthersCanWriteIsRefused(t *testing.T) {
 		t.Fatalf("verify with a heads/ others can write: exit %d, want 2 naming %s\nstdout: %s\nstderr: %s", v.Code, heads, v.Stdout, v.Stderr)
 	}
 }
+
+// A head file that holds no head the writer's key signed (damaged, or
+// another key's) is not "no head": the next write refuses to sign, naming
+// the file, and changes nothing, where it used to overwrite it silently
+// and so forget how far the log had been signed.
+func TestAWriterRefusesAHeadItsKeyDidNotSign(t *testing.T) {
+	t.Parallel()
+	root, head := defaultRoot(t)
+	other, otherTrust := filepath.Join(t.TempDir(), "other"), filepath.Join(t.TempDir(), "other-trust")
+	if r := clitest.RunWith(t, other, []string{"LOCKLEDGER_TRUST_DIR=" + otherTrust}, "", "acquire", "x", "--pid", strconv.Itoa(os.Getpid())); r.Code != 0 {
+		t.Fatalf("a ledger signed by another key: exit %d\n%s", r.Code, r.Stderr)
+	}
+	otherHead, err := filepath.Glob(filepath.Join(otherTrust, "heads", "*.checkpoint"))
+	if err != nil || len(otherHead) != 1 {
+		t.Fatalf("the other ledger's head: %v %v", otherHead, err)
+	}
+	for name, content := range map[string]string{"damaged": "not a checkpoint\n", "another key's": readFile(t, otherHead[0])} {
+		if err := os.WriteFile(head, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before := snapLedger(t, root)
+		r := clitest.Run(t, root, "acquire", "new", "--pid", strconv.Itoa(os.Getpid()))
+		if r.Code == 0 || !strings.Contains(r.Stderr, "refusing to sign") || !strings.Contains(r.Stderr, head) {
+			t.Errorf("%s head: acquire exit %d, want a refusal naming %s\nstderr: %s", name, r.Code, head, r.Stderr)
+		}
+		if after := snapLedger(t, root); after != before {
+			t.Errorf("%s head: the refused write changed the ledger", name)
+		}
+		if got := readFile(t, head); got != content {
+			t.Errorf("%s head: the head file was replaced: %q", name, got)
+		}
+	}
+}

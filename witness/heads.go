@@ -119,10 +119,18 @@ func (h Heads) Earlier(id string, v note.Verifier) ([]checkpoint.Earlier, error)
 		return nil, &HeadError{Dir: h.Dir, Err: err}
 	}
 	if kept == nil {
+		// A head file is only ever replaced whole by one this key signed:
+		// one that holds none (another key's, or damaged) is not "no head".
+		if _, err := os.Lstat(h.Path(id)); !errors.Is(err, fs.ErrNotExist) {
+			return nil, &HeadError{Dir: h.Dir, Err: fmt.Errorf("%s holds no head of ledger %s signed by %s (another key's, or damaged): %w", h.Path(id), id, v.Name(), ErrForeignHead)}
+		}
 		return nil, nil
 	}
 	return []checkpoint.Earlier{{Checkpoint: kept.Checkpoint, Source: "the head kept in " + h.Path(id)}}, nil
 }
+
+// ErrForeignHead: the head file holds no head the writer's key signed.
+var ErrForeignHead = errors.New("if the key was changed on purpose, move the file aside or run `lockledger trust forget`")
 
 // HeadError: the head kept outside the root cannot be read, so no tree
 // can be proven to extend it; nothing may be signed.

@@ -229,7 +229,7 @@ func pgLibrary(ctx context.Context, tmp, ledgerURL, rawURL string) {
 // committing two rows, alternated.
 func pgCLI(tmp, ledgerURL, rawURL, psql string) {
 	openRaw(context.Background(), rawURL).Close()
-	env := append(os.Environ(), "LOCKLEDGER_ROOT="+filepath.Join(tmp, "pg-cli"), "LOCKLEDGER_DATABASE_URL="+ledgerURL, "NO_COLOR=1")
+	env := append(cliEnv(filepath.Join(tmp, "pg-trust")), "LOCKLEDGER_ROOT="+filepath.Join(tmp, "pg-cli"), "LOCKLEDGER_DATABASE_URL="+ledgerURL)
 	two := "BEGIN; " + rawInsertSQL + "; COMMIT; BEGIN; " + rawInsertSQL + "; COMMIT;"
 	psqlArgs := []string{"-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", rawURL, "-c", two}
 	timeCmd(env, *bin, "--log-level", "error", "run", "warm", "--", "true") // create the ledger once

@@ -29,7 +29,8 @@ func TestDemoIsATranscriptOnStdout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, "bash", demo, clitest.Bin())
-	c.Env = clitest.Env(t.TempDir(), "TMPDIR="+tmp)
+	caller := t.TempDir()
+	c.Env = clitest.Env(caller, "TMPDIR="+tmp)
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -37,6 +38,11 @@ func TestDemoIsATranscriptOnStdout(t *testing.T) {
 		t.Fatalf("demo: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
 	}
 	t.Logf("the demo took %v", time.Since(start).Round(time.Millisecond))
+	// The tour's throwaway root is neither signed with nor pinned in the
+	// caller's trust store.
+	if _, err := os.Stat(clitest.TrustDir(caller)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the demo wrote the caller's trust store %s (%v)", clitest.TrustDir(caller), err)
+	}
 	out, errOut := stdout.String(), stderr.String()
 	if strings.Contains(errOut, "$ lockledger") {
 		t.Errorf("command lines on stderr:\n%s", errOut)

@@ -8,8 +8,10 @@ set -euo pipefail
 bin=$(cd "$(dirname "${1:-bin/lockledger}")" && pwd)/$(basename "${1:-bin/lockledger}")
 demo=$(mktemp -d "${TMPDIR:-/tmp}/lockledger-demo.XXXXXX")
 root=$demo/root page=$demo/timeline.html
-trap 'rm -rf "$root"' EXIT
-export LOCKLEDGER_ROOT="$root" LOCKLEDGER_ACTOR=demo
+trap 'rm -rf "$root" "$demo/trust"' EXIT
+# A trust store of the tour's own: the throwaway root is neither pinned in
+# nor signed with the user's (~/.config/lockledger).
+export LOCKLEDGER_ROOT="$root" LOCKLEDGER_TRUST_DIR="$demo/trust" LOCKLEDGER_ACTOR=demo
 # shown prints the command line as a shell would take it back.
 shown() {
 	local a line='$ lockledger'

@@ -9,7 +9,7 @@ chromium=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || tru
 [ -n "$chromium" ] || { echo "chromium is not installed (apt-get install chromium)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-export LOCKLEDGER_ROOT=$work/root NO_COLOR=1
+export LOCKLEDGER_ROOT=$work/root LOCKLEDGER_TRUST_DIR=$work/trust NO_COLOR=1
 ll() { "$bin" "$@"; }
 
 rid=$(LOCKLEDGER_ACTOR=alice ll acquire app-prod --pid $$ --ttl 60 --intent deploy --intent-version v42 --metadata ticket=INC-7)

@@ -23,17 +23,20 @@ const (
 	FormatCSV   = "csv"
 )
 
-// JSONFormat is the format of history and timeline under --json: json
-// (one array, as --format json) unless --format names json or jsonl; any
-// other --format contradicts --json.
-func JSONFormat(cmd *cobra.Command, format string) (string, error) {
-	if !cmd.Flags().Changed("format") {
-		return FormatJSON, nil
+// JSONFormat applies --json (asJSON) to the *format of history and
+// timeline: json (one array, as --format json) unless --format names json
+// or jsonl; any other --format contradicts --json.
+func JSONFormat(cmd *cobra.Command, asJSON bool, format *string) error {
+	switch {
+	case !asJSON:
+		return nil
+	case !cmd.Flags().Changed("format"):
+		*format = FormatJSON
+		return nil
+	case *format != FormatJSON && *format != FormatJSONL:
+		return events.Invalid("--format", *format, "must be json or jsonl with --json (which writes JSON on stdout)")
 	}
-	if format != FormatJSON && format != FormatJSONL {
-		return "", events.Invalid("--format", format, "must be json or jsonl with --json (which writes JSON on stdout)")
-	}
-	return format, nil
+	return nil
 }
 
 // EventSink prints events one at a time, streaming.

@@ -35,6 +35,14 @@ func (r *Reader) Close() {
 	r.g.Finish(r.Ledger)
 }
 
+// NoteArchived says on stderr, for a read of a pruned log, what
+// ArchivedNote says.
+func (r *Reader) NoteArchived(ctx context.Context) {
+	if n := ArchivedNote(ctx, r); n != "" {
+		r.g.Sayf("note: %s", n)
+	}
+}
+
 // ArchivedNote says, for a read of a pruned log, that it reads only the
 // live log and which archive holds the events before it ("" when nothing
 // was pruned).

@@ -38,12 +38,8 @@ history only reads.`,
 		Args: invocation.ExactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
-			if o.g.JSON {
-				f, err := eventfmt.JSONFormat(cmd, o.format)
-				if err != nil {
-					return err
-				}
-				o.format = f
+			if err := eventfmt.JSONFormat(cmd, o.g.JSON, &o.format); err != nil {
+				return err
 			}
 			return runHistory(cmd.Context(), o)
 		},

@@ -101,15 +101,7 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 			return err
 		}
 	}
-	r, err := o.g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if n := invocation.ArchivedNote(ctx, r); n != "" {
-		o.g.Sayf("note: %s", n)
-	}
-	st, err := replay.AsOf(ctx, r.Tx, asOf, o.lock)
+	st, err := foldAt(ctx, o.g, asOf, o.lock)
 	if err != nil {
 		return err
 	}
@@ -144,4 +136,17 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 	}
 	_, err = o.g.IO.Out.Write(append(b, '\n'))
 	return err
+}
+
+// foldAt is the log folded up to at (zero: all of it), for lock alone when
+// one is given, from one read; it says first when the log starts after a
+// prune.
+func foldAt(ctx context.Context, g *invocation.Globals, at time.Time, lock string) (*replay.State, error) {
+	r, err := g.OpenRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	r.NoteArchived(ctx)
+	return replay.AsOf(ctx, r.Tx, at, lock)
 }

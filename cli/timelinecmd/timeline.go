@@ -89,12 +89,8 @@ timeline only reads: it takes no lock.`,
   lockledger timeline --lock app-prod --since 2025-03-14T10:00:00Z --format html -o app-prod.html`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.g.JSON {
-				f, err := eventfmt.JSONFormat(cmd, o.format)
-				if err != nil {
-					return err
-				}
-				o.format = f
+			if err := eventfmt.JSONFormat(cmd, o.g.JSON, &o.format); err != nil {
+				return err
 			}
 			return runTimeline(cmd.Context(), o)
 		},
@@ -178,9 +174,7 @@ func printEventsIn(ctx context.Context, g *invocation.Globals, f replay.Filter, 
 		return err
 	}
 	defer r.Close()
-	if n := invocation.ArchivedNote(ctx, r); n != "" {
-		g.Sayf("note: %s", n)
-	}
+	r.NoteArchived(ctx)
 	out := bufio.NewWriterSize(g.IO.Out, 64<<10)
 	var sink eventfmt.EventSink = newNarrowSink(out, invocation.ColorOK(g.IO.Out))
 	if !narrow || format != eventfmt.FormatTable {

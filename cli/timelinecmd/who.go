@@ -72,15 +72,7 @@ func runWho(ctx context.Context, o *whoOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := o.g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if n := invocation.ArchivedNote(ctx, r); n != "" {
-		o.g.Sayf("note: %s", n)
-	}
-	st, err := replay.AsOf(ctx, r.Tx, at, o.lock)
+	st, err := foldAt(ctx, o.g, at, o.lock)
 	if err != nil {
 		return err
 	}

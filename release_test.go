@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lockledger/lockledger/internal/racedetector"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 )
@@ -438,7 +439,7 @@ func buildWithMake() (string, error) {
 	}
 	bin := filepath.Join(built.dir, "lockledger")
 	args := []string{"-s", "--no-print-directory", "build", "BIN=" + bin, "BUILD_CGO=" + strings.TrimSpace(string(cgo))}
-	if raceBuild {
+	if racedetector.Enabled {
 		args = append(args, "BUILD_CGO=1", "BUILDFLAGS=-race")
 	}
 	c := exec.Command("make", args...)
@@ -461,6 +462,3 @@ func TestMain(m *testing.M) {
 
 // quickExit: a binary built with the race detector sleeps 1 s at exit unless told otherwise.
 const quickExit = "GORACE=atexit_sleep_ms=0"
-
-// raceBuild is set when this test binary has the race detector.
-var raceBuild bool

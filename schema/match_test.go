@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/racedetector"
 	"github.com/lockledger/lockledger/schema"
 	"github.com/lockledger/lockledger/schema/reference"
 )
@@ -22,7 +23,7 @@ import (
 func TestFastMatchesSchema(t *testing.T) {
 	c := corpus(t)
 	least := 10
-	if raceDetector {
+	if racedetector.Enabled {
 		var every16th []seedBody
 		for i := 0; i < len(c); i += 16 {
 			every16th = append(every16th, c[i])

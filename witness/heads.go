@@ -57,19 +57,13 @@ func (h Heads) Read(id string) ([]byte, error) {
 		return nil, err
 	}
 	defer unlock()
-	f, err := os.OpenFile(h.Path(id), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, err := openRegular(h.Path(id), os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		if err == nil {
-			err = fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
-		}
-		return nil, err
-	}
 	return io.ReadAll(f)
 }
 
@@ -77,7 +71,7 @@ func (h Heads) Read(id string) ([]byte, error) {
 // made one: Store rewrites the file a head was swapped out of (see
 // replace), which a reader may still hold open. The func lets it go.
 func (h Heads) readLock(id string) (func(), error) {
-	lock, err := openLock(h.lockPath(id), os.O_RDONLY)
+	lock, err := openRegular(h.lockPath(id), os.O_RDONLY)
 	switch {
 	case errors.Is(err, fs.ErrNotExist): // nothing stored yet
 		return func() {}, nil
@@ -93,10 +87,10 @@ func (h Heads) readLock(id string) (func(), error) {
 
 func (h Heads) lockPath(id string) string { return filepath.Join(h.Dir, id+".lock") }
 
-// openLock opens the lock file of a head, which must be a regular file:
-// O_NONBLOCK keeps a FIFO planted there from blocking the open (a writer
-// reads the head inside its write transaction).
-func openLock(path string, flag int) (*os.File, error) {
+// openRegular opens a head or its lock file, which must be a regular file
+// and not a symlink: O_NONBLOCK keeps a FIFO planted there from blocking
+// the open (a writer reads the head inside its write transaction).
+func openRegular(path string, flag int) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, err
@@ -166,7 +160,7 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 	if err := headID(id); err != nil {
 		return err
 	}
-	lock, err := openLock(h.lockPath(id), os.O_RDWR|os.O_CREATE)
+	lock, err := openRegular(h.lockPath(id), os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@
 package migrations
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"embed"
@@ -43,15 +45,18 @@ type Set struct {
 	once *loaded
 }
 
-// loaded is a set's migrations and tables, each read once.
+// loaded is a set's file names, migrations and tables, each read once.
+// An open of an existing ledger asks only for the tables and the latest
+// version, which are found without keeping a copy of every file's SQL.
 type loaded struct {
+	names  func() ([]named, error)
 	all    func() ([]Migration, error)
 	tables func() (map[string]bool, error)
 }
 
 // readOnce is s with its files and tables read at first use, once.
 func readOnce(s Set) Set {
-	s.once = &loaded{all: sync.OnceValues(s.read), tables: sync.OnceValues(s.tables)}
+	s.once = &loaded{names: sync.OnceValues(s.readNames), all: sync.OnceValues(s.read), tables: sync.OnceValues(s.tables)}
 	return s
 }
 
@@ -116,35 +121,60 @@ func (s Set) All() ([]Migration, error) {
 	return slices.Clone(all), err
 }
 
-func (s Set) read() ([]Migration, error) {
+// named is one embedded file of the set and the version its name starts with.
+type named struct {
+	version int
+	name    string
+}
+
+func (s Set) names() ([]named, error) {
+	if s.once == nil {
+		return s.readNames()
+	}
+	return s.once.names()
+}
+
+func (s Set) readNames() ([]named, error) {
 	names, err := fs.Glob(files, s.glob)
 	if err != nil {
 		return nil, err
 	}
 	sort.Strings(names)
-	var out []Migration
+	out := make([]named, 0, len(names))
 	for _, n := range names {
 		prefix, _, ok := strings.Cut(path.Base(n), "_")
 		v, err := strconv.Atoi(prefix)
 		if !ok || err != nil {
 			return nil, fmt.Errorf("migrations: %s: name must start with a number and _", n)
 		}
-		b, err := files.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Migration{Version: v, Name: n, SQL: string(b)})
+		out = append(out, named{version: v, name: n})
 	}
 	return out, nil
 }
 
-// Latest is the highest embedded version.
+func (s Set) read() ([]Migration, error) {
+	names, err := s.names()
+	if err != nil {
+		return nil, err
+	}
+	var out []Migration
+	for _, n := range names {
+		b, err := files.ReadFile(n.name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Migration{Version: n.version, Name: n.name, SQL: string(b)})
+	}
+	return out, nil
+}
+
+// Latest is the highest embedded version, read from the files' names.
 func (s Set) Latest() int {
-	all, err := s.All()
-	if err != nil || len(all) == 0 {
+	names, err := s.names()
+	if err != nil || len(names) == 0 {
 		return 0
 	}
-	return all[len(all)-1].Version
+	return names[len(names)-1].version
 }
 
 // Current returns the highest applied version, 0 for a fresh database.
@@ -226,24 +256,51 @@ func (s Set) Tables() (map[string]bool, error) {
 	return maps.Clone(t), err
 }
 
+// tables reads each file's SQL a word at a time for CREATE TABLE [IF NOT
+// EXISTS] NAME, keeping only the names.
 func (s Set) tables() (map[string]bool, error) {
-	all, err := s.All()
+	names, err := s.names()
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]bool{"schema_migrations": true}
-	for _, m := range all {
-		f := strings.Fields(m.SQL)
-		for i := 0; i+2 < len(f); i++ {
-			if !strings.EqualFold(f[i], "CREATE") || !strings.EqualFold(f[i+1], "TABLE") {
-				continue
+	buf := make([]byte, 0, 4096)
+	for _, n := range names {
+		f, err := files.Open(n.name)
+		if err != nil {
+			return nil, err
+		}
+		words := bufio.NewScanner(f)
+		words.Buffer(buf, 1<<20)
+		words.Split(bufio.ScanWords)
+		// Where the words since the last CREATE stand in
+		// CREATE TABLE [IF NOT EXISTS] NAME: 0 before CREATE.
+		const create, table, ifw, not, exists = 1, 2, 3, 4, 5
+		at := 0
+		for words.Scan() {
+			w := words.Bytes()
+			switch {
+			case at == create && bytes.EqualFold(w, []byte("TABLE")):
+				at = table
+			case at == table && bytes.EqualFold(w, []byte("IF")):
+				at = ifw
+			case at == ifw && bytes.EqualFold(w, []byte("NOT")):
+				at = not
+			case at == not && bytes.EqualFold(w, []byte("EXISTS")):
+				at = exists
+			case at == table || at == exists:
+				name, _, _ := bytes.Cut(w, []byte("("))
+				out[strings.ToLower(strings.Trim(string(name), "\"`[]"))] = true
+				at = 0
+			case bytes.EqualFold(w, []byte("CREATE")):
+				at = create
+			default:
+				at = 0
 			}
-			j := i + 2
-			if j+3 < len(f) && strings.EqualFold(f[j], "IF") && strings.EqualFold(f[j+1], "NOT") && strings.EqualFold(f[j+2], "EXISTS") {
-				j += 3
-			}
-			name, _, _ := strings.Cut(f[j], "(")
-			out[strings.ToLower(strings.Trim(name, "\"`[]"))] = true
+		}
+		f.Close()
+		if err := words.Err(); err != nil {
+			return nil, fmt.Errorf("migrations: %s: %w", n.name, err)
 		}
 	}
 	return out, nil

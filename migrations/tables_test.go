@@ -3,7 +3,10 @@ package migrations
 import (
 	"context"
 	"database/sql"
+	"maps"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	_ "modernc.org/sqlite"
@@ -67,6 +70,40 @@ func TestCallersGetTheirOwnCopies(t *testing.T) {
 		allAgain, _ := s.All()
 		if !again["events"] || again["intruder"] || s.Latest() != latest || allAgain[0].SQL == "DROP TABLE events" {
 			t.Fatalf("%s: a caller's change leaked to the next caller: tables %v, latest %d (was %d)", s.glob, again, s.Latest(), latest)
+		}
+	}
+}
+
+// The tables and the latest version, found without keeping the files'
+// SQL, are what the whole files say: every CREATE TABLE of every
+// migration (found here by a regular expression, another reading of the
+// same text), and the last migration's version.
+func TestTablesAndLatestAgreeWithTheWholeFiles(t *testing.T) {
+	// Each set twice: as read once for every caller, and read afresh.
+	create := regexp.MustCompile("(?i)\\bCREATE\\s+TABLE\\s+(?:IF\\s+NOT\\s+EXISTS\\s+)?[\"`\\[]?([A-Za-z_][A-Za-z0-9_]*)")
+	for _, s := range []Set{SQLite, Postgres, {glob: SQLite.glob}, {glob: Postgres.glob}} {
+		all, err := s.All()
+		if err != nil || len(all) == 0 {
+			t.Fatalf("%s: %d migrations, %v", s.glob, len(all), err)
+		}
+		if got, want := s.Latest(), all[len(all)-1].Version; got != want {
+			t.Errorf("%s: Latest() = %d, the last migration is %d", s.glob, got, want)
+		}
+		want := map[string]bool{"schema_migrations": true}
+		for _, m := range all {
+			for _, c := range create.FindAllStringSubmatch(m.SQL, -1) {
+				want[strings.ToLower(c[1])] = true
+			}
+		}
+		got, err := s.Tables()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: Tables() = %v, the files create %v", s.glob, got, want)
+		}
+		if len(want) < 5 {
+			t.Errorf("%s: only %v", s.glob, want)
 		}
 	}
 }

@@ -147,6 +147,7 @@ func print(took time.Duration) {
 		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t|\n", r.name, r.figure, r.reference, r.ratio, fl, r.target, r.verdict)
 	}
 	tw.Flush()
+	printCosts()
 }
 
 func numCPU() int {
@@ -175,12 +176,17 @@ func execCommand(env []string, name string, args ...string) *exec.Cmd {
 }
 
 func timeCmd(env []string, name string, args ...string) time.Duration {
+	return runCmd(env, name, args...).wall
+}
+
+// runCmd runs a command to its end and says what it cost.
+func runCmd(env []string, name string, args ...string) sample {
 	c := execCommand(env, name, args...)
 	s := time.Now()
 	if err := c.Run(); err != nil {
 		die(fmt.Errorf("%s %v: %w", name, args, err))
 	}
-	return time.Since(s)
+	return usage(c.ProcessState, time.Since(s))
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -223,15 +229,15 @@ func benchCLI(tmp string) {
 	lockFile := filepath.Join(tmp, "flock.lock")
 	timeCmd(env, *bin, "--log-level", "error", "run", "warm", "--", "true") // create the ledger and the key once
 	timeCmd(uenv, *bin, "--log-level", "error", "--unsigned", "run", "warm", "--", "true")
-	cycle := func() time.Duration {
+	cycle := func() sample {
 		s := time.Now()
 		c := execCommand(env, *bin, "--log-level", "error", "acquire", "two-step", "--pid", strconv.Itoa(os.Getpid()))
 		out, err := c.Output()
 		if err != nil {
 			die(fmt.Errorf("acquire: %w", err))
 		}
-		timeCmd(env, *bin, "--log-level", "error", "release", "two-step", "--request-id", strings.TrimSpace(string(out)))
-		return time.Since(s)
+		acq := usage(c.ProcessState, time.Since(s))
+		return acq.plus(runCmd(env, *bin, "--log-level", "error", "release", "two-step", "--request-id", strings.TrimSpace(string(out))))
 	}
 	const (
 		runSigned = iota
@@ -245,20 +251,20 @@ func benchCLI(tmp string) {
 		flockCall
 		nMeasures
 	)
-	measure := [nMeasures]func() time.Duration{
-		runSigned: func() time.Duration { return timeCmd(env, *bin, "--log-level", "error", "run", "bench", "--", "true") },
-		runUnsigned: func() time.Duration {
-			return timeCmd(uenv, *bin, "--log-level", "error", "--unsigned", "run", "bench", "--", "true")
+	measure := [nMeasures]func() sample{
+		runSigned: func() sample { return runCmd(env, *bin, "--log-level", "error", "run", "bench", "--", "true") },
+		runUnsigned: func() sample {
+			return runCmd(uenv, *bin, "--log-level", "error", "--unsigned", "run", "bench", "--", "true")
 		},
 		acqRel:      cycle,
-		status:      func() time.Duration { return timeCmd(env, *bin, "--log-level", "error", "status", "bench") },
-		help:        func() time.Duration { return timeCmd(env, *bin, "--help") },
-		floorPlain:  func() time.Duration { return timeCmd(base, floor, plain...) },
-		floorSigned: func() time.Duration { return timeCmd(base, floor, signed...) },
-		helloWorld:  func() time.Duration { return timeCmd(base, hello) },
-		flockCall:   func() time.Duration { return timeCmd(base, flockBin, "-n", lockFile, "true") },
+		status:      func() sample { return runCmd(env, *bin, "--log-level", "error", "status", "bench") },
+		help:        func() sample { return runCmd(env, *bin, "--help") },
+		floorPlain:  func() sample { return runCmd(base, floor, plain...) },
+		floorSigned: func() sample { return runCmd(base, floor, signed...) },
+		helloWorld:  func() sample { return runCmd(base, hello) },
+		flockCall:   func() sample { return runCmd(base, flockBin, "-n", lockFile, "true") },
 	}
-	var t [nMeasures][]time.Duration
+	var t [nMeasures][]sample
 	for i := 0; i < *pairs; i++ {
 		for k := 0; k < nMeasures; k++ {
 			m := (i + k) % nMeasures // each starts a round in turn
@@ -266,8 +272,21 @@ func benchCLI(tmp string) {
 		}
 	}
 	var med [nMeasures]time.Duration
+	var cost [nMeasures]sample
 	for m := range t {
-		med[m] = median(t[m])
+		cost[m] = medianSample(t[m])
+		med[m] = cost[m].wall
+	}
+	costFloor, pageCost = cost[floorPlain], freshPageCost()
+	for _, c := range []struct {
+		m    int
+		name string
+	}{
+		{runSigned, "`run NAME -- true`"}, {runUnsigned, "`run --unsigned NAME -- true`"}, {acqRel, "`acquire` + `release` (both processes)"},
+		{status, "`status NAME`"}, {help, "`--help`"}, {floorPlain, "the floor"}, {floorSigned, "the floor + signing"},
+		{helloWorld, "a static Go hello-world"}, {flockCall, "`flock -n FILE true`"},
+	} {
+		costs = append(costs, costRow{c.name, cost[c.m]})
 	}
 	fl, fk := med[floorPlain], med[flockCall]
 	x := func(m int) float64 { return float64(med[m]) / float64(fl) }

@@ -2,12 +2,16 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/internal/oneproc"
 )
 
 // listed is what the root's help listing, dispatch and suggestions read of
@@ -115,5 +119,40 @@ func BenchmarkRoot(b *testing.B) {
 				newRootFor(&invocation.Globals{}, args)
 			}
 		})
+	}
+}
+
+// A process held on one processor (internal/oneproc, as main.go starts
+// every lockledger process) keeps it for a sequential command and for
+// help, a typo or completion, and is given every processor for any other
+// command, by name or by alias.
+func TestOnlySequentialCommandsStayOnOneProcessor(t *testing.T) {
+	if _, set := os.LookupEnv("GOMAXPROCS"); set {
+		t.Skip("GOMAXPROCS is set in this test's environment: nothing is held")
+	}
+	defer oneproc.Release()
+	sequential := 0
+	for _, c := range commands {
+		if c.Sequential {
+			sequential++
+		}
+		name, _, _ := strings.Cut(c.Use, " ")
+		for _, n := range append([]string{name}, c.Aliases...) {
+			oneproc.Hold()
+			newRootFor(&invocation.Globals{}, []string{"--json", n, "x"})
+			if oneproc.Held() != c.Sequential && runtime.NumCPU() > 1 {
+				t.Errorf("%s: held on one processor %v, sequential %v", n, oneproc.Held(), c.Sequential)
+			}
+		}
+	}
+	if sequential < 10 || sequential == len(commands) {
+		t.Errorf("%d of %d commands are sequential", sequential, len(commands))
+	}
+	for _, args := range [][]string{{"--help"}, {"stauts"}, {"help", "verify"}, {"__complete", "verify", ""}} {
+		oneproc.Hold()
+		newRootFor(&invocation.Globals{}, args)
+		if !oneproc.Held() && runtime.NumCPU() > 1 {
+			t.Errorf("%q: released every processor", args)
+		}
 	}
 }

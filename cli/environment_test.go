@@ -187,14 +187,14 @@ func envReads(t *testing.T, pkgs []sourcePackage) map[string]string {
 				if !ok || (sel.Sel.Name != "Getenv" && sel.Sel.Name != "LookupEnv") {
 					return true
 				}
-				if x, ok := sel.X.(*ast.Ident); !ok || imports[x.Name] != "os" {
+				if x, ok := sel.X.(*ast.Ident); !ok || (imports[x.Name] != "os" && imports[x.Name] != "syscall") {
 					return true
 				}
 				names := name(call.Args[0])
 				where := p.path + " " + p.names[fi]
 				if len(names) == 0 {
-					t.Errorf("%s: os.%s reads a variable whose name this test cannot tell: name it with a string constant",
-						where, sel.Sel.Name)
+					t.Errorf("%s: %s.%s reads a variable whose name this test cannot tell: name it with a string constant",
+						where, imports[sel.X.(*ast.Ident).Name], sel.Sel.Name)
 				}
 				for _, n := range names {
 					reads[n] = where

@@ -73,7 +73,7 @@ var Environment = []EnvVar{
 	{Name: invocation.EnvLogLevel, Scope: EveryCommand,
 		Meaning: "the default of --log-level: debug, info, warn or error (default info)"},
 	{Name: "GOMAXPROCS", Scope: EveryCommand,
-		Meaning: "how many processors a lockledger process runs on (the Go runtime's own variable). Unset: " +
+		Meaning: "how many processors a lockledger process runs on (the Go runtime's own variable). Not set to a number: " +
 			sequentialCommands() + " run on one; every other command runs on all of them"},
 	{Name: "NO_COLOR", Scope: EveryCommand,
 		Meaning: "set (to anything): no colour in the log on stderr, even on a terminal"},

@@ -51,7 +51,12 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 	for attempt := 0; ; attempt++ {
 		last := wait <= 0 || !time.Now().Before(deadline) || ctx.Err() != nil
 		req.RecordBlocked = last
-		req.Waited = time.Since(start)
+		// The first attempt is made at once: it has waited nothing (making
+		// the request id and the rest before it is no wait).
+		req.Waited = 0
+		if attempt > 0 {
+			req.Waited = time.Since(start)
+		}
 		actx := ctx
 		if last && ctx.Err() != nil {
 			// Giving up because the caller cancelled: still record it.

@@ -7,7 +7,8 @@
 // initialisation and wakes it as they come and go, which costs a short
 // command more than the overlap gains (BENCHMARKS.md has the figures).
 // The command line holds one processor from early in its initialisation
-// (package start, imported by main.go alone) and releases the rest for
+// (package start, imported by main.go alone), unless GOMAXPROCS says how
+// many, and releases the rest for
 // every command that is not sequential: verify's pipeline, the folds and
 // exports of the whole log. Tests and library users, which do not import
 // start, are never held.
@@ -15,6 +16,7 @@ package oneproc
 
 import (
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 )
@@ -29,11 +31,20 @@ var (
 func Hold() {
 	mu.Lock()
 	defer mu.Unlock()
-	if _, set := syscall.Getenv("GOMAXPROCS"); set || held || runtime.GOMAXPROCS(0) == 1 {
+	if explicit() || held || runtime.GOMAXPROCS(0) == 1 {
 		return
 	}
 	runtime.GOMAXPROCS(1)
 	held = true
+}
+
+// explicit reports whether GOMAXPROCS in the environment is a count of
+// processors. The runtime ignores any other value (empty, 0, a word), and
+// so does Hold.
+func explicit() bool {
+	v, _ := syscall.Getenv("GOMAXPROCS")
+	n, err := strconv.Atoi(v)
+	return err == nil && n > 0
 }
 
 // Release gives a held process the processors the runtime would choose

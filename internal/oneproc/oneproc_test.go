@@ -34,13 +34,27 @@ func TestHoldUntilRelease(t *testing.T) {
 	}
 }
 
-// GOMAXPROCS in the environment is the user's choice: Hold leaves it.
+// A count of processors in GOMAXPROCS is the user's choice: Hold leaves
+// it. A value the runtime ignores (empty, 0, a word) is no choice: Hold
+// holds.
 func TestHoldLeavesAnExplicitGOMAXPROCS(t *testing.T) {
 	defer runtime.SetDefaultGOMAXPROCS()
-	runtime.GOMAXPROCS(2)
-	t.Setenv("GOMAXPROCS", "2")
-	Hold()
-	if n := runtime.GOMAXPROCS(0); n != 2 || Held() {
-		t.Fatalf("GOMAXPROCS=2 in the environment, after Hold: %d, held %v", n, Held())
+	defer Release()
+	for _, v := range []string{"2", "3"} {
+		runtime.GOMAXPROCS(2)
+		t.Setenv("GOMAXPROCS", v)
+		Hold()
+		if n := runtime.GOMAXPROCS(0); n != 2 || Held() {
+			t.Fatalf("GOMAXPROCS=%s in the environment, after Hold: %d, held %v", v, n, Held())
+		}
+	}
+	for _, v := range []string{"", "0", "-1", "two"} {
+		runtime.GOMAXPROCS(2)
+		t.Setenv("GOMAXPROCS", v)
+		Hold()
+		if n := runtime.GOMAXPROCS(0); n != 1 || !Held() {
+			t.Fatalf("GOMAXPROCS=%q in the environment (which the runtime ignores), after Hold: %d, held %v", v, n, Held())
+		}
+		Release()
 	}
 }

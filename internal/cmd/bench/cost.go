@@ -80,14 +80,15 @@ var (
 
 // printCosts writes where each CLI row's time goes beside the floor's:
 // CPU time and minor faults, and what is beyond the floor's, with the
-// faults at this machine's cost of a fresh page.
+// faults at this machine's cost of a fresh page: an upper bound, since
+// ru_minflt also counts the cheaper faults on the binary's own pages.
 func printCosts() {
 	if len(costs) == 0 {
 		return
 	}
 	fmt.Printf("\nWhere the time goes (medians of the same rounds; a fresh page costs %.1f µs here):\n\n", float64(pageCost.Nanoseconds())/1000)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "| command\t| wall\t| CPU (user + sys)\t| minor faults\t| wall beyond the floor\t| CPU beyond the floor\t| faults beyond the floor (at a fresh page each)\t|")
+	fmt.Fprintln(tw, "| command\t| wall\t| CPU (user + sys)\t| minor faults\t| wall beyond the floor\t| CPU beyond the floor\t| faults beyond the floor (priced as fresh pages: at most)\t|")
 	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
 	for _, c := range costs {
 		df := c.s.faults - costFloor.faults

@@ -108,8 +108,7 @@ func sequentialCommands() string {
 	var names []string
 	for _, c := range commands {
 		if c.Sequential && !c.Hidden {
-			name, _, _ := strings.Cut(c.Use, " ")
-			names = append(names, name)
+			names = append(names, c.Name())
 		}
 	}
 	return strings.Join(names, ", ")

@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -141,8 +140,7 @@ func TestOnlySequentialCommandsStayOnOneProcessor(t *testing.T) {
 		if c.Sequential {
 			sequential++
 		}
-		name, _, _ := strings.Cut(c.Use, " ")
-		for _, n := range append([]string{name}, c.Aliases...) {
+		for _, n := range append([]string{c.Name()}, c.Aliases...) {
 			oneproc.Hold()
 			newRootFor(&invocation.Globals{}, []string{"--json", n, "x"})
 			if oneproc.Held() != c.Sequential {

@@ -308,6 +308,32 @@ func TestLeaseWaitsForRelease(t *testing.T) {
 	}
 }
 
+// A caller that does not wait (wait 0) is refused by its first attempt,
+// which has waited nothing: its acquire_blocked says 0, however long the
+// request id and the set-up before the attempt took.
+func TestARefusalWithoutWaitingWaitedNothing(t *testing.T) {
+	ctx := context.Background()
+	l := openReal(t)
+	req := func(rid string) ledger.AcquireRequest {
+		return ledger.AcquireRequest{Lock: "x", Identity: ledger.Identity{RequestID: rid, Actor: "t", PID: os.Getpid()}, TTL: 100 * time.Second}
+	}
+	if _, err := l.TryAcquire(ctx, req("holder")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := lease.Wait(ctx, l, req(""), 0, nil)
+	var held *ledger.HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("a held lock, no wait: %v", err)
+	}
+	if held.Waited != 0 {
+		t.Errorf("refused at once, reported as waited %v", held.Waited)
+	}
+	_, err = lease.Wait(ctx, l, req(""), 50*time.Millisecond, nil)
+	if !errors.As(err, &held) || held.Waited < 50*time.Millisecond {
+		t.Errorf("after waiting 50ms: %v, waited %v", err, held.Waited)
+	}
+}
+
 // Done is closed once the lease is gone: released (Err nil) or lost (Err
 // says why), and not before.
 func TestLeaseDoneWhenReleasedOrLost(t *testing.T) {

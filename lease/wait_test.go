@@ -64,33 +64,3 @@ func TestWaitersLeaveTheWriterMutexAlone(t *testing.T) {
 		t.Fatalf("with the writer mutex free: %v, want HeldError", err)
 	}
 }
-
-// A caller that does not wait (wait 0) is refused by its first attempt,
-// which has waited nothing: its acquire_blocked says 0, however long the
-// request id and the set-up before the attempt took.
-func TestARefusalWithoutWaitingWaitedNothing(t *testing.T) {
-	ctx := context.Background()
-	l, err := ledger.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	req := func(rid string) ledger.AcquireRequest {
-		return ledger.AcquireRequest{Lock: "x", Identity: ledger.Identity{RequestID: rid, Actor: "t", PID: os.Getpid()}, TTL: 100 * time.Second}
-	}
-	if _, err := l.TryAcquire(ctx, req("holder")); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Wait(ctx, l, req(""), 0, nil)
-	var held *ledger.HeldError
-	if !errors.As(err, &held) {
-		t.Fatalf("a held lock, no wait: %v", err)
-	}
-	if held.Waited != 0 {
-		t.Errorf("refused at once, reported as waited %v", held.Waited)
-	}
-	_, err = Wait(ctx, l, req(""), 50*time.Millisecond, nil)
-	if !errors.As(err, &held) || held.Waited < 50*time.Millisecond {
-		t.Errorf("after waiting 50ms: %v, waited %v", err, held.Waited)
-	}
-}

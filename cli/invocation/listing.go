@@ -2,6 +2,7 @@ package invocation
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -16,6 +17,13 @@ type Listing struct {
 	Aliases []string
 	Hidden  bool
 	GroupID string
+}
+
+// Name is the command's name, the first word of Use (as cobra's
+// Command.Name reads it).
+func (l Listing) Name() string {
+	name, _, _ := strings.Cut(l.Use, " ")
+	return name
 }
 
 // Command is a command below the root: its Listing, and New, which builds

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/lockledger/lockledger/internal/ed25519key"
 )
 
 // SignerKeyPrefix starts an encoded signer key (note's format).
@@ -132,8 +134,11 @@ func NewSigner(key string) (note.Signer, error) {
 	if !ok || len(hash16) != 8 || err1 != nil || err2 != nil || !ValidKeyName(name) || len(raw) != 1+ed25519.SeedSize || raw[0] != 1 {
 		return nil, bad
 	}
-	priv := ed25519.NewKeyFromSeed(raw[1:])
-	vkey, err := note.NewEd25519VerifierKey(name, priv.Public().(ed25519.PublicKey))
+	priv, err := ed25519key.FromSeed(raw[1:])
+	if err != nil {
+		return nil, bad
+	}
+	vkey, err := note.NewEd25519VerifierKey(name, priv.Public())
 	if err != nil {
 		return nil, bad
 	}
@@ -149,7 +154,7 @@ func NewSigner(key string) (note.Signer, error) {
 type signerKey struct {
 	name string
 	hash uint32
-	priv ed25519.PrivateKey
+	priv *ed25519key.Key
 	vkey string
 
 	mu     sync.Mutex
@@ -172,7 +177,7 @@ func (k *signerKey) Sign(msg []byte) ([]byte, error) {
 	if sig, ok := k.signed[string(msg)]; ok {
 		return bytes.Clone(sig), nil
 	}
-	sig := ed25519.Sign(k.priv, msg)
+	sig := k.priv.Sign(msg)
 	if len(msg) <= keptText {
 		if len(k.signed) >= keptSignatures || k.signed == nil {
 			k.signed = map[string][]byte{}
@@ -186,8 +191,9 @@ func (k *signerKey) Sign(msg []byte) ([]byte, error) {
 // signing is deterministic, so the key's signature of a text is the one
 // its signer makes, byte for byte (the one every lockledger signer makes).
 // Where the signer has made it already that is a comparison; otherwise it
-// is one signature, cheaper than a verification in a process that signs
-// anyway (it needs no second table of the curve's base point).
+// is one signature (one multiplication of the base point), cheaper than a
+// verification, which would build crypto/ed25519's table of the base
+// point's multiples for verifying.
 type ownVerifier struct{ k *signerKey }
 
 func (v ownVerifier) Name() string    { return v.k.name }
@@ -226,8 +232,11 @@ func VerifierKey(signerKey string) (string, error) {
 	if err != nil || len(raw) != 1+ed25519.SeedSize || raw[0] != 1 {
 		return "", bad
 	}
-	pub := ed25519.NewKeyFromSeed(raw[1:]).Public().(ed25519.PublicKey)
-	return note.NewEd25519VerifierKey(parts[0], pub)
+	priv, err := ed25519key.FromSeed(raw[1:])
+	if err != nil {
+		return "", bad
+	}
+	return note.NewEd25519VerifierKey(parts[0], priv.Public())
 }
 
 // NewVerifier reads an encoded verifier key.

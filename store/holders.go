@@ -38,9 +38,11 @@ func ScanHolder(s Scanner) (*HolderRow, error) {
 	return &r, nil
 }
 
+const loadHolders = `SELECT ` + HolderColumns + ` FROM lock_holders WHERE lock_name = $1 ORDER BY request_id`
+
 // LoadHolders returns a lock's shared holders, ordered by request id.
 func LoadHolders(ctx context.Context, q Querier, name string) ([]*HolderRow, error) {
-	rs, err := q.QueryContext(ctx, `SELECT `+HolderColumns+` FROM lock_holders WHERE lock_name = $1 ORDER BY request_id`, name)
+	rs, err := q.QueryContext(ctx, loadHolders, name)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/lockledger/lockledger/cli/eventfmt"
@@ -220,14 +221,15 @@ func wrapWords(s string, n int) []string {
 	return lines
 }
 
-// generatedRequestID is the form events.NewRequestID gives: req_ and a ULID.
-var generatedRequestID = regexp.MustCompile(`req_[0-9A-HJKMNP-TV-Z]{26}`)
+// generatedRequestID is the form events.NewRequestID gives: req_ and a
+// ULID; compiled on first use, not in every process's start.
+var generatedRequestID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`req_[0-9A-HJKMNP-TV-Z]{26}`) })
 
 // shortRequestID is a request id as the narrow table shows it: a
 // generated one as req_… and its last six characters (the ULID's random
 // end), another one longer than 14 characters as its start, … and its end.
 func shortRequestID(id string) string {
-	if generatedRequestID.MatchString(id) && len(id) == 30 {
+	if generatedRequestID().MatchString(id) && len(id) == 30 {
 		return "req_…" + id[24:]
 	}
 	id = termtext.Escape(id)
@@ -240,7 +242,7 @@ func shortRequestID(id string) string {
 // shortenIDsIn shortens the generated request ids a detail names (held
 // by, from), as the REQUEST column shows them.
 func shortenIDsIn(s string) string {
-	return generatedRequestID.ReplaceAllStringFunc(s, shortRequestID)
+	return generatedRequestID().ReplaceAllStringFunc(s, shortRequestID)
 }
 
 // shortHost is a host id cut to 12 characters.

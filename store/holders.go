@@ -38,11 +38,9 @@ func ScanHolder(s Scanner) (*HolderRow, error) {
 	return &r, nil
 }
 
-const loadHolders = `SELECT ` + HolderColumns + ` FROM lock_holders WHERE lock_name = $1 ORDER BY request_id`
-
 // LoadHolders returns a lock's shared holders, ordered by request id.
 func LoadHolders(ctx context.Context, q Querier, name string) ([]*HolderRow, error) {
-	rs, err := q.QueryContext(ctx, loadHolders, name)
+	rs, err := q.QueryContext(ctx, `SELECT `+HolderColumns+` FROM lock_holders WHERE lock_name = $1 ORDER BY request_id`, name)
 	if err != nil {
 		return nil, err
 	}

@@ -27,33 +27,9 @@ type Statements struct {
 	pending map[string]func(context.Context) // prepares a statement that ran as SQL
 }
 
-// lockWrite are the statements every lock decision runs: the lock's row
-// with the head of the log, its shared holders, the event and its Merkle
-// row, the row saved, and the newest checkpoint and tree rows that the
-// checkpoint signed with it reads. They are pending from the start, so
-// that a process's first write prepares them on the pool before it
-// begins, once: prepared on that write's transaction instead, they would
-// be parsed again for the process's next write (run's release).
-var lockWrite = []string{loadRowTip, loadHolders, insertEvent, insertTreeRow, saveRow, lastCheckpointNote, readTreeRows}
-
 // NewStatements is the statement cache of s.
-func NewStatements(s Store) *Statements { return newStatements(s.DB(), s.CachesStatements()) }
-
-func newStatements(db *sql.DB, cached bool) *Statements {
-	c := &Statements{db: db, cached: cached, stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
-	for _, query := range lockWrite {
-		c.pending[query] = c.prepareOnPool(query)
-	}
-	return c
-}
-
-// prepareOnPool prepares query on the pool, for PreparePending.
-func (c *Statements) prepareOnPool(query string) func(context.Context) {
-	return func(ctx context.Context) {
-		if st, err := c.db.PrepareContext(ctx, query); err == nil {
-			c.stmts[query] = st
-		}
-	}
+func NewStatements(s Store) *Statements {
+	return &Statements{db: s.DB(), cached: s.CachesStatements(), stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
 }
 
 // In runs tx's statements through the cache.
@@ -108,7 +84,11 @@ func (p PreparedTx) PrepareContext(ctx context.Context, query string) *sql.Stmt 
 	if st := c.stmts[query]; st != nil {
 		return p.tx.StmtContext(ctx, st)
 	}
-	c.pending[query] = c.prepareOnPool(query)
+	c.pending[query] = func(ctx context.Context) {
+		if st, err := c.db.PrepareContext(ctx, query); err == nil {
+			c.stmts[query] = st
+		}
+	}
 	if st := p.local[query]; st != nil || p.local == nil {
 		return st
 	}

@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"modernc.org/sqlite"
-
-	"github.com/lockledger/lockledger/migrations"
 )
 
 // parsing counts the statements SQLite is given to parse: each prepared
@@ -101,44 +99,5 @@ func TestAStatementIsParsedOncePerTransaction(t *testing.T) {
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// TestALockStatementIsParsedOncePerProcess: the statements every lock
-// decision runs are parsed once in a process's life on its one connection,
-// not once for its first write and again for the next (run's acquire and
-// release).
-func TestALockStatementIsParsedOncePerProcess(t *testing.T) {
-	ctx := context.Background()
-	db, err := sql.Open("sqlite-parsing", filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if err := migrations.Apply(ctx, db, func() string { return "2026-12-01T00:00:00Z" }); err != nil {
-		t.Fatal(err)
-	}
-	c := newStatements(db, false)
-	defer c.Close()
-	before := parsed.Load()
-	for write := 0; write < 2; write++ {
-		c.PreparePending(ctx)
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := c.In(tx)
-		for _, query := range lockWrite {
-			if q.PrepareContext(ctx, query) == nil {
-				t.Fatalf("write %d: %q did not prepare", write, query)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got, want := parsed.Load()-before, int64(len(lockWrite)); got != want {
-		t.Fatalf("two writes parsed %d statements, want %d (each of the %d lock statements once)", got, want, len(lockWrite))
 	}
 }

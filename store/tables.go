@@ -100,21 +100,18 @@ func LoadRows(ctx context.Context, q Querier) ([]*Row, error) {
 	return out, rs.Err()
 }
 
-// saveRow writes a lock's row, new or not.
-const saveRow = `INSERT INTO locks (` + RowColumns + `) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)
-		ON CONFLICT (lock_name) DO UPDATE SET held=excluded.held, request_id=excluded.request_id, actor=excluded.actor,
-		intent=excluded.intent, intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid,
-		pid_start=excluded.pid_start, boot_id=excluded.boot_id, created_at=excluded.created_at,
-		heartbeat_at=excluded.heartbeat_at, ttl_seconds=excluded.ttl_seconds, metadata=excluded.metadata,
-		fencing_token=excluded.fencing_token, updated_seq=excluded.updated_seq, file=excluded.file,
-		targets=excluded.targets`
-
 func SaveRow(ctx context.Context, tx Execer, r *Row) error {
 	held := 0
 	if r.Held {
 		held = 1
 	}
-	_, err := tx.ExecContext(ctx, saveRow,
+	_, err := tx.ExecContext(ctx, `INSERT INTO locks (`+RowColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)
+		ON CONFLICT (lock_name) DO UPDATE SET held=excluded.held, request_id=excluded.request_id, actor=excluded.actor,
+		intent=excluded.intent, intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid,
+		pid_start=excluded.pid_start, boot_id=excluded.boot_id, created_at=excluded.created_at,
+		heartbeat_at=excluded.heartbeat_at, ttl_seconds=excluded.ttl_seconds, metadata=excluded.metadata,
+		fencing_token=excluded.fencing_token, updated_seq=excluded.updated_seq, file=excluded.file,
+		targets=excluded.targets`,
 		r.Name, held, r.RequestID, r.Actor, r.Intent, r.IntentVersion, r.HostID, r.PID, r.PIDStart, r.BootID,
 		r.CreatedAt, r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.FencingToken, r.UpdatedSeq, r.File, r.TargetsJSON())
 	return err
@@ -154,14 +151,12 @@ type Tip struct {
 	read                 bool
 }
 
-const loadRowTip = `SELECT ` + RowColumns + `, ` + tipColumns + ` FROM locks WHERE lock_name = $1`
-
 // LoadRowTip is LoadRow and the head of the log in one statement: the
 // head is read with the row when the lock has one (the zero Tip, read by
 // Head, when it has none).
 func LoadRowTip(ctx context.Context, q Querier, name string) (*Row, Tip, error) {
 	var t Tip
-	r, err := scanRow(q.QueryRowContext(ctx, loadRowTip, name),
+	r, err := scanRow(q.QueryRowContext(ctx, `SELECT `+RowColumns+`, `+tipColumns+` FROM locks WHERE lock_name = $1`, name),
 		&t.seq, &t.hash, &t.updated, &t.hashed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, Tip{}, nil
@@ -197,11 +192,9 @@ func (t Tip) check(genesis string) (int64, string, error) {
 	return seq, hash, nil
 }
 
-const insertEvent = `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
-	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`
-
 func InsertEvent(ctx context.Context, tx Execer, seq int64, eventID, typ, lock, requestID, actor, at string, body []byte, prev, hash string) error {
-	_, err := tx.ExecContext(ctx, insertEvent, seq, eventID, typ, lock, requestID, actor, at, body, prev, hash)
+	_, err := tx.ExecContext(ctx, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`, seq, eventID, typ, lock, requestID, actor, at, body, prev, hash)
 	return err
 }
 
@@ -273,9 +266,7 @@ func ReadTreeRows(ctx context.Context, q Querier, seqs []int64) (map[int64][]byt
 	return out, nil
 }
 
-const insertTreeRow = `INSERT INTO tlog_hashes (seq, hashes) VALUES ($1, $2)`
-
 func InsertTreeRow(ctx context.Context, tx Execer, seq int64, hashes []byte) error {
-	_, err := tx.ExecContext(ctx, insertTreeRow, seq, hashes)
+	_, err := tx.ExecContext(ctx, `INSERT INTO tlog_hashes (seq, hashes) VALUES ($1, $2)`, seq, hashes)
 	return err
 }

@@ -201,13 +201,11 @@ func LastCheckpoint(ctx context.Context, q Querier) (size int64, createdAt strin
 	return size, createdAt, err
 }
 
-const lastCheckpointNote = `SELECT size, note FROM checkpoints ORDER BY id DESC LIMIT 1`
-
 // LastCheckpointNote is the size and signed note of the last stored
 // checkpoint (sql.ErrNoRows when there is none).
 func LastCheckpointNote(ctx context.Context, q Querier) (size int64, note []byte, err error) {
 	var n string
-	err = q.QueryRowContext(ctx, lastCheckpointNote).Scan(&size, &n)
+	err = q.QueryRowContext(ctx, `SELECT size, note FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&size, &n)
 	return size, []byte(n), err
 }
 

@@ -191,9 +191,9 @@ func (k *signerKey) Sign(msg []byte) ([]byte, error) {
 // signing is deterministic, so the key's signature of a text is the one
 // its signer makes, byte for byte (the one every lockledger signer makes).
 // Where the signer has made it already that is a comparison; otherwise it
-// is one signature (one multiplication of the base point), cheaper than a
-// verification, which would build crypto/ed25519's table of the base
-// point's multiples for verifying.
+// is one signature (one multiplication of the base point), which costs
+// about what a verification does, without the table crypto/ed25519 builds
+// for a process's first verification (0.3 ms).
 type ownVerifier struct{ k *signerKey }
 
 func (v ownVerifier) Name() string    { return v.k.name }

@@ -3,8 +3,11 @@ package ed25519key_test
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/fips140"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/lockledger/lockledger/internal/ed25519key"
@@ -56,6 +59,52 @@ func TestSignsAsCryptoEd25519(t *testing.T) {
 		rand.Read(seed)
 		rand.Read(msg)
 		check(t, seed, msg)
+	}
+}
+
+// The public key a caller gets is its own: changing it changes no
+// signature the key makes.
+func TestPublicIsACopy(t *testing.T) {
+	seed := bytes.Repeat([]byte{7}, 32)
+	k, err := ed25519key.FromSeed(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := k.Public()
+	p[0] ^= 1
+	check(t, seed, []byte("hello"))
+	if got := k.Sign([]byte("hello")); !ed25519.Verify(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey), []byte("hello"), got) {
+		t.Fatal("a changed copy of the public key changed the key's signatures")
+	}
+}
+
+// A Key that FromSeed did not make refuses to sign (its scalar is zero).
+func TestAZeroKeyDoesNotSign(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a zero Key signed")
+		}
+	}()
+	var k ed25519key.Key
+	k.Sign([]byte("x"))
+}
+
+// In FIPS 140-3 mode (set before the process starts) a key signs through
+// crypto/ed25519, with the same keys and signatures.
+func TestFIPSMode(t *testing.T) {
+	if os.Getenv("ED25519KEY_FIPS_CHILD") == "1" {
+		if !fips140.Enabled() {
+			t.Fatal("GODEBUG=fips140=on did not enable FIPS 140-3 mode")
+		}
+		TestRFC8032(t)
+		TestSignsAsCryptoEd25519(t)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFIPSMode$", "-test.v")
+	cmd.Env = append(os.Environ(), "GODEBUG=fips140=on", "ED25519KEY_FIPS_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("--- PASS: TestFIPSMode")) {
+		t.Fatalf("the test in FIPS mode: %v\n%s", err, out)
 	}
 }
 

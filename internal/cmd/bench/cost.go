@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"slices"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -37,8 +36,7 @@ func medianSample(ss []sample) sample {
 	for _, s := range ss {
 		w, c, f = append(w, s.wall), append(c, s.cpu), append(f, s.faults)
 	}
-	slices.Sort(f)
-	return sample{median(w), median(c), f[len(f)/2]}
+	return sample{median(w), median(c), median(f)}
 }
 
 // freshPageCost is what touching one new page of anonymous memory costs

@@ -5,6 +5,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"database/sql"
 	"flag"
@@ -189,9 +190,11 @@ func runCmd(env []string, name string, args ...string) sample {
 	return usage(c.ProcessState, time.Since(s))
 }
 
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+// median is the middle of xs (the upper one of an even count); xs is left
+// as it is.
+func median[T cmp.Ordered](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
 	return s[len(s)/2]
 }
 
@@ -376,7 +379,7 @@ func benchLibrary(tmp string) {
 		rawIdx = append(rawIdx, rate(func() { idx.commit(ctx); idx.commit(ctx) }, *libTime/6))
 		sig = append(sig, rate(signedCycle, *libTime/6))
 	}
-	ml, mr, mi, ms := medianF(lib), medianF(raw), medianF(rawIdx), medianF(sig)
+	ml, mr, mi, ms := median(lib), median(raw), median(rawIdx), median(sig)
 	add(row{"Go API acquire+release cycles/s vs raw 2-commit cycles/s, one row of the events table's columns and indexes per commit (same settings, same file system)",
 		fmt.Sprintf("%.0f/s", ml), fmt.Sprintf("%.0f/s", mi), fmt.Sprintf("%.0f%%", 100*ml/mi), ">= 60%", yes(ml/mi >= 0.6)})
 	add(row{"Go API acquire+release cycles/s vs raw 2-commit cycles/s, one 600-byte row in a table without indexes",
@@ -480,12 +483,6 @@ func signedLedger(ctx context.Context, tmp string) (*ledger.Ledger, error) {
 		return nil, err
 	}
 	return ledger.Open(ctx, filepath.Join(tmp, "lib-signed"), ledger.WithSigner(s), ledger.WithWitnesses(filepath.Join(tmp, "witness")))
-}
-
-func medianF(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2]
 }
 
 // --- contention ---

@@ -217,7 +217,7 @@ func pgLibrary(ctx context.Context, tmp, ledgerURL, rawURL string) {
 		lib = append(lib, rate(cycle, *libTime/6))
 		raw = append(raw, rate(func() { commit(); commit() }, *libTime/6))
 	}
-	ml, mr := medianF(lib), medianF(raw)
+	ml, mr := median(lib), median(raw)
 	var evRow, rawRow float64
 	_ = l.DB().QueryRowContext(ctx, `SELECT avg(pg_column_size(e.*)) FROM events e`).Scan(&evRow)
 	_ = db.QueryRowContext(ctx, `SELECT avg(pg_column_size(e.*)) FROM events e`).Scan(&rawRow)

@@ -27,7 +27,6 @@ type Key struct {
 	pub    [ed25519.PublicKeySize]byte
 	// fips: the key of crypto/ed25519 that signs in FIPS 140-3 mode.
 	fips ed25519.PrivateKey
-	made bool
 }
 
 // FromSeed is the key of an RFC 8032 private key (its 32-byte seed), as
@@ -36,7 +35,7 @@ func FromSeed(seed []byte) (*Key, error) {
 	if len(seed) != ed25519.SeedSize {
 		return nil, errors.New("ed25519key: the seed is not 32 bytes")
 	}
-	k := &Key{made: true}
+	k := &Key{}
 	if fips140.Enabled() {
 		k.fips = ed25519.NewKeyFromSeed(seed)
 		copy(k.pub[:], k.fips.Public().(ed25519.PublicKey))
@@ -58,33 +57,34 @@ func (k *Key) Public() ed25519.PublicKey {
 
 // Sign is the signature of msg (RFC 8032 section 5.1.6).
 func (k *Key) Sign(msg []byte) []byte {
-	if !k.made {
+	// FromSeed gives every key its public key, never the zero bytes (the
+	// encoding of a point of order 4, which no clamped scalar reaches).
+	if k.pub == [ed25519.PublicKeySize]byte{} {
 		panic("ed25519key: Sign of a Key that FromSeed did not make")
 	}
 	if k.fips != nil {
 		return ed25519.Sign(k.fips, msg)
 	}
-	h := sha512.New()
-	h.Write(k.prefix[:])
-	h.Write(msg)
-	r, err := edwards25519.NewScalar().SetUniformBytes(h.Sum(nil))
-	if err != nil {
-		panic("ed25519key: " + err.Error()) // a SHA-512 sum is 64 bytes
-	}
+	r := hashScalar(k.prefix[:], msg)
 	R := base(r).Bytes()
-
-	h.Reset()
-	h.Write(R)
-	h.Write(k.pub[:])
-	h.Write(msg)
-	c, err := edwards25519.NewScalar().SetUniformBytes(h.Sum(nil))
-	if err != nil {
-		panic("ed25519key: " + err.Error())
-	}
+	c := hashScalar(R, k.pub[:], msg)
 	S := edwards25519.NewScalar().MultiplyAdd(c, &k.s, r)
 
 	sig := make([]byte, 0, ed25519.SignatureSize)
 	return append(append(sig, R...), S.Bytes()...)
+}
+
+// hashScalar is SHA-512 of the parts, reduced modulo the group's order.
+func hashScalar(parts ...[]byte) *edwards25519.Scalar {
+	h := sha512.New()
+	for _, p := range parts {
+		h.Write(p)
+	}
+	x, err := edwards25519.NewScalar().SetUniformBytes(h.Sum(nil))
+	if err != nil {
+		panic("ed25519key: " + err.Error()) // a SHA-512 sum is 64 bytes
+	}
+	return x
 }
 
 // base is x times the base point, by the constant-time variable-base

@@ -79,7 +79,6 @@ func ExitCode(err error) int {
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := notifyContext(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	g := &invocation.Globals{IO: invocation.IO{In: stdin, Out: stdout, ErrOut: stderr}}
 	root := newRootFor(g, args)
 	args = runArgs(root, args)
@@ -87,17 +86,25 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// A signal cancels the context of the command that runs; help, usage
+	// errors and --version run none, and are spared os/signal's first
+	// use, which starts a thread of its own and waits on it for each
+	// signal (a quarter of a millisecond).
 	ran := false
+	stop := func() syscall.Signal { return 0 }
 	for _, c := range allCommands(root) {
 		if c.RunE != nil {
 			run := c.RunE
 			c.RunE = func(cmd *cobra.Command, a []string) error {
 				ran = true
+				var ctx context.Context
+				ctx, stop = notifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+				cmd.SetContext(ctx)
 				return run(cmd, a)
 			}
 		}
 	}
-	err := root.ExecuteContext(ctx)
+	err := root.ExecuteContext(context.Background())
 	if err != nil && !ran {
 		if uerr := unknownCommand(root, args); uerr != nil {
 			err = uerr
@@ -119,10 +126,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // once signal.Stop returns no signal is still being delivered, so a signal
 // that cancelled anything a command waited on (run's own handler gets
 // the same signal) is known here.
-func notifyContext(sigs ...os.Signal) (context.Context, func() syscall.Signal) {
+func notifyContext(parent context.Context, sigs ...os.Signal) (context.Context, func() syscall.Signal) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, sigs...)
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(parent)
 	quit, done := make(chan struct{}), make(chan struct{})
 	var got os.Signal
 	go func() {

@@ -221,24 +221,6 @@ func VerifierKeyOf(s note.Signer) string {
 	return ""
 }
 
-// VerifierKey is the encoded verifier key of an encoded Ed25519 signer key.
-func VerifierKey(signerKey string) (string, error) {
-	parts := strings.SplitN(strings.TrimPrefix(strings.TrimSpace(signerKey), SignerKeyPrefix), "+", 3)
-	bad := errors.New("not an Ed25519 signer key")
-	if len(parts) != 3 {
-		return "", bad
-	}
-	raw, err := base64.StdEncoding.DecodeString(parts[2])
-	if err != nil || len(raw) != 1+ed25519.SeedSize || raw[0] != 1 {
-		return "", bad
-	}
-	priv, err := ed25519key.FromSeed(raw[1:])
-	if err != nil {
-		return "", bad
-	}
-	return note.NewEd25519VerifierKey(parts[0], priv.Public())
-}
-
 // NewVerifier reads an encoded verifier key.
 func NewVerifier(key string) (note.Verifier, error) {
 	v, err := note.NewVerifier(strings.TrimSpace(key))

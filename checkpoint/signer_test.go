@@ -35,9 +35,6 @@ func TestNewSignerSignsAsNoteDoesAndKnowsItsVerifierKey(t *testing.T) {
 	if k := VerifierKeyOf(s); k != vkey {
 		t.Fatalf("VerifierKeyOf = %q, want %q", k, vkey)
 	}
-	if k, err := VerifierKey(skey); err != nil || k != vkey {
-		t.Fatalf("VerifierKey = %q, %v, want %q", k, err, vkey)
-	}
 	if VerifierKeyOf(ref) != "" || VerifierOf(ref) != nil {
 		t.Fatal("a signer NewSigner did not make has a verifier")
 	}

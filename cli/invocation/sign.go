@@ -142,11 +142,7 @@ func signerOf(field, shown, key string) (note.Signer, string, error) {
 	if err != nil {
 		return nil, "", events.Invalid(field, shown, err.Error())
 	}
-	vkey, err := checkpoint.VerifierKey(key)
-	if err != nil {
-		return nil, "", events.Invalid(field, shown, err.Error())
-	}
-	return s, vkey, nil
+	return s, checkpoint.VerifierKeyOf(s), nil
 }
 
 // ErrText is err without the operation and path a *fs.PathError adds,

@@ -18,12 +18,12 @@ func AsOf(ctx context.Context, q Querier, t time.Time, lock string) (*State, err
 	defer relaxGC(foldGCPercent)()
 	st := NewState()
 	ev := &Event{}
-	err := readAhead(ctx, q, Filter{Lock: lock, Until: t}, func(r *Row) error {
+	err := readAhead(ctx, q, Filter{Lock: lock, Until: t}, func(r *foldRow) error {
 		*ev = Event{}
-		if err := decodeInto(r.Seq, r.Body, ev); err != nil {
+		if err := decodeStringInto(r.seq, r.body, ev); err != nil {
 			return err
 		}
-		ev.Seq = r.Seq
+		ev.Seq = r.seq
 		st.Apply(ev)
 		return nil
 	})
@@ -33,8 +33,20 @@ func AsOf(ctx context.Context, q Querier, t time.Time, lock string) (*State, err
 	return st, nil
 }
 
+// foldRow is what a fold reads of a row. The body is a string: the driver
+// hands a text column over in a string of its own, which database/sql
+// passes on without the copy it makes of a byte slice, and which the
+// fold's strings may share for as long as they live.
+type foldRow struct {
+	seq  int64
+	body string
+}
+
 // foldCols are the columns a fold reads: the chain links are verify's.
-const foldCols = "seq, body"
+// body || '' is the body as text in SQLite (the same bytes, NULs
+// included) and still bytea in PostgreSQL, which database/sql copies
+// into the string as before.
+const foldCols = "seq, body || ''"
 
 // readAheadBatches is how many batches of rows the reader may be ahead.
 const readAheadBatches = 4
@@ -42,10 +54,11 @@ const readAheadBatches = 4
 // readAhead streams the rows f selects (seq and body only), in seq order,
 // to fn on the caller's goroutine, while a goroutine of its own reads the
 // next ones: the database's reads and the caller's work run side by side.
-// At most readAheadBatches batches of pipelineBatch rows are in flight, so
-// memory stays bounded however long the log is. fn's error (ErrStop: none)
-// ends the read, and readAhead returns once its goroutine has.
-func readAhead(ctx context.Context, q Querier, f Filter, fn func(*Row) error) error {
+// At most readAheadBatches batches of pipelineBatch rows are in flight,
+// and their slices are used again once fn has seen them, so memory stays
+// bounded however long the log is. fn's error (ErrStop: none) ends the
+// read, and readAhead returns once its goroutine has.
+func readAhead(ctx context.Context, q Querier, f Filter, fn func(*foldRow) error) error {
 	f, any, err := f.narrow(ctx, q)
 	if err != nil || !any {
 		return err
@@ -58,18 +71,29 @@ func readAhead(ctx context.Context, q Querier, f Filter, fn func(*Row) error) er
 	if err != nil {
 		return err
 	}
-	batches := make(chan []Row, readAheadBatches)
+	batches := make(chan []foldRow, readAheadBatches)
+	// Every batch slice in flight, plus the one being filled and the one
+	// being consumed, fits here: the reader never waits on it.
+	spare := make(chan []foldRow, readAheadBatches+2)
 	var readErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer close(batches)
 		defer rows.Close()
-		cur := make([]Row, 0, pipelineBatch)
+		fresh := func() []foldRow {
+			select {
+			case b := <-spare:
+				return b[:0]
+			default:
+				return make([]foldRow, 0, pipelineBatch)
+			}
+		}
+		cur := fresh()
 		for rows.Next() {
 			cur = cur[:len(cur)+1]
 			r := &cur[len(cur)-1]
-			if readErr = rows.Scan(&r.Seq, &r.Body); readErr != nil {
+			if readErr = rows.Scan(&r.seq, &r.body); readErr != nil {
 				return
 			}
 			if len(cur) < pipelineBatch {
@@ -77,7 +101,7 @@ func readAhead(ctx context.Context, q Querier, f Filter, fn func(*Row) error) er
 			}
 			select {
 			case batches <- cur:
-				cur = make([]Row, 0, pipelineBatch)
+				cur = fresh()
 			case <-ctx.Done():
 				return
 			}
@@ -89,7 +113,7 @@ func readAhead(ctx context.Context, q Querier, f Filter, fn func(*Row) error) er
 			}
 		}
 	}()
-	stopped, err := consume(batches, fn)
+	stopped, err := consume(batches, spare, fn)
 	cancel()
 	<-done
 	switch {
@@ -103,9 +127,9 @@ func readAhead(ctx context.Context, q Querier, f Filter, fn func(*Row) error) er
 	return parent.Err()
 }
 
-// consume hands every row of every batch to fn until fn fails; ErrStop
-// stops it without an error.
-func consume(batches <-chan []Row, fn func(*Row) error) (stopped bool, err error) {
+// consume hands every row of every batch to fn until fn fails, and each
+// batch it is done with to spare; ErrStop stops it without an error.
+func consume(batches <-chan []foldRow, spare chan<- []foldRow, fn func(*foldRow) error) (stopped bool, err error) {
 	for b := range batches {
 		for i := range b {
 			if err := fn(&b[i]); err != nil {
@@ -115,6 +139,7 @@ func consume(batches <-chan []Row, fn func(*Row) error) (stopped bool, err error
 				return false, err
 			}
 		}
+		spare <- b
 	}
 	return false, nil
 }

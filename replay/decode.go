@@ -34,10 +34,15 @@ func decodeFast(body []byte) (*Event, bool) {
 // decodeFastInto is decodeFast into a zero Event; after false, ev holds
 // debris and must be zeroed before any other use.
 func decodeFastInto(body []byte, ev *Event) bool {
+	return decodeFastString(unsafe.String(unsafe.SliceData(body), len(body)), ev)
+}
+
+// decodeFastString is decodeFastInto for a body held as a string.
+func decodeFastString(body string, ev *Event) bool {
 	if len(body) == 0 {
 		return false
 	}
-	d := fastDecoder{s: unsafe.String(unsafe.SliceData(body), len(body))}
+	d := fastDecoder{s: body}
 	if !d.event(ev) {
 		return false
 	}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"time"
 )
@@ -43,9 +44,9 @@ type foldRow struct {
 }
 
 // foldCols are the columns a fold reads: the chain links are verify's.
-// body || '' is the body as text in SQLite (the same bytes, NULs
-// included) and still bytea in PostgreSQL, which database/sql copies
-// into the string as before.
+// The body is concatenated with an empty string: in SQLite that makes it
+// text (the same bytes, NULs included), in PostgreSQL it stays bytea,
+// which database/sql copies into the string as before.
 const foldCols = "seq, body || ''"
 
 // readAheadBatches is how many batches of rows the reader may be ahead.
@@ -90,12 +91,14 @@ func readAhead(ctx context.Context, q Querier, f Filter, fn func(*foldRow) error
 			}
 		}
 		cur := fresh()
+		var body sql.NullString
 		for rows.Next() {
 			cur = cur[:len(cur)+1]
 			r := &cur[len(cur)-1]
-			if readErr = rows.Scan(&r.seq, &r.body); readErr != nil {
+			if readErr = rows.Scan(&r.seq, &body); readErr != nil {
 				return
 			}
+			r.body = body.String // NULL: "", which does not decode
 			if len(cur) < pipelineBatch {
 				continue
 			}

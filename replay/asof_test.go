@@ -73,3 +73,37 @@ func TestAsOfReadsAheadOfTheFold(t *testing.T) {
 		t.Fatalf("AsOf with an ended context: %v", err)
 	}
 }
+
+// TestAsOfNamesTheSeqOfAMissingBody: a body made NULL behind the schema's
+// back (its NOT NULL and the no-update trigger taken out) ends AsOf with
+// the error of a body that does not decode, naming its seq, as any other
+// unreadable body does.
+func TestAsOfNamesTheSeqOfAMissingBody(t *testing.T) {
+	db := manyRowsDB(t, 200, 0)
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TRIGGER events_no_update`, `PRAGMA writable_schema = ON`,
+		`UPDATE sqlite_master SET sql = replace(sql, 'body       BLOB    NOT NULL', 'body BLOB') WHERE name = 'events'`,
+		`PRAGMA writable_schema = OFF`} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	conn.Close()
+	db.SetMaxIdleConns(0) // the next query reads the edited schema afresh
+	db.SetMaxIdleConns(2)
+	if _, err := db.Exec(`UPDATE events SET body = NULL WHERE seq = 100`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM events WHERE body IS NULL`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("NULL bodies: %d, %v", n, err)
+	}
+	_, err = AsOf(ctx, db, time.Time{}, "")
+	if err == nil || !strings.Contains(err.Error(), "event seq 100: body does not decode") {
+		t.Fatalf("AsOf with seq 100's body NULL: %v", err)
+	}
+}

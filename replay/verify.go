@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/oklog/ulid/v2"
 
@@ -263,6 +264,7 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 	}
 	var slab []rowAlloc
 	var joined string
+	var body, stored sql.NullString
 	err = pipeline(ctx, func(emit func(*Row) bool) error {
 		for rows.Next() {
 			if len(slab) == 0 {
@@ -272,9 +274,10 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 			slab = slab[1:]
 			r := &ra.row
 			r.Cols = &ra.cols
-			if err := rows.Scan(&r.Seq, &r.Body, &r.PrevHash, &r.Hash, &joined, &r.Stored); err != nil {
+			if err := rows.Scan(&r.Seq, &body, &r.PrevHash, &r.Hash, &joined, &stored); err != nil {
 				return fmt.Errorf("replay: verify: %w", err)
 			}
+			r.Body, r.Stored = textBytes(body), textBytes(stored)
 			if !splitColumns(joined, r.Cols) {
 				// A column holds the separator: read them one by one.
 				if err := q.QueryRowContext(ctx, `SELECT event_id, type, lock_name, request_id, actor, at FROM events WHERE seq = $1`,
@@ -315,11 +318,23 @@ const sepSQL = "'\x1f'"
 // plain scan of seq, body and the hashes. SQLite's || keeps every byte of a
 // TEXT or BLOB value (the columns hold no numbers: TEXT affinity), and a
 // NULL makes the whole value NULL, which Scan refuses as it refuses a NULL
-// column into a string.
-const verifyQuery = `SELECT e.seq, e.body, e.prev_hash, e.hash,
+// column into a string. The body and the stored hashes are concatenated
+// with an empty string for the same reason as a fold's body (foldCols):
+// text in SQLite, which reaches the row without a copy (textBytes).
+const verifyQuery = `SELECT e.seq, e.body || '', e.prev_hash, e.hash,
 	e.event_id || ` + sepSQL + ` || e.type || ` + sepSQL + ` || e.lock_name || ` + sepSQL + ` || e.request_id || ` + sepSQL + ` || e.actor || ` + sepSQL + ` || e.at AS cols,
-	t.hashes
+	t.hashes || ''
 	FROM events e LEFT JOIN tlog_hashes t ON t.seq = e.seq ORDER BY e.seq`
+
+// textBytes is the bytes of a value read as text (nil for NULL or empty,
+// as a BLOB read into a byte slice is), without a copy: the driver made
+// the string for this row, and verify only reads its rows' bytes.
+func textBytes(s sql.NullString) []byte {
+	if s.String == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(s.String), len(s.String))
+}
 
 // splitColumns splits verifyQuery's joined columns. The split is exact
 // when the value holds exactly the five separators the query put in it;

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"golang.org/x/mod/sumdb/note"
@@ -64,5 +65,40 @@ func TestConformanceTreeRowsRefuseUpsertAndCheckpointsBeyondTheLog(t *testing.T)
 			t.Fatalf("the rows changed: %s, were %s", after, before)
 		}
 		verifyOK(t, l)
+	})
+}
+
+// On both engines verify tells a Merkle row emptied behind the triggers'
+// back (0 bytes stored) from one that is missing.
+func TestConformanceVerifyNamesAnEmptiedMerkleRow(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		ctx := context.Background()
+		l := f.open("host-a")
+		for i := range 2 {
+			rid := fmt.Sprintf("r%d", i)
+			if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "c", Identity: as(rid)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "c", Identity: as(rid)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		verifyOK(t, l)
+		drop, empty := `DROP TRIGGER tlog_hashes_no_update`, `UPDATE tlog_hashes SET hashes = x'' WHERE seq = 2`
+		if f.url != "" {
+			drop, empty = drop+` ON tlog_hashes`, `UPDATE tlog_hashes SET hashes = ''::bytea WHERE seq = 2`
+		}
+		for _, q := range []string{drop, empty} {
+			if _, err := l.DB().ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		rep, err := l.Verify(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.OK || rep.FirstBad == nil || rep.FirstBad.Seq != 2 || !strings.Contains(rep.FirstBad.Detail, "hold 0 bytes") {
+			t.Fatalf("want seq 2's Merkle hashes reported as 0 bytes, got %+v", rep.Problems)
+		}
 	})
 }

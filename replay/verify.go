@@ -326,12 +326,15 @@ const verifyQuery = `SELECT e.seq, e.body || '', e.prev_hash, e.hash,
 	t.hashes || ''
 	FROM events e LEFT JOIN tlog_hashes t ON t.seq = e.seq ORDER BY e.seq`
 
-// textBytes is the bytes of a value read as text (nil for NULL or empty,
-// as a BLOB read into a byte slice is), without a copy: the driver made
-// the string for this row, and verify only reads its rows' bytes.
+// textBytes is the bytes of a value read as text, without a copy (the
+// driver made the string for this row, and verify only reads its rows'
+// bytes): nil for NULL, empty but not nil for an empty value.
 func textBytes(s sql.NullString) []byte {
-	if s.String == "" {
+	switch {
+	case !s.Valid:
 		return nil
+	case s.String == "":
+		return []byte{}
 	}
 	return unsafe.Slice(unsafe.StringData(s.String), len(s.String))
 }

@@ -28,8 +28,8 @@ var (
 	// ErrNoLedger: a read-only command found no ledger at the root.
 	ErrNoLedger = store.ErrNoLedger
 	// ErrNotALedger: ROOT/ledger.db is not lockledger's: not an SQLite
-	// database, or one whose tables are another application's. Nothing is
-	// added to it.
+	// database, one whose tables are another application's, or one whose
+	// text is not UTF-8. Nothing is added to it.
 	ErrNotALedger = store.ErrNotALedger
 	// ErrLedgerGone: the root shows that it held a ledger (writer.flock
 	// names one, a WAL holds commits, the locks directory has files the

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/lockledger/lockledger/migrations"
 )
 
 // makeLedger creates a ledger with one event at a fresh root and closes it.
@@ -94,5 +97,49 @@ func TestAnotherApplicationsDatabaseIsNotALedger(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(root); len(entries) != 1 {
 		t.Fatalf("files were created beside it: %v", entries)
+	}
+}
+
+// A database whose text is UTF-16 is not a ledger, whether it holds no
+// table yet or the ledger's tables: every open refuses it, naming its
+// encoding, and nothing is written to it.
+func TestAUTF16DatabaseIsNotALedger(t *testing.T) {
+	ctx := context.Background()
+	for _, withTables := range []bool{false, true} {
+		root := t.TempDir()
+		path := filepath.Join(root, DBFile)
+		db, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetMaxOpenConns(1) // the encoding is the connection's that creates the file
+		for _, q := range []string{`PRAGMA encoding = 'UTF-16le'`, `CREATE TABLE t (x)`, `DROP TABLE t`} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if withTables {
+			if err := migrations.Apply(ctx, db, func() string { return "2026-12-01T00:00:00Z" }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var enc string
+		if err := db.QueryRow(`PRAGMA encoding`).Scan(&enc); err != nil || enc != "UTF-16le" {
+			t.Fatalf("encoding %q, %v", enc, err)
+		}
+		db.Close()
+		before, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, opts := range [][]Option{nil, {MustExist()}, {ReadOnly()}} {
+			_, err := Open(ctx, root, opts...)
+			if !errors.Is(err, ErrNotALedger) || !strings.Contains(err.Error(), "encoded in UTF-16le") {
+				t.Fatalf("Open of a UTF-16 database (ledger tables: %v): %v, want ErrNotALedger naming UTF-16le", withTables, err)
+			}
+		}
+		if after, _ := os.ReadFile(path); string(after) != string(before) {
+			t.Fatalf("the UTF-16 database (ledger tables: %v) was written to", withTables)
+		}
 	}
 }

@@ -45,8 +45,9 @@ type foldRow struct {
 
 // foldCols are the columns a fold reads: the chain links are verify's.
 // The body is concatenated with an empty string: in SQLite that makes it
-// text (the same bytes, NULs included), in PostgreSQL it stays bytea,
-// which database/sql copies into the string as before.
+// text with the same bytes, NULs included, as the ledger's database is
+// UTF-8 (store/sqlite opens no other); in PostgreSQL it stays bytea, which
+// database/sql copies into the string as before.
 const foldCols = "seq, body || ''"
 
 // readAheadBatches is how many batches of rows the reader may be ahead.

@@ -86,8 +86,8 @@ type Store interface {
 var (
 	// ErrNoLedger: a read-only open found no ledger.
 	ErrNoLedger = errors.New("no ledger")
-	// ErrNotALedger: the database is another application's; nothing is
-	// added to it.
+	// ErrNotALedger: the database is another application's, or its text
+	// is not UTF-8; nothing is added to it.
 	ErrNotALedger = errors.New("not a lockledger ledger")
 	// ErrLedgerGone: the database shows that it held a ledger, or holds
 	// another one than the writer's; a new ledger there would restart

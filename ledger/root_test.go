@@ -102,7 +102,7 @@ func TestAnotherApplicationsDatabaseIsNotALedger(t *testing.T) {
 
 // A database whose text is UTF-16 is not a ledger, whether it holds no
 // table yet or the ledger's tables: every open refuses it, naming its
-// encoding, and nothing is written to it.
+// encoding; nothing is written to it or created beside it.
 func TestAUTF16DatabaseIsNotALedger(t *testing.T) {
 	ctx := context.Background()
 	for _, withTables := range []bool{false, true} {
@@ -140,6 +140,9 @@ func TestAUTF16DatabaseIsNotALedger(t *testing.T) {
 		}
 		if after, _ := os.ReadFile(path); string(after) != string(before) {
 			t.Fatalf("the UTF-16 database (ledger tables: %v) was written to", withTables)
+		}
+		if entries, _ := os.ReadDir(root); len(entries) != 1 {
+			t.Fatalf("files were created beside the UTF-16 database (ledger tables: %v): %v", withTables, entries)
 		}
 	}
 }

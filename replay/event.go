@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/lockledger/lockledger/events"
 )
@@ -118,13 +119,7 @@ func DecodeEvent(seq int64, body []byte) (*Event, error) {
 
 // decodeInto is DecodeEvent into ev, which must be zero.
 func decodeInto(seq int64, body []byte, ev *Event) error {
-	if !decodeFastInto(body, ev) {
-		*ev = Event{}
-		if err := json.Unmarshal(body, ev); err != nil {
-			return undecodable(seq, err)
-		}
-	}
-	if err := checkDecoded(seq, ev); err != nil {
+	if err := decodeStringInto(seq, unsafe.String(unsafe.SliceData(body), len(body)), ev); err != nil {
 		return err
 	}
 	ev.Body = body
@@ -137,18 +132,9 @@ func decodeStringInto(seq int64, body string, ev *Event) error {
 	if !decodeFastString(body, ev) {
 		*ev = Event{}
 		if err := json.Unmarshal([]byte(body), ev); err != nil {
-			return undecodable(seq, err)
+			return fmt.Errorf("replay: event seq %d: body does not decode (run verify): %w", seq, err)
 		}
 	}
-	return checkDecoded(seq, ev)
-}
-
-func undecodable(seq int64, err error) error {
-	return fmt.Errorf("replay: event seq %d: body does not decode (run verify): %w", seq, err)
-}
-
-// checkDecoded checks a decoded event's type and sets Time from its at.
-func checkDecoded(seq int64, ev *Event) error {
 	if !ev.Type.Valid() {
 		return fmt.Errorf("replay: event seq %d: unknown type %q (run verify)", seq, ev.Type)
 	}

@@ -61,6 +61,21 @@ func forEachStore(t *testing.T, body func(t *testing.T, f *storeFixture)) {
 
 func as(rid string) ledger.Identity { return ledger.Identity{RequestID: rid, Actor: "conformance"} }
 
+// cycles acquires and releases lock c n times, as requests r0, r1, ...
+func cycles(t *testing.T, l *ledger.Ledger, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		rid := fmt.Sprintf("r%d", i)
+		if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "c", Identity: as(rid)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "c", Identity: as(rid)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // verifyOK checks the whole log and the locks table as verify does.
 func verifyOK(t *testing.T, l *ledger.Ledger) *replay.Report {
 	t.Helper()
@@ -283,15 +298,7 @@ func TestConformanceCheckpointsAndProject(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := f.open("host-a", ledger.WithSigner(signer))
-		for i := range 3 {
-			rid := fmt.Sprintf("r%d", i)
-			if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "c", Identity: as(rid)}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "c", Identity: as(rid)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		cycles(t, l, 3)
 		cp, err := l.Checkpoint(ctx)
 		if err != nil {
 			t.Fatal(err)

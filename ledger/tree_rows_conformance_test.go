@@ -2,7 +2,6 @@ package ledger_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -27,15 +26,7 @@ func TestConformanceTreeRowsRefuseUpsertAndCheckpointsBeyondTheLog(t *testing.T)
 			t.Fatal(err)
 		}
 		l := f.open("host-a", ledger.WithSigner(signer))
-		for i := range 2 {
-			rid := fmt.Sprintf("r%d", i)
-			if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "c", Identity: as(rid)}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "c", Identity: as(rid)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		cycles(t, l, 2)
 		if _, err := l.Checkpoint(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -74,15 +65,7 @@ func TestConformanceVerifyNamesAnEmptiedMerkleRow(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		l := f.open("host-a")
-		for i := range 2 {
-			rid := fmt.Sprintf("r%d", i)
-			if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "c", Identity: as(rid)}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "c", Identity: as(rid)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		cycles(t, l, 2)
 		verifyOK(t, l)
 		drop, empty := `DROP TRIGGER tlog_hashes_no_update`, `UPDATE tlog_hashes SET hashes = x'' WHERE seq = 2`
 		if f.url != "" {

@@ -98,8 +98,8 @@ func checkEncoding(path, enc string) error {
 
 // CheckForeign reports store.ErrNotALedger for a database at path whose
 // tables are another application's or whose text is not UTF-8, reading it
-// without writing anything;
-// any other failure is left for the writable open to find and report.
+// without writing anything; any other failure is left for the writable
+// open to find and report.
 func CheckForeign(ctx context.Context, path string, busy time.Duration) error {
 	db, err := sql.Open("sqlite", roDSN(path, busy, false))
 	if err != nil {

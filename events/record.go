@@ -33,6 +33,13 @@ type Record struct {
 	Metadata        map[string]string `json:"metadata"`
 }
 
+// StaleAfter is the instant a holding of r whose last heartbeat was at
+// heartbeat turns stale: its TTL later. It is the one staleness rule, used
+// by the decisions (ledger/state.go) and by the fold of the log (replay).
+func (r *Record) StaleAfter(heartbeat time.Time) time.Time {
+	return heartbeat.Add(time.Duration(r.TTLSeconds) * time.Second)
+}
+
 // FormatLockTime renders t in the lock file's format.
 func FormatLockTime(t time.Time) string { return t.UTC().Format(LockTimeFormat) }
 

@@ -56,7 +56,7 @@ func judge(h *holding, now time.Time, self Host, probe proc.Probe, maxAge time.D
 	switch {
 	case dead:
 		return events.StateDead, nil
-	case now.Sub(h.heartbeat) > time.Duration(h.rec.TTLSeconds)*time.Second:
+	case now.After(h.rec.StaleAfter(h.heartbeat)):
 		return events.StateStale, job
 	case formats.Skewed(h.heartbeat, now):
 		return events.StateStale, job
@@ -118,5 +118,5 @@ func (h *holding) staleSince(now time.Time) time.Time {
 	if formats.Skewed(h.heartbeat, now) {
 		return now
 	}
-	return h.heartbeat.Add(time.Duration(h.rec.TTLSeconds) * time.Second)
+	return h.rec.StaleAfter(h.heartbeat)
 }

@@ -29,7 +29,7 @@ func (h *Holder) File() []byte { return h.Record.File() }
 
 // StaleSince is the instant the holder turns stale without a heartbeat.
 func (h *Holder) StaleSince() time.Time {
-	return h.Heartbeat.Add(time.Duration(h.Record.TTLSeconds) * time.Second)
+	return h.Record.StaleAfter(h.Heartbeat)
 }
 
 // EventRef names one event briefly.
@@ -103,7 +103,7 @@ func (l *Lock) SharedAt(t time.Time) string {
 	}
 	state := events.StateStale
 	for _, h := range l.Shared {
-		if t.Sub(h.Heartbeat) <= time.Duration(h.Record.TTLSeconds)*time.Second {
+		if !t.After(h.StaleSince()) {
 			state = events.StateHeld
 		}
 	}
@@ -132,7 +132,7 @@ func (l *Lock) StateAt(t time.Time) string {
 	if !l.Held {
 		return l.SharedAt(t)
 	}
-	if t.Sub(l.Holder.Heartbeat) > time.Duration(l.Holder.Record.TTLSeconds)*time.Second {
+	if t.After(l.Holder.StaleSince()) {
 		return events.StateStale
 	}
 	return events.StateHeld

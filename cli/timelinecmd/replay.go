@@ -74,7 +74,7 @@ func sharedAt(lk *replay.Lock, t time.Time) (mode string, limit int64, out []sha
 	}
 	for _, h := range lk.Shared {
 		o := sharedAtJSON{State: events.StateHeld, FencingToken: h.Token, Lock: h.Record}
-		if t.Sub(h.Heartbeat) > time.Duration(h.Record.TTLSeconds)*time.Second {
+		if t.After(h.StaleSince()) {
 			o.State, o.StaleSince = events.StateStale, events.FormatTime(h.StaleSince())
 		}
 		out = append(out, o)

@@ -32,6 +32,7 @@ type Config struct {
 	Fault       Fault         //
 	Trials      int           // trials to run; 0: until Duration has passed
 	Duration    time.Duration // with Trials 0
+	TakeOvers   int           // pause classes: also go on until this many trials took the lock over
 	Clients     int           // default 8
 	TTL         time.Duration // the runs' --ttl, whole seconds (default 2s)
 	Seed        uint64        //
@@ -138,7 +139,8 @@ func RunClass(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("init: %v: %s", err, out)
 	}
 	for n := 0; ; n++ {
-		if cfg.Trials > 0 && n >= cfg.Trials || cfg.Trials == 0 && time.Since(began) >= cfg.Duration {
+		done := cfg.Trials > 0 && n >= cfg.Trials || cfg.Trials == 0 && time.Since(began) >= cfg.Duration
+		if done && (!cfg.Fault.Pause() || res.TakeOvers >= cfg.TakeOvers) {
 			break
 		}
 		if err := ctx.Err(); err != nil {

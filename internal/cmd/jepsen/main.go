@@ -27,6 +27,7 @@ func main() {
 	store := flag.String("store", "both", "sqlite, postgres or both")
 	trials := flag.Int("trials", 0, "trials per fault class and store (0: run each class for -duration)")
 	duration := flag.Duration("duration", time.Minute, "time per fault class and store, when -trials is 0")
+	takeovers := flag.Int("takeovers", 0, "in the pause classes, also go on until this many trials took the lock over")
 	faults := flag.String("faults", "all", "comma-separated fault classes: "+fmt.Sprint(jepsen.AllFaults)+", or all")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the nemesis's choices")
 	ttl := flag.Duration("ttl", 2*time.Second, "the runs' --ttl (whole seconds); pauses last 1.5 x ttl")
@@ -92,7 +93,7 @@ func main() {
 				die(err)
 			}
 			cfg := jepsen.Config{Bin: bin, Self: self, Store: st, Dir: cdir, Fault: f, Trials: *trials,
-				Duration: *duration, Clients: *clients, TTL: *ttl, Seed: *seed + uint64(i), Progress: os.Stderr}
+				Duration: *duration, TakeOvers: *takeovers, Clients: *clients, TTL: *ttl, Seed: *seed + uint64(i), Progress: os.Stderr}
 			if st == jepsen.Postgres {
 				name := fmt.Sprintf("jepsen_%d_%d", os.Getpid(), i)
 				if err := cluster.CreateDatabase(name); err != nil {

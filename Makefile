@@ -2,7 +2,7 @@ GO        ?= go
 BIN       ?= bin/lockledger
 PKGS      := ./...
 
-.PHONY: build test vet demo bench stress stress-archive fuzz lint clean docs-screenshot man release version
+.PHONY: build test vet demo bench stress stress-archive fuzz jepsen lint clean docs-screenshot man release version
 
 # The version and commit go into the binary from git (see lockledger
 # --version): the toolchain's own stamp is missing under -buildvcs=false
@@ -61,6 +61,11 @@ stress:
 ## stress-archive: archive and prune a ledger of 200k events on SQLite and PostgreSQL (sizes and times in the log)
 stress-archive:
 	LOCKLEDGER_STRESS=1 $(GO) test -count=1 -timeout 30m -v -run 'TestArchivePrune' ./archive/
+
+## jepsen: the fault harness (internal/jepsen; not part of make test): 8 clients on 2-4 simulated hosts loop `lockledger run` while a nemesis kills, pauses or cuts off the holder, on SQLite and PostgreSQL; prints a table per fault class and store and how long it took, exits 1 when a check failed. JEPSEN_FLAGS sizes it (the default: at least 200 take-over trials per pause fault per store, a few hours on 2 cores; -duration 1m per class is a quick look)
+JEPSEN_FLAGS ?= -store both -trials 200 -takeovers 200
+jepsen:
+	$(GO) run ./internal/cmd/jepsen $(JEPSEN_FLAGS)
 
 ## fuzz: each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

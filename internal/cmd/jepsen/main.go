@@ -1,0 +1,126 @@
+// Command jepsen runs the fault harness of internal/jepsen against the
+// lockledger CLI built from this module (make jepsen): clients on simulated
+// hosts loop `lockledger run` on one lock per trial while a nemesis kills,
+// pauses or cuts off the holder, and prints a table of what the checks found.
+// It exits 1 when any check failed.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/jepsen"
+	"github.com/lockledger/lockledger/internal/pgtest"
+)
+
+func main() {
+	jepsen.JobMain()
+	store := flag.String("store", "both", "sqlite, postgres or both")
+	trials := flag.Int("trials", 0, "trials per fault class and store (0: run each class for -duration)")
+	duration := flag.Duration("duration", time.Minute, "time per fault class and store, when -trials is 0")
+	takeovers := flag.Int("takeovers", 0, "in the pause classes, also go on until this many trials took the lock over")
+	faults := flag.String("faults", "all", "comma-separated fault classes: "+fmt.Sprint(jepsen.AllFaults)+", or all")
+	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the nemesis's choices")
+	ttl := flag.Duration("ttl", 2*time.Second, "the runs' --ttl (whole seconds); pauses last 1.5 x ttl")
+	clients := flag.Int("clients", 8, "clients per trial, on 2-4 simulated hosts")
+	keep := flag.Bool("keep", false, "keep the work directory (record, roots, the runs' logs)")
+	flag.Parse()
+	fs, err := jepsen.ParseFaults(*faults)
+	if err != nil {
+		die(err)
+	}
+	var stores []jepsen.Store
+	switch *store {
+	case "both":
+		stores = []jepsen.Store{jepsen.SQLite, jepsen.Postgres}
+	case "sqlite", "postgres":
+		stores = []jepsen.Store{jepsen.Store(*store)}
+	default:
+		die(fmt.Errorf("-store: %q is not sqlite, postgres or both", *store))
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+
+	dir, err := os.MkdirTemp("", "lockledger-jepsen-")
+	if err != nil {
+		die(err)
+	}
+	if *keep {
+		fmt.Fprintln(os.Stderr, "jepsen: work directory", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	began := time.Now()
+	bin := filepath.Join(dir, "lockledger")
+	build := exec.Command("go", "build", "-o", bin, "github.com/lockledger/lockledger")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		die(fmt.Errorf("building the CLI: %w", err))
+	}
+	self, err := os.Executable()
+	if err != nil {
+		die(err)
+	}
+	fmt.Fprintf(os.Stderr, "jepsen: seed %d\n", *seed)
+
+	var cluster *pgtest.Cluster
+	if slices.Contains(stores, jepsen.Postgres) {
+		if cluster, err = pgtest.StartCluster(); errors.Is(err, pgtest.ErrNoServer) {
+			fmt.Fprintln(os.Stderr, "jepsen: skipping PostgreSQL:", err)
+			stores = slices.DeleteFunc(stores, func(s jepsen.Store) bool { return s == jepsen.Postgres })
+		} else if err != nil {
+			die(err)
+		} else {
+			defer cluster.Stop()
+		}
+	}
+	var results []*jepsen.Result
+	failed := false
+	for _, st := range stores {
+		for i, f := range fs {
+			cdir := filepath.Join(dir, string(st)+"-"+string(f))
+			if err := os.Mkdir(cdir, 0o700); err != nil {
+				die(err)
+			}
+			cfg := jepsen.Config{Bin: bin, Self: self, Store: st, Dir: cdir, Fault: f, Trials: *trials,
+				Duration: *duration, TakeOvers: *takeovers, Clients: *clients, TTL: *ttl, Seed: *seed + uint64(i), Progress: os.Stderr}
+			if st == jepsen.Postgres {
+				name := fmt.Sprintf("jepsen_%d_%d", os.Getpid(), i)
+				if err := cluster.CreateDatabase(name); err != nil {
+					die(err)
+				}
+				cfg.DatabaseURL = cluster.SocketURL(name)
+			}
+			r, err := jepsen.RunClass(ctx, cfg)
+			if err != nil {
+				die(err)
+			}
+			for _, e := range r.Examples {
+				fmt.Fprintln(os.Stderr, "jepsen:", e)
+			}
+			fmt.Fprintf(os.Stderr, "jepsen: %s %s done in %v\n", st, f, r.Elapsed.Round(time.Second))
+			failed = failed || r.Failed()
+			results = append(results, r)
+		}
+	}
+	jepsen.WriteTable(os.Stdout, results)
+	fmt.Printf("\n%d fault classes in %v (seed %d)\n", len(results), time.Since(began).Round(time.Second), *seed)
+	if failed {
+		os.Exit(1)
+	}
+}
+
+func die(err error) {
+	fmt.Fprintln(os.Stderr, "jepsen:", err)
+	os.Exit(2)
+}

@@ -1,0 +1,41 @@
+package jepsen
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Quantile is the q-quantile (nearest rank) of ds, or 0 when empty.
+func Quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond)) }
+
+// WriteTable writes the results as one Markdown table, a row per store and
+// fault class.
+func WriteTable(w io.Writer, results []*Result) {
+	fmt.Fprintln(w, "| store | fault | trials | take-over trials | jobs | overlaps | max overlap ms | loss-to-stop p50/p99/max ms | fencing violations | history disagreements | porcupine | stuck | time |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|")
+	for _, r := range results {
+		if r.NA != "" {
+			fmt.Fprintf(w, "| %s | %s | N/A: %s | | | | | | | | | | |\n", r.Store, r.Fault, r.NA)
+			continue
+		}
+		loss := "-"
+		if len(r.Loss) > 0 {
+			loss = fmt.Sprintf("%s / %s / %s", ms(Quantile(r.Loss, 0.5)), ms(Quantile(r.Loss, 0.99)), ms(Quantile(r.Loss, 1)))
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %s | %s | %d | %d | %s | %d | %s |\n",
+			r.Store, r.Fault, r.Trials, r.TakeOvers, r.Jobs, r.Overlaps, ms(r.MaxOverlap), loss,
+			r.FencingViolations, r.Disagreements, r.Porcupine(), r.Stuck, r.Elapsed.Round(time.Second))
+	}
+}

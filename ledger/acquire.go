@@ -155,9 +155,13 @@ func (w *writeTx) acquireExclusive(req AcquireRequest, p takeover) (*Acquisition
 	if p.supersedes() {
 		note, notAwaited = w.l.supersedeNote(h, note)
 	}
+	stop := false
+	if reason == events.ReasonStaleForced {
+		note, stop = w.l.takeoverNote(h, note)
+	}
 	a, err := w.take(req, h, reason, note)
 	if a != nil {
-		a.NotAwaited = notAwaited
+		a.NotAwaited, a.StopPrevious = notAwaited, stop
 	}
 	return a, nil, err
 }

@@ -199,7 +199,8 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	defer o.g.Finish(l)
 	opts := []lease.Option{lease.WithTTL(req.TTL), lease.WithPID(req.PID), lease.WithIntent(req.Intent, req.IntentVersion),
-		lease.WithMetadata(req.Metadata), lease.WithWait(wait), lease.WithWaitObserver(waitReporter(o.g, o.lock))}
+		lease.WithMetadata(req.Metadata), lease.WithWait(wait), lease.WithWaitObserver(waitReporter(o.g, o.lock)),
+		lease.WithKillGrace(grace)}
 	if req.RequestID != "" {
 		opts = append(opts, lease.WithRequestID(req.RequestID))
 	}
@@ -250,6 +251,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	// From here on the lease and the release outlive a cancelled ctx.
 	bg := context.WithoutCancel(ctx)
 	o.g.Log.Info("acquired", "lock", o.lock, "fencing_token", hold.FencingToken(), "request_id", hold.RequestID())
+	reportTakenOver(o.g, o.lock, hold.TakenOver())
 	report := func(status, result string, code *int, exit int, started time.Time) error {
 		if o.g.JSON {
 			obj := runObject{Status: status, LockName: o.lock, RequestID: hold.RequestID(), FencingToken: hold.FencingToken(),

@@ -156,9 +156,7 @@ func takeOverPaused(t *testing.T, root, lock, via string, frozen bool) takeover 
 			t.Fatal(err)
 		}
 	}
-	if err := old.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	pauseOutsideWrites(t, old.Process.Pid)
 	if frozen {
 		// The job is its group's leader (run starts it in a group of its own).
 		if err := syscall.Kill(-job, syscall.SIGSTOP); err != nil {
@@ -254,6 +252,64 @@ func takeOverPaused(t *testing.T, root, lock, via string, frozen bool) takeover 
 	}
 	checkJobStopped(t, root, lock)
 	return r
+}
+
+// pauseOutsideWrites stops pid with SIGSTOP at a moment it holds no
+// flock: a run paused inside a write keeps the root's writer mutex and the
+// trust store's heads lock, and nobody on this host could take anything
+// over before it runs again (a limit of its own, not what this test is
+// about).
+func pauseOutsideWrites(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		for !stopped(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d did not stop", pid)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if !holdsFlock(t, pid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d held a flock at every pause", pid)
+		}
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stopped reports pid in state T (stopped by a signal).
+func stopped(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] == 'T'
+}
+
+// holdsFlock reports a flock(2) lock of pid's in /proc/locks.
+func holdsFlock(t *testing.T, pid int) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 && f[1] == "FLOCK" && f[4] == strconv.Itoa(pid) {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitStale waits until lock's holder has gone a TTL without a heartbeat

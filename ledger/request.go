@@ -133,9 +133,7 @@ type Acquisition struct {
 	// NotAwaited says why a superseded job cannot be awaited from here
 	// (see AwaitSuperseded); "" when it can.
 	NotAwaited string
-	// StopPrevious: the previous holder was stale and taken over by force,
-	// and its processes are this machine's, in this boot: the taker stops
-	// its job before starting its own (see lease.StopTakenOver).
+	// StopPrevious: a stale holder here taken by force (see lease.StopTakenOver).
 	StopPrevious bool
 	// Already: the request held the lock before this call; nothing was written.
 	Already bool

@@ -102,6 +102,11 @@ starting CMD. A holder on another host, another tool's lock, or a holder
 that is not a lockledger run cannot be awaited: run says so, notes it in
 the steal, and starts CMD.
 
+--force takes over a stale lock; when its holder is a run on this machine
+(paused past its TTL, or gone with its job still running), that job gets
+TERM and CONT, KILL after --kill-grace, and its run KILL, before CMD
+starts (recorded as job_processes).
+
 run exits with CMD's exact code (128+N when CMD died of signal N), 3 (or
 --conflict-exit-code's code) or 4 when it never got the lock, 5 when the
 lock was lost and CMD was stopped; 127 when CMD does not exist and 126

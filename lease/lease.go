@@ -49,6 +49,8 @@ type Lease struct {
 	traced   bool      // the deadline loss is recorded in the ledger
 	renewed  chan struct{}
 
+	takenOver TakenOver
+
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 	mu       sync.Mutex
@@ -56,7 +58,8 @@ type Lease struct {
 }
 
 // Acquire takes lock name in l and starts heartbeating it every
-// min(ttl/3, 30s). It fails with *ledger.HeldError (ledger.ErrHeld) or
+// min(ttl/3, 30s). A stale holder taken over by force (WithForce) on this
+// machine has its job stopped before Acquire returns (see StopTakenOver). It fails with *ledger.HeldError (ledger.ErrHeld) or
 // *ledger.StaleError (ledger.ErrStale) when the lock cannot be had within
 // the wait. ctx bounds the acquire and its wait, not the lease: the
 // heartbeat runs until Release.
@@ -82,8 +85,15 @@ func Acquire(ctx context.Context, l *ledger.Ledger, name string, opts ...Option)
 	s.wg.Add(2)
 	go s.heartbeat(hctx)
 	go s.watch(hctx)
+	// Heartbeating already: stopping the job may take its grace.
+	s.takenOver = StopTakenOver(ctx, l, a, c.grace)
 	return s, nil
 }
+
+// TakenOver is what became of the job of the stale holder this lease took
+// the lock from by force: stopped before Acquire returned (see
+// StopTakenOver).
+func (s *Lease) TakenOver() TakenOver { return s.takenOver }
 
 // Lock is the lock's name.
 func (s *Lease) Lock() string { return s.acq.Lock }

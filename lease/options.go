@@ -32,6 +32,7 @@ type config struct {
 	wait      time.Duration
 	interval  time.Duration
 	margin    time.Duration
+	grace     time.Duration
 	observe   WaitObserver
 }
 
@@ -121,6 +122,19 @@ func WithForce() Option {
 	return func(c *config) error { c.req.Force = true; return nil }
 }
 
+// WithKillGrace is how long the job of a stale holder taken over by force
+// (WithForce) may act on TERM before it is killed (default
+// DefaultTakeOverGrace; see StopTakenOver).
+func WithKillGrace(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return events.Invalid("kill grace", d.String(), "must not be negative")
+		}
+		c.grace = d
+		return nil
+	}
+}
+
 // WithWait keeps trying while the lock is held, for at most d. Without it,
 // a context deadline is the limit; without either, one attempt is made.
 func WithWait(d time.Duration) Option {
@@ -167,7 +181,7 @@ func WithLossMargin(d time.Duration) Option {
 // newConfig applies opts to a request for lock name and fills in the
 // defaults that depend on the TTL and on ctx's deadline.
 func newConfig(ctx context.Context, name string, opts []Option) (config, error) {
-	c := config{req: ledger.AcquireRequest{Lock: name, TTL: ledger.DefaultTTL}}
+	c := config{req: ledger.AcquireRequest{Lock: name, TTL: ledger.DefaultTTL}, grace: DefaultTakeOverGrace}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return c, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // takeover is what an acquisition may take a lock over from, beyond a
@@ -155,11 +156,21 @@ func (w *writeTx) acquireExclusive(req AcquireRequest, p takeover) (*Acquisition
 	if p.supersedes() {
 		note, notAwaited = w.l.supersedeNote(h, note)
 	}
+	note, stop := w.l.takeoverNote(h, reason, note)
 	a, err := w.take(req, h, reason, note)
 	if a != nil {
-		a.NotAwaited = notAwaited
+		a.NotAwaited, a.StopPrevious = notAwaited, stop
 	}
 	return a, nil, err
+}
+
+// takeoverNote: whether the taker stops a stale holder's job first (lease.StopTakenOver), else a note why not.
+func (l *Ledger) takeoverNote(h *holding, reason, note string) (string, bool) {
+	v := proc.CompareBoot(h.bootID, h.heartbeat, l.host.BootID, l.host.Booted)
+	if forced := reason == events.ReasonStaleForced && h.rec.PID > 0; !forced || h.rec.HostID == l.host.ID && v != proc.OtherMachine && v != proc.OtherBoot {
+		return note, forced && v == proc.ThisBoot // this machine, in this boot; or gone with an earlier one
+	}
+	return addNote(note, "the stale holder's job may run on another machine (host "+h.rec.HostID+"): it is not stopped from here"), false
 }
 
 // already is the acquisition a request holds already: nothing is written,

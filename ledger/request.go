@@ -133,6 +133,8 @@ type Acquisition struct {
 	// NotAwaited says why a superseded job cannot be awaited from here
 	// (see AwaitSuperseded); "" when it can.
 	NotAwaited string
+	// StopPrevious: a stale holder here taken by force (see lease.StopTakenOver).
+	StopPrevious bool
 	// Already: the request held the lock before this call; nothing was written.
 	Already bool
 	// Mode is events.ModeShared for a shared holding ("" exclusive), and

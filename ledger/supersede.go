@@ -9,7 +9,6 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
-	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // Supersede takes lock req.Lock from its current holder, an older run of
@@ -42,10 +41,7 @@ func (l *Ledger) supersedeNote(h *holding, note string) (string, string) {
 	default:
 		return note, ""
 	}
-	if note != "" {
-		note += "; "
-	}
-	return termtext.Clip(note+why, 1024), why
+	return addNote(note, why), why
 }
 
 // AcquisitionEvent is the event by which a request took a lock: a

@@ -413,8 +413,12 @@ func withKeptAside(note string, prev *holding) string {
 	if prev == nil || prev.keptAside == "" {
 		return note
 	}
-	kept := fmt.Sprintf("the unreadable %s lock file at %s was kept aside as %s", prev.targetFormat, prev.target, prev.keptAside)
-	return termtext.Clip(strings.TrimPrefix(note+"; "+kept, "; "), 1024)
+	return addNote(note, fmt.Sprintf("the unreadable %s lock file at %s was kept aside as %s", prev.targetFormat, prev.target, prev.keptAside))
+}
+
+// addNote adds more to a note, clipped to the 1024 bytes a note may have.
+func addNote(note, more string) string {
+	return termtext.Clip(strings.TrimPrefix(note+"; "+more, "; "), 1024)
 }
 
 // replaceable returns the bytes at path that taking over from prev may

@@ -224,6 +224,8 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if err != nil {
 		return o.conflict(err)
 	}
+	// The request id is the grant: not printed before the stale holder's job is gone.
+	reportTakenOver(o.g, o.lock, lease.StopTakenOver(ctx, l, a, takeOverGrace(req.TTL)))
 	printAcquisition(o.g, a)
 	if req.NoProcess {
 		o.g.Log.Info("no process holds the lock: heartbeat it within its TTL (--request-id) or it goes stale", "lock", o.lock,

@@ -102,6 +102,11 @@ starting CMD. A holder on another host, another tool's lock, or a holder
 that is not a lockledger run cannot be awaited: run says so, notes it in
 the steal, and starts CMD.
 
+--force takes over a stale lock; when its holder is a run on this machine
+(paused past its TTL, or gone with its job still running), that job gets
+TERM and CONT, KILL after --kill-grace, and its run KILL, before CMD
+starts (recorded as job_processes).
+
 run exits with CMD's exact code (128+N when CMD died of signal N), 3 (or
 --conflict-exit-code's code) or 4 when it never got the lock, 5 when the
 lock was lost and CMD was stopped; 127 when CMD does not exist and 126
@@ -199,7 +204,8 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	defer o.g.Finish(l)
 	opts := []lease.Option{lease.WithTTL(req.TTL), lease.WithPID(req.PID), lease.WithIntent(req.Intent, req.IntentVersion),
-		lease.WithMetadata(req.Metadata), lease.WithWait(wait), lease.WithWaitObserver(waitReporter(o.g, o.lock))}
+		lease.WithMetadata(req.Metadata), lease.WithWait(wait), lease.WithWaitObserver(waitReporter(o.g, o.lock)),
+		lease.WithKillGrace(grace)}
 	if req.RequestID != "" {
 		opts = append(opts, lease.WithRequestID(req.RequestID))
 	}
@@ -250,6 +256,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	// From here on the lease and the release outlive a cancelled ctx.
 	bg := context.WithoutCancel(ctx)
 	o.g.Log.Info("acquired", "lock", o.lock, "fencing_token", hold.FencingToken(), "request_id", hold.RequestID())
+	reportTakenOver(o.g, o.lock, hold.TakenOver())
 	report := func(status, result string, code *int, exit int, started time.Time) error {
 		if o.g.JSON {
 			obj := runObject{Status: status, LockName: o.lock, RequestID: hold.RequestID(), FencingToken: hold.FencingToken(),

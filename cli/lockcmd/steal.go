@@ -15,6 +15,7 @@ import (
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -106,6 +107,7 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 	if err != nil {
 		return err
 	}
+	reportTakenOver(o.g, o.lock, lease.StopTakenOver(ctx, l, a, takeOverGrace(req.TTL)))
 	printAcquisition(o.g, a)
 	return nil
 }

@@ -50,6 +50,26 @@ func BelowOnly() StopOption {
 	return func(w *Watch) { w.below, w.belowOnly = true, true }
 }
 
+// Below counts every process below pid as the job's, whatever its
+// environment, while pid is the process started at start: for another
+// run, the subreaper of what its command started (see BecomeSubreaper).
+// A start time is required: a pid that names another process now has
+// nothing of the job below it.
+func Below(pid int, start string) StopOption {
+	return func(w *Watch) {
+		if start != "" {
+			w.under, w.underStart = pid, start
+		}
+	}
+}
+
+// Continue sends CONT after each TERM: a stopped process (SIGSTOP, a
+// frozen cgroup's thaw aside) acts on TERM only once it runs again, while
+// KILL ends it stopped or not.
+func Continue() StopOption {
+	return func(w *Watch) { w.cont = true }
+}
+
 // StopJob ends what is left of a job once its command has exited: the
 // command's process group pgid (0: none) and the processes carrying
 // requestID (see JobPIDs), which include those that left the group. Each
@@ -82,6 +102,9 @@ func StopJob(ctx context.Context, requestID string, pgid int, grace time.Duratio
 		case group && !groupTermed:
 			groupTermed = true
 			_ = unix.Kill(-pgid, unix.SIGTERM)
+			if w.cont {
+				_ = unix.Kill(-pgid, unix.SIGCONT)
+			}
 		}
 		for _, pid := range live {
 			switch {
@@ -91,6 +114,9 @@ func StopJob(ctx context.Context, requestID string, pgid int, grace time.Duratio
 			case !termed[pid]:
 				termed[pid] = true
 				w.Signal(pid, unix.SIGTERM)
+				if w.cont {
+					w.Signal(pid, unix.SIGCONT)
+				}
 			}
 		}
 		if !killing.IsZero() && now.Sub(killing) > KillSettle {

@@ -26,10 +26,13 @@ func ReapExited(keep int) {
 
 // descendants lists the processes below this one: its children, theirs,
 // and so on.
-func descendants() []int {
+func descendants() []int { return descendantsOf(os.Getpid()) }
+
+// descendantsOf lists the processes below top.
+func descendantsOf(top int) []int {
 	var out []int
 	seen := map[int]bool{}
-	next := childrenOf(os.Getpid())
+	next := childrenOf(top)
 	for len(next) > 0 {
 		pid := next[0]
 		next = next[1:]

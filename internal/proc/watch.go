@@ -16,6 +16,9 @@ type Watch struct {
 	since      ForkMark       // processes created before it are not looked at
 	below      bool           // every process below this one is the job's (see Descendants)
 	belowOnly  bool           // and only those (see BelowOnly)
+	under      int            // every process below this one is the job's too, while it runs (see Below)
+	underStart string         // under's start time
+	cont       bool           // StopJob continues what it sends TERM (see Continue)
 	start      map[int]string // pid -> its start time, when first seen
 	job        map[int]string // pid -> the request id it carries
 	seen       []int          // in order of first sight
@@ -35,6 +38,13 @@ func (w *Watch) Look() []int {
 	if w.below && len(w.requestIDs) > 0 {
 		ReapExited(0)
 		for _, pid := range descendants() {
+			if _, ok := found[pid]; !ok {
+				found[pid] = w.requestIDs[0]
+			}
+		}
+	}
+	if w.under > 0 && len(w.requestIDs) > 0 && Running(w.under, w.underStart) {
+		for _, pid := range descendantsOf(w.under) {
 			if _, ok := found[pid]; !ok {
 				found[pid] = w.requestIDs[0]
 			}

@@ -434,7 +434,24 @@ func (t *trial) client(ctx context.Context, c int) {
 		delete(t.live, rid)
 		t.runs = append(t.runs, r)
 		t.mu.Unlock()
+		// A run refused at once (a stale lock it may not take over) is
+		// retried after a pause, as a client would: trials running at once
+		// must not turn such refusals into a storm of processes.
+		if r.Code > 0 && time.Duration(exit-launch) < time.Second {
+			select {
+			case <-time.After(100*time.Millisecond + time.Duration(t.randN(200))*time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+		}
 	}
+}
+
+// randN is the trial's generator, for the clients' goroutines.
+func (t *trial) randN(n int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rng.IntN(n)
 }
 
 // stop ends the trial: no new runs; those running are resumed and told to
@@ -592,7 +609,9 @@ func (t *trial) killAcquire(ctx context.Context, deadline time.Time, ends map[st
 	if k.Victim, ok = recv(); !ok {
 		return nil, 0, Line{}, false
 	}
+	t.mu.Lock()
 	k.Delay = lo + time.Duration(t.rng.Int64N(int64(k.ToStart-lo)+1))
+	t.mu.Unlock()
 	if d := time.Duration(k.Victim.Launch + int64(k.Delay) - Mono()); d > 0 {
 		time.Sleep(d)
 	}

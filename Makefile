@@ -62,8 +62,8 @@ stress:
 stress-archive:
 	LOCKLEDGER_STRESS=1 $(GO) test -count=1 -timeout 30m -v -run 'TestArchivePrune' ./archive/
 
-## jepsen: the fault harness (internal/jepsen; not part of make test): 8 clients on 2-4 simulated hosts loop `lockledger run` while a nemesis kills, pauses or cuts off the holder, on SQLite and PostgreSQL; prints a table per fault class and store and how long it took, exits 1 when a check failed. JEPSEN_FLAGS sizes it (the default: at least 200 take-over trials per pause fault per store, a few hours on 2 cores; -duration 1m per class is a quick look)
-JEPSEN_FLAGS ?= -store both -trials 200 -takeovers 200
+## jepsen: the fault harness (internal/jepsen; not part of make test): 8 clients on 2-4 simulated hosts loop `lockledger run` while a nemesis kills, pauses or cuts off the holder, on SQLite and PostgreSQL; prints a table per fault class and store and how long it took, exits 1 when a check failed. JEPSEN_FLAGS sizes it (the default: at least 200 take-over trials per pause fault per store, -parallel 4 trials at once; -duration 1m per class is a quick look)
+JEPSEN_FLAGS ?= -store both -trials 200 -takeovers 200 -parallel 4
 jepsen:
 	$(GO) run ./internal/cmd/jepsen $(JEPSEN_FLAGS)
 

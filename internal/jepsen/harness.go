@@ -34,6 +34,7 @@ type Config struct {
 	Duration    time.Duration // with Trials 0
 	TakeOvers   int           // pause classes: also go on until this many trials took the lock over
 	Clients     int           // default 8
+	Parallel    int           // trials at once, each on its own lock and clients (default 1)
 	TTL         time.Duration // the runs' --ttl, whole seconds (default 2s)
 	Seed        uint64        //
 	Progress    io.Writer     // a line every few trials; nil: none
@@ -57,6 +58,56 @@ type Result struct {
 	TokenVerdicts     map[porcupine.CheckResult]int
 	Examples          []string // the first few overlaps, for the log
 	Elapsed           time.Duration
+	// kill-acquire: where each trial's kill landed in its victim's run,
+	// and the victim's first run's times (launch to its acquire event, and
+	// to its job's start line) that aimed it.
+	Acquire AcquireKills
+}
+
+// AcquireKills is where the kill-acquire class's kills landed: before the
+// victim's acquire was recorded, after it was recorded but before its job
+// started (the acquire itself, leaving a holding nobody runs), or after
+// its job started.
+type AcquireKills struct {
+	BeforeCommit, Committed, AfterStart int
+	ToAcquire, ToStart                  []time.Duration // per trial, measured on the victim's first run
+	KillAt                              []time.Duration // per trial, the kill's delay after the victim's launch
+}
+
+// merge adds one trial's result to the class's.
+func (r *Result) merge(o *Result) {
+	r.Trials += o.Trials
+	r.TakeOvers += o.TakeOvers
+	r.Stuck += o.Stuck
+	r.Jobs += o.Jobs
+	r.Overlaps += o.Overlaps
+	r.MaxOverlap = max(r.MaxOverlap, o.MaxOverlap)
+	r.Loss = append(r.Loss, o.Loss...)
+	r.FencingViolations += o.FencingViolations
+	r.Disagreements += o.Disagreements
+	for k, v := range o.LockVerdicts {
+		r.LockVerdicts[k] += v
+	}
+	for k, v := range o.TokenVerdicts {
+		r.TokenVerdicts[k] += v
+	}
+	for _, e := range o.Examples {
+		if len(r.Examples) < 5 {
+			r.Examples = append(r.Examples, e)
+		}
+	}
+	a, b := &r.Acquire, o.Acquire
+	a.BeforeCommit += b.BeforeCommit
+	a.Committed += b.Committed
+	a.AfterStart += b.AfterStart
+	a.ToAcquire = append(a.ToAcquire, b.ToAcquire...)
+	a.ToStart = append(a.ToStart, b.ToStart...)
+	a.KillAt = append(a.KillAt, b.KillAt...)
+}
+
+func newResult(st Store, f Fault) *Result {
+	return &Result{Store: st, Fault: f, LockVerdicts: map[porcupine.CheckResult]int{},
+		TokenVerdicts: map[porcupine.CheckResult]int{}}
 }
 
 // Porcupine is the verdict of both models over every trial: Ok, or how
@@ -95,15 +146,15 @@ func (r *Result) Failed() bool {
 // ErrNotApplicable: the fault class has no meaning on the store.
 var ErrNotApplicable = errors.New("not applicable")
 
-// harness is the state of one class's run.
+// harness is the state of one class's run, shared by its trials.
 type harness struct {
-	cfg    Config
-	rng    *rand.Rand
-	record string
-	log    *os.File
-	trust  string
-	offset int64 // wall ns - mono ns, to place the ledger's times on the record's clock
-	pg     *pgx.Conn
+	cfg     Config
+	records string // a directory: each trial's outside record, named for its lock
+	log     *os.File
+	trust   string
+	offset  int64 // wall ns - mono ns, to place the ledger's times on the record's clock
+	pgMu    sync.Mutex
+	pg      *pgx.Conn // one connection, so used by one trial at a time
 }
 
 // RunClass runs cfg's trials and checks them.
@@ -114,16 +165,18 @@ func RunClass(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.TTL == 0 {
 		cfg.TTL = 2 * time.Second
 	}
-	res := &Result{Store: cfg.Store, Fault: cfg.Fault, LockVerdicts: map[porcupine.CheckResult]int{},
-		TokenVerdicts: map[porcupine.CheckResult]int{}}
+	cfg.Parallel = max(cfg.Parallel, 1)
+	res := newResult(cfg.Store, cfg.Fault)
 	if cfg.Fault == FaultCutDB && cfg.Store != Postgres {
 		res.NA = "no connection to cut on SQLite"
 		return res, nil
 	}
 	began := time.Now()
-	h := &harness{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(len(cfg.Fault)))),
-		record: filepath.Join(cfg.Dir, "record"), trust: filepath.Join(cfg.Dir, "trust")}
+	h := &harness{cfg: cfg, records: filepath.Join(cfg.Dir, "records"), trust: filepath.Join(cfg.Dir, "trust")}
 	h.offset = time.Now().UnixNano() - Mono()
+	if err := os.Mkdir(h.records, 0o700); err != nil {
+		return nil, err
+	}
 	var err error
 	if h.log, err = os.Create(filepath.Join(cfg.Dir, "runs.log")); err != nil {
 		return nil, err
@@ -138,21 +191,62 @@ func RunClass(ctx context.Context, cfg Config) (*Result, error) {
 	if out, err := h.cli(ctx, 0, "init").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("init: %v: %s", err, out)
 	}
-	for n := 0; ; n++ {
-		done := cfg.Trials > 0 && n >= cfg.Trials || cfg.Trials == 0 && time.Since(began) >= cfg.Duration
-		if done && (!cfg.Fault.Pause() || res.TakeOvers >= cfg.TakeOvers) {
-			break
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := h.trial(ctx, n, res); err != nil {
-			return nil, fmt.Errorf("%s %s trial %d: %w", cfg.Store, cfg.Fault, n, err)
-		}
-		if cfg.Progress != nil && (n+1)%25 == 0 {
-			fmt.Fprintf(cfg.Progress, "jepsen: %s %s: %d trials, %d take-overs, %d overlaps (%s)\n",
-				cfg.Store, cfg.Fault, res.Trials, res.TakeOvers, res.Overlaps, time.Since(began).Round(time.Second))
-		}
+	// Parallel workers take trial numbers one at a time. A pause class
+	// counts the trials still running as take-overs to come, so that it
+	// starts no more trials than its target could need.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		next     int
+		running  int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	more := func() bool {
+		done := cfg.Trials > 0 && next >= cfg.Trials || cfg.Trials == 0 && time.Since(began) >= cfg.Duration
+		return !done || cfg.Fault.Pause() && res.TakeOvers+running < cfg.TakeOvers
+	}
+	for range cfg.Parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if firstErr != nil || ctx.Err() != nil || !more() {
+					mu.Unlock()
+					return
+				}
+				n := next
+				next++
+				running++
+				mu.Unlock()
+				tr, err := h.trial(ctx, n)
+				mu.Lock()
+				running--
+				if err != nil {
+					if firstErr == nil {
+						firstErr = fmt.Errorf("%s %s trial %d: %w", cfg.Store, cfg.Fault, n, err)
+					}
+					cancel()
+					mu.Unlock()
+					return
+				}
+				res.merge(tr)
+				if cfg.Progress != nil && res.Trials%25 == 0 {
+					fmt.Fprintf(cfg.Progress, "jepsen: %s %s: %d trials, %d take-overs, %d overlaps (%s)\n",
+						cfg.Store, cfg.Fault, res.Trials, res.TakeOvers, res.Overlaps, time.Since(began).Round(time.Second))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	res.Elapsed = time.Since(began)
 	return res, nil
@@ -167,10 +261,11 @@ func (h *harness) root(host int) string {
 	return filepath.Join(h.cfg.Dir, "host-"+strconv.Itoa(host))
 }
 
-// env is what makes a process client c on host: the host id, the store
-// (a connection named for the client, so that cut-db finds its backends),
-// the trust store and the JOB's settings.
-func (h *harness) env(host, client int, jobMS int) []string {
+// env is what makes a process client c of the trial on lock on host: the
+// host id, the store (a connection named for the trial's client, so that
+// cut-db finds its backends and no other trial's), the trust store and the
+// JOB's settings (the trial's own record).
+func (h *harness) env(lock string, host, client int, jobMS int) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LOCKLEDGER_") && !strings.HasPrefix(kv, "JEPSEN_") {
@@ -178,14 +273,18 @@ func (h *harness) env(host, client int, jobMS int) []string {
 		}
 	}
 	env = append(env, "LOCKLEDGER_HOST_ID=host-"+strconv.Itoa(host), "LOCKLEDGER_TRUST_DIR="+h.trust,
-		envRecord+"="+h.record, envClient+"="+strconv.Itoa(client), envJobMS+"="+strconv.Itoa(jobMS))
+		envRecord+"="+h.record(lock), envClient+"="+strconv.Itoa(client), envJobMS+"="+strconv.Itoa(jobMS))
 	if h.cfg.Store == Postgres {
-		env = append(env, "LOCKLEDGER_DATABASE_URL="+withApp(h.cfg.DatabaseURL, appName(client)))
+		env = append(env, "LOCKLEDGER_DATABASE_URL="+withApp(h.cfg.DatabaseURL, appName(lock, client)))
 	}
 	return env
 }
 
-func appName(client int) string { return "jepsen-c" + strconv.Itoa(client) }
+func appName(lock string, client int) string { return "jepsen-" + lock + "-c" + strconv.Itoa(client) }
+
+// record is the outside record of the trial on lock: one file per trial,
+// so that a trial reads only its own jobs' lines.
+func (h *harness) record(lock string) string { return filepath.Join(h.records, lock) }
 
 func withApp(u, app string) string {
 	p, err := url.Parse(u)
@@ -201,7 +300,7 @@ func withApp(u, app string) string {
 // cli is a command of the harness itself (init, history), as host 0.
 func (h *harness) cli(ctx context.Context, host int, args ...string) *exec.Cmd {
 	c := exec.CommandContext(ctx, h.cfg.Bin, append([]string{"--root", h.root(host)}, args...)...)
-	c.Env = h.env(host, 99, 0)
+	c.Env = h.env("harness", host, 99, 0)
 	return c
 }
 
@@ -216,25 +315,47 @@ func (h *harness) jobMS() int {
 	return 300
 }
 
-// trial is one episode on a lock of its own.
+// trial is one episode on a lock of its own, with clients, processes and
+// an outside record of its own: trials running at once share only the
+// store and the harness's log.
 type trial struct {
 	h       *harness
+	n       int
 	lock    string
+	record  string
+	rng     *rand.Rand
 	hosts   int
 	mu      sync.Mutex
 	stopped bool
 	live    map[string]*os.Process // request id -> its run, while it runs
 	current map[int]string         // client -> request id of its run
 	runs    []Run
-	seen    []Line // the record's lines of this trial so far
+	seen    []Line // the record's lines so far
 	off     int64  // how far the record has been read
+
+	// kill-acquire: the victim client's runs are announced on launched,
+	// its second starts once aim is closed (the nemesis has measured the
+	// first), and the other clients once gate is closed (after the kill).
+	victim   int
+	launched chan Run
+	aim      chan struct{}
+	gate     chan struct{}
+	opened   sync.Once
+	aimed    sync.Once
 }
 
-func (h *harness) trial(ctx context.Context, n int, res *Result) error {
-	t := &trial{h: h, lock: fmt.Sprintf("t%05d", n), hosts: 2 + h.rng.IntN(3),
-		live: map[string]*os.Process{}, current: map[int]string{}}
-	if st, err := os.Stat(h.record); err == nil {
-		t.off = st.Size()
+func (h *harness) trial(ctx context.Context, n int) (*Result, error) {
+	// Each trial draws from its own generator, so that its choices do not
+	// depend on how the trials running at once interleave.
+	rng := rand.New(rand.NewPCG(h.cfg.Seed, uint64(n)<<8|uint64(slices.Index(AllFaults, h.cfg.Fault))))
+	lock := fmt.Sprintf("t%05d", n)
+	t := &trial{h: h, n: n, lock: lock, record: h.record(lock), rng: rng, hosts: 2 + rng.IntN(3),
+		live: map[string]*os.Process{}, current: map[int]string{}, victim: -1, gate: make(chan struct{}), aim: make(chan struct{})}
+	if h.cfg.Fault == FaultKillAcquire {
+		t.victim = rng.IntN(h.cfg.Clients)
+		t.launched = make(chan Run, 2)
+	} else {
+		t.open()
 	}
 	var wg sync.WaitGroup
 	for c := range h.cfg.Clients {
@@ -244,20 +365,40 @@ func (h *harness) trial(ctx context.Context, n int, res *Result) error {
 			t.client(ctx, c)
 		}()
 	}
-	faultEnds, stuck := t.nemesis(ctx)
+	faultEnds, stuck, kill := t.nemesis(ctx)
 	// A TERM that reaches a run just as its wait ends may be spent on the
 	// wait, and its job run on: say it again until every run is gone.
 	for t.stop(); !t.await(ctx, time.Now().Add(time.Second), t.idle); t.stop() {
 	}
 	wg.Wait()
-	return t.check(ctx, res, faultEnds, stuck)
+	return t.check(ctx, faultEnds, stuck, kill)
 }
+
+// open lets every client start.
+func (t *trial) open() { t.opened.Do(func() { close(t.gate) }) }
+
+// fire lets the kill-acquire victim start its second run.
+func (t *trial) fire() { t.aimed.Do(func() { close(t.aim) }) }
 
 // client loops `lockledger run` on the trial's lock until the trial stops.
 func (t *trial) client(ctx context.Context, c int) {
 	h := t.h
 	host := c % t.hosts
+	if c != t.victim {
+		select {
+		case <-t.gate:
+		case <-ctx.Done():
+			return
+		}
+	}
 	for k := 0; ; k++ {
+		if c == t.victim && k == 1 {
+			select {
+			case <-t.aim:
+			case <-ctx.Done():
+				return
+			}
+		}
 		rid := fmt.Sprintf("%s-c%d-k%d", t.lock, c, k)
 		args := []string{"--root", h.root(host), "run", t.lock, "--wait", "30s", "--ttl", strconv.Itoa(int(h.cfg.TTL / time.Second)),
 			"--kill-grace", "1s", "--request-id", rid, "--actor", "client-" + strconv.Itoa(c)}
@@ -265,7 +406,7 @@ func (t *trial) client(ctx context.Context, c int) {
 			args = append(args, "--force")
 		}
 		cmd := exec.Command(h.cfg.Bin, append(args, "--", h.cfg.Self)...)
-		cmd.Env = h.env(host, c, h.jobMS())
+		cmd.Env = h.env(t.lock, host, c, h.jobMS())
 		cmd.Stdout, cmd.Stderr = h.log, h.log
 		// A group of its own, so that the harness's terminal signals reach
 		// only the harness, and the nemesis's only the run it aims at.
@@ -283,18 +424,41 @@ func (t *trial) client(ctx context.Context, c int) {
 		}
 		t.live[rid], t.current[c] = cmd.Process, rid
 		t.mu.Unlock()
+		if c == t.victim && k < 2 {
+			t.launched <- Run{Client: c, Request: rid, Launch: launch}
+		}
 		_ = cmd.Wait()
 		exit := Mono()
+		r := Run{Client: c, Request: rid, Launch: launch, Exit: exit, Code: cmd.ProcessState.ExitCode()}
 		t.mu.Lock()
 		delete(t.live, rid)
-		t.runs = append(t.runs, Run{Client: c, Request: rid, Launch: launch, Exit: exit, Code: cmd.ProcessState.ExitCode()})
+		t.runs = append(t.runs, r)
 		t.mu.Unlock()
+		// A run refused at once (a stale lock it may not take over) is
+		// retried after a pause, as a client would: trials running at once
+		// must not turn such refusals into a storm of processes.
+		if r.Code > 0 && time.Duration(exit-launch) < time.Second {
+			select {
+			case <-time.After(100*time.Millisecond + time.Duration(t.randN(200))*time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+		}
 	}
+}
+
+// randN is the trial's generator, for the clients' goroutines.
+func (t *trial) randN(n int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rng.IntN(n)
 }
 
 // stop ends the trial: no new runs; those running are resumed and told to
 // stop (TERM, which run forwards to its job).
 func (t *trial) stop() {
+	t.open()
+	t.fire()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stopped = true
@@ -318,9 +482,9 @@ func (t *trial) process(rid string) *os.Process {
 
 func (t *trial) exited(rid string) bool { return t.process(rid) == nil }
 
-// poll reads the record's new lines of this trial.
+// poll reads the record's new lines.
 func (t *trial) poll() error {
-	f, err := os.Open(t.h.record)
+	f, err := os.Open(t.record)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	} else if err != nil {
@@ -376,33 +540,108 @@ func (t *trial) firstStart(after int64, skip string) (Line, bool) {
 	return Line{}, false
 }
 
+// startOf is the start line of rid's job, if the record has one yet.
+func (t *trial) startOf(rid string) (Line, bool) {
+	for _, l := range t.seen {
+		if l.Kind == "start" && l.Request == rid {
+			return l, true
+		}
+	}
+	return Line{}, false
+}
+
+// acquireKill is what the kill-acquire nemesis did: its victim client's
+// first run (the probe, alone on the free lock, which it measured), and
+// the second (the victim), launched once the probe had released the lock
+// and killed Delay after its launch.
+type acquireKill struct {
+	Probe, Victim Run
+	ToAcquire     time.Duration // the probe's launch to its acquire event's time (0: not found)
+	ToStart       time.Duration // the probe's launch to its job's start line
+	Delay         time.Duration
+}
+
+// killAcquire aims a SIGKILL at an acquire. The victim client runs alone
+// on the free lock once, the probe: its launch to its acquire event (A)
+// and to its job's start line (S) measure, under the machine's load of the
+// moment, when a run records its acquire. Then the victim client runs
+// again, on the lock the probe released, and the nemesis kills that run
+// at a random moment of [A - (S-A)/2, S]: mostly while it records its
+// acquire or between that and its job's start, sometimes just before.
+// The other clients start after the kill. It returns the kill's time and
+// the victim's line (the kill), or ok false when the victim never got there.
+func (t *trial) killAcquire(ctx context.Context, deadline time.Time, ends map[string]int64) (k *acquireKill, faultAt int64, victim Line, ok bool) {
+	recv := func() (Run, bool) {
+		select {
+		case r := <-t.launched:
+			return r, true
+		case <-ctx.Done():
+		case <-time.After(time.Until(deadline)):
+		}
+		return Run{}, false
+	}
+	k = &acquireKill{}
+	if k.Probe, ok = recv(); !ok {
+		return nil, 0, Line{}, false
+	}
+	var start Line
+	if !t.await(ctx, deadline, func() bool { var s bool; start, s = t.startOf(k.Probe.Request); return s }) {
+		return nil, 0, Line{}, false
+	}
+	k.ToStart = time.Duration(start.Mono - k.Probe.Launch)
+	if !t.await(ctx, deadline, func() bool { return t.exited(k.Probe.Request) }) {
+		return nil, 0, Line{}, false
+	}
+	evs, err := t.history(ctx)
+	if err != nil {
+		fmt.Fprintln(t.h.log, "jepsen: kill-acquire:", err)
+	}
+	for _, e := range evs {
+		if e.RequestID == k.Probe.Request && (e.Type == "lock_acquired" || e.Type == "lock_stolen") {
+			k.ToAcquire = time.Duration(e.At.UnixNano() - t.h.offset - k.Probe.Launch)
+		}
+	}
+	lo := time.Duration(0)
+	if k.ToAcquire > 0 && k.ToAcquire < k.ToStart {
+		lo = max(0, k.ToAcquire-(k.ToStart-k.ToAcquire)/2)
+	}
+	t.fire()
+	if k.Victim, ok = recv(); !ok {
+		return nil, 0, Line{}, false
+	}
+	t.mu.Lock()
+	k.Delay = lo + time.Duration(t.rng.Int64N(int64(k.ToStart-lo)+1))
+	t.mu.Unlock()
+	if d := time.Duration(k.Victim.Launch + int64(k.Delay) - Mono()); d > 0 {
+		time.Sleep(d)
+	}
+	faultAt = Mono()
+	k.Delay = time.Duration(faultAt - k.Victim.Launch)
+	if p := t.process(k.Victim.Request); p != nil {
+		_ = p.Kill()
+		ends[k.Victim.Request] = Mono()
+	}
+	t.open()
+	return k, faultAt, Line{Request: k.Victim.Request, Mono: Mono()}, true
+}
+
 // nemesis injects the trial's fault and waits for the trial's end: another
 // job running after the fault, and the victim's run gone. It returns the
 // times at which a fault ended a holding (by request id).
-func (t *trial) nemesis(ctx context.Context) (ends map[string]int64, stuck bool) {
+func (t *trial) nemesis(ctx context.Context) (ends map[string]int64, stuck bool, kill *acquireKill) {
 	h := t.h
 	ends = map[string]int64{}
 	deadline := time.Now().Add(30*time.Second + 4*h.cfg.TTL)
 	var victim Line
 	var faultAt int64 // when the fault began
 	if h.cfg.Fault == FaultKillAcquire {
-		// A client's run, killed soon after it starts: in its open, its
-		// acquire, its wait, or just after it took the lock.
-		c := h.rng.IntN(h.cfg.Clients)
-		var rid string
-		if !t.await(ctx, deadline, func() bool { rid = t.currentOf(c); return rid != "" }) {
-			return ends, true
+		var ok bool
+		if kill, faultAt, victim, ok = t.killAcquire(ctx, deadline, ends); !ok {
+			return ends, true, nil
 		}
-		time.Sleep(time.Duration(h.rng.IntN(60)) * time.Millisecond)
-		faultAt = Mono()
-		if p := t.process(rid); p != nil {
-			_ = p.Kill()
-			ends[rid] = Mono()
-		}
-		victim = Line{Request: rid, Mono: Mono()}
 	} else {
 		if !t.await(ctx, deadline, func() bool { var ok bool; victim, ok = t.firstStart(0, ""); return ok }) {
-			return ends, true
+			return ends, true, nil
 		}
 		p := t.process(victim.Request)
 		faultAt = Mono()
@@ -431,8 +670,10 @@ func (t *trial) nemesis(ctx context.Context) (ends map[string]int64, stuck bool)
 		case FaultCutDB:
 			until := time.Now().Add(h.cfg.TTL * 3 / 2)
 			for time.Now().Before(until) && !t.exited(victim.Request) {
+				h.pgMu.Lock()
 				_, err := h.pg.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`,
-					appName(victim.Client))
+					appName(t.lock, victim.Client))
+				h.pgMu.Unlock()
 				if err != nil {
 					fmt.Fprintln(h.log, "jepsen: cut-db:", err)
 				}
@@ -450,7 +691,7 @@ func (t *trial) nemesis(ctx context.Context) (ends map[string]int64, stuck bool)
 		}
 		return t.hasLaterLine(next) && t.exited(victim.Request)
 	})
-	return ends, !ok
+	return ends, !ok, kill
 }
 
 func (t *trial) hasLaterLine(start Line) bool {
@@ -460,12 +701,6 @@ func (t *trial) hasLaterLine(start Line) bool {
 		}
 	}
 	return false
-}
-
-func (t *trial) currentOf(c int) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.current[c]
 }
 
 // historyEvent is what the checks read of `lockledger history --json`.
@@ -494,14 +729,16 @@ func (t *trial) history(ctx context.Context) ([]historyEvent, error) {
 	return evs, nil
 }
 
-// check runs every check on the trial and adds it to res.
-func (t *trial) check(ctx context.Context, res *Result, faultEnds map[string]int64, stuck bool) error {
+// check runs every check on the trial and returns what they found, a
+// result of one trial.
+func (t *trial) check(ctx context.Context, faultEnds map[string]int64, stuck bool, kill *acquireKill) (*Result, error) {
+	res := newResult(t.h.cfg.Store, t.h.cfg.Fault)
 	if err := t.poll(); err != nil {
-		return err
+		return nil, err
 	}
 	evs, err := t.history(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	jobs := Jobs(t.seen, t.lock)
 	var holdings []Holding
@@ -511,9 +748,6 @@ func (t *trial) check(ctx context.Context, res *Result, faultEnds map[string]int
 		at := e.At.UnixNano() - t.h.offset
 		switch {
 		case e.Type == "lock_acquired" || e.Type == "lock_stolen":
-			if e.Type == "lock_stolen" {
-				res.TakeOvers++ // counted once per trial below
-			}
 			if cur != nil {
 				setEnd(ends, cur.Request, at)
 			}
@@ -526,20 +760,17 @@ func (t *trial) check(ctx context.Context, res *Result, faultEnds map[string]int
 			cur = nil
 		}
 	}
-	stolen := 0
+	held := map[string]Holding{}
 	for _, hd := range holdings {
 		if hd.Type == "lock_stolen" {
-			stolen++
+			res.TakeOvers = 1
 		}
+		held[hd.Request] = hd
 	}
-	res.TakeOvers -= stolen
-	if stolen > 0 {
-		res.TakeOvers++
-	}
-	res.Trials++
-	res.Jobs += len(jobs)
+	res.Trials = 1
+	res.Jobs = len(jobs)
 	if stuck {
-		res.Stuck++
+		res.Stuck = 1
 	}
 	for _, o := range Exclusion(jobs) {
 		res.Overlaps++
@@ -548,16 +779,34 @@ func (t *trial) check(ctx context.Context, res *Result, faultEnds map[string]int
 			res.Examples = append(res.Examples, fmt.Sprintf("%s %s: %s and %s overlap by %v", res.Store, res.Fault, o.First, o.Second, o.By.Round(time.Millisecond)))
 		}
 	}
-	res.FencingViolations += FencingViolations(jobs)
-	res.Disagreements += Disagreements(jobs, holdings)
-	res.Loss = append(res.Loss, LossToStop(jobs, ends)...)
+	res.FencingViolations = FencingViolations(jobs)
+	res.Disagreements = Disagreements(jobs, holdings)
+	res.Loss = LossToStop(jobs, ends)
 	t.mu.Lock()
 	runs := slices.Clone(t.runs)
 	t.mu.Unlock()
 	lv, tv := Linearizable(jobs, runs, 10*time.Second)
 	res.LockVerdicts[lv]++
 	res.TokenVerdicts[tv]++
-	return nil
+	if kill != nil {
+		a := &res.Acquire
+		a.ToStart = []time.Duration{kill.ToStart}
+		a.KillAt = []time.Duration{kill.Delay}
+		if kill.ToAcquire > 0 {
+			a.ToAcquire = []time.Duration{kill.ToAcquire}
+		}
+		_, started := t.startOf(kill.Victim.Request)
+		_, committed := held[kill.Victim.Request]
+		switch {
+		case started:
+			a.AfterStart++
+		case committed:
+			a.Committed++
+		default:
+			a.BeforeCommit++
+		}
+	}
+	return res, nil
 }
 
 // setEnd keeps the earliest event that ended a holding.

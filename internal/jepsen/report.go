@@ -39,3 +39,17 @@ func WriteTable(w io.Writer, results []*Result) {
 			r.FencingViolations, r.Disagreements, r.Porcupine(), r.Stuck, r.Elapsed.Round(time.Second))
 	}
 }
+
+// AcquireSummary says where the kill-acquire class's kills landed, and the
+// times that aimed them (p50/max over the trials).
+func (r *Result) AcquireSummary() string {
+	a := r.Acquire
+	pm := func(ds []time.Duration) string {
+		if len(ds) == 0 {
+			return "-"
+		}
+		return ms(Quantile(ds, 0.5)) + "/" + ms(Quantile(ds, 1))
+	}
+	return fmt.Sprintf("%s %s: kills %d before the acquire was recorded, %d after it was recorded and before the job started, %d after the job started; launch to acquire event %s ms, to job start %s ms, to kill %s ms (p50/max)",
+		r.Store, r.Fault, a.BeforeCommit, a.Committed, a.AfterStart, pm(a.ToAcquire), pm(a.ToStart), pm(a.KillAt))
+}

@@ -11,9 +11,11 @@ import (
 	"github.com/lockledger/lockledger/internal/jepsen"
 )
 
-// One very short real run, so that the harness cannot rot: three clients on
-// SQLite, their holder's run killed, every check passing (a kill leaves no
-// job running on; the pause classes are make jepsen's).
+// Very short real runs, so that the harness cannot rot: three clients on
+// SQLite, every check passing (a kill leaves no job running on; the pause
+// classes are make jepsen's). Two kill-run trials run at once, on one
+// store, each on its own lock with its own clients; one kill-acquire trial
+// aims its kill with its probe run, beside them.
 func TestSmokeRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the CLI")
@@ -22,20 +24,34 @@ func TestSmokeRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	r, err := jepsen.RunClass(ctx, jepsen.Config{Bin: clitest.Bin(), Self: self, Store: jepsen.SQLite, Dir: t.TempDir(),
-		Fault: jepsen.FaultKillRun, Trials: 1, Clients: 3, TTL: 2 * time.Second, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table strings.Builder
-	jepsen.WriteTable(&table, []*jepsen.Result{r})
-	t.Log("\n" + table.String())
-	if r.Trials != 1 || r.Jobs < 2 || r.Stuck != 0 {
-		t.Errorf("want one trial of at least two jobs, not stuck")
-	}
-	if r.Failed() {
-		t.Errorf("a check failed: %v", r.Examples)
+	for _, c := range []struct {
+		fault            jepsen.Fault
+		trials, parallel int
+	}{{jepsen.FaultKillRun, 2, 2}, {jepsen.FaultKillAcquire, 1, 1}} {
+		t.Run(string(c.fault), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			r, err := jepsen.RunClass(ctx, jepsen.Config{Bin: clitest.Bin(), Self: self, Store: jepsen.SQLite, Dir: t.TempDir(),
+				Fault: c.fault, Trials: c.trials, Parallel: c.parallel, Clients: 3, TTL: 2 * time.Second, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var table strings.Builder
+			jepsen.WriteTable(&table, []*jepsen.Result{r})
+			t.Log("\n" + table.String())
+			if r.Trials != c.trials || r.Jobs < 2*c.trials || r.Stuck != 0 {
+				t.Errorf("want %d trials of at least two jobs each, none stuck", c.trials)
+			}
+			if a := r.Acquire; c.fault == jepsen.FaultKillAcquire {
+				t.Log(r.AcquireSummary())
+				if a.BeforeCommit+a.Committed+a.AfterStart != 1 || len(a.ToStart) != 1 || a.ToStart[0] <= 0 {
+					t.Errorf("want the one kill placed and the probe measured: %+v", a)
+				}
+			}
+			if r.Failed() {
+				t.Errorf("a check failed: %v", r.Examples)
+			}
+		})
 	}
 }

@@ -32,8 +32,12 @@ func main() {
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the nemesis's choices")
 	ttl := flag.Duration("ttl", 2*time.Second, "the runs' --ttl (whole seconds); pauses last 1.5 x ttl")
 	clients := flag.Int("clients", 8, "clients per trial, on 2-4 simulated hosts")
+	parallel := flag.Int("parallel", 4, "trials at once per fault class, each on its own lock with its own clients and record, sharing the store")
 	keep := flag.Bool("keep", false, "keep the work directory (record, roots, the runs' logs)")
 	flag.Parse()
+	if *parallel < 1 {
+		die(fmt.Errorf("-parallel: %d is below 1", *parallel))
+	}
 	fs, err := jepsen.ParseFaults(*faults)
 	if err != nil {
 		die(err)
@@ -93,7 +97,7 @@ func main() {
 				die(err)
 			}
 			cfg := jepsen.Config{Bin: bin, Self: self, Store: st, Dir: cdir, Fault: f, Trials: *trials,
-				Duration: *duration, TakeOvers: *takeovers, Clients: *clients, TTL: *ttl, Seed: *seed + uint64(i), Progress: os.Stderr}
+				Duration: *duration, TakeOvers: *takeovers, Clients: *clients, Parallel: *parallel, TTL: *ttl, Seed: *seed + uint64(i), Progress: os.Stderr}
 			if st == jepsen.Postgres {
 				name := fmt.Sprintf("jepsen_%d_%d", os.Getpid(), i)
 				if err := cluster.CreateDatabase(name); err != nil {
@@ -108,7 +112,11 @@ func main() {
 			for _, e := range r.Examples {
 				fmt.Fprintln(os.Stderr, "jepsen:", e)
 			}
-			fmt.Fprintf(os.Stderr, "jepsen: %s %s done in %v\n", st, f, r.Elapsed.Round(time.Second))
+			if f == jepsen.FaultKillAcquire {
+				fmt.Fprintln(os.Stderr, "jepsen:", r.AcquireSummary())
+			}
+			fmt.Fprintf(os.Stderr, "jepsen: %s %s done in %v (%.1f trials/min)\n", st, f, r.Elapsed.Round(time.Second),
+				float64(r.Trials)/r.Elapsed.Minutes())
 			failed = failed || r.Failed()
 			results = append(results, r)
 		}

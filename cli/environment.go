@@ -94,12 +94,12 @@ var Environment = []EnvVar{
 		Meaning: "the default of --checkpoint-every: with a key, sign a checkpoint every this many events"},
 	{Name: "LOCKLEDGER_CHECKPOINT_INTERVAL", Scope: FlagCommands, Flag: "checkpoint-interval",
 		Meaning: "the default of --checkpoint-interval: with a key, the first write after this long without a checkpoint signs one"},
-	{Name: "LOCKLEDGER_LOCK", Scope: NamedCommands, Commands: []string{"run"}, Set: true,
-		Meaning: "set by run for its command: the lock it holds"},
-	{Name: "LOCKLEDGER_REQUEST_ID", Scope: NamedCommands, Commands: []string{"run"}, Set: true,
-		Meaning: "set by run for its command: the request id of the holding (for release or heartbeat --request-id)"},
-	{Name: "LOCKLEDGER_FENCING_TOKEN", Scope: NamedCommands, Commands: []string{"run"}, Set: true,
-		Meaning: "set by run for its command: the holding's fencing token, to pass to what the lock protects"},
+	{Name: "LOCKLEDGER_LOCK", Scope: NamedCommands, Commands: []string{"run", "write"}, Set: true,
+		Meaning: "set by run for its command: the lock it holds (fence write's default --lock)"},
+	{Name: "LOCKLEDGER_REQUEST_ID", Scope: NamedCommands, Commands: []string{"run", "write"}, Set: true,
+		Meaning: "set by run for its command: the request id of the holding (for release or heartbeat --request-id; fence write's default --request-id)"},
+	{Name: "LOCKLEDGER_FENCING_TOKEN", Scope: NamedCommands, Commands: []string{"run", "write"}, Set: true,
+		Meaning: "set by run for its command: the holding's fencing token, to pass to what the lock protects (fence write's default --token)"},
 }
 
 // sequentialCommands names the commands listed in help that run on one

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -162,5 +164,16 @@ func TestPostgresFenceConcurrentWritersNeverRegress(t *testing.T) {
 	}
 	if state, tok := orderState(t, db); state != "token "+strconv.Itoa(writers+1) || tok != writers+1 || fenceToken(t, db, "orders") != writers+1 {
 		t.Fatalf("the row ends as %q token %d (fence %d), want the highest token's", state, tok, fenceToken(t, db, "orders"))
+	}
+}
+
+// docs/fencing.md gives the SQL InstallPostgres runs, as it is.
+func TestFencingDocGivesThePostgresSQL(t *testing.T) {
+	b, err := os.ReadFile("../docs/fencing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "```sql\n"+fence.PostgresSQL+"```") {
+		t.Fatal("docs/fencing.md does not hold fence.PostgresSQL in its sql block: copy it there")
 	}
 }

@@ -39,7 +39,8 @@ type EnvVar struct {
 	// Driver: read by the PostgreSQL driver (pgx), not by lockledger's
 	// own code; Name is then a pattern such as PG*.
 	Driver bool
-	// Set: lockledger sets it for the command run runs; it reads it not.
+	// Set: lockledger sets it for the command run runs; only fence write
+	// (named in Commands) reads it, as its flags' default.
 	Set bool
 }
 

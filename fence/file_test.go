@@ -188,6 +188,17 @@ func TestWriteFileRefusesABadSidecar(t *testing.T) {
 		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s sidecar: the file was written (%v)", name, err)
 		}
+		// Reading the token (O_RDONLY, which would wait for a FIFO's writer)
+		// is refused too, at once.
+		go func() { _, err := fence.FileToken(path); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, fence.ErrNotRegular) {
+				t.Errorf("%s sidecar: FileToken: %v, want ErrNotRegular", name, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s sidecar: FileToken hangs", name)
+		}
 	}
 	if got := content(t, elsewhere); got != "1\n" {
 		t.Fatalf("the symlinked sidecar's target now holds %q", got)

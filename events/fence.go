@@ -1,5 +1,11 @@
 package events
 
+import (
+	"strconv"
+
+	"github.com/lockledger/lockledger/internal/termtext"
+)
+
 // The writes a fence refuses (fence_rejected's action): which fence
 // refused it.
 const (
@@ -19,4 +25,35 @@ type FenceRejectedPayload struct {
 	Resource     string `json:"destination"`
 	FencingToken int64  `json:"fencing_token"`
 	CurrentToken int64  `json:"last_seq"`
+}
+
+// maxFenceResource is the longest resource a fence_rejected event names
+// (its schema's maxLength).
+const maxFenceResource = 4096
+
+// CheckFenceRejected checks fence_rejected on lock before it is recorded,
+// naming the field and the rule. The resource is returned escaped
+// (termtext.Escape) and clipped: a path may hold any byte, and the
+// refusal is recorded whatever the name.
+func CheckFenceRejected(lock string, p FenceRejectedPayload) (FenceRejectedPayload, error) {
+	if err := ValidateLockName(lock); err != nil {
+		return p, err
+	}
+	switch p.Action {
+	case FenceFileWrite, FencePostgresWrite, FenceCheck:
+	default:
+		return p, Invalid("action", p.Action, "must be file_write, postgres_write or check")
+	}
+	if p.Resource == "" {
+		return p, Invalid("resource", "", "must not be empty")
+	}
+	p.Resource = termtext.Clip(termtext.Escape(p.Resource), maxFenceResource)
+	if p.FencingToken < 1 {
+		return p, Invalid("fencing token", strconv.FormatInt(p.FencingToken, 10), "must be a positive integer")
+	}
+	if p.CurrentToken <= p.FencingToken {
+		return p, Invalid("current token", strconv.FormatInt(p.CurrentToken, 10),
+			"must be above the refused fencing token "+strconv.FormatInt(p.FencingToken, 10))
+	}
+	return p, nil
 }

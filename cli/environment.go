@@ -39,7 +39,8 @@ type EnvVar struct {
 	// Driver: read by the PostgreSQL driver (pgx), not by lockledger's
 	// own code; Name is then a pattern such as PG*.
 	Driver bool
-	// Set: lockledger sets it for the command run runs; it reads it not.
+	// Set: lockledger sets it for the command run runs; only fence write
+	// (named in Commands) reads it, as its flags' default.
 	Set bool
 }
 
@@ -94,12 +95,12 @@ var Environment = []EnvVar{
 		Meaning: "the default of --checkpoint-every: with a key, sign a checkpoint every this many events"},
 	{Name: "LOCKLEDGER_CHECKPOINT_INTERVAL", Scope: FlagCommands, Flag: "checkpoint-interval",
 		Meaning: "the default of --checkpoint-interval: with a key, the first write after this long without a checkpoint signs one"},
-	{Name: "LOCKLEDGER_LOCK", Scope: NamedCommands, Commands: []string{"run"}, Set: true,
-		Meaning: "set by run for its command: the lock it holds"},
-	{Name: "LOCKLEDGER_REQUEST_ID", Scope: NamedCommands, Commands: []string{"run"}, Set: true,
-		Meaning: "set by run for its command: the request id of the holding (for release or heartbeat --request-id)"},
-	{Name: "LOCKLEDGER_FENCING_TOKEN", Scope: NamedCommands, Commands: []string{"run"}, Set: true,
-		Meaning: "set by run for its command: the holding's fencing token, to pass to what the lock protects"},
+	{Name: "LOCKLEDGER_LOCK", Scope: NamedCommands, Commands: []string{"run", "write"}, Set: true,
+		Meaning: "set by run for its command: the lock it holds (fence write's default --lock)"},
+	{Name: "LOCKLEDGER_REQUEST_ID", Scope: NamedCommands, Commands: []string{"run", "write"}, Set: true,
+		Meaning: "set by run for its command: the request id of the holding (for release or heartbeat --request-id; fence write's default --request-id)"},
+	{Name: "LOCKLEDGER_FENCING_TOKEN", Scope: NamedCommands, Commands: []string{"run", "write"}, Set: true,
+		Meaning: "set by run for its command: the holding's fencing token, to pass to what the lock protects (fence write's default --token)"},
 }
 
 // sequentialCommands names the commands listed in help that run on one

@@ -25,6 +25,7 @@ const (
 	KindCannotExecute   = "cannot_execute"
 	KindInterrupted     = "interrupted"
 	KindFailure         = "failure"
+	KindFenceRejected   = "fence_rejected"
 )
 
 // ErrorKind is one row of the error-kind table.
@@ -50,6 +51,8 @@ var ErrorKinds = []ErrorKind{
 	{KindCannotExecute, strconv.Itoa(ExitCannotExecute), "`run`: the command exists but cannot be executed (`command`)"},
 	{KindInterrupted, "128+N", "a signal stopped the command (`signal`); `cause` is the error object of what it stopped"},
 	{KindFailure, strconv.Itoa(invocation.ExitFailure), "anything else: I/O, the database, a root lockledger will not write to"},
+	{KindFenceRejected, strconv.Itoa(invocation.ExitNotHolder), "`fence write`: the fencing token is below the one the file has seen " +
+		"(`fencing_token`, `current_token`, `resource`): a later holding of the lock wrote it; nothing was written"},
 }
 
 // writeJSONTopic writes the JSON help topic.

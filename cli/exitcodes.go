@@ -35,7 +35,7 @@ var ExitStatuses = []ExitStatus{
 		"(also a root another user can write, naming its owner and mode: see \"Group roots\")"},
 	{strconv.Itoa(invocation.ExitBlocked), "blocked by an active holder (also when `--wait` runs out); `acquire` and `run` take another code with `-E N`"},
 	{strconv.Itoa(invocation.ExitStale), "stale lock: needs `--force`"},
-	{strconv.Itoa(invocation.ExitNotHolder), "not the holder, or the lock was lost"},
+	{strconv.Itoa(invocation.ExitNotHolder), "not the holder, or the lock was lost (also `fence write`: a fencing token below the file's, a later holding wrote it)"},
 	{strconv.Itoa(invocation.ExitNoLedger), "no ledger: nothing was ever recorded at the root (or in the database) a read or `project` " +
 		"was given; nothing was created (`--json`: `no_ledger`)"},
 	{fmt.Sprintf("%d / %d", ExitCannotExecute, ExitCommandNotFound), "`run`: the command cannot be executed / does not exist"},

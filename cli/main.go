@@ -27,6 +27,7 @@ import (
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/cli/lockcmd"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/fence"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -67,7 +68,7 @@ func ExitCode(err error) int {
 		return invocation.ExitBlocked
 	case errors.Is(err, ledger.ErrStale):
 		return invocation.ExitStale
-	case errors.Is(err, ledger.ErrNotHolder), errors.Is(err, ledger.ErrLost):
+	case errors.Is(err, ledger.ErrNotHolder), errors.Is(err, ledger.ErrLost), errors.Is(err, fence.ErrStale):
 		return invocation.ExitNotHolder
 	case errors.Is(err, ledger.ErrNoLedger):
 		return invocation.ExitNoLedger

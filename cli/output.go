@@ -9,6 +9,7 @@ import (
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/cli/lockcmd"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/fence"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store"
 )
@@ -29,7 +30,12 @@ func errorObject(err error) map[string]any {
 	var broken *ledger.BrokenChainError
 	var none *store.NoLedgerError
 	var xe *lockcmd.ExecError
+	var fenced *fence.StaleError
 	switch {
+	case errors.As(err, &fenced):
+		return map[string]any{"error": KindFenceRejected, "resource": fenced.Resource, "fencing_token": fenced.Token,
+			"current_token": fenced.Current, "message": err.Error(),
+			"suggestion": "a later holding of the lock has written here: this job's lock is gone; stop, do not retry with the same token"}
 	case errors.As(err, &xe):
 		return map[string]any{"error": execKind(xe), "command": xe.Command, "message": err.Error()}
 	case errors.Is(err, ledger.ErrNoLedger):

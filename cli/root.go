@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/cli/auditcmd"
+	"github.com/lockledger/lockledger/cli/fencecmd"
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/cli/lockcmd"
 	"github.com/lockledger/lockledger/cli/timelinecmd"
@@ -16,7 +17,7 @@ import (
 // commands are every command below the root but help (registerHelpTopics)
 // and what cobra adds as it runs (completion, __complete).
 var commands = slices.Concat(lockcmd.Commands, timelinecmd.Commands, auditcmd.Commands,
-	[]invocation.Command{{Listing: versionListing, New: newVersion, Sequential: true}})
+	[]invocation.Command{{Listing: versionListing, New: newVersion, Sequential: true}}, fencecmd.Commands)
 
 // newRoot is the whole command tree.
 func newRoot(g *invocation.Globals) *cobra.Command {

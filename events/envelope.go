@@ -404,6 +404,8 @@ func Decode(body []byte) (Envelope, any, error) {
 		p = &LedgerProjectedPayload{}
 	case LedgerPruned, LedgerUnpruned:
 		p = &Pruned{}
+	case FenceRejected:
+		p = &FenceRejectedPayload{}
 	default:
 		return env, nil, fmt.Errorf("events: unknown type %q", env.Type)
 	}

@@ -50,11 +50,17 @@ const (
 	// LedgerUnpruned: `unprune` put the events the last prune removed
 	// back into the live store, from its archive.
 	LedgerUnpruned Type = "ledger_unpruned"
+
+	// FenceRejected: a fence (package fence) refused a write whose
+	// fencing token was below the resource's current one. It changes no
+	// state.
+	FenceRejected Type = "fence_rejected"
 )
 
 // Types lists every event type in a stable order.
 var Types = []Type{LockAcquired, LockHeartbeat, LockStolen, LockReleased, HeartbeatFailed, AcquireBlocked,
-	ActionRefused, LockProjected, JobProcesses, LedgerExported, LedgerVerified, LedgerProjected, LedgerPruned, LedgerUnpruned}
+	ActionRefused, LockProjected, JobProcesses, LedgerExported, LedgerVerified, LedgerProjected, LedgerPruned, LedgerUnpruned,
+	FenceRejected}
 
 // LedgerWide reports whether events of type t are about the ledger as a
 // whole rather than one lock: they carry no lock_name.

@@ -51,3 +51,15 @@ func (l *Ledger) RecordJobProcesses(ctx context.Context, lock string, id Identit
 		return nil, err
 	})
 }
+
+// RecordFenceRejected appends fence_rejected on lock: a fence refused id's stale write. No state changes.
+func (l *Ledger) RecordFenceRejected(ctx context.Context, lock string, id Identity, p events.FenceRejectedPayload) error {
+	p, err := events.CheckFenceRejected(lock, p)
+	if err == nil {
+		id, err = l.resolve(id, l.now())
+	}
+	if err != nil {
+		return err
+	}
+	return l.write(ctx, lock, func(w *writeTx) (error, error) { _, err := w.append(events.FenceRejected, id, &p); return nil, err })
+}

@@ -204,7 +204,8 @@ func (s *State) Len() int { return len(s.locks) }
 //     who asked, not a change), lock_projected (project rewrites the
 //     projections to match this fold, it never changes the holder) and
 //     job_processes (a job's leftover processes, after its lock's own
-//     events): change nothing but Last.
+//     events) and fence_rejected (a stale write a fence refused; its
+//     fencing_token is the writer's, no holding's): change nothing but Last.
 //   - ledger_exported, ledger_verified, ledger_projected: about the ledger,
 //     not a lock (they have no lock_name): change no lock, and make none.
 func (s *State) Apply(ev *Event) {

@@ -29,6 +29,7 @@ const (
 	kLedgerProjected             // ledger_projected.json
 	kLedgerPruned                // ledger_pruned.json
 	kLedgerUnpruned              // ledger_unpruned.json
+	kFenceRejected               // fence_rejected.json
 	kLockV1                      // lock_v1.json
 )
 
@@ -62,6 +63,8 @@ func kindOf(t events.Type) (kind, bool) {
 		return kLedgerPruned, true
 	case "ledger_unpruned":
 		return kLedgerUnpruned, true
+	case "fence_rejected":
+		return kFenceRejected, true
 	case "lock_v1":
 		return kLockV1, true
 	}
@@ -448,6 +451,7 @@ var eventAllowed = [...]uint64{
 	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged | 1<<EventRollbackAccepted,
 	kLedgerPruned:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile,
 	kLedgerUnpruned:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile,
+	kFenceRejected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventAction | 1<<EventLastSeq | 1<<EventDestination,
 }
 
 var eventRequired = [...]uint64{
@@ -465,6 +469,7 @@ var eventRequired = [...]uint64{
 	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged,
 	kLedgerPruned:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash,
 	kLedgerUnpruned:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash,
+	kFenceRejected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventFencingToken | 1<<EventAction | 1<<EventLastSeq | 1<<EventDestination,
 }
 
 func checkEventField(v *validator, f int) *verr {
@@ -501,8 +506,10 @@ func checkEventField(v *validator, f int) *verr {
 			return v.enumConst(typeValues, "ledger_projected")
 		case kLedgerPruned:
 			return v.enumConst(typeValues, "ledger_pruned")
+		case kLedgerUnpruned:
+			return v.enumConst(typeValues, "ledger_unpruned")
 		}
-		return v.enumConst(typeValues, "ledger_unpruned") // kLedgerUnpruned
+		return v.enumConst(typeValues, "fence_rejected") // kFenceRejected
 	case EventSchemaVersion:
 		return v.constOne()
 	case EventAt:
@@ -597,8 +604,10 @@ func checkEventField(v *validator, f int) *verr {
 		switch v.k {
 		case kActionRefused:
 			return v.enum(actionValues)
+		case kJobProcesses:
+			return v.enum(actionInJobProcessesValues)
 		}
-		return v.enum(actionInJobProcessesValues) // kJobProcesses
+		return v.enum(actionInFenceRejectedValues) // kFenceRejected
 	case EventChanges:
 		return v.array(1, 64, itemChanges)
 	case EventMovedAside:
@@ -618,7 +627,11 @@ func checkEventField(v *validator, f int) *verr {
 	case EventFirstSeq:
 		return v.integer(1, noMax)
 	case EventLastSeq:
-		return v.integer(1, noMax)
+		switch v.k {
+		case kLedgerExported, kLedgerVerified, kLedgerPruned, kLedgerUnpruned:
+			return v.integer(1, noMax)
+		}
+		return v.integer(2, noMax) // kFenceRejected
 	case EventEvents:
 		switch v.k {
 		case kLedgerExported, kLedgerVerified, kLedgerProjected:
@@ -628,7 +641,11 @@ func checkEventField(v *validator, f int) *verr {
 	case EventFormat:
 		return v.enum(formatInLedgerExportedValues)
 	case EventDestination:
-		return v.constOrAbsPath("stdout", 2, 4096)
+		switch v.k {
+		case kLedgerExported:
+			return v.constOrAbsPath("stdout", 2, 4096)
+		}
+		return v.str(1, 4096) // kFenceRejected
 	case EventProblems:
 		return v.integer(0, noMax)
 	case EventHeadHash:
@@ -1120,7 +1137,7 @@ func checkPinField(v *validator, f int) *verr {
 
 // The value lists of the enums.
 var (
-	typeValues                    = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked", "action_refused", "lock_projected", "job_processes", "ledger_exported", "ledger_verified", "ledger_projected", "ledger_pruned", "ledger_unpruned"}
+	typeValues                    = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked", "action_refused", "lock_projected", "job_processes", "ledger_exported", "ledger_verified", "ledger_projected", "ledger_pruned", "ledger_unpruned", "fence_rejected"}
 	modeValues                    = []string{"exclusive", "shared"}
 	formatValues                  = []string{"tower-fleet", "bso", "beads", "prodigy", "gitclaw"}
 	reasonValues                  = []string{"stale_lock_forced", "holder_dead", "forced_active", "foreign_lock", "superseded", "reclaimed"}
@@ -1132,6 +1149,7 @@ var (
 	formatInLedgerExportedValues  = []string{"jsonl", "csv"}
 	resultInLedgerVerifiedValues  = []string{"ok", "failed"}
 	resultInLedgerProjectedValues = []string{"ok", "refused"}
+	actionInFenceRejectedValues   = []string{"file_write", "postgres_write", "check"}
 )
 
 // itemKind is the items schema of an array.

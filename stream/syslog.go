@@ -50,7 +50,7 @@ const (
 
 func severity(t events.Type) int {
 	switch t {
-	case events.LockStolen, events.HeartbeatFailed:
+	case events.LockStolen, events.HeartbeatFailed, events.FenceRejected:
 		return sevWarning
 	case events.ActionRefused, events.AcquireBlocked:
 		return sevNotice

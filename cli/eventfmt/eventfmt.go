@@ -298,6 +298,8 @@ func Details(ev *replay.Event) string {
 		if ev.Note != "" {
 			add("note %q", ev.Note)
 		}
+	case events.FenceRejected:
+		add("REFUSED %s %s: token %d, below %d", fenceWrite(ev.Action), ev.Destination, ev.FencingToken, ev.LastSeq)
 	case events.LedgerExported:
 		add("exported %s%s", eventCount(ev.Events), seqRange(ev.FirstSeq, ev.LastSeq))
 		if ev.Since != "" {
@@ -469,6 +471,8 @@ func EventColor(ev *replay.Event) string {
 		return AnsiDim
 	case events.LedgerPruned, events.LedgerUnpruned:
 		return AnsiMagenta
+	case events.FenceRejected:
+		return ansiRed
 	case events.LedgerVerified:
 		if ev.Result == events.AuditOK {
 			return AnsiDim
@@ -484,4 +488,15 @@ func EventColor(ev *replay.Event) string {
 		return AnsiDim
 	}
 	return ""
+}
+
+// fenceWrite is fence_rejected's action in words, before its resource.
+func fenceWrite(action string) string {
+	switch action {
+	case events.FenceFileWrite:
+		return "write to file"
+	case events.FencePostgresWrite:
+		return "write to PostgreSQL resource"
+	}
+	return "write to"
 }

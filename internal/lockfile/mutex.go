@@ -46,18 +46,28 @@ func (d *Dir) OpenMutex() (*Mutex, error) {
 // about one commit, and a long sleep lets the same process win again and
 // again. ErrBusy when wait runs out.
 func (m *Mutex) Lock(ctx context.Context, wait, maxPoll time.Duration) (unlock func(), err error) {
+	unlock, err = Flock(ctx, int(m.f.Fd()), wait, maxPoll)
+	if err != nil && !errors.Is(err, ErrBusy) && ctx.Err() == nil {
+		return nil, fmt.Errorf("writer mutex: %w", err)
+	}
+	return unlock, err
+}
+
+// Flock takes an exclusive flock(2) of fd as Mutex.Lock does: polls of
+// at most maxPoll, up to wait (no limit when wait is negative) and while ctx
+// lasts, which a blocking flock would not heed. ErrBusy when wait runs out.
+func Flock(ctx context.Context, fd int, wait, maxPoll time.Duration) (unlock func(), err error) {
 	deadline := time.Now().Add(wait)
 	backoff := 50 * time.Microsecond
-	fd := int(m.f.Fd())
 	for {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
 			return func() { _ = unix.Flock(fd, unix.LOCK_UN) }, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			return nil, fmt.Errorf("writer mutex: %w", err)
+			return nil, err
 		}
-		if time.Now().After(deadline) {
+		if wait >= 0 && time.Now().After(deadline) {
 			return nil, ErrBusy
 		}
 		if err := sleep(ctx, backoff/2+time.Duration(rand.Int64N(int64(backoff)))); err != nil {

@@ -1,0 +1,158 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// A job whose lock was taken over writes with its old token: fence write
+// refuses it (exit 5, the file as the new holder left it) and records
+// fence_rejected with both tokens, the file, the lock and the old
+// holder's request; the log still verifies. The new holder's job, run by
+// run, writes with the token run gave it.
+func TestFenceWriteRefusesTheOldHoldersWriteAndRecordsIt(t *testing.T) {
+	root := t.TempDir()
+	target := filepath.Join(t.TempDir(), "release.txt")
+	old := clitest.Must(t, 0, root, "acquire", "deploy", "--holder", "none", "--json")
+	var oldAcq struct {
+		RequestID    string `json:"request_id"`
+		FencingToken int64  `json:"fencing_token"`
+	}
+	if err := json.Unmarshal([]byte(old.Stdout), &oldAcq); err != nil {
+		t.Fatal(err)
+	}
+	clitest.Must(t, 0, root, "steal", "deploy", "--active", "--yes", "--reason", "the old job stopped answering")
+	clitest.Must(t, 0, root, "release", "deploy", "--force", "--yes", "--reason", "make way for run")
+	run := clitest.Run(t, root, "run", "deploy", "--", "sh", "-c",
+		`echo "from token $LOCKLEDGER_FENCING_TOKEN" | "$0" fence write "$1"`, clitest.Bin(), target)
+	if run.Code != 0 {
+		t.Fatalf("run: exit %d\n%s", run.Code, run.Stderr)
+	}
+	newer := readFile(t, target)
+	if !strings.HasPrefix(newer, "from token ") {
+		t.Fatalf("run's job wrote %q", newer)
+	}
+
+	stale := clitest.RunWith(t, root, []string{"LOCKLEDGER_FENCING_TOKEN=" + fmt.Sprint(oldAcq.FencingToken),
+		"LOCKLEDGER_LOCK=deploy", "LOCKLEDGER_REQUEST_ID=" + oldAcq.RequestID}, "the old job's output\n", "fence", "write", target)
+	if stale.Code != 5 || !strings.Contains(stale.Stderr, "is stale") {
+		t.Fatalf("the old holder's write: exit %d, want 5\n%s", stale.Code, stale.Stderr)
+	}
+	if got := readFile(t, target); got != newer {
+		t.Fatalf("the file now holds %q, want %q", got, newer)
+	}
+	rows := clitest.Strings(t, root, `SELECT body FROM events WHERE type = 'fence_rejected'`)
+	if len(rows) != 1 {
+		t.Fatalf("%d fence_rejected events, want 1", len(rows))
+	}
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(rows[0]), &ev); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"lock_name": "deploy", "request_id": oldAcq.RequestID, "fencing_token": float64(oldAcq.FencingToken),
+		"action": "file_write", "destination": target, "host_id": "vm"}
+	for k, v := range want {
+		if ev[k] != v {
+			t.Errorf("fence_rejected %s = %v, want %v\n%s", k, ev[k], v, rows[0])
+		}
+	}
+	if cur, _ := ev["last_seq"].(float64); cur <= float64(oldAcq.FencingToken) {
+		t.Errorf("fence_rejected last_seq %v, want run's token", ev["last_seq"])
+	}
+	if h := clitest.Must(t, 0, root, "history", "deploy").Stdout; !strings.Contains(h, "fence_rejected") ||
+		!strings.Contains(h, "REFUSED write to file "+target) {
+		t.Errorf("history does not show the refusal:\n%s", h)
+	}
+	clitest.Verify(t, 0, root)
+}
+
+// A refusal the ledger cannot take (no ledger at the root) still refuses
+// the write, and stderr says it was not recorded.
+func TestFenceWriteRefusesEvenWhenTheLedgerCannotRecord(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "f")
+	writer := t.TempDir()
+	clitest.Must(t, 0, writer, "acquire", "x", "--holder", "none")
+	clitest.Must(t, 0, writer, "steal", "x", "--active", "--yes", "--reason", "r")
+	if r := clitest.RunIn(t, writer, "two", "fence", "write", "--token", "2", "--lock", "x", target); r.Code != 0 {
+		t.Fatalf("token 2: exit %d\n%s", r.Code, r.Stderr)
+	}
+	empty := t.TempDir()
+	r := clitest.RunIn(t, empty, "one", "fence", "write", "--token", "1", "--lock", "x", target)
+	if r.Code != 5 || !strings.Contains(r.Stderr, "NOT recorded") {
+		t.Fatalf("exit %d, want 5 and a warning\n%s", r.Code, r.Stderr)
+	}
+	if got := readFile(t, target); got != "two" {
+		t.Fatalf("the file holds %q", got)
+	}
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Fatalf("a ledger was made at the empty root: %v", ents)
+	}
+}
+
+// Bad input is exit 2, naming the flag, and writes nothing.
+func TestFenceWriteRefusesBadInput(t *testing.T) {
+	root := t.TempDir()
+	target := filepath.Join(t.TempDir(), "f")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--lock", "x"}, "--token"},
+		{[]string{"--token", "seven", "--lock", "x"}, "--token"},
+		{[]string{"--token", "0", "--lock", "x"}, "--token"},
+		{[]string{"--token", "3"}, "--lock"},
+		{[]string{"--token", "3", "--lock", "X"}, "lock name"},
+	} {
+		r := clitest.RunIn(t, root, "data", append([]string{"fence", "write", target}, c.args...)...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, c.want) {
+			t.Errorf("%v: exit %d, want 2 naming %s\n%s", c.args, r.Code, c.want, r.Stderr)
+		}
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Fatal("the file was written")
+	}
+}
+
+// Writers racing as separate processes, each with its own token: the file
+// ends with the highest token's content and keeps that token; every other
+// writer either landed before it or was refused with exit 5.
+func TestFenceWriteConcurrentProcessesNeverRegress(t *testing.T) {
+	root := t.TempDir()
+	target := filepath.Join(t.TempDir(), "shared")
+	const writers = 8
+	var wg sync.WaitGroup
+	codes := make([]int, writers+1)
+	for tok := 1; tok <= writers; tok++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := clitest.Command(t.Context(), root, "fence", "write", "--token", fmt.Sprint(tok), "--lock", "shared", target)
+			c.Stdin = strings.NewReader(fmt.Sprintf("token %d\n", tok))
+			r, err := clitest.Output(c)
+			if err != nil {
+				codes[tok] = -1
+				return
+			}
+			codes[tok] = r.Code
+		}()
+	}
+	wg.Wait()
+	for tok := 1; tok <= writers; tok++ {
+		if codes[tok] != 0 && codes[tok] != 5 || tok == writers && codes[tok] != 0 {
+			t.Fatalf("token %d: exit %d", tok, codes[tok])
+		}
+	}
+	if got := readFile(t, target); got != fmt.Sprintf("token %d\n", writers) {
+		t.Fatalf("the file ends with %q, want the highest token's", got)
+	}
+	if side := strings.TrimLeft(strings.TrimSpace(readFile(t, target+".fence")), "0"); side != fmt.Sprint(writers) {
+		t.Fatalf("the kept token is %q, want %d", side, writers)
+	}
+}

@@ -33,6 +33,7 @@ func heldBy(h *holding) (*events.Holder, *events.UnreadableFile) {
 		return nil, u
 	}
 	holder := events.HolderOf(h.rec)
+	holder.UID = h.uid
 	return &holder, nil
 }
 

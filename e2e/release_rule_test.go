@@ -126,6 +126,16 @@ func TestReleaseIsTheHolders(t *testing.T) {
 	if typ != "lock_released" || ev["actor"] != "alice" || num(ev, "uid") != aliceUID || ev["forced"] != false {
 		t.Fatalf("alice's release is recorded as %s %v", typ, ev)
 	}
+
+	// A steal is the stealer's; held_by adds the uid that acquired the holding taken.
+	rid = must(aliceUID, "alice", "acquire", "deploy")
+	must(bobUID, "bob", "steal", "deploy", "--active", "--yes", "--reason", "INC-8")
+	typ, ev = lastEvent(t, root)
+	held, _ = ev["held_by"].(map[string]any)
+	if typ != "lock_stolen" || ev["actor"] != "bob" || num(ev, "uid") != bobUID || held == nil ||
+		held["request_id"] != rid || num(held, "uid") != aliceUID {
+		t.Fatalf("bob's steal is recorded as %s %v, want bob's, naming alice's holding and uid", typ, ev)
+	}
 	if out := must(aliceUID, "alice", "verify"); !strings.Contains(out, "verify: OK") {
 		t.Fatalf("verify: %s", out)
 	}

@@ -89,6 +89,10 @@ func errorObject(err error) map[string]any {
 		if nh.ReleasedSeq > 0 {
 			o["released_seq"] = nh.ReleasedSeq
 		}
+		if nh.Denied != "" {
+			o["denied"] = nh.Denied
+			o["suggestion"] = "lockledger release " + nh.Lock + " --force --request-id " + nh.RequestID + " --reason TEXT"
+		}
 		return o
 	case errors.As(err, &inv):
 		return map[string]any{"error": KindInvalidInput, "field": inv.Field, "value": inv.Value, "rule": inv.Rule,

@@ -104,6 +104,9 @@ type Stolen struct {
 	PreviousLockHash string `json:"previous_lock_hash"`
 	Reason           string `json:"reason"`
 	Note             string `json:"note,omitempty"`
+	// HeldBy is the holding taken, with the uid of the process that
+	// acquired it, when the live log has that uid.
+	HeldBy *Holder `json:"held_by,omitempty"`
 }
 
 // Released is lock_released's payload. When Forced, ReleasedRequestID names
@@ -125,6 +128,10 @@ type Released struct {
 	DisplacedByPath   string  `json:"superseded_by_path,omitempty"`
 	// Note is the operator's reason for a forced release.
 	Note string `json:"note,omitempty"`
+	// HeldBy is whose holding was released, with its uid, when the
+	// releaser (the envelope) is not the holder itself: another process,
+	// actor, uid or host.
+	HeldBy *Holder `json:"held_by,omitempty"`
 }
 
 // Refused is action_refused's payload: who asked is the envelope; what
@@ -251,6 +258,9 @@ type HeartbeatFailedPayload struct {
 	ConsecutiveFailures int    `json:"consecutive_failures"`
 	Error               string `json:"error"`
 	LockLost            bool   `json:"lock_lost"`
+	// HeldBy is whose holding failed, when the process that records it
+	// (the envelope) is not the holder's (a loss recorded after it exited).
+	HeldBy *Holder `json:"held_by,omitempty"`
 }
 
 // Blocked is acquire_blocked's payload. What blocked is one of HeldBy

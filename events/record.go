@@ -84,6 +84,9 @@ type Holder struct {
 	PID             int    `json:"pid"`
 	CreatedAt       string `json:"created_at"`
 	LastHeartbeatAt string `json:"last_heartbeat_at"`
+	// UID is the uid of the process that acquired the holding, where the
+	// event that records the holder knows it.
+	UID *int `json:"uid,omitempty"`
 }
 
 // HolderOf summarises a record.

@@ -183,6 +183,9 @@ type NotHolderError struct {
 	// ReleasedSeq is the seq of the request's own release of the lock, when
 	// that was the last thing it did as holder; 0 when it never held it.
 	ReleasedSeq int64
+	// Denied: the request holds the lock, but the caller is not its holder
+	// and gave no Force: why (the rule). Holder is then the request's holding.
+	Denied string
 }
 
 func (e *NotHolderError) Error() string {
@@ -196,6 +199,10 @@ func (e *NotHolderError) Error() string {
 		who = termtext.Sprintf("it is held by request %s (actor %s, pid %d on %s)", e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID)
 	}
 	switch {
+	case e.Denied != "":
+		return termtext.Sprintf("lock %s: request %s holds it (actor %s, pid %d on %s), but %s; "+
+			"release --force --reason TEXT releases it anyway (recorded as forced, by you)",
+			e.Lock, e.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID, e.Denied)
 	case e.Lost:
 		return termtext.Sprintf("lock %s: request %s lost the lock: %s", e.Lock, e.RequestID, who)
 	case e.ReleasedSeq > 0:

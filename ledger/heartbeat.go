@@ -91,6 +91,32 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 	return out, err
 }
 
+// RecordLossOf appends heartbeat_failed with lock_lost for the holding of
+// holder, written by another process than the holder's (the one a run
+// leaves behind to record a loss once the ledger answers): the envelope is
+// by, this process's; held_by is the holder.
+func (l *Ledger) RecordLossOf(ctx context.Context, lock string, by Identity, holder events.Holder, failures int, cause string) error {
+	if err := events.ValidateRequestID(holder.RequestID); err != nil {
+		return err
+	}
+	by.RequestID = holder.RequestID
+	by, err := l.resolve(by, l.now())
+	if err != nil {
+		return err
+	}
+	if cause == "" {
+		cause = "unknown error"
+	}
+	if len(cause) > 4096 {
+		cause = cause[:4096]
+	}
+	return l.write(ctx, lock, func(w *writeTx) (error, error) {
+		_, err := w.append(events.HeartbeatFailed, by, &events.HeartbeatFailedPayload{
+			ConsecutiveFailures: max(failures, 1), Error: cause, LockLost: true, HeldBy: &holder})
+		return nil, err
+	})
+}
+
 // RecordHeartbeatFailure appends heartbeat_failed for a holder whose
 // heartbeats keep failing (or who found its lock lost).
 func (l *Ledger) RecordHeartbeatFailure(ctx context.Context, lock string, id Identity, consecutive int, cause string, lost bool) error {

@@ -53,7 +53,12 @@ type ReleaseOutcome struct {
 // lock already gets an outcome with Released false (nothing to release),
 // as does Force on a free lock. A lock held by another request, or lost
 // by this one, is refused with *NotHolderError unless Force, and the
-// refusal recorded as action_refused.
+// refusal recorded as action_refused; so is a release without Force by a
+// caller that is not the holding's (NotHolderError.Denied): another uid
+// than the one that acquired it, or anyone but a running lockledger run
+// that holds it. lock_released's envelope is always the caller's; when the
+// caller is not the holder itself, released_request_id and held_by (with
+// the holder's uid) say whose holding it was.
 func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutcome, error) {
 	if err := events.ValidateLockName(req.Lock); err != nil {
 		return nil, err
@@ -103,6 +108,14 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 				return nil, err
 			}
 			if s != nil && (req.FencingToken == 0 || s.token == req.FencingToken) {
+				if err := w.loadAcquirer(s.holding); err != nil {
+					return nil, err
+				}
+				if why := l.releaseDenied(s.holding); why != "" && !req.Force {
+					rec := s.rec
+					return w.refuse(events.ActionRelease, id, s.holding,
+						&NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &rec, Denied: why})
+				}
 				out, err = w.releaseShared(s, id, req)
 				return nil, err
 			}
@@ -152,28 +165,35 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			}
 			return w.refuse(events.ActionRelease, id, h, nh)
 		}
+		if err := w.loadAcquirer(h); err != nil {
+			return nil, err
+		}
+		if mine {
+			if why := l.releaseDenied(h); why != "" {
+				return w.refuse(events.ActionRelease, id, h,
+					&NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Denied: why})
+			}
+		}
 		if err := w.reconcileTargets(nil, false); err != nil {
 			return nil, err
 		}
 		released := *h
 		w.removeAfterCommit(func() error { return l.files.Remove(req.Lock, released.file) })
 		w.removeAfterCommit(func() error { return w.removeTargets(&released) })
-		actor := id
-		if mine {
-			actor.Actor, actor.PID = h.rec.Actor, h.rec.PID
-		}
 		if !mine && untold {
 			req.Result = events.ResultForced
 		}
 		p := &events.Released{HeldDurationSeconds: seconds(w.now.Sub(h.created)), Result: req.Result,
 			FailureStep: req.FailureStep, ExitCode: req.ExitCode, Forced: !mine, FencingToken: h.token, Note: req.Note}
-		if !mine {
+		if p.HeldBy = w.heldByOther(id, h); !mine || p.HeldBy != nil {
 			p.ReleasedRequestID = h.rec.RequestID
 		}
 		if h.foreign && (h.created.IsZero() || h.created.After(w.now)) {
 			p.HeldDurationSeconds = 0
 		}
-		ev, err := w.append(events.LockReleased, actor, p)
+		// The envelope is the caller's, always: whose holding it was is
+		// released_request_id and held_by when the caller is not the holder.
+		ev, err := w.append(events.LockReleased, id, p)
 		if err != nil {
 			return nil, err
 		}

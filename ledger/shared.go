@@ -392,14 +392,15 @@ func (w *writeTx) heartbeatShared(s *sharedHolding, id Identity) (*Acquisition, 
 func (w *writeTx) releaseShared(s *sharedHolding, id Identity, req ReleaseRequest) (*ReleaseOutcome, error) {
 	p := &events.Released{HeldDurationSeconds: seconds(w.now.Sub(s.created)), Result: req.Result,
 		FailureStep: req.FailureStep, ExitCode: req.ExitCode, FencingToken: s.token}
-	actor := Identity{RequestID: id.RequestID, Actor: s.rec.Actor, PID: s.rec.PID}
 	if req.Force {
 		// An operator's release of the slot: audited as an exclusive
-		// holder's forced release is, under the operator's name.
-		actor = id
-		p.Forced, p.ReleasedRequestID, p.Note = true, s.rec.RequestID, req.Note
+		// holder's forced release is.
+		p.Forced, p.Note = true, req.Note
 	}
-	ev, err := w.append(events.LockReleased, actor, p)
+	if p.HeldBy = w.heldByOther(id, s.holding); p.Forced || p.HeldBy != nil {
+		p.ReleasedRequestID = s.rec.RequestID
+	}
+	ev, err := w.append(events.LockReleased, id, p)
 	if err != nil {
 		return nil, err
 	}

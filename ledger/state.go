@@ -29,6 +29,9 @@ type holding struct {
 	targetFormat string
 	// keptAside is where that file, unreadable, was kept when taken over.
 	keptAside string
+	// uid is the uid that acquired the holding, once loadAcquirer read it
+	// (nil before, and when the live log does not have it).
+	uid *int
 }
 
 // judge applies lockledger's state rules (held, stale, dead) to a holder at instant now, with

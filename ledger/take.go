@@ -33,6 +33,7 @@ func heldBy(h *holding) (*events.Holder, *events.UnreadableFile) {
 		return nil, u
 	}
 	holder := events.HolderOf(h.rec)
+	holder.UID = h.uid
 	return &holder, nil
 }
 
@@ -74,8 +75,16 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 		}
 		out.Stolen, out.Reason, out.Previous, out.PreviousHash = true, reason, &prev.rec, events.LockFileHash(pf)
 		out.PreviousPIDStart = prev.pidStart
-		ev, err = w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: acq, PreviousLock: prev.rec,
-			PreviousLockHash: out.PreviousHash, Reason: reason, Note: note})
+		st := &events.Stolen{Acquired: acq, PreviousLock: prev.rec, PreviousLockHash: out.PreviousHash, Reason: reason, Note: note}
+		// The stealer is the envelope; held_by adds the uid that acquired
+		// the holding taken (previous_lock has its actor and pid).
+		if err := w.loadAcquirer(prev); err != nil {
+			return nil, err
+		}
+		if prev.uid != nil {
+			st.HeldBy, _ = heldBy(prev)
+		}
+		ev, err = w.append(events.LockStolen, req.Identity, st)
 	}
 	if err != nil {
 		return nil, err

@@ -595,6 +595,9 @@ func (d *fastDecoder) holder(h *events.Holder) bool {
 			return d.setStr(&h.CreatedAt)
 		case schema.HolderLastHeartbeatAt:
 			return d.setStr(&h.LastHeartbeatAt)
+		case schema.HolderUID:
+			h.UID = new(int)
+			return d.setInt(h.UID)
 		}
 		return false
 	})

@@ -128,6 +128,17 @@ func validSeeds(tb testing.TB) []seedBody {
 		DisplacedBy: &events.Holder{RequestID: "foreign:bso", PID: 0}, DisplacedByFormat: "bso", DisplacedByPath: "/x"}))
 	add("heartbeat_failed", events.HeartbeatFailed, mustBody(tb, env(events.HeartbeatFailed, 11, "req_a"), &events.HeartbeatFailedPayload{
 		ConsecutiveFailures: 3, Error: "database is locked", LockLost: true}))
+	holderUID := events.HolderOf(prev)
+	holderUID.UID = new(1000)
+	add("released by another", events.LockReleased, mustBody(tb, env(events.LockReleased, 8, "req_a"), &events.Released{
+		HeldDurationSeconds: 1, Result: events.ResultSuccess, FencingToken: 12, ReleasedRequestID: "req_a", HeldBy: &holderUID}))
+	add("released forced, held_by", events.LockReleased, mustBody(tb, env(events.LockReleased, 10, "req_z"), &events.Released{
+		HeldDurationSeconds: 60, Result: events.ResultForced, Forced: true, ReleasedRequestID: "req_a", FencingToken: 9,
+		Note: "INC-44", HeldBy: &holderUID}))
+	add("heartbeat_failed, held_by", events.HeartbeatFailed, mustBody(tb, env(events.HeartbeatFailed, 11, "req_a"), &events.HeartbeatFailedPayload{
+		ConsecutiveFailures: 1, Error: "lost", LockLost: true, HeldBy: &holderUID}))
+	add("stolen, held_by", events.LockStolen, mustBody(tb, env(events.LockStolen, 5, "req_b"), &events.Stolen{Acquired: acq,
+		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonStaleForced, HeldBy: &holderUID}))
 	full()
 	add("blocked", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 12, "req_e"), &events.Blocked{
 		HeldBy: new(events.HolderOf(prev)), State: events.StateHeld, WaitedSeconds: 1.5}))

@@ -164,6 +164,7 @@ const (
 	EventPreviousLock
 	EventPreviousLockHash
 	EventReason
+	EventHeldBy
 	EventHeldDurationSeconds
 	EventResult
 	EventFailureStep
@@ -176,7 +177,6 @@ const (
 	EventConsecutiveFailures
 	EventError
 	EventLockLost
-	EventHeldBy
 	EventUnreadableFile
 	EventState
 	EventForeign
@@ -235,6 +235,7 @@ var eventNames = []string{
 	EventPreviousLock:        "previous_lock",
 	EventPreviousLockHash:    "previous_lock_hash",
 	EventReason:              "reason",
+	EventHeldBy:              "held_by",
 	EventHeldDurationSeconds: "held_duration_seconds",
 	EventResult:              "result",
 	EventFailureStep:         "failure_step",
@@ -247,7 +248,6 @@ var eventNames = []string{
 	EventConsecutiveFailures: "consecutive_failures",
 	EventError:               "error",
 	EventLockLost:            "lock_lost",
-	EventHeldBy:              "held_by",
 	EventUnreadableFile:      "unreadable_file",
 	EventState:               "state",
 	EventForeign:             "foreign",
@@ -330,6 +330,8 @@ func eventLookup(k []byte) int {
 		return int(EventPreviousLockHash)
 	case "reason":
 		return int(EventReason)
+	case "held_by":
+		return int(EventHeldBy)
 	case "held_duration_seconds":
 		return int(EventHeldDurationSeconds)
 	case "result":
@@ -354,8 +356,6 @@ func eventLookup(k []byte) int {
 		return int(EventError)
 	case "lock_lost":
 		return int(EventLockLost)
-	case "held_by":
-		return int(EventHeldBy)
 	case "unreadable_file":
 		return int(EventUnreadableFile)
 	case "state":
@@ -439,11 +439,11 @@ var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluate
 var eventAllowed = [...]uint64{
 	kLockAcquired:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventNote,
 	kLockHeartbeat:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser,
-	kLockStolen:      1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason,
-	kLockReleased:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventNote | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventFailureStep | 1<<EventExitCode | 1<<EventForced | 1<<EventReleasedRequestID | 1<<EventSupersededBy | 1<<EventSupersededByFormat | 1<<EventSupersededByPath,
-	kHeartbeatFailed: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost,
+	kLockStolen:      1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason | 1<<EventHeldBy,
+	kLockReleased:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventNote | 1<<EventHeldBy | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventFailureStep | 1<<EventExitCode | 1<<EventForced | 1<<EventReleasedRequestID | 1<<EventSupersededBy | 1<<EventSupersededByFormat | 1<<EventSupersededByPath,
+	kHeartbeatFailed: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost,
 	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventForeign,
-	kActionRefused:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventError | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventAction,
+	kActionRefused:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventError | 1<<EventUnreadableFile | 1<<EventState | 1<<EventAction,
 	kLockProjected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventChanges | 1<<EventMovedAside | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq,
 	kJobProcesses:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs,
 	kLedgerExported:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventSince | 1<<EventUntil | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination,
@@ -558,6 +558,8 @@ func checkEventField(v *validator, f int) *verr {
 		return v.pattern(isSHA256Ref, "^sha256:[0-9a-f]{64}$")
 	case EventReason:
 		return v.enum(reasonValues)
+	case EventHeldBy:
+		return v.record(&holderSchema, holderAll, holderRequired)
 	case EventHeldDurationSeconds:
 		return v.number(0)
 	case EventResult:
@@ -588,8 +590,6 @@ func checkEventField(v *validator, f int) *verr {
 		return v.str(1, 4096)
 	case EventLockLost:
 		return v.boolean()
-	case EventHeldBy:
-		return v.record(&holderSchema, holderAll, holderRequired)
 	case EventUnreadableFile:
 		return v.record(&unreadableFileSchema, unreadableFileAll, unreadableFileRequired)
 	case EventState:
@@ -930,6 +930,7 @@ const (
 	HolderPID
 	HolderCreatedAt
 	HolderLastHeartbeatAt
+	HolderUID
 	nHolderFields
 )
 
@@ -944,6 +945,7 @@ var holderNames = []string{
 	HolderPID:             "pid",
 	HolderCreatedAt:       "created_at",
 	HolderLastHeartbeatAt: "last_heartbeat_at",
+	HolderUID:             "uid",
 }
 
 func holderLookup(k []byte) int {
@@ -962,6 +964,8 @@ func holderLookup(k []byte) int {
 		return int(HolderCreatedAt)
 	case "last_heartbeat_at":
 		return int(HolderLastHeartbeatAt)
+	case "uid":
+		return int(HolderUID)
 	}
 	return -1
 }
@@ -981,7 +985,7 @@ const NumHolderFields = int(nHolderFields)
 var holderSchema = recordSchema{id: rHolder, names: holderNames, extra: "additionalProperties", together: 0}
 
 const (
-	holderAll      = 1<<HolderRequestID | 1<<HolderActor | 1<<HolderIntent | 1<<HolderHostID | 1<<HolderPID | 1<<HolderCreatedAt | 1<<HolderLastHeartbeatAt
+	holderAll      = 1<<HolderRequestID | 1<<HolderActor | 1<<HolderIntent | 1<<HolderHostID | 1<<HolderPID | 1<<HolderCreatedAt | 1<<HolderLastHeartbeatAt | 1<<HolderUID
 	holderRequired = 1<<HolderRequestID | 1<<HolderActor | 1<<HolderHostID | 1<<HolderPID | 1<<HolderCreatedAt | 1<<HolderLastHeartbeatAt
 )
 
@@ -1001,6 +1005,8 @@ func checkHolderField(v *validator, f int) *verr {
 		return v.str(0, noMax)
 	case HolderLastHeartbeatAt:
 		return v.str(0, noMax)
+	case HolderUID:
+		return v.integer(0, noMax)
 	}
 	panic("schema: unhandled holder field")
 }

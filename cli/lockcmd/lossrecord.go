@@ -8,6 +8,7 @@ package lockcmd
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,6 +19,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -56,8 +59,16 @@ func recordLossLater(g *invocation.Globals, run *cobra.Command, hold *lease.Leas
 	})
 	acq := hold.Acquisition()
 	id := acq.Identity()
+	holder := events.HolderOf(acq.Record)
+	uid, _ := proc.Self()
+	holder.UID = &uid
+	hj, err := json.Marshal(holder)
+	if err != nil {
+		g.Log.Warn("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
+		return
+	}
 	args = append(args, recordLossCommand, "--lock", hold.Lock(), "--request-id", id.RequestID, "--actor", id.Actor,
-		"--pid", strconv.Itoa(id.PID), "--failures", strconv.Itoa(max(lost.Failures, 1)), "--error", lost.Error(),
+		"--pid", strconv.Itoa(id.PID), "--holder", string(hj), "--failures", strconv.Itoa(max(lost.Failures, 1)), "--error", lost.Error(),
 		"--until", time.Now().Add(lossRecordFor).UTC().Format(time.RFC3339Nano))
 	cmd := exec.Command(self, args...)
 	// Its own session, and no descriptor of run's: it outlives run by
@@ -78,7 +89,7 @@ var recordLossListing = invocation.Listing{
 }
 
 func NewRecordLoss(g *invocation.Globals) *cobra.Command {
-	var lock, cause, until string
+	var lock, cause, until, holder string
 	var id ledger.Identity
 	var failures int
 	cmd := &cobra.Command{
@@ -92,7 +103,7 @@ func NewRecordLoss(g *invocation.Globals) *cobra.Command {
 			}
 			ctx, cancel := context.WithDeadline(cmd.Context(), end)
 			defer cancel()
-			return recordLoss(ctx, g, lock, id, failures, cause)
+			return recordLoss(ctx, g, lock, id, holder, failures, cause)
 		},
 	}
 	fl := cmd.Flags()
@@ -103,16 +114,30 @@ func NewRecordLoss(g *invocation.Globals) *cobra.Command {
 	fl.IntVar(&failures, "failures", 1, "")
 	fl.StringVar(&cause, "error", "", "")
 	fl.StringVar(&until, "until", "", "")
+	fl.StringVar(&holder, "holder", "", "")
 	return cmd
 }
 
-// recordLoss opens the ledger, once it can, and records the loss there.
-func recordLoss(ctx context.Context, g *invocation.Globals, lock string, id ledger.Identity, failures int, cause string) error {
+// recordLoss opens the ledger, once it can, and records the loss there:
+// written by this process, naming the run's holding (holder, JSON) as
+// held_by; from a run that passed no holder, under the run's identity.
+func recordLoss(ctx context.Context, g *invocation.Globals, lock string, id ledger.Identity, holder string, failures int, cause string) error {
+	var h *events.Holder
+	if holder != "" {
+		h = new(events.Holder)
+		if err := json.Unmarshal([]byte(holder), h); err != nil {
+			return events.Invalid("--holder", "", "must be a holder object: "+err.Error())
+		}
+	}
 	backoff := 100 * time.Millisecond
 	for {
 		l, err := g.Open(ctx, invocation.Writes)
 		if err == nil {
-			err = lease.RecordLoss(ctx, l, lock, id, failures, cause)
+			if h != nil {
+				err = l.RecordLossOf(ctx, lock, ledger.Identity{}, *h, failures, cause)
+			} else {
+				err = lease.RecordLoss(ctx, l, lock, id, failures, cause)
+			}
 			g.Finish(l)
 			if err == nil {
 				return nil

@@ -50,6 +50,13 @@ which --force requires. On a terminal --force asks for confirmation (30 s,
 default No) when the lock has a holder; elsewhere it needs --yes (else
 exit 2).
 
+Without --force a release is the holder's own: R's holding is released
+only by the uid that acquired it, and not at all while its holder is a
+running lockledger run (which releases it when its command ends); anyone
+else who names R is refused the same way (exit 5, recorded). The release
+is recorded under your actor, pid and uid; when you are not the holder
+itself, held_by and released_request_id name the holding it ended.
+
 --force --request-id R is a compare-and-release, like terraform
 force-unlock LOCK_ID: it releases the lock only while R holds it
 (recorded as forced, by you); held by anyone else it is refused with

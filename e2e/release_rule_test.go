@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// lastEvent is the newest event of root's ledger: its type and body.
+func lastEvent(t *testing.T, root string) (string, map[string]any) {
+	t.Helper()
+	var typ, body string
+	if err := clitest.DB(t, root).QueryRow(`SELECT type, body FROM events ORDER BY seq DESC LIMIT 1`).Scan(&typ, &body); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatal(err)
+	}
+	return typ, m
+}
+
+// TestReleaseIsTheHolders: in a root two users share, another uid that
+// names the holder's request id is refused without --force (exit 5, the
+// rule and --force --reason named, recorded as action_refused under the
+// caller's uid); --force needs --reason (exit 2); with both the lock is
+// released, recorded under the caller's actor, pid and uid, its payload
+// naming the holder and the holder's uid. The holder's own uid releases
+// with a plain release.
+func TestReleaseIsTheHolders(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to run lockledger as two other users (runs as root in CI)")
+	}
+	clitest.NeedBinary(t, "sh")
+	dir, bin := binForOthers(t)
+	home := filepath.Join(dir, "alice")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, aliceUID, aliceUID); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(home, "team", "locks-root")
+	as := func(uid int, actor string, args ...string) clitest.Result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, bin, args...)
+		c.Env = append(clitest.Env(root, clitest.TrustDirAs(t, root, uid)), "LOCKLEDGER_ACTOR="+actor)
+		c.Dir = "/"
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid),
+			Groups: []uint32{teamGID}}}
+		return clitest.Exec(t, c)
+	}
+	must := func(uid int, actor string, args ...string) string {
+		t.Helper()
+		r := as(uid, actor, args...)
+		if r.Code != 0 {
+			t.Fatalf("uid %d: lockledger %s: exit %d\n%s", uid, strings.Join(args, " "), r.Code, r.Stderr)
+		}
+		return strings.TrimSpace(r.Stdout)
+	}
+	num := func(m map[string]any, k string) int {
+		t.Helper()
+		f, ok := m[k].(float64)
+		if !ok {
+			t.Fatalf("%s: not a number in %v", k, m)
+		}
+		return int(f)
+	}
+
+	rid := must(aliceUID, "alice", "--group", strconv.Itoa(teamGID), "acquire", "deploy")
+
+	// Bob read the request id (status, list, history print it): a plain
+	// release by it is refused, and recorded as his.
+	r := as(bobUID, "bob", "release", "deploy", "--request-id", rid)
+	if r.Code != 5 || !strings.Contains(r.Stderr, "uid "+strconv.Itoa(bobUID)) ||
+		!strings.Contains(r.Stderr, "--force --reason") {
+		t.Fatalf("bob's plain release of alice's lock: exit %d, want 5 naming the rule\n%s", r.Code, r.Stderr)
+	}
+	typ, ev := lastEvent(t, root)
+	if typ != "action_refused" || ev["actor"] != "bob" || num(ev, "uid") != bobUID || ev["action"] != "release" {
+		t.Fatalf("the refusal is recorded as %s %v, want action_refused by bob (uid %d)", typ, ev, bobUID)
+	}
+	if st := must(bobUID, "bob", "status", "deploy"); !strings.Contains(st, "held") {
+		t.Fatalf("the refused release freed the lock: %s", st)
+	}
+	r = as(bobUID, "bob", "release", "deploy", "--request-id", rid, "--json")
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(r.Stdout), &obj); err != nil || obj["error"] != "not_holder" || obj["denied"] == nil {
+		t.Fatalf("--json refusal: %v %s", err, r.Stdout)
+	}
+
+	// --force names no reason: bad input, nothing recorded.
+	n := clitest.EventCount(t, root)
+	r = as(bobUID, "bob", "release", "deploy", "--request-id", rid, "--force", "--yes")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "--reason") {
+		t.Fatalf("--force without --reason: exit %d, want 2 naming --reason\n%s", r.Code, r.Stderr)
+	}
+	if clitest.EventCount(t, root) != n {
+		t.Fatal("--force without --reason wrote an event")
+	}
+
+	must(bobUID, "bob", "release", "deploy", "--request-id", rid, "--force", "--yes", "--reason", "INC-7: alice is away")
+	typ, ev = lastEvent(t, root)
+	held, _ := ev["held_by"].(map[string]any)
+	if typ != "lock_released" || ev["actor"] != "bob" || num(ev, "uid") != bobUID || ev["forced"] != true ||
+		ev["released_request_id"] != rid || held == nil || held["request_id"] != rid || held["actor"] != "alice" ||
+		num(held, "uid") != aliceUID {
+		t.Fatalf("bob's forced release is recorded as %s %v, want bob's, naming alice's holding", typ, ev)
+	}
+
+	// The holder's own uid releases plainly, and the release is hers.
+	rid = must(aliceUID, "alice", "acquire", "deploy")
+	must(aliceUID, "alice", "release", "deploy", "--request-id", rid)
+	typ, ev = lastEvent(t, root)
+	if typ != "lock_released" || ev["actor"] != "alice" || num(ev, "uid") != aliceUID || ev["forced"] != false {
+		t.Fatalf("alice's release is recorded as %s %v", typ, ev)
+	}
+
+	// A steal is the stealer's; held_by adds the uid that acquired the holding taken.
+	rid = must(aliceUID, "alice", "acquire", "deploy")
+	must(bobUID, "bob", "steal", "deploy", "--active", "--yes", "--reason", "INC-8")
+	typ, ev = lastEvent(t, root)
+	held, _ = ev["held_by"].(map[string]any)
+	if typ != "lock_stolen" || ev["actor"] != "bob" || num(ev, "uid") != bobUID || held == nil ||
+		held["request_id"] != rid || num(held, "uid") != aliceUID {
+		t.Fatalf("bob's steal is recorded as %s %v, want bob's, naming alice's holding and uid", typ, ev)
+	}
+	if out := must(aliceUID, "alice", "verify"); !strings.Contains(out, "verify: OK") {
+		t.Fatalf("verify: %s", out)
+	}
+}
+
+// TestReleaseOfARunningRun: a plain release of a holding of a running
+// lockledger run is refused, even from the run's own uid (the run releases
+// it when its command ends); --force --reason releases it.
+func TestReleaseOfARunningRun(t *testing.T) {
+	root := t.TempDir()
+	clitest.Must(t, 0, root, "init")
+	c, lines := startRun(t, root, "job", "--", "sh", "-c", `echo "$LOCKLEDGER_REQUEST_ID"; exec sleep 300`)
+	rid := line(t, lines)
+	r := clitest.Run(t, root, "release", "job", "--request-id", rid)
+	if r.Code != 5 || !strings.Contains(r.Stderr, "lockledger run") || !strings.Contains(r.Stderr, "--force --reason") {
+		t.Fatalf("plain release of a running run's lock: exit %d, want 5 naming the rule\n%s", r.Code, r.Stderr)
+	}
+	if typ, ev := lastEvent(t, root); typ != "action_refused" || ev["action"] != "release" {
+		t.Fatalf("the refusal is recorded as %s %v", typ, ev)
+	}
+	if st := clitest.Must(t, 0, root, "status", "job").Stdout; !strings.Contains(st, "held") {
+		t.Fatalf("the refused release freed the lock: %s", st)
+	}
+	clitest.Must(t, 0, root, "release", "job", "--request-id", rid, "--force", "--yes", "--reason", "stuck")
+	typ, ev := lastEvent(t, root)
+	held, _ := ev["held_by"].(map[string]any)
+	if typ != "lock_released" || ev["forced"] != true || held == nil || held["request_id"] != rid ||
+		int(held["pid"].(float64)) != c.Process.Pid {
+		t.Fatalf("the forced release is recorded as %s %v, want one naming the run (pid %d)", typ, ev, c.Process.Pid)
+	}
+	if ev["pid"] == held["pid"] {
+		t.Fatalf("the forced release's envelope is the run's: %v", ev)
+	}
+}

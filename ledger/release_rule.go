@@ -1,0 +1,87 @@
+package ledger
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
+)
+
+// loadAcquirer sets h.uid from the event that gave h the lock: its fencing
+// token is that event's seq, and its envelope records the uid of the
+// process that wrote it. h.uid stays nil when the live log does not have
+// it: a holding acquired before uids were recorded, or whose acquiring
+// event a prune archived, or another tool's lock.
+func (w *writeTx) loadAcquirer(h *holding) error {
+	if h == nil || h.foreign || h.token <= 0 || h.uid != nil {
+		return nil
+	}
+	var body []byte
+	err := w.q.QueryRowContext(w.ctx, `SELECT body FROM events WHERE seq = $1 AND request_id = $2`,
+		h.token, h.rec.RequestID).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var env struct {
+		Type events.Type `json:"type"`
+		UID  *int        `json:"uid"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return fmt.Errorf("ledger: the acquiring event of %s (seq %d): %w", h.rec.RequestID, h.token, err)
+	}
+	if env.Type == events.LockAcquired || env.Type == events.LockStolen {
+		h.uid = env.UID
+	}
+	return nil
+}
+
+// releaseDenied says why the caller may not release h without Force, ""
+// when it may. A release without Force is the holder's own: from the uid
+// that acquired h and, while h's holder is a running lockledger run, only
+// from that run itself, which releases its holding when its command ends.
+// h.uid must be loaded (loadAcquirer).
+func (l *Ledger) releaseDenied(h *holding) string {
+	uid, _ := proc.Self()
+	switch {
+	case h.uid == nil:
+		return "the uid that acquired it is not in the live log (acquired before uids were recorded, or archived by a prune), and a release without --force is accepted only from that uid"
+	case *h.uid != uid:
+		return fmt.Sprintf("you are uid %d and it was acquired by uid %d, and a release without --force is accepted only from the uid that acquired it", uid, *h.uid)
+	case l.liveRun(h):
+		return fmt.Sprintf("its holder is a running lockledger run (pid %d), which releases the lock itself when its command ends", h.rec.PID)
+	}
+	return ""
+}
+
+// liveRun reports whether h's holder is a lockledger process other than
+// this one, running here: the process recorded (same pid, same start
+// time, this boot of this machine) and still lockledger's executable.
+func (l *Ledger) liveRun(h *holding) bool {
+	if h.rec.PID <= 0 || h.rec.PID == os.Getpid() || h.rec.HostID != l.host.ID || h.pidStart == "" {
+		return false
+	}
+	if proc.CompareBoot(h.bootID, h.heartbeat, l.host.BootID, l.host.Booted) != proc.ThisBoot {
+		return false
+	}
+	live, start := l.probe.Probe(h.rec.PID)
+	return live == proc.Alive && start == h.pidStart && proc.IsLockledger(h.rec.PID)
+}
+
+// heldByOther is what a lock_released (or heartbeat_failed) written by id
+// records of h: nil when id is h's holder itself (the same actor, pid, uid
+// and host: the envelope then says whose holding it was), else h with its uid.
+func (w *writeTx) heldByOther(id Identity, h *holding) *events.Holder {
+	uid, _ := proc.Self()
+	if id.Actor == h.rec.Actor && id.PID == h.rec.PID && h.rec.HostID == w.l.host.ID && h.uid != nil && *h.uid == uid {
+		return nil
+	}
+	held, _ := heldBy(h)
+	return held
+}

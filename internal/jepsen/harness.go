@@ -168,24 +168,20 @@ func RunClass(ctx context.Context, cfg Config) (*Result, error) {
 		return res, nil
 	}
 	began := time.Now()
-	h := &harness{cfg: cfg, records: filepath.Join(cfg.Dir, "records"), trust: filepath.Join(cfg.Dir, "trust")}
-	h.offset = time.Now().UnixNano() - Mono()
-	if err := os.Mkdir(h.records, 0o700); err != nil {
-		return nil, err
-	}
-	var err error
-	if h.log, err = os.Create(filepath.Join(cfg.Dir, "runs.log")); err != nil {
-		return nil, err
-	}
-	defer h.log.Close()
-	if cfg.Store == Postgres {
-		if h.pg, err = pgx.Connect(ctx, cfg.DatabaseURL); err != nil {
+	// Each worker has a ledger of its own (a root on SQLite, a database on
+	// PostgreSQL): a run stopped inside an append holds the ledger's writer
+	// lock, and on a shared ledger that fault would stall the other
+	// trials' runs too.
+	workers := make([]*harness, cfg.Parallel)
+	for w := range workers {
+		h, err := newHarness(ctx, cfg, w)
+		if h != nil {
+			defer h.close()
+		}
+		if err != nil {
 			return nil, err
 		}
-		defer h.pg.Close(context.Background())
-	}
-	if out, err := h.cli(ctx, 0, "init").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("init: %v: %s", err, out)
+		workers[w] = h
 	}
 	// Parallel workers take trial numbers one at a time. A pause class
 	// counts the trials still running as take-overs to come, so that it
@@ -203,7 +199,7 @@ func RunClass(ctx context.Context, cfg Config) (*Result, error) {
 		done := cfg.Trials > 0 && next >= cfg.Trials || cfg.Trials == 0 && time.Since(began) >= cfg.Duration
 		return !done || cfg.Fault.Pause() && res.TakeOvers+running < cfg.TakeOvers
 	}
-	for range cfg.Parallel {
+	for _, h := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -246,6 +242,56 @@ func RunClass(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Elapsed = time.Since(began)
 	return res, nil
+}
+
+// newHarness makes worker w's ledger: its directory (Dir/w<w>), and on
+// PostgreSQL its database (worker 0 the one given, the others created
+// beside it).
+func newHarness(ctx context.Context, cfg Config, w int) (*harness, error) {
+	cfg.Dir = filepath.Join(cfg.Dir, "w"+strconv.Itoa(w))
+	h := &harness{cfg: cfg, records: filepath.Join(cfg.Dir, "records"), trust: filepath.Join(cfg.Dir, "trust")}
+	h.offset = time.Now().UnixNano() - Mono()
+	if err := os.MkdirAll(h.records, 0o700); err != nil {
+		return nil, err
+	}
+	var err error
+	if h.log, err = os.Create(filepath.Join(cfg.Dir, "runs.log")); err != nil {
+		return nil, err
+	}
+	if cfg.Store == Postgres {
+		if w > 0 {
+			u, err := url.Parse(cfg.DatabaseURL)
+			if err != nil {
+				return h, err
+			}
+			name := strings.TrimPrefix(u.Path, "/") + "_w" + strconv.Itoa(w)
+			admin, err := pgx.Connect(ctx, cfg.DatabaseURL)
+			if err != nil {
+				return h, err
+			}
+			_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+			admin.Close(context.Background())
+			if err != nil {
+				return h, err
+			}
+			u.Path = "/" + name
+			h.cfg.DatabaseURL = u.String()
+		}
+		if h.pg, err = pgx.Connect(ctx, h.cfg.DatabaseURL); err != nil {
+			return h, err
+		}
+	}
+	if out, err := h.cli(ctx, 0, "init").CombinedOutput(); err != nil {
+		return h, fmt.Errorf("init: %v: %s", err, out)
+	}
+	return h, nil
+}
+
+func (h *harness) close() {
+	if h.pg != nil {
+		h.pg.Close(context.Background())
+	}
+	h.log.Close()
 }
 
 // root is host's root: on SQLite the one root every host shares, on

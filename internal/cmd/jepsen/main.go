@@ -32,7 +32,7 @@ func main() {
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the nemesis's choices")
 	ttl := flag.Duration("ttl", 2*time.Second, "the runs' --ttl (whole seconds); pauses last 1.5 x ttl")
 	clients := flag.Int("clients", 8, "clients per trial, on 2-4 simulated hosts")
-	parallel := flag.Int("parallel", 4, "trials at once per fault class, each on its own lock with its own clients and record, sharing the store")
+	parallel := flag.Int("parallel", 4, "trials at once per fault class, each on its own lock with its own clients and record; each worker on a ledger of its own")
 	keep := flag.Bool("keep", false, "keep the work directory (record, roots, the runs' logs)")
 	flag.Parse()
 	if *parallel < 1 {

@@ -180,6 +180,7 @@ const (
 	EventUnreadableFile
 	EventState
 	EventForeign
+	EventUntil
 	EventAction
 	EventChanges
 	EventMovedAside
@@ -188,7 +189,6 @@ const (
 	EventJobRequestID
 	EventPIDs
 	EventSince
-	EventUntil
 	EventFirstSeq
 	EventLastSeq
 	EventEvents
@@ -251,6 +251,7 @@ var eventNames = []string{
 	EventUnreadableFile:      "unreadable_file",
 	EventState:               "state",
 	EventForeign:             "foreign",
+	EventUntil:               "until",
 	EventAction:              "action",
 	EventChanges:             "changes",
 	EventMovedAside:          "moved_aside",
@@ -259,7 +260,6 @@ var eventNames = []string{
 	EventJobRequestID:        "job_request_id",
 	EventPIDs:                "pids",
 	EventSince:               "since",
-	EventUntil:               "until",
 	EventFirstSeq:            "first_seq",
 	EventLastSeq:             "last_seq",
 	EventEvents:              "events",
@@ -362,6 +362,8 @@ func eventLookup(k []byte) int {
 		return int(EventState)
 	case "foreign":
 		return int(EventForeign)
+	case "until":
+		return int(EventUntil)
 	case "action":
 		return int(EventAction)
 	case "changes":
@@ -378,8 +380,6 @@ func eventLookup(k []byte) int {
 		return int(EventPIDs)
 	case "since":
 		return int(EventSince)
-	case "until":
-		return int(EventUntil)
 	case "first_seq":
 		return int(EventFirstSeq)
 	case "last_seq":
@@ -442,11 +442,11 @@ var eventAllowed = [...]uint64{
 	kLockStolen:      1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason | 1<<EventHeldBy,
 	kLockReleased:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventNote | 1<<EventHeldBy | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventFailureStep | 1<<EventExitCode | 1<<EventForced | 1<<EventReleasedRequestID | 1<<EventSupersededBy | 1<<EventSupersededByFormat | 1<<EventSupersededByPath,
 	kHeartbeatFailed: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost,
-	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventForeign,
+	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventReason | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventForeign | 1<<EventUntil,
 	kActionRefused:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventError | 1<<EventUnreadableFile | 1<<EventState | 1<<EventAction,
 	kLockProjected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventChanges | 1<<EventMovedAside | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq,
 	kJobProcesses:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs,
-	kLedgerExported:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventSince | 1<<EventUntil | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination,
+	kLedgerExported:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventUntil | 1<<EventSince | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination,
 	kLedgerVerified:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventHeadHash | 1<<EventFile,
 	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged | 1<<EventRollbackAccepted,
 	kLedgerPruned:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile,
@@ -557,7 +557,11 @@ func checkEventField(v *validator, f int) *verr {
 	case EventPreviousLockHash:
 		return v.pattern(isSHA256Ref, "^sha256:[0-9a-f]{64}$")
 	case EventReason:
-		return v.enum(reasonValues)
+		switch v.k {
+		case kLockStolen:
+			return v.enum(reasonValues)
+		}
+		return v.enum(reasonInAcquireBlockedValues) // kAcquireBlocked
 	case EventHeldBy:
 		return v.record(&holderSchema, holderAll, holderRequired)
 	case EventHeldDurationSeconds:
@@ -600,6 +604,8 @@ func checkEventField(v *validator, f int) *verr {
 		return v.enum(stateInActionRefusedValues) // kActionRefused
 	case EventForeign:
 		return v.boolean()
+	case EventUntil:
+		return v.pattern(isEventTime, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$")
 	case EventAction:
 		switch v.k {
 		case kActionRefused:
@@ -621,8 +627,6 @@ func checkEventField(v *validator, f int) *verr {
 	case EventPIDs:
 		return v.array(1, 4096, itemPIDs)
 	case EventSince:
-		return v.pattern(isEventTime, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$")
-	case EventUntil:
 		return v.pattern(isEventTime, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$")
 	case EventFirstSeq:
 		return v.integer(1, noMax)
@@ -1149,6 +1153,7 @@ var (
 	reasonValues                  = []string{"stale_lock_forced", "holder_dead", "forced_active", "foreign_lock", "superseded", "reclaimed"}
 	resultValues                  = []string{"success", "failure", "cancelled", "forced"}
 	stateValues                   = []string{"held", "stale", "dead"}
+	reasonInAcquireBlockedValues  = []string{"queue"}
 	actionValues                  = []string{"release", "steal", "heartbeat"}
 	stateInActionRefusedValues    = []string{"free", "held", "stale", "dead"}
 	actionInJobProcessesValues    = []string{"terminated", "killed", "left_running"}

@@ -46,6 +46,29 @@ type lockObject struct {
 	Mode    string         `json:"mode,omitempty"`
 	Limit   int64          `json:"limit,omitempty"`
 	Holders []sharedObject `json:"holders,omitempty"`
+	// Queue is the lock's waiters (status and list), next first.
+	Queue []queueObject `json:"queue,omitempty"`
+}
+
+// queueObject is one waiter in a lock's queue.
+type queueObject struct {
+	Position  int    `json:"position"`
+	RequestID string `json:"request_id"`
+	Actor     string `json:"actor"`
+	PID       int    `json:"pid"`
+	HostID    string `json:"host_id"`
+	Since     string `json:"since"`
+	Until     string `json:"until"`
+	Seq       int64  `json:"seq"`
+}
+
+func queueObjects(q []ledger.Waiter) []queueObject {
+	var out []queueObject
+	for _, w := range q {
+		out = append(out, queueObject{Position: w.Position, RequestID: w.RequestID, Actor: w.Actor, PID: w.PID, HostID: w.HostID,
+			Since: events.FormatTime(w.Since), Until: events.FormatTime(w.Until), Seq: w.Seq})
+	}
+	return out
 }
 
 // sharedObject is one shared holder in status --json.
@@ -96,5 +119,6 @@ func statusObject(s *ledger.LockStatus) lockObject {
 		}
 		o.Holders = append(o.Holders, so)
 	}
+	o.Queue = queueObjects(s.Queue)
 	return o
 }

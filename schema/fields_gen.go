@@ -157,6 +157,7 @@ const (
 	EventLimit
 	EventWaitedSeconds
 	EventTargets
+	EventPIDNS
 	EventNote
 	EventPreviousLock
 	EventPreviousLockHash
@@ -228,6 +229,7 @@ var eventNames = []string{
 	EventLimit:               "limit",
 	EventWaitedSeconds:       "waited_seconds",
 	EventTargets:             "targets",
+	EventPIDNS:               "pid_ns",
 	EventNote:                "note",
 	EventPreviousLock:        "previous_lock",
 	EventPreviousLockHash:    "previous_lock_hash",
@@ -319,6 +321,8 @@ func eventLookup(k []byte) int {
 		return int(EventWaitedSeconds)
 	case "targets":
 		return int(EventTargets)
+	case "pid_ns":
+		return int(EventPIDNS)
 	case "note":
 		return int(EventNote)
 	case "previous_lock":
@@ -434,9 +438,9 @@ var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluate
 // The properties each event type allows (any other is refused by
 // unevaluatedProperties or a false schema) and requires.
 var eventAllowed = [...]fieldSet{
-	kLockAcquired:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventNote},
+	kLockAcquired:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventPIDNS | 1<<EventNote},
 	kLockHeartbeat:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser},
-	kLockStolen:      fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason},
+	kLockStolen:      fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventPIDNS | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason},
 	kLockReleased:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventNote | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventFailureStep | 1<<EventExitCode | 1<<EventForced | 1<<EventReleasedRequestID | 1<<EventSupersededBy | 1<<EventSupersededByFormat | 1<<EventSupersededByPath},
 	kHeartbeatFailed: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost},
 	kAcquireBlocked:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventForeign},
@@ -445,7 +449,7 @@ var eventAllowed = [...]fieldSet{
 	kJobProcesses:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs},
 	kLedgerExported:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventSince | 1<<EventUntil | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination},
 	kLedgerVerified:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventHeadHash | 1<<EventFile},
-	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged | 1<<EventRollbackAccepted},
+	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged, 1 << (EventRollbackAccepted - 64)},
 	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile},
 	kLedgerUnpruned:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile},
 }
@@ -543,6 +547,8 @@ func checkEventField(v *validator, f int) *verr {
 		return v.number(0)
 	case EventTargets:
 		return v.array(0, 16, itemTargets)
+	case EventPIDNS:
+		return v.integer(0, noMax)
 	case EventNote:
 		return v.str(0, 1024)
 	case EventPreviousLock:

@@ -46,6 +46,12 @@ type lockObject struct {
 	Mode    string         `json:"mode,omitempty"`
 	Limit   int64          `json:"limit,omitempty"`
 	Holders []sharedObject `json:"holders,omitempty"`
+	// Unprobed (status of a held or stale lock) says why the holder's pid
+	// cannot be probed from here; StaleAt and StaleInSeconds (a held
+	// lock) when it turns stale without a heartbeat.
+	Unprobed       string `json:"unprobed,omitempty"`
+	StaleAt        string `json:"stale_at,omitempty"`
+	StaleInSeconds *int64 `json:"stale_in_seconds,omitempty"`
 }
 
 // sharedObject is one shared holder in status --json.
@@ -57,6 +63,10 @@ type sharedObject struct {
 	AgeSeconds   int64         `json:"heartbeat_age_seconds"`
 	StaleSince   string        `json:"stale_since,omitempty"`
 	JobPIDs      []int         `json:"job_pids,omitempty"`
+	// as in lockObject
+	Unprobed       string `json:"unprobed,omitempty"`
+	StaleAt        string `json:"stale_at,omitempty"`
+	StaleInSeconds *int64 `json:"stale_in_seconds,omitempty"`
 }
 
 func acquisitionObject(a *ledger.Acquisition) lockObject {
@@ -86,7 +96,11 @@ func statusObject(s *ledger.LockStatus) lockObject {
 		if s.State == events.StateStale {
 			o.StaleSince = events.FormatLockTime(s.StaleSince)
 		}
+		if !noTTL(s) {
+			o.StaleAt, o.StaleInSeconds = staleAt(s.State, s.StaleSince, s.SinceBeat, s.Holder)
+		}
 	}
+	o.Unprobed = s.Unprobed
 	o.Mode, o.Limit = s.Mode, s.Limit
 	for _, h := range s.Shared {
 		so := sharedObject{State: h.State, FencingToken: h.FencingToken, Lock: h.Holder, HeldSeconds: int64(h.HeldFor / time.Second),
@@ -94,7 +108,21 @@ func statusObject(s *ledger.LockStatus) lockObject {
 		if h.State == events.StateStale {
 			so.StaleSince = events.FormatLockTime(h.StaleSince)
 		}
+		so.Unprobed = h.Unprobed
+		so.StaleAt, so.StaleInSeconds = staleAt(h.State, h.StaleSince, h.SinceBeat, &h.Holder)
 		o.Holders = append(o.Holders, so)
 	}
 	return o
+}
+
+// staleAt is when a held holder turns stale without a heartbeat, and in how
+// many seconds from now (its TTL past its last heartbeat); nothing for one
+// in any other state.
+func staleAt(state string, at time.Time, sinceBeat time.Duration, h *events.Record) (string, *int64) {
+	if state != events.StateHeld || h == nil {
+		return "", nil
+	}
+	in := int64((time.Duration(h.TTLSeconds)*time.Second - sinceBeat) / time.Second)
+	in = max(in, 0)
+	return events.FormatLockTime(at), &in
 }

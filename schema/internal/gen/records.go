@@ -122,7 +122,7 @@ func (r *record) mask(names []string) string {
 	return "fieldSet{" + word(lo) + ", " + word(hi) + "}"
 }
 
-var initialisms = map[string]string{"id": "ID", "pid": "PID", "pids": "PIDs", "ttl": "TTL", "uid": "UID", "v1": "V1"}
+var initialisms = map[string]string{"id": "ID", "ns": "NS", "pid": "PID", "pids": "PIDs", "ttl": "TTL", "uid": "UID", "v1": "V1"}
 
 func camel(s string) string {
 	var b strings.Builder

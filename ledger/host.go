@@ -18,7 +18,7 @@ type Host struct {
 	// its pids and probes belong to: nil on a system without namespaces,
 	// 0 where it is unknown.
 	PIDNS *int64
-	peers  *peers    // set by Open
+	peers *peers // set by Open
 }
 
 // peers: whether other hosts share the store, and the warning of another machine under this host id.

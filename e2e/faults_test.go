@@ -540,7 +540,7 @@ func downgradeSchema(t *testing.T, root string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 2`, `ALTER TABLE locks DROP COLUMN targets`,
+	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 2`, `ALTER TABLE locks DROP COLUMN targets`, `ALTER TABLE locks DROP COLUMN pid_ns`,
 		`DROP TABLE tlog_hashes`, `DROP TABLE checkpoints`, `DROP TABLE lock_holders`, `DROP TABLE cosignatures`,
 		`DROP TRIGGER events_no_replace`, `DROP TRIGGER events_prune_marker`, `DROP TABLE prune_horizon`, `DROP TABLE prune_restore`} {
 		if _, err := db.Exec(q); err != nil {

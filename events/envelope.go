@@ -85,6 +85,10 @@ type Acquired struct {
 	// WaitedSeconds is how long the acquirer waited before it got the
 	// lock; absent when it did not wait.
 	WaitedSeconds float64 `json:"waited_seconds,omitempty"`
+	// PIDNS is the holder's PID namespace (proc.PIDNamespace), in which
+	// its pid names its process; 0 where it was unknown. nil in events
+	// written before it was recorded and on systems without namespaces.
+	PIDNS *int64 `json:"pid_ns,omitempty"`
 }
 
 // Target is one extra lock file a holding projects: a format and an absolute path.

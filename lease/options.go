@@ -12,6 +12,15 @@ import (
 // MaxHeartbeatInterval caps the heartbeat interval: min(ttl/3, 30s).
 const MaxHeartbeatInterval = 30 * time.Second
 
+// DefaultTTL is a lease's TTL unless WithTTL says otherwise (and run's):
+// a lease heartbeats, so its TTL need only outlast a few heartbeats, and
+// a crashed holder's lock is free that long after its last one (a shared
+// store's other hosts cannot probe its pid). At 45 s the heartbeat comes
+// every 15 s and the local deadline is 33.75 s after the last one got
+// through: one heartbeat that waits out a busy database (the ledger's 10 s
+// busy timeout) still leaves time for a retry (every ttl/10) before it.
+const DefaultTTL = 45 * time.Second
+
 // DefaultLossMargin is how long before its TTL runs out a lease whose
 // heartbeats stopped getting through counts itself lost: a quarter of the
 // TTL. The TTL is judged by the ledger from the time it committed the last
@@ -39,7 +48,7 @@ type config struct {
 // Option configures Acquire.
 type Option func(*config) error
 
-// WithTTL sets the lock's TTL (default ledger.DefaultTTL).
+// WithTTL sets the lock's TTL (default DefaultTTL).
 func WithTTL(d time.Duration) Option {
 	return func(c *config) error { c.req.TTL = d; return ledger.ValidateTTL(d) }
 }
@@ -181,7 +190,7 @@ func WithLossMargin(d time.Duration) Option {
 // newConfig applies opts to a request for lock name and fills in the
 // defaults that depend on the TTL and on ctx's deadline.
 func newConfig(ctx context.Context, name string, opts []Option) (config, error) {
-	c := config{req: ledger.AcquireRequest{Lock: name, TTL: ledger.DefaultTTL}, grace: DefaultTakeOverGrace}
+	c := config{req: ledger.AcquireRequest{Lock: name, TTL: DefaultTTL}, grace: DefaultTakeOverGrace}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return c, err

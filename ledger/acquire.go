@@ -211,6 +211,9 @@ func (w *writeTx) sameProcess(h *holding, id Identity) bool {
 	if h.bootID != "" && w.l.host.BootID != "" && h.bootID != w.l.host.BootID {
 		return false
 	}
+	if !samePIDNamespace(h, w.l.host) {
+		return false
+	}
 	_, start := w.l.probe.Probe(id.PID)
 	return h.pidStart == "" || start == "" || start == h.pidStart
 }

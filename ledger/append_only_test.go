@@ -124,7 +124,7 @@ func TestOlderLedgerGetsTheReplaceTriggerOnOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := rawDB(t, e.root)
-	for _, q := range []string{`DROP TRIGGER events_no_replace`, `DROP TABLE tlog_hashes`, `DROP TABLE checkpoints`, `DROP TABLE cosignatures`,
+	for _, q := range []string{`ALTER TABLE locks DROP COLUMN pid_ns`, `DROP TRIGGER events_no_replace`, `DROP TABLE tlog_hashes`, `DROP TABLE checkpoints`, `DROP TABLE cosignatures`,
 		`DROP TRIGGER events_prune_marker`, `DROP TABLE prune_horizon`, `DROP TABLE prune_restore`,
 		`DROP TABLE lock_holders`, `DELETE FROM schema_migrations WHERE version >= 3`} {
 		if _, err := db.Exec(q); err != nil {

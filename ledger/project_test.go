@@ -124,7 +124,7 @@ func TestProjectRebuildsTheTableAndLeavesForeignFilesAlone(t *testing.T) {
 		`UPDATE locks SET heartbeat_at = '2020-01-01T00:00:00.000000000Z' WHERE lock_name = 'a'`,
 		`UPDATE locks SET held = 1 WHERE lock_name = 'b'`,
 		`INSERT INTO locks SELECT 'ghost', held, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
-			created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file, targets FROM locks WHERE lock_name = 'a'`,
+			created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file, targets, pid_ns FROM locks WHERE lock_name = 'a'`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)

@@ -60,7 +60,7 @@ func sharedFromRow(r *store.HolderRow) *sharedHolding {
 		rec: events.Record{LockVersion: events.LockVersion, LockName: r.Name, RequestID: r.RequestID, Actor: r.Actor,
 			Intent: r.Intent, IntentVersion: r.IntentVersion, HostID: r.HostID, PID: r.PID, CreatedAt: events.FormatLockTime(c),
 			LastHeartbeatAt: events.FormatLockTime(h), TTLSeconds: r.TTLSeconds, Metadata: meta},
-		created: c, heartbeat: h, pidStart: r.PIDStart, bootID: r.BootID, token: r.FencingToken,
+		created: c, heartbeat: h, pidStart: r.PIDStart, bootID: r.BootID, pidNS: r.PIDNS, token: r.FencingToken,
 	}, limit: r.Limit, updatedSeq: r.UpdatedSeq}
 }
 
@@ -107,7 +107,7 @@ func saveShared(ctx context.Context, tx store.Execer, h *holding, limit, seq int
 		Actor: h.rec.Actor, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion, HostID: h.rec.HostID,
 		PID: h.rec.PID, PIDStart: h.pidStart, BootID: h.bootID, CreatedAt: events.FormatTime(h.created),
 		HeartbeatAt: events.FormatTime(h.heartbeat), TTLSeconds: h.rec.TTLSeconds, Metadata: string(md),
-		FencingToken: h.token, Limit: limit, UpdatedSeq: seq})
+		FencingToken: h.token, Limit: limit, UpdatedSeq: seq, PIDNS: h.pidNS})
 }
 
 // isShared reports whether the request asks for a shared holding.
@@ -346,7 +346,7 @@ func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, p
 		ev, err := w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: events.Acquired{
 			TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion, FencingToken: token,
 			Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets,
-			WaitedSeconds: seconds(req.Waited)}, PreviousLock: v.s.rec, PreviousLockHash: prevHash, Reason: reason, Note: note})
+			WaitedSeconds: seconds(req.Waited), PIDNS: h.pidNS}, PreviousLock: v.s.rec, PreviousLockHash: prevHash, Reason: reason, Note: note})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -420,6 +420,7 @@ type SharedHolder struct {
 	HeldFor      time.Duration
 	SinceBeat    time.Duration
 	StaleSince   time.Time
+	Unprobed     string // see LockStatus.Unprobed
 }
 
 // addShared fills s's shared holders (its exclusive side is free): the
@@ -434,7 +435,8 @@ func (l *Ledger) addShared(s *LockStatus, sh []*sharedHolding, now time.Time) {
 	for _, x := range sh {
 		st, job := judge(x.holding, now, l.host, l.probe, 0)
 		s.Shared = append(s.Shared, SharedHolder{Holder: x.rec, FencingToken: x.token, State: st, JobPIDs: job,
-			HeldFor: now.Sub(x.created), SinceBeat: now.Sub(x.heartbeat), StaleSince: x.staleSince(now)})
+			HeldFor: now.Sub(x.created), SinceBeat: now.Sub(x.heartbeat), StaleSince: x.staleSince(now),
+			Unprobed: l.unprobedOf(x.holding, st)})
 		i := len(s.Shared) - 1
 		if best < 0 || stateRank[st] > stateRank[s.Shared[best].State] ||
 			st == s.Shared[best].State && x.heartbeat.Before(sh[best].heartbeat) {
@@ -444,7 +446,7 @@ func (l *Ledger) addShared(s *LockStatus, sh []*sharedHolding, now time.Time) {
 	b := s.Shared[best]
 	rec := b.Holder
 	s.State, s.Holder, s.FencingToken, s.JobPIDs = b.State, &rec, b.FencingToken, b.JobPIDs
-	s.HeldFor, s.SinceBeat, s.StaleSince = b.HeldFor, b.SinceBeat, b.StaleSince
+	s.HeldFor, s.SinceBeat, s.StaleSince, s.Unprobed = b.HeldFor, b.SinceBeat, b.StaleSince, b.Unprobed
 }
 
 // checkShared compares lock_holders with the shared holders replay folds
@@ -480,7 +482,8 @@ func checkShared(ctx context.Context, q replay.Querier, st *replay.State, rep *r
 			}
 			if got.rec.Actor != h.Record.Actor || got.rec.HostID != h.Record.HostID || got.rec.PID != h.Record.PID ||
 				got.rec.TTLSeconds != h.Record.TTLSeconds || got.rec.Intent != h.Record.Intent ||
-				got.rec.IntentVersion != h.Record.IntentVersion || got.pidStart != h.PIDStart || got.bootID != h.BootID {
+				got.rec.IntentVersion != h.Record.IntentVersion || got.pidStart != h.PIDStart || got.bootID != h.BootID ||
+				!samePIDNS(got.pidNS, h.PIDNS) {
 				diff = append(diff, "holder")
 			}
 			if len(diff) > 0 {

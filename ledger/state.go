@@ -15,6 +15,7 @@ type holding struct {
 	heartbeat time.Time
 	pidStart  string
 	bootID    string
+	pidNS     *int64 // the PID namespace its pid belongs to; nil where none was recorded
 	token     int64
 	file      []byte // the lock file bytes that correspond to this holding
 	foreign   bool
@@ -70,25 +71,11 @@ func judge(h *holding, now time.Time, self Host, probe proc.Probe, maxAge time.D
 }
 
 // gone reports a holder provably gone (dead), or the processes of its job
-// still running here when only its own process is gone. A holder that may
-// be on another machine (another host id or machine key, one seen after this
-// boot began, and on a store many hosts share another boot of an unknown
-// machine) is never judged by pid or boot (proc.CompareBoot), nor is one
-// no process holds (pid 0, AcquireRequest.NoProcess).
+// still running here when only its own process is gone. A holder whose pid
+// says nothing here (see unprobed) is judged by its TTL only.
 func gone(h *holding, self Host, probe proc.Probe) (dead bool, job []int) {
-	if h.rec.HostID != self.ID || h.rec.PID <= 0 {
-		return false, nil
-	}
-	switch v := proc.CompareBoot(h.bootID, h.heartbeat, self.BootID, self.Booted); v {
-	case proc.OtherMachine:
-		if p := self.peers; p != nil {
-			p.once.Do(func() {
-				p.log.Warn("two machines write under one host id: their holders are judged by TTL only; give each its own "+HostIDEnv, "host_id", self.ID, "other_boot", h.bootID, "this_boot", self.BootID)
-			})
-		}
-		return false, nil
-	case proc.Rebooted, proc.OtherBoot:
-		return v == proc.Rebooted || self.peers == nil || !self.peers.many, nil
+	if why, dead := unprobed(h, self); dead || why != "" {
+		return dead, nil
 	}
 	if !pidGone(h, probe) {
 		return false, nil

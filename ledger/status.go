@@ -47,6 +47,12 @@ type LockStatus struct {
 
 	// Queue is the lock's waiters, next first (see queue.go).
 	Queue []Waiter
+
+	// Unprobed says why the holder's pid cannot be probed from here (one
+	// of the Unprobed constants; "" when it can, or when the holder is
+	// dead, free or another tool's file): such a holder is never judged
+	// dead by its pid; it turns stale at StaleSince without a heartbeat.
+	Unprobed string
 }
 
 // Status reads one lock. It takes no lock and changes nothing.
@@ -99,7 +105,7 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 	}
 	state, job := judge(v.holder, now, l.host, l.probe, 0)
 	s := &LockStatus{Name: v.name, State: state, JobPIDs: job, Path: l.files.Path(v.name), Interloper: v.interloper,
-		Displaced: displaced, HolderFormat: format}
+		Displaced: displaced, HolderFormat: format, Unprobed: l.unprobedOf(v.holder, state)}
 	if v.interloper {
 		if _, err := ParseLockFile(v.file.Data); err != nil {
 			s.Unreadable = unreadableFile(v.file)

@@ -74,7 +74,7 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 	}
 	acq := events.Acquired{TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion,
 		FencingToken: token, Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets,
-		Mode: req.mode(), Limit: req.Limit, WaitedSeconds: seconds(req.Waited)}
+		Mode: req.mode(), Limit: req.Limit, WaitedSeconds: seconds(req.Waited), PIDNS: h.pidNS}
 	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, FencingToken: token, Record: h.rec,
 		Mode: req.mode(), Limit: req.Limit}
 	var ev *events.Event
@@ -140,7 +140,7 @@ func (l *Ledger) newHolding(req AcquireRequest, now time.Time, token int64) *hol
 			CreatedAt: events.FormatLockTime(now), LastHeartbeatAt: events.FormatLockTime(now),
 			TTLSeconds: int64(req.TTL / time.Second), Metadata: md,
 		},
-		created: now, heartbeat: now, pidStart: start, bootID: l.host.BootID, token: token, targets: req.Targets,
+		created: now, heartbeat: now, pidStart: start, bootID: l.host.BootID, pidNS: l.host.PIDNS, token: token, targets: req.Targets,
 	}
 	h.file = h.rec.File()
 	return h

@@ -400,6 +400,7 @@ func (w *writeTx) saveHolder(h *holding, seq int64) error {
 		IntentVersion: h.rec.IntentVersion, HostID: h.rec.HostID, PID: h.rec.PID, PIDStart: h.pidStart,
 		BootID: h.bootID, CreatedAt: events.FormatTime(h.created), HeartbeatAt: events.FormatTime(h.heartbeat),
 		TTLSeconds: h.rec.TTLSeconds, Metadata: string(md), FencingToken: h.token, UpdatedSeq: seq, File: h.file,
+		PIDNS: h.pidNS,
 	})
 }
 

@@ -95,7 +95,7 @@ func holdingFromRow(r *store.Row) *holding {
 			CreatedAt: events.FormatLockTime(created), LastHeartbeatAt: events.FormatLockTime(hb),
 			TTLSeconds: r.TTLSeconds, Metadata: md,
 		},
-		created: created, heartbeat: hb, pidStart: r.PIDStart, bootID: r.BootID, token: r.FencingToken, file: r.File,
+		created: created, heartbeat: hb, pidStart: r.PIDStart, bootID: r.BootID, pidNS: r.PIDNS, token: r.FencingToken, file: r.File,
 	}
 }
 

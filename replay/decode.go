@@ -374,6 +374,9 @@ func (d *fastDecoder) event(ev *Event) bool {
 			return d.setStr(&ev.State)
 		case schema.EventWaitedSeconds:
 			return d.setFloat(&ev.WaitedSeconds)
+		case schema.EventPIDNS:
+			ev.PIDNS = new(int64)
+			return d.setInt64(ev.PIDNS)
 		case schema.EventForeign:
 			return d.setBool(&ev.Foreign)
 		case schema.EventSupersededBy:

@@ -27,6 +27,7 @@ type Event struct {
 	Targets       []events.Target   `json:"targets"` // extra lock files in other tools' formats
 	Mode          string            `json:"mode"`    // shared, or "" / exclusive; also acquire_blocked
 	Limit         int64             `json:"limit"`   // a semaphore's slots; also acquire_blocked
+	PIDNS         *int64            `json:"pid_ns"`  // the holder's PID namespace; nil before it was recorded
 
 	// lock_stolen
 	PreviousLock     *events.Record `json:"previous_lock"`

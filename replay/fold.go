@@ -18,7 +18,8 @@ type Holder struct {
 	Heartbeat time.Time // the last heartbeat's at (or Created)
 	PIDStart  string
 	BootID    string
-	Token     int64 // fencing token
+	PIDNS     *int64 // the holder's PID namespace; nil in events from before it was recorded
+	Token     int64  // fencing token
 	// Targets are the extra lock files (other tools' formats) the holding
 	// projects, as its acquiring event recorded them; never nil.
 	Targets []events.Target
@@ -438,7 +439,7 @@ func holderOf(ev *Event) *Holder {
 			CreatedAt: at, LastHeartbeatAt: at,
 			TTLSeconds: ev.TTLSeconds, Metadata: md,
 		},
-		Created: ev.Time, Heartbeat: ev.Time, PIDStart: ev.PIDStart, BootID: ev.BootID, Token: ev.FencingToken,
+		Created: ev.Time, Heartbeat: ev.Time, PIDStart: ev.PIDStart, BootID: ev.BootID, PIDNS: ev.PIDNS, Token: ev.FencingToken,
 	}
 }
 

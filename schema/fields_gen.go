@@ -160,6 +160,7 @@ const (
 	EventLimit
 	EventWaitedSeconds
 	EventTargets
+	EventPIDNS
 	EventNote
 	EventPreviousLock
 	EventPreviousLockHash
@@ -204,8 +205,8 @@ const (
 	nEventFields
 )
 
-// The field sets are bit masks of a uint64.
-var _ [64 - nEventFields]struct{}
+// The field sets are fieldSets, bit masks of 128 bits.
+var _ [128 - nEventFields]struct{}
 
 var eventNames = []string{
 	EventEventID:             "event_id",
@@ -231,6 +232,7 @@ var eventNames = []string{
 	EventLimit:               "limit",
 	EventWaitedSeconds:       "waited_seconds",
 	EventTargets:             "targets",
+	EventPIDNS:               "pid_ns",
 	EventNote:                "note",
 	EventPreviousLock:        "previous_lock",
 	EventPreviousLockHash:    "previous_lock_hash",
@@ -322,6 +324,8 @@ func eventLookup(k []byte) int {
 		return int(EventWaitedSeconds)
 	case "targets":
 		return int(EventTargets)
+	case "pid_ns":
+		return int(EventPIDNS)
 	case "note":
 		return int(EventNote)
 	case "previous_lock":
@@ -423,53 +427,53 @@ const NumEventFields = int(nEventFields)
 // AllowedIn reports whether events of type t may carry the field.
 func (f EventField) AllowedIn(t events.Type) bool {
 	k, ok := kindOf(t)
-	return ok && k != kLockV1 && eventAllowed[k]&(1<<f) != 0
+	return ok && k != kLockV1 && eventAllowed[k].has(int(f))
 }
 
 // RequiredIn reports whether events of type t must carry the field.
 func (f EventField) RequiredIn(t events.Type) bool {
 	k, ok := kindOf(t)
-	return ok && k != kLockV1 && eventRequired[k]&(1<<f) != 0
+	return ok && k != kLockV1 && eventRequired[k].has(int(f))
 }
 
-var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluatedProperties", together: 1<<EventUID | 1<<EventUser}
+var eventSchema = recordSchema{id: rEvent, names: eventNames, extra: "unevaluatedProperties", together: fieldSet{1<<EventUID | 1<<EventUser}}
 
 // The properties each event type allows (any other is refused by
 // unevaluatedProperties or a false schema) and requires.
-var eventAllowed = [...]uint64{
-	kLockAcquired:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventNote,
-	kLockHeartbeat:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser,
-	kLockStolen:      1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason | 1<<EventHeldBy,
-	kLockReleased:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventNote | 1<<EventHeldBy | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventFailureStep | 1<<EventExitCode | 1<<EventForced | 1<<EventReleasedRequestID | 1<<EventSupersededBy | 1<<EventSupersededByFormat | 1<<EventSupersededByPath,
-	kHeartbeatFailed: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost,
-	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventReason | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventForeign | 1<<EventUntil,
-	kActionRefused:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventError | 1<<EventUnreadableFile | 1<<EventState | 1<<EventAction,
-	kLockProjected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventChanges | 1<<EventMovedAside | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq,
-	kJobProcesses:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs,
-	kLedgerExported:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventUntil | 1<<EventSince | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination,
-	kLedgerVerified:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventHeadHash | 1<<EventFile,
-	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged | 1<<EventRollbackAccepted,
-	kLedgerPruned:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile,
-	kLedgerUnpruned:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile,
-	kFenceRejected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventAction | 1<<EventLastSeq | 1<<EventDestination,
+var eventAllowed = [...]fieldSet{
+	kLockAcquired:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventPIDNS | 1<<EventNote},
+	kLockHeartbeat:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser},
+	kLockStolen:      fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventPIDNS | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason | 1<<EventHeldBy},
+	kLockReleased:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventNote | 1<<EventHeldBy | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventFailureStep | 1<<EventExitCode | 1<<EventForced | 1<<EventReleasedRequestID | 1<<EventSupersededBy | 1<<EventSupersededByFormat | 1<<EventSupersededByPath},
+	kHeartbeatFailed: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost},
+	kAcquireBlocked:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventReason | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventForeign | 1<<EventUntil},
+	kActionRefused:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventError | 1<<EventUnreadableFile | 1<<EventState | 1<<EventAction},
+	kLockProjected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventChanges | 1<<EventMovedAside | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq},
+	kJobProcesses:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs},
+	kLedgerExported:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventUntil | 1<<EventSince | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination},
+	kLedgerVerified:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventHeadHash | 1<<EventFile},
+	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged, 1 << (EventRollbackAccepted - 64)},
+	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile},
+	kLedgerUnpruned:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile},
+	kFenceRejected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventAction | 1<<EventLastSeq | 1<<EventDestination},
 }
 
-var eventRequired = [...]uint64{
-	kLockAcquired:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID,
-	kLockHeartbeat:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID,
-	kLockStolen:      1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason,
-	kLockReleased:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventForced,
-	kHeartbeatFailed: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost,
-	kAcquireBlocked:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventWaitedSeconds | 1<<EventState,
-	kActionRefused:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventError | 1<<EventAction,
-	kLockProjected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventChanges,
-	kJobProcesses:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs,
-	kLedgerExported:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination,
-	kLedgerVerified:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventProblems,
-	kLedgerProjected: 1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged,
-	kLedgerPruned:    1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash,
-	kLedgerUnpruned:  1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash,
-	kFenceRejected:   1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventFencingToken | 1<<EventAction | 1<<EventLastSeq | 1<<EventDestination,
+var eventRequired = [...]fieldSet{
+	kLockAcquired:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID},
+	kLockHeartbeat:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID},
+	kLockStolen:      fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason},
+	kLockReleased:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventForced},
+	kHeartbeatFailed: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost},
+	kAcquireBlocked:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventWaitedSeconds | 1<<EventState},
+	kActionRefused:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventError | 1<<EventAction},
+	kLockProjected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventChanges},
+	kJobProcesses:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs},
+	kLedgerExported:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination},
+	kLedgerVerified:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventProblems},
+	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged},
+	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash},
+	kLedgerUnpruned:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash},
+	kFenceRejected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventFencingToken | 1<<EventAction | 1<<EventLastSeq | 1<<EventDestination},
 }
 
 func checkEventField(v *validator, f int) *verr {
@@ -550,6 +554,8 @@ func checkEventField(v *validator, f int) *verr {
 		return v.number(0)
 	case EventTargets:
 		return v.array(0, 16, itemTargets)
+	case EventPIDNS:
+		return v.integer(0, noMax)
 	case EventNote:
 		return v.str(0, 1024)
 	case EventPreviousLock:
@@ -690,8 +696,8 @@ const (
 	nLockV1Fields
 )
 
-// The field sets are bit masks of a uint64.
-var _ [64 - nLockV1Fields]struct{}
+// The field sets are fieldSets, bit masks of 128 bits.
+var _ [128 - nLockV1Fields]struct{}
 
 var lockV1Names = []string{
 	LockV1LockVersion:     "lock_version",
@@ -750,11 +756,11 @@ func (f LockV1Field) String() string { return lockV1Names[f] }
 // NumLockV1Fields is the number of LockV1Fields: they are 0 to NumLockV1Fields-1.
 const NumLockV1Fields = int(nLockV1Fields)
 
-var lockV1Schema = recordSchema{id: rLockV1, names: lockV1Names, extra: "additionalProperties", together: 0}
+var lockV1Schema = recordSchema{id: rLockV1, names: lockV1Names, extra: "additionalProperties", together: fieldSet{}}
 
-const (
-	lockV1All      = 1<<LockV1LockVersion | 1<<LockV1LockName | 1<<LockV1RequestID | 1<<LockV1Actor | 1<<LockV1Intent | 1<<LockV1IntentVersion | 1<<LockV1HostID | 1<<LockV1PID | 1<<LockV1CreatedAt | 1<<LockV1LastHeartbeatAt | 1<<LockV1TTLSeconds | 1<<LockV1Metadata
-	lockV1Required = 1<<LockV1LockVersion | 1<<LockV1LockName | 1<<LockV1RequestID | 1<<LockV1Actor | 1<<LockV1Intent | 1<<LockV1IntentVersion | 1<<LockV1HostID | 1<<LockV1PID | 1<<LockV1CreatedAt | 1<<LockV1LastHeartbeatAt | 1<<LockV1TTLSeconds
+var (
+	lockV1All      = fieldSet{1<<LockV1LockVersion | 1<<LockV1LockName | 1<<LockV1RequestID | 1<<LockV1Actor | 1<<LockV1Intent | 1<<LockV1IntentVersion | 1<<LockV1HostID | 1<<LockV1PID | 1<<LockV1CreatedAt | 1<<LockV1LastHeartbeatAt | 1<<LockV1TTLSeconds | 1<<LockV1Metadata}
+	lockV1Required = fieldSet{1<<LockV1LockVersion | 1<<LockV1LockName | 1<<LockV1RequestID | 1<<LockV1Actor | 1<<LockV1Intent | 1<<LockV1IntentVersion | 1<<LockV1HostID | 1<<LockV1PID | 1<<LockV1CreatedAt | 1<<LockV1LastHeartbeatAt | 1<<LockV1TTLSeconds}
 )
 
 func checkLockV1Field(v *validator, f int) *verr {
@@ -799,8 +805,8 @@ const (
 	nTargetsItemFields
 )
 
-// The field sets are bit masks of a uint64.
-var _ [64 - nTargetsItemFields]struct{}
+// The field sets are fieldSets, bit masks of 128 bits.
+var _ [128 - nTargetsItemFields]struct{}
 
 var targetsItemNames = []string{
 	TargetsItemFormat: "format",
@@ -829,11 +835,11 @@ func (f TargetsItemField) String() string { return targetsItemNames[f] }
 // NumTargetsItemFields is the number of TargetsItemFields: they are 0 to NumTargetsItemFields-1.
 const NumTargetsItemFields = int(nTargetsItemFields)
 
-var targetsItemSchema = recordSchema{id: rTargetsItem, names: targetsItemNames, extra: "additionalProperties", together: 0}
+var targetsItemSchema = recordSchema{id: rTargetsItem, names: targetsItemNames, extra: "additionalProperties", together: fieldSet{}}
 
-const (
-	targetsItemAll      = 1<<TargetsItemFormat | 1<<TargetsItemPath
-	targetsItemRequired = 1<<TargetsItemFormat | 1<<TargetsItemPath
+var (
+	targetsItemAll      = fieldSet{1<<TargetsItemFormat | 1<<TargetsItemPath}
+	targetsItemRequired = fieldSet{1<<TargetsItemFormat | 1<<TargetsItemPath}
 )
 
 func checkTargetsItemField(v *validator, f int) *verr {
@@ -865,8 +871,8 @@ const (
 	nPreviousLockFields
 )
 
-// The field sets are bit masks of a uint64.
-var _ [64 - nPreviousLockFields]struct{}
+// The field sets are fieldSets, bit masks of 128 bits.
+var _ [128 - nPreviousLockFields]struct{}
 
 var previousLockNames = []string{
 	previousLockLockVersion:     "lock_version",
@@ -883,11 +889,11 @@ var previousLockNames = []string{
 	previousLockMetadata:        "metadata",
 }
 
-var previousLockSchema = recordSchema{id: rPreviousLock, names: previousLockNames, extra: "additionalProperties", together: 0}
+var previousLockSchema = recordSchema{id: rPreviousLock, names: previousLockNames, extra: "additionalProperties", together: fieldSet{}}
 
-const (
-	previousLockAll      = 1<<previousLockLockVersion | 1<<previousLockLockName | 1<<previousLockRequestID | 1<<previousLockActor | 1<<previousLockIntent | 1<<previousLockIntentVersion | 1<<previousLockHostID | 1<<previousLockPID | 1<<previousLockCreatedAt | 1<<previousLockLastHeartbeatAt | 1<<previousLockTTLSeconds | 1<<previousLockMetadata
-	previousLockRequired = 1<<previousLockLockVersion | 1<<previousLockLockName | 1<<previousLockRequestID | 1<<previousLockActor | 1<<previousLockIntent | 1<<previousLockIntentVersion | 1<<previousLockHostID | 1<<previousLockPID | 1<<previousLockCreatedAt | 1<<previousLockLastHeartbeatAt | 1<<previousLockTTLSeconds
+var (
+	previousLockAll      = fieldSet{1<<previousLockLockVersion | 1<<previousLockLockName | 1<<previousLockRequestID | 1<<previousLockActor | 1<<previousLockIntent | 1<<previousLockIntentVersion | 1<<previousLockHostID | 1<<previousLockPID | 1<<previousLockCreatedAt | 1<<previousLockLastHeartbeatAt | 1<<previousLockTTLSeconds | 1<<previousLockMetadata}
+	previousLockRequired = fieldSet{1<<previousLockLockVersion | 1<<previousLockLockName | 1<<previousLockRequestID | 1<<previousLockActor | 1<<previousLockIntent | 1<<previousLockIntentVersion | 1<<previousLockHostID | 1<<previousLockPID | 1<<previousLockCreatedAt | 1<<previousLockLastHeartbeatAt | 1<<previousLockTTLSeconds}
 )
 
 func checkPreviousLockField(v *validator, f int) *verr {
@@ -938,8 +944,8 @@ const (
 	nHolderFields
 )
 
-// The field sets are bit masks of a uint64.
-var _ [64 - nHolderFields]struct{}
+// The field sets are fieldSets, bit masks of 128 bits.
+var _ [128 - nHolderFields]struct{}
 
 var holderNames = []string{
 	HolderRequestID:       "request_id",
@@ -986,11 +992,11 @@ func (f HolderField) String() string { return holderNames[f] }
 // NumHolderFields is the number of HolderFields: they are 0 to NumHolderFields-1.
 const NumHolderFields = int(nHolderFields)
 
-var holderSchema = recordSchema{id: rHolder, names: holderNames, extra: "additionalProperties", together: 0}
+var holderSchema = recordSchema{id: rHolder, names: holderNames, extra: "additionalProperties", together: fieldSet{}}
 
-const (
-	holderAll      = 1<<HolderRequestID | 1<<HolderActor | 1<<HolderIntent | 1<<HolderHostID | 1<<HolderPID | 1<<HolderCreatedAt | 1<<HolderLastHeartbeatAt | 1<<HolderUID
-	holderRequired = 1<<HolderRequestID | 1<<HolderActor | 1<<HolderHostID | 1<<HolderPID | 1<<HolderCreatedAt | 1<<HolderLastHeartbeatAt
+var (
+	holderAll      = fieldSet{1<<HolderRequestID | 1<<HolderActor | 1<<HolderIntent | 1<<HolderHostID | 1<<HolderPID | 1<<HolderCreatedAt | 1<<HolderLastHeartbeatAt | 1<<HolderUID}
+	holderRequired = fieldSet{1<<HolderRequestID | 1<<HolderActor | 1<<HolderHostID | 1<<HolderPID | 1<<HolderCreatedAt | 1<<HolderLastHeartbeatAt}
 )
 
 func checkHolderField(v *validator, f int) *verr {
@@ -1028,8 +1034,8 @@ const (
 	nUnreadableFileFields
 )
 
-// The field sets are bit masks of a uint64.
-var _ [64 - nUnreadableFileFields]struct{}
+// The field sets are fieldSets, bit masks of 128 bits.
+var _ [128 - nUnreadableFileFields]struct{}
 
 var unreadableFileNames = []string{
 	UnreadableFilePath:      "path",
@@ -1061,11 +1067,11 @@ func (f UnreadableFileField) String() string { return unreadableFileNames[f] }
 // NumUnreadableFileFields is the number of UnreadableFileFields: they are 0 to NumUnreadableFileFields-1.
 const NumUnreadableFileFields = int(nUnreadableFileFields)
 
-var unreadableFileSchema = recordSchema{id: rUnreadableFile, names: unreadableFileNames, extra: "additionalProperties", together: 0}
+var unreadableFileSchema = recordSchema{id: rUnreadableFile, names: unreadableFileNames, extra: "additionalProperties", together: fieldSet{}}
 
-const (
-	unreadableFileAll      = 1<<UnreadableFilePath | 1<<UnreadableFileSizeBytes | 1<<UnreadableFileModified
-	unreadableFileRequired = 1<<UnreadableFilePath | 1<<UnreadableFileSizeBytes | 1<<UnreadableFileModified
+var (
+	unreadableFileAll      = fieldSet{1<<UnreadableFilePath | 1<<UnreadableFileSizeBytes | 1<<UnreadableFileModified}
+	unreadableFileRequired = fieldSet{1<<UnreadableFilePath | 1<<UnreadableFileSizeBytes | 1<<UnreadableFileModified}
 )
 
 func checkUnreadableFileField(v *validator, f int) *verr {
@@ -1093,8 +1099,8 @@ const (
 	nPinFields
 )
 
-// The field sets are bit masks of a uint64.
-var _ [64 - nPinFields]struct{}
+// The field sets are fieldSets, bit masks of 128 bits.
+var _ [128 - nPinFields]struct{}
 
 var pinNames = []string{
 	PinLedgerID: "ledger_id",
@@ -1126,11 +1132,11 @@ func (f PinField) String() string { return pinNames[f] }
 // NumPinFields is the number of PinFields: they are 0 to NumPinFields-1.
 const NumPinFields = int(nPinFields)
 
-var pinSchema = recordSchema{id: rPin, names: pinNames, extra: "additionalProperties", together: 0}
+var pinSchema = recordSchema{id: rPin, names: pinNames, extra: "additionalProperties", together: fieldSet{}}
 
-const (
-	pinAll      = 1<<PinLedgerID | 1<<PinSeq | 1<<PinHash
-	pinRequired = 1<<PinLedgerID | 1<<PinSeq
+var (
+	pinAll      = fieldSet{1<<PinLedgerID | 1<<PinSeq | 1<<PinHash}
+	pinRequired = fieldSet{1<<PinLedgerID | 1<<PinSeq}
 )
 
 func checkPinField(v *validator, f int) *verr {

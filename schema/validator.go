@@ -111,20 +111,32 @@ type recordSchema struct {
 	extra string
 	// together is a set of properties present all or none
 	// (dependentRequired, each requiring the others).
-	together uint64
+	together fieldSet
 }
+
+// fieldSet is a set of a record's fields by index, a bit mask of 128 bits
+// (an event body has more than 64 fields).
+type fieldSet [2]uint64
+
+func (s fieldSet) has(f int) bool { return s[f>>6]&(1<<uint(f&63)) != 0 }
+
+func (s *fieldSet) add(f int) { s[f>>6] |= 1 << uint(f&63) }
+
+func (s fieldSet) and(t fieldSet) fieldSet { return fieldSet{s[0] & t[0], s[1] & t[1]} }
+
+func (s fieldSet) andNot(t fieldSet) fieldSet { return fieldSet{s[0] &^ t[0], s[1] &^ t[1]} }
 
 // record checks the object at the scanner: every member is a known field
 // in allowed and valid by check (the last of duplicate members counts),
 // every field of required is present. It consumes the whole value.
-func (v *validator) record(rs *recordSchema, allowed, required uint64) *verr {
+func (v *validator) record(rs *recordSchema, allowed, required fieldSet) *verr {
 	s := &v.s
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		jk := s.value()
 		return typeErr("object", jk)
 	}
-	var seen uint64
+	var seen fieldSet
 	var errs []*verr // per field, allocated on the first violation
 	var extra *verr
 	more := s.openObject()
@@ -139,7 +151,7 @@ func (v *validator) record(rs *recordSchema, allowed, required uint64) *verr {
 		} else {
 			f = rs.lookup(s.decode(ks, ke))
 		}
-		if f < 0 || allowed&(1<<uint(f)) == 0 {
+		if f < 0 || !allowed.has(f) {
 			s.value()
 			if extra == nil {
 				name := string(s.b[ks:ke])
@@ -149,7 +161,7 @@ func (v *validator) record(rs *recordSchema, allowed, required uint64) *verr {
 				extra = &verr{rule: rs.extra, msg: "property " + strconv.Quote(name) + " is not allowed"}
 			}
 		} else {
-			seen |= 1 << uint(f)
+			seen.add(f)
 			e := rs.check(v, f)
 			if e != nil {
 				if errs == nil {
@@ -171,19 +183,19 @@ func (v *validator) record(rs *recordSchema, allowed, required uint64) *verr {
 			return e
 		}
 	}
-	if missing := required &^ seen; missing != 0 {
+	if missing := required.andNot(seen); missing != (fieldSet{}) {
 		var names []string
 		for f := range rs.names {
-			if missing&(1<<uint(f)) != 0 {
+			if missing.has(f) {
 				names = append(names, strconv.Quote(rs.names[f]))
 			}
 		}
 		return &verr{rule: "required", msg: "missing properties: " + strings.Join(names, ", ")}
 	}
-	if got := seen & rs.together; got != 0 && got != rs.together {
+	if got := seen.and(rs.together); got != (fieldSet{}) && got != rs.together {
 		var names []string
 		for f := range rs.names {
-			if rs.together&^got&(1<<uint(f)) != 0 {
+			if rs.together.andNot(got).has(f) {
 				names = append(names, strconv.Quote(rs.names[f]))
 			}
 		}

@@ -23,16 +23,17 @@ type HolderRow struct {
 	FencingToken  int64
 	Limit         int64
 	UpdatedSeq    int64
+	PIDNS         *int64 // the holder's PID namespace; nil where none was recorded
 }
 
 const HolderColumns = `lock_name, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
-	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, slot_limit, updated_seq`
+	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, slot_limit, updated_seq, pid_ns`
 
 func ScanHolder(s Scanner) (*HolderRow, error) {
 	var r HolderRow
 	if err := s.Scan(&r.Name, &r.RequestID, &r.Actor, &r.Intent, &r.IntentVersion, &r.HostID, &r.PID, &r.PIDStart,
 		&r.BootID, &r.CreatedAt, &r.HeartbeatAt, &r.TTLSeconds, &r.Metadata, &r.FencingToken, &r.Limit,
-		&r.UpdatedSeq); err != nil {
+		&r.UpdatedSeq, &r.PIDNS); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -71,14 +72,14 @@ func scanHolders(rs *sql.Rows) ([]*HolderRow, error) {
 }
 
 func SaveHolder(ctx context.Context, tx Execer, r *HolderRow) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO lock_holders (`+HolderColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)
+	_, err := tx.ExecContext(ctx, `INSERT INTO lock_holders (`+HolderColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)
 		ON CONFLICT (lock_name, request_id) DO UPDATE SET actor=excluded.actor, intent=excluded.intent,
 		intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid, pid_start=excluded.pid_start,
 		boot_id=excluded.boot_id, created_at=excluded.created_at, heartbeat_at=excluded.heartbeat_at,
 		ttl_seconds=excluded.ttl_seconds, metadata=excluded.metadata, fencing_token=excluded.fencing_token,
-		slot_limit=excluded.slot_limit, updated_seq=excluded.updated_seq`,
+		slot_limit=excluded.slot_limit, updated_seq=excluded.updated_seq, pid_ns=excluded.pid_ns`,
 		r.Name, r.RequestID, r.Actor, r.Intent, r.IntentVersion, r.HostID, r.PID, r.PIDStart, r.BootID, r.CreatedAt,
-		r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.FencingToken, r.Limit, r.UpdatedSeq)
+		r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.FencingToken, r.Limit, r.UpdatedSeq, r.PIDNS)
 	return err
 }
 

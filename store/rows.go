@@ -35,7 +35,7 @@ func RowFromReplay(lk *replay.Lock) *Row {
 		IntentVersion: h.Record.IntentVersion, HostID: h.Record.HostID, PID: h.Record.PID, PIDStart: h.PIDStart,
 		BootID: h.BootID, CreatedAt: events.FormatTime(h.Created), HeartbeatAt: events.FormatTime(h.Heartbeat),
 		TTLSeconds: h.Record.TTLSeconds, Metadata: string(md), FencingToken: h.Token, UpdatedSeq: lk.UpdatedSeq,
-		File: h.File(),
+		File: h.File(), PIDNS: h.PIDNS,
 	}
 }
 
@@ -64,6 +64,7 @@ func (a *Row) Diff(b *Row) []string {
 	add("updated_seq", a.UpdatedSeq == b.UpdatedSeq)
 	add("file", bytes.Equal(a.File, b.File))
 	add("targets", a.TargetsJSON() == b.TargetsJSON())
+	add("pid_ns", samePIDNS(a.PIDNS, b.PIDNS))
 	return d
 }
 
@@ -85,4 +86,9 @@ func SameVersion(a, b *Row) bool {
 		return a == b
 	}
 	return a.UpdatedSeq == b.UpdatedSeq && a.Held == b.Held
+}
+
+// samePIDNS: both unrecorded, or both the same namespace.
+func samePIDNS(a, b *int64) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }

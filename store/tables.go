@@ -45,6 +45,7 @@ type Row struct {
 	UpdatedSeq    int64
 	File          []byte
 	Targets       string // JSON array of events.Target
+	PIDNS         *int64 // the holder's PID namespace; nil where none was recorded
 }
 
 func (r *Row) TargetsJSON() string {
@@ -55,7 +56,7 @@ func (r *Row) TargetsJSON() string {
 }
 
 const RowColumns = `lock_name, held, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
-	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file, targets`
+	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file, targets, pid_ns`
 
 // Scanner is a *sql.Row or *sql.Rows.
 type Scanner interface{ Scan(dest ...any) error }
@@ -68,7 +69,7 @@ func scanRow(s Scanner, more ...any) (*Row, error) {
 	var held int
 	if err := s.Scan(append([]any{&r.Name, &held, &r.RequestID, &r.Actor, &r.Intent, &r.IntentVersion, &r.HostID, &r.PID,
 		&r.PIDStart, &r.BootID, &r.CreatedAt, &r.HeartbeatAt, &r.TTLSeconds, &r.Metadata, &r.FencingToken,
-		&r.UpdatedSeq, &r.File, &r.Targets}, more...)...); err != nil {
+		&r.UpdatedSeq, &r.File, &r.Targets, &r.PIDNS}, more...)...); err != nil {
 		return nil, err
 	}
 	r.Held = held != 0
@@ -105,15 +106,15 @@ func SaveRow(ctx context.Context, tx Execer, r *Row) error {
 	if r.Held {
 		held = 1
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO locks (`+RowColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)
+	_, err := tx.ExecContext(ctx, `INSERT INTO locks (`+RowColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)
 		ON CONFLICT (lock_name) DO UPDATE SET held=excluded.held, request_id=excluded.request_id, actor=excluded.actor,
 		intent=excluded.intent, intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid,
 		pid_start=excluded.pid_start, boot_id=excluded.boot_id, created_at=excluded.created_at,
 		heartbeat_at=excluded.heartbeat_at, ttl_seconds=excluded.ttl_seconds, metadata=excluded.metadata,
 		fencing_token=excluded.fencing_token, updated_seq=excluded.updated_seq, file=excluded.file,
-		targets=excluded.targets`,
+		targets=excluded.targets, pid_ns=excluded.pid_ns`,
 		r.Name, held, r.RequestID, r.Actor, r.Intent, r.IntentVersion, r.HostID, r.PID, r.PIDStart, r.BootID,
-		r.CreatedAt, r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.FencingToken, r.UpdatedSeq, r.File, r.TargetsJSON())
+		r.CreatedAt, r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.FencingToken, r.UpdatedSeq, r.File, r.TargetsJSON(), r.PIDNS)
 	return err
 }
 

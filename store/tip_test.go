@@ -21,7 +21,7 @@ func TestLoadRowTipIsLoadRowAndHeadInOneStatement(t *testing.T) {
 	for _, ddl := range []string{
 		`CREATE TABLE locks (lock_name TEXT PRIMARY KEY, held INTEGER, request_id TEXT, actor TEXT, intent TEXT, intent_version TEXT,
 			host_id TEXT, pid INTEGER, pid_start TEXT, boot_id TEXT, created_at TEXT, heartbeat_at TEXT, ttl_seconds INTEGER,
-			metadata TEXT, fencing_token INTEGER, updated_seq INTEGER, file BLOB, targets TEXT)`,
+			metadata TEXT, fencing_token INTEGER, updated_seq INTEGER, file BLOB, targets TEXT, pid_ns INTEGER)`,
 		`CREATE TABLE lock_holders (lock_name TEXT, request_id TEXT, updated_seq INTEGER)`,
 		`CREATE TABLE events (seq INTEGER PRIMARY KEY, hash TEXT)`,
 		`CREATE TABLE tlog_hashes (seq INTEGER PRIMARY KEY, hashes BLOB)`,

@@ -39,9 +39,10 @@ type acquireFlags struct {
 	flags         *pflag.FlagSet
 }
 
-func (f *acquireFlags) register(cmd *cobra.Command, withWait bool) {
+// register adds the flags; ttl is --ttl's default.
+func (f *acquireFlags) register(cmd *cobra.Command, withWait bool, ttl time.Duration) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.ttl, "ttl", "900", "seconds without a heartbeat before the lock is stale (90s, 15m or plain seconds)")
+	fl.StringVar(&f.ttl, "ttl", strconv.Itoa(int(ttl/time.Second)), "seconds without a heartbeat before the lock is stale (90s, 15m or plain seconds)")
 	fl.StringVar(&f.actor, "actor", "", "who acts (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	fl.StringVar(&f.intent, "intent", "", "what the holder is doing (recorded in the lock file)")
 	fl.StringVar(&f.intentVersion, "intent-version", "", "version of the intent")
@@ -195,7 +196,7 @@ at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
 			return runAcquire(cmd.Context(), o)
 		},
 	}
-	o.register(cmd, true)
+	o.register(cmd, true, ledger.DefaultTTL)
 	cmd.Flags().IntVar(&o.pid, "pid", 0, "holder process id (default: see --holder)")
 	cmd.Flags().StringVar(&o.holder, "holder", "", "holder process: self (the calling process, lockledger's parent; the default), parent (its parent, when a wrapper such as timeout or sudo runs lockledger) or none (no process: held while heartbeats arrive within --ttl, for a lock that spans CI steps)")
 	return cmd

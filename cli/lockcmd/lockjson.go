@@ -48,6 +48,12 @@ type lockObject struct {
 	Holders []sharedObject `json:"holders,omitempty"`
 	// Queue is the lock's waiters (status and list), next first.
 	Queue []queueObject `json:"queue,omitempty"`
+	// Unprobed (status of a held or stale lock) says why the holder's pid
+	// cannot be probed from here; StaleAt and StaleInSeconds (a held
+	// lock) when it turns stale without a heartbeat.
+	Unprobed       string `json:"unprobed,omitempty"`
+	StaleAt        string `json:"stale_at,omitempty"`
+	StaleInSeconds *int64 `json:"stale_in_seconds,omitempty"`
 }
 
 // queueObject is one waiter in a lock's queue.
@@ -80,6 +86,10 @@ type sharedObject struct {
 	AgeSeconds   int64         `json:"heartbeat_age_seconds"`
 	StaleSince   string        `json:"stale_since,omitempty"`
 	JobPIDs      []int         `json:"job_pids,omitempty"`
+	// as in lockObject
+	Unprobed       string `json:"unprobed,omitempty"`
+	StaleAt        string `json:"stale_at,omitempty"`
+	StaleInSeconds *int64 `json:"stale_in_seconds,omitempty"`
 }
 
 func acquisitionObject(a *ledger.Acquisition) lockObject {
@@ -109,7 +119,11 @@ func statusObject(s *ledger.LockStatus) lockObject {
 		if s.State == events.StateStale {
 			o.StaleSince = events.FormatLockTime(s.StaleSince)
 		}
+		if !noTTL(s) {
+			o.StaleAt, o.StaleInSeconds = staleAt(s.State, s.StaleSince, s.SinceBeat, s.Holder)
+		}
 	}
+	o.Unprobed = s.Unprobed
 	o.Mode, o.Limit = s.Mode, s.Limit
 	for _, h := range s.Shared {
 		so := sharedObject{State: h.State, FencingToken: h.FencingToken, Lock: h.Holder, HeldSeconds: int64(h.HeldFor / time.Second),
@@ -117,8 +131,22 @@ func statusObject(s *ledger.LockStatus) lockObject {
 		if h.State == events.StateStale {
 			so.StaleSince = events.FormatLockTime(h.StaleSince)
 		}
+		so.Unprobed = h.Unprobed
+		so.StaleAt, so.StaleInSeconds = staleAt(h.State, h.StaleSince, h.SinceBeat, &h.Holder)
 		o.Holders = append(o.Holders, so)
 	}
 	o.Queue = queueObjects(s.Queue)
 	return o
+}
+
+// staleAt is when a held holder turns stale without a heartbeat, and in how
+// many seconds from now (its TTL past its last heartbeat); nothing for one
+// in any other state.
+func staleAt(state string, at time.Time, sinceBeat time.Duration, h *events.Record) (string, *int64) {
+	if state != events.StateHeld || h == nil {
+		return "", nil
+	}
+	in := int64((time.Duration(h.TTLSeconds)*time.Second - sinceBeat) / time.Second)
+	in = max(in, 0)
+	return events.FormatLockTime(at), &in
 }

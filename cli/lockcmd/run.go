@@ -53,7 +53,10 @@ func NewRun(g *invocation.Globals) *cobra.Command {
 		Short: runListing.Short,
 		Long: `Acquire NAME, run CMD in its own process group with the lock heartbeated
 every min(ttl/3, 30s), then release it with the result (success, failure,
-or cancelled when run was signalled) and CMD's exit code.
+or cancelled when run was signalled) and CMD's exit code. --ttl is 45s
+unless given (acquire's is 900s): a host that crashes while it holds the
+lock, whose pid no other host can probe, frees it 45s after its last
+heartbeat.
 
 CMD follows NAME and run's flags; "--" before it is needed only when CMD
 starts with "-" (everything after the first word of CMD is CMD's own).
@@ -147,7 +150,7 @@ elsewhere: -c 'make >&2'.`,
 			return runRun(cmd.Context(), o)
 		},
 	}
-	o.register(cmd, true)
+	o.register(cmd, true, lease.DefaultTTL)
 	fl := cmd.Flags()
 	fl.StringVarP(&o.command, "command", "c", "", "run COMMAND through sh -c instead of CMD [ARGS...] (as flock -c)")
 	fl.StringVar(&o.onLost, "on-lost", "kill", "when the lock is lost: kill (TERM, grace, KILL the command) or warn")

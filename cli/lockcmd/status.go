@@ -170,6 +170,12 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 		termtext.Fprintf(tw, "  heartbeat\t%s (no TTL: %s lock files carry none)\n", ago(s.SinceBeat), s.HolderFormat)
 	} else {
 		termtext.Fprintf(tw, "  heartbeat\t%s (ttl %ds)\n", ago(s.SinceBeat), h.TTLSeconds)
+		if at, in := staleAt(s.State, s.StaleSince, s.SinceBeat, h); in != nil {
+			termtext.Fprintf(tw, "  stale at\t%s (in %ds) without a heartbeat\n", at, *in)
+		}
+	}
+	if s.Unprobed != "" {
+		termtext.Fprintf(tw, "  liveness\tnot probed from here: %s; only its TTL ends it\n", unprobedText(s.Unprobed, h.HostID))
 	}
 	if s.FencingToken > 0 {
 		termtext.Fprintf(tw, "  fencing token\t%d\n", s.FencingToken)
@@ -281,4 +287,22 @@ func printShared(w io.Writer, s *ledger.LockStatus) {
 			invocation.ShortDuration(x.HeldFor), ago(x.SinceBeat), h.TTLSeconds, x.FencingToken)
 	}
 	tw.Flush()
+}
+
+// unprobedText says in words why a holder's pid cannot be probed from
+// here (ledger.LockStatus.Unprobed).
+func unprobedText(why, host string) string {
+	switch why {
+	case ledger.UnprobedOtherHost:
+		return "on another host (" + host + ")"
+	case ledger.UnprobedNoProcess:
+		return "no process holds it (pid 0)"
+	case ledger.UnprobedOtherMachine:
+		return "on another machine under this host id"
+	case ledger.UnprobedOtherBoot:
+		return "in another boot of a machine not known"
+	case ledger.UnprobedOtherPIDNS:
+		return "in another PID namespace"
+	}
+	return why
 }

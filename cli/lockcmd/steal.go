@@ -55,7 +55,7 @@ is recorded as action_refused.`,
 			return runSteal(cmd.Context(), o)
 		},
 	}
-	o.register(cmd, false)
+	o.register(cmd, false, ledger.DefaultTTL)
 	fl := cmd.Flags()
 	fl.StringVar(&o.reason, "reason", "", "why (required; recorded with the steal)")
 	fl.BoolVar(&o.active, "active", false, "allow taking a lock whose holder is alive and heartbeating")

@@ -124,7 +124,7 @@ func (g *generator) emitRecord(b *bytes.Buffer, r *record, ownLookup bool) {
 		}
 	}
 	n := "n" + camel(r.name) + "Fields"
-	p("\t%s\n)\n\n// The field sets are bit masks of a uint64.\nvar _ [64 - %s]struct{}\n\n", n, n)
+	p("\t%s\n)\n\n// The field sets are fieldSets, bit masks of 128 bits.\nvar _ [128 - %s]struct{}\n\n", n, n)
 	p("var %sNames = []string{\n", r.name)
 	for _, f := range r.fields {
 		p("\t%s: %q,\n", r.ident(f.name), f.name)
@@ -144,19 +144,19 @@ func (g *generator) emitRecord(b *bytes.Buffer, r *record, ownLookup bool) {
 		if r == g.event {
 			last := g.kinds[len(g.kinds)-1].ident
 			p("// AllowedIn reports whether events of type t may carry the field.\nfunc (f %s) AllowedIn(t events.Type) bool {\n", t)
-			p("\tk, ok := kindOf(t)\n\treturn ok && k != %s && eventAllowed[k]&(1<<f) != 0\n}\n\n", last)
+			p("\tk, ok := kindOf(t)\n\treturn ok && k != %s && eventAllowed[k].has(int(f))\n}\n\n", last)
 			p("// RequiredIn reports whether events of type t must carry the field.\nfunc (f %s) RequiredIn(t events.Type) bool {\n", t)
-			p("\tk, ok := kindOf(t)\n\treturn ok && k != %s && eventRequired[k]&(1<<f) != 0\n}\n\n", last)
+			p("\tk, ok := kindOf(t)\n\treturn ok && k != %s && eventRequired[k].has(int(f))\n}\n\n", last)
 		}
 	}
 	p("var %sSchema = recordSchema{id: r%s, names: %sNames, extra: %q, together: %s}\n\n", r.name, camel(r.name), r.name, r.extra, r.mask(r.together))
 	if r == g.event {
 		p("// The properties each event type allows (any other is refused by\n// unevaluatedProperties or a false schema) and requires.\n")
-		p("var eventAllowed = [...]uint64{\n")
+		p("var eventAllowed = [...]fieldSet{\n")
 		for _, k := range g.kinds[:len(g.kinds)-1] {
 			p("\t%s: %s,\n", k.ident, r.mask(r.allowed[k.ident]))
 		}
-		p("}\n\nvar eventRequired = [...]uint64{\n")
+		p("}\n\nvar eventRequired = [...]fieldSet{\n")
 		for _, k := range g.kinds[:len(g.kinds)-1] {
 			p("\t%s: %s,\n", k.ident, r.mask(r.required[k.ident]))
 		}
@@ -166,7 +166,7 @@ func (g *generator) emitRecord(b *bytes.Buffer, r *record, ownLookup bool) {
 		for i, f := range r.fields {
 			all[i] = f.name
 		}
-		p("const (\n\t%sAll = %s\n\t%sRequired = %s\n)\n\n", r.name, r.mask(all), r.name, r.mask(r.required[""]))
+		p("var (\n\t%sAll = %s\n\t%sRequired = %s\n)\n\n", r.name, r.mask(all), r.name, r.mask(r.required[""]))
 	}
 	p("func check%sField(v *validator, f int) *verr {\n", camel(r.name))
 	if r.exported {

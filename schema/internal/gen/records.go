@@ -90,24 +90,39 @@ func (r *record) fieldType() string {
 	return "int"
 }
 
+// mask is the Go literal of a fieldSet holding names: the fields below
+// 64 in its first word, the others in its second.
 func (r *record) mask(names []string) string {
-	if len(names) == 0 {
-		return "0"
-	}
 	idx := map[string]int{}
 	for i, f := range r.fields {
 		idx[f.name] = i
 	}
 	sorted := append([]string{}, names...)
 	sort.Slice(sorted, func(i, j int) bool { return idx[sorted[i]] < idx[sorted[j]] })
-	terms := make([]string, len(sorted))
-	for i, n := range sorted {
-		terms[i] = "1<<" + r.ident(n)
+	var lo, hi []string
+	for _, n := range sorted {
+		if idx[n] < 64 {
+			lo = append(lo, "1<<"+r.ident(n))
+		} else {
+			hi = append(hi, "1<<("+r.ident(n)+"-64)")
+		}
 	}
-	return strings.Join(terms, " | ")
+	word := func(terms []string) string {
+		if len(terms) == 0 {
+			return "0"
+		}
+		return strings.Join(terms, " | ")
+	}
+	if len(hi) == 0 {
+		if len(lo) == 0 {
+			return "fieldSet{}"
+		}
+		return "fieldSet{" + word(lo) + "}"
+	}
+	return "fieldSet{" + word(lo) + ", " + word(hi) + "}"
 }
 
-var initialisms = map[string]string{"id": "ID", "pid": "PID", "pids": "PIDs", "ttl": "TTL", "uid": "UID", "v1": "V1"}
+var initialisms = map[string]string{"id": "ID", "ns": "NS", "pid": "PID", "pids": "PIDs", "ttl": "TTL", "uid": "UID", "v1": "V1"}
 
 func camel(s string) string {
 	var b strings.Builder

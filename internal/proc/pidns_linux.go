@@ -1,0 +1,42 @@
+package proc
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// PIDNamespace is the PID namespace this process's pids belong to: the
+// inode number of /proc/self/ns/pid ("pid:[4026531836]"). A pid recorded by
+// a process of another namespace names another process here, or none. It
+// is 0 where that cannot be read, and where this /proc was mounted for
+// another namespace (its pids, and /proc/PID/stat's start times, are not
+// this process's: /proc/self is not os.Getpid()). ok is true: Linux has
+// PID namespaces.
+func PIDNamespace() (ns int64, ok bool) {
+	if self, err := os.Readlink("/proc/self"); err != nil || self != strconv.Itoa(os.Getpid()) {
+		return 0, true
+	}
+	link, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return 0, true
+	}
+	return parsePIDNamespace(link), true
+}
+
+// parsePIDNamespace reads the inode of a "pid:[N]" link; 0 for anything else.
+func parsePIDNamespace(link string) int64 {
+	s, ok := strings.CutPrefix(link, "pid:[")
+	if !ok {
+		return 0
+	}
+	s, ok = strings.CutSuffix(s, "]")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}

@@ -2,8 +2,13 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"slices"
 	"time"
+
+	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 // What a holder that keeps its lock alive on its own (package lease) needs
@@ -53,3 +58,54 @@ func (l *Ledger) BusyTimeout() time.Duration { return l.busy }
 
 // Logger is the logger the ledger warns to (WithLogger).
 func (l *Ledger) Logger() *slog.Logger { return l.log }
+
+// ErrUnsettled: a read of a lock found a write to it under way on this
+// host (a lock file placed for a decision not committed yet): read again
+// shortly.
+var ErrUnsettled = errors.New("a write to the lock is under way")
+
+// CheckHolding reads, outside any write and without the writer mutex,
+// whether the holding of lock that requestID took with token (its fencing
+// token) still stands: nil while it does; a *NotHolderError wrapping
+// ErrLost, whose EndedBy names who ended it, once the ledger shows that
+// it ended (released by another, even under this request id, stolen, taken
+// over); ErrUnsettled while a write to the lock is under way here; else
+// the read's error. It records nothing and renews nothing, so that a holder
+// may call it on every change of its lock (Watch), its own heartbeats
+// included.
+func (l *Ledger) CheckHolding(ctx context.Context, lock, requestID string, token int64) error {
+	q := l.store.DB()
+	r, err := store.LoadRow(ctx, q, lock)
+	if err != nil {
+		return err
+	}
+	if r != nil && r.Held && r.RequestID == requestID && r.FencingToken == token {
+		v, err := l.inspect(lock, r)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(v.repairs, repairDropJournal) {
+			return ErrUnsettled
+		}
+		return nil
+	}
+	shared, err := loadShared(ctx, q, lock)
+	if err != nil {
+		return err
+	}
+	for _, s := range shared {
+		if s.rec.RequestID == requestID && s.token == token {
+			return nil
+		}
+	}
+	end, err := replay.EndOfHolding(ctx, q, lock, requestID, token)
+	if err != nil {
+		return err
+	}
+	nh := &NotHolderError{Lock: lock, RequestID: requestID, Lost: true, EndedBy: end}
+	if r != nil && r.Held {
+		h := holdingFromRow(r)
+		nh.Holder = &h.rec
+	}
+	return nh
+}

@@ -57,3 +57,52 @@ func PastHoldingOf(ctx context.Context, q Querier, lock, requestID string) (Past
 	}
 	return PastHolding{}, rows.Err()
 }
+
+// HoldingEnd is the event that ended a holding: who ended it (the
+// envelope: type, time, actor, uid and user, pid, host, request id) and
+// why (a release's forced flag and note, a steal's reason and note).
+type HoldingEnd struct {
+	events.Envelope
+	Forced bool   // lock_released by another than the holder
+	Reason string // lock_stolen's reason (forced_active, stale_lock_forced, holder_dead, reclaimed, ...)
+	Note   string // the operator's reason, "" when none was given
+}
+
+// EndOfHolding finds the event that ended the holding of lock that
+// requestID took with fencing token (the seq of the event that took it):
+// the first event after it that released that holding (lock_released of
+// that token, by anyone) or took the lock from it (lock_stolen whose
+// previous holder is requestID). nil when the log shows none (the holding
+// stands, or token is 0: no holding named).
+func EndOfHolding(ctx context.Context, q Querier, lock, requestID string, token int64) (*HoldingEnd, error) {
+	if token <= 0 {
+		return nil, nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT body FROM events WHERE lock_name = $1 AND seq > $2
+		AND type IN ('lock_released', 'lock_stolen') ORDER BY seq`, lock, token)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		env, p, err := events.Decode(body)
+		if err != nil {
+			return nil, err
+		}
+		switch p := p.(type) {
+		case *events.Released:
+			if p.FencingToken == token {
+				return &HoldingEnd{Envelope: env, Forced: p.Forced, Note: p.Note}, nil
+			}
+		case *events.Stolen:
+			if p.PreviousLock.RequestID == requestID {
+				return &HoldingEnd{Envelope: env, Reason: p.Reason, Note: p.Note}, nil
+			}
+		}
+	}
+	return nil, rows.Err()
+}

@@ -1,0 +1,78 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/lockledger/lockledger/ledger"
+)
+
+// watchHolding declares the lease lost the moment the ledger shows that
+// its holding ended by another's hand (a forced release, a release under
+// its request id by another process, a steal, a take-over), instead of at
+// the next heartbeat, up to 30 s later. It reads the lock (CheckHolding)
+// whenever the lock changes (Ledger.Watch: the lock file's directory, or
+// the database's notifications on PostgreSQL) and at every interval. It
+// only reads: the lease's own heartbeats change the lock too, and a write
+// on every change would wake every other holder's watch in turn. The
+// heartbeat goroutine records the loss it declares (heartbeat_failed with
+// lock_lost).
+func (s *Lease) watchHolding(ctx context.Context) {
+	defer s.wg.Done()
+	w := s.l.Watch(s.acq.Lock)
+	defer w.Close()
+	// The first wait only sets the watch up (PostgreSQL's LISTEN), so that
+	// the first read is made with it in place and no change goes unseen.
+	wait := time.Duration(0)
+	for {
+		w.Wait(ctx, wait)
+		wait = s.interval
+		if ctx.Err() != nil || s.Err() != nil {
+			return
+		}
+		var nh *ledger.NotHolderError
+		if err := s.checkHolding(ctx); !errors.As(err, &nh) {
+			continue // held, or the read failed: the heartbeat judges that
+		}
+		s.dmu.Lock()
+		s.ended = true
+		s.markLost(nh)
+		s.dmu.Unlock()
+		s.l.Logger().Error("lock lost: the ledger shows the holding ended", "lock", s.acq.Lock, "err", nh)
+		return
+	}
+}
+
+// checkHolding is CheckHolding, read again while a write to the lock is
+// under way here (the lock file changes before the write commits), for up
+// to the ledger's busy timeout.
+func (s *Lease) checkHolding(ctx context.Context) error {
+	give := time.Now().Add(s.l.BusyTimeout())
+	pause := time.Millisecond
+	for {
+		err := s.l.CheckHolding(ctx, s.acq.Lock, s.acq.RequestID, s.acq.FencingToken)
+		if !errors.Is(err, ledger.ErrUnsettled) || time.Now().After(give) || sleepCtx(ctx, pause) != nil {
+			return err
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// recordEnded appends heartbeat_failed with lock_lost for a loss the
+// watch declared, as a heartbeat that found it would have. It is bounded
+// by the busy timeout and not by the lease's stop: the loss is recorded
+// even when the holder releases at once.
+func (s *Lease) recordEnded(ctx context.Context, failures int) {
+	s.dmu.Lock()
+	ended := s.ended
+	s.dmu.Unlock()
+	if !ended {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*s.l.BusyTimeout())
+	defer cancel()
+	if err := s.l.RecordHeartbeatFailure(rctx, s.acq.Lock, s.id, failures+1, s.Err().Error(), true); err != nil {
+		s.l.Logger().Warn("could not record the lost lock", "lock", s.acq.Lock, "err", err)
+	}
+}

@@ -25,14 +25,30 @@ func (s *Lease) watchHolding(ctx context.Context) {
 	// The first wait only sets the watch up (PostgreSQL's LISTEN), so that
 	// the first read is made with it in place and no change goes unseen.
 	wait := time.Duration(0)
+	var unsettled time.Time
 	for {
 		w.Wait(ctx, wait)
 		wait = s.interval
 		if ctx.Err() != nil || s.Err() != nil {
 			return
 		}
+		err := s.l.CheckHolding(ctx, s.acq.Lock, s.acq.RequestID, s.acq.FencingToken)
+		if errors.Is(err, ledger.ErrUnsettled) {
+			// A write is under way here: the watch wakes again when it
+			// commits (its journal goes); look again soon all the same, for
+			// up to the busy timeout (a writer that died leaves its journal
+			// to the next one).
+			if unsettled.IsZero() {
+				unsettled = time.Now()
+			}
+			if time.Since(unsettled) < s.l.BusyTimeout() {
+				wait = min(s.interval, unsettledRecheck)
+			}
+			continue
+		}
+		unsettled = time.Time{}
 		var nh *ledger.NotHolderError
-		if err := s.checkHolding(ctx); !errors.As(err, &nh) {
+		if !errors.As(err, &nh) {
 			continue // held, or the read failed: the heartbeat judges that
 		}
 		s.dmu.Lock()
@@ -44,20 +60,9 @@ func (s *Lease) watchHolding(ctx context.Context) {
 	}
 }
 
-// checkHolding is CheckHolding, read again while a write to the lock is
-// under way here (the lock file changes before the write commits), for up
-// to the ledger's busy timeout.
-func (s *Lease) checkHolding(ctx context.Context) error {
-	give := time.Now().Add(s.l.BusyTimeout())
-	pause := time.Millisecond
-	for {
-		err := s.l.CheckHolding(ctx, s.acq.Lock, s.acq.RequestID, s.acq.FencingToken)
-		if !errors.Is(err, ledger.ErrUnsettled) || time.Now().After(give) || sleepCtx(ctx, pause) != nil {
-			return err
-		}
-		pause = min(2*pause, 50*time.Millisecond)
-	}
-}
+// unsettledRecheck is how soon the watch looks again at a lock a write
+// is changing, should its commit go unseen.
+const unsettledRecheck = 5 * time.Millisecond
 
 // recordEnded appends heartbeat_failed with lock_lost for a loss the
 // watch declared, as a heartbeat that found it would have. It is bounded

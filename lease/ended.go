@@ -55,7 +55,6 @@ func (s *Lease) watchHolding(ctx context.Context) {
 		s.ended = true
 		s.markLost(nh)
 		s.dmu.Unlock()
-		s.l.Logger().Error("lock lost: the ledger shows the holding ended", "lock", s.acq.Lock, "err", nh)
 		return
 	}
 }

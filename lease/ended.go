@@ -80,3 +80,14 @@ func (s *Lease) recordEnded(ctx context.Context, failures int) {
 		s.l.Logger().Warn("could not record the lost lock", "lock", s.acq.Lock, "err", err)
 	}
 }
+
+// whoEnded adds to the ledger's answer that the holding is gone who ended
+// it, when the answer did not say (a heartbeat's or a release's).
+func (s *Lease) whoEnded(ctx context.Context, err error) error {
+	var nh, found *ledger.NotHolderError
+	if errors.As(err, &nh) && nh.EndedBy == nil &&
+		errors.As(s.l.CheckHolding(ctx, s.acq.Lock, s.acq.RequestID, s.acq.FencingToken), &found) {
+		nh.EndedBy = found.EndedBy
+	}
+	return err
+}

@@ -114,6 +114,7 @@ func (s *Lease) heartbeat(ctx context.Context) {
 		case errors.Is(err, ledger.ErrLost), errors.Is(err, ledger.ErrNotHolder):
 			// The ledger shows another holder (heartbeat_failed with lock_lost
 			// is recorded), whether or not the watch saw it first.
+			err = s.whoEnded(ctx, err)
 			s.dmu.Lock()
 			s.ended = false
 			s.markLost(err)

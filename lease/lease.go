@@ -215,6 +215,7 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		}
 		if !ledger.IsTransient(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			if !ledger.IsTransient(err) {
+				err = s.whoEnded(ctx, err)
 				s.markLost(err)
 			}
 			return err

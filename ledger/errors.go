@@ -183,9 +183,7 @@ type NotHolderError struct {
 	// ReleasedSeq is the seq of the request's own release of the lock, when
 	// that was the last thing it did as holder; 0 when it never held it.
 	ReleasedSeq int64
-	// EndedBy is the event that ended the caller's holding (the one its
-	// fencing token names), when the caller named one and the log shows it:
-	// who released it, stole it or took it over, and why.
+	// EndedBy: who ended the holding and why, when known (CheckHolding).
 	EndedBy *replay.HoldingEnd
 }
 
@@ -200,7 +198,7 @@ func (e *NotHolderError) Error() string {
 		who = termtext.Sprintf("it is held by request %s (actor %s, pid %d on %s)", e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID)
 	}
 	if e.EndedBy != nil {
-		who += "; " + describeEnd(e.EndedBy)
+		who += "; " + e.EndedBy.String()
 	}
 	switch {
 	case e.Lost:
@@ -209,29 +207,6 @@ func (e *NotHolderError) Error() string {
 		return termtext.Sprintf("request %s does not hold lock %s (released it at seq %d): %s", e.RequestID, e.Lock, e.ReleasedSeq, who)
 	}
 	return termtext.Sprintf("request %s does not hold lock %s (never held it): %s", e.RequestID, e.Lock, who)
-}
-
-// describeEnd says who ended a holding and why: the event's type, seq and
-// time, its actor, the OS user, pid and host of the process that wrote
-// it, its request id, and the reason given.
-func describeEnd(end *replay.HoldingEnd) string {
-	what := string(end.Type)
-	switch {
-	case end.Forced:
-		what += " (forced)"
-	case end.Reason != "":
-		what += " (" + end.Reason + ")"
-	}
-	user := ""
-	if uid, name, ok := end.OSUser(); ok {
-		user = termtext.Sprintf(", uid %d(%s)", uid, name)
-	}
-	s := termtext.Sprintf("ended by %s at seq %d, %s, by actor %s%s, pid %d on %s, request %s",
-		what, end.Seq, end.At, end.Actor, user, end.PID, end.HostID, end.RequestID)
-	if end.Note != "" {
-		s += termtext.Sprintf(", reason %q", end.Note)
-	}
-	return s
 }
 
 func (e *NotHolderError) Unwrap() error {

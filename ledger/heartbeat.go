@@ -52,9 +52,6 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 				return nil, err
 			}
 			nh := &NotHolderError{Lock: lock, RequestID: id.RequestID, Lost: past.Lost(), ReleasedSeq: past.ReleasedSeq}
-			if nh.EndedBy, err = replay.EndOfHolding(ctx, w.q, lock, id.RequestID, token); err != nil {
-				return nil, err
-			}
 			if h != nil {
 				nh.Holder, nh.Corrupt = &h.rec, h.corrupt
 			}

@@ -1,10 +1,11 @@
 package ledger
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/lockledger/lockledger/replay"
@@ -59,38 +60,27 @@ func (l *Ledger) BusyTimeout() time.Duration { return l.busy }
 // Logger is the logger the ledger warns to (WithLogger).
 func (l *Ledger) Logger() *slog.Logger { return l.log }
 
-// ErrUnsettled: a read of a lock found a write to it under way on this
-// host (a lock file placed for a decision not committed yet): read again
-// shortly.
+// ErrUnsettled: a write to the lock is under way on this host (a lock file
+// placed for a decision not committed yet); read again shortly.
 var ErrUnsettled = errors.New("a write to the lock is under way")
 
-// CheckHolding reads, outside any write and without the writer mutex,
-// whether the holding of lock that requestID took with token (its fencing
-// token) still stands: nil while it does; a *NotHolderError wrapping
-// ErrLost, whose EndedBy names who ended it, once the ledger shows that
-// it ended (released by another, even under this request id, stolen, taken
-// over); ErrUnsettled while a write to the lock is under way here; else
-// the read's error. It records nothing and renews nothing, so that a holder
-// may call it on every change of its lock (Watch), its own heartbeats
-// included.
+// CheckHolding reads, and only reads, whether the holding of lock that
+// requestID took with token still stands: nil while it does, ErrUnsettled,
+// or a *NotHolderError wrapping ErrLost whose EndedBy says who ended it.
 func (l *Ledger) CheckHolding(ctx context.Context, lock, requestID string, token int64) error {
 	q := l.store.DB()
 	r, err := store.LoadRow(ctx, q, lock)
-	if err != nil {
-		return err
-	}
-	if r != nil && r.Held && r.RequestID == requestID && r.FencingToken == token {
-		v, err := l.inspect(lock, r)
-		if err != nil {
-			return err
-		}
-		if slices.Contains(v.repairs, repairDropJournal) {
+	if err == nil && r != nil && r.Held && r.RequestID == requestID && r.FencingToken == token {
+		// A journal is left in place until the next write: it is under way
+		// only while it holds what the row does not.
+		j, err := l.files.ReadJournal(lock)
+		if err == nil && j.Exists && !bytes.Equal(j.Data, r.File) {
 			return ErrUnsettled
 		}
-		return nil
+		return err
 	}
-	shared, err := loadShared(ctx, q, lock)
-	if err != nil {
+	shared, err2 := loadShared(ctx, q, lock)
+	if err = cmp.Or(err, err2); err != nil {
 		return err
 	}
 	for _, s := range shared {
@@ -98,14 +88,10 @@ func (l *Ledger) CheckHolding(ctx context.Context, lock, requestID string, token
 			return nil
 		}
 	}
-	end, err := replay.EndOfHolding(ctx, q, lock, requestID, token)
-	if err != nil {
-		return err
-	}
-	nh := &NotHolderError{Lock: lock, RequestID: requestID, Lost: true, EndedBy: end}
+	nh := &NotHolderError{Lock: lock, RequestID: requestID, Lost: true}
 	if r != nil && r.Held {
-		h := holdingFromRow(r)
-		nh.Holder = &h.rec
+		nh.Holder = &holdingFromRow(r).rec
 	}
-	return nh
+	nh.EndedBy, err = replay.EndOfHolding(ctx, q, lock, requestID, token)
+	return cmp.Or(err, error(nh))
 }

@@ -147,9 +147,6 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 				return nil, nil
 			}
 			nh := &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Lost: past.Lost()}
-			if nh.EndedBy, err = replay.EndOfHolding(ctx, w.q, req.Lock, id.RequestID, req.FencingToken); err != nil {
-				return nil, err
-			}
 			if h != nil {
 				nh.Holder, nh.Corrupt = &h.rec, h.corrupt
 			}

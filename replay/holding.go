@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // PastHolding is what the events say a request did as a lock's holder,
@@ -105,4 +106,27 @@ func EndOfHolding(ctx context.Context, q Querier, lock, requestID string, token 
 		}
 	}
 	return nil, rows.Err()
+}
+
+// String says who ended the holding and why: the event's type, seq and
+// time, its actor, the OS user, pid and host of the process that wrote it,
+// its request id, and the reason given.
+func (e *HoldingEnd) String() string {
+	what := string(e.Type)
+	switch {
+	case e.Forced:
+		what += " (forced)"
+	case e.Reason != "":
+		what += " (" + e.Reason + ")"
+	}
+	user := ""
+	if uid, name, ok := e.OSUser(); ok {
+		user = termtext.Sprintf(", uid %d(%s)", uid, name)
+	}
+	s := termtext.Sprintf("ended by %s at seq %d, %s, by actor %s%s, pid %d on %s, request %s",
+		what, e.Seq, e.At, e.Actor, user, e.PID, e.HostID, e.RequestID)
+	if e.Note != "" {
+		s += termtext.Sprintf(", reason %q", e.Note)
+	}
+	return s
 }

@@ -34,10 +34,9 @@ func (s *Lease) watchHolding(ctx context.Context) {
 		}
 		err := s.l.CheckHolding(ctx, s.acq.Lock, s.acq.RequestID, s.acq.FencingToken)
 		if errors.Is(err, ledger.ErrUnsettled) {
-			// A write is under way here: the watch wakes again when it
-			// commits (its journal goes); look again soon all the same, for
-			// up to the busy timeout (a writer that died leaves its journal
-			// to the next one).
+			// A write is under way here, and its commit changes no file:
+			// look again soon, for up to the busy timeout (a writer that
+			// died leaves its journal to the next one).
 			if unsettled.IsZero() {
 				unsettled = time.Now()
 			}

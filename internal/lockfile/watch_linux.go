@@ -19,10 +19,7 @@ type Watch struct {
 	files []string
 }
 
-// Watch watches lock's file and its journal. Close it when done. The
-// journal goes once the write that placed it has committed, so a change
-// of the file made before its commit (a steal's) is followed by a wake
-// after it.
+// Watch watches lock's file. Close it when done.
 func (d *Dir) Watch(lock string) *Watch {
 	done, err := d.use()
 	defer done()
@@ -38,7 +35,7 @@ func (d *Dir) Watch(lock string) *Watch {
 		unix.Close(fd)
 		return &Watch{fd: -1}
 	}
-	return &Watch{fd: fd, files: []string{fileName(lock), journalName(fileName(lock))}}
+	return &Watch{fd: fd, files: []string{fileName(lock)}}
 }
 
 // WatchFiles wakes a reader when one of the files named (in the root

@@ -73,6 +73,7 @@ func (s *Lease) heartbeat(ctx context.Context) {
 	failures := 0
 	unrecorded := 0 // a run of failures that reached the threshold but is not in the ledger yet
 	next := s.interval
+	defer func() { s.recordEnded(ctx, failures) }()
 	for {
 		t := time.NewTimer(next)
 		select {
@@ -111,8 +112,13 @@ func (s *Lease) heartbeat(ctx context.Context) {
 			// moves it: the watchdog declares the loss.
 			return
 		case errors.Is(err, ledger.ErrLost), errors.Is(err, ledger.ErrNotHolder):
-			// The ledger shows another holder (heartbeat_failed with lock_lost is recorded).
+			// The ledger shows another holder (heartbeat_failed with lock_lost
+			// is recorded), whether or not the watch saw it first.
+			err = s.whoEnded(ctx, err)
+			s.dmu.Lock()
+			s.ended = false
 			s.markLost(err)
+			s.dmu.Unlock()
 			return
 		}
 		failures++

@@ -23,8 +23,11 @@ import (
 // goroutine until Release. Lost is closed if the lock is lost: the ledger
 // shows another holder, or no heartbeat succeeded before the local
 // deadline (see DeadlineError), which a timer enforces even while a
-// heartbeat call hangs. Done is closed once the lease is gone, lost or
-// released.
+// heartbeat call hangs. A holding ended by another's hand (a forced
+// release, a steal, a take-over) is seen as the lock changes, through the
+// ledger's Watch, not only at the next heartbeat: Err is then a
+// *ledger.NotHolderError whose EndedBy says who ended it. Done is closed
+// once the lease is gone, lost or released.
 type Lease struct {
 	l        *ledger.Ledger
 	acq      *ledger.Acquisition
@@ -47,6 +50,7 @@ type Lease struct {
 	failures int       // heartbeat calls failed since lastOK
 	lastErr  error     // the last of them
 	traced   bool      // the deadline loss is recorded in the ledger
+	ended    bool      // the watch saw the holding end (recorded by the heartbeat goroutine)
 	renewed  chan struct{}
 
 	takenOver TakenOver
@@ -82,9 +86,10 @@ func Acquire(ctx context.Context, l *ledger.Ledger, name string, opts ...Option)
 		lastOK: a.HeartbeatSent()}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = cancel
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.heartbeat(hctx)
 	go s.watch(hctx)
+	go s.watchHolding(hctx)
 	// Heartbeating already: stopping the job may take its grace.
 	s.takenOver = StopTakenOver(ctx, l, a, c.grace)
 	return s, nil
@@ -154,7 +159,9 @@ type Result struct {
 // Release stops the heartbeat, waits for it, and frees the lock with
 // result. It returns an error wrapping ledger.ErrLost if the lock was lost
 // (*ledger.NotHolderError, *DeadlineError), even when it could still free
-// it: the work ran on without the lock for a while. After a loss at the
+// it: the work ran on without the lock for a while; so too when another
+// process released the holding under its request id before the lease
+// noticed. After a loss at the
 // deadline it frees the lock only when the ledger answered (the loss is
 // recorded) and only until the lease lets go (half the margin after the
 // deadline), so that a holder cut off from its ledger returns promptly; the
@@ -196,8 +203,17 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 	}
 	log := s.l.Logger()
 	backoff := 50 * time.Millisecond
-	for {
-		_, err := s.l.Release(ctx, req)
+	for first := true; ; first = false {
+		out, err := s.l.Release(ctx, req)
+		if err == nil && first && !out.Released && out.ReleasedSeq > 0 && expired == nil {
+			// Released under this request id, and not by this lease: by
+			// another process, before this one noticed.
+			var taken *ledger.NotHolderError
+			if errors.As(s.l.CheckHolding(ctx, s.acq.Lock, s.acq.RequestID, s.acq.FencingToken), &taken) {
+				s.markLost(taken)
+				return taken
+			}
+		}
 		if err == nil {
 			return s.Err() // nil unless lost at the deadline
 		}
@@ -209,6 +225,7 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		}
 		if !ledger.IsTransient(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			if !ledger.IsTransient(err) {
+				err = s.whoEnded(ctx, err)
 				s.markLost(err)
 			}
 			return err

@@ -192,6 +192,8 @@ type NotHolderError struct {
 	// Denied: the request holds the lock, but the caller is not its holder
 	// and gave no Force: why (the rule). Holder is then the request's holding.
 	Denied string
+	// EndedBy: who ended the holding and why, when known (CheckHolding).
+	EndedBy *replay.HoldingEnd
 }
 
 func (e *NotHolderError) Error() string {
@@ -203,6 +205,9 @@ func (e *NotHolderError) Error() string {
 		who = "the lock is free"
 	default:
 		who = termtext.Sprintf("it is held by request %s (actor %s, pid %d on %s)", e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID)
+	}
+	if e.EndedBy != nil {
+		who += "; " + e.EndedBy.String()
 	}
 	switch {
 	case e.Denied != "":

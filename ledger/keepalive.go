@@ -1,9 +1,15 @@
 package ledger
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 // What a holder that keeps its lock alive on its own (package lease) needs
@@ -53,3 +59,39 @@ func (l *Ledger) BusyTimeout() time.Duration { return l.busy }
 
 // Logger is the logger the ledger warns to (WithLogger).
 func (l *Ledger) Logger() *slog.Logger { return l.log }
+
+// ErrUnsettled: a write to the lock is under way on this host (a lock file
+// placed for a decision not committed yet); read again shortly.
+var ErrUnsettled = errors.New("a write to the lock is under way")
+
+// CheckHolding reads, and only reads, whether the holding of lock that
+// requestID took with token still stands: nil while it does, ErrUnsettled,
+// or a *NotHolderError wrapping ErrLost whose EndedBy says who ended it.
+func (l *Ledger) CheckHolding(ctx context.Context, lock, requestID string, token int64) error {
+	q := l.store.DB()
+	r, err := store.LoadRow(ctx, q, lock)
+	if err == nil && r != nil && r.Held && r.RequestID == requestID && r.FencingToken == token {
+		// A journal is left in place until the next write: it is under way
+		// only while it holds what the row does not.
+		j, err := l.files.ReadJournal(lock)
+		if err == nil && j.Exists && !bytes.Equal(j.Data, r.File) {
+			return ErrUnsettled
+		}
+		return err
+	}
+	shared, err2 := loadShared(ctx, q, lock)
+	if err = cmp.Or(err, err2); err != nil {
+		return err
+	}
+	for _, s := range shared {
+		if s.rec.RequestID == requestID && s.token == token {
+			return nil
+		}
+	}
+	nh := &NotHolderError{Lock: lock, RequestID: requestID, Lost: true}
+	if r != nil && r.Held {
+		nh.Holder = &holdingFromRow(r).rec
+	}
+	nh.EndedBy, err = replay.EndOfHolding(ctx, q, lock, requestID, token)
+	return cmp.Or(err, error(nh))
+}

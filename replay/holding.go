@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // PastHolding is what the events say a request did as a lock's holder,
@@ -56,4 +57,76 @@ func PastHoldingOf(ctx context.Context, q Querier, lock, requestID string) (Past
 		}
 	}
 	return PastHolding{}, rows.Err()
+}
+
+// HoldingEnd is the event that ended a holding: who ended it (the
+// envelope: type, time, actor, uid and user, pid, host, request id) and
+// why (a release's forced flag and note, a steal's reason and note).
+type HoldingEnd struct {
+	events.Envelope
+	Forced bool   // lock_released by another than the holder
+	Reason string // lock_stolen's reason (forced_active, stale_lock_forced, holder_dead, reclaimed, ...)
+	Note   string // the operator's reason, "" when none was given
+}
+
+// EndOfHolding finds the event that ended the holding of lock that
+// requestID took with fencing token (the seq of the event that took it):
+// the first event after it that released that holding (lock_released of
+// that token, by anyone) or took the lock from it (lock_stolen whose
+// previous holder is requestID). nil when the log shows none (the holding
+// stands, or token is 0: no holding named).
+func EndOfHolding(ctx context.Context, q Querier, lock, requestID string, token int64) (*HoldingEnd, error) {
+	if token <= 0 {
+		return nil, nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT body FROM events WHERE lock_name = $1 AND seq > $2
+		AND type IN ('lock_released', 'lock_stolen') ORDER BY seq`, lock, token)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		env, p, err := events.Decode(body)
+		if err != nil {
+			return nil, err
+		}
+		switch p := p.(type) {
+		case *events.Released:
+			if p.FencingToken == token {
+				return &HoldingEnd{Envelope: env, Forced: p.Forced, Note: p.Note}, nil
+			}
+		case *events.Stolen:
+			if p.PreviousLock.RequestID == requestID {
+				return &HoldingEnd{Envelope: env, Reason: p.Reason, Note: p.Note}, nil
+			}
+		}
+	}
+	return nil, rows.Err()
+}
+
+// String says who ended the holding and why: the event's type, seq and
+// time, its actor, the OS user, pid and host of the process that wrote it,
+// its request id, and the reason given.
+func (e *HoldingEnd) String() string {
+	what := string(e.Type)
+	switch {
+	case e.Forced:
+		what += " (forced)"
+	case e.Reason != "":
+		what += " (" + e.Reason + ")"
+	}
+	user := ""
+	if uid, name, ok := e.OSUser(); ok {
+		user = termtext.Sprintf(", uid %d(%s)", uid, name)
+	}
+	s := termtext.Sprintf("ended by %s at seq %d, %s, by actor %s%s, pid %d on %s, request %s",
+		what, e.Seq, e.At, e.Actor, user, e.PID, e.HostID, e.RequestID)
+	if e.Note != "" {
+		s += termtext.Sprintf(", reason %q", e.Note)
+	}
+	return s
 }

@@ -70,9 +70,11 @@ CMD sees LOCKLEDGER_LOCK, LOCKLEDGER_REQUEST_ID and LOCKLEDGER_FENCING_TOKEN.
 INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. If run
 itself is killed, CMD gets SIGKILL (parent-death signal). If the lock is
 lost, --on-lost kill (default) sends TERM to the group, waits --kill-grace,
-sends KILL and exits 5; --on-lost warn only logs it. The lock is lost when
-the ledger shows another holder, or when no heartbeat got through before
-run's own deadline: the send time of the last successful one plus the TTL
+sends KILL and exits 5; --on-lost warn only logs it and lets CMD run on,
+and run exits 5 when CMD ends. The lock is lost when the ledger shows the
+holding ended (released by another, stolen, taken over), which run sees
+as soon as the lock changes (it watches it) and logs with who ended it,
+or when no heartbeat got through before run's own deadline: the send time of the last successful one plus the TTL
 minus a margin of ttl/4, on this host's monotonic clock, even while a
 heartbeat hangs. Then the grace is at most half the margin, so CMD is gone
 before the TTL runs out and anyone else may take the lock. A loss the
@@ -112,7 +114,8 @@ starts (recorded as job_processes).
 
 run exits with CMD's exact code (128+N when CMD died of signal N), 3 (or
 --conflict-exit-code's code) or 4 when it never got the lock, 5 when the
-lock was lost and CMD was stopped; 127 when CMD does not exist and 126
+lock was lost before CMD ended (CMD stopped, or run on with --on-lost warn,
+or ended just before the loss was seen); 127 when CMD does not exist and 126
 when it cannot be executed (as a shell), 128+N when signal N ended --wait
 before CMD started.
 
@@ -304,11 +307,18 @@ func runRun(ctx context.Context, o *runOptions) error {
 		result = events.ResultFailure
 	}
 	if err := hold.Release(bg, lease.Result{Result: result, ExitCode: &code}); err != nil {
-		o.g.Log.Error("release failed", "lock", o.lock, "err", err)
 		switch {
 		case errors.Is(err, ledger.ErrLost) || errors.Is(err, ledger.ErrNotHolder):
-			o.g.Log.Warn("the command ran to the end without the lock (--on-lost warn)", "lock", o.lock)
-			return report("lost", result, &code, code, started)
+			// The holding ended before the command did: kept running under
+			// --on-lost warn, or ended before the loss was seen. Either way
+			// it ran for a while without the lock, which its exit must say.
+			recordLossLater(o.g, o.cmd, hold)
+			o.g.Log.Error("lock lost before the command ended; it ran to its end without the lock", "lock", o.lock, "err", err,
+				"command_exit", code, "on_lost", o.onLost)
+			return report("lost", result, &code, invocation.ExitNotHolder, started)
+		}
+		o.g.Log.Error("release failed", "lock", o.lock, "err", err)
+		switch {
 		case code == 0:
 			// The command succeeded but its release is not in the ledger:
 			// say so with a failing exit rather than a silent 0.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -347,4 +348,70 @@ func checkJobStopped(t *testing.T, root, lock string) {
 	if m["action"] != events.JobKilled || len(pidsOf(m)) < 2 {
 		t.Errorf("job_processes %v, want the run and its job killed", m)
 	}
+}
+
+// TestRunSignalledDuringTakeOverDoesNotStartItsCommand: a TERM that reaches
+// run while its take-over of a paused holder is still stopping that
+// holder's job (the wait has the lock, the command has not started) gives
+// the run up: exit 143, the command never started, the lock released.
+func TestRunSignalledDuringTakeOverDoesNotStartItsCommand(t *testing.T) {
+	root := t.TempDir()
+	const lock = "signalled-takeover"
+	// The old job ignores TERM, so stopping it takes the new run's grace.
+	old, lines := startRun(t, root, lock, "--ttl", "2s", "--", "sh", "-c", `trap "" TERM; echo started; while :; do sleep 0.05; done`)
+	if l := line(t, lines); l != "started" {
+		t.Fatalf("old run printed %q", l)
+	}
+	pauseOutsideWrites(t, old.Process.Pid)
+	defer func() { _ = old.Process.Signal(syscall.SIGCONT) }()
+	awaitStale(t, root, lock)
+
+	marker := filepath.Join(t.TempDir(), "started")
+	var contender *exec.Cmd
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		contender = clitest.Command(context.Background(), root, "run", lock, "--force", "--kill-grace", "4s", "--", "touch", marker)
+		contender.Stderr = os.Stderr
+		if err := contender.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The take-over is committed once lock_stolen is in the log; the
+		// old job then holds the contender for its grace.
+		stolen := false
+		for wait := time.Now().Add(10 * time.Second); time.Now().Before(wait); time.Sleep(20 * time.Millisecond) {
+			if n := countEvents(t, root, lock, "lock_stolen"); n > 0 {
+				stolen = true
+				break
+			}
+			if contender.ProcessState != nil {
+				break
+			}
+		}
+		if stolen {
+			break
+		}
+		if code := exitOf(t, contender); code != 3 || time.Now().After(deadline) {
+			t.Fatalf("run --force exited %d before taking the lock over", code)
+		}
+	}
+	if err := contender.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitOf(t, contender); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("run signalled during its take-over: exit %d, want %d", code, 128+int(syscall.SIGTERM))
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command started although run was signalled before it did")
+	}
+	if st := clitest.Run(t, root, "status", lock, "--json"); !strings.Contains(st.Stdout, `"state": "free"`) && !strings.Contains(st.Stdout, `"state":"free"`) {
+		t.Errorf("the lock after the signalled run: %s", st.Stdout)
+	}
+}
+
+func countEvents(t *testing.T, root, lock, typ string) int {
+	t.Helper()
+	var n int
+	if err := clitest.DB(t, root).QueryRow(`SELECT count(*) FROM events WHERE type = ? AND lock_name = ?`, typ, lock).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

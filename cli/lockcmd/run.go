@@ -241,11 +241,12 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	var waiting sync.WaitGroup
+	var interrupted os.Signal // read once waiting.Wait has returned
 	waiting.Add(1)
 	go func() { // a signal while waiting gives up the wait
 		defer waiting.Done()
 		select {
-		case <-sigs:
+		case interrupted = <-sigs:
 			cancelWait()
 		case <-waitCtx.Done():
 		}
@@ -273,6 +274,13 @@ func runRun(ctx context.Context, o *runOptions) error {
 			invocation.WriteJSON(o.g.IO.Out, obj)
 		}
 		return &invocation.ExitError{Code: exit}
+	}
+	if interrupted != nil {
+		// The signal came as the wait ended with the lock: it was sent to
+		// give up, so the command does not start.
+		_ = hold.Release(bg, lease.Result{Result: events.ResultCancelled})
+		o.g.Log.Warn("signalled as the lock was acquired; the command was not started", "lock", o.lock, "signal", interrupted)
+		return report("released", events.ResultCancelled, nil, 128+int(interrupted.(syscall.Signal)), time.Time{})
 	}
 	if o.supersede {
 		if err := awaitSuperseded(bg, o, hold, grace, sigs, pokes); err != nil {

@@ -22,9 +22,17 @@ const (
 // AllFaults lists every class, in the order of the report.
 var AllFaults = []Fault{FaultNone, FaultKillRun, FaultKillJob, FaultPauseRun, FaultPauseGroup, FaultKillAcquire, FaultCutDB}
 
-// Pause reports a class whose contenders take the stale lock over with
-// --force, as an operator would once its holder stopped heartbeating.
+// Pause reports a class that stops the holder without killing it: it runs
+// until its take-over trials reach the target (Config.TakeOvers).
 func (f Fault) Pause() bool { return f == FaultPauseRun || f == FaultPauseGroup }
+
+// Forces reports a class whose contenders take the stale lock over with
+// --force, as an operator would once its holder stopped heartbeating: a
+// holder on another host that was killed or paused is judged by its TTL
+// alone, and a stale lock goes only to --force.
+func (f Fault) Forces() bool {
+	return f.Pause() || f == FaultKillRun || f == FaultKillAcquire || f == FaultCutDB
+}
 
 // ParseFaults reads a comma-separated list of classes ("all": every one).
 func ParseFaults(s string) ([]Fault, error) {

@@ -101,7 +101,7 @@ func (t *trial) client(ctx context.Context, c int) {
 		rid := fmt.Sprintf("%s-c%d-k%d", t.lock, c, k)
 		args := []string{"--root", h.root(host), "run", t.lock, "--wait", "30s", "--ttl", strconv.Itoa(int(h.cfg.TTL / time.Second)),
 			"--kill-grace", "1s", "--request-id", rid, "--actor", "client-" + strconv.Itoa(c)}
-		if h.cfg.Fault.Pause() {
+		if h.cfg.Fault.Forces() {
 			args = append(args, "--force")
 		}
 		cmd := exec.Command(h.cfg.Bin, append(args, "--", h.cfg.Self)...)

@@ -208,10 +208,7 @@ func (w *writeTx) sameProcess(h *holding, id Identity) bool {
 	if h.rec.HostID != w.l.host.ID || h.rec.PID != id.PID {
 		return false
 	}
-	if h.bootID != "" && w.l.host.BootID != "" && h.bootID != w.l.host.BootID {
-		return false
-	}
-	if !samePIDNamespace(h, w.l.host) {
+	if h.bootID != "" && w.l.host.BootID != "" && h.bootID != w.l.host.BootID || !proc.SamePIDNamespace(h.pidNS, w.l.host.PIDNS) {
 		return false
 	}
 	_, start := w.l.probe.Probe(id.PID)

@@ -14,11 +14,8 @@ type Host struct {
 	ID     string    // host_id written into lock records (the hostname)
 	BootID string    // this boot of this machine, as proc.Boot records it; "" where unknown
 	Booted time.Time // when this boot began (proc.BootTime); zero where unknown
-	// PIDNS is this process's PID namespace (proc.PIDNamespace), the one
-	// its pids and probes belong to: nil on a system without namespaces,
-	// 0 where it is unknown.
-	PIDNS *int64
-	peers *peers // set by Open
+	PIDNS  *int64    // this process's PID namespace (proc.PIDNamespace)
+	peers  *peers    // set by Open
 }
 
 // peers: whether other hosts share the store, and the warning of another machine under this host id.
@@ -35,20 +32,11 @@ const HostIDEnv = hostid.Env
 // that is not plain text (hostid.Read).
 func ReadHost() (Host, error) {
 	id, err := hostid.Read()
-	return Host{ID: id, BootID: proc.Boot(), Booted: proc.BootTime(), PIDNS: pidNamespace()}, err
+	return Host{ID: id, BootID: proc.Boot(), Booted: proc.BootTime(), PIDNS: proc.PIDNamespace()}, err
 }
 
 // ThisHost reads the host identity: LOCKLEDGER_HOST_ID, else the hostname.
 // It does not check it (see ReadHost).
 func ThisHost() Host {
-	return Host{ID: hostid.Name(), BootID: proc.Boot(), Booted: proc.BootTime(), PIDNS: pidNamespace()}
-}
-
-// pidNamespace is proc.PIDNamespace as Host records it: nil where the
-// system has no PID namespaces.
-func pidNamespace() *int64 {
-	if ns, ok := proc.PIDNamespace(); ok {
-		return &ns
-	}
-	return nil
+	return Host{ID: hostid.Name(), BootID: proc.Boot(), Booted: proc.BootTime(), PIDNS: proc.PIDNamespace()}
 }

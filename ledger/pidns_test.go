@@ -54,7 +54,7 @@ func TestAHolderInAnotherPIDNamespaceIsNeverJudgedDeadByItsPID(t *testing.T) {
 				return
 			}
 			var held *HeldError
-			if !errors.As(err, &held) || s.State != events.StateHeld || s.Unprobed != UnprobedOtherPIDNS {
+			if !errors.As(err, &held) || s.State != events.StateHeld || s.Unprobed != proc.UnprobedOtherPIDNS {
 				t.Fatalf("status %s (unprobed %q); acquire %v; want held, not probed", s.State, s.Unprobed, err)
 			}
 		})

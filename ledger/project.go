@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
@@ -289,7 +290,7 @@ func (p *projection) sharedRows(ctx context.Context, tx *sql.Tx, st *replay.Stat
 			if got != nil && got.token == h.Token && got.limit == lk.Limit && got.heartbeat.Equal(h.Heartbeat) &&
 				got.created.Equal(h.Created) && got.rec.Actor == h.Record.Actor && got.rec.PID == h.Record.PID &&
 				got.rec.HostID == h.Record.HostID && got.rec.TTLSeconds == h.Record.TTLSeconds && got.pidStart == h.PIDStart &&
-				got.bootID == h.BootID && samePIDNS(got.pidNS, h.PIDNS) && got.rec.Intent == h.Record.Intent && got.rec.IntentVersion == h.Record.IntentVersion {
+				got.bootID == h.BootID && proc.SamePIDNS(got.pidNS, h.PIDNS) && got.rec.Intent == h.Record.Intent && got.rec.IntentVersion == h.Record.IntentVersion {
 				continue
 			}
 			hd := &holding{rec: h.Record, created: h.Created, heartbeat: h.Heartbeat, pidStart: h.PIDStart, bootID: h.BootID, pidNS: h.PIDNS, token: h.Token}

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/schema"
 	"github.com/lockledger/lockledger/store"
@@ -435,8 +436,7 @@ func (l *Ledger) addShared(s *LockStatus, sh []*sharedHolding, now time.Time) {
 	for _, x := range sh {
 		st, job := judge(x.holding, now, l.host, l.probe, 0)
 		s.Shared = append(s.Shared, SharedHolder{Holder: x.rec, FencingToken: x.token, State: st, JobPIDs: job,
-			HeldFor: now.Sub(x.created), SinceBeat: now.Sub(x.heartbeat), StaleSince: x.staleSince(now),
-			Unprobed: l.unprobedOf(x.holding, st)})
+			HeldFor: now.Sub(x.created), SinceBeat: now.Sub(x.heartbeat), StaleSince: x.staleSince(now), Unprobed: l.unprobedOf(x.holding, st)})
 		i := len(s.Shared) - 1
 		if best < 0 || stateRank[st] > stateRank[s.Shared[best].State] ||
 			st == s.Shared[best].State && x.heartbeat.Before(sh[best].heartbeat) {
@@ -482,8 +482,7 @@ func checkShared(ctx context.Context, q replay.Querier, st *replay.State, rep *r
 			}
 			if got.rec.Actor != h.Record.Actor || got.rec.HostID != h.Record.HostID || got.rec.PID != h.Record.PID ||
 				got.rec.TTLSeconds != h.Record.TTLSeconds || got.rec.Intent != h.Record.Intent ||
-				got.rec.IntentVersion != h.Record.IntentVersion || got.pidStart != h.PIDStart || got.bootID != h.BootID ||
-				!samePIDNS(got.pidNS, h.PIDNS) {
+				got.rec.IntentVersion != h.Record.IntentVersion || got.pidStart != h.PIDStart || got.bootID != h.BootID || !proc.SamePIDNS(got.pidNS, h.PIDNS) {
 				diff = append(diff, "holder")
 			}
 			if len(diff) > 0 {

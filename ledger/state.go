@@ -84,6 +84,18 @@ func gone(h *holding, self Host, probe proc.Probe) (dead bool, job []int) {
 	return len(job) == 0, job
 }
 
+// unprobed is proc.Unprobed for h from this process; it warns once of another machine under this host id.
+func unprobed(h *holding, self Host) (why string, dead bool) {
+	why, dead = proc.Unprobed(proc.Holder{Host: h.rec.HostID, PID: h.rec.PID, Boot: h.bootID, PIDNS: h.pidNS, Seen: h.heartbeat},
+		proc.Prober{Host: self.ID, Boot: self.BootID, Booted: self.Booted, PIDNS: self.PIDNS, Many: self.peers != nil && self.peers.many})
+	if p := self.peers; p != nil && why == proc.UnprobedOtherMachine {
+		p.once.Do(func() {
+			p.log.Warn("two machines write under one host id: their holders are judged by TTL only; give each its own "+HostIDEnv, "host_id", self.ID, "other_boot", h.bootID, "this_boot", self.BootID)
+		})
+	}
+	return why, dead
+}
+
 // pidGone: the holder's process has exited, or its pid now names another
 // process.
 func pidGone(h *holding, probe proc.Probe) bool {

@@ -28,6 +28,7 @@ type LockStatus struct {
 	HeldFor    time.Duration
 	SinceBeat  time.Duration
 	StaleSince time.Time
+	Unprobed   string // why the holder's pid cannot be probed from here (proc.Unprobed)
 	Path       string
 	// Problem: the lock's file could not be read (a symlink, a directory,
 	// no permission, or no locks directory); the rest is the locks
@@ -47,12 +48,6 @@ type LockStatus struct {
 
 	// Queue is the lock's waiters, next first (see queue.go).
 	Queue []Waiter
-
-	// Unprobed says why the holder's pid cannot be probed from here (one
-	// of the Unprobed constants; "" when it can, or when the holder is
-	// dead, free or another tool's file): such a holder is never judged
-	// dead by its pid; it turns stale at StaleSince without a heartbeat.
-	Unprobed string
 }
 
 // Status reads one lock. It takes no lock and changes nothing.
@@ -120,6 +115,14 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 		}
 	}
 	return s
+}
+
+// unprobedOf is LockStatus.Unprobed: "" for none, dead, foreign or probed here.
+func (l *Ledger) unprobedOf(h *holding, state string) (why string) {
+	if h != nil && !h.foreign && h.corrupt == nil && state != events.StateDead && state != events.StateFree {
+		why, _ = unprobed(h, l.host)
+	}
+	return why
 }
 
 // List returns every lock that is not free or has waiters queued: the ledger's and foreign lock

@@ -15,6 +15,7 @@ import (
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
+	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -293,15 +294,15 @@ func printShared(w io.Writer, s *ledger.LockStatus) {
 // here (ledger.LockStatus.Unprobed).
 func unprobedText(why, host string) string {
 	switch why {
-	case ledger.UnprobedOtherHost:
+	case proc.UnprobedOtherHost:
 		return "on another host (" + host + ")"
-	case ledger.UnprobedNoProcess:
+	case proc.UnprobedNoProcess:
 		return "no process holds it (pid 0)"
-	case ledger.UnprobedOtherMachine:
+	case proc.UnprobedOtherMachine:
 		return "on another machine under this host id"
-	case ledger.UnprobedOtherBoot:
+	case proc.UnprobedOtherBoot:
 		return "in another boot of a machine not known"
-	case ledger.UnprobedOtherPIDNS:
+	case proc.UnprobedOtherPIDNS:
 		return "in another PID namespace"
 	}
 	return why

@@ -1,5 +1,5 @@
 package proc
 
-// PIDNamespace: macOS has no PID namespaces (ok false); every process on
-// the machine sees the same pids.
-func PIDNamespace() (ns int64, ok bool) { return 0, false }
+// PIDNamespace: macOS has no PID namespaces (nil); every process on the
+// machine sees the same pids.
+func PIDNamespace() *int64 { return nil }

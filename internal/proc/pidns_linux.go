@@ -11,17 +11,16 @@ import (
 // a process of another namespace names another process here, or none. It
 // is 0 where that cannot be read, and where this /proc was mounted for
 // another namespace (its pids, and /proc/PID/stat's start times, are not
-// this process's: /proc/self is not os.Getpid()). ok is true: Linux has
+// this process's: /proc/self is not os.Getpid()). Never nil: Linux has
 // PID namespaces.
-func PIDNamespace() (ns int64, ok bool) {
-	if self, err := os.Readlink("/proc/self"); err != nil || self != strconv.Itoa(os.Getpid()) {
-		return 0, true
+func PIDNamespace() *int64 {
+	ns := int64(0)
+	if self, err := os.Readlink("/proc/self"); err == nil && self == strconv.Itoa(os.Getpid()) {
+		if link, err := os.Readlink("/proc/self/ns/pid"); err == nil {
+			ns = parsePIDNamespace(link)
+		}
 	}
-	link, err := os.Readlink("/proc/self/ns/pid")
-	if err != nil {
-		return 0, true
-	}
-	return parsePIDNamespace(link), true
+	return &ns
 }
 
 // parsePIDNamespace reads the inode of a "pid:[N]" link; 0 for anything else.

@@ -2,7 +2,7 @@ GO        ?= go
 BIN       ?= bin/lockledger
 PKGS      := ./...
 
-.PHONY: build test vet demo bench stress stress-archive fuzz jepsen lint clean docs-screenshot man release version
+.PHONY: build test vet demo bench crossbuild stress stress-archive fuzz jepsen lint clean docs-screenshot man release version
 
 # The version and commit go into the binary from git (see lockledger
 # --version): the toolchain's own stamp is missing under -buildvcs=false
@@ -53,6 +53,10 @@ docs-screenshot: build
 BASELINE ?=
 bench: build
 	$(GO) run ./internal/cmd/bench -bin $(BIN) $(if $(BASELINE),-baseline $(BASELINE))
+
+## crossbuild: the darwin/arm64 build and vet of every package with macOS files (run by .ci/run after make test)
+crossbuild:
+	LOCKLEDGER_CROSSBUILD=1 $(GO) test -count=1 -run '^TestBuildsForMacOS$$' .
 
 ## stress: the crash and contention suites at full size (longer than make test)
 stress:

@@ -165,10 +165,10 @@ func targetPerm(dir int, path, base string) (uint32, error) {
 	if err != nil {
 		return 0, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return 0, &os.PathError{Op: "write", Path: path, Err: fmt.Errorf("%w: %s", ErrNotRegular, kind(st.Mode))}
+	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
+		return 0, &os.PathError{Op: "write", Path: path, Err: fmt.Errorf("%w: %s", ErrNotRegular, kind(uint32(st.Mode)))}
 	}
-	return st.Mode & 0o7777, nil
+	return uint32(st.Mode) & 0o7777, nil
 }
 
 // createTemp creates the new file beside path, never over anything.
@@ -228,8 +228,8 @@ func regular(f *os.File) error {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return &os.PathError{Op: "stat", Path: f.Name(), Err: err}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return &os.PathError{Op: "open", Path: f.Name(), Err: fmt.Errorf("%w: %s", ErrNotRegular, kind(st.Mode))}
+	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
+		return &os.PathError{Op: "open", Path: f.Name(), Err: fmt.Errorf("%w: %s", ErrNotRegular, kind(uint32(st.Mode)))}
 	}
 	return nil
 }

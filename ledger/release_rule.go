@@ -46,13 +46,14 @@ func (w *writeTx) loadAcquirer(h *holding) error {
 // when it may. A release without Force is the holder's own: from the uid
 // that acquired h and, while h's holder is a running lockledger run, only
 // from that run itself, which releases its holding when its command ends.
-// h.uid must be loaded (loadAcquirer).
+// h.uid must be loaded (loadAcquirer). A holding whose acquiring event the
+// live log no longer has (acquired before uids were recorded, or archived
+// by a prune) has no uid to compare: the caller's uid is not checked, so
+// that its holder can still release it; the running-run rule still holds.
 func (l *Ledger) releaseDenied(h *holding) string {
 	uid, _ := proc.Self()
 	switch {
-	case h.uid == nil:
-		return "the uid that acquired it is not in the live log (acquired before uids were recorded, or archived by a prune), and a release without --force is accepted only from that uid"
-	case *h.uid != uid:
+	case h.uid != nil && *h.uid != uid:
 		return fmt.Sprintf("you are uid %d and it was acquired by uid %d, and a release without --force is accepted only from the uid that acquired it", uid, *h.uid)
 	case l.liveRun(h):
 		return fmt.Sprintf("its holder is a running lockledger run (pid %d), which releases the lock itself when its command ends", h.rec.PID)

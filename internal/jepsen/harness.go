@@ -30,6 +30,7 @@ type Config struct {
 	Duration    time.Duration // with Trials 0
 	TakeOvers   int           // pause classes: also go on until this many trials took the lock over
 	Clients     int           // default 8
+	Hosts       int           // simulated hosts per trial; 0: 2 to 4, drawn per trial
 	Parallel    int           // trials at once, each on its own lock and clients (default 1)
 	TTL         time.Duration // the runs' --ttl, whole seconds (default 2s)
 	Seed        uint64        //

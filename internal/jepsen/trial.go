@@ -48,7 +48,11 @@ func (h *harness) trial(ctx context.Context, n int) (*Result, error) {
 	// depend on how the trials running at once interleave.
 	rng := rand.New(rand.NewPCG(h.cfg.Seed, uint64(n)<<8|uint64(slices.Index(AllFaults, h.cfg.Fault))))
 	lock := fmt.Sprintf("t%05d", n)
-	t := &trial{h: h, n: n, lock: lock, record: h.record(lock), rng: rng, hosts: 2 + rng.IntN(3),
+	hosts := 2 + rng.IntN(3)
+	if h.cfg.Hosts > 0 {
+		hosts = h.cfg.Hosts
+	}
+	t := &trial{h: h, n: n, lock: lock, record: h.record(lock), rng: rng, hosts: hosts,
 		live: map[string]*os.Process{}, current: map[int]string{}, victim: -1, gate: make(chan struct{}), aim: make(chan struct{})}
 	if h.cfg.Fault == FaultKillAcquire {
 		t.victim = rng.IntN(h.cfg.Clients)

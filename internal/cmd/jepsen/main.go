@@ -31,7 +31,8 @@ func main() {
 	faults := flag.String("faults", "all", "comma-separated fault classes: "+fmt.Sprint(jepsen.AllFaults)+", or all")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the nemesis's choices")
 	ttl := flag.Duration("ttl", 2*time.Second, "the runs' --ttl (whole seconds); pauses last 1.5 x ttl")
-	clients := flag.Int("clients", 8, "clients per trial, on 2-4 simulated hosts")
+	clients := flag.Int("clients", 8, "clients per trial, on -hosts simulated hosts")
+	hosts := flag.Int("hosts", 0, "simulated hosts per trial (1: every client on one host, where a take-over stops the old job; 0: 2 to 4, drawn per trial)")
 	parallel := flag.Int("parallel", 4, "trials at once per fault class, each on its own lock with its own clients and record; each worker on a ledger of its own")
 	keep := flag.Bool("keep", false, "keep the work directory (record, roots, the runs' logs)")
 	flag.Parse()
@@ -97,7 +98,7 @@ func main() {
 				die(err)
 			}
 			cfg := jepsen.Config{Bin: bin, Self: self, Store: st, Dir: cdir, Fault: f, Trials: *trials,
-				Duration: *duration, TakeOvers: *takeovers, Clients: *clients, Parallel: *parallel, TTL: *ttl, Seed: *seed + uint64(i), Progress: os.Stderr}
+				Duration: *duration, TakeOvers: *takeovers, Clients: *clients, Hosts: *hosts, Parallel: *parallel, TTL: *ttl, Seed: *seed + uint64(i), Progress: os.Stderr}
 			if st == jepsen.Postgres {
 				name := fmt.Sprintf("jepsen_%d_%d", os.Getpid(), i)
 				if err := cluster.CreateDatabase(name); err != nil {

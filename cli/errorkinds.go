@@ -54,7 +54,7 @@ var ErrorKinds = []ErrorKind{
 	{KindInterrupted, "128+N", "a signal stopped the command (`signal`); `cause` is the error object of what it stopped"},
 	{KindFailure, strconv.Itoa(invocation.ExitFailure), "anything else: I/O, the database, a root lockledger will not write to"},
 	{KindFenceRejected, strconv.Itoa(invocation.ExitNotHolder), "`fence write`: the fencing token is below the one the file has seen " +
-		"(`fencing_token`, `current_token`, `resource`): a later holding of the lock wrote it; nothing was written"},
+		"(`fence`, `resource`, `stale_token`, `current_token`, as in the event): a later holding of the lock wrote it; nothing was written"},
 }
 
 // writeJSONTopic writes the JSON help topic.

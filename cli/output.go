@@ -33,7 +33,7 @@ func errorObject(err error) map[string]any {
 	var fenced *fence.StaleError
 	switch {
 	case errors.As(err, &fenced):
-		return map[string]any{"error": KindFenceRejected, "resource": fenced.Resource, "fencing_token": fenced.Token,
+		return map[string]any{"error": KindFenceRejected, "fence": fenced.Fence, "resource": fenced.Resource, "stale_token": fenced.Token,
 			"current_token": fenced.Current, "message": err.Error(),
 			"suggestion": "a later holding of the lock has written here: this job's lock is gone; stop, do not retry with the same token"}
 	case errors.As(err, &xe):

@@ -56,15 +56,15 @@ func TestFenceWriteRefusesTheOldHoldersWriteAndRecordsIt(t *testing.T) {
 	if err := json.Unmarshal([]byte(rows[0]), &ev); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"lock_name": "deploy", "request_id": oldAcq.RequestID, "fencing_token": float64(oldAcq.FencingToken),
-		"action": "file_write", "destination": target, "host_id": "vm"}
+	want := map[string]any{"lock_name": "deploy", "request_id": oldAcq.RequestID, "stale_token": float64(oldAcq.FencingToken),
+		"fence": "file_write", "resource": target, "host_id": "vm"}
 	for k, v := range want {
 		if ev[k] != v {
 			t.Errorf("fence_rejected %s = %v, want %v\n%s", k, ev[k], v, rows[0])
 		}
 	}
-	if cur, _ := ev["last_seq"].(float64); cur <= float64(oldAcq.FencingToken) {
-		t.Errorf("fence_rejected last_seq %v, want run's token", ev["last_seq"])
+	if cur, _ := ev["current_token"].(float64); cur <= float64(oldAcq.FencingToken) {
+		t.Errorf("fence_rejected current_token %v, want run's token", ev["current_token"])
 	}
 	if h := clitest.Must(t, 0, root, "history", "deploy").Stdout; !strings.Contains(h, "fence_rejected") ||
 		!strings.Contains(h, "REFUSED write to file "+target) {
@@ -90,6 +90,12 @@ func TestFenceWriteRefusesEvenWhenTheLedgerCannotRecord(t *testing.T) {
 	}
 	if got := readFile(t, target); got != "two" {
 		t.Fatalf("the file holds %q", got)
+	}
+	// --json: the error object names the refusal as the event would.
+	o := jsonOut(t, clitest.RunIn(t, empty, "one", "fence", "write", "--json", "--token", "1", "--lock", "x", target))
+	if o["error"] != "fence_rejected" || o["fence"] != "file_write" || o["resource"] != target ||
+		o["stale_token"] != 1.0 || o["current_token"] != 2.0 {
+		t.Fatalf("error object %v", o)
 	}
 	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
 		t.Fatalf("a ledger was made at the empty root: %v", ents)

@@ -48,8 +48,8 @@ func sampleBodies(tb testing.TB) map[events.Type][]byte {
 		events.LedgerProjected: &events.LedgerProjectedPayload{Result: events.AuditOK, Events: 9, Locks: 1, RowsChanged: 1},
 		events.LedgerPruned: &events.Pruned{FirstSeq: 1, LastSeq: 8, Events: 8, HeadHash: "abababababababababababababababababababababababababababababababab", File: "/srv/archive.jsonl",
 			Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")},
-		events.FenceRejected: &events.FenceRejectedPayload{Action: events.FenceFileWrite, Resource: "/srv/app/config.json",
-			FencingToken: 7, CurrentToken: 9},
+		events.FenceRejected: &events.FenceRejectedPayload{Fence: events.FenceFileWrite, Resource: "/srv/app/config.json",
+			StaleToken: 7, CurrentToken: 9},
 		events.LedgerUnpruned: &events.Pruned{FirstSeq: 1, LastSeq: 8, Events: 8, HeadHash: "abababababababababababababababababababababababababababababababab", File: "/srv/archive.jsonl",
 			Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")},
 	}

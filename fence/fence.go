@@ -36,9 +36,9 @@ var ErrStale = errors.New("stale fencing token")
 // StaleError is a write refused because its token was below the
 // resource's current one: a later holding has written there.
 type StaleError struct {
-	// Action is the fence that refused (events.FenceFileWrite,
+	// Fence is the fence that refused (events.FenceFileWrite,
 	// events.FencePostgresWrite, events.FenceCheck).
-	Action   string
+	Fence    string
 	Resource string
 	Token    int64 // the refused write's
 	Current  int64 // the resource's, above Token
@@ -53,7 +53,7 @@ func (e *StaleError) Unwrap() error { return ErrStale }
 
 // Payload is the error as fence_rejected's payload.
 func (e *StaleError) Payload() events.FenceRejectedPayload {
-	return events.FenceRejectedPayload{Action: e.Action, Resource: e.Resource, FencingToken: e.Token, CurrentToken: e.Current}
+	return events.FenceRejectedPayload{Fence: e.Fence, Resource: e.Resource, StaleToken: e.Token, CurrentToken: e.Current}
 }
 
 // ValidToken refuses a token that no acquisition gives (tokens are seqs,
@@ -77,10 +77,10 @@ func ParseToken(field, s string) (int64, error) {
 
 // Check is the rule every fence applies: token passes when it is not
 // below current (equal passes: one holding writes many times). A refusal
-// is a *StaleError with action events.FenceCheck.
+// is a *StaleError with Fence events.FenceCheck.
 func Check(resource string, token, current int64) error {
 	if token < current {
-		return &StaleError{Action: events.FenceCheck, Resource: resource, Token: token, Current: current}
+		return &StaleError{Fence: events.FenceCheck, Resource: resource, Token: token, Current: current}
 	}
 	return nil
 }
@@ -117,7 +117,7 @@ func (f *Fence) Admit(token int64) error {
 // Do runs write when token passes, under the fence's mutex, so that no
 // write with a lower token runs after it. The token becomes current only
 // when write succeeds; a refusal runs nothing. The refusal is a
-// *StaleError (action events.FenceCheck); write's own error is returned as
+// *StaleError (Fence events.FenceCheck); write's own error is returned as
 // it is.
 func (f *Fence) Do(token int64, write func() error) error {
 	if err := ValidToken("fencing token", token); err != nil {

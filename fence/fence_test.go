@@ -18,7 +18,7 @@ func TestCheck(t *testing.T) {
 	}
 	err := fence.Check("r", 4, 5)
 	var stale *fence.StaleError
-	if !errors.As(err, &stale) || !errors.Is(err, fence.ErrStale) || stale.Token != 4 || stale.Current != 5 || stale.Action != events.FenceCheck {
+	if !errors.As(err, &stale) || !errors.Is(err, fence.ErrStale) || stale.Token != 4 || stale.Current != 5 || stale.Fence != events.FenceCheck {
 		t.Fatalf("lower: %v", err)
 	}
 }

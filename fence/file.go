@@ -38,7 +38,7 @@ func SidecarOf(path string) string { return path + SidecarSuffix }
 
 // WriteFile puts data at path when token is not below the token kept in
 // path's sidecar (SidecarOf), and then keeps token there. A lower token
-// is refused with a *StaleError (action events.FenceFileWrite) and the
+// is refused with a *StaleError (Fence events.FenceFileWrite) and the
 // file is left as it was.
 //
 // data is read to its end first, into a new file in path's directory,
@@ -113,7 +113,7 @@ func WriteFile(ctx context.Context, path string, token int64, data io.Reader) er
 		return err
 	}
 	if token < current {
-		return &StaleError{Action: events.FenceFileWrite, Resource: abs, Token: token, Current: current}
+		return &StaleError{Fence: events.FenceFileWrite, Resource: abs, Token: token, Current: current}
 	}
 	// Looked at again under the flock: what stands at path now is what
 	// the rename replaces.

@@ -75,7 +75,7 @@ func TestWriteFileRefusesALowerTokenAndKeepsTheFile(t *testing.T) {
 	if !errors.Is(err, fence.ErrStale) || !errors.As(err, &stale) {
 		t.Fatalf("token 6 after 7: %v, want a *StaleError", err)
 	}
-	if stale.Token != 6 || stale.Current != 7 || stale.Resource != path || stale.Action != events.FenceFileWrite {
+	if stale.Token != 6 || stale.Current != 7 || stale.Resource != path || stale.Fence != events.FenceFileWrite {
 		t.Fatalf("refusal %+v", stale)
 	}
 	if got := content(t, path); got != "seven" || token(t, path) != 7 {

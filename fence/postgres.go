@@ -100,7 +100,7 @@ func InstallPostgres(ctx context.Context, db Execer, tables ...pgx.Identifier) e
 
 // AsStale finds the refusal in err: a *StaleError, or the PostgreSQL
 // fence's (SQLSTATE LF001, from pgx or its database/sql driver) as one
-// with action events.FencePostgresWrite. ok is false for any other error.
+// with Fence events.FencePostgresWrite. ok is false for any other error.
 func AsStale(err error) (stale *StaleError, ok bool) {
 	if errors.As(err, &stale) {
 		return stale, true
@@ -117,5 +117,5 @@ func AsStale(err error) (stale *StaleError, ok bool) {
 	if json.Unmarshal([]byte(pe.Detail), &d) != nil {
 		return nil, false
 	}
-	return &StaleError{Action: events.FencePostgresWrite, Resource: d.Resource, Token: d.Token, Current: d.Current}, true
+	return &StaleError{Fence: events.FencePostgresWrite, Resource: d.Resource, Token: d.Token, Current: d.Current}, true
 }

@@ -84,7 +84,7 @@ func TestPostgresFenceRefusesAStaleRowInTheDatabase(t *testing.T) {
 		t.Fatalf("token 6 after 7: %v, want SQLSTATE %s", err, fence.SQLStateStale)
 	}
 	stale, ok := fence.AsStale(err)
-	if !ok || stale.Resource != "orders" || stale.Token != 6 || stale.Current != 7 || stale.Action != events.FencePostgresWrite {
+	if !ok || stale.Resource != "orders" || stale.Token != 6 || stale.Current != 7 || stale.Fence != events.FencePostgresWrite {
 		t.Fatalf("AsStale: %+v %v", stale, ok)
 	}
 	if state, tok := orderState(t, db); state != "paid" || tok != 7 || fenceToken(t, db, "orders") != 7 {
@@ -110,8 +110,8 @@ func TestPostgresFenceRefusesAStaleRowInTheDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := rejections(t, l)
-	if len(got) != 1 || got[0].Action != events.FencePostgresWrite || got[0].Destination != "orders" ||
-		got[0].FencingToken != 2 || got[0].LastSeq != 7 || got[0].RequestID != "req_stale" {
+	if len(got) != 1 || got[0].Fence != events.FencePostgresWrite || got[0].Resource != "orders" ||
+		got[0].StaleToken != 2 || got[0].CurrentToken != 7 || got[0].RequestID != "req_stale" {
 		t.Fatalf("recorded: %+v", got)
 	}
 	verifyClean(t, l)

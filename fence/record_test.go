@@ -80,8 +80,9 @@ func TestStaleWriteAfterATakeOverIsRefusedAndRecorded(t *testing.T) {
 		t.Fatalf("%d fence_rejected events, want 1", len(got))
 	}
 	ev := got[0]
-	if ev.LockName != "deploy" || ev.RequestID != "req_old" || ev.FencingToken != old.FencingToken ||
-		ev.LastSeq != taker.FencingToken || ev.Destination != path || ev.Action != events.FenceFileWrite || ev.HostID == "" || ev.PID == 0 {
+	if ev.LockName != "deploy" || ev.RequestID != "req_old" || ev.StaleToken != old.FencingToken ||
+		ev.CurrentToken != taker.FencingToken || ev.Resource != path || ev.Fence != events.FenceFileWrite || ev.HostID == "" || ev.PID == 0 ||
+		ev.FencingToken != 0 {
 		t.Fatalf("fence_rejected: %s", ev.Body)
 	}
 	verifyClean(t, l)
@@ -108,11 +109,11 @@ func TestRecordFenceRejectedRefusesBadInput(t *testing.T) {
 		lock string
 		p    events.FenceRejectedPayload
 	}{
-		{"Deploy", events.FenceRejectedPayload{Action: events.FenceCheck, Resource: "r", FencingToken: 1, CurrentToken: 2}},
-		{"deploy", events.FenceRejectedPayload{Action: "delete", Resource: "r", FencingToken: 1, CurrentToken: 2}},
-		{"deploy", events.FenceRejectedPayload{Action: events.FenceCheck, Resource: "", FencingToken: 1, CurrentToken: 2}},
-		{"deploy", events.FenceRejectedPayload{Action: events.FenceCheck, Resource: "r", FencingToken: 0, CurrentToken: 2}},
-		{"deploy", events.FenceRejectedPayload{Action: events.FenceCheck, Resource: "r", FencingToken: 3, CurrentToken: 3}},
+		{"Deploy", events.FenceRejectedPayload{Fence: events.FenceCheck, Resource: "r", StaleToken: 1, CurrentToken: 2}},
+		{"deploy", events.FenceRejectedPayload{Fence: "delete", Resource: "r", StaleToken: 1, CurrentToken: 2}},
+		{"deploy", events.FenceRejectedPayload{Fence: events.FenceCheck, Resource: "", StaleToken: 1, CurrentToken: 2}},
+		{"deploy", events.FenceRejectedPayload{Fence: events.FenceCheck, Resource: "r", StaleToken: 0, CurrentToken: 2}},
+		{"deploy", events.FenceRejectedPayload{Fence: events.FenceCheck, Resource: "r", StaleToken: 3, CurrentToken: 3}},
 	} {
 		if err := l.RecordFenceRejected(ctx, c.lock, ledger.Identity{}, c.p); !errors.Is(err, events.ErrInvalid) {
 			t.Errorf("%s %+v: %v, want invalid input", c.lock, c.p, err)
@@ -122,11 +123,11 @@ func TestRecordFenceRejectedRefusesBadInput(t *testing.T) {
 		t.Fatalf("%d events written", len(got))
 	}
 	// A resource of any bytes is recorded, escaped.
-	if err := l.RecordFenceRejected(ctx, "deploy", ledger.Identity{}, events.FenceRejectedPayload{Action: events.FenceFileWrite,
-		Resource: "/tmp/a\nb\xff", FencingToken: 1, CurrentToken: 2}); err != nil {
+	if err := l.RecordFenceRejected(ctx, "deploy", ledger.Identity{}, events.FenceRejectedPayload{Fence: events.FenceFileWrite,
+		Resource: "/tmp/a\nb\xff", StaleToken: 1, CurrentToken: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if got := rejections(t, l); len(got) != 1 || got[0].Destination != `/tmp/a\nb\xff` {
+	if got := rejections(t, l); len(got) != 1 || got[0].Resource != `/tmp/a\nb\xff` {
 		t.Fatalf("escaped resource: %+v", got)
 	}
 	verifyClean(t, l)

@@ -433,6 +433,14 @@ func (d *fastDecoder) event(ev *Event) bool {
 			return d.setStr(&ev.Mode)
 		case schema.EventLimit:
 			return d.setInt64(&ev.Limit)
+		case schema.EventFence:
+			return d.setStr(&ev.Fence)
+		case schema.EventResource:
+			return d.setStr(&ev.Resource)
+		case schema.EventStaleToken:
+			return d.setInt64(&ev.StaleToken)
+		case schema.EventCurrentToken:
+			return d.setInt64(&ev.CurrentToken)
 		}
 		return false // a field the fast path does not decode
 	})

@@ -99,6 +99,14 @@ type Event struct {
 	RowsChanged  int `json:"rows_changed"`
 	FilesChanged int `json:"files_changed"`
 
+	// fence_rejected: the fence that refused, the resource, the token the
+	// refused write carried and the resource's (StaleToken is no
+	// holding's, so it is not FencingToken)
+	Fence        string `json:"fence"`
+	Resource     string `json:"resource"`
+	StaleToken   int64  `json:"stale_token"`
+	CurrentToken int64  `json:"current_token"`
+
 	// Time is At parsed.
 	Time time.Time `json:"-"`
 	// Body is the stored canonical body: exactly the hashed bytes.

@@ -260,7 +260,7 @@ func (s *State) Len() int { return len(s.locks) }
 //     projections to match this fold, it never changes the holder) and
 //     job_processes (a job's leftover processes, after its lock's own
 //     events) and fence_rejected (a stale write a fence refused; its
-//     fencing_token is the writer's, no holding's): change nothing but Last.
+//     stale_token is the writer's, no holding's): change nothing but Last.
 //   - ledger_exported, ledger_verified, ledger_projected: about the ledger,
 //     not a lock (they have no lock_name): change no lock, and make none.
 func (s *State) Apply(ev *Event) {

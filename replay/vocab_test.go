@@ -88,7 +88,7 @@ func TestRecordOnlyEventsVerifyAndChangeNoState(t *testing.T) {
 		events.JobProcesses: g.add(events.JobProcesses, "x", "req_a", &events.JobProcessesPayload{JobRequestID: "req_a",
 			PIDs: []int{100, 101}, Action: events.JobKilled, Note: "left the process group"}),
 		events.FenceRejected: g.add(events.FenceRejected, "x", "req_old", &events.FenceRejectedPayload{
-			Action: events.FenceFileWrite, Resource: "/srv/app/release.txt", FencingToken: a, CurrentToken: a + 1}),
+			Fence: events.FenceFileWrite, Resource: "/srv/app/release.txt", StaleToken: a, CurrentToken: a + 1}),
 	}
 	// The same on a lock the ledger never held: nothing to free, nothing
 	// inconsistent.

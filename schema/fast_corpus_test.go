@@ -275,7 +275,7 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 	for _, p := range objectPaths(root, nil) {
 		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "unreadable_file", "note", "foreign", "Seq",
 			"action", "state", "superseded_by", "pids", "changes", "uid", "user", "lock_name", "events", "destination", "result",
-			"mode", "limit", "rollback_accepted", "ledger_id", "hash", "waited_seconds"} {
+			"mode", "limit", "rollback_accepted", "ledger_id", "hash", "waited_seconds", "fence", "resource", "stale_token", "current_token"} {
 			c := deepCopy(root)
 			if len(p) == 0 {
 				c.(map[string]any)[extra] = json.RawMessage(`"x"`)

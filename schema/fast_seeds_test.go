@@ -236,12 +236,12 @@ func validSeeds(tb testing.TB) []seedBody {
 		&events.Pruned{FirstSeq: 34, LastSeq: 34, Events: 1, HeadHash: "abababababababababababababababababababababababababababababababab", File: "/srv/archive.jsonl",
 			Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")}))
 	add("fence rejected file", events.FenceRejected, mustBody(tb, env(events.FenceRejected, 37, "req_z"),
-		&events.FenceRejectedPayload{Action: events.FenceFileWrite, Resource: "/srv/app/config.json", FencingToken: 7, CurrentToken: 9}))
+		&events.FenceRejectedPayload{Fence: events.FenceFileWrite, Resource: "/srv/app/config.json", StaleToken: 7, CurrentToken: 9}))
 	full()
 	add("fence rejected postgres", events.FenceRejected, mustBody(tb, env(events.FenceRejected, 38, "r"),
-		&events.FenceRejectedPayload{Action: events.FencePostgresWrite, Resource: "orders", FencingToken: 1, CurrentToken: 1 << 40}))
+		&events.FenceRejectedPayload{Fence: events.FencePostgresWrite, Resource: "orders", StaleToken: 1, CurrentToken: 1 << 40}))
 	add("fence rejected check", events.FenceRejected, mustBody(tb, env(events.FenceRejected, 39, "req_1"),
-		&events.FenceRejectedPayload{Action: events.FenceCheck, Resource: "x", FencingToken: 2, CurrentToken: 3}))
+		&events.FenceRejectedPayload{Fence: events.FenceCheck, Resource: "x", StaleToken: 2, CurrentToken: 3}))
 	add("lock file", events.Type(schema.LockFile), prev.File())
 	full()
 	return out

@@ -202,6 +202,10 @@ const (
 	EventRowsChanged
 	EventFilesChanged
 	EventRollbackAccepted
+	EventFence
+	EventResource
+	EventStaleToken
+	EventCurrentToken
 	nEventFields
 )
 
@@ -274,6 +278,10 @@ var eventNames = []string{
 	EventRowsChanged:         "rows_changed",
 	EventFilesChanged:        "files_changed",
 	EventRollbackAccepted:    "rollback_accepted",
+	EventFence:               "fence",
+	EventResource:            "resource",
+	EventStaleToken:          "stale_token",
+	EventCurrentToken:        "current_token",
 }
 
 func eventLookup(k []byte) int {
@@ -408,6 +416,14 @@ func eventLookup(k []byte) int {
 		return int(EventFilesChanged)
 	case "rollback_accepted":
 		return int(EventRollbackAccepted)
+	case "fence":
+		return int(EventFence)
+	case "resource":
+		return int(EventResource)
+	case "stale_token":
+		return int(EventStaleToken)
+	case "current_token":
+		return int(EventCurrentToken)
 	}
 	return -1
 }
@@ -455,7 +471,7 @@ var eventAllowed = [...]fieldSet{
 	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged, 1 << (EventRollbackAccepted - 64)},
 	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile},
 	kLedgerUnpruned:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile},
-	kFenceRejected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventAction | 1<<EventLastSeq | 1<<EventDestination},
+	kFenceRejected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser, 1<<(EventFence-64) | 1<<(EventResource-64) | 1<<(EventStaleToken-64) | 1<<(EventCurrentToken-64)},
 }
 
 var eventRequired = [...]fieldSet{
@@ -473,7 +489,7 @@ var eventRequired = [...]fieldSet{
 	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventLocks | 1<<EventRowsChanged | 1<<EventFilesChanged},
 	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash},
 	kLedgerUnpruned:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash},
-	kFenceRejected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventFencingToken | 1<<EventAction | 1<<EventLastSeq | 1<<EventDestination},
+	kFenceRejected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID, 1<<(EventFence-64) | 1<<(EventResource-64) | 1<<(EventStaleToken-64) | 1<<(EventCurrentToken-64)},
 }
 
 func checkEventField(v *validator, f int) *verr {
@@ -616,10 +632,8 @@ func checkEventField(v *validator, f int) *verr {
 		switch v.k {
 		case kActionRefused:
 			return v.enum(actionValues)
-		case kJobProcesses:
-			return v.enum(actionInJobProcessesValues)
 		}
-		return v.enum(actionInFenceRejectedValues) // kFenceRejected
+		return v.enum(actionInJobProcessesValues) // kJobProcesses
 	case EventChanges:
 		return v.array(1, 64, itemChanges)
 	case EventMovedAside:
@@ -637,11 +651,7 @@ func checkEventField(v *validator, f int) *verr {
 	case EventFirstSeq:
 		return v.integer(1, noMax)
 	case EventLastSeq:
-		switch v.k {
-		case kLedgerExported, kLedgerVerified, kLedgerPruned, kLedgerUnpruned:
-			return v.integer(1, noMax)
-		}
-		return v.integer(2, noMax) // kFenceRejected
+		return v.integer(1, noMax)
 	case EventEvents:
 		switch v.k {
 		case kLedgerExported, kLedgerVerified, kLedgerProjected:
@@ -651,11 +661,7 @@ func checkEventField(v *validator, f int) *verr {
 	case EventFormat:
 		return v.enum(formatInLedgerExportedValues)
 	case EventDestination:
-		switch v.k {
-		case kLedgerExported:
-			return v.constOrAbsPath("stdout", 2, 4096)
-		}
-		return v.str(1, 4096) // kFenceRejected
+		return v.constOrAbsPath("stdout", 2, 4096)
 	case EventProblems:
 		return v.integer(0, noMax)
 	case EventHeadHash:
@@ -670,6 +676,14 @@ func checkEventField(v *validator, f int) *verr {
 		return v.integer(0, noMax)
 	case EventRollbackAccepted:
 		return v.record(&pinSchema, pinAll, pinRequired)
+	case EventFence:
+		return v.enum(fenceValues)
+	case EventResource:
+		return v.str(1, 4096)
+	case EventStaleToken:
+		return v.integer(1, noMax)
+	case EventCurrentToken:
+		return v.integer(2, noMax)
 	}
 	panic("schema: unhandled event field")
 }
@@ -1166,7 +1180,7 @@ var (
 	formatInLedgerExportedValues  = []string{"jsonl", "csv"}
 	resultInLedgerVerifiedValues  = []string{"ok", "failed"}
 	resultInLedgerProjectedValues = []string{"ok", "refused"}
-	actionInFenceRejectedValues   = []string{"file_write", "postgres_write", "check"}
+	fenceValues                   = []string{"file_write", "postgres_write", "check"}
 )
 
 // itemKind is the items schema of an array.

@@ -305,7 +305,7 @@ func Details(ev *replay.Event) string {
 			add("note %q", ev.Note)
 		}
 	case events.FenceRejected:
-		add("REFUSED %s %s: token %d, below %d", fenceWrite(ev.Action), ev.Destination, ev.FencingToken, ev.LastSeq)
+		add("REFUSED %s %s: token %d, below %d", fenceWrite(ev.Fence), ev.Resource, ev.StaleToken, ev.CurrentToken)
 	case events.LedgerExported:
 		add("exported %s%s", eventCount(ev.Events), seqRange(ev.FirstSeq, ev.LastSeq))
 		if ev.Since != "" {
@@ -496,9 +496,9 @@ func EventColor(ev *replay.Event) string {
 	return ""
 }
 
-// fenceWrite is fence_rejected's action in words, before its resource.
-func fenceWrite(action string) string {
-	switch action {
+// fenceWrite is fence_rejected's fence in words, before its resource.
+func fenceWrite(fence string) string {
+	switch fence {
 	case events.FenceFileWrite:
 		return "write to file"
 	case events.FencePostgresWrite:

@@ -47,7 +47,7 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 			[]string{"pruned 9 events (seq 1-9) from the live store, archive sha256 " + strings.Repeat("ab", 32) + ", archive file /srv/a.jsonl"}, AnsiMagenta},
 		{replay.Event{FirstSeq: 1, LastSeq: 9, Events: 9, File: "/srv/a.jsonl", Note: events.PruneNote(strings.Repeat("ab", 32), strings.Repeat("cd", 32))},
 			[]string{"put 9 events (seq 1-9) back into the live store, archive sha256 " + strings.Repeat("ab", 32) + ", archive file /srv/a.jsonl"}, AnsiMagenta},
-		{replay.Event{Action: events.FenceFileWrite, Destination: "/srv/app/release.txt", FencingToken: 4, LastSeq: 6},
+		{replay.Event{Fence: events.FenceFileWrite, Resource: "/srv/app/release.txt", StaleToken: 4, CurrentToken: 6},
 			[]string{"REFUSED write to file /srv/app/release.txt: token 4, below 6"}, ansiRed},
 	}
 	for i, typ := range events.Types {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/cli/lockcmd"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
 )
@@ -95,6 +96,10 @@ var Environment = []EnvVar{
 		Meaning: "the default of --checkpoint-every: with a key, sign a checkpoint every this many events"},
 	{Name: "LOCKLEDGER_CHECKPOINT_INTERVAL", Scope: FlagCommands, Flag: "checkpoint-interval",
 		Meaning: "the default of --checkpoint-interval: with a key, the first write after this long without a checkpoint signs one"},
+	{Name: lockcmd.EnvReleaseSecret, Scope: NamedCommands, Commands: []string{"release"},
+		Meaning: "the release secret acquire gave the holding's acquirer (--print-release-secret, --release-secret-file), " +
+			"presented by release --request-id when neither --secret nor --secret-file is given (not with --force): " +
+			"accepted from any uid"},
 	{Name: "LOCKLEDGER_LOCK", Scope: NamedCommands, Commands: []string{"run", "write"}, Set: true,
 		Meaning: "set by run for its command: the lock it holds (fence write's default --lock)"},
 	{Name: "LOCKLEDGER_REQUEST_ID", Scope: NamedCommands, Commands: []string{"run", "write"}, Set: true,

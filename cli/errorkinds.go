@@ -46,7 +46,7 @@ var ErrorKinds = []ErrorKind{
 	{KindLockStale, strconv.Itoa(invocation.ExitStale), "the holder stopped heartbeating (`stale_since`, `held_by`): `--force` takes it over"},
 	{KindNotHolder, strconv.Itoa(invocation.ExitNotHolder), "the request does not hold the lock (`held_by` is who does, or null); " +
 		"or it does and the caller is not its holder (`denied` names the rule: another uid than the one that acquired it, " +
-		"or a running `lockledger run` holds it; `suggestion` is the `release --force` to use)"},
+		"or a running `lockledger run` holds it, or the release secret given is wrong; `suggestion` is the `release --force` to use)"},
 	{KindLockLost, strconv.Itoa(invocation.ExitNotHolder), "the request held the lock and lost it (taken over, or its TTL ran out)"},
 	{KindBrokenChain, strconv.Itoa(invocation.ExitFailure), "the hash chain does not verify (`first_bad`, `problem_count`): nothing was written"},
 	{KindCommandNotFound, strconv.Itoa(ExitCommandNotFound), "`run`: the command does not exist (`command`)"},

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -168,5 +169,151 @@ func TestReleaseOfARunningRun(t *testing.T) {
 	}
 	if ev["pid"] == held["pid"] {
 		t.Fatalf("the forced release's envelope is the run's: %v", ev)
+	}
+}
+
+// TestReleaseWithTheSecret: in a root two users share, alice acquires with
+// a release secret; bob's release with a wrong secret is refused (exit 5
+// naming the rule) and recorded as action_refused by him; with hers (from
+// $LOCKLEDGER_RELEASE_SECRET, and from a file) it is accepted and recorded
+// as bob's, held_by naming alice's holding and authorized_by
+// release_secret. The secret itself is nowhere in the ledger's files,
+// lock files or history.
+func TestReleaseWithTheSecret(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to run lockledger as two other users (runs as root in CI)")
+	}
+	dir, bin := binForOthers(t)
+	home := filepath.Join(dir, "alice")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, aliceUID, aliceUID); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(home, "team", "locks-root")
+	as := func(uid int, actor string, env []string, args ...string) clitest.Result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, bin, args...)
+		c.Env = append(append(clitest.Env(root, clitest.TrustDirAs(t, root, uid)), "LOCKLEDGER_ACTOR="+actor), env...)
+		c.Dir = "/"
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid),
+			Groups: []uint32{teamGID}}}
+		return clitest.Exec(t, c)
+	}
+	must := func(uid int, actor string, env []string, args ...string) string {
+		t.Helper()
+		r := as(uid, actor, env, args...)
+		if r.Code != 0 {
+			t.Fatalf("uid %d: lockledger %s: exit %d\n%s", uid, strings.Join(args, " "), r.Code, r.Stderr)
+		}
+		return strings.TrimSpace(r.Stdout)
+	}
+	num := func(m map[string]any, k string) int {
+		t.Helper()
+		f, ok := m[k].(float64)
+		if !ok {
+			t.Fatalf("%s: not a number in %v", k, m)
+		}
+		return int(f)
+	}
+	var secrets []string
+
+	// Text output: the request id, then the secret.
+	out := strings.Split(must(aliceUID, "alice", nil, "--group", strconv.Itoa(teamGID), "acquire", "deploy",
+		"--holder", "none", "--print-release-secret"), "\n")
+	if len(out) != 2 || len(out[1]) < 22 {
+		t.Fatalf("acquire --print-release-secret printed %q, want the request id and a secret", out)
+	}
+	rid, secret := out[0], out[1]
+	secrets = append(secrets, secret)
+
+	// A wrong secret: refused, recorded as bob's, the lock still held.
+	r := as(bobUID, "bob", []string{"LOCKLEDGER_RELEASE_SECRET=" + secret + "x"}, "release", "deploy", "--request-id", rid)
+	if r.Code != 5 || !strings.Contains(r.Stderr, "release secret given is not the one") {
+		t.Fatalf("bob's release with a wrong secret: exit %d, want 5 naming the rule\n%s", r.Code, r.Stderr)
+	}
+	typ, ev := lastEvent(t, root)
+	if typ != "action_refused" || ev["actor"] != "bob" || num(ev, "uid") != bobUID || ev["action"] != "release" {
+		t.Fatalf("the refusal is recorded as %s %v, want action_refused by bob (uid %d)", typ, ev, bobUID)
+	}
+	if st := must(bobUID, "bob", nil, "status", "deploy"); !strings.Contains(st, "held") {
+		t.Fatalf("the refused release freed the lock: %s", st)
+	}
+
+	// Alice's secret, from the environment: accepted, and bob's.
+	must(bobUID, "bob", []string{"LOCKLEDGER_RELEASE_SECRET=" + secret}, "release", "deploy", "--request-id", rid)
+	typ, ev = lastEvent(t, root)
+	held, _ := ev["held_by"].(map[string]any)
+	if typ != "lock_released" || ev["actor"] != "bob" || num(ev, "uid") != bobUID || ev["forced"] != false ||
+		ev["authorized_by"] != "release_secret" || ev["released_request_id"] != rid || held == nil ||
+		held["request_id"] != rid || held["actor"] != "alice" || num(held, "uid") != aliceUID {
+		t.Fatalf("bob's release with alice's secret is recorded as %s %v, want bob's, naming alice's holding", typ, ev)
+	}
+
+	// --json carries release_secret; a secret file (0600) works the same,
+	// read by bob from standard input.
+	var obj map[string]any
+	r = as(aliceUID, "alice", nil, "acquire", "deploy", "--holder", "none", "--print-release-secret", "--json")
+	if err := json.Unmarshal([]byte(r.Stdout), &obj); err != nil || obj["release_secret"] == nil {
+		t.Fatalf("acquire --print-release-secret --json: %v %s", err, r.Stdout)
+	}
+	secrets = append(secrets, obj["release_secret"].(string))
+	must(aliceUID, "alice", nil, "release", "deploy", "--request-id", obj["request_id"].(string))
+	file := filepath.Join(home, "secret")
+	rid = must(aliceUID, "alice", nil, "acquire", "deploy", "--holder", "none", "--release-secret-file", file)
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("--release-secret-file: %v %v, want a file of mode 0600", fi, err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets = append(secrets, strings.TrimSpace(string(b)))
+	if r := as(aliceUID, "alice", nil, "acquire", "other", "--release-secret-file", file); r.Code != 2 ||
+		!strings.Contains(r.Stderr, "--release-secret-file") {
+		t.Fatalf("--release-secret-file over an existing file: exit %d, want 2\n%s", r.Code, r.Stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, bin, "release", "deploy", "--request-id", rid, "--secret-file", "-")
+	c.Env = append(clitest.Env(root, clitest.TrustDirAs(t, root, bobUID)), "LOCKLEDGER_ACTOR=bob")
+	c.Dir, c.Stdin = "/", bytes.NewReader(b)
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: bobUID, Gid: bobUID, Groups: []uint32{teamGID}}}
+	if r := clitest.Exec(t, c); r.Code != 0 {
+		t.Fatalf("bob's release with the secret on stdin: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if typ, ev := lastEvent(t, root); typ != "lock_released" || ev["actor"] != "bob" || ev["authorized_by"] != "release_secret" {
+		t.Fatalf("bob's release with the secret file is recorded as %s %v", typ, ev)
+	}
+
+	// The secret is nowhere: not in the database's files, the lock files
+	// or history; its SHA-256 is in lock_acquired.
+	hist := must(aliceUID, "alice", nil, "history", "deploy", "--json")
+	if !strings.Contains(hist, "release_secret_sha256") {
+		t.Fatalf("history --json has no release_secret_sha256:\n%s", hist)
+	}
+	for _, s := range secrets {
+		if strings.Contains(hist, s) {
+			t.Fatalf("history --json shows the secret %s", s)
+		}
+		filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || !fi.Mode().IsRegular() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(b, []byte(s)) {
+				t.Fatalf("%s holds the secret %s", p, s)
+			}
+			return nil
+		})
+	}
+	if out := must(aliceUID, "alice", nil, "verify"); !strings.Contains(out, "verify: OK") {
+		t.Fatalf("verify: %s", out)
 	}
 }

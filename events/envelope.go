@@ -89,6 +89,10 @@ type Acquired struct {
 	// its pid names its process; 0 where it was unknown. nil in events
 	// written before it was recorded and on systems without namespaces.
 	PIDNS *int64 `json:"pid_ns,omitempty"`
+	// ReleaseSecretSHA256 is the SHA-256 (hex) of the release secret the
+	// acquirer alone received, when it asked for one: a release that
+	// presents the secret is accepted from any uid. Never the secret.
+	ReleaseSecretSHA256 string `json:"release_secret_sha256,omitempty"`
 }
 
 // Target is one extra lock file a holding projects: a format and an absolute path.
@@ -136,7 +140,15 @@ type Released struct {
 	// releaser (the envelope) is not the holder itself: another process,
 	// actor, uid or host.
 	HeldBy *Holder `json:"held_by,omitempty"`
+	// AuthorizedBy is AuthorizedByReleaseSecret when the release was
+	// accepted from a caller other than the holder because it presented the
+	// holding's release secret.
+	AuthorizedBy string `json:"authorized_by,omitempty"`
 }
+
+// AuthorizedByReleaseSecret is lock_released's authorized_by for a release
+// accepted on the holding's release secret.
+const AuthorizedByReleaseSecret = "release_secret"
 
 // Refused is action_refused's payload: who asked is the envelope; what
 // was refused, why (the error shown to the caller), and the holder at the

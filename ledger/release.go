@@ -28,6 +28,11 @@ type ReleaseRequest struct {
 	// FencingToken, when set, releases only the holding with that token: a
 	// request id reclaimed by another process is no longer the caller's.
 	FencingToken int64
+	// Secret is the holding's release secret (Acquisition.ReleaseSecret):
+	// with it a release without Force is accepted from any uid, recorded
+	// with authorized_by release_secret when the caller is not the holder
+	// by the uid rule. A wrong secret is refused. Force ignores it.
+	Secret string
 }
 
 // ReleaseOutcome says what a release did: freed a holder's lock, or found
@@ -56,7 +61,9 @@ type ReleaseOutcome struct {
 // refusal recorded as action_refused; so is a release without Force by a
 // caller that is not the holding's (NotHolderError.Denied): another uid
 // than the one that acquired it, or anyone but a running lockledger run
-// that holds it. lock_released's envelope is always the caller's; when the
+// that holds it, unless it presents the holding's release secret
+// (ReleaseRequest.Secret; recorded as authorized_by release_secret). A wrong
+// secret is refused the same way. lock_released's envelope is always the caller's; when the
 // caller is not the holder itself, released_request_id and held_by (with
 // the holder's uid) say whose holding it was.
 func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutcome, error) {
@@ -71,6 +78,13 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 	}
 	if err := events.ValidText("reason", req.Note, 1024, true); err != nil {
 		return nil, err
+	}
+	if len(req.Secret) > maxReleaseSecret {
+		// Never echoed: the value is a secret.
+		return nil, events.Invalid("release secret", "", fmt.Sprintf("must be at most %d bytes", maxReleaseSecret))
+	}
+	if req.Force {
+		req.Secret = ""
 	}
 	if req.ExitCode != nil && (*req.ExitCode < 0 || *req.ExitCode > 255) {
 		return nil, events.Invalid("exit code", fmt.Sprint(*req.ExitCode), "must be 0-255")
@@ -111,12 +125,13 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 				if err := w.loadAcquirer(s.holding); err != nil {
 					return nil, err
 				}
-				if why := l.releaseDenied(s.holding); why != "" && !req.Force {
+				why, bySecret := l.releaseDenied(s.holding, req.Secret)
+				if why != "" && !req.Force {
 					rec := s.rec
 					return w.refuse(events.ActionRelease, id, s.holding,
 						&NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &rec, Denied: why})
 				}
-				out, err = w.releaseShared(s, id, req)
+				out, err = w.releaseShared(s, id, req, bySecret)
 				return nil, err
 			}
 		}
@@ -168,8 +183,10 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 		if err := w.loadAcquirer(h); err != nil {
 			return nil, err
 		}
+		bySecret := false
 		if mine {
-			if why := l.releaseDenied(h); why != "" {
+			var why string
+			if why, bySecret = l.releaseDenied(h, req.Secret); why != "" {
 				return w.refuse(events.ActionRelease, id, h,
 					&NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Denied: why})
 			}
@@ -187,6 +204,9 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			FailureStep: req.FailureStep, ExitCode: req.ExitCode, Forced: !mine, FencingToken: h.token, Note: req.Note}
 		if p.HeldBy = w.heldByOther(id, h); !mine || p.HeldBy != nil {
 			p.ReleasedRequestID = h.rec.RequestID
+		}
+		if bySecret {
+			p.AuthorizedBy = events.AuthorizedByReleaseSecret
 		}
 		if h.foreign && (h.created.IsZero() || h.created.After(w.now)) {
 			p.HeldDurationSeconds = 0

@@ -30,27 +30,48 @@ func (w *writeTx) loadAcquirer(h *holding) error {
 		return err
 	}
 	var env struct {
-		Type events.Type `json:"type"`
-		UID  *int        `json:"uid"`
+		Type      events.Type `json:"type"`
+		UID       *int        `json:"uid"`
+		SecretSum string      `json:"release_secret_sha256"`
 	}
 	if err := json.Unmarshal(body, &env); err != nil {
 		return fmt.Errorf("ledger: the acquiring event of %s (seq %d): %w", h.rec.RequestID, h.token, err)
 	}
 	if env.Type == events.LockAcquired || env.Type == events.LockStolen {
-		h.uid = env.UID
+		h.uid, h.secretSum = env.UID, env.SecretSum
 	}
 	return nil
 }
 
 // releaseDenied says why the caller may not release h without Force, ""
-// when it may. A release without Force is the holder's own: from the uid
-// that acquired h and, while h's holder is a running lockledger run, only
-// from that run itself, which releases its holding when its command ends.
-// h.uid must be loaded (loadAcquirer). A holding whose acquiring event the
-// live log no longer has (acquired before uids were recorded, or archived
-// by a prune) has no uid to compare: the caller's uid is not checked, so
-// that its holder can still release it; the running-run rule still holds.
-func (l *Ledger) releaseDenied(h *holding) string {
+// when it may, and whether it may only because it presented h's release
+// secret. A release without Force is the holder's own: from the uid that
+// acquired h and, while h's holder is a running lockledger run, only from
+// that run itself, which releases its holding when its command ends; or
+// from anyone who presents the release secret only h's acquirer received.
+// A secret presented is always checked: a wrong one is refused. h.uid and
+// h.secretSum must be loaded (loadAcquirer). A holding whose acquiring
+// event the live log no longer has (acquired before uids were recorded, or
+// archived by a prune) has no uid to compare: a caller without a secret is
+// then not checked by uid, so that its holder can still release it; the
+// running-run rule still holds.
+func (l *Ledger) releaseDenied(h *holding, secret string) (why string, bySecret bool) {
+	if secret != "" {
+		switch {
+		case h.secretSum == "":
+			return "it was acquired without a release secret (or its acquiring event is no longer in the live log), " +
+				"so no secret releases it; a release without --force is accepted only from the uid that acquired it", false
+		case !secretMatches(h, secret):
+			return "the release secret given is not the one its acquirer received, and a release without --force " +
+				"is accepted only from the uid that acquired it or with that secret", false
+		}
+		return "", l.holderDenied(h) != ""
+	}
+	return l.holderDenied(h), false
+}
+
+// holderDenied is releaseDenied's rule for a caller without a secret.
+func (l *Ledger) holderDenied(h *holding) string {
 	uid, _ := proc.Self()
 	switch {
 	case h.uid != nil && *h.uid != uid:

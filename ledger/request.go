@@ -49,6 +49,11 @@ type AcquireRequest struct {
 	// Limit makes the lock a semaphore of Limit slots (implies Shared);
 	// every holder must pass the same Limit.
 	Limit int64
+	// ReleaseSecret asks for a release secret: a random secret returned
+	// in Acquisition.ReleaseSecret and nowhere else (the ledger records only
+	// its SHA-256), with which a release is accepted from any uid
+	// (ReleaseRequest.Secret).
+	ReleaseSecret bool
 }
 
 func (r *AcquireRequest) validate() error {
@@ -144,6 +149,10 @@ type Acquisition struct {
 	// Limit its semaphore's slots (0: none).
 	Mode  string
 	Limit int64
+	// ReleaseSecret is the release secret AcquireRequest.ReleaseSecret asked
+	// for: this value is the only copy. "" when none was asked for, and when
+	// Already (the secret of an earlier acquisition is not kept).
+	ReleaseSecret string
 	// sent is when the call that took the lock began (monotonic clock): the
 	// ledger's heartbeat time for it is no earlier, so a lease deadline
 	// counted from it never ends after the lock's TTL does.

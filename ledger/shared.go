@@ -390,7 +390,7 @@ func (w *writeTx) heartbeatShared(s *sharedHolding, id Identity) (*Acquisition, 
 }
 
 // releaseShared frees a shared holding.
-func (w *writeTx) releaseShared(s *sharedHolding, id Identity, req ReleaseRequest) (*ReleaseOutcome, error) {
+func (w *writeTx) releaseShared(s *sharedHolding, id Identity, req ReleaseRequest, bySecret bool) (*ReleaseOutcome, error) {
 	p := &events.Released{HeldDurationSeconds: seconds(w.now.Sub(s.created)), Result: req.Result,
 		FailureStep: req.FailureStep, ExitCode: req.ExitCode, FencingToken: s.token}
 	if req.Force {
@@ -400,6 +400,9 @@ func (w *writeTx) releaseShared(s *sharedHolding, id Identity, req ReleaseReques
 	}
 	if p.HeldBy = w.heldByOther(id, s.holding); p.Forced || p.HeldBy != nil {
 		p.ReleasedRequestID = s.rec.RequestID
+	}
+	if bySecret {
+		p.AuthorizedBy = events.AuthorizedByReleaseSecret
 	}
 	ev, err := w.append(events.LockReleased, id, p)
 	if err != nil {

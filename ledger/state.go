@@ -33,6 +33,9 @@ type holding struct {
 	// uid is the uid that acquired the holding, once loadAcquirer read it
 	// (nil before, and when the live log does not have it).
 	uid *int
+	// secretSum is the SHA-256 hex of the holding's release secret, once
+	// loadAcquirer read it ("" before, and when none was asked for).
+	secretSum string
 }
 
 // judge applies lockledger's state rules (held, stale, dead) to a holder at instant now, with

@@ -77,6 +77,9 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 		Mode: req.mode(), Limit: req.Limit, WaitedSeconds: seconds(req.Waited), PIDNS: h.pidNS}
 	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, FencingToken: token, Record: h.rec,
 		Mode: req.mode(), Limit: req.Limit}
+	if req.ReleaseSecret {
+		out.ReleaseSecret, acq.ReleaseSecretSHA256 = newReleaseSecret()
+	}
 	var ev *events.Event
 	if prev == nil {
 		acq.Note = note // a steal that found the lock free

@@ -262,11 +262,12 @@ func (d *fastDecoder) setBool(p *bool) bool {
 }
 
 // once marks field f seen: a second occurrence is left to json.Unmarshal.
-func once(seen *uint64, f uint) bool {
-	if *seen&(1<<f) != 0 {
+func once(seen *[2]uint64, f uint) bool {
+	w, bit := &seen[f/64], uint64(1)<<(f%64)
+	if *w&bit != 0 {
 		return false
 	}
-	*seen |= 1 << f
+	*w |= bit
 	return true
 }
 
@@ -277,7 +278,7 @@ type osUserBox struct {
 }
 
 func (d *fastDecoder) event(ev *Event) bool {
-	var seen uint64
+	var seen [2]uint64
 	var box *osUserBox
 	osUser := func() *osUserBox {
 		if box == nil {
@@ -377,6 +378,10 @@ func (d *fastDecoder) event(ev *Event) bool {
 		case schema.EventPIDNS:
 			ev.PIDNS = new(int64)
 			return d.setInt64(ev.PIDNS)
+		case schema.EventReleaseSecretSha256:
+			return d.setStr(&ev.ReleaseSecretSHA256)
+		case schema.EventAuthorizedBy:
+			return d.setStr(&ev.AuthorizedBy)
 		case schema.EventForeign:
 			return d.setBool(&ev.Foreign)
 		case schema.EventSupersededBy:
@@ -522,7 +527,7 @@ func (d *fastDecoder) targets(p *[]events.Target) bool {
 	ts := []events.Target{} // encoding/json: [] is an empty slice, not nil
 	ok := d.elements(func() bool {
 		var t events.Target
-		var seen uint64
+		var seen [2]uint64
 		if !d.members(func(key string) bool {
 			f, ok := schema.TargetsItemFieldOf(key)
 			if !ok || !once(&seen, uint(f)) {
@@ -548,7 +553,7 @@ func (d *fastDecoder) targets(p *[]events.Target) bool {
 }
 
 func (d *fastDecoder) record(r *events.Record) bool {
-	var seen uint64
+	var seen [2]uint64
 	return d.members(func(key string) bool {
 		f, ok := schema.LockV1FieldOf(key)
 		if !ok || !once(&seen, uint(f)) {
@@ -585,7 +590,7 @@ func (d *fastDecoder) record(r *events.Record) bool {
 }
 
 func (d *fastDecoder) holder(h *events.Holder) bool {
-	var seen uint64
+	var seen [2]uint64
 	return d.members(func(key string) bool {
 		f, ok := schema.HolderFieldOf(key)
 		if !ok || !once(&seen, uint(f)) {
@@ -615,7 +620,7 @@ func (d *fastDecoder) holder(h *events.Holder) bool {
 }
 
 func (d *fastDecoder) unreadableFile(u *events.UnreadableFile) bool {
-	var seen uint64
+	var seen [2]uint64
 	return d.members(func(key string) bool {
 		f, ok := schema.UnreadableFileFieldOf(key)
 		if !ok || !once(&seen, uint(f)) {
@@ -634,7 +639,7 @@ func (d *fastDecoder) unreadableFile(u *events.UnreadableFile) bool {
 }
 
 func (d *fastDecoder) pin(p *events.Pin) bool {
-	var seen uint64
+	var seen [2]uint64
 	return d.members(func(key string) bool {
 		f, ok := schema.PinFieldOf(key)
 		if !ok || !once(&seen, uint(f)) {

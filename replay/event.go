@@ -28,6 +28,8 @@ type Event struct {
 	Mode          string            `json:"mode"`    // shared, or "" / exclusive; also acquire_blocked
 	Limit         int64             `json:"limit"`   // a semaphore's slots; also acquire_blocked
 	PIDNS         *int64            `json:"pid_ns"`  // the holder's PID namespace; nil before it was recorded
+	// the SHA-256 (hex) of the holding's release secret, when its acquirer asked for one
+	ReleaseSecretSHA256 string `json:"release_secret_sha256"`
 
 	// lock_stolen
 	PreviousLock     *events.Record `json:"previous_lock"`
@@ -42,6 +44,7 @@ type Event struct {
 	ExitCode            *int    `json:"exit_code"`
 	Forced              bool    `json:"forced"`
 	ReleasedRequestID   string  `json:"released_request_id"`
+	AuthorizedBy        string  `json:"authorized_by"` // release_secret: accepted on the holding's release secret
 	// another tool's lock file that displaced the released holder (the
 	// JSON names keep the word ledgers already store)
 	DisplacedBy       *events.Holder `json:"superseded_by"`

@@ -275,7 +275,8 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 	for _, p := range objectPaths(root, nil) {
 		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "unreadable_file", "note", "foreign", "Seq",
 			"action", "state", "superseded_by", "pids", "changes", "uid", "user", "lock_name", "events", "destination", "result",
-			"mode", "limit", "rollback_accepted", "ledger_id", "hash", "waited_seconds", "fence", "resource", "stale_token", "current_token"} {
+			"mode", "limit", "rollback_accepted", "ledger_id", "hash", "waited_seconds", "fence", "resource", "stale_token", "current_token",
+			"release_secret_sha256", "authorized_by"} {
 			c := deepCopy(root)
 			if len(p) == 0 {
 				c.(map[string]any)[extra] = json.RawMessage(`"x"`)
@@ -407,6 +408,14 @@ func textMutations(s seedBody) []seedBody {
 		"target dup":            strings.Replace(string(b), `"targets":[{`, `"targets":[{"path":"x",`, 1),
 		"target extra":          strings.Replace(string(b), `"targets":[{`, `"targets":[{"x":"x",`, 1),
 		"dup extra":             string(b[:len(b)-1]) + `,"zzz":1,"zzz":2}`,
+		"secret hash upper":     string(b[:len(b)-1]) + `,"release_secret_sha256":"` + strings.Repeat("0A", 32) + `"}`,
+		"secret hash short":     string(b[:len(b)-1]) + `,"release_secret_sha256":"` + strings.Repeat("0a", 31) + `"}`,
+		"secret hash long":      string(b[:len(b)-1]) + `,"release_secret_sha256":"` + strings.Repeat("0a", 32) + `0"}`,
+		"secret hash ok":        string(b[:len(b)-1]) + `,"release_secret_sha256":"` + strings.Repeat("f9", 32) + `"}`,
+		"secret hash dup":       string(b[:len(b)-1]) + `,"release_secret_sha256":"x","release_secret_sha256":"` + strings.Repeat("f9", 32) + `"}`,
+		"authorized ok":         string(b[:len(b)-1]) + `,"authorized_by":"release_secret"}`,
+		"authorized bad":        string(b[:len(b)-1]) + `,"authorized_by":"uid"}`,
+		"authorized dup":        string(b[:len(b)-1]) + `,"authorized_by":1,"authorized_by":"release_secret"}`,
 	}
 	keys := make([]string, 0, len(text))
 	for k := range text {

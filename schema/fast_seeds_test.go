@@ -139,6 +139,14 @@ func validSeeds(tb testing.TB) []seedBody {
 		ConsecutiveFailures: 1, Error: "lost", LockLost: true, HeldBy: &holderUID}))
 	add("stolen, held_by", events.LockStolen, mustBody(tb, env(events.LockStolen, 5, "req_b"), &events.Stolen{Acquired: acq,
 		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonStaleForced, HeldBy: &holderUID}))
+	withSecret := acq
+	withSecret.ReleaseSecretSHA256 = strings.Repeat("0a", 32)
+	add("acquired, release secret", events.LockAcquired, mustBody(tb, env(events.LockAcquired, 3, "r"), &withSecret))
+	add("stolen, release secret", events.LockStolen, mustBody(tb, env(events.LockStolen, 5, "req_b"), &events.Stolen{Acquired: withSecret,
+		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonHolderDead}))
+	add("released on the release secret", events.LockReleased, mustBody(tb, env(events.LockReleased, 8, "req_a"), &events.Released{
+		HeldDurationSeconds: 1, Result: events.ResultSuccess, FencingToken: 12, ReleasedRequestID: "req_a", HeldBy: &holderUID,
+		AuthorizedBy: events.AuthorizedByReleaseSecret}))
 	full()
 	add("blocked", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 12, "req_e"), &events.Blocked{
 		HeldBy: new(events.HolderOf(prev)), State: events.StateHeld, WaitedSeconds: 1.5}))

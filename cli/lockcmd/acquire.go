@@ -2,7 +2,11 @@ package lockcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +18,7 @@ import (
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/formats"
+	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/schema"
@@ -138,6 +143,11 @@ type acquireOptions struct {
 	g      *invocation.Globals
 	lock   string
 	holder string
+	// printSecret and secretFile ask for a release secret: printed after
+	// the request id (release_secret with --json), or written to a new
+	// file (mode 0600, never over an existing one).
+	printSecret bool
+	secretFile  string
 	acquireFlags
 }
 
@@ -171,6 +181,16 @@ heartbeats arrive within --ttl and stale after, whichever process sends
 them; heartbeat and release by --request-id work from any process, such as
 a later CI step (see docs/ci.md); not with --file.
 
+--print-release-secret or --release-secret-file PATH asks for a release
+secret: a random secret (256 bits, URL-safe base64) given to this acquirer
+only, printed on the line after the request id (release_secret with
+--json) or written to PATH (a new file, mode 0600; an existing PATH is
+refused, exit 2, before the lock is taken). The ledger records only its
+SHA-256. release --request-id R with that secret (LOCKLEDGER_RELEASE_SECRET,
+--secret-file, or --secret) is accepted from any uid, as for a CI step
+that runs as another user. Without either flag there is no secret, and
+the output is as before.
+
 Exit 3 (or --conflict-exit-code's code) when an active holder has it
 (after --wait, if given; --wait forever waits until it is free), 4 when it
 is stale and --force was not given. Not waiting is the default (-n says so).
@@ -198,6 +218,8 @@ at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
 	}
 	o.register(cmd, true, ledger.DefaultTTL)
 	cmd.Flags().IntVar(&o.pid, "pid", 0, "holder process id (default: see --holder)")
+	cmd.Flags().BoolVar(&o.printSecret, "print-release-secret", false, "make a release secret and print it after the request id (release_secret with --json): release --request-id R with it is accepted from any uid")
+	cmd.Flags().StringVar(&o.secretFile, "release-secret-file", "", "make a release secret and write it to this new file (mode 0600; never over an existing file)")
 	cmd.Flags().StringVar(&o.holder, "holder", "", "holder process: self (the calling process, lockledger's parent; the default), parent (its parent, when a wrapper such as timeout or sudo runs lockledger) or none (no process: held while heartbeats arrive within --ttl, for a lock that spans CI steps)")
 	return cmd
 }
@@ -219,6 +241,14 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return err
 	}
 	req.NoProcess = o.holder == holderNone
+	req.ReleaseSecret = o.printSecret || o.secretFile != ""
+	secretFile, err := o.createSecretFile()
+	if err != nil {
+		return err
+	}
+	if secretFile != nil {
+		defer secretFile.Abort()
+	}
 	l, wait, err := o.g.OpenWaiting(ctx, wait)
 	if err != nil {
 		return err
@@ -228,8 +258,20 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if err != nil {
 		return o.conflict(err)
 	}
+	if req.ReleaseSecret && a.ReleaseSecret == "" {
+		o.g.Log.Warn("no release secret: the request held the lock already, and the secret of its acquisition is not kept",
+			"lock", o.lock)
+	}
+	if secretFile != nil && a.ReleaseSecret != "" {
+		if err := o.writeSecretFile(secretFile, a.ReleaseSecret); err != nil {
+			return err
+		}
+	}
 	// The request id is the grant: not printed before the stale holder's job is gone.
 	reportTakenOver(o.g, o.lock, lease.StopTakenOver(ctx, l, a, takeOverGrace(req.TTL)))
+	if !o.printSecret {
+		a.ReleaseSecret = ""
+	}
 	printAcquisition(o.g, a)
 	if req.NoProcess {
 		o.g.Log.Info("no process holds the lock: heartbeat it within its TTL (--request-id) or it goes stale", "lock", o.lock,
@@ -240,12 +282,47 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	return nil
 }
 
+// createSecretFile starts --release-secret-file's new file, before the
+// lock is taken, so that a path refused leaves the ledger unchanged; nil
+// without the flag.
+func (o *acquireOptions) createSecretFile() (*outfile.File, error) {
+	if o.secretFile == "" {
+		return nil, nil
+	}
+	const flag = "--release-secret-file"
+	if _, err := os.Lstat(o.secretFile); err == nil {
+		return nil, events.Invalid(flag, o.secretFile, "already exists: acquire never overwrites a file (a secret is written to a new one)")
+	}
+	return o.g.CreateOutput(flag, o.secretFile, outfile.NoReplace())
+}
+
+// writeSecretFile puts the release secret in its file. A failure leaves
+// the lock held (the uid that acquired it releases it) and says so.
+func (o *acquireOptions) writeSecretFile(f *outfile.File, secret string) error {
+	const flag = "--release-secret-file"
+	_, err := io.WriteString(f, secret+"\n")
+	if err == nil {
+		err = o.g.CommitOutput(flag, f)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		err = events.Invalid(flag, o.secretFile, "already exists: acquire never overwrites a file (a secret is written to a new one)")
+	}
+	if err != nil {
+		o.g.Log.Error("the lock is held, but its release secret was not written: release it with its request id from this uid",
+			"lock", o.lock)
+	}
+	return err
+}
+
 func printAcquisition(g *invocation.Globals, a *ledger.Acquisition) {
 	if g.JSON {
 		invocation.WriteJSON(g.IO.Out, acquisitionObject(a))
 		return
 	}
 	fmt.Fprintln(g.IO.Out, a.RequestID)
+	if a.ReleaseSecret != "" {
+		fmt.Fprintln(g.IO.Out, a.ReleaseSecret)
+	}
 	switch {
 	case a.Already:
 		g.Log.Info("already held by this request", "lock", a.Lock, "fencing_token", a.FencingToken)

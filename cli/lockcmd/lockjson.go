@@ -54,6 +54,9 @@ type lockObject struct {
 	Unprobed       string `json:"unprobed,omitempty"`
 	StaleAt        string `json:"stale_at,omitempty"`
 	StaleInSeconds *int64 `json:"stale_in_seconds,omitempty"`
+	// ReleaseSecret (acquire --print-release-secret) is the holding's
+	// release secret, which nothing else shows.
+	ReleaseSecret string `json:"release_secret,omitempty"`
 }
 
 // queueObject is one waiter in a lock's queue.
@@ -103,7 +106,7 @@ func acquisitionObject(a *ledger.Acquisition) lockObject {
 	rec := a.Record
 	return lockObject{Status: status, LockName: a.Lock, State: events.StateHeld, RequestID: a.RequestID,
 		FencingToken: a.FencingToken, Lock: &rec, Reason: a.Reason, PreviousLock: a.Previous, PreviousHash: a.PreviousHash,
-		Mode: a.Mode, Limit: a.Limit}
+		Mode: a.Mode, Limit: a.Limit, ReleaseSecret: a.ReleaseSecret}
 }
 
 func statusObject(s *ledger.LockStatus) lockObject {

@@ -3,6 +3,7 @@ package lockcmd
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"strings"
 
@@ -25,7 +26,13 @@ type releaseOptions struct {
 	force       bool
 	reason      string
 	yes         bool
+	secret      string // --secret: shown by ps, so the file or the environment is preferred
+	secretFile  string // --secret-file: a file, or - for standard input
 }
+
+// EnvReleaseSecret is the release secret a release presents when neither
+// --secret nor --secret-file is given.
+const EnvReleaseSecret = "LOCKLEDGER_RELEASE_SECRET"
 
 var releaseListing = invocation.Listing{
 	Use:   "release NAME --request-id R",
@@ -53,7 +60,14 @@ exit 2).
 Without --force a release is the holder's own: R's holding is released
 only by the uid that acquired it, and not at all while its holder is a
 running lockledger run (which releases it when its command ends); anyone
-else who names R is refused the same way (exit 5, recorded). The release
+else who names R is refused the same way (exit 5, recorded), unless it
+presents R's release secret (acquire --print-release-secret or
+--release-secret-file): then it is accepted from any uid, recorded with
+authorized_by release_secret. The secret is read from
+$LOCKLEDGER_RELEASE_SECRET, --secret-file PATH (- for standard input) or
+--secret S; prefer the first two, since ps shows every process's
+arguments. A wrong secret is refused (exit 5, recorded). --force ignores
+$LOCKLEDGER_RELEASE_SECRET. The release
 is recorded under your actor, pid and uid; when you are not the holder
 itself, held_by and released_request_id name the holding it ended.
 
@@ -91,6 +105,8 @@ removed; when an unreadable one is left there, the lock stays held by it
 	fl.BoolVar(&o.force, "force", false, "release a lock held by someone else (recorded as forced); with --request-id only if that request holds it")
 	fl.StringVar(&o.reason, "reason", "", "with --force: why (required; recorded with the release)")
 	fl.BoolVar(&o.yes, "yes", false, "with --force: do not ask for confirmation")
+	fl.StringVar(&o.secret, "secret", "", "the release secret acquire gave R's acquirer (ps shows it: prefer $"+EnvReleaseSecret+" or --secret-file)")
+	fl.StringVar(&o.secretFile, "secret-file", "", "read the release secret from this file (- for standard input)")
 	return cmd
 }
 
@@ -128,6 +144,10 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if o.force && strings.TrimSpace(o.reason) == "" {
 		return events.Invalid("--reason", o.reason, "is required with --force: say why the lock is released")
 	}
+	secret, err := o.releaseSecret()
+	if err != nil {
+		return err
+	}
 	if o.force && !o.yes {
 		if err := needYes(o.g, "--force"); err != nil {
 			return err
@@ -145,7 +165,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	}
 	out, err := l.Release(ctx, ledger.ReleaseRequest{Lock: o.lock,
 		Identity: ledger.Identity{RequestID: o.requestID, Actor: o.actor, PID: os.Getppid()},
-		Result:   o.result, FailureStep: o.failureStep, ExitCode: code, Force: o.force, Note: o.reason})
+		Result:   o.result, FailureStep: o.failureStep, ExitCode: code, Force: o.force, Note: o.reason, Secret: secret})
 	if err != nil {
 		return err
 	}
@@ -171,6 +191,52 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 			"`lockledger project` moves it aside, kept and recorded", "lock", o.lock)
 	}
 	return nil
+}
+
+// releaseSecret is the release secret the caller presents: --secret,
+// --secret-file, else $LOCKLEDGER_RELEASE_SECRET (not with --force, which
+// needs none); "" for none. The secret never appears in an error.
+func (o *releaseOptions) releaseSecret() (string, error) {
+	switch {
+	case o.secret != "" && o.secretFile != "":
+		return "", events.Invalid("--secret-file", o.secretFile, "cannot be combined with --secret")
+	case (o.secret != "" || o.secretFile != "") && o.force:
+		return "", events.Invalid("--secret", "", "goes without --force (a forced release needs no secret)")
+	case (o.secret != "" || o.secretFile != "") && o.requestID == "":
+		return "", events.Invalid("--secret", "", "needs --request-id: a secret releases the holding it was given for")
+	case o.secret != "":
+		return o.secret, nil
+	case o.secretFile != "":
+		return readSecretFile(o.g, o.secretFile)
+	case o.force:
+		return "", nil
+	}
+	return strings.TrimSpace(os.Getenv(EnvReleaseSecret)), nil
+}
+
+// readSecretFile reads a secret from path (- for standard input): its
+// first line, without surrounding white space.
+func readSecretFile(g *invocation.Globals, path string) (string, error) {
+	var r io.Reader
+	if path == "-" {
+		r = g.IO.In
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", events.Invalid("--secret-file", path, "cannot be read: "+errors.Unwrap(err).Error())
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, 4096))
+	if err != nil {
+		return "", events.Invalid("--secret-file", path, "cannot be read: "+err.Error())
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	if line = strings.TrimSpace(line); line == "" {
+		return "", events.Invalid("--secret-file", path, "holds no secret (its first line is empty)")
+	}
+	return line, nil
 }
 
 // confirmRelease asks on the terminal before a forced release of a lock

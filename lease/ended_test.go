@@ -33,7 +33,7 @@ var robberies = []robbery{
 	{"release under its request id", func(ctx context.Context, l *ledger.Ledger, s *lease.Lease) error {
 		_, err := l.Release(ctx, ledger.ReleaseRequest{Lock: s.Lock(), Identity: ledger.Identity{RequestID: s.RequestID(), Actor: "robber"}})
 		return err
-	}, events.LockReleased, "holder", "", ""}, // a release under the request id is recorded as the holder's own
+	}, events.LockReleased, "robber", "", ""}, // recorded as its caller's, held_by naming the holder
 	{"steal", func(ctx context.Context, l *ledger.Ledger, s *lease.Lease) error {
 		_, err := l.Steal(ctx, ledger.StealRequest{AcquireRequest: ledger.AcquireRequest{Lock: s.Lock(),
 			Identity: ledger.Identity{RequestID: "robber-req", Actor: "robber"}}, Active: true, Note: "robbed"})

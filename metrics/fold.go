@@ -132,9 +132,7 @@ func (f *Fold) Apply(ev *replay.Event) {
 	case events.ActionRefused:
 		s.refusals[label(ev.Action)]++
 	case events.AcquireBlocked:
-		if ev.Until == "" { // with until, a waiter joined the queue: no wait ended
-			s.wait[waitGaveUp].observe(ev.WaitedSeconds)
-		}
+		s.wait[waitGaveUp].observe(ev.WaitedSeconds)
 	}
 }
 

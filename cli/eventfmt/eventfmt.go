@@ -276,12 +276,6 @@ func Details(ev *replay.Event) string {
 			add("asked %s", m)
 		}
 		add("waited %s", seconds(ev.WaitedSeconds))
-		if ev.Reason == events.BlockedByQueue {
-			add("behind queued waiters")
-		}
-		if ev.Until != "" {
-			add("QUEUED") // until is in the JSON forms: too long for a table row
-		}
 	case events.ActionRefused:
 		add("REFUSED %s", ev.Action)
 		if ev.State != "" {

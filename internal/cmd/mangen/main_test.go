@@ -17,7 +17,7 @@ import (
 // TestEveryCommandHasAPage: one page per visible command, each carrying
 // the command's own text and flags, and the same bytes on a second run.
 func TestEveryCommandHasAPage(t *testing.T) {
-	t.Setenv("LOCKLEDGER_DATABASE_URL", "postgres://u:secret@db/ledger")
+	t.Setenv("LOCKLEDGER_DATABASE_URL", "postgres://u:hunter2-password@db/ledger")
 	dir := t.TempDir()
 	if err := generate(dir); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestEveryCommandHasAPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(root), "secret") {
+	if strings.Contains(string(root), "hunter2-password") {
 		t.Errorf("lockledger.1 shows the environment's database URL")
 	}
 	if !strings.Contains(string(acq), `\fB--holder\fP`) {

@@ -161,7 +161,8 @@ func TestReleaseOfARunningRun(t *testing.T) {
 		t.Fatalf("the refused release freed the lock: %s", st)
 	}
 	clitest.Must(t, 0, root, "release", "job", "--request-id", rid, "--force", "--yes", "--reason", "stuck")
-	typ, ev := lastEvent(t, root)
+	// The robbed run records its loss at once: read the release itself.
+	typ, ev := "lock_released", lastBody(t, root, "lock_released")
 	held, _ := ev["held_by"].(map[string]any)
 	if typ != "lock_released" || ev["forced"] != true || held == nil || held["request_id"] != rid ||
 		int(held["pid"].(float64)) != c.Process.Pid {

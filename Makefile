@@ -34,7 +34,7 @@ release: build man
 ## test: vet, then every package (unit and end-to-end) under the race detector, then the schema's differential corpus in full without it (-race slows it 14x and samples it)
 test: vet
 	@bash scripts/test-tools.sh
-	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -run '^TestFastMatchesSchema$$' ./schema/
 
 vet:

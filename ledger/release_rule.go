@@ -1,14 +1,13 @@
 package ledger
 
 import (
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/store"
 )
 
 // loadAcquirer sets h.uid from the event that gave h the lock: its fencing
@@ -20,13 +19,8 @@ func (w *writeTx) loadAcquirer(h *holding) error {
 	if h == nil || h.foreign || h.token <= 0 || h.uid != nil {
 		return nil
 	}
-	var body []byte
-	err := w.q.QueryRowContext(w.ctx, `SELECT body FROM events WHERE seq = $1 AND request_id = $2`,
-		h.token, h.rec.RequestID).Scan(&body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
+	body, err := store.EventBody(w.ctx, w.q, h.token, h.rec.RequestID)
+	if err != nil || body == nil {
 		return err
 	}
 	var env struct {

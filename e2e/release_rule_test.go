@@ -2,16 +2,12 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/lockledger/lockledger/internal/clitest"
 )
@@ -38,46 +34,17 @@ func lastEvent(t *testing.T, root string) (string, map[string]any) {
 // naming the holder and the holder's uid. The holder's own uid releases
 // with a plain release.
 func TestReleaseIsTheHolders(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: needs root to run lockledger as two other users (runs as root in CI)")
-	}
-	clitest.NeedBinary(t, "sh")
-	dir, bin := binForOthers(t)
-	home := filepath.Join(dir, "alice")
-	if err := os.Mkdir(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(home, aliceUID, aliceUID); err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(home, "team", "locks-root")
+	team := newTeamRoot(t)
+	root := team.root
 	as := func(uid int, actor string, args ...string) clitest.Result {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c := exec.CommandContext(ctx, bin, args...)
-		c.Env = append(clitest.Env(root, clitest.TrustDirAs(t, root, uid)), "LOCKLEDGER_ACTOR="+actor)
-		c.Dir = "/"
-		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid),
-			Groups: []uint32{teamGID}}}
-		return clitest.Exec(t, c)
+		return team.run(asUser{uid: uid, env: []string{"LOCKLEDGER_ACTOR=" + actor}}, args...)
 	}
 	must := func(uid int, actor string, args ...string) string {
 		t.Helper()
-		r := as(uid, actor, args...)
-		if r.Code != 0 {
-			t.Fatalf("uid %d: lockledger %s: exit %d\n%s", uid, strings.Join(args, " "), r.Code, r.Stderr)
-		}
-		return strings.TrimSpace(r.Stdout)
+		return team.must(asUser{uid: uid, env: []string{"LOCKLEDGER_ACTOR=" + actor}}, args...)
 	}
-	num := func(m map[string]any, k string) int {
-		t.Helper()
-		f, ok := m[k].(float64)
-		if !ok {
-			t.Fatalf("%s: not a number in %v", k, m)
-		}
-		return int(f)
-	}
+	num := func(m map[string]any, k string) int { t.Helper(); return intField(t, m, k) }
 
 	rid := must(aliceUID, "alice", "--group", strconv.Itoa(teamGID), "acquire", "deploy")
 
@@ -181,45 +148,17 @@ func TestReleaseOfARunningRun(t *testing.T) {
 // release_secret. The secret itself is nowhere in the ledger's files,
 // lock files or history.
 func TestReleaseWithTheSecret(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: needs root to run lockledger as two other users (runs as root in CI)")
-	}
-	dir, bin := binForOthers(t)
-	home := filepath.Join(dir, "alice")
-	if err := os.Mkdir(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(home, aliceUID, aliceUID); err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(home, "team", "locks-root")
+	team := newTeamRoot(t)
+	root, home := team.root, team.home
 	as := func(uid int, actor string, env []string, args ...string) clitest.Result {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c := exec.CommandContext(ctx, bin, args...)
-		c.Env = append(append(clitest.Env(root, clitest.TrustDirAs(t, root, uid)), "LOCKLEDGER_ACTOR="+actor), env...)
-		c.Dir = "/"
-		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid),
-			Groups: []uint32{teamGID}}}
-		return clitest.Exec(t, c)
+		return team.run(asUser{uid: uid, env: append([]string{"LOCKLEDGER_ACTOR=" + actor}, env...)}, args...)
 	}
 	must := func(uid int, actor string, env []string, args ...string) string {
 		t.Helper()
-		r := as(uid, actor, env, args...)
-		if r.Code != 0 {
-			t.Fatalf("uid %d: lockledger %s: exit %d\n%s", uid, strings.Join(args, " "), r.Code, r.Stderr)
-		}
-		return strings.TrimSpace(r.Stdout)
+		return team.must(asUser{uid: uid, env: append([]string{"LOCKLEDGER_ACTOR=" + actor}, env...)}, args...)
 	}
-	num := func(m map[string]any, k string) int {
-		t.Helper()
-		f, ok := m[k].(float64)
-		if !ok {
-			t.Fatalf("%s: not a number in %v", k, m)
-		}
-		return int(f)
-	}
+	num := func(m map[string]any, k string) int { t.Helper(); return intField(t, m, k) }
 	var secrets []string
 
 	// Text output: the request id, then the secret.
@@ -277,13 +216,8 @@ func TestReleaseWithTheSecret(t *testing.T) {
 		!strings.Contains(r.Stderr, "--release-secret-file") {
 		t.Fatalf("--release-secret-file over an existing file: exit %d, want 2\n%s", r.Code, r.Stderr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c := exec.CommandContext(ctx, bin, "release", "deploy", "--request-id", rid, "--secret-file", "-")
-	c.Env = append(clitest.Env(root, clitest.TrustDirAs(t, root, bobUID)), "LOCKLEDGER_ACTOR=bob")
-	c.Dir, c.Stdin = "/", bytes.NewReader(b)
-	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: bobUID, Gid: bobUID, Groups: []uint32{teamGID}}}
-	if r := clitest.Exec(t, c); r.Code != 0 {
+	if r := team.run(asUser{uid: bobUID, env: []string{"LOCKLEDGER_ACTOR=bob"}, stdin: bytes.NewReader(b)},
+		"release", "deploy", "--request-id", rid, "--secret-file", "-"); r.Code != 0 {
 		t.Fatalf("bob's release with the secret on stdin: exit %d\n%s", r.Code, r.Stderr)
 	}
 	if typ, ev := lastEvent(t, root); typ != "lock_released" || ev["actor"] != "bob" || ev["authorized_by"] != "release_secret" {

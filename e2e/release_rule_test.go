@@ -117,6 +117,9 @@ func TestReleaseOfARunningRun(t *testing.T) {
 	clitest.Must(t, 0, root, "init")
 	c, lines := startRun(t, root, "job", "--", "sh", "-c", `echo "$LOCKLEDGER_REQUEST_ID"; exec sleep 300`)
 	rid := line(t, lines)
+	if b := lastBody(t, root, "lock_acquired"); b["run"] != true {
+		t.Fatalf("the run's lock_acquired does not record it as a run: %v", b)
+	}
 	r := clitest.Run(t, root, "release", "job", "--request-id", rid)
 	if r.Code != 5 || !strings.Contains(r.Stderr, "lockledger run") || !strings.Contains(r.Stderr, "--force --reason") {
 		t.Fatalf("plain release of a running run's lock: exit %d, want 5 naming the rule\n%s", r.Code, r.Stderr)
@@ -137,6 +140,27 @@ func TestReleaseOfARunningRun(t *testing.T) {
 	}
 	if ev["pid"] == held["pid"] {
 		t.Fatalf("the forced release's envelope is the run's: %v", ev)
+	}
+}
+
+// TestReleaseOfAHolderThatIsNoRun: a holding that acquire took is no run,
+// whatever its holder runs: here the holder is this test process, a live
+// process of lockledger's own executable (the root runs the test binary as
+// the CLI). Its lock_acquired records no run, and its uid releases it
+// with a plain release.
+func TestReleaseOfAHolderThatIsNoRun(t *testing.T) {
+	root := t.TempDir()
+	clitest.Race(t, root)
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "job").Stdout)
+	if b := lastBody(t, root, "lock_acquired"); b["run"] != nil || intField(t, b, "pid") != os.Getpid() {
+		t.Fatalf("acquire's lock_acquired: %v, want no run and this process (pid %d) as its holder", b, os.Getpid())
+	}
+	r := clitest.Run(t, root, "release", "job", "--request-id", rid)
+	if r.Code != 0 {
+		t.Fatalf("plain release of a holding that is no run: exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	if typ, ev := lastEvent(t, root); typ != "lock_released" || ev["forced"] != false {
+		t.Fatalf("the release is recorded as %s %v, want a plain lock_released", typ, ev)
 	}
 }
 

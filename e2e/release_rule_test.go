@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockledger/lockledger/internal/clitest"
 )
@@ -140,6 +141,31 @@ func TestReleaseOfARunningRun(t *testing.T) {
 	}
 	if ev["pid"] == held["pid"] {
 		t.Fatalf("the forced release's envelope is the run's: %v", ev)
+	}
+}
+
+// TestReleaseOfARunWhoseAcquisitionWasArchived: a prune that archived a
+// running run's lock_acquired leaves no record to read; the run is then
+// known by its process, which runs lockledger's executable, and a plain
+// release of its holding is still refused.
+func TestReleaseOfARunWhoseAcquisitionWasArchived(t *testing.T) {
+	root := t.TempDir()
+	clitest.Must(t, 0, root, "init")
+	_, lines := startRun(t, root, "job", "--", "sh", "-c", `echo "$LOCKLEDGER_REQUEST_ID"; exec sleep 300`)
+	rid := line(t, lines)
+	clitest.Must(t, 0, root, "checkpoint")
+	clitest.Must(t, 0, root, "acquire", "other", "--request-id", "o1")
+	clitest.Must(t, 0, root, "release", "other", "--request-id", "o1")
+	arch := filepath.Join(t.TempDir(), "old.jsonl")
+	clitest.Must(t, 0, root, "archive", "--before", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "-o", arch)
+	clitest.Must(t, 0, root, "prune", "--archive", arch)
+	var n int
+	if err := clitest.DB(t, root).QueryRow(`SELECT count(*) FROM events WHERE type = 'lock_acquired' AND request_id = ?`, rid).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the run's lock_acquired is still in the live log (%d, %v)", n, err)
+	}
+	r := clitest.Run(t, root, "release", "job", "--request-id", rid)
+	if r.Code != 5 || !strings.Contains(r.Stderr, "lockledger run") {
+		t.Fatalf("plain release of a running run whose acquisition was archived: exit %d, want 5 naming the rule\n%s", r.Code, r.Stderr)
 	}
 }
 

@@ -126,6 +126,13 @@ func WithShared(limit int64) Option {
 	return func(c *config) error { c.req.Shared, c.req.Limit = true, limit; return nil }
 }
 
+// WithRun records the holder as a lockledger run (see
+// ledger.AcquireRequest.Run): while its process lives, a release without
+// force by any other process is refused. `lockledger run` sets it.
+func WithRun() Option {
+	return func(c *config) error { c.req.Run = true; return nil }
+}
+
 // WithForce takes over a stale lock (never an active one).
 func WithForce() Option {
 	return func(c *config) error { c.req.Force = true; return nil }

@@ -51,6 +51,10 @@ type AcquireRequest struct {
 	// its SHA-256), with which a release is accepted from any uid
 	// (ReleaseRequest.Secret).
 	ReleaseSecret bool
+	// Run records the holder (Identity.PID) as a lockledger run, which
+	// releases the lock itself when its command ends: while that process
+	// lives, a release without Force by any other process is refused.
+	Run bool
 }
 
 func (r *AcquireRequest) validate() error {
@@ -71,6 +75,9 @@ func (r *AcquireRequest) validate() error {
 	}
 	if err := events.ValidText("intent version", r.IntentVersion, 256, true); err != nil {
 		return err
+	}
+	if r.NoProcess && r.Run {
+		return events.Invalid("holder", "none", "cannot be a run: a run's holder is its own process")
 	}
 	if r.NoProcess && len(r.Targets) > 0 {
 		return events.Invalid("holder", "none", "cannot be combined with other tools' lock files (--file): they name a holder process")

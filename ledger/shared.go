@@ -39,7 +39,6 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/replay"
-	"github.com/lockledger/lockledger/schema"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -118,21 +117,6 @@ func (r *AcquireRequest) mode() string {
 		return events.ModeShared
 	}
 	return ""
-}
-
-// validateShared checks the shared part of a request.
-func (r *AcquireRequest) validateShared() error {
-	if r.Limit < 0 || r.Limit > schema.MaxLimit {
-		return events.Invalid("limit", fmt.Sprint(r.Limit), fmt.Sprintf("must be 1-%d", schema.MaxLimit))
-	}
-	if r.isShared() && len(r.Targets) > 0 {
-		return events.Invalid("file", r.Targets[0].Path,
-			"must not be combined with --shared or --limit: other tools' lock files have one holder")
-	}
-	if r.isShared() && r.Reclaim {
-		return events.Invalid("reclaim", "true", "must not be combined with --shared or --limit")
-	}
-	return nil
 }
 
 func describeLimit(n int64) string {

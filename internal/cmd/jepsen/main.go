@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -35,6 +36,8 @@ func main() {
 	hosts := flag.Int("hosts", 0, "simulated hosts per trial (1: every client on one host, where a take-over stops the old job; 0: 2 to 4, drawn per trial)")
 	parallel := flag.Int("parallel", 4, "trials at once per fault class, each on its own lock with its own clients and record; each worker on a ledger of its own")
 	keep := flag.Bool("keep", false, "keep the work directory (record, roots, the runs' logs)")
+	var fenced fenceFlag
+	flag.Var(&fenced, "fence", "jobs write through a fence at each line (PostgreSQL: a table fenced by the lockledger_fence trigger; SQLite: fence.WriteFile) and record each refusal in the ledger (default: on for postgres, off for sqlite)")
 	flag.Parse()
 	if *parallel < 1 {
 		die(fmt.Errorf("-parallel: %d is below 1", *parallel))
@@ -98,7 +101,7 @@ func main() {
 				die(err)
 			}
 			cfg := jepsen.Config{Bin: bin, Self: self, Store: st, Dir: cdir, Fault: f, Trials: *trials,
-				Duration: *duration, TakeOvers: *takeovers, Clients: *clients, Hosts: *hosts, Parallel: *parallel, TTL: *ttl, Seed: *seed + uint64(i), Progress: os.Stderr}
+				Duration: *duration, TakeOvers: *takeovers, Clients: *clients, Hosts: *hosts, Parallel: *parallel, TTL: *ttl, Seed: *seed + uint64(i), Fence: fenced.on(st), Progress: os.Stderr}
 			if st == jepsen.Postgres {
 				name := fmt.Sprintf("jepsen_%d_%d", os.Getpid(), i)
 				if err := cluster.CreateDatabase(name); err != nil {
@@ -127,6 +130,37 @@ func main() {
 	if failed {
 		os.Exit(1)
 	}
+}
+
+// fenceFlag is -fence: unset, each store's default.
+type fenceFlag struct{ set, value bool }
+
+func (f *fenceFlag) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return strconv.FormatBool(f.value)
+}
+
+func (f *fenceFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	f.set, f.value = true, v
+	return nil
+}
+
+func (f *fenceFlag) IsBoolFlag() bool { return true }
+
+// on is whether st's jobs write through a fence: by default on
+// PostgreSQL, whose fence costs a row per line, and not on SQLite, whose
+// file fence syncs three times per line.
+func (f *fenceFlag) on(st jepsen.Store) bool {
+	if f.set {
+		return f.value
+	}
+	return st == jepsen.Postgres
 }
 
 func die(err error) {

@@ -101,6 +101,7 @@ func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error,
 		// A write of no lock (export, verify, a checkpoint) notifies too,
 		// with no lock's name: followers of the log wake on every append.
 		if err := l.store.Changed(ctx, w.q, w.v.name); err != nil {
+			cp = nil // signed for a log that does not commit: kept, it would refuse every later writer
 			w.abort()
 			return fmt.Errorf("ledger: notify: %w", err)
 		}

@@ -212,3 +212,60 @@ func LossToStop(jobs []Job, ends map[string]int64) []time.Duration {
 	}
 	return out
 }
+
+// StaleAccepted counts the writes a fence accepted whose token is below a
+// token it accepted before them (check e): a holder's write after a later
+// holding's, which the fence exists to refuse. writes are in the order
+// the fence accepted them.
+func StaleAccepted(writes []FencedWrite) int {
+	n := 0
+	var top int64
+	for _, w := range writes {
+		if w.Token < top {
+			n++
+		}
+		top = max(top, w.Token)
+	}
+	return n
+}
+
+// Rejection is a fence_rejected event of the ledger's history: whose
+// write was refused, and its token.
+type Rejection struct {
+	Request string
+	Token   int64
+}
+
+// MissingRejections counts the refusals the jobs saw (the record's
+// rejected lines) that no fence_rejected of the same request and token
+// records (check f). Each event accounts for one refusal.
+func MissingRejections(lines []Line, recorded []Rejection) int {
+	left := map[Rejection]int{}
+	for _, r := range recorded {
+		left[r]++
+	}
+	n := 0
+	for _, l := range lines {
+		if l.Kind != "rejected" {
+			continue
+		}
+		k := Rejection{Request: l.Request, Token: l.Token}
+		if left[k] == 0 {
+			n++
+			continue
+		}
+		left[k]--
+	}
+	return n
+}
+
+// Rejected counts the refusals the jobs saw.
+func Rejected(lines []Line) int {
+	n := 0
+	for _, l := range lines {
+		if l.Kind == "rejected" {
+			n++
+		}
+	}
+	return n
+}

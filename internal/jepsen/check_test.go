@@ -139,3 +139,42 @@ func TestLossToStop(t *testing.T) {
 		t.Errorf("median: %v", q)
 	}
 }
+
+func TestCheckersFailOnAStaleFencedWrite(t *testing.T) {
+	ok := []jepsen.FencedWrite{{Token: 3, Request: "ra"}, {Token: 3, Request: "ra"}, {Token: 5, Request: "rb"}, {Token: 5, Request: "rb"}}
+	if n := jepsen.StaleAccepted(ok); n != 0 {
+		t.Errorf("tokens that never go down (equal passes): %d stale, want 0", n)
+	}
+	// ra wrote again after rb's higher token: the fence let a stale write through.
+	bad := append(ok[:3:3], jepsen.FencedWrite{Token: 3, Request: "ra"}, jepsen.FencedWrite{Token: 5, Request: "rb"})
+	if n := jepsen.StaleAccepted(bad); n != 1 {
+		t.Errorf("a lower token after a higher one: %d stale, want 1", n)
+	}
+}
+
+func TestCheckersFailOnARejectionMissingFromTheLedger(t *testing.T) {
+	lines := record(t, [4]int64{0, 3, 100, 200}, [4]int64{1, 5, 150, 300})
+	// ra's write at 210 was refused: rb had written with 5.
+	lines = append(lines, jepsen.Line{Mono: 210 * ms, Kind: "rejected", Client: 0, Request: "ra", Token: 3, PID: 100, Lock: "l"})
+	if n := jepsen.Rejected(lines); n != 1 {
+		t.Fatalf("rejected: %d, want 1", n)
+	}
+	recorded := []jepsen.Rejection{{Request: "ra", Token: 3}}
+	if n := jepsen.MissingRejections(lines, recorded); n != 0 {
+		t.Errorf("every refusal recorded: %d missing, want 0", n)
+	}
+	if n := jepsen.MissingRejections(lines, nil); n != 1 {
+		t.Errorf("no fence_rejected: %d missing, want 1", n)
+	}
+	if n := jepsen.MissingRejections(lines, []jepsen.Rejection{{Request: "ra", Token: 4}}); n != 1 {
+		t.Errorf("a fence_rejected of another token: %d missing, want 1", n)
+	}
+	if n := jepsen.MissingRejections(lines, []jepsen.Rejection{{Request: "rb", Token: 3}}); n != 1 {
+		t.Errorf("a fence_rejected of another request: %d missing, want 1", n)
+	}
+	// One event accounts for one refusal.
+	twice := append(lines, jepsen.Line{Mono: 220 * ms, Kind: "rejected", Client: 0, Request: "ra", Token: 3, PID: 100, Lock: "l"})
+	if n := jepsen.MissingRejections(twice, recorded); n != 1 {
+		t.Errorf("two refusals, one event: %d missing, want 1", n)
+	}
+}

@@ -34,7 +34,11 @@ type Config struct {
 	Parallel    int           // trials at once, each on its own lock and clients (default 1)
 	TTL         time.Duration // the runs' --ttl, whole seconds (default 2s)
 	Seed        uint64        //
-	Progress    io.Writer     // a line every few trials; nil: none
+	// Fence makes each job write through a fence at every line of its
+	// record: a row in a table of the trial's database (PostgreSQL), a
+	// line in a file (SQLite). A refusal is recorded in the ledger.
+	Fence    bool
+	Progress io.Writer // a line every few trials; nil: none
 }
 
 // Result is what the checks found in one class's trials.
@@ -55,6 +59,15 @@ type Result struct {
 	TokenVerdicts     map[porcupine.CheckResult]int
 	Examples          []string // the first few overlaps, for the log
 	Elapsed           time.Duration
+	// With Config.Fence: the writes the fence accepted and refused, the
+	// accepted ones whose token was below one accepted before (check e),
+	// and the refusals the jobs saw that the ledger has no
+	// fence_rejected for (check f).
+	Fenced            bool
+	FencedAccepted    int
+	FencedRejected    int
+	StaleAccepted     int
+	RejectionsMissing int
 	// kill-acquire: where each trial's kill landed in its victim's run,
 	// and the victim's first run's times (launch to its acquire event, and
 	// to its job's start line) that aimed it.
@@ -82,6 +95,10 @@ func (r *Result) merge(o *Result) {
 	r.Loss = append(r.Loss, o.Loss...)
 	r.FencingViolations += o.FencingViolations
 	r.Disagreements += o.Disagreements
+	r.FencedAccepted += o.FencedAccepted
+	r.FencedRejected += o.FencedRejected
+	r.StaleAccepted += o.StaleAccepted
+	r.RejectionsMissing += o.RejectionsMissing
 	for k, v := range o.LockVerdicts {
 		r.LockVerdicts[k] += v
 	}
@@ -102,8 +119,8 @@ func (r *Result) merge(o *Result) {
 	a.KillAt = append(a.KillAt, b.KillAt...)
 }
 
-func newResult(st Store, f Fault) *Result {
-	return &Result{Store: st, Fault: f, LockVerdicts: map[porcupine.CheckResult]int{},
+func newResult(st Store, f Fault, fenced bool) *Result {
+	return &Result{Store: st, Fault: f, Fenced: fenced, LockVerdicts: map[porcupine.CheckResult]int{},
 		TokenVerdicts: map[porcupine.CheckResult]int{}}
 }
 
@@ -137,7 +154,8 @@ func (r *Result) Porcupine() string {
 
 // Failed reports any check that failed.
 func (r *Result) Failed() bool {
-	return r.Overlaps > 0 || r.FencingViolations > 0 || r.Disagreements > 0 || r.Porcupine() != "ok" && r.NA == ""
+	return r.Overlaps > 0 || r.FencingViolations > 0 || r.Disagreements > 0 || r.StaleAccepted > 0 || r.RejectionsMissing > 0 ||
+		r.Porcupine() != "ok" && r.NA == ""
 }
 
 // ErrNotApplicable: the fault class has no meaning on the store.
@@ -163,7 +181,7 @@ func RunClass(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.TTL = 2 * time.Second
 	}
 	cfg.Parallel = max(cfg.Parallel, 1)
-	res := newResult(cfg.Store, cfg.Fault)
+	res := newResult(cfg.Store, cfg.Fault, cfg.Fence)
 	if cfg.Fault == FaultCutDB && cfg.Store != Postgres {
 		res.NA = "no connection to cut on SQLite"
 		return res, nil
@@ -285,6 +303,12 @@ func newHarness(ctx context.Context, cfg Config, w int) (*harness, error) {
 	if out, err := h.cli(ctx, 0, "init").CombinedOutput(); err != nil {
 		return h, fmt.Errorf("init: %v: %s", err, out)
 	}
+	// After init: a database that holds other tables is no ledger's to create.
+	if cfg.Fence && cfg.Store == Postgres {
+		if err := installFence(ctx, h.pg); err != nil {
+			return h, err
+		}
+	}
 	return h, nil
 }
 
@@ -316,7 +340,15 @@ func (h *harness) env(lock string, host, client int, jobMS int) []string {
 		}
 	}
 	env = append(env, "LOCKLEDGER_HOST_ID=host-"+strconv.Itoa(host), "LOCKLEDGER_TRUST_DIR="+h.trust,
-		envRecord+"="+h.record(lock), envClient+"="+strconv.Itoa(client), envJobMS+"="+strconv.Itoa(jobMS))
+		envRecord+"="+h.record(lock), envClient+"="+strconv.Itoa(client), envJobMS+"="+strconv.Itoa(jobMS),
+		envRoot+"="+h.root(host))
+	if h.cfg.Fence {
+		kind := fenceFile
+		if h.cfg.Store == Postgres {
+			kind = fencePostgres
+		}
+		env = append(env, envFence+"="+kind)
+	}
 	if h.cfg.Store == Postgres {
 		env = append(env, "LOCKLEDGER_DATABASE_URL="+withApp(h.cfg.DatabaseURL, appName(lock, client)))
 	}

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/fence"
 )
 
 // The environment that makes the harness binary a JOB.
@@ -49,7 +51,7 @@ func Mono() int64 {
 // Line is one line of the outside record.
 type Line struct {
 	Mono    int64  // CLOCK_MONOTONIC, ns
-	Kind    string // start, tick or end
+	Kind    string // start, tick, end, or rejected (a write the fence refused)
 	Client  int
 	Request string // LOCKLEDGER_REQUEST_ID
 	Token   int64  // LOCKLEDGER_FENCING_TOKEN
@@ -126,6 +128,12 @@ func job(path string) int {
 	}
 	line := Line{Client: client, Request: os.Getenv("LOCKLEDGER_REQUEST_ID"), Token: token,
 		PID: os.Getpid(), Lock: os.Getenv("LOCKLEDGER_LOCK")}
+	fw, err := openFencer(os.Getenv(envFence), path, token, line.Request, line.Lock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen job: fence:", err)
+		return 1
+	}
+	defer fw.close()
 	write := func(kind string) {
 		line.Kind, line.Mono = kind, Mono()
 		// One write(2) of a short line to an O_APPEND file: never torn,
@@ -135,15 +143,42 @@ func job(path string) int {
 			os.Exit(1)
 		}
 	}
+	// Each start and tick line is also a write through the fence. A
+	// refused write is the lock lost: the job says so in the record (a
+	// rejected line), records the refusal in the ledger and stops, as a
+	// fenced job does.
+	fenced := func() int {
+		if fw == nil {
+			return -1
+		}
+		err := fw.write(line.Mono)
+		if _, stale := fence.AsStale(err); stale {
+			write("rejected")
+			if err := fw.record(line.Lock, err); err != nil {
+				fmt.Fprintln(os.Stderr, "jepsen job: the refusal was not recorded:", err)
+			}
+			return 5
+		} else if err != nil {
+			fmt.Fprintln(os.Stderr, "jepsen job: fenced write:", err)
+			return 1
+		}
+		return -1
+	}
 	// A signal (run forwarding TERM at the end of a trial, or stopping the
 	// job when the lock is lost) ends the job as it would end a real one:
 	// at once, with no end line.
 	signal.Ignore(syscall.SIGPIPE)
 	write("start")
+	if code := fenced(); code >= 0 {
+		return code
+	}
 	end := time.Now().Add(time.Duration(ms) * time.Millisecond)
 	for time.Now().Before(end) {
 		time.Sleep(tickEvery)
 		write("tick")
+		if code := fenced(); code >= 0 {
+			return code
+		}
 	}
 	write("end")
 	return 0

@@ -23,20 +23,24 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(
 // WriteTable writes the results as one Markdown table, a row per store and
 // fault class.
 func WriteTable(w io.Writer, results []*Result) {
-	fmt.Fprintln(w, "| store | fault | trials | take-over trials | jobs | overlaps | max overlap ms | loss-to-stop p50/p99/max ms | fencing violations | history disagreements | porcupine | stuck | time |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|")
+	fmt.Fprintln(w, "| store | fault | trials | take-over trials | jobs | overlaps | max overlap ms | loss-to-stop p50/p99/max ms | fencing violations | history disagreements | porcupine | stuck | fenced writes accepted | rejected | stale accepted | rejections missing from the ledger | time |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		if r.NA != "" {
-			fmt.Fprintf(w, "| %s | %s | N/A: %s | | | | | | | | | | |\n", r.Store, r.Fault, r.NA)
+			fmt.Fprintf(w, "| %s | %s | N/A: %s | | | | | | | | | | | | | | |\n", r.Store, r.Fault, r.NA)
 			continue
 		}
 		loss := "-"
 		if len(r.Loss) > 0 {
 			loss = fmt.Sprintf("%s / %s / %s", ms(Quantile(r.Loss, 0.5)), ms(Quantile(r.Loss, 0.99)), ms(Quantile(r.Loss, 1)))
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %s | %s | %d | %d | %s | %d | %s |\n",
+		fenced := "- | - | - | -"
+		if r.Fenced {
+			fenced = fmt.Sprintf("%d | %d | %d | %d", r.FencedAccepted, r.FencedRejected, r.StaleAccepted, r.RejectionsMissing)
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %s | %s | %d | %d | %s | %d | %s | %s |\n",
 			r.Store, r.Fault, r.Trials, r.TakeOvers, r.Jobs, r.Overlaps, ms(r.MaxOverlap), loss,
-			r.FencingViolations, r.Disagreements, r.Porcupine(), r.Stuck, r.Elapsed.Round(time.Second))
+			r.FencingViolations, r.Disagreements, r.Porcupine(), r.Stuck, fenced, r.Elapsed.Round(time.Second))
 	}
 }
 

@@ -54,6 +54,14 @@ func (h *harness) trial(ctx context.Context, n int) (*Result, error) {
 	}
 	t := &trial{h: h, n: n, lock: lock, record: h.record(lock), rng: rng, hosts: hosts,
 		live: map[string]*os.Process{}, current: map[int]string{}, victim: -1, gate: make(chan struct{}), aim: make(chan struct{})}
+	if h.cfg.Fence && h.cfg.Store == Postgres {
+		h.pgMu.Lock()
+		err := createFenced(ctx, h.pg, lock)
+		h.pgMu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
 	if h.cfg.Fault == FaultKillAcquire {
 		t.victim = rng.IntN(h.cfg.Clients)
 		t.launched = make(chan Run, 2)
@@ -414,6 +422,7 @@ type historyEvent struct {
 	FencingToken int64     `json:"fencing_token"`
 	At           time.Time `json:"at"`
 	LockLost     bool      `json:"lock_lost"`
+	StaleToken   int64     `json:"stale_token"` // fence_rejected
 }
 
 func (t *trial) history(ctx context.Context) ([]historyEvent, error) {
@@ -435,7 +444,7 @@ func (t *trial) history(ctx context.Context) ([]historyEvent, error) {
 // check runs every check on the trial and returns what they found, a
 // result of one trial.
 func (t *trial) check(ctx context.Context, faultEnds map[string]int64, stuck bool, kill *acquireKill) (*Result, error) {
-	res := newResult(t.h.cfg.Store, t.h.cfg.Fault)
+	res := newResult(t.h.cfg.Store, t.h.cfg.Fault, t.h.cfg.Fence)
 	if err := t.poll(); err != nil {
 		return nil, err
 	}
@@ -447,6 +456,7 @@ func (t *trial) check(ctx context.Context, faultEnds map[string]int64, stuck boo
 	var holdings []Holding
 	ends := faultEnds
 	var cur *Holding
+	var rejections []Rejection
 	for _, e := range evs {
 		at := e.At.UnixNano() - t.h.offset
 		switch {
@@ -461,6 +471,8 @@ func (t *trial) check(ctx context.Context, faultEnds map[string]int64, stuck boo
 			cur = nil
 		case e.Type == "lock_released" && cur != nil && e.RequestID == cur.Request:
 			cur = nil
+		case e.Type == "fence_rejected":
+			rejections = append(rejections, Rejection{Request: e.RequestID, Token: e.StaleToken})
 		}
 	}
 	held := map[string]Holding{}
@@ -485,6 +497,11 @@ func (t *trial) check(ctx context.Context, faultEnds map[string]int64, stuck boo
 	res.FencingViolations = FencingViolations(jobs)
 	res.Disagreements = Disagreements(jobs, holdings)
 	res.Loss = LossToStop(jobs, ends)
+	if t.h.cfg.Fence {
+		if err := t.checkFence(ctx, res, rejections); err != nil {
+			return nil, err
+		}
+	}
 	t.mu.Lock()
 	runs := slices.Clone(t.runs)
 	t.mu.Unlock()
@@ -517,4 +534,26 @@ func setEnd(ends map[string]int64, rid string, at int64) {
 	if e, ok := ends[rid]; !ok || at < e {
 		ends[rid] = at
 	}
+}
+
+// checkFence reads back the writes the fence accepted (check e) and
+// matches the refusals the jobs saw with the ledger's (check f).
+func (t *trial) checkFence(ctx context.Context, res *Result, rejections []Rejection) error {
+	var writes []FencedWrite
+	var err error
+	if t.h.cfg.Store == Postgres {
+		t.h.pgMu.Lock()
+		writes, err = readFenced(ctx, t.h.pg, t.lock)
+		t.h.pgMu.Unlock()
+	} else {
+		writes, err = readFencedFile(fencedFile(t.record))
+	}
+	if err != nil {
+		return fmt.Errorf("reading the fenced writes: %w", err)
+	}
+	res.FencedAccepted = len(writes)
+	res.StaleAccepted = StaleAccepted(writes)
+	res.FencedRejected = Rejected(t.seen)
+	res.RejectionsMissing = MissingRejections(t.seen, rejections)
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -30,11 +31,13 @@ func main() {
 	takeovers := flag.Int("takeovers", 0, "in the pause classes, also go on until this many trials took the lock over")
 	faults := flag.String("faults", "all", "comma-separated fault classes: "+fmt.Sprint(jepsen.AllFaults)+", or all")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the nemesis's choices")
-	ttl := flag.Duration("ttl", 2*time.Second, "the runs' --ttl (whole seconds); pauses last 1.5 x ttl")
+	ttl := flag.Duration("ttl", 0, "the runs' --ttl (whole seconds); pauses last 1.5 x ttl (default: 2s on sqlite, 4s on postgres)")
 	clients := flag.Int("clients", 8, "clients per trial, on -hosts simulated hosts")
 	hosts := flag.Int("hosts", 0, "simulated hosts per trial (1: every client on one host, where a take-over stops the old job; 0: 2 to 4, drawn per trial)")
 	parallel := flag.Int("parallel", 4, "trials at once per fault class, each on its own lock with its own clients and record; each worker on a ledger of its own")
 	keep := flag.Bool("keep", false, "keep the work directory (record, roots, the runs' logs)")
+	var fenced fenceFlag
+	flag.Var(&fenced, "fence", "jobs write through a fence at each line (PostgreSQL: a table fenced by the lockledger_fence trigger; SQLite: fence.WriteFile) and record each refusal in the ledger (default: on for postgres, off for sqlite)")
 	flag.Parse()
 	if *parallel < 1 {
 		die(fmt.Errorf("-parallel: %d is below 1", *parallel))
@@ -72,6 +75,7 @@ func main() {
 	if err := build.Run(); err != nil {
 		die(fmt.Errorf("building the CLI: %w", err))
 	}
+	defer stopLeftovers(bin)
 	self, err := os.Executable()
 	if err != nil {
 		die(err)
@@ -98,7 +102,7 @@ func main() {
 				die(err)
 			}
 			cfg := jepsen.Config{Bin: bin, Self: self, Store: st, Dir: cdir, Fault: f, Trials: *trials,
-				Duration: *duration, TakeOvers: *takeovers, Clients: *clients, Hosts: *hosts, Parallel: *parallel, TTL: *ttl, Seed: *seed + uint64(i), Progress: os.Stderr}
+				Duration: *duration, TakeOvers: *takeovers, Clients: *clients, Hosts: *hosts, Parallel: *parallel, TTL: storeTTL(*ttl, st), Seed: *seed + uint64(i), Fence: fenced.on(st), Progress: os.Stderr}
 			if st == jepsen.Postgres {
 				name := fmt.Sprintf("jepsen_%d_%d", os.Getpid(), i)
 				if err := cluster.CreateDatabase(name); err != nil {
@@ -127,6 +131,78 @@ func main() {
 	if failed {
 		os.Exit(1)
 	}
+}
+
+// stopLeftovers kills the processes of bin still running when the harness
+// ends: a run that lost its lock leaves a detached recorder
+// (__record-loss) that retries for up to an hour, here against a cluster
+// about to stop. bin is this harness's own build, in its own directory,
+// so no other process has that executable.
+func stopLeftovers(bin string) {
+	ents, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == bin {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				n++
+			}
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(os.Stderr, "jepsen: stopped %d lockledger processes left behind (loss recorders)\n", n)
+	}
+}
+
+// storeTTL is the runs' TTL on st: the one asked for, else 2s on SQLite
+// and 4s on PostgreSQL. A run loses its lock when no heartbeat commits
+// within TTL - 500ms; a PostgreSQL heartbeat is some fifteen round trips
+// between the run and its backend inside the ledger's writer lock, and
+// with 4 trials of 8 clients at once on a shared 2-core machine under
+// load, 1.5s was often too little: nearly every holder lost its lock
+// before its job started, and most trials went past their deadline.
+func storeTTL(ttl time.Duration, st jepsen.Store) time.Duration {
+	switch {
+	case ttl > 0:
+		return ttl
+	case st == jepsen.Postgres:
+		return 4 * time.Second
+	}
+	return 2 * time.Second
+}
+
+// fenceFlag is -fence: unset, each store's default.
+type fenceFlag struct{ set, value bool }
+
+func (f *fenceFlag) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return strconv.FormatBool(f.value)
+}
+
+func (f *fenceFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	f.set, f.value = true, v
+	return nil
+}
+
+func (f *fenceFlag) IsBoolFlag() bool { return true }
+
+// on is whether st's jobs write through a fence: by default on
+// PostgreSQL, whose fence costs a row per line, and not on SQLite, whose
+// file fence syncs three times per line.
+func (f *fenceFlag) on(st jepsen.Store) bool {
+	if f.set {
+		return f.value
+	}
+	return st == jepsen.Postgres
 }
 
 func die(err error) {

@@ -1,0 +1,79 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/witness"
+)
+
+// A write that fails after it signed its head and before it committed
+// (here its NOTIFY, as when its context runs out there under load) keeps
+// no head: the head kept is one of a log that was committed, or every
+// later writer would refuse to sign a log that does not extend it.
+func TestPostgresAWriteThatFailsBeforeItsCommitKeepsNoHead(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, v := testKey(t)
+	heads := witness.Heads{Dir: t.TempDir()}
+	root := t.TempDir()
+	openL := func() *Ledger {
+		t.Helper()
+		l, err := Open(ctx, root, WithDatabase(url), WithHost(Host{ID: "host-a"}), WithSigner(s), WithHeads(heads.Dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := openL()
+	if _, err := l.TryAcquire(ctx, AcquireRequest{Lock: "a", Identity: Identity{RequestID: "r1"}}); err != nil {
+		t.Fatal(err)
+	}
+	id := l.ID()
+	l.Close()
+	kept, err := heads.Last(id, v)
+	if err != nil || kept == nil || kept.Size != 1 {
+		t.Fatalf("head kept: %+v, %v; want size 1", kept, err)
+	}
+	// A pg_notify of the ledger's connections' search path that fails:
+	// the write's NOTIFY, the last statement before its commit, fails.
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	for _, q := range []string{
+		`CREATE FUNCTION public.pg_notify(text, text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'notify refused'; END $$`,
+		`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET search_path = public, pg_catalog', current_database()); END $$`,
+	} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	l = openL()
+	if _, err := l.TryAcquire(ctx, AcquireRequest{Lock: "b", Identity: Identity{RequestID: "r2"}}); err == nil {
+		t.Fatal("a write whose NOTIFY failed: succeeded, want an error")
+	}
+	l.Close()
+	if kept, err := heads.Last(id, v); err != nil || kept == nil || kept.Size != 1 {
+		size := int64(0)
+		if kept != nil {
+			size = kept.Size
+		}
+		t.Fatalf("head kept after the failed write: size %d, %v; want still size 1", size, err)
+	}
+	if _, err := admin.ExecContext(ctx, `DROP FUNCTION public.pg_notify(text, text)`); err != nil {
+		t.Fatal(err)
+	}
+	l = openL()
+	defer l.Close()
+	if _, err := l.TryAcquire(ctx, AcquireRequest{Lock: "b", Identity: Identity{RequestID: "r3"}}); err != nil {
+		t.Fatalf("the next write: %v", err)
+	}
+}

@@ -292,6 +292,16 @@ type Blocked struct {
 	// Mode and Limit are what the caller asked for, as in Acquired.
 	Mode  string `json:"mode,omitempty"`
 	Limit int64  `json:"limit,omitempty"`
+	// Until is set on a waiter's first blocked attempt: it joins the lock's
+	// queue, until then (the store's clock), or until its request's next
+	// acquisition or acquire_blocked on the lock, or until its process (the
+	// envelope's host and pid, PIDStart, BootID) is provably gone.
+	Until    string `json:"until,omitempty"`
+	PIDStart string `json:"pid_start,omitempty"`
+	BootID   string `json:"boot_id,omitempty"`
+	// Reason is BlockedByQueue when the lock was free (or its holder dead)
+	// but queued waiters came first; HeldBy is then empty.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Event is an envelope with its payload, its canonical body and its chain links.

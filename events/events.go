@@ -93,6 +93,10 @@ const (
 	ReasonReclaimed = "reclaimed"
 )
 
+// BlockedByQueue is acquire_blocked's reason when the lock was free (or its
+// holder dead) but waiters queued before the caller come first.
+const BlockedByQueue = "queue"
+
 // Holder modes (lock_acquired's, lock_stolen's and acquire_blocked's mode).
 // An exclusive holder excludes everyone; shared holders coexist with each
 // other (up to the lock's limit, when it has one) and exclude exclusive ones.

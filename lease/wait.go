@@ -57,6 +57,11 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 		if attempt > 0 {
 			req.Waited = time.Since(start)
 		}
+		// A blocked attempt queues the request for the rest of its wait.
+		req.WaitLeft = 0
+		if !last {
+			req.WaitLeft = time.Until(deadline)
+		}
 		actx := ctx
 		if last && ctx.Err() != nil {
 			// Giving up because the caller cancelled: still record it.

@@ -121,10 +121,16 @@ func (w *writeTx) acquireExclusive(req AcquireRequest, p takeover) (*Acquisition
 			}
 			return w.exclusiveOverShared(req, sh, p)
 		}
+		if outcome, refused, err := w.queuedAhead(req, p); refused || err != nil {
+			return nil, outcome, err
+		}
 		a, err := w.take(req, nil, "", p.note())
 		outcome, err := w.heldByNewFile(req, err)
 		return a, outcome, err
 	case events.StateDead:
+		if outcome, refused, err := w.queuedAhead(req, p); refused || err != nil {
+			return nil, outcome, err
+		}
 		reason = events.ReasonHolderDead
 	case events.StateStale:
 		if !p.stale(req) {

@@ -11,13 +11,26 @@ import (
 )
 
 // blocked records acquire_blocked when the attempt gives up (the last
-// attempt, or a waiter meeting a stale lock) and reports outcome.
+// attempt, or a waiter meeting a stale lock), or when a waiter's attempt
+// refused by a holder puts it in the lock's queue (see queue.go), and
+// reports outcome.
 func (w *writeTx) blocked(req AcquireRequest, h *holding, state string, outcome error) (error, error) {
-	if !req.RecordBlocked && !(req.Waiting && state == events.StateStale) {
+	joins := false
+	if state == events.StateHeld {
+		// A waiter's first refusal by a holder puts it in the queue.
+		var err error
+		if joins, err = w.joinsQueue(req); err != nil {
+			return nil, err
+		}
+	}
+	if !req.RecordBlocked && !(req.Waiting && state == events.StateStale) && !joins {
 		return outcome, nil
 	}
 	p := &events.Blocked{State: state, WaitedSeconds: seconds(req.Waited), Foreign: h.foreign, Mode: req.mode(), Limit: req.Limit}
 	p.HeldBy, p.UnreadableFile = heldBy(h)
+	if joins {
+		w.queueFields(req, p)
+	}
 	_, err := w.append(events.AcquireBlocked, req.Identity, p)
 	if err != nil {
 		return nil, err

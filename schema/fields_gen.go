@@ -183,6 +183,7 @@ const (
 	EventUnreadableFile
 	EventState
 	EventForeign
+	EventUntil
 	EventAction
 	EventChanges
 	EventMovedAside
@@ -191,7 +192,6 @@ const (
 	EventJobRequestID
 	EventPIDs
 	EventSince
-	EventUntil
 	EventFirstSeq
 	EventLastSeq
 	EventEvents
@@ -261,6 +261,7 @@ var eventNames = []string{
 	EventUnreadableFile:      "unreadable_file",
 	EventState:               "state",
 	EventForeign:             "foreign",
+	EventUntil:               "until",
 	EventAction:              "action",
 	EventChanges:             "changes",
 	EventMovedAside:          "moved_aside",
@@ -269,7 +270,6 @@ var eventNames = []string{
 	EventJobRequestID:        "job_request_id",
 	EventPIDs:                "pids",
 	EventSince:               "since",
-	EventUntil:               "until",
 	EventFirstSeq:            "first_seq",
 	EventLastSeq:             "last_seq",
 	EventEvents:              "events",
@@ -382,6 +382,8 @@ func eventLookup(k []byte) int {
 		return int(EventState)
 	case "foreign":
 		return int(EventForeign)
+	case "until":
+		return int(EventUntil)
 	case "action":
 		return int(EventAction)
 	case "changes":
@@ -398,8 +400,6 @@ func eventLookup(k []byte) int {
 		return int(EventPIDs)
 	case "since":
 		return int(EventSince)
-	case "until":
-		return int(EventUntil)
 	case "first_seq":
 		return int(EventFirstSeq)
 	case "last_seq":
@@ -470,11 +470,11 @@ var eventAllowed = [...]fieldSet{
 	kLockStolen:      fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventPIDNS | 1<<EventReleaseSecretSha256 | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason | 1<<EventHeldBy},
 	kLockReleased:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventNote | 1<<EventHeldBy | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventFailureStep | 1<<EventExitCode | 1<<EventForced | 1<<EventReleasedRequestID | 1<<EventSupersededBy | 1<<EventSupersededByFormat | 1<<EventSupersededByPath | 1<<EventAuthorizedBy},
 	kHeartbeatFailed: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost},
-	kAcquireBlocked:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventForeign},
+	kAcquireBlocked:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventReason | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventForeign | 1<<EventUntil},
 	kActionRefused:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventError | 1<<EventUnreadableFile | 1<<EventState | 1<<EventAction},
 	kLockProjected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventChanges | 1<<EventMovedAside | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq},
 	kJobProcesses:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs},
-	kLedgerExported:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventSince | 1<<EventUntil | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination},
+	kLedgerExported:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventUntil | 1<<EventSince | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination},
 	kLedgerVerified:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventHeadHash | 1<<EventFile},
 	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks, 1<<(EventRowsChanged-64) | 1<<(EventFilesChanged-64) | 1<<(EventRollbackAccepted-64)},
 	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile},
@@ -589,7 +589,11 @@ func checkEventField(v *validator, f int) *verr {
 	case EventPreviousLockHash:
 		return v.pattern(isSHA256Ref, "^sha256:[0-9a-f]{64}$")
 	case EventReason:
-		return v.enum(reasonValues)
+		switch v.k {
+		case kLockStolen:
+			return v.enum(reasonValues)
+		}
+		return v.enum(reasonInAcquireBlockedValues) // kAcquireBlocked
 	case EventHeldBy:
 		return v.record(&holderSchema, holderAll, holderRequired)
 	case EventHeldDurationSeconds:
@@ -634,6 +638,8 @@ func checkEventField(v *validator, f int) *verr {
 		return v.enum(stateInActionRefusedValues) // kActionRefused
 	case EventForeign:
 		return v.boolean()
+	case EventUntil:
+		return v.pattern(isEventTime, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$")
 	case EventAction:
 		switch v.k {
 		case kActionRefused:
@@ -653,8 +659,6 @@ func checkEventField(v *validator, f int) *verr {
 	case EventPIDs:
 		return v.array(1, 4096, itemPIDs)
 	case EventSince:
-		return v.pattern(isEventTime, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$")
-	case EventUntil:
 		return v.pattern(isEventTime, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$")
 	case EventFirstSeq:
 		return v.integer(1, noMax)
@@ -1182,6 +1186,7 @@ var (
 	resultValues                  = []string{"success", "failure", "cancelled", "forced"}
 	authorizedByValues            = []string{"release_secret"}
 	stateValues                   = []string{"held", "stale", "dead"}
+	reasonInAcquireBlockedValues  = []string{"queue"}
 	actionValues                  = []string{"release", "steal", "heartbeat"}
 	stateInActionRefusedValues    = []string{"free", "held", "stale", "dead"}
 	actionInJobProcessesValues    = []string{"terminated", "killed", "left_running"}

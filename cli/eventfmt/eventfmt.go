@@ -276,6 +276,12 @@ func Details(ev *replay.Event) string {
 			add("asked %s", m)
 		}
 		add("waited %s", seconds(ev.WaitedSeconds))
+		if ev.Reason == events.BlockedByQueue {
+			add("behind queued waiters")
+		}
+		if ev.Until != "" {
+			add("QUEUED until %s", ev.Until)
+		}
 	case events.ActionRefused:
 		add("REFUSED %s", ev.Action)
 		if ev.State != "" {

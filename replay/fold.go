@@ -69,6 +69,60 @@ type Lock struct {
 	// back (released or stolen from): two exclusive ones, an exclusive and
 	// a shared one, or more shared ones than the limit are an overlap.
 	claims []claim
+
+	// Queued are the waiters queued for the lock (acquire_blocked with
+	// until), in the order they queued, until their request's next
+	// lock_acquired, lock_stolen or acquire_blocked on it; those whose
+	// until has passed by an event of the lock are dropped. Whether a
+	// waiter's process died cannot be told after the fact.
+	Queued []Queued
+}
+
+// Queued is one waiter in a lock's queue.
+type Queued struct {
+	Seq       int64
+	RequestID string
+	Actor     string
+	HostID    string
+	PID       int
+	Since     time.Time
+	Until     time.Time
+}
+
+// QueueAt is the lock's queue at t: the waiters whose wait had not ended.
+func (l *Lock) QueueAt(t time.Time) []Queued {
+	if l == nil {
+		return nil
+	}
+	var out []Queued
+	for _, q := range l.Queued {
+		if t.Before(q.Until) && !t.Before(q.Since) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// queue keeps l.Queued (see Lock.Queued).
+func (l *Lock) queue(ev *Event) {
+	switch ev.Type {
+	case events.AcquireBlocked, events.LockAcquired, events.LockStolen:
+	default:
+		return
+	}
+	kept := l.Queued[:0]
+	for _, q := range l.Queued {
+		if q.RequestID != ev.RequestID && ev.Time.Before(q.Until) {
+			kept = append(kept, q)
+		}
+	}
+	l.Queued = kept
+	if ev.Type == events.AcquireBlocked && ev.Until != "" {
+		if until, err := events.ParseTime(ev.Until); err == nil {
+			l.Queued = append(l.Queued, Queued{Seq: ev.Seq, RequestID: ev.RequestID, Actor: ev.Actor, HostID: ev.HostID,
+				PID: ev.PID, Since: ev.Time, Until: until})
+		}
+	}
 }
 
 // sharedIndex is the index of request id in l.Shared, or -1.
@@ -224,6 +278,7 @@ func (s *State) Apply(ev *Event) {
 	}
 	l.Last = EventRef{Seq: ev.Seq, Type: ev.Type, At: ev.At, Actor: ev.Actor, RequestID: ev.RequestID}
 	s.claim(l, ev)
+	l.queue(ev)
 	switch ev.Type {
 	case events.LockAcquired, events.LockStolen:
 		if ev.Type == events.LockStolen && ev.PreviousLock != nil {

@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// startGatedHolder starts a run that holds lock until the file gate exists.
+func startGatedHolder(t *testing.T, ctx context.Context, root, lock, gate string) *exec.Cmd {
+	t.Helper()
+	h := clitest.Command(ctx, root, "run", lock, "--ttl", "60", "--actor", "holder", "--",
+		"sh", "-c", `until [ -e "$GATE" ]; do sleep 0.05; done`)
+	h.Env = append(h.Env, "GATE="+gate)
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Process.Kill(); h.Wait() })
+	awaitRunning(t, root, lock)
+	return h
+}
+
+// startQueuedWaiter starts `run --wait 60s` as actor, appending its actor
+// name to $ORDER when it runs, and returns once its acquire_blocked (which
+// queues it) is in the log.
+func startQueuedWaiter(t *testing.T, ctx context.Context, root, lock, actor, order string) *exec.Cmd {
+	t.Helper()
+	c := clitest.Command(ctx, root, "run", lock, "--wait", "60s", "--ttl", "30", "--actor", actor, "--",
+		"sh", "-c", `echo "$ACTOR" >> "$ORDER"`)
+	c.Env = append(c.Env, "ORDER="+order, "ACTOR="+actor)
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	query := fmt.Sprintf(`SELECT request_id FROM events WHERE type = 'acquire_blocked' AND actor = '%s' AND CAST(body AS TEXT) LIKE '%%"until":%%'`, actor)
+	for deadline := time.Now().Add(30 * time.Second); len(clitest.Strings(t, root, query)) != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not queued after 30s; events %v; its stderr:\n%s", actor,
+				clitest.Strings(t, root, `SELECT type || ' ' || actor FROM events ORDER BY seq`), stderr.String())
+		}
+	}
+	return c
+}
+
+// queueActors is status --json's queue of lock, as actors, next first.
+func queueActors(t *testing.T, root, lock string) []string {
+	t.Helper()
+	var st struct {
+		Queue []struct {
+			Position int    `json:"position"`
+			Actor    string `json:"actor"`
+			PID      int    `json:"pid"`
+		} `json:"queue"`
+	}
+	r := clitest.Must(t, 0, root, "status", lock, "--json")
+	if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.Stdout)
+	}
+	var out []string
+	for i, w := range st.Queue {
+		if w.Position != i+1 || w.PID <= 0 {
+			t.Errorf("queue entry %d: %+v", i, w)
+		}
+		out = append(out, w.Actor)
+	}
+	return out
+}
+
+// Sixteen `run --wait` processes, each started once the one before is
+// queued, run in the order they queued, and every one runs.
+func TestQueueRunWaitersAreServedInArrivalOrder(t *testing.T) {
+	root := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	gate, order := filepath.Join(t.TempDir(), "go"), filepath.Join(t.TempDir(), "order")
+	holder := startGatedHolder(t, ctx, root, "fifo", gate)
+	var want []string
+	var waiters []*exec.Cmd
+	for i := range 16 {
+		actor := fmt.Sprintf("waiter-%02d", i)
+		waiters = append(waiters, startQueuedWaiter(t, ctx, root, "fifo", actor, order))
+		want = append(want, actor)
+	}
+	if got := queueActors(t, root, "fifo"); !slices.Equal(got, want) {
+		t.Fatalf("status --json queue: got %v, want %v", got, want)
+	}
+	text := clitest.Must(t, 0, root, "status", "fifo").Stdout
+	if !strings.Contains(text, "queue: 16 waiters, next first") || !strings.Contains(text, "1.  ") {
+		t.Errorf("status does not show the queue:\n%s", text)
+	}
+	list := clitest.Must(t, 0, root, "list", "--json").Stdout
+	if strings.Count(list, `"position"`) != 16 {
+		t.Errorf("list --json does not show the queue of 16:\n%s", list)
+	}
+	who := clitest.Must(t, 0, root, "who", "fifo", "--json").Stdout
+	if strings.Count(who, `"position"`) != 16 {
+		t.Errorf("who --json does not show the queue of 16:\n%s", who)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	for i, w := range waiters {
+		if err := w.Wait(); err != nil {
+			t.Errorf("waiter %d: %v", i, err)
+		}
+	}
+	data, err := os.ReadFile(order)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(data)); !slices.Equal(got, want) {
+		t.Fatalf("the waiters ran in the order %v, want the order they queued %v", got, want)
+	}
+	acquirers := clitest.Strings(t, root, `SELECT actor FROM events WHERE type = 'lock_acquired' ORDER BY seq`)
+	if !slices.Equal(acquirers, append([]string{"holder"}, want...)) {
+		t.Errorf("lock_acquired actors: %v", acquirers)
+	}
+	if r := clitest.Run(t, root, "verify"); r.Code != 0 {
+		t.Fatalf("verify: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// A queued waiter killed with SIGKILL records nothing, and leaves the
+// queue all the same: its process is gone. The next one is served.
+func TestQueueKilledWaiterLeavesTheQueue(t *testing.T) {
+	root := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	gate, order := filepath.Join(t.TempDir(), "go"), filepath.Join(t.TempDir(), "order")
+	holder := startGatedHolder(t, ctx, root, "k", gate)
+	first := startQueuedWaiter(t, ctx, root, "k", "first", order)
+	second := startQueuedWaiter(t, ctx, root, "k", "second", order)
+	if got := queueActors(t, root, "k"); !slices.Equal(got, []string{"first", "second"}) {
+		t.Fatalf("queue: got %v", got)
+	}
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	if got := queueActors(t, root, "k"); !slices.Equal(got, []string{"second"}) {
+		t.Fatalf("queue after SIGKILL of the first waiter: got %v, want [second]", got)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	if err := second.Wait(); err != nil {
+		t.Fatalf("the second waiter: %v", err)
+	}
+	data, _ := os.ReadFile(order)
+	if got := strings.Fields(string(data)); !slices.Equal(got, []string{"second"}) {
+		t.Fatalf("ran: %v, want [second]", got)
+	}
+}

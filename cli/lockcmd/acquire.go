@@ -194,6 +194,9 @@ the output is as before.
 Exit 3 (or --conflict-exit-code's code) when an active holder has it
 (after --wait, if given; --wait forever waits until it is free), 4 when it
 is stale and --force was not given. Not waiting is the default (-n says so).
+Waiters are served in the order they queued (their first refused attempt):
+a free lock with waiters queued is refused with exit 3 to anyone but the
+first of them, --wait or not (see status, and docs/json.md).
 
 --shared takes a shared (reader) hold: any number of shared holders at
 once, none while an exclusive holder has the lock, and no exclusive holder

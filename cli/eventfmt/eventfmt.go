@@ -280,7 +280,7 @@ func Details(ev *replay.Event) string {
 			add("behind queued waiters")
 		}
 		if ev.Until != "" {
-			add("QUEUED until %s", ev.Until)
+			add("QUEUED") // until is in the JSON forms: too long for a table row
 		}
 	case events.ActionRefused:
 		add("REFUSED %s", ev.Action)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 )
 
@@ -30,14 +31,15 @@ func startGatedHolder(t *testing.T, ctx context.Context, root, lock, gate string
 	return h
 }
 
-// startQueuedWaiter starts `run --wait 60s` as actor, appending its actor
-// name to $ORDER when it runs, and returns once its acquire_blocked (which
-// queues it) is in the log.
-func startQueuedWaiter(t *testing.T, ctx context.Context, root, lock, actor, order string) *exec.Cmd {
+// startQueuedWaiter starts `run --wait 60s` as actor (with env added to
+// its environment), appending its actor name to $ORDER when it runs, and
+// returns once its acquire_blocked (which queues it) is in the log.
+func startQueuedWaiter(t *testing.T, ctx context.Context, root, lock, actor, order string, env ...string) *exec.Cmd {
 	t.Helper()
 	c := clitest.Command(ctx, root, "run", lock, "--wait", "60s", "--ttl", "30", "--actor", actor, "--",
 		"sh", "-c", `echo "$ACTOR" >> "$ORDER"`)
 	c.Env = append(c.Env, "ORDER="+order, "ACTOR="+actor)
+	c.Env = append(c.Env, env...)
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
 	if err := c.Start(); err != nil {
@@ -45,7 +47,7 @@ func startQueuedWaiter(t *testing.T, ctx context.Context, root, lock, actor, ord
 	}
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	query := fmt.Sprintf(`SELECT request_id FROM events WHERE type = 'acquire_blocked' AND actor = '%s' AND CAST(body AS TEXT) LIKE '%%"until":%%'`, actor)
-	for deadline := time.Now().Add(30 * time.Second); len(clitest.Strings(t, root, query)) != 1; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); len(clitest.Strings(t, root, query)) == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s not queued after 30s; events %v; its stderr:\n%s", actor,
 				clitest.Strings(t, root, `SELECT type || ' ' || actor FROM events ORDER BY seq`), stderr.String())
@@ -167,5 +169,79 @@ func TestQueueKilledWaiterLeavesTheQueue(t *testing.T) {
 	data, _ := os.ReadFile(order)
 	if got := strings.Fields(string(data)); !slices.Equal(got, []string{"second"}) {
 		t.Fatalf("ran: %v, want [second]", got)
+	}
+}
+
+// A waiter on another host, first in line, is killed with SIGKILL: no
+// process probe from here can tell, so it leaves the queue when its place
+// is not renewed, within events.WaiterTTL, not at the end of its wait. The
+// next waiter gets the lock then.
+func TestQueueWaiterKilledOnAnotherHostLeavesWithinItsLease(t *testing.T) {
+	root := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	gate, order := filepath.Join(t.TempDir(), "go"), filepath.Join(t.TempDir(), "order")
+	holder := startGatedHolder(t, ctx, root, "far", gate)
+	// Both wait far longer than the test: only the lease can let the
+	// second one through.
+	far := clitest.Command(ctx, root, "run", "far", "--wait", "10m", "--ttl", "30", "--actor", "far-away", "--",
+		"sh", "-c", `echo far-away >> "$ORDER"`)
+	far.Env = append(far.Env, "ORDER="+order, "LOCKLEDGER_HOST_ID=far-host")
+	if err := far.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { far.Process.Kill(); far.Wait() })
+	query := `SELECT request_id FROM events WHERE type = 'acquire_blocked' AND actor = 'far-away' AND CAST(body AS TEXT) LIKE '%"until":%'`
+	for deadline := time.Now().Add(30 * time.Second); len(clitest.Strings(t, root, query)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter on far-host is not queued after 30s")
+		}
+	}
+	near := clitest.Command(ctx, root, "run", "far", "--wait", "10m", "--ttl", "30", "--actor", "near", "--",
+		"sh", "-c", `echo near >> "$ORDER"`)
+	near.Env = append(near.Env, "ORDER="+order)
+	if err := near.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { near.Process.Kill(); near.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); !slices.Equal(queueActors(t, root, "far"), []string{"far-away", "near"}); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue: got %v, want [far-away near]", queueActors(t, root, "far"))
+		}
+	}
+	if err := far.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	far.Wait()
+	// Seen from here, far-host's waiter may still be alive: it stays first.
+	if got := queueActors(t, root, "far"); !slices.Equal(got, []string{"far-away", "near"}) {
+		t.Fatalf("queue right after SIGKILL of the waiter on another host: got %v, want [far-away near]", got)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	freed := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- near.Wait() }()
+	// Generous against a busy machine, and far below the waits of 10m.
+	bound := events.WaiterTTL + 45*time.Second
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("near: %v", err)
+		}
+	case <-time.After(bound):
+		near.Process.Kill()
+		<-done
+		t.Fatalf("the waiter behind a dead one on another host did not run within %s of the lock's release (WaiterTTL %s); queue %v",
+			bound, events.WaiterTTL, queueActors(t, root, "far"))
+	}
+	t.Logf("near ran %s after the lock was freed (WaiterTTL %s)", time.Since(freed).Round(time.Millisecond), events.WaiterTTL)
+	data, _ := os.ReadFile(order)
+	if got := strings.Fields(string(data)); !slices.Equal(got, []string{"near"}) {
+		t.Fatalf("ran: %v, want [near]", got)
 	}
 }

@@ -112,6 +112,9 @@ func (w *writeTx) acquireExclusive(req AcquireRequest, p takeover) (*Acquisition
 		return nil, outcome, err
 	}
 	state, job := judge(h, w.now, w.l.host, w.l.probe, req.MaxAge)
+	if outcome, refused, err := w.queuedAhead(req, p, state); refused || err != nil {
+		return nil, outcome, err
+	}
 	var reason string
 	switch state {
 	case events.StateFree:
@@ -121,16 +124,10 @@ func (w *writeTx) acquireExclusive(req AcquireRequest, p takeover) (*Acquisition
 			}
 			return w.exclusiveOverShared(req, sh, p)
 		}
-		if outcome, refused, err := w.queuedAhead(req, p); refused || err != nil {
-			return nil, outcome, err
-		}
 		a, err := w.take(req, nil, "", p.note())
 		outcome, err := w.heldByNewFile(req, err)
 		return a, outcome, err
 	case events.StateDead:
-		if outcome, refused, err := w.queuedAhead(req, p); refused || err != nil {
-			return nil, outcome, err
-		}
 		reason = events.ReasonHolderDead
 	case events.StateStale:
 		if !p.stale(req) {

@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -10,21 +12,31 @@ import (
 	"github.com/lockledger/lockledger/store"
 )
 
-// A lock's queue is read from the log, like every other state: a waiter
-// joins it with its first blocked attempt (acquire_blocked with until, its
-// wait's end) and is served in the order of those events. It leaves by its
-// request's next lock_acquired, lock_stolen or acquire_blocked on the lock
-// (it got the lock, or gave up: its wait ran out, it was cancelled, or it
-// met a stale lock), when its until passes, or when its process is provably
-// gone (the same rule as a holder's, gone in state.go; a waiter on another
-// machine leaves by its until). Only exclusive acquisitions queue and are
-// held back by the queue; shared ones, steals, --force on a stale lock and
-// --reclaim ignore it.
+// A lock's queue is read from the log, like every other state. A waiter's
+// place is a lease: it joins with an acquire_blocked carrying until (at
+// most events.WaiterTTL ahead, and never past its wait's end) and keeps
+// the place only by renewing it before then, with another such event that
+// names the one it joined with (queued_seq, queued_at). Waiters are served
+// in the order they joined. A waiter leaves by its request's next
+// lock_acquired or lock_stolen on the lock, or an acquire_blocked without
+// until (it gave up: its wait ran out, it was cancelled, or it met a stale
+// lock), when its place is not renewed in time (its process died, on any
+// host, or stopped), or at once when its process is provably gone from
+// here (the same rule as a holder's, gone in state.go). A waiter whose
+// place lapsed while it still waits joins again, at the back. Only
+// exclusive acquisitions queue and are held back by the queue; shared
+// ones, steals and --force on a stale lock ignore it.
 
-// QueueHorizon is how far back the log is read for a queue: a waiter
-// queued longer ago than this has lost its place, and joins again at the
-// back with its next attempt.
-const QueueHorizon = 24 * time.Hour
+// WaiterRenewEvery is how often a waiter renews its place (lease.Wait
+// makes an attempt through TryAcquire at least this often): a third of
+// events.WaiterTTL, so that a renewal delayed by a busy writer (up to
+// the busy timeout) still lands in time.
+const WaiterRenewEvery = events.WaiterTTL / 3
+
+// waiterRenewAfter is how old a waiter's last record of its place must be
+// for an attempt of the waiter to renew it: attempts made more often than
+// this (a lock that keeps changing) record nothing more.
+const waiterRenewAfter = events.WaiterTTL / 6
 
 // Waiter is one request in a lock's queue.
 type Waiter struct {
@@ -34,26 +46,32 @@ type Waiter struct {
 	Actor     string
 	HostID    string
 	PID       int
-	Seq       int64     // the acquire_blocked event it queued with
-	Since     time.Time // when it queued
-	Until     time.Time // when its wait ends
+	Seq       int64     // the acquire_blocked event it joined the queue with
+	Since     time.Time // when it joined
+	Until     time.Time // when its place lapses unless renewed
+	Renewed   time.Time // its last record of its place (Since, or its last renewal)
 	pidStart  string
 	bootID    string
+	pidNS     *int64
 }
 
 // queuedBody is what a queue reads of an acquire_blocked event's body.
 type queuedBody struct {
-	HostID   string `json:"host_id"`
-	PID      int    `json:"pid"`
-	Until    string `json:"until"`
-	PIDStart string `json:"pid_start"`
-	BootID   string `json:"boot_id"`
+	HostID    string `json:"host_id"`
+	PID       int    `json:"pid"`
+	Until     string `json:"until"`
+	PIDStart  string `json:"pid_start"`
+	BootID    string `json:"boot_id"`
+	PIDNS     *int64 `json:"pid_ns"`
+	QueuedSeq int64  `json:"queued_seq"`
+	QueuedAt  string `json:"queued_at"`
 }
 
 // queues reads the queues at now: lock's, or every lock's when lock is "",
-// by lock name, each in arrival order.
+// by lock name, each in the order its waiters joined.
 func (l *Ledger) queues(ctx context.Context, q store.Querier, lock string, now time.Time) (map[string][]Waiter, error) {
-	rows, err := store.LoadQueued(ctx, q, lock, events.FormatTime(now.Add(-QueueHorizon)))
+	// A record older than WaiterTTL has lapsed, whatever its until says.
+	rows, err := store.LoadQueued(ctx, q, lock, events.FormatTime(now.Add(-events.WaiterTTL)))
 	if err != nil {
 		return nil, err
 	}
@@ -64,25 +82,43 @@ func (l *Ledger) queues(ctx context.Context, q store.Querier, lock string, now t
 			continue // gave up, or never queued
 		}
 		until, err1 := events.ParseTime(b.Until)
-		since, err2 := events.ParseTime(r.At)
-		if err1 != nil || err2 != nil || !now.Before(until) {
+		at, err2 := events.ParseTime(r.At)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if lapse := at.Add(events.WaiterTTL); lapse.Before(until) {
+			until = lapse
+		}
+		if !now.Before(until) {
 			continue
 		}
 		wt := Waiter{Lock: r.Lock, RequestID: r.RequestID, Actor: r.Actor, HostID: b.HostID, PID: b.PID, Seq: r.Seq,
-			Since: since, Until: until, pidStart: b.PIDStart, bootID: b.BootID}
+			Since: at, Until: until, Renewed: at, pidStart: b.PIDStart, bootID: b.BootID, pidNS: b.PIDNS}
+		if b.QueuedSeq > 0 {
+			wt.Seq = b.QueuedSeq
+			if since, err := events.ParseTime(b.QueuedAt); err == nil {
+				wt.Since = since
+			}
+		}
 		h := &holding{rec: events.Record{RequestID: r.RequestID, HostID: b.HostID, PID: b.PID},
-			pidStart: b.PIDStart, bootID: b.BootID, heartbeat: since}
+			pidStart: b.PIDStart, bootID: b.BootID, pidNS: b.PIDNS, heartbeat: at}
 		if dead, _ := gone(h, l.host, l.probe); dead {
 			continue
 		}
-		wt.Position = len(out[r.Lock]) + 1
 		out[r.Lock] = append(out[r.Lock], wt)
+	}
+	for name, ws := range out {
+		slices.SortStableFunc(ws, func(a, b Waiter) int { return cmp.Compare(a.Seq, b.Seq) })
+		for i := range ws {
+			ws[i].Position = i + 1
+		}
+		out[name] = ws
 	}
 	return out, nil
 }
 
-// Queue returns lock's queue now, in arrival order. It takes no lock and
-// changes nothing.
+// Queue returns lock's queue now, in the order its waiters joined. It
+// takes no lock and changes nothing.
 func (l *Ledger) Queue(ctx context.Context, lock string) ([]Waiter, error) {
 	if err := events.ValidateLockName(lock); err != nil {
 		return nil, err
@@ -101,42 +137,48 @@ func (r AcquireRequest) queueable() bool {
 	return r.Waiting && r.WaitLeft > 0 && !r.isShared() && !r.RecordBlocked
 }
 
-// ahead splits a queue at req: the waiters ahead of it, and whether it is
-// in the queue at all.
-func ahead(queue []Waiter, requestID string) ([]Waiter, bool) {
+// ahead splits a queue at req: the waiters ahead of it, and req's own
+// place (nil when it is not in the queue).
+func ahead(queue []Waiter, requestID string) ([]Waiter, *Waiter) {
 	for i, wt := range queue {
 		if wt.RequestID == requestID {
-			return queue[:i], true
+			return queue[:i], &queue[i]
 		}
 	}
-	return queue, false
+	return queue, nil
 }
 
-// queuedAhead refuses a lock that is free, or whose holder is dead, to req
-// while waiters queued before it are still waiting: it is held by the
-// queue. A waiter not yet in the queue joins it (recorded once); a caller
-// giving up records acquire_blocked as for a held lock. Steals and shared
-// acquisitions are not held back.
-func (w *writeTx) queuedAhead(req AcquireRequest, p takeover) (outcome error, refused bool, err error) {
-	if p.steal != nil || req.isShared() {
+// queuedAhead refuses a lock that is free, or whose holder is dead (state,
+// as judged), to req while waiters that joined the queue before it still
+// wait: it is held by the queue. A waiting req joins the queue or renews
+// its place (see placeDue); a caller giving up, or one that does not wait,
+// records acquire_blocked as for a held lock. Steals and shared
+// acquisitions are not held back, nor is anything when the lock is held or
+// stale.
+func (w *writeTx) queuedAhead(req AcquireRequest, p takeover, state string) (outcome error, refused bool, err error) {
+	if p.steal != nil || req.isShared() || state != events.StateFree && state != events.StateDead {
 		return nil, false, nil
 	}
 	qs, err := w.l.queues(w.ctx, w.q, req.Lock, w.now)
 	if err != nil {
 		return nil, false, err
 	}
-	first, in := ahead(qs[req.Lock], req.RequestID)
+	first, own := ahead(qs[req.Lock], req.RequestID)
 	if len(first) == 0 {
 		return nil, false, nil
 	}
 	held := &HeldError{Lock: req.Lock, Waited: req.Waited, Queue: first}
-	if !req.RecordBlocked && (in || !req.queueable()) {
+	record := req.RecordBlocked
+	if req.queueable() {
+		record = placeDue(own, w.now)
+	}
+	if !record {
 		return held, true, nil
 	}
 	pl := &events.Blocked{State: events.StateHeld, WaitedSeconds: seconds(req.Waited), Mode: req.mode(), Limit: req.Limit,
 		Reason: events.BlockedByQueue}
 	if req.queueable() {
-		w.queueFields(req, pl)
+		w.queueFields(req, pl, own)
 	}
 	if _, err := w.append(events.AcquireBlocked, req.Identity, pl); err != nil {
 		return nil, false, err
@@ -144,27 +186,40 @@ func (w *writeTx) queuedAhead(req AcquireRequest, p takeover) (outcome error, re
 	return held, true, nil
 }
 
-// joinsQueue reports whether req's attempt, refused by a holder, puts it
-// in the queue: it queues, and is not there yet.
-func (w *writeTx) joinsQueue(req AcquireRequest) (bool, error) {
+// placeDue reports whether a waiter's refused attempt records its place:
+// it is not in the queue (own is nil: it joins), or its last record is old
+// enough to renew.
+func placeDue(own *Waiter, now time.Time) bool {
+	return own == nil || now.Sub(own.Renewed) >= waiterRenewAfter
+}
+
+// queuePlace reports whether req's attempt, refused by a holder, records
+// its place in the queue (it joins, or renews), and its place when it has
+// one already.
+func (w *writeTx) queuePlace(req AcquireRequest) (record bool, own *Waiter, err error) {
 	if !req.queueable() {
-		return false, nil
+		return false, nil, nil
 	}
 	qs, err := w.l.queues(w.ctx, w.q, req.Lock, w.now)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
-	_, in := ahead(qs[req.Lock], req.RequestID)
-	return !in, nil
+	_, own = ahead(qs[req.Lock], req.RequestID)
+	return placeDue(own, w.now), own, nil
 }
 
-// queueFields fills in what a queue needs of a waiter's acquire_blocked:
-// when its wait ends, and what tells its process from a later one.
-func (w *writeTx) queueFields(req AcquireRequest, p *events.Blocked) {
-	p.Until = events.FormatTime(w.now.Add(req.WaitLeft))
+// queueFields fills in a waiter's record of its place: until when it holds
+// (WaiterTTL, or less when its wait ends sooner), what tells its process
+// from a later one, and, for a renewal, the place it joined with.
+func (w *writeTx) queueFields(req AcquireRequest, p *events.Blocked, own *Waiter) {
+	p.Until = events.FormatTime(w.now.Add(min(req.WaitLeft, events.WaiterTTL)))
 	if !req.NoProcess {
 		_, p.PIDStart = w.l.probe.Probe(req.PID)
 		p.BootID = w.l.host.BootID
+		p.PIDNS = w.l.host.PIDNS
+	}
+	if own != nil {
+		p.QueuedSeq, p.QueuedAt = own.Seq, events.FormatTime(own.Since)
 	}
 }
 
@@ -179,8 +234,8 @@ func (l *Ledger) peekQueued(ctx context.Context, req AcquireRequest, now time.Ti
 	if err != nil {
 		return nil
 	}
-	first, in := ahead(qs[req.Lock], req.RequestID)
-	if !in || len(first) == 0 {
+	first, own := ahead(qs[req.Lock], req.RequestID)
+	if own == nil || len(first) == 0 {
 		return nil
 	}
 	return &HeldError{Lock: req.Lock, Queue: first}

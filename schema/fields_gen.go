@@ -184,6 +184,8 @@ const (
 	EventState
 	EventForeign
 	EventUntil
+	EventQueuedSeq
+	EventQueuedAt
 	EventAction
 	EventChanges
 	EventMovedAside
@@ -262,6 +264,8 @@ var eventNames = []string{
 	EventState:               "state",
 	EventForeign:             "foreign",
 	EventUntil:               "until",
+	EventQueuedSeq:           "queued_seq",
+	EventQueuedAt:            "queued_at",
 	EventAction:              "action",
 	EventChanges:             "changes",
 	EventMovedAside:          "moved_aside",
@@ -384,6 +388,10 @@ func eventLookup(k []byte) int {
 		return int(EventForeign)
 	case "until":
 		return int(EventUntil)
+	case "queued_seq":
+		return int(EventQueuedSeq)
+	case "queued_at":
+		return int(EventQueuedAt)
 	case "action":
 		return int(EventAction)
 	case "changes":
@@ -470,15 +478,15 @@ var eventAllowed = [...]fieldSet{
 	kLockStolen:      fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventPIDNS | 1<<EventReleaseSecretSha256 | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason | 1<<EventHeldBy},
 	kLockReleased:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventNote | 1<<EventHeldBy | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventFailureStep | 1<<EventExitCode | 1<<EventForced | 1<<EventReleasedRequestID | 1<<EventSupersededBy | 1<<EventSupersededByFormat | 1<<EventSupersededByPath | 1<<EventAuthorizedBy},
 	kHeartbeatFailed: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost},
-	kAcquireBlocked:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventReason | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventForeign | 1<<EventUntil},
+	kAcquireBlocked:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventPIDNS | 1<<EventReason | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventForeign | 1<<EventUntil | 1<<EventQueuedSeq | 1<<EventQueuedAt},
 	kActionRefused:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventError | 1<<EventUnreadableFile | 1<<EventState | 1<<EventAction},
 	kLockProjected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventChanges | 1<<EventMovedAside | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq},
 	kJobProcesses:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs},
 	kLedgerExported:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventUntil | 1<<EventSince | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination},
-	kLedgerVerified:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventHeadHash | 1<<EventFile},
-	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventLocks, 1<<(EventRowsChanged-64) | 1<<(EventFilesChanged-64) | 1<<(EventRollbackAccepted-64)},
-	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile},
-	kLedgerUnpruned:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash | 1<<EventFile},
+	kLedgerVerified:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventProblems | 1<<EventHeadHash, 1 << (EventFile - 64)},
+	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems, 1<<(EventLocks-64) | 1<<(EventRowsChanged-64) | 1<<(EventFilesChanged-64) | 1<<(EventRollbackAccepted-64)},
+	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash, 1 << (EventFile - 64)},
+	kLedgerUnpruned:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash, 1 << (EventFile - 64)},
 	kFenceRejected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser, 1<<(EventFence-64) | 1<<(EventResource-64) | 1<<(EventStaleToken-64) | 1<<(EventCurrentToken-64)},
 }
 
@@ -494,7 +502,7 @@ var eventRequired = [...]fieldSet{
 	kJobProcesses:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs},
 	kLedgerExported:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination},
 	kLedgerVerified:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventProblems},
-	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventLocks, 1<<(EventRowsChanged-64) | 1<<(EventFilesChanged-64)},
+	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents, 1<<(EventLocks-64) | 1<<(EventRowsChanged-64) | 1<<(EventFilesChanged-64)},
 	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash},
 	kLedgerUnpruned:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventHeadHash},
 	kFenceRejected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID, 1<<(EventFence-64) | 1<<(EventResource-64) | 1<<(EventStaleToken-64) | 1<<(EventCurrentToken-64)},
@@ -639,6 +647,10 @@ func checkEventField(v *validator, f int) *verr {
 	case EventForeign:
 		return v.boolean()
 	case EventUntil:
+		return v.pattern(isEventTime, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$")
+	case EventQueuedSeq:
+		return v.integer(1, noMax)
+	case EventQueuedAt:
 		return v.pattern(isEventTime, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z$")
 	case EventAction:
 		switch v.k {

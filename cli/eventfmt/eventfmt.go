@@ -279,7 +279,10 @@ func Details(ev *replay.Event) string {
 		if ev.Reason == events.BlockedByQueue {
 			add("behind queued waiters")
 		}
-		if ev.Until != "" {
+		switch {
+		case ev.Until != "" && ev.QueuedSeq > 0:
+			add("still QUEUED since seq %d", ev.QueuedSeq) // a renewal of the place
+		case ev.Until != "":
 			add("QUEUED") // until is in the JSON forms: too long for a table row
 		}
 	case events.ActionRefused:

@@ -113,6 +113,7 @@ func TestQueueRunWaitersAreServedInArrivalOrder(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	freed := time.Now()
 	if err := holder.Wait(); err != nil {
 		t.Fatalf("holder: %v", err)
 	}
@@ -120,6 +121,17 @@ func TestQueueRunWaitersAreServedInArrivalOrder(t *testing.T) {
 		if err := w.Wait(); err != nil {
 			t.Errorf("waiter %d: %v", i, err)
 		}
+	}
+	var joins, renewals int
+	if err := clitest.DB(t, root).QueryRow(`SELECT
+		count(*) FILTER (WHERE json_extract(body, '$.until') IS NOT NULL AND json_extract(body, '$.queued_seq') IS NULL),
+		count(*) FILTER (WHERE json_extract(body, '$.queued_seq') IS NOT NULL)
+		FROM events WHERE type = 'acquire_blocked'`).Scan(&joins, &renewals); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("16 waiters served %s after the gate opened; %d joins of the queue, %d renewals of a place", time.Since(freed).Round(time.Millisecond), joins, renewals)
+	if joins != 16 {
+		t.Errorf("%d joins of the queue, want one per waiter (none lost its place)", joins)
 	}
 	data, err := os.ReadFile(order)
 	if err != nil {

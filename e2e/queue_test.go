@@ -236,6 +236,21 @@ func TestQueueWaiterKilledOnAnotherHostLeavesWithinItsLease(t *testing.T) {
 		t.Fatalf("holder: %v", err)
 	}
 	freed := time.Now()
+	// Free, with the dead waiter still first in line: an acquire that does
+	// not wait is refused (exit 3, as for a held lock) and told whose turn
+	// it is, unless near has already got the lock.
+	farID := clitest.Strings(t, root, query)[0]
+	r := clitest.Run(t, root, "acquire", "far", "--actor", "impatient")
+	if r.Code != 3 {
+		t.Fatalf("acquire without --wait on the lock with a queue: exit %d, want 3\n%s", r.Code, r.Stderr)
+	}
+	t.Logf("acquire without --wait: %s", strings.TrimSpace(r.Stderr))
+	refusedBy := clitest.Strings(t, root, `SELECT COALESCE(json_extract(body, '$.reason'), 'holder') FROM events WHERE type = 'acquire_blocked' AND actor = 'impatient'`)
+	nearFirst := clitest.Strings(t, root, `SELECT seq FROM events WHERE type = 'lock_acquired' AND actor = 'near'
+		AND seq < (SELECT seq FROM events WHERE type = 'acquire_blocked' AND actor = 'impatient')`)
+	if len(nearFirst) == 0 && (!slices.Equal(refusedBy, []string{"queue"}) || !strings.Contains(r.Stderr, farID)) {
+		t.Errorf("acquire refused by %v with %q, want reason queue naming the head of the queue, %s", refusedBy, r.Stderr, farID)
+	}
 	done := make(chan error, 1)
 	go func() { done <- near.Wait() }()
 	// Generous against a busy machine, and far below the waits of 10m.

@@ -62,7 +62,8 @@ holder or, free or dead, by waiters queued for it, 4 stale (acquire
 Waiters (acquire --wait, run --wait) are served in the order they queued:
 status lists them after the holder ("queue: N waiters, next first"; JSON
 "queue": [{"position", "request_id", "actor", "pid", "host_id", "since",
-"until", "seq"}]).`,
+"until", "seq"}]; since and seq: when it joined; until: when its place
+lapses unless it renews it, as it does every 5 s while it waits).`,
 		Example: `  lockledger status deploy-prod
   lockledger status deploy-prod --json | jq -r .state
   if lockledger status deploy-prod --check; then echo free; fi        # 0 free, 3 held, 4 stale

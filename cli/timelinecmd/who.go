@@ -36,8 +36,9 @@ and print its holder then: held, stale (no heartbeat within the TTL at T)
 or free. "dead" cannot be judged after the fact: no event records the
 holder's process table, so a dead holder shows as held or stale. The
 waiters queued then (acquire --wait, run --wait) follow, next first
-(JSON "queue"), each until its request acquired or gave up or its wait
-ended (a waiter whose process died shows until then). A lock
+(JSON "queue"), each until its request acquired or gave up or its place
+lapsed (15 s after its last renewal: a waiter whose process died shows
+until then). A lock
 held only through another tool's lock file shows as free. T is RFC 3339
 or a duration meaning that long ago; the default is now. who only reads.`,
 		Example: `  lockledger who app-prod --at 2025-03-14T10:31:00Z

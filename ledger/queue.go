@@ -223,6 +223,23 @@ func (w *writeTx) queueFields(req AcquireRequest, p *events.Blocked, own *Waiter
 	}
 }
 
+// wakes is the lock whose waiters a write wakes (Store.Changed): none for
+// a write that only records waiters' places in its queue, which changes
+// nothing a waiter acts on (a renewal every WaiterRenewEvery per waiter
+// would wake every waiter each time); followers of the log wake all the
+// same.
+func (w *writeTx) wakes() string {
+	for _, ev := range w.written {
+		if b, ok := ev.Payload.(*events.Blocked); !ok || b.Until == "" {
+			return w.v.name
+		}
+	}
+	if len(w.written) == 0 {
+		return w.v.name
+	}
+	return ""
+}
+
 // peekQueued answers a queued waiter's attempt at a lock that is free (or
 // whose holder is dead) while others are ahead of it, without the writer
 // mutex (see PeekHeld). nil: not sure.

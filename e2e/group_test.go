@@ -1,27 +1,15 @@
 package e2e
 
 import (
-	"context"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/lockledger/lockledger/internal/clitest"
-)
-
-// Ids for the team test: no entries in the user or group database are
-// needed, the kernel checks the numbers.
-const (
-	teamGID  = 54300
-	aliceUID = 54301
-	bobUID   = 54302
-	eveUID   = 54303 // not in the team
 )
 
 // TestGroupSharedRoot: a root created with --group is used by two users of
@@ -29,42 +17,16 @@ const (
 // -wal and -shm) that the other can write, whatever their umask; a user
 // outside the group cannot read it.
 func TestGroupSharedRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: needs root to run lockledger as two other users (runs as root in CI)")
-	}
-	clitest.NeedBinary(t, "sh")
-	dir, bin := binForOthers(t)
-	// Alice's own directory; the root and its missing parent are hers to make.
-	home := filepath.Join(dir, "alice")
-	if err := os.Mkdir(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(home, aliceUID, aliceUID); err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(home, "team", "locks-root")
+	team := newTeamRoot(t)
+	root := team.root
+	// A strict umask: the group's modes must not depend on it.
 	as := func(uid int, umask string, args ...string) clitest.Result {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		// A strict umask: the group's modes must not depend on it.
-		c := exec.CommandContext(ctx, "sh", append([]string{"-c", `umask ` + umask + `; exec "$0" "$@"`, bin}, args...)...)
-		c.Env = clitest.Env(root, clitest.TrustDirAs(t, root, uid))
-		c.Dir = "/"
-		cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
-		if uid != eveUID {
-			cred.Groups = []uint32{teamGID}
-		}
-		c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		return clitest.Exec(t, c)
+		return team.run(asUser{uid: uid, umask: umask}, args...)
 	}
 	must := func(uid int, args ...string) string {
 		t.Helper()
-		r := as(uid, "077", args...)
-		if r.Code != 0 {
-			t.Fatalf("uid %d: lockledger %s: exit %d\n%s", uid, strings.Join(args, " "), r.Code, r.Stderr)
-		}
-		return strings.TrimSpace(r.Stdout)
+		return team.must(asUser{uid: uid, umask: "077"}, args...)
 	}
 
 	ridA := must(aliceUID, "--group", strconv.Itoa(teamGID), "acquire", "deploy")

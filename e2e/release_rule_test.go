@@ -2,14 +2,11 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,46 +35,17 @@ func lastEvent(t *testing.T, root string) (string, map[string]any) {
 // naming the holder and the holder's uid. The holder's own uid releases
 // with a plain release.
 func TestReleaseIsTheHolders(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: needs root to run lockledger as two other users (runs as root in CI)")
-	}
-	clitest.NeedBinary(t, "sh")
-	dir, bin := binForOthers(t)
-	home := filepath.Join(dir, "alice")
-	if err := os.Mkdir(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(home, aliceUID, aliceUID); err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(home, "team", "locks-root")
+	team := newTeamRoot(t)
+	root := team.root
 	as := func(uid int, actor string, args ...string) clitest.Result {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c := exec.CommandContext(ctx, bin, args...)
-		c.Env = append(clitest.Env(root, clitest.TrustDirAs(t, root, uid)), "LOCKLEDGER_ACTOR="+actor)
-		c.Dir = "/"
-		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid),
-			Groups: []uint32{teamGID}}}
-		return clitest.Exec(t, c)
+		return team.run(asUser{uid: uid, env: []string{"LOCKLEDGER_ACTOR=" + actor}}, args...)
 	}
 	must := func(uid int, actor string, args ...string) string {
 		t.Helper()
-		r := as(uid, actor, args...)
-		if r.Code != 0 {
-			t.Fatalf("uid %d: lockledger %s: exit %d\n%s", uid, strings.Join(args, " "), r.Code, r.Stderr)
-		}
-		return strings.TrimSpace(r.Stdout)
+		return team.must(asUser{uid: uid, env: []string{"LOCKLEDGER_ACTOR=" + actor}}, args...)
 	}
-	num := func(m map[string]any, k string) int {
-		t.Helper()
-		f, ok := m[k].(float64)
-		if !ok {
-			t.Fatalf("%s: not a number in %v", k, m)
-		}
-		return int(f)
-	}
+	num := func(m map[string]any, k string) int { t.Helper(); return intField(t, m, k) }
 
 	rid := must(aliceUID, "alice", "--group", strconv.Itoa(teamGID), "acquire", "deploy")
 
@@ -150,6 +118,9 @@ func TestReleaseOfARunningRun(t *testing.T) {
 	clitest.Must(t, 0, root, "init")
 	c, lines := startRun(t, root, "job", "--", "sh", "-c", `echo "$LOCKLEDGER_REQUEST_ID"; exec sleep 300`)
 	rid := line(t, lines)
+	if b := lastBody(t, root, "lock_acquired"); b["run"] != true {
+		t.Fatalf("the run's lock_acquired does not record it as a run: %v", b)
+	}
 	r := clitest.Run(t, root, "release", "job", "--request-id", rid)
 	if r.Code != 5 || !strings.Contains(r.Stderr, "lockledger run") || !strings.Contains(r.Stderr, "--force --reason") {
 		t.Fatalf("plain release of a running run's lock: exit %d, want 5 naming the rule\n%s", r.Code, r.Stderr)
@@ -173,6 +144,52 @@ func TestReleaseOfARunningRun(t *testing.T) {
 	}
 }
 
+// TestReleaseOfARunWhoseAcquisitionWasArchived: a prune that archived a
+// running run's lock_acquired leaves no record to read; the run is then
+// known by its process, which runs lockledger's executable, and a plain
+// release of its holding is still refused.
+func TestReleaseOfARunWhoseAcquisitionWasArchived(t *testing.T) {
+	root := t.TempDir()
+	clitest.Must(t, 0, root, "init")
+	_, lines := startRun(t, root, "job", "--", "sh", "-c", `echo "$LOCKLEDGER_REQUEST_ID"; exec sleep 300`)
+	rid := line(t, lines)
+	clitest.Must(t, 0, root, "checkpoint")
+	clitest.Must(t, 0, root, "acquire", "other", "--request-id", "o1")
+	clitest.Must(t, 0, root, "release", "other", "--request-id", "o1")
+	arch := filepath.Join(t.TempDir(), "old.jsonl")
+	clitest.Must(t, 0, root, "archive", "--before", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "-o", arch)
+	clitest.Must(t, 0, root, "prune", "--archive", arch)
+	var n int
+	if err := clitest.DB(t, root).QueryRow(`SELECT count(*) FROM events WHERE type = 'lock_acquired' AND request_id = ?`, rid).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the run's lock_acquired is still in the live log (%d, %v)", n, err)
+	}
+	r := clitest.Run(t, root, "release", "job", "--request-id", rid)
+	if r.Code != 5 || !strings.Contains(r.Stderr, "lockledger run") {
+		t.Fatalf("plain release of a running run whose acquisition was archived: exit %d, want 5 naming the rule\n%s", r.Code, r.Stderr)
+	}
+}
+
+// TestReleaseOfAHolderThatIsNoRun: a holding that acquire took is no run,
+// whatever its holder runs: here the holder is this test process, a live
+// process of lockledger's own executable (the root runs the test binary as
+// the CLI). Its lock_acquired records no run, and its uid releases it
+// with a plain release.
+func TestReleaseOfAHolderThatIsNoRun(t *testing.T) {
+	root := t.TempDir()
+	clitest.Race(t, root)
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "job").Stdout)
+	if b := lastBody(t, root, "lock_acquired"); b["run"] != nil || intField(t, b, "pid") != os.Getpid() {
+		t.Fatalf("acquire's lock_acquired: %v, want no run and this process (pid %d) as its holder", b, os.Getpid())
+	}
+	r := clitest.Run(t, root, "release", "job", "--request-id", rid)
+	if r.Code != 0 {
+		t.Fatalf("plain release of a holding that is no run: exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	if typ, ev := lastEvent(t, root); typ != "lock_released" || ev["forced"] != false {
+		t.Fatalf("the release is recorded as %s %v, want a plain lock_released", typ, ev)
+	}
+}
+
 // TestReleaseWithTheSecret: in a root two users share, alice acquires with
 // a release secret; bob's release with a wrong secret is refused (exit 5
 // naming the rule) and recorded as action_refused by him; with hers (from
@@ -181,45 +198,17 @@ func TestReleaseOfARunningRun(t *testing.T) {
 // release_secret. The secret itself is nowhere in the ledger's files,
 // lock files or history.
 func TestReleaseWithTheSecret(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: needs root to run lockledger as two other users (runs as root in CI)")
-	}
-	dir, bin := binForOthers(t)
-	home := filepath.Join(dir, "alice")
-	if err := os.Mkdir(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(home, aliceUID, aliceUID); err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(home, "team", "locks-root")
+	team := newTeamRoot(t)
+	root, home := team.root, team.home
 	as := func(uid int, actor string, env []string, args ...string) clitest.Result {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c := exec.CommandContext(ctx, bin, args...)
-		c.Env = append(append(clitest.Env(root, clitest.TrustDirAs(t, root, uid)), "LOCKLEDGER_ACTOR="+actor), env...)
-		c.Dir = "/"
-		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid),
-			Groups: []uint32{teamGID}}}
-		return clitest.Exec(t, c)
+		return team.run(asUser{uid: uid, env: append([]string{"LOCKLEDGER_ACTOR=" + actor}, env...)}, args...)
 	}
 	must := func(uid int, actor string, env []string, args ...string) string {
 		t.Helper()
-		r := as(uid, actor, env, args...)
-		if r.Code != 0 {
-			t.Fatalf("uid %d: lockledger %s: exit %d\n%s", uid, strings.Join(args, " "), r.Code, r.Stderr)
-		}
-		return strings.TrimSpace(r.Stdout)
+		return team.must(asUser{uid: uid, env: append([]string{"LOCKLEDGER_ACTOR=" + actor}, env...)}, args...)
 	}
-	num := func(m map[string]any, k string) int {
-		t.Helper()
-		f, ok := m[k].(float64)
-		if !ok {
-			t.Fatalf("%s: not a number in %v", k, m)
-		}
-		return int(f)
-	}
+	num := func(m map[string]any, k string) int { t.Helper(); return intField(t, m, k) }
 	var secrets []string
 
 	// Text output: the request id, then the secret.
@@ -277,13 +266,8 @@ func TestReleaseWithTheSecret(t *testing.T) {
 		!strings.Contains(r.Stderr, "--release-secret-file") {
 		t.Fatalf("--release-secret-file over an existing file: exit %d, want 2\n%s", r.Code, r.Stderr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c := exec.CommandContext(ctx, bin, "release", "deploy", "--request-id", rid, "--secret-file", "-")
-	c.Env = append(clitest.Env(root, clitest.TrustDirAs(t, root, bobUID)), "LOCKLEDGER_ACTOR=bob")
-	c.Dir, c.Stdin = "/", bytes.NewReader(b)
-	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: bobUID, Gid: bobUID, Groups: []uint32{teamGID}}}
-	if r := clitest.Exec(t, c); r.Code != 0 {
+	if r := team.run(asUser{uid: bobUID, env: []string{"LOCKLEDGER_ACTOR=bob"}, stdin: bytes.NewReader(b)},
+		"release", "deploy", "--request-id", rid, "--secret-file", "-"); r.Code != 0 {
 		t.Fatalf("bob's release with the secret on stdin: exit %d\n%s", r.Code, r.Stderr)
 	}
 	if typ, ev := lastEvent(t, root); typ != "lock_released" || ev["actor"] != "bob" || ev["authorized_by"] != "release_secret" {

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,6 +135,96 @@ func binForOthers(t *testing.T) (dir, bin string) {
 		t.Fatal(err)
 	}
 	return dir, bin
+}
+
+// Ids for the team tests: no entries in the user or group database are
+// needed, the kernel checks the numbers.
+const (
+	teamGID  = 54300
+	aliceUID = 54301
+	bobUID   = 54302
+	eveUID   = 54303 // not in the team
+)
+
+// teamRoot is a root the team's users share, for tests that run
+// lockledger as two (or three) other users, which needs root (the test is
+// skipped otherwise): the copy of the CLI they can run (binForOthers),
+// alice's home (hers, in a directory every user can reach), and the root
+// below it, not yet made.
+type teamRoot struct {
+	t    *testing.T
+	bin  string
+	home string
+	root string
+}
+
+func newTeamRoot(t *testing.T) *teamRoot {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to run lockledger as two other users (runs as root in CI)")
+	}
+	clitest.NeedBinary(t, "sh")
+	dir, bin := binForOthers(t)
+	home := filepath.Join(dir, "alice")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, aliceUID, aliceUID); err != nil {
+		t.Fatal(err)
+	}
+	return &teamRoot{t: t, bin: bin, home: home, root: filepath.Join(home, "team", "locks-root")}
+}
+
+// asUser is how teamRoot runs the CLI: as uid, with the gid of the same
+// number and, unless uid is eveUID, the team's group; env added to the
+// environment; under umask when one is given; stdin its standard input
+// (nil: none).
+type asUser struct {
+	uid   int
+	env   []string
+	umask string
+	stdin io.Reader
+}
+
+// run runs the CLI on the team's root as u, from /, with u's own trust
+// store, for at most a minute.
+func (tr *teamRoot) run(u asUser, args ...string) clitest.Result {
+	tr.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, tr.bin, args...)
+	if u.umask != "" {
+		c = exec.CommandContext(ctx, "sh", append([]string{"-c", `umask ` + u.umask + `; exec "$0" "$@"`, tr.bin}, args...)...)
+	}
+	c.Env = append(clitest.Env(tr.root, clitest.TrustDirAs(tr.t, tr.root, u.uid)), u.env...)
+	c.Dir, c.Stdin = "/", u.stdin
+	cred := &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.uid)}
+	if u.uid != eveUID {
+		cred.Groups = []uint32{teamGID}
+	}
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	return clitest.Exec(tr.t, c)
+}
+
+// must is run, failing the test unless the CLI exits 0: its standard
+// output, trimmed.
+func (tr *teamRoot) must(u asUser, args ...string) string {
+	tr.t.Helper()
+	r := tr.run(u, args...)
+	if r.Code != 0 {
+		tr.t.Fatalf("uid %d: lockledger %s: exit %d\n%s", u.uid, strings.Join(args, " "), r.Code, r.Stderr)
+	}
+	return strings.TrimSpace(r.Stdout)
+}
+
+// intField is m[k], a JSON number, as an int.
+func intField(t *testing.T, m map[string]any, k string) int {
+	t.Helper()
+	f, ok := m[k].(float64)
+	if !ok {
+		t.Fatalf("%s: not a number in %v", k, m)
+	}
+	return int(f)
 }
 
 // chownTree gives every file under dir to uid/gid.

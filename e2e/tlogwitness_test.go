@@ -257,9 +257,7 @@ func TestLitewitnessCosignsAndRefusesARewrittenLedger(t *testing.T) {
 		t.Fatalf("checkpoint --json does not name the witness that cosigned:\n%s", r.Stdout)
 	}
 	clitest.Must(t, 0, s.root, cosigning("acquire", "web", "--actor", "gina", "--request-id", "g1", "--pid", pid)...)
-	// The holder's pid is this test process, lockledger's own executable
-	// here, which the release rule takes for a running run: --force.
-	clitest.Must(t, 0, s.root, cosigning("release", "web", "--request-id", "g1", "--force", "--yes", "--reason", "the holder is the test")...)
+	clitest.Must(t, 0, s.root, cosigning("release", "web", "--request-id", "g1")...)
 	clitest.Must(t, 0, s.root, cosigning("checkpoint")...)
 	if got := strings.Join(cosignedSizes(t, s.root), " "); got != "9 10 11 11" || w.size(t, origin) != 11 {
 		t.Fatalf("cosigned sizes %q, the witness holds %d; want 9 10 11 11, and 11", got, w.size(t, origin))

@@ -93,6 +93,10 @@ type Acquired struct {
 	// acquirer alone received, when it asked for one: a release that
 	// presents the secret is accepted from any uid. Never the secret.
 	ReleaseSecretSHA256 string `json:"release_secret_sha256,omitempty"`
+	// Run is true when the holder is a lockledger run (its process runs
+	// a command and releases the lock when the command ends): while it
+	// lives, a release without force by another process is refused.
+	Run bool `json:"run,omitempty"`
 }
 
 // Target is one extra lock file a holding projects: a format and an absolute path.

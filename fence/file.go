@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/lockfile"
+	"github.com/lockledger/lockledger/internal/outfile"
 )
 
 // SidecarSuffix names the file beside PATH that keeps PATH's current
@@ -165,8 +166,8 @@ func targetPerm(dir int, path, base string) (uint32, error) {
 	if err != nil {
 		return 0, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
-		return 0, &os.PathError{Op: "write", Path: path, Err: fmt.Errorf("%w: %s", ErrNotRegular, kind(uint32(st.Mode)))}
+	if k := outfile.NotRegular(uint32(st.Mode)); k != "" {
+		return 0, &os.PathError{Op: "write", Path: path, Err: fmt.Errorf("%w: %s", ErrNotRegular, k)}
 	}
 	return uint32(st.Mode) & 0o7777, nil
 }
@@ -228,26 +229,10 @@ func regular(f *os.File) error {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return &os.PathError{Op: "stat", Path: f.Name(), Err: err}
 	}
-	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
-		return &os.PathError{Op: "open", Path: f.Name(), Err: fmt.Errorf("%w: %s", ErrNotRegular, kind(uint32(st.Mode)))}
+	if k := outfile.NotRegular(uint32(st.Mode)); k != "" {
+		return &os.PathError{Op: "open", Path: f.Name(), Err: fmt.Errorf("%w: %s", ErrNotRegular, k)}
 	}
 	return nil
-}
-
-func kind(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFLNK:
-		return "a symlink"
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a FIFO"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFCHR, unix.S_IFBLK:
-		return "a device"
-	}
-	return "not a regular file"
 }
 
 // readToken reads a sidecar's token: 0 when it is empty. Anything but a

@@ -50,7 +50,7 @@ type Option func(*config) error
 
 // WithTTL sets the lock's TTL (default DefaultTTL).
 func WithTTL(d time.Duration) Option {
-	return func(c *config) error { c.req.TTL = d; return ledger.ValidateTTL(d) }
+	return func(c *config) error { c.req.TTL = d; return nil }
 }
 
 // WithRequestID sets the request id (default req_<ULID>).
@@ -97,13 +97,7 @@ func WithTargets(ts ...events.Target) Option {
 
 // WithMaxAge makes a holder older than d count as stale.
 func WithMaxAge(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return events.Invalid("max age", d.String(), "must not be negative")
-		}
-		c.req.MaxAge = d
-		return nil
-	}
+	return func(c *config) error { c.req.MaxAge = d; return nil }
 }
 
 // WithSupersede takes an active lock from its current holder, an older run
@@ -124,6 +118,13 @@ func WithReclaim() Option {
 // (a semaphore slot). See ledger.AcquireRequest.Shared and Limit.
 func WithShared(limit int64) Option {
 	return func(c *config) error { c.req.Shared, c.req.Limit = true, limit; return nil }
+}
+
+// WithRun records the holder as a lockledger run (see
+// ledger.AcquireRequest.Run): while its process lives, a release without
+// force by any other process is refused. `lockledger run` sets it.
+func WithRun() Option {
+	return func(c *config) error { c.req.Run = true; return nil }
 }
 
 // WithForce takes over a stale lock (never an active one).
@@ -195,6 +196,9 @@ func newConfig(ctx context.Context, name string, opts []Option) (config, error) 
 		if err := o(&c); err != nil {
 			return c, err
 		}
+	}
+	if err := c.req.Validate(); err != nil {
+		return c, err
 	}
 	if d, ok := ctx.Deadline(); ok && c.wait == 0 {
 		c.wait = time.Until(d)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/store"
 )
 
 // takeover is what an acquisition may take a lock over from, beyond a
@@ -42,7 +43,7 @@ func (p takeover) note() string {
 // refuseActive is the outcome for an active holder that p may not take:
 // blocked for an acquire, action_refused for a steal (what names the
 // holders in the message: "the holder", "the holders", "the shared holders").
-func (w *writeTx) refuseActive(p takeover, req AcquireRequest, h *holding, held *HeldError, what, how string) (error, error) {
+func (w *writeTx) refuseActive(p takeover, req AcquireRequest, h *holding, held error, what, how string) (error, error) {
 	if p.steal == nil {
 		return w.blocked(req, h, events.StateHeld, held)
 	}
@@ -68,7 +69,9 @@ func (l *Ledger) Steal(ctx context.Context, req StealRequest) (*Acquisition, err
 	return l.acquire(ctx, req.AcquireRequest, takeover{steal: &req})
 }
 
-// acquire is the one decision behind TryAcquire and Steal.
+// acquire is the one way of TryAcquire and Steal: load → judge → decide
+// → apply (see decide.go), under the writer mutex at the store's
+// serialisation point.
 func (l *Ledger) acquire(ctx context.Context, req AcquireRequest, p takeover) (*Acquisition, error) {
 	sent := time.Now()
 	if err := l.prepareAcquire(&req); err != nil {
@@ -79,11 +82,11 @@ func (l *Ledger) acquire(ctx context.Context, req AcquireRequest, p takeover) (*
 	}
 	var out *Acquisition
 	err := l.write(ctx, req.Lock, func(w *writeTx) (outcome error, err error) {
-		if req.isShared() {
-			out, outcome, err = w.acquireShared(req, p)
-		} else {
-			out, outcome, err = w.acquireExclusive(req, p)
+		f, err := w.loadFacts(req)
+		if err != nil {
+			return nil, err
 		}
+		out, outcome, err = w.apply(req, p, decide(req, p, f, w.now))
 		return outcome, err
 	})
 	if out != nil {
@@ -92,68 +95,63 @@ func (l *Ledger) acquire(ctx context.Context, req AcquireRequest, p takeover) (*
 	return out, err
 }
 
-// acquireExclusive decides an exclusive acquisition under p.
-func (w *writeTx) acquireExclusive(req AcquireRequest, p takeover) (*Acquisition, error, error) {
-	id := req.Identity
-	h, err := w.effectiveHolder(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	if w.sameRequest(h, id) {
-		if w.sameProcess(h, id) {
-			return w.already(h, w.v.row.UpdatedSeq, "", 0), nil, nil
+// apply carries out decision d for req under p: it writes the
+// acquisition, or records the refusal and returns it as the outcome.
+func (w *writeTx) apply(req AcquireRequest, p takeover, d decision) (*Acquisition, error, error) {
+	switch d.verdict {
+	case already:
+		mode := ""
+		if d.holder.shared {
+			mode = events.ModeShared
 		}
-		if req.Reclaim {
-			a, err := w.take(req, h, events.ReasonReclaimed, reclaimNote(h, id))
+		return w.already(d.holder.h, d.holder.updatedSeq, mode, d.holder.limit), nil, nil
+	case invalid:
+		return nil, nil, d.err
+	case refuse:
+		if d.how != "" {
+			outcome, err := w.refuseActive(p, req, d.holder.h, d.err, d.what, d.how)
+			return nil, outcome, err
+		}
+		outcome, err := w.blocked(req, d.holder.h, d.state, d.err)
+		return nil, outcome, err
+	case queued:
+		// The waiter queue names who is first and records the refusal.
+		outcome, err := w.queueRefusal(req)
+		return nil, outcome, err
+	case grant:
+		if req.isShared() {
+			a, err := w.take(req, nil, "", "")
 			return a, nil, err
-		}
-	}
-	if handled, outcome, err := w.sharedBeside(req, h); handled || err != nil {
-		return nil, outcome, err
-	}
-	state, job := judge(h, w.now, w.l.host, w.l.probe, req.MaxAge)
-	if outcome, refused, err := w.queuedAhead(req, p, state); refused || err != nil {
-		return nil, outcome, err
-	}
-	var reason string
-	switch state {
-	case events.StateFree:
-		if sh, err := loadShared(w.ctx, w.q, req.Lock); err != nil || len(sh) > 0 {
-			if err != nil {
-				return nil, nil, err
-			}
-			return w.exclusiveOverShared(req, sh, p)
 		}
 		a, err := w.take(req, nil, "", p.note())
 		outcome, err := w.heldByNewFile(req, err)
 		return a, outcome, err
-	case events.StateDead:
-		reason = events.ReasonHolderDead
-	case events.StateStale:
-		if !p.stale(req) {
-			outcome, err := w.blocked(req, h, state, &StaleError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
-				StaleSince: h.staleSince(w.now), Age: w.now.Sub(h.heartbeat), JobPIDs: job})
-			return nil, outcome, err
-		}
-		reason = events.ReasonStaleForced
-	default:
-		switch {
-		case p.supersedes():
-			reason = events.ReasonSuperseded
-		case p.forced():
-			reason = events.ReasonForcedActive
-		default:
-			held := &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt, Waited: req.Waited,
-				JobPIDs: job, SameRequest: w.sameRequest(h, id)}
-			if p.steal != nil {
-				held = &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt}
-			}
-			outcome, err := w.refuseActive(p, req, h, held, "the holder is", "take it anyway with steal --active")
-			return nil, outcome, err
-		}
 	}
-	if h.foreign && reason != events.ReasonForcedActive && reason != events.ReasonSuperseded {
-		reason = events.ReasonForeignLock
+	first := d.over[0]
+	h, reason := first.j.h, first.reason
+	switch {
+	case first.j.shared && !req.isShared():
+		return w.takeOverShared(req, p, d.over)
+	case first.j.shared:
+		// A full semaphore's slot.
+		if err := store.DeleteHolder(w.ctx, w.q, req.Lock, h.rec.RequestID); err != nil {
+			return nil, nil, err
+		}
+		a, err := w.take(req, h, reason, p.note())
+		return a, nil, err
+	case req.isShared():
+		// A shared holding over the exclusive holder: its files go.
+		taken := *h
+		w.removeAfterCommit(func() error { return w.l.files.Remove(req.Lock, taken.file) })
+		w.removeAfterCommit(func() error { return w.removeTargets(&taken) })
+		a, err := w.take(req, h, reason, p.note())
+		if err != nil || h.foreign {
+			return a, nil, err
+		}
+		return a, nil, w.saveFree(a.Seq)
+	case reason == events.ReasonReclaimed:
+		a, err := w.take(req, h, reason, reclaimNote(h, req.Identity))
+		return a, nil, err
 	}
 	note, notAwaited := p.note(), ""
 	if p.supersedes() {
@@ -195,7 +193,7 @@ type StealRequest struct {
 }
 
 // sameRequest: the ledger's holder holds the lock under the caller's request id.
-func (w *writeTx) sameRequest(h *holding, id Identity) bool {
+func sameRequest(h *holding, id Identity) bool {
 	return h != nil && !h.foreign && h.rec.RequestID == id.RequestID
 }
 

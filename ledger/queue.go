@@ -148,32 +148,39 @@ func ahead(queue []Waiter, requestID string) ([]Waiter, *Waiter) {
 	return queue, nil
 }
 
-// queuedAhead refuses a lock that is free, or whose holder is dead (state,
-// as judged), to req while waiters that joined the queue before it still
-// wait: it is held by the queue. A waiting req joins the queue or renews
-// its place (see placeDue); a caller giving up, or one that does not wait,
-// records acquire_blocked as for a held lock. Steals and shared
-// acquisitions are not held back, nor is anything when the lock is held or
-// stale.
-func (w *writeTx) queuedAhead(req AcquireRequest, p takeover, state string) (outcome error, refused bool, err error) {
-	if p.steal != nil || req.isShared() || state != events.StateFree && state != events.StateDead {
-		return nil, false, nil
+// queuedAhead reports whether a waiter other than req heads the lock's
+// queue, for an exclusive acquisition of a lock that is free or whose
+// holder (x, as judged) is dead: the only case decide asks it of (see
+// facts.queuedAhead; steals ignore it there).
+func (w *writeTx) queuedAhead(req AcquireRequest, x *judged) (bool, error) {
+	if req.isShared() || x != nil && x.state != events.StateFree && x.state != events.StateDead {
+		return false, nil
 	}
 	qs, err := w.l.queues(w.ctx, w.q, req.Lock, w.now)
 	if err != nil {
-		return nil, false, err
+		return false, err
+	}
+	first, _ := ahead(qs[req.Lock], req.RequestID)
+	return len(first) > 0, nil
+}
+
+// queueRefusal is the outcome of req's attempt at a lock held by its
+// queue (decide's queued): a waiting req joins the queue or renews its
+// place (see placeDue); a caller giving up, or one that does not wait,
+// records acquire_blocked (reason queue) as for a held lock.
+func (w *writeTx) queueRefusal(req AcquireRequest) (outcome error, err error) {
+	qs, err := w.l.queues(w.ctx, w.q, req.Lock, w.now)
+	if err != nil {
+		return nil, err
 	}
 	first, own := ahead(qs[req.Lock], req.RequestID)
-	if len(first) == 0 {
-		return nil, false, nil
-	}
 	held := &HeldError{Lock: req.Lock, Waited: req.Waited, Queue: first}
 	record := req.RecordBlocked
 	if req.queueable() {
 		record = placeDue(own, w.now)
 	}
 	if !record {
-		return held, true, nil
+		return held, nil
 	}
 	pl := &events.Blocked{State: events.StateHeld, WaitedSeconds: seconds(req.Waited), Mode: req.mode(), Limit: req.Limit,
 		Reason: events.BlockedByQueue}
@@ -181,9 +188,9 @@ func (w *writeTx) queuedAhead(req AcquireRequest, p takeover, state string) (out
 		w.queueFields(req, pl, own)
 	}
 	if _, err := w.append(events.AcquireBlocked, req.Identity, pl); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return held, true, nil
+	return held, nil
 }
 
 // placeDue reports whether a waiter's refused attempt records its place:

@@ -1,44 +1,41 @@
 package ledger
 
 import (
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/store"
 )
 
-// loadAcquirer sets h.uid from the event that gave h the lock: its fencing
-// token is that event's seq, and its envelope records the uid of the
-// process that wrote it. h.uid stays nil when the live log does not have
-// it: a holding acquired before uids were recorded, or whose acquiring
-// event a prune archived, or another tool's lock.
+// loadAcquirer reads what the event that gave h the lock records of its
+// acquirer (its fencing token is that event's seq): the uid of the process
+// that wrote it (h.uid), the release secret's hash (h.secretSum) and
+// whether the holder is a lockledger run (h.run); h.recorded says that it
+// was found. It is not when the live log does not have it: a holding
+// whose acquiring event a prune archived, or another tool's lock. h.uid
+// stays nil then, and for a holding acquired before uids were recorded.
 func (w *writeTx) loadAcquirer(h *holding) error {
-	if h == nil || h.foreign || h.token <= 0 || h.uid != nil {
+	if h == nil || h.foreign || h.token <= 0 || h.recorded {
 		return nil
 	}
-	var body []byte
-	err := w.q.QueryRowContext(w.ctx, `SELECT body FROM events WHERE seq = $1 AND request_id = $2`,
-		h.token, h.rec.RequestID).Scan(&body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
+	body, err := store.EventBody(w.ctx, w.q, h.token, h.rec.RequestID)
+	if err != nil || body == nil {
 		return err
 	}
 	var env struct {
 		Type      events.Type `json:"type"`
 		UID       *int        `json:"uid"`
 		SecretSum string      `json:"release_secret_sha256"`
+		Run       bool        `json:"run"`
 	}
 	if err := json.Unmarshal(body, &env); err != nil {
 		return fmt.Errorf("ledger: the acquiring event of %s (seq %d): %w", h.rec.RequestID, h.token, err)
 	}
 	if env.Type == events.LockAcquired || env.Type == events.LockStolen {
-		h.uid, h.secretSum = env.UID, env.SecretSum
+		h.recorded, h.uid, h.secretSum, h.run = true, env.UID, env.SecretSum, env.Run
 	}
 	return nil
 }
@@ -49,8 +46,8 @@ func (w *writeTx) loadAcquirer(h *holding) error {
 // acquired h and, while h's holder is a running lockledger run, only from
 // that run itself, which releases its holding when its command ends; or
 // from anyone who presents the release secret only h's acquirer received.
-// A secret presented is always checked: a wrong one is refused. h.uid and
-// h.secretSum must be loaded (loadAcquirer). A holding whose acquiring
+// A secret presented is always checked: a wrong one is refused. h must be
+// loaded (loadAcquirer). A holding whose acquiring
 // event the live log no longer has (acquired before uids were recorded, or
 // archived by a prune) has no uid to compare: a caller without a secret is
 // then not checked by uid, so that its holder can still release it; the
@@ -82,10 +79,16 @@ func (l *Ledger) holderDenied(h *holding) string {
 	return ""
 }
 
-// liveRun reports whether h's holder is a lockledger process other than
-// this one, running here: the process recorded (same pid, same start
-// time, this boot of this machine) and still lockledger's executable.
+// liveRun reports whether h's holder is a running lockledger run other
+// than this process: recorded as a run by its acquiring event, and the
+// process recorded (same pid, same start time, this boot of this machine)
+// still alive. A holding whose acquiring event the live log no longer has
+// (archived by a prune) has no record to read: its holder is then taken
+// for a run while that process runs lockledger's executable.
 func (l *Ledger) liveRun(h *holding) bool {
+	if h.recorded && !h.run {
+		return false
+	}
 	if h.rec.PID <= 0 || h.rec.PID == os.Getpid() || h.rec.HostID != l.host.ID || h.pidStart == "" {
 		return false
 	}
@@ -93,7 +96,7 @@ func (l *Ledger) liveRun(h *holding) bool {
 		return false
 	}
 	live, start := l.probe.Probe(h.rec.PID)
-	return live == proc.Alive && start == h.pidStart && proc.IsLockledger(h.rec.PID)
+	return live == proc.Alive && start == h.pidStart && (h.recorded || proc.IsLockledger(h.rec.PID))
 }
 
 // heldByOther is what a lock_released (or heartbeat_failed) written by id

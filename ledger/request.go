@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/schema"
 )
 
 // AcquireRequest asks for a lock.
@@ -54,19 +55,33 @@ type AcquireRequest struct {
 	// its SHA-256), with which a release is accepted from any uid
 	// (ReleaseRequest.Secret).
 	ReleaseSecret bool
+	// Run records the holder (Identity.PID) as a lockledger run, which
+	// releases the lock itself when its command ends: while that process
+	// lives, a release without Force by any other process is refused.
+	Run bool
 }
 
-func (r *AcquireRequest) validate() error {
+// Validate checks a request as it stands, and is the one place the rules
+// of an acquisition's fields live: the lock name, the TTL, the mode and
+// the limit, what may be combined with what, intent, max age and
+// metadata. A TTL of 0 is refused here: TryAcquire and Steal put
+// DefaultTTL in it before they call Validate. Its errors are
+// events.Invalid, naming the field and the rule.
+func (r *AcquireRequest) Validate() error {
 	if err := events.ValidateLockName(r.Lock); err != nil {
 		return err
 	}
-	if err := r.validateShared(); err != nil {
-		return err
+	if r.Limit < 0 || r.Limit > schema.MaxLimit {
+		return events.Invalid("limit", fmt.Sprint(r.Limit), LimitRule)
 	}
-	if r.TTL == 0 {
-		r.TTL = DefaultTTL
+	if r.isShared() && len(r.Targets) > 0 {
+		return events.Invalid("file", r.Targets[0].Path,
+			"must not be combined with --shared or --limit: other tools' lock files have one holder")
 	}
-	if err := ValidateTTL(r.TTL); err != nil {
+	if r.isShared() && r.Reclaim {
+		return events.Invalid("reclaim", "true", "must not be combined with --shared or --limit")
+	}
+	if err := validateTTL(r.TTL); err != nil {
 		return err
 	}
 	if err := events.ValidText("intent", r.Intent, 256, true); err != nil {
@@ -74,6 +89,9 @@ func (r *AcquireRequest) validate() error {
 	}
 	if err := events.ValidText("intent version", r.IntentVersion, 256, true); err != nil {
 		return err
+	}
+	if r.NoProcess && r.Run {
+		return events.Invalid("holder", "none", "cannot be a run: a run's holder is its own process")
 	}
 	if r.NoProcess && len(r.Targets) > 0 {
 		return events.Invalid("holder", "none", "cannot be combined with other tools' lock files (--file): they name a holder process")
@@ -100,6 +118,9 @@ func (r *AcquireRequest) validate() error {
 	return nil
 }
 
+// LimitRule is the rule of a semaphore's limit (0 in a request: none).
+var LimitRule = fmt.Sprintf("must be 1-%d", schema.MaxLimit)
+
 // Bounds on an acquisition's metadata. With every other field at its own
 // bound, they keep the lock file (where metadata is written out, escaped
 // and indented) well under the size any reader accepts (maxLockFile):
@@ -110,8 +131,8 @@ const (
 	MaxMetadataBytes   = 16 << 10
 )
 
-// ValidateTTL checks a TTL: whole seconds, at least 1 s, at most MaxTTL.
-func ValidateTTL(d time.Duration) error {
+// validateTTL checks a TTL: whole seconds, at least 1 s, at most MaxTTL.
+func validateTTL(d time.Duration) error {
 	switch {
 	case d < time.Second:
 		return events.Invalid("ttl", d.String(), "must be at least 1s")
@@ -165,7 +186,10 @@ type Acquisition struct {
 // prepareAcquire validates an acquisition request and resolves who asks: the
 // request id, the actor, and a holder pid that must be alive here.
 func (l *Ledger) prepareAcquire(req *AcquireRequest) error {
-	if err := req.validate(); err != nil {
+	if req.TTL == 0 {
+		req.TTL = DefaultTTL
+	}
+	if err := req.Validate(); err != nil {
 		return err
 	}
 	id, err := l.resolve(req.Identity, l.now())

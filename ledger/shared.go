@@ -34,13 +34,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/replay"
-	"github.com/lockledger/lockledger/schema"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -121,21 +119,6 @@ func (r *AcquireRequest) mode() string {
 	return ""
 }
 
-// validateShared checks the shared part of a request.
-func (r *AcquireRequest) validateShared() error {
-	if r.Limit < 0 || r.Limit > schema.MaxLimit {
-		return events.Invalid("limit", fmt.Sprint(r.Limit), fmt.Sprintf("must be 1-%d", schema.MaxLimit))
-	}
-	if r.isShared() && len(r.Targets) > 0 {
-		return events.Invalid("file", r.Targets[0].Path,
-			"must not be combined with --shared or --limit: other tools' lock files have one holder")
-	}
-	if r.isShared() && r.Reclaim {
-		return events.Invalid("reclaim", "true", "must not be combined with --shared or --limit")
-	}
-	return nil
-}
-
 func describeLimit(n int64) string {
 	if n == 0 {
 		return "none (--shared)"
@@ -144,7 +127,7 @@ func describeLimit(n int64) string {
 }
 
 // checkLimit refuses a request whose limit differs from the holders'.
-func checkLimit(req AcquireRequest, sh []*sharedHolding) error {
+func checkLimit(req AcquireRequest, sh []judged) error {
 	if len(sh) == 0 || sh[0].limit == req.Limit {
 		return nil
 	}
@@ -153,171 +136,11 @@ func checkLimit(req AcquireRequest, sh []*sharedHolding) error {
 		describeLimit(sh[0].limit), req.Lock))
 }
 
-// judged is a shared holder with its state.
-type judged struct {
-	s     *sharedHolding
-	state string
-	job   []int
-}
-
-func (w *writeTx) judgeShared(sh []*sharedHolding, maxAge time.Duration) []judged {
-	out := make([]judged, len(sh))
-	for i, s := range sh {
-		st, job := judge(s.holding, w.now, w.l.host, w.l.probe, maxAge)
-		out[i] = judged{s: s, state: st, job: job}
-	}
-	return out
-}
-
-// stalest is the holder with the oldest heartbeat among js whose state is
-// in states (nil when none).
-func stalest(js []judged, states ...string) *judged {
-	var best *judged
-	for i := range js {
-		j := &js[i]
-		ok := false
-		for _, s := range states {
-			ok = ok || j.state == s
-		}
-		if ok && (best == nil || j.s.heartbeat.Before(best.s.heartbeat)) {
-			best = j
-		}
-	}
-	return best
-}
-
-// acquireShared decides a shared acquisition under p (see the file comment).
-func (w *writeTx) acquireShared(req AcquireRequest, p takeover) (*Acquisition, error, error) {
-	id := req.Identity
-	h, err := w.effectiveHolder(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	sh, err := loadShared(w.ctx, w.q, req.Lock)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := checkLimit(req, sh); err != nil {
-		return nil, nil, err
-	}
-	if h != nil && len(sh) > 0 {
-		// Another tool's lock file beside shared holders (tools that know
-		// only NAME.lock cannot see them): nobody takes either over until
-		// one side is gone, so that no instant has both.
-		held := &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt, Waited: req.Waited}
-		outcome, err := w.blocked(req, h, events.StateHeld, held)
-		return nil, outcome, err
-	}
-	if h != nil {
-		// An exclusive holder (the ledger's or another tool's file).
-		state, job := judge(h, w.now, w.l.host, w.l.probe, req.MaxAge)
-		reason := ""
-		switch {
-		case state == events.StateDead:
-			reason = events.ReasonHolderDead
-		case state == events.StateStale && p.stale(req):
-			reason = events.ReasonStaleForced
-		case state == events.StateHeld && p.forced():
-			reason = events.ReasonForcedActive
-		case state == events.StateStale:
-			outcome, err := w.blocked(req, h, state, &StaleError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign,
-				StaleSince: h.staleSince(w.now), Age: w.now.Sub(h.heartbeat), JobPIDs: job})
-			return nil, outcome, err
-		default:
-			held := &HeldError{Lock: req.Lock, Holder: h.rec, Foreign: h.foreign, Corrupt: h.corrupt, Waited: req.Waited,
-				JobPIDs: job, SameRequest: w.sameRequest(h, id)}
-			outcome, err := w.refuseActive(p, req, h, held, "the holder is", "take it anyway with steal --active")
-			return nil, outcome, err
-		}
-		if h.foreign && reason != events.ReasonForcedActive {
-			reason = events.ReasonForeignLock
-		}
-		taken := *h
-		w.removeAfterCommit(func() error { return w.l.files.Remove(req.Lock, taken.file) })
-		w.removeAfterCommit(func() error { return w.removeTargets(&taken) })
-		a, err := w.take(req, h, reason, p.note())
-		if err != nil || h.foreign {
-			return a, nil, err
-		}
-		return a, nil, w.saveFree(a.Seq)
-	}
-	for _, s := range sh {
-		if s.rec.RequestID == id.RequestID {
-			if w.sameProcess(s.holding, id) {
-				return w.already(s.holding, s.updatedSeq, events.ModeShared, s.limit), nil, nil
-			}
-			held := &HeldError{Lock: req.Lock, Holder: s.rec, Waited: req.Waited, SameRequest: true}
-			outcome, err := w.blocked(req, s.holding, events.StateHeld, held)
-			return nil, outcome, err
-		}
-	}
-	if req.Limit == 0 || int64(len(sh)) < req.Limit {
-		// A free slot: a steal needs to take nobody's.
-		a, err := w.take(req, nil, "", "")
-		return a, nil, err
-	}
-	// Full: take over the stalest slot that may be taken.
-	js := w.judgeShared(sh, req.MaxAge)
-	var victim *judged
-	reason := ""
-	if v := stalest(js, events.StateDead); v != nil {
-		victim, reason = v, events.ReasonHolderDead
-	} else if v := stalest(js, events.StateStale); v != nil && p.stale(req) {
-		victim, reason = v, events.ReasonStaleForced
-	} else if v := stalest(js, events.StateHeld); v != nil && p.forced() {
-		victim, reason = v, events.ReasonForcedActive
-	}
-	if victim != nil {
-		if err := store.DeleteHolder(w.ctx, w.q, req.Lock, victim.s.rec.RequestID); err != nil {
-			return nil, nil, err
-		}
-		a, err := w.take(req, victim.s.holding, reason, p.note())
-		return a, nil, err
-	}
-	if v := stalest(js, events.StateStale); v != nil {
-		outcome, err := w.blocked(req, v.s.holding, events.StateStale, &StaleError{Lock: req.Lock, Holder: v.s.rec,
-			StaleSince: v.s.staleSince(w.now), Age: w.now.Sub(v.s.heartbeat), JobPIDs: v.job, Limit: req.Limit})
-		return nil, outcome, err
-	}
-	v := stalest(js, events.StateHeld)
-	held := &HeldError{Lock: req.Lock, Holder: v.s.rec, Waited: req.Waited, JobPIDs: v.job, Limit: req.Limit, Holders: len(sh)}
-	outcome, err := w.refuseActive(p, req, v.s.holding, held, "the holders are", "take the stalest slot anyway with steal --active")
-	return nil, outcome, err
-}
-
-// sharedBeside blocks an exclusive acquire (or steal) of a lock held by
-// another tool's file while shared holders hold it too (see
-// tryAcquireShared): handled is false when there are no shared holders.
-func (w *writeTx) sharedBeside(req AcquireRequest, h *holding) (handled bool, outcome, err error) {
-	if h == nil || !h.foreign {
-		return false, nil, nil
-	}
-	sh, err := loadShared(w.ctx, w.q, req.Lock)
-	if err != nil || len(sh) == 0 {
-		return false, nil, err
-	}
-	held := &HeldError{Lock: req.Lock, Holder: sh[0].rec, Waited: req.Waited, Holders: len(sh), SharedHeld: true}
-	outcome, err = w.blocked(req, sh[0].holding, events.StateHeld, held)
-	return true, outcome, err
-}
-
-// exclusiveOverShared decides an exclusive acquire (or steal) of a lock
-// whose exclusive side is free while shared holders hold it: blocked while
-// any is held (unless an active steal), stale needs --force, and otherwise
-// every shared holder is taken over, one lock_stolen each.
-func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, p takeover) (*Acquisition, error, error) {
-	js := w.judgeShared(sh, req.MaxAge)
-	if v := stalest(js, events.StateHeld); v != nil && !p.forced() {
-		held := &HeldError{Lock: req.Lock, Holder: v.s.rec, Waited: req.Waited, JobPIDs: v.job, Holders: len(sh),
-			SharedHeld: true}
-		outcome, err := w.refuseActive(p, req, v.s.holding, held, "the shared holders are", "take the lock anyway with steal --active")
-		return nil, outcome, err
-	}
-	if v := stalest(js, events.StateStale); v != nil && !p.stale(req) {
-		outcome, err := w.blocked(req, v.s.holding, events.StateStale, &StaleError{Lock: req.Lock, Holder: v.s.rec,
-			StaleSince: v.s.staleSince(w.now), Age: w.now.Sub(v.s.heartbeat), JobPIDs: v.job})
-		return nil, outcome, err
-	}
+// takeOverShared gives the lock to an exclusive req over every shared
+// holder in over (see exclusiveOverShared): its lock file is placed, and
+// each holder is taken over by a lock_stolen of its own, the last one's
+// fencing token the holding's.
+func (w *writeTx) takeOverShared(req AcquireRequest, p takeover, over []taken) (*Acquisition, error, error) {
 	h := w.l.newHolding(req, w.now, 0)
 	j, err := w.l.files.Place(req.Lock, h.file)
 	if err != nil {
@@ -329,34 +152,27 @@ func (w *writeTx) exclusiveOverShared(req AcquireRequest, sh []*sharedHolding, p
 		return nil, nil, err
 	}
 	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, Record: h.rec, Stolen: true}
-	sort.Slice(js, func(a, b int) bool { return js[a].s.rec.RequestID < js[b].s.rec.RequestID })
-	for _, v := range js {
-		reason := events.ReasonForcedActive
-		switch v.state {
-		case events.StateDead:
-			reason = events.ReasonHolderDead
-		case events.StateStale:
-			reason = events.ReasonStaleForced
-		}
+	for _, t := range over {
+		v, reason := t.j.h, t.reason
 		note := p.note()
 		token, err := w.nextSeq()
 		if err != nil {
 			return nil, nil, err
 		}
-		prevHash := events.LockFileHash(v.s.rec.File())
+		prevHash := events.LockFileHash(v.rec.File())
 		ev, err := w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: events.Acquired{
 			TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion, FencingToken: token,
 			Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets,
-			WaitedSeconds: seconds(req.Waited), PIDNS: h.pidNS}, PreviousLock: v.s.rec, PreviousLockHash: prevHash, Reason: reason, Note: note})
+			WaitedSeconds: seconds(req.Waited), PIDNS: h.pidNS}, PreviousLock: v.rec, PreviousLockHash: prevHash, Reason: reason, Note: note})
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := store.DeleteHolder(w.ctx, w.q, req.Lock, v.s.rec.RequestID); err != nil {
+		if err := store.DeleteHolder(w.ctx, w.q, req.Lock, v.rec.RequestID); err != nil {
 			return nil, nil, err
 		}
-		rec := v.s.rec
+		rec := v.rec
 		h.token, out.FencingToken, out.Seq = token, token, ev.Seq
-		out.Reason, out.Previous, out.PreviousHash, out.PreviousPIDStart = reason, &rec, prevHash, v.s.pidStart
+		out.Reason, out.Previous, out.PreviousHash, out.PreviousPIDStart = reason, &rec, prevHash, v.pidStart
 	}
 	return out, nil, w.saveHolder(h, out.Seq)
 }

@@ -36,6 +36,10 @@ type holding struct {
 	// secretSum is the SHA-256 hex of the holding's release secret, once
 	// loadAcquirer read it ("" before, and when none was asked for).
 	secretSum string
+	// recorded: loadAcquirer found the event that gave the holding the
+	// lock in the live log; run: that event records its holder as a
+	// lockledger run.
+	recorded, run bool
 }
 
 // judge applies lockledger's state rules (held, stale, dead) to a holder at instant now, with

@@ -74,7 +74,7 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 	}
 	acq := events.Acquired{TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion,
 		FencingToken: token, Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets,
-		Mode: req.mode(), Limit: req.Limit, WaitedSeconds: seconds(req.Waited), PIDNS: h.pidNS}
+		Mode: req.mode(), Limit: req.Limit, WaitedSeconds: seconds(req.Waited), PIDNS: h.pidNS, Run: req.Run}
 	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, FencingToken: token, Record: h.rec,
 		Mode: req.mode(), Limit: req.Limit}
 	if req.ReleaseSecret {

@@ -276,7 +276,7 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "unreadable_file", "note", "foreign", "Seq",
 			"action", "state", "superseded_by", "pids", "changes", "uid", "user", "lock_name", "events", "destination", "result",
 			"mode", "limit", "rollback_accepted", "ledger_id", "hash", "waited_seconds", "fence", "resource", "stale_token", "current_token",
-			"release_secret_sha256", "authorized_by"} {
+			"release_secret_sha256", "authorized_by", "run"} {
 			c := deepCopy(root)
 			if len(p) == 0 {
 				c.(map[string]any)[extra] = json.RawMessage(`"x"`)
@@ -416,6 +416,11 @@ func textMutations(s seedBody) []seedBody {
 		"authorized ok":         string(b[:len(b)-1]) + `,"authorized_by":"release_secret"}`,
 		"authorized bad":        string(b[:len(b)-1]) + `,"authorized_by":"uid"}`,
 		"authorized dup":        string(b[:len(b)-1]) + `,"authorized_by":1,"authorized_by":"release_secret"}`,
+		"run true":              string(b[:len(b)-1]) + `,"run":true}`,
+		"run false":             string(b[:len(b)-1]) + `,"run":false}`,
+		"run string":            string(b[:len(b)-1]) + `,"run":"true"}`,
+		"run null":              string(b[:len(b)-1]) + `,"run":null}`,
+		"run dup":               string(b[:len(b)-1]) + `,"run":1,"run":true}`,
 	}
 	keys := make([]string, 0, len(text))
 	for k := range text {

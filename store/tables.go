@@ -199,6 +199,18 @@ func InsertEvent(ctx context.Context, tx Execer, seq int64, eventID, typ, lock, 
 	return err
 }
 
+// EventBody reads the body of event seq when its request id is
+// requestID; nil when the live log has no such event (never written, or
+// archived by a prune).
+func EventBody(ctx context.Context, q Querier, seq int64, requestID string) ([]byte, error) {
+	var b []byte
+	err := q.QueryRowContext(ctx, `SELECT body FROM events WHERE seq = $1 AND request_id = $2`, seq, requestID).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return b, err
+}
+
 // ReadTreeRow reads the stored Merkle hashes of event seq; nil when there
 // are none.
 func ReadTreeRow(ctx context.Context, q Querier, seq int64) ([]byte, error) {

@@ -21,7 +21,6 @@ import (
 	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/schema"
 )
 
 // acquireFlags are shared by acquire, steal and run.
@@ -74,9 +73,6 @@ func (f *acquireFlags) request(lock string, pid int) (ledger.AcquireRequest, tim
 	if err != nil {
 		return ledger.AcquireRequest{}, 0, err
 	}
-	if err := ledger.ValidateTTL(ttl); err != nil {
-		return ledger.AcquireRequest{}, 0, asFlag("--ttl", f.ttl, err)
-	}
 	var wait time.Duration
 	if f.wait != "" {
 		if wait, err = invocation.ParseWait("--wait", f.wait); err != nil {
@@ -97,12 +93,9 @@ func (f *acquireFlags) request(lock string, pid int) (ledger.AcquireRequest, tim
 	if err != nil {
 		return ledger.AcquireRequest{}, 0, err
 	}
-	if f.flags != nil && f.flags.Changed("limit") && (f.limit < 1 || f.limit > schema.MaxLimit) {
-		return ledger.AcquireRequest{}, 0, events.Invalid("--limit", strconv.FormatInt(f.limit, 10), fmt.Sprintf("must be 1-%d", schema.MaxLimit))
-	}
-	if (f.shared || f.limit > 0) && len(f.files) > 0 {
-		return ledger.AcquireRequest{}, 0, events.Invalid("--file", f.files[0],
-			"must not be combined with --shared or --limit: other tools' lock files have one holder")
+	if f.flags != nil && f.flags.Changed("limit") && f.limit == 0 {
+		// A limit given names its slots: 0 is the request's "none" (--shared).
+		return ledger.AcquireRequest{}, 0, events.Invalid("--limit", "0", ledger.LimitRule)
 	}
 	var maxAge time.Duration
 	if f.maxAge != "" {
@@ -113,12 +106,36 @@ func (f *acquireFlags) request(lock string, pid int) (ledger.AcquireRequest, tim
 			return ledger.AcquireRequest{}, 0, events.Invalid("--max-age", f.maxAge, "must be positive")
 		}
 	}
-	return ledger.AcquireRequest{
+	req := ledger.AcquireRequest{
 		Lock:     lock,
 		Identity: ledger.Identity{RequestID: f.requestID, Actor: f.actor, PID: pid},
 		Intent:   f.intent, IntentVersion: f.intentVersion, TTL: ttl, Metadata: md, Force: f.force, Reclaim: f.reclaim,
 		Targets: targets, MaxAge: maxAge, Shared: f.shared || f.limit > 0, Limit: f.limit,
-	}, wait, nil
+	}
+	if err := req.Validate(); err != nil {
+		return ledger.AcquireRequest{}, 0, f.flagOf(err)
+	}
+	return req, wait, nil
+}
+
+// flagOf names, in an invalid request's error, the flag the field came
+// from, with the value as typed.
+func (f *acquireFlags) flagOf(err error) error {
+	var inv *events.InvalidError
+	if !errors.As(err, &inv) {
+		return err
+	}
+	switch inv.Field {
+	case "ttl":
+		return asFlag("--ttl", f.ttl, err)
+	case "limit":
+		return asFlag("--limit", strconv.FormatInt(f.limit, 10), err)
+	case "file":
+		return asFlag("--file", f.files[0], err)
+	case "max age":
+		return asFlag("--max-age", f.maxAge, err)
+	}
+	return err
 }
 
 // ParseTargets turns repeated --file FORMAT:PATH flags into targets with

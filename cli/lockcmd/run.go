@@ -211,7 +211,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	defer o.g.Finish(l)
 	opts := []lease.Option{lease.WithTTL(req.TTL), lease.WithPID(req.PID), lease.WithIntent(req.Intent, req.IntentVersion),
 		lease.WithMetadata(req.Metadata), lease.WithWait(wait), lease.WithWaitObserver(waitReporter(o.g, o.lock)),
-		lease.WithKillGrace(grace)}
+		lease.WithKillGrace(grace), lease.WithRun()}
 	if req.RequestID != "" {
 		opts = append(opts, lease.WithRequestID(req.RequestID))
 	}

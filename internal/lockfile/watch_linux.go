@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 	"unsafe"
@@ -15,8 +16,16 @@ import (
 // locks directory opened by Open (never on what its path names later);
 // where inotify is unavailable it degrades to sleeping.
 type Watch struct {
-	fd    int
+	// f is the inotify descriptor in the runtime's poller (nil: sleeping),
+	// so that a waiter whose ctx ends wakes at once rather than at its
+	// next poll: a lease joins its watch on every release.
+	f     *os.File
 	files []string
+}
+
+// newWatch puts the non-blocking inotify descriptor fd in the poller.
+func newWatch(fd int, names []string) *Watch {
+	return &Watch{f: os.NewFile(uintptr(fd), "inotify"), files: names}
 }
 
 // Watch watches lock's file. Close it when done.
@@ -24,18 +33,18 @@ func (d *Dir) Watch(lock string) *Watch {
 	done, err := d.use()
 	defer done()
 	if err != nil || d.locks.fd < 0 {
-		return &Watch{fd: -1}
+		return &Watch{}
 	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
-		return &Watch{fd: -1}
+		return &Watch{}
 	}
 	mask := uint32(unix.IN_DELETE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_CREATE | unix.IN_ONLYDIR)
 	if _, err := unix.InotifyAddWatch(fd, fmt.Sprintf("/proc/self/fd/%d", d.locks.fd), mask); err != nil {
 		unix.Close(fd)
-		return &Watch{fd: -1}
+		return &Watch{}
 	}
-	return &Watch{fd: fd, files: []string{fileName(lock)}}
+	return newWatch(fd, []string{fileName(lock)})
 }
 
 // WatchFiles wakes a reader when one of the files named (in the root
@@ -46,68 +55,73 @@ func (d *Dir) WatchFiles(names ...string) *Watch {
 	done, err := d.use()
 	defer done()
 	if err != nil || d.root.fd < 0 {
-		return &Watch{fd: -1}
+		return &Watch{}
 	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
-		return &Watch{fd: -1}
+		return &Watch{}
 	}
 	mask := uint32(unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_ONLYDIR)
 	if _, err := unix.InotifyAddWatch(fd, fmt.Sprintf("/proc/self/fd/%d", d.root.fd), mask); err != nil {
 		unix.Close(fd)
-		return &Watch{fd: -1}
+		return &Watch{}
 	}
-	return &Watch{fd: fd, files: slices.Clone(names)}
+	return newWatch(fd, slices.Clone(names))
 }
 
 // Wait sleeps up to d, returning early when the watched file changes or ctx ends.
 func (w *Watch) Wait(ctx context.Context, d time.Duration) {
+	if ctx.Err() != nil || d <= 0 {
+		return
+	}
+	if w.f == nil {
+		_ = sleep(ctx, d)
+		return
+	}
 	end := time.Now().Add(d)
-	for {
-		remain := time.Until(end)
-		if remain <= 0 || ctx.Err() != nil {
+	if w.f.SetReadDeadline(end) != nil {
+		_ = sleep(ctx, d)
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { _ = w.f.SetReadDeadline(time.Now()) })
+	defer stop()
+	var buf [4096]byte
+	for ctx.Err() == nil && time.Now().Before(end) {
+		n, err := w.f.Read(buf[:])
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return
+			}
+			_ = sleep(ctx, time.Until(end))
 			return
 		}
-		slice := min(remain, 50*time.Millisecond)
-		if w.fd < 0 {
-			_ = sleep(ctx, slice)
-			continue
-		}
-		fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, int(slice/time.Millisecond)+1)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			_ = sleep(ctx, slice)
-			continue
-		}
-		if n > 0 && w.drain() {
+		if w.names(buf[:n]) {
 			return
 		}
 	}
 }
 
-// drain reads pending events and reports whether one named a watched file.
-func (w *Watch) drain() bool {
-	var buf [4096]byte
+// names reports whether the inotify events in buf name a watched file.
+func (w *Watch) names(buf []byte) bool {
 	hit := false
-	for {
-		n, err := unix.Read(w.fd, buf[:])
-		if n <= 0 || err != nil {
-			return hit
+	for off := 0; off+unix.SizeofInotifyEvent <= len(buf); {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+		name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+		end := 0
+		for end < len(name) && name[end] != 0 {
+			end++
 		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
-			end := 0
-			for end < len(name) && name[end] != 0 {
-				end++
-			}
-			if slices.Contains(w.files, string(name[:end])) {
-				hit = true
-			}
-			off += unix.SizeofInotifyEvent + int(ev.Len)
+		if slices.Contains(w.files, string(name[:end])) {
+			hit = true
 		}
+		off += unix.SizeofInotifyEvent + int(ev.Len)
 	}
+	return hit
 }
 
 // Close stops watching.
-func (w *Watch) Close() { closeFD(w.fd) }
+func (w *Watch) Close() {
+	if w.f != nil {
+		_ = w.f.Close()
+	}
+}

@@ -303,8 +303,8 @@ func (f *File) checkTarget(guards []guard) error {
 		}
 		return &RefusedError{Path: f.path, Rule: rule + ": an output file is never written through a symlink"}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return &RefusedError{Path: f.path, Rule: "is " + kind(uint32(st.Mode)) + ": an output file replaces only a regular file"}
+	if k := NotRegular(uint32(st.Mode)); k != "" {
+		return &RefusedError{Path: f.path, Rule: "is " + k + ": an output file replaces only a regular file"}
 	}
 	if f.opts.noReplace {
 		return &fs.PathError{Op: "create", Path: f.path, Err: unix.EEXIST}
@@ -336,18 +336,4 @@ func sameFile(path string, id fileid.ID, guards []guard) error {
 		}
 	}
 	return nil
-}
-
-func kind(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a FIFO"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFCHR, unix.S_IFBLK:
-		return "a device"
-	}
-	return "not a regular file"
 }

@@ -65,6 +65,10 @@ func errorObject(err error) map[string]any {
 			o["suggestion"] = "lockledger project moves the unreadable file aside (kept beside it and recorded); or lockledger steal " +
 				held.Lock + " --active --reason TEXT"
 		}
+		if len(held.Queue) > 0 {
+			o["held_by"], o["queue_ahead"] = nil, len(held.Queue)
+			o["suggestion"] = "Wait for your turn (--wait D): waiters are served in the order they queued"
+		}
 		if held.Waited > 0 {
 			o["waited_seconds"] = held.Waited.Seconds()
 		}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -210,8 +211,22 @@ func TestContentionManyRunWaitersOnOneLock(t *testing.T) {
 	}
 	t.Logf("%d contended runs (%d at a time, %d rounds) in %s, no overlap; events %v", n, procs, rounds,
 		took.Round(time.Millisecond), counts)
-	if counts["lock_acquired"] != n || counts["lock_released"] != n || counts["lock_stolen"] != 0 || counts["acquire_blocked"] != 0 {
-		t.Errorf("events %v, want %d lock_acquired and %d lock_released, no steals and no blocked", counts, n, n)
+	// A waiter joins the lock's queue with one acquire_blocked (until) and
+	// renews its place with one more (queued_seq) at most every sixth of
+	// events.WaiterTTL it waits; none may give up.
+	var gaveUp, joins, renewals int
+	if err := clitest.DB(t, root).QueryRow(`SELECT
+		count(*) FILTER (WHERE json_extract(body, '$.until') IS NULL),
+		count(*) FILTER (WHERE json_extract(body, '$.until') IS NOT NULL AND json_extract(body, '$.queued_seq') IS NULL),
+		count(*) FILTER (WHERE json_extract(body, '$.queued_seq') IS NOT NULL)
+		FROM events WHERE type = 'acquire_blocked'`).Scan(&gaveUp, &joins, &renewals); err != nil {
+		t.Fatal(err)
+	}
+	maxRenewals := n * int(took/(events.WaiterTTL/6)+1)
+	t.Logf("queue records: %d joins, %d renewals (at most %d in %s)", joins, renewals, maxRenewals, took.Round(time.Millisecond))
+	if counts["lock_acquired"] != n || counts["lock_released"] != n || counts["lock_stolen"] != 0 || gaveUp != 0 || joins > n-rounds || renewals > maxRenewals {
+		t.Errorf("events %v (%d blocked gave up, %d joined the queue, %d renewed a place), want %d lock_acquired and %d lock_released, no steals, at most one join per waiter, at most %d renewals and none that gave up",
+			counts, gaveUp, joins, renewals, n, n, maxRenewals)
 	}
 	for _, f := range releaseFailures {
 		t.Errorf("a release failed although every lock was released: %s", f)

@@ -73,7 +73,7 @@ func TestWaitInterruptedBySignalExitsLikeAShell(t *testing.T) {
 				syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[tc.sig]) {
 				t.Errorf("stderr does not say the wait was interrupted:\n%s", msg)
 			}
-			types := clitest.Types(t, root)
+			types := clitest.Unqueued(t, root)
 			if len(types) != 2 || types[1] != "acquire_blocked" {
 				t.Fatalf("events %v, want the holder's lock_acquired and the waiter's acquire_blocked", types)
 			}

@@ -74,6 +74,7 @@ func timelineCounts(t *testing.T, run cliRun) recorded {
 			LockLost      bool    `json:"lock_lost"`
 			WaitedSeconds float64 `json:"waited_seconds"`
 			File          string  `json:"file"`
+			Until         string  `json:"until"`
 		}
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatalf("timeline line %q: %v", line, err)
@@ -96,6 +97,9 @@ func timelineCounts(t *testing.T, run cliRun) recorded {
 		case events.ActionRefused:
 			c.refusals[[2]string{ev.Lock, ev.Action}]++
 		case events.AcquireBlocked:
+			if ev.Until != "" {
+				continue // a waiter joining the queue, not giving up
+			}
 			c.blocked[ev.Lock]++
 			c.waited[[2]string{ev.Lock, "gave_up"}] += ev.WaitedSeconds
 		case events.LedgerVerified:

@@ -296,6 +296,25 @@ type Blocked struct {
 	// Mode and Limit are what the caller asked for, as in Acquired.
 	Mode  string `json:"mode,omitempty"`
 	Limit int64  `json:"limit,omitempty"`
+	// Until is set when a waiter records its place in the lock's queue (it
+	// joins, or renews the place): it keeps the place until then (the
+	// store's clock, at most WaiterTTL after the event), or until its
+	// request's next acquisition or acquire_blocked on the lock, or until
+	// its process (the envelope's host and pid, PIDStart, BootID) is
+	// provably gone.
+	Until    string `json:"until,omitempty"`
+	PIDStart string `json:"pid_start,omitempty"`
+	BootID   string `json:"boot_id,omitempty"`
+	// QueuedSeq and QueuedAt are set on a renewal: the seq and time of the
+	// record with which the waiter joined the queue, which keep its place.
+	QueuedSeq int64  `json:"queued_seq,omitempty"`
+	QueuedAt  string `json:"queued_at,omitempty"`
+	// PIDNS is the waiter's PID namespace, as Record.PIDNS: a waiter in
+	// another one (or one not known) is never judged gone by its pid.
+	PIDNS *int64 `json:"pid_ns,omitempty"`
+	// Reason is BlockedByQueue when the lock was free (or its holder dead)
+	// but queued waiters came first; HeldBy is then empty.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Event is an envelope with its payload, its canonical body and its chain links.

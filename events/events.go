@@ -93,6 +93,17 @@ const (
 	ReasonReclaimed = "reclaimed"
 )
 
+// BlockedByQueue is acquire_blocked's reason when the lock was free (or its
+// holder dead) but waiters queued before the caller come first.
+const BlockedByQueue = "queue"
+
+// WaiterTTL is how long a waiter's place in a lock's queue lasts without a
+// renewal: an acquire_blocked with until keeps it at most this long after
+// its at, whatever its until says. A waiter that died where no probe can
+// tell (another host, another PID namespace) holds the line this long at
+// most; a live one renews its place well within it.
+const WaiterTTL = 15 * time.Second
+
 // Holder modes (lock_acquired's, lock_stolen's and acquire_blocked's mode).
 // An exclusive holder excludes everyone; shared holders coexist with each
 // other (up to the lock's limit, when it has one) and exclude exclusive ones.

@@ -31,7 +31,11 @@ type WaitObserver func(blocked *ledger.HeldError, waited time.Duration)
 // the lock stale. Attempts between the first (which validates the request)
 // and the last (which records acquire_blocked) that could only be refused
 // are answered by ledger.PeekHeld, without the writer mutex, so that many
-// waiters never starve the holder's own release.
+// waiters never starve the holder's own release. An exclusive waiter joins
+// the lock's queue with its first refused attempt and is served in its
+// turn; every ledger.WaiterRenewEvery an attempt goes through TryAcquire
+// instead, which renews its place (one acquire_blocked), so that a waiter
+// that dies leaves the queue within events.WaiterTTL on any host.
 func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait time.Duration, observe WaitObserver) (*ledger.Acquisition, error) {
 	start := time.Now()
 	deadline := start.Add(wait)
@@ -43,6 +47,7 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 		deadline = d
 	}
 	var watch store.Waker
+	var renewAt time.Time // when the waiter's place in the queue is due for renewal
 	defer func() {
 		if watch != nil {
 			watch.Close()
@@ -57,6 +62,12 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 		if attempt > 0 {
 			req.Waited = time.Since(start)
 		}
+		// A blocked attempt queues the request for the rest of its wait
+		// (each record of its place lasts events.WaiterTTL at most).
+		req.WaitLeft = 0
+		if !last {
+			req.WaitLeft = time.Until(deadline)
+		}
 		actx := ctx
 		if last && ctx.Err() != nil {
 			// Giving up because the caller cancelled: still record it.
@@ -67,13 +78,18 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 		var a *ledger.Acquisition
 		var err error
 		var held *ledger.HeldError
-		if attempt > 0 && !last && len(req.Targets) == 0 {
+		// A waiter's place in the lock's queue is a lease: when its renewal
+		// is due, the attempt goes through TryAcquire, which renews it.
+		if attempt > 0 && !last && len(req.Targets) == 0 && time.Now().Before(renewAt) {
 			held = l.PeekHeld(ctx, req)
 		}
 		if held != nil {
 			err = held
-		} else if a, err = l.TryAcquire(actx, req); err == nil {
-			return a, nil
+		} else {
+			if a, err = l.TryAcquire(actx, req); err == nil {
+				return a, nil
+			}
+			renewAt = time.Now().Add(ledger.WaiterRenewEvery)
 		}
 		switch {
 		case errors.As(err, &held):
@@ -95,6 +111,9 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 		sleep := jitter(attempt)
 		if remain := time.Until(deadline); sleep > remain {
 			sleep = remain
+		}
+		if due := time.Until(renewAt); due > 0 && sleep > due {
+			sleep = due
 		}
 		watch.Wait(ctx, sleep)
 	}

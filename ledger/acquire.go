@@ -116,7 +116,8 @@ func (w *writeTx) apply(req AcquireRequest, p takeover, d decision) (*Acquisitio
 		return nil, outcome, err
 	case queued:
 		// The waiter queue names who is first and records the refusal.
-		return nil, &HeldError{Lock: req.Lock, Waited: req.Waited}, nil
+		outcome, err := w.queueRefusal(req)
+		return nil, outcome, err
 	case grant:
 		if req.isShared() {
 			a, err := w.take(req, nil, "", "")

@@ -105,7 +105,8 @@ func (w *writeTx) loadFacts(req AcquireRequest) (facts, error) {
 		f.shared[i] = w.judgeHolder(s.holding, req)
 		f.shared[i].shared, f.shared[i].limit, f.shared[i].updatedSeq = true, s.limit, s.updatedSeq
 	}
-	return f, nil
+	f.queuedAhead, err = w.queuedAhead(req, f.exclusive)
+	return f, err
 }
 
 // judgeHolder judges h for req at the decision's instant.

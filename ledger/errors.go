@@ -114,10 +114,16 @@ type HeldError struct {
 	Holders    int
 	Limit      int64
 	SharedHeld bool
+	// Queue, when set, is what holds a free lock (or one whose holder is
+	// dead): the waiters queued before the caller, next first. Holder is
+	// then empty.
+	Queue []Waiter
 }
 
 func (e *HeldError) Error() string {
 	switch {
+	case len(e.Queue) > 0:
+		return queueMessage(e)
 	case e.SharedHeld:
 		return termtext.Sprintf("lock %s: held shared by %d holder(s), e.g. request %s (actor %s, pid %d on %s, since %s)",
 			e.Lock, e.Holders, e.Holder.RequestID, e.Holder.Actor, e.Holder.PID, e.Holder.HostID, e.Holder.CreatedAt)

@@ -24,6 +24,9 @@ type AcquireRequest struct {
 	// Waited is how long the caller has waited so far (acquire_blocked and
 	// lock_acquired record it).
 	Waited time.Duration
+	// WaitLeft is how much longer a waiting caller will wait: its first
+	// blocked attempt queues it for that long (see queue.go).
+	WaitLeft time.Duration
 	// NoProcess: no process holds the lock (Identity.PID is ignored); it is
 	// held while heartbeats arrive within the TTL and stale after, and any
 	// process with the request id heartbeats and releases it.

@@ -45,6 +45,9 @@ type LockStatus struct {
 	Mode   string
 	Limit  int64
 	Shared []SharedHolder
+
+	// Queue is the lock's waiters, next first (see queue.go).
+	Queue []Waiter
 }
 
 // Status reads one lock. It takes no lock and changes nothing.
@@ -72,6 +75,11 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 		}
 		l.addShared(s, sh, now)
 	}
+	qs, err := l.queues(ctx, l.store.DB(), lock, now)
+	if err != nil {
+		return nil, err
+	}
+	s.Queue = qs[lock]
 	return s, nil
 }
 
@@ -117,7 +125,7 @@ func (l *Ledger) unprobedOf(h *holding, state string) (why string) {
 	return why
 }
 
-// List returns every lock that is not free: the ledger's and foreign lock
+// List returns every lock that is not free or has waiters queued: the ledger's and foreign lock
 // files in the locks directory, ordered by name. A lock whose file cannot
 // be read is listed from the locks table alone, with its Problem, and
 // does not stop the others.
@@ -154,6 +162,10 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 			byName[s.rec.LockName] = nil
 		}
 	}
+	queues, err := l.queues(ctx, l.store.DB(), "", now)
+	if err != nil {
+		return nil, err
+	}
 	var out []*LockStatus
 	for _, name := range sortedKeys(byName) {
 		v, err := l.inspect(name, byName[name])
@@ -168,7 +180,8 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 		}
 		s := l.status(v, now)
 		l.addShared(s, shared[name], now)
-		if s.State != events.StateFree {
+		s.Queue = queues[name]
+		if s.State != events.StateFree || len(s.Queue) > 0 {
 			out = append(out, s)
 		}
 	}

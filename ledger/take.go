@@ -11,13 +11,26 @@ import (
 )
 
 // blocked records acquire_blocked when the attempt gives up (the last
-// attempt, or a waiter meeting a stale lock) and reports outcome.
+// attempt, or a waiter meeting a stale lock), or when a waiter's attempt
+// refused by a holder records its place in the lock's queue (it joins, or
+// renews: see queue.go), and reports outcome.
 func (w *writeTx) blocked(req AcquireRequest, h *holding, state string, outcome error) (error, error) {
-	if !req.RecordBlocked && !(req.Waiting && state == events.StateStale) {
+	var queued bool
+	var own *Waiter
+	if state == events.StateHeld {
+		var err error
+		if queued, own, err = w.queuePlace(req); err != nil {
+			return nil, err
+		}
+	}
+	if !req.RecordBlocked && !(req.Waiting && state == events.StateStale) && !queued {
 		return outcome, nil
 	}
 	p := &events.Blocked{State: state, WaitedSeconds: seconds(req.Waited), Foreign: h.foreign, Mode: req.mode(), Limit: req.Limit}
 	p.HeldBy, p.UnreadableFile = heldBy(h)
+	if queued {
+		w.queueFields(req, p, own)
+	}
 	_, err := w.append(events.AcquireBlocked, req.Identity, p)
 	if err != nil {
 		return nil, err

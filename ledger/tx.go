@@ -100,7 +100,7 @@ func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error,
 	if len(w.written) > 0 || w.rows {
 		// A write of no lock (export, verify, a checkpoint) notifies too,
 		// with no lock's name: followers of the log wake on every append.
-		if err := l.store.Changed(ctx, w.q, w.v.name); err != nil {
+		if err := l.store.Changed(ctx, w.q, w.wakes()); err != nil {
 			cp = nil // signed for a log that does not commit: kept, it would refuse every later writer
 			w.abort()
 			return fmt.Errorf("ledger: notify: %w", err)

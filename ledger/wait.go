@@ -10,7 +10,8 @@ import (
 // PeekHeld answers a waiter's attempt that could only be refused, without
 // taking the writer mutex: the lock's row and file, read outside any write
 // transaction, show an active holder other than the request, with nothing
-// to repair. Many waiters would otherwise keep the writer mutex busy with
+// to repair, or a lock free (or its holder dead) with waiters queued
+// before the request (see queue.go). Many waiters would otherwise keep the writer mutex busy with
 // attempts doomed to fail, and starve the holder's own release. nil means
 // not sure: make the attempt with TryAcquire. It records nothing and
 // validates nothing: a waiter's first attempt, and its last (which records
@@ -21,18 +22,24 @@ func (l *Ledger) PeekHeld(ctx context.Context, req AcquireRequest) *HeldError {
 		return nil
 	}
 	v, err := l.inspect(req.Lock, r)
-	if err != nil || len(v.repairs) > 0 || v.holder == nil || v.interloper {
-		return nil
-	}
-	h := v.holder
-	if !h.foreign && h.rec.RequestID == req.RequestID {
+	if err != nil || len(v.repairs) > 0 || v.interloper {
 		return nil
 	}
 	now, err := l.judgeTime(ctx)
 	if err != nil {
 		return nil
 	}
+	h := v.holder
+	if h == nil {
+		return l.peekQueued(ctx, req, now)
+	}
+	if !h.foreign && h.rec.RequestID == req.RequestID {
+		return nil
+	}
 	state, job := judge(h, now, l.host, l.probe, req.MaxAge)
+	if state == events.StateDead {
+		return l.peekQueued(ctx, req, now)
+	}
 	if state != events.StateHeld {
 		return nil
 	}

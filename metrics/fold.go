@@ -132,7 +132,9 @@ func (f *Fold) Apply(ev *replay.Event) {
 	case events.ActionRefused:
 		s.refusals[label(ev.Action)]++
 	case events.AcquireBlocked:
-		s.wait[waitGaveUp].observe(ev.WaitedSeconds)
+		if ev.Until == "" { // with until, a waiter joined the queue: no wait ended
+			s.wait[waitGaveUp].observe(ev.WaitedSeconds)
+		}
 	}
 }
 

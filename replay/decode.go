@@ -412,6 +412,10 @@ func (d *fastDecoder) event(ev *Event) bool {
 			return d.setStr(&ev.Since)
 		case schema.EventUntil:
 			return d.setStr(&ev.Until)
+		case schema.EventQueuedSeq:
+			return d.setInt64(&ev.QueuedSeq)
+		case schema.EventQueuedAt:
+			return d.setStr(&ev.QueuedAt)
 		case schema.EventFirstSeq:
 			return d.setInt64(&ev.FirstSeq)
 		case schema.EventLastSeq:

@@ -64,6 +64,10 @@ type Event struct {
 	State          string                 `json:"state"`
 	WaitedSeconds  float64                `json:"waited_seconds"` // also lock_acquired and lock_stolen of a waiter
 	Foreign        bool                   `json:"foreign"`
+	// a waiter's record of its place in the queue: until (the ledger-wide
+	// field below), and on a renewal the seq and time it joined with
+	QueuedSeq int64  `json:"queued_seq"`
+	QueuedAt  string `json:"queued_at"`
 
 	// action_refused: the refused action; job_processes: what was done
 	// to the processes

@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -69,6 +71,76 @@ type Lock struct {
 	// back (released or stolen from): two exclusive ones, an exclusive and
 	// a shared one, or more shared ones than the limit are an overlap.
 	claims []claim
+
+	// Queued are the waiters queued for the lock (acquire_blocked with
+	// until), in the order they joined, until their request's next
+	// lock_acquired, lock_stolen or acquire_blocked on it (a renewal of
+	// the place, queued_seq, takes the place it renews); those whose
+	// until (at most events.WaiterTTL after the record) has passed by an
+	// event of the lock are dropped. Whether a waiter's process died
+	// cannot be told after the fact: it shows until its place lapses.
+	Queued []Queued
+}
+
+// Queued is one waiter in a lock's queue.
+type Queued struct {
+	Seq       int64 // the record it joined with
+	RequestID string
+	Actor     string
+	HostID    string
+	PID       int
+	Since     time.Time // when it joined
+	Until     time.Time // when its place lapses unless renewed
+}
+
+// QueueAt is the lock's queue at t: the waiters whose place had not
+// lapsed.
+func (l *Lock) QueueAt(t time.Time) []Queued {
+	if l == nil {
+		return nil
+	}
+	var out []Queued
+	for _, q := range l.Queued {
+		if t.Before(q.Until) && !t.Before(q.Since) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// queue keeps l.Queued (see Lock.Queued).
+func (l *Lock) queue(ev *Event) {
+	switch ev.Type {
+	case events.AcquireBlocked, events.LockAcquired, events.LockStolen:
+	default:
+		return
+	}
+	kept := l.Queued[:0]
+	for _, q := range l.Queued {
+		if q.RequestID != ev.RequestID && ev.Time.Before(q.Until) {
+			kept = append(kept, q)
+		}
+	}
+	l.Queued = kept
+	if ev.Type != events.AcquireBlocked || ev.Until == "" {
+		return
+	}
+	until, err := events.ParseTime(ev.Until)
+	if err != nil {
+		return
+	}
+	if lapse := ev.Time.Add(events.WaiterTTL); lapse.Before(until) {
+		until = lapse
+	}
+	q := Queued{Seq: ev.Seq, RequestID: ev.RequestID, Actor: ev.Actor, HostID: ev.HostID, PID: ev.PID, Since: ev.Time, Until: until}
+	if ev.QueuedSeq > 0 {
+		q.Seq = ev.QueuedSeq
+		if since, err := events.ParseTime(ev.QueuedAt); err == nil {
+			q.Since = since
+		}
+	}
+	i, _ := slices.BinarySearchFunc(l.Queued, q.Seq, func(x Queued, seq int64) int { return cmp.Compare(x.Seq, seq) })
+	l.Queued = slices.Insert(l.Queued, i, q)
 }
 
 // sharedIndex is the index of request id in l.Shared, or -1.
@@ -224,6 +296,7 @@ func (s *State) Apply(ev *Event) {
 	}
 	l.Last = EventRef{Seq: ev.Seq, Type: ev.Type, At: ev.At, Actor: ev.Actor, RequestID: ev.RequestID}
 	s.claim(l, ev)
+	l.queue(ev)
 	switch ev.Type {
 	case events.LockAcquired, events.LockStolen:
 		if ev.Type == events.LockStolen && ev.PreviousLock != nil {

@@ -196,7 +196,7 @@ func replacements() []string {
 		strings.Repeat("9", 308), strings.Repeat("9", 309), "1" + strings.Repeat("0", 308) + ".5",
 		maxFloat.Text(10), new(big.Int).Sub(halfPastMaxFloat, big.NewInt(1)).Text(10), halfPastMaxFloat.Text(10),
 		`""`, `"x"`, `"A"`, `"/"`, `"//"`, `"/x"`, `"x/"`, `"v1"`, `"V1"`, `"held"`, `"stale"`, `"dead"`, `"free"`,
-		`"success"`, `"failure"`, `"cancelled"`, `"forced"`, `"Forced"`, `"stale_lock_forced"`, `"superseded"`, `"forced_active "`, `"reclaimed"`,
+		`"success"`, `"failure"`, `"cancelled"`, `"forced"`, `"Forced"`, `"stale_lock_forced"`, `"superseded"`, `"forced_active "`, `"reclaimed"`, `"queue"`, `"Queue"`,
 		`"release"`, `"steal"`, `"heartbeat"`, `"Release"`, `"terminated"`, `"killed"`, `"left_running"`, `"bso"`,
 		`["x"]`, `[""]`, `[0]`, `[1,2]`, `["x",1]`, `[null]`, `[[]]`, `[1.0]`,
 		`"tower-fleet"`, `"gitclaw"`, `"beads "`, `"shared"`, `"exclusive"`, `"Shared"`, `1000000`, `1000001`, `"lock_heartbeat"`, `"lock_acquired"`, `"acquire_blocked"`,

@@ -168,6 +168,18 @@ func validSeeds(tb testing.TB) []seedBody {
 	add("blocked by nothing named", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
 		State: events.StateHeld, WaitedSeconds: 1}))
 	full()
+	add("blocked and queued", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
+		HeldBy: new(events.HolderOf(prev)), State: events.StateHeld, WaitedSeconds: 0, Until: "2026-11-22T22:24:54.861197406Z",
+		PIDStart: "12345", BootID: "0a1b2c3d-0000-4000-8000-000000000000"}))
+	full()
+	add("blocked by the queue, queued", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
+		State: events.StateHeld, WaitedSeconds: 0.25, Reason: events.BlockedByQueue, Until: "2026-11-22T22:24:54.861197406Z"}))
+	full()
+	add("a queued place renewed", events.AcquireBlocked, mustBody(tb, env(events.AcquireBlocked, 14, "req_g"), &events.Blocked{
+		HeldBy: new(events.HolderOf(prev)), State: events.StateHeld, WaitedSeconds: 5.5, Until: "2026-11-22T22:24:54.861197406Z",
+		PIDStart: "12345", BootID: "0a1b2c3d-0000-4000-8000-000000000000", QueuedSeq: 9, QueuedAt: "2026-11-22T22:24:34.861197406Z",
+		PIDNS: new(int64(4026531836))}))
+	full()
 	add("refused release", events.ActionRefused, mustBody(tb, env(events.ActionRefused, 15, "req_h"), &events.Refused{
 		Action: events.ActionRelease, Error: "not the holder: deploy-prod is held by req_old", State: events.StateHeld,
 		HeldBy: &holderPrev}))

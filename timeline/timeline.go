@@ -89,6 +89,9 @@ func markerKind(ev *replay.Event) string {
 	case events.LockStolen:
 		return mkStolen
 	case events.AcquireBlocked:
+		if ev.Until != "" {
+			return "" // a waiter joined the queue: its wait goes on
+		}
 		return mkBlocked
 	case events.HeartbeatFailed:
 		return mkHBFail

@@ -276,6 +276,15 @@ func Details(ev *replay.Event) string {
 			add("asked %s", m)
 		}
 		add("waited %s", seconds(ev.WaitedSeconds))
+		if ev.Reason == events.BlockedByQueue {
+			add("behind queued waiters")
+		}
+		switch {
+		case ev.Until != "" && ev.QueuedSeq > 0:
+			add("still QUEUED since seq %d", ev.QueuedSeq) // a renewal of the place
+		case ev.Until != "":
+			add("QUEUED") // until is in the JSON forms: too long for a table row
+		}
 	case events.ActionRefused:
 		add("REFUSED %s", ev.Action)
 		if ev.State != "" {

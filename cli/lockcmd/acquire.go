@@ -211,6 +211,14 @@ the output is as before.
 Exit 3 (or --conflict-exit-code's code) when an active holder has it
 (after --wait, if given; --wait forever waits until it is free), 4 when it
 is stale and --force was not given. Not waiting is the default (-n says so).
+Waiters are served in the order they queued (their first refused attempt):
+a free lock with waiters queued is refused with exit 3 to anyone but the
+first of them, --wait or not; the message names that first waiter (see
+status, and docs/json.md). A waiter's place is a lease of 15 s that it
+renews every 5 s while it waits (an acquire_blocked each): a waiter that
+died leaves the queue within 15 s, on any host. --force takes a stale
+lock whatever the queue (the waiters give up on a stale lock); on a free
+lock, or one whose holder is dead, it waits its turn like anyone.
 
 --shared takes a shared (reader) hold: any number of shared holders at
 once, none while an exclusive holder has the lock, and no exclusive holder

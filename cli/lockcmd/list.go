@@ -27,7 +27,7 @@ func NewList(g *invocation.Globals) *cobra.Command {
 		Use:   listListing.Use,
 		Short: listListing.Short,
 		Long: `List held, stale and dead locks, including lock files written by other
-tools. list only reads: it takes no lock and writes nothing (but upgrades
+tools, and free locks with waiters queued (--json: "queue", as status). list only reads: it takes no lock and writes nothing (but upgrades
 a ledger written by an older lockledger, where it can). A lock whose file
 cannot be read (a symlink, a directory, no permission, no locks directory)
 is listed from the ledger alone with a warning, and the others as usual.
@@ -76,6 +76,10 @@ func runList(ctx context.Context, o *listOptions) error {
 	fmt.Fprintln(tw, "LOCK\tSTATE\tACTOR\tREQUEST\tPID@HOST\tHELD\tHEARTBEAT\tTTL")
 	for _, s := range locks {
 		h := s.Holder
+		if h == nil && s.State == events.StateFree && s.Problem == "" {
+			termtext.Fprintf(tw, "%s\t%s\t-\t(%d queued)\t-\t-\t-\t-\n", s.Name, s.State, len(s.Queue))
+			continue
+		}
 		if h == nil {
 			termtext.Fprintf(tw, "%s\t?\t?\t(lock file unreadable)\t?\t?\t?\t?\n", s.Name)
 			continue

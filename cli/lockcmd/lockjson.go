@@ -55,6 +55,29 @@ type lockObject struct {
 	// ReleaseSecret (acquire --print-release-secret) is the holding's
 	// release secret, which nothing else shows.
 	ReleaseSecret string `json:"release_secret,omitempty"`
+	// Queue is the lock's waiters (status and list), next first.
+	Queue []queueObject `json:"queue,omitempty"`
+}
+
+// queueObject is one waiter in a lock's queue.
+type queueObject struct {
+	Position  int    `json:"position"`
+	RequestID string `json:"request_id"`
+	Actor     string `json:"actor"`
+	PID       int    `json:"pid"`
+	HostID    string `json:"host_id"`
+	Since     string `json:"since"`
+	Until     string `json:"until"`
+	Seq       int64  `json:"seq"`
+}
+
+func queueObjects(q []ledger.Waiter) []queueObject {
+	var out []queueObject
+	for _, w := range q {
+		out = append(out, queueObject{Position: w.Position, RequestID: w.RequestID, Actor: w.Actor, PID: w.PID, HostID: w.HostID,
+			Since: events.FormatTime(w.Since), Until: events.FormatTime(w.Until), Seq: w.Seq})
+	}
+	return out
 }
 
 // sharedObject is one shared holder in status --json.
@@ -115,6 +138,7 @@ func statusObject(s *ledger.LockStatus) lockObject {
 		so.StaleAt, so.StaleInSeconds = staleAt(h.State, h.StaleSince, h.SinceBeat, &h.Holder)
 		o.Holders = append(o.Holders, so)
 	}
+	o.Queue = queueObjects(s.Queue)
 	return o
 }
 

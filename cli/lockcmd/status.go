@@ -56,7 +56,14 @@ nothing there.
 --check is for scripts, like flock -n: it prints nothing (the status
 object with --json) and exits with what acquire would meet: 0 free (or
 dead: its holder is gone, the next acquire takes it), 3 held by an active
-holder, 4 stale (acquire --force takes it).`,
+holder or, free or dead, by waiters queued for it, 4 stale (acquire
+--force takes it).
+
+Waiters (acquire --wait, run --wait) are served in the order they queued:
+status lists them after the holder ("queue: N waiters, next first"; JSON
+"queue": [{"position", "request_id", "actor", "pid", "host_id", "since",
+"until", "seq"}]; since and seq: when it joined; until: when its place
+lapses unless it renews it, as it does every 5 s while it waits).`,
 		Example: `  lockledger status deploy-prod
   lockledger status deploy-prod --json | jq -r .state
   if lockledger status deploy-prod --check; then echo free; fi        # 0 free, 3 held, 4 stale
@@ -102,7 +109,7 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 		printStatus(o.g.IO.Out, s)
 	}
 	if o.check {
-		return checkResult(s.State)
+		return checkResult(s)
 	}
 	return nil
 }
@@ -117,10 +124,14 @@ func (o *statusOptions) read(ctx context.Context) (*ledger.LockStatus, error) {
 }
 
 // checkResult is status --check's answer: the exit code acquire would
-// meet, without waiting or forcing.
-func checkResult(state string) error {
-	switch state {
+// meet, without waiting or forcing (a free lock with waiters queued is
+// held by its queue).
+func checkResult(s *ledger.LockStatus) error {
+	switch s.State {
 	case events.StateFree, events.StateDead:
+		if len(s.Queue) > 0 {
+			return &invocation.ExitError{Code: invocation.ExitBlocked}
+		}
 		return nil
 	case events.StateStale:
 		return &invocation.ExitError{Code: invocation.ExitStale}
@@ -129,6 +140,7 @@ func checkResult(state string) error {
 }
 
 func printStatus(w io.Writer, s *ledger.LockStatus) {
+	defer printQueue(w, s.Queue)
 	if s.Holder == nil {
 		termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
 		return
@@ -181,6 +193,20 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 	}
 	if p := s.Displaced; p != nil {
 		termtext.Fprintf(tw, "  displaced\tthe ledger's holder %s (%s, pid %d on %s) lost the lock to this file\n", p.RequestID, p.Actor, p.PID, p.HostID)
+	}
+	tw.Flush()
+}
+
+// printQueue lists a lock's waiters, next first.
+func printQueue(w io.Writer, q []ledger.Waiter) {
+	if len(q) == 0 {
+		return
+	}
+	termtext.Fprintf(w, "  queue: %d %s, next first\n", len(q), termtext.Plural(len(q), "waiter", "waiters"))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, x := range q {
+		termtext.Fprintf(tw, "  %d.\t%s\t%s\t%s\tsince %s\n", x.Position, x.RequestID, x.Actor,
+			invocation.ProcessText(x.PID, x.HostID), events.FormatTime(x.Since))
 	}
 	tw.Flush()
 }

@@ -34,7 +34,11 @@ func NewWho(g *invocation.Globals) *cobra.Command {
 		Long: `Replay one lock's events up to T (every event with at <= T, in log order)
 and print its holder then: held, stale (no heartbeat within the TTL at T)
 or free. "dead" cannot be judged after the fact: no event records the
-holder's process table, so a dead holder shows as held or stale. A lock
+holder's process table, so a dead holder shows as held or stale. The
+waiters queued then (acquire --wait, run --wait) follow, next first
+(JSON "queue"), each until its request acquired or gave up or its place
+lapsed (15 s after its last renewal: a waiter whose process died shows
+until then). A lock
 held only through another tool's lock file shows as free. T is RFC 3339
 or a duration meaning that long ago; the default is now. who only reads.`,
 		Example: `  lockledger who app-prod --at 2025-03-14T10:31:00Z
@@ -62,6 +66,20 @@ type whoObject struct {
 	Mode    string         `json:"mode,omitempty"`
 	Limit   int64          `json:"limit,omitempty"`
 	Holders []sharedAtJSON `json:"holders,omitempty"`
+	// Queue is the waiters queued at T, next first.
+	Queue []queuedAtJSON `json:"queue,omitempty"`
+}
+
+// queuedAtJSON is one waiter in who's queue.
+type queuedAtJSON struct {
+	Position  int    `json:"position"`
+	RequestID string `json:"request_id"`
+	Actor     string `json:"actor"`
+	PID       int    `json:"pid"`
+	HostID    string `json:"host_id"`
+	Since     string `json:"since"`
+	Until     string `json:"until"`
+	Seq       int64  `json:"seq"`
 }
 
 func runWho(ctx context.Context, o *whoOptions) error {
@@ -93,6 +111,10 @@ func whoAt(name string, lk *replay.Lock, at time.Time) whoObject {
 	last := lk.Last
 	obj.LastEvent = &last
 	obj.Mode, obj.Limit, obj.Holders = sharedAt(lk, at)
+	for i, q := range lk.QueueAt(at) {
+		obj.Queue = append(obj.Queue, queuedAtJSON{Position: i + 1, RequestID: q.RequestID, Actor: q.Actor, PID: q.PID,
+			HostID: q.HostID, Since: events.FormatTime(q.Since), Until: events.FormatTime(q.Until), Seq: q.Seq})
+	}
 	if lk.Held {
 		rec := lk.Holder.Record
 		obj.Holder, obj.FencingToken = &rec, lk.Holder.Token
@@ -136,6 +158,10 @@ func printWho(w io.Writer, obj whoObject, lk *replay.Lock, at time.Time) {
 			termtext.Fprintf(tw, "  holder\t%s %s, actor %s, pid %d on %s, since %s, fencing token %d\n", h.State, h.Lock.RequestID,
 				h.Lock.Actor, h.Lock.PID, h.Lock.HostID, h.Lock.CreatedAt, h.FencingToken)
 		}
+	}
+	for _, q := range obj.Queue {
+		termtext.Fprintf(tw, "  queued %d.\t%s, actor %s, %s, since %s\n", q.Position, q.RequestID, q.Actor,
+			invocation.ProcessText(q.PID, q.HostID), q.Since)
 	}
 	l := lk.Last
 	termtext.Fprintf(tw, "  last event\tseq %d %s by %s (%s) at %s\n", l.Seq, l.Type, l.Actor, l.RequestID, l.At)

@@ -322,6 +322,15 @@ func Types(t testing.TB, root string) []string {
 	return Strings(t, root, `SELECT type FROM events ORDER BY seq`)
 }
 
+// Unqueued is the types of root's events in seq order, without the
+// acquire_blocked with which each waiter joins a lock's queue or renews
+// its place there (those carrying until): what a test of anything but the
+// queue counts.
+func Unqueued(t testing.TB, root string) []string {
+	t.Helper()
+	return Strings(t, root, `SELECT type FROM events WHERE NOT (type = 'acquire_blocked' AND json_extract(body, '$.until') IS NOT NULL) ORDER BY seq`)
+}
+
 // Strings runs a query whose rows are one text column on root's ledger.
 func Strings(t testing.TB, root, query string) []string {
 	t.Helper()

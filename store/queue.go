@@ -1,0 +1,57 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// QueuedRow is a request's last acquire_blocked event on a lock, recorded
+// at or after a horizon, with nothing after it that ends a wait: no
+// lock_acquired, lock_stolen or later acquire_blocked of the same request
+// on the same lock. Whether it queued (and whether it is still waiting)
+// is in its body, which the ledger reads.
+type QueuedRow struct {
+	Seq       int64
+	Lock      string
+	RequestID string
+	Actor     string
+	At        string
+	Body      []byte
+}
+
+// queuedSelect reads the log, not a table of its own: a waiter's place is
+// its event's seq, and what ends its wait is an event too.
+const queuedSelect = `SELECT e.seq, e.lock_name, e.request_id, e.actor, e.at, e.body FROM events e
+	WHERE e.type = 'acquire_blocked' AND e.at >= $1 %s
+	AND NOT EXISTS (SELECT 1 FROM events f WHERE f.request_id = e.request_id AND f.lock_name = e.lock_name
+		AND f.seq > e.seq AND f.type IN ('lock_acquired', 'lock_stolen', 'acquire_blocked'))
+	ORDER BY e.seq`
+
+var (
+	queuedOfLock = fmt.Sprintf(queuedSelect, `AND e.lock_name = $2`)
+	queuedAll    = fmt.Sprintf(queuedSelect, ``)
+)
+
+// LoadQueued returns the candidates of lock's queue (every lock's when lock
+// is ""), recorded at or after since (an events.TimeFormat instant), in seq
+// order.
+func LoadQueued(ctx context.Context, q Querier, lock, since string) ([]QueuedRow, error) {
+	query, args := queuedAll, []any{since}
+	if lock != "" {
+		query, args = queuedOfLock, append(args, lock)
+	}
+	rs, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []QueuedRow
+	for rs.Next() {
+		var r QueuedRow
+		if err := rs.Scan(&r.Seq, &r.Lock, &r.RequestID, &r.Actor, &r.At, &r.Body); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}

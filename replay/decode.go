@@ -357,6 +357,8 @@ func (d *fastDecoder) event(ev *Event) bool {
 			return d.setInt(ev.ExitCode)
 		case schema.EventForced:
 			return d.setBool(&ev.Forced)
+		case schema.EventRun:
+			return d.setBool(&ev.Run)
 		case schema.EventReleasedRequestID:
 			return d.setStr(&ev.ReleasedRequestID)
 		case schema.EventConsecutiveFailures:

@@ -28,6 +28,7 @@ type Event struct {
 	Mode          string            `json:"mode"`    // shared, or "" / exclusive; also acquire_blocked
 	Limit         int64             `json:"limit"`   // a semaphore's slots; also acquire_blocked
 	PIDNS         *int64            `json:"pid_ns"`  // the holder's PID namespace; nil before it was recorded
+	Run           bool              `json:"run"`     // held by lockledger run, whose job a plain release must not cut short
 	// the SHA-256 (hex) of the holding's release secret, when its acquirer asked for one
 	ReleaseSecretSHA256 string `json:"release_secret_sha256"`
 

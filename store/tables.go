@@ -65,12 +65,16 @@ func (r *Row) TargetsJSON() string {
 const LockColumns = `lock_name, request_id, host_id, fencing_token, updated_seq, file, targets`
 
 // rowColumns read a Row: the locks row l joined with its exclusive
-// holder's row h (fromRow), the holder's columns where it has one.
-const rowColumns = `l.lock_name, CASE WHEN h.request_id IS NULL THEN 0 ELSE 1 END, coalesce(h.request_id, l.request_id),
-	coalesce(h.actor, ''), coalesce(h.intent, ''), coalesce(h.intent_version, ''), coalesce(h.host_id, l.host_id),
+// holder's row h (fromRow). The lock's own columns are l's (a holding
+// writes the same request, host, token and targets to both); whether it
+// is held, and the holder's other columns, are h's. Any exclusive row
+// makes the lock held, whatever l names, so that a damaged pair is still
+// refused to others (verify names it).
+const rowColumns = `l.lock_name, CASE WHEN h.request_id IS NULL THEN 0 ELSE 1 END, l.request_id,
+	coalesce(h.actor, ''), coalesce(h.intent, ''), coalesce(h.intent_version, ''), l.host_id,
 	coalesce(h.pid, 0), coalesce(h.pid_start, ''), coalesce(h.boot_id, ''), coalesce(h.created_at, ''),
 	coalesce(h.heartbeat_at, ''), coalesce(h.ttl_seconds, 0), coalesce(h.metadata, ''),
-	coalesce(h.fencing_token, l.fencing_token), l.updated_seq, l.file, coalesce(h.targets, l.targets), h.pid_ns`
+	l.fencing_token, l.updated_seq, l.file, l.targets, h.pid_ns`
 
 const fromRow = ` FROM locks l LEFT JOIN lock_holders h ON h.lock_name = l.lock_name AND h.exclusive = 1`
 

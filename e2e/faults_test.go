@@ -4,9 +4,11 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"fmt"
+	"github.com/lockledger/lockledger/internal/oldschema"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -540,9 +542,9 @@ func downgradeSchema(t *testing.T, root string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 2`, `ALTER TABLE locks DROP COLUMN targets`, `ALTER TABLE locks DROP COLUMN pid_ns`,
+	for _, q := range append(slices.Clip(oldschema.Version9), `DELETE FROM schema_migrations WHERE version >= 2`, `ALTER TABLE locks DROP COLUMN targets`, `ALTER TABLE locks DROP COLUMN pid_ns`,
 		`DROP TABLE tlog_hashes`, `DROP TABLE checkpoints`, `DROP TABLE lock_holders`, `DROP TABLE cosignatures`,
-		`DROP TRIGGER events_no_replace`, `DROP TRIGGER events_prune_marker`, `DROP TABLE prune_horizon`, `DROP TABLE prune_restore`} {
+		`DROP TRIGGER events_no_replace`, `DROP TRIGGER events_prune_marker`, `DROP TABLE prune_horizon`, `DROP TABLE prune_restore`) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

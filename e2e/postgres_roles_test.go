@@ -281,13 +281,24 @@ func TestPostgresREADMEWriterCannotEditTheProjection(t *testing.T) {
 	a.must(t, 0, "acquire", "prod", "--ttl", "60s", "--pid", me)
 	a.must(t, 0, "acquire", "pool", "--limit", "1", "--ttl", "60s", "--pid", me)
 	edits := []string{
-		`UPDATE locks SET held = 0 WHERE lock_name = 'prod'`,
-		`UPDATE locks SET heartbeat_at = '2020-01-01T00:00:00Z' WHERE lock_name = 'prod'`,
-		`UPDATE locks SET ttl_seconds = 1 WHERE lock_name = 'prod'`,
-		`UPDATE locks SET host_id = 'host-b', pid = 1 WHERE lock_name = 'prod'`,
-		`UPDATE locks SET intent = 'mallory', metadata = '{"by":"mallory"}' WHERE lock_name = 'prod'`,
-		`UPDATE locks SET held = 0, request_id = '` + old + `', updated_seq = ` + released + ` WHERE lock_name = 'prod'`,
+		`DELETE FROM lock_holders WHERE lock_name = 'prod'`,
+		`UPDATE lock_holders SET exclusive = 0 WHERE lock_name = 'prod'`,
+		`UPDATE lock_holders SET heartbeat_at = '2020-01-01T00:00:00Z' WHERE lock_name = 'prod'`,
+		`UPDATE lock_holders SET ttl_seconds = 1 WHERE lock_name = 'prod'`,
+		`UPDATE lock_holders SET host_id = 'host-b', pid = 1 WHERE lock_name = 'prod'`,
+		`UPDATE lock_holders SET intent = 'mallory', metadata = '{"by":"mallory"}' WHERE lock_name = 'prod'`,
+		`UPDATE locks SET request_id = '` + old + `', updated_seq = ` + released + ` WHERE lock_name = 'prod'`,
+		`UPDATE locks SET host_id = 'host-b' WHERE lock_name = 'prod'`,
 		`DELETE FROM locks WHERE lock_name = 'prod'`,
+		// The released holding's row, back: its updated_seq is its own, but
+		// a later event ended it.
+		`INSERT INTO lock_holders (lock_name, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
+			created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, slot_limit, updated_seq, pid_ns, exclusive, targets)
+			SELECT 'prod', e.request_id, e.actor, '', '', b ->> 'host_id', (b ->> 'pid')::bigint, coalesce(b ->> 'pid_start', ''),
+			coalesce(b ->> 'boot_id', ''), e.at, e.at, (b ->> 'ttl_seconds')::bigint, coalesce(b -> 'metadata', '{}')::text,
+			e.seq, 1, e.seq, (b ->> 'pid_ns')::bigint, 1, '[]'
+			FROM events e, LATERAL (SELECT convert_from(e.body, 'UTF8')::jsonb AS b) x
+			WHERE e.type = 'lock_acquired' AND e.request_id = '` + old + `'`,
 		`DELETE FROM lock_holders WHERE lock_name = 'pool'`,
 		`UPDATE lock_holders SET heartbeat_at = '2020-01-01T00:00:00Z' WHERE lock_name = 'pool'`,
 		`UPDATE lock_holders SET slot_limit = 2 WHERE lock_name = 'pool'`,
@@ -305,7 +316,7 @@ func TestPostgresREADMEWriterCannotEditTheProjection(t *testing.T) {
 	}
 	auditor := newPGHost(t, "auditor", roles.auditor)
 	auditor.must(t, 0, "verify")
-	for _, q := range []string{`UPDATE locks SET held = 0 WHERE lock_name = 'prod'`, `DELETE FROM lock_holders WHERE lock_name = 'pool'`} {
+	for _, q := range []string{`DELETE FROM lock_holders WHERE lock_name IN ('prod', 'pool')`} {
 		if _, err := roles.ownerDB.Exec(q); err != nil {
 			t.Fatalf("the owner's edit %s: %v", q, err)
 		}

@@ -355,7 +355,7 @@ func TestRunStopsItsCommandAtTheLocalDeadlineWhenHeartbeatsHang(t *testing.T) {
 	// Nothing can have been written since the mutex was taken: the row
 	// holds run's last successful heartbeat.
 	var hb string
-	if err := clitest.DB(t, root).QueryRow(`SELECT heartbeat_at FROM locks WHERE lock_name = 'deploy'`).Scan(&hb); err != nil {
+	if err := clitest.DB(t, root).QueryRow(`SELECT heartbeat_at FROM lock_holders WHERE lock_name = 'deploy' AND exclusive = 1`).Scan(&hb); err != nil {
 		t.Fatal(err)
 	}
 	at, err := time.Parse(time.RFC3339Nano, hb)

@@ -128,7 +128,7 @@ func TestLeaseBusyLedgerIsNotALoss(t *testing.T) {
 func heartbeatAt(t *testing.T, l *ledger.Ledger, lock string) time.Time {
 	t.Helper()
 	var s string
-	if err := l.DB().QueryRow(`SELECT heartbeat_at FROM locks WHERE lock_name = $1`, lock).Scan(&s); err != nil {
+	if err := l.DB().QueryRow(`SELECT heartbeat_at FROM lock_holders WHERE lock_name = $1 AND exclusive = 1`, lock).Scan(&s); err != nil {
 		t.Fatal(err)
 	}
 	at, err := events.ParseTime(s)

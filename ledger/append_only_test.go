@@ -3,7 +3,9 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"github.com/lockledger/lockledger/internal/oldschema"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -124,9 +126,9 @@ func TestOlderLedgerGetsTheReplaceTriggerOnOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := rawDB(t, e.root)
-	for _, q := range []string{`ALTER TABLE locks DROP COLUMN pid_ns`, `DROP TRIGGER events_no_replace`, `DROP TABLE tlog_hashes`, `DROP TABLE checkpoints`, `DROP TABLE cosignatures`,
+	for _, q := range append(slices.Clip(oldschema.Version9), `ALTER TABLE locks DROP COLUMN pid_ns`, `DROP TRIGGER events_no_replace`, `DROP TABLE tlog_hashes`, `DROP TABLE checkpoints`, `DROP TABLE cosignatures`,
 		`DROP TRIGGER events_prune_marker`, `DROP TABLE prune_horizon`, `DROP TABLE prune_restore`,
-		`DROP TABLE lock_holders`, `DELETE FROM schema_migrations WHERE version >= 3`} {
+		`DROP TABLE lock_holders`, `DELETE FROM schema_migrations WHERE version >= 3`) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

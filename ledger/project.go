@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
@@ -213,7 +212,8 @@ func (p *projection) plan(name string) *lockPlan {
 	return lp
 }
 
-// rows rebuilds the locks table from st in tx and returns the rebuilt rows.
+// rows rebuilds the locks and lock_holders tables from st in tx and
+// returns the rebuilt rows.
 func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (map[string]*store.Row, error) {
 	old, err := store.LoadRows(ctx, tx)
 	if err != nil {
@@ -267,58 +267,60 @@ func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (ma
 		p.plan(name).changes = append(p.plan(name).changes,
 			fmt.Sprintf("locks row deleted: it said %s, but no event gave the ledger this lock", store.DescribeRow(table[name])))
 	}
-	if err := p.sharedRows(ctx, tx, st); err != nil {
+	if err := p.holderRows(ctx, tx, st); err != nil {
 		return nil, err
 	}
 	return rebuilt, nil
 }
 
-// sharedRows rebuilds lock_holders from st's shared holders. A rebuilt
-// row's updated_seq is its acquiring event's (replay keeps no later seq of
-// a shared holder): it only ever understates, which truncation checks allow.
-func (p *projection) sharedRows(ctx context.Context, tx *sql.Tx, st *replay.State) error {
-	old, err := loadAllShared(ctx, tx)
+// holderRows rebuilds lock_holders from st's holders, exclusive and shared.
+func (p *projection) holderRows(ctx context.Context, tx *sql.Tx, st *replay.State) error {
+	old, err := store.LoadAllHolders(ctx, tx)
 	if err != nil {
 		return err
 	}
-	table := sharedTable(old)
-	for _, lk := range st.Locks() {
-		for _, h := range lk.Shared {
-			key := sharedKey{lk.Name, h.Record.RequestID}
-			got := table[key]
-			delete(table, key)
-			if got != nil && got.token == h.Token && got.limit == lk.Limit && got.heartbeat.Equal(h.Heartbeat) &&
-				got.created.Equal(h.Created) && got.rec.Actor == h.Record.Actor && got.rec.PID == h.Record.PID &&
-				got.rec.HostID == h.Record.HostID && got.rec.TTLSeconds == h.Record.TTLSeconds && got.pidStart == h.PIDStart &&
-				got.bootID == h.BootID && proc.SamePIDNS(got.pidNS, h.PIDNS) && got.rec.Intent == h.Record.Intent && got.rec.IntentVersion == h.Record.IntentVersion {
-				continue
-			}
-			hd := &holding{rec: h.Record, created: h.Created, heartbeat: h.Heartbeat, pidStart: h.PIDStart, bootID: h.BootID, pidNS: h.PIDNS, token: h.Token}
-			if err := saveShared(ctx, tx, hd, lk.Limit, h.Token); err != nil {
-				return err
-			}
-			action := "inserted"
-			if got != nil {
-				action = "updated"
-			}
-			p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: lk.Name, Action: action, Detail: "shared holder " + h.Record.RequestID})
-			p.plan(lk.Name).changes = append(p.plan(lk.Name).changes, fmt.Sprintf("lock_holders row %s: shared holder %s", action, h.Record.RequestID))
-		}
+	table := make(map[sharedKey]*store.HolderRow, len(old))
+	for _, r := range old {
+		table[sharedKey{r.Name, r.RequestID}] = r
 	}
-	for _, s := range old {
-		key := sharedKey{s.rec.LockName, s.rec.RequestID}
-		if table[key] == nil {
+	for _, want := range replayHolders(st) {
+		key := sharedKey{want.Name, want.RequestID}
+		got := table[key]
+		delete(table, key)
+		if got != nil && len(want.Diff(got)) == 0 {
 			continue
 		}
-		if err := store.DeleteHolder(ctx, tx, s.rec.LockName, s.rec.RequestID); err != nil {
+		if err := store.SaveHolder(ctx, tx, want); err != nil {
 			return err
 		}
-		p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: s.rec.LockName, Action: "deleted",
-			Detail: "shared holder " + s.rec.RequestID + ": no event gives it the lock"})
-		p.plan(s.rec.LockName).changes = append(p.plan(s.rec.LockName).changes,
-			fmt.Sprintf("lock_holders row deleted: shared holder %s, whom no event gives the lock", s.rec.RequestID))
+		action := "inserted"
+		if got != nil {
+			action = "updated"
+		}
+		p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: want.Name, Action: action, Detail: holderWords(want) + " " + want.RequestID})
+		p.plan(want.Name).changes = append(p.plan(want.Name).changes, fmt.Sprintf("lock_holders row %s: %s %s", action, holderWords(want), want.RequestID))
+	}
+	for _, r := range old {
+		if table[sharedKey{r.Name, r.RequestID}] == nil {
+			continue
+		}
+		if err := store.DeleteHolder(ctx, tx, r.Name, r.RequestID); err != nil {
+			return err
+		}
+		p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: r.Name, Action: "deleted",
+			Detail: holderWords(r) + " " + r.RequestID + ": no event gives it the lock"})
+		p.plan(r.Name).changes = append(p.plan(r.Name).changes,
+			fmt.Sprintf("lock_holders row deleted: %s %s, whom no event gives the lock", holderWords(r), r.RequestID))
 	}
 	return nil
+}
+
+// holderWords names a holder row's mode in a change.
+func holderWords(r *store.HolderRow) string {
+	if r.Exclusive {
+		return "exclusive holder"
+	}
+	return "shared holder"
 }
 
 // rowHolder names a row's holder in a change: "holder REQ" or "free".

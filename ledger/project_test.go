@@ -105,8 +105,9 @@ func TestProjectRebuildsTheTableAndLeavesForeignFilesAlone(t *testing.T) {
 	db := l.DB()
 	snapshot := func() string {
 		var s string
-		if err := db.QueryRow(`SELECT group_concat(lock_name || held || request_id || heartbeat_at || updated_seq || hex(file), '|')
-			FROM (SELECT * FROM locks ORDER BY lock_name)`).Scan(&s); err != nil {
+		if err := db.QueryRow(`SELECT (SELECT group_concat(lock_name || request_id || updated_seq || hex(file), '|')
+			FROM (SELECT * FROM locks ORDER BY lock_name)) || '/' || (SELECT group_concat(lock_name || request_id || exclusive || heartbeat_at || updated_seq, '|')
+			FROM (SELECT * FROM lock_holders ORDER BY lock_name, request_id))`).Scan(&s); err != nil {
 			t.Fatal(err)
 		}
 		return s
@@ -121,10 +122,15 @@ func TestProjectRebuildsTheTableAndLeavesForeignFilesAlone(t *testing.T) {
 	}()
 	// Damage the table (it has no triggers) and the files.
 	for _, q := range []string{
-		`UPDATE locks SET heartbeat_at = '2020-01-01T00:00:00.000000000Z' WHERE lock_name = 'a'`,
-		`UPDATE locks SET held = 1 WHERE lock_name = 'b'`,
-		`INSERT INTO locks SELECT 'ghost', held, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
-			created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file, targets, pid_ns FROM locks WHERE lock_name = 'a'`,
+		`UPDATE lock_holders SET heartbeat_at = '2020-01-01T00:00:00.000000000Z' WHERE lock_name = 'a'`,
+		// b, free, gets an exclusive holder no event gave it.
+		`INSERT INTO lock_holders (lock_name, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
+			created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, slot_limit, updated_seq, pid_ns, exclusive, targets)
+			SELECT 'b', request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
+			created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, slot_limit, updated_seq, pid_ns, exclusive, targets
+			FROM lock_holders WHERE lock_name = 'a'`,
+		`INSERT INTO locks (lock_name, request_id, host_id, fencing_token, updated_seq, file, targets)
+			SELECT 'ghost', request_id, host_id, fencing_token, updated_seq, file, targets FROM locks WHERE lock_name = 'a'`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
@@ -152,7 +158,7 @@ func TestProjectRebuildsTheTableAndLeavesForeignFilesAlone(t *testing.T) {
 	for _, c := range pr.Rows {
 		actions[c.Lock] = c.Action
 	}
-	if actions["a"] != "updated" || actions["b"] != "updated" || actions["ghost"] != "deleted" || len(pr.Foreign) != 1 {
+	if actions["a"] != "updated" || actions["b"] != "deleted" || actions["ghost"] != "deleted" || len(pr.Foreign) != 1 {
 		t.Fatalf("project: %+v", pr)
 	}
 	if after := snapshot(); after != before {

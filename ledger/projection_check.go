@@ -15,13 +15,15 @@ import (
 	"github.com/lockledger/lockledger/store"
 )
 
-// checkProjection compares the locks table, read through q (the read
-// snapshot st was replayed from), and the lock files with st, the replay
-// of every event, and adds what disagrees to rep:
+// checkProjection compares the locks and lock_holders tables, read through
+// q (the read snapshot st was replayed from), and the lock files with st,
+// the replay of every event, and adds what disagrees to rep:
 //
-//   - a lock the ledger ever held by replay must have an identical row
-//     (every column, held or free); a row for a lock the events never gave
-//     the ledger is drift too;
+//   - a lock the ledger ever held exclusively by replay must have an
+//     identical row (every column, held or free); a row for a lock the
+//     events never gave the ledger is drift too;
+//   - every holder, exclusive or shared, must have an identical row of
+//     lock_holders, and no other row may be there (checkHolders);
 //   - every lock file must be what the table says: the holder's exact bytes
 //     for a held lock (missing, different, or another tool's file there),
 //     no file of the ledger's for a free one (extra). Files the ledger never
@@ -59,13 +61,10 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 		case got == nil:
 			rep.Add(replay.Problem{Seq: want.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
 				"replay says %s, but the locks table has no row", store.DescribeRow(want))})
-		case want.Held != got.Held:
-			rep.Add(replay.Problem{Seq: want.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
-				"replay says %s, the locks table says %s", store.DescribeRow(want), store.DescribeRow(got))})
 		default:
-			// A free row keeps its last holder: the fencing token the next
-			// holder's follows from, and the request a leftover lock file of
-			// the ledger's is told by. Every column counts, as for a held one.
+			// Held or free, a lock's row keeps its last exclusive holding's
+			// file: the fencing token, and the request a leftover lock file
+			// of the ledger's is told by. Who holds it is checkHolders'.
 			if d := want.Diff(got); len(d) > 0 {
 				rep.Add(replay.Problem{Seq: want.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
 					"the locks table differs from replay in %s", strings.Join(d, ", "))})
@@ -78,7 +77,7 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 		rep.Add(replay.Problem{Seq: got.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: name, Detail: fmt.Sprintf(
 			"the locks table says %s, but no event names this lock", store.DescribeRow(got))})
 	}
-	if err := checkShared(ctx, q, st, rep); err != nil {
+	if err := checkHolders(ctx, q, st, rep); err != nil {
 		return err
 	}
 	return l.checkFiles(ctx, rows, rep)

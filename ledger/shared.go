@@ -2,10 +2,10 @@ package ledger
 
 // Shared holders and semaphores.
 //
-// A lock name has, at any instant, either one exclusive holder (the locks
-// table's row, ROOT/locks/NAME.lock, the path every tool before shared
-// holders knows) or any number of shared holders (lock_holders, one row
-// per request id), never both:
+// A lock name has, at any instant, either one exclusive holder (its
+// lock_holders row with exclusive = 1, and ROOT/locks/NAME.lock, the path
+// every tool before shared holders knows) or any number of shared holders
+// (lock_holders, one row per request id), never both:
 //
 //   - an exclusive acquirer is blocked (ErrHeld) while any shared holder is
 //     held, and a shared acquirer while an exclusive holder is;
@@ -34,22 +34,24 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
 )
 
-// sharedHolding is one row of lock_holders.
+// sharedHolding is one row of lock_holders (a shared holder, or with
+// exclusive the exclusive one).
 type sharedHolding struct {
 	*holding
 	limit      int64
 	updatedSeq int64
+	exclusive  bool
 }
 
-// sharedFromRow is the shared holding a lock_holders row records.
+// sharedFromRow is the holding a lock_holders row records.
 func sharedFromRow(r *store.HolderRow) *sharedHolding {
 	meta := map[string]string{}
 	_ = json.Unmarshal([]byte(r.Metadata), &meta)
@@ -60,7 +62,7 @@ func sharedFromRow(r *store.HolderRow) *sharedHolding {
 			Intent: r.Intent, IntentVersion: r.IntentVersion, HostID: r.HostID, PID: r.PID, CreatedAt: events.FormatLockTime(c),
 			LastHeartbeatAt: events.FormatLockTime(h), TTLSeconds: r.TTLSeconds, Metadata: meta},
 		created: c, heartbeat: h, pidStart: r.PIDStart, bootID: r.BootID, pidNS: r.PIDNS, token: r.FencingToken,
-	}, limit: r.Limit, updatedSeq: r.UpdatedSeq}
+	}, limit: r.Limit, updatedSeq: r.UpdatedSeq, exclusive: r.Exclusive}
 }
 
 func sharedFromRows(rows []*store.HolderRow, err error) ([]*sharedHolding, error) {
@@ -76,7 +78,7 @@ func sharedFromRows(rows []*store.HolderRow, err error) ([]*sharedHolding, error
 
 // loadShared returns a lock's shared holders, ordered by request id.
 func loadShared(ctx context.Context, q store.Querier, name string) ([]*sharedHolding, error) {
-	return sharedFromRows(store.LoadHolders(ctx, q, name))
+	return sharedFromRows(store.LoadShared(ctx, q, name))
 }
 
 // sharedKey names a lock_holders row: its lock and its request id.
@@ -96,17 +98,27 @@ func loadAllShared(ctx context.Context, q store.Querier) ([]*sharedHolding, erro
 	return sharedFromRows(store.LoadAllHolders(ctx, q))
 }
 
-// saveShared writes h's lock_holders row: its slot limit, updated by seq.
+// saveShared writes h's lock_holders row as a shared holder's: its slot
+// limit, updated by seq.
 func saveShared(ctx context.Context, tx store.Execer, h *holding, limit, seq int64) error {
-	md, err := json.Marshal(h.rec.Metadata)
+	r, err := holderRow(h, limit, seq)
 	if err != nil {
 		return err
 	}
-	return store.SaveHolder(ctx, tx, &store.HolderRow{Name: h.rec.LockName, RequestID: h.rec.RequestID,
+	return store.SaveHolder(ctx, tx, r)
+}
+
+// holderRow is h's lock_holders row, with slot limit limit, updated by seq.
+func holderRow(h *holding, limit, seq int64) (*store.HolderRow, error) {
+	md, err := json.Marshal(h.rec.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	return &store.HolderRow{Name: h.rec.LockName, RequestID: h.rec.RequestID,
 		Actor: h.rec.Actor, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion, HostID: h.rec.HostID,
 		PID: h.rec.PID, PIDStart: h.pidStart, BootID: h.bootID, CreatedAt: events.FormatTime(h.created),
 		HeartbeatAt: events.FormatTime(h.heartbeat), TTLSeconds: h.rec.TTLSeconds, Metadata: string(md),
-		FencingToken: h.token, Limit: limit, UpdatedSeq: seq, PIDNS: h.pidNS})
+		FencingToken: h.token, Limit: limit, UpdatedSeq: seq, PIDNS: h.pidNS}, nil
 }
 
 // isShared reports whether the request asks for a shared holding.
@@ -268,58 +280,63 @@ func (l *Ledger) addShared(s *LockStatus, sh []*sharedHolding, now time.Time) {
 	s.HeldFor, s.SinceBeat, s.StaleSince, s.Unprobed = b.HeldFor, b.SinceBeat, b.StaleSince, b.Unprobed
 }
 
-// checkShared compares lock_holders with the shared holders replay folds
-// from the events, column by column, as checkProjection does the locks table.
-func checkShared(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
-	rows, err := loadAllShared(ctx, q)
+// checkHolders compares lock_holders, exclusive and shared rows alike,
+// with the holders replay folds from the events, column by column.
+func checkHolders(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
+	rows, err := store.LoadAllHolders(ctx, q)
 	if err != nil {
 		return rep.ReadFailure(ctx, "the lock_holders table", err)
 	}
-	table := sharedTable(rows)
-	for _, lk := range st.Locks() {
-		for _, h := range lk.Shared {
-			key := sharedKey{lk.Name, h.Record.RequestID}
-			got := table[key]
-			delete(table, key)
-			if got == nil {
-				rep.Add(replay.Problem{Seq: h.Token, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
-					"replay says request %s holds the lock shared, but lock_holders has no row for it", h.Record.RequestID)})
-				continue
-			}
-			var diff []string
-			if got.token != h.Token {
-				diff = append(diff, "fencing_token")
-			}
-			if got.limit != lk.Limit {
-				diff = append(diff, "slot_limit")
-			}
-			if !got.heartbeat.Equal(h.Heartbeat) {
-				diff = append(diff, "heartbeat_at")
-			}
-			if !got.created.Equal(h.Created) {
-				diff = append(diff, "created_at")
-			}
-			if got.rec.Actor != h.Record.Actor || got.rec.HostID != h.Record.HostID || got.rec.PID != h.Record.PID ||
-				got.rec.TTLSeconds != h.Record.TTLSeconds || got.rec.Intent != h.Record.Intent ||
-				got.rec.IntentVersion != h.Record.IntentVersion || got.pidStart != h.PIDStart || got.bootID != h.BootID || !proc.SamePIDNS(got.pidNS, h.PIDNS) {
-				diff = append(diff, "holder")
-			}
-			if len(diff) > 0 {
-				rep.Add(replay.Problem{Seq: got.updatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
-					"lock_holders' row of request %s differs from replay in %v", h.Record.RequestID, diff)})
-			}
+	table := make(map[sharedKey]*store.HolderRow, len(rows))
+	for _, r := range rows {
+		table[sharedKey{r.Name, r.RequestID}] = r
+	}
+	for _, want := range replayHolders(st) {
+		key := sharedKey{want.Name, want.RequestID}
+		got := table[key]
+		delete(table, key)
+		if got == nil {
+			rep.Add(replay.Problem{Seq: want.FencingToken, Kind: replay.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
+				"replay says request %s holds the lock %s, but lock_holders has no row for it", want.RequestID, holderMode(want))})
+			continue
+		}
+		if diff := want.Diff(got); len(diff) > 0 {
+			rep.Add(replay.Problem{Seq: got.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
+				"lock_holders' row of request %s differs from replay in %s", want.RequestID, strings.Join(diff, ", "))})
 		}
 	}
 	for _, r := range rows {
-		if r.updatedSeq > st.Seq {
-			rep.Add(replay.Problem{Seq: st.Seq + 1, Kind: replay.KindTruncated, Lock: r.rec.LockName, Detail: fmt.Sprintf(
-				"the log ends at seq %d, but lock_holders records shared holder %s as updated by seq %d: events %d-%d (at least) are gone",
-				st.Seq, r.rec.RequestID, r.updatedSeq, st.Seq+1, r.updatedSeq)})
+		if r.UpdatedSeq > st.Seq {
+			rep.Add(replay.Problem{Seq: st.Seq + 1, Kind: replay.KindTruncated, Lock: r.Name, Detail: fmt.Sprintf(
+				"the log ends at seq %d, but lock_holders records holder %s as updated by seq %d: events %d-%d (at least) are gone",
+				st.Seq, r.RequestID, r.UpdatedSeq, st.Seq+1, r.UpdatedSeq)})
 		}
-		if table[sharedKey{r.rec.LockName, r.rec.RequestID}] != nil {
-			rep.Add(replay.Problem{Seq: r.updatedSeq, Kind: replay.KindProjectionDrift, Lock: r.rec.LockName, Detail: fmt.Sprintf(
-				"lock_holders has a row of request %s, but replay has no such shared holder", r.rec.RequestID)})
+		if table[sharedKey{r.Name, r.RequestID}] != nil {
+			rep.Add(replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: r.Name, Detail: fmt.Sprintf(
+				"lock_holders has a row of request %s (%s), but replay has no such holder", r.RequestID, holderMode(r))})
 		}
 	}
 	return nil
+}
+
+// replayHolders are the lock_holders rows st's holders make, in order of
+// lock and request id.
+func replayHolders(st *replay.State) []*store.HolderRow {
+	var out []*store.HolderRow
+	for _, lk := range st.Locks() {
+		if lk.Held {
+			out = append(out, store.HolderFromReplay(lk, lk.Holder, true))
+		}
+		for _, h := range lk.Shared {
+			out = append(out, store.HolderFromReplay(lk, h, false))
+		}
+	}
+	return out
+}
+
+func holderMode(r *store.HolderRow) string {
+	if r.Exclusive {
+		return "exclusively"
+	}
+	return "shared"
 }

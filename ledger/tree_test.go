@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/lockledger/lockledger/internal/oldschema"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,9 +110,9 @@ func TestWritingOpenComputesTheMerkleHashesOfAnOlderLedger(t *testing.T) {
 	e.l.Close()
 	// Make it the ledger an older lockledger left: no tree, schema 3.
 	db := rawDB(t, e.root)
-	for _, q := range []string{`ALTER TABLE locks DROP COLUMN pid_ns`, `DROP TABLE tlog_hashes`, `DROP TABLE checkpoints`, `DROP TABLE lock_holders`, `DROP TABLE cosignatures`,
+	for _, q := range append(slices.Clip(oldschema.Version9), `ALTER TABLE locks DROP COLUMN pid_ns`, `DROP TABLE tlog_hashes`, `DROP TABLE checkpoints`, `DROP TABLE lock_holders`, `DROP TABLE cosignatures`,
 		`DROP TRIGGER events_prune_marker`, `DROP TABLE prune_horizon`, `DROP TABLE prune_restore`,
-		`DELETE FROM schema_migrations WHERE version >= 4`} {
+		`DELETE FROM schema_migrations WHERE version >= 4`) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}

@@ -382,32 +382,48 @@ func (w *writeTx) nextSeq() (int64, error) {
 	return w.seq + 1, nil
 }
 
-// saveHolder writes the locks row for a new or renewed holding.
+// saveHolder writes a new or renewed exclusive holding: the lock's row
+// (its file) and its holder's row of lock_holders, where the holder it
+// replaces (a take-over) is deleted.
 func (w *writeTx) saveHolder(h *holding, seq int64) error {
-	md, err := json.Marshal(h.rec.Metadata)
+	hr, err := holderRow(h, 1, seq)
 	if err != nil {
 		return err
 	}
-	targets := []events.Target{}
-	if h.targets != nil {
-		targets = h.targets
+	hr.Exclusive = true
+	hr.Targets = targetsJSON(h.targets)
+	if r := w.v.row; r != nil && r.Held && r.RequestID != h.rec.RequestID {
+		if err := store.DeleteExclusive(w.ctx, w.q, r.Name, r.RequestID); err != nil {
+			return err
+		}
+	}
+	if err := store.SaveHolder(w.ctx, w.q, hr); err != nil {
+		return err
+	}
+	return store.SaveRow(w.ctx, w.q, &store.Row{Name: h.rec.LockName, RequestID: h.rec.RequestID, HostID: h.rec.HostID,
+		FencingToken: h.token, UpdatedSeq: seq, File: h.file, Targets: hr.Targets})
+}
+
+func targetsJSON(targets []events.Target) string {
+	if targets == nil {
+		targets = []events.Target{}
 	}
 	tj, err := json.Marshal(targets)
 	if err != nil {
-		return err
+		return "[]" // strings only: always marshals
 	}
-	return store.SaveRow(w.ctx, w.q, &store.Row{Targets: string(tj),
-		Name: h.rec.LockName, Held: true, RequestID: h.rec.RequestID, Actor: h.rec.Actor, Intent: h.rec.Intent,
-		IntentVersion: h.rec.IntentVersion, HostID: h.rec.HostID, PID: h.rec.PID, PIDStart: h.pidStart,
-		BootID: h.bootID, CreatedAt: events.FormatTime(h.created), HeartbeatAt: events.FormatTime(h.heartbeat),
-		TTLSeconds: h.rec.TTLSeconds, Metadata: string(md), FencingToken: h.token, UpdatedSeq: seq, File: h.file,
-		PIDNS: h.pidNS,
-	})
+	return string(tj)
 }
 
-// saveFree marks the lock free, keeping the last holder's record.
+// saveFree frees the lock: its exclusive holder's row goes; its row keeps
+// the last holding's file, updated by seq.
 func (w *writeTx) saveFree(seq int64) error {
 	r := *w.v.row
+	if r.Held {
+		if err := store.DeleteExclusive(w.ctx, w.q, r.Name, r.RequestID); err != nil {
+			return err
+		}
+	}
 	r.Held = false
 	r.UpdatedSeq = seq
 	return store.SaveRow(w.ctx, w.q, &r)

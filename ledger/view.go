@@ -80,7 +80,21 @@ func interpret(name string, r *store.Row, file, journal lockfile.State) *view {
 	return v
 }
 
+// holdingFromRow is the holding r records: its exclusive holder, or for a
+// free lock the last one, whose record its lock file (the row's file)
+// holds; a free row keeps no holder's columns.
 func holdingFromRow(r *store.Row) *holding {
+	if !r.Held {
+		var targets []events.Target
+		_ = json.Unmarshal([]byte(r.TargetsJSON()), &targets)
+		rec, err := ParseLockFile(r.File)
+		if err != nil {
+			rec = events.Record{LockVersion: events.LockVersion, LockName: r.Name, RequestID: r.RequestID, HostID: r.HostID}
+		}
+		created, _ := events.ParseTime(rec.CreatedAt)
+		hb, _ := events.ParseTime(rec.LastHeartbeatAt)
+		return &holding{targets: targets, rec: rec, created: created, heartbeat: hb, token: r.FencingToken, file: r.File}
+	}
 	md := map[string]string{}
 	_ = json.Unmarshal([]byte(r.Metadata), &md)
 	created, _ := events.ParseTime(r.CreatedAt)

@@ -48,7 +48,8 @@ func openScripted(t *testing.T, root string, c *testclock.Clock, p *probe) *ledg
 	return l
 }
 
-// tableRow is one row of the locks table, read with plain SQL.
+// tableRow is one row of the locks table with its exclusive holder's row
+// of lock_holders, read with plain SQL.
 type tableRow struct {
 	Name, RequestID, Actor, Intent, IntentVersion, HostID, PIDStart, BootID, CreatedAt, HeartbeatAt, Metadata, Targets string
 	Held                                                                                                               bool
@@ -59,8 +60,11 @@ type tableRow struct {
 
 func snapshotTable(t *testing.T, db *sql.DB) map[string]tableRow {
 	t.Helper()
-	rows, err := db.Query(`SELECT lock_name, held, request_id, actor, intent, intent_version, host_id, pid, pid_start,
-		boot_id, created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file, targets FROM locks`)
+	rows, err := db.Query(`SELECT l.lock_name, h.request_id IS NOT NULL, coalesce(h.request_id, l.request_id),
+		coalesce(h.actor, ''), coalesce(h.intent, ''), coalesce(h.intent_version, ''), coalesce(h.host_id, l.host_id),
+		coalesce(h.pid, 0), coalesce(h.pid_start, ''), coalesce(h.boot_id, ''), coalesce(h.created_at, ''),
+		coalesce(h.heartbeat_at, ''), coalesce(h.ttl_seconds, 0), coalesce(h.metadata, ''), l.fencing_token, l.updated_seq,
+		l.file, l.targets FROM locks l LEFT JOIN lock_holders h ON h.lock_name = l.lock_name AND h.exclusive = 1`)
 	if err != nil {
 		t.Fatal(err)
 	}

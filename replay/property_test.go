@@ -123,12 +123,12 @@ func sameAsTable(st *replay.State, table map[string]tableRow) error {
 	return nil
 }
 
-// snapshotShared is lock_holders as one line per lock: each holder's
+// snapshotShared is lock_holders' shared rows as one line per lock: each holder's
 // request, fencing token, limit and last heartbeat, by request id.
 func snapshotShared(t *testing.T, db *sql.DB) map[string]string {
 	t.Helper()
 	rows, err := db.Query(`SELECT lock_name, request_id, fencing_token, slot_limit, heartbeat_at FROM lock_holders
-		ORDER BY lock_name, request_id`)
+		WHERE exclusive = 0 ORDER BY lock_name, request_id`)
 	if err != nil {
 		t.Fatal(err)
 	}

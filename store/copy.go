@@ -84,9 +84,9 @@ func copySQL(table string) (read, insert string, n int) {
 			`INSERT INTO checkpoints (id, size, root, note, key_name, created_at) VALUES `, 6
 	case "lock_holders":
 		return `SELECT ` + HolderColumns + ` FROM lock_holders ORDER BY lock_name, request_id`,
-			`INSERT INTO lock_holders (` + HolderColumns + `) VALUES `, 17
+			`INSERT INTO lock_holders (` + HolderColumns + `) VALUES `, 19
 	}
-	return `SELECT ` + RowColumns + ` FROM locks ORDER BY lock_name`, `INSERT INTO locks (` + RowColumns + `) VALUES `, 19
+	return `SELECT ` + LockColumns + ` FROM locks ORDER BY lock_name`, `INSERT INTO locks (` + LockColumns + `) VALUES `, 7
 }
 
 // CopyTable copies every row of table (events, tlog_hashes, checkpoints,

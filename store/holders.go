@@ -5,7 +5,8 @@ import (
 	"database/sql"
 )
 
-// HolderRow is one line of lock_holders: one shared holder of a lock.
+// HolderRow is one line of lock_holders: one holder of a lock, its
+// exclusive holder (Exclusive, a slot limit of 1) or a shared one.
 type HolderRow struct {
 	Name          string
 	RequestID     string
@@ -24,24 +25,36 @@ type HolderRow struct {
 	Limit         int64
 	UpdatedSeq    int64
 	PIDNS         *int64 // the holder's PID namespace; nil where none was recorded
+	Exclusive     bool
+	Targets       string // JSON array of events.Target: an exclusive holder's --file targets
+}
+
+func (r *HolderRow) TargetsJSON() string {
+	if r.Targets == "" {
+		return "[]"
+	}
+	return r.Targets
 }
 
 const HolderColumns = `lock_name, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
-	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, slot_limit, updated_seq, pid_ns`
+	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, slot_limit, updated_seq, pid_ns, exclusive, targets`
 
 func ScanHolder(s Scanner) (*HolderRow, error) {
 	var r HolderRow
+	var exclusive int
 	if err := s.Scan(&r.Name, &r.RequestID, &r.Actor, &r.Intent, &r.IntentVersion, &r.HostID, &r.PID, &r.PIDStart,
 		&r.BootID, &r.CreatedAt, &r.HeartbeatAt, &r.TTLSeconds, &r.Metadata, &r.FencingToken, &r.Limit,
-		&r.UpdatedSeq, &r.PIDNS); err != nil {
+		&r.UpdatedSeq, &r.PIDNS, &exclusive, &r.Targets); err != nil {
 		return nil, err
 	}
+	r.Exclusive = exclusive != 0
 	return &r, nil
 }
 
-// LoadHolders returns a lock's shared holders, ordered by request id.
-func LoadHolders(ctx context.Context, q Querier, name string) ([]*HolderRow, error) {
-	rs, err := q.QueryContext(ctx, `SELECT `+HolderColumns+` FROM lock_holders WHERE lock_name = $1 ORDER BY request_id`, name)
+// LoadShared returns a lock's shared holders, ordered by request id (its
+// exclusive holder is read with its row: LoadRow).
+func LoadShared(ctx context.Context, q Querier, name string) ([]*HolderRow, error) {
+	rs, err := q.QueryContext(ctx, `SELECT `+HolderColumns+` FROM lock_holders WHERE lock_name = $1 AND exclusive = 0 ORDER BY request_id`, name)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +62,8 @@ func LoadHolders(ctx context.Context, q Querier, name string) ([]*HolderRow, err
 	return scanHolders(rs)
 }
 
-// LoadAllHolders returns every shared holder, ordered by lock and request id.
+// LoadAllHolders returns every holder of every lock, exclusive and
+// shared, ordered by lock and request id.
 func LoadAllHolders(ctx context.Context, q Querier) ([]*HolderRow, error) {
 	rs, err := q.QueryContext(ctx, `SELECT `+HolderColumns+` FROM lock_holders ORDER BY lock_name, request_id`)
 	if err != nil {
@@ -72,18 +86,30 @@ func scanHolders(rs *sql.Rows) ([]*HolderRow, error) {
 }
 
 func SaveHolder(ctx context.Context, tx Execer, r *HolderRow) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO lock_holders (`+HolderColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)
+	exclusive := 0
+	if r.Exclusive {
+		exclusive = 1
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO lock_holders (`+HolderColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)
 		ON CONFLICT (lock_name, request_id) DO UPDATE SET actor=excluded.actor, intent=excluded.intent,
 		intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid, pid_start=excluded.pid_start,
 		boot_id=excluded.boot_id, created_at=excluded.created_at, heartbeat_at=excluded.heartbeat_at,
 		ttl_seconds=excluded.ttl_seconds, metadata=excluded.metadata, fencing_token=excluded.fencing_token,
-		slot_limit=excluded.slot_limit, updated_seq=excluded.updated_seq, pid_ns=excluded.pid_ns`,
+		slot_limit=excluded.slot_limit, updated_seq=excluded.updated_seq, pid_ns=excluded.pid_ns,
+		exclusive=excluded.exclusive, targets=excluded.targets`,
 		r.Name, r.RequestID, r.Actor, r.Intent, r.IntentVersion, r.HostID, r.PID, r.PIDStart, r.BootID, r.CreatedAt,
-		r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.FencingToken, r.Limit, r.UpdatedSeq, r.PIDNS)
+		r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.FencingToken, r.Limit, r.UpdatedSeq, r.PIDNS, exclusive, r.TargetsJSON())
 	return err
 }
 
 func DeleteHolder(ctx context.Context, tx Execer, name, requestID string) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM lock_holders WHERE lock_name = $1 AND request_id = $2`, name, requestID)
+	return err
+}
+
+// DeleteExclusive deletes request requestID's row of lock name when it is
+// the exclusive holder's (a shared row of the same request stays).
+func DeleteExclusive(ctx context.Context, tx Execer, name, requestID string) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM lock_holders WHERE lock_name = $1 AND request_id = $2 AND exclusive = 1`, name, requestID)
 	return err
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // The ledger's tables, read and written in the SQL both engines speak:
-// the locks projection (one row per lock, its exclusive holder or last
-// one), the events, and their stored Merkle hashes.
+// the locks projection (one row per lock exclusively held at least once:
+// its last exclusive holding's file), the events, and their stored Merkle
+// hashes. Holders are lock_holders' rows (holders.go).
 
 // Errors the head of the log reports; package ledger re-exports them.
 var (
@@ -24,8 +25,12 @@ var (
 	ErrUnhashed = errors.New("events without stored Merkle hashes")
 )
 
-// Row is one line of the locks projection table (exclusive holders; shared
-// holders are lock_holders' rows, see HolderRow).
+// Row is a lock's exclusive side as the write path reads it: the lock's
+// own row of the locks table (the last exclusive holding's request id,
+// host, fencing token, targets and lock file, and the seq that last wrote
+// them) joined with its exclusive holder's row of lock_holders, when it
+// has one (Held). A free lock's holder columns are zero: only its locks
+// row is left, which tells a leftover lock file of ours from another's.
 type Row struct {
 	Name          string
 	Held          bool
@@ -55,15 +60,28 @@ func (r *Row) TargetsJSON() string {
 	return r.Targets
 }
 
-const RowColumns = `lock_name, held, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,
-	created_at, heartbeat_at, ttl_seconds, metadata, fencing_token, updated_seq, file, targets, pid_ns`
+// LockColumns are the locks table's: what a lock keeps of its last
+// exclusive holding whether or not it still holds.
+const LockColumns = `lock_name, request_id, host_id, fencing_token, updated_seq, file, targets`
+
+// rowColumns read a Row: the locks row l joined with its exclusive
+// holder's row h (fromRow). The lock's own columns are l's (a holding
+// writes the same request, host, token and targets to both); whether it
+// is held, and the holder's other columns, are h's. Any exclusive row
+// makes the lock held, whatever l names, so that a damaged pair is still
+// refused to others (verify names it).
+const rowColumns = `l.lock_name, CASE WHEN h.request_id IS NULL THEN 0 ELSE 1 END, l.request_id,
+	coalesce(h.actor, ''), coalesce(h.intent, ''), coalesce(h.intent_version, ''), l.host_id,
+	coalesce(h.pid, 0), coalesce(h.pid_start, ''), coalesce(h.boot_id, ''), coalesce(h.created_at, ''),
+	coalesce(h.heartbeat_at, ''), coalesce(h.ttl_seconds, 0), coalesce(h.metadata, ''),
+	l.fencing_token, l.updated_seq, l.file, l.targets, h.pid_ns`
+
+const fromRow = ` FROM locks l LEFT JOIN lock_holders h ON h.lock_name = l.lock_name AND h.exclusive = 1`
 
 // Scanner is a *sql.Row or *sql.Rows.
 type Scanner interface{ Scan(dest ...any) error }
 
-func ScanRow(s Scanner) (*Row, error) { return scanRow(s) }
-
-// scanRow scans RowColumns, then the columns after them into more.
+// scanRow scans rowColumns, then the columns after them into more.
 func scanRow(s Scanner, more ...any) (*Row, error) {
 	var r Row
 	var held int
@@ -77,7 +95,7 @@ func scanRow(s Scanner, more ...any) (*Row, error) {
 }
 
 func LoadRow(ctx context.Context, q Querier, name string) (*Row, error) {
-	r, err := ScanRow(q.QueryRowContext(ctx, `SELECT `+RowColumns+` FROM locks WHERE lock_name = $1`, name))
+	r, err := scanRow(q.QueryRowContext(ctx, `SELECT `+rowColumns+fromRow+` WHERE l.lock_name = $1`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -85,14 +103,14 @@ func LoadRow(ctx context.Context, q Querier, name string) (*Row, error) {
 }
 
 func LoadRows(ctx context.Context, q Querier) ([]*Row, error) {
-	rs, err := q.QueryContext(ctx, `SELECT `+RowColumns+` FROM locks ORDER BY lock_name`)
+	rs, err := q.QueryContext(ctx, `SELECT `+rowColumns+fromRow+` ORDER BY l.lock_name, h.request_id`)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
 	var out []*Row
 	for rs.Next() {
-		r, err := ScanRow(rs)
+		r, err := scanRow(rs)
 		if err != nil {
 			return nil, err
 		}
@@ -101,20 +119,13 @@ func LoadRows(ctx context.Context, q Querier) ([]*Row, error) {
 	return out, rs.Err()
 }
 
+// SaveRow writes r's locks row: the lock's own columns. Its holder, when
+// it holds, is a row of lock_holders (SaveHolder).
 func SaveRow(ctx context.Context, tx Execer, r *Row) error {
-	held := 0
-	if r.Held {
-		held = 1
-	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO locks (`+RowColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)
-		ON CONFLICT (lock_name) DO UPDATE SET held=excluded.held, request_id=excluded.request_id, actor=excluded.actor,
-		intent=excluded.intent, intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid,
-		pid_start=excluded.pid_start, boot_id=excluded.boot_id, created_at=excluded.created_at,
-		heartbeat_at=excluded.heartbeat_at, ttl_seconds=excluded.ttl_seconds, metadata=excluded.metadata,
-		fencing_token=excluded.fencing_token, updated_seq=excluded.updated_seq, file=excluded.file,
-		targets=excluded.targets, pid_ns=excluded.pid_ns`,
-		r.Name, held, r.RequestID, r.Actor, r.Intent, r.IntentVersion, r.HostID, r.PID, r.PIDStart, r.BootID,
-		r.CreatedAt, r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.FencingToken, r.UpdatedSeq, r.File, r.TargetsJSON(), r.PIDNS)
+	_, err := tx.ExecContext(ctx, `INSERT INTO locks (`+LockColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7)
+		ON CONFLICT (lock_name) DO UPDATE SET request_id=excluded.request_id, host_id=excluded.host_id,
+		fencing_token=excluded.fencing_token, updated_seq=excluded.updated_seq, file=excluded.file, targets=excluded.targets`,
+		r.Name, r.RequestID, r.HostID, r.FencingToken, r.UpdatedSeq, r.File, r.TargetsJSON())
 	return err
 }
 
@@ -153,11 +164,12 @@ type Tip struct {
 }
 
 // LoadRowTip is LoadRow and the head of the log in one statement: the
-// head is read with the row when the lock has one (the zero Tip, read by
+// lock's row, its exclusive holder and the head are read together when the
+// lock has a row (the zero Tip, read by
 // Head, when it has none).
 func LoadRowTip(ctx context.Context, q Querier, name string) (*Row, Tip, error) {
 	var t Tip
-	r, err := scanRow(q.QueryRowContext(ctx, `SELECT `+RowColumns+`, `+tipColumns+` FROM locks WHERE lock_name = $1`, name),
+	r, err := scanRow(q.QueryRowContext(ctx, `SELECT `+rowColumns+`, `+tipColumns+fromRow+` WHERE l.lock_name = $1`, name),
 		&t.seq, &t.hash, &t.updated, &t.hashed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, Tip{}, nil

@@ -19,10 +19,12 @@ func TestLoadRowTipIsLoadRowAndHeadInOneStatement(t *testing.T) {
 	}
 	defer db.Close()
 	for _, ddl := range []string{
-		`CREATE TABLE locks (lock_name TEXT PRIMARY KEY, held INTEGER, request_id TEXT, actor TEXT, intent TEXT, intent_version TEXT,
+		`CREATE TABLE locks (lock_name TEXT PRIMARY KEY, request_id TEXT, host_id TEXT, fencing_token INTEGER,
+			updated_seq INTEGER, file BLOB, targets TEXT)`,
+		`CREATE TABLE lock_holders (lock_name TEXT, request_id TEXT, actor TEXT, intent TEXT, intent_version TEXT,
 			host_id TEXT, pid INTEGER, pid_start TEXT, boot_id TEXT, created_at TEXT, heartbeat_at TEXT, ttl_seconds INTEGER,
-			metadata TEXT, fencing_token INTEGER, updated_seq INTEGER, file BLOB, targets TEXT, pid_ns INTEGER)`,
-		`CREATE TABLE lock_holders (lock_name TEXT, request_id TEXT, updated_seq INTEGER)`,
+			metadata TEXT, fencing_token INTEGER, slot_limit INTEGER, updated_seq INTEGER, pid_ns INTEGER,
+			exclusive INTEGER, targets TEXT, PRIMARY KEY (lock_name, request_id))`,
 		`CREATE TABLE events (seq INTEGER PRIMARY KEY, hash TEXT)`,
 		`CREATE TABLE tlog_hashes (seq INTEGER PRIMARY KEY, hashes BLOB)`,
 		`INSERT INTO events VALUES (1, 'h1'), (2, 'h2')`,
@@ -33,6 +35,9 @@ func TestLoadRowTipIsLoadRowAndHeadInOneStatement(t *testing.T) {
 		}
 	}
 	if err := SaveRow(ctx, db, &Row{Name: "a", Held: true, RequestID: "r", Actor: "me", UpdatedSeq: 2, File: []byte("f")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveHolder(ctx, db, &HolderRow{Name: "a", RequestID: "r", Actor: "me", Limit: 1, UpdatedSeq: 2, Exclusive: true}); err != nil {
 		t.Fatal(err)
 	}
 	parsed.Store(0)
@@ -46,6 +51,9 @@ func TestLoadRowTipIsLoadRowAndHeadInOneStatement(t *testing.T) {
 	want, _ := LoadRow(ctx, db, "a")
 	if d := r.Diff(want); len(d) > 0 || r.Name != "a" {
 		t.Errorf("LoadRowTip's row differs from LoadRow's in %v", d)
+	}
+	if !r.Held || r.Actor != "me" || !want.Held || want.Actor != "me" {
+		t.Errorf("the exclusive holder was not read with the row: LoadRowTip %+v, LoadRow %+v", r, want)
 	}
 	parsed.Store(0)
 	if seq, hash, err := tip.Head(ctx, db, "genesis"); err != nil || seq != 2 || hash != "h2" {

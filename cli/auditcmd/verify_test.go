@@ -290,16 +290,16 @@ func TestVerifyFailsWhenAnAppendOnlyTriggerIsMissingOrAltered(t *testing.T) {
 }
 
 // TestVerifyComparesEveryColumnOfAFreeLocksRow: a free lock's row keeps
-// its last holder (the fencing token the next holder's follows from, the
-// request a leftover lock file is told by); a change to any of its
-// columns is drift, named by column.
+// its last holding's file (the fencing token the next holder's follows
+// from, the request a leftover lock file is told by); a change to any of
+// its columns is drift, named by column.
 func TestVerifyComparesEveryColumnOfAFreeLocksRow(t *testing.T) {
 	cases := []struct{ column, set string }{
-		{"actor", `actor = 'mallory'`},
+		{"host_id", `host_id = 'mallory-host'`},
 		{"request_id", `request_id = 'req-mallory'`},
 		{"fencing_token", `fencing_token = 1`},
 		{"updated_seq", `updated_seq = updated_seq - 1`},
-		{"heartbeat_at", `heartbeat_at = '2025-01-01T00:00:00Z'`},
+		{"targets", `targets = '[{"format":"beads","path":"/tmp/x"}]'`},
 		{"file", `file = CAST('{}' AS BLOB)`},
 	}
 	for _, tc := range cases {
@@ -308,7 +308,7 @@ func TestVerifyComparesEveryColumnOfAFreeLocksRow(t *testing.T) {
 			root := scenario.Write(t) // app-prod ends free: dave released it
 			db := rawLedgerDB(t, root)
 			var held int
-			if err := db.QueryRow(`SELECT held FROM locks WHERE lock_name = 'app-prod'`).Scan(&held); err != nil || held != 0 {
+			if err := db.QueryRow(`SELECT count(*) FROM lock_holders WHERE lock_name = 'app-prod'`).Scan(&held); err != nil || held != 0 {
 				t.Fatalf("app-prod: held %d (%v), want a free row", held, err)
 			}
 			exec(t, db, `UPDATE locks SET `+tc.set+` WHERE lock_name = 'app-prod'`)

@@ -1,13 +1,20 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/internal/clitest"
 )
@@ -161,4 +168,98 @@ func TestFenceWriteConcurrentProcessesNeverRegress(t *testing.T) {
 	if side := strings.TrimLeft(strings.TrimSpace(readFile(t, target+".fence")), "0"); side != fmt.Sprint(writers) {
 		t.Fatalf("the kept token is %q, want %d", side, writers)
 	}
+}
+
+// A refused writer killed right after the refusal, with its whole process
+// group (as run stops a job whose lock it lost: TERM, then KILL after
+// --kill-grace), still has its refusal recorded: the recorder is not of
+// its group. The test holds the root's writer mutex, so that the record
+// waits; once some process other than the test has ROOT/writer.flock open
+// (the refusal is being recorded), it KILLs fence write's group, lets the
+// mutex go and awaits fence_rejected in history --json.
+func TestFenceWriteRefusalIsRecordedWhenTheWriterIsKilledRightAfter(t *testing.T) {
+	root := t.TempDir()
+	target := filepath.Join(t.TempDir(), "f")
+	clitest.Must(t, 0, root, "acquire", "x", "--holder", "none")
+	clitest.Must(t, 0, root, "steal", "x", "--active", "--yes", "--reason", "r")
+	if r := clitest.RunIn(t, root, "two", "fence", "write", "--token", "2", "--lock", "x", target); r.Code != 0 {
+		t.Fatalf("token 2: exit %d\n%s", r.Code, r.Stderr)
+	}
+
+	mutex := filepath.Join(root, "writer.flock")
+	m, err := os.OpenFile(mutex, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := unix.Flock(int(m.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w := clitest.Command(ctx, root, "fence", "write", "--token", "1", "--lock", "x", "--request-id", "req_killedwriter", target)
+	w.Stdin = strings.NewReader("one")
+	w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !opened(mutex, os.Getpid()) {
+		if time.Now().After(deadline) {
+			t.Fatal("no process opened the writer mutex: the refusal was never being recorded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(-w.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Wait()
+	if err := unix.Flock(int(m.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		var evs []rejectedEvent
+		h := clitest.Must(t, 0, root, "history", "x", "--json")
+		if err := json.Unmarshal([]byte(h.Stdout), &evs); err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(evs, func(e rejectedEvent) bool { return e.Type == "fence_rejected" }); i >= 0 {
+			if evs[i].RequestID != "req_killedwriter" || evs[i].StaleToken != 1 {
+				t.Fatalf("fence_rejected of %s, stale token %d; want req_killedwriter, 1", evs[i].RequestID, evs[i].StaleToken)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the refusal of the killed writer is not in the ledger after 30 s:\n%s", h.Stdout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	clitest.Verify(t, 0, root)
+}
+
+// rejectedEvent is what the test reads of history --json.
+type rejectedEvent struct {
+	Type       string `json:"type"`
+	RequestID  string `json:"request_id"`
+	StaleToken int64  `json:"stale_token"`
+}
+
+// opened says whether a process other than not has path open.
+func opened(path string, not int) bool {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == not {
+			continue
+		}
+		fds, _ := os.ReadDir(filepath.Join("/proc", d.Name(), "fd"))
+		for _, fd := range fds {
+			if l, err := os.Readlink(filepath.Join("/proc", d.Name(), "fd", fd.Name())); err == nil && l == path {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +23,7 @@ import (
 // Commands are this package's commands below the root.
 var Commands = []invocation.Command{
 	{Listing: fenceListing, New: NewFence, Sequential: true},
+	{Listing: recorderListing, New: NewRecorder, Sequential: true},
 }
 
 // The variables run sets for its command, which fence write reads.
@@ -30,8 +33,8 @@ const (
 	EnvRequestID = "LOCKLEDGER_REQUEST_ID"
 )
 
-// recordWait bounds how long a refusal waits to be recorded: past it
-// the write is still refused, with a warning.
+// recordWait bounds how long a refusal's recorder tries to record it:
+// past it the write is still refused, with a warning.
 const recordWait = 10 * time.Second
 
 var fenceListing = invocation.Listing{
@@ -61,6 +64,7 @@ type writeOptions struct {
 	token     string
 	lock      string
 	requestID string
+	cmd       *cobra.Command // for its global flags (the recorder)
 }
 
 func newWrite(g *invocation.Globals) *cobra.Command {
@@ -86,7 +90,7 @@ all the same and stderr says it was not recorded.`,
   lockledger fence write --token 42 --lock deploy /srv/app/config.json < config.json`,
 		Args: onePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.path = args[0]
+			o.path, o.cmd = args[0], cmd
 			return runWrite(cmd.Context(), o)
 		},
 	}
@@ -118,7 +122,7 @@ func runWrite(ctx context.Context, o *writeOptions) error {
 	}
 	werr := fence.WriteFile(ctx, o.path, token, o.g.IO.In)
 	if stale, ok := fence.AsStale(werr); ok {
-		o.record(ctx, stale)
+		o.record(stale)
 		return werr
 	}
 	if werr != nil {
@@ -128,26 +132,92 @@ func runWrite(ctx context.Context, o *writeOptions) error {
 	return nil
 }
 
-// record appends the refusal to the ledger, or says on stderr why it
-// could not: the write stays refused either way.
-func (o *writeOptions) record(ctx context.Context, stale *fence.StaleError) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWait)
-	defer cancel()
-	l, err := o.g.Open(ctx, invocation.Rewrites, ledger.WithBusyTimeout(recordWait))
+// record has the refusal appended to the ledger by a detached recorder
+// (fence.RecorderCmd: this executable, in a session of its own), and
+// waits for it: a job's run that finds its lock lost stops the job's
+// process group, TERM then KILL, and this process with it, but not the
+// recorder, which records the refusal all the same. The recorder says on
+// stderr why it could not: the write stays refused either way.
+func (o *writeOptions) record(stale *fence.StaleError) {
+	self, err := os.Executable()
 	if err == nil {
-		err = l.RecordFenceRejected(ctx, o.lock, ledger.Identity{RequestID: o.requestID, PID: os.Getppid()}, stale.Payload())
-		o.g.Finish(l)
-	}
-	if err != nil {
-		what := "it could not take the event"
-		if errors.Is(err, ledger.ErrNoLedger) {
-			what = "there is none"
+		cmd := fence.RecorderCmd(self, invocation.GlobalArgs(o.cmd), o.lock,
+			ledger.Identity{RequestID: o.requestID, PID: os.Getppid()}, stale, time.Now().Add(recordWait))
+		cmd.Stderr = o.g.IO.ErrOut
+		if err = cmd.Start(); err == nil {
+			if cmd.Wait() == nil {
+				o.g.Log.Debug("recorded", "event", events.FenceRejected, "lock", o.lock)
+			}
+			return // the recorder said why it could not
 		}
-		o.g.Log.Warn("the refused write was NOT recorded in the ledger: "+what+"; the write was refused all the same",
-			append(o.g.WhereAttr(), "lock", o.lock, "err", err)...)
-		return
 	}
-	o.g.Log.Debug("recorded", "event", events.FenceRejected, "lock", o.lock)
+	o.g.Log.Warn("the refused write was NOT recorded in the ledger: it could not start its recorder; the write was refused all the same",
+		append(o.g.WhereAttr(), "lock", o.lock, "err", err)...)
+}
+
+var recorderListing = invocation.Listing{
+	Use:    fence.RecorderCommand,
+	Hidden: true,
+}
+
+// NewRecorder is the detached recorder of one refusal (fence.RecorderCmd),
+// which fence write and fence.RecordDetached start. It retries while the
+// ledger cannot take the event, until --until; a root with no ledger is
+// final.
+func NewRecorder(g *invocation.Globals) *cobra.Command {
+	var lock, until string
+	var id ledger.Identity
+	var p events.FenceRejectedPayload
+	cmd := &cobra.Command{
+		Use:    recorderListing.Use,
+		Hidden: recorderListing.Hidden,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Its starter may be gone, and with it the reader of the
+			// stderr it shares: a warning then fails, the record not.
+			signal.Ignore(syscall.SIGPIPE)
+			end, err := time.Parse(time.RFC3339Nano, until)
+			if err != nil {
+				return events.Invalid("--until", until, "must be an RFC 3339 time")
+			}
+			if err := events.ValidateLockName(lock); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithDeadline(context.WithoutCancel(cmd.Context()), end)
+			defer cancel()
+			err = invocation.RetryRecord(ctx, g, invocation.Rewrites, final, func(l *ledger.Ledger) error {
+				return l.RecordFenceRejected(ctx, lock, id, p)
+			})
+			if err == nil {
+				return nil
+			}
+			what, code := "it could not take the event", invocation.ExitFailure
+			if errors.Is(err, ledger.ErrNoLedger) {
+				what, code = "there is none", invocation.ExitNoLedger
+			}
+			g.Log.Warn("the refused write was NOT recorded in the ledger: "+what+"; the write was refused all the same",
+				append(g.WhereAttr(), "lock", lock, "err", err)...)
+			return &invocation.ExitError{Code: code}
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&lock, "lock", "", "")
+	fl.StringVar(&id.RequestID, "request-id", "", "")
+	fl.StringVar(&id.Actor, "actor", "", "")
+	fl.IntVar(&id.PID, "pid", 0, "")
+	fl.StringVar(&p.Fence, "fence", "", "")
+	fl.StringVar(&p.Resource, "resource", "", "")
+	fl.Int64Var(&p.StaleToken, "stale-token", 0, "")
+	fl.Int64Var(&p.CurrentToken, "current-token", 0, "")
+	fl.StringVar(&until, "until", "", "")
+	return cmd
+}
+
+// final tells the recorder to stop retrying: no ledger at the root, or an
+// event the ledger refuses as invalid, will not change.
+func final(err error) bool {
+	var inv *events.InvalidError
+	return errors.Is(err, ledger.ErrNoLedger) || errors.As(err, &inv)
 }
 
 // onePath is write's Args: one path.

@@ -10,13 +10,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
@@ -44,19 +41,7 @@ func recordLossLater(g *invocation.Globals, run *cobra.Command, hold *lease.Leas
 		g.Log.Warn("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
 		return
 	}
-	var args []string
-	run.Flags().Visit(func(f *pflag.Flag) {
-		if run.Root().PersistentFlags().Lookup(f.Name) == nil {
-			return // run's own
-		}
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			for _, v := range sv.GetSlice() {
-				args = append(args, "--"+f.Name+"="+v)
-			}
-			return
-		}
-		args = append(args, "--"+f.Name+"="+f.Value.String())
-	})
+	args := invocation.GlobalArgs(run)
 	acq := hold.Acquisition()
 	id := acq.Identity()
 	holder := events.HolderOf(acq.Record)
@@ -70,10 +55,9 @@ func recordLossLater(g *invocation.Globals, run *cobra.Command, hold *lease.Leas
 	args = append(args, recordLossCommand, "--lock", hold.Lock(), "--request-id", id.RequestID, "--actor", id.Actor,
 		"--pid", strconv.Itoa(id.PID), "--holder", string(hj), "--failures", strconv.Itoa(max(lost.Failures, 1)), "--error", lost.Error(),
 		"--until", time.Now().Add(lossRecordFor).UTC().Format(time.RFC3339Nano))
-	cmd := exec.Command(self, args...)
 	// Its own session, and no descriptor of run's: it outlives run by
-	// design, and init (or the nearest subreaper) reaps it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// design.
+	cmd := proc.Detached(self, args...)
 	if err := cmd.Start(); err != nil {
 		g.Log.Warn("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
 		return
@@ -129,27 +113,10 @@ func recordLoss(ctx context.Context, g *invocation.Globals, lock string, id ledg
 			return events.Invalid("--holder", "", "must be a holder object: "+err.Error())
 		}
 	}
-	backoff := 100 * time.Millisecond
-	for {
-		l, err := g.Open(ctx, invocation.Writes)
-		if err == nil {
-			if h != nil {
-				err = l.RecordLossOf(ctx, lock, ledger.Identity{}, *h, failures, cause)
-			} else {
-				err = lease.RecordLoss(ctx, l, lock, id, failures, cause)
-			}
-			g.Finish(l)
-			if err == nil {
-				return nil
-			}
+	return invocation.RetryRecord(ctx, g, invocation.Writes, nil, func(l *ledger.Ledger) error {
+		if h != nil {
+			return l.RecordLossOf(ctx, lock, ledger.Identity{}, *h, failures, cause)
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
+		return lease.RecordLoss(ctx, l, lock, id, failures, cause)
+	})
 }

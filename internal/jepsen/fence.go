@@ -24,6 +24,7 @@ import (
 const (
 	envFence = "JEPSEN_FENCE" // fencePostgres or fenceFile; unset: no fenced writes
 	envRoot  = "JEPSEN_ROOT"  // the job's host's root, where a refusal is recorded
+	envBin   = "JEPSEN_BIN"   // the lockledger CLI, whose detached recorder records a refusal
 )
 
 const (
@@ -201,24 +202,44 @@ func (f *fencer) write(mono int64) error {
 	return fence.WriteFile(ctx, f.path, f.token, bytes.NewReader(append(old, line...)))
 }
 
-// record appends the refusal in err to the ledger as fence_rejected, as a
-// fenced job must: the ledger's audit then has every write a fence
-// refused. TERM (run stopping its job for the lost lock) waits until it
-// is recorded; run's kill grace still bounds it.
+// record has the refusal in err appended to the ledger as fence_rejected,
+// as a fenced job must: the ledger's audit then has every write a fence
+// refused. A detached recorder of the lockledger CLI writes it
+// (fence.RecordDetached, in a session of its own), so that run, stopping
+// this job for the lost lock (TERM, then KILL after its kill grace), does
+// not lose it with the job. TERM waits until it is recorded.
 func (f *fencer) record(lock string, err error) error {
 	signal.Ignore(syscall.SIGTERM)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), recordFor)
 	defer cancel()
-	opts := []ledger.Option{ledger.WithBusyTimeout(10 * time.Second)}
-	if u := os.Getenv("LOCKLEDGER_DATABASE_URL"); u != "" {
-		opts = append(opts, ledger.WithDatabase(u), ledger.WithPoolSize(2))
+	return fence.RecordDetached(ctx, os.Getenv(envBin), []string{"--root", os.Getenv(envRoot)}, lock,
+		ledger.Identity{RequestID: f.request, PID: os.Getpid()}, err)
+}
+
+// recordFor bounds a refusal's recorder; the trial's check waits for the
+// recorders of its lock (awaitRecorders) up to it.
+const recordFor = time.Minute
+
+// awaitRecorders waits until no recorder of a refusal on lock runs (the
+// ledger has what they record), for up to recordFor.
+func awaitRecorders(lock string) {
+	want := []byte("\x00--lock=" + lock + "\x00")
+	deadline := time.Now().Add(recordFor)
+	for time.Now().Before(deadline) {
+		running := false
+		dirs, _ := os.ReadDir("/proc")
+		for _, d := range dirs {
+			b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+			if err == nil && bytes.Contains(b, []byte(fence.RecorderCommand+"\x00")) && bytes.Contains(b, want) {
+				running = true
+				break
+			}
+		}
+		if !running {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	l, oerr := ledger.Open(ctx, os.Getenv(envRoot), opts...)
-	if oerr != nil {
-		return oerr
-	}
-	defer l.Close()
-	return fence.Record(ctx, l, lock, ledger.Identity{RequestID: f.request, PID: os.Getpid()}, err)
 }
 
 func (f *fencer) close() {

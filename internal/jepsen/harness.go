@@ -347,7 +347,7 @@ func (h *harness) env(lock string, host, client int, jobMS int) []string {
 		if h.cfg.Store == Postgres {
 			kind = fencePostgres
 		}
-		env = append(env, envFence+"="+kind)
+		env = append(env, envFence+"="+kind, envBin+"="+h.cfg.Bin)
 	}
 	if h.cfg.Store == Postgres {
 		env = append(env, "LOCKLEDGER_DATABASE_URL="+withApp(h.cfg.DatabaseURL, appName(lock, client)))

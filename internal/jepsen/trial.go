@@ -448,6 +448,9 @@ func (t *trial) check(ctx context.Context, faultEnds map[string]int64, stuck boo
 	if err := t.poll(); err != nil {
 		return nil, err
 	}
+	if t.h.cfg.Fence {
+		awaitRecorders(t.lock) // check f reads what they record
+	}
 	evs, err := t.history(ctx)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
@@ -199,7 +200,8 @@ func TestPostgresWritersKilledMidTransactionLeaveNoGap(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	hosts := []*pgHost{newPGHost(t, "k1", url), newPGHost(t, "k2", url)}
 	hosts[0].must(t, 0, "run", "init", "--", "true")
-	db := pgLedger(t, url).DB()
+	reader := pgLedger(t, url)
+	db := reader.DB()
 	count := func() int {
 		var n int
 		if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM events`).Scan(&n); err != nil {
@@ -245,6 +247,26 @@ func TestPostgresWritersKilledMidTransactionLeaveNoGap(t *testing.T) {
 	}
 	for _, h := range hosts {
 		h.must(t, 0, "verify")
+	}
+	// The killed waiters' places in the queues are not probed from the other
+	// host: they lapse within events.WaiterTTL of their last renewal, and
+	// until then a free lock is theirs, not a caller's that does not wait.
+	for i := range 3 {
+		lock := fmt.Sprintf("lock-%d", i)
+		deadline := time.Now().Add(3 * events.WaiterTTL)
+		for {
+			q, err := reader.Queue(context.Background(), lock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(q) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d killed waiters still queued after %s", lock, len(q), 3*events.WaiterTTL)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 	// A holder killed while holding is dead to its own host, which takes
 	// the lock over (another host judges it by its TTL alone: held).

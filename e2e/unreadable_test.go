@@ -201,7 +201,9 @@ func TestAnUnreadableLockFileIsRecordedAsWhatItIs(t *testing.T) {
 	clitest.Must(t, 3, root, "steal", "deploy", "--pid", self, "--reason", "test")
 
 	want := map[string]any{"path": path, "size_bytes": float64(len(garbage)), "modified": modified.Format(time.RFC3339)}
-	for typ, n := range map[string]int{"acquire_blocked": 2, "action_refused": 2} {
+	// The waiter's place in the lock's queue (an acquire_blocked carrying
+	// until) is a third acquire_blocked; it must name the file as well.
+	for typ, n := range map[string]int{"acquire_blocked": 3, "action_refused": 2} {
 		bodies := clitest.Strings(t, root, `SELECT body FROM events WHERE type = '`+typ+`' AND lock_name = 'deploy' ORDER BY seq`)
 		if len(bodies) != n {
 			t.Fatalf("%d %s events, want %d", len(bodies), typ, n)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 )
 
 // QueuedRow is a request's last acquire_blocked event on a lock, recorded
@@ -19,17 +18,20 @@ type QueuedRow struct {
 	Body      []byte
 }
 
-// queuedSelect reads the log, not a table of its own: a waiter's place is
-// its event's seq, and what ends its wait is an event too.
-const queuedSelect = `SELECT e.seq, e.lock_name, e.request_id, e.actor, e.at, e.body FROM events e
-	WHERE e.type = 'acquire_blocked' AND e.at >= $1 %s
+// queuedOfLock and queuedAll read the log, not a table of their own: a
+// waiter's place is its event's seq, and what ends its wait is an event
+// too. They differ only in the lock's condition.
+const (
+	queuedOfLock = `SELECT e.seq, e.lock_name, e.request_id, e.actor, e.at, e.body FROM events e
+	WHERE e.type = 'acquire_blocked' AND e.at >= $1 AND e.lock_name = $2
 	AND NOT EXISTS (SELECT 1 FROM events f WHERE f.request_id = e.request_id AND f.lock_name = e.lock_name
 		AND f.seq > e.seq AND f.type IN ('lock_acquired', 'lock_stolen', 'acquire_blocked'))
 	ORDER BY e.seq`
-
-var (
-	queuedOfLock = fmt.Sprintf(queuedSelect, `AND e.lock_name = $2`)
-	queuedAll    = fmt.Sprintf(queuedSelect, ``)
+	queuedAll = `SELECT e.seq, e.lock_name, e.request_id, e.actor, e.at, e.body FROM events e
+	WHERE e.type = 'acquire_blocked' AND e.at >= $1
+	AND NOT EXISTS (SELECT 1 FROM events f WHERE f.request_id = e.request_id AND f.lock_name = e.lock_name
+		AND f.seq > e.seq AND f.type IN ('lock_acquired', 'lock_stolen', 'acquire_blocked'))
+	ORDER BY e.seq`
 )
 
 // LoadQueued returns the candidates of lock's queue (every lock's when lock

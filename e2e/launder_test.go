@@ -59,6 +59,7 @@ func TestSignerRefusesACutTailLaunderedByProject(t *testing.T) {
 	a.exec(t, `DELETE FROM tlog_hashes WHERE seq > 6`)
 	a.exec(t, `DELETE FROM checkpoints`)
 	a.exec(t, `DELETE FROM locks WHERE lock_name IN ('app', 'cache')`)
+	a.exec(t, `DELETE FROM lock_holders WHERE lock_name IN ('app', 'cache')`)
 	a.restore(t)
 	for _, f := range []string{"app.lock", "cache.lock"} {
 		if err := os.Remove(s.root + "/locks/" + f); err != nil {

@@ -309,7 +309,8 @@ func TestLitewitnessCosignsAndRefusesARewrittenLedger(t *testing.T) {
 	// The tail cut, and every trace of it removed: the cosignatures too.
 	a = attack(t, cut.root)
 	for _, q := range []string{`DELETE FROM events WHERE seq > 6`, `DELETE FROM tlog_hashes WHERE seq > 6`, `DELETE FROM checkpoints`,
-		`DELETE FROM cosignatures`, `DELETE FROM locks WHERE lock_name IN ('app', 'cache', 'web')`} {
+		`DELETE FROM cosignatures`, `DELETE FROM locks WHERE lock_name IN ('app', 'cache', 'web')`,
+		`DELETE FROM lock_holders WHERE lock_name IN ('app', 'cache', 'web')`} {
 		a.exec(t, q)
 	}
 	a.restore(t)

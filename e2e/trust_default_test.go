@@ -73,6 +73,7 @@ func cutTail(t *testing.T, root string, keep int64) {
 	a.exec(t, `DELETE FROM tlog_hashes WHERE seq > ?`, keep)
 	a.exec(t, `DELETE FROM checkpoints`)
 	a.exec(t, `DELETE FROM locks WHERE lock_name IN ('app', 'cache', 'db')`)
+	a.exec(t, `DELETE FROM lock_holders WHERE lock_name IN ('app', 'cache', 'db')`)
 	a.restore(t)
 	for _, f := range []string{"app.lock", "cache.lock", "db.lock"} {
 		if err := os.Remove(filepath.Join(root, "locks", f)); err != nil && !os.IsNotExist(err) {

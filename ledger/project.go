@@ -279,10 +279,7 @@ func (p *projection) holderRows(ctx context.Context, tx *sql.Tx, st *replay.Stat
 	if err != nil {
 		return err
 	}
-	table := make(map[sharedKey]*store.HolderRow, len(old))
-	for _, r := range old {
-		table[sharedKey{r.Name, r.RequestID}] = r
-	}
+	table := holderTable(old)
 	for _, want := range replayHolders(st) {
 		key := sharedKey{want.Name, want.RequestID}
 		got := table[key]

@@ -34,6 +34,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,18 +85,20 @@ func loadShared(ctx context.Context, q store.Querier, name string) ([]*sharedHol
 // sharedKey names a lock_holders row: its lock and its request id.
 type sharedKey [2]string
 
-// sharedTable maps every shared holder's key to it.
-func sharedTable(rows []*sharedHolding) map[sharedKey]*sharedHolding {
-	table := make(map[sharedKey]*sharedHolding, len(rows))
+// holderTable maps every lock_holders row to its key.
+func holderTable(rows []*store.HolderRow) map[sharedKey]*store.HolderRow {
+	table := make(map[sharedKey]*store.HolderRow, len(rows))
 	for _, r := range rows {
-		table[sharedKey{r.rec.LockName, r.rec.RequestID}] = r
+		table[sharedKey{r.Name, r.RequestID}] = r
 	}
 	return table
 }
 
-// loadAllShared returns every shared holder, ordered by lock and request id.
+// loadAllShared returns every shared holder, ordered by lock and request
+// id: lock_holders' exclusive rows are the locks' holders, not shared ones.
 func loadAllShared(ctx context.Context, q store.Querier) ([]*sharedHolding, error) {
-	return sharedFromRows(store.LoadAllHolders(ctx, q))
+	rows, err := store.LoadAllHolders(ctx, q)
+	return sharedFromRows(slices.DeleteFunc(rows, func(r *store.HolderRow) bool { return r.Exclusive }), err)
 }
 
 // saveShared writes h's lock_holders row as a shared holder's: its slot
@@ -287,10 +290,7 @@ func checkHolders(ctx context.Context, q replay.Querier, st *replay.State, rep *
 	if err != nil {
 		return rep.ReadFailure(ctx, "the lock_holders table", err)
 	}
-	table := make(map[sharedKey]*store.HolderRow, len(rows))
-	for _, r := range rows {
-		table[sharedKey{r.Name, r.RequestID}] = r
-	}
+	table := holderTable(rows)
 	for _, want := range replayHolders(st) {
 		key := sharedKey{want.Name, want.RequestID}
 		got := table[key]

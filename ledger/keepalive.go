@@ -60,6 +60,9 @@ func (l *Ledger) BusyTimeout() time.Duration { return l.busy }
 // Logger is the logger the ledger warns to (WithLogger).
 func (l *Ledger) Logger() *slog.Logger { return l.log }
 
+// testHookHoldingJournalRead runs in CheckHolding between its two reads.
+var testHookHoldingJournalRead func()
+
 // ErrUnsettled: a write to the lock is under way on this host (a lock file
 // placed for a decision not committed yet); read again shortly.
 var ErrUnsettled = errors.New("a write to the lock is under way")
@@ -69,15 +72,23 @@ var ErrUnsettled = errors.New("a write to the lock is under way")
 // or a *NotHolderError wrapping ErrLost whose EndedBy says who ended it.
 func (l *Ledger) CheckHolding(ctx context.Context, lock, requestID string, token int64) error {
 	q := l.store.DB()
+	// The journal is read before the row: a write places its journal
+	// before it commits and removes it after, so a journal gone by now
+	// means the row read next is that write's. Read the other way round, a
+	// steal committing in between leaves a row still naming this holder
+	// and no journal to say a write was under way.
+	j, jerr := l.files.ReadJournal(lock)
+	if testHookHoldingJournalRead != nil {
+		testHookHoldingJournalRead()
+	}
 	r, err := store.LoadRow(ctx, q, lock)
 	if err == nil && r != nil && r.Held && r.RequestID == requestID && r.FencingToken == token {
-		// A journal is left in place until the next write: it is under way
-		// only while it holds what the row does not.
-		j, err := l.files.ReadJournal(lock)
-		if err == nil && j.Exists && !bytes.Equal(j.Data, r.File) {
+		// A journal is left in place should its removal fail: it is under
+		// way only while it holds what the row does not.
+		if jerr == nil && j.Exists && !bytes.Equal(j.Data, r.File) {
 			return ErrUnsettled
 		}
-		return err
+		return jerr
 	}
 	shared, err2 := loadShared(ctx, q, lock)
 	if err = cmp.Or(err, err2); err != nil {

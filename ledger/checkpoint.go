@@ -217,7 +217,12 @@ func (l *Ledger) extendingTree(ctx context.Context, q store.Querier, id string, 
 	c := checkpoint.Checkpoint{Origin: checkpoint.Origin(id), Size: size, Root: root}
 	earlier := l.signing.signed.Earlier(c.Origin, "signed by this process")
 	if v := checkpoint.VerifierOf(l.signing.signer); v != nil {
-		found, err := l.witnesses.Last(ctx, id, v)
+		// Bounded well inside the time PostgreSQL lets a writer's
+		// transaction sit idle (see store/postgres): a witness that is slow
+		// to read is a warning, not a failed write.
+		wctx, cancel := context.WithTimeout(ctx, l.busy/4)
+		found, err := l.witnesses.Last(wctx, id, v)
+		cancel()
 		if err != nil {
 			l.log.Warn("could not read a witness's last checkpoint; checking against the others", "err", err)
 		}

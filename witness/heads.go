@@ -1,6 +1,7 @@
 package witness
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/sys/unix"
@@ -38,13 +40,26 @@ func (h Heads) Last(id string, v note.Verifier) (*checkpoint.Signed, error) {
 	if err := headID(id); err != nil {
 		return nil, err
 	}
-	unlock, err := h.readLock(id)
-	if err != nil {
-		return nil, err
+	// Read without Store's lock: a writer reads the head inside its write
+	// transaction, and a process stopped inside Store (SIGSTOP, a frozen
+	// VM) would hold every writer of the ledger there. The file at the
+	// head's path is only ever written before it is swapped or renamed
+	// into place, so a read of it is whole unless the file was swapped out
+	// and rewritten as the spare while it was open: then no signature
+	// verifies, and a fresh open reads the head in place.
+	var s *checkpoint.Signed
+	var err error
+	for range lastReads {
+		if s, err = Last(h.Path(id), id, v); s != nil || err != nil {
+			break
+		}
 	}
-	defer unlock()
-	return Last(h.Path(id), id, v)
+	return s, err
 }
+
+// lastReads is how many times Heads.Last opens a head that holds no head
+// the key signed before it believes it.
+const lastReads = 3
 
 // Read is the content of ledger id's head file, nil when there is none,
 // read as Last reads it: under Store's lock, never through a symlink.
@@ -156,6 +171,12 @@ func (h Heads) Store(id string, size int64, msg string, v note.Verifier) (string
 
 var errOlder = errors.New("a larger head is kept")
 
+// storeWait bounds how long Store waits for another Store of the same
+// ledger's head: one stopped inside it must not hold up the heartbeat
+// that kept the head, whose write already stands; the next signed write
+// keeps a later head.
+const storeWait = 5 * time.Second
+
 func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 	if err := headID(id); err != nil {
 		return err
@@ -165,9 +186,13 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 		return err
 	}
 	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return err
+	unlock, err := lockfile.Flock(context.Background(), int(lock.Fd()), storeWait, 10*time.Millisecond)
+	if errors.Is(err, lockfile.ErrBusy) {
+		return fmt.Errorf("%s: another process has held it for %s (stopped while it kept a head?)", h.lockPath(id), storeWait)
+	} else if err != nil {
+		return fmt.Errorf("%s: %w", h.lockPath(id), err)
 	}
+	defer unlock()
 	if kept, err := Last(h.Path(id), id, v); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	} else if kept != nil && kept.Size > size {

@@ -10,35 +10,39 @@ import (
 )
 
 // A FIFO planted at the head's lock file (a restored backup, a mistake)
-// fails the read of the head; it does not block the reader, which a
-// writer is inside its write transaction.
-func TestHeadsLastDoesNotBlockOnAFIFOLock(t *testing.T) {
+// fails the store of a head; it does not block a reader of the head,
+// which a writer is inside its write transaction, nor a writer keeping
+// one.
+func TestHeadsDoNotBlockOnAFIFOLock(t *testing.T) {
 	mine, v := signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	if err := unix.Mkfifo(h.lockPath(id), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() {
 		_, err := h.Last(id, v)
 		done <- err
+		_, err = h.Store(id, 1, signed(t, mine, id, 1), v)
+		done <- err
 	}()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("a FIFO at the lock file was taken for a lock")
+	for i, want := range []string{"read", "store"} {
+		select {
+		case err := <-done:
+			if i == 1 && err == nil {
+				t.Error("a head was stored under a FIFO for a lock")
+			}
+			if i == 0 && err != nil {
+				t.Errorf("reading the head: %v, want no head and no error (the lock is not the reader's)", err)
+			}
+		case <-time.After(10 * time.Second):
+			// Let the blocked open go, so that the goroutine ends.
+			w, err := os.OpenFile(h.lockPath(id), os.O_WRONLY|unix.O_NONBLOCK, 0)
+			if err == nil {
+				w.Close()
+			}
+			t.Fatalf("the %s of the head blocked on a FIFO at its lock file", want)
 		}
-	case <-time.After(10 * time.Second):
-		// Let the blocked open go, so that the goroutine ends.
-		w, err := os.OpenFile(h.lockPath(id), os.O_WRONLY|unix.O_NONBLOCK, 0)
-		if err == nil {
-			w.Close()
-		}
-		<-done
-		t.Fatal("reading the head blocked on a FIFO at its lock file")
-	}
-	if _, err := h.Store(id, 1, signed(t, mine, id, 1), v); err == nil {
-		t.Error("a head was stored under a FIFO for a lock")
 	}
 }
 

@@ -1,8 +1,12 @@
 package witness
 
 import (
+	"fmt"
 	"os"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestHeadsKeepsOnlyTheLargestHeadSignedByTheKey(t *testing.T) {
@@ -32,5 +36,49 @@ func TestHeadsKeepsOnlyTheLargestHeadSignedByTheKey(t *testing.T) {
 		if e.Name() != id+".checkpoint" && e.Name() != id+".lock" && e.Name() != "."+id+".spare" {
 			t.Errorf("left behind: %s", e.Name())
 		}
+	}
+}
+
+// A process stopped inside Store (SIGSTOP, a frozen VM) holds the head's
+// lock. A writer reads the head inside its write transaction, so the read
+// must not wait for it; a second Store waits a bounded time and fails,
+// leaving the head it found.
+func TestHeadsStoppedStoreHoldsUpNoReader(t *testing.T) {
+	mine, v := signer(t, "ops")
+	h := Heads{Dir: t.TempDir()}
+	if _, err := h.Store(id, 3, signed(t, mine, id, 3), v); err != nil {
+		t.Fatal(err)
+	}
+	stopped, err := os.OpenFile(h.lockPath(id), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopped.Close()
+	if err := unix.Flock(int(stopped.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		last, err := h.Last(id, v)
+		if err == nil && (last == nil || last.Size != 3) {
+			err = fmt.Errorf("read %+v, want the head of size 3", last)
+		}
+		read <- err
+	}()
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * storeWait):
+		stopped.Close() // let the reader go, so that it ends
+		<-read
+		t.Fatal("reading the head waited for a stopped Store's lock")
+	}
+	if _, err := h.Store(id, 4, signed(t, mine, id, 4), v); err == nil {
+		t.Fatal("a head was stored under another process's lock")
+	}
+	if last, err := h.Last(id, v); err != nil || last.Size != 3 {
+		t.Fatalf("after the refused store: %+v %v, want the head of size 3", last, err)
 	}
 }

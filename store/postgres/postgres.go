@@ -165,6 +165,21 @@ const writerLock = `SELECT (SELECT value FROM meta WHERE key = 'ledger_id'), has
 // (lock_timeout, in milliseconds), the writer lock's included.
 const boundWaits = `SELECT set_config('lock_timeout', $1, true)`
 
+// boundWriter bounds a writer's waits as boundWaits does, and also how long
+// its transaction may sit idle between statements
+// (idle_in_transaction_session_timeout, $2 milliseconds): a writer whose
+// process is stopped (SIGSTOP, a frozen VM) while it holds the writer lock
+// is cut off by the server and its transaction rolled back, so it holds up
+// every other host's writes, heartbeats included, for half the busy
+// timeout at most instead of for as long as it stays stopped. Half, so
+// that a writer waiting behind it gets the lock before its own
+// lock_timeout ends the wait. A writer itself never waits that long
+// between statements: nothing it does inside its transaction blocks
+// without a bound shorter than that (the signed head is read without a
+// lock, a witness for at most a quarter of the busy timeout, the lock
+// file's journal is fsynced while the commit is in flight).
+const boundWriter = `SELECT set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $2, true)`
+
 // Begin takes the writer lock for the transaction: every writer on every
 // host passes this point one at a time, so seq stays contiguous and the
 // chain total. Under READ COMMITTED each later statement reads what the
@@ -175,7 +190,7 @@ func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, boundWaits, s.lockTimeout()); err != nil {
+	if _, err := tx.ExecContext(ctx, boundWriter, s.lockTimeout(), s.idleTimeout()); err != nil {
 		tx.Rollback()
 		return nil, err
 	}
@@ -234,6 +249,12 @@ func (s *Store) BeginRead(ctx context.Context) (*sql.Tx, error) {
 // lockTimeout is the busy timeout as lock_timeout's value, in milliseconds.
 func (s *Store) lockTimeout() string {
 	return strconv.FormatInt(max(s.cfg.Busy.Milliseconds(), 1), 10)
+}
+
+// idleTimeout is half the busy timeout, idle_in_transaction_session_timeout's
+// value for a writer (see boundWriter), in milliseconds.
+func (s *Store) idleTimeout() string {
+	return strconv.FormatInt(max(s.cfg.Busy.Milliseconds()/2, 1), 10)
 }
 
 // Clock is the database's clock, so that hosts whose clocks disagree agree

@@ -7,6 +7,7 @@ import "github.com/lockledger/lockledger/cli/invocation"
 var Commands = []invocation.Command{
 	{Listing: verifyListing, New: NewVerify},
 	{Listing: exportListing, New: NewExport},
+	{Listing: evidenceListing, New: NewEvidence},
 	{Listing: projectListing, New: NewProject},
 	{Listing: keygenListing, New: NewKeygen},
 	{Listing: checkpointListing, New: NewCheckpoint},

@@ -38,6 +38,7 @@ type verifyOptions struct {
 	expect      []expectation
 	pinned      bool // the trust store pins a ledger at this root
 	archives    []string
+	evidence    string
 }
 
 var verifyListing = invocation.Listing{
@@ -169,6 +170,7 @@ created); with no ledger there it is not recorded.`,
 	cmd.Flags().StringVar(&o.ledgerID, "ledger-id", "", "the ledger this must be: any other fails (swapped), even one signed with the same key")
 	cmd.Flags().StringArrayVar(&o.heads, "expect-head", nil, "SEQ:HASH: event SEQ's hash must be HASH (a head recorded elsewhere, without a key; repeatable)")
 	cmd.Flags().StringArrayVar(&o.archives, "archive", nil, "also check this archive (lockledger archive) and the live ledger as one log (repeatable)")
+	cmd.Flags().StringVar(&o.evidence, "evidence", "", "check this evidence bundle (lockledger evidence) alone, with --verifier-key; writes nothing")
 	o.witnessKeys.Register(cmd)
 	return cmd
 }
@@ -318,6 +320,9 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	skew, err := invocation.ParseDuration("--clock-skew", o.clockSkew)
 	if err != nil {
 		return err
+	}
+	if o.evidence != "" {
+		return verifyEvidence(o)
 	}
 	var rep *replay.Report
 	switch {

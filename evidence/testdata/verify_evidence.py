@@ -72,7 +72,7 @@ def ed25519_verify(pub, msg, sig):
 
 # --- signed notes (C2SP signed-note) ---
 def parse_verifier_key(vkey):
-    name, khash, key = vkey.strip().split("+")
+    name, khash, key = vkey.strip().split("+", 2)
     raw = base64.b64decode(key)
     if raw[0] != 1 or len(raw) != 33:
         raise ValueError("not an Ed25519 verifier key")

@@ -3,7 +3,7 @@
 # missing here: those tests skip (go test shows a skip only with -v), and
 # fail instead under CI (LOCKLEDGER_CI=1), where .ci/run installs them.
 missing=()
-for bin in jq sqlite3 strace chromium; do
+for bin in jq sqlite3 strace chromium python3; do
 	command -v "$bin" >/dev/null || missing+=("$bin")
 done
 if ! command -v initdb >/dev/null && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then

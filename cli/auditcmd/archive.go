@@ -187,7 +187,7 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 		return err
 	}
 	defer f.Close()
-	l, err := o.g.Open(ctx, invocation.Rewrites)
+	l, err := o.g.OpenKeyed(ctx, "prune")
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func runUnprune(ctx context.Context, o *unpruneOptions) error {
 		return err
 	}
 	defer f.Close()
-	l, err := o.g.Open(ctx, invocation.Rewrites)
+	l, err := o.g.OpenKeyed(ctx, "unprune")
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,39 @@ func (g *Globals) OpenImport(ctx context.Context, more ...ledger.Option) (*ledge
 	}, nil
 }
 
+// OpenKeyed opens an existing ledger for a write only the ledger's own
+// signing key may make (prune, unprune: verify takes their markers only
+// with its signature). A writer with no key (--unsigned alone) is refused,
+// and so is a key the trust store did not pin for this ledger at this root
+// before this command: a first use pins nothing here. Both are bad input
+// (events.Invalid, exit 2) and change nothing.
+func (g *Globals) OpenKeyed(ctx context.Context, what string) (*ledger.Ledger, error) {
+	if g.Sign.Key == "" && g.Sign.Unsigned {
+		return nil, events.Invalid("--unsigned", "", fmt.Sprintf(
+			"%s needs the ledger's signing key: without it verify cannot tell the %s from one made by whoever can write the database; "+
+				"run it without --unsigned (the trust store's key), or give the key with --signing-key", what, what))
+	}
+	l, key, err := g.open(ctx, Rewrites)
+	if err != nil || key == nil {
+		return l, err
+	}
+	pins, err := g.trust.PinsOf(g.Root)
+	if err != nil {
+		g.Finish(l)
+		return nil, fmt.Errorf("reading %s: %w", g.trust.PinsPath(), err)
+	}
+	for _, p := range pins {
+		if p.LedgerID == l.ID() && p.Verifier == key.Verifier {
+			return l, nil
+		}
+	}
+	g.Finish(l)
+	return nil, events.Invalid("signing key", key.Verifier, fmt.Sprintf(
+		"is not pinned for ledger %s at %s in %s: %s needs the ledger's signing key, the one its writes were signed and pinned with; "+
+			"give it with --signing-key, or pin this key first (`lockledger trust pin --ledger-id %s --verifier-key KEY`)",
+		l.ID(), trust.Resolve(g.Root), g.trust.PinsPath(), what, l.ID()))
+}
+
 // open opens the ledger as Open does, and returns the key a writer pins it
 // with (nil: not pinned), leaving the pin to the caller.
 func (g *Globals) open(ctx context.Context, a Access, more ...ledger.Option) (*ledger.Ledger, *trust.Key, error) {

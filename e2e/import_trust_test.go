@@ -45,6 +45,22 @@ func TestImportKeepsTheRootsTrust(t *testing.T) {
 	}
 }
 
+// TestImportWithASigningKeyPinsTheLedgerImported: an import into another
+// root, signed with an explicit --signing-key, pins the ledger it imported
+// for the new root, not the empty database's id: later writes there go
+// on and verify says OK, not "swapped".
+func TestImportWithASigningKeyPinsTheLedgerImported(t *testing.T) {
+	src := importSource(t)
+	key := filepath.Join(t.TempDir(), "ops.key")
+	clitest.Must(t, 0, src, "keygen", "--name", "ops", "-o", key)
+	h := newPGHost(t, "importer", pgtest.NewDatabase(t))
+	h.must(t, 0, "--signing-key", key, "import", "--from", src)
+	h.must(t, 0, "--signing-key", key, "acquire", "after-move", "--pid", "0", "--ttl", "1m")
+	if r := h.must(t, 0, "--signing-key", key, "verify"); !strings.Contains(r.Stdout, "verify: OK") {
+		t.Errorf("verify after the import and a write: %s", r.Stdout)
+	}
+}
+
 // TestCopyOfARootSignedWithAnExplicitKeyVerifies: a root this user wrote
 // with the trust store's key (which keeps the ledger's head) and then with
 // an explicit --signing-key, copied to a new path and written there with

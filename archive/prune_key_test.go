@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -77,6 +78,21 @@ func TestPruneIsSignedByTheLedgersKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustOK(t, "with the stranger's key trusted too", both)
+
+	// A marker that no checkpoint signs at all (its row deleted by
+	// whoever can write the database): no key vouches for it.
+	for _, q := range []string{`DROP TRIGGER checkpoints_no_delete`, `DELETE FROM checkpoints WHERE size = ` + strconv.FormatInt(seq, 10)} {
+		if _, err := l.DB().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err = l.Verify(ctx, ledger.CheckAgainst(&replay.Trust{Verifiers: []note.Verifier{owner.v, stranger.v}, Expected: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK || !hasProblem(rep, seq, replay.KindCheckpoint) {
+		t.Fatalf("a marker with no checkpoint of its size: ok %v, problems %+v", rep.OK, rep.Problems)
+	}
 }
 
 func hasProblem(rep *replay.Report, seq int64, kind replay.Kind) bool {

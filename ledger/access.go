@@ -31,10 +31,17 @@ func (l *Ledger) RecordAccess(ctx context.Context, typ events.Type, id Identity,
 // checked verified against the log, or an error that changes nothing.
 // The events from the marker's FirstSeq to its LastSeq are deleted
 // (store.PruneEvents, the triggers allowing it only until the marker is
-// appended), and the marker appended. It returns the marker's seq.
+// appended), and the marker appended. The write stores a checkpoint of
+// the log through the marker, signed with the ledger's key: a Ledger
+// opened without one (WithSigner) is refused, ErrNoSigner, and so is a
+// log whose tree does not extend what the signer signed before. It
+// returns the marker's seq.
 func (l *Ledger) Prune(ctx context.Context, id Identity, archiveSHA256 string,
 	plan func(ctx context.Context, q store.Querier, next int64) (*events.Pruned, error)) (int64, error) {
-	return l.appendWide(ctx, events.LedgerPruned, id, func(q store.PreparedTx, next int64) (any, error) {
+	if l.signing.signer == nil {
+		return 0, fmt.Errorf("ledger: prune: %w: a prune removes events only with a signature verify can check", ErrNoSigner)
+	}
+	return l.appendSigned(ctx, events.LedgerPruned, id, func(q store.PreparedTx, next int64) (any, error) {
 		p, err := plan(ctx, q, next)
 		if err == nil {
 			_, err = store.PruneEvents(ctx, q, p.LastSeq+1, next, archiveSHA256)
@@ -44,18 +51,35 @@ func (l *Ledger) Prune(ctx context.Context, id Identity, archiveSHA256 string,
 }
 
 // Unprune appends ledger_unpruned in the write in which restore puts the
-// last prune's events back (archive.Restore); it returns the marker's seq.
+// last prune's events back (archive.Restore), signed as a prune's is; it
+// returns the marker's seq.
 func (l *Ledger) Unprune(ctx context.Context, id Identity,
 	restore func(ctx context.Context, q store.PreparedTx, next int64) (*events.Pruned, error)) (int64, error) {
-	return l.appendWide(ctx, events.LedgerUnpruned, id, func(q store.PreparedTx, next int64) (any, error) { return restore(ctx, q, next) })
+	if l.signing.signer == nil {
+		return 0, fmt.Errorf("ledger: unprune: %w: an unprune rewrites the live log only with a signature verify can check", ErrNoSigner)
+	}
+	return l.appendSigned(ctx, events.LedgerUnpruned, id, func(q store.PreparedTx, next int64) (any, error) { return restore(ctx, q, next) })
 }
 
 // appendWide appends one ledger-wide event, whose payload before gives
 // (and may write first) in the event's own transaction.
 func (l *Ledger) appendWide(ctx context.Context, typ events.Type, id Identity,
 	before func(q store.PreparedTx, next int64) (any, error)) (int64, error) {
+	return l.appendEvent(ctx, typ, id, false, before)
+}
+
+// appendSigned is appendWide in a write that stores a signed checkpoint
+// of the log through the event, or fails.
+func (l *Ledger) appendSigned(ctx context.Context, typ events.Type, id Identity,
+	before func(q store.PreparedTx, next int64) (any, error)) (int64, error) {
+	return l.appendEvent(ctx, typ, id, true, before)
+}
+
+func (l *Ledger) appendEvent(ctx context.Context, typ events.Type, id Identity, sign bool,
+	before func(q store.PreparedTx, next int64) (any, error)) (int64, error) {
 	var seq int64
 	err := l.update(ctx, func(w *writeTx) (error, error) {
+		w.mustSign = sign
 		id, err := l.resolve(id, w.now)
 		if err != nil {
 			return nil, err

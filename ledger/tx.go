@@ -41,6 +41,10 @@ type writeTx struct {
 	rows bool
 	// unsigned: the log is damaged, and no checkpoint may sign it.
 	unsigned bool
+	// mustSign: the write stores a signed checkpoint of its head, or fails
+	// (a prune's marker: verify takes the marker only with a signature of
+	// a key it trusts).
+	mustSign bool
 	// aborted undoes changes outside the database when the transaction
 	// does not commit; committed finishes them once it has (its error is
 	// the caller's).
@@ -85,7 +89,12 @@ func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error,
 	if len(w.written) == 0 && !w.touched && !w.rows {
 		return outcome
 	}
-	if len(w.written) > 0 && !w.unsigned {
+	if w.mustSign {
+		if cp, err = l.signCheckpoint(ctx, w.q, w.seq, w.now, true, true); err != nil {
+			w.abort()
+			return err
+		}
+	} else if len(w.written) > 0 && !w.unsigned {
 		// A checkpoint that cannot be made leaves the decision standing:
 		// the next write tries again, and verify says what is uncovered.
 		// A log that no longer extends what was signed takes nothing more.

@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
@@ -127,4 +130,49 @@ func (c *checker) startPruned(ctx context.Context, q Querier) (bool, error) {
 		"events below seq %d are archived (archive sha256 %s, recorded by ledger_pruned at seq %d): the chain is checked from seq %d's recorded predecessor, the Merkle tree from its stored hashes; the locks table and lock files are not checked against a replay, which would need the archived events",
 		a.BelowSeq, a.ArchiveSHA256, a.MarkerSeq, a.BelowSeq))
 	return true, nil
+}
+
+// marker is a ledger_pruned or ledger_unpruned event of the live log.
+type marker struct {
+	seq int64
+	typ events.Type
+}
+
+// signedMarkers reports each prune and unprune of the live log that no
+// checkpoint of exactly its size, signed by a key the verifier trusts,
+// covers. The write that appends a marker stores such a checkpoint
+// (ledger.Prune): a marker without one was made without the ledger's key,
+// and a later signature over it vouches only that the signer saw it, not
+// that what it removed was the signer's to remove. With no key to check,
+// the markers are named in a note.
+func (t *treeCheck) signedMarkers(markers []marker) {
+	if len(markers) == 0 {
+		return
+	}
+	if t.trust == nil || len(t.trust.Verifiers) == 0 {
+		seqs := make([]string, len(markers))
+		for i, m := range markers {
+			seqs[i] = strconv.FormatInt(m.seq, 10)
+		}
+		t.report.Notes = append(t.report.Notes, fmt.Sprintf(
+			"the prune and unprune markers at seq %s are not checked against a signature: no key is pinned or given", strings.Join(seqs, ", ")))
+		return
+	}
+	keys := make([]string, len(t.trust.Verifiers))
+	for i, v := range t.trust.Verifiers {
+		keys[i] = v.Name()
+	}
+	for _, m := range markers {
+		signed := slices.ContainsFunc(t.anchors, func(a *anchor) bool {
+			return a.size == m.seq && a.state == matched && !a.weak && a.result != nil
+		})
+		if signed {
+			continue
+		}
+		t.report.Add(Problem{Seq: m.seq, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+			"the %s event at seq %d is signed by no key verify trusts (%s): no checkpoint of exactly %d events by one of them matches the log; "+
+				"a prune or unprune is made only with the ledger's key, so this one was written without it (whoever could write the database), "+
+				"or its checkpoint was deleted; the events it removed or put back are vouched for by nothing",
+			m.typ, m.seq, strings.Join(keys, ", "), m.seq)})
+	}
 }

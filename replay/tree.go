@@ -236,6 +236,12 @@ func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
 		var se *checkpoint.SignatureError
 		if errors.As(err, &se) && !se.Invalid && tr.OthersUnchecked {
 			res.Result, res.Detail = "not checked", "signed by "+strings.Join(se.Signers, ", ")+", no key pinned in the trust store"
+			// A witness holding this ledger's checkpoints by a key no pin
+			// names (a head kept for another root's key) was not emptied.
+			if u, uerr := checkpoint.Open(ns.Note); uerr == nil && ns.Witness != "" && tr.Witnesses != nil &&
+				(*origin == "" || u.Origin == *origin) {
+				tr.Witnesses[ns.Witness]++
+			}
 			return nil
 		}
 		what := "is not a checkpoint"

@@ -91,6 +91,8 @@ type checker struct {
 	// starts at seq 1.
 	fromOne bool
 	tree    *treeCheck
+	// markers are the prunes and unprunes the rows hold (seq and type).
+	markers []marker
 }
 
 // newChecker's tree checks no checkpoints: the callers that have some
@@ -137,6 +139,9 @@ func (c *checker) apply(rc *rowCheck) {
 		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindSchema, Lock: ev.LockName, Detail: rc.schemaErr.Error()})
 	} else {
 		c.rowChecks(r, ev, rc)
+	}
+	if ev.Type == events.LedgerPruned || ev.Type == events.LedgerUnpruned {
+		c.markers = append(c.markers, marker{seq: r.Seq, typ: ev.Type})
 	}
 	if ev.Type.Valid() && !ev.Time.IsZero() {
 		c.fold(r, ev)
@@ -300,6 +305,7 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 	}
 	c.tree.extraStored(extra.Int64, firstExtra.Int64)
 	c.finish()
+	c.tree.signedMarkers(c.markers)
 	if pruned {
 		// The fold starts after the archive: the projections cannot be
 		// judged by it.

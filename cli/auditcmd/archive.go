@@ -153,8 +153,14 @@ where the live log starts, ending on a stored checkpoint whose root the
 live Merkle tree has, holding exactly the leaves the tree stores, and
 chaining into the first event that stays. Then, in one write, delete
 those events from the live store and append a ledger_pruned event naming
-the archive's SHA-256, the range and the tree root at its end. Anything
+the archive's SHA-256, the range and the tree root at its end, with a
+checkpoint of the log through it signed by the ledger's key. Anything
 else refuses the prune (exit 2) and changes nothing.
+
+A prune needs the ledger's signing key: --unsigned alone is refused, and
+so is a key the trust store did not pin for this ledger at this root
+before. Plain verify fails on a ledger_pruned event that no checkpoint of
+exactly its size, signed by a key it trusts, covers.
 
 The Merkle hashes of every event stay (about 70 bytes an event), so every
 inclusion and consistency proof keeps working; plain verify checks the
@@ -187,7 +193,7 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 		return err
 	}
 	defer f.Close()
-	l, err := o.g.Open(ctx, invocation.Rewrites)
+	l, err := o.g.OpenKeyed(ctx, "prune")
 	if err != nil {
 		return err
 	}
@@ -276,7 +282,8 @@ live Merkle tree stores and chain into the live log's first event. Then,
 in one write, its events are inserted back byte for byte and a
 ledger_unpruned event is appended. The head, the seqs and the fencing
 tokens do not move; verify checks the whole log from the genesis again.
-Anything else refuses (exit 2) and changes nothing. Undo several prunes
+Anything else refuses (exit 2) and changes nothing. Like prune, unprune
+needs the ledger's signing key and signs a checkpoint through its marker. Undo several prunes
 last first.`,
 		Example: `  lockledger unprune --archive ledger-2024.jsonl`,
 		Args:    invocation.NoArgs,
@@ -296,7 +303,7 @@ func runUnprune(ctx context.Context, o *unpruneOptions) error {
 		return err
 	}
 	defer f.Close()
-	l, err := o.g.Open(ctx, invocation.Rewrites)
+	l, err := o.g.OpenKeyed(ctx, "unprune")
 	if err != nil {
 		return err
 	}

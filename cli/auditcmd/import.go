@@ -79,14 +79,13 @@ func runImport(ctx context.Context, o *importOptions) error {
 			from.Source(), ledger.ErrBrokenChain, bad.Seq, bad.Kind, bad.Detail, source.ProblemCount,
 			termtext.Plural(source.ProblemCount, "problem", "problems"), from.Root())
 	}
-	to, err := o.g.Open(ctx, invocation.Writes, ledger.WithPin(store.PinSkip)) // the root pins the ledger imported
+	to, pin, err := o.g.OpenImport(ctx, ledger.WithPin(store.PinSkip)) // the root pins the ledger imported
 	if err != nil {
 		return err
 	}
-	empty := to.ID()
 	rep, err := to.Import(ctx, from)
-	if err == nil && o.g.Trusting() && empty != to.ID() {
-		err = o.g.Repin(to, empty)
+	if err == nil {
+		err = pin()
 	}
 	if err == nil && (to.Root() != from.Root() || !source.OK) {
 		// This host's lock files of the locks it holds go to the new root;

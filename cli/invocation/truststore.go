@@ -191,15 +191,6 @@ func KeptHead(s *trust.Store, id string) string {
 	return p
 }
 
-// Repin moves the root's pin from the empty ledger an import replaced to
-// the ledger it imported.
-func (g *Globals) Repin(l *ledger.Ledger, empty string) error {
-	if _, err := g.trust.Forget(g.Root, func(p trust.Pin) bool { return p.LedgerID == empty }); err != nil {
-		return err
-	}
-	return g.pin(l, g.key)
-}
-
 // DropHeads removes the signed heads the trust store keeps of the ledgers
 // pinned at the root, for project --accept-rollback (or
 // --accept-broken-chain): the user goes on from an older or cut log on

@@ -15,14 +15,16 @@ import (
 // least of all: its lease's deadline does not wait for a witness). Only
 // the latest checkpoint waiting matters, since it extends every earlier
 // one: a newer one replaces one not yet started. The worker runs while
-// there is one to publish; Close and Detach let it finish what waits and
-// wait for it. Each pass is bounded: the copies by the witness timeout,
-// each cosignature by its witness's, the write that stores them by the
-// busy timeout.
+// there is one to publish; Close and Detach let it publish the latest and
+// wait for it (a pass still under way for an earlier one is given up,
+// the latest covering it). Each pass is bounded: the copies by the
+// witness timeout, each cosignature by its witness's, the write that
+// stores them by the busy timeout.
 type publishing struct {
 	mu      sync.Mutex
 	next    *Checkpointed // waiting, not started
 	running bool          // a worker is under way (and wg counts it)
+	cancel  func()        // gives up the pass under way
 	stopped bool          // Close or Detach began: no new worker
 	wg      sync.WaitGroup
 }
@@ -35,7 +37,7 @@ func (l *Ledger) publishLater(cp *Checkpointed) {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
-		l.publishNow(cp)
+		l.publishNow(context.Background(), cp)
 		return
 	}
 	p.next = cp
@@ -60,8 +62,11 @@ func (l *Ledger) publishWorker() {
 			p.mu.Unlock()
 			return
 		}
+		ctx, cancel := context.WithCancel(context.Background())
+		p.cancel = cancel
 		p.mu.Unlock()
-		l.publishNow(cp)
+		l.publishNow(ctx, cp)
+		cancel()
 	}
 }
 
@@ -70,12 +75,13 @@ func (l *Ledger) publishWorker() {
 // --witness-key names the checkpoints a witness did not cosign. A refusal
 // (the witness cosigned a tree this log does not extend) is an error, a
 // witness that could not be reached a warning.
-func (l *Ledger) publishNow(cp *Checkpointed) {
-	ctx := context.Background()
+func (l *Ledger) publishNow(ctx context.Context, cp *Checkpointed) {
 	l.witnesses.PublishQuietly(ctx, l.id, cp.Size, cp.Time, cp.Note)
 	err := l.cosign(ctx, cp)
 	var refused *tlogwitness.RefusedError
 	switch {
+	case ctx.Err() != nil:
+		// Given up for a later checkpoint, which covers this one.
 	case errors.As(err, &refused):
 		l.log.Error("a witness did not cosign the checkpoint (the write stands)", "size", cp.Size, "err", err)
 	case err != nil:
@@ -84,11 +90,15 @@ func (l *Ledger) publishNow(cp *Checkpointed) {
 	}
 }
 
-// stopPublishing lets the worker publish what waits and waits for it.
+// stopPublishing lets the worker publish the latest checkpoint and waits
+// for it.
 func (l *Ledger) stopPublishing() {
 	p := &l.publishing
 	p.mu.Lock()
 	p.stopped = true
+	if p.next != nil && p.cancel != nil {
+		p.cancel()
+	}
 	p.mu.Unlock()
 	p.wg.Wait()
 }

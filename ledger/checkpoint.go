@@ -285,7 +285,10 @@ func (l *Ledger) keepHead(cp *Checkpointed) error {
 }
 
 // publishQuietly is publish for a checkpoint a write made on its own: the
-// write succeeded, so a witness that failed is a warning.
+// write succeeded, so a witness that failed is a warning. The head is kept
+// here, before the write returns; the copies to the witnesses and the
+// cosignatures are left to the publishing worker (publishLater), so that
+// the write's caller never waits for a witness.
 func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 	if cp == nil {
 		return
@@ -294,13 +297,10 @@ func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 	if err := l.keepHead(cp); err != nil {
 		l.log.Warn("could not keep the signed head outside the root; the next signed write will", "size", cp.Size, "err", err)
 	}
-	if cp.headOnly {
+	if cp.headOnly || (len(l.signing.witnesses) == 0 && len(l.signing.cosigners) == 0) {
 		return
 	}
-	l.witnesses.PublishQuietly(ctx, l.id, cp.Size, cp.Time, cp.Note)
-	if err := l.cosign(ctx, cp); err != nil {
-		l.log.Error("a witness did not cosign the checkpoint (the write stands)", "size", cp.Size, "err", err)
-	}
+	l.publishLater(cp)
 }
 
 // waitPublishing waits for witness copies still under way, at most the

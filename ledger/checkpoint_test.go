@@ -90,6 +90,7 @@ func TestWriterWithAKeySignsCheckpointsEveryNEventsAndAfterT(t *testing.T) {
 	e := open(t, WithSigner(s), WithWitnesses(file, wdir), WithCheckpointPolicy(4, time.Hour))
 	for i := range 5 {
 		cycle(t, e.l, "a", fmt.Sprintf("r%d", i))
+		awaitPublished(t, e.l) // each checkpoint, not only the latest waiting
 	}
 	// The first write finds no checkpoint; then every 4 events.
 	if got := storedCheckpoints(t, e.l, v); fmt.Sprint(got) != "[1 5 9]" {
@@ -100,6 +101,7 @@ func TestWriterWithAKeySignsCheckpointsEveryNEventsAndAfterT(t *testing.T) {
 	if _, err := e.l.TryAcquire(context.Background(), req("a", "late", 100)); err != nil {
 		t.Fatal(err)
 	}
+	awaitPublished(t, e.l)
 	if got := storedCheckpoints(t, e.l, v); fmt.Sprint(got) != "[1 5 9 11]" {
 		t.Fatalf("checkpoints at %v, want [1 5 9 11]", got)
 	}

@@ -184,6 +184,7 @@ type Ledger struct {
 	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
 	// witnesses copies signed checkpoints out (see publish).
 	witnesses        *witness.Publisher
+	publishing       publishing // the worker that publishes a write's checkpoint (publishLater)
 	flock            *lockfile.Mutex
 	closed           bool
 	pinned, rollback *lockfile.Pin // the root's pin, kept at close (nil: a reader); the one store.PinAccept overrode
@@ -235,9 +236,12 @@ func (l *Ledger) loadID(ctx context.Context, newLedger func() error) error {
 	return nil
 }
 
-// Close releases the database and the writer mutex file, after waiting
-// (at most the witness timeout) for witness copies still under way.
+// Close releases the database and the writer mutex file, after the
+// publishing worker has published the last checkpoint signed (each
+// witness within its timeout) and waiting (at most the witness timeout)
+// for witness copies still under way.
 func (l *Ledger) Close() error {
+	l.stopPublishing()
 	l.waitPublishing()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -265,8 +269,10 @@ func (l *Ledger) Close() error {
 // checkpoint that closing the last connection runs (every committed
 // transaction is already durable in the WAL; the next Open recovers it);
 // PostgreSQL closes its pool within a bound. The Ledger must not be used
-// afterwards, and a long-lived process should call Close instead.
+// afterwards, and a long-lived process should call Close instead. The
+// publishing worker is waited for first, as by Close.
 func (l *Ledger) Detach() error {
+	l.stopPublishing()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

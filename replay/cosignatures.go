@@ -84,6 +84,7 @@ func (t *treeCheck) endCosignatures(end int64) {
 	if len(tr.Cosigners) == 0 || end == 0 {
 		return
 	}
+	t.uncosigned(end)
 	quorum := tr.Quorum
 	if quorum <= 0 || quorum > len(tr.Cosigners) {
 		quorum = len(tr.Cosigners)
@@ -123,4 +124,68 @@ func (t *treeCheck) endCosignatures(end int64) {
 	t.report.Add(Problem{Seq: vouched + 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
 		"only %d of the %d witness keys given cosigned the newest checkpoint they cover (size %d: %s); the quorum is %d, so nothing vouches for the events from seq %d with it",
 		len(at), len(tr.Cosigners), newest, strings.Join(at, ", "), quorum, vouched+1)})
+}
+
+// MaxUncosignedSizes caps the sizes an Uncosigned lists.
+const MaxUncosignedSizes = 100
+
+// Uncosigned is what one witness key did not cosign: the checkpoints the
+// ledger (or the export) keeps that match the log, past the largest one
+// the witness cosigned. Writers ask the witnesses after their write has
+// committed, and a witness that was slow or unreachable leaves the write
+// standing: this is not damage, but nothing from that witness vouches
+// for the events past Cosigned.
+type Uncosigned struct {
+	Witness  string  `json:"witness"`
+	Cosigned int64   `json:"cosigned"` // the largest size it cosigned (0: none)
+	Count    int     `json:"count"`
+	Sizes    []int64 `json:"sizes"` // ascending, the first MaxUncosignedSizes
+}
+
+// uncosigned lists, for each witness key given, the checkpoints it did
+// not cosign (see Uncosigned), in the report and in a note each.
+func (t *treeCheck) uncosigned(end int64) {
+	var sizes []int64
+	for _, a := range t.anchors {
+		if a.result != nil && a.carried && !a.split && !a.isHead && a.state == matched && a.size <= end {
+			sizes = append(sizes, a.size)
+		}
+	}
+	slices.Sort(sizes)
+	sizes = slices.Compact(sizes)
+	largest := map[string]int64{}
+	for _, c := range t.cosigned {
+		largest[c.witness] = max(largest[c.witness], c.a.size)
+	}
+	for _, v := range t.trust.Cosigners {
+		w := v.Name()
+		i, _ := slices.BinarySearch(sizes, largest[w]+1)
+		missing := sizes[i:]
+		if len(missing) == 0 {
+			continue
+		}
+		u := Uncosigned{Witness: w, Cosigned: largest[w], Count: len(missing), Sizes: slices.Clone(missing[:min(len(missing), MaxUncosignedSizes)])}
+		t.report.Uncosigned = append(t.report.Uncosigned, u)
+		t.report.Notes = append(t.report.Notes, u.String())
+	}
+}
+
+func (u Uncosigned) String() string {
+	shown := make([]string, 0, 10)
+	for _, s := range u.Sizes[:min(len(u.Sizes), 10)] {
+		shown = append(shown, fmt.Sprint(s))
+	}
+	if u.Count > len(shown) {
+		shown = append(shown, fmt.Sprintf("and %d more", u.Count-len(shown)))
+	}
+	what := "checkpoints"
+	if u.Count == 1 {
+		what = "checkpoint"
+	}
+	last := "it cosigned none"
+	if u.Cosigned > 0 {
+		last = fmt.Sprintf("the last it cosigned is of size %d", u.Cosigned)
+	}
+	return fmt.Sprintf("witness %s did not cosign %d %s of this ledger (size %s); %s: it was slow or unreachable when they were signed, or the writer had no --witness-url for it",
+		u.Witness, u.Count, what, strings.Join(shown, ", "), last)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -97,4 +98,38 @@ func TestVerifyChecksCosignaturesTheQuorumAndSplitViews(t *testing.T) {
 	split := cosign(t, b, signedHeads(t, other, s, 10)[0], "ledger cosignature #4")
 	onlyProblem(t, verifyTree(t, g, trust(1, cos[0], cos[2], split)), replay.KindCheckpoint, 1,
 		"the checkpoint of size 10 that witness witness.example/b cosigned (ledger cosignature #4)", "split view", "the first 10 events hash to")
+}
+
+// TestVerifyNamesTheCheckpointsAWitnessDidNotCosign: the ledger keeps
+// checkpoints at 5, 10, 15 and 20; witness a cosigned 10, witness b none.
+// With a quorum of one the log verifies, and the report names, per
+// witness, the checkpoints past the last one it cosigned.
+func TestVerifyNamesTheCheckpointsAWitnessDidNotCosign(t *testing.T) {
+	s, v := keys(t, "ops")
+	a, va := newCosigner(t, "witness.example/a")
+	_, vb := newCosigner(t, "witness.example/b")
+	g := treeLog(t, 20)
+	heads := signedHeads(t, g, s, 5, 10, 15, 20)
+	for i := range heads {
+		heads[i].Source, heads[i].Carried, heads[i].Row, heads[i].Size = fmt.Sprintf("ledger checkpoint #%d", i+1), true, true, int64(5*(i+1))
+	}
+	rep := verifyTree(t, g, replay.WithTrust(&replay.Trust{LedgerID: "overlap-test", Checkpoints: heads, Verifiers: []note.Verifier{v},
+		Cosigners: []note.Verifier{va, vb}, Quorum: 1, Cosignatures: []replay.NoteSource{cosign(t, a, heads[1], "ledger cosignature #1")}, Expected: true}))
+	if !rep.OK {
+		t.Fatalf("problems %+v", rep.Problems)
+	}
+	want := []replay.Uncosigned{{Witness: "witness.example/a", Cosigned: 10, Count: 2, Sizes: []int64{15, 20}},
+		{Witness: "witness.example/b", Count: 4, Sizes: []int64{5, 10, 15, 20}}}
+	if !reflect.DeepEqual(rep.Uncosigned, want) {
+		t.Fatalf("uncosigned %#v, want %#v", rep.Uncosigned, want)
+	}
+	notes := strings.Join(rep.Notes, "\n")
+	for _, want := range []string{
+		"witness witness.example/a did not cosign 2 checkpoints of this ledger (size 15, 20); the last it cosigned is of size 10",
+		"witness witness.example/b did not cosign 4 checkpoints of this ledger (size 5, 10, 15, 20); it cosigned none",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Fatalf("notes do not say %q:\n%s", want, notes)
+		}
+	}
 }

@@ -183,6 +183,9 @@ type Report struct {
 	Trust        string              `json:"trust"`
 	UnsignedFrom int64               `json:"unsigned_from,omitempty"`
 	Checkpoints  []*CheckpointResult `json:"checkpoints,omitempty"`
+	// Uncosigned: per witness key given, the checkpoints it did not
+	// cosign (not damage; see Uncosigned).
+	Uncosigned []Uncosigned `json:"uncosigned,omitempty"`
 }
 
 // Add records a problem (a KindForeign one as information).

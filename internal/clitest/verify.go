@@ -40,6 +40,13 @@ type VerifyReport struct {
 		Result  string    `json:"result"`
 		Detail  string    `json:"detail"`
 	} `json:"checkpoints"`
+	// Uncosigned: per witness key given, the checkpoints it did not cosign.
+	Uncosigned []struct {
+		Witness  string  `json:"witness"`
+		Cosigned int64   `json:"cosigned"`
+		Count    int     `json:"count"`
+		Sizes    []int64 `json:"sizes"`
+	} `json:"uncosigned"`
 	// Recorded is the seq of the ledger_verified event verify appended
 	// (0: none, as for a read-only ledger).
 	Recorded int64 `json:"recorded"`

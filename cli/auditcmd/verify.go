@@ -222,7 +222,7 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 			return nil, err
 		}
 		for _, e := range es {
-			t.Checkpoints = append(t.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("checkpoint %s:%d", f, e.Line), Note: e.Note})
+			t.Checkpoints = append(t.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("checkpoint %s:%d", f, e.Line), Note: e.Note, Given: true})
 		}
 	}
 	witnesses := o.g.Sign.Witnesses
@@ -354,22 +354,35 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	}
 	o.checkExpected(rep)
 	warning := ""
-	if n := carriedUnchecked(rep, trust); n > 0 && o.file != "" {
-		rep.Trust = fmt.Sprintf("not checked: the export carries %d signed checkpoints, and no --verifier-key was given to check them", n)
+	signed := carriedUnchecked(rep, trust)
+	switch {
+	case signed > 0 && o.file != "":
+		rep.Trust = fmt.Sprintf("not checked: the export carries %d signed checkpoints, and no --verifier-key was given to check them", signed)
 		warning = "the export's signatures were not checked: give --verifier-key KEY (`lockledger trust show` on the writer's host prints it)"
 		o.g.Sayf("warning: %s", warning)
-	} else if rep.Trust == replay.Unsigned && rep.Events > 0 {
+	case signed > 0:
+		rep.Trust = fmt.Sprintf("not checked: the ledger holds %d signed checkpoints, and no key pinned at this root or given with --verifier-key checks them", signed)
+		warning = "the ledger's signatures were not checked: give --verifier-key KEY, the signers' key from the ledger's owner (`lockledger trust show` on a writer's host prints it)"
+		o.g.Sayf("warning: %s", warning)
+	case rep.Trust == replay.Unsigned && rep.Events > 0:
 		warning = unsignedWarning
 		o.g.Sayf("warning: %s", warning)
 	}
-	if !rep.OK && !o.pinned && o.g.Trusting() {
-		// A ledger that fails verify is not trusted on first use: its
-		// record is appended unsigned, pinning nothing.
+	if (!rep.OK || signed > 0) && !o.pinned && o.g.Trusting() {
+		// A ledger that fails verify is not trusted on first use, nor one
+		// signed by keys this user does not hold (an auditor's verify):
+		// its record is appended unsigned, making no key and pinning
+		// nothing.
 		o.g.Sign.Unsigned = true
 	}
-	// Recorded after the read, which it never changes: the report stays
-	// that of the log as it was read.
-	recorded := o.g.RecordAccess(ctx, "verify", events.LedgerVerified, o.actor, verified(rep, o.file))
+	var recorded int64
+	if o.file == "" {
+		// Recorded after the read, which it never changes: the report
+		// stays that of the log as it was read. A file is checked on its
+		// own: an auditor's check writes nothing, to whatever root is set,
+		// and needs no key of the auditor's own.
+		recorded = o.g.RecordAccess(ctx, "verify", events.LedgerVerified, o.actor, verified(rep, o.file))
+	}
 	if o.g.JSON {
 		invocation.WriteJSON(o.g.IO.Out, struct {
 			*replay.Report

@@ -538,7 +538,7 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 			if a.split {
 				fork += "; a split view: the witness was shown another log than this one"
 			}
-			t.report.Add(Problem{Seq: lower + 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+			t.report.Add(Problem{Seq: max(lower+1, first), Kind: KindCheckpoint, Detail: fmt.Sprintf(
 				"the log no longer matches %s%s: %s; a change lies in seq %d-%d (%s)%s",
 				a.name, a.unchecked(), a.detail, lower+1, a.size, since, fork)})
 		case unreached:

@@ -61,7 +61,11 @@ ledger holds that it covers (one {"checkpoint": NOTE} line each: those of
 a size from the slice's first seq - 1 to its last) and, for a slice that
 starts after seq 1, the Merkle tree before it ({"tree": {"size",
 "frontier"}}), so that verify --file --verifier-key checks the slice
-against them (--checkpoints=false leaves them out).
+against them (--checkpoints=false leaves them out). A slice that ends
+before the ledger's checkpoints also carries the smallest and the largest
+after its end, each with a consistency proof from its last seq
+({"consistency": {"from", "to", "proof"}}): verify --file checks that its
+events are those positions of the log they sign.
 
 -o FILE writes a new file beside FILE and renames it into place once it
 is complete, so FILE is whole or as it was. FILE may not be inside the

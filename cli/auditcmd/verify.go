@@ -124,7 +124,14 @@ without a single event line (empty, or blank lines only) fails as empty.
 Compare the printed head hash with one recorded elsewhere to detect a
 truncated tail.
 The same checkpoint options apply (the export carries the ledger's
-checkpoints it covers; they count only with --verifier-key).
+checkpoints it covers; they count only with --verifier-key). A head given
+with --checkpoint or --expect-head must be reached: a file that ends
+before it, or starts after it, fails, naming the seqs it is missing. A
+slice that ends before a checkpoint reaches it only through a consistency
+proof the export carries from its last seq to the checkpoint's size; what
+it proves is that its events are those positions of the signed log, and
+nothing of the events before it. Checking a file writes nothing anywhere
+and needs no key of the verifier's own.
 
 --clock-skew (default 2s) is how far back the clock may step without
 being damage: the ledger stamps events in the order it appends them, so
@@ -143,9 +150,10 @@ ran it). The report is of the log as it was read, without that event:
 the next verify sees one more event and a new head hash. The event takes
 the ledger's writer lock for a moment; where the root is read-only, or
 writers hold the lock past 2s, verify still reports and exits as it
-would, and says on stderr that it could not record itself. With --file,
-the check is recorded in the ledger at --root when there is one (none is
-created); with no ledger there it is not recorded.`,
+would, and says on stderr that it could not record itself. A verify of a
+signed ledger that this user has not pinned, without the signers' key,
+says its checkpoints went unchecked, and records itself unsigned, making
+no key and pinning nothing. With --file nothing is recorded.`,
 		Example: `  lockledger verify
   lockledger verify --verifier-key ops-ledger.vkey --witness /mnt/audit/ledger.checkpoints
   lockledger verify --expect-head 1200:3f5c...e1   # a head written down earlier

@@ -215,3 +215,45 @@ func TreeFrom(n int64, r tlog.HashReader) (*Tree, error) {
 	}
 	return NewTreeAt(n, hs)
 }
+
+// SliceError: a slice of a log is not the positions of a checkpoint's
+// tree it claims to be.
+type SliceError struct {
+	Size, HeadSize int64
+	Err            error
+}
+
+func (e *SliceError) Error() string {
+	return fmt.Sprintf("the tree of the first %d records is not a prefix of the tree of %d: %v", e.Size, e.HeadSize, e.Err)
+}
+
+func (e *SliceError) Unwrap() error { return e.Err }
+
+// CheckSlice proves that tree, the Merkle tree of a log's first
+// tree.Size() records (NewTreeAt with the frontier of the records before a
+// slice, then Append of each of the slice's leaves), is a prefix of the
+// tree of head: proof is a consistency proof from tree.Size() to head.N
+// (empty when they are equal). It holds only when the slice's records are
+// exactly positions start+1..tree.Size() of the log head signs, whatever
+// the frontier claimed: a wrong frontier changes the root.
+func CheckSlice(tree *Tree, head tlog.Tree, proof tlog.TreeProof) error {
+	n := tree.Size()
+	fail := func(err error) error { return &SliceError{Size: n, HeadSize: head.N, Err: err} }
+	if n > head.N {
+		return fail(ErrTooSmall)
+	}
+	root, err := tree.Root()
+	if err != nil {
+		return fail(err)
+	}
+	if n == head.N {
+		if len(proof) != 0 || root != head.Hash {
+			return fail(&RootMismatchError{Size: n, Have: root, Want: head.Hash})
+		}
+		return nil
+	}
+	if err := tlog.CheckTree(proof, head.N, head.Hash, n, root); err != nil {
+		return fail(err)
+	}
+	return nil
+}

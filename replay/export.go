@@ -37,6 +37,15 @@ import (
 //	{"tree":{"size":N,"frontier":["<base64>",...]}}
 //	{"checkpoint":"<signed note>"}
 //	{"cosignature":"<a witness's cosignature, as a signed note>"}
+//	{"consistency":{"from":B,"to":N,"proof":["<base64>",...]}}
+//
+// An export that ends before the newest checkpoint the ledger holds (one
+// cut with --until) carries that checkpoint and the smallest one after its
+// end, each with a consistency proof (RFC 6962) from the tree of its
+// first B events (B: its last seq) to the checkpoint's tree: with the
+// tree line and the events, the checker computes the root at B and checks
+// the proof against the checkpoint's root, which proves that the events
+// are exactly those positions of the log the checkpoint signs.
 //
 // None is trusted: a checkpoint counts only when its signature verifies
 // with a key the checker was given, a cosignature only when it verifies
@@ -75,35 +84,73 @@ func writeNoteLine(w io.Writer, key string, note []byte) error {
 	return err
 }
 
+// WriteConsistencyLine writes a consistency proof line: the tree of the
+// first from events is a prefix of the tree of the first to.
+func WriteConsistencyLine(w io.Writer, from, to int64, proof tlog.TreeProof) error {
+	if proof == nil {
+		proof = tlog.TreeProof{}
+	}
+	b, err := json.Marshal(map[string]any{"consistency": exportProof{From: from, To: to, Proof: proof}})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+type exportProof struct {
+	From  int64          `json:"from"`
+	To    int64          `json:"to"`
+	Proof tlog.TreeProof `json:"proof"`
+}
+
 type exportTree struct {
 	Size     int64       `json:"size"`
 	Frontier []tlog.Hash `json:"frontier"`
 }
 
-// headerLine reads a tree, checkpoint or cosignature line (ok false for
-// any other line).
-func headerLine(line []byte) (tree *exportTree, note []byte, cosigned, ok bool) {
-	if !bytes.Contains(line, []byte(`"tree"`)) && !bytes.Contains(line, []byte(`"checkpoint"`)) && !bytes.Contains(line, []byte(`"cosignature"`)) {
-		return nil, nil, false, false
+// header is a line before (or, in a stream, among) the events: a tree, a
+// checkpoint, a cosignature or a consistency proof.
+type header struct {
+	tree     *exportTree
+	note     []byte
+	cosigned bool // note is a cosignature
+	proof    *exportProof
+}
+
+// headerLine reads a header line (ok false for any other line).
+func headerLine(line []byte) (header, bool) {
+	if !bytes.Contains(line, []byte(`"tree"`)) && !bytes.Contains(line, []byte(`"checkpoint"`)) &&
+		!bytes.Contains(line, []byte(`"cosignature"`)) && !bytes.Contains(line, []byte(`"consistency"`)) {
+		return header{}, false
 	}
 	var h struct {
-		Seq         *int64      `json:"seq"`
-		Tree        *exportTree `json:"tree"`
-		Checkpoint  *string     `json:"checkpoint"`
-		Cosignature *string     `json:"cosignature"`
+		Seq         *int64       `json:"seq"`
+		Tree        *exportTree  `json:"tree"`
+		Checkpoint  *string      `json:"checkpoint"`
+		Cosignature *string      `json:"cosignature"`
+		Consistency *exportProof `json:"consistency"`
 	}
 	if json.Unmarshal(line, &h) != nil || h.Seq != nil {
-		return nil, nil, false, false
+		return header{}, false
+	}
+	n := 0
+	for _, set := range []bool{h.Tree != nil, h.Checkpoint != nil, h.Cosignature != nil, h.Consistency != nil} {
+		if set {
+			n++
+		}
 	}
 	switch {
-	case h.Tree != nil && h.Checkpoint == nil && h.Cosignature == nil:
-		return h.Tree, nil, false, true
-	case h.Tree == nil && h.Checkpoint != nil && h.Cosignature == nil:
-		return nil, []byte(*h.Checkpoint), false, true
-	case h.Tree == nil && h.Checkpoint == nil && h.Cosignature != nil:
-		return nil, []byte(*h.Cosignature), true, true
+	case n != 1:
+		return header{}, false
+	case h.Tree != nil:
+		return header{tree: h.Tree}, true
+	case h.Checkpoint != nil:
+		return header{note: []byte(*h.Checkpoint)}, true
+	case h.Cosignature != nil:
+		return header{note: []byte(*h.Cosignature), cosigned: true}, true
 	}
-	return nil, nil, false, false
+	return header{proof: h.Consistency}, true
 }
 
 // WriteExportLine writes one export line for a stored row. A body that is
@@ -172,6 +219,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 	var n, lines int64
 	var carried, carriedCos []NoteSource
 	var tree *exportTree
+	var proofs []lineProof
 	seen := map[string]bool{} // checkpoint notes read: a stream repeats one when no newer is signed
 	started := false
 	startTree := func() {
@@ -194,6 +242,9 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 				c.report.Add(Problem{Kind: KindMalformed, Detail: "the tree line: " + err.Error()})
 			}
 		}
+		for _, p := range proofs {
+			c.tree.addProof(p.proof, p.line)
+		}
 	}
 	for sc.Scan() {
 		n++
@@ -201,12 +252,17 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 		if len(line) == 0 {
 			continue
 		}
-		if t, note, cosigned, ok := headerLine(line); ok {
+		if h, ok := headerLine(line); ok {
+			t, note, cosigned := h.tree, h.note, h.cosigned
 			repeated := note != nil && !cosigned && seen[string(note)]
 			if note != nil && !cosigned {
 				seen[string(note)] = true
 			}
 			switch {
+			case h.proof != nil && started:
+				c.tree.addProof(h.proof, n)
+			case h.proof != nil:
+				proofs = append(proofs, lineProof{h.proof, n})
 			case started && t != nil:
 				if p := c.tree.lateTree(n, t); p != nil {
 					c.report.Add(*p)

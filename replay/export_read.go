@@ -22,9 +22,9 @@ func ReadExport(r io.Reader, fn func(*Row) error) (checkpoints [][]byte, err err
 		if len(line) == 0 {
 			continue
 		}
-		if _, note, cosigned, ok := headerLine(line); ok {
-			if note != nil && !cosigned {
-				checkpoints = append(checkpoints, note)
+		if h, ok := headerLine(line); ok {
+			if h.note != nil && !h.cosigned {
+				checkpoints = append(checkpoints, h.note)
 			}
 			continue
 		}

@@ -53,6 +53,9 @@ type NoteSource struct {
 	// Row: a row of the ledger's checkpoints table, which claims Size.
 	Row  bool
 	Size int64
+	// Given: the verifier brought it (--checkpoint): the log must reach
+	// it, or verify fails naming the range it could not check.
+	Given bool
 }
 
 // Head is a chain head recorded elsewhere: event Seq's hash.
@@ -125,6 +128,8 @@ type anchor struct {
 	// split: a witness cosigned it, so a log it does not match is a split
 	// view.
 	split bool
+	given bool  // NoteSource.Given, or an expected head
+	via   int64 // matched past a file's end through a consistency proof from this size
 }
 
 const (
@@ -132,6 +137,7 @@ const (
 	matched
 	mismatched
 	beyond
+	unreached // a given head a file does not reach (see slice.go)
 )
 
 // treeCheck runs in verify's ordered stage: it rebuilds the Merkle tree
@@ -165,6 +171,12 @@ type treeCheck struct {
 	rows     int64
 	origin   string
 	cosigned []cosigned
+	proofs   []*sliceProof       // consistency proofs a file carries
+	heads    map[int64][]*anchor // expected heads by seq
+	first    int64               // the first row's seq
+	// noTree: a file that starts after seq 1 without the tree before it:
+	// no root can be computed, only chain heads matched.
+	noTree bool
 }
 
 func newTreeCheck(r *Report, ledgerRows bool, cfg verifyConfig) *treeCheck {
@@ -197,8 +209,11 @@ func (t *treeCheck) prepare() {
 		t.prepareNote(ns, &origin)
 	}
 	t.origin = t.prepareCosignatures(origin)
+	t.heads = map[int64][]*anchor{}
 	for _, h := range tr.Heads {
-		t.anchors = append(t.anchors, &anchor{name: fmt.Sprintf("expected head %d:%s", h.Seq, h.Hash), size: h.Seq, hash: h.Hash, isHead: true})
+		a := &anchor{name: fmt.Sprintf("expected head %d:%s", h.Seq, h.Hash), size: h.Seq, hash: h.Hash, isHead: true, given: true}
+		t.anchors = append(t.anchors, a)
+		t.heads[h.Seq] = append(t.heads[h.Seq], a)
 	}
 	sort.SliceStable(t.anchors, func(i, j int) bool { return t.anchors[i].size < t.anchors[j].size })
 	for _, w := range slices.Sorted(maps.Keys(tr.Witnesses)) {
@@ -283,7 +298,7 @@ func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
 		tr.Witnesses[ns.Witness]++
 	}
 	a := &anchor{name: describe(res), carried: ns.Carried, size: s.Size, root: s.Root, time: s.Time,
-		every: s.NextEvery, within: s.NextWithin, result: res}
+		every: s.NextEvery, within: s.NextWithin, result: res, given: ns.Given}
 	t.anchors = append(t.anchors, a)
 	return a
 }
@@ -307,6 +322,8 @@ func describe(r *CheckpointResult) string {
 func (t *treeCheck) step(rc *rowCheck) {
 	r := rc.row
 	if t.rows == 0 {
+		t.noTree = !t.ledger && r.Seq > 1 && t.start == 0
+		t.headAtStart(r.Seq, r.PrevHash)
 		// A slice's frontier is the tree at its start: a checkpoint of
 		// exactly that size is checked against it; smaller ones cannot be.
 		for t.next < len(t.anchors) && t.anchors[t.next].size <= t.start {
@@ -321,12 +338,26 @@ func (t *treeCheck) step(rc *rowCheck) {
 	if r.Seq != pos {
 		t.off = true // a gap or renumbering: the chain reports it
 	}
+	for _, a := range t.heads[r.Seq] {
+		if a.state != pending {
+			continue
+		}
+		if r.Hash == a.hash {
+			t.matched(a)
+		} else {
+			a.state = mismatched
+			a.detail = fmt.Sprintf("seq %d's hash is %s", a.size, r.Hash)
+		}
+	}
 	hs, err := t.tree.Append(rc.leaf)
 	if err != nil {
 		t.off = true
 	}
 	if t.ledger && !t.off {
 		t.compareStored(r, hs)
+	}
+	if len(t.proofs) > 0 {
+		t.reachProofs(pos)
 	}
 	if a := t.latest; a != nil && rc.ev != nil && !rc.ev.Time.IsZero() && !a.time.IsZero() {
 		if t.backdate == nil && rc.ev.Time.Before(a.time.Add(-t.slack)) {
@@ -351,14 +382,8 @@ func (t *treeCheck) step(rc *rowCheck) {
 	for t.next < len(t.anchors) && t.anchors[t.next].size <= pos {
 		a := t.anchors[t.next]
 		t.next++
-		if a.isHead {
-			if r.Hash == a.hash {
-				t.matched(a)
-			} else {
-				a.state = mismatched
-				a.detail = fmt.Sprintf("seq %d's hash is %s", a.size, r.Hash)
-			}
-			continue
+		if a.isHead || t.noTree {
+			continue // heads are matched by seq, above
 		}
 		t.matchRoot(a)
 	}
@@ -448,6 +473,8 @@ func (t *treeCheck) extraStored(n, first int64) {
 
 // end reports what the pass found, once the chain's findings are known.
 func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
+	end := t.start + t.rows
+	t.resolve(end)
 	if p := t.merkle; p != nil && (!chainDamaged || p.Seq < firstChainSeq) {
 		if t.merkleN > 1 {
 			p.Detail += fmt.Sprintf(" (and %d more events' hashes disagree)", t.merkleN-1)
@@ -464,28 +491,21 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 		t.report.Trust = Unsigned
 		return
 	}
-	end := t.start + t.rows
-	for _, a := range t.anchors[t.next:] {
-		// An export ends where it was cut (--until, or taken earlier): only
-		// the checkpoints it carries say where it ends. Others past its end
-		// cannot be checked.
-		if a.state == pending && a.size > end && (t.ledger || a.carried || a.isHead) {
-			a.state = beyond
-		}
-	}
 	good := int64(0)
 	var goodName string
+	var goodAnchor *anchor
 	strong := 0
 	for _, a := range t.anchors {
 		if !a.weak {
 			strong++
 		}
 		if a.state == matched && !a.weak && a.size > good {
-			good, goodName = a.size, a.name
+			good, goodName, goodAnchor = a.size, a.name, a
 		}
 	}
+	first := max(t.first, 1)
 	for _, p := range t.invalid {
-		p.Seq = good + 1
+		p.Seq = max(good+1, first)
 		p.Detail += fmt.Sprintf("; nothing vouches for the events from seq %d", good+1)
 		if goodName != "" {
 			p.Detail += fmt.Sprintf(" (the first %d match %s)", good, goodName)
@@ -524,9 +544,11 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 			if a.split {
 				fork += "; a split view: the witness was shown another log than this one"
 			}
-			t.report.Add(Problem{Seq: lower + 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+			t.report.Add(Problem{Seq: max(lower+1, first), Kind: KindCheckpoint, Detail: fmt.Sprintf(
 				"the log no longer matches %s%s: %s; a change lies in seq %d-%d (%s)%s",
 				a.name, a.unchecked(), a.detail, lower+1, a.size, since, fork)})
+		case unreached:
+			t.unreached(a, t.report.LastSeq)
 		case beyond:
 			if a.result != nil {
 				a.result.Result = "beyond the log"
@@ -539,8 +561,11 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 			// neither matched nor not.
 			if a.result != nil {
 				a.result.Result, a.result.Detail = "not checked", "it ends before the slice starts"
-				if a.size > end {
-					a.result.Detail = "it covers events past the end of the export"
+				switch {
+				case t.noTree:
+					a.result.Detail = "the file starts after seq 1 without the tree of the events before it"
+				case a.size > end:
+					a.result.Detail = "it covers events past the end of the export, which carries no consistency proof to it"
 				}
 			}
 		}
@@ -548,13 +573,32 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 	t.endCosignatures(end)
 	switch {
 	case nChecked == 0 && strong == 0 && t.trust.Expected && end > 0:
-		t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: "no checkpoint of this log was found to check it against: nothing vouches for it"})
+		detail := "no checkpoint of this log was found to check it against: nothing vouches for it"
+		if first > 1 {
+			detail = fmt.Sprintf("no checkpoint that reaches the file's events (seq %d-%d) was found to check them against: nothing vouches for them", first, t.report.LastSeq)
+		}
+		t.report.Add(Problem{Seq: first, Kind: KindCheckpoint, Detail: detail})
 		t.report.Trust = Unsigned
 	case nChecked == 0:
 		t.report.Trust = Unsigned
 		if strong > 0 {
 			t.report.Trust = "not vouched for: no checkpoint or expected head matches the log"
 		}
+	case !t.ledger && (first > 1 || goodAnchor.via > 0):
+		covered := min(good, t.report.LastSeq)
+		if covered < first {
+			t.report.Trust = fmt.Sprintf("not vouched for: the heads that match (%s) end before the file's first event, seq %d", goodName, first)
+			t.report.UnsignedFrom = first
+			break
+		}
+		if covered < t.report.LastSeq {
+			t.report.UnsignedFrom = covered + 1
+		}
+		by := goodAnchor
+		if l := t.latest; l != nil && l.size == good {
+			by = l // of heads of one size, one from outside the file
+		}
+		t.report.Trust = t.sliceTrust(covered, t.report.LastSeq, by, nChecked)
 	default:
 		t.report.Trust = fmt.Sprintf("seq 1-%d match %s", good, goodName)
 		if nChecked > 1 {
@@ -563,6 +607,37 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 		if good < end {
 			t.report.UnsignedFrom = good + 1
 			t.report.Trust += fmt.Sprintf("; seq %d-%d are covered by no checkpoint checked: nothing vouches for them yet", good+1, end)
+		}
+	}
+}
+
+// resolve settles the anchors the pass did not reach: a head past a
+// file's end through a consistency proof, or as unreached when the
+// verifier gave it; any anchor past a ledger's end, or one a file carries,
+// is beyond the log (cut); an expected head whose seq the log does not
+// hold does not match.
+func (t *treeCheck) resolve(end int64) {
+	last := t.report.LastSeq
+	if t.noTree {
+		end = last // positions are not seqs there
+	}
+	for _, a := range t.anchors {
+		if a.state != pending {
+			continue
+		}
+		switch {
+		case a.isHead && last > 0 && a.size >= t.first && a.size <= last:
+			a.state, a.detail = mismatched, fmt.Sprintf("the log holds no event seq %d", a.size)
+		case a.isHead && t.ledger && a.size > last:
+			a.state = beyond
+		case a.isHead && !t.ledger:
+			a.state = unreached
+		case a.isHead:
+		case a.size > end && !t.noTree && t.proveBeyond(a):
+		case a.size > end && (t.ledger || a.carried):
+			a.state = beyond
+		case !t.ledger && a.given && (a.size > end || a.size < t.start || t.noTree):
+			a.state = unreached
 		}
 	}
 }

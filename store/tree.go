@@ -246,3 +246,27 @@ func StoredCheckpoints(ctx context.Context, q Querier, minSize, maxSize int64) (
 	}
 	return out, rows.Err()
 }
+
+// CheckpointsAfter lists the stored checkpoints of the smallest and of the
+// largest size above size (every row of those two sizes, oldest first):
+// those an export that ends at size proves itself part of.
+func CheckpointsAfter(ctx context.Context, q Querier, size int64) ([]StoredCheckpoint, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, size, note FROM checkpoints
+		WHERE size = (SELECT min(size) FROM checkpoints WHERE size > $1) OR size = (SELECT max(size) FROM checkpoints WHERE size > $1)
+		ORDER BY id`, size)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: checkpoints: %w", err)
+	}
+	defer rows.Close()
+	var out []StoredCheckpoint
+	for rows.Next() {
+		var c StoredCheckpoint
+		var n string
+		if err := rows.Scan(&c.ID, &c.Size, &n); err != nil {
+			return nil, fmt.Errorf("ledger: checkpoints: %w", err)
+		}
+		c.Note = []byte(n)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}

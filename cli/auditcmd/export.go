@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/cli/eventfmt"
@@ -60,7 +61,11 @@ ledger holds that it covers (one {"checkpoint": NOTE} line each: those of
 a size from the slice's first seq - 1 to its last) and, for a slice that
 starts after seq 1, the Merkle tree before it ({"tree": {"size",
 "frontier"}}), so that verify --file --verifier-key checks the slice
-against them (--checkpoints=false leaves them out).
+against them (--checkpoints=false leaves them out). A slice that ends
+before the ledger's checkpoints also carries the smallest and the largest
+after its end, each with a consistency proof from its last seq
+({"consistency": {"from", "to", "proof"}}): verify --file checks that its
+events are those positions of the log they sign.
 
 -o FILE writes a new file beside FILE and renames it into place once it
 is complete, so FILE is whole or as it was. FILE may not be inside the
@@ -92,20 +97,28 @@ that it could not record itself.` + followHelp,
 	return cmd
 }
 
-// writeCheckpointLines writes the tree, checkpoint and cosignature lines
-// of a jsonl export of seq from-to, when the ledger holds checkpoints or
-// cosignatures it covers.
+// writeCheckpointLines writes the tree, checkpoint, cosignature and
+// consistency lines of a jsonl export of seq from-to, when the ledger
+// holds checkpoints or cosignatures it covers, or checkpoints after it:
+// for an export that ends before them, the smallest and the largest, each
+// with a consistency proof from the tree of the first to events, so that
+// the export proves its events are those positions of the log they sign.
 func writeCheckpointLines(ctx context.Context, r *invocation.Reader, w io.Writer, from, to int64) error {
 	cps, err := store.StoredCheckpoints(ctx, r.Tx, max(from-1, 1), to)
 	if err != nil {
 		return err
 	}
-	cos, err := invocation.CoveredCosignatures(ctx, r.Tx, from, to)
-	if err != nil || len(cps)+len(cos) == 0 {
+	after, err := store.CheckpointsAfter(ctx, r.Tx, to)
+	if err != nil {
 		return err
 	}
+	cos, err := invocation.CoveredCosignatures(ctx, r.Tx, from, to)
+	if err != nil || len(cps)+len(cos)+len(after) == 0 {
+		return err
+	}
+	hashes := store.TreeReader(ctx, r.Tx)
 	if from > 1 {
-		tree, err := checkpoint.TreeFrom(from-1, store.TreeReader(ctx, r.Tx))
+		tree, err := checkpoint.TreeFrom(from-1, hashes)
 		if err != nil {
 			return fmt.Errorf("export: the Merkle tree before seq %d: %w (lockledger verify says why)", from, err)
 		}
@@ -113,8 +126,22 @@ func writeCheckpointLines(ctx context.Context, r *invocation.Reader, w io.Writer
 			return err
 		}
 	}
-	for _, c := range cps {
+	for _, c := range append(cps, after...) {
 		if err := replay.WriteCheckpointLine(w, c.Note); err != nil {
+			return err
+		}
+	}
+	proved := map[int64]bool{}
+	for _, c := range after {
+		if proved[c.Size] {
+			continue
+		}
+		proved[c.Size] = true
+		proof, err := tlog.ProveTree(c.Size, to, hashes)
+		if err != nil {
+			return fmt.Errorf("export: the consistency proof from seq %d to checkpoint size %d: %w (lockledger verify says why)", to, c.Size, err)
+		}
+		if err := replay.WriteConsistencyLine(w, to, c.Size, proof); err != nil {
 			return err
 		}
 	}

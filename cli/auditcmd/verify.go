@@ -125,7 +125,14 @@ without a single event line (empty, or blank lines only) fails as empty.
 Compare the printed head hash with one recorded elsewhere to detect a
 truncated tail.
 The same checkpoint options apply (the export carries the ledger's
-checkpoints it covers; they count only with --verifier-key).
+checkpoints it covers; they count only with --verifier-key). A head given
+with --checkpoint or --expect-head must be reached: a file that ends
+before it, or starts after it, fails, naming the seqs it is missing. A
+slice that ends before a checkpoint reaches it only through a consistency
+proof the export carries from its last seq to the checkpoint's size; what
+it proves is that its events are those positions of the signed log, and
+nothing of the events before it. Checking a file writes nothing anywhere
+and needs no key of the verifier's own.
 
 --clock-skew (default 2s) is how far back the clock may step without
 being damage: the ledger stamps events in the order it appends them, so
@@ -144,9 +151,10 @@ ran it). The report is of the log as it was read, without that event:
 the next verify sees one more event and a new head hash. The event takes
 the ledger's writer lock for a moment; where the root is read-only, or
 writers hold the lock past 2s, verify still reports and exits as it
-would, and says on stderr that it could not record itself. With --file,
-the check is recorded in the ledger at --root when there is one (none is
-created); with no ledger there it is not recorded.`,
+would, and says on stderr that it could not record itself. A verify of a
+signed ledger that this user has not pinned, without the signers' key,
+says its checkpoints went unchecked, and records itself unsigned, making
+no key and pinning nothing. With --file nothing is recorded.`,
 		Example: `  lockledger verify
   lockledger verify --verifier-key ops-ledger.vkey --witness /mnt/audit/ledger.checkpoints
   lockledger verify --expect-head 1200:3f5c...e1   # a head written down earlier
@@ -224,7 +232,7 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 			return nil, err
 		}
 		for _, e := range es {
-			t.Checkpoints = append(t.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("checkpoint %s:%d", f, e.Line), Note: e.Note})
+			t.Checkpoints = append(t.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("checkpoint %s:%d", f, e.Line), Note: e.Note, Given: true})
 		}
 	}
 	witnesses := o.g.Sign.Witnesses
@@ -359,22 +367,35 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	}
 	o.checkExpected(rep)
 	warning := ""
-	if n := carriedUnchecked(rep, trust); n > 0 && o.file != "" {
-		rep.Trust = fmt.Sprintf("not checked: the export carries %d signed checkpoints, and no --verifier-key was given to check them", n)
+	signed := carriedUnchecked(rep, trust)
+	switch {
+	case signed > 0 && o.file != "":
+		rep.Trust = fmt.Sprintf("not checked: the export carries %d signed checkpoints, and no --verifier-key was given to check them", signed)
 		warning = "the export's signatures were not checked: give --verifier-key KEY (`lockledger trust show` on the writer's host prints it)"
 		o.g.Sayf("warning: %s", warning)
-	} else if rep.Trust == replay.Unsigned && rep.Events > 0 {
+	case signed > 0:
+		rep.Trust = fmt.Sprintf("not checked: the ledger holds %d signed checkpoints, and no key pinned at this root or given with --verifier-key checks them", signed)
+		warning = "the ledger's signatures were not checked: give --verifier-key KEY, the signers' key from the ledger's owner (`lockledger trust show` on a writer's host prints it)"
+		o.g.Sayf("warning: %s", warning)
+	case rep.Trust == replay.Unsigned && rep.Events > 0:
 		warning = unsignedWarning
 		o.g.Sayf("warning: %s", warning)
 	}
-	if !rep.OK && !o.pinned && o.g.Trusting() {
-		// A ledger that fails verify is not trusted on first use: its
-		// record is appended unsigned, pinning nothing.
+	if (!rep.OK || signed > 0) && !o.pinned && o.g.Trusting() {
+		// A ledger that fails verify is not trusted on first use, nor one
+		// signed by keys this user does not hold (an auditor's verify):
+		// its record is appended unsigned, making no key and pinning
+		// nothing.
 		o.g.Sign.Unsigned = true
 	}
-	// Recorded after the read, which it never changes: the report stays
-	// that of the log as it was read.
-	recorded := o.g.RecordAccess(ctx, "verify", events.LedgerVerified, o.actor, verified(rep, o.file))
+	var recorded int64
+	if o.file == "" {
+		// Recorded after the read, which it never changes: the report
+		// stays that of the log as it was read. A file is checked on its
+		// own: an auditor's check writes nothing, to whatever root is set,
+		// and needs no key of the auditor's own.
+		recorded = o.g.RecordAccess(ctx, "verify", events.LedgerVerified, o.actor, verified(rep, o.file))
+	}
 	if o.g.JSON {
 		invocation.WriteJSON(o.g.IO.Out, struct {
 			*replay.Report

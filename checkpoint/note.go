@@ -50,6 +50,9 @@ type Signed struct {
 	// those of signatures by keys not given.
 	Keys       []string
 	Unverified []string
+	// Hashes are the key hashes of Keys, in the same order: two keys of
+	// one name (a key rotated) are told apart by them.
+	Hashes []uint32
 }
 
 // KeyName is the name of the first key that signed (verified, else not).
@@ -113,6 +116,7 @@ func Open(msg []byte, verifiers ...note.Verifier) (*Signed, error) {
 	s := &Signed{Checkpoint: c, Note: msg}
 	for _, sig := range n.Sigs {
 		s.Keys = append(s.Keys, sig.Name)
+		s.Hashes = append(s.Hashes, sig.Hash)
 	}
 	for _, sig := range n.UnverifiedSigs {
 		s.Unverified = append(s.Unverified, sig.Name)

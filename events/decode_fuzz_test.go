@@ -50,6 +50,8 @@ func sampleBodies(tb testing.TB) map[events.Type][]byte {
 			Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")},
 		events.FenceRejected: &events.FenceRejectedPayload{Fence: events.FenceFileWrite, Resource: "/srv/app/config.json",
 			StaleToken: 7, CurrentToken: 9},
+		events.SignerAdded:   &events.Signer{Key: "ops@host-a+0a1b2c3d+AQID", Role: events.RoleOwner, Statement: "lockledger signer/v1\n"},
+		events.SignerRemoved: &events.Signer{Key: "ops@host-a+0a1b2c3d+AQID", Role: "host", Statement: "lockledger signer/v1\n"},
 		events.LedgerUnpruned: &events.Pruned{FirstSeq: 1, LastSeq: 8, Events: 8, HeadHash: "abababababababababababababababababababababababababababababababab", File: "/srv/archive.jsonl",
 			Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")},
 	}

@@ -231,6 +231,21 @@ func ParsePruneNote(note string) (archiveSHA256, root string, ok bool) {
 	return archiveSHA256, root, ok && len(archiveSHA256) == 64 && len(root) == 64
 }
 
+// Signer is signer_added's payload, and signer_removed's: the verifier
+// key (checkpoint.NewVerifier's form) of a key that signs the ledger's
+// checkpoints, its role (what the owner calls it: "owner" may register
+// and revoke others), and Statement, the owner's signed note of the
+// registration (checkpoint.SignerStatement), which is what makes it
+// count: anyone who can write the database can append the event.
+type Signer struct {
+	Key       string `json:"key"`
+	Role      string `json:"role"`
+	Statement string `json:"statement"`
+}
+
+// RoleOwner is the role of a signer that may register and revoke others.
+const RoleOwner = "owner"
+
 // Verified is ledger_verified's payload: what a verify checked and found.
 // FirstSeq..LastSeq and HeadHash are the events checked (the ledger's state
 // at the read, which this event follows), File the export checked instead
@@ -455,6 +470,8 @@ func Decode(body []byte) (Envelope, any, error) {
 		p = &Pruned{}
 	case FenceRejected:
 		p = &FenceRejectedPayload{}
+	case SignerAdded, SignerRemoved:
+		p = &Signer{}
 	default:
 		return env, nil, fmt.Errorf("events: unknown type %q", env.Type)
 	}

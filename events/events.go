@@ -50,6 +50,11 @@ const (
 	// LedgerUnpruned: `unprune` put the events the last prune removed
 	// back into the live store, from its archive.
 	LedgerUnpruned Type = "ledger_unpruned"
+	// SignerAdded: an owner of the ledger registered a key that signs its
+	// checkpoints (signer add); SignerRemoved: one revoked it (signer
+	// remove). Each carries the owner's signed statement of it.
+	SignerAdded   Type = "signer_added"
+	SignerRemoved Type = "signer_removed"
 
 	// FenceRejected: a fence (package fence) refused a write whose
 	// fencing token was below the resource's current one. It changes no
@@ -60,12 +65,13 @@ const (
 // Types lists every event type in a stable order.
 var Types = []Type{LockAcquired, LockHeartbeat, LockStolen, LockReleased, HeartbeatFailed, AcquireBlocked,
 	ActionRefused, LockProjected, JobProcesses, LedgerExported, LedgerVerified, LedgerProjected, LedgerPruned, LedgerUnpruned,
-	FenceRejected}
+	FenceRejected, SignerAdded, SignerRemoved}
 
 // LedgerWide reports whether events of type t are about the ledger as a
 // whole rather than one lock: they carry no lock_name.
 func (t Type) LedgerWide() bool {
-	return t == LedgerExported || t == LedgerVerified || t == LedgerProjected || t == LedgerPruned || t == LedgerUnpruned
+	return t == LedgerExported || t == LedgerVerified || t == LedgerProjected || t == LedgerPruned || t == LedgerUnpruned ||
+		t == SignerAdded || t == SignerRemoved
 }
 
 // Valid reports whether t is a known event type.

@@ -72,6 +72,10 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 	if err != nil {
 		return nil, err
 	}
+	signerNotes, err := l.verifySigners(ctx, tx, &trust)
+	if err != nil {
+		return nil, err
+	}
 	trust.Checkpoints = slices.Clip(trust.Checkpoints)
 	for _, s := range stored {
 		trust.Checkpoints = append(trust.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("ledger checkpoint #%d", s.ID), Note: s.Note, Carried: true, Row: true, Size: s.Size})
@@ -95,6 +99,7 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 		}
 	}
 	rep.LedgerID = l.id
+	rep.Notes = append(rep.Notes, signerNotes...)
 	for _, p := range storage.Problems {
 		rep.Add(p)
 	}

@@ -346,6 +346,12 @@ func (d *fastDecoder) event(ev *Event) bool {
 			return d.setStr(&ev.Reason)
 		case schema.EventNote:
 			return d.setStr(&ev.Note)
+		case schema.EventKey:
+			return d.setStr(&ev.Key)
+		case schema.EventRole:
+			return d.setStr(&ev.Role)
+		case schema.EventStatement:
+			return d.setStr(&ev.Statement)
 		case schema.EventHeldDurationSeconds:
 			return d.setFloat(&ev.HeldDurationSeconds)
 		case schema.EventResult:

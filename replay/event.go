@@ -38,6 +38,11 @@ type Event struct {
 	Reason           string         `json:"reason"`
 	Note             string         `json:"note"` // also job_processes
 
+	// signer_added and signer_removed
+	Key       string `json:"key"`
+	Role      string `json:"role"`
+	Statement string `json:"statement"`
+
 	// lock_released
 	HeldDurationSeconds float64 `json:"held_duration_seconds"`
 	Result              string  `json:"result"` // also ledger_verified, ledger_projected

@@ -89,6 +89,10 @@ type Trust struct {
 	// checked (it vouches for nothing) rather than damage: the keys are
 	// the ones a trust store pinned, not all the ledger's signers.
 	OthersUnchecked bool
+	// Revoked: keys (checkpoint.KeyID) removed from the ledger's signers
+	// at a seq; their checkpoints of that many events or more vouch for
+	// nothing (see WithSigners).
+	Revoked map[string]int64
 }
 
 // WithTrust checks the log against t's checkpoints and heads.
@@ -271,6 +275,10 @@ func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
 		return nil
 	}
 	res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
+	if r, ok := tr.revoked(s); ok {
+		res.Result, res.Detail = "not checked", fmt.Sprintf("its key was removed from the ledger's signers at seq %d, and it covers %d events", r, s.Size)
+		return nil
+	}
 	if ns.Row && ns.Size != s.Size {
 		t.rowSizeDiffers(ns, res, s)
 		return nil

@@ -109,6 +109,8 @@ func TestRecordOnlyEventsVerifyAndChangeNoState(t *testing.T) {
 		HeadHash: g.prev, Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")})
 	last[events.LedgerUnpruned] = g.add(events.LedgerUnpruned, "", "req_up", &events.Pruned{FirstSeq: 1, LastSeq: 2, Events: 2,
 		HeadHash: g.prev, Note: events.PruneNote("abababababababababababababababababababababababababababababababab", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd")})
+	last[events.SignerAdded] = g.add(events.SignerAdded, "", "req_sa", &events.Signer{Key: "ops+01020304+AQID", Role: events.RoleOwner, Statement: "s"})
+	last[events.SignerRemoved] = g.add(events.SignerRemoved, "", "req_sr", &events.Signer{Key: "ops+01020304+AQID", Role: events.RoleOwner, Statement: "s"})
 	last[events.LockStolen] = g.steal("x", "req_r", "req_a", events.ReasonReclaimed)
 	last[events.LockReleased] = g.add(events.LockReleased, "x", "req_r", &events.Released{HeldDurationSeconds: 1,
 		Result: events.ResultSuccess, FencingToken: last[events.LockStolen]})

@@ -200,7 +200,7 @@ func replacements() []string {
 		`"release"`, `"steal"`, `"heartbeat"`, `"Release"`, `"terminated"`, `"killed"`, `"left_running"`, `"bso"`,
 		`["x"]`, `[""]`, `[0]`, `[1,2]`, `["x",1]`, `[null]`, `[[]]`, `[1.0]`,
 		`"tower-fleet"`, `"gitclaw"`, `"beads "`, `"shared"`, `"exclusive"`, `"Shared"`, `1000000`, `1000001`, `"lock_heartbeat"`, `"lock_acquired"`, `"acquire_blocked"`,
-		`"ledger_exported"`, `"ledger_verified"`, `"ledger_projected"`, `"ledger_pruned"`, `"ledger_unpruned"`, `"ok"`, `"failed"`, `"refused"`, `"OK"`,
+		`"ledger_exported"`, `"ledger_verified"`, `"ledger_projected"`, `"ledger_pruned"`, `"ledger_unpruned"`, `"signer_added"`, `"signer_removed"`, `"owner"`, `"ok"`, `"failed"`, `"refused"`, `"OK"`,
 		`"jsonl"`, `"csv"`, `"json"`, `"stdout"`, `"stdout "`, `"Stdout"`, `"-"`, `"\u0073tdout"`,
 		`"` + strings.Repeat("0a", 32) + `"`, `"` + strings.Repeat("0A", 32) + `"`, `"` + strings.Repeat("0a", 31) + `0"`,
 		`"lock_\u0061cquired"`, `"\u0076\u0031"`, `"\/x"`, `"\u002fx"`,

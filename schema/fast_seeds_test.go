@@ -255,6 +255,11 @@ func validSeeds(tb testing.TB) []seedBody {
 		&events.FenceRejectedPayload{Fence: events.FencePostgresWrite, Resource: "orders", StaleToken: 1, CurrentToken: 1 << 40}))
 	add("fence rejected check", events.FenceRejected, mustBody(tb, env(events.FenceRejected, 39, "req_1"),
 		&events.FenceRejectedPayload{Fence: events.FenceCheck, Resource: "x", StaleToken: 2, CurrentToken: 3}))
+	add("signer added", events.SignerAdded, mustBody(tb, ledger(events.SignerAdded, 40, "req_2"),
+		&events.Signer{Key: "ops@host-a+0a1b2c3d+AQID", Role: events.RoleOwner, Statement: "lockledger signer/v1 ops@host-a AQID"}))
+	add("signer removed", events.SignerRemoved, mustBody(tb, ledger(events.SignerRemoved, 41, "req_3"),
+		&events.Signer{Key: "x", Role: "host", Statement: "s"}))
+	full()
 	add("lock file", events.Type(schema.LockFile), prev.File())
 	full()
 	return out

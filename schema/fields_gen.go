@@ -30,6 +30,8 @@ const (
 	kLedgerPruned                // ledger_pruned.json
 	kLedgerUnpruned              // ledger_unpruned.json
 	kFenceRejected               // fence_rejected.json
+	kSignerAdded                 // signer_added.json
+	kSignerRemoved               // signer_removed.json
 	kLockV1                      // lock_v1.json
 )
 
@@ -65,6 +67,10 @@ func kindOf(t events.Type) (kind, bool) {
 		return kLedgerUnpruned, true
 	case "fence_rejected":
 		return kFenceRejected, true
+	case "signer_added":
+		return kSignerAdded, true
+	case "signer_removed":
+		return kSignerRemoved, true
 	case "lock_v1":
 		return kLockV1, true
 	}
@@ -211,6 +217,9 @@ const (
 	EventResource
 	EventStaleToken
 	EventCurrentToken
+	EventKey
+	EventRole
+	EventStatement
 	nEventFields
 )
 
@@ -292,6 +301,9 @@ var eventNames = []string{
 	EventResource:            "resource",
 	EventStaleToken:          "stale_token",
 	EventCurrentToken:        "current_token",
+	EventKey:                 "key",
+	EventRole:                "role",
+	EventStatement:           "statement",
 }
 
 func eventLookup(k []byte) int {
@@ -444,6 +456,12 @@ func eventLookup(k []byte) int {
 		return int(EventStaleToken)
 	case "current_token":
 		return int(EventCurrentToken)
+	case "key":
+		return int(EventKey)
+	case "role":
+		return int(EventRole)
+	case "statement":
+		return int(EventStatement)
 	}
 	return -1
 }
@@ -492,6 +510,8 @@ var eventAllowed = [...]fieldSet{
 	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents, 1<<(EventHeadHash-64) | 1<<(EventFile-64)},
 	kLedgerUnpruned:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents, 1<<(EventHeadHash-64) | 1<<(EventFile-64)},
 	kFenceRejected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser, 1<<(EventFence-64) | 1<<(EventResource-64) | 1<<(EventStaleToken-64) | 1<<(EventCurrentToken-64)},
+	kSignerAdded:     fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser, 1<<(EventKey-64) | 1<<(EventRole-64) | 1<<(EventStatement-64)},
+	kSignerRemoved:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser, 1<<(EventKey-64) | 1<<(EventRole-64) | 1<<(EventStatement-64)},
 }
 
 var eventRequired = [...]fieldSet{
@@ -510,6 +530,8 @@ var eventRequired = [...]fieldSet{
 	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents, 1 << (EventHeadHash - 64)},
 	kLedgerUnpruned:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents, 1 << (EventHeadHash - 64)},
 	kFenceRejected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID, 1<<(EventFence-64) | 1<<(EventResource-64) | 1<<(EventStaleToken-64) | 1<<(EventCurrentToken-64)},
+	kSignerAdded:     fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID, 1<<(EventKey-64) | 1<<(EventRole-64) | 1<<(EventStatement-64)},
+	kSignerRemoved:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID, 1<<(EventKey-64) | 1<<(EventRole-64) | 1<<(EventStatement-64)},
 }
 
 func checkEventField(v *validator, f int) *verr {
@@ -548,8 +570,12 @@ func checkEventField(v *validator, f int) *verr {
 			return v.enumConst(typeValues, "ledger_pruned")
 		case kLedgerUnpruned:
 			return v.enumConst(typeValues, "ledger_unpruned")
+		case kFenceRejected:
+			return v.enumConst(typeValues, "fence_rejected")
+		case kSignerAdded:
+			return v.enumConst(typeValues, "signer_added")
 		}
-		return v.enumConst(typeValues, "fence_rejected") // kFenceRejected
+		return v.enumConst(typeValues, "signer_removed") // kSignerRemoved
 	case EventSchemaVersion:
 		return v.constOne()
 	case EventAt:
@@ -714,6 +740,12 @@ func checkEventField(v *validator, f int) *verr {
 		return v.integer(1, noMax)
 	case EventCurrentToken:
 		return v.integer(2, noMax)
+	case EventKey:
+		return v.str(1, 512)
+	case EventRole:
+		return v.str(1, 64)
+	case EventStatement:
+		return v.str(1, 4096)
 	}
 	panic("schema: unhandled event field")
 }
@@ -1197,7 +1229,7 @@ func checkPinField(v *validator, f int) *verr {
 
 // The value lists of the enums.
 var (
-	typeValues                    = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked", "action_refused", "lock_projected", "job_processes", "ledger_exported", "ledger_verified", "ledger_projected", "ledger_pruned", "ledger_unpruned", "fence_rejected"}
+	typeValues                    = []string{"lock_acquired", "lock_heartbeat", "lock_stolen", "lock_released", "heartbeat_failed", "acquire_blocked", "action_refused", "lock_projected", "job_processes", "ledger_exported", "ledger_verified", "ledger_projected", "ledger_pruned", "ledger_unpruned", "fence_rejected", "signer_added", "signer_removed"}
 	modeValues                    = []string{"exclusive", "shared"}
 	formatValues                  = []string{"tower-fleet", "bso", "beads", "prodigy", "gitclaw"}
 	reasonValues                  = []string{"stale_lock_forced", "holder_dead", "forced_active", "foreign_lock", "superseded", "reclaimed"}

@@ -19,4 +19,5 @@ var Commands = []invocation.Command{
 	{Listing: pruneListing, New: NewPrune},
 	{Listing: unpruneListing, New: NewUnprune},
 	{Listing: metricsListing, New: NewMetrics},
+	{Listing: signerListing, New: NewSigner},
 }

@@ -39,6 +39,7 @@ type verifyOptions struct {
 	pinned      bool // the trust store pins a ledger at this root
 	archives    []string
 	evidence    string
+	signers     string // --signers FILE
 }
 
 var verifyListing = invocation.Listing{
@@ -177,6 +178,7 @@ no key and pinning nothing. With --file nothing is recorded.`,
 	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one: checkpoints must be signed by one (repeatable)")
 	cmd.Flags().StringVar(&o.ledgerID, "ledger-id", "", "the ledger this must be: any other fails (swapped), even one signed with the same key")
 	cmd.Flags().StringArrayVar(&o.heads, "expect-head", nil, "SEQ:HASH: event SEQ's hash must be HASH (a head recorded elsewhere, without a key; repeatable)")
+	cmd.Flags().StringVar(&o.signers, "signers", "", "FILE of the ledger's signer keys, one a line (its owner's signer list --keys): checkpoints of these keys, and of every key they register, vouch for the log; verify then makes no key of its own")
 	cmd.Flags().StringArrayVar(&o.archives, "archive", nil, "also check this archive (lockledger archive) and the live ledger as one log (repeatable)")
 	cmd.Flags().StringVar(&o.evidence, "evidence", "", "check this evidence bundle (lockledger evidence) alone, with --verifier-key; writes nothing")
 	o.witnessKeys.Register(cmd)
@@ -196,6 +198,13 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 	}
 	if t.Verifiers, err = verifierKeys("--verifier-key", o.verifiers); err != nil {
 		return nil, err
+	}
+	if o.signers != "" {
+		keys, err := signerSetFile(o.signers)
+		if err != nil {
+			return nil, err
+		}
+		t.Verifiers = append(t.Verifiers, keys...)
 	}
 	t.Expected = len(t.Verifiers) > 0
 	if o.ledgerID != "" {
@@ -269,6 +278,9 @@ func (o *verifyOptions) keysOutsideRoot(keyed bool) error {
 		if _, err := checkpoint.NewVerifier(v); err != nil && invocation.InsideRoot(o.g.Root, v) {
 			return invocation.KeyInRoot("--verifier-key", v, o.g.Root)
 		}
+	}
+	if o.signers != "" && invocation.InsideRoot(o.g.Root, o.signers) {
+		return invocation.KeyInRoot("--signers", o.signers, o.g.Root)
 	}
 	if !o.witnessFlag && !keyed {
 		return nil // LOCKLEDGER_WITNESS is not read without a key
@@ -380,6 +392,11 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	case rep.Trust == replay.Unsigned && rep.Events > 0:
 		warning = unsignedWarning
 		o.g.Sayf("warning: %s", warning)
+	}
+	if o.signers != "" && !o.pinned {
+		// An auditor given the signer set has no key of its own to make:
+		// its record is appended unsigned, pinning nothing.
+		o.g.Sign.Unsigned = true
 	}
 	if (!rep.OK || signed > 0) && !o.pinned && o.g.Trusting() {
 		// A ledger that fails verify is not trusted on first use, nor one

@@ -2,7 +2,9 @@ package auditcmd
 
 import (
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -125,4 +127,30 @@ func validLedgerIDFlag(id string) error {
 		return events.Invalid("--ledger-id", id, "must be a ledger id (as verify prints it): 1-128 of A-Z a-z 0-9 _ . : -")
 	}
 	return nil
+}
+
+// signerSetFile reads --signers: verifier keys, one a line (blank lines
+// and # comments skipped). A file inside the root is refused by the
+// caller's keysOutsideRoot rules, as a --verifier-key file is.
+func signerSetFile(path string) ([]note.Verifier, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, events.Invalid("--signers", path, "cannot be read: "+invocation.ErrText(err))
+	}
+	var out []note.Verifier
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := checkpoint.NewVerifier(line)
+		if err != nil {
+			return nil, events.Invalid("--signers", fmt.Sprintf("%s:%d", path, i+1), err.Error())
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, events.Invalid("--signers", path, "holds no verifier key")
+	}
+	return out, nil
 }

@@ -318,6 +318,10 @@ func Details(ev *replay.Event) string {
 			add("until %s", ev.Until)
 		}
 		add("as %s to %s", ev.Format, ev.Destination)
+	case events.SignerAdded:
+		add("signer %s added as %s", ev.Key, ev.Role)
+	case events.SignerRemoved:
+		add("signer %s removed (was %s)", ev.Key, ev.Role)
 	case events.LedgerPruned, events.LedgerUnpruned:
 		verb := "pruned %s%s from the live store"
 		if ev.Type == events.LedgerUnpruned {
@@ -478,7 +482,7 @@ func EventColor(ev *replay.Event) string {
 		return ansiYellow
 	case events.LedgerExported:
 		return AnsiDim
-	case events.LedgerPruned, events.LedgerUnpruned:
+	case events.LedgerPruned, events.LedgerUnpruned, events.SignerAdded, events.SignerRemoved:
 		return AnsiMagenta
 	case events.FenceRejected:
 		return ansiRed

@@ -49,6 +49,8 @@ func TestDetailsAndColourOfEveryEventType(t *testing.T) {
 			[]string{"put 9 events (seq 1-9) back into the live store, archive sha256 " + strings.Repeat("ab", 32) + ", archive file /srv/a.jsonl"}, AnsiMagenta},
 		{replay.Event{Fence: events.FenceFileWrite, Resource: "/srv/app/release.txt", StaleToken: 4, CurrentToken: 6},
 			[]string{"REFUSED write to file /srv/app/release.txt: token 4, below 6"}, ansiRed},
+		{replay.Event{Key: "ops+01020304+AQID", Role: "host"}, []string{"signer ops+01020304+AQID added as host"}, AnsiMagenta},
+		{replay.Event{Key: "ops+01020304+AQID", Role: "host"}, []string{"signer ops+01020304+AQID removed (was host)"}, AnsiMagenta},
 	}
 	for i, typ := range events.Types {
 		if i >= len(cases) {

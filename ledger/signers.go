@@ -1,0 +1,173 @@
+package ledger
+
+// The ledger's signers (see replay/signers.go): an owner registers and
+// revokes the keys that sign the ledger's checkpoints, each by an event
+// carrying its signed statement; verify trusts every key an owner it
+// trusts registered, and a writer whose key the ledger does not register
+// (where it registers any) signs its head alone, promising nothing.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
+)
+
+// ErrNotOwner: a signer change asked of a writer whose key is not an
+// owner of the ledger's signers.
+var ErrNotOwner = errors.New("not an owner of the ledger's signers")
+
+// ErrNotSigner: a signer removal of a key the ledger does not register.
+var ErrNotSigner = errors.New("not a signer of the ledger")
+
+// AddSigner registers key (a verifier key) as a signer of the ledger
+// under role, with a statement signed by this Ledger's key. The first
+// registration of a ledger first registers the writer's own key as its
+// owner; after it, only an owner registered there may add or remove
+// signers. It returns the seq of the key's signer_added.
+func (l *Ledger) AddSigner(ctx context.Context, id Identity, key, role string) (int64, error) {
+	return l.changeSigner(ctx, id, checkpoint.SignerAdd, key, role)
+}
+
+// RemoveSigner revokes key: its checkpoints of the log past this event
+// vouch for nothing. It returns the seq of the signer_removed.
+func (l *Ledger) RemoveSigner(ctx context.Context, id Identity, key string) (int64, error) {
+	return l.changeSigner(ctx, id, checkpoint.SignerRemove, key, "")
+}
+
+// Signers is the ledger's signer set as its own registrations make it
+// (every statement checked against the owners it registers, the first
+// owner trusted as the ledger's), with notes on the events that did not
+// count.
+func (l *Ledger) Signers(ctx context.Context) ([]replay.Signer, []string, error) {
+	tx, err := l.BeginRead(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tx.Rollback()
+	regs, err := replay.ReadRegistrations(ctx, tx)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, notes := l.selfSigners(regs)
+	return s, notes, nil
+}
+
+// selfSigners folds regs trusting the first registration's own key: the
+// owner the ledger names for itself (a reader trusts it only through a
+// pin, see Verify).
+func (l *Ledger) selfSigners(regs []replay.Registration) ([]replay.Signer, []string) {
+	if len(regs) == 0 {
+		return nil, nil
+	}
+	v, err := checkpoint.NewVerifier(regs[0].Key)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("the first signer event (seq %d) names no key: %v", regs[0].Seq, err)}
+	}
+	return replay.FoldSigners(checkpoint.Origin(l.id), []note.Verifier{v}, regs)
+}
+
+func (l *Ledger) changeSigner(ctx context.Context, id Identity, action, key, role string) (int64, error) {
+	if l.signing.signer == nil {
+		return 0, fmt.Errorf("ledger: signer %s: %w", action, ErrNoSigner)
+	}
+	key = strings.TrimSpace(key)
+	_, err := checkpoint.NewVerifier(key)
+	if err != nil {
+		return 0, events.Invalid("key", key, err.Error())
+	}
+	if action == checkpoint.SignerAdd {
+		if err := events.ValidText("role", role, 64, false); err != nil {
+			return 0, err
+		}
+		if role == "" || strings.ContainsAny(role, " \t") {
+			return 0, events.Invalid("role", role, "must be one word (owner may add and remove signers)")
+		}
+	}
+	own := checkpoint.VerifierKeyOf(l.signing.signer)
+	origin := checkpoint.Origin(l.id)
+	var seq int64
+	err = l.update(ctx, func(w *writeTx) (error, error) {
+		rid, err := l.resolve(id, w.now)
+		if err != nil {
+			return nil, err
+		}
+		regs, err := replay.ReadRegistrations(ctx, w.q)
+		if err != nil {
+			return nil, err
+		}
+		signers, _ := l.selfSigners(regs)
+		standing := func(k string, owner bool) *replay.Signer {
+			for i := range signers {
+				s := &signers[i]
+				if s.Removed == 0 && s.Key == k && (!owner || s.Role == events.RoleOwner) {
+					return s
+				}
+			}
+			return nil
+		}
+		appendOne := func(typ events.Type, act, k, r string) error {
+			st, err := checkpoint.SignStatement(checkpoint.SignerStatement(origin, act, r, k), l.signing.signer)
+			if err != nil {
+				return err
+			}
+			ev, err := w.append(typ, rid, &events.Signer{Key: k, Role: r, Statement: st})
+			if err == nil {
+				seq = ev.Seq
+			}
+			return err
+		}
+		switch {
+		case len(regs) == 0 && action == checkpoint.SignerAdd:
+			if err := appendOne(events.SignerAdded, checkpoint.SignerAdd, own, events.RoleOwner); err != nil {
+				return nil, err
+			}
+			if key == own {
+				return nil, nil
+			}
+		case standing(own, true) == nil:
+			return nil, fmt.Errorf("%w (%w)", events.Invalid("signing key", own, "is not an owner the ledger's signers register: only an owner adds or removes signers"), ErrNotOwner)
+		}
+		if action == checkpoint.SignerRemove {
+			s := standing(key, false)
+			if s == nil {
+				return nil, fmt.Errorf("%w (%w)", events.Invalid("key", key, "is not a signer the ledger registers"), ErrNotSigner)
+			}
+			role = s.Role
+			if key == own && !slices.ContainsFunc(signers, func(o replay.Signer) bool { return o.Removed == 0 && o.Key != own && o.Role == events.RoleOwner }) {
+				return nil, events.Invalid("key", key, "is the last owner: add another owner first")
+			}
+			return nil, appendOne(events.SignerRemoved, checkpoint.SignerRemove, key, role)
+		}
+		if s := standing(key, false); s != nil && s.Role == role {
+			seq = s.Added
+			return nil, nil
+		}
+		return nil, appendOne(events.SignerAdded, checkpoint.SignerAdd, key, role)
+	})
+	return seq, err
+}
+
+// verifySigners adds to t the keys registered by the ledger's signer
+// events that its trusted keys vouch for (see replay.FoldSigners), and
+// returns the notes on the events that do not count.
+func (l *Ledger) verifySigners(ctx context.Context, q store.Querier, t *replay.Trust) ([]string, error) {
+	if len(t.Verifiers) == 0 {
+		return nil, nil
+	}
+	regs, err := replay.ReadRegistrations(ctx, q)
+	if err != nil || len(regs) == 0 {
+		return nil, err
+	}
+	signers, notes := replay.FoldSigners(checkpoint.Origin(l.id), t.Verifiers, regs)
+	t.WithSigners(signers)
+	return notes, nil
+}

@@ -21,8 +21,8 @@ func TestPostgresAWriteThatFailsBeforeItsCommitKeepsNoHead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, v := testKey(t)
-	heads := witness.Heads{Dir: t.TempDir()}
 	root := t.TempDir()
+	heads := witness.Heads{Dir: t.TempDir()}
 	openL := func() *Ledger {
 		t.Helper()
 		l, err := Open(ctx, root, WithDatabase(url), WithHost(Host{ID: "host-a"}), WithSigner(s), WithHeads(heads.Dir))
@@ -36,6 +36,7 @@ func TestPostgresAWriteThatFailsBeforeItsCommitKeepsNoHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := l.ID()
+	heads.Root = l.Root()
 	l.Close()
 	kept, err := heads.Last(id, v)
 	if err != nil || kept == nil || kept.Size != 1 {

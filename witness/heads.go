@@ -125,9 +125,7 @@ func (h Heads) Read(id string) ([]byte, error) {
 
 // readLock takes the shared lock of ledger id's head, where Store has
 // made one: Store rewrites the file a head was swapped out of (see
-// replace), which a reader may still hold open. It waits at most
-// storeWait, as Store does: a Store stopped inside its lock holds up no
-// reader for longer. The func lets it go.
+// replace), which a reader may still hold open. The func lets it go.
 func (h Heads) readLock(id string) (func(), error) {
 	lock, err := openRegular(h.lockPath(id), os.O_RDONLY)
 	switch {
@@ -136,22 +134,11 @@ func (h Heads) readLock(id string) (func(), error) {
 	case err != nil:
 		return nil, err
 	}
-	deadline := time.Now().Add(storeWait)
-	for {
-		err := unix.Flock(int(lock.Fd()), unix.LOCK_SH|unix.LOCK_NB)
-		if err == nil {
-			return func() { lock.Close() }, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			lock.Close()
-			return nil, err
-		}
-		if time.Now().After(deadline) {
-			lock.Close()
-			return nil, fmt.Errorf("%s: another process has held it for %s (stopped while it kept a head?)", h.lockPath(id), storeWait)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
+		lock.Close()
+		return nil, err
 	}
+	return func() { lock.Close() }, nil
 }
 
 func (h Heads) lockPath(id string) string { return filepath.Join(h.Dir, h.name(id)+".lock") }

@@ -142,3 +142,29 @@ func TestAHeadsDirectoryItsOwnerCannotWriteFailsTheWrite(t *testing.T) {
 		t.Fatalf("%d events after the refused write, want %d", n, before)
 	}
 }
+
+// TestAStoppedPinnerHoldsUpNoWriter: a process stopped while it holds the
+// lock of known_ledgers (here the test holds it) makes a writer that pins
+// on first use fail after a bounded wait, naming the lock, instead of
+// waiting for it for ever.
+func TestAStoppedPinnerHoldsUpNoWriter(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "root")
+	store := clitest.TrustDir(root)
+	if err := os.MkdirAll(store, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lockPath := filepath.Join(store, "known_ledgers.lock")
+	lock, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	r := runWithin(t, 30*time.Second, root, "acquire", "a", "--pid", strconv.Itoa(os.Getpid()))
+	if r.Code == 0 || !strings.Contains(r.Stderr, lockPath) {
+		t.Fatalf("a first write while another holds %s: exit %d, want a failure naming it\nstdout: %s\nstderr: %s", lockPath, r.Code, r.Stdout, r.Stderr)
+	}
+}

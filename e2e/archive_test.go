@@ -69,7 +69,7 @@ func archivePruneVerify(t *testing.T, env []string, sizes string) {
 	// head the trust store keeps now.
 	id := clitest.DecodeVerify(t, run(0, "verify", "--json")).LedgerID
 	cp := filepath.Join(dir, "head-before.checkpoint")
-	copyFile(t, filepath.Join(clitest.TrustDir(root), "heads", id+".checkpoint"), cp)
+	copyFile(t, keptHead(root, id), cp)
 	proof := filepath.Join(dir, "proof.json")
 	if err := os.WriteFile(proof, []byte(run(0, "prove", "event", "2", "--checkpoint", cp).Stdout), 0o600); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func archivePruneVerify(t *testing.T, env []string, sizes string) {
 		t.Fatalf("prove of an archived event: %s", r.Stderr)
 	}
 	now := filepath.Join(dir, "head-after.checkpoint")
-	copyFile(t, filepath.Join(clitest.TrustDir(root), "heads", id+".checkpoint"), now)
+	copyFile(t, keptHead(root, id), now)
 	run(0, "prove", "extends", cp, now)
 	r = run(2, "prune", "--archive", arch)
 	if !strings.Contains(r.Stderr, "--archive") {

@@ -20,6 +20,8 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/trust"
+	"github.com/lockledger/lockledger/witness"
 )
 
 // defaultRoot is a fresh root written by a few lock commands with no
@@ -44,7 +46,7 @@ func defaultRoot(t *testing.T) (root, head string) {
 		}
 	}
 	id := ledgerID(t, root)
-	head = filepath.Join(clitest.TrustDir(root), "heads", id+".checkpoint")
+	head = keptHead(root, id)
 	if _, err := os.Stat(head); err != nil {
 		t.Fatalf("no signed head kept outside the root: %v", err)
 	}
@@ -52,6 +54,12 @@ func defaultRoot(t *testing.T) (root, head string) {
 		t.Fatalf("plain verify of an untouched root: trust %q, warning %q", v.Trust, v.Warning)
 	}
 	return root, head
+}
+
+// keptHead is the file the trust store keeps the head of ledger id at
+// root in.
+func keptHead(root, id string) string {
+	return witness.Heads{Dir: filepath.Join(clitest.TrustDir(root), "heads"), Root: trust.Resolve(root)}.Path(id)
 }
 
 func ledgerID(t *testing.T, root string) string {

@@ -56,11 +56,22 @@ func WithSigner(s note.Signer) Option {
 	}
 }
 
-// WithHeads keeps the ledger's latest signed head in dir (witness.Heads):
-// with a signer, every committed write signs one and stores it there, and
-// no write commits unless its tree extends the head kept there.
+// WithHeads keeps the ledger's latest signed head in dir (witness.Heads),
+// one per root: with a signer, every committed write signs one and stores
+// it there, and no write commits unless its tree extends the head kept
+// there and the head could be kept once it commits.
 func WithHeads(dir string) Option {
 	return func(c *config) error { c.signing.heads = witness.Heads{Dir: dir}; return nil }
+}
+
+// heads is where this root's head is kept (WithHeads): per ledger and per
+// root, so that a copy of the root keeps a head of its own.
+func (l *Ledger) heads() witness.Heads {
+	h := l.signing.heads
+	if h.Dir != "" && h.Root == "" {
+		h.Root = l.root
+	}
+	return h
 }
 
 // WithWitnesses copies every checkpoint signed through this Ledger to each
@@ -227,7 +238,7 @@ func (l *Ledger) extendingTree(ctx context.Context, q store.Querier, id string, 
 			l.log.Warn("could not read a witness's last checkpoint; checking against the others", "err", err)
 		}
 		earlier = append(earlier, found...)
-		kept, err := l.signing.heads.Earlier(id, v)
+		kept, err := l.heads().Earlier(id, v)
 		if err != nil {
 			return root, err
 		}
@@ -277,7 +288,7 @@ func (l *Ledger) publish(ctx context.Context, cp *Checkpointed) error {
 }
 
 func (l *Ledger) keepHead(cp *Checkpointed) error {
-	where, err := l.signing.heads.Store(l.id, cp.Size, cp.Note, checkpoint.VerifierOf(l.signing.signer))
+	where, err := l.heads().Store(l.id, cp.Size, cp.Note, checkpoint.VerifierOf(l.signing.signer))
 	if where != "" {
 		cp.Witnesses = append(cp.Witnesses, where)
 	}
@@ -295,7 +306,11 @@ func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 	}
 	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
 	if err := l.keepHead(cp); err != nil {
-		l.log.Warn("could not keep the signed head outside the root; the next signed write will", "size", cp.Size, "err", err)
+		// The write committed, and its head was checked keepable before
+		// (witness.Heads.Earlier): what failed here is passing (another
+		// Store stopped past its wait, a full disk), and the next write
+		// either keeps a later head or fails before it commits.
+		l.log.Error("could not keep the signed head outside the root (the write stands)", "size", cp.Size, "err", err)
 	}
 	if cp.headOnly || (len(l.signing.witnesses) == 0 && len(l.signing.cosigners) == 0) {
 		return

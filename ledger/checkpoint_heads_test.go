@@ -19,6 +19,7 @@ func TestEveryWriteKeepsAHeadTheNextWriterMustExtend(t *testing.T) {
 	s, v := testKey(t)
 	heads := witness.Heads{Dir: t.TempDir()}
 	e := open(t, WithSigner(s), WithHeads(heads.Dir))
+	heads.Root = e.l.Root()
 	cycle(t, e.l, "a", "r1")
 	cycle(t, e.l, "b", "r2")
 	if got := storedCheckpoints(t, e.l, v); fmt.Sprint(got) != "[1]" {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"unicode"
@@ -43,8 +45,13 @@ func (s *Store) Key() (k *Key, created bool, err error) {
 // there (mode perm, group gid unless -1) when there is none. Two processes
 // making it at once end up with the same key: it is written aside and
 // linked into place, so no one ever reads half a key or replaces one.
-func LoadOrCreateKey(path, name string, perm os.FileMode, gid int) (*Key, bool, error) {
-	s, err := readKey(path, perm)
+//
+// A key is read only from a regular file of this user's, or, for a group's
+// key (gid not -1), of the group gid owned by this user, one of owners (the
+// root's owner) or a member of the group: anyone else who could put a file
+// there (a sticky directory others can write) could sign for the group.
+func LoadOrCreateKey(path, name string, perm os.FileMode, gid int, owners ...int) (*Key, bool, error) {
+	s, err := readKey(path, perm, gid, owners)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return s, false, err
 	}
@@ -82,14 +89,14 @@ func LoadOrCreateKey(path, name string, perm os.FileMode, gid int) (*Key, bool, 
 	} else if err != nil {
 		return nil, false, err
 	}
-	s, err = readKey(path, perm)
+	s, err = readKey(path, perm, gid, owners)
 	return s, created && err == nil, err
 }
 
-// readKey reads a signer key file: a regular file (never a symlink) of
-// this user's, which no one but its owner (and, for perm 0640, the
-// group) can read.
-func readKey(path string, perm os.FileMode) (*Key, error) {
+// readKey reads a signer key file: a regular file (never a symlink) which
+// no one but its owner (and, for perm 0640, the group) can read, owned as
+// LoadOrCreateKey says.
+func readKey(path string, perm os.FileMode, gid int, owners []int) (*Key, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, events.Invalid("signing key", path, "is a symlink: a key file is never followed")
@@ -106,8 +113,14 @@ func readKey(path string, perm os.FileMode) (*Key, error) {
 	switch {
 	case !fi.Mode().IsRegular():
 		return nil, events.Invalid("signing key", path, "is not a regular file")
-	case st != nil && int(st.Uid) != os.Geteuid() && perm == 0o600:
+	case st == nil:
+		return nil, events.Invalid("signing key", path, "has no owner this system reports")
+	case gid < 0 && int(st.Uid) != os.Geteuid():
 		return nil, events.Invalid("signing key", path, fmt.Sprintf("is owned by uid %d, not by this user: whoever owns it can sign for you", st.Uid))
+	case gid >= 0 && int(st.Gid) != gid:
+		return nil, events.Invalid("signing key", path, fmt.Sprintf("has group %d, not the root's group %d: the group did not make it, and whoever did (uid %d) could sign for the group; remove it and write again", st.Gid, gid, st.Uid))
+	case gid >= 0 && !groupOwner(int(st.Uid), gid, owners):
+		return nil, events.Invalid("signing key", path, fmt.Sprintf("is owned by uid %d, who is neither this user, the root's owner, nor a member of group %d: whoever owns it could sign for the group; remove it and write again", st.Uid, gid))
 	case fi.Mode().Perm()&^perm != 0:
 		return nil, events.Invalid("signing key", path, fmt.Sprintf("has mode %04o: others can read or write it; it must be %04o at most", fi.Mode().Perm(), perm))
 	}
@@ -121,6 +134,23 @@ func readKey(path string, perm os.FileMode) (*Key, error) {
 		return nil, events.Invalid("signing key", path, err.Error())
 	}
 	return &Key{Signer: s, Verifier: checkpoint.VerifierKeyOf(s), Path: path}, nil
+}
+
+// groupOwner reports whether uid may own the signing key of group gid:
+// this user, one of owners, or a member of the group by the user database.
+func groupOwner(uid, gid int, owners []int) bool {
+	if uid == os.Geteuid() || slices.Contains(owners, uid) {
+		return true
+	}
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return false
+	}
+	if u.Gid == strconv.Itoa(gid) {
+		return true
+	}
+	groups, err := u.GroupIds()
+	return err == nil && slices.Contains(groups, strconv.Itoa(gid))
 }
 
 // KeyName is the name of a new key: user@host, with what a key name may

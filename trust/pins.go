@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
@@ -104,7 +103,7 @@ func (s *Store) PinsPath() string { return s.pinsPath() }
 // Pins are every pin of the store, in file order; lines that are not pins
 // (comments, damage) are skipped.
 func (s *Store) Pins() ([]Pin, error) {
-	f, err := os.OpenFile(s.pinsPath(), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, err := openOwn(s.pinsPath(), os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -164,7 +163,7 @@ func (s *Store) Add(p Pin) (bool, error) {
 			return false, nil
 		}
 	}
-	f, err := os.OpenFile(s.pinsPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	f, err := openOwn(s.pinsPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
 		return false, err
 	}
@@ -184,10 +183,15 @@ func (s *Store) Forget(root string, drop func(Pin) bool) ([]Pin, error) {
 		return nil, err
 	}
 	defer unlock()
-	b, err := os.ReadFile(s.pinsPath())
+	f, err := openOwn(s.pinsPath(), os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lockledger/lockledger/checkpoint"
@@ -149,4 +150,60 @@ func TestOpenRefusesAHeadsDirectoryOthersCouldWrite(t *testing.T) {
 			t.Errorf("%s: Open: %v, want invalid naming %s and %q", rule, err, heads, rule)
 		}
 	}
+}
+
+// Every file of the store is a regular file of this user's that no one
+// else can write, never followed through a symlink: known_ledgers as a
+// symlink, a FIFO or writable by others is refused (events.Invalid naming
+// it), by the readers and the writer of pins alike.
+func TestPinsFileMustBeARegularFileOfTheUsers(t *testing.T) {
+	for name, plant := range map[string]func(t *testing.T, path string){
+		"is a symlink": func(t *testing.T, path string) {
+			other := filepath.Join(t.TempDir(), "elsewhere")
+			if err := os.WriteFile(other, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other, path); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"not a regular file": func(t *testing.T, path string) {
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"others can write it": func(t *testing.T, path string) {
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Open(filepath.Join(dir, "trust"), filepath.Join(dir, "root"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plant(t, s.PinsPath())
+			_, rerr := s.Pins()
+			_, aerr := s.Add(Pin{Root: "/r", LedgerID: "abc", Verifier: verifierKey(t)})
+			for _, err := range []error{rerr, aerr} {
+				if !errors.Is(err, events.ErrInvalid) || !strings.Contains(err.Error(), s.PinsPath()) || !strings.Contains(err.Error(), name) {
+					t.Errorf("%v, want invalid naming %s and %q", err, s.PinsPath(), name)
+				}
+			}
+		})
+	}
+}
+
+func verifierKey(t *testing.T) string {
+	t.Helper()
+	_, vk, err := checkpoint.GenerateKey("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vk
 }

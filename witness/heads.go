@@ -2,6 +2,8 @@ package witness
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,17 +21,45 @@ import (
 )
 
 // Heads is a local witness that keeps only the latest signed head of each
-// ledger: DIR/<ledger id>.checkpoint, replaced whole (written to a spare
-// file, fsynced, swapped or renamed into place: replace) under
-// DIR/<ledger id>.lock, never by a smaller head.
+// ledger at each root: DIR/<ledger id>@<root>.checkpoint (<root> a hash of
+// Root), replaced whole (written to a spare file, fsynced, swapped or
+// renamed into place: replace) under DIR/<ledger id>@<root>.lock, never by
+// a smaller head. A copy of a root (cp -a, a backup restored elsewhere)
+// holds the same ledger: each keeps its own head, so that writing to one
+// never makes the other look cut, while each is still held to its own.
+// Without Root, the head is DIR/<ledger id>.checkpoint, as lockledger kept
+// it before heads were per root; with Root, that file is read as the head
+// until the root keeps one of its own.
 // The zero Heads keeps nothing.
 type Heads struct {
-	Dir string
+	Dir  string
+	Root string // the root's resolved path, as the trust store pins it
 }
 
-// Path is the file holding ledger id's head.
+// Path is the file holding ledger id's head at Root.
 func (h Heads) Path(id string) string {
-	return filepath.Join(h.Dir, id+".checkpoint")
+	return filepath.Join(h.Dir, h.name(id)+".checkpoint")
+}
+
+// name is the stem of the files of ledger id's head at Root.
+func (h Heads) name(id string) string {
+	if h.Root == "" {
+		return id
+	}
+	sum := sha256.Sum256([]byte(h.Root))
+	return id + "@" + hex.EncodeToString(sum[:16])
+}
+
+// Kept is the file that holds ledger id's head at Root: Path, or where no
+// head of Root was kept yet, the head kept of the ledger before heads were
+// per root; "" when there is neither.
+func (h Heads) Kept(id string) string {
+	for _, p := range []string{h.Path(id), Heads{Dir: h.Dir}.Path(id)} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			return p
+		}
+	}
+	return ""
 }
 
 // Last is the head of ledger id signed by v, nil when there is none.
@@ -49,8 +79,12 @@ func (h Heads) Last(id string, v note.Verifier) (*checkpoint.Signed, error) {
 	// verifies, and a fresh open reads the head in place.
 	var s *checkpoint.Signed
 	var err error
+	path := h.Kept(id)
+	if path == "" {
+		return nil, nil
+	}
 	for range lastReads {
-		if s, err = Last(h.Path(id), id, v); s != nil || err != nil {
+		if s, err = Last(path, id, v); s != nil || err != nil {
 			break
 		}
 	}
@@ -61,18 +95,25 @@ func (h Heads) Last(id string, v note.Verifier) (*checkpoint.Signed, error) {
 // the key signed before it believes it.
 const lastReads = 3
 
-// Read is the content of ledger id's head file, nil when there is none,
-// read as Last reads it: under Store's lock, never through a symlink.
+// Read is the content of ledger id's head file (see Kept), nil when there
+// is none, read under Store's lock, never through a symlink.
 func (h Heads) Read(id string) ([]byte, error) {
 	if err := headID(id); err != nil {
 		return nil, err
+	}
+	path := h.Kept(id)
+	if path == "" {
+		return nil, nil
+	}
+	if path != h.Path(id) {
+		h = Heads{Dir: h.Dir}
 	}
 	unlock, err := h.readLock(id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	f, err := openRegular(h.Path(id), os.O_RDONLY)
+	f, err := openRegular(path, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {
@@ -100,7 +141,42 @@ func (h Heads) readLock(id string) (func(), error) {
 	return func() { lock.Close() }, nil
 }
 
-func (h Heads) lockPath(id string) string { return filepath.Join(h.Dir, id+".lock") }
+func (h Heads) lockPath(id string) string { return filepath.Join(h.Dir, h.name(id)+".lock") }
+
+func (h Heads) sparePath(id string) string { return filepath.Join(h.Dir, "."+h.name(id)+".spare") }
+
+// ErrCannotKeep: the head of a write could not be kept once it commits.
+var ErrCannotKeep = errors.New("the signed head cannot be kept there")
+
+// keepable refuses a head that Store could not keep: a directory this user
+// cannot write, or a head, spare or lock file that is not a regular file
+// (a FIFO, a directory, a symlink). It only looks (lstat, access), so a
+// writer asks it inside its write transaction, before anything commits: a
+// head that cannot be kept fails the write, rather than leaving every
+// later write committed while the head kept stands still.
+func (h Heads) keepable(id string) error {
+	fi, err := os.Lstat(h.Dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", h.Dir, ErrCannotKeep, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: %w: not a directory (%s)", h.Dir, ErrCannotKeep, fi.Mode().Type())
+	}
+	if err := unix.Access(h.Dir, unix.W_OK|unix.X_OK); err != nil {
+		return fmt.Errorf("%s: %w: this user cannot write the directory (mode %04o): %w", h.Dir, ErrCannotKeep, fi.Mode().Perm(), err)
+	}
+	for _, p := range []string{h.Path(id), h.sparePath(id), h.lockPath(id)} {
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return fmt.Errorf("%s: %w: %w", p, ErrCannotKeep, err)
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("%s: %w: not a regular file (%s); move it aside", p, ErrCannotKeep, fi.Mode().Type())
+		}
+	}
+	return nil
+}
 
 // openRegular opens a head or its lock file, which must be a regular file
 // and not a symlink: O_NONBLOCK keeps a FIFO planted there from blocking
@@ -121,8 +197,18 @@ func openRegular(path string, flag int) (*os.File, error) {
 }
 
 // Earlier is the head of ledger id signed by v, as an earlier checkpoint
-// a new tree must extend; a head that cannot be read is a *HeadError.
+// a new tree must extend; a head that cannot be read, or could not be
+// kept once the write commits (see keepable), is a *HeadError.
 func (h Heads) Earlier(id string, v note.Verifier) ([]checkpoint.Earlier, error) {
+	if h.Dir == "" {
+		return nil, nil
+	}
+	if err := headID(id); err != nil {
+		return nil, &HeadError{Dir: h.Dir, Err: err}
+	}
+	if err := h.keepable(id); err != nil {
+		return nil, &HeadError{Dir: h.Dir, Err: err}
+	}
 	kept, err := h.Last(id, v)
 	if err != nil {
 		return nil, &HeadError{Dir: h.Dir, Err: err}
@@ -130,12 +216,12 @@ func (h Heads) Earlier(id string, v note.Verifier) ([]checkpoint.Earlier, error)
 	if kept == nil {
 		// A head file is only ever replaced whole by one this key signed:
 		// one that holds none (another key's, or damaged) is not "no head".
-		if _, err := os.Lstat(h.Path(id)); !errors.Is(err, fs.ErrNotExist) {
-			return nil, &HeadError{Dir: h.Dir, Err: fmt.Errorf("%s holds no head of ledger %s signed by %s (another key's, or damaged): %w", h.Path(id), id, v.Name(), ErrForeignHead)}
+		if p := h.Kept(id); p != "" {
+			return nil, &HeadError{Dir: h.Dir, Err: fmt.Errorf("%s holds no head of ledger %s signed by %s (another key's, or damaged): %w", p, id, v.Name(), ErrForeignHead)}
 		}
 		return nil, nil
 	}
-	return []checkpoint.Earlier{{Checkpoint: kept.Checkpoint, Source: "the head kept in " + h.Path(id)}}, nil
+	return []checkpoint.Earlier{{Checkpoint: kept.Checkpoint, Source: "the head kept in " + h.Kept(id)}}, nil
 }
 
 // ErrForeignHead: the head file holds no head the writer's key signed.
@@ -149,6 +235,9 @@ type HeadError struct {
 }
 
 func (e *HeadError) Error() string {
+	if errors.Is(e.Err, ErrCannotKeep) {
+		return fmt.Sprintf("refusing to sign: the signed head of this write could not be kept in %s: %v", e.Dir, e.Err)
+	}
 	return fmt.Sprintf("refusing to sign: the signed head kept in %s cannot be read: %v", e.Dir, e.Err)
 }
 func (e *HeadError) Unwrap() error { return e.Err }
@@ -193,7 +282,7 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 		return fmt.Errorf("%s: %w", h.lockPath(id), err)
 	}
 	defer unlock()
-	if kept, err := Last(h.Path(id), id, v); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if kept, err := Last(h.Kept(id), id, v); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	} else if kept != nil && kept.Size > size {
 		return errOlder
@@ -210,7 +299,7 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 // cannot be swapped (no head yet, or a file system that cannot), the spare
 // is renamed into place.
 func (h Heads) replace(id, msg string) error {
-	spare := filepath.Join(h.Dir, "."+id+".spare")
+	spare := h.sparePath(id)
 	f, err := openSpare(spare)
 	if err != nil {
 		return err

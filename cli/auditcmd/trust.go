@@ -128,11 +128,12 @@ func runTrustShow(g *invocation.Globals, asJSON bool) error {
 		if err != nil {
 			continue
 		}
-		h, err := witness.Heads{Dir: s.HeadsDir()}.Last(p.LedgerID, v)
+		heads := invocation.Heads(s, p.Root)
+		h, err := heads.Last(p.LedgerID, v)
 		if err != nil || h == nil {
 			continue
 		}
-		sh := shownHead{LedgerID: p.LedgerID, File: witness.Heads{Dir: s.HeadsDir()}.Path(p.LedgerID), Size: h.Size, Root: h.Root.String()}
+		sh := shownHead{LedgerID: p.LedgerID, File: heads.Kept(p.LedgerID), Size: h.Size, Root: h.Root.String()}
 		if !h.Time.IsZero() {
 			sh.Time = events.FormatTime(h.Time)
 		}
@@ -249,14 +250,19 @@ func runTrustForget(g *invocation.Globals, yes bool) error {
 	if err != nil {
 		return err
 	}
-	heads := witness.Heads{Dir: s.HeadsDir()}
 	for _, p := range gone {
 		named := false
 		for _, l := range left {
 			named = named || l.LedgerID == p.LedgerID
 		}
+		// This root's head goes with its pin; the head kept before heads
+		// were per root goes once no root pins the ledger.
+		paths := []string{invocation.Heads(s, p.Root).Path(p.LedgerID)}
 		if !named {
-			if err := os.Remove(heads.Path(p.LedgerID)); err != nil && !os.IsNotExist(err) {
+			paths = append(paths, witness.Heads{Dir: s.HeadsDir()}.Path(p.LedgerID))
+		}
+		for _, path := range paths {
+			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 				return err
 			}
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/trust"
-	"github.com/lockledger/lockledger/witness"
 )
 
 // unsignedWarning is what verify says, on stderr and in --json, of a
@@ -81,11 +80,11 @@ func (o *verifyOptions) fromStore(t *replay.Trust) error {
 		o.expect = append(o.expect, expectation{id: ids[0], source: "the trust store's pin (" + s.PinsPath() + ")"})
 	}
 	for _, id := range ids {
-		head := invocation.KeptHead(s, id)
+		head := invocation.KeptHead(s, o.g.Root, id)
 		if head == "" {
 			continue
 		}
-		b, err := witness.Heads{Dir: s.HeadsDir()}.Read(id)
+		b, err := invocation.Heads(s, o.g.Root).Read(id)
 		if err != nil {
 			return events.Invalid("trust directory", head, "cannot be read: "+invocation.ErrText(err))
 		}

@@ -3,11 +3,13 @@ package invocation
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -129,11 +131,27 @@ func (g *Globals) signer() (note.Signer, string, error) {
 	if fi.Mode().Perm()&0o077 != 0 {
 		g.Log.Warn("the signing key file can be read by others than its owner; keep it 0600", "file", f.Key, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
 	}
-	b, err := os.ReadFile(f.Key)
+	b, err := readKeyFile(f.Key)
 	if err != nil {
 		return nil, "", events.Invalid(field, f.Key, "cannot be read: "+ErrText(err))
 	}
 	return signerOf(field, f.Key, string(b))
+}
+
+// readKeyFile reads a key file named on the command line: a regular file,
+// opened without blocking (a FIFO there would hold the writer for ever).
+func readKeyFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	return io.ReadAll(io.LimitReader(f, 4096))
 }
 
 // signerOf reads an encoded signer key and its verifier key.

@@ -60,7 +60,7 @@ func (g *Globals) defaultKey() (*trust.Key, error) {
 	if group {
 		path := groupKeyPath(g.Root)
 		if err = lockfile.MkdirReachable(filepath.Dir(path)); err == nil {
-			k, created, err = trust.LoadOrCreateKey(path, trust.KeyName(), 0o640, gid)
+			k, created, err = trust.LoadOrCreateKey(path, trust.KeyName(), 0o640, gid, rootOwner(g.Root))
 		}
 		var st unix.Stat_t
 		if err == nil && unix.Stat(filepath.Dir(path), &st) == nil && st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
@@ -92,6 +92,16 @@ func (g *Globals) defaultKey() (*trust.Key, error) {
 func groupKeyPath(root string) string {
 	r := trust.Resolve(root)
 	return filepath.Join(filepath.Dir(r), "."+filepath.Base(r)+".signing.key")
+}
+
+// rootOwner is the uid owning the root, -1 when it cannot be read (a root
+// not made yet).
+func rootOwner(root string) int {
+	var st unix.Stat_t
+	if err := unix.Stat(trust.Resolve(root), &st); err != nil {
+		return -1
+	}
+	return int(st.Uid)
 }
 
 // groupRoot reports whether the root is (or --group makes it) a group
@@ -168,7 +178,17 @@ func (g *Globals) pin(l *ledger.Ledger, k *trust.Key) error {
 	if same {
 		what = "ledger %s at %s: pinned another signing key in %s: %s"
 	}
-	g.Sayf(what, l.ID(), p.Root, g.trust.PinsPath(), k.Signer.Name())
+	g.Sayf(what, l.ID(), p.Root, g.trust.PinsPath(), k.Verifier)
+	if !same {
+		if elsewhere, err := g.trust.Pins(); err == nil {
+			for _, o := range elsewhere {
+				if o.LedgerID == l.ID() && o.Root != p.Root {
+					g.Sayf("ledger %s is pinned at %s too: this root is a copy of it (or it of this one); each keeps its own signed head, and neither is checked against the other", l.ID(), o.Root)
+					break
+				}
+			}
+		}
+	}
 	return nil
 }
 
@@ -180,10 +200,19 @@ func (g *Globals) Sayf(format string, args ...any) {
 	g.SayError(fmt.Sprintf(format, args...))
 }
 
+// Heads is the trust store's heads witness for the root at root: a head
+// per ledger and per root, so that a copy of a root keeps its own.
+func Heads(s *trust.Store, root string) witness.Heads {
+	return witness.Heads{Dir: s.HeadsDir(), Root: trust.Resolve(root)}
+}
+
 // KeptHead is the file holding the head the trust store keeps of ledger
-// id, "" when there is none.
-func KeptHead(s *trust.Store, id string) string {
-	p := witness.Heads{Dir: s.HeadsDir()}.Path(id)
+// id at root, "" when there is none.
+func KeptHead(s *trust.Store, root, id string) string {
+	p := Heads(s, root).Kept(id)
+	if p == "" {
+		return ""
+	}
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) || err != nil || !fi.Mode().IsRegular() {
 		return ""
@@ -205,11 +234,13 @@ func (g *Globals) DropHeads() error {
 		return err
 	}
 	for _, p := range pins {
-		path := witness.Heads{Dir: s.HeadsDir()}.Path(p.LedgerID)
-		if err := os.Remove(path); err == nil {
-			g.Log.Info("rollback accepted: dropped the signed head kept of the ledger", "ledger_id", p.LedgerID, "file", path)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
+		heads := Heads(s, p.Root)
+		for _, path := range []string{heads.Path(p.LedgerID), witness.Heads{Dir: heads.Dir}.Path(p.LedgerID)} {
+			if err := os.Remove(path); err == nil {
+				g.Log.Info("rollback accepted: dropped the signed head kept of the ledger", "ledger_id", p.LedgerID, "file", path)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	cp "github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/pgtest"
 )
@@ -17,8 +18,9 @@ import (
 // signing key) of its own, stand in for four users (separate
 // LOCKLEDGER_TRUST_DIR and host ids, one OS uid). The owner registers the
 // other hosts' keys; each host pins the owner's key. One host stays idle
-// for longer than the checkpoint interval while the others write: verify
-// passes on every host, and for an auditor with no key of its own given
+// for longer than the checkpoint interval while the others write, and a
+// fifth host whose key is not registered appends only (it stores no
+// checkpoint): verify passes on every host, and for an auditor with no key of its own given
 // the signer set; a rewrite, a cut tail and a deleted range the heads
 // covered fail on every host.
 func TestPostgresFleetOfSignersIdleHostVerifiesAndTamperFailsEverywhere(t *testing.T) {
@@ -64,13 +66,51 @@ func TestPostgresFleetOfSignersIdleHostVerifiesAndTamperFailsEverywhere(t *testi
 	if got := strings.Count(strings.TrimSpace(list), "\n") + 1; got != 4 {
 		t.Fatalf("signer list --keys: %d keys, want 4:\n%s", got, list)
 	}
+	// A host whose key the owner does not register only appends: it
+	// stores no checkpoint, so it promises nothing it could not keep.
+	appender := newPGHost(t, "fleet-appender", url)
+	appender.trust = t.TempDir()
+	run(appender, 0, "run", "job-"+appender.id, "--", "true")
+	if err := json.Unmarshal([]byte(run(appender, 0, "trust", "show", "--json").Stdout), &shown); err != nil || shown.VerifierKey == "" {
+		t.Fatalf("%s: trust show: %v %+v", appender.id, err, shown)
+	}
+	appenderKey, err := cp.NewVerifier(shown.VerifierKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(appender, 0, "trust", "pin", "--ledger-id", ledgerID, "--verifier-key", keys[0])
 	idle := hosts[3]
 	run(idle, 0, "run", "last-of-"+idle.id, "--", "true") // signs a checkpoint, and its promise
 	// The others write for longer than the interval the idle host promised.
 	start := time.Now()
-	for n := 0; time.Since(start) < 2*interval || n < 4; n++ {
-		run(hosts[1+n%2], 0, "run", "busy", "--", "true")
+	for n := 0; time.Since(start) < 2*interval || n < 6; n++ {
+		run([]*pgHost{hosts[1], hosts[2], appender}[n%3], 0, "run", "busy", "--", "true")
 	}
+	fleetDB, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	rows, err := fleetDB.Query(`SELECT note FROM checkpoints`)
+	for err == nil && rows.Next() {
+		var n string
+		if err = rows.Scan(&n); err == nil {
+			notes = append(notes, n)
+		}
+	}
+	if err == nil {
+		err = rows.Err()
+	}
+	fleetDB.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range notes {
+		if _, err := cp.Open([]byte(n), appenderKey); err == nil {
+			t.Errorf("a checkpoint row signed by the unregistered host:\n%s", n)
+		}
+	}
+	hosts = append(hosts, appender)
 	for _, h := range hosts {
 		if r := run(h, 0, "verify"); !strings.Contains(r.Stdout, "verify: OK") {
 			t.Fatalf("%s: verify: %s", h.id, r.Stdout)

@@ -39,6 +39,15 @@ type signing struct {
 	// the only earlier head a signer holds out of the ledger's reach.
 	signed *checkpoint.Memory
 	heads  witness.Heads // WithHeads
+	// notSigner is when (the log's size, the clock) this writer last found
+	// the ledger's signers registered without its key: until its policy
+	// would make a checkpoint due again, it does not read them again.
+	notSigner *dueAt
+}
+
+type dueAt struct {
+	seq int64
+	at  time.Time
 }
 
 // WithSigner makes every writer sign checkpoints with s: automatically
@@ -181,6 +190,18 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q store.PreparedTx, seq int6
 		}
 	case !errors.Is(err, sql.ErrNoRows):
 		return nil, err
+	}
+	promise, err := l.registeredSigner(ctx, q, seq, now)
+	if err != nil {
+		return nil, err
+	}
+	if !promise {
+		// Only appends: a stored checkpoint would carry a promise this
+		// host, idle while others write, could not keep.
+		if l.signing.heads.Dir == "" {
+			return nil, nil
+		}
+		return l.signCheckpoint(ctx, q, seq, now, false, false)
 	}
 	return l.signCheckpoint(ctx, q, seq, now, true, true)
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -96,6 +97,7 @@ func (l *Ledger) changeSigner(ctx context.Context, id Identity, action, key, rol
 	origin := checkpoint.Origin(l.id)
 	var seq int64
 	err = l.update(ctx, func(w *writeTx) (error, error) {
+		l.signing.notSigner = nil // the set may change here: read it at the next checkpoint due
 		rid, err := l.resolve(id, w.now)
 		if err != nil {
 			return nil, err
@@ -154,6 +156,33 @@ func (l *Ledger) changeSigner(ctx context.Context, id Identity, action, key, rol
 		return nil, appendOne(events.SignerAdded, checkpoint.SignerAdd, key, role)
 	})
 	return seq, err
+}
+
+// registeredSigner reports whether this writer's key may store the
+// checkpoints its policy makes due: always on a ledger that registers no
+// signers; otherwise only while the ledger's own registrations (see
+// selfSigners) name the key and have not removed it. q is the write
+// transaction, so the answer holds for the log being signed. A writer
+// found not to be a signer reads the registrations again only once its
+// policy would make a checkpoint due since (events or time), so that an
+// appending host pays one indexed query per checkpoint interval, and is
+// registered (or removed) from its next due checkpoint on.
+func (l *Ledger) registeredSigner(ctx context.Context, q store.Querier, seq int64, now time.Time) (bool, error) {
+	if n := l.signing.notSigner; n != nil && seq >= n.seq && seq-n.seq < l.signing.every && now.Sub(n.at) < l.signing.interval {
+		return false, nil
+	}
+	l.signing.notSigner = nil
+	regs, err := replay.ReadRegistrations(ctx, q)
+	if err != nil || len(regs) == 0 {
+		return true, err
+	}
+	signers, _ := l.selfSigners(regs)
+	id := checkpoint.KeyID(l.signing.signer.Name(), l.signing.signer.KeyHash())
+	if slices.ContainsFunc(signers, func(s replay.Signer) bool { return s.Removed == 0 && s.ID() == id }) {
+		return true, nil
+	}
+	l.signing.notSigner = &dueAt{seq: seq, at: now}
+	return false, nil
 }
 
 // verifySigners adds to t the keys registered by the ledger's signer

@@ -38,6 +38,9 @@ type Signer struct {
 	verifier note.Verifier
 }
 
+// ID is the signer's key as checkpoint.KeyID names it.
+func (s Signer) ID() string { return checkpoint.VerifierID(s.verifier) }
+
 // ReadRegistrations reads the ledger's signer events in seq order.
 func ReadRegistrations(ctx context.Context, q Querier) ([]Registration, error) {
 	var out []Registration

@@ -629,7 +629,7 @@ func TestExportSliceIsCheckedAgainstTheCheckpointsItCarries(t *testing.T) {
 		t.Fatalf("the slice from seq 4 does not carry the tree before it and checkpoints 5 and 9:\n%s", text)
 	}
 	v := clitest.Verify(t, 0, s.root, "--file", slice, "--verifier-key", s.vkey)
-	if !strings.HasPrefix(v.Trust, "seq 1-9 match checkpoint "+slice+" line 3") {
+	if !strings.HasPrefix(v.Trust, "seq 4-9 are events 4-9 of the log checkpoint "+slice+" line 3") {
 		t.Fatalf("slice: trust %q", v.Trust)
 	}
 	// A frontier of another tree: the roots no longer match.
@@ -645,7 +645,7 @@ func TestExportSliceIsCheckedAgainstTheCheckpointsItCarries(t *testing.T) {
 	}
 	forged := strings.Replace(first, tl.Tree.Frontier[1], tlog.RecordHash([]byte("x")).String(), 1)
 	writeFile(t, slice, forged+"\n"+rest)
-	mustName(t, clitest.Verify(t, 1, s.root, "--file", slice, "--verifier-key", s.vkey), 1, slice+" line 2", "size 5", "no longer matches")
+	mustName(t, clitest.Verify(t, 1, s.root, "--file", slice, "--verifier-key", s.vkey), 4, slice+" line 2", "size 5", "no longer matches")
 }
 
 // TestExpectHeadWithoutAKey: a head written down earlier (verify prints

@@ -414,8 +414,8 @@ func TestAuditorPinsTheLedgerFromTrustExport(t *testing.T) {
 		}
 		return r
 	}
-	if r := audit(0, root, "verify"); !strings.Contains(r.Stderr, "unsigned") {
-		t.Fatalf("the auditor's verify before pinning gives no warning:\n%s", r.Stderr)
+	if r := audit(0, root, "verify"); !strings.Contains(r.Stderr, "signatures were not checked") {
+		t.Fatalf("the auditor's verify before pinning does not warn that the signatures went unchecked:\n%s", r.Stderr)
 	}
 	audit(0, root, "trust", "pin", "--ledger-id", id, "--verifier-key", shown.VerifierKey)
 	audit(0, other, "trust", "pin", "--ledger-id", id, "--verifier-key", shown.VerifierKey)

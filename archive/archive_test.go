@@ -179,7 +179,9 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 		return n
 	}
 	before := head()
-	if _, err := l.Prune(ctx, who(), c.SHA256, archive.Plan(c, "another-ledger", path)); !errors.Is(err, archive.ErrMismatch) {
+	another := *c
+	another.LedgerID = "another-ledger"
+	if _, err := l.Prune(ctx, who(), &another, path); !errors.Is(err, archive.ErrMismatch) {
 		t.Fatalf("an archive of another ledger: %v, want ErrMismatch", err)
 	}
 	if head() != before {
@@ -187,7 +189,7 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 	}
 
 	tPrune := time.Now()
-	seq, err := l.Prune(ctx, who(), c.SHA256, archive.Plan(c, l.ID(), path))
+	seq, err := l.Prune(ctx, who(), c, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +300,7 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 	}
 	// A second prune of the same archive is refused: it no longer starts
 	// where the live log does.
-	if _, err := l.Prune(ctx, who(), c.SHA256, archive.Plan(c, l.ID(), path)); !errors.Is(err, archive.ErrMismatch) {
+	if _, err := l.Prune(ctx, who(), c, path); !errors.Is(err, archive.ErrMismatch) {
 		t.Fatalf("the same archive again: %v, want ErrMismatch", err)
 	}
 
@@ -327,7 +329,7 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 		t.Fatalf("project after the unprune: %v", err)
 	}
 	// And prune again, from the same archive.
-	if _, err := l.Prune(ctx, who(), c.SHA256, archive.Plan(c, l.ID(), path)); err != nil {
+	if _, err := l.Prune(ctx, who(), c, path); err != nil {
 		t.Fatalf("the prune again after the unprune: %v", err)
 	}
 	rep = verify(t, l, sg)

@@ -54,7 +54,7 @@ func TestPruneIsSignedByTheLedgersKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer keyless.Close()
-	if _, err := keyless.Prune(ctx, who(), c.SHA256, archive.Plan(c, l.ID(), "/archives/old.jsonl")); !errors.Is(err, ledger.ErrNoSigner) {
+	if _, err := keyless.Prune(ctx, who(), c, "/archives/old.jsonl"); !errors.Is(err, ledger.ErrNoSigner) {
 		t.Fatalf("a prune with no signer: %v, want ErrNoSigner", err)
 	}
 	mustOK(t, "after the refused prune", verify(t, l, owner))
@@ -64,7 +64,7 @@ func TestPruneIsSignedByTheLedgersKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	seq, err := other.Prune(ctx, who(), c.SHA256, archive.Plan(c, l.ID(), "/archives/old.jsonl"))
+	seq, err := other.Prune(ctx, who(), c, "/archives/old.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

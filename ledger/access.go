@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/lockledger/lockledger/archive"
+	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/store"
 )
@@ -25,29 +29,92 @@ func (l *Ledger) RecordAccess(ctx context.Context, typ events.Type, id Identity,
 	return l.appendWide(ctx, typ, id, func(store.PreparedTx, int64) (any, error) { return payload, nil })
 }
 
-// Prune removes events from the live store and records it, in one write:
-// plan reads the live log in the write transaction (next is the seq its
-// marker gets) and returns the ledger_pruned marker once the archive it
-// checked verified against the log, or an error that changes nothing.
-// The events from the marker's FirstSeq to its LastSeq are deleted
+// Prune removes events from the live store into the archive a, checked
+// on its own (archive.Read), and records it, in one write: in the write
+// transaction (next is the seq its marker gets) the archive must verify
+// against the live log (archive.Plan; file is its absolute path, for the
+// marker). Where a signed head covers the events it removes (the head this
+// user keeps of the ledger, WithHeads, or a witness's cosignature the
+// ledger holds), the archive must also be in the log that head signed and
+// still be at its path, unchanged, right before the delete: otherwise the
+// prune is refused, an *archive.CoveredError naming the head. The events
+// from the marker's FirstSeq to its LastSeq are deleted
 // (store.PruneEvents, the triggers allowing it only until the marker is
 // appended), and the marker appended. The write stores a checkpoint of
 // the log through the marker, signed with the ledger's key: a Ledger
 // opened without one (WithSigner) is refused, ErrNoSigner, and so is a
 // log whose tree does not extend what the signer signed before. It
 // returns the marker's seq.
-func (l *Ledger) Prune(ctx context.Context, id Identity, archiveSHA256 string,
-	plan func(ctx context.Context, q store.Querier, next int64) (*events.Pruned, error)) (int64, error) {
+func (l *Ledger) Prune(ctx context.Context, id Identity, a *archive.Checked, file string) (int64, error) {
 	if l.signing.signer == nil {
 		return 0, fmt.Errorf("ledger: prune: %w: a prune removes events only with a signature verify can check", ErrNoSigner)
 	}
 	return l.appendSigned(ctx, events.LedgerPruned, id, func(q store.PreparedTx, next int64) (any, error) {
-		p, err := plan(ctx, q, next)
+		p, err := archive.Plan(a, l.id, file)(ctx, q, next)
 		if err == nil {
-			_, err = store.PruneEvents(ctx, q, p.LastSeq+1, next, archiveSHA256)
+			err = l.coveredKept(ctx, q, a)
+		}
+		if err == nil {
+			_, err = store.PruneEvents(ctx, q, p.LastSeq+1, next, a.SHA256)
 		}
 		return p, err
 	})
+}
+
+// coveredKept checks the archive a against every signed head that covers
+// any of its events: the head kept for this ledger at this root, and each
+// witness cosignature the ledger holds; then, when one does, that the
+// archive file is still kept. A head covers the archive's events when its
+// size reaches the archive's first seq.
+func (l *Ledger) coveredKept(ctx context.Context, q store.Querier, a *archive.Checked) error {
+	type head struct {
+		by   string
+		size int64
+		root tlog.Hash
+	}
+	var heads []head
+	if s, err := l.heads().Last(l.id, checkpoint.VerifierOf(l.signing.signer)); err != nil {
+		return err
+	} else if s != nil {
+		heads = append(heads, head{"the head kept in " + l.heads().Kept(l.id), s.Size, s.Root})
+	}
+	cs, err := store.StoredCosignatures(ctx, q)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		// The ledger holds what its witnesses returned; one that is not a
+		// checkpoint of this ledger vouches for nothing here.
+		s, err := checkpoint.Open(c.Note)
+		if err != nil || s.LedgerID() != l.id {
+			continue
+		}
+		heads = append(heads, head{fmt.Sprintf("witness %s's cosignature (row %d)", c.Witness, c.ID), s.Size, s.Root})
+	}
+	covered := false
+	for _, h := range heads {
+		if h.size < a.FirstSeq {
+			continue
+		}
+		covered = true
+		if err := a.InLogOf(ctx, q, h.size, h.root); err != nil {
+			return &archive.CoveredError{By: h.by, Size: h.size, Err: err}
+		}
+	}
+	if !covered {
+		return nil
+	}
+	if err := a.Kept(); err != nil {
+		h := heads[0]
+		for _, x := range heads {
+			if x.size >= a.FirstSeq {
+				h = x
+				break
+			}
+		}
+		return &archive.CoveredError{By: h.by, Size: h.size, Err: err}
+	}
+	return nil
 }
 
 // Unprune appends ledger_unpruned in the write in which restore puts the

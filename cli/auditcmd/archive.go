@@ -199,7 +199,7 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 	}
 	defer o.g.Finish(l)
 	sizeBefore := ledgerSize(ctx, o.g, l)
-	seq, err := l.Prune(ctx, ledger.Identity{Actor: o.actor, PID: os.Getppid()}, c.SHA256, archive.Plan(c, l.ID(), invocation.AbsPath(o.archive)))
+	seq, err := l.Prune(ctx, ledger.Identity{Actor: o.actor, PID: os.Getppid()}, c, invocation.AbsPath(o.archive))
 	if err != nil {
 		return archiveInput(o.archive, err)
 	}

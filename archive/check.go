@@ -188,5 +188,6 @@ func AgainstLedger(rep *replay.Report, genesis string, archives []*Checked) {
 	default:
 		rep.Notes = append(rep.Notes, fmt.Sprintf("seq %d-%d checked in %d archive(s), the last the one the prune at seq %d recorded: archives and live ledger are one log",
 			sorted[0].FirstSeq, live.BelowSeq-1, len(sorted), live.MarkerSeq))
+		rep.VouchForMarker(live.MarkerSeq, "archive "+sorted[len(sorted)-1].Path+", the one it recorded and one log with the live ledger,")
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,7 +83,11 @@ func TestPruneIsSignedByTheLedgersKey(t *testing.T) {
 
 	// A marker that no checkpoint signs at all (its row deleted by
 	// whoever can write the database): no key vouches for it.
-	for _, q := range []string{`DROP TRIGGER checkpoints_no_delete`, `DELETE FROM checkpoints WHERE size = ` + strconv.FormatInt(seq, 10)} {
+	var trigger string
+	if err := l.DB().QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE name = 'checkpoints_no_delete'`).Scan(&trigger); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TRIGGER checkpoints_no_delete`, `DELETE FROM checkpoints WHERE size = ` + strconv.FormatInt(seq, 10), trigger} {
 		if _, err := l.DB().ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -92,6 +98,26 @@ func TestPruneIsSignedByTheLedgersKey(t *testing.T) {
 	}
 	if rep.OK || !hasProblem(rep, seq, replay.KindCheckpoint) {
 		t.Fatalf("a marker with no checkpoint of its size: ok %v, problems %+v", rep.OK, rep.Problems)
+	}
+	// Its archive, the one it recorded and one log with the live ledger,
+	// vouches for it (as for a marker lockledger wrote before prunes had
+	// to be signed): nothing it removed is missing.
+	archive.AgainstLedger(rep, rep.Genesis, []*archive.Checked{c})
+	if !rep.OK || !slices.ContainsFunc(rep.Notes, func(n string) bool {
+		return strings.Contains(n, "archive old.jsonl") && strings.Contains(n, "vouches for it")
+	}) {
+		t.Fatalf("with its archive given: ok %v, problems %+v, notes %q", rep.OK, rep.Problems, rep.Notes)
+	}
+	// Another archive of the same events, not the one it recorded, does not.
+	rep, err = l.Verify(ctx, ledger.CheckAgainst(&replay.Trust{Verifiers: []note.Verifier{owner.v, stranger.v}, Expected: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other2 := *c
+	other2.SHA256 = strings.Repeat("0", 64)
+	archive.AgainstLedger(rep, rep.Genesis, []*archive.Checked{&other2})
+	if rep.OK || !hasProblem(rep, seq, replay.KindCheckpoint) {
+		t.Fatalf("with another archive given: ok %v, problems %+v", rep.OK, rep.Problems)
 	}
 }
 

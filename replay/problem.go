@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -186,6 +187,30 @@ type Report struct {
 	// Uncosigned: per witness key given, the checkpoints it did not
 	// cosign (not damage; see Uncosigned).
 	Uncosigned []Uncosigned `json:"uncosigned,omitempty"`
+	// markers are the problems of prune and unprune markers no trusted key
+	// signs, by seq, for an archive given to vouch for (VouchForMarker).
+	markers map[int64]Problem
+}
+
+// VouchForMarker withdraws the problem of the unsigned prune marker at
+// seq, if verify reported one, saying in a note that how vouches for it:
+// an archive that checks out as one log with the live ledger and is the
+// one the marker recorded holds every event the prune removed, so the
+// marker hides nothing, whoever wrote it (lockledger before prunes had to
+// be signed wrote markers no checkpoint of their size signs). It reports
+// whether there was a problem to withdraw; call Finish after.
+func (r *Report) VouchForMarker(seq int64, how string) bool {
+	p, ok := r.markers[seq]
+	if !ok {
+		return false
+	}
+	delete(r.markers, seq)
+	if i := slices.Index(r.Problems, p); i >= 0 {
+		r.Problems = slices.Delete(r.Problems, i, i+1)
+	}
+	r.ProblemCount--
+	r.Notes = append(r.Notes, fmt.Sprintf("the prune marker at seq %d is signed by no key verify trusts, and %s vouches for it", seq, how))
+	return true
 }
 
 // Add records a problem (a KindForeign one as information).

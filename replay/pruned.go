@@ -169,10 +169,18 @@ func (t *treeCheck) signedMarkers(markers []marker) {
 		if signed {
 			continue
 		}
-		t.report.Add(Problem{Seq: m.seq, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+		p := Problem{Seq: m.seq, Kind: KindCheckpoint, Detail: fmt.Sprintf(
 			"the %s event at seq %d is signed by no key verify trusts (%s): no checkpoint of exactly %d events by one of them matches the log; "+
 				"a prune or unprune is made only with the ledger's key, so this one was written without it (whoever could write the database), "+
-				"or its checkpoint was deleted; the events it removed or put back are vouched for by nothing",
-			m.typ, m.seq, strings.Join(keys, ", "), m.seq)})
+				"or its checkpoint was deleted, or lockledger before prunes were signed wrote it; the events it removed or put back are vouched for by nothing "+
+				"(give its archive with --archive: one that checks out vouches for it)",
+			m.typ, m.seq, strings.Join(keys, ", "), m.seq)}
+		t.report.Add(p)
+		if m.typ == events.LedgerPruned {
+			if t.report.markers == nil {
+				t.report.markers = map[int64]Problem{}
+			}
+			t.report.markers[m.seq] = p
+		}
 	}
 }

@@ -241,6 +241,8 @@ func TestPostgresFleetOfSignersIdleHostVerifiesAndTamperFailsEverywhere(t *testi
 	}
 
 	hosts = append(hosts, appender)
+	// Every host's verify records it and keeps a head past this seq.
+	unverified := seq(`SELECT max(seq) FROM events`)
 	for _, h := range hosts {
 		if r := run(h, 0, "verify"); !strings.Contains(r.Stdout, "verify: OK") {
 			t.Fatalf("%s: verify: %s", h.id, r.Stdout)
@@ -265,7 +267,19 @@ func TestPostgresFleetOfSignersIdleHostVerifiesAndTamperFailsEverywhere(t *testi
 	}
 
 	// Each tampering on a copy of the database (one ledger id, so each
-	// host's pin and head apply), checked on every host.
+	// host's pin and head apply), checked on every host, each host with
+	// its trust store and root as they were here: a verify of one copy
+	// keeps a head of that copy (and pins it in the root), which would
+	// fail the next copy's on its own.
+	var kept []string
+	for _, u := range append(hosts[:len(hosts):len(hosts)], auditor) {
+		kept = append(kept, u.trust, u.root)
+	}
+	for _, d := range kept {
+		if out, err := exec.Command("cp", "-a", d, d+".kept").CombinedOutput(); err != nil {
+			t.Fatalf("cp -a %s: %v\n%s", d, err, out)
+		}
+	}
 	mallory := newUser("mallory", malloryUID, pgtest.Superuser)
 	for _, tc := range []struct {
 		name string
@@ -275,9 +289,10 @@ func TestPostgresFleetOfSignersIdleHostVerifiesAndTamperFailsEverywhere(t *testi
 		by func(db string) int64
 	}{
 		{name: "rewrite", sql: `UPDATE events SET actor = 'mallory', body = convert_to(replace(convert_from(body, 'UTF8'), '"actor":"', '"actor":"x'), 'UTF8') WHERE seq = 3`},
-		{name: "cut", sql: `DELETE FROM checkpoints WHERE size > (SELECT max(seq) - 3 FROM events);
-			DELETE FROM tlog_hashes WHERE seq > (SELECT max(seq) - 3 FROM events);
-			DELETE FROM events WHERE seq > (SELECT max(seq) - 3 FROM events)`},
+		// The tail every host's kept head covers: their verifies.
+		{name: "cut", sql: strings.ReplaceAll(`DELETE FROM checkpoints WHERE size > UNVERIFIED;
+			DELETE FROM tlog_hashes WHERE seq > UNVERIFIED; DELETE FROM events WHERE seq > UNVERIFIED`,
+			"UNVERIFIED", strconv.FormatInt(unverified, 10))},
 		{name: "deleted range", sql: `DELETE FROM tlog_hashes WHERE seq BETWEEN 4 AND 6; DELETE FROM events WHERE seq BETWEEN 4 AND 6`},
 		{name: "pruned range", by: func(db string) int64 {
 			// Mallory signs with a key of her own, pins the fleet's
@@ -292,7 +307,8 @@ func TestPostgresFleetOfSignersIdleHostVerifiesAndTamperFailsEverywhere(t *testi
 				t.Fatal(err)
 			}
 			arch := filepath.Join(files, "old.jsonl")
-			steps := [][]string{{"run", "mallory", "--", "true"}}
+			key := filepath.Join(files, "mallory.key")
+			steps := [][]string{{"keygen", "--name", "mallory", "-o", key}}
 			for _, k := range keys {
 				steps = append(steps, []string{"trust", "pin", "--ledger-id", ledgerID, "--verifier-key", k})
 			}
@@ -302,13 +318,17 @@ func TestPostgresFleetOfSignersIdleHostVerifiesAndTamperFailsEverywhere(t *testi
 					t.Fatalf("mallory: %v: exit %d\n%s%s", args, r.Code, r.Stdout, r.Stderr)
 				}
 			}
-			r := as(mallory, db, "prune", "--archive", arch)
+			r := as(mallory, db, "--unsigned", "--signing-key", key, "prune", "--archive", arch)
 			m := regexp.MustCompile(`recorded: ledger_pruned, seq (\d+)`).FindStringSubmatch(r.Stdout)
 			if r.Code != 0 || m == nil || !strings.Contains(r.Stdout, "pruned seq 1-"+strconv.FormatInt(pruneBelow-1, 10)+" ") {
 				t.Fatalf("mallory's prune: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
 			if err := os.Remove(arch); err != nil {
 				t.Fatal(err)
+			}
+			// A host's next write signs the log with the marker in it.
+			if r := as(hosts[1], db, "run", "after-the-prune", "--", "true"); r.Code != 0 {
+				t.Fatalf("%s's write after the prune: exit %d\n%s", hosts[1].id, r.Code, r.Stderr)
 			}
 			marker, _ := strconv.ParseInt(m[1], 10, 64)
 			return marker
@@ -319,6 +339,14 @@ func TestPostgresFleetOfSignersIdleHostVerifiesAndTamperFailsEverywhere(t *testi
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { admin.Exec(`DROP DATABASE IF EXISTS "` + copyName + `" WITH (FORCE)`) })
+		for _, d := range kept {
+			if err := os.RemoveAll(d); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("cp", "-a", d+".kept", d).CombinedOutput(); err != nil {
+				t.Fatalf("cp -a %s: %v\n%s", d, err, out)
+			}
+		}
 		var named int64
 		if tc.by != nil {
 			named = tc.by(copyName)

@@ -96,6 +96,10 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 			held.Waited = req.Waited
 		case ledger.IsTransient(err) && !last:
 			// passing: retry like a held lock
+		case ctx.Err() != nil && !last:
+			// Cancelled during this attempt (a signal while it renewed
+			// its place): the last attempt, next, records the wait.
+			continue
 		default:
 			return nil, err
 		}

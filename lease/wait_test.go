@@ -64,3 +64,49 @@ func TestWaitersLeaveTheWriterMutexAlone(t *testing.T) {
 		t.Fatalf("with the writer mutex free: %v, want HeldError", err)
 	}
 }
+
+// onceLive is a cancelled context whose first Err says it is not: the
+// caller's signal lands between Wait's look at ctx and its attempt.
+type onceLive struct {
+	context.Context
+	looked atomic.Bool
+}
+
+func (c *onceLive) Err() error {
+	if !c.looked.Swap(true) {
+		return nil
+	}
+	return c.Context.Err()
+}
+
+// A wait cancelled in the middle of an attempt (SIGINT while it renews
+// its place or peeks) still records its acquire_blocked, as one cancelled
+// between attempts does: the record is made by the last attempt, on a
+// context of its own.
+func TestAWaitCancelledMidAttemptIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	l, err := ledger.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	req := func(rid string) ledger.AcquireRequest {
+		return ledger.AcquireRequest{Lock: "x", Identity: ledger.Identity{RequestID: rid, Actor: "t", PID: os.Getpid()}, TTL: 100 * time.Second}
+	}
+	if _, err := l.TryAcquire(ctx, req("holder")); err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	var held *ledger.HeldError
+	if _, err := Wait(&onceLive{Context: cancelled}, l, req("waiter"), time.Minute, nil); !errors.As(err, &held) {
+		t.Fatalf("a wait cancelled mid-attempt: %v, want the HeldError its last attempt records", err)
+	}
+	var n int
+	if err := l.DB().QueryRowContext(ctx, `SELECT count(*) FROM events WHERE type = 'acquire_blocked' AND json_extract(body, '$.request_id') = 'waiter'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("%d acquire_blocked of the waiter, want 1", n)
+	}
+}

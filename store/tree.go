@@ -230,21 +230,7 @@ func StoredCheckpoints(ctx context.Context, q Querier, minSize, maxSize int64) (
 		maxSize = 1<<63 - 1
 	}
 	rows, err := q.QueryContext(ctx, `SELECT id, size, note FROM checkpoints WHERE size >= $1 AND size <= $2 ORDER BY id`, minSize, maxSize)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: checkpoints: %w", err)
-	}
-	defer rows.Close()
-	var out []StoredCheckpoint
-	for rows.Next() {
-		var c StoredCheckpoint
-		var n string
-		if err := rows.Scan(&c.ID, &c.Size, &n); err != nil {
-			return nil, fmt.Errorf("ledger: checkpoints: %w", err)
-		}
-		c.Note = []byte(n)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return scanCheckpoints(rows, err)
 }
 
 // CheckpointsAfter lists the stored checkpoints of the smallest and of the
@@ -254,6 +240,11 @@ func CheckpointsAfter(ctx context.Context, q Querier, size int64) ([]StoredCheck
 	rows, err := q.QueryContext(ctx, `SELECT id, size, note FROM checkpoints
 		WHERE size = (SELECT min(size) FROM checkpoints WHERE size > $1) OR size = (SELECT max(size) FROM checkpoints WHERE size > $1)
 		ORDER BY id`, size)
+	return scanCheckpoints(rows, err)
+}
+
+// scanCheckpoints reads the rows (id, size, note) of a checkpoints query.
+func scanCheckpoints(rows *sql.Rows, err error) ([]StoredCheckpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoints: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	cp "github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
@@ -51,6 +53,15 @@ func TestEvidenceBundleOfAPeriod(t *testing.T) {
 	out = clitest.Must(t, 1, s.root, "verify", "--evidence", bundle, "--verifier-key", s.vkey).Stdout
 	if !strings.Contains(out, "evidence: FAILED") {
 		t.Errorf("the bundle without its steal:\n%s", out)
+	}
+	// A FIFO where the bundle should be is bad input at once: an open of
+	// it would block where no signal ends it.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := clitest.Must(t, 2, s.root, "verify", "--evidence", fifo, "--verifier-key", s.vkey); !strings.Contains(r.Stderr, "--evidence") || !strings.Contains(r.Stderr, "regular file") {
+		t.Errorf("a FIFO at --evidence:\n%s", r.Stderr)
 	}
 }
 

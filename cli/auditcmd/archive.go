@@ -249,13 +249,20 @@ func readArchive(g *invocation.Globals, path, actor string) (*os.File, *archive.
 
 // openArchive opens an --archive file: a regular file, read twice.
 func openArchive(path string) (*os.File, error) {
+	return openInput("--archive", path, "an archive lockledger archive wrote")
+}
+
+// openInput opens the file a flag names for reading, which must be a
+// regular file (what, for the message): O_NONBLOCK keeps a FIFO there
+// from blocking the open, which no signal would end.
+func openInput(flag, path, what string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, events.Invalid("--archive", path, "cannot be read: "+invocation.ErrText(err))
+		return nil, events.Invalid(flag, path, "cannot be read: "+invocation.ErrText(err))
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, events.Invalid("--archive", path, "must be a regular file (an archive lockledger archive wrote)")
+		return nil, events.Invalid(flag, path, "must be a regular file ("+what+")")
 	}
 	return f, nil
 }

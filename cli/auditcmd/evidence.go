@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -166,9 +165,9 @@ func verifyEvidence(o *verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(o.evidence)
+	f, err := openInput("--evidence", o.evidence, "a bundle lockledger evidence wrote")
 	if err != nil {
-		return events.Invalid("--evidence", o.evidence, "cannot be read: "+invocation.ErrText(err))
+		return err
 	}
 	defer f.Close()
 	res, err := evidence.Verify(f, evidence.Options{Verifiers: vs})

@@ -118,7 +118,7 @@ func (l *Ledger) TargetsOf(ctx context.Context, lock string) ([]events.Target, e
 	if err != nil || r == nil || !r.Held {
 		return nil, err
 	}
-	return holdingFromRow(r).targets, nil
+	return rowTargets(r), nil
 }
 
 // renderTarget is the exact file a holding projects at target t.
@@ -286,7 +286,7 @@ func (l *Ledger) foreignAt(lock string, v *view, requested []events.Target, now 
 		for _, t := range paths {
 			seen[t.Path] = true
 		}
-		for _, t := range holdingFromRow(r).targets {
+		for _, t := range rowTargets(r) {
 			if !seen[t.Path] {
 				paths = append(paths[:len(paths):len(paths)], t)
 			}

@@ -85,8 +85,7 @@ func interpret(name string, r *store.Row, file, journal lockfile.State) *view {
 // holds; a free row keeps no holder's columns.
 func holdingFromRow(r *store.Row) *holding {
 	if !r.Held {
-		var targets []events.Target
-		_ = json.Unmarshal([]byte(r.TargetsJSON()), &targets)
+		targets := rowTargets(r)
 		rec, err := ParseLockFile(r.File)
 		if err != nil {
 			rec = events.Record{LockVersion: events.LockVersion, LockName: r.Name, RequestID: r.RequestID, HostID: r.HostID}
@@ -99,10 +98,8 @@ func holdingFromRow(r *store.Row) *holding {
 	_ = json.Unmarshal([]byte(r.Metadata), &md)
 	created, _ := events.ParseTime(r.CreatedAt)
 	hb, _ := events.ParseTime(r.HeartbeatAt)
-	var targets []events.Target
-	_ = json.Unmarshal([]byte(r.TargetsJSON()), &targets)
 	return &holding{
-		targets: targets,
+		targets: rowTargets(r),
 		rec: events.Record{
 			LockVersion: events.LockVersion, LockName: r.Name, RequestID: r.RequestID, Actor: r.Actor,
 			Intent: r.Intent, IntentVersion: r.IntentVersion, HostID: r.HostID, PID: r.PID,
@@ -111,6 +108,17 @@ func holdingFromRow(r *store.Row) *holding {
 		},
 		created: created, heartbeat: hb, pidStart: r.PIDStart, bootID: r.BootID, pidNS: r.PIDNS, token: r.FencingToken, file: r.File,
 	}
+}
+
+// rowTargets are the paths the row's holding (or its last one) projects,
+// read from the row alone: a caller that needs nothing else of a free
+// lock's last holder does not parse its lock file.
+func rowTargets(r *store.Row) []events.Target {
+	var targets []events.Target
+	if r.Targets != "" && r.Targets != "[]" {
+		_ = json.Unmarshal([]byte(r.Targets), &targets)
+	}
+	return targets
 }
 
 // foreignHolding reads a lock file the ledger did not write. An unreadable

@@ -1,15 +1,18 @@
 package timeline_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"github.com/lockledger/lockledger/events"
@@ -17,6 +20,7 @@ import (
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/timeline"
 )
 
 // incidentReason is the operator's reason for oncall-erin's steal.
@@ -216,4 +220,76 @@ func TestIncidentPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", out, len(shot))
+}
+
+// TestTenThousandEventPageZoomsThroughTheOverview sets the incident in the
+// middle of a busy ledger's four hours (10,000 events on eight locks):
+// the page has an overview, and a drag across the incident's stretch of
+// it zooms the picture in until the incident reads as on its own page.
+func TestTenThousandEventPageZoomsThroughTheOverview(t *testing.T) {
+	bin := chromiumPath(t)
+	root := t.TempDir()
+	at := t0.Add(2 * time.Hour)
+	writeIncident(t, root, at)
+	_, inc := replayed(t, root, replay.Filter{})
+	bg := synthetic(10000 - len(inc)).Events
+	for _, ev := range bg {
+		// Two background actors, one per lock parity, keep eight colours in all.
+		ev.Actor = "bg-" + string(rune('a'+ev.LockName[len(ev.LockName)-1]%2))
+	}
+	all := append(slices.Clone(bg), inc...)
+	slices.SortStableFunc(all, func(a, b *replay.Event) int { return a.Time.Compare(b.Time) })
+	fold := replay.NewHoldingFold()
+	for i, ev := range all {
+		ev.Seq = int64(i + 1)
+		fold.Apply(ev)
+	}
+	p := &timeline.Page{Generated: t0, Events: all, Describe: func(*replay.Event) string { return "" }}
+	p.Holdings = append(fold.Closed, fold.Open()...)
+	slices.SortFunc(p.Holdings, func(a, b *replay.Holding) int { return int(a.Opened.Seq - b.Opened.Seq) })
+	dir := t.TempDir()
+	page := filepath.Join(dir, "busy.html")
+	var b bytes.Buffer
+	if err := timeline.WriteHTML(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("10,000 events, %d holdings: %d bytes", len(p.Holdings), b.Len())
+
+	// A page of 10,000 events takes Chromium a while to lay out on a busy machine.
+	browser := headlessFor(t, bin, dir, 3*time.Minute)
+	start := time.Now()
+	if err := chromedp.Do(browser, chromedp.EmulateViewport(1400, 900), chromedp.Navigate("file://"+page),
+		chromedp.WaitReady(chromedp.CSS("#overview"))); err != nil {
+		t.Fatal(err)
+	}
+	// The incident's stretch of the overview, a minute either side (the
+	// overview draws four hours on some 1,100 pixels), on screen.
+	ends, err := chromedp.Run(browser, chromedp.Evaluate[[]float64](fmt.Sprintf(`(function(){
+		var ov=document.getElementById('overview'),svg=document.getElementById('timeline'),span=+svg.dataset.span,
+			x0=+svg.dataset.x0,x1=+svg.dataset.x1,start=+svg.dataset.start,m=ov.getScreenCTM();
+		function cx(ms){return new DOMPoint(x0+(ms-start)/span*(x1-x0),20).matrixTransform(m);}
+		var p=cx(%d),q=cx(%d);return [p.x,p.y,q.x];})()`, at.Add(-time.Minute).UnixMilli(), at.Add(85*time.Second).UnixMilli())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(browser,
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, ends[0], ends[1], chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, (ends[0]+ends[2])/2, ends[1], chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, ends[2], ends[1], chromedp.ButtonLeft)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("opened and zoomed in %v", time.Since(start))
+	runChecks(t, browser, "zoomed on the incident", pictureChecks(append(slices.Clone(incidentActors), "bg-a", "bg-b")))
+	if os.Getenv("LOCKLEDGER_SCREENSHOT") != "" {
+		shot, err := chromedp.Run(browser, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile("/tmp/pic/busy.png", shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

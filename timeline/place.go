@@ -1,7 +1,9 @@
 package timeline
 
 import (
+	"bufio"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -359,6 +361,12 @@ func (l *layout) place() {
 		}
 	}
 	used := placeAnnotations(l.anns, len(l.lanes))
+	if len(l.p.Events) > OverviewAbove {
+		// A page that zooms keeps every row for what a closer look shows.
+		for _, a := range l.anns {
+			used[a.lane] = maxAnnRows
+		}
+	}
 	top := lanesY
 	for i := range l.geom {
 		g := &l.geom[i]
@@ -369,4 +377,38 @@ func (l *layout) place() {
 		g.height = g.waitY + len(g.waiters)*waitRowH + lanePad - top
 		top += g.height
 	}
+}
+
+// OverviewAbove is how many events a page shows without an overview: above
+// it, a strip of the whole window's events sits over the picture, and a
+// drag across it zooms the picture in on that stretch.
+const OverviewAbove = 40
+
+const overviewH = 44
+
+// writeOverview draws the strip: how many events fall in each pixel
+// column of the window, on a square-root scale.
+func writeOverview(w *bufio.Writer, l *layout) {
+	cols := plotX1 - plotX0 + 1
+	counts := make([]int, cols)
+	most := 1
+	for _, ev := range l.p.Events {
+		c := int(l.x(ev.Time)) - plotX0
+		counts[c]++
+		most = max(most, counts[c])
+	}
+	fmt.Fprintf(w, `<svg id="overview" role="img" aria-label="overview of the window: drag across it to zoom the picture" viewBox="0 0 %d %d" width="%d" height="%d" font-family="sans-serif" font-size="12">`,
+		width, overviewH, width, overviewH)
+	fmt.Fprintf(w, `<rect x="0" y="0" width="%d" height="%d" fill="#f4f4f4"/><text x="4" y="16" font-weight="bold">overview</text><text x="4" y="32" fill="#555">drag to zoom</text>`, width, overviewH)
+	fmt.Fprintf(w, `<rect x="%d" y="2" width="%d" height="%d" fill="#fff" stroke="#999"/>`, plotX0, plotX1-plotX0, overviewH-4)
+	w.WriteString(`<path fill="#0072B2" d="`)
+	for c, n := range counts {
+		if n > 0 {
+			h := max(1, int(math.Sqrt(float64(n)/float64(most))*float64(overviewH-8)))
+			fmt.Fprintf(w, "M%d %dh1v%dh-1z", plotX0+c, overviewH-4-h, h)
+		}
+	}
+	w.WriteString(`"/>`)
+	fmt.Fprintf(w, `<rect id="brush" x="%d" y="1" width="%d" height="%d" fill="#E69F00" fill-opacity="0.3" stroke="#000"/>`, plotX0, plotX1-plotX0, overviewH-2)
+	w.WriteString("</svg>\n")
 }

@@ -35,8 +35,8 @@ func writeSVG(w *bufio.Writer, l *layout, standalone bool) {
 	if standalone {
 		ns = ` xmlns="` + svgNS + `"`
 	}
-	fmt.Fprintf(w, `<svg%s id="timeline" role="img" aria-labelledby="svgtitle" viewBox="0 0 %d %d" width="%d" height="%d" font-family="sans-serif" font-size="13">`+"\n",
-		ns, width, h, width, h)
+	fmt.Fprintf(w, `<svg%s id="timeline" role="img" aria-labelledby="svgtitle" data-span="%d" data-start="%d" data-x0="%d" data-x1="%d" viewBox="0 0 %d %d" width="%d" height="%d" font-family="sans-serif" font-size="13">`+"\n",
+		ns, l.end.Sub(l.start).Milliseconds(), l.start.UnixMilli(), plotX0, plotX1, width, h, width, h)
 	fmt.Fprintf(w, `<title id="svgtitle">Holdings of %s from %s to %s (UTC)</title>`+"\n",
 		plural(len(l.lanes), "lock", "locks"), fmtTime(l.start), fmtTime(l.end))
 	w.WriteString("<style>.b,.agg,.mk{cursor:pointer}.mk{stroke-width:1.5}.b:focus,.mk:focus,.agg:focus{outline:none;stroke:#000;stroke-width:2}.sel{stroke:#000;stroke-width:3}</style>\n")
@@ -56,7 +56,7 @@ func writeSVG(w *bufio.Writer, l *layout, standalone bool) {
 	if l.aggregate {
 		writeAggregated(w, l)
 	} else {
-		writeBars(w, l)
+		writeBars(w, l, !standalone && len(l.p.Events) > OverviewAbove)
 	}
 	writeMarkers(w, l)
 	writeAnnotations(w, l)
@@ -158,7 +158,7 @@ func sharedTracks(l *layout) (track map[*replay.Holding]int, rows map[string]int
 	return track, rows
 }
 
-func writeBars(w *bufio.Writer, l *layout) {
+func writeBars(w *bufio.Writer, l *layout, zoomable bool) {
 	track, rows := sharedTracks(l)
 	for _, h := range l.p.Holdings {
 		end, open := l.holdingEnd(h)
@@ -184,6 +184,10 @@ func writeBars(w *bufio.Writer, l *layout) {
 		if n, ok := l.names[h]; ok {
 			fmt.Fprintf(w, `<text class="label" data-seq="%d" data-full="%s" x="%.1f" y="%d" font-size="%d" fill="%s">%s</text>`,
 				h.Opened.Seq, esc(h.Opened.Actor), n.x, y+barH/2+5, labelSize, l.ink(h.Opened.Actor), html.EscapeString(n.text))
+		} else if zoomable && height >= barH {
+			// No room at this scale: the page's zoom may find some.
+			fmt.Fprintf(w, `<text class="label" display="none" data-seq="%d" data-full="%s" x="%.1f" y="%d" font-size="%d" fill="%s"></text>`,
+				h.Opened.Seq, esc(h.Opened.Actor), x0, y+barH/2+5, labelSize, l.ink(h.Opened.Actor))
 		}
 		if open {
 			// Still held at the window's end: an arrow says the bar goes on.

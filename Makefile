@@ -45,9 +45,9 @@ demo:
 	@$(MAKE) --no-print-directory build >&2
 	@bash scripts/demo.sh $(BIN)
 
-## docs-screenshot: build, run the postmortem walkthrough of docs/timeline.md, and photograph its timeline page (headless chromium) into docs/timeline.png
-docs-screenshot: build
-	bash scripts/timeline-screenshot.sh $(BIN) docs/timeline.png
+## docs-screenshot: write the 25-second incident of docs/timeline.md, draw its timeline page with the CLI, check it in headless chromium at 1400x900 and photograph it into docs/timeline.png
+docs-screenshot:
+	LOCKLEDGER_SCREENSHOT=$(CURDIR)/docs/timeline.png $(GO) test -count=1 -run '^TestIncidentPageInChromium$$' ./timeline/
 
 ## bench: build, then measure the CLI against the floor of our own stack (internal/cmd/floor) and flock(1), the library against the raw commit rate, sqlite3 on a 1,000,000-event ledger and PostgreSQL (a throwaway cluster); BASELINE=BIN also measures the CLI against an earlier build, alternated
 BASELINE ?=

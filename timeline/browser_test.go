@@ -88,7 +88,13 @@ func TestPageInAHeadlessBrowser(t *testing.T) {
 // the test's end closes it and waits for it.
 func headless(t *testing.T, bin, dir string) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return headlessFor(t, bin, dir, 30*time.Second)
+}
+
+// headlessFor is headless for a test that may take up to d in the browser.
+func headlessFor(t *testing.T, bin, dir string, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
 		chromedp.ExecPath(bin),

@@ -23,12 +23,15 @@ func WriteHTML(w io.Writer, p *Page) error {
 	bw.WriteString("<style>" + pageCSS + "</style></head><body>\n")
 	writeHeader(bw, p, l)
 	bw.WriteString(`<div id="picture">` + "\n")
+	if len(p.Events) > OverviewAbove {
+		writeOverview(bw, l)
+	}
 	writeSVG(bw, l, false)
 	bw.WriteString("</div>\n")
 	bw.WriteString(`<aside id="details" aria-live="polite"><h2>Details</h2><p id="details-hint">Point at or click a bar or a marker (or tab to it) to see its event here; page.html#seq=N opens with event N shown.</p><dl id="details-body"></dl></aside>` + "\n")
 	writeHoldingsTable(bw, p, l)
 	writeEventsTable(bw, p)
-	bw.WriteString("<script>" + pageJS + "</script>\n</body></html>\n")
+	bw.WriteString("<script>" + pageJS + "\n" + zoomJS + "</script>\n</body></html>\n")
 	return bw.Flush()
 }
 
@@ -239,5 +242,61 @@ function show(el){el=bar(el);var s=el.getAttribute('data-seq');if(cur)cur.classL
 function pick(e){var el=e.target.closest&&e.target.closest('[data-seq]');if(el&&el.closest('svg'))show(el);}
 svg.addEventListener('click',pick);svg.addEventListener('mouseover',pick);svg.addEventListener('focusin',pick);
 var m=/^#seq=(\d+)$/.exec(location.hash);if(m){var q='[data-seq="'+m[1]+'"]',el=svg.querySelector('.mk'+q)||svg.querySelector(q);if(el)show(el);}
+})();
+`)
+
+// zoomJS zooms the picture on the stretch dragged across the overview
+// (a double click shows the whole window again): each mark moves to its
+// time (data-t, data-u: milliseconds from the window's start), the axis
+// is ticked again, and the words are placed again as the server placed
+// them, measured this time: callouts in their lane's rows from the right,
+// names inside their bars clear of markers; what finds no room is hidden.
+var zoomJS = strings.TrimSpace(`
+(function(){
+var ov=document.getElementById('overview'),svg=document.getElementById('timeline');if(!ov)return;
+var span=+svg.dataset.span,X0=+svg.dataset.x0,X1=+svg.dataset.x1,W=svg.viewBox.baseVal.width,start=+svg.dataset.start;
+var brush=document.getElementById('brush'),a=0,b=span,from=null;
+function X(t){return X0+Math.min(Math.max((t-a)/(b-a),0),1)*(X1-X0);}
+function ovX(e){var p=new DOMPoint(e.clientX,e.clientY).matrixTransform(ov.getScreenCTM().inverse());return Math.min(Math.max(p.x,X0),X1);}
+function tOf(x){return (x-X0)/(X1-X0)*span;}
+function vis(el,on){if(on)el.removeAttribute('display');else el.setAttribute('display','none');}
+function at(el,k,v){el.setAttribute(k,v);}
+function hit(p,q){return p.left<q.right&&q.left<p.right&&p.top<q.bottom&&q.top<p.bottom;}
+function ticks(){var g=svg.querySelector('.axis .ticks'),bottom=svg.querySelector('.axis').dataset.bottom,ns=svg.namespaceURI;g.textContent='';
+ var steps=[10,20,50,100,200,500,1e3,2e3,5e3,1e4,15e3,3e4,6e4,12e4,3e5,6e5,9e5,18e5,36e5,72e5,108e5,216e5,432e5,864e5,1728e5,6048e5],s=steps[steps.length-1];
+ for(var i=0;i<steps.length;i++)if((b-a)/steps[i]<=8){s=steps[i];break;}
+ for(var t=Math.ceil((start+a)/s)*s;t<=start+b;t+=s){var x=X(t-start),l=document.createElementNS(ns,'line'),tx=document.createElementNS(ns,'text');
+  at(l,'x1',x);at(l,'x2',x);at(l,'y1',30);at(l,'y2',bottom);at(l,'stroke','#ddd');g.appendChild(l);
+  var iso=new Date(t).toISOString();tx.textContent=s<1e3?iso.slice(11,23):s<6e4?iso.slice(11,19):s<864e5?iso.slice(11,16):iso.slice(5,10);
+  at(tx,'x',x);at(tx,'y',22);at(tx,'text-anchor','middle');g.appendChild(tx);}}
+function place(){var marks=[].filter.call(svg.querySelectorAll('.mk'),function(m){return !m.hasAttribute('display');}).map(function(m){return m.getBoundingClientRect();});
+ var kept=[],lanes=svg.querySelectorAll('.lane');
+ function clear(r){return !marks.some(function(m){return hit(r,m);})&&!kept.some(function(k){return hit(r,k);});}
+ var anns=[].filter.call(svg.querySelectorAll('g.ann'),function(g){return !g.hasAttribute('display');});
+ anns.sort(function(p,q){return q.dataset.t-p.dataset.t;});var rows={};
+ anns.forEach(function(g){var lane=g.dataset.lane,ys=lanes[lane].dataset.rows.split(' ').map(Number),used=+lanes[lane].dataset.used,txt=g.querySelector('text'),ln=g.querySelector('line');
+  var rs=rows[lane]||(rows[lane]=ys.map(function(){return [];})),ax=X(+g.dataset.t),w=txt.getComputedTextLength(),x=Math.max(Math.min(ax-6,W-6-w),X0);
+  function free(r,p,q){return rs[r].every(function(s){return p>=s[1]||s[0]>=q;});}
+  for(var r=0;r<used;r++){var ok=free(r,x-5,x+w+5);for(var q=0;ok&&q<r;q++)ok=free(q,ax-3,ax+3);if(!ok)continue;
+   at(txt,'x',x);at(txt,'y',ys[r]);at(ln,'y1',ys[r]+3);rs[r].push([x,x+w]);for(q=0;q<r;q++)rs[q].push([ax-2,ax+2]);kept.push(txt.getBoundingClientRect());return;}
+  vis(g,false);});
+ svg.querySelectorAll('text.label').forEach(function(t){var bar=svg.querySelector('rect.b[data-seq="'+t.dataset.seq+'"]');vis(t,false);
+  if(!bar||bar.hasAttribute('display'))return;var x0=Math.max(+bar.getAttribute('x'),X0),x1=Math.min(+bar.getAttribute('x')+ +bar.getAttribute('width'),X1);
+  t.textContent=t.dataset.full;at(t,'x',x0+5);vis(t,true);if(t.getComputedTextLength()+10>x1-x0||!clear(t.getBoundingClientRect()))vis(t,false);else kept.push(t.getBoundingClientRect());});
+ svg.querySelectorAll('text.wspan').forEach(function(t){if(t.hasAttribute('display'))return;var r=t.getBoundingClientRect();
+  if(r.right>svg.getBoundingClientRect().right||!clear(r))vis(t,false);else kept.push(r);});}
+function zoom(na,nb){a=na;b=Math.max(nb,na+1);var box=document.getElementById('selbox');if(box)at(box,'display','none');
+ svg.querySelectorAll('[data-t]').forEach(function(el){var t=+el.dataset.t,u=el.dataset.u!==undefined?+el.dataset.u:t,x=X(t),y=X(u),inw=u>=a&&t<=b,c=el.classList;
+  if(el.tagName==='rect'){at(el,'x',x);at(el,'width',Math.max(y-x,1.5));}
+  else if(el.tagName==='path'){at(el,'transform','translate('+x+' '+el.getAttribute('transform').split(' ')[1]);}
+  else if(c.contains('wait')||c.contains('waited')){var r=el.querySelector('rect'),l=el.querySelector('line');at(r,'x',x);at(r,'width',Math.max(y-x,1));at(l,'x1',x);at(l,'x2',y);}
+  else if(c.contains('wspan')){at(el,'x',x+ +el.dataset.dx);}
+  else if(c.contains('ann')){var l=el.querySelector('line');at(l,'x1',x);at(l,'x2',x);}
+  vis(el,inw);});
+ ticks();place();var x0=X0+a/span*(X1-X0);at(brush,'x',x0);at(brush,'width',Math.max(X0+b/span*(X1-X0)-x0,1));}
+ov.addEventListener('mousedown',function(e){from=ovX(e);e.preventDefault();});
+ov.addEventListener('mousemove',function(e){if(from===null)return;var x=ovX(e);at(brush,'x',Math.min(x,from));at(brush,'width',Math.abs(x-from));});
+window.addEventListener('mouseup',function(e){if(from===null)return;var x=ovX(e),p=Math.min(x,from),q=Math.max(x,from);from=null;if(q-p<2)return;zoom(tOf(p),tOf(q));});
+ov.addEventListener('dblclick',function(){zoom(0,span);});
 })();
 `)

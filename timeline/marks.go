@@ -2,7 +2,6 @@ package timeline
 
 import (
 	"time"
-	"unicode"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
@@ -134,53 +133,11 @@ func staleSpans(l *layout) map[*replay.Holding][]span {
 	return out
 }
 
-// Bar labels: 11px sans-serif, measured generously so that a label drawn
-// never overflows its bar.
+// Bar labels: the actor's name inside its bar, when it fits.
 const (
-	labelSize   = 11
-	labelNarrow = 7  // width of most characters
-	labelWide   = 12 // East Asian wide characters
-	labelPad    = 4
+	labelSize = 13
+	labelPad  = 5
 )
-
-// labelText is what of actor fits a bar w wide: all of it, or its start
-// and an ellipsis when at least three characters fit, else nothing.
-// Control characters are escaped first (termtext) and never cut in two.
-func labelText(actor string, w float64) string {
-	room := w - 2*labelPad
-	parts := escapedRunes(actor)
-	width := func(s string) float64 {
-		n := 0.0
-		for _, r := range s {
-			if unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hangul, r) || unicode.Is(unicode.Hiragana, r) ||
-				unicode.Is(unicode.Katakana, r) || r >= 0xFF00 && r <= 0xFFEF {
-				n += labelWide
-			} else {
-				n += labelNarrow
-			}
-		}
-		return n
-	}
-	total := 0.0
-	for _, p := range parts {
-		total += width(p)
-	}
-	if total <= room {
-		return termtext.Escape(actor)
-	}
-	out, used := "", width("…")
-	for i, p := range parts {
-		if used+width(p) > room {
-			if i < 3 {
-				return ""
-			}
-			return out + "…"
-		}
-		out += p
-		used += width(p)
-	}
-	return out + "…"
-}
 
 // escapedRunes is s as termtext shows it, one piece per character of s, so
 // that a cut between pieces never splits an escape.

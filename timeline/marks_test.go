@@ -260,13 +260,18 @@ func TestHugeWaitsAndTTLsKeepTheWindow(t *testing.T) {
 	if err := timeline.WriteSVG(&b, p); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range parseSVG(t, b.Bytes()) {
+	ns := parseSVG(t, b.Bytes())
+	pictureWidth, err := strconv.ParseFloat(ns[0].attrs["width"], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns {
 		if n.name == "title" || n.name == "svg" {
 			continue
 		}
 		for _, k := range []string{"x", "width", "x1", "x2"} {
 			if v, ok := n.attrs[k]; ok {
-				if f, err := strconv.ParseFloat(v, 64); err != nil || f < 0 || f > 1200 {
+				if f, err := strconv.ParseFloat(v, 64); err != nil || f < 0 || f > pictureWidth {
 					t.Errorf("<%s %s=%q> off the picture", n.name, k, v)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/internal/termtext"
@@ -34,8 +35,8 @@ func writeSVG(w *bufio.Writer, l *layout, standalone bool) {
 	if standalone {
 		ns = ` xmlns="` + svgNS + `"`
 	}
-	fmt.Fprintf(w, `<svg%s id="timeline" role="img" aria-labelledby="svgtitle" viewBox="0 0 %d %d" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n",
-		ns, width, h, width, h)
+	fmt.Fprintf(w, `<svg%s id="timeline" role="img" aria-labelledby="svgtitle" data-span="%d" data-start="%d" data-x0="%d" data-x1="%d" viewBox="0 0 %d %d" width="%d" height="%d" font-family="sans-serif" font-size="13">`+"\n",
+		ns, l.end.Sub(l.start).Milliseconds(), l.start.UnixMilli(), plotX0, plotX1, width, h, width, h)
 	fmt.Fprintf(w, `<title id="svgtitle">Holdings of %s from %s to %s (UTC)</title>`+"\n",
 		plural(len(l.lanes), "lock", "locks"), fmtTime(l.start), fmtTime(l.end))
 	w.WriteString("<style>.b,.agg,.mk{cursor:pointer}.mk{stroke-width:1.5}.b:focus,.mk:focus,.agg:focus{outline:none;stroke:#000;stroke-width:2}.sel{stroke:#000;stroke-width:3}</style>\n")
@@ -51,12 +52,14 @@ func writeSVG(w *bufio.Writer, l *layout, standalone bool) {
 	fmt.Fprintf(w, `<rect x="0" y="0" width="%d" height="%d" fill="#fff"/>`+"\n", width, h)
 	writeAxis(w, l)
 	writeLanes(w, l)
+	writeWaits(w, l)
 	if l.aggregate {
 		writeAggregated(w, l)
 	} else {
-		writeBars(w, l)
+		writeBars(w, l, !standalone && len(l.p.Events) > OverviewAbove)
 	}
 	writeMarkers(w, l)
+	writeAnnotations(w, l)
 	writeLegend(w, l)
 	if !standalone {
 		// The page's script draws it around what is selected: a white
@@ -67,27 +70,45 @@ func writeSVG(w *bufio.Writer, l *layout, standalone bool) {
 }
 
 func writeAxis(w *bufio.Writer, l *layout) {
-	bottom := lanesY + max(len(l.lanes), 1)*laneH
-	fmt.Fprintf(w, `<g class="axis" fill="#333">`)
+	bottom := l.lanesBottom()
+	fmt.Fprintf(w, `<g class="axis" fill="#333" data-bottom="%d">`, bottom)
 	fmt.Fprintf(w, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`, plotX0, axisY, plotX1, axisY)
+	w.WriteString(`<g class="ticks">`)
 	for _, t := range ticks(l.start, l.end, 8) {
 		x := l.x(t.t)
 		fmt.Fprintf(w, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>`, x, axisY, x, bottom)
 		fmt.Fprintf(w, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x, axisY-8, esc(t.label))
 	}
-	fmt.Fprintf(w, `<text x="4" y="%d" font-weight="bold">%s UTC</text>`, axisY-8, l.start.UTC().Format("2006-01-02"))
+	w.WriteString(`</g>`)
+	fmt.Fprintf(w, `<text class="day" x="4" y="%d" font-weight="bold">%s UTC</text>`, axisY-8, l.start.UTC().Format("2006-01-02"))
 	w.WriteString("</g>\n")
 }
 
+// ms is t as the page's script positions it: milliseconds from the
+// window's start.
+func (l *layout) ms(t time.Time) int64 { return t.Sub(l.start).Milliseconds() }
+
 func writeLanes(w *bufio.Writer, l *layout) {
 	for i, name := range l.lanes {
-		y := lanesY + i*laneH
+		g := &l.geom[i]
 		shade := "#f4f4f4"
 		if i%2 == 1 {
 			shade = "#fff"
 		}
-		fmt.Fprintf(w, `<g class="lane" data-lock="%s"><rect x="0" y="%d" width="%d" height="%d" fill="%s"/><text x="4" y="%d" font-weight="bold">%s</text></g>`+"\n",
-			esc(name), y, width, laneH, shade, y+barOff+barH-3, esc(clip(name, 22)))
+		rows := make([]string, maxAnnRows)
+		for r := range rows {
+			rows[r] = fmt.Sprint(g.rowY(r))
+		}
+		fmt.Fprintf(w, `<g class="lane" data-lock="%s" data-rows="%s" data-used="%d"><rect x="0" y="%d" width="%d" height="%d" fill="%s"/><text class="lname" x="4" y="%d" font-weight="bold" font-size="%d">%s</text>`,
+			esc(name), strings.Join(rows, " "), g.rows, g.top, width, g.height, shade, g.barY+barH/2+5, labelSize,
+			html.EscapeString(fitText(name, labelSize*1.1, plotX0-16, 3)))
+		for _, a := range g.waiters {
+			y := g.waitRowY(a)
+			fmt.Fprintf(w, `<g class="waitrow" data-actor="%s"><line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#ccc"/><text class="wname" x="14" y="%d" font-size="%d" fill="#333">%s</text></g>`,
+				esc(a), plotX0, y+waitRowH/2, plotX1, y+waitRowH/2, y+waitRowH/2+4, annSize,
+				html.EscapeString(fitText(a, annSize, plotX0-56, 3)+" waits"))
+		}
+		w.WriteString("</g>\n")
 	}
 }
 
@@ -137,12 +158,12 @@ func sharedTracks(l *layout) (track map[*replay.Holding]int, rows map[string]int
 	return track, rows
 }
 
-func writeBars(w *bufio.Writer, l *layout) {
+func writeBars(w *bufio.Writer, l *layout, zoomable bool) {
 	track, rows := sharedTracks(l)
 	for _, h := range l.p.Holdings {
 		end, open := l.holdingEnd(h)
 		x0, x1 := l.x(h.Start()), l.x(end)
-		y, height := l.laneTop(h.Lock)+barOff, barH
+		y, height := l.laneGeom(h.Lock).barY, barH
 		cls := "b"
 		if h.Shared {
 			height = max(barH/rows[h.Lock], 3)
@@ -152,42 +173,98 @@ func writeBars(w *bufio.Writer, l *layout) {
 		if open {
 			cls += " open"
 		}
-		if from, ok := l.waitFrom[h]; ok {
-			writeWait(w, l, h, from)
-		}
-		fmt.Fprintf(w, `<rect class="%s" tabindex="0" data-seq="%d" data-request-id="%s" data-actor="%s" x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>`,
-			cls, h.Opened.Seq, esc(h.Opened.RequestID), esc(h.Opened.Actor), x0, y, max(x1-x0, 1.5), height, l.fill(h.Opened.Actor))
+		fmt.Fprintf(w, `<rect class="%s" tabindex="0" data-seq="%d" data-request-id="%s" data-actor="%s" data-t="%d" data-u="%d" x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>`,
+			cls, h.Opened.Seq, esc(h.Opened.RequestID), esc(h.Opened.Actor), l.ms(h.Start()), l.ms(end), x0, y, max(x1-x0, 1.5), height, l.fill(h.Opened.Actor))
 		for _, s := range l.stale[h] {
 			sx0, sx1 := l.x(s.from), l.x(s.to)
-			fmt.Fprintf(w, `<rect class="stale" data-seq="%d" x="%.1f" y="%d" width="%.1f" height="%d" fill="url(#stale)" stroke="#000" stroke-width="0.5"><title>%s</title></rect>`,
-				h.Opened.Seq, sx0, y, max(sx1-sx0, 1), height,
+			fmt.Fprintf(w, `<rect class="stale" data-seq="%d" data-t="%d" data-u="%d" x="%.1f" y="%d" width="%.1f" height="%d" fill="url(#stale)" stroke="#000" stroke-width="0.5"><title>%s</title></rect>`,
+				h.Opened.Seq, l.ms(s.from), l.ms(s.to), sx0, y, max(sx1-sx0, 1), height,
 				esc(fmt.Sprintf("stale from %s: %s's TTL (%ds) ran out without a heartbeat", fmtTime(s.from), h.Opened.Actor, h.Opened.TTLSeconds)))
 		}
-		if height >= barH {
-			if text := labelText(h.Opened.Actor, x1-x0); text != "" {
-				fmt.Fprintf(w, `<text class="label" data-seq="%d" x="%.1f" y="%d" font-size="%d" fill="%s">%s</text>`,
-					h.Opened.Seq, x0+labelPad, y+barH-4, labelSize, l.ink(h.Opened.Actor), html.EscapeString(text))
-			}
+		if n, ok := l.names[h]; ok {
+			fmt.Fprintf(w, `<text class="label" data-seq="%d" data-full="%s" x="%.1f" y="%d" font-size="%d" fill="%s">%s</text>`,
+				h.Opened.Seq, esc(h.Opened.Actor), n.x, y+barH/2+5, labelSize, l.ink(h.Opened.Actor), html.EscapeString(n.text))
+		} else if zoomable && height >= barH {
+			// No room at this scale: the page's zoom may find some.
+			fmt.Fprintf(w, `<text class="label" display="none" data-seq="%d" data-full="%s" x="%.1f" y="%d" font-size="%d" fill="%s"></text>`,
+				h.Opened.Seq, esc(h.Opened.Actor), x0, y+barH/2+5, labelSize, l.ink(h.Opened.Actor))
 		}
 		if open {
 			// Still held at the window's end: an arrow says the bar goes on.
-			fmt.Fprintf(w, `<path class="open-end" d="M%.1f %dl7 %dl-7 %dz" fill="#000"/>`, x1, y-2, barH/2+2, barH/2+2)
+			fmt.Fprintf(w, `<path class="open-end" data-t="%d" transform="translate(%.1f %d)" d="M0 -2l7 %dl-7 %dz" fill="#000"/>`, l.ms(end), x1, y, barH/2+2, barH/2+2)
 		}
 		w.WriteByte('\n')
 	}
 }
 
-// writeWait draws the span in which h's holder waited for it: a thin
-// dashed bar in its actor's colour under the lane's bars (the lock's
-// holder then is drawn above it), from the wait's start to h's bar.
-func writeWait(w *bufio.Writer, l *layout, h *replay.Holding, from time.Time) {
-	x0, x1 := l.x(from), l.x(h.Start())
-	y := l.laneTop(h.Lock) + barOff + barH + 2
-	mid := y + 2
-	fmt.Fprintf(w, `<g class="waited" data-seq="%d" data-request-id="%s"><title>%s</title><rect x="%.1f" y="%d" width="%.1f" height="4" fill="%s" opacity="0.6"/><line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-dasharray="3 2"/></g>`,
-		h.Opened.Seq, esc(h.Opened.RequestID),
-		esc(fmt.Sprintf("seq %d: %s waited %s for it, from %s", h.Opened.Seq, h.Opened.Actor, h.Start().Sub(from).Round(time.Millisecond), fmtTime(from))),
-		x0, mid-2, max(x1-x0, 1), l.fill(h.Opened.Actor), x0, mid, x1, mid)
+// writeWaits draws each wait in its waiter's sub-lane, in the waiter's
+// colour under a dashed line, from its start to the grant (class waited:
+// it ends where the waiter's bar begins) or to giving up (a ring there),
+// with how long it lasted beside its end where that is clear.
+func writeWaits(w *bufio.Writer, l *layout) {
+	ends := map[string][]float64{} // the sub-lane's taken spans: lock, actor
+	for _, s := range l.spans {
+		k := s.lock + "\x00" + s.actor
+		x0, x1 := l.x(s.from), l.x(s.to)
+		ends[k] = append(ends[k], x0, x1)
+	}
+	for _, s := range l.spans {
+		g := l.laneGeom(s.lock)
+		y := g.waitRowY(s.actor) + (waitRowH-waitBarH)/2
+		x0, x1 := l.x(s.from), l.x(s.to)
+		cls, title := "wait", fmt.Sprintf("seq %d: %s waited %s and gave up", s.seq, s.actor, s.to.Sub(s.from).Round(time.Millisecond))
+		what := fmt.Sprintf("gave up after %s", s.to.Sub(s.from).Round(100*time.Millisecond))
+		if s.granted != nil {
+			cls, title = "waited", fmt.Sprintf("seq %d: %s waited %s for it, from %s", s.seq, s.actor, s.to.Sub(s.from).Round(time.Millisecond), fmtTime(s.from))
+			what = fmt.Sprintf("got it after %s", s.to.Sub(s.from).Round(100*time.Millisecond))
+		}
+		fmt.Fprintf(w, `<g class="%s" data-seq="%d" data-actor="%s" data-t="%d" data-u="%d"><title>%s</title><rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" opacity="0.55"/><line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-dasharray="4 3"/></g>`,
+			cls, s.seq, esc(s.actor), l.ms(s.from), l.ms(s.to), esc(title), x0, y, max(x1-x0, 1), waitBarH, l.fill(s.actor), x0, y+waitBarH/2, x1, y+waitBarH/2)
+		// How long, right of its end, when nothing else of the sub-lane is there.
+		lx := x1 + markHalf + 4
+		if s.granted != nil {
+			lx = x1 + 4
+		}
+		lw := textWidth(what, annSize)
+		clear := lx+lw < float64(width-6)
+		sp := ends[s.lock+"\x00"+s.actor]
+		for i := 0; clear && i < len(sp); i += 2 {
+			if sp[i] != x0 && sp[i] < lx+lw+markHalf+4 && lx-4 < sp[i+1]+markHalf {
+				clear = false
+			}
+		}
+		if clear && !l.aggMarkers {
+			fmt.Fprintf(w, `<text class="wspan" data-seq="%d" data-t="%d" data-dx="%.0f" x="%.1f" y="%d" font-size="%d" fill="#333">%s</text>`,
+				s.seq, l.ms(s.to), lx-x1, lx, y+waitBarH/2+4, annSize, esc(what))
+		}
+		w.WriteByte('\n')
+	}
+}
+
+// writeAnnotations draws the callouts and the names beside short bars in
+// their lanes' rows, each with a leader line down to its marker or bar.
+func writeAnnotations(w *bufio.Writer, l *layout) {
+	for _, a := range l.anns {
+		g := &l.geom[a.lane]
+		hidden := ""
+		row := a.row
+		if row < 0 {
+			hidden, row = ` display="none"`, 0
+		}
+		y := g.rowY(row)
+		cls, weight, fill := "callout", "", "#000"
+		if a.kind == "name" {
+			cls, fill = "oname", "#333"
+		} else {
+			weight = ` font-weight="bold"`
+		}
+		bottom := g.barY - 2
+		if a.kind == "callout" {
+			bottom = g.barY - triangleGap + 2
+		}
+		fmt.Fprintf(w, `<g class="ann" data-seq="%d" data-t="%d" data-lane="%d"%s><line class="leader" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#555"/><text class="%s" data-seq="%d" x="%.1f" y="%d" font-size="%d"%s fill="%s"><title>%s</title>%s</text></g>`+"\n",
+			a.seq, l.ms(a.t), a.lane, hidden, a.ax, y+3, a.ax, bottom, cls, a.seq, a.x, y, annSize, weight, fill, html.EscapeString(a.full), html.EscapeString(a.text))
+	}
 }
 
 // writeAggregated draws each lane's holdings per pixel column: a column
@@ -211,7 +288,7 @@ func writeAggregated(w *bufio.Writer, l *layout) {
 				rep[c] = h
 			}
 		}
-		y := lanesY + i*laneH + barOff
+		y := l.geom[i].barY
 		for c := 0; c <= cols; {
 			if rep[c] == nil {
 				c++
@@ -251,6 +328,8 @@ func markerPath(ev *replay.Event) (path, fill string) {
 		return "M0 -7l6 7l-6 7l-6 -7z", "#fff"
 	case mkFailRel: // a square
 		return "M-5 -5h10v10h-10z", "#000"
+	case mkForced: // a hollow square
+		return "M-5 -5h10v10h-10z", "#fff"
 	case mkRefused: // a cross
 		return refusedPath, "#000"
 	}
@@ -258,14 +337,17 @@ func markerPath(ev *replay.Event) (path, fill string) {
 }
 
 func markerY(l *layout, ev *replay.Event) int {
-	top := l.laneTop(ev.LockName)
+	g := l.laneGeom(ev.LockName)
 	switch markerKind(ev) {
 	case mkStolen:
-		return top + barOff - 2
-	case mkBlocked, mkRefused:
-		return top + barOff + barH + 6
+		return g.barY - 7
+	case mkBlocked:
+		if _, ok := g.waitRow[ev.Actor]; ok {
+			return g.waitRowY(ev.Actor) + waitRowH/2
+		}
+		return g.barY + barH + 6
 	default:
-		return top + barOff + barH/2
+		return g.barY + barH/2
 	}
 }
 
@@ -276,13 +358,9 @@ func writeMarkers(w *bufio.Writer, l *layout) {
 	}
 	for _, ev := range l.markers {
 		x, y := l.x(ev.Time), markerY(l, ev)
-		if markerKind(ev) == mkBlocked && ev.WaitedSeconds > 0 {
-			from := l.x(waitedSince(ev))
-			fmt.Fprintf(w, `<line class="wait" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-dasharray="3 2"/>`, from, y, x, y)
-		}
 		d, fill := markerPath(ev)
-		fmt.Fprintf(w, `<path class="mk mk-%s" tabindex="0" data-seq="%d" data-type="%s" data-lock="%s" transform="translate(%.1f %d)" d="%s" fill="%s" stroke="#000"><title>%s</title></path>`+"\n",
-			markerKind(ev), ev.Seq, ev.Type, esc(ev.LockName), x, y, d, fill, esc(markerTitle(ev)))
+		fmt.Fprintf(w, `<path class="mk mk-%s" tabindex="0" data-seq="%d" data-type="%s" data-lock="%s" data-t="%d" data-y="%d" transform="translate(%.1f %d)" d="%s" fill="%s" stroke="#000"><title>%s</title></path>`+"\n",
+			markerKind(ev), ev.Seq, ev.Type, esc(ev.LockName), l.ms(ev.Time), y, x, y, d, fill, esc(markerTitle(ev)))
 	}
 }
 
@@ -313,22 +391,23 @@ func writeAggregatedMarkers(w *bufio.Writer, l *layout) {
 }
 
 func writeLegend(w *bufio.Writer, l *layout) {
-	y := lanesY + max(len(l.lanes), 1)*laneH + 16
+	y := l.lanesBottom() + 16
 	perRow := (width - 20) / legendCol
 	w.WriteString(`<g class="legend">`)
 	for i, a := range l.actors {
 		x := 10 + (i%perRow)*legendCol
 		yy := y + (i/perRow)*legendRow
 		fmt.Fprintf(w, `<g class="key" data-actor="%s"><rect x="%d" y="%d" width="24" height="12" fill="%s" stroke="#000" stroke-width="0.5"/><text x="%d" y="%d">%s</text></g>`,
-			esc(a), x, yy, l.fill(a), x+30, yy+10, esc(clip(a, 24)))
+			esc(a), x, yy, l.fill(a), x+30, yy+11, html.EscapeString(fitText(a, 13, legendCol-40, 3)))
 	}
 	y += ((len(l.actors) + perRow - 1) / perRow) * legendRow
 	keys := []struct{ d, fill, text string }{
 		{"M-7 -7h14l-7 10z", "#000", "lock stolen"},
-		{"M-5 0a5 5 0 1 0 10 0a5 5 0 1 0 -10 0z", "#fff", "acquire blocked (- - the wait)"},
+		{"M-5 0a5 5 0 1 0 10 0a5 5 0 1 0 -10 0z", "#fff", "gave up waiting"},
 		{"M0 -7l6 7l-6 7l-6 -7z", "#fff", "heartbeat failed"},
 		{"M0 -7l6 7l-6 7l-6 -7z", "#000", "heartbeat failed, lock lost"},
 		{"M-5 -5h10v10h-10z", "#000", "released with failure"},
+		{"M-5 -5h10v10h-10z", "#fff", "release forced"},
 		{"M-4 -7l7 7l-7 7z", "#000", "held at the window's end"},
 		{refusedPath, "#000", "action refused"},
 	}
@@ -339,9 +418,9 @@ func writeLegend(w *bufio.Writer, l *layout) {
 			x+8, yy+7, k.d, k.fill, x+20, yy+11, k.text)
 	}
 	y += ((len(keys) + perRow - 1) / perRow) * legendRow
-	fmt.Fprintf(w, `<g class="key-waited"><rect x="10" y="%d" width="24" height="4" fill="#999" opacity="0.6"/><line x1="10" y1="%d" x2="34" y2="%d" stroke="#000" stroke-dasharray="3 2"/><text x="40" y="%d">waited, then held</text></g>`,
+	fmt.Fprintf(w, `<g class="key-waited"><rect x="10" y="%d" width="24" height="4" fill="#999" opacity="0.6"/><line x1="10" y1="%d" x2="34" y2="%d" stroke="#000" stroke-dasharray="3 2"/><text x="40" y="%d">a wait (its own row per waiter)</text></g>`,
 		y+4, y+6, y+6, y+11)
 	fmt.Fprintf(w, `<g class="key-stale"><rect x="%d" y="%d" width="24" height="12" fill="url(#stale)" stroke="#000" stroke-width="0.5"/><text x="%d" y="%d">stale from here: the TTL ran out without a heartbeat</text></g>`,
-		10+legendCol, y, 40+legendCol, y+10)
+		10+2*legendCol, y, 40+2*legendCol, y+10)
 	w.WriteString("</g>\n")
 }

@@ -61,17 +61,14 @@ var labelInk = []string{"#000", "#000", "#fff", "#000", "#fff", "#000", "#000", 
 
 // Geometry of the picture, in SVG user units (pixels at 100%).
 const (
-	width     = 1200
-	labelW    = 150
-	plotX0    = 160
-	plotX1    = 1180
+	width     = 1340
+	plotX0    = 190
+	plotX1    = 1320
 	axisY     = 30
 	lanesY    = 44
-	laneH     = 44
-	barOff    = 12
-	barH      = 16
-	legendRow = 22
-	legendCol = 190
+	barH      = 26
+	legendRow = 24
+	legendCol = 220
 )
 
 // marker kinds: the events drawn on a lane besides the bars.
@@ -98,6 +95,9 @@ func markerKind(ev *replay.Event) string {
 	case events.ActionRefused:
 		return mkRefused
 	case events.LockReleased:
+		if ev.Forced {
+			return mkForced
+		}
 		if ev.Result == events.ResultFailure {
 			return mkFailRel
 		}
@@ -121,6 +121,19 @@ type layout struct {
 	// run out without a heartbeat.
 	waitFrom map[*replay.Holding]time.Time
 	stale    map[*replay.Holding][]span
+	// geom places each lane; spans are the waits drawn in its sub-lanes,
+	// anns the words in its callout rows, names the actors' names drawn
+	// inside their bars (text and x, by holding).
+	geom  []laneGeom
+	spans []waitSpan
+	anns  []*annotation
+	names map[*replay.Holding]barName
+}
+
+// barName is an actor's name drawn inside a bar.
+type barName struct {
+	text string
+	x    float64
 }
 
 func newLayout(p *Page) *layout {
@@ -140,16 +153,24 @@ func newLayout(p *Page) *layout {
 			hi = t
 		}
 	}
+	addActor := func(a string) {
+		if _, ok := l.color[a]; !ok {
+			l.color[a] = len(l.actors)
+			l.actors = append(l.actors, a)
+		}
+	}
 	for _, h := range p.Holdings {
 		addLane(h.Lock)
-		if _, ok := l.color[h.Opened.Actor]; !ok {
-			l.color[h.Opened.Actor] = len(l.actors)
-			l.actors = append(l.actors, h.Opened.Actor)
-		}
+		addActor(h.Opened.Actor)
 		see(h.Opened.Time)
 		if h.Ended != nil {
 			see(h.Ended.Time)
 		}
+	}
+	// Every actor of the window (who waited, was refused or only
+	// recorded) has a colour and a legend entry too, after the holders.
+	for _, ev := range p.Events {
+		addActor(ev.Actor)
 	}
 	for _, ev := range p.Events {
 		see(ev.Time)
@@ -190,6 +211,7 @@ func newLayout(p *Page) *layout {
 	if !l.aggregate && !p.HeartbeatsLeftOut {
 		l.stale = staleSpans(l)
 	}
+	l.place()
 	return l
 }
 
@@ -199,15 +221,23 @@ func (l *layout) x(t time.Time) float64 {
 	return plotX0 + min(max(f, 0), 1)*(plotX1-plotX0)
 }
 
-func (l *layout) laneTop(name string) int { return lanesY + l.lane[name]*laneH }
+func (l *layout) laneGeom(name string) *laneGeom { return &l.geom[l.lane[name]] }
 
 func (l *layout) legendRows() int {
 	perRow := (width - 20) / legendCol
 	return (len(l.actors)+perRow-1)/perRow + 3 // + the markers' two rows, the wait's and the stale's
 }
 
+// lanesBottom is where the last lane ends.
+func (l *layout) lanesBottom() int {
+	if n := len(l.geom); n > 0 {
+		return l.geom[n-1].top + l.geom[n-1].height
+	}
+	return lanesY + 40
+}
+
 func (l *layout) height() int {
-	return lanesY + max(len(l.lanes), 1)*laneH + 16 + l.legendRows()*legendRow + 8
+	return l.lanesBottom() + 16 + l.legendRows()*legendRow + 8
 }
 
 // fill is the paint of actor's bars: a palette colour, striped for the

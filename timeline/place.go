@@ -1,0 +1,414 @@
+package timeline
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/replay"
+)
+
+// Text on the picture is placed by its width as estimated here, in ems of
+// a common sans-serif (DejaVu Sans, Liberation Sans, Arial), rounded up so
+// that a label placed apart from another stays apart however the browser
+// draws it; the browser test measures the result.
+func textWidth(s string, size float64) float64 {
+	w := 0.0
+	for _, r := range s {
+		switch {
+		case isWide(r):
+			w += 1.05
+		case r == ' ':
+			w += 0.34
+		case strings.ContainsRune("iljtfrI.,:;'|!()[]`", r):
+			w += 0.45
+		case strings.ContainsRune("mwMW@%", r):
+			w += 1.02
+		case r >= 'A' && r <= 'Z':
+			w += 0.8
+		case r < 0x80:
+			w += 0.67
+		default:
+			w += 0.85
+		}
+	}
+	return w * size
+}
+
+func isWide(r rune) bool {
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hangul, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || r >= 0xFF00 && r <= 0xFFEF
+}
+
+// fitText is what of s fits room at size: all of it, or its start and an
+// ellipsis when at least min characters fit, else "". Control characters
+// are escaped first (termtext) and never cut in two.
+func fitText(s string, size, room float64, min int) string {
+	if textWidth(termtext.Escape(s), size) <= room {
+		return termtext.Escape(s)
+	}
+	out, used := "", textWidth("…", size)
+	for i, p := range escapedRunes(s) {
+		if used+textWidth(p, size) > room {
+			if i < min {
+				return ""
+			}
+			return out + "…"
+		}
+		out += p
+		used += textWidth(p, size)
+	}
+	return out + "…"
+}
+
+// Vertical geometry of a lane, top to bottom: callout rows (the words of
+// steals, refusals, lost locks and failures, and the names that do not
+// fit their bars), the gap where a steal's triangle points at the bar, the
+// bar, and one sub-lane per actor that waited for the lock.
+const (
+	annRowH     = 18
+	annSize     = 12
+	maxAnnRows  = 4
+	triangleGap = 16
+	waitRowH    = 22
+	waitBarH    = 10
+	maxWaitRows = 8
+	lanePad     = 6
+	calloutMax  = 560 // the widest callout, in pixels; the rest is in its details
+	nameMax     = 220 // the widest name drawn beside its bar
+)
+
+// laneGeom places one lane.
+type laneGeom struct {
+	top, rows, barY, waitY, height int
+	waiters                        []string       // one sub-lane each, in order of their first wait
+	waitRow                        map[string]int // actor → sub-lane
+}
+
+// rowY is the baseline of callout row r (0 is nearest the bar).
+func (g *laneGeom) rowY(r int) int { return g.barY - triangleGap - r*annRowH - 4 }
+
+// waitRowY is the top of the sub-lane of actor's waits.
+func (g *laneGeom) waitRowY(actor string) int { return g.waitY + g.waitRow[actor]*waitRowH }
+
+// waitSpan is one wait for a lock: from its start to the grant (a holding
+// whose holder waited for it) or to giving up (acquire_blocked).
+type waitSpan struct {
+	lock, actor string
+	from, to    time.Time
+	seq         int64 // the event that ended it
+	granted     *replay.Holding
+	gaveUp      *replay.Event
+}
+
+// waitSpans are the window's waits, by start.
+func (l *layout) waitSpans() []waitSpan {
+	var out []waitSpan
+	for h, from := range l.waitFrom {
+		out = append(out, waitSpan{lock: h.Lock, actor: h.Opened.Actor, from: from, to: h.Start(), seq: h.Opened.Seq, granted: h})
+	}
+	for _, ev := range l.markers {
+		if markerKind(ev) == mkBlocked {
+			out = append(out, waitSpan{lock: ev.LockName, actor: ev.Actor, from: waitedSince(ev), to: ev.Time, seq: ev.Seq, gaveUp: ev})
+		}
+	}
+	slices.SortFunc(out, func(a, b waitSpan) int {
+		if c := a.from.Compare(b.from); c != 0 {
+			return c
+		}
+		return int(a.seq - b.seq)
+	})
+	return out
+}
+
+// annotation is a text placed in a lane's callout rows.
+type annotation struct {
+	lane     int
+	seq      int64
+	kind     string // "callout" (a marker's words) or "name" (a bar's actor)
+	ax       float64
+	t        time.Time
+	text     string
+	full     string
+	w, x     float64
+	row      int // -1: no room
+	markerY  int
+	ink      string
+	actor    string
+	holdingU time.Time
+}
+
+// occupied is one row's taken spans, in pixels.
+type occupied [][2]float64
+
+func (o occupied) free(a, b float64) bool {
+	for _, s := range o {
+		if a < s[1] && s[0] < b {
+			return false
+		}
+	}
+	return true
+}
+
+// placeAnnotations puts each annotation, from the right end of the plot
+// to its left, in the lowest callout row of its lane where it overlaps no
+// other and crosses no leader line of those placed before (text runs
+// right of its marker, so a leader's line down to the bar, left of
+// everything placed before it, is crossed only by what is to its left);
+// it starts just left of its marker, shifted left at the plot's right end.
+// One that fits no row is left out of the picture (its event stays in the
+// tables and its marker's details).
+func placeAnnotations(anns []*annotation, lanes int) []int {
+	rows := make([][]occupied, lanes)
+	used := make([]int, lanes)
+	slices.SortStableFunc(anns, func(a, b *annotation) int {
+		if a.ax != b.ax {
+			if a.ax > b.ax {
+				return -1
+			}
+			return 1
+		}
+		return int(b.seq - a.seq)
+	})
+	for _, a := range anns {
+		rs := rows[a.lane]
+		if rs == nil {
+			rs = make([]occupied, maxAnnRows)
+		}
+		a.x = min(max(a.ax-6, plotX0), float64(width-6)-a.w)
+		a.row = -1
+		for r := 0; r < maxAnnRows; r++ {
+			ok := rs[r].free(a.x-5, a.x+a.w+5)
+			for q := 0; ok && q < r; q++ {
+				ok = rs[q].free(a.ax-3, a.ax+3)
+			}
+			if !ok {
+				continue
+			}
+			a.row = r
+			rs[r] = append(rs[r], [2]float64{a.x, a.x + a.w})
+			for q := 0; q < r; q++ {
+				rs[q] = append(rs[q], [2]float64{a.ax - 2, a.ax + 2})
+			}
+			used[a.lane] = max(used[a.lane], r+1)
+			break
+		}
+		rows[a.lane] = rs
+	}
+	return used
+}
+
+// calloutText is what a marker says on the picture: who did what, and a
+// steal's or forced release's reason.
+func calloutText(ev *replay.Event) string {
+	switch markerKind(ev) {
+	case mkStolen:
+		if ev.Note != "" {
+			return fmt.Sprintf("%s stole it: %s", ev.Actor, ev.Note)
+		}
+		return fmt.Sprintf("%s took it over (%s)", ev.Actor, ev.Reason)
+	case mkForced:
+		s := fmt.Sprintf("%s forced its release", ev.Actor)
+		if ev.Note != "" {
+			s += ": " + ev.Note
+		}
+		return s
+	case mkHBFail:
+		if ev.LockLost {
+			return ev.Actor + ": lock lost"
+		}
+		return fmt.Sprintf("%s: heartbeat failed %d×", ev.Actor, ev.ConsecutiveFailures)
+	case mkRefused:
+		return fmt.Sprintf("%s's %s refused", ev.Actor, ev.Action)
+	case mkFailRel:
+		s := ev.Actor + " failed"
+		if ev.FailureStep != "" {
+			s += " at " + ev.FailureStep
+		}
+		if ev.ExitCode != nil {
+			s += fmt.Sprintf(", exit %d", *ev.ExitCode)
+		}
+		return s
+	}
+	return ""
+}
+
+// onBar reports whether a marker of ev is drawn on its lane's bar (so
+// that a name inside the bar keeps clear of it).
+func onBar(ev *replay.Event) bool {
+	switch markerKind(ev) {
+	case mkHBFail, mkFailRel, mkRefused, mkForced:
+		return true
+	}
+	return false
+}
+
+// barLabel places an actor's name inside its bar [x0, x1], in the first
+// stretch clear of the markers on that bar; "" when there is none wide
+// enough for the name (or its start and an ellipsis).
+func barLabel(actor string, x0, x1 float64, marks []float64) (string, float64) {
+	slices.Sort(marks)
+	starts := []float64{x0 + labelPad}
+	for _, m := range marks {
+		starts = append(starts, m+markHalf+3)
+	}
+	clear := func(a, b float64) bool {
+		for _, m := range marks {
+			if a < m+markHalf+2 && m-markHalf-2 < b {
+				return false
+			}
+		}
+		return true
+	}
+	best, bestRoom := -1.0, 0.0
+	for _, s := range starts {
+		if s < x0+labelPad {
+			continue
+		}
+		end := x1 - labelPad
+		for _, m := range marks {
+			if m-markHalf-3 >= s && m-markHalf-3 < end {
+				end = m - markHalf - 3
+			}
+		}
+		if room := end - s; room > bestRoom && clear(s, s+room) {
+			best, bestRoom = s, room
+		}
+	}
+	if best < 0 {
+		return "", 0
+	}
+	text := fitText(actor, labelSize, bestRoom, 8)
+	if text == "" {
+		text = fitText(actor, labelSize, bestRoom, len([]rune(actor)))
+	}
+	return text, best
+}
+
+// markHalf is half a marker's width.
+const markHalf = 8
+
+// mkForced marks a release forced by someone other than the holder.
+const mkForced = "forced"
+
+func isForced(ev *replay.Event) bool { return ev.Type == events.LockReleased && ev.Forced }
+
+// place lays the lanes out: the waits' sub-lanes, the callouts and the
+// names inside bars, then each lane's height from what it holds.
+func (l *layout) place() {
+	l.geom = make([]laneGeom, len(l.lanes))
+	for i := range l.geom {
+		l.geom[i].waitRow = map[string]int{}
+	}
+	l.spans = l.waitSpans()
+	for _, s := range l.spans {
+		g := &l.geom[l.lane[s.lock]]
+		if _, ok := g.waitRow[s.actor]; !ok {
+			// Past the last sub-lane, waiters share it.
+			g.waitRow[s.actor] = min(len(g.waiters), maxWaitRows-1)
+			if len(g.waiters) < maxWaitRows {
+				g.waiters = append(g.waiters, s.actor)
+			}
+		}
+	}
+	l.names = map[*replay.Holding]barName{}
+	if !l.aggMarkers {
+		for _, ev := range l.markers {
+			if text := calloutText(ev); text != "" {
+				full := termtext.Escape(text)
+				shown := fitText(text, annSize, calloutMax, 3)
+				l.anns = append(l.anns, &annotation{lane: l.lane[ev.LockName], seq: ev.Seq, kind: "callout", ax: l.x(ev.Time),
+					t: ev.Time, text: shown, full: full, w: textWidth(shown, annSize), actor: ev.Actor})
+			}
+		}
+	}
+	if !l.aggregate {
+		onBars := map[string][]float64{}
+		for _, ev := range l.markers {
+			if onBar(ev) && !l.aggMarkers {
+				onBars[ev.LockName] = append(onBars[ev.LockName], l.x(ev.Time))
+			}
+		}
+		_, rows := sharedTracks(l)
+		for _, h := range l.p.Holdings {
+			if rows[h.Lock] > 1 && h.Shared {
+				continue // too thin a row for a name
+			}
+			end, _ := l.holdingEnd(h)
+			x0, x1 := l.x(h.Start()), l.x(end)
+			var marks []float64
+			for _, m := range onBars[h.Lock] {
+				if m > x0-markHalf && m < x1+markHalf {
+					marks = append(marks, m)
+				}
+			}
+			if text, x := barLabel(h.Opened.Actor, x0, x1, marks); text != "" {
+				l.names[h] = barName{text, x}
+				continue
+			}
+			if len(l.p.Holdings) <= 200 {
+				// Too short a bar: the name goes above it.
+				shown := fitText(h.Opened.Actor, annSize, nameMax, 3)
+				l.anns = append(l.anns, &annotation{lane: l.lane[h.Lock], seq: h.Opened.Seq, kind: "name", ax: x0, t: h.Start(),
+					text: shown, full: termtext.Escape(h.Opened.Actor), w: textWidth(shown, annSize), actor: h.Opened.Actor})
+			}
+		}
+	}
+	used := placeAnnotations(l.anns, len(l.lanes))
+	if len(l.p.Events) > OverviewAbove {
+		// A page that zooms keeps every row for what a closer look shows.
+		for _, a := range l.anns {
+			used[a.lane] = maxAnnRows
+		}
+	}
+	top := lanesY
+	for i := range l.geom {
+		g := &l.geom[i]
+		g.rows = max(used[i], 1)
+		g.top = top
+		g.barY = top + lanePad + g.rows*annRowH + triangleGap
+		g.waitY = g.barY + barH + 6
+		g.height = g.waitY + len(g.waiters)*waitRowH + lanePad - top
+		top += g.height
+	}
+}
+
+// OverviewAbove is how many events a page shows without an overview: above
+// it, a strip of the whole window's events sits over the picture, and a
+// drag across it zooms the picture in on that stretch.
+const OverviewAbove = 40
+
+const overviewH = 44
+
+// writeOverview draws the strip: how many events fall in each pixel
+// column of the window, on a square-root scale.
+func writeOverview(w *bufio.Writer, l *layout) {
+	cols := plotX1 - plotX0 + 1
+	counts := make([]int, cols)
+	most := 1
+	for _, ev := range l.p.Events {
+		c := int(l.x(ev.Time)) - plotX0
+		counts[c]++
+		most = max(most, counts[c])
+	}
+	fmt.Fprintf(w, `<svg id="overview" role="img" aria-label="overview of the window: drag across it to zoom the picture" viewBox="0 0 %d %d" width="%d" height="%d" font-family="sans-serif" font-size="12">`,
+		width, overviewH, width, overviewH)
+	fmt.Fprintf(w, `<rect x="0" y="0" width="%d" height="%d" fill="#f4f4f4"/><text x="4" y="16" font-weight="bold">overview</text><text x="4" y="32" fill="#555">drag to zoom</text>`, width, overviewH)
+	fmt.Fprintf(w, `<rect x="%d" y="2" width="%d" height="%d" fill="#fff" stroke="#999"/>`, plotX0, plotX1-plotX0, overviewH-4)
+	w.WriteString(`<path fill="#0072B2" d="`)
+	for c, n := range counts {
+		if n > 0 {
+			h := max(1, int(math.Sqrt(float64(n)/float64(most))*float64(overviewH-8)))
+			fmt.Fprintf(w, "M%d %dh1v%dh-1z", plotX0+c, overviewH-4-h, h)
+		}
+	}
+	w.WriteString(`"/>`)
+	fmt.Fprintf(w, `<rect id="brush" x="%d" y="1" width="%d" height="%d" fill="#E69F00" fill-opacity="0.3" stroke="#000"/>`, plotX0, plotX1-plotX0, overviewH-2)
+	w.WriteString("</svg>\n")
+}

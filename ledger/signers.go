@@ -94,14 +94,22 @@ func (l *Ledger) Signers(ctx context.Context) ([]replay.Signer, []string, error)
 
 // trustedKeys are the keys this Ledger trusts to vouch for signer
 // events: its own signing key and those of WithTrustedKeys.
+// Each key once: a note does not verify against a list naming a key
+// twice (a writer's pin of its own key).
 func (l *Ledger) trustedKeys() []note.Verifier {
-	keys := slices.Clip(l.signing.trusted)
+	keys := l.signing.trusted
 	if l.signing.signer != nil {
 		if v, err := checkpoint.NewVerifier(checkpoint.VerifierKeyOf(l.signing.signer)); err == nil {
-			keys = append(keys, v)
+			keys = append(slices.Clip(keys), v)
 		}
 	}
-	return keys
+	var out []note.Verifier
+	for _, k := range keys {
+		if id := checkpoint.VerifierID(k); !slices.ContainsFunc(out, func(o note.Verifier) bool { return checkpoint.VerifierID(o) == id }) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // trustedSigners folds regs as this Ledger's trusted keys vouch for

@@ -107,7 +107,9 @@ func TestForgedFirstRegistrationSilencesNoHonestWriter(t *testing.T) {
 	sm, vm, vkm := namedKey(t, "mallory")
 	_, _, vkx := namedKey(t, "mallorys-host")
 	const every = 2
-	e := open(t, WithSigner(so), WithCheckpointPolicy(every, time.Minute))
+	// The owner trusts its own key twice, as a writer whose trust store
+	// pins its own key does.
+	e := open(t, WithSigner(so), WithTrustedKeys(vo), WithCheckpointPolicy(every, time.Minute))
 	other := func(host string, opts ...Option) *Ledger {
 		l, err := Open(ctx, e.root, append([]Option{WithClock(e.clock.Now), WithProcessProbe(e.probe),
 			WithHost(Host{ID: host, BootID: "boot-1"}), WithCheckpointPolicy(every, time.Minute)}, opts...)...)
@@ -150,6 +152,10 @@ func TestForgedFirstRegistrationSilencesNoHonestWriter(t *testing.T) {
 	if _, err := e.l.AddSigner(ctx, id("r-o"), vkh, "host"); err != nil {
 		t.Fatalf("the owner's first registration after mallory's: %v", err)
 	}
+	_, _, vky := namedKey(t, "spare")
+	if _, err := e.l.AddSigner(ctx, id("r-o2"), vky, "host"); err != nil {
+		t.Fatalf("the owner's second registration: %v", err)
+	}
 	signers, _, err := e.l.Signers(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -161,8 +167,8 @@ func TestForgedFirstRegistrationSilencesNoHonestWriter(t *testing.T) {
 			t.Errorf("the owner counts mallory's registration of %s", s.Key)
 		}
 	}
-	if len(signers) != 2 {
-		t.Errorf("the owner's signers: %v, want itself and the host", keys)
+	if len(signers) != 3 {
+		t.Errorf("the owner's signers: %v, want itself and two hosts", keys)
 	}
 	host := other("host-b", WithSigner(sh), WithTrustedKeys(vo))
 	writes(host, "h", 3)

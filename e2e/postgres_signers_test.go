@@ -186,14 +186,16 @@ func TestPostgresFleetOfSignersIdleHostVerifiesAndTamperFailsEverywhere(t *testi
 		t.Fatalf("signer list --keys: %d keys, want 4:\n%s", got, list)
 	}
 	// A host whose key the owner does not register only appends: it
-	// stores no checkpoint, so it promises nothing it could not keep.
+	// stores no checkpoint, so it promises nothing it could not keep. It
+	// joins a ledger that registers signers: it pins the owner's key
+	// before its first write, which it trusts the registrations through.
 	appender := newUser("fleet-appender", fleetOwnerUID+len(hosts), writerRole)
+	run(appender, 0, "trust", "pin", "--ledger-id", ledgerID, "--verifier-key", keys[0])
 	run(appender, 0, "run", "job-"+appender.id, "--", "true")
 	appenderKey, err := cp.NewVerifier(showKey(appender))
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(appender, 0, "trust", "pin", "--ledger-id", ledgerID, "--verifier-key", keys[0])
 
 	// A steal on one host of another's holding, which every head kept
 	// from here on covers.

@@ -43,6 +43,12 @@ type signing struct {
 	// the ledger's signers registered without its key: until its policy
 	// would make a checkpoint due again, it does not read them again.
 	notSigner *dueAt
+	// trusted are the keys besides its own that this writer trusts to
+	// vouch for the ledger's signer events (WithTrustedKeys).
+	trusted []note.Verifier
+	// untrusted: this writer said that the ledger's signer events name an
+	// owner none of its trusted keys vouch for.
+	untrusted bool
 }
 
 type dueAt struct {

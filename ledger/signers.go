@@ -3,8 +3,10 @@ package ledger
 // The ledger's signers (see replay/signers.go): an owner registers and
 // revokes the keys that sign the ledger's checkpoints, each by an event
 // carrying its signed statement; verify trusts every key an owner it
-// trusts registered, and a writer whose key the ledger does not register
-// (where it registers any) signs its head alone, promising nothing.
+// trusts registered. A writer counts the registrations its own key and
+// the keys it trusts (WithTrustedKeys) vouch for, and nothing else: one
+// whose key they do not register (where they register any) signs its
+// head alone, promising nothing.
 
 import (
 	"context"
@@ -44,10 +46,29 @@ func (l *Ledger) RemoveSigner(ctx context.Context, id Identity, key string) (int
 	return l.changeSigner(ctx, id, checkpoint.SignerRemove, key, "")
 }
 
-// Signers is the ledger's signer set as its own registrations make it
-// (every statement checked against the owners it registers, the first
-// owner trusted as the ledger's), with notes on the events that did not
-// count.
+// WithTrustedKeys names verifier keys, besides its own signing key, that
+// this Ledger trusts to vouch for the ledger's signer events: the
+// owner's key a host pinned (out of band), as verify trusts it. A
+// registration counts for this writer only when a trusted key, or an
+// owner such a key registered, signed its statement; whoever can append
+// to the database can append a registration, but not sign it.
+func WithTrustedKeys(keys ...note.Verifier) Option {
+	return func(c *config) error {
+		for _, k := range keys {
+			if k == nil {
+				return errors.New("ledger: WithTrustedKeys(nil)")
+			}
+		}
+		c.signing.trusted = append(c.signing.trusted, keys...)
+		return nil
+	}
+}
+
+// Signers is the ledger's signer set as the keys this Ledger trusts (its
+// signing key and WithTrustedKeys) make it, with notes on the events
+// that did not count. A Ledger that trusts no key (a reader opened
+// without any) is shown the set the ledger claims for itself: the first
+// registration's key taken as its owner, which nothing vouches for.
 func (l *Ledger) Signers(ctx context.Context) ([]replay.Signer, []string, error) {
 	tx, err := l.BeginRead(ctx)
 	if err != nil {
@@ -58,22 +79,48 @@ func (l *Ledger) Signers(ctx context.Context) ([]replay.Signer, []string, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, notes := l.selfSigners(regs)
+	trusted := l.trustedKeys()
+	if len(trusted) == 0 && len(regs) > 0 {
+		v, err := checkpoint.NewVerifier(regs[0].Key)
+		if err != nil {
+			return nil, []string{fmt.Sprintf("the first signer event (seq %d) names no key: %v", regs[0].Seq, err)}, nil
+		}
+		s, notes := replay.FoldSigners(checkpoint.Origin(l.id), []note.Verifier{v}, regs)
+		return s, append(notes, fmt.Sprintf("no key trusted: the first signer event's key (seq %d) is taken as the owner it names", regs[0].Seq)), nil
+	}
+	s, notes := replay.FoldSigners(checkpoint.Origin(l.id), trusted, regs)
 	return s, notes, nil
 }
 
-// selfSigners folds regs trusting the first registration's own key: the
-// owner the ledger names for itself (a reader trusts it only through a
-// pin, see Verify).
-func (l *Ledger) selfSigners(regs []replay.Registration) ([]replay.Signer, []string) {
+// trustedKeys are the keys this Ledger trusts to vouch for signer
+// events: its own signing key and those of WithTrustedKeys.
+// Each key once: a note does not verify against a list naming a key
+// twice (a writer's pin of its own key).
+func (l *Ledger) trustedKeys() []note.Verifier {
+	keys := l.signing.trusted
+	if l.signing.signer != nil {
+		if v, err := checkpoint.NewVerifier(checkpoint.VerifierKeyOf(l.signing.signer)); err == nil {
+			keys = append(slices.Clip(keys), v)
+		}
+	}
+	var out []note.Verifier
+	for _, k := range keys {
+		if id := checkpoint.VerifierID(k); !slices.ContainsFunc(out, func(o note.Verifier) bool { return checkpoint.VerifierID(o) == id }) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// trustedSigners folds regs as this Ledger's trusted keys vouch for
+// them: a registration no trusted key (nor an owner one registered)
+// signed counts for nothing, whoever appended it first.
+func (l *Ledger) trustedSigners(regs []replay.Registration) []replay.Signer {
 	if len(regs) == 0 {
-		return nil, nil
+		return nil
 	}
-	v, err := checkpoint.NewVerifier(regs[0].Key)
-	if err != nil {
-		return nil, []string{fmt.Sprintf("the first signer event (seq %d) names no key: %v", regs[0].Seq, err)}
-	}
-	return replay.FoldSigners(checkpoint.Origin(l.id), []note.Verifier{v}, regs)
+	s, _ := replay.FoldSigners(checkpoint.Origin(l.id), l.trustedKeys(), regs)
+	return s
 }
 
 func (l *Ledger) changeSigner(ctx context.Context, id Identity, action, key, role string) (int64, error) {
@@ -106,7 +153,7 @@ func (l *Ledger) changeSigner(ctx context.Context, id Identity, action, key, rol
 		if err != nil {
 			return nil, err
 		}
-		signers, _ := l.selfSigners(regs)
+		signers := l.trustedSigners(regs)
 		standing := func(k string, owner bool) *replay.Signer {
 			for i := range signers {
 				s := &signers[i]
@@ -128,7 +175,9 @@ func (l *Ledger) changeSigner(ctx context.Context, id Identity, action, key, rol
 			return err
 		}
 		switch {
-		case len(regs) == 0 && action == checkpoint.SignerAdd:
+		case len(signers) == 0 && action == checkpoint.SignerAdd:
+			// No registration this writer trusts: as on a ledger with
+			// none, its own key is registered as the owner first.
 			if err := appendOne(events.SignerAdded, checkpoint.SignerAdd, own, events.RoleOwner); err != nil {
 				return nil, err
 			}
@@ -159,14 +208,16 @@ func (l *Ledger) changeSigner(ctx context.Context, id Identity, action, key, rol
 }
 
 // registeredSigner reports whether this writer's key may store the
-// checkpoints its policy makes due: always on a ledger that registers no
-// signers; otherwise only while the ledger's own registrations (see
-// selfSigners) name the key and have not removed it. q is the write
-// transaction, so the answer holds for the log being signed. A writer
-// found not to be a signer reads the registrations again only once its
-// policy would make a checkpoint due since (events or time), so that an
-// appending host pays one indexed query per checkpoint interval, and is
-// registered (or removed) from its next due checkpoint on.
+// checkpoints its policy makes due: always on a ledger whose signer
+// events its trusted keys vouch for none of (it says once that they name
+// an owner it does not trust); otherwise only while the registrations
+// they vouch for (see trustedSigners) name the key and have not removed
+// it. q is the write transaction, so the answer holds for the log being
+// signed. A writer found not to be a signer reads the registrations
+// again only once its policy would make a checkpoint due since (events
+// or time), so that an appending host pays one indexed query per
+// checkpoint interval, and is registered (or removed) from its next due
+// checkpoint on.
 func (l *Ledger) registeredSigner(ctx context.Context, q store.Querier, seq int64, now time.Time) (bool, error) {
 	if n := l.signing.notSigner; n != nil && seq >= n.seq && seq-n.seq < l.signing.every && now.Sub(n.at) < l.signing.interval {
 		return false, nil
@@ -176,7 +227,16 @@ func (l *Ledger) registeredSigner(ctx context.Context, q store.Querier, seq int6
 	if err != nil || len(regs) == 0 {
 		return true, err
 	}
-	signers, _ := l.selfSigners(regs)
+	signers := l.trustedSigners(regs)
+	if len(signers) == 0 {
+		if !l.signing.untrusted {
+			l.signing.untrusted = true
+			l.log.Warn("the ledger's signer events name an owner none of this writer's trusted keys vouch for: signing as on a ledger that registers no signers; "+
+				"if the owner is genuine, pin its key (lockledger trust pin --ledger-id ID --verifier-key OWNER_KEY)",
+				"ledger_id", l.id, "signer_events", len(regs), "first_seq", regs[0].Seq)
+		}
+		return true, nil
+	}
 	id := checkpoint.KeyID(l.signing.signer.Name(), l.signing.signer.KeyHash())
 	if slices.ContainsFunc(signers, func(s replay.Signer) bool { return s.Removed == 0 && s.ID() == id }) {
 		return true, nil

@@ -8,9 +8,12 @@ package replay
 // and an auditor needs the owner's key alone.
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 
 	"golang.org/x/mod/sumdb/note"
@@ -45,21 +48,89 @@ func (s Signer) ID() string { return checkpoint.VerifierID(s.verifier) }
 func ReadRegistrations(ctx context.Context, q Querier) ([]Registration, error) {
 	var out []Registration
 	err := ScanRows(ctx, q, Filter{Types: []events.Type{events.SignerAdded, events.SignerRemoved}}, func(r *Row) error {
-		var reg Registration
+		reg, err := registrationOf(r)
+		if err == nil {
+			out = append(out, reg)
+		}
+		return err
+	})
+	return out, err
+}
+
+// registrationOf decodes a signer event's row.
+func registrationOf(r *Row) (Registration, error) {
+	var reg Registration
+	var env struct {
+		Type events.Type `json:"type"`
+	}
+	if err := json.Unmarshal(r.Body, &env); err != nil {
+		return reg, fmt.Errorf("replay: seq %d: %w", r.Seq, err)
+	}
+	if err := json.Unmarshal(r.Body, &reg.Signer); err != nil {
+		return reg, fmt.Errorf("replay: seq %d: %w", r.Seq, err)
+	}
+	reg.Seq, reg.Type = r.Seq, env.Type
+	return reg, nil
+}
+
+// ExportSigners is the signer set the signer events of an export (see
+// VerifyFile) make for a reader who trusts the keys trusted, as
+// FoldSigners folds a ledger's: for the ledger ledgerID, or ("") the one
+// the export's checkpoint lines name. The lines are not checked here:
+// VerifyFile checks the same file, and fails a registration whose line
+// is not the log's. An export whose checkpoints name no ledger, or
+// several, registers no signer (a note says so). Lines VerifyFile
+// reports as malformed are skipped.
+func ExportSigners(r io.Reader, ledgerID string, trusted []note.Verifier) ([]Signer, []string, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxExportLine)
+	var regs []Registration
+	var origins []string
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if h, ok := headerLine(line); ok {
+			if h.note == nil || h.cosigned {
+				continue
+			}
+			if s, err := checkpoint.Open(h.note); err == nil && !slices.Contains(origins, s.Origin) {
+				origins = append(origins, s.Origin)
+			}
+			continue
+		}
+		if !bytes.Contains(line, []byte(`"signer_`)) {
+			continue // no signer event: skipped without decoding
+		}
+		row, err := parseExportLine(line)
+		if err != nil {
+			continue
+		}
 		var env struct {
 			Type events.Type `json:"type"`
 		}
-		if err := json.Unmarshal(r.Body, &env); err != nil {
-			return fmt.Errorf("replay: seq %d: %w", r.Seq, err)
+		if json.Unmarshal(row.Body, &env) != nil || (env.Type != events.SignerAdded && env.Type != events.SignerRemoved) {
+			continue
 		}
-		if err := json.Unmarshal(r.Body, &reg.Signer); err != nil {
-			return fmt.Errorf("replay: seq %d: %w", r.Seq, err)
+		if reg, err := registrationOf(row); err == nil {
+			regs = append(regs, reg)
 		}
-		reg.Seq, reg.Type = r.Seq, env.Type
-		out = append(out, reg)
-		return nil
-	})
-	return out, err
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(regs) == 0 {
+		return nil, nil, nil
+	}
+	origin := ""
+	switch {
+	case ledgerID != "":
+		origin = checkpoint.Origin(ledgerID)
+	case len(origins) == 1:
+		origin = origins[0]
+	default:
+		return nil, []string{fmt.Sprintf("the export's %d signer events count for nothing: its checkpoints name %d ledgers, so which ledger they register signers of is not known (give --ledger-id)", len(regs), len(origins))}, nil
+	}
+	signers, notes := FoldSigners(origin, trusted, regs)
+	return signers, notes, nil
 }
 
 // FoldSigners is the signer set regs make for a reader who trusts the

@@ -33,7 +33,9 @@ key is adding the new one and removing the old.
 
 The first signer add registers the writer's own key as the ledger's owner
 (role owner) first; after it only a registered owner adds or removes
-signers. A writer whose key the ledger does not register (once it
+signers. A writer counts only the registrations its own key or a key
+its trust store pins for the root vouches for: a host pins the owner's
+key before its first write. A writer whose key the ledger does not register (once it
 registers any) signs its own head but stores no checkpoint: it appends,
 promising nothing.
 

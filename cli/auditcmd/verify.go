@@ -362,7 +362,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		return err
 	}
 	if o.file != "" {
-		rep, err = verifyFile(o.file, o.prevHash, replay.ClockSkew(skew), replay.WithTrust(trust))
+		rep, err = verifyFile(o.file, o.prevHash, o.ledgerID, trust, replay.ClockSkew(skew))
 	} else {
 		opts := []ledger.VerifyOption{ledger.AllowClockSkew(skew), ledger.CheckAgainst(trust)}
 		if o.full {
@@ -466,13 +466,34 @@ func isChainHash(h string) bool {
 	return true
 }
 
-func verifyFile(path, prevHash string, opts ...replay.VerifyOption) (*replay.Report, error) {
+// verifyFile checks the export at path against t, which trusts too the
+// keys the export's own signer events register, vouched for by t's keys
+// (as plain verify trusts the ledger's): the file is read twice, its
+// signer events first.
+func verifyFile(path, prevHash, ledgerID string, t *replay.Trust, opts ...replay.VerifyOption) (*replay.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return replay.VerifyFile(f, path, prevHash, opts...)
+	var notes []string
+	if _, err := f.Seek(0, io.SeekCurrent); err != nil && len(t.Verifiers) > 0 {
+		notes = append(notes, "the export's signer events were not read (it cannot be read twice: "+invocation.ErrText(err)+"): only the keys given vouch for its checkpoints")
+	} else if len(t.Verifiers) > 0 {
+		var signers []replay.Signer
+		if signers, notes, err = replay.ExportSigners(f, ledgerID, t.Verifiers); err != nil {
+			return nil, err
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("%s: reading it again after its signer events: %w", path, err)
+		}
+		t.WithSigners(signers)
+	}
+	rep, err := replay.VerifyFile(f, path, prevHash, append(opts, replay.WithTrust(t))...)
+	if rep != nil {
+		rep.Notes = append(rep.Notes, notes...)
+	}
+	return rep, err
 }
 
 func verifyLedger(ctx context.Context, g *invocation.Globals, opts ...ledger.VerifyOption) (*replay.Report, error) {

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/sys/unix"
 
+	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/ledger"
@@ -125,7 +127,17 @@ func (g *Globals) trustOptions() ([]ledger.Option, *trust.Key, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return []ledger.Option{ledger.WithSigner(k.Signer), ledger.WithHeads(g.trust.HeadsDir())}, k, nil
+	pins, err := g.trust.PinsOf(g.Root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", g.trust.PinsPath(), err)
+	}
+	var pinned []note.Verifier // the owner's key a fleet's host pinned vouches for its signer events
+	for _, p := range pins {
+		if v, err := checkpoint.NewVerifier(p.Verifier); err == nil {
+			pinned = append(pinned, v)
+		}
+	}
+	return []ledger.Option{ledger.WithSigner(k.Signer), ledger.WithHeads(g.trust.HeadsDir()), ledger.WithTrustedKeys(pinned...)}, k, nil
 }
 
 // PinError: the trust store pins another ledger at this root.

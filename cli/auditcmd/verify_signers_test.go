@@ -1,0 +1,101 @@
+package auditcmd_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// TestVerifyFileTrustsTheExportsRegisteredSigners: an export of a
+// fleet's ledger, checked offline with the owner's key alone, trusts the
+// keys the export's own signer events register (signed by that owner),
+// as plain verify trusts the ledger's: host B, which the owner
+// registered, signed the last checkpoint. Host C, which the owner did
+// not register, signs one by hand that alone covers the tail of a later
+// export: with the owner's key that export fails.
+func TestVerifyFileTrustsTheExportsRegisteredSigners(t *testing.T) {
+	root := t.TempDir()
+	dir := t.TempDir()
+	type host struct{ id, trust string }
+	a := host{"host-a", clitest.TrustDir(root)}
+	b := host{"host-b", filepath.Join(dir, "trust-b")}
+	c := host{"host-c", filepath.Join(dir, "trust-c")}
+	as := func(h host, want int, args ...string) clitest.Result {
+		t.Helper()
+		r := clitest.RunWith(t, root, []string{"LOCKLEDGER_TRUST_DIR=" + h.trust, "LOCKLEDGER_HOST_ID=" + h.id, "USER=" + h.id}, "", args...)
+		if r.Code != want {
+			t.Fatalf("%s: lockledger %s: exit %d, want %d\n%s%s", h.id, strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
+		}
+		return r
+	}
+	key := func(h host) (string, string) {
+		t.Helper()
+		var shown struct {
+			VerifierKey string `json:"verifier_key"`
+			Pins        []struct {
+				LedgerID string `json:"ledger_id"`
+			} `json:"pins"`
+		}
+		if err := json.Unmarshal([]byte(as(h, 0, "trust", "show", "--json").Stdout), &shown); err != nil || len(shown.Pins) == 0 {
+			t.Fatalf("%s: trust show: %v %+v", h.id, err, shown)
+		}
+		return shown.VerifierKey, shown.Pins[0].LedgerID
+	}
+	as(a, 0, "run", "job-a", "--", "true")
+	keyA, id := key(a)
+	as(b, 0, "run", "job-b", "--", "true")
+	keyB, _ := key(b)
+	as(a, 0, "signer", "add", keyB, "--role", "host")
+	as(b, 0, "trust", "pin", "--ledger-id", id, "--verifier-key", keyA)
+	// C pins the owner's key before its first write, as a host joining a
+	// fleet does: it appends, storing no checkpoint.
+	as(c, 0, "trust", "pin", "--ledger-id", id, "--verifier-key", keyA)
+	as(c, 0, "run", "job-c", "--", "true")
+	as(b, 0, "run", "last-of-b", "--", "true") // stores the last checkpoint, B's
+	signedBy := func(what string) string {
+		t.Helper()
+		names := clitest.Strings(t, root, `SELECT key_name FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1`)
+		if len(names) == 0 {
+			t.Fatalf("%s: no checkpoint", what)
+		}
+		return names[0]
+	}
+	if got, want := signedBy("after B's write"), keyName(keyB); got != want {
+		t.Fatalf("the last checkpoint is signed by %s, want B (%s)", got, want)
+	}
+	file := filepath.Join(dir, "fleet.jsonl")
+	as(a, 0, "export", "-o", file)
+	v := clitest.Verify(t, 0, root, "--file", file, "--verifier-key", keyA)
+	if !v.OK || v.Trust == "" {
+		t.Fatalf("verify --file with the owner's key: %+v", v)
+	}
+	matched := false
+	for _, cp := range v.Checkpoints {
+		matched = matched || cp.Key == keyName(keyB) && cp.Result == "matches"
+	}
+	if !matched {
+		t.Errorf("B's checkpoint was not checked with the key the export registers: %+v", v.Checkpoints)
+	}
+
+	// C appends, and then signs the only checkpoint covering its events.
+	as(c, 0, "run", "by-c", "--", "true")
+	if got := signedBy("after C's write"); strings.HasPrefix(got, c.id+"@") {
+		t.Fatalf("C, which the owner did not register, stored a checkpoint")
+	}
+	as(c, 0, "checkpoint")
+	if got := signedBy("after C's checkpoint"); !strings.HasPrefix(got, c.id+"@") {
+		t.Fatalf("the last checkpoint is signed by %s, want C's key", got)
+	}
+	tail := filepath.Join(dir, "tail.jsonl")
+	as(a, 0, "export", "-o", tail)
+	v = clitest.Verify(t, 1, root, "--file", tail, "--verifier-key", keyA)
+	if v.OK || v.FirstBad == nil || v.FirstBad.Kind != "checkpoint" {
+		t.Fatalf("an export whose tail only an unregistered host's checkpoint covers: %+v", v)
+	}
+}
+
+// keyName is a verifier key's name.
+func keyName(vkey string) string { name, _, _ := strings.Cut(vkey, "+"); return name }

@@ -416,7 +416,7 @@ func TestArchivePruneSQLite(t *testing.T) {
 		t.Fatalf("the database is %d bytes after the prune, %d before: it should be much smaller", sizeAfter, sizeBefore)
 	}
 	mustOK(t, "after VACUUM", verify(t, l, sg))
-	dst, err := ledger.Open(ctx, t.TempDir())
+	dst, err := ledger.Open(ctx, t.TempDir(), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestPruneIsSignedByTheLedgersKey(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	keyless, err := ledger.Open(ctx, root)
+	keyless, err := ledger.Open(ctx, root, ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

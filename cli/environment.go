@@ -68,7 +68,7 @@ var Environment = []EnvVar{
 		Meaning: "who acts, recorded in every event a command writes (default: $USER)"},
 	{Name: "USER", Scope: LedgerCommands, Commands: []string{"keygen"},
 		Meaning: "the actor when LOCKLEDGER_ACTOR is unset (neither set: the OS user's name, else the uid); " +
-			"the user in a new key's default name (user@host)"},
+			"the user in a new key's default name (user@host/MACHINE, MACHINE this machine's key)"},
 	{Name: ledger.HostIDEnv, Scope: LedgerCommands,
 		Meaning: "this host's id, recorded in lock files and events and used to tell whether a holder's process is on this machine " +
 			"(default: the hostname); set it where containers share a hostname or one host has many names"},

@@ -185,6 +185,7 @@ var variable = []struct {
 	{regexp.MustCompile(`\b\d+@`), "<n>@"},
 	{regexp.MustCompile(`\b\d+\([a-z_][a-z0-9_-]*\)`), "<uid>"},
 	{regexp.MustCompile(`\+[0-9a-f]{8}\+[A-Za-z0-9+/]{40,}=*`), "+<key>"},
+	{regexp.MustCompile(`(@[^\s/()@]+)/[0-9a-f]{16}\b`), "$1/<machine>"}, // a key name's machine part (trust.KeyName)
 }
 
 func normalize(s string) string {

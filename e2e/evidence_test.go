@@ -88,7 +88,7 @@ func TestEvidenceOfALargeLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.Open(ctx, root, ledger.MustExist())
+	l, err := ledger.Open(ctx, root, ledger.MustExist(), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

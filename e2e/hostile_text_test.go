@@ -186,7 +186,7 @@ func TestHostileTextRecordedFieldsAreEscaped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "r")
-	l, err := ledger.Open(ctx, root)
+	l, err := ledger.Open(ctx, root, ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -453,7 +453,7 @@ func TestMetricsHostileNamesStayValid(t *testing.T) {
 	const cliActor = `o"brien\admin` + "\u202e" + `} 1`
 	clitest.Must(t, 0, root, "acquire", "quoted", "--pid", self, "--actor", cliActor)
 
-	l, err := ledger.Open(context.Background(), root)
+	l, err := ledger.Open(context.Background(), root, ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,7 +153,7 @@ func TestOSUserIsTheProcessNotTheEnvironment(t *testing.T) {
 func TestLedgerWrittenBeforeOSUsersStillVerifies(t *testing.T) {
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "r")
-	l, err := ledger.Open(ctx, root)
+	l, err := ledger.Open(ctx, root, ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func TestPostgresFenceRefusesAStaleRowInTheDatabase(t *testing.T) {
 		t.Fatalf("no token: %v, want refused as bad input", err)
 	}
 
-	l, err := ledger.Open(ctx, t.TempDir())
+	l, err := ledger.Open(ctx, t.TempDir(), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func verifyClean(t *testing.T, l *ledger.Ledger) {
 // the old holder's request.
 func TestStaleWriteAfterATakeOverIsRefusedAndRecorded(t *testing.T) {
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, t.TempDir())
+	l, err := ledger.Open(ctx, t.TempDir(), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestStaleWriteAfterATakeOverIsRefusedAndRecorded(t *testing.T) {
 // nothing is written.
 func TestRecordFenceRejectedRefusesBadInput(t *testing.T) {
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, t.TempDir())
+	l, err := ledger.Open(ctx, t.TempDir(), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestLeaseOfAnAlreadyHeldLockCountsFromItsLastHeartbeat(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			root := t.TempDir()
-			behind, err := ledger.Open(ctx, root, ledger.WithClock(testclock.New(time.Now().Add(-age)).Now))
+			behind, err := ledger.Open(ctx, root, ledger.WithClock(testclock.New(time.Now().Add(-age)).Now), ledger.Unsigned())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func TestLeaseOfAnAlreadyHeldLockCountsFromItsLastHeartbeat(t *testing.T) {
 
 func openAt(t *testing.T, root string, opts ...ledger.Option) *ledger.Ledger {
 	t.Helper()
-	l, err := ledger.Open(context.Background(), root, opts...)
+	l, err := ledger.Open(context.Background(), root, append(opts, ledger.Unsigned())...)
 	if err != nil {
 		t.Fatal(err)
 	}

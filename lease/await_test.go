@@ -18,7 +18,7 @@ import (
 func TestSupersedingAJobOnAnotherHostSaysItCannotBeAwaited(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	far, err := ledger.Open(ctx, root, ledger.WithHost(ledger.Host{ID: "far-away", BootID: "other-boot"}))
+	far, err := ledger.Open(ctx, root, ledger.WithHost(ledger.Host{ID: "far-away", BootID: "other-boot"}), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestSupersedingAJobOnAnotherHostSaysItCannotBeAwaited(t *testing.T) {
 	if _, err := far.TryAcquire(ctx, ledger.AcquireRequest{Lock: "issue-9", Identity: ledger.Identity{RequestID: "old-run", PID: os.Getpid()}}); err != nil {
 		t.Fatal(err)
 	}
-	here, err := ledger.Open(ctx, root)
+	here, err := ledger.Open(ctx, root, ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // A service holds a lock while it works: heartbeats run in the background,
@@ -19,7 +20,16 @@ func ExampleAcquire() {
 	defer os.RemoveAll(root)
 	ctx := context.Background()
 
-	l, err := ledger.Open(ctx, root)
+	// Writes are signed with the user's key from the trust store
+	// (trust.Dir(): ~/.config/lockledger), as the command line's are;
+	// this example keeps a store of its own.
+	trustDir, _ := os.MkdirTemp("", "lockledger-example-trust")
+	defer os.RemoveAll(trustDir)
+	ts, err := trust.Open(trustDir, root)
+	if err != nil {
+		log.Fatal(err)
+	}
+	l, err := ledger.Open(ctx, root, ledger.WithTrustStore(ts))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 
 func openReal(t *testing.T, opts ...ledger.Option) *ledger.Ledger {
 	t.Helper()
-	l, err := ledger.Open(context.Background(), t.TempDir(), opts...)
+	l, err := ledger.Open(context.Background(), t.TempDir(), append(opts, ledger.Unsigned())...)
 	if err != nil {
 		t.Fatal(err)
 	}

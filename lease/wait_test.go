@@ -22,7 +22,7 @@ import (
 func TestWaitersLeaveTheWriterMutexAlone(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	holder, err := ledger.Open(ctx, root)
+	holder, err := ledger.Open(ctx, root, ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestWaitersLeaveTheWriterMutexAlone(t *testing.T) {
 	if _, err := holder.TryAcquire(ctx, held("holder")); err != nil {
 		t.Fatal(err)
 	}
-	waiter, err := ledger.Open(ctx, root, ledger.WithBusyTimeout(20*time.Millisecond))
+	waiter, err := ledger.Open(ctx, root, ledger.WithBusyTimeout(20*time.Millisecond), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func (c *onceLive) Err() error {
 // context of its own.
 func TestAWaitCancelledMidAttemptIsRecorded(t *testing.T) {
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, t.TempDir())
+	l, err := ledger.Open(ctx, t.TempDir(), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func TestOlderLedgerGetsTheReplaceTriggerOnOpen(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	l, err := Open(context.Background(), e.root)
+	l, err := Open(context.Background(), e.root, Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // lock-file change.
 func BenchmarkCycle(b *testing.B) {
 	ctx := context.Background()
-	l, err := Open(ctx, b.TempDir())
+	l, err := Open(ctx, b.TempDir(), Unsigned())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func BenchmarkRawTwoCommits(b *testing.B) {
 func BenchmarkOpenDetach(b *testing.B) {
 	ctx := context.Background()
 	root := b.TempDir()
-	l, err := Open(ctx, root)
+	l, err := Open(ctx, root, Unsigned())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func BenchmarkOpenDetach(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		l, err := Open(ctx, root, MustExist())
+		l, err := Open(ctx, root, MustExist(), Unsigned())
 		if err != nil {
 			b.Fatal(err)
 		}

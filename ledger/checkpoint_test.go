@@ -207,7 +207,7 @@ func TestAHungWitnessBlocksNoWriter(t *testing.T) {
 		<-first
 	})
 	other, err := Open(ctx, e.root, WithBusyTimeout(3*time.Second), WithProcessProbe(e.probe),
-		WithHost(Host{ID: "host-a", BootID: "boot-1"}))
+		WithHost(Host{ID: "host-a", BootID: "boot-1"}), Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

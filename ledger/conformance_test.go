@@ -40,7 +40,7 @@ func (f *storeFixture) open(host string, opts ...ledger.Option) *ledger.Ledger {
 		root = f.t.TempDir()
 		opts = append(opts, ledger.WithDatabase(f.url))
 	}
-	opts = append(opts, ledger.WithHost(ledger.Host{ID: host, BootID: "boot-" + host}))
+	opts = append(opts, ledger.WithHost(ledger.Host{ID: host, BootID: "boot-" + host}), ledger.Unsigned())
 	l, err := ledger.Open(context.Background(), root, opts...)
 	if err != nil {
 		f.t.Fatalf("open %s ledger as %s: %v", f.kind, host, err)

@@ -50,7 +50,7 @@ func asREADMEWriter(t *testing.T, f *storeFixture) {
 		return
 	}
 	owner, err := ledger.Open(context.Background(), t.TempDir(), ledger.WithDatabase(f.url),
-		ledger.WithHost(ledger.Host{ID: "owner", BootID: "boot-owner"}))
+		ledger.WithHost(ledger.Host{ID: "owner", BootID: "boot-owner"}), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func openHost(t *testing.T, f *storeFixture, h ledger.Host, opts ...ledger.Optio
 		root = t.TempDir()
 		opts = append(opts, ledger.WithDatabase(f.url))
 	}
-	l, err := ledger.Open(context.Background(), root, append(opts, ledger.WithHost(h))...)
+	l, err := ledger.Open(context.Background(), root, append(opts, ledger.WithHost(h), ledger.Unsigned())...)
 	if err != nil {
 		t.Fatal(err)
 	}

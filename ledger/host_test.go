@@ -15,14 +15,14 @@ func TestAHostIDThatIsNotPlainTextIsRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, id := range []string{"a\nb", "a\x1b[2J", "a\xff", strings.Repeat("h", 300)} {
 		root := filepath.Join(t.TempDir(), "r")
-		if l, err := Open(ctx, root, WithHost(Host{ID: id})); !errors.Is(err, ErrInvalid) {
+		if l, err := Open(ctx, root, WithHost(Host{ID: id}), Unsigned()); !errors.Is(err, ErrInvalid) {
 			if l != nil {
 				l.Close()
 			}
 			t.Errorf("WithHost(%q): %v, want ErrInvalid", id, err)
 		}
 		t.Setenv(HostIDEnv, id)
-		if l, err := Open(ctx, root); !errors.Is(err, ErrInvalid) {
+		if l, err := Open(ctx, root, Unsigned()); !errors.Is(err, ErrInvalid) {
 			if l != nil {
 				l.Close()
 			}

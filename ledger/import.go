@@ -78,5 +78,12 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 		return nil, fmt.Errorf("ledger: import: commit: %w", err)
 	}
 	l.id, l.genesis = from.id, events.Genesis(from.id)
+	// The trust store pins the ledger imported, never the empty one it
+	// replaced (which would refuse every later write at the root).
+	if l.trust != nil {
+		if err := l.pinTrust(); err != nil {
+			return rep, fmt.Errorf("ledger: import into %s: %w", l.where(), err)
+		}
+	}
 	return rep, nil
 }

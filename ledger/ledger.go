@@ -56,6 +56,7 @@ type config struct {
 	readOnly bool
 	openWait time.Duration
 	signing  signing
+	trust    trustConfig
 	database string
 	poolSize int
 	group    *int // WithGroup
@@ -188,6 +189,7 @@ type Ledger struct {
 	flock            *lockfile.Mutex
 	closed           bool
 	pinned, rollback *lockfile.Pin // the root's pin, kept at close (nil: a reader); the one store.PinAccept overrode
+	trust            *trusted      // the trust store's pin this writer is checked against (trust.go); nil: none
 }
 
 // loadID reads the ledger's id, and gives a new ledger one where newLedger

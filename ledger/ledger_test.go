@@ -48,7 +48,7 @@ func open(t *testing.T, opts ...Option) *env {
 	t.Helper()
 	e := &env{clock: testclock.New(time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)),
 		probe: &probe{state: map[int]proc.Liveness{}, start: map[int]string{}}, root: t.TempDir()}
-	base := []Option{WithClock(e.clock.Now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-1"})}
+	base := []Option{WithClock(e.clock.Now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-1"}), Unsigned()}
 	l, err := Open(context.Background(), e.root, append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestDeadHolderRules(t *testing.T) {
 	}
 
 	// Another host's holder is never judged by pid.
-	other, err := Open(ctx, e.root, WithClock(e.clock.Now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-b", BootID: "boot-9"}))
+	other, err := Open(ctx, e.root, WithClock(e.clock.Now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-b", BootID: "boot-9"}), Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestDeadHolderRules(t *testing.T) {
 
 	// A reboot of this host kills every local holder.
 	take("boot", 105)
-	rebooted, err := Open(ctx, e.root, WithClock(e.clock.Now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-2"}))
+	rebooted, err := Open(ctx, e.root, WithClock(e.clock.Now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-2"}), Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestConcurrentOpensOfAFreshRoot(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := Open(context.Background(), root)
+			l, err := Open(context.Background(), root, Unsigned())
 			if err != nil {
 				errs <- err
 				return
@@ -268,7 +268,7 @@ func TestConcurrentOpensOfAFreshRoot(t *testing.T) {
 			t.Fatalf("ledger ids differ: %s vs %s", id, first)
 		}
 	}
-	l, err := Open(context.Background(), root)
+	l, err := Open(context.Background(), root, Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func TestASwappedLocksDirectoryNeverRedirectsALockFile(t *testing.T) {
 	locks := filepath.Join(root, ledger.LocksDir)
 	moved := locks + ".real"
 
-	l, err := ledger.Open(ctx, root)
+	l, err := ledger.Open(ctx, root, ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestASwappedLocksDirectoryNeverRedirectsALockFile(t *testing.T) {
 	}
 
 	// A new open (each CLI command is one) refuses the symlink outright.
-	l2, err := ledger.Open(ctx, root)
+	l2, err := ledger.Open(ctx, root, ledger.Unsigned())
 	if err == nil {
 		err = acquireAs(ctx, l2, "v8")
 		l2.Close()
@@ -111,7 +111,7 @@ func TestLocksFlippingToASymlinkDuringAcquires(t *testing.T) {
 	elsewhere := t.TempDir()
 	locks := filepath.Join(root, ledger.LocksDir)
 	moved := locks + ".real"
-	l, err := ledger.Open(ctx, root)
+	l, err := ledger.Open(ctx, root, ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestLocksFlippingToASymlinkDuringAcquires(t *testing.T) {
 	}()
 	ok := 0
 	for i := range 300 {
-		l, err := ledger.Open(ctx, root)
+		l, err := ledger.Open(ctx, root, ledger.Unsigned())
 		if err != nil {
 			continue
 		}

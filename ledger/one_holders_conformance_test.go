@@ -22,7 +22,7 @@ func TestConformanceOldLedgerOpensWithOneHoldersTable(t *testing.T) {
 		root := t.TempDir() // one root for both opens: the lock files stay where they were placed
 		open := func() *ledger.Ledger {
 			t.Helper()
-			opts := []ledger.Option{ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-host-a"})}
+			opts := []ledger.Option{ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-host-a"}), ledger.Unsigned()}
 			if f.url != "" {
 				opts = append(opts, ledger.WithDatabase(f.url))
 			}

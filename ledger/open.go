@@ -51,8 +51,12 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 	if err != nil {
 		return nil, err
 	}
+	trusted, err := c.applyTrust(root)
+	if err != nil {
+		return nil, err
+	}
 	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly, signing: c.signing,
-		witnesses: witness.New(c.signing.witnesses, c.signing.timeout, c.logger)}
+		witnesses: witness.New(c.signing.witnesses, c.signing.timeout, c.logger), trust: trusted}
 	if err := l.setRoot(root); err != nil {
 		return nil, err
 	}
@@ -72,6 +76,10 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 	l.stmts = store.NewStatements(l.store)
 	l.host.peers = &peers{many: l.store.ManyHosts(), log: l.log}
 	if l.pinned, l.rollback, err = store.CheckPin(ctx, l.store, l.files, l.where(), l.id, c.pin); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err = l.checkTrust(c.pin); err != nil {
 		l.Close()
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func TestAHolderInAnotherPIDNamespaceIsNeverJudgedDeadByItsPID(t *testing.T) {
 			}
 			e.probe.set(100, proc.Gone, "")
 			other, err := Open(ctx, e.root, WithClock(e.clock.Now), WithProcessProbe(e.probe),
-				WithHost(Host{ID: "host-a", BootID: "boot-1", PIDNS: c.prober}))
+				WithHost(Host{ID: "host-a", BootID: "boot-1", PIDNS: c.prober}), Unsigned())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -125,7 +125,7 @@ func TestPostgresAHeartbeatCutInItsCommitKeepsNoHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another host appends at seq 2, unsigned.
-	other, err := Open(ctx, t.TempDir(), WithDatabase(url), WithHost(Host{ID: "host-b"}))
+	other, err := Open(ctx, t.TempDir(), WithDatabase(url), WithHost(Host{ID: "host-b"}), Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

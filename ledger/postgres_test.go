@@ -65,7 +65,7 @@ func TestPostgresConcurrentFirstOpensMakeOneLedger(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := ledger.Open(ctx, root, ledger.WithDatabase(url))
+			l, err := ledger.Open(ctx, root, ledger.WithDatabase(url), ledger.Unsigned())
 			if err != nil {
 				errs[i] = err
 				return
@@ -98,7 +98,7 @@ func TestPostgresAnotherApplicationsDatabaseGetsNothingAdded(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE invoices (id int)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ledger.Open(ctx, t.TempDir(), ledger.WithDatabase(url)); !errors.Is(err, ledger.ErrNotALedger) {
+	if _, err := ledger.Open(ctx, t.TempDir(), ledger.WithDatabase(url), ledger.Unsigned()); !errors.Is(err, ledger.ErrNotALedger) {
 		t.Fatalf("open: got %v, want ErrNotALedger", err)
 	}
 	var n int
@@ -115,7 +115,7 @@ func TestPostgresReadOnlyOpenOfAnEmptyDatabaseCreatesNothing(t *testing.T) {
 	if _, err := ledger.Open(context.Background(), t.TempDir(), ledger.WithDatabase(url), ledger.ReadOnly()); !errors.Is(err, ledger.ErrNoLedger) {
 		t.Fatalf("read-only open: got %v, want ErrNoLedger", err)
 	}
-	if _, err := ledger.Open(context.Background(), t.TempDir(), ledger.WithDatabase(url), ledger.MustExist()); !errors.Is(err, ledger.ErrNoLedger) {
+	if _, err := ledger.Open(context.Background(), t.TempDir(), ledger.WithDatabase(url), ledger.MustExist(), ledger.Unsigned()); !errors.Is(err, ledger.ErrNoLedger) {
 		t.Fatalf("must-exist open: got %v, want ErrNoLedger", err)
 	}
 }
@@ -141,7 +141,7 @@ func TestPostgresImportKeepsTheLedgerAndEveryHash(t *testing.T) {
 	}
 	want := verifyOK(t, src)
 	// The same root: this host's lock files stay where they are.
-	dst, err := ledger.Open(ctx, src.Root(), ledger.WithDatabase(pgtest.NewDatabase(t)), ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-host-a"}))
+	dst, err := ledger.Open(ctx, src.Root(), ledger.WithDatabase(pgtest.NewDatabase(t)), ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-host-a"}), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,12 +14,12 @@ func TestPostgresWaiterIsWokenByTheReleaseNotification(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	holder, err := Open(ctx, t.TempDir(), WithDatabase(url), WithHost(Host{ID: "holder"}))
+	holder, err := Open(ctx, t.TempDir(), WithDatabase(url), WithHost(Host{ID: "holder"}), Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Close()
-	waiter, err := Open(ctx, t.TempDir(), WithDatabase(url), WithHost(Host{ID: "waiter"}))
+	waiter, err := Open(ctx, t.TempDir(), WithDatabase(url), WithHost(Host{ID: "waiter"}), Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func projLedger(t *testing.T) (*ledger.Ledger, string) {
 	ctx := context.Background()
 	root := t.TempDir()
 	c := testclock.New(time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC))
-	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}))
+	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestProjectRestoresATargetFile(t *testing.T) {
 func TestProjectNeverOverwritesAFileWhereItKeepsAnother(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 11, 30, 0, 0, time.UTC)
-	l, err := ledger.Open(ctx, t.TempDir(), ledger.WithClock(testclock.New(now).Now))
+	l, err := ledger.Open(ctx, t.TempDir(), ledger.WithClock(testclock.New(now).Now), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

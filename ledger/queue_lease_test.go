@@ -41,7 +41,7 @@ func TestQueuePlaceIsALeaseRenewedByItsWaiter(t *testing.T) {
 	root := t.TempDir()
 	clock := testclock.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	open := func(host string) *ledger.Ledger {
-		l, err := ledger.Open(ctx, root, ledger.WithClock(clock.Now), ledger.WithHost(ledger.Host{ID: host, BootID: "boot-" + host}))
+		l, err := ledger.Open(ctx, root, ledger.WithClock(clock.Now), ledger.WithHost(ledger.Host{ID: host, BootID: "boot-" + host}), ledger.Unsigned())
 		if err != nil {
 			t.Fatal(err)
 		}

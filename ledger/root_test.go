@@ -43,7 +43,7 @@ func TestAnOlderRootGetsItsLedgerRecordedAndThenProtected(t *testing.T) {
 	if err := os.Truncate(mux, 0); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Open(ctx, root)
+	l, err := Open(ctx, root, Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestAnOlderRootGetsItsLedgerRecordedAndThenProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, opts := range [][]Option{nil, {MustExist()}, {ReadOnly()}} {
-		if _, err := Open(ctx, root, opts...); !errors.Is(err, ErrLedgerGone) {
+		if _, err := Open(ctx, root, append(opts, Unsigned())...); !errors.Is(err, ErrLedgerGone) {
 			t.Fatalf("Open of an emptied ledger.db: %v, want ErrLedgerGone", err)
 		}
 	}
@@ -88,7 +88,7 @@ func TestAnotherApplicationsDatabaseIsNotALedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, opts := range [][]Option{nil, {MustExist()}, {ReadOnly()}} {
-		if _, err := Open(ctx, root, opts...); !errors.Is(err, ErrNotALedger) {
+		if _, err := Open(ctx, root, append(opts, Unsigned())...); !errors.Is(err, ErrNotALedger) {
 			t.Fatalf("Open of another application's database: %v, want ErrNotALedger", err)
 		}
 	}
@@ -133,7 +133,7 @@ func TestAUTF16DatabaseIsNotALedger(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, opts := range [][]Option{nil, {MustExist()}, {ReadOnly()}} {
-			_, err := Open(ctx, root, opts...)
+			_, err := Open(ctx, root, append(opts, Unsigned())...)
 			if !errors.Is(err, ErrNotALedger) || !strings.Contains(err.Error(), "encoded in UTF-16le") {
 				t.Fatalf("Open of a UTF-16 database (ledger tables: %v): %v, want ErrNotALedger naming UTF-16le", withTables, err)
 			}

@@ -16,7 +16,7 @@ import (
 func TestSupersedingAJobOnAnotherHostSaysItCannotBeAwaited(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	far, err := Open(ctx, root, WithHost(Host{ID: "far-away", BootID: "other-boot"}))
+	far, err := Open(ctx, root, WithHost(Host{ID: "far-away", BootID: "other-boot"}), Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestSupersedingAJobOnAnotherHostSaysItCannotBeAwaited(t *testing.T) {
 	if _, err := far.TryAcquire(ctx, AcquireRequest{Lock: "issue-9", Identity: Identity{RequestID: "old-run", PID: os.Getpid()}}); err != nil {
 		t.Fatal(err)
 	}
-	here, err := Open(ctx, root)
+	here, err := Open(ctx, root, Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

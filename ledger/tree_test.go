@@ -120,7 +120,7 @@ func TestWritingOpenComputesTheMerkleHashesOfAnOlderLedger(t *testing.T) {
 	if _, err := Open(ctx, e.root, ReadOnly()); err == nil {
 		t.Fatal("a read-only open of the old schema succeeded")
 	}
-	l, err := Open(ctx, e.root, WithClock(e.clock.Now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-1"}))
+	l, err := Open(ctx, e.root, WithClock(e.clock.Now), WithProcessProbe(e.probe), WithHost(Host{ID: "host-a", BootID: "boot-1"}), Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestWritingOpenFinishesAnUnfinishedUpgradeOfTheTree(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO meta (key, value) VALUES ($1, 'in progress')`, store.BackfillMarker); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Open(ctx, e.root, WithHost(Host{ID: "host-a", BootID: "boot-1"}))
+	l, err := Open(ctx, e.root, WithHost(Host{ID: "host-a", BootID: "boot-1"}), Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // trust comes back as it was given; without it Verify reads the latest.
 func TestVerifyInSnapshotReadsTheCallersSnapshot(t *testing.T) {
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, t.TempDir())
+	l, err := ledger.Open(ctx, t.TempDir(), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestVerifyDuringWrites(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	open := func() *ledger.Ledger {
-		l, err := ledger.Open(ctx, root)
+		l, err := ledger.Open(ctx, root, ledger.Unsigned())
 		if err != nil {
 			t.Fatal(err)
 		}

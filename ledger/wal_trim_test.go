@@ -16,7 +16,7 @@ import (
 func TestDetachTruncatesALargeWAL(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	l, err := Open(ctx, root)
+	l, err := Open(ctx, root, Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestDetachTruncatesALargeWAL(t *testing.T) {
 	if fi, err := os.Stat(wal); err != nil || fi.Size() != 0 {
 		t.Fatalf("after Detach: WAL %v, %v; want it truncated to 0 bytes", fi, err)
 	}
-	l, err = Open(ctx, root, MustExist())
+	l, err = Open(ctx, root, MustExist(), Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

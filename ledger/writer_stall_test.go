@@ -18,7 +18,7 @@ func TestPostgresStoppedWriterDelaysOtherHeartbeatsOnly(t *testing.T) {
 	ctx := context.Background()
 	const busy = 2 * time.Second
 	open := func(host string) *Ledger {
-		l, err := Open(ctx, t.TempDir(), WithDatabase(url), WithBusyTimeout(busy), WithHost(Host{ID: host}))
+		l, err := Open(ctx, t.TempDir(), WithDatabase(url), WithBusyTimeout(busy), WithHost(Host{ID: host}), Unsigned())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ func (alive) Probe(int) (proc.Liveness, string) { return proc.Alive, "" }
 func openLedger(t *testing.T, root string, c *testclock.Clock) (*ledger.Ledger, *sql.DB) {
 	t.Helper()
 	l, err := ledger.Open(context.Background(), root, ledger.WithClock(c.Now),
-		ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}), ledger.WithProcessProbe(alive{}))
+		ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}), ledger.WithProcessProbe(alive{}), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

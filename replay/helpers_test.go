@@ -40,7 +40,7 @@ func openScripted(t *testing.T, root string, c *testclock.Clock, p *probe) *ledg
 		p = &probe{gone: map[int]bool{}}
 	}
 	l, err := ledger.Open(context.Background(), root, ledger.WithClock(c.Now),
-		ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}), ledger.WithProcessProbe(p))
+		ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}), ledger.WithProcessProbe(p), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func triggerDamage(t *testing.T, l *ledger.Ledger, check func(context.Context, r
 
 func open(t *testing.T, opts ...ledger.Option) *ledger.Ledger {
 	t.Helper()
-	l, err := ledger.Open(context.Background(), t.TempDir(), opts...)
+	l, err := ledger.Open(context.Background(), t.TempDir(), append(opts, ledger.Unsigned())...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func acquire(t *testing.T, l *ledger.Ledger, lock string) {
 // well before the safety re-read, and cancelling ends Follow with nil.
 func TestFollowWakesOnEachAppendAndStopsOnCancel(t *testing.T) {
 	root := t.TempDir()
-	w, err := ledger.Open(t.Context(), root)
+	w, err := ledger.Open(t.Context(), root, ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestFollowWakesOnEachAppendAndStopsOnCancel(t *testing.T) {
 
 func TestFollowRefusesAnAfterSeqPastTheLog(t *testing.T) {
 	root := t.TempDir()
-	w, err := ledger.Open(t.Context(), root)
+	w, err := ledger.Open(t.Context(), root, ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

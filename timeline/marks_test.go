@@ -33,7 +33,7 @@ var marksActors = []string{"grace", "bob", "ann", "cy", "dee", "eli", "fay", "gu
 func writeMarksScenario(t *testing.T, root string) {
 	t.Helper()
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, root, ledger.WithClock(testclock.New(t0).Stepping(time.Minute).Now))
+	l, err := ledger.Open(ctx, root, ledger.WithClock(testclock.New(t0).Stepping(time.Minute).Now), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func writeScenario(t *testing.T, root string) (ledgerID string) {
 	t.Helper()
 	ctx := context.Background()
 	// A minute per reading spreads the picture out the same way on every run.
-	l, err := ledger.Open(ctx, root, ledger.WithClock(testclock.New(t0).Stepping(time.Minute).Now))
+	l, err := ledger.Open(ctx, root, ledger.WithClock(testclock.New(t0).Stepping(time.Minute).Now), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package trust
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +22,7 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/lockfile"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // KeyFile is the signer key's file in the trust store.
@@ -153,8 +156,13 @@ func groupOwner(uid, gid int, owners []int) bool {
 	return err == nil && slices.Contains(groups, strconv.Itoa(gid))
 }
 
-// KeyName is the name of a new key: user@host, with what a key name may
-// not hold (spaces, '+', bytes that are not UTF-8) made '_'.
+// KeyName is the name of a new key: user@host/MACHINE, MACHINE being
+// proc.MachineKey (16 hex digits, the machine part of the boot_id every
+// holding records), with what a key name may not hold (spaces, '+', bytes
+// that are not UTF-8) made '_'. Containers and clones share a user and a
+// hostname; the machine part tells their keys apart in a signed note. A
+// machine with no machine id gets 16 random hex digits instead. Keys made
+// before keep the name they were made with.
 func KeyName() string {
 	name := os.Getenv("USER")
 	if u, err := user.Current(); name == "" && err == nil {
@@ -167,7 +175,23 @@ func KeyName() string {
 	if host == "" {
 		host = "localhost"
 	}
-	return ValidName(name + "@" + host)
+	return keyName(name, host, proc.MachineKey())
+}
+
+// keyName is KeyName of user on host with machine key machine ("":
+// unknown).
+func keyName(user, host, machine string) string {
+	if machine == "" {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err == nil {
+			machine = hex.EncodeToString(b[:])
+		}
+	}
+	base := ValidName(user + "@" + host)
+	if n := 200 - len("/"+machine); len(base) > n { // the machine part is what tells hosts apart: cut the name before it
+		base = base[:n]
+	}
+	return ValidName(base + "/" + machine)
 }
 
 // ValidName is name with each rune a key name may not hold made '_'.

@@ -63,7 +63,9 @@ func runImport(ctx context.Context, o *importOptions) error {
 	if o.g.Database == "" {
 		return &invocation.UsageError{Err: fmt.Errorf("import: --database: is required (the PostgreSQL database to move the ledger into; or LOCKLEDGER_DATABASE_URL)")}
 	}
-	from, err := ledger.Open(ctx, o.from, ledger.WithLogger(o.g.Log), ledger.MustExist())
+	// The source is opened as a writer only to hold its writer mutex: it
+	// signs nothing and pins nothing.
+	from, err := ledger.Open(ctx, o.from, ledger.WithLogger(o.g.Log), ledger.MustExist(), ledger.Unsigned())
 	if err != nil {
 		return err
 	}
@@ -79,14 +81,13 @@ func runImport(ctx context.Context, o *importOptions) error {
 			from.Source(), ledger.ErrBrokenChain, bad.Seq, bad.Kind, bad.Detail, source.ProblemCount,
 			termtext.Plural(source.ProblemCount, "problem", "problems"), from.Root())
 	}
-	to, pin, err := o.g.OpenImport(ctx, ledger.WithPin(store.PinSkip)) // the root pins the ledger imported
+	// The root and the trust store pin the ledger imported, never the
+	// empty one it replaces.
+	to, err := o.g.Open(ctx, invocation.Writes, ledger.WithPin(store.PinSkip))
 	if err != nil {
 		return err
 	}
 	rep, err := to.Import(ctx, from)
-	if err == nil {
-		err = pin()
-	}
 	if err == nil && (to.Root() != from.Root() || !source.OK) {
 		// This host's lock files of the locks it holds go to the new root;
 		// an accepted damage is recorded.

@@ -22,7 +22,7 @@ func TestVerifyClockSkewJudgesAClockSteppedBack(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	c := testclock.New(scenario.T0)
-	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: scenario.Host, BootID: "boot-1"}))
+	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: scenario.Host, BootID: "boot-1"}), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestVerifyClockSkewJudgesAClockSteppedBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Set(scenario.Instant(57)) // and a second time, 1.5s more: 3s behind seq 2 in all
-	l, err = ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: scenario.Host, BootID: "boot-1"}))
+	l, err = ledger.Open(ctx, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: scenario.Host, BootID: "boot-1"}), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

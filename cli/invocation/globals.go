@@ -30,7 +30,6 @@ type Globals struct {
 	Log       *slog.Logger
 	Sign      signFlags
 	trust     *trust.Store // TrustStore
-	key       *trust.Key   // defaultKey
 	JQExpr    string
 	jq        *jqFilter // --jq: stdout held back until the command is done
 }

@@ -28,90 +28,24 @@ const (
 
 // Open opens the ledger at --root (or --database) for what a does with
 // it: a writer with its signing options and --group, checked against the
-// trust store's pin when it signs; a reader read-only, upgrading a ledger
-// written by an older lockledger where the root allows it.
+// trust store's pin when it signs (ledger.Open does); a reader read-only,
+// upgrading a ledger written by an older lockledger where the root allows
+// it.
 func (g *Globals) Open(ctx context.Context, a Access, more ...ledger.Option) (*ledger.Ledger, error) {
-	l, key, err := g.open(ctx, a, more...)
-	if err == nil && key != nil {
-		if err = g.pin(l, key); err != nil {
-			g.Finish(l)
-			return nil, err
-		}
-	}
-	return l, err
-}
-
-// OpenImport opens the empty ledger an import fills, as a writer, and
-// returns with it the pin to make once the import is in: the root's pin
-// names the ledger imported, never the empty one it replaced (which would
-// refuse every later write there), and a pin of the imported ledger the
-// trust store already holds at the root (the source's, when the root stays
-// the same) is the one checked.
-func (g *Globals) OpenImport(ctx context.Context, more ...ledger.Option) (*ledger.Ledger, func() error, error) {
-	l, key, err := g.open(ctx, Writes, more...)
-	if err != nil {
-		return nil, nil, err
-	}
-	return l, func() error {
-		if key == nil {
-			return nil
-		}
-		return g.pin(l, key)
-	}, nil
-}
-
-// OpenKeyed opens an existing ledger for a write only the ledger's own
-// signing key may make (prune, unprune: verify takes their markers only
-// with its signature). A writer with no key (--unsigned alone) is refused,
-// and so is a key the trust store did not pin for this ledger at this root
-// before this command: a first use pins nothing here. Both are bad input
-// (events.Invalid, exit 2) and change nothing.
-func (g *Globals) OpenKeyed(ctx context.Context, what string) (*ledger.Ledger, error) {
-	if g.Sign.Key == "" && g.Sign.Unsigned {
-		return nil, events.Invalid("--unsigned", "", fmt.Sprintf(
-			"%s needs the ledger's signing key: without it verify cannot tell the %s from one made by whoever can write the database; "+
-				"run it without --unsigned (the trust store's key), or give the key with --signing-key", what, what))
-	}
-	l, key, err := g.open(ctx, Rewrites)
-	if err != nil || key == nil {
-		return l, err
-	}
-	pins, err := g.trust.PinsOf(g.Root)
-	if err != nil {
-		g.Finish(l)
-		return nil, fmt.Errorf("reading %s: %w", g.trust.PinsPath(), err)
-	}
-	for _, p := range pins {
-		if p.LedgerID == l.ID() && p.Verifier == key.Verifier {
-			return l, nil
-		}
-	}
-	g.Finish(l)
-	return nil, events.Invalid("signing key", key.Verifier, fmt.Sprintf(
-		"is not pinned for ledger %s at %s in %s: %s needs the ledger's signing key, the one its writes were signed and pinned with; "+
-			"give it with --signing-key, or pin this key first (`lockledger trust pin --ledger-id %s --verifier-key KEY`)",
-		l.ID(), trust.Resolve(g.Root), g.trust.PinsPath(), what, l.ID()))
-}
-
-// open opens the ledger as Open does, and returns the key a writer pins it
-// with (nil: not pinned), leaving the pin to the caller.
-func (g *Globals) open(ctx context.Context, a Access, more ...ledger.Option) (*ledger.Ledger, *trust.Key, error) {
 	opts := append([]ledger.Option{ledger.WithLogger(g.Log)}, more...)
 	if g.Database != "" {
 		opts = append(opts, ledger.WithDatabase(g.Database), ledger.WithPoolSize(2))
 	}
-	var key *trust.Key
 	if a != Reads {
-		sign, k, err := g.signingOptions()
+		sign, err := g.signingOptions()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		key = k
 		opts = append(opts, sign...)
 		if g.Group != "" {
 			gid, err := lookupGroup(g.Group)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			opts = append(opts, ledger.WithGroup(gid))
 		}
@@ -122,19 +56,42 @@ func (g *Globals) open(ctx context.Context, a Access, more ...ledger.Option) (*l
 	case Reads:
 		l, err := ledger.Open(ctx, g.Root, append(opts, ledger.ReadOnly())...)
 		if !errors.Is(err, ledger.ErrOldSchema) {
-			return l, nil, err
+			return l, err
 		}
 		// A ledger written by an older lockledger: upgrade it, as any
-		// writing command would, where the root allows it.
+		// writing command would, where the root allows it; a reader makes
+		// no key and pins nothing.
 		g.Log.Info("upgrading the ledger's schema before reading it", "root", g.Root)
-		l, uerr := ledger.Open(ctx, g.Root, append(opts, ledger.MustExist())...)
+		l, uerr := ledger.Open(ctx, g.Root, append(opts, ledger.MustExist(), ledger.Unsigned())...)
 		if uerr != nil {
-			return nil, nil, fmt.Errorf("%w (upgrading it failed: %w)", err, uerr)
+			return nil, fmt.Errorf("%w (upgrading it failed: %w)", err, uerr)
 		}
-		return l, nil, nil
+		return l, nil
 	}
-	l, err := ledger.Open(ctx, g.Root, opts...)
-	return l, key, err
+	return ledger.Open(ctx, g.Root, opts...)
+}
+
+// OpenKeyed opens an existing ledger for a write only the ledger's own
+// signing key may make (prune, unprune: verify takes their markers only
+// with its signature). A writer with no key (--unsigned alone) is refused,
+// and so is a key the trust store did not pin for this ledger at this root
+// before this command (ledger.MustBePinned: a first use pins nothing
+// here). Both are bad input (events.Invalid, exit 2) and change nothing.
+func (g *Globals) OpenKeyed(ctx context.Context, what string) (*ledger.Ledger, error) {
+	if g.Sign.Key == "" && g.Sign.Unsigned {
+		return nil, events.Invalid("--unsigned", "", fmt.Sprintf(
+			"%s needs the ledger's signing key: without it verify cannot tell the %s from one made by whoever can write the database; "+
+				"run it without --unsigned (the trust store's key), or give the key with --signing-key", what, what))
+	}
+	l, err := g.Open(ctx, Rewrites, ledger.MustBePinned())
+	var np *trust.NotPinnedError
+	if errors.As(err, &np) {
+		return nil, events.Invalid("signing key", np.Verifier, fmt.Sprintf(
+			"is not pinned for ledger %s at %s in %s: %s needs the ledger's signing key, the one its writes were signed and pinned with; "+
+				"give it with --signing-key, or pin this key first (`lockledger trust pin --ledger-id %s --verifier-key KEY`)",
+			np.LedgerID, np.Root, np.File, what, np.LedgerID))
+	}
+	return l, err
 }
 
 // OpenWaiting opens the ledger for a command that was told to wait up to

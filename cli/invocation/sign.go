@@ -18,7 +18,6 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/trust"
 )
 
 // signFlags are the global flags of signed checkpoints.
@@ -174,38 +173,42 @@ func ErrText(err error) string {
 }
 
 // signingOptions are the ledger options of a writer: its key, witnesses
-// and policy: the key configured, else the trust store's (with its heads
-// witness, and k set: the ledger is pinned once open), unless --unsigned.
-func (g *Globals) signingOptions() (opts []ledger.Option, k *trust.Key, err error) {
+// and policy. With no key given the ledger's own default applies (the
+// trust store's key, its heads and its pin: ledger.WithTrustStore with
+// the store opened here); an explicit key signs and is pinned in the
+// trust store too, so that plain verify checks what it signs, unless
+// --unsigned; --unsigned alone is ledger.Unsigned.
+func (g *Globals) signingOptions() ([]ledger.Option, error) {
+	var opts []ledger.Option
 	if g.Trusting() {
-		if opts, k, err = g.trustOptions(); err != nil {
-			return nil, nil, err
+		s, err := g.TrustStore()
+		if err != nil {
+			return nil, err
 		}
+		opts = []ledger.Option{ledger.WithTrustStore(s), ledger.WithPinNotice(g.pinNotice)}
 	} else {
-		s, vkey, err := g.signer()
+		s, _, err := g.signer()
 		if err != nil || s == nil {
 			if err == nil {
 				_, err = g.cosignerOptions(false)
 			}
-			return nil, nil, err
+			return []ledger.Option{ledger.Unsigned()}, err
 		}
 		opts = []ledger.Option{ledger.WithSigner(s)}
-		// The ledger is pinned with this key too, unless --unsigned, so
-		// that plain verify checks what it signs.
 		if !g.Sign.Unsigned {
-			if _, err := g.TrustStore(); err != nil {
+			if st, err := g.TrustStore(); err != nil {
 				g.Log.Warn("the ledger is not pinned with this key: the trust store cannot be opened", "err", err)
 			} else {
-				k = &trust.Key{Signer: s, Verifier: vkey}
+				opts = append(opts, ledger.WithTrustStore(st), ledger.WithPinNotice(g.pinNotice))
 			}
 		}
 	}
 	more, err := g.policyOptions()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cosign, err := g.cosignerOptions(true)
-	return append(append(opts, more...), cosign...), k, err
+	return append(append(opts, more...), cosign...), err
 }
 
 // CheckpointPolicy is --checkpoint-every and --checkpoint-interval.

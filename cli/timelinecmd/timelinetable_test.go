@@ -25,7 +25,7 @@ func wideLedger(t *testing.T) (root, aliceID string) {
 	ctx := context.Background()
 	root = t.TempDir()
 	const host = "build-host-17.ci.eu-west-1.example.internal"
-	l, err := ledger.Open(ctx, root, ledger.WithHost(ledger.Host{ID: host, BootID: ledger.ThisHost().BootID}))
+	l, err := ledger.Open(ctx, root, ledger.WithHost(ledger.Host{ID: host, BootID: ledger.ThisHost().BootID}), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

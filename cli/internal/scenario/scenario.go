@@ -41,7 +41,7 @@ func Write(t testing.TB) string {
 	root := t.TempDir()
 	c := testclock.New(T0)
 	l, err := ledger.Open(ctx, root, ledger.WithClock(c.Now),
-		ledger.WithHost(ledger.Host{ID: Host, BootID: ledger.ThisHost().BootID}))
+		ledger.WithHost(ledger.Host{ID: Host, BootID: ledger.ThisHost().BootID}), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -331,7 +331,7 @@ func benchCLI(tmp string) {
 func benchLibrary(tmp string) {
 	ctx := context.Background()
 	root := filepath.Join(tmp, "lib")
-	l, err := ledger.Open(ctx, root)
+	l, err := ledger.Open(ctx, root, ledger.Unsigned())
 	if err != nil {
 		die(err)
 	}
@@ -496,7 +496,7 @@ func runWorker(root, lock, database string, n int) {
 	if database != "" {
 		opts = append(opts, ledger.WithDatabase(database))
 	}
-	l, err := ledger.Open(ctx, root, opts...)
+	l, err := ledger.Open(ctx, root, append(opts, ledger.Unsigned())...)
 	if err != nil {
 		die(err)
 	}
@@ -519,7 +519,7 @@ func runWorker(root, lock, database string, n int) {
 func benchContention(tmp string) {
 	for _, shared := range []bool{false, true} {
 		root := filepath.Join(tmp, fmt.Sprintf("contention-%v", shared))
-		if l, err := ledger.Open(context.Background(), root); err == nil {
+		if l, err := ledger.Open(context.Background(), root, ledger.Unsigned()); err == nil {
 			l.Close()
 		}
 		var ws []workerSpec

@@ -181,7 +181,7 @@ func openRaw(ctx context.Context, u string) *sql.DB {
 // pgLibrary: the Go API's cycles against two one-row transactions through
 // database/sql and pgx's stdlib driver, as the ledger talks to the server.
 func pgLibrary(ctx context.Context, tmp, ledgerURL, rawURL string) {
-	l, err := ledger.Open(ctx, filepath.Join(tmp, "pg-lib"), ledger.WithDatabase(ledgerURL))
+	l, err := ledger.Open(ctx, filepath.Join(tmp, "pg-lib"), ledger.WithDatabase(ledgerURL), ledger.Unsigned())
 	if err != nil {
 		die(err)
 	}
@@ -250,7 +250,7 @@ func pgCLI(tmp, ledgerURL, rawURL, psql string) {
 // anew (a statement cached on the connection is only bound and executed).
 func pgStatements(ctx context.Context, tmp, u, logPath string) {
 	name := strings.TrimPrefix(mustParse(u).Path, "/")
-	l, err := ledger.Open(ctx, filepath.Join(tmp, "pg-statements"), ledger.WithDatabase(u))
+	l, err := ledger.Open(ctx, filepath.Join(tmp, "pg-statements"), ledger.WithDatabase(u), ledger.Unsigned())
 	if err != nil {
 		die(err)
 	}
@@ -263,7 +263,7 @@ func pgStatements(ctx context.Context, tmp, u, logPath string) {
 		die(err)
 	}
 	l.Close()
-	if l, err = ledger.Open(ctx, filepath.Join(tmp, "pg-statements"), ledger.WithDatabase(u)); err != nil {
+	if l, err = ledger.Open(ctx, filepath.Join(tmp, "pg-statements"), ledger.WithDatabase(u), ledger.Unsigned()); err != nil {
 		die(err)
 	}
 	cycle() // prepares on the new connections
@@ -320,7 +320,7 @@ func clip(s string, n int) string {
 // pgContention: 8 hosts (host ids, roots and connections of their own)
 // cycling on one lock in one PostgreSQL ledger.
 func pgContention(tmp, u string) {
-	l, err := ledger.Open(context.Background(), filepath.Join(tmp, "pg-contention", "setup"), ledger.WithDatabase(u))
+	l, err := ledger.Open(context.Background(), filepath.Join(tmp, "pg-contention", "setup"), ledger.WithDatabase(u), ledger.Unsigned())
 	if err != nil {
 		die(err)
 	}

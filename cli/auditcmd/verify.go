@@ -152,7 +152,10 @@ ran it). The report is of the log as it was read, without that event:
 the next verify sees one more event and a new head hash. The event takes
 the ledger's writer lock for a moment; where the root is read-only, or
 writers hold the lock past 2s, verify still reports and exits as it
-would, and says on stderr that it could not record itself. A verify of a
+would, and says on stderr that it could not record itself. A verify that
+fails records ledger_verified (failed) unsigned: no checkpoint is stored
+for it and the head the trust store keeps does not move, so the record of
+the damage never vouches for the damaged log. A verify of a
 signed ledger that this user has not pinned, without the signers' key,
 says its checkpoints went unchecked, and records itself unsigned, making
 no key and pinning nothing. With --file nothing is recorded.`,

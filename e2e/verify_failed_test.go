@@ -4,7 +4,15 @@ package e2e
 // nothing signed over the log it found damaged) and what it waits for.
 
 import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lockledger/lockledger/internal/clitest"
 )
@@ -54,5 +62,78 @@ func TestFailedVerifySignsNothingOverTheDamage(t *testing.T) {
 		if rows != 0 {
 			t.Fatalf("verify %d failed and stored %d checkpoint rows signing the log it found damaged", i+1, rows)
 		}
+	}
+}
+
+// stoppedFlock starts flock(1) holding the exclusive lock of path (with a
+// child that waits on its standard input) and stops both (SIGSTOP) once it
+// holds it, as a process stopped while it kept a head; the test's cleanup
+// resumes and kills them.
+func stoppedFlock(t *testing.T, path string) {
+	t.Helper()
+	clitest.NeedBinary(t, "flock")
+	c := exec.Command("flock", "--exclusive", path, "sh", "-c", "echo locked; exec cat")
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := c.Process.Pid
+	t.Cleanup(func() {
+		_ = syscall.Kill(-pgid, syscall.SIGCONT)
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		stdin.Close()
+		_ = c.Wait()
+	})
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "locked\n" {
+		t.Fatalf("flock did not take the lock of %s: %q, %v", path, line, err)
+	}
+	if err := syscall.Kill(-pgid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", pgid)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 0 && f[0] == "T" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flock never stopped: %s", b)
+		}
+	}
+}
+
+// TestVerifyGivesUpOnAHeadLockAStoppedProcessHolds: a process stopped
+// (SIGSTOP) while it holds the lock of the head the trust store keeps
+// holds up a plain verify for the bounded wait only: verify then fails
+// (exit 1), naming the lock file and that another process holds it, and
+// records nothing.
+func TestVerifyGivesUpOnAHeadLockAStoppedProcessHolds(t *testing.T) {
+	t.Parallel()
+	root, head := defaultRoot(t)
+	lock := strings.TrimSuffix(head, ".checkpoint") + ".lock"
+	events := clitest.EventCount(t, root)
+	stoppedFlock(t, lock)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := clitest.Exec(t, clitest.Command(ctx, root, "verify"))
+	if ctx.Err() != nil {
+		t.Fatalf("verify waited past a minute on the lock %s a stopped process holds", lock)
+	}
+	if r.Code != 1 || !strings.Contains(r.Stderr, lock) || !strings.Contains(r.Stderr, "another process has held this lock") {
+		t.Fatalf("verify under a stopped process's head lock: exit %d, want 1 naming %s\nstdout: %s\nstderr: %s", r.Code, lock, r.Stdout, r.Stderr)
+	}
+	if n := clitest.EventCount(t, root); n != events {
+		t.Fatalf("a verify that could not read the head appended %d events", n-events)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -135,5 +137,52 @@ func TestVerifyGivesUpOnAHeadLockAStoppedProcessHolds(t *testing.T) {
 	}
 	if n := clitest.EventCount(t, root); n != events {
 		t.Fatalf("a verify that could not read the head appended %d events", n-events)
+	}
+}
+
+// TestVerifyFileRefusesAFIFOAndReadsAPipeItWasGiven: verify --file of a
+// named FIFO no process writes is bad input at once (exit 2, naming
+// --file and the rule), not an open that waits for ever; an export given
+// through a pipe, by process substitution (/dev/fd/N) or as /dev/stdin,
+// verifies as the file does.
+func TestVerifyFileRefusesAFIFOAndReadsAPipeItWasGiven(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	pid := strconv.Itoa(os.Getpid())
+	clitest.Must(t, 0, root, "acquire", "app", "--actor", "alice", "--request-id", "a1", "--pid", pid)
+	clitest.Must(t, 0, root, "release", "app", "--request-id", "a1")
+	export := filepath.Join(dir, "audit.jsonl")
+	clitest.Must(t, 0, root, "export", "-o", export)
+	if v := clitest.Verify(t, 0, root, "--file", export); v.Events != 2 {
+		t.Fatalf("verify --file of the export: %d events, want 2", v.Events)
+	}
+
+	fifo := filepath.Join(dir, "audit.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := clitest.Exec(t, clitest.Command(ctx, root, "verify", "--file", fifo))
+	if ctx.Err() != nil {
+		t.Fatalf("verify --file waited past a minute on a FIFO no process writes")
+	}
+	if r.Code != 2 || !strings.Contains(r.Stderr, "--file") || !strings.Contains(r.Stderr, fifo) || !strings.Contains(r.Stderr, "must be a regular file") {
+		t.Fatalf("verify --file FIFO: exit %d, want 2 naming --file, %s and the rule\nstdout: %s\nstderr: %s", r.Code, fifo, r.Stdout, r.Stderr)
+	}
+
+	clitest.NeedBinary(t, "bash")
+	c := exec.CommandContext(ctx, "bash", "-c", `exec "$0" verify --json --file <(cat "$1")`, clitest.Bin(), export)
+	c.Env = clitest.Env(root)
+	r = clitest.Exec(t, c)
+	if r.Code != 0 {
+		t.Fatalf("verify --file <(cat export): exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+	}
+	if v := clitest.DecodeVerify(t, r); !v.OK || v.Events != 2 || !strings.HasPrefix(v.Source, "/dev/fd/") {
+		t.Fatalf("verify --file <(cat export): ok %v, %d events from %q; want 2 from /dev/fd/N", v.OK, v.Events, v.Source)
+	}
+	if v := clitest.DecodeVerify(t, clitest.RunIn(t, root, readFile(t, export), "verify", "--json", "--file", "/dev/stdin")); !v.OK || v.Events != 2 {
+		t.Fatalf("verify --file /dev/stdin: ok %v, %d events; want 2", v.OK, v.Events)
 	}
 }

@@ -496,7 +496,7 @@ func openExport(path string) (*os.File, error) {
 	if fd, ok := inheritedFD(path); ok {
 		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
-			return nil, events.Invalid("--file", path, "cannot be read: "+invocation.ErrText(err))
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
 		}
 		f := os.NewFile(uintptr(dup), path)
 		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() && fi.Mode().Type() != fs.ModeNamedPipe {
@@ -507,7 +507,7 @@ func openExport(path string) (*os.File, error) {
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, events.Invalid("--file", path, "cannot be read: "+invocation.ErrText(err))
+		return nil, err // a file that is not there fails the check (exit 1), as it always has
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()

@@ -21,12 +21,21 @@ import (
 // verify's report is of the log before this event). It returns the seq of
 // the event; ErrReadOnly on a ledger opened ReadOnly, and the writer
 // mutex's busy error when writers hold it past the busy timeout.
+//
+// A verify that failed (an *events.Verified whose Result is
+// events.AuditFailed) is recorded unsigned: no checkpoint is stored and no
+// head kept for the write, so that the record of the damage never signs
+// over the damaged log, nor moves the head that shows the damage.
 func (l *Ledger) RecordAccess(ctx context.Context, typ events.Type, id Identity, payload any) (int64, error) {
 	if typ != events.LedgerExported && typ != events.LedgerVerified {
 		return 0, fmt.Errorf("ledger: RecordAccess(%s): only %s and %s record a read of the log", typ,
 			events.LedgerExported, events.LedgerVerified)
 	}
-	return l.appendWide(ctx, typ, id, func(store.PreparedTx, int64) (any, error) { return payload, nil })
+	rule := signDue
+	if v, ok := payload.(*events.Verified); ok && v.Result != events.AuditOK {
+		rule = signNever
+	}
+	return l.appendEvent(ctx, typ, id, rule, func(store.PreparedTx, int64) (any, error) { return payload, nil })
 }
 
 // Prune removes events from the live store into the archive a, checked
@@ -132,21 +141,30 @@ func (l *Ledger) Unprune(ctx context.Context, id Identity,
 // (and may write first) in the event's own transaction.
 func (l *Ledger) appendWide(ctx context.Context, typ events.Type, id Identity,
 	before func(q store.PreparedTx, next int64) (any, error)) (int64, error) {
-	return l.appendEvent(ctx, typ, id, false, before)
+	return l.appendEvent(ctx, typ, id, signDue, before)
 }
 
 // appendSigned is appendWide in a write that stores a signed checkpoint
 // of the log through the event, or fails.
 func (l *Ledger) appendSigned(ctx context.Context, typ events.Type, id Identity,
 	before func(q store.PreparedTx, next int64) (any, error)) (int64, error) {
-	return l.appendEvent(ctx, typ, id, true, before)
+	return l.appendEvent(ctx, typ, id, signMust, before)
 }
 
-func (l *Ledger) appendEvent(ctx context.Context, typ events.Type, id Identity, sign bool,
+// signRule is what a ledger-wide event's write signs.
+type signRule int
+
+const (
+	signDue   signRule = iota // the checkpoint (or head) the policy says is due, as any write
+	signMust                  // a checkpoint through the event, or the write fails
+	signNever                 // nothing: the log is damaged, and no checkpoint or kept head may vouch for it
+)
+
+func (l *Ledger) appendEvent(ctx context.Context, typ events.Type, id Identity, rule signRule,
 	before func(q store.PreparedTx, next int64) (any, error)) (int64, error) {
 	var seq int64
 	err := l.update(ctx, func(w *writeTx) (error, error) {
-		w.mustSign = sign
+		w.mustSign, w.unsigned = rule == signMust, rule == signNever
 		id, err := l.resolve(id, w.now)
 		if err != nil {
 			return nil, err

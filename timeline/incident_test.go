@@ -40,7 +40,7 @@ func writeIncident(t testing.TB, root string, at time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	clock := testclock.New(at)
-	l, err := ledger.Open(ctx, root, ledger.WithClock(clock.Now))
+	l, err := ledger.Open(ctx, root, ledger.WithClock(clock.Now), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
 	}

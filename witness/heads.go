@@ -96,7 +96,9 @@ func (h Heads) Last(id string, v note.Verifier) (*checkpoint.Signed, error) {
 const lastReads = 3
 
 // Read is the content of ledger id's head file (see Kept), nil when there
-// is none, read under Store's lock, never through a symlink.
+// is none, read under Store's lock, never through a symlink. The lock is
+// waited for at most storeWait: a *LockBusyError when another process held
+// it all that time.
 func (h Heads) Read(id string) ([]byte, error) {
 	if err := headID(id); err != nil {
 		return nil, err
@@ -134,11 +136,26 @@ func (h Heads) readLock(id string) (func(), error) {
 	case err != nil:
 		return nil, err
 	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
+	if _, err := lockfile.FlockShared(context.Background(), int(lock.Fd()), storeWait, 10*time.Millisecond); err != nil {
 		lock.Close()
-		return nil, err
+		if errors.Is(err, lockfile.ErrBusy) {
+			return nil, &LockBusyError{Lock: h.lockPath(id), Wait: storeWait}
+		}
+		return nil, fmt.Errorf("%s: %w", h.lockPath(id), err)
 	}
 	return func() { lock.Close() }, nil
+}
+
+// LockBusyError: another process held the lock of a kept head for the
+// whole of the bounded wait (one stopped, SIGSTOP or a frozen VM, while
+// it kept a head): no reader or Store waits on it for longer.
+type LockBusyError struct {
+	Lock string        // the lock file
+	Wait time.Duration // how long it was waited for
+}
+
+func (e *LockBusyError) Error() string {
+	return fmt.Sprintf("%s: another process has held this lock for %s (stopped while it kept a head?)", e.Lock, e.Wait)
 }
 
 func (h Heads) lockPath(id string) string { return filepath.Join(h.Dir, h.name(id)+".lock") }
@@ -261,9 +278,9 @@ func (h Heads) Store(id string, size int64, msg string, v note.Verifier) (string
 var errOlder = errors.New("a larger head is kept")
 
 // storeWait bounds how long Store waits for another Store of the same
-// ledger's head: one stopped inside it must not hold up the heartbeat
-// that kept the head, whose write already stands; the next signed write
-// keeps a later head.
+// ledger's head, and Read for the head's lock: one stopped inside Store
+// must not hold up the heartbeat that kept the head, whose write already
+// stands (the next signed write keeps a later head), nor a verify.
 const storeWait = 5 * time.Second
 
 func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
@@ -277,7 +294,7 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 	defer lock.Close()
 	unlock, err := lockfile.Flock(context.Background(), int(lock.Fd()), storeWait, 10*time.Millisecond)
 	if errors.Is(err, lockfile.ErrBusy) {
-		return fmt.Errorf("%s: another process has held it for %s (stopped while it kept a head?)", h.lockPath(id), storeWait)
+		return &LockBusyError{Lock: h.lockPath(id), Wait: storeWait}
 	} else if err != nil {
 		return fmt.Errorf("%s: %w", h.lockPath(id), err)
 	}

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/cli/invocation"
@@ -133,7 +135,9 @@ slice that ends before a checkpoint reaches it only through a consistency
 proof the export carries from its last seq to the checkpoint's size; what
 it proves is that its events are those positions of the signed log, and
 nothing of the events before it. Checking a file writes nothing anywhere
-and needs no key of the verifier's own.
+and needs no key of the verifier's own. FILE is a regular file, or a pipe
+given as /dev/stdin or /dev/fd/N (verify --file <(lockledger export));
+anything else, a named FIFO included, is bad input.
 
 --clock-skew (default 2s) is how far back the clock may step without
 being damage: the ledger stamps events in the order it appends them, so
@@ -152,7 +156,10 @@ ran it). The report is of the log as it was read, without that event:
 the next verify sees one more event and a new head hash. The event takes
 the ledger's writer lock for a moment; where the root is read-only, or
 writers hold the lock past 2s, verify still reports and exits as it
-would, and says on stderr that it could not record itself. A verify of a
+would, and says on stderr that it could not record itself. A verify that
+fails records ledger_verified (failed) unsigned: no checkpoint is stored
+for it and the head the trust store keeps does not move, so the record of
+the damage never vouches for the damaged log. A verify of a
 signed ledger that this user has not pinned, without the signers' key,
 says its checkpoints went unchecked, and records itself unsigned, making
 no key and pinning nothing. With --file nothing is recorded.`,
@@ -471,7 +478,7 @@ func isChainHash(h string) bool {
 // (as plain verify trusts the ledger's): the file is read twice, its
 // signer events first.
 func verifyFile(path, prevHash, ledgerID string, t *replay.Trust, opts ...replay.VerifyOption) (*replay.Report, error) {
-	f, err := os.Open(path)
+	f, err := openExport(path)
 	if err != nil {
 		return nil, err
 	}
@@ -494,6 +501,55 @@ func verifyFile(path, prevHash, ledgerID string, t *replay.Trust, opts ...replay
 		rep.Notes = append(rep.Notes, notes...)
 	}
 	return rep, err
+}
+
+// exportRule is what --file accepts.
+const exportRule = "must be a regular file (an export lockledger export wrote), or a pipe this process was given " +
+	"as /dev/stdin or /dev/fd/N (`verify --file <(lockledger export)`); a FIFO by any other name is refused: " +
+	"opening one that no process writes waits for ever"
+
+// openExport opens --file: a regular file, opened as openInput opens one
+// (O_NONBLOCK: a FIFO there is refused at once, never waited on), or a
+// descriptor this process inherited, named by /dev/stdin, /dev/fd/N or
+// /proc/self/fd/N, which is read as it is (duplicated, not opened again:
+// the shell opened it, and a pipe's writer is the shell's to start).
+func openExport(path string) (*os.File, error) {
+	if fd, ok := inheritedFD(path); ok {
+		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		f := os.NewFile(uintptr(dup), path)
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() && fi.Mode().Type() != fs.ModeNamedPipe {
+			f.Close()
+			return nil, events.Invalid("--file", path, exportRule)
+		}
+		return f, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err // a file that is not there fails the check (exit 1), as it always has
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, events.Invalid("--file", path, exportRule)
+	}
+	return f, nil
+}
+
+// inheritedFD is the descriptor path names in this process's table:
+// /dev/stdin, /dev/fd/N, /proc/self/fd/N.
+func inheritedFD(path string) (int, bool) {
+	if path == "/dev/stdin" {
+		return 0, true
+	}
+	for _, dir := range []string{"/dev/fd/", "/proc/self/fd/"} {
+		if n, ok := strings.CutPrefix(path, dir); ok {
+			fd, err := strconv.Atoi(n)
+			return fd, err == nil && fd >= 0 && strconv.Itoa(fd) == n
+		}
+	}
+	return 0, false
 }
 
 func verifyLedger(ctx context.Context, g *invocation.Globals, opts ...ledger.VerifyOption) (*replay.Report, error) {

@@ -1,6 +1,7 @@
 package auditcmd
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/trust"
+	"github.com/lockledger/lockledger/witness"
 )
 
 // unsignedWarning is what verify says, on stderr and in --json, of a
@@ -85,7 +87,11 @@ func (o *verifyOptions) fromStore(t *replay.Trust) error {
 			continue
 		}
 		b, err := invocation.Heads(s, o.g.Root).Read(id)
-		if err != nil {
+		var busy *witness.LockBusyError
+		if errors.As(err, &busy) {
+			// Not the caller's input: another process holds the head.
+			return fmt.Errorf("verify: the head kept in %s cannot be read: %w", head, err)
+		} else if err != nil {
 			return events.Invalid("trust directory", head, "cannot be read: "+invocation.ErrText(err))
 		}
 		var ns []replay.NoteSource

@@ -57,10 +57,19 @@ func (m *Mutex) Lock(ctx context.Context, wait, maxPoll time.Duration) (unlock f
 // at most maxPoll, up to wait (no limit when wait is negative) and while ctx
 // lasts, which a blocking flock would not heed. ErrBusy when wait runs out.
 func Flock(ctx context.Context, fd int, wait, maxPoll time.Duration) (unlock func(), err error) {
+	return flock(ctx, fd, unix.LOCK_EX, wait, maxPoll)
+}
+
+// FlockShared is Flock for a shared flock(2) (a reader's).
+func FlockShared(ctx context.Context, fd int, wait, maxPoll time.Duration) (unlock func(), err error) {
+	return flock(ctx, fd, unix.LOCK_SH, wait, maxPoll)
+}
+
+func flock(ctx context.Context, fd, how int, wait, maxPoll time.Duration) (unlock func(), err error) {
 	deadline := time.Now().Add(wait)
 	backoff := 50 * time.Microsecond
 	for {
-		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		err := unix.Flock(fd, how|unix.LOCK_NB)
 		if err == nil {
 			return func() { _ = unix.Flock(fd, unix.LOCK_UN) }, nil
 		}

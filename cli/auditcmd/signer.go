@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/cli/invocation"
@@ -123,12 +124,16 @@ func runSignerChange(ctx context.Context, g *invocation.Globals, add bool, arg, 
 }
 
 func runSignerList(ctx context.Context, g *invocation.Globals, keysOnly bool) error {
-	r, err := g.OpenRead(ctx)
+	pinned, err := pinnedKeys(g)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	signers, notes, err := r.Ledger.Signers(ctx)
+	l, err := g.Open(ctx, invocation.Reads, ledger.WithTrustedKeys(pinned...))
+	if err != nil {
+		return err
+	}
+	defer g.Finish(l)
+	signers, notes, err := l.Signers(ctx)
 	if err != nil {
 		return err
 	}
@@ -138,7 +143,7 @@ func runSignerList(ctx context.Context, g *invocation.Globals, keysOnly bool) er
 			LedgerID string `json:"ledger_id"`
 			Signers  any    `json:"signers"`
 			Notes    any    `json:"notes,omitempty"`
-		}{r.Ledger.ID(), signers, notes})
+		}{l.ID(), signers, notes})
 		return nil
 	case keysOnly:
 		for _, s := range signers {
@@ -162,4 +167,25 @@ func runSignerList(ctx context.Context, g *invocation.Globals, keysOnly bool) er
 		termtext.Fprintf(g.IO.Out, "note: %s\n", n)
 	}
 	return nil
+}
+
+// pinnedKeys are the verifier keys this user's trust store pins at the
+// root: the owner's key a host or an auditor pinned out of band is what
+// vouches for the ledger's signer events, not the first event's claim.
+func pinnedKeys(g *invocation.Globals) ([]note.Verifier, error) {
+	s, err := g.TrustStore()
+	if err != nil {
+		return nil, err
+	}
+	pins, err := s.PinsOf(g.Root)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", s.PinsPath(), err)
+	}
+	var keys []note.Verifier
+	for _, p := range pins {
+		if v, err := checkpoint.NewVerifier(p.Verifier); err == nil {
+			keys = append(keys, v)
+		}
+	}
+	return keys, nil
 }

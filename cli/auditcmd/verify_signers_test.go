@@ -99,3 +99,46 @@ func TestVerifyFileTrustsTheExportsRegisteredSigners(t *testing.T) {
 
 // keyName is a verifier key's name.
 func keyName(vkey string) string { name, _, _ := strings.Cut(vkey, "+"); return name }
+
+// TestSignerListShowsTheSetThePinnedOwnerMade: mallory, who can write to
+// the ledger with a key of her own, registers herself first; the owner's
+// `signer list --keys` (the file an auditor is given for --signers)
+// names the keys the owner's pinned key vouches for, not the first
+// event's claim.
+func TestSignerListShowsTheSetThePinnedOwnerMade(t *testing.T) {
+	root := t.TempDir()
+	dir := t.TempDir()
+	type host struct{ id, trust string }
+	a := host{"host-a", clitest.TrustDir(root)}
+	b := host{"host-b", filepath.Join(dir, "trust-b")}
+	m := host{"mallory", filepath.Join(dir, "trust-m")}
+	as := func(h host, want int, args ...string) clitest.Result {
+		t.Helper()
+		r := clitest.RunWith(t, root, []string{"LOCKLEDGER_TRUST_DIR=" + h.trust, "LOCKLEDGER_HOST_ID=" + h.id, "USER=" + h.id}, "", args...)
+		if r.Code != want {
+			t.Fatalf("%s: lockledger %s: exit %d, want %d\n%s%s", h.id, strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
+		}
+		return r
+	}
+	key := func(h host) string {
+		t.Helper()
+		var shown struct {
+			VerifierKey string `json:"verifier_key"`
+		}
+		if err := json.Unmarshal([]byte(as(h, 0, "trust", "show", "--json").Stdout), &shown); err != nil || shown.VerifierKey == "" {
+			t.Fatalf("%s: trust show: %v %+v", h.id, err, shown)
+		}
+		return shown.VerifierKey
+	}
+	as(a, 0, "run", "job-a", "--", "true")
+	as(m, 0, "run", "job-m", "--", "true")
+	as(b, 0, "run", "job-b", "--", "true")
+	keyA, keyB, keyM := key(a), key(b), key(m)
+	as(m, 0, "signer", "add", keyM, "--role", "host")
+	as(a, 0, "signer", "add", keyB, "--role", "host")
+	got := strings.Fields(as(a, 0, "signer", "list", "--keys").Stdout)
+	want := []string{keyA, keyB}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("signer list --keys = %q, want the owner's set %q (mallory's key %s)", got, want, keyM)
+	}
+}

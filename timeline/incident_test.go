@@ -307,3 +307,57 @@ func TestTenThousandEventPageZoomsThroughTheOverview(t *testing.T) {
 		}
 	}
 }
+
+// TestIncidentSVGNamesEveryBarAndKeepsMarkersApart draws the incident as
+// the bare SVG (placed without a browser, from estimated text widths) in
+// a window of two and a half minutes, as the busy page's zoom shows it,
+// where ci-bot's lost lock and its refused release are 1.5 s (11 px)
+// apart: every bar carries its actor's whole name, and no two markers of
+// one row are drawn closer than their width.
+func TestIncidentSVGNamesEveryBarAndKeepsMarkersApart(t *testing.T) {
+	root := t.TempDir()
+	writeIncident(t, root, t0)
+	hs, evs := replayed(t, root, replay.Filter{Lock: "app-prod"})
+	p := &timeline.Page{Generated: t0, Since: t0.Add(-time.Minute), Until: t0.Add(90 * time.Second), Holdings: hs, Events: evs}
+	var b bytes.Buffer
+	if err := timeline.WriteSVG(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	ns := parseSVG(t, b.Bytes())
+	named := map[string]string{}
+	for _, n := range ns {
+		if n.name == "text" && n.class("label") && n.attrs["display"] != "none" {
+			named[n.attrs["data-seq"]] = n.text
+		}
+	}
+	bars := 0
+	for _, n := range ns {
+		if n.name == "rect" && n.class("b") {
+			bars++
+			if got := named[n.attrs["data-seq"]]; got != n.attrs["data-actor"] {
+				t.Errorf("the bar of seq %s is named %q, want %q", n.attrs["data-seq"], got, n.attrs["data-actor"])
+			}
+		}
+	}
+	if bars != len(hs) {
+		t.Errorf("%d bars for %d holdings", bars, len(hs))
+	}
+	rows := map[string][]float64{} // data-y → the markers' x
+	for _, n := range ns {
+		if n.name == "path" && n.class("mk") {
+			var x, y float64
+			if _, err := fmt.Sscanf(n.attrs["transform"], "translate(%g %g)", &x, &y); err != nil {
+				t.Fatalf("marker seq %s: transform %q: %v", n.attrs["data-seq"], n.attrs["transform"], err)
+			}
+			rows[n.attrs["data-y"]] = append(rows[n.attrs["data-y"]], x)
+		}
+	}
+	for y, xs := range rows {
+		slices.Sort(xs)
+		for i := 1; i < len(xs); i++ {
+			if xs[i]-xs[i-1] < 14 {
+				t.Errorf("markers at y %s are drawn %.1f px apart (at %.1f and %.1f)", y, xs[i]-xs[i-1], xs[i-1], xs[i])
+			}
+		}
+	}
+}

@@ -284,6 +284,7 @@ function nudge(){var rows={};for(var s in pins)vis(pins[s],false);
  for(var y in rows){var last=-1e9;rows[y].sort(function(p,q){return p.dataset.t-q.dataset.t;}).forEach(function(m){var t=X(+m.dataset.t),x=Math.max(t,last+GAP),s=m.dataset.seq;last=x;
   at(m,'transform','translate('+x+' '+y+')');if(x-t<0.5)return;var pin=pins[s]||(pins[s]=line('pin',s,m));
   at(pin,'x1',t);at(pin,'x2',x);at(pin,'y1',+y+11);at(pin,'y2',+y+7);vis(pin,true);});}}
+function laneOf(y){var ls=svg.querySelectorAll('.lane > rect');for(var i=0;i<ls.length;i++)if(y<+ls[i].getAttribute('y')+ +ls[i].getAttribute('height'))return i;return ls.length-1;}
 function place(){var marks=[].filter.call(svg.querySelectorAll('.mk'),function(m){return !m.hasAttribute('display');}).map(box);
  var kept=[],lanes=svg.querySelectorAll('.lane');
  function clear(r){return !marks.some(function(m){return hit(r,m);})&&!kept.some(function(k){return hit(r,k);});}
@@ -298,10 +299,10 @@ function place(){var marks=[].filter.call(svg.querySelectorAll('.mk'),function(m
   .filter(function(o){return o.bar&&!o.bar.hasAttribute('display');});
  names.sort(function(p,q){return p.bar.getAttribute('x')-q.bar.getAttribute('x');});var under={};
  names.forEach(function(o){var t=o.t,bx=+o.bar.getAttribute('x'),x0=Math.max(bx,X0),x1=Math.min(bx+ +o.bar.getAttribute('width'),X1),top=+o.bar.getAttribute('y'),bot=top+ +o.bar.getAttribute('height');
-  t.textContent=t.dataset.full;t.classList.remove('below');at(t,'y',top+NAMEDY);at(t,'fill',t.dataset.ink);vis(t,true);var w=t.getComputedTextLength();
+  if(!t.dataset.ink)t.dataset.ink=t.getAttribute('fill');t.textContent=t.dataset.full;t.classList.remove('below');at(t,'y',top+NAMEDY);at(t,'fill',t.dataset.ink);vis(t,true);var w=t.getComputedTextLength();
   var on=marks.filter(function(m){return m.top<bot&&top<m.bottom&&m.left<x1&&x0<m.right;}),starts=[x0+5].concat(on.map(function(m){return m.right+3;}));
   for(var i=0;i<starts.length;i++){if(starts[i]<x0+5||starts[i]+w+5>x1)continue;at(t,'x',starts[i]);var b=box(t);if(clear(b)){kept.push(b);return;}}
-  var lane=t.dataset.lane,ys=(lanes[lane].dataset.nrows||'').split(' ').filter(Boolean).map(Number),rs=under[lane]||(under[lane]=ys.map(function(){return [];})),as=[];
+  var lane=laneOf(top),ys=(lanes[lane].dataset.nrows||'').split(' ').filter(Boolean).map(Number),rs=under[lane]||(under[lane]=ys.map(function(){return [];})),as=[];
   t.classList.add('below');at(t,'fill','#111');
   if(x1-x0<4)as.push((x0+x1)/2);else for(var a=x0+2;a<=x1-2;a+=4)as.push(a);
   for(var r=0;r<ys.length;r++)for(var k=0;k<as.length;k++){var ax=as[k],x=Math.max(Math.min(ax-6,W-6-w),X0),ok=free(rs[r],x-5,x+w+5);

@@ -187,20 +187,19 @@ func writeBars(w *bufio.Writer, l *layout, zoomable bool) {
 		}
 		// A name inside its bar is in the bar's ink; one under it (class
 		// below) is dark, with a leader up to the bar. The page's zoom
-		// places them again.
-		lane := l.lane[h.Lock]
+		// places them again (data-ink: the ink of one under its bar).
 		if n, ok := l.names[h]; ok && n.row < 0 {
-			fmt.Fprintf(w, `<text class="label" data-seq="%d" data-lane="%d" data-full="%s" data-ink="%s" x="%.1f" y="%d" font-size="%d" fill="%s">%s</text>`,
-				h.Opened.Seq, lane, esc(h.Opened.Actor), l.ink(h.Opened.Actor), n.x, y+barH/2+5, labelSize, l.ink(h.Opened.Actor), html.EscapeString(n.text))
+			fmt.Fprintf(w, `<text class="label" data-seq="%d" data-full="%s" x="%.1f" y="%d" font-size="%d" fill="%s">%s</text>`,
+				h.Opened.Seq, esc(h.Opened.Actor), n.x, y+barH/2+5, labelSize, l.ink(h.Opened.Actor), html.EscapeString(n.text))
 		} else if ok {
 			g := l.laneGeom(h.Lock)
 			ny := g.nameRowY(n.row)
-			fmt.Fprintf(w, `<line class="nleader" data-seq="%d" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#555"/><text class="label below" data-seq="%d" data-lane="%d" data-full="%s" data-ink="%s" x="%.1f" y="%d" font-size="%d" fill="#111">%s</text>`,
-				h.Opened.Seq, n.ax, y+barH, n.ax, ny-11, h.Opened.Seq, lane, esc(h.Opened.Actor), l.ink(h.Opened.Actor), n.x, ny, labelSize, html.EscapeString(n.text))
+			fmt.Fprintf(w, `<line class="nleader" data-seq="%d" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#555"/><text class="label below" data-seq="%d" data-full="%s" data-ink="%s" x="%.1f" y="%d" font-size="%d" fill="#111">%s</text>`,
+				h.Opened.Seq, n.ax, y+barH, n.ax, ny-11, h.Opened.Seq, esc(h.Opened.Actor), l.ink(h.Opened.Actor), n.x, ny, labelSize, html.EscapeString(n.text))
 		} else if zoomable && height >= barH {
 			// No room at this scale: the page's zoom may find some.
-			fmt.Fprintf(w, `<text class="label" display="none" data-seq="%d" data-lane="%d" data-full="%s" data-ink="%s" x="%.1f" y="%d" font-size="%d" fill="%s"></text>`,
-				h.Opened.Seq, lane, esc(h.Opened.Actor), l.ink(h.Opened.Actor), x0, y+barH/2+5, labelSize, l.ink(h.Opened.Actor))
+			fmt.Fprintf(w, `<text class="label" display="none" data-seq="%d" data-full="%s" x="%.1f" y="%d" font-size="%d" fill="%s"></text>`,
+				h.Opened.Seq, esc(h.Opened.Actor), x0, y+barH/2+5, labelSize, l.ink(h.Opened.Actor))
 		}
 		if open {
 			// Still held at the window's end: an arrow says the bar goes on.

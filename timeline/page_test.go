@@ -143,6 +143,9 @@ func parseSVG(t *testing.T, b []byte) []node {
 		if err != nil {
 			t.Fatalf("the SVG is not well-formed XML: %v", err)
 		}
+		if cd, ok := tok.(xml.CharData); ok && len(out) > 0 && out[len(out)-1].text == "" {
+			out[len(out)-1].text = strings.TrimSpace(string(cd))
+		}
 		if se, ok := tok.(xml.StartElement); ok {
 			e := node{name: se.Name.Local, attrs: map[string]string{}}
 			for _, a := range se.Attr {

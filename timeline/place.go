@@ -79,20 +79,24 @@ const (
 	waitRowH    = 22
 	waitBarH    = 10
 	maxWaitRows = 8
+	maxNameRows = 2 // rows under a bar for the names that do not fit inside theirs
 	lanePad     = 6
 	calloutMax  = 560 // the widest callout, in pixels; the rest is in its details
-	nameMax     = 220 // the widest name drawn beside its bar
+	nameMax     = 220 // the widest name drawn under its bar
 )
 
 // laneGeom places one lane.
 type laneGeom struct {
-	top, rows, barY, waitY, height int
-	waiters                        []string       // one sub-lane each, in order of their first wait
-	waitRow                        map[string]int // actor → sub-lane
+	top, rows, nameRows, barY, waitY, height int
+	waiters                                  []string       // one sub-lane each, in order of their first wait
+	waitRow                                  map[string]int // actor → sub-lane
 }
 
 // rowY is the baseline of callout row r (0 is nearest the bar).
 func (g *laneGeom) rowY(r int) int { return g.barY - triangleGap - r*annRowH - 4 }
+
+// nameRowY is the baseline of name row r under the bar (0 is nearest).
+func (g *laneGeom) nameRowY(r int) int { return g.barY + barH + 17 + r*annRowH }
 
 // waitRowY is the top of the sub-lane of actor's waits.
 func (g *laneGeom) waitRowY(actor string) int { return g.waitY + g.waitRow[actor]*waitRowH }
@@ -129,19 +133,16 @@ func (l *layout) waitSpans() []waitSpan {
 
 // annotation is a text placed in a lane's callout rows.
 type annotation struct {
-	lane     int
-	seq      int64
-	kind     string // "callout" (a marker's words) or "name" (a bar's actor)
-	ax       float64
-	t        time.Time
-	text     string
-	full     string
-	w, x     float64
-	row      int // -1: no room
-	markerY  int
-	ink      string
-	actor    string
-	holdingU time.Time
+	lane    int
+	seq     int64
+	ax      float64
+	t       time.Time
+	text    string
+	full    string
+	w, x    float64
+	row     int // -1: no room
+	markerY int
+	actor   string
 }
 
 // occupied is one row's taken spans, in pixels.
@@ -266,7 +267,7 @@ func barLabel(actor string, x0, x1 float64, marks []float64) (string, float64) {
 		}
 		return true
 	}
-	best, bestRoom := -1.0, 0.0
+	need := textWidth(termtext.Escape(actor), labelSize)
 	for _, s := range starts {
 		if s < x0+labelPad {
 			continue
@@ -277,18 +278,121 @@ func barLabel(actor string, x0, x1 float64, marks []float64) (string, float64) {
 				end = m - markHalf - 3
 			}
 		}
-		if room := end - s; room > bestRoom && clear(s, s+room) {
-			best, bestRoom = s, room
+		// The whole name or none: a cut one goes under the bar whole.
+		if end-s >= need && clear(s, s+need) {
+			return termtext.Escape(actor), s
 		}
 	}
-	if best < 0 {
-		return "", 0
+	return "", 0
+}
+
+// nameBelow is a bar's name placed in the rows under its lane's bar,
+// with a leader line up to the bar at ax.
+type nameBelow struct {
+	h      *replay.Holding
+	lane   int
+	x0, x1 float64 // the bar
+	text   string
+	w      float64
+}
+
+// placeNamesBelow puts each name, from the left, in the first row under
+// its bar where it overlaps no other name and its leader (at the first
+// anchor along the bar that works) crosses no name in a row above; one
+// that fits nowhere is left out (its holding stays in the tables).
+func (l *layout) placeNamesBelow(ns []nameBelow) []int {
+	used := make([]int, len(l.lanes))
+	rows := make([][]occupied, len(l.lanes))
+	slices.SortStableFunc(ns, func(a, b nameBelow) int {
+		if a.x0 != b.x0 {
+			if a.x0 < b.x0 {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	for _, n := range ns {
+		rs := rows[n.lane]
+		if rs == nil {
+			rs = make([]occupied, maxNameRows)
+		}
+		placed := false
+		for r := 0; r < maxNameRows && !placed; r++ {
+			for _, ax := range anchors(n.x0, n.x1) {
+				x := min(max(ax-6, plotX0), float64(width-6)-n.w)
+				ok := rs[r].free(x-5, x+n.w+5)
+				for q := 0; ok && q < r; q++ {
+					ok = rs[q].free(ax-3, ax+3)
+				}
+				if !ok {
+					continue
+				}
+				rs[r] = append(rs[r], [2]float64{x, x + n.w})
+				for q := 0; q < r; q++ {
+					rs[q] = append(rs[q], [2]float64{ax - 2, ax + 2})
+				}
+				l.names[n.h] = barName{text: n.text, x: x, row: r, ax: ax}
+				used[n.lane] = max(used[n.lane], r+1)
+				placed = true
+				break
+			}
+		}
+		rows[n.lane] = rs
 	}
-	text := fitText(actor, labelSize, bestRoom, 8)
-	if text == "" {
-		text = fitText(actor, labelSize, bestRoom, len([]rune(actor)))
+	return used
+}
+
+// anchors are where along a bar [x0, x1] a leader may meet it, from its
+// left end every 4 pixels.
+func anchors(x0, x1 float64) []float64 {
+	if x1-x0 < 4 {
+		return []float64{(x0 + x1) / 2}
 	}
-	return text, best
+	var out []float64
+	for a := x0 + 2; a <= x1-2; a += 4 {
+		out = append(out, a)
+	}
+	return out
+}
+
+// markRow names the row of its lane a marker is drawn in (markerY):
+// above the bar, on it, or a waiter's sub-lane.
+func markRow(ev *replay.Event) string {
+	switch markerKind(ev) {
+	case mkStolen:
+		return "above"
+	case mkBlocked:
+		return "wait " + ev.Actor
+	}
+	return "bar"
+}
+
+// markGap is the least distance between the centres of two markers drawn
+// in one row; closer ones are pushed apart (see nudgeMarkers).
+const markGap = 2*markHalf - 1
+
+// nudgeMarkers is where each marker is drawn: at its instant, or, when
+// that would overlap the marker before it in the same row of the same
+// lane, pushed right just clear of it (a pin then joins it to its exact
+// instant on the bar).
+func (l *layout) nudgeMarkers() map[int64]float64 {
+	out := make(map[int64]float64, len(l.markers))
+	type row struct{ lock, row string }
+	byRow := map[row][]*replay.Event{}
+	for _, ev := range l.markers {
+		k := row{ev.LockName, markRow(ev)}
+		byRow[k] = append(byRow[k], ev)
+	}
+	for _, evs := range byRow {
+		slices.SortStableFunc(evs, func(a, b *replay.Event) int { return a.Time.Compare(b.Time) })
+		last := math.Inf(-1)
+		for _, ev := range evs {
+			x := max(l.x(ev.Time), last+markGap)
+			out[ev.Seq], last = x, x
+		}
+	}
+	return out
 }
 
 // markHalf is half a marker's width.
@@ -319,11 +423,16 @@ func (l *layout) place() {
 	}
 	l.names = map[*replay.Holding]barName{}
 	if !l.aggMarkers {
+		l.markX = l.nudgeMarkers()
+	}
+	zoomable := len(l.p.Events) > OverviewAbove
+	var below []nameBelow
+	if !l.aggMarkers {
 		for _, ev := range l.markers {
 			if text := calloutText(ev); text != "" {
 				full := termtext.Escape(text)
 				shown := fitText(text, annSize, calloutMax, 3)
-				l.anns = append(l.anns, &annotation{lane: l.lane[ev.LockName], seq: ev.Seq, kind: "callout", ax: l.x(ev.Time),
+				l.anns = append(l.anns, &annotation{lane: l.lane[ev.LockName], seq: ev.Seq, ax: l.x(ev.Time),
 					t: ev.Time, text: shown, full: full, w: textWidth(shown, annSize), actor: ev.Actor})
 			}
 		}
@@ -332,7 +441,7 @@ func (l *layout) place() {
 		onBars := map[string][]float64{}
 		for _, ev := range l.markers {
 			if onBar(ev) && !l.aggMarkers {
-				onBars[ev.LockName] = append(onBars[ev.LockName], l.x(ev.Time))
+				onBars[ev.LockName] = append(onBars[ev.LockName], l.markX[ev.Seq])
 			}
 		}
 		_, rows := sharedTracks(l)
@@ -349,22 +458,27 @@ func (l *layout) place() {
 				}
 			}
 			if text, x := barLabel(h.Opened.Actor, x0, x1, marks); text != "" {
-				l.names[h] = barName{text, x}
+				l.names[h] = barName{text: text, x: x, row: -1}
 				continue
 			}
 			if len(l.p.Holdings) <= 200 {
-				// Too short a bar: the name goes above it.
-				shown := fitText(h.Opened.Actor, annSize, nameMax, 3)
-				l.anns = append(l.anns, &annotation{lane: l.lane[h.Lock], seq: h.Opened.Seq, kind: "name", ax: x0, t: h.Start(),
-					text: shown, full: termtext.Escape(h.Opened.Actor), w: textWidth(shown, annSize), actor: h.Opened.Actor})
+				// Too short a bar, or too full of markers: the name goes under it.
+				shown := fitText(h.Opened.Actor, labelSize, nameMax, 3)
+				below = append(below, nameBelow{h: h, lane: l.lane[h.Lock], x0: x0, x1: x1, text: shown, w: textWidth(shown, labelSize)})
 			}
 		}
 	}
 	used := placeAnnotations(l.anns, len(l.lanes))
-	if len(l.p.Events) > OverviewAbove {
+	usedBelow := l.placeNamesBelow(below)
+	if zoomable {
 		// A page that zooms keeps every row for what a closer look shows.
 		for _, a := range l.anns {
 			used[a.lane] = maxAnnRows
+		}
+		if !l.aggregate {
+			for i := range usedBelow {
+				usedBelow[i] = maxNameRows
+			}
 		}
 	}
 	top := lanesY
@@ -373,7 +487,8 @@ func (l *layout) place() {
 		g.rows = max(used[i], 1)
 		g.top = top
 		g.barY = top + lanePad + g.rows*annRowH + triangleGap
-		g.waitY = g.barY + barH + 6
+		g.nameRows = usedBelow[i]
+		g.waitY = g.barY + barH + 6 + g.nameRows*annRowH
 		g.height = g.waitY + len(g.waiters)*waitRowH + lanePad - top
 		top += g.height
 	}

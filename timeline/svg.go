@@ -35,8 +35,8 @@ func writeSVG(w *bufio.Writer, l *layout, standalone bool) {
 	if standalone {
 		ns = ` xmlns="` + svgNS + `"`
 	}
-	fmt.Fprintf(w, `<svg%s id="timeline" role="img" aria-labelledby="svgtitle" data-span="%d" data-start="%d" data-x0="%d" data-x1="%d" viewBox="0 0 %d %d" width="%d" height="%d" font-family="sans-serif" font-size="13">`+"\n",
-		ns, l.end.Sub(l.start).Milliseconds(), l.start.UnixMilli(), plotX0, plotX1, width, h, width, h)
+	fmt.Fprintf(w, `<svg%s id="timeline" role="img" aria-labelledby="svgtitle" data-span="%d" data-start="%d" data-x0="%d" data-x1="%d" data-gap="%d" data-namedy="%d" viewBox="0 0 %d %d" width="%d" height="%d" font-family="sans-serif" font-size="13">`+"\n",
+		ns, l.end.Sub(l.start).Milliseconds(), l.start.UnixMilli(), plotX0, plotX1, markGap, barH/2+5, width, h, width, h)
 	fmt.Fprintf(w, `<title id="svgtitle">Holdings of %s from %s to %s (UTC)</title>`+"\n",
 		plural(len(l.lanes), "lock", "locks"), fmtTime(l.start), fmtTime(l.end))
 	w.WriteString("<style>.b,.agg,.mk{cursor:pointer}.mk{stroke-width:1.5}.b:focus,.mk:focus,.agg:focus{outline:none;stroke:#000;stroke-width:2}.sel{stroke:#000;stroke-width:3}</style>\n")
@@ -99,8 +99,12 @@ func writeLanes(w *bufio.Writer, l *layout) {
 		for r := range rows {
 			rows[r] = fmt.Sprint(g.rowY(r))
 		}
-		fmt.Fprintf(w, `<g class="lane" data-lock="%s" data-rows="%s" data-used="%d"><rect x="0" y="%d" width="%d" height="%d" fill="%s"/><text class="lname" x="4" y="%d" font-weight="bold" font-size="%d">%s</text>`,
-			esc(name), strings.Join(rows, " "), g.rows, g.top, width, g.height, shade, g.barY+barH/2+5, labelSize,
+		nrows := make([]string, g.nameRows)
+		for r := range nrows {
+			nrows[r] = fmt.Sprint(g.nameRowY(r))
+		}
+		fmt.Fprintf(w, `<g class="lane" data-lock="%s" data-rows="%s" data-used="%d" data-nrows="%s"><rect x="0" y="%d" width="%d" height="%d" fill="%s"/><text class="lname" x="4" y="%d" font-weight="bold" font-size="%d">%s</text>`,
+			esc(name), strings.Join(rows, " "), g.rows, strings.Join(nrows, " "), g.top, width, g.height, shade, g.barY+barH/2+5, labelSize,
 			html.EscapeString(fitText(name, labelSize*1.1, plotX0-16, 3)))
 		for _, a := range g.waiters {
 			y := g.waitRowY(a)
@@ -181,9 +185,17 @@ func writeBars(w *bufio.Writer, l *layout, zoomable bool) {
 				h.Opened.Seq, l.ms(s.from), l.ms(s.to), sx0, y, max(sx1-sx0, 1), height,
 				esc(fmt.Sprintf("stale from %s: %s's TTL (%ds) ran out without a heartbeat", fmtTime(s.from), h.Opened.Actor, h.Opened.TTLSeconds)))
 		}
-		if n, ok := l.names[h]; ok {
+		// A name inside its bar is in the bar's ink; one under it (class
+		// below) is dark, with a leader up to the bar. The page's zoom
+		// places them again (data-ink: the ink of one under its bar).
+		if n, ok := l.names[h]; ok && n.row < 0 {
 			fmt.Fprintf(w, `<text class="label" data-seq="%d" data-full="%s" x="%.1f" y="%d" font-size="%d" fill="%s">%s</text>`,
 				h.Opened.Seq, esc(h.Opened.Actor), n.x, y+barH/2+5, labelSize, l.ink(h.Opened.Actor), html.EscapeString(n.text))
+		} else if ok {
+			g := l.laneGeom(h.Lock)
+			ny := g.nameRowY(n.row)
+			fmt.Fprintf(w, `<line class="nleader" data-seq="%d" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#555"/><text class="label below" data-seq="%d" data-full="%s" data-ink="%s" x="%.1f" y="%d" font-size="%d" fill="#111">%s</text>`,
+				h.Opened.Seq, n.ax, y+barH, n.ax, ny-11, h.Opened.Seq, esc(h.Opened.Actor), l.ink(h.Opened.Actor), n.x, ny, labelSize, html.EscapeString(n.text))
 		} else if zoomable && height >= barH {
 			// No room at this scale: the page's zoom may find some.
 			fmt.Fprintf(w, `<text class="label" display="none" data-seq="%d" data-full="%s" x="%.1f" y="%d" font-size="%d" fill="%s"></text>`,
@@ -241,8 +253,8 @@ func writeWaits(w *bufio.Writer, l *layout) {
 	}
 }
 
-// writeAnnotations draws the callouts and the names beside short bars in
-// their lanes' rows, each with a leader line down to its marker or bar.
+// writeAnnotations draws the callouts in their lanes' rows, each with a
+// leader line down to its marker.
 func writeAnnotations(w *bufio.Writer, l *layout) {
 	for _, a := range l.anns {
 		g := &l.geom[a.lane]
@@ -252,18 +264,8 @@ func writeAnnotations(w *bufio.Writer, l *layout) {
 			hidden, row = ` display="none"`, 0
 		}
 		y := g.rowY(row)
-		cls, weight, fill := "callout", "", "#000"
-		if a.kind == "name" {
-			cls, fill = "oname", "#333"
-		} else {
-			weight = ` font-weight="bold"`
-		}
-		bottom := g.barY - 2
-		if a.kind == "callout" {
-			bottom = g.barY - triangleGap + 2
-		}
-		fmt.Fprintf(w, `<g class="ann" data-seq="%d" data-t="%d" data-lane="%d"%s><line class="leader" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#555"/><text class="%s" data-seq="%d" x="%.1f" y="%d" font-size="%d"%s fill="%s"><title>%s</title>%s</text></g>`+"\n",
-			a.seq, l.ms(a.t), a.lane, hidden, a.ax, y+3, a.ax, bottom, cls, a.seq, a.x, y, annSize, weight, fill, html.EscapeString(a.full), html.EscapeString(a.text))
+		fmt.Fprintf(w, `<g class="ann" data-seq="%d" data-t="%d" data-lane="%d"%s><line class="leader" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#555"/><text class="callout" data-seq="%d" x="%.1f" y="%d" font-size="%d" font-weight="bold" fill="#000"><title>%s</title>%s</text></g>`+"\n",
+			a.seq, l.ms(a.t), a.lane, hidden, a.ax, y+3, a.ax, g.barY-triangleGap+2, a.seq, a.x, y, annSize, html.EscapeString(a.full), html.EscapeString(a.text))
 	}
 }
 
@@ -357,7 +359,12 @@ func writeMarkers(w *bufio.Writer, l *layout) {
 		return
 	}
 	for _, ev := range l.markers {
-		x, y := l.x(ev.Time), markerY(l, ev)
+		at, x, y := l.x(ev.Time), l.markX[ev.Seq], markerY(l, ev)
+		// A pin from the exact instant, under the marker, to a marker
+		// pushed aside (the page's zoom makes its own).
+		if x-at >= 0.5 {
+			fmt.Fprintf(w, `<line class="pin" data-seq="%d" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000"/>`, ev.Seq, at, y+markHalf+3, x, y+markHalf-1)
+		}
 		d, fill := markerPath(ev)
 		fmt.Fprintf(w, `<path class="mk mk-%s" tabindex="0" data-seq="%d" data-type="%s" data-lock="%s" data-t="%d" data-y="%d" transform="translate(%.1f %d)" d="%s" fill="%s" stroke="#000"><title>%s</title></path>`+"\n",
 			markerKind(ev), ev.Seq, ev.Type, esc(ev.LockName), l.ms(ev.Time), y, x, y, d, fill, esc(markerTitle(ev)))

@@ -9,6 +9,7 @@ package timeline
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -52,12 +53,108 @@ type Page struct {
 
 // Okabe and Ito's palette with its grey, which people with any common
 // colour-blindness tell apart: eight actors get eight colours (black is
-// kept for the markers).
-var palette = []string{"#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999"}
+// kept for the markers). The first six are of six hue families (hues at
+// least 25° apart, and the grey); orange and sky blue, last, are each
+// near one of them (vermillion and yellow; blue), so that actors of one
+// lane get them only when no other is left (see assignColours).
+var palette = []string{"#D55E00", "#0072B2", "#009E73", "#F0E442", "#CC79A7", "#999999", "#E69F00", "#56B4E9"}
 
 // labelInk is the colour of an actor's name on a bar of palette[i]: white
 // on the two dark ones, black on the rest.
-var labelInk = []string{"#000", "#000", "#fff", "#000", "#fff", "#000", "#000", "#000"}
+var labelInk = []string{"#000", "#fff", "#fff", "#000", "#000", "#000", "#000", "#000"}
+
+// hueClash says palette[i] and palette[j] are of one hue family.
+func hueClash(i, j int) bool {
+	if i == j {
+		return true
+	}
+	hi, si := hue(palette[i])
+	hj, sj := hue(palette[j])
+	if si < 0.15 || sj < 0.15 {
+		return si < 0.15 && sj < 0.15
+	}
+	d := math.Abs(hi - hj)
+	return min(d, 360-d) < 25
+}
+
+// hue is a #rrggbb colour's hue in degrees and its chroma (0: a grey).
+func hue(c string) (float64, float64) {
+	var r, g, b int
+	fmt.Sscanf(c, "#%02x%02x%02x", &r, &g, &b)
+	R, G, B := float64(r)/255, float64(g)/255, float64(b)/255
+	hi, lo := max(R, G, B), min(R, G, B)
+	d, h := hi-lo, 0.0
+	switch {
+	case d == 0:
+	case hi == R:
+		h = math.Mod((G-B)/d+6, 6)
+	case hi == G:
+		h = (B-R)/d + 2
+	default:
+		h = (R-G)/d + 4
+	}
+	return h * 60, d
+}
+
+// assignColours gives each actor a palette slot (the ninth on wrap
+// around, striped: see fill). Actors that share a lane (held, waited or
+// were refused on one lock) are coloured first, most lane-mates first,
+// each the first colour unused so far of a hue family none of its
+// lane-mates has; failing that, the first unused one.
+func assignColours(actors []string, locks map[string][]string) map[string]int {
+	on := map[string][]string{} // lock → its actors
+	for _, a := range actors {
+		for _, lk := range locks[a] {
+			on[lk] = append(on[lk], a)
+		}
+	}
+	mates := func(a string) map[string]bool {
+		m := map[string]bool{}
+		for _, lk := range locks[a] {
+			for _, b := range on[lk] {
+				if b != a {
+					m[b] = true
+				}
+			}
+		}
+		return m
+	}
+	order := slices.Clone(actors)
+	n := map[string]int{}
+	for _, a := range actors {
+		n[a] = len(mates(a))
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return n[b] - n[a] })
+	color := make(map[string]int, len(actors))
+	used := make([]bool, len(palette))
+	for k, a := range order {
+		if k >= len(palette) {
+			color[a] = k
+			continue
+		}
+		ms, pick := mates(a), -1
+		for i := range palette {
+			if used[i] {
+				continue
+			}
+			clash := false
+			for b := range ms {
+				if c, ok := color[b]; ok && c < len(palette) && hueClash(i, c) {
+					clash = true
+				}
+			}
+			if !clash {
+				pick = i
+				break
+			}
+		}
+		if pick < 0 {
+			pick = slices.Index(used, false)
+		}
+		color[a], used[pick] = pick, true
+	}
+	return color
+}
 
 // Geometry of the picture, in SVG user units (pixels at 100%).
 const (
@@ -128,12 +225,16 @@ type layout struct {
 	spans []waitSpan
 	anns  []*annotation
 	names map[*replay.Holding]barName
+	// markX is where each marker is drawn, by seq (nudgeMarkers).
+	markX map[int64]float64
 }
 
-// barName is an actor's name drawn inside a bar.
+// barName is an actor's name drawn inside its bar (row -1) or in a row
+// under it, joined to it at ax.
 type barName struct {
-	text string
-	x    float64
+	text  string
+	x, ax float64
+	row   int
 }
 
 func newLayout(p *Page) *layout {
@@ -153,15 +254,19 @@ func newLayout(p *Page) *layout {
 			hi = t
 		}
 	}
-	addActor := func(a string) {
+	locks := map[string][]string{} // actor → the locks it acted on
+	addActor := func(a, lock string) {
 		if _, ok := l.color[a]; !ok {
 			l.color[a] = len(l.actors)
 			l.actors = append(l.actors, a)
 		}
+		if lock != "" && !slices.Contains(locks[a], lock) {
+			locks[a] = append(locks[a], lock)
+		}
 	}
 	for _, h := range p.Holdings {
 		addLane(h.Lock)
-		addActor(h.Opened.Actor)
+		addActor(h.Opened.Actor, h.Lock)
 		see(h.Opened.Time)
 		if h.Ended != nil {
 			see(h.Ended.Time)
@@ -170,8 +275,13 @@ func newLayout(p *Page) *layout {
 	// Every actor of the window (who waited, was refused or only
 	// recorded) has a colour and a legend entry too, after the holders.
 	for _, ev := range p.Events {
-		addActor(ev.Actor)
+		lock := ev.LockName
+		if ev.Type.LedgerWide() {
+			lock = ""
+		}
+		addActor(ev.Actor, lock)
 	}
+	l.color = assignColours(l.actors, locks)
 	for _, ev := range p.Events {
 		see(ev.Time)
 		if !ev.Type.LedgerWide() && markerKind(ev) != "" {

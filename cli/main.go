@@ -180,6 +180,12 @@ func report(g *invocation.Globals, err error) int {
 	if g.JSON {
 		invocation.WriteJSON(g.IO.Out, errorObject(err))
 	}
+	var ce *lockcmd.ConflictError
+	if errors.As(err, &ce) && ce.Code == invocation.ExitOK && g.Quiet {
+		// -E 0 makes a held lock a skip, not a failure: -q keeps it as
+		// silent as flock -n -E 0 is.
+		return code
+	}
 	msg := err.Error()
 	if code == invocation.ExitUsage {
 		var ue *invocation.UsageError

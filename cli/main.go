@@ -109,6 +109,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil && !ran {
 		if uerr := unknownCommand(root, args); uerr != nil {
 			err = uerr
+		} else if ferr := unknownFlag(root, args, err); ferr != nil {
+			err = ferr
 		}
 		err = &invocation.UsageError{Err: err}
 		g.JSON = g.JSON || askedForJSON(args)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -119,4 +120,60 @@ func positional(fs *pflag.FlagSet, args []string, n int) int {
 		}
 	}
 	return -1
+}
+
+// unknownFlag is err, a flag the command does not have, with the flags of
+// that command nearest the name given ("did you mean --holder?"); nil
+// when err is not an unknown flag or none is near.
+func unknownFlag(root *cobra.Command, args []string, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) {
+		return nil
+	}
+	typed := ne.GetSpecifiedName()
+	if len(typed) < 2 {
+		return nil // a shorthand: -x has too few letters to be near anything
+	}
+	cmd, _, ferr := root.Find(args)
+	if ferr != nil {
+		return nil
+	}
+	var near []string
+	flagsOf(cmd).VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if d := editDistance(typed, f.Name); d <= max(1, len(typed)/4) || strings.HasPrefix(f.Name, typed) {
+			near = append(near, "--"+f.Name)
+		}
+	})
+	if len(near) == 0 || len(near) > 4 {
+		return nil
+	}
+	hint := near[len(near)-1]
+	if len(near) > 1 {
+		hint = strings.Join(near[:len(near)-1], ", ") + " or " + hint
+	}
+	return fmt.Errorf("%w; did you mean %s?", err, hint)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -12,6 +12,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -53,6 +54,7 @@ const completionLimit = 1000
 const completionBudget = 2 * time.Second
 
 func registerCompletions(root *cobra.Command, g *invocation.Globals) {
+	bashWithoutPackage(root)
 	locks := func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return lockNames(cmd.Context(), g, toComplete, slices.Contains(pastCommands, cmd.Name())), cobra.ShellCompDirectiveNoFileComp
 	}
@@ -200,4 +202,57 @@ func hasLedgerFile(root string) bool {
 		return false
 	}
 	return fi.Mode().IsRegular() && fi.Size() > 0
+}
+
+// cobraBashInit is the body of the words splitting of cobra's bash script,
+// which only the bash-completion package defines.
+const cobraBashInit = `    COMPREPLY=()
+    _get_comp_words_by_ref "$@" cur prev words cword
+}`
+
+// bashInitFallback splits the words as bash did when bash-completion is
+// not installed (a fresh machine, a container), so that lock names still
+// complete there: without it the script fails on every TAB.
+const bashInitFallback = `    COMPREPLY=()
+    if declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+        _get_comp_words_by_ref "$@" cur prev words cword
+        return
+    fi
+    # No bash-completion package: the words as bash split them.
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+    cur=${COMP_WORDS[COMP_CWORD]-}
+    prev=${COMP_WORDS[COMP_CWORD-1]-}
+}`
+
+// bashWithoutPackage makes `completion bash` write cobra's script with a
+// fallback for a shell that lacks the bash-completion package.
+func bashWithoutPackage(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		for _, sh := range c.Commands() {
+			if sh.Name() != "bash" {
+				continue
+			}
+			sh.Long = strings.Replace(sh.Long, "This script depends on the 'bash-completion' package.",
+				"With the 'bash-completion' package the script completes as bash-completion does; without it, on the words as bash splits them.", 1)
+			sh.Run = nil
+			sh.RunE = func(cmd *cobra.Command, _ []string) error {
+				noDesc, _ := cmd.Flags().GetBool("no-descriptions")
+				var b strings.Builder
+				if err := cmd.Root().GenBashCompletionV2(&b, !noDesc); err != nil {
+					return err
+				}
+				script := b.String()
+				if !strings.Contains(script, cobraBashInit) {
+					return errors.New("cobra's bash completion script has changed: its fallback for a shell without bash-completion no longer applies")
+				}
+				_, err := io.WriteString(cmd.OutOrStdout(), strings.Replace(script, cobraBashInit, bashInitFallback, 1))
+				return err
+			}
+		}
+	}
 }

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -138,5 +139,36 @@ func TestCompleteTypesFormatsAndFiles(t *testing.T) {
 	}
 	if got, _ := complete(t, root, "status", "x", "--file", ""); !slices.Equal(got, []string{"bso:"}) {
 		t.Errorf("status --file <Tab> = %v", got)
+	}
+}
+
+// TestBashCompletesLockNamesWithoutBashCompletion: the script of
+// completion bash completes lock names in a bash that has no
+// bash-completion package (a fresh machine), as cobra's alone does not.
+func TestBashCompletesLockNamesWithoutBashCompletion(t *testing.T) {
+	clitest.NeedBinary(t, "bash")
+	root := t.TempDir()
+	for _, n := range []string{"deploy-prod", "deploy-stage", "db-migrate"} {
+		clitest.Must(t, 0, root, "acquire", n)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "lockledger.bash")
+	if err := os.WriteFile(script, []byte(clitest.Must(t, 0, root, "completion", "bash").Stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(clitest.Bin(), filepath.Join(dir, "lockledger")); err != nil {
+		t.Fatal(err)
+	}
+	// compopt works only inside a completion bash itself runs; the words
+	// are set as bash sets them for "lockledger release dep<TAB>".
+	c := exec.Command("bash", "--norc", "--noprofile", "-c", `compopt() { :; }
+source "$1"
+COMP_WORDS=(lockledger release dep) COMP_CWORD=2 COMP_LINE="lockledger release dep" COMP_POINT=22
+__start_lockledger lockledger dep release
+printf '%s\n' "${COMPREPLY[@]}"`, "bash", script)
+	c.Env = clitest.Env(root, "PATH="+dir+":"+os.Getenv("PATH"))
+	out, err := c.CombinedOutput()
+	if got := strings.Fields(string(out)); err != nil || !slices.Equal(got, []string{"deploy-prod", "deploy-stage"}) {
+		t.Fatalf("release dep<TAB> in a bash without bash-completion = %q (%v), want deploy-prod deploy-stage", out, err)
 	}
 }

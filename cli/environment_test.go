@@ -264,8 +264,8 @@ func TestEveryVariableReadIsDocumented(t *testing.T) {
 	}
 }
 
-// TestHelpTopics: help environment and help exit-codes print their tables
-// and exit 0; an unknown topic exits 2 naming it and the known ones.
+// TestHelpTopics: help environment and help exit-codes print their tables,
+// help topics lists the topics, and each exits 0; an unknown topic exits 2 naming it and the known ones.
 func TestHelpTopics(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "none")
 	env := clitest.Must(t, 0, root, "help", "environment").Stdout
@@ -278,6 +278,12 @@ func TestHelpTopics(t *testing.T) {
 	for _, e := range cli.ExitStatuses {
 		if !strings.Contains(codes, "  "+e.Code+" ") {
 			t.Errorf("help exit-codes lacks %s:\n%s", e.Code, codes)
+		}
+	}
+	topics := clitest.Must(t, 0, root, "help", "topics").Stdout
+	for _, name := range cli.HelpTopics() {
+		if !strings.Contains(topics, "  "+name+" ") {
+			t.Errorf("help topics lacks %s:\n%s", name, topics)
 		}
 	}
 	if !strings.Contains(clitest.Must(t, 0, root, "help", "acquire").Stdout, "lockledger acquire NAME") {
@@ -295,5 +301,8 @@ func TestHelpTopics(t *testing.T) {
 	}
 	if got, _ := complete(t, root, "help", "e"); !slices.Contains(got, "environment") || !slices.Contains(got, "exit-codes") {
 		t.Errorf("help e<Tab> = %v", got)
+	}
+	if got, _ := complete(t, root, "help", "to"); !slices.Contains(got, "topics") {
+		t.Errorf("help to<Tab> = %v", got)
 	}
 }

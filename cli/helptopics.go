@@ -36,15 +36,11 @@ func HelpTopics() []string {
 // newHelp is `lockledger help [COMMAND... | TOPIC]`: cobra's help, plus the
 // topics, and an unknown name is bad input (exit 2), not a page.
 func newHelp(root *cobra.Command) *cobra.Command {
-	var lines []string
-	for _, t := range helpTopics {
-		lines = append(lines, fmt.Sprintf("  %-12s %s", t.name, t.short))
-	}
 	return &cobra.Command{
 		Use:   "help [command | topic]",
 		Short: "Help about any command, or a topic (" + strings.Join(HelpTopics(), ", ") + ")",
 		Long: "help COMMAND prints the help of a command (as COMMAND --help does); help TOPIC prints a topic:\n\n" +
-			strings.Join(lines, "\n"),
+			strings.Join(topicLines(), "\n"),
 		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			var out []string
 			if len(args) == 0 {
@@ -52,6 +48,9 @@ func newHelp(root *cobra.Command) *cobra.Command {
 					if strings.HasPrefix(t.name, toComplete) {
 						out = append(out, t.name+"\t"+t.short)
 					}
+				}
+				if strings.HasPrefix(topicsTopic, toComplete) {
+					out = append(out, topicsTopic+"\t"+"list the help topics")
 				}
 			}
 			parent, _, err := root.Find(args)
@@ -66,6 +65,10 @@ func newHelp(root *cobra.Command) *cobra.Command {
 			return out, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && args[0] == topicsTopic {
+				writeTopics(cmd.OutOrStdout())
+				return nil
+			}
 			if len(args) == 1 {
 				if i := slices.IndexFunc(helpTopics, func(t helpTopic) bool { return t.name == args[0] }); i >= 0 {
 					helpTopics[i].write(cmd.OutOrStdout())
@@ -81,6 +84,26 @@ func newHelp(root *cobra.Command) *cobra.Command {
 			target.InitDefaultVersionFlag()
 			return target.Help()
 		},
+	}
+}
+
+// topicsTopic is `lockledger help topics`: the list of the topics, which
+// the root's help names, so asking for it by that name must work.
+const topicsTopic = "topics"
+
+func topicLines() []string {
+	var lines []string
+	for _, t := range helpTopics {
+		lines = append(lines, fmt.Sprintf("  %-12s %s", t.name, t.short))
+	}
+	return lines
+}
+
+func writeTopics(w io.Writer) {
+	fmt.Fprintln(w, "Help topics (lockledger help TOPIC):")
+	fmt.Fprintln(w)
+	for _, l := range topicLines() {
+		fmt.Fprintln(w, l)
 	}
 }
 

@@ -109,6 +109,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil && !ran {
 		if uerr := unknownCommand(root, args); uerr != nil {
 			err = uerr
+		} else if ferr := unknownFlag(root, args, err); ferr != nil {
+			err = ferr
 		}
 		err = &invocation.UsageError{Err: err}
 		g.JSON = g.JSON || askedForJSON(args)
@@ -179,6 +181,12 @@ func report(g *invocation.Globals, err error) int {
 	}
 	if g.JSON {
 		invocation.WriteJSON(g.IO.Out, errorObject(err))
+	}
+	var ce *lockcmd.ConflictError
+	if errors.As(err, &ce) && ce.Code == invocation.ExitOK && g.Quiet {
+		// -E 0 makes a held lock a skip, not a failure: -q keeps it as
+		// silent as flock -n -E 0 is.
+		return code
 	}
 	msg := err.Error()
 	if code == invocation.ExitUsage {

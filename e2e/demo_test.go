@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,33 @@ func TestDemoIsATranscriptOnStdout(t *testing.T) {
 		t.Errorf("who: %q", got)
 	}
 	command("lockledger timeline --format html -o ")
+	// Every refusal the tour meets is shown with its exit code and what
+	// it means, and nothing in the script swallows an outcome.
+	script, err := os.ReadFile(demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(script), "|| true") {
+		t.Errorf("%s hides an outcome behind || true", demo)
+	}
+	refusal := regexp.MustCompile(`^exit [0-9]+: \S`)
+	for _, l := range lines {
+		if strings.HasPrefix(l, "exit ") && !refusal.MatchString(l) {
+			t.Errorf("a refusal without its meaning: %q", l)
+		}
+	}
+	if got := after(command("lockledger release nightly --request-id nightly-1")); !strings.HasPrefix(got, "exit 5: ") {
+		t.Errorf("the release of a holding another tool's file displaced: %q, want exit 5 and what it means", got)
+	}
+	if got := after(command("lockledger acquire nightly --force")); !strings.HasPrefix(got, "exit 3: ") {
+		t.Errorf("acquire --force of a live foreign lock: %q, want exit 3 and what it means", got)
+	}
+	command("lockledger release db-migrate --request-id ")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "# ") && strings.Contains(l, "stopped heartbeating") {
+			t.Errorf("a step calls another tool's stale file a holder that stopped heartbeating: %q", l)
+		}
+	}
 	if strings.Contains(out, "\x1b") {
 		t.Errorf("escape codes in piped stdout:\n%q", out)
 	}

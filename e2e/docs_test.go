@@ -255,3 +255,35 @@ func headingAnchors(t *testing.T, file string) map[string]bool {
 	}
 	return out
 }
+
+// TestReadmeInstallRunsOnAFreshHome: the README's install line from this
+// checkout, run as written (after its make build) in a home that has no
+// ~/.local/bin yet, installs the binary there.
+func TestReadmeInstallRunsOnAFreshHome(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("`make build && ([^`]*install -m 755 bin/lockledger[^`]*)`").FindSubmatch(raw)
+	if m == nil {
+		t.Fatal("README.md shows no `make build && … install -m 755 bin/lockledger …` line")
+	}
+	work, home := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(work, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// What make build leaves: the binary in bin/.
+	if err := os.WriteFile(filepath.Join(work, "bin", "lockledger"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command("bash", "-c", string(m[1]))
+	c.Dir, c.Env = work, []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", m[1], err, out)
+	}
+	fi, err := os.Stat(filepath.Join(home, ".local", "bin", "lockledger"))
+	if err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("after %s: %v (mode %v), want ~/.local/bin/lockledger 0755", m[1], err, fi)
+	}
+}

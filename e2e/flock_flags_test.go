@@ -56,7 +56,8 @@ func TestRunDashC(t *testing.T) {
 }
 
 // TestNonblockAndConflictExitCode: -n on a held lock fails at once with
-// the conflict code: 3, or -E's. run -E 0 skips its command quietly.
+// the conflict code: 3, or -E's. run -E 0 skips its command quietly,
+// and with -q silently.
 func TestNonblockAndConflictExitCode(t *testing.T) {
 	root := t.TempDir()
 	startHolder(t, root, "deploy")
@@ -66,12 +67,16 @@ func TestNonblockAndConflictExitCode(t *testing.T) {
 	clitest.Must(t, 7, root, "--json", "acquire", "deploy", "--conflict-exit-code", "7")
 	clitest.Must(t, 7, root, "run", "-n", "-E", "7", "deploy", "touch", marker)
 	clitest.Must(t, 0, root, "run", "-E", "0", "deploy", "touch", marker)
+	// With -q the skip prints nothing at all, as flock -n -E 0 does.
+	if r := clitest.Must(t, 0, root, "run", "-q", "-n", "-E", "0", "deploy", "touch", marker); r.Stdout != "" || r.Stderr != "" {
+		t.Errorf("run -q -n -E 0 on a held lock printed stdout %q, stderr %q; want nothing", r.Stdout, r.Stderr)
+	}
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
 		t.Fatalf("run's command ran without the lock (%v)", err)
 	}
 	types := clitest.Types(t, root)
-	if strings.Join(types, " ") != "lock_acquired acquire_blocked acquire_blocked acquire_blocked acquire_blocked acquire_blocked" {
-		t.Fatalf("events %v, want the holder's acquire and five blocked", types)
+	if strings.Join(types, " ") != "lock_acquired acquire_blocked acquire_blocked acquire_blocked acquire_blocked acquire_blocked acquire_blocked" {
+		t.Fatalf("events %v, want the holder's acquire and six blocked", types)
 	}
 }
 

@@ -294,13 +294,18 @@ func TestReleaseJSONKeepsStdoutPure(t *testing.T) {
 		if obj["status"] != tc.status {
 			t.Errorf("%v: %v, want status %s", tc.args, obj, tc.status)
 		}
+		// The released holding's token, as acquire --json and run --json say it.
+		if _, has := obj["fencing_token"]; has != (tc.status == "released") || has && obj["fencing_token"] != 1.0 {
+			t.Errorf("%v: fencing_token %v, want 1 on a release and none on not_held", tc.args, obj["fencing_token"])
+		}
 		if !strings.Contains(r.Stderr, "release") && !strings.Contains(r.Stderr, "nothing to release") {
 			t.Errorf("%v: the log line is not on stderr: %q", tc.args, r.Stderr)
 		}
 	}
-	clitest.Must(t, 0, root, "acquire", "a", "--pid", self, "--request-id", "req_r2")
+	acq, _ := oneJSON(t, "acquire", clitest.Must(t, 0, root, "acquire", "a", "--pid", self, "--request-id", "req_r2", "--json")).(map[string]any)
 	r := clitest.Must(t, 0, root, "release", "a", "--force", "--yes", "--reason", "INC-1", "--json")
-	if obj, _ := oneJSON(t, "release --force", r).(map[string]any); obj["forced"] != true || obj["released_request_id"] != "req_r2" {
+	if obj, _ := oneJSON(t, "release --force", r).(map[string]any); obj["forced"] != true || obj["released_request_id"] != "req_r2" ||
+		obj["fencing_token"] == nil || obj["fencing_token"] != acq["fencing_token"] {
 		t.Errorf("release --force --json: %v", obj)
 	}
 }

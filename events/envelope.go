@@ -296,6 +296,18 @@ type HeartbeatFailedPayload struct {
 	// HeldBy is whose holding failed, when the process that records it
 	// (the envelope) is not the holder's (a loss recorded after it exited).
 	HeldBy *Holder `json:"held_by,omitempty"`
+	// RecordedBy is the caller that found the holding lost when it is not
+	// the holding's process (a heartbeat --request-id R after R's lock was
+	// stolen): the envelope's actor, pid and host are then the holding's,
+	// so that the failure is counted against whose holding it was.
+	RecordedBy *Caller `json:"recorded_by,omitempty"`
+}
+
+// Caller is a process that wrote an event about a holding not its own.
+type Caller struct {
+	Actor  string `json:"actor"`
+	HostID string `json:"host_id"`
+	PID    int    `json:"pid"`
 }
 
 // Blocked is acquire_blocked's payload. What blocked is one of HeldBy

@@ -58,8 +58,17 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 			if !nh.Lost {
 				return w.refuse(events.ActionHeartbeat, id, h, nh)
 			}
-			if _, err := w.append(events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
-				ConsecutiveFailures: priorFailures + 1, Error: nh.Error(), LockLost: true}); err != nil {
+			// The failure is the lost holding's, recorded under its actor and
+			// pid as its heartbeats were; a caller that is not that process
+			// (a heartbeat --request-id from a shell after a steal) is
+			// recorded_by.
+			p := &events.HeartbeatFailedPayload{ConsecutiveFailures: priorFailures + 1, Error: nh.Error(), LockLost: true}
+			by := id
+			if past.Actor != "" && (past.Actor != id.Actor || past.PID != id.PID) {
+				by = Identity{RequestID: id.RequestID, Actor: past.Actor, PID: past.PID}
+				p.RecordedBy = &events.Caller{Actor: id.Actor, HostID: l.host.ID, PID: id.PID}
+			}
+			if _, err := w.append(events.HeartbeatFailed, by, p); err != nil {
 				return nil, err
 			}
 			return nh, nil

@@ -237,7 +237,7 @@ func (l *Ledger) openPostgres(ctx context.Context, c *config) error {
 	}
 	st, err := postgres.Open(ctx, postgres.Config{URL: c.database, PoolSize: c.poolSize, Busy: c.busy,
 		Wait: max(c.busy, c.openWait), ReadOnly: c.readOnly, Create: c.create, Now: l.now, Log: l.log,
-		LedgerID: func() string { return l.id }})
+		LedgerID: func() string { return l.id }, BeforeCreate: func() error { return l.rootServesNoOther(c) }})
 	if err == nil {
 		l.store = st
 		if err = l.loadID(ctx, func() error { return nil }); err != nil {
@@ -248,6 +248,23 @@ func (l *Ledger) openPostgres(ctx context.Context, c *config) error {
 		l.flock.Close()
 	}
 	return err
+}
+
+// rootServesNoOther refuses to create a new ledger in an empty database
+// for a root that has pinned another ledger (one it wrote before, in
+// ROOT/ledger.db or another database): the new ledger's pin check would
+// refuse every write after the tables were made, so nothing is made. A
+// root serves one ledger.
+func (l *Ledger) rootServesNoOther(c *config) error {
+	if c.pin != store.PinCheck {
+		return nil
+	}
+	pin, ok, err := l.files.ReadPin()
+	if err != nil || !ok {
+		return err
+	}
+	return events.Invalid("--root", l.root, fmt.Sprintf("has pinned %s, and %s holds no ledger yet: a root serves one ledger, "+
+		"so give this database a root of its own (--root DIR or LOCKLEDGER_ROOT); nothing was created", pin, postgres.Redact(c.database)))
 }
 
 // WithDatabase keeps the ledger in the PostgreSQL database at url

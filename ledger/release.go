@@ -46,6 +46,9 @@ type ReleaseOutcome struct {
 	Result            string
 	Forced            bool
 	ReleasedRequestID string
+	// FencingToken is the released holding's token (0 when nothing was
+	// released).
+	FencingToken int64
 	// When nothing was released: ReleasedSeq is the request's own earlier
 	// release (0 when it never held the lock, as with Force on a free
 	// lock); State and Holder are the lock as the release found it.
@@ -218,7 +221,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			return nil, err
 		}
 		out = &ReleaseOutcome{Lock: req.Lock, Released: true, Seq: ev.Seq, Result: req.Result, Forced: !mine,
-			ReleasedRequestID: p.ReleasedRequestID, State: events.StateFree}
+			ReleasedRequestID: p.ReleasedRequestID, FencingToken: h.token, State: events.StateFree}
 		if h.foreign {
 			return nil, nil // the ledger never held it: no row to free
 		}

@@ -243,7 +243,7 @@ func (w *writeTx) releaseShared(s *sharedHolding, id Identity, req ReleaseReques
 		return nil, err
 	}
 	return &ReleaseOutcome{Lock: s.rec.LockName, Released: true, Seq: ev.Seq, Result: req.Result, State: events.StateFree,
-		Forced: p.Forced, ReleasedRequestID: p.ReleasedRequestID}, nil
+		Forced: p.Forced, ReleasedRequestID: p.ReleasedRequestID, FencingToken: s.token}, nil
 }
 
 // SharedHolder is one shared holder of a lock, judged.

@@ -376,6 +376,9 @@ func (d *fastDecoder) event(ev *Event) bool {
 		case schema.EventHeldBy:
 			ev.HeldBy = &events.Holder{}
 			return d.holder(ev.HeldBy)
+		case schema.EventRecordedBy:
+			ev.RecordedBy = &events.Caller{}
+			return d.caller(ev.RecordedBy)
 		case schema.EventUnreadableFile:
 			ev.UnreadableFile = &events.UnreadableFile{}
 			return d.unreadableFile(ev.UnreadableFile)
@@ -626,6 +629,25 @@ func (d *fastDecoder) holder(h *events.Holder) bool {
 		case schema.HolderUID:
 			h.UID = new(int)
 			return d.setInt(h.UID)
+		}
+		return false
+	})
+}
+
+func (d *fastDecoder) caller(c *events.Caller) bool {
+	var seen [2]uint64
+	return d.members(func(key string) bool {
+		f, ok := schema.CallerFieldOf(key)
+		if !ok || !once(&seen, uint(f)) {
+			return false
+		}
+		switch f {
+		case schema.CallerActor:
+			return d.setStr(&c.Actor)
+		case schema.CallerHostID:
+			return d.setStr(&c.HostID)
+		case schema.CallerPID:
+			return d.setInt(&c.PID)
 		}
 		return false
 	})

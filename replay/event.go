@@ -61,6 +61,8 @@ type Event struct {
 	ConsecutiveFailures int    `json:"consecutive_failures"`
 	Error               string `json:"error"` // also action_refused
 	LockLost            bool   `json:"lock_lost"`
+	// the caller that found the holding lost, when not its process
+	RecordedBy *events.Caller `json:"recorded_by"`
 
 	// acquire_blocked (held_by, unreadable_file and state also
 	// action_refused): what blocked is the holder, or a file at the lock's

@@ -25,6 +25,23 @@ type Holder struct {
 	// Targets are the extra lock files (other tools' formats) the holding
 	// projects, as its acquiring event recorded them; never nil.
 	Targets []events.Target
+	// Began is how the holding began, from its acquiring event.
+	Began Beginning
+}
+
+// Beginning is how a holding began: its acquiring event, lock_acquired
+// (given a free lock, or one its waiter was next for) or lock_stolen (an
+// operator's steal, or a take-over of a stale, dead or foreign holder:
+// Reason says which, Note the operator's words, From the holding taken).
+type Beginning struct {
+	Seq    int64
+	Type   events.Type
+	Reason string // lock_stolen's reason (events.Reason*)
+	Note   string
+	From   string // the request id of the holding taken over; "" for another tool's lock
+	// Waited is how long the acquirer had waited for the lock (0: it did
+	// not wait).
+	Waited float64
 }
 
 // File is the lock file the ledger writes for this holder, byte for byte.
@@ -458,7 +475,16 @@ func holderOf(ev *Event) *Holder {
 			TTLSeconds: ev.TTLSeconds, Metadata: md,
 		},
 		Created: ev.Time, Heartbeat: ev.Time, PIDStart: ev.PIDStart, BootID: ev.BootID, PIDNS: ev.PIDNS, Token: ev.FencingToken,
+		Began: beginning(ev),
 	}
+}
+
+func beginning(ev *Event) Beginning {
+	b := Beginning{Seq: ev.Seq, Type: ev.Type, Reason: ev.Reason, Note: ev.Note, Waited: ev.WaitedSeconds}
+	if ev.PreviousLock != nil && ev.Reason != events.ReasonForeignLock {
+		b.From = ev.PreviousLock.RequestID
+	}
+	return b
 }
 
 // lockTime is events.FormatLockTime(ev.Time) (at to the second), cut from

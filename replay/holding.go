@@ -12,6 +12,10 @@ import (
 type PastHolding struct {
 	Held        bool  // it took the lock at some time
 	ReleasedSeq int64 // it released the lock itself, at this seq, and has not held it since
+	// Actor and PID are the holding's, from its last event that took or
+	// renewed it, when it was lost (Lost).
+	Actor string
+	PID   int
 }
 
 // Lost reports whether the request held the lock and had it taken away
@@ -34,6 +38,7 @@ func PastHoldingOf(ctx context.Context, q Querier, lock, requestID string) (Past
 		return PastHolding{}, err
 	}
 	defer rows.Close()
+	lost := false // a forced release named the request: it lost the lock
 	for rows.Next() {
 		var seq int64
 		var typ string
@@ -41,22 +46,28 @@ func PastHoldingOf(ctx context.Context, q Querier, lock, requestID string) (Past
 		if err := rows.Scan(&seq, &typ, &body); err != nil {
 			return PastHolding{}, err
 		}
-		if events.Type(typ) != events.LockReleased {
-			return PastHolding{Held: true}, nil
-		}
-		_, p, err := events.Decode(body)
+		env, p, err := events.Decode(body)
 		if err != nil {
 			return PastHolding{}, err
+		}
+		if events.Type(typ) != events.LockReleased {
+			return PastHolding{Held: true, Actor: env.Actor, PID: env.PID}, nil
+		}
+		if lost {
+			continue // down to the event that took or renewed what was taken
 		}
 		rel, _ := p.(*events.Released)
 		switch {
 		case rel == nil || !rel.Forced:
 			return PastHolding{Held: true, ReleasedSeq: seq}, nil
 		case rel.ReleasedRequestID == requestID:
-			return PastHolding{Held: true}, nil
+			lost = true
 		}
 	}
-	return PastHolding{}, rows.Err()
+	if err := rows.Err(); err != nil || !lost {
+		return PastHolding{}, err
+	}
+	return PastHolding{Held: true}, nil
 }
 
 // HoldingEnd is the event that ended a holding: who ended it (the

@@ -273,7 +273,7 @@ func fieldMutations(tb testing.TB, s seedBody, root map[string]any, reps []strin
 		}
 	}
 	for _, p := range objectPaths(root, nil) {
-		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "unreadable_file", "note", "foreign", "Seq",
+		for _, extra := range []string{"extra", "type", "seq", "metadata", "format", "lock_version", "held_by", "recorded_by", "unreadable_file", "note", "foreign", "Seq",
 			"action", "state", "superseded_by", "pids", "changes", "uid", "user", "lock_name", "events", "destination", "result",
 			"mode", "limit", "rollback_accepted", "ledger_id", "hash", "waited_seconds", "fence", "resource", "stale_token", "current_token",
 			"release_secret_sha256", "authorized_by", "run"} {
@@ -401,6 +401,7 @@ func textMutations(s seedBody) []seedBody {
 		"nested dup fixed":      strings.Replace(string(b), `"previous_lock":{`, `"previous_lock":{"pid":-1,"lock_version":"v2",`, 1),
 		"nested dup broken":     strings.Replace(string(b), `"previous_lock":{`, `"previous_lock":{"zz":1,`, 1),
 		"nested held_by dup":    strings.Replace(string(b), `"held_by":{`, `"held_by":{"pid":"x",`, 1),
+		"nested caller dup":     strings.Replace(string(b), `"recorded_by":{`, `"recorded_by":{"actor":"",`, 1),
 		"nested escaped key":    strings.Replace(string(b), `"previous_lock":{`, `"previous_lock":{"\u0070id":-1,`, 1),
 		"escaped lock name":     strings.Replace(string(b), `"lock_name":"deploy-prod"`, `"lock_name":"deploy\u002dprod"`, 1),
 		"escaped lock name bad": strings.Replace(string(b), `"lock_name":"deploy-prod"`, `"lock_name":"deploy\u002Dpro\u0044"`, 1),

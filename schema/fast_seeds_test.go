@@ -137,6 +137,8 @@ func validSeeds(tb testing.TB) []seedBody {
 		Note: "INC-44", HeldBy: &holderUID}))
 	add("heartbeat_failed, held_by", events.HeartbeatFailed, mustBody(tb, env(events.HeartbeatFailed, 11, "req_a"), &events.HeartbeatFailedPayload{
 		ConsecutiveFailures: 1, Error: "lost", LockLost: true, HeldBy: &holderUID}))
+	add("heartbeat_failed, recorded_by", events.HeartbeatFailed, mustBody(tb, env(events.HeartbeatFailed, 12, "req_a"), &events.HeartbeatFailedPayload{
+		ConsecutiveFailures: 1, Error: "lost", LockLost: true, RecordedBy: &events.Caller{Actor: "root", HostID: "vm", PID: 42}}))
 	add("stolen, held_by", events.LockStolen, mustBody(tb, env(events.LockStolen, 5, "req_b"), &events.Stolen{Acquired: acq,
 		PreviousLock: prev, PreviousLockHash: events.LockFileHash(prev.File()), Reason: events.ReasonStaleForced, HeldBy: &holderUID}))
 	withSecret := acq

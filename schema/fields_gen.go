@@ -93,6 +93,7 @@ const (
 	rTargetsItem
 	rPreviousLock
 	rHolder
+	rCaller
 	rUnreadableFile
 	rPin
 )
@@ -108,6 +109,8 @@ func (rs *recordSchema) lookup(key []byte) int {
 		return targetsItemLookup(key)
 	case rHolder:
 		return holderLookup(key)
+	case rCaller:
+		return callerLookup(key)
 	case rUnreadableFile:
 		return unreadableFileLookup(key)
 	case rPin:
@@ -128,6 +131,8 @@ func (rs *recordSchema) check(v *validator, f int) *verr {
 		return checkPreviousLockField(v, f)
 	case rHolder:
 		return checkHolderField(v, f)
+	case rCaller:
+		return checkCallerField(v, f)
 	case rUnreadableFile:
 		return checkUnreadableFileField(v, f)
 	case rPin:
@@ -187,6 +192,7 @@ const (
 	EventConsecutiveFailures
 	EventError
 	EventLockLost
+	EventRecordedBy
 	EventUnreadableFile
 	EventState
 	EventForeign
@@ -271,6 +277,7 @@ var eventNames = []string{
 	EventConsecutiveFailures: "consecutive_failures",
 	EventError:               "error",
 	EventLockLost:            "lock_lost",
+	EventRecordedBy:          "recorded_by",
 	EventUnreadableFile:      "unreadable_file",
 	EventState:               "state",
 	EventForeign:             "foreign",
@@ -396,6 +403,8 @@ func eventLookup(k []byte) int {
 		return int(EventError)
 	case "lock_lost":
 		return int(EventLockLost)
+	case "recorded_by":
+		return int(EventRecordedBy)
 	case "unreadable_file":
 		return int(EventUnreadableFile)
 	case "state":
@@ -499,14 +508,14 @@ var eventAllowed = [...]fieldSet{
 	kLockHeartbeat:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser},
 	kLockStolen:      fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventTTLSeconds | 1<<EventIntent | 1<<EventIntentVersion | 1<<EventFencingToken | 1<<EventMetadata | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventTargets | 1<<EventPIDNS | 1<<EventReleaseSecretSha256 | 1<<EventRun | 1<<EventNote | 1<<EventPreviousLock | 1<<EventPreviousLockHash | 1<<EventReason | 1<<EventHeldBy},
 	kLockReleased:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventFencingToken | 1<<EventNote | 1<<EventHeldBy | 1<<EventHeldDurationSeconds | 1<<EventResult | 1<<EventFailureStep | 1<<EventExitCode | 1<<EventForced | 1<<EventReleasedRequestID | 1<<EventSupersededBy | 1<<EventSupersededByFormat | 1<<EventSupersededByPath | 1<<EventAuthorizedBy},
-	kHeartbeatFailed: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost},
+	kHeartbeatFailed: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventConsecutiveFailures | 1<<EventError | 1<<EventLockLost | 1<<EventRecordedBy},
 	kAcquireBlocked:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventPIDStart | 1<<EventBootID | 1<<EventMode | 1<<EventLimit | 1<<EventWaitedSeconds | 1<<EventPIDNS | 1<<EventReason | 1<<EventHeldBy | 1<<EventUnreadableFile | 1<<EventState | 1<<EventForeign | 1<<EventUntil | 1<<EventQueuedSeq | 1<<EventQueuedAt},
 	kActionRefused:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventHeldBy | 1<<EventError | 1<<EventUnreadableFile | 1<<EventState | 1<<EventAction},
 	kLockProjected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventChanges | 1<<EventMovedAside | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq},
 	kJobProcesses:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs},
 	kLedgerExported:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventUntil | 1<<EventSince | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination},
-	kLedgerVerified:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents | 1<<EventProblems, 1<<(EventHeadHash-64) | 1<<(EventFile-64)},
-	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents | 1<<EventProblems, 1<<(EventLocks-64) | 1<<(EventRowsChanged-64) | 1<<(EventFilesChanged-64) | 1<<(EventRollbackAccepted-64)},
+	kLedgerVerified:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventFirstBadSeq | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents, 1<<(EventProblems-64) | 1<<(EventHeadHash-64) | 1<<(EventFile-64)},
+	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventResult | 1<<EventBrokenChainAccepted | 1<<EventFirstBadSeq | 1<<EventEvents, 1<<(EventProblems-64) | 1<<(EventLocks-64) | 1<<(EventRowsChanged-64) | 1<<(EventFilesChanged-64) | 1<<(EventRollbackAccepted-64)},
 	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents, 1<<(EventHeadHash-64) | 1<<(EventFile-64)},
 	kLedgerUnpruned:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents, 1<<(EventHeadHash-64) | 1<<(EventFile-64)},
 	kFenceRejected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventUID | 1<<EventUser, 1<<(EventFence-64) | 1<<(EventResource-64) | 1<<(EventStaleToken-64) | 1<<(EventCurrentToken-64)},
@@ -525,7 +534,7 @@ var eventRequired = [...]fieldSet{
 	kLockProjected:   fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventChanges},
 	kJobProcesses:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventLockName | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventAction | 1<<EventJobRequestID | 1<<EventPIDs},
 	kLedgerExported:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventEvents | 1<<EventFormat | 1<<EventDestination},
-	kLedgerVerified:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents | 1<<EventProblems},
+	kLedgerVerified:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents, 1 << (EventProblems - 64)},
 	kLedgerProjected: fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventResult | 1<<EventEvents, 1<<(EventLocks-64) | 1<<(EventRowsChanged-64) | 1<<(EventFilesChanged-64)},
 	kLedgerPruned:    fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents, 1 << (EventHeadHash - 64)},
 	kLedgerUnpruned:  fieldSet{1<<EventEventID | 1<<EventSeq | 1<<EventType | 1<<EventSchemaVersion | 1<<EventAt | 1<<EventRequestID | 1<<EventActor | 1<<EventHostID | 1<<EventPID | 1<<EventNote | 1<<EventFirstSeq | 1<<EventLastSeq | 1<<EventEvents, 1 << (EventHeadHash - 64)},
@@ -668,6 +677,8 @@ func checkEventField(v *validator, f int) *verr {
 		return v.str(1, 4096)
 	case EventLockLost:
 		return v.boolean()
+	case EventRecordedBy:
+		return v.record(&callerSchema, callerAll, callerRequired)
 	case EventUnreadableFile:
 		return v.record(&unreadableFileSchema, unreadableFileAll, unreadableFileRequired)
 	case EventState:
@@ -1095,6 +1106,71 @@ func checkHolderField(v *validator, f int) *verr {
 		return v.integer(0, noMax)
 	}
 	panic("schema: unhandled holder field")
+}
+
+// ---------------------------------------------------------------------
+// caller: defs.json#/$defs/caller
+
+// CallerField is a property of defs.json#/$defs/caller.
+type CallerField uint8
+
+const (
+	CallerActor CallerField = iota
+	CallerHostID
+	CallerPID
+	nCallerFields
+)
+
+// The field sets are fieldSets, bit masks of 128 bits.
+var _ [128 - nCallerFields]struct{}
+
+var callerNames = []string{
+	CallerActor:  "actor",
+	CallerHostID: "host_id",
+	CallerPID:    "pid",
+}
+
+func callerLookup(k []byte) int {
+	switch string(k) {
+	case "actor":
+		return int(CallerActor)
+	case "host_id":
+		return int(CallerHostID)
+	case "pid":
+		return int(CallerPID)
+	}
+	return -1
+}
+
+// CallerFieldOf returns the field named key.
+func CallerFieldOf(key string) (CallerField, bool) {
+	f := callerLookup(unsafe.Slice(unsafe.StringData(key), len(key)))
+	return CallerField(f), f >= 0
+}
+
+// String returns the field's name.
+func (f CallerField) String() string { return callerNames[f] }
+
+// NumCallerFields is the number of CallerFields: they are 0 to NumCallerFields-1.
+const NumCallerFields = int(nCallerFields)
+
+var callerSchema = recordSchema{id: rCaller, names: callerNames, extra: "additionalProperties", together: fieldSet{}}
+
+var (
+	callerAll      = fieldSet{1<<CallerActor | 1<<CallerHostID | 1<<CallerPID}
+	callerRequired = fieldSet{1<<CallerActor | 1<<CallerHostID | 1<<CallerPID}
+)
+
+func checkCallerField(v *validator, f int) *verr {
+	switch CallerField(f) {
+	case CallerActor:
+		return v.str(1, 256)
+	case CallerHostID:
+		return v.str(1, 256)
+	case CallerPID:
+		return v.integer(noMin, noMax)
+	}
+	panic("schema: unhandled caller field")
 }
 
 // ---------------------------------------------------------------------

@@ -44,6 +44,20 @@ llout() {
 	echo "$into"
 }
 step() { printf '\n%s# %s%s\n' "$bold" "$*" "$plain"; }
+# refused CODE MEANING ARGS...: ll a command the tour expects to be refused
+# with exit CODE, and say what the refusal means; any other outcome stops
+# the tour, so no refusal is hidden and none is made up.
+refused() {
+	local want=$1 meaning=$2 got=0
+	shift 2
+	shown "$@"
+	lockledger "$@" || got=$?
+	echo "exit $got: $meaning"
+	if [ "$got" != "$want" ]; then
+		echo "the tour expected exit $want here" >&2
+		exit 1
+	fi
+}
 
 step "1. acquire: take a lock; stdout is the request id"
 llout rid acquire deploy-prod --pid $$ --ttl 60s --intent deploy --intent-version 1.2.0 --metadata commit=abc123
@@ -56,7 +70,7 @@ step "3. the lock file is tower-fleet v1 JSON, readable with jq"
 jq "$jqcolor" -c . "$root/locks/deploy-prod.lock"
 
 step "4. a second acquire is blocked by the active holder (exit 3)"
-set +e; ll acquire deploy-prod --actor ci-bot; echo "exit $?"; set -e
+refused 3 "refused: an active holder has the lock (recorded as acquire_blocked)" acquire deploy-prod --actor ci-bot
 
 step "5. release by its owner"
 ll release deploy-prod --request-id "$rid"
@@ -79,32 +93,35 @@ step "8. a shared lock: readers together, a writer waits for all of them"
 llout r1 acquire reports-db --pid $$ --shared --actor reader-1
 llout r2 acquire reports-db --pid $$ --shared --actor reader-2
 ll status reports-db
-set +e; ll acquire reports-db --actor migrator; echo "exit $?"; set -e
+refused 3 "refused: an exclusive acquire waits for every shared holder to let go" acquire reports-db --actor migrator
 ll release reports-db --request-id "$r1"
 ll release reports-db --request-id "$r2"
 
-step "9. stale lock: a holder that stopped heartbeating 2 minutes ago (ttl 60s)"
+step "9. another tool's stale lock: tower-fleet's db-migrate file, last heartbeat 2 minutes ago (ttl 60s)"
 # Another tool's lock file, written the way tower-fleet's shell functions do.
 old=$(date -u -d '-3 minutes' +%Y-%m-%dT%H:%M:%SZ); beat=$(date -u -d '-2 minutes' +%Y-%m-%dT%H:%M:%SZ)
 jq -n --arg c "$old" --arg h "$beat" '{lock_version:"v1",lock_name:"db-migrate",request_id:"req_old123",
   actor:"nightly",intent:"migrate",intent_version:"1",host_id:"runner-7",pid:4242,created_at:$c,
   last_heartbeat_at:$h,ttl_seconds:60,metadata:{}}' > "$root/locks/db-migrate.lock"
-set +e; ll acquire db-migrate; echo "exit $?"; set -e
+refused 4 "refused: the holder (tower-fleet's file) is stale; --force takes it over" acquire db-migrate
 
-step "10. --force takes over the stale lock and records lock_stolen with the previous lock and its hash"
+step "10. --force takes over that file: lock_stolen, reason foreign_lock, with the previous lock and its hash"
 llout rid2 acquire db-migrate --pid $$ --force
 
 step "11. another tool takes over a dead holder's lock: lockledger leaves its file alone and records it"
 sleep 600 & job=$!
 ll acquire nightly --pid "$job" --request-id nightly-1
-kill "$job"; wait "$job" 2>/dev/null || true
+echo "\$ kill $job   # nightly-1's holder process dies"
+kill "$job"
+wait "$job" 2>/dev/null || echo "pid $job: killed (exit $?)"
 now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 # tower-fleet's lock-manager.sh judged the holder gone and wrote its own lock (its pid: this script).
 jq -n --arg t "$now" --argjson pid $$ '{lock_version:"v1",lock_name:"nightly",request_id:"tf-7",actor:"tower-fleet",
   intent:"etl",intent_version:"1",host_id:"'"$(hostname)"'",pid:$pid,created_at:$t,last_heartbeat_at:$t,ttl_seconds:900,
   metadata:{}}' > "$root/locks/nightly.lock.tmp" && mv "$root/locks/nightly.lock.tmp" "$root/locks/nightly.lock"
-set +e; ll acquire nightly --force; echo "exit $?"; set -e
-ll release nightly --request-id nightly-1 || true
+refused 3 "refused: tower-fleet's lock is live (its pid runs); --force takes over only a stale or dead holder" acquire nightly --force
+refused 5 "refused: nightly-1 lost the lock to tower-fleet's file (recorded, released as displaced); nothing of its own is left to release" \
+	release nightly --request-id nightly-1
 
 step "12. list every lock that is not free"
 ll list
@@ -121,7 +138,9 @@ echo "wrote $page"
 
 step "16. verify recomputes the chain and checks the projections against it"
 ll verify
-"$bin" release db-migrate --request-id "$rid2" 2>/dev/null
+
+step "17. clean up: release the lock taken in step 10"
+ll release db-migrate --request-id "$rid2"
 rm -f "$root/locks/nightly.lock"
 echo
 echo "demo root was $root (removed on exit)"

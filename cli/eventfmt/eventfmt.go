@@ -266,6 +266,9 @@ func Details(ev *replay.Event) string {
 			add("LOCK LOST")
 		}
 		add("error %q", ev.Error)
+		if c := ev.RecordedBy; c != nil {
+			add("recorded by %s (pid %d@%s)", c.Actor, c.PID, c.HostID)
+		}
 	case events.AcquireBlocked:
 		add("state %s", ev.State)
 		heldBy(ev, add)

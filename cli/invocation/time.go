@@ -1,18 +1,30 @@
 package invocation
 
 import (
+	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
 )
 
 // timeRule is quoted when a time does not parse.
-const timeRule = "must be an RFC 3339 time (2025-03-14T10:31:00Z, 2025-03-14T11:31:00+01:00), a date (2025-03-14, midnight UTC), \"now\", or a duration meaning that long ago (2h, 90s, 900)"
+const timeRule = "must be an RFC 3339 time (2025-03-14T10:31:00Z, 2025-03-14T11:31:00+01:00), a local wall-clock time " +
+	"(10:31 today, \"2025-03-14 10:31\", 2025-03-14T10:31:05), a date (2025-03-14, midnight UTC), \"now\", " +
+	"or a duration meaning that long ago (2h, -15m, 90s, 900)"
 
-// ParseTime reads a time flag: RFC 3339 (any offset, with or without a
-// fraction), a date alone (midnight UTC), "now", or a duration in
-// ParseDuration's syntax meaning that long before now ("--since 2h").
-// The result is UTC.
+// localLayouts are the wall-clock forms read in the local zone: a time
+// without an offset means the time on the clocks where the command runs.
+var localLayouts = []string{"2006-01-02 15:04", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02T15:04:05"}
+
+// clockLayouts are a time of day alone: today, in the local zone.
+var clockLayouts = []string{"15:04", "15:04:05"}
+
+// ParseTime reads a time flag (--at, --since, --until, ...): RFC 3339 (any
+// offset, with or without a fraction), a local wall-clock time (a date and
+// a time without an offset, or a time of day alone meaning today) in now's
+// zone, a date alone (midnight UTC), "now", or a duration in
+// ParseDuration's syntax meaning that long before now ("--since 2h", with
+// or without a leading minus: "-15m"). The result is UTC.
 func ParseTime(field, s string, now time.Time) (time.Time, error) {
 	switch s {
 	case "":
@@ -26,11 +38,34 @@ func ParseTime(field, s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t.UTC(), nil
 	}
-	d, err := ParseDuration(field, s)
+	loc := now.Location()
+	for _, layout := range localLayouts {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	for _, layout := range clockLayouts {
+		if c, err := time.Parse(layout, s); err == nil {
+			y, m, d := now.In(loc).Date()
+			return time.Date(y, m, d, c.Hour(), c.Minute(), c.Second(), 0, loc).UTC(), nil
+		}
+	}
+	ago := strings.TrimPrefix(s, "-")
+	if ago == "" || strings.HasPrefix(ago, "-") {
+		return time.Time{}, events.Invalid(field, s, timeRule)
+	}
+	d, err := ParseDuration(field, ago)
 	if err != nil {
 		return time.Time{}, events.Invalid(field, s, timeRule)
 	}
 	return now.Add(-d).UTC(), nil
+}
+
+// ZoneText says instant t in the zone of the clocks where the command
+// runs, and names that zone: "2025-03-14 11:31:00 CET (+01:00)", so a
+// reader who gave a wall-clock time sees which zone it was read in.
+func ZoneText(t time.Time) string {
+	return t.Local().Format("2006-01-02 15:04:05 MST (-07:00)")
 }
 
 // TimeRange is the --since/--until pair.

@@ -28,7 +28,7 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "yesterday", "-2h", "2025-13-01", "10:31", "2h ago"} {
+	for _, bad := range []string{"", "yesterday", "--2h", "-", "2025-13-01", "25:31", "2025-03-14 25:00", "10:31 CET", "2h ago"} {
 		_, err := ParseTime("--since", bad, now)
 		var inv *events.InvalidError
 		if !errors.Is(err, events.ErrInvalid) || !errors.As(err, &inv) || inv.Field != "--since" {
@@ -38,5 +38,38 @@ func TestParseTime(t *testing.T) {
 	r := TimeRange{Since: "1h", Until: "2h"}
 	if _, _, err := r.Parse(now); !errors.Is(err, events.ErrInvalid) {
 		t.Errorf("--since after --until: %v", err)
+	}
+}
+
+// TestParseTimeWallClock: a time without an offset is read on the clocks
+// of the zone the command runs in (now's); a time of day alone is today's
+// there; a leading minus is a duration ago, as without it.
+func TestParseTimeWallClock(t *testing.T) {
+	cet := time.FixedZone("CET", 3600)
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, cet)
+	cases := map[string]time.Time{
+		"10:31":               time.Date(2026, 12, 5, 9, 31, 0, 0, time.UTC),
+		"10:31:05":            time.Date(2026, 12, 5, 9, 31, 5, 0, time.UTC),
+		"2026-12-05 10:31":    time.Date(2026, 12, 5, 9, 31, 0, 0, time.UTC),
+		"2026-12-05 09:17:36": time.Date(2026, 12, 5, 8, 17, 36, 0, time.UTC),
+		"2026-12-04T23:59":    time.Date(2026, 12, 4, 22, 59, 0, 0, time.UTC),
+		"2026-12-04T23:59:30": time.Date(2026, 12, 4, 22, 59, 30, 0, time.UTC),
+		"-15m":                now.Add(-15 * time.Minute),
+		"-900":                now.Add(-15 * time.Minute),
+		// An offset, or a date alone, is what it says wherever it is read.
+		"2026-12-05T10:31:00Z": time.Date(2026, 12, 5, 10, 31, 0, 0, time.UTC),
+		"2026-12-05":           time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC),
+	}
+	for in, want := range cases {
+		got, err := ParseTime("--at", in, now)
+		if err != nil || !got.Equal(want) || got.Location() != time.UTC {
+			t.Errorf("ParseTime(%q) in CET = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	// Just after midnight in CET it is still the day before in UTC: the
+	// time of day is the local day's.
+	early := time.Date(2026, 12, 5, 0, 30, 0, 0, cet)
+	if got, _ := ParseTime("--at", "00:10", early); !got.Equal(time.Date(2026, 12, 4, 23, 10, 0, 0, time.UTC)) {
+		t.Errorf("00:10 at 00:30 CET = %v, want 2026-12-04T23:10:00Z", got)
 	}
 }

@@ -177,6 +177,9 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if o.g.JSON {
 		obj := map[string]any{"status": "released", "lock_name": o.lock, "state": events.StateFree,
 			"request_id": o.requestID, "seq": out.Seq, "result": out.Result}
+		if out.FencingToken != 0 {
+			obj["fencing_token"] = out.FencingToken
+		}
 		if out.Forced {
 			obj["forced"], obj["released_request_id"] = true, out.ReleasedRequestID
 		}

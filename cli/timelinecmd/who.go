@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -36,32 +37,45 @@ and print its holder then: held, stale (no heartbeat within the TTL at T)
 or free. "dead" cannot be judged after the fact: no event records the
 holder's process table, so a dead holder shows as held or stale. The
 waiters queued then (acquire --wait, run --wait) follow, next first
-(JSON "queue"), each until its request acquired or gave up or its place
-lapsed (15 s after its last renewal: a waiter whose process died shows
-until then). A lock
-held only through another tool's lock file shows as free. T is RFC 3339
-or a duration meaning that long ago; the default is now. who only reads.`,
+(JSON "queue"), each with how long it had waited by T, until its request
+acquired or gave up or its place lapsed (15 s after its last renewal: a
+waiter whose process died shows until then). "began" says how the
+holding began: acquired (after waiting, if it waited), stolen (the
+reason and the operator's words) or taken over from a stale, dead or
+foreign holder. A lock
+held only through another tool's lock file shows as free. T is RFC 3339,
+a wall-clock time on this machine's clocks (10:31 today, "2025-03-14
+10:31"), or a duration meaning that long ago (2h, -15m); the default is
+now. The output names T in the local zone too. who only reads.`,
 		Example: `  lockledger who app-prod --at 2025-03-14T10:31:00Z
-  lockledger who app-prod --at 2h --json | jq .holder.actor`,
+  lockledger who app-prod --at 10:31                 # today, local time
+  lockledger who app-prod --at "2025-03-14 10:31"
+  lockledger who app-prod --at -15m --json | jq .holder.actor`,
 		Args: invocation.ExactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
 			return runWho(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.at, "at", "now", "the instant (RFC 3339, or a duration ago: 2h)")
+	cmd.Flags().StringVar(&o.at, "at", "now", "the instant (RFC 3339; local wall-clock 10:31 or \"2025-03-14 10:31\"; or a duration ago: 2h, -15m)")
 	return cmd
 }
 
 // whoObject is who's --json answer.
 type whoObject struct {
-	LockName     string           `json:"lock_name"`
-	At           string           `json:"at"`
-	State        string           `json:"state"`
-	Holder       *events.Record   `json:"holder"`
-	FencingToken int64            `json:"fencing_token,omitempty"`
-	StaleSince   string           `json:"stale_since,omitempty"`
-	LastEvent    *replay.EventRef `json:"last_event,omitempty"`
+	LockName string `json:"lock_name"`
+	At       string `json:"at"`
+	// AtLocal is At on the clocks where who ran, with their offset, and
+	// Zone their zone's name: a wall-clock --at was read in that zone.
+	AtLocal      string         `json:"at_local"`
+	Zone         string         `json:"zone"`
+	State        string         `json:"state"`
+	Holder       *events.Record `json:"holder"`
+	FencingToken int64          `json:"fencing_token,omitempty"`
+	// Began is how the holder's holding began.
+	Began      *beganJSON       `json:"began,omitempty"`
+	StaleSince string           `json:"stale_since,omitempty"`
+	LastEvent  *replay.EventRef `json:"last_event,omitempty"`
 	// Mode, Limit and Holders: the shared holders at T (holder is null).
 	Mode    string         `json:"mode,omitempty"`
 	Limit   int64          `json:"limit,omitempty"`
@@ -80,6 +94,51 @@ type queuedAtJSON struct {
 	Since     string `json:"since"`
 	Until     string `json:"until"`
 	Seq       int64  `json:"seq"`
+	// WaitedSeconds is how long it had waited by the instant asked about.
+	WaitedSeconds float64 `json:"waited_seconds"`
+}
+
+// beganJSON is how a holding began: its acquiring event (lock_acquired,
+// or lock_stolen with the reason, the operator's note and the holding
+// taken over) and how long its acquirer had waited.
+type beganJSON struct {
+	Seq               int64       `json:"seq"`
+	Type              events.Type `json:"type"`
+	Reason            string      `json:"reason,omitempty"`
+	Note              string      `json:"note,omitempty"`
+	PreviousRequestID string      `json:"previous_request_id,omitempty"`
+	WaitedSeconds     float64     `json:"waited_seconds,omitempty"`
+}
+
+// beganText says how a holding began, in words.
+func beganText(b *beganJSON) string {
+	var s string
+	switch {
+	case b.Type == events.LockAcquired:
+		s = "acquired"
+	case b.Reason == events.ReasonForcedActive:
+		s = "stolen from " + b.PreviousRequestID + " while it was active (forced_active)"
+	case b.Reason == events.ReasonStaleForced:
+		s = "taken over from " + b.PreviousRequestID + ", which was stale (stale_lock_forced)"
+	case b.Reason == events.ReasonHolderDead:
+		s = "taken over from " + b.PreviousRequestID + ", whose process had died (holder_dead)"
+	case b.Reason == events.ReasonForeignLock:
+		s = "taken over from another tool's lock file (foreign_lock)"
+	case b.Reason == events.ReasonSuperseded:
+		s = "superseded " + b.PreviousRequestID + " (superseded)"
+	case b.Reason == events.ReasonReclaimed:
+		s = "reclaimed by its own request from another process (reclaimed)"
+	default:
+		s = "stolen from " + b.PreviousRequestID + " (" + b.Reason + ")"
+	}
+	s += fmt.Sprintf(", seq %d", b.Seq)
+	if b.WaitedSeconds > 0 {
+		s += ", after waiting " + invocation.ShortDuration(time.Duration(b.WaitedSeconds*float64(time.Second)))
+	}
+	if b.Note != "" {
+		s += ": " + strconv.Quote(b.Note)
+	}
+	return s
 }
 
 func runWho(ctx context.Context, o *whoOptions) error {
@@ -104,7 +163,9 @@ func runWho(ctx context.Context, o *whoOptions) error {
 }
 
 func whoAt(name string, lk *replay.Lock, at time.Time) whoObject {
-	obj := whoObject{LockName: name, At: events.FormatTime(at), State: lk.StateAt(at)}
+	local := at.Local()
+	obj := whoObject{LockName: name, At: events.FormatTime(at), AtLocal: local.Format(time.RFC3339Nano),
+		Zone: local.Format("MST"), State: lk.StateAt(at)}
 	if lk == nil {
 		return obj
 	}
@@ -113,11 +174,14 @@ func whoAt(name string, lk *replay.Lock, at time.Time) whoObject {
 	obj.Mode, obj.Limit, obj.Holders = sharedAt(lk, at)
 	for i, q := range lk.QueueAt(at) {
 		obj.Queue = append(obj.Queue, queuedAtJSON{Position: i + 1, RequestID: q.RequestID, Actor: q.Actor, PID: q.PID,
-			HostID: q.HostID, Since: events.FormatTime(q.Since), Until: events.FormatTime(q.Until), Seq: q.Seq})
+			HostID: q.HostID, Since: events.FormatTime(q.Since), Until: events.FormatTime(q.Until), Seq: q.Seq,
+			WaitedSeconds: at.Sub(q.Since).Seconds()})
 	}
 	if lk.Held {
 		rec := lk.Holder.Record
 		obj.Holder, obj.FencingToken = &rec, lk.Holder.Token
+		b := lk.Holder.Began
+		obj.Began = &beganJSON{Seq: b.Seq, Type: b.Type, Reason: b.Reason, Note: b.Note, PreviousRequestID: b.From, WaitedSeconds: b.Waited}
 		if obj.State == events.StateStale {
 			obj.StaleSince = events.FormatTime(lk.Holder.StaleSince())
 		}
@@ -129,6 +193,7 @@ func printWho(w io.Writer, obj whoObject, lk *replay.Lock, at time.Time) {
 	termtext.Fprintf(w, "%s at %s: %s\n", obj.LockName, obj.At, obj.State)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
+	termtext.Fprintf(tw, "  local time\t%s\n", invocation.ZoneText(at))
 	if lk == nil {
 		termtext.Fprintf(tw, "  note\tno event names this lock up to then\n")
 		return
@@ -141,6 +206,7 @@ func printWho(w io.Writer, obj whoObject, lk *replay.Lock, at time.Time) {
 		}
 		termtext.Fprintf(tw, "  process\t%s\n", invocation.ProcessText(h.PID, h.HostID))
 		termtext.Fprintf(tw, "  since\t%s (held %s by then)\n", events.FormatTime(lk.Holder.Created), invocation.ShortDuration(at.Sub(lk.Holder.Created)))
+		termtext.Fprintf(tw, "  began\t%s\n", beganText(obj.Began))
 		termtext.Fprintf(tw, "  heartbeat\t%s (%s before, ttl %ds)\n", events.FormatTime(lk.Holder.Heartbeat),
 			invocation.ShortDuration(at.Sub(lk.Holder.Heartbeat)), h.TTLSeconds)
 		if obj.StaleSince != "" {
@@ -160,8 +226,8 @@ func printWho(w io.Writer, obj whoObject, lk *replay.Lock, at time.Time) {
 		}
 	}
 	for _, q := range obj.Queue {
-		termtext.Fprintf(tw, "  queued %d.\t%s, actor %s, %s, since %s\n", q.Position, q.RequestID, q.Actor,
-			invocation.ProcessText(q.PID, q.HostID), q.Since)
+		termtext.Fprintf(tw, "  queued %d.\t%s, actor %s, %s, since %s, waited %s by then\n", q.Position, q.RequestID, q.Actor,
+			invocation.ProcessText(q.PID, q.HostID), q.Since, invocation.ShortDuration(time.Duration(q.WaitedSeconds*float64(time.Second))))
 	}
 	l := lk.Last
 	termtext.Fprintf(tw, "  last event\tseq %d %s by %s (%s) at %s\n", l.Seq, l.Type, l.Actor, l.RequestID, l.At)

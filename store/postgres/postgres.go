@@ -58,6 +58,10 @@ type Config struct {
 	// LedgerID is the id of the ledger the writer writes ("" before it is
 	// known): a database that holds another refuses its writes.
 	LedgerID func() string
+	// BeforeCreate, when set, is asked before Create makes the tables of
+	// a new ledger in an empty database; its error refuses the open with
+	// nothing created.
+	BeforeCreate func() error
 }
 
 // Store is an open PostgreSQL ledger.
@@ -117,6 +121,11 @@ func (s *Store) prepare(ctx context.Context) error {
 		return &store.NoLedgerError{Where: s.source, Hint: "check --database, or create the tables with lockledger init"}
 	case cur < latest && s.cfg.ReadOnly:
 		return fmt.Errorf("ledger: %w (version %d, this lockledger writes %d): open it once for writing", store.ErrOldSchema, cur, latest)
+	case cur == 0 && s.cfg.BeforeCreate != nil:
+		if err := s.cfg.BeforeCreate(); err != nil {
+			return err
+		}
+		return s.migrate(ctx)
 	case cur < latest:
 		return s.migrate(ctx)
 	}

@@ -74,17 +74,16 @@ func TestRunRecordsItsLossOnceTheLedgerAnswersAgain(t *testing.T) {
 	if n := lost(); n != 1 {
 		t.Fatalf("the loss recorded %d times, want once", n)
 	}
-	// The recorder wrote it: the envelope is the recorder's, held_by the run's.
-	var pid, heldPID int
-	var heldRID string
-	if err := clitest.DB(t, root).QueryRow(`SELECT json_extract(body, '$.pid'), json_extract(body, '$.held_by.pid'),
-		json_extract(body, '$.held_by.request_id') FROM events WHERE type = 'heartbeat_failed' AND request_id = ?`, rid).
-		Scan(&pid, &heldPID, &heldRID); err != nil {
+	// As a heartbeat that found the loss records it: the envelope is the
+	// run's holding, recorded_by the process that wrote it.
+	var pid, byPID int
+	if err := clitest.DB(t, root).QueryRow(`SELECT json_extract(body, '$.pid'), json_extract(body, '$.recorded_by.pid')
+		FROM events WHERE type = 'heartbeat_failed' AND request_id = ?`, rid).Scan(&pid, &byPID); err != nil {
 		t.Fatal(err)
 	}
-	if pid != recorder || heldPID != c.Process.Pid || heldRID != rid {
-		t.Fatalf("the loss is recorded under pid %d, held_by pid %d (%s); want the recorder's pid %d, held_by the run's (%d, %s)",
-			pid, heldPID, heldRID, recorder, c.Process.Pid, rid)
+	if pid != c.Process.Pid || byPID != recorder {
+		t.Fatalf("the loss is recorded under pid %d, recorded_by pid %d; want the run's pid %d, recorded_by the recorder's (%d)",
+			pid, byPID, c.Process.Pid, recorder)
 	}
 	assertChain(t, root)
 }

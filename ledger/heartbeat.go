@@ -102,8 +102,9 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 
 // RecordLossOf appends heartbeat_failed with lock_lost for the holding of
 // holder, written by another process than the holder's (the one a run
-// leaves behind to record a loss once the ledger answers): the envelope is
-// by, this process's; held_by is the holder.
+// leaves behind to record a loss once the ledger answers): as a heartbeat
+// that found the loss records it, the envelope is the holding's (its
+// actor and pid) and recorded_by is by, this process.
 func (l *Ledger) RecordLossOf(ctx context.Context, lock string, by Identity, holder events.Holder, failures int, cause string) error {
 	if err := events.ValidateRequestID(holder.RequestID); err != nil {
 		return err
@@ -119,9 +120,14 @@ func (l *Ledger) RecordLossOf(ctx context.Context, lock string, by Identity, hol
 	if len(cause) > 4096 {
 		cause = cause[:4096]
 	}
+	owner := Identity{RequestID: holder.RequestID, Actor: holder.Actor, PID: holder.PID}
+	if owner.Actor == "" {
+		owner.Actor = by.Actor
+	}
 	return l.write(ctx, lock, func(w *writeTx) (error, error) {
-		_, err := w.append(events.HeartbeatFailed, by, &events.HeartbeatFailedPayload{
-			ConsecutiveFailures: max(failures, 1), Error: cause, LockLost: true, HeldBy: &holder})
+		_, err := w.append(events.HeartbeatFailed, owner, &events.HeartbeatFailedPayload{
+			ConsecutiveFailures: max(failures, 1), Error: cause, LockLost: true,
+			RecordedBy: &events.Caller{Actor: by.Actor, HostID: l.host.ID, PID: by.PID}})
 		return nil, err
 	})
 }

@@ -196,7 +196,9 @@ func TestAnUnreadableLockFileIsRecordedAsWhatItIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	clitest.Must(t, 3, root, "acquire", "deploy", "--pid", self)
-	clitest.Must(t, 3, root, "acquire", "deploy", "--pid", self, "--wait", "100ms")
+	// Long enough that its first attempt, on a loaded machine, is made
+	// and queued before the wait runs out.
+	clitest.Must(t, 3, root, "acquire", "deploy", "--pid", self, "--wait", "1s")
 	clitest.Must(t, 5, root, "release", "deploy", "--request-id", "req_nobody")
 	clitest.Must(t, 3, root, "steal", "deploy", "--pid", self, "--reason", "test")
 

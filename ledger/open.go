@@ -52,6 +52,14 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		return nil, err
 	}
 	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly}
+	if err := l.setRoot(root); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			l.files.Close()
+		}
+	}()
 	var pg *postgres.Store
 	if c.database != "" {
 		// The database first: one the open refuses, or a role that may not
@@ -62,9 +70,6 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		}
 	}
 	trusted, err := c.applyTrust(root)
-	if err == nil {
-		err = l.setRoot(root)
-	}
 	if err != nil {
 		if pg != nil {
 			pg.Close()
@@ -73,11 +78,6 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 	}
 	l.signing, l.trust = c.signing, trusted
 	l.witnesses = witness.New(c.signing.witnesses, c.signing.timeout, c.logger)
-	defer func() {
-		if err != nil {
-			l.files.Close()
-		}
-	}()
 	if pg != nil {
 		err = l.openPostgres(ctx, &c, pg)
 	} else {
@@ -232,8 +232,17 @@ func (l *Ledger) sqliteConfig() sqlite.Config {
 }
 
 // connectPostgres connects to the ledger's database (postgres.Connect):
-// it makes nothing, and refuses what the open would refuse.
+// it makes nothing, and refuses what the open would refuse. A writer's
+// root that is there and that others can write is refused before the
+// database is reached, as openPostgres would refuse it: only a root about
+// to be made a group root (WithGroup) is left to openPostgres to check,
+// once it is one.
 func (l *Ledger) connectPostgres(ctx context.Context, c *config) (*postgres.Store, error) {
+	if !c.readOnly && c.group == nil {
+		if err := l.files.CheckOwners(nil); err != nil {
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+	}
 	return postgres.Connect(ctx, postgres.Config{URL: c.database, PoolSize: c.poolSize, Busy: c.busy,
 		Wait: max(c.busy, c.openWait), ReadOnly: c.readOnly, Create: c.create, Now: l.now, Log: l.log,
 		LedgerID: func() string { return l.id }, BeforeCreate: func() error { return l.rootServesNoOther(c) }})

@@ -42,6 +42,9 @@ var (
 	// ErrOldSchema: a read-only open found a database that needs migrating
 	// first (a writable open migrates it).
 	ErrOldSchema = store.ErrOldSchema
+	// ErrMayNotAppend: a writer's role in the PostgreSQL database may not
+	// append events (an auditor's); its open made nothing, here or there.
+	ErrMayNotAppend = store.ErrMayNotAppend
 	// ErrReadOnly: a write was attempted on a ledger opened with ReadOnly.
 	ErrReadOnly = errors.New("ledger opened read-only")
 	// ErrTruncated: the log's tail is gone (the locks table records events

@@ -51,12 +51,7 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 	if err != nil {
 		return nil, err
 	}
-	trusted, err := c.applyTrust(root)
-	if err != nil {
-		return nil, err
-	}
-	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly, signing: c.signing,
-		witnesses: witness.New(c.signing.witnesses, c.signing.timeout, c.logger), trust: trusted}
+	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly}
 	if err := l.setRoot(root); err != nil {
 		return nil, err
 	}
@@ -65,8 +60,26 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 			l.files.Close()
 		}
 	}()
+	var pg *postgres.Store
 	if c.database != "" {
-		err = l.openPostgres(ctx, &c)
+		// The database first: one the open refuses, or a role that may not
+		// write it, leaves nothing of this host's behind (no root, no
+		// writer mutex, no key, no pin).
+		if pg, err = l.connectPostgres(ctx, &c); err != nil {
+			return nil, err
+		}
+	}
+	trusted, err := c.applyTrust(root)
+	if err != nil {
+		if pg != nil {
+			pg.Close()
+		}
+		return nil, err
+	}
+	l.signing, l.trust = c.signing, trusted
+	l.witnesses = witness.New(c.signing.witnesses, c.signing.timeout, c.logger)
+	if pg != nil {
+		err = l.openPostgres(ctx, &c, pg)
 	} else {
 		err = l.openSQLite(ctx, &c)
 	}
@@ -218,9 +231,34 @@ func (l *Ledger) sqliteConfig() sqlite.Config {
 		WatchLog: func() store.Waker { return l.files.WatchFiles(DBFile, DBFile+"-wal") }}
 }
 
-// openPostgres opens a ledger kept in PostgreSQL, with this host's lock
-// files in the root.
-func (l *Ledger) openPostgres(ctx context.Context, c *config) error {
+// connectPostgres connects to the ledger's database (postgres.Connect):
+// it makes nothing, and refuses what the open would refuse. A writer's
+// root that is there and that others can write is refused before the
+// database is reached, as openPostgres would refuse it: only a root about
+// to be made a group root (WithGroup) is left to openPostgres to check,
+// once it is one.
+func (l *Ledger) connectPostgres(ctx context.Context, c *config) (*postgres.Store, error) {
+	if !c.readOnly && c.group == nil {
+		if err := l.files.CheckOwners(nil); err != nil {
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+	}
+	return postgres.Connect(ctx, postgres.Config{URL: c.database, PoolSize: c.poolSize, Busy: c.busy,
+		Wait: max(c.busy, c.openWait), ReadOnly: c.readOnly, Create: c.create, Now: l.now, Log: l.log,
+		LedgerID: func() string { return l.id }, BeforeCreate: func() error { return l.rootServesNoOther(c) }})
+}
+
+// openPostgres opens the ledger kept in the database st is connected to,
+// with this host's lock files in the root; st is closed if it fails.
+func (l *Ledger) openPostgres(ctx context.Context, c *config, st *postgres.Store) (err error) {
+	defer func() {
+		if err != nil {
+			st.Close()
+			if l.flock != nil {
+				l.flock.Close()
+			}
+		}
+	}()
 	if c.readOnly {
 		l.checkLocksDir()
 		l.warnOwners(l.files.CheckOwners(nil))
@@ -235,19 +273,11 @@ func (l *Ledger) openPostgres(ctx context.Context, c *config) error {
 			return err
 		}
 	}
-	st, err := postgres.Open(ctx, postgres.Config{URL: c.database, PoolSize: c.poolSize, Busy: c.busy,
-		Wait: max(c.busy, c.openWait), ReadOnly: c.readOnly, Create: c.create, Now: l.now, Log: l.log,
-		LedgerID: func() string { return l.id }, BeforeCreate: func() error { return l.rootServesNoOther(c) }})
-	if err == nil {
-		l.store = st
-		if err = l.loadID(ctx, func() error { return nil }); err != nil {
-			st.Close()
-		}
+	if err := st.Prepare(ctx); err != nil {
+		return err
 	}
-	if err != nil && l.flock != nil {
-		l.flock.Close()
-	}
-	return err
+	l.store = st
+	return l.loadID(ctx, func() error { return nil })
 }
 
 // rootServesNoOther refuses to create a new ledger in an empty database

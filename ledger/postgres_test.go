@@ -4,7 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io/fs"
+	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +17,7 @@ import (
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // Two writers whose clocks are 20 minutes apart agree on who is stale:
@@ -201,4 +206,65 @@ func TestPostgresForceReleaseFromAnotherHostLeavesTheLockFreeOnTheHolder(t *test
 	}
 	verifyOK(t, a)
 	verifyOK(t, b)
+}
+
+// A writer's open as a role that may only read (an auditor's) is refused
+// with ErrMayNotAppend before it makes anything: no root, no trust store
+// (the default one, as the Go API opens it), no event.
+func TestPostgresWriterOpenAsAReadOnlyRoleMakesNothing(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.Get(t)
+	name := pgtest.CreateDatabase(t)
+	owner := c.SocketURL(name)
+	l, err := ledger.Open(ctx, t.TempDir(), ledger.WithDatabase(owner), ledger.Unsigned())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	db, err := sql.Open("pgx", owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	role := "reader_" + strings.ReplaceAll(name, "-", "_")
+	for _, q := range []string{"CREATE ROLE " + role + " LOGIN", "GRANT USAGE ON SCHEMA public TO " + role,
+		"GRANT SELECT ON ALL TABLES IN SCHEMA public TO " + role, "GRANT UPDATE ON writer_lock TO " + role} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		db.Exec("DROP OWNED BY " + role)
+		db.Exec("DROP ROLE " + role)
+	})
+	var before int
+	if err := db.QueryRow(`SELECT count(*) FROM events`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	dir := t.TempDir()
+	root, trustDir := filepath.Join(dir, "root"), filepath.Join(dir, "trust")
+	t.Setenv(trust.EnvDir, trustDir)
+	if l, err := ledger.Open(ctx, root, ledger.WithDatabase(u.String())); !errors.Is(err, ledger.ErrMayNotAppend) {
+		if err == nil {
+			l.Close()
+		}
+		t.Fatalf("a writer's open as a role that may only read: %v, want ErrMayNotAppend", err)
+	}
+	for _, p := range []string{root, trustDir} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the refused open made %s (%v)", p, err)
+		}
+	}
+	var after int
+	if err := db.QueryRow(`SELECT count(*) FROM events`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("events: %d after the refused open, %d before", after, before)
+	}
 }

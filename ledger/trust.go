@@ -26,7 +26,7 @@ var ErrNotPinned = trust.ErrNotPinned
 
 type trustConfig struct {
 	unsigned bool
-	store    *trust.Store
+	open     func() (*trust.Store, error) // the store given (WithTrustStore, WithTrustStoreFrom)
 	notice   func(*trust.Pinned)
 	mustPin  bool
 }
@@ -55,7 +55,21 @@ func WithTrustStore(s *trust.Store) Option {
 		if s == nil {
 			return errors.New("ledger: WithTrustStore(nil)")
 		}
-		c.trust.store = s
+		c.trust.open = func() (*trust.Store, error) { return s, nil }
+		return nil
+	}
+}
+
+// WithTrustStoreFrom is WithTrustStore with the store that open opens,
+// called only once the open has found that it may write: a writer the
+// database refuses (a role that may only read) leaves no trust store
+// behind, not even its directory. A nil store from open is none given.
+func WithTrustStoreFrom(open func() (*trust.Store, error)) Option {
+	return func(c *config) error {
+		if open == nil {
+			return errors.New("ledger: WithTrustStoreFrom(nil)")
+		}
+		c.trust.open = open
 		return nil
 	}
 }
@@ -85,7 +99,13 @@ func (c *config) applyTrust(root string) (*trusted, error) {
 	if c.trust.unsigned {
 		return nil, nil
 	}
-	s := c.trust.store
+	var s *trust.Store
+	if c.trust.open != nil {
+		var err error
+		if s, err = c.trust.open(); err != nil {
+			return nil, err
+		}
+	}
 	if c.signing.signer != nil {
 		if s == nil {
 			return nil, nil

@@ -96,4 +96,7 @@ var (
 	// ErrOldSchema: a read-only open found a database that needs
 	// migrating first (a writable open migrates it).
 	ErrOldSchema = errors.New("ledger schema needs upgrading")
+	// ErrMayNotAppend: a writer's open or write found that its role may
+	// not append events (one that may only read); nothing was written.
+	ErrMayNotAppend = errors.New("this role may not append events")
 )

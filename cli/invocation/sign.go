@@ -18,6 +18,7 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // signFlags are the global flags of signed checkpoints.
@@ -181,11 +182,7 @@ func ErrText(err error) string {
 func (g *Globals) signingOptions() ([]ledger.Option, error) {
 	var opts []ledger.Option
 	if g.Trusting() {
-		s, err := g.TrustStore()
-		if err != nil {
-			return nil, err
-		}
-		opts = []ledger.Option{ledger.WithTrustStore(s), ledger.WithPinNotice(g.pinNotice)}
+		opts = []ledger.Option{ledger.WithTrustStoreFrom(g.TrustStore), ledger.WithPinNotice(g.pinNotice)}
 	} else {
 		s, _, err := g.signer()
 		if err != nil || s == nil {
@@ -196,11 +193,7 @@ func (g *Globals) signingOptions() ([]ledger.Option, error) {
 		}
 		opts = []ledger.Option{ledger.WithSigner(s)}
 		if !g.Sign.Unsigned {
-			if st, err := g.TrustStore(); err != nil {
-				g.Log.Warn("the ledger is not pinned with this key: the trust store cannot be opened", "err", err)
-			} else {
-				opts = append(opts, ledger.WithTrustStore(st), ledger.WithPinNotice(g.pinNotice))
-			}
+			opts = append(opts, ledger.WithTrustStoreFrom(g.keyedTrustStore), ledger.WithPinNotice(g.pinNotice))
 		}
 	}
 	more, err := g.policyOptions()
@@ -209,6 +202,17 @@ func (g *Globals) signingOptions() ([]ledger.Option, error) {
 	}
 	cosign, err := g.cosignerOptions(true)
 	return append(append(opts, more...), cosign...), err
+}
+
+// keyedTrustStore is the trust store that pins an explicit key: one that
+// cannot be opened is none, and the ledger is not pinned with the key.
+func (g *Globals) keyedTrustStore() (*trust.Store, error) {
+	s, err := g.TrustStore()
+	if err != nil {
+		g.Log.Warn("the ledger is not pinned with this key: the trust store cannot be opened", "err", err)
+		return nil, nil
+	}
+	return s, nil
 }
 
 // CheckpointPolicy is --checkpoint-every and --checkpoint-interval.

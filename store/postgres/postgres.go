@@ -71,22 +71,30 @@ type Store struct {
 	pool   *pgxpool.Pool
 	pgx    *pgxpool.Config
 	source string
+	// version is the schema version Connect found; deadline ends the
+	// open, Connect's and Prepare's together.
+	version  int
+	deadline time.Time
 }
 
 var _ store.Store = (*Store)(nil)
 
-// Open connects to the ledger's database and applies the PostgreSQL
-// migrations (or, read-only or without Create, checks that it holds a
-// ledger). A bad URL is bad input.
-func Open(ctx context.Context, cfg Config) (*Store, error) {
+// Connect connects to the ledger's database and looks at what it holds,
+// making and changing nothing: what the open refuses is refused here (a
+// schema newer than this lockledger; no ledger where none is to be
+// created; an old schema for a reader; a writer's role that may not append
+// events), so that a caller can make what is its own (a root, a key, a
+// pin) only for an open that goes on. Prepare then creates or migrates
+// the tables. A bad URL is bad input.
+func Connect(ctx context.Context, cfg Config) (*Store, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
 		return nil, events.Invalid("--database", Redact(cfg.URL), err.Error())
 	}
 	pcfg.MaxConns = int32(cfg.PoolSize)
 	pcfg.MinConns = 0
-	s := &Store{cfg: cfg, pgx: pcfg, source: describeDB(pcfg)}
-	pctx, cancel := context.WithTimeout(ctx, cfg.Wait)
+	s := &Store{cfg: cfg, pgx: pcfg, source: describeDB(pcfg), deadline: time.Now().Add(cfg.Wait)}
+	pctx, cancel := context.WithDeadline(ctx, s.deadline)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(pctx, pcfg)
 	if err != nil {
@@ -95,21 +103,41 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.pool = pool
 	s.db = sql.OpenDB(stdlib.GetPoolConnector(pool))
 	s.db.SetMaxIdleConns(0)
-	if err := s.prepare(pctx); err != nil {
+	if err := s.look(pctx); err != nil {
 		s.Close()
-		if ctx.Err() == nil && pctx.Err() != nil {
-			return nil, fmt.Errorf("ledger: connect to %s: %w", s.source, err)
-		}
-		return nil, err
+		return nil, s.openErr(ctx, pctx, err)
 	}
 	return s, nil
 }
 
-func (s *Store) prepare(ctx context.Context) error {
+// Prepare applies the PostgreSQL migrations Connect found missing,
+// creating the tables in an empty database (after Config.BeforeCreate).
+// The caller closes the store if it fails.
+func (s *Store) Prepare(ctx context.Context) error {
+	pctx, cancel := context.WithDeadline(ctx, s.deadline)
+	defer cancel()
+	if err := s.prepare(pctx); err != nil {
+		return s.openErr(ctx, pctx, err)
+	}
+	return nil
+}
+
+// openErr is err of an open that the open's own deadline (Wait) cut short
+// said so, with the database it could not reach in time.
+func (s *Store) openErr(ctx, pctx context.Context, err error) error {
+	if ctx.Err() == nil && pctx.Err() != nil {
+		return fmt.Errorf("ledger: connect to %s: %w", s.source, err)
+	}
+	return err
+}
+
+// look reads the schema version and refuses what Connect refuses.
+func (s *Store) look(ctx context.Context) error {
 	cur, err := migrations.Postgres.Current(ctx, s.db)
 	if err != nil {
 		return fmt.Errorf("ledger: %s: %w", s.source, err)
 	}
+	s.version = cur
 	latest := migrations.Postgres.Latest()
 	switch {
 	case cur > latest:
@@ -121,12 +149,39 @@ func (s *Store) prepare(ctx context.Context) error {
 		return &store.NoLedgerError{Where: s.source, Hint: "check --database, or create the tables with lockledger init"}
 	case cur < latest && s.cfg.ReadOnly:
 		return fmt.Errorf("ledger: %w (version %d, this lockledger writes %d): open it once for writing", store.ErrOldSchema, cur, latest)
-	case cur == 0 && s.cfg.BeforeCreate != nil:
+	case cur > 0 && !s.cfg.ReadOnly:
+		var appends bool
+		if err := s.db.QueryRowContext(ctx, mayAppend).Scan(&appends); err != nil {
+			return fmt.Errorf("ledger: %s: %w", s.source, err)
+		}
+		if !appends {
+			return s.mayNotAppend()
+		}
+	}
+	return nil
+}
+
+// mayAppend is whether the role may append events at all: the writer
+// lock's round trip asks it again (see writerLock), since a grant can be
+// revoked while a writer runs.
+const mayAppend = `SELECT has_table_privilege('events', 'INSERT')`
+
+// mayNotAppend refuses a writer whose role may not append events (an
+// auditor's, which may only read).
+func (s *Store) mayNotAppend() error {
+	return fmt.Errorf("ledger: %s: %w: a writer needs INSERT on events "+
+		"(GRANT INSERT ON events, tlog_hashes, checkpoints TO the writer role, as the database's owner)", s.source, store.ErrMayNotAppend)
+}
+
+// prepare makes or migrates the tables Connect found missing or old.
+func (s *Store) prepare(ctx context.Context) error {
+	switch {
+	case s.version == 0 && s.cfg.BeforeCreate != nil:
 		if err := s.cfg.BeforeCreate(); err != nil {
 			return err
 		}
 		return s.migrate(ctx)
-	case cur < latest:
+	case s.version < migrations.Postgres.Latest():
 		return s.migrate(ctx)
 	}
 	return nil
@@ -225,8 +280,7 @@ func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) {
 		// Refused here, before the decision places any lock file it would
 		// only have to take back.
 		tx.Rollback()
-		return nil, fmt.Errorf("ledger: %s: this role may not append events: a writer needs INSERT on events "+
-			"(GRANT INSERT ON events, tlog_hashes, checkpoints TO the writer role, as the database's owner)", s.source)
+		return nil, s.mayNotAppend()
 	}
 	id := stored.String
 	if !stored.Valid {

@@ -273,7 +273,7 @@ func (l *Ledger) openPostgres(ctx context.Context, c *config, st *postgres.Store
 			return err
 		}
 	}
-	if err := st.Prepare(ctx); err != nil {
+	if err := st.Migrate(ctx); err != nil {
 		return err
 	}
 	l.store = st

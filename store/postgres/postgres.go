@@ -72,7 +72,7 @@ type Store struct {
 	pgx    *pgxpool.Config
 	source string
 	// version is the schema version Connect found; deadline ends the
-	// open, Connect's and Prepare's together.
+	// open, Connect's and Migrate's together.
 	version  int
 	deadline time.Time
 }
@@ -84,7 +84,7 @@ var _ store.Store = (*Store)(nil)
 // schema newer than this lockledger; no ledger where none is to be
 // created; an old schema for a reader; a writer's role that may not append
 // events), so that a caller can make what is its own (a root, a key, a
-// pin) only for an open that goes on. Prepare then creates or migrates
+// pin) only for an open that goes on. Migrate then creates or migrates
 // the tables. A bad URL is bad input.
 func Connect(ctx context.Context, cfg Config) (*Store, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.URL)
@@ -110,10 +110,10 @@ func Connect(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Prepare applies the PostgreSQL migrations Connect found missing,
+// Migrate applies the PostgreSQL migrations Connect found missing,
 // creating the tables in an empty database (after Config.BeforeCreate).
 // The caller closes the store if it fails.
-func (s *Store) Prepare(ctx context.Context) error {
+func (s *Store) Migrate(ctx context.Context) error {
 	pctx, cancel := context.WithDeadline(ctx, s.deadline)
 	defer cancel()
 	if err := s.prepare(pctx); err != nil {

@@ -8,7 +8,6 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,11 +31,10 @@ type sourcePackage struct {
 // links (go list -deps), without their tests.
 func binaryPackages(t *testing.T) []sourcePackage {
 	t.Helper()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = osexec.LookPath("go"); err != nil {
-			t.Fatal("no go command to list the binary's packages")
-		}
+	// go test puts its own toolchain's bin first on PATH.
+	gobin, err := osexec.LookPath("go")
+	if err != nil {
+		t.Fatal("no go command to list the binary's packages")
 	}
 	cmd := osexec.Command(gobin, "list", "-deps", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{join .GoFiles \" \"}}", module)
 	cmd.Dir = ".."

@@ -60,8 +60,9 @@ func TestFollowKilledAndResumedUnderConcurrentWritersLosesAndRepeatsNothing(t *t
 
 	first := startFollower(t, root, nil, "export", "--follow", "--checkpoint-every", "3")
 	writers("a", 3, 10)
-	got := first.await(t, "seq 8", hasSeq(8))
-	if _, got = first.stop(t, syscall.SIGKILL); len(got) == 0 {
+	first.await(t, "seq 8", hasSeq(8))
+	_, got := first.stop(t, syscall.SIGKILL)
+	if len(got) == 0 {
 		t.Fatal("the first follower wrote nothing")
 	}
 	firstLines := parseStream(t, got)

@@ -117,8 +117,8 @@ func TestTrustStoreWhoseHeadsOthersCanWriteIsRefused(t *testing.T) {
 
 // A head file that holds no head the writer's key signed (damaged, or
 // another key's) is not "no head": the next write refuses to sign, naming
-// the file, and changes nothing, where it used to overwrite it silently
-// and so forget how far the log had been signed.
+// the file, and changes nothing: overwriting the file would forget how far
+// the log had been signed.
 func TestAWriterRefusesAHeadItsKeyDidNotSign(t *testing.T) {
 	t.Parallel()
 	root, head := defaultRoot(t)

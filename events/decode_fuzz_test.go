@@ -139,10 +139,11 @@ func decodedSample(t *testing.T, typ events.Type) any {
 }
 
 // TestSchemaValidBodiesDecode: every body the schema accepts must decode
-// (the fuzz property), and validation must never panic. Each case was once
-// schema-valid and undecodable (found by FuzzDecodeEvent) or made the
-// schema library panic; each must be refused by schema.ValidateEvent with a
-// schema error that names the field (want), and by the library.
+// (the fuzz property), and validation must never panic. Each case is a body
+// on the edge between the two (found by FuzzDecodeEvent) or one that can
+// make the schema library panic; each must be refused by
+// schema.ValidateEvent with a schema error that names the field (want), and
+// by the library.
 func TestSchemaValidBodiesDecode(t *testing.T) {
 	samples := sampleBodies(t)
 	for _, c := range []struct {

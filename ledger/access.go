@@ -137,15 +137,9 @@ func (l *Ledger) Unprune(ctx context.Context, id Identity,
 	return l.appendSigned(ctx, events.LedgerUnpruned, id, func(q store.PreparedTx, next int64) (any, error) { return restore(ctx, q, next) })
 }
 
-// appendWide appends one ledger-wide event, whose payload before gives
-// (and may write first) in the event's own transaction.
-func (l *Ledger) appendWide(ctx context.Context, typ events.Type, id Identity,
-	before func(q store.PreparedTx, next int64) (any, error)) (int64, error) {
-	return l.appendEvent(ctx, typ, id, signDue, before)
-}
-
-// appendSigned is appendWide in a write that stores a signed checkpoint
-// of the log through the event, or fails.
+// appendSigned appends one ledger-wide event, whose payload before gives
+// (and may write first) in the event's own transaction, in a write that
+// stores a signed checkpoint of the log through the event, or fails.
 func (l *Ledger) appendSigned(ctx context.Context, typ events.Type, id Identity,
 	before func(q store.PreparedTx, next int64) (any, error)) (int64, error) {
 	return l.appendEvent(ctx, typ, id, signMust, before)

@@ -200,7 +200,8 @@ func TestAHungWitnessBlocksNoWriter(t *testing.T) {
 		first <- err
 	}()
 	t.Cleanup(func() {
-		// Before the fix the first writer sits in open(fifo): a reader lets it go.
+		// A writer that opened the FIFO to write would sit in open(fifo)
+		// for ever: a reader lets it go, so a failing test still ends.
 		if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
 			defer r.Close()
 		}

@@ -71,19 +71,6 @@ func count(t *testing.T, l *Ledger) int {
 	return n
 }
 
-func lastReason(t *testing.T, l *Ledger) string {
-	t.Helper()
-	var body []byte
-	if err := l.DB().QueryRow(`SELECT body FROM events WHERE type='lock_stolen' ORDER BY seq DESC LIMIT 1`).Scan(&body); err != nil {
-		t.Fatal(err)
-	}
-	_, p, err := events.Decode(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.(*events.Stolen).Reason
-}
-
 func TestStateRulesByClockAndProbe(t *testing.T) {
 	ctx := context.Background()
 	e := open(t)

@@ -19,10 +19,6 @@ import (
 // from the row. All of this runs under the writer mutex, so one process at
 // a time touches the directory.
 
-// maxLockFile bounds how much of a lock file is read; anything larger is
-// not a lock record and counts as corrupt.
-const maxLockFile = lockfile.MaxSize
-
 // errFileExists: placing a new lock file found one already there.
 var errFileExists = lockfile.ErrExists
 

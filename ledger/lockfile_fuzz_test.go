@@ -105,10 +105,10 @@ func FuzzParseLockFile(f *testing.F) {
 }
 
 // TestParsedLockFileReRendersUnderTheSizeLimit: a compact foreign lock file
-// just under the 64 KiB limit was accepted, but Record.File() indents it
-// (and turns non-string metadata into quoted strings) past the limit that
-// ParseLockFile enforces. Such a file is now refused, naming the rule; one
-// whose rendering fits is still accepted, and its rendering reads back.
+// just under the 64 KiB limit that Record.File() would indent (and whose
+// non-string metadata it would quote) past the limit ParseLockFile
+// enforces is refused, naming the rule; one whose rendering fits is
+// accepted, and its rendering reads back.
 func TestParsedLockFileReRendersUnderTheSizeLimit(t *testing.T) {
 	valid := fuzzLockRecord().File()
 	compact := func(entries int) []byte {

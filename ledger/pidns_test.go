@@ -14,8 +14,8 @@ func pidNS(n int64) *int64 { return &n }
 // A pid names a process only in its PID namespace: a holder recorded in
 // another one (or in one not known) is not probed, whatever the probe says
 // of its pid, and goes stale by its TTL only. A holding recorded without a
-// namespace (before it was recorded, or on a system without them) is
-// probed as before.
+// namespace (written before namespaces were recorded, or on a system
+// without them) is probed by its pid.
 func TestAHolderInAnotherPIDNamespaceIsNeverJudgedDeadByItsPID(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {

@@ -123,7 +123,7 @@ var LimitRule = fmt.Sprintf("must be 1-%d", schema.MaxLimit)
 
 // Bounds on an acquisition's metadata. With every other field at its own
 // bound, they keep the lock file (where metadata is written out, escaped
-// and indented) well under the size any reader accepts (maxLockFile):
+// and indented) well under the size any reader accepts (lockfile.MaxSize):
 // text is valid UTF-8 without control characters, so escaping at most
 // doubles it.
 const (

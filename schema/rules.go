@@ -341,7 +341,7 @@ func showNumber(raw []byte) string {
 // fitsFloat64: strconv.ParseFloat takes the number. Without an exponent,
 // fewer than 309 digits are always below math.MaxFloat64.
 func fitsFloat64(raw []byte) bool {
-	if len(raw) < 309 && bytes.IndexAny(raw, "eE") < 0 {
+	if len(raw) < 309 && !bytes.ContainsAny(raw, "eE") {
 		return true
 	}
 	_, err := strconv.ParseFloat(string(raw), 64)

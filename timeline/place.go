@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -133,16 +132,15 @@ func (l *layout) waitSpans() []waitSpan {
 
 // annotation is a text placed in a lane's callout rows.
 type annotation struct {
-	lane    int
-	seq     int64
-	ax      float64
-	t       time.Time
-	text    string
-	full    string
-	w, x    float64
-	row     int // -1: no room
-	markerY int
-	actor   string
+	lane  int
+	seq   int64
+	ax    float64
+	t     time.Time
+	text  string
+	full  string
+	w, x  float64
+	row   int // -1: no room
+	actor string
 }
 
 // occupied is one row's taken spans, in pixels.
@@ -400,8 +398,6 @@ const markHalf = 8
 
 // mkForced marks a release forced by someone other than the holder.
 const mkForced = "forced"
-
-func isForced(ev *replay.Event) bool { return ev.Type == events.LockReleased && ev.Forced }
 
 // place lays the lanes out: the waits' sub-lanes, the callouts and the
 // names inside bars, then each lane's height from what it holds.

@@ -116,14 +116,6 @@ func writeLanes(w *bufio.Writer, l *layout) {
 	}
 }
 
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
 // maxTracks bounds the rows a lane's overlapping shared holdings are
 // stacked in; more wrap around.
 const maxTracks = 4

@@ -43,7 +43,7 @@ func (g *Globals) Setup(levelFromEnv bool) error {
 	}
 	switch g.LogFormat {
 	case "text":
-		g.Log = slog.New(tint.NewHandler(g.IO.ErrOut, &tint.Options{
+		g.Log = slog.New(tint.NewTextHandler(g.IO.ErrOut, &tint.Options{
 			Level: level, TimeFormat: time.TimeOnly, NoColor: !ColorOK(g.IO.ErrOut), ReplaceAttr: logTextAttr,
 		}))
 	case "json":

@@ -17,7 +17,7 @@ import (
 func TestLogLinesEscapeText(t *testing.T) {
 	for _, color := range []bool{false, true} {
 		var b bytes.Buffer
-		log := slog.New(tint.NewHandler(&b, &tint.Options{NoColor: !color, ReplaceAttr: logTextAttr}))
+		log := slog.New(tint.NewTextHandler(&b, &tint.Options{NoColor: !color, ReplaceAttr: logTextAttr}))
 		log.Info("waiting for\x1b[2J lock", "actor", "bot \x1b]0;pwned\x07\nFORGED", "literal", `a \x1b[2J b`,
 			"err", errors.New("bad\r\npath"), "pid", 42)
 		out := b.String()

@@ -16,7 +16,8 @@ import (
 // else it reports false and the caller falls back to json.Unmarshal, which
 // handles every case (unknown or case-folded keys, duplicates merging into
 // maps and pointers, nulls, type errors). FuzzDecodeFast and
-// TestDecodeFastMatchesUnmarshal hold it equal to json.Unmarshal. Keys are
+// TestDecodeFastMatchesUnmarshal hold it equal to json.Unmarshal; the
+// package comment says which bench row keeps it. Keys are
 // looked up in the schema's generated fields (schema.EventFieldOf and the
 // like), so a field renamed in a schema file breaks this switch at compile
 // time; TestDecodeFastTakesEverySchemaField finds one it does not decode.

@@ -153,7 +153,7 @@ func decodeInto(seq int64, body []byte, ev *Event) error {
 // decodeStringInto is decodeInto for a body held as a string; the event
 // has no Body (a fold reads none).
 func decodeStringInto(seq int64, body string, ev *Event) error {
-	if !decodeFastString(body, ev) {
+	if !fastDecode || !decodeFastString(body, ev) {
 		*ev = Event{}
 		if err := json.Unmarshal([]byte(body), ev); err != nil {
 			return fmt.Errorf("replay: event seq %d: body does not decode (run verify): %w", seq, err)

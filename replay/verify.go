@@ -218,7 +218,7 @@ func (c *checker) finish() {
 // body is not a JSON object at all. Type and time are checked by the
 // callers. The event's strings share body's memory (see decodeFast).
 func decodeLoose(body []byte, ev *Event) (*Event, error) {
-	if !decodeFastInto(body, ev) {
+	if !fastDecode || !decodeFastInto(body, ev) {
 		*ev = Event{}
 		if err := json.Unmarshal(body, ev); err != nil {
 			return nil, err

@@ -32,7 +32,7 @@ var (
 	pairs   = flag.Int("pairs", 40, "alternated CLI pairs per comparison")
 	libTime = flag.Duration("lib-time", 3*time.Second, "time per library measurement round")
 	nEvents = flag.Int("events", 1_000_000, "events in the scale ledger (0 skips the scale rows)")
-	only    = flag.String("only", "", "comma-separated row groups to run: cli,baseline,lib,scale,contention,pg,page")
+	only    = flag.String("only", "", "comma-separated row groups to run: cli,baseline,lib,scale,contention,pg,page,copies")
 	// A contention worker is this program run again with these flags,
 	// given separately so that no value (a URL has colons) needs escaping.
 	workerCycles   = flag.Int("worker-cycles", 0, "internal: run this many contention cycles as a worker and exit")
@@ -108,7 +108,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "Go library against the raw durable commit rate:")
 		benchLibrary(tmp)
 	}
-	if want("scale") && *nEvents > 0 {
+	if (want("scale") || want("copies")) && *nEvents > 0 {
 		fmt.Fprintf(os.Stderr, "Scale, on a generated %d-event ledger:\n", *nEvents)
 		benchScale(tmp)
 	}

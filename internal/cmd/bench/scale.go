@@ -49,7 +49,12 @@ func generate(root string, n, nLocks int, span time.Duration) (day time.Time, bu
 // runCLI runs lockledger and returns its wall time and peak RSS (see
 // runMeasured).
 func runCLI(root string, args ...string) (time.Duration, int64) {
-	c := exec.Command(*bin, append([]string{"--log-level", "error"}, args...)...)
+	return runBinCLI(*bin, root, args...)
+}
+
+// runBinCLI is runCLI with another lockledger binary.
+func runBinCLI(bin, root string, args ...string) (time.Duration, int64) {
+	c := exec.Command(bin, append([]string{"--log-level", "error"}, args...)...)
 	c.Env = append(cliEnv(root+"-trust"), "LOCKLEDGER_ROOT="+root)
 	took, rss, out, err := measure(c)
 	if err != nil {
@@ -100,6 +105,12 @@ func benchScale(tmp string) {
 	fmt.Fprintf(os.Stderr, "  generated %d events in %s\n", *nEvents, time.Since(s).Round(time.Millisecond))
 	if took, _ := runCLI(root, "project"); true {
 		fmt.Fprintf(os.Stderr, "  project rebuilt the projections in %s\n", took.Round(time.Millisecond))
+	}
+	if want("copies") {
+		benchDecoder(tmp, root, day)
+	}
+	if !want("scale") {
+		return
 	}
 	// verify against the raw scan, alternated, best of 3 each.
 	var v, r time.Duration

@@ -19,31 +19,11 @@ import (
 func TestVerifyFileTrustsTheExportsRegisteredSigners(t *testing.T) {
 	root := t.TempDir()
 	dir := t.TempDir()
-	type host struct{ id, trust string }
-	a := host{"host-a", clitest.TrustDir(root)}
-	b := host{"host-b", filepath.Join(dir, "trust-b")}
-	c := host{"host-c", filepath.Join(dir, "trust-c")}
-	as := func(h host, want int, args ...string) clitest.Result {
-		t.Helper()
-		r := clitest.RunWith(t, root, []string{"LOCKLEDGER_TRUST_DIR=" + h.trust, "LOCKLEDGER_HOST_ID=" + h.id, "USER=" + h.id}, "", args...)
-		if r.Code != want {
-			t.Fatalf("%s: lockledger %s: exit %d, want %d\n%s%s", h.id, strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
-		}
-		return r
-	}
-	key := func(h host) (string, string) {
-		t.Helper()
-		var shown struct {
-			VerifierKey string `json:"verifier_key"`
-			Pins        []struct {
-				LedgerID string `json:"ledger_id"`
-			} `json:"pins"`
-		}
-		if err := json.Unmarshal([]byte(as(h, 0, "trust", "show", "--json").Stdout), &shown); err != nil || len(shown.Pins) == 0 {
-			t.Fatalf("%s: trust show: %v %+v", h.id, err, shown)
-		}
-		return shown.VerifierKey, shown.Pins[0].LedgerID
-	}
+	a := fleetHost{t, root, "host-a", clitest.TrustDir(root)}
+	b := fleetHost{t, root, "host-b", filepath.Join(dir, "trust-b")}
+	c := fleetHost{t, root, "host-c", filepath.Join(dir, "trust-c")}
+	as := func(h fleetHost, want int, args ...string) clitest.Result { t.Helper(); return h.run(want, args...) }
+	key := func(h fleetHost) (string, string) { t.Helper(); return h.key() }
 	as(a, 0, "run", "job-a", "--", "true")
 	keyA, id := key(a)
 	as(b, 0, "run", "job-b", "--", "true")
@@ -108,28 +88,11 @@ func keyName(vkey string) string { name, _, _ := strings.Cut(vkey, "+"); return 
 func TestSignerListShowsTheSetThePinnedOwnerMade(t *testing.T) {
 	root := t.TempDir()
 	dir := t.TempDir()
-	type host struct{ id, trust string }
-	a := host{"host-a", clitest.TrustDir(root)}
-	b := host{"host-b", filepath.Join(dir, "trust-b")}
-	m := host{"mallory", filepath.Join(dir, "trust-m")}
-	as := func(h host, want int, args ...string) clitest.Result {
-		t.Helper()
-		r := clitest.RunWith(t, root, []string{"LOCKLEDGER_TRUST_DIR=" + h.trust, "LOCKLEDGER_HOST_ID=" + h.id, "USER=" + h.id}, "", args...)
-		if r.Code != want {
-			t.Fatalf("%s: lockledger %s: exit %d, want %d\n%s%s", h.id, strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
-		}
-		return r
-	}
-	key := func(h host) string {
-		t.Helper()
-		var shown struct {
-			VerifierKey string `json:"verifier_key"`
-		}
-		if err := json.Unmarshal([]byte(as(h, 0, "trust", "show", "--json").Stdout), &shown); err != nil || shown.VerifierKey == "" {
-			t.Fatalf("%s: trust show: %v %+v", h.id, err, shown)
-		}
-		return shown.VerifierKey
-	}
+	a := fleetHost{t, root, "host-a", clitest.TrustDir(root)}
+	b := fleetHost{t, root, "host-b", filepath.Join(dir, "trust-b")}
+	m := fleetHost{t, root, "mallory", filepath.Join(dir, "trust-m")}
+	as := func(h fleetHost, want int, args ...string) clitest.Result { t.Helper(); return h.run(want, args...) }
+	key := func(h fleetHost) string { t.Helper(); k, _ := h.key(); return k }
 	as(a, 0, "run", "job-a", "--", "true")
 	as(m, 0, "run", "job-m", "--", "true")
 	as(b, 0, "run", "job-b", "--", "true")
@@ -141,4 +104,37 @@ func TestSignerListShowsTheSetThePinnedOwnerMade(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("signer list --keys = %q, want the owner's set %q (mallory's key %s)", got, want, keyM)
 	}
+}
+
+// fleetHost is one host of a fleet sharing root: its own host id, user
+// and trust store.
+type fleetHost struct {
+	t            *testing.T
+	root         string
+	id, trustDir string
+}
+
+// run runs lockledger as the host and fails the test unless it exits want.
+func (h fleetHost) run(want int, args ...string) clitest.Result {
+	h.t.Helper()
+	r := clitest.RunWith(h.t, h.root, []string{"LOCKLEDGER_TRUST_DIR=" + h.trustDir, "LOCKLEDGER_HOST_ID=" + h.id, "USER=" + h.id}, "", args...)
+	if r.Code != want {
+		h.t.Fatalf("%s: lockledger %s: exit %d, want %d\n%s%s", h.id, strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+// key is the host's verifier key and the ledger id its trust store pins.
+func (h fleetHost) key() (string, string) {
+	h.t.Helper()
+	var shown struct {
+		VerifierKey string `json:"verifier_key"`
+		Pins        []struct {
+			LedgerID string `json:"ledger_id"`
+		} `json:"pins"`
+	}
+	if err := json.Unmarshal([]byte(h.run(0, "trust", "show", "--json").Stdout), &shown); err != nil || len(shown.Pins) == 0 {
+		h.t.Fatalf("%s: trust show: %v %+v", h.id, err, shown)
+	}
+	return shown.VerifierKey, shown.Pins[0].LedgerID
 }

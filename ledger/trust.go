@@ -8,7 +8,6 @@ package ledger
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/store"
@@ -142,16 +141,9 @@ func (c *config) applyTrust(root string) (*trusted, error) {
 // keys the store pins at root: the owner's key a fleet's host pinned out
 // of band vouches for the registrations it made.
 func (c *config) trustPinned(s *trust.Store, root string) error {
-	pins, err := s.PinsOf(root)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", s.PinsPath(), err)
-	}
-	for _, p := range pins {
-		if v, err := checkpoint.NewVerifier(p.Verifier); err == nil {
-			c.signing.trusted = append(c.signing.trusted, v)
-		}
-	}
-	return nil
+	keys, err := s.PinnedVerifiers(root)
+	c.signing.trusted = append(c.signing.trusted, keys...)
+	return err
 }
 
 // checkTrust checks the opened ledger against the store's pins of the

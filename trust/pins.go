@@ -8,8 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
@@ -248,4 +251,23 @@ func ValidLedgerID(id string) bool {
 		}
 	}
 	return true
+}
+
+// PinnedVerifiers are the verifier keys the store pins at root, each
+// once; a pin whose key does not parse vouches for nothing and is left
+// out. A host's pin of its fleet owner's key is what vouches for the
+// ledger's signer events.
+func (s *Store) PinnedVerifiers(root string) ([]note.Verifier, error) {
+	pins, err := s.PinsOf(root)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", s.PinsPath(), err)
+	}
+	var keys []note.Verifier
+	for _, p := range pins {
+		v, err := checkpoint.NewVerifier(p.Verifier)
+		if err == nil && !slices.ContainsFunc(keys, func(k note.Verifier) bool { return checkpoint.VerifierID(k) == checkpoint.VerifierID(v) }) {
+			keys = append(keys, v)
+		}
+	}
+	return keys, nil
 }

@@ -177,15 +177,5 @@ func pinnedKeys(g *invocation.Globals) ([]note.Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	pins, err := s.PinsOf(g.Root)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", s.PinsPath(), err)
-	}
-	var keys []note.Verifier
-	for _, p := range pins {
-		if v, err := checkpoint.NewVerifier(p.Verifier); err == nil {
-			keys = append(keys, v)
-		}
-	}
-	return keys, nil
+	return s.PinnedVerifiers(g.Root)
 }

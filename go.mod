@@ -3,7 +3,6 @@ module github.com/lockledger/lockledger
 go 1.26.8
 
 require (
-	filippo.io/edwards25519 v1.2.0
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0

@@ -5,7 +5,6 @@ import (
 	"os"
 
 	"github.com/lockledger/lockledger/cli"
-	_ "github.com/lockledger/lockledger/internal/oneproc/start" // one processor from the start, see oneproc
 )
 
 func main() {

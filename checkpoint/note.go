@@ -15,8 +15,6 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
-
-	"github.com/lockledger/lockledger/internal/ed25519key"
 )
 
 // SignerKeyPrefix starts an encoded signer key (note's format).
@@ -138,11 +136,8 @@ func NewSigner(key string) (note.Signer, error) {
 	if !ok || len(hash16) != 8 || err1 != nil || err2 != nil || !ValidKeyName(name) || len(raw) != 1+ed25519.SeedSize || raw[0] != 1 {
 		return nil, bad
 	}
-	priv, err := ed25519key.FromSeed(raw[1:])
-	if err != nil {
-		return nil, bad
-	}
-	vkey, err := note.NewEd25519VerifierKey(name, priv.Public())
+	priv := ed25519.NewKeyFromSeed(raw[1:])
+	vkey, err := note.NewEd25519VerifierKey(name, priv.Public().(ed25519.PublicKey))
 	if err != nil {
 		return nil, bad
 	}
@@ -158,7 +153,7 @@ func NewSigner(key string) (note.Signer, error) {
 type signerKey struct {
 	name string
 	hash uint32
-	priv *ed25519key.Key
+	priv ed25519.PrivateKey
 	vkey string
 
 	mu     sync.Mutex
@@ -181,7 +176,7 @@ func (k *signerKey) Sign(msg []byte) ([]byte, error) {
 	if sig, ok := k.signed[string(msg)]; ok {
 		return bytes.Clone(sig), nil
 	}
-	sig := k.priv.Sign(msg)
+	sig := ed25519.Sign(k.priv, msg)
 	if len(msg) <= keptText {
 		if len(k.signed) >= keptSignatures || k.signed == nil {
 			k.signed = map[string][]byte{}

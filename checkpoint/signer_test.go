@@ -2,10 +2,13 @@ package checkpoint
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // NewSigner derives the public key once and signs as note's own signer
@@ -111,5 +114,43 @@ func TestVerifierOfAgreesWithTheKeysVerifier(t *testing.T) {
 	}
 	if _, ok := SignedBy(good, signer, Origin("l1"), 7); ok {
 		t.Error("SignedBy accepted a checkpoint without a time line")
+	}
+}
+
+// A fixed key signs a fixed checkpoint to the same note, byte for byte,
+// whatever implements the signing: Ed25519 is deterministic, so a head
+// signed before and after a change of signing code is the same file and
+// earlier witnesses' copies still match (SignedBy).
+func TestAFixedKeySignsAFixedCheckpointToTheSameBytes(t *testing.T) {
+	const (
+		skey = "PRIVATE+KEY+fixed@host+12ffded2+Ac8w6mQ/xz1y4iAb41gIKCYdXv3QWWGGLB10J67GF9k5"
+		vkey = "fixed@host+12ffded2+ATwxR+lbnN22HkWQHw6j5mGzZ0A62j4t4qMpM0Nhjwpr"
+		want = "lockledger/l1\n42\nSBNJTRN+FjG7owHVrKtue7eqdM4RhdRWVl71HXN2d7I=\ntime 2026-01-02T03:04:05Z\nnext 100 1h0m0s\n\n" +
+			"\u2014 fixed@host Ev/e0uEuKRLgN1r/mvLHoaLnx/uiqchyzwLOHOc5H2oJ7jvBfWgUnrbr+DKoNcaEY+MCs7j+PoR+TqIdIby4wk8/NAk=\n"
+	)
+	s, err := NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := VerifierKeyOf(s); got != vkey {
+		t.Fatalf("verifier key %q, want %q", got, vkey)
+	}
+	c := Checkpoint{
+		Origin: Origin("l1"), Size: 42, Root: tlog.Hash(sha256.Sum256([]byte("root"))),
+		Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), NextEvery: 100, NextWithin: time.Hour,
+	}
+	got, err := Sign(c, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("signed note\n%q\nwant\n%q", got, want)
+	}
+	v, err := NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(got, v); err != nil {
+		t.Fatalf("the key's verifier does not open the note: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -74,9 +73,6 @@ var Environment = []EnvVar{
 			"(default: the hostname); set it where containers share a hostname or one host has many names"},
 	{Name: invocation.EnvLogLevel, Scope: EveryCommand,
 		Meaning: "the default of --log-level: debug, info, warn or error (default info)"},
-	{Name: "GOMAXPROCS", Scope: EveryCommand,
-		Meaning: "how many processors a lockledger process runs on (the Go runtime's own variable). Not set to a number: " +
-			sequentialCommands() + " run on one; every other command runs on all of them"},
 	{Name: "NO_COLOR", Scope: EveryCommand,
 		Meaning: "set (to anything): no colour in the log on stderr, even on a terminal"},
 	{Name: trust.EnvDir, Scope: LedgerCommands,
@@ -106,18 +102,6 @@ var Environment = []EnvVar{
 		Meaning: "set by run for its command: the request id of the holding (for release or heartbeat --request-id; fence write's default --request-id)"},
 	{Name: "LOCKLEDGER_FENCING_TOKEN", Scope: NamedCommands, Commands: []string{"run", "write"}, Set: true,
 		Meaning: "set by run for its command: the holding's fencing token, to pass to what the lock protects (fence write's default --token)"},
-}
-
-// sequentialCommands names the commands listed in help that run on one
-// processor (invocation.Command.Sequential).
-func sequentialCommands() string {
-	var names []string
-	for _, c := range commands {
-		if c.Sequential && !c.Hidden {
-			names = append(names, c.Name())
-		}
-	}
-	return strings.Join(names, ", ")
 }
 
 // EnvironmentOf is the variables that matter to cmd, in the table's order:

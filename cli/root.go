@@ -11,13 +11,12 @@ import (
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/cli/lockcmd"
 	"github.com/lockledger/lockledger/cli/timelinecmd"
-	"github.com/lockledger/lockledger/internal/oneproc"
 )
 
 // commands are every command below the root but help (registerHelpTopics)
 // and what cobra adds as it runs (completion, __complete).
 var commands = slices.Concat(lockcmd.Commands, timelinecmd.Commands, auditcmd.Commands,
-	[]invocation.Command{{Listing: versionListing, New: newVersion, Sequential: true}}, fencecmd.Commands)
+	[]invocation.Command{{Listing: versionListing, New: newVersion}}, fencecmd.Commands)
 
 // newRoot is the whole command tree.
 func newRoot(g *invocation.Globals) *cobra.Command {
@@ -49,9 +48,6 @@ func newRootFor(g *invocation.Globals, args []string) *cobra.Command {
 		if err != nil || cmd == stubs[i] {
 			root.RemoveCommand(stubs[i])
 			root.AddCommand(c.New(g))
-		}
-		if err == nil && cmd == stubs[i] && !c.Sequential {
-			oneproc.Release()
 		}
 	}
 	return finishRoot(root, g)

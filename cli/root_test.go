@@ -2,15 +2,12 @@ package cli
 
 import (
 	"bytes"
-	"os"
-	"runtime"
 	"slices"
 	"testing"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/cli/invocation"
-	"github.com/lockledger/lockledger/internal/oneproc"
 )
 
 // listed is what the root's help listing, dispatch and suggestions read of
@@ -118,44 +115,5 @@ func BenchmarkRoot(b *testing.B) {
 				newRootFor(&invocation.Globals{}, args)
 			}
 		})
-	}
-}
-
-// A process held on one processor (internal/oneproc, as main.go starts
-// every lockledger process) keeps it for a sequential command and for
-// help, a typo or completion, and is given every processor for any other
-// command, by name or by alias.
-func TestOnlySequentialCommandsStayOnOneProcessor(t *testing.T) {
-	if _, set := os.LookupEnv("GOMAXPROCS"); set {
-		t.Skip("GOMAXPROCS is set in this test's environment")
-	}
-	defer runtime.SetDefaultGOMAXPROCS()
-	defer oneproc.Release()
-	runtime.SetDefaultGOMAXPROCS()
-	if runtime.GOMAXPROCS(0) == 1 {
-		t.Skip("the runtime gives this process one processor: nothing to hold")
-	}
-	sequential := 0
-	for _, c := range commands {
-		if c.Sequential {
-			sequential++
-		}
-		for _, n := range append([]string{c.Name()}, c.Aliases...) {
-			oneproc.Hold()
-			newRootFor(&invocation.Globals{}, []string{"--json", n, "x"})
-			if oneproc.Held() != c.Sequential {
-				t.Errorf("%s: held on one processor %v, sequential %v", n, oneproc.Held(), c.Sequential)
-			}
-		}
-	}
-	if sequential < 10 || sequential == len(commands) {
-		t.Errorf("%d of %d commands are sequential", sequential, len(commands))
-	}
-	for _, args := range [][]string{{"--help"}, {"stauts"}, {"help", "verify"}, {"__complete", "verify", ""}} {
-		oneproc.Hold()
-		newRootFor(&invocation.Globals{}, args)
-		if !oneproc.Held() {
-			t.Errorf("%q: released every processor", args)
-		}
 	}
 }

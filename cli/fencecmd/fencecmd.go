@@ -22,8 +22,8 @@ import (
 
 // Commands are this package's commands below the root.
 var Commands = []invocation.Command{
-	{Listing: fenceListing, New: NewFence, Sequential: true},
-	{Listing: recorderListing, New: NewRecorder, Sequential: true},
+	{Listing: fenceListing, New: NewFence},
+	{Listing: recorderListing, New: NewRecorder},
 }
 
 // The variables run sets for its command, which fence write reads.

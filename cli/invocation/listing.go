@@ -31,11 +31,6 @@ func (l Listing) Name() string {
 type Command struct {
 	Listing
 	New func(*Globals) *cobra.Command
-	// Sequential: the command is a short run of sequential work (a lock
-	// taken, looked at or given up), and its process stays on the one
-	// processor it starts on (internal/oneproc). Every other command is
-	// given all of them before it is built.
-	Sequential bool
 }
 
 // Stub is the command as the root lists it, with nothing else: no flags,

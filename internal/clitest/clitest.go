@@ -30,7 +30,6 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/lockledger/lockledger/cli"
-	"github.com/lockledger/lockledger/internal/oneproc"
 	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
@@ -39,9 +38,6 @@ const envCLI = "LOCKLEDGER_TEST_AS_CLI"
 // Main runs the CLI when the binary was started as one, else the tests.
 func Main(m *testing.M, opts ...Option) {
 	if os.Getenv(envCLI) == "1" {
-		// On the processors a lockledger process runs on (main.go's
-		// internal/oneproc/start), held here after the init it holds from.
-		oneproc.Hold()
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	flag.Parse()

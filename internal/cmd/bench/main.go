@@ -108,10 +108,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "Go library against the raw durable commit rate:")
 		benchLibrary(tmp)
 	}
-	if want("copies") {
-		fmt.Fprintln(os.Stderr, "Speed-only duplicates, the commands with and without each:")
-		benchHold(tmp)
-	}
 	if (want("scale") || want("copies")) && *nEvents > 0 {
 		fmt.Fprintf(os.Stderr, "Scale, on a generated %d-event ledger:\n", *nEvents)
 		benchScale(tmp)

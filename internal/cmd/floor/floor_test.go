@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"database/sql"
+	"encoding/base64"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lockledger/lockledger/ledger"
@@ -44,7 +47,14 @@ func TestARunCommitsTwoChainedRowsAndSignsEachHead(t *testing.T) {
 	if n != 2 || chained != 1 || size != bodySize {
 		t.Fatalf("rows %d, chained %d, body %d bytes; want 2, 1, %d", n, chained, size, bodySize)
 	}
-	if _, err := os.ReadFile(filepath.Join(heads, "head")); err != nil {
+	head, err := os.ReadFile(filepath.Join(heads, "head"))
+	if err != nil {
 		t.Fatalf("no head kept: %v", err)
+	}
+	text, sigLine, ok := strings.Cut(string(head), "\n\u2014 floor ")
+	sig, err := base64.StdEncoding.DecodeString(strings.TrimSuffix(sigLine, "\n"))
+	pub := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
+	if !ok || err != nil || !strings.HasPrefix(text, "lockledger floor\n2\n") || !ed25519.Verify(pub, []byte(text), sig) {
+		t.Fatalf("the kept head is not the second commit's, signed by the zero seed's key:\n%s", head)
 	}
 }

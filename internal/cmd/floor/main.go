@@ -9,13 +9,14 @@
 // ~600-byte row chained to it, with the table's indexes), write and fsync
 // a lock file, run CMD and wait for it, commit a second row, exit. With
 // -heads DIR every commit also signs the new head with Ed25519 (as
-// lockledger signs, with internal/ed25519key) and keeps it in DIR
+// lockledger signs, with crypto/ed25519) and keeps it in DIR
 // (temporary file written and fsynced, renamed, directory fsynced): what
 // signing by default adds, without the rest of our code.
 package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
@@ -33,7 +34,6 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/lockledger/lockledger/internal/ed25519key"
 	"github.com/lockledger/lockledger/migrations"
 )
 
@@ -41,8 +41,7 @@ import (
 const busyTimeout = 10 * time.Second
 
 // dsn is store/sqlite's DSN(path, busyTimeout), written out here so that
-// the floor links no package of ours but the migrations (and, to sign,
-// internal/ed25519key).
+// the floor links no package of ours but the migrations.
 func dsn(path string) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
@@ -89,11 +88,9 @@ func run(ctx context.Context, dbPath, lock, heads string, initOnly bool, argv []
 	if len(argv) == 0 {
 		return 0, fmt.Errorf("no command to run")
 	}
-	var key *ed25519key.Key
+	var key ed25519.PrivateKey
 	if heads != "" {
-		if key, err = ed25519key.FromSeed(make([]byte, 32)); err != nil {
-			return 0, err
-		}
+		key = ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	}
 	req := "req_" + randHex(13)
 	if err := commit(ctx, db, "lock_acquired", req, key, heads); err != nil {
@@ -119,7 +116,7 @@ func run(ctx context.Context, dbPath, lock, heads string, initOnly bool, argv []
 
 // commit appends one event row chained to the head in one transaction,
 // then, with a key, signs the new head and keeps it in heads.
-func commit(ctx context.Context, db *sql.DB, typ, req string, key *ed25519key.Key, heads string) error {
+func commit(ctx context.Context, db *sql.DB, typ, req string, key ed25519.PrivateKey, heads string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -159,9 +156,9 @@ func eventBody(seq int64, typ, req, at string) []byte {
 
 // keepHead signs a note of the head and replaces heads/head with it
 // durably.
-func keepHead(dir string, seq int64, hash string, key *ed25519key.Key) error {
+func keepHead(dir string, seq int64, hash string, key ed25519.PrivateKey) error {
 	text := "lockledger floor\n" + strconv.FormatInt(seq, 10) + "\n" + hash + "\n"
-	sig := key.Sign([]byte(text))
+	sig := ed25519.Sign(key, []byte(text))
 	msg := text + "\n— floor " + base64.StdEncoding.EncodeToString(sig) + "\n"
 	tmp, err := os.CreateTemp(dir, ".head.*")
 	if err != nil {

@@ -96,14 +96,6 @@ func (d at) remove(file string, data []byte) error {
 	return d.unlink(file)
 }
 
-// settle removes file's journal and swap.
-func (d at) settle(file string) error {
-	if err := d.unlink(journalName(file)); err != nil {
-		return err
-	}
-	return d.unlink(swapName(file))
-}
-
 // SyncClose makes a journal durable and closes it.
 func SyncClose(j *os.File) error {
 	err := j.Sync()

@@ -1,9 +1,7 @@
 package lockfile
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -39,21 +37,11 @@ func (d *Dir) ReadPin() (p Pin, ok bool, err error) {
 	if err != nil || d.root.fd < 0 {
 		return Pin{}, false, err
 	}
-	fd, err := d.root.openIn(PinName, unix.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err == unix.ENOENT {
-		return Pin{}, false, nil
-	}
+	b, _, err := d.root.readStart(PinName, 512)
 	if err != nil {
-		return Pin{}, false, d.root.openErr("open", PinName, err)
+		return Pin{}, false, err
 	}
-	f := os.NewFile(uintptr(fd), d.root.join(PinName))
-	defer f.Close()
-	b := make([]byte, 512)
-	n, err := f.ReadAt(b, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return Pin{}, false, fmt.Errorf("read %s: %w", f.Name(), err)
-	}
-	fields := strings.Fields(string(b[:n]))
+	fields := strings.Fields(string(b))
 	if len(fields) == 0 {
 		return Pin{}, false, nil
 	}
@@ -66,7 +54,7 @@ func (d *Dir) ReadPin() (p Pin, ok bool, err error) {
 			return p, true, nil
 		}
 	}
-	return Pin{}, false, fmt.Errorf("%s does not parse as a pin (LEDGER_ID SEQ HASH); remove it to pin the ledger found now", f.Name())
+	return Pin{}, false, fmt.Errorf("%s does not parse as a pin (LEDGER_ID SEQ HASH); remove it to pin the ledger found now", d.root.join(PinName))
 }
 
 // WritePin replaces the root's pin: a new file renamed into place, not

@@ -4,8 +4,6 @@ package lockfile
 // SQLite opens by its path once it exists) and its -wal and -shm.
 
 import (
-	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"time"
@@ -81,18 +79,11 @@ func (d *Dir) ReadHead(name string, n int) ([]byte, error) {
 	if err := d.rootErr(); err != nil {
 		return nil, err
 	}
-	fd, err := d.root.openIn(name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, d.root.openErr("open", name, err)
+	b, ok, err := d.root.readStart(name, n)
+	if err == nil && !ok {
+		err = d.root.openErr("open", name, unix.ENOENT)
 	}
-	f := os.NewFile(uintptr(fd), d.root.join(name))
-	defer f.Close()
-	b := make([]byte, n)
-	k, err := io.ReadFull(f, b)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return b[:k], nil
+	return b, err
 }
 
 // fileInfo is fs.FileInfo from fstatat(2).

@@ -29,14 +29,9 @@ func (d *Dir) OpenMutex() (*Mutex, error) {
 	if err := d.rootErr(); err != nil {
 		return nil, err
 	}
-	mode := d.root.fileMode()
-	fd, err := d.root.openIn(MutexName, unix.O_RDWR|unix.O_CREAT, mode)
+	fd, err := d.root.create(MutexName, unix.O_RDWR)
 	if err != nil {
 		return nil, d.root.openErr("open", MutexName, err)
-	}
-	if err := fixMode(fd, mode); err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "chmod", Path: d.root.join(MutexName), Err: err}
 	}
 	return &Mutex{f: os.NewFile(uintptr(fd), d.root.join(MutexName))}, nil
 }

@@ -74,16 +74,12 @@ func (d *Dir) WritePin(p Pin) error {
 		hash = "-"
 	}
 	tmp := fmt.Sprintf(".%s.%016x", PinName, rand.Uint64())
-	mode := d.root.fileMode()
-	fd, err := d.root.openIn(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
+	fd, err := d.root.create(tmp, unix.O_WRONLY|unix.O_EXCL)
 	if err != nil {
 		return d.root.openErr("create", tmp, err)
 	}
 	f := os.NewFile(uintptr(fd), d.root.join(tmp))
-	err = fixMode(fd, mode)
-	if err == nil {
-		_, err = fmt.Fprintf(f, "%s %d %s\n", p.LedgerID, p.Seq, hash)
-	}
+	_, err = fmt.Fprintf(f, "%s %d %s\n", p.LedgerID, p.Seq, hash)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -25,8 +25,7 @@ func (d *Dir) CreateFile(name string) error {
 	if err := d.rootErr(); err != nil {
 		return err
 	}
-	mode := d.root.fileMode()
-	fd, err := d.root.openIn(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
+	fd, err := d.root.create(name, unix.O_WRONLY|unix.O_EXCL)
 	if err == unix.EEXIST {
 		st, ok, err := d.root.lstat(name)
 		if err != nil || !ok {
@@ -39,10 +38,6 @@ func (d *Dir) CreateFile(name string) error {
 	}
 	if err != nil {
 		return d.root.openErr("create", name, err)
-	}
-	if err := fixMode(fd, mode); err != nil {
-		unix.Close(fd)
-		return &os.PathError{Op: "chmod", Path: d.root.join(name), Err: err}
 	}
 	return unix.Close(fd)
 }

@@ -24,6 +24,18 @@ func FileName(id string, size int64, t time.Time) string {
 // nowhere durable).
 var ErrKind = errors.New("not a regular file or a directory")
 
+func kindErr(fi fs.FileInfo) error { return fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type()) }
+
+// regular is f's FileInfo; an error wrapping ErrKind where f is not a
+// regular file.
+func regular(f *os.File) (fs.FileInfo, error) {
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = kindErr(fi)
+	}
+	return fi, err
+}
+
 // write copies note to the witness at path and returns the file written.
 func write(path, id string, size int64, at time.Time, note string) (string, error) {
 	fi, err := os.Stat(path)
@@ -35,7 +47,7 @@ func write(path, id string, size int64, at time.Time, note string) (string, erro
 		return p, appendNote(p, os.O_EXCL, note, path)
 	}
 	if err == nil && !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
+		return "", kindErr(fi)
 	}
 	return path, appendNote(path, os.O_APPEND, note, "")
 }
@@ -49,11 +61,8 @@ func appendNote(path string, flag int, note, dir string) error {
 	if err != nil {
 		return err
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	if _, err := regular(f); err != nil {
 		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
-		}
 		return err
 	}
 	if _, err := f.WriteString(note); err != nil {

@@ -39,17 +39,14 @@ func Last(path, id string, v note.Verifier) (*checkpoint.Signed, error) {
 	case fi.IsDir():
 		return lastInDir(path, id, v)
 	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
+		return nil, kindErr(fi)
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		if err == nil {
-			err = fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
-		}
+	if fi, err = regular(f); err != nil {
 		return nil, err
 	}
 	size := fi.Size()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -163,12 +164,18 @@ func runTrustShow(g *invocation.Globals, asJSON bool) error {
 	return nil
 }
 
-func runTrustExport(g *invocation.Globals) error {
+// rootPins is the trust store and its pins of this root.
+func rootPins(g *invocation.Globals) (*trust.Store, []trust.Pin, error) {
 	s, err := g.TrustStore()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	pins, err := s.PinsOf(g.Root)
+	return s, pins, err
+}
+
+func runTrustExport(g *invocation.Globals) error {
+	s, pins, err := rootPins(g)
 	if err != nil {
 		return err
 	}
@@ -220,11 +227,7 @@ func runTrustPin(g *invocation.Globals, id, key string) error {
 }
 
 func runTrustForget(g *invocation.Globals, yes bool) error {
-	s, err := g.TrustStore()
-	if err != nil {
-		return err
-	}
-	pins, err := s.PinsOf(g.Root)
+	s, pins, err := rootPins(g)
 	if err != nil {
 		return err
 	}
@@ -251,10 +254,7 @@ func runTrustForget(g *invocation.Globals, yes bool) error {
 		return err
 	}
 	for _, p := range gone {
-		named := false
-		for _, l := range left {
-			named = named || l.LedgerID == p.LedgerID
-		}
+		named := slices.ContainsFunc(left, func(l trust.Pin) bool { return l.LedgerID == p.LedgerID })
 		// This root's head goes with its pin; the head kept before heads
 		// were per root goes once no root pins the ledger.
 		paths := []string{invocation.Heads(s, p.Root).Path(p.LedgerID)}

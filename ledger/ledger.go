@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/hostid"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/store"
@@ -106,7 +105,7 @@ func WithHost(h Host) Option {
 		if h.ID == "" {
 			return errors.New("ledger: WithHost: empty host id")
 		}
-		if err := hostid.Check("host id", h.ID); err != nil {
+		if err := checkHostID("host id", h.ID); err != nil {
 			return err
 		}
 		c.host = &h

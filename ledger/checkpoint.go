@@ -18,6 +18,7 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/trust"
 	"github.com/lockledger/lockledger/witness"
 	"github.com/lockledger/lockledger/witness/tlogwitness"
 )
@@ -38,7 +39,7 @@ type signing struct {
 	// signed is what this process signed and committed: with no witness,
 	// the only earlier head a signer holds out of the ledger's reach.
 	signed *checkpoint.Memory
-	heads  witness.Heads // WithHeads
+	heads  trust.Heads // WithHeads
 	// notSigner is when (the log's size, the clock) this writer last found
 	// the ledger's signers registered without its key: until its policy
 	// would make a checkpoint due again, it does not read them again.
@@ -71,17 +72,17 @@ func WithSigner(s note.Signer) Option {
 	}
 }
 
-// WithHeads keeps the ledger's latest signed head in dir (witness.Heads),
+// WithHeads keeps the ledger's latest signed head in dir (trust.Heads),
 // one per root: with a signer, every committed write signs one and stores
 // it there, and no write commits unless its tree extends the head kept
 // there and the head could be kept once it commits.
 func WithHeads(dir string) Option {
-	return func(c *config) error { c.signing.heads = witness.Heads{Dir: dir}; return nil }
+	return func(c *config) error { c.signing.heads = trust.Heads{Dir: dir}; return nil }
 }
 
 // heads is where this root's head is kept (WithHeads): per ledger and per
 // root, so that a copy of the root keeps a head of its own.
-func (l *Ledger) heads() witness.Heads {
+func (l *Ledger) heads() trust.Heads {
 	h := l.signing.heads
 	if h.Dir != "" && h.Root == "" {
 		h.Root = l.root
@@ -278,7 +279,7 @@ func (l *Ledger) extendingTree(ctx context.Context, q store.Querier, id string, 
 // (or whose head kept by WithHeads cannot be read to prove it does).
 func notExtended(err error) bool {
 	var e *checkpoint.NotExtendedError
-	var h *witness.HeadError
+	var h *trust.HeadError
 	return errors.As(err, &e) || errors.As(err, &h)
 }
 
@@ -334,7 +335,7 @@ func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
 	if err := l.keepHead(cp); err != nil {
 		// The write committed, and its head was checked keepable before
-		// (witness.Heads.Earlier): what failed here is passing (another
+		// (trust.Heads.Earlier): what failed here is passing (another
 		// Store stopped past its wait, a full disk), and the next write
 		// either keeps a later head or fails before it commits.
 		l.log.Error("could not keep the signed head outside the root (the write stands)", "size", cp.Size, "err", err)

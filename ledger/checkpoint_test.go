@@ -17,6 +17,7 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/trust"
 	"github.com/lockledger/lockledger/witness"
 )
 
@@ -225,7 +226,7 @@ func TestAHungWitnessBlocksNoWriter(t *testing.T) {
 	}
 	var werr *witness.Error
 	cp, err := e.l.Checkpoint(ctx)
-	if !errors.As(err, &werr) || !errors.Is(err, witness.ErrKind) || cp == nil {
+	if !errors.As(err, &werr) || !errors.Is(err, trust.ErrKind) || cp == nil {
 		t.Fatalf("checkpoint to a FIFO witness: %v, want a witness.Error for its kind", err)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockledger/lockledger/trust"
 )
 
 const id = "0123456789abcdef"
@@ -101,8 +103,8 @@ func TestAFIFOWitnessIsRefused(t *testing.T) {
 			}
 			_, err := p.Publish(context.Background(), id, 1, at, "note\n")
 			var we *Error
-			if !errors.As(err, &we) || we.Path != fifo || !errors.Is(err, ErrKind) {
-				t.Fatalf("Publish to a FIFO: %v, want a *Error for ErrKind", err)
+			if !errors.As(err, &we) || we.Path != fifo || !errors.Is(err, trust.ErrKind) {
+				t.Fatalf("Publish to a FIFO: %v, want a *Error for trust.ErrKind", err)
 			}
 		})
 	}

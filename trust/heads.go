@@ -1,4 +1,4 @@
-package witness
+package trust
 
 import (
 	"context"
@@ -307,7 +307,7 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 	if err := h.replace(id, msg); err != nil {
 		return err
 	}
-	return syncDir(h.Dir)
+	return lockfile.SyncDir(h.Dir)
 }
 
 // replace puts msg in place of ledger id's head, whole: written to the

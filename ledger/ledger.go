@@ -28,7 +28,6 @@ import (
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/store"
-	"github.com/lockledger/lockledger/witness"
 )
 
 // Defaults, checked by Open.
@@ -181,9 +180,7 @@ type Ledger struct {
 
 	stmts *store.Statements // the write path's prepared statements
 
-	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
-	// witnesses copies signed checkpoints out (see publish).
-	witnesses        *witness.Publisher
+	mu               sync.Mutex // in-process half of the writer mutex (flock is per open file)
 	publishing       publishing // the worker that publishes a write's checkpoint (publishLater)
 	flock            *lockfile.Mutex
 	closed           bool

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/trust"
 )
 
@@ -119,12 +120,15 @@ func TestNoWitnessesPublishNothing(t *testing.T) {
 	p.Wait()
 }
 
-func TestPublishQuietlyWarnsOfAFailedWitness(t *testing.T) {
+func TestAfterCommitQuietlyWarnsOfAFailedWitness(t *testing.T) {
 	var buf bytes.Buffer
 	missing := filepath.Join(t.TempDir(), "missing", "witness")
 	p := New([]string{missing}, time.Minute, slog.New(slog.NewTextHandler(&buf, nil)))
-	p.PublishQuietly(context.Background(), id, 7, at, "note\n")
+	written, cs, err := p.AfterCommit(context.Background(), id, 7, at, "note\n", store.Witnessed{}, true)
 	p.Wait()
+	if written != nil || cs != nil || err != nil {
+		t.Fatalf("AfterCommit, quiet, to a missing witness: %v, %v, %v; want nothing, the failure logged", written, cs, err)
+	}
 	if s := buf.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "size=7") || !strings.Contains(s, missing) {
 		t.Fatalf("the warning logged: %q", s)
 	}

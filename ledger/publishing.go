@@ -29,7 +29,7 @@ type Witnesses interface {
 	// ledger to keep, and the failures joined; quiet (a checkpoint a write
 	// signed on its own, which stands whatever the witnesses do), it logs
 	// the failures instead.
-	AfterCommit(ctx context.Context, id string, size int64, at time.Time, note string, log store.Witnessed, quiet bool) ([]string, []store.Cosignature, error)
+	AfterCommit(ctx context.Context, id string, size int64, at time.Time, note string, log store.Witnessed, quiet bool) ([]string, []*store.Cosignature, error)
 	// Wait waits for copies still under way, at most the witness timeout.
 	Wait()
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/lockledger/lockledger/events"
 )
 
-// Cosignature is one witness's cosignature of a checkpoint, as a
-// tlog-witness returns it (tlogwitness.Cosignature converts to it).
+// Cosignature is one witness's cosignature of a checkpoint
+// (tlogwitness.Open checks one).
 type Cosignature struct {
 	Witness string    // the witness key's name
 	Key     string    // its verifier key
@@ -19,11 +19,14 @@ type Cosignature struct {
 	Time    time.Time // when the witness cosigned, as it signed
 	Size    int64     // the checkpoint's tree size and root
 	Root    tlog.Hash
-	Note    []byte // the checkpoint text, a blank line and the cosignature line
+	// Note is the checkpoint text, a blank line and the cosignature line:
+	// a signed note of its own, which tlogwitness.OpenNote checks with the
+	// key alone.
+	Note []byte
 }
 
 // InsertCosignatures stores witnesses' cosignatures.
-func InsertCosignatures(ctx context.Context, tx Execer, cs []Cosignature) error {
+func InsertCosignatures(ctx context.Context, tx Execer, cs []*Cosignature) error {
 	for _, c := range cs {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO cosignatures (size, root, witness, key, url, note, cosigned_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 			c.Size, c.Root.String(), c.Witness, c.Key, c.URL, string(c.Note), events.FormatTime(c.Time)); err != nil {

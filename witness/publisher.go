@@ -141,19 +141,15 @@ func within[T any](ctx context.Context, p *Publisher, fn func() T) (T, error) {
 // --witness-key names the checkpoints a witness did not cosign; nothing is
 // logged once ctx has ended (given up for a later checkpoint, which covers
 // this one).
-func (p *Publisher) AfterCommit(ctx context.Context, id string, size int64, at time.Time, note string, log store.Witnessed, quiet bool) ([]string, []store.Cosignature, error) {
+func (p *Publisher) AfterCommit(ctx context.Context, id string, size int64, at time.Time, note string, log store.Witnessed, quiet bool) ([]string, []*store.Cosignature, error) {
 	written, err := p.Publish(ctx, id, size, at, note)
 	if quiet && err != nil {
 		p.log.Warn("could not copy a checkpoint to a witness; it is stored in the ledger", "size", size, "err", err)
 		err = nil
 	}
 	got, cerr := tlogwitness.CosignAll(ctx, p.cosigners, []byte(note), log)
-	var cs []store.Cosignature
-	for _, c := range got {
-		cs = append(cs, store.Cosignature(*c))
-	}
 	if !quiet {
-		return written, cs, errors.Join(err, cerr)
+		return written, got, errors.Join(err, cerr)
 	}
 	var refused *tlogwitness.RefusedError
 	switch {
@@ -164,7 +160,7 @@ func (p *Publisher) AfterCommit(ctx context.Context, id string, size int64, at t
 		p.log.Warn("a witness did not cosign the checkpoint (the write stands; verify --witness-key names the checkpoints it did not cosign)",
 			"size", size, "err", cerr)
 	}
-	return written, cs, nil
+	return written, got, nil
 }
 
 // Wait waits for copies still under way (see Publish), at most the

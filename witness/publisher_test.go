@@ -126,7 +126,7 @@ func TestAfterCommitQuietlyWarnsOfAFailedWitness(t *testing.T) {
 	p := New([]string{missing}, time.Minute, slog.New(slog.NewTextHandler(&buf, nil)))
 	written, cs, err := p.AfterCommit(context.Background(), id, 7, at, "note\n", store.Witnessed{}, true)
 	p.Wait()
-	if written != nil || cs != nil || err != nil {
+	if len(written) != 0 || len(cs) != 0 || err != nil {
 		t.Fatalf("AfterCommit, quiet, to a missing witness: %v, %v, %v; want nothing, the failure logged", written, cs, err)
 	}
 	if s := buf.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "size=7") || !strings.Contains(s, missing) {

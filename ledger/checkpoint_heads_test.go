@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/checkpoint"
-	"github.com/lockledger/lockledger/witness"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // TestEveryWriteKeepsAHeadTheNextWriterMustExtend: with WithHeads, every
@@ -17,7 +17,7 @@ import (
 // under the head kept, and changes nothing.
 func TestEveryWriteKeepsAHeadTheNextWriterMustExtend(t *testing.T) {
 	s, v := testKey(t)
-	heads := witness.Heads{Dir: t.TempDir()}
+	heads := trust.Heads{Dir: t.TempDir()}
 	e := open(t, WithSigner(s), WithHeads(heads.Dir))
 	heads.Root = e.l.Root()
 	cycle(t, e.l, "a", "r1")

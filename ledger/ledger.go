@@ -25,11 +25,9 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/hostid"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/store"
-	"github.com/lockledger/lockledger/witness"
 )
 
 // Defaults, checked by Open.
@@ -106,7 +104,7 @@ func WithHost(h Host) Option {
 		if h.ID == "" {
 			return errors.New("ledger: WithHost: empty host id")
 		}
-		if err := hostid.Check("host id", h.ID); err != nil {
+		if err := checkHostID("host id", h.ID); err != nil {
 			return err
 		}
 		c.host = &h
@@ -182,9 +180,7 @@ type Ledger struct {
 
 	stmts *store.Statements // the write path's prepared statements
 
-	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
-	// witnesses copies signed checkpoints out (see publish).
-	witnesses        *witness.Publisher
+	mu               sync.Mutex // in-process half of the writer mutex (flock is per open file)
 	publishing       publishing // the worker that publishes a write's checkpoint (publishLater)
 	flock            *lockfile.Mutex
 	closed           bool

@@ -17,7 +17,6 @@ import (
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/store/postgres"
 	"github.com/lockledger/lockledger/store/sqlite"
-	"github.com/lockledger/lockledger/witness"
 )
 
 // The one place that picks the engine a ledger lives in, from the options:
@@ -31,7 +30,7 @@ import (
 func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err error) {
 	c := config{now: time.Now, busy: DefaultBusyTimeout, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		probe: &proc.Local{}, create: true, poolSize: DefaultPoolSize,
-		signing: signing{every: DefaultCheckpointEvery, interval: DefaultCheckpointInterval, timeout: DefaultWitnessTimeout}}
+		signing: signing{every: DefaultCheckpointEvery, interval: DefaultCheckpointInterval}}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err
@@ -77,7 +76,6 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		return nil, err
 	}
 	l.signing, l.trust = c.signing, trusted
-	l.witnesses = witness.New(c.signing.witnesses, c.signing.timeout, c.logger)
 	if pg != nil {
 		err = l.openPostgres(ctx, &c, pg)
 	} else {

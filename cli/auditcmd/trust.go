@@ -16,7 +16,6 @@ import (
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
-	"github.com/lockledger/lockledger/witness"
 )
 
 var trustListing = invocation.Listing{
@@ -259,7 +258,7 @@ func runTrustForget(g *invocation.Globals, yes bool) error {
 		// were per root goes once no root pins the ledger.
 		paths := []string{invocation.Heads(s, p.Root).Path(p.LedgerID)}
 		if !named {
-			paths = append(paths, witness.Heads{Dir: s.HeadsDir()}.Path(p.LedgerID))
+			paths = append(paths, trust.Heads{Dir: s.HeadsDir()}.Path(p.LedgerID))
 		}
 		for _, path := range paths {
 			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {

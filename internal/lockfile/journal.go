@@ -90,6 +90,15 @@ func (d at) remove(file string, data []byte) error {
 	return d.unlink(file)
 }
 
+// SyncDir fsyncs a directory, so that a file created in it survives a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return SyncClose(d)
+}
+
 // SyncClose makes a journal durable and closes it.
 func SyncClose(j *os.File) error {
 	err := j.Sync()

@@ -25,6 +25,7 @@ import (
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store/sqlite"
+	"github.com/lockledger/lockledger/witness"
 )
 
 var (
@@ -482,7 +483,7 @@ func signedLedger(ctx context.Context, tmp string) (*ledger.Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ledger.Open(ctx, filepath.Join(tmp, "lib-signed"), ledger.WithSigner(s), ledger.WithWitnesses(filepath.Join(tmp, "witness")))
+	return ledger.Open(ctx, filepath.Join(tmp, "lib-signed"), ledger.WithSigner(s), ledger.WithWitnesses(witness.New([]string{filepath.Join(tmp, "witness")}, 0, nil)))
 }
 
 // --- contention ---

@@ -1,4 +1,4 @@
-package witness
+package trust
 
 import (
 	"context"
@@ -304,7 +304,7 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 	if err := h.replace(id, msg); err != nil {
 		return err
 	}
-	return syncDir(h.Dir)
+	return lockfile.SyncDir(h.Dir)
 }
 
 // replace puts msg in place of ledger id's head, whole: written to the
@@ -384,4 +384,14 @@ func headID(id string) error {
 		}
 	}
 	return nil
+}
+
+// regular is f's FileInfo; an error wrapping ErrKind where f is not a
+// regular file.
+func regular(f *os.File) (fs.FileInfo, error) {
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
+	}
+	return fi, err
 }

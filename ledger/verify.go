@@ -114,5 +114,5 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 
 // checkStorage runs the engine's storage check on a connection of its own.
 func (l *Ledger) checkStorage(ctx context.Context, full bool, rep *replay.Report) error {
-	return l.store.CheckStorage(ctx, l.store.DB(), full, rep)
+	return l.store.CheckStorage(ctx, l.store, full, rep)
 }

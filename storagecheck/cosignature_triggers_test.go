@@ -21,12 +21,12 @@ func TestTheCosignaturesTableIsAppendOnlyAndItsTriggersAreChecked(t *testing.T) 
 	t.Run("sqlite", func(t *testing.T) {
 		l := open(t)
 		ctx := context.Background()
-		if _, err := l.DB().ExecContext(ctx, cosignatureRow); err != nil {
+		if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, cosignatureRow); err != nil {
 			t.Fatal(err)
 		}
 		for _, q := range []string{`UPDATE cosignatures SET size = 2`, `DELETE FROM cosignatures`, strings.Replace(cosignatureRow, "INSERT", "INSERT OR REPLACE", 1),
 			cosignatureRow + ` ON CONFLICT (id) DO UPDATE SET size = 2`} {
-			if _, err := l.DB().ExecContext(ctx, q); err == nil || !strings.Contains(err.Error(), "cosignatures are append-only") {
+			if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, q); err == nil || !strings.Contains(err.Error(), "cosignatures are append-only") {
 				t.Errorf("%s: %v, want it refused", q, err)
 			}
 		}
@@ -44,12 +44,12 @@ func TestTheCosignaturesTableIsAppendOnlyAndItsTriggersAreChecked(t *testing.T) 
 	t.Run("postgres", func(t *testing.T) {
 		l := open(t, ledger.WithDatabase(pgtest.NewDatabase(t)))
 		ctx := context.Background()
-		if _, err := l.DB().ExecContext(ctx, cosignatureRow); err != nil {
+		if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, cosignatureRow); err != nil {
 			t.Fatal(err)
 		}
 		for _, q := range []string{`UPDATE cosignatures SET size = 2`, `DELETE FROM cosignatures`, `TRUNCATE cosignatures`,
 			cosignatureRow + ` ON CONFLICT (id) DO UPDATE SET size = 2`} {
-			if _, err := l.DB().ExecContext(ctx, q); err == nil {
+			if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, q); err == nil {
 				t.Errorf("%s: accepted", q)
 			}
 		}

@@ -20,16 +20,16 @@ func triggerDamage(t *testing.T, l *ledger.Ledger, check func(context.Context, r
 	t.Helper()
 	ctx := context.Background()
 	rep := &replay.Report{}
-	if err := check(ctx, l.DB(), rep); err != nil || rep.ProblemCount != 0 {
+	if err := check(ctx, pgtest.Open(t, l.Source()), rep); err != nil || rep.ProblemCount != 0 {
 		t.Fatalf("a new ledger: %v, problems %+v", err, rep.Problems)
 	}
 	for _, q := range tamper {
-		if _, err := l.DB().ExecContext(ctx, q); err != nil {
+		if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	rep = &replay.Report{}
-	if err := check(ctx, l.DB(), rep); err != nil {
+	if err := check(ctx, pgtest.Open(t, l.Source()), rep); err != nil {
 		t.Fatal(err)
 	}
 	var got []string

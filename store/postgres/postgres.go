@@ -26,7 +26,6 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/replay"
-	"github.com/lockledger/lockledger/storagecheck"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -359,7 +358,7 @@ func (s *Store) Compact(context.Context) error { return nil }
 func (s *Store) Source() string { return s.source }
 
 func (s *Store) CheckStorage(ctx context.Context, q store.Querier, _ bool, rep *replay.Report) error {
-	return storagecheck.Postgres(ctx, q, rep)
+	return CheckStorage(ctx, q, rep)
 }
 
 // FollowCopiedIDs sets the checkpoints' id sequence past the copied ids.

@@ -22,7 +22,6 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/replay"
-	"github.com/lockledger/lockledger/storagecheck"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -231,7 +230,7 @@ func (s *Store) CachesStatements() bool { return false }
 func (s *Store) Source() string { return s.cfg.Path }
 
 func (s *Store) CheckStorage(ctx context.Context, q store.Querier, full bool, rep *replay.Report) error {
-	return storagecheck.SQLite(ctx, q, full, rep)
+	return CheckStorage(ctx, q, full, rep)
 }
 
 // FollowCopiedIDs: an INTEGER PRIMARY KEY follows the largest id already.

@@ -1,4 +1,4 @@
-package storagecheck_test
+package store_test
 
 import (
 	"context"
@@ -8,7 +8,8 @@ import (
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
-	"github.com/lockledger/lockledger/storagecheck"
+	"github.com/lockledger/lockledger/store/postgres"
+	"github.com/lockledger/lockledger/store/sqlite"
 )
 
 // The triggers that refuse a REPLACE or an upsert of a Merkle row or a
@@ -17,7 +18,7 @@ import (
 func TestTheTreeTablesInsertTriggersAreChecked(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		got := triggerDamage(t, open(t), func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
-			return storagecheck.SQLite(ctx, q, false, rep)
+			return sqlite.CheckStorage(ctx, q, false, rep)
 		}, `DROP TRIGGER tlog_hashes_no_replace`, `DROP TRIGGER checkpoints_no_replace`, `DROP TRIGGER checkpoints_within_log`)
 		want := []string{
 			"checkpoints_no_replace on table checkpoints is missing (the migrations create it: CREATE TRIGGER checkpoints_no_replace BEFORE INSERT ON checkpoints)",
@@ -29,7 +30,7 @@ func TestTheTreeTablesInsertTriggersAreChecked(t *testing.T) {
 		}
 	})
 	t.Run("postgres", func(t *testing.T) {
-		got := triggerDamage(t, open(t, ledger.WithDatabase(pgtest.NewDatabase(t))), storagecheck.Postgres,
+		got := triggerDamage(t, open(t, ledger.WithDatabase(pgtest.NewDatabase(t))), postgres.CheckStorage,
 			`DROP TRIGGER tlog_hashes_no_replace ON tlog_hashes`, `ALTER TABLE checkpoints DISABLE TRIGGER checkpoints_no_replace`)
 		want := []string{
 			"checkpoints_no_replace on table checkpoints is disabled",

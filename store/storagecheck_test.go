@@ -1,4 +1,4 @@
-package storagecheck_test
+package store_test
 
 import (
 	"context"
@@ -8,7 +8,8 @@ import (
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
-	"github.com/lockledger/lockledger/storagecheck"
+	"github.com/lockledger/lockledger/store/postgres"
+	"github.com/lockledger/lockledger/store/sqlite"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -56,7 +57,7 @@ func open(t *testing.T, opts ...ledger.Option) *ledger.Ledger {
 func TestSQLiteTriggersThatAreMissingAlteredOrAddedAreDamage(t *testing.T) {
 	l := open(t)
 	got := triggerDamage(t, l, func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
-		return storagecheck.SQLite(ctx, q, false, rep)
+		return sqlite.CheckStorage(ctx, q, false, rep)
 	},
 		`DROP TRIGGER events_no_delete`,
 		`DROP TRIGGER checkpoints_no_update`,
@@ -74,7 +75,7 @@ func TestSQLiteTriggersThatAreMissingAlteredOrAddedAreDamage(t *testing.T) {
 
 func TestPostgresTriggersThatAreMissingDisabledOrAddedAreDamage(t *testing.T) {
 	l := open(t, ledger.WithDatabase(pgtest.NewDatabase(t)))
-	got := triggerDamage(t, l, storagecheck.Postgres,
+	got := triggerDamage(t, l, postgres.CheckStorage,
 		`DROP TRIGGER events_no_delete ON events`,
 		`ALTER TABLE events DISABLE TRIGGER events_no_update`,
 		`CREATE TRIGGER zz_extra BEFORE UPDATE ON checkpoints FOR EACH ROW EXECUTE FUNCTION lockledger_refuse()`)

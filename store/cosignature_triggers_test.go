@@ -1,4 +1,4 @@
-package storagecheck_test
+package store_test
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
-	"github.com/lockledger/lockledger/storagecheck"
+	"github.com/lockledger/lockledger/store/postgres"
+	"github.com/lockledger/lockledger/store/sqlite"
 )
 
 const cosignatureRow = `INSERT INTO cosignatures (id, size, root, witness, key, url, note, cosigned_at) VALUES (1, 1, 'r', 'w', 'k', 'u', 'n', 't')`
@@ -31,7 +32,7 @@ func TestTheCosignaturesTableIsAppendOnlyAndItsTriggersAreChecked(t *testing.T) 
 			}
 		}
 		got := triggerDamage(t, open(t), func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
-			return storagecheck.SQLite(ctx, q, false, rep)
+			return sqlite.CheckStorage(ctx, q, false, rep)
 		}, `DROP TRIGGER cosignatures_no_replace`, `DROP TRIGGER cosignatures_no_delete`)
 		want := []string{
 			"cosignatures_no_delete on table cosignatures is missing (the migrations create it: CREATE TRIGGER cosignatures_no_delete BEFORE DELETE ON cosignatures)",
@@ -53,7 +54,7 @@ func TestTheCosignaturesTableIsAppendOnlyAndItsTriggersAreChecked(t *testing.T) 
 				t.Errorf("%s: accepted", q)
 			}
 		}
-		got := triggerDamage(t, open(t, ledger.WithDatabase(pgtest.NewDatabase(t))), storagecheck.Postgres,
+		got := triggerDamage(t, open(t, ledger.WithDatabase(pgtest.NewDatabase(t))), postgres.CheckStorage,
 			`ALTER TABLE cosignatures DISABLE TRIGGER cosignatures_no_replace`)
 		if want := []string{"cosignatures_no_replace on table cosignatures is disabled"}; !slices.Equal(got, want) {
 			t.Fatalf("trigger problems:\n got %q\nwant %q", got, want)

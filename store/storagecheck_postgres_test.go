@@ -1,4 +1,4 @@
-package storagecheck_test
+package store_test
 
 import (
 	"slices"
@@ -6,14 +6,14 @@ import (
 
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/storagecheck"
+	"github.com/lockledger/lockledger/store/postgres"
 )
 
 // A trigger left in place whose function was replaced (a no-op instead of
 // the refusal), or altered, no longer guards anything: that is damage.
 func TestPostgresReplacedTriggerFunctionsAreDamage(t *testing.T) {
 	l := open(t, ledger.WithDatabase(pgtest.NewDatabase(t)))
-	got := triggerDamage(t, l, storagecheck.Postgres,
+	got := triggerDamage(t, l, postgres.CheckStorage,
 		`CREATE OR REPLACE FUNCTION lockledger_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RETURN OLD;

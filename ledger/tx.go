@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -289,8 +290,8 @@ func (l *Ledger) interpretRemote(name string, r *store.Row, file, journal lockfi
 func (l *Ledger) recordedHere(name, requestID string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), l.busy)
 	defer cancel()
-	took, err := store.Took(ctx, l.store, name, requestID)
-	return err == nil && took
+	_, took, err := store.TakenBefore(ctx, l.store, name, requestID, math.MaxInt64)
+	return err == nil && took != nil
 }
 
 func (l *Ledger) applyRepairs(v *view) error {

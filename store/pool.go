@@ -12,7 +12,8 @@ import (
 // Pool is the connection pool an engine opened. Every engine's Store
 // embeds it: it reads outside a transaction as a *sql.Tx reads inside one,
 // and runs the ledger's statements that are not part of a decision. It
-// never hands out the *sql.DB, so no SQL is written outside this package.
+// never hands out the *sql.DB: the ledger's SQL stays in store and its
+// engines (store/sql_test.go checks that no other package holds any).
 type Pool struct{ db *sql.DB }
 
 // NewPool is the Pool of db.
@@ -60,14 +61,6 @@ func (p Pool) NewLedgerID(ctx context.Context, id string, created time.Time) (st
 	return id, tx.Commit()
 }
 
-// Took reports whether request requestID ever took lock (acquired or stole it).
-func Took(ctx context.Context, q Querier, lock, requestID string) (bool, error) {
-	var n int
-	err := q.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE lock_name = $1 AND request_id = $2
-		AND type IN ('lock_acquired', 'lock_stolen')`, lock, requestID).Scan(&n)
-	return n > 0, err
-}
-
 // TakenBefore reads the lock_acquired or lock_stolen event by which
 // requestID last took lock before the event at beforeSeq (body nil: none).
 func TakenBefore(ctx context.Context, q Querier, lock, requestID string, beforeSeq int64) (seq int64, body []byte, err error) {
@@ -82,11 +75,7 @@ func TakenBefore(ctx context.Context, q Querier, lock, requestID string, beforeS
 
 // HashAt is the hash of the event at seq ("": none there).
 func HashAt(ctx context.Context, q Querier, seq int64) (string, error) {
-	var h string
-	err := q.QueryRowContext(ctx, `SELECT hash FROM events WHERE seq = $1`, seq).Scan(&h)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
+	_, h, err := pinHead(ctx, q, "", seq)
 	return h, err
 }
 

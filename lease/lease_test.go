@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -34,7 +35,7 @@ func awaitEvent(t *testing.T, l *ledger.Ledger, typ events.Type, within time.Dur
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		rows, err := l.DB().Query(`SELECT body FROM events WHERE type = $1 ORDER BY seq`, string(typ))
+		rows, err := pgtest.Open(t, l.Source()).Query(`SELECT body FROM events WHERE type = $1 ORDER BY seq`, string(typ))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,10 +93,10 @@ func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 	default:
 	}
 	var after int
-	l.DB().QueryRow(`SELECT count(*) FROM events`).Scan(&after)
+	pgtest.Open(t, l.Source()).QueryRow(`SELECT count(*) FROM events`).Scan(&after)
 	time.Sleep(150 * time.Millisecond) // three intervals: a heartbeat goroutine still running would write
 	var later int
-	l.DB().QueryRow(`SELECT count(*) FROM events`).Scan(&later)
+	pgtest.Open(t, l.Source()).QueryRow(`SELECT count(*) FROM events`).Scan(&later)
 	if later != after {
 		t.Fatalf("events written after Release: %d", later-after)
 	}
@@ -128,7 +129,7 @@ func TestLeaseBusyLedgerIsNotALoss(t *testing.T) {
 func heartbeatAt(t *testing.T, l *ledger.Ledger, lock string) time.Time {
 	t.Helper()
 	var s string
-	if err := l.DB().QueryRow(`SELECT heartbeat_at FROM lock_holders WHERE lock_name = $1 AND exclusive = 1`, lock).Scan(&s); err != nil {
+	if err := pgtest.Open(t, l.Source()).QueryRow(`SELECT heartbeat_at FROM lock_holders WHERE lock_name = $1 AND exclusive = 1`, lock).Scan(&s); err != nil {
 		t.Fatal(err)
 	}
 	at, err := events.ParseTime(s)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/trust"
+	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 // A head that could not be kept once the write commits (a FIFO or a
@@ -98,7 +99,7 @@ func TestACopiedRootKeepsAHeadOfItsOwn(t *testing.T) {
 		}
 	}
 	// A cut of the original is still refused by its own head.
-	db := e.l.DB()
+	db := pgtest.Open(t, e.l.Source())
 	for _, q := range []string{`DROP TRIGGER events_no_delete`, `DROP TRIGGER tlog_hashes_no_delete`,
 		`DELETE FROM events WHERE seq > 2`, `DELETE FROM tlog_hashes WHERE seq > 2`, `DELETE FROM locks WHERE lock_name = 'b'`} {
 		if _, err := db.Exec(q); err != nil {

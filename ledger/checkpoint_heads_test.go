@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/trust"
+	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 // TestEveryWriteKeepsAHeadTheNextWriterMustExtend: with WithHeads, every
@@ -29,7 +30,7 @@ func TestEveryWriteKeepsAHeadTheNextWriterMustExtend(t *testing.T) {
 	if err != nil || kept == nil || kept.Size != 4 {
 		t.Fatalf("head kept: %+v, %v; want size 4", kept, err)
 	}
-	db := e.l.DB()
+	db := pgtest.Open(t, e.l.Source())
 	for _, q := range []string{`DROP TRIGGER events_no_delete`, `DROP TRIGGER tlog_hashes_no_delete`,
 		`DELETE FROM events WHERE seq > 2`, `DELETE FROM tlog_hashes WHERE seq > 2`, `DELETE FROM locks WHERE lock_name = 'b'`} {
 		if _, err := db.Exec(q); err != nil {

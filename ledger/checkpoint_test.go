@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/trust"
 	"github.com/lockledger/lockledger/witness"
@@ -42,7 +43,7 @@ func testKey(t *testing.T) (note.Signer, note.Verifier) {
 // against the tree; it returns their sizes.
 func storedCheckpoints(t *testing.T, l *Ledger, v note.Verifier) []int64 {
 	t.Helper()
-	rows, err := l.DB().Query(`SELECT size, root, note, key_name FROM checkpoints ORDER BY id`)
+	rows, err := pgtest.Open(t, l.Source()).Query(`SELECT size, root, note, key_name FROM checkpoints ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func storedCheckpoints(t *testing.T, l *Ledger, v note.Verifier) []int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := tlog.TreeHash(size, store.TreeReader(context.Background(), l.DB()))
+		want, err := tlog.TreeHash(size, store.TreeReader(context.Background(), pgtest.Open(t, l.Source())))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -159,14 +159,15 @@ func ledgerFile(name string, data []byte) bool {
 
 // readID reads the id of the ledger a read-only open found.
 func (l *Ledger) readID(ctx context.Context, st *sqlite.Store) error {
-	if err := st.DB().QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&l.id); err != nil {
+	id, err := store.LedgerID(ctx, st)
+	if err != nil {
 		st.Close()
 		if errors.Is(err, sql.ErrNoRows) {
 			return &store.NoLedgerError{Where: l.root, Hint: "its ledger.db has no ledger id yet"}
 		}
 		return fmt.Errorf("ledger: open %s read-only: %w", filepath.Join(l.root, DBFile), err)
 	}
-	l.store = st
+	l.id, l.store = id, st
 	l.genesis = events.Genesis(l.id)
 	return nil
 }

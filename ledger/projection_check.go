@@ -321,7 +321,7 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*store.Row) 
 	deadline := time.Now().Add(settleWithin)
 	backoff := time.Millisecond
 	for {
-		before, err := store.LoadRow(ctx, l.store.DB(), name)
+		before, err := store.LoadRow(ctx, l.store, name)
 		if err != nil {
 			return nil, "", err
 		}
@@ -329,7 +329,7 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*store.Row) 
 		if err != nil || p == nil {
 			return p, note, err
 		}
-		after, err := store.LoadRow(ctx, l.store.DB(), name)
+		after, err := store.LoadRow(ctx, l.store, name)
 		if err != nil {
 			return nil, "", err
 		}

@@ -89,7 +89,7 @@ func (w Witnessed) ProveTree(ctx context.Context, size, old int64) (tlog.TreePro
 // does not accept (anyone who can write the database can add one) counts
 // for nothing.
 func (w Witnessed) Cosigned(ctx context.Context, key string, verified func(note []byte) (size int64, ok bool)) (int64, error) {
-	rows, err := w.S.DB().QueryContext(ctx, `SELECT note FROM cosignatures WHERE key = $1 ORDER BY size DESC, id DESC LIMIT $2`, key, lastCosignedRows)
+	rows, err := w.S.QueryContext(ctx, `SELECT note FROM cosignatures WHERE key = $1 ORDER BY size DESC, id DESC LIMIT $2`, key, lastCosignedRows)
 	if err != nil {
 		return 0, fmt.Errorf("ledger: cosignatures: %w", err)
 	}
@@ -108,6 +108,6 @@ func (w Witnessed) Cosigned(ctx context.Context, key string, verified func(note 
 
 // Size is how many events the log holds.
 func (w Witnessed) Size(ctx context.Context) (int64, error) {
-	n, _, err := TreeLag(ctx, w.S.DB())
+	n, _, err := TreeLag(ctx, w.S)
 	return n, err
 }

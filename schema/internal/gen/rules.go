@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,11 +30,7 @@ func (g *generator) conjunction(ss []*node, ctx string, k kind) (string, error) 
 			if err != nil {
 				return "", err
 			}
-			found := false
-			for _, v := range vals {
-				found = found || v == c
-			}
-			if !found {
+			if !slices.Contains(vals, c) {
 				return "", fmt.Errorf("%s: const %q is outside the enum of %s", b, c, a)
 			}
 			return fmt.Sprintf("v.enumConst(%s, %q)", g.enum(a.get("enum"), ctx, k), c), nil

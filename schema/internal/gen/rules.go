@@ -64,11 +64,7 @@ func (g *generator) deref(n *node) (*node, error) {
 // enum returns the variable holding an enum's values.
 func (g *generator) enum(n *node, ctx string, k kind) string {
 	vals, _ := strs(n)
-	q := make([]string, len(vals))
-	for i, v := range vals {
-		q[i] = strconv.Quote(v)
-	}
-	key := strings.Join(q, ", ")
+	key := quoted(vals)
 	if name, ok := g.enums[key]; ok {
 		return name
 	}

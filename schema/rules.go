@@ -113,10 +113,7 @@ func (v *validator) stringContent() (d []byte, plain bool, jk jkind) {
 	if s.err != "" {
 		return nil, false, jInvalid
 	}
-	if plain {
-		return s.b[start:end], true, jString
-	}
-	return s.decode(start, end), false, jString
+	return s.content(start, end, plain), plain, jString
 }
 
 // lengthErr applies minLength/maxLength (runes of the decoded string).
@@ -262,10 +259,7 @@ func (v *validator) stringMap() *verr {
 			jk = s.value()
 		}
 		if jk != jString || bad != nil {
-			k := string(s.b[ks:ke])
-			if !plain {
-				k = string(s.decode(ks, ke))
-			}
+			k := string(s.content(ks, ke, plain))
 			if jk != jString {
 				if bad == nil {
 					bad = map[string]jkind{}

@@ -277,6 +277,15 @@ func mayBeSpecial(w uint64) bool {
 
 func isHex(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
+// content is the decoded content of the string at start:end: the raw
+// bytes when plain (no escapes, ASCII only).
+func (s *scanner) content(start, end int, plain bool) []byte {
+	if plain {
+		return s.b[start:end]
+	}
+	return s.decode(start, end)
+}
+
 // decode returns the decoded content of the string at start:end (raw
 // content offsets), exactly as encoding/json reads it.
 func (s *scanner) decode(start, end int) []byte {

@@ -145,20 +145,11 @@ func (v *validator) record(rs *recordSchema, allowed, required fieldSet) *verr {
 		if s.err != "" {
 			break
 		}
-		var f int
-		if plain {
-			f = rs.lookup(s.b[ks:ke])
-		} else {
-			f = rs.lookup(s.decode(ks, ke))
-		}
+		f := rs.lookup(s.content(ks, ke, plain))
 		if f < 0 || !allowed.has(f) {
 			s.value()
 			if extra == nil {
-				name := string(s.b[ks:ke])
-				if !plain {
-					name = string(s.decode(ks, ke))
-				}
-				extra = &verr{rule: rs.extra, msg: "property " + strconv.Quote(name) + " is not allowed"}
+				extra = &verr{rule: rs.extra, msg: "property " + strconv.Quote(string(s.content(ks, ke, plain))) + " is not allowed"}
 			}
 		} else {
 			seen.add(f)

@@ -72,7 +72,6 @@ func (s *syslogWriter) Start(int64, []tlog.Hash) error { return nil }
 
 func (s *syslogWriter) Event(r *Record) error {
 	b := &s.buf
-	b.Reset()
 	procid := "-"
 	if r.Env.PID > 0 {
 		procid = strconv.Itoa(r.Env.PID)
@@ -105,7 +104,6 @@ func (s *syslogWriter) Event(r *Record) error {
 
 func (s *syslogWriter) Checkpoint(c *Checkpoint) error {
 	b := &s.buf
-	b.Reset()
 	s.header(sevInfo, c.Text.Time, "-", "checkpoint")
 	b.WriteString("[" + SyslogSDID)
 	param(b, "size", strconv.FormatInt(c.Text.Size, 10))
@@ -118,8 +116,10 @@ func (s *syslogWriter) Checkpoint(c *Checkpoint) error {
 	return s.send(msg)
 }
 
-// header starts a message in the buffer; t is its TIMESTAMP ("-" when zero).
+// header starts a message in the emptied buffer; t is its TIMESTAMP
+// ("-" when zero).
 func (s *syslogWriter) header(sev int, t time.Time, procid, msgid string) {
+	s.buf.Reset()
 	ts := "-"
 	if !t.IsZero() {
 		ts = t.UTC().Format("2006-01-02T15:04:05.000000Z")

@@ -240,8 +240,8 @@ func parseJSON(data []byte) (any, error) {
 
 // fields reads "key value" lines up to a line that is a single word (the
 // first checkpoint's header), which it returns with the rest.
-func fields(rest []byte) (map[string][]string, string, []byte, error) {
-	out := map[string][]string{}
+func fields(rest []byte) (*textFields, string, []byte, error) {
+	out := &textFields{f: map[string][]string{}}
 	sc := bufio.NewScanner(bytes.NewReader(rest))
 	sc.Buffer(nil, 1<<24)
 	off := 0
@@ -252,89 +252,76 @@ func fields(rest []byte) (map[string][]string, string, []byte, error) {
 		if !ok {
 			return out, k, rest[min(off, len(rest)):], nil
 		}
-		out[k] = append(out[k], v)
+		out.f[k] = append(out.f[k], v)
 	}
 	return nil, "", nil, fmt.Errorf("%w: no checkpoint", ErrNotAProof)
 }
 
-func one(f map[string][]string, k string) (string, error) {
-	if len(f[k]) != 1 {
-		return "", fmt.Errorf("%w: needs exactly one %q line", ErrNotAProof, k)
-	}
-	return f[k][0], nil
+// textFields are the "key value" lines of a text form; the first error
+// its readers meet is err, and they read nothing after it.
+type textFields struct {
+	f   map[string][]string
+	err error
 }
 
-func oneInt(f map[string][]string, k string) (int64, error) {
-	s, err := one(f, k)
-	if err != nil {
-		return 0, err
+func (t *textFields) fail(format string, a ...any) {
+	if t.err == nil {
+		t.err = fmt.Errorf("%w: "+format, append([]any{ErrNotAProof}, a...)...)
 	}
+}
+
+func (t *textFields) one(k string) string {
+	if t.err == nil && len(t.f[k]) != 1 {
+		t.fail("needs exactly one %q line", k)
+	}
+	if t.err != nil {
+		return ""
+	}
+	return t.f[k][0]
+}
+
+func (t *textFields) int(k string) int64 {
+	s := t.one(k)
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s %q is not a number", ErrNotAProof, k, s)
+		t.fail("%s %q is not a number", k, s)
 	}
-	return n, nil
+	return n
 }
 
-func oneHash(f map[string][]string, k string) (tlog.Hash, error) {
-	s, err := one(f, k)
-	if err != nil {
-		return tlog.Hash{}, err
-	}
-	return parseHash(k, s)
-}
+func (t *textFields) hash(k string) tlog.Hash { return t.parseHash(k, t.one(k)) }
 
-func parseHash(k, s string) (tlog.Hash, error) {
+func (t *textFields) parseHash(k, s string) tlog.Hash {
 	h, err := tlog.ParseHash(s)
 	if err != nil {
-		return tlog.Hash{}, fmt.Errorf("%w: %s %q is not a base64 SHA-256 hash", ErrNotAProof, k, s)
+		t.fail("%s %q is not a base64 SHA-256 hash", k, s)
 	}
-	return h, nil
+	return h
 }
 
-func hashes(f map[string][]string, k string) ([]tlog.Hash, error) {
+func (t *textFields) hashes(k string) []tlog.Hash {
 	var out []tlog.Hash
-	for _, s := range f[k] {
-		h, err := parseHash(k, s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, h)
+	for _, s := range t.f[k] {
+		out = append(out, t.parseHash(k, s))
 	}
-	return out, nil
+	return out
 }
 
 func parseInclusionText(rest []byte) (*InclusionProof, error) {
-	f, header, tail, err := fields(rest)
+	t, header, tail, err := fields(rest)
 	if err != nil {
 		return nil, err
 	}
 	if header != "checkpoint" {
 		return nil, fmt.Errorf("%w: line %q where the checkpoint should start", ErrNotAProof, header)
 	}
-	p := &InclusionProof{Checkpoint: string(tail)}
-	if p.Origin, err = one(f, "origin"); err != nil {
-		return nil, err
+	p := &InclusionProof{Checkpoint: string(tail), Origin: t.one("origin"), Seq: t.int("seq"), LeafIndex: t.int("leaf-index"),
+		TreeSize: t.int("tree-size"), RootHash: t.hash("root-hash"), LeafHash: t.hash("leaf-hash"),
+		AuditPath: t.hashes("audit-path")}
+	if t.err != nil {
+		return nil, t.err
 	}
-	if p.Seq, err = oneInt(f, "seq"); err != nil {
-		return nil, err
-	}
-	if p.LeafIndex, err = oneInt(f, "leaf-index"); err != nil {
-		return nil, err
-	}
-	if p.TreeSize, err = oneInt(f, "tree-size"); err != nil {
-		return nil, err
-	}
-	if p.RootHash, err = oneHash(f, "root-hash"); err != nil {
-		return nil, err
-	}
-	if p.LeafHash, err = oneHash(f, "leaf-hash"); err != nil {
-		return nil, err
-	}
-	if p.AuditPath, err = hashes(f, "audit-path"); err != nil {
-		return nil, err
-	}
-	if b := f["body"]; len(b) == 1 {
+	if b := t.f["body"]; len(b) == 1 {
 		p.Body = json.RawMessage(b[0])
 	} else if len(b) > 1 {
 		return nil, fmt.Errorf("%w: more than one body line", ErrNotAProof)
@@ -343,7 +330,7 @@ func parseInclusionText(rest []byte) (*InclusionProof, error) {
 }
 
 func parseConsistencyText(rest []byte) (*ConsistencyProof, error) {
-	f, header, tail, err := fields(rest)
+	t, header, tail, err := fields(rest)
 	if err != nil {
 		return nil, err
 	}
@@ -354,24 +341,11 @@ func parseConsistencyText(rest []byte) (*ConsistencyProof, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: no new-checkpoint line", ErrNotAProof)
 	}
-	p := &ConsistencyProof{OldCheckpoint: string(old) + "\n", NewCheckpoint: string(nw)}
-	if p.Origin, err = one(f, "origin"); err != nil {
-		return nil, err
-	}
-	if p.First, err = oneInt(f, "first"); err != nil {
-		return nil, err
-	}
-	if p.Second, err = oneInt(f, "second"); err != nil {
-		return nil, err
-	}
-	if p.FirstRoot, err = oneHash(f, "first-root"); err != nil {
-		return nil, err
-	}
-	if p.SecondRoot, err = oneHash(f, "second-root"); err != nil {
-		return nil, err
-	}
-	if p.Consistency, err = hashes(f, "consistency"); err != nil {
-		return nil, err
+	p := &ConsistencyProof{OldCheckpoint: string(old) + "\n", NewCheckpoint: string(nw), Origin: t.one("origin"),
+		First: t.int("first"), Second: t.int("second"), FirstRoot: t.hash("first-root"),
+		SecondRoot: t.hash("second-root"), Consistency: t.hashes("consistency")}
+	if t.err != nil {
+		return nil, t.err
 	}
 	return p, nil
 }

@@ -60,11 +60,7 @@ func unknownCommand(root *cobra.Command, args []string) error {
 		}
 	}
 	if len(s) > 0 {
-		hint := s[len(s)-1]
-		if len(s) > 1 {
-			hint = strings.Join(s[:len(s)-1], ", ") + " or " + hint
-		}
-		msg += "; did you mean " + hint + "?"
+		msg += "; did you mean " + orList(s) + "?"
 	}
 	return &invocation.UsageError{Err: fmt.Errorf("%s", msg)}
 }
@@ -150,11 +146,15 @@ func unknownFlag(root *cobra.Command, args []string, err error) error {
 	if len(near) == 0 || len(near) > 4 {
 		return nil
 	}
-	hint := near[len(near)-1]
-	if len(near) > 1 {
-		hint = strings.Join(near[:len(near)-1], ", ") + " or " + hint
+	return fmt.Errorf("%w; did you mean %s?", err, orList(near))
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(s []string) string {
+	if len(s) == 1 {
+		return s[0]
 	}
-	return fmt.Errorf("%w; did you mean %s?", err, hint)
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 // editDistance is the Levenshtein distance between a and b.

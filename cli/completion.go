@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -95,17 +94,12 @@ func registerCompletions(root *cobra.Command, g *invocation.Globals) {
 // completeTypes completes one event type, or the next of a comma-separated
 // list.
 func completeTypes(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	done, _ := splitLast(toComplete)
+	done := toComplete[:strings.LastIndexByte(toComplete, ',')+1]
 	var out []string
 	for _, t := range events.Types {
 		out = append(out, done+string(t))
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
-}
-
-func splitLast(s string) (done, last string) {
-	i := strings.LastIndexByte(s, ',')
-	return s[:i+1], s[i+1:]
 }
 
 // completeTargets completes FORMAT: first, then the path after it.
@@ -138,13 +132,7 @@ func lockNames(ctx context.Context, g *invocation.Globals, prefix string, ever b
 		}
 		g.Root = r
 	}
-	root, err := filepath.Abs(g.Root)
-	if err != nil {
-		return nil
-	}
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		root = r
-	}
+	root := invocation.ResolvedRoot(g.Root)
 	if entries, err := os.ReadDir(filepath.Join(root, ledger.LocksDir)); err == nil {
 		for _, e := range entries {
 			if name, ok := strings.CutSuffix(e.Name(), ".lock"); ok && !strings.HasPrefix(name, ".") && events.ValidateLockName(name) == nil {
@@ -198,10 +186,7 @@ func pastLockNames(ctx context.Context, l *ledger.Ledger, prefix string) []strin
 // is there a ledger to read (and opening nothing creates nothing).
 func hasLedgerFile(root string) bool {
 	fi, err := os.Lstat(filepath.Join(root, ledger.DBFile))
-	if errors.Is(err, fs.ErrNotExist) || err != nil {
-		return false
-	}
-	return fi.Mode().IsRegular() && fi.Size() > 0
+	return err == nil && fi.Mode().IsRegular() && fi.Size() > 0
 }
 
 // cobraBashInit is the body of the words splitting of cobra's bash script,
@@ -229,30 +214,24 @@ const bashInitFallback = `    COMPREPLY=()
 // fallback for a shell that lacks the bash-completion package.
 func bashWithoutPackage(root *cobra.Command) {
 	root.InitDefaultCompletionCmd()
-	for _, c := range root.Commands() {
-		if c.Name() != "completion" {
-			continue
+	sh, _, err := root.Find([]string{"completion", "bash"})
+	if err != nil || sh.Name() != "bash" {
+		return
+	}
+	sh.Long = strings.Replace(sh.Long, "This script depends on the 'bash-completion' package.",
+		"With the 'bash-completion' package the script completes as bash-completion does; without it, on the words as bash splits them.", 1)
+	sh.Run = nil
+	sh.RunE = func(cmd *cobra.Command, _ []string) error {
+		noDesc, _ := cmd.Flags().GetBool("no-descriptions")
+		var b strings.Builder
+		if err := cmd.Root().GenBashCompletionV2(&b, !noDesc); err != nil {
+			return err
 		}
-		for _, sh := range c.Commands() {
-			if sh.Name() != "bash" {
-				continue
-			}
-			sh.Long = strings.Replace(sh.Long, "This script depends on the 'bash-completion' package.",
-				"With the 'bash-completion' package the script completes as bash-completion does; without it, on the words as bash splits them.", 1)
-			sh.Run = nil
-			sh.RunE = func(cmd *cobra.Command, _ []string) error {
-				noDesc, _ := cmd.Flags().GetBool("no-descriptions")
-				var b strings.Builder
-				if err := cmd.Root().GenBashCompletionV2(&b, !noDesc); err != nil {
-					return err
-				}
-				script := b.String()
-				if !strings.Contains(script, cobraBashInit) {
-					return errors.New("cobra's bash completion script has changed: its fallback for a shell without bash-completion no longer applies")
-				}
-				_, err := io.WriteString(cmd.OutOrStdout(), strings.Replace(script, cobraBashInit, bashInitFallback, 1))
-				return err
-			}
+		script := b.String()
+		if !strings.Contains(script, cobraBashInit) {
+			return errors.New("cobra's bash completion script has changed: its fallback for a shell without bash-completion no longer applies")
 		}
+		_, err := io.WriteString(cmd.OutOrStdout(), strings.Replace(script, cobraBashInit, bashInitFallback, 1))
+		return err
 	}
 }

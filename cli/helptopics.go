@@ -102,9 +102,7 @@ func topicLines() []string {
 func writeTopics(w io.Writer) {
 	fmt.Fprintln(w, "Help topics (lockledger help TOPIC):")
 	fmt.Fprintln(w)
-	for _, l := range topicLines() {
-		fmt.Fprintln(w, l)
-	}
+	fmt.Fprintln(w, strings.Join(topicLines(), "\n"))
 }
 
 func commandNames(root *cobra.Command) []string {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"slices"
+
 	"github.com/spf13/cobra"
 )
 
@@ -63,12 +65,7 @@ func flagShown(cmd *cobra.Command, name string) bool {
 	if cmd.Flags().Lookup(name) == nil && cmd.InheritedFlags().Lookup(name) == nil {
 		return false
 	}
-	for _, s := range signingFlags {
-		if s == name {
-			return usesSigningFlags(cmd)
-		}
-	}
-	return true
+	return !slices.Contains(signingFlags, name) || usesSigningFlags(cmd)
 }
 
 // hideUnusedFlagsInHelp makes every command's help leave out the global

@@ -86,19 +86,14 @@ commit, modified, go and platform.`,
 		Example: `  lockledger version
   lockledger --version
   lockledger version --json | jq -r .commit`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 0 {
-				return &invocation.UsageError{Err: fmt.Errorf("version: takes no arguments, got %q", args)}
-			}
-			return nil
-		},
+		Args: invocation.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			b := currentBuild()
 			if g.JSON {
 				invocation.WriteJSON(g.IO.Out, b)
-				return nil
+			} else {
+				fmt.Fprintln(g.IO.Out, b)
 			}
-			fmt.Fprintln(g.IO.Out, b)
 			return nil
 		},
 	}

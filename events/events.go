@@ -6,6 +6,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -75,14 +76,7 @@ func (t Type) LedgerWide() bool {
 }
 
 // Valid reports whether t is a known event type.
-func (t Type) Valid() bool {
-	for _, k := range Types {
-		if k == t {
-			return true
-		}
-	}
-	return false
-}
+func (t Type) Valid() bool { return slices.Contains(Types, t) }
 
 // SchemaVersion is written into every envelope.
 const SchemaVersion = 1

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -215,20 +216,9 @@ func openAt(ctx context.Context, q store.Querier, n int64) ([]*replay.Event, err
 
 // exportLine is the export line of an event read with its links.
 func exportLine(ev *replay.Event) json.RawMessage {
-	var b bytesBuffer
+	var b bytes.Buffer
 	_ = replay.WriteExportLine(&b, &replay.Row{Seq: ev.Seq, PrevHash: ev.PrevHash, Hash: ev.Hash, Body: ev.Body})
-	return json.RawMessage(trimNewline(b))
-}
-
-type bytesBuffer []byte
-
-func (b *bytesBuffer) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }
-
-func trimNewline(b []byte) []byte {
-	for len(b) > 0 && b[len(b)-1] == '\n' {
-		b = b[:len(b)-1]
-	}
-	return b
+	return json.RawMessage(bytes.TrimRight(b.Bytes(), "\n"))
 }
 
 func writeJSONLine(w io.Writer, v any) error {

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -122,7 +123,7 @@ func (s *summarizer) finish() Summary {
 		l.Holdings = append(l.Holdings, s.line(h))
 	}
 	out := Summary{Locks: []LockSummary{}, Overlaps: []replay.Overlap{}}
-	for _, name := range slicesSortedKeys(s.locks) {
+	for _, name := range slices.Sorted(maps.Keys(s.locks)) {
 		l := s.locks[name]
 		slices.SortStableFunc(l.Holdings, func(a, b HoldingLine) int { return int(a.FromSeq - b.FromSeq) })
 		out.Locks = append(out.Locks, *l)
@@ -137,13 +138,4 @@ func (s *summarizer) finish() Summary {
 		out.Exclusive = fmt.Sprintf("%d acquisitions gave a lock while another request still held it (overlaps lists each interval)", n)
 	}
 	return out
-}
-
-func slicesSortedKeys(m map[string]*LockSummary) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }

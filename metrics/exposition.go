@@ -106,33 +106,22 @@ func Write(w io.Writer, format Format, fams []Family) error {
 	return bw.Flush()
 }
 
+var (
+	labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+)
+
 // escapeLabel escapes a label value as both formats require: backslash,
 // double quote and line feed.
-func escapeLabel(s string) string { return escape(s, true) }
+func escapeLabel(s string) string { return labelEscaper.Replace(s) }
 
 // escapeHelp escapes a help text: backslash and line feed, and in
 // OpenMetrics the double quote too.
-func escapeHelp(s string, format Format) string { return escape(s, format == OpenMetrics) }
-
-func escape(s string, quote bool) string {
-	if !strings.ContainsAny(s, "\\\n\"") {
-		return s
+func escapeHelp(s string, format Format) string {
+	if format == OpenMetrics {
+		return labelEscaper.Replace(s)
 	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\\':
-			b.WriteString(`\\`)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '"' && quote:
-			b.WriteString(`\"`)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
+	return helpEscaper.Replace(s)
 }
 
 // formatFloat writes v as both formats read it: integers without an

@@ -63,9 +63,6 @@ func NewFold() *Fold {
 	return &Fold{holdings: replay.NewHoldingFold(), locks: map[string]*lockStats{}}
 }
 
-// Seq is the seq of the last event folded (0 before the first).
-func (f *Fold) Seq() int64 { return f.seq }
-
 // label is a recorded text as a label value: termtext's escape, so that
 // no control character, line separator, bidi override or byte that is not
 // UTF-8 reaches a terminal or the exposition raw (names that differ only

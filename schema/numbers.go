@@ -1,6 +1,9 @@
 package schema
 
-import "math"
+import (
+	"cmp"
+	"math"
+)
 
 // numFacts are exact decimal facts about a JSON number, as math/big sees it.
 type numFacts struct {
@@ -25,7 +28,7 @@ func (n numFacts) isInt() bool { return n.sign == 0 || !n.frac }
 func (n numFacts) cmp(k int64) int {
 	switch {
 	case n.sign == 0:
-		return cmpInt(0, k)
+		return cmp.Compare(0, k)
 	case n.sign < 0:
 		if k >= 0 {
 			return -1
@@ -34,7 +37,7 @@ func (n numFacts) cmp(k int64) int {
 		if n.big {
 			return -1
 		}
-		c := cmpInt(n.ip, -k)
+		c := cmp.Compare(n.ip, -k)
 		if c == 0 && n.frac {
 			c = 1
 		}
@@ -43,22 +46,12 @@ func (n numFacts) cmp(k int64) int {
 		if k < 0 || n.big {
 			return 1
 		}
-		c := cmpInt(n.ip, k)
+		c := cmp.Compare(n.ip, k)
 		if c == 0 && n.frac {
 			c = 1
 		}
 		return c
 	}
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // analyzeNumber reads a number that the scanner accepted (JSON grammar).

@@ -75,15 +75,7 @@ func isRequestID(b []byte) bool {
 // ^sha256:[0-9a-f]{64}$
 func isSHA256Ref(b []byte) bool {
 	const prefix = "sha256:"
-	if len(b) != len(prefix)+64 || string(b[:len(prefix)]) != prefix {
-		return false
-	}
-	for _, c := range b[len(prefix):] {
-		if !isDigit(c) && !(c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return len(b) == len(prefix)+64 && string(b[:len(prefix)]) == prefix && isHexHash(b[len(prefix):])
 }
 
 // isHexHash is ^[0-9a-f]{64}$: a chain hash.

@@ -2,8 +2,10 @@ package schema
 
 import (
 	"bytes"
+	"cmp"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -27,15 +29,15 @@ func (v *validator) array(min, max int, item itemKind) *verr {
 	}
 	var first *verr
 	n := 0
-	more := s.openArray()
+	more := s.open(']')
 	for more && s.err == "" {
 		if e := v.item(item); e != nil && first == nil {
 			first = e.under(strconv.Itoa(n))
 		}
 		n++
-		more = s.nextElement()
+		more = s.next(']')
 	}
-	s.closeArray()
+	s.close()
 	if s.err != "" {
 		return nil
 	}
@@ -111,10 +113,7 @@ func (v *validator) stringContent() (d []byte, plain bool, jk jkind) {
 	if s.err != "" {
 		return nil, false, jInvalid
 	}
-	if plain {
-		return s.b[start:end], true, jString
-	}
-	return s.decode(start, end), false, jString
+	return s.content(start, end, plain), plain, jString
 }
 
 // lengthErr applies minLength/maxLength (runes of the decoded string).
@@ -167,15 +166,8 @@ func (v *validator) pattern(match func([]byte) bool, pat string) *verr {
 // enum of strings, without a type: any other value is refused by enum.
 func (v *validator) enum(vals []string) *verr {
 	d, _, jk := v.stringContent()
-	if jk == jString {
-		for _, x := range vals {
-			if string(d) == x {
-				return nil
-			}
-		}
-	}
-	if jk == jInvalid {
-		return nil // syntax error, reported by the scanner
+	if jk == jInvalid || jk == jString && slices.Contains(vals, string(d)) {
+		return nil // jInvalid: a syntax error, reported by the scanner
 	}
 	return &verr{rule: "enum", msg: "value must be one of " + quoteAll(vals)}
 }
@@ -205,10 +197,8 @@ func (v *validator) enumConst(vals []string, c string) *verr {
 	if jk == jInvalid || jk == jString && string(d) == c {
 		return nil
 	}
-	for _, x := range vals {
-		if jk == jString && string(d) == x {
-			return &verr{rule: "const", msg: "value must be " + strconv.Quote(c)}
-		}
+	if jk == jString && slices.Contains(vals, string(d)) {
+		return &verr{rule: "const", msg: "value must be " + strconv.Quote(c)}
 	}
 	return &verr{rule: "enum", msg: "value must be one of " + quoteAll(vals)}
 }
@@ -255,7 +245,7 @@ func (v *validator) stringMap() *verr {
 		return typeErr("object", s.value())
 	}
 	var bad map[string]jkind // decoded keys whose last value is not a string
-	more := s.openObject()
+	more := s.open('}')
 	for more && s.err == "" {
 		ks, ke, plain := s.key()
 		if s.err != "" {
@@ -269,10 +259,7 @@ func (v *validator) stringMap() *verr {
 			jk = s.value()
 		}
 		if jk != jString || bad != nil {
-			k := string(s.b[ks:ke])
-			if !plain {
-				k = string(s.decode(ks, ke))
-			}
+			k := string(s.content(ks, ke, plain))
 			if jk != jString {
 				if bad == nil {
 					bad = map[string]jkind{}
@@ -282,18 +269,14 @@ func (v *validator) stringMap() *verr {
 				delete(bad, k)
 			}
 		}
-		more = s.nextMember()
+		more = s.next('}')
 	}
-	s.closeObject()
+	s.close()
 	if s.err != "" || len(bad) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(bad))
-	for k := range bad {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return typeErr("string", bad[keys[0]]).under(keys[0])
+	k := slices.Min(slices.Collect(maps.Keys(bad)))
+	return typeErr("string", bad[k]).under(k)
 }
 
 // integer: {"type": "integer", "format": "int64"} with minimum min and
@@ -310,7 +293,7 @@ func (v *validator) integer(min, max int64) *verr {
 	}
 	if x, ok := smallInt(raw); ok {
 		if x < min || x > max {
-			return numFacts{ok: true, sign: cmpInt(x, 0), ip: max64(x, -x)}.bounds(raw, min, max)
+			return numFacts{ok: true, sign: cmp.Compare(x, 0), ip: max64(x, -x)}.bounds(raw, min, max)
 		}
 		return nil
 	}
@@ -371,13 +354,6 @@ func smallInt(raw []byte) (int64, bool) {
 	return x, true
 }
 
-func max64(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
-}
-
 // number: {"type": "number", "format": "float64", "minimum": min}.
 func (v *validator) number(min int64) *verr {
 	s := &v.s
@@ -425,6 +401,13 @@ func (v *validator) constOne() *verr {
 		return formatErr(raw, "int64", Int64Rule)
 	}
 	return nil
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 func bigErr(raw []byte) *verr {

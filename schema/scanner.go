@@ -48,7 +48,11 @@ type scanner struct {
 	err   string // the first syntax error; once set, everything stops
 }
 
-func (s *scanner) fail(msg string) {
+func (s *scanner) fail(msg string) { s.failAt(s.i, msg) }
+
+// failAt fails at offset i.
+func (s *scanner) failAt(i int, msg string) {
+	s.i = i
 	if s.err == "" {
 		s.err = msg + " at offset " + strconv.Itoa(s.i)
 	}
@@ -85,24 +89,24 @@ func (s *scanner) value() jkind {
 		s.str()
 		k = jString
 	case c == '{':
-		more := s.openObject()
+		more := s.open('}')
 		for more && s.err == "" {
 			s.key()
 			if s.err != "" {
 				break
 			}
 			s.value()
-			more = s.nextMember()
+			more = s.next('}')
 		}
-		s.closeObject()
+		s.close()
 		k = jObject
 	case c == '[':
-		more := s.openArray()
+		more := s.open(']')
 		for more && s.err == "" {
 			s.value()
-			more = s.nextElement()
+			more = s.next(']')
 		}
-		s.closeArray()
+		s.close()
 		k = jArray
 	case c == 't':
 		s.literal("true")
@@ -133,9 +137,9 @@ func (s *scanner) literal(w string) {
 	s.fail("invalid literal")
 }
 
-// openObject consumes '{' and reports whether a member follows (else it
-// consumed the '}' too).
-func (s *scanner) openObject() bool {
+// open consumes '{' or '[' and reports whether a member or element
+// follows (else it consumed end, the closing '}' or ']', too).
+func (s *scanner) open(end byte) bool {
 	s.i++
 	s.depth++
 	if s.depth > maxDepth {
@@ -143,14 +147,14 @@ func (s *scanner) openObject() bool {
 		return false
 	}
 	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
+	if s.i < len(s.b) && s.b[s.i] == end {
 		s.i++
 		return false
 	}
 	return true
 }
 
-func (s *scanner) closeObject() { s.depth-- }
+func (s *scanner) close() { s.depth-- }
 
 // key consumes a member's name and its colon; start:end is the name's raw
 // content.
@@ -170,8 +174,8 @@ func (s *scanner) key() (start, end int, plain bool) {
 	return start, end, plain
 }
 
-// nextMember consumes ',' (true: a member follows) or '}' (false).
-func (s *scanner) nextMember() bool {
+// next consumes ',' (true: a member or element follows) or end (false).
+func (s *scanner) next(end byte) bool {
 	s.ws()
 	if s.i < len(s.b) {
 		switch s.b[s.i] {
@@ -179,45 +183,16 @@ func (s *scanner) nextMember() bool {
 			s.i++
 			s.ws()
 			return true
-		case '}':
+		case end:
 			s.i++
 			return false
 		}
 	}
-	s.fail("after object key:value pair")
-	return false
-}
-
-func (s *scanner) openArray() bool {
-	s.i++
-	s.depth++
-	if s.depth > maxDepth {
-		s.fail("exceeded max depth")
-		return false
+	if end == '}' {
+		s.fail("after object key:value pair")
+	} else {
+		s.fail("after array element")
 	}
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
-		return false
-	}
-	return true
-}
-
-func (s *scanner) closeArray() { s.depth-- }
-
-func (s *scanner) nextElement() bool {
-	s.ws()
-	if s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			return true
-		case ']':
-			s.i++
-			return false
-		}
-	}
-	s.fail("after array element")
 	return false
 }
 
@@ -246,8 +221,7 @@ func (s *scanner) str() (start, end int, plain bool) {
 			i++
 		}
 		if i >= len(b) {
-			s.i = i
-			s.fail("unexpected end of JSON input")
+			s.failAt(i, "unexpected end of JSON input")
 			return start, start, false
 		}
 		switch c := b[i]; {
@@ -258,8 +232,7 @@ func (s *scanner) str() (start, end int, plain bool) {
 			plain = false
 			i++
 			if i >= len(b) {
-				s.i = i
-				s.fail("unexpected end of JSON input")
+				s.failAt(i, "unexpected end of JSON input")
 				return start, start, false
 			}
 			switch b[i] {
@@ -269,25 +242,21 @@ func (s *scanner) str() (start, end int, plain bool) {
 				i++
 				for j := 0; j < 4; j++ {
 					if i >= len(b) {
-						s.i = i
-						s.fail("unexpected end of JSON input")
+						s.failAt(i, "unexpected end of JSON input")
 						return start, start, false
 					}
 					if !isHex(b[i]) {
-						s.i = i
-						s.fail("invalid character in \\u hexadecimal character escape")
+						s.failAt(i, "invalid character in \\u hexadecimal character escape")
 						return start, start, false
 					}
 					i++
 				}
 			default:
-				s.i = i
-				s.fail("invalid character in string escape code")
+				s.failAt(i, "invalid character in string escape code")
 				return start, start, false
 			}
 		case c < 0x20:
-			s.i = i
-			s.fail("invalid character in string literal")
+			s.failAt(i, "invalid character in string literal")
 			return start, start, false
 		default: // >= 0x80: UTF-8, valid or not (read as U+FFFD)
 			plain = false
@@ -307,6 +276,15 @@ func mayBeSpecial(w uint64) bool {
 }
 
 func isHex(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// content is the decoded content of the string at start:end: the raw
+// bytes when plain (no escapes, ASCII only).
+func (s *scanner) content(start, end int, plain bool) []byte {
+	if plain {
+		return s.b[start:end]
+	}
+	return s.decode(start, end)
+}
 
 // decode returns the decoded content of the string at start:end (raw
 // content offsets), exactly as encoding/json reads it.
@@ -335,15 +313,13 @@ func (s *scanner) num() []byte {
 			i++
 		}
 	default:
-		s.i = i
-		s.fail("invalid character in numeric literal")
+		s.failAt(i, "invalid character in numeric literal")
 		return nil
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
 		if i >= len(b) || !isDigit(b[i]) {
-			s.i = i
-			s.fail("after decimal point in numeric literal")
+			s.failAt(i, "after decimal point in numeric literal")
 			return nil
 		}
 		for i < len(b) && isDigit(b[i]) {
@@ -356,8 +332,7 @@ func (s *scanner) num() []byte {
 			i++
 		}
 		if i >= len(b) || !isDigit(b[i]) {
-			s.i = i
-			s.fail("in exponent of numeric literal")
+			s.failAt(i, "in exponent of numeric literal")
 			return nil
 		}
 		for i < len(b) && isDigit(b[i]) {

@@ -139,26 +139,17 @@ func (v *validator) record(rs *recordSchema, allowed, required fieldSet) *verr {
 	var seen fieldSet
 	var errs []*verr // per field, allocated on the first violation
 	var extra *verr
-	more := s.openObject()
+	more := s.open('}')
 	for more && s.err == "" {
 		ks, ke, plain := s.key()
 		if s.err != "" {
 			break
 		}
-		var f int
-		if plain {
-			f = rs.lookup(s.b[ks:ke])
-		} else {
-			f = rs.lookup(s.decode(ks, ke))
-		}
+		f := rs.lookup(s.content(ks, ke, plain))
 		if f < 0 || !allowed.has(f) {
 			s.value()
 			if extra == nil {
-				name := string(s.b[ks:ke])
-				if !plain {
-					name = string(s.decode(ks, ke))
-				}
-				extra = &verr{rule: rs.extra, msg: "property " + strconv.Quote(name) + " is not allowed"}
+				extra = &verr{rule: rs.extra, msg: "property " + strconv.Quote(string(s.content(ks, ke, plain))) + " is not allowed"}
 			}
 		} else {
 			seen.add(f)
@@ -172,9 +163,9 @@ func (v *validator) record(rs *recordSchema, allowed, required fieldSet) *verr {
 				errs[f] = nil
 			}
 		}
-		more = s.nextMember()
+		more = s.next('}')
 	}
-	s.closeObject()
+	s.close()
 	if s.err != "" {
 		return nil
 	}
@@ -184,22 +175,21 @@ func (v *validator) record(rs *recordSchema, allowed, required fieldSet) *verr {
 		}
 	}
 	if missing := required.andNot(seen); missing != (fieldSet{}) {
-		var names []string
-		for f := range rs.names {
-			if missing.has(f) {
-				names = append(names, strconv.Quote(rs.names[f]))
-			}
-		}
-		return &verr{rule: "required", msg: "missing properties: " + strings.Join(names, ", ")}
+		return rs.missing("required", missing)
 	}
 	if got := seen.and(rs.together); got != (fieldSet{}) && got != rs.together {
-		var names []string
-		for f := range rs.names {
-			if rs.together.andNot(got).has(f) {
-				names = append(names, strconv.Quote(rs.names[f]))
-			}
-		}
-		return &verr{rule: "dependentRequired", msg: "missing properties: " + strings.Join(names, ", ")}
+		return rs.missing("dependentRequired", rs.together.andNot(got))
 	}
 	return extra
+}
+
+// missing is the violation of rule by the fields of set, absent.
+func (rs *recordSchema) missing(rule string, set fieldSet) *verr {
+	var names []string
+	for f := range rs.names {
+		if set.has(f) {
+			names = append(names, strconv.Quote(rs.names[f]))
+		}
+	}
+	return &verr{rule: rule, msg: "missing properties: " + strings.Join(names, ", ")}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -71,12 +72,11 @@ func (s *syslogWriter) Start(int64, []tlog.Hash) error { return nil }
 
 func (s *syslogWriter) Event(r *Record) error {
 	b := &s.buf
-	b.Reset()
 	procid := "-"
 	if r.Env.PID > 0 {
 		procid = strconv.Itoa(r.Env.PID)
 	}
-	s.header(severity(r.Env.Type), r.Time.IsZero(), r.Time.Format("2006-01-02T15:04:05.000000Z"), procid, headerToken(string(r.Env.Type), 32))
+	s.header(severity(r.Env.Type), r.Time, procid, headerToken(string(r.Env.Type), 32))
 	fmt.Fprintf(b, `[meta sequenceId="%d"]`, (r.Row.Seq-1)%maxSequenceID+1)
 	b.WriteString("[" + SyslogSDID)
 	param(b, "seq", strconv.FormatInt(r.Row.Seq, 10))
@@ -99,17 +99,12 @@ func (s *syslogWriter) Event(r *Record) error {
 		q, _ := json.Marshal(string(r.Row.Body)) // a damaged row, as export writes it
 		body.Write(q)
 	}
-	writeJSONSafe(b, body.Bytes())
-	b.WriteByte('\n')
-	_, err := s.w.Write(b.Bytes())
-	return err
+	return s.send(body.Bytes())
 }
 
 func (s *syslogWriter) Checkpoint(c *Checkpoint) error {
 	b := &s.buf
-	b.Reset()
-	t := c.Text.Time.UTC()
-	s.header(sevInfo, c.Text.Time.IsZero(), t.Format("2006-01-02T15:04:05.000000Z"), "-", "checkpoint")
+	s.header(sevInfo, c.Text.Time, "-", "checkpoint")
 	b.WriteString("[" + SyslogSDID)
 	param(b, "size", strconv.FormatInt(c.Text.Size, 10))
 	param(b, "root", c.Text.Root.String())
@@ -118,17 +113,26 @@ func (s *syslogWriter) Checkpoint(c *Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	writeJSONSafe(b, msg)
-	b.WriteByte('\n')
-	_, err = s.w.Write(b.Bytes())
-	return err
+	return s.send(msg)
 }
 
-func (s *syslogWriter) header(sev int, noTime bool, ts, procid, msgid string) {
-	if noTime {
-		ts = "-"
+// header starts a message in the emptied buffer; t is its TIMESTAMP
+// ("-" when zero).
+func (s *syslogWriter) header(sev int, t time.Time, procid, msgid string) {
+	s.buf.Reset()
+	ts := "-"
+	if !t.IsZero() {
+		ts = t.UTC().Format("2006-01-02T15:04:05.000000Z")
 	}
 	fmt.Fprintf(&s.buf, "<%d>1 %s %s lockledger %s %s ", syslogFacility*8+sev, ts, s.hostname, procid, msgid)
+}
+
+// send ends the message in the buffer with msg, JSON, and writes its line.
+func (s *syslogWriter) send(msg []byte) error {
+	writeJSONSafe(&s.buf, msg)
+	s.buf.WriteByte('\n')
+	_, err := s.w.Write(s.buf.Bytes())
+	return err
 }
 
 // param writes one SD-PARAM: the value's control characters as visible

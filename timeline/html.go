@@ -2,8 +2,10 @@ package timeline
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -81,10 +83,10 @@ func verifyText(r *replay.Report) string {
 
 // checkpointText names the largest checkpoint verify met and its result.
 func checkpointText(r *replay.Report) string {
-	c, ok := maxBy(r.Checkpoints, func(c *replay.CheckpointResult) int64 { return c.Size })
-	if !ok {
+	if len(r.Checkpoints) == 0 {
 		return "none stored; " + esc(r.Trust)
 	}
+	c := slices.MaxFunc(r.Checkpoints, func(a, b *replay.CheckpointResult) int { return cmp.Compare(a.Size, b.Size) })
 	s := fmt.Sprintf("%s: %d events", c.Source, c.Size)
 	if !c.Time.IsZero() {
 		s += ", signed " + fmtTime(c.Time)

@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -167,11 +168,8 @@ func placeAnnotations(anns []*annotation, lanes int) []int {
 	rows := make([][]occupied, lanes)
 	used := make([]int, lanes)
 	slices.SortStableFunc(anns, func(a, b *annotation) int {
-		if a.ax != b.ax {
-			if a.ax > b.ax {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(b.ax, a.ax); c != 0 {
+			return c
 		}
 		return int(b.seq - a.seq)
 	})
@@ -183,24 +181,33 @@ func placeAnnotations(anns []*annotation, lanes int) []int {
 		a.x = min(max(a.ax-6, plotX0), float64(width-6)-a.w)
 		a.row = -1
 		for r := 0; r < maxAnnRows; r++ {
-			ok := rs[r].free(a.x-5, a.x+a.w+5)
-			for q := 0; ok && q < r; q++ {
-				ok = rs[q].free(a.ax-3, a.ax+3)
+			if take(rs, r, a.x, a.w, a.ax) {
+				a.row = r
+				used[a.lane] = max(used[a.lane], r+1)
+				break
 			}
-			if !ok {
-				continue
-			}
-			a.row = r
-			rs[r] = append(rs[r], [2]float64{a.x, a.x + a.w})
-			for q := 0; q < r; q++ {
-				rs[q] = append(rs[q], [2]float64{a.ax - 2, a.ax + 2})
-			}
-			used[a.lane] = max(used[a.lane], r+1)
-			break
 		}
 		rows[a.lane] = rs
 	}
 	return used
+}
+
+// take puts a text [x, x+w] in row r of rs, with its leader at ax down
+// through the rows before r, when it overlaps no text of row r and its
+// leader crosses none of theirs; it reports whether it did.
+func take(rs []occupied, r int, x, w, ax float64) bool {
+	ok := rs[r].free(x-5, x+w+5)
+	for q := 0; ok && q < r; q++ {
+		ok = rs[q].free(ax-3, ax+3)
+	}
+	if !ok {
+		return false
+	}
+	rs[r] = append(rs[r], [2]float64{x, x + w})
+	for q := 0; q < r; q++ {
+		rs[q] = append(rs[q], [2]float64{ax - 2, ax + 2})
+	}
+	return true
 }
 
 // calloutText is what a marker says on the picture: who did what, and a
@@ -301,15 +308,7 @@ type nameBelow struct {
 func (l *layout) placeNamesBelow(ns []nameBelow) []int {
 	used := make([]int, len(l.lanes))
 	rows := make([][]occupied, len(l.lanes))
-	slices.SortStableFunc(ns, func(a, b nameBelow) int {
-		if a.x0 != b.x0 {
-			if a.x0 < b.x0 {
-				return -1
-			}
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(ns, func(a, b nameBelow) int { return cmp.Compare(a.x0, b.x0) })
 	for _, n := range ns {
 		rs := rows[n.lane]
 		if rs == nil {
@@ -319,16 +318,8 @@ func (l *layout) placeNamesBelow(ns []nameBelow) []int {
 		for r := 0; r < maxNameRows && !placed; r++ {
 			for _, ax := range anchors(n.x0, n.x1) {
 				x := min(max(ax-6, plotX0), float64(width-6)-n.w)
-				ok := rs[r].free(x-5, x+n.w+5)
-				for q := 0; ok && q < r; q++ {
-					ok = rs[q].free(ax-3, ax+3)
-				}
-				if !ok {
+				if !take(rs, r, x, n.w, ax) {
 					continue
-				}
-				rs[r] = append(rs[r], [2]float64{x, x + n.w})
-				for q := 0; q < r; q++ {
-					rs[q] = append(rs[q], [2]float64{ax - 2, ax + 2})
 				}
 				l.names[n.h] = barName{text: n.text, x: x, row: r, ax: ax}
 				used[n.lane] = max(used[n.lane], r+1)

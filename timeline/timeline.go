@@ -7,7 +7,6 @@
 package timeline
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -449,12 +448,4 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-func maxBy[T any](xs []T, key func(T) int64) (T, bool) {
-	var best T
-	if len(xs) == 0 {
-		return best, false
-	}
-	return slices.MaxFunc(xs, func(a, b T) int { return cmp.Compare(key(a), key(b)) }), true
 }

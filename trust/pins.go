@@ -98,15 +98,13 @@ func UnescapePath(s string) (string, error) {
 	return b.String(), nil
 }
 
-func (s *Store) pinsPath() string { return filepath.Join(s.dir, PinsFile) }
-
 // PinsPath is the known_ledgers file.
-func (s *Store) PinsPath() string { return s.pinsPath() }
+func (s *Store) PinsPath() string { return filepath.Join(s.dir, PinsFile) }
 
 // Pins are every pin of the store, in file order; lines that are not pins
 // (comments, damage) are skipped.
 func (s *Store) Pins() ([]Pin, error) {
-	f, err := openOwn(s.pinsPath(), os.O_RDONLY)
+	f, err := openOwn(s.PinsPath(), os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -152,7 +150,7 @@ func (s *Store) Add(p Pin) (bool, error) {
 	if err := p.Valid(); err != nil {
 		return false, err
 	}
-	unlock, err := lockFile(s.pinsPath() + ".lock")
+	unlock, err := lockFile(s.PinsPath() + ".lock")
 	if err != nil {
 		return false, err
 	}
@@ -161,12 +159,10 @@ func (s *Store) Add(p Pin) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, h := range have {
-		if h == p {
-			return false, nil
-		}
+	if slices.Contains(have, p) {
+		return false, nil
 	}
-	f, err := openOwn(s.pinsPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE)
+	f, err := openOwn(s.PinsPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
 		return false, err
 	}
@@ -181,12 +177,12 @@ func (s *Store) Add(p Pin) (bool, error) {
 // rewriting known_ledgers aside and renaming it into place under its lock;
 // it returns the pins removed.
 func (s *Store) Forget(root string, drop func(Pin) bool) ([]Pin, error) {
-	unlock, err := lockFile(s.pinsPath() + ".lock")
+	unlock, err := lockFile(s.PinsPath() + ".lock")
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	f, err := openOwn(s.pinsPath(), os.O_RDONLY)
+	f, err := openOwn(s.PinsPath(), os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -211,7 +207,7 @@ func (s *Store) Forget(root string, drop func(Pin) bool) ([]Pin, error) {
 	if len(gone) == 0 {
 		return nil, nil
 	}
-	return gone, replaceFile(s.pinsPath(), []byte(kept.String()))
+	return gone, replaceFile(s.PinsPath(), []byte(kept.String()))
 }
 
 // replaceFile puts b at path: written aside in the same directory,

@@ -51,7 +51,7 @@ type EventSink interface {
 func NewEventSink(format string, w io.Writer, color bool) (EventSink, error) {
 	switch format {
 	case FormatTable:
-		return &tableSink{t: NewTable(w, color, "SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "OS USER", "PID@HOST", "REQUEST", "DETAILS")}, nil
+		return &tableSink{t: NewTable(w, color, EventHeader...)}, nil
 	case FormatJSON:
 		return &jsonSink{w: w}, nil
 	case FormatJSONL:
@@ -69,25 +69,27 @@ func NewEventSink(format string, w io.Writer, color bool) (EventSink, error) {
 // DisplayTime is the table's time column: UTC, milliseconds.
 const DisplayTime = "2006-01-02T15:04:05.000Z"
 
-type tableSink struct {
-	t *Table
-	n int
+// EventHeader names the columns of the event table; EventCells are ev's
+// row, not escaped.
+var EventHeader = []string{"SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "OS USER", "PID@HOST", "REQUEST", "DETAILS"}
+
+func EventCells(ev *replay.Event) []Cell {
+	return []Cell{
+		{Text: strconv.FormatInt(ev.Seq, 10)},
+		{Text: ev.Time.Format(DisplayTime)},
+		{Text: string(ev.Type), Color: EventColor(ev)},
+		{Text: LockText(ev)},
+		{Text: ev.Actor},
+		{Text: OSUserText(&ev.Envelope)},
+		{Text: fmt.Sprintf("%d@%s", ev.PID, ev.HostID)},
+		{Text: ev.RequestID},
+		{Text: Details(ev)},
+	}
 }
 
-func (s *tableSink) Event(ev *replay.Event) error {
-	s.n++
-	return s.t.Row(
-		Cell{Text: strconv.FormatInt(ev.Seq, 10)},
-		Cell{Text: ev.Time.Format(DisplayTime)},
-		Cell{Text: string(ev.Type), Color: EventColor(ev)},
-		Cell{Text: LockText(ev)},
-		Cell{Text: ev.Actor},
-		Cell{Text: OSUserText(&ev.Envelope)},
-		Cell{Text: fmt.Sprintf("%d@%s", ev.PID, ev.HostID)},
-		Cell{Text: ev.RequestID},
-		Cell{Text: Details(ev)},
-	)
-}
+type tableSink struct{ t *Table }
+
+func (s *tableSink) Event(ev *replay.Event) error { return s.t.Row(EventCells(ev)...) }
 
 func (s *tableSink) Close() error { return s.t.Flush() }
 
@@ -305,7 +307,7 @@ func Details(ev *replay.Event) string {
 			add("moved aside to %s", ev.MovedAside)
 		}
 	case events.JobProcesses:
-		add("job %s: %s %s", ev.JobRequestID, processCount(len(ev.PIDs)), strings.ReplaceAll(ev.Action, "_", " "))
+		add("job %s: %s %s", ev.JobRequestID, count(len(ev.PIDs), "process", "processes"), strings.ReplaceAll(ev.Action, "_", " "))
 		add("pids %s", pidList(ev.PIDs))
 		if ev.Note != "" {
 			add("note %q", ev.Note)
@@ -341,7 +343,7 @@ func Details(ev *replay.Event) string {
 		if ev.Result == events.AuditOK {
 			add("OK")
 		} else {
-			add("FAILED: %d %s", ev.Problems, termtext.Plural(ev.Problems, "problem", "problems"))
+			add("FAILED: %s", count(ev.Problems, "problem", "problems"))
 		}
 		if ev.FirstBadSeq > 0 {
 			add("first bad seq %d", ev.FirstBadSeq)
@@ -356,17 +358,16 @@ func Details(ev *replay.Event) string {
 	case events.LedgerProjected:
 		switch {
 		case ev.Result == events.AuditRefused:
-			add("REFUSED: damaged log (%d %s, first bad seq %d)", ev.Problems, termtext.Plural(ev.Problems, "problem", "problems"), ev.FirstBadSeq)
+			add("REFUSED: damaged log (%s, first bad seq %d)", count(ev.Problems, "problem", "problems"), ev.FirstBadSeq)
 		case ev.BrokenChainAccepted:
 			add("BROKEN CHAIN accepted (first bad seq %d)", ev.FirstBadSeq)
 		}
-		add("%s replayed, %d %s", eventCount(ev.Events), ev.Locks, termtext.Plural(ev.Locks, "lock", "locks"))
+		add("%s replayed, %s", eventCount(ev.Events), count(ev.Locks, "lock", "locks"))
 		if ev.Result != events.AuditRefused {
 			if ev.RowsChanged == 0 && ev.FilesChanged == 0 {
 				add("no change")
 			} else {
-				add("%d %s and %d %s changed", ev.RowsChanged, termtext.Plural(ev.RowsChanged, "row", "rows"),
-					ev.FilesChanged, termtext.Plural(ev.FilesChanged, "file", "files"))
+				add("%s and %s changed", count(ev.RowsChanged, "row", "rows"), count(ev.FilesChanged, "file", "files"))
 			}
 		}
 	}
@@ -384,25 +385,18 @@ func heldBy(ev *replay.Event, add func(format string, a ...any)) {
 	}
 }
 
-func eventCount(n int64) string {
-	if n == 1 {
-		return "1 event"
-	}
-	return strconv.FormatInt(n, 10) + " events"
+// count is n and the noun: "1 event", "2 events".
+func count[N int | int64](n N, one, many string) string {
+	return strconv.FormatInt(int64(n), 10) + " " + termtext.Plural(int(n), one, many)
 }
+
+func eventCount(n int64) string { return count(n, "event", "events") }
 
 func seqRange(first, last int64) string {
 	if first == 0 && last == 0 {
 		return ""
 	}
 	return fmt.Sprintf(" (seq %d-%d)", first, last)
-}
-
-func processCount(n int) string {
-	if n == 1 {
-		return "1 process"
-	}
-	return strconv.Itoa(n) + " processes"
 }
 
 // maxListedPIDs bounds the pids a detail line names; the body keeps all.

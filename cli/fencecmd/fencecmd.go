@@ -120,13 +120,11 @@ func runWrite(ctx context.Context, o *writeOptions) error {
 			return err
 		}
 	}
-	werr := fence.WriteFile(ctx, o.path, token, o.g.IO.In)
-	if stale, ok := fence.AsStale(werr); ok {
-		o.record(stale)
-		return werr
-	}
-	if werr != nil {
-		return werr
+	if err := fence.WriteFile(ctx, o.path, token, o.g.IO.In); err != nil {
+		if stale, ok := fence.AsStale(err); ok {
+			o.record(stale)
+		}
+		return err
 	}
 	o.g.Log.Debug("written", "path", o.path, "token", token)
 	return nil

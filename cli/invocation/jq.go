@@ -34,7 +34,6 @@ func (g *Globals) StartJQ(expr string) error {
 		return events.Invalid("--jq", expr, err.Error())
 	}
 	g.jq = &jqFilter{code: code, out: g.IO.Out}
-	g.JSON = true
 	g.IO.Out = &g.jq.held
 	return nil
 }

@@ -2,7 +2,6 @@ package invocation
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -17,13 +16,6 @@ type Listing struct {
 	Aliases []string
 	Hidden  bool
 	GroupID string
-}
-
-// Name is the command's name, the first word of Use (as cobra's
-// Command.Name reads it).
-func (l Listing) Name() string {
-	name, _, _ := strings.Cut(l.Use, " ")
-	return name
 }
 
 // Command is a command below the root: its Listing, and New, which builds

@@ -65,7 +65,7 @@ func KeptHead(s *trust.Store, root, id string) string {
 		return ""
 	}
 	fi, err := os.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) || err != nil || !fi.Mode().IsRegular() {
+	if err != nil || !fi.Mode().IsRegular() {
 		return ""
 	}
 	return p

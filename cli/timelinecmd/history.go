@@ -59,5 +59,5 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 	if err != nil {
 		return err
 	}
-	return printEvents(ctx, o.g, replay.Filter{Lock: o.lock, Since: since, Until: until}, o.format)
+	return printEvents(ctx, o.g, replay.Filter{Lock: o.lock, Since: since, Until: until}, o.format, false)
 }

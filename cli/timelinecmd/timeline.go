@@ -153,17 +153,12 @@ func runTimeline(ctx context.Context, o *timelineOptions) error {
 	case o.out != "":
 		return &invocation.UsageError{Err: fmt.Errorf("timeline: -o is for --format html or svg; redirect the other formats")}
 	}
-	return printEventsIn(ctx, o.g, f, o.format, !o.wide)
+	return printEvents(ctx, o.g, f, o.format, !o.wide)
 }
 
-// printEvents streams the events f selects in format.
-func printEvents(ctx context.Context, g *invocation.Globals, f replay.Filter, format string) error {
-	return printEventsIn(ctx, g, f, format, false)
-}
-
-// printEventsIn streams the events f selects in format; a narrow table
+// printEvents streams the events f selects in format; a narrow table
 // fits 120 columns.
-func printEventsIn(ctx context.Context, g *invocation.Globals, f replay.Filter, format string, narrow bool) error {
+func printEvents(ctx context.Context, g *invocation.Globals, f replay.Filter, format string, narrow bool) error {
 	switch format {
 	case eventfmt.FormatTable, eventfmt.FormatJSON, eventfmt.FormatJSONL, eventfmt.FormatCSV:
 	default:

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -58,27 +57,21 @@ type narrowSink struct {
 }
 
 func newNarrowSink(w io.Writer, color bool) *narrowSink {
-	s := &narrowSink{w: w, color: color, widths: make([]int, len(timelineHeader))}
-	for i, h := range timelineHeader {
+	s := &narrowSink{w: w, color: color, widths: make([]int, len(eventfmt.EventHeader))}
+	for i, h := range eventfmt.EventHeader {
 		s.widths[i] = utf8.RuneCountInString(h)
 	}
 	return s
 }
 
-var timelineHeader = []string{"SEQ", "TIME (UTC)", "EVENT", "LOCK", "ACTOR", "OS USER", "PID@HOST", "REQUEST", "DETAILS"}
-
 func (s *narrowSink) Event(ev *replay.Event) error {
-	cells := []eventfmt.Cell{
-		{Text: strconv.FormatInt(ev.Seq, 10)},
-		{Text: ev.Time.Format(eventfmt.DisplayTime)},
-		{Text: string(ev.Type), Color: eventfmt.EventColor(ev)},
-		{Text: termtext.Escape(eventfmt.LockText(ev))},
-		{Text: termtext.Escape(ev.Actor)},
-		{Text: termtext.Escape(eventfmt.OSUserText(&ev.Envelope))},
-		{Text: fmt.Sprintf("%d@%s", ev.PID, shortHost(ev.HostID))},
-		{Text: shortRequestID(ev.RequestID)},
-		{Text: termtext.Escape(shortenIDsIn(eventfmt.Details(ev)))},
+	cells := eventfmt.EventCells(ev)
+	for i := range cells {
+		cells[i].Text = termtext.Escape(cells[i].Text)
 	}
+	cells[colPIDHost].Text = fmt.Sprintf("%d@%s", ev.PID, shortHost(ev.HostID))
+	cells[colRequest].Text = shortRequestID(ev.RequestID)
+	cells[colDetails].Text = termtext.Escape(shortenIDsIn(eventfmt.Details(ev)))
 	s.pending = append(s.pending, cells)
 	if len(s.pending) >= eventfmt.TableChunk {
 		return s.flush()
@@ -136,8 +129,8 @@ func (s *narrowSink) flush() error {
 	var b strings.Builder
 	if !s.started {
 		s.started = true
-		hc := make([]eventfmt.Cell, len(timelineHeader))
-		for i, h := range timelineHeader {
+		hc := make([]eventfmt.Cell, len(eventfmt.EventHeader))
+		for i, h := range eventfmt.EventHeader {
 			hc[i] = eventfmt.Cell{Text: h, Color: eventfmt.AnsiBold}
 		}
 		s.line(&b, w, room, hc)

@@ -29,11 +29,7 @@ func (g *generator) emit() []byte {
 	}
 	p("// kind is the schema a body is checked against: an event type, or the lock file.\ntype kind uint8\n\nconst (\n")
 	for i, k := range g.kinds {
-		if i == 0 {
-			p("\t%s kind = iota // %s\n", k.ident, k.source)
-		} else {
-			p("\t%s // %s\n", k.ident, k.source)
-		}
+		p("\t%s%s // %s\n", k.ident, iotaFor(i, "kind"), k.source)
 	}
 	p(")\n\nfunc kindOf(t events.Type) (kind, bool) {\n\tswitch t {\n")
 	for _, k := range g.kinds {
@@ -47,11 +43,7 @@ func (g *generator) emit() []byte {
 
 	p("type recordID uint8\n\nconst (\n")
 	for i, r := range all {
-		if i == 0 {
-			p("\tr%s recordID = iota\n", camel(r.name))
-		} else {
-			p("\tr%s\n", camel(r.name))
-		}
+		p("\tr%s%s\n", camel(r.name), iotaFor(i, "recordID"))
 	}
 	p(")\n\n")
 	p("// lookup returns the index of a property in rs.names, or -1.\nfunc (rs *recordSchema) lookup(key []byte) int {\n\tswitch rs.id {\n")
@@ -76,20 +68,12 @@ func (g *generator) emit() []byte {
 	}
 	p("// The value lists of the enums.\nvar (\n")
 	for _, e := range g.enumOrder {
-		q := make([]string, len(e.values))
-		for i, v := range e.values {
-			q[i] = strconv.Quote(v)
-		}
-		p("\t%s = []string{%s}\n", e.name, strings.Join(q, ", "))
+		p("\t%s = []string{%s}\n", e.name, quoted(e.values))
 	}
 	p(")\n\n")
 	p("// itemKind is the items schema of an array.\ntype itemKind uint8\n\nconst (\n")
 	for i, it := range g.itemOrder {
-		if i == 0 {
-			p("\t%s itemKind = iota // %s\n", it.ident, it.source)
-		} else {
-			p("\t%s // %s\n", it.ident, it.source)
-		}
+		p("\t%s%s // %s\n", it.ident, iotaFor(i, "itemKind"), it.source)
 	}
 	p(")\n\nfunc (v *validator) item(k itemKind) *verr {\n\tswitch k {\n")
 	for _, it := range g.itemOrder {
@@ -99,13 +83,36 @@ func (g *generator) emit() []byte {
 	return b.Bytes()
 }
 
-func (r *record) names() string {
-	var s []string
-	for _, f := range r.fields {
-		s = append(s, f.name)
+// iotaFor is what constant i of a const block of typ adds to its name:
+// the first its type (if any) and iota.
+func iotaFor(i int, typ string) string {
+	switch {
+	case i > 0:
+		return ""
+	case typ == "":
+		return " = iota"
 	}
-	return strings.Join(s, ",")
+	return " " + typ + " = iota"
 }
+
+// quoted is vals as Go string literals, comma-separated.
+func quoted(vals []string) string {
+	q := make([]string, len(vals))
+	for i, v := range vals {
+		q[i] = strconv.Quote(v)
+	}
+	return strings.Join(q, ", ")
+}
+
+func (r *record) fieldNames() []string {
+	s := make([]string, len(r.fields))
+	for i, f := range r.fields {
+		s[i] = f.name
+	}
+	return s
+}
+
+func (r *record) names() string { return strings.Join(r.fieldNames(), ",") }
 
 func (g *generator) emitRecord(b *bytes.Buffer, r *record, ownLookup bool) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
@@ -114,14 +121,12 @@ func (g *generator) emitRecord(b *bytes.Buffer, r *record, ownLookup bool) {
 		p("// %s is a property of %s.\ntype %s uint8\n\n", r.fieldType(), r.source, r.fieldType())
 	}
 	p("const (\n")
+	typ := ""
+	if r.exported {
+		typ = r.fieldType()
+	}
 	for i, f := range r.fields {
-		if i == 0 && r.exported {
-			p("\t%s %s = iota\n", r.ident(f.name), r.fieldType())
-		} else if i == 0 {
-			p("\t%s = iota\n", r.ident(f.name))
-		} else {
-			p("\t%s\n", r.ident(f.name))
-		}
+		p("\t%s%s\n", r.ident(f.name), iotaFor(i, typ))
 	}
 	n := "n" + camel(r.name) + "Fields"
 	p("\t%s\n)\n\n// The field sets are fieldSets, bit masks of 128 bits.\nvar _ [128 - %s]struct{}\n\n", n, n)
@@ -162,11 +167,7 @@ func (g *generator) emitRecord(b *bytes.Buffer, r *record, ownLookup bool) {
 		}
 		p("}\n\n")
 	} else {
-		all := make([]string, len(r.fields))
-		for i, f := range r.fields {
-			all[i] = f.name
-		}
-		p("var (\n\t%sAll = %s\n\t%sRequired = %s\n)\n\n", r.name, r.mask(all), r.name, r.mask(r.required[""]))
+		p("var (\n\t%sAll = %s\n\t%sRequired = %s\n)\n\n", r.name, r.mask(r.fieldNames()), r.name, r.mask(r.required[""]))
 	}
 	p("func check%sField(v *validator, f int) *verr {\n", camel(r.name))
 	if r.exported {

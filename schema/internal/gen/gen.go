@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"go/format"
 	"io/fs"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -279,7 +279,7 @@ func (g *generator) eventKind(k kind) error {
 	}
 	if g.event.together == nil {
 		g.event.together = together
-	} else if strings.Join(g.event.together, ",") != strings.Join(together, ",") {
+	} else if !slices.Equal(g.event.together, together) {
 		return fmt.Errorf("%s: dependentRequired differs from the other event types'", root)
 	}
 	forbidden := map[string]bool{}
@@ -331,21 +331,14 @@ func addKindRule(rules []kindRule, k, rule string) []kindRule {
 // togetherSet reads a dependentRequired in which each property requires
 // all the others: one set, present all or none.
 func togetherSet(dr *node) ([]string, error) {
-	set := append([]string{}, dr.keys...)
-	sort.Strings(set)
+	set := slices.Sorted(slices.Values(dr.keys))
 	for _, k := range dr.keys {
 		req, err := strs(dr.vals[k])
 		if err != nil {
 			return nil, err
 		}
-		others := []string{}
-		for _, s := range set {
-			if s != k {
-				others = append(others, s)
-			}
-		}
-		sort.Strings(req)
-		if strings.Join(req, ",") != strings.Join(others, ",") {
+		others := slices.DeleteFunc(slices.Clone(set), func(s string) bool { return s == k })
+		if slices.Sort(req); !slices.Equal(req, others) {
 			return nil, fmt.Errorf("%s: only a dependentRequired in which each property requires all the others is supported", dr)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -33,11 +34,7 @@ func (n *node) get(key string) *node {
 // only reports an error naming the first key of n outside allowed.
 func (n *node) only(allowed ...string) error {
 	for _, k := range n.keys {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || k == a
-		}
-		if !ok {
+		if !slices.Contains(allowed, k) {
 			return fmt.Errorf("%s: keyword %q is not supported here (allowed: %s)", n, k, strings.Join(allowed, ", "))
 		}
 	}

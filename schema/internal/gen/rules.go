@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,11 +30,7 @@ func (g *generator) conjunction(ss []*node, ctx string, k kind) (string, error) 
 			if err != nil {
 				return "", err
 			}
-			found := false
-			for _, v := range vals {
-				found = found || v == c
-			}
-			if !found {
+			if !slices.Contains(vals, c) {
 				return "", fmt.Errorf("%s: const %q is outside the enum of %s", b, c, a)
 			}
 			return fmt.Sprintf("v.enumConst(%s, %q)", g.enum(a.get("enum"), ctx, k), c), nil
@@ -67,11 +64,7 @@ func (g *generator) deref(n *node) (*node, error) {
 // enum returns the variable holding an enum's values.
 func (g *generator) enum(n *node, ctx string, k kind) string {
 	vals, _ := strs(n)
-	q := make([]string, len(vals))
-	for i, v := range vals {
-		q[i] = strconv.Quote(v)
-	}
-	key := strings.Join(q, ", ")
+	key := quoted(vals)
 	if name, ok := g.enums[key]; ok {
 		return name
 	}

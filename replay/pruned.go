@@ -12,33 +12,19 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/verify"
 )
-
-// Archived is where a pruned ledger's live log starts: the last
-// ledger_pruned marker, which names the archive holding the events before.
-type Archived struct {
-	// BelowSeq: events below it are in archives, not in the live store.
-	BelowSeq int64 `json:"below_seq"`
-	// FirstSeq..BelowSeq-1 are in the archive the last prune checked.
-	FirstSeq      int64  `json:"first_seq"`
-	ArchiveSHA256 string `json:"archive_sha256"`
-	// HeadHash is seq BelowSeq-1's chain hash, Root the tree's root at
-	// size BelowSeq-1 (hex).
-	HeadHash  string `json:"head_hash"`
-	Root      string `json:"root"`
-	MarkerSeq int64  `json:"marker_seq"`
-}
 
 // LastPrune reads the prune the live log q holds starts after: the last
 // ledger_pruned marker that no later ledger_unpruned undid (an unprune
 // undoes the last prune standing); nil when there is none.
-func LastPrune(ctx context.Context, q Querier) (*Archived, error) {
+func LastPrune(ctx context.Context, q Querier) (*verify.Archived, error) {
 	rows, err := q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE type IN ('ledger_pruned', 'ledger_unpruned') ORDER BY seq`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var standing []*Archived
+	var standing []*verify.Archived
 	for rows.Next() {
 		var seq int64
 		var typ string
@@ -60,7 +46,7 @@ func LastPrune(ctx context.Context, q Querier) (*Archived, error) {
 		if pr == nil {
 			return nil, fmt.Errorf("replay: the ledger_pruned event at seq %d holds no prune", seq)
 		}
-		a := &Archived{BelowSeq: pr.LastSeq + 1, FirstSeq: pr.FirstSeq, HeadHash: pr.HeadHash, MarkerSeq: seq}
+		a := &verify.Archived{BelowSeq: pr.LastSeq + 1, FirstSeq: pr.FirstSeq, HeadHash: pr.HeadHash, MarkerSeq: seq}
 		a.ArchiveSHA256, a.Root, _ = events.ParsePruneNote(pr.Note)
 		standing = append(standing, a)
 	}
@@ -104,7 +90,7 @@ func (c *checker) startPruned(ctx context.Context, q Querier) (bool, error) {
 	c.chain = newChain(a.HeadHash, false, c.report)
 	c.fromOne = false
 	if first.Int64 != a.BelowSeq {
-		c.report.Add(Problem{Seq: a.BelowSeq, Kind: KindDeleted, Detail: fmt.Sprintf(
+		c.report.Add(verify.Problem{Seq: a.BelowSeq, Kind: verify.KindDeleted, Detail: fmt.Sprintf(
 			"the live log starts at seq %d, but the last prune (ledger_pruned, seq %d) archived only the events below seq %d: events were deleted by hand",
 			first.Int64, a.MarkerSeq, a.BelowSeq)})
 		c.chain.damaged = true
@@ -120,9 +106,9 @@ func (c *checker) startPruned(ctx context.Context, q Querier) (bool, error) {
 	}
 	switch {
 	case err != nil:
-		c.report.Add(Problem{Seq: a.BelowSeq, Kind: KindMerkle, Detail: "the stored Merkle hashes at the archive boundary cannot be read: " + err.Error()})
+		c.report.Add(verify.Problem{Seq: a.BelowSeq, Kind: verify.KindMerkle, Detail: "the stored Merkle hashes at the archive boundary cannot be read: " + err.Error()})
 	case root != a.Root:
-		c.report.Add(Problem{Seq: a.BelowSeq, Kind: KindMerkle, Detail: fmt.Sprintf(
+		c.report.Add(verify.Problem{Seq: a.BelowSeq, Kind: verify.KindMerkle, Detail: fmt.Sprintf(
 			"the stored Merkle hashes of the first %d events hash to %s, but the prune at seq %d recorded %s: the table was edited",
 			a.BelowSeq-1, root, a.MarkerSeq, a.Root)})
 	}
@@ -169,7 +155,7 @@ func (t *treeCheck) signedMarkers(markers []marker) {
 		if signed {
 			continue
 		}
-		p := Problem{Seq: m.seq, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+		p := verify.Problem{Seq: m.seq, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 			"the %s event at seq %d is signed by no key verify trusts (%s): no checkpoint of exactly %d events by one of them matches the log; "+
 				"a prune or unprune is made only with the ledger's key, so this one was written without it (whoever could write the database), "+
 				"or its checkpoint was deleted, or lockledger before prunes were signed wrote it; the events it removed or put back are vouched for by nothing "+
@@ -177,10 +163,7 @@ func (t *treeCheck) signedMarkers(markers []marker) {
 			m.typ, m.seq, strings.Join(keys, ", "), m.seq)}
 		t.report.Add(p)
 		if m.typ == events.LedgerPruned {
-			if t.report.markers == nil {
-				t.report.markers = map[int64]Problem{}
-			}
-			t.report.markers[m.seq] = p
+			t.report.SetMarker(m.seq, p)
 		}
 	}
 }

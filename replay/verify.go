@@ -16,6 +16,7 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/schema"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // rowCheck is one row with everything verify computes for it that does not
@@ -80,7 +81,7 @@ func (rc *rowCheck) checkID() {
 // checker runs every per-event check of verify on a stream of rows and
 // folds the events it can read.
 type checker struct {
-	report *Report
+	report *verify.Report
 	chain  *chain
 	state  *State
 	clock  clock
@@ -99,7 +100,7 @@ type checker struct {
 // replace it (building one lists its checkpoints in the report, so only
 // that one may be built with them).
 func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checker {
-	r := &Report{Source: source}
+	r := &verify.Report{Source: source}
 	if fromStart {
 		r.Genesis = anchor
 	}
@@ -129,14 +130,14 @@ func (c *checker) apply(rc *rowCheck) {
 		return
 	}
 	if rc.derr != nil {
-		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindSchema, Detail: "hash is valid but the body is not a readable event: " + rc.derr.Error()})
+		c.report.Add(verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindSchema, Detail: "hash is valid but the body is not a readable event: " + rc.derr.Error()})
 		return
 	}
 	if p := checkColumns(r, ev); p != nil {
 		c.report.Add(*p)
 	}
 	if rc.schemaErr != nil {
-		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindSchema, Lock: ev.LockName, Detail: rc.schemaErr.Error()})
+		c.report.Add(verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindSchema, Lock: ev.LockName, Detail: rc.schemaErr.Error()})
 	} else {
 		c.rowChecks(r, ev, rc)
 	}
@@ -156,7 +157,7 @@ func (c *checker) rowChecks(r *Row, ev *Event, rc *rowCheck) {
 			detail = fmt.Sprintf("event_id %s holds the time %s but at is %s: the ledger makes both from one reading of the clock",
 				ev.EventID, time.UnixMilli(rc.idMillis).UTC().Format("2006-01-02T15:04:05.000Z"), ev.At)
 		}
-		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindEventIDTime, Lock: ev.LockName, Detail: detail})
+		c.report.Add(verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindEventIDTime, Lock: ev.LockName, Detail: detail})
 	}
 	if !ev.Time.IsZero() {
 		c.clock.check(c, r, ev, !c.chain.damaged)
@@ -164,7 +165,7 @@ func (c *checker) rowChecks(r *Row, ev *Event, rc *rowCheck) {
 	if (ev.Type == events.LockAcquired || ev.Type == events.LockStolen) && ev.FencingToken != ev.Seq {
 		// The ledger's token is the acquiring event's own seq (the one
 		// its hash covers): checked on every row, a slice's too.
-		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindFencingToken, Lock: ev.LockName, Detail: fmt.Sprintf(
+		c.report.Add(verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindFencingToken, Lock: ev.LockName, Detail: fmt.Sprintf(
 			"%s with fencing_token %d: the ledger gives an acquisition its own seq, %d, as its token", ev.Type, ev.FencingToken, ev.Seq)})
 	}
 }
@@ -183,7 +184,7 @@ func (c *checker) fold(r *Row, ev *Event) {
 
 // malformed reports an export line that holds no event: the fold misses
 // an event, so it is judged like a damaged chain.
-func (c *checker) malformed(p Problem) {
+func (c *checker) malformed(p verify.Problem) {
 	c.report.Add(p)
 	c.chain.damaged = true
 }
@@ -207,7 +208,7 @@ func (c *checker) finish() {
 	}
 	c.report.Replayed = true
 	for _, a := range c.state.Anomalies {
-		c.report.Add(Problem{Seq: a.Seq, Kind: a.Kind, Lock: a.Lock, Detail: a.Detail})
+		c.report.Add(verify.Problem{Seq: a.Seq, Kind: a.Kind, Lock: a.Lock, Detail: a.Detail})
 	}
 	for i := len(c.state.Anomalies); i < c.state.AnomalyCount; i++ {
 		c.report.ProblemCount++
@@ -244,7 +245,7 @@ func decodeLoose(body []byte, ev *Event) (*Event, error) {
 // whose fold starts after the archived events (see startPruned).
 //
 // While it runs, the garbage collector's target is raised (see relaxGC).
-func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*Report, *State, error) {
+func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*verify.Report, *State, error) {
 	defer relaxGC(verifyGCPercent)()
 	cfg := newVerifyConfig(opts)
 	c := newChecker(source, genesis, true, cfg)

@@ -8,8 +8,9 @@ import (
 
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/storagecheck"
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 const cosignatureRow = `INSERT INTO cosignatures (id, size, root, witness, key, url, note, cosigned_at) VALUES (1, 1, 'r', 'w', 'k', 'u', 'n', 't')`
@@ -30,7 +31,7 @@ func TestTheCosignaturesTableIsAppendOnlyAndItsTriggersAreChecked(t *testing.T) 
 				t.Errorf("%s: %v, want it refused", q, err)
 			}
 		}
-		got := triggerDamage(t, open(t), func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
+		got := triggerDamage(t, open(t), func(ctx context.Context, q store.Querier, rep *verify.Report) error {
 			return storagecheck.SQLite(ctx, q, false, rep)
 		}, `DROP TRIGGER cosignatures_no_replace`, `DROP TRIGGER cosignatures_no_delete`)
 		want := []string{

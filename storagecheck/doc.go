@@ -2,5 +2,5 @@
 // engine sees it, apart from what the rows say: SQLite's own check of the
 // file (quick_check, or integrity_check), and the append-only triggers of
 // either engine against the ones the migrations create. Problems go into a
-// replay.Report as KindStorage and KindTrigger.
+// verify.Report as KindStorage and KindTrigger.
 package storagecheck

@@ -7,8 +7,9 @@ import (
 
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/storagecheck"
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -16,10 +17,10 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // triggerDamage runs check on a new ledger, then again after tamper's
 // statements, and returns the trigger problems of the second run (the
 // first must find none).
-func triggerDamage(t *testing.T, l *ledger.Ledger, check func(context.Context, replay.Querier, *replay.Report) error, tamper ...string) []string {
+func triggerDamage(t *testing.T, l *ledger.Ledger, check func(context.Context, store.Querier, *verify.Report) error, tamper ...string) []string {
 	t.Helper()
 	ctx := context.Background()
-	rep := &replay.Report{}
+	rep := &verify.Report{}
 	if err := check(ctx, l.DB(), rep); err != nil || rep.ProblemCount != 0 {
 		t.Fatalf("a new ledger: %v, problems %+v", err, rep.Problems)
 	}
@@ -28,14 +29,14 @@ func triggerDamage(t *testing.T, l *ledger.Ledger, check func(context.Context, r
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	rep = &replay.Report{}
+	rep = &verify.Report{}
 	if err := check(ctx, l.DB(), rep); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, p := range rep.Problems {
-		if p.Kind != replay.KindTrigger {
-			t.Errorf("problem of kind %s, want only %s: %s", p.Kind, replay.KindTrigger, p.Detail)
+		if p.Kind != verify.KindTrigger {
+			t.Errorf("problem of kind %s, want only %s: %s", p.Kind, verify.KindTrigger, p.Detail)
 		}
 		got = append(got, p.Detail)
 	}
@@ -55,7 +56,7 @@ func open(t *testing.T, opts ...ledger.Option) *ledger.Ledger {
 
 func TestSQLiteTriggersThatAreMissingAlteredOrAddedAreDamage(t *testing.T) {
 	l := open(t)
-	got := triggerDamage(t, l, func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
+	got := triggerDamage(t, l, func(ctx context.Context, q store.Querier, rep *verify.Report) error {
 		return storagecheck.SQLite(ctx, q, false, rep)
 	},
 		`DROP TRIGGER events_no_delete`,

@@ -7,8 +7,9 @@ import (
 
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/storagecheck"
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // The triggers that refuse a REPLACE or an upsert of a Merkle row or a
@@ -16,7 +17,7 @@ import (
 // events' own: dropping one is damage on both engines.
 func TestTheTreeTablesInsertTriggersAreChecked(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
-		got := triggerDamage(t, open(t), func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
+		got := triggerDamage(t, open(t), func(ctx context.Context, q store.Querier, rep *verify.Report) error {
 			return storagecheck.SQLite(ctx, q, false, rep)
 		}, `DROP TRIGGER tlog_hashes_no_replace`, `DROP TRIGGER checkpoints_no_replace`, `DROP TRIGGER checkpoints_within_log`)
 		want := []string{

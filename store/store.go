@@ -15,7 +15,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // Querier reads: a *sql.DB or a *sql.Tx.
@@ -71,7 +71,7 @@ type Store interface {
 	// CheckStorage adds to rep what the engine finds wrong with the
 	// database itself: damaged pages (full: every page), missing or
 	// altered append-only guards.
-	CheckStorage(ctx context.Context, q Querier, full bool, rep *replay.Report) error
+	CheckStorage(ctx context.Context, q Querier, full bool, rep *verify.Report) error
 	// FollowCopiedIDs makes the checkpoint ids copied in tx take effect:
 	// the next checkpoint's id follows them.
 	FollowCopiedIDs(ctx context.Context, tx Execer) error

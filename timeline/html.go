@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // WriteHTML writes the page: a header that makes it evidence (ledger,
@@ -68,7 +69,7 @@ func writeHeader(w *bufio.Writer, p *Page, l *layout) {
 }
 
 // verifyText is verify's verdict at generation time, in words.
-func verifyText(r *replay.Report) string {
+func verifyText(r *verify.Report) string {
 	if r.OK {
 		return `<span class="ok">OK</span>: the chain, schemas, locks table and lock files hold`
 	}
@@ -80,8 +81,8 @@ func verifyText(r *replay.Report) string {
 }
 
 // checkpointText names the largest checkpoint verify met and its result.
-func checkpointText(r *replay.Report) string {
-	c, ok := maxBy(r.Checkpoints, func(c *replay.CheckpointResult) int64 { return c.Size })
+func checkpointText(r *verify.Report) string {
+	c, ok := maxBy(r.Checkpoints, func(c *verify.CheckpointResult) int64 { return c.Size })
 	if !ok {
 		return "none stored; " + esc(r.Trust)
 	}

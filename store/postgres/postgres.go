@@ -25,9 +25,9 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/migrations"
-	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/storagecheck"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // DefaultPoolSize is the number of connections a library ledger on
@@ -351,7 +351,7 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 func (s *Store) Source() string { return s.source }
 
-func (s *Store) CheckStorage(ctx context.Context, q store.Querier, _ bool, rep *replay.Report) error {
+func (s *Store) CheckStorage(ctx context.Context, q store.Querier, _ bool, rep *verify.Report) error {
 	return storagecheck.Postgres(ctx, q, rep)
 }
 

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/verify"
 
 	"fmt"
@@ -21,9 +22,7 @@ type Row struct {
 }
 
 // Columns are the events table's columns that duplicate body fields for the indexes.
-type Columns struct {
-	EventID, Type, LockName, RequestID, Actor, At string
-}
+type Columns = store.Columns
 
 // chain classifies damage to a hash chain in one streaming pass, with
 // memory bounded by a few counters and at most maxSpans ranges.

@@ -2,12 +2,11 @@ package replay
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/verify"
 )
 
@@ -188,13 +187,12 @@ func (k *clock) ranAhead(at time.Time) *jump {
 // always records it with its id; when it is missing or unreadable the
 // events are not checked against it, and the note says so.
 func createdAt(ctx context.Context, q Querier) (time.Time, string) {
-	var v string
-	err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'created_at'`).Scan(&v)
+	v, ok, err := store.CreatedAt(ctx, q)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return time.Time{}, "the meta table has no created_at: events were not checked against the ledger's creation"
 	case err != nil:
 		return time.Time{}, "the ledger's created_at could not be read (" + err.Error() + "): events were not checked against it"
+	case !ok:
+		return time.Time{}, "the meta table has no created_at: events were not checked against the ledger's creation"
 	}
 	t, err := events.ParseTime(v)
 	if err != nil {

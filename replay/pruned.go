@@ -2,9 +2,7 @@ package replay
 
 import (
 	"context"
-	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/verify"
 )
 
@@ -19,26 +18,19 @@ import (
 // ledger_pruned marker that no later ledger_unpruned undid (an unprune
 // undoes the last prune standing); nil when there is none.
 func LastPrune(ctx context.Context, q Querier) (*verify.Archived, error) {
-	rows, err := q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE type IN ('ledger_pruned', 'ledger_unpruned') ORDER BY seq`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var standing []*verify.Archived
-	for rows.Next() {
-		var seq int64
-		var typ string
-		var body []byte
-		if err := rows.Scan(&seq, &typ, &body); err != nil {
+	for r, err := range store.PruneMarkers(ctx, q) {
+		if err != nil {
 			return nil, err
 		}
-		if events.Type(typ) == events.LedgerUnpruned {
+		seq := r.Seq
+		if events.Type(r.Type) == events.LedgerUnpruned {
 			if len(standing) > 0 {
 				standing = standing[:len(standing)-1]
 			}
 			continue
 		}
-		_, p, err := events.Decode(body)
+		_, p, err := events.Decode(r.Body)
 		if err != nil {
 			return nil, fmt.Errorf("replay: the ledger_pruned event at seq %d: %w", seq, err)
 		}
@@ -50,22 +42,10 @@ func LastPrune(ctx context.Context, q Querier) (*verify.Archived, error) {
 		a.ArchiveSHA256, a.Root, _ = events.ParsePruneNote(pr.Note)
 		standing = append(standing, a)
 	}
-	if err := rows.Err(); err != nil || len(standing) == 0 {
-		return nil, err
+	if len(standing) == 0 {
+		return nil, nil
 	}
 	return standing[len(standing)-1], nil
-}
-
-// storedRows reads the stored Merkle hashes (table tlog_hashes) through q.
-func storedRows(ctx context.Context, q Querier) func(int64) ([]byte, error) {
-	return func(seq int64) ([]byte, error) {
-		var b []byte
-		err := q.QueryRowContext(ctx, `SELECT hashes FROM tlog_hashes WHERE seq = $1`, seq).Scan(&b)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, nil
-		}
-		return b, err
-	}
 }
 
 // startPruned sets c up for a ledger whose live log starts after a prune:
@@ -75,11 +55,11 @@ func storedRows(ctx context.Context, q Querier) func(int64) ([]byte, error) {
 // with no marker that explains it is left to the chain, which reports the
 // events missing.
 func (c *checker) startPruned(ctx context.Context, q Querier) (bool, error) {
-	var first sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT min(seq) FROM events`).Scan(&first); err != nil {
+	first, err := store.FirstSeq(ctx, q)
+	if err != nil {
 		return false, err
 	}
-	if first.Int64 <= 1 {
+	if first <= 1 {
 		return false, nil
 	}
 	a, err := LastPrune(ctx, q)
@@ -89,13 +69,13 @@ func (c *checker) startPruned(ctx context.Context, q Querier) (bool, error) {
 	c.report.Archived = a
 	c.chain = newChain(a.HeadHash, false, c.report)
 	c.fromOne = false
-	if first.Int64 != a.BelowSeq {
+	if first != a.BelowSeq {
 		c.report.Add(verify.Problem{Seq: a.BelowSeq, Kind: verify.KindDeleted, Detail: fmt.Sprintf(
 			"the live log starts at seq %d, but the last prune (ledger_pruned, seq %d) archived only the events below seq %d: events were deleted by hand",
-			first.Int64, a.MarkerSeq, a.BelowSeq)})
+			first, a.MarkerSeq, a.BelowSeq)})
 		c.chain.damaged = true
 	}
-	tree, err := checkpoint.TreeFrom(a.BelowSeq-1, checkpoint.RowReader(storedRows(ctx, q)))
+	tree, err := checkpoint.TreeFrom(a.BelowSeq-1, checkpoint.RowReader(func(seq int64) ([]byte, error) { return store.ReadTreeRow(ctx, q, seq) }))
 	if err == nil {
 		err = c.tree.startAt(tree.Size(), tree.Frontier())
 	}

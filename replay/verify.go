@@ -2,12 +2,9 @@ package replay
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/oklog/ulid/v2"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/schema"
+	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/verify"
 )
 
@@ -258,53 +256,38 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 	if err != nil {
 		return nil, nil, fmt.Errorf("replay: verify: %w", err)
 	}
-	rows, err := q.QueryContext(ctx, verifyQuery)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
 	// Rows and their columns are allocated a batch at a time.
 	type rowAlloc struct {
 		row  Row
 		cols Columns
 	}
 	var slab []rowAlloc
-	var joined string
-	var body, stored sql.NullString
 	err = pipeline(ctx, func(emit func(*Row) bool) error {
-		for rows.Next() {
+		for sr, err := range store.ChainRows(ctx, q) {
+			if err != nil {
+				return fmt.Errorf("replay: verify: %w", err)
+			}
 			if len(slab) == 0 {
 				slab = make([]rowAlloc, pipelineBatch)
 			}
 			ra := &slab[0]
 			slab = slab[1:]
-			r := &ra.row
-			r.Cols = &ra.cols
-			if err := rows.Scan(&r.Seq, &body, &r.PrevHash, &r.Hash, &joined, &stored); err != nil {
-				return fmt.Errorf("replay: verify: %w", err)
-			}
-			r.Body, r.Stored = textBytes(body), textBytes(stored)
-			if !splitColumns(joined, r.Cols) {
-				// A column holds the separator: read them one by one.
-				if err := q.QueryRowContext(ctx, `SELECT event_id, type, lock_name, request_id, actor, at FROM events WHERE seq = $1`,
-					r.Seq).Scan(&r.Cols.EventID, &r.Cols.Type, &r.Cols.LockName, &r.Cols.RequestID, &r.Cols.Actor, &r.Cols.At); err != nil {
-					return fmt.Errorf("replay: verify: seq %d: %w", r.Seq, err)
-				}
-			}
-			if !emit(r) {
+			ra.cols = sr.Cols
+			ra.row = Row{Seq: sr.Seq, Body: sr.Body, PrevHash: sr.PrevHash, Hash: sr.Hash, Cols: &ra.cols, Stored: sr.Stored}
+			if !emit(&ra.row) {
 				return nil
 			}
 		}
-		return rows.Err()
+		return nil
 	}, c.apply)
 	if err != nil {
 		return nil, nil, err
 	}
-	var extra, firstExtra sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT count(*), min(seq) FROM tlog_hashes WHERE seq > $1`, c.report.LastSeq).Scan(&extra, &firstExtra); err != nil {
+	extra, firstExtra, err := store.TreeRowsAfter(ctx, q, c.report.LastSeq)
+	if err != nil {
 		return nil, nil, fmt.Errorf("replay: verify: %w", err)
 	}
-	c.tree.extraStored(extra.Int64, firstExtra.Int64)
+	c.tree.extraStored(extra, firstExtra)
 	c.finish()
 	c.tree.signedMarkers(c.markers)
 	if pruned {
@@ -313,52 +296,4 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 		return c.report, nil, nil
 	}
 	return c.report, c.state, nil
-}
-
-// sepSQL is the unit separator as an SQL string literal, in both dialects.
-const sepSQL = "'\x1f'"
-
-// verifyQuery reads every row in seq order, with its stored Merkle hashes
-// (NULL when it has none). The six indexed columns come
-// joined by a unit separator (0x1F) into one value: reading one column
-// instead of six is most of the difference between verify's reads and a
-// plain scan of seq, body and the hashes. SQLite's || keeps every byte of a
-// TEXT or BLOB value (the columns hold no numbers: TEXT affinity), and a
-// NULL makes the whole value NULL, which Scan refuses as it refuses a NULL
-// column into a string. The body and the stored hashes are concatenated
-// with an empty string for the same reason as a fold's body (foldCols):
-// text in SQLite, which reaches the row without a copy (textBytes).
-const verifyQuery = `SELECT e.seq, e.body || '', e.prev_hash, e.hash,
-	e.event_id || ` + sepSQL + ` || e.type || ` + sepSQL + ` || e.lock_name || ` + sepSQL + ` || e.request_id || ` + sepSQL + ` || e.actor || ` + sepSQL + ` || e.at AS cols,
-	t.hashes || ''
-	FROM events e LEFT JOIN tlog_hashes t ON t.seq = e.seq ORDER BY e.seq`
-
-// textBytes is the bytes of a value read as text, without a copy (the
-// driver made the string for this row, and verify only reads its rows'
-// bytes): nil for NULL, empty but not nil for an empty value.
-func textBytes(s sql.NullString) []byte {
-	switch {
-	case !s.Valid:
-		return nil
-	case s.String == "":
-		return []byte{}
-	}
-	return unsafe.Slice(unsafe.StringData(s.String), len(s.String))
-}
-
-// splitColumns splits verifyQuery's joined columns. The split is exact
-// when the value holds exactly the five separators the query put in it;
-// otherwise (a column holds 0x1F itself) it reports false and the caller
-// reads the columns one by one.
-func splitColumns(joined string, c *Columns) bool {
-	if strings.Count(joined, "\x1f") != 5 {
-		return false
-	}
-	var rest string
-	c.EventID, rest, _ = strings.Cut(joined, "\x1f")
-	c.Type, rest, _ = strings.Cut(rest, "\x1f")
-	c.LockName, rest, _ = strings.Cut(rest, "\x1f")
-	c.RequestID, rest, _ = strings.Cut(rest, "\x1f")
-	c.Actor, c.At, _ = strings.Cut(rest, "\x1f")
-	return true
 }

@@ -165,10 +165,10 @@ type EventRow struct {
 	Hash     string // Events only
 }
 
-// rowsOf runs query and yields each row scan fills in r.
-func rowsOf(ctx context.Context, q Querier, scan func(*sql.Rows, *EventRow) error, query string, args ...any) iter.Seq2[*EventRow, error] {
+// rowsOf yields each row of the rows run returns, as scan fills it in.
+func rowsOf(run func() (*sql.Rows, error), scan func(*sql.Rows, *EventRow) error) iter.Seq2[*EventRow, error] {
 	return func(yield func(*EventRow, error) bool) {
-		rows, err := q.QueryContext(ctx, query, args...)
+		rows, err := run()
 		if err != nil {
 			yield(nil, err)
 			return
@@ -202,9 +202,9 @@ func Events(ctx context.Context, q Querier, f Filter) iter.Seq2[*EventRow, error
 			return
 		}
 		query, args := f.query("seq, body, prev_hash, hash")
-		rowsOf(ctx, q, func(rows *sql.Rows, r *EventRow) error {
+		rowsOf(func() (*sql.Rows, error) { return q.QueryContext(ctx, query, args...) }, func(rows *sql.Rows, r *EventRow) error {
 			return rows.Scan(&r.Seq, &r.Body, &r.PrevHash, &r.Hash)
-		}, query, args...)(yield)
+		})(yield)
 	}
 }
 
@@ -259,25 +259,29 @@ func Bodies(ctx context.Context, q Querier, f Filter) iter.Seq2[BodyRow, error] 
 // PruneMarkers yields the ledger_pruned and ledger_unpruned events (seq,
 // type and body), in seq order.
 func PruneMarkers(ctx context.Context, q Querier) iter.Seq2[*EventRow, error] {
-	return rowsOf(ctx, q, func(rows *sql.Rows, r *EventRow) error { return rows.Scan(&r.Seq, &r.Type, &r.Body) },
-		`SELECT seq, type, body FROM events WHERE type IN ('ledger_pruned', 'ledger_unpruned') ORDER BY seq`)
+	return rowsOf(func() (*sql.Rows, error) {
+		return q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE type IN ('ledger_pruned', 'ledger_unpruned') ORDER BY seq`)
+	}, scanSeqTypeBody)
 }
 
 // HoldingEvents yields requestID's events on lock that take, renew or
 // free a holding (seq, type and body), newest first.
 func HoldingEvents(ctx context.Context, q Querier, lock, requestID string) iter.Seq2[*EventRow, error] {
-	return rowsOf(ctx, q, func(rows *sql.Rows, r *EventRow) error { return rows.Scan(&r.Seq, &r.Type, &r.Body) },
-		`SELECT seq, type, body FROM events WHERE request_id = $1 AND lock_name = $2
-		AND type IN ('lock_acquired', 'lock_stolen', 'lock_heartbeat', 'lock_released') ORDER BY seq DESC`,
-		requestID, lock)
+	return rowsOf(func() (*sql.Rows, error) {
+		return q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE request_id = $1 AND lock_name = $2
+		AND type IN ('lock_acquired', 'lock_stolen', 'lock_heartbeat', 'lock_released') ORDER BY seq DESC`, requestID, lock)
+	}, scanSeqTypeBody)
 }
+
+func scanSeqTypeBody(rows *sql.Rows, r *EventRow) error { return rows.Scan(&r.Seq, &r.Type, &r.Body) }
 
 // HoldingEnds yields lock's releases and steals after seq (the body
 // only), in seq order: the events that may end the holding taken at seq.
 func HoldingEnds(ctx context.Context, q Querier, lock string, seq int64) iter.Seq2[*EventRow, error] {
-	return rowsOf(ctx, q, func(rows *sql.Rows, r *EventRow) error { return rows.Scan(&r.Body) },
-		`SELECT body FROM events WHERE lock_name = $1 AND seq > $2
+	return rowsOf(func() (*sql.Rows, error) {
+		return q.QueryContext(ctx, `SELECT body FROM events WHERE lock_name = $1 AND seq > $2
 		AND type IN ('lock_released', 'lock_stolen') ORDER BY seq`, lock, seq)
+	}, func(rows *sql.Rows, r *EventRow) error { return rows.Scan(&r.Body) })
 }
 
 // CreatedAt reads the ledger's created_at from the meta table; ok is

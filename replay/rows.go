@@ -16,7 +16,7 @@ func (lk *Lock) StoreRow() *store.Row {
 		return nil
 	}
 	r := &store.Row{Name: lk.Name, Held: lk.Held, RequestID: h.Record.RequestID, HostID: h.Record.HostID,
-		FencingToken: h.Token, UpdatedSeq: lk.UpdatedSeq, File: h.File(), Targets: targetsJSON(h.Targets)}
+		FencingToken: h.Token, UpdatedSeq: lk.UpdatedSeq, File: h.File(), Targets: store.TargetsJSON(h.Targets)}
 	if lk.Held {
 		x := lk.HolderRow(h, true)
 		r.Actor, r.Intent, r.IntentVersion, r.PID, r.PIDStart, r.BootID = x.Actor, x.Intent, x.IntentVersion, x.PID, x.PIDStart, x.BootID
@@ -40,18 +40,7 @@ func (lk *Lock) HolderRow(h *Holder, exclusive bool) *store.HolderRow {
 		TTLSeconds: h.Record.TTLSeconds, Metadata: string(md), FencingToken: h.Token, Limit: lk.Limit,
 		UpdatedSeq: h.Token, PIDNS: h.PIDNS, Targets: "[]"}
 	if exclusive {
-		r.Exclusive, r.Limit, r.UpdatedSeq, r.Targets = true, 1, lk.UpdatedSeq, targetsJSON(h.Targets)
+		r.Exclusive, r.Limit, r.UpdatedSeq, r.Targets = true, 1, lk.UpdatedSeq, store.TargetsJSON(h.Targets)
 	}
 	return r
-}
-
-func targetsJSON(targets []events.Target) string {
-	if targets == nil {
-		targets = []events.Target{}
-	}
-	tj, err := json.Marshal(targets)
-	if err != nil {
-		return "[]" // strings only: always marshals
-	}
-	return string(tj)
 }

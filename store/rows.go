@@ -8,6 +8,18 @@ import (
 	"github.com/lockledger/lockledger/events"
 )
 
+// TargetsJSON is the targets column's value for targets.
+func TargetsJSON(targets []events.Target) string {
+	if targets == nil {
+		targets = []events.Target{}
+	}
+	tj, err := json.Marshal(targets)
+	if err != nil {
+		return "[]" // strings only: always marshals
+	}
+	return string(tj)
+}
+
 // Diff names the columns of the locks row in which a and b differ.
 func (a *Row) Diff(b *Row) []string {
 	var d []string

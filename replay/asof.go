@@ -71,7 +71,7 @@ func readAhead(ctx context.Context, q Querier, f Filter, fn func(*store.BodyRow)
 			if readErr = err; err != nil {
 				return
 			}
-			if cur = append(cur, r); len(cur) < pipelineBatch {
+			if cur = append(cur, *r); len(cur) < pipelineBatch {
 				continue
 			}
 			select {

@@ -165,16 +165,19 @@ type EventRow struct {
 	Hash     string // Events only
 }
 
-// rowsOf yields each row of the rows run returns, as scan fills it in.
-func rowsOf(run func() (*sql.Rows, error), scan func(*sql.Rows, *EventRow) error) iter.Seq2[*EventRow, error] {
-	return func(yield func(*EventRow, error) bool) {
+// rowsOf yields each row of the rows run returns, scanned by scan into
+// one T that every row reuses.
+func rowsOf[T any](run func() (*sql.Rows, error), scan func(*sql.Rows, *T) error) iter.Seq2[*T, error] {
+	return func(yield func(*T, error) bool) {
 		rows, err := run()
-		if err != nil {
-			yield(nil, err)
+		if err != nil || rows == nil {
+			if err != nil {
+				yield(nil, err)
+			}
 			return
 		}
 		defer rows.Close()
-		var r EventRow
+		var r T
 		for rows.Next() {
 			if err := scan(rows, &r); err != nil {
 				yield(nil, err)
@@ -190,25 +193,34 @@ func rowsOf(run func() (*sql.Rows, error), scan func(*sql.Rows, *EventRow) error
 	}
 }
 
+// filtered yields the rows f selects, in seq order (none when f's time
+// window holds no event): seq, body and the chain links, or with text
+// only seq and the body as text (see Bodies).
+func filtered[T any](ctx context.Context, q Querier, f Filter, text bool, scan func(*sql.Rows, *T) error) iter.Seq2[*T, error] {
+	return rowsOf(func() (*sql.Rows, error) {
+		f, any, err := f.narrow(ctx, q)
+		if err != nil || !any {
+			return nil, err
+		}
+		cols := "seq, body, prev_hash, hash"
+		if text {
+			cols = "seq, body || ''"
+		}
+		query, args := f.query(cols)
+		return q.QueryContext(ctx, query, args...)
+	}, scan)
+}
+
 // Events yields the rows f selects, in seq order: seq, body and the chain
 // links, the bodies undecoded.
 func Events(ctx context.Context, q Querier, f Filter) iter.Seq2[*EventRow, error] {
-	return func(yield func(*EventRow, error) bool) {
-		f, any, err := f.narrow(ctx, q)
-		if err != nil || !any {
-			if err != nil {
-				yield(nil, err)
-			}
-			return
-		}
-		query, args := f.query("seq, body, prev_hash, hash")
-		rowsOf(func() (*sql.Rows, error) { return q.QueryContext(ctx, query, args...) }, func(rows *sql.Rows, r *EventRow) error {
-			return rows.Scan(&r.Seq, &r.Body, &r.PrevHash, &r.Hash)
-		})(yield)
-	}
+	return filtered(ctx, q, f, false, func(rows *sql.Rows, r *EventRow) error {
+		return rows.Scan(&r.Seq, &r.Body, &r.PrevHash, &r.Hash)
+	})
 }
 
-// BodyRow is what a fold reads of a row. The body is a string: the driver
+// BodyRow is what a fold reads of a row (Bodies hands the same one over
+// for every row). The body is a string: the driver
 // hands a text column over in a string of its own, which database/sql
 // passes on without the copy it makes of a byte slice, and which the
 // fold's strings may share for as long as they live.
@@ -222,38 +234,13 @@ type BodyRow struct {
 // with the same bytes, NULs included, as the ledger's database is UTF-8
 // (store/sqlite opens no other); in PostgreSQL it stays bytea, which
 // database/sql copies into the string as before.
-func Bodies(ctx context.Context, q Querier, f Filter) iter.Seq2[BodyRow, error] {
-	return func(yield func(BodyRow, error) bool) {
-		f, any, err := f.narrow(ctx, q)
-		if err != nil || !any {
-			if err != nil {
-				yield(BodyRow{}, err)
-			}
-			return
-		}
-		query, args := f.query("seq, body || ''")
-		rows, err := q.QueryContext(ctx, query, args...)
-		if err != nil {
-			yield(BodyRow{}, err)
-			return
-		}
-		defer rows.Close()
-		var body sql.NullString
-		for rows.Next() {
-			var r BodyRow
-			if err := rows.Scan(&r.Seq, &body); err != nil {
-				yield(BodyRow{}, err)
-				return
-			}
-			r.Body = body.String
-			if !yield(r, nil) {
-				return
-			}
-		}
-		if err := rows.Err(); err != nil {
-			yield(BodyRow{}, err)
-		}
-	}
+func Bodies(ctx context.Context, q Querier, f Filter) iter.Seq2[*BodyRow, error] {
+	var body sql.NullString
+	return filtered(ctx, q, f, true, func(rows *sql.Rows, r *BodyRow) error {
+		err := rows.Scan(&r.Seq, &body)
+		r.Body = body.String
+		return err
+	})
 }
 
 // PruneMarkers yields the ledger_pruned and ledger_unpruned events (seq,
@@ -341,39 +328,24 @@ const chainQuery = `SELECT e.seq, e.body || '', e.prev_hash, e.hash,
 
 // ChainRows yields every row of the log in seq order (see ChainRow).
 func ChainRows(ctx context.Context, q Querier) iter.Seq2[*ChainRow, error] {
-	return func(yield func(*ChainRow, error) bool) {
-		rows, err := q.QueryContext(ctx, chainQuery)
-		if err != nil {
-			yield(nil, err)
-			return
+	var joined string
+	var body, stored sql.NullString
+	return rowsOf(func() (*sql.Rows, error) { return q.QueryContext(ctx, chainQuery) }, func(rows *sql.Rows, r *ChainRow) error {
+		if err := rows.Scan(&r.Seq, &body, &r.PrevHash, &r.Hash, &joined, &stored); err != nil {
+			return err
 		}
-		defer rows.Close()
-		var r ChainRow
-		var joined string
-		var body, stored sql.NullString
-		for rows.Next() {
-			if err := rows.Scan(&r.Seq, &body, &r.PrevHash, &r.Hash, &joined, &stored); err != nil {
-				yield(nil, err)
-				return
-			}
-			r.Body, r.Stored = textBytes(body), textBytes(stored)
-			if !splitColumns(joined, &r.Cols) {
-				// A column holds the separator: read them one by one.
-				c := &r.Cols
-				if err := q.QueryRowContext(ctx, `SELECT event_id, type, lock_name, request_id, actor, at FROM events WHERE seq = $1`,
-					r.Seq).Scan(&c.EventID, &c.Type, &c.LockName, &c.RequestID, &c.Actor, &c.At); err != nil {
-					yield(nil, &SeqError{Seq: r.Seq, Err: err})
-					return
-				}
-			}
-			if !yield(&r, nil) {
-				return
-			}
+		r.Body, r.Stored = textBytes(body), textBytes(stored)
+		if splitColumns(joined, &r.Cols) {
+			return nil
 		}
-		if err := rows.Err(); err != nil {
-			yield(nil, err)
+		// A column holds the separator: read them one by one.
+		c := &r.Cols
+		if err := q.QueryRowContext(ctx, `SELECT event_id, type, lock_name, request_id, actor, at FROM events WHERE seq = $1`,
+			r.Seq).Scan(&c.EventID, &c.Type, &c.LockName, &c.RequestID, &c.Actor, &c.At); err != nil {
+			return &SeqError{Seq: r.Seq, Err: err}
 		}
-	}
+		return nil
+	})
 }
 
 // SeqError is a failure to read the row of event Seq.

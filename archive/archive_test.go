@@ -20,6 +20,7 @@ import (
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -74,7 +75,7 @@ func cycles(t testing.TB, l *ledger.Ledger, n int) {
 	}
 }
 
-func verify(t testing.TB, l *ledger.Ledger, sg signer) *replay.Report {
+func verifyLedger(t testing.TB, l *ledger.Ledger, sg signer) *verify.Report {
 	t.Helper()
 	rep, err := l.Verify(context.Background(), ledger.CheckAgainst(&replay.Trust{Verifiers: []note.Verifier{sg.v}, Expected: true}))
 	if err != nil {
@@ -83,7 +84,7 @@ func verify(t testing.TB, l *ledger.Ledger, sg signer) *replay.Report {
 	return rep
 }
 
-func mustOK(t testing.TB, what string, rep *replay.Report) {
+func mustOK(t testing.TB, what string, rep *verify.Report) {
 	t.Helper()
 	if !rep.OK {
 		t.Fatalf("%s: verify fails: %+v (problems %v)", what, rep.FirstBad, rep.Problems)
@@ -94,7 +95,7 @@ func mustOK(t testing.TB, what string, rep *replay.Report) {
 // and checks what stays true afterwards. It returns the boundary.
 func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 {
 	ctx := context.Background()
-	mustOK(t, "before the prune", verify(t, l, sg))
+	mustOK(t, "before the prune", verifyLedger(t, l, sg))
 
 	// A boundary: the largest checkpoint boundary of events all dated
 	// before now, short of the head.
@@ -157,7 +158,7 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 		t.Fatal(err)
 	}
 	dRead := time.Since(tRead)
-	if c.LedgerID != l.ID() || c.Report.Trust == replay.Unsigned {
+	if c.LedgerID != l.ID() || c.Report.Trust == verify.Unsigned {
 		t.Fatalf("archive read as ledger %s, trust %q", c.LedgerID, c.Report.Trust)
 	}
 
@@ -200,7 +201,7 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 	}
 
 	// Plain verify: OK, and it names the boundary.
-	rep := verify(t, l, sg)
+	rep := verifyLedger(t, l, sg)
 	mustOK(t, "after the prune", rep)
 	if rep.Archived == nil || rep.Archived.BelowSeq != below || rep.Archived.ArchiveSHA256 != c.SHA256 || rep.FirstSeq != below {
 		t.Fatalf("after the prune: archived %+v, first seq %d; want below %d, sha %s", rep.Archived, rep.FirstSeq, below, c.SHA256)
@@ -213,7 +214,7 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 	archive.AgainstLedger(rep, l.Genesis(), []*archive.Checked{c})
 	mustOK(t, "with the archive", rep)
 	// An archive that is not the one recorded is a problem.
-	rep = verify(t, l, sg)
+	rep = verifyLedger(t, l, sg)
 	other := *c
 	// Another digest: its first hex digit changed (writing "00" over the
 	// first two changed nothing for one archive in 256).
@@ -289,7 +290,7 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 	if !released {
 		t.Fatal("no lock held across the boundary to release")
 	}
-	mustOK(t, "writes after the prune", verify(t, l, sg))
+	mustOK(t, "writes after the prune", verifyLedger(t, l, sg))
 
 	// Any other deletion is refused by the triggers.
 	if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, `DELETE FROM events WHERE seq = $1`, below+1); err == nil {
@@ -317,7 +318,7 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 	if useq != before+1 {
 		t.Fatalf("the unprune's marker is seq %d, want %d", useq, before+1)
 	}
-	rep = verify(t, l, sg)
+	rep = verifyLedger(t, l, sg)
 	mustOK(t, "after the unprune", rep)
 	if rep.Archived != nil || rep.FirstSeq != 1 || !rep.Replayed {
 		t.Fatalf("after the unprune: archived %+v, first seq %d, replayed %v; want the whole log from seq 1", rep.Archived, rep.FirstSeq, rep.Replayed)
@@ -332,7 +333,7 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 	if _, err := l.Prune(ctx, who(), c, path); err != nil {
 		t.Fatalf("the prune again after the unprune: %v", err)
 	}
-	rep = verify(t, l, sg)
+	rep = verifyLedger(t, l, sg)
 	mustOK(t, "pruned again", rep)
 	if rep.Archived == nil || rep.Archived.BelowSeq != below {
 		t.Fatalf("pruned again: archived %+v", rep.Archived)
@@ -362,8 +363,8 @@ func handDeletion(t *testing.T, l *ledger.Ledger, sg signer, below int64, drop s
 	if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, `DELETE FROM events WHERE seq = $1`, below); err != nil {
 		t.Fatal(err)
 	}
-	rep := verify(t, l, sg)
-	if rep.OK || rep.FirstBad == nil || rep.FirstBad.Kind != replay.KindDeleted {
+	rep := verifyLedger(t, l, sg)
+	if rep.OK || rep.FirstBad == nil || rep.FirstBad.Kind != verify.KindDeleted {
 		t.Fatalf("a hand deletion after the prune: ok %v, first bad %+v", rep.OK, rep.FirstBad)
 	}
 }
@@ -415,7 +416,7 @@ func TestArchivePruneSQLite(t *testing.T) {
 	if sizeAfter >= sizeBefore*3/4 {
 		t.Fatalf("the database is %d bytes after the prune, %d before: it should be much smaller", sizeAfter, sizeBefore)
 	}
-	mustOK(t, "after VACUUM", verify(t, l, sg))
+	mustOK(t, "after VACUUM", verifyLedger(t, l, sg))
 	dst, err := ledger.Open(ctx, t.TempDir(), ledger.Unsigned())
 	if err != nil {
 		t.Fatal(err)
@@ -462,7 +463,7 @@ func TestArchivePrunePostgres(t *testing.T) {
 	if sizeAfter >= sizeBefore*3/4 {
 		t.Fatalf("the events table is %d bytes after the prune, %d before: it should be much smaller", sizeAfter, sizeBefore)
 	}
-	mustOK(t, "after VACUUM FULL", verify(t, l, sg))
+	mustOK(t, "after VACUUM FULL", verifyLedger(t, l, sg))
 	handDeletion(t, l, sg, below, `DROP TRIGGER events_no_delete ON events`)
 }
 
@@ -491,8 +492,8 @@ func TestHorizonWithoutMarker(t *testing.T) {
 	if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "x", Identity: who()}); err == nil {
 		t.Fatal("a writer appended over an open horizon")
 	}
-	rep := verify(t, l, sg)
-	if rep.OK || rep.FirstBad.Kind != replay.KindDeleted {
+	rep := verifyLedger(t, l, sg)
+	if rep.OK || rep.FirstBad.Kind != verify.KindDeleted {
 		t.Fatalf("events deleted under a horizon without its marker: ok %v, first bad %+v", rep.OK, rep.FirstBad)
 	}
 }

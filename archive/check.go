@@ -15,6 +15,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // Checked is an archive that verified on its own, with what a prune and
@@ -30,7 +31,7 @@ type Checked struct {
 	FirstPrevHash string
 	HeadHash      string
 	Root          tlog.Hash
-	Report        *replay.Report // replay.VerifyFile's, finished
+	Report        *verify.Report // replay.VerifyFile's, finished
 	leaves        []tlog.Hash
 }
 
@@ -140,12 +141,12 @@ func Plan(c *Checked, ledgerID, file string) func(ctx context.Context, q store.Q
 // genesis (the first archive from seq 1) through each archive into the
 // next and into the live log's first event, the last one being the one
 // the last prune recorded (its SHA-256). Problems name the archive.
-func AgainstLedger(rep *replay.Report, genesis string, archives []*Checked) {
+func AgainstLedger(rep *verify.Report, genesis string, archives []*Checked) {
 	defer rep.Finish()
 	sorted := slices.Clone(archives)
 	slices.SortFunc(sorted, func(a, b *Checked) int { return int(a.FirstSeq - b.FirstSeq) })
-	add := func(seq int64, kind replay.Kind, format string, args ...any) {
-		rep.Add(replay.Problem{Seq: seq, Kind: kind, Detail: fmt.Sprintf(format, args...)})
+	add := func(seq int64, kind verify.Kind, format string, args ...any) {
+		rep.Add(verify.Problem{Seq: seq, Kind: kind, Detail: fmt.Sprintf(format, args...)})
 	}
 	next, prev := int64(1), genesis
 	if len(sorted) > 0 && sorted[0].FirstSeq > 1 {
@@ -156,16 +157,16 @@ func AgainstLedger(rep *replay.Report, genesis string, archives []*Checked) {
 	}
 	for _, a := range sorted {
 		if a.LedgerID != rep.LedgerID {
-			add(a.FirstSeq, replay.KindCheckpoint, "archive %s is ledger %s's, not this ledger's (%s)", a.Path, a.LedgerID, rep.LedgerID)
+			add(a.FirstSeq, verify.KindCheckpoint, "archive %s is ledger %s's, not this ledger's (%s)", a.Path, a.LedgerID, rep.LedgerID)
 			continue
 		}
 		switch {
 		case a.FirstSeq > next:
-			add(next, replay.KindDeleted, "no archive given holds seq %d-%d (archive %s starts at seq %d)", next, a.FirstSeq-1, a.Path, a.FirstSeq)
+			add(next, verify.KindDeleted, "no archive given holds seq %d-%d (archive %s starts at seq %d)", next, a.FirstSeq-1, a.Path, a.FirstSeq)
 		case a.FirstSeq < next:
-			add(a.FirstSeq, replay.KindInserted, "archive %s starts at seq %d, which an earlier archive holds", a.Path, a.FirstSeq)
+			add(a.FirstSeq, verify.KindInserted, "archive %s starts at seq %d, which an earlier archive holds", a.Path, a.FirstSeq)
 		case a.FirstPrevHash != prev:
-			add(a.FirstSeq, replay.KindModified, "archive %s does not chain from the event before it (%s)", a.Path, prev)
+			add(a.FirstSeq, verify.KindModified, "archive %s does not chain from the event before it (%s)", a.Path, prev)
 		}
 		next, prev = a.LastSeq+1, a.HeadHash
 	}
@@ -179,11 +180,11 @@ func AgainstLedger(rep *replay.Report, genesis string, archives []*Checked) {
 	switch {
 	case len(sorted) == 0:
 	case next != live.BelowSeq:
-		add(next, replay.KindDeleted, "the archives given end before seq %d, the live log starts at seq %d", next, live.BelowSeq)
+		add(next, verify.KindDeleted, "the archives given end before seq %d, the live log starts at seq %d", next, live.BelowSeq)
 	case prev != live.HeadHash:
-		add(live.BelowSeq, replay.KindModified, "the last archive's last hash %s is not the one the live log chains from (%s)", prev, live.HeadHash)
+		add(live.BelowSeq, verify.KindModified, "the last archive's last hash %s is not the one the live log chains from (%s)", prev, live.HeadHash)
 	case sorted[len(sorted)-1].SHA256 != live.ArchiveSHA256:
-		add(live.MarkerSeq, replay.KindCheckpoint, "archive %s has SHA-256 %s, the prune at seq %d recorded %s: it was rewritten since (its events still chain)",
+		add(live.MarkerSeq, verify.KindCheckpoint, "archive %s has SHA-256 %s, the prune at seq %d recorded %s: it was rewritten since (its events still chain)",
 			sorted[len(sorted)-1].Path, sorted[len(sorted)-1].SHA256, live.MarkerSeq, live.ArchiveSHA256)
 	default:
 		rep.Notes = append(rep.Notes, fmt.Sprintf("seq %d-%d checked in %d archive(s), the last the one the prune at seq %d recorded: archives and live ledger are one log",

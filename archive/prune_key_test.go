@@ -16,6 +16,7 @@ import (
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // TestPruneIsSignedByTheLedgersKey: a Ledger with no signer may not prune
@@ -60,7 +61,7 @@ func TestPruneIsSignedByTheLedgersKey(t *testing.T) {
 	if _, err := keyless.Prune(ctx, who(), c, "/archives/old.jsonl"); !errors.Is(err, ledger.ErrNoSigner) {
 		t.Fatalf("a prune with no signer: %v, want ErrNoSigner", err)
 	}
-	mustOK(t, "after the refused prune", verify(t, l, owner))
+	mustOK(t, "after the refused prune", verifyLedger(t, l, owner))
 
 	other, err := ledger.Open(ctx, root, ledger.WithSigner(stranger.s), ledger.WithCheckpointPolicy(1000, time.Hour))
 	if err != nil {
@@ -72,8 +73,8 @@ func TestPruneIsSignedByTheLedgersKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	cycles(t, l, 1)
-	rep := verify(t, l, owner)
-	if rep.OK || !hasProblem(rep, seq, replay.KindCheckpoint) {
+	rep := verifyLedger(t, l, owner)
+	if rep.OK || !hasProblem(rep, seq, verify.KindCheckpoint) {
 		t.Fatalf("a prune signed by a stranger's key, verified with the owner's: ok %v, problems %+v", rep.OK, rep.Problems)
 	}
 	both, err := l.Verify(ctx, ledger.CheckAgainst(&replay.Trust{Verifiers: []note.Verifier{owner.v, stranger.v}, Expected: true}))
@@ -97,7 +98,7 @@ func TestPruneIsSignedByTheLedgersKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.OK || !hasProblem(rep, seq, replay.KindCheckpoint) {
+	if rep.OK || !hasProblem(rep, seq, verify.KindCheckpoint) {
 		t.Fatalf("a marker with no checkpoint of its size: ok %v, problems %+v", rep.OK, rep.Problems)
 	}
 	// Its archive, the one it recorded and one log with the live ledger,
@@ -117,12 +118,12 @@ func TestPruneIsSignedByTheLedgersKey(t *testing.T) {
 	other2 := *c
 	other2.SHA256 = strings.Repeat("0", 64)
 	archive.AgainstLedger(rep, rep.Genesis, []*archive.Checked{&other2})
-	if rep.OK || !hasProblem(rep, seq, replay.KindCheckpoint) {
+	if rep.OK || !hasProblem(rep, seq, verify.KindCheckpoint) {
 		t.Fatalf("with another archive given: ok %v, problems %+v", rep.OK, rep.Problems)
 	}
 }
 
-func hasProblem(rep *replay.Report, seq int64, kind replay.Kind) bool {
+func hasProblem(rep *verify.Report, seq int64, kind verify.Kind) bool {
 	for _, p := range rep.Problems {
 		if p.Seq == seq && p.Kind == kind {
 			return true

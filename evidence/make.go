@@ -39,7 +39,7 @@ type Made struct {
 // the ledger). It fails with ErrNoEvents, ErrNoStartCheckpoint or
 // ErrNoEndCheckpoint (wrapped) when the ledger cannot prove the period.
 func Make(ctx context.Context, q store.Querier, p Period, w io.Writer) (*Made, error) {
-	from, to, ok, err := replay.SeqRange(ctx, q, p.Since, p.Until)
+	from, to, ok, err := store.SeqRange(ctx, q, p.Since, p.Until)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -77,7 +78,7 @@ func cycles(t *testing.T, l *ledger.Ledger, n int) {
 }
 
 // verifyOK checks the whole log and the locks table as verify does.
-func verifyOK(t *testing.T, l *ledger.Ledger) *replay.Report {
+func verifyOK(t *testing.T, l *ledger.Ledger) *verify.Report {
 	t.Helper()
 	rep, err := l.Verify(context.Background())
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // Sentinel errors. Every error the ledger returns for a lock decision wraps
@@ -69,7 +70,7 @@ var ErrInvalid = events.ErrInvalid
 // log and hide the forgery. It wraps ErrBrokenChain.
 type BrokenChainError struct {
 	// FirstBad is the first damage, as verify names it (lowest seq).
-	FirstBad replay.Problem
+	FirstBad verify.Problem
 	// Problems counts the damage verify found in the log.
 	Problems int
 	// Recorded is the seq of the ledger_projected event that records the

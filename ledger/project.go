@@ -12,6 +12,7 @@ import (
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // ProjectChange is one change project made.
@@ -35,7 +36,7 @@ type ProjectReport struct {
 	Interlopers []string `json:"interlopers,omitempty"`
 	// BrokenChain is the first damage to the event log, when the
 	// projection was made from a broken chain with AcceptBrokenChain.
-	BrokenChain *replay.Problem `json:"broken_chain,omitempty"`
+	BrokenChain *verify.Problem `json:"broken_chain,omitempty"`
 	// RollbackAccepted is the root's pin this run gave up (WithPin(store.PinAccept)).
 	RollbackAccepted *events.Pin `json:"rollback_accepted,omitempty"`
 	// Recorded are the seqs of the lock_projected events this run
@@ -77,7 +78,7 @@ func AcceptBrokenChain() ProjectOption { return func(c *projectConfig) { c.accep
 // projections rebuilt from a forged log would hide the forgery (unless
 // AcceptBrokenChain).
 //
-// Rows are made exactly as the write path makes them (see store.RowFromReplay);
+// Rows are made exactly as the write path makes them (see replay.Lock.StoreRow);
 // files are then reconciled with the rebuilt rows by the same rules every
 // write applies (interpret): a held lock's file is placed or replaced, a
 // free lock's leftover file of the ledger's is removed, interrupted
@@ -225,7 +226,7 @@ func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (ma
 	}
 	rebuilt := map[string]*store.Row{}
 	for _, lk := range st.Locks() {
-		want := store.RowFromReplay(lk)
+		want := lk.StoreRow()
 		if want == nil {
 			continue
 		}

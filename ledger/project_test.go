@@ -12,7 +12,7 @@ import (
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // projLedger has locks a (held by alice), b (released by bob) and c (never
@@ -49,7 +49,7 @@ func projLedger(t *testing.T) (*ledger.Ledger, string) {
 	return l, root
 }
 
-func verifyAll(t *testing.T, l *ledger.Ledger) *replay.Report {
+func verifyAll(t *testing.T, l *ledger.Ledger) *verify.Report {
 	t.Helper()
 	rep, err := l.Verify(context.Background())
 	if err != nil {
@@ -58,8 +58,8 @@ func verifyAll(t *testing.T, l *ledger.Ledger) *replay.Report {
 	return rep
 }
 
-func kinds(rep *replay.Report) map[string]replay.Kind {
-	out := map[string]replay.Kind{}
+func kinds(rep *verify.Report) map[string]verify.Kind {
+	out := map[string]verify.Kind{}
 	for _, p := range rep.Problems {
 		if _, seen := out[p.Lock]; !seen {
 			out[p.Lock] = p.Kind
@@ -81,7 +81,7 @@ func TestProjectRestoresADeletedLockFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := verifyAll(t, l)
-	if rep.OK || rep.FirstBad.Kind != replay.KindLockFileMissing || rep.FirstBad.Lock != "a" {
+	if rep.OK || rep.FirstBad.Kind != verify.KindLockFileMissing || rep.FirstBad.Lock != "a" {
 		t.Fatalf("deleted lock file: %+v", rep.Problems)
 	}
 	pr, err := l.Project(context.Background())
@@ -144,7 +144,7 @@ func TestProjectRebuildsTheTableAndLeavesForeignFilesAlone(t *testing.T) {
 	}
 	rep := verifyAll(t, l)
 	got := kinds(rep)
-	if got["a"] != replay.KindProjectionDrift || got["b"] != replay.KindProjectionDrift || got["ghost"] != replay.KindProjectionDrift {
+	if got["a"] != verify.KindProjectionDrift || got["b"] != verify.KindProjectionDrift || got["ghost"] != verify.KindProjectionDrift {
 		t.Fatalf("drift not found: %+v", rep.Problems)
 	}
 	if len(rep.Foreign) != 1 || rep.Foreign[0].Lock != "c" {
@@ -176,7 +176,7 @@ func TestProjectRebuildsTheTableAndLeavesForeignFilesAlone(t *testing.T) {
 	if err := os.WriteFile(l.LockPath("b"), bFile, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if rep := verifyAll(t, l); rep.OK || kinds(rep)["b"] != replay.KindLockFileExtra {
+	if rep := verifyAll(t, l); rep.OK || kinds(rep)["b"] != verify.KindLockFileExtra {
 		t.Fatalf("leftover: %+v", rep.Problems)
 	}
 	if pr, err := l.Project(ctx); err != nil || len(pr.Files) != 1 || pr.Files[0].Action != "removed" {
@@ -195,7 +195,7 @@ func TestVerifyNamesAForeignFileAtAHeldLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := verifyAll(t, l)
-	if rep.OK || kinds(rep)["a"] != replay.KindForeignAtHeld {
+	if rep.OK || kinds(rep)["a"] != verify.KindForeignAtHeld {
 		t.Fatalf("interloper: %+v", rep.Problems)
 	}
 	pr, err := l.Project(context.Background())
@@ -210,7 +210,7 @@ func TestVerifyNamesAForeignFileAtAHeldLock(t *testing.T) {
 	if err := os.WriteFile(l.LockPath("a"), bytes.Replace(file, []byte(`"intent": "deploy"`), []byte(`"intent": "hack"`), 1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if rep := verifyAll(t, l); rep.OK || kinds(rep)["a"] != replay.KindLockFileDifferent {
+	if rep := verifyAll(t, l); rep.OK || kinds(rep)["a"] != verify.KindLockFileDifferent {
 		t.Fatalf("different: %+v", rep.Problems)
 	}
 	if pr, err := l.Project(context.Background()); err != nil || len(pr.Files) != 1 || pr.Files[0].Action != "replaced" {
@@ -242,7 +242,7 @@ func TestProjectRestoresATargetFile(t *testing.T) {
 	if err := os.Remove(ext); err != nil {
 		t.Fatal(err)
 	}
-	if rep := verifyAll(t, l); rep.OK || kinds(rep)["t"] != replay.KindLockFileMissing {
+	if rep := verifyAll(t, l); rep.OK || kinds(rep)["t"] != verify.KindLockFileMissing {
 		t.Fatalf("deleted target: %+v", rep.Problems)
 	}
 	pr, err := l.Project(ctx)
@@ -265,7 +265,7 @@ func TestProjectRestoresATargetFile(t *testing.T) {
 	if err := os.WriteFile(ext, want, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if rep := verifyAll(t, l); rep.OK || kinds(rep)["t"] != replay.KindLockFileExtra {
+	if rep := verifyAll(t, l); rep.OK || kinds(rep)["t"] != verify.KindLockFileExtra {
 		t.Fatalf("leftover target: %+v", rep.Problems)
 	}
 	if pr, err := l.Project(ctx); err != nil || len(pr.Files) != 1 || pr.Files[0].Action != "removed" {

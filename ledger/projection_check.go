@@ -13,6 +13,7 @@ import (
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // checkProjection compares the locks and lock_holders tables, read through
@@ -32,7 +33,7 @@ import (
 // The files are read after the snapshot; a file that disagrees is read
 // again with the table's latest row, so that a write committed meanwhile
 // is not reported. A write in flight (its journal present) is noted.
-func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
+func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *replay.State, rep *verify.Report) error {
 	rows, err := store.LoadRows(ctx, q)
 	if err != nil {
 		return rep.ReadFailure(ctx, "the locks table", err)
@@ -45,28 +46,28 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 		rep.Add(*p)
 	}
 	if marker, err := l.files.Marker(); err == nil && marker != "" && marker != l.id {
-		rep.Add(replay.Problem{Kind: replay.KindSwapped, Detail: fmt.Sprintf(
+		rep.Add(verify.Problem{Kind: verify.KindSwapped, Detail: fmt.Sprintf(
 			"%s is ledger %s, but this root's %s records ledger %s: the database was replaced by another ledger's",
 			filepath.Join(l.root, DBFile), l.id, WriterMux, termtext.Clip(marker, 64))})
 	}
 	for _, lk := range st.Locks() {
-		want := store.RowFromReplay(lk)
+		want := lk.StoreRow()
 		got := table[lk.Name]
 		switch {
 		case want == nil && got == nil:
 			continue
 		case want == nil:
-			rep.Add(replay.Problem{Seq: got.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
 				"the locks table says %s, but no event ever gave the ledger this lock", store.DescribeRow(got))})
 		case got == nil:
-			rep.Add(replay.Problem{Seq: want.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+			rep.Add(verify.Problem{Seq: want.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
 				"replay says %s, but the locks table has no row", store.DescribeRow(want))})
 		default:
 			// Held or free, a lock's row keeps its last exclusive holding's
 			// file: the fencing token, and the request a leftover lock file
 			// of the ledger's is told by. Who holds it is checkHolders'.
 			if d := want.Diff(got); len(d) > 0 {
-				rep.Add(replay.Problem{Seq: want.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+				rep.Add(verify.Problem{Seq: want.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
 					"the locks table differs from replay in %s", strings.Join(d, ", "))})
 			}
 		}
@@ -74,7 +75,7 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 	}
 	for _, name := range sortedKeys(table) {
 		got := table[name]
-		rep.Add(replay.Problem{Seq: got.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: name, Detail: fmt.Sprintf(
+		rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: name, Detail: fmt.Sprintf(
 			"the locks table says %s, but no event names this lock", store.DescribeRow(got))})
 	}
 	if err := checkHolders(ctx, q, st, rep); err != nil {
@@ -85,7 +86,7 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 
 // truncation reports a tail of the log that is gone, as the locks table
 // shows it: a row updated by an event after the last one (head).
-func truncation(rows []*store.Row, head int64) *replay.Problem {
+func truncation(rows []*store.Row, head int64) *verify.Problem {
 	var last *store.Row
 	for _, r := range rows {
 		if r.UpdatedSeq > head && (last == nil || r.UpdatedSeq > last.UpdatedSeq) {
@@ -95,17 +96,17 @@ func truncation(rows []*store.Row, head int64) *replay.Problem {
 	if last == nil {
 		return nil
 	}
-	return &replay.Problem{Seq: head + 1, Kind: replay.KindTruncated, Lock: last.Name, Detail: fmt.Sprintf(
+	return &verify.Problem{Seq: head + 1, Kind: verify.KindTruncated, Lock: last.Name, Detail: fmt.Sprintf(
 		"the log ends at seq %d, but the locks table records lock %s as updated by seq %d: events %d-%d (at least) are gone",
 		head, last.Name, last.UpdatedSeq, head+1, last.UpdatedSeq)}
 }
 
-func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *replay.Report) error {
+func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *verify.Report) error {
 	byName := map[string]*store.Row{}
 	names, err := l.files.LockNames(true)
 	if err != nil {
 		// The locks the table holds are still checked (and found unreadable).
-		rep.Add(replay.Problem{Kind: replay.KindLockFileUnreadable, Detail: fmt.Sprintf(
+		rep.Add(verify.Problem{Kind: verify.KindLockFileUnreadable, Detail: fmt.Sprintf(
 			"the lock files cannot be listed: %v", err)})
 		names = map[string]bool{}
 	}
@@ -141,10 +142,10 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *replay.
 		if err != nil {
 			return err
 		}
-		if p != nil && p.Kind != replay.KindForeign {
+		if p != nil && p.Kind != verify.KindForeign {
 			// The ledger may have moved on since the snapshot: judge again
 			// against the latest committed row, for as long as it keeps moving.
-			p, note, err = settle(ctx, l, name, func(fresh *store.Row) (*replay.Problem, string, error) {
+			p, note, err = settle(ctx, l, name, func(fresh *store.Row) (*verify.Problem, string, error) {
 				return l.checkFile(name, fresh)
 			})
 			if err != nil {
@@ -164,7 +165,7 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *replay.
 
 // unreadable is the problem of a lock whose file or journal the ledger
 // cannot read as a regular file, nil when both can be read (or are absent).
-func (l *Ledger) unreadable(name string, r *store.Row) *replay.Problem {
+func (l *Ledger) unreadable(name string, r *store.Row) *verify.Problem {
 	var err error
 	if _, err = l.files.Read(name); err == nil {
 		_, err = l.files.ReadJournal(name)
@@ -172,7 +173,7 @@ func (l *Ledger) unreadable(name string, r *store.Row) *replay.Problem {
 	if err == nil {
 		return nil
 	}
-	p := &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: name, Detail: err.Error()}
+	p := &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: name, Detail: err.Error()}
 	if r != nil {
 		p.Seq = r.UpdatedSeq
 		if r.Held {
@@ -183,10 +184,10 @@ func (l *Ledger) unreadable(name string, r *store.Row) *replay.Problem {
 }
 
 // checkFile judges one lock file against its table row.
-func (l *Ledger) checkFile(name string, r *store.Row) (*replay.Problem, string, error) {
+func (l *Ledger) checkFile(name string, r *store.Row) (*verify.Problem, string, error) {
 	journal, err := l.files.ReadJournal(name)
 	if err != nil {
-		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
+		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
 	}
 	if journal.Exists {
 		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
@@ -194,7 +195,7 @@ func (l *Ledger) checkFile(name string, r *store.Row) (*replay.Problem, string, 
 	}
 	f, err := l.files.Read(name)
 	if err != nil {
-		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
+		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
 	}
 	held := r != nil && r.Held
 	ours := func() bool {
@@ -209,23 +210,23 @@ func (l *Ledger) checkFile(name string, r *store.Row) (*replay.Problem, string, 
 	}
 	switch {
 	case held && !f.Exists:
-		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindLockFileMissing, Lock: name, Detail: fmt.Sprintf(
+		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileMissing, Lock: name, Detail: fmt.Sprintf(
 			"the ledger holds the lock (request %s) but %s is missing", r.RequestID, l.files.Path(name))}, "", nil
 	case held && bytes.Equal(f.Data, r.File):
 		return nil, "", nil
 	case held && ours():
-		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindLockFileDifferent, Lock: name, Detail: fmt.Sprintf(
+		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileDifferent, Lock: name, Detail: fmt.Sprintf(
 			"%s is request %s's but not the bytes the ledger wrote", l.files.Path(name), r.RequestID)}, "", nil
 	case held:
-		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindForeignAtHeld, Lock: name, Detail: fmt.Sprintf(
+		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindForeignAtHeld, Lock: name, Detail: fmt.Sprintf(
 			"the ledger holds the lock (request %s) but %s is %s", r.RequestID, l.files.Path(name), foreignSummary(f.Data))}, "", nil
 	case !f.Exists:
 		return nil, "", nil
 	case ours():
-		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindLockFileExtra, Lock: name, Detail: fmt.Sprintf(
+		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileExtra, Lock: name, Detail: fmt.Sprintf(
 			"%s is request %s's, but the ledger released the lock", l.files.Path(name), r.RequestID)}, "", nil
 	}
-	return &replay.Problem{Kind: replay.KindForeign, Lock: name, Detail: fmt.Sprintf(
+	return &verify.Problem{Kind: verify.KindForeign, Lock: name, Detail: fmt.Sprintf(
 		"%s is %s; left alone", l.files.Path(name), foreignSummary(f.Data))}, "", nil
 }
 
@@ -243,7 +244,7 @@ func foreignSummary(data []byte) string {
 // renders there while the lock is held; a file still holding the last
 // holder's bytes after the release is extra. Anything else at the path of a
 // free lock is another tool's business.
-func (l *Ledger) checkTargets(ctx context.Context, r *store.Row, rep *replay.Report) error {
+func (l *Ledger) checkTargets(ctx context.Context, r *store.Row, rep *verify.Report) error {
 	h := holdingFromRow(r)
 	for _, t := range h.targets {
 		rep.LockFiles++
@@ -251,8 +252,8 @@ func (l *Ledger) checkTargets(ctx context.Context, r *store.Row, rep *replay.Rep
 		if err != nil {
 			return err
 		}
-		if p != nil && p.Kind != replay.KindForeign {
-			p, note, err = settle(ctx, l, r.Name, func(fresh *store.Row) (*replay.Problem, string, error) {
+		if p != nil && p.Kind != verify.KindForeign {
+			p, note, err = settle(ctx, l, r.Name, func(fresh *store.Row) (*verify.Problem, string, error) {
 				if fresh == nil {
 					return nil, "", nil
 				}
@@ -276,10 +277,10 @@ func (l *Ledger) checkTargets(ctx context.Context, r *store.Row, rep *replay.Rep
 	return nil
 }
 
-func (l *Ledger) checkTarget(t events.Target, h *holding, r *store.Row) (*replay.Problem, string, error) {
+func (l *Ledger) checkTarget(t events.Target, h *holding, r *store.Row) (*verify.Problem, string, error) {
 	journal, err := lockfile.ReadFile(lockfile.JournalOf(t.Path))
 	if err != nil {
-		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: r.Name, Detail: err.Error()}, "", nil
+		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: r.Name, Detail: err.Error()}, "", nil
 	}
 	if journal.Exists {
 		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
@@ -291,17 +292,17 @@ func (l *Ledger) checkTarget(t events.Target, h *holding, r *store.Row) (*replay
 	}
 	f, err := lockfile.ReadFile(t.Path)
 	if err != nil {
-		return &replay.Problem{Kind: replay.KindLockFileUnreadable, Lock: r.Name, Detail: err.Error()}, "", nil
+		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: r.Name, Detail: err.Error()}, "", nil
 	}
 	switch {
 	case r.Held && !f.Exists:
-		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindLockFileMissing, Lock: r.Name, Detail: fmt.Sprintf(
+		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileMissing, Lock: r.Name, Detail: fmt.Sprintf(
 			"the ledger holds the lock (request %s) but its %s file %s is missing", r.RequestID, t.Format, t.Path)}, "", nil
 	case r.Held && !bytes.Equal(f.Data, want):
-		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindLockFileDifferent, Lock: r.Name, Detail: fmt.Sprintf(
+		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileDifferent, Lock: r.Name, Detail: fmt.Sprintf(
 			"%s (%s) is not what request %s projects there (an old version, or another tool's file)", t.Path, t.Format, r.RequestID)}, "", nil
 	case !r.Held && f.Exists && bytes.Equal(f.Data, want):
-		return &replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindLockFileExtra, Lock: r.Name, Detail: fmt.Sprintf(
+		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileExtra, Lock: r.Name, Detail: fmt.Sprintf(
 			"%s (%s) is request %s's, but the ledger released the lock", t.Path, t.Format, r.RequestID)}, "", nil
 	}
 	return nil, "", nil
@@ -317,7 +318,7 @@ const settleWithin = time.Second
 // settle judges a lock's file against the latest committed row until the
 // judgement holds across a row that did not change for settleWithin (or the
 // file agrees). A write committed meanwhile makes it judge again at once.
-func settle(ctx context.Context, l *Ledger, name string, judge func(*store.Row) (*replay.Problem, string, error)) (*replay.Problem, string, error) {
+func settle(ctx context.Context, l *Ledger, name string, judge func(*store.Row) (*verify.Problem, string, error)) (*verify.Problem, string, error) {
 	deadline := time.Now().Add(settleWithin)
 	backoff := time.Millisecond
 	for {

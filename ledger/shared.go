@@ -41,6 +41,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // sharedHolding is one row of lock_holders (a shared holder, or with
@@ -285,7 +286,7 @@ func (l *Ledger) addShared(s *LockStatus, sh []*sharedHolding, now time.Time) {
 
 // checkHolders compares lock_holders, exclusive and shared rows alike,
 // with the holders replay folds from the events, column by column.
-func checkHolders(ctx context.Context, q replay.Querier, st *replay.State, rep *replay.Report) error {
+func checkHolders(ctx context.Context, q replay.Querier, st *replay.State, rep *verify.Report) error {
 	rows, err := store.LoadAllHolders(ctx, q)
 	if err != nil {
 		return rep.ReadFailure(ctx, "the lock_holders table", err)
@@ -296,23 +297,23 @@ func checkHolders(ctx context.Context, q replay.Querier, st *replay.State, rep *
 		got := table[key]
 		delete(table, key)
 		if got == nil {
-			rep.Add(replay.Problem{Seq: want.FencingToken, Kind: replay.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
+			rep.Add(verify.Problem{Seq: want.FencingToken, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
 				"replay says request %s holds the lock %s, but lock_holders has no row for it", want.RequestID, holderMode(want))})
 			continue
 		}
 		if diff := want.Diff(got); len(diff) > 0 {
-			rep.Add(replay.Problem{Seq: got.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
+			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
 				"lock_holders' row of request %s differs from replay in %s", want.RequestID, strings.Join(diff, ", "))})
 		}
 	}
 	for _, r := range rows {
 		if r.UpdatedSeq > st.Seq {
-			rep.Add(replay.Problem{Seq: st.Seq + 1, Kind: replay.KindTruncated, Lock: r.Name, Detail: fmt.Sprintf(
+			rep.Add(verify.Problem{Seq: st.Seq + 1, Kind: verify.KindTruncated, Lock: r.Name, Detail: fmt.Sprintf(
 				"the log ends at seq %d, but lock_holders records holder %s as updated by seq %d: events %d-%d (at least) are gone",
 				st.Seq, r.RequestID, r.UpdatedSeq, st.Seq+1, r.UpdatedSeq)})
 		}
 		if table[sharedKey{r.Name, r.RequestID}] != nil {
-			rep.Add(replay.Problem{Seq: r.UpdatedSeq, Kind: replay.KindProjectionDrift, Lock: r.Name, Detail: fmt.Sprintf(
+			rep.Add(verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: r.Name, Detail: fmt.Sprintf(
 				"lock_holders has a row of request %s (%s), but replay has no such holder", r.RequestID, holderMode(r))})
 		}
 	}
@@ -325,10 +326,10 @@ func replayHolders(st *replay.State) []*store.HolderRow {
 	var out []*store.HolderRow
 	for _, lk := range st.Locks() {
 		if lk.Held {
-			out = append(out, store.HolderFromReplay(lk, lk.Holder, true))
+			out = append(out, lk.HolderRow(lk.Holder, true))
 		}
 		for _, h := range lk.Shared {
-			out = append(out, store.HolderFromReplay(lk, h, false))
+			out = append(out, lk.HolderRow(h, false))
 		}
 	}
 	return out

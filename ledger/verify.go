@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // VerifyOption tunes Verify.
@@ -50,7 +51,7 @@ func InSnapshot(tx *sql.Tx) VerifyOption { return func(c *verifyConfig) { c.snap
 // report, and a database too damaged to read is a report too (Unreadable):
 // an error means the check could not be made (ctx ended, the snapshot or
 // the stored checkpoints could not be read).
-func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Report, error) {
+func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*verify.Report, error) {
 	c := verifyConfig{skew: replay.DefaultClockSkew}
 	for _, o := range opts {
 		o(&c)
@@ -83,7 +84,7 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 	// SQLite's check reads the whole file once more: it runs beside the
 	// read of the events, on a connection of its own. Its snapshot may be
 	// a later one, which changes nothing about the file being sound.
-	storage := &replay.Report{}
+	storage := &verify.Report{}
 	checked := make(chan error, 1)
 	go func() { checked <- l.checkStorage(ctx, c.full, storage) }()
 	rep, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis, replay.ClockSkew(c.skew), replay.VerifyingClock(l.now), replay.WithTrust(&trust))
@@ -93,7 +94,7 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 	if err != nil {
 		// Too damaged to read: say so in the report, with what SQLite's own
 		// check finds.
-		rep, st = &replay.Report{Source: l.Source(), Genesis: l.genesis, Unreadable: true}, nil
+		rep, st = &verify.Report{Source: l.Source(), Genesis: l.genesis, Unreadable: true}, nil
 		if err := rep.ReadFailure(ctx, "the events", err); err != nil {
 			return nil, err
 		}
@@ -113,6 +114,6 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 }
 
 // checkStorage runs the engine's storage check on a connection of its own.
-func (l *Ledger) checkStorage(ctx context.Context, full bool, rep *replay.Report) error {
+func (l *Ledger) checkStorage(ctx context.Context, full bool, rep *verify.Report) error {
 	return l.store.CheckStorage(ctx, l.store, full, rep)
 }

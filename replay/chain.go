@@ -1,6 +1,9 @@
 package replay
 
 import (
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
+
 	"fmt"
 	"strings"
 )
@@ -19,9 +22,7 @@ type Row struct {
 }
 
 // Columns are the events table's columns that duplicate body fields for the indexes.
-type Columns struct {
-	EventID, Type, LockName, RequestID, Actor, At string
-}
+type Columns = store.Columns
 
 // chain classifies damage to a hash chain in one streaming pass, with
 // memory bounded by a few counters and at most maxSpans ranges.
@@ -76,7 +77,7 @@ type chain struct {
 	anchor string
 	// fromStart: the first row must be seq 1 (a whole ledger).
 	fromStart bool
-	report    *Report
+	report    *verify.Report
 
 	started    bool
 	tipAnchor  bool   // the tip is the anchor, not a row
@@ -88,8 +89,8 @@ type chain struct {
 	lastPos    int64  // the previous row's position
 	spans      []span
 	pending    *pendingLink
-	last       *Problem // the last finding, to report each (seq, kind) once
-	damaged    bool     // any finding at all
+	last       *verify.Problem // the last finding, to report each (seq, kind) once
+	damaged    bool            // any finding at all
 }
 
 type span struct {
@@ -105,18 +106,18 @@ type pendingLink struct {
 
 const maxSpans = 64
 
-func newChain(anchor string, fromStart bool, r *Report) *chain {
+func newChain(anchor string, fromStart bool, r *verify.Report) *chain {
 	return &chain{anchor: anchor, fromStart: fromStart, report: r}
 }
 
-func (c *chain) add(p Problem) int {
+func (c *chain) add(p verify.Problem) int {
 	if c.last != nil && c.last.Seq == p.Seq && c.last.Kind == p.Kind {
 		return -1 // one finding per seq and kind
 	}
 	c.last = &p
 	c.damaged = true
-	if p.Kind == KindReordered || p.Kind == KindDeleted {
-		if len(c.report.Problems) < MaxProblems {
+	if p.Kind == verify.KindReordered || p.Kind == verify.KindDeleted {
+		if len(c.report.Problems) < verify.MaxProblems {
 			c.report.Add(p)
 			return len(c.report.Problems) - 1
 		}
@@ -165,7 +166,7 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 	case rc.selfOK:
 		o = p
 		if bseqOK && bseq != p {
-			c.add(Problem{Seq: p, Line: r.Line, Kind: KindColumnMismatch,
+			c.add(verify.Problem{Seq: p, Line: r.Line, Kind: verify.KindColumnMismatch,
 				Detail: fmt.Sprintf("seq column is %d but the body says %d, and the hash was computed for %d", p, bseq, p)})
 		}
 	case rc.movedOK:
@@ -179,7 +180,7 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 		pl := c.pending
 		c.pending = nil
 		if !(o <= c.maxO && o == pl.o) {
-			c.add(Problem{Seq: pl.predPos, Kind: KindModified, Detail: fmt.Sprintf(
+			c.add(verify.Problem{Seq: pl.predPos, Kind: verify.KindModified, Detail: fmt.Sprintf(
 				"rewritten with a recomputed hash: seq %d's prev_hash no longer matches its hash", pl.pos)})
 		}
 		// else: this row is a second claimant of pl.o, handled below as an insertion at pl.pos
@@ -190,7 +191,7 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 		if !bseqOK {
 			detail += " (the body is not a readable event)"
 		}
-		pr := Problem{Seq: p, Line: r.Line, Kind: KindModified, Detail: detail}
+		pr := verify.Problem{Seq: p, Line: r.Line, Kind: verify.KindModified, Detail: detail}
 		if rc.ev != nil {
 			pr.Lock = rc.ev.LockName // what the body now says, for orientation
 		}
@@ -201,7 +202,7 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 	case o == c.maxO+1:
 		c.dupRun = 0
 		if rc.movedOK && (first || p != prevPos+1) {
-			c.add(Problem{Seq: p, Line: r.Line, Kind: KindRenumbered, Detail: fmt.Sprintf(
+			c.add(verify.Problem{Seq: p, Line: r.Line, Kind: verify.KindRenumbered, Detail: fmt.Sprintf(
 				"seq %d holds the event written as seq %d (its hash covers %d, as its body says), with no deletion, insertion or reordering to explain it",
 				p, o, o)})
 		}
@@ -211,7 +212,7 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 				if c.fromStart {
 					what = "this ledger's genesis (the first event was replaced, or meta ledger_id changed)"
 				}
-				c.add(Problem{Seq: p, Line: r.Line, Kind: KindModified, Detail: "does not chain from " + what})
+				c.add(verify.Problem{Seq: p, Line: r.Line, Kind: verify.KindModified, Detail: "does not chain from " + what})
 			} else {
 				c.pending = &pendingLink{pos: p, o: o, predPos: c.tipPos, line: r.Line}
 			}
@@ -227,7 +228,7 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 		if p != o {
 			detail += fmt.Sprintf("; later rows were renumbered to close the gap (position %d holds seq %d)", p, o)
 		}
-		idx := c.add(Problem{Seq: c.tipPos + 1, Line: r.Line, Kind: KindDeleted, Detail: detail})
+		idx := c.add(verify.Problem{Seq: c.tipPos + 1, Line: r.Line, Kind: verify.KindDeleted, Detail: detail})
 		if len(c.spans) < maxSpans {
 			c.spans = append(c.spans, span{from: first, to: o, problem: idx})
 		}
@@ -237,9 +238,9 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 			s := &c.spans[i]
 			if o >= s.from && o < s.to {
 				c.dupRun = 0
-				if s.problem >= 0 && c.report.Problems[s.problem].Kind == KindDeleted {
+				if s.problem >= 0 && c.report.Problems[s.problem].Kind == verify.KindDeleted {
 					pr := &c.report.Problems[s.problem]
-					pr.Kind = KindReordered
+					pr.Kind = verify.KindReordered
 					pr.Detail = fmt.Sprintf("rows out of order: seq %d is at position %d, after seq %d", o, p, c.maxO)
 				}
 				return intact
@@ -247,7 +248,7 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 		}
 		if c.dupRun == 0 || o != c.dupRun+1 {
 			first := c.tipPos - (c.maxO - o)
-			c.add(Problem{Seq: first, Kind: KindInserted, Detail: fmt.Sprintf(
+			c.add(verify.Problem{Seq: first, Kind: verify.KindInserted, Detail: fmt.Sprintf(
 				"a row not in the original chain: position %d holds the original seq %d, shifted up by the insertion", p, o)})
 		}
 		c.dupRun = o
@@ -267,14 +268,14 @@ func (c *chain) advance(o int64, r *Row, intact bool) {
 func (c *chain) end() {
 	if pl := c.pending; pl != nil {
 		c.pending = nil
-		c.add(Problem{Seq: pl.pos, Line: pl.line, Kind: KindInserted, Detail: fmt.Sprintf(
+		c.add(verify.Problem{Seq: pl.pos, Line: pl.line, Kind: verify.KindInserted, Detail: fmt.Sprintf(
 			"the last event does not chain from seq %d: appended by something other than the ledger (or seq %d was rewritten with a recomputed hash)",
 			pl.predPos, pl.predPos)})
 	}
 }
 
 // checkColumns compares the indexed columns with the body.
-func checkColumns(r *Row, ev *Event) *Problem {
+func checkColumns(r *Row, ev *Event) *verify.Problem {
 	if r.Cols == nil || ev == nil {
 		return nil
 	}
@@ -293,5 +294,5 @@ func checkColumns(r *Row, ev *Event) *Problem {
 	if len(bad) == 0 {
 		return nil
 	}
-	return &Problem{Seq: r.Seq, Kind: KindColumnMismatch, Lock: ev.LockName, Detail: strings.Join(bad, "; ")}
+	return &verify.Problem{Seq: r.Seq, Kind: verify.KindColumnMismatch, Lock: ev.LockName, Detail: strings.Join(bad, "; ")}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/verify"
 )
 
 var testBase = time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)
@@ -46,7 +47,7 @@ func goodChain(t *testing.T, n int) []Row {
 	return rows
 }
 
-func check(t *testing.T, rows []Row, genesis string) *Report {
+func check(t *testing.T, rows []Row, genesis string) *verify.Report {
 	t.Helper()
 	c := newChecker("test", genesis, true, newVerifyConfig(nil))
 	for i := range rows {
@@ -73,67 +74,67 @@ func TestChainClassifiesDamage(t *testing.T) {
 		name   string
 		tamper func(t *testing.T, rows []Row) []Row
 		seq    int64
-		kind   Kind
+		kind   verify.Kind
 	}{
 		{"body changed, hash kept", func(t *testing.T, r []Row) []Row {
 			r[3].Body = bytes.Replace(r[3].Body, []byte(`"alice"`), []byte(`"mallory"`), 1)
 			return r
-		}, 4, KindModified},
-		{"hash column changed", func(t *testing.T, r []Row) []Row { r[4].Hash = strings.Repeat("0", 64); return r }, 5, KindModified},
-		{"prev_hash column changed", func(t *testing.T, r []Row) []Row { r[4].PrevHash = strings.Repeat("1", 64); return r }, 5, KindModified},
+		}, 4, verify.KindModified},
+		{"hash column changed", func(t *testing.T, r []Row) []Row { r[4].Hash = strings.Repeat("0", 64); return r }, 5, verify.KindModified},
+		{"prev_hash column changed", func(t *testing.T, r []Row) []Row { r[4].PrevHash = strings.Repeat("1", 64); return r }, 5, verify.KindModified},
 		{"body rewritten with a recomputed hash", func(t *testing.T, r []Row) []Row {
 			r[5] = sealed(t, 6, r[4].Hash, "mallory")
 			return r
-		}, 6, KindModified},
-		{"body unreadable", func(t *testing.T, r []Row) []Row { r[2].Body = []byte("garbage"); return r }, 3, KindModified},
-		{"row deleted (gap)", func(t *testing.T, r []Row) []Row { return append(r[:4:4], r[5:]...) }, 5, KindDeleted},
+		}, 6, verify.KindModified},
+		{"body unreadable", func(t *testing.T, r []Row) []Row { r[2].Body = []byte("garbage"); return r }, 3, verify.KindModified},
+		{"row deleted (gap)", func(t *testing.T, r []Row) []Row { return append(r[:4:4], r[5:]...) }, 5, verify.KindDeleted},
 		{"rows deleted and renumbered", func(t *testing.T, r []Row) []Row {
 			return renumber(append(r[:4:4], r[6:]...), 4, -2)
-		}, 5, KindDeleted},
-		{"first row deleted", func(t *testing.T, r []Row) []Row { return r[1:] }, 1, KindDeleted},
+		}, 5, verify.KindDeleted},
+		{"first row deleted", func(t *testing.T, r []Row) []Row { return r[1:] }, 1, verify.KindDeleted},
 		{"row inserted, later rows shifted", func(t *testing.T, r []Row) []Row {
 			forged := sealed(t, 6, r[4].Hash, "mallory")
 			out := append(append(r[:5:5], forged), renumber(r[5:], 0, 1)...)
 			return out
-		}, 6, KindInserted},
+		}, 6, verify.KindInserted},
 		{"two rows inserted, later rows shifted", func(t *testing.T, r []Row) []Row {
 			f1 := sealed(t, 4, r[2].Hash, "mallory")
 			f2 := sealed(t, 5, f1.Hash, "mallory")
 			return append(append(r[:3:3], f1, f2), renumber(r[3:], 0, 2)...)
-		}, 4, KindInserted},
+		}, 4, verify.KindInserted},
 		{"row inserted with a bad link, later rows shifted", func(t *testing.T, r []Row) []Row {
 			forged := sealed(t, 6, strings.Repeat("2", 64), "mallory")
 			return append(append(r[:5:5], forged), renumber(r[5:], 0, 1)...)
-		}, 6, KindInserted},
+		}, 6, verify.KindInserted},
 		{"row appended without chaining", func(t *testing.T, r []Row) []Row {
 			return append(r, sealed(t, n+1, strings.Repeat("3", 64), "mallory"))
-		}, n + 1, KindInserted},
+		}, n + 1, verify.KindInserted},
 		{"adjacent rows swapped", func(t *testing.T, r []Row) []Row {
 			r[5], r[6] = r[6], r[5]
 			r[5].Seq, r[6].Seq = 6, 7
 			return r
-		}, 6, KindReordered},
+		}, 6, verify.KindReordered},
 		{"distant rows swapped", func(t *testing.T, r []Row) []Row {
 			r[2], r[7] = r[7], r[2]
 			r[2].Seq, r[7].Seq = 3, 8
 			return r
-		}, 3, KindReordered},
-		{"every row renumbered up", func(t *testing.T, r []Row) []Row { return renumber(r, 0, 2) }, 3, KindRenumbered},
-		{"later rows renumbered up, leaving a gap", func(t *testing.T, r []Row) []Row { return renumber(r, 4, 1) }, 6, KindRenumbered},
+		}, 3, verify.KindReordered},
+		{"every row renumbered up", func(t *testing.T, r []Row) []Row { return renumber(r, 0, 2) }, 3, verify.KindRenumbered},
+		{"later rows renumbered up, leaving a gap", func(t *testing.T, r []Row) []Row { return renumber(r, 4, 1) }, 6, verify.KindRenumbered},
 		{"row moved past the end", func(t *testing.T, r []Row) []Row {
 			moved := r[3]
 			moved.Seq = n + 1
 			return append(append(r[:3:3], r[4:]...), moved)
-		}, 4, KindReordered},
+		}, 4, verify.KindReordered},
 		{"first row replaced from another genesis", func(t *testing.T, r []Row) []Row {
 			r[0] = sealed(t, 1, events.Genesis("another ledger"), "alice")
 			return r
-		}, 1, KindModified},
+		}, 1, verify.KindModified},
 		{"last body rewritten invalid, rehashed", func(t *testing.T, r []Row) []Row {
 			body := bytes.Replace(r[n-1].Body, []byte(`"schema_version":1`), []byte(`"schema_version":7`), 1)
 			r[n-1].Body, r[n-1].Hash = body, events.ChainHash(n, r[n-1].PrevHash, body)
 			return r
-		}, n, KindSchema},
+		}, n, verify.KindSchema},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,7 +170,7 @@ func TestChainIntact(t *testing.T) {
 
 func TestChainWrongGenesis(t *testing.T) {
 	rep := check(t, goodChain(t, 5), events.Genesis("another ledger"))
-	if rep.OK || rep.ProblemCount != 1 || rep.FirstBad.Seq != 1 || rep.FirstBad.Kind != KindModified {
+	if rep.OK || rep.ProblemCount != 1 || rep.FirstBad.Seq != 1 || rep.FirstBad.Kind != verify.KindModified {
 		t.Fatalf("wrong genesis: %+v", rep.Problems)
 	}
 }
@@ -186,7 +187,7 @@ func TestChainColumnMismatch(t *testing.T) {
 	}
 	rows[2].Cols.Actor = "mallory"
 	rep := check(t, rows, events.Genesis(testLedgerID))
-	if rep.FirstBad == nil || rep.FirstBad.Seq != 3 || rep.FirstBad.Kind != KindColumnMismatch ||
+	if rep.FirstBad == nil || rep.FirstBad.Seq != 3 || rep.FirstBad.Kind != verify.KindColumnMismatch ||
 		!strings.Contains(rep.FirstBad.Detail, "actor") {
 		t.Fatalf("first bad: %+v", rep.FirstBad)
 	}
@@ -225,12 +226,12 @@ func TestVerifyFileSlice(t *testing.T) {
 	lines[2] = strings.Replace(lines[2], `"alice"`, `"mallory"`, 1)
 	lines = append(lines, `{"not":"an export line"}`)
 	rep, _ = VerifyFile(strings.NewReader(strings.Join(lines, "\n")), "slice", "")
-	if rep.OK || rep.FirstBad.Seq != 6 || rep.FirstBad.Kind != KindModified || rep.FirstBad.Line != 3 {
+	if rep.OK || rep.FirstBad.Seq != 6 || rep.FirstBad.Kind != verify.KindModified || rep.FirstBad.Line != 3 {
 		t.Fatalf("edited slice: %+v", rep.FirstBad)
 	}
 	var malformed bool
 	for _, p := range rep.Problems {
-		malformed = malformed || (p.Kind == KindMalformed && p.Line == 6)
+		malformed = malformed || (p.Kind == verify.KindMalformed && p.Line == 6)
 	}
 	if !malformed {
 		t.Fatalf("malformed line not reported: %+v", rep.Problems)

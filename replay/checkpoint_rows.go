@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // rowUnchecked judges a checkpoint row of the ledger when no verifier key
@@ -13,13 +14,13 @@ import (
 // still matched against the log (a weak anchor): a log it does not match,
 // or that ends before it, was rewritten, or the checkpoint forged. It
 // returns the origin the checkpoints name.
-func (t *treeCheck) rowUnchecked(ns NoteSource, res *CheckpointResult, s *checkpoint.Signed, err error, origin string) string {
+func (t *treeCheck) rowUnchecked(ns NoteSource, res *verify.CheckpointResult, s *checkpoint.Signed, err error, origin string) string {
 	if err != nil {
 		if res.Size == 0 {
 			res.Size = ns.Size
 		}
 		res.Result, res.Detail = "invalid", err.Error()
-		t.invalid = append(t.invalid, Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf(
+		t.invalid = append(t.invalid, verify.Problem{Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 			"%s is not a signed checkpoint (%v): no writer stores one, it was written by hand", describe(res), err)})
 		return origin
 	}
@@ -30,7 +31,7 @@ func (t *treeCheck) rowUnchecked(ns NoteSource, res *CheckpointResult, s *checkp
 	case s.Origin != origin:
 		res.Result = "invalid"
 		res.Detail = fmt.Sprintf("it is a checkpoint of %q, not of %q", s.Origin, origin)
-		t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+		t.report.Add(verify.Problem{Seq: 1, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 			"%s names another ledger (%s, this log is %s): the database was swapped for another ledger's, or the checkpoint is another ledger's",
 			describe(res), s.Origin, origin)})
 	case ns.Size != s.Size:
@@ -54,10 +55,10 @@ func (a *anchor) unchecked() string {
 // rowSizeDiffers reports a checkpoint row whose size column is not the
 // size its note covers: a writer stores both from one checkpoint, so the
 // row was written by hand (another row's note under this one's id).
-func (t *treeCheck) rowSizeDiffers(ns NoteSource, res *CheckpointResult, s *checkpoint.Signed) {
+func (t *treeCheck) rowSizeDiffers(ns NoteSource, res *verify.CheckpointResult, s *checkpoint.Signed) {
 	res.Result = "invalid"
 	res.Detail = fmt.Sprintf("its row claims size %d, its note covers %d", ns.Size, s.Size)
-	t.invalid = append(t.invalid, Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf(
+	t.invalid = append(t.invalid, verify.Problem{Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 		"%s: its row claims size %d but its note covers %d events: no writer stores that, the row was written by hand",
 		describe(res), ns.Size, s.Size)})
 }

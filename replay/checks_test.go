@@ -11,6 +11,7 @@ import (
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // An export without a single line fails: an empty file proves nothing.
@@ -20,14 +21,14 @@ func TestVerifyFileFailsAnEmptyOrBlankFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.OK || rep.FirstBad == nil || rep.FirstBad.Kind != replay.KindEmpty || rep.ProblemCount != 1 {
-			t.Errorf("%q: OK=%v first bad %+v, %d problems; want one %s", data, rep.OK, rep.FirstBad, rep.ProblemCount, replay.KindEmpty)
+		if rep.OK || rep.FirstBad == nil || rep.FirstBad.Kind != verify.KindEmpty || rep.ProblemCount != 1 {
+			t.Errorf("%q: OK=%v first bad %+v, %d problems; want one %s", data, rep.OK, rep.FirstBad, rep.ProblemCount, verify.KindEmpty)
 		}
 	}
 }
 
 // verifyLog runs verify on a hand-built log and returns the finished report.
-func verifyLog(t *testing.T, g *ovlLog, opts ...replay.VerifyOption) *replay.Report {
+func verifyLog(t *testing.T, g *ovlLog, opts ...replay.VerifyOption) *verify.Report {
 	t.Helper()
 	rep, _, err := replay.VerifyLedger(context.Background(), g.db, "test", events.Genesis("overlap-test"), opts...)
 	if err != nil {
@@ -39,7 +40,7 @@ func verifyLog(t *testing.T, g *ovlLog, opts ...replay.VerifyOption) *replay.Rep
 
 // wantFirstBad fails unless rep's first bad is kind at seq, and it is the
 // only problem.
-func wantFirstBad(t *testing.T, rep *replay.Report, seq int64, kind replay.Kind) {
+func wantFirstBad(t *testing.T, rep *verify.Report, seq int64, kind verify.Kind) {
 	t.Helper()
 	if rep.OK || rep.FirstBad == nil || rep.FirstBad.Seq != seq || rep.FirstBad.Kind != kind || rep.ProblemCount != 1 {
 		t.Fatalf("first bad %+v, %d problems; want only seq %d %s\nall: %+v", rep.FirstBad, rep.ProblemCount, seq, kind, rep.Problems)
@@ -102,7 +103,7 @@ func TestVerifyFindsFencingTokensTheLedgerNeverGives(t *testing.T) {
 				}
 				return
 			}
-			wantFirstBad(t, rep, bad, replay.KindFencingToken)
+			wantFirstBad(t, rep, bad, verify.KindFencingToken)
 		})
 	}
 }
@@ -147,7 +148,7 @@ func TestVerifyFindsAnEventIDWhoseTimeIsNotAt(t *testing.T) {
 				}
 				return
 			}
-			wantFirstBad(t, rep, bad, replay.KindEventIDTime)
+			wantFirstBad(t, rep, bad, verify.KindEventIDTime)
 		})
 	}
 }
@@ -229,12 +230,12 @@ func TestVerifyFindsTimeGoingBackwards(t *testing.T) {
 				return
 			}
 			if c.name == "two steps back, each over the tolerance" {
-				if rep.ProblemCount != 2 || rep.Problems[1].Kind != replay.KindTimeBackwards || rep.Problems[1].Seq != bad+1 {
+				if rep.ProblemCount != 2 || rep.Problems[1].Kind != verify.KindTimeBackwards || rep.Problems[1].Seq != bad+1 {
 					t.Fatalf("want one finding per step, at seqs %d and %d: %+v", bad, bad+1, rep.Problems)
 				}
 				rep.Problems, rep.ProblemCount = rep.Problems[:1], 1
 			}
-			wantFirstBad(t, rep, bad, replay.KindTimeBackwards)
+			wantFirstBad(t, rep, bad, verify.KindTimeBackwards)
 		})
 	}
 }
@@ -273,7 +274,7 @@ func TestVerifyFindsEventsOlderThanTheLedger(t *testing.T) {
 				}
 				return
 			}
-			wantFirstBad(t, rep, 1, replay.KindBeforeCreation)
+			wantFirstBad(t, rep, 1, verify.KindBeforeCreation)
 		})
 	}
 	// A ledger without created_at is not checked against it, and says so.
@@ -292,7 +293,7 @@ func TestVerifyOfALedgerWhoseClockSteps(t *testing.T) {
 	c := testclock.New(base)
 	l := openScripted(t, t.TempDir(), c, nil)
 	id := ledger.Identity{Actor: "alice", RequestID: "req-a", PID: os.Getpid()}
-	verify := func(opts ...ledger.VerifyOption) *replay.Report {
+	check := func(opts ...ledger.VerifyOption) *verify.Report {
 		t.Helper()
 		rep, err := l.Verify(ctx, opts...)
 		if err != nil {
@@ -316,18 +317,18 @@ func TestVerifyOfALedgerWhoseClockSteps(t *testing.T) {
 	if _, err := l.Heartbeat(ctx, "deploy", id); err != nil {
 		t.Fatal(err)
 	}
-	if rep := verify(); !rep.OK || len(rep.Notes) != 0 {
+	if rep := check(); !rep.OK || len(rep.Notes) != 0 {
 		t.Fatalf("steps within the tolerance: %+v %q", rep.Problems, rep.Notes)
 	}
 	c.Add(-10 * time.Second)
 	if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "deploy", Identity: id}); err != nil {
 		t.Fatal(err)
 	}
-	rep := verify()
-	if rep.OK || rep.FirstBad.Kind != replay.KindTimeBackwards || rep.FirstBad.Seq != 5 || rep.ProblemCount != 1 {
+	rep := check()
+	if rep.OK || rep.FirstBad.Kind != verify.KindTimeBackwards || rep.FirstBad.Seq != 5 || rep.ProblemCount != 1 {
 		t.Fatalf("a step back of 10s: %+v", rep.Problems)
 	}
-	if rep := verify(ledger.AllowClockSkew(10 * time.Second)); !rep.OK {
+	if rep := check(ledger.AllowClockSkew(10 * time.Second)); !rep.OK {
 		t.Fatalf("a step back of 10s with --clock-skew 10s: %+v", rep.Problems)
 	}
 }
@@ -353,24 +354,24 @@ func TestVerifyFileReplaysAnExportFromSeqOne(t *testing.T) {
 	cases := []struct {
 		name  string
 		build func(g *ovlLog) int64
-		kind  replay.Kind
+		kind  verify.Kind
 	}{
 		{"two holders at once", func(g *ovlLog) int64 {
 			g.acquire("x", "req_a")
 			g.heartbeat("x", "req_a")
 			return g.acquire("x", "req_b")
-		}, replay.KindOverlap},
+		}, verify.KindOverlap},
 		{"a heartbeat from a request that does not hold the lock", func(g *ovlLog) int64 {
 			g.acquire("x", "req_a")
 			g.heartbeat("x", "req_a")
 			return g.heartbeat("x", "req_b")
-		}, replay.KindInconsistent},
+		}, verify.KindInconsistent},
 		{"a release with another holding's token", func(g *ovlLog) int64 {
 			a := g.acquire("x", "req_a")
 			g.release("x", "req_a", a)
 			g.acquire("x", "req_b")
 			return g.release("x", "req_b", a)
-		}, replay.KindFencingToken},
+		}, verify.KindFencingToken},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,12 +2,12 @@ package replay
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // DefaultClockSkew is how far back an event's at may step without being
@@ -96,7 +96,7 @@ type clock struct {
 	aheadRun bool
 	// pending is the first event of the last run dated after the
 	// verifying clock, until a step back after it says which is wrong.
-	pending *Problem
+	pending *verify.Problem
 }
 
 // check judges one event; order: false when the events before it are out
@@ -105,7 +105,7 @@ func (k *clock) check(c *checker, r *Row, ev *Event, order bool) {
 	at := ev.Time
 	if !k.created.IsZero() && at.Before(k.created.Add(-k.skew)) {
 		if !k.early {
-			c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindBeforeCreation, Lock: ev.LockName, Detail: fmt.Sprintf(
+			c.report.Add(verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindBeforeCreation, Lock: ev.LockName, Detail: fmt.Sprintf(
 				"at %s is %s before the ledger's created_at %s (more than the clock tolerance, %s)",
 				ev.At, k.created.Sub(at).Round(time.Millisecond), events.FormatTime(k.created), k.skew)})
 		}
@@ -115,7 +115,7 @@ func (k *clock) check(c *checker, r *Row, ev *Event, order bool) {
 	}
 	ahead := !k.now.IsZero() && at.After(k.now.Add(aheadOfVerifier(k.skew)))
 	if ahead && !k.aheadRun && k.pending == nil {
-		k.pending = &Problem{Seq: r.Seq, Line: r.Line, Kind: KindFutureDated, Lock: ev.LockName, Detail: fmt.Sprintf(
+		k.pending = &verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindFutureDated, Lock: ev.LockName, Detail: fmt.Sprintf(
 			"at %s is %s after the verifying clock (%s; tolerance %s): dated ahead",
 			ev.At, at.Sub(k.now).Round(time.Millisecond), events.FormatTime(k.now), aheadOfVerifier(k.skew))}
 	}
@@ -142,9 +142,9 @@ func (k *clock) check(c *checker, r *Row, ev *Event, order bool) {
 			if r.Seq-1 > j.seq {
 				detail += fmt.Sprintf(", and the events after it up to seq %d with it", r.Seq-1)
 			}
-			c.report.Add(Problem{Seq: j.seq, Line: j.line, Kind: KindFutureDated, Lock: j.lock, Detail: detail})
+			c.report.Add(verify.Problem{Seq: j.seq, Line: j.line, Kind: verify.KindFutureDated, Lock: j.lock, Detail: detail})
 		default:
-			c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindTimeBackwards, Lock: ev.LockName, Detail: fmt.Sprintf(
+			c.report.Add(verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindTimeBackwards, Lock: ev.LockName, Detail: fmt.Sprintf(
 				"at %s is %s earlier than seq %d's at %s (more than the clock tolerance, %s; see verify --clock-skew)",
 				ev.At, k.latest.Sub(at).Round(time.Millisecond), k.latestSeq, events.FormatTime(k.latest), k.skew)})
 		}
@@ -157,7 +157,7 @@ func (k *clock) check(c *checker, r *Row, ev *Event, order bool) {
 
 // end reports an event dated after the verifying clock that no later
 // event stepped back from.
-func (k *clock) end(r *Report) {
+func (k *clock) end(r *verify.Report) {
 	if k.pending != nil {
 		r.Add(*k.pending)
 		k.pending = nil
@@ -187,13 +187,12 @@ func (k *clock) ranAhead(at time.Time) *jump {
 // always records it with its id; when it is missing or unreadable the
 // events are not checked against it, and the note says so.
 func createdAt(ctx context.Context, q Querier) (time.Time, string) {
-	var v string
-	err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'created_at'`).Scan(&v)
+	v, ok, err := store.CreatedAt(ctx, q)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return time.Time{}, "the meta table has no created_at: events were not checked against the ledger's creation"
 	case err != nil:
 		return time.Time{}, "the ledger's created_at could not be read (" + err.Error() + "): events were not checked against it"
+	case !ok:
+		return time.Time{}, "the meta table has no created_at: events were not checked against the ledger's creation"
 	}
 	t, err := events.ParseTime(v)
 	if err != nil {

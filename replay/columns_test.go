@@ -12,6 +12,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // TestVerifyColumnsExact tampers with the indexed columns in every awkward
@@ -93,7 +94,7 @@ func TestVerifyColumnsExact(t *testing.T) {
 		rep.Finish()
 		got := map[int64]string{}
 		for _, p := range rep.Problems {
-			if p.Kind != replay.KindColumnMismatch {
+			if p.Kind != verify.KindColumnMismatch {
 				t.Errorf("%s: unexpected finding %+v", name, p)
 				continue
 			}

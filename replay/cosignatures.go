@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // cosigned is one witness's verified cosignature, as an anchor.
@@ -39,7 +40,7 @@ func (t *treeCheck) prepareCosignatures(origin string) string {
 		if errors.As(err, &unverified) {
 			continue // another witness's: not one given
 		}
-		res := &CheckpointResult{Source: ns.Source, Carried: ns.Carried}
+		res := &verify.CheckpointResult{Source: ns.Source, Carried: ns.Carried}
 		t.report.Checkpoints = append(t.report.Checkpoints, res)
 		var c checkpoint.Checkpoint
 		if err == nil {
@@ -47,7 +48,7 @@ func (t *treeCheck) prepareCosignatures(origin string) string {
 		}
 		if err != nil {
 			res.Result, res.Detail = "invalid", err.Error()
-			t.invalid = append(t.invalid, Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf(
+			t.invalid = append(t.invalid, verify.Problem{Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 				"%s is not a valid cosignature by a given witness key (it was changed after it was made): %v", ns.Source, err)})
 			continue
 		}
@@ -56,14 +57,14 @@ func (t *treeCheck) prepareCosignatures(origin string) string {
 		}
 		if c.Origin != origin {
 			res.Result, res.Detail = "invalid", fmt.Sprintf("it is a cosignature of %q, not of %q", c.Origin, origin)
-			t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+			t.report.Add(verify.Problem{Seq: 1, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 				"%s cosigns another ledger (%s, this log is %s): the database was swapped for another ledger's", ns.Source, c.Origin, origin)})
 			continue
 		}
 		for _, sig := range n.Sigs {
 			r := res
 			if sig != n.Sigs[0] {
-				r = &CheckpointResult{Source: ns.Source, Carried: ns.Carried}
+				r = &verify.CheckpointResult{Source: ns.Source, Carried: ns.Carried}
 				t.report.Checkpoints = append(t.report.Checkpoints, r)
 			}
 			r.Size, r.Key, r.Time = c.Size, "witness "+sig.Name, c.Time
@@ -94,7 +95,7 @@ func (t *treeCheck) endCosignatures(end int64) {
 		names = append(names, v.Name())
 	}
 	if len(t.cosigned) == 0 {
-		t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+		t.report.Add(verify.Problem{Seq: 1, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 			"the ledger holds no cosignature by the witness keys given (%s): no witness cosigned this log, or the cosignatures were deleted",
 			strings.Join(names, ", "))})
 		return
@@ -121,25 +122,9 @@ func (t *treeCheck) endCosignatures(end int64) {
 		vouched = sizes[len(sizes)-quorum]
 	}
 	slices.Sort(at)
-	t.report.Add(Problem{Seq: vouched + 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+	t.report.Add(verify.Problem{Seq: vouched + 1, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 		"only %d of the %d witness keys given cosigned the newest checkpoint they cover (size %d: %s); the quorum is %d, so nothing vouches for the events from seq %d with it",
 		len(at), len(tr.Cosigners), newest, strings.Join(at, ", "), quorum, vouched+1)})
-}
-
-// MaxUncosignedSizes caps the sizes an Uncosigned lists.
-const MaxUncosignedSizes = 100
-
-// Uncosigned is what one witness key did not cosign: the checkpoints the
-// ledger (or the export) keeps that match the log, past the largest one
-// the witness cosigned. Writers ask the witnesses after their write has
-// committed, and a witness that was slow or unreachable leaves the write
-// standing: this is not damage, but nothing from that witness vouches
-// for the events past Cosigned.
-type Uncosigned struct {
-	Witness  string  `json:"witness"`
-	Cosigned int64   `json:"cosigned"` // the largest size it cosigned (0: none)
-	Count    int     `json:"count"`
-	Sizes    []int64 `json:"sizes"` // ascending, the first MaxUncosignedSizes
 }
 
 // uncosigned lists, for each witness key given, the checkpoints it did
@@ -164,28 +149,8 @@ func (t *treeCheck) uncosigned(end int64) {
 		if len(missing) == 0 {
 			continue
 		}
-		u := Uncosigned{Witness: w, Cosigned: largest[w], Count: len(missing), Sizes: slices.Clone(missing[:min(len(missing), MaxUncosignedSizes)])}
+		u := verify.Uncosigned{Witness: w, Cosigned: largest[w], Count: len(missing), Sizes: slices.Clone(missing[:min(len(missing), verify.MaxUncosignedSizes)])}
 		t.report.Uncosigned = append(t.report.Uncosigned, u)
 		t.report.Notes = append(t.report.Notes, u.String())
 	}
-}
-
-func (u Uncosigned) String() string {
-	shown := make([]string, 0, 10)
-	for _, s := range u.Sizes[:min(len(u.Sizes), 10)] {
-		shown = append(shown, fmt.Sprint(s))
-	}
-	if u.Count > len(shown) {
-		shown = append(shown, fmt.Sprintf("and %d more", u.Count-len(shown)))
-	}
-	what := "checkpoints"
-	if u.Count == 1 {
-		what = "checkpoint"
-	}
-	last := "it cosigned none"
-	if u.Cosigned > 0 {
-		last = fmt.Sprintf("the last it cosigned is of size %d", u.Cosigned)
-	}
-	return fmt.Sprintf("witness %s did not cosign %d %s of this ledger (size %s); %s: it was slow or unreachable when they were signed, or the writer had no --witness-url for it",
-		u.Witness, u.Count, what, strings.Join(shown, ", "), last)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 	"github.com/lockledger/lockledger/witness/tlogwitness"
 )
 
@@ -79,7 +80,7 @@ func TestVerifyChecksCosignaturesTheQuorumAndSplitViews(t *testing.T) {
 	trust := func(quorum int, cs ...replay.NoteSource) replay.VerifyOption {
 		return replay.WithTrust(&replay.Trust{LedgerID: "overlap-test", Cosigners: []note.Verifier{va, vb}, Quorum: quorum, Cosignatures: cs, Expected: true})
 	}
-	onlyProblem(t, verifyTree(t, g, trust(0, cos...)), replay.KindCheckpoint, 11, "only 1 of the 2 witness keys", "size 20: witness.example/a", "the quorum is 2")
+	onlyProblem(t, verifyTree(t, g, trust(0, cos...)), verify.KindCheckpoint, 11, "only 1 of the 2 witness keys", "size 20: witness.example/a", "the quorum is 2")
 	if rep := verifyTree(t, g, trust(1, cos...)); !rep.OK || !strings.Contains(rep.Trust, "seq 1-20 match the checkpoint of size 20 that witness witness.example/a cosigned") {
 		t.Fatalf("a quorum of one: %+v (trust %q)", rep.Problems, rep.Trust)
 	}
@@ -96,7 +97,7 @@ func TestVerifyChecksCosignaturesTheQuorumAndSplitViews(t *testing.T) {
 
 	other := treeLog(t, 12) // another log with the same origin: another tree at size 10
 	split := cosign(t, b, signedHeads(t, other, s, 10)[0], "ledger cosignature #4")
-	onlyProblem(t, verifyTree(t, g, trust(1, cos[0], cos[2], split)), replay.KindCheckpoint, 1,
+	onlyProblem(t, verifyTree(t, g, trust(1, cos[0], cos[2], split)), verify.KindCheckpoint, 1,
 		"the checkpoint of size 10 that witness witness.example/b cosigned (ledger cosignature #4)", "split view", "the first 10 events hash to")
 }
 
@@ -118,7 +119,7 @@ func TestVerifyNamesTheCheckpointsAWitnessDidNotCosign(t *testing.T) {
 	if !rep.OK {
 		t.Fatalf("problems %+v", rep.Problems)
 	}
-	want := []replay.Uncosigned{{Witness: "witness.example/a", Cosigned: 10, Count: 2, Sizes: []int64{15, 20}},
+	want := []verify.Uncosigned{{Witness: "witness.example/a", Cosigned: 10, Count: 2, Sizes: []int64{15, 20}},
 		{Witness: "witness.example/b", Count: 4, Sizes: []int64{5, 10, 15, 20}}}
 	if !reflect.DeepEqual(rep.Uncosigned, want) {
 		t.Fatalf("uncosigned %#v, want %#v", rep.Uncosigned, want)

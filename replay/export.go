@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // The export format (JSON Lines), one event per line:
@@ -210,7 +211,7 @@ var ErrLineTooLong = errors.New("export line too long")
 //
 // The checkpoints the file carries, and those of opts, are checked as
 // VerifyLedger checks them; carried ones only with verifier keys.
-func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Report, error) {
+func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*verify.Report, error) {
 	defer relaxGC(verifyGCPercent)()
 	cfg := newVerifyConfig(opts)
 	c := newChecker(source, prevHash, false, cfg)
@@ -239,7 +240,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 		c.tree = newTreeCheck(c.report, false, cfg)
 		if tree != nil {
 			if err := c.tree.startAt(tree.Size, tree.Frontier); err != nil {
-				c.report.Add(Problem{Kind: KindMalformed, Detail: "the tree line: " + err.Error()})
+				c.report.Add(verify.Problem{Kind: verify.KindMalformed, Detail: "the tree line: " + err.Error()})
 			}
 		}
 		for _, p := range proofs {
@@ -271,10 +272,10 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 			case started && !cosigned:
 				c.tree.lateNote(NoteSource{Source: fmt.Sprintf("checkpoint %s line %d (carried by the stream)", source, n), Note: note, Carried: true})
 			case started:
-				c.report.Add(Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: KindMalformed,
+				c.report.Add(verify.Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: verify.KindMalformed,
 					Detail: "a cosignature line after the events: they must come first"})
 			case t != nil && tree != nil:
-				c.report.Add(Problem{Line: n, Kind: KindMalformed, Detail: "a second tree line"})
+				c.report.Add(verify.Problem{Line: n, Kind: verify.KindMalformed, Detail: "a second tree line"})
 			case t != nil:
 				tree = t
 			case cosigned:
@@ -289,7 +290,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 		row, err := parseExportLine(line)
 		if err != nil {
 			// Named by the seq it presumably held: the one after the last row read.
-			c.malformed(Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: KindMalformed, Detail: err.Error()})
+			c.malformed(verify.Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: verify.KindMalformed, Detail: err.Error()})
 			continue
 		}
 		row.Line = n
@@ -314,7 +315,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*Re
 		case n > 0:
 			what = fmt.Sprintf("the file holds only blank lines (%d)", n)
 		}
-		c.report.Add(Problem{Kind: KindEmpty, Detail: what + ": an export holds at least one event"})
+		c.report.Add(verify.Problem{Kind: verify.KindEmpty, Detail: what + ": an export holds at least one event"})
 	}
 	c.finish()
 	c.report.Finish()

@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"github.com/lockledger/lockledger/verify"
+
 	"fmt"
 	"slices"
 )
@@ -14,7 +16,7 @@ import (
 // lateTree checks a tree line after events: it must be the tree the file's
 // events have built so far (a resumed stream), else the stream skipped or
 // repeated events.
-func (t *treeCheck) lateTree(line int64, tr *exportTree) *Problem {
+func (t *treeCheck) lateTree(line int64, tr *exportTree) *verify.Problem {
 	size := t.tree.Size()
 	if tr.Size == size && slices.Equal(tr.Frontier, t.tree.Frontier()) {
 		return nil
@@ -23,7 +25,7 @@ func (t *treeCheck) lateTree(line int64, tr *exportTree) *Problem {
 	if tr.Size == size {
 		detail = fmt.Sprintf("a tree line of size %d whose hashes are not those of the events before it", tr.Size)
 	}
-	return &Problem{Seq: size + 1, Line: line, Kind: KindMalformed, Detail: detail}
+	return &verify.Problem{Seq: size + 1, Line: line, Kind: verify.KindMalformed, Detail: detail}
 }
 
 // lateNote checks a checkpoint line after events: against the tree now

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // streamOf writes g's events as a follower's stream does: each event's
@@ -59,7 +60,7 @@ func treeLineAt(t *testing.T, g *ovlLog, size int64) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func verifyStream(t *testing.T, s string, v note.Verifier) *replay.Report {
+func verifyStream(t *testing.T, s string, v note.Verifier) *verify.Report {
 	t.Helper()
 	rep, err := replay.VerifyFile(strings.NewReader(s), "stream", "",
 		replay.WithTrust(&replay.Trust{Verifiers: []note.Verifier{v}}))
@@ -92,15 +93,15 @@ func TestVerifyFileChecksAStreamsCheckpointsWhereTheyStand(t *testing.T) {
 
 	// A stream resumed after another seq than the one it ended with.
 	rep = verifyStream(t, streamOf(t, g, map[int64][]string{4: {c4}, 7: {treeLineAt(t, g, 6)}}), v)
-	onlyProblem(t, rep, replay.KindMalformed, 8, "a tree line of size 6 after event 7")
+	onlyProblem(t, rep, verify.KindMalformed, 8, "a tree line of size 6 after event 7")
 	other := treeLineAt(t, treeLog(t, 12), 6)
 	rep = verifyStream(t, streamOf(t, g, map[int64][]string{6: {other}}), v)
-	onlyProblem(t, rep, replay.KindMalformed, 7, "not those of the events before it")
+	onlyProblem(t, rep, verify.KindMalformed, 7, "not those of the events before it")
 
 	// A checkpoint of another log at the size reached.
 	forged := signedHeads(t, treeLog(t, 12), s, 8)[0]
 	rep = verifyStream(t, streamOf(t, g, map[int64][]string{8: {checkpointLine(t, forged)}}), v)
-	if rep.OK || rep.FirstBad.Kind != replay.KindCheckpoint || !strings.Contains(rep.FirstBad.Detail, "no longer matches") {
+	if rep.OK || rep.FirstBad.Kind != verify.KindCheckpoint || !strings.Contains(rep.FirstBad.Detail, "no longer matches") {
 		t.Fatalf("a forged checkpoint in the stream: %+v", rep.Problems)
 	}
 }
@@ -121,5 +122,5 @@ func TestVerifyFileChecksALinesLeafHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	onlyProblem(t, rep, replay.KindMalformed, 3, "is not the Merkle leaf hash of the body")
+	onlyProblem(t, rep, verify.KindMalformed, 3, "is not the Merkle leaf hash of the body")
 }

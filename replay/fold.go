@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // Holder is a ledger holder as the events show it: the v1 record plus what
@@ -233,10 +234,10 @@ func (l *Lock) StateAt(t time.Time) string {
 // that does not hold the lock): the sign of an event forged with a valid
 // hash, or of a lost event.
 type Anomaly struct {
-	Seq    int64  `json:"seq"`
-	Kind   Kind   `json:"kind"` // KindOverlap, KindInconsistent or KindFencingToken
-	Lock   string `json:"lock_name"`
-	Detail string `json:"detail"`
+	Seq    int64       `json:"seq"`
+	Kind   verify.Kind `json:"kind"` // KindOverlap, KindInconsistent or KindFencingToken
+	Lock   string      `json:"lock_name"`
+	Detail string      `json:"detail"`
 }
 
 // maxAnomalies bounds how many anomalies a State keeps (it counts them all).
@@ -341,7 +342,7 @@ func (s *State) Apply(ev *Event) {
 			return
 		}
 		if !l.Held || l.Holder.Record.RequestID != ev.RequestID {
-			s.anomaly(ev, KindInconsistent, "heartbeat from request "+ev.RequestID+", which does not hold the lock")
+			s.anomaly(ev, verify.KindInconsistent, "heartbeat from request "+ev.RequestID+", which does not hold the lock")
 			return
 		}
 		h := *l.Holder
@@ -355,7 +356,7 @@ func (s *State) Apply(ev *Event) {
 		}
 		if i := l.sharedIndex(released); i >= 0 && !(l.Held && l.Holder.Record.RequestID == released) {
 			if ev.FencingToken != l.Shared[i].Token {
-				s.anomaly(ev, KindFencingToken, fmt.Sprintf("release of request %s with fencing_token %d, but its holding's token is %d",
+				s.anomaly(ev, verify.KindFencingToken, fmt.Sprintf("release of request %s with fencing_token %d, but its holding's token is %d",
 					released, ev.FencingToken, l.Shared[i].Token))
 			}
 			l.dropShared(released)
@@ -363,18 +364,18 @@ func (s *State) Apply(ev *Event) {
 		}
 		if !l.Held {
 			if !ev.Forced {
-				s.anomaly(ev, KindInconsistent, "release by request "+ev.RequestID+" of a lock the ledger does not hold")
+				s.anomaly(ev, verify.KindInconsistent, "release by request "+ev.RequestID+" of a lock the ledger does not hold")
 			}
 			return // a forced release of a foreign lock: the ledger never held it
 		}
 		if released != l.Holder.Record.RequestID {
-			s.anomaly(ev, KindInconsistent, fmt.Sprintf("release of request %s while request %s holds the lock", released, l.Holder.Record.RequestID))
+			s.anomaly(ev, verify.KindInconsistent, fmt.Sprintf("release of request %s while request %s holds the lock", released, l.Holder.Record.RequestID))
 			return
 		}
 		if ev.FencingToken != l.Holder.Token {
 			// The ledger writes the released holding's own token; the
 			// lock is freed all the same, as the log now reads.
-			s.anomaly(ev, KindFencingToken, fmt.Sprintf("release of request %s with fencing_token %d, but its holding's token is %d",
+			s.anomaly(ev, verify.KindFencingToken, fmt.Sprintf("release of request %s with fencing_token %d, but its holding's token is %d",
 				released, ev.FencingToken, l.Holder.Token))
 		}
 		l.Held, l.UpdatedSeq = false, ev.Seq
@@ -409,12 +410,12 @@ func (s *State) claim(l *Lock, ev *Event) {
 				if s.keepOverlaps {
 					s.overlaps = append(s.overlaps, o)
 				}
-				s.anomaly(ev, KindOverlap, o.String()+": two holders at once (a take-over is lock_stolen)")
+				s.anomaly(ev, verify.KindOverlap, o.String()+": two holders at once (a take-over is lock_stolen)")
 				break
 			}
 		}
 		if mine {
-			s.anomaly(ev, KindInconsistent, "lock_acquired again by request "+ev.RequestID+", which already holds the lock")
+			s.anomaly(ev, verify.KindInconsistent, "lock_acquired again by request "+ev.RequestID+", which already holds the lock")
 		} else {
 			l.claims = append(l.claims, claim{requestID: ev.RequestID, token: ev.FencingToken, seq: ev.Seq, at: ev.At, shared: shared})
 		}
@@ -447,7 +448,7 @@ func (s *State) claim(l *Lock, ev *Event) {
 	}
 }
 
-func (s *State) anomaly(ev *Event, kind Kind, detail string) {
+func (s *State) anomaly(ev *Event, kind verify.Kind, detail string) {
 	s.AnomalyCount++
 	if len(s.Anomalies) < maxAnomalies {
 		s.Anomalies = append(s.Anomalies, Anomaly{Seq: ev.Seq, Kind: kind, Lock: ev.LockName, Detail: detail})

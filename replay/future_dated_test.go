@@ -9,7 +9,7 @@ import (
 
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // An event dated a year ahead, chained as the ledger chains any event, is
@@ -60,7 +60,7 @@ func TestVerifyFlagsAFutureDatedEventNotItsSuccessor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.OK || rep.ProblemCount != 1 || rep.FirstBad.Kind != replay.KindFutureDated || rep.FirstBad.Seq != ahead {
+			if rep.OK || rep.ProblemCount != 1 || rep.FirstBad.Kind != verify.KindFutureDated || rep.FirstBad.Seq != ahead {
 				t.Fatalf("want one future_dated finding at seq %d, got %s", ahead, fmt.Sprintf("%+v", rep.Problems))
 			}
 		})

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/store"
 )
 
 // PastHolding is what the events say a request did as a lock's holder,
@@ -31,26 +32,16 @@ func (p PastHolding) Lost() bool { return p.Held && p.ReleasedSeq == 0 }
 // lock from it. Events a prune archived are not read: a request whose
 // holding ended before the live log starts reads as one that never held.
 func PastHoldingOf(ctx context.Context, q Querier, lock, requestID string) (PastHolding, error) {
-	rows, err := q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE request_id = $1 AND lock_name = $2
-		AND type IN ('lock_acquired', 'lock_stolen', 'lock_heartbeat', 'lock_released') ORDER BY seq DESC`,
-		requestID, lock)
-	if err != nil {
-		return PastHolding{}, err
-	}
-	defer rows.Close()
 	lost := false // a forced release named the request: it lost the lock
-	for rows.Next() {
-		var seq int64
-		var typ string
-		var body []byte
-		if err := rows.Scan(&seq, &typ, &body); err != nil {
-			return PastHolding{}, err
-		}
-		env, p, err := events.Decode(body)
+	for r, err := range store.HoldingEvents(ctx, q, lock, requestID) {
 		if err != nil {
 			return PastHolding{}, err
 		}
-		if events.Type(typ) != events.LockReleased {
+		env, p, err := events.Decode(r.Body)
+		if err != nil {
+			return PastHolding{}, err
+		}
+		if events.Type(r.Type) != events.LockReleased {
 			return PastHolding{Held: true, Actor: env.Actor, PID: env.PID}, nil
 		}
 		if lost {
@@ -59,15 +50,12 @@ func PastHoldingOf(ctx context.Context, q Querier, lock, requestID string) (Past
 		rel, _ := p.(*events.Released)
 		switch {
 		case rel == nil || !rel.Forced:
-			return PastHolding{Held: true, ReleasedSeq: seq}, nil
+			return PastHolding{Held: true, ReleasedSeq: r.Seq}, nil
 		case rel.ReleasedRequestID == requestID:
 			lost = true
 		}
 	}
-	if err := rows.Err(); err != nil || !lost {
-		return PastHolding{}, err
-	}
-	return PastHolding{Held: true}, nil
+	return PastHolding{Held: lost}, nil
 }
 
 // HoldingEnd is the event that ended a holding: who ended it (the
@@ -90,18 +78,11 @@ func EndOfHolding(ctx context.Context, q Querier, lock, requestID string, token 
 	if token <= 0 {
 		return nil, nil
 	}
-	rows, err := q.QueryContext(ctx, `SELECT body FROM events WHERE lock_name = $1 AND seq > $2
-		AND type IN ('lock_released', 'lock_stolen') ORDER BY seq`, lock, token)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var body []byte
-		if err := rows.Scan(&body); err != nil {
+	for r, err := range store.HoldingEnds(ctx, q, lock, token) {
+		if err != nil {
 			return nil, err
 		}
-		env, p, err := events.Decode(body)
+		env, p, err := events.Decode(r.Body)
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +97,7 @@ func EndOfHolding(ctx context.Context, q Querier, lock, requestID string, token 
 			}
 		}
 	}
-	return nil, rows.Err()
+	return nil, nil
 }
 
 // String says who ended the holding and why: the event's type, seq and

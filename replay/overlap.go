@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
 )
 
 // Overlap is an acquisition that the ledger recorded while a different
@@ -29,12 +32,6 @@ func (o Overlap) String() string {
 		o.Lock, o.Seq, o.RequestID, o.HolderRequestID, o.HolderSeq, o.HolderAt)
 }
 
-// overlapRows is what Overlaps needs of a database: *sql.DB, *sql.Tx and
-// *sql.Conn all have it.
-type overlapRows interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
 // Overlaps reads the event log, and only the event log, and reports every
 // acquisition that happened while the ledger still had a different holder
 // of the same lock that was neither stolen from nor released (the rules are
@@ -46,29 +43,19 @@ func Overlaps(ctx context.Context, db *sql.DB) ([]Overlap, error) { return Overl
 
 // OverlapsIn is Overlaps on any query runner, e.g. a read-only transaction,
 // so that it sees one snapshot.
-func OverlapsIn(ctx context.Context, q overlapRows) ([]Overlap, error) {
-	rows, err := q.QueryContext(ctx, `SELECT seq, body FROM events
-		WHERE type IN ('lock_acquired', 'lock_stolen', 'lock_released') ORDER BY seq`)
-	if err != nil {
-		return nil, fmt.Errorf("replay: overlaps: %w", err)
-	}
-	defer rows.Close()
+func OverlapsIn(ctx context.Context, q Querier) ([]Overlap, error) {
 	st := NewState()
 	st.keepOverlaps = true
-	for rows.Next() {
-		var seq int64
-		var body []byte
-		if err := rows.Scan(&seq, &body); err != nil {
+	f := Filter{Types: []events.Type{events.LockAcquired, events.LockStolen, events.LockReleased}}
+	for r, err := range store.Events(ctx, q, f) {
+		if err != nil {
 			return nil, fmt.Errorf("replay: overlaps: %w", err)
 		}
-		ev, err := DecodeEvent(seq, body)
+		ev, err := DecodeEvent(r.Seq, r.Body)
 		if err != nil {
 			return nil, err
 		}
 		st.Apply(ev)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("replay: overlaps: %w", err)
 	}
 	return st.overlaps, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/schema"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // ovlLog builds a real ledger.db (the migrations' schema) of hand-made,
@@ -292,7 +293,7 @@ func TestOverlapsOnHandBuiltLogs(t *testing.T) {
 			}
 			var verified []int64
 			for _, p := range rep.Problems {
-				if p.Kind == replay.KindOverlap {
+				if p.Kind == verify.KindOverlap {
 					verified = append(verified, p.Seq)
 				}
 			}

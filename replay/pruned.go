@@ -2,9 +2,7 @@ package replay
 
 import (
 	"context"
-	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,47 +10,27 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
-
-// Archived is where a pruned ledger's live log starts: the last
-// ledger_pruned marker, which names the archive holding the events before.
-type Archived struct {
-	// BelowSeq: events below it are in archives, not in the live store.
-	BelowSeq int64 `json:"below_seq"`
-	// FirstSeq..BelowSeq-1 are in the archive the last prune checked.
-	FirstSeq      int64  `json:"first_seq"`
-	ArchiveSHA256 string `json:"archive_sha256"`
-	// HeadHash is seq BelowSeq-1's chain hash, Root the tree's root at
-	// size BelowSeq-1 (hex).
-	HeadHash  string `json:"head_hash"`
-	Root      string `json:"root"`
-	MarkerSeq int64  `json:"marker_seq"`
-}
 
 // LastPrune reads the prune the live log q holds starts after: the last
 // ledger_pruned marker that no later ledger_unpruned undid (an unprune
 // undoes the last prune standing); nil when there is none.
-func LastPrune(ctx context.Context, q Querier) (*Archived, error) {
-	rows, err := q.QueryContext(ctx, `SELECT seq, type, body FROM events WHERE type IN ('ledger_pruned', 'ledger_unpruned') ORDER BY seq`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var standing []*Archived
-	for rows.Next() {
-		var seq int64
-		var typ string
-		var body []byte
-		if err := rows.Scan(&seq, &typ, &body); err != nil {
+func LastPrune(ctx context.Context, q Querier) (*verify.Archived, error) {
+	var standing []*verify.Archived
+	for r, err := range store.PruneMarkers(ctx, q) {
+		if err != nil {
 			return nil, err
 		}
-		if events.Type(typ) == events.LedgerUnpruned {
+		seq := r.Seq
+		if events.Type(r.Type) == events.LedgerUnpruned {
 			if len(standing) > 0 {
 				standing = standing[:len(standing)-1]
 			}
 			continue
 		}
-		_, p, err := events.Decode(body)
+		_, p, err := events.Decode(r.Body)
 		if err != nil {
 			return nil, fmt.Errorf("replay: the ledger_pruned event at seq %d: %w", seq, err)
 		}
@@ -60,26 +38,14 @@ func LastPrune(ctx context.Context, q Querier) (*Archived, error) {
 		if pr == nil {
 			return nil, fmt.Errorf("replay: the ledger_pruned event at seq %d holds no prune", seq)
 		}
-		a := &Archived{BelowSeq: pr.LastSeq + 1, FirstSeq: pr.FirstSeq, HeadHash: pr.HeadHash, MarkerSeq: seq}
+		a := &verify.Archived{BelowSeq: pr.LastSeq + 1, FirstSeq: pr.FirstSeq, HeadHash: pr.HeadHash, MarkerSeq: seq}
 		a.ArchiveSHA256, a.Root, _ = events.ParsePruneNote(pr.Note)
 		standing = append(standing, a)
 	}
-	if err := rows.Err(); err != nil || len(standing) == 0 {
-		return nil, err
+	if len(standing) == 0 {
+		return nil, nil
 	}
 	return standing[len(standing)-1], nil
-}
-
-// storedRows reads the stored Merkle hashes (table tlog_hashes) through q.
-func storedRows(ctx context.Context, q Querier) func(int64) ([]byte, error) {
-	return func(seq int64) ([]byte, error) {
-		var b []byte
-		err := q.QueryRowContext(ctx, `SELECT hashes FROM tlog_hashes WHERE seq = $1`, seq).Scan(&b)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, nil
-		}
-		return b, err
-	}
 }
 
 // startPruned sets c up for a ledger whose live log starts after a prune:
@@ -89,11 +55,11 @@ func storedRows(ctx context.Context, q Querier) func(int64) ([]byte, error) {
 // with no marker that explains it is left to the chain, which reports the
 // events missing.
 func (c *checker) startPruned(ctx context.Context, q Querier) (bool, error) {
-	var first sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT min(seq) FROM events`).Scan(&first); err != nil {
+	first, err := store.FirstSeq(ctx, q)
+	if err != nil {
 		return false, err
 	}
-	if first.Int64 <= 1 {
+	if first <= 1 {
 		return false, nil
 	}
 	a, err := LastPrune(ctx, q)
@@ -103,13 +69,13 @@ func (c *checker) startPruned(ctx context.Context, q Querier) (bool, error) {
 	c.report.Archived = a
 	c.chain = newChain(a.HeadHash, false, c.report)
 	c.fromOne = false
-	if first.Int64 != a.BelowSeq {
-		c.report.Add(Problem{Seq: a.BelowSeq, Kind: KindDeleted, Detail: fmt.Sprintf(
+	if first != a.BelowSeq {
+		c.report.Add(verify.Problem{Seq: a.BelowSeq, Kind: verify.KindDeleted, Detail: fmt.Sprintf(
 			"the live log starts at seq %d, but the last prune (ledger_pruned, seq %d) archived only the events below seq %d: events were deleted by hand",
-			first.Int64, a.MarkerSeq, a.BelowSeq)})
+			first, a.MarkerSeq, a.BelowSeq)})
 		c.chain.damaged = true
 	}
-	tree, err := checkpoint.TreeFrom(a.BelowSeq-1, checkpoint.RowReader(storedRows(ctx, q)))
+	tree, err := checkpoint.TreeFrom(a.BelowSeq-1, checkpoint.RowReader(func(seq int64) ([]byte, error) { return store.ReadTreeRow(ctx, q, seq) }))
 	if err == nil {
 		err = c.tree.startAt(tree.Size(), tree.Frontier())
 	}
@@ -120,9 +86,9 @@ func (c *checker) startPruned(ctx context.Context, q Querier) (bool, error) {
 	}
 	switch {
 	case err != nil:
-		c.report.Add(Problem{Seq: a.BelowSeq, Kind: KindMerkle, Detail: "the stored Merkle hashes at the archive boundary cannot be read: " + err.Error()})
+		c.report.Add(verify.Problem{Seq: a.BelowSeq, Kind: verify.KindMerkle, Detail: "the stored Merkle hashes at the archive boundary cannot be read: " + err.Error()})
 	case root != a.Root:
-		c.report.Add(Problem{Seq: a.BelowSeq, Kind: KindMerkle, Detail: fmt.Sprintf(
+		c.report.Add(verify.Problem{Seq: a.BelowSeq, Kind: verify.KindMerkle, Detail: fmt.Sprintf(
 			"the stored Merkle hashes of the first %d events hash to %s, but the prune at seq %d recorded %s: the table was edited",
 			a.BelowSeq-1, root, a.MarkerSeq, a.Root)})
 	}
@@ -169,7 +135,7 @@ func (t *treeCheck) signedMarkers(markers []marker) {
 		if signed {
 			continue
 		}
-		p := Problem{Seq: m.seq, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+		p := verify.Problem{Seq: m.seq, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 			"the %s event at seq %d is signed by no key verify trusts (%s): no checkpoint of exactly %d events by one of them matches the log; "+
 				"a prune or unprune is made only with the ledger's key, so this one was written without it (whoever could write the database), "+
 				"or its checkpoint was deleted, or lockledger before prunes were signed wrote it; the events it removed or put back are vouched for by nothing "+
@@ -177,10 +143,7 @@ func (t *treeCheck) signedMarkers(markers []marker) {
 			m.typ, m.seq, strings.Join(keys, ", "), m.seq)}
 		t.report.Add(p)
 		if m.typ == events.LedgerPruned {
-			if t.report.markers == nil {
-				t.report.markers = map[int64]Problem{}
-			}
-			t.report.markers[m.seq] = p
+			t.report.SetMarker(m.seq, p)
 		}
 	}
 }

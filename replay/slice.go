@@ -17,6 +17,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // lineProof is a consistency line as read, with its line number.
@@ -133,7 +134,7 @@ func (t *treeCheck) unreached(a *anchor, end int64) {
 	if a.size < first-1 || t.noTree {
 		seq = first
 	}
-	t.report.Add(Problem{Seq: seq, Kind: KindCheckpoint, Detail: detail})
+	t.report.Add(verify.Problem{Seq: seq, Kind: verify.KindCheckpoint, Detail: detail})
 }
 
 // sliceTrust says what a file that starts after seq 1 proves: its events

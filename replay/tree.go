@@ -22,24 +22,8 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/verify"
 )
-
-// Two more kinds of damage to the log (each names a seq).
-const (
-	// KindMerkle: the stored Merkle hashes (table tlog_hashes) disagree
-	// with the events: edited, missing, or left behind by events that are
-	// gone. Seq is the first event whose hashes disagree.
-	KindMerkle Kind = "merkle"
-	// KindCheckpoint: the log does not match a head recorded elsewhere (a
-	// signed checkpoint, an expected head), or a checkpoint itself is not
-	// what was signed. Seq is the first seq that no longer matches: the one
-	// after the largest head that still does.
-	KindCheckpoint Kind = "checkpoint"
-)
-
-// Unsigned is what verify says when nothing it was given can vouch for
-// the log.
-const Unsigned = "unsigned: truncation and re-chaining are not detectable"
 
 // NoteSource is a signed checkpoint as found: where (a file and line, a
 // witness file, the ledger's checkpoints table) and its signed note.
@@ -98,19 +82,6 @@ type Trust struct {
 // WithTrust checks the log against t's checkpoints and heads.
 func WithTrust(t *Trust) VerifyOption { return func(c *verifyConfig) { c.trust = t } }
 
-// CheckpointResult is what verify made of one checkpoint.
-type CheckpointResult struct {
-	Source  string    `json:"source"`
-	Size    int64     `json:"size,omitempty"`
-	Key     string    `json:"key,omitempty"`
-	Time    time.Time `json:"time,omitzero"`
-	Carried bool      `json:"carried,omitempty"`
-	// Result: "matches", "does not match", "beyond the log" (truncated),
-	// "not checked" (no verifier key), "invalid" (signature, origin, text).
-	Result string `json:"result"`
-	Detail string `json:"detail,omitempty"`
-}
-
 // anchor is a head to match at a size: a checkpoint's root or a chain hash.
 type anchor struct {
 	name    string // how problems name it
@@ -120,10 +91,10 @@ type anchor struct {
 	isHead  bool
 	carried bool
 	time    time.Time
-	every   int64             // the signer's promise: the next checkpoint within every events
-	within  time.Duration     // or the first event dated within after time
-	result  *CheckpointResult // nil for heads
-	state   int               // pending, matched, mismatched, beyond
+	every   int64                    // the signer's promise: the next checkpoint within every events
+	within  time.Duration            // or the first event dated within after time
+	result  *verify.CheckpointResult // nil for heads
+	state   int                      // pending, matched, mismatched, beyond
 	detail  string
 	// weak: a carried checkpoint whose signature no key checked. It vouches
 	// for nothing, but a log it does not match, or that ends before it,
@@ -149,12 +120,12 @@ const (
 // event's stored hashes with it, and matches the anchors as their sizes
 // are reached.
 type treeCheck struct {
-	report  *Report
+	report  *verify.Report
 	tree    *checkpoint.Tree
 	start   int64 // records before the first row (a slice with a frontier)
 	ledger  bool  // rows carry stored hashes
 	off     bool  // positions stopped following seq: no more stored-hash checks
-	merkle  *Problem
+	merkle  *verify.Problem
 	merkleN int64
 	anchors []*anchor // by size
 	next    int       // first anchor not reached
@@ -168,9 +139,9 @@ type treeCheck struct {
 	// slack is how far a clock may step back or run ahead (ClockSkew):
 	// the tolerance of the backdate and promise checks.
 	slack    time.Duration
-	backdate *Problem
-	unkept   *Problem  // the first event past latest's promise, until a head covers it
-	invalid  []Problem // checkpoints whose signature or text fails
+	backdate *verify.Problem
+	unkept   *verify.Problem  // the first event past latest's promise, until a head covers it
+	invalid  []verify.Problem // checkpoints whose signature or text fails
 	trust    *Trust
 	rows     int64
 	origin   string
@@ -183,7 +154,7 @@ type treeCheck struct {
 	noTree bool
 }
 
-func newTreeCheck(r *Report, ledgerRows bool, cfg verifyConfig) *treeCheck {
+func newTreeCheck(r *verify.Report, ledgerRows bool, cfg verifyConfig) *treeCheck {
 	t := &treeCheck{report: r, tree: &checkpoint.Tree{}, ledger: ledgerRows, trust: cfg.trust, slack: cfg.clockSkew}
 	if cfg.trust != nil {
 		t.prepare()
@@ -222,7 +193,7 @@ func (t *treeCheck) prepare() {
 	sort.SliceStable(t.anchors, func(i, j int) bool { return t.anchors[i].size < t.anchors[j].size })
 	for _, w := range slices.Sorted(maps.Keys(tr.Witnesses)) {
 		if tr.Witnesses[w] == 0 {
-			t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+			t.report.Add(verify.Problem{Seq: 1, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 				"the witness %s holds no valid checkpoint of this ledger (%s): it was emptied, or this is another ledger's database", w, origin)})
 		}
 	}
@@ -233,7 +204,7 @@ func (t *treeCheck) prepare() {
 // anchor to match, which it returns (nil when there is none to match).
 func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
 	tr := t.trust
-	res := &CheckpointResult{Source: ns.Source, Carried: ns.Carried}
+	res := &verify.CheckpointResult{Source: ns.Source, Carried: ns.Carried}
 	t.report.Checkpoints = append(t.report.Checkpoints, res)
 	if len(tr.Verifiers) == 0 {
 		s, err := checkpoint.Open(ns.Note)
@@ -271,7 +242,7 @@ func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
 			}
 		}
 		// Its seq is known at the end: the first one no valid head covers.
-		t.invalid = append(t.invalid, Problem{Kind: KindCheckpoint, Detail: fmt.Sprintf("%s %s: %v", describe(res), what, err)})
+		t.invalid = append(t.invalid, verify.Problem{Kind: verify.KindCheckpoint, Detail: fmt.Sprintf("%s %s: %v", describe(res), what, err)})
 		return nil
 	}
 	res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
@@ -297,7 +268,7 @@ func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
 	if s.Origin != *origin {
 		res.Result = "invalid"
 		res.Detail = fmt.Sprintf("it is a checkpoint of %q, not of %q", s.Origin, *origin)
-		t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+		t.report.Add(verify.Problem{Seq: 1, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 			"%s names another ledger (%s, this log is %s): the database was swapped for another ledger's, or the checkpoint is another ledger's",
 			describe(res), s.Origin, *origin)})
 		return nil
@@ -311,7 +282,7 @@ func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
 	return a
 }
 
-func describe(r *CheckpointResult) string {
+func describe(r *verify.CheckpointResult) string {
 	s := r.Source
 	var about []string
 	if r.Size > 0 {
@@ -369,7 +340,7 @@ func (t *treeCheck) step(rc *rowCheck) {
 	}
 	if a := t.latest; a != nil && rc.ev != nil && !rc.ev.Time.IsZero() && !a.time.IsZero() {
 		if t.backdate == nil && rc.ev.Time.Before(a.time.Add(-t.slack)) {
-			t.backdate = &Problem{Seq: r.Seq, Line: r.Line, Kind: KindCheckpoint, Lock: rc.ev.LockName, Detail: fmt.Sprintf(
+			t.backdate = &verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindCheckpoint, Lock: rc.ev.LockName, Detail: fmt.Sprintf(
 				"dated %s, before %s was signed (%s) although the checkpoint covers only seq 1-%d: appended after it and dated back",
 				rc.ev.At, a.name, a.time.Format(time.RFC3339Nano), a.size)}
 		}
@@ -381,7 +352,7 @@ func (t *treeCheck) step(rc *rowCheck) {
 					signed = fmt.Sprintf("the writer that signed %s (at %s), whose promise %s (signed without one) leaves standing,",
 						p.name, p.time.Format(time.RFC3339Nano), a.name)
 				}
-				t.unkept = &Problem{Seq: r.Seq, Line: r.Line, Kind: KindCheckpoint, Lock: rc.ev.LockName, Detail: fmt.Sprintf(
+				t.unkept = &verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindCheckpoint, Lock: rc.ev.LockName, Detail: fmt.Sprintf(
 					"covered by no checkpoint, although %s signs the next one within %d events or with the first event dated %s later, and this is event %d after %s, dated %s: appended by a writer without the key (or with a longer --checkpoint-every or --checkpoint-interval)",
 					signed, p.every, p.within, pos-a.size, a.name, rc.ev.At)}
 			}
@@ -463,7 +434,7 @@ func (t *treeCheck) compareStored(r *Row, want []tlog.Hash) {
 	case len(r.Stored) != len(want)*tlog.HashSize:
 		detail = fmt.Sprintf("its stored Merkle hashes hold %d bytes, not %d", len(r.Stored), len(want)*tlog.HashSize)
 	}
-	t.merkle = &Problem{Seq: r.Seq, Kind: KindMerkle, Detail: detail}
+	t.merkle = &verify.Problem{Seq: r.Seq, Kind: verify.KindMerkle, Detail: detail}
 }
 
 // extraStored records stored hash rows beyond the last event: left behind
@@ -474,7 +445,7 @@ func (t *treeCheck) extraStored(n, first int64) {
 	}
 	t.merkleN += n
 	if t.merkle == nil {
-		t.merkle = &Problem{Seq: first, Kind: KindMerkle, Detail: fmt.Sprintf(
+		t.merkle = &verify.Problem{Seq: first, Kind: verify.KindMerkle, Detail: fmt.Sprintf(
 			"stored Merkle hashes remain for %d events from seq %d that are not in the log: events were deleted from its end", n, first)}
 	}
 }
@@ -496,7 +467,7 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 		t.report.Add(*t.unkept)
 	}
 	if t.trust == nil {
-		t.report.Trust = Unsigned
+		t.report.Trust = verify.Unsigned
 		return
 	}
 	good := int64(0)
@@ -552,7 +523,7 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 			if a.split {
 				fork += "; a split view: the witness was shown another log than this one"
 			}
-			t.report.Add(Problem{Seq: max(lower+1, first), Kind: KindCheckpoint, Detail: fmt.Sprintf(
+			t.report.Add(verify.Problem{Seq: max(lower+1, first), Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 				"the log no longer matches %s%s: %s; a change lies in seq %d-%d (%s)%s",
 				a.name, a.unchecked(), a.detail, lower+1, a.size, since, fork)})
 		case unreached:
@@ -561,7 +532,7 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 			if a.result != nil {
 				a.result.Result = "beyond the log"
 			}
-			t.report.Add(Problem{Seq: end + 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+			t.report.Add(verify.Problem{Seq: end + 1, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 				"%s%s covers %d events but the log holds %d: events from seq %d were removed (truncated)",
 				a.name, a.unchecked(), a.size, end, end+1)})
 		default:
@@ -585,10 +556,10 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 		if first > 1 {
 			detail = fmt.Sprintf("no checkpoint that reaches the file's events (seq %d-%d) was found to check them against: nothing vouches for them", first, t.report.LastSeq)
 		}
-		t.report.Add(Problem{Seq: first, Kind: KindCheckpoint, Detail: detail})
-		t.report.Trust = Unsigned
+		t.report.Add(verify.Problem{Seq: first, Kind: verify.KindCheckpoint, Detail: detail})
+		t.report.Trust = verify.Unsigned
 	case nChecked == 0:
-		t.report.Trust = Unsigned
+		t.report.Trust = verify.Unsigned
 		if strong > 0 {
 			t.report.Trust = "not vouched for: no checkpoint or expected head matches the log"
 		}
@@ -658,7 +629,7 @@ func (t *treeCheck) checkGenesis(firstSeq int64, firstPrev string) {
 	}
 	id := strings.TrimPrefix(t.origin, checkpoint.OriginPrefix)
 	if g := events.Genesis(id); firstPrev != g {
-		t.report.Add(Problem{Seq: 1, Kind: KindCheckpoint, Detail: fmt.Sprintf(
+		t.report.Add(verify.Problem{Seq: 1, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 			"the log starts from prev_hash %s, not from the genesis of %s that its checkpoints name (%s): another ledger's log, or re-chained from another genesis",
 			firstPrev, t.origin, g)})
 	}

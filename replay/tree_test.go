@@ -13,6 +13,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // treeLog is a hand-built log of n acquire/release pairs' events.
@@ -26,7 +27,7 @@ func treeLog(t *testing.T, n int) *ovlLog {
 	return g
 }
 
-func verifyTree(t *testing.T, g *ovlLog, opts ...replay.VerifyOption) *replay.Report {
+func verifyTree(t *testing.T, g *ovlLog, opts ...replay.VerifyOption) *verify.Report {
 	t.Helper()
 	rep, _, err := replay.VerifyLedger(context.Background(), g.db, "test", events.Genesis("overlap-test"), opts...)
 	if err != nil {
@@ -36,7 +37,7 @@ func verifyTree(t *testing.T, g *ovlLog, opts ...replay.VerifyOption) *replay.Re
 	return rep
 }
 
-func onlyProblem(t *testing.T, rep *replay.Report, kind replay.Kind, seq int64, words ...string) replay.Problem {
+func onlyProblem(t *testing.T, rep *verify.Report, kind verify.Kind, seq int64, words ...string) verify.Problem {
 	t.Helper()
 	if rep.OK || rep.FirstBad == nil || rep.FirstBad.Kind != kind || rep.FirstBad.Seq != seq {
 		t.Fatalf("want first bad %s at seq %d, got %+v", kind, seq, rep.Problems)
@@ -51,7 +52,7 @@ func onlyProblem(t *testing.T, rep *replay.Report, kind replay.Kind, seq int64, 
 
 func TestVerifyFindsEditedMissingAndLeftoverStoredHashes(t *testing.T) {
 	g := treeLog(t, 20)
-	if rep := verifyTree(t, g); !rep.OK || rep.Trust != replay.Unsigned {
+	if rep := verifyTree(t, g); !rep.OK || rep.Trust != verify.Unsigned {
 		t.Fatalf("untouched: %+v (trust %q)", rep.Problems, rep.Trust)
 	}
 	if _, err := g.db.Exec(`DROP TRIGGER tlog_hashes_no_update`); err != nil {
@@ -60,7 +61,7 @@ func TestVerifyFindsEditedMissingAndLeftoverStoredHashes(t *testing.T) {
 	if _, err := g.db.Exec(`UPDATE tlog_hashes SET hashes = zeroblob(length(hashes)) WHERE seq = 7`); err != nil {
 		t.Fatal(err)
 	}
-	onlyProblem(t, verifyTree(t, g), replay.KindMerkle, 7, "edited")
+	onlyProblem(t, verifyTree(t, g), verify.KindMerkle, 7, "edited")
 
 	g = treeLog(t, 20)
 	if _, err := g.db.Exec(`DROP TRIGGER tlog_hashes_no_delete`); err != nil {
@@ -69,7 +70,7 @@ func TestVerifyFindsEditedMissingAndLeftoverStoredHashes(t *testing.T) {
 	if _, err := g.db.Exec(`DELETE FROM tlog_hashes WHERE seq = 12`); err != nil {
 		t.Fatal(err)
 	}
-	onlyProblem(t, verifyTree(t, g), replay.KindMerkle, 12, "no stored Merkle hashes")
+	onlyProblem(t, verifyTree(t, g), verify.KindMerkle, 12, "no stored Merkle hashes")
 
 	// A tail deleted with its chain intact leaves its stored hashes behind.
 	g = treeLog(t, 20)
@@ -79,7 +80,7 @@ func TestVerifyFindsEditedMissingAndLeftoverStoredHashes(t *testing.T) {
 	if _, err := g.db.Exec(`DELETE FROM events WHERE seq > 16`); err != nil {
 		t.Fatal(err)
 	}
-	onlyProblem(t, verifyTree(t, g), replay.KindMerkle, 17, "deleted from its end")
+	onlyProblem(t, verifyTree(t, g), verify.KindMerkle, 17, "deleted from its end")
 }
 
 // signedHeads signs checkpoints of g's log at the given sizes.
@@ -145,7 +146,7 @@ func TestVerifyAgainstCheckpointsNamesTheCheckpointAndFirstSeqNoLongerCovered(t 
 		}
 	}
 	rep = verifyTree(t, g, trust(heads...))
-	onlyProblem(t, rep, replay.KindCheckpoint, 26, "witness:2 (size 30, key ops)", "truncated")
+	onlyProblem(t, rep, verify.KindCheckpoint, 26, "witness:2 (size 30, key ops)", "truncated")
 	if rep.UnsignedFrom != 21 {
 		t.Fatalf("unsigned from %d, want 21", rep.UnsignedFrom)
 	}
@@ -169,7 +170,7 @@ func TestVerifyAgainstCheckpointsNamesTheCheckpointAndFirstSeqNoLongerCovered(t 
 
 	// Another ledger's checkpoint: the database was swapped.
 	rep = verifyTree(t, g, replay.WithTrust(&replay.Trust{LedgerID: "another", Checkpoints: heads, Verifiers: []note.Verifier{v}}))
-	onlyProblem(t, rep, replay.KindCheckpoint, 1, "names another ledger")
+	onlyProblem(t, rep, verify.KindCheckpoint, 1, "names another ledger")
 
 	// An expected head.
 	var h19 string
@@ -181,7 +182,7 @@ func TestVerifyAgainstCheckpointsNamesTheCheckpointAndFirstSeqNoLongerCovered(t 
 		t.Fatalf("expected head: %+v, %q", rep.Problems, rep.Trust)
 	}
 	rep = verifyTree(t, g, replay.WithTrust(&replay.Trust{Heads: []replay.Head{{Seq: 19, Hash: strings.Repeat("0", 64)}}}))
-	onlyProblem(t, rep, replay.KindCheckpoint, 1, "expected head 19:")
+	onlyProblem(t, rep, verify.KindCheckpoint, 1, "expected head 19:")
 }
 
 // A full re-chain: a body rewritten and every later chain hash and stored
@@ -195,7 +196,7 @@ func TestVerifyAgainstCheckpointsSeesAFullRechain(t *testing.T) {
 		t.Fatalf("the re-chain is not consistent: %+v", rep.Problems)
 	}
 	rep := verifyTree(t, g, replay.WithTrust(&replay.Trust{LedgerID: "overlap-test", Checkpoints: heads, Verifiers: []note.Verifier{v}}))
-	onlyProblem(t, rep, replay.KindCheckpoint, 11, "witness:1 (size 20, key ops)", "seq 11-20", "the first 10 match checkpoint witness:0")
+	onlyProblem(t, rep, verify.KindCheckpoint, 11, "witness:1 (size 20, key ops)", "seq 11-20", "the first 10 match checkpoint witness:0")
 	if rep.ProblemCount != 2 {
 		t.Fatalf("%d problems: %+v", rep.ProblemCount, rep.Problems)
 	}
@@ -247,8 +248,8 @@ func TestVerifyHoldsEventsToTheLastCheckpointsPromise(t *testing.T) {
 	if rep := verifyTree(t, g, head(20, time.Minute, signedAt)); !rep.OK || rep.UnsignedFrom != 21 {
 		t.Fatalf("promise kept: %+v %q", rep.Problems, rep.Trust)
 	}
-	onlyProblem(t, verifyTree(t, g, head(5, time.Hour, signedAt)), replay.KindCheckpoint, 25, "within 5 events", "without the key")
-	onlyProblem(t, verifyTree(t, g, head(100, 3*time.Second, signedAt)), replay.KindCheckpoint, 26, "dated 3s later", "without the key")
+	onlyProblem(t, verifyTree(t, g, head(5, time.Hour, signedAt)), verify.KindCheckpoint, 25, "within 5 events", "without the key")
+	onlyProblem(t, verifyTree(t, g, head(100, 3*time.Second, signedAt)), verify.KindCheckpoint, 26, "dated 3s later", "without the key")
 	// Signed a minute after event 21 was dated: 21 was backdated.
-	onlyProblem(t, verifyTree(t, g, head(100, time.Hour, signedAt.Add(time.Minute))), replay.KindCheckpoint, 21, "dated back")
+	onlyProblem(t, verifyTree(t, g, head(100, time.Hour, signedAt.Add(time.Minute))), verify.KindCheckpoint, 21, "dated back")
 }

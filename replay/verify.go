@@ -2,12 +2,9 @@ package replay
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/oklog/ulid/v2"
 
@@ -16,6 +13,8 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/schema"
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // rowCheck is one row with everything verify computes for it that does not
@@ -80,7 +79,7 @@ func (rc *rowCheck) checkID() {
 // checker runs every per-event check of verify on a stream of rows and
 // folds the events it can read.
 type checker struct {
-	report *Report
+	report *verify.Report
 	chain  *chain
 	state  *State
 	clock  clock
@@ -99,7 +98,7 @@ type checker struct {
 // replace it (building one lists its checkpoints in the report, so only
 // that one may be built with them).
 func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checker {
-	r := &Report{Source: source}
+	r := &verify.Report{Source: source}
 	if fromStart {
 		r.Genesis = anchor
 	}
@@ -129,14 +128,14 @@ func (c *checker) apply(rc *rowCheck) {
 		return
 	}
 	if rc.derr != nil {
-		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindSchema, Detail: "hash is valid but the body is not a readable event: " + rc.derr.Error()})
+		c.report.Add(verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindSchema, Detail: "hash is valid but the body is not a readable event: " + rc.derr.Error()})
 		return
 	}
 	if p := checkColumns(r, ev); p != nil {
 		c.report.Add(*p)
 	}
 	if rc.schemaErr != nil {
-		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindSchema, Lock: ev.LockName, Detail: rc.schemaErr.Error()})
+		c.report.Add(verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindSchema, Lock: ev.LockName, Detail: rc.schemaErr.Error()})
 	} else {
 		c.rowChecks(r, ev, rc)
 	}
@@ -156,7 +155,7 @@ func (c *checker) rowChecks(r *Row, ev *Event, rc *rowCheck) {
 			detail = fmt.Sprintf("event_id %s holds the time %s but at is %s: the ledger makes both from one reading of the clock",
 				ev.EventID, time.UnixMilli(rc.idMillis).UTC().Format("2006-01-02T15:04:05.000Z"), ev.At)
 		}
-		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindEventIDTime, Lock: ev.LockName, Detail: detail})
+		c.report.Add(verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindEventIDTime, Lock: ev.LockName, Detail: detail})
 	}
 	if !ev.Time.IsZero() {
 		c.clock.check(c, r, ev, !c.chain.damaged)
@@ -164,7 +163,7 @@ func (c *checker) rowChecks(r *Row, ev *Event, rc *rowCheck) {
 	if (ev.Type == events.LockAcquired || ev.Type == events.LockStolen) && ev.FencingToken != ev.Seq {
 		// The ledger's token is the acquiring event's own seq (the one
 		// its hash covers): checked on every row, a slice's too.
-		c.report.Add(Problem{Seq: r.Seq, Line: r.Line, Kind: KindFencingToken, Lock: ev.LockName, Detail: fmt.Sprintf(
+		c.report.Add(verify.Problem{Seq: r.Seq, Line: r.Line, Kind: verify.KindFencingToken, Lock: ev.LockName, Detail: fmt.Sprintf(
 			"%s with fencing_token %d: the ledger gives an acquisition its own seq, %d, as its token", ev.Type, ev.FencingToken, ev.Seq)})
 	}
 }
@@ -183,7 +182,7 @@ func (c *checker) fold(r *Row, ev *Event) {
 
 // malformed reports an export line that holds no event: the fold misses
 // an event, so it is judged like a damaged chain.
-func (c *checker) malformed(p Problem) {
+func (c *checker) malformed(p verify.Problem) {
 	c.report.Add(p)
 	c.chain.damaged = true
 }
@@ -207,7 +206,7 @@ func (c *checker) finish() {
 	}
 	c.report.Replayed = true
 	for _, a := range c.state.Anomalies {
-		c.report.Add(Problem{Seq: a.Seq, Kind: a.Kind, Lock: a.Lock, Detail: a.Detail})
+		c.report.Add(verify.Problem{Seq: a.Seq, Kind: a.Kind, Lock: a.Lock, Detail: a.Detail})
 	}
 	for i := len(c.state.Anomalies); i < c.state.AnomalyCount; i++ {
 		c.report.ProblemCount++
@@ -244,7 +243,7 @@ func decodeLoose(body []byte, ev *Event) (*Event, error) {
 // whose fold starts after the archived events (see startPruned).
 //
 // While it runs, the garbage collector's target is raised (see relaxGC).
-func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*Report, *State, error) {
+func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*verify.Report, *State, error) {
 	defer relaxGC(verifyGCPercent)()
 	cfg := newVerifyConfig(opts)
 	c := newChecker(source, genesis, true, cfg)
@@ -257,53 +256,38 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 	if err != nil {
 		return nil, nil, fmt.Errorf("replay: verify: %w", err)
 	}
-	rows, err := q.QueryContext(ctx, verifyQuery)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
 	// Rows and their columns are allocated a batch at a time.
 	type rowAlloc struct {
 		row  Row
 		cols Columns
 	}
 	var slab []rowAlloc
-	var joined string
-	var body, stored sql.NullString
 	err = pipeline(ctx, func(emit func(*Row) bool) error {
-		for rows.Next() {
+		for sr, err := range store.ChainRows(ctx, q) {
+			if err != nil {
+				return fmt.Errorf("replay: verify: %w", err)
+			}
 			if len(slab) == 0 {
 				slab = make([]rowAlloc, pipelineBatch)
 			}
 			ra := &slab[0]
 			slab = slab[1:]
-			r := &ra.row
-			r.Cols = &ra.cols
-			if err := rows.Scan(&r.Seq, &body, &r.PrevHash, &r.Hash, &joined, &stored); err != nil {
-				return fmt.Errorf("replay: verify: %w", err)
-			}
-			r.Body, r.Stored = textBytes(body), textBytes(stored)
-			if !splitColumns(joined, r.Cols) {
-				// A column holds the separator: read them one by one.
-				if err := q.QueryRowContext(ctx, `SELECT event_id, type, lock_name, request_id, actor, at FROM events WHERE seq = $1`,
-					r.Seq).Scan(&r.Cols.EventID, &r.Cols.Type, &r.Cols.LockName, &r.Cols.RequestID, &r.Cols.Actor, &r.Cols.At); err != nil {
-					return fmt.Errorf("replay: verify: seq %d: %w", r.Seq, err)
-				}
-			}
-			if !emit(r) {
+			ra.cols = sr.Cols
+			ra.row = Row{Seq: sr.Seq, Body: sr.Body, PrevHash: sr.PrevHash, Hash: sr.Hash, Cols: &ra.cols, Stored: sr.Stored}
+			if !emit(&ra.row) {
 				return nil
 			}
 		}
-		return rows.Err()
+		return nil
 	}, c.apply)
 	if err != nil {
 		return nil, nil, err
 	}
-	var extra, firstExtra sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT count(*), min(seq) FROM tlog_hashes WHERE seq > $1`, c.report.LastSeq).Scan(&extra, &firstExtra); err != nil {
+	extra, firstExtra, err := store.TreeRowsAfter(ctx, q, c.report.LastSeq)
+	if err != nil {
 		return nil, nil, fmt.Errorf("replay: verify: %w", err)
 	}
-	c.tree.extraStored(extra.Int64, firstExtra.Int64)
+	c.tree.extraStored(extra, firstExtra)
 	c.finish()
 	c.tree.signedMarkers(c.markers)
 	if pruned {
@@ -312,52 +296,4 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 		return c.report, nil, nil
 	}
 	return c.report, c.state, nil
-}
-
-// sepSQL is the unit separator as an SQL string literal, in both dialects.
-const sepSQL = "'\x1f'"
-
-// verifyQuery reads every row in seq order, with its stored Merkle hashes
-// (NULL when it has none). The six indexed columns come
-// joined by a unit separator (0x1F) into one value: reading one column
-// instead of six is most of the difference between verify's reads and a
-// plain scan of seq, body and the hashes. SQLite's || keeps every byte of a
-// TEXT or BLOB value (the columns hold no numbers: TEXT affinity), and a
-// NULL makes the whole value NULL, which Scan refuses as it refuses a NULL
-// column into a string. The body and the stored hashes are concatenated
-// with an empty string for the same reason as a fold's body (foldCols):
-// text in SQLite, which reaches the row without a copy (textBytes).
-const verifyQuery = `SELECT e.seq, e.body || '', e.prev_hash, e.hash,
-	e.event_id || ` + sepSQL + ` || e.type || ` + sepSQL + ` || e.lock_name || ` + sepSQL + ` || e.request_id || ` + sepSQL + ` || e.actor || ` + sepSQL + ` || e.at AS cols,
-	t.hashes || ''
-	FROM events e LEFT JOIN tlog_hashes t ON t.seq = e.seq ORDER BY e.seq`
-
-// textBytes is the bytes of a value read as text, without a copy (the
-// driver made the string for this row, and verify only reads its rows'
-// bytes): nil for NULL, empty but not nil for an empty value.
-func textBytes(s sql.NullString) []byte {
-	switch {
-	case !s.Valid:
-		return nil
-	case s.String == "":
-		return []byte{}
-	}
-	return unsafe.Slice(unsafe.StringData(s.String), len(s.String))
-}
-
-// splitColumns splits verifyQuery's joined columns. The split is exact
-// when the value holds exactly the five separators the query put in it;
-// otherwise (a column holds 0x1F itself) it reports false and the caller
-// reads the columns one by one.
-func splitColumns(joined string, c *Columns) bool {
-	if strings.Count(joined, "\x1f") != 5 {
-		return false
-	}
-	var rest string
-	c.EventID, rest, _ = strings.Cut(joined, "\x1f")
-	c.Type, rest, _ = strings.Cut(rest, "\x1f")
-	c.LockName, rest, _ = strings.Cut(rest, "\x1f")
-	c.RequestID, rest, _ = strings.Cut(rest, "\x1f")
-	c.Actor, c.At, _ = strings.Cut(rest, "\x1f")
-	return true
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/schema"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // vfExport is a genuine export of a short ledger: acquire, heartbeat,
@@ -199,14 +200,14 @@ func TestVerifyFileRejectsRenumberedLines(t *testing.T) {
 		anchor   string
 		line     int64
 		seq      int64
-		kind     replay.Kind
+		kind     verify.Kind
 		problems int
 	}{
-		{"events 1-3 as seq 3-5", relabel([]int{1, 2, 3}, 3), "", 1, 3, replay.KindRenumbered, 1},
-		{"events 1-3 as seq 3-5, anchored at the genesis", relabel([]int{1, 2, 3}, 3), genesis, 1, 3, replay.KindRenumbered, 1},
-		{"events 3-5 as seq 1-3", relabel([]int{3, 4, 5}, 1), "", 1, 1, replay.KindRenumbered, 1},
-		{"events 3-5 as seq 1-3, anchored at the genesis", relabel([]int{3, 4, 5}, 1), genesis, 1, 1, replay.KindRenumbered, 2},
-		{"events 3-5 relabelled after a jump", append(relabel([]int{1, 2}, 1), relabel([]int{3, 4, 5}, 7)...), genesis, 3, 7, replay.KindRenumbered, 1},
+		{"events 1-3 as seq 3-5", relabel([]int{1, 2, 3}, 3), "", 1, 3, verify.KindRenumbered, 1},
+		{"events 1-3 as seq 3-5, anchored at the genesis", relabel([]int{1, 2, 3}, 3), genesis, 1, 3, verify.KindRenumbered, 1},
+		{"events 3-5 as seq 1-3", relabel([]int{3, 4, 5}, 1), "", 1, 1, verify.KindRenumbered, 1},
+		{"events 3-5 as seq 1-3, anchored at the genesis", relabel([]int{3, 4, 5}, 1), genesis, 1, 1, verify.KindRenumbered, 2},
+		{"events 3-5 relabelled after a jump", append(relabel([]int{1, 2}, 1), relabel([]int{3, 4, 5}, 7)...), genesis, 3, 7, verify.KindRenumbered, 1},
 	} {
 		rep, err := replay.VerifyFile(bytes.NewReader(c.data), "renumbered.jsonl", c.anchor)
 		if err != nil {

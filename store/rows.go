@@ -6,50 +6,10 @@ import (
 	"fmt"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/replay"
 )
 
-// RowFromReplay is the Row package ledger's write path leaves for a lock
-// replay folded: its locks row, and for a held lock its exclusive
-// holder's columns. nil when the ledger never held the lock exclusively
-// (no row).
-func RowFromReplay(lk *replay.Lock) *Row {
-	h := lk.Holder
-	if h == nil {
-		return nil
-	}
-	r := &Row{Name: lk.Name, Held: lk.Held, RequestID: h.Record.RequestID, HostID: h.Record.HostID,
-		FencingToken: h.Token, UpdatedSeq: lk.UpdatedSeq, File: h.File(), Targets: targetsJSON(h.Targets)}
-	if lk.Held {
-		x := HolderFromReplay(lk, h, true)
-		r.Actor, r.Intent, r.IntentVersion, r.PID, r.PIDStart, r.BootID = x.Actor, x.Intent, x.IntentVersion, x.PID, x.PIDStart, x.BootID
-		r.CreatedAt, r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.PIDNS = x.CreatedAt, x.HeartbeatAt, x.TTLSeconds, x.Metadata, x.PIDNS
-	}
-	return r
-}
-
-// HolderFromReplay is the lock_holders row of h, a holder of lk that
-// replay folded: lk's exclusive holder (slot limit 1, updated by the
-// lock's last write) or one of its shared ones (lk's limit, updated as
-// replay knows by its acquiring event: an understatement, which the
-// truncation checks allow).
-func HolderFromReplay(lk *replay.Lock, h *replay.Holder, exclusive bool) *HolderRow {
-	md, err := json.Marshal(h.Record.Metadata)
-	if err != nil {
-		md = []byte("{}") // a map of strings always marshals
-	}
-	r := &HolderRow{Name: lk.Name, RequestID: h.Record.RequestID, Actor: h.Record.Actor, Intent: h.Record.Intent,
-		IntentVersion: h.Record.IntentVersion, HostID: h.Record.HostID, PID: h.Record.PID, PIDStart: h.PIDStart,
-		BootID: h.BootID, CreatedAt: events.FormatTime(h.Created), HeartbeatAt: events.FormatTime(h.Heartbeat),
-		TTLSeconds: h.Record.TTLSeconds, Metadata: string(md), FencingToken: h.Token, Limit: lk.Limit,
-		UpdatedSeq: h.Token, PIDNS: h.PIDNS, Targets: "[]"}
-	if exclusive {
-		r.Exclusive, r.Limit, r.UpdatedSeq, r.Targets = true, 1, lk.UpdatedSeq, targetsJSON(h.Targets)
-	}
-	return r
-}
-
-func targetsJSON(targets []events.Target) string {
+// TargetsJSON is the targets column's value for targets.
+func TargetsJSON(targets []events.Target) string {
 	if targets == nil {
 		targets = []events.Target{}
 	}
@@ -78,7 +38,7 @@ func (a *Row) Diff(b *Row) []string {
 }
 
 // Diff names the columns in which holder rows a and b differ, but for
-// updated_seq, which a rebuilt shared row understates (HolderFromReplay).
+// updated_seq, which a rebuilt shared row understates (replay's Lock.HolderRow).
 func (a *HolderRow) Diff(b *HolderRow) []string {
 	var d []string
 	add := func(name string, same bool) {

@@ -11,6 +11,7 @@ import (
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store/postgres"
 	"github.com/lockledger/lockledger/store/sqlite"
+	"github.com/lockledger/lockledger/verify"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -18,10 +19,10 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // triggerDamage runs check on a new ledger, then again after tamper's
 // statements, and returns the trigger problems of the second run (the
 // first must find none).
-func triggerDamage(t *testing.T, l *ledger.Ledger, check func(context.Context, replay.Querier, *replay.Report) error, tamper ...string) []string {
+func triggerDamage(t *testing.T, l *ledger.Ledger, check func(context.Context, replay.Querier, *verify.Report) error, tamper ...string) []string {
 	t.Helper()
 	ctx := context.Background()
-	rep := &replay.Report{}
+	rep := &verify.Report{}
 	if err := check(ctx, pgtest.Open(t, l.Source()), rep); err != nil || rep.ProblemCount != 0 {
 		t.Fatalf("a new ledger: %v, problems %+v", err, rep.Problems)
 	}
@@ -30,14 +31,14 @@ func triggerDamage(t *testing.T, l *ledger.Ledger, check func(context.Context, r
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	rep = &replay.Report{}
+	rep = &verify.Report{}
 	if err := check(ctx, pgtest.Open(t, l.Source()), rep); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, p := range rep.Problems {
-		if p.Kind != replay.KindTrigger {
-			t.Errorf("problem of kind %s, want only %s: %s", p.Kind, replay.KindTrigger, p.Detail)
+		if p.Kind != verify.KindTrigger {
+			t.Errorf("problem of kind %s, want only %s: %s", p.Kind, verify.KindTrigger, p.Detail)
 		}
 		got = append(got, p.Detail)
 	}
@@ -57,7 +58,7 @@ func open(t *testing.T, opts ...ledger.Option) *ledger.Ledger {
 
 func TestSQLiteTriggersThatAreMissingAlteredOrAddedAreDamage(t *testing.T) {
 	l := open(t)
-	got := triggerDamage(t, l, func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
+	got := triggerDamage(t, l, func(ctx context.Context, q replay.Querier, rep *verify.Report) error {
 		return sqlite.CheckStorage(ctx, q, false, rep)
 	},
 		`DROP TRIGGER events_no_delete`,
@@ -118,7 +119,7 @@ $$`,
 // events' own: dropping one is damage on both engines.
 func TestTheTreeTablesInsertTriggersAreChecked(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
-		got := triggerDamage(t, open(t), func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
+		got := triggerDamage(t, open(t), func(ctx context.Context, q replay.Querier, rep *verify.Report) error {
 			return sqlite.CheckStorage(ctx, q, false, rep)
 		}, `DROP TRIGGER tlog_hashes_no_replace`, `DROP TRIGGER checkpoints_no_replace`, `DROP TRIGGER checkpoints_within_log`)
 		want := []string{
@@ -161,7 +162,7 @@ func TestTheCosignaturesTableIsAppendOnlyAndItsTriggersAreChecked(t *testing.T) 
 				t.Errorf("%s: %v, want it refused", q, err)
 			}
 		}
-		got := triggerDamage(t, open(t), func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
+		got := triggerDamage(t, open(t), func(ctx context.Context, q replay.Querier, rep *verify.Report) error {
 			return sqlite.CheckStorage(ctx, q, false, rep)
 		}, `DROP TRIGGER cosignatures_no_replace`, `DROP TRIGGER cosignatures_no_delete`)
 		want := []string{

@@ -15,7 +15,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // Querier reads: a *sql.DB or a *sql.Tx.
@@ -75,7 +75,7 @@ type Store interface {
 	// CheckStorage adds to rep what the engine finds wrong with the
 	// database itself: damaged pages (full: every page), missing or
 	// altered append-only guards.
-	CheckStorage(ctx context.Context, q Querier, full bool, rep *replay.Report) error
+	CheckStorage(ctx context.Context, q Querier, full bool, rep *verify.Report) error
 	// Size is the database's size in bytes (SQLite: its pages; PostgreSQL:
 	// the events table with its indexes).
 	Size(ctx context.Context) (int64, error)

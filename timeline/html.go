@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // WriteHTML writes the page: a header that makes it evidence (ledger,
@@ -70,7 +71,7 @@ func writeHeader(w *bufio.Writer, p *Page, l *layout) {
 }
 
 // verifyText is verify's verdict at generation time, in words.
-func verifyText(r *replay.Report) string {
+func verifyText(r *verify.Report) string {
 	if r.OK {
 		return `<span class="ok">OK</span>: the chain, schemas, locks table and lock files hold`
 	}
@@ -82,11 +83,11 @@ func verifyText(r *replay.Report) string {
 }
 
 // checkpointText names the largest checkpoint verify met and its result.
-func checkpointText(r *replay.Report) string {
+func checkpointText(r *verify.Report) string {
 	if len(r.Checkpoints) == 0 {
 		return "none stored; " + esc(r.Trust)
 	}
-	c := slices.MaxFunc(r.Checkpoints, func(a, b *replay.CheckpointResult) int { return cmp.Compare(a.Size, b.Size) })
+	c := slices.MaxFunc(r.Checkpoints, func(a, b *verify.CheckpointResult) int { return cmp.Compare(a.Size, b.Size) })
 	s := fmt.Sprintf("%s: %d events", c.Source, c.Size)
 	if !c.Time.IsZero() {
 		s += ", signed " + fmtTime(c.Time)

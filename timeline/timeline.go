@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // AggregateAbove is how many holdings (or markers) a page draws one by one;
@@ -35,7 +36,7 @@ type Page struct {
 	Since, Until time.Time
 	// Verify is verify's report of the ledger at generation time (nil: not
 	// checked).
-	Verify *replay.Report
+	Verify *verify.Report
 	// Holdings are replay's, by opening seq; Events the timeline query's,
 	// in seq order.
 	Holdings []*replay.Holding

@@ -17,6 +17,7 @@ import (
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 type archiveOptions struct {
@@ -347,7 +348,7 @@ func ledgerSize(ctx context.Context, g *invocation.Globals, l *ledger.Ledger) in
 // withArchives checks the archives of verify --archive with the live
 // ledger's report rep: each on its own (verify --file's checks, with the
 // verifier keys of t), then all of them and the live log as one log.
-func (o *verifyOptions) withArchives(rep *replay.Report, opts ...replay.VerifyOption) error {
+func (o *verifyOptions) withArchives(rep *verify.Report, opts ...replay.VerifyOption) error {
 	var checked []*archive.Checked
 	for _, path := range o.archives {
 		f, err := openArchive(path)
@@ -357,7 +358,7 @@ func (o *verifyOptions) withArchives(rep *replay.Report, opts ...replay.VerifyOp
 		c, err := archive.Read(f, invocation.AbsPath(path), "", opts...)
 		f.Close()
 		if errors.Is(err, archive.ErrMismatch) {
-			rep.Add(replay.Problem{Kind: replay.KindCheckpoint, Detail: err.Error()})
+			rep.Add(verify.Problem{Kind: verify.KindCheckpoint, Detail: err.Error()})
 			continue
 		}
 		if err != nil {

@@ -212,7 +212,7 @@ func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, don
 		return err
 	}
 	defer r.Close()
-	from, to, ok, err := replay.SeqRange(ctx, r.Tx, since, until)
+	from, to, ok, err := store.SeqRange(ctx, r.Tx, since, until)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 type importOptions struct {
@@ -112,7 +112,7 @@ func runImport(ctx context.Context, o *importOptions) error {
 	if o.g.JSON {
 		invocation.WriteJSON(o.g.IO.Out, struct {
 			*ledger.ImportReport
-			Verify *replay.Report `json:"verify"`
+			Verify *verify.Report `json:"verify"`
 		}{rep, check})
 	} else {
 		tw := tabwriter.NewWriter(o.g.IO.Out, 0, 0, 2, ' ', 0)

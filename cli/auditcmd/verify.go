@@ -22,6 +22,7 @@ import (
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/verify"
 )
 
 type verifyOptions struct {
@@ -97,7 +98,7 @@ longer covered (the one after the largest head that still matches); an
 event dated before a checkpoint that does not cover it was appended and
 backdated. --expect-head SEQ:HASH checks event SEQ's chain hash against
 one recorded elsewhere, without a key. Without any of them verify says
-"` + replay.Unsigned + `".
+"` + verify.Unsigned + `".
 Events after the last matching checkpoint are listed: nothing vouches for
 them yet.
 
@@ -351,7 +352,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if o.evidence != "" {
 		return verifyEvidence(o)
 	}
-	var rep *replay.Report
+	var rep *verify.Report
 	switch {
 	case o.file != "" && o.full:
 		return &invocation.UsageError{Err: fmt.Errorf("verify: --full checks the ledger's database, not a --file export")}
@@ -396,7 +397,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		rep.Trust = fmt.Sprintf("not checked: the ledger holds %d signed checkpoints, and no key pinned at this root or given with --verifier-key checks them", signed)
 		warning = "the ledger's signatures were not checked: give --verifier-key KEY, the signers' key from the ledger's owner (`lockledger trust show` on a writer's host prints it)"
 		o.g.Sayf("warning: %s", warning)
-	case rep.Trust == replay.Unsigned && rep.Events > 0:
+	case rep.Trust == verify.Unsigned && rep.Events > 0:
 		warning = unsignedWarning
 		o.g.Sayf("warning: %s", warning)
 	}
@@ -422,7 +423,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	}
 	if o.g.JSON {
 		invocation.WriteJSON(o.g.IO.Out, struct {
-			*replay.Report
+			*verify.Report
 			Recorded int64  `json:"recorded,omitempty"`
 			Warning  string `json:"warning,omitempty"`
 		}{rep, recorded, warning})
@@ -440,7 +441,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 
 // verified is ledger_verified's record of a report: only what the
 // schema can carry (a damaged export may claim any seq or hash).
-func verified(rep *replay.Report, file string) *events.Verified {
+func verified(rep *verify.Report, file string) *events.Verified {
 	v := &events.Verified{Result: events.AuditOK, Events: rep.Events, Problems: rep.ProblemCount}
 	if !rep.OK {
 		v.Result = events.AuditFailed
@@ -477,7 +478,7 @@ func isChainHash(h string) bool {
 // keys the export's own signer events register, vouched for by t's keys
 // (as plain verify trusts the ledger's): the file is read twice, its
 // signer events first.
-func verifyFile(path, prevHash, ledgerID string, t *replay.Trust, opts ...replay.VerifyOption) (*replay.Report, error) {
+func verifyFile(path, prevHash, ledgerID string, t *replay.Trust, opts ...replay.VerifyOption) (*verify.Report, error) {
 	f, err := openExport(path)
 	if err != nil {
 		return nil, err
@@ -552,7 +553,7 @@ func inheritedFD(path string) (int, bool) {
 	return 0, false
 }
 
-func verifyLedger(ctx context.Context, g *invocation.Globals, opts ...ledger.VerifyOption) (*replay.Report, error) {
+func verifyLedger(ctx context.Context, g *invocation.Globals, opts ...ledger.VerifyOption) (*verify.Report, error) {
 	r, err := g.OpenRead(ctx)
 	if err != nil {
 		return nil, err
@@ -561,7 +562,7 @@ func verifyLedger(ctx context.Context, g *invocation.Globals, opts ...ledger.Ver
 	return r.Ledger.Verify(ctx, append(opts, ledger.InSnapshot(r.Tx))...)
 }
 
-func printReport(w io.Writer, rep *replay.Report) {
+func printReport(w io.Writer, rep *verify.Report) {
 	if rep.OK {
 		fmt.Fprintln(w, "verify: OK")
 	} else {
@@ -635,7 +636,7 @@ func printReport(w io.Writer, rep *replay.Report) {
 	}
 }
 
-func problemText(p replay.Problem) string {
+func problemText(p verify.Problem) string {
 	var where, about []string
 	switch {
 	case p.Seq > 0 && p.Kind.Chain():
@@ -660,7 +661,7 @@ func problemText(p replay.Problem) string {
 
 // checkpointCounts summarises what verify made of the checkpoints: how
 // many had each result (the problems name the ones that failed).
-func checkpointCounts(cs []*replay.CheckpointResult) string {
+func checkpointCounts(cs []*verify.CheckpointResult) string {
 	n := map[string]int{}
 	var order []string
 	for _, c := range cs {

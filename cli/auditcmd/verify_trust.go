@@ -14,6 +14,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/trust"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // unsignedWarning is what verify says, on stderr and in --json, of a
@@ -24,8 +25,8 @@ const unsignedWarning = "this ledger is unsigned: nothing outside the root vouch
 // carriedUnchecked is how many signed checkpoints an export carried that
 // went unchecked because verify was given no key: such a file is signed,
 // not unsigned.
-func carriedUnchecked(rep *replay.Report, t *replay.Trust) int {
-	if rep.Trust != replay.Unsigned || t != nil && len(t.Verifiers) > 0 {
+func carriedUnchecked(rep *verify.Report, t *replay.Trust) int {
+	if rep.Trust != verify.Unsigned || t != nil && len(t.Verifiers) > 0 {
 		return 0
 	}
 	n := 0
@@ -113,12 +114,12 @@ func (o *verifyOptions) fromStore(t *replay.Trust) error {
 
 // checkExpected adds a problem to rep for each expectation the ledger
 // does not meet.
-func (o *verifyOptions) checkExpected(rep *replay.Report) {
+func (o *verifyOptions) checkExpected(rep *verify.Report) {
 	for _, e := range o.expect {
 		if rep.LedgerID == "" || rep.LedgerID == e.id {
 			continue
 		}
-		rep.Add(replay.Problem{Kind: replay.KindSwapped, Detail: fmt.Sprintf(
+		rep.Add(verify.Problem{Kind: verify.KindSwapped, Detail: fmt.Sprintf(
 			"the ledger is %s, but %s says this root holds ledger %s: the database was swapped or replaced; "+
 				"if that was meant, `lockledger trust forget` and `lockledger trust adopt`", rep.LedgerID, e.source, e.id)})
 	}

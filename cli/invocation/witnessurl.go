@@ -16,6 +16,7 @@ import (
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 	"github.com/lockledger/lockledger/witness/tlogwitness"
 )
 
@@ -118,7 +119,7 @@ func (f *WitnessKeyFlags) Add(root string, checkRoot bool, t *replay.Trust) erro
 
 // VerifyWitnessed is verifyLedger with the cosignatures the ledger keeps,
 // read in the same snapshot, added to trust.
-func VerifyWitnessed(ctx context.Context, g *Globals, trust *replay.Trust, opts ...ledger.VerifyOption) (*replay.Report, error) {
+func VerifyWitnessed(ctx context.Context, g *Globals, trust *replay.Trust, opts ...ledger.VerifyOption) (*verify.Report, error) {
 	r, err := g.OpenRead(ctx)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,8 @@ import (
 
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/migrations"
-	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // CheckStorage adds to rep every trigger the migrations create that is missing
@@ -21,7 +22,7 @@ import (
 // FUNCTION, ALTER FUNCTION); and every trigger they do not create.
 // PostgreSQL checks its own pages: there is no file to check. Only a
 // cancelled ctx, or migrations that cannot be read, is returned.
-func CheckStorage(ctx context.Context, q replay.Querier, rep *replay.Report) error {
+func CheckStorage(ctx context.Context, q store.Querier, rep *verify.Report) error {
 	ref, err := pgReference()
 	if err != nil {
 		return err
@@ -50,17 +51,17 @@ func CheckStorage(ctx context.Context, q replay.Querier, rep *replay.Report) err
 		got[name] = enabled
 		want, ok := ref.triggers[name]
 		if !ok {
-			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf("%s on table %s was not created by the migrations", name, table)})
+			rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf("%s on table %s was not created by the migrations", name, table)})
 			continue
 		}
 		if normalise(tdef) != want.def {
-			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf(
+			rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf(
 				"%s on table %s is not the one the migrations create: it reads %q", name, table, termtext.Clip(oneLine(tdef), 300))})
 			continue
 		}
 		if wantDef, ok := ref.functions[fname]; ok && normaliseFunction(fdef) != wantDef && !badFunc[fname] {
 			badFunc[fname] = true
-			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf(
+			rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf(
 				"function %s, which trigger %s on table %s calls, is not the one the migrations define: it reads %q",
 				fname, name, table, termtext.Clip(oneLine(fdef), 300))})
 		}
@@ -71,9 +72,9 @@ func CheckStorage(ctx context.Context, q replay.Querier, rep *replay.Report) err
 	for _, name := range slices.Sorted(maps.Keys(ref.triggers)) {
 		switch e, ok := got[name]; {
 		case !ok:
-			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf("%s on table %s is missing (the migrations create it)", name, ref.triggers[name].table)})
+			rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf("%s on table %s is missing (the migrations create it)", name, ref.triggers[name].table)})
 		case e == "D":
-			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf("%s on table %s is disabled", name, ref.triggers[name].table)})
+			rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf("%s on table %s is disabled", name, ref.triggers[name].table)})
 		}
 	}
 	return nil

@@ -25,8 +25,8 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/migrations"
-	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // DefaultPoolSize is the number of connections a library ledger on
@@ -357,7 +357,7 @@ func (s *Store) Compact(context.Context) error { return nil }
 
 func (s *Store) Source() string { return s.source }
 
-func (s *Store) CheckStorage(ctx context.Context, q store.Querier, _ bool, rep *replay.Report) error {
+func (s *Store) CheckStorage(ctx context.Context, q store.Querier, _ bool, rep *verify.Report) error {
 	return CheckStorage(ctx, q, rep)
 }
 

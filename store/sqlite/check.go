@@ -13,7 +13,8 @@ import (
 
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/migrations"
-	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // storageLines is how many of SQLite's messages a storage problem quotes;
@@ -26,14 +27,14 @@ const storageLines = 5
 // reads each row once more per index); and every trigger that differs from
 // the ones the migrations create, or that they do not create. A check that
 // cannot run is itself a storage problem: only a cancelled ctx is returned.
-func CheckStorage(ctx context.Context, q replay.Querier, full bool, rep *replay.Report) error {
+func CheckStorage(ctx context.Context, q store.Querier, full bool, rep *verify.Report) error {
 	if err := checkDatabaseFile(ctx, q, full, rep); err != nil {
 		return err
 	}
 	return checkTriggers(ctx, q, rep)
 }
 
-func checkDatabaseFile(ctx context.Context, q replay.Querier, full bool, rep *replay.Report) error {
+func checkDatabaseFile(ctx context.Context, q store.Querier, full bool, rep *verify.Report) error {
 	// At most 100 messages: a destroyed file yields thousands.
 	name, query := "quick_check", `PRAGMA quick_check(100)`
 	if full {
@@ -67,13 +68,13 @@ func checkDatabaseFile(ctx context.Context, q replay.Querier, full bool, rep *re
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil && len(lines) == 0:
-		rep.Add(replay.Problem{Kind: replay.KindStorage, Detail: fmt.Sprintf("SQLite's %s could not run: %v", name, err)})
+		rep.Add(verify.Problem{Kind: verify.KindStorage, Detail: fmt.Sprintf("SQLite's %s could not run: %v", name, err)})
 	case err != nil:
 		// A page it cannot even parse ends the check after its message.
-		rep.Add(replay.Problem{Kind: replay.KindStorage, Detail: fmt.Sprintf("SQLite's %s says the database is damaged: %s; then it stopped: %v",
+		rep.Add(verify.Problem{Kind: verify.KindStorage, Detail: fmt.Sprintf("SQLite's %s says the database is damaged: %s; then it stopped: %v",
 			name, quoteLines(lines, false), err)})
 	case len(lines) != 1 || lines[0] != "ok":
-		rep.Add(replay.Problem{Kind: replay.KindStorage, Detail: fmt.Sprintf("SQLite's %s says the database is damaged: %s",
+		rep.Add(verify.Problem{Kind: verify.KindStorage, Detail: fmt.Sprintf("SQLite's %s says the database is damaged: %s",
 			name, quoteLines(lines, rowsRead >= 100))})
 	}
 	return nil
@@ -120,7 +121,7 @@ var referenceTriggers = sync.OnceValues(func() (map[string]schemaTrigger, error)
 	return loadTriggers(ctx, db)
 })
 
-func loadTriggers(ctx context.Context, q replay.Querier) (map[string]schemaTrigger, error) {
+func loadTriggers(ctx context.Context, q store.Querier) (map[string]schemaTrigger, error) {
 	rows, err := q.QueryContext(ctx, `SELECT name, tbl_name, coalesce(sql, '') FROM sqlite_master WHERE type = 'trigger'`)
 	if err != nil {
 		return nil, err
@@ -141,7 +142,7 @@ func loadTriggers(ctx context.Context, q replay.Querier) (map[string]schemaTrigg
 // checkTriggers compares the database's triggers with the migrations':
 // without them, an UPDATE, DELETE or REPLACE of events goes through
 // silently, and only the chain would show it afterwards.
-func checkTriggers(ctx context.Context, q replay.Querier, rep *replay.Report) error {
+func checkTriggers(ctx context.Context, q store.Querier, rep *verify.Report) error {
 	want, err := referenceTriggers()
 	if err != nil {
 		return err
@@ -155,16 +156,16 @@ func checkTriggers(ctx context.Context, q replay.Querier, rep *replay.Report) er
 		g, ok := got[name]
 		switch {
 		case !ok:
-			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf(
+			rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf(
 				"%s on table %s is missing (the migrations create it: %s)", name, w.table, firstLine(w.sql))})
 		case g != w:
-			rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf(
+			rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf(
 				"%s on table %s is not the one the migrations create: it reads %q", name, g.table, termtext.Clip(g.sql, 300))})
 		}
 		delete(got, name)
 	}
 	for _, name := range slices.Sorted(maps.Keys(got)) {
-		rep.Add(replay.Problem{Kind: replay.KindTrigger, Detail: fmt.Sprintf(
+		rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf(
 			"%s on table %s was not created by the migrations: it reads %q", name, got[name].table, termtext.Clip(got[name].sql, 300))})
 	}
 	return nil

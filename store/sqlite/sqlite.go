@@ -21,8 +21,8 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/migrations"
-	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // Header starts every SQLite database file.
@@ -229,7 +229,7 @@ func (s *Store) CachesStatements() bool { return false }
 
 func (s *Store) Source() string { return s.cfg.Path }
 
-func (s *Store) CheckStorage(ctx context.Context, q store.Querier, full bool, rep *replay.Report) error {
+func (s *Store) CheckStorage(ctx context.Context, q store.Querier, full bool, rep *verify.Report) error {
 	return CheckStorage(ctx, q, full, rep)
 }
 

@@ -1,10 +1,15 @@
-package replay
+// Package verify holds what verify reports: the kinds of damage, each
+// problem found, and the report that collects them. replay, archive, the
+// storage checks and the command line all write into one Report.
+package verify
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
+	"time"
 )
 
 // Kind names a kind of damage that verify reports.
@@ -125,6 +130,23 @@ func (k Kind) Chain() bool {
 	}
 	return false
 }
+
+// Damage to the log the Merkle tree and the heads recorded elsewhere show (each names a seq).
+const (
+	// KindMerkle: the stored Merkle hashes (table tlog_hashes) disagree
+	// with the events: edited, missing, or left behind by events that are
+	// gone. Seq is the first event whose hashes disagree.
+	KindMerkle Kind = "merkle"
+	// KindCheckpoint: the log does not match a head recorded elsewhere (a
+	// signed checkpoint, an expected head), or a checkpoint itself is not
+	// what was signed. Seq is the first seq that no longer matches: the one
+	// after the largest head that still does.
+	KindCheckpoint Kind = "checkpoint"
+)
+
+// Unsigned is what verify says when nothing it was given can vouch for
+// the log.
+const Unsigned = "unsigned: truncation and re-chaining are not detectable"
 
 // Problem is one finding.
 type Problem struct {
@@ -271,4 +293,77 @@ func (r *Report) Finish() {
 		r.Problems = []Problem{}
 	}
 	r.OK = r.ProblemCount == 0
+}
+
+// CheckpointResult is what verify made of one checkpoint.
+type CheckpointResult struct {
+	Source  string    `json:"source"`
+	Size    int64     `json:"size,omitempty"`
+	Key     string    `json:"key,omitempty"`
+	Time    time.Time `json:"time,omitzero"`
+	Carried bool      `json:"carried,omitempty"`
+	// Result: "matches", "does not match", "beyond the log" (truncated),
+	// "not checked" (no verifier key), "invalid" (signature, origin, text).
+	Result string `json:"result"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Archived is where a pruned ledger's live log starts: the last
+// ledger_pruned marker, which names the archive holding the events before.
+type Archived struct {
+	// BelowSeq: events below it are in archives, not in the live store.
+	BelowSeq int64 `json:"below_seq"`
+	// FirstSeq..BelowSeq-1 are in the archive the last prune checked.
+	FirstSeq      int64  `json:"first_seq"`
+	ArchiveSHA256 string `json:"archive_sha256"`
+	// HeadHash is seq BelowSeq-1's chain hash, Root the tree's root at
+	// size BelowSeq-1 (hex).
+	HeadHash  string `json:"head_hash"`
+	Root      string `json:"root"`
+	MarkerSeq int64  `json:"marker_seq"`
+}
+
+// MaxUncosignedSizes caps the sizes an Uncosigned lists.
+const MaxUncosignedSizes = 100
+
+// Uncosigned is what one witness key did not cosign: the checkpoints the
+// ledger (or the export) keeps that match the log, past the largest one
+// the witness cosigned. Writers ask the witnesses after their write has
+// committed, and a witness that was slow or unreachable leaves the write
+// standing: this is not damage, but nothing from that witness vouches
+// for the events past Cosigned.
+type Uncosigned struct {
+	Witness  string  `json:"witness"`
+	Cosigned int64   `json:"cosigned"` // the largest size it cosigned (0: none)
+	Count    int     `json:"count"`
+	Sizes    []int64 `json:"sizes"` // ascending, the first MaxUncosignedSizes
+}
+
+func (u Uncosigned) String() string {
+	shown := make([]string, 0, 10)
+	for _, s := range u.Sizes[:min(len(u.Sizes), 10)] {
+		shown = append(shown, fmt.Sprint(s))
+	}
+	if u.Count > len(shown) {
+		shown = append(shown, fmt.Sprintf("and %d more", u.Count-len(shown)))
+	}
+	what := "checkpoints"
+	if u.Count == 1 {
+		what = "checkpoint"
+	}
+	last := "it cosigned none"
+	if u.Cosigned > 0 {
+		last = fmt.Sprintf("the last it cosigned is of size %d", u.Cosigned)
+	}
+	return fmt.Sprintf("witness %s did not cosign %d %s of this ledger (size %s); %s: it was slow or unreachable when they were signed, or the writer had no --witness-url for it",
+		u.Witness, u.Count, what, strings.Join(shown, ", "), last)
+}
+
+// SetMarker records p as the problem of the unsigned prune or unprune
+// marker at seq, which an archive may vouch for (VouchForMarker).
+func (r *Report) SetMarker(seq int64, p Problem) {
+	if r.markers == nil {
+		r.markers = map[int64]Problem{}
+	}
+	r.markers[seq] = p
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/backoff"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -174,12 +175,13 @@ func (s *Lease) record(ctx context.Context, failures int, cause string, lost boo
 func (s *Lease) recordLoss(failures int, cause string, until time.Time) bool {
 	ctx, cancel := context.WithDeadline(context.Background(), until)
 	defer cancel()
+	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond}
 	for {
 		err := s.l.RecordHeartbeatFailure(ctx, s.acq.Lock, s.id, failures, cause, true)
 		if err == nil {
 			return true
 		}
-		if !ledger.IsTransient(err) || ctx.Err() != nil || sleepCtx(ctx, 50*time.Millisecond) != nil {
+		if !ledger.IsTransient(err) || ctx.Err() != nil || retry.Wait(ctx) != nil {
 			s.l.Logger().Warn("could not record the lost lock yet (see RecordLoss)", "lock", s.acq.Lock, "err", err)
 			return false
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/backoff"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -202,7 +203,7 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		defer cancel()
 	}
 	log := s.l.Logger()
-	backoff := 50 * time.Millisecond
+	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
 	for first := true; ; first = false {
 		out, err := s.l.Release(ctx, req)
 		if err == nil && first && !out.Released && out.ReleasedSeq > 0 && expired == nil {
@@ -231,13 +232,12 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 			return err
 		}
 		log.Warn("release failed; retrying", "lock", s.acq.Lock, "err", err)
-		if sleepCtx(ctx, backoff) != nil {
+		if retry.Wait(ctx) != nil {
 			if expired != nil {
 				return s.Err()
 			}
 			return err
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
@@ -279,16 +279,15 @@ func (s *Lease) RecordLoss(ctx context.Context) error {
 // retrying whatever the ledger answers (a database that is away may fail
 // in any way), with backoff, until it is recorded or ctx ends.
 func RecordLoss(ctx context.Context, l *ledger.Ledger, lock string, id ledger.Identity, failures int, cause string) error {
-	backoff := 50 * time.Millisecond
+	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
 	for {
 		err := l.RecordHeartbeatFailure(ctx, lock, id, failures, cause, true)
 		if err == nil {
 			return nil
 		}
-		if sleepCtx(ctx, backoff) != nil {
+		if retry.Wait(ctx) != nil {
 			return err
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
@@ -296,16 +295,4 @@ func RecordLoss(ctx context.Context, l *ledger.Ledger, lock string, id ledger.Id
 // job (this lease's or the one it superseded) as job_processes on its lock.
 func (s *Lease) RecordJobProcesses(ctx context.Context, p events.JobProcessesPayload) error {
 	return s.l.RecordJobProcesses(ctx, s.acq.Lock, s.id, p)
-}
-
-// sleepCtx waits d, or until ctx is done (its error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -3,7 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
-		"time"
+	"time"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/backoff"

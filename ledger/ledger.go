@@ -391,4 +391,3 @@ func ensureRoot(root string, group *int) error {
 	}
 	return nil
 }
-

@@ -62,27 +62,29 @@ type Lease struct {
 	released bool
 }
 
-// Acquire takes lock name in l and starts heartbeating it every
-// min(ttl/3, 30s). A stale holder taken over by force (WithForce) on this
-// machine has its job stopped before Acquire returns (see StopTakenOver). It fails with *ledger.HeldError (ledger.ErrHeld) or
-// *ledger.StaleError (ledger.ErrStale) when the lock cannot be had within
-// the wait. ctx bounds the acquire and its wait, not the lease: the
-// heartbeat runs until Release.
-func Acquire(ctx context.Context, l *ledger.Ledger, name string, opts ...Option) (*Lease, error) {
-	c, err := newConfig(ctx, name, opts)
+// Acquire takes the lock req asks for (its TTL DefaultTTL when it has
+// none) and starts heartbeating it every min(ttl/3, 30s). A stale holder
+// taken over by force (req.Force) on this machine has its job stopped
+// before Acquire returns (see StopTakenOver). It fails with
+// *ledger.HeldError (ledger.ErrHeld) or *ledger.StaleError
+// (ledger.ErrStale) when the lock cannot be had within the wait. ctx
+// bounds the acquire and its wait, not the lease: the heartbeat runs until
+// Release.
+func Acquire(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, opts ...Option) (*Lease, error) {
+	c, err := newConfig(ctx, &req, opts)
 	if err != nil {
 		return nil, err
 	}
 	var a *ledger.Acquisition
 	if c.supersede {
-		a, err = l.Supersede(ctx, c.req)
+		a, err = l.Supersede(ctx, req)
 	} else {
-		a, err = Wait(ctx, l, c.req, c.wait, c.observe)
+		a, err = Wait(ctx, l, req, c.wait, c.observe)
 	}
 	if err != nil {
 		return nil, err
 	}
-	s := &Lease{l: l, acq: a, id: a.Identity(), ttl: c.req.TTL, interval: c.interval, margin: c.margin,
+	s := &Lease{l: l, acq: a, id: a.Identity(), ttl: req.TTL, interval: c.interval, margin: c.margin,
 		lost: make(chan struct{}), done: make(chan struct{}), poke: make(chan struct{}, 1), renewed: make(chan struct{}, 1),
 		lastOK: a.HeartbeatSent()}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -73,7 +73,7 @@ func holdWriter(t *testing.T, l *ledger.Ledger) (release func()) {
 func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t)
-	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: 3 * time.Second}, lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 func TestLeaseBusyLedgerIsNotALoss(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond))
-	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(5*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: 5 * time.Second}, lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t, ledger.WithBusyTimeout(time.Minute))
 	ttl := 2 * time.Second
-	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(ttl), lease.WithHeartbeatInterval(100*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: ttl}, lease.WithHeartbeatInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestLeaseLostWhenNoHeartbeatSucceedsBeforeTheDeadline(t *testing.T) {
 	ttl := 2 * time.Second
 	// A wide margin gives the loss three quarters of a second to be recorded
 	// once the writer mutex is freed.
-	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(ttl), lease.WithHeartbeatInterval(100*time.Millisecond), lease.WithLossMargin(1500*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: ttl}, lease.WithHeartbeatInterval(100*time.Millisecond), lease.WithLossMargin(1500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,14 +229,15 @@ func TestLeaseLossMarginIsChecked(t *testing.T) {
 	l := openReal(t)
 	for _, c := range []struct {
 		name string
+		ttl  time.Duration
 		opts []lease.Option
 	}{
-		{"zero", []lease.Option{lease.WithLossMargin(0)}},
-		{"negative", []lease.Option{lease.WithLossMargin(-time.Second)}},
-		{"the ttl", []lease.Option{lease.WithTTL(3 * time.Second), lease.WithLossMargin(3 * time.Second)}},
-		{"no room for a heartbeat", []lease.Option{lease.WithTTL(3 * time.Second), lease.WithHeartbeatInterval(time.Second), lease.WithLossMargin(2 * time.Second)}},
+		{"zero", 0, []lease.Option{lease.WithLossMargin(0)}},
+		{"negative", 0, []lease.Option{lease.WithLossMargin(-time.Second)}},
+		{"the ttl", 3 * time.Second, []lease.Option{lease.WithLossMargin(3 * time.Second)}},
+		{"no room for a heartbeat", 3 * time.Second, []lease.Option{lease.WithHeartbeatInterval(time.Second), lease.WithLossMargin(2 * time.Second)}},
 	} {
-		if _, err := lease.Acquire(context.Background(), l, "m", c.opts...); !errors.Is(err, ledger.ErrInvalid) {
+		if _, err := lease.Acquire(context.Background(), l, ledger.AcquireRequest{Lock: "m", TTL: c.ttl}, c.opts...); !errors.Is(err, ledger.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", c.name, err)
 		}
 	}
@@ -245,7 +246,7 @@ func TestLeaseLossMarginIsChecked(t *testing.T) {
 func TestLeaseLostToAnotherHolder(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t)
-	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: 3 * time.Second}, lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,11 +270,11 @@ func TestLeaseLostToAnotherHolder(t *testing.T) {
 func TestLeaseWaitsForRelease(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t)
-	first, err := lease.Acquire(ctx, l, "q", lease.WithTTL(time.Minute))
+	first, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "q", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = lease.Acquire(ctx, l, "q", lease.WithWait(100*time.Millisecond))
+	_, err = lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "q"}, lease.WithWait(100*time.Millisecond))
 	var held *ledger.HeldError
 	if !errors.As(err, &held) || held.Holder.RequestID != first.RequestID() || held.Waited < 100*time.Millisecond {
 		t.Fatalf("waiting on a held lock: %v", err)
@@ -286,7 +287,7 @@ func TestLeaseWaitsForRelease(t *testing.T) {
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		s, err := lease.Acquire(wctx, l, "q")
+		s, err := lease.Acquire(wctx, l, ledger.AcquireRequest{Lock: "q"})
 		done <- waited{s, err}
 	}()
 	time.Sleep(100 * time.Millisecond) // let the waiter block and back off
@@ -339,7 +340,7 @@ func TestARefusalWithoutWaitingWaitedNothing(t *testing.T) {
 func TestLeaseDoneWhenReleasedOrLost(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t)
-	released, err := lease.Acquire(ctx, l, "rel", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+	released, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "rel", TTL: 3 * time.Second}, lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +361,7 @@ func TestLeaseDoneWhenReleasedOrLost(t *testing.T) {
 		t.Fatalf("Err() after a release of a held lease: %v, want nil", released.Err())
 	}
 
-	stolen, err := lease.Acquire(ctx, l, "lost", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+	stolen, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "lost", TTL: 3 * time.Second}, lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +404,7 @@ func TestLeaseLossIsRecordedWhenTheLedgerAnswersAgain(t *testing.T) {
 	ctx := context.Background()
 	var log syncBuffer
 	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond), ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
-	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(2*time.Second), lease.WithHeartbeatInterval(100*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: 2 * time.Second}, lease.WithHeartbeatInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -209,35 +209,16 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	defer o.g.Finish(l)
-	opts := []lease.Option{lease.WithTTL(req.TTL), lease.WithPID(req.PID), lease.WithIntent(req.Intent, req.IntentVersion),
-		lease.WithMetadata(req.Metadata), lease.WithWait(wait), lease.WithWaitObserver(waitReporter(o.g, o.lock)),
-		lease.WithKillGrace(grace), lease.WithRun()}
-	if req.RequestID != "" {
-		opts = append(opts, lease.WithRequestID(req.RequestID))
-	}
-	if req.Actor != "" {
-		opts = append(opts, lease.WithActor(req.Actor))
-	}
-	if req.Force {
-		opts = append(opts, lease.WithForce())
-	}
-	if req.Reclaim {
-		opts = append(opts, lease.WithReclaim())
-	}
-	if req.Shared {
-		if o.supersede {
+	req.Run = true
+	opts := []lease.Option{lease.WithWait(wait), lease.WithWaitObserver(waitReporter(o.g, o.lock)), lease.WithKillGrace(grace)}
+	if o.supersede {
+		if req.Shared {
 			return events.Invalid("--supersede", "", "cannot be combined with --shared or --limit")
 		}
-		opts = append(opts, lease.WithShared(req.Limit))
-	}
-	if o.supersede {
 		if wait > 0 {
 			return events.Invalid("--supersede", "", "cannot be combined with --wait")
 		}
 		opts = append(opts, lease.WithSupersede())
-	}
-	if len(req.Targets) > 0 || req.MaxAge > 0 {
-		opts = append(opts, lease.WithTargets(req.Targets...), lease.WithMaxAge(req.MaxAge))
 	}
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	var waiting sync.WaitGroup
@@ -252,7 +233,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 	}()
 	waitStart := time.Now()
-	hold, err := lease.Acquire(waitCtx, l, o.lock, opts...)
+	hold, err := lease.Acquire(waitCtx, l, req, opts...)
 	waited := time.Since(waitStart)
 	cancelWait()
 	waiting.Wait()

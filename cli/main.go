@@ -98,8 +98,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			run := c.RunE
 			c.RunE = func(cmd *cobra.Command, a []string) error {
 				ran = true
+				sigs := []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+				if cmd.Annotations[invocation.ForwardsSignals] != "" {
+					sigs = append(sigs, syscall.SIGQUIT)
+				}
 				var ctx context.Context
-				ctx, stop = notifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+				ctx, stop = notifyContext(cmd.Context(), g, sigs...)
 				cmd.SetContext(ctx)
 				return run(cmd, a)
 			}
@@ -124,40 +128,47 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return g.FinishJQ(report(g, err))
 }
 
-// notifyContext is signal.NotifyContext that also tells which signal
-// arrived. stop ends the notification and returns the signal (0 if none):
-// once signal.Stop returns no signal is still being delivered, so a signal
-// that cancelled anything a command waited on (run's own handler gets
-// the same signal) is known here.
-func notifyContext(parent context.Context, sigs ...os.Signal) (context.Context, func() syscall.Signal) {
-	ch := make(chan os.Signal, 1)
+// notifyContext makes the process's one handler of sigs for the command
+// that runs: the first signal cancels ctx (its cause an
+// *invocation.Interrupt), and each is passed on to g.Signals for a command
+// that forwards them. stop ends the handling, joins its goroutine and
+// returns the first signal (0 if none): once signal.Stop returns no signal
+// is still being delivered, so a signal that cancelled anything the
+// command waited on is known here.
+func notifyContext(parent context.Context, g *invocation.Globals, sigs ...os.Signal) (context.Context, func() syscall.Signal) {
+	ch, relay := make(chan os.Signal, 8), make(chan os.Signal, 8)
+	g.Signals = relay
 	signal.Notify(ch, sigs...)
 	ctx, cancel := context.WithCancelCause(parent)
+	got := func(s os.Signal) { cancel(&invocation.Interrupt{Signal: s.(syscall.Signal)}) } // the first cause stays
 	quit, done := make(chan struct{}), make(chan struct{})
-	var got os.Signal
 	go func() {
 		defer close(done)
-		select {
-		case got = <-ch:
-			cancel(fmt.Errorf("received %s", got))
-		case <-quit:
+		for {
+			select {
+			case s := <-ch:
+				got(s)
+				select {
+				case relay <- s:
+				default: // a command that forwards nothing
+				}
+			case <-quit:
+				return
+			}
 		}
 	}()
 	return ctx, func() syscall.Signal {
 		signal.Stop(ch)
 		close(quit)
 		<-done
-		if got == nil {
-			select {
-			case got = <-ch:
-			default:
-			}
+		select {
+		case s := <-ch:
+			got(s)
+		default:
 		}
+		sig := invocation.Interrupted(ctx)
 		cancel(nil)
-		if s, ok := got.(syscall.Signal); ok {
-			return s
-		}
-		return 0
+		return sig
 	}
 }
 

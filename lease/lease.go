@@ -12,6 +12,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"time"
 
@@ -39,7 +40,7 @@ type Lease struct {
 
 	lost     chan struct{}
 	done     chan struct{}
-	poke     chan struct{}
+	poke     <-chan os.Signal // see WithChecks
 	lostOnce sync.Once
 	doneOnce sync.Once
 	lostErr  error
@@ -85,7 +86,7 @@ func Acquire(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, o
 		return nil, err
 	}
 	s := &Lease{l: l, acq: a, id: a.Identity(), ttl: req.TTL, interval: c.interval, margin: c.margin,
-		lost: make(chan struct{}), done: make(chan struct{}), poke: make(chan struct{}, 1), renewed: make(chan struct{}, 1),
+		lost: make(chan struct{}), done: make(chan struct{}), poke: c.checks, renewed: make(chan struct{}, 1),
 		lastOK: a.HeartbeatSent()}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = cancel
@@ -115,15 +116,6 @@ func (s *Lease) FencingToken() int64 { return s.acq.FencingToken }
 
 // Acquisition is how the lock was taken (stolen, from whom).
 func (s *Lease) Acquisition() ledger.Acquisition { return *s.acq }
-
-// CheckNow makes the heartbeat goroutine renew at once instead of at its
-// next tick; a lock taken by someone else is then noticed immediately.
-func (s *Lease) CheckNow() {
-	select {
-	case s.poke <- struct{}{}:
-	default:
-	}
-}
 
 // Lost is closed when the lock is lost.
 func (s *Lease) Lost() <-chan struct{} { return s.lost }

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -42,6 +43,7 @@ type config struct {
 	margin    time.Duration
 	grace     time.Duration
 	observe   WaitObserver
+	checks    <-chan os.Signal
 }
 
 // Option configures Acquire beyond its request: how long to wait, how to
@@ -83,6 +85,13 @@ func WithWait(d time.Duration) Option {
 // WithWaitObserver hears about each blocked attempt while waiting.
 func WithWaitObserver(f WaitObserver) Option {
 	return func(c *config) error { c.observe = f; return nil }
+}
+
+// WithChecks makes the lease renew at once, and so notice a lock taken by
+// someone else, whenever ch receives: run passes it SIGUSR1, which a newer
+// run that superseded it sends.
+func WithChecks(ch <-chan os.Signal) Option {
+	return func(c *config) error { c.checks = ch; return nil }
 }
 
 // WithHeartbeatInterval overrides min(ttl/3, 30s); it must be below the TTL.

@@ -37,6 +37,7 @@ type Lease struct {
 	ttl      time.Duration
 	interval time.Duration
 	margin   time.Duration
+	clock    Clock
 
 	lost     chan struct{}
 	done     chan struct{}
@@ -85,7 +86,7 @@ func Acquire(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, o
 	if err != nil {
 		return nil, err
 	}
-	s := &Lease{l: l, acq: a, id: a.Identity(), ttl: req.TTL, interval: c.interval, margin: c.margin,
+	s := &Lease{l: l, acq: a, id: a.Identity(), ttl: req.TTL, interval: c.interval, margin: c.margin, clock: c.clock,
 		lost: make(chan struct{}), done: make(chan struct{}), poke: c.checks, renewed: make(chan struct{}, 1),
 		lastOK: a.HeartbeatSent()}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -182,7 +183,7 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		FencingToken: s.acq.FencingToken}
 	// A busy ledger is passing: keep trying, with backoff, for as long as the
 	// lock itself would last, so that the result is recorded.
-	deadline := time.Now().Add(max(s.ttl, 3*s.l.BusyTimeout()))
+	deadline := s.clock.Now().Add(max(s.ttl, 3*s.l.BusyTimeout()))
 	var expired *DeadlineError
 	if errors.As(s.Err(), &expired) {
 		s.dmu.Lock()
@@ -193,7 +194,7 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		}
 		deadline = s.letGo()
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
+		ctx, cancel = context.WithTimeout(ctx, deadline.Sub(s.clock.Now()))
 		defer cancel()
 	}
 	log := s.l.Logger()
@@ -212,13 +213,13 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		if err == nil {
 			return s.Err() // nil unless lost at the deadline
 		}
-		if expired != nil && (!ledger.IsTransient(err) || time.Now().After(deadline) || ctx.Err() != nil) {
+		if expired != nil && (!ledger.IsTransient(err) || s.clock.Now().After(deadline) || ctx.Err() != nil) {
 			// The loss is what the caller must hear; the ledger lets the
 			// lock go by its TTL, or someone has taken it meanwhile.
 			log.Warn("could not release the lock lost at its deadline", "lock", s.acq.Lock, "err", err)
 			return s.Err()
 		}
-		if !ledger.IsTransient(err) || time.Now().After(deadline) || ctx.Err() != nil {
+		if !ledger.IsTransient(err) || s.clock.Now().After(deadline) || ctx.Err() != nil {
 			if !ledger.IsTransient(err) {
 				err = s.whoEnded(ctx, err)
 				s.markLost(err)

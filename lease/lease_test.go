@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -70,15 +71,55 @@ func holdWriter(t *testing.T, l *ledger.Ledger) (release func()) {
 	return func() { f.Close() }
 }
 
-func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
-	ctx := context.Background()
-	l := openReal(t)
-	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: 3 * time.Second}, lease.WithHeartbeatInterval(50*time.Millisecond))
+// awaitTimers returns once n timers wait on clock: a lease's heartbeat
+// and its deadline each wait on one between two heartbeats.
+func awaitTimers(t *testing.T, clock *testclock.Clock, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); clock.Timers() != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d timers on the clock, want %d", clock.Timers(), n)
+		}
+	}
+}
+
+// count is how many events of type typ the ledger holds.
+func count(t *testing.T, l *ledger.Ledger, typ events.Type) int {
+	t.Helper()
+	var n int
+	if err := l.DB().QueryRow(`SELECT count(*) FROM events WHERE type = $1`, string(typ)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// leaseOnClock acquires lock with the heartbeat every interval of clock.
+func leaseOnClock(t *testing.T, l *ledger.Ledger, clock *testclock.Clock, interval time.Duration) *lease.Lease {
+	t.Helper()
+	s, err := lease.Acquire(context.Background(), l, ledger.AcquireRequest{Lock: "svc", TTL: 5 * time.Second},
+		lease.WithHeartbeatInterval(interval), lease.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	awaitEvent(t, l, events.LockHeartbeat, 10*time.Second, func(any) bool { n++; return n >= 3 })
+	return s
+}
+
+// Every interval on the lease's clock is one heartbeat, and once released
+// the lease waits on nothing and writes nothing, however far the clock moves.
+func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
+	ctx := context.Background()
+	l := openReal(t)
+	clock := testclock.New(time.Now())
+	const interval = 50 * time.Millisecond
+	s := leaseOnClock(t, l, clock, interval)
+	for i := 1; i <= 3; i++ {
+		awaitTimers(t, clock, 2)
+		clock.Add(interval)
+		for deadline := time.Now().Add(10 * time.Second); count(t, l, events.LockHeartbeat) != i; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d heartbeats after the clock moved %d intervals", count(t, l, events.LockHeartbeat), i)
+			}
+		}
+	}
 	code := 0
 	if err := s.Release(ctx, lease.Result{Result: events.ResultSuccess, ExitCode: &code}); err != nil {
 		t.Fatal(err)
@@ -91,9 +132,12 @@ func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 		t.Fatal("a released lease reports lost")
 	default:
 	}
+	if n := clock.Timers(); n != 0 {
+		t.Fatalf("%d timers still wait on the clock after Release", n)
+	}
 	var after int
 	l.DB().QueryRow(`SELECT count(*) FROM events`).Scan(&after)
-	time.Sleep(150 * time.Millisecond) // three intervals: a heartbeat goroutine still running would write
+	clock.Add(10 * interval)
 	var later int
 	l.DB().QueryRow(`SELECT count(*) FROM events`).Scan(&later)
 	if later != after {
@@ -104,14 +148,20 @@ func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 func TestLeaseBusyLedgerIsNotALoss(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond))
-	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: 5 * time.Second}, lease.WithHeartbeatInterval(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	clock := testclock.New(time.Now())
+	const interval = 50 * time.Millisecond
+	s := leaseOnClock(t, l, clock, interval)
 	defer s.Release(ctx, lease.Result{})
+	// Every interval on the clock is one attempt, refused as busy while
+	// the writer is held; the one after its release records the failures.
 	release := holdWriter(t, l)
-	time.Sleep(time.Second) // the writer stays busy through several heartbeat attempts
+	for range lease.HeartbeatFailuresBeforeEvent {
+		awaitTimers(t, clock, 2)
+		clock.Add(interval)
+	}
+	awaitTimers(t, clock, 2)
 	release()
+	clock.Add(interval)
 	awaitEvent(t, l, events.HeartbeatFailed, 10*time.Second, func(p any) bool {
 		hf := p.(*events.HeartbeatFailedPayload)
 		return hf.ConsecutiveFailures == lease.HeartbeatFailuresBeforeEvent && !hf.LockLost

@@ -44,6 +44,7 @@ type config struct {
 	grace     time.Duration
 	observe   WaitObserver
 	checks    <-chan os.Signal
+	clock     Clock
 }
 
 // Option configures Acquire beyond its request: how long to wait, how to
@@ -87,6 +88,27 @@ func WithWaitObserver(f WaitObserver) Option {
 	return func(c *config) error { c.observe = f; return nil }
 }
 
+// Clock is the time a lease keeps: its heartbeats and its local deadline.
+type Clock interface {
+	Now() time.Time
+	// Timer is a channel that receives once d has passed, and a stop
+	// that releases the timer.
+	Timer(d time.Duration) (<-chan time.Time, func())
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+func (systemClock) Timer(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
+
+// WithClock replaces the system clock (tests: internal/testclock).
+func WithClock(c Clock) Option {
+	return func(o *config) error { o.clock = c; return nil }
+}
+
 // WithChecks makes the lease renew at once, and so notice a lock taken by
 // someone else, whenever ch receives: run passes it SIGUSR1, which a newer
 // run that superseded it sends.
@@ -123,7 +145,7 @@ func WithLossMargin(d time.Duration) Option {
 // newConfig applies opts, checks req (its TTL defaulted to DefaultTTL)
 // and fills in the defaults that depend on the TTL and on ctx's deadline.
 func newConfig(ctx context.Context, req *ledger.AcquireRequest, opts []Option) (config, error) {
-	c := config{grace: DefaultTakeOverGrace}
+	c := config{grace: DefaultTakeOverGrace, clock: systemClock{}}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return c, err

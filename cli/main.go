@@ -13,7 +13,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -22,7 +21,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/cli/lockcmd"
@@ -31,24 +29,11 @@ import (
 	"github.com/lockledger/lockledger/ledger"
 )
 
-// InterruptedError is a command that failed after a signal asked it to
-// stop (a wait given up on Ctrl-C): it exits 128+N, as a shell reports a
-// command killed by signal N, and not with the code of what it gave up.
-type InterruptedError struct {
-	Signal syscall.Signal
-	Err    error
-}
-
-func (e *InterruptedError) Error() string {
-	return fmt.Sprintf("interrupted by %s: %v", unix.SignalName(e.Signal), e.Err)
-}
-func (e *InterruptedError) Unwrap() error { return e.Err }
-
 // ExitCode maps an error to the exit code of the contract.
 func ExitCode(err error) int {
 	var ee *invocation.ExitError
 	var ue *invocation.UsageError
-	var ie *InterruptedError
+	var ie *invocation.Interrupt
 	var ce *lockcmd.ConflictError
 	var xe *lockcmd.ExecError
 	switch {
@@ -123,7 +108,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if sig := stop(); sig != 0 && err != nil && !errors.As(err, &ee) {
 		// An exact code (run's, its command's) stands; any other failure
 		// after a signal is the signal's.
-		err = &InterruptedError{Signal: sig, Err: err}
+		err = &invocation.Interrupt{Signal: sig, Err: err}
 	}
 	return g.FinishJQ(report(g, err))
 }

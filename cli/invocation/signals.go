@@ -3,17 +3,29 @@ package invocation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 // Interrupt is the cause of a command's context when a signal cancelled
-// it: the process's one handler of INT, TERM and HUP (cli.Main) cancels
-// the context of the command that runs with the first it receives.
-type Interrupt struct{ Signal syscall.Signal }
+// it (the process's one handler of INT, TERM and HUP, in cli.Main, cancels
+// the context of the command that runs with the first it receives), and a
+// command that failed after it (Err): it exits 128+N, as a shell reports a
+// command killed by signal N, and not with the code of what it gave up.
+type Interrupt struct {
+	Signal syscall.Signal
+	Err    error
+}
 
-func (i *Interrupt) Error() string { return "received " + unix.SignalName(i.Signal) }
+func (i *Interrupt) Error() string {
+	if i.Err == nil {
+		return "received " + unix.SignalName(i.Signal)
+	}
+	return fmt.Sprintf("interrupted by %s: %v", unix.SignalName(i.Signal), i.Err)
+}
+func (i *Interrupt) Unwrap() error { return i.Err }
 
 // Interrupted is the signal that cancelled ctx; 0 when none did.
 func Interrupted(ctx context.Context) syscall.Signal {

@@ -170,9 +170,6 @@ type runState struct {
 }
 
 func runRun(ctx context.Context, o *runOptions) error {
-	if err := events.ValidateLockName(o.lock); err != nil {
-		return err
-	}
 	if o.onLost != "kill" && o.onLost != "warn" {
 		return events.Invalid("--on-lost", o.onLost, "must be kill or warn")
 	}

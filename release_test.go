@@ -9,13 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/lockledger/lockledger/internal/racedetector"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 )
@@ -439,7 +439,7 @@ func buildWithMake() (string, error) {
 	}
 	bin := filepath.Join(built.dir, "lockledger")
 	args := []string{"-s", "--no-print-directory", "build", "BIN=" + bin, "BUILD_CGO=" + strings.TrimSpace(string(cgo))}
-	if racedetector.Enabled {
+	if raceEnabled() {
 		args = append(args, "BUILD_CGO=1", "BUILDFLAGS=-race")
 	}
 	c := exec.Command("make", args...)
@@ -462,3 +462,9 @@ func TestMain(m *testing.M) {
 
 // quickExit: a binary built with the race detector sleeps 1 s at exit unless told otherwise.
 const quickExit = "GORACE=atexit_sleep_ms=0"
+
+// raceEnabled reports whether the test binary is built with -race.
+func raceEnabled() bool {
+	bi, ok := debug.ReadBuildInfo()
+	return ok && slices.Contains(bi.Settings, debug.BuildSetting{Key: "-race", Value: "true"})
+}

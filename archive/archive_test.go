@@ -273,7 +273,7 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 		t.Fatalf("fencing token %d after the prune, want %d", a.FencingToken, seq+1)
 	}
 	// A holder whose acquisition was archived releases as before.
-	rows, err := store.LoadRows(ctx, l.DB())
+	rows, err := store.LoadRows(ctx, pgtest.Open(t, l.Source()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,10 +292,10 @@ func pruneScenario(t *testing.T, l *ledger.Ledger, sg signer, dir string) int64 
 	mustOK(t, "writes after the prune", verify(t, l, sg))
 
 	// Any other deletion is refused by the triggers.
-	if _, err := l.DB().ExecContext(ctx, `DELETE FROM events WHERE seq = $1`, below+1); err == nil {
+	if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, `DELETE FROM events WHERE seq = $1`, below+1); err == nil {
 		t.Fatal("the triggers let a deletion through after the prune")
 	}
-	if _, err := l.DB().ExecContext(ctx, `DELETE FROM events WHERE seq < $1`, below); err != nil {
+	if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, `DELETE FROM events WHERE seq < $1`, below); err != nil {
 		t.Fatalf("deleting nothing: %v", err)
 	}
 	// A second prune of the same archive is refused: it no longer starts
@@ -356,10 +356,10 @@ func slicesEqual(a, b []tlog.Hash) bool {
 // database's owner rights would (the trigger dropped first): verify fails.
 func handDeletion(t *testing.T, l *ledger.Ledger, sg signer, below int64, drop string) {
 	ctx := context.Background()
-	if _, err := l.DB().ExecContext(ctx, drop); err != nil {
+	if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, drop); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.DB().ExecContext(ctx, `DELETE FROM events WHERE seq = $1`, below); err != nil {
+	if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, `DELETE FROM events WHERE seq = $1`, below); err != nil {
 		t.Fatal(err)
 	}
 	rep := verify(t, l, sg)
@@ -397,7 +397,7 @@ func TestArchivePruneSQLite(t *testing.T) {
 	cycles(t, l, 2)
 	size := func() int64 {
 		var n int64
-		if err := l.DB().QueryRowContext(ctx, `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&n); err != nil {
+		if err := pgtest.Open(t, l.Source()).QueryRowContext(ctx, `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -406,7 +406,7 @@ func TestArchivePruneSQLite(t *testing.T) {
 	t0 := time.Now()
 	below := pruneScenario(t, l, sg, t.TempDir())
 	t1 := time.Now()
-	if _, err := l.DB().ExecContext(ctx, `VACUUM`); err != nil {
+	if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, `VACUUM`); err != nil {
 		t.Fatal(err)
 	}
 	sizeAfter := size()
@@ -444,7 +444,7 @@ func TestArchivePrunePostgres(t *testing.T) {
 	cycles(t, l, 2)
 	size := func() int64 {
 		var n int64
-		if err := l.DB().QueryRowContext(ctx, `SELECT pg_total_relation_size('events')`).Scan(&n); err != nil {
+		if err := pgtest.Open(t, l.Source()).QueryRowContext(ctx, `SELECT pg_total_relation_size('events')`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -453,7 +453,7 @@ func TestArchivePrunePostgres(t *testing.T) {
 	t0 := time.Now()
 	below := pruneScenario(t, l, sg, t.TempDir())
 	t1 := time.Now()
-	if _, err := l.DB().ExecContext(ctx, `VACUUM FULL events`); err != nil {
+	if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, `VACUUM FULL events`); err != nil {
 		t.Fatal(err)
 	}
 	sizeAfter := size()
@@ -479,13 +479,13 @@ func TestHorizonWithoutMarker(t *testing.T) {
 	}
 	defer l.Close()
 	cycles(t, l, 5)
-	if _, err := l.DB().ExecContext(ctx, `INSERT INTO prune_horizon (below_seq, marker_seq, archive_sha256) VALUES (3, 99, 'x')`); err == nil {
+	if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, `INSERT INTO prune_horizon (below_seq, marker_seq, archive_sha256) VALUES (3, 99, 'x')`); err == nil {
 		t.Fatal("a horizon whose marker is not the next seq was accepted")
 	}
-	if _, err := l.DB().ExecContext(ctx, `INSERT INTO prune_horizon (below_seq, marker_seq, archive_sha256) VALUES (3, 11, 'x')`); err != nil {
+	if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, `INSERT INTO prune_horizon (below_seq, marker_seq, archive_sha256) VALUES (3, 11, 'x')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.DB().ExecContext(ctx, `DELETE FROM events WHERE seq < 3`); err != nil {
+	if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, `DELETE FROM events WHERE seq < 3`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "x", Identity: who()}); err == nil {

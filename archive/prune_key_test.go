@@ -13,6 +13,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/lockledger/lockledger/archive"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -84,11 +85,11 @@ func TestPruneIsSignedByTheLedgersKey(t *testing.T) {
 	// A marker that no checkpoint signs at all (its row deleted by
 	// whoever can write the database): no key vouches for it.
 	var trigger string
-	if err := l.DB().QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE name = 'checkpoints_no_delete'`).Scan(&trigger); err != nil {
+	if err := pgtest.Open(t, l.Source()).QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE name = 'checkpoints_no_delete'`).Scan(&trigger); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{`DROP TRIGGER checkpoints_no_delete`, `DELETE FROM checkpoints WHERE size = ` + strconv.FormatInt(seq, 10), trigger} {
-		if _, err := l.DB().ExecContext(ctx, q); err != nil {
+		if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store"
 )
@@ -94,7 +95,7 @@ func TestEvidenceOfALargeLedger(t *testing.T) {
 	}
 	// The writers' checkpoints, every 1000 events, each signed just
 	// after the event of its size.
-	db := l.DB()
+	db := pgtest.Open(t, l.Source())
 	for size := int64(1000); size <= n; size += 1000 {
 		var at string
 		if err := db.QueryRow(`SELECT at FROM events WHERE seq = ?`, size).Scan(&at); err != nil {

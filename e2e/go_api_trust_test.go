@@ -19,7 +19,6 @@ import (
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
-	"github.com/lockledger/lockledger/witness"
 )
 
 // goAPIStore points trust.Dir at a store of the test's own, found the way
@@ -76,7 +75,7 @@ func TestGoAPISignsByDefault(t *testing.T) {
 	if err != nil || len(pins) != 1 || pins[0].LedgerID != id {
 		t.Fatalf("the trust store's pins of %s: %+v, %v; want ledger %s pinned once", root, pins, err, id)
 	}
-	head := witness.Heads{Dir: s.HeadsDir(), Root: trust.Resolve(root)}.Path(id)
+	head := trust.Heads{Dir: s.HeadsDir(), Root: trust.Resolve(root)}.Path(id)
 	if _, err := os.Stat(head); err != nil {
 		t.Fatalf("no signed head kept in the trust store: %v", err)
 	}

@@ -108,7 +108,7 @@ func TestImportRefusesALogThatDoesNotExtendTheWitness(t *testing.T) {
 		t.Fatalf("import of a forged ledger with the key: exit %d, want 1 refusing it against the witness\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
 	}
 	var n int
-	if err := pgLedger(t, url).DB().QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil {
+	if err := pgtest.Open(t, url).QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 0 {

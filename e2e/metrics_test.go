@@ -311,7 +311,7 @@ func assertMetricsOf(t *testing.T, cli ledgerCLI, db func() *sql.DB) {
 func TestMetricsOnPostgres(t *testing.T) {
 	h := newPGHost(t, "host-a", pgtest.NewDatabase(t))
 	cli := ledgerCLI{run: h.must, start: func(args ...string) *exec.Cmd { return h.command(context.Background(), args...) }}
-	assertMetricsOf(t, cli, func() *sql.DB { return pgLedger(t, h.url).DB() })
+	assertMetricsOf(t, cli, func() *sql.DB { return pgtest.Open(t, h.url) })
 
 	empty := newPGHost(t, "host-b", pgtest.NewDatabase(t))
 	empty.must(t, 6, "metrics")

@@ -77,7 +77,7 @@ func pgLedger(t *testing.T, url string) *ledger.Ledger {
 
 func pgTypes(t *testing.T, url string) map[string]int {
 	t.Helper()
-	rows, err := pgLedger(t, url).DB().QueryContext(context.Background(), `SELECT type FROM events ORDER BY seq`)
+	rows, err := pgtest.Open(t, url).QueryContext(context.Background(), `SELECT type FROM events ORDER BY seq`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestPostgresManyRunWaitersOnThreeHostsNeverOverlap(t *testing.T) {
 	for _, p := range intervalProblems(readTenures(t, logFile, procs)) {
 		t.Error(p)
 	}
-	assertNoOverlaps(t, pgLedger(t, url).DB())
+	assertNoOverlaps(t, pgtest.Open(t, url))
 	if got := pgTypes(t, url); got["lock_acquired"] != procs || got["lock_released"] != procs || got["lock_stolen"] != 0 {
 		t.Errorf("events: got %v, want %d acquired and released, no steals", got, procs)
 	}
@@ -201,7 +201,7 @@ func TestPostgresWritersKilledMidTransactionLeaveNoGap(t *testing.T) {
 	hosts := []*pgHost{newPGHost(t, "k1", url), newPGHost(t, "k2", url)}
 	hosts[0].must(t, 0, "run", "init", "--", "true")
 	reader := pgLedger(t, url)
-	db := reader.DB()
+	db := pgtest.Open(t, url)
 	count := func() int {
 		var n int
 		if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM events`).Scan(&n); err != nil {
@@ -444,7 +444,7 @@ sleep 300 & wait`
 		t.Errorf("take-over: %v, token %d after the cut-off holder's %d", err, o.FencingToken, token)
 	}
 	var at string
-	if err := pgLedger(t, direct).DB().QueryRowContext(ctx, `SELECT at FROM events WHERE type = 'lock_stolen'`).Scan(&at); err != nil {
+	if err := pgtest.Open(t, direct).QueryRowContext(ctx, `SELECT at FROM events WHERE type = 'lock_stolen'`).Scan(&at); err != nil {
 		t.Fatal(err)
 	}
 	stolen, err := time.Parse(time.RFC3339Nano, at)

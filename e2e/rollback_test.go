@@ -89,7 +89,7 @@ func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
 	restored.must(t, 3, "acquire", "deploy")
 	restored.must(t, 0, "acquire", "deploy2")
 	var body string
-	db := pgLedger(t, roles.at(roles.auditor, bak)).DB()
+	db := pgtest.Open(t, roles.at(roles.auditor, bak))
 	if err := db.QueryRow(`SELECT body FROM events WHERE type = 'ledger_projected'`).Scan(&body); err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/trust"
-	"github.com/lockledger/lockledger/witness"
 )
 
 // defaultRoot is a fresh root written by a few lock commands with no
@@ -59,7 +58,7 @@ func defaultRoot(t *testing.T) (root, head string) {
 // keptHead is the file the trust store keeps the head of ledger id at
 // root in.
 func keptHead(root, id string) string {
-	return witness.Heads{Dir: filepath.Join(clitest.TrustDir(root), "heads"), Root: trust.Resolve(root)}.Path(id)
+	return trust.Heads{Dir: filepath.Join(clitest.TrustDir(root), "heads"), Root: trust.Resolve(root)}.Path(id)
 }
 
 func ledgerID(t *testing.T, root string) string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/fence"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -17,7 +18,7 @@ import (
 func rejections(t *testing.T, l *ledger.Ledger) []*replay.Event {
 	t.Helper()
 	var out []*replay.Event
-	err := replay.Scan(context.Background(), l.DB(), replay.Filter{Types: []events.Type{events.FenceRejected}}, func(ev *replay.Event) error {
+	err := replay.Scan(context.Background(), pgtest.Open(t, l.Source()), replay.Filter{Types: []events.Type{events.FenceRejected}}, func(ev *replay.Event) error {
 		ev.Body = append([]byte(nil), ev.Body...)
 		out = append(out, ev)
 		return nil

@@ -3,6 +3,7 @@ package lease_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
@@ -35,7 +37,7 @@ func awaitEvent(t *testing.T, l *ledger.Ledger, typ events.Type, within time.Dur
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		rows, err := l.DB().Query(`SELECT body FROM events WHERE type = $1 ORDER BY seq`, string(typ))
+		rows, err := pgtest.Open(t, l.Source()).Query(`SELECT body FROM events WHERE type = $1 ORDER BY seq`, string(typ))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,10 +85,10 @@ func awaitTimers(t *testing.T, clock *testclock.Clock, n int) {
 }
 
 // count is how many events of type typ the ledger holds.
-func count(t *testing.T, l *ledger.Ledger, typ events.Type) int {
+func count(t *testing.T, db *sql.DB, typ events.Type) int {
 	t.Helper()
 	var n int
-	if err := l.DB().QueryRow(`SELECT count(*) FROM events WHERE type = $1`, string(typ)).Scan(&n); err != nil {
+	if err := db.QueryRow(`SELECT count(*) FROM events WHERE type = $1`, string(typ)).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -111,12 +113,13 @@ func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 	clock := testclock.New(time.Now())
 	const interval = 50 * time.Millisecond
 	s := leaseOnClock(t, l, clock, interval)
+	db := pgtest.Open(t, l.Source())
 	for i := 1; i <= 3; i++ {
 		awaitTimers(t, clock, 2)
 		clock.Add(interval)
-		for deadline := time.Now().Add(10 * time.Second); count(t, l, events.LockHeartbeat) != i; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); count(t, db, events.LockHeartbeat) != i; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("%d heartbeats after the clock moved %d intervals", count(t, l, events.LockHeartbeat), i)
+				t.Fatalf("%d heartbeats after the clock moved %d intervals", count(t, db, events.LockHeartbeat), i)
 			}
 		}
 	}
@@ -136,10 +139,10 @@ func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 		t.Fatalf("%d timers still wait on the clock after Release", n)
 	}
 	var after int
-	l.DB().QueryRow(`SELECT count(*) FROM events`).Scan(&after)
+	db.QueryRow(`SELECT count(*) FROM events`).Scan(&after)
 	clock.Add(10 * interval)
 	var later int
-	l.DB().QueryRow(`SELECT count(*) FROM events`).Scan(&later)
+	db.QueryRow(`SELECT count(*) FROM events`).Scan(&later)
 	if later != after {
 		t.Fatalf("events written after Release: %d", later-after)
 	}
@@ -178,7 +181,7 @@ func TestLeaseBusyLedgerIsNotALoss(t *testing.T) {
 func heartbeatAt(t *testing.T, l *ledger.Ledger, lock string) time.Time {
 	t.Helper()
 	var s string
-	if err := l.DB().QueryRow(`SELECT heartbeat_at FROM lock_holders WHERE lock_name = $1 AND exclusive = 1`, lock).Scan(&s); err != nil {
+	if err := pgtest.Open(t, l.Source()).QueryRow(`SELECT heartbeat_at FROM lock_holders WHERE lock_name = $1 AND exclusive = 1`, lock).Scan(&s); err != nil {
 		t.Fatal(err)
 	}
 	at, err := events.ParseTime(s)

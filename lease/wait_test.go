@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -103,7 +104,7 @@ func TestAWaitCancelledMidAttemptIsRecorded(t *testing.T) {
 		t.Fatalf("a wait cancelled mid-attempt: %v, want the HeldError its last attempt records", err)
 	}
 	var n int
-	if err := l.DB().QueryRowContext(ctx, `SELECT count(*) FROM events WHERE type = 'acquire_blocked' AND json_extract(body, '$.request_id') = 'waiter'`).Scan(&n); err != nil {
+	if err := pgtest.Open(t, l.Source()).QueryRowContext(ctx, `SELECT count(*) FROM events WHERE type = 'acquire_blocked' AND json_extract(body, '$.request_id') = 'waiter'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 1 {

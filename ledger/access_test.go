@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 // TestRecordAccessIsLedgerWide: a recorded export or verify is one event
@@ -27,7 +28,7 @@ func TestRecordAccessIsLedgerWide(t *testing.T) {
 	}
 	var lock, typ string
 	var body []byte
-	if err := e.l.DB().QueryRow(`SELECT lock_name, type, body FROM events WHERE seq = 2`).Scan(&lock, &typ, &body); err != nil {
+	if err := pgtest.Open(t, e.l.Source()).QueryRow(`SELECT lock_name, type, body FROM events WHERE seq = 2`).Scan(&lock, &typ, &body); err != nil {
 		t.Fatal(err)
 	}
 	env, _, err := events.Decode(body)

@@ -18,8 +18,7 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/store"
-	"github.com/lockledger/lockledger/witness"
-	"github.com/lockledger/lockledger/witness/tlogwitness"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // Defaults of the automatic checkpoints a writer with a key signs.
@@ -30,15 +29,13 @@ const (
 
 type signing struct {
 	signer    note.Signer
-	witnesses []string
-	cosigners []*tlogwitness.Witness
+	witnesses Witnesses // WithWitnesses; nil: none
 	every     int64
 	interval  time.Duration
-	timeout   time.Duration
 	// signed is what this process signed and committed: with no witness,
 	// the only earlier head a signer holds out of the ledger's reach.
 	signed *checkpoint.Memory
-	heads  witness.Heads // WithHeads
+	heads  trust.Heads // WithHeads
 	// notSigner is when (the log's size, the clock) this writer last found
 	// the ledger's signers registered without its key: until its policy
 	// would make a checkpoint due again, it does not read them again.
@@ -71,38 +68,22 @@ func WithSigner(s note.Signer) Option {
 	}
 }
 
-// WithHeads keeps the ledger's latest signed head in dir (witness.Heads),
+// WithHeads keeps the ledger's latest signed head in dir (trust.Heads),
 // one per root: with a signer, every committed write signs one and stores
 // it there, and no write commits unless its tree extends the head kept
 // there and the head could be kept once it commits.
 func WithHeads(dir string) Option {
-	return func(c *config) error { c.signing.heads = witness.Heads{Dir: dir}; return nil }
+	return func(c *config) error { c.signing.heads = trust.Heads{Dir: dir}; return nil }
 }
 
 // heads is where this root's head is kept (WithHeads): per ledger and per
 // root, so that a copy of the root keeps a head of its own.
-func (l *Ledger) heads() witness.Heads {
+func (l *Ledger) heads() trust.Heads {
 	h := l.signing.heads
 	if h.Dir != "" && h.Root == "" {
 		h.Root = l.root
 	}
 	return h
-}
-
-// WithWitnesses copies every checkpoint signed through this Ledger to each
-// path: a directory gets one new file per checkpoint (never replacing
-// one), anything else is a file the checkpoint is appended to (created if
-// missing), fsynced.
-func WithWitnesses(paths ...string) Option {
-	return func(c *config) error {
-		for _, p := range paths {
-			if p == "" {
-				return events.Invalid("witness", p, "must not be empty")
-			}
-		}
-		c.signing.witnesses = append(c.signing.witnesses, paths...)
-		return nil
-	}
 }
 
 // WithCheckpointPolicy sets when a writer with a key signs a checkpoint on
@@ -255,16 +236,18 @@ func (l *Ledger) extendingTree(ctx context.Context, q store.Querier, id string, 
 	c := checkpoint.Checkpoint{Origin: checkpoint.Origin(id), Size: size, Root: root}
 	earlier := l.signing.signed.Earlier(c.Origin, "signed by this process")
 	if v := checkpoint.VerifierOf(l.signing.signer); v != nil {
-		// Bounded well inside the time PostgreSQL lets a writer's
-		// transaction sit idle (see store/postgres): a witness that is slow
-		// to read is a warning, not a failed write.
-		wctx, cancel := context.WithTimeout(ctx, l.busy/4)
-		found, err := l.witnesses.Last(wctx, id, v)
-		cancel()
-		if err != nil {
-			l.log.Warn("could not read a witness's last checkpoint; checking against the others", "err", err)
+		if l.signing.witnesses != nil {
+			// Bounded well inside the time PostgreSQL lets a writer's
+			// transaction sit idle (see store/postgres): a witness that is
+			// slow to read is a warning, not a failed write.
+			wctx, cancel := context.WithTimeout(ctx, l.busy/4)
+			found, err := l.signing.witnesses.Last(wctx, id, v)
+			cancel()
+			if err != nil {
+				l.log.Warn("could not read a witness's last checkpoint; checking against the others", "err", err)
+			}
+			earlier = append(earlier, found...)
 		}
-		earlier = append(earlier, found...)
 		kept, err := l.heads().Earlier(id, v)
 		if err != nil {
 			return root, err
@@ -278,40 +261,16 @@ func (l *Ledger) extendingTree(ctx context.Context, q store.Querier, id string, 
 // (or whose head kept by WithHeads cannot be read to prove it does).
 func notExtended(err error) bool {
 	var e *checkpoint.NotExtendedError
-	var h *witness.HeadError
+	var h *trust.HeadError
 	return errors.As(err, &e) || errors.As(err, &h)
 }
 
-// DefaultWitnessTimeout is the witness timeout unless WithWitnessTimeout
-// says otherwise.
-const DefaultWitnessTimeout = witness.DefaultTimeout
-
-// WithWitnessTimeout bounds how long publishing a checkpoint waits for the
-// witnesses (a hard NFS mount can block open, write or fsync for ever);
-// past it the checkpoint stays stored in the ledger and the witness is
-// reported as not written (a *witness.Error for witness.ErrTimeout).
-// Zero keeps DefaultWitnessTimeout.
-func WithWitnessTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return events.Invalid("witness timeout", d.String(), "must not be negative")
-		}
-		if d > 0 {
-			c.signing.timeout = d
-		}
-		return nil
-	}
-}
-
-// publish copies a stored checkpoint to every witness, with the writer
-// mutex let go; it adds the files written to cp.Witnesses (see
-// witness.Publisher.Publish).
+// publish keeps a stored checkpoint's head and hands it to the witnesses
+// (afterCommit), with the writer mutex let go.
 func (l *Ledger) publish(ctx context.Context, cp *Checkpointed) error {
 	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
 	herr := l.keepHead(cp)
-	written, err := l.witnesses.Publish(ctx, l.id, cp.Size, cp.Time, cp.Note)
-	cp.Witnesses = append(cp.Witnesses, written...)
-	return errors.Join(herr, err, l.cosign(ctx, cp))
+	return errors.Join(herr, l.afterCommit(ctx, cp, false))
 }
 
 func (l *Ledger) keepHead(cp *Checkpointed) error {
@@ -334,12 +293,12 @@ func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
 	if err := l.keepHead(cp); err != nil {
 		// The write committed, and its head was checked keepable before
-		// (witness.Heads.Earlier): what failed here is passing (another
+		// (trust.Heads.Earlier): what failed here is passing (another
 		// Store stopped past its wait, a full disk), and the next write
 		// either keeps a later head or fails before it commits.
 		l.log.Error("could not keep the signed head outside the root (the write stands)", "size", cp.Size, "err", err)
 	}
-	if cp.headOnly || (len(l.signing.witnesses) == 0 && len(l.signing.cosigners) == 0) {
+	if cp.headOnly || l.signing.witnesses == nil {
 		return
 	}
 	l.publishLater(cp)
@@ -348,5 +307,7 @@ func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 // waitPublishing waits for witness copies still under way, at most the
 // witness timeout.
 func (l *Ledger) waitPublishing() {
-	l.witnesses.Wait()
+	if l.signing.witnesses != nil {
+		l.signing.witnesses.Wait()
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 // TestASignerWithoutAWitnessRefusesWhatItSignedCut: with no witness, the
@@ -21,7 +22,7 @@ func TestASignerWithoutAWitnessRefusesWhatItSignedCut(t *testing.T) {
 	if got := storedCheckpoints(t, e.l, v); fmt.Sprint(got) != "[1 2]" {
 		t.Fatalf("checkpoints %v, want [1 2]", got)
 	}
-	db := e.l.DB()
+	db := pgtest.Open(t, e.l.Source())
 	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'trigger'`)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,8 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/checkpoint"
-	"github.com/lockledger/lockledger/witness"
+	"github.com/lockledger/lockledger/trust"
+	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 // A head that could not be kept once the write commits (a FIFO or a
@@ -40,7 +41,7 @@ func TestAHeadThatCannotBeKeptFailsTheWrite(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			heads := witness.Heads{Dir: t.TempDir()}
+			heads := trust.Heads{Dir: t.TempDir()}
 			e := open(t, WithSigner(s), WithHeads(heads.Dir))
 			heads.Root = e.l.Root()
 			cycle(t, e.l, "a", "r1")
@@ -51,8 +52,8 @@ func TestAHeadThatCannotBeKeptFailsTheWrite(t *testing.T) {
 			plant(t, filepath.Join(heads.Dir, "."+stem+".spare"), filepath.Join(heads.Dir, stem+".lock"))
 			before := count(t, e.l)
 			_, err := e.l.TryAcquire(context.Background(), req("b", "r3", 100))
-			var he *witness.HeadError
-			if !errors.As(err, &he) || !errors.Is(err, witness.ErrCannotKeep) {
+			var he *trust.HeadError
+			if !errors.As(err, &he) || !errors.Is(err, trust.ErrCannotKeep) {
 				t.Fatalf("a write whose head cannot be kept: %v, want a HeadError for ErrCannotKeep", err)
 			}
 			if n := count(t, e.l); n != before {
@@ -71,7 +72,7 @@ func TestAHeadThatCannotBeKeptFailsTheWrite(t *testing.T) {
 func TestACopiedRootKeepsAHeadOfItsOwn(t *testing.T) {
 	s, v := testKey(t)
 	ctx := context.Background()
-	heads := witness.Heads{Dir: t.TempDir()}
+	heads := trust.Heads{Dir: t.TempDir()}
 	e := open(t, WithSigner(s), WithHeads(heads.Dir))
 	cycle(t, e.l, "a", "r1")
 	copyRoot := filepath.Join(t.TempDir(), "copy")
@@ -92,13 +93,13 @@ func TestACopiedRootKeepsAHeadOfItsOwn(t *testing.T) {
 	// The original, untouched, writes on.
 	cycle(t, e.l, "b", "r2")
 	for root, want := range map[string]int64{e.l.Root(): 4, c.Root(): 6} {
-		h := witness.Heads{Dir: heads.Dir, Root: root}
+		h := trust.Heads{Dir: heads.Dir, Root: root}
 		if kept, err := h.Last(e.l.ID(), v); err != nil || kept == nil || kept.Size != want {
 			t.Fatalf("head kept for %s: %+v, %v; want size %d", root, kept, err, want)
 		}
 	}
 	// A cut of the original is still refused by its own head.
-	db := e.l.DB()
+	db := pgtest.Open(t, e.l.Source())
 	for _, q := range []string{`DROP TRIGGER events_no_delete`, `DROP TRIGGER tlog_hashes_no_delete`,
 		`DELETE FROM events WHERE seq > 2`, `DELETE FROM tlog_hashes WHERE seq > 2`, `DELETE FROM locks WHERE lock_name = 'b'`} {
 		if _, err := db.Exec(q); err != nil {

@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/checkpoint"
-	"github.com/lockledger/lockledger/witness"
+	"github.com/lockledger/lockledger/trust"
+	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 // TestEveryWriteKeepsAHeadTheNextWriterMustExtend: with WithHeads, every
@@ -17,7 +18,7 @@ import (
 // under the head kept, and changes nothing.
 func TestEveryWriteKeepsAHeadTheNextWriterMustExtend(t *testing.T) {
 	s, v := testKey(t)
-	heads := witness.Heads{Dir: t.TempDir()}
+	heads := trust.Heads{Dir: t.TempDir()}
 	e := open(t, WithSigner(s), WithHeads(heads.Dir))
 	heads.Root = e.l.Root()
 	cycle(t, e.l, "a", "r1")
@@ -29,7 +30,7 @@ func TestEveryWriteKeepsAHeadTheNextWriterMustExtend(t *testing.T) {
 	if err != nil || kept == nil || kept.Size != 4 {
 		t.Fatalf("head kept: %+v, %v; want size 4", kept, err)
 	}
-	db := e.l.DB()
+	db := pgtest.Open(t, e.l.Source())
 	for _, q := range []string{`DROP TRIGGER events_no_delete`, `DROP TRIGGER tlog_hashes_no_delete`,
 		`DELETE FROM events WHERE seq > 2`, `DELETE FROM tlog_hashes WHERE seq > 2`, `DELETE FROM locks WHERE lock_name = 'b'`} {
 		if _, err := db.Exec(q); err != nil {

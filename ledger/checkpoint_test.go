@@ -16,7 +16,9 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/trust"
 	"github.com/lockledger/lockledger/witness"
 )
 
@@ -41,7 +43,7 @@ func testKey(t *testing.T) (note.Signer, note.Verifier) {
 // against the tree; it returns their sizes.
 func storedCheckpoints(t *testing.T, l *Ledger, v note.Verifier) []int64 {
 	t.Helper()
-	rows, err := l.DB().Query(`SELECT size, root, note, key_name FROM checkpoints ORDER BY id`)
+	rows, err := pgtest.Open(t, l.Source()).Query(`SELECT size, root, note, key_name FROM checkpoints ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func storedCheckpoints(t *testing.T, l *Ledger, v note.Verifier) []int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := tlog.TreeHash(size, store.TreeReader(context.Background(), l.DB()))
+		want, err := tlog.TreeHash(size, store.TreeReader(context.Background(), pgtest.Open(t, l.Source())))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +89,7 @@ func TestWriterWithAKeySignsCheckpointsEveryNEventsAndAfterT(t *testing.T) {
 	if err := os.Mkdir(wdir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	e := open(t, WithSigner(s), WithWitnesses(file, wdir), WithCheckpointPolicy(4, time.Hour))
+	e := open(t, WithSigner(s), WithWitnesses(witness.New([]string{file, wdir}, 0, nil)), WithCheckpointPolicy(4, time.Hour))
 	for i := range 5 {
 		cycle(t, e.l, "a", fmt.Sprintf("r%d", i))
 		awaitPublished(t, e.l) // each checkpoint, not only the latest waiting
@@ -144,7 +146,7 @@ func TestWriterWithAKeySignsCheckpointsEveryNEventsAndAfterT(t *testing.T) {
 func TestCheckpointSignsNowAndReportsAWitnessItCouldNotWrite(t *testing.T) {
 	s, v := testKey(t)
 	bad := filepath.Join(t.TempDir(), "missing-dir", "witness")
-	e := open(t, WithSigner(s), WithWitnesses(bad), WithCheckpointPolicy(1000, time.Hour))
+	e := open(t, WithSigner(s), WithWitnesses(witness.New([]string{bad}, 0, nil)), WithCheckpointPolicy(1000, time.Hour))
 	cycle(t, e.l, "a", "r") // the first write's checkpoint, size 1, fails quietly to reach the witness
 	cp, err := e.l.Checkpoint(context.Background())
 	var we *witness.Error
@@ -192,7 +194,7 @@ func TestAHungWitnessBlocksNoWriter(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := open(t, WithSigner(s), WithWitnesses(fifo), WithCheckpointPolicy(1, time.Hour))
+	e := open(t, WithSigner(s), WithWitnesses(witness.New([]string{fifo}, 0, nil)), WithCheckpointPolicy(1, time.Hour))
 	ctx := context.Background()
 	first := make(chan error, 1)
 	go func() {
@@ -225,7 +227,7 @@ func TestAHungWitnessBlocksNoWriter(t *testing.T) {
 	}
 	var werr *witness.Error
 	cp, err := e.l.Checkpoint(ctx)
-	if !errors.As(err, &werr) || !errors.Is(err, witness.ErrKind) || cp == nil {
+	if !errors.As(err, &werr) || !errors.Is(err, trust.ErrKind) || cp == nil {
 		t.Fatalf("checkpoint to a FIFO witness: %v, want a witness.Error for its kind", err)
 	}
 }

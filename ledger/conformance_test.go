@@ -204,7 +204,7 @@ func TestConformanceEventsAreAppendOnly(t *testing.T) {
 			`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
 				SELECT seq, event_id || 'x', type, lock_name, request_id, actor, at, body, prev_hash, hash FROM events`,
 		} {
-			if _, err := l.DB().ExecContext(ctx, q); err == nil {
+			if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, q); err == nil {
 				t.Errorf("%s: the database took it, want it refused", q)
 			}
 		}
@@ -304,7 +304,7 @@ func TestConformanceCheckpointsAndProject(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, q := range []string{`UPDATE checkpoints SET note = ''`, `DELETE FROM checkpoints`} {
-			if _, err := l.DB().ExecContext(ctx, q); err == nil {
+			if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, q); err == nil {
 				t.Errorf("%s: the database took it, want it refused", q)
 			}
 		}
@@ -336,7 +336,7 @@ func TestConformanceHashTailWithoutABound(t *testing.T) {
 		if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "h", Identity: as("one"), TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		tx, err := l.DB().BeginTx(ctx, nil)
+		tx, err := pgtest.Open(t, l.Source()).BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

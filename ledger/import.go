@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/lockledger/lockledger/events"
@@ -39,7 +38,7 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 		return nil, fmt.Errorf("ledger: import: the source's writer mutex: %w", err)
 	}
 	defer unlockFrom()
-	src, err := from.store.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	src, err := from.store.BeginRead(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ var ErrUnsettled = errors.New("a write to the lock is under way")
 // requestID took with token still stands: nil while it does, ErrUnsettled,
 // or a *NotHolderError wrapping ErrLost whose EndedBy says who ended it.
 func (l *Ledger) CheckHolding(ctx context.Context, lock, requestID string, token int64) error {
-	q := l.store.DB()
+	q := l.store
 	// The journal is read before the row: a write places its journal
 	// before it commits and removes it after, so a journal gone by now
 	// means the row read next is that write's. Read the other way round, a

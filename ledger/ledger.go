@@ -25,11 +25,9 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/hostid"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/store"
-	"github.com/lockledger/lockledger/witness"
 )
 
 // Defaults, checked by Open.
@@ -106,7 +104,7 @@ func WithHost(h Host) Option {
 		if h.ID == "" {
 			return errors.New("ledger: WithHost: empty host id")
 		}
-		if err := hostid.Check("host id", h.ID); err != nil {
+		if err := checkHostID("host id", h.ID); err != nil {
 			return err
 		}
 		c.host = &h
@@ -182,9 +180,7 @@ type Ledger struct {
 
 	stmts *store.Statements // the write path's prepared statements
 
-	mu sync.Mutex // in-process half of the writer mutex (flock is per open file)
-	// witnesses copies signed checkpoints out (see publish).
-	witnesses        *witness.Publisher
+	mu               sync.Mutex // in-process half of the writer mutex (flock is per open file)
 	publishing       publishing // the worker that publishes a write's checkpoint (publishLater)
 	flock            *lockfile.Mutex
 	closed           bool
@@ -195,10 +191,10 @@ type Ledger struct {
 // loadID reads the ledger's id, and gives a new ledger one where newLedger
 // allows a new ledger and no event was ever appended.
 func (l *Ledger) loadID(ctx context.Context, newLedger func() error) error {
-	err := l.store.DB().QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&l.id)
+	id, err := store.LedgerID(ctx, l.store)
 	if errors.Is(err, sql.ErrNoRows) {
-		var n int64
-		if err := l.store.DB().QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil {
+		n, err := store.CountEvents(ctx, l.store)
+		if err != nil {
 			return err
 		}
 		if n > 0 {
@@ -212,28 +208,17 @@ func (l *Ledger) loadID(ctx context.Context, newLedger func() error) error {
 		if _, err := rand.Read(b); err != nil {
 			return err
 		}
-		tx, err := l.store.DB().BeginTx(ctx, nil)
+		created, err := l.store.Clock(ctx, nil)
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback()
-		created, err := l.store.Clock(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('ledger_id', $1), ('created_at', $2) ON CONFLICT DO NOTHING`,
-			hex.EncodeToString(b), events.FormatTime(created)); err != nil {
-			return err
-		}
-		if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&l.id); err != nil {
-			return err
-		}
-		if err := tx.Commit(); err != nil {
+		if id, err = l.store.NewLedgerID(ctx, hex.EncodeToString(b), created); err != nil {
 			return err
 		}
 	} else if err != nil {
 		return err
 	}
+	l.id = id
 	l.genesis = events.Genesis(l.id)
 	return nil
 }
@@ -316,8 +301,18 @@ func (l *Ledger) Genesis() string { return l.genesis }
 // Host is the identity this ledger writes as host_id.
 func (l *Ledger) Host() Host { return l.host }
 
-// DB exposes the database for read-only queries (replay, verify, tests).
-func (l *Ledger) DB() *sql.DB { return l.store.DB() }
+// Size is the database's size in bytes (SQLite: its pages; PostgreSQL:
+// the events table with its indexes).
+func (l *Ledger) Size(ctx context.Context) (int64, error) { return l.store.Size(ctx) }
+
+// Compact gives the space of deleted rows back to the file system
+// (SQLite's VACUUM; nothing on PostgreSQL).
+func (l *Ledger) Compact(ctx context.Context) error { return l.store.Compact(ctx) }
+
+// HashAt is the hash of the event at seq ("": none there).
+func (l *Ledger) HashAt(ctx context.Context, seq int64) (string, error) {
+	return store.HashAt(ctx, l.store, seq)
+}
 
 // LockPath is the lock file path of name.
 func (l *Ledger) LockPath(name string) string { return l.files.Path(name) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/migrations"
@@ -65,7 +66,7 @@ func req(lock, rid string, pid int) AcquireRequest {
 func count(t *testing.T, l *Ledger) int {
 	t.Helper()
 	var n int
-	if err := l.DB().QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil {
+	if err := pgtest.Open(t, l.Source()).QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -262,7 +263,7 @@ func TestConcurrentOpensOfAFreshRoot(t *testing.T) {
 	defer l.Close()
 	var n int
 	all, _ := migrations.All()
-	if err := l.DB().QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(all) {
+	if err := pgtest.Open(t, l.Source()).QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(all) {
 		t.Fatalf("schema_migrations rows: %d %v, want %d (each migration once)", n, err, len(all))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/internal/oldschema"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -79,7 +80,7 @@ func TestConformanceOldLedgerOpensWithOneHoldersTable(t *testing.T) {
 			old = oldschema.Postgres7
 		}
 		raw := open() // as the tables' owner, to turn them back
-		db := raw.DB()
+		db := pgtest.Open(t, raw.Source())
 		for _, q := range old {
 			if _, err := db.ExecContext(ctx, q); err != nil {
 				t.Fatalf("%s: %v", q, err)
@@ -93,7 +94,7 @@ func TestConformanceOldLedgerOpensWithOneHoldersTable(t *testing.T) {
 
 		l = open()
 		var exclusive int
-		if err := l.DB().QueryRowContext(ctx, `SELECT count(*) FROM lock_holders
+		if err := pgtest.Open(t, l.Source()).QueryRowContext(ctx, `SELECT count(*) FROM lock_holders
 			WHERE exclusive = 1 AND lock_name = 'x' AND request_id = 'rx' AND slot_limit = 1`).Scan(&exclusive); err != nil || exclusive != 1 {
 			t.Fatalf("x's exclusive holder in lock_holders: %d rows (%v), want 1", exclusive, err)
 		}

@@ -17,7 +17,6 @@ import (
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/store/postgres"
 	"github.com/lockledger/lockledger/store/sqlite"
-	"github.com/lockledger/lockledger/witness"
 )
 
 // The one place that picks the engine a ledger lives in, from the options:
@@ -31,7 +30,7 @@ import (
 func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err error) {
 	c := config{now: time.Now, busy: DefaultBusyTimeout, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		probe: &proc.Local{}, create: true, poolSize: DefaultPoolSize,
-		signing: signing{every: DefaultCheckpointEvery, interval: DefaultCheckpointInterval, timeout: DefaultWitnessTimeout}}
+		signing: signing{every: DefaultCheckpointEvery, interval: DefaultCheckpointInterval}}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err
@@ -77,7 +76,6 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		return nil, err
 	}
 	l.signing, l.trust = c.signing, trusted
-	l.witnesses = witness.New(c.signing.witnesses, c.signing.timeout, c.logger)
 	if pg != nil {
 		err = l.openPostgres(ctx, &c, pg)
 	} else {
@@ -161,14 +159,15 @@ func ledgerFile(name string, data []byte) bool {
 
 // readID reads the id of the ledger a read-only open found.
 func (l *Ledger) readID(ctx context.Context, st *sqlite.Store) error {
-	if err := st.DB().QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'ledger_id'`).Scan(&l.id); err != nil {
+	id, err := store.LedgerID(ctx, st)
+	if err != nil {
 		st.Close()
 		if errors.Is(err, sql.ErrNoRows) {
 			return &store.NoLedgerError{Where: l.root, Hint: "its ledger.db has no ledger id yet"}
 		}
 		return fmt.Errorf("ledger: open %s read-only: %w", filepath.Join(l.root, DBFile), err)
 	}
-	l.store = st
+	l.id, l.store = id, st
 	l.genesis = events.Genesis(l.id)
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/lockledger/lockledger/internal/pgtest"
-	"github.com/lockledger/lockledger/witness"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // A write that fails after it signed its head and before it committed
@@ -22,7 +22,7 @@ func TestPostgresAWriteThatFailsBeforeItsCommitKeepsNoHead(t *testing.T) {
 	defer cancel()
 	s, v := testKey(t)
 	root := t.TempDir()
-	heads := witness.Heads{Dir: t.TempDir()}
+	heads := trust.Heads{Dir: t.TempDir()}
 	openL := func() *Ledger {
 		t.Helper()
 		l, err := Open(ctx, root, WithDatabase(url), WithHost(Host{ID: "host-a"}), WithSigner(s), WithHeads(heads.Dir))
@@ -89,7 +89,7 @@ func TestPostgresAHeartbeatCutInItsCommitKeepsNoHead(t *testing.T) {
 	defer cancel()
 	s, v := testKey(t)
 	root := t.TempDir()
-	heads := witness.Heads{Dir: t.TempDir()}
+	heads := trust.Heads{Dir: t.TempDir()}
 	l, err := Open(ctx, root, WithDatabase(url), WithHost(Host{ID: "host-a"}), WithSigner(s), WithHeads(heads.Dir))
 	if err != nil {
 		t.Fatal(err)

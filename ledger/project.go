@@ -145,7 +145,7 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 			// Stored Merkle hashes of events that are gone would block the
 			// seqs the next events take; the cut is accepted, so they go (the
 			// checkpoints that covered them stay, and keep showing the cut).
-			if _, err := tx.ExecContext(ctx, `DELETE FROM tlog_hashes WHERE seq > $1`, st.Seq); err != nil {
+			if err := store.DeleteTreeRowsAbove(ctx, tx, st.Seq); err != nil {
 				return nil, fmt.Errorf("ledger: project: %w", err)
 			}
 			// Events appended without stored hashes are accepted here, and
@@ -260,7 +260,7 @@ func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (ma
 		p.plan(lk.Name).changes = append(p.plan(lk.Name).changes, words)
 	}
 	for _, name := range sortedKeys(table) {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE lock_name = $1`, name); err != nil {
+		if err := store.DeleteRow(ctx, tx, name); err != nil {
 			return nil, err
 		}
 		p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: name, Action: "deleted", Detail: "no event gave the ledger this lock"})
@@ -412,7 +412,7 @@ func recordable(changes []string) []string {
 // holder (see recordDisplaced): projections are then rebuilt around the other
 // tool's file, which is never touched.
 func (l *Ledger) settleDisplacements(ctx context.Context, id Identity) error {
-	rows, err := store.LoadRows(ctx, l.store.DB())
+	rows, err := store.LoadRows(ctx, l.store)
 	if err != nil {
 		return err
 	}

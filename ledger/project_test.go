@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
@@ -102,7 +103,7 @@ func TestProjectRestoresADeletedLockFile(t *testing.T) {
 func TestProjectRebuildsTheTableAndLeavesForeignFilesAlone(t *testing.T) {
 	l, root := projLedger(t)
 	ctx := context.Background()
-	db := l.DB()
+	db := pgtest.Open(t, l.Source())
 	snapshot := func() string {
 		var s string
 		if err := db.QueryRow(`SELECT (SELECT group_concat(lock_name || request_id || updated_seq || hex(file), '|')
@@ -203,7 +204,7 @@ func TestVerifyNamesAForeignFileAtAHeldLock(t *testing.T) {
 	}
 	// A changed copy of the holder's own file is "different", and replaced.
 	var file []byte
-	if err := l.DB().QueryRow(`SELECT file FROM locks WHERE lock_name = 'a'`).Scan(&file); err != nil {
+	if err := pgtest.Open(t, l.Source()).QueryRow(`SELECT file FROM locks WHERE lock_name = 'a'`).Scan(&file); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(l.LockPath("a"), bytes.Replace(file, []byte(`"intent": "deploy"`), []byte(`"intent": "hack"`), 1), 0o600); err != nil {

@@ -322,7 +322,7 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*store.Row) 
 	deadline := time.Now().Add(settleWithin)
 	retry := backoff.Backoff{Min: time.Millisecond, Max: 100 * time.Millisecond}
 	for {
-		before, err := store.LoadRow(ctx, l.store.DB(), name)
+		before, err := store.LoadRow(ctx, l.store, name)
 		if err != nil {
 			return nil, "", err
 		}
@@ -330,7 +330,7 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*store.Row) 
 		if err != nil || p == nil {
 			return p, note, err
 		}
-		after, err := store.LoadRow(ctx, l.store.DB(), name)
+		after, err := store.LoadRow(ctx, l.store, name)
 		if err != nil {
 			return nil, "", err
 		}

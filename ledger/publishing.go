@@ -4,9 +4,64 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
-	"github.com/lockledger/lockledger/witness/tlogwitness"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/store"
 )
+
+// Witnesses keep copies of the checkpoints a writer signs out of the
+// ledger's reach: the hook through which a Ledger publishes, which the
+// command line wires (package witness: files, directories and tlog
+// witnesses that cosign). Before a writer signs, the new tree must extend
+// what they hold (Last); once the write that signed a checkpoint has
+// committed, they get it (AfterCommit).
+type Witnesses interface {
+	// Last is the checkpoints of ledger id signed by v that the witnesses
+	// hold, and the first that could not be read (a warning), after the
+	// others were read.
+	Last(ctx context.Context, id string, v note.Verifier) ([]checkpoint.Earlier, error)
+	// AfterCommit copies the checkpoint note of ledger id (size events,
+	// signed at at) to every witness and has it cosigned, with proofs from
+	// log. It returns where the note was written, the cosignatures for the
+	// ledger to keep, and the failures joined; quiet (a checkpoint a write
+	// signed on its own, which stands whatever the witnesses do), it logs
+	// the failures instead.
+	AfterCommit(ctx context.Context, id string, size int64, at time.Time, note string, log store.Witnessed, quiet bool) ([]string, []*store.Cosignature, error)
+	// Wait waits for copies still under way, at most the witness timeout.
+	Wait()
+}
+
+// WithWitnesses publishes every checkpoint signed through this Ledger to
+// w once its write has committed (see Witnesses), and proves every tree it
+// signs extends what w holds.
+func WithWitnesses(w Witnesses) Option {
+	return func(c *config) error { c.signing.witnesses = w; return nil }
+}
+
+// afterCommit hands cp to the witnesses, adds where it went to
+// cp.Witnesses and cp.Cosigned, and stores the cosignatures got even when
+// ctx ends meanwhile (the write is bounded by the busy timeout): a witness
+// that has cosigned cp holds it either way.
+func (l *Ledger) afterCommit(ctx context.Context, cp *Checkpointed, quiet bool) error {
+	if l.signing.witnesses == nil {
+		return nil
+	}
+	written, got, err := l.signing.witnesses.AfterCommit(ctx, l.id, cp.Size, cp.Time, cp.Note, store.Witnessed{S: l.store}, quiet)
+	cp.Witnesses = append(cp.Witnesses, written...)
+	if len(got) == 0 {
+		return err
+	}
+	for _, c := range got {
+		cp.Cosigned = append(cp.Cosigned, c.URL)
+	}
+	return errors.Join(err, l.update(context.WithoutCancel(ctx), func(w *writeTx) (error, error) {
+		w.rows = true
+		return nil, store.InsertCosignatures(ctx, w.q, got)
+	}))
+}
 
 // publishing is the Ledger's one worker that copies the checkpoints its
 // writes sign on their own to the witnesses and has them cosigned, off
@@ -70,21 +125,13 @@ func (l *Ledger) publishWorker() {
 	}
 }
 
-// publishNow copies cp to the witnesses and has it cosigned. The write
-// that signed it stands whatever they do: a failure is logged, and verify
-// --witness-key names the checkpoints a witness did not cosign. A refusal
-// (the witness cosigned a tree this log does not extend) is an error, a
-// witness that could not be reached a warning.
+// publishNow hands cp to the witnesses, quietly: the write that signed
+// it stands whatever they do, and they log what failed (see
+// Witnesses.AfterCommit); verify --witness-key names the checkpoints a
+// witness did not cosign, as it does those whose cosignatures could not
+// be stored here.
 func (l *Ledger) publishNow(ctx context.Context, cp *Checkpointed) {
-	l.witnesses.PublishQuietly(ctx, l.id, cp.Size, cp.Time, cp.Note)
-	err := l.cosign(ctx, cp)
-	var refused *tlogwitness.RefusedError
-	switch {
-	case ctx.Err() != nil:
-		// Given up for a later checkpoint, which covers this one.
-	case errors.As(err, &refused):
-		l.log.Error("a witness did not cosign the checkpoint (the write stands)", "size", cp.Size, "err", err)
-	case err != nil:
+	if err := l.afterCommit(ctx, cp, true); err != nil && ctx.Err() == nil {
 		l.log.Warn("a witness did not cosign the checkpoint (the write stands; verify --witness-key names the checkpoints it did not cosign)",
 			"size", cp.Size, "err", err)
 	}

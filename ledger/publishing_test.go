@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/witness"
 	"github.com/lockledger/lockledger/witness/tlogwitness"
 )
 
@@ -117,8 +118,8 @@ func TestAWitnessThatNeverAnswersHoldsUpNoWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logged syncBuffer
-	e := open(t, WithSigner(s), WithCosigners(w), WithCheckpointPolicy(1, time.Hour),
-		WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	e := open(t, WithSigner(s), WithWitnesses(witness.New(nil, 0, log, w)), WithCheckpointPolicy(1, time.Hour), WithLogger(log))
 	ctx := context.Background()
 	wrote := make(chan error, 1)
 	go func() {

@@ -127,7 +127,7 @@ func (l *Ledger) Queue(ctx context.Context, lock string) ([]Waiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	qs, err := l.queues(ctx, l.store.DB(), lock, now)
+	qs, err := l.queues(ctx, l.store, lock, now)
 	return qs[lock], err
 }
 
@@ -254,7 +254,7 @@ func (l *Ledger) peekQueued(ctx context.Context, req AcquireRequest, now time.Ti
 	if req.isShared() {
 		return nil
 	}
-	qs, err := l.queues(ctx, l.store.DB(), req.Lock, now)
+	qs, err := l.queues(ctx, l.store, req.Lock, now)
 	if err != nil {
 		return nil
 	}

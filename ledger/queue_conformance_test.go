@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -132,7 +133,7 @@ func TestConformanceWaitersAreServedInArrivalOrder(t *testing.T) {
 
 		// The log says all of it: each waiter queued once.
 		queued := map[string]int{}
-		if err := replay.Scan(ctx, a.DB(), replay.Filter{}, func(ev *replay.Event) error {
+		if err := replay.Scan(ctx, pgtest.Open(t, a.Source()), replay.Filter{}, func(ev *replay.Event) error {
 			if ev.Type == events.AcquireBlocked && ev.Until != "" {
 				queued[ev.RequestID]++
 			}

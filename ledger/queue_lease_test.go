@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
@@ -18,7 +19,7 @@ import (
 func placeRecords(t *testing.T, l *ledger.Ledger, lock, rid string) []*replay.Event {
 	t.Helper()
 	var out []*replay.Event
-	if err := replay.Scan(context.Background(), l.DB(), replay.Filter{Lock: lock}, func(ev *replay.Event) error {
+	if err := replay.Scan(context.Background(), pgtest.Open(t, l.Source()), replay.Filter{Lock: lock}, func(ev *replay.Event) error {
 		if ev.Type == events.AcquireBlocked && ev.Until != "" && ev.RequestID == rid {
 			cp := *ev
 			out = append(out, &cp)
@@ -111,7 +112,7 @@ func TestQueuePlaceIsALeaseRenewedByItsWaiter(t *testing.T) {
 	if len(q) != 2 || q[0].RequestID != "b" || q[1].RequestID != "c" || q[0].Seq != joined[0].Seq || !q[0].Since.Equal(joined[0].Time) {
 		t.Fatalf("queue after far's place lapsed: got %+v, want b (joined at seq %d) then c", q, joined[0].Seq)
 	}
-	st, err := replay.AsOf(ctx, here.DB(), clock.Now(), "q")
+	st, err := replay.AsOf(ctx, pgtest.Open(t, here.Source()), clock.Now(), "q")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/proc"
 )
 
@@ -30,7 +31,7 @@ func TestReleaseRuleReadsARunFromTheRecord(t *testing.T) {
 	body := func(seq int64) string {
 		t.Helper()
 		var b string
-		if err := e.l.DB().QueryRow(`SELECT body FROM events WHERE seq = $1`, seq).Scan(&b); err != nil {
+		if err := pgtest.Open(t, e.l.Source()).QueryRow(`SELECT body FROM events WHERE seq = $1`, seq).Scan(&b); err != nil {
 			t.Fatal(err)
 		}
 		return b

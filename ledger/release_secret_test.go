@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 // TestReleaseSecret: an acquisition that asks for a release secret gets
@@ -31,7 +32,7 @@ func TestReleaseSecret(t *testing.T) {
 		t.Fatalf("release secret %q: want at least 128 bits of text", a.ReleaseSecret)
 	}
 	var body string
-	if err := e.l.DB().QueryRow(`SELECT body FROM events WHERE seq = $1`, a.Seq).Scan(&body); err != nil {
+	if err := pgtest.Open(t, e.l.Source()).QueryRow(`SELECT body FROM events WHERE seq = $1`, a.Seq).Scan(&body); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(a.ReleaseSecret))
@@ -52,7 +53,7 @@ func TestReleaseSecret(t *testing.T) {
 	if err != nil || !out.Released {
 		t.Fatalf("release with the secret: %+v, %v", out, err)
 	}
-	if err := e.l.DB().QueryRow(`SELECT body FROM events WHERE seq = $1`, out.Seq).Scan(&body); err != nil {
+	if err := pgtest.Open(t, e.l.Source()).QueryRow(`SELECT body FROM events WHERE seq = $1`, out.Seq).Scan(&body); err != nil {
 		t.Fatal(err)
 	}
 	// The holder's own uid needed no secret: nothing says it authorised the release.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -19,7 +20,7 @@ func shared(lock, rid string, limit int64) ledger.AcquireRequest {
 // foldOf replays the whole log.
 func foldOf(t *testing.T, l *ledger.Ledger) *replay.State {
 	t.Helper()
-	rep, st, err := replay.VerifyLedger(context.Background(), l.DB(), l.Source(), l.Genesis())
+	rep, st, err := replay.VerifyLedger(context.Background(), pgtest.Open(t, l.Source()), l.Source(), l.Genesis())
 	if err != nil || rep == nil {
 		t.Fatalf("replay: %v", err)
 	}
@@ -91,12 +92,12 @@ func TestConformanceSharedHoldersCoexistAndExcludeExclusive(t *testing.T) {
 		if _, err := a.TryAcquire(ctx, shared("db", "r3", 0)); err != nil {
 			t.Fatalf("shared after the writer left: %v", err)
 		}
-		if o, err := replay.Overlaps(ctx, a.DB()); err != nil || len(o) != 0 {
+		if o, err := replay.Overlaps(ctx, pgtest.Open(t, a.Source())); err != nil || len(o) != 0 {
 			t.Fatalf("overlaps: %v %v", o, err)
 		}
 		verifyOK(t, a)
 		// lock_holders is a projection: verify sees it lost, project rebuilds it.
-		if _, err := a.DB().ExecContext(ctx, `DELETE FROM lock_holders`); err != nil {
+		if _, err := pgtest.Open(t, a.Source()).ExecContext(ctx, `DELETE FROM lock_holders`); err != nil {
 			t.Fatal(err)
 		}
 		if rep, err := a.Verify(ctx); err != nil {
@@ -182,7 +183,7 @@ func TestConformanceSemaphore(t *testing.T) {
 		if _, err := a.TryAcquire(ctx, shared("pool", "n1", 5)); err != nil {
 			t.Fatalf("new limit on a free lock: %v", err)
 		}
-		if o, err := replay.Overlaps(ctx, a.DB()); err != nil || len(o) != 0 {
+		if o, err := replay.Overlaps(ctx, pgtest.Open(t, a.Source())); err != nil || len(o) != 0 {
 			t.Fatalf("overlaps: %v %v", o, err)
 		}
 		verifyOK(t, a)

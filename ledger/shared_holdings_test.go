@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -28,7 +29,7 @@ func TestHoldingsShowEverySharedHolder(t *testing.T) {
 		if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "db", Identity: as("w")}); err != nil {
 			t.Fatal(err)
 		}
-		hs, err := replay.Holdings(ctx, l.DB(), replay.Filter{Lock: "db"})
+		hs, err := replay.Holdings(ctx, pgtest.Open(t, l.Source()), replay.Filter{Lock: "db"})
 		if err != nil {
 			t.Fatal(err)
 		}

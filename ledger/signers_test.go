@@ -8,6 +8,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -68,7 +69,7 @@ func TestUnregisteredWriterStoresNoCheckpoint(t *testing.T) {
 	writes(stray, "s", 3)
 	writes(host, "h", 1)
 	var strays, hosts int
-	if err := e.l.DB().QueryRow(`SELECT count(*) FILTER (WHERE key_name = 'stray'), count(*) FILTER (WHERE key_name = 'host') FROM checkpoints`).Scan(&strays, &hosts); err != nil {
+	if err := pgtest.Open(t, e.l.Source()).QueryRow(`SELECT count(*) FILTER (WHERE key_name = 'stray'), count(*) FILTER (WHERE key_name = 'host') FROM checkpoints`).Scan(&strays, &hosts); err != nil {
 		t.Fatal(err)
 	}
 	if strays != 0 || hosts == 0 {
@@ -127,7 +128,7 @@ func TestForgedFirstRegistrationSilencesNoHonestWriter(t *testing.T) {
 	rows := func(key string) int {
 		t.Helper()
 		var n int
-		if err := e.l.DB().QueryRow(`SELECT count(*) FROM checkpoints WHERE key_name = $1`, key).Scan(&n); err != nil {
+		if err := pgtest.Open(t, e.l.Source()).QueryRow(`SELECT count(*) FROM checkpoints WHERE key_name = $1`, key).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n

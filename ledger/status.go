@@ -55,7 +55,7 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 	if err := events.ValidateLockName(lock); err != nil {
 		return nil, err
 	}
-	r, err := store.LoadRow(ctx, l.store.DB(), lock)
+	r, err := store.LoadRow(ctx, l.store, lock)
 	if err != nil {
 		return nil, err
 	}
@@ -69,13 +69,13 @@ func (l *Ledger) Status(ctx context.Context, lock string) (*LockStatus, error) {
 	}
 	s := l.status(v, now)
 	if s.Holder == nil {
-		sh, err := loadShared(ctx, l.store.DB(), lock)
+		sh, err := loadShared(ctx, l.store, lock)
 		if err != nil {
 			return nil, err
 		}
 		l.addShared(s, sh, now)
 	}
-	qs, err := l.queues(ctx, l.store.DB(), lock, now)
+	qs, err := l.queues(ctx, l.store, lock, now)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (l *Ledger) unprobedOf(h *holding, state string) (why string) {
 // be read is listed from the locks table alone, with its Problem, and
 // does not stop the others.
 func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
-	rows, err := store.LoadRows(ctx, l.store.DB())
+	rows, err := store.LoadRows(ctx, l.store)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := loadAllShared(ctx, l.store.DB())
+	all, err := loadAllShared(ctx, l.store)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 			byName[s.rec.LockName] = nil
 		}
 	}
-	queues, err := l.queues(ctx, l.store.DB(), "", now)
+	queues, err := l.queues(ctx, l.store, "", now)
 	if err != nil {
 		return nil, err
 	}

@@ -2,13 +2,12 @@ package ledger
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/store"
 )
 
 // Supersede takes lock req.Lock from its current holder, an older run of
@@ -57,15 +56,8 @@ type AcquisitionEvent struct {
 // when there is none (the request held another tool's lock). A superseding
 // run reads it to follow the runs superseded one behind the other.
 func (l *Ledger) AcquisitionBefore(ctx context.Context, lock, requestID string, beforeSeq int64) (*AcquisitionEvent, error) {
-	var seq int64
-	var body []byte
-	err := l.store.DB().QueryRowContext(ctx, `SELECT seq, body FROM events WHERE request_id = $1 AND lock_name = $2
-		AND type IN ('lock_acquired', 'lock_stolen') AND seq < $3 ORDER BY seq DESC LIMIT 1`,
-		requestID, lock, beforeSeq).Scan(&seq, &body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
+	seq, body, err := store.TakenBefore(ctx, l.store, lock, requestID, beforeSeq)
+	if err != nil || body == nil {
 		return nil, err
 	}
 	_, p, err := events.Decode(body)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 // TestSupersedingAJobOnAnotherHostSaysItCannotBeAwaited: nothing on this
@@ -38,7 +39,7 @@ func TestSupersedingAJobOnAnotherHostSaysItCannotBeAwaited(t *testing.T) {
 			a.Stolen, a.Previous, a.NotAwaited)
 	}
 	var body []byte
-	if err := here.DB().QueryRow(`SELECT body FROM events WHERE type = 'lock_stolen'`).Scan(&body); err != nil {
+	if err := pgtest.Open(t, here.Source()).QueryRow(`SELECT body FROM events WHERE type = 'lock_stolen'`).Scan(&body); err != nil {
 		t.Fatal(err)
 	}
 	_, p, err := events.Decode(body)

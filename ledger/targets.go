@@ -114,7 +114,7 @@ func ReadTargetFile(path string) (data []byte, exists bool, err error) {
 
 // TargetsOf returns the targets the ledger's current holder of lock projects.
 func (l *Ledger) TargetsOf(ctx context.Context, lock string) ([]events.Target, error) {
-	r, err := store.LoadRow(ctx, l.store.DB(), lock)
+	r, err := store.LoadRow(ctx, l.store, lock)
 	if err != nil || r == nil || !r.Held {
 		return nil, err
 	}

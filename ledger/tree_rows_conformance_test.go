@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -32,7 +33,7 @@ func TestConformanceTreeRowsRefuseUpsertAndCheckpointsBeyondTheLog(t *testing.T)
 		}
 		rows := func() string {
 			var s string
-			if err := l.DB().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM checkpoints) || '/' || (SELECT count(*) FROM tlog_hashes) || '/' ||
+			if err := pgtest.Open(t, l.Source()).QueryRowContext(ctx, `SELECT (SELECT count(*) FROM checkpoints) || '/' || (SELECT count(*) FROM tlog_hashes) || '/' ||
 				(SELECT max(note) FROM checkpoints) || '/' || (SELECT sum(length(hashes)) FROM tlog_hashes)`).Scan(&s); err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +49,7 @@ func TestConformanceTreeRowsRefuseUpsertAndCheckpointsBeyondTheLog(t *testing.T)
 			`INSERT INTO checkpoints (size, root, note, key_name, created_at) VALUES (1000000000000, 'x', 'garbage', 'conformance', '2026-01-01T00:00:00Z')`,
 			`INSERT INTO tlog_hashes (seq, hashes) SELECT seq, hashes FROM tlog_hashes WHERE seq = 2 ON CONFLICT (seq) DO NOTHING`,
 		} {
-			if _, err := l.DB().ExecContext(ctx, q); err == nil {
+			if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, q); err == nil {
 				t.Errorf("%s: the database took it, want it refused", q)
 			}
 		}
@@ -72,7 +73,7 @@ func TestConformanceVerifyNamesAnEmptiedMerkleRow(t *testing.T) {
 			drop, empty = drop+` ON tlog_hashes`, `UPDATE tlog_hashes SET hashes = ''::bytea WHERE seq = 2`
 		}
 		for _, q := range []string{drop, empty} {
-			if _, err := l.DB().ExecContext(ctx, q); err != nil {
+			if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, q); err != nil {
 				t.Fatalf("%s: %v", q, err)
 			}
 		}

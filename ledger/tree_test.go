@@ -14,6 +14,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -69,16 +70,16 @@ func TestEveryAppendStoresItsMerkleHashesInItsTransaction(t *testing.T) {
 	if n := count(t, e.l); n != 40 {
 		t.Fatalf("%d events", n)
 	}
-	if m := treeMismatch(t, e.l.DB()); m != "" {
+	if m := treeMismatch(t, pgtest.Open(t, e.l.Source())); m != "" {
 		t.Fatal(m)
 	}
 	// The root a reader gets from the stored rows is tlog's over the bodies.
-	root, err := tlog.TreeHash(40, store.TreeReader(ctx, e.l.DB()))
+	root, err := tlog.TreeHash(40, store.TreeReader(ctx, pgtest.Open(t, e.l.Source())))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var tree checkpoint.Tree
-	rows, err := e.l.DB().Query(`SELECT body FROM events ORDER BY seq`)
+	rows, err := pgtest.Open(t, e.l.Source()).Query(`SELECT body FROM events ORDER BY seq`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,14 +126,14 @@ func TestWritingOpenComputesTheMerkleHashesOfAnOlderLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if m := treeMismatch(t, l.DB()); m != "" {
+	if m := treeMismatch(t, pgtest.Open(t, l.Source())); m != "" {
 		t.Fatal(m)
 	}
 	// And appends go on from there.
 	if _, err := l.TryAcquire(ctx, req("after", "r", 100)); err != nil {
 		t.Fatal(err)
 	}
-	if m := treeMismatch(t, l.DB()); m != "" {
+	if m := treeMismatch(t, pgtest.Open(t, l.Source())); m != "" {
 		t.Fatal(m)
 	}
 }
@@ -175,11 +176,11 @@ func TestWritingOpenFinishesAnUnfinishedUpgradeOfTheTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if m := treeMismatch(t, l.DB()); m != "" {
+	if m := treeMismatch(t, pgtest.Open(t, l.Source())); m != "" {
 		t.Fatal(m)
 	}
 	var marked int
-	if err := l.DB().QueryRow(`SELECT count(*) FROM meta WHERE key = $1`, store.BackfillMarker).Scan(&marked); err != nil || marked != 0 {
+	if err := pgtest.Open(t, l.Source()).QueryRow(`SELECT count(*) FROM meta WHERE key = $1`, store.BackfillMarker).Scan(&marked); err != nil || marked != 0 {
 		t.Fatalf("marker left after the backfill: %d %v", marked, err)
 	}
 }
@@ -205,7 +206,7 @@ func TestWritersRefuseEventsAppendedWithoutMerkleHashes(t *testing.T) {
 	}
 	defer l.Close()
 	var hashed int64
-	if err := l.DB().QueryRow(`SELECT max(seq) FROM tlog_hashes`).Scan(&hashed); err != nil || hashed != 1 {
+	if err := pgtest.Open(t, l.Source()).QueryRow(`SELECT max(seq) FROM tlog_hashes`).Scan(&hashed); err != nil || hashed != 1 {
 		t.Fatalf("the open stored hashes up to seq %d (%v), want 1: the forged events were hashed", hashed, err)
 	}
 	_, err = l.TryAcquire(ctx, req("b", "r2", 100))
@@ -221,7 +222,7 @@ func TestWritersRefuseEventsAppendedWithoutMerkleHashes(t *testing.T) {
 	if _, err := l.Project(ctx, AcceptBrokenChain()); err != nil {
 		t.Fatalf("project --accept-broken-chain: %v", err)
 	}
-	if m := treeMismatch(t, l.DB()); m != "" {
+	if m := treeMismatch(t, pgtest.Open(t, l.Source())); m != "" {
 		t.Fatal(m)
 	}
 	if _, err := l.TryAcquire(ctx, req("b", "r2", 100)); err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/trust"
-	"github.com/lockledger/lockledger/witness"
 )
 
 // ErrPinned: the trust store pins another ledger at the root
@@ -132,7 +131,7 @@ func (c *config) applyTrust(root string) (*trusted, error) {
 	}
 	c.signing.signer, c.signing.signed = k.Signer, &checkpoint.Memory{}
 	if c.signing.heads.Dir == "" {
-		c.signing.heads = witness.Heads{Dir: s.HeadsDir()}
+		c.signing.heads = trust.Heads{Dir: s.HeadsDir()}
 	}
 	return &trusted{store: s, verifier: k.Verifier, cfg: c.trust}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -289,10 +290,8 @@ func (l *Ledger) interpretRemote(name string, r *store.Row, file, journal lockfi
 func (l *Ledger) recordedHere(name, requestID string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), l.busy)
 	defer cancel()
-	var n int
-	err := l.store.DB().QueryRowContext(ctx, `SELECT count(*) FROM events WHERE lock_name = $1 AND request_id = $2
-		AND type IN ('lock_acquired', 'lock_stolen')`, name, requestID).Scan(&n)
-	return err == nil && n > 0
+	_, took, err := store.TakenBefore(ctx, l.store, name, requestID, math.MaxInt64)
+	return err == nil && took != nil
 }
 
 func (l *Ledger) applyRepairs(v *view) error {

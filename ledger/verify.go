@@ -43,7 +43,7 @@ func InSnapshot(tx *sql.Tx) VerifyOption { return func(c *verifyConfig) { c.snap
 // Verify checks the whole ledger as lockledger verify does, in one
 // snapshot taken without the writer lock: the event log from genesis
 // (chain, seq, schemas, indexed columns, Merkle hashes, checkpoints,
-// replay; see replay.VerifyLedger), the database itself (storagecheck:
+// replay; see replay.VerifyLedger), the database itself (the engine's CheckStorage:
 // SQLite's own check of the file and the append-only triggers), and the
 // projections against the replay of every event (checkProjection: the
 // locks table, lock_holders and the lock files). Damage is in the finished
@@ -114,5 +114,5 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*replay.Repo
 
 // checkStorage runs the engine's storage check on a connection of its own.
 func (l *Ledger) checkStorage(ctx context.Context, full bool, rep *replay.Report) error {
-	return l.store.CheckStorage(ctx, l.store.DB(), full, rep)
+	return l.store.CheckStorage(ctx, l.store, full, rep)
 }

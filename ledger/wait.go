@@ -17,7 +17,7 @@ import (
 // validates nothing: a waiter's first attempt, and its last (which records
 // acquire_blocked), go through TryAcquire (see lease.Wait).
 func (l *Ledger) PeekHeld(ctx context.Context, req AcquireRequest) *HeldError {
-	r, err := store.LoadRow(ctx, l.store.DB(), req.Lock)
+	r, err := store.LoadRow(ctx, l.store, req.Lock)
 	if err != nil {
 		return nil
 	}

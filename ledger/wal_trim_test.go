@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/store/sqlite"
 )
 
@@ -25,7 +26,7 @@ func TestDetachTruncatesALargeWAL(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One transaction larger than sqlite.WALTrimAbove, as project or import can make.
-	if _, err := l.DB().ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('wal-trim-test', hex(randomblob($1)))`, sqlite.WALTrimAbove); err != nil {
+	if _, err := pgtest.Open(t, l.Source()).ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('wal-trim-test', hex(randomblob($1)))`, sqlite.WALTrimAbove); err != nil {
 		t.Fatal(err)
 	}
 	wal := filepath.Join(root, DBFile) + "-wal"

@@ -100,9 +100,6 @@ func All() ([]Migration, error) { return SQLite.All() }
 // Latest is the highest embedded SQLite version.
 func Latest() int { return SQLite.Latest() }
 
-// Current returns the highest applied SQLite version, 0 for a fresh database.
-func Current(ctx context.Context, db *sql.DB) (int, error) { return SQLite.Current(ctx, db) }
-
 // Apply applies every SQLite migration newer than the database.
 func Apply(ctx context.Context, db *sql.DB, now func() string) error {
 	return SQLite.Apply(ctx, db, now)

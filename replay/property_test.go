@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
@@ -40,6 +41,7 @@ func TestReplayAsOfEqualsProjection(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
 			steps, l := randomHistory(t, seed, 160)
+			db := pgtest.Open(t, l.Source())
 			ctx := context.Background()
 			requireCoverage(t, l)
 			// The whole history verifies, and project finds nothing to change.
@@ -54,7 +56,7 @@ func TestReplayAsOfEqualsProjection(t *testing.T) {
 				t.Fatalf("project of a consistent ledger: %+v, %v", pr, err)
 			}
 			for i, s := range steps {
-				st, err := replay.AsOf(ctx, l.DB(), s.at, "")
+				st, err := replay.AsOf(ctx, db, s.at, "")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -69,7 +71,7 @@ func TestReplayAsOfEqualsProjection(t *testing.T) {
 				}
 				// One lock alone (events_lock_at) folds to the same lock.
 				for name := range s.table {
-					one, err := replay.AsOf(ctx, l.DB(), s.at, name)
+					one, err := replay.AsOf(ctx, db, s.at, name)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -172,6 +174,7 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 	root := t.TempDir()
 	ext := t.TempDir()
 	l := openScripted(t, root, c, p)
+	db := pgtest.Open(t, l.Source())
 	ctx := context.Background()
 	locks := []string{"app-prod", "db-migrate", "nightly"}
 	actors := []actorID{{"alice", 101}, {"bob", 102}, {"carol", 103}, {"dave", 104}}
@@ -288,7 +291,7 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 		if err != nil && !expected(err) {
 			t.Fatalf("step %d %s: %v", i, op, err)
 		}
-		steps = append(steps, step{at: now, op: op, table: snapshotTable(t, l.DB()), shared: snapshotShared(t, l.DB())})
+		steps = append(steps, step{at: now, op: op, table: snapshotTable(t, db), shared: snapshotShared(t, db)})
 		// Shared holders and semaphores, from a stream of their own (so
 		// that the operations above stay the ones their seeds always made),
 		// on locks of their own: "pool" a semaphore of 2, "reports" readers
@@ -299,7 +302,7 @@ func randomHistory(t *testing.T, seed uint64, n int) ([]step, *ledger.Ledger) {
 			if err != nil && !expected(err) {
 				t.Fatalf("step %d %s: %v", i, op, err)
 			}
-			steps = append(steps, step{at: now, op: op, table: snapshotTable(t, l.DB()), shared: snapshotShared(t, l.DB())})
+			steps = append(steps, step{at: now, op: op, table: snapshotTable(t, db), shared: snapshotShared(t, db)})
 		}
 	}
 	return steps, l
@@ -365,6 +368,7 @@ func expected(err error) bool {
 // cases the fold has a rule for.
 func requireCoverage(t *testing.T, l *ledger.Ledger) {
 	t.Helper()
+	db := pgtest.Open(t, l.Source())
 	var q = []struct{ what, sql string }{
 		{"lock_acquired", `type = 'lock_acquired'`},
 		{"lock_heartbeat", `type = 'lock_heartbeat'`},
@@ -383,7 +387,7 @@ func requireCoverage(t *testing.T, l *ledger.Ledger) {
 	}
 	for _, c := range q {
 		var n int
-		if err := l.DB().QueryRow(`SELECT count(*) FROM (SELECT type, CAST(body AS TEXT) AS body FROM events) WHERE ` + c.sql).Scan(&n); err != nil {
+		if err := db.QueryRow(`SELECT count(*) FROM (SELECT type, CAST(body AS TEXT) AS body FROM events) WHERE ` + c.sql).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n == 0 {

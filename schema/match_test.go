@@ -3,13 +3,14 @@ package schema_test
 import (
 	"encoding/json"
 	"errors"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/racedetector"
 	"github.com/lockledger/lockledger/schema"
 	"github.com/lockledger/lockledger/schema/reference"
 )
@@ -23,7 +24,7 @@ import (
 func TestFastMatchesSchema(t *testing.T) {
 	c := corpus(t)
 	least := 10
-	if racedetector.Enabled {
+	if raceEnabled() {
 		var every16th []seedBody
 		for i := 0; i < len(c); i += 16 {
 			every16th = append(every16th, c[i])
@@ -282,4 +283,10 @@ func BenchmarkValidate(b *testing.B) {
 			})
 		}
 	}
+}
+
+// raceEnabled reports whether the test binary is built with -race.
+func raceEnabled() bool {
+	bi, ok := debug.ReadBuildInfo()
+	return ok && slices.Contains(bi.Settings, debug.BuildSetting{Key: "-race", Value: "true"})
 }

@@ -3,15 +3,30 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/witness/tlogwitness"
 )
 
+// Cosignature is one witness's cosignature of a checkpoint
+// (tlogwitness.Open checks one).
+type Cosignature struct {
+	Witness string    // the witness key's name
+	Key     string    // its verifier key
+	URL     string    // where it was asked, when it was
+	Time    time.Time // when the witness cosigned, as it signed
+	Size    int64     // the checkpoint's tree size and root
+	Root    tlog.Hash
+	// Note is the checkpoint text, a blank line and the cosignature line:
+	// a signed note of its own, which tlogwitness.OpenNote checks with the
+	// key alone.
+	Note []byte
+}
+
 // InsertCosignatures stores witnesses' cosignatures.
-func InsertCosignatures(ctx context.Context, tx Execer, cs []*tlogwitness.Cosignature) error {
+func InsertCosignatures(ctx context.Context, tx Execer, cs []*Cosignature) error {
 	for _, c := range cs {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO cosignatures (size, root, witness, key, url, note, cosigned_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 			c.Size, c.Root.String(), c.Witness, c.Key, c.URL, string(c.Note), events.FormatTime(c.Time)); err != nil {
@@ -70,10 +85,11 @@ func (w Witnessed) ProveTree(ctx context.Context, size, old int64) (tlog.TreePro
 }
 
 // Cosigned is the largest tree size of which the ledger keeps a
-// cosignature that v verifies (0: none). A row v does not verify (anyone
-// who can write the database can add one) counts for nothing.
-func (w Witnessed) Cosigned(ctx context.Context, v *tlogwitness.Verifier) (int64, error) {
-	rows, err := w.S.DB().QueryContext(ctx, `SELECT note FROM cosignatures WHERE key = $1 ORDER BY size DESC, id DESC LIMIT $2`, v.String(), lastCosignedRows)
+// cosignature by the witness key that verified accepts (0: none). A row it
+// does not accept (anyone who can write the database can add one) counts
+// for nothing.
+func (w Witnessed) Cosigned(ctx context.Context, key string, verified func(note []byte) (size int64, ok bool)) (int64, error) {
+	rows, err := w.S.QueryContext(ctx, `SELECT note FROM cosignatures WHERE key = $1 ORDER BY size DESC, id DESC LIMIT $2`, key, lastCosignedRows)
 	if err != nil {
 		return 0, fmt.Errorf("ledger: cosignatures: %w", err)
 	}
@@ -83,8 +99,8 @@ func (w Witnessed) Cosigned(ctx context.Context, v *tlogwitness.Verifier) (int64
 		if err := rows.Scan(&n); err != nil {
 			return 0, fmt.Errorf("ledger: cosignatures: %w", err)
 		}
-		if c, err := tlogwitness.OpenNote([]byte(n), v); err == nil {
-			return c.Size, nil
+		if size, ok := verified([]byte(n)); ok {
+			return size, nil
 		}
 	}
 	return 0, rows.Err()
@@ -92,6 +108,6 @@ func (w Witnessed) Cosigned(ctx context.Context, v *tlogwitness.Verifier) (int64
 
 // Size is how many events the log holds.
 func (w Witnessed) Size(ctx context.Context) (int64, error) {
-	n, _, err := TreeLag(ctx, w.S.DB())
+	n, _, err := TreeLag(ctx, w.S)
 	return n, err
 }

@@ -67,7 +67,7 @@ func CheckPin(ctx context.Context, s Store, files *lockfile.Dir, where, id strin
 	if err != nil || policy == PinSkip {
 		return &pin, nil, err
 	}
-	head, at, err := pinHead(ctx, s.DB(), id, pin.Seq)
+	head, at, err := pinHead(ctx, s, id, pin.Seq)
 	if err != nil {
 		return nil, nil, fmt.Errorf("ledger: the head to check against %s: %w", files.Root(), err)
 	}
@@ -102,7 +102,7 @@ func KeepPin(s Store, files *lockfile.Dir, id string, pin *lockfile.Pin, log *sl
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // a lost database must not hold up an exit
 	defer cancel()
-	head, _, err := pinHead(ctx, s.DB(), id, 0)
+	head, _, err := pinHead(ctx, s, id, 0)
 	if err == nil && head != *pin {
 		err = files.WritePin(head)
 	}

@@ -19,8 +19,8 @@ import (
 // prepared on the transaction would be deallocated at its end, one more
 // round trip for each, and parsed again by the next.
 type Statements struct {
-	db     *sql.DB
-	cached bool // the driver caches statements itself
+	prepare func(ctx context.Context, query string) (*sql.Stmt, error)
+	cached  bool // the driver caches statements itself
 
 	mu      sync.Mutex
 	stmts   map[string]*sql.Stmt
@@ -29,7 +29,7 @@ type Statements struct {
 
 // NewStatements is the statement cache of s.
 func NewStatements(s Store) *Statements {
-	return &Statements{db: s.DB(), cached: s.CachesStatements(), stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
+	return &Statements{prepare: s.prepare, cached: s.CachesStatements(), stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
 }
 
 // In runs tx's statements through the cache.
@@ -85,7 +85,7 @@ func (p PreparedTx) PrepareContext(ctx context.Context, query string) *sql.Stmt 
 		return p.tx.StmtContext(ctx, st)
 	}
 	c.pending[query] = func(ctx context.Context) {
-		if st, err := c.db.PrepareContext(ctx, query); err == nil {
+		if st, err := c.prepare(ctx, query); err == nil {
 			c.stmts[query] = st
 		}
 	}

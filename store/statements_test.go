@@ -72,7 +72,7 @@ func TestAStatementIsParsedOncePerTransaction(t *testing.T) {
 	if _, err := db.Exec(`CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (2)`); err != nil {
 		t.Fatal(err)
 	}
-	c := &Statements{db: db, stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
+	c := &Statements{prepare: db.PrepareContext, stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
 	defer c.Close()
 	for round := 0; round < 2; round++ {
 		if round > 0 {

@@ -38,8 +38,12 @@ type Waker interface {
 
 // Store is one open ledger database.
 type Store interface {
-	// DB is the connection pool the ledger's SQL runs on.
-	DB() *sql.DB
+	// Querier reads outside a transaction, from the engine's Pool (which
+	// every engine embeds; it also prepares the write path's statements).
+	Querier
+	prepare(ctx context.Context, query string) (*sql.Stmt, error)
+	// NewLedgerID gives a new ledger its id (see Pool.NewLedgerID).
+	NewLedgerID(ctx context.Context, id string, created time.Time) (string, error)
 	// Begin starts a write transaction and takes the serialisation point
 	// inside it: after Begin, no other writer on any host appends.
 	Begin(ctx context.Context) (*sql.Tx, error)
@@ -72,6 +76,12 @@ type Store interface {
 	// database itself: damaged pages (full: every page), missing or
 	// altered append-only guards.
 	CheckStorage(ctx context.Context, q Querier, full bool, rep *replay.Report) error
+	// Size is the database's size in bytes (SQLite: its pages; PostgreSQL:
+	// the events table with its indexes).
+	Size(ctx context.Context) (int64, error)
+	// Compact gives the space of deleted rows back to the file system
+	// (SQLite: VACUUM; PostgreSQL: nothing, its autovacuum reuses it).
+	Compact(ctx context.Context) error
 	// FollowCopiedIDs makes the checkpoint ids copied in tx take effect:
 	// the next checkpoint's id follows them.
 	FollowCopiedIDs(ctx context.Context, tx Execer) error

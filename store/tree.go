@@ -107,7 +107,7 @@ func upgrading(ctx context.Context, q Querier, hashed int64) (bool, error) {
 }
 
 func backfillOnce(ctx context.Context, s Store, log *slog.Logger) (n int64, more bool, err error) {
-	last, hashed, err := TreeLag(ctx, s.DB())
+	last, hashed, err := TreeLag(ctx, s)
 	if err != nil || hashed >= last {
 		return 0, false, err
 	}

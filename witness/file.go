@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/internal/lockfile"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // FileName is the name of the file a witness directory gets for a
@@ -18,11 +19,6 @@ import (
 func FileName(id string, size int64, t time.Time) string {
 	return fmt.Sprintf("%s-%012d-%s.checkpoint", id, size, strings.ReplaceAll(t.UTC().Format("20060102T150405.000000000Z"), ".", ""))
 }
-
-// ErrKind: a witness path that is neither a regular file nor a directory
-// (a FIFO or a device would block the writer, or take the checkpoint
-// nowhere durable).
-var ErrKind = errors.New("not a regular file or a directory")
 
 // write copies note to the witness at path and returns the file written.
 func write(path, id string, size int64, at time.Time, note string) (string, error) {
@@ -35,7 +31,7 @@ func write(path, id string, size int64, at time.Time, note string) (string, erro
 		return p, appendNote(p, os.O_EXCL, note, path)
 	}
 	if err == nil && !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
+		return "", fmt.Errorf("%w (%s)", trust.ErrKind, fi.Mode().Type())
 	}
 	return path, appendNote(path, os.O_APPEND, note, "")
 }
@@ -52,7 +48,7 @@ func appendNote(path string, flag int, note, dir string) error {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
 		if err == nil {
-			err = fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
+			err = fmt.Errorf("%w (%s)", trust.ErrKind, fi.Mode().Type())
 		}
 		return err
 	}
@@ -64,16 +60,7 @@ func appendNote(path string, flag int, note, dir string) error {
 		return err
 	}
 	if dir != "" {
-		return syncDir(dir)
+		return lockfile.SyncDir(dir)
 	}
 	return nil
-}
-
-// syncDir fsyncs a directory, so that a file created in it survives a crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return lockfile.SyncClose(d)
 }

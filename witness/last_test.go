@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/trust"
 )
 
 func signer(t *testing.T, name string) (note.Signer, note.Verifier) {
@@ -50,7 +51,7 @@ func TestLastFindsTheLargestCheckpointOfTheLedgerSignedByTheKey(t *testing.T) {
 	}
 	var b strings.Builder
 	b.WriteString(signed(t, mine, id, 1) + signed(t, mine, id, 5) + signed(t, forger, id, 50))
-	for size := int64(1); b.Len() < 3*tailChunk; size++ {
+	for size := int64(1); b.Len() < 3*64<<10; size++ {
 		b.WriteString(signed(t, mine, "another", size))
 	}
 	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
@@ -68,12 +69,12 @@ func TestLastFindsTheLargestCheckpointOfTheLedgerSignedByTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]int64{file: 5, wdir: 9} {
-		s, err := Last(path, id, v)
+		s, err := trust.Last(path, id, v)
 		if err != nil || s == nil || s.Size != want {
 			t.Fatalf("Last(%s): %+v, %v; want size %d", path, s, err, want)
 		}
 	}
-	if s, err := Last(filepath.Join(dir, "missing"), id, v); s != nil || err != nil {
+	if s, err := trust.Last(filepath.Join(dir, "missing"), id, v); s != nil || err != nil {
 		t.Fatalf("a missing witness: %+v, %v", s, err)
 	}
 	p := New([]string{file, wdir, filepath.Join(dir, "missing")}, time.Minute, nil)

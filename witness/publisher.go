@@ -1,7 +1,10 @@
 // Package witness copies signed checkpoints to witnesses: files and
 // directories kept outside the ledger's root (another volume or host), so
-// that rewriting the log also needs rewriting every witness. A Publisher
-// never blocks its caller longer than its timeout, whatever a witness does.
+// that rewriting the log also needs rewriting every witness, and tlog
+// witnesses off the machine that cosign them (package tlogwitness). A
+// Publisher never blocks its caller longer than its timeout, whatever a
+// witness does. It is the ledger's post-commit hook (ledger.Witnesses),
+// which the command line wires (ledger.WithWitnesses).
 //
 // docs/architecture.md shows where this package sits among the others.
 package witness
@@ -14,6 +17,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/witness/tlogwitness"
 )
 
 // DefaultTimeout bounds how long a publish waits for its witnesses.
@@ -37,24 +43,26 @@ func (e *Error) Unwrap() error { return e.Err }
 // Publisher copies checkpoints to a fixed list of witnesses. It is safe
 // for concurrent use.
 type Publisher struct {
-	paths   []string
-	timeout time.Duration
-	log     *slog.Logger
+	paths     []string
+	cosigners []*tlogwitness.Witness
+	timeout   time.Duration
+	log       *slog.Logger
 	// running counts copies under way (see Publish).
 	running sync.WaitGroup
 }
 
 // New returns a Publisher to paths (none: publishing does nothing) that
-// waits at most timeout for them (zero or less: DefaultTimeout) and warns
-// on log (nil: nowhere).
-func New(paths []string, timeout time.Duration, log *slog.Logger) *Publisher {
+// waits at most timeout for them (zero or less: DefaultTimeout), has each
+// of cosigners cosign every checkpoint it publishes after a commit
+// (AfterCommit), and warns on log (nil: nowhere).
+func New(paths []string, timeout time.Duration, log *slog.Logger, cosigners ...*tlogwitness.Witness) *Publisher {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Publisher{paths: append([]string(nil), paths...), timeout: timeout, log: log}
+	return &Publisher{paths: append([]string(nil), paths...), cosigners: cosigners, timeout: timeout, log: log}
 }
 
 // Publish copies the checkpoint note of ledger id, signed at at over size
@@ -121,12 +129,38 @@ func within[T any](ctx context.Context, p *Publisher, fn func() T) (T, error) {
 	}
 }
 
-// PublishQuietly is Publish for a checkpoint a write signed on its own:
-// the write succeeded, so a witness that failed is a warning.
-func (p *Publisher) PublishQuietly(ctx context.Context, id string, size int64, at time.Time, note string) {
-	if _, err := p.Publish(ctx, id, size, at, note); err != nil {
+// AfterCommit is the ledger's hook (ledger.Witnesses) for the checkpoint
+// note of ledger id a write signed, once it committed: it copies the note
+// to every witness (Publish) and has every cosigner cosign it, with proofs
+// from log (tlogwitness.CosignAll). It returns the paths written, the
+// cosignatures for the ledger to keep, and the failures joined (a refusal,
+// a witness that cosigned a tree this log does not extend, is a
+// *tlogwitness.RefusedError). Quiet, for a checkpoint a write signed on
+// its own, logs the failures instead, since the write stands: a refusal
+// is an error, a witness that could not be reached a warning, and verify
+// --witness-key names the checkpoints a witness did not cosign; nothing is
+// logged once ctx has ended (given up for a later checkpoint, which covers
+// this one).
+func (p *Publisher) AfterCommit(ctx context.Context, id string, size int64, at time.Time, note string, log store.Witnessed, quiet bool) ([]string, []*store.Cosignature, error) {
+	written, err := p.Publish(ctx, id, size, at, note)
+	if quiet && err != nil {
 		p.log.Warn("could not copy a checkpoint to a witness; it is stored in the ledger", "size", size, "err", err)
+		err = nil
 	}
+	got, cerr := tlogwitness.CosignAll(ctx, p.cosigners, []byte(note), log)
+	if !quiet {
+		return written, got, errors.Join(err, cerr)
+	}
+	var refused *tlogwitness.RefusedError
+	switch {
+	case cerr == nil || ctx.Err() != nil:
+	case errors.As(cerr, &refused):
+		p.log.Error("a witness did not cosign the checkpoint (the write stands)", "size", size, "err", cerr)
+	default:
+		p.log.Warn("a witness did not cosign the checkpoint (the write stands; verify --witness-key names the checkpoints it did not cosign)",
+			"size", size, "err", cerr)
+	}
+	return written, got, nil
 }
 
 // Wait waits for copies still under way (see Publish), at most the

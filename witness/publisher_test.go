@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/trust"
 )
 
 const id = "0123456789abcdef"
@@ -101,8 +104,8 @@ func TestAFIFOWitnessIsRefused(t *testing.T) {
 			}
 			_, err := p.Publish(context.Background(), id, 1, at, "note\n")
 			var we *Error
-			if !errors.As(err, &we) || we.Path != fifo || !errors.Is(err, ErrKind) {
-				t.Fatalf("Publish to a FIFO: %v, want a *Error for ErrKind", err)
+			if !errors.As(err, &we) || we.Path != fifo || !errors.Is(err, trust.ErrKind) {
+				t.Fatalf("Publish to a FIFO: %v, want a *Error for trust.ErrKind", err)
 			}
 		})
 	}
@@ -117,12 +120,15 @@ func TestNoWitnessesPublishNothing(t *testing.T) {
 	p.Wait()
 }
 
-func TestPublishQuietlyWarnsOfAFailedWitness(t *testing.T) {
+func TestAfterCommitQuietlyWarnsOfAFailedWitness(t *testing.T) {
 	var buf bytes.Buffer
 	missing := filepath.Join(t.TempDir(), "missing", "witness")
 	p := New([]string{missing}, time.Minute, slog.New(slog.NewTextHandler(&buf, nil)))
-	p.PublishQuietly(context.Background(), id, 7, at, "note\n")
+	written, cs, err := p.AfterCommit(context.Background(), id, 7, at, "note\n", store.Witnessed{}, true)
 	p.Wait()
+	if len(written) != 0 || len(cs) != 0 || err != nil {
+		t.Fatalf("AfterCommit, quiet, to a missing witness: %v, %v, %v; want nothing, the failure logged", written, cs, err)
+	}
 	if s := buf.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "size=7") || !strings.Contains(s, missing) {
 		t.Fatalf("the warning logged: %q", s)
 	}

@@ -206,7 +206,7 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 	termtext.Fprintf(o.g.IO.Out, "pruned seq %d-%d (%d events): the live log starts at seq %d\n  archive %s, sha256 %s\n  recorded: ledger_pruned, seq %d\n",
 		c.FirstSeq, c.LastSeq, c.LastSeq-c.FirstSeq+1, c.LastSeq+1, invocation.AbsPath(o.archive), c.SHA256, seq)
 	if o.g.Database == "" {
-		if _, err := l.DB().ExecContext(ctx, `VACUUM`); err != nil {
+		if err := l.Compact(ctx); err != nil {
 			o.g.Log.Warn("VACUUM after the prune failed; the space is reused by later appends", "err", err)
 		}
 	}
@@ -336,12 +336,8 @@ func archiveInput(path string, err error) error {
 // ledgerSize is the database's size in bytes (SQLite: its pages; PostgreSQL:
 // the events table with its indexes), 0 when it cannot be read.
 func ledgerSize(ctx context.Context, g *invocation.Globals, l *ledger.Ledger) int64 {
-	query := `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`
-	if g.Database != "" {
-		query = `SELECT pg_total_relation_size('events')`
-	}
-	var n int64
-	if err := l.DB().QueryRowContext(ctx, query).Scan(&n); err != nil {
+	n, err := l.Size(ctx)
+	if err != nil {
 		g.Log.Debug("database size", "err", err)
 		return 0
 	}

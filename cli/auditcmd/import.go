@@ -139,10 +139,6 @@ func headKept(ctx context.Context, l *ledger.Ledger, rep *ledger.ImportReport) (
 	if rep.HeadSeq == 0 {
 		return true, nil
 	}
-	found := false
-	err := replay.ScanRows(ctx, l.DB(), replay.Filter{FromSeq: rep.HeadSeq, ToSeq: rep.HeadSeq}, func(r *replay.Row) error {
-		found = r.Hash == rep.HeadHash
-		return nil
-	})
-	return found, err
+	h, err := l.HashAt(ctx, rep.HeadSeq)
+	return h == rep.HeadHash, err
 }

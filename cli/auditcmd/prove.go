@@ -44,37 +44,21 @@ func readNotes(field, path string) ([]checkpoint.Entry, error) {
 // is a witness: the largest checkpoint of ledger id in its files (a
 // witness may keep several ledgers').
 func latestCheckpoint(field, path, id string) (*checkpoint.Signed, error) {
+	files, inDir := []string{path}, false
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return latestInDir(field, path, id)
-	}
-	es, err := readNotes(field, path)
-	if err != nil {
-		return nil, err
-	}
-	var best *checkpoint.Signed
-	for _, e := range es {
-		s, err := checkpoint.Open(e.Note)
+		ents, err := os.ReadDir(path)
 		if err != nil {
-			return nil, events.Invalid(field, fmt.Sprintf("%s:%d", path, e.Line), err.Error())
+			return nil, events.Invalid(field, path, "cannot be read: "+invocation.ErrText(err))
 		}
-		if best == nil || s.Size > best.Size {
-			best = s
+		files, inDir = nil, true
+		for _, e := range ents {
+			if e.Type().IsRegular() {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
 		}
-	}
-	return best, nil
-}
-
-func latestInDir(field, dir, id string) (*checkpoint.Signed, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, events.Invalid(field, dir, "cannot be read: "+invocation.ErrText(err))
 	}
 	var best *checkpoint.Signed
-	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		f := filepath.Join(dir, e.Name())
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, events.Invalid(field, f, "cannot be read: "+invocation.ErrText(err))
@@ -84,16 +68,16 @@ func latestInDir(field, dir, id string) (*checkpoint.Signed, error) {
 			if err != nil {
 				return nil, events.Invalid(field, fmt.Sprintf("%s:%d", f, n.Line), err.Error())
 			}
-			if id != "" && s.LedgerID() != id {
-				continue
-			}
-			if best == nil || s.Size > best.Size {
+			if (!inDir || id == "" || s.LedgerID() == id) && (best == nil || s.Size > best.Size) {
 				best = s
 			}
 		}
 	}
-	if best == nil {
-		return nil, events.Invalid(field, dir, "holds no checkpoint of this ledger")
+	switch {
+	case best == nil && inDir:
+		return nil, events.Invalid(field, path, "holds no checkpoint of this ledger")
+	case best == nil:
+		return nil, events.Invalid(field, path, "holds no checkpoint")
 	}
 	return best, nil
 }

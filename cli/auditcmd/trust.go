@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,7 +16,6 @@ import (
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
-	"github.com/lockledger/lockledger/witness"
 )
 
 var trustListing = invocation.Listing{
@@ -163,12 +163,18 @@ func runTrustShow(g *invocation.Globals, asJSON bool) error {
 	return nil
 }
 
-func runTrustExport(g *invocation.Globals) error {
+// rootPins is the trust store and its pins of this root.
+func rootPins(g *invocation.Globals) (*trust.Store, []trust.Pin, error) {
 	s, err := g.TrustStore()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	pins, err := s.PinsOf(g.Root)
+	return s, pins, err
+}
+
+func runTrustExport(g *invocation.Globals) error {
+	s, pins, err := rootPins(g)
 	if err != nil {
 		return err
 	}
@@ -220,11 +226,7 @@ func runTrustPin(g *invocation.Globals, id, key string) error {
 }
 
 func runTrustForget(g *invocation.Globals, yes bool) error {
-	s, err := g.TrustStore()
-	if err != nil {
-		return err
-	}
-	pins, err := s.PinsOf(g.Root)
+	s, pins, err := rootPins(g)
 	if err != nil {
 		return err
 	}
@@ -251,15 +253,12 @@ func runTrustForget(g *invocation.Globals, yes bool) error {
 		return err
 	}
 	for _, p := range gone {
-		named := false
-		for _, l := range left {
-			named = named || l.LedgerID == p.LedgerID
-		}
+		named := slices.ContainsFunc(left, func(l trust.Pin) bool { return l.LedgerID == p.LedgerID })
 		// This root's head goes with its pin; the head kept before heads
 		// were per root goes once no root pins the ledger.
 		paths := []string{invocation.Heads(s, p.Root).Path(p.LedgerID)}
 		if !named {
-			paths = append(paths, witness.Heads{Dir: s.HeadsDir()}.Path(p.LedgerID))
+			paths = append(paths, trust.Heads{Dir: s.HeadsDir()}.Path(p.LedgerID))
 		}
 		for _, path := range paths {
 			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {

@@ -14,7 +14,6 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/trust"
-	"github.com/lockledger/lockledger/witness"
 )
 
 // unsignedWarning is what verify says, on stderr and in --json, of a
@@ -87,7 +86,7 @@ func (o *verifyOptions) fromStore(t *replay.Trust) error {
 			continue
 		}
 		b, err := invocation.Heads(s, o.g.Root).Read(id)
-		var busy *witness.LockBusyError
+		var busy *trust.LockBusyError
 		if errors.As(err, &busy) {
 			// Not the caller's input: another process holds the head.
 			return fmt.Errorf("verify: the head kept in %s cannot be read: %w", head, err)

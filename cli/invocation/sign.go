@@ -19,6 +19,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
+	"github.com/lockledger/lockledger/witness"
 )
 
 // signFlags are the global flags of signed checkpoints.
@@ -187,7 +188,7 @@ func (g *Globals) signingOptions() ([]ledger.Option, error) {
 		s, _, err := g.signer()
 		if err != nil || s == nil {
 			if err == nil {
-				_, err = g.cosignerOptions(false)
+				_, err = g.writerCosigners(false)
 			}
 			return []ledger.Option{ledger.Unsigned()}, err
 		}
@@ -200,8 +201,14 @@ func (g *Globals) signingOptions() ([]ledger.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	cosign, err := g.cosignerOptions(true)
-	return append(append(opts, more...), cosign...), err
+	cosigners, err := g.writerCosigners(true)
+	if err != nil {
+		return nil, err
+	}
+	if len(g.Sign.Witnesses) > 0 || len(cosigners) > 0 {
+		more = append(more, ledger.WithWitnesses(witness.New(g.Sign.Witnesses, 0, g.Log, cosigners...)))
+	}
+	return append(opts, more...), nil
 }
 
 // keyedTrustStore is the trust store that pins an explicit key: one that
@@ -231,18 +238,22 @@ func (g *Globals) CheckpointPolicy() (int64, time.Duration, error) {
 	return every, interval, nil
 }
 
-// policyOptions are a signing writer's witnesses and checkpoint policy.
+// policyOptions are a signing writer's checkpoint policy, once its
+// --witness paths are checked.
 func (g *Globals) policyOptions() ([]ledger.Option, error) {
 	every, interval, err := g.CheckpointPolicy()
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range g.Sign.Witnesses {
+		if w == "" {
+			return nil, events.Invalid("--witness", w, "must not be empty")
+		}
 		if InsideRoot(g.Root, w) {
 			return nil, events.Invalid("--witness", w, fmt.Sprintf(
 				"is inside the root %s: whoever can rewrite the ledger can rewrite it too, so it witnesses nothing; use another volume or host",
 				ResolvedRoot(g.Root)))
 		}
 	}
-	return []ledger.Option{ledger.WithWitnesses(g.Sign.Witnesses...), ledger.WithCheckpointPolicy(every, interval)}, nil
+	return []ledger.Option{ledger.WithCheckpointPolicy(every, interval)}, nil
 }

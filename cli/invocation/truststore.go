@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/lockledger/lockledger/trust"
-	"github.com/lockledger/lockledger/witness"
 )
 
 // EnvUnsigned set to 1 is --unsigned.
@@ -54,8 +53,8 @@ func (g *Globals) Sayf(format string, args ...any) {
 
 // Heads is the trust store's heads witness for the root at root: a head
 // per ledger and per root, so that a copy of a root keeps its own.
-func Heads(s *trust.Store, root string) witness.Heads {
-	return witness.Heads{Dir: s.HeadsDir(), Root: trust.Resolve(root)}
+func Heads(s *trust.Store, root string) trust.Heads {
+	return trust.Heads{Dir: s.HeadsDir(), Root: trust.Resolve(root)}
 }
 
 // KeptHead is the file holding the head the trust store keeps of ledger
@@ -87,7 +86,7 @@ func (g *Globals) DropHeads() error {
 	}
 	for _, p := range pins {
 		heads := Heads(s, p.Root)
-		for _, path := range []string{heads.Path(p.LedgerID), witness.Heads{Dir: heads.Dir}.Path(p.LedgerID)} {
+		for _, path := range []string{heads.Path(p.LedgerID), trust.Heads{Dir: heads.Dir}.Path(p.LedgerID)} {
 			if err := os.Remove(path); err == nil {
 				g.Log.Info("rollback accepted: dropped the signed head kept of the ledger", "ledger_id", p.LedgerID, "file", path)
 			} else if !errors.Is(err, fs.ErrNotExist) {

@@ -58,11 +58,11 @@ func (g *Globals) cosigners() ([]*tlogwitness.Witness, error) {
 	return out, nil
 }
 
-// cosignerOptions is the ledger option of --witness-url. A --witness-url
-// without a key to sign what it cosigns is refused; LOCKLEDGER_WITNESS_URL,
-// set for the writers, asks nothing of a process without one (an auditor's
-// verify), as LOCKLEDGER_WITNESS does not.
-func (g *Globals) cosignerOptions(signing bool) ([]ledger.Option, error) {
+// writerCosigners are the witnesses of --witness-url for a writer. A
+// --witness-url without a key to sign what it cosigns is refused;
+// LOCKLEDGER_WITNESS_URL, set for the writers, asks nothing of a process
+// without one (an auditor's verify), as LOCKLEDGER_WITNESS does not.
+func (g *Globals) writerCosigners(signing bool) ([]*tlogwitness.Witness, error) {
 	f := g.Sign.witnessURLs
 	if len(f.urls) == 0 || (!signing && slices.Equal(f.urls, f.env)) {
 		return nil, nil
@@ -70,11 +70,7 @@ func (g *Globals) cosignerOptions(signing bool) ([]ledger.Option, error) {
 	if !signing {
 		return nil, events.Invalid("--witness-url", f.urls[0], "needs signed checkpoints, and writes are --unsigned: a witness cosigns signed checkpoints")
 	}
-	ws, err := g.cosigners()
-	if err != nil {
-		return nil, err
-	}
-	return []ledger.Option{ledger.WithCosigners(ws...)}, nil
+	return g.cosigners()
 }
 
 // WitnessKeyFlags are verify's --witness-key and --witness-quorum.

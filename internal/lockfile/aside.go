@@ -28,20 +28,13 @@ type Aside struct {
 // hard link, so nothing is copied and no existing file is ever replaced
 // (link(2) fails on an existing name). A link to the same file left by an
 // earlier run is reused. ErrChangedMeanwhile if lock's file is no longer f.
-func (d *Dir) KeepAside(lock string, f State, now time.Time) (Aside, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return Aside{}, err
-	}
-	l, err := d.writable()
-	if err != nil {
-		return Aside{}, err
-	}
-	a, err := l.keepAside(fileName(lock), f, now)
-	if err == nil && a.Created {
-		a.ModeErr = l.chmodPrivate(filepath.Base(a.Path))
-	}
+func (d *Dir) KeepAside(lock string, f State, now time.Time) (a Aside, err error) {
+	err = d.write(func(l at) (err error) {
+		if a, err = l.keepAside(fileName(lock), f, now); err == nil && a.Created {
+			a.ModeErr = l.chmodPrivate(filepath.Base(a.Path))
+		}
+		return err
+	})
 	return a, err
 }
 
@@ -49,23 +42,18 @@ func (d *Dir) KeepAside(lock string, f State, now time.Time) (Aside, error) {
 // directory) as KeepAside does, as p.corrupt-TIME beside it, under its own
 // mode: it stays that tool's file. ErrChangedMeanwhile if p no longer
 // holds data.
-func KeepAsideFile(p string, data []byte, now time.Time) (Aside, error) {
-	d, ok, err := parent(p)
-	if !ok {
-		if err == nil {
+func KeepAsideFile(p string, data []byte, now time.Time) (a Aside, err error) {
+	err = inParent(p, ErrChangedMeanwhile, func(d at, name string) error {
+		f, err := d.read(name)
+		if err == nil && (!f.Exists || !bytes.Equal(f.Data, data)) {
 			err = ErrChangedMeanwhile
 		}
-		return Aside{}, err
-	}
-	defer closeFD(d.fd)
-	f, err := d.read(filepath.Base(p))
-	if err != nil {
-		return Aside{}, err
-	}
-	if !f.Exists || !bytes.Equal(f.Data, data) {
-		return Aside{}, ErrChangedMeanwhile
-	}
-	return d.keepAside(filepath.Base(p), f, now)
+		if err == nil {
+			a, err = d.keepAside(name, f, now)
+		}
+		return err
+	})
+	return a, err
 }
 
 // DropAsideFile removes a link KeepAsideFile made at aside for the file at p.
@@ -73,12 +61,7 @@ func DropAsideFile(p, aside string) error {
 	if filepath.Dir(aside) != filepath.Dir(p) || !strings.HasPrefix(filepath.Base(aside), filepath.Base(p)+".corrupt-") {
 		return &UnsafePathError{Path: aside, Reason: "is not a file kept aside for " + p}
 	}
-	d, ok, err := parent(p)
-	if !ok {
-		return err
-	}
-	defer closeFD(d.fd)
-	return d.unlink(filepath.Base(aside))
+	return inParent(p, nil, func(d at, _ string) error { return d.unlink(filepath.Base(aside)) })
 }
 
 // keepAside links file, which must still be f, to file.corrupt-TIME in d.

@@ -219,21 +219,14 @@ func (d *Dir) writable() (at, error) {
 }
 
 // Read returns lock's file; a missing file (or locks directory) is State{}.
-func (d *Dir) Read(lock string) (State, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return State{}, err
-	}
-	l, err := d.readable()
-	if err != nil || l.fd < 0 {
-		return State{}, err
-	}
-	return l.read(fileName(lock))
-}
+func (d *Dir) Read(lock string) (State, error) { return d.readLocks(fileName(lock)) }
 
 // ReadJournal returns lock's journal (see journal.go).
 func (d *Dir) ReadJournal(lock string) (State, error) {
+	return d.readLocks(journalName(fileName(lock)))
+}
+
+func (d *Dir) readLocks(name string) (State, error) {
 	done, err := d.use()
 	defer done()
 	if err != nil {
@@ -243,112 +236,83 @@ func (d *Dir) ReadJournal(lock string) (State, error) {
 	if err != nil || l.fd < 0 {
 		return State{}, err
 	}
-	return l.read(journalName(fileName(lock)))
+	return l.read(name)
+}
+
+// write runs f on the locks directory for a write (see writable), with
+// the descriptors held open.
+func (d *Dir) write(f func(l at) error) error {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return err
+	}
+	l, err := d.writable()
+	if err != nil {
+		return err
+	}
+	return f(l)
 }
 
 // Place puts lock's new file in place without clobbering an existing one
 // (ErrExists). It returns the journal, open, for the caller to fsync with
 // its commit (SyncClose) and remove after it (Done).
-func (d *Dir) Place(lock string, data []byte) (*os.File, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return nil, err
-	}
-	l, err := d.writable()
-	if err != nil {
-		return nil, err
-	}
-	return l.place(fileName(lock), data)
+func (d *Dir) Place(lock string, data []byte) (j *os.File, err error) {
+	err = d.write(func(l at) (err error) { j, err = l.place(fileName(lock), data); return err })
+	return j, err
 }
 
 // Replace atomically swaps lock's file for one holding data. It returns
 // the journal, open, as Place does.
-func (d *Dir) Replace(lock string, data []byte) (*os.File, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return nil, err
-	}
-	l, err := d.writable()
-	if err != nil {
-		return nil, err
-	}
-	return l.replace(fileName(lock), data)
+func (d *Dir) Replace(lock string, data []byte) (j *os.File, err error) {
+	err = d.write(func(l at) (err error) { j, err = l.replace(fileName(lock), data); return err })
+	return j, err
 }
 
 // Remove deletes lock's file if it still holds exactly data.
 func (d *Dir) Remove(lock string, data []byte) error {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return err
-	}
-	l, err := d.writable()
-	if err != nil {
-		return err
-	}
-	return l.remove(fileName(lock), data)
+	return d.write(func(l at) error { return l.remove(fileName(lock), data) })
 }
 
 // Drop deletes lock's file, whatever it holds.
 func (d *Dir) Drop(lock string) error {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return err
-	}
-	l, err := d.writable()
-	if err != nil {
-		return err
-	}
-	return l.unlink(fileName(lock))
+	return d.write(func(l at) error { return l.unlink(fileName(lock)) })
 }
 
 // DropIfInode deletes lock's file if it still is the file ino, and leaves
 // anything that took its place.
 func (d *Dir) DropIfInode(lock string, ino uint64) error {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return err
-	}
-	l, err := d.writable()
-	if err != nil {
-		return err
-	}
-	st, ok, err := l.lstat(fileName(lock))
-	if err != nil || !ok || st.Ino != ino {
-		return err
-	}
-	return l.unlink(fileName(lock))
+	return d.write(func(l at) error {
+		st, ok, err := l.lstat(fileName(lock))
+		if err != nil || !ok || st.Ino != ino {
+			return err
+		}
+		return l.unlink(fileName(lock))
+	})
 }
 
 // Done removes lock's journal once the change is committed.
-func (d *Dir) Done(lock string) error {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return err
-	}
-	if d.locks.fd < 0 {
-		return nil
-	}
-	return d.locks.unlink(journalName(fileName(lock)))
-}
+func (d *Dir) Done(lock string) error { return d.unlinkIn(journalName(fileName(lock))) }
 
 // Settle removes lock's journal and swap file: an interrupted write is
 // over once its lock file is dropped or kept.
 func (d *Dir) Settle(lock string) error {
+	return d.unlinkIn(journalName(fileName(lock)), swapName(fileName(lock)))
+}
+
+// unlinkIn removes names from the locks directory, where there is one.
+func (d *Dir) unlinkIn(names ...string) error {
 	done, err := d.use()
 	defer done()
-	if err != nil {
+	if err != nil || d.locks.fd < 0 {
 		return err
 	}
-	if d.locks.fd < 0 {
-		return nil
+	for _, name := range names {
+		if err := d.locks.unlink(name); err != nil {
+			return err
+		}
 	}
-	return d.locks.settle(fileName(lock))
+	return nil
 }
 
 // Entries lists the locks directory, sorted by name; a missing one holds
@@ -359,22 +323,11 @@ func (d *Dir) Entries() ([]os.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.entries()
-}
-
-// entries is Entries for a caller that holds the descriptors.
-func (d *Dir) entries() ([]os.DirEntry, error) {
 	l, err := d.readable()
 	if err != nil || l.fd < 0 {
 		return nil, err
 	}
-	fd, err := l.reopen()
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: l.path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), l.path)
-	defer f.Close()
-	entries, err := f.ReadDir(-1)
+	entries, err := l.list()
 	slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, err
 }

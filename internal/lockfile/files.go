@@ -17,77 +17,54 @@ import (
 func JournalOf(p string) string { return filepath.Join(filepath.Dir(p), journalName(filepath.Base(p))) }
 func SwapOf(p string) string    { return filepath.Join(filepath.Dir(p), swapName(filepath.Base(p))) }
 
-// parent opens p's directory; ok is false when there is none.
-func parent(p string) (d at, ok bool, err error) {
+// inParent runs f on p's directory, opened once, and p's name in it.
+// Where the directory is missing, f does not run and it returns missing.
+func inParent(p string, missing error, f func(d at, name string) error) error {
 	dir := filepath.Dir(p)
 	fd, err := unix.Open(dir, openPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err == unix.ENOENT {
-		return at{fd: -1, path: dir}, false, nil
+		return missing
 	}
 	if err != nil {
-		return at{fd: -1, path: dir}, false, &os.PathError{Op: "open", Path: dir, Err: err}
+		return &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return at{fd: fd, path: dir}, true, nil
+	defer unix.Close(fd)
+	return f(at{fd: fd, path: dir}, filepath.Base(p))
+}
+
+// noParent is the error of a write at p whose directory is missing.
+func noParent(p string) error {
+	return &os.PathError{Op: "open", Path: filepath.Dir(p), Err: os.ErrNotExist}
 }
 
 // ReadFile returns the lock file at p without following a symlink; a
 // missing one is State{}.
-func ReadFile(p string) (State, error) {
-	d, ok, err := parent(p)
-	if !ok {
-		return State{}, err
-	}
-	defer closeFD(d.fd)
-	return d.read(filepath.Base(p))
+func ReadFile(p string) (s State, err error) {
+	err = inParent(p, nil, func(d at, name string) (err error) { s, err = d.read(name); return err })
+	return s, err
 }
 
 // PlaceFile puts a new lock file at p without clobbering an existing one
 // (ErrExists). It returns the journal, open.
-func PlaceFile(p string, data []byte) (*os.File, error) {
-	d, ok, err := parent(p)
-	if !ok {
-		if err == nil {
-			err = &os.PathError{Op: "open", Path: d.path, Err: os.ErrNotExist}
-		}
-		return nil, err
-	}
-	defer closeFD(d.fd)
-	return d.place(filepath.Base(p), data)
+func PlaceFile(p string, data []byte) (j *os.File, err error) {
+	err = inParent(p, noParent(p), func(d at, name string) (err error) { j, err = d.place(name, data); return err })
+	return j, err
 }
 
 // ReplaceFile atomically swaps the file at p for one holding data. It
 // returns the journal, open.
-func ReplaceFile(p string, data []byte) (*os.File, error) {
-	d, ok, err := parent(p)
-	if !ok {
-		if err == nil {
-			err = &os.PathError{Op: "open", Path: d.path, Err: os.ErrNotExist}
-		}
-		return nil, err
-	}
-	defer closeFD(d.fd)
-	return d.replace(filepath.Base(p), data)
+func ReplaceFile(p string, data []byte) (j *os.File, err error) {
+	err = inParent(p, noParent(p), func(d at, name string) (err error) { j, err = d.replace(name, data); return err })
+	return j, err
 }
 
 // RemoveFile deletes the file at p if it still holds exactly data.
 func RemoveFile(p string, data []byte) error {
-	d, ok, err := parent(p)
-	if !ok {
-		return err
-	}
-	defer closeFD(d.fd)
-	return d.remove(filepath.Base(p), data)
+	return inParent(p, nil, func(d at, name string) error { return d.remove(name, data) })
 }
 
 // RemoveIfExists deletes the file at p; a missing one is fine.
-func RemoveIfExists(p string) error {
-	d, ok, err := parent(p)
-	if !ok {
-		return err
-	}
-	defer closeFD(d.fd)
-	return d.unlink(filepath.Base(p))
-}
+func RemoveIfExists(p string) error { return inParent(p, nil, at.unlink) }
 
 // RecoverFile undoes or finishes a change at lock path p that a process
 // left behind (a journal beside it): a file that shares the journal's inode

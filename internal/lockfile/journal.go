@@ -28,15 +28,9 @@ func (d at) writeJournal(file string, data []byte) (*os.File, error) {
 	if err := d.unlink(jn); err != nil {
 		return nil, err
 	}
-	mode := d.fileMode()
-	fd, err := d.openIn(jn, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
+	fd, err := d.create(jn, unix.O_WRONLY|unix.O_EXCL)
 	if err != nil {
 		return nil, d.openErr("create", jn, err)
-	}
-	if err := fixMode(fd, mode); err != nil {
-		unix.Close(fd)
-		_ = d.unlink(jn)
-		return nil, &os.PathError{Op: "chmod", Path: d.join(jn), Err: err}
 	}
 	j := os.NewFile(uintptr(fd), d.join(jn))
 	if _, err := j.Write(data); err != nil {
@@ -96,12 +90,13 @@ func (d at) remove(file string, data []byte) error {
 	return d.unlink(file)
 }
 
-// settle removes file's journal and swap.
-func (d at) settle(file string) error {
-	if err := d.unlink(journalName(file)); err != nil {
+// SyncDir fsyncs a directory, so that a file created in it survives a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
 		return err
 	}
-	return d.unlink(swapName(file))
+	return SyncClose(d)
 }
 
 // SyncClose makes a journal durable and closes it.

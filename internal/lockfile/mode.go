@@ -48,6 +48,25 @@ func (d at) fileMode() uint32 {
 	return PrivateFileMode
 }
 
+// create opens name in the directory with O_CREAT and flags, mode 0600
+// (0660 in a group directory) exactly. A file it made (O_EXCL) whose
+// mode cannot be set is removed.
+func (d at) create(name string, flags int) (int, error) {
+	mode := d.fileMode()
+	fd, err := d.openIn(name, flags|unix.O_CREAT, mode)
+	if err != nil {
+		return -1, err
+	}
+	if err := fixMode(fd, mode); err != nil {
+		unix.Close(fd)
+		if flags&unix.O_EXCL != 0 {
+			_ = d.unlink(name)
+		}
+		return -1, &os.PathError{Op: "chmod", Path: d.join(name), Err: err}
+	}
+	return fd, nil
+}
+
 // fixMode gives a file just created with mode its exact mode (the umask
 // may have taken the group's bits), where it is the caller's.
 func fixMode(fd int, mode uint32) error {

@@ -30,14 +30,9 @@ func (d *Dir) OpenMutex() (*Mutex, error) {
 	if err := d.rootErr(); err != nil {
 		return nil, err
 	}
-	mode := d.root.fileMode()
-	fd, err := d.root.openIn(MutexName, unix.O_RDWR|unix.O_CREAT, mode)
+	fd, err := d.root.create(MutexName, unix.O_RDWR)
 	if err != nil {
 		return nil, d.root.openErr("open", MutexName, err)
-	}
-	if err := fixMode(fd, mode); err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "chmod", Path: d.root.join(MutexName), Err: err}
 	}
 	return &Mutex{f: os.NewFile(uintptr(fd), d.root.join(MutexName))}, nil
 }
@@ -87,7 +82,10 @@ func flock(ctx context.Context, fd, how int, wait, maxPoll time.Duration) (unloc
 }
 
 // Marker is the ledger id the file records ("" when it records none).
-func (m *Mutex) Marker() (string, error) { return readMarker(m.f) }
+func (m *Mutex) Marker() (string, error) {
+	b, err := readStart(m.f, 256)
+	return strings.TrimSpace(string(b)), err
+}
 
 // SetMarker records id, durably. Only under the mutex.
 func (m *Mutex) SetMarker(id string) error {
@@ -107,29 +105,35 @@ func (m *Mutex) Close() error { return m.f.Close() }
 func (d *Dir) Marker() (string, error) {
 	done, err := d.use()
 	defer done()
-	if err != nil {
+	if err != nil || d.root.fd < 0 {
 		return "", err
 	}
-	if d.root.fd < 0 {
-		return "", nil
-	}
-	fd, err := d.root.openIn(MutexName, unix.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err == unix.ENOENT {
-		return "", nil
-	}
-	if err != nil {
-		return "", d.root.openErr("open", MutexName, err)
-	}
-	f := os.NewFile(uintptr(fd), d.root.join(MutexName))
-	defer f.Close()
-	return readMarker(f)
+	b, _, err := d.root.readStart(MutexName, 256)
+	return strings.TrimSpace(string(b)), err
 }
 
-func readMarker(f *os.File) (string, error) {
-	b := make([]byte, 256)
-	n, err := f.ReadAt(b, 0)
+// readStart reads at most n bytes from the start of f.
+func readStart(f *os.File, n int) ([]byte, error) {
+	b := make([]byte, n)
+	k, err := f.ReadAt(b, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("read %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
 	}
-	return strings.TrimSpace(string(b[:n])), nil
+	return b[:k], nil
+}
+
+// readStart reads at most n bytes from the start of name in the
+// directory, never following a symlink; ok is false when it is missing.
+func (d at) readStart(name string, n int) (b []byte, ok bool, err error) {
+	fd, err := d.openIn(name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err == unix.ENOENT {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, d.openErr("open", name, err)
+	}
+	f := os.NewFile(uintptr(fd), d.join(name))
+	defer f.Close()
+	b, err = readStart(f, n)
+	return b, true, err
 }

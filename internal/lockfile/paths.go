@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/lockledger/lockledger/internal/fileid"
 )
 
 // Resolve is p (absolute) with the symlinks of its longest existing prefix
@@ -53,17 +51,17 @@ func Within(dir, p string) bool {
 // itself included, is root or locks under another name (the same device
 // and inode: a bind mount); otherwise p unchanged.
 func SameDirectory(p, root, locks string) string {
-	rootID, rootOK := fileid.Dir(root)
-	locksID, locksOK := fileid.Dir(locks)
-	if !rootOK {
+	rootFI, err := os.Stat(root)
+	if err != nil || !rootFI.IsDir() {
 		return p
 	}
+	locksFI, _ := os.Stat(locks)
 	for dir, rest := p, ""; ; {
-		if id, ok := fileid.Dir(dir); ok {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 			switch {
-			case id == rootID:
+			case os.SameFile(fi, rootFI):
 				return filepath.Join(root, rest)
-			case locksOK && id == locksID:
+			case locksFI != nil && locksFI.IsDir() && os.SameFile(fi, locksFI):
 				return filepath.Join(locks, rest)
 			}
 		}

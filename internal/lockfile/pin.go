@@ -1,9 +1,7 @@
 package lockfile
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -39,21 +37,11 @@ func (d *Dir) ReadPin() (p Pin, ok bool, err error) {
 	if err != nil || d.root.fd < 0 {
 		return Pin{}, false, err
 	}
-	fd, err := d.root.openIn(PinName, unix.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err == unix.ENOENT {
-		return Pin{}, false, nil
-	}
+	b, _, err := d.root.readStart(PinName, 512)
 	if err != nil {
-		return Pin{}, false, d.root.openErr("open", PinName, err)
+		return Pin{}, false, err
 	}
-	f := os.NewFile(uintptr(fd), d.root.join(PinName))
-	defer f.Close()
-	b := make([]byte, 512)
-	n, err := f.ReadAt(b, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return Pin{}, false, fmt.Errorf("read %s: %w", f.Name(), err)
-	}
-	fields := strings.Fields(string(b[:n]))
+	fields := strings.Fields(string(b))
 	if len(fields) == 0 {
 		return Pin{}, false, nil
 	}
@@ -66,7 +54,7 @@ func (d *Dir) ReadPin() (p Pin, ok bool, err error) {
 			return p, true, nil
 		}
 	}
-	return Pin{}, false, fmt.Errorf("%s does not parse as a pin (LEDGER_ID SEQ HASH); remove it to pin the ledger found now", f.Name())
+	return Pin{}, false, fmt.Errorf("%s does not parse as a pin (LEDGER_ID SEQ HASH); remove it to pin the ledger found now", d.root.join(PinName))
 }
 
 // WritePin replaces the root's pin: a new file renamed into place, not
@@ -86,16 +74,12 @@ func (d *Dir) WritePin(p Pin) error {
 		hash = "-"
 	}
 	tmp := fmt.Sprintf(".%s.%016x", PinName, rand.Uint64())
-	mode := d.root.fileMode()
-	fd, err := d.root.openIn(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
+	fd, err := d.root.create(tmp, unix.O_WRONLY|unix.O_EXCL)
 	if err != nil {
 		return d.root.openErr("create", tmp, err)
 	}
 	f := os.NewFile(uintptr(fd), d.root.join(tmp))
-	err = fixMode(fd, mode)
-	if err == nil {
-		_, err = fmt.Fprintf(f, "%s %d %s\n", p.LedgerID, p.Seq, hash)
-	}
+	_, err = fmt.Fprintf(f, "%s %d %s\n", p.LedgerID, p.Seq, hash)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -4,8 +4,6 @@ package lockfile
 // SQLite opens by its path once it exists) and its -wal and -shm.
 
 import (
-	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"time"
@@ -27,8 +25,7 @@ func (d *Dir) CreateFile(name string) error {
 	if err := d.rootErr(); err != nil {
 		return err
 	}
-	mode := d.root.fileMode()
-	fd, err := d.root.openIn(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
+	fd, err := d.root.create(name, unix.O_WRONLY|unix.O_EXCL)
 	if err == unix.EEXIST {
 		st, ok, err := d.root.lstat(name)
 		if err != nil || !ok {
@@ -41,10 +38,6 @@ func (d *Dir) CreateFile(name string) error {
 	}
 	if err != nil {
 		return d.root.openErr("create", name, err)
-	}
-	if err := fixMode(fd, mode); err != nil {
-		unix.Close(fd)
-		return &os.PathError{Op: "chmod", Path: d.root.join(name), Err: err}
 	}
 	return unix.Close(fd)
 }
@@ -81,18 +74,11 @@ func (d *Dir) ReadHead(name string, n int) ([]byte, error) {
 	if err := d.rootErr(); err != nil {
 		return nil, err
 	}
-	fd, err := d.root.openIn(name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, d.root.openErr("open", name, err)
+	b, ok, err := d.root.readStart(name, n)
+	if err == nil && !ok {
+		err = d.root.openErr("open", name, unix.ENOENT)
 	}
-	f := os.NewFile(uintptr(fd), d.root.join(name))
-	defer f.Close()
-	b := make([]byte, n)
-	k, err := io.ReadFull(f, b)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return b[:k], nil
+	return b, err
 }
 
 // fileInfo is fs.FileInfo from fstatat(2).

@@ -18,9 +18,8 @@ import (
 // wakes every waiter on it: the waiter looks again and, when its own lock
 // is still taken, waits on.
 type Watch struct {
-	kq    int
-	dir   int
-	files []int // WatchFiles: the files watched
+	kq  int   // -1: none, the Watch sleeps
+	fds []int // the directory or the files watched
 }
 
 // Watch watches lock's file (see the type). Close it when done.
@@ -28,27 +27,13 @@ func (d *Dir) Watch(lock string) *Watch {
 	done, err := d.use()
 	defer done()
 	if err != nil || d.locks.fd < 0 {
-		return &Watch{kq: -1, dir: -1}
+		return &Watch{kq: -1}
 	}
 	dir, err := d.locks.reopen()
 	if err != nil {
-		return &Watch{kq: -1, dir: -1}
+		return &Watch{kq: -1}
 	}
-	kq, err := unix.Kqueue()
-	if err != nil {
-		unix.Close(dir)
-		return &Watch{kq: -1, dir: -1}
-	}
-	unix.CloseOnExec(kq)
-	var ev unix.Kevent_t
-	unix.SetKevent(&ev, dir, unix.EVFILT_VNODE, unix.EV_ADD|unix.EV_CLEAR)
-	ev.Fflags = unix.NOTE_WRITE
-	if _, err := unix.Kevent(kq, []unix.Kevent_t{ev}, nil, nil); err != nil {
-		unix.Close(kq)
-		unix.Close(dir)
-		return &Watch{kq: -1, dir: -1}
-	}
-	return &Watch{kq: kq, dir: dir}
+	return kqueue(unix.NOTE_WRITE, []int{dir})
 }
 
 // WatchFiles wakes a reader when one of the files named (in the root
@@ -60,27 +45,37 @@ func (d *Dir) WatchFiles(names ...string) *Watch {
 	done, err := d.use()
 	defer done()
 	if err != nil || d.root.fd < 0 {
-		return &Watch{kq: -1, dir: -1}
+		return &Watch{kq: -1}
 	}
-	kq, err := unix.Kqueue()
-	if err != nil {
-		return &Watch{kq: -1, dir: -1}
-	}
-	unix.CloseOnExec(kq)
-	w := &Watch{kq: kq, dir: -1}
+	var fds []int
 	for _, n := range names {
-		fd, err := unix.Openat(d.root.fd, n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue
+		if fd, err := unix.Openat(d.root.fd, n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
+			fds = append(fds, fd)
 		}
+	}
+	return kqueue(unix.NOTE_WRITE|unix.NOTE_EXTEND, fds)
+}
+
+// kqueue watches fds (EVFILT_VNODE) for fflags; a descriptor it cannot
+// watch is closed.
+func kqueue(fflags uint32, fds []int) *Watch {
+	w := &Watch{kq: -1}
+	kq, err := unix.Kqueue()
+	if err == nil {
+		unix.CloseOnExec(kq)
+		w.kq = kq
+	}
+	for _, fd := range fds {
 		var ev unix.Kevent_t
 		unix.SetKevent(&ev, fd, unix.EVFILT_VNODE, unix.EV_ADD|unix.EV_CLEAR)
-		ev.Fflags = unix.NOTE_WRITE | unix.NOTE_EXTEND
-		if _, err := unix.Kevent(kq, []unix.Kevent_t{ev}, nil, nil); err != nil {
-			unix.Close(fd)
-			continue
+		ev.Fflags = fflags
+		if w.kq >= 0 {
+			if _, err := unix.Kevent(kq, []unix.Kevent_t{ev}, nil, nil); err == nil {
+				w.fds = append(w.fds, fd)
+				continue
+			}
 		}
-		w.files = append(w.files, fd)
+		unix.Close(fd)
 	}
 	return w
 }
@@ -115,8 +110,7 @@ func (w *Watch) Wait(ctx context.Context, d time.Duration) {
 // Close stops watching.
 func (w *Watch) Close() {
 	closeFD(w.kq)
-	closeFD(w.dir)
-	for _, fd := range w.files {
+	for _, fd := range w.fds {
 		closeFD(fd)
 	}
 }

@@ -1,6 +1,7 @@
 package lockfile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,28 +26,9 @@ type Watch struct {
 	files []string
 }
 
-// newWatch puts the non-blocking inotify descriptor fd in the poller.
-func newWatch(fd int, names []string) *Watch {
-	return &Watch{f: os.NewFile(uintptr(fd), "inotify"), files: names}
-}
-
 // Watch watches lock's file. Close it when done.
 func (d *Dir) Watch(lock string) *Watch {
-	done, err := d.use()
-	defer done()
-	if err != nil || d.locks.fd < 0 {
-		return &Watch{}
-	}
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
-	if err != nil {
-		return &Watch{}
-	}
-	mask := uint32(unix.IN_DELETE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_CREATE | unix.IN_ONLYDIR)
-	if _, err := unix.InotifyAddWatch(fd, fmt.Sprintf("/proc/self/fd/%d", d.locks.fd), mask); err != nil {
-		unix.Close(fd)
-		return &Watch{}
-	}
-	return newWatch(fd, []string{fileName(lock)})
+	return d.inotify(&d.locks, unix.IN_DELETE|unix.IN_MOVED_TO|unix.IN_MOVED_FROM|unix.IN_CREATE, fileName(lock))
 }
 
 // WatchFiles wakes a reader when one of the files named (in the root
@@ -54,21 +36,27 @@ func (d *Dir) Watch(lock string) *Watch {
 // written or renamed into place, through inotify on the root opened by
 // Open. Where inotify is unavailable it degrades to sleeping.
 func (d *Dir) WatchFiles(names ...string) *Watch {
+	return d.inotify(&d.root, unix.IN_MODIFY|unix.IN_CLOSE_WRITE|unix.IN_CREATE|unix.IN_MOVED_TO, slices.Clone(names)...)
+}
+
+// inotify watches the events mask of names in dir, one of d's
+// directories, through its descriptor; a non-blocking inotify descriptor
+// goes in the runtime's poller.
+func (d *Dir) inotify(dir *at, mask uint32, names ...string) *Watch {
 	done, err := d.use()
 	defer done()
-	if err != nil || d.root.fd < 0 {
+	if err != nil || dir.fd < 0 {
 		return &Watch{}
 	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return &Watch{}
 	}
-	mask := uint32(unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_ONLYDIR)
-	if _, err := unix.InotifyAddWatch(fd, fmt.Sprintf("/proc/self/fd/%d", d.root.fd), mask); err != nil {
+	if _, err := unix.InotifyAddWatch(fd, fmt.Sprintf("/proc/self/fd/%d", dir.fd), mask|unix.IN_ONLYDIR); err != nil {
 		unix.Close(fd)
 		return &Watch{}
 	}
-	return newWatch(fd, slices.Clone(names))
+	return &Watch{f: os.NewFile(uintptr(fd), "inotify"), files: names}
 }
 
 // Wait sleeps up to d, returning early when the watched file changes or ctx ends.
@@ -105,20 +93,15 @@ func (w *Watch) Wait(ctx context.Context, d time.Duration) {
 
 // names reports whether the inotify events in buf name a watched file.
 func (w *Watch) names(buf []byte) bool {
-	hit := false
 	for off := 0; off+unix.SizeofInotifyEvent <= len(buf); {
 		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-		name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
-		end := 0
-		for end < len(name) && name[end] != 0 {
-			end++
-		}
-		if slices.Contains(w.files, string(name[:end])) {
-			hit = true
+		name, _, _ := bytes.Cut(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+int(ev.Len)], []byte{0})
+		if slices.Contains(w.files, string(name)) {
+			return true
 		}
 		off += unix.SizeofInotifyEvent + int(ev.Len)
 	}
-	return hit
+	return false
 }
 
 // Close stops watching.

@@ -17,8 +17,6 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/lockledger/lockledger/internal/fileid"
 )
 
 // Mode is the mode a new output file is created with (less the umask).
@@ -228,16 +226,32 @@ func (f *File) check() error {
 	return f.checkTarget(guards)
 }
 
+// fileID is a file's device and inode: the identity that a second name (a
+// symlink, a bind mount, a hard link) cannot hide.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(st *unix.Stat_t) fileID { return fileID{dev: uint64(st.Dev), ino: st.Ino} }
+
+// dirID is the fileID of the directory at path (symlinks followed); ok is
+// false when there is none.
+func dirID(path string) (id fileID, ok bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fileID{}, false
+	}
+	return idOf(&st), true
+}
+
 type guard struct {
 	dir string
-	id  fileid.ID
+	id  fileID
 }
 
 // guards are the guarded directories that exist.
 func (f *File) guards() []guard {
 	var gs []guard
 	for _, d := range f.opts.guarded {
-		if id, ok := fileid.Dir(d); ok {
+		if id, ok := dirID(d); ok {
 			gs = append(gs, guard{dir: d, id: id})
 		}
 	}
@@ -260,7 +274,7 @@ func (f *File) checkDir(guards []guard) error {
 		if err := unix.Fstat(cur, &st); err != nil {
 			return &fs.PathError{Op: "stat", Path: filepath.Dir(f.path), Err: err}
 		}
-		id := fileid.Of(&st)
+		id := idOf(&st)
 		for _, g := range guards {
 			if id == g.id {
 				return &RefusedError{Path: f.path, Inside: g.dir, Rule: InsideRule(g.dir)}
@@ -277,7 +291,7 @@ func (f *File) checkDir(guards []guard) error {
 		if err != nil {
 			return &fs.PathError{Op: "stat", Path: filepath.Dir(f.path) + " (a directory above)", Err: err}
 		}
-		if fileid.Of(&ust) == id {
+		if idOf(&ust) == id {
 			return nil
 		}
 	}
@@ -310,14 +324,14 @@ func (f *File) checkTarget(guards []guard) error {
 		return &fs.PathError{Op: "create", Path: f.path, Err: unix.EEXIST}
 	}
 	if st.Nlink > 1 {
-		return sameFile(f.path, fileid.Of(&st), guards)
+		return sameFile(f.path, idOf(&st), guards)
 	}
 	return nil
 }
 
 // sameFile refuses path, a file of identity id, when a file below a
 // guarded directory is the same file.
-func sameFile(path string, id fileid.ID, guards []guard) error {
+func sameFile(path string, id fileID, guards []guard) error {
 	for _, g := range guards {
 		var found string
 		_ = filepath.WalkDir(g.dir, func(p string, d fs.DirEntry, err error) error {
@@ -325,7 +339,7 @@ func sameFile(path string, id fileid.ID, guards []guard) error {
 				return nil
 			}
 			var st unix.Stat_t
-			if unix.Lstat(p, &st) == nil && fileid.Of(&st) == id {
+			if unix.Lstat(p, &st) == nil && idOf(&st) == id {
 				found = p
 				return filepath.SkipAll
 			}

@@ -1,10 +1,8 @@
 package proc
 
 import (
-	"bufio"
-	"bytes"
+	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -19,14 +17,8 @@ func BootID() string {
 // BootTime is when this boot began (/proc/stat btime, to the second); the
 // zero time where unknown.
 func BootTime() time.Time {
-	b, _ := os.ReadFile("/proc/stat")
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "btime "); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n > 0 {
-				return time.Unix(n, 0)
-			}
-		}
+	if n, ok := procStat("btime"); ok && n > 0 && n <= math.MaxInt64 {
+		return time.Unix(int64(n), 0)
 	}
 	return time.Time{}
 }

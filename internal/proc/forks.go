@@ -48,13 +48,13 @@ func (m ForkMark) floor() int {
 }
 
 // forkCount is the "processes" line of /proc/stat: forks since boot.
-func forkCount() (uint64, bool) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, false
-	}
+func forkCount() (uint64, bool) { return procStat("processes") }
+
+// procStat is the number on /proc/stat's line for name.
+func procStat(name string) (uint64, bool) {
+	b, _ := os.ReadFile("/proc/stat")
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "processes "); ok {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 			return n, err == nil
 		}
@@ -79,13 +79,9 @@ func lastPID() (int, bool) {
 
 // pidMax is /proc/sys/kernel/pid_max; 0 where it cannot be read.
 var pidMax = sync.OnceValue(func() int {
-	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
-	if err != nil {
-		return 0
+	b, _ := os.ReadFile("/proc/sys/kernel/pid_max")
+	if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+		return n
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0
-	}
-	return n
+	return 0
 })

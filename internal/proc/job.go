@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 )
 
@@ -21,12 +22,7 @@ const JobEnv = "LOCKLEDGER_REQUEST_ID"
 // than this process and its ancestors (a lockledger started from inside
 // the job must not stop or await what started it).
 func JobPIDs(requestID string) []int {
-	var pids []int
-	for pid := range jobPIDsAbove(0, requestID) {
-		pids = append(pids, pid)
-	}
-	slices.Sort(pids)
-	return pids
+	return slices.Sorted(maps.Keys(jobPIDsAbove(0, requestID)))
 }
 
 // jobPIDsAbove maps each process carrying one of requestIDs (as JobPIDs

@@ -17,12 +17,7 @@ import (
 // skipped (see ForkMark).
 func scanJobs(floor int) map[string][]int {
 	jobs := map[string][]int{}
-	d, err := os.Open("/proc")
-	if err != nil {
-		return jobs
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
+	names, err := readNames("/proc")
 	if err != nil {
 		return jobs
 	}

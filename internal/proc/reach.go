@@ -75,8 +75,3 @@ func SamePIDNamespace(recorded, self *int64) bool {
 	}
 	return self != nil && *recorded != 0 && *recorded == *self
 }
-
-// SamePIDNS: both unrecorded, or both the same namespace.
-func SamePIDNS(a, b *int64) bool {
-	return a == nil && b == nil || a != nil && b != nil && *a == *b
-}

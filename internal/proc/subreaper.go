@@ -24,11 +24,8 @@ func ReapExited(keep int) {
 	}
 }
 
-// descendants lists the processes below this one: its children, theirs,
-// and so on.
-func descendants() []int { return descendantsOf(os.Getpid()) }
-
-// descendantsOf lists the processes below top.
+// descendantsOf lists the processes below top: its children, theirs, and
+// so on.
 func descendantsOf(top int) []int {
 	var out []int
 	seen := map[int]bool{}

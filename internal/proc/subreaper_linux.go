@@ -62,15 +62,7 @@ func readNames(dir string) ([]string, error) {
 
 // childrenByStat is childrenOf from a scan of every /proc/PID/stat.
 func childrenByStat(parent int) []int {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return nil
-	}
+	names, _ := readNames("/proc")
 	var out []int
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)

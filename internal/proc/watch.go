@@ -2,6 +2,7 @@ package proc
 
 import (
 	"maps"
+	"os"
 	"slices"
 
 	"golang.org/x/sys/unix"
@@ -35,20 +36,19 @@ func (w *Watch) Look() []int {
 	if !w.belowOnly {
 		found = jobPIDsAbove(w.since.floor(), w.requestIDs...)
 	}
-	if w.below && len(w.requestIDs) > 0 {
-		ReapExited(0)
-		for _, pid := range descendants() {
+	below := func(top int) {
+		for _, pid := range descendantsOf(top) {
 			if _, ok := found[pid]; !ok {
 				found[pid] = w.requestIDs[0]
 			}
 		}
 	}
+	if w.below && len(w.requestIDs) > 0 {
+		ReapExited(0)
+		below(os.Getpid())
+	}
 	if w.under > 0 && len(w.requestIDs) > 0 && Running(w.under, w.underStart) {
-		for _, pid := range descendantsOf(w.under) {
-			if _, ok := found[pid]; !ok {
-				found[pid] = w.requestIDs[0]
-			}
-		}
+		below(w.under)
 	}
 	for _, pid := range slices.Sorted(maps.Keys(found)) {
 		if _, ok := w.start[pid]; ok {

@@ -41,9 +41,6 @@ func Escape(s string) string {
 	return b.String()
 }
 
-// Safe reports whether s is shown unchanged by Escape.
-func Safe(s string) bool { return firstUnsafe(s) < 0 }
-
 func firstUnsafe(s string) int {
 	for i := 0; i < len(s); {
 		c := s[i]

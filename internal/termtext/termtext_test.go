@@ -72,3 +72,6 @@ func TestEscapeIsIdempotent(t *testing.T) {
 		}
 	}
 }
+
+// Safe reports whether s is shown unchanged by Escape.
+func Safe(s string) bool { return firstUnsafe(s) < 0 }

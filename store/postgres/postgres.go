@@ -26,7 +26,6 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/replay"
-	"github.com/lockledger/lockledger/storagecheck"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -66,6 +65,7 @@ type Config struct {
 
 // Store is an open PostgreSQL ledger.
 type Store struct {
+	store.Pool
 	cfg    Config
 	db     *sql.DB
 	pool   *pgxpool.Pool
@@ -103,6 +103,7 @@ func Connect(ctx context.Context, cfg Config) (*Store, error) {
 	s.pool = pool
 	s.db = sql.OpenDB(stdlib.GetPoolConnector(pool))
 	s.db.SetMaxIdleConns(0)
+	s.Pool = store.NewPool(s.db)
 	if err := s.look(pctx); err != nil {
 		s.Close()
 		return nil, s.openErr(ctx, pctx, err)
@@ -347,12 +348,17 @@ func (s *Store) ManyHosts() bool { return true }
 // CachesStatements: pgx keeps prepared statements per connection.
 func (s *Store) CachesStatements() bool { return true }
 
-func (s *Store) DB() *sql.DB { return s.db }
+func (s *Store) Size(ctx context.Context) (n int64, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT pg_total_relation_size('events')`).Scan(&n)
+	return n, err
+}
+
+func (s *Store) Compact(context.Context) error { return nil }
 
 func (s *Store) Source() string { return s.source }
 
 func (s *Store) CheckStorage(ctx context.Context, q store.Querier, _ bool, rep *replay.Report) error {
-	return storagecheck.Postgres(ctx, q, rep)
+	return CheckStorage(ctx, q, rep)
 }
 
 // FollowCopiedIDs sets the checkpoints' id sequence past the copied ids.

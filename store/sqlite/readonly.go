@@ -47,7 +47,7 @@ func OpenReadOnly(ctx context.Context, cfg Config, immutable bool) (*Store, erro
 		}
 		return nil, fmt.Errorf("ledger: open %s read-only: %w", cfg.Path, err)
 	}
-	return &Store{cfg: cfg, db: db, readOnly: true, immutable: immutable}, nil
+	return &Store{Pool: store.NewPool(db), cfg: cfg, db: db, readOnly: true, immutable: immutable}, nil
 }
 
 func prepareReadOnly(ctx context.Context, db *sql.DB, path string) error {

@@ -22,7 +22,6 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/replay"
-	"github.com/lockledger/lockledger/storagecheck"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -49,6 +48,7 @@ type Config struct {
 
 // Store is an open ROOT/ledger.db.
 type Store struct {
+	store.Pool
 	cfg      Config
 	db       *sql.DB
 	readOnly bool
@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg Config, patience time.Duration) (*Store, erro
 	for {
 		err = prepare(ctx, db, cfg)
 		if err == nil {
-			return &Store{cfg: cfg, db: db}, nil
+			return &Store{Pool: store.NewPool(db), cfg: cfg, db: db}, nil
 		}
 		if !IsBusy(err) || time.Now().After(deadline) {
 			db.Close()
@@ -182,7 +182,15 @@ func IsBusy(err error) bool {
 	return false
 }
 
-func (s *Store) DB() *sql.DB { return s.db }
+func (s *Store) Size(ctx context.Context) (n int64, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&n)
+	return n, err
+}
+
+func (s *Store) Compact(ctx context.Context) error {
+	_, err := s.db.ExecContext(ctx, `VACUUM`)
+	return err
+}
 
 func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) { return s.db.BeginTx(ctx, nil) }
 
@@ -222,7 +230,7 @@ func (s *Store) CachesStatements() bool { return false }
 func (s *Store) Source() string { return s.cfg.Path }
 
 func (s *Store) CheckStorage(ctx context.Context, q store.Querier, full bool, rep *replay.Report) error {
-	return storagecheck.SQLite(ctx, q, full, rep)
+	return CheckStorage(ctx, q, full, rep)
 }
 
 // FollowCopiedIDs: an INTEGER PRIMARY KEY follows the largest id already.

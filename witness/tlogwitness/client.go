@@ -43,10 +43,6 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
-// WithHTTPClient sends the requests with c instead of a client of the
-// package's own.
-func WithHTTPClient(c *http.Client) Option { return func(w *Witness) { w.client = c } }
-
 // New returns the witness at rawURL (http or https) that cosigns with v.
 func New(rawURL string, v *Verifier, opts ...Option) (*Witness, error) {
 	u, err := url.Parse(rawURL)

@@ -117,8 +117,8 @@ func (w *Witness) prove(ctx context.Context, log Prover, size, old int64) (tlog.
 type Log interface {
 	Prover
 	// Cosigned is the largest tree size of which the log keeps a
-	// cosignature by v (0: none).
-	Cosigned(ctx context.Context, v *Verifier) (int64, error)
+	// cosignature by the witness key that verified accepts (0: none).
+	Cosigned(ctx context.Context, key string, verified func(note []byte) (size int64, ok bool)) (int64, error)
 	// Size is how many records the log holds now.
 	Size(ctx context.Context) (int64, error)
 }
@@ -136,7 +136,12 @@ func CosignAll(ctx context.Context, ws []*Witness, signed []byte, log Log) ([]*C
 	var wg sync.WaitGroup
 	for i, w := range ws {
 		wg.Go(func() {
-			from, err := log.Cosigned(ctx, w.Verifier)
+			from, err := log.Cosigned(ctx, w.Verifier.String(), func(n []byte) (int64, bool) {
+				if c, err := OpenNote(n, w.Verifier); err == nil {
+					return c.Size, true
+				}
+				return 0, false
+			})
 			if err != nil {
 				errs[i] = err
 				return

@@ -25,9 +25,9 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
-	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/store"
 )
 
 // algCosignatureV1 is the key type byte of a cosignature/v1 key.
@@ -105,18 +105,9 @@ func keyHash(name string, key []byte) uint32 {
 	return binary.BigEndian.Uint32(h.Sum(nil))
 }
 
-// Cosignature is one witness's cosignature of a checkpoint.
-type Cosignature struct {
-	Witness string    // the witness key's name
-	Key     string    // its verifier key
-	URL     string    // where it was asked, when it was
-	Time    time.Time // when the witness cosigned, as it signed
-	Size    int64     // the checkpoint's tree size and root
-	Root    tlog.Hash
-	// Note is the checkpoint text, a blank line and the cosignature line:
-	// a signed note of its own, which Open checks with the key alone.
-	Note []byte
-}
+// Cosignature is one witness's cosignature of a checkpoint, as the
+// ledger keeps it.
+type Cosignature = store.Cosignature
 
 // ErrNoCosignature: no cosignature line by the given key verifies.
 var ErrNoCosignature = errors.New("no valid cosignature by the witness key")

@@ -219,7 +219,12 @@ func pgLibrary(ctx context.Context, tmp, ledgerURL, rawURL string) {
 	}
 	ml, mr := median(lib), median(raw)
 	var evRow, rawRow float64
-	_ = l.DB().QueryRowContext(ctx, `SELECT avg(pg_column_size(e.*)) FROM events e`).Scan(&evRow)
+	ldb, err := sql.Open("pgx", ledgerURL)
+	if err != nil {
+		die(err)
+	}
+	defer ldb.Close()
+	_ = ldb.QueryRowContext(ctx, `SELECT avg(pg_column_size(e.*)) FROM events e`).Scan(&evRow)
 	_ = db.QueryRowContext(ctx, `SELECT avg(pg_column_size(e.*)) FROM events e`).Scan(&rawRow)
 	add(row{fmt.Sprintf("PostgreSQL: Go API acquire+release cycles/s vs raw 2-commit cycles/s (database/sql + pgx stdlib, same server, events table and indexes; rows %.0f / %.0f bytes)", evRow, rawRow),
 		fmt.Sprintf("%.0f/s", ml), fmt.Sprintf("%.0f/s", mr), fmt.Sprintf("%.0f%%", 100*ml/mr), "report", "-"})

@@ -1,4 +1,4 @@
-package storagecheck
+package sqlite
 
 import (
 	"context"
@@ -20,13 +20,13 @@ import (
 // the rest are counted.
 const storageLines = 5
 
-// SQLite adds to rep what is wrong with the SQLite database read through
+// CheckStorage adds to rep what is wrong with the SQLite database read through
 // q: SQLite's quick_check (every page read, every b-tree's structure), or
 // with full its integrity_check (also every index against its table, which
 // reads each row once more per index); and every trigger that differs from
 // the ones the migrations create, or that they do not create. A check that
 // cannot run is itself a storage problem: only a cancelled ctx is returned.
-func SQLite(ctx context.Context, q replay.Querier, full bool, rep *replay.Report) error {
+func CheckStorage(ctx context.Context, q replay.Querier, full bool, rep *replay.Report) error {
 	if err := checkDatabaseFile(ctx, q, full, rep); err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ var referenceTriggers = sync.OnceValues(func() (map[string]schemaTrigger, error)
 	defer db.Close()
 	db.SetMaxOpenConns(1) // one connection: the database lives as long as it does
 	if err := migrations.Apply(ctx, db, func() string { return "" }); err != nil {
-		return nil, fmt.Errorf("storagecheck: the migrations' reference schema: %w", err)
+		return nil, fmt.Errorf("storage check: the migrations' reference schema: %w", err)
 	}
 	return loadTriggers(ctx, db)
 })

@@ -1,4 +1,4 @@
-package witness
+package trust
 
 import (
 	"context"
@@ -129,21 +129,28 @@ func (h Heads) Read(id string) ([]byte, error) {
 // made one: Store rewrites the file a head was swapped out of (see
 // replace), which a reader may still hold open. The func lets it go.
 func (h Heads) readLock(id string) (func(), error) {
-	lock, err := openRegular(h.lockPath(id), os.O_RDONLY)
-	switch {
-	case errors.Is(err, fs.ErrNotExist): // nothing stored yet
+	unlock, err := h.lock(id, os.O_RDONLY, lockfile.FlockShared)
+	if errors.Is(err, fs.ErrNotExist) { // nothing stored yet
 		return func() {}, nil
-	case err != nil:
+	}
+	return unlock, err
+}
+
+// lock opens ledger id's lock file with flag and takes its flock with
+// take, waiting at most storeWait. The func lets it go.
+func (h Heads) lock(id string, flag int, take func(context.Context, int, time.Duration, time.Duration) (func(), error)) (func(), error) {
+	f, err := openRegular(h.lockPath(id), flag)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := lockfile.FlockShared(context.Background(), int(lock.Fd()), storeWait, 10*time.Millisecond); err != nil {
-		lock.Close()
+	if _, err := take(context.Background(), int(f.Fd()), storeWait, 10*time.Millisecond); err != nil {
+		f.Close()
 		if errors.Is(err, lockfile.ErrBusy) {
 			return nil, &LockBusyError{Lock: h.lockPath(id), Wait: storeWait}
 		}
 		return nil, fmt.Errorf("%s: %w", h.lockPath(id), err)
 	}
-	return func() { lock.Close() }, nil
+	return func() { f.Close() }, nil
 }
 
 // LockBusyError: another process held the lock of a kept head for the
@@ -203,12 +210,9 @@ func openRegular(path string, flag int) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	if _, err := regular(f); err != nil {
 		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%s: %w (%s)", path, ErrKind, fi.Mode().Type())
-		}
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return f, nil
 }
@@ -287,16 +291,9 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 	if err := headID(id); err != nil {
 		return err
 	}
-	lock, err := openRegular(h.lockPath(id), os.O_RDWR|os.O_CREATE)
+	unlock, err := h.lock(id, os.O_RDWR|os.O_CREATE, lockfile.Flock)
 	if err != nil {
 		return err
-	}
-	defer lock.Close()
-	unlock, err := lockfile.Flock(context.Background(), int(lock.Fd()), storeWait, 10*time.Millisecond)
-	if errors.Is(err, lockfile.ErrBusy) {
-		return &LockBusyError{Lock: h.lockPath(id), Wait: storeWait}
-	} else if err != nil {
-		return fmt.Errorf("%s: %w", h.lockPath(id), err)
 	}
 	defer unlock()
 	if kept, err := Last(h.Kept(id), id, v); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -307,7 +304,7 @@ func (h Heads) store(id string, size int64, msg string, v note.Verifier) error {
 	if err := h.replace(id, msg); err != nil {
 		return err
 	}
-	return syncDir(h.Dir)
+	return lockfile.SyncDir(h.Dir)
 }
 
 // replace puts msg in place of ledger id's head, whole: written to the
@@ -387,4 +384,14 @@ func headID(id string) error {
 		}
 	}
 	return nil
+}
+
+// regular is f's FileInfo; an error wrapping ErrKind where f is not a
+// regular file.
+func regular(f *os.File) (fs.FileInfo, error) {
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
+	}
+	return fi, err
 }

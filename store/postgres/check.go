@@ -1,4 +1,4 @@
-package storagecheck
+package postgres
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/lockledger/lockledger/replay"
 )
 
-// Postgres adds to rep every trigger the migrations create that is missing
+// CheckStorage adds to rep every trigger the migrations create that is missing
 // from the schema q reads, disabled (ALTER TABLE ... DISABLE TRIGGER, or
 // session_replication_role = replica for origin-enabled ones), or defined
 // otherwise than the migrations define it; every function those triggers
@@ -21,7 +21,7 @@ import (
 // FUNCTION, ALTER FUNCTION); and every trigger they do not create.
 // PostgreSQL checks its own pages: there is no file to check. Only a
 // cancelled ctx, or migrations that cannot be read, is returned.
-func Postgres(ctx context.Context, q replay.Querier, rep *replay.Report) error {
+func CheckStorage(ctx context.Context, q replay.Querier, rep *replay.Report) error {
 	ref, err := pgReference()
 	if err != nil {
 		return err
@@ -113,7 +113,7 @@ var pgReference = sync.OnceValues(func() (*pgRef, error) {
 				i := slices.IndexFunc(f, func(s string) bool { return strings.EqualFold(s, "TRIGGER") })
 				on := slices.IndexFunc(f, func(s string) bool { return strings.EqualFold(s, "ON") })
 				if on < 0 || on+1 >= len(f) {
-					return nil, fmt.Errorf("storagecheck: %s: a trigger without a table: %.80s", m.Name, st)
+					return nil, fmt.Errorf("trigger check: %s: a trigger without a table: %.80s", m.Name, st)
 				}
 				ref.triggers[f[i+1]] = pgTrigger{table: f[on+1], def: normalise(st)}
 			}

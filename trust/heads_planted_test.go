@@ -1,4 +1,4 @@
-package witness
+package trust
 
 import (
 	"os"

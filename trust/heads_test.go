@@ -1,4 +1,4 @@
-package witness
+package trust
 
 import (
 	"fmt"
@@ -6,8 +6,38 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/checkpoint"
 )
+
+const id = "0123456789abcdef"
+
+var at = time.Date(2026, 11, 25, 10, 0, 0, 123456789, time.UTC)
+
+func signer(t *testing.T, name string) (note.Signer, note.Verifier) {
+	t.Helper()
+	skey, _, err := checkpoint.GenerateKey(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := checkpoint.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, checkpoint.VerifierOf(s)
+}
+
+func signed(t *testing.T, s note.Signer, ledger string, size int64) string {
+	t.Helper()
+	msg, err := checkpoint.Sign(checkpoint.Checkpoint{Origin: checkpoint.Origin(ledger), Size: size, Root: tlog.Hash{byte(size)}, Time: at}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(msg)
+}
 
 func TestHeadsKeepsOnlyTheLargestHeadSignedByTheKey(t *testing.T) {
 	mine, v := signer(t, "ops")

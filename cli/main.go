@@ -13,7 +13,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -22,7 +21,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/cli/lockcmd"
@@ -31,24 +29,11 @@ import (
 	"github.com/lockledger/lockledger/ledger"
 )
 
-// InterruptedError is a command that failed after a signal asked it to
-// stop (a wait given up on Ctrl-C): it exits 128+N, as a shell reports a
-// command killed by signal N, and not with the code of what it gave up.
-type InterruptedError struct {
-	Signal syscall.Signal
-	Err    error
-}
-
-func (e *InterruptedError) Error() string {
-	return fmt.Sprintf("interrupted by %s: %v", unix.SignalName(e.Signal), e.Err)
-}
-func (e *InterruptedError) Unwrap() error { return e.Err }
-
 // ExitCode maps an error to the exit code of the contract.
 func ExitCode(err error) int {
 	var ee *invocation.ExitError
 	var ue *invocation.UsageError
-	var ie *InterruptedError
+	var ie *invocation.Interrupt
 	var ce *lockcmd.ConflictError
 	var xe *lockcmd.ExecError
 	switch {
@@ -98,8 +83,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			run := c.RunE
 			c.RunE = func(cmd *cobra.Command, a []string) error {
 				ran = true
+				sigs := []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+				if cmd.Annotations[invocation.ForwardsSignals] != "" {
+					sigs = append(sigs, syscall.SIGQUIT)
+				}
 				var ctx context.Context
-				ctx, stop = notifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+				ctx, stop = notifyContext(cmd.Context(), g, sigs...)
 				cmd.SetContext(ctx)
 				return run(cmd, a)
 			}
@@ -119,45 +108,52 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if sig := stop(); sig != 0 && err != nil && !errors.As(err, &ee) {
 		// An exact code (run's, its command's) stands; any other failure
 		// after a signal is the signal's.
-		err = &InterruptedError{Signal: sig, Err: err}
+		err = &invocation.Interrupt{Signal: sig, Err: err}
 	}
 	return g.FinishJQ(report(g, err))
 }
 
-// notifyContext is signal.NotifyContext that also tells which signal
-// arrived. stop ends the notification and returns the signal (0 if none):
-// once signal.Stop returns no signal is still being delivered, so a signal
-// that cancelled anything a command waited on (run's own handler gets
-// the same signal) is known here.
-func notifyContext(parent context.Context, sigs ...os.Signal) (context.Context, func() syscall.Signal) {
-	ch := make(chan os.Signal, 1)
+// notifyContext makes the process's one handler of sigs for the command
+// that runs: the first signal cancels ctx (its cause an
+// *invocation.Interrupt), and each is passed on to g.Signals for a command
+// that forwards them. stop ends the handling, joins its goroutine and
+// returns the first signal (0 if none): once signal.Stop returns no signal
+// is still being delivered, so a signal that cancelled anything the
+// command waited on is known here.
+func notifyContext(parent context.Context, g *invocation.Globals, sigs ...os.Signal) (context.Context, func() syscall.Signal) {
+	ch, relay := make(chan os.Signal, 8), make(chan os.Signal, 8)
+	g.Signals = relay
 	signal.Notify(ch, sigs...)
 	ctx, cancel := context.WithCancelCause(parent)
+	got := func(s os.Signal) { cancel(&invocation.Interrupt{Signal: s.(syscall.Signal)}) } // the first cause stays
 	quit, done := make(chan struct{}), make(chan struct{})
-	var got os.Signal
 	go func() {
 		defer close(done)
-		select {
-		case got = <-ch:
-			cancel(fmt.Errorf("received %s", got))
-		case <-quit:
+		for {
+			select {
+			case s := <-ch:
+				got(s)
+				select {
+				case relay <- s:
+				default: // a command that forwards nothing
+				}
+			case <-quit:
+				return
+			}
 		}
 	}()
 	return ctx, func() syscall.Signal {
 		signal.Stop(ch)
 		close(quit)
 		<-done
-		if got == nil {
-			select {
-			case got = <-ch:
-			default:
-			}
+		select {
+		case s := <-ch:
+			got(s)
+		default:
 		}
+		sig := invocation.Interrupted(ctx)
 		cancel(nil)
-		if s, ok := got.(syscall.Signal); ok {
-			return s
-		}
-		return 0
+		return sig
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 // and lock_stale objects, and the same shape for the other failures; its
 // "error" is one of ErrorKinds.
 func errorObject(err error) map[string]any {
-	var ie *InterruptedError
+	var ie *invocation.Interrupt
 	if errors.As(err, &ie) {
 		return map[string]any{"error": KindInterrupted, "signal": unix.SignalName(ie.Signal), "message": err.Error(),
 			"cause": errorObject(ie.Err)}

@@ -41,7 +41,7 @@ func goAPICycle(t *testing.T, root string, log *slog.Logger) string {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	s, err := lease.Acquire(ctx, l, "nightly-etl", lease.WithTTL(30*time.Second), lease.WithActor("etl"))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "nightly-etl", Identity: ledger.Identity{Actor: "etl"}, TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

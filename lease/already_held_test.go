@@ -27,8 +27,8 @@ func TestLeaseOfAnAlreadyHeldLockCountsFromItsLastHeartbeat(t *testing.T) {
 	}{
 		{"exclusive", false, nil},
 		{"exclusive superseding", false, []lease.Option{lease.WithSupersede()}},
-		{"shared", true, []lease.Option{lease.WithShared(0)}},
-		{"shared superseding", true, []lease.Option{lease.WithShared(0), lease.WithSupersede()}},
+		{"shared", true, nil},
+		{"shared superseding", true, []lease.Option{lease.WithSupersede()}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -44,8 +44,7 @@ func TestLeaseOfAnAlreadyHeldLockCountsFromItsLastHeartbeat(t *testing.T) {
 			}
 			l := openAt(t, root)
 			start := time.Now()
-			opts := append([]lease.Option{lease.WithRequestID("r1"), lease.WithPID(os.Getpid()), lease.WithTTL(ttl)}, c.opts...)
-			s, err := lease.Acquire(ctx, l, "again", opts...)
+			s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "again", Identity: id, TTL: ttl, Shared: c.shared}, c.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,8 +85,8 @@ func TestPostgresLeaseOfAnAlreadyHeldLockIgnoresTheLocalClock(t *testing.T) {
 	if _, err := ahead.TryAcquire(ctx, ledger.AcquireRequest{Lock: "again", Identity: id, TTL: 5 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := lease.Acquire(ctx, ahead, "again", lease.WithRequestID("r1"), lease.WithActor("holder"), lease.WithPID(os.Getpid()),
-		lease.WithTTL(5*time.Minute), lease.WithHeartbeatInterval(time.Minute))
+	s, err := lease.Acquire(ctx, ahead, ledger.AcquireRequest{Lock: "again", Identity: ledger.Identity{RequestID: "r1", Actor: "holder", PID: os.Getpid()},
+		TTL: 5 * time.Minute}, lease.WithHeartbeatInterval(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

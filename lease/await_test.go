@@ -31,7 +31,7 @@ func TestSupersedingAJobOnAnotherHostSaysItCannotBeAwaited(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer here.Close()
-	s, err := lease.Acquire(ctx, here, "issue-9", lease.WithSupersede(), lease.WithRequestID("new-run"))
+	s, err := lease.Acquire(ctx, here, ledger.AcquireRequest{Lock: "issue-9", Identity: ledger.Identity{RequestID: "new-run"}}, lease.WithSupersede())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,8 +73,8 @@ func robbedAt(t *testing.T, holder, robber *ledger.Ledger, r robbery) {
 	if r.note == "" {
 		lock += "-plain"
 	}
-	s, err := lease.Acquire(ctx, holder, lock, lease.WithTTL(90*time.Second), lease.WithHeartbeatInterval(30*time.Second),
-		lease.WithActor("holder"), lease.WithPID(os.Getpid()))
+	s, err := lease.Acquire(ctx, holder, ledger.AcquireRequest{Lock: lock, Identity: ledger.Identity{Actor: "holder", PID: os.Getpid()},
+		TTL: 90 * time.Second}, lease.WithHeartbeatInterval(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestLeaseReleaseReportsAHoldingAnotherReleasedFirst(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	holder, robber := openAt(t, root), openAt(t, root)
-	s, err := lease.Acquire(ctx, holder, "first", lease.WithTTL(90*time.Second), lease.WithHeartbeatInterval(30*time.Second))
+	s, err := lease.Acquire(ctx, holder, ledger.AcquireRequest{Lock: "first", TTL: 90 * time.Second}, lease.WithHeartbeatInterval(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

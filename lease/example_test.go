@@ -35,14 +35,14 @@ func ExampleAcquire() {
 	}
 	defer l.Close()
 
-	s, err := lease.Acquire(ctx, l, "nightly-etl", lease.WithTTL(30*time.Second), lease.WithActor("etl-service"))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "nightly-etl", Identity: ledger.Identity{Actor: "etl-service"}, TTL: 30 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("holding", s.Lock(), "with fencing token", s.FencingToken())
 
 	// A second caller is refused while the lease is held.
-	_, err = lease.Acquire(ctx, l, "nightly-etl", lease.WithActor("other"))
+	_, err = lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "nightly-etl", Identity: ledger.Identity{Actor: "other"}})
 	var held *ledger.HeldError
 	if errors.As(err, &held) {
 		fmt.Println("blocked by", held.Holder.Actor)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/backoff"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -30,21 +31,21 @@ func (s *Lease) letGo() time.Time { return s.deadline().Add(s.margin / 2) }
 func (s *Lease) watch(ctx context.Context) {
 	defer s.wg.Done()
 	for {
-		t := time.NewTimer(time.Until(s.deadline()))
+		fired, stop := s.clock.Timer(s.deadline().Sub(s.clock.Now()))
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			stop()
 			return
 		case <-s.lost:
-			t.Stop()
+			stop()
 			return
 		case <-s.renewed:
-			t.Stop()
+			stop()
 			continue
-		case <-t.C:
+		case <-fired:
 		}
 		s.dmu.Lock()
-		if time.Now().Before(s.lastOK.Add(s.ttl - s.margin)) {
+		if s.clock.Now().Before(s.lastOK.Add(s.ttl - s.margin)) {
 			s.dmu.Unlock() // renewed just now
 			continue
 		}
@@ -75,22 +76,22 @@ func (s *Lease) heartbeat(ctx context.Context) {
 	next := s.interval
 	defer func() { s.recordEnded(ctx, failures) }()
 	for {
-		t := time.NewTimer(next)
+		fired, stop := s.clock.Timer(next)
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			stop()
 			return
 		case <-s.lost:
-			t.Stop()
+			stop()
 			return
-		case <-t.C:
+		case <-fired:
 		case <-s.poke:
-			t.Stop()
+			stop()
 		}
 		// A call still unanswered at the deadline is abandoned: the lease
 		// is lost then anyway.
-		sent := time.Now()
-		cctx, cancel := context.WithDeadline(ctx, s.deadline())
+		sent := s.clock.Now()
+		cctx, cancel := context.WithTimeout(ctx, s.deadline().Sub(sent))
 		_, err := s.l.Renew(cctx, ledger.RenewRequest{Lock: s.acq.Lock, Identity: s.id, FencingToken: s.acq.FencingToken,
 			PriorFailures: failures})
 		abandoned := err != nil && cctx.Err() != nil && ctx.Err() == nil
@@ -172,14 +173,15 @@ func (s *Lease) record(ctx context.Context, failures int, cause string, lost boo
 // then judges the lock stale by its TTL on its own; RecordLoss tries again
 // later). It reports whether the loss was recorded.
 func (s *Lease) recordLoss(failures int, cause string, until time.Time) bool {
-	ctx, cancel := context.WithDeadline(context.Background(), until)
+	ctx, cancel := context.WithTimeout(context.Background(), until.Sub(s.clock.Now()))
 	defer cancel()
+	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond}
 	for {
 		err := s.l.RecordHeartbeatFailure(ctx, s.acq.Lock, s.id, failures, cause, true)
 		if err == nil {
 			return true
 		}
-		if !ledger.IsTransient(err) || ctx.Err() != nil || sleepCtx(ctx, 50*time.Millisecond) != nil {
+		if !ledger.IsTransient(err) || ctx.Err() != nil || retry.Wait(ctx) != nil {
 			s.l.Logger().Warn("could not record the lost lock yet (see RecordLoss)", "lock", s.acq.Lock, "err", err)
 			return false
 		}

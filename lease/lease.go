@@ -12,10 +12,12 @@ package lease
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/backoff"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -35,10 +37,11 @@ type Lease struct {
 	ttl      time.Duration
 	interval time.Duration
 	margin   time.Duration
+	clock    Clock
 
 	lost     chan struct{}
 	done     chan struct{}
-	poke     chan struct{}
+	poke     <-chan os.Signal // see WithChecks
 	lostOnce sync.Once
 	doneOnce sync.Once
 	lostErr  error
@@ -61,28 +64,30 @@ type Lease struct {
 	released bool
 }
 
-// Acquire takes lock name in l and starts heartbeating it every
-// min(ttl/3, 30s). A stale holder taken over by force (WithForce) on this
-// machine has its job stopped before Acquire returns (see StopTakenOver). It fails with *ledger.HeldError (ledger.ErrHeld) or
-// *ledger.StaleError (ledger.ErrStale) when the lock cannot be had within
-// the wait. ctx bounds the acquire and its wait, not the lease: the
-// heartbeat runs until Release.
-func Acquire(ctx context.Context, l *ledger.Ledger, name string, opts ...Option) (*Lease, error) {
-	c, err := newConfig(ctx, name, opts)
+// Acquire takes the lock req asks for (its TTL DefaultTTL when it has
+// none) and starts heartbeating it every min(ttl/3, 30s). A stale holder
+// taken over by force (req.Force) on this machine has its job stopped
+// before Acquire returns (see StopTakenOver). It fails with
+// *ledger.HeldError (ledger.ErrHeld) or *ledger.StaleError
+// (ledger.ErrStale) when the lock cannot be had within the wait. ctx
+// bounds the acquire and its wait, not the lease: the heartbeat runs until
+// Release.
+func Acquire(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, opts ...Option) (*Lease, error) {
+	c, err := newConfig(ctx, &req, opts)
 	if err != nil {
 		return nil, err
 	}
 	var a *ledger.Acquisition
 	if c.supersede {
-		a, err = l.Supersede(ctx, c.req)
+		a, err = l.Supersede(ctx, req)
 	} else {
-		a, err = Wait(ctx, l, c.req, c.wait, c.observe)
+		a, err = Wait(ctx, l, req, c.wait, c.observe)
 	}
 	if err != nil {
 		return nil, err
 	}
-	s := &Lease{l: l, acq: a, id: a.Identity(), ttl: c.req.TTL, interval: c.interval, margin: c.margin,
-		lost: make(chan struct{}), done: make(chan struct{}), poke: make(chan struct{}, 1), renewed: make(chan struct{}, 1),
+	s := &Lease{l: l, acq: a, id: a.Identity(), ttl: req.TTL, interval: c.interval, margin: c.margin, clock: c.clock,
+		lost: make(chan struct{}), done: make(chan struct{}), poke: c.checks, renewed: make(chan struct{}, 1),
 		lastOK: a.HeartbeatSent()}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = cancel
@@ -112,15 +117,6 @@ func (s *Lease) FencingToken() int64 { return s.acq.FencingToken }
 
 // Acquisition is how the lock was taken (stolen, from whom).
 func (s *Lease) Acquisition() ledger.Acquisition { return *s.acq }
-
-// CheckNow makes the heartbeat goroutine renew at once instead of at its
-// next tick; a lock taken by someone else is then noticed immediately.
-func (s *Lease) CheckNow() {
-	select {
-	case s.poke <- struct{}{}:
-	default:
-	}
-}
 
 // Lost is closed when the lock is lost.
 func (s *Lease) Lost() <-chan struct{} { return s.lost }
@@ -187,7 +183,7 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		FencingToken: s.acq.FencingToken}
 	// A busy ledger is passing: keep trying, with backoff, for as long as the
 	// lock itself would last, so that the result is recorded.
-	deadline := time.Now().Add(max(s.ttl, 3*s.l.BusyTimeout()))
+	deadline := s.clock.Now().Add(max(s.ttl, 3*s.l.BusyTimeout()))
 	var expired *DeadlineError
 	if errors.As(s.Err(), &expired) {
 		s.dmu.Lock()
@@ -198,11 +194,11 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		}
 		deadline = s.letGo()
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
+		ctx, cancel = context.WithTimeout(ctx, deadline.Sub(s.clock.Now()))
 		defer cancel()
 	}
 	log := s.l.Logger()
-	backoff := 50 * time.Millisecond
+	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
 	for first := true; ; first = false {
 		out, err := s.l.Release(ctx, req)
 		if err == nil && first && !out.Released && out.ReleasedSeq > 0 && expired == nil {
@@ -217,13 +213,13 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		if err == nil {
 			return s.Err() // nil unless lost at the deadline
 		}
-		if expired != nil && (!ledger.IsTransient(err) || time.Now().After(deadline) || ctx.Err() != nil) {
+		if expired != nil && (!ledger.IsTransient(err) || s.clock.Now().After(deadline) || ctx.Err() != nil) {
 			// The loss is what the caller must hear; the ledger lets the
 			// lock go by its TTL, or someone has taken it meanwhile.
 			log.Warn("could not release the lock lost at its deadline", "lock", s.acq.Lock, "err", err)
 			return s.Err()
 		}
-		if !ledger.IsTransient(err) || time.Now().After(deadline) || ctx.Err() != nil {
+		if !ledger.IsTransient(err) || s.clock.Now().After(deadline) || ctx.Err() != nil {
 			if !ledger.IsTransient(err) {
 				err = s.whoEnded(ctx, err)
 				s.markLost(err)
@@ -231,13 +227,12 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 			return err
 		}
 		log.Warn("release failed; retrying", "lock", s.acq.Lock, "err", err)
-		if sleepCtx(ctx, backoff) != nil {
+		if retry.Wait(ctx) != nil {
 			if expired != nil {
 				return s.Err()
 			}
 			return err
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
@@ -279,16 +274,15 @@ func (s *Lease) RecordLoss(ctx context.Context) error {
 // retrying whatever the ledger answers (a database that is away may fail
 // in any way), with backoff, until it is recorded or ctx ends.
 func RecordLoss(ctx context.Context, l *ledger.Ledger, lock string, id ledger.Identity, failures int, cause string) error {
-	backoff := 50 * time.Millisecond
+	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
 	for {
 		err := l.RecordHeartbeatFailure(ctx, lock, id, failures, cause, true)
 		if err == nil {
 			return nil
 		}
-		if sleepCtx(ctx, backoff) != nil {
+		if retry.Wait(ctx) != nil {
 			return err
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
@@ -296,16 +290,4 @@ func RecordLoss(ctx context.Context, l *ledger.Ledger, lock string, id ledger.Id
 // job (this lease's or the one it superseded) as job_processes on its lock.
 func (s *Lease) RecordJobProcesses(ctx context.Context, p events.JobProcessesPayload) error {
 	return s.l.RecordJobProcesses(ctx, s.acq.Lock, s.id, p)
-}
-
-// sleepCtx waits d, or until ctx is done (its error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

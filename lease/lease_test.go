@@ -3,6 +3,7 @@ package lease_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -71,15 +73,56 @@ func holdWriter(t *testing.T, l *ledger.Ledger) (release func()) {
 	return func() { f.Close() }
 }
 
-func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
-	ctx := context.Background()
-	l := openReal(t)
-	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+// awaitTimers returns once n timers wait on clock: a lease's heartbeat
+// and its deadline each wait on one between two heartbeats.
+func awaitTimers(t *testing.T, clock *testclock.Clock, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); clock.Timers() != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d timers on the clock, want %d", clock.Timers(), n)
+		}
+	}
+}
+
+// count is how many events of type typ the ledger holds.
+func count(t *testing.T, db *sql.DB, typ events.Type) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM events WHERE type = $1`, string(typ)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// leaseOnClock acquires lock with the heartbeat every interval of clock.
+func leaseOnClock(t *testing.T, l *ledger.Ledger, clock *testclock.Clock, interval time.Duration) *lease.Lease {
+	t.Helper()
+	s, err := lease.Acquire(context.Background(), l, ledger.AcquireRequest{Lock: "svc", TTL: 5 * time.Second},
+		lease.WithHeartbeatInterval(interval), lease.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	awaitEvent(t, l, events.LockHeartbeat, 10*time.Second, func(any) bool { n++; return n >= 3 })
+	return s
+}
+
+// Every interval on the lease's clock is one heartbeat, and once released
+// the lease waits on nothing and writes nothing, however far the clock moves.
+func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
+	ctx := context.Background()
+	l := openReal(t)
+	clock := testclock.New(time.Now())
+	const interval = 50 * time.Millisecond
+	s := leaseOnClock(t, l, clock, interval)
+	db := pgtest.Open(t, l.Source())
+	for i := 1; i <= 3; i++ {
+		awaitTimers(t, clock, 2)
+		clock.Add(interval)
+		for deadline := time.Now().Add(10 * time.Second); count(t, db, events.LockHeartbeat) != i; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d heartbeats after the clock moved %d intervals", count(t, db, events.LockHeartbeat), i)
+			}
+		}
+	}
 	code := 0
 	if err := s.Release(ctx, lease.Result{Result: events.ResultSuccess, ExitCode: &code}); err != nil {
 		t.Fatal(err)
@@ -92,11 +135,14 @@ func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 		t.Fatal("a released lease reports lost")
 	default:
 	}
+	if n := clock.Timers(); n != 0 {
+		t.Fatalf("%d timers still wait on the clock after Release", n)
+	}
 	var after int
-	pgtest.Open(t, l.Source()).QueryRow(`SELECT count(*) FROM events`).Scan(&after)
-	time.Sleep(150 * time.Millisecond) // three intervals: a heartbeat goroutine still running would write
+	db.QueryRow(`SELECT count(*) FROM events`).Scan(&after)
+	clock.Add(10 * interval)
 	var later int
-	pgtest.Open(t, l.Source()).QueryRow(`SELECT count(*) FROM events`).Scan(&later)
+	db.QueryRow(`SELECT count(*) FROM events`).Scan(&later)
 	if later != after {
 		t.Fatalf("events written after Release: %d", later-after)
 	}
@@ -105,14 +151,20 @@ func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 func TestLeaseBusyLedgerIsNotALoss(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond))
-	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(5*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	clock := testclock.New(time.Now())
+	const interval = 50 * time.Millisecond
+	s := leaseOnClock(t, l, clock, interval)
 	defer s.Release(ctx, lease.Result{})
+	// Every interval on the clock is one attempt, refused as busy while
+	// the writer is held; the one after its release records the failures.
 	release := holdWriter(t, l)
-	time.Sleep(time.Second) // the writer stays busy through several heartbeat attempts
+	for range lease.HeartbeatFailuresBeforeEvent {
+		awaitTimers(t, clock, 2)
+		clock.Add(interval)
+	}
+	awaitTimers(t, clock, 2)
 	release()
+	clock.Add(interval)
 	awaitEvent(t, l, events.HeartbeatFailed, 10*time.Second, func(p any) bool {
 		hf := p.(*events.HeartbeatFailedPayload)
 		return hf.ConsecutiveFailures == lease.HeartbeatFailuresBeforeEvent && !hf.LockLost
@@ -180,7 +232,7 @@ func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t, ledger.WithBusyTimeout(time.Minute))
 	ttl := 2 * time.Second
-	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(ttl), lease.WithHeartbeatInterval(100*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: ttl}, lease.WithHeartbeatInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +260,7 @@ func TestLeaseLostWhenNoHeartbeatSucceedsBeforeTheDeadline(t *testing.T) {
 	ttl := 2 * time.Second
 	// A wide margin gives the loss three quarters of a second to be recorded
 	// once the writer mutex is freed.
-	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(ttl), lease.WithHeartbeatInterval(100*time.Millisecond), lease.WithLossMargin(1500*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: ttl}, lease.WithHeartbeatInterval(100*time.Millisecond), lease.WithLossMargin(1500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,14 +282,15 @@ func TestLeaseLossMarginIsChecked(t *testing.T) {
 	l := openReal(t)
 	for _, c := range []struct {
 		name string
+		ttl  time.Duration
 		opts []lease.Option
 	}{
-		{"zero", []lease.Option{lease.WithLossMargin(0)}},
-		{"negative", []lease.Option{lease.WithLossMargin(-time.Second)}},
-		{"the ttl", []lease.Option{lease.WithTTL(3 * time.Second), lease.WithLossMargin(3 * time.Second)}},
-		{"no room for a heartbeat", []lease.Option{lease.WithTTL(3 * time.Second), lease.WithHeartbeatInterval(time.Second), lease.WithLossMargin(2 * time.Second)}},
+		{"zero", 0, []lease.Option{lease.WithLossMargin(0)}},
+		{"negative", 0, []lease.Option{lease.WithLossMargin(-time.Second)}},
+		{"the ttl", 3 * time.Second, []lease.Option{lease.WithLossMargin(3 * time.Second)}},
+		{"no room for a heartbeat", 3 * time.Second, []lease.Option{lease.WithHeartbeatInterval(time.Second), lease.WithLossMargin(2 * time.Second)}},
 	} {
-		if _, err := lease.Acquire(context.Background(), l, "m", c.opts...); !errors.Is(err, ledger.ErrInvalid) {
+		if _, err := lease.Acquire(context.Background(), l, ledger.AcquireRequest{Lock: "m", TTL: c.ttl}, c.opts...); !errors.Is(err, ledger.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", c.name, err)
 		}
 	}
@@ -246,7 +299,7 @@ func TestLeaseLossMarginIsChecked(t *testing.T) {
 func TestLeaseLostToAnotherHolder(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t)
-	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: 3 * time.Second}, lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,11 +323,11 @@ func TestLeaseLostToAnotherHolder(t *testing.T) {
 func TestLeaseWaitsForRelease(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t)
-	first, err := lease.Acquire(ctx, l, "q", lease.WithTTL(time.Minute))
+	first, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "q", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = lease.Acquire(ctx, l, "q", lease.WithWait(100*time.Millisecond))
+	_, err = lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "q"}, lease.WithWait(100*time.Millisecond))
 	var held *ledger.HeldError
 	if !errors.As(err, &held) || held.Holder.RequestID != first.RequestID() || held.Waited < 100*time.Millisecond {
 		t.Fatalf("waiting on a held lock: %v", err)
@@ -287,7 +340,7 @@ func TestLeaseWaitsForRelease(t *testing.T) {
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		s, err := lease.Acquire(wctx, l, "q")
+		s, err := lease.Acquire(wctx, l, ledger.AcquireRequest{Lock: "q"})
 		done <- waited{s, err}
 	}()
 	time.Sleep(100 * time.Millisecond) // let the waiter block and back off
@@ -340,7 +393,7 @@ func TestARefusalWithoutWaitingWaitedNothing(t *testing.T) {
 func TestLeaseDoneWhenReleasedOrLost(t *testing.T) {
 	ctx := context.Background()
 	l := openReal(t)
-	released, err := lease.Acquire(ctx, l, "rel", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+	released, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "rel", TTL: 3 * time.Second}, lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +414,7 @@ func TestLeaseDoneWhenReleasedOrLost(t *testing.T) {
 		t.Fatalf("Err() after a release of a held lease: %v, want nil", released.Err())
 	}
 
-	stolen, err := lease.Acquire(ctx, l, "lost", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
+	stolen, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "lost", TTL: 3 * time.Second}, lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +457,7 @@ func TestLeaseLossIsRecordedWhenTheLedgerAnswersAgain(t *testing.T) {
 	ctx := context.Background()
 	var log syncBuffer
 	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond), ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
-	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(2*time.Second), lease.WithHeartbeatInterval(100*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: 2 * time.Second}, lease.WithHeartbeatInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -12,7 +13,7 @@ import (
 // MaxHeartbeatInterval caps the heartbeat interval: min(ttl/3, 30s).
 const MaxHeartbeatInterval = 30 * time.Second
 
-// DefaultTTL is a lease's TTL unless WithTTL says otherwise (and run's):
+// DefaultTTL is a lease's TTL when its request has none (and run's):
 // a lease heartbeats, so its TTL need only outlast a few heartbeats, and
 // a crashed holder's lock is free that long after its last one (a shared
 // store's other hosts cannot probe its pid). At 45 s the heartbeat comes
@@ -36,69 +37,19 @@ const DefaultTTL = 45 * time.Second
 func DefaultLossMargin(ttl time.Duration) time.Duration { return ttl / 4 }
 
 type config struct {
-	req       ledger.AcquireRequest
 	supersede bool
 	wait      time.Duration
 	interval  time.Duration
 	margin    time.Duration
 	grace     time.Duration
 	observe   WaitObserver
+	checks    <-chan os.Signal
+	clock     Clock
 }
 
-// Option configures Acquire.
+// Option configures Acquire beyond its request: how long to wait, how to
+// heartbeat, and what to do to the holder the lease takes the lock from.
 type Option func(*config) error
-
-// WithTTL sets the lock's TTL (default DefaultTTL).
-func WithTTL(d time.Duration) Option {
-	return func(c *config) error { c.req.TTL = d; return nil }
-}
-
-// WithRequestID sets the request id (default req_<ULID>).
-func WithRequestID(id string) Option {
-	return func(c *config) error { c.req.RequestID = id; return events.ValidateRequestID(id) }
-}
-
-// WithActor sets who acts (default ledger.DefaultActor()).
-func WithActor(a string) Option {
-	return func(c *config) error {
-		if a == "" {
-			return events.Invalid("actor", a, "must not be empty")
-		}
-		c.req.Actor = a
-		return ledger.ValidateIdentity(ledger.Identity{Actor: a})
-	}
-}
-
-// WithPID records another process as the holder (default: this process).
-func WithPID(pid int) Option {
-	return func(c *config) error {
-		if pid <= 0 {
-			return events.Invalid("pid", fmt.Sprint(pid), "must be a positive process id")
-		}
-		c.req.PID = pid
-		return nil
-	}
-}
-
-// WithIntent records what the holder does, and its version.
-func WithIntent(intent, version string) Option {
-	return func(c *config) error { c.req.Intent, c.req.IntentVersion = intent, version; return nil }
-}
-
-// WithMetadata records key/value pairs with the lock.
-func WithMetadata(md map[string]string) Option {
-	return func(c *config) error { c.req.Metadata = md; return nil }
-}
-
-// WithTargets also projects the lock into other tools' lock files.
-func WithTargets(ts ...events.Target) Option {
-	return func(c *config) error { c.req.Targets = ts; return nil }
-}
-
-// WithMaxAge makes a holder older than d count as stale.
-func WithMaxAge(d time.Duration) Option {
-	return func(c *config) error { c.req.MaxAge = d; return nil }
-}
 
 // WithSupersede takes an active lock from its current holder, an older run
 // of the same job (see ledger.Supersede). The new job should start only
@@ -107,33 +58,8 @@ func WithSupersede() Option {
 	return func(c *config) error { c.supersede = true; return nil }
 }
 
-// WithReclaim takes the lock over from another process holding it under
-// the same request id (see ledger.AcquireRequest.Reclaim).
-func WithReclaim() Option {
-	return func(c *config) error { c.req.Reclaim = true; return nil }
-}
-
-// WithShared makes the lease a shared holding: with limit 0 one of any
-// number of shared holders (a reader), else one of at most limit holders
-// (a semaphore slot). See ledger.AcquireRequest.Shared and Limit.
-func WithShared(limit int64) Option {
-	return func(c *config) error { c.req.Shared, c.req.Limit = true, limit; return nil }
-}
-
-// WithRun records the holder as a lockledger run (see
-// ledger.AcquireRequest.Run): while its process lives, a release without
-// force by any other process is refused. `lockledger run` sets it.
-func WithRun() Option {
-	return func(c *config) error { c.req.Run = true; return nil }
-}
-
-// WithForce takes over a stale lock (never an active one).
-func WithForce() Option {
-	return func(c *config) error { c.req.Force = true; return nil }
-}
-
 // WithKillGrace is how long the job of a stale holder taken over by force
-// (WithForce) may act on TERM before it is killed (default
+// (AcquireRequest.Force) may act on TERM before it is killed (default
 // DefaultTakeOverGrace; see StopTakenOver).
 func WithKillGrace(d time.Duration) Option {
 	return func(c *config) error {
@@ -162,6 +88,34 @@ func WithWaitObserver(f WaitObserver) Option {
 	return func(c *config) error { c.observe = f; return nil }
 }
 
+// Clock is the time a lease keeps: its heartbeats and its local deadline.
+type Clock interface {
+	Now() time.Time
+	// Timer is a channel that receives once d has passed, and a stop
+	// that releases the timer.
+	Timer(d time.Duration) (<-chan time.Time, func())
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+func (systemClock) Timer(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
+
+// WithClock replaces the system clock (tests: internal/testclock).
+func WithClock(c Clock) Option {
+	return func(o *config) error { o.clock = c; return nil }
+}
+
+// WithChecks makes the lease renew at once, and so notice a lock taken by
+// someone else, whenever ch receives: run passes it SIGUSR1, which a newer
+// run that superseded it sends.
+func WithChecks(ch <-chan os.Signal) Option {
+	return func(c *config) error { c.checks = ch; return nil }
+}
+
 // WithHeartbeatInterval overrides min(ttl/3, 30s); it must be below the TTL.
 func WithHeartbeatInterval(d time.Duration) Option {
 	return func(c *config) error {
@@ -188,33 +142,36 @@ func WithLossMargin(d time.Duration) Option {
 	}
 }
 
-// newConfig applies opts to a request for lock name and fills in the
-// defaults that depend on the TTL and on ctx's deadline.
-func newConfig(ctx context.Context, name string, opts []Option) (config, error) {
-	c := config{req: ledger.AcquireRequest{Lock: name, TTL: DefaultTTL}, grace: DefaultTakeOverGrace}
+// newConfig applies opts, checks req (its TTL defaulted to DefaultTTL)
+// and fills in the defaults that depend on the TTL and on ctx's deadline.
+func newConfig(ctx context.Context, req *ledger.AcquireRequest, opts []Option) (config, error) {
+	c := config{grace: DefaultTakeOverGrace, clock: systemClock{}}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return c, err
 		}
 	}
-	if err := c.req.Validate(); err != nil {
+	if req.TTL == 0 {
+		req.TTL = DefaultTTL
+	}
+	if err := req.Validate(); err != nil {
 		return c, err
 	}
 	if d, ok := ctx.Deadline(); ok && c.wait == 0 {
 		c.wait = time.Until(d)
 	}
 	if c.interval == 0 {
-		c.interval = min(c.req.TTL/3, MaxHeartbeatInterval)
+		c.interval = min(req.TTL/3, MaxHeartbeatInterval)
 	}
-	if c.interval >= c.req.TTL {
-		return c, events.Invalid("heartbeat interval", c.interval.String(), "must be shorter than the ttl "+c.req.TTL.String())
+	if c.interval >= req.TTL {
+		return c, events.Invalid("heartbeat interval", c.interval.String(), "must be shorter than the ttl "+req.TTL.String())
 	}
 	if c.margin == 0 {
-		c.margin = DefaultLossMargin(c.req.TTL)
+		c.margin = DefaultLossMargin(req.TTL)
 	}
-	if c.interval+c.margin >= c.req.TTL {
+	if c.interval+c.margin >= req.TTL {
 		return c, events.Invalid("loss margin", c.margin.String(),
-			fmt.Sprintf("plus the heartbeat interval %s must be shorter than the ttl %s", c.interval, c.req.TTL))
+			fmt.Sprintf("plus the heartbeat interval %s must be shorter than the ttl %s", c.interval, req.TTL))
 	}
 	return c, nil
 }

@@ -3,10 +3,10 @@ package lease
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/backoff"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store"
 )
@@ -48,6 +48,7 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 	}
 	var watch store.Waker
 	var renewAt time.Time // when the waiter's place in the queue is due for renewal
+	retry := backoff.Backoff{Min: WaitBackoffBase, Max: WaitBackoffCap, Jitter: true}
 	defer func() {
 		if watch != nil {
 			watch.Close()
@@ -112,7 +113,7 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 		if watch == nil {
 			watch = l.Watch(req.Lock)
 		}
-		sleep := jitter(attempt)
+		sleep := retry.Next()
 		if remain := time.Until(deadline); sleep > remain {
 			sleep = remain
 		}
@@ -121,14 +122,4 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 		}
 		watch.Wait(ctx, sleep)
 	}
-}
-
-func jitter(attempt int) time.Duration {
-	ceil := WaitBackoffCap
-	if attempt < 16 {
-		if c := WaitBackoffBase << attempt; c < ceil {
-			ceil = c
-		}
-	}
-	return time.Duration(rand.Int64N(int64(ceil))) + time.Millisecond
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/backoff"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
@@ -320,7 +321,7 @@ const settleWithin = time.Second
 // file agrees). A write committed meanwhile makes it judge again at once.
 func settle(ctx context.Context, l *Ledger, name string, judge func(*store.Row) (*verify.Problem, string, error)) (*verify.Problem, string, error) {
 	deadline := time.Now().Add(settleWithin)
-	backoff := time.Millisecond
+	retry := backoff.Backoff{Min: time.Millisecond, Max: 100 * time.Millisecond}
 	for {
 		before, err := store.LoadRow(ctx, l.store, name)
 		if err != nil {
@@ -343,9 +344,8 @@ func settle(ctx context.Context, l *Ledger, name string, judge func(*store.Row) 
 		if time.Now().After(deadline) {
 			return p, "", nil
 		}
-		if err := sleepCtx(ctx, backoff); err != nil {
+		if err := retry.Wait(ctx); err != nil {
 			return nil, "", err
 		}
-		backoff = min(2*backoff, 100*time.Millisecond)
 	}
 }

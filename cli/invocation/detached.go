@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lockledger/lockledger/internal/backoff"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -36,7 +37,7 @@ func GlobalArgs(cmd *cobra.Command) []string {
 // event as soon as the ledger answers. It returns record's (or Open's)
 // last error.
 func RetryRecord(ctx context.Context, g *Globals, a Access, stop func(error) bool, record func(*ledger.Ledger) error) error {
-	backoff := 100 * time.Millisecond
+	retry := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 	for {
 		l, err := g.Open(ctx, a)
 		if err == nil {
@@ -49,13 +50,8 @@ func RetryRecord(ctx context.Context, g *Globals, a Access, stop func(error) boo
 		if stop != nil && stop(err) {
 			return err
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if retry.Wait(ctx) != nil {
 			return err
-		case <-t.C:
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }

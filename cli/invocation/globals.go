@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/trust"
@@ -31,7 +32,8 @@ type Globals struct {
 	Sign      signFlags
 	trust     *trust.Store // TrustStore
 	JQExpr    string
-	jq        *jqFilter // --jq: stdout held back until the command is done
+	jq        *jqFilter        // --jq: stdout held back until the command is done
+	Signals   <-chan os.Signal // the signals cli.Main handled while the command ran (see ForwardsSignals)
 }
 
 // SayError writes a command's final failure on stderr in the form of its

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -49,8 +48,9 @@ var runListing = invocation.Listing{
 func NewRun(g *invocation.Globals) *cobra.Command {
 	o := &runOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   runListing.Use,
-		Short: runListing.Short,
+		Use:         runListing.Use,
+		Short:       runListing.Short,
+		Annotations: map[string]string{invocation.ForwardsSignals: "true"},
 		Long: `Acquire NAME, run CMD in its own process group with the lock heartbeated
 every min(ttl/3, 30s), then release it with the result (success, failure,
 or cancelled when run was signalled) and CMD's exit code. --ttl is 45s
@@ -170,9 +170,6 @@ type runState struct {
 }
 
 func runRun(ctx context.Context, o *runOptions) error {
-	if err := events.ValidateLockName(o.lock); err != nil {
-		return err
-	}
 	if o.onLost != "kill" && o.onLost != "warn" {
 		return events.Invalid("--on-lost", o.onLost, "must be kill or warn")
 	}
@@ -195,11 +192,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return &ExecError{Code: code, Command: o.argv[0], Why: why}
 	}
 
-	// Signals that arrive from here on are ours to forward, not to die of.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
-	defer signal.Stop(sigs)
-	// SIGUSR1: a newer run superseded us; check the lock now.
+	// SIGUSR1: a newer run superseded us; the lease checks the lock at once.
 	pokes := make(chan os.Signal, 1)
 	signal.Notify(pokes, unix.SIGUSR1)
 	defer signal.Stop(pokes)
@@ -209,53 +202,22 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	defer o.g.Finish(l)
-	opts := []lease.Option{lease.WithTTL(req.TTL), lease.WithPID(req.PID), lease.WithIntent(req.Intent, req.IntentVersion),
-		lease.WithMetadata(req.Metadata), lease.WithWait(wait), lease.WithWaitObserver(waitReporter(o.g, o.lock)),
-		lease.WithKillGrace(grace), lease.WithRun()}
-	if req.RequestID != "" {
-		opts = append(opts, lease.WithRequestID(req.RequestID))
-	}
-	if req.Actor != "" {
-		opts = append(opts, lease.WithActor(req.Actor))
-	}
-	if req.Force {
-		opts = append(opts, lease.WithForce())
-	}
-	if req.Reclaim {
-		opts = append(opts, lease.WithReclaim())
-	}
-	if req.Shared {
-		if o.supersede {
+	req.Run = true
+	opts := []lease.Option{lease.WithWait(wait), lease.WithWaitObserver(waitReporter(o.g, o.lock)), lease.WithKillGrace(grace),
+		lease.WithChecks(pokes)}
+	if o.supersede {
+		if req.Shared {
 			return events.Invalid("--supersede", "", "cannot be combined with --shared or --limit")
 		}
-		opts = append(opts, lease.WithShared(req.Limit))
-	}
-	if o.supersede {
 		if wait > 0 {
 			return events.Invalid("--supersede", "", "cannot be combined with --wait")
 		}
 		opts = append(opts, lease.WithSupersede())
 	}
-	if len(req.Targets) > 0 || req.MaxAge > 0 {
-		opts = append(opts, lease.WithTargets(req.Targets...), lease.WithMaxAge(req.MaxAge))
-	}
-	waitCtx, cancelWait := context.WithCancel(ctx)
-	var waiting sync.WaitGroup
-	var interrupted os.Signal // read once waiting.Wait has returned
-	waiting.Add(1)
-	go func() { // a signal while waiting gives up the wait
-		defer waiting.Done()
-		select {
-		case interrupted = <-sigs:
-			cancelWait()
-		case <-waitCtx.Done():
-		}
-	}()
+	// A signal (ctx's cause) gives up the wait.
 	waitStart := time.Now()
-	hold, err := lease.Acquire(waitCtx, l, o.lock, opts...)
+	hold, err := lease.Acquire(ctx, l, req, opts...)
 	waited := time.Since(waitStart)
-	cancelWait()
-	waiting.Wait()
 	endWaitLine(o.g)
 	if err != nil {
 		return o.conflict(err)
@@ -275,15 +237,15 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		return &invocation.ExitError{Code: exit}
 	}
-	if interrupted != nil {
+	if interrupted := invocation.Interrupted(ctx); interrupted != 0 {
 		// The signal came as the wait ended with the lock: it was sent to
 		// give up, so the command does not start.
 		_ = hold.Release(bg, lease.Result{Result: events.ResultCancelled})
 		o.g.Log.Warn("signalled as the lock was acquired; the command was not started", "lock", o.lock, "signal", interrupted)
-		return report("released", events.ResultCancelled, nil, 128+int(interrupted.(syscall.Signal)), time.Time{})
+		return report("released", events.ResultCancelled, nil, 128+int(interrupted), time.Time{})
 	}
 	if o.supersede {
-		if err := awaitSuperseded(bg, o, hold, grace, sigs, pokes); err != nil {
+		if err := awaitSuperseded(ctx, o, hold, grace); err != nil {
 			var ee *invocation.ExitError
 			if errors.As(err, &ee) && ee.Code == invocation.ExitNotHolder {
 				return report("lost", events.ResultCancelled, nil, ee.Code, time.Time{})
@@ -295,7 +257,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 
 	started := time.Now()
-	code, st, err := supervise(o, path, hold, sigs, pokes, grace)
+	code, st, err := supervise(o, path, hold, grace)
 	if err != nil {
 		c, why := execFailure(o.argv[0], path, err)
 		_ = hold.Release(bg, lease.Result{Result: events.ResultFailure, FailureStep: "exec", ExitCode: &c})
@@ -340,41 +302,21 @@ func runRun(ctx context.Context, o *runOptions) error {
 
 // awaitSuperseded holds the command back until the job this run took the
 // lock from has stopped (see lease.Lease.AwaitSuperseded), so that the two
-// never overlap. A signal meanwhile, or losing the lock, ends the run
-// without starting the command.
-func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grace time.Duration, sigs, pokes <-chan os.Signal) error {
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var got os.Signal
-	var watching sync.WaitGroup
-	watching.Add(1)
-	go func() {
-		defer watching.Done()
-		for {
-			select {
-			case s := <-sigs:
-				got = s
-				cancel()
-				return
-			case <-pokes:
-				hold.CheckNow()
-			case <-actx.Done():
-				return
-			}
-		}
-	}()
-	sup, err := hold.AwaitSuperseded(actx, grace)
-	cancel()
-	watching.Wait()
+// never overlap. A signal meanwhile (ctx's cause), or losing the lock,
+// ends the run without starting the command.
+func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grace time.Duration) error {
+	sup, err := hold.AwaitSuperseded(ctx, grace)
+	got := invocation.Interrupted(ctx)
+	ctx = context.WithoutCancel(ctx)
 	var earlier []any
 	if len(sup.Earlier) > 0 {
 		earlier = []any{"earlier_superseded_request_ids", fmt.Sprint(sup.Earlier)}
 	}
 	switch {
-	case got != nil:
+	case got != 0:
 		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled})
 		o.g.Log.Warn("signalled while waiting for the superseded job to stop; the command was not started", "lock", o.lock, "signal", got)
-		return &invocation.ExitError{Code: 128 + int(got.(syscall.Signal))}
+		return &invocation.ExitError{Code: 128 + int(got)}
 	case err != nil:
 		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled}) // refused as lost
 		recordLossLater(o.g, o.cmd, hold)
@@ -394,7 +336,7 @@ func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grac
 }
 
 // supervise runs the child and returns its exit code.
-func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan os.Signal, grace time.Duration) (int, runState, error) {
+func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duration) (int, runState, error) {
 	var st runState
 	cmd := exec.Command(path, o.argv[1:]...)
 	cmd.Args[0] = o.argv[0]
@@ -440,13 +382,19 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 	var killTimer <-chan time.Time
 	lost := hold.Lost()
 	record := context.Background()
+	var code int
+	var stopped chan struct{} // closed once what the command left running is stopped
+	stopCtx, stopNow := context.WithCancel(context.Background())
+	defer stopNow()
 	for {
 		select {
-		case s := <-sigs:
+		case s := <-o.g.Signals:
+			if stopped != nil {
+				stopNow() // signalled while its leftovers are stopped: KILL them at once
+				continue
+			}
 			st.signalled = true
 			_ = unix.Kill(-pgid, s.(syscall.Signal))
-		case <-pokes:
-			hold.CheckNow()
 		case <-orphans:
 			proc.ReapExited(pgid) // pgid is the command's pid, which cmd.Wait reaps
 		case <-lost:
@@ -473,8 +421,14 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 		case <-killTimer:
 			_ = unix.Kill(-pgid, unix.SIGKILL)
 		case <-exited: // the exit status is in ProcessState
-			code := exitCode(cmd.ProcessState)
-			stopLeftovers(record, o, hold, pgid, grace, sigs, mark, below)
+			code = exitCode(cmd.ProcessState)
+			lost, killTimer, orphans = nil, nil, nil
+			stopped = make(chan struct{})
+			go func() {
+				defer close(stopped)
+				stopLeftovers(stopCtx, record, o, hold, pgid, grace, mark, below)
+			}()
+		case <-stopped:
 			return code, st, nil
 		}
 	}
@@ -485,30 +439,17 @@ func supervise(o *runOptions, path string, hold *lease.Lease, sigs, pokes <-chan
 // which include those that left the group (setsid, a double fork); where
 // run could not become a subreaper, the processes carrying its
 // LOCKLEDGER_REQUEST_ID too (below: proc.BelowOnly or proc.Descendants): TERM, then
-// KILL after grace (at once if run is signalled meanwhile). With
-// --leave-running they are left alone. Either way the processes found are
-// recorded as job_processes, before the release, within record's deadline.
-func stopLeftovers(record context.Context, o *runOptions, hold *lease.Lease, pgid int, grace time.Duration, sigs <-chan os.Signal, mark proc.ForkMark, below proc.StopOption) {
+// KILL after grace (at once when ctx ends: run is signalled meanwhile).
+// With --leave-running they are left alone. Either way the processes found
+// are recorded as job_processes, before the release, within record's deadline.
+func stopLeftovers(ctx, record context.Context, o *runOptions, hold *lease.Lease, pgid int, grace time.Duration, mark proc.ForkMark, below proc.StopOption) {
 	id := hold.RequestID()
 	p := events.JobProcessesPayload{JobRequestID: id}
 	if o.leave {
 		p.PIDs = proc.JobPIDs(id)
 		p.Action, p.Note = events.JobLeftRunning, "outlived the command; left running (--leave-running), no longer under the lock"
 	} else {
-		ctx, cancel := context.WithCancel(context.Background())
-		var watching sync.WaitGroup
-		watching.Add(1)
-		go func() {
-			defer watching.Done()
-			select {
-			case <-sigs:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		stopped := proc.StopJob(ctx, id, pgid, grace, proc.Since(mark), below)
-		cancel()
-		watching.Wait()
 		p.PIDs, p.Action, p.Note = stopped.PIDs, events.JobTerminated, "outlived the command; stopped with TERM"
 		if stopped.Killed {
 			p.Action, p.Note = events.JobKilled, fmt.Sprintf("outlived the command; still running %s after TERM, killed", grace)

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/internal/backoff"
 )
 
 // Mutex is the writer mutex: an flock(2) on ROOT/writer.flock. The kernel
@@ -62,7 +63,7 @@ func FlockShared(ctx context.Context, fd int, wait, maxPoll time.Duration) (unlo
 
 func flock(ctx context.Context, fd, how int, wait, maxPoll time.Duration) (unlock func(), err error) {
 	deadline := time.Now().Add(wait)
-	backoff := 50 * time.Microsecond
+	retry := backoff.Backoff{Min: 50 * time.Microsecond, Max: maxPoll, Jitter: true}
 	for {
 		err := unix.Flock(fd, how|unix.LOCK_NB)
 		if err == nil {
@@ -74,11 +75,8 @@ func flock(ctx context.Context, fd, how int, wait, maxPoll time.Duration) (unloc
 		if wait >= 0 && time.Now().After(deadline) {
 			return nil, ErrBusy
 		}
-		if err := sleep(ctx, backoff/2+time.Duration(rand.Int64N(int64(backoff)))); err != nil {
+		if err := retry.Wait(ctx); err != nil {
 			return nil, err
-		}
-		if backoff < maxPoll {
-			backoff *= 2
 		}
 	}
 }
@@ -138,15 +136,4 @@ func (d at) readStart(name string, n int) (b []byte, ok bool, err error) {
 	defer f.Close()
 	b, err = readStart(f, n)
 	return b, true, err
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/internal/backoff"
 )
 
 // Watch wakes a waiter when the locks directory changes, through a kqueue
@@ -89,14 +91,14 @@ func (w *Watch) Wait(ctx context.Context, d time.Duration) {
 		}
 		slice := min(remain, 50*time.Millisecond)
 		if w.kq < 0 {
-			_ = sleep(ctx, slice)
+			_ = backoff.Sleep(ctx, slice)
 			continue
 		}
 		ts := unix.NsecToTimespec(int64(slice))
 		var got [1]unix.Kevent_t
 		n, err := unix.Kevent(w.kq, nil, got[:], &ts)
 		if err != nil && !errors.Is(err, unix.EINTR) {
-			_ = sleep(ctx, slice)
+			_ = backoff.Sleep(ctx, slice)
 			continue
 		}
 		if n > 0 {

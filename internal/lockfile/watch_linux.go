@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/internal/backoff"
 )
 
 // Watch wakes a waiter when a lock file changes, through inotify on the
@@ -63,12 +65,12 @@ func (w *Watch) Wait(ctx context.Context, d time.Duration) {
 		return
 	}
 	if w.f == nil {
-		_ = sleep(ctx, d)
+		_ = backoff.Sleep(ctx, d)
 		return
 	}
 	end := time.Now().Add(d)
 	if w.f.SetReadDeadline(end) != nil {
-		_ = sleep(ctx, d)
+		_ = backoff.Sleep(ctx, d)
 		return
 	}
 	stop := context.AfterFunc(ctx, func() { _ = w.f.SetReadDeadline(time.Now()) })
@@ -80,7 +82,7 @@ func (w *Watch) Wait(ctx context.Context, d time.Duration) {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return
 			}
-			_ = sleep(ctx, time.Until(end))
+			_ = backoff.Sleep(ctx, time.Until(end))
 			return
 		}
 		if w.names(buf[:n]) {

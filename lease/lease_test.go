@@ -15,19 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
-
-func openReal(t *testing.T, opts ...ledger.Option) *ledger.Ledger {
-	t.Helper()
-	l, err := ledger.Open(context.Background(), t.TempDir(), append(opts, ledger.Unsigned())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
 
 // awaitEvent polls the ledger until an event matching ok exists.
 func awaitEvent(t *testing.T, l *ledger.Ledger, typ events.Type, within time.Duration, ok func(p any) bool) {
@@ -72,7 +63,7 @@ func holdWriter(t *testing.T, l *ledger.Ledger) (release func()) {
 
 func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t)
+	l := fixture.Open(t, "")
 	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +94,7 @@ func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 
 func TestLeaseBusyLedgerIsNotALoss(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond))
+	l := fixture.Open(t, "", ledger.WithBusyTimeout(20*time.Millisecond))
 	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(5*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +168,7 @@ func checkLostAtDeadline(t *testing.T, l *ledger.Ledger, s *lease.Lease, lostAt 
 // its local deadline, while the ledger still counts it as the holder.
 func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t, ledger.WithBusyTimeout(time.Minute))
+	l := fixture.Open(t, "", ledger.WithBusyTimeout(time.Minute))
 	ttl := 2 * time.Second
 	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(ttl), lease.WithHeartbeatInterval(100*time.Millisecond))
 	if err != nil {
@@ -203,7 +194,7 @@ func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
 // Release reports the loss even though it frees the lock.
 func TestLeaseLostWhenNoHeartbeatSucceedsBeforeTheDeadline(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond))
+	l := fixture.Open(t, "", ledger.WithBusyTimeout(20*time.Millisecond))
 	ttl := 2 * time.Second
 	// A wide margin gives the loss three quarters of a second to be recorded
 	// once the writer mutex is freed.
@@ -226,7 +217,7 @@ func TestLeaseLostWhenNoHeartbeatSucceedsBeforeTheDeadline(t *testing.T) {
 }
 
 func TestLeaseLossMarginIsChecked(t *testing.T) {
-	l := openReal(t)
+	l := fixture.Open(t, "")
 	for _, c := range []struct {
 		name string
 		opts []lease.Option
@@ -244,7 +235,7 @@ func TestLeaseLossMarginIsChecked(t *testing.T) {
 
 func TestLeaseLostToAnotherHolder(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t)
+	l := fixture.Open(t, "")
 	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +259,7 @@ func TestLeaseLostToAnotherHolder(t *testing.T) {
 
 func TestLeaseWaitsForRelease(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t)
+	l := fixture.Open(t, "")
 	first, err := lease.Acquire(ctx, l, "q", lease.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +304,7 @@ func TestLeaseWaitsForRelease(t *testing.T) {
 // request id and the set-up before the attempt took.
 func TestARefusalWithoutWaitingWaitedNothing(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t)
+	l := fixture.Open(t, "")
 	req := func(rid string) ledger.AcquireRequest {
 		return ledger.AcquireRequest{Lock: "x", Identity: ledger.Identity{RequestID: rid, Actor: "t", PID: os.Getpid()}, TTL: 100 * time.Second}
 	}
@@ -338,7 +329,7 @@ func TestARefusalWithoutWaitingWaitedNothing(t *testing.T) {
 // says why), and not before.
 func TestLeaseDoneWhenReleasedOrLost(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t)
+	l := fixture.Open(t, "")
 	released, err := lease.Acquire(ctx, l, "rel", lease.WithTTL(3*time.Second), lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -402,7 +393,7 @@ func (b *syncBuffer) Contains(s string) bool {
 func TestLeaseLossIsRecordedWhenTheLedgerAnswersAgain(t *testing.T) {
 	ctx := context.Background()
 	var log syncBuffer
-	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond), ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	l := fixture.Open(t, "", ledger.WithBusyTimeout(20*time.Millisecond), ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	s, err := lease.Acquire(ctx, l, "svc", lease.WithTTL(2*time.Second), lease.WithHeartbeatInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

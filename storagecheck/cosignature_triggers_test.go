@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
-	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/storagecheck"
 )
@@ -19,7 +19,7 @@ const cosignatureRow = `INSERT INTO cosignatures (id, size, root, witness, key, 
 // damage the storage check names, on both engines.
 func TestTheCosignaturesTableIsAppendOnlyAndItsTriggersAreChecked(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
-		l := open(t)
+		l := fixture.Open(t, "")
 		ctx := context.Background()
 		if _, err := l.DB().ExecContext(ctx, cosignatureRow); err != nil {
 			t.Fatal(err)
@@ -30,7 +30,7 @@ func TestTheCosignaturesTableIsAppendOnlyAndItsTriggersAreChecked(t *testing.T) 
 				t.Errorf("%s: %v, want it refused", q, err)
 			}
 		}
-		got := triggerDamage(t, open(t), func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
+		got := triggerDamage(t, fixture.Open(t, ""), func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
 			return storagecheck.SQLite(ctx, q, false, rep)
 		}, `DROP TRIGGER cosignatures_no_replace`, `DROP TRIGGER cosignatures_no_delete`)
 		want := []string{
@@ -42,7 +42,7 @@ func TestTheCosignaturesTableIsAppendOnlyAndItsTriggersAreChecked(t *testing.T) 
 		}
 	})
 	t.Run("postgres", func(t *testing.T) {
-		l := open(t, ledger.WithDatabase(pgtest.NewDatabase(t)))
+		l := fixture.OpenPostgres(t, pgtest.NewDatabase(t))
 		ctx := context.Background()
 		if _, err := l.DB().ExecContext(ctx, cosignatureRow); err != nil {
 			t.Fatal(err)
@@ -53,7 +53,7 @@ func TestTheCosignaturesTableIsAppendOnlyAndItsTriggersAreChecked(t *testing.T) 
 				t.Errorf("%s: accepted", q)
 			}
 		}
-		got := triggerDamage(t, open(t, ledger.WithDatabase(pgtest.NewDatabase(t))), storagecheck.Postgres,
+		got := triggerDamage(t, fixture.OpenPostgres(t, pgtest.NewDatabase(t)), storagecheck.Postgres,
 			`ALTER TABLE cosignatures DISABLE TRIGGER cosignatures_no_replace`)
 		if want := []string{"cosignatures_no_replace on table cosignatures is disabled"}; !slices.Equal(got, want) {
 			t.Fatalf("trigger problems:\n got %q\nwant %q", got, want)

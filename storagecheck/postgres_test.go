@@ -4,15 +4,15 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
-	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/storagecheck"
 )
 
 // A trigger left in place whose function was replaced (a no-op instead of
 // the refusal), or altered, no longer guards anything: that is damage.
 func TestPostgresReplacedTriggerFunctionsAreDamage(t *testing.T) {
-	l := open(t, ledger.WithDatabase(pgtest.NewDatabase(t)))
+	l := fixture.OpenPostgres(t, pgtest.NewDatabase(t))
 	got := triggerDamage(t, l, storagecheck.Postgres,
 		`CREATE OR REPLACE FUNCTION lockledger_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

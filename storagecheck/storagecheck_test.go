@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
@@ -43,18 +44,8 @@ func triggerDamage(t *testing.T, l *ledger.Ledger, check func(context.Context, r
 	return got
 }
 
-func open(t *testing.T, opts ...ledger.Option) *ledger.Ledger {
-	t.Helper()
-	l, err := ledger.Open(context.Background(), t.TempDir(), append(opts, ledger.Unsigned())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
 func TestSQLiteTriggersThatAreMissingAlteredOrAddedAreDamage(t *testing.T) {
-	l := open(t)
+	l := fixture.Open(t, "")
 	got := triggerDamage(t, l, func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
 		return storagecheck.SQLite(ctx, q, false, rep)
 	},
@@ -73,7 +64,7 @@ func TestSQLiteTriggersThatAreMissingAlteredOrAddedAreDamage(t *testing.T) {
 }
 
 func TestPostgresTriggersThatAreMissingDisabledOrAddedAreDamage(t *testing.T) {
-	l := open(t, ledger.WithDatabase(pgtest.NewDatabase(t)))
+	l := fixture.OpenPostgres(t, pgtest.NewDatabase(t))
 	got := triggerDamage(t, l, storagecheck.Postgres,
 		`DROP TRIGGER events_no_delete ON events`,
 		`ALTER TABLE events DISABLE TRIGGER events_no_update`,

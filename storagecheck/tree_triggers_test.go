@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
-	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/storagecheck"
 )
@@ -16,7 +16,7 @@ import (
 // events' own: dropping one is damage on both engines.
 func TestTheTreeTablesInsertTriggersAreChecked(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
-		got := triggerDamage(t, open(t), func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
+		got := triggerDamage(t, fixture.Open(t, ""), func(ctx context.Context, q replay.Querier, rep *replay.Report) error {
 			return storagecheck.SQLite(ctx, q, false, rep)
 		}, `DROP TRIGGER tlog_hashes_no_replace`, `DROP TRIGGER checkpoints_no_replace`, `DROP TRIGGER checkpoints_within_log`)
 		want := []string{
@@ -29,7 +29,7 @@ func TestTheTreeTablesInsertTriggersAreChecked(t *testing.T) {
 		}
 	})
 	t.Run("postgres", func(t *testing.T) {
-		got := triggerDamage(t, open(t, ledger.WithDatabase(pgtest.NewDatabase(t))), storagecheck.Postgres,
+		got := triggerDamage(t, fixture.OpenPostgres(t, pgtest.NewDatabase(t)), storagecheck.Postgres,
 			`DROP TRIGGER tlog_hashes_no_replace ON tlog_hashes`, `ALTER TABLE checkpoints DISABLE TRIGGER checkpoints_no_replace`)
 		want := []string{
 			"checkpoints_no_replace on table checkpoints is disabled",

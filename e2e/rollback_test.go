@@ -10,7 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/ledger"
 )
 
 // fencingToken is the fencing token an acquire printed with --json.
@@ -35,6 +37,7 @@ func fencingToken(t *testing.T, out string) int {
 // The hosts write as the README's writer role and read as its auditor;
 // the backup and restore are the superuser's, project the owner's.
 func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
+	t.Parallel()
 	c := pgtest.Get(t)
 	roles := newREADMERoles(t)
 	bak := pgtest.CreateDatabase(t)
@@ -89,7 +92,7 @@ func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
 	restored.must(t, 3, "acquire", "deploy")
 	restored.must(t, 0, "acquire", "deploy2")
 	var body string
-	db := pgLedger(t, roles.at(roles.auditor, bak)).DB()
+	db := fixture.OpenPostgres(t, roles.at(roles.auditor, bak), ledger.ReadOnly()).DB()
 	if err := db.QueryRow(`SELECT body FROM events WHERE type = 'ledger_projected'`).Scan(&body); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +109,7 @@ func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
 // TestRestoredLedgerFileIsRefused: ROOT/ledger.db put back from a backup
 // (the same ledger, an older head) is refused too.
 func TestRestoredLedgerFileIsRefused(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "root")
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "a").Stdout)
 	clitest.Must(t, 0, root, "release", "a", "--request-id", rid)

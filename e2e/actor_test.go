@@ -30,6 +30,7 @@ func withoutActorEnv(env []string) []string {
 // set, the actor recorded is the OS user's name, and the uid when the
 // user database has no name for it; never "unknown".
 func TestActorDefaultsToTheOSUser(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "r")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

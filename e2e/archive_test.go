@@ -25,6 +25,7 @@ func TestArchivePruneVerifyThroughTheCLI(t *testing.T) {
 // where prune reports the events table's size and leaves VACUUM FULL to
 // the operator.
 func TestArchivePruneVerifyThroughTheCLIOnPostgres(t *testing.T) {
+	t.Parallel()
 	archivePruneVerify(t, []string{"LOCKLEDGER_CHECKPOINT_EVERY=4", "LOCKLEDGER_DATABASE_URL=" + pgtest.NewDatabase(t)}, "VACUUM FULL events")
 }
 

@@ -28,6 +28,7 @@ func step(ctx context.Context, root, script string) *exec.Cmd {
 // cannot take the lock meanwhile, and a last step releases it by request
 // id; a lock nobody heartbeats goes stale after its TTL and is taken over.
 func TestCIStepsHoldALockNoProcessHolds(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -37,6 +37,7 @@ func initLedger(t *testing.T, root string) {
 }
 
 func TestAHeartbeatFromTheFutureIsStaleInTheLocksDirectory(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	initLedger(t, root)
 	path := filepath.Join(root, "locks", "prod.lock")
@@ -81,6 +82,7 @@ func TestAHeartbeatFromTheFutureIsStaleInTheLocksDirectory(t *testing.T) {
 }
 
 func TestAHeartbeatFromTheFutureIsStaleAtAFileTarget(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
 	path := filepath.Join(dir, "tf", "job.lock")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

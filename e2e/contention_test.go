@@ -125,6 +125,7 @@ func intervalProblems(ivs []holdInterval) []string {
 // TestContentionIntervalCheckerCatchesOverlap shows that the interval
 // check below can fail.
 func TestContentionIntervalCheckerCatchesOverlap(t *testing.T) {
+	t.Parallel()
 	ok := []holdInterval{{"a", 1, 10, 20}, {"c", 3, 40, 50}, {"b", 2, 21, 30}}
 	if p := intervalProblems(ok); len(p) != 0 {
 		t.Fatalf("disjoint tenures reported: %v", p)

@@ -20,6 +20,7 @@ import (
 )
 
 func TestVersionNamesTheGoToolchain(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	r := clitest.Must(t, 0, root, "--version")
 	if !strings.HasPrefix(r.Stdout, "lockledger ") || !strings.Contains(r.Stdout, runtime.Version()) || !strings.Contains(r.Stdout, "commit") {
@@ -44,6 +45,7 @@ func TestVersionNamesTheGoToolchain(t *testing.T) {
 }
 
 func TestQuietLogLevelFromEnvAndJSONErrors(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	if r := clitest.Must(t, 0, root, "acquire", "a", "--pid", self); r.Stderr == "" {
@@ -122,6 +124,7 @@ func TestDemoWritesNoEscapeCodesWhenPipedOrWithNoColor(t *testing.T) {
 }
 
 func TestStatusCheckAndARootWithNothingRecorded(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "fresh")
 	// Nothing recorded is not free: exit 6, no ledger, nothing created.
 	r := clitest.Must(t, 6, root, "status", "deploy")
@@ -188,6 +191,7 @@ func TestStatusCheckAndARootWithNothingRecorded(t *testing.T) {
 }
 
 func TestForcedReleaseReasonAndCompareAndRelease(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	holder := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self, "--request-id", "req-holder").Stdout)

@@ -178,6 +178,7 @@ type killPlan struct {
 //   - no lock is wedged: a live process acquires every lock at once, the
 //     dead holders being taken over as holder_dead.
 func TestCrashKillNineAtRandomMoments(t *testing.T) {
+	t.Parallel()
 	seed := crashSeed(t)
 	t.Logf("seed %d (LOCKLEDGER_CRASH_SEED=%d reproduces the schedule)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0x10c4))
@@ -331,6 +332,7 @@ func checkAfterCrashes(t *testing.T, root string, outs []string, minAcked int) {
 // ledger id, the first event), then requires that the root works: another
 // lock can be taken, the chain verifies and SQLite finds no damage.
 func TestCrashDuringFirstOpen(t *testing.T) {
+	t.Parallel()
 	seed := crashSeed(t)
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0xf1257))

@@ -41,6 +41,7 @@ func absent(t *testing.T, path, why string) {
 // same HOME and no root given, take the same lock in the same ledger: one
 // excludes the other. Nothing is written where either stood.
 func TestDefaultRootIsTheSameFromEveryDirectory(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	env := defaultRootEnv(home)
 	_, hadSlash := os.Lstat("/.lockledger")
@@ -95,6 +96,7 @@ func TestDefaultRootIsTheSameFromEveryDirectory(t *testing.T) {
 // a command that needs one says to give --root or LOCKLEDGER_ROOT (exit
 // 2); one that needs none runs.
 func TestNoHomeNoDefaultRoot(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run as a uid with no passwd entry")
 	}
@@ -133,6 +135,7 @@ func TestNoHomeNoDefaultRoot(t *testing.T) {
 // "no ledger at PATH; nothing was ever recorded there", never "free";
 // nothing created, neither in /tmp nor in the state directory.
 func TestStatusWithNoLedgerSaysSo(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	_, had := os.Lstat("/tmp/.lockledger")
 	r := inDir(t, "/tmp", defaultRootEnv(home), "status", "deploy-prod")
@@ -151,6 +154,7 @@ func TestStatusWithNoLedgerSaysSo(t *testing.T) {
 // root's path (escaped) and, with --json, the kind no_ledger; none creates
 // the root.
 func TestEveryReadSaysNoLedger(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	checkpoint := filepath.Join(dir, "cp.note")
 	if err := os.WriteFile(checkpoint, []byte("not a checkpoint\n"), 0o600); err != nil {
@@ -179,4 +183,18 @@ func TestEveryReadSaysNoLedger(t *testing.T) {
 			absent(t, root, strings.Join(args, " ")+" created the root")
 		}
 	}
+}
+
+// defaultRootEnv is the CLI's environment with no root given
+// (LOCKLEDGER_ROOT, XDG_STATE_HOME unset) and HOME set to home, so that
+// the CLI takes its default root.
+func defaultRootEnv(home string) []string {
+	var env []string
+	for _, kv := range clitest.Env("") {
+		if strings.HasPrefix(kv, "LOCKLEDGER_ROOT=") || strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "XDG_STATE_HOME=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "HOME="+home)
 }

@@ -170,6 +170,7 @@ func runDocBlocks(t *testing.T, blocks []docBlock, env []string, dir string, pat
 // every page of docs/; and every relative link of README.md and docs/
 // names a file that exists.
 func TestReadmeIsAFrontDoor(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -70,6 +70,7 @@ func TestEvidenceBundleOfAPeriod(t *testing.T) {
 // 100k-event ledger, checked by verify --evidence and by the Python
 // verifier. Run with LOCKLEDGER_STRESS=1 (make stress).
 func TestEvidenceOfALargeLedger(t *testing.T) {
+	t.Parallel()
 	if !stressed() {
 		t.Skip("LOCKLEDGER_STRESS=1 runs the 100k-event bundle")
 	}

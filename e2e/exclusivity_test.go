@@ -70,6 +70,7 @@ func lockPaths(t *testing.T, root, format, lock string) (path string, fileArgs [
 }
 
 func TestAnotherToolsTakeOverOfADeadHolderIsNeverOverwritten(t *testing.T) {
+	t.Parallel()
 	for _, format := range formats.Names() {
 		t.Run(format, func(t *testing.T) {
 			root := t.TempDir()
@@ -130,6 +131,7 @@ func TestAnotherToolsTakeOverOfADeadHolderIsNeverOverwritten(t *testing.T) {
 }
 
 func TestAStaleHolderIsDisplacedByAnotherToolsForcedTakeOver(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	old, _ := sleeper(t)
 	clitest.Must(t, 0, root, "acquire", "j", "--request-id", "ours", "--ttl", "1", "--pid", strconv.Itoa(old))
@@ -156,6 +158,7 @@ func TestAStaleHolderIsDisplacedByAnotherToolsForcedTakeOver(t *testing.T) {
 }
 
 func TestALiveRunLosesItsLockToAnotherToolsForcedTakeOver(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
 	path := filepath.Join(dir, "bso.lock")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -183,6 +186,7 @@ func TestALiveRunLosesItsLockToAnotherToolsForcedTakeOver(t *testing.T) {
 }
 
 func TestAReusedRequestIDFromAnotherProcessIsRefusedUnlessReclaimed(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	first, _ := sleeper(t)
 	second, _ := sleeper(t)
@@ -212,6 +216,7 @@ func TestAReusedRequestIDFromAnotherProcessIsRefusedUnlessReclaimed(t *testing.T
 }
 
 func TestARunWhoseRequestIDIsReclaimedStops(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -275,6 +280,7 @@ func towerFleet(t *testing.T, root, script string) *exec.Cmd {
 }
 
 func TestTowerFleetsOwnForcedTakeOverOfAStaleLockIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	path := filepath.Join(root, "locks", "j.lock")
 	old, _ := sleeper(t)
@@ -329,6 +335,7 @@ func TestTowerFleetsOwnForcedTakeOverOfAStaleLockIsLeftAlone(t *testing.T) {
 }
 
 func TestALockKeepsJudgingAndProjectingThePathsItRemembers(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	path := filepath.Join(t.TempDir(), "sprint.bso")
 	me, _ := sleeper(t)
@@ -363,6 +370,7 @@ func TestALockKeepsJudgingAndProjectingThePathsItRemembers(t *testing.T) {
 }
 
 func TestProjectRecordsAnotherToolsTakeOverItFinds(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	old, killOld := sleeper(t)
 	clitest.Must(t, 0, root, "acquire", "j", "--request-id", "ours", "--pid", strconv.Itoa(old))
@@ -386,6 +394,7 @@ func TestProjectRecordsAnotherToolsTakeOverItFinds(t *testing.T) {
 // none): status, status --json and list say so instead of showing the
 // placeholder "1s"; tower-fleet and gitclaw files show theirs.
 func TestStatusOfAnotherToolsHolderSaysWhenItsFormatCarriesNoTTL(t *testing.T) {
+	t.Parallel()
 	for _, format := range formats.Names() {
 		t.Run(format, func(t *testing.T) {
 			root := t.TempDir()

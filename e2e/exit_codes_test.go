@@ -19,6 +19,7 @@ import (
 // acquire_blocked, as a wait that runs out is; the holder keeps the lock
 // and run's command never starts.
 func TestWaitInterruptedBySignalExitsLikeAShell(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		sig  syscall.Signal
@@ -94,6 +95,7 @@ func TestWaitInterruptedBySignalExitsLikeAShell(t *testing.T) {
 // interpreter on the #! line that does not exist), the lock is released at
 // once with result failure and that exit code.
 func TestRunCommandThatCannotStartExitsLikeAShell(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "notes.txt")

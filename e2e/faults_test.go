@@ -3,6 +3,7 @@ package e2e
 import (
 	"crypto/rand"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"github.com/lockledger/lockledger/internal/oldschema"
 	"os"
@@ -17,13 +18,14 @@ import (
 )
 
 // TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged covers the invalid
-// input of every lock command that core_test.go's
-// TestInvalidInputExitsTwoAndWritesNothing does not: run, steal, heartbeat
-// and release flags, --kill-grace, --on-lost, the length and character
-// rules of every free-text field, and global flags. Each case must exit 2,
+// input of every lock command: lock names, request ids, TTLs, waits, pids,
+// run, steal, heartbeat and release flags, --kill-grace, --on-lost, the
+// length and character rules of every free-text field, unknown commands
+// and flags, and global flags. Each case must exit 2,
 // name the problem on stderr, leave the event count, the head hash and the
 // lock files as they were, and (for run) never start the command.
 func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "held", "--pid", self).Stdout)
@@ -94,6 +96,53 @@ func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
 		{[]string{"acquire", "x", "--ttl", "9223372036854775807"}, "--ttl"},
 		{[]string{"acquire", "x", "--wait", "1,5"}, "--wait"},
 		{[]string{"acquire", "x", "--pid", "12abc"}, "--pid"},
+		// every command's own arguments
+		{[]string{"acquire", "Deploy"}, "lock name"},
+		{[]string{"acquire", "-deploy"}, ""},
+		{[]string{"acquire", "deploy-"}, "lock name"},
+		{[]string{"acquire", "_x"}, "lock name"},
+		{[]string{"acquire", "../etc/passwd"}, "lock name"},
+		{[]string{"acquire", "a/b"}, "lock name"},
+		{[]string{"acquire", "has space"}, "lock name"},
+		{[]string{"acquire", strings.Repeat("a", 129)}, "lock name"},
+		{[]string{"acquire", ""}, "lock name"},
+		{[]string{"acquire"}, "exactly one lock name"},
+		{[]string{"acquire", "a", "b"}, "exactly one lock name"},
+		{[]string{"acquire", "x", "--request-id", "has space"}, "request id"},
+		{[]string{"acquire", "x", "--request-id", strings.Repeat("r", 129)}, "request id"},
+		{[]string{"acquire", "x", "--request-id", "a/b"}, "request id"},
+		{[]string{"acquire", "x", "--ttl", "0"}, "ttl"},
+		{[]string{"acquire", "x", "--ttl", "-5"}, "--ttl"},
+		{[]string{"acquire", "x", "--ttl", "1.5s"}, "whole seconds"},
+		{[]string{"acquire", "x", "--ttl", "500ms"}, "at least 1s"},
+		{[]string{"acquire", "x", "--ttl", "soon"}, "--ttl"},
+		{[]string{"acquire", "x", "--ttl", "99999h"}, "ttl"},
+		{[]string{"acquire", "x", "--wait", "someday"}, "--wait"},
+		{[]string{"acquire", "x", "--wait", "-1s"}, "--wait"},
+		{[]string{"acquire", "x", "--metadata", "novalue"}, "--metadata"},
+		{[]string{"acquire", "x", "--metadata", "=v"}, "--metadata"},
+		{[]string{"acquire", "x", "--metadata", "k=1", "--metadata", "k=2"}, "given twice"},
+		{[]string{"acquire", "x", "--actor", "bad\nactor"}, "actor"},
+		{[]string{"acquire", "x", "--pid", "-3"}, "pid"},
+		{[]string{"acquire", "x", "--pid", "999999999"}, "pid"},
+		{[]string{"acquire", "x", "--pid", "abc"}, "--pid"},
+		{[]string{"acquire", "x", "--no-such-flag"}, "unknown flag"},
+		{[]string{"frobnicate"}, "unknown command"},
+		{[]string{"--log-level", "loud", "list"}, "--log-level"},
+		{[]string{"--log-format", "xml", "list"}, "--log-format"},
+		{[]string{"heartbeat", "held"}, "--request-id"},
+		{[]string{"heartbeat", "held", "--request-id", "bad id"}, "request id"},
+		{[]string{"release", "held"}, "--request-id"},
+		{[]string{"release", "held", "--request-id", rid, "--result", "meh"}, "--result"},
+		{[]string{"release", "held", "--request-id", rid, "--failure-step", "x"}, "--failure-step"},
+		{[]string{"release", "held", "--request-id", rid, "--exit-code", "300"}, "--exit-code"},
+		{[]string{"release", "Held", "--request-id", rid}, "lock name"},
+		{[]string{"status", "UPPER"}, "lock name"},
+		{[]string{"status"}, "exactly one lock name"},
+		{[]string{"list", "extra"}, "no arguments"},
+		{[]string{"steal", "held"}, "--reason"},
+		{[]string{"steal", "held", "--reason", "x", "--active"}, "--yes"},
+		{[]string{"steal", "held", "--reason", "x", "--ttl", "0"}, "ttl"},
 		// global
 		{[]string{"--root", "", "status", "held"}, "root"},
 		{[]string{"--json=maybe", "list"}, "--json"},
@@ -115,6 +164,12 @@ func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
 			}
 		})
 	}
+	// --json gives the same answer as an object naming the field.
+	r := clitest.Must(t, 2, root, "acquire", "BAD", "--json")
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(r.Stdout), &obj); err != nil || obj["error"] != "invalid_input" || obj["field"] != "lock name" {
+		t.Fatalf("--json invalid input: %v %s", err, r.Stdout)
+	}
 	t.Cleanup(func() {
 		if after := snapLedger(t, root); after != before {
 			t.Errorf("invalid input changed the ledger:\nbefore %s\n after %s", before, after)
@@ -126,6 +181,7 @@ func TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged(t *testing.T) {
 // names that try to leave it, hide in it or look like it are refused by
 // every command with exit 2, and nothing appears anywhere on disk.
 func TestFaultLockNamesCannotTraverse(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
 	self := strconv.Itoa(os.Getpid())
@@ -184,6 +240,7 @@ func TestFaultLockNamesCannotTraverse(t *testing.T) {
 // that the write path never reads cannot be seen without a full scan (which
 // every acquire cannot afford): verify finds it and exits 1.
 func TestFaultCorruptLedgerIsRefusedAndNotMadeWorse(t *testing.T) {
+	t.Parallel()
 	self := strconv.Itoa(os.Getpid())
 	golden := t.TempDir()
 	pad := strings.Repeat("p", 900)
@@ -308,6 +365,7 @@ func checkpoint(t *testing.T, root string) {
 // (under umask 000 too); a file or a symlink in its place is a clear error
 // (exit 1) and is left as it was.
 func TestFaultLocksDirMissingOrReplaced(t *testing.T) {
+	t.Parallel()
 	self := strconv.Itoa(os.Getpid())
 	t.Run("missing", func(t *testing.T) {
 		root := t.TempDir()
@@ -380,6 +438,7 @@ func TestFaultLocksDirMissingOrReplaced(t *testing.T) {
 // ledger.db or writer.flock: the ledger refuses with exit 1, never writes
 // through the link, never creates its target, and records nothing.
 func TestFaultLockPathsAreNeverFollowed(t *testing.T) {
+	t.Parallel()
 	self := strconv.Itoa(os.Getpid())
 	type setup struct {
 		name  string
@@ -486,6 +545,7 @@ func TestFaultLockPathsAreNeverFollowed(t *testing.T) {
 // panicked on that number, so one such file crashed status, list, acquire
 // and verify with a Go panic (exit 2, "usage or invalid input").
 func TestFaultForeignLockFileWithAHugeNumber(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "other", "--pid", self)
@@ -555,6 +615,7 @@ func downgradeSchema(t *testing.T, root string) {
 // by an older lockledger upgrades it where the root is writable, as a
 // writing command would, and then answers.
 func TestFaultOldSchemaIsUpgradedByReads(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "acquire", "held", "--pid", strconv.Itoa(os.Getpid()))
 	downgradeSchema(t, root)

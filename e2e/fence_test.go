@@ -25,6 +25,7 @@ import (
 // holder's request; the log still verifies. The new holder's job, run by
 // run, writes with the token run gave it.
 func TestFenceWriteRefusesTheOldHoldersWriteAndRecordsIt(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	target := filepath.Join(t.TempDir(), "release.txt")
 	old := clitest.Must(t, 0, root, "acquire", "deploy", "--holder", "none", "--json")
@@ -83,6 +84,7 @@ func TestFenceWriteRefusesTheOldHoldersWriteAndRecordsIt(t *testing.T) {
 // A refusal the ledger cannot take (no ledger at the root) still refuses
 // the write, and stderr says it was not recorded.
 func TestFenceWriteRefusesEvenWhenTheLedgerCannotRecord(t *testing.T) {
+	t.Parallel()
 	target := filepath.Join(t.TempDir(), "f")
 	writer := t.TempDir()
 	clitest.Must(t, 0, writer, "acquire", "x", "--holder", "none")
@@ -111,6 +113,7 @@ func TestFenceWriteRefusesEvenWhenTheLedgerCannotRecord(t *testing.T) {
 
 // Bad input is exit 2, naming the flag, and writes nothing.
 func TestFenceWriteRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	target := filepath.Join(t.TempDir(), "f")
 	for _, c := range []struct {
@@ -137,6 +140,7 @@ func TestFenceWriteRefusesBadInput(t *testing.T) {
 // ends with the highest token's content and keeps that token; every other
 // writer either landed before it or was refused with exit 5.
 func TestFenceWriteConcurrentProcessesNeverRegress(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	target := filepath.Join(t.TempDir(), "shared")
 	const writers = 8
@@ -178,6 +182,7 @@ func TestFenceWriteConcurrentProcessesNeverRegress(t *testing.T) {
 // (the refusal is being recorded), it KILLs fence write's group, lets the
 // mutex go and awaits fence_rejected in history --json.
 func TestFenceWriteRefusalIsRecordedWhenTheWriterIsKilledRightAfter(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	target := filepath.Join(t.TempDir(), "f")
 	clitest.Must(t, 0, root, "acquire", "x", "--holder", "none")

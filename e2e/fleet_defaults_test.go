@@ -13,6 +13,7 @@ import (
 // free within a minute. acquire, whose lock may span CI steps with no
 // process behind it, keeps 900 s.
 func TestRunsDefaultTTLFreesACrashedHostsLockWithinAMinute(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "run", "fleet", "--", "true")
 	ttl := lastBody(t, root, "lock_acquired")["ttl_seconds"].(float64)
@@ -28,6 +29,7 @@ func TestRunsDefaultTTLFreesACrashedHostsLockWithinAMinute(t *testing.T) {
 // status names a holder whose pid cannot be probed from here, and when it
 // turns stale.
 func TestStatusSaysWhyAHolderCannotBeProbedAndWhenItTurnsStale(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	r := clitest.RunWith(t, root, []string{"LOCKLEDGER_HOST_ID=build-7"}, "", "acquire", "deploy", "--ttl", "120")
 	if r.Code != 0 {

@@ -17,6 +17,7 @@ import (
 // what follows is CMD's own, flags included. "--" still works, and is
 // what a CMD starting with "-" needs.
 func TestRunWithoutDashDash(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "run", "l", "true")
 	if r := clitest.Must(t, 0, root, "run", "l", "-w", "1", "-s", "echo", "-n", "-w", "x"); r.Stdout != "-w x" {
@@ -39,6 +40,7 @@ func TestRunWithoutDashDash(t *testing.T) {
 // TestRunDashC: run NAME -c 'COMMAND' runs COMMAND through sh -c, as
 // flock -c does; -c and CMD together are refused.
 func TestRunDashC(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	marker := filepath.Join(t.TempDir(), "ran")
 	clitest.Must(t, 4, root, "run", "l", "-c", `echo "$LOCKLEDGER_LOCK" > `+marker+`; exit 4`)
@@ -59,6 +61,7 @@ func TestRunDashC(t *testing.T) {
 // the conflict code: 3, or -E's. run -E 0 skips its command quietly,
 // and with -q silently.
 func TestNonblockAndConflictExitCode(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	startHolder(t, root, "deploy")
 	marker := filepath.Join(t.TempDir(), "ran")
@@ -84,6 +87,7 @@ func TestNonblockAndConflictExitCode(t *testing.T) {
 // acquire_blocked it records when it gives up says so (less the time the
 // ledger took to open, which the wait includes).
 func TestWaitTakesFractionsOfASecond(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	startHolder(t, root, "deploy")
 	clitest.Must(t, 3, root, "acquire", "deploy", "-w", "0.5")
@@ -102,6 +106,7 @@ func TestWaitTakesFractionsOfASecond(t *testing.T) {
 
 // TestWaitForever: --wait forever waits until the holder lets go.
 func TestWaitForever(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	holder, _ := startHolder(t, root, "deploy")
 	c := clitest.Command(context.Background(), root, "acquire", "deploy", "-w", "forever")
@@ -134,6 +139,7 @@ func TestWaitForever(t *testing.T) {
 
 // TestSharedShortFlag: -s is --shared on acquire, run and steal.
 func TestSharedShortFlag(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "-s", "reports", "--pid", self)
@@ -148,6 +154,7 @@ func TestSharedShortFlag(t *testing.T) {
 // TestFlockFlagsRefuseBadValues: exit 2 naming the flag and the rule, the
 // ledger unchanged.
 func TestFlockFlagsRefuseBadValues(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	startHolder(t, root, "deploy")
 	n := clitest.EventCount(t, root)

@@ -130,6 +130,7 @@ func parseSyslog(line string) (*syslogMessage, error) {
 }
 
 func TestFollowSyslogKeepsHostileTextOnOneLine(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "acquire", "seed", "-q")
 	const (

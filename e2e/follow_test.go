@@ -35,6 +35,7 @@ func verifierKey(t *testing.T, root string) string {
 }
 
 func TestFollowKilledAndResumedUnderConcurrentWritersLosesAndRepeatsNothing(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Race(t, root)
 	clitest.Must(t, 0, root, "run", "seed", "--", "true")
@@ -156,6 +157,7 @@ func TestFollowKilledAndResumedUnderConcurrentWritersLosesAndRepeatsNothing(t *t
 }
 
 func TestFollowCloudEventsFieldByField(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "acquire", "ce-lock", "--actor", "ci", "-q")
 	f := startFollower(t, root, nil, "export", "--follow", "--format", "cloudevents")
@@ -224,6 +226,7 @@ func TestFollowCloudEventsFieldByField(t *testing.T) {
 }
 
 func TestFollowIsARead(t *testing.T) {
+	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "nothing-here")
 	r := clitest.Run(t, missing, "export", "--follow")
 	if r.Code != 6 {
@@ -259,6 +262,7 @@ func TestFollowIsARead(t *testing.T) {
 // writes, which never shows a later commit: the follower refuses it
 // rather than follow a snapshot forever.
 func TestFollowRefusesARootItWouldReadAsImmutable(t *testing.T) {
+	t.Parallel()
 	asUser := func(root string, args ...string) clitest.Result { return clitest.Run(t, root, args...) }
 	base := t.TempDir()
 	if os.Geteuid() == 0 {

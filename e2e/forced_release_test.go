@@ -56,6 +56,7 @@ func releaseOnTerminal(t *testing.T, root, answer string, args ...string) clites
 // (--yes elsewhere), and records forced, who forced it, why, and result
 // forced rather than success.
 func TestForcedReleaseAsksAndIsRecordedAsForced(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--actor", "alice").Stdout)
 	before := clitest.EventCount(t, root)

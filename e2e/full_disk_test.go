@@ -68,6 +68,7 @@ func fillDisk(t *testing.T, path string) (free func()) {
 // ledger's row and the lock files (its own and another tool's), so that no
 // other tool takes a lock whose holder is alive.
 func TestReleaseOnAFullDiskLeavesTheLockHeld(t *testing.T) {
+	t.Parallel()
 	disk := tinyDisk(t, "2m")
 	root := filepath.Join(disk, "root")
 	tf := filepath.Join(disk, "tower-fleet.lock")

@@ -21,6 +21,7 @@ import (
 // root, and root created v7.lock and its journal there. Acquires may fail
 // while locks/ is not the directory; none writes through the symlink.
 func TestGroupMemberSwappingLocksForASymlink(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root to run a group member as another user (runs as root in CI)")
 	}

@@ -17,6 +17,7 @@ import (
 // -wal and -shm) that the other can write, whatever their umask; a user
 // outside the group cannot read it.
 func TestGroupSharedRoot(t *testing.T) {
+	t.Parallel()
 	team := newTeamRoot(t)
 	root := team.root
 	// A strict umask: the group's modes must not depend on it.
@@ -84,6 +85,7 @@ func TestGroupSharedRoot(t *testing.T) {
 // ledger into a shared one (exit 2, naming --group, nothing changed), and a
 // private root stays private.
 func TestGroupOnlyAtCreation(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "r")
 	clitest.Must(t, 0, root, "acquire", "a")
 	r := clitest.Must(t, 2, root, "--group", strconv.Itoa(os.Getegid()), "acquire", "b")

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -312,4 +313,111 @@ func TestHostileTextForeignLockFile(t *testing.T) {
 		t.Errorf("acquire --json: held_by.actor %q (want the exact bytes), message %q (want it escaped)", obj.HeldBy.Actor, obj.Message)
 	}
 	clitest.Verify(t, 0, root)
+}
+
+// TestSecurityHostileTextRoundTrips: lock names, actors, intents, request
+// ids, metadata, steal reasons and failure steps full of quotes, SQL
+// keywords, comment markers, format verbs and non-ASCII text are stored and
+// read back byte for byte (event bodies, lock files, status), and the
+// database still has every table and a chain that verifies.
+func TestSecurityHostileTextRoundTrips(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	const lock = "drop-table-events--or-1-1"
+	actor := `Robert'); DROP TABLE events;-- "O'Brien" ` + "`whoami` $(id) %s%n %x \\ ключ 🔒"
+	intent := `"; DELETE FROM locks WHERE 1=1; --`
+	version := `1' OR '1'='1`
+	md := map[string]string{
+		`q'uote`:      `"double" 'single' `,
+		"sql":         "SELECT * FROM events WHERE lock_name = '' OR 1=1; --",
+		"ключ":        "значение",
+		"%s%d":        "%v %!",
+		`$(rm -rf /)`: "`x`",
+		"nul-ish":     `\u0000 \x00`,
+	}
+	const rid = "req:1.2_3-4"
+	args := []string{"acquire", lock, "--json", "--pid", self, "--actor", actor, "--intent", intent, "--intent-version", version,
+		"--request-id", rid}
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--metadata", k+"="+md[k])
+	}
+	r := clitest.Must(t, 0, root, args...)
+	var acq struct {
+		RequestID string         `json:"request_id"`
+		Lock      map[string]any `json:"lock"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &acq); err != nil {
+		t.Fatalf("acquire --json: %v\n%s", err, r.Stdout)
+	}
+	checkRecord := func(where string, rec map[string]any) {
+		t.Helper()
+		for field, want := range map[string]string{"lock_name": lock, "request_id": rid, "actor": actor, "intent": intent,
+			"intent_version": version} {
+			if rec[field] != want {
+				t.Errorf("%s: %s = %q, want %q", where, field, rec[field], want)
+			}
+		}
+		gotMD, _ := rec["metadata"].(map[string]any)
+		if len(gotMD) != len(md) {
+			t.Errorf("%s: metadata %v, want %v", where, gotMD, md)
+		}
+		for k, v := range md {
+			if gotMD[k] != v {
+				t.Errorf("%s: metadata[%q] = %q, want %q", where, k, gotMD[k], v)
+			}
+		}
+	}
+	if acq.RequestID != rid {
+		t.Errorf("request id %q, want %q", acq.RequestID, rid)
+	}
+	checkRecord("acquire --json lock", acq.Lock)
+	var file map[string]any
+	data, err := os.ReadFile(filepath.Join(root, "locks", lock+".lock"))
+	if err != nil || json.Unmarshal(data, &file) != nil {
+		t.Fatalf("lock file: %v\n%s", err, data)
+	}
+	checkRecord("lock file", file)
+	checkRecord("status --json", statusJSON(t, root, lock)["lock"].(map[string]any))
+	body := lastBody(t, root, "lock_acquired")
+	body["lock_name"], body["request_id"] = lock, rid // envelope fields, same names as the record
+	for _, f := range []string{"actor", "intent", "intent_version"} {
+		if body[f] != map[string]string{"actor": actor, "intent": intent, "intent_version": version}[f] {
+			t.Errorf("lock_acquired %s = %q", f, body[f])
+		}
+	}
+	checkRecord("lock_acquired body", body)
+	var col string
+	if err := clitest.DB(t, root).QueryRow(`SELECT actor FROM events WHERE request_id = ?`, rid).Scan(&col); err != nil || col != actor {
+		t.Errorf("events.actor column %q (%v), want %q", col, err, actor)
+	}
+
+	reason := `INC-1: it's "stuck"; DROP TABLE locks; -- ` + "\u00e9\u00e8"
+	clitest.Must(t, 0, root, "steal", lock, "--active", "--yes", "--reason", reason, "--actor", actor, "--pid", self)
+	if st := lastBody(t, root, "lock_stolen"); st["note"] != reason || st["actor"] != actor {
+		t.Errorf("lock_stolen note %q actor %q", st["note"], st["actor"])
+	}
+	step := `migrate 'users'; DELETE FROM events; --`
+	holder := statusJSON(t, root, lock)["request_id"].(string)
+	clitest.Must(t, 0, root, "release", lock, "--request-id", holder, "--result", "failure", "--failure-step", step)
+	if rel := lastBody(t, root, "lock_released"); rel["failure_step"] != step {
+		t.Errorf("failure_step %q, want %q", rel["failure_step"], step)
+	}
+	var tables int
+	if err := clitest.DB(t, root).QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table'
+		AND name IN ('events', 'locks', 'meta', 'schema_migrations')`).Scan(&tables); err != nil || tables != 4 {
+		t.Fatalf("tables after hostile input: %d (%v), want 4", tables, err)
+	}
+	if n := clitest.EventCount(t, root); n != 3 {
+		t.Fatalf("%d events, want 3 (acquired, stolen, released)", n)
+	}
+	assertChain(t, root)
+	if v := clitest.Run(t, root, "verify"); v.Code != 0 {
+		t.Fatalf("verify after hostile input: exit %d\n%s%s", v.Code, v.Stdout, v.Stderr)
+	}
 }

@@ -56,6 +56,7 @@ func pgEvents(t *testing.T, url string) int {
 // and a second import (told to accept the damage) goes through and is
 // recorded.
 func TestImportRefusesADamagedSourceAndCopiesNothing(t *testing.T) {
+	t.Parallel()
 	src := importSource(t)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(src, "ledger.db")+"?_pragma=busy_timeout(5000)")
 	if err != nil {
@@ -99,6 +100,7 @@ func TestImportRefusesADamagedSourceAndCopiesNothing(t *testing.T) {
 // to the ledger it just verified; a clean import still exits 0, and the
 // held lock's file is placed in the new root.
 func TestImportIntoAnotherRootExitsZero(t *testing.T) {
+	t.Parallel()
 	src := importSource(t)
 	url := pgtest.Get(t).SocketURL(pgtest.CreateDatabase(t))
 	h := newPGHost(t, "importer", url)

@@ -15,6 +15,7 @@ import (
 // trust store, which pins the source's ledger at the root): the import
 // exits 0, later writes through the root go on, and verify says OK.
 func TestImportKeepsTheRootsTrust(t *testing.T) {
+	t.Parallel()
 	src := importSource(t)
 	clitest.Must(t, 0, src, "verify")
 	url := pgtest.NewDatabase(t)
@@ -50,6 +51,7 @@ func TestImportKeepsTheRootsTrust(t *testing.T) {
 // for the new root, not the empty database's id: later writes there go
 // on and verify says OK, not "swapped".
 func TestImportWithASigningKeyPinsTheLedgerImported(t *testing.T) {
+	t.Parallel()
 	src := importSource(t)
 	key := filepath.Join(t.TempDir(), "ops.key")
 	clitest.Must(t, 0, src, "keygen", "--name", "ops", "-o", key)
@@ -68,6 +70,7 @@ func TestImportWithASigningKeyPinsTheLedgerImported(t *testing.T) {
 // signed by the trust store's, is a checkpoint by a key no pin names: left
 // unchecked, not taken for a witness that was emptied.
 func TestCopyOfARootSignedWithAnExplicitKeyVerifies(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := filepath.Join(dir, "ops.key")
 	src, copied := filepath.Join(dir, "source"), filepath.Join(dir, "copy")

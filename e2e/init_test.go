@@ -14,6 +14,7 @@ import (
 // OK), and on a root that holds one says so and writes nothing, with
 // --json too.
 func TestInitCreatesOnceAndThenWritesNothing(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "fresh")
 	r := clitest.Must(t, 0, root, "init", "--json")
 	o := jsonOut(t, r)
@@ -47,6 +48,7 @@ func TestInitCreatesOnceAndThenWritesNothing(t *testing.T) {
 // init on a ledger written by an older lockledger says it is there and
 // leaves it to the next writing command to upgrade.
 func TestInitLeavesAnOlderLedgerAsItIs(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "init")
 	downgradeSchema(t, root)

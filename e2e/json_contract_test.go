@@ -182,6 +182,7 @@ func TestJSONErrorKinds(t *testing.T) {
 // A wait given up on SIGINT answers with one interrupted object naming
 // what it gave up.
 func TestJSONInterrupted(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	startHolder(t, root, "deploy")
 	c := clitest.Command(context.Background(), root, "acquire", "deploy", "--wait", "10m", "--json")

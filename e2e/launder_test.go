@@ -94,6 +94,7 @@ func TestSignerRefusesARechainedLog(t *testing.T) {
 // ledger (re-chained, an actor renamed) moved into PostgreSQL by an importer with
 // the key is refused, nothing copied; the untouched ledger imports.
 func TestImportRefusesALogThatDoesNotExtendTheWitness(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	forged := s.clone(t)
 	a := attack(t, forged.root)

@@ -21,6 +21,7 @@ import (
 // elsewhere (the database away): it exits 5 at once, without the loss in
 // the ledger, and the loss is recorded as soon as the writer is free again.
 func TestRunRecordsItsLossOnceTheLedgerAnswersAgain(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Race(t, root)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

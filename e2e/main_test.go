@@ -9,5 +9,6 @@ import (
 )
 
 // The end-to-end tests wait on processes more than they compute: four of
-// the parallel ones run at once.
-func TestMain(m *testing.M) { clitest.Main(m, clitest.Parallel(4)) }
+// the parallel ones run at once. Nearly all of them run every command
+// they start, so the CLI is built before them.
+func TestMain(m *testing.M) { clitest.Main(m, clitest.Parallel(4), clitest.BuildFirst) }

@@ -309,6 +309,7 @@ func assertMetricsOf(t *testing.T, cli ledgerCLI, db func() *sql.DB) {
 // the same agreement, and a database without a ledger is exit 6 and is
 // left without one.
 func TestMetricsOnPostgres(t *testing.T) {
+	t.Parallel()
 	h := newPGHost(t, "host-a", pgtest.NewDatabase(t))
 	cli := ledgerCLI{run: h.must, start: func(args ...string) *exec.Cmd { return h.command(context.Background(), args...) }}
 	assertMetricsOf(t, cli, func() *sql.DB { return pgtest.Open(t, h.url) })
@@ -333,6 +334,7 @@ func TestMetricsOnPostgres(t *testing.T) {
 // user) can read, renamed into place, refused inside the root; a root
 // with no ledger is exit 6 and stays without one.
 func TestMetricsFileAndNoLedger(t *testing.T) {
+	t.Parallel()
 	empty := filepath.Join(t.TempDir(), "none")
 	r := clitest.Must(t, 6, empty, "metrics")
 	if r.Stdout != "" {
@@ -448,6 +450,7 @@ func withoutAge(s string) string {
 // with no raw control character and no forged line, and label values as
 // termtext shows them (quotes and backslashes kept as they are).
 func TestMetricsHostileNamesStayValid(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	const cliActor = `o"brien\admin` + "\u202e" + `} 1`

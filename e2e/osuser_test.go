@@ -54,6 +54,7 @@ func userName(uid int) string {
 // (--actor, $USER), every event records the real uid of the process that
 // wrote it and that user's name, and the timeline shows them.
 func TestEveryEventRecordsTheOSUser(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "r")
 	self := strconv.Itoa(os.Getpid())
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--actor", "alice", "--pid", self).Stdout)
@@ -122,6 +123,7 @@ func TestEveryEventRecordsTheOSUser(t *testing.T) {
 // 65534, with USER still saying "tester"), the events record that uid:
 // the kernel's answer, not anything the caller can set.
 func TestOSUserIsTheProcessNotTheEnvironment(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the command as another user")
 	}
@@ -151,6 +153,7 @@ func TestOSUserIsTheProcessNotTheEnvironment(t *testing.T) {
 // an older lockledger chained them) still verify, in the ledger and in an
 // export, and read as "-" in the timeline.
 func TestLedgerWrittenBeforeOSUsersStillVerifies(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "r")
 	l, err := ledger.Open(ctx, root, ledger.Unsigned())

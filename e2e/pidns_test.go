@@ -15,6 +15,7 @@ import (
 // Both run as the same user on the same root, host id, machine and boot.
 
 func TestContenderInAnotherPIDNamespaceDoesNotTakeALiveHoldersLock(t *testing.T) {
+	t.Parallel()
 	needPIDNamespaces(t)
 	root := t.TempDir()
 	_, lines := startRun(t, root, "pidns-lock", "--", "sh", "-c", "echo held; exec sleep 300")
@@ -38,6 +39,7 @@ func TestContenderInAnotherPIDNamespaceDoesNotTakeALiveHoldersLock(t *testing.T)
 }
 
 func TestContenderOutsideAHoldersPIDNamespaceDoesNotTakeItsLock(t *testing.T) {
+	t.Parallel()
 	needPIDNamespaces(t)
 	root := t.TempDir()
 	// The holder is the shell, pid 1 of its namespace: outside, pid 1 is

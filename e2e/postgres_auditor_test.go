@@ -18,6 +18,7 @@ import (
 // was, and no event in the database. Also with a grant too many (UPDATE
 // on writer_lock), where the writer lock itself does not refuse it.
 func TestPostgresAuditorLockAttemptWritesNothingAnywhere(t *testing.T) {
+	t.Parallel()
 	roles := newREADMERoles(t)
 	counts := func() string {
 		return scalar(t, roles.ownerDB, `SELECT (SELECT count(*) FROM events) || '/' || (SELECT count(*) FROM checkpoints)`)

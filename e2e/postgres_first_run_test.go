@@ -14,6 +14,7 @@ import (
 // is refused before anything is created (exit 2), with the advice that
 // fits: a root of its own for this database; with one, init succeeds.
 func TestPostgresInitOnARootThatServedAnotherLedger(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "init") // ROOT/ledger.db, pinned at the root

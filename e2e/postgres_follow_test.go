@@ -12,6 +12,7 @@ import (
 )
 
 func TestPostgresFollowerIsWokenByNotify(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	writer, reader := newPGHost(t, "host-w", url), newPGHost(t, "host-r", url)
 	clitest.Race(t, reader.root)

@@ -78,6 +78,7 @@ func shellScript(section string) (script string, outputs []string) {
 // is refused a lock without a word about lock files; a SQLite ledger is
 // imported into a database set up the same way.
 func TestPostgresREADMESetUpAsWritten(t *testing.T) {
+	t.Parallel()
 	clitest.NeedBinary(t, "psql")
 	c := pgtest.Get(t)
 	section := readmeSection(t, "# Many hosts: PostgreSQL", "**How time and liveness")
@@ -182,6 +183,7 @@ func TestPostgresREADMESetUpAsWritten(t *testing.T) {
 // database (exit 6) and creating no table; init as the owner creates the
 // tables once, and again says so and changes nothing.
 func TestPostgresInitAndNoLedger(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	h := newPGHost(t, "init-host", url)
 	for _, args := range [][]string{{"status", "x"}, {"list"}, {"verify"}, {"timeline"}} {

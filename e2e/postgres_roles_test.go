@@ -85,6 +85,7 @@ func scalar(t *testing.T, db *sql.DB, q string, args ...any) string {
 // exclusive and shared locks, semaphores, heartbeats, releases (forced
 // too), take-overs, runs, checkpoints and every read.
 func TestPostgresREADMEWriterRunsEveryWriterCommand(t *testing.T) {
+	t.Parallel()
 	roles := newREADMERoles(t)
 	a, b := newPGHost(t, "writer-a", roles.writer), newPGHost(t, "writer-b", roles.writer)
 	me := strconv.Itoa(os.Getpid())
@@ -271,6 +272,7 @@ func TestPostgresREADMEAuditorCannotStopTheWriters(t *testing.T) {
 // fails, and the other host stays blocked. The owner's edit is not
 // refused, and verify names it.
 func TestPostgresREADMEWriterCannotEditTheProjection(t *testing.T) {
+	t.Parallel()
 	roles := newREADMERoles(t)
 	a, b := newPGHost(t, "host-a", roles.writer), newPGHost(t, "host-b", roles.writer)
 	me := strconv.Itoa(os.Getpid())
@@ -336,6 +338,7 @@ func TestPostgresREADMEWriterCannotEditTheProjection(t *testing.T) {
 // no locks row points at) is cut without a trace, and verify names the
 // function.
 func TestPostgresREADMEReplacedTriggerFunctionFailsVerify(t *testing.T) {
+	t.Parallel()
 	roles := newREADMERoles(t)
 	w := newPGHost(t, "writer", roles.writer)
 	for range 3 {

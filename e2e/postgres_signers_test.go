@@ -53,6 +53,7 @@ type fleetUser struct {
 // (a steal in it, the archive deleted) by a user who can write the
 // database but holds no key the fleet trusts fail on every host.
 func TestPostgresFleetOfSignersIdleHostVerifiesAndTamperFailsEverywhere(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root to run the fleet's hosts as separate users (runs as root in CI)")
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -64,17 +65,6 @@ func (h *pgHost) must(t *testing.T, want int, args ...string) clitest.Result {
 	return r
 }
 
-// pgLedger opens the ledger of many hosts read-only, for assertions.
-func pgLedger(t *testing.T, url string) *ledger.Ledger {
-	t.Helper()
-	l, err := ledger.Open(context.Background(), t.TempDir(), ledger.WithDatabase(url), ledger.ReadOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
 func pgTypes(t *testing.T, url string) map[string]int {
 	t.Helper()
 	rows, err := pgtest.Open(t, url).QueryContext(context.Background(), `SELECT type FROM events ORDER BY seq`)
@@ -94,6 +84,7 @@ func pgTypes(t *testing.T, url string) map[string]int {
 }
 
 func TestPostgresSixteenHostsRaceForOneLockOneWinnerEachTrial(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	const procs, trials = 16, 6
 	hosts := make([]*pgHost, procs)
@@ -149,9 +140,15 @@ func TestPostgresSixteenHostsRaceForOneLockOneWinnerEachTrial(t *testing.T) {
 }
 
 func TestPostgresManyRunWaitersOnThreeHostsNeverOverlap(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	hosts := []*pgHost{newPGHost(t, "alpha", url), newPGHost(t, "beta", url), newPGHost(t, "gamma", url)}
-	const procs = 32
+	// Sixteen waiters queue on every host at once as well as 32 do;
+	// make stress runs 32.
+	procs := 16
+	if stressed() {
+		procs = 32
+	}
 	logFile := filepath.Join(t.TempDir(), "tenures")
 	child := tenureScript("0.02")
 	var wg sync.WaitGroup
@@ -163,7 +160,7 @@ func TestPostgresManyRunWaitersOnThreeHostsNeverOverlap(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
-			c := h.command(ctx, "run", "shared", "--wait", "180s", "--ttl", "30", "--actor", fmt.Sprintf("%s-%d", h.id, i), "--", "sh", "-c", child)
+			c := h.command(ctx, "run", "shared", "--wait", "180s", "--ttl", "120", "--actor", fmt.Sprintf("%s-%d", h.id, i), "--", "sh", "-c", child)
 			c.Env = append(c.Env, "LOG="+logFile)
 			var errb bytes.Buffer
 			c.Stderr = &errb
@@ -197,10 +194,11 @@ func TestPostgresManyRunWaitersOnThreeHostsNeverOverlap(t *testing.T) {
 // not, leave the chain whole: the server rolls back what did not commit,
 // and the next writers judge the killed holders dead.
 func TestPostgresWritersKilledMidTransactionLeaveNoGap(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	hosts := []*pgHost{newPGHost(t, "k1", url), newPGHost(t, "k2", url)}
 	hosts[0].must(t, 0, "run", "init", "--", "true")
-	reader := pgLedger(t, url)
+	reader := fixture.OpenPostgres(t, url, ledger.ReadOnly())
 	db := pgtest.Open(t, url)
 	count := func() int {
 		var n int
@@ -284,6 +282,7 @@ func TestPostgresWritersKilledMidTransactionLeaveNoGap(t *testing.T) {
 
 // The README's roles: a writer may only add events, an auditor only read.
 func TestPostgresRolesWriterAppendsAuditorReads(t *testing.T) {
+	t.Parallel()
 	name := pgtest.CreateDatabase(t)
 	c := pgtest.Get(t)
 	owner := c.SocketURL(name)
@@ -347,6 +346,7 @@ func TestPostgresRolesWriterAppendsAuditorReads(t *testing.T) {
 // host's project leaves them (and their targets' paths) alone, its verify
 // checks only its own, and the holder's host rebuilds its own.
 func TestPostgresEachHostProjectsAndChecksItsOwnLockFiles(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	a, b := newPGHost(t, "host-a", url), newPGHost(t, "host-b", url)
 	target := filepath.Join(t.TempDir(), "deploy.lock")
@@ -397,6 +397,7 @@ func TestPostgresEachHostProjectsAndChecksItsOwnLockFiles(t *testing.T) {
 // does with a higher fencing token; run exits 5; when the network comes
 // back nothing is lost.
 func TestPostgresHolderCutOffStopsBeforeAnotherHostTakesOver(t *testing.T) {
+	t.Parallel()
 	name := pgtest.CreateDatabase(t)
 	proxy := pgtest.NewProxy(t, pgtest.TCPAddr(t))
 	a := newPGHost(t, "cut-off", proxy.URL(name))

@@ -59,6 +59,7 @@ func eventCount(t *testing.T, root string) int {
 // none of its keys) is refused, exit 2, naming the rule, and the live
 // store keeps every event.
 func TestPruneNeedsTheLedgersKey(t *testing.T) {
+	t.Parallel()
 	root, arch, owner := pruneKeyLedger(t)
 	before := eventCount(t, root)
 	stranger := "LOCKLEDGER_TRUST_DIR=" + filepath.Join(t.TempDir(), "stranger-trust")
@@ -94,6 +95,7 @@ func TestPruneNeedsTheLedgersKey(t *testing.T) {
 // signs the log with the marker in it, and the owner's verify still fails,
 // naming the marker: no key the owner pins signed it.
 func TestPruneByAStrangersKeyFailsTheOwnersVerify(t *testing.T) {
+	t.Parallel()
 	root, arch, owner := pruneKeyLedger(t)
 	key := filepath.Join(t.TempDir(), "mallory.key")
 	clitest.Must(t, 0, root, "keygen", "--name", "mallory", "-o", key)

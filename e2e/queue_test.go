@@ -83,6 +83,7 @@ func queueActors(t *testing.T, root, lock string) []string {
 // Sixteen `run --wait` processes, each started once the one before is
 // queued, run in the order they queued, and every one runs.
 func TestQueueRunWaitersAreServedInArrivalOrder(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -152,6 +153,7 @@ func TestQueueRunWaitersAreServedInArrivalOrder(t *testing.T) {
 // A queued waiter killed with SIGKILL records nothing, and leaves the
 // queue all the same: its process is gone. The next one is served.
 func TestQueueKilledWaiterLeavesTheQueue(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -189,6 +191,7 @@ func TestQueueKilledWaiterLeavesTheQueue(t *testing.T) {
 // is not renewed, within events.WaiterTTL, not at the end of its wait. The
 // next waiter gets the lock then.
 func TestQueueWaiterKilledOnAnotherHostLeavesWithinItsLease(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -17,6 +17,7 @@ import (
 // acquire before anything is committed. Root ignores permission bits, so when the tests
 // run as root the commands run as uid 65534 on roots it owns.
 func TestFaultReadOnlyRoot(t *testing.T) {
+	t.Parallel()
 	self := strconv.Itoa(os.Getpid())
 	asUser := func(root string, args ...string) clitest.Result { return clitest.Run(t, root, args...) }
 	base := t.TempDir()

@@ -35,6 +35,7 @@ func lastEvent(t *testing.T, root string) (string, map[string]any) {
 // naming the holder and the holder's uid. The holder's own uid releases
 // with a plain release.
 func TestReleaseIsTheHolders(t *testing.T) {
+	t.Parallel()
 	team := newTeamRoot(t)
 	root := team.root
 	as := func(uid int, actor string, args ...string) clitest.Result {
@@ -114,6 +115,7 @@ func TestReleaseIsTheHolders(t *testing.T) {
 // lockledger run is refused, even from the run's own uid (the run releases
 // it when its command ends); --force --reason releases it.
 func TestReleaseOfARunningRun(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "init")
 	c, lines := startRun(t, root, "job", "--", "sh", "-c", `echo "$LOCKLEDGER_REQUEST_ID"; exec sleep 300`)
@@ -149,6 +151,7 @@ func TestReleaseOfARunningRun(t *testing.T) {
 // known by its process, which runs lockledger's executable, and a plain
 // release of its holding is still refused.
 func TestReleaseOfARunWhoseAcquisitionWasArchived(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "init")
 	_, lines := startRun(t, root, "job", "--", "sh", "-c", `echo "$LOCKLEDGER_REQUEST_ID"; exec sleep 300`)
@@ -175,6 +178,7 @@ func TestReleaseOfARunWhoseAcquisitionWasArchived(t *testing.T) {
 // the CLI). Its lock_acquired records no run, and its uid releases it
 // with a plain release.
 func TestReleaseOfAHolderThatIsNoRun(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Race(t, root)
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "job").Stdout)
@@ -198,6 +202,7 @@ func TestReleaseOfAHolderThatIsNoRun(t *testing.T) {
 // release_secret. The secret itself is nowhere in the ledger's files,
 // lock files or history.
 func TestReleaseWithTheSecret(t *testing.T) {
+	t.Parallel()
 	team := newTeamRoot(t)
 	root, home := team.root, team.home
 	as := func(uid int, actor string, env []string, args ...string) clitest.Result {

@@ -29,6 +29,7 @@ const tickingJob = `while :; do date +%s.%N >> "$0"; sleep 0.005; done`
 // return (p99 within 100 ms over the trials) and against the `at` of the
 // robbing event (both reported).
 func TestRunStopsItsJobTheMomentItsHoldingIsRobbed(t *testing.T) {
+	t.Parallel()
 	trials := 20
 	if stressed() {
 		trials = 200
@@ -100,6 +101,7 @@ const invocation5 = 5
 // With --on-lost warn the job runs on after the robbery, to its own end,
 // but run's exit still says the lock was lost: 5, status "lost".
 func TestRunOnLostWarnExitsFiveAfterItsHoldingIsRobbed(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := t.TempDir()
 	started, finish := filepath.Join(dir, "started"), filepath.Join(dir, "finish")

@@ -35,6 +35,7 @@ func fencingToken(t *testing.T, out string) int {
 // The hosts write as the README's writer role and read as its auditor;
 // the backup and restore are the superuser's, project the owner's.
 func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
+	t.Parallel()
 	c := pgtest.Get(t)
 	roles := newREADMERoles(t)
 	bak := pgtest.CreateDatabase(t)
@@ -106,6 +107,7 @@ func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
 // TestRestoredLedgerFileIsRefused: ROOT/ledger.db put back from a backup
 // (the same ledger, an older head) is refused too.
 func TestRestoredLedgerFileIsRefused(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "root")
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "a").Stdout)
 	clitest.Must(t, 0, root, "release", "a", "--request-id", rid)

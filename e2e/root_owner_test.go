@@ -58,6 +58,7 @@ func refusedUntrusted(t *testing.T, r clitest.Result, path, owner, mode string) 
 // 2 naming the owner and the mode, and writes nothing there. Reads of
 // such a root work and warn.
 func TestARootAnotherUserPreparedIsRefused(t *testing.T) {
+	t.Parallel()
 	as, base := otherUsers(t)
 	self := strconv.Itoa(os.Getpid())
 	t.Run("empty ledger.db", func(t *testing.T) {
@@ -149,6 +150,7 @@ func TestARootAnotherUserPreparedIsRefused(t *testing.T) {
 // write stops every writer (exit 2, naming the path, owner and mode),
 // nothing written; the same root made private again works.
 func TestAnOwnRootWritableByOthersIsRefused(t *testing.T) {
+	t.Parallel()
 	self := strconv.Itoa(os.Getpid())
 	root := filepath.Join(t.TempDir(), "r")
 	clitest.Must(t, 0, root, "acquire", "held", "--pid", self)
@@ -197,6 +199,7 @@ func TestAnOwnRootWritableByOthersIsRefused(t *testing.T) {
 // writes to it only when it asks for that group; a file in it writable
 // by every user stops its members too.
 func TestAGroupRootTrustsItsMembersOnly(t *testing.T) {
+	t.Parallel()
 	as, base := otherUsers(t)
 	team := []uint32{teamGID}
 	root := filepath.Join(base, "team")
@@ -234,6 +237,7 @@ func TestAGroupRootTrustsItsMembersOnly(t *testing.T) {
 // (or root) that other users can write is refused the same way, before
 // the database is reached (here there is none to reach).
 func TestAPostgresRootWritableByOthersIsRefused(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "r")
 	if err := os.MkdirAll(filepath.Join(root, "locks"), 0o700); err != nil {
 		t.Fatal(err)

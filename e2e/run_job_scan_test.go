@@ -20,6 +20,7 @@ import (
 // acquire takes the lock over at once as holder_dead, instead of finding
 // it held until its TTL.
 func TestAnotherUsersProcessNeverKeepsALockHeld(t *testing.T) {
+	t.Parallel()
 	if os.Getuid() != 0 {
 		t.Skip("starting a process of another user takes root")
 	}
@@ -58,6 +59,7 @@ func TestAnotherUsersProcessNeverKeepsALockHeld(t *testing.T) {
 // carries LOCKLEDGER_REQUEST_ID is still below run, its subreaper, once
 // the shell that started it has exited: run stops it and records it.
 func TestRunStopsADaemonThatDroppedItsRequestID(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	r := clitest.Must(t, 0, root, "run", "daemonish", "--kill-grace", "5s", "--", "sh", "-c",
 		`env -u LOCKLEDGER_REQUEST_ID setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $!`)
@@ -79,6 +81,7 @@ func TestRunStopsADaemonThatDroppedItsRequestID(t *testing.T) {
 // exits: a command that orphans many short-lived processes must not fill
 // the pid table.
 func TestRunReapsOrphansWhileItsCommandRuns(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	pidFile := filepath.Join(t.TempDir(), "orphan")
 	clitest.Must(t, 0, root, "run", "orphans", "--", "sh", "-c",

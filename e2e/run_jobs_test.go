@@ -68,6 +68,7 @@ func waitKilled(t *testing.T, c *exec.Cmd) bool {
 // two seconds to finish after TERM; the newer run's command starts only
 // after its last write, so the shared file shows the two jobs in sequence.
 func TestSupersedingRunStartsAfterTheOlderJobHasStopped(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	file := filepath.Join(t.TempDir(), "marks")
 	older, lines := startRun(t, root, "issue-7", "--ttl", "60", "--kill-grace", "30s", "--", "sh", "-c",
@@ -95,6 +96,7 @@ func TestSupersedingRunStartsAfterTheOlderJobHasStopped(t *testing.T) {
 // notice), then kills the job and its runner, records that, and only then
 // starts its command.
 func TestSupersedingRunKillsAnOlderJobThatOutlivesTheGrace(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Race(t, root)
 	file := filepath.Join(t.TempDir(), "marks")
@@ -142,6 +144,7 @@ const leftGroup = `until [ "$(cut -d' ' -f6 /proc/$!/stat)" = "$!" ]; do sleep 0
 // misses it; it still carries LOCKLEDGER_REQUEST_ID, and run stops it after
 // the command exits, recording job_processes before the release.
 func TestRunStopsProcessesThatLeftItsGroupBeforeTheRelease(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	r := clitest.Must(t, 0, root, "run", "daemonish", "--kill-grace", "5s", "--", "sh", "-c",
 		`setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $! "$LOCKLEDGER_REQUEST_ID"`)
@@ -166,6 +169,7 @@ func TestRunStopsProcessesThatLeftItsGroupBeforeTheRelease(t *testing.T) {
 
 // TestRunKillsProcessesThatLeftItsGroupAndIgnoreTerm: past the grace, KILL.
 func TestRunKillsProcessesThatLeftItsGroupAndIgnoreTerm(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ready := filepath.Join(t.TempDir(), "ready")
 	r := clitest.Must(t, 0, root, "run", "stubborn", "--kill-grace", "1s", "--", "sh", "-c",
@@ -187,6 +191,7 @@ func TestRunKillsProcessesThatLeftItsGroupAndIgnoreTerm(t *testing.T) {
 // TestRunLeaveRunningRecordsTheProcessesItLeaves: --leave-running keeps a
 // daemon that left the group alive, and says so in the ledger.
 func TestRunLeaveRunningRecordsTheProcessesItLeaves(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	r := clitest.Must(t, 0, root, "run", "daemonish", "--leave-running", "--", "sh", "-c",
 		`setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $! "$LOCKLEDGER_REQUEST_ID"`)
@@ -248,6 +253,7 @@ func awaitMark(t *testing.T, path, want string) {
 // still waits. B never started its command, but A still runs: C must wait
 // for A too, so the shared file shows A's last write before C's first.
 func TestChainedSupersedeStartsTheNewestJobAfterEveryOlderJobHasStopped(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := t.TempDir()
 	file, gate := filepath.Join(dir, "marks"), filepath.Join(dir, "gate")
@@ -285,6 +291,7 @@ func TestChainedSupersedeStartsTheNewestJobAfterEveryOlderJobHasStopped(t *testi
 // kills A's job as well as the runners, records it against A's request,
 // and only then starts its command.
 func TestChainedSupersedeKillsEveryOlderJobThatOutlivesTheGrace(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	file := filepath.Join(t.TempDir(), "marks")
 	a, aLines := startRun(t, root, "chain", "--ttl", "60", "--kill-grace", "60s", "--", "sh", "-c",

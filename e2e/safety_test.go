@@ -69,6 +69,7 @@ func notALock(t *testing.T, dir string) map[string]string {
 // /etc/passwd, random bytes, an empty file, an SQLite database of another
 // application, for every format, with --force and with steal --active.
 func TestTargetsThatAreNotLocksAreRefusedAndLeftAlone(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "seed", "--pid", self)
@@ -129,6 +130,7 @@ func TestTargetsThatAreNotLocksAreRefusedAndLeftAlone(t *testing.T) {
 // it: heartbeats and the release leave it, and an acquire that would take
 // the path over is refused.
 func TestATargetReplacedBySomethingElseIsNeverOverwrittenOrRemoved(t *testing.T) {
+	t.Parallel()
 	self := strconv.Itoa(os.Getpid())
 	passwd := []byte("root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
 	for _, format := range formats.Names() {
@@ -202,6 +204,7 @@ func tables(t *testing.T, path string) string {
 // ledger.db that is another application's is never written to: every
 // command exits 1 naming what it found, and no file in the root changes.
 func TestALostOrForeignLedgerIsRefusedAndNothingIsCreated(t *testing.T) {
+	t.Parallel()
 	self := strconv.Itoa(os.Getpid())
 	// golden: a ledger with a held lock, its WAL left by the CLI.
 	golden := t.TempDir()
@@ -344,6 +347,7 @@ func TestALostOrForeignLedgerIsRefusedAndNothingIsCreated(t *testing.T) {
 // A root given as a symlink, with or without a trailing slash, is the
 // directory it names for every command, reading or writing.
 func TestASymlinkedRootIsTheDirectoryItNames(t *testing.T) {
+	t.Parallel()
 	self := strconv.Itoa(os.Getpid())
 	real := filepath.Join(t.TempDir(), "real")
 	if err := os.Mkdir(real, 0o700); err != nil {
@@ -392,6 +396,7 @@ func asReader(t *testing.T) (func(root string, args ...string) clitest.Result, s
 // and warns about that one; verify checks the others and reports that one
 // as its problem (exit 1). Writes to the affected lock stay refused.
 func TestOneUnreadableLockPathDoesNotStopTheReadCommands(t *testing.T) {
+	t.Parallel()
 	self := strconv.Itoa(os.Getpid())
 	run, base := asReader(t)
 	cases := []struct {
@@ -519,6 +524,7 @@ func inMountNamespace(t *testing.T, root, bind, locksBind string) func(args ...s
 // the ledger overwritten, nothing created among the ledger's own files,
 // the ledger unchanged.
 func TestATargetReachingTheRootThroughABindMountIsRefused(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "a", "--pid", self)
@@ -569,6 +575,7 @@ func TestATargetReachingTheRootThroughABindMountIsRefused(t *testing.T) {
 // path and the rule, nothing recorded, nothing at the path changed, and a
 // FIFO is never opened in a way that blocks.
 func TestATargetThatIsNotARegularFileIsInvalidInput(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "seed", "--pid", self)

@@ -24,6 +24,7 @@ import (
 // --file refused with --shared (exit 2); once they are released the
 // exclusive holder gets the lock and a shared acquirer is blocked in turn.
 func TestSharedLocksLikeFlockS(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "acquire", "db", "--shared", "--request-id", "r1")
 	clitest.Must(t, 0, root, "acquire", "db", "--shared", "--request-id", "r2")
@@ -101,6 +102,7 @@ func maxConcurrent(ivs []holdInterval) int {
 }
 
 func TestSemaphoreCounterCountsOverlap(t *testing.T) {
+	t.Parallel()
 	ivs := []holdInterval{{"a", 1, 10, 20}, {"b", 2, 15, 30}, {"c", 3, 20, 40}, {"d", 4, 41, 50}}
 	if got := maxConcurrent(ivs); got != 3 {
 		t.Fatalf("max concurrent: got %d, want 3", got)
@@ -169,6 +171,7 @@ func TestSemaphoreOfThreeWithEightRacingRuns(t *testing.T) {
 // ledger blocks everyone until one side is gone). A shared holder must
 // still be able to release its own slot, or its side never goes.
 func TestSharedHolderReleasesItsSlotBesideAForeignFile(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "acquire", "db", "--shared", "--request-id", "r1")
 	other, _ := sleeper(t)
@@ -185,6 +188,7 @@ func TestSharedHolderReleasesItsSlotBesideAForeignFile(t *testing.T) {
 // foreign file beside live shared holders: acquire (shared or exclusive)
 // is blocked with exit 3, so status --check must say 3, not 0 (free).
 func TestStatusCheckOfSharedHoldersBesideADeadForeignFile(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "acquire", "db", "--shared", "--request-id", "r1")
 	other, kill := sleeper(t)
@@ -202,6 +206,7 @@ func TestStatusCheckOfSharedHoldersBesideADeadForeignFile(t *testing.T) {
 // release of someone else's slot: the event must say forced, name the
 // released request and carry the reason, as it does for an exclusive one.
 func TestForcedReleaseOfASharedHolderIsAudited(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Must(t, 0, root, "acquire", "db", "--limit", "2", "--request-id", "r1", "--actor", "worker")
 	r := clitest.Must(t, 0, root, "release", "db", "--force", "--yes", "--request-id", "r1", "--actor", "oncall",
@@ -227,6 +232,7 @@ func TestForcedReleaseOfASharedHolderIsAudited(t *testing.T) {
 // survive beside the shared holder: an exclusive acquire is then blocked,
 // and verify agrees with the tables.
 func TestSharedTakeoverOfADisplacedHolder(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	old, killOld := sleeper(t)
 	clitest.Must(t, 0, root, "acquire", "db", "--request-id", "ours", "--pid", strconv.Itoa(old))

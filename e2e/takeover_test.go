@@ -93,6 +93,7 @@ type takeover struct {
 // paused processes are continued (the host wakes up): the old job is gone
 // before the take-over returns, its run killed, and that is recorded.
 func TestForcedTakeOverStopsTheStaleHoldersJobFirst(t *testing.T) {
+	t.Parallel()
 	trials := 12
 	if stressed() {
 		trials = 100
@@ -355,6 +356,7 @@ func checkJobStopped(t *testing.T, root, lock string) {
 // holder's job (the wait has the lock, the command has not started) gives
 // the run up: exit 143, the command never started, the lock released.
 func TestRunSignalledDuringTakeOverDoesNotStartItsCommand(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	const lock = "signalled-takeover"
 	// The old job ignores TERM, so stopping it takes the new run's grace.

@@ -327,6 +327,7 @@ func TestLitewitnessCosignsAndRefusesARewrittenLedger(t *testing.T) {
 // TestWitnessFlagsRefuseBadInput: exit 2 naming the flag and the rule,
 // the ledger unchanged.
 func TestWitnessFlagsRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	s := newSignedRoot(t)
 	before := snapLedger(t, s.root)
 	inRoot := filepath.Join(s.root, "witness.vkey")

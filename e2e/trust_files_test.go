@@ -97,6 +97,7 @@ func TestACopiedRootKeepsItsOwnHead(t *testing.T) {
 // read it) refuses it, exit 2 naming the file and its owner, and pins
 // nothing.
 func TestAPlantedGroupKeyIsRefused(t *testing.T) {
+	t.Parallel()
 	as, base := otherUsers(t)
 	root := filepath.Join(base, "team")
 	key := filepath.Join(base, ".team.signing.key")
@@ -123,6 +124,7 @@ func TestAPlantedGroupKeyIsRefused(t *testing.T) {
 // 0500 would let writes go on while the head kept never advances; the
 // write fails before it commits instead, and nothing is appended.
 func TestAHeadsDirectoryItsOwnerCannotWriteFailsTheWrite(t *testing.T) {
+	t.Parallel()
 	as, base := otherUsers(t)
 	root := filepath.Join(base, "alices")
 	pid := strconv.Itoa(os.Getpid())

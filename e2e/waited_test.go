@@ -15,6 +15,7 @@ import (
 // lock_acquired, and the timeline shows it; an acquire that did not wait
 // records nothing of the kind.
 func TestAWaiterRecordsHowLongItWaited(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	clitest.Race(t, root)
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--actor", "alice").Stdout)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/lease"
@@ -42,7 +43,7 @@ func TestLeaseOfAnAlreadyHeldLockCountsFromItsLastHeartbeat(t *testing.T) {
 			if _, err := behind.TryAcquire(ctx, ledger.AcquireRequest{Lock: "again", Identity: id, TTL: ttl, Shared: c.shared}); err != nil {
 				t.Fatal(err)
 			}
-			l := openAt(t, root)
+			l := fixture.Open(t, root)
 			start := time.Now()
 			s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "again", Identity: id, TTL: ttl, Shared: c.shared}, c.opts...)
 			if err != nil {
@@ -61,16 +62,6 @@ func TestLeaseOfAnAlreadyHeldLockCountsFromItsLastHeartbeat(t *testing.T) {
 	}
 }
 
-func openAt(t *testing.T, root string, opts ...ledger.Option) *ledger.Ledger {
-	t.Helper()
-	l, err := ledger.Open(context.Background(), root, append(opts, ledger.Unsigned())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
 // A lease taken over by the request that already holds the lock counts its
 // deadline from the lock's last heartbeat. On PostgreSQL that heartbeat is
 // the database's time: measured against this host's clock, 10 minutes
@@ -79,7 +70,7 @@ func openAt(t *testing.T, root string, opts ...ledger.Option) *ledger.Ledger {
 func TestPostgresLeaseOfAnAlreadyHeldLockIgnoresTheLocalClock(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
-	ahead := openAt(t, t.TempDir(), ledger.WithDatabase(url), ledger.WithHost(ledger.Host{ID: "host-ahead", BootID: "boot-host-ahead"}),
+	ahead := fixture.OpenPostgres(t, url, ledger.WithHost(ledger.Host{ID: "host-ahead", BootID: "boot-host-ahead"}),
 		ledger.WithClock(testclock.New(time.Now().Add(10*time.Minute)).Now))
 	id := ledger.Identity{RequestID: "r1", Actor: "holder", PID: os.Getpid()}
 	if _, err := ahead.TryAcquire(ctx, ledger.AcquireRequest{Lock: "again", Identity: id, TTL: 5 * time.Minute}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
@@ -48,7 +49,7 @@ func TestLeaseIsLostAtOnceWhenAnotherEndsItsHolding(t *testing.T) {
 	for _, r := range robberies {
 		t.Run(r.name, func(t *testing.T) {
 			root := t.TempDir()
-			robbedAt(t, openAt(t, root), openAt(t, root), r)
+			robbedAt(t, fixture.Open(t, root), fixture.Open(t, root), r)
 		})
 	}
 }
@@ -59,8 +60,8 @@ func TestPostgresLeaseIsLostAtOnceWhenAnotherHostEndsItsHolding(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	for _, r := range robberies {
 		t.Run(r.name, func(t *testing.T) {
-			holder := openAt(t, t.TempDir(), ledger.WithDatabase(url), ledger.WithHost(ledger.Host{ID: "holder-host"}))
-			robber := openAt(t, t.TempDir(), ledger.WithDatabase(url), ledger.WithHost(ledger.Host{ID: "robber-host"}))
+			holder := fixture.OpenPostgres(t, url, ledger.WithHost(ledger.Host{ID: "holder-host"}))
+			robber := fixture.OpenPostgres(t, url, ledger.WithHost(ledger.Host{ID: "robber-host"}))
 			robbedAt(t, holder, robber, r)
 		})
 	}
@@ -115,7 +116,7 @@ func robbedAt(t *testing.T, holder, robber *ledger.Ledger, r robbery) {
 func TestLeaseReleaseReportsAHoldingAnotherReleasedFirst(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	holder, robber := openAt(t, root), openAt(t, root)
+	holder, robber := fixture.Open(t, root), fixture.Open(t, root)
 	s, err := lease.Acquire(ctx, holder, ledger.AcquireRequest{Lock: "first", TTL: 90 * time.Second}, lease.WithHeartbeatInterval(30*time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -16,21 +16,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
-
-func openReal(t *testing.T, opts ...ledger.Option) *ledger.Ledger {
-	t.Helper()
-	l, err := ledger.Open(context.Background(), t.TempDir(), append(opts, ledger.Unsigned())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
 
 // awaitEvent polls the ledger until an event matching ok exists.
 func awaitEvent(t *testing.T, l *ledger.Ledger, typ events.Type, within time.Duration, ok func(p any) bool) {
@@ -109,7 +100,7 @@ func leaseOnClock(t *testing.T, l *ledger.Ledger, clock *testclock.Clock, interv
 // the lease waits on nothing and writes nothing, however far the clock moves.
 func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t)
+	l := fixture.Open(t, "")
 	clock := testclock.New(time.Now())
 	const interval = 50 * time.Millisecond
 	s := leaseOnClock(t, l, clock, interval)
@@ -150,7 +141,7 @@ func TestLeaseHeartbeatsUntilRelease(t *testing.T) {
 
 func TestLeaseBusyLedgerIsNotALoss(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond))
+	l := fixture.Open(t, "", ledger.WithBusyTimeout(20*time.Millisecond))
 	clock := testclock.New(time.Now())
 	const interval = 50 * time.Millisecond
 	s := leaseOnClock(t, l, clock, interval)
@@ -230,7 +221,7 @@ func checkLostAtDeadline(t *testing.T, l *ledger.Ledger, s *lease.Lease, lostAt 
 // its local deadline, while the ledger still counts it as the holder.
 func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t, ledger.WithBusyTimeout(time.Minute))
+	l := fixture.Open(t, "", ledger.WithBusyTimeout(time.Minute))
 	ttl := 2 * time.Second
 	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: ttl}, lease.WithHeartbeatInterval(100*time.Millisecond))
 	if err != nil {
@@ -256,7 +247,7 @@ func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
 // Release reports the loss even though it frees the lock.
 func TestLeaseLostWhenNoHeartbeatSucceedsBeforeTheDeadline(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond))
+	l := fixture.Open(t, "", ledger.WithBusyTimeout(20*time.Millisecond))
 	ttl := 2 * time.Second
 	// A wide margin gives the loss three quarters of a second to be recorded
 	// once the writer mutex is freed.
@@ -279,7 +270,7 @@ func TestLeaseLostWhenNoHeartbeatSucceedsBeforeTheDeadline(t *testing.T) {
 }
 
 func TestLeaseLossMarginIsChecked(t *testing.T) {
-	l := openReal(t)
+	l := fixture.Open(t, "")
 	for _, c := range []struct {
 		name string
 		ttl  time.Duration
@@ -298,7 +289,7 @@ func TestLeaseLossMarginIsChecked(t *testing.T) {
 
 func TestLeaseLostToAnotherHolder(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t)
+	l := fixture.Open(t, "")
 	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: 3 * time.Second}, lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +313,7 @@ func TestLeaseLostToAnotherHolder(t *testing.T) {
 
 func TestLeaseWaitsForRelease(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t)
+	l := fixture.Open(t, "")
 	first, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "q", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -367,7 +358,7 @@ func TestLeaseWaitsForRelease(t *testing.T) {
 // request id and the set-up before the attempt took.
 func TestARefusalWithoutWaitingWaitedNothing(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t)
+	l := fixture.Open(t, "")
 	req := func(rid string) ledger.AcquireRequest {
 		return ledger.AcquireRequest{Lock: "x", Identity: ledger.Identity{RequestID: rid, Actor: "t", PID: os.Getpid()}, TTL: 100 * time.Second}
 	}
@@ -392,7 +383,7 @@ func TestARefusalWithoutWaitingWaitedNothing(t *testing.T) {
 // says why), and not before.
 func TestLeaseDoneWhenReleasedOrLost(t *testing.T) {
 	ctx := context.Background()
-	l := openReal(t)
+	l := fixture.Open(t, "")
 	released, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "rel", TTL: 3 * time.Second}, lease.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -456,7 +447,7 @@ func (b *syncBuffer) Contains(s string) bool {
 func TestLeaseLossIsRecordedWhenTheLedgerAnswersAgain(t *testing.T) {
 	ctx := context.Background()
 	var log syncBuffer
-	l := openReal(t, ledger.WithBusyTimeout(20*time.Millisecond), ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	l := fixture.Open(t, "", ledger.WithBusyTimeout(20*time.Millisecond), ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: 2 * time.Second}, lease.WithHeartbeatInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

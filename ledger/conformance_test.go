@@ -15,6 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
@@ -36,18 +37,17 @@ type storeFixture struct {
 
 func (f *storeFixture) open(host string, opts ...ledger.Option) *ledger.Ledger {
 	f.t.Helper()
-	root := f.root
+	return f.openAs(ledger.Host{ID: host, BootID: "boot-" + host}, opts...)
+}
+
+// openAs is open as host h.
+func (f *storeFixture) openAs(h ledger.Host, opts ...ledger.Option) *ledger.Ledger {
+	f.t.Helper()
+	opts = append(opts, ledger.WithHost(h))
 	if f.url != "" {
-		root = f.t.TempDir()
-		opts = append(opts, ledger.WithDatabase(f.url))
+		return fixture.OpenPostgres(f.t, f.url, opts...)
 	}
-	opts = append(opts, ledger.WithHost(ledger.Host{ID: host, BootID: "boot-" + host}), ledger.Unsigned())
-	l, err := ledger.Open(context.Background(), root, opts...)
-	if err != nil {
-		f.t.Fatalf("open %s ledger as %s: %v", f.kind, host, err)
-	}
-	f.t.Cleanup(func() { l.Close() })
-	return l
+	return fixture.Open(f.t, f.root, opts...)
 }
 
 // forEachStore runs body once per store, each time on a new, empty ledger.

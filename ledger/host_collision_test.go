@@ -95,22 +95,6 @@ func asREADMEWriter(t *testing.T, f *storeFixture) {
 	}
 }
 
-// openHost opens f's ledger as host h (its own root on PostgreSQL).
-func openHost(t *testing.T, f *storeFixture, h ledger.Host, opts ...ledger.Option) *ledger.Ledger {
-	t.Helper()
-	root := f.root
-	if f.url != "" {
-		root = t.TempDir()
-		opts = append(opts, ledger.WithDatabase(f.url))
-	}
-	l, err := ledger.Open(context.Background(), root, append(opts, ledger.WithHost(h), ledger.Unsigned())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
 func acquireDeploy(l *ledger.Ledger, rid string) (*ledger.Acquisition, error) {
 	return l.TryAcquire(context.Background(), ledger.AcquireRequest{Lock: "deploy", TTL: time.Hour,
 		Identity: ledger.Identity{RequestID: rid, Actor: "t", PID: os.Getpid()}})
@@ -124,12 +108,12 @@ func acquireDeploy(l *ledger.Ledger, rid string) (*ledger.Acquisition, error) {
 func TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		asREADMEWriter(t, f)
-		a := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-a1")})
+		a := f.openAs(ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-a1")})
 		if _, err := acquireDeploy(a, "r1"); err != nil {
 			t.Fatal(err)
 		}
 		var log syncBuffer
-		b := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineB, "boot-b1")},
+		b := f.openAs(ledger.Host{ID: "web", BootID: proc.JoinBoot(machineB, "boot-b1")},
 			ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 		var held *ledger.HeldError
 		if got, err := acquireDeploy(b, "r2"); !errors.As(err, &held) {
@@ -141,7 +125,7 @@ func TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine(t *testing.T) {
 		// A clone of the first machine (the same machine id) that booted
 		// before the holder's last heartbeat: not a reboot of it.
 		var clonelog syncBuffer
-		clone := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-c1"), Booted: time.Now().Add(-time.Hour)},
+		clone := f.openAs(ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-c1"), Booted: time.Now().Add(-time.Hour)},
 			ledger.WithLogger(slog.New(slog.NewTextHandler(&clonelog, nil))))
 		if got, err := acquireDeploy(clone, "r2c"); !errors.As(err, &held) {
 			t.Fatalf("a clone's acquire: %+v, %v; want a HeldError (the holder was seen after the clone booted)", got, err)
@@ -149,7 +133,7 @@ func TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine(t *testing.T) {
 		if !strings.Contains(clonelog.String(), "two machines write under one host id") {
 			t.Errorf("no warning of the clone: %q", clonelog.String())
 		}
-		rebooted := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-a2"), Booted: time.Now().Add(time.Minute)})
+		rebooted := f.openAs(ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-a2"), Booted: time.Now().Add(time.Minute)})
 		if got, err := acquireDeploy(rebooted, "r3"); err != nil || got.Reason != events.ReasonHolderDead {
 			t.Fatalf("after the first machine rebooted: %+v, %v; want its old holder dead", got, err)
 		}
@@ -165,11 +149,11 @@ func TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine(t *testing.T) {
 func TestHolderOfAnUnknownMachine(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		asREADMEWriter(t, f)
-		old := openHost(t, f, ledger.Host{ID: "web", BootID: "boot-old"})
+		old := f.openAs(ledger.Host{ID: "web", BootID: "boot-old"})
 		if _, err := acquireDeploy(old, "r1"); err != nil {
 			t.Fatal(err)
 		}
-		now := openHost(t, f, ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-new")})
+		now := f.openAs(ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-new")})
 		got, err := acquireDeploy(now, "r2")
 		var held *ledger.HeldError
 		switch f.kind {

@@ -10,6 +10,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
@@ -22,12 +23,7 @@ func (alive) Probe(int) (proc.Liveness, string) { return proc.Alive, "" }
 
 func openLedger(t *testing.T, root string, c *testclock.Clock) (*ledger.Ledger, *sql.DB) {
 	t.Helper()
-	l, err := ledger.Open(context.Background(), root, ledger.WithClock(c.Now),
-		ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}), ledger.WithProcessProbe(alive{}), ledger.Unsigned())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := fixture.Open(t, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}), ledger.WithProcessProbe(alive{}))
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, ledger.DBFile)+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)

@@ -1,12 +1,12 @@
 package replay_test
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"sync"
 	"testing"
 
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
@@ -39,13 +39,7 @@ func openScripted(t *testing.T, root string, c *testclock.Clock, p *probe) *ledg
 	if p == nil {
 		p = &probe{gone: map[int]bool{}}
 	}
-	l, err := ledger.Open(context.Background(), root, ledger.WithClock(c.Now),
-		ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}), ledger.WithProcessProbe(p), ledger.Unsigned())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return fixture.Open(t, root, ledger.WithClock(c.Now), ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-1"}), ledger.WithProcessProbe(p))
 }
 
 // tableRow is one row of the locks table with its exclusive holder's row

@@ -132,6 +132,10 @@ func Parallel(n int) Option {
 	}
 }
 
+// BuildFirst builds the CLI before the first test rather than in the
+// first test's Bin, whose command's deadline would then count the build.
+func BuildFirst() { Bin() }
+
 // otherTrust holds the trust stores of roots outside a test's temporary
 // directory (a PostgreSQL test's unused root ""): one directory for the
 // test binary, removed when it ends.

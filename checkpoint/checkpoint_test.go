@@ -72,11 +72,11 @@ func TestRowOfPlacesEveryStoredHash(t *testing.T) {
 	s, _ := appendBodies(t, bodies(300))
 	for idx := range int64(len(flat)) {
 		seq, pos := RowOf(idx)
-		hs, err := SplitRow(seq, s.rows[seq])
+		hs, err := hashesOf([]int64{idx}, s.rows)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if hs[pos] != flat[idx] {
+		if hs[0] != flat[idx] {
 			t.Fatalf("index %d: row %d position %d holds another hash", idx, seq, pos)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -123,9 +122,8 @@ func Open(msg []byte, verifiers ...note.Verifier) (*Signed, error) {
 }
 
 // NewSigner reads an encoded signer key. The signer it returns knows its
-// own verifier (VerifierOf) and encoded verifier key (VerifierKeyOf), so
-// that it can check what it signed before; the public key is derived from
-// the seed once, here.
+// verifier (VerifierOf) and encoded verifier key (VerifierKeyOf); the
+// public key is derived from the seed once, here.
 func NewSigner(key string) (note.Signer, error) {
 	bad := errors.New("not a signer key (PRIVATE+KEY+NAME+HASH+KEY, as lockledger keygen writes)")
 	rest, ok := strings.CutPrefix(strings.TrimSpace(key), SignerKeyPrefix)
@@ -141,72 +139,30 @@ func NewSigner(key string) (note.Signer, error) {
 	if err != nil {
 		return nil, bad
 	}
-	if v, err := note.NewVerifier(vkey); err != nil || v.KeyHash() != uint32(hash) {
+	v, err := note.NewVerifier(vkey)
+	if err != nil || v.KeyHash() != uint32(hash) {
 		return nil, bad
 	}
-	return &signerKey{name: name, hash: uint32(hash), priv: priv, vkey: vkey}, nil
+	return &signerKey{name: name, hash: uint32(hash), priv: priv, vkey: vkey, verifier: v}, nil
 }
 
-// signerKey is an Ed25519 note signer that knows its verifier. It keeps
-// the signatures it made or checked last: signing the same text again
-// (SignedBy, the verifier) costs no curve operation.
+// signerKey is an Ed25519 note signer that knows its verifier.
 type signerKey struct {
-	name string
-	hash uint32
-	priv ed25519.PrivateKey
-	vkey string
-
-	mu     sync.Mutex
-	signed map[string][]byte // text → its signature, at most keptSignatures
+	name     string
+	hash     uint32
+	priv     ed25519.PrivateKey
+	vkey     string
+	verifier note.Verifier
 }
 
-// A signer keeps the signatures of at most keptSignatures texts, each of
-// at most keptText bytes (a checkpoint's text is about 150).
-const (
-	keptSignatures = 64
-	keptText       = 4096
-)
-
-func (k *signerKey) Name() string    { return k.name }
-func (k *signerKey) KeyHash() uint32 { return k.hash }
-
-func (k *signerKey) Sign(msg []byte) ([]byte, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if sig, ok := k.signed[string(msg)]; ok {
-		return bytes.Clone(sig), nil
-	}
-	sig := ed25519.Sign(k.priv, msg)
-	if len(msg) <= keptText {
-		if len(k.signed) >= keptSignatures || k.signed == nil {
-			k.signed = map[string][]byte{}
-		}
-		k.signed[string(msg)] = sig
-	}
-	return bytes.Clone(sig), nil
-}
-
-// ownVerifier checks a signature by signing the text again: Ed25519
-// signing is deterministic, so the key's signature of a text is the one
-// its signer makes, byte for byte (the one every lockledger signer makes).
-// Where the signer has made it already that is a comparison; otherwise it
-// is one signature (one multiplication of the base point), which costs
-// about what a verification does, without the table crypto/ed25519 builds
-// for a process's first verification (0.3 ms).
-type ownVerifier struct{ k *signerKey }
-
-func (v ownVerifier) Name() string    { return v.k.name }
-func (v ownVerifier) KeyHash() uint32 { return v.k.hash }
-func (v ownVerifier) Verify(msg, sig []byte) bool {
-	again, err := v.k.Sign(msg)
-	return err == nil && bytes.Equal(again, sig)
-}
+func (k *signerKey) Name() string                    { return k.name }
+func (k *signerKey) KeyHash() uint32                 { return k.hash }
+func (k *signerKey) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(k.priv, msg), nil }
 
 // VerifierOf is the verifier of a signer NewSigner made; nil for another.
-// It accepts only the signature the signer makes (see ownVerifier).
 func VerifierOf(s note.Signer) note.Verifier {
 	if k, ok := s.(*signerKey); ok {
-		return ownVerifier{k}
+		return k.verifier
 	}
 	return nil
 }
@@ -282,8 +238,7 @@ func SplitNotes(data []byte) []Entry {
 // SignedBy reports whether msg is a checkpoint of size events of the log
 // origin that signer signed, and when it was signed. Ed25519 signatures
 // are deterministic: the note signer makes of the same checkpoint is msg,
-// byte for byte (a signer from NewSigner makes it again without a curve
-// operation when it signed or checked that text before).
+// byte for byte.
 func SignedBy(msg []byte, signer note.Signer, origin string, size int64) (time.Time, bool) {
 	s, err := Open(msg)
 	if err != nil || s.Size != size || s.Origin != origin || s.Time.IsZero() {

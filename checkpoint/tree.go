@@ -39,18 +39,6 @@ func JoinRow(hs []tlog.Hash) []byte {
 // ErrBadRow: a stored row that is not the hashes its event completes.
 var ErrBadRow = errors.New("stored Merkle hashes malformed")
 
-// SplitRow decodes the row of event seq.
-func SplitRow(seq int64, b []byte) ([]tlog.Hash, error) {
-	if len(b) != RowLen(seq)*tlog.HashSize {
-		return nil, fmt.Errorf("%w: seq %d's row holds %d bytes, want %d", ErrBadRow, seq, len(b), RowLen(seq)*tlog.HashSize)
-	}
-	hs := make([]tlog.Hash, len(b)/tlog.HashSize)
-	for i := range hs {
-		copy(hs[i][:], b[i*tlog.HashSize:])
-	}
-	return hs, nil
-}
-
 // ErrMissingRow: a stored row that a tree hash or proof needs is not there.
 var ErrMissingRow = errors.New("stored Merkle hashes missing")
 

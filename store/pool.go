@@ -27,7 +27,7 @@ func (p Pool) QueryContext(ctx context.Context, query string, args ...any) (*sql
 	return p.db.QueryContext(ctx, query, args...)
 }
 
-func (p Pool) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
+func (p Pool) Prepare(ctx context.Context, query string) (*sql.Stmt, error) {
 	return p.db.PrepareContext(ctx, query)
 }
 

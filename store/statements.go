@@ -29,7 +29,7 @@ type Statements struct {
 
 // NewStatements is the statement cache of s.
 func NewStatements(s Store) *Statements {
-	return &Statements{prepare: s.prepare, cached: s.CachesStatements(), stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
+	return &Statements{prepare: s.Prepare, cached: s.CachesStatements(), stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
 }
 
 // In runs tx's statements through the cache.

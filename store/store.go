@@ -41,7 +41,9 @@ type Store interface {
 	// Querier reads outside a transaction, from the engine's Pool (which
 	// every engine embeds; it also prepares the write path's statements).
 	Querier
-	prepare(ctx context.Context, query string) (*sql.Stmt, error)
+	// Prepare prepares one of the write path's statements on the pool
+	// (Statements keeps them).
+	Prepare(ctx context.Context, query string) (*sql.Stmt, error)
 	// NewLedgerID gives a new ledger its id (see Pool.NewLedgerID).
 	NewLedgerID(ctx context.Context, id string, created time.Time) (string, error)
 	// Begin starts a write transaction and takes the serialisation point

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/checkpoint"
-	"github.com/lockledger/lockledger/trust"
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // A head that could not be kept once the write commits (a FIFO or a

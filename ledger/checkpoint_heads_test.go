@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/checkpoint"
-	"github.com/lockledger/lockledger/trust"
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // TestEveryWriteKeepsAHeadTheNextWriterMustExtend: with WithHeads, every

@@ -210,7 +210,7 @@ func openRegular(path string, flag int) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := regular(f); err != nil {
+	if _, err := Regular(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -384,14 +384,4 @@ func headID(id string) error {
 		}
 	}
 	return nil
-}
-
-// regular is f's FileInfo; an error wrapping ErrKind where f is not a
-// regular file.
-func regular(f *os.File) (fs.FileInfo, error) {
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
-	}
-	return fi, err
 }

@@ -22,6 +22,18 @@ import (
 // nowhere durable).
 var ErrKind = errors.New("not a regular file or a directory")
 
+// KindError is ErrKind for fi, naming its type.
+func KindError(fi fs.FileInfo) error { return fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type()) }
+
+// Regular is f's FileInfo; a KindError where f is not a regular file.
+func Regular(f *os.File) (fs.FileInfo, error) {
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = KindError(fi)
+	}
+	return fi, err
+}
+
 // tailChunk is how much of a witness file Last reads from its end at
 // first; it doubles until a checkpoint of the ledger is found.
 const tailChunk = 64 << 10
@@ -43,17 +55,14 @@ func Last(path, id string, v note.Verifier) (*checkpoint.Signed, error) {
 	case fi.IsDir():
 		return lastInDir(path, id, v)
 	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
+		return nil, KindError(fi)
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		if err == nil {
-			err = fmt.Errorf("%w (%s)", ErrKind, fi.Mode().Type())
-		}
+	if fi, err = Regular(f); err != nil {
 		return nil, err
 	}
 	size := fi.Size()

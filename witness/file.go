@@ -31,7 +31,7 @@ func write(path, id string, size int64, at time.Time, note string) (string, erro
 		return p, appendNote(p, os.O_EXCL, note, path)
 	}
 	if err == nil && !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%w (%s)", trust.ErrKind, fi.Mode().Type())
+		return "", trust.KindError(fi)
 	}
 	return path, appendNote(path, os.O_APPEND, note, "")
 }
@@ -45,11 +45,8 @@ func appendNote(path string, flag int, note, dir string) error {
 	if err != nil {
 		return err
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	if _, err := trust.Regular(f); err != nil {
 		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%w (%s)", trust.ErrKind, fi.Mode().Type())
-		}
 		return err
 	}
 	if _, err := f.WriteString(note); err != nil {

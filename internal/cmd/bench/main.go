@@ -93,7 +93,7 @@ func main() {
 	if *keep {
 		fmt.Fprintf(os.Stderr, "keeping the roots in %s\n", tmp)
 	} else {
-		defer os.RemoveAll(tmp)
+		defer cleanup(func() { os.RemoveAll(tmp) })()
 	}
 	*bin = stage(*bin, filepath.Join(tmp, "bin"), "lockledger")
 	start := time.Now()
@@ -157,8 +157,41 @@ func numCPU() int {
 	return strings.Count(string(b), "processor\t:")
 }
 
+// cleanups are what a run must undo however it ends (its temporary
+// directory, a PostgreSQL cluster it started): die runs those not yet run.
+var cleanups struct {
+	sync.Mutex
+	fs []*func()
+}
+
+// cleanup registers f for die and returns the function that runs it now
+// instead (for a defer), once.
+func cleanup(f func()) (now func()) {
+	cleanups.Lock()
+	defer cleanups.Unlock()
+	cleanups.fs = append(cleanups.fs, &f)
+	return func() {
+		cleanups.Lock()
+		i := slices.Index(cleanups.fs, &f)
+		if i >= 0 {
+			cleanups.fs = slices.Delete(cleanups.fs, i, i+1)
+		}
+		cleanups.Unlock()
+		if i >= 0 {
+			f()
+		}
+	}
+}
+
 func die(err error) {
 	fmt.Fprintln(os.Stderr, "bench:", err)
+	cleanups.Lock()
+	fs := slices.Clone(cleanups.fs)
+	cleanups.fs = nil
+	cleanups.Unlock()
+	for _, f := range slices.Backward(fs) {
+		(*f)()
+	}
 	os.Exit(1)
 }
 

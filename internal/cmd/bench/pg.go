@@ -93,11 +93,11 @@ func benchPostgres(tmp string) {
 		if err != nil {
 			die(err)
 		}
-		defer func() {
+		defer cleanup(func() {
 			if err := c.Stop(); err != nil {
 				fmt.Fprintln(os.Stderr, "bench: stopping PostgreSQL:", err)
 			}
-		}()
+		})()
 		base, srv, logPath = c.SocketURL("postgres"), c, c.LogPath()
 		if p := filepath.Join(c.BinDir, "psql"); fileExists(p) {
 			psql = p

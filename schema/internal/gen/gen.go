@@ -53,16 +53,13 @@ func Source(fsys fs.FS) ([]byte, error) {
 		return nil, err
 	}
 	for _, name := range names {
-		f, err := fsys.Open(name)
+		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, err
 		}
-		n, err := parse(name, f)
-		f.Close()
-		if err != nil {
+		if g.files[name], err = parse(name, b); err != nil {
 			return nil, err
 		}
-		g.files[name] = n
 	}
 	if err := g.build(); err != nil {
 		return nil, err
@@ -286,9 +283,6 @@ func (g *generator) eventKind(k kind) error {
 	g.owner = k.name
 	for _, name := range names {
 		ss := subs[name]
-		if len(ss) == 0 {
-			continue
-		}
 		for _, s := range ss {
 			if s.kind == 'b' && !s.b {
 				forbidden[name] = true

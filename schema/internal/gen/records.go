@@ -1,8 +1,9 @@
 package gen
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -93,33 +94,24 @@ func (r *record) fieldType() string {
 // mask is the Go literal of a fieldSet holding names: the fields below
 // 64 in its first word, the others in its second.
 func (r *record) mask(names []string) string {
-	idx := map[string]int{}
+	var words [2][]string
 	for i, f := range r.fields {
-		idx[f.name] = i
-	}
-	sorted := append([]string{}, names...)
-	sort.Slice(sorted, func(i, j int) bool { return idx[sorted[i]] < idx[sorted[j]] })
-	var lo, hi []string
-	for _, n := range sorted {
-		if idx[n] < 64 {
-			lo = append(lo, "1<<"+r.ident(n))
-		} else {
-			hi = append(hi, "1<<("+r.ident(n)+"-64)")
+		if slices.Contains(names, f.name) {
+			term := "1<<" + r.ident(f.name)
+			if i >= 64 {
+				term = "1<<(" + r.ident(f.name) + "-64)"
+			}
+			words[i/64] = append(words[i/64], term)
 		}
 	}
-	word := func(terms []string) string {
-		if len(terms) == 0 {
-			return "0"
-		}
-		return strings.Join(terms, " | ")
+	word := func(terms []string) string { return cmp.Or(strings.Join(terms, " | "), "0") }
+	switch {
+	case len(words[1]) > 0:
+		return "fieldSet{" + word(words[0]) + ", " + word(words[1]) + "}"
+	case len(words[0]) > 0:
+		return "fieldSet{" + word(words[0]) + "}"
 	}
-	if len(hi) == 0 {
-		if len(lo) == 0 {
-			return "fieldSet{}"
-		}
-		return "fieldSet{" + word(lo) + "}"
-	}
-	return "fieldSet{" + word(lo) + ", " + word(hi) + "}"
+	return "fieldSet{}"
 }
 
 var initialisms = map[string]string{"id": "ID", "ns": "NS", "pid": "PID", "pids": "PIDs", "ttl": "TTL", "uid": "UID", "v1": "V1"}

@@ -172,11 +172,7 @@ func (g *generator) rule(n *node, ctx string) (string, error) {
 			}
 			return fmt.Sprintf("v.pattern(%s, %s)", m, strconv.Quote(p.str)), nil
 		}
-		min, err := intKeyword(n, "minLength", "0")
-		if err != nil {
-			return "", err
-		}
-		max, err := intKeyword(n, "maxLength", "noMax")
+		min, max, err := bounds(n, "minLength", "0", "maxLength")
 		if err != nil {
 			return "", err
 		}
@@ -189,11 +185,7 @@ func (g *generator) rule(n *node, ctx string) (string, error) {
 		if f := n.get("format"); f == nil || f.str != want {
 			return "", fmt.Errorf("%s: every %s needs the format %q", n, t.str, want)
 		}
-		min, err := intKeyword(n, "minimum", "noMin")
-		if err != nil {
-			return "", err
-		}
-		max, err := intKeyword(n, "maximum", "noMax")
+		min, max, err := bounds(n, "minimum", "noMin", "maximum")
 		if err != nil {
 			return "", err
 		}
@@ -239,11 +231,7 @@ func (g *generator) rule(n *node, ctx string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		min, err := intKeyword(n, "minItems", "0")
-		if err != nil {
-			return "", err
-		}
-		max, err := intKeyword(n, "maxItems", "noMax")
+		min, max, err := bounds(n, "minItems", "0", "maxItems")
 		if err != nil {
 			return "", err
 		}
@@ -268,29 +256,27 @@ func absPath(n *node) (min, max string, ok bool) {
 		n.get("pattern") == nil || n.get("pattern").str != absPathPattern {
 		return "", "", false
 	}
-	min, err := intKeyword(n, "minLength", "0")
-	if err != nil {
-		return "", "", false
-	}
-	max, err = intKeyword(n, "maxLength", "noMax")
-	if err != nil {
-		return "", "", false
-	}
-	return min, max, true
+	min, max, err := bounds(n, "minLength", "0", "maxLength")
+	return min, max, err == nil
 }
 
-func intKeyword(n *node, key, absent string) (string, error) {
-	v := n.get(key)
-	if v == nil {
-		return absent, nil
+// bounds reads the integer keywords lo and hi of n, as Go expressions:
+// loAbsent and noMax where they are absent.
+func bounds(n *node, lo, loAbsent, hi string) (min, max string, err error) {
+	read := func(key, absent string) string {
+		v := n.get(key)
+		if v == nil || err != nil {
+			return absent
+		}
+		if _, perr := strconv.ParseInt(string(v.num), 10, 64); v.kind != 'n' {
+			err = fmt.Errorf("%s: %s must be a number", n, key)
+		} else if perr != nil {
+			err = fmt.Errorf("%s: %s must be an int64 written as one", n, key)
+		}
+		return string(v.num)
 	}
-	if v.kind != 'n' {
-		return "", fmt.Errorf("%s: %s must be a number", n, key)
-	}
-	if _, err := strconv.ParseInt(string(v.num), 10, 64); err != nil {
-		return "", fmt.Errorf("%s: %s must be an int64 written as one", n, key)
-	}
-	return string(v.num), nil
+	min, max = read(lo, loAbsent), read(hi, "noMax")
+	return min, max, err
 }
 
 // isRecord: an object schema with fixed properties and no others.

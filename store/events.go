@@ -193,6 +193,21 @@ func rowsOf[T any](run func() (*sql.Rows, error), scan func(*sql.Rows, *T) error
 	}
 }
 
+// QueryAll runs query through q and scans each row into a T of its own.
+func QueryAll[T any](ctx context.Context, q Querier, scan func(*sql.Rows, *T) error, query string, args ...any) ([]T, error) {
+	var out []T
+	for r, err := range rowsOf(func() (*sql.Rows, error) { return q.QueryContext(ctx, query, args...) }, scan) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+// ScanOne scans a row of one column.
+func ScanOne[T any](rows *sql.Rows, v *T) error { return rows.Scan(v) }
+
 // filtered yields the rows f selects, in seq order (none when f's time
 // window holds no event): seq, body and the chain links, or with text
 // only seq and the body as text (see Bodies).

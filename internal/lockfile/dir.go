@@ -132,6 +132,38 @@ func (d *Dir) use() (done func(), err error) {
 	return d.mu.RUnlock, nil
 }
 
+// inRoot runs f on the root with the descriptors held open. Where there
+// is no root, f does not run: a write fails with why (rootErr), a read
+// finds nothing (nil).
+func (d *Dir) inRoot(write bool, f func(r at) error) error {
+	done, err := d.use()
+	defer done()
+	switch {
+	case err != nil:
+		return err
+	case d.root.fd >= 0:
+		return f(d.root)
+	case write:
+		return d.rootErr()
+	}
+	return nil
+}
+
+// inLocks runs f on the locks directory for a read (see readable), with
+// the descriptors held open; where there is none, f does not run.
+func (d *Dir) inLocks(f func(l at) error) error {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return err
+	}
+	l, err := d.readable()
+	if err != nil || l.fd < 0 {
+		return err
+	}
+	return f(l)
+}
+
 // rootErr says why there is no root to write in; nil when there is one.
 func (d *Dir) rootErr() error {
 	switch {
@@ -226,17 +258,9 @@ func (d *Dir) ReadJournal(lock string) (State, error) {
 	return d.readLocks(journalName(fileName(lock)))
 }
 
-func (d *Dir) readLocks(name string) (State, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return State{}, err
-	}
-	l, err := d.readable()
-	if err != nil || l.fd < 0 {
-		return State{}, err
-	}
-	return l.read(name)
+func (d *Dir) readLocks(name string) (s State, err error) {
+	err = d.inLocks(func(l at) (err error) { s, err = l.read(name); return err })
+	return s, err
 }
 
 // write runs f on the locks directory for a write (see writable), with
@@ -317,33 +341,16 @@ func (d *Dir) unlinkIn(names ...string) error {
 
 // Entries lists the locks directory, sorted by name; a missing one holds
 // nothing.
-func (d *Dir) Entries() ([]os.DirEntry, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return nil, err
-	}
-	l, err := d.readable()
-	if err != nil || l.fd < 0 {
-		return nil, err
-	}
-	entries, err := l.list()
+func (d *Dir) Entries() (entries []os.DirEntry, err error) {
+	err = d.inLocks(func(l at) (err error) { entries, err = l.list(); return err })
 	slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, err
 }
 
 // Exists reports whether anything (a symlink included) is at name in the
 // root.
-func (d *Dir) Exists(name string) (bool, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return false, err
-	}
-	if d.root.fd < 0 {
-		return false, nil
-	}
-	_, ok, err := d.root.lstat(name)
+func (d *Dir) Exists(name string) (ok bool, err error) {
+	err = d.inRoot(false, func(r at) (err error) { _, ok, err = r.lstat(name); return err })
 	return ok, err
 }
 

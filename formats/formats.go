@@ -373,6 +373,23 @@ func maxAgeVerdict(h Holder, now time.Time, maxAge time.Duration) (Verdict, bool
 	return Verdict{}, false
 }
 
+// hostPIDVerdict judges a holder by its pid where it is on this host
+// (local), as held (remote the detail) where it is on another, and by
+// --max-age unless its pid is gone.
+func hostPIDVerdict(h Holder, now time.Time, env Env, local bool, remote string) Verdict {
+	v := held(ReasonRemoteHost, remote)
+	if local {
+		var dead bool
+		if v, dead = pidVerdict(h.PID, env); dead {
+			return v
+		}
+	}
+	if mv, ok := maxAgeVerdict(h, now, env.MaxAge); ok {
+		return mv
+	}
+	return v
+}
+
 // pidVerdict judges a holder known to be on this host by its pid: dead
 // when ESRCH, otherwise held with the probe's answer as the reason.
 func pidVerdict(pid int, env Env) (Verdict, bool) {

@@ -58,16 +58,16 @@ func (g *generator) emit() []byte {
 		g.emitRecord(&b, r)
 	}
 	p("// The value lists of the enums.\nvar (\n")
-	for _, e := range g.enumOrder {
+	for _, e := range g.enums {
 		p("\t%s = []string{%s}\n", e.name, quoted(e.values))
 	}
 	p(")\n\n")
 	p("// itemKind is the items schema of an array.\ntype itemKind uint8\n\nconst (\n")
-	for i, it := range g.itemOrder {
+	for i, it := range g.items {
 		p("\t%s%s // %s\n", it.ident, iotaFor(i, "itemKind"), it.source)
 	}
 	p(")\n\nfunc (v *validator) item(k itemKind) *verr {\n\tswitch k {\n")
-	for _, it := range g.itemOrder {
+	for _, it := range g.items {
 		p("\tcase %s:\n\t\treturn %s\n", it.ident, it.rule)
 	}
 	p("\t}\n\tpanic(\"schema: unknown item kind\")\n}\n")

@@ -7,27 +7,28 @@ import (
 	"strings"
 )
 
-// recordOf returns the record of object schema n, narrowed by overlay
-// (properties also described elsewhere, with key the narrowing's place).
-func (g *generator) recordOf(n *node, name string, overlay *node, key string) (*record, error) {
+// recordOf makes the record of object schema n, narrowed by overlay
+// (properties also described elsewhere, with key the narrowing's place),
+// and returns its rule.
+func (g *generator) recordOf(n *node, name string, overlay *node, key string) (string, error) {
 	if key == "" {
 		key = n.String()
 	}
 	if r := g.records[key]; r != nil {
-		return r, nil
+		return r.call(), nil
 	}
 	if err := n.only("$schema", "$id", "title", "$comment", "type", "required", "properties", "additionalProperties"); err != nil {
-		return nil, err
+		return "", err
 	}
 	if ap := n.get("additionalProperties"); ap == nil || ap.kind != 'b' || ap.b {
-		return nil, fmt.Errorf("%s: additionalProperties must be false", n)
+		return "", fmt.Errorf("%s: additionalProperties must be false", n)
 	}
 	if t := n.get("type"); t == nil || t.str != "object" {
-		return nil, fmt.Errorf("%s: a record needs type object", n)
+		return "", fmt.Errorf("%s: a record needs type object", n)
 	}
 	for _, r := range g.records {
 		if r.name == name {
-			return nil, fmt.Errorf("%s: two records named %s", n, name)
+			return "", fmt.Errorf("%s: two records named %s", n, name)
 		}
 	}
 	source := n.String()
@@ -46,30 +47,30 @@ func (g *generator) recordOf(n *node, name string, overlay *node, key string) (*
 		if o := overlay.get(p); o != nil {
 			ss = append(ss, o)
 		}
-		rule, err := g.conjunction(ss, p, kind{name: name})
+		rule, err := g.conjunction(ss, p)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		r.add(p).rules = []kindRule{{rule: rule}}
 	}
 	if overlay != nil {
 		for _, p := range overlay.keys {
 			if props.get(p) == nil {
-				return nil, fmt.Errorf("%s: narrows %q, which %s does not have", overlay, p, n)
+				return "", fmt.Errorf("%s: narrows %q, which %s does not have", overlay, p, n)
 			}
 		}
 	}
 	req, err := strs(n.get("required"))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	for _, p := range req {
 		if props.get(p) == nil {
-			return nil, fmt.Errorf("%s: requires %q, which it does not allow", n, p)
+			return "", fmt.Errorf("%s: requires %q, which it does not allow", n, p)
 		}
 	}
 	r.required[""] = req
-	return r, nil
+	return r.call(), nil
 }
 
 func (r *record) call() string {

@@ -234,20 +234,11 @@ func ParseTarget(s string) (Target, error) {
 // (under ~/.prodigy), gitclaw "state/locks/<lock>.lock" (under .GITCLAW).
 // An unknown format gives "".
 func DefaultPath(format, lock string) string {
-	switch format {
-	case NameTowerFleet:
-		return "locks/" + lock + ".lock"
-	case NameBSO:
-		return ".sprint-running"
-	case NameBeads:
-		return ".beads/.exclusive-lock"
-	case NameProdigy:
-		return "resume_locks/" + lock + ".lock"
-	case NameGitClaw:
-		return "state/locks/" + lock + ".lock"
-	}
-	return ""
+	return strings.Replace(defaultPaths[format], "*", lock, 1)
 }
+
+var defaultPaths = map[string]string{NameTowerFleet: "locks/*.lock", NameBSO: ".sprint-running",
+	NameBeads: ".beads/.exclusive-lock", NameProdigy: "resume_locks/*.lock", NameGitClaw: "state/locks/*.lock"}
 
 // ForeignRequestID is the request id Parse gives a holder whose format
 // carries none (beads, prodigy; bso and gitclaw when the field is missing):

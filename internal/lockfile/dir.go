@@ -149,15 +149,20 @@ func (d *Dir) inRoot(write bool, f func(r at) error) error {
 	return nil
 }
 
-// inLocks runs f on the locks directory for a read (see readable), with
-// the descriptors held open; where there is none, f does not run.
-func (d *Dir) inLocks(f func(l at) error) error {
+// inLocks runs f on the locks directory for a read (see readable) or a
+// write (see writable), with the descriptors held open; where a read
+// finds no locks directory, f does not run.
+func (d *Dir) inLocks(write bool, f func(l at) error) error {
 	done, err := d.use()
 	defer done()
 	if err != nil {
 		return err
 	}
-	l, err := d.readable()
+	dir := d.readable
+	if write {
+		dir = d.writable
+	}
+	l, err := dir()
 	if err != nil || l.fd < 0 {
 		return err
 	}
@@ -259,54 +264,39 @@ func (d *Dir) ReadJournal(lock string) (State, error) {
 }
 
 func (d *Dir) readLocks(name string) (s State, err error) {
-	err = d.inLocks(func(l at) (err error) { s, err = l.read(name); return err })
+	err = d.inLocks(false, func(l at) (err error) { s, err = l.read(name); return err })
 	return s, err
-}
-
-// write runs f on the locks directory for a write (see writable), with
-// the descriptors held open.
-func (d *Dir) write(f func(l at) error) error {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return err
-	}
-	l, err := d.writable()
-	if err != nil {
-		return err
-	}
-	return f(l)
 }
 
 // Place puts lock's new file in place without clobbering an existing one
 // (ErrExists). It returns the journal, open, for the caller to fsync with
 // its commit (SyncClose) and remove after it (Done).
 func (d *Dir) Place(lock string, data []byte) (j *os.File, err error) {
-	err = d.write(func(l at) (err error) { j, err = l.place(fileName(lock), data); return err })
+	err = d.inLocks(true, func(l at) (err error) { j, err = l.place(fileName(lock), data); return err })
 	return j, err
 }
 
 // Replace atomically swaps lock's file for one holding data. It returns
 // the journal, open, as Place does.
 func (d *Dir) Replace(lock string, data []byte) (j *os.File, err error) {
-	err = d.write(func(l at) (err error) { j, err = l.replace(fileName(lock), data); return err })
+	err = d.inLocks(true, func(l at) (err error) { j, err = l.replace(fileName(lock), data); return err })
 	return j, err
 }
 
 // Remove deletes lock's file if it still holds exactly data.
 func (d *Dir) Remove(lock string, data []byte) error {
-	return d.write(func(l at) error { return l.remove(fileName(lock), data) })
+	return d.inLocks(true, func(l at) error { return l.remove(fileName(lock), data) })
 }
 
 // Drop deletes lock's file, whatever it holds.
 func (d *Dir) Drop(lock string) error {
-	return d.write(func(l at) error { return l.unlink(fileName(lock)) })
+	return d.inLocks(true, func(l at) error { return l.unlink(fileName(lock)) })
 }
 
 // DropIfInode deletes lock's file if it still is the file ino, and leaves
 // anything that took its place.
 func (d *Dir) DropIfInode(lock string, ino uint64) error {
-	return d.write(func(l at) error {
+	return d.inLocks(true, func(l at) error {
 		st, ok, err := l.lstat(fileName(lock))
 		if err != nil || !ok || st.Ino != ino {
 			return err
@@ -342,7 +332,7 @@ func (d *Dir) unlinkIn(names ...string) error {
 // Entries lists the locks directory, sorted by name; a missing one holds
 // nothing.
 func (d *Dir) Entries() (entries []os.DirEntry, err error) {
-	err = d.inLocks(func(l at) (err error) { entries, err = l.list(); return err })
+	err = d.inLocks(false, func(l at) (err error) { entries, err = l.list(); return err })
 	slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, err
 }

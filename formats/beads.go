@@ -92,15 +92,6 @@ func (f beads) Judge(h Holder, parseErr error, now time.Time, env Env) Verdict {
 	if parseErr != nil {
 		return failSafe(f.Name(), parseErr, "beads skips a database whose lock is malformed; fix or remove the file by hand")
 	}
-	v := held(ReasonRemoteHost, termtext.Sprintf("held by %s on %s: a remote lock is always valid", h.Actor, h.HostID))
-	if env.HostID != "" && strings.EqualFold(h.HostID, env.HostID) {
-		var dead bool
-		if v, dead = pidVerdict(h.PID, env); dead {
-			return v
-		}
-	}
-	if mv, ok := maxAgeVerdict(h, now, env.MaxAge); ok {
-		return mv
-	}
-	return v
+	return hostPIDVerdict(h, now, env, env.HostID != "" && strings.EqualFold(h.HostID, env.HostID),
+		termtext.Sprintf("held by %s on %s: a remote lock is always valid", h.Actor, h.HostID))
 }

@@ -1,12 +1,10 @@
 package formats
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v4"
 
@@ -75,19 +73,9 @@ func (f bso) Render(h Holder) ([]byte, error) {
 	if h.PID < 1 {
 		return nil, fmt.Errorf("%s: pid must be a positive integer (got %d)", f.Name(), h.PID)
 	}
-	var b bytes.Buffer
-	b.WriteString("pid: ")
-	b.WriteString(strconv.Itoa(h.PID))
-	b.WriteString("\nsession_id: ")
-	b.Write(appendYAMLString(nil, h.RequestID))
-	b.WriteString("\nstarted_at: ")
-	b.Write(appendYAMLString(nil, h.CreatedAt.UTC().Format(secondsUTC)))
-	b.WriteString("\nepic_spec: ")
-	b.Write(appendYAMLString(nil, bsoEpicSpec(h)))
-	b.WriteString("\nlock_version: ")
-	b.WriteString(strconv.Itoa(BSOLockVersion))
-	b.WriteByte('\n')
-	return b.Bytes(), nil
+	return fmt.Appendf(nil, "pid: %d\nsession_id: %s\nstarted_at: %s\nepic_spec: %s\nlock_version: %d\n", h.PID,
+		appendYAMLString(nil, h.RequestID), appendYAMLString(nil, h.CreatedAt.UTC().Format(secondsUTC)),
+		appendYAMLString(nil, bsoEpicSpec(h)), BSOLockVersion), nil
 }
 
 // appendYAMLString writes s as a YAML double-quoted scalar. Only '"',
@@ -95,34 +83,18 @@ func (f bso) Render(h Holder) ([]byte, error) {
 // the line) are escaped, so ordinary values read exactly as the template
 // shows them.
 func appendYAMLString(b []byte, s string) []byte {
-	const hex = "0123456789ABCDEF"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
+	return appendQuoted(b, s, yamlEscapes, func(r rune) string {
 		switch {
-		case r == '"':
-			b = append(b, '\\', '"')
-		case r == '\\':
-			b = append(b, '\\', '\\')
-		case r == '\t':
-			b = append(b, '\\', 't')
-		case r == '\n':
-			b = append(b, '\\', 'n')
-		case r == '\r':
-			b = append(b, '\\', 'r')
-		case r == 0:
-			b = append(b, '\\', '0')
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			b = append(b, '\\', 'x', hex[r>>4], hex[r&0xf])
+			return fmt.Sprintf(`\x%02X`, r)
 		case r == 0x2028 || r == 0x2029 || r == 0xfeff || r == 0xfffe || r == 0xffff:
-			b = append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
-		default:
-			b = utf8.AppendRune(b, r) // invalid UTF-8 arrives here as U+FFFD
+			return fmt.Sprintf(`\u%04X`, r)
 		}
-	}
-	return append(b, '"')
+		return ""
+	})
 }
+
+var yamlEscapes = map[rune]byte{'"': '"', '\\': '\\', '\t': 't', '\n': 'n', '\r': 'r', 0: '0'}
 
 // bsoFile is what Parse reads, with started_at as written.
 type bsoFile struct {

@@ -234,20 +234,11 @@ func ParseTarget(s string) (Target, error) {
 // (under ~/.prodigy), gitclaw "state/locks/<lock>.lock" (under .GITCLAW).
 // An unknown format gives "".
 func DefaultPath(format, lock string) string {
-	switch format {
-	case NameTowerFleet:
-		return "locks/" + lock + ".lock"
-	case NameBSO:
-		return ".sprint-running"
-	case NameBeads:
-		return ".beads/.exclusive-lock"
-	case NameProdigy:
-		return "resume_locks/" + lock + ".lock"
-	case NameGitClaw:
-		return "state/locks/" + lock + ".lock"
-	}
-	return ""
+	return strings.Replace(defaultPaths[format], "*", lock, 1)
 }
+
+var defaultPaths = map[string]string{NameTowerFleet: "locks/*.lock", NameBSO: ".sprint-running",
+	NameBeads: ".beads/.exclusive-lock", NameProdigy: "resume_locks/*.lock", NameGitClaw: "state/locks/*.lock"}
 
 // ForeignRequestID is the request id Parse gives a holder whose format
 // carries none (beads, prodigy; bso and gitclaw when the field is missing):
@@ -371,6 +362,23 @@ func maxAgeVerdict(h Holder, now time.Time, maxAge time.Duration) (Verdict, bool
 			Detail: fmt.Sprintf("created %s ago, older than --max-age %s", age.Round(time.Second), maxAge)}, true
 	}
 	return Verdict{}, false
+}
+
+// hostPIDVerdict judges a holder by its pid where it is on this host
+// (local), as held (remote the detail) where it is on another, and by
+// --max-age unless its pid is gone.
+func hostPIDVerdict(h Holder, now time.Time, env Env, local bool, remote string) Verdict {
+	v := held(ReasonRemoteHost, remote)
+	if local {
+		var dead bool
+		if v, dead = pidVerdict(h.PID, env); dead {
+			return v
+		}
+	}
+	if mv, ok := maxAgeVerdict(h, now, env.MaxAge); ok {
+		return mv
+	}
+	return v
 }
 
 // pidVerdict judges a holder known to be on this host by its pid: dead

@@ -97,7 +97,8 @@ func (f gitclaw) Parse(data []byte) (Holder, error) {
 		return Holder{}, err
 	}
 	h.Lock = strconv.FormatInt(n, 10)
-	if _, ok := jsonScalarText(obj["runId"]); !ok {
+	runID, ok := jsonScalarText(obj["runId"])
+	if !ok {
 		return Holder{}, malformed(name, "runId is required and must be a string")
 	}
 	// acquiredAt: new Date(x) takes an ISO string or a millisecond count.
@@ -123,9 +124,7 @@ func (f gitclaw) Parse(data []byte) (Holder, error) {
 	}
 	h.HeartbeatAt = h.CreatedAt
 	h.TTL = GitClawTTL
-	if text, ok := jsonScalarText(obj["runId"]); ok && text != "" {
-		h.RequestID = text
-	}
+	h.RequestID = runID
 	if text, ok := jsonScalarText(obj["pid"]); ok {
 		if n, err := strconv.ParseInt(text, 10, 32); err == nil && n > 0 {
 			h.PID = int(n)

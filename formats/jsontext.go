@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"unicode/utf8"
@@ -46,29 +47,27 @@ func prettyObject(fields ...jsonField) []byte {
 // are written as they are. Invalid UTF-8 (which neither Rust nor
 // JavaScript strings can hold) is written as U+FFFD.
 func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
+	return appendQuoted(b, s, jsonEscapes, func(r rune) string {
+		if r < 0x20 {
+			return fmt.Sprintf(`\u%04x`, r)
+		}
+		return ""
+	})
+}
+
+var jsonEscapes = map[rune]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
+// appendQuoted writes s double-quoted: a rune of short as a backslash and
+// its letter, one that long escapes as long says, any other as it is
+// (invalid UTF-8 as U+FFFD).
+func appendQuoted(b []byte, s string, short map[rune]byte, long func(rune) string) []byte {
 	b = append(b, '"')
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		switch {
-		case r == '"':
-			b = append(b, '\\', '"')
-		case r == '\\':
-			b = append(b, '\\', '\\')
-		case r == '\b':
-			b = append(b, '\\', 'b')
-		case r == '\f':
-			b = append(b, '\\', 'f')
-		case r == '\n':
-			b = append(b, '\\', 'n')
-		case r == '\r':
-			b = append(b, '\\', 'r')
-		case r == '\t':
-			b = append(b, '\\', 't')
-		case r < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
-		default:
+	for _, r := range s {
+		if c, ok := short[r]; ok {
+			b = append(b, '\\', c)
+		} else if e := long(r); e != "" {
+			b = append(b, e...)
+		} else {
 			b = utf8.AppendRune(b, r)
 		}
 	}

@@ -144,15 +144,6 @@ func (f prodigy) Judge(h Holder, parseErr error, now time.Time, env Env) Verdict
 	if parseErr != nil {
 		return failSafe(f.Name(), parseErr, "Prodigy cannot check an unreadable lock and refuses to resume")
 	}
-	v := held(ReasonRemoteHost, termtext.Sprintf("PID %d on %s: another host's pid is never judged", h.PID, h.HostID))
-	if env.HostID != "" && h.HostID == env.HostID {
-		var dead bool
-		if v, dead = pidVerdict(h.PID, env); dead {
-			return v
-		}
-	}
-	if mv, ok := maxAgeVerdict(h, now, env.MaxAge); ok {
-		return mv
-	}
-	return v
+	return hostPIDVerdict(h, now, env, env.HostID != "" && h.HostID == env.HostID,
+		termtext.Sprintf("PID %d on %s: another host's pid is never judged", h.PID, h.HostID))
 }

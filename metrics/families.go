@@ -96,22 +96,24 @@ func (f *Fold) Families(now time.Time, cp *Checkpoint) []Family {
 	evs.add("_total", float64(f.seq))
 	fams = append(fams, evs)
 	if cp != nil {
-		age := newFamily("lockledger_checkpoint_age_seconds", typeGauge, "seconds", "Seconds since the newest signed checkpoint was made.")
-		age.add("", max(now.Sub(cp.Created).Seconds(), 0))
-		size := newFamily("lockledger_checkpoint_size", typeGauge, "", "How many events the newest signed checkpoint covers.")
-		size.add("", float64(cp.Size))
-		fams = append(fams, age, size)
+		fams = append(fams,
+			gauge("lockledger_checkpoint_age_seconds", "seconds", "Seconds since the newest signed checkpoint was made.", max(now.Sub(cp.Created).Seconds(), 0)),
+			gauge("lockledger_checkpoint_size", "", "How many events the newest signed checkpoint covers.", float64(cp.Size)))
 	}
 	if v := f.verify; v != nil {
-		ok := newFamily("lockledger_last_verify_success", typeGauge, "", "1 if the last verify of the ledger (its ledger_verified event) found it intact, 0 if it found problems.")
-		ok.add("", b2f(v.ok))
-		probs := newFamily("lockledger_last_verify_problems", typeGauge, "", "How many problems the last verify of the ledger found.")
-		probs.add("", float64(v.problems))
-		at := newFamily("lockledger_last_verify_timestamp_seconds", typeGauge, "seconds", "When the last verify of the ledger was recorded, in seconds since the Unix epoch.")
-		at.add("", float64(v.at.UnixNano())/1e9)
-		fams = append(fams, ok, probs, at)
+		fams = append(fams,
+			gauge("lockledger_last_verify_success", "", "1 if the last verify of the ledger (its ledger_verified event) found it intact, 0 if it found problems.", b2f(v.ok)),
+			gauge("lockledger_last_verify_problems", "", "How many problems the last verify of the ledger found.", float64(v.problems)),
+			gauge("lockledger_last_verify_timestamp_seconds", "seconds", "When the last verify of the ledger was recorded, in seconds since the Unix epoch.", float64(v.at.UnixNano())/1e9))
 	}
 	return fams
+}
+
+// gauge is a family of one unlabelled gauge of value v.
+func gauge(name, unit, help string, v float64) Family {
+	f := newFamily(name, typeGauge, unit, help)
+	f.add("", v)
+	return f
 }
 
 type holderOf struct {

@@ -103,10 +103,12 @@ func (rs *recordSchema) lookup(key []byte) int {
 	switch rs.id {
 	case rEvent:
 		return eventLookup(key)
-	case rLockV1, rPreviousLock:
+	case rLockV1:
 		return lockV1Lookup(key)
 	case rTargetsItem:
 		return targetsItemLookup(key)
+	case rPreviousLock:
+		return lockV1Lookup(key)
 	case rHolder:
 		return holderLookup(key)
 	case rCaller:
@@ -943,7 +945,7 @@ func checkTargetsItemField(v *validator, f int) *verr {
 // previousLock: lock_stolen.json#/properties/previous_lock (lock_v1.json# narrowed)
 
 const (
-	previousLockLockVersion = iota
+	previousLockLockVersion int = iota
 	previousLockLockName
 	previousLockRequestID
 	previousLockActor
@@ -984,7 +986,7 @@ var (
 )
 
 func checkPreviousLockField(v *validator, f int) *verr {
-	switch f {
+	switch int(f) {
 	case previousLockLockVersion:
 		return v.constString("v1")
 	case previousLockLockName:

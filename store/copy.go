@@ -73,20 +73,18 @@ const copyBatch = 200
 // copySQL is the read and the multi-row insert of one table's copy, and
 // its number of columns.
 func copySQL(table string) (read, insert string, n int) {
-	switch table {
-	case "events":
-		return `SELECT seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash FROM events ORDER BY seq`,
-			`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash) VALUES `, 10
-	case "tlog_hashes":
-		return `SELECT seq, hashes FROM tlog_hashes ORDER BY seq`, `INSERT INTO tlog_hashes (seq, hashes) VALUES `, 2
-	case "checkpoints":
-		return `SELECT id, size, root, note, key_name, created_at FROM checkpoints ORDER BY id`,
-			`INSERT INTO checkpoints (id, size, root, note, key_name, created_at) VALUES `, 6
-	case "lock_holders":
-		return `SELECT ` + HolderColumns + ` FROM lock_holders ORDER BY lock_name, request_id`,
-			`INSERT INTO lock_holders (` + HolderColumns + `) VALUES `, 19
-	}
-	return `SELECT ` + LockColumns + ` FROM locks ORDER BY lock_name`, `INSERT INTO locks (` + LockColumns + `) VALUES `, 7
+	t := copied[table]
+	return "SELECT " + t.cols + " FROM " + table + " ORDER BY " + t.order, "INSERT INTO " + table + " (" + t.cols + ") VALUES ",
+		strings.Count(t.cols, ",") + 1
+}
+
+// copied are the columns of each table an import copies, and their order.
+var copied = map[string]struct{ cols, order string }{
+	"events":       {"seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash", "seq"},
+	"tlog_hashes":  {"seq, hashes", "seq"},
+	"checkpoints":  {"id, size, root, note, key_name, created_at", "id"},
+	"lock_holders": {HolderColumns, "lock_name, request_id"},
+	"locks":        {LockColumns, "lock_name"},
 }
 
 // CopyTable copies every row of table (events, tlog_hashes, checkpoints,

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -47,22 +48,13 @@ type StoredCosignature struct {
 // StoredCosignatures lists the cosignatures stored in the ledger, oldest
 // first.
 func StoredCosignatures(ctx context.Context, q Querier) ([]StoredCosignature, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, size, witness, note FROM cosignatures ORDER BY id`)
+	out, err := QueryAll(ctx, q, func(rows *sql.Rows, c *StoredCosignature) error {
+		return rows.Scan(&c.ID, &c.Size, &c.Witness, &c.Note)
+	}, `SELECT id, size, witness, note FROM cosignatures ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: cosignatures: %w", err)
 	}
-	defer rows.Close()
-	var out []StoredCosignature
-	for rows.Next() {
-		var c StoredCosignature
-		var n string
-		if err := rows.Scan(&c.ID, &c.Size, &c.Witness, &n); err != nil {
-			return nil, fmt.Errorf("ledger: cosignatures: %w", err)
-		}
-		c.Note = []byte(n)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // lastCosignedRows bounds how many of a witness's largest cosignatures

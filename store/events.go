@@ -5,6 +5,7 @@ package store
 // names no SQL itself.
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -132,20 +133,14 @@ const (
 // that the range chains. ok is false when no event matches.
 func SeqRange(ctx context.Context, q Querier, since, until time.Time) (from, to int64, ok bool, err error) {
 	var lo, hi sql.NullInt64
-	if since.IsZero() {
-		err = q.QueryRowContext(ctx, `SELECT min(seq) FROM events`).Scan(&lo)
-	} else {
-		err = q.QueryRowContext(ctx, firstSeqQuery, events.FormatTime(since)).Scan(&lo)
+	bound := func(t time.Time, all, at string, v *sql.NullInt64) error {
+		if t.IsZero() {
+			return q.QueryRowContext(ctx, all).Scan(v)
+		}
+		return q.QueryRowContext(ctx, at, events.FormatTime(t)).Scan(v)
 	}
-	if err != nil {
-		return 0, 0, false, err
-	}
-	if until.IsZero() {
-		err = q.QueryRowContext(ctx, `SELECT max(seq) FROM events`).Scan(&hi)
-	} else {
-		err = q.QueryRowContext(ctx, lastSeqQuery, events.FormatTime(until)).Scan(&hi)
-	}
-	if err != nil {
+	if err := cmp.Or(bound(since, `SELECT min(seq) FROM events`, firstSeqQuery, &lo),
+		bound(until, `SELECT max(seq) FROM events`, lastSeqQuery, &hi)); err != nil {
 		return 0, 0, false, err
 	}
 	if !lo.Valid || !hi.Valid || lo.Int64 > hi.Int64 {
@@ -192,6 +187,21 @@ func rowsOf[T any](run func() (*sql.Rows, error), scan func(*sql.Rows, *T) error
 		}
 	}
 }
+
+// QueryAll runs query through q and scans each row into a T of its own.
+func QueryAll[T any](ctx context.Context, q Querier, scan func(*sql.Rows, *T) error, query string, args ...any) ([]T, error) {
+	var out []T
+	for r, err := range rowsOf(func() (*sql.Rows, error) { return q.QueryContext(ctx, query, args...) }, scan) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+// ScanOne scans a row of one column.
+func ScanOne[T any](rows *sql.Rows, v *T) error { return rows.Scan(v) }
 
 // filtered yields the rows f selects, in seq order (none when f's time
 // window holds no event): seq, body and the chain links, or with text

@@ -54,35 +54,18 @@ func ScanHolder(s Scanner) (*HolderRow, error) {
 // LoadShared returns a lock's shared holders, ordered by request id (its
 // exclusive holder is read with its row: LoadRow).
 func LoadShared(ctx context.Context, q Querier, name string) ([]*HolderRow, error) {
-	rs, err := q.QueryContext(ctx, `SELECT `+HolderColumns+` FROM lock_holders WHERE lock_name = $1 AND exclusive = 0 ORDER BY request_id`, name)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	return scanHolders(rs)
+	return QueryAll(ctx, q, scanHolder, `SELECT `+HolderColumns+` FROM lock_holders WHERE lock_name = $1 AND exclusive = 0 ORDER BY request_id`, name)
 }
 
 // LoadAllHolders returns every holder of every lock, exclusive and
 // shared, ordered by lock and request id.
 func LoadAllHolders(ctx context.Context, q Querier) ([]*HolderRow, error) {
-	rs, err := q.QueryContext(ctx, `SELECT `+HolderColumns+` FROM lock_holders ORDER BY lock_name, request_id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	return scanHolders(rs)
+	return QueryAll(ctx, q, scanHolder, `SELECT `+HolderColumns+` FROM lock_holders ORDER BY lock_name, request_id`)
 }
 
-func scanHolders(rs *sql.Rows) ([]*HolderRow, error) {
-	var out []*HolderRow
-	for rs.Next() {
-		r, err := ScanHolder(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rs.Err()
+func scanHolder(rs *sql.Rows, r **HolderRow) (err error) {
+	*r, err = ScanHolder(rs)
+	return err
 }
 
 func SaveHolder(ctx context.Context, tx Execer, r *HolderRow) error {

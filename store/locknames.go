@@ -7,19 +7,6 @@ import "context"
 // existed, held or not (shell completion of the commands that read the
 // past).
 func LockNames(ctx context.Context, q Querier, prefix string, limit int) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT lock_name FROM events
+	return QueryAll(ctx, q, ScanOne[string], `SELECT DISTINCT lock_name FROM events
 		WHERE lock_name <> '' AND substr(lock_name, 1, $1) = $2 ORDER BY lock_name LIMIT $3`, len(prefix), prefix, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, err
-		}
-		out = append(out, name)
-	}
-	return out, rows.Err()
 }

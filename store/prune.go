@@ -37,20 +37,7 @@ func FirstSeq(ctx context.Context, q Querier) (int64, error) {
 // CheckpointSizes lists the sizes of the stored checkpoints, ascending,
 // each once.
 func CheckpointSizes(ctx context.Context, q Querier) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT size FROM checkpoints ORDER BY size`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var s int64
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return QueryAll(ctx, q, ScanOne[int64], `SELECT DISTINCT size FROM checkpoints ORDER BY size`)
 }
 
 // LastSeqBefore is the largest seq whose event is dated before at (an

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 )
 
 // QueuedRow is a request's last acquire_blocked event on a lock, recorded
@@ -42,18 +43,7 @@ func LoadQueued(ctx context.Context, q Querier, lock, since string) ([]QueuedRow
 	if lock != "" {
 		query, args = queuedOfLock, append(args, lock)
 	}
-	rs, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []QueuedRow
-	for rs.Next() {
-		var r QueuedRow
-		if err := rs.Scan(&r.Seq, &r.Lock, &r.RequestID, &r.Actor, &r.At, &r.Body); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rs.Err()
+	return QueryAll(ctx, q, func(rs *sql.Rows, r *QueuedRow) error {
+		return rs.Scan(&r.Seq, &r.Lock, &r.RequestID, &r.Actor, &r.At, &r.Body)
+	}, query, args...)
 }

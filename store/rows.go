@@ -22,12 +22,8 @@ func TargetsJSON(targets []events.Target) string {
 
 // Diff names the columns of the locks row in which a and b differ.
 func (a *Row) Diff(b *Row) []string {
-	var d []string
-	add := func(name string, same bool) {
-		if !same {
-			d = append(d, name)
-		}
-	}
+	var d diff
+	add := d.add
 	add("request_id", a.RequestID == b.RequestID)
 	add("host_id", a.HostID == b.HostID)
 	add("fencing_token", a.FencingToken == b.FencingToken)
@@ -37,15 +33,20 @@ func (a *Row) Diff(b *Row) []string {
 	return d
 }
 
+// diff names the columns found to differ.
+type diff []string
+
+func (d *diff) add(name string, same bool) {
+	if !same {
+		*d = append(*d, name)
+	}
+}
+
 // Diff names the columns in which holder rows a and b differ, but for
 // updated_seq, which a rebuilt shared row understates (replay's Lock.HolderRow).
 func (a *HolderRow) Diff(b *HolderRow) []string {
-	var d []string
-	add := func(name string, same bool) {
-		if !same {
-			d = append(d, name)
-		}
-	}
+	var d diff
+	add := d.add
 	add("exclusive", a.Exclusive == b.Exclusive)
 	add("actor", a.Actor == b.Actor)
 	add("intent", a.Intent == b.Intent)

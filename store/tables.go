@@ -103,20 +103,10 @@ func LoadRow(ctx context.Context, q Querier, name string) (*Row, error) {
 }
 
 func LoadRows(ctx context.Context, q Querier) ([]*Row, error) {
-	rs, err := q.QueryContext(ctx, `SELECT `+rowColumns+fromRow+` ORDER BY l.lock_name, h.request_id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []*Row
-	for rs.Next() {
-		r, err := scanRow(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rs.Err()
+	return QueryAll(ctx, q, func(rs *sql.Rows, r **Row) (err error) {
+		*r, err = scanRow(rs)
+		return err
+	}, `SELECT `+rowColumns+fromRow+` ORDER BY l.lock_name, h.request_id`)
 }
 
 // SaveRow writes r's locks row: the lock's own columns. Its holder, when
@@ -268,24 +258,13 @@ func ReadTreeRows(ctx context.Context, q Querier, seqs []int64) (map[int64][]byt
 				args[i] = chunk[i]
 			}
 		}
-		rows, err := q.QueryContext(ctx, readTreeRows, args...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var seq int64
-			var b []byte
-			if err := rows.Scan(&seq, &b); err != nil {
-				rows.Close()
+		rows := rowsOf(func() (*sql.Rows, error) { return q.QueryContext(ctx, readTreeRows, args...) },
+			func(rows *sql.Rows, r *EventRow) error { return rows.Scan(&r.Seq, &r.Body) })
+		for r, err := range rows {
+			if err != nil {
 				return nil, err
 			}
-			out[seq] = b
-		}
-		if err := rows.Close(); err != nil {
-			return nil, err
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
+			out[r.Seq] = r.Body
 		}
 	}
 	return out, nil

@@ -229,35 +229,25 @@ func StoredCheckpoints(ctx context.Context, q Querier, minSize, maxSize int64) (
 	if maxSize <= 0 {
 		maxSize = 1<<63 - 1
 	}
-	rows, err := q.QueryContext(ctx, `SELECT id, size, note FROM checkpoints WHERE size >= $1 AND size <= $2 ORDER BY id`, minSize, maxSize)
-	return scanCheckpoints(rows, err)
+	return checkpoints(ctx, q, `SELECT id, size, note FROM checkpoints WHERE size >= $1 AND size <= $2 ORDER BY id`, minSize, maxSize)
 }
 
 // CheckpointsAfter lists the stored checkpoints of the smallest and of the
 // largest size above size (every row of those two sizes, oldest first):
 // those an export that ends at size proves itself part of.
 func CheckpointsAfter(ctx context.Context, q Querier, size int64) ([]StoredCheckpoint, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, size, note FROM checkpoints
+	return checkpoints(ctx, q, `SELECT id, size, note FROM checkpoints
 		WHERE size = (SELECT min(size) FROM checkpoints WHERE size > $1) OR size = (SELECT max(size) FROM checkpoints WHERE size > $1)
 		ORDER BY id`, size)
-	return scanCheckpoints(rows, err)
 }
 
-// scanCheckpoints reads the rows (id, size, note) of a checkpoints query.
-func scanCheckpoints(rows *sql.Rows, err error) ([]StoredCheckpoint, error) {
+// checkpoints reads the rows (id, size, note) of a checkpoints query.
+func checkpoints(ctx context.Context, q Querier, query string, args ...any) ([]StoredCheckpoint, error) {
+	out, err := QueryAll(ctx, q, func(rows *sql.Rows, c *StoredCheckpoint) error {
+		return rows.Scan(&c.ID, &c.Size, &c.Note)
+	}, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoints: %w", err)
 	}
-	defer rows.Close()
-	var out []StoredCheckpoint
-	for rows.Next() {
-		var c StoredCheckpoint
-		var n string
-		if err := rows.Scan(&c.ID, &c.Size, &n); err != nil {
-			return nil, fmt.Errorf("ledger: checkpoints: %w", err)
-		}
-		c.Note = []byte(n)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return out, nil
 }

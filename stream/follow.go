@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -59,21 +58,9 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Every <= 0 {
-		o.Every = DefaultEvery
-	}
-	if o.Interval <= 0 {
-		o.Interval = DefaultInterval
-	}
-	if o.Recheck <= 0 {
-		o.Recheck = DefaultRecheck
-	}
-	if o.Batch <= 0 {
-		o.Batch = DefaultBatch
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	o.Every, o.Batch = cmp.Or(max(o.Every, 0), DefaultEvery), cmp.Or(max(o.Batch, 0), DefaultBatch)
+	o.Interval, o.Recheck = cmp.Or(max(o.Interval, 0), DefaultInterval), cmp.Or(max(o.Recheck, 0), DefaultRecheck)
+	o.Log = cmp.Or(o.Log, slog.New(slog.DiscardHandler))
 }
 
 // GapError: the log no longer holds the event after the one the receiver

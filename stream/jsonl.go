@@ -26,35 +26,30 @@ func (j *jsonlWriter) Start(size int64, frontier []tlog.Hash) error {
 	if size == 0 {
 		return nil
 	}
-	j.buf.Reset()
-	if err := replay.WriteTreeLine(&j.buf, size, frontier); err != nil {
-		return err
-	}
-	return j.flush()
+	return j.line(func(b *bytes.Buffer) error { return replay.WriteTreeLine(b, size, frontier) })
 }
 
 func (j *jsonlWriter) Event(r *Record) error {
-	j.buf.Reset()
-	if err := replay.WriteExportLine(&j.buf, r.Row); err != nil {
-		return err
-	}
-	b := j.buf.Bytes()
-	j.buf.Truncate(len(b) - len("}\n"))
-	j.buf.WriteString(`,"leaf":"`)
-	j.buf.WriteString(r.Leaf.String())
-	j.buf.WriteString("\"}\n")
-	return j.flush()
+	return j.line(func(b *bytes.Buffer) error {
+		if err := replay.WriteExportLine(b, r.Row); err != nil {
+			return err
+		}
+		b.Truncate(b.Len() - len("}\n"))
+		b.WriteString(`,"leaf":"` + r.Leaf.String() + "\"}\n")
+		return nil
+	})
 }
 
 func (j *jsonlWriter) Checkpoint(c *Checkpoint) error {
-	j.buf.Reset()
-	if err := replay.WriteCheckpointLine(&j.buf, c.Note); err != nil {
-		return err
-	}
-	return j.flush()
+	return j.line(func(b *bytes.Buffer) error { return replay.WriteCheckpointLine(b, c.Note) })
 }
 
-func (j *jsonlWriter) flush() error {
+// line writes what write puts in the emptied buffer, in one write.
+func (j *jsonlWriter) line(write func(*bytes.Buffer) error) error {
+	j.buf.Reset()
+	if err := write(&j.buf); err != nil {
+		return err
+	}
 	_, err := j.w.Write(j.buf.Bytes())
 	return err
 }

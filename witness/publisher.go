@@ -10,10 +10,12 @@
 package witness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,13 +58,8 @@ type Publisher struct {
 // of cosigners cosign every checkpoint it publishes after a commit
 // (AfterCommit), and warns on log (nil: nowhere).
 func New(paths []string, timeout time.Duration, log *slog.Logger, cosigners ...*tlogwitness.Witness) *Publisher {
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Publisher{paths: append([]string(nil), paths...), cosigners: cosigners, timeout: timeout, log: log}
+	return &Publisher{paths: slices.Clone(paths), cosigners: cosigners, timeout: cmp.Or(max(timeout, 0), DefaultTimeout),
+		log: cmp.Or(log, slog.New(slog.DiscardHandler))}
 }
 
 // Publish copies the checkpoint note of ledger id, signed at at over size

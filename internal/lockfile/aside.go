@@ -29,7 +29,7 @@ type Aside struct {
 // (link(2) fails on an existing name). A link to the same file left by an
 // earlier run is reused. ErrChangedMeanwhile if lock's file is no longer f.
 func (d *Dir) KeepAside(lock string, f State, now time.Time) (a Aside, err error) {
-	err = d.write(func(l at) (err error) {
+	err = d.inLocks(true, func(l at) (err error) {
 		if a, err = l.keepAside(fileName(lock), f, now); err == nil && a.Created {
 			a.ModeErr = l.chmodPrivate(filepath.Base(a.Path))
 		}

@@ -132,6 +132,43 @@ func (d *Dir) use() (done func(), err error) {
 	return d.mu.RUnlock, nil
 }
 
+// inRoot runs f on the root with the descriptors held open. Where there
+// is no root, f does not run: a write fails with why (rootErr), a read
+// finds nothing (nil).
+func (d *Dir) inRoot(write bool, f func(r at) error) error {
+	done, err := d.use()
+	defer done()
+	switch {
+	case err != nil:
+		return err
+	case d.root.fd >= 0:
+		return f(d.root)
+	case write:
+		return d.rootErr()
+	}
+	return nil
+}
+
+// inLocks runs f on the locks directory for a read (see readable) or a
+// write (see writable), with the descriptors held open; where a read
+// finds no locks directory, f does not run.
+func (d *Dir) inLocks(write bool, f func(l at) error) error {
+	done, err := d.use()
+	defer done()
+	if err != nil {
+		return err
+	}
+	dir := d.readable
+	if write {
+		dir = d.writable
+	}
+	l, err := dir()
+	if err != nil || l.fd < 0 {
+		return err
+	}
+	return f(l)
+}
+
 // rootErr says why there is no root to write in; nil when there is one.
 func (d *Dir) rootErr() error {
 	switch {
@@ -226,63 +263,40 @@ func (d *Dir) ReadJournal(lock string) (State, error) {
 	return d.readLocks(journalName(fileName(lock)))
 }
 
-func (d *Dir) readLocks(name string) (State, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return State{}, err
-	}
-	l, err := d.readable()
-	if err != nil || l.fd < 0 {
-		return State{}, err
-	}
-	return l.read(name)
-}
-
-// write runs f on the locks directory for a write (see writable), with
-// the descriptors held open.
-func (d *Dir) write(f func(l at) error) error {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return err
-	}
-	l, err := d.writable()
-	if err != nil {
-		return err
-	}
-	return f(l)
+func (d *Dir) readLocks(name string) (s State, err error) {
+	err = d.inLocks(false, func(l at) (err error) { s, err = l.read(name); return err })
+	return s, err
 }
 
 // Place puts lock's new file in place without clobbering an existing one
 // (ErrExists). It returns the journal, open, for the caller to fsync with
 // its commit (SyncClose) and remove after it (Done).
 func (d *Dir) Place(lock string, data []byte) (j *os.File, err error) {
-	err = d.write(func(l at) (err error) { j, err = l.place(fileName(lock), data); return err })
+	err = d.inLocks(true, func(l at) (err error) { j, err = l.place(fileName(lock), data); return err })
 	return j, err
 }
 
 // Replace atomically swaps lock's file for one holding data. It returns
 // the journal, open, as Place does.
 func (d *Dir) Replace(lock string, data []byte) (j *os.File, err error) {
-	err = d.write(func(l at) (err error) { j, err = l.replace(fileName(lock), data); return err })
+	err = d.inLocks(true, func(l at) (err error) { j, err = l.replace(fileName(lock), data); return err })
 	return j, err
 }
 
 // Remove deletes lock's file if it still holds exactly data.
 func (d *Dir) Remove(lock string, data []byte) error {
-	return d.write(func(l at) error { return l.remove(fileName(lock), data) })
+	return d.inLocks(true, func(l at) error { return l.remove(fileName(lock), data) })
 }
 
 // Drop deletes lock's file, whatever it holds.
 func (d *Dir) Drop(lock string) error {
-	return d.write(func(l at) error { return l.unlink(fileName(lock)) })
+	return d.inLocks(true, func(l at) error { return l.unlink(fileName(lock)) })
 }
 
 // DropIfInode deletes lock's file if it still is the file ino, and leaves
 // anything that took its place.
 func (d *Dir) DropIfInode(lock string, ino uint64) error {
-	return d.write(func(l at) error {
+	return d.inLocks(true, func(l at) error {
 		st, ok, err := l.lstat(fileName(lock))
 		if err != nil || !ok || st.Ino != ino {
 			return err
@@ -317,33 +331,16 @@ func (d *Dir) unlinkIn(names ...string) error {
 
 // Entries lists the locks directory, sorted by name; a missing one holds
 // nothing.
-func (d *Dir) Entries() ([]os.DirEntry, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return nil, err
-	}
-	l, err := d.readable()
-	if err != nil || l.fd < 0 {
-		return nil, err
-	}
-	entries, err := l.list()
+func (d *Dir) Entries() (entries []os.DirEntry, err error) {
+	err = d.inLocks(false, func(l at) (err error) { entries, err = l.list(); return err })
 	slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, err
 }
 
 // Exists reports whether anything (a symlink included) is at name in the
 // root.
-func (d *Dir) Exists(name string) (bool, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return false, err
-	}
-	if d.root.fd < 0 {
-		return false, nil
-	}
-	_, ok, err := d.root.lstat(name)
+func (d *Dir) Exists(name string) (ok bool, err error) {
+	err = d.inRoot(false, func(r at) (err error) { _, ok, err = r.lstat(name); return err })
 	return ok, err
 }
 

@@ -21,20 +21,16 @@ type Mutex struct{ f *os.File }
 
 // OpenMutex opens ROOT/writer.flock, creating it with mode 0600 (0660 in
 // a group root) if it is missing.
-func (d *Dir) OpenMutex() (*Mutex, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return nil, err
-	}
-	if err := d.rootErr(); err != nil {
-		return nil, err
-	}
-	fd, err := d.root.create(MutexName, unix.O_RDWR)
-	if err != nil {
-		return nil, d.root.openErr("open", MutexName, err)
-	}
-	return &Mutex{f: os.NewFile(uintptr(fd), d.root.join(MutexName))}, nil
+func (d *Dir) OpenMutex() (m *Mutex, err error) {
+	err = d.inRoot(true, func(r at) error {
+		fd, err := r.create(MutexName, unix.O_RDWR)
+		if err != nil {
+			return r.openErr("open", MutexName, err)
+		}
+		m = &Mutex{f: os.NewFile(uintptr(fd), r.join(MutexName))}
+		return nil
+	})
+	return m, err
 }
 
 // Lock takes the mutex, waiting up to wait (and while ctx lasts) with
@@ -103,12 +99,8 @@ func (m *Mutex) Close() error { return m.f.Close() }
 
 // Marker is Mutex.Marker for a reader, which does not create the file.
 func (d *Dir) Marker() (string, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil || d.root.fd < 0 {
-		return "", err
-	}
-	b, _, err := d.root.readStart(MutexName, 256)
+	var b []byte
+	err := d.inRoot(false, func(r at) (err error) { b, _, err = r.readStart(MutexName, 256); return err })
 	return strings.TrimSpace(string(b)), err
 }
 

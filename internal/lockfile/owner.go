@@ -85,49 +85,43 @@ type trust struct {
 // group the caller asked for (--group), nil for none. The first entry
 // that fails is returned as an *UntrustedError.
 func (d *Dir) CheckOwners(asked *int, names ...string) error {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return err
-	}
-	if d.root.fd < 0 {
+	return d.inRoot(false, func(r at) error {
+		var st unix.Stat_t
+		if err := unix.Fstat(r.fd, &st); err != nil {
+			return &os.PathError{Op: "fstat", Path: r.path, Err: err}
+		}
+		tr := trust{uid: os.Geteuid(), group: -1}
+		if groupMode(uint32(st.Mode)) {
+			if !tr.owns(st) && !memberOf(int(st.Gid), asked) {
+				return untrusted(r.path, st, tr.uid, "it is a group root of a group the caller is not in (nor asked for with --group)")
+			}
+			tr.group = int(st.Gid)
+		}
+		if err := tr.check(r.path, st); err != nil {
+			return err
+		}
+		if d.locks.fd >= 0 {
+			if err := unix.Fstat(d.locks.fd, &st); err != nil {
+				return &os.PathError{Op: "fstat", Path: d.locks.path, Err: err}
+			}
+			if err := tr.check(d.locks.path, st); err != nil {
+				return err
+			}
+		}
+		for _, name := range append([]string{MutexName}, names...) {
+			st, ok, err := r.lstat(name)
+			if err != nil {
+				return err
+			}
+			if !ok || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				continue // a symlink is refused where it is opened, whoever owns it
+			}
+			if err := tr.check(r.join(name), st); err != nil {
+				return err
+			}
+		}
 		return nil
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(d.root.fd, &st); err != nil {
-		return &os.PathError{Op: "fstat", Path: d.root.path, Err: err}
-	}
-	tr := trust{uid: os.Geteuid(), group: -1}
-	if groupMode(uint32(st.Mode)) {
-		if !tr.owns(st) && !memberOf(int(st.Gid), asked) {
-			return untrusted(d.root.path, st, tr.uid, "it is a group root of a group the caller is not in (nor asked for with --group)")
-		}
-		tr.group = int(st.Gid)
-	}
-	if err := tr.check(d.root.path, st); err != nil {
-		return err
-	}
-	if d.locks.fd >= 0 {
-		if err := unix.Fstat(d.locks.fd, &st); err != nil {
-			return &os.PathError{Op: "fstat", Path: d.locks.path, Err: err}
-		}
-		if err := tr.check(d.locks.path, st); err != nil {
-			return err
-		}
-	}
-	for _, name := range append([]string{MutexName}, names...) {
-		st, ok, err := d.root.lstat(name)
-		if err != nil {
-			return err
-		}
-		if !ok || st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			continue // a symlink is refused where it is opened, whoever owns it
-		}
-		if err := tr.check(d.root.join(name), st); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // owns reports whether st belongs to the caller or to root.

@@ -1,6 +1,7 @@
 package lockfile
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -32,13 +33,8 @@ func (p Pin) String() string {
 // ReadPin reads the root's pin: ok is false where there is none (no file,
 // or an empty one). A pin that does not parse is an error naming the file.
 func (d *Dir) ReadPin() (p Pin, ok bool, err error) {
-	done, err := d.use()
-	defer done()
-	if err != nil || d.root.fd < 0 {
-		return Pin{}, false, err
-	}
-	b, _, err := d.root.readStart(PinName, 512)
-	if err != nil {
+	var b []byte
+	if err := d.inRoot(false, func(r at) (err error) { b, _, err = r.readStart(PinName, 512); return err }); err != nil {
 		return Pin{}, false, err
 	}
 	fields := strings.Fields(string(b))
@@ -61,34 +57,24 @@ func (d *Dir) ReadPin() (p Pin, ok bool, err error) {
 // synced (a crash may leave the pin before it, which a later write
 // advances; never one the host has not seen).
 func (d *Dir) WritePin(p Pin) error {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return err
-	}
-	if err := d.rootErr(); err != nil {
-		return err
-	}
-	hash := p.Hash
-	if hash == "" {
-		hash = "-"
-	}
-	tmp := fmt.Sprintf(".%s.%016x", PinName, rand.Uint64())
-	fd, err := d.root.create(tmp, unix.O_WRONLY|unix.O_EXCL)
-	if err != nil {
-		return d.root.openErr("create", tmp, err)
-	}
-	f := os.NewFile(uintptr(fd), d.root.join(tmp))
-	_, err = fmt.Fprintf(f, "%s %d %s\n", p.LedgerID, p.Seq, hash)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = unix.Renameat(d.root.fd, tmp, d.root.fd, PinName)
-	}
-	if err != nil {
-		_ = d.root.unlink(tmp)
-		return fmt.Errorf("write %s: %w", d.root.join(PinName), err)
-	}
-	return nil
+	return d.inRoot(true, func(r at) error {
+		tmp := fmt.Sprintf(".%s.%016x", PinName, rand.Uint64())
+		fd, err := r.create(tmp, unix.O_WRONLY|unix.O_EXCL)
+		if err != nil {
+			return r.openErr("create", tmp, err)
+		}
+		f := os.NewFile(uintptr(fd), r.join(tmp))
+		_, err = fmt.Fprintf(f, "%s %d %s\n", p.LedgerID, p.Seq, cmp.Or(p.Hash, "-"))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = unix.Renameat(r.fd, tmp, r.fd, PinName)
+		}
+		if err != nil {
+			_ = r.unlink(tmp)
+			return fmt.Errorf("write %s: %w", r.join(PinName), err)
+		}
+		return nil
+	})
 }

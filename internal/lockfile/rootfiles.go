@@ -17,67 +17,52 @@ import (
 // whose mode was right from the start. Anything but a regular file there
 // is refused.
 func (d *Dir) CreateFile(name string) error {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return err
-	}
-	if err := d.rootErr(); err != nil {
-		return err
-	}
-	fd, err := d.root.create(name, unix.O_WRONLY|unix.O_EXCL)
-	if err == unix.EEXIST {
-		st, ok, err := d.root.lstat(name)
-		if err != nil || !ok {
-			return err
+	return d.inRoot(true, func(r at) error {
+		fd, err := r.create(name, unix.O_WRONLY|unix.O_EXCL)
+		if err == unix.EEXIST {
+			st, ok, err := r.lstat(name)
+			if err != nil || !ok {
+				return err
+			}
+			if st.Mode&unix.S_IFMT != unix.S_IFREG {
+				return &UnsafePathError{Path: r.join(name), Reason: "is not a regular file"}
+			}
+			return nil
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG {
-			return &UnsafePathError{Path: d.root.join(name), Reason: "is not a regular file"}
+		if err != nil {
+			return r.openErr("create", name, err)
 		}
-		return nil
-	}
-	if err != nil {
-		return d.root.openErr("create", name, err)
-	}
-	return unix.Close(fd)
+		return unix.Close(fd)
+	})
 }
 
 // Lstat is os.Lstat of name in the root, through the root's descriptor: a
 // missing root or name fails with an error matching fs.ErrNotExist.
 func (d *Dir) Lstat(name string) (fs.FileInfo, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return nil, err
+	var fi fs.FileInfo
+	err := d.inRoot(false, func(r at) error {
+		st, ok, err := r.lstat(name)
+		if ok {
+			fi = fileInfo{name: name, st: st}
+		}
+		return err
+	})
+	if fi == nil && err == nil {
+		err = &os.PathError{Op: "lstat", Path: d.root.join(name), Err: fs.ErrNotExist}
 	}
-	if d.root.fd < 0 {
-		return nil, &os.PathError{Op: "lstat", Path: d.root.join(name), Err: fs.ErrNotExist}
-	}
-	st, ok, err := d.root.lstat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, &os.PathError{Op: "lstat", Path: d.root.join(name), Err: fs.ErrNotExist}
-	}
-	return fileInfo{name: name, st: st}, nil
+	return fi, err
 }
 
 // ReadHead returns the first n bytes of name in the root (fewer where it
 // is shorter), never following a symlink.
-func (d *Dir) ReadHead(name string, n int) ([]byte, error) {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return nil, err
-	}
-	if err := d.rootErr(); err != nil {
-		return nil, err
-	}
-	b, ok, err := d.root.readStart(name, n)
-	if err == nil && !ok {
-		err = d.root.openErr("open", name, unix.ENOENT)
-	}
+func (d *Dir) ReadHead(name string, n int) (b []byte, err error) {
+	err = d.inRoot(true, func(r at) error {
+		var ok bool
+		if b, ok, err = r.readStart(name, n); err == nil && !ok {
+			err = r.openErr("open", name, unix.ENOENT)
+		}
+		return err
+	})
 	return b, err
 }
 
@@ -94,29 +79,12 @@ func (fi fileInfo) IsDir() bool        { return fi.Mode().IsDir() }
 func (fi fileInfo) Sys() any           { return &fi.st }
 
 func (fi fileInfo) Mode() fs.FileMode {
-	m := fs.FileMode(fi.st.Mode & 0o777)
-	switch fi.st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		m |= fs.ModeDir
-	case unix.S_IFLNK:
-		m |= fs.ModeSymlink
-	case unix.S_IFIFO:
-		m |= fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		m |= fs.ModeSocket
-	case unix.S_IFCHR:
-		m |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		m |= fs.ModeDevice
-	}
-	if fi.st.Mode&unix.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if fi.st.Mode&unix.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if fi.st.Mode&unix.S_ISVTX != 0 {
-		m |= fs.ModeSticky
+	mode := uint32(fi.st.Mode)
+	m := fs.FileMode(mode&0o777) | fileTypes[mode&unix.S_IFMT].mode
+	for bit, fm := range map[uint32]fs.FileMode{unix.S_ISUID: fs.ModeSetuid, unix.S_ISGID: fs.ModeSetgid, unix.S_ISVTX: fs.ModeSticky} {
+		if mode&bit != 0 {
+			m |= fm
+		}
 	}
 	return m
 }

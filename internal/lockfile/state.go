@@ -2,6 +2,7 @@ package lockfile
 
 import (
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -62,19 +63,22 @@ func (d at) read(name string) (State, error) {
 
 // kind names what a non-regular file is, in words.
 func kind(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a named pipe"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFCHR:
-		return "a character device"
-	case unix.S_IFBLK:
-		return "a block device"
-	case unix.S_IFLNK:
-		return "a symlink"
+	if t, ok := fileTypes[mode&unix.S_IFMT]; ok {
+		return t.name
 	}
 	return "an unknown kind of file"
+}
+
+// fileTypes are the kinds of file but a regular one, by their S_IFMT
+// bits: the fs.FileMode bits and a name for messages.
+var fileTypes = map[uint32]struct {
+	mode fs.FileMode
+	name string
+}{
+	unix.S_IFDIR:  {fs.ModeDir, "a directory"},
+	unix.S_IFLNK:  {fs.ModeSymlink, "a symlink"},
+	unix.S_IFIFO:  {fs.ModeNamedPipe, "a named pipe"},
+	unix.S_IFSOCK: {fs.ModeSocket, "a socket"},
+	unix.S_IFCHR:  {fs.ModeDevice | fs.ModeCharDevice, "a character device"},
+	unix.S_IFBLK:  {fs.ModeDevice, "a block device"},
 }

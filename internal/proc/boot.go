@@ -23,15 +23,7 @@ func MachineID() string {
 }
 
 func isMachineID(s string) bool {
-	if len(s) != 32 {
-		return false
-	}
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return len(s) == 32 && strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // MachineKey is what lockledger records of MachineID, which machine-id(5)

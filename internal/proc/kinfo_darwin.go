@@ -58,17 +58,9 @@ func startOf(k *unix.KinfoProc) string {
 
 // stateOf maps p_stat (sys/proc.h) to /proc/PID/stat's letters.
 func stateOf(k *unix.KinfoProc) string {
-	switch k.Proc.P_stat {
-	case 1: // SIDL, being created
-		return "I"
-	case 2: // SRUN
-		return "R"
-	case 3: // SSLEEP
-		return "S"
-	case 4: // SSTOP
-		return "T"
-	case 5: // SZOMB
-		return "Z"
+	// p_stat 1 to 5: SIDL (being created), SRUN, SSLEEP, SSTOP, SZOMB.
+	if st := k.Proc.P_stat; st >= 1 && st <= 5 {
+		return string("IRSTZ"[st-1])
 	}
 	return "?"
 }

@@ -26,15 +26,8 @@ func PIDNamespace() *int64 {
 // parsePIDNamespace reads the inode of a "pid:[N]" link; 0 for anything else.
 func parsePIDNamespace(link string) int64 {
 	s, ok := strings.CutPrefix(link, "pid:[")
-	if !ok {
-		return 0
-	}
-	s, ok = strings.CutSuffix(s, "]")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
+	n, err := strconv.ParseInt(strings.TrimSuffix(s, "]"), 10, 64)
+	if !ok || !strings.HasSuffix(s, "]") || err != nil || n <= 0 {
 		return 0
 	}
 	return n

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/internal/backoff"
 )
 
 // Poll is how often a wait for a job's processes looks again.
@@ -130,14 +132,8 @@ func StopJob(ctx context.Context, requestID string, pgid int, grace time.Duratio
 
 // Pause waits one Poll interval; cancellable says ctx may cut it short.
 func Pause(ctx context.Context, cancellable bool) {
-	t := time.NewTimer(Poll)
-	defer t.Stop()
 	if !cancellable {
-		<-t.C
-		return
+		ctx = context.Background()
 	}
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	_ = backoff.Sleep(ctx, Poll)
 }

@@ -100,14 +100,12 @@ var pgReference = sync.OnceValues(func() (*pgRef, error) {
 	for _, m := range all {
 		for _, st := range statements(m.SQL) {
 			f := strings.Fields(st)
+			if len(f) > 3 && strings.EqualFold(f[1], "OR") && strings.EqualFold(f[2], "REPLACE") {
+				f = append(f[:1:1], f[3:]...) // a later migration's definition replaces the earlier one
+			}
 			switch {
 			case len(f) > 4 && strings.EqualFold(f[0], "CREATE") && strings.EqualFold(f[1], "FUNCTION"):
 				name, _, _ := strings.Cut(f[2], "(")
-				ref.functions[strings.ToLower(name)] = normaliseFunction(st)
-			case len(f) > 6 && strings.EqualFold(f[0], "CREATE") && strings.EqualFold(f[1], "OR") &&
-				strings.EqualFold(f[2], "REPLACE") && strings.EqualFold(f[3], "FUNCTION"):
-				// A later migration's definition replaces the earlier one.
-				name, _, _ := strings.Cut(f[4], "(")
 				ref.functions[strings.ToLower(name)] = normaliseFunction(st)
 			case len(f) > 4 && strings.EqualFold(f[0], "CREATE") && strings.EqualFold(f[1], "TRIGGER"),
 				len(f) > 5 && strings.EqualFold(f[0], "CREATE") && strings.EqualFold(f[1], "CONSTRAINT") && strings.EqualFold(f[2], "TRIGGER"):

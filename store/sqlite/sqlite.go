@@ -20,6 +20,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/backoff"
 	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/verify"
@@ -113,13 +114,9 @@ func Open(ctx context.Context, cfg Config, patience time.Duration) (*Store, erro
 			}
 			return nil, fmt.Errorf("ledger: open %s: %w", cfg.Path, err)
 		}
-		t := time.NewTimer(5 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if err := backoff.Sleep(ctx, 5*time.Millisecond); err != nil {
 			db.Close()
-			return nil, ctx.Err()
-		case <-t.C:
+			return nil, err
 		}
 	}
 }

@@ -18,20 +18,8 @@ import (
 // database) and its schema version as schema_migrations records it (0 for
 // none), read here anyway so that opening does not ask again.
 func CheckTables(ctx context.Context, q store.Querier, path string) (empty bool, version int, err error) {
-	rows, err := q.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	names, err := store.QueryAll(ctx, q, store.ScanOne[string], `SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
 	if err != nil {
-		return false, 0, err
-	}
-	defer rows.Close()
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return false, 0, err
-		}
-		names = append(names, n)
-	}
-	if err := rows.Err(); err != nil {
 		return false, 0, err
 	}
 	if len(names) == 0 {

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,11 +117,7 @@ var ErrNoCosignature = errors.New("no valid cosignature by the witness key")
 // signature lines of a note) over the checkpoint text with v, and returns
 // v's cosignature. Lines by other keys are ignored.
 func Open(text, sigs []byte, v *Verifier) (*Cosignature, error) {
-	var msg bytes.Buffer
-	msg.Write(text)
-	msg.WriteByte('\n')
-	msg.Write(sigs)
-	n, err := note.Open(msg.Bytes(), note.VerifierList(v))
+	n, err := note.Open(slices.Concat(text, []byte{'\n'}, sigs), note.VerifierList(v))
 	var unverified *note.UnverifiedNoteError
 	if errors.As(err, &unverified) {
 		return nil, ErrNoCosignature

@@ -47,22 +47,19 @@ var exported = []struct {
 // Source returns the Go source of fields_gen.go for the schema files
 // (*.json) in fsys.
 func Source(fsys fs.FS) ([]byte, error) {
-	g := &generator{files: map[string]*node{}, records: map[string]*record{}, enums: map[string]string{}, items: map[string]string{}}
+	g := &generator{files: map[string]*node{}, records: map[string]*record{}}
 	names, err := fs.Glob(fsys, "*.json")
 	if err != nil {
 		return nil, err
 	}
 	for _, name := range names {
-		f, err := fsys.Open(name)
+		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, err
 		}
-		n, err := parse(name, f)
-		f.Close()
-		if err != nil {
+		if g.files[name], err = parse(name, b); err != nil {
 			return nil, err
 		}
-		g.files[name] = n
 	}
 	if err := g.build(); err != nil {
 		return nil, err
@@ -83,12 +80,10 @@ type generator struct {
 	records map[string]*record // by the schema node they describe
 	order   []*record          // records in the order they were found
 
-	enums     map[string]string // quoted values joined -> var name
-	enumOrder []enumVar
-	items     map[string]string // rule -> item kind
-	itemOrder []itemKind
-	consts    []string
-	owner     string // the event type or record whose rules are being made
+	enums  []enumVar
+	items  []itemKind
+	consts []string
+	owner  string // the event type or record whose rules are being made
 }
 
 type kind struct {
@@ -286,18 +281,11 @@ func (g *generator) eventKind(k kind) error {
 	g.owner = k.name
 	for _, name := range names {
 		ss := subs[name]
-		if len(ss) == 0 {
+		if slices.ContainsFunc(ss, func(s *node) bool { return s.kind == 'b' && !s.b }) {
+			forbidden[name] = true
 			continue
 		}
-		for _, s := range ss {
-			if s.kind == 'b' && !s.b {
-				forbidden[name] = true
-			}
-		}
-		if forbidden[name] {
-			continue
-		}
-		rule, err := g.conjunction(ss, name, k)
+		rule, err := g.conjunction(ss, name)
 		if err != nil {
 			return err
 		}

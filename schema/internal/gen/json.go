@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,8 +42,8 @@ func (n *node) only(allowed ...string) error {
 	return nil
 }
 
-func parse(file string, r io.Reader) (*node, error) {
-	d := json.NewDecoder(r)
+func parse(file string, data []byte) (*node, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
 	n, err := parseValue(d, file, "")
 	if err != nil {

@@ -1,32 +1,34 @@
 package gen
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
-// recordOf returns the record of object schema n, narrowed by overlay
-// (properties also described elsewhere, with key the narrowing's place).
-func (g *generator) recordOf(n *node, name string, overlay *node, key string) (*record, error) {
+// recordOf makes the record of object schema n, narrowed by overlay
+// (properties also described elsewhere, with key the narrowing's place),
+// and returns its rule.
+func (g *generator) recordOf(n *node, name string, overlay *node, key string) (string, error) {
 	if key == "" {
 		key = n.String()
 	}
 	if r := g.records[key]; r != nil {
-		return r, nil
+		return r.call(), nil
 	}
 	if err := n.only("$schema", "$id", "title", "$comment", "type", "required", "properties", "additionalProperties"); err != nil {
-		return nil, err
+		return "", err
 	}
 	if ap := n.get("additionalProperties"); ap == nil || ap.kind != 'b' || ap.b {
-		return nil, fmt.Errorf("%s: additionalProperties must be false", n)
+		return "", fmt.Errorf("%s: additionalProperties must be false", n)
 	}
 	if t := n.get("type"); t == nil || t.str != "object" {
-		return nil, fmt.Errorf("%s: a record needs type object", n)
+		return "", fmt.Errorf("%s: a record needs type object", n)
 	}
 	for _, r := range g.records {
 		if r.name == name {
-			return nil, fmt.Errorf("%s: two records named %s", n, name)
+			return "", fmt.Errorf("%s: two records named %s", n, name)
 		}
 	}
 	source := n.String()
@@ -45,30 +47,30 @@ func (g *generator) recordOf(n *node, name string, overlay *node, key string) (*
 		if o := overlay.get(p); o != nil {
 			ss = append(ss, o)
 		}
-		rule, err := g.conjunction(ss, p, kind{name: name})
+		rule, err := g.conjunction(ss, p)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		r.add(p).rules = []kindRule{{rule: rule}}
 	}
 	if overlay != nil {
 		for _, p := range overlay.keys {
 			if props.get(p) == nil {
-				return nil, fmt.Errorf("%s: narrows %q, which %s does not have", overlay, p, n)
+				return "", fmt.Errorf("%s: narrows %q, which %s does not have", overlay, p, n)
 			}
 		}
 	}
 	req, err := strs(n.get("required"))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	for _, p := range req {
 		if props.get(p) == nil {
-			return nil, fmt.Errorf("%s: requires %q, which it does not allow", n, p)
+			return "", fmt.Errorf("%s: requires %q, which it does not allow", n, p)
 		}
 	}
 	r.required[""] = req
-	return r, nil
+	return r.call(), nil
 }
 
 func (r *record) call() string {
@@ -93,33 +95,24 @@ func (r *record) fieldType() string {
 // mask is the Go literal of a fieldSet holding names: the fields below
 // 64 in its first word, the others in its second.
 func (r *record) mask(names []string) string {
-	idx := map[string]int{}
+	var words [2][]string
 	for i, f := range r.fields {
-		idx[f.name] = i
-	}
-	sorted := append([]string{}, names...)
-	sort.Slice(sorted, func(i, j int) bool { return idx[sorted[i]] < idx[sorted[j]] })
-	var lo, hi []string
-	for _, n := range sorted {
-		if idx[n] < 64 {
-			lo = append(lo, "1<<"+r.ident(n))
-		} else {
-			hi = append(hi, "1<<("+r.ident(n)+"-64)")
+		if slices.Contains(names, f.name) {
+			term := "1<<" + r.ident(f.name)
+			if i >= 64 {
+				term = "1<<(" + r.ident(f.name) + "-64)"
+			}
+			words[i/64] = append(words[i/64], term)
 		}
 	}
-	word := func(terms []string) string {
-		if len(terms) == 0 {
-			return "0"
-		}
-		return strings.Join(terms, " | ")
+	word := func(terms []string) string { return cmp.Or(strings.Join(terms, " | "), "0") }
+	switch {
+	case len(words[1]) > 0:
+		return "fieldSet{" + word(words[0]) + ", " + word(words[1]) + "}"
+	case len(words[0]) > 0:
+		return "fieldSet{" + word(words[0]) + "}"
 	}
-	if len(hi) == 0 {
-		if len(lo) == 0 {
-			return "fieldSet{}"
-		}
-		return "fieldSet{" + word(lo) + "}"
-	}
-	return "fieldSet{" + word(lo) + ", " + word(hi) + "}"
+	return "fieldSet{}"
 }
 
 var initialisms = map[string]string{"id": "ID", "ns": "NS", "pid": "PID", "pids": "PIDs", "ttl": "TTL", "uid": "UID", "v1": "V1"}

@@ -11,7 +11,7 @@ import (
 // conjunction is the rule of a property that several schemas describe
 // (allOf): one schema; an enum and a const (the envelope's type and the
 // type file's); or {"type": "object"} and a more precise object.
-func (g *generator) conjunction(ss []*node, ctx string, k kind) (string, error) {
+func (g *generator) conjunction(ss []*node, ctx string) (string, error) {
 	if len(ss) == 1 {
 		return g.rule(ss[0], ctx)
 	}
@@ -33,13 +33,12 @@ func (g *generator) conjunction(ss []*node, ctx string, k kind) (string, error) 
 			if !slices.Contains(vals, c) {
 				return "", fmt.Errorf("%s: const %q is outside the enum of %s", b, c, a)
 			}
-			return fmt.Sprintf("v.enumConst(%s, %q)", g.enum(a.get("enum"), ctx, k), c), nil
+			return fmt.Sprintf("v.enumConst(%s, %q)", g.enum(a.get("enum"), ctx), c), nil
 		}
-		if isAnyObject(a) && b.get("type") != nil && b.get("type").str == "object" {
-			return g.rule(b, ctx)
-		}
-		if isAnyObject(b) && a.get("type") != nil && a.get("type").str == "object" {
-			return g.rule(a, ctx)
+		for _, p := range [][2]*node{{a, b}, {b, a}} {
+			if isAnyObject(p[0]) && p[1].get("type") != nil && p[1].get("type").str == "object" {
+				return g.rule(p[1], ctx)
+			}
 		}
 	}
 	return "", fmt.Errorf("%s: %d schemas for one property: no rule for their conjunction", ss[0], len(ss))
@@ -61,21 +60,20 @@ func (g *generator) deref(n *node) (*node, error) {
 	return n, nil
 }
 
-// enum returns the variable holding an enum's values.
-func (g *generator) enum(n *node, ctx string, k kind) string {
+// enum returns the variable holding an enum's values, named after the
+// property (and, where that name is taken, the event type or record).
+func (g *generator) enum(n *node, ctx string) string {
 	vals, _ := strs(n)
-	key := quoted(vals)
-	if name, ok := g.enums[key]; ok {
-		return name
-	}
 	name := lowerCamel(ctx) + "Values"
-	for _, e := range g.enumOrder {
+	for _, e := range g.enums {
+		if slices.Equal(e.values, vals) {
+			return e.name
+		}
 		if e.name == name {
-			name = lowerCamel(ctx) + "In" + camel(k.name) + "Values"
+			name = lowerCamel(ctx) + "In" + camel(g.owner) + "Values"
 		}
 	}
-	g.enums[key] = name
-	g.enumOrder = append(g.enumOrder, enumVar{name: name, values: vals})
+	g.enums = append(g.enums, enumVar{name: name, values: vals})
 	return name
 }
 
@@ -91,11 +89,7 @@ func (g *generator) rule(n *node, ctx string) (string, error) {
 		}
 		if len(n.keys) == 1 {
 			if isRecord(t) {
-				r, err := g.recordOf(t, defName(t, ctx), nil, "")
-				if err != nil {
-					return "", err
-				}
-				return r.call(), nil
+				return g.recordOf(t, defName(t, ctx), nil, "")
 			}
 			return g.rule(t, ctx)
 		}
@@ -106,11 +100,7 @@ func (g *generator) rule(n *node, ctx string) (string, error) {
 		if !isRecord(t) {
 			return "", fmt.Errorf("%s: properties beside a $ref are supported on an object only", n)
 		}
-		r, err := g.recordOf(t, lowerCamel(ctx), n.get("properties"), n.String())
-		if err != nil {
-			return "", err
-		}
-		return r.call(), nil
+		return g.recordOf(t, lowerCamel(ctx), n.get("properties"), n.String())
 	}
 	if any := n.get("anyOf"); any != nil {
 		if err := n.only("anyOf"); err != nil {
@@ -133,7 +123,7 @@ func (g *generator) rule(n *node, ctx string) (string, error) {
 		if _, err := strs(e); err != nil {
 			return "", err
 		}
-		return "v.enum(" + g.enum(e, ctx, kind{name: g.owner}) + ")", nil
+		return "v.enum(" + g.enum(e, ctx) + ")", nil
 	}
 	if c := n.get("const"); c != nil {
 		switch {
@@ -172,11 +162,7 @@ func (g *generator) rule(n *node, ctx string) (string, error) {
 			}
 			return fmt.Sprintf("v.pattern(%s, %s)", m, strconv.Quote(p.str)), nil
 		}
-		min, err := intKeyword(n, "minLength", "0")
-		if err != nil {
-			return "", err
-		}
-		max, err := intKeyword(n, "maxLength", "noMax")
+		min, max, err := bounds(n, "minLength", "0", "maxLength")
 		if err != nil {
 			return "", err
 		}
@@ -189,11 +175,7 @@ func (g *generator) rule(n *node, ctx string) (string, error) {
 		if f := n.get("format"); f == nil || f.str != want {
 			return "", fmt.Errorf("%s: every %s needs the format %q", n, t.str, want)
 		}
-		min, err := intKeyword(n, "minimum", "noMin")
-		if err != nil {
-			return "", err
-		}
-		max, err := intKeyword(n, "maximum", "noMax")
+		min, max, err := bounds(n, "minimum", "noMin", "maximum")
 		if err != nil {
 			return "", err
 		}
@@ -214,11 +196,7 @@ func (g *generator) rule(n *node, ctx string) (string, error) {
 		case len(n.keys) == 1:
 			return "v.anyObject()", nil
 		case isRecord(n):
-			r, err := g.recordOf(n, lowerCamel(ctx), nil, "")
-			if err != nil {
-				return "", err
-			}
-			return r.call(), nil
+			return g.recordOf(n, lowerCamel(ctx), nil, "")
 		}
 		if err := n.only("type", "additionalProperties"); err != nil {
 			return "", err
@@ -239,11 +217,7 @@ func (g *generator) rule(n *node, ctx string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		min, err := intKeyword(n, "minItems", "0")
-		if err != nil {
-			return "", err
-		}
-		max, err := intKeyword(n, "maxItems", "noMax")
+		min, max, err := bounds(n, "minItems", "0", "maxItems")
 		if err != nil {
 			return "", err
 		}
@@ -253,13 +227,13 @@ func (g *generator) rule(n *node, ctx string) (string, error) {
 }
 
 func (g *generator) item(rule, ctx string, n *node) string {
-	if k, ok := g.items[rule]; ok {
-		return k
+	for _, it := range g.items {
+		if it.rule == rule {
+			return it.ident
+		}
 	}
-	k := "item" + camel(ctx)
-	g.items[rule] = k
-	g.itemOrder = append(g.itemOrder, itemKind{ident: k, rule: rule, source: n.String()})
-	return k
+	g.items = append(g.items, itemKind{ident: "item" + camel(ctx), rule: rule, source: n.String()})
+	return "item" + camel(ctx)
 }
 
 // absPath reads {"type": "string", "pattern": "^/"} with its lengths.
@@ -268,29 +242,27 @@ func absPath(n *node) (min, max string, ok bool) {
 		n.get("pattern") == nil || n.get("pattern").str != absPathPattern {
 		return "", "", false
 	}
-	min, err := intKeyword(n, "minLength", "0")
-	if err != nil {
-		return "", "", false
-	}
-	max, err = intKeyword(n, "maxLength", "noMax")
-	if err != nil {
-		return "", "", false
-	}
-	return min, max, true
+	min, max, err := bounds(n, "minLength", "0", "maxLength")
+	return min, max, err == nil
 }
 
-func intKeyword(n *node, key, absent string) (string, error) {
-	v := n.get(key)
-	if v == nil {
-		return absent, nil
+// bounds reads the integer keywords lo and hi of n, as Go expressions:
+// loAbsent and noMax where they are absent.
+func bounds(n *node, lo, loAbsent, hi string) (min, max string, err error) {
+	read := func(key, absent string) string {
+		v := n.get(key)
+		if v == nil || err != nil {
+			return absent
+		}
+		if _, perr := strconv.ParseInt(string(v.num), 10, 64); v.kind != 'n' {
+			err = fmt.Errorf("%s: %s must be a number", n, key)
+		} else if perr != nil {
+			err = fmt.Errorf("%s: %s must be an int64 written as one", n, key)
+		}
+		return string(v.num)
 	}
-	if v.kind != 'n' {
-		return "", fmt.Errorf("%s: %s must be a number", n, key)
-	}
-	if _, err := strconv.ParseInt(string(v.num), 10, 64); err != nil {
-		return "", fmt.Errorf("%s: %s must be an int64 written as one", n, key)
-	}
-	return string(v.num), nil
+	min, max = read(lo, loAbsent), read(hi, "noMax")
+	return min, max, err
 }
 
 // isRecord: an object schema with fixed properties and no others.

@@ -1,7 +1,6 @@
 package evidence
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -123,24 +122,14 @@ func (c *checker) add(line, seq int64, format string, args ...any) {
 // or cannot be read.
 func Verify(r io.Reader, opts Options) (*Result, error) {
 	c := &checker{res: &Result{Problems: []Problem{}}, opts: opts, proofs: map[string]Proof{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), replay.MaxExportLine)
-	var n int64
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	n, err := replay.ScanLines(r, func(n int64, line []byte) error {
 		if c.hd == nil {
-			if err := c.header(line); err != nil {
-				return nil, err
-			}
-			continue
+			return c.header(line)
 		}
 		c.line(n, line)
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	if c.hd == nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,36 +43,22 @@ func readNotes(field, path string) ([]checkpoint.Entry, error) {
 // is a witness: the largest checkpoint of ledger id in its files (a
 // witness may keep several ledgers').
 func latestCheckpoint(field, path, id string) (*checkpoint.Signed, error) {
-	files, inDir := []string{path}, false
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		ents, err := os.ReadDir(path)
-		if err != nil {
-			return nil, events.Invalid(field, path, "cannot be read: "+invocation.ErrText(err))
-		}
-		files, inDir = nil, true
-		for _, e := range ents {
-			if e.Type().IsRegular() {
-				files = append(files, filepath.Join(path, e.Name()))
-			}
-		}
-	}
 	var best *checkpoint.Signed
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, events.Invalid(field, f, "cannot be read: "+invocation.ErrText(err))
-		}
-		for _, n := range checkpoint.SplitNotes(b) {
+	inDir, err := readNoteFiles(field, path, func(f string, inDir bool, es []checkpoint.Entry) error {
+		for _, n := range es {
 			s, err := checkpoint.Open(n.Note)
 			if err != nil {
-				return nil, events.Invalid(field, fmt.Sprintf("%s:%d", f, n.Line), err.Error())
+				return events.Invalid(field, fmt.Sprintf("%s:%d", f, n.Line), err.Error())
 			}
 			if (!inDir || id == "" || s.LedgerID() == id) && (best == nil || s.Size > best.Size) {
 				best = s
 			}
 		}
-	}
+		return nil
+	})
 	switch {
+	case err != nil:
+		return nil, err
 	case best == nil && inDir:
 		return nil, events.Invalid(field, path, "holds no checkpoint of this ledger")
 	case best == nil:

@@ -306,42 +306,50 @@ func (o *verifyOptions) keysOutsideRoot(keyed bool) error {
 // witnessNotes reads a witness: every checkpoint of a file, or of each
 // file in a directory. A witness that is gone holds none (verify says so).
 func witnessNotes(path string) ([]replay.NoteSource, error) {
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, events.Invalid("--witness", path, "cannot be read: "+invocation.ErrText(err))
-	}
-	files := []string{path}
-	if fi.IsDir() {
+	var out []replay.NoteSource
+	_, err := readNoteFiles("--witness", path, func(f string, inDir bool, es []checkpoint.Entry) error {
+		for _, e := range es {
+			src := "checkpoint " + f
+			if !inDir || len(es) > 1 {
+				src = fmt.Sprintf("checkpoint %s:%d", f, e.Line)
+			}
+			out = append(out, replay.NoteSource{Source: src, Note: e.Note})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// readNoteFiles calls fn with the signed notes of the file at path or,
+// when path is a directory (a witness), of each regular file in it; it
+// reports whether path is a directory.
+func readNoteFiles(field, path string, fn func(file string, inDir bool, es []checkpoint.Entry) error) (bool, error) {
+	files, inDir := []string{path}, false
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		ents, err := os.ReadDir(path)
 		if err != nil {
-			return nil, events.Invalid("--witness", path, "cannot be read: "+invocation.ErrText(err))
+			return true, events.Invalid(field, path, "cannot be read: "+invocation.ErrText(err))
 		}
-		files = files[:0]
+		files, inDir = nil, true
 		for _, e := range ents {
 			if e.Type().IsRegular() {
 				files = append(files, filepath.Join(path, e.Name()))
 			}
 		}
 	}
-	var out []replay.NoteSource
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, events.Invalid("--witness", f, "cannot be read: "+invocation.ErrText(err))
+			return inDir, events.Invalid(field, f, "cannot be read: "+invocation.ErrText(err))
 		}
-		es := checkpoint.SplitNotes(b)
-		for _, e := range es {
-			src := "checkpoint " + f
-			if !fi.IsDir() || len(es) > 1 {
-				src = fmt.Sprintf("checkpoint %s:%d", f, e.Line)
-			}
-			out = append(out, replay.NoteSource{Source: src, Note: e.Note})
+		if err := fn(f, inDir, checkpoint.SplitNotes(b)); err != nil {
+			return inDir, err
 		}
 	}
-	return out, nil
+	return inDir, nil
 }
 
 func runVerify(ctx context.Context, o *verifyOptions) error {

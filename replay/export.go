@@ -57,17 +57,17 @@ func WriteTreeLine(w io.Writer, size int64, frontier []tlog.Hash) error {
 	if frontier == nil {
 		frontier = []tlog.Hash{}
 	}
-	return writeLine(w, "tree", exportTree{Size: size, Frontier: frontier})
+	return WriteLine(w, "tree", exportTree{Size: size, Frontier: frontier})
 }
 
 // WriteCheckpointLine writes a checkpoint line.
 func WriteCheckpointLine(w io.Writer, signedNote []byte) error {
-	return writeLine(w, "checkpoint", string(signedNote))
+	return WriteLine(w, "checkpoint", string(signedNote))
 }
 
 // WriteCosignatureLine writes a cosignature line.
 func WriteCosignatureLine(w io.Writer, cosigned []byte) error {
-	return writeLine(w, "cosignature", string(cosigned))
+	return WriteLine(w, "cosignature", string(cosigned))
 }
 
 // WriteConsistencyLine writes a consistency proof line: the tree of the
@@ -76,11 +76,12 @@ func WriteConsistencyLine(w io.Writer, from, to int64, proof tlog.TreeProof) err
 	if proof == nil {
 		proof = tlog.TreeProof{}
 	}
-	return writeLine(w, "consistency", exportProof{From: from, To: to, Proof: proof})
+	return WriteLine(w, "consistency", exportProof{From: from, To: to, Proof: proof})
 }
 
-// writeLine writes one header line, {key: v}.
-func writeLine(w io.Writer, key string, v any) error {
+// WriteLine writes one JSON line of one key, {key: v}: a header line of
+// an export, or any line of an evidence bundle.
+func WriteLine(w io.Writer, key string, v any) error {
 	b, err := json.Marshal(map[string]any{key: v})
 	if err != nil {
 		return err
@@ -270,7 +271,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*ve
 		}
 		startTree()
 		lines++
-		row, err := parseExportLine(line)
+		row, err := ParseExportLine(line)
 		if err != nil {
 			// Named by the seq it presumably held: the one after the last row read.
 			c.malformed(verify.Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: verify.KindMalformed, Detail: err.Error()})
@@ -305,7 +306,10 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*ve
 	return c.report, nil
 }
 
-func parseExportLine(line []byte) (*Row, error) {
+// ParseExportLine reads an event line of an export (or an archive, or an
+// evidence bundle): its body is made canonical again, so that it hashes as
+// stored.
+func ParseExportLine(line []byte) (*Row, error) {
 	var el exportLine
 	if err := json.Unmarshal(line, &el); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)

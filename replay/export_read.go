@@ -43,7 +43,7 @@ func ReadExport(r io.Reader, fn func(*Row) error) (checkpoints [][]byte, err err
 			}
 			return nil
 		}
-		row, err := parseExportLine(line)
+		row, err := ParseExportLine(line)
 		if err != nil {
 			return fmt.Errorf("line %d: %w", n, err)
 		}

@@ -96,7 +96,7 @@ func ExportSigners(r io.Reader, ledgerID string, trusted []note.Verifier) ([]Sig
 		if !bytes.Contains(line, []byte(`"signer_`)) {
 			return nil // no signer event: skipped without decoding
 		}
-		row, err := parseExportLine(line)
+		row, err := ParseExportLine(line)
 		if err != nil {
 			return nil
 		}

@@ -197,7 +197,7 @@ no key and pinning nothing. With --file nothing is recorded.`,
 // --checkpoint files and --witness paths, those the ledger (or the
 // export) carries, the verifier keys and the expected heads.
 func (o *verifyOptions) trust() (*replay.Trust, error) {
-	t := &replay.Trust{}
+	t := &replay.Trust{Witnesses: map[string]int{}}
 	var err error
 	if o.file == "" {
 		if err := o.keysOutsideRoot(len(o.verifiers) > 0); err != nil {
@@ -258,17 +258,11 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		// verify without keys.
 		witnesses = nil
 	}
-	if len(witnesses) > 0 {
-		t.Witnesses = map[string]int{}
-	}
 	for _, w := range witnesses {
 		t.Witnesses[w] = 0
 		ns, err := witnessNotes(w)
 		if err != nil {
 			return nil, err
-		}
-		for i := range ns {
-			ns[i].Witness = w
 		}
 		t.Checkpoints = append(t.Checkpoints, ns...)
 	}
@@ -316,7 +310,7 @@ func witnessNotes(path string) ([]replay.NoteSource, error) {
 			if !inDir || len(es) > 1 {
 				src = fmt.Sprintf("checkpoint %s:%d", f, e.Line)
 			}
-			out = append(out, replay.NoteSource{Source: src, Note: e.Note})
+			out = append(out, replay.NoteSource{Source: src, Note: e.Note, Witness: path})
 		}
 		return nil
 	})

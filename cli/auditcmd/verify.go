@@ -2,6 +2,7 @@ package auditcmd
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -394,13 +395,13 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	case signed > 0 && o.file != "":
 		rep.Trust = fmt.Sprintf("not checked: the export carries %d signed checkpoints, and no --verifier-key was given to check them", signed)
 		warning = "the export's signatures were not checked: give --verifier-key KEY (`lockledger trust show` on the writer's host prints it)"
-		o.g.Sayf("warning: %s", warning)
 	case signed > 0:
 		rep.Trust = fmt.Sprintf("not checked: the ledger holds %d signed checkpoints, and no key pinned at this root or given with --verifier-key checks them", signed)
 		warning = "the ledger's signatures were not checked: give --verifier-key KEY, the signers' key from the ledger's owner (`lockledger trust show` on a writer's host prints it)"
-		o.g.Sayf("warning: %s", warning)
 	case rep.Trust == verify.Unsigned && rep.Events > 0:
 		warning = unsignedWarning
+	}
+	if warning != "" {
 		o.g.Sayf("warning: %s", warning)
 	}
 	if o.signers != "" && !o.pinned {
@@ -465,15 +466,8 @@ func verified(rep *verify.Report, file string) *events.Verified {
 
 // isChainHash: 64 lower-case hex digits, as every hash the ledger writes.
 func isChainHash(h string) bool {
-	if len(h) != 64 {
-		return false
-	}
-	for _, c := range h {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	_, err := hex.DecodeString(h)
+	return len(h) == 64 && err == nil && strings.ToLower(h) == h
 }
 
 // verifyFile checks the export at path against t, which trusts too the

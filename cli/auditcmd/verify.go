@@ -549,15 +549,6 @@ func inheritedFD(path string) (int, bool) {
 	return 0, false
 }
 
-func verifyLedger(ctx context.Context, g *invocation.Globals, opts ...ledger.VerifyOption) (*verify.Report, error) {
-	r, err := g.OpenRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return r.Ledger.Verify(ctx, append(opts, ledger.InSnapshot(r.Tx))...)
-}
-
 func printReport(w io.Writer, rep *verify.Report) {
 	if rep.OK {
 		fmt.Fprintln(w, "verify: OK")

@@ -103,40 +103,44 @@ func Make(ctx context.Context, q store.Querier, p Period, w io.Writer) (*Made, e
 	bw := bufio.NewWriterSize(w, 256<<10)
 	hd := Header{Version: Version, LedgerID: p.LedgerID, Origin: origin, Since: formatTime(p.Since), Until: formatTime(p.Until),
 		FirstSeq: from, LastSeq: to, Events: to - from + 1, MadeAt: formatTime(p.Now)}
-	lines := []any{map[string]any{"evidence": hd}}
+	type line struct {
+		key string
+		v   any
+	}
+	lines := []line{{"evidence", hd}}
 	for _, k := range p.SignerKeys {
-		lines = append(lines, map[string]string{"signer_key": k})
+		lines = append(lines, line{"signer_key", k})
 	}
 	if start != nil {
-		lines = append(lines, map[string]string{"start": string(start.Note)})
+		lines = append(lines, line{"start", string(start.Note)})
 	}
-	lines = append(lines, map[string]string{"end": string(end.Note)})
+	lines = append(lines, line{"end", string(end.Note)})
 	for _, c := range cos {
 		if (start != nil && c.Size == start.Size) || c.Size == end.Size {
-			lines = append(lines, map[string]string{"cosignature": string(c.Note)})
+			lines = append(lines, line{"cosignature", string(c.Note)})
 		}
 	}
 	for _, pr := range proofs {
-		lines = append(lines, map[string]any{"proof": pr})
+		lines = append(lines, line{"proof", pr})
 	}
-	frontier := tree.Frontier()
-	if frontier == nil {
-		frontier = []tlog.Hash{}
+	for _, l := range lines {
+		if err := replay.WriteLine(bw, l.key, l.v); err != nil {
+			return nil, err
+		}
 	}
-	lines = append(lines, map[string]any{"tree": Tree{Size: first - 1, Frontier: frontier}})
+	if err := replay.WriteTreeLine(bw, first-1, tree.Frontier()); err != nil {
+		return nil, err
+	}
 	sum := newSummarizer(from)
 	for _, ev := range opened {
 		incl, err := tlog.ProveRecord(end.Size, checkpoint.Index(ev.Seq), tr)
 		if err != nil {
 			return nil, fmt.Errorf("proving seq %d is in checkpoint %d: %w", ev.Seq, end.Size, err)
 		}
-		lines = append(lines, map[string]any{"opened_before": OpenedBefore{Event: exportLine(ev), Inclusion: incl}})
-		sum.openedBefore(ev)
-	}
-	for _, l := range lines {
-		if err := writeJSONLine(bw, l); err != nil {
+		if err := replay.WriteLine(bw, "opened_before", OpenedBefore{Event: exportLine(ev), Inclusion: incl}); err != nil {
 			return nil, err
 		}
+		sum.openedBefore(ev)
 	}
 	err = replay.ScanRows(ctx, q, replay.Filter{FromSeq: first, ToSeq: last}, func(r *replay.Row) error {
 		if r.Seq >= from && r.Seq <= to {
@@ -152,7 +156,7 @@ func Make(ctx context.Context, q store.Querier, p Period, w io.Writer) (*Made, e
 	if err != nil {
 		return nil, err
 	}
-	if err := writeJSONLine(bw, map[string]any{"summary": sum.finish()}); err != nil {
+	if err := replay.WriteLine(bw, "summary", sum.finish()); err != nil {
 		return nil, err
 	}
 	if err := bw.Flush(); err != nil {
@@ -219,13 +223,4 @@ func exportLine(ev *replay.Event) json.RawMessage {
 	var b bytes.Buffer
 	_ = replay.WriteExportLine(&b, &replay.Row{Seq: ev.Seq, PrevHash: ev.PrevHash, Hash: ev.Hash, Body: ev.Body})
 	return json.RawMessage(bytes.TrimRight(b.Bytes(), "\n"))
-}
-
-func writeJSONLine(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
 }

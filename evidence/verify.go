@@ -1,7 +1,6 @@
 package evidence
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -123,24 +122,14 @@ func (c *checker) add(line, seq int64, format string, args ...any) {
 // or cannot be read.
 func Verify(r io.Reader, opts Options) (*Result, error) {
 	c := &checker{res: &Result{Problems: []Problem{}}, opts: opts, proofs: map[string]Proof{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), replay.MaxExportLine)
-	var n int64
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	n, err := replay.ScanLines(r, func(n int64, line []byte) error {
 		if c.hd == nil {
-			if err := c.header(line); err != nil {
-				return nil, err
-			}
-			continue
+			return c.header(line)
 		}
 		c.line(n, line)
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	if c.hd == nil {
@@ -321,32 +310,21 @@ func (c *checker) begin(n int64) {
 	}
 }
 
+// parseEvent reads an event line: an export line, whose body's at is a time.
 func parseEvent(line []byte) (*row, error) {
-	var el struct {
-		Seq      *int64          `json:"seq"`
-		PrevHash *string         `json:"prev_hash"`
-		Hash     *string         `json:"hash"`
-		Body     json.RawMessage `json:"body"`
-	}
-	if err := json.Unmarshal(line, &el); err != nil {
-		return nil, err
-	}
-	if el.Seq == nil || el.PrevHash == nil || el.Hash == nil || len(el.Body) == 0 {
-		return nil, errors.New(`an event line needs "seq", "prev_hash", "hash" and "body"`)
-	}
-	body, err := events.Canonical(el.Body)
+	r, err := replay.ParseExportLine(line)
 	if err != nil {
-		return nil, fmt.Errorf("body: %w", err)
+		return nil, err
 	}
 	var env struct {
 		At string `json:"at"`
 	}
-	_ = json.Unmarshal(body, &env)
+	_ = json.Unmarshal(r.Body, &env)
 	at, err := events.ParseTime(env.At)
 	if err != nil {
 		return nil, fmt.Errorf("body: at %q: %w", env.At, err)
 	}
-	return &row{seq: *el.Seq, prev: *el.PrevHash, hash: *el.Hash, body: body, at: at}, nil
+	return &row{seq: r.Seq, prev: r.PrevHash, hash: r.Hash, body: r.Body, at: at}, nil
 }
 
 func (c *checker) event(n int64, line []byte) {

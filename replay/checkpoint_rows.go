@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/lockledger/lockledger/checkpoint"
@@ -24,16 +25,10 @@ func (t *treeCheck) rowUnchecked(ns NoteSource, res *verify.CheckpointResult, s 
 			"%s is not a signed checkpoint (%v): no writer stores one, it was written by hand", describe(res), err)})
 		return origin
 	}
-	if origin == "" {
-		origin = s.Origin
-	}
+	origin = cmp.Or(origin, s.Origin)
 	switch {
 	case s.Origin != origin:
-		res.Result = "invalid"
-		res.Detail = fmt.Sprintf("it is a checkpoint of %q, not of %q", s.Origin, origin)
-		t.report.Add(verify.Problem{Seq: 1, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
-			"%s names another ledger (%s, this log is %s): the database was swapped for another ledger's, or the checkpoint is another ledger's",
-			describe(res), s.Origin, origin)})
+		t.otherLedger(res, s.Origin, origin)
 	case ns.Size != s.Size:
 		t.rowSizeDiffers(ns, res, s)
 	default:

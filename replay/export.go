@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -58,31 +57,17 @@ func WriteTreeLine(w io.Writer, size int64, frontier []tlog.Hash) error {
 	if frontier == nil {
 		frontier = []tlog.Hash{}
 	}
-	b, err := json.Marshal(map[string]any{"tree": exportTree{Size: size, Frontier: frontier}})
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return WriteLine(w, "tree", exportTree{Size: size, Frontier: frontier})
 }
 
 // WriteCheckpointLine writes a checkpoint line.
 func WriteCheckpointLine(w io.Writer, signedNote []byte) error {
-	return writeNoteLine(w, "checkpoint", signedNote)
+	return WriteLine(w, "checkpoint", string(signedNote))
 }
 
 // WriteCosignatureLine writes a cosignature line.
 func WriteCosignatureLine(w io.Writer, cosigned []byte) error {
-	return writeNoteLine(w, "cosignature", cosigned)
-}
-
-func writeNoteLine(w io.Writer, key string, note []byte) error {
-	b, err := json.Marshal(map[string]string{key: string(note)})
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return WriteLine(w, "cosignature", string(cosigned))
 }
 
 // WriteConsistencyLine writes a consistency proof line: the tree of the
@@ -91,7 +76,13 @@ func WriteConsistencyLine(w io.Writer, from, to int64, proof tlog.TreeProof) err
 	if proof == nil {
 		proof = tlog.TreeProof{}
 	}
-	b, err := json.Marshal(map[string]any{"consistency": exportProof{From: from, To: to, Proof: proof}})
+	return WriteLine(w, "consistency", exportProof{From: from, To: to, Proof: proof})
+}
+
+// WriteLine writes one JSON line of one key, {key: v}: a header line of
+// an export, or any line of an evidence bundle.
+func WriteLine(w io.Writer, key string, v any) error {
+	b, err := json.Marshal(map[string]any{key: v})
 	if err != nil {
 		return err
 	}
@@ -215,9 +206,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*ve
 	defer relaxGC(verifyGCPercent)()
 	cfg := newVerifyConfig(opts)
 	c := newChecker(source, prevHash, false, cfg)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxExportLine)
-	var n, lines int64
+	var lines int64
 	var carried, carriedCos []NoteSource
 	var tree *exportTree
 	var proofs []lineProof
@@ -247,12 +236,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*ve
 			c.tree.addProof(p.proof, p.line)
 		}
 	}
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	n, err := ScanLines(r, func(n int64, line []byte) error {
 		if h, ok := headerLine(line); ok {
 			t, note, cosigned := h.tree, h.note, h.cosigned
 			repeated := note != nil && !cosigned && seen[string(note)]
@@ -283,15 +267,15 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*ve
 			default:
 				carried = append(carried, NoteSource{Source: fmt.Sprintf("checkpoint %s line %d (carried by the export)", source, n), Note: note, Carried: true})
 			}
-			continue
+			return nil
 		}
 		startTree()
 		lines++
-		row, err := parseExportLine(line)
+		row, err := ParseExportLine(line)
 		if err != nil {
 			// Named by the seq it presumably held: the one after the last row read.
 			c.malformed(verify.Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: verify.KindMalformed, Detail: err.Error()})
-			continue
+			return nil
 		}
 		row.Line = n
 		first := c.report.Events == 0
@@ -299,11 +283,11 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*ve
 		if first {
 			c.tree.checkGenesis(row.Seq, row.PrevHash)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("%s: line %d: %w (over %d bytes)", source, n+1, ErrLineTooLong, MaxExportLine)
-		}
+		return nil
+	})
+	if errors.Is(err, ErrLineTooLong) {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	} else if err != nil {
 		return nil, err
 	}
 	startTree()
@@ -322,7 +306,10 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*ve
 	return c.report, nil
 }
 
-func parseExportLine(line []byte) (*Row, error) {
+// ParseExportLine reads an event line of an export (or an archive, or an
+// evidence bundle): its body is made canonical again, so that it hashes as
+// stored.
+func ParseExportLine(line []byte) (*Row, error) {
 	var el exportLine
 	if err := json.Unmarshal(line, &el); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)

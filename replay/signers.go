@@ -8,7 +8,6 @@ package replay
 // and an auditor needs the owner's key alone.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -82,39 +81,37 @@ func registrationOf(r *Row) (Registration, error) {
 // several, registers no signer (a note says so). Lines VerifyFile
 // reports as malformed are skipped.
 func ExportSigners(r io.Reader, ledgerID string, trusted []note.Verifier) ([]Signer, []string, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxExportLine)
 	var regs []Registration
 	var origins []string
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
+	_, err := ScanLines(r, func(_ int64, line []byte) error {
 		if h, ok := headerLine(line); ok {
 			if h.note == nil || h.cosigned {
-				continue
+				return nil
 			}
 			if s, err := checkpoint.Open(h.note); err == nil && !slices.Contains(origins, s.Origin) {
 				origins = append(origins, s.Origin)
 			}
-			continue
+			return nil
 		}
 		if !bytes.Contains(line, []byte(`"signer_`)) {
-			continue // no signer event: skipped without decoding
+			return nil // no signer event: skipped without decoding
 		}
-		row, err := parseExportLine(line)
+		row, err := ParseExportLine(line)
 		if err != nil {
-			continue
+			return nil
 		}
 		var env struct {
 			Type events.Type `json:"type"`
 		}
 		if json.Unmarshal(row.Body, &env) != nil || (env.Type != events.SignerAdded && env.Type != events.SignerRemoved) {
-			continue
+			return nil
 		}
 		if reg, err := registrationOf(row); err == nil {
 			regs = append(regs, reg)
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, nil, err
 	}
 	if len(regs) == 0 {

@@ -9,6 +9,7 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -206,30 +207,26 @@ func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
 	tr := t.trust
 	res := &verify.CheckpointResult{Source: ns.Source, Carried: ns.Carried}
 	t.report.Checkpoints = append(t.report.Checkpoints, res)
+	u, uerr := checkpoint.Open(ns.Note) // its signatures unchecked
+	if uerr == nil {
+		res.Size, res.Key, res.Time = u.Size, u.KeyName(), u.Time
+	}
 	if len(tr.Verifiers) == 0 {
-		s, err := checkpoint.Open(ns.Note)
-		if err == nil {
-			res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
-		}
 		res.Result, res.Detail = "not checked", "no --verifier-key"
 		if ns.Row {
-			*origin = t.rowUnchecked(ns, res, s, err, *origin)
+			*origin = t.rowUnchecked(ns, res, u, uerr, *origin)
 		}
 		return nil
 	}
 	s, err := checkpoint.Open(ns.Note, tr.Verifiers...)
 	if err != nil {
 		res.Result, res.Detail = "invalid", err.Error()
-		if u, uerr := checkpoint.Open(ns.Note); uerr == nil {
-			res.Size, res.Key, res.Time = u.Size, u.KeyName(), u.Time
-		}
 		var se *checkpoint.SignatureError
 		if errors.As(err, &se) && !se.Invalid && tr.OthersUnchecked {
 			res.Result, res.Detail = "not checked", "signed by "+strings.Join(se.Signers, ", ")+", no key pinned in the trust store"
 			// A witness holding this ledger's checkpoints by a key no pin
 			// names (a head kept for another root's key) was not emptied.
-			if u, uerr := checkpoint.Open(ns.Note); uerr == nil && ns.Witness != "" && tr.Witnesses != nil &&
-				(*origin == "" || u.Origin == *origin) {
+			if uerr == nil && ns.Witness != "" && tr.Witnesses != nil && (*origin == "" || u.Origin == *origin) {
 				tr.Witnesses[ns.Witness]++
 			}
 			return nil
@@ -245,7 +242,7 @@ func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
 		t.invalid = append(t.invalid, verify.Problem{Kind: verify.KindCheckpoint, Detail: fmt.Sprintf("%s %s: %v", describe(res), what, err)})
 		return nil
 	}
-	res.Size, res.Key, res.Time = s.Size, s.KeyName(), s.Time
+	res.Key = s.KeyName() // the first key that verifies
 	if r, ok := tr.revoked(s); ok {
 		res.Result, res.Detail = "not checked", fmt.Sprintf("its key was removed from the ledger's signers at seq %d, and it covers %d events", r, s.Size)
 		return nil
@@ -254,9 +251,7 @@ func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
 		t.rowSizeDiffers(ns, res, s)
 		return nil
 	}
-	if *origin == "" {
-		*origin = s.Origin
-	}
+	*origin = cmp.Or(*origin, s.Origin)
 	if s.Origin != *origin && ns.Witness != "" {
 		// A witness may keep the checkpoints of several ledgers: the
 		// others' are not this one's to check. A witness holding none of
@@ -266,11 +261,7 @@ func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
 		return nil
 	}
 	if s.Origin != *origin {
-		res.Result = "invalid"
-		res.Detail = fmt.Sprintf("it is a checkpoint of %q, not of %q", s.Origin, *origin)
-		t.report.Add(verify.Problem{Seq: 1, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
-			"%s names another ledger (%s, this log is %s): the database was swapped for another ledger's, or the checkpoint is another ledger's",
-			describe(res), s.Origin, *origin)})
+		t.otherLedger(res, s.Origin, *origin)
 		return nil
 	}
 	if ns.Witness != "" && tr.Witnesses != nil {
@@ -280,6 +271,15 @@ func (t *treeCheck) prepareNote(ns NoteSource, origin *string) *anchor {
 		every: s.NextEvery, within: s.NextWithin, result: res, given: ns.Given}
 	t.anchors = append(t.anchors, a)
 	return a
+}
+
+// otherLedger reports a checkpoint of another ledger than the log's.
+func (t *treeCheck) otherLedger(res *verify.CheckpointResult, its, origin string) {
+	res.Result = "invalid"
+	res.Detail = fmt.Sprintf("it is a checkpoint of %q, not of %q", its, origin)
+	t.report.Add(verify.Problem{Seq: 1, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
+		"%s names another ledger (%s, this log is %s): the database was swapped for another ledger's, or the checkpoint is another ledger's",
+		describe(res), its, origin)})
 }
 
 func describe(r *verify.CheckpointResult) string {

@@ -375,13 +375,8 @@ func openSpare(path string) (*os.File, error) {
 // headID refuses a ledger id that cannot name a file of its own in the
 // directory (the id is read from a database someone else may write).
 func headID(id string) error {
-	if id == "" || len(id) > 128 || id[0] == '.' {
+	if !ValidLedgerID(id) || id[0] == '.' {
 		return fmt.Errorf("ledger id %q cannot name a head file", id)
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
-			return fmt.Errorf("ledger id %q cannot name a head file", id)
-		}
 	}
 	return nil
 }

@@ -132,6 +132,7 @@ func boundaryInput(below int64, before string, err error) error {
 	return events.Invalid("--below", strconv.FormatInt(below, 10), rule.Error())
 }
 
+// pruneOptions are prune's and unprune's.
 type pruneOptions struct {
 	g       *invocation.Globals
 	archive string
@@ -186,39 +187,49 @@ lockledger unprune --archive FILE puts the events back.`,
 }
 
 func runPrune(ctx context.Context, o *pruneOptions) error {
+	return o.withArchive(ctx, "prune", "the archive file lockledger archive wrote", func(l *ledger.Ledger, id ledger.Identity, _ *os.File, c *archive.Checked) error {
+		sizeBefore := ledgerSize(ctx, o.g, l)
+		seq, err := l.Prune(ctx, id, c, invocation.AbsPath(o.archive))
+		if err != nil {
+			return archiveInput(o.archive, err)
+		}
+		termtext.Fprintf(o.g.IO.Out, "pruned seq %d-%d (%d events): the live log starts at seq %d\n  archive %s, sha256 %s\n  recorded: ledger_pruned, seq %d\n",
+			c.FirstSeq, c.LastSeq, c.LastSeq-c.FirstSeq+1, c.LastSeq+1, invocation.AbsPath(o.archive), c.SHA256, seq)
+		if o.g.Database == "" {
+			if err := l.Compact(ctx); err != nil {
+				o.g.Log.Warn("VACUUM after the prune failed; the space is reused by later appends", "err", err)
+			}
+		}
+		if after := ledgerSize(ctx, o.g, l); sizeBefore > 0 && after > 0 {
+			what := "after VACUUM"
+			if o.g.Database != "" {
+				what = "after the prune (PostgreSQL reuses the space; VACUUM FULL events returns it)"
+			}
+			termtext.Fprintf(o.g.IO.Out, "  database: %d bytes before, %d %s\n", sizeBefore, after, what)
+		}
+		return nil
+	})
+}
+
+// withArchive runs prune's or unprune's write (verb) on the ledger, opened
+// with its signing key, once the --archive (required: what it is) checks
+// out on its own.
+func (o *pruneOptions) withArchive(ctx context.Context, verb, required string,
+	write func(*ledger.Ledger, ledger.Identity, *os.File, *archive.Checked) error) error {
 	if o.archive == "" {
-		return events.Invalid("--archive", "", "is required: the archive file lockledger archive wrote")
+		return events.Invalid("--archive", "", "is required: "+required)
 	}
 	f, c, err := readArchive(o.g, o.archive, o.actor)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	l, err := o.g.OpenKeyed(ctx, "prune")
+	l, err := o.g.OpenKeyed(ctx, verb)
 	if err != nil {
 		return err
 	}
 	defer o.g.Finish(l)
-	sizeBefore := ledgerSize(ctx, o.g, l)
-	seq, err := l.Prune(ctx, ledger.Identity{Actor: o.actor, PID: os.Getppid()}, c, invocation.AbsPath(o.archive))
-	if err != nil {
-		return archiveInput(o.archive, err)
-	}
-	termtext.Fprintf(o.g.IO.Out, "pruned seq %d-%d (%d events): the live log starts at seq %d\n  archive %s, sha256 %s\n  recorded: ledger_pruned, seq %d\n",
-		c.FirstSeq, c.LastSeq, c.LastSeq-c.FirstSeq+1, c.LastSeq+1, invocation.AbsPath(o.archive), c.SHA256, seq)
-	if o.g.Database == "" {
-		if err := l.Compact(ctx); err != nil {
-			o.g.Log.Warn("VACUUM after the prune failed; the space is reused by later appends", "err", err)
-		}
-	}
-	if after := ledgerSize(ctx, o.g, l); sizeBefore > 0 && after > 0 {
-		what := "after VACUUM"
-		if o.g.Database != "" {
-			what = "after the prune (PostgreSQL reuses the space; VACUUM FULL events returns it)"
-		}
-		termtext.Fprintf(o.g.IO.Out, "  database: %d bytes before, %d %s\n", sizeBefore, after, what)
-	}
-	return nil
+	return write(l, ledger.Identity{Actor: o.actor, PID: os.Getppid()}, f, c)
 }
 
 // readArchive checks prune's and unprune's --actor, opens their --archive
@@ -268,19 +279,13 @@ func openInput(flag, path, what string) (*os.File, error) {
 	return f, nil
 }
 
-type unpruneOptions struct {
-	g       *invocation.Globals
-	archive string
-	actor   string
-}
-
 var unpruneListing = invocation.Listing{
 	Use:   "unprune --archive FILE",
 	Short: "Put the events the last prune removed back into the live store, from its archive",
 }
 
 func NewUnprune(g *invocation.Globals) *cobra.Command {
-	o := &unpruneOptions{g: g}
+	o := &pruneOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   unpruneListing.Use,
 		Short: unpruneListing.Short,
@@ -302,27 +307,16 @@ last first.`,
 	return cmd
 }
 
-func runUnprune(ctx context.Context, o *unpruneOptions) error {
-	if o.archive == "" {
-		return events.Invalid("--archive", "", "is required: the archive the last prune recorded")
-	}
-	f, c, err := readArchive(o.g, o.archive, o.actor)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	l, err := o.g.OpenKeyed(ctx, "unprune")
-	if err != nil {
-		return err
-	}
-	defer o.g.Finish(l)
-	seq, err := l.Unprune(ctx, ledger.Identity{Actor: o.actor, PID: os.Getppid()}, archive.Restore(c, f, l.ID(), invocation.AbsPath(o.archive)))
-	if err != nil {
-		return archiveInput(o.archive, err)
-	}
-	termtext.Fprintf(o.g.IO.Out, "put seq %d-%d (%d events) back into the live store from %s\n  recorded: ledger_unpruned, seq %d\n",
-		c.FirstSeq, c.LastSeq, c.LastSeq-c.FirstSeq+1, invocation.AbsPath(o.archive), seq)
-	return nil
+func runUnprune(ctx context.Context, o *pruneOptions) error {
+	return o.withArchive(ctx, "unprune", "the archive the last prune recorded", func(l *ledger.Ledger, id ledger.Identity, f *os.File, c *archive.Checked) error {
+		seq, err := l.Unprune(ctx, id, archive.Restore(c, f, l.ID(), invocation.AbsPath(o.archive)))
+		if err != nil {
+			return archiveInput(o.archive, err)
+		}
+		termtext.Fprintf(o.g.IO.Out, "put seq %d-%d (%d events) back into the live store from %s\n  recorded: ledger_unpruned, seq %d\n",
+			c.FirstSeq, c.LastSeq, c.LastSeq-c.FirstSeq+1, invocation.AbsPath(o.archive), seq)
+		return nil
+	})
 }
 
 // archiveInput makes a refused archive bad input (exit 2), naming the flag.

@@ -218,21 +218,21 @@ func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, don
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	n := 0
+	write := func(row *replay.Row) error { return replay.WriteExportLine(bw, row) }
+	var cw *eventfmt.CSVWriter
+	if o.format == eventfmt.FormatCSV {
+		cw = eventfmt.NewCSVWriter(bw)
+		if err := cw.Write(exportCSVHeader); err != nil {
+			return err
+		}
+		write = func(row *replay.Row) error { return cw.Write(csvRecord(row)) }
+	}
 	if ok && o.format == eventfmt.FormatJSONL && o.checkpoints {
 		if err := writeCheckpointLines(ctx, r, bw, from, to); err != nil {
 			return err
 		}
 	}
 	if ok {
-		write := func(row *replay.Row) error { return replay.WriteExportLine(bw, row) }
-		var cw *eventfmt.CSVWriter
-		if o.format == eventfmt.FormatCSV {
-			cw = eventfmt.NewCSVWriter(bw)
-			if err := cw.Write(exportCSVHeader); err != nil {
-				return err
-			}
-			write = func(row *replay.Row) error { return cw.Write(csvRecord(row)) }
-		}
 		err = replay.ScanRows(ctx, r.Tx, replay.Filter{FromSeq: from, ToSeq: to}, func(row *replay.Row) error {
 			n++
 			return write(row)
@@ -240,15 +240,11 @@ func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, don
 		if err != nil {
 			return err
 		}
-		if cw != nil {
-			if err := cw.Flush(); err != nil {
-				return err
-			}
+	}
+	if cw != nil {
+		if err := cw.Flush(); err != nil {
+			return err
 		}
-	} else if o.format == eventfmt.FormatCSV {
-		cw := eventfmt.NewCSVWriter(bw)
-		_ = cw.Write(exportCSVHeader)
-		_ = cw.Flush()
 	}
 	if err := bw.Flush(); err != nil {
 		return err

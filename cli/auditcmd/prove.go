@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,36 +43,22 @@ func readNotes(field, path string) ([]checkpoint.Entry, error) {
 // is a witness: the largest checkpoint of ledger id in its files (a
 // witness may keep several ledgers').
 func latestCheckpoint(field, path, id string) (*checkpoint.Signed, error) {
-	files, inDir := []string{path}, false
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		ents, err := os.ReadDir(path)
-		if err != nil {
-			return nil, events.Invalid(field, path, "cannot be read: "+invocation.ErrText(err))
-		}
-		files, inDir = nil, true
-		for _, e := range ents {
-			if e.Type().IsRegular() {
-				files = append(files, filepath.Join(path, e.Name()))
-			}
-		}
-	}
 	var best *checkpoint.Signed
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, events.Invalid(field, f, "cannot be read: "+invocation.ErrText(err))
-		}
-		for _, n := range checkpoint.SplitNotes(b) {
+	inDir, err := readNoteFiles(field, path, func(f string, inDir bool, es []checkpoint.Entry) error {
+		for _, n := range es {
 			s, err := checkpoint.Open(n.Note)
 			if err != nil {
-				return nil, events.Invalid(field, fmt.Sprintf("%s:%d", f, n.Line), err.Error())
+				return events.Invalid(field, fmt.Sprintf("%s:%d", f, n.Line), err.Error())
 			}
 			if (!inDir || id == "" || s.LedgerID() == id) && (best == nil || s.Size > best.Size) {
 				best = s
 			}
 		}
-	}
+		return nil
+	})
 	switch {
+	case err != nil:
+		return nil, err
 	case best == nil && inDir:
 		return nil, events.Invalid(field, path, "holds no checkpoint of this ledger")
 	case best == nil:
@@ -126,19 +111,14 @@ exit 1 (lockledger verify says where it differs). prove only reads.`,
 	ev := &cobra.Command{
 		Use:   "event SEQ --checkpoint FILE",
 		Short: "Prove that event SEQ is in a checkpoint's tree",
-		Args:  exactlyOneLockArgs("prove event", "SEQ"),
+		Args:  argCount(func(n int) bool { return n == 1 }, "prove event: takes exactly one SEQ"),
 		RunE:  func(cmd *cobra.Command, args []string) error { return runProveEvent(cmd.Context(), o, args[0]) },
 	}
 	ev.Flags().StringVar(&o.checkpoint, "checkpoint", "", "file holding the checkpoint (the largest in it is used), or a witness directory (its largest of this ledger)")
 	ext := &cobra.Command{
 		Use:   "extends OLD NEW",
 		Short: "Prove that checkpoint NEW extends checkpoint OLD",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return &invocation.UsageError{Err: fmt.Errorf("prove extends: takes the OLD and NEW checkpoint files, got %d arguments", len(args))}
-			}
-			return nil
-		},
+		Args:  argCount(func(n int) bool { return n == 2 }, "prove extends: takes the OLD and NEW checkpoint files"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProveExtends(cmd.Context(), g, args[0], args[1])
 		},
@@ -147,10 +127,12 @@ exit 1 (lockledger verify says where it differs). prove only reads.`,
 	return cmd
 }
 
-func exactlyOneLockArgs(name, what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != 1 {
-			return &invocation.UsageError{Err: fmt.Errorf("%s: takes exactly one %s, got %d arguments", name, what, len(args))}
+// argCount accepts the arguments whose number ok allows; takes says what
+// the command takes.
+func argCount(ok func(n int) bool, takes string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if !ok(len(args)) {
+			return &invocation.UsageError{Err: fmt.Errorf("%s, got %d arguments", takes, len(args))}
 		}
 		return nil
 	}
@@ -281,13 +263,8 @@ Without --verifier-key the signatures are not checked and the output says
 so: the proof then only shows that the hashes agree. Exit 0 when the
 proof holds, 1 when it does not, 2 when the input is no proof.`,
 		Example: `  lockledger verify-proof seq42.proof --verifier-key ops-ledger.vkey`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return &invocation.UsageError{Err: fmt.Errorf("verify-proof: takes at most one FILE, got %d arguments", len(args))}
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error { return runVerifyProof(o, args) },
+		Args:    argCount(func(n int) bool { return n <= 1 }, "verify-proof: takes at most one FILE"),
+		RunE:    func(cmd *cobra.Command, args []string) error { return runVerifyProof(o, args) },
 	}
 	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one (repeatable)")
 	return cmd

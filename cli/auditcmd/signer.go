@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/cli/invocation"
-	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -80,20 +77,8 @@ host's verify passes on an honest ledger.`,
 	return cmd
 }
 
-// signerKeyArg is a key given as itself or as a file holding it.
-func signerKeyArg(arg string) (string, error) {
-	if _, err := checkpoint.NewVerifier(arg); err == nil {
-		return strings.TrimSpace(arg), nil
-	}
-	b, err := os.ReadFile(arg)
-	if err != nil {
-		return "", events.Invalid("KEY", arg, "is neither a verifier key nor a readable file holding one: "+invocation.ErrText(err))
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
 func runSignerChange(ctx context.Context, g *invocation.Globals, add bool, arg, role, actor string) error {
-	key, err := signerKeyArg(arg)
+	key, _, err := verifierKeyText("KEY", arg)
 	if err != nil {
 		return err
 	}

@@ -279,7 +279,7 @@ func runTrustAdopt(ctx context.Context, g *invocation.Globals) error {
 	if err != nil {
 		return err
 	}
-	rep, err := verifyLedger(ctx, g, ledger.CheckAgainst(t), ledger.FullStorageCheck())
+	rep, err := invocation.VerifyWitnessed(ctx, g, t, ledger.CheckAgainst(t), ledger.FullStorageCheck())
 	if err != nil {
 		return err
 	}

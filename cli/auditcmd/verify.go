@@ -2,6 +2,7 @@ package auditcmd
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -197,7 +198,7 @@ no key and pinning nothing. With --file nothing is recorded.`,
 // --checkpoint files and --witness paths, those the ledger (or the
 // export) carries, the verifier keys and the expected heads.
 func (o *verifyOptions) trust() (*replay.Trust, error) {
-	t := &replay.Trust{}
+	t := &replay.Trust{Witnesses: map[string]int{}}
 	var err error
 	if o.file == "" {
 		if err := o.keysOutsideRoot(len(o.verifiers) > 0); err != nil {
@@ -258,17 +259,11 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		// verify without keys.
 		witnesses = nil
 	}
-	if len(witnesses) > 0 {
-		t.Witnesses = map[string]int{}
-	}
 	for _, w := range witnesses {
 		t.Witnesses[w] = 0
 		ns, err := witnessNotes(w)
 		if err != nil {
 			return nil, err
-		}
-		for i := range ns {
-			ns[i].Witness = w
 		}
 		t.Checkpoints = append(t.Checkpoints, ns...)
 	}
@@ -306,42 +301,50 @@ func (o *verifyOptions) keysOutsideRoot(keyed bool) error {
 // witnessNotes reads a witness: every checkpoint of a file, or of each
 // file in a directory. A witness that is gone holds none (verify says so).
 func witnessNotes(path string) ([]replay.NoteSource, error) {
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, events.Invalid("--witness", path, "cannot be read: "+invocation.ErrText(err))
-	}
-	files := []string{path}
-	if fi.IsDir() {
+	var out []replay.NoteSource
+	_, err := readNoteFiles("--witness", path, func(f string, inDir bool, es []checkpoint.Entry) error {
+		for _, e := range es {
+			src := "checkpoint " + f
+			if !inDir || len(es) > 1 {
+				src = fmt.Sprintf("checkpoint %s:%d", f, e.Line)
+			}
+			out = append(out, replay.NoteSource{Source: src, Note: e.Note, Witness: path})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// readNoteFiles calls fn with the signed notes of the file at path or,
+// when path is a directory (a witness), of each regular file in it; it
+// reports whether path is a directory.
+func readNoteFiles(field, path string, fn func(file string, inDir bool, es []checkpoint.Entry) error) (bool, error) {
+	files, inDir := []string{path}, false
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		ents, err := os.ReadDir(path)
 		if err != nil {
-			return nil, events.Invalid("--witness", path, "cannot be read: "+invocation.ErrText(err))
+			return true, events.Invalid(field, path, "cannot be read: "+invocation.ErrText(err))
 		}
-		files = files[:0]
+		files, inDir = nil, true
 		for _, e := range ents {
 			if e.Type().IsRegular() {
 				files = append(files, filepath.Join(path, e.Name()))
 			}
 		}
 	}
-	var out []replay.NoteSource
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, events.Invalid("--witness", f, "cannot be read: "+invocation.ErrText(err))
+			return inDir, events.Invalid(field, f, "cannot be read: "+invocation.ErrText(err))
 		}
-		es := checkpoint.SplitNotes(b)
-		for _, e := range es {
-			src := "checkpoint " + f
-			if !fi.IsDir() || len(es) > 1 {
-				src = fmt.Sprintf("checkpoint %s:%d", f, e.Line)
-			}
-			out = append(out, replay.NoteSource{Source: src, Note: e.Note})
+		if err := fn(f, inDir, checkpoint.SplitNotes(b)); err != nil {
+			return inDir, err
 		}
 	}
-	return out, nil
+	return inDir, nil
 }
 
 func runVerify(ctx context.Context, o *verifyOptions) error {
@@ -392,13 +395,13 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	case signed > 0 && o.file != "":
 		rep.Trust = fmt.Sprintf("not checked: the export carries %d signed checkpoints, and no --verifier-key was given to check them", signed)
 		warning = "the export's signatures were not checked: give --verifier-key KEY (`lockledger trust show` on the writer's host prints it)"
-		o.g.Sayf("warning: %s", warning)
 	case signed > 0:
 		rep.Trust = fmt.Sprintf("not checked: the ledger holds %d signed checkpoints, and no key pinned at this root or given with --verifier-key checks them", signed)
 		warning = "the ledger's signatures were not checked: give --verifier-key KEY, the signers' key from the ledger's owner (`lockledger trust show` on a writer's host prints it)"
-		o.g.Sayf("warning: %s", warning)
 	case rep.Trust == verify.Unsigned && rep.Events > 0:
 		warning = unsignedWarning
+	}
+	if warning != "" {
 		o.g.Sayf("warning: %s", warning)
 	}
 	if o.signers != "" && !o.pinned {
@@ -463,15 +466,8 @@ func verified(rep *verify.Report, file string) *events.Verified {
 
 // isChainHash: 64 lower-case hex digits, as every hash the ledger writes.
 func isChainHash(h string) bool {
-	if len(h) != 64 {
-		return false
-	}
-	for _, c := range h {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	_, err := hex.DecodeString(h)
+	return len(h) == 64 && err == nil && strings.ToLower(h) == h
 }
 
 // verifyFile checks the export at path against t, which trusts too the
@@ -551,15 +547,6 @@ func inheritedFD(path string) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-func verifyLedger(ctx context.Context, g *invocation.Globals, opts ...ledger.VerifyOption) (*verify.Report, error) {
-	r, err := g.OpenRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return r.Ledger.Verify(ctx, append(opts, ledger.InSnapshot(r.Tx))...)
 }
 
 func printReport(w io.Writer, rep *verify.Report) {

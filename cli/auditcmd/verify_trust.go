@@ -94,20 +94,12 @@ func (o *verifyOptions) fromStore(t *replay.Trust) error {
 		} else if err != nil {
 			return events.Invalid("trust directory", head, "cannot be read: "+invocation.ErrText(err))
 		}
-		var ns []replay.NoteSource
 		for _, e := range checkpoint.SplitNotes(b) {
-			ns = append(ns, replay.NoteSource{Source: fmt.Sprintf("checkpoint %s:%d", head, e.Line), Note: e.Note})
-		}
-		if t.Witnesses == nil {
-			t.Witnesses = map[string]int{}
+			t.Checkpoints = append(t.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("checkpoint %s:%d", head, e.Line), Note: e.Note, Witness: head})
 		}
 		if len(ids) == 1 {
 			t.Witnesses[head] = 0
 		}
-		for i := range ns {
-			ns[i].Witness = head
-		}
-		t.Checkpoints = append(t.Checkpoints, ns...)
 	}
 	return nil
 }

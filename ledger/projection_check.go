@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,9 +185,15 @@ func (l *Ledger) unreadable(name string, r *store.Row) *verify.Problem {
 	return p
 }
 
-// checkFile judges one lock file against its table row.
+// checkFile judges one lock file against its table row, by what every
+// writer makes of it (interpret): a repair it would make, or a file of
+// another tool's, is what verify reports.
 func (l *Ledger) checkFile(name string, r *store.Row) (*verify.Problem, string, error) {
 	journal, err := l.files.ReadJournal(name)
+	var f lockfile.State
+	if err == nil && !journal.Exists {
+		f, err = l.files.Read(name)
+	}
 	if err != nil {
 		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
 	}
@@ -194,41 +201,23 @@ func (l *Ledger) checkFile(name string, r *store.Row) (*verify.Problem, string, 
 		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
 			name, l.files.JournalPath(name)), nil
 	}
-	f, err := l.files.Read(name)
-	if err != nil {
-		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
-	}
-	held := r != nil && r.Held
-	ours := func() bool {
-		if r == nil {
-			return false
-		}
-		if bytes.Equal(f.Data, r.File) {
-			return true
-		}
-		rec, err := ParseLockFile(f.Data)
-		return err == nil && rec.RequestID == r.RequestID
+	v, path := interpret(name, r, f, journal), l.files.Path(name)
+	problem := func(kind verify.Kind, format string, args ...any) (*verify.Problem, string, error) {
+		return &verify.Problem{Seq: r.UpdatedSeq, Kind: kind, Lock: name, Detail: fmt.Sprintf(format, args...)}, "", nil
 	}
 	switch {
-	case held && !f.Exists:
-		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileMissing, Lock: name, Detail: fmt.Sprintf(
-			"the ledger holds the lock (request %s) but %s is missing", r.RequestID, l.files.Path(name))}, "", nil
-	case held && bytes.Equal(f.Data, r.File):
-		return nil, "", nil
-	case held && ours():
-		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileDifferent, Lock: name, Detail: fmt.Sprintf(
-			"%s is request %s's but not the bytes the ledger wrote", l.files.Path(name), r.RequestID)}, "", nil
-	case held:
-		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindForeignAtHeld, Lock: name, Detail: fmt.Sprintf(
-			"the ledger holds the lock (request %s) but %s is %s", r.RequestID, l.files.Path(name), foreignSummary(f.Data))}, "", nil
-	case !f.Exists:
-		return nil, "", nil
-	case ours():
-		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileExtra, Lock: name, Detail: fmt.Sprintf(
-			"%s is request %s's, but the ledger released the lock", l.files.Path(name), r.RequestID)}, "", nil
+	case slices.Contains(v.repairs, repairPlace):
+		return problem(verify.KindLockFileMissing, "the ledger holds the lock (request %s) but %s is missing", r.RequestID, path)
+	case slices.Contains(v.repairs, repairReplace):
+		return problem(verify.KindLockFileDifferent, "%s is request %s's but not the bytes the ledger wrote", path, r.RequestID)
+	case v.interloper:
+		return problem(verify.KindForeignAtHeld, "the ledger holds the lock (request %s) but %s is %s", r.RequestID, path, foreignSummary(f.Data))
+	case slices.Contains(v.repairs, repairRemoveLeftover):
+		return problem(verify.KindLockFileExtra, "%s is request %s's, but the ledger released the lock", path, r.RequestID)
+	case v.holder != nil && v.holder.foreign:
+		return &verify.Problem{Kind: verify.KindForeign, Lock: name, Detail: fmt.Sprintf("%s is %s; left alone", path, foreignSummary(f.Data))}, "", nil
 	}
-	return &verify.Problem{Kind: verify.KindForeign, Lock: name, Detail: fmt.Sprintf(
-		"%s is %s; left alone", l.files.Path(name), foreignSummary(f.Data))}, "", nil
+	return nil, "", nil
 }
 
 func foreignSummary(data []byte) string {

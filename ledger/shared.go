@@ -154,7 +154,7 @@ func (w *writeTx) takeOverShared(req AcquireRequest, p takeover, over []taken) (
 		outcome, err := w.heldByNewFile(req, err)
 		return nil, outcome, err
 	}
-	w.setJournal(j)
+	w.addJournal("", j)
 	if err := w.placeTargets(h, nil); err != nil {
 		return nil, nil, err
 	}

@@ -129,7 +129,7 @@ func (w *writeTx) placeFiles(h, prev *holding) error {
 	if err != nil {
 		return err
 	}
-	w.setJournal(j)
+	w.addJournal("", j)
 	return w.placeTargets(h, prev)
 }
 

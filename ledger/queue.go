@@ -219,15 +219,13 @@ func (w *writeTx) queueFields(req AcquireRequest, p *events.Blocked, own *Waiter
 // would wake every waiter each time); followers of the log wake all the
 // same.
 func (w *writeTx) wakes() string {
-	for _, ev := range w.written {
-		if b, ok := ev.Payload.(*events.Blocked); !ok || b.Until == "" {
-			return w.v.name
-		}
+	if len(w.written) > 0 && !slices.ContainsFunc(w.written, func(ev *events.Event) bool {
+		b, ok := ev.Payload.(*events.Blocked)
+		return !ok || b.Until == ""
+	}) {
+		return ""
 	}
-	if len(w.written) == 0 {
-		return w.v.name
-	}
-	return ""
+	return w.v.name
 }
 
 // peekQueued answers a queued waiter's attempt at a lock that is free (or

@@ -203,12 +203,7 @@ func killJobs(chain []supersededJob, watch *proc.Watch) map[string][]int {
 	until := time.Now().Add(proc.KillSettle)
 	for {
 		live := watch.Look()
-		var up []supersededJob
-		for _, j := range chain {
-			if runnerRunning(j.runner, j.start) {
-				up = append(up, j)
-			}
-		}
+		up := slices.DeleteFunc(slices.Clone(chain), func(j supersededJob) bool { return !runnerRunning(j.runner, j.start) })
 		if (len(up) == 0 && len(live) == 0) || time.Now().After(until) {
 			break
 		}

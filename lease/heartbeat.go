@@ -31,22 +31,12 @@ func (s *Lease) letGo() time.Time { return s.deadline().Add(s.margin / 2) }
 func (s *Lease) watch(ctx context.Context) {
 	defer s.wg.Done()
 	for {
-		fired, stop := s.clock.Timer(s.deadline().Sub(s.clock.Now()))
-		select {
-		case <-ctx.Done():
-			stop()
+		if !sleep(ctx, s, s.deadline().Sub(s.clock.Now()), s.renewed) {
 			return
-		case <-s.lost:
-			stop()
-			return
-		case <-s.renewed:
-			stop()
-			continue
-		case <-fired:
 		}
 		s.dmu.Lock()
 		if s.clock.Now().Before(s.lastOK.Add(s.ttl - s.margin)) {
-			s.dmu.Unlock() // renewed just now
+			s.dmu.Unlock() // renewed meanwhile
 			continue
 		}
 		cause := &DeadlineError{Lock: s.acq.Lock, RequestID: s.acq.RequestID, LastOK: s.lastOK, TTL: s.ttl, Margin: s.margin,
@@ -66,6 +56,22 @@ func (s *Lease) watch(ctx context.Context) {
 	}
 }
 
+// sleep waits d on s's clock, or until wake receives; it reports false
+// when the lease is stopped (ctx) or lost first.
+func sleep[T any](ctx context.Context, s *Lease, d time.Duration, wake <-chan T) bool {
+	fired, stop := s.clock.Timer(d)
+	defer stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-s.lost:
+		return false
+	case <-wake:
+	case <-fired:
+	}
+	return true
+}
+
 // heartbeat renews the lock every interval (sooner after a failure, at
 // once when poked) until the lease is stopped or lost.
 func (s *Lease) heartbeat(ctx context.Context) {
@@ -76,17 +82,8 @@ func (s *Lease) heartbeat(ctx context.Context) {
 	next := s.interval
 	defer func() { s.recordEnded(ctx, failures) }()
 	for {
-		fired, stop := s.clock.Timer(next)
-		select {
-		case <-ctx.Done():
-			stop()
+		if !sleep(ctx, s, next, s.poke) {
 			return
-		case <-s.lost:
-			stop()
-			return
-		case <-fired:
-		case <-s.poke:
-			stop()
 		}
 		// A call still unanswered at the deadline is abandoned: the lease
 		// is lost then anyway.

@@ -186,10 +186,7 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 	deadline := s.clock.Now().Add(max(s.ttl, 3*s.l.BusyTimeout()))
 	var expired *DeadlineError
 	if errors.As(s.Err(), &expired) {
-		s.dmu.Lock()
-		traced := s.traced
-		s.dmu.Unlock()
-		if !traced {
+		if s.UnrecordedLoss() != nil {
 			return s.Err()
 		}
 		deadline = s.letGo()
@@ -213,13 +210,13 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		if err == nil {
 			return s.Err() // nil unless lost at the deadline
 		}
-		if expired != nil && (!ledger.IsTransient(err) || s.clock.Now().After(deadline) || ctx.Err() != nil) {
-			// The loss is what the caller must hear; the ledger lets the
-			// lock go by its TTL, or someone has taken it meanwhile.
-			log.Warn("could not release the lock lost at its deadline", "lock", s.acq.Lock, "err", err)
-			return s.Err()
-		}
 		if !ledger.IsTransient(err) || s.clock.Now().After(deadline) || ctx.Err() != nil {
+			if expired != nil {
+				// The loss is what the caller must hear; the ledger lets the
+				// lock go by its TTL, or someone has taken it meanwhile.
+				log.Warn("could not release the lock lost at its deadline", "lock", s.acq.Lock, "err", err)
+				return s.Err()
+			}
 			if !ledger.IsTransient(err) {
 				err = s.whoEnded(ctx, err)
 				s.markLost(err)

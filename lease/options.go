@@ -62,11 +62,20 @@ func WithSupersede() Option {
 // (AcquireRequest.Force) may act on TERM before it is killed (default
 // DefaultTakeOverGrace; see StopTakenOver).
 func WithKillGrace(d time.Duration) Option {
+	return duration("kill grace", d, false, func(c *config) { c.grace = d })
+}
+
+// duration is the option that sets a duration named field with set, once
+// it is checked not to be negative (or, with positive, to be positive).
+func duration(field string, d time.Duration, positive bool, set func(*config)) Option {
 	return func(c *config) error {
-		if d < 0 {
-			return events.Invalid("kill grace", d.String(), "must not be negative")
+		switch {
+		case positive && d <= 0:
+			return events.Invalid(field, d.String(), "must be positive")
+		case d < 0:
+			return events.Invalid(field, d.String(), "must not be negative")
 		}
-		c.grace = d
+		set(c)
 		return nil
 	}
 }
@@ -74,13 +83,7 @@ func WithKillGrace(d time.Duration) Option {
 // WithWait keeps trying while the lock is held, for at most d. Without it,
 // a context deadline is the limit; without either, one attempt is made.
 func WithWait(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return events.Invalid("wait", d.String(), "must not be negative")
-		}
-		c.wait = d
-		return nil
-	}
+	return duration("wait", d, false, func(c *config) { c.wait = d })
 }
 
 // WithWaitObserver hears about each blocked attempt while waiting.
@@ -118,13 +121,7 @@ func WithChecks(ch <-chan os.Signal) Option {
 
 // WithHeartbeatInterval overrides min(ttl/3, 30s); it must be below the TTL.
 func WithHeartbeatInterval(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return events.Invalid("heartbeat interval", d.String(), "must be positive")
-		}
-		c.interval = d
-		return nil
-	}
+	return duration("heartbeat interval", d, true, func(c *config) { c.interval = d })
 }
 
 // WithLossMargin sets how long before the TTL runs out (counted from the
@@ -133,13 +130,7 @@ func WithHeartbeatInterval(d time.Duration) Option {
 // heartbeat interval plus the margin must be shorter than the TTL, or no
 // heartbeat could succeed in time.
 func WithLossMargin(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return events.Invalid("loss margin", d.String(), "must be positive")
-		}
-		c.margin = d
-		return nil
-	}
+	return duration("loss margin", d, true, func(c *config) { c.margin = d })
 }
 
 // newConfig applies opts, checks req (its TTL defaulted to DefaultTTL)

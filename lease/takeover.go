@@ -73,6 +73,9 @@ func StopTakenOver(ctx context.Context, l *ledger.Ledger, a *ledger.Acquisition,
 		return out
 	}
 	out.Action = events.JobTerminated
+	if st.RunnerKilled || st.Killed {
+		out.Action = events.JobKilled
+	}
 	var note string
 	switch {
 	case st.RunnerKilled && len(st.PIDs) == 0:
@@ -82,11 +85,7 @@ func StopTakenOver(ctx context.Context, l *ledger.Ledger, a *ledger.Acquisition,
 	default:
 		note = "the stale holder's job, left without its run, was stopped (TERM, CONT) before the new holder started"
 	}
-	if st.RunnerKilled {
-		out.Action = events.JobKilled
-	}
 	if st.Killed {
-		out.Action = events.JobKilled
 		note += fmt.Sprintf("; still running %s after TERM, the job was killed", grace)
 	}
 	if st.RunnerLeft {

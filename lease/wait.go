@@ -113,12 +113,9 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 		if watch == nil {
 			watch = l.Watch(req.Lock)
 		}
-		sleep := retry.Next()
-		if remain := time.Until(deadline); sleep > remain {
-			sleep = remain
-		}
-		if due := time.Until(renewAt); due > 0 && sleep > due {
-			sleep = due
+		sleep := min(retry.Next(), time.Until(deadline))
+		if due := time.Until(renewAt); due > 0 {
+			sleep = min(sleep, due)
 		}
 		watch.Wait(ctx, sleep)
 	}

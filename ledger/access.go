@@ -58,7 +58,7 @@ func (l *Ledger) Prune(ctx context.Context, id Identity, a *archive.Checked, fil
 	if l.signing.signer == nil {
 		return 0, fmt.Errorf("ledger: prune: %w: a prune removes events only with a signature verify can check", ErrNoSigner)
 	}
-	return l.appendSigned(ctx, events.LedgerPruned, id, func(q store.PreparedTx, next int64) (any, error) {
+	return l.appendEvent(ctx, events.LedgerPruned, id, signMust, func(q store.PreparedTx, next int64) (any, error) {
 		p, err := archive.Plan(a, l.id, file)(ctx, q, next)
 		if err == nil {
 			err = l.coveredKept(ctx, q, a)
@@ -100,28 +100,23 @@ func (l *Ledger) coveredKept(ctx context.Context, q store.Querier, a *archive.Ch
 		}
 		heads = append(heads, head{fmt.Sprintf("witness %s's cosignature (row %d)", c.Witness, c.ID), s.Size, s.Root})
 	}
-	covered := false
+	var first *head // the first head that covers the archive's events
 	for _, h := range heads {
 		if h.size < a.FirstSeq {
 			continue
 		}
-		covered = true
+		if first == nil {
+			first = &h
+		}
 		if err := a.InLogOf(ctx, q, h.size, h.root); err != nil {
 			return &archive.CoveredError{By: h.by, Size: h.size, Err: err}
 		}
 	}
-	if !covered {
+	if first == nil {
 		return nil
 	}
 	if err := a.Kept(); err != nil {
-		h := heads[0]
-		for _, x := range heads {
-			if x.size >= a.FirstSeq {
-				h = x
-				break
-			}
-		}
-		return &archive.CoveredError{By: h.by, Size: h.size, Err: err}
+		return &archive.CoveredError{By: first.by, Size: first.size, Err: err}
 	}
 	return nil
 }
@@ -134,15 +129,7 @@ func (l *Ledger) Unprune(ctx context.Context, id Identity,
 	if l.signing.signer == nil {
 		return 0, fmt.Errorf("ledger: unprune: %w: an unprune rewrites the live log only with a signature verify can check", ErrNoSigner)
 	}
-	return l.appendSigned(ctx, events.LedgerUnpruned, id, func(q store.PreparedTx, next int64) (any, error) { return restore(ctx, q, next) })
-}
-
-// appendSigned appends one ledger-wide event, whose payload before gives
-// (and may write first) in the event's own transaction, in a write that
-// stores a signed checkpoint of the log through the event, or fails.
-func (l *Ledger) appendSigned(ctx context.Context, typ events.Type, id Identity,
-	before func(q store.PreparedTx, next int64) (any, error)) (int64, error) {
-	return l.appendEvent(ctx, typ, id, signMust, before)
+	return l.appendEvent(ctx, events.LedgerUnpruned, id, signMust, func(q store.PreparedTx, next int64) (any, error) { return restore(ctx, q, next) })
 }
 
 // signRule is what a ledger-wide event's write signs.
@@ -154,6 +141,9 @@ const (
 	signNever                 // nothing: the log is damaged, and no checkpoint or kept head may vouch for it
 )
 
+// appendEvent appends one ledger-wide event, whose payload before gives
+// (and may write first) in the event's own transaction, in a write that
+// signs by rule.
 func (l *Ledger) appendEvent(ctx context.Context, typ events.Type, id Identity, rule signRule,
 	before func(q store.PreparedTx, next int64) (any, error)) (int64, error) {
 	var seq int64

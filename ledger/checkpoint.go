@@ -167,30 +167,26 @@ func (l *Ledger) dueCheckpoint(ctx context.Context, q store.PreparedTx, seq int6
 		return nil, nil
 	}
 	size, note, err := store.LastCheckpointNote(ctx, q)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	t, own := l.ownCheckpoint(note, size, seq)
+	due := err != nil || !own || size != seq && (seq-size >= l.signing.every || now.Sub(t) >= l.signing.interval)
+	if due {
+		// Only appends where this writer is no registered signer: a stored
+		// checkpoint would carry a promise this host, idle while others
+		// write, could not keep.
+		if due, err = l.registeredSigner(ctx, q, seq, now); err != nil {
+			return nil, err
+		}
+	}
 	switch {
-	case err == nil:
-		if t, ok := l.ownCheckpoint(note, size, seq); ok && (size == seq || (seq-size < l.signing.every && now.Sub(t) < l.signing.interval)) {
-			if l.signing.heads.Dir == "" {
-				return nil, nil
-			}
-			return l.signCheckpoint(ctx, q, seq, now, false, false) // the head alone
-		}
-	case !errors.Is(err, sql.ErrNoRows):
-		return nil, err
+	case due:
+		return l.signCheckpoint(ctx, q, seq, now, true, true)
+	case l.signing.heads.Dir == "":
+		return nil, nil
 	}
-	promise, err := l.registeredSigner(ctx, q, seq, now)
-	if err != nil {
-		return nil, err
-	}
-	if !promise {
-		// Only appends: a stored checkpoint would carry a promise this
-		// host, idle while others write, could not keep.
-		if l.signing.heads.Dir == "" {
-			return nil, nil
-		}
-		return l.signCheckpoint(ctx, q, seq, now, false, false)
-	}
-	return l.signCheckpoint(ctx, q, seq, now, true, true)
+	return l.signCheckpoint(ctx, q, seq, now, false, false) // the head alone
 }
 
 // signCheckpoint signs and stores a checkpoint of the first seq events,
@@ -211,13 +207,13 @@ func (l *Ledger) signCheckpoint(ctx context.Context, q store.PreparedTx, seq int
 	if err != nil {
 		return nil, fmt.Errorf("ledger: checkpoint: sign: %w", err)
 	}
-	if !row {
-		return &Checkpointed{Size: seq, Root: root, Key: l.signing.signer.Name(), Time: now, Note: string(msg), Witnesses: []string{}, headOnly: true}, nil
+	cp := &Checkpointed{Size: seq, Root: root, Key: l.signing.signer.Name(), Time: now, Note: string(msg), Witnesses: []string{}, headOnly: !row}
+	if row {
+		if err := store.InsertCheckpoint(ctx, q, seq, root.String(), cp.Note, cp.Key, events.FormatTime(now)); err != nil {
+			return nil, fmt.Errorf("ledger: checkpoint: store: %w", err)
+		}
 	}
-	if err := store.InsertCheckpoint(ctx, q, seq, root.String(), string(msg), l.signing.signer.Name(), events.FormatTime(now)); err != nil {
-		return nil, fmt.Errorf("ledger: checkpoint: store: %w", err)
-	}
-	return &Checkpointed{Size: seq, Root: root, Key: l.signing.signer.Name(), Time: now, Note: string(msg), Witnesses: []string{}}, nil
+	return cp, nil
 }
 
 // extendingTree is the root of the tree of ledger id's first size events
@@ -268,12 +264,14 @@ func notExtended(err error) bool {
 // publish keeps a stored checkpoint's head and hands it to the witnesses
 // (afterCommit), with the writer mutex let go.
 func (l *Ledger) publish(ctx context.Context, cp *Checkpointed) error {
-	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
 	herr := l.keepHead(cp)
 	return errors.Join(herr, l.afterCommit(ctx, cp, false))
 }
 
+// keepHead remembers cp as signed by this process and keeps its head
+// (WithHeads).
 func (l *Ledger) keepHead(cp *Checkpointed) error {
+	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
 	where, err := l.heads().Store(l.id, cp.Size, cp.Note, checkpoint.VerifierOf(l.signing.signer))
 	if where != "" {
 		cp.Witnesses = append(cp.Witnesses, where)
@@ -290,7 +288,6 @@ func (l *Ledger) publishQuietly(ctx context.Context, cp *Checkpointed) {
 	if cp == nil {
 		return
 	}
-	l.signing.signed.Remember(checkpoint.Checkpoint{Origin: checkpoint.Origin(l.id), Size: cp.Size, Root: cp.Root, Time: cp.Time})
 	if err := l.keepHead(cp); err != nil {
 		// The write committed, and its head was checked keepable before
 		// (trust.Heads.Earlier): what failed here is passing (another

@@ -152,10 +152,17 @@ func decideExclusive(req AcquireRequest, p takeover, f facts, now time.Time) dec
 		}
 		return decision{verdict: grant}
 	}
+	return overExclusive(req, p, x, now, f.queuedAhead)
+}
+
+// overExclusive decides req's take-over of the exclusive holder x (held,
+// stale or dead), for an exclusive or a shared req; queuedAhead: another
+// waiter is first in line for a dead holder's lock.
+func overExclusive(req AcquireRequest, p takeover, x *judged, now time.Time, queuedAhead bool) decision {
 	var reason string
 	switch x.state {
 	case events.StateDead:
-		if f.queuedAhead && p.steal == nil {
+		if queuedAhead && p.steal == nil {
 			return decision{verdict: queued}
 		}
 		reason = events.ReasonHolderDead
@@ -166,14 +173,14 @@ func decideExclusive(req AcquireRequest, p takeover, f facts, now time.Time) dec
 		reason = events.ReasonStaleForced
 	default:
 		switch {
-		case p.supersedes():
+		case p.supersedes() && !req.isShared():
 			reason = events.ReasonSuperseded
 		case p.forced():
 			reason = events.ReasonForcedActive
 		default:
 			held := &HeldError{Lock: req.Lock, Holder: x.h.rec, Foreign: x.h.foreign, Corrupt: x.h.corrupt, Waited: req.Waited,
 				JobPIDs: x.job, SameRequest: sameRequest(x.h, req.Identity)}
-			if p.steal != nil {
+			if p.steal != nil && !req.isShared() {
 				held = &HeldError{Lock: req.Lock, Holder: x.h.rec, Foreign: x.h.foreign, Corrupt: x.h.corrupt}
 			}
 			return activeRefusal(x, held, "the holder is", "take it anyway with steal --active")
@@ -226,25 +233,7 @@ func decideShared(req AcquireRequest, p takeover, f facts, now time.Time) decisi
 			return decision{verdict: refuse, holder: x, state: events.StateHeld, err: &HeldError{Lock: req.Lock,
 				Holder: x.h.rec, Foreign: x.h.foreign, Corrupt: x.h.corrupt, Waited: req.Waited}}
 		}
-		reason := ""
-		switch {
-		case x.state == events.StateDead:
-			reason = events.ReasonHolderDead
-		case x.state == events.StateStale && p.stale(req):
-			reason = events.ReasonStaleForced
-		case x.state == events.StateHeld && p.forced():
-			reason = events.ReasonForcedActive
-		case x.state == events.StateStale:
-			return staleRefusal(req, x, now, 0)
-		default:
-			held := &HeldError{Lock: req.Lock, Holder: x.h.rec, Foreign: x.h.foreign, Corrupt: x.h.corrupt, Waited: req.Waited,
-				JobPIDs: x.job, SameRequest: sameRequest(x.h, req.Identity)}
-			return activeRefusal(x, held, "the holder is", "take it anyway with steal --active")
-		}
-		if x.h.foreign && reason != events.ReasonForcedActive {
-			reason = events.ReasonForeignLock
-		}
-		return takeOne(x, reason)
+		return overExclusive(req, p, x, now, false)
 	}
 	for i := range f.shared {
 		s := &f.shared[i]

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 
 	"github.com/lockledger/lockledger/events"
@@ -82,7 +83,7 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 			if err != nil {
 				return nil, err
 			}
-			w.setJournal(j)
+			w.addJournal("", j)
 		}
 		if err := w.reconcileTargets(nil, false); err != nil {
 			return nil, err
@@ -114,19 +115,13 @@ func (l *Ledger) RecordLossOf(ctx context.Context, lock string, by Identity, hol
 	if err != nil {
 		return err
 	}
-	if cause == "" {
-		cause = "unknown error"
-	}
-	if len(cause) > 4096 {
-		cause = cause[:4096]
-	}
 	owner := Identity{RequestID: holder.RequestID, Actor: holder.Actor, PID: holder.PID}
 	if owner.Actor == "" {
 		owner.Actor = by.Actor
 	}
 	return l.write(ctx, lock, func(w *writeTx) (error, error) {
 		_, err := w.append(events.HeartbeatFailed, owner, &events.HeartbeatFailedPayload{
-			ConsecutiveFailures: max(failures, 1), Error: cause, LockLost: true,
+			ConsecutiveFailures: max(failures, 1), Error: failureCause(cause), LockLost: true,
 			RecordedBy: &events.Caller{Actor: by.Actor, HostID: l.host.ID, PID: by.PID}})
 		return nil, err
 	})
@@ -135,15 +130,14 @@ func (l *Ledger) RecordLossOf(ctx context.Context, lock string, by Identity, hol
 // RecordHeartbeatFailure appends heartbeat_failed for a holder whose
 // heartbeats keep failing (or who found its lock lost).
 func (l *Ledger) RecordHeartbeatFailure(ctx context.Context, lock string, id Identity, consecutive int, cause string, lost bool) error {
-	if cause == "" {
-		cause = "unknown error"
-	}
-	if len(cause) > 4096 {
-		cause = cause[:4096]
-	}
 	return l.write(ctx, lock, func(w *writeTx) (error, error) {
 		_, err := w.append(events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
-			ConsecutiveFailures: consecutive, Error: cause, LockLost: lost})
+			ConsecutiveFailures: consecutive, Error: failureCause(cause), LockLost: lost})
 		return nil, err
 	})
+}
+
+// failureCause is heartbeat_failed's error text: cause, at most 4096 bytes.
+func failureCause(cause string) string {
+	return cmp.Or(cause[:min(len(cause), 4096)], "unknown error")
 }

@@ -80,7 +80,7 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 	// The trust store pins the ledger imported, never the empty one it
 	// replaced (which would refuse every later write at the root).
 	if l.trust != nil {
-		if err := l.pinTrust(); err != nil {
+		if err := l.checkTrust(store.PinCheck); err != nil {
 			return rep, fmt.Errorf("ledger: import into %s: %w", l.where(), err)
 		}
 	}

@@ -11,6 +11,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -230,24 +231,12 @@ func (l *Ledger) loadID(ctx context.Context, newLedger func() error) error {
 func (l *Ledger) Close() error {
 	l.stopPublishing()
 	l.waitPublishing()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil
-	}
-	l.closed = true
-	defer l.files.Close()
-	if l.stmts != nil {
-		l.stmts.Close()
-	}
-	store.KeepPin(l.store, l.files, l.id, l.pinned, l.log)
-	err := l.store.Close()
-	if l.flock != nil {
-		if cerr := l.flock.Close(); err == nil {
-			err = cerr
+	return l.shut(func() error {
+		if l.stmts != nil {
+			l.stmts.Close()
 		}
-	}
-	return err
+		return l.store.Close()
+	})
 }
 
 // Detach is Close for a process that is about to exit. It releases the
@@ -260,6 +249,12 @@ func (l *Ledger) Close() error {
 // publishing worker is waited for first, as by Close.
 func (l *Ledger) Detach() error {
 	l.stopPublishing()
+	return l.shut(func() error { return l.store.Detach() })
+}
+
+// shut keeps the root's pin, lets the database go (closeStore), then the
+// root's files and the writer mutex file; once.
+func (l *Ledger) shut(closeStore func() error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -268,11 +263,9 @@ func (l *Ledger) Detach() error {
 	l.closed = true
 	defer l.files.Close()
 	store.KeepPin(l.store, l.files, l.id, l.pinned, l.log)
-	err := l.store.Detach()
+	err := closeStore()
 	if l.flock != nil {
-		if cerr := l.flock.Close(); err == nil {
-			err = cerr
-		}
+		err = cmp.Or(err, l.flock.Close())
 	}
 	return err
 }

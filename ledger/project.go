@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -220,58 +221,57 @@ func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (ma
 	if err != nil {
 		return nil, err
 	}
-	table := map[string]*store.Row{}
-	for _, r := range old {
-		table[r.Name] = r
-	}
+	wants := lockRows(st)
 	rebuilt := map[string]*store.Row{}
-	for _, lk := range st.Locks() {
-		want := lk.StoreRow()
-		if want == nil {
-			continue
-		}
-		rebuilt[lk.Name] = want
+	for _, want := range wants {
+		rebuilt[want.Name] = want
 		if want.Held {
 			p.rep.Held++
 		}
-		got := table[lk.Name]
-		delete(table, lk.Name)
-		var ch *ProjectChange
+	}
+	var gone []*store.Row
+	for _, d := range drifts(wants, old, func(r *store.Row) string { return r.Name }) {
+		want, got := d.want, d.got
+		var ch ProjectChange
 		var words string
 		switch {
+		case want == nil:
+			gone = append(gone, got)
+			continue
 		case got == nil:
-			ch = &ProjectChange{Lock: lk.Name, Action: "inserted", Detail: store.DescribeRow(want)}
+			ch = ProjectChange{Lock: want.Name, Action: "inserted", Detail: store.DescribeRow(want)}
 			words = "locks row inserted: " + store.DescribeRow(want)
 		default:
-			if d := want.Diff(got); len(d) > 0 {
-				ch = &ProjectChange{Lock: lk.Name, Action: "updated", Detail: "columns " + strings.Join(d, ", ")}
-				words = fmt.Sprintf("locks row: %s -> %s (columns %s)", rowHolder(got), rowHolder(want), strings.Join(d, ", "))
-				if rowHolder(got) == rowHolder(want) {
-					words = fmt.Sprintf("locks row rewritten: columns %s (%s)", strings.Join(d, ", "), rowHolder(want))
-				}
+			ch = ProjectChange{Lock: want.Name, Action: "updated", Detail: "columns " + strings.Join(d.diff, ", ")}
+			words = fmt.Sprintf("locks row: %s -> %s (columns %s)", rowHolder(got), rowHolder(want), strings.Join(d.diff, ", "))
+			if rowHolder(got) == rowHolder(want) {
+				words = fmt.Sprintf("locks row rewritten: columns %s (%s)", strings.Join(d.diff, ", "), rowHolder(want))
 			}
-		}
-		if ch == nil {
-			continue
 		}
 		if err := store.SaveRow(ctx, tx, want); err != nil {
 			return nil, err
 		}
-		p.rep.Rows = append(p.rep.Rows, *ch)
-		p.plan(lk.Name).changes = append(p.plan(lk.Name).changes, words)
+		p.change(ch, words)
 	}
-	for _, name := range sortedKeys(table) {
-		if err := store.DeleteRow(ctx, tx, name); err != nil {
+	slices.SortFunc(gone, func(a, b *store.Row) int { return strings.Compare(a.Name, b.Name) })
+	for _, got := range gone {
+		if err := store.DeleteRow(ctx, tx, got.Name); err != nil {
 			return nil, err
 		}
-		p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: name, Action: "deleted", Detail: "no event gave the ledger this lock"})
-		p.plan(name).changes = append(p.plan(name).changes,
-			fmt.Sprintf("locks row deleted: it said %s, but no event gave the ledger this lock", store.DescribeRow(table[name])))
+		p.change(ProjectChange{Lock: got.Name, Action: "deleted", Detail: "no event gave the ledger this lock"},
+			fmt.Sprintf("locks row deleted: it said %s, but no event gave the ledger this lock", store.DescribeRow(got)))
 	}
 	if err := p.holderRows(ctx, tx, st); err != nil {
 		return nil, err
 	}
 	return rebuilt, nil
+}
+
+// change adds ch to the report's row changes, and words to its lock's
+// lock_projected.
+func (p *projection) change(ch ProjectChange, words string) {
+	p.rep.Rows = append(p.rep.Rows, ch)
+	p.plan(ch.Lock).changes = append(p.plan(ch.Lock).changes, words)
 }
 
 // holderRows rebuilds lock_holders from st's holders, exclusive and shared.
@@ -280,35 +280,25 @@ func (p *projection) holderRows(ctx context.Context, tx *sql.Tx, st *replay.Stat
 	if err != nil {
 		return err
 	}
-	table := holderTable(old)
-	for _, want := range replayHolders(st) {
-		key := sharedKey{want.Name, want.RequestID}
-		got := table[key]
-		delete(table, key)
-		if got != nil && len(want.Diff(got)) == 0 {
+	for _, d := range drifts(replayHolders(st), old, holderKey) {
+		if r := d.got; d.want == nil {
+			if err := store.DeleteHolder(ctx, tx, r.Name, r.RequestID); err != nil {
+				return err
+			}
+			p.change(ProjectChange{Lock: r.Name, Action: "deleted", Detail: holderWords(r) + " " + r.RequestID + ": no event gives it the lock"},
+				fmt.Sprintf("lock_holders row deleted: %s %s, whom no event gives the lock", holderWords(r), r.RequestID))
 			continue
 		}
+		want := d.want
 		if err := store.SaveHolder(ctx, tx, want); err != nil {
 			return err
 		}
 		action := "inserted"
-		if got != nil {
+		if d.got != nil {
 			action = "updated"
 		}
-		p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: want.Name, Action: action, Detail: holderWords(want) + " " + want.RequestID})
-		p.plan(want.Name).changes = append(p.plan(want.Name).changes, fmt.Sprintf("lock_holders row %s: %s %s", action, holderWords(want), want.RequestID))
-	}
-	for _, r := range old {
-		if table[sharedKey{r.Name, r.RequestID}] == nil {
-			continue
-		}
-		if err := store.DeleteHolder(ctx, tx, r.Name, r.RequestID); err != nil {
-			return err
-		}
-		p.rep.Rows = append(p.rep.Rows, ProjectChange{Lock: r.Name, Action: "deleted",
-			Detail: holderWords(r) + " " + r.RequestID + ": no event gives it the lock"})
-		p.plan(r.Name).changes = append(p.plan(r.Name).changes,
-			fmt.Sprintf("lock_holders row deleted: %s %s, whom no event gives the lock", holderWords(r), r.RequestID))
+		p.change(ProjectChange{Lock: want.Name, Action: action, Detail: holderWords(want) + " " + want.RequestID},
+			fmt.Sprintf("lock_holders row %s: %s %s", action, holderWords(want), want.RequestID))
 	}
 	return nil
 }

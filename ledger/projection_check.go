@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,10 +40,6 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 	if err != nil {
 		return rep.ReadFailure(ctx, "the locks table", err)
 	}
-	table := map[string]*store.Row{}
-	for _, r := range rows {
-		table[r.Name] = r
-	}
 	if p := truncation(rows, st.Seq); p != nil {
 		rep.Add(*p)
 	}
@@ -51,38 +48,83 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 			"%s is ledger %s, but this root's %s records ledger %s: the database was replaced by another ledger's",
 			filepath.Join(l.root, DBFile), l.id, WriterMux, termtext.Clip(marker, 64))})
 	}
-	for _, lk := range st.Locks() {
-		want := lk.StoreRow()
-		got := table[lk.Name]
-		switch {
-		case want == nil && got == nil:
-			continue
-		case want == nil:
-			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+	for _, d := range drifts(lockRows(st), rows, func(r *store.Row) string { return r.Name }) {
+		switch want, got := d.want, d.got; {
+		case want == nil && st.Lock(got.Name) != nil:
+			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: got.Name, Detail: fmt.Sprintf(
 				"the locks table says %s, but no event ever gave the ledger this lock", store.DescribeRow(got))})
+		case want == nil:
+			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: got.Name, Detail: fmt.Sprintf(
+				"the locks table says %s, but no event names this lock", store.DescribeRow(got))})
 		case got == nil:
-			rep.Add(verify.Problem{Seq: want.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
+			rep.Add(verify.Problem{Seq: want.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
 				"replay says %s, but the locks table has no row", store.DescribeRow(want))})
 		default:
 			// Held or free, a lock's row keeps its last exclusive holding's
 			// file: the fencing token, and the request a leftover lock file
 			// of the ledger's is told by. Who holds it is checkHolders'.
-			if d := want.Diff(got); len(d) > 0 {
-				rep.Add(verify.Problem{Seq: want.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: lk.Name, Detail: fmt.Sprintf(
-					"the locks table differs from replay in %s", strings.Join(d, ", "))})
-			}
+			rep.Add(verify.Problem{Seq: want.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
+				"the locks table differs from replay in %s", strings.Join(d.diff, ", "))})
 		}
-		delete(table, lk.Name)
-	}
-	for _, name := range sortedKeys(table) {
-		got := table[name]
-		rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: name, Detail: fmt.Sprintf(
-			"the locks table says %s, but no event names this lock", store.DescribeRow(got))})
 	}
 	if err := checkHolders(ctx, q, st, rep); err != nil {
 		return err
 	}
 	return l.checkFiles(ctx, rows, rep)
+}
+
+// tableRow is a row of a projection table: the locks table's, or
+// lock_holders'.
+type tableRow[R any] interface {
+	comparable
+	Diff(R) []string
+}
+
+// drift is a row of a projection table (got) against the row replay makes
+// of it (want): want nil, a row replay makes none of; got nil, a row
+// missing; else diff, the columns that differ.
+type drift[R any] struct {
+	want, got R
+	diff      []string
+}
+
+// drifts walks the rows replay makes (wants) against a table's rows
+// (gots), matched by key: every want whose row is missing or differs, in
+// wants' order, then every row no want matches, in gots' order. The
+// projection writer (project) and its checker (verify) both take this walk.
+func drifts[R tableRow[R], K comparable](wants, gots []R, key func(R) K) (out []drift[R]) {
+	table := map[K]R{}
+	for _, g := range gots {
+		table[key(g)] = g
+	}
+	for _, w := range wants {
+		g, ok := table[key(w)]
+		delete(table, key(w))
+		var d []string
+		if ok {
+			d = w.Diff(g)
+		}
+		if !ok || len(d) > 0 {
+			out = append(out, drift[R]{want: w, got: g, diff: d})
+		}
+	}
+	for _, g := range gots {
+		if _, ok := table[key(g)]; ok {
+			out = append(out, drift[R]{got: g})
+		}
+	}
+	return out
+}
+
+// lockRows are the locks rows st's locks make, by lock name.
+func lockRows(st *replay.State) []*store.Row {
+	var out []*store.Row
+	for _, lk := range st.Locks() {
+		if r := lk.StoreRow(); r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // truncation reports a tail of the log that is gone, as the locks table
@@ -184,9 +226,15 @@ func (l *Ledger) unreadable(name string, r *store.Row) *verify.Problem {
 	return p
 }
 
-// checkFile judges one lock file against its table row.
+// checkFile judges one lock file against its table row, by what every
+// writer makes of it (interpret): a repair it would make, or a file of
+// another tool's, is what verify reports.
 func (l *Ledger) checkFile(name string, r *store.Row) (*verify.Problem, string, error) {
 	journal, err := l.files.ReadJournal(name)
+	var f lockfile.State
+	if err == nil && !journal.Exists {
+		f, err = l.files.Read(name)
+	}
 	if err != nil {
 		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
 	}
@@ -194,41 +242,23 @@ func (l *Ledger) checkFile(name string, r *store.Row) (*verify.Problem, string, 
 		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
 			name, l.files.JournalPath(name)), nil
 	}
-	f, err := l.files.Read(name)
-	if err != nil {
-		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
-	}
-	held := r != nil && r.Held
-	ours := func() bool {
-		if r == nil {
-			return false
-		}
-		if bytes.Equal(f.Data, r.File) {
-			return true
-		}
-		rec, err := ParseLockFile(f.Data)
-		return err == nil && rec.RequestID == r.RequestID
+	v, path := interpret(name, r, f, journal), l.files.Path(name)
+	problem := func(kind verify.Kind, format string, args ...any) (*verify.Problem, string, error) {
+		return &verify.Problem{Seq: r.UpdatedSeq, Kind: kind, Lock: name, Detail: fmt.Sprintf(format, args...)}, "", nil
 	}
 	switch {
-	case held && !f.Exists:
-		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileMissing, Lock: name, Detail: fmt.Sprintf(
-			"the ledger holds the lock (request %s) but %s is missing", r.RequestID, l.files.Path(name))}, "", nil
-	case held && bytes.Equal(f.Data, r.File):
-		return nil, "", nil
-	case held && ours():
-		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileDifferent, Lock: name, Detail: fmt.Sprintf(
-			"%s is request %s's but not the bytes the ledger wrote", l.files.Path(name), r.RequestID)}, "", nil
-	case held:
-		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindForeignAtHeld, Lock: name, Detail: fmt.Sprintf(
-			"the ledger holds the lock (request %s) but %s is %s", r.RequestID, l.files.Path(name), foreignSummary(f.Data))}, "", nil
-	case !f.Exists:
-		return nil, "", nil
-	case ours():
-		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileExtra, Lock: name, Detail: fmt.Sprintf(
-			"%s is request %s's, but the ledger released the lock", l.files.Path(name), r.RequestID)}, "", nil
+	case slices.Contains(v.repairs, repairPlace):
+		return problem(verify.KindLockFileMissing, "the ledger holds the lock (request %s) but %s is missing", r.RequestID, path)
+	case slices.Contains(v.repairs, repairReplace):
+		return problem(verify.KindLockFileDifferent, "%s is request %s's but not the bytes the ledger wrote", path, r.RequestID)
+	case v.interloper:
+		return problem(verify.KindForeignAtHeld, "the ledger holds the lock (request %s) but %s is %s", r.RequestID, path, foreignSummary(f.Data))
+	case slices.Contains(v.repairs, repairRemoveLeftover):
+		return problem(verify.KindLockFileExtra, "%s is request %s's, but the ledger released the lock", path, r.RequestID)
+	case v.holder != nil && v.holder.foreign:
+		return &verify.Problem{Kind: verify.KindForeign, Lock: name, Detail: fmt.Sprintf("%s is %s; left alone", path, foreignSummary(f.Data))}, "", nil
 	}
-	return &verify.Problem{Kind: verify.KindForeign, Lock: name, Detail: fmt.Sprintf(
-		"%s is %s; left alone", l.files.Path(name), foreignSummary(f.Data))}, "", nil
+	return nil, "", nil
 }
 
 func foreignSummary(data []byte) string {

@@ -38,6 +38,8 @@ func (p *projection) files(rebuilt map[string]*store.Row) error {
 	return nil
 }
 
+// repairAction names a repair in project's report, and repairWords say
+// what it changed in the lock_projected event (%s: the lock file's path).
 var repairAction = map[repair]string{
 	repairDropPhantom:    "removed an uncommitted file",
 	repairDropJournal:    "settled an interrupted write",
@@ -46,22 +48,23 @@ var repairAction = map[repair]string{
 	repairRemoveLeftover: "removed",
 }
 
-// repairWords say what a repair changed, for the lock_projected event.
-func (l *Ledger) repairWords(name string, r repair) string {
-	path := absPath(l.files.Path(name))
-	switch r {
-	case repairDropPhantom:
-		return "lock file of a write that never committed removed (" + path + ")"
-	case repairDropJournal:
-		return "interrupted write settled (" + lockfile.JournalOf(path) + " removed)"
-	case repairPlace:
-		return "lock file restored (" + path + ")"
-	case repairReplace:
-		return "lock file rewritten (" + path + ")"
-	case repairRemoveLeftover:
-		return "lock file removed: the lock is free (" + path + ")"
+var repairWords = map[repair]string{
+	repairDropPhantom:    "lock file of a write that never committed removed (%s)",
+	repairPlace:          "lock file restored (%s)",
+	repairReplace:        "lock file rewritten (%s)",
+	repairRemoveLeftover: "lock file removed: the lock is free (%s)",
+}
+
+// repaired adds repair rp of lock name's file to the report and to the
+// lock's lock_projected.
+func (p *projection) repaired(name string, rp repair) {
+	path := absPath(p.l.files.Path(name))
+	words := fmt.Sprintf(repairWords[rp], path)
+	if rp == repairDropJournal {
+		words = "interrupted write settled (" + lockfile.JournalOf(path) + " removed)"
 	}
-	return fmt.Sprintf("lock file repaired (%s)", path)
+	p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: repairAction[rp], Detail: p.l.files.Path(name)})
+	p.plan(name).changes = append(p.plan(name).changes, words)
 }
 
 // absPath is p made absolute for a record (a relative root is relative to
@@ -85,8 +88,7 @@ func (p *projection) lockFile(name string, r *store.Row) error {
 		return p.keepUnreadable(name, r, v)
 	}
 	for _, rp := range v.repairs {
-		p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: repairAction[rp], Detail: l.files.Path(name)})
-		p.plan(name).changes = append(p.plan(name).changes, l.repairWords(name, rp))
+		p.repaired(name, rp)
 	}
 	if v.interloper {
 		p.rep.Interlopers = append(p.rep.Interlopers, name)
@@ -114,8 +116,7 @@ func (p *projection) keepUnreadable(name string, r *store.Row, v *view) error {
 	for _, rp := range v.repairs {
 		if rp == repairDropJournal {
 			settle.repairs = append(settle.repairs, rp)
-			p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: repairAction[rp], Detail: path})
-			lp.changes = append(lp.changes, l.repairWords(name, rp))
+			p.repaired(name, rp)
 		}
 	}
 	kept, err := l.files.KeepAside(name, v.file, p.now)

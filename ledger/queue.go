@@ -165,32 +165,15 @@ func (w *writeTx) queuedAhead(req AcquireRequest, x *judged) (bool, error) {
 }
 
 // queueRefusal is the outcome of req's attempt at a lock held by its
-// queue (decide's queued): a waiting req joins the queue or renews its
-// place (see placeDue); a caller giving up, or one that does not wait,
-// records acquire_blocked (reason queue) as for a held lock.
+// queue (decide's queued): recorded as blocked (reason queue), where a
+// waiting req joins the queue or renews its place (see placeDue).
 func (w *writeTx) queueRefusal(req AcquireRequest) (outcome error, err error) {
 	qs, err := w.l.queues(w.ctx, w.q, req.Lock, w.now)
 	if err != nil {
 		return nil, err
 	}
-	first, own := ahead(qs[req.Lock], req.RequestID)
-	held := &HeldError{Lock: req.Lock, Waited: req.Waited, Queue: first}
-	record := req.RecordBlocked
-	if req.queueable() {
-		record = placeDue(own, w.now)
-	}
-	if !record {
-		return held, nil
-	}
-	pl := &events.Blocked{State: events.StateHeld, WaitedSeconds: seconds(req.Waited), Mode: req.mode(), Limit: req.Limit,
-		Reason: events.BlockedByQueue}
-	if req.queueable() {
-		w.queueFields(req, pl, own)
-	}
-	if _, err := w.append(events.AcquireBlocked, req.Identity, pl); err != nil {
-		return nil, err
-	}
-	return held, nil
+	first, _ := ahead(qs[req.Lock], req.RequestID)
+	return w.blocked(req, nil, events.StateHeld, &HeldError{Lock: req.Lock, Waited: req.Waited, Queue: first})
 }
 
 // placeDue reports whether a waiter's refused attempt records its place:
@@ -236,15 +219,13 @@ func (w *writeTx) queueFields(req AcquireRequest, p *events.Blocked, own *Waiter
 // would wake every waiter each time); followers of the log wake all the
 // same.
 func (w *writeTx) wakes() string {
-	for _, ev := range w.written {
-		if b, ok := ev.Payload.(*events.Blocked); !ok || b.Until == "" {
-			return w.v.name
-		}
+	if len(w.written) > 0 && !slices.ContainsFunc(w.written, func(ev *events.Event) bool {
+		b, ok := ev.Payload.(*events.Blocked)
+		return !ok || b.Until == ""
+	}) {
+		return ""
 	}
-	if len(w.written) == 0 {
-		return w.v.name
-	}
-	return ""
+	return w.v.name
 }
 
 // peekQueued answers a queued waiter's attempt at a lock that is free (or

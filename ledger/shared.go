@@ -83,17 +83,8 @@ func loadShared(ctx context.Context, q store.Querier, name string) ([]*sharedHol
 	return sharedFromRows(store.LoadShared(ctx, q, name))
 }
 
-// sharedKey names a lock_holders row: its lock and its request id.
-type sharedKey [2]string
-
-// holderTable maps every lock_holders row to its key.
-func holderTable(rows []*store.HolderRow) map[sharedKey]*store.HolderRow {
-	table := make(map[sharedKey]*store.HolderRow, len(rows))
-	for _, r := range rows {
-		table[sharedKey{r.Name, r.RequestID}] = r
-	}
-	return table
-}
+// holderKey names a lock_holders row: its lock and its request id.
+func holderKey(r *store.HolderRow) [2]string { return [2]string{r.Name, r.RequestID} }
 
 // loadAllShared returns every shared holder, ordered by lock and request
 // id: lock_holders' exclusive rows are the locks' holders, not shared ones.
@@ -163,7 +154,7 @@ func (w *writeTx) takeOverShared(req AcquireRequest, p takeover, over []taken) (
 		outcome, err := w.heldByNewFile(req, err)
 		return nil, outcome, err
 	}
-	w.setJournal(j)
+	w.addJournal("", j)
 	if err := w.placeTargets(h, nil); err != nil {
 		return nil, nil, err
 	}
@@ -291,30 +282,24 @@ func checkHolders(ctx context.Context, q replay.Querier, st *replay.State, rep *
 	if err != nil {
 		return rep.ReadFailure(ctx, "the lock_holders table", err)
 	}
-	table := holderTable(rows)
-	for _, want := range replayHolders(st) {
-		key := sharedKey{want.Name, want.RequestID}
-		got := table[key]
-		delete(table, key)
-		if got == nil {
-			rep.Add(verify.Problem{Seq: want.FencingToken, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
-				"replay says request %s holds the lock %s, but lock_holders has no row for it", want.RequestID, holderMode(want))})
-			continue
-		}
-		if diff := want.Diff(got); len(diff) > 0 {
-			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
-				"lock_holders' row of request %s differs from replay in %s", want.RequestID, strings.Join(diff, ", "))})
-		}
-	}
 	for _, r := range rows {
 		if r.UpdatedSeq > st.Seq {
 			rep.Add(verify.Problem{Seq: st.Seq + 1, Kind: verify.KindTruncated, Lock: r.Name, Detail: fmt.Sprintf(
 				"the log ends at seq %d, but lock_holders records holder %s as updated by seq %d: events %d-%d (at least) are gone",
 				st.Seq, r.RequestID, r.UpdatedSeq, st.Seq+1, r.UpdatedSeq)})
 		}
-		if table[sharedKey{r.Name, r.RequestID}] != nil {
-			rep.Add(verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: r.Name, Detail: fmt.Sprintf(
-				"lock_holders has a row of request %s (%s), but replay has no such holder", r.RequestID, holderMode(r))})
+	}
+	for _, d := range drifts(replayHolders(st), rows, holderKey) {
+		switch want, got := d.want, d.got; {
+		case want == nil:
+			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: got.Name, Detail: fmt.Sprintf(
+				"lock_holders has a row of request %s (%s), but replay has no such holder", got.RequestID, holderMode(got))})
+		case got == nil:
+			rep.Add(verify.Problem{Seq: want.FencingToken, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
+				"replay says request %s holds the lock %s, but lock_holders has no row for it", want.RequestID, holderMode(want))})
+		default:
+			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
+				"lock_holders' row of request %s differs from replay in %s", want.RequestID, strings.Join(d.diff, ", "))})
 		}
 	}
 	return nil

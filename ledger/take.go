@@ -12,8 +12,8 @@ import (
 
 // blocked records acquire_blocked when the attempt gives up (the last
 // attempt, or a waiter meeting a stale lock), or when a waiter's attempt
-// refused by a holder records its place in the lock's queue (it joins, or
-// renews: see queue.go), and reports outcome.
+// refused by a holder, or by the queue (h nil), records its place in the
+// lock's queue (it joins, or renews: see queue.go), and reports outcome.
 func (w *writeTx) blocked(req AcquireRequest, h *holding, state string, outcome error) (error, error) {
 	var queued bool
 	var own *Waiter
@@ -26,8 +26,11 @@ func (w *writeTx) blocked(req AcquireRequest, h *holding, state string, outcome 
 	if !req.RecordBlocked && !(req.Waiting && state == events.StateStale) && !queued {
 		return outcome, nil
 	}
-	p := &events.Blocked{State: state, WaitedSeconds: seconds(req.Waited), Foreign: h.foreign, Mode: req.mode(), Limit: req.Limit}
-	p.HeldBy, p.UnreadableFile = heldBy(h)
+	p := &events.Blocked{State: state, WaitedSeconds: seconds(req.Waited), Mode: req.mode(), Limit: req.Limit, Reason: events.BlockedByQueue}
+	if h != nil {
+		p.Foreign, p.Reason = h.foreign, ""
+		p.HeldBy, p.UnreadableFile = heldBy(h)
+	}
 	if queued {
 		w.queueFields(req, p, own)
 	}
@@ -126,7 +129,7 @@ func (w *writeTx) placeFiles(h, prev *holding) error {
 	if err != nil {
 		return err
 	}
-	w.setJournal(j)
+	w.addJournal("", j)
 	return w.placeTargets(h, prev)
 }
 

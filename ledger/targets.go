@@ -60,9 +60,12 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 	if err != nil {
 		return bad("cannot be resolved: " + err.Error())
 	}
-	root, err := l.resolvedRoot()
+	root, err := filepath.Abs(l.root)
+	if err == nil {
+		root, err = lockfile.Resolve(root)
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("ledger: root: %w", err)
 	}
 	locks := filepath.Join(root, LocksDir)
 	if !lockfile.Within(root, p) {
@@ -86,19 +89,7 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 	return nil
 }
 
-// resolvedRoot is the root as lockfile.Resolve gives it.
-func (l *Ledger) resolvedRoot() (string, error) {
-	abs, err := filepath.Abs(l.root)
-	if err != nil {
-		return "", fmt.Errorf("ledger: root: %w", err)
-	}
-	r, err := lockfile.Resolve(abs)
-	if err != nil {
-		return "", fmt.Errorf("ledger: root: %w", err)
-	}
-	return r, nil
-}
-
+// formatHolder is h as a formats.Holder.
 func formatHolder(h *holding) formats.Holder {
 	return formats.Holder{Lock: h.rec.LockName, RequestID: h.rec.RequestID, Actor: h.rec.Actor, Intent: h.rec.Intent,
 		IntentVersion: h.rec.IntentVersion, HostID: h.rec.HostID, PID: h.rec.PID, CreatedAt: h.created,
@@ -247,10 +238,16 @@ func (w *writeTx) admitTargets(ts []events.Target, force bool) error {
 		if takesOver {
 			rule = fmt.Sprintf("%s itself takes over such a file; --force keeps it aside (as %s.corrupt-TIME) and takes the lock", t.Format, t.Path)
 		}
-		return events.Invalid("--file", t.Format+":"+t.Path, fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
-			t.Format, termtext.Clip(perr.Error(), 200), rule))
+		return notALock(t, perr, rule)
 	}
 	return nil
+}
+
+// notALock refuses target t, whose file does not parse (perr) as a lock
+// of its format, by rule.
+func notALock(t events.Target, perr error, rule string) error {
+	return events.Invalid("--file", t.Format+":"+t.Path, fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
+		t.Format, termtext.Clip(perr.Error(), 200), rule))
 }
 
 // targetRule is the rule a refused target path broke.
@@ -461,8 +458,7 @@ func replaceIfStill(lock string, t events.Target, expect, data []byte) (*os.File
 	}
 	fh, perr := f.Parse(cur.Data)
 	if perr != nil {
-		return nil, events.Invalid("--file", t.Format+":"+t.Path, fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
-			t.Format, termtext.Clip(perr.Error(), 200), targetRule))
+		return nil, notALock(t, perr, targetRule)
 	}
 	h := foreignFormatHolding(lock, t, fh, nil, cur, formats.Verdict{State: events.StateHeld})
 	return nil, &HeldError{Lock: lock, Holder: h.rec, Foreign: true}

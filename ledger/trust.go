@@ -149,14 +149,10 @@ func (c *config) trustPinned(s *trust.Store, root string) error {
 // root (see trust.Store.CheckPin), saying what it pinned. The target of an
 // import (store.PinSkip) is checked once the ledger it takes is in.
 func (l *Ledger) checkTrust(policy store.PinPolicy) error {
-	if l.trust == nil || policy == store.PinSkip {
+	t := l.trust
+	if t == nil || policy == store.PinSkip {
 		return nil
 	}
-	return l.pinTrust()
-}
-
-func (l *Ledger) pinTrust() error {
-	t := l.trust
 	p, err := t.store.CheckPin(l.root, l.id, t.verifier, !t.cfg.mustPin)
 	if err != nil || p == nil {
 		return err

@@ -212,16 +212,13 @@ func (w *writeTx) commit() error {
 	return err
 }
 
-// setJournal keeps the journal of this decision's primary file change for commit.
-func (w *writeTx) setJournal(j *os.File) {
-	w.journals = append(w.journals, j)
-	w.touched = true
-}
-
-// addJournal keeps the journal of a target file change for commit.
+// addJournal keeps the journal of a file change for commit: of the
+// lock's own file (path ""), or of the target at path.
 func (w *writeTx) addJournal(path string, j *os.File) {
 	w.journals = append(w.journals, j)
-	w.paths = append(w.paths, path)
+	if path != "" {
+		w.paths = append(w.paths, path)
+	}
 	w.touched = true
 }
 
@@ -303,17 +300,14 @@ func (l *Ledger) applyRepairs(v *view) error {
 			err = l.files.Drop(v.name)
 		case repairDropJournal:
 			err = l.files.Settle(v.name)
-		case repairPlace:
-			l.log.Warn("lock file missing for a held lock; restoring it from the ledger", "lock", v.name)
-			var j *os.File
-			if j, err = l.files.Place(v.name, v.row.File); err == nil {
-				if err = lockfile.SyncClose(j); err == nil {
-					err = l.files.Done(v.name)
-				}
+		case repairPlace, repairReplace:
+			put := l.files.Replace
+			if r == repairPlace {
+				l.log.Warn("lock file missing for a held lock; restoring it from the ledger", "lock", v.name)
+				put = l.files.Place
 			}
-		case repairReplace:
 			var j *os.File
-			if j, err = l.files.Replace(v.name, v.row.File); err == nil {
+			if j, err = put(v.name, v.row.File); err == nil {
 				if err = lockfile.SyncClose(j); err == nil {
 					err = l.files.Done(v.name)
 				}

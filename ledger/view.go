@@ -84,30 +84,23 @@ func interpret(name string, r *store.Row, file, journal lockfile.State) *view {
 // free lock the last one, whose record its lock file (the row's file)
 // holds; a free row keeps no holder's columns.
 func holdingFromRow(r *store.Row) *holding {
-	if !r.Held {
-		targets := rowTargets(r)
+	var h *holding
+	if r.Held {
+		h = sharedFromRow(&store.HolderRow{Name: r.Name, RequestID: r.RequestID, Actor: r.Actor, Intent: r.Intent,
+			IntentVersion: r.IntentVersion, HostID: r.HostID, PID: r.PID, PIDStart: r.PIDStart, BootID: r.BootID,
+			CreatedAt: r.CreatedAt, HeartbeatAt: r.HeartbeatAt, TTLSeconds: r.TTLSeconds, Metadata: r.Metadata,
+			FencingToken: r.FencingToken, PIDNS: r.PIDNS}).holding
+	} else {
 		rec, err := ParseLockFile(r.File)
 		if err != nil {
 			rec = events.Record{LockVersion: events.LockVersion, LockName: r.Name, RequestID: r.RequestID, HostID: r.HostID}
 		}
 		created, _ := events.ParseTime(rec.CreatedAt)
 		hb, _ := events.ParseTime(rec.LastHeartbeatAt)
-		return &holding{targets: targets, rec: rec, created: created, heartbeat: hb, token: r.FencingToken, file: r.File}
+		h = &holding{rec: rec, created: created, heartbeat: hb, token: r.FencingToken}
 	}
-	md := map[string]string{}
-	_ = json.Unmarshal([]byte(r.Metadata), &md)
-	created, _ := events.ParseTime(r.CreatedAt)
-	hb, _ := events.ParseTime(r.HeartbeatAt)
-	return &holding{
-		targets: rowTargets(r),
-		rec: events.Record{
-			LockVersion: events.LockVersion, LockName: r.Name, RequestID: r.RequestID, Actor: r.Actor,
-			Intent: r.Intent, IntentVersion: r.IntentVersion, HostID: r.HostID, PID: r.PID,
-			CreatedAt: events.FormatLockTime(created), LastHeartbeatAt: events.FormatLockTime(hb),
-			TTLSeconds: r.TTLSeconds, Metadata: md,
-		},
-		created: created, heartbeat: hb, pidStart: r.PIDStart, bootID: r.BootID, pidNS: r.PIDNS, token: r.FencingToken, file: r.File,
-	}
+	h.targets, h.file = rowTargets(r), r.File
+	return h
 }
 
 // rowTargets are the paths the row's holding (or its last one) projects,

@@ -144,10 +144,8 @@ var watchHolderListing = invocation.Listing{
 func NewWatchHolder(g *invocation.Globals) *cobra.Command {
 	var lock, comm string
 	var pid int
-	cmd := &cobra.Command{
-		Use:    watchHolderListing.Use,
-		Hidden: watchHolderListing.Hidden,
-		Args:   cobra.NoArgs,
+	cmd := watchHolderListing.Of(&cobra.Command{
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			exited, err := waitPidfd(3, holderWatch)
 			if err != nil || !exited {
@@ -157,7 +155,7 @@ func NewWatchHolder(g *invocation.Globals) *cobra.Command {
 				"lock", lock, "holder_pid", pid, "holder", comm)
 			return nil
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&lock, "lock", "", "")
 	fl.StringVar(&comm, "comm", "", "")

@@ -41,9 +41,7 @@ var releaseListing = invocation.Listing{
 
 func NewRelease(g *invocation.Globals) *cobra.Command {
 	o := &releaseOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   releaseListing.Use,
-		Short: releaseListing.Short,
+	cmd := releaseListing.Of(&cobra.Command{
 		Long: `Free a lock held by request R and record the result: --result, else
 failure when --exit-code is not 0, else success. Releasing a lock you
 already released (or --force on a free lock) releases nothing: it says
@@ -95,7 +93,7 @@ removed; when an unreadable one is left there, the lock stays held by it
 			}
 			return runRelease(cmd.Context(), o)
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&o.requestID, "request-id", "", "the request id acquire printed (required unless --force)")
 	fl.StringVar(&o.actor, "actor", "", "who releases (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")

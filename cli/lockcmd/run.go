@@ -47,9 +47,7 @@ var runListing = invocation.Listing{
 
 func NewRun(g *invocation.Globals) *cobra.Command {
 	o := &runOptions{g: g}
-	cmd := &cobra.Command{
-		Use:         runListing.Use,
-		Short:       runListing.Short,
+	cmd := runListing.Of(&cobra.Command{
 		Annotations: map[string]string{invocation.ForwardsSignals: "true"},
 		Long: `Acquire NAME, run CMD in its own process group with the lock heartbeated
 every min(ttl/3, 30s), then release it with the result (success, failure,
@@ -152,7 +150,7 @@ elsewhere: -c 'make >&2'.`,
 			}
 			return runRun(cmd.Context(), o)
 		},
-	}
+	})
 	o.register(cmd, true, lease.DefaultTTL)
 	fl := cmd.Flags()
 	fl.StringVarP(&o.command, "command", "c", "", "run COMMAND through sh -c instead of CMD [ARGS...] (as flock -c)")

@@ -36,9 +36,7 @@ var statusListing = invocation.Listing{
 
 func NewStatus(g *invocation.Globals) *cobra.Command {
 	o := &statusOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   statusListing.Use,
-		Short: statusListing.Short,
+	cmd := statusListing.Of(&cobra.Command{
 		Long: `Show a lock's state. status only reads: it takes no lock and writes
 nothing. States: free, held (active holder), stale (no heartbeat within
 its TTL; acquire --force takes it), dead (its holder on this host is gone;
@@ -73,7 +71,7 @@ lapses unless it renews it, as it does every 5 s while it waits).`,
 			o.lock = args[0]
 			return runStatus(cmd.Context(), o)
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&o.format, "format", "text", "text, or bso for BSO's check-mode return object (JSON)")
 	fl.StringVar(&o.file, "file", "", "with --format bso: the .sprint-running file, as bso:PATH (default: the lock's bso target, else ./.sprint-running)")

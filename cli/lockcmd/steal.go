@@ -38,9 +38,7 @@ var stealListing = invocation.Listing{
 
 func NewSteal(g *invocation.Globals) *cobra.Command {
 	o := &stealOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   stealListing.Use,
-		Short: stealListing.Short,
+	cmd := stealListing.Of(&cobra.Command{
 		Long: `Take a lock from its holder and record lock_stolen with the previous lock,
 its hash and your reason. A stale or dead holder is taken over as is; an
 active holder only with --active (the escape hatch), which asks for
@@ -54,7 +52,7 @@ is recorded as action_refused.`,
 			o.lock = args[0]
 			return runSteal(cmd.Context(), o)
 		},
-	}
+	})
 	o.register(cmd, false, ledger.DefaultTTL)
 	fl := cmd.Flags()
 	fl.StringVar(&o.reason, "reason", "", "why (required; recorded with the steal)")

@@ -29,9 +29,7 @@ var whoListing = invocation.Listing{
 
 func NewWho(g *invocation.Globals) *cobra.Command {
 	o := &whoOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   whoListing.Use,
-		Short: whoListing.Short,
+	cmd := whoListing.Of(&cobra.Command{
 		Long: `Replay one lock's events up to T (every event with at <= T, in log order)
 and print its holder then: held, stale (no heartbeat within the TTL at T)
 or free. "dead" cannot be judged after the fact: no event records the
@@ -56,7 +54,7 @@ now. The output names T in the local zone too. who only reads.`,
 			o.lock = args[0]
 			return runWho(cmd.Context(), o)
 		},
-	}
+	})
 	cmd.Flags().StringVar(&o.at, "at", "now", "the instant (RFC 3339; local wall-clock 10:31 or \"2025-03-14 10:31\"; or a duration ago: 2h, -15m)")
 	return cmd
 }

@@ -146,21 +146,17 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.force && !o.yes {
-		if err := needYes(o.g, "--force"); err != nil {
-			return err
+	l, err := openAsking(ctx, o.g, o.lock, o.force && !o.yes, "release", "--force", func(s *ledger.LockStatus) string {
+		if h := s.Holder; h != nil {
+			return termtext.Sprintf("Lock %s is %s, held by %s (%s, %s).\nRelease it anyway (recorded as forced, by you)?",
+				s.Name, s.State, h.Actor, h.RequestID, invocation.ProcessText(h.PID, h.HostID))
 		}
-	}
-	l, err := o.g.Open(ctx, invocation.Writes)
+		return ""
+	}, "not releasing it")
 	if err != nil {
 		return err
 	}
 	defer o.g.Finish(l)
-	if o.force && !o.yes {
-		if err := confirmRelease(ctx, o, l); err != nil {
-			return err
-		}
-	}
 	out, err := l.Release(ctx, ledger.ReleaseRequest{Lock: o.lock,
 		Identity: ledger.Identity{RequestID: o.requestID, Actor: o.actor, PID: os.Getppid()},
 		Result:   o.result, FailureStep: o.failureStep, ExitCode: code, Force: o.force, Note: o.reason, Secret: secret})
@@ -238,21 +234,6 @@ func readSecretFile(g *invocation.Globals, path string) (string, error) {
 		return "", events.Invalid("--secret-file", path, "holds no secret (its first line is empty)")
 	}
 	return line, nil
-}
-
-// confirmRelease asks on the terminal before a forced release of a lock
-// that has a holder.
-func confirmRelease(ctx context.Context, o *releaseOptions, l *ledger.Ledger) error {
-	s, err := l.Status(ctx, o.lock)
-	if err != nil || s.Holder == nil {
-		return err
-	}
-	h := s.Holder
-	if !confirm(o.g, termtext.Sprintf("Lock %s is %s, held by %s (%s, %s).\nRelease it anyway (recorded as forced, by you)?",
-		s.Name, s.State, h.Actor, h.RequestID, invocation.ProcessText(h.PID, h.HostID)), "not releasing it") {
-		return errors.New("release cancelled: not confirmed")
-	}
-	return nil
 }
 
 // blockedByUnreadable is the unreadable file that holds lock (to fail

@@ -3,6 +3,7 @@ package lockcmd
 import (
 	"time"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -56,26 +57,13 @@ type lockObject struct {
 	// release secret, which nothing else shows.
 	ReleaseSecret string `json:"release_secret,omitempty"`
 	// Queue is the lock's waiters (status and list), next first.
-	Queue []queueObject `json:"queue,omitempty"`
+	Queue []invocation.Waiter `json:"queue,omitempty"`
 }
 
-// queueObject is one waiter in a lock's queue.
-type queueObject struct {
-	Position  int    `json:"position"`
-	RequestID string `json:"request_id"`
-	Actor     string `json:"actor"`
-	PID       int    `json:"pid"`
-	HostID    string `json:"host_id"`
-	Since     string `json:"since"`
-	Until     string `json:"until"`
-	Seq       int64  `json:"seq"`
-}
-
-func queueObjects(q []ledger.Waiter) []queueObject {
-	var out []queueObject
+func queueObjects(q []ledger.Waiter) []invocation.Waiter {
+	var out []invocation.Waiter
 	for _, w := range q {
-		out = append(out, queueObject{Position: w.Position, RequestID: w.RequestID, Actor: w.Actor, PID: w.PID, HostID: w.HostID,
-			Since: events.FormatTime(w.Since), Until: events.FormatTime(w.Until), Seq: w.Seq})
+		out = append(out, invocation.WaiterOf(w.Position, w.RequestID, w.Actor, w.PID, w.HostID, w.Since, w.Until, w.Seq))
 	}
 	return out
 }

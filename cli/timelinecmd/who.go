@@ -82,17 +82,10 @@ type whoObject struct {
 	Queue []queuedAtJSON `json:"queue,omitempty"`
 }
 
-// queuedAtJSON is one waiter in who's queue.
+// queuedAtJSON is one waiter in who's queue, and how long it had waited
+// by the instant asked about.
 type queuedAtJSON struct {
-	Position  int    `json:"position"`
-	RequestID string `json:"request_id"`
-	Actor     string `json:"actor"`
-	PID       int    `json:"pid"`
-	HostID    string `json:"host_id"`
-	Since     string `json:"since"`
-	Until     string `json:"until"`
-	Seq       int64  `json:"seq"`
-	// WaitedSeconds is how long it had waited by the instant asked about.
+	invocation.Waiter
 	WaitedSeconds float64 `json:"waited_seconds"`
 }
 
@@ -171,9 +164,8 @@ func whoAt(name string, lk *replay.Lock, at time.Time) whoObject {
 	obj.LastEvent = &last
 	obj.Mode, obj.Limit, obj.Holders = sharedAt(lk, at)
 	for i, q := range lk.QueueAt(at) {
-		obj.Queue = append(obj.Queue, queuedAtJSON{Position: i + 1, RequestID: q.RequestID, Actor: q.Actor, PID: q.PID,
-			HostID: q.HostID, Since: events.FormatTime(q.Since), Until: events.FormatTime(q.Until), Seq: q.Seq,
-			WaitedSeconds: at.Sub(q.Since).Seconds()})
+		obj.Queue = append(obj.Queue, queuedAtJSON{invocation.WaiterOf(i+1, q.RequestID, q.Actor, q.PID, q.HostID, q.Since, q.Until, q.Seq),
+			at.Sub(q.Since).Seconds()})
 	}
 	if lk.Held {
 		rec := lk.Holder.Record

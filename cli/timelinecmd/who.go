@@ -1,10 +1,12 @@
 package timelinecmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -101,26 +103,23 @@ type beganJSON struct {
 	WaitedSeconds     float64     `json:"waited_seconds,omitempty"`
 }
 
+// beganWords say how a holding began by its steal's reason, PREV the
+// holding it took over.
+var beganWords = map[string]string{
+	events.ReasonForcedActive: "stolen from PREV while it was active (forced_active)",
+	events.ReasonStaleForced:  "taken over from PREV, which was stale (stale_lock_forced)",
+	events.ReasonHolderDead:   "taken over from PREV, whose process had died (holder_dead)",
+	events.ReasonForeignLock:  "taken over from another tool's lock file (foreign_lock)",
+	events.ReasonSuperseded:   "superseded PREV (superseded)",
+	events.ReasonReclaimed:    "reclaimed by its own request from another process (reclaimed)",
+}
+
 // beganText says how a holding began, in words.
 func beganText(b *beganJSON) string {
-	var s string
-	switch {
-	case b.Type == events.LockAcquired:
-		s = "acquired"
-	case b.Reason == events.ReasonForcedActive:
-		s = "stolen from " + b.PreviousRequestID + " while it was active (forced_active)"
-	case b.Reason == events.ReasonStaleForced:
-		s = "taken over from " + b.PreviousRequestID + ", which was stale (stale_lock_forced)"
-	case b.Reason == events.ReasonHolderDead:
-		s = "taken over from " + b.PreviousRequestID + ", whose process had died (holder_dead)"
-	case b.Reason == events.ReasonForeignLock:
-		s = "taken over from another tool's lock file (foreign_lock)"
-	case b.Reason == events.ReasonSuperseded:
-		s = "superseded " + b.PreviousRequestID + " (superseded)"
-	case b.Reason == events.ReasonReclaimed:
-		s = "reclaimed by its own request from another process (reclaimed)"
-	default:
-		s = "stolen from " + b.PreviousRequestID + " (" + b.Reason + ")"
+	s := "acquired"
+	if b.Type != events.LockAcquired {
+		s = cmp.Or(beganWords[b.Reason], "stolen from PREV ("+b.Reason+")")
+		s = strings.ReplaceAll(s, "PREV", b.PreviousRequestID)
 	}
 	s += fmt.Sprintf(", seq %d", b.Seq)
 	if b.WaitedSeconds > 0 {

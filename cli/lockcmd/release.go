@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -131,7 +132,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	var code *int
 	if o.exitCode != -1 {
 		if o.exitCode < 0 || o.exitCode > 255 {
-			return events.Invalid("--exit-code", itoa(o.exitCode), "must be 0-255")
+			return events.Invalid("--exit-code", strconv.Itoa(o.exitCode), "must be 0-255")
 		}
 		code = &o.exitCode
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -139,12 +138,11 @@ func checkResult(s *ledger.LockStatus) error {
 
 func printStatus(w io.Writer, s *ledger.LockStatus) {
 	defer printQueue(w, s.Queue)
-	if s.Holder == nil {
-		termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
+	termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
+	h := s.Holder
+	if h == nil {
 		return
 	}
-	h := s.Holder
-	termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
 	if s.Corrupt != nil {
 		termtext.Fprintf(w, "  %s, not written by the ledger: held, to fail safe\n", s.Corrupt)
 		termtext.Fprintf(w, "  `lockledger project` moves it aside (kept beside it, recorded); `lockledger steal %s --active` takes the lock over\n", s.Name)
@@ -223,8 +221,6 @@ func ago(d time.Duration) string {
 	}
 	return invocation.ShortDuration(d) + " ago"
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // runStatusBSO answers BSO's check mode for the lock's .sprint-running.
 func runStatusBSO(ctx context.Context, o *statusOptions) error {

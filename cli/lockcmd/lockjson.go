@@ -100,7 +100,8 @@ func acquisitionObject(a *ledger.Acquisition) lockObject {
 func statusObject(s *ledger.LockStatus) lockObject {
 	o := lockObject{LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
 		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, UnreadableFile: s.Unreadable, JobPIDs: s.JobPIDs,
-		Displaced: s.Displaced, Problem: s.Problem, HolderFormat: s.HolderFormat, NoTTL: noTTL(s)}
+		Displaced: s.Displaced, Problem: s.Problem, HolderFormat: s.HolderFormat, NoTTL: noTTL(s), Unprobed: s.Unprobed,
+		Mode: s.Mode, Limit: s.Limit, Queue: queueObjects(s.Queue)}
 	if s.Corrupt != nil {
 		o.Lock = nil // no holder can be read from the file
 	} else if s.Holder != nil {
@@ -114,19 +115,15 @@ func statusObject(s *ledger.LockStatus) lockObject {
 			o.StaleAt, o.StaleInSeconds = staleAt(s.State, s.StaleSince, s.SinceBeat, s.Holder)
 		}
 	}
-	o.Unprobed = s.Unprobed
-	o.Mode, o.Limit = s.Mode, s.Limit
 	for _, h := range s.Shared {
 		so := sharedObject{State: h.State, FencingToken: h.FencingToken, Lock: h.Holder, HeldSeconds: int64(h.HeldFor / time.Second),
-			AgeSeconds: int64(h.SinceBeat / time.Second), JobPIDs: h.JobPIDs}
+			AgeSeconds: int64(h.SinceBeat / time.Second), JobPIDs: h.JobPIDs, Unprobed: h.Unprobed}
 		if h.State == events.StateStale {
 			so.StaleSince = events.FormatLockTime(h.StaleSince)
 		}
-		so.Unprobed = h.Unprobed
 		so.StaleAt, so.StaleInSeconds = staleAt(h.State, h.StaleSince, h.SinceBeat, &h.Holder)
 		o.Holders = append(o.Holders, so)
 	}
-	o.Queue = queueObjects(s.Queue)
 	return o
 }
 

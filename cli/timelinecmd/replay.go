@@ -1,6 +1,7 @@
 package timelinecmd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
@@ -103,10 +104,7 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	judgeAt := asOf
-	if judgeAt.IsZero() {
-		judgeAt = now
-	}
+	judgeAt := cmp.Or(asOf, now)
 	out := replayObject{AsOf: events.FormatTime(judgeAt), Locks: []replayLock{}}
 	locks := st.Locks()
 	if o.lock != "" && len(locks) == 0 {

@@ -125,12 +125,8 @@ func lockNames(ctx context.Context, g *invocation.Globals, prefix string, ever b
 		ctx = context.Background()
 	}
 	seen := map[string]bool{}
-	if g.Root == "" {
-		r, err := invocation.DefaultRoot()
-		if err != nil {
-			return nil
-		}
-		g.Root = r
+	if g.ResolveRoot("", false) != nil {
+		return nil
 	}
 	root := invocation.ResolvedRoot(g.Root)
 	if entries, err := os.ReadDir(filepath.Join(root, ledger.LocksDir)); err == nil {

@@ -141,22 +141,17 @@ func (v EnvVar) matters(cmd *cobra.Command) bool {
 
 // writeEnvironment writes the environment help topic.
 func writeEnvironment(w io.Writer) {
-	fmt.Fprintln(w, "Environment variables lockledger reads (a flag given on the command line wins over its variable):")
-	fmt.Fprintln(w)
-	for _, v := range Environment {
-		if v.Set {
-			continue
+	for i, head := range []string{"Environment variables lockledger reads (a flag given on the command line wins over its variable):",
+		"Set by lockledger run for the command it runs:"} {
+		if i > 0 {
+			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "  %s\n", v.Name)
-		writeWrapped(w, "      ", v.Meaning)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Set by lockledger run for the command it runs:")
-	fmt.Fprintln(w)
-	for _, v := range Environment {
-		if v.Set {
-			fmt.Fprintf(w, "  %s\n", v.Name)
-			writeWrapped(w, "      ", v.Meaning)
+		fmt.Fprintf(w, "%s\n\n", head)
+		for _, v := range Environment {
+			if v.Set == (i > 0) {
+				fmt.Fprintf(w, "  %s\n", v.Name)
+				writeWrapped(w, "      ", v.Meaning)
+			}
 		}
 	}
 }

@@ -76,9 +76,7 @@ var versionListing = invocation.Listing{
 }
 
 func newVersion(g *invocation.Globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   versionListing.Use,
-		Short: versionListing.Short,
+	return versionListing.Of(&cobra.Command{
 		Long: `Print lockledger's module version, the git commit it was built from
 ("(modified)" when the tree had uncommitted changes) and the Go toolchain
 and platform. Same as --version; --json prints an object with version,
@@ -96,5 +94,5 @@ commit, modified, go and platform.`,
 			}
 			return nil
 		},
-	}
+	})
 }

@@ -233,26 +233,9 @@ func calloutText(ev *replay.Event) string {
 	case mkRefused:
 		return fmt.Sprintf("%s's %s refused", ev.Actor, ev.Action)
 	case mkFailRel:
-		s := ev.Actor + " failed"
-		if ev.FailureStep != "" {
-			s += " at " + ev.FailureStep
-		}
-		if ev.ExitCode != nil {
-			s += fmt.Sprintf(", exit %d", *ev.ExitCode)
-		}
-		return s
+		return ev.Actor + " failed" + failureText(ev)
 	}
 	return ""
-}
-
-// onBar reports whether a marker of ev is drawn on its lane's bar (so
-// that a name inside the bar keeps clear of it).
-func onBar(ev *replay.Event) bool {
-	switch markerKind(ev) {
-	case mkHBFail, mkFailRel, mkRefused, mkForced:
-		return true
-	}
-	return false
 }
 
 // barLabel places an actor's name inside its bar [x0, x1], in the first
@@ -387,9 +370,6 @@ func (l *layout) nudgeMarkers() map[int64]float64 {
 // markHalf is half a marker's width.
 const markHalf = 8
 
-// mkForced marks a release forced by someone other than the holder.
-const mkForced = "forced"
-
 // place lays the lanes out: the waits' sub-lanes, the callouts and the
 // names inside bars, then each lane's height from what it holds.
 func (l *layout) place() {
@@ -427,7 +407,7 @@ func (l *layout) place() {
 	if !l.aggregate {
 		onBars := map[string][]float64{}
 		for _, ev := range l.markers {
-			if onBar(ev) && !l.aggMarkers {
+			if markRow(ev) == "bar" && !l.aggMarkers {
 				onBars[ev.LockName] = append(onBars[ev.LockName], l.markX[ev.Seq])
 			}
 		}

@@ -305,29 +305,13 @@ func writeAggregated(w *bufio.Writer, l *layout) {
 	}
 }
 
-const refusedPath = "M-6 -4l2 -2l4 4l4 -4l2 2l-4 4l4 4l-2 2l-4 -4l-4 4l-2 -2l4 -4z"
-
-// markerPath is the shape of each marker kind, centred on (0,0): shape,
-// not colour, tells the kinds apart.
+// markerPath is the shape and fill of ev's marker.
 func markerPath(ev *replay.Event) (path, fill string) {
-	switch markerKind(ev) {
-	case mkStolen: // a triangle pointing down onto the bar
-		return "M-7 -7h14l-7 10z", "#000"
-	case mkBlocked: // a ring
-		return "M-5 0a5 5 0 1 0 10 0a5 5 0 1 0 -10 0z", "#fff"
-	case mkHBFail: // a diamond, filled when the lock was lost
-		if ev.LockLost {
-			return "M0 -7l6 7l-6 7l-6 -7z", "#000"
-		}
-		return "M0 -7l6 7l-6 7l-6 -7z", "#fff"
-	case mkFailRel: // a square
-		return "M-5 -5h10v10h-10z", "#000"
-	case mkForced: // a hollow square
-		return "M-5 -5h10v10h-10z", "#fff"
-	case mkRefused: // a cross
-		return refusedPath, "#000"
+	k := markShape[markerKind(ev)]
+	if ev.LockLost && markerKind(ev) == mkHBFail {
+		return k[0], "#000"
 	}
-	return "", ""
+	return k[0], k[1]
 }
 
 func markerY(l *layout, ev *replay.Event) int {
@@ -401,12 +385,12 @@ func writeLegend(w *bufio.Writer, l *layout) {
 	}
 	y += ((len(l.actors) + perRow - 1) / perRow) * legendRow
 	keys := []struct{ d, fill, text string }{
-		{"M-7 -7h14l-7 10z", "#000", "lock stolen"},
-		{"M-5 0a5 5 0 1 0 10 0a5 5 0 1 0 -10 0z", "#fff", "gave up waiting"},
-		{"M0 -7l6 7l-6 7l-6 -7z", "#fff", "heartbeat failed"},
-		{"M0 -7l6 7l-6 7l-6 -7z", "#000", "heartbeat failed, lock lost"},
-		{"M-5 -5h10v10h-10z", "#000", "released with failure"},
-		{"M-5 -5h10v10h-10z", "#fff", "release forced"},
+		{triangle, "#000", "lock stolen"},
+		{ring, "#fff", "gave up waiting"},
+		{diamond, "#fff", "heartbeat failed"},
+		{diamond, "#000", "heartbeat failed, lock lost"},
+		{square, "#000", "released with failure"},
+		{square, "#fff", "release forced"},
 		{"M-4 -7l7 7l-7 7z", "#000", "held at the window's end"},
 		{refusedPath, "#000", "action refused"},
 	}

@@ -8,12 +8,12 @@ package timeline
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/verify"
 )
@@ -63,37 +63,11 @@ var palette = []string{"#D55E00", "#0072B2", "#009E73", "#F0E442", "#CC79A7", "#
 // on the two dark ones, black on the rest.
 var labelInk = []string{"#000", "#fff", "#fff", "#000", "#000", "#000", "#000", "#000"}
 
-// hueClash says palette[i] and palette[j] are of one hue family.
+// hueClash says palette[i] and palette[j] are of one hue family (hues
+// less than 25° apart, or both greys): orange with vermillion and with
+// yellow, sky blue with blue.
 func hueClash(i, j int) bool {
-	if i == j {
-		return true
-	}
-	hi, si := hue(palette[i])
-	hj, sj := hue(palette[j])
-	if si < 0.15 || sj < 0.15 {
-		return si < 0.15 && sj < 0.15
-	}
-	d := math.Abs(hi - hj)
-	return min(d, 360-d) < 25
-}
-
-// hue is a #rrggbb colour's hue in degrees and its chroma (0: a grey).
-func hue(c string) (float64, float64) {
-	var r, g, b int
-	fmt.Sscanf(c, "#%02x%02x%02x", &r, &g, &b)
-	R, G, B := float64(r)/255, float64(g)/255, float64(b)/255
-	hi, lo := max(R, G, B), min(R, G, B)
-	d, h := hi-lo, 0.0
-	switch {
-	case d == 0:
-	case hi == R:
-		h = math.Mod((G-B)/d+6, 6)
-	case hi == G:
-		h = (B-R)/d + 2
-	default:
-		h = (R-G)/d + 4
-	}
-	return h * 60, d
+	return i == j || slices.Contains([][2]int{{0, 6}, {1, 7}, {3, 6}}, [2]int{min(i, j), max(i, j)})
 }
 
 // assignColours gives each actor a palette slot (the ninth on wrap
@@ -175,7 +149,24 @@ const (
 	mkHBFail  = "hbfail"
 	mkFailRel = "failrel"
 	mkRefused = "refused"
+	mkForced  = "forced" // a release forced by someone other than the holder
 )
+
+// Marker shapes, centred on (0,0): shape, not colour, tells the kinds apart.
+const (
+	triangle    = "M-7 -7h14l-7 10z" // pointing down onto the bar
+	ring        = "M-5 0a5 5 0 1 0 10 0a5 5 0 1 0 -10 0z"
+	diamond     = "M0 -7l6 7l-6 7l-6 -7z"
+	square      = "M-5 -5h10v10h-10z"
+	refusedPath = "M-6 -4l2 -2l4 4l4 -4l2 2l-4 4l4 4l-2 2l-4 -4l-4 4l-2 -2l4 -4z" // a cross
+)
+
+// markShape is each kind's shape and fill; a failed heartbeat's diamond
+// is filled when the lock was lost (markerPath).
+var markShape = map[string][2]string{
+	mkStolen: {triangle, "#000"}, mkBlocked: {ring, "#fff"}, mkHBFail: {diamond, "#fff"},
+	mkFailRel: {square, "#000"}, mkForced: {square, "#fff"}, mkRefused: {refusedPath, "#000"},
+}
 
 // markerKind is the kind of marker ev gets, "" for none.
 func markerKind(ev *replay.Event) string {
@@ -399,16 +390,21 @@ func markerTitle(ev *replay.Event) string {
 		}
 		return s
 	case mkFailRel:
-		s := fmt.Sprintf("seq %d: released with failure", ev.Seq)
-		if ev.FailureStep != "" {
-			s += " at " + ev.FailureStep
-		}
-		if ev.ExitCode != nil {
-			s += fmt.Sprintf(", exit %d", *ev.ExitCode)
-		}
-		return s
+		return fmt.Sprintf("seq %d: released with failure", ev.Seq) + failureText(ev)
 	}
 	return ""
+}
+
+// failureText is where a failed release failed, and its exit code.
+func failureText(ev *replay.Event) string {
+	s := ""
+	if ev.FailureStep != "" {
+		s += " at " + ev.FailureStep
+	}
+	if ev.ExitCode != nil {
+		s += fmt.Sprintf(", exit %d", *ev.ExitCode)
+	}
+	return s
 }
 
 // Summary counts what is drawn, for a caller's message.
@@ -445,8 +441,5 @@ func filterText(p *Page) string {
 }
 
 func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
+	return fmt.Sprintf("%d %s", n, termtext.Plural(n, one, many))
 }

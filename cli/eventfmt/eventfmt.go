@@ -3,7 +3,8 @@ package eventfmt
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -419,14 +420,9 @@ func metadataText(md map[string]string) string {
 	if len(md) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(md))
-	for k := range md {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	kv := make([]string, len(keys))
-	for i, k := range keys {
-		kv[i] = k + "=" + md[k]
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(md)) {
+		kv = append(kv, k+"="+md[k])
 	}
 	return "metadata " + strings.Join(kv, " ")
 }
@@ -452,42 +448,31 @@ const (
 	AnsiReset   = "\x1b[0m"
 )
 
+// typeColor is the ANSI colour of each event type in a table; EventColor
+// turns a failure of a type red (or magenta, an accepted broken chain).
+var typeColor = map[events.Type]string{
+	events.LockAcquired: ansiGreen, events.LockReleased: ansiGreen, events.LockHeartbeat: AnsiDim, events.LockStolen: AnsiMagenta,
+	events.HeartbeatFailed: ansiRed, events.AcquireBlocked: ansiYellow, events.ActionRefused: ansiYellow,
+	events.LockProjected: AnsiMagenta, events.JobProcesses: ansiYellow, events.LedgerExported: AnsiDim,
+	events.LedgerPruned: AnsiMagenta, events.LedgerUnpruned: AnsiMagenta, events.SignerAdded: AnsiMagenta,
+	events.SignerRemoved: AnsiMagenta, events.FenceRejected: ansiRed, events.LedgerVerified: AnsiDim, events.LedgerProjected: AnsiDim,
+}
+
 // EventColor is the ANSI colour of ev's type in a table ("" for none).
 func EventColor(ev *replay.Event) string {
 	switch ev.Type {
-	case events.LockAcquired:
-		return ansiGreen
-	case events.LockHeartbeat:
-		return AnsiDim
-	case events.LockStolen:
-		return AnsiMagenta
 	case events.LockReleased:
-		if ev.Result == events.ResultSuccess && !ev.Forced {
-			return ansiGreen
+		if ev.Result != events.ResultSuccess || ev.Forced {
+			return ansiRed
 		}
-		return ansiRed
-	case events.HeartbeatFailed:
-		return ansiRed
-	case events.AcquireBlocked, events.ActionRefused:
-		return ansiYellow
-	case events.LockProjected:
-		return AnsiMagenta
 	case events.JobProcesses:
 		if ev.Action == events.JobKilled {
 			return ansiRed
 		}
-		return ansiYellow
-	case events.LedgerExported:
-		return AnsiDim
-	case events.LedgerPruned, events.LedgerUnpruned, events.SignerAdded, events.SignerRemoved:
-		return AnsiMagenta
-	case events.FenceRejected:
-		return ansiRed
 	case events.LedgerVerified:
-		if ev.Result == events.AuditOK {
-			return AnsiDim
+		if ev.Result != events.AuditOK {
+			return ansiRed
 		}
-		return ansiRed
 	case events.LedgerProjected:
 		switch {
 		case ev.Result == events.AuditRefused:
@@ -495,9 +480,8 @@ func EventColor(ev *replay.Event) string {
 		case ev.BrokenChainAccepted:
 			return AnsiMagenta
 		}
-		return AnsiDim
 	}
-	return ""
+	return typeColor[ev.Type]
 }
 
 // fenceWrite is fence_rejected's fence in words, before its resource.

@@ -18,6 +18,10 @@ type Table struct {
 	widths  []int
 	pending [][]Cell
 	started bool
+	// Layout, when set, lays out each chunk instead of padding every
+	// column to its width: given the widths so far, it returns how to
+	// write one row (the header's among them).
+	Layout func(widths []int) func(b *strings.Builder, cells []Cell)
 }
 
 // Cell is one cell of a table row.
@@ -43,6 +47,11 @@ func (t *Table) Row(cells ...Cell) error {
 	for i := range cells {
 		cells[i].Text = termtext.Escape(cells[i].Text)
 	}
+	return t.Escaped(cells)
+}
+
+// Escaped queues a line whose cells' text is escaped already.
+func (t *Table) Escaped(cells []Cell) error {
 	t.pending = append(t.pending, cells)
 	if len(t.pending) >= TableChunk {
 		return t.Flush()
@@ -58,6 +67,10 @@ func (t *Table) Flush() error {
 			}
 		}
 	}
+	line := t.line
+	if t.Layout != nil {
+		line = t.Layout(t.widths)
+	}
 	var b strings.Builder
 	if !t.started {
 		t.started = true
@@ -65,10 +78,10 @@ func (t *Table) Flush() error {
 		for i, h := range t.header {
 			hc[i] = Cell{Text: h, Color: AnsiBold}
 		}
-		t.line(&b, hc)
+		line(&b, hc)
 	}
 	for _, r := range t.pending {
-		t.line(&b, r)
+		line(&b, r)
 	}
 	t.pending = t.pending[:0]
 	_, err := io.WriteString(t.w, b.String())

@@ -43,9 +43,7 @@ var fenceListing = invocation.Listing{
 }
 
 func NewFence(g *invocation.Globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   fenceListing.Use,
-		Short: fenceListing.Short,
+	cmd := fenceListing.Of(&cobra.Command{
 		Long: `A fencing token (LOCKLEDGER_FENCING_TOKEN in run's command, printed by
 acquire) goes up with every acquisition of a lock. A resource that keeps
 the highest token it has seen and refuses a lower one is safe from a holder
@@ -53,7 +51,7 @@ that lost its lock without knowing it (paused, partitioned, past its TTL)
 and writes after the next holder did. fence write is that check for a
 file; docs/fencing.md also gives the PostgreSQL fence and the Go API.`,
 		Args: invocation.NoArgs,
-	}
+	})
 	cmd.AddCommand(newWrite(g))
 	return cmd
 }
@@ -166,10 +164,8 @@ func NewRecorder(g *invocation.Globals) *cobra.Command {
 	var lock, until string
 	var id ledger.Identity
 	var p events.FenceRejectedPayload
-	cmd := &cobra.Command{
-		Use:    recorderListing.Use,
-		Hidden: recorderListing.Hidden,
-		Args:   cobra.NoArgs,
+	cmd := recorderListing.Of(&cobra.Command{
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Its starter may be gone, and with it the reader of the
 			// stderr it shares: a warning then fails, the record not.
@@ -197,7 +193,7 @@ func NewRecorder(g *invocation.Globals) *cobra.Command {
 				append(g.WhereAttr(), "lock", lock, "err", err)...)
 			return &invocation.ExitError{Code: code}
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&lock, "lock", "", "")
 	fl.StringVar(&id.RequestID, "request-id", "", "")

@@ -29,10 +29,13 @@ type Command struct {
 // no subcommands, and a run function that fails, since a stub stands in
 // only for commands a process does not run.
 func (l Listing) Stub() *cobra.Command {
-	return &cobra.Command{
-		Use: l.Use, Short: l.Short, Aliases: l.Aliases, Hidden: l.Hidden, GroupID: l.GroupID,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("%s: only listed in this process, not built", cmd.Name())
-		},
-	}
+	return l.Of(&cobra.Command{RunE: func(cmd *cobra.Command, _ []string) error {
+		return fmt.Errorf("%s: only listed in this process, not built", cmd.Name())
+	}})
+}
+
+// Of is cmd with the fields of its listing.
+func (l Listing) Of(cmd *cobra.Command) *cobra.Command {
+	cmd.Use, cmd.Short, cmd.Aliases, cmd.Hidden, cmd.GroupID = l.Use, l.Short, l.Aliases, l.Hidden, l.GroupID
+	return cmd
 }

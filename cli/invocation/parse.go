@@ -70,18 +70,7 @@ func ParseWait(field, s string) (time.Duration, error) {
 // decimalSeconds says whether s is digits with one decimal point (0.5,
 // 1.25, .5, 2.).
 func decimalSeconds(s string) bool {
-	digits, points := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] >= '0' && s[i] <= '9':
-			digits++
-		case s[i] == '.':
-			points++
-		default:
-			return false
-		}
-	}
-	return digits > 0 && points == 1
+	return len(s) > 1 && strings.Count(s, ".") == 1 && strings.Trim(s, "0123456789.") == ""
 }
 
 // ParseMetadata turns repeated k=v flags into a map.

@@ -3,6 +3,8 @@ package invocation
 import (
 	"fmt"
 	"time"
+
+	"github.com/lockledger/lockledger/events"
 )
 
 // ProcessText is a holder's process as who and status show it (not
@@ -21,4 +23,23 @@ func ShortDuration(d time.Duration) string {
 		d = 0
 	}
 	return d.Truncate(time.Second).String()
+}
+
+// Waiter is one waiter in a lock's queue as status, list and who write it
+// in JSON, next first.
+type Waiter struct {
+	Position  int    `json:"position"`
+	RequestID string `json:"request_id"`
+	Actor     string `json:"actor"`
+	PID       int    `json:"pid"`
+	HostID    string `json:"host_id"`
+	Since     string `json:"since"`
+	Until     string `json:"until"`
+	Seq       int64  `json:"seq"`
+}
+
+// WaiterOf is the waiter at position that joined at since (seq) and
+// keeps its place until until.
+func WaiterOf(position int, requestID, actor string, pid int, host string, since, until time.Time, seq int64) Waiter {
+	return Waiter{position, requestID, actor, pid, host, events.FormatTime(since), events.FormatTime(until), seq}
 }

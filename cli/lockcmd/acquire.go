@@ -175,9 +175,7 @@ var acquireListing = invocation.Listing{
 
 func NewAcquire(g *invocation.Globals) *cobra.Command {
 	o := &acquireOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   acquireListing.Use,
-		Short: acquireListing.Short,
+	cmd := acquireListing.Of(&cobra.Command{
 		Long: `Take a lock. The holder recorded is the calling process (the shell or
 script that runs lockledger; --holder self, the default), its parent
 (--holder parent), or --pid: when it exits, the lock counts as dead and
@@ -237,7 +235,7 @@ at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
 			o.lock = args[0]
 			return runAcquire(cmd.Context(), o)
 		},
-	}
+	})
 	o.register(cmd, true, ledger.DefaultTTL)
 	cmd.Flags().IntVar(&o.pid, "pid", 0, "holder process id (default: see --holder)")
 	cmd.Flags().BoolVar(&o.printSecret, "print-release-secret", false, "make a release secret and print it after the request id (release_secret with --json): release --request-id R with it is accepted from any uid")

@@ -24,9 +24,7 @@ var heartbeatListing = invocation.Listing{
 
 func NewHeartbeat(g *invocation.Globals) *cobra.Command {
 	o := &heartbeatOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   heartbeatListing.Use,
-		Short: heartbeatListing.Short,
+	cmd := heartbeatListing.Of(&cobra.Command{
 		Long: `Move the lock's last_heartbeat_at to now. Exit 5 when request R does not
 hold the lock. If R held it and had it taken away (stolen or superseded,
 displaced by another tool's lock file, released with --force), that is a
@@ -40,7 +38,7 @@ action_refused.`,
 			o.lock = args[0]
 			return runHeartbeat(cmd.Context(), o)
 		},
-	}
+	})
 	cmd.Flags().StringVar(&o.requestID, "request-id", "", "the request id acquire printed (required)")
 	return cmd
 }

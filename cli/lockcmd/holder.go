@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,18 +50,11 @@ const (
 const holderWatch = time.Second
 
 // wrappers run a command as their child and exit when it does.
-var wrappers = map[string]bool{
-	"timeout": true, "sudo": true, "doas": true, "su": true, "runuser": true, "env": true, "nice": true,
-	"nohup": true, "ionice": true, "chrt": true, "taskset": true, "stdbuf": true, "setsid": true,
-	"time": true, "strace": true, "ltrace": true, "flock": true, "xargs": true, "unbuffer": true,
-	"chronic": true, "systemd-run": true, "prlimit": true, "setpriv": true, "unshare": true,
-}
+var wrappers = strings.Fields("timeout sudo doas su runuser env nice nohup ionice chrt taskset stdbuf setsid time strace ltrace " +
+	"flock xargs unbuffer chronic systemd-run prlimit setpriv unshare")
 
 // shells may run lockledger from a -c script that ends right after it.
-var shells = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true,
-	"busybox": true, "fish": true,
-}
+var shells = strings.Fields("sh bash dash zsh ksh mksh ash busybox fish")
 
 // holderPID is the process acquire records as the holder: --pid, or the
 // calling process (self) or its parent.
@@ -110,10 +104,10 @@ const holderAdvice = "run acquire with --holder parent (or --pid) when a wrapper
 func checkHolder(g *invocation.Globals, lock string, pid int) {
 	comm := proc.Comm(pid)
 	switch {
-	case wrappers[comm]:
+	case slices.Contains(wrappers, comm):
 		g.Log.Warn("the holder recorded is a wrapper that exits when lockledger does: the lock will count as dead at once; "+holderAdvice,
 			"lock", lock, "holder_pid", pid, "holder", comm)
-	case shells[comm] && runsScript(pid) && !discarded(g.IO.ErrOut) && g.Log.Enabled(context.Background(), slog.LevelWarn):
+	case slices.Contains(shells, comm) && runsScript(pid) && !discarded(g.IO.ErrOut) && g.Log.Enabled(context.Background(), slog.LevelWarn):
 		if err := spawnWatcher(g, lock, pid, comm); err != nil {
 			g.Log.Debug("cannot watch the holder", "err", err)
 		}
@@ -144,10 +138,8 @@ var watchHolderListing = invocation.Listing{
 func NewWatchHolder(g *invocation.Globals) *cobra.Command {
 	var lock, comm string
 	var pid int
-	cmd := &cobra.Command{
-		Use:    watchHolderListing.Use,
-		Hidden: watchHolderListing.Hidden,
-		Args:   cobra.NoArgs,
+	cmd := watchHolderListing.Of(&cobra.Command{
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			exited, err := waitPidfd(3, holderWatch)
 			if err != nil || !exited {
@@ -157,7 +149,7 @@ func NewWatchHolder(g *invocation.Globals) *cobra.Command {
 				"lock", lock, "holder_pid", pid, "holder", comm)
 			return nil
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&lock, "lock", "", "")
 	fl.StringVar(&comm, "comm", "", "")

@@ -27,9 +27,7 @@ var initListing = invocation.Listing{
 }
 
 func NewInit(g *invocation.Globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   initListing.Use,
-		Short: initListing.Short,
+	return initListing.Of(&cobra.Command{
 		Long: `Create an empty ledger: ROOT and ROOT/ledger.db, or with --database the
 tables of the PostgreSQL database (run it as the database's owner), with
 the ledger's id. Any writing command creates the ledger the same way;
@@ -48,7 +46,7 @@ root.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return runInit(cmd.Context(), g) },
-	}
+	})
 }
 
 func runInit(ctx context.Context, g *invocation.Globals) error {

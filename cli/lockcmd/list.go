@@ -23,9 +23,7 @@ var listListing = invocation.Listing{
 
 func NewList(g *invocation.Globals) *cobra.Command {
 	o := &listOptions{g: g}
-	return &cobra.Command{
-		Use:   listListing.Use,
-		Short: listListing.Short,
+	return listListing.Of(&cobra.Command{
 		Long: `List held, stale and dead locks, including lock files written by other
 tools, and free locks with waiters queued (--json: "queue", as status). list only reads: it takes no lock and writes nothing (but upgrades
 a ledger written by an older lockledger, where it can). A lock whose file
@@ -35,14 +33,9 @@ A root where nothing was ever recorded (no ledger) is not an empty one:
 list says "no ledger at ROOT" and exits 6, and creates nothing there.`,
 		Example: `  lockledger list
   lockledger list --json | jq -r '.[] | select(.state=="stale") | .lock_name'`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 0 {
-				return &invocation.UsageError{Err: fmt.Errorf("list: takes no arguments, got %q", args)}
-			}
-			return nil
-		},
+		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runList(cmd.Context(), o) },
-	}
+	})
 }
 
 func runList(ctx context.Context, o *listOptions) error {

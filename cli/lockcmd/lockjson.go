@@ -3,6 +3,7 @@ package lockcmd
 import (
 	"time"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -56,26 +57,13 @@ type lockObject struct {
 	// release secret, which nothing else shows.
 	ReleaseSecret string `json:"release_secret,omitempty"`
 	// Queue is the lock's waiters (status and list), next first.
-	Queue []queueObject `json:"queue,omitempty"`
+	Queue []invocation.Waiter `json:"queue,omitempty"`
 }
 
-// queueObject is one waiter in a lock's queue.
-type queueObject struct {
-	Position  int    `json:"position"`
-	RequestID string `json:"request_id"`
-	Actor     string `json:"actor"`
-	PID       int    `json:"pid"`
-	HostID    string `json:"host_id"`
-	Since     string `json:"since"`
-	Until     string `json:"until"`
-	Seq       int64  `json:"seq"`
-}
-
-func queueObjects(q []ledger.Waiter) []queueObject {
-	var out []queueObject
+func queueObjects(q []ledger.Waiter) []invocation.Waiter {
+	var out []invocation.Waiter
 	for _, w := range q {
-		out = append(out, queueObject{Position: w.Position, RequestID: w.RequestID, Actor: w.Actor, PID: w.PID, HostID: w.HostID,
-			Since: events.FormatTime(w.Since), Until: events.FormatTime(w.Until), Seq: w.Seq})
+		out = append(out, invocation.WaiterOf(w.Position, w.RequestID, w.Actor, w.PID, w.HostID, w.Since, w.Until, w.Seq))
 	}
 	return out
 }
@@ -112,7 +100,8 @@ func acquisitionObject(a *ledger.Acquisition) lockObject {
 func statusObject(s *ledger.LockStatus) lockObject {
 	o := lockObject{LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
 		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, UnreadableFile: s.Unreadable, JobPIDs: s.JobPIDs,
-		Displaced: s.Displaced, Problem: s.Problem, HolderFormat: s.HolderFormat, NoTTL: noTTL(s)}
+		Displaced: s.Displaced, Problem: s.Problem, HolderFormat: s.HolderFormat, NoTTL: noTTL(s), Unprobed: s.Unprobed,
+		Mode: s.Mode, Limit: s.Limit, Queue: queueObjects(s.Queue)}
 	if s.Corrupt != nil {
 		o.Lock = nil // no holder can be read from the file
 	} else if s.Holder != nil {
@@ -126,19 +115,15 @@ func statusObject(s *ledger.LockStatus) lockObject {
 			o.StaleAt, o.StaleInSeconds = staleAt(s.State, s.StaleSince, s.SinceBeat, s.Holder)
 		}
 	}
-	o.Unprobed = s.Unprobed
-	o.Mode, o.Limit = s.Mode, s.Limit
 	for _, h := range s.Shared {
 		so := sharedObject{State: h.State, FencingToken: h.FencingToken, Lock: h.Holder, HeldSeconds: int64(h.HeldFor / time.Second),
-			AgeSeconds: int64(h.SinceBeat / time.Second), JobPIDs: h.JobPIDs}
+			AgeSeconds: int64(h.SinceBeat / time.Second), JobPIDs: h.JobPIDs, Unprobed: h.Unprobed}
 		if h.State == events.StateStale {
 			so.StaleSince = events.FormatLockTime(h.StaleSince)
 		}
-		so.Unprobed = h.Unprobed
 		so.StaleAt, so.StaleInSeconds = staleAt(h.State, h.StaleSince, h.SinceBeat, &h.Holder)
 		o.Holders = append(o.Holders, so)
 	}
-	o.Queue = queueObjects(s.Queue)
 	return o
 }
 

@@ -76,10 +76,8 @@ func NewRecordLoss(g *invocation.Globals) *cobra.Command {
 	var lock, cause, until, holder string
 	var id ledger.Identity
 	var failures int
-	cmd := &cobra.Command{
-		Use:    recordLossListing.Use,
-		Hidden: recordLossListing.Hidden,
-		Args:   cobra.NoArgs,
+	cmd := recordLossListing.Of(&cobra.Command{
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			end, err := time.Parse(time.RFC3339Nano, until)
 			if err != nil {
@@ -89,7 +87,7 @@ func NewRecordLoss(g *invocation.Globals) *cobra.Command {
 			defer cancel()
 			return recordLoss(ctx, g, lock, id, holder, failures, cause)
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&lock, "lock", "", "")
 	fl.StringVar(&id.RequestID, "request-id", "", "")

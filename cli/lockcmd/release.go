@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,9 +42,7 @@ var releaseListing = invocation.Listing{
 
 func NewRelease(g *invocation.Globals) *cobra.Command {
 	o := &releaseOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   releaseListing.Use,
-		Short: releaseListing.Short,
+	cmd := releaseListing.Of(&cobra.Command{
 		Long: `Free a lock held by request R and record the result: --result, else
 failure when --exit-code is not 0, else success. Releasing a lock you
 already released (or --force on a free lock) releases nothing: it says
@@ -95,7 +94,7 @@ removed; when an unreadable one is left there, the lock stays held by it
 			}
 			return runRelease(cmd.Context(), o)
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&o.requestID, "request-id", "", "the request id acquire printed (required unless --force)")
 	fl.StringVar(&o.actor, "actor", "", "who releases (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
@@ -133,7 +132,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	var code *int
 	if o.exitCode != -1 {
 		if o.exitCode < 0 || o.exitCode > 255 {
-			return events.Invalid("--exit-code", itoa(o.exitCode), "must be 0-255")
+			return events.Invalid("--exit-code", strconv.Itoa(o.exitCode), "must be 0-255")
 		}
 		code = &o.exitCode
 	}
@@ -148,21 +147,17 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.force && !o.yes {
-		if err := needYes(o.g, "--force"); err != nil {
-			return err
+	l, err := openAsking(ctx, o.g, o.lock, o.force && !o.yes, "release", "--force", func(s *ledger.LockStatus) string {
+		if h := s.Holder; h != nil {
+			return termtext.Sprintf("Lock %s is %s, held by %s (%s, %s).\nRelease it anyway (recorded as forced, by you)?",
+				s.Name, s.State, h.Actor, h.RequestID, invocation.ProcessText(h.PID, h.HostID))
 		}
-	}
-	l, err := o.g.Open(ctx, invocation.Writes)
+		return ""
+	}, "not releasing it")
 	if err != nil {
 		return err
 	}
 	defer o.g.Finish(l)
-	if o.force && !o.yes {
-		if err := confirmRelease(ctx, o, l); err != nil {
-			return err
-		}
-	}
 	out, err := l.Release(ctx, ledger.ReleaseRequest{Lock: o.lock,
 		Identity: ledger.Identity{RequestID: o.requestID, Actor: o.actor, PID: os.Getppid()},
 		Result:   o.result, FailureStep: o.failureStep, ExitCode: code, Force: o.force, Note: o.reason, Secret: secret})
@@ -240,21 +235,6 @@ func readSecretFile(g *invocation.Globals, path string) (string, error) {
 		return "", events.Invalid("--secret-file", path, "holds no secret (its first line is empty)")
 	}
 	return line, nil
-}
-
-// confirmRelease asks on the terminal before a forced release of a lock
-// that has a holder.
-func confirmRelease(ctx context.Context, o *releaseOptions, l *ledger.Ledger) error {
-	s, err := l.Status(ctx, o.lock)
-	if err != nil || s.Holder == nil {
-		return err
-	}
-	h := s.Holder
-	if !confirm(o.g, termtext.Sprintf("Lock %s is %s, held by %s (%s, %s).\nRelease it anyway (recorded as forced, by you)?",
-		s.Name, s.State, h.Actor, h.RequestID, invocation.ProcessText(h.PID, h.HostID)), "not releasing it") {
-		return errors.New("release cancelled: not confirmed")
-	}
-	return nil
 }
 
 // blockedByUnreadable is the unreadable file that holds lock (to fail

@@ -1,6 +1,7 @@
 package lockcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,9 +48,7 @@ var runListing = invocation.Listing{
 
 func NewRun(g *invocation.Globals) *cobra.Command {
 	o := &runOptions{g: g}
-	cmd := &cobra.Command{
-		Use:         runListing.Use,
-		Short:       runListing.Short,
+	cmd := runListing.Of(&cobra.Command{
 		Annotations: map[string]string{invocation.ForwardsSignals: "true"},
 		Long: `Acquire NAME, run CMD in its own process group with the lock heartbeated
 every min(ttl/3, 30s), then release it with the result (success, failure,
@@ -152,7 +151,7 @@ elsewhere: -c 'make >&2'.`,
 			}
 			return runRun(cmd.Context(), o)
 		},
-	}
+	})
 	o.register(cmd, true, lease.DefaultTTL)
 	fl := cmd.Flags()
 	fl.StringVarP(&o.command, "command", "c", "", "run COMMAND through sh -c instead of CMD [ARGS...] (as flock -c)")
@@ -245,14 +244,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return report("released", events.ResultCancelled, nil, 128+int(interrupted), time.Time{})
 	}
 	if o.supersede {
-		if err := awaitSuperseded(ctx, o, hold, grace); err != nil {
-			var ee *invocation.ExitError
-			if errors.As(err, &ee) && ee.Code == invocation.ExitNotHolder {
-				return report("lost", events.ResultCancelled, nil, ee.Code, time.Time{})
-			} else if errors.As(err, &ee) {
-				return report("released", events.ResultCancelled, nil, ee.Code, time.Time{})
-			}
-			return err
+		if code := awaitSuperseded(ctx, o, hold, grace); code == invocation.ExitNotHolder {
+			return report("lost", events.ResultCancelled, nil, code, time.Time{})
+		} else if code != 0 {
+			return report("released", events.ResultCancelled, nil, code, time.Time{})
 		}
 	}
 
@@ -288,13 +283,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 			return report("lost", result, &code, invocation.ExitNotHolder, started)
 		}
 		o.g.Log.Error("release failed", "lock", o.lock, "err", err)
-		switch {
-		case code == 0:
-			// The command succeeded but its release is not in the ledger:
-			// say so with a failing exit rather than a silent 0.
-			return report("release_failed", result, &code, invocation.ExitFailure, started)
-		}
-		return report("release_failed", result, &code, code, started)
+		// A command that succeeded but whose release is not in the ledger
+		// exits failing rather than with a silent 0.
+		return report("release_failed", result, &code, cmp.Or(code, invocation.ExitFailure), started)
 	}
 	o.g.Log.Info("released", "lock", o.lock, "result", result, "exit_code", code)
 	return report("released", result, &code, code, started)
@@ -303,8 +294,8 @@ func runRun(ctx context.Context, o *runOptions) error {
 // awaitSuperseded holds the command back until the job this run took the
 // lock from has stopped (see lease.Lease.AwaitSuperseded), so that the two
 // never overlap. A signal meanwhile (ctx's cause), or losing the lock,
-// ends the run without starting the command.
-func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grace time.Duration) error {
+// ends the run without starting the command: its exit code (0 to start it).
+func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grace time.Duration) int {
 	sup, err := hold.AwaitSuperseded(ctx, grace)
 	got := invocation.Interrupted(ctx)
 	ctx = context.WithoutCancel(ctx)
@@ -316,13 +307,13 @@ func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grac
 	case got != 0:
 		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled})
 		o.g.Log.Warn("signalled while waiting for the superseded job to stop; the command was not started", "lock", o.lock, "signal", got)
-		return &invocation.ExitError{Code: 128 + int(got)}
+		return 128 + int(got)
 	case err != nil:
 		_ = hold.Release(ctx, lease.Result{Result: events.ResultCancelled}) // refused as lost
 		recordLossLater(o.g, o.cmd, hold)
 		o.g.Log.Error("lock lost while waiting for the superseded job to stop; waited for it all the same, the command was not started",
 			append([]any{"lock", o.lock, "err", err, "superseded_request_id", sup.RequestID}, earlier...)...)
-		return &invocation.ExitError{Code: invocation.ExitNotHolder}
+		return invocation.ExitNotHolder
 	case len(sup.Killed) > 0:
 		o.g.Log.Warn("the superseded job outlived the grace and was killed", append([]any{"lock", o.lock,
 			"superseded_request_id", sup.RequestID, "pids", fmt.Sprint(sup.Killed), "kill_grace", grace}, earlier...)...)
@@ -332,7 +323,7 @@ func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grac
 	case sup.RequestID != "":
 		o.g.Log.Info("the superseded job has stopped", append([]any{"lock", o.lock, "superseded_request_id", sup.RequestID}, earlier...)...)
 	}
-	return nil
+	return 0
 }
 
 // supervise runs the child and returns its exit code.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,9 +35,7 @@ var statusListing = invocation.Listing{
 
 func NewStatus(g *invocation.Globals) *cobra.Command {
 	o := &statusOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   statusListing.Use,
-		Short: statusListing.Short,
+	cmd := statusListing.Of(&cobra.Command{
 		Long: `Show a lock's state. status only reads: it takes no lock and writes
 nothing. States: free, held (active holder), stale (no heartbeat within
 its TTL; acquire --force takes it), dead (its holder on this host is gone;
@@ -73,7 +70,7 @@ lapses unless it renews it, as it does every 5 s while it waits).`,
 			o.lock = args[0]
 			return runStatus(cmd.Context(), o)
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&o.format, "format", "text", "text, or bso for BSO's check-mode return object (JSON)")
 	fl.StringVar(&o.file, "file", "", "with --format bso: the .sprint-running file, as bso:PATH (default: the lock's bso target, else ./.sprint-running)")
@@ -141,12 +138,11 @@ func checkResult(s *ledger.LockStatus) error {
 
 func printStatus(w io.Writer, s *ledger.LockStatus) {
 	defer printQueue(w, s.Queue)
-	if s.Holder == nil {
-		termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
+	termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
+	h := s.Holder
+	if h == nil {
 		return
 	}
-	h := s.Holder
-	termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
 	if s.Corrupt != nil {
 		termtext.Fprintf(w, "  %s, not written by the ledger: held, to fail safe\n", s.Corrupt)
 		termtext.Fprintf(w, "  `lockledger project` moves it aside (kept beside it, recorded); `lockledger steal %s --active` takes the lock over\n", s.Name)
@@ -225,8 +221,6 @@ func ago(d time.Duration) string {
 	}
 	return invocation.ShortDuration(d) + " ago"
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // runStatusBSO answers BSO's check mode for the lock's .sprint-running.
 func runStatusBSO(ctx context.Context, o *statusOptions) error {

@@ -38,9 +38,7 @@ var stealListing = invocation.Listing{
 
 func NewSteal(g *invocation.Globals) *cobra.Command {
 	o := &stealOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   stealListing.Use,
-		Short: stealListing.Short,
+	cmd := stealListing.Of(&cobra.Command{
 		Long: `Take a lock from its holder and record lock_stolen with the previous lock,
 its hash and your reason. A stale or dead holder is taken over as is; an
 active holder only with --active (the escape hatch), which asks for
@@ -54,7 +52,7 @@ is recorded as action_refused.`,
 			o.lock = args[0]
 			return runSteal(cmd.Context(), o)
 		},
-	}
+	})
 	o.register(cmd, false, ledger.DefaultTTL)
 	fl := cmd.Flags()
 	fl.StringVar(&o.reason, "reason", "", "why (required; recorded with the steal)")
@@ -79,30 +77,17 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.active && !o.yes {
-		if err := needYes(o.g, "--active"); err != nil {
-			return err
+	l, err := openAsking(ctx, o.g, o.lock, o.active && !o.yes, "steal", "--active", func(s *ledger.LockStatus) string {
+		if h := s.Holder; s.State == events.StateHeld {
+			return termtext.Sprintf("Lock %s is held by %s (%s, pid %d on %s) and heartbeating.\nTake it over anyway?",
+				s.Name, h.Actor, h.RequestID, h.PID, h.HostID)
 		}
-	}
-	l, err := o.g.Open(ctx, invocation.Writes)
+		return ""
+	}, "not taking it over")
 	if err != nil {
 		return err
 	}
 	defer o.g.Finish(l)
-	if o.active && !o.yes {
-		s, err := l.Status(ctx, o.lock)
-		if err != nil {
-			return err
-		}
-		if s.State == events.StateHeld {
-			h := s.Holder
-			ok := confirm(o.g, termtext.Sprintf("Lock %s is held by %s (%s, pid %d on %s) and heartbeating.\nTake it over anyway?",
-				s.Name, h.Actor, h.RequestID, h.PID, h.HostID), "not taking it over")
-			if !ok {
-				return errors.New("steal cancelled: not confirmed")
-			}
-		}
-	}
 	a, err := l.Steal(ctx, ledger.StealRequest{AcquireRequest: req, Note: o.reason, Active: o.active})
 	if err != nil {
 		return err
@@ -110,6 +95,33 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 	reportTakenOver(o.g, o.lock, lease.StopTakenOver(ctx, l, a, takeOverGrace(req.TTL)))
 	printAcquisition(o.g, a)
 	return nil
+}
+
+// openAsking opens the ledger for command's write; when ask, only after a
+// yes: --yes (needYes: flag asks for one), or one on the terminal to the
+// question about the lock's status (already escaped; "" asks nothing).
+func openAsking(ctx context.Context, g *invocation.Globals, lock string, ask bool, command, flag string,
+	question func(*ledger.LockStatus) string, no string) (*ledger.Ledger, error) {
+	if ask {
+		if err := needYes(g, flag); err != nil {
+			return nil, err
+		}
+	}
+	l, err := g.Open(ctx, invocation.Writes)
+	if err != nil || !ask {
+		return l, err
+	}
+	s, err := l.Status(ctx, lock)
+	if err == nil {
+		if q := question(s); q != "" && !confirm(g, q, no) {
+			err = errors.New(command + " cancelled: not confirmed")
+		}
+	}
+	if err != nil {
+		g.Finish(l)
+		return nil, err
+	}
+	return l, nil
 }
 
 // confirm asks question (already escaped) on the terminal, default No, for

@@ -17,28 +17,22 @@ func waitReporter(g *invocation.Globals, lock string) lease.WaitObserver {
 	tty := g.StatusLine()
 	said := false
 	return func(h *ledger.HeldError, waited time.Duration) {
+		var by string
+		var attrs []any
 		if h.Corrupt != nil {
-			if tty {
-				termtext.Fprintf(g.IO.ErrOut, "\r\033[Kwaiting for %s: held by an %s; waited %s", lock, h.Corrupt, waited.Truncate(time.Second))
-			} else if !said {
-				said = true
-				g.Log.Info("waiting for lock", "lock", lock, "holder", h.Corrupt.String())
+			by, attrs = "an "+h.Corrupt.String(), []any{"holder", h.Corrupt.String()}
+		} else {
+			by = fmt.Sprintf("%s (%s, pid %d on %s)", h.Holder.Actor, h.Holder.RequestID, h.Holder.PID, h.Holder.HostID)
+			if t, err := h.Holder.CreatedTime(); err == nil {
+				by += " for " + time.Since(t).Truncate(time.Second).String()
 			}
-			return
-		}
-		held := ""
-		if t, err := h.Holder.CreatedTime(); err == nil {
-			held = " for " + time.Since(t).Truncate(time.Second).String()
+			attrs = []any{"holder", h.Holder.RequestID, "actor", h.Holder.Actor, "pid", h.Holder.PID, "host", h.Holder.HostID}
 		}
 		if tty {
-			termtext.Fprintf(g.IO.ErrOut, "\r\033[Kwaiting for %s: held by %s (%s, pid %d on %s)%s; waited %s",
-				lock, h.Holder.Actor, h.Holder.RequestID, h.Holder.PID, h.Holder.HostID, held, waited.Truncate(time.Second))
-			return
-		}
-		if !said {
+			termtext.Fprintf(g.IO.ErrOut, "\r\033[Kwaiting for %s: held by %s; waited %s", lock, by, waited.Truncate(time.Second))
+		} else if !said {
 			said = true
-			g.Log.Info("waiting for lock", "lock", lock, "holder", h.Holder.RequestID, "actor", h.Holder.Actor,
-				"pid", h.Holder.PID, "host", h.Holder.HostID)
+			g.Log.Info("waiting for lock", append([]any{"lock", lock}, attrs...)...)
 		}
 	}
 }

@@ -26,9 +26,7 @@ var historyListing = invocation.Listing{
 
 func NewHistory(g *invocation.Globals) *cobra.Command {
 	o := &historyOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   historyListing.Use,
-		Short: historyListing.Short,
+	cmd := historyListing.Of(&cobra.Command{
 		Long: `Print one lock's events in log order: who acquired, renewed, stole,
 released it, whose heartbeats failed and who was blocked. Same formats as
 timeline (history NAME is timeline --lock NAME; --json is --format json).
@@ -43,7 +41,7 @@ history only reads.`,
 			}
 			return runHistory(cmd.Context(), o)
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&o.Since, "since", "", "from this time on (RFC 3339, or a duration ago: 2h)")
 	fl.StringVar(&o.Until, "until", "", "up to this time (RFC 3339, or a duration ago)")

@@ -1,6 +1,7 @@
 package timelinecmd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
@@ -25,9 +26,7 @@ var replayListing = invocation.Listing{
 
 func NewReplay(g *invocation.Globals) *cobra.Command {
 	o := &replayOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   replayListing.Use,
-		Short: replayListing.Short,
+	cmd := replayListing.Of(&cobra.Command{
 		Long: `Fold the event log up to T (every event with at <= T, in log order) and
 print every lock's state then as JSON: {"as_of", "locks": [...]}, one
 object per lock named by any event, with its state (free, held, stale)
@@ -38,7 +37,7 @@ reads the locks table: that is what verify compares against. Without
   lockledger replay --as-of 2h --lock app-prod | jq '.locks[0].state'`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReplay(cmd.Context(), o) },
-	}
+	})
 	cmd.Flags().StringVar(&o.asOf, "as-of", "", "the instant (RFC 3339, or a duration ago: 2h); default now, all events")
 	cmd.Flags().StringVar(&o.lock, "lock", "", "only this lock")
 	return cmd
@@ -105,10 +104,7 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	judgeAt := asOf
-	if judgeAt.IsZero() {
-		judgeAt = now
-	}
+	judgeAt := cmp.Or(asOf, now)
 	out := replayObject{AsOf: events.FormatTime(judgeAt), Locks: []replayLock{}}
 	locks := st.Locks()
 	if o.lock != "" && len(locks) == 0 {

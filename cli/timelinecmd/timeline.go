@@ -33,9 +33,7 @@ var timelineListing = invocation.Listing{
 
 func NewTimeline(g *invocation.Globals) *cobra.Command {
 	o := &timelineOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   timelineListing.Use,
-		Short: timelineListing.Short,
+	cmd := timelineListing.Of(&cobra.Command{
 		Long: `Print the events that match every filter given, in log order (seq),
 oldest first. Times are RFC 3339 or a duration meaning that long ago
 (--since 2h); both bounds are inclusive. --type is repeatable or a comma
@@ -94,7 +92,7 @@ timeline only reads: it takes no lock.`,
 			}
 			return runTimeline(cmd.Context(), o)
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&o.lock, "lock", "", "only this lock")
 	fl.StringVar(&o.actor, "actor", "", "only events by this actor")

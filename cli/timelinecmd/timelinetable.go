@@ -48,20 +48,15 @@ const (
 // ellipsis when DETAILS would have too little room, and DETAILS wrapped
 // between words onto lines of their own, indented under it. Like table,
 // it aligns chunks of rows, never narrowing a column once printed.
-type narrowSink struct {
-	w       io.Writer
-	color   bool
-	widths  []int // natural widths of the columns so far
-	pending [][]eventfmt.Cell
-	started bool
-}
+type narrowSink struct{ t *eventfmt.Table }
 
 func newNarrowSink(w io.Writer, color bool) *narrowSink {
-	s := &narrowSink{w: w, color: color, widths: make([]int, len(eventfmt.EventHeader))}
-	for i, h := range eventfmt.EventHeader {
-		s.widths[i] = utf8.RuneCountInString(h)
+	t := eventfmt.NewTable(w, color, eventfmt.EventHeader...)
+	t.Layout = func(widths []int) func(*strings.Builder, []eventfmt.Cell) {
+		w, room := layout(widths)
+		return func(b *strings.Builder, cells []eventfmt.Cell) { line(b, color, w, room, cells) }
 	}
-	return s
+	return &narrowSink{t: t}
 }
 
 func (s *narrowSink) Event(ev *replay.Event) error {
@@ -72,21 +67,17 @@ func (s *narrowSink) Event(ev *replay.Event) error {
 	cells[colPIDHost].Text = fmt.Sprintf("%d@%s", ev.PID, shortHost(ev.HostID))
 	cells[colRequest].Text = shortRequestID(ev.RequestID)
 	cells[colDetails].Text = termtext.Escape(shortenIDsIn(eventfmt.Details(ev)))
-	s.pending = append(s.pending, cells)
-	if len(s.pending) >= eventfmt.TableChunk {
-		return s.flush()
-	}
-	return nil
+	return s.t.Escaped(cells)
 }
 
-func (s *narrowSink) Close() error { return s.flush() }
+func (s *narrowSink) Close() error { return s.t.Flush() }
 
-// layout is the printed width of each column but DETAILS, and DETAILS'
-// room on a row's line (0: it goes on lines of its own). The columns are
-// cut only as far as it takes to give DETAILS detailsWanted, else
-// detailsMin; failing both, DETAILS goes below the row, and the columns
-// are cut only as far as the row needs to fit.
-func (s *narrowSink) layout() ([]int, int) {
+// layout is the printed width of each column but DETAILS, given their
+// natural widths, and DETAILS' room on a row's line (0: it goes on lines
+// of its own). The columns are cut only as far as it takes to give DETAILS
+// detailsWanted, else detailsMin; failing both, DETAILS goes below the
+// row, and the columns are cut only as far as the row needs to fit.
+func layout(widths []int) ([]int, int) {
 	room := func(w []int) int {
 		used := 0
 		for i := range colDetails {
@@ -95,7 +86,7 @@ func (s *narrowSink) layout() ([]int, int) {
 		return narrowWidth - used
 	}
 	shrink := func(target int) []int {
-		w := append([]int(nil), s.widths...)
+		w := append([]int(nil), widths...)
 		for room(w) < target {
 			widest := -1
 			for _, i := range shrinkable {
@@ -119,36 +110,12 @@ func (s *narrowSink) layout() ([]int, int) {
 	return shrink(-2), 0
 }
 
-func (s *narrowSink) flush() error {
-	for _, r := range s.pending {
-		for i, c := range r[:colDetails] {
-			s.widths[i] = max(s.widths[i], utf8.RuneCountInString(c.Text))
-		}
-	}
-	w, room := s.layout()
-	var b strings.Builder
-	if !s.started {
-		s.started = true
-		hc := make([]eventfmt.Cell, len(eventfmt.EventHeader))
-		for i, h := range eventfmt.EventHeader {
-			hc[i] = eventfmt.Cell{Text: h, Color: eventfmt.AnsiBold}
-		}
-		s.line(&b, w, room, hc)
-	}
-	for _, r := range s.pending {
-		s.line(&b, w, room, r)
-	}
-	s.pending = s.pending[:0]
-	_, err := io.WriteString(s.w, b.String())
-	return err
-}
-
-func (s *narrowSink) line(b *strings.Builder, w []int, room int, cells []eventfmt.Cell) {
+func line(b *strings.Builder, color bool, w []int, room int, cells []eventfmt.Cell) {
 	var row strings.Builder
 	for i, c := range cells[:colDetails] {
 		text := clipText(c.Text, w[i])
 		pad := strings.Repeat(" ", w[i]-utf8.RuneCountInString(text)+2)
-		if s.color && c.Color != "" {
+		if color && c.Color != "" {
 			row.WriteString(c.Color + text + eventfmt.AnsiReset + pad)
 		} else {
 			row.WriteString(text + pad)
@@ -159,7 +126,7 @@ func (s *narrowSink) line(b *strings.Builder, w []int, room int, cells []eventfm
 		indent, room = detailsIndent, narrowWidth-detailsIndent
 	}
 	lines := wrapWords(cells[colDetails].Text, room)
-	if c := cells[colDetails].Color; s.color && c != "" {
+	if c := cells[colDetails].Color; color && c != "" {
 		for i, l := range lines {
 			lines[i] = c + l + eventfmt.AnsiReset
 		}

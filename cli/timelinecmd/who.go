@@ -1,10 +1,12 @@
 package timelinecmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -29,9 +31,7 @@ var whoListing = invocation.Listing{
 
 func NewWho(g *invocation.Globals) *cobra.Command {
 	o := &whoOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   whoListing.Use,
-		Short: whoListing.Short,
+	cmd := whoListing.Of(&cobra.Command{
 		Long: `Replay one lock's events up to T (every event with at <= T, in log order)
 and print its holder then: held, stale (no heartbeat within the TTL at T)
 or free. "dead" cannot be judged after the fact: no event records the
@@ -56,7 +56,7 @@ now. The output names T in the local zone too. who only reads.`,
 			o.lock = args[0]
 			return runWho(cmd.Context(), o)
 		},
-	}
+	})
 	cmd.Flags().StringVar(&o.at, "at", "now", "the instant (RFC 3339; local wall-clock 10:31 or \"2025-03-14 10:31\"; or a duration ago: 2h, -15m)")
 	return cmd
 }
@@ -84,17 +84,10 @@ type whoObject struct {
 	Queue []queuedAtJSON `json:"queue,omitempty"`
 }
 
-// queuedAtJSON is one waiter in who's queue.
+// queuedAtJSON is one waiter in who's queue, and how long it had waited
+// by the instant asked about.
 type queuedAtJSON struct {
-	Position  int    `json:"position"`
-	RequestID string `json:"request_id"`
-	Actor     string `json:"actor"`
-	PID       int    `json:"pid"`
-	HostID    string `json:"host_id"`
-	Since     string `json:"since"`
-	Until     string `json:"until"`
-	Seq       int64  `json:"seq"`
-	// WaitedSeconds is how long it had waited by the instant asked about.
+	invocation.Waiter
 	WaitedSeconds float64 `json:"waited_seconds"`
 }
 
@@ -110,26 +103,23 @@ type beganJSON struct {
 	WaitedSeconds     float64     `json:"waited_seconds,omitempty"`
 }
 
+// beganWords say how a holding began by its steal's reason, PREV the
+// holding it took over.
+var beganWords = map[string]string{
+	events.ReasonForcedActive: "stolen from PREV while it was active (forced_active)",
+	events.ReasonStaleForced:  "taken over from PREV, which was stale (stale_lock_forced)",
+	events.ReasonHolderDead:   "taken over from PREV, whose process had died (holder_dead)",
+	events.ReasonForeignLock:  "taken over from another tool's lock file (foreign_lock)",
+	events.ReasonSuperseded:   "superseded PREV (superseded)",
+	events.ReasonReclaimed:    "reclaimed by its own request from another process (reclaimed)",
+}
+
 // beganText says how a holding began, in words.
 func beganText(b *beganJSON) string {
-	var s string
-	switch {
-	case b.Type == events.LockAcquired:
-		s = "acquired"
-	case b.Reason == events.ReasonForcedActive:
-		s = "stolen from " + b.PreviousRequestID + " while it was active (forced_active)"
-	case b.Reason == events.ReasonStaleForced:
-		s = "taken over from " + b.PreviousRequestID + ", which was stale (stale_lock_forced)"
-	case b.Reason == events.ReasonHolderDead:
-		s = "taken over from " + b.PreviousRequestID + ", whose process had died (holder_dead)"
-	case b.Reason == events.ReasonForeignLock:
-		s = "taken over from another tool's lock file (foreign_lock)"
-	case b.Reason == events.ReasonSuperseded:
-		s = "superseded " + b.PreviousRequestID + " (superseded)"
-	case b.Reason == events.ReasonReclaimed:
-		s = "reclaimed by its own request from another process (reclaimed)"
-	default:
-		s = "stolen from " + b.PreviousRequestID + " (" + b.Reason + ")"
+	s := "acquired"
+	if b.Type != events.LockAcquired {
+		s = cmp.Or(beganWords[b.Reason], "stolen from PREV ("+b.Reason+")")
+		s = strings.ReplaceAll(s, "PREV", b.PreviousRequestID)
 	}
 	s += fmt.Sprintf(", seq %d", b.Seq)
 	if b.WaitedSeconds > 0 {
@@ -173,9 +163,8 @@ func whoAt(name string, lk *replay.Lock, at time.Time) whoObject {
 	obj.LastEvent = &last
 	obj.Mode, obj.Limit, obj.Holders = sharedAt(lk, at)
 	for i, q := range lk.QueueAt(at) {
-		obj.Queue = append(obj.Queue, queuedAtJSON{Position: i + 1, RequestID: q.RequestID, Actor: q.Actor, PID: q.PID,
-			HostID: q.HostID, Since: events.FormatTime(q.Since), Until: events.FormatTime(q.Until), Seq: q.Seq,
-			WaitedSeconds: at.Sub(q.Since).Seconds()})
+		obj.Queue = append(obj.Queue, queuedAtJSON{invocation.WaiterOf(i+1, q.RequestID, q.Actor, q.PID, q.HostID, q.Since, q.Until, q.Seq),
+			at.Sub(q.Since).Seconds()})
 	}
 	if lk.Held {
 		rec := lk.Holder.Record

@@ -163,7 +163,7 @@ type killPlan struct {
 
 // TestCrashKillNineAtRandomMoments runs acquire/heartbeat/release loops,
 // steal loops, `run` and `project` as real processes on one ledger and
-// kills each with SIGKILL at a random moment (at least 100 kills; 1000
+// kills each with SIGKILL at a random moment (at least 50 kills; 1000
 // under LOCKLEDGER_STRESS=1), several at a time. A kill waits for 0-2
 // finished steps of its victim, then a random 0-300 ms, so that kills fall
 // inside every phase of an operation whatever the machine's speed.
@@ -182,7 +182,7 @@ func TestCrashKillNineAtRandomMoments(t *testing.T) {
 	seed := crashSeed(t)
 	t.Logf("seed %d (LOCKLEDGER_CRASH_SEED=%d reproduces the schedule)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0x10c4))
-	kills, parallel := 100, 5
+	kills, parallel := 50, 4
 	if stressed() {
 		kills, parallel = 1000, 6
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,8 +49,10 @@ func TestFollowKilledAndResumedUnderConcurrentWritersLosesAndRepeatsNothing(t *t
 		for w := range n {
 			wg.Go(func() {
 				for i := range runs {
-					c := clitest.Command(t.Context(), root, "run", fmt.Sprintf("%s%d-%d", phase, w, i), "--", "true")
-					c.Env = append(c.Env, every...)
+					// The race detector is for the followers: the writers
+					// are the CLI as users run it, at a quarter of the CPU.
+					c := exec.CommandContext(t.Context(), clitest.Bin(), "run", fmt.Sprintf("%s%d-%d", phase, w, i), "--", "true")
+					c.Env = clitest.Env(root, every...)
 					r, err := clitest.Output(c)
 					if err != nil || r.Code != 0 {
 						errs <- fmt.Sprintf("writer %s%d: %v exit %d: %s", phase, w, err, r.Code, r.Stderr)

@@ -28,18 +28,22 @@ var outputCommands = []struct {
 	{"timeline svg", []string{"timeline", "--format", "svg"}},
 }
 
-// outputRoot is a root with a few events and a held lock, its WAL left in
-// place by the CLI as it always is.
+// outputRoot is a root of its own with a few events and a held lock, its
+// WAL left in place by the CLI as it always is: a copy of one built once.
 func outputRoot(t *testing.T) string {
 	t.Helper()
-	root := t.TempDir()
-	self := strconv.Itoa(os.Getpid())
-	for i := range 3 {
-		rid := "req_out" + strconv.Itoa(i)
-		clitest.Must(t, 0, root, "acquire", "a", "--pid", self, "--request-id", rid)
-		clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
-	}
-	clitest.Must(t, 0, root, "acquire", "a", "--pid", self)
+	shared := clitest.Fixture(t, "output", func(t testing.TB, dir string) {
+		root := filepath.Join(dir, "root")
+		self := strconv.Itoa(os.Getpid())
+		for i := range 3 {
+			rid := "req_out" + strconv.Itoa(i)
+			clitest.Must(t, 0, root, "acquire", "a", "--pid", self, "--request-id", rid)
+			clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+		}
+		clitest.Must(t, 0, root, "acquire", "a", "--pid", self)
+	})
+	root := filepath.Join(t.TempDir(), "root")
+	clitest.Copy(t, filepath.Join(shared, "root"), root)
 	return root
 }
 

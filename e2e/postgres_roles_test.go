@@ -280,8 +280,10 @@ func TestPostgresREADMEWriterCannotEditTheProjection(t *testing.T) {
 	a.must(t, 0, "release", "prod", "--request-id", old)
 	wdb := openSQL(t, roles.writer)
 	released := scalar(t, wdb, `SELECT seq::text FROM events WHERE type = 'lock_released' AND request_id = $1`, old)
-	a.must(t, 0, "acquire", "prod", "--ttl", "60s", "--pid", me)
-	a.must(t, 0, "acquire", "pool", "--limit", "1", "--ttl", "60s", "--pid", me)
+	// Held for longer than the edits below take on a loaded machine:
+	// host-b must find them held, not stale.
+	a.must(t, 0, "acquire", "prod", "--ttl", "1h", "--pid", me)
+	a.must(t, 0, "acquire", "pool", "--limit", "1", "--ttl", "1h", "--pid", me)
 	edits := []string{
 		`DELETE FROM lock_holders WHERE lock_name = 'prod'`,
 		`UPDATE lock_holders SET exclusive = 0 WHERE lock_name = 'prod'`,

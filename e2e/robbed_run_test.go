@@ -30,7 +30,7 @@ const tickingJob = `while :; do date +%s.%N >> "$0"; sleep 0.005; done`
 // robbing event (both reported).
 func TestRunStopsItsJobTheMomentItsHoldingIsRobbed(t *testing.T) {
 	t.Parallel()
-	trials := 20
+	trials := 10
 	if stressed() {
 		trials = 200
 	}

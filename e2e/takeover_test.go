@@ -94,7 +94,7 @@ type takeover struct {
 // before the take-over returns, its run killed, and that is recorded.
 func TestForcedTakeOverStopsTheStaleHoldersJobFirst(t *testing.T) {
 	t.Parallel()
-	trials := 12
+	trials := 6
 	if stressed() {
 		trials = 100
 	}

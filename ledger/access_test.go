@@ -16,6 +16,7 @@ import (
 // no lock and changes none: list, project and verify's projection check
 // see the same locks as before.
 func TestRecordAccessIsLedgerWide(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	if _, err := e.l.TryAcquire(ctx, req("a", "r1", os.Getpid())); err != nil {
@@ -61,6 +62,7 @@ func TestRecordAccessIsLedgerWide(t *testing.T) {
 // TestRecordAccessRefusesWhatIsNotARead: RecordAccess records exports
 // and verifies only, and nothing through a read-only open.
 func TestRecordAccessRefusesWhatIsNotARead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	for _, typ := range []events.Type{events.LockAcquired, events.LedgerProjected} {

@@ -60,6 +60,7 @@ func writeSomeEvents(t *testing.T, e *env) {
 // rewriting an event through an INSERT is refused, and the log stays as
 // it was.
 func TestEventsRefuseReplaceAndUpsert(t *testing.T) {
+	t.Parallel()
 	e := open(t)
 	writeSomeEvents(t, e)
 	db := rawDB(t, e.root)
@@ -101,6 +102,7 @@ func TestEventsRefuseReplaceAndUpsert(t *testing.T) {
 // Without the INSERT trigger (a ledger before it, or one dropped), an
 // UPSERT's update is still refused by the UPDATE trigger.
 func TestUpsertIntoEventsIsRefusedByTheUpdateTrigger(t *testing.T) {
+	t.Parallel()
 	e := open(t)
 	writeSomeEvents(t, e)
 	db := rawDB(t, e.root)
@@ -120,6 +122,7 @@ func TestUpsertIntoEventsIsRefusedByTheUpdateTrigger(t *testing.T) {
 // A ledger written before the INSERT trigger existed gets it when it is
 // next opened for writing.
 func TestOlderLedgerGetsTheReplaceTriggerOnOpen(t *testing.T) {
+	t.Parallel()
 	e := open(t)
 	writeSomeEvents(t, e)
 	if err := e.l.Close(); err != nil {

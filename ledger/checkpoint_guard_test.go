@@ -16,6 +16,7 @@ import (
 // tail cut under it, with the rows that would show it, fails the next
 // write whole: nothing appended, nothing signed.
 func TestASignerWithoutAWitnessRefusesWhatItSignedCut(t *testing.T) {
+	t.Parallel()
 	s, v := testKey(t)
 	e := open(t, WithSigner(s), WithCheckpointPolicy(1, time.Hour))
 	cycle(t, e.l, "a", "r")

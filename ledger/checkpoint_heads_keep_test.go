@@ -19,6 +19,7 @@ import (
 // it commits: the kept head advances with every signed write, or the write
 // fails; it never stands still while writes go on.
 func TestAHeadThatCannotBeKeptFailsTheWrite(t *testing.T) {
+	t.Parallel()
 	s, v := testKey(t)
 	for name, plant := range map[string]func(t *testing.T, spare, lock string){
 		"a FIFO at the spare": func(t *testing.T, spare, _ string) {
@@ -70,6 +71,7 @@ func TestAHeadThatCannotBeKeptFailsTheWrite(t *testing.T) {
 // in the same heads directory, so that writing to the copy leaves the
 // original's writes standing, and a cut of the original is still refused.
 func TestACopiedRootKeepsAHeadOfItsOwn(t *testing.T) {
+	t.Parallel()
 	s, v := testKey(t)
 	ctx := context.Background()
 	heads := trust.Heads{Dir: t.TempDir()}

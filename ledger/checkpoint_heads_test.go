@@ -17,6 +17,7 @@ import (
 // writer in another process, which remembers nothing, refuses a log cut
 // under the head kept, and changes nothing.
 func TestEveryWriteKeepsAHeadTheNextWriterMustExtend(t *testing.T) {
+	t.Parallel()
 	s, v := testKey(t)
 	heads := trust.Heads{Dir: t.TempDir()}
 	e := open(t, WithSigner(s), WithHeads(heads.Dir))

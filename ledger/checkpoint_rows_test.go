@@ -43,6 +43,7 @@ func treeRows(t *testing.T, db *sql.DB) string {
 // on the Merkle rows and the checkpoints as on the events, and so is a
 // checkpoint row covering events the log does not hold.
 func TestTreeRowsRefuseReplaceUpsertAndCheckpointsBeyondTheLog(t *testing.T) {
+	t.Parallel()
 	s, _ := testKey(t)
 	e := open(t, WithSigner(s), WithCheckpointPolicy(2, time.Hour))
 	writeSomeEvents(t, e)
@@ -90,6 +91,7 @@ func TestTreeRowsRefuseReplaceUpsertAndCheckpointsBeyondTheLog(t *testing.T) {
 // its own note in a row that claims more) as the last checkpoint signed,
 // and signs the one that is due.
 func TestWriterSignsPastACheckpointRowItsKeyDidNotSign(t *testing.T) {
+	t.Parallel()
 	other, _ := testKey(t)
 	for _, c := range []struct{ name, row string }{
 		{"a huge size", `SELECT 1000000000000, 'x', 'garbage', 'ops', '2026-01-02T10:00:00Z'`},

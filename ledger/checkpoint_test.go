@@ -83,6 +83,7 @@ func cycle(t *testing.T, l *Ledger, lock, rid string) {
 }
 
 func TestWriterWithAKeySignsCheckpointsEveryNEventsAndAfterT(t *testing.T) {
+	t.Parallel()
 	s, v := testKey(t)
 	dir := t.TempDir()
 	file, wdir := filepath.Join(dir, "witness.log"), filepath.Join(dir, "witness.d")
@@ -144,6 +145,7 @@ func TestWriterWithAKeySignsCheckpointsEveryNEventsAndAfterT(t *testing.T) {
 }
 
 func TestCheckpointSignsNowAndReportsAWitnessItCouldNotWrite(t *testing.T) {
+	t.Parallel()
 	s, v := testKey(t)
 	bad := filepath.Join(t.TempDir(), "missing-dir", "witness")
 	e := open(t, WithSigner(s), WithWitnesses(witness.New([]string{bad}, 0, nil)), WithCheckpointPolicy(1000, time.Hour))
@@ -170,6 +172,7 @@ func TestCheckpointSignsNowAndReportsAWitnessItCouldNotWrite(t *testing.T) {
 // any other write: otherwise they are covered by no checkpoint and verify
 // fails on a clean ledger.
 func TestRecordAccessSignsTheCheckpointThatIsDue(t *testing.T) {
+	t.Parallel()
 	s, v := testKey(t)
 	e := open(t, WithSigner(s), WithCheckpointPolicy(1, time.Hour))
 	ctx := context.Background()
@@ -189,6 +192,7 @@ func TestRecordAccessSignsTheCheckpointThatIsDue(t *testing.T) {
 // and the copy is made after the writer mutex is let go: another writer on
 // the root goes on, and the checkpoint stays stored in the ledger.
 func TestAHungWitnessBlocksNoWriter(t *testing.T) {
+	t.Parallel()
 	s, v := testKey(t)
 	fifo := filepath.Join(t.TempDir(), "witness")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

@@ -12,6 +12,7 @@ import (
 // The ledger's own holder is judged by the rule the formats use: a
 // heartbeat further ahead than formats.MaxClockSkew is not fresh.
 func TestJudgeAHeartbeatAheadOfTheClock(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	self := Host{ID: "here", BootID: "boot"}
 	holder := func(beat time.Time) *holding {

@@ -91,6 +91,7 @@ func verifyOK(t *testing.T, l *ledger.Ledger) *verify.Report {
 }
 
 func TestConformanceAcquireHeartbeatRelease(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		a, b := f.open("host-a"), f.open("host-b")
@@ -138,6 +139,7 @@ func TestConformanceAcquireHeartbeatRelease(t *testing.T) {
 }
 
 func TestConformanceRacingAcquiresHaveOneWinner(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		const hosts, trials = 6, 8
@@ -191,6 +193,7 @@ func TestConformanceRacingAcquiresHaveOneWinner(t *testing.T) {
 }
 
 func TestConformanceEventsAreAppendOnly(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		l := f.open("host-a")
@@ -214,6 +217,7 @@ func TestConformanceEventsAreAppendOnly(t *testing.T) {
 }
 
 func TestConformanceWaiterGetsTheLockOnRelease(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		a, b := f.open("host-a"), f.open("host-b")
@@ -247,6 +251,7 @@ func TestConformanceWaiterGetsTheLockOnRelease(t *testing.T) {
 }
 
 func TestConformanceStaleLockIsTakenOverWithAHigherToken(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		a, b := f.open("host-a"), f.open("host-b")
@@ -284,6 +289,7 @@ func TestConformanceStaleLockIsTakenOverWithAHigherToken(t *testing.T) {
 }
 
 func TestConformanceCheckpointsAndProject(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		skey, vkey, err := note.GenerateKey(nil, "conformance")
@@ -331,6 +337,7 @@ func TestConformanceCheckpointsAndProject(t *testing.T) {
 // --accept-broken-chain does) runs on both engines: an unbounded LIMIT is
 // spelled in a way PostgreSQL takes too.
 func TestConformanceHashTailWithoutABound(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		l := f.open("host-a")

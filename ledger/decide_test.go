@@ -41,6 +41,7 @@ func selfOf(j judged) judged { j.self = true; return j }
 // exclusive, stale, dead and TTL-only holders, --force, steal --active and
 // --supersede, the same request again, and the waiter queue's head.
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	const (
 		held, stale, dead = events.StateHeld, events.StateStale, events.StateDead
 	)
@@ -256,6 +257,7 @@ func checkRefusal(t *testing.T, req AcquireRequest, d decision, state string, ac
 // another host, or no process's, is judged by its TTL only, so a gone pid
 // says nothing and only its TTL makes it stale.
 func TestDecideJudgedHolders(t *testing.T) {
+	t.Parallel()
 	self := Host{ID: "vm", BootID: "boot-1"}
 	probe := probeFunc(func(int) (proc.Liveness, string) { return proc.Gone, "" })
 	req := AcquireRequest{Lock: "x", Identity: Identity{RequestID: "req_me"}}

@@ -106,6 +106,7 @@ func acquireDeploy(l *ledger.Ledger, rid string) (*ledger.Acquisition, error) {
 // warns. A reboot of the first machine still finds its holder dead. On
 // PostgreSQL every host writes as the README's writer role.
 func TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		asREADMEWriter(t, f)
 		a := f.openAs(ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-a1")})
@@ -147,6 +148,7 @@ func TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine(t *testing.T) {
 // share it may be another machine, and only its TTL ends it (the hosts
 // write there as the README's writer role).
 func TestHolderOfAnUnknownMachine(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		asREADMEWriter(t, f)
 		old := f.openAs(ledger.Host{ID: "web", BootID: "boot-old"})

@@ -73,6 +73,7 @@ func count(t *testing.T, l *Ledger) int {
 }
 
 func TestStateRulesByClockAndProbe(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	if _, err := e.l.TryAcquire(ctx, req("a", "r1", 100)); err != nil {
@@ -110,6 +111,7 @@ func TestStateRulesByClockAndProbe(t *testing.T) {
 }
 
 func TestDeadHolderRules(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	take := func(lock string, pid int) {
@@ -164,6 +166,7 @@ func TestDeadHolderRules(t *testing.T) {
 }
 
 func TestCrashBetweenFileAndCommitIsUndone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	// A writer died after linking its lock file, before its commit.
@@ -194,6 +197,7 @@ func TestCrashBetweenFileAndCommitIsUndone(t *testing.T) {
 }
 
 func TestCrashAfterCommitIsFinished(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	a, err := e.l.TryAcquire(ctx, req("job", "r1", 100))
@@ -225,6 +229,7 @@ func TestCrashAfterCommitIsFinished(t *testing.T) {
 }
 
 func TestConcurrentOpensOfAFreshRoot(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "fresh")
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -269,6 +274,7 @@ func TestConcurrentOpensOfAFreshRoot(t *testing.T) {
 }
 
 func TestSchemaRefusesABadEventBeforeAppend(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	if _, err := e.l.TryAcquire(ctx, req("a", "r1", 100)); err != nil {

@@ -62,6 +62,7 @@ func parseLockFile(t *testing.T, data []byte) (rec events.Record, err error) {
 // library panic (nil *big.Rat) inside ParseLockFile, so one foreign lock
 // file crashed every command that reads the locks directory.
 func TestParseLockFileNeverPanics(t *testing.T) {
+	t.Parallel()
 	for _, num := range []string{"1e400000000", "7E7777777777", "1e-400000000", "-1E+99999999"} {
 		data := bytes.Replace(fuzzLockRecord().File(), []byte(`"pid": 4242`), []byte(`"pid": `+num), 1)
 		var panicked any
@@ -110,6 +111,7 @@ func FuzzParseLockFile(f *testing.F) {
 // enforces is refused, naming the rule; one whose rendering fits is
 // accepted, and its rendering reads back.
 func TestParsedLockFileReRendersUnderTheSizeLimit(t *testing.T) {
+	t.Parallel()
 	valid := fuzzLockRecord().File()
 	compact := func(entries int) []byte {
 		var md strings.Builder

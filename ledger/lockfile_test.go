@@ -42,6 +42,7 @@ func emptyDir(t *testing.T, dir, what string) {
 // written relative to it, and a write first makes sure that ROOT/locks
 // still is that directory.
 func TestASwappedLocksDirectoryNeverRedirectsALockFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "root")
 	elsewhere := t.TempDir()
@@ -106,6 +107,7 @@ func TestASwappedLocksDirectoryNeverRedirectsALockFile(t *testing.T) {
 // over while acquires run, as the member did, each acquire through a new
 // open as the CLI makes them. Acquires may fail; none writes elsewhere.
 func TestLocksFlippingToASymlinkDuringAcquires(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "root")
 	elsewhere := t.TempDir()

@@ -12,6 +12,7 @@ import (
 // On both engines store.LockNames lists each lock the log has an event
 // of once, released ones included, by prefix, sorted, within its limit.
 func TestConformanceLockNamesOfThePast(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		l := f.open("host-a")

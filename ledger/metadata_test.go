@@ -13,6 +13,7 @@ import (
 // their bounds, made of the characters JSON escapes, still give a lock file
 // that ParseLockFile accepts; one entry or byte more is refused up front.
 func TestLargestAcquisitionWritesAReadableLockFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	big := func() AcquireRequest {
@@ -60,6 +61,7 @@ func TestLargestAcquisitionWritesAReadableLockFile(t *testing.T) {
 // would report drift, and escaping could blow the lock file past its
 // limit): it is refused up front, naming the field.
 func TestTextMustBeValidUTF8(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	bad := map[string]func(*AcquireRequest){

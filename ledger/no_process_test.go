@@ -13,6 +13,7 @@ import (
 // process that took it exiting changes nothing, a heartbeat from any other
 // process keeps it, and without heartbeats it goes stale, never dead.
 func TestALockNoProcessHoldsIsJudgedByItsTTLOnly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	r := req("ci", "r1", 100)

@@ -18,6 +18,7 @@ import (
 // lock_holders) opens with one table of holders: verify is clean, status
 // shows the same holders, the holders still hold, and writes go on.
 func TestConformanceOldLedgerOpensWithOneHoldersTable(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		root := t.TempDir() // one root for both opens: the lock files stay where they were placed

@@ -17,6 +17,7 @@ func pidNS(n int64) *int64 { return &n }
 // namespace (written before namespaces were recorded, or on a system
 // without them) is probed by its pid.
 func TestAHolderInAnotherPIDNamespaceIsNeverJudgedDeadByItsPID(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, c := range []struct {
 		name           string

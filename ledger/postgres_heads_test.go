@@ -17,6 +17,7 @@ import (
 // no head: the head kept is one of a log that was committed, or every
 // later writer would refuse to sign a log that does not extend it.
 func TestPostgresAWriteThatFailsBeforeItsCommitKeepsNoHead(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -84,6 +85,7 @@ func TestPostgresAWriteThatFailsBeforeItsCommitKeepsNoHead(t *testing.T) {
 // lost connection) keeps no head: once another host appends at that seq,
 // this trust store's next write still signs, and its head is the log's.
 func TestPostgresAHeartbeatCutInItsCommitKeepsNoHead(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

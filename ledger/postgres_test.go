@@ -23,6 +23,7 @@ import (
 // Two writers whose clocks are 20 minutes apart agree on who is stale:
 // on PostgreSQL the database's clock judges, and stamps the events.
 func TestPostgresWritersWithSkewedClocksAgreeOnStaleness(t *testing.T) {
+	t.Parallel()
 	f := &storeFixture{t: t, kind: "postgres", url: pgtest.NewDatabase(t)}
 	ctx := context.Background()
 	ahead := f.open("host-ahead", ledger.WithClock(testclock.New(time.Now().Add(10*time.Minute)).Now))
@@ -59,6 +60,7 @@ func TestPostgresWritersWithSkewedClocksAgreeOnStaleness(t *testing.T) {
 }
 
 func TestPostgresConcurrentFirstOpensMakeOneLedger(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
 	const n = 8
@@ -93,6 +95,7 @@ func TestPostgresConcurrentFirstOpensMakeOneLedger(t *testing.T) {
 }
 
 func TestPostgresAnotherApplicationsDatabaseGetsNothingAdded(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
 	db, err := sql.Open("pgx", url)
@@ -116,6 +119,7 @@ func TestPostgresAnotherApplicationsDatabaseGetsNothingAdded(t *testing.T) {
 }
 
 func TestPostgresReadOnlyOpenOfAnEmptyDatabaseCreatesNothing(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	if _, err := ledger.Open(context.Background(), t.TempDir(), ledger.WithDatabase(url), ledger.ReadOnly()); !errors.Is(err, ledger.ErrNoLedger) {
 		t.Fatalf("read-only open: got %v, want ErrNoLedger", err)
@@ -126,6 +130,7 @@ func TestPostgresReadOnlyOpenOfAnEmptyDatabaseCreatesNothing(t *testing.T) {
 }
 
 func TestPostgresImportKeepsTheLedgerAndEveryHash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := (&storeFixture{t: t, kind: "sqlite", root: t.TempDir()}).open("host-a")
 	for _, rid := range []string{"a", "b", "c"} {
@@ -185,6 +190,7 @@ func TestPostgresImportKeepsTheLedgerAndEveryHash(t *testing.T) {
 // the next acquirer there and verify must all say so from the row, which
 // names A as the last holder.
 func TestPostgresForceReleaseFromAnotherHostLeavesTheLockFreeOnTheHolder(t *testing.T) {
+	t.Parallel()
 	f := &storeFixture{t: t, kind: "postgres", url: pgtest.NewDatabase(t)}
 	ctx := context.Background()
 	a, b := f.open("host-a"), f.open("host-b")

@@ -11,6 +11,7 @@ import (
 // A waiter on PostgreSQL sleeps until a NOTIFY for its lock, not for its
 // whole backoff: here the backoff is an hour.
 func TestPostgresWaiterIsWokenByTheReleaseNotification(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -69,6 +69,7 @@ func kinds(rep *verify.Report) map[string]verify.Kind {
 }
 
 func TestProjectRestoresADeletedLockFile(t *testing.T) {
+	t.Parallel()
 	l, _ := projLedger(t)
 	if rep := verifyAll(t, l); !rep.OK {
 		t.Fatalf("fresh ledger: %+v", rep.Problems)
@@ -101,6 +102,7 @@ func TestProjectRestoresADeletedLockFile(t *testing.T) {
 }
 
 func TestProjectRebuildsTheTableAndLeavesForeignFilesAlone(t *testing.T) {
+	t.Parallel()
 	l, root := projLedger(t)
 	ctx := context.Background()
 	db := pgtest.Open(t, l.Source())
@@ -188,6 +190,7 @@ func TestProjectRebuildsTheTableAndLeavesForeignFilesAlone(t *testing.T) {
 }
 
 func TestVerifyNamesAForeignFileAtAHeldLock(t *testing.T) {
+	t.Parallel()
 	l, _ := projLedger(t)
 	stranger := events.Record{LockVersion: "v1", LockName: "a", RequestID: "cron-9", Actor: "cron", HostID: "host-b", PID: 9,
 		CreatedAt: "2025-03-14T09:00:00Z", LastHeartbeatAt: "2025-03-14T09:00:00Z", TTLSeconds: 60}
@@ -224,6 +227,7 @@ func TestVerifyNamesAForeignFileAtAHeldLock(t *testing.T) {
 // TestProjectRestoresATargetFile: the extra lock files a holding projects
 // in other tools' formats are checked and rebuilt like the primary one.
 func TestProjectRestoresATargetFile(t *testing.T) {
+	t.Parallel()
 	l, _ := projLedger(t)
 	ctx := context.Background()
 	ext := filepath.Join(t.TempDir(), "deploy.lock")
@@ -278,6 +282,7 @@ func TestProjectRestoresATargetFile(t *testing.T) {
 // or a file someone put there): project picks the next free name and
 // leaves the existing file as it was.
 func TestProjectNeverOverwritesAFileWhereItKeepsAnother(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 11, 30, 0, 0, time.UTC)
 	l, err := ledger.Open(ctx, t.TempDir(), ledger.WithClock(testclock.New(now).Now), ledger.Unsigned())

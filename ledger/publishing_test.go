@@ -107,6 +107,7 @@ func (b *syncBuffer) String() string {
 // hour), and Close waits for the publishing worker, which says what it
 // could not get once the witness is gone.
 func TestAWitnessThatNeverAnswersHoldsUpNoWrite(t *testing.T) {
+	t.Parallel()
 	s, _ := testKey(t)
 	sw := startSilentWitness(t)
 	v, err := tlogwitness.NewVerifier("example.com/w+38611d82+BDcHPXdKthmD1qNhHTIaGeZ33leZYsx6m03uJSIoaOSx")

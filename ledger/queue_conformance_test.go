@@ -41,6 +41,7 @@ func waitFor(lock string, id ledger.Identity) ledger.AcquireRequest {
 // queued; a waiter leaves the queue when it gets the lock, gives up, or
 // its process dies, and one on another host stays until its wait ends.
 func TestConformanceWaitersAreServedInArrivalOrder(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		a, b := f.open("host-a"), f.open("host-b")
@@ -152,6 +153,7 @@ func TestConformanceWaitersAreServedInArrivalOrder(t *testing.T) {
 
 // A waiter whose wait has ended has left the queue.
 func TestConformanceQueuedWaiterLeavesWhenItsWaitEnds(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		a := f.open("host-a")

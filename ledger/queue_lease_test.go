@@ -38,6 +38,7 @@ func placeRecords(t *testing.T, l *ledger.Ledger, lock, rid string) []*replay.Ev
 // probe can tell that its process died. A waiter whose place lapsed joins
 // again at the back. Replay (who) sees the same queue.
 func TestQueuePlaceIsALeaseRenewedByItsWaiter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := t.TempDir()
 	clock := testclock.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))

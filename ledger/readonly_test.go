@@ -11,6 +11,7 @@ import (
 )
 
 func TestReadOnlyOpenReadsAndRefusesWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	if _, err := e.l.TryAcquire(ctx, req("a", "r1", 100)); err != nil {
@@ -49,6 +50,7 @@ func TestReadOnlyOpenReadsAndRefusesWrites(t *testing.T) {
 }
 
 func TestReadOnlyOpenCreatesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "absent")
 	if _, err := Open(ctx, root, ReadOnly()); !errors.Is(err, ErrNoLedger) {
@@ -74,6 +76,7 @@ func TestReadOnlyOpenCreatesNothing(t *testing.T) {
 }
 
 func TestReadOnlyOpenWithoutALocksDirectory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	if _, err := e.l.TryAcquire(ctx, req("a", "r1", 100)); err != nil {

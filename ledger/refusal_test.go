@@ -9,6 +9,7 @@ import (
 )
 
 func TestReleaseOutcomeSaysWhetherAnythingWasReleased(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	if _, err := e.l.TryAcquire(ctx, req("a", "r1", 100)); err != nil {
@@ -47,6 +48,7 @@ func TestReleaseOutcomeSaysWhetherAnythingWasReleased(t *testing.T) {
 }
 
 func TestReleaseResultDefaultsToFailureForANonZeroExitCode(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	for i, c := range []struct {

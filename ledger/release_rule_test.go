@@ -20,6 +20,7 @@ import (
 // holder lives. Whether a holder is a run is read from the record, not
 // from the holder's process.
 func TestReleaseRuleReadsARunFromTheRecord(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	const runner, holder = 4242, 4343

@@ -20,6 +20,7 @@ import (
 // the right one releases. Without asking there is no secret, and a secret
 // presented for that holding is refused.
 func TestReleaseSecret(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := open(t)
 	r := req("a", "r1", os.Getpid())

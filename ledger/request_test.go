@@ -13,6 +13,7 @@ import (
 // TestAcquireRequestValidate: every rule of a request's fields is in
 // Validate, and each refusal names its field and its rule.
 func TestAcquireRequestValidate(t *testing.T) {
+	t.Parallel()
 	ok := AcquireRequest{Lock: "x", TTL: time.Minute}
 	with := func(f func(*AcquireRequest)) AcquireRequest { r := ok; f(&r); return r }
 	for _, c := range []struct {

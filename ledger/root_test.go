@@ -27,6 +27,7 @@ func makeLedger(t *testing.T) (root, id string) {
 }
 
 func TestANewLedgerIsRecordedInWriterFlock(t *testing.T) {
+	t.Parallel()
 	root, id := makeLedger(t)
 	b, err := os.ReadFile(filepath.Join(root, WriterMux))
 	if err != nil || string(b) != id+"\n" {
@@ -37,6 +38,7 @@ func TestANewLedgerIsRecordedInWriterFlock(t *testing.T) {
 // A root written before writer.flock recorded the ledger id gets it on its
 // next writable open, and is protected from then on.
 func TestAnOlderRootGetsItsLedgerRecordedAndThenProtected(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root, id := makeLedger(t)
 	mux := filepath.Join(root, WriterMux)
@@ -72,6 +74,7 @@ func TestAnOlderRootGetsItsLedgerRecordedAndThenProtected(t *testing.T) {
 }
 
 func TestAnotherApplicationsDatabaseIsNotALedger(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := t.TempDir()
 	path := filepath.Join(root, DBFile)
@@ -104,6 +107,7 @@ func TestAnotherApplicationsDatabaseIsNotALedger(t *testing.T) {
 // table yet or the ledger's tables: every open refuses it, naming its
 // encoding; nothing is written to it or created beside it.
 func TestAUTF16DatabaseIsNotALedger(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, withTables := range []bool{false, true} {
 		root := t.TempDir()

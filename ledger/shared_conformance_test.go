@@ -40,6 +40,7 @@ func sharedIDs(lk *replay.Lock) []string {
 // Readers coexist and exclude a writer (flock -s / flock -x); a writer
 // excludes readers.
 func TestConformanceSharedHoldersCoexistAndExcludeExclusive(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		a, b := f.open("host-a"), f.open("host-b")
@@ -118,6 +119,7 @@ func TestConformanceSharedHoldersCoexistAndExcludeExclusive(t *testing.T) {
 // A semaphore: at most Limit holders; a different limit is invalid input;
 // a dead holder's slot is taken over; steal takes the stalest slot.
 func TestConformanceSemaphore(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		a := f.open("host-a")
@@ -193,6 +195,7 @@ func TestConformanceSemaphore(t *testing.T) {
 // An exclusive acquirer takes over shared holders that are all dead, one
 // lock_stolen each; a dead exclusive holder is taken over by a reader.
 func TestConformanceExclusiveTakesOverDeadReaders(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		a := f.open("host-a")

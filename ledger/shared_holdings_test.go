@@ -12,6 +12,7 @@ import (
 // Shared holdings are holdings too: the timeline draws one bar for each
 // reader, overlapping, and for the writer after them.
 func TestHoldingsShowEverySharedHolder(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		l := f.open("host-a")

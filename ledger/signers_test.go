@@ -35,6 +35,7 @@ func namedKey(t *testing.T, name string) (note.Signer, note.Verifier, string) {
 // verify passes for it and for the owner after the others write on. The
 // hosts trust the owner's key, as each pins it.
 func TestUnregisteredWriterStoresNoCheckpoint(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	so, vo, _ := namedKey(t, "owner")
 	sh, vh, vkh := namedKey(t, "host")
@@ -102,6 +103,7 @@ func TestUnregisteredWriterStoresNoCheckpoint(t *testing.T) {
 // checkpoints; mallory's registration counts for none of them, and one
 // of mallory's hosts (registered by her alone) is not a signer for them.
 func TestForgedFirstRegistrationSilencesNoHonestWriter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	so, vo, _ := namedKey(t, "owner")
 	sh, _, vkh := namedKey(t, "host")

@@ -15,6 +15,7 @@ import (
 // says so, in the steal's note and to the caller (a.NotAwaited, which the
 // lease's wait reports instead of waiting: see lease's test of the same name).
 func TestSupersedingAJobOnAnotherHostSaysItCannotBeAwaited(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := t.TempDir()
 	far, err := Open(ctx, root, WithHost(Host{ID: "far-away", BootID: "other-boot"}), Unsigned())

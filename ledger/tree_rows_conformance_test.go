@@ -16,6 +16,7 @@ import (
 // covers events the log does not hold; the storage check knows the
 // triggers that say so.
 func TestConformanceTreeRowsRefuseUpsertAndCheckpointsBeyondTheLog(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		skey, _, err := note.GenerateKey(nil, "conformance")
@@ -63,6 +64,7 @@ func TestConformanceTreeRowsRefuseUpsertAndCheckpointsBeyondTheLog(t *testing.T)
 // On both engines verify tells a Merkle row emptied behind the triggers'
 // back (0 bytes stored) from one that is missing.
 func TestConformanceVerifyNamesAnEmptiedMerkleRow(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		l := f.open("host-a")

@@ -55,6 +55,7 @@ func treeMismatch(t *testing.T, db *sql.DB) string {
 }
 
 func TestEveryAppendStoresItsMerkleHashesInItsTransaction(t *testing.T) {
+	t.Parallel()
 	e := open(t)
 	ctx := context.Background()
 	for i := range 20 {
@@ -101,6 +102,7 @@ func TestEveryAppendStoresItsMerkleHashesInItsTransaction(t *testing.T) {
 // A ledger written before the tree existed: the writing open that
 // migrates it computes the stored hashes of all its events.
 func TestWritingOpenComputesTheMerkleHashesOfAnOlderLedger(t *testing.T) {
+	t.Parallel()
 	e := open(t)
 	ctx := context.Background()
 	for i := range 30 {
@@ -160,6 +162,7 @@ func insertUnhashed(t *testing.T, db *sql.DB, from, to int) {
 // killed) is finished by the next writing open: the marker it left says
 // the missing hashes are the upgrade's, not damage.
 func TestWritingOpenFinishesAnUnfinishedUpgradeOfTheTree(t *testing.T) {
+	t.Parallel()
 	e := open(t)
 	ctx := context.Background()
 	if _, err := e.l.TryAcquire(ctx, req("a", "r", 100)); err != nil {
@@ -191,6 +194,7 @@ func TestWritingOpenFinishesAnUnfinishedUpgradeOfTheTree(t *testing.T) {
 // refuse to go on after them, and only project --accept-broken-chain
 // computes their hashes.
 func TestWritersRefuseEventsAppendedWithoutMerkleHashes(t *testing.T) {
+	t.Parallel()
 	s, _ := testKey(t)
 	e := open(t, WithSigner(s))
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 // caller took reports the log as that snapshot holds it, and the caller's
 // trust comes back as it was given; without it Verify reads the latest.
 func TestVerifyInSnapshotReadsTheCallersSnapshot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l, err := ledger.Open(ctx, t.TempDir(), ledger.Unsigned())
 	if err != nil {
@@ -66,6 +67,7 @@ func TestVerifyInSnapshotReadsTheCallersSnapshot(t *testing.T) {
 // between its table commit and its file change must never be reported as
 // damage.
 func TestVerifyDuringWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := t.TempDir()
 	open := func() *ledger.Ledger {

@@ -15,6 +15,7 @@ import (
 // it on Detach, so that the next process does not rebuild the WAL index
 // from all of it; the ledger reads back whole afterwards.
 func TestDetachTruncatesALargeWAL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := t.TempDir()
 	l, err := Open(ctx, root, Unsigned())

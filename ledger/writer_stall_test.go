@@ -14,6 +14,7 @@ import (
 // off (half the busy timeout), not fail with the busy timeout and lose its
 // lock for as long as the stopped writer stays stopped.
 func TestPostgresStoppedWriterDelaysOtherHeartbeatsOnly(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
 	const busy = 2 * time.Second

@@ -19,18 +19,13 @@ import (
 // corpus (valid bodies of every type and their mutations) against every
 // schema, with both validators. Under -race, which slows these loops
 // fourteen times and finds nothing in them (no goroutines but the two
-// halves), it takes every 16th body and every valid seed (so that each
-// schema still accepts some); make test also runs it in full without -race.
+// halves), it is skipped: make test runs it in full without -race.
 func TestFastMatchesSchema(t *testing.T) {
-	c := corpus(t)
-	least := 10
 	if raceEnabled() {
-		var every16th []seedBody
-		for i := 0; i < len(c); i += 16 {
-			every16th = append(every16th, c[i])
-		}
-		c, least = append(every16th, validSeeds(t)...), 1
+		t.Skip("make test runs the differential corpus without -race, which slows it fourteen times and finds nothing in it")
 	}
+	c := corpus(t)
+	const least = 10
 	for _, s := range validSeeds(t) {
 		if err := schema.ValidateEvent(s.typ, s.body); err != nil {
 			t.Errorf("valid seed %s refused: %v", s.name, err)

@@ -48,6 +48,8 @@ func Main(m *testing.M, opts ...Option) {
 		o()
 	}
 	code := pgtest.Run(m)
+	report()
+	removeFixtures()
 	if d := otherTrust.dir; d != "" {
 		os.RemoveAll(d)
 	}
@@ -221,6 +223,7 @@ func Command(ctx context.Context, root string, args ...string) *exec.Cmd {
 	}
 	c := exec.CommandContext(ctx, bin, args...)
 	c.Env = Env(root)
+	account(c, root)
 	return c
 }
 
@@ -272,6 +275,7 @@ func Exec(t testing.TB, c *exec.Cmd) Result {
 func Output(c *exec.Cmd) (Result, error) {
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
+	account(c, rootOf(c))
 	err := c.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -365,5 +369,98 @@ func NeedBinary(t testing.TB, names ...string) {
 			}
 			t.Skipf("SKIPPED: %s is not installed, so this test cannot run here (CI installs it)", name)
 		}
+	}
+}
+
+// fixtures are the directories Fixture built, by name; Main removes them.
+var fixtures struct {
+	sync.Mutex
+	m map[string]*fixture
+}
+
+type fixture struct {
+	once sync.Once
+	dir  string
+	ok   bool
+}
+
+// Fixture is a directory that build fills once per test binary, for the
+// tests that only read it or copy it (Copy): an expensive set-up (a
+// ledger with events, a signed root) made once rather than by each test.
+// build runs in the first test that asks; if it fails, every test that
+// asks fails. The directory is named Test... under the temporary
+// directory, so the roots inside it get their trust store there (TrustDir).
+func Fixture(t testing.TB, name string, build func(t testing.TB, dir string)) string {
+	t.Helper()
+	fixtures.Lock()
+	if fixtures.m == nil {
+		fixtures.m = map[string]*fixture{}
+	}
+	f := fixtures.m[name]
+	if f == nil {
+		f = &fixture{}
+		fixtures.m[name] = f
+	}
+	fixtures.Unlock()
+	f.once.Do(func() {
+		dir, err := os.MkdirTemp("", "TestFixture-"+name+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.dir = dir
+		build(t, dir)
+		f.ok = !t.Failed()
+	})
+	if !f.ok {
+		t.Fatalf("the shared fixture %s could not be built (see the first test that asked for it)", name)
+	}
+	return f.dir
+}
+
+func removeFixtures() {
+	fixtures.Lock()
+	defer fixtures.Unlock()
+	for _, f := range fixtures.m {
+		if f.dir != "" {
+			os.RemoveAll(f.dir)
+		}
+	}
+}
+
+// Copy copies the directory tree src to dst (files with their mode, a
+// symlink as a symlink), for a test that changes its own copy of a
+// Fixture. A root is copied whole, its -wal and -shm with it: SQLite
+// rebuilds the -shm of a database no process has open.
+func Copy(t testing.TB, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case fi.IsDir():
+			return os.MkdirAll(to, fi.Mode().Perm())
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, to)
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("%s: neither a file, a directory nor a symlink", p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, fi.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

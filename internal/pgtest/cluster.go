@@ -58,6 +58,8 @@ type Cluster struct {
 
 	mu    sync.Mutex // serialises use of admin
 	admin *pgx.Conn
+
+	bouncer *Bouncer // started by StartBouncer, stopped first by Stop
 }
 
 // ErrNoServer is returned by StartCluster when the PostgreSQL server
@@ -442,10 +444,14 @@ func (c *Cluster) awaitReady() error {
 	}
 }
 
-// Stop shuts the server down immediately (nothing in it is worth a
+// Stop stops the PgBouncer in front of the server, if any, shuts the
+// server down immediately (nothing in it is worth a
 // checkpoint) and removes its directory.
 func (c *Cluster) Stop() error {
 	var errs []error
+	if c.bouncer != nil {
+		errs = append(errs, c.bouncer.stop())
+	}
 	if c.admin != nil {
 		c.admin.Close(context.Background())
 	}

@@ -50,13 +50,18 @@ func (f *storeFixture) openAs(h ledger.Host, opts ...ledger.Option) *ledger.Ledg
 	return fixture.Open(f.t, f.root, opts...)
 }
 
-// forEachStore runs body once per store, each time on a new, empty ledger.
+// forEachStore runs body once per store, each time on a new, empty ledger:
+// PostgreSQL both directly and through PgBouncer in transaction pooling
+// mode, where a session's state does not outlive a transaction.
 func forEachStore(t *testing.T, body func(t *testing.T, f *storeFixture)) {
 	t.Run("sqlite", func(t *testing.T) {
 		body(t, &storeFixture{t: t, kind: "sqlite", root: t.TempDir()})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		body(t, &storeFixture{t: t, kind: "postgres", url: pgtest.NewDatabase(t)})
+	})
+	t.Run("pgbouncer", func(t *testing.T) {
+		body(t, &storeFixture{t: t, kind: "postgres", url: pgtest.NewBouncedDatabase(t)})
 	})
 }
 

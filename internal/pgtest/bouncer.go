@@ -101,6 +101,9 @@ func (c *Cluster) StartBouncer() (*Bouncer, error) {
 		return nil, err
 	}
 	b := &Bouncer{Port: port, dir: c.Dir, exited: make(chan struct{})}
+	// Every role passes as it does on the server (trust): the superuser
+	// from the users file, the roles the tests create looked up on the
+	// server (auth_query, as the superuser).
 	users := filepath.Join(c.Dir, "pgbouncer.users")
 	if err := os.WriteFile(users, []byte(strconv.Quote(Superuser)+` ""`+"\n"), 0o644); err != nil {
 		return nil, err
@@ -116,6 +119,7 @@ listen_port = %d
 unix_socket_dir =
 auth_type = trust
 auth_file = %s
+auth_user = `+Superuser+`
 pool_mode = transaction
 default_pool_size = 20
 max_client_conn = 2000

@@ -219,3 +219,17 @@ func TestBouncerPoolsByTransaction(t *testing.T) {
 		t.Errorf("b's transaction saw pgtest.mark %q: not on a's server connection, so not transaction pooling", name)
 	}
 }
+
+func TestBouncerLetsInAnyRole(t *testing.T) {
+	url := pgtest.NewBouncedDatabase(t)
+	a := connect(t, url)
+	if _, err := a.Exec(context.Background(), "CREATE ROLE pgtest_someone LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pgtest.Get(t).Exec("DROP ROLE pgtest_someone") })
+	b := connect(t, strings.Replace(url, "postgres@", "pgtest_someone@", 1))
+	var who string
+	if err := b.QueryRow(context.Background(), "SELECT current_user").Scan(&who); err != nil || who != "pgtest_someone" {
+		t.Fatal(who, err)
+	}
+}

@@ -2,7 +2,8 @@
 // cluster per test binary, started on first use in a temporary directory,
 // reachable on a unix socket there and on 127.0.0.1, and stopped by Main.
 // It also offers a TCP proxy that tests can cut or hang to simulate losing
-// the database. Programs that are not tests (the benchmarks) start and stop
+// the database, and a PgBouncer in transaction pooling mode in front of the
+// cluster (GetBouncer). Programs that are not tests (the benchmarks) start and stop
 // a cluster of their own with StartCluster and Stop.
 //
 // A package that uses it must route its TestMain through Main:

@@ -359,7 +359,9 @@ func (s *Store) Transient(err error) bool { return Transient(err) }
 
 func (s *Store) ManyHosts() bool { return true }
 
-// CachesStatements: pgx keeps prepared statements per connection.
+// CachesStatements: the ledger prepares nothing on PostgreSQL, where a
+// named statement would outlive its transaction on a pooled server
+// connection; each statement runs in one round trip (execMode).
 func (s *Store) CachesStatements() bool { return true }
 
 func (s *Store) Size(ctx context.Context) (n int64, err error) {

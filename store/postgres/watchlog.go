@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -88,10 +89,10 @@ func (l *listener) next(ctx context.Context) (string, error) {
 		n, err := l.conn.WaitForNotification(wctx)
 		cancel()
 		switch {
-		case err == nil && n.Payload == l.probe:
-			l.probe = ""
-		case err == nil && len(n.Payload) >= len(probePrefix) && n.Payload[:len(probePrefix)] == probePrefix:
-			// another listener's probe
+		case err == nil && strings.HasPrefix(n.Payload, probePrefix):
+			if n.Payload == l.probe {
+				l.probe = ""
+			} // else another listener's probe
 		case err == nil:
 			return n.Payload, nil
 		case ctx.Err() != nil:

@@ -77,16 +77,11 @@ func (s Set) Migrate(ctx context.Context, db DB, fresh func(*sql.Tx) error, now 
 	if err != nil {
 		return err
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx, db)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if s.serialise != "" {
-		if _, err := tx.ExecContext(ctx, s.serialise); err != nil {
-			return err
-		}
-	}
 	cur, err := s.Current(ctx, tx)
 	if err != nil {
 		return err
@@ -243,20 +238,30 @@ func (s Set) Apply(ctx context.Context, db DB, now func() string) error {
 }
 
 func (s Set) applyOne(ctx context.Context, db DB, m Migration, now func() string) error {
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx, db)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if s.serialise != "" {
-		if _, err := tx.ExecContext(ctx, s.serialise); err != nil {
-			return err
-		}
-	}
 	if err := applyIn(ctx, tx, m, now); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// begin begins a migration's transaction, serialised (see serialise).
+func (s Set) begin(ctx context.Context, db DB) (*sql.Tx, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.serialise != "" {
+		if _, err := tx.ExecContext(ctx, s.serialise); err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+	}
+	return tx, nil
 }
 
 // applyIn applies m in tx, unless another process applied it first.

@@ -46,15 +46,7 @@ func GetBouncer(t testing.TB) *Bouncer {
 	t.Helper()
 	c := Get(t)
 	bouncerOnce.Do(func() { bouncer, bouncerErr = c.StartBouncer() })
-	if errors.Is(bouncerErr, ErrNoBouncer) {
-		if os.Getenv("LOCKLEDGER_CI") == "1" {
-			t.Fatalf("%v, and CI requires every test to run", bouncerErr)
-		}
-		t.Skipf("SKIPPED: %v, so this test cannot run here (CI installs it)", bouncerErr)
-	}
-	if bouncerErr != nil {
-		t.Fatalf("pgtest: starting pgbouncer: %v", bouncerErr)
-	}
+	started(t, "pgbouncer", bouncerErr, ErrNoBouncer)
 	return bouncer
 }
 
@@ -151,25 +143,15 @@ logfile = %s
 
 // awaitReady waits until a query passes through the bouncer to the server.
 func (b *Bouncer) awaitReady() error {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	for {
+	return awaitReady("pgbouncer", b.cmd, b.exited, func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, b.URL("postgres"))
-		if err == nil {
-			_, err = conn.Exec(ctx, "SELECT 1")
-			conn.Close(context.Background())
-			if err == nil {
-				return nil
-			}
+		if err != nil {
+			return err
 		}
-		select {
-		case <-b.exited:
-			return fmt.Errorf("pgbouncer exited during start: %v", b.cmd.ProcessState)
-		case <-ctx.Done():
-			return fmt.Errorf("pgbouncer not ready after %v: %v", startTimeout, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		defer conn.Close(context.Background())
+		_, err = conn.Exec(ctx, "SELECT 1")
+		return err
+	})
 }
 
 // stop ends the bouncer (SIGTERM: at once, closing every connection).

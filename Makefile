@@ -2,7 +2,7 @@ GO        ?= go
 BIN       ?= bin/lockledger
 PKGS      := ./...
 
-.PHONY: build test vet demo bench crossbuild stress stress-archive fuzz jepsen lint clean docs-screenshot man release version
+.PHONY: build test vet demo bench pgbouncer crossbuild stress stress-archive fuzz jepsen lint clean docs-screenshot man release version
 
 # The version and commit go into the binary from git (see lockledger
 # --version): the toolchain's own stamp is missing under -buildvcs=false
@@ -57,6 +57,10 @@ docs-screenshot:
 BASELINE ?=
 bench: build
 	$(GO) run ./internal/cmd/bench -bin $(BIN) $(if $(BASELINE),-baseline $(BASELINE))
+
+## pgbouncer: the whole PostgreSQL conformance suite through PgBouncer in transaction pooling mode (make test runs a part of it there)
+pgbouncer:
+	LOCKLEDGER_PGBOUNCER=only $(GO) test -count=1 -run 'TestConformance|TestHostIDCollision|TestHolderOfAnUnknownMachine|TestHoldingsShowEverySharedHolder|TestPgBouncer' ./ledger/
 
 ## crossbuild: the darwin/arm64 build and vet of every package with macOS files (run by .ci/run after make test)
 crossbuild:

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -50,14 +51,45 @@ func (f *storeFixture) openAs(h ledger.Host, opts ...ledger.Option) *ledger.Ledg
 	return fixture.Open(f.t, f.root, opts...)
 }
 
-// forEachStore runs body once per store, each time on a new, empty ledger.
+// forEachStore runs body once per store, each time on a new, empty ledger:
+// PostgreSQL both directly and through PgBouncer in transaction pooling
+// mode, where a session's state does not outlive a transaction. Through
+// PgBouncer the suite takes as long as directly; make test runs the tests
+// of throughBouncer there, make pgbouncer (LOCKLEDGER_PGBOUNCER=only) all
+// of them, and only there.
 func forEachStore(t *testing.T, body func(t *testing.T, f *storeFixture)) {
+	only := os.Getenv("LOCKLEDGER_PGBOUNCER") == "only"
+	test := t.Name()
 	t.Run("sqlite", func(t *testing.T) {
+		if only {
+			t.Skip("LOCKLEDGER_PGBOUNCER=only")
+		}
 		body(t, &storeFixture{t: t, kind: "sqlite", root: t.TempDir()})
 	})
 	t.Run("postgres", func(t *testing.T) {
+		if only {
+			t.Skip("LOCKLEDGER_PGBOUNCER=only")
+		}
 		body(t, &storeFixture{t: t, kind: "postgres", url: pgtest.NewDatabase(t)})
 	})
+	t.Run("pgbouncer", func(t *testing.T) {
+		if !only && !throughBouncer[test] {
+			t.Skip("through PgBouncer under make pgbouncer only")
+		}
+		body(t, &storeFixture{t: t, kind: "postgres", url: pgtest.NewBouncedDatabase(t)})
+	})
+}
+
+// throughBouncer is the part of the suite make test runs through
+// PgBouncer: one of each way the store uses a connection (the write path,
+// writers racing for the writer lock, a waiter woken, an old schema
+// migrated, the README's roles).
+var throughBouncer = map[string]bool{
+	"TestConformanceAcquireHeartbeatRelease":                true,
+	"TestConformanceRacingAcquiresHaveOneWinner":            true,
+	"TestConformanceWaiterGetsTheLockOnRelease":             true,
+	"TestConformanceOldLedgerOpensWithOneHoldersTable":      true,
+	"TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine": true,
 }
 
 func as(rid string) ledger.Identity { return ledger.Identity{RequestID: rid, Actor: "conformance"} }

@@ -26,8 +26,13 @@ var files embed.FS
 
 // DB is a database or one connection to it (*sql.DB, *sql.Conn).
 type DB interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	Querier
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// Querier reads: a DB, or a transaction.
+type Querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // Set is the migrations of one database engine.
@@ -36,10 +41,8 @@ type Set struct {
 	// exists reports whether schema_migrations exists.
 	exists string
 	// serialise runs first in every migration's transaction, so that
-	// concurrent first opens apply each migration once.
+	// concurrent first opens apply each migration once (see Migrate).
 	serialise string
-	// lock and unlock hold the same lock for a session (see Lock).
-	lock, unlock string
 	// once holds what is read of the embedded files, read at first use:
 	// every open asks for the tables and the latest version.
 	once *loaded
@@ -60,19 +63,43 @@ func readOnce(s Set) Set {
 	return s
 }
 
-// Lock holds the set's migration lock on conn until the returned function
-// is called, so that what a first open reads of the database (its tables,
-// its version) and the migrations it applies are one step among concurrent
-// first opens. Where the engine's transactions serialise themselves
-// (SQLite's BEGIN IMMEDIATE) it does nothing.
-func (s Set) Lock(ctx context.Context, conn *sql.Conn) (func(), error) {
-	if s.lock == "" {
-		return func() {}, nil
+// Migrate applies every migration newer than the database in one
+// transaction that first takes the set's lock for the transaction, so that
+// what a first open reads of the database (its version, and what fresh
+// asks of a database without one) and the migrations it applies are one
+// step among concurrent first opens: of those, one migrates and the others
+// find it done. The lock is the transaction's, never the session's, so
+// that it cannot outlive the transaction on a connection a pooler hands to
+// another client. fresh, when set, is asked before a database at version
+// 0 is migrated; its error applies nothing.
+func (s Set) Migrate(ctx context.Context, db DB, fresh func(*sql.Tx) error, now func() string) error {
+	all, err := s.All()
+	if err != nil {
+		return err
 	}
-	if _, err := conn.ExecContext(ctx, s.lock); err != nil {
-		return nil, err
+	tx, err := s.begin(ctx, db)
+	if err != nil {
+		return err
 	}
-	return func() { _, _ = conn.ExecContext(context.Background(), s.unlock) }, nil
+	defer tx.Rollback()
+	cur, err := s.Current(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if cur == 0 && fresh != nil {
+		if err := fresh(tx); err != nil {
+			return err
+		}
+	}
+	for _, m := range all {
+		if m.Version <= cur {
+			continue
+		}
+		if err := applyIn(ctx, tx, m, now); err != nil {
+			return fmt.Errorf("migrations: %s: %w", m.Name, err)
+		}
+	}
+	return tx.Commit()
 }
 
 // SQLite is the set for ledger.db. Its transactions begin with BEGIN
@@ -84,8 +111,7 @@ var SQLite = readOnce(Set{glob: "*.sql",
 // current schema.
 var Postgres = readOnce(Set{glob: "postgres/*.sql",
 	exists:    `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'`,
-	serialise: `SELECT pg_advisory_xact_lock(7215843091255761)`, lock: `SELECT pg_advisory_lock(7215843091255761)`,
-	unlock: `SELECT pg_advisory_unlock(7215843091255761)`})
+	serialise: `SELECT pg_advisory_xact_lock(7215843091255761)`})
 
 // Migration is one embedded SQL file.
 type Migration struct {
@@ -175,7 +201,7 @@ func (s Set) Latest() int {
 }
 
 // Current returns the highest applied version, 0 for a fresh database.
-func (s Set) Current(ctx context.Context, db DB) (int, error) {
+func (s Set) Current(ctx context.Context, db Querier) (int, error) {
 	var exists int
 	if err := db.QueryRowContext(ctx, s.exists).Scan(&exists); err != nil {
 		return 0, err
@@ -212,16 +238,34 @@ func (s Set) Apply(ctx context.Context, db DB, now func() string) error {
 }
 
 func (s Set) applyOne(ctx context.Context, db DB, m Migration, now func() string) error {
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx, db)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	if err := applyIn(ctx, tx, m, now); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// begin begins a migration's transaction, serialised (see serialise).
+func (s Set) begin(ctx context.Context, db DB) (*sql.Tx, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
 	if s.serialise != "" {
 		if _, err := tx.ExecContext(ctx, s.serialise); err != nil {
-			return err
+			tx.Rollback()
+			return nil, err
 		}
 	}
+	return tx, nil
+}
+
+// applyIn applies m in tx, unless another process applied it first.
+func applyIn(ctx context.Context, tx *sql.Tx, m Migration, now func() string) error {
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
 		return err
@@ -236,11 +280,9 @@ func (s Set) applyOne(ctx context.Context, db DB, m Migration, now func() string
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-		m.Version, m.Name, now()); err != nil {
-		return err
-	}
-	return tx.Commit()
+	_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+		m.Version, m.Name, now())
+	return err
 }
 
 // Tables names every table the set's migrations create, schema_migrations

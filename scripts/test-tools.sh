@@ -9,6 +9,7 @@ done
 if ! command -v initdb >/dev/null && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
 	missing+=("PostgreSQL server (initdb)")
 fi
+command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
 command -v ssh-agent >/dev/null || missing+=("ssh-agent (openssh-client)")
 gobin=$(go env GOBIN)
 [ -n "$gobin" ] || gobin="$(go env GOPATH | cut -d: -f1)/bin"

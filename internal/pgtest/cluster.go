@@ -2,7 +2,8 @@
 // cluster per test binary, started on first use in a temporary directory,
 // reachable on a unix socket there and on 127.0.0.1, and stopped by Main.
 // It also offers a TCP proxy that tests can cut or hang to simulate losing
-// the database. Programs that are not tests (the benchmarks) start and stop
+// the database, and a PgBouncer in transaction pooling mode in front of the
+// cluster (GetBouncer). Programs that are not tests (the benchmarks) start and stop
 // a cluster of their own with StartCluster and Stop.
 //
 // A package that uses it must route its TestMain through Main:
@@ -58,6 +59,8 @@ type Cluster struct {
 
 	mu    sync.Mutex // serialises use of admin
 	admin *pgx.Conn
+
+	bouncer *Bouncer // started by StartBouncer, stopped first by Stop
 }
 
 // ErrNoServer is returned by StartCluster when the PostgreSQL server
@@ -105,16 +108,24 @@ func Get(t testing.TB) *Cluster {
 		t.Fatal("pgtest: this package's TestMain must call pgtest.Main(m) (or pgtest.Run)")
 	}
 	once.Do(func() { shared, sharedErr = StartCluster() })
-	if errors.Is(sharedErr, ErrNoServer) {
-		if os.Getenv("LOCKLEDGER_CI") == "1" {
-			t.Fatalf("%v, and CI requires every test to run", sharedErr)
-		}
-		t.Skipf("SKIPPED: %v, so this test cannot run here (CI installs them)", sharedErr)
-	}
-	if sharedErr != nil {
-		t.Fatalf("pgtest: starting PostgreSQL: %v", sharedErr)
-	}
+	started(t, "PostgreSQL", sharedErr, ErrNoServer)
 	return shared
+}
+
+// started ends t where the start of what a test needs failed: it skips
+// loudly where err matches missing (the program is not installed), and
+// fails instead under CI (LOCKLEDGER_CI=1), which installs it.
+func started(t testing.TB, what string, err, missing error) {
+	t.Helper()
+	if errors.Is(err, missing) {
+		if os.Getenv("LOCKLEDGER_CI") == "1" {
+			t.Fatalf("%v, and CI requires every test to run", err)
+		}
+		t.Skipf("SKIPPED: %v, so this test cannot run here (CI installs it)", err)
+	}
+	if err != nil {
+		t.Fatalf("pgtest: starting %s: %v", what, err)
+	}
 }
 
 // NewDatabase creates a fresh, empty database in the cluster, dropped when
@@ -424,28 +435,43 @@ func (c *Cluster) command(cred *syscall.Credential, name string, args ...string)
 // or exits, or startTimeout passes. The server announces readiness only in
 // its pid file and log, so connecting is the direct way to observe it.
 func (c *Cluster) awaitReady() error {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	for {
+	return awaitReady("postgres", c.cmd, c.exited, func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, c.SocketURL("postgres"))
 		if err == nil {
 			c.admin = conn
+		}
+		return err
+	})
+}
+
+// awaitReady waits until try succeeds, or the program cmd runs exits
+// (exited closed), or startTimeout passes.
+func awaitReady(name string, cmd *exec.Cmd, exited <-chan struct{}, try func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for {
+		err := try(ctx)
+		if err == nil {
 			return nil
 		}
 		select {
-		case <-c.exited:
-			return fmt.Errorf("postgres exited during start: %v", c.cmd.ProcessState)
+		case <-exited:
+			return fmt.Errorf("%s exited during start: %v", name, cmd.ProcessState)
 		case <-ctx.Done():
-			return fmt.Errorf("postgres not ready after %v: %v", startTimeout, err)
+			return fmt.Errorf("%s not ready after %v: %v", name, startTimeout, err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-// Stop shuts the server down immediately (nothing in it is worth a
+// Stop stops the PgBouncer in front of the server, if any, shuts the
+// server down immediately (nothing in it is worth a
 // checkpoint) and removes its directory.
 func (c *Cluster) Stop() error {
 	var errs []error
+	if c.bouncer != nil {
+		errs = append(errs, c.bouncer.stop())
+	}
 	if c.admin != nil {
 		c.admin.Close(context.Background())
 	}

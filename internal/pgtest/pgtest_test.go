@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,5 +192,44 @@ func TestStartClusterAndStop(t *testing.T) {
 	if conn, err := pgx.Connect(ctx, c.SocketURL("postgres")); err == nil {
 		conn.Close(context.Background())
 		t.Error("connected to the cluster after Stop")
+	}
+}
+
+// The bouncer reaches the database it is asked for, and pools by
+// transaction: a second client's transaction runs on the server
+// connection the first one used, so a session's state is shared.
+func TestBouncerPoolsByTransaction(t *testing.T) {
+	url := pgtest.NewBouncedDatabase(t)
+	a, b := connect(t, url), connect(t, url)
+	var db string
+	if err := a.QueryRow(context.Background(), "SELECT current_database()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	if want := url[strings.LastIndex(url, "/")+1 : strings.Index(url, "?")]; db != want {
+		t.Errorf("reached database %s, want %s", db, want)
+	}
+	if _, err := a.Exec(context.Background(), "SET pgtest.mark = 'set-by-a'"); err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	if err := b.QueryRow(context.Background(), "SELECT coalesce(current_setting('pgtest.mark', true), '')").Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	if name != "set-by-a" {
+		t.Errorf("b's transaction saw pgtest.mark %q: not on a's server connection, so not transaction pooling", name)
+	}
+}
+
+func TestBouncerLetsInAnyRole(t *testing.T) {
+	url := pgtest.NewBouncedDatabase(t)
+	a := connect(t, url)
+	if _, err := a.Exec(context.Background(), "CREATE ROLE pgtest_someone LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pgtest.Get(t).Exec("DROP ROLE pgtest_someone") })
+	b := connect(t, strings.Replace(url, "postgres@", "pgtest_someone@", 1))
+	var who string
+	if err := b.QueryRow(context.Background(), "SELECT current_user").Scan(&who); err != nil || who != "pgtest_someone" {
+		t.Fatal(who, err)
 	}
 }

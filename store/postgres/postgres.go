@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -75,6 +76,9 @@ type Store struct {
 	// open, Connect's and Migrate's together.
 	version  int
 	deadline time.Time
+	// unheard is set once a listener's probe went unheard: LISTEN does
+	// not work through this URL, and every waiter polls.
+	unheard atomic.Bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -93,6 +97,7 @@ func Connect(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	pcfg.MaxConns = int32(cfg.PoolSize)
 	pcfg.MinConns = 0
+	sessionless(pcfg.ConnConfig)
 	s := &Store{cfg: cfg, pgx: pcfg, source: describeDB(pcfg), deadline: time.Now().Add(cfg.Wait)}
 	pctx, cancel := context.WithDeadline(ctx, s.deadline)
 	defer cancel()
@@ -130,6 +135,26 @@ func (s *Store) openErr(ctx, pctx context.Context, err error) error {
 		return fmt.Errorf("ledger: connect to %s: %w", s.source, err)
 	}
 	return err
+}
+
+// execMode is how every statement runs unless the URL asks for another
+// way than pgx's default (default_query_exec_mode): no statement outlives
+// its round trip. pgx's default prepares a named statement on the
+// server connection and keeps it; through a pooler in transaction mode
+// (PgBouncer) the next client of that connection then fails to prepare
+// the same name (42P05), or finds the statement missing on another one.
+const execMode = pgx.QueryExecModeExec
+
+// sessionless keeps the pool's connections free of state that outlives a
+// transaction: no named prepared statements (execMode), and no
+// notifications kept for nobody. The pool never LISTENs, but through a
+// pooler a notification meant for a connection that listened can reach
+// one of the pool's at the end of its transaction; pgx would keep it.
+func sessionless(cc *pgx.ConnConfig) {
+	if cc.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		cc.DefaultQueryExecMode = execMode
+	}
+	cc.OnNotification = func(*pgconn.PgConn, *pgconn.Notification) {}
 }
 
 // look reads the schema version and refuses what Connect refuses.
@@ -188,30 +213,19 @@ func (s *Store) prepare(ctx context.Context) error {
 	return nil
 }
 
-// migrate brings the schema to the latest version under the migration
-// lock, looking again once it holds it: of concurrent first opens, one
-// creates the tables and the others find them made.
+// migrate brings the schema to the latest version in one transaction
+// under the migration lock, looking again once it holds it: of concurrent
+// first opens, one creates the tables and the others find them made.
 func (s *Store) migrate(ctx context.Context) error {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("ledger: %s: %w", s.source, err)
+	var refused error // checkEmptySchema's, which names the database itself
+	fresh := func(tx *sql.Tx) error {
+		refused = s.checkEmptySchema(ctx, tx)
+		return refused
 	}
-	defer conn.Close()
-	unlock, err := migrations.Postgres.Lock(ctx, conn)
-	if err != nil {
-		return fmt.Errorf("ledger: %s: %w", s.source, err)
-	}
-	defer unlock()
-	cur, err := migrations.Postgres.Current(ctx, conn)
-	if err != nil {
-		return fmt.Errorf("ledger: %s: %w", s.source, err)
-	}
-	if cur == 0 {
-		if err := s.checkEmptySchema(ctx, conn); err != nil {
-			return err
+	if err := migrations.Postgres.Migrate(ctx, s.db, fresh, func() string { return events.FormatTime(s.cfg.Now()) }); err != nil {
+		if refused != nil {
+			return refused
 		}
-	}
-	if err := migrations.Postgres.Apply(ctx, conn, func() string { return events.FormatTime(s.cfg.Now()) }); err != nil {
 		return fmt.Errorf("ledger: %s: %w", s.source, err)
 	}
 	return nil
@@ -345,7 +359,9 @@ func (s *Store) Transient(err error) bool { return Transient(err) }
 
 func (s *Store) ManyHosts() bool { return true }
 
-// CachesStatements: pgx keeps prepared statements per connection.
+// CachesStatements: the ledger prepares nothing on PostgreSQL, where a
+// named statement would outlive its transaction on a pooled server
+// connection; each statement runs in one round trip (execMode).
 func (s *Store) CachesStatements() bool { return true }
 
 func (s *Store) Size(ctx context.Context) (n int64, err error) {
@@ -449,62 +465,56 @@ func Redact(s string) string {
 	return u.Redacted()
 }
 
-// waker listens on its own connection, opened at the first wait, and
-// wakes on a notification for its lock; without one it sleeps.
+// waker listens on its own connection (a listener), opened at the first
+// wait, and wakes on a notification for its lock; without one, and once
+// notifications are known not to arrive, it sleeps.
 type waker struct {
 	s      *Store
 	lock   string
-	conn   *pgx.Conn
+	l      *listener
 	failed bool
 }
 
 func (w *waker) Wait(ctx context.Context, d time.Duration) {
-	if w.conn == nil && !w.failed {
+	if w.s.unheard.Load() {
+		w.Close()
+	} else if w.l == nil && !w.failed {
 		// Connecting may take longer than one sleep: it has the busy
 		// timeout, as any other database call.
-		cctx, cancel := context.WithTimeout(ctx, w.s.cfg.Busy)
-		conn, err := pgx.ConnectConfig(cctx, w.s.pgx.ConnConfig.Copy())
-		if err == nil {
-			if _, err = conn.Exec(cctx, `LISTEN `+notifyChannel); err != nil {
-				conn.Close(context.Background())
-			}
-		}
-		cancel()
+		l, err := w.s.listen(ctx, w.s.cfg.Busy)
 		if err != nil {
 			w.s.cfg.Log.Debug("waiting without LISTEN: polling instead", "err", err)
 			w.failed = true
 		} else {
-			w.conn = conn
+			w.l = l
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	if w.conn == nil {
+	if w.l == nil {
 		<-wctx.Done()
 		return
 	}
 	for {
-		n, err := w.conn.WaitForNotification(wctx)
+		payload, err := w.l.next(wctx)
 		if err != nil {
 			if wctx.Err() == nil {
-				// The connection broke: poll from now on.
+				// The connection broke, or hears nothing: poll from now on.
 				w.Close()
 				w.failed = true
 				<-wctx.Done()
 			}
 			return
 		}
-		if n.Payload == w.lock {
+		if payload == w.lock {
 			return
 		}
 	}
 }
 
 func (w *waker) Close() {
-	if w.conn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		w.conn.Close(ctx)
-		w.conn = nil
+	if w.l != nil {
+		w.l.close()
+		w.l = nil
 	}
 }

@@ -80,6 +80,7 @@ var rawInsertSQL = `INSERT INTO events SELECT coalesce(max(seq), 0) + 1, md5(ran
 func benchPostgres(tmp string) {
 	var srv pgServer
 	var base, psql, logPath string
+	var cluster *pgtest.Cluster // the one started here, nil with -database
 	if *database != "" {
 		base = *database
 		srv = urlServer{base}
@@ -98,7 +99,7 @@ func benchPostgres(tmp string) {
 				fmt.Fprintln(os.Stderr, "bench: stopping PostgreSQL:", err)
 			}
 		})()
-		base, srv, logPath = c.SocketURL("postgres"), c, c.LogPath()
+		base, srv, logPath, cluster = c.SocketURL("postgres"), c, c.LogPath(), c
 		if p := filepath.Join(c.BinDir, "psql"); fileExists(p) {
 			psql = p
 		} else {
@@ -137,6 +138,11 @@ func benchPostgres(tmp string) {
 		pgStatements(ctx, tmp, newDB("statements"), logPath)
 	}
 	pgContention(tmp, newDB("contention"))
+	if cluster != nil {
+		pgBouncer(ctx, tmp, cluster, newDB)
+	} else {
+		add(row{"PostgreSQL through PgBouncer", "skipped: measured on the cluster the bench starts, not with -database", "-", "-", "-", "-"})
+	}
 }
 
 // dbs are the databases this run made, dropped at its end.

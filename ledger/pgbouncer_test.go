@@ -23,6 +23,7 @@ import (
 // Two ledgers, as two processes would, write through the same pooler at
 // once: the server connections they share hold no statement of either.
 func TestPgBouncerTwoLedgersAcquireAtOnce(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewBouncedDatabase(t)
 	ls := []*ledger.Ledger{
 		fixture.OpenPostgres(t, url, ledger.WithHost(ledger.Host{ID: "a", BootID: "boot-a"})),
@@ -54,6 +55,7 @@ func TestPgBouncerTwoLedgersAcquireAtOnce(t *testing.T) {
 // others find them made, and no lock is left behind on a server
 // connection for the next open to wait on.
 func TestPgBouncerConcurrentFirstOpens(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewBouncedDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -96,6 +98,7 @@ func TestPgBouncerConcurrentFirstOpens(t *testing.T) {
 // there but hears nothing, so each store says so once and polls, and a
 // waiter still gets the lock once it is released.
 func TestPgBouncerWaitersPollAndSaySo(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewBouncedDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

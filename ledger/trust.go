@@ -7,7 +7,6 @@ package ledger
 // out; a reader (ReadOnly) never touches the trust store.
 
 import (
-
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/trust"

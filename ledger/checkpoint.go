@@ -58,14 +58,7 @@ type dueAt struct {
 // extends what s signed before (a signer from checkpoint.NewSigner reads
 // that from the witnesses too).
 func WithSigner(s note.Signer) Option {
-	return func(c *config) error {
-		if s == nil {
-			return errors.New("ledger: WithSigner(nil)")
-		}
-		c.signing.signer = s
-		c.signing.signed = &checkpoint.Memory{}
-		return nil
-	}
+	return given("WithSigner", s == nil, func(c *config) { c.signing.signer, c.signing.signed = s, &checkpoint.Memory{} })
 }
 
 // WithHeads keeps the ledger's latest signed head in dir (trust.Heads),

@@ -67,11 +67,17 @@ type Option func(*config) error
 
 // WithClock replaces time.Now (tests, replays).
 func WithClock(now func() time.Time) Option {
+	return given("WithClock", now == nil, func(c *config) { c.now = now })
+}
+
+// given is the option named name that applies set, refused when its
+// argument is nil.
+func given(name string, isNil bool, set func(*config)) Option {
 	return func(c *config) error {
-		if now == nil {
-			return errors.New("ledger: WithClock(nil)")
+		if isNil {
+			return errors.New("ledger: " + name + "(nil)")
 		}
-		c.now = now
+		set(c)
 		return nil
 	}
 }
@@ -90,13 +96,7 @@ func WithBusyTimeout(d time.Duration) Option {
 
 // WithLogger sets the logger for warnings (drift repaired, foreign files).
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
-		if l == nil {
-			return errors.New("ledger: WithLogger(nil)")
-		}
-		c.logger = l
-		return nil
-	}
+	return given("WithLogger", l == nil, func(c *config) { c.logger = l })
 }
 
 // WithHost overrides the host identity (tests).
@@ -115,13 +115,7 @@ func WithHost(h Host) Option {
 
 // WithProcessProbe overrides how liveness of local pids is checked (tests).
 func WithProcessProbe(p proc.Probe) Option {
-	return func(c *config) error {
-		if p == nil {
-			return errors.New("ledger: WithProcessProbe(nil)")
-		}
-		c.probe = p
-		return nil
-	}
+	return given("WithProcessProbe", p == nil, func(c *config) { c.probe = p })
 }
 
 // WithOpenWait lets Open wait up to d (instead of the busy timeout) for a

@@ -163,11 +163,6 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *verify.
 		if r.Held {
 			names[r.Name] = true
 		}
-	}
-	for _, r := range rows {
-		if remote[r.Name] {
-			continue
-		}
 		if err := l.checkTargets(ctx, r, rep); err != nil {
 			return err
 		}
@@ -181,27 +176,32 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *verify.
 			rep.Add(*p) // no point watching it settle: no write makes a path unreadable
 			continue
 		}
-		p, note, err := l.checkFile(name, byName[name])
-		if err != nil {
+		if err := l.settled(ctx, rep, name, byName[name], func(fresh *store.Row) (*verify.Problem, string, error) {
+			return l.checkFile(name, fresh)
+		}); err != nil {
 			return err
 		}
-		if p != nil && p.Kind != verify.KindForeign {
-			// The ledger may have moved on since the snapshot: judge again
-			// against the latest committed row, for as long as it keeps moving.
-			p, note, err = settle(ctx, l, name, func(fresh *store.Row) (*verify.Problem, string, error) {
-				return l.checkFile(name, fresh)
-			})
-			if err != nil {
-				return err
-			}
-		}
-		if note != "" {
-			rep.Notes = append(rep.Notes, note)
-			continue
-		}
-		if p != nil {
-			rep.Add(*p)
-		}
+	}
+	return nil
+}
+
+// settled adds to rep what judge says of a file of lock name, against
+// its row r in the snapshot and, when that disagrees, against the latest
+// committed row: the ledger may have moved on since the snapshot, so it
+// judges again for as long as the row keeps moving (see settle).
+func (l *Ledger) settled(ctx context.Context, rep *verify.Report, name string, r *store.Row,
+	judge func(*store.Row) (*verify.Problem, string, error)) error {
+	p, note, err := judge(r)
+	if err == nil && p != nil && p.Kind != verify.KindForeign {
+		p, note, err = settle(ctx, l, name, judge)
+	}
+	switch {
+	case err != nil:
+		return err
+	case note != "":
+		rep.Notes = append(rep.Notes, note)
+	case p != nil:
+		rep.Add(*p)
 	}
 	return nil
 }
@@ -276,33 +276,20 @@ func foreignSummary(data []byte) string {
 // holder's bytes after the release is extra. Anything else at the path of a
 // free lock is another tool's business.
 func (l *Ledger) checkTargets(ctx context.Context, r *store.Row, rep *verify.Report) error {
-	h := holdingFromRow(r)
-	for _, t := range h.targets {
+	for _, t := range rowTargets(r) {
 		rep.LockFiles++
-		p, note, err := l.checkTarget(t, h, r)
-		if err != nil {
-			return err
-		}
-		if p != nil && p.Kind != verify.KindForeign {
-			p, note, err = settle(ctx, l, r.Name, func(fresh *store.Row) (*verify.Problem, string, error) {
-				if fresh == nil {
-					return nil, "", nil
-				}
-				fh := holdingFromRow(fresh)
-				ft, ok := owns(fh, t.Path)
-				if !ok {
-					return nil, "", nil // the lock's holder no longer projects this path
-				}
-				return l.checkTarget(ft, fh, fresh)
-			})
-			if err != nil {
-				return err
+		if err := l.settled(ctx, rep, r.Name, r, func(row *store.Row) (*verify.Problem, string, error) {
+			if row == nil {
+				return nil, "", nil
 			}
-		}
-		if note != "" {
-			rep.Notes = append(rep.Notes, note)
-		} else if p != nil {
-			rep.Add(*p)
+			h := holdingFromRow(row)
+			ht, ok := owns(h, t.Path)
+			if !ok {
+				return nil, "", nil // the lock's holder no longer projects this path
+			}
+			return l.checkTarget(ht, h, row)
+		}); err != nil {
+			return err
 		}
 	}
 	return nil

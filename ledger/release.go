@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 // ReleaseRequest frees a lock.
@@ -117,25 +118,16 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 		}
 		h := w.v.holder
 		mine := h != nil && !h.foreign && h.rec.RequestID == id.RequestID && (req.FencingToken == 0 || h.token == req.FencingToken)
+		var s *sharedHolding // the request's shared holding, released instead
 		if !mine && (h == nil || h.foreign) && req.RequestID != "" {
 			// Another tool's file beside shared holders blocks acquirers, not
 			// a shared holder's release of its own slot.
-			s, err := w.sharedHolderOf(req.Lock, id.RequestID)
+			sh, err := w.sharedHolderOf(req.Lock, id.RequestID)
 			if err != nil {
 				return nil, err
 			}
-			if s != nil && (req.FencingToken == 0 || s.token == req.FencingToken) {
-				if err := w.loadAcquirer(s.holding); err != nil {
-					return nil, err
-				}
-				why, bySecret := l.releaseDenied(s.holding, req.Secret)
-				if why != "" && !req.Force {
-					rec := s.rec
-					return w.refuse(events.ActionRelease, id, s.holding,
-						&NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &rec, Denied: why})
-				}
-				out, err = w.releaseShared(s, id, req, bySecret)
-				return nil, err
+			if sh != nil && (req.FencingToken == 0 || sh.token == req.FencingToken) {
+				s, h, mine = sh, sh.holding, !req.Force
 			}
 		}
 		if !mine && h == nil && req.Force && req.RequestID == "" {
@@ -194,17 +186,22 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 					&NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Denied: why})
 			}
 		}
-		if err := w.reconcileTargets(nil, false); err != nil {
-			return nil, err
-		}
-		released := *h
-		w.removeAfterCommit(func() error { return l.files.Remove(req.Lock, released.file) })
-		w.removeAfterCommit(func() error { return w.removeTargets(&released) })
-		if !mine && untold {
-			req.Result = events.ResultForced
+		if s == nil {
+			if err := w.reconcileTargets(nil, false); err != nil {
+				return nil, err
+			}
+			released := *h
+			w.removeAfterCommit(func() error { return l.files.Remove(req.Lock, released.file) })
+			w.removeAfterCommit(func() error { return w.removeTargets(&released) })
+			if !mine && untold {
+				req.Result = events.ResultForced
+			}
 		}
 		p := &events.Released{HeldDurationSeconds: seconds(w.now.Sub(h.created)), Result: req.Result,
 			FailureStep: req.FailureStep, ExitCode: req.ExitCode, Forced: !mine, FencingToken: h.token, Note: req.Note}
+		if s != nil && mine {
+			p.Note = "" // a shared holder's own release: an operator's reason goes with --force only
+		}
 		if p.HeldBy = w.heldByOther(id, h); !mine || p.HeldBy != nil {
 			p.ReleasedRequestID = h.rec.RequestID
 		}
@@ -222,6 +219,9 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 		}
 		out = &ReleaseOutcome{Lock: req.Lock, Released: true, Seq: ev.Seq, Result: req.Result, Forced: !mine,
 			ReleasedRequestID: p.ReleasedRequestID, FencingToken: h.token, State: events.StateFree}
+		if s != nil {
+			return nil, store.DeleteHolder(w.ctx, w.q, req.Lock, h.rec.RequestID)
+		}
 		if h.foreign {
 			return nil, nil // the ledger never held it: no row to free
 		}

@@ -212,32 +212,6 @@ func (w *writeTx) heartbeatShared(s *sharedHolding, id Identity) (*Acquisition, 
 		Record: renewed.rec, Mode: events.ModeShared, Limit: s.limit}, saveShared(w.ctx, w.q, &renewed, s.limit, ev.Seq)
 }
 
-// releaseShared frees a shared holding.
-func (w *writeTx) releaseShared(s *sharedHolding, id Identity, req ReleaseRequest, bySecret bool) (*ReleaseOutcome, error) {
-	p := &events.Released{HeldDurationSeconds: seconds(w.now.Sub(s.created)), Result: req.Result,
-		FailureStep: req.FailureStep, ExitCode: req.ExitCode, FencingToken: s.token}
-	if req.Force {
-		// An operator's release of the slot: audited as an exclusive
-		// holder's forced release is.
-		p.Forced, p.Note = true, req.Note
-	}
-	if p.HeldBy = w.heldByOther(id, s.holding); p.Forced || p.HeldBy != nil {
-		p.ReleasedRequestID = s.rec.RequestID
-	}
-	if bySecret {
-		p.AuthorizedBy = events.AuthorizedByReleaseSecret
-	}
-	ev, err := w.append(events.LockReleased, id, p)
-	if err != nil {
-		return nil, err
-	}
-	if err := store.DeleteHolder(w.ctx, w.q, s.rec.LockName, s.rec.RequestID); err != nil {
-		return nil, err
-	}
-	return &ReleaseOutcome{Lock: s.rec.LockName, Released: true, Seq: ev.Seq, Result: req.Result, State: events.StateFree,
-		Forced: p.Forced, ReleasedRequestID: p.ReleasedRequestID, FencingToken: s.token}, nil
-}
-
 // SharedHolder is one shared holder of a lock, judged.
 type SharedHolder struct {
 	Holder       events.Record

@@ -138,14 +138,18 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
+	// A lock known only by its file or its shared holders has no row.
+	known := func(name string) {
+		if _, seen := byName[name]; !seen {
+			byName[name] = nil
+		}
+	}
 	names, err := l.files.LockNames(false)
 	if err != nil && l.files.Broken() == nil {
 		return nil, err
 	}
 	for name := range names {
-		if _, seen := byName[name]; !seen {
-			byName[name] = nil
-		}
+		known(name)
 	}
 	now, err := l.judgeTime(ctx)
 	if err != nil {
@@ -158,9 +162,7 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	shared := map[string][]*sharedHolding{}
 	for _, s := range all {
 		shared[s.rec.LockName] = append(shared[s.rec.LockName], s)
-		if _, seen := byName[s.rec.LockName]; !seen {
-			byName[s.rec.LockName] = nil
-		}
+		known(s.rec.LockName)
 	}
 	queues, err := l.queues(ctx, l.store, "", now)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,12 +132,9 @@ func (l *Ledger) formatsEnv(maxAge time.Duration) formats.Env {
 }
 
 func owns(h *holding, path string) (events.Target, bool) {
-	if h == nil || h.foreign {
-		return events.Target{}, false
-	}
-	for _, t := range h.targets {
-		if t.Path == path {
-			return t, true
+	if h != nil && !h.foreign {
+		if i := slices.IndexFunc(h.targets, func(t events.Target) bool { return t.Path == path }); i >= 0 {
+			return h.targets[i], true
 		}
 	}
 	return events.Target{}, false
@@ -279,12 +277,8 @@ func (l *Ledger) foreignAt(lock string, v *view, requested []events.Target, now 
 	var best *holding
 	paths := requested
 	if r := v.row; r != nil && !r.Held && l.ownsFiles(r) {
-		seen := map[string]bool{}
-		for _, t := range paths {
-			seen[t.Path] = true
-		}
 		for _, t := range rowTargets(r) {
-			if !seen[t.Path] {
+			if !slices.ContainsFunc(requested, func(q events.Target) bool { return q.Path == t.Path }) {
 				paths = append(paths[:len(paths):len(paths)], t)
 			}
 		}

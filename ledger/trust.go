@@ -7,8 +7,6 @@ package ledger
 // out; a reader (ReadOnly) never touches the trust store.
 
 import (
-	"errors"
-
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/trust"
@@ -49,13 +47,7 @@ func Unsigned() Option {
 // trust.Dir(). With WithSigner it pins that signer's key for the ledger
 // (without keeping heads); without, it is the store of the default key.
 func WithTrustStore(s *trust.Store) Option {
-	return func(c *config) error {
-		if s == nil {
-			return errors.New("ledger: WithTrustStore(nil)")
-		}
-		c.trust.open = func() (*trust.Store, error) { return s, nil }
-		return nil
-	}
+	return given("WithTrustStore", s == nil, func(c *config) { c.trust.open = func() (*trust.Store, error) { return s, nil } })
 }
 
 // WithTrustStoreFrom is WithTrustStore with the store that open opens,
@@ -63,13 +55,7 @@ func WithTrustStore(s *trust.Store) Option {
 // database refuses (a role that may only read) leaves no trust store
 // behind, not even its directory. A nil store from open is none given.
 func WithTrustStoreFrom(open func() (*trust.Store, error)) Option {
-	return func(c *config) error {
-		if open == nil {
-			return errors.New("ledger: WithTrustStoreFrom(nil)")
-		}
-		c.trust.open = open
-		return nil
-	}
+	return given("WithTrustStoreFrom", open == nil, func(c *config) { c.trust.open = open })
 }
 
 // WithPinNotice has f told of a pin a writer's open made (the ledger

@@ -84,7 +84,7 @@ type takeover struct {
 	gone    time.Duration // from the take-over request to the old job gone
 }
 
-// TestForcedTakeOverStopsTheStaleHoldersJobFirst: a run (TTL 2 s) whose job
+// TestForcedTakeOverStopsTheStaleHoldersJobFirst: a run (TTL 4 s) whose job
 // writes a line every 2 ms is paused with SIGSTOP (the run alone: a stuck
 // runner; or the run and its job's group: a frozen host) past its TTL;
 // run --force, acquire --force or steal then takes the lock on this host
@@ -141,7 +141,7 @@ func takeOverPaused(t *testing.T, root, lock, via string, frozen bool) takeover 
 	var job int
 	for attempt := 1; ; attempt++ {
 		var lines <-chan string
-		old, lines = startRun(t, root, append([]string{lock, "--ttl", "2s", "--"}, writerCommand(t, "old", file, 0)...)...)
+		old, lines = startRun(t, root, append([]string{lock, "--ttl", "4s", "--"}, writerCommand(t, "old", file, 0)...)...)
 		if l, ok := <-lines; ok {
 			var err error
 			if job, err = strconv.Atoi(strings.TrimPrefix(l, "started ")); err != nil {
@@ -149,7 +149,7 @@ func takeOverPaused(t *testing.T, root, lock, via string, frozen bool) takeover 
 			}
 			break
 		}
-		// On a loaded machine a heartbeat may miss the run's deadline (1.5 s)
+		// On a loaded machine a heartbeat may miss the run's deadline (3 s)
 		// before the job has started: the run gives up; start again.
 		if exitOf(t, old); attempt == 3 {
 			t.Fatal("the old run exited before its job started, three times")

@@ -124,7 +124,7 @@ logfile = %s
 	}
 	b.cmd = exec.Command(bin, "-q", conf)
 	b.cmd.Dir = c.Dir
-	b.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGTERM}
+	b.cmd.SysProcAttr = serverAttr(cred, syscall.SIGTERM)
 	if err := b.cmd.Start(); err != nil {
 		return nil, err
 	}

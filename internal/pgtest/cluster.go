@@ -427,7 +427,7 @@ func StartCluster() (*Cluster, error) {
 func (c *Cluster) command(cred *syscall.Credential, name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(c.BinDir, name), args...)
 	cmd.Dir = c.Dir
-	cmd.SysProcAttr = serverAttr(cred)
+	cmd.SysProcAttr = serverAttr(cred, syscall.SIGQUIT)
 	return cmd
 }
 

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -24,9 +23,7 @@ import (
 type Bouncer struct {
 	Port int // 127.0.0.1 port
 
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	srv *server
 }
 
 // ErrNoBouncer is returned by StartBouncer when pgbouncer is not installed.
@@ -92,7 +89,7 @@ func (c *Cluster) StartBouncer() (*Bouncer, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bouncer{Port: port, dir: c.Dir, exited: make(chan struct{})}
+	b := &Bouncer{Port: port}
 	// Every role passes as it does on the server (trust): the superuser
 	// from the users file, the roles the tests create looked up on the
 	// server (auth_query, as the superuser).
@@ -122,18 +119,15 @@ logfile = %s
 	if err := os.WriteFile(conf, []byte(ini), 0o644); err != nil {
 		return nil, err
 	}
-	b.cmd = exec.Command(bin, "-q", conf)
-	b.cmd.Dir = c.Dir
-	b.cmd.SysProcAttr = serverAttr(cred, syscall.SIGTERM)
-	if err := b.cmd.Start(); err != nil {
+	cmd := exec.Command(bin, "-q", conf)
+	cmd.Dir = c.Dir
+	cmd.SysProcAttr = serverAttr(cred, syscall.SIGTERM)
+	// SIGTERM is PgBouncer's immediate shutdown, closing every connection.
+	if b.srv, err = startServer("pgbouncer", cmd, syscall.SIGTERM); err != nil {
 		return nil, err
 	}
-	go func() {
-		b.cmd.Wait()
-		close(b.exited)
-	}()
 	if err := b.awaitReady(); err != nil {
-		b.stop()
+		b.srv.stop()
 		log, _ := os.ReadFile(filepath.Join(c.Dir, "pgbouncer.log"))
 		return nil, fmt.Errorf("%v\npgbouncer.log:\n%s", err, log)
 	}
@@ -143,7 +137,7 @@ logfile = %s
 
 // awaitReady waits until a query passes through the bouncer to the server.
 func (b *Bouncer) awaitReady() error {
-	return awaitReady("pgbouncer", b.cmd, b.exited, func(ctx context.Context) error {
+	return b.srv.awaitReady(func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, b.URL("postgres"))
 		if err != nil {
 			return err
@@ -152,22 +146,4 @@ func (b *Bouncer) awaitReady() error {
 		_, err = conn.Exec(ctx, "SELECT 1")
 		return err
 	})
-}
-
-// stop ends the bouncer (SIGTERM: at once, closing every connection).
-func (b *Bouncer) stop() error {
-	select {
-	case <-b.exited:
-		return nil
-	default:
-	}
-	b.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-b.exited:
-		return nil
-	case <-time.After(30 * time.Second):
-		b.cmd.Process.Kill()
-		<-b.exited
-		return errors.New("pgbouncer ignored SIGTERM for 30s; killed")
-	}
 }

@@ -53,9 +53,8 @@ type Cluster struct {
 	Port      int    // 127.0.0.1 port, also the socket's number
 	BinDir    string // where initdb, pg_ctl and postgres were found
 
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once cmd.Wait has returned
-	logf   string
+	srv  *server // postgres
+	logf string
 
 	mu    sync.Mutex // serialises use of admin
 	admin *pgx.Conn
@@ -368,7 +367,7 @@ func StartCluster() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Dir: dir, SocketDir: dir, BinDir: binDir, exited: make(chan struct{}),
+	c := &Cluster{Dir: dir, SocketDir: dir, BinDir: binDir,
 		logf: filepath.Join(dir, "postgres.log")}
 	ok := false
 	defer func() {
@@ -401,18 +400,14 @@ func StartCluster() (*Cluster, error) {
 	// postgres runs as our direct child, not under pg_ctl, so that the
 	// kernel can stop it when this test binary dies without running Main
 	// (killed, or timed out): see Pdeathsig in command.
-	c.cmd = c.command(cred, "postgres", "-D", data, "-p", strconv.Itoa(c.Port),
+	cmd := c.command(cred, "postgres", "-D", data, "-p", strconv.Itoa(c.Port),
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "unix_socket_directories="+c.SocketDir,
 		"-c", "max_connections="+strconv.Itoa(MaxConnections))
-	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
-	if err := c.cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if c.srv, err = startServer("postgres", cmd, syscall.SIGQUIT); err != nil {
 		return nil, err
 	}
-	go func() {
-		c.cmd.Wait()
-		close(c.exited)
-	}()
 	if err := c.awaitReady(); err != nil {
 		log, _ := os.ReadFile(c.logf)
 		return nil, fmt.Errorf("%v\npostgres.log:\n%s", err, log)
@@ -435,7 +430,7 @@ func (c *Cluster) command(cred *syscall.Credential, name string, args ...string)
 // or exits, or startTimeout passes. The server announces readiness only in
 // its pid file and log, so connecting is the direct way to observe it.
 func (c *Cluster) awaitReady() error {
-	return awaitReady("postgres", c.cmd, c.exited, func(ctx context.Context) error {
+	return c.srv.awaitReady(func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, c.SocketURL("postgres"))
 		if err == nil {
 			c.admin = conn
@@ -444,51 +439,18 @@ func (c *Cluster) awaitReady() error {
 	})
 }
 
-// awaitReady waits until try succeeds, or the program cmd runs exits
-// (exited closed), or startTimeout passes.
-func awaitReady(name string, cmd *exec.Cmd, exited <-chan struct{}, try func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	for {
-		err := try(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("%s exited during start: %v", name, cmd.ProcessState)
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %v: %v", name, startTimeout, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 // Stop stops the PgBouncer in front of the server, if any, shuts the
 // server down immediately (nothing in it is worth a
 // checkpoint) and removes its directory.
 func (c *Cluster) Stop() error {
 	var errs []error
 	if c.bouncer != nil {
-		errs = append(errs, c.bouncer.stop())
+		errs = append(errs, c.bouncer.srv.stop())
 	}
 	if c.admin != nil {
 		c.admin.Close(context.Background())
 	}
-	if c.cmd != nil && c.cmd.Process != nil {
-		select {
-		case <-c.exited:
-		default:
-			c.cmd.Process.Signal(syscall.SIGQUIT)
-			select {
-			case <-c.exited:
-			case <-time.After(30 * time.Second):
-				c.cmd.Process.Kill()
-				<-c.exited
-				errs = append(errs, errors.New("postgres ignored SIGQUIT for 30s; killed"))
-			}
-		}
-	}
+	errs = append(errs, c.srv.stop())
 	if err := os.RemoveAll(c.Dir); err != nil {
 		errs = append(errs, err)
 	}

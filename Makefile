@@ -36,9 +36,14 @@ release: build man
 # test leaves it out of the race detector's instrumentation, which makes every
 # statement about 7x slower; make stress instruments it too.
 RACE_TEST := -race -gcflags='modernc.org/sqlite/lib=-race=false'
+# The CLI the tests run is built once here, static as make build builds it,
+# rather than once by each test package (LOCKLEDGER_TEST_CLI, internal/clitest).
 test: vet
 	@bash scripts/test-tools.sh
-	$(GO) test $(RACE_TEST) -count=1 -timeout 20m $(PKGS)
+	@cli=$$(mktemp -d) && trap 'rm -rf "$$cli"' EXIT && \
+	CGO_ENABLED=0 $(GO) build -buildvcs=false -o "$$cli/lockledger" . && \
+	echo "LOCKLEDGER_TEST_CLI=$$cli/lockledger $(GO) test $(RACE_TEST) -count=1 -timeout 20m $(PKGS)" && \
+	LOCKLEDGER_TEST_CLI="$$cli/lockledger" $(GO) test $(RACE_TEST) -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -run '^TestFastMatchesSchema$$' ./schema/
 
 vet:

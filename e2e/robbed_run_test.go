@@ -26,8 +26,10 @@ const tickingJob = `while :; do date +%s.%N >> "$0"; sleep 0.005; done`
 // request id, a steal of an active lock) stops its job at once, not at its
 // next heartbeat (20 s away here: ttl 60 s), exits 5 and says who ended
 // the holding. The job's last tick is taken against the robbing command's
-// return (p99 within 100 ms over the trials) and against the `at` of the
-// robbing event (both reported).
+// return (p99 within 100 ms over the trials, or within the p99 of a status
+// run's own wall time on a machine loaded enough that one read of the lock
+// by a fresh process takes longer) and against the `at` of the robbing
+// event (both reported).
 func TestRunStopsItsJobTheMomentItsHoldingIsRobbed(t *testing.T) {
 	t.Parallel()
 	trials := 10
@@ -49,7 +51,7 @@ func TestRunStopsItsJobTheMomentItsHoldingIsRobbed(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
-			var sinceEvent, sinceCommand []time.Duration
+			var sinceEvent, sinceCommand, statusRuns []time.Duration
 			for i := range trials {
 				lock := fmt.Sprintf("robbed-%d", i)
 				rid := fmt.Sprintf("req-robbed-%d", i)
@@ -76,17 +78,26 @@ func TestRunStopsItsJobTheMomentItsHoldingIsRobbed(t *testing.T) {
 				last := lastTick(t, ticks)
 				sinceEvent = append(sinceEvent, last.Sub(at))
 				sinceCommand = append(sinceCommand, last.Sub(robbed))
+				// The machine's pace now: a fresh process that reads the
+				// lock, as run's watch of it reads it.
+				began := time.Now()
+				clitest.Must(t, 0, root, "status", lock)
+				statusRuns = append(statusRuns, time.Since(began))
 			}
 			p50, p99, worst := percentiles(sinceEvent)
 			c50, c99, cworst := percentiles(sinceCommand)
-			t.Logf("%s, %d trials: the job's last tick after the event's at: p50 %s, p99 %s, max %s; after the robbing command returned: p50 %s, p99 %s, max %s",
-				c.name, trials, p50, p99, worst, c50, c99, cworst)
+			_, s99, _ := percentiles(statusRuns)
+			t.Logf("%s, %d trials: the job's last tick after the event's at: p50 %s, p99 %s, max %s; after the robbing command returned: p50 %s, p99 %s, max %s; a status run took %s (p99)",
+				c.name, trials, p50, p99, worst, c50, c99, cworst, s99)
 			// The robbing command returns once its write has committed and
 			// its after-commit work is done; the event's at is read before
 			// the write, so it also counts the robber's own time, which a
-			// loaded machine stretches.
-			if c99 > 100*time.Millisecond {
-				t.Fatalf("%s: the job ran on %s (p99) after the robbing command returned, want within 100 ms", c.name, c99)
+			// loaded machine stretches. A loaded machine stretches run's
+			// wake, read and kill as much as a status run, so the bound is
+			// whichever is longer: a run that waited for anything (its
+			// heartbeat, a poll) instead of the change still fails it.
+			if bound := max(100*time.Millisecond, s99); c99 > bound {
+				t.Fatalf("%s: the job ran on %s (p99) after the robbing command returned, want within %s (100 ms, or a status run's p99 if longer)", c.name, c99, bound)
 			}
 			if worst > 5*time.Second {
 				t.Fatalf("%s: the job ran on %s after the robbing event (its heartbeat is 20 s away), want far less", c.name, worst)

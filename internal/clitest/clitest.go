@@ -1,7 +1,7 @@
 // Package clitest runs the lockledger command line as real processes from
-// tests. The CLI is built once per test binary from this module (go build
-// with the settings go vet compiled the packages with, so it links from the
-// build cache); a test that wants the race detector in the CLI's own
+// tests. The CLI is the one named by LOCKLEDGER_TEST_CLI (make test builds
+// it once for every package), else built once per test binary from this
+// module, static as make build and a release build it; a test that wants the race detector in the CLI's own
 // goroutines (run's lease and signals, the follower, a witness's bounded
 // wait) marks its root with Race, and its commands run as the test binary
 // itself, built with -race like the test.
@@ -35,6 +35,10 @@ import (
 
 const envCLI = "LOCKLEDGER_TEST_AS_CLI"
 
+// envBuilt names a CLI already built from this module (make test builds
+// it once rather than each test binary building its own).
+const envBuilt = "LOCKLEDGER_TEST_CLI"
+
 // Main runs the CLI when the binary was started as one, else the tests.
 func Main(m *testing.M, opts ...Option) {
 	if os.Getenv(envCLI) == "1" {
@@ -67,11 +71,19 @@ var built struct {
 	path string
 }
 
-// Bin is the lockledger executable the tests run (with Env): the CLI built
-// from this module on first use. Where it cannot be built (no go command,
-// no module source) it is the test binary itself, said on stderr.
+// Bin is the lockledger executable the tests run (with Env): the one
+// LOCKLEDGER_TEST_CLI names, else the CLI built from this module on first
+// use. Where it cannot be built (no go command, no module source) it is
+// the test binary itself, said on stderr.
 func Bin() string {
 	built.once.Do(func() {
+		if p := os.Getenv(envBuilt); p != "" {
+			if abs, err := filepath.Abs(p); err == nil {
+				p = abs
+			}
+			built.path = p
+			return
+		}
 		var err error
 		if built.path, err = build(); err != nil {
 			fmt.Fprintf(os.Stderr, "clitest: the CLI could not be built (%v); the test binary runs as the CLI\n", err)
@@ -90,9 +102,12 @@ func build() (string, error) {
 		return "", err
 	}
 	out := filepath.Join(built.dir, "lockledger")
-	// No VCS stamp, as a test binary has none.
+	// No VCS stamp, as a test binary has none. Static, as make build and
+	// a release build it: a dynamically linked CLI costs every one of the
+	// thousands of commands the tests run a fifth more CPU at start.
 	c := exec.Command(gobin, "build", "-buildvcs=false", "-o", out, "github.com/lockledger/lockledger")
 	c.Dir = built.from
+	c.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := c.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w: %s", err, msg)
 	}

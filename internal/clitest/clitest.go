@@ -1,10 +1,11 @@
 // Package clitest runs the lockledger command line as real processes from
 // tests. The CLI is the one named by LOCKLEDGER_TEST_CLI (make test builds
 // it once for every package), else built once per test binary from this
-// module, static as make build and a release build it; a test that wants the race detector in the CLI's own
-// goroutines (run's lease and signals, the follower, a witness's bounded
-// wait) marks its root with Race, and its commands run as the test binary
-// itself, built with -race like the test.
+// module, static as make build and a release build it. A test that wants
+// the race detector in the CLI's own goroutines (run's lease and signals,
+// the follower, a witness's bounded wait) marks its root with Race: its
+// commands run as the test binary itself where that is built with -race,
+// else as a CLI built with -race (LOCKLEDGER_TEST_RACE_CLI).
 //
 // A test package opts in with
 //
@@ -21,6 +22,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,7 +50,7 @@ func Main(m *testing.M, opts ...Option) {
 	flag.Parse()
 	// The CLI is built from the package's own directory, inside the
 	// module, whatever directory a test moves to before the first Bin.
-	built.from, _ = os.Getwd()
+	moduleDir, _ = os.Getwd()
 	for _, o := range opts {
 		o()
 	}
@@ -57,61 +60,96 @@ func Main(m *testing.M, opts ...Option) {
 	if d := otherTrust.dir; d != "" {
 		os.RemoveAll(d)
 	}
-	if d := built.dir; d != "" {
-		os.RemoveAll(d)
+	for _, b := range []*cliBuild{built, raceBuilt} {
+		if b.dir != "" {
+			os.RemoveAll(b.dir)
+		}
 	}
 	os.Exit(code)
 }
 
-// built is the CLI built for this test binary (Bin).
-var built struct {
-	once sync.Once
-	from string // the test's package directory
-	dir  string
-	path string
+// moduleDir is the test's package directory, inside the module, from
+// which a CLI is built.
+var moduleDir string
+
+// cliBuild is one CLI the tests run, named by a variable (make test builds
+// each once for every package) or else built on first use.
+type cliBuild struct {
+	env   string   // the variable that names one already built
+	flags []string // go build's
+	cgo   string   // CGO_ENABLED
+	once  sync.Once
+	dir   string
+	path  string
 }
 
-// Bin is the lockledger executable the tests run (with Env): the one
-// LOCKLEDGER_TEST_CLI names, else the CLI built from this module on first
-// use. Where it cannot be built (no go command, no module source) it is
-// the test binary itself, said on stderr.
-func Bin() string {
-	built.once.Do(func() {
-		if p := os.Getenv(envBuilt); p != "" {
+var (
+	// built is Bin. Static, as make build and a release build it: a
+	// dynamically linked CLI costs each of the thousands of commands the
+	// tests run about a fifth more CPU at start.
+	built = &cliBuild{env: "LOCKLEDGER_TEST_CLI", cgo: "0"}
+	// raceBuilt is the CLI of a Race root where the test binary is not
+	// built with -race itself: make test runs e2e without the race
+	// detector (its own code is the tests', and the detector doubled its
+	// CPU), and the CLI's concurrent parts under it here. SQLite's C
+	// translated to Go is left out of it, as in make test.
+	raceBuilt = &cliBuild{env: "LOCKLEDGER_TEST_RACE_CLI", cgo: "1",
+		flags: []string{"-race", "-gcflags=modernc.org/sqlite/lib=-race=false"}}
+)
+
+// get is the CLI's path. Where it cannot be built (no go command, no
+// module source) it is the test binary itself, said on stderr.
+func (b *cliBuild) get() string {
+	b.once.Do(func() {
+		if p := os.Getenv(b.env); p != "" {
 			if abs, err := filepath.Abs(p); err == nil {
 				p = abs
 			}
-			built.path = p
+			b.path = p
 			return
 		}
 		var err error
-		if built.path, err = build(); err != nil {
+		if b.path, err = b.build(); err != nil {
 			fmt.Fprintf(os.Stderr, "clitest: the CLI could not be built (%v); the test binary runs as the CLI\n", err)
-			built.path = self()
+			b.path = self()
 		}
 	})
-	return built.path
+	return b.path
 }
 
-func build() (string, error) {
+func (b *cliBuild) build() (string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return "", err
 	}
-	if built.dir, err = os.MkdirTemp("", "lockledger-test-cli-"); err != nil {
+	if b.dir, err = os.MkdirTemp("", "lockledger-test-cli-"); err != nil {
 		return "", err
 	}
-	out := filepath.Join(built.dir, "lockledger")
-	// No VCS stamp, as a test binary has none. Static, as make build and
-	// a release build it: a dynamically linked CLI costs every one of the
-	// thousands of commands the tests run a fifth more CPU at start.
-	c := exec.Command(gobin, "build", "-buildvcs=false", "-o", out, "github.com/lockledger/lockledger")
-	c.Dir = built.from
-	c.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out := filepath.Join(b.dir, "lockledger")
+	// No VCS stamp, as a test binary has none.
+	args := append(append([]string{"build", "-buildvcs=false"}, b.flags...), "-o", out, "github.com/lockledger/lockledger")
+	c := exec.Command(gobin, args...)
+	c.Dir = moduleDir
+	c.Env = append(os.Environ(), "CGO_ENABLED="+b.cgo)
 	if msg, err := c.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w: %s", err, msg)
 	}
 	return out, nil
+}
+
+// Bin is the lockledger executable the tests run (with Env): the one
+// LOCKLEDGER_TEST_CLI names, else the CLI built from this module on first
+// use.
+func Bin() string { return built.get() }
+
+// raceBin runs the commands of a Race root: the test binary itself where
+// it is built with -race, else the CLI built with -race
+// (LOCKLEDGER_TEST_RACE_CLI names one already built).
+func raceBin() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && slices.Contains(bi.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
+		return self()
+	}
+	return raceBuilt.get()
 }
 
 // self is the test binary, which acts as the CLI under Env.
@@ -125,9 +163,9 @@ func self() string {
 
 var race sync.Map // root -> true: Race
 
-// Race makes the commands of Command(ctx, root, ...) run as the test binary
-// itself, under the race detector (the test is built with -race), for the
-// rest of t: for tests of the CLI's concurrent parts.
+// Race makes the commands of Command(ctx, root, ...) run under the race
+// detector (raceBin) for the rest of t: for tests of the CLI's concurrent
+// parts.
 func Race(t testing.TB, root string) {
 	race.Store(filepath.Clean(root), true)
 	t.Cleanup(func() { race.Delete(filepath.Clean(root)) })
@@ -234,7 +272,7 @@ func TrustDirAs(t testing.TB, root string, uid int) string {
 func Command(ctx context.Context, root string, args ...string) *exec.Cmd {
 	bin := Bin()
 	if _, ok := race.Load(filepath.Clean(root)); ok {
-		bin = self()
+		bin = raceBin()
 	}
 	c := exec.CommandContext(ctx, bin, args...)
 	c.Env = Env(root)

@@ -31,7 +31,7 @@ PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 release: build man
 	GO='$(GO)' BIN='$(BIN)' VERSION='$(GIT_VERSION)' LDFLAGS='$(strip $(VERSION_FLAGS))' bash scripts/release.sh $(PLATFORMS)
 
-## test: vet, then every package (unit and end-to-end) under the race detector, then the schema's differential corpus in full without it (-race slows it 14x and samples it)
+## test: vet, then every package (unit and end-to-end; e2e's own code without it) under the race detector, then the schema's differential corpus in full without it (-race slows it 14x and samples it)
 # SQLite's C translated to Go (modernc.org/sqlite/lib) is not our code: make
 # test leaves it out of the race detector's instrumentation, which makes every
 # statement about 7x slower; make stress instruments it too.

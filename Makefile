@@ -81,7 +81,7 @@ crossbuild:
 
 ## stress: the crash and contention suites at full size (longer than make test)
 stress:
-	LOCKLEDGER_STRESS=1 $(GO) test -race -count=1 -timeout 30m -run 'Crash|Contention|Stress|ManyRunWaiters' ./e2e/
+	LOCKLEDGER_STRESS=1 $(GO) test -race -count=1 -timeout 30m -run 'Crash|Contention|Stress|ManyRunWaiters|KilledMidTransaction' ./e2e/
 
 ## stress-archive: archive and prune a ledger of 200k events on SQLite and PostgreSQL (sizes and times in the log)
 stress-archive:

@@ -211,7 +211,13 @@ func TestPostgresWritersKilledMidTransactionLeaveNoGap(t *testing.T) {
 		}
 		return n
 	}
-	for round := range 4 {
+	// Each round kills six writers at once, at whatever point each was:
+	// two rounds in make test, more under make stress.
+	rounds := 2
+	if stressed() {
+		rounds = 8
+	}
+	for round := range rounds {
 		var cmds []*exec.Cmd
 		for i := range 6 {
 			h := hosts[i%2]

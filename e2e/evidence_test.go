@@ -150,11 +150,7 @@ func TestEvidenceOfALargeLedger(t *testing.T) {
 // --witness-key, all keys by default).
 func TestVerifyEvidenceChecksWitnessCosignatures(t *testing.T) {
 	t.Parallel()
-	w := startLitewitness(t)
-	s := newSignedRoot(t)
-	id := clitest.Strings(t, s.root, `SELECT value FROM meta WHERE key = 'ledger_id'`)[0]
-	w.register(t, "lockledger/"+id, s.vkey)
-	clitest.Must(t, 0, s.root, "--signing-key", s.key, "--witness-url", w.url+"="+w.vkey, "checkpoint")
+	w, s := newCosignedRoot(t)
 	at := func(seq int64) string {
 		return clitest.Strings(t, s.root, "SELECT at FROM events WHERE seq = "+strconv.FormatInt(seq, 10))[0]
 	}

@@ -52,6 +52,7 @@ var ErrNotABundle = errors.New("not a lockledger evidence bundle")
 type checker struct {
 	res      *Result
 	trust    replay.Trust
+	opts     []replay.VerifyOption
 	fc       *replay.FileCheck
 	hd       *Header
 	problems []verify.Problem
@@ -89,11 +90,11 @@ func (c *checker) add(kind verify.Kind, line, seq int64, format string, args ...
 // Verify checks a bundle read from r against what t trusts: the ledger's
 // signer keys (t.Verifiers, from its owner, out of band) and, optionally,
 // witness keys whose cosignatures it checks (t.Cosigners and t.Quorum, as
-// verify's). The ledger is the bundle's. Problems with the bundle are in
-// the Result; the error is for input that is not a bundle or cannot be
-// read.
-func Verify(r io.Reader, t replay.Trust) (*Result, error) {
-	c := &checker{res: &Result{}, trust: t, proofs: map[string]Proof{}}
+// verify's). The ledger is the bundle's; opts are replay's (ClockSkew).
+// Problems with the bundle are in the Result; the error is for input that
+// is not a bundle or cannot be read.
+func Verify(r io.Reader, t replay.Trust, opts ...replay.VerifyOption) (*Result, error) {
+	c := &checker{res: &Result{}, trust: t, opts: opts, proofs: map[string]Proof{}}
 	n, err := replay.ScanLines(r, func(n int64, line []byte) error {
 		if c.hd == nil {
 			return c.header(line)
@@ -130,7 +131,7 @@ func (c *checker) header(line []byte) error {
 	c.hd = h.Evidence
 	c.res.Header = *h.Evidence
 	c.trust.LedgerID, c.trust.Expected = c.hd.LedgerID, c.trust.Expected || len(c.trust.Verifiers) > 0
-	c.fc = replay.NewFileCheck("bundle", "", replay.WithTrust(&c.trust))
+	c.fc = replay.NewFileCheck("bundle", "", append(c.opts, replay.WithTrust(&c.trust))...)
 	var err1, err2 error
 	c.since, err1 = time.Parse(time.RFC3339Nano, c.hd.Since)
 	c.until, err2 = time.Parse(time.RFC3339Nano, c.hd.Until)

@@ -158,7 +158,7 @@ func signerKeys(g *invocation.Globals) ([]string, error) {
 
 // verifyEvidence is verify --evidence: a check of the bundle alone, with
 // the keys given, that writes nothing anywhere.
-func verifyEvidence(o *verifyOptions) error {
+func verifyEvidence(o *verifyOptions, opts ...replay.VerifyOption) error {
 	if len(o.verifiers) == 0 {
 		return &invocation.UsageError{Err: fmt.Errorf("verify: --evidence needs --verifier-key: the keys of the ledger's signers, from its owner")}
 	}
@@ -175,7 +175,7 @@ func verifyEvidence(o *verifyOptions) error {
 		return err
 	}
 	defer f.Close()
-	res, err := evidence.Verify(f, t)
+	res, err := evidence.Verify(f, t, opts...)
 	if err != nil {
 		return events.Invalid("--evidence", o.evidence, err.Error())
 	}

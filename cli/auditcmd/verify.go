@@ -353,7 +353,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		return err
 	}
 	if o.evidence != "" {
-		return verifyEvidence(o)
+		return verifyEvidence(o, replay.ClockSkew(skew))
 	}
 	var rep *verify.Report
 	switch {

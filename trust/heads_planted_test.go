@@ -15,7 +15,7 @@ import (
 // which a writer is inside its write transaction, nor a writer keeping
 // one.
 func TestHeadsDoNotBlockOnAFIFOLock(t *testing.T) {
-	mine, v := testkeys.Signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	if err := unix.Mkfifo(h.lockPath(id), 0o600); err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestHeadsDoNotBlockOnAFIFOLock(t *testing.T) {
 // replaced by the head, as a rename replaces it: it is never swapped into
 // the spare's place, where it would fail every later head.
 func TestHeadsReplacesASymlinkAtTheHeadAndGoesOnStoring(t *testing.T) {
-	mine, v := testkeys.Signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
 	if err := os.WriteFile(elsewhere, []byte(testkeys.Signed(t, mine, id, 1, at)), 0o600); err != nil {
@@ -80,7 +80,7 @@ func TestHeadsReplacesASymlinkAtTheHeadAndGoesOnStoring(t *testing.T) {
 // a backup of the trust directory made, cp -al or rsync --link-dest, or
 // the head itself) must not have that other file rewritten.
 func TestHeadsNeverRewritesAFileLinkedToTheSpare(t *testing.T) {
-	mine, v := testkeys.Signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	for size := int64(1); size <= 2; size++ {
 		if _, err := h.Store(id, size, testkeys.Signed(t, mine, id, size, at), v); err != nil {

@@ -17,7 +17,7 @@ func TestHeadsSwapsTheHeadWithItsSpare(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the swap is renameat2's")
 	}
-	mine, v := testkeys.Signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	inodes := func() map[uint64]bool {
 		out := map[uint64]bool{}
@@ -54,7 +54,7 @@ func TestHeadsSwapsTheHeadWithItsSpare(t *testing.T) {
 // A spare that is a symlink is never followed: the head is not stored
 // and the file it points at is unchanged.
 func TestHeadsRefusesASymlinkedSpare(t *testing.T) {
-	mine, v := testkeys.Signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	victim := filepath.Join(t.TempDir(), "victim")
 	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {

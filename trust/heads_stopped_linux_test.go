@@ -94,7 +94,7 @@ func stoppedHolder(t *testing.T, path string) {
 // reader of the head (verify) for the bounded wait only: then Read fails
 // with a *LockBusyError naming the lock file.
 func TestHeadsReadGivesUpOnAStoppedHolder(t *testing.T) {
-	mine, v := testkeys.Signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	if _, err := h.Store(id, 3, testkeys.Signed(t, mine, id, 3, at), v); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ const id = "0123456789abcdef"
 var at = time.Date(2026, 11, 25, 10, 0, 0, 123456789, time.UTC)
 
 func TestHeadsKeepsOnlyTheLargestHeadSignedByTheKey(t *testing.T) {
-	mine, v := testkeys.Signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	for _, c := range []struct {
 		size int64
@@ -50,7 +50,7 @@ func TestHeadsKeepsOnlyTheLargestHeadSignedByTheKey(t *testing.T) {
 // must not wait for it; a second Store waits a bounded time and fails,
 // leaving the head it found.
 func TestHeadsStoppedStoreHoldsUpNoReader(t *testing.T) {
-	mine, v := testkeys.Signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	if _, err := h.Store(id, 3, testkeys.Signed(t, mine, id, 3, at), v); err != nil {
 		t.Fatal(err)

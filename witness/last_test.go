@@ -17,8 +17,8 @@ import (
 // this ledger's, and in a directory; notes by another key of the same
 // name, or of another ledger, are skipped.
 func TestLastFindsTheLargestCheckpointOfTheLedgerSignedByTheKey(t *testing.T) {
-	mine, v := testkeys.Signer(t, "ops")
-	forger, _ := testkeys.Signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
+	forger, _, _ := testkeys.Signer(t, "ops")
 	dir := t.TempDir()
 	file, wdir := filepath.Join(dir, "witness.log"), filepath.Join(dir, "witness.d")
 	if err := os.Mkdir(wdir, 0o700); err != nil {

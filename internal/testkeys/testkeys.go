@@ -13,10 +13,11 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 )
 
-// Signer is a new signing key named name, and its verifier.
-func Signer(t testing.TB, name string) (note.Signer, note.Verifier) {
+// Signer is a new signing key named name, its verifier, and the
+// verifier key's text.
+func Signer(t testing.TB, name string) (note.Signer, note.Verifier, string) {
 	t.Helper()
-	skey, _, err := checkpoint.GenerateKey(name)
+	skey, vkey, err := checkpoint.GenerateKey(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,7 @@ func Signer(t testing.TB, name string) (note.Signer, note.Verifier) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, checkpoint.VerifierOf(s)
+	return s, checkpoint.VerifierOf(s), vkey
 }
 
 // Signed is the signed note of a checkpoint of ledger's first size events

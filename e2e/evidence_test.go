@@ -143,3 +143,25 @@ func TestEvidenceOfALargeLedger(t *testing.T) {
 	fi, _ := os.Stat(bundle)
 	t.Logf("bundle: %d bytes", fi.Size())
 }
+
+// TestVerifyEvidenceChecksWitnessCosignatures: a tlog witness cosigned the
+// end checkpoint; verify --evidence --witness-key names it, and fails with
+// a witness key that cosigned nothing (the quorum of verify's
+// --witness-key, all keys by default).
+func TestVerifyEvidenceChecksWitnessCosignatures(t *testing.T) {
+	t.Parallel()
+	w, s := newCosignedRoot(t)
+	at := func(seq int64) string {
+		return clitest.Strings(t, s.root, "SELECT at FROM events WHERE seq = "+strconv.FormatInt(seq, 10))[0]
+	}
+	bundle := filepath.Join(t.TempDir(), "q1.evidence.jsonl")
+	clitest.Must(t, 0, s.root, s.signed("evidence", "--since", at(5), "--until", at(7), "-o", bundle)...)
+	out := clitest.Must(t, 0, s.root, "verify", "--evidence", bundle, "--verifier-key", s.vkey, "--witness-key", w.vkey).Stdout
+	if !strings.Contains(out, "evidence: OK") || !strings.Contains(out, "cosigned   example.com/lockledger-test") {
+		t.Errorf("verify --evidence --witness-key does not name the witness that cosigned:\n%s", out)
+	}
+	out = clitest.Must(t, 1, s.root, "verify", "--evidence", bundle, "--verifier-key", s.vkey, "--witness-key", otherWitnessKey(t)).Stdout
+	if !strings.Contains(out, "evidence: FAILED") || !strings.Contains(out, "no cosignature by the witness keys given") {
+		t.Errorf("verify --evidence with a witness key that cosigned nothing:\n%s", out)
+	}
+}

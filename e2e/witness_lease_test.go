@@ -116,6 +116,18 @@ func TestRunOutlivesItsTTLWhileAWitnessNeverAnswers(t *testing.T) {
 	}
 }
 
+// newCosignedRoot is newSignedRoot whose last checkpoint (of size 9)
+// litewitness cosigned.
+func newCosignedRoot(t *testing.T) (*liteWitness, *signedRoot) {
+	t.Helper()
+	w := startLitewitness(t)
+	s := newSignedRoot(t)
+	id := clitest.Strings(t, s.root, `SELECT value FROM meta WHERE key = 'ledger_id'`)[0]
+	w.register(t, "lockledger/"+id, s.vkey)
+	clitest.Must(t, 0, s.root, "--signing-key", s.key, "--witness-url", w.url+"="+w.vkey, "checkpoint")
+	return w, s
+}
+
 // TestVerifyWitnessKeyNamesTheCheckpointsAWitnessDidNotCosign: litewitness
 // cosigns the ledger's checkpoints, then cannot be reached (its address
 // is a listener that never answers) while writers sign two more: verify
@@ -123,11 +135,7 @@ func TestRunOutlivesItsTTLWhileAWitnessNeverAnswers(t *testing.T) {
 // and names the witness and the two checkpoints it did not cosign.
 func TestVerifyWitnessKeyNamesTheCheckpointsAWitnessDidNotCosign(t *testing.T) {
 	t.Parallel()
-	w := startLitewitness(t)
-	s := newSignedRoot(t)
-	id := clitest.Strings(t, s.root, `SELECT value FROM meta WHERE key = 'ledger_id'`)[0]
-	w.register(t, "lockledger/"+id, s.vkey)
-	clitest.Must(t, 0, s.root, "--signing-key", s.key, "--witness-url", w.url+"="+w.vkey, "checkpoint")
+	w, s := newCosignedRoot(t)
 	if got := strings.Join(cosignedSizes(t, s.root), " "); got != "9" {
 		t.Fatalf("cosigned sizes %q, want 9", got)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/replay"
 )
 
 // period is a ledger with a period worth auditing: before it, alice holds
@@ -151,7 +152,7 @@ func makePeriod(t *testing.T) *period {
 
 func (p *period) verify(t *testing.T, bundle []byte) *Result {
 	t.Helper()
-	res, err := Verify(bytes.NewReader(bundle), Options{Verifiers: []note.Verifier{p.verifier}})
+	res, err := Verify(bytes.NewReader(bundle), replay.Trust{Verifiers: []note.Verifier{p.verifier}})
 	if err != nil {
 		t.Fatal(err)
 	}

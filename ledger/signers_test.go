@@ -7,28 +7,10 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/internal/testkeys"
 	"github.com/lockledger/lockledger/replay"
 )
-
-// namedKey is a signing key named name, with its verifier key text.
-func namedKey(t *testing.T, name string) (note.Signer, note.Verifier, string) {
-	t.Helper()
-	sk, vk, err := checkpoint.GenerateKey(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := checkpoint.NewSigner(sk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := checkpoint.NewVerifier(vk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, v, vk
-}
 
 // A host whose key the ledger's signers do not register only appends: it
 // stores no checkpoint (so no promise it could not keep while idle), and
@@ -37,9 +19,9 @@ func namedKey(t *testing.T, name string) (note.Signer, note.Verifier, string) {
 func TestUnregisteredWriterStoresNoCheckpoint(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	so, vo, _ := namedKey(t, "owner")
-	sh, vh, vkh := namedKey(t, "host")
-	ss, vs, _ := namedKey(t, "stray")
+	so, vo, _ := testkeys.Signer(t, "owner")
+	sh, vh, vkh := testkeys.Signer(t, "host")
+	ss, vs, _ := testkeys.Signer(t, "stray")
 	const every = 2
 	e := open(t, WithSigner(so), WithCheckpointPolicy(every, time.Minute))
 	if _, err := e.l.AddSigner(ctx, Identity{RequestID: "r-add", Actor: "t", PID: 100}, vkh, "host"); err != nil {
@@ -105,10 +87,10 @@ func TestUnregisteredWriterStoresNoCheckpoint(t *testing.T) {
 func TestForgedFirstRegistrationSilencesNoHonestWriter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	so, vo, _ := namedKey(t, "owner")
-	sh, _, vkh := namedKey(t, "host")
-	sm, vm, vkm := namedKey(t, "mallory")
-	_, _, vkx := namedKey(t, "mallorys-host")
+	so, vo, _ := testkeys.Signer(t, "owner")
+	sh, _, vkh := testkeys.Signer(t, "host")
+	sm, vm, vkm := testkeys.Signer(t, "mallory")
+	_, _, vkx := testkeys.Signer(t, "mallorys-host")
 	const every = 2
 	// The owner trusts its own key twice, as a writer whose trust store
 	// pins its own key does.
@@ -155,7 +137,7 @@ func TestForgedFirstRegistrationSilencesNoHonestWriter(t *testing.T) {
 	if _, err := e.l.AddSigner(ctx, id("r-o"), vkh, "host"); err != nil {
 		t.Fatalf("the owner's first registration after mallory's: %v", err)
 	}
-	_, _, vky := namedKey(t, "spare")
+	_, _, vky := testkeys.Signer(t, "spare")
 	if _, err := e.l.AddSigner(ctx, id("r-o2"), vky, "host"); err != nil {
 		t.Fatalf("the owner's second registration: %v", err)
 	}

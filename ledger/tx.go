@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -393,7 +392,7 @@ func (w *writeTx) saveHolder(h *holding, seq int64) error {
 		return err
 	}
 	hr.Exclusive = true
-	hr.Targets = targetsJSON(h.targets)
+	hr.Targets = store.TargetsJSON(h.targets)
 	if r := w.v.row; r != nil && r.Held && r.RequestID != h.rec.RequestID {
 		if err := store.DeleteExclusive(w.ctx, w.q, r.Name, r.RequestID); err != nil {
 			return err
@@ -402,19 +401,7 @@ func (w *writeTx) saveHolder(h *holding, seq int64) error {
 	if err := store.SaveHolder(w.ctx, w.q, hr); err != nil {
 		return err
 	}
-	return store.SaveRow(w.ctx, w.q, &store.Row{Name: h.rec.LockName, RequestID: h.rec.RequestID, HostID: h.rec.HostID,
-		FencingToken: h.token, UpdatedSeq: seq, File: h.file, Targets: hr.Targets})
-}
-
-func targetsJSON(targets []events.Target) string {
-	if targets == nil {
-		targets = []events.Target{}
-	}
-	tj, err := json.Marshal(targets)
-	if err != nil {
-		return "[]" // strings only: always marshals
-	}
-	return string(tj)
+	return store.SaveRow(w.ctx, w.q, &store.Row{HolderRow: *hr, File: h.file})
 }
 
 // saveFree frees the lock: its exclusive holder's row goes; its row keeps

@@ -86,10 +86,7 @@ func interpret(name string, r *store.Row, file, journal lockfile.State) *view {
 func holdingFromRow(r *store.Row) *holding {
 	var h *holding
 	if r.Held {
-		h = sharedFromRow(&store.HolderRow{Name: r.Name, RequestID: r.RequestID, Actor: r.Actor, Intent: r.Intent,
-			IntentVersion: r.IntentVersion, HostID: r.HostID, PID: r.PID, PIDStart: r.PIDStart, BootID: r.BootID,
-			CreatedAt: r.CreatedAt, HeartbeatAt: r.HeartbeatAt, TTLSeconds: r.TTLSeconds, Metadata: r.Metadata,
-			FencingToken: r.FencingToken, PIDNS: r.PIDNS}).holding
+		h = sharedFromRow(&r.HolderRow).holding
 	} else {
 		rec, err := ParseLockFile(r.File)
 		if err != nil {

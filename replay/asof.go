@@ -45,7 +45,27 @@ const readAheadBatches = 4
 // and their slices are used again once fn has seen them, so memory stays
 // bounded however long the log is. fn's error (ErrStop: none) ends the
 // read, and readAhead returns once its goroutine has.
+//
+// It is a speed-only second copy of reading the rows in turn (what the
+// build tag lockledger_noreadahead leaves), kept because `make bench`'s
+// row "`replay --as-of T --json` on N events with replay's read-ahead vs
+// one goroutine (tag lockledger_noreadahead)" (group copies,
+// internal/cmd/bench/copies.go) shows the command at least 1.3x faster
+// with it. Below 1.3x, it goes.
 func readAhead(ctx context.Context, q Querier, f Filter, fn func(*store.BodyRow) error) error {
+	if !readAheadOn {
+		for r, err := range store.Bodies(ctx, q, f) {
+			if err == nil {
+				err = fn(r)
+			}
+			if errors.Is(err, ErrStop) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
+		return ctx.Err()
+	}
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -204,85 +204,9 @@ var ErrLineTooLong = errors.New("export line too long")
 // VerifyLedger checks them; carried ones only with verifier keys.
 func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*verify.Report, error) {
 	defer relaxGC(verifyGCPercent)()
-	cfg := newVerifyConfig(opts)
-	c := newChecker(source, prevHash, false, cfg)
-	var lines int64
-	var carried, carriedCos []NoteSource
-	var tree *exportTree
-	var proofs []lineProof
-	seen := map[string]bool{} // checkpoint notes read: a stream repeats one when no newer is signed
-	started := false
-	startTree := func() {
-		if started {
-			return
-		}
-		started = true
-		if len(carried) > 0 || len(carriedCos) > 0 {
-			t := Trust{}
-			if cfg.trust != nil {
-				t = *cfg.trust
-			}
-			t.Checkpoints = append(carried, t.Checkpoints...)
-			t.Cosignatures = append(carriedCos, t.Cosignatures...)
-			cfg.trust = &t
-		}
-		c.tree = newTreeCheck(c.report, false, cfg)
-		if tree != nil {
-			if err := c.tree.startAt(tree.Size, tree.Frontier); err != nil {
-				c.report.Add(verify.Problem{Kind: verify.KindMalformed, Detail: "the tree line: " + err.Error()})
-			}
-		}
-		for _, p := range proofs {
-			c.tree.addProof(p.proof, p.line)
-		}
-	}
+	fc := NewFileCheck(source, prevHash, opts...)
 	n, err := ScanLines(r, func(n int64, line []byte) error {
-		if h, ok := headerLine(line); ok {
-			t, note, cosigned := h.tree, h.note, h.cosigned
-			repeated := note != nil && !cosigned && seen[string(note)]
-			if note != nil && !cosigned {
-				seen[string(note)] = true
-			}
-			switch {
-			case h.proof != nil && started:
-				c.tree.addProof(h.proof, n)
-			case h.proof != nil:
-				proofs = append(proofs, lineProof{h.proof, n})
-			case started && t != nil:
-				if p := c.tree.lateTree(n, t); p != nil {
-					c.report.Add(*p)
-				}
-			case started && repeated:
-			case started && !cosigned:
-				c.tree.lateNote(NoteSource{Source: fmt.Sprintf("checkpoint %s line %d (carried by the stream)", source, n), Note: note, Carried: true})
-			case started:
-				c.report.Add(verify.Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: verify.KindMalformed,
-					Detail: "a cosignature line after the events: they must come first"})
-			case t != nil && tree != nil:
-				c.report.Add(verify.Problem{Line: n, Kind: verify.KindMalformed, Detail: "a second tree line"})
-			case t != nil:
-				tree = t
-			case cosigned:
-				carriedCos = append(carriedCos, NoteSource{Source: fmt.Sprintf("cosignature %s line %d (carried by the export)", source, n), Note: note, Carried: true})
-			default:
-				carried = append(carried, NoteSource{Source: fmt.Sprintf("checkpoint %s line %d (carried by the export)", source, n), Note: note, Carried: true})
-			}
-			return nil
-		}
-		startTree()
-		lines++
-		row, err := ParseExportLine(line)
-		if err != nil {
-			// Named by the seq it presumably held: the one after the last row read.
-			c.malformed(verify.Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: verify.KindMalformed, Detail: err.Error()})
-			return nil
-		}
-		row.Line = n
-		first := c.report.Events == 0
-		c.row(row)
-		if first {
-			c.tree.checkGenesis(row.Seq, row.PrevHash)
-		}
+		fc.Line(n, line)
 		return nil
 	})
 	if errors.Is(err, ErrLineTooLong) {
@@ -290,11 +214,119 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*ve
 	} else if err != nil {
 		return nil, err
 	}
-	startTree()
-	if lines == 0 {
+	return fc.Finish(n), nil
+}
+
+// FileCheck is VerifyFile one line at a time, for a reader of a file that
+// holds an export's lines among lines of its own (an evidence bundle).
+type FileCheck struct {
+	c                   *checker
+	cfg                 verifyConfig
+	source              string
+	lines               int64 // event lines
+	carried, carriedCos []NoteSource
+	tree                *exportTree
+	proofs              []lineProof
+	seen                map[string]bool // checkpoint notes read: a stream repeats one when no newer is signed
+	started             bool
+}
+
+// NewFileCheck starts the check VerifyFile makes.
+func NewFileCheck(source, prevHash string, opts ...VerifyOption) *FileCheck {
+	cfg := newVerifyConfig(opts)
+	return &FileCheck{c: newChecker(source, prevHash, false, cfg), cfg: cfg, source: source, seen: map[string]bool{}}
+}
+
+// startTree runs at the first event line: the checkpoints and proofs
+// carried before it are known.
+func (f *FileCheck) startTree() {
+	if f.started {
+		return
+	}
+	f.started = true
+	c, cfg := f.c, f.cfg
+	if len(f.carried) > 0 || len(f.carriedCos) > 0 {
+		t := Trust{}
+		if cfg.trust != nil {
+			t = *cfg.trust
+		}
+		t.Checkpoints = append(f.carried, t.Checkpoints...)
+		t.Cosignatures = append(f.carriedCos, t.Cosignatures...)
+		cfg.trust = &t
+	}
+	c.tree = newTreeCheck(c.report, false, cfg)
+	if f.tree != nil {
+		if err := c.tree.startAt(f.tree.Size, f.tree.Frontier); err != nil {
+			c.report.Add(verify.Problem{Kind: verify.KindMalformed, Detail: "the tree line: " + err.Error()})
+		}
+	}
+	for _, p := range f.proofs {
+		c.tree.addProof(p.proof, p.line)
+	}
+}
+
+// Line checks line n (not blank) of the file. It returns the event the
+// line holds, nil for any other line.
+func (f *FileCheck) Line(n int64, line []byte) *Row {
+	c := f.c
+	if h, ok := headerLine(line); ok {
+		t, note, cosigned := h.tree, h.note, h.cosigned
+		repeated := note != nil && !cosigned && f.seen[string(note)]
+		if note != nil && !cosigned {
+			f.seen[string(note)] = true
+		}
+		switch {
+		case h.proof != nil && f.started:
+			c.tree.addProof(h.proof, n)
+		case h.proof != nil:
+			f.proofs = append(f.proofs, lineProof{h.proof, n})
+		case f.started && t != nil:
+			if p := c.tree.lateTree(n, t); p != nil {
+				c.report.Add(*p)
+			}
+		case f.started && repeated:
+		case f.started && !cosigned:
+			c.tree.lateNote(NoteSource{Source: fmt.Sprintf("checkpoint %s line %d (carried by the stream)", f.source, n), Note: note, Carried: true})
+		case f.started:
+			c.report.Add(verify.Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: verify.KindMalformed,
+				Detail: "a cosignature line after the events: they must come first"})
+		case t != nil && f.tree != nil:
+			c.report.Add(verify.Problem{Line: n, Kind: verify.KindMalformed, Detail: "a second tree line"})
+		case t != nil:
+			f.tree = t
+		case cosigned:
+			f.carriedCos = append(f.carriedCos, NoteSource{Source: fmt.Sprintf("cosignature %s line %d (carried by the export)", f.source, n), Note: note, Carried: true})
+		default:
+			f.carried = append(f.carried, NoteSource{Source: fmt.Sprintf("checkpoint %s line %d (carried by the export)", f.source, n), Note: note, Carried: true})
+		}
+		return nil
+	}
+	f.startTree()
+	f.lines++
+	row, err := ParseExportLine(line)
+	if err != nil {
+		// Named by the seq it presumably held: the one after the last row read.
+		c.malformed(verify.Problem{Seq: c.report.LastSeq + 1, Line: n, Kind: verify.KindMalformed, Detail: err.Error()})
+		return nil
+	}
+	row.Line = n
+	first := c.report.Events == 0
+	c.row(row)
+	if first {
+		c.tree.checkGenesis(row.Seq, row.PrevHash)
+	}
+	return row
+}
+
+// Finish ends the check of a file of n lines (blank ones too) and
+// returns its finished report.
+func (f *FileCheck) Finish(n int64) *verify.Report {
+	c := f.c
+	f.startTree()
+	if f.lines == 0 {
 		what := "the file is empty"
 		switch {
-		case tree != nil || len(carried) > 0:
+		case f.tree != nil || len(f.carried) > 0:
 			what = "the file holds only tree and checkpoint lines"
 		case n > 0:
 			what = fmt.Sprintf("the file holds only blank lines (%d)", n)
@@ -303,7 +335,7 @@ func VerifyFile(r io.Reader, source, prevHash string, opts ...VerifyOption) (*ve
 	}
 	c.finish()
 	c.report.Finish()
-	return c.report, nil
+	return c.report
 }
 
 // ParseExportLine reads an event line of an export (or an archive, or an

@@ -15,12 +15,10 @@ func (lk *Lock) StoreRow() *store.Row {
 	if h == nil {
 		return nil
 	}
-	r := &store.Row{Name: lk.Name, Held: lk.Held, RequestID: h.Record.RequestID, HostID: h.Record.HostID,
-		FencingToken: h.Token, UpdatedSeq: lk.UpdatedSeq, File: h.File(), Targets: store.TargetsJSON(h.Targets)}
+	r := &store.Row{HolderRow: store.HolderRow{Name: lk.Name, RequestID: h.Record.RequestID, HostID: h.Record.HostID,
+		FencingToken: h.Token, UpdatedSeq: lk.UpdatedSeq, Targets: store.TargetsJSON(h.Targets)}, Held: lk.Held, File: h.File()}
 	if lk.Held {
-		x := lk.HolderRow(h, true)
-		r.Actor, r.Intent, r.IntentVersion, r.PID, r.PIDStart, r.BootID = x.Actor, x.Intent, x.IntentVersion, x.PID, x.PIDStart, x.BootID
-		r.CreatedAt, r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.PIDNS = x.CreatedAt, x.HeartbeatAt, x.TTLSeconds, x.Metadata, x.PIDNS
+		r.HolderRow = *lk.HolderRow(h, true)
 	}
 	return r
 }

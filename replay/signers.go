@@ -9,8 +9,10 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/verify"
 )
 
 // Registration is a signer_added or signer_removed event as read.
@@ -216,4 +219,31 @@ func (t *Trust) revoked(s *checkpoint.Signed) (int64, bool) {
 		at = r
 	}
 	return at, true
+}
+
+// VerifyExport is VerifyFile of the export f against t, which trusts too
+// the keys the export's own signer events register, vouched for by t's
+// keys (as verify trusts a ledger's; ledgerID as ExportSigners takes it):
+// f is read twice, its signer events first. A file that cannot be read
+// twice (a pipe) is checked with t's keys alone, and a note says so.
+func VerifyExport(f io.ReadSeeker, source, prevHash, ledgerID string, t *Trust, opts ...VerifyOption) (*verify.Report, error) {
+	var notes []string
+	if _, err := f.Seek(0, io.SeekCurrent); err != nil && len(t.Verifiers) > 0 {
+		notes = append(notes, "the export's signer events were not read (it cannot be read twice: "+cmp.Or(errors.Unwrap(err), err).Error()+"): only the keys given vouch for its checkpoints")
+	} else if len(t.Verifiers) > 0 {
+		signers, snotes, err := ExportSigners(f, ledgerID, t.Verifiers)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("%s: reading it again after its signer events: %w", source, err)
+		}
+		notes = snotes
+		t.WithSigners(signers)
+	}
+	rep, err := VerifyFile(f, source, prevHash, append(opts, WithTrust(t))...)
+	if rep != nil {
+		rep.Notes = append(rep.Notes, notes...)
+	}
+	return rep, err
 }

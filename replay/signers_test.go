@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/testkeys"
 )
 
 const signersOrigin = "lockledger/test-ledger"
@@ -20,19 +21,7 @@ type signerKey struct {
 }
 
 func newSignerKey(t *testing.T, name string) signerKey {
-	t.Helper()
-	sk, vk, err := checkpoint.GenerateKey(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := checkpoint.NewSigner(sk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := checkpoint.NewVerifier(vk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, v, vk := testkeys.Signer(t, name)
 	return signerKey{s, v, vk}
 }
 

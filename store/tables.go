@@ -31,33 +31,14 @@ var (
 // them) joined with its exclusive holder's row of lock_holders, when it
 // has one (Held). A free lock's holder columns are zero: only its locks
 // row is left, which tells a leftover lock file of ours from another's.
+//
+// The holder's columns are a HolderRow's (its slot limit and exclusive
+// flag unset); the lock's own are its Name, RequestID, HostID,
+// FencingToken, UpdatedSeq and Targets.
 type Row struct {
-	Name          string
-	Held          bool
-	RequestID     string
-	Actor         string
-	Intent        string
-	IntentVersion string
-	HostID        string
-	PID           int
-	PIDStart      string
-	BootID        string
-	CreatedAt     string
-	HeartbeatAt   string
-	TTLSeconds    int64
-	Metadata      string
-	FencingToken  int64
-	UpdatedSeq    int64
-	File          []byte
-	Targets       string // JSON array of events.Target
-	PIDNS         *int64 // the holder's PID namespace; nil where none was recorded
-}
-
-func (r *Row) TargetsJSON() string {
-	if r.Targets == "" {
-		return "[]"
-	}
-	return r.Targets
+	HolderRow
+	Held bool
+	File []byte
 }
 
 // LockColumns are the locks table's: what a lock keeps of its last

@@ -34,7 +34,7 @@ func TestLoadRowTipIsLoadRowAndHeadInOneStatement(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := SaveRow(ctx, db, &Row{Name: "a", Held: true, RequestID: "r", Actor: "me", UpdatedSeq: 2, File: []byte("f")}); err != nil {
+	if err := SaveRow(ctx, db, &Row{HolderRow: HolderRow{Name: "a", RequestID: "r", Actor: "me", UpdatedSeq: 2}, Held: true, File: []byte("f")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := SaveHolder(ctx, db, &HolderRow{Name: "a", RequestID: "r", Actor: "me", Limit: 1, UpdatedSeq: 2, Exclusive: true}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/testkeys"
 	"golang.org/x/sys/unix"
 )
 
@@ -14,7 +15,7 @@ import (
 // which a writer is inside its write transaction, nor a writer keeping
 // one.
 func TestHeadsDoNotBlockOnAFIFOLock(t *testing.T) {
-	mine, v := signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	if err := unix.Mkfifo(h.lockPath(id), 0o600); err != nil {
 		t.Fatal(err)
@@ -23,7 +24,7 @@ func TestHeadsDoNotBlockOnAFIFOLock(t *testing.T) {
 	go func() {
 		_, err := h.Last(id, v)
 		done <- err
-		_, err = h.Store(id, 1, signed(t, mine, id, 1), v)
+		_, err = h.Store(id, 1, testkeys.Signed(t, mine, id, 1, at), v)
 		done <- err
 	}()
 	for i, want := range []string{"read", "store"} {
@@ -50,17 +51,17 @@ func TestHeadsDoNotBlockOnAFIFOLock(t *testing.T) {
 // replaced by the head, as a rename replaces it: it is never swapped into
 // the spare's place, where it would fail every later head.
 func TestHeadsReplacesASymlinkAtTheHeadAndGoesOnStoring(t *testing.T) {
-	mine, v := signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
-	if err := os.WriteFile(elsewhere, []byte(signed(t, mine, id, 1)), 0o600); err != nil {
+	if err := os.WriteFile(elsewhere, []byte(testkeys.Signed(t, mine, id, 1, at)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(elsewhere, h.Path(id)); err != nil {
 		t.Fatal(err)
 	}
 	for size := int64(2); size <= 4; size++ {
-		if _, err := h.Store(id, size, signed(t, mine, id, size), v); err != nil {
+		if _, err := h.Store(id, size, testkeys.Signed(t, mine, id, size, at), v); err != nil {
 			t.Fatalf("storing head %d: %v", size, err)
 		}
 	}
@@ -70,7 +71,7 @@ func TestHeadsReplacesASymlinkAtTheHeadAndGoesOnStoring(t *testing.T) {
 	if fi, err := os.Lstat(h.Path(id)); err != nil || !fi.Mode().IsRegular() {
 		t.Fatalf("the head is not a regular file: %v, %v", fi, err)
 	}
-	if b, _ := os.ReadFile(elsewhere); string(b) != signed(t, mine, id, 1) {
+	if b, _ := os.ReadFile(elsewhere); string(b) != testkeys.Signed(t, mine, id, 1, at) {
 		t.Fatalf("the symlink's target was written: %q", b)
 	}
 }
@@ -79,10 +80,10 @@ func TestHeadsReplacesASymlinkAtTheHeadAndGoesOnStoring(t *testing.T) {
 // a backup of the trust directory made, cp -al or rsync --link-dest, or
 // the head itself) must not have that other file rewritten.
 func TestHeadsNeverRewritesAFileLinkedToTheSpare(t *testing.T) {
-	mine, v := signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	for size := int64(1); size <= 2; size++ {
-		if _, err := h.Store(id, size, signed(t, mine, id, size), v); err != nil {
+		if _, err := h.Store(id, size, testkeys.Signed(t, mine, id, size, at), v); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,7 +96,7 @@ func TestHeadsNeverRewritesAFileLinkedToTheSpare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Store(id, 3, signed(t, mine, id, 3), v); err != nil {
+	if _, err := h.Store(id, 3, testkeys.Signed(t, mine, id, 3, at), v); err != nil {
 		t.Fatal(err)
 	}
 	if after, _ := os.ReadFile(backup); string(after) != string(before) {
@@ -114,7 +115,7 @@ func TestHeadsNeverRewritesAFileLinkedToTheSpare(t *testing.T) {
 	if err := unix.Stat(h.Path(id), &st); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Store(id, 4, signed(t, mine, id, 4), v); err != nil {
+	if _, err := h.Store(id, 4, testkeys.Signed(t, mine, id, 4, at), v); err != nil {
 		t.Fatal(err)
 	}
 	if last, err := h.Last(id, v); err != nil || last == nil || last.Size != 4 {

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+
+	"github.com/lockledger/lockledger/internal/testkeys"
 )
 
 // Heads replaces the head by swapping it with its spare file: after the
@@ -15,7 +17,7 @@ func TestHeadsSwapsTheHeadWithItsSpare(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the swap is renameat2's")
 	}
-	mine, v := signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	inodes := func() map[uint64]bool {
 		out := map[uint64]bool{}
@@ -30,7 +32,7 @@ func TestHeadsSwapsTheHeadWithItsSpare(t *testing.T) {
 	}
 	var first map[uint64]bool
 	for size := int64(1); size <= 6; size++ {
-		if _, err := h.Store(id, size, signed(t, mine, id, size), v); err != nil {
+		if _, err := h.Store(id, size, testkeys.Signed(t, mine, id, size, at), v); err != nil {
 			t.Fatal(err)
 		}
 		if last, err := h.Last(id, v); err != nil || last == nil || last.Size != size {
@@ -52,7 +54,7 @@ func TestHeadsSwapsTheHeadWithItsSpare(t *testing.T) {
 // A spare that is a symlink is never followed: the head is not stored
 // and the file it points at is unchanged.
 func TestHeadsRefusesASymlinkedSpare(t *testing.T) {
-	mine, v := signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	victim := filepath.Join(t.TempDir(), "victim")
 	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
@@ -61,7 +63,7 @@ func TestHeadsRefusesASymlinkedSpare(t *testing.T) {
 	if err := os.Symlink(victim, filepath.Join(h.Dir, "."+id+".spare")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Store(id, 1, signed(t, mine, id, 1), v); err == nil {
+	if _, err := h.Store(id, 1, testkeys.Signed(t, mine, id, 1, at), v); err == nil {
 		t.Fatal("a head was stored through a symlinked spare")
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "keep" {

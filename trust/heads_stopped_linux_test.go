@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/testkeys"
 	"golang.org/x/sys/unix"
 )
 
@@ -93,9 +94,9 @@ func stoppedHolder(t *testing.T, path string) {
 // reader of the head (verify) for the bounded wait only: then Read fails
 // with a *LockBusyError naming the lock file.
 func TestHeadsReadGivesUpOnAStoppedHolder(t *testing.T) {
-	mine, v := signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
-	if _, err := h.Store(id, 3, signed(t, mine, id, 3), v); err != nil {
+	if _, err := h.Store(id, 3, testkeys.Signed(t, mine, id, 3, at), v); err != nil {
 		t.Fatal(err)
 	}
 	stoppedHolder(t, h.lockPath(id))

@@ -6,47 +6,23 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
-	"golang.org/x/mod/sumdb/tlog"
 	"golang.org/x/sys/unix"
 
-	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/internal/testkeys"
 )
 
 const id = "0123456789abcdef"
 
 var at = time.Date(2026, 11, 25, 10, 0, 0, 123456789, time.UTC)
 
-func signer(t *testing.T, name string) (note.Signer, note.Verifier) {
-	t.Helper()
-	skey, _, err := checkpoint.GenerateKey(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := checkpoint.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, checkpoint.VerifierOf(s)
-}
-
-func signed(t *testing.T, s note.Signer, ledger string, size int64) string {
-	t.Helper()
-	msg, err := checkpoint.Sign(checkpoint.Checkpoint{Origin: checkpoint.Origin(ledger), Size: size, Root: tlog.Hash{byte(size)}, Time: at}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(msg)
-}
-
 func TestHeadsKeepsOnlyTheLargestHeadSignedByTheKey(t *testing.T) {
-	mine, v := signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
 	for _, c := range []struct {
 		size int64
 		kept bool
 	}{{3, true}, {5, true}, {4, false}, {5, true}, {9, true}} {
-		where, err := h.Store(id, c.size, signed(t, mine, id, c.size), v)
+		where, err := h.Store(id, c.size, testkeys.Signed(t, mine, id, c.size, at), v)
 		if err != nil || (where != "") != c.kept {
 			t.Fatalf("Store(%d): %q, %v; want kept %v", c.size, where, err, c.kept)
 		}
@@ -55,7 +31,7 @@ func TestHeadsKeepsOnlyTheLargestHeadSignedByTheKey(t *testing.T) {
 	if err != nil || last == nil || last.Size != 9 {
 		t.Fatalf("Last: %+v, %v; want size 9", last, err)
 	}
-	if _, err := h.Store("../escape", 1, signed(t, mine, "../escape", 1), v); err == nil {
+	if _, err := h.Store("../escape", 1, testkeys.Signed(t, mine, "../escape", 1, at), v); err == nil {
 		t.Fatal("a ledger id naming another directory was stored")
 	}
 	ents, err := os.ReadDir(h.Dir)
@@ -74,9 +50,9 @@ func TestHeadsKeepsOnlyTheLargestHeadSignedByTheKey(t *testing.T) {
 // must not wait for it; a second Store waits a bounded time and fails,
 // leaving the head it found.
 func TestHeadsStoppedStoreHoldsUpNoReader(t *testing.T) {
-	mine, v := signer(t, "ops")
+	mine, v, _ := testkeys.Signer(t, "ops")
 	h := Heads{Dir: t.TempDir()}
-	if _, err := h.Store(id, 3, signed(t, mine, id, 3), v); err != nil {
+	if _, err := h.Store(id, 3, testkeys.Signed(t, mine, id, 3, at), v); err != nil {
 		t.Fatal(err)
 	}
 	stopped, err := os.OpenFile(h.lockPath(id), os.O_RDWR, 0)
@@ -105,7 +81,7 @@ func TestHeadsStoppedStoreHoldsUpNoReader(t *testing.T) {
 		<-read
 		t.Fatal("reading the head waited for a stopped Store's lock")
 	}
-	if _, err := h.Store(id, 4, signed(t, mine, id, 4), v); err == nil {
+	if _, err := h.Store(id, 4, testkeys.Signed(t, mine, id, 4, at), v); err == nil {
 		t.Fatal("a head was stored under another process's lock")
 	}
 	if last, err := h.Last(id, v); err != nil || last.Size != 3 {

@@ -15,6 +15,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/evidence"
 	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/replay"
 )
 
 type evidenceOptions struct {
@@ -157,7 +158,7 @@ func signerKeys(g *invocation.Globals) ([]string, error) {
 
 // verifyEvidence is verify --evidence: a check of the bundle alone, with
 // the keys given, that writes nothing anywhere.
-func verifyEvidence(o *verifyOptions) error {
+func verifyEvidence(o *verifyOptions, opts ...replay.VerifyOption) error {
 	if len(o.verifiers) == 0 {
 		return &invocation.UsageError{Err: fmt.Errorf("verify: --evidence needs --verifier-key: the keys of the ledger's signers, from its owner")}
 	}
@@ -165,12 +166,16 @@ func verifyEvidence(o *verifyOptions) error {
 	if err != nil {
 		return err
 	}
+	t := replay.Trust{Verifiers: vs}
+	if err := o.witnessKeys.Add(o.g.Root, false, &t); err != nil {
+		return err
+	}
 	f, err := openInput("--evidence", o.evidence, "a bundle lockledger evidence wrote")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	res, err := evidence.Verify(f, evidence.Options{Verifiers: vs})
+	res, err := evidence.Verify(f, t, opts...)
 	if err != nil {
 		return events.Invalid("--evidence", o.evidence, err.Error())
 	}
@@ -194,7 +199,7 @@ func printEvidence(w io.Writer, res *evidence.Result) {
 	} else {
 		termtext.Fprintf(w, "evidence: FAILED (%d problems)\n", len(res.Problems))
 		for _, p := range res.Problems {
-			termtext.Fprintf(w, "  problem: %s\n", p)
+			termtext.Fprintf(w, "  problem: %s\n", problemText(p))
 		}
 	}
 	termtext.Fprintf(w, "  ledger     %s\n", h.LedgerID)

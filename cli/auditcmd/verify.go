@@ -353,7 +353,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		return err
 	}
 	if o.evidence != "" {
-		return verifyEvidence(o)
+		return verifyEvidence(o, replay.ClockSkew(skew))
 	}
 	var rep *verify.Report
 	switch {
@@ -470,34 +470,14 @@ func isChainHash(h string) bool {
 	return len(h) == 64 && err == nil && strings.ToLower(h) == h
 }
 
-// verifyFile checks the export at path against t, which trusts too the
-// keys the export's own signer events register, vouched for by t's keys
-// (as plain verify trusts the ledger's): the file is read twice, its
-// signer events first.
+// verifyFile checks the export at path against t (see replay.VerifyExport).
 func verifyFile(path, prevHash, ledgerID string, t *replay.Trust, opts ...replay.VerifyOption) (*verify.Report, error) {
 	f, err := openExport(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var notes []string
-	if _, err := f.Seek(0, io.SeekCurrent); err != nil && len(t.Verifiers) > 0 {
-		notes = append(notes, "the export's signer events were not read (it cannot be read twice: "+invocation.ErrText(err)+"): only the keys given vouch for its checkpoints")
-	} else if len(t.Verifiers) > 0 {
-		var signers []replay.Signer
-		if signers, notes, err = replay.ExportSigners(f, ledgerID, t.Verifiers); err != nil {
-			return nil, err
-		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return nil, fmt.Errorf("%s: reading it again after its signer events: %w", path, err)
-		}
-		t.WithSigners(signers)
-	}
-	rep, err := replay.VerifyFile(f, path, prevHash, append(opts, replay.WithTrust(t))...)
-	if rep != nil {
-		rep.Notes = append(rep.Notes, notes...)
-	}
-	return rep, err
+	return replay.VerifyExport(f, path, prevHash, ledgerID, t, opts...)
 }
 
 // exportRule is what --file accepts.

@@ -129,8 +129,12 @@ func (s *Store) Migrate(ctx context.Context) error {
 }
 
 // openErr is err of an open that the open's own deadline (Wait) cut short
-// said so, with the database it could not reach in time.
+// said so, with the database it could not reach in time; pgx's error of a
+// connection refused is on one line.
 func (s *Store) openErr(ctx, pctx context.Context, err error) error {
+	if ce := (*pgconn.ConnectError)(nil); errors.As(err, &ce) {
+		err = connectError{err}
+	}
 	if ctx.Err() == nil && pctx.Err() != nil {
 		return fmt.Errorf("ledger: connect to %s: %w", s.source, err)
 	}
@@ -409,6 +413,16 @@ func (s *Store) Detach() error {
 		return nil
 	}
 }
+
+// connectError is an error of pgx's ConnectError on one line: pgx writes
+// each address it tried on a line of its own.
+type connectError struct{ error }
+
+func (e connectError) Error() string {
+	return strings.NewReplacer(":\n\t", ": ", "\n\t", "; ").Replace(e.error.Error())
+}
+
+func (e connectError) Unwrap() error { return e.error }
 
 // Transient: a serialisation failure, a deadlock, a lock or connection
 // that is not to be had now, or a connection lost. The database may be back

@@ -108,6 +108,7 @@ func benchScale(tmp string) {
 	}
 	if want("copies") {
 		benchDecoder(tmp, root, day)
+		benchReadAhead(tmp, root, day)
 	}
 	if !want("scale") {
 		return

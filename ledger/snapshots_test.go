@@ -61,12 +61,14 @@ type snapshotQuery struct {
 	lock string    // "": every lock
 }
 
-func (q snapshotQuery) String() string { return fmt.Sprintf("%s/%q", q.at.Format(time.RFC3339), q.lock) }
+func (q snapshotQuery) String() string {
+	return fmt.Sprintf("%s/%q", q.at.Format(time.RFC3339), q.lock)
+}
 
 var snapshotQueries = []snapshotQuery{
-	{at: snapBase.Add(9_999 * time.Second)},   // before the first snapshot's events end
-	{at: snapBase.Add(10_000 * time.Second)},  // exactly after event 10,000 or so
-	{at: snapBase.Add(17_321 * time.Second)},  // between the two
+	{at: snapBase.Add(9_999 * time.Second)},    // before the first snapshot's events end
+	{at: snapBase.Add(10_000 * time.Second)},   // exactly after event 10,000 or so
+	{at: snapBase.Add(17_321 * time.Second)},   // between the two
 	{at: snapBase.Add(17_321*time.Second + 1)}, // off the second
 	{at: snapBase.Add(24_000 * time.Second), lock: fixture.LockName(3)},
 	{},

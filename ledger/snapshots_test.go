@@ -52,6 +52,10 @@ func snapshotLedgerAt(t *testing.T, kind string) (*ledger.Ledger, *sql.DB, strin
 	if _, err := dst.Import(ctx, src); err != nil {
 		t.Fatal(err)
 	}
+	// The lock files of the holders, in this root.
+	if _, err := dst.Project(ctx); err != nil {
+		t.Fatal(err)
+	}
 	return dst, pgtest.Open(t, dst.Source()), where
 }
 
@@ -126,6 +130,27 @@ func asOfViews(t *testing.T, db *sql.DB) map[string]string {
 		}
 		out[q.String()] = b.String()
 	}
+	// The timeline's holdings of a window: those begun before it come
+	// from the fold up to its start.
+	for _, f := range []replay.Filter{
+		{Since: snapBase.Add(20_500 * time.Second), Until: snapBase.Add(24_100 * time.Second)},
+		{Since: snapBase.Add(20_001 * time.Second), Until: snapBase.Add(20_002 * time.Second)},
+		{Lock: fixture.LockName(2), Since: snapBase.Add(12_000 * time.Second), Until: snapBase.Add(15_600 * time.Second)},
+	} {
+		hs, err := replay.Holdings(context.Background(), db, f)
+		if err != nil {
+			t.Fatalf("holdings %+v: %v", f, err)
+		}
+		var b strings.Builder
+		for _, h := range hs {
+			ended := int64(0)
+			if h.Ended != nil {
+				ended = h.Ended.Seq
+			}
+			fmt.Fprintf(&b, "%s %d-%d shared=%v %s\n", h.Lock, h.Opened.Seq, ended, h.Shared, h.Opened.JSON())
+		}
+		out[fmt.Sprintf("holdings %s %s-%s", f.Lock, f.Since.Format(time.TimeOnly), f.Until.Format(time.TimeOnly))] = b.String()
+	}
 	return out
 }
 
@@ -199,6 +224,9 @@ func TestWritesMakeSnapshots(t *testing.T) {
 		if f.kind == "postgres" {
 			dst := fixture.OpenPostgres(t, pgtest.NewDatabase(t))
 			if _, err := dst.Import(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dst.Project(ctx); err != nil {
 				t.Fatal(err)
 			}
 			l = dst

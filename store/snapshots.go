@@ -57,16 +57,6 @@ func SnapshotHeads(ctx context.Context, q Querier) iter.Seq2[*Snapshot, error] {
 	})
 }
 
-// SnapshotState reads the state stored at seq (nil when there is none).
-func SnapshotState(ctx context.Context, q Querier, seq int64) ([]byte, error) {
-	var b []byte
-	err := q.QueryRowContext(ctx, `SELECT state FROM snapshots WHERE seq = $1`, seq).Scan(&b)
-	if err == sql.ErrNoRows {
-		return nil, nil
-	}
-	return b, err
-}
-
 // EventHash is the hash of the event at seq ("" when there is none).
 func EventHash(ctx context.Context, q Querier, seq int64) (string, error) {
 	var h string

@@ -15,6 +15,7 @@ import (
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/verify"
 )
 
@@ -165,18 +166,9 @@ func sameViews(t *testing.T, what string, got, want map[string]string) {
 
 func snapshotSeqs(t *testing.T, db *sql.DB) []int64 {
 	t.Helper()
-	rows, err := db.Query(`SELECT seq FROM snapshots ORDER BY seq`)
+	out, err := store.QueryAll(context.Background(), db, store.ScanOne[int64], `SELECT seq FROM snapshots ORDER BY seq`)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var s int64
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
 	}
 	return out
 }

@@ -71,9 +71,13 @@ func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error,
 		return err
 	}
 	var cp *Checkpointed
+	snapshot := false
 	defer func() {
 		unlock()
 		l.publishQuietly(ctx, cp)
+		if snapshot {
+			l.snapshotAfterWrite(ctx)
+		}
 	}()
 	tx, now, err := l.beginWrite(ctx)
 	if err != nil {
@@ -120,6 +124,7 @@ func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error,
 		w.abort()
 		return fmt.Errorf("ledger: commit: %w", err)
 	}
+	snapshot = crossesSnapshot(w.written)
 	var finished error
 	if w.committed != nil {
 		finished = w.committed()

@@ -9,18 +9,24 @@ import (
 )
 
 // AsOf folds every event with at <= t (every event when t is zero) in seq
-// order; with lock set, only that lock's events (served by events_lock_at).
-// The whole log up to t is walked in seq order up to the last event at or
-// before t (see store.Filter), holding one Lock per lock name and nothing per
-// event: the rows are read ahead on a goroutine of their own (see
+// order; with lock set, only that lock's events, and of the State only
+// that Lock is the whole fold's (Events, Seq and Anomalies may count less).
+// The fold starts from the newest snapshot it can trust whose events are
+// all at or before t (see nearestSnapshot), else from the first event; the
+// events after it are walked in seq order up to the last event at or
+// before t (see store.Filter), holding one Lock per lock name and nothing
+// per event: the rows are read ahead on a goroutine of their own (see
 // readAhead) while this one decodes each body into one reused Event and
 // folds it. While it runs, the garbage collector's target is raised (see
 // relaxGC).
 func AsOf(ctx context.Context, q Querier, t time.Time, lock string) (*State, error) {
 	defer relaxGC(foldGCPercent)()
-	st := NewState()
+	st, f, err := startAt(ctx, q, t, lock)
+	if err != nil {
+		return nil, err
+	}
 	ev := &Event{}
-	err := readAhead(ctx, q, Filter{Lock: lock, Until: t}, func(r *store.BodyRow) error {
+	err = readAhead(ctx, q, f, func(r *store.BodyRow) error {
 		*ev = Event{}
 		if err := decodeStringInto(r.Seq, r.Body, ev); err != nil {
 			return err
@@ -33,6 +39,27 @@ func AsOf(ctx context.Context, q Querier, t time.Time, lock string) (*State, err
 		return nil, err
 	}
 	return st, nil
+}
+
+// startAt is the state a fold of the events at or before t (of lock's,
+// when set) starts from, and the filter of the events to fold after it:
+// a snapshot's and the events after it up to the last at or before t, or
+// the state before any event and every event.
+func startAt(ctx context.Context, q Querier, t time.Time, lock string) (*State, Filter, error) {
+	f := Filter{Lock: lock, Until: t}
+	first, to, ok, err := store.SeqRange(ctx, q, time.Time{}, t)
+	if err != nil || !ok {
+		return NewState(), f, err
+	}
+	st, _, found, err := nearestSnapshot(ctx, q, t, to, first)
+	if err != nil || !found {
+		return NewState(), f, err
+	}
+	if lock != "" {
+		st.onlyLock(lock)
+	}
+	f.FromSeq, f.ToSeq = st.Seq+1, to
+	return st, f, nil
 }
 
 // readAheadBatches is how many batches of rows the reader may be ahead.

@@ -2,11 +2,13 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
 )
 
 // Holding is one request's hold on a lock as the fold sees it: from the
@@ -116,10 +118,15 @@ func (f *HoldingFold) Open() []*Holding {
 // Holdings returns, by opening seq, the holdings the fold of the log up to
 // f.Until (of f.Lock's events when set) shows, that overlap [f.Since,
 // f.Until] and whose opening event passes f's Actor and Types. The fold
-// starts at seq 1 whatever f.Since, so a holding begun before the window
-// is known; one not ended by f.Until has no Ended.
+// starts before f.Since whatever it is, so a holding begun before the
+// window is known: from the newest snapshot it can trust whose events are
+// all before f.Since (see holdingsFrom), else from the first event. One
+// not ended by f.Until has no Ended.
 func Holdings(ctx context.Context, q Querier, f Filter) ([]*Holding, error) {
-	fold := NewHoldingFold()
+	fold, scan, err := holdingsFrom(ctx, q, f)
+	if err != nil {
+		return nil, err
+	}
 	kept := []*Holding{}
 	keep := func(h *Holding) {
 		if f.Actor != "" && h.Opened.Actor != f.Actor {
@@ -133,7 +140,7 @@ func Holdings(ctx context.Context, q Querier, f Filter) ([]*Holding, error) {
 		}
 		kept = append(kept, h)
 	}
-	err := Scan(ctx, q, Filter{Lock: f.Lock, Until: f.Until}, func(ev *Event) error {
+	err = Scan(ctx, q, scan, func(ev *Event) error {
 		fold.Apply(ev)
 		// Ended holdings are judged as they end, so that the fold keeps
 		// none of those before the window.
@@ -151,4 +158,63 @@ func Holdings(ctx context.Context, q Querier, f Filter) ([]*Holding, error) {
 	}
 	slices.SortFunc(kept, func(a, b *Holding) int { return int(a.Opened.Seq - b.Opened.Seq) })
 	return kept, nil
+}
+
+// holdingsFrom is the fold Holdings starts from and the events it folds
+// after it: a snapshot's state, with the holdings open there opened by
+// their acquiring events (each read by its seq), when a snapshot of
+// events all before f.Since can be trusted (a holding that ended there
+// ended before the window, so none is missed); else the fold before any
+// event, and every event up to f.Until.
+func holdingsFrom(ctx context.Context, q Querier, f Filter) (*HoldingFold, Filter, error) {
+	scan := Filter{Lock: f.Lock, Until: f.Until}
+	if f.Since.IsZero() {
+		return NewHoldingFold(), scan, nil
+	}
+	first, to, ok, err := store.SeqRange(ctx, q, time.Time{}, f.Until)
+	if err != nil || !ok {
+		return NewHoldingFold(), scan, err
+	}
+	st, _, found, err := nearestSnapshot(ctx, q, f.Since.Add(-time.Nanosecond), to, first)
+	if err != nil || !found {
+		return NewHoldingFold(), scan, err
+	}
+	if f.Lock != "" {
+		st.onlyLock(f.Lock)
+	}
+	fold := &HoldingFold{st: st, open: map[string]*Holding{}, shared: map[string]map[string]*Holding{}}
+	for _, l := range st.Locks() {
+		if l.Held {
+			ev, err := eventAt(ctx, q, l.Holder.Began.Seq)
+			if err != nil {
+				return nil, scan, err
+			}
+			fold.open[l.Name] = &Holding{Lock: l.Name, Opened: ev}
+		}
+		for _, h := range l.Shared {
+			ev, err := eventAt(ctx, q, h.Began.Seq)
+			if err != nil {
+				return nil, scan, err
+			}
+			if fold.shared[l.Name] == nil {
+				fold.shared[l.Name] = map[string]*Holding{}
+			}
+			fold.shared[l.Name][h.Record.RequestID] = &Holding{Lock: l.Name, Opened: ev, Shared: true}
+		}
+	}
+	scan.FromSeq, scan.ToSeq = st.Seq+1, to
+	return fold, scan, nil
+}
+
+// eventAt reads the event at seq.
+func eventAt(ctx context.Context, q Querier, seq int64) (*Event, error) {
+	var out *Event
+	err := Scan(ctx, q, Filter{FromSeq: seq, ToSeq: seq}, func(ev *Event) error {
+		out = ev
+		return ErrStop
+	})
+	if err == nil && out == nil {
+		err = fmt.Errorf("replay: no event %d, which a snapshot names as a holding's beginning (run verify)", seq)
+	}
+	return out, err
 }

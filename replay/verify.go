@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -92,6 +93,10 @@ type checker struct {
 	tree    *treeCheck
 	// markers are the prunes and unprunes the rows hold (seq and type).
 	markers []marker
+	// snaps are the stored snapshots not yet reached, in seq order
+	// (their states not read); folded is the first seq folded.
+	snaps  []store.Snapshot
+	folded int64
 }
 
 // newChecker's tree checks no checkpoints: the callers that have some
@@ -178,6 +183,59 @@ func (c *checker) row(r *Row) {
 func (c *checker) fold(r *Row, ev *Event) {
 	ev.Body, ev.PrevHash, ev.Hash = r.Body, r.PrevHash, r.Hash
 	c.state.Apply(ev)
+	if c.folded == 0 {
+		c.folded = r.Seq
+	}
+	c.checkSnapshot(r)
+}
+
+// checkSnapshot compares the snapshot stored at r's seq, if any, with the
+// fold so far: the event it follows and the state it holds. Snapshots of
+// events before the fold's first (pruned since), of another encoding, or
+// at a row that did not fold (reported as it is) are not compared:
+// readers do not take them either.
+func (c *checker) checkSnapshot(r *Row) {
+	for len(c.snaps) > 0 && c.snaps[0].Seq < r.Seq {
+		c.snaps = c.snaps[1:]
+	}
+	if len(c.snaps) == 0 || c.snaps[0].Seq != r.Seq {
+		return
+	}
+	s := c.snaps[0]
+	c.snaps = c.snaps[1:]
+	if s.Version != snapshotVersion || s.FromSeq != c.folded {
+		return
+	}
+	if s.EventHash != r.Hash {
+		c.report.Add(verify.Problem{Seq: r.Seq, Kind: verify.KindSnapshot, Detail: fmt.Sprintf(
+			"the snapshot at seq %d follows an event whose hash was %s, but the event's hash is %s", r.Seq, s.EventHash, r.Hash)})
+		return
+	}
+	if _, h := c.state.encodeSnapshot(); h != s.StateHash {
+		c.report.Add(verify.Problem{Seq: r.Seq, Kind: verify.KindSnapshot, Detail: fmt.Sprintf(
+			"the snapshot at seq %d is not the fold of events %d to %d: its state hash is %s, the fold's %s", r.Seq, s.FromSeq, r.Seq, s.StateHash, h)})
+	}
+}
+
+// endSnapshots reports the snapshots past the log's end, and those whose
+// stored state does not hash to what they recorded (read one at a time).
+func (c *checker) endSnapshots(ctx context.Context, q Querier) error {
+	for _, s := range c.snaps {
+		if s.Seq > c.report.LastSeq {
+			c.report.Add(verify.Problem{Seq: s.Seq, Kind: verify.KindSnapshot, Detail: fmt.Sprintf(
+				"a snapshot at seq %d, past the log's last event (%d)", s.Seq, c.report.LastSeq)})
+		}
+	}
+	for s, err := range store.SnapshotsBefore(ctx, q, math.MaxInt64, "") {
+		if err != nil {
+			return err
+		}
+		if h := StateHash(s.State); h != s.StateHash {
+			c.report.Add(verify.Problem{Seq: s.Seq, Kind: verify.KindSnapshot, Detail: fmt.Sprintf(
+				"the snapshot at seq %d records the state hash %s, but its state hashes to %s", s.Seq, s.StateHash, h)})
+		}
+	}
+	return nil
 }
 
 // malformed reports an export line that holds no event: the fold misses
@@ -256,6 +314,12 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 	if err != nil {
 		return nil, nil, fmt.Errorf("replay: verify: %w", err)
 	}
+	for s, err := range store.SnapshotHeads(ctx, q) {
+		if err != nil {
+			return nil, nil, fmt.Errorf("replay: verify: snapshots: %w", err)
+		}
+		c.snaps = append(c.snaps, *s)
+	}
 	// Rows and their columns are allocated a batch at a time.
 	type rowAlloc struct {
 		row  Row
@@ -288,6 +352,9 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 		return nil, nil, fmt.Errorf("replay: verify: %w", err)
 	}
 	c.tree.extraStored(extra, firstExtra)
+	if err := c.endSnapshots(ctx, q); err != nil {
+		return nil, nil, fmt.Errorf("replay: verify: snapshots: %w", err)
+	}
 	c.finish()
 	c.tree.signedMarkers(c.markers)
 	if pruned {

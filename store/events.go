@@ -31,14 +31,19 @@ type Filter struct {
 
 // Every filter is served by an index of migrations/0001_init.sql, the only
 // one its conditions leave usable (see query), so that the plan cannot fall
-// back to a full scan in seq order on a large log: events_lock_at for a
-// lock, events_actor_at for an actor, events_type_at for types, events_at
-// for a time window alone. The matching rows are then sorted by seq, the
+// back to a full scan in seq order on a large log: the primary key for a
+// seq range bounded at both ends, events_lock_at for a lock,
+// events_actor_at for an actor, events_type_at for types, events_at for a
+// time window alone. The matching rows are then sorted by seq, the
 // order of the log; TestQueryPlans pins these plans.
 func (f Filter) query(cols string) (string, []any) {
 	timed := !f.Since.IsZero() || !f.Until.IsZero()
 	index := ""
 	switch {
+	case f.FromSeq > 0 && f.ToSeq > 0:
+		// A bounded seq range (a fold from a snapshot): the rows between,
+		// whatever else selects among them.
+		index = "seq"
 	case f.Lock != "":
 		index = "lock_name"
 	case f.Actor != "":
@@ -89,7 +94,7 @@ func (f Filter) query(cols string) (string, []any) {
 // planner of either engine picks that index.
 func column(c, index string) string {
 	switch {
-	case index == "" || c == index || c == "at":
+	case index == "" || c == index || (c == "at" && index != "seq"):
 		return c
 	case c == "seq":
 		return "+seq"

@@ -78,6 +78,9 @@ func TestQueryPlans(t *testing.T) {
 		{"types", Filter{Types: []events.Type{events.LockStolen, events.AcquireBlocked}, Since: eventsBase}, "USING INDEX events_type_at (type=? AND at>?)"},
 		{"window alone", Filter{Since: eventsBase, Until: day}, "USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
 		{"as of", Filter{Until: day}, "USING INTEGER PRIMARY KEY"},
+		// A fold from a snapshot: the rows after it, not the lock's whole history.
+		{"lock as of, from a snapshot", Filter{Lock: "app-prod", Until: day, FromSeq: 2, ToSeq: 5}, "USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
+		{"as of, from a snapshot", Filter{Until: day, FromSeq: 2, ToSeq: 5}, "USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
 	}
 	for _, tc := range cases {
 		f, _, err := tc.f.narrow(ctx, db)

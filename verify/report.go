@@ -102,6 +102,14 @@ const (
 	KindLockFileUnreadable Kind = "lock_file_unreadable"
 )
 
+// Damage to a stored shortcut (each names a seq).
+const (
+	// KindSnapshot: a stored snapshot of the folded state (table
+	// snapshots) is not the fold of the events up to its seq, or does not
+	// hash to what it recorded. Readers do not fold from such a snapshot.
+	KindSnapshot Kind = "snapshot"
+)
+
 // Damage to the database itself (no seq, no lock).
 const (
 	// KindStorage: SQLite finds the database file malformed (its

@@ -28,7 +28,11 @@ their leaves, and the signing time, signed as a note with the key of
 
 Writers with a key sign checkpoints on their own too (--checkpoint-every,
 --checkpoint-interval); run this from cron to cover idle periods, or
-before handing an export to an auditor. Exit 1 when a witness cannot be
+before handing an export to an auditor. It also stores the snapshots of
+the folded state that are due and missing (one every 10,000 events, which
+who --at, replay --as-of and timeline fold from): writes store them as
+the log grows, and on a ledger from before them the first checkpoint
+makes them all, in one fold of the log. Exit 1 when a witness cannot be
 written, or a --witness-url witness does not cosign (the checkpoint is
 stored in the ledger all the same).`,
 		Example: `  lockledger checkpoint --signing-key /etc/lockledger/signing.key --witness /mnt/audit/ledger.checkpoints`,
@@ -49,6 +53,11 @@ func runCheckpoint(ctx context.Context, g *invocation.Globals) error {
 	defer g.Finish(l)
 	cp, err := l.Checkpoint(ctx)
 	if cp != nil {
+		// Snapshots only save readers time: one that cannot be stored is
+		// said, and the checkpoint stands.
+		if serr := l.WriteSnapshots(ctx); serr != nil {
+			g.Log.Warn("could not store the snapshots due", "err", serr)
+		}
 		if g.JSON {
 			invocation.WriteJSON(g.IO.Out, cp)
 		} else {

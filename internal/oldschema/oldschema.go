@@ -8,6 +8,7 @@ package oldschema
 // make an older ledger run it first; opening it for writing migrates it
 // again.
 var Version9 = []string{
+	`DROP TABLE snapshots`,
 	`ALTER TABLE locks ADD COLUMN held INTEGER NOT NULL DEFAULT 0`,
 	`ALTER TABLE locks ADD COLUMN actor TEXT NOT NULL DEFAULT ''`,
 	`ALTER TABLE locks ADD COLUMN intent TEXT NOT NULL DEFAULT ''`,
@@ -33,6 +34,7 @@ var Version9 = []string{
 // Postgres7 is Version9 for a PostgreSQL ledger: the one its schema
 // version 7 left.
 var Postgres7 = []string{
+	`DROP TABLE snapshots`,
 	`ALTER TABLE locks ADD COLUMN held integer NOT NULL DEFAULT 0, ADD COLUMN actor text NOT NULL DEFAULT '',
 		ADD COLUMN intent text NOT NULL DEFAULT '', ADD COLUMN intent_version text NOT NULL DEFAULT '',
 		ADD COLUMN pid bigint NOT NULL DEFAULT 0, ADD COLUMN pid_start text NOT NULL DEFAULT '',

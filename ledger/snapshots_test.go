@@ -1,0 +1,382 @@
+package ledger_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
+)
+
+// snapshotFixture is a ledger of 25,000 events over 7 locks, one a second
+// from snapBase: two snapshots due (10,000 and 20,000).
+var snapBase = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+const snapEvents = 25_000
+
+// snapshotLedger writes the fixture and opens it on the store the test
+// runs on (PostgreSQL: imported from the SQLite fixture), with the
+// database's own handle for looking and tampering.
+func snapshotLedger(t *testing.T, kind string) (*ledger.Ledger, *sql.DB) {
+	l, db, _ := snapshotLedgerAt(t, kind)
+	return l, db
+}
+
+// snapshotLedgerAt is snapshotLedger, and the PostgreSQL database's URL.
+func snapshotLedgerAt(t *testing.T, kind string) (*ledger.Ledger, *sql.DB, string) {
+	t.Helper()
+	ctx := context.Background()
+	root := t.TempDir()
+	if _, _, err := (fixture.Ledger{Events: snapEvents, Locks: 7, Start: snapBase, Span: snapEvents * time.Second}).Write(root); err != nil {
+		t.Fatal(err)
+	}
+	src := fixture.Open(t, root, ledger.MustExist())
+	if _, err := src.Project(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if kind == "sqlite" {
+		return src, pgtest.Open(t, src.Source()), ""
+	}
+	where := pgtest.NewDatabase(t)
+	dst := fixture.OpenPostgres(t, where)
+	if _, err := dst.Import(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	// The lock files of the holders, in this root.
+	if _, err := dst.Project(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return dst, pgtest.Open(t, dst.Source()), where
+}
+
+// snapshotQuery is one read whose result must not depend on snapshots.
+type snapshotQuery struct {
+	at   time.Time // zero: all events
+	lock string    // "": every lock
+}
+
+func (q snapshotQuery) String() string {
+	return fmt.Sprintf("%s/%q", q.at.Format(time.RFC3339), q.lock)
+}
+
+var snapshotQueries = []snapshotQuery{
+	{at: snapBase.Add(9_999 * time.Second)},    // before the first snapshot's events end
+	{at: snapBase.Add(10_000 * time.Second)},   // exactly after event 10,000 or so
+	{at: snapBase.Add(17_321 * time.Second)},   // between the two
+	{at: snapBase.Add(17_321*time.Second + 1)}, // off the second
+	{at: snapBase.Add(24_000 * time.Second), lock: fixture.LockName(3)},
+	{},
+	{lock: fixture.LockName(0)},
+	{lock: "never-held"},
+}
+
+// lockView is what the commands show of a lock, as JSON: its holders,
+// queue and last event, judged at t.
+func lockView(t *testing.T, l *replay.Lock, at time.Time) string {
+	t.Helper()
+	if l == nil {
+		return "null"
+	}
+	shared := l.Shared
+	if len(shared) == 0 {
+		shared = nil
+	}
+	b, err := json.Marshal(struct {
+		Name       string
+		Held       bool
+		Holder     *replay.Holder
+		UpdatedSeq int64
+		Last       replay.EventRef
+		Shared     []*replay.Holder
+		Limit      int64
+		Queue      []replay.Queued
+		State      string
+	}{l.Name, l.Held, l.Holder, l.UpdatedSeq, l.Last, shared, l.Limit, l.QueueAt(at), l.StateAt(at)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// asOfViews runs every query and renders what it found.
+func asOfViews(t *testing.T, db *sql.DB) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, q := range snapshotQueries {
+		st, err := replay.AsOf(context.Background(), db, q.at, q.lock)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		at := q.at
+		if at.IsZero() {
+			at = snapBase.Add(snapEvents * time.Second)
+		}
+		var b strings.Builder
+		for _, l := range st.Locks() {
+			b.WriteString(lockView(t, l, at) + "\n")
+		}
+		if q.lock == "" {
+			fmt.Fprintf(&b, "seq %d events %d anomalies %d", st.Seq, st.Events, st.AnomalyCount)
+		}
+		out[q.String()] = b.String()
+	}
+	// The timeline's holdings of a window: those begun before it come
+	// from the fold up to its start.
+	for _, f := range []replay.Filter{
+		{Since: snapBase.Add(20_500 * time.Second), Until: snapBase.Add(24_100 * time.Second)},
+		{Since: snapBase.Add(20_001 * time.Second), Until: snapBase.Add(20_002 * time.Second)},
+		{Lock: fixture.LockName(2), Since: snapBase.Add(12_000 * time.Second), Until: snapBase.Add(15_600 * time.Second)},
+	} {
+		hs, err := replay.Holdings(context.Background(), db, f)
+		if err != nil {
+			t.Fatalf("holdings %+v: %v", f, err)
+		}
+		var b strings.Builder
+		for _, h := range hs {
+			ended := int64(0)
+			if h.Ended != nil {
+				ended = h.Ended.Seq
+			}
+			fmt.Fprintf(&b, "%s %d-%d shared=%v %s\n", h.Lock, h.Opened.Seq, ended, h.Shared, h.Opened.JSON())
+		}
+		out[fmt.Sprintf("holdings %s %s-%s", f.Lock, f.Since.Format(time.TimeOnly), f.Until.Format(time.TimeOnly))] = b.String()
+	}
+	return out
+}
+
+func sameViews(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s, %s:\n got %s\nwant %s", what, k, got[k], w)
+		}
+	}
+}
+
+func snapshotSeqs(t *testing.T, db *sql.DB) []int64 {
+	t.Helper()
+	out, err := store.QueryAll(context.Background(), db, store.ScanOne[int64], `SELECT seq FROM snapshots ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Snapshots are made, verify accepts them, and every read of a past
+// instant, of one lock or all, finds what the fold of the whole log finds.
+// The fold without snapshots is the one a ledger from before them gets.
+func TestSnapshotsFoldLikeTheWholeLog(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		ctx := context.Background()
+		l, db := snapshotLedger(t, f.kind)
+		if got := snapshotSeqs(t, db); len(got) != 0 {
+			t.Fatalf("snapshots before any were written: %v", got)
+		}
+		want := asOfViews(t, db)
+		if err := l.WriteSnapshots(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(snapshotSeqs(t, db)); got != "[10000 20000]" {
+			t.Fatalf("snapshots at %s, want [10000 20000]", got)
+		}
+		// Written again: nothing new, nothing refused.
+		if err := l.WriteSnapshots(ctx); err != nil {
+			t.Fatal(err)
+		}
+		verifyOK(t, l)
+		sameViews(t, "with snapshots", asOfViews(t, db), want)
+	})
+}
+
+// A write that ends past a multiple of replay.SnapshotEvery stores the
+// snapshot there, after its commit; one whose role may not store it (a
+// PostgreSQL writer granted what it had before snapshots) still stands.
+func TestWritesMakeSnapshots(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		ctx := context.Background()
+		root := t.TempDir()
+		if _, _, err := (fixture.Ledger{Events: 9_980, Locks: 3, Start: snapBase, Span: 9_980 * time.Second}).Write(root); err != nil {
+			t.Fatal(err)
+		}
+		l := fixture.Open(t, root, ledger.MustExist())
+		if _, err := l.Project(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if f.kind == "postgres" {
+			dst := fixture.OpenPostgres(t, pgtest.NewDatabase(t))
+			if _, err := dst.Import(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dst.Project(ctx); err != nil {
+				t.Fatal(err)
+			}
+			l = dst
+		}
+		db := pgtest.Open(t, l.Source())
+		var head int
+		if err := db.QueryRow(`SELECT max(seq) FROM events`).Scan(&head); err != nil {
+			t.Fatal(err)
+		}
+		cycles(t, l, (9_999-head)/2) // up to seq 9,998 or 9,999
+		if got := snapshotSeqs(t, db); len(got) != 0 {
+			t.Fatalf("snapshots at %v before seq 10000", got)
+		}
+		cycles(t, l, 2)
+		if got := fmt.Sprint(snapshotSeqs(t, db)); got != "[10000]" {
+			t.Fatalf("snapshots at %s after seq 10000, want [10000]", got)
+		}
+		verifyOK(t, l)
+	})
+}
+
+// tamper replaces the snapshot at seq with what edit makes of its row
+// (DELETE and INSERT: the table refuses UPDATE).
+func tamper(t *testing.T, db *sql.DB, seq int64, edit func(eventHash, stateHash *string, state *[]byte)) {
+	t.Helper()
+	var eventHash, stateHash, maxAt string
+	var fromSeq int64
+	var version int
+	var state []byte
+	if err := db.QueryRow(`SELECT event_hash, from_seq, max_at, version, state_hash, state FROM snapshots WHERE seq = $1`, seq).Scan(
+		&eventHash, &fromSeq, &maxAt, &version, &stateHash, &state); err != nil {
+		t.Fatal(err)
+	}
+	edit(&eventHash, &stateHash, &state)
+	if _, err := db.Exec(`DELETE FROM snapshots WHERE seq = $1`, seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO snapshots (seq, event_hash, from_seq, max_at, version, state_hash, state) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		seq, eventHash, fromSeq, maxAt, version, stateHash, state); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// forgedState is the state of a snapshot with one holder's actor
+// rewritten: what an attacker would want who --at to show.
+func forgedState(t *testing.T, state []byte) []byte {
+	t.Helper()
+	forged := strings.Replace(string(state), `"actor":"`, `"actor":"mallory-`, 1)
+	if forged == string(state) {
+		t.Fatal("the snapshot names no actor to forge")
+	}
+	return []byte(forged)
+}
+
+// A snapshot whose row was changed is not read (the event it follows, or
+// the hash of its state, no longer match), and verify names every changed
+// snapshot, one whose hashes were recomputed too.
+func TestTamperedSnapshots(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		ctx := context.Background()
+		l, db := snapshotLedger(t, f.kind)
+		want := asOfViews(t, db)
+		if err := l.WriteSnapshots(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The state rewritten, its hash left: readers fold without it.
+		tamper(t, db, 20000, func(_, _ *string, state *[]byte) { *state = forgedState(t, *state) })
+		// The event it follows named wrongly, its state a forgery whose
+		// hash was recomputed: readers fold without it too.
+		tamper(t, db, 10000, func(eventHash, stateHash *string, state *[]byte) {
+			*state = forgedState(t, *state)
+			*stateHash = replay.StateHash(*state)
+			*eventHash = strings.Repeat("0", len(*eventHash))
+		})
+		sameViews(t, "with tampered snapshots", asOfViews(t, db), want)
+		rep, err := l.Verify(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range rep.Problems {
+			if p.Kind == verify.KindSnapshot {
+				got = append(got, fmt.Sprint(p.Seq))
+			}
+		}
+		if rep.OK || strings.Join(got, ",") != "10000,20000" {
+			t.Errorf("verify: got snapshot problems at %v (ok %v), want 10000 and 20000: %+v", got, rep.OK, rep.Problems)
+		}
+	})
+}
+
+// A snapshot whose state was rewritten with its hash recomputed is not
+// the fold of the events before it: verify says so, naming its seq.
+func TestForgedSnapshotFailsVerify(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		ctx := context.Background()
+		l, db := snapshotLedger(t, f.kind)
+		if err := l.WriteSnapshots(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tamper(t, db, 20000, func(_, stateHash *string, state *[]byte) {
+			*state = forgedState(t, *state)
+			*stateHash = replay.StateHash(*state)
+		})
+		rep, err := l.Verify(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.OK || len(rep.Problems) != 1 || rep.Problems[0].Kind != verify.KindSnapshot || rep.Problems[0].Seq != 20000 ||
+			!strings.Contains(rep.Problems[0].Detail, "is not the fold of events 1 to 20000") {
+			t.Errorf("verify: got %+v, want one snapshot problem at 20000", rep.Problems)
+		}
+	})
+}
+
+// A reader that may not write uses the snapshots others stored, and
+// stores none: a read-only open on SQLite, a role that may only read on
+// PostgreSQL.
+func TestReadOnlyUsersReadSnapshots(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		ctx := context.Background()
+		l, db, where := snapshotLedgerAt(t, f.kind)
+		want := asOfViews(t, db)
+		if err := l.WriteSnapshots(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var reader *ledger.Ledger
+		var readerDB *sql.DB
+		if f.kind == "sqlite" {
+			reader = fixture.Open(t, l.Root(), ledger.ReadOnly())
+			readerDB = pgtest.Open(t, l.Source())
+		} else {
+			role := "snapshot_reader"
+			for _, q := range []string{"CREATE ROLE " + role + " LOGIN", "GRANT USAGE ON SCHEMA public TO " + role,
+				"GRANT SELECT ON ALL TABLES IN SCHEMA public TO " + role} {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			t.Cleanup(func() {
+				db.Exec("DROP OWNED BY " + role)
+				db.Exec("DROP ROLE " + role)
+			})
+			u, err := url.Parse(where)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.User = url.User(role)
+			reader = fixture.Open(t, t.TempDir(), ledger.WithDatabase(u.String()), ledger.ReadOnly())
+			readerDB = pgtest.Open(t, u.String())
+			if _, err := readerDB.Exec(`INSERT INTO snapshots (seq, event_hash, from_seq, max_at, version, state_hash, state)
+				SELECT 30000, event_hash, from_seq, max_at, version, state_hash, state FROM snapshots WHERE seq = 20000`); err == nil {
+				t.Fatal("the reading role stored a snapshot")
+			}
+		}
+		if err := reader.WriteSnapshots(ctx); !errors.Is(err, ledger.ErrReadOnly) {
+			t.Errorf("WriteSnapshots on a read-only ledger: got %v, want ErrReadOnly", err)
+		}
+		sameViews(t, "read-only", asOfViews(t, readerDB), want)
+	})
+}

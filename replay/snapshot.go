@@ -1,0 +1,230 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
+)
+
+// SnapshotEvery is the spacing of snapshots: one after every event whose
+// seq is a multiple of it. A read of the state at an instant folds from
+// the nearest one before it, so it costs at most this many events more
+// than the events after the last snapshot, whatever the log's length.
+const SnapshotEvery = 10000
+
+// snapshotVersion is the encoding of a snapshot's state. Change it with
+// any change to State, Lock, Holder or to what Apply makes of an event:
+// snapshots of another version are not read (and verify notes them), so
+// that a fold that changed is never mixed with one that did not.
+const snapshotVersion = 1
+
+// snapState is State as a snapshot stores it: every field Apply reads or
+// writes, the locks in name order.
+type snapState struct {
+	Seq          int64      `json:"seq"`
+	Events       int64      `json:"events"`
+	Anomalies    []Anomaly  `json:"anomalies"`
+	AnomalyCount int        `json:"anomaly_count"`
+	Locks        []snapLock `json:"locks"`
+}
+
+type snapLock struct {
+	Name       string      `json:"name"`
+	Held       bool        `json:"held"`
+	Holder     *Holder     `json:"holder"`
+	UpdatedSeq int64       `json:"updated_seq"`
+	Last       EventRef    `json:"last"`
+	Shared     []*Holder   `json:"shared"`
+	Limit      int64       `json:"limit"`
+	Claims     []snapClaim `json:"claims"`
+	Queued     []Queued    `json:"queued"`
+}
+
+type snapClaim struct {
+	RequestID string `json:"request_id"`
+	Token     int64  `json:"token"`
+	Seq       int64  `json:"seq"`
+	At        string `json:"at"`
+	Shared    bool   `json:"shared"`
+}
+
+// encodeSnapshot is the state as a snapshot stores it, and its hash.
+func (s *State) encodeSnapshot() ([]byte, string) {
+	// An empty slice is stored as none: the fold leaves either, and two
+	// folds that differ only there are the same state.
+	out := snapState{Seq: s.Seq, Events: s.Events, Anomalies: orNil(s.Anomalies), AnomalyCount: s.AnomalyCount}
+	for _, l := range s.Locks() {
+		sl := snapLock{Name: l.Name, Held: l.Held, Holder: l.Holder, UpdatedSeq: l.UpdatedSeq, Last: l.Last,
+			Shared: orNil(l.Shared), Limit: l.Limit, Queued: orNil(l.Queued)}
+		for _, c := range l.claims {
+			sl.Claims = append(sl.Claims, snapClaim{RequestID: c.requestID, Token: c.token, Seq: c.seq, At: c.at, Shared: c.shared})
+		}
+		out.Locks = append(out.Locks, sl)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		// Every field is a plain value, a string, a slice or a map of strings.
+		panic(fmt.Sprintf("replay: snapshot: %v", err))
+	}
+	return b, StateHash(b)
+}
+
+func orNil[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// StateHash is the hash a snapshot records of its state: hex SHA-256.
+func StateHash(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// decodeSnapshot is the state a snapshot stores.
+func decodeSnapshot(b []byte) (*State, error) {
+	var in snapState
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&in); err != nil {
+		return nil, err
+	}
+	st := NewState()
+	st.Seq, st.Events, st.Anomalies, st.AnomalyCount = in.Seq, in.Events, in.Anomalies, in.AnomalyCount
+	for _, sl := range in.Locks {
+		l := &Lock{Name: sl.Name, Held: sl.Held, Holder: sl.Holder, UpdatedSeq: sl.UpdatedSeq, Last: sl.Last,
+			Shared: sl.Shared, Limit: sl.Limit, Queued: sl.Queued}
+		if l.Held && l.Holder == nil {
+			return nil, fmt.Errorf("lock %s is held by no holder", sl.Name)
+		}
+		for _, c := range sl.Claims {
+			l.claims = append(l.claims, claim{requestID: c.RequestID, token: c.Token, seq: c.Seq, at: c.At, shared: c.Shared})
+		}
+		st.locks[l.Name] = l
+	}
+	return st, nil
+}
+
+// snapshotTries bounds how many snapshots a reader tries before it folds
+// from the first event: a snapshot it cannot trust is a sign of damage
+// that verify names, not something to search past.
+const snapshotTries = 3
+
+// nearestSnapshot is the state of the newest snapshot a fold up to seq to
+// (of the events at or before t, when t is set) may start from, checked
+// against the events table: the event it follows still has the hash it
+// recorded, the live log still starts where it started, and the state
+// still hashes to what it recorded. ok is false when there is none to
+// trust (none stored, or a ledger without the table): the fold then starts
+// at the first event, as it would without snapshots.
+func nearestSnapshot(ctx context.Context, q Querier, t time.Time, to, first int64) (st *State, maxAt string, ok bool, err error) {
+	until := ""
+	if !t.IsZero() {
+		until = events.FormatTime(t)
+	}
+	tries := 0
+	for s, err := range store.SnapshotsBefore(ctx, q, to, until) {
+		if err != nil {
+			return nil, "", false, err
+		}
+		if s.Version != snapshotVersion || s.FromSeq != first {
+			continue // another encoding, or a fold of events pruned since
+		}
+		if tries++; tries > snapshotTries {
+			break
+		}
+		if s.LogHash == "" || s.LogHash != s.EventHash || StateHash(s.State) != s.StateHash {
+			continue
+		}
+		if st, err := decodeSnapshot(s.State); err == nil && st.Seq == s.Seq {
+			return st, s.MaxAt, true, nil
+		}
+	}
+	return nil, "", false, nil
+}
+
+// onlyLock keeps lock alone of st (a fold of one lock's events).
+func (st *State) onlyLock(lock string) {
+	l := st.locks[lock]
+	st.locks = map[string]*Lock{}
+	if l != nil {
+		st.locks[lock] = l
+	}
+	var kept []Anomaly
+	for _, a := range st.Anomalies {
+		if a.Lock == lock {
+			kept = append(kept, a)
+		}
+	}
+	st.Anomalies, st.AnomalyCount = kept, len(kept)
+}
+
+// BuildSnapshots folds the log from the newest snapshot it can trust (or
+// from the first event) and hands emit each snapshot due on the way, at
+// every multiple of SnapshotEvery up to the log's head, in seq order;
+// budget (0: none) bounds how many events it folds, so that a writer
+// catching up on a long log without snapshots pays a bounded share each
+// time. emit's error ends it.
+func BuildSnapshots(ctx context.Context, q Querier, budget int64, emit func(*store.Snapshot) error) error {
+	first, head, ok, err := store.SeqRange(ctx, q, time.Time{}, time.Time{})
+	if err != nil || !ok || head/SnapshotEvery*SnapshotEvery < first {
+		return err
+	}
+	st, maxAt, found, err := nearestSnapshot(ctx, q, time.Time{}, head, first)
+	if err != nil {
+		return err
+	}
+	if !found {
+		st = NewState()
+	}
+	last := head / SnapshotEvery * SnapshotEvery
+	if budget > 0 {
+		last = min(last, (max(st.Seq, first-1)+budget)/SnapshotEvery*SnapshotEvery)
+	}
+	if last <= st.Seq {
+		return nil
+	}
+	ev := &Event{}
+	fold := func(r *store.BodyRow) error {
+		*ev = Event{}
+		if err := decodeStringInto(r.Seq, r.Body, ev); err != nil {
+			return err
+		}
+		ev.Seq = r.Seq
+		st.Apply(ev)
+		maxAt = max(maxAt, ev.At)
+		return nil
+	}
+	// One read per snapshot: the hash of the event it follows is read once
+	// the rows before it are, never beside an open read (PostgreSQL's
+	// connection runs one statement at a time).
+	next := (st.Seq/SnapshotEvery + 1) * SnapshotEvery
+	for next < first {
+		next += SnapshotEvery
+	}
+	for ; next <= last; next += SnapshotEvery {
+		if err := readAhead(ctx, q, Filter{FromSeq: st.Seq + 1, ToSeq: next}, fold); err != nil {
+			return err
+		}
+		if st.Seq != next {
+			return fmt.Errorf("replay: snapshot: the log has no event %d", next)
+		}
+		hash, err := store.EventHash(ctx, q, next)
+		if err != nil {
+			return err
+		}
+		b, h := st.encodeSnapshot()
+		if err := emit(&store.Snapshot{Seq: next, EventHash: hash, FromSeq: first, MaxAt: maxAt, Version: snapshotVersion, StateHash: h, State: b}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

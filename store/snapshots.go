@@ -1,0 +1,68 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"iter"
+)
+
+// Snapshot is a stored fold of the log (table snapshots): the state after
+// the events FromSeq..Seq, in replay's encoding. It is a shortcut, never a
+// source of truth: the reader checks it against the events table before
+// it folds from it (see SnapshotsBefore), and verify recomputes it.
+type Snapshot struct {
+	Seq       int64  // the last event folded
+	EventHash string // that event's hash when the snapshot was made
+	FromSeq   int64  // the first event folded
+	MaxAt     string // the latest at among the events folded
+	Version   int    // the encoding of State
+	StateHash string // hex SHA-256 of State
+	State     []byte // nil from SnapshotHeads
+	// LogHash is the events table's hash at Seq now ("" when that event
+	// is gone), from SnapshotsBefore only.
+	LogHash string
+}
+
+// InsertSnapshot stores s unless a snapshot at its seq is stored already
+// (two writers that made the same one).
+func InsertSnapshot(ctx context.Context, tx Execer, s *Snapshot) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO snapshots (seq, event_hash, from_seq, max_at, version, state_hash, state)
+	VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (seq) DO NOTHING`,
+		s.Seq, s.EventHash, s.FromSeq, s.MaxAt, s.Version, s.StateHash, s.State)
+	return err
+}
+
+// SnapshotsBefore yields the snapshots at or before seq whose events are
+// all at or before maxAt ("": any), newest first, each with the events
+// table's hash at its seq, for the reader to check.
+func SnapshotsBefore(ctx context.Context, q Querier, seq int64, maxAt string) iter.Seq2[*Snapshot, error] {
+	var logHash sql.NullString
+	return rowsOf(func() (*sql.Rows, error) {
+		return q.QueryContext(ctx, `SELECT s.seq, s.event_hash, s.from_seq, s.max_at, s.version, s.state_hash, s.state, e.hash
+		FROM snapshots s LEFT JOIN events e ON e.seq = s.seq
+		WHERE s.seq <= $1 AND ($2 = '' OR s.max_at <= $2) ORDER BY s.seq DESC`, seq, maxAt)
+	}, func(rows *sql.Rows, s *Snapshot) error {
+		err := rows.Scan(&s.Seq, &s.EventHash, &s.FromSeq, &s.MaxAt, &s.Version, &s.StateHash, &s.State, &logHash)
+		s.LogHash = logHash.String
+		return err
+	})
+}
+
+// SnapshotHeads yields every snapshot without its state, in seq order.
+func SnapshotHeads(ctx context.Context, q Querier) iter.Seq2[*Snapshot, error] {
+	return rowsOf(func() (*sql.Rows, error) {
+		return q.QueryContext(ctx, `SELECT seq, event_hash, from_seq, max_at, version, state_hash FROM snapshots ORDER BY seq`)
+	}, func(rows *sql.Rows, s *Snapshot) error {
+		return rows.Scan(&s.Seq, &s.EventHash, &s.FromSeq, &s.MaxAt, &s.Version, &s.StateHash)
+	})
+}
+
+// EventHash is the hash of the event at seq ("" when there is none).
+func EventHash(ctx context.Context, q Querier, seq int64) (string, error) {
+	var h string
+	err := q.QueryRowContext(ctx, `SELECT hash FROM events WHERE seq = $1`, seq).Scan(&h)
+	if err == sql.ErrNoRows {
+		return "", nil
+	}
+	return h, err
+}

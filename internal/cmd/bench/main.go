@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -33,7 +34,7 @@ var (
 	pairs   = flag.Int("pairs", 40, "alternated CLI pairs per comparison")
 	libTime = flag.Duration("lib-time", 3*time.Second, "time per library measurement round")
 	nEvents = flag.Int("events", 1_000_000, "events in the scale ledger (0 skips the scale rows)")
-	only    = flag.String("only", "", "comma-separated row groups to run: cli,baseline,lib,scale,contention,pg,page,copies")
+	only    = flag.String("only", "", "comma-separated row groups to run: cli,baseline,lib,clients,scale,contention,pg,pgclients,page,copies")
 	// A contention worker is this program run again with these flags,
 	// given separately so that no value (a URL has colons) needs escaping.
 	workerCycles   = flag.Int("worker-cycles", 0, "internal: run this many contention cycles as a worker and exit")
@@ -113,11 +114,15 @@ func main() {
 		fmt.Fprintf(os.Stderr, "Scale, on a generated %d-event ledger:\n", *nEvents)
 		benchScale(tmp)
 	}
+	if want("lib") || want("clients") {
+		fmt.Fprintln(os.Stderr, "SQLite, clients of one ledger on distinct locks against the raw commit rate:")
+		sqliteClients(tmp)
+	}
 	if want("contention") {
 		fmt.Fprintln(os.Stderr, "Contention, 8 processes x 200 cycles:")
 		benchContention(tmp)
 	}
-	if want("pg") {
+	if want("pg") || want("pgclients") {
 		fmt.Fprintln(os.Stderr, "PostgreSQL, each against its reference on the same server:")
 		benchPostgres(tmp)
 	}
@@ -430,7 +435,7 @@ func benchLibrary(tmp string) {
 // change moves both), one row like an event's per commit.
 type rawEvents struct {
 	db  *sql.DB
-	seq int64
+	seq atomic.Int64
 }
 
 // openSQLite is a pool of the bench's own on l's database (left open
@@ -473,19 +478,19 @@ func indexedRaw(ctx context.Context, l *ledger.Ledger, path string) (*rawEvents,
 }
 
 func (r *rawEvents) commit(ctx context.Context) {
-	r.seq++
+	seq := r.seq.Add(1)
 	tx, err := r.db.BeginTx(ctx, nil)
 	if err != nil {
 		die(err)
 	}
-	id := fmt.Sprintf("%026d", r.seq)
+	id := fmt.Sprintf("%026d", seq)
 	typ := "lock_acquired"
-	if r.seq%2 == 0 {
+	if seq%2 == 0 {
 		typ = "lock_released"
 	}
-	hash := fmt.Sprintf("%064x", r.seq)
+	hash := fmt.Sprintf("%064x", seq)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
-		VALUES (?,?,?,?,?,?,?,?,?,?)`, r.seq, id, typ, "bench", "req-"+id, "bench",
+		VALUES (?,?,?,?,?,?,?,?,?,?)`, seq, id, typ, "bench", "req-"+id, "bench",
 		time.Now().UTC().Format(time.RFC3339Nano), make([]byte, 600), hash, hash); err != nil {
 		die(err)
 	}

@@ -128,21 +128,19 @@ func benchPostgres(tmp string) {
 	}()
 
 	ctx := context.Background()
-	pgLibrary(ctx, tmp, newDB("lib"), newDB("raw"))
-	if psql == "" {
-		add(row{"PostgreSQL: `run NAME -- true` vs `psql` two commits", "skipped: psql not found", "-", "-", "-", "-"})
-	} else {
-		pgCLI(tmp, newDB("cli"), newDB("raw_psql"), psql)
+	if want("pg") {
+		pgLibrary(ctx, tmp, newDB("lib"), newDB("raw"))
+		if psql == "" {
+			add(row{"PostgreSQL: `run NAME -- true` vs `psql` two commits", "skipped: psql not found", "-", "-", "-", "-"})
+		} else {
+			pgCLI(tmp, newDB("cli"), newDB("raw_psql"), psql)
+		}
+		if logPath != "" {
+			pgStatements(ctx, tmp, newDB("statements"), logPath)
+		}
+		pgContention(tmp, newDB("contention"))
 	}
-	if logPath != "" {
-		pgStatements(ctx, tmp, newDB("statements"), logPath)
-	}
-	pgContention(tmp, newDB("contention"))
-	if cluster != nil {
-		pgBouncer(ctx, tmp, cluster, newDB)
-	} else {
-		add(row{"PostgreSQL through PgBouncer", "skipped: measured on the cluster the bench starts, not with -database", "-", "-", "-", "-"})
-	}
+	pgClients(ctx, tmp, cluster, newDB)
 }
 
 // dbs are the databases this run made, dropped at its end.

@@ -192,27 +192,7 @@ func pgLibrary(ctx context.Context, tmp, ledgerURL, rawURL string) {
 	defer l.Close()
 	db := openRaw(ctx, rawURL)
 	defer db.Close()
-	body := make([]byte, rawBody)
-	for i := range body {
-		body[i] = 'x'
-	}
-	var seq int64
-	commit := func() {
-		seq++
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			die(err)
-		}
-		id := fmt.Sprintf("%032x", seq)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
-			VALUES ($1, $2, 'acquire', 'bench', $3, 'bench', $4, $5, $6, $7)`,
-			seq, id, id, time.Now().UTC().Format(time.RFC3339Nano), body, strings.Repeat("0", 64), strings.Repeat("1", 64)); err != nil {
-			die(err)
-		}
-		if err := tx.Commit(); err != nil {
-			die(err)
-		}
-	}
+	commit := pgRawCommit(ctx, db)
 	cycle := func() { cycleOn(ctx, l) }
 	cycle() // the first cycle prepares the statements
 	commit()

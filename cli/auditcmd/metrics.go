@@ -40,7 +40,7 @@ type metricsOptions struct {
 }
 
 var metricsListing = invocation.Listing{
-	Use:   "metrics [--format text|openmetrics] [-o FILE] | metrics --listen ADDR",
+	Use:   "metrics [--format text|openmetrics] [-o FILE] [--state FILE] [--full] | metrics --listen ADDR",
 	Short: "Print Prometheus metrics derived from the ledger, or serve them on /metrics",
 }
 
@@ -138,7 +138,9 @@ func runMetrics(ctx context.Context, o *metricsOptions) error {
 	if err := fold.Update(ctx, r.Tx); err != nil {
 		return err
 	}
-	st.save(fold)
+	if err := st.save(fold); err != nil {
+		return err
+	}
 	cp, err := metrics.LastCheckpoint(ctx, r.Tx)
 	if err != nil {
 		return err
@@ -234,8 +236,7 @@ func (s *metricsServer) start(ctx context.Context) error {
 	if err := s.fold.Update(ctx, tx); err != nil {
 		return err
 	}
-	s.state.save(s.fold)
-	return nil
+	return s.state.save(s.fold)
 }
 
 func (s *metricsServer) serve(w http.ResponseWriter, req *http.Request) {
@@ -272,7 +273,9 @@ func (s *metricsServer) collect(ctx context.Context, format metrics.Format, w io
 		return err
 	}
 	if s.fold.Seq() != seq {
-		s.state.save(s.fold)
+		if err := s.state.save(s.fold); err != nil {
+			return err
+		}
 	}
 	cp, err := metrics.LastCheckpoint(ctx, tx)
 	if err != nil {

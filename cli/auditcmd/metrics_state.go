@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/metrics"
@@ -19,17 +20,18 @@ import (
 // this user's, outside the root, since metrics writes nothing into the
 // ledger (see metrics.LoadState for why the state is not a table).
 type metricsState struct {
-	g    *invocation.Globals
-	path string // "" when there is nowhere to keep it
-	id   string // the ledger's id
-	full bool   // --full: the kept state is not read
+	g        *invocation.Globals
+	path     string // "" when there is nowhere to keep it
+	explicit bool   // --state FILE: a FILE refused is bad input
+	id       string // the ledger's id
+	full     bool   // --full: the kept state is not read
 }
 
 // keeper is the state of ledger l: --state, else a file per ledger and
 // source (a root or a database) in the user's cache directory, so that
 // two copies of one ledger do not take turns folding from the start.
 func (o *metricsOptions) keeper(l *ledger.Ledger) *metricsState {
-	st := &metricsState{g: o.g, path: o.state, id: l.ID(), full: o.full}
+	st := &metricsState{g: o.g, path: o.state, explicit: o.state != "", id: l.ID(), full: o.full}
 	if st.path != "" {
 		return st
 	}
@@ -69,15 +71,20 @@ func (st *metricsState) load(ctx context.Context, q replay.Querier) (*metrics.Fo
 }
 
 // save keeps f for the next run; a failure costs the next run a full
-// fold, and is a warning.
-func (st *metricsState) save(f *metrics.Fold) {
+// fold, and is a warning, except a --state FILE refused (inside the
+// root, a symlink, not a regular file): bad input.
+func (st *metricsState) save(f *metrics.Fold) error {
 	if st.path == "" {
-		return
+		return nil
 	}
 	err := st.write(f)
+	if st.explicit && errors.As(err, new(*events.InvalidError)) {
+		return err
+	}
 	if err != nil {
 		st.g.Log.Warn("metrics: cannot keep the fold for the next run", "state", st.path, "error", err)
 	}
+	return nil
 }
 
 func (st *metricsState) write(f *metrics.Fold) error {

@@ -19,15 +19,20 @@ import (
 // (KeepOverlaps), or holds closed holdings its caller has not taken,
 // cannot be kept.
 
-// holdingFoldJSON is the kept form of a HoldingFold.
-type holdingFoldJSON struct {
+// stateJSON is the kept form of a State (one that keeps no overlaps).
+type stateJSON struct {
 	Seq          int64      `json:"seq"`
 	Events       int64      `json:"events"`
 	Anomalies    []Anomaly  `json:"anomalies,omitempty"`
 	AnomalyCount int        `json:"anomaly_count,omitempty"`
 	Locks        []lockJSON `json:"locks"`
-	Open         []openJSON `json:"open,omitempty"`
-	OpenShared   []openJSON `json:"open_shared,omitempty"`
+}
+
+// holdingFoldJSON is the kept form of a HoldingFold.
+type holdingFoldJSON struct {
+	stateJSON
+	Open       []openJSON `json:"open,omitempty"`
+	OpenShared []openJSON `json:"open_shared,omitempty"`
 }
 
 type lockJSON struct {
@@ -66,18 +71,14 @@ var ErrNotKeepable = errors.New("replay: this holding fold cannot be kept")
 
 // MarshalJSON is the fold's state (see holdingFoldJSON).
 func (f *HoldingFold) MarshalJSON() ([]byte, error) {
-	if f.st.keepOverlaps || len(f.Closed) > 0 {
+	if len(f.Closed) > 0 {
 		return nil, ErrNotKeepable
 	}
-	k := holdingFoldJSON{Seq: f.st.Seq, Events: f.st.Events, Anomalies: f.st.Anomalies, AnomalyCount: f.st.AnomalyCount}
-	for _, l := range f.st.Locks() {
-		lj := lockJSON{Name: l.Name, Held: l.Held, Holder: l.Holder, UpdatedSeq: l.UpdatedSeq, Last: l.Last,
-			Shared: l.Shared, Limit: l.Limit, Queued: l.Queued}
-		for _, c := range l.claims {
-			lj.Claims = append(lj.Claims, claimJSON{RequestID: c.requestID, Token: c.token, Seq: c.seq, At: c.at, Shared: c.shared})
-		}
-		k.Locks = append(k.Locks, lj)
+	st, err := f.st.kept()
+	if err != nil {
+		return nil, err
 	}
+	k := holdingFoldJSON{stateJSON: st}
 	for _, h := range f.Open() {
 		o := openJSON{Lock: h.Lock, Seq: h.Opened.Seq, Type: h.Opened.Type, At: h.Opened.At, RequestID: h.Opened.RequestID}
 		if h.Shared {
@@ -89,31 +90,82 @@ func (f *HoldingFold) MarshalJSON() ([]byte, error) {
 	return json.Marshal(k)
 }
 
+// MarshalJSON is the state as the next fold reads it back (UnmarshalJSON):
+// every lock and the anomalies; a state that keeps its overlaps cannot be
+// kept.
+func (s *State) MarshalJSON() ([]byte, error) {
+	k, err := s.kept()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(k)
+}
+
+// UnmarshalJSON replaces s with the state MarshalJSON kept.
+func (s *State) UnmarshalJSON(b []byte) error {
+	var k stateJSON
+	if err := json.Unmarshal(b, &k); err != nil {
+		return err
+	}
+	n, err := k.state()
+	if err != nil {
+		return err
+	}
+	*s = *n
+	return nil
+}
+
+func (s *State) kept() (stateJSON, error) {
+	if s.keepOverlaps {
+		return stateJSON{}, ErrNotKeepable
+	}
+	k := stateJSON{Seq: s.Seq, Events: s.Events, Anomalies: s.Anomalies, AnomalyCount: s.AnomalyCount}
+	for _, l := range s.Locks() {
+		lj := lockJSON{Name: l.Name, Held: l.Held, Holder: l.Holder, UpdatedSeq: l.UpdatedSeq, Last: l.Last,
+			Shared: l.Shared, Limit: l.Limit, Queued: l.Queued}
+		for _, c := range l.claims {
+			lj.Claims = append(lj.Claims, claimJSON{RequestID: c.requestID, Token: c.token, Seq: c.seq, At: c.at, Shared: c.shared})
+		}
+		k.Locks = append(k.Locks, lj)
+	}
+	return k, nil
+}
+
+func (k *stateJSON) state() (*State, error) {
+	n := NewState()
+	n.Seq, n.Events, n.Anomalies, n.AnomalyCount = k.Seq, k.Events, k.Anomalies, k.AnomalyCount
+	for _, lj := range k.Locks {
+		if lj.Name == "" || n.locks[lj.Name] != nil {
+			return nil, fmt.Errorf("replay: kept fold: lock %q named twice or empty", lj.Name)
+		}
+		if lj.Held && lj.Holder == nil {
+			return nil, fmt.Errorf("replay: kept fold: lock %q held with no holder", lj.Name)
+		}
+		l := &Lock{Name: lj.Name, Held: lj.Held, Holder: lj.Holder, UpdatedSeq: lj.UpdatedSeq, Last: lj.Last,
+			Shared: lj.Shared, Limit: lj.Limit, Queued: lj.Queued}
+		if slices.Contains(l.Shared, nil) {
+			return nil, fmt.Errorf("replay: kept fold: lock %q has an empty shared holder", lj.Name)
+		}
+		for _, c := range lj.Claims {
+			l.claims = append(l.claims, claim{requestID: c.RequestID, token: c.Token, seq: c.Seq, at: c.At, shared: c.Shared})
+		}
+		n.locks[l.Name] = l
+	}
+	return n, nil
+}
+
 // UnmarshalJSON replaces f with the fold MarshalJSON kept.
 func (f *HoldingFold) UnmarshalJSON(b []byte) error {
 	var k holdingFoldJSON
 	if err := json.Unmarshal(b, &k); err != nil {
 		return err
 	}
-	n := NewHoldingFold()
-	n.st.Seq, n.st.Events, n.st.Anomalies, n.st.AnomalyCount = k.Seq, k.Events, k.Anomalies, k.AnomalyCount
-	for _, lj := range k.Locks {
-		if lj.Name == "" || n.st.locks[lj.Name] != nil {
-			return fmt.Errorf("replay: kept fold: lock %q named twice or empty", lj.Name)
-		}
-		if lj.Held && lj.Holder == nil {
-			return fmt.Errorf("replay: kept fold: lock %q held with no holder", lj.Name)
-		}
-		l := &Lock{Name: lj.Name, Held: lj.Held, Holder: lj.Holder, UpdatedSeq: lj.UpdatedSeq, Last: lj.Last,
-			Shared: lj.Shared, Limit: lj.Limit, Queued: lj.Queued}
-		if slices.Contains(l.Shared, nil) {
-			return fmt.Errorf("replay: kept fold: lock %q has an empty shared holder", lj.Name)
-		}
-		for _, c := range lj.Claims {
-			l.claims = append(l.claims, claim{requestID: c.RequestID, token: c.Token, seq: c.Seq, at: c.At, shared: c.Shared})
-		}
-		n.st.locks[l.Name] = l
+	st, err := k.state()
+	if err != nil {
+		return err
 	}
+	n := NewHoldingFold()
+	n.st = st
 	for _, o := range k.Open {
 		h, err := o.holding(false)
 		if err != nil {

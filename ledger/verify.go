@@ -20,7 +20,22 @@ type verifyConfig struct {
 	trust    *replay.Trust
 	skew     time.Duration
 	snapshot *sql.Tx
+	from     *replay.Verified
+	keep     *replay.Verified
 }
+
+// From makes Verify check only the events after v, a head an earlier
+// Verify of this ledger found intact (kept with KeepVerified, by the
+// verifier, outside the database): see replay.VerifyLedgerFrom for what
+// that proves and what it leaves to a check of the whole log. The
+// database file's pages are not read (only its append-only guards are
+// checked); the projections are checked as always. v of another ledger
+// is an error.
+func From(v *replay.Verified) VerifyOption { return func(c *verifyConfig) { c.from = v } }
+
+// KeepVerified has Verify fill v with the head it verified, when the
+// report is OK (v.Seq 0 otherwise): the next Verify may start From it.
+func KeepVerified(v *replay.Verified) VerifyOption { return func(c *verifyConfig) { c.keep = v } }
 
 // FullStorageCheck makes Verify run SQLite's integrity_check, which also
 // compares every index with its table, instead of its quick_check.
@@ -84,10 +99,27 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*verify.Repo
 	// SQLite's check reads the whole file once more: it runs beside the
 	// read of the events, on a connection of its own. Its snapshot may be
 	// a later one, which changes nothing about the file being sound.
+	level := store.StorageQuick
+	switch {
+	case c.from != nil && c.from.LedgerID != l.id:
+		return nil, fmt.Errorf("ledger: verify: the head verified before is of ledger %q, not %q", c.from.LedgerID, l.id)
+	case c.from != nil:
+		level = store.StorageGuards
+	case c.full:
+		level = store.StorageFull
+	}
 	storage := &verify.Report{}
 	checked := make(chan error, 1)
-	go func() { checked <- l.checkStorage(ctx, c.full, storage) }()
-	rep, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis, replay.ClockSkew(c.skew), replay.VerifyingClock(l.now), replay.WithTrust(&trust))
+	go func() { checked <- l.store.CheckStorage(ctx, l.store, level, storage) }()
+	var kept replay.Verified
+	ropts := []replay.VerifyOption{replay.ClockSkew(c.skew), replay.VerifyingClock(l.now), replay.WithTrust(&trust), replay.Keep(&kept)}
+	var rep *verify.Report
+	var st *replay.State
+	if c.from != nil {
+		rep, st, err = replay.VerifyLedgerFrom(ctx, tx, l.Source(), l.genesis, c.from, ropts...)
+	} else {
+		rep, st, err = replay.VerifyLedger(ctx, tx, l.Source(), l.genesis, ropts...)
+	}
 	if serr := <-checked; serr != nil {
 		return nil, serr
 	}
@@ -110,10 +142,9 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*verify.Repo
 		}
 	}
 	rep.Finish()
+	if c.keep != nil && rep.OK && kept.Seq > 0 {
+		kept.LedgerID = l.id
+		*c.keep = kept
+	}
 	return rep, nil
-}
-
-// checkStorage runs the engine's storage check on a connection of its own.
-func (l *Ledger) checkStorage(ctx context.Context, full bool, rep *verify.Report) error {
-	return l.store.CheckStorage(ctx, l.store, full, rep)
 }

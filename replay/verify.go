@@ -13,7 +13,6 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/schema"
-	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/verify"
 )
 
@@ -256,44 +255,14 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 	if err != nil {
 		return nil, nil, fmt.Errorf("replay: verify: %w", err)
 	}
-	// Rows and their columns are allocated a batch at a time.
-	type rowAlloc struct {
-		row  Row
-		cols Columns
-	}
-	var slab []rowAlloc
-	err = pipeline(ctx, func(emit func(*Row) bool) error {
-		for sr, err := range store.ChainRows(ctx, q) {
-			if err != nil {
-				return fmt.Errorf("replay: verify: %w", err)
-			}
-			if len(slab) == 0 {
-				slab = make([]rowAlloc, pipelineBatch)
-			}
-			ra := &slab[0]
-			slab = slab[1:]
-			ra.cols = sr.Cols
-			ra.row = Row{Seq: sr.Seq, Body: sr.Body, PrevHash: sr.PrevHash, Hash: sr.Hash, Cols: &ra.cols, Stored: sr.Stored}
-			if !emit(&ra.row) {
-				return nil
-			}
-		}
-		return nil
-	}, c.apply)
-	if err != nil {
+	if err := c.run(ctx, q, 0); err != nil {
 		return nil, nil, err
 	}
-	extra, firstExtra, err := store.TreeRowsAfter(ctx, q, c.report.LastSeq)
-	if err != nil {
-		return nil, nil, fmt.Errorf("replay: verify: %w", err)
-	}
-	c.tree.extraStored(extra, firstExtra)
-	c.finish()
-	c.tree.signedMarkers(c.markers)
 	if pruned {
 		// The fold starts after the archive: the projections cannot be
 		// judged by it.
 		return c.report, nil, nil
 	}
+	c.keep(cfg.keep, true)
 	return c.report, c.state, nil
 }

@@ -21,6 +21,7 @@ type verifyConfig struct {
 	skew     time.Duration
 	snapshot *sql.Tx
 	from     *replay.Verified
+	lookup   func(id string) (*replay.Verified, error)
 	keep     *replay.Verified
 }
 
@@ -32,6 +33,13 @@ type verifyConfig struct {
 // checked); the projections are checked as always. v of another ledger
 // is an error.
 func From(v *replay.Verified) VerifyOption { return func(c *verifyConfig) { c.from = v } }
+
+// FromKept is From with the head lookup returns for the ledger's id (nil:
+// none, the whole log is checked), for a caller that keeps heads by
+// ledger and has not opened it.
+func FromKept(lookup func(id string) (*replay.Verified, error)) VerifyOption {
+	return func(c *verifyConfig) { c.lookup = lookup }
+}
 
 // KeepVerified has Verify fill v with the head it verified, when the
 // report is OK (v.Seq 0 otherwise): the next Verify may start From it.
@@ -99,6 +107,11 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*verify.Repo
 	// SQLite's check reads the whole file once more: it runs beside the
 	// read of the events, on a connection of its own. Its snapshot may be
 	// a later one, which changes nothing about the file being sound.
+	if c.lookup != nil && c.from == nil {
+		if c.from, err = c.lookup(l.id); err != nil {
+			return nil, err
+		}
+	}
 	level := store.StorageQuick
 	switch {
 	case c.from != nil && c.from.LedgerID != l.id:

@@ -112,10 +112,23 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*verify.Repo
 			return nil, err
 		}
 	}
+	if c.from != nil && c.from.LedgerID != l.id {
+		return nil, fmt.Errorf("ledger: verify: the head verified before is of ledger %q, not %q", c.from.LedgerID, l.id)
+	}
+	// A log that no longer holds the head verified before is checked
+	// whole, which explains what happened to it; the head's own finding
+	// is the damage only when nothing else is (a re-chained log that
+	// nothing signed).
+	var lost *verify.Problem
+	if c.from != nil {
+		// A log too damaged to read the head from is checked whole, and
+		// the report says why.
+		if ok, p, err := replay.CheckVerifiedHead(ctx, tx, c.from); err != nil || !ok {
+			c.from, lost = nil, p
+		}
+	}
 	level := store.StorageQuick
 	switch {
-	case c.from != nil && c.from.LedgerID != l.id:
-		return nil, fmt.Errorf("ledger: verify: the head verified before is of ledger %q, not %q", c.from.LedgerID, l.id)
 	case c.from != nil:
 		level = store.StorageGuards
 	case c.full:
@@ -154,10 +167,28 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*verify.Repo
 			return nil, err
 		}
 	}
+	if lost != nil {
+		if explained(rep, lost.Seq) {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("the whole log was checked: %s", lost.Detail))
+		} else {
+			rep.Add(*lost)
+		}
+	}
 	rep.Finish()
 	if c.keep != nil && rep.OK && kept.Seq > 0 {
 		kept.LedgerID = l.id
 		*c.keep = kept
 	}
 	return rep, nil
+}
+
+// explained: the report names damage to the log at or before seq, which
+// accounts for a head verified there that the log no longer holds.
+func explained(rep *verify.Report, seq int64) bool {
+	for _, p := range rep.Problems {
+		if p.Kind.Chain() && p.Seq <= seq {
+			return true
+		}
+	}
+	return false
 }

@@ -56,13 +56,37 @@ func (v *Verified) frontier() ([]tlog.Hash, error) {
 	return out, nil
 }
 
+// CheckVerifiedHead says whether the log q reads still holds from's event
+// at from's seq, so that a verify may start from it: nil when it does,
+// else the problem (a shorter log was cut or restored from an older copy;
+// another event there, rewritten or replaced), which a check of the whole
+// log then explains. A log whose live part starts after seq 1 (pruned) is
+// checked whole: ok false with no problem.
+func CheckVerifiedHead(ctx context.Context, q Querier, from *Verified) (ok bool, p *verify.Problem, err error) {
+	first, err := store.FirstSeq(ctx, q)
+	if err != nil || first > 1 {
+		return false, nil, err
+	}
+	hash, err := store.HashAt(ctx, q, from.Seq)
+	switch {
+	case err != nil:
+		return false, nil, err
+	case hash == "":
+		return false, &verify.Problem{Seq: from.Seq, Kind: verify.KindDeleted, Detail: fmt.Sprintf(
+			"the log no longer holds seq %d, which a verify on %s found with hash %s: events were deleted from its end, or the database was restored from an older copy",
+			from.Seq, from.At.UTC().Format(time.RFC3339), from.Hash)}, nil
+	case hash != from.Hash:
+		return false, &verify.Problem{Seq: from.Seq, Kind: verify.KindModified, Detail: fmt.Sprintf(
+			"seq %d's hash is %s, but a verify on %s found %s: the log was rewritten up to it, or replaced by another copy",
+			from.Seq, hash, from.At.UTC().Format(time.RFC3339), from.Hash)}, nil
+	}
+	return true, nil, nil
+}
+
 // VerifyLedgerFrom checks the events of a ledger after the head from, which
-// an earlier verify of this ledger found intact (see Verified), as
-// VerifyLedger checks the whole log, and no event before it: the log must
-// still hold from's event at from's seq (a shorter log was cut or
-// restored from an older copy; another event there, rewritten or
-// replaced: both are damage, and nothing after is checked), each new
-// event chains from it, its schema, columns, stored Merkle hashes, clock
+// an earlier verify of this ledger found intact (see Verified) and
+// CheckVerifiedHead found still there, as VerifyLedger checks the whole
+// log, and no event before it: each new event chains from it, its schema, columns, stored Merkle hashes, clock
 // and fencing token are checked, the tree's root at every later size
 // follows from from's frontier and the new leaves (so a checkpoint signed
 // after from is checked against the log that from vouched for, not
@@ -99,22 +123,6 @@ func VerifyLedgerFrom(ctx context.Context, q Querier, source, genesis string, fr
 	}
 	c.clock.latest, c.clock.latestSeq = from.Latest, from.LatestSeq
 	c.state, c.fromOne = st, true
-	hash, err := store.HashAt(ctx, q, from.Seq)
-	if err != nil {
-		return nil, nil, fmt.Errorf("replay: verify: %w", err)
-	}
-	switch {
-	case hash == "":
-		c.report.Add(verify.Problem{Seq: from.Seq, Kind: verify.KindDeleted, Detail: fmt.Sprintf(
-			"the log no longer holds seq %d, which a verify on %s found with hash %s: events were deleted from its end, or the database was restored from an older copy",
-			from.Seq, from.At.Format(time.RFC3339), from.Hash)})
-		return c.report, nil, nil
-	case hash != from.Hash:
-		c.report.Add(verify.Problem{Seq: from.Seq, Kind: verify.KindModified, Detail: fmt.Sprintf(
-			"seq %d's hash is %s, but a verify on %s found %s: the log was rewritten up to it, or replaced by another copy",
-			from.Seq, hash, from.At.Format(time.RFC3339), from.Hash)})
-		return c.report, nil, nil
-	}
 	if err := c.run(ctx, q, from.Seq); err != nil {
 		return nil, nil, err
 	}

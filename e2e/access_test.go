@@ -160,7 +160,7 @@ func TestVerifyIsRecorded(t *testing.T) {
 		e.LastSeq != 5 || e.HeadHash != v.HeadHash || e.File != "" || e.Actor != "tester" {
 		t.Fatalf("ledger_verified: %+v (report %+v)", e, v)
 	}
-	plain := clitest.Must(t, 0, root, "verify").Stdout
+	plain := clitest.Must(t, 0, root, "verify", "--full").Stdout
 	if !strings.Contains(plain, " 6 (seq 1-6)") || !strings.Contains(plain, "recorded: ledger_verified, seq 7") {
 		t.Fatalf("the next verify:\n%s", plain)
 	}

@@ -60,12 +60,20 @@ func (v *Verified) frontier() ([]tlog.Hash, error) {
 // at from's seq, so that a verify may start from it: nil when it does,
 // else the problem (a shorter log was cut or restored from an older copy;
 // another event there, rewritten or replaced), which a check of the whole
-// log then explains. A log whose live part starts after seq 1 (pruned) is
-// checked whole: ok false with no problem.
+// log then explains. A log whose live part starts after seq 1 (pruned),
+// or that was pruned or unpruned since, is checked whole: ok false with no
+// problem.
 func CheckVerifiedHead(ctx context.Context, q Querier, from *Verified) (ok bool, p *verify.Problem, err error) {
 	first, err := store.FirstSeq(ctx, q)
 	if err != nil || first > 1 {
 		return false, nil, err
+	}
+	// A prune or unprune since moved events below the head out of the
+	// live log or back into it: the whole log is checked.
+	for r, err := range store.PruneMarkers(ctx, q) {
+		if err != nil || r.Seq > from.Seq {
+			return false, nil, err
+		}
 	}
 	hash, err := store.HashAt(ctx, q, from.Seq)
 	switch {

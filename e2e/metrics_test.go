@@ -506,3 +506,50 @@ func TestMetricsHostileNamesStayValid(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsStateKeptBetweenRuns: a run keeps its fold in the user's
+// cache directory (mode 0600) and the next folds from it only the events
+// since, to the same metrics as a full fold; a state of another ledger
+// is not used, and the log says so; a --state inside the root is bad
+// input.
+func TestMetricsStateKeptBetweenRuns(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "a", "--pid", self).Stdout)
+	clitest.Must(t, 0, root, "metrics")
+	kept, err := filepath.Glob(filepath.Join(clitest.TrustDir(root)+"-cache", "lockledger", "metrics", "*.json"))
+	if err != nil || len(kept) != 1 {
+		t.Fatalf("kept states: %v, %v; want one", kept, err)
+	}
+	if st, err := os.Stat(kept[0]); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v, %v; want mode 0600", kept[0], st, err)
+	}
+	clitest.Must(t, 0, root, "acquire", "b", "--pid", self)
+	clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+	r := clitest.Must(t, 0, root, "metrics", "--log-level", "debug")
+	if !strings.Contains(r.Stderr, "folding from the kept state") {
+		t.Errorf("the second run did not fold from the kept state:\n%s", r.Stderr)
+	}
+	full := clitest.Must(t, 0, root, "metrics", "--full")
+	if withoutAge(r.Stdout) != withoutAge(full.Stdout) {
+		t.Errorf("from the kept state:\n%s\nfull:\n%s", r.Stdout, full.Stdout)
+	}
+
+	// Another ledger's state given with --state: not used, said, replaced.
+	other := t.TempDir()
+	for _, lock := range []string{"x", "y", "z", "w"} {
+		clitest.Must(t, 0, other, "acquire", lock, "--pid", self)
+	}
+	r = clitest.Must(t, 0, other, "metrics", "--state", kept[0])
+	if !strings.Contains(r.Stderr, "not this log's") || !strings.Contains(r.Stderr, "kept for ledger") {
+		t.Errorf("another ledger's state, stderr:\n%s", r.Stderr)
+	}
+	if full := clitest.Must(t, 0, other, "metrics", "--full"); withoutAge(r.Stdout) != withoutAge(full.Stdout) || strings.Contains(r.Stdout, `lock="a"`) {
+		t.Errorf("from another ledger's state:\n%s\nfull:\n%s", r.Stdout, full.Stdout)
+	}
+	r = clitest.Must(t, 2, root, "metrics", "--state", filepath.Join(root, "metrics.json"))
+	if r.Stdout != "" {
+		t.Errorf("a refused --state printed %q", r.Stdout)
+	}
+}

@@ -386,7 +386,8 @@ func TestPostgresFleetOfSignersIdleHostVerifiesAndTamperFailsEverywhere(t *testi
 			checkers = append(checkers[:len(checkers):len(checkers)], auditor)
 		}
 		for _, h := range checkers {
-			args := []string{"verify", "--json"}
+			// Below the heads the verifies above kept: the whole log.
+			args := []string{"verify", "--json", "--full"}
 			if h == auditor {
 				args = append(args, "--signers", signers)
 			}

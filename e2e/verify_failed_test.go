@@ -38,7 +38,7 @@ func TestFailedVerifySignsNothingOverTheDamage(t *testing.T) {
 	}
 
 	for i := range 2 {
-		v := clitest.Verify(t, 1, root)
+		v := clitest.Verify(t, 1, root, "--full")
 		modified := false
 		for _, p := range v.Problems {
 			modified = modified || p.Kind == "modified" && p.Seq == 3

@@ -78,7 +78,16 @@ func overwritePage(t *testing.T, root string, page, size int64) {
 // exiting want.
 func verifyStorage(t *testing.T, root string, want int, args ...string) (clitest.VerifyReport, string) {
 	t.Helper()
+	// As a first verify: one that starts after the head an earlier verify
+	// kept reads no page of the file.
+	forget := func() {
+		if err := os.RemoveAll(filepath.Join(clitest.TrustDir(root), "verified")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forget()
 	rep := clitest.Verify(t, want, root, args...)
+	forget()
 	plain := clitest.Run(t, root, append([]string{"verify"}, args...)...)
 	if plain.Code != want {
 		t.Fatalf("verify %v: exit %d, want %d\n%s%s", args, plain.Code, want, plain.Stdout, plain.Stderr)

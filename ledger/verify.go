@@ -20,7 +20,30 @@ type verifyConfig struct {
 	trust    *replay.Trust
 	skew     time.Duration
 	snapshot *sql.Tx
+	from     *replay.Verified
+	lookup   func(id string) (*replay.Verified, error)
+	keep     *replay.Verified
 }
+
+// From makes Verify check only the events after v, a head an earlier
+// Verify of this ledger found intact (kept with KeepVerified, by the
+// verifier, outside the database): see replay.VerifyLedgerFrom for what
+// that proves and what it leaves to a check of the whole log. The
+// database file's pages are not read (only its append-only guards are
+// checked); the projections are checked as always. v of another ledger
+// is an error.
+func From(v *replay.Verified) VerifyOption { return func(c *verifyConfig) { c.from = v } }
+
+// FromKept is From with the head lookup returns for the ledger's id (nil:
+// none, the whole log is checked), for a caller that keeps heads by
+// ledger and has not opened it.
+func FromKept(lookup func(id string) (*replay.Verified, error)) VerifyOption {
+	return func(c *verifyConfig) { c.lookup = lookup }
+}
+
+// KeepVerified has Verify fill v with the head it verified, when the
+// report is OK (v.Seq 0 otherwise): the next Verify may start From it.
+func KeepVerified(v *replay.Verified) VerifyOption { return func(c *verifyConfig) { c.keep = v } }
 
 // FullStorageCheck makes Verify run SQLite's integrity_check, which also
 // compares every index with its table, instead of its quick_check.
@@ -84,10 +107,45 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*verify.Repo
 	// SQLite's check reads the whole file once more: it runs beside the
 	// read of the events, on a connection of its own. Its snapshot may be
 	// a later one, which changes nothing about the file being sound.
+	if c.lookup != nil && c.from == nil {
+		if c.from, err = c.lookup(l.id); err != nil {
+			return nil, err
+		}
+	}
+	if c.from != nil && c.from.LedgerID != l.id {
+		return nil, fmt.Errorf("ledger: verify: the head verified before is of ledger %q, not %q", c.from.LedgerID, l.id)
+	}
+	// A log that no longer holds the head verified before is checked
+	// whole, which explains what happened to it; the head's own finding
+	// is the damage only when nothing else is (a re-chained log that
+	// nothing signed).
+	var lost *verify.Problem
+	if c.from != nil {
+		// A log too damaged to read the head from is checked whole, and
+		// the report says why.
+		if ok, p, err := replay.CheckVerifiedHead(ctx, tx, c.from); err != nil || !ok {
+			c.from, lost = nil, p
+		}
+	}
+	level := store.StorageQuick
+	switch {
+	case c.from != nil:
+		level = store.StorageGuards
+	case c.full:
+		level = store.StorageFull
+	}
 	storage := &verify.Report{}
 	checked := make(chan error, 1)
-	go func() { checked <- l.checkStorage(ctx, c.full, storage) }()
-	rep, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis, replay.ClockSkew(c.skew), replay.VerifyingClock(l.now), replay.WithTrust(&trust))
+	go func() { checked <- l.store.CheckStorage(ctx, l.store, level, storage) }()
+	var kept replay.Verified
+	ropts := []replay.VerifyOption{replay.ClockSkew(c.skew), replay.VerifyingClock(l.now), replay.WithTrust(&trust), replay.Keep(&kept)}
+	var rep *verify.Report
+	var st *replay.State
+	if c.from != nil {
+		rep, st, err = replay.VerifyLedgerFrom(ctx, tx, l.Source(), l.genesis, c.from, ropts...)
+	} else {
+		rep, st, err = replay.VerifyLedger(ctx, tx, l.Source(), l.genesis, ropts...)
+	}
 	if serr := <-checked; serr != nil {
 		return nil, serr
 	}
@@ -109,11 +167,28 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*verify.Repo
 			return nil, err
 		}
 	}
+	if lost != nil {
+		if explained(rep, lost.Seq) {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("the whole log was checked: %s", lost.Detail))
+		} else {
+			rep.Add(*lost)
+		}
+	}
 	rep.Finish()
+	if c.keep != nil && rep.OK && kept.Seq > 0 {
+		kept.LedgerID = l.id
+		*c.keep = kept
+	}
 	return rep, nil
 }
 
-// checkStorage runs the engine's storage check on a connection of its own.
-func (l *Ledger) checkStorage(ctx context.Context, full bool, rep *verify.Report) error {
-	return l.store.CheckStorage(ctx, l.store, full, rep)
+// explained: the report names damage to the log at or before seq, which
+// accounts for a head verified there that the log no longer holds.
+func explained(rep *verify.Report, seq int64) bool {
+	for _, p := range rep.Problems {
+		if p.Kind.Chain() && p.Seq <= seq {
+			return true
+		}
+	}
+	return false
 }

@@ -11,6 +11,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -141,21 +142,17 @@ func (f *Fold) Apply(ev *replay.Event) {
 // it starts again from seq 1: the counters reset, as Prometheus expects
 // of a restarted source.
 func (f *Fold) Update(ctx context.Context, q replay.Querier) error {
-	if f.seq > 0 {
-		same := false
-		err := replay.ScanRows(ctx, q, replay.Filter{FromSeq: f.seq, ToSeq: f.seq}, func(r *replay.Row) error {
-			same = r.Hash == f.lastHash
-			return nil
-		})
-		if err != nil {
+	if err := f.Follows(ctx, q); err != nil {
+		if !errors.As(err, new(*StaleStateError)) {
 			return err
 		}
-		if !same {
-			*f = *NewFold()
-		}
+		*f = *NewFold()
 	}
 	return replay.Scan(ctx, q, replay.Filter{FromSeq: f.seq + 1}, func(ev *replay.Event) error {
 		f.Apply(ev)
 		return nil
 	})
 }
+
+// Seq is the seq of the last event folded (0: none).
+func (f *Fold) Seq() int64 { return f.seq }

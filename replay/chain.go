@@ -77,7 +77,10 @@ type chain struct {
 	anchor string
 	// fromStart: the first row must be seq 1 (a whole ledger).
 	fromStart bool
-	report    *verify.Report
+	// after: the rows follow this seq, whose hash is the anchor (a ledger
+	// checked from a head verified before): the first must be after+1.
+	after  int64
+	report *verify.Report
 
 	started    bool
 	tipAnchor  bool   // the tip is the anchor, not a row
@@ -141,8 +144,8 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 	if first {
 		c.started = true
 		c.report.FirstSeq, c.report.FirstPrevHash = p, r.PrevHash
-		if c.fromStart {
-			c.maxO, c.tipPos = 0, 0
+		if c.fromStart || c.after > 0 {
+			c.maxO, c.tipPos = c.after, c.after
 		} else {
 			o := p
 			if bseqOK {
@@ -209,6 +212,9 @@ func (c *chain) step(rc *rowCheck) (intact bool) {
 		if intact && !c.tipDamaged && r.PrevHash != c.tipHash {
 			if c.tipAnchor {
 				what := "the given prev hash"
+				if c.after > 0 {
+					what = fmt.Sprintf("seq %d, the head verified before", c.after)
+				}
 				if c.fromStart {
 					what = "this ledger's genesis (the first event was replaced, or meta ledger_id changed)"
 				}

@@ -25,6 +25,7 @@ type verifyConfig struct {
 	clockSkew time.Duration
 	trust     *Trust
 	now       func() time.Time
+	keep      *Verified // Keep
 }
 
 func newVerifyConfig(opts []VerifyOption) verifyConfig {

@@ -541,6 +541,8 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 			if a.result != nil {
 				a.result.Result, a.result.Detail = "not checked", "it ends before the slice starts"
 				switch {
+				case t.ledger && t.start > 0 && a.size <= t.start:
+					a.result.Detail = "it covers no event after the head verified before, which a verify checked"
 				case t.noTree:
 					a.result.Detail = "the file starts after seq 1 without the tree of the events before it"
 				case a.size > end:

@@ -95,8 +95,11 @@ type checker struct {
 	markers []marker
 	// snaps are the stored snapshots not yet reached, in seq order
 	// (their states not read); folded is the first seq folded.
-	snaps  []store.Snapshot
-	folded int64
+	// wholeSnapshots: a check of the whole log, which also reads every
+	// snapshot's state (a check from a verified head reads none).
+	snaps          []store.Snapshot
+	folded         int64
+	wholeSnapshots bool
 }
 
 // newChecker's tree checks no checkpoints: the callers that have some
@@ -320,47 +323,15 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 		}
 		c.snaps = append(c.snaps, *s)
 	}
-	// Rows and their columns are allocated a batch at a time.
-	type rowAlloc struct {
-		row  Row
-		cols Columns
-	}
-	var slab []rowAlloc
-	err = pipeline(ctx, func(emit func(*Row) bool) error {
-		for sr, err := range store.ChainRows(ctx, q) {
-			if err != nil {
-				return fmt.Errorf("replay: verify: %w", err)
-			}
-			if len(slab) == 0 {
-				slab = make([]rowAlloc, pipelineBatch)
-			}
-			ra := &slab[0]
-			slab = slab[1:]
-			ra.cols = sr.Cols
-			ra.row = Row{Seq: sr.Seq, Body: sr.Body, PrevHash: sr.PrevHash, Hash: sr.Hash, Cols: &ra.cols, Stored: sr.Stored}
-			if !emit(&ra.row) {
-				return nil
-			}
-		}
-		return nil
-	}, c.apply)
-	if err != nil {
+	c.wholeSnapshots = true
+	if err := c.run(ctx, q, 0); err != nil {
 		return nil, nil, err
 	}
-	extra, firstExtra, err := store.TreeRowsAfter(ctx, q, c.report.LastSeq)
-	if err != nil {
-		return nil, nil, fmt.Errorf("replay: verify: %w", err)
-	}
-	c.tree.extraStored(extra, firstExtra)
-	if err := c.endSnapshots(ctx, q); err != nil {
-		return nil, nil, fmt.Errorf("replay: verify: snapshots: %w", err)
-	}
-	c.finish()
-	c.tree.signedMarkers(c.markers)
 	if pruned {
 		// The fold starts after the archive: the projections cannot be
 		// judged by it.
 		return c.report, nil, nil
 	}
+	c.keep(cfg.keep, true)
 	return c.report, c.state, nil
 }

@@ -339,13 +339,18 @@ const sepSQL = "'\x1f'"
 const chainQuery = `SELECT e.seq, e.body || '', e.prev_hash, e.hash,
 	e.event_id || ` + sepSQL + ` || e.type || ` + sepSQL + ` || e.lock_name || ` + sepSQL + ` || e.request_id || ` + sepSQL + ` || e.actor || ` + sepSQL + ` || e.at AS cols,
 	t.hashes || ''
-	FROM events e LEFT JOIN tlog_hashes t ON t.seq = e.seq ORDER BY e.seq`
+	FROM events e LEFT JOIN tlog_hashes t ON t.seq = e.seq WHERE e.seq > $1 ORDER BY e.seq`
 
 // ChainRows yields every row of the log in seq order (see ChainRow).
 func ChainRows(ctx context.Context, q Querier) iter.Seq2[*ChainRow, error] {
+	return ChainRowsAfter(ctx, q, 0)
+}
+
+// ChainRowsAfter yields the rows of the log after seq, in seq order.
+func ChainRowsAfter(ctx context.Context, q Querier, seq int64) iter.Seq2[*ChainRow, error] {
 	var joined string
 	var body, stored sql.NullString
-	return rowsOf(func() (*sql.Rows, error) { return q.QueryContext(ctx, chainQuery) }, func(rows *sql.Rows, r *ChainRow) error {
+	return rowsOf(func() (*sql.Rows, error) { return q.QueryContext(ctx, chainQuery, seq) }, func(rows *sql.Rows, r *ChainRow) error {
 		if err := rows.Scan(&r.Seq, &body, &r.PrevHash, &r.Hash, &joined, &stored); err != nil {
 			return err
 		}

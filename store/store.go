@@ -75,9 +75,9 @@ type Store interface {
 	// Source names the database for messages (never with a password).
 	Source() string
 	// CheckStorage adds to rep what the engine finds wrong with the
-	// database itself: damaged pages (full: every page), missing or
-	// altered append-only guards.
-	CheckStorage(ctx context.Context, q Querier, full bool, rep *verify.Report) error
+	// database itself: damaged pages (as much of the file as level
+	// reads), missing or altered append-only guards.
+	CheckStorage(ctx context.Context, q Querier, level StorageCheck, rep *verify.Report) error
 	// Size is the database's size in bytes (SQLite: its pages; PostgreSQL:
 	// the events table with its indexes).
 	Size(ctx context.Context) (int64, error)
@@ -111,4 +111,18 @@ var (
 	// ErrMayNotAppend: a writer's open or write found that its role may
 	// not append events (one that may only read); nothing was written.
 	ErrMayNotAppend = errors.New("this role may not append events")
+)
+
+// StorageCheck is how much of the database CheckStorage reads.
+type StorageCheck int
+
+const (
+	// StorageQuick: SQLite's quick_check (every page, not the indexes
+	// against their tables), and the guards.
+	StorageQuick StorageCheck = iota
+	// StorageFull: SQLite's integrity_check, and the guards.
+	StorageFull
+	// StorageGuards: the append-only guards only, no page of the file (a
+	// check of the events after a verified head reads no more).
+	StorageGuards
 )

@@ -205,6 +205,10 @@ type Report struct {
 	Foreign []Problem `json:"foreign,omitempty"`
 	// Notes are remarks that are not damage (e.g. a write in flight).
 	Notes []string `json:"notes,omitempty"`
+	// From: the check read only the events after this head, which an
+	// earlier verify by this user found intact (an incremental verify);
+	// nil when it read the whole log.
+	From *From `json:"verified_from,omitempty"`
 	// Archived: the events below Archived.BelowSeq were pruned into an
 	// archive (a ledger_pruned marker says so); the live log starts there.
 	Archived *Archived `json:"archived,omitempty"`
@@ -314,6 +318,14 @@ type CheckpointResult struct {
 	// "not checked" (no verifier key), "invalid" (signature, origin, text).
 	Result string `json:"result"`
 	Detail string `json:"detail,omitempty"`
+}
+
+// From is the head an incremental verify started after: event Seq, its
+// chain hash, and when the verify that found it intact ran.
+type From struct {
+	Seq  int64     `json:"seq"`
+	Hash string    `json:"hash"`
+	At   time.Time `json:"at"`
 }
 
 // Archived is where a pruned ledger's live log starts: the last

@@ -35,10 +35,12 @@ type metricsOptions struct {
 	format string
 	out    string
 	listen string
+	state  string // --state FILE; "" is the default place
+	full   bool
 }
 
 var metricsListing = invocation.Listing{
-	Use:   "metrics [--format text|openmetrics] [-o FILE] | metrics --listen ADDR",
+	Use:   "metrics [--format text|openmetrics] [-o FILE] [--state FILE] [--full] | metrics --listen ADDR",
 	Short: "Print Prometheus metrics derived from the ledger, or serve them on /metrics",
 }
 
@@ -64,6 +66,16 @@ a new file beside it, renamed into place once complete, so the collector
 never reads half of one; FILE may not be inside the root, a symlink, or
 anything but a regular file (exit 2, nothing written).
 
+Each run keeps its fold in a state file (--state FILE; by default
+lockledger/metrics/ in the user's cache directory, $XDG_CACHE_HOME or
+~/.cache), so the next folds only the events appended since: a scrape
+costs the new events, not the whole log. The state names the ledger, the
+seq and the hash of the last event it folded; one of another ledger, or
+that the log no longer holds (a restored or cut database, a prune past
+it), is not used: the log is folded again from its start and the log
+says why. --full folds the whole log and replaces the state. A state
+that cannot be written (no cache directory) costs only speed: a warning.
+
 --listen ADDR (host:port) serves the metrics on http://ADDR/metrics until
 SIGINT or SIGTERM, then stops accepting, lets the scrapes in progress
 finish and exits 0. It folds the log before it listens; each scrape then
@@ -88,6 +100,8 @@ database with no ledger is exit 6.`,
 	fl.StringVar(&o.format, "format", "text", "text (Prometheus text format, for node_exporter's textfile collector) or openmetrics")
 	fl.StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0644, renamed into place when complete) instead of stdout")
 	fl.StringVar(&o.listen, "listen", "", "serve http://ADDR/metrics (ADDR is host:port) until SIGINT or SIGTERM")
+	fl.StringVar(&o.state, "state", "", "keep the fold between runs in FILE (default: lockledger/metrics/ in the user's cache directory)")
+	fl.BoolVar(&o.full, "full", false, "fold the whole log, not the kept state and the events after it (the state is then replaced)")
 	return cmd
 }
 
@@ -102,7 +116,7 @@ func runMetrics(ctx context.Context, o *metricsOptions) error {
 		return events.Invalid("--format", o.format, "must be text or openmetrics")
 	}
 	if o.listen != "" {
-		return serveMetrics(ctx, o.g, o.listen)
+		return serveMetrics(ctx, o)
 	}
 	w, file, err := o.g.OutputOrStdout(o.out, outfile.WithMode(metricsFileMode))
 	if err != nil {
@@ -116,8 +130,15 @@ func runMetrics(ctx context.Context, o *metricsOptions) error {
 		return err
 	}
 	defer r.Close()
-	fold := metrics.NewFold()
+	st := o.keeper(r.Ledger)
+	fold, err := st.load(ctx, r.Tx)
+	if err != nil {
+		return err
+	}
 	if err := fold.Update(ctx, r.Tx); err != nil {
+		return err
+	}
+	if err := st.save(fold); err != nil {
 		return err
 	}
 	cp, err := metrics.LastCheckpoint(ctx, r.Tx)
@@ -138,6 +159,7 @@ func runMetrics(ctx context.Context, o *metricsOptions) error {
 type metricsServer struct {
 	g      *invocation.Globals
 	l      *ledger.Ledger
+	state  *metricsState
 	mu     sync.Mutex // the fold is one per server
 	fold   *metrics.Fold
 	closed bool // the server stopped: the ledger is being closed
@@ -146,7 +168,8 @@ type metricsServer struct {
 // errMetricsStopped answers a scrape that comes after the server stopped.
 var errMetricsStopped = errors.New("metrics: the server is stopping")
 
-func serveMetrics(ctx context.Context, g *invocation.Globals, addr string) error {
+func serveMetrics(ctx context.Context, o *metricsOptions) error {
+	g, addr := o.g, o.listen
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return events.Invalid("--listen", addr, "must be host:port (a port alone is :PORT)")
 	}
@@ -155,10 +178,10 @@ func serveMetrics(ctx context.Context, g *invocation.Globals, addr string) error
 		return err
 	}
 	defer g.Finish(l)
-	// The log up to now is folded before the first scrape, which then
-	// reads only what was appended since.
-	s := &metricsServer{g: g, l: l, fold: metrics.NewFold()}
-	if err := s.collect(ctx, metrics.Text, io.Discard); err != nil {
+	// The log up to now is folded (from the kept state) before the first
+	// scrape, which then reads only what was appended since.
+	s := &metricsServer{g: g, l: l, state: o.keeper(l)}
+	if err := s.start(ctx); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -200,6 +223,22 @@ func serveMetrics(ctx context.Context, g *invocation.Globals, addr string) error
 	return nil
 }
 
+// start folds the log from the kept state, before the first scrape.
+func (s *metricsServer) start(ctx context.Context) error {
+	tx, err := s.l.BeginRead(ctx)
+	if err != nil {
+		return fmt.Errorf("ledger: read: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if s.fold, err = s.state.load(ctx, tx); err != nil {
+		return err
+	}
+	if err := s.fold.Update(ctx, tx); err != nil {
+		return err
+	}
+	return s.state.save(s.fold)
+}
+
 func (s *metricsServer) serve(w http.ResponseWriter, req *http.Request) {
 	format := negotiate(req.Header.Get("Accept"))
 	var buf strings.Builder
@@ -223,8 +262,20 @@ func (s *metricsServer) collect(ctx context.Context, format metrics.Format, w io
 		return fmt.Errorf("ledger: read: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	if err := s.fold.Follows(ctx, tx); err != nil {
+		if !errors.As(err, new(*metrics.StaleStateError)) {
+			return err
+		}
+		s.g.Log.Warn("metrics: folding the log again from its start", "reason", err)
+	}
+	seq := s.fold.Seq()
 	if err := s.fold.Update(ctx, tx); err != nil {
 		return err
+	}
+	if s.fold.Seq() != seq {
+		if err := s.state.save(s.fold); err != nil {
+			return err
+		}
 	}
 	cp, err := metrics.LastCheckpoint(ctx, tx)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -23,6 +24,7 @@ import (
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/trust"
 	"github.com/lockledger/lockledger/verify"
 )
 
@@ -43,7 +45,9 @@ type verifyOptions struct {
 	pinned      bool // the trust store pins a ledger at this root
 	archives    []string
 	evidence    string
-	signers     string // --signers FILE
+	signers     string           // --signers FILE
+	verified    trust.Verified   // where this user's verified heads are kept
+	kept        *replay.Verified // this verify's head, kept when it is OK
 }
 
 var verifyListing = invocation.Listing{
@@ -149,6 +153,24 @@ latest time already recorded, and reported once. Widen the tolerance for
 a host whose clock is known to have jumped (project checks the log with
 the default).
 
+A verify that finds the ledger intact keeps its head in this user's
+trust store (verified/ in the trust directory: the last event's seq and
+hash, the Merkle tree's frontier there, the replayed state), and the next
+plain verify of the ledger at this root checks only the events after it:
+they must chain from that hash, the tree from that frontier (so every
+checkpoint signed since is checked against the log verified before), and
+replay goes on from that state to the locks table and lock files as
+always; of the database file only the append-only triggers are checked.
+A log that no longer holds that event (cut, or restored from an older
+copy) or holds another one there (rewritten, re-chained) fails. What it
+does not read is the events before that head: one edited in place since
+is found by a check of the whole log, which --full makes (and with it
+SQLite's integrity_check), as does any verify given --verifier-key,
+--checkpoint, --expect-head, --signers, --witness, --witness-key or
+--archive (the daily lockledger-verify.timer passes --verifier-key). The
+report says which ran: "checked: incremental, after seq N" (--json:
+check, verified_from).
+
 Exit 0 only when everything holds, 1 otherwise.
 
 Reading the audit log is itself recorded: after the check, verify appends
@@ -169,7 +191,7 @@ no key and pinning nothing. With --file nothing is recorded.`,
   lockledger verify --verifier-key ops-ledger.vkey --witness /mnt/audit/ledger.checkpoints
   lockledger verify --expect-head 1200:3f5c...e1   # a head written down earlier
   lockledger verify --json | jq .first_bad
-  lockledger verify --full      # also every index against its table
+  lockledger verify --full      # the whole log, and every index against its table
   lockledger export -o audit.jsonl && lockledger verify --file audit.jsonl`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -179,7 +201,7 @@ no key and pinning nothing. With --file nothing is recorded.`,
 	}
 	cmd.Flags().StringVar(&o.file, "file", "", "check this JSON Lines export instead of the ledger")
 	cmd.Flags().StringVar(&o.prevHash, "prev-hash", "", "with --file: the hash the first line must chain from")
-	cmd.Flags().BoolVar(&o.full, "full", false, "run SQLite's integrity_check (every index against its table) instead of its quick_check")
+	cmd.Flags().BoolVar(&o.full, "full", false, "check the whole log from genesis, not only the events after the head this user verified last, and run SQLite's integrity_check (every index against its table) instead of its quick_check")
 	cmd.Flags().StringVar(&o.actor, "actor", "", "who verifies, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	cmd.Flags().StringVar(&o.clockSkew, "clock-skew", replay.DefaultClockSkew.String(),
 		"how far an event's at may fall behind an earlier event's or the ledger's creation (90s, 1m or plain seconds)")
@@ -379,6 +401,10 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		if o.full {
 			opts = append(opts, ledger.FullStorageCheck())
 		}
+		opts, err = o.verifiedHeads(trust, opts)
+		if err != nil {
+			return err
+		}
 		rep, err = invocation.VerifyWitnessed(ctx, o.g, trust, opts...)
 		if err == nil && len(o.archives) > 0 {
 			err = o.withArchives(rep, replay.ClockSkew(skew), replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
@@ -389,6 +415,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		return err
 	}
 	o.checkExpected(rep)
+	o.keepVerified(rep)
 	warning := ""
 	signed := carriedUnchecked(rep, trust)
 	switch {
@@ -427,9 +454,10 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if o.g.JSON {
 		invocation.WriteJSON(o.g.IO.Out, struct {
 			*verify.Report
+			Check    string `json:"check,omitempty"`
 			Recorded int64  `json:"recorded,omitempty"`
 			Warning  string `json:"warning,omitempty"`
-		}{rep, recorded, warning})
+		}{rep, o.checkKind(rep), recorded, warning})
 	} else {
 		printReport(o.g.IO.Out, rep)
 		if recorded > 0 {
@@ -541,18 +569,26 @@ func printReport(w io.Writer, rep *verify.Report) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	termtext.Fprintf(tw, "  source\t%s\n", rep.Source)
+	if f := rep.From; f != nil {
+		termtext.Fprintf(tw, "  checked\tincremental: the events after seq %d, the head this user's verify found intact on %s (verify --full checks the whole log)\n",
+			f.Seq, f.At.UTC().Format(time.RFC3339))
+	}
 	if rep.LedgerID != "" {
 		termtext.Fprintf(tw, "  ledger id\t%s\n", rep.LedgerID)
 	}
 	switch {
 	case rep.Unreadable:
 		termtext.Fprintf(tw, "  events\tunreadable (see the problems)\n")
+	case rep.Events == 0 && rep.From != nil:
+		termtext.Fprintf(tw, "  events\tnone after seq %d, which a verify found intact on %s\n", rep.From.Seq, rep.From.At.UTC().Format(time.RFC3339))
 	case rep.Events == 0:
 		termtext.Fprintf(tw, "  events\tnone\n")
 	default:
 		termtext.Fprintf(tw, "  events\t%d (seq %d-%d)\n", rep.Events, rep.FirstSeq, rep.LastSeq)
 		from := "prev_hash " + rep.FirstPrevHash
-		if a := rep.Archived; a != nil {
+		if f := rep.From; f != nil {
+			from = fmt.Sprintf("seq %d's hash %s, which a verify found intact on %s", f.Seq, f.Hash, f.At.UTC().Format(time.RFC3339))
+		} else if a := rep.Archived; a != nil {
 			from = fmt.Sprintf("seq %d's hash %s (archived below seq %d: archive sha256 %s, ledger_pruned at seq %d)",
 				a.BelowSeq-1, a.HeadHash, a.BelowSeq, a.ArchiveSHA256, a.MarkerSeq)
 		} else if rep.Genesis != "" {

@@ -101,12 +101,13 @@ func TestVerifyTamperCorpus(t *testing.T) {
 				t.Fatalf("before tampering: %+v", v)
 			}
 			tc.tamper(t, attacker(t, root))
-			v := clitest.Verify(t, 1, root)
+			// Below the head the verify above kept: the whole log.
+			v := clitest.Verify(t, 1, root, "--full")
 			if v.OK || v.FirstBad == nil || v.FirstBad.Seq != tc.seq || v.FirstBad.Kind != tc.kind {
 				t.Fatalf("first bad = %+v, want seq %d %s\nall: %+v", v.FirstBad, tc.seq, tc.kind, v.Problems)
 			}
 			// The plain report says the same.
-			plain := clitest.Must(t, 1, root, "verify").Stdout
+			plain := clitest.Must(t, 1, root, "verify", "--full").Stdout
 			want := regexp.MustCompile(`first bad\s+seq ` + jsonNumber(tc.seq) + ` (\(lock [a-z-]+\) )?` + tc.kind + `:`)
 			if !want.MatchString(plain) {
 				t.Errorf("plain report lacks %s:\n%s", want, plain)

@@ -57,6 +57,12 @@ func Heads(s *trust.Store, root string) trust.Heads {
 	return trust.Heads{Dir: s.HeadsDir(), Root: trust.Resolve(root)}
 }
 
+// VerifiedOf is where the trust store keeps what this user's verifies of
+// the ledgers at root found intact.
+func VerifiedOf(s *trust.Store, root string) trust.Verified {
+	return trust.Verified{Dir: s.VerifiedDir(), Root: trust.Resolve(root)}
+}
+
 // KeptHead is the file holding the head the trust store keeps of ledger
 // id at root, "" when there is none.
 func KeptHead(s *trust.Store, root, id string) string {
@@ -85,6 +91,10 @@ func (g *Globals) DropHeads() error {
 		return err
 	}
 	for _, p := range pins {
+		// What this user verified of the old log is no head of the new one.
+		if err := VerifiedOf(s, p.Root).Forget(p.LedgerID); err != nil {
+			return err
+		}
 		heads := Heads(s, p.Root)
 		for _, path := range []string{heads.Path(p.LedgerID), trust.Heads{Dir: heads.Dir}.Path(p.LedgerID)} {
 			if err := os.Remove(path); err == nil {

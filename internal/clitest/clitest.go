@@ -204,13 +204,16 @@ var otherTrust struct {
 func Env(root string, extra ...string) []string {
 	// The race runtime sleeps 1 s at exit unless told otherwise.
 	env := []string{envCLI + "=1", "LOCKLEDGER_ROOT=" + root, "NO_COLOR=1", "USER=tester", "GORACE=atexit_sleep_ms=0",
-		"LOCKLEDGER_TRUST_DIR=" + TrustDir(root)}
+		"LOCKLEDGER_TRUST_DIR=" + TrustDir(root),
+		// What a command keeps between runs (metrics' state) stays beside
+		// the test's trust store, out of the real home.
+		"XDG_CACHE_HOME=" + TrustDir(root) + "-cache"}
 	if isUnsigned(root) {
 		env = append(env, "LOCKLEDGER_UNSIGNED=1")
 	}
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "LOCKLEDGER_") || strings.HasPrefix(kv, "USER=") || strings.HasPrefix(kv, "NO_COLOR=") ||
-			strings.HasPrefix(kv, "GORACE=") {
+			strings.HasPrefix(kv, "GORACE=") || strings.HasPrefix(kv, "XDG_CACHE_HOME=") {
 			continue
 		}
 		env = append(env, kv)

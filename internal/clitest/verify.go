@@ -47,6 +47,13 @@ type VerifyReport struct {
 		Count    int     `json:"count"`
 		Sizes    []int64 `json:"sizes"`
 	} `json:"uncosigned"`
+	// Check is what a verify of a ledger read: "full", or "incremental"
+	// (only the events after VerifiedFrom, a head a verify found intact).
+	Check        string `json:"check"`
+	VerifiedFrom *struct {
+		Seq  int64  `json:"seq"`
+		Hash string `json:"hash"`
+	} `json:"verified_from"`
 	// Recorded is the seq of the ledger_verified event verify appended
 	// (0: none, as for a read-only ledger).
 	Recorded int64 `json:"recorded"`

@@ -377,7 +377,7 @@ func (s *Store) Compact(context.Context) error { return nil }
 
 func (s *Store) Source() string { return s.source }
 
-func (s *Store) CheckStorage(ctx context.Context, q store.Querier, _ bool, rep *verify.Report) error {
+func (s *Store) CheckStorage(ctx context.Context, q store.Querier, _ store.StorageCheck, rep *verify.Report) error {
 	return CheckStorage(ctx, q, rep)
 }
 

@@ -226,8 +226,11 @@ func (s *Store) CachesStatements() bool { return false }
 
 func (s *Store) Source() string { return s.cfg.Path }
 
-func (s *Store) CheckStorage(ctx context.Context, q store.Querier, full bool, rep *verify.Report) error {
-	return CheckStorage(ctx, q, full, rep)
+func (s *Store) CheckStorage(ctx context.Context, q store.Querier, level store.StorageCheck, rep *verify.Report) error {
+	if level == store.StorageGuards {
+		return checkTriggers(ctx, q, rep)
+	}
+	return CheckStorage(ctx, q, level == store.StorageFull, rep)
 }
 
 // FollowCopiedIDs: an INTEGER PRIMARY KEY follows the largest id already.

@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// TestVerifyIncrementalFromTheKeptHead: a verify that finds the ledger
+// intact keeps its head in the trust store; the next plain verify checks
+// only the events after it and says so (text and --json), --full checks
+// the whole log again, and a log cut below the kept head is checked whole
+// and fails loudly, naming the seq it no longer holds.
+func TestVerifyIncrementalFromTheKeptHead(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	clitest.Must(t, 0, root, "acquire", "a", "--pid", self)
+	clitest.Must(t, 0, root, "acquire", "b", "--pid", self)
+	first := clitest.Verify(t, 0, root)
+	if first.Check != "full" || first.VerifiedFrom != nil || first.FirstSeq != 1 {
+		t.Fatalf("first verify: check %q, from %+v, first seq %d", first.Check, first.VerifiedFrom, first.FirstSeq)
+	}
+	if kept, _ := filepath.Glob(filepath.Join(clitest.TrustDir(root), "verified", "*.verified")); len(kept) != 1 {
+		t.Fatalf("heads kept: %v, want one", kept)
+	}
+	clitest.Must(t, 0, root, "acquire", "c", "--pid", self)
+	inc := clitest.Verify(t, 0, root)
+	if inc.Check != "incremental" || inc.VerifiedFrom == nil || inc.VerifiedFrom.Seq != first.LastSeq || inc.FirstSeq != first.LastSeq+1 || inc.Locks != 3 {
+		t.Fatalf("second verify: check %q, from %+v, seq %d-%d, %d locks; want incremental from seq %d", inc.Check, inc.VerifiedFrom, inc.FirstSeq, inc.LastSeq, inc.Locks, first.LastSeq)
+	}
+	text := clitest.Must(t, 0, root, "verify").Stdout
+	if !strings.Contains(text, "checked      incremental: the events after seq "+strconv.FormatInt(inc.LastSeq, 10)) {
+		t.Errorf("text report of an incremental verify:\n%s", text)
+	}
+	if full := clitest.Verify(t, 0, root, "--full"); full.Check != "full" || full.FirstSeq != 1 {
+		t.Errorf("verify --full: check %q, first seq %d", full.Check, full.FirstSeq)
+	}
+
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{`DROP TRIGGER events_no_delete`, `DROP TRIGGER tlog_hashes_no_delete`,
+		`DELETE FROM events WHERE seq > 2`, `DELETE FROM tlog_hashes WHERE seq > 2`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// The whole log is checked (the signed head kept finds the cut), and
+	// the report names the head it no longer holds.
+	cut := clitest.Verify(t, 1, root)
+	if cut.Check != "full" || cut.OK || !slices.ContainsFunc(cut.Notes, func(n string) bool { return strings.Contains(n, "no longer holds seq") }) {
+		t.Errorf("verify of a log cut below the kept head: check %q, notes %q; problems %+v", cut.Check, cut.Notes, cut.Problems)
+	}
+}

@@ -1,0 +1,200 @@
+package replay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lockledger/lockledger/events"
+)
+
+// A HoldingFold's state as JSON, so that a reader that folds the same log
+// again and again (metrics, once a minute) can keep where it stopped and
+// fold only the events after it. What is kept is exactly what Apply reads
+// from one event to the next: each lock (holders, shared holders, claims,
+// queue, last event), the anomalies so far, and each open holding's
+// opening event, of which only what names and dates it (seq, type, at,
+// lock, request id) is kept. A fold that keeps its overlaps
+// (KeepOverlaps), or holds closed holdings its caller has not taken,
+// cannot be kept.
+
+// stateJSON is the kept form of a State (one that keeps no overlaps).
+type stateJSON struct {
+	Seq          int64      `json:"seq"`
+	Events       int64      `json:"events"`
+	Anomalies    []Anomaly  `json:"anomalies,omitempty"`
+	AnomalyCount int        `json:"anomaly_count,omitempty"`
+	Locks        []lockJSON `json:"locks"`
+}
+
+// holdingFoldJSON is the kept form of a HoldingFold.
+type holdingFoldJSON struct {
+	stateJSON
+	Open       []openJSON `json:"open,omitempty"`
+	OpenShared []openJSON `json:"open_shared,omitempty"`
+}
+
+type lockJSON struct {
+	Name       string      `json:"name"`
+	Held       bool        `json:"held,omitempty"`
+	Holder     *Holder     `json:"holder,omitempty"`
+	UpdatedSeq int64       `json:"updated_seq,omitempty"`
+	Last       EventRef    `json:"last"`
+	Shared     []*Holder   `json:"shared,omitempty"`
+	Limit      int64       `json:"limit,omitempty"`
+	Claims     []claimJSON `json:"claims,omitempty"`
+	Queued     []Queued    `json:"queued,omitempty"`
+}
+
+type claimJSON struct {
+	RequestID string `json:"request_id"`
+	Token     int64  `json:"token"`
+	Seq       int64  `json:"seq"`
+	At        string `json:"at"`
+	Shared    bool   `json:"shared,omitempty"`
+}
+
+// openJSON is an open holding: its lock and what names and dates the
+// event that opened it.
+type openJSON struct {
+	Lock      string      `json:"lock"`
+	Seq       int64       `json:"seq"`
+	Type      events.Type `json:"type"`
+	At        string      `json:"at"`
+	RequestID string      `json:"request_id"`
+}
+
+// ErrNotKeepable is MarshalJSON's refusal of a fold whose state is more
+// than what is kept (see above).
+var ErrNotKeepable = errors.New("replay: this holding fold cannot be kept")
+
+// MarshalJSON is the fold's state (see holdingFoldJSON).
+func (f *HoldingFold) MarshalJSON() ([]byte, error) {
+	if len(f.Closed) > 0 {
+		return nil, ErrNotKeepable
+	}
+	st, err := f.st.kept()
+	if err != nil {
+		return nil, err
+	}
+	k := holdingFoldJSON{stateJSON: st}
+	for _, h := range f.Open() {
+		o := openJSON{Lock: h.Lock, Seq: h.Opened.Seq, Type: h.Opened.Type, At: h.Opened.At, RequestID: h.Opened.RequestID}
+		if h.Shared {
+			k.OpenShared = append(k.OpenShared, o)
+		} else {
+			k.Open = append(k.Open, o)
+		}
+	}
+	return json.Marshal(k)
+}
+
+// MarshalJSON is the state as the next fold reads it back (UnmarshalJSON):
+// every lock and the anomalies; a state that keeps its overlaps cannot be
+// kept.
+func (s *State) MarshalJSON() ([]byte, error) {
+	k, err := s.kept()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(k)
+}
+
+// UnmarshalJSON replaces s with the state MarshalJSON kept.
+func (s *State) UnmarshalJSON(b []byte) error {
+	var k stateJSON
+	if err := json.Unmarshal(b, &k); err != nil {
+		return err
+	}
+	n, err := k.state()
+	if err != nil {
+		return err
+	}
+	*s = *n
+	return nil
+}
+
+func (s *State) kept() (stateJSON, error) {
+	if s.keepOverlaps {
+		return stateJSON{}, ErrNotKeepable
+	}
+	k := stateJSON{Seq: s.Seq, Events: s.Events, Anomalies: s.Anomalies, AnomalyCount: s.AnomalyCount}
+	for _, l := range s.Locks() {
+		lj := lockJSON{Name: l.Name, Held: l.Held, Holder: l.Holder, UpdatedSeq: l.UpdatedSeq, Last: l.Last,
+			Shared: l.Shared, Limit: l.Limit, Queued: l.Queued}
+		for _, c := range l.claims {
+			lj.Claims = append(lj.Claims, claimJSON{RequestID: c.requestID, Token: c.token, Seq: c.seq, At: c.at, Shared: c.shared})
+		}
+		k.Locks = append(k.Locks, lj)
+	}
+	return k, nil
+}
+
+func (k *stateJSON) state() (*State, error) {
+	n := NewState()
+	n.Seq, n.Events, n.Anomalies, n.AnomalyCount = k.Seq, k.Events, k.Anomalies, k.AnomalyCount
+	for _, lj := range k.Locks {
+		if lj.Name == "" || n.locks[lj.Name] != nil {
+			return nil, fmt.Errorf("replay: kept fold: lock %q named twice or empty", lj.Name)
+		}
+		if lj.Held && lj.Holder == nil {
+			return nil, fmt.Errorf("replay: kept fold: lock %q held with no holder", lj.Name)
+		}
+		l := &Lock{Name: lj.Name, Held: lj.Held, Holder: lj.Holder, UpdatedSeq: lj.UpdatedSeq, Last: lj.Last,
+			Shared: lj.Shared, Limit: lj.Limit, Queued: lj.Queued}
+		if slices.Contains(l.Shared, nil) {
+			return nil, fmt.Errorf("replay: kept fold: lock %q has an empty shared holder", lj.Name)
+		}
+		for _, c := range lj.Claims {
+			l.claims = append(l.claims, claim{requestID: c.RequestID, token: c.Token, seq: c.Seq, at: c.At, shared: c.Shared})
+		}
+		n.locks[l.Name] = l
+	}
+	return n, nil
+}
+
+// UnmarshalJSON replaces f with the fold MarshalJSON kept.
+func (f *HoldingFold) UnmarshalJSON(b []byte) error {
+	var k holdingFoldJSON
+	if err := json.Unmarshal(b, &k); err != nil {
+		return err
+	}
+	st, err := k.state()
+	if err != nil {
+		return err
+	}
+	n := NewHoldingFold()
+	n.st = st
+	for _, o := range k.Open {
+		h, err := o.holding(false)
+		if err != nil {
+			return err
+		}
+		n.open[o.Lock] = h
+	}
+	for _, o := range k.OpenShared {
+		h, err := o.holding(true)
+		if err != nil {
+			return err
+		}
+		m := n.shared[o.Lock]
+		if m == nil {
+			m = map[string]*Holding{}
+			n.shared[o.Lock] = m
+		}
+		m[o.RequestID] = h
+	}
+	*f = *n
+	return nil
+}
+
+func (o openJSON) holding(shared bool) (*Holding, error) {
+	t, err := events.ParseTime(o.At)
+	if err != nil {
+		return nil, fmt.Errorf("replay: kept fold: holding of %q opened at %q: %w", o.Lock, o.At, err)
+	}
+	ev := &Event{Time: t}
+	ev.Seq, ev.Type, ev.At, ev.LockName, ev.RequestID = o.Seq, o.Type, o.At, o.Lock, o.RequestID
+	return &Holding{Lock: o.Lock, Opened: ev, Shared: shared}, nil
+}

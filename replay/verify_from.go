@@ -1,0 +1,212 @@
+package replay
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/verify"
+)
+
+// Verified is what a verify that found a ledger's log intact knows of it
+// at its last event, kept by the verifier (outside the database: whoever
+// can rewrite the database must not be able to choose what the next
+// verify skips) so that the next verify checks only the events after it
+// (VerifyLedgerFrom): the event's seq and chain hash, the Merkle tree's
+// frontier there (the hashes of its complete subtrees, from which the root
+// at every later size follows, given the leaves after it), the latest
+// time the clock check had seen, and the fold of every event up to it.
+type Verified struct {
+	LedgerID string `json:"ledger_id"`
+	Seq      int64  `json:"seq"`
+	Hash     string `json:"hash"`
+	// Frontier is the tree's frontier at Seq, in hex (checkpoint.Tree).
+	Frontier []string `json:"frontier"`
+	// Latest is the latest at the clock check had seen, at LatestSeq.
+	Latest    time.Time `json:"latest"`
+	LatestSeq int64     `json:"latest_seq"`
+	// State is the fold of events 1 to Seq (State.MarshalJSON).
+	State json.RawMessage `json:"state"`
+	// At is when the verify that kept it ran; Full that it read the
+	// whole log (else it extended the one before).
+	At   time.Time `json:"at"`
+	Full bool      `json:"full"`
+}
+
+// Keep has the verify fill v with what it knew at the log's last event,
+// when the log read whole and intact up to it (v.Seq 0 otherwise). The
+// caller keeps it only when the whole check (storage, projections) is OK.
+func Keep(v *Verified) VerifyOption { return func(c *verifyConfig) { c.keep = v } }
+
+// frontier decodes v's frontier.
+func (v *Verified) frontier() ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(v.Frontier))
+	for i, s := range v.Frontier {
+		b, err := hex.DecodeString(s)
+		if err != nil || len(b) != len(tlog.Hash{}) {
+			return nil, fmt.Errorf("replay: the verified head's frontier: %q is not a hash", s)
+		}
+		copy(out[i][:], b)
+	}
+	return out, nil
+}
+
+// CheckVerifiedHead says whether the log q reads still holds from's event
+// at from's seq, so that a verify may start from it: nil when it does,
+// else the problem (a shorter log was cut or restored from an older copy;
+// another event there, rewritten or replaced), which a check of the whole
+// log then explains. A log whose live part starts after seq 1 (pruned),
+// or that was pruned or unpruned since, is checked whole: ok false with no
+// problem.
+func CheckVerifiedHead(ctx context.Context, q Querier, from *Verified) (ok bool, p *verify.Problem, err error) {
+	first, err := store.FirstSeq(ctx, q)
+	if err != nil || first > 1 {
+		return false, nil, err
+	}
+	// A prune or unprune since moved events below the head out of the
+	// live log or back into it: the whole log is checked.
+	for r, err := range store.PruneMarkers(ctx, q) {
+		if err != nil || r.Seq > from.Seq {
+			return false, nil, err
+		}
+	}
+	hash, err := store.HashAt(ctx, q, from.Seq)
+	switch {
+	case err != nil:
+		return false, nil, err
+	case hash == "":
+		return false, &verify.Problem{Seq: from.Seq, Kind: verify.KindDeleted, Detail: fmt.Sprintf(
+			"the log no longer holds seq %d, which a verify on %s found with hash %s: events were deleted from its end, or the database was restored from an older copy",
+			from.Seq, from.At.UTC().Format(time.RFC3339), from.Hash)}, nil
+	case hash != from.Hash:
+		return false, &verify.Problem{Seq: from.Seq, Kind: verify.KindModified, Detail: fmt.Sprintf(
+			"seq %d's hash is %s, but a verify on %s found %s: the log was rewritten up to it, or replaced by another copy",
+			from.Seq, hash, from.At.UTC().Format(time.RFC3339), from.Hash)}, nil
+	}
+	return true, nil, nil
+}
+
+// VerifyLedgerFrom checks the events of a ledger after the head from, which
+// an earlier verify of this ledger found intact (see Verified) and
+// CheckVerifiedHead found still there, as VerifyLedger checks the whole
+// log, and no event before it: each new event chains from it, its schema, columns, stored Merkle hashes, clock
+// and fencing token are checked, the tree's root at every later size
+// follows from from's frontier and the new leaves (so a checkpoint signed
+// after from is checked against the log that from vouched for, not
+// against the tree the database stores for the events before it), and
+// the fold goes on from from's state. What it does not see: an event at
+// or before from's seq rewritten in place since (a body edited, with or
+// without its stored hashes), which only a check of the whole log
+// (VerifyLedger) finds; checkpoints of sizes below from's are not checked
+// again.
+func VerifyLedgerFrom(ctx context.Context, q Querier, source, genesis string, from *Verified, opts ...VerifyOption) (*verify.Report, *State, error) {
+	defer relaxGC(verifyGCPercent)()
+	cfg := newVerifyConfig(opts)
+	st := NewState()
+	if err := st.UnmarshalJSON(from.State); err != nil {
+		return nil, nil, fmt.Errorf("replay: the verified head's state: %w", err)
+	}
+	if st.Seq != from.Seq {
+		return nil, nil, fmt.Errorf("replay: the verified head's state is at seq %d, not %d", st.Seq, from.Seq)
+	}
+	frontier, err := from.frontier()
+	if err != nil {
+		return nil, nil, err
+	}
+	c := newChecker(source, from.Hash, false, cfg)
+	c.chain.after = from.Seq
+	c.report.Genesis = genesis
+	c.tree = newTreeCheck(c.report, true, cfg)
+	if err := c.tree.startAt(from.Seq, frontier); err != nil {
+		return nil, nil, fmt.Errorf("replay: the verified head's frontier: %w", err)
+	}
+	var note string
+	if c.clock.created, note = createdAt(ctx, q); note != "" {
+		c.report.Notes = append(c.report.Notes, note)
+	}
+	c.clock.latest, c.clock.latestSeq = from.Latest, from.LatestSeq
+	c.state, c.fromOne = st, true
+	if err := c.run(ctx, q, from.Seq); err != nil {
+		return nil, nil, err
+	}
+	c.report.From = &verify.From{Seq: from.Seq, Hash: from.Hash, At: from.At}
+	if c.report.Events == 0 {
+		// Nothing new: the report is of the head verified before.
+		c.report.LastSeq, c.report.HeadHash = from.Seq, from.Hash
+	}
+	c.keep(cfg.keep, false)
+	return c.report, c.state, nil
+}
+
+// run reads the rows after seq through the pipeline into c, and the
+// stored hashes past the log's end; then finishes.
+func (c *checker) run(ctx context.Context, q Querier, after int64) error {
+	// Rows and their columns are allocated a batch at a time.
+	type rowAlloc struct {
+		row  Row
+		cols Columns
+	}
+	var slab []rowAlloc
+	err := pipeline(ctx, func(emit func(*Row) bool) error {
+		for sr, err := range store.ChainRowsAfter(ctx, q, after) {
+			if err != nil {
+				return fmt.Errorf("replay: verify: %w", err)
+			}
+			if len(slab) == 0 {
+				slab = make([]rowAlloc, pipelineBatch)
+			}
+			ra := &slab[0]
+			slab = slab[1:]
+			ra.cols = sr.Cols
+			ra.row = Row{Seq: sr.Seq, Body: sr.Body, PrevHash: sr.PrevHash, Hash: sr.Hash, Cols: &ra.cols, Stored: sr.Stored}
+			if !emit(&ra.row) {
+				return nil
+			}
+		}
+		return nil
+	}, c.apply)
+	if err != nil {
+		return err
+	}
+	last := max(c.report.LastSeq, after)
+	extra, firstExtra, err := store.TreeRowsAfter(ctx, q, last)
+	if err != nil {
+		return fmt.Errorf("replay: verify: %w", err)
+	}
+	c.tree.extraStored(extra, firstExtra)
+	if c.wholeSnapshots {
+		if err := c.endSnapshots(ctx, q); err != nil {
+			return fmt.Errorf("replay: verify: snapshots: %w", err)
+		}
+	}
+	c.finish()
+	c.tree.signedMarkers(c.markers)
+	return nil
+}
+
+// keep fills v (when asked) with what the check knew at the log's end,
+// when it read the log intact to its end with no problem found.
+func (c *checker) keep(v *Verified, full bool) {
+	if v == nil || c.report.ProblemCount > 0 || c.chain.damaged || c.tree.off || c.report.LastSeq == 0 {
+		return
+	}
+	st, err := c.state.MarshalJSON()
+	if err != nil {
+		return
+	}
+	fr := c.tree.tree.Frontier()
+	hexes := make([]string, len(fr))
+	for i, h := range fr {
+		hexes[i] = hex.EncodeToString(h[:])
+	}
+	*v = Verified{Seq: c.report.LastSeq, Hash: c.report.HeadHash, Frontier: hexes, Latest: c.clock.latest, LatestSeq: c.clock.latestSeq,
+		State: st, At: c.clock.now, Full: full}
+	if v.At.IsZero() {
+		v.At = time.Now()
+	}
+}

@@ -1,0 +1,96 @@
+package trust
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// VerifiedDir holds what this user's verifies found intact: one file per
+// ledger and root, DIR/<ledger id>@<root>.verified (named as Heads names
+// its heads), written by verify and read by the next, which then checks
+// only the events after it. It is the verifier's own record, outside
+// every root, so that whoever can rewrite a database cannot choose what
+// the next verify skips.
+func (s *Store) VerifiedDir() string { return filepath.Join(s.dir, "verified") }
+
+// Verified are the records of VerifiedDir for one root.
+type Verified struct {
+	Dir  string
+	Root string // the root's resolved path
+}
+
+// Path is the file of ledger id's record at Root.
+func (v Verified) Path(id string) string {
+	return filepath.Join(v.Dir, Heads{Root: v.Root}.name(id)+".verified")
+}
+
+// Read is ledger id's record, nil when there is none. A file that is not
+// this user's regular file, or that others can write, is refused
+// (events.Invalid).
+func (v Verified) Read(id string) ([]byte, error) {
+	if err := headID(id); err != nil {
+		return nil, err
+	}
+	f, err := openOwn(v.Path(id), os.O_RDONLY)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// Store replaces ledger id's record with b: a file of its own (0600),
+// synced, renamed into place.
+func (v Verified) Store(id string, b []byte) error {
+	if err := headID(id); err != nil {
+		return err
+	}
+	if err := os.Mkdir(v.Dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return refuse(v.Dir, "cannot be created: "+errText(err))
+	}
+	if err := ownDir(v.Dir); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(v.Dir, ".verified-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), v.Path(id)); err != nil {
+		return err
+	}
+	d, err := os.Open(v.Dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Forget removes ledger id's record: the next verify checks the whole log.
+func (v Verified) Forget(id string) error {
+	if err := headID(id); err != nil {
+		return err
+	}
+	err := os.Remove(v.Path(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}

@@ -25,62 +25,15 @@ const SnapshotEvery = 10000
 // that a fold that changed is never mixed with one that did not.
 const snapshotVersion = 1
 
-// snapState is State as a snapshot stores it: every field Apply reads or
-// writes, the locks in name order.
-type snapState struct {
-	Seq          int64      `json:"seq"`
-	Events       int64      `json:"events"`
-	Anomalies    []Anomaly  `json:"anomalies"`
-	AnomalyCount int        `json:"anomaly_count"`
-	Locks        []snapLock `json:"locks"`
-}
-
-type snapLock struct {
-	Name       string      `json:"name"`
-	Held       bool        `json:"held"`
-	Holder     *Holder     `json:"holder"`
-	UpdatedSeq int64       `json:"updated_seq"`
-	Last       EventRef    `json:"last"`
-	Shared     []*Holder   `json:"shared"`
-	Limit      int64       `json:"limit"`
-	Claims     []snapClaim `json:"claims"`
-	Queued     []Queued    `json:"queued"`
-}
-
-type snapClaim struct {
-	RequestID string `json:"request_id"`
-	Token     int64  `json:"token"`
-	Seq       int64  `json:"seq"`
-	At        string `json:"at"`
-	Shared    bool   `json:"shared"`
-}
-
-// encodeSnapshot is the state as a snapshot stores it, and its hash.
+// encodeSnapshot is the state as a snapshot stores it (its kept form,
+// as State.MarshalJSON writes it), and its hash.
 func (s *State) encodeSnapshot() ([]byte, string) {
-	// An empty slice is stored as none: the fold leaves either, and two
-	// folds that differ only there are the same state.
-	out := snapState{Seq: s.Seq, Events: s.Events, Anomalies: orNil(s.Anomalies), AnomalyCount: s.AnomalyCount}
-	for _, l := range s.Locks() {
-		sl := snapLock{Name: l.Name, Held: l.Held, Holder: l.Holder, UpdatedSeq: l.UpdatedSeq, Last: l.Last,
-			Shared: orNil(l.Shared), Limit: l.Limit, Queued: orNil(l.Queued)}
-		for _, c := range l.claims {
-			sl.Claims = append(sl.Claims, snapClaim{RequestID: c.requestID, Token: c.token, Seq: c.seq, At: c.at, Shared: c.shared})
-		}
-		out.Locks = append(out.Locks, sl)
-	}
-	b, err := json.Marshal(out)
+	b, err := json.Marshal(s.form())
 	if err != nil {
 		// Every field is a plain value, a string, a slice or a map of strings.
 		panic(fmt.Sprintf("replay: snapshot: %v", err))
 	}
 	return b, StateHash(b)
-}
-
-func orNil[T any](s []T) []T {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
 }
 
 // StateHash is the hash a snapshot records of its state: hex SHA-256.
@@ -91,26 +44,13 @@ func StateHash(b []byte) string {
 
 // decodeSnapshot is the state a snapshot stores.
 func decodeSnapshot(b []byte) (*State, error) {
-	var in snapState
+	var in stateJSON
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&in); err != nil {
 		return nil, err
 	}
-	st := NewState()
-	st.Seq, st.Events, st.Anomalies, st.AnomalyCount = in.Seq, in.Events, in.Anomalies, in.AnomalyCount
-	for _, sl := range in.Locks {
-		l := &Lock{Name: sl.Name, Held: sl.Held, Holder: sl.Holder, UpdatedSeq: sl.UpdatedSeq, Last: sl.Last,
-			Shared: sl.Shared, Limit: sl.Limit, Queued: sl.Queued}
-		if l.Held && l.Holder == nil {
-			return nil, fmt.Errorf("lock %s is held by no holder", sl.Name)
-		}
-		for _, c := range sl.Claims {
-			l.claims = append(l.claims, claim{requestID: c.RequestID, token: c.Token, seq: c.Seq, at: c.At, shared: c.Shared})
-		}
-		st.locks[l.Name] = l
-	}
-	return st, nil
+	return in.state()
 }
 
 // snapshotTries bounds how many snapshots a reader tries before it folds

@@ -23,8 +23,13 @@ func runCLI(root string, args ...string) (time.Duration, int64) {
 
 // runBinCLI is runCLI with another lockledger binary.
 func runBinCLI(bin, root string, args ...string) (time.Duration, int64) {
+	return runBinCLIIn(bin, root, root+"-trust", args...)
+}
+
+// runBinCLIIn is runBinCLI with the trust store trust.
+func runBinCLIIn(bin, root, trust string, args ...string) (time.Duration, int64) {
 	c := exec.Command(bin, append([]string{"--log-level", "error"}, args...)...)
-	c.Env = append(cliEnv(root+"-trust"), "LOCKLEDGER_ROOT="+root)
+	c.Env = append(cliEnv(trust), "LOCKLEDGER_ROOT="+root)
 	took, rss, out, err := measure(c)
 	if err != nil {
 		die(fmt.Errorf("lockledger %v: %v\n%s", args, err, out))

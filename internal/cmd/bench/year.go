@@ -234,11 +234,5 @@ func measureYear(root, trust string, args []string) yearSample {
 // runYear runs lockledger args on root, unsigned, with the trust store
 // trust, and returns its wall time and peak RSS.
 func runYear(root, trust string, args []string) (time.Duration, int64) {
-	c := exec.Command(*bin, append([]string{"--log-level", "error", "--unsigned"}, args...)...)
-	c.Env = append(cliEnv(trust), "LOCKLEDGER_ROOT="+root)
-	took, rss, out, err := measure(c)
-	if err != nil {
-		die(fmt.Errorf("lockledger %v: %v\n%s", args, err, out))
-	}
-	return took, rss
+	return runBinCLIIn(*bin, root, trust, append([]string{"--unsigned"}, args...)...)
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -238,10 +236,11 @@ func keptLedger(spec ledgerSpec) (string, keptInfo) {
 	if generated {
 		entries, _ := os.ReadDir(cache)
 		for _, e := range entries {
-			if e.IsDir() && e.Name() != spec.key() && !strings.HasSuffix(e.Name(), ".partial") {
-				if _, err := readKept(filepath.Join(cache, e.Name())); !errors.Is(err, fs.ErrNotExist) {
-					fmt.Fprintf(os.Stderr, "  also kept, of another description (delete it if no run needs it): %s\n", filepath.Join(cache, e.Name()))
-				}
+			if !e.IsDir() || e.Name() == spec.key() {
+				continue
+			}
+			if other, err := readKept(filepath.Join(cache, e.Name())); err == nil && other.Spec.Events == spec.Events {
+				fmt.Fprintf(os.Stderr, "  also kept, of the same size and another description (delete it if no run needs it): %s\n", filepath.Join(cache, e.Name()))
 			}
 		}
 	}

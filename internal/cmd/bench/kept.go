@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -105,7 +106,13 @@ func keepLedger(cache string, spec ledgerSpec) (root string, info keptInfo, gene
 		return "", keptInfo{}, false, err
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); errors.Is(err, syscall.EWOULDBLOCK) {
+		fmt.Fprintf(os.Stderr, "  waiting for another run to finish generating %s (see %s.partial)\n", dir, dir)
+		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
+		if err != nil {
+			return "", keptInfo{}, false, err
+		}
+	} else if err != nil {
 		return "", keptInfo{}, false, err
 	}
 	if info, err := readKept(dir); err == nil {

@@ -66,7 +66,7 @@ demo:
 docs-screenshot:
 	LOCKLEDGER_SCREENSHOT=$(CURDIR)/docs/timeline.png $(GO) test -count=1 -run '^TestIncidentPageInChromium$$' ./timeline/
 
-## bench: build, then measure the CLI against the floor of our own stack (internal/cmd/floor) and flock(1), the library against the raw commit rate, sqlite3 on a 1,000,000-event ledger and PostgreSQL (a throwaway cluster); BASELINE=BIN also measures the CLI against an earlier build, alternated
+## bench: build, then measure the CLI against the floor of our own stack (internal/cmd/floor) and flock(1), the library against the raw commit rate, sqlite3 on a 1,000,000-event ledger, each audit read at 1M and 10M events (ledgers generated once and kept in LOCKLEDGER_BENCH_CACHE, default ~/.cache/lockledger-bench) and PostgreSQL (a throwaway cluster); BASELINE=BIN also measures the CLI against an earlier build, alternated
 BASELINE ?=
 bench: build
 	$(GO) run ./internal/cmd/bench -bin $(BIN) $(if $(BASELINE),-baseline $(BASELINE))

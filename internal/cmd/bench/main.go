@@ -34,7 +34,7 @@ var (
 	pairs   = flag.Int("pairs", 40, "alternated CLI pairs per comparison")
 	libTime = flag.Duration("lib-time", 3*time.Second, "time per library measurement round")
 	nEvents = flag.Int("events", 1_000_000, "events in the scale ledger (0 skips the scale rows)")
-	only    = flag.String("only", "", "comma-separated row groups to run: cli,baseline,lib,clients,scale,contention,pg,pgclients,page,copies")
+	only    = flag.String("only", "", "comma-separated row groups to run: cli,baseline,lib,clients,scale,year,contention,pg,pgclients,page,copies")
 	// A contention worker is this program run again with these flags,
 	// given separately so that no value (a URL has colons) needs escaping.
 	workerCycles   = flag.Int("worker-cycles", 0, "internal: run this many contention cycles as a worker and exit")
@@ -79,6 +79,10 @@ func main() {
 		runWorker(*workerRoot, *workerLock, *workerDatabase, *workerCycles)
 		return
 	}
+	if *generateOnly {
+		generateYear()
+		return
+	}
 	abs, err := filepath.Abs(*bin)
 	if err != nil {
 		die(err)
@@ -117,6 +121,10 @@ func main() {
 	if want("lib") || want("clients") {
 		fmt.Fprintln(os.Stderr, "SQLite, clients of one ledger on distinct locks against the raw commit rate:")
 		sqliteClients(tmp)
+	}
+	if want("year") {
+		fmt.Fprintf(os.Stderr, "A year in the bench: each audit read at %s events:\n", *yearSizes)
+		benchYear(tmp)
 	}
 	if want("contention") {
 		fmt.Fprintln(os.Stderr, "Contention, 8 processes x 200 cycles:")

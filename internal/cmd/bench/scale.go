@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -13,38 +12,8 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/ledger"
 )
-
-// generate writes the scale fixture at root, its events ending an hour
-// ago, and returns a day in the middle of it and its busiest lock.
-func generate(root string, n, nLocks int, span time.Duration) (day time.Time, busiest string) {
-	end := time.Now().UTC().Add(-time.Hour)
-	_, perLock, err := fixture.Ledger{Events: n, Locks: nLocks, Start: end.Add(-span), Span: span}.WriteEvents(root)
-	if err != nil {
-		die(err)
-	}
-	// The events were loaded without their stored Merkle hashes, as a
-	// ledger from before them: the first writing open computes them.
-	s := time.Now()
-	l, err := ledger.Open(context.Background(), root, ledger.MustExist(), ledger.Unsigned())
-	if err != nil {
-		die(err)
-	}
-	if err := l.Close(); err != nil {
-		die(err)
-	}
-	add(row{fmt.Sprintf("writing open computing the stored Merkle hashes of %d events (upgrade of an older ledger)", n),
-		ms(time.Since(s)), "-", "-", "report", "-"})
-	best := 0
-	for i, c := range perLock {
-		if c > perLock[best] {
-			best = i
-		}
-	}
-	return end.Add(-span / 2).Truncate(24 * time.Hour), fixture.LockName(best)
-}
 
 // runCLI runs lockledger and returns its wall time and peak RSS (see
 // runMeasured).
@@ -54,8 +23,13 @@ func runCLI(root string, args ...string) (time.Duration, int64) {
 
 // runBinCLI is runCLI with another lockledger binary.
 func runBinCLI(bin, root string, args ...string) (time.Duration, int64) {
+	return runBinCLIIn(bin, root, root+"-trust", args...)
+}
+
+// runBinCLIIn is runBinCLI with the trust store trust.
+func runBinCLIIn(bin, root, trust string, args ...string) (time.Duration, int64) {
 	c := exec.Command(bin, append([]string{"--log-level", "error"}, args...)...)
-	c.Env = append(cliEnv(root+"-trust"), "LOCKLEDGER_ROOT="+root)
+	c.Env = append(cliEnv(trust), "LOCKLEDGER_ROOT="+root)
 	took, rss, out, err := measure(c)
 	if err != nil {
 		die(fmt.Errorf("lockledger %v: %v\n%s", args, err, out))
@@ -99,12 +73,18 @@ func rawScan(root string) time.Duration {
 }
 
 func benchScale(tmp string) {
+	// The rows below write to their ledger (a checkpoint, an archive and a
+	// prune): they run on a copy of the kept one.
+	kept, info := keptLedger(yearSpec(*nEvents))
 	root := filepath.Join(tmp, "scale")
 	s := time.Now()
-	day, lock := generate(root, *nEvents, 1000, 30*24*time.Hour)
-	fmt.Fprintf(os.Stderr, "  generated %d events in %s\n", *nEvents, time.Since(s).Round(time.Millisecond))
-	if took, _ := runCLI(root, "project"); true {
-		fmt.Fprintf(os.Stderr, "  project rebuilt the projections in %s\n", took.Round(time.Millisecond))
+	if out, err := exec.Command("cp", "-a", kept, root).CombinedOutput(); err != nil {
+		die(fmt.Errorf("copying %s: %w\n%s", kept, err, out))
+	}
+	fmt.Fprintf(os.Stderr, "  copied it in %s\n", time.Since(s).Round(time.Millisecond))
+	day, lock := info.Spec.Middle().Truncate(24*time.Hour), info.Busiest
+	if day.Before(info.Spec.Start) { // a ledger shorter than two days
+		day = info.Spec.Middle()
 	}
 	if want("copies") {
 		benchDecoder(tmp, root, day)

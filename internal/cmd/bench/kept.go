@@ -168,8 +168,9 @@ func roomFor(dir string, events int) error {
 	return nil
 }
 
-// generateKept writes spec's ledger at root and projects it (the locks
-// table and files a reader of the ledger expects).
+// generateKept writes spec's ledger at root, projects it (the locks
+// table and files a reader of the ledger expects) and stores its
+// snapshots.
 func generateKept(root string, spec ledgerSpec) (keptInfo, error) {
 	start, cpu := time.Now(), selfCPU()
 	_, perLock, err := fixture.Ledger{Events: spec.Events, Locks: spec.Locks, Start: spec.Start, Span: spec.Span,
@@ -183,6 +184,11 @@ func generateKept(root string, spec ledgerSpec) (keptInfo, error) {
 		return keptInfo{}, err
 	}
 	_, err = l.Project(ctx)
+	if err == nil {
+		// The snapshots the writes that made a real ledger this long
+		// would have stored as it grew.
+		err = l.WriteSnapshots(ctx)
+	}
 	if cerr := l.Close(); err == nil {
 		err = cerr
 	}

@@ -311,7 +311,7 @@ type Columns struct {
 }
 
 // ChainRow is a row as verify checks it: the chain links, the indexed
-// columns, and the event's stored Merkle hashes. ChainRows hands the same
+// columns, and the event's stored Merkle hashes. ChainRowsAfter hands the same
 // ChainRow over for every row; Body and Stored point into a string the
 // driver made for that row alone, so they stay valid after it (read only).
 type ChainRow struct {
@@ -341,12 +341,8 @@ const chainQuery = `SELECT e.seq, e.body || '', e.prev_hash, e.hash,
 	t.hashes || ''
 	FROM events e LEFT JOIN tlog_hashes t ON t.seq = e.seq WHERE e.seq > $1 ORDER BY e.seq`
 
-// ChainRows yields every row of the log in seq order (see ChainRow).
-func ChainRows(ctx context.Context, q Querier) iter.Seq2[*ChainRow, error] {
-	return ChainRowsAfter(ctx, q, 0)
-}
-
-// ChainRowsAfter yields the rows of the log after seq, in seq order.
+// ChainRowsAfter yields the rows of the log after seq, in seq order (see
+// ChainRow): every row from seq 0.
 func ChainRowsAfter(ctx context.Context, q Querier, seq int64) iter.Seq2[*ChainRow, error] {
 	var joined string
 	var body, stored sql.NullString

@@ -38,10 +38,6 @@ import (
 
 const envCLI = "LOCKLEDGER_TEST_AS_CLI"
 
-// envBuilt names a CLI already built from this module (make test builds
-// it once rather than each test binary building its own).
-const envBuilt = "LOCKLEDGER_TEST_CLI"
-
 // Main runs the CLI when the binary was started as one, else the tests.
 func Main(m *testing.M, opts ...Option) {
 	if os.Getenv(envCLI) == "1" {

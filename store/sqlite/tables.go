@@ -75,7 +75,7 @@ func currentVersion(ctx context.Context, q store.Querier) (version int, encoding
 // checkEncoding refuses a database whose text is not UTF-8. Every ledger
 // lockledger creates is; one converted to UTF-16 keeps its bodies (BLOBs)
 // but would read them differently wherever SQLite makes them text, as the
-// audit reads do (store.Bodies and store.ChainRows).
+// audit reads do (store.Bodies and store.ChainRowsAfter).
 func checkEncoding(path, enc string) error {
 	if enc == "UTF-8" {
 		return nil

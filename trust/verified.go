@@ -44,8 +44,8 @@ func (v Verified) Read(id string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// Store replaces ledger id's record with b: a file of its own (0600),
-// synced, renamed into place.
+// Store replaces ledger id's record with b: a file of its own (0600,
+// CreateTemp's mode), synced, renamed into place (replaceFile).
 func (v Verified) Store(id string, b []byte) error {
 	if err := headID(id); err != nil {
 		return err
@@ -56,31 +56,7 @@ func (v Verified) Store(id string, b []byte) error {
 	if err := ownDir(v.Dir); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(v.Dir, ".verified-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), v.Path(id)); err != nil {
-		return err
-	}
-	d, err := os.Open(v.Dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return replaceFile(v.Path(id), b)
 }
 
 // Forget removes ledger id's record: the next verify checks the whole log.

@@ -176,6 +176,7 @@ type Ledger struct {
 	stmts *store.Statements // the write path's prepared statements
 
 	mu               sync.Mutex // in-process half of the writer mutex (flock is per open file)
+	writes           writeQueue // the decisions on locks waiting for the writer mutex, made in groups
 	publishing       publishing // the worker that publishes a write's checkpoint (publishLater)
 	flock            *lockfile.Mutex
 	closed           bool

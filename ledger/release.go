@@ -192,7 +192,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			}
 			released := *h
 			w.removeAfterCommit(func() error { return l.files.Remove(req.Lock, released.file) })
-			w.removeAfterCommit(func() error { return w.removeTargets(&released) })
+			w.removeTargetsAfterCommit(&released)
 			if !mine && untold {
 				req.Result = events.ResultForced
 			}

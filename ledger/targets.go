@@ -360,6 +360,7 @@ func (w *writeTx) placeTargets(h *holding, prev *holding) error {
 			if _, keep := owns(h, t.Path); keep {
 				continue
 			}
+			w.alone = true
 			w.removeAfterCommit(func() error { return removeTarget(t, prev) })
 		}
 	}
@@ -467,6 +468,15 @@ func removeTarget(t events.Target, h *holding) error {
 }
 
 // removeTargets deletes h's target files (only those still holding its bytes).
+// removeTargetsAfterCommit removes h's targets once the decision has
+// committed.
+func (w *writeTx) removeTargetsAfterCommit(h *holding) {
+	if len(h.targets) > 0 {
+		w.alone = true
+	}
+	w.removeAfterCommit(func() error { return w.removeTargets(h) })
+}
+
 func (w *writeTx) removeTargets(h *holding) error {
 	for _, t := range h.targets {
 		if err := removeTarget(t, h); err != nil {

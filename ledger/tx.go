@@ -45,6 +45,10 @@ type writeTx struct {
 	// (a prune's marker: verify takes the marker only with a signature of
 	// a key it trusts).
 	mustSign bool
+	// alone: the decision changed files other than its lock's own (--file
+	// targets, which another lock's decision may name too): it shares its
+	// transaction with no other decision.
+	alone bool
 	// aborted undoes changes outside the database when the transaction
 	// does not commit; committed finishes them once it has (its error is
 	// the caller's).
@@ -57,87 +61,15 @@ func (w *writeTx) removeAfterCommit(remove func() error) {
 	w.removals = append(w.removals, remove)
 }
 
-// update is the one write scaffold every writing path goes through: the
-// writer mutex, a write transaction begun at the store's serialisation
-// point, the decision's clock, fn, the checkpoint then due, the commit
-// (when fn wrote anything), and the checkpoint published to the witnesses
-// once the mutex is let go, so that a slow or hung witness holds up no
-// writer. fn returns the outcome to report, which commits with what fn
-// wrote (a HeldError after recording acquire_blocked, say), or an error
-// that rolls everything back; w.aborted and w.committed run on either.
+// update is the one write scaffold every writing path goes through, for
+// one decision fn (see decideGroup): fn returns the outcome to report,
+// which commits with what fn wrote (a HeldError after recording
+// acquire_blocked, say), or an error that rolls everything back;
+// w.aborted and w.committed run on either.
 func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error, err error)) error {
-	unlock, err := l.lockWriter(ctx)
-	if err != nil {
-		return err
-	}
-	var cp *Checkpointed
-	snapshot := false
-	defer func() {
-		unlock()
-		l.publishQuietly(ctx, cp)
-		if snapshot {
-			l.snapshotAfterWrite(ctx)
-		}
-	}()
-	tx, now, err := l.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	w := &writeTx{l: l, ctx: ctx, tx: tx, q: l.stmts.In(tx), now: now, v: &view{}}
-	outcome, err := fn(w)
-	if err != nil {
-		w.abort()
-		return err
-	}
-	if len(w.written) == 0 && !w.touched && !w.rows {
-		return outcome
-	}
-	if w.mustSign {
-		if cp, err = l.signCheckpoint(ctx, w.q, w.seq, w.now, true, true); err != nil {
-			w.abort()
-			return err
-		}
-	} else if len(w.written) > 0 && !w.unsigned {
-		// A checkpoint that cannot be made leaves the decision standing:
-		// the next write tries again, and verify says what is uncovered.
-		// A log that no longer extends what was signed takes nothing more.
-		if cp, err = l.dueCheckpoint(ctx, w.q, w.seq, w.now); notExtended(err) {
-			w.abort()
-			return err
-		} else if err != nil {
-			l.log.Warn("could not sign a checkpoint", "seq", w.seq, "err", err)
-			cp = nil
-		}
-	}
-	if len(w.written) > 0 || w.rows {
-		// A write of no lock (export, verify, a checkpoint) notifies too,
-		// with no lock's name: followers of the log wake on every append.
-		if err := l.store.Changed(ctx, w.q, w.wakes()); err != nil {
-			cp = nil // signed for a log that does not commit: kept, it would refuse every later writer
-			w.abort()
-			return fmt.Errorf("ledger: notify: %w", err)
-		}
-	}
-	if err := w.commit(); err != nil {
-		cp = nil
-		w.abort()
-		return fmt.Errorf("ledger: commit: %w", err)
-	}
-	snapshot = crossesSnapshot(w.written)
-	var finished error
-	if w.committed != nil {
-		finished = w.committed()
-	}
-	for _, remove := range w.removals {
-		if err := remove(); err != nil {
-			l.log.Warn("could not remove a lock file after the commit; the next writer or project will", "lock", w.v.name, "err", err)
-		}
-	}
-	if outcome == nil {
-		return finished
-	}
-	return outcome
+	d := &pendingWrite{ctx: ctx, fn: fn}
+	l.decideGroup(ctx, []*pendingWrite{d})
+	return d.result()
 }
 
 // abort undoes what w changed outside the database before its
@@ -152,8 +84,10 @@ func (w *writeTx) abort() {
 // write runs fn as one decision on lock name, with the lock's row, file
 // and journal read and reconciled first (see update). File changes fn
 // makes commit with the decision and are undone when it does not commit.
+// Decisions on distinct locks that this process's clients ask for at once
+// may share one transaction and commit (see writeQueue).
 func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (outcome error, err error)) error {
-	return l.update(ctx, func(w *writeTx) (error, error) {
+	return l.queued(ctx, name, func(w *writeTx) (error, error) {
 		before, tip, err := store.LoadRowTip(w.ctx, w.q, name)
 		if err != nil {
 			return nil, err
@@ -189,29 +123,27 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 	})
 }
 
-// commit commits the transaction while the lock file's journal is fsynced
+// commitWith commits tx while the lock files' journals are fsynced
 // beside it: both flushes go to disk together instead of one after the
-// other. The journal stays until both are done, so a crash in between is
+// other. Each journal stays until both are done, so a crash in between is
 // undone or finished by the next writer (see internal/lockfile).
-func (w *writeTx) commit() error {
-	if len(w.journals) == 0 {
-		return w.tx.Commit()
+func (l *Ledger) commitWith(tx *sql.Tx, journals []*os.File) error {
+	if len(journals) == 0 {
+		return tx.Commit()
 	}
-	js := w.journals
-	w.journals = nil
 	synced := make(chan error, 1)
 	go func() {
 		var first error
-		for _, j := range js {
+		for _, j := range journals {
 			if err := lockfile.SyncClose(j); err != nil && first == nil {
 				first = err
 			}
 		}
 		synced <- first
 	}()
-	err := w.tx.Commit()
+	err := tx.Commit()
 	if serr := <-synced; err == nil && serr != nil {
-		w.l.log.Warn("lock file fsync failed after commit; the next writer will rewrite it", "lock", w.v.name, "err", serr)
+		l.log.Warn("lock file fsync failed after commit; the next writer will rewrite it", "err", serr)
 	}
 	return err
 }
@@ -222,6 +154,7 @@ func (w *writeTx) addJournal(path string, j *os.File) {
 	w.journals = append(w.journals, j)
 	if path != "" {
 		w.paths = append(w.paths, path)
+		w.alone = true
 	}
 	w.touched = true
 }

@@ -88,38 +88,77 @@ func (l *Ledger) queued(ctx context.Context, name string, fn func(w *writeTx) (e
 			}
 		}
 	}
-	l.leadGroup()
+	l.leadGroup(d)
 	<-d.done
 	return d.result()
 }
 
-// leadGroup takes the next group from the queue, makes it, and hands the
-// lead on to the first decision left waiting, if any.
-func (l *Ledger) leadGroup() {
+// leadGroup makes the next group of the queue, lead's the first of it,
+// and hands the lead on to the first decision left waiting, if any. The
+// group is taken once the writer mutex and the store's serialisation point
+// are held, so that it holds every decision that queued while lead waited
+// for them; until then the wait is lead's alone, on lead's context.
+func (l *Ledger) leadGroup(lead *pendingWrite) {
 	q := &l.writes
-	q.mu.Lock()
-	var group, rest []*pendingWrite
-	names := map[string]bool{}
-	for _, d := range q.waiting {
-		if len(group) < maxGroup && !names[d.name] {
-			names[d.name] = true
-			group = append(group, d)
-		} else {
-			rest = append(rest, d)
+	// The group's transaction lasts while any of its decisions is still
+	// wanted: its context ends once every caller's has.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(lead.ctx))
+	var left atomic.Int32
+	left.Store(1)
+	release := func() {
+		if left.Add(-1) == 0 {
+			cancel()
 		}
 	}
-	q.waiting = rest
-	q.mu.Unlock()
-
-	ctx, stop := groupContext(group)
-	l.decideGroup(ctx, group)
-	stop()
+	stops := []func() bool{context.AfterFunc(lead.ctx, release)}
+	var group []*pendingWrite
+	take := func() []*pendingWrite {
+		q.mu.Lock()
+		group = []*pendingWrite{lead}
+		names := map[string]bool{lead.name: true}
+		rest := q.waiting[:0:0]
+		for _, d := range q.waiting {
+			switch {
+			case d == lead:
+			case len(group) < maxGroup && !names[d.name]:
+				names[d.name] = true
+				group = append(group, d)
+			default:
+				rest = append(rest, d)
+			}
+		}
+		q.waiting = rest
+		q.mu.Unlock()
+		left.Add(int32(len(group) - 1))
+		for _, d := range group[1:] {
+			stops = append(stops, context.AfterFunc(d.ctx, release))
+		}
+		return group
+	}
+	err := l.decideGroup(ctx, take)
+	for _, s := range stops {
+		s()
+	}
+	cancel()
+	if group == nil {
+		// Refused before the group was taken (the writer mutex or the
+		// serialisation point not had): lead alone failed.
+		q.mu.Lock()
+		if i := slices.Index(q.waiting, lead); i >= 0 {
+			q.waiting = slices.Delete(q.waiting, i, i+1)
+		}
+		q.mu.Unlock()
+		lead.err = err
+		group = []*pendingWrite{lead}
+	}
 	for _, d := range group {
 		if d.alone {
 			// Made again on its own, its files changed by no other decision
 			// of its transaction.
 			d.alone, d.err, d.outcome = false, nil, nil
-			l.decideGroup(d.ctx, []*pendingWrite{d})
+			if err := l.decideGroup(d.ctx, func() []*pendingWrite { return []*pendingWrite{d} }); err != nil {
+				d.err = err
+			}
 		}
 		close(d.done)
 	}
@@ -135,40 +174,16 @@ func (l *Ledger) leadGroup() {
 	q.mu.Unlock()
 }
 
-// groupContext lasts while any decision of group is still wanted: the
-// group's transaction waits for the writer mutex and the store's
-// serialisation point on it. stop lets it go.
-func groupContext(group []*pendingWrite) (ctx context.Context, stop func()) {
-	if len(group) == 1 {
-		return group[0].ctx, func() {}
-	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].ctx))
-	var left atomic.Int32
-	left.Store(int32(len(group)))
-	stops := make([]func() bool, 0, len(group))
-	for _, d := range group {
-		stops = append(stops, context.AfterFunc(d.ctx, func() {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-		}))
-	}
-	return ctx, func() {
-		for _, s := range stops {
-			s()
-		}
-		cancel()
-	}
-}
-
 // decideGroup is the write scaffold: the writer mutex, a write transaction
-// begun at the store's serialisation point, the decisions' clock, each
+// begun at the store's serialisation point, the decisions' clock, the
+// group of decisions take gives then (take is not called when the mutex
+// or the transaction is not had: the error is then the caller's), each
 // decision's fn (in a savepoint of its own when there are several), the
 // checkpoint then due, the commit (when any fn wrote anything), and the
 // checkpoint published to the witnesses once the mutex is let go, so that a
 // slow or hung witness holds up no writer. A decision whose caller's
 // context ended before its turn is not made.
-func (l *Ledger) decideGroup(ctx context.Context, group []*pendingWrite) {
+func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) error {
 	fail := func(ds []*pendingWrite, err error) {
 		for _, d := range ds {
 			if d.err == nil {
@@ -178,8 +193,7 @@ func (l *Ledger) decideGroup(ctx context.Context, group []*pendingWrite) {
 	}
 	unlock, err := l.lockWriter(ctx)
 	if err != nil {
-		fail(group, err)
-		return
+		return err
 	}
 	var cp *Checkpointed
 	defer func() {
@@ -188,10 +202,10 @@ func (l *Ledger) decideGroup(ctx context.Context, group []*pendingWrite) {
 	}()
 	tx, now, err := l.beginWrite(ctx)
 	if err != nil {
-		fail(group, err)
-		return
+		return err
 	}
 	defer tx.Rollback()
+	group := take()
 	q := l.stmts.In(tx)
 	several := len(group) > 1
 	var made []*pendingWrite // decisions whose writes stand in tx
@@ -204,7 +218,7 @@ func (l *Ledger) decideGroup(ctx context.Context, group []*pendingWrite) {
 			if err := store.Savepoint(ctx, q); err != nil {
 				fail(group, err)
 				abortAll(made)
-				return
+				return nil
 			}
 		}
 		w := &writeTx{l: l, ctx: ctx, tx: tx, q: q, now: now, v: &view{}}
@@ -218,7 +232,7 @@ func (l *Ledger) decideGroup(ctx context.Context, group []*pendingWrite) {
 				if err := store.RollbackToSavepoint(ctx, q); err != nil {
 					fail(group, err)
 					abortAll(made)
-					return
+					return nil
 				}
 			}
 			continue
@@ -228,7 +242,7 @@ func (l *Ledger) decideGroup(ctx context.Context, group []*pendingWrite) {
 				fail(group, err)
 				w.abort()
 				abortAll(made)
-				return
+				return nil
 			}
 		}
 		if len(w.written) > 0 || w.touched || w.rows {
@@ -237,7 +251,7 @@ func (l *Ledger) decideGroup(ctx context.Context, group []*pendingWrite) {
 		}
 	}
 	if len(made) == 0 {
-		return
+		return nil
 	}
 	last := made[len(made)-1].w
 	var seq int64
@@ -261,7 +275,7 @@ func (l *Ledger) decideGroup(ctx context.Context, group []*pendingWrite) {
 		if cp, err = l.signCheckpoint(ctx, q, seq, last.now, true, true); err != nil {
 			undo(err)
 			closeAll(journals)
-			return
+			return nil
 		}
 	} else if wrote && !unsigned {
 		// A checkpoint that cannot be made leaves the decisions standing:
@@ -270,7 +284,7 @@ func (l *Ledger) decideGroup(ctx context.Context, group []*pendingWrite) {
 		if cp, err = l.dueCheckpoint(ctx, q, seq, now); notExtended(err) {
 			undo(err)
 			closeAll(journals)
-			return
+			return nil
 		} else if err != nil {
 			l.log.Warn("could not sign a checkpoint", "seq", seq, "err", err)
 			cp = nil
@@ -285,14 +299,14 @@ func (l *Ledger) decideGroup(ctx context.Context, group []*pendingWrite) {
 				cp = nil // signed for a log that does not commit: kept, it would refuse every later writer
 				undo(fmt.Errorf("ledger: notify: %w", err))
 				closeAll(journals)
-				return
+				return nil
 			}
 		}
 	}
 	if err := l.commitWith(tx, journals); err != nil {
 		cp = nil
 		undo(fmt.Errorf("ledger: commit: %w", err))
-		return
+		return nil
 	}
 	for _, d := range made {
 		w := d.w
@@ -309,6 +323,7 @@ func (l *Ledger) decideGroup(ctx context.Context, group []*pendingWrite) {
 			d.err = finished
 		}
 	}
+	return nil
 }
 
 // abortAll undoes what the decisions changed outside the database.

@@ -68,7 +68,9 @@ func (w *writeTx) removeAfterCommit(remove func() error) {
 // w.aborted and w.committed run on either.
 func (l *Ledger) update(ctx context.Context, fn func(w *writeTx) (outcome error, err error)) error {
 	d := &pendingWrite{ctx: ctx, fn: fn}
-	l.decideGroup(ctx, []*pendingWrite{d})
+	if err := l.decideGroup(ctx, func() []*pendingWrite { return []*pendingWrite{d} }); err != nil {
+		return err
+	}
 	return d.result()
 }
 

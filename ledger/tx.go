@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -133,18 +134,18 @@ func (l *Ledger) commitWith(tx *sql.Tx, journals []*os.File) error {
 	if len(journals) == 0 {
 		return tx.Commit()
 	}
-	synced := make(chan error, 1)
-	go func() {
-		var first error
-		for _, j := range journals {
-			if err := lockfile.SyncClose(j); err != nil && first == nil {
-				first = err
-			}
-		}
-		synced <- first
-	}()
+	// A group's journals are flushed at once too, each by a goroutine of
+	// its own, all joined before the commit returns.
+	synced := make(chan error, len(journals))
+	for _, j := range journals {
+		go func() { synced <- lockfile.SyncClose(j) }()
+	}
 	err := tx.Commit()
-	if serr := <-synced; err == nil && serr != nil {
+	var serr error
+	for range journals {
+		serr = cmp.Or(serr, <-synced)
+	}
+	if err == nil && serr != nil {
 		l.log.Warn("lock file fsync failed after commit; the next writer will rewrite it", "err", serr)
 	}
 	return err

@@ -189,9 +189,13 @@ func TestGroupCancelledWhileQueued(t *testing.T) {
 		let := holdWriter(t, l)
 		var wg sync.WaitGroup
 		var first, kept error
-		wg.Go(func() { _, first = l.TryAcquire(ctx, AcquireRequest{Lock: "c-first", Identity: Identity{Actor: "group-test"}}) })
+		wg.Go(func() {
+			_, first = l.TryAcquire(ctx, AcquireRequest{Lock: "c-first", Identity: Identity{Actor: "group-test"}})
+		})
 		awaitQueued(t, l, 1)
-		wg.Go(func() { _, kept = l.TryAcquire(ctx, AcquireRequest{Lock: "c-kept", Identity: Identity{Actor: "group-test"}}) })
+		wg.Go(func() {
+			_, kept = l.TryAcquire(ctx, AcquireRequest{Lock: "c-kept", Identity: Identity{Actor: "group-test"}})
+		})
 		cctx, cancel := context.WithCancel(ctx)
 		cancelled := make(chan error, 1)
 		go func() {

@@ -2,12 +2,15 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/pgtest"
@@ -269,4 +272,72 @@ func TestGroupManyClientsOnDistinctLocks(t *testing.T) {
 		}
 		verifyOK(t, l)
 	})
+}
+
+// On PostgreSQL a group waits for the writer row in the database (a lock
+// wait bounded by lock_timeout); a client whose context ends while it
+// waits there gets its context's error at once, and nothing is written
+// for it.
+func TestPostgresCancelledWhileQueuedInTheDatabase(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	open := func(host string) *Ledger {
+		l, err := Open(ctx, t.TempDir(), WithDatabase(url), WithBusyTimeout(time.Minute), WithHost(Host{ID: host}), Unsigned())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	holder, waiter := open("host-holder"), open("host-waiter")
+	tx, _, err := holder.beginWrite(ctx) // holds the writer row
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.TryAcquire(cctx, AcquireRequest{Lock: "db-wait", Identity: Identity{Actor: "group-test"}})
+		done <- err
+	}()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never waited for the writer row in the database")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an acquire cancelled while waiting for the writer row succeeded")
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("the cancelled acquire returned after %s", d)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("an acquire cancelled while waiting for the writer row did not return (busy timeout 1m)")
+	}
+	tx.Rollback()
+	if evs := lockEvents(t, waiter, "db-wait"); len(evs) != 0 {
+		t.Errorf("%d events of the cancelled acquire stored", len(evs))
+	}
+	if _, err := waiter.TryAcquire(ctx, AcquireRequest{Lock: "db-wait", Identity: Identity{Actor: "group-test"}}); err != nil {
+		t.Fatalf("the next acquire after a cancelled one: %v", err)
+	}
 }

@@ -47,9 +47,9 @@ func (d *pendingWrite) result() error {
 // each in a savepoint of its own, commits them together, and hands the
 // lead to the next waiting client. All the grouped decisions then pay for
 // one pass through the writer mutex and the store's serialisation point,
-// and one durable commit (one fsync), where they would pay one each: a
-// commit's flush is most of a decision's time on both engines, and the
-// serialisation point is held across it. Each decision still reads what
+// and one durable commit (one fsync), where they would pay one each: the
+// serialisation point is held across the commit's flush, so without
+// groups no two decisions ever share one. Each decision still reads what
 // the ones before it in the group wrote, so the chain and the decisions
 // are those of the same decisions made one at a time in that order.
 type writeQueue struct {

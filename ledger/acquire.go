@@ -143,7 +143,9 @@ func (w *writeTx) apply(req AcquireRequest, p takeover, d decision) (*Acquisitio
 		// A shared holding over the exclusive holder: its files go.
 		taken := *h
 		w.removeAfterCommit(func() error { return w.l.files.Remove(req.Lock, taken.file) })
-		w.removeTargetsAfterCommit(&taken)
+		if err := w.removeTargetsAfterCommit(&taken); err != nil {
+			return nil, nil, err
+		}
 		a, err := w.take(req, h, reason, p.note())
 		if err != nil || h.foreign {
 			return a, nil, err

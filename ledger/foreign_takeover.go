@@ -114,6 +114,9 @@ func (w *writeTx) recordDisplaced(id Identity, maxAge time.Duration) (bool, erro
 	if err != nil || s == nil {
 		return false, err
 	}
+	if err := w.onlyOwnFiles(); err != nil {
+		return false, err
+	}
 	own := w.v.holder
 	if err := w.l.files.Remove(w.v.name, own.file); err != nil {
 		return false, err

@@ -1,43 +1,64 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/store"
 )
 
 // maxGroup bounds the decisions one transaction takes.
 const maxGroup = 64
 
+// errAlone refuses, in a group, a decision about to change a file that is
+// not its lock's own (see writeQueue and writeTx.onlyOwnFiles).
+var errAlone = errors.New("ledger: the decision changes another tool's files: it is made alone")
+
 // pendingWrite is one caller's decision, made alone (update) or in a group.
 type pendingWrite struct {
 	ctx  context.Context
 	name string // the lock of a write ("" for update)
 	fn   func(w *writeTx) (outcome error, err error)
-	// outcome and err are fn's (err also the scaffold's); done is closed
-	// once they are final.
+	// outcome and err are fn's (err also the scaffold's), panicked what fn
+	// panicked with; done is closed once they are final.
 	outcome, err error
+	panicked     any
 	done         chan struct{}
 	// lead is closed when the decision's caller is handed the lead of the
 	// queue (see writeQueue); leads says so under the queue's mutex.
 	lead  chan struct{}
 	leads bool
-	// alone: fn changed files another lock's decision may change too; it
-	// is made again in a transaction of its own.
-	alone bool
 	w     *writeTx
 }
 
+// result is the decision's outcome for its caller; a panic of fn is
+// raised again here, on the caller's own goroutine.
 func (d *pendingWrite) result() error {
+	if d.panicked != nil {
+		panic(d.panicked)
+	}
 	if d.err != nil {
 		return d.err
 	}
 	return d.outcome
+}
+
+// decide runs fn on w. A panic in fn fails this decision alone: its
+// savepoint is rolled back like that of a decision that failed, the others
+// stand, and the panic goes to its caller (result).
+func (d *pendingWrite) decide(w *writeTx) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.panicked, d.err = p, fmt.Errorf("ledger: the decision on %q panicked: %v", d.name, p)
+		}
+	}()
+	d.outcome, d.err = d.fn(w)
 }
 
 // writeQueue groups the decisions on distinct locks that this process's
@@ -52,6 +73,14 @@ func (d *pendingWrite) result() error {
 // groups no two decisions ever share one. Each decision still reads what
 // the ones before it in the group wrote, so the chain and the decisions
 // are those of the same decisions made one at a time in that order.
+//
+// Only decisions whose file changes are their own lock's files (each with
+// a journal that the commit or the rollback settles), or none, share a
+// transaction. One about to change anything else (a --file target, another
+// tool's file it takes over or finds displacing its holder) is refused in
+// a group before it changes it (errAlone) and made again alone once the
+// group is settled, as before grouping: a rolled-back group could not put
+// another tool's file back as it was.
 type writeQueue struct {
 	mu      sync.Mutex
 	waiting []*pendingWrite
@@ -97,23 +126,24 @@ func (l *Ledger) queued(ctx context.Context, name string, fn func(w *writeTx) (e
 // and hands the lead on to the first decision left waiting, if any. The
 // group is taken once the writer mutex and the store's serialisation point
 // are held, so that it holds every decision that queued while lead waited
-// for them; until then the wait is lead's alone, on lead's context.
+// for them. Until then the wait is lead's: its caller's cancel ends it,
+// takes nothing, and the next waiting decision leads. Once taken, the
+// group runs on a context no caller's cancel ends (the busy timeout bounds
+// its waits): a decision whose caller is gone before its turn is dropped,
+// one whose caller goes during it is made, as a caller gone after a commit
+// would find it.
 func (l *Ledger) leadGroup(lead *pendingWrite) {
 	q := &l.writes
-	// The group's transaction lasts while any of its decisions is still
-	// wanted: its context ends once every caller's has.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(lead.ctx))
-	var left atomic.Int32
-	left.Store(1)
-	release := func() {
-		if left.Add(-1) == 0 {
-			cancel()
-		}
-	}
-	stops := []func() bool{context.AfterFunc(lead.ctx, release)}
+	defer cancel()
+	stop := context.AfterFunc(lead.ctx, cancel)
 	var group []*pendingWrite
-	take := func() []*pendingWrite {
+	err := l.decideGroup(ctx, func() []*pendingWrite {
+		if !stop() {
+			return nil // lead's caller is gone
+		}
 		q.mu.Lock()
+		defer q.mu.Unlock()
 		group = []*pendingWrite{lead}
 		names := map[string]bool{lead.name: true}
 		rest := q.waiting[:0:0]
@@ -128,34 +158,21 @@ func (l *Ledger) leadGroup(lead *pendingWrite) {
 			}
 		}
 		q.waiting = rest
-		q.mu.Unlock()
-		left.Add(int32(len(group) - 1))
-		for _, d := range group[1:] {
-			stops = append(stops, context.AfterFunc(d.ctx, release))
-		}
 		return group
-	}
-	err := l.decideGroup(ctx, take)
-	for _, s := range stops {
-		s()
-	}
-	cancel()
+	})
+	stop()
 	if group == nil {
-		// Refused before the group was taken (the writer mutex or the
-		// serialisation point not had): lead alone failed.
 		q.mu.Lock()
 		if i := slices.Index(q.waiting, lead); i >= 0 {
 			q.waiting = slices.Delete(q.waiting, i, i+1)
 		}
 		q.mu.Unlock()
-		lead.err = err
+		lead.err = cmp.Or(err, lead.ctx.Err())
 		group = []*pendingWrite{lead}
 	}
 	for _, d := range group {
-		if d.alone {
-			// Made again on its own, its files changed by no other decision
-			// of its transaction.
-			d.alone, d.err, d.outcome = false, nil, nil
+		if errors.Is(d.err, errAlone) {
+			d.err, d.outcome = nil, nil
 			if err := l.decideGroup(d.ctx, func() []*pendingWrite { return []*pendingWrite{d} }); err != nil {
 				d.err = err
 			}
@@ -175,14 +192,14 @@ func (l *Ledger) leadGroup(lead *pendingWrite) {
 }
 
 // decideGroup is the write scaffold: the writer mutex, a write transaction
-// begun at the store's serialisation point, the decisions' clock, the
-// group of decisions take gives then (take is not called when the mutex
-// or the transaction is not had: the error is then the caller's), each
-// decision's fn (in a savepoint of its own when there are several), the
-// checkpoint then due, the commit (when any fn wrote anything), and the
-// checkpoint published to the witnesses once the mutex is let go, so that a
-// slow or hung witness holds up no writer. A decision whose caller's
-// context ended before its turn is not made.
+// begun at the store's serialisation point, the group of decisions take
+// gives then (take is not called when the mutex or the transaction is not
+// had: the error is then the caller's), the decisions' clock, read once
+// they are all asked for, each decision's fn (in a savepoint of its own
+// when there are several), the checkpoint then due, the commit (when any
+// fn wrote anything), and the checkpoint published to the witnesses once
+// the mutex is let go, so that a slow or hung witness holds up no writer.
+// A decision whose caller's context ended before its turn is not made.
 func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) error {
 	fail := func(ds []*pendingWrite, err error) {
 		for _, d := range ds {
@@ -196,16 +213,28 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 		return err
 	}
 	var cp *Checkpointed
+	snapshot := false
 	defer func() {
 		unlock()
 		l.publishQuietly(ctx, cp)
+		if snapshot {
+			l.snapshotAfterWrite(ctx)
+		}
 	}()
-	tx, now, err := l.beginWrite(ctx)
+	tx, err := l.beginWrite(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	group := take()
+	if len(group) == 0 {
+		return nil
+	}
+	now, err := l.store.Clock(ctx, tx)
+	if err != nil {
+		fail(group, err)
+		return nil
+	}
 	q := l.stmts.In(tx)
 	several := len(group) > 1
 	var made []*pendingWrite // decisions whose writes stand in tx
@@ -221,12 +250,9 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 				return nil
 			}
 		}
-		w := &writeTx{l: l, ctx: ctx, tx: tx, q: q, now: now, v: &view{}}
-		d.outcome, d.err = d.fn(w)
-		if several && d.err == nil && w.alone {
-			d.alone = true
-		}
-		if d.err != nil || d.alone {
+		w := &writeTx{l: l, ctx: ctx, tx: tx, q: q, now: now, v: &view{}, grouped: several}
+		d.decide(w)
+		if d.err != nil {
 			w.abort()
 			if several {
 				if err := store.RollbackToSavepoint(ctx, q); err != nil {
@@ -256,12 +282,13 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	last := made[len(made)-1].w
 	var seq int64
 	var journals []*os.File
-	wrote, unsigned, mustSign := false, false, false
+	var written []*events.Event
+	unsigned, mustSign := false, false
 	for _, d := range made {
 		if len(d.w.written) > 0 {
-			wrote = true
 			seq = d.w.seq
 		}
+		written = append(written, d.w.written...)
 		unsigned = unsigned || d.w.unsigned
 		mustSign = mustSign || d.w.mustSign
 		journals = append(journals, d.w.journals...)
@@ -270,20 +297,19 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	undo := func(err error) {
 		fail(made, err)
 		abortAll(made)
+		closeAll(journals)
 	}
 	if mustSign {
 		if cp, err = l.signCheckpoint(ctx, q, seq, last.now, true, true); err != nil {
 			undo(err)
-			closeAll(journals)
 			return nil
 		}
-	} else if wrote && !unsigned {
+	} else if len(written) > 0 && !unsigned {
 		// A checkpoint that cannot be made leaves the decisions standing:
 		// the next write tries again, and verify says what is uncovered.
 		// A log that no longer extends what was signed takes nothing more.
 		if cp, err = l.dueCheckpoint(ctx, q, seq, now); notExtended(err) {
 			undo(err)
-			closeAll(journals)
 			return nil
 		} else if err != nil {
 			l.log.Warn("could not sign a checkpoint", "seq", seq, "err", err)
@@ -298,16 +324,17 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 			if err := l.store.Changed(ctx, q, d.w.wakes()); err != nil {
 				cp = nil // signed for a log that does not commit: kept, it would refuse every later writer
 				undo(fmt.Errorf("ledger: notify: %w", err))
-				closeAll(journals)
 				return nil
 			}
 		}
 	}
 	if err := l.commitWith(tx, journals); err != nil {
 		cp = nil
-		undo(fmt.Errorf("ledger: commit: %w", err))
+		fail(made, fmt.Errorf("ledger: commit: %w", err))
+		abortAll(made)
 		return nil
 	}
+	snapshot = crossesSnapshot(written)
 	for _, d := range made {
 		w := d.w
 		var finished error

@@ -290,7 +290,7 @@ func TestPostgresCancelledWhileQueuedInTheDatabase(t *testing.T) {
 		return l
 	}
 	holder, waiter := open("host-holder"), open("host-waiter")
-	tx, _, err := holder.beginWrite(ctx) // holds the writer row
+	tx, err := holder.beginWrite(ctx) // holds the writer row
 	if err != nil {
 		t.Fatal(err)
 	}

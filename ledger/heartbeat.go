@@ -48,7 +48,7 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 				out, err = w.heartbeatShared(s, id)
 				return nil, err
 			}
-			past, err := replay.PastHoldingOf(ctx, w.q, lock, id.RequestID)
+			past, err := replay.PastHoldingOf(w.ctx, w.q, lock, id.RequestID)
 			if err != nil {
 				return nil, err
 			}

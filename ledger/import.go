@@ -55,7 +55,7 @@ func (l *Ledger) Import(ctx context.Context, from *Ledger) (*ImportReport, error
 		}
 		defer unlock()
 	}
-	tx, _, err := l.beginWrite(ctx)
+	tx, err := l.beginWrite(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -131,7 +131,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			}
 		}
 		if !mine && h == nil && req.Force && req.RequestID == "" {
-			if sh, err := loadShared(ctx, w.q, req.Lock); err != nil || len(sh) > 0 {
+			if sh, err := loadShared(w.ctx, w.q, req.Lock); err != nil || len(sh) > 0 {
 				if err != nil {
 					return nil, err
 				}
@@ -145,7 +145,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			named := h != nil && h.corrupt == nil && h.rec.RequestID == id.RequestID &&
 				(req.FencingToken == 0 || h.token == req.FencingToken)
 			if h != nil && !named {
-				past, err := replay.PastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
+				past, err := replay.PastHoldingOf(w.ctx, w.q, req.Lock, id.RequestID)
 				if err != nil {
 					return nil, err
 				}
@@ -156,7 +156,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			mine = false
 		}
 		if !mine && (h == nil || !req.Force) {
-			past, err := replay.PastHoldingOf(ctx, w.q, req.Lock, id.RequestID)
+			past, err := replay.PastHoldingOf(w.ctx, w.q, req.Lock, id.RequestID)
 			if err != nil {
 				return nil, err
 			}
@@ -192,7 +192,9 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			}
 			released := *h
 			w.removeAfterCommit(func() error { return l.files.Remove(req.Lock, released.file) })
-			w.removeTargetsAfterCommit(&released)
+			if err := w.removeTargetsAfterCommit(&released); err != nil {
+				return nil, err
+			}
 			if !mine && untold {
 				req.Result = events.ResultForced
 			}

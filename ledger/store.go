@@ -8,23 +8,17 @@ import (
 )
 
 // beginWrite starts a write transaction at the store's serialisation
-// point and reads the time its decision is made at. The statements the
-// last write ran unprepared are prepared first (store.Statements), while no
-// transaction holds a connection, so that they land on the connection the
-// transaction then takes (a CLI process has exactly one) instead of
-// opening another one.
-func (l *Ledger) beginWrite(ctx context.Context) (*sql.Tx, time.Time, error) {
+// point. The statements the last write ran unprepared are prepared first
+// (store.Statements), while no transaction holds a connection, so that
+// they land on the connection the transaction then takes (a CLI process
+// has exactly one) instead of opening another one.
+func (l *Ledger) beginWrite(ctx context.Context) (*sql.Tx, error) {
 	l.stmts.PreparePending(ctx)
 	tx, err := l.store.Begin(ctx)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("ledger: begin: %w", err)
+		return nil, fmt.Errorf("ledger: begin: %w", err)
 	}
-	now, err := l.store.Clock(ctx, tx)
-	if err != nil {
-		tx.Rollback()
-		return nil, time.Time{}, err
-	}
-	return tx, now, nil
+	return tx, nil
 }
 
 // BeginRead starts a read-only transaction that reads one snapshot of the

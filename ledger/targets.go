@@ -177,6 +177,11 @@ func (w *writeTx) reconcileTargets(requested []events.Target, force bool) error 
 			paths[t.Path] = nil
 		}
 	}
+	if len(paths) > 0 {
+		if err := w.onlyOwnFiles(); err != nil {
+			return err
+		}
+	}
 	for p, committed := range paths {
 		if err := w.l.recoverTarget(p, committed); err != nil {
 			var unsafe *UnsafePathError
@@ -331,6 +336,11 @@ func foreignFormatHolding(lock string, t events.Target, fh formats.Holder, perr 
 // taken over, are replaced; any other existing file stops the acquisition
 // with errFileExists.
 func (w *writeTx) placeTargets(h *holding, prev *holding) error {
+	if len(h.targets) > 0 || prev != nil && len(prev.targets) > 0 {
+		if err := w.onlyOwnFiles(); err != nil {
+			return err
+		}
+	}
 	for _, t := range h.targets {
 		data, err := renderTarget(t, h)
 		if err != nil {
@@ -360,7 +370,6 @@ func (w *writeTx) placeTargets(h *holding, prev *holding) error {
 			if _, keep := owns(h, t.Path); keep {
 				continue
 			}
-			w.alone = true
 			w.removeAfterCommit(func() error { return removeTarget(t, prev) })
 		}
 	}
@@ -467,16 +476,19 @@ func removeTarget(t events.Target, h *holding) error {
 	return lockfile.RemoveFile(t.Path, data)
 }
 
-// removeTargets deletes h's target files (only those still holding its bytes).
 // removeTargetsAfterCommit removes h's targets once the decision has
 // committed.
-func (w *writeTx) removeTargetsAfterCommit(h *holding) {
+func (w *writeTx) removeTargetsAfterCommit(h *holding) error {
 	if len(h.targets) > 0 {
-		w.alone = true
+		if err := w.onlyOwnFiles(); err != nil {
+			return err
+		}
 	}
 	w.removeAfterCommit(func() error { return w.removeTargets(h) })
+	return nil
 }
 
+// removeTargets deletes h's target files (only those still holding its bytes).
 func (w *writeTx) removeTargets(h *holding) error {
 	for _, t := range h.targets {
 		if err := removeTarget(t, h); err != nil {
@@ -489,6 +501,11 @@ func (w *writeTx) removeTargets(h *holding) error {
 // refreshTargets re-renders h's targets after a heartbeat; formats without a
 // heartbeat field render the same bytes and are left alone.
 func (w *writeTx) refreshTargets(old, renewed *holding) error {
+	if len(renewed.targets) > 0 {
+		if err := w.onlyOwnFiles(); err != nil {
+			return err
+		}
+	}
 	for _, t := range renewed.targets {
 		before, err := renderTarget(t, old)
 		if err != nil {

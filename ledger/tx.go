@@ -46,10 +46,9 @@ type writeTx struct {
 	// (a prune's marker: verify takes the marker only with a signature of
 	// a key it trusts).
 	mustSign bool
-	// alone: the decision changed files other than its lock's own (--file
-	// targets, which another lock's decision may name too): it shares its
-	// transaction with no other decision.
-	alone bool
+	// grouped: the decision shares its transaction with others, and may
+	// change no file but its lock's own (onlyOwnFiles).
+	grouped bool
 	// aborted undoes changes outside the database when the transaction
 	// does not commit; committed finishes them once it has (its error is
 	// the caller's).
@@ -157,9 +156,17 @@ func (w *writeTx) addJournal(path string, j *os.File) {
 	w.journals = append(w.journals, j)
 	if path != "" {
 		w.paths = append(w.paths, path)
-		w.alone = true
 	}
 	w.touched = true
+}
+
+// onlyOwnFiles refuses, in a group, a decision about to change a file
+// that is not its lock's own (see writeQueue): it is made again alone.
+func (w *writeTx) onlyOwnFiles() error {
+	if w.grouped {
+		return errAlone
+	}
+	return nil
 }
 
 func (w *writeTx) closeJournals() {

@@ -31,7 +31,7 @@ func TestPostgresStoppedWriterDelaysOtherHeartbeatsOnly(t *testing.T) {
 	if _, err := holder.TryAcquire(ctx, AcquireRequest{Lock: "deploy", Identity: id, TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	tx, _, err := stopped.beginWrite(ctx)
+	tx, err := stopped.beginWrite(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

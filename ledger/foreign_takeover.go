@@ -114,7 +114,7 @@ func (w *writeTx) recordDisplaced(id Identity, maxAge time.Duration) (bool, erro
 	if err != nil || s == nil {
 		return false, err
 	}
-	if err := w.onlyOwnFiles(); err != nil {
+	if err := w.onlyOwnFiles(true); err != nil {
 		return false, err
 	}
 	own := w.v.holder

@@ -117,10 +117,8 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 
 // placeFiles writes h's lock file and target files, replacing prev's.
 func (w *writeTx) placeFiles(h, prev *holding) error {
-	if prev != nil && prev.foreign {
-		if err := w.onlyOwnFiles(); err != nil {
-			return err
-		}
+	if err := w.onlyOwnFiles(prev != nil && prev.foreign); err != nil {
+		return err
 	}
 	var j *os.File
 	var err error

@@ -177,10 +177,8 @@ func (w *writeTx) reconcileTargets(requested []events.Target, force bool) error 
 			paths[t.Path] = nil
 		}
 	}
-	if len(paths) > 0 {
-		if err := w.onlyOwnFiles(); err != nil {
-			return err
-		}
+	if err := w.onlyOwnFiles(len(paths) > 0); err != nil {
+		return err
 	}
 	for p, committed := range paths {
 		if err := w.l.recoverTarget(p, committed); err != nil {
@@ -336,10 +334,8 @@ func foreignFormatHolding(lock string, t events.Target, fh formats.Holder, perr 
 // taken over, are replaced; any other existing file stops the acquisition
 // with errFileExists.
 func (w *writeTx) placeTargets(h *holding, prev *holding) error {
-	if len(h.targets) > 0 || prev != nil && len(prev.targets) > 0 {
-		if err := w.onlyOwnFiles(); err != nil {
-			return err
-		}
+	if err := w.onlyOwnFiles(len(h.targets) > 0 || prev != nil && len(prev.targets) > 0); err != nil {
+		return err
 	}
 	for _, t := range h.targets {
 		data, err := renderTarget(t, h)
@@ -479,10 +475,8 @@ func removeTarget(t events.Target, h *holding) error {
 // removeTargetsAfterCommit removes h's targets once the decision has
 // committed.
 func (w *writeTx) removeTargetsAfterCommit(h *holding) error {
-	if len(h.targets) > 0 {
-		if err := w.onlyOwnFiles(); err != nil {
-			return err
-		}
+	if err := w.onlyOwnFiles(len(h.targets) > 0); err != nil {
+		return err
 	}
 	w.removeAfterCommit(func() error { return w.removeTargets(h) })
 	return nil
@@ -501,10 +495,8 @@ func (w *writeTx) removeTargets(h *holding) error {
 // refreshTargets re-renders h's targets after a heartbeat; formats without a
 // heartbeat field render the same bytes and are left alone.
 func (w *writeTx) refreshTargets(old, renewed *holding) error {
-	if len(renewed.targets) > 0 {
-		if err := w.onlyOwnFiles(); err != nil {
-			return err
-		}
+	if err := w.onlyOwnFiles(len(renewed.targets) > 0); err != nil {
+		return err
 	}
 	for _, t := range renewed.targets {
 		before, err := renderTarget(t, old)

@@ -160,10 +160,11 @@ func (w *writeTx) addJournal(path string, j *os.File) {
 	w.touched = true
 }
 
-// onlyOwnFiles refuses, in a group, a decision about to change a file
-// that is not its lock's own (see writeQueue): it is made again alone.
-func (w *writeTx) onlyOwnFiles() error {
-	if w.grouped {
+// onlyOwnFiles refuses, in a group, a decision about to change (changes)
+// a file that is not its lock's own (see writeQueue): it is made again
+// alone.
+func (w *writeTx) onlyOwnFiles(changes bool) error {
+	if changes && w.grouped {
 		return errAlone
 	}
 	return nil

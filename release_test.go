@@ -440,7 +440,17 @@ func buildWithMake() (string, error) {
 	bin := filepath.Join(built.dir, "lockledger")
 	args := []string{"-s", "--no-print-directory", "build", "BIN=" + bin, "BUILD_CGO=" + strings.TrimSpace(string(cgo))}
 	if raceEnabled() {
-		args = append(args, "BUILD_CGO=1", "BUILDFLAGS=-race")
+		// With the -gcflags too (make test leaves SQLite's translated C
+		// uninstrumented): else that package is compiled again, with -race.
+		flags := "-race"
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "-gcflags" && !strings.ContainsAny(s.Value, " \t'\"") {
+					flags += " -gcflags=" + s.Value
+				}
+			}
+		}
+		args = append(args, "BUILD_CGO=1", "BUILDFLAGS="+flags)
 	}
 	c := exec.Command("make", args...)
 	c.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {

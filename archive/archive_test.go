@@ -53,7 +53,7 @@ func eventsWanted() int {
 	if os.Getenv("LOCKLEDGER_STRESS") == "1" {
 		return 200_000
 	}
-	return 3000
+	return 1000
 }
 
 func who() ledger.Identity { return ledger.Identity{Actor: "archivist"} }

@@ -9,13 +9,19 @@ import (
 	"github.com/lockledger/lockledger/store"
 )
 
+// snapshotEvery is the spacing of the snapshots this package stores:
+// replay.SnapshotEvery. Tests set it smaller (export_test.go), so that a
+// log with snapshots in it is a few hundred events long, not tens of
+// thousands.
+var snapshotEvery int64 = replay.SnapshotEvery
+
 // snapshotBudget bounds the events a write folds for snapshots, after its
 // commit and outside the writer mutex: a write that makes one folds from
 // the one before it, and a ledger that has none (one older than the
 // snapshots table, or a role that could not store them) gains a few per
 // write that makes one, oldest first, instead of one write paying for a
 // fold of the whole log. WriteSnapshots makes them all at once.
-const snapshotBudget = 4 * replay.SnapshotEvery
+func snapshotBudget() int64 { return 4 * snapshotEvery }
 
 // crossesSnapshot reports whether the events written end at or past a
 // seq at which a snapshot is due.
@@ -24,14 +30,14 @@ func crossesSnapshot(written []*events.Event) bool {
 		return false
 	}
 	first, last := written[0].Seq, written[len(written)-1].Seq
-	return last/replay.SnapshotEvery > (first-1)/replay.SnapshotEvery
+	return last/snapshotEvery > (first-1)/snapshotEvery
 }
 
 // snapshotAfterWrite makes the snapshots a write made due. They only
 // save readers time, so a failure (a writer role without INSERT on
 // snapshots, a busy database) is logged and the write stands.
 func (l *Ledger) snapshotAfterWrite(ctx context.Context) {
-	if err := l.writeSnapshots(ctx, snapshotBudget); err != nil && ctx.Err() == nil {
+	if err := l.writeSnapshots(ctx, snapshotBudget()); err != nil && ctx.Err() == nil {
 		l.log.Warn("could not store a snapshot of the log's state; reads of past instants fold further until one is stored (a PostgreSQL writer role needs INSERT on snapshots)",
 			"err", err)
 	}
@@ -55,7 +61,7 @@ func (l *Ledger) writeSnapshots(ctx context.Context, budget int64) error {
 		return err
 	}
 	defer tx.Rollback()
-	return replay.BuildSnapshots(ctx, tx, budget, func(s *store.Snapshot) error {
+	return replay.BuildSnapshots(ctx, tx, snapshotEvery, budget, func(s *store.Snapshot) error {
 		err := l.update(ctx, func(w *writeTx) (error, error) {
 			w.rows = true
 			return nil, store.InsertSnapshot(ctx, w.q, s)

@@ -19,11 +19,30 @@ import (
 	"github.com/lockledger/lockledger/verify"
 )
 
-// snapshotFixture is a ledger of 25,000 events over 7 locks, one a second
-// from snapBase: two snapshots due (10,000 and 20,000).
+// The snapshot tests store a snapshot every snapEvery events
+// (ledger.SetSnapshotEvery), so that their fixture is short: snapEvents
+// events over 7 locks, one every snapStep from snapBase (long enough
+// apart for stale holders to be stolen from within it), two snapshots
+// due (at snapEvery and 2*snapEvery).
 var snapBase = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
-const snapEvents = 25_000
+const (
+	snapEvery  = 200
+	snapEvents = snapEvery * 5 / 2
+	snapStep   = 10 * time.Second
+)
+
+// snapAt is the time of event seq of the fixture.
+func snapAt(seq int64) time.Time { return snapBase.Add(time.Duration(seq) * snapStep) }
+
+// snapSeqs is how snapshotSeqs prints snapshots at n*snapEvery for each n.
+func snapSeqs(n ...int64) string {
+	var seqs []int64
+	for _, i := range n {
+		seqs = append(seqs, i*snapEvery)
+	}
+	return fmt.Sprint(seqs)
+}
 
 // snapshotLedger writes the fixture and opens it on the store the test
 // runs on (PostgreSQL: imported from the SQLite fixture), with the
@@ -38,7 +57,7 @@ func snapshotLedgerAt(t *testing.T, kind string) (*ledger.Ledger, *sql.DB, strin
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
-	if _, _, err := (fixture.Ledger{Events: snapEvents, Locks: 7, Start: snapBase, Span: snapEvents * time.Second}).Write(root); err != nil {
+	if _, _, err := (fixture.Ledger{Events: snapEvents, Locks: 7, Start: snapBase, Span: snapEvents * snapStep}).Write(root); err != nil {
 		t.Fatal(err)
 	}
 	src := fixture.Open(t, root, ledger.MustExist())
@@ -67,15 +86,17 @@ type snapshotQuery struct {
 }
 
 func (q snapshotQuery) String() string {
-	return fmt.Sprintf("%s/%q", q.at.Format(time.RFC3339), q.lock)
+	return fmt.Sprintf("%s/%q", q.at.Format(time.RFC3339Nano), q.lock)
 }
 
 var snapshotQueries = []snapshotQuery{
-	{at: snapBase.Add(9_999 * time.Second)},    // before the first snapshot's events end
-	{at: snapBase.Add(10_000 * time.Second)},   // exactly after event 10,000 or so
-	{at: snapBase.Add(17_321 * time.Second)},   // between the two
-	{at: snapBase.Add(17_321*time.Second + 1)}, // off the second
-	{at: snapBase.Add(24_000 * time.Second), lock: fixture.LockName(3)},
+	{at: snapAt(snapEvery - 1)},                    // before the first snapshot's events end
+	{at: snapAt(snapEvery)},                        // exactly after the first snapshot's event
+	{at: snapAt(snapEvery + 73)},                   // between the two
+	{at: snapAt(snapEvery + 73).Add(1)},            // off the second
+	{at: snapAt(snapEvery + 77).Add(snapStep / 2)}, // between two events
+	{at: snapAt(2 * snapEvery)},                    // the second snapshot's state alone
+	{at: snapAt(snapEvery * 12 / 5), lock: fixture.LockName(3)},
 	{},
 	{lock: fixture.LockName(0)},
 	{lock: "never-held"},
@@ -120,7 +141,7 @@ func asOfViews(t *testing.T, db *sql.DB) map[string]string {
 		}
 		at := q.at
 		if at.IsZero() {
-			at = snapBase.Add(snapEvents * time.Second)
+			at = snapAt(snapEvents)
 		}
 		var b strings.Builder
 		for _, l := range st.Locks() {
@@ -134,9 +155,9 @@ func asOfViews(t *testing.T, db *sql.DB) map[string]string {
 	// The timeline's holdings of a window: those begun before it come
 	// from the fold up to its start.
 	for _, f := range []replay.Filter{
-		{Since: snapBase.Add(20_500 * time.Second), Until: snapBase.Add(24_100 * time.Second)},
-		{Since: snapBase.Add(20_001 * time.Second), Until: snapBase.Add(20_002 * time.Second)},
-		{Lock: fixture.LockName(2), Since: snapBase.Add(12_000 * time.Second), Until: snapBase.Add(15_600 * time.Second)},
+		{Since: snapAt(snapEvery * 41 / 20), Until: snapAt(snapEvery * 241 / 100)},
+		{Since: snapAt(2*snapEvery + 1), Until: snapAt(2*snapEvery + 2)},
+		{Lock: fixture.LockName(2), Since: snapAt(snapEvery * 6 / 5), Until: snapAt(snapEvery * 39 / 25)},
 	} {
 		hs, err := replay.Holdings(context.Background(), db, f)
 		if err != nil {
@@ -177,6 +198,7 @@ func snapshotSeqs(t *testing.T, db *sql.DB) []int64 {
 // instant, of one lock or all, finds what the fold of the whole log finds.
 // The fold without snapshots is the one a ledger from before them gets.
 func TestSnapshotsFoldLikeTheWholeLog(t *testing.T) {
+	ledger.SetSnapshotEvery(t, snapEvery)
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		l, db := snapshotLedger(t, f.kind)
@@ -187,8 +209,8 @@ func TestSnapshotsFoldLikeTheWholeLog(t *testing.T) {
 		if err := l.WriteSnapshots(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := fmt.Sprint(snapshotSeqs(t, db)); got != "[10000 20000]" {
-			t.Fatalf("snapshots at %s, want [10000 20000]", got)
+		if got, want := fmt.Sprint(snapshotSeqs(t, db)), snapSeqs(1, 2); got != want {
+			t.Fatalf("snapshots at %s, want %s", got, want)
 		}
 		// Written again: nothing new, nothing refused.
 		if err := l.WriteSnapshots(ctx); err != nil {
@@ -199,14 +221,16 @@ func TestSnapshotsFoldLikeTheWholeLog(t *testing.T) {
 	})
 }
 
-// A write that ends past a multiple of replay.SnapshotEvery stores the
-// snapshot there, after its commit; one whose role may not store it (a
-// PostgreSQL writer granted what it had before snapshots) still stands.
+// A write that ends past a multiple of the spacing stores the snapshot
+// there, after its commit; one whose role may not store it (a PostgreSQL
+// writer granted what it had before snapshots) still stands.
 func TestWritesMakeSnapshots(t *testing.T) {
+	ledger.SetSnapshotEvery(t, snapEvery)
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		root := t.TempDir()
-		if _, _, err := (fixture.Ledger{Events: 9_980, Locks: 3, Start: snapBase, Span: 9_980 * time.Second}).Write(root); err != nil {
+		n := snapEvery - 20
+		if _, _, err := (fixture.Ledger{Events: n, Locks: 3, Start: snapBase, Span: time.Duration(n) * snapStep}).Write(root); err != nil {
 			t.Fatal(err)
 		}
 		l := fixture.Open(t, root, ledger.MustExist())
@@ -228,13 +252,13 @@ func TestWritesMakeSnapshots(t *testing.T) {
 		if err := db.QueryRow(`SELECT max(seq) FROM events`).Scan(&head); err != nil {
 			t.Fatal(err)
 		}
-		cycles(t, l, (9_999-head)/2) // up to seq 9,998 or 9,999
+		cycles(t, l, (snapEvery-1-head)/2) // up to the seq before the first snapshot's, or the one before that
 		if got := snapshotSeqs(t, db); len(got) != 0 {
-			t.Fatalf("snapshots at %v before seq 10000", got)
+			t.Fatalf("snapshots at %v before seq %d", got, snapEvery)
 		}
 		cycles(t, l, 2)
-		if got := fmt.Sprint(snapshotSeqs(t, db)); got != "[10000]" {
-			t.Fatalf("snapshots at %s after seq 10000, want [10000]", got)
+		if got, want := fmt.Sprint(snapshotSeqs(t, db)), snapSeqs(1); got != want {
+			t.Fatalf("snapshots at %s after seq %d, want %s", got, snapEvery, want)
 		}
 		verifyOK(t, l)
 	})
@@ -277,6 +301,7 @@ func forgedState(t *testing.T, state []byte) []byte {
 // the hash of its state, no longer match), and verify names every changed
 // snapshot, one whose hashes were recomputed too.
 func TestTamperedSnapshots(t *testing.T) {
+	ledger.SetSnapshotEvery(t, snapEvery)
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		l, db := snapshotLedger(t, f.kind)
@@ -285,10 +310,10 @@ func TestTamperedSnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The state rewritten, its hash left: readers fold without it.
-		tamper(t, db, 20000, func(_, _ *string, state *[]byte) { *state = forgedState(t, *state) })
+		tamper(t, db, 2*snapEvery, func(_, _ *string, state *[]byte) { *state = forgedState(t, *state) })
 		// The event it follows named wrongly, its state a forgery whose
 		// hash was recomputed: readers fold without it too.
-		tamper(t, db, 10000, func(eventHash, stateHash *string, state *[]byte) {
+		tamper(t, db, snapEvery, func(eventHash, stateHash *string, state *[]byte) {
 			*state = forgedState(t, *state)
 			*stateHash = replay.StateHash(*state)
 			*eventHash = strings.Repeat("0", len(*eventHash))
@@ -304,8 +329,8 @@ func TestTamperedSnapshots(t *testing.T) {
 				got = append(got, fmt.Sprint(p.Seq))
 			}
 		}
-		if rep.OK || strings.Join(got, ",") != "10000,20000" {
-			t.Errorf("verify: got snapshot problems at %v (ok %v), want 10000 and 20000: %+v", got, rep.OK, rep.Problems)
+		if want := fmt.Sprintf("%d,%d", snapEvery, 2*snapEvery); rep.OK || strings.Join(got, ",") != want {
+			t.Errorf("verify: got snapshot problems at %v (ok %v), want %s: %+v", got, rep.OK, want, rep.Problems)
 		}
 	})
 }
@@ -313,13 +338,14 @@ func TestTamperedSnapshots(t *testing.T) {
 // A snapshot whose state was rewritten with its hash recomputed is not
 // the fold of the events before it: verify says so, naming its seq.
 func TestForgedSnapshotFailsVerify(t *testing.T) {
+	ledger.SetSnapshotEvery(t, snapEvery)
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		l, db := snapshotLedger(t, f.kind)
 		if err := l.WriteSnapshots(ctx); err != nil {
 			t.Fatal(err)
 		}
-		tamper(t, db, 20000, func(_, stateHash *string, state *[]byte) {
+		tamper(t, db, 2*snapEvery, func(_, stateHash *string, state *[]byte) {
 			*state = forgedState(t, *state)
 			*stateHash = replay.StateHash(*state)
 		})
@@ -327,9 +353,9 @@ func TestForgedSnapshotFailsVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.OK || len(rep.Problems) != 1 || rep.Problems[0].Kind != verify.KindSnapshot || rep.Problems[0].Seq != 20000 ||
-			!strings.Contains(rep.Problems[0].Detail, "is not the fold of events 1 to 20000") {
-			t.Errorf("verify: got %+v, want one snapshot problem at 20000", rep.Problems)
+		if rep.OK || len(rep.Problems) != 1 || rep.Problems[0].Kind != verify.KindSnapshot || rep.Problems[0].Seq != 2*snapEvery ||
+			!strings.Contains(rep.Problems[0].Detail, fmt.Sprintf("is not the fold of events 1 to %d", 2*snapEvery)) {
+			t.Errorf("verify: got %+v, want one snapshot problem at %d", rep.Problems, 2*snapEvery)
 		}
 	})
 }
@@ -338,6 +364,7 @@ func TestForgedSnapshotFailsVerify(t *testing.T) {
 // stores none: a read-only open on SQLite, a role that may only read on
 // PostgreSQL.
 func TestReadOnlyUsersReadSnapshots(t *testing.T) {
+	ledger.SetSnapshotEvery(t, snapEvery)
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		l, db, where := snapshotLedgerAt(t, f.kind)
@@ -370,7 +397,7 @@ func TestReadOnlyUsersReadSnapshots(t *testing.T) {
 			reader = fixture.Open(t, t.TempDir(), ledger.WithDatabase(u.String()), ledger.ReadOnly())
 			readerDB = pgtest.Open(t, u.String())
 			if _, err := readerDB.Exec(`INSERT INTO snapshots (seq, event_hash, from_seq, max_at, version, state_hash, state)
-				SELECT 30000, event_hash, from_seq, max_at, version, state_hash, state FROM snapshots WHERE seq = 20000`); err == nil {
+				SELECT $1, event_hash, from_seq, max_at, version, state_hash, state FROM snapshots WHERE seq = $2`, 3*snapEvery, 2*snapEvery); err == nil {
 				t.Fatal("the reading role stored a snapshot")
 			}
 		}

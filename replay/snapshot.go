@@ -109,13 +109,13 @@ func (st *State) onlyLock(lock string) {
 
 // BuildSnapshots folds the log from the newest snapshot it can trust (or
 // from the first event) and hands emit each snapshot due on the way, at
-// every multiple of SnapshotEvery up to the log's head, in seq order;
-// budget (0: none) bounds how many events it folds, so that a writer
-// catching up on a long log without snapshots pays a bounded share each
-// time. emit's error ends it.
-func BuildSnapshots(ctx context.Context, q Querier, budget int64, emit func(*store.Snapshot) error) error {
+// every multiple of every (SnapshotEvery, but for tests) up to the log's
+// head, in seq order; budget (0: none) bounds how many events it folds,
+// so that a writer catching up on a long log without snapshots pays a
+// bounded share each time. emit's error ends it.
+func BuildSnapshots(ctx context.Context, q Querier, every, budget int64, emit func(*store.Snapshot) error) error {
 	first, head, ok, err := store.SeqRange(ctx, q, time.Time{}, time.Time{})
-	if err != nil || !ok || head/SnapshotEvery*SnapshotEvery < first {
+	if err != nil || !ok || head/every*every < first {
 		return err
 	}
 	st, maxAt, found, err := nearestSnapshot(ctx, q, time.Time{}, head, first)
@@ -125,9 +125,9 @@ func BuildSnapshots(ctx context.Context, q Querier, budget int64, emit func(*sto
 	if !found {
 		st = NewState()
 	}
-	last := head / SnapshotEvery * SnapshotEvery
+	last := head / every * every
 	if budget > 0 {
-		last = min(last, (max(st.Seq, first-1)+budget)/SnapshotEvery*SnapshotEvery)
+		last = min(last, (max(st.Seq, first-1)+budget)/every*every)
 	}
 	if last <= st.Seq {
 		return nil
@@ -146,11 +146,11 @@ func BuildSnapshots(ctx context.Context, q Querier, budget int64, emit func(*sto
 	// One read per snapshot: the hash of the event it follows is read once
 	// the rows before it are, never beside an open read (PostgreSQL's
 	// connection runs one statement at a time).
-	next := (st.Seq/SnapshotEvery + 1) * SnapshotEvery
+	next := (st.Seq/every + 1) * every
 	for next < first {
-		next += SnapshotEvery
+		next += every
 	}
-	for ; next <= last; next += SnapshotEvery {
+	for ; next <= last; next += every {
 		if err := readAhead(ctx, q, Filter{FromSeq: st.Seq + 1, ToSeq: next}, fold); err != nil {
 			return err
 		}

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Check a lockledger evidence bundle, written from docs/evidence.md alone.
 
-Usage: verify_evidence.py --verifier-key NAME+HASH+KEY BUNDLE
-Exit 0 when the bundle holds, 1 (naming the first failure) when not.
+Usage: verify_evidence.py --verifier-key NAME+HASH+KEY BUNDLE...
+Exit 0 when every bundle holds, 1 when one does not; each bundle gets a
+line, OK or FAILED naming its first failure (after its name when there
+are several).
 Python's standard library has no Ed25519: the RFC 8032 arithmetic below
 verifies the checkpoints' signatures. It does not recompute the summary.
 """
@@ -151,16 +153,32 @@ def parse_time(s):
         s = head + "." + (digits + "000000")[:6] + frac[len(digits):]
     return datetime.datetime.fromisoformat(s)
 
+class Failed(Exception):
+    pass
+
 def fail(msg):
-    print("FAILED: " + msg)
-    sys.exit(1)
+    raise Failed(msg)
 
 def main():
     args = sys.argv[1:]
-    if len(args) != 3 or args[0] != "--verifier-key":
+    if len(args) < 3 or args[0] != "--verifier-key":
         sys.exit(__doc__)
     key = parse_verifier_key(args[1])
-    with open(args[2], "rb") as f:
+    ok = True
+    for path in args[2:]:
+        name = path + ": " if len(args) > 3 else ""
+        try:
+            print(name + check(key, path))
+        except Failed as e:
+            print(name + "FAILED: " + str(e))
+            ok = False
+        except (ValueError, KeyError, TypeError, IndexError) as e:  # not the bundle's format
+            print(name + "FAILED: unreadable: %r" % e)
+            ok = False
+    sys.exit(0 if ok else 1)
+
+def check(key, path):
+    with open(path, "rb") as f:
         raw = [l.rstrip(b"\n") for l in f if l.strip()]
     hd = json.loads(raw[0])["evidence"]
     if hd["version"] != 1:
@@ -248,7 +266,7 @@ def main():
             fail("the event after the period is missing or dated within it")
     elif end["time"] is None or parse_time(end["time"]) <= until or size != last:
         fail("the end checkpoint was signed before the period ended")
-    print("OK: seq %d-%d, %d events, are the period %s to %s of %s, signed by %s" % (
-        first, last, hd["events"], hd["since"], hd["until"], hd["origin"], key[0]))
+    return "OK: seq %d-%d, %d events, are the period %s to %s of %s, signed by %s" % (
+        first, last, hd["events"], hd["since"], hd["until"], hd["origin"], key[0])
 
 main()

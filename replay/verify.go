@@ -116,6 +116,19 @@ func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checke
 		hasher: newChainHasher(), fromOne: fromStart, tree: newTreeCheck(r, false, bare)}
 }
 
+// newLedgerChecker is newChecker for a ledger's rows: their stored
+// hashes and the checkpoints checked, their times against the ledger's
+// created_at.
+func newLedgerChecker(ctx context.Context, q Querier, source, anchor string, fromStart bool, cfg verifyConfig) *checker {
+	c := newChecker(source, anchor, fromStart, cfg)
+	c.tree = newTreeCheck(c.report, true, cfg)
+	var note string
+	if c.clock.created, note = createdAt(ctx, q); note != "" {
+		c.report.Notes = append(c.report.Notes, note)
+	}
+	return c
+}
+
 // apply takes a prechecked row in position order: chain position and
 // links, indexed columns, schema; then folds it.
 func (c *checker) apply(rc *rowCheck) {
@@ -307,12 +320,7 @@ func decodeLoose(body []byte, ev *Event) (*Event, error) {
 func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*verify.Report, *State, error) {
 	defer relaxGC(verifyGCPercent)()
 	cfg := newVerifyConfig(opts)
-	c := newChecker(source, genesis, true, cfg)
-	c.tree = newTreeCheck(c.report, true, cfg)
-	var note string
-	if c.clock.created, note = createdAt(ctx, q); note != "" {
-		c.report.Notes = append(c.report.Notes, note)
-	}
+	c := newLedgerChecker(ctx, q, source, genesis, true, cfg)
 	pruned, err := c.startPruned(ctx, q)
 	if err != nil {
 		return nil, nil, fmt.Errorf("replay: verify: %w", err)

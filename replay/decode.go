@@ -26,19 +26,15 @@ import (
 // not change while the event is in use (verify's row bodies never change).
 func decodeFast(body []byte) (*Event, bool) {
 	ev := &Event{}
-	if !decodeFastInto(body, ev) {
+	if !decodeFastString(unsafe.String(unsafe.SliceData(body), len(body)), ev) {
 		return nil, false
 	}
 	return ev, true
 }
 
-// decodeFastInto is decodeFast into a zero Event; after false, ev holds
-// debris and must be zeroed before any other use.
-func decodeFastInto(body []byte, ev *Event) bool {
-	return decodeFastString(unsafe.String(unsafe.SliceData(body), len(body)), ev)
-}
-
-// decodeFastString is decodeFastInto for a body held as a string.
+// decodeFastString is decodeFast into ev (zero) of a body held as a
+// string; after false, ev holds debris and must be zeroed before any
+// other use.
 func decodeFastString(body string, ev *Event) bool {
 	if len(body) == 0 {
 		return false

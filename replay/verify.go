@@ -2,10 +2,10 @@ package replay
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/oklog/ulid/v2"
 
@@ -291,11 +291,8 @@ func (c *checker) finish() {
 // body is not a JSON object at all. Type and time are checked by the
 // callers. The event's strings share body's memory (see decodeFast).
 func decodeLoose(body []byte, ev *Event) (*Event, error) {
-	if !fastDecode || !decodeFastInto(body, ev) {
-		*ev = Event{}
-		if err := json.Unmarshal(body, ev); err != nil {
-			return nil, err
-		}
+	if err := decodeBody(unsafe.String(unsafe.SliceData(body), len(body)), ev); err != nil {
+		return nil, err
 	}
 	if t, err := events.ParseTime(ev.At); err == nil {
 		ev.Time = t

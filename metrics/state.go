@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 // A fold is kept between runs in a state file, so that a scrape run once a
@@ -113,15 +114,11 @@ func (f *Fold) Follows(ctx context.Context, q replay.Querier) error {
 	if f.seq == 0 {
 		return nil
 	}
-	found, hash := false, ""
-	err := replay.ScanRows(ctx, q, replay.Filter{FromSeq: f.seq, ToSeq: f.seq}, func(r *replay.Row) error {
-		found, hash = true, r.Hash
-		return nil
-	})
+	hash, err := store.EventHash(ctx, q, f.seq)
 	switch {
 	case err != nil:
 		return err
-	case !found:
+	case hash == "":
 		return &StaleStateError{Reason: fmt.Sprintf("it follows seq %d, which the live log does not hold (cut, restored, or pruned past it)", f.seq)}
 	case hash != f.lastHash:
 		return &StaleStateError{Reason: fmt.Sprintf("it follows event %d with hash %s, but the log's event %d has hash %s", f.seq, f.lastHash, f.seq, hash)}

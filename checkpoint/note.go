@@ -88,22 +88,12 @@ func (e *SignatureError) Error() string {
 // checked (Keys empty, Unverified naming them) and no error is returned
 // for them.
 func Open(msg []byte, verifiers ...note.Verifier) (*Signed, error) {
-	n, err := note.Open(msg, note.VerifierList(verifiers...))
-	var unverified *note.UnverifiedNoteError
-	var invalid *note.InvalidSignatureError
+	n, err := openNote(msg, verifiers)
+	var se *SignatureError
 	switch {
-	case errors.As(err, &unverified):
-		n = unverified.Note
-		if len(verifiers) > 0 {
-			s := &SignatureError{}
-			for _, sig := range n.UnverifiedSigs {
-				s.Signers = append(s.Signers, sig.Name)
-			}
-			return nil, s
-		}
-	case errors.As(err, &invalid):
-		return nil, &SignatureError{Invalid: true, Key: invalid.Name}
-	case err != nil:
+	case errors.As(err, &se) && (se.Invalid || len(verifiers) > 0):
+		return nil, err
+	case err != nil && se == nil:
 		return nil, fmt.Errorf("%w: not a signed note: %v", ErrMalformed, err)
 	}
 	c, err := ParseText([]byte(n.Text))
@@ -119,6 +109,26 @@ func Open(msg []byte, verifiers ...note.Verifier) (*Signed, error) {
 		s.Unverified = append(s.Unverified, sig.Name)
 	}
 	return s, nil
+}
+
+// openNote opens a signed note with verifiers: a *SignatureError, with
+// the note as read, when no signature is by one of them, or one by them
+// does not verify.
+func openNote(msg []byte, verifiers []note.Verifier) (*note.Note, error) {
+	n, err := note.Open(msg, note.VerifierList(verifiers...))
+	var unverified *note.UnverifiedNoteError
+	var invalid *note.InvalidSignatureError
+	switch {
+	case errors.As(err, &unverified):
+		s := &SignatureError{}
+		for _, sig := range unverified.Note.UnverifiedSigs {
+			s.Signers = append(s.Signers, sig.Name)
+		}
+		return unverified.Note, s
+	case errors.As(err, &invalid):
+		return nil, &SignatureError{Invalid: true, Key: invalid.Name}
+	}
+	return n, err
 }
 
 // NewSigner reads an encoded signer key. The signer it returns knows its

@@ -49,18 +49,11 @@ func VerifierID(v note.Verifier) string { return KeyID(v.Name(), v.KeyHash()) }
 // unverified statement (signed by none of them) is a *SignatureError
 // without Invalid; any other failure wraps ErrStatement.
 func OpenStatement(statement, text string, verifiers ...note.Verifier) (string, error) {
-	n, err := note.Open([]byte(statement), note.VerifierList(verifiers...))
-	var unverified *note.UnverifiedNoteError
-	var invalid *note.InvalidSignatureError
+	n, err := openNote([]byte(statement), verifiers)
+	var se *SignatureError
 	switch {
-	case errors.As(err, &unverified):
-		s := &SignatureError{}
-		for _, sig := range unverified.Note.UnverifiedSigs {
-			s.Signers = append(s.Signers, sig.Name)
-		}
-		return "", s
-	case errors.As(err, &invalid):
-		return "", &SignatureError{Invalid: true, Key: invalid.Name}
+	case errors.As(err, &se):
+		return "", err
 	case err != nil:
 		return "", fmt.Errorf("%w: %v", ErrStatement, err)
 	}

@@ -64,8 +64,8 @@ func (f *Family) addHistogram(h *histogram, labels ...string) {
 	for _, b := range h.buckets() {
 		f.add("_bucket", float64(b.count), append(labels[:len(labels):len(labels)], "le", formatFloat(b.le))...)
 	}
-	f.add("_sum", h.sum, labels...)
-	f.add("_count", float64(h.count), labels...)
+	f.add("_sum", h.Sum, labels...)
+	f.add("_count", float64(h.Count), labels...)
 }
 
 // Write writes fams in format: HELP and TYPE (and UNIT in OpenMetrics)

@@ -140,7 +140,7 @@ func TestHistogramBuckets(t *testing.T) {
 			t.Errorf("bucket %d: %v, want %v", i, got[i], want[i])
 		}
 	}
-	if h.count != 7 || h.sum != 13.5 {
-		t.Errorf("count %d sum %v, want 7 and 13.5 (negative and NaN count as 0)", h.count, h.sum)
+	if h.Count != 7 || h.Sum != 13.5 {
+		t.Errorf("count %d sum %v, want 7 and 13.5 (negative and NaN count as 0)", h.Count, h.Sum)
 	}
 }

@@ -73,21 +73,21 @@ func (f *Fold) Families(now time.Time, cp *Checkpoint) []Family {
 		held.add("", b2f(c.held), "lock", k)
 		holders.add("", float64(c.holders), "lock", k)
 		stale.add("", b2f(c.stale), "lock", k)
-		acq.add("_total", float64(s.acquisitions), "lock", k)
-		for _, r := range slices.Sorted(maps.Keys(s.steals)) {
-			steals.add("_total", float64(s.steals[r]), "lock", k, "reason", r)
+		acq.add("_total", float64(s.Acquisitions), "lock", k)
+		for _, r := range slices.Sorted(maps.Keys(s.Steals)) {
+			steals.add("_total", float64(s.Steals[r]), "lock", k, "reason", r)
 		}
-		for _, r := range slices.Sorted(maps.Keys(s.releases)) {
-			rel.add("_total", float64(s.releases[r]), "lock", k, "result", r)
+		for _, r := range slices.Sorted(maps.Keys(s.Releases)) {
+			rel.add("_total", float64(s.Releases[r]), "lock", k, "result", r)
 		}
-		lost.add("_total", float64(s.lost), "lock", k)
-		hbf.add("_total", float64(s.heartbeatFailures), "lock", k)
-		for _, a := range slices.Sorted(maps.Keys(s.refusals)) {
-			ref.add("_total", float64(s.refusals[a]), "lock", k, "action", a)
+		lost.add("_total", float64(s.Lost), "lock", k)
+		hbf.add("_total", float64(s.HeartbeatFailures), "lock", k)
+		for _, a := range slices.Sorted(maps.Keys(s.Refusals)) {
+			ref.add("_total", float64(s.Refusals[a]), "lock", k, "action", a)
 		}
-		hold.addHistogram(&s.hold, "lock", k)
+		hold.addHistogram(&s.Hold, "lock", k)
 		for i, outcome := range waitOutcomes {
-			wait.addHistogram(&s.wait[i], "lock", k, "outcome", outcome)
+			wait.addHistogram(&s.Wait[i], "lock", k, "outcome", outcome)
 		}
 	}
 	fams := []Family{held, holders, stale, info, acq, steals, rel, lost, hbf, ref, hold, wait}
@@ -102,9 +102,9 @@ func (f *Fold) Families(now time.Time, cp *Checkpoint) []Family {
 	}
 	if v := f.verify; v != nil {
 		fams = append(fams,
-			gauge("lockledger_last_verify_success", "", "1 if the last verify of the ledger (its ledger_verified event) found it intact, 0 if it found problems.", b2f(v.ok)),
-			gauge("lockledger_last_verify_problems", "", "How many problems the last verify of the ledger found.", float64(v.problems)),
-			gauge("lockledger_last_verify_timestamp_seconds", "seconds", "When the last verify of the ledger was recorded, in seconds since the Unix epoch.", float64(v.at.UnixNano())/1e9))
+			gauge("lockledger_last_verify_success", "", "1 if the last verify of the ledger (its ledger_verified event) found it intact, 0 if it found problems.", b2f(v.OK)),
+			gauge("lockledger_last_verify_problems", "", "How many problems the last verify of the ledger found.", float64(v.Problems)),
+			gauge("lockledger_last_verify_timestamp_seconds", "seconds", "When the last verify of the ledger was recorded, in seconds since the Unix epoch.", float64(v.At.UnixNano())/1e9))
 	}
 	return fams
 }

@@ -31,14 +31,14 @@ type Fold struct {
 
 // lockStats are one lock's counters and histograms.
 type lockStats struct {
-	acquisitions      uint64
-	heartbeatFailures uint64
-	lost              uint64
-	steals            map[string]uint64 // by reason
-	releases          map[string]uint64 // by result
-	refusals          map[string]uint64 // by action
-	hold              histogram
-	wait              [len(waitOutcomes)]histogram
+	Acquisitions      uint64                       `json:"acquisitions"`
+	HeartbeatFailures uint64                       `json:"heartbeat_failures"`
+	Lost              uint64                       `json:"lost"`
+	Steals            map[string]uint64            `json:"steals,omitempty"`   // by reason
+	Releases          map[string]uint64            `json:"releases,omitempty"` // by result
+	Refusals          map[string]uint64            `json:"refusals,omitempty"` // by action
+	Hold              histogram                    `json:"hold"`
+	Wait              [len(waitOutcomes)]histogram `json:"wait"`
 }
 
 // waitOutcomes label the wait histogram: what the wait ended in.
@@ -53,10 +53,10 @@ const (
 // verifyResult is the last ledger_verified of the ledger itself (not of
 // an export file).
 type verifyResult struct {
-	ok       bool
-	problems int
-	at       time.Time
-	seq      int64
+	OK       bool      `json:"ok"`
+	Problems int       `json:"problems"`
+	At       time.Time `json:"at"`
+	Seq      int64     `json:"seq"`
 }
 
 // NewFold is the fold before the first event.
@@ -74,10 +74,10 @@ func (f *Fold) stats(lock string) *lockStats {
 	k := label(lock)
 	s := f.locks[k]
 	if s == nil {
-		s = &lockStats{steals: map[string]uint64{}, releases: map[string]uint64{}, refusals: map[string]uint64{},
-			hold: newHistogram(holdBuckets)}
-		for i := range s.wait {
-			s.wait[i] = newHistogram(waitBuckets)
+		s = &lockStats{Steals: map[string]uint64{}, Releases: map[string]uint64{}, Refusals: map[string]uint64{},
+			Hold: newHistogram(holdBuckets)}
+		for i := range s.Wait {
+			s.Wait[i] = newHistogram(waitBuckets)
 		}
 		f.locks[k] = s
 	}
@@ -101,37 +101,37 @@ func (f *Fold) stats(lock string) *lockStats {
 func (f *Fold) Apply(ev *replay.Event) {
 	f.holdings.Apply(ev)
 	for _, h := range f.holdings.Closed {
-		f.stats(h.Lock).hold.observe(h.Ended.Time.Sub(h.Opened.Time).Seconds())
+		f.stats(h.Lock).Hold.observe(h.Ended.Time.Sub(h.Opened.Time).Seconds())
 	}
 	clear(f.holdings.Closed)
 	f.holdings.Closed = f.holdings.Closed[:0]
 	f.seq, f.lastHash = ev.Seq, ev.Hash
 	if ev.Type.LedgerWide() {
 		if ev.Type == events.LedgerVerified && ev.File == "" {
-			f.verify = &verifyResult{ok: ev.Result == events.AuditOK, problems: ev.Problems, at: ev.Time, seq: ev.Seq}
+			f.verify = &verifyResult{OK: ev.Result == events.AuditOK, Problems: ev.Problems, At: ev.Time, Seq: ev.Seq}
 		}
 		return
 	}
 	s := f.stats(ev.LockName)
 	switch ev.Type {
 	case events.LockAcquired:
-		s.acquisitions++
-		s.wait[waitAcquired].observe(ev.WaitedSeconds)
+		s.Acquisitions++
+		s.Wait[waitAcquired].observe(ev.WaitedSeconds)
 	case events.LockStolen:
-		s.steals[label(ev.Reason)]++
-		s.wait[waitStolen].observe(ev.WaitedSeconds)
+		s.Steals[label(ev.Reason)]++
+		s.Wait[waitStolen].observe(ev.WaitedSeconds)
 	case events.LockReleased:
-		s.releases[label(ev.Result)]++
+		s.Releases[label(ev.Result)]++
 	case events.HeartbeatFailed:
-		s.heartbeatFailures++
+		s.HeartbeatFailures++
 		if ev.LockLost {
-			s.lost++
+			s.Lost++
 		}
 	case events.ActionRefused:
-		s.refusals[label(ev.Action)]++
+		s.Refusals[label(ev.Action)]++
 	case events.AcquireBlocked:
 		if ev.Until == "" { // with until, a waiter joined the queue: no wait ended
-			s.wait[waitGaveUp].observe(ev.WaitedSeconds)
+			s.Wait[waitGaveUp].observe(ev.WaitedSeconds)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package metrics
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // The histograms' upper bounds, in seconds: from a lock held for a quick
 // step to one held for a day, and from a short wait to one of hours.
@@ -13,13 +16,13 @@ var (
 // exposition adds them up) and their sum.
 type histogram struct {
 	bounds []float64
-	counts []uint64 // one per bound, then +Inf
-	sum    float64
-	count  uint64
+	Counts []uint64 `json:"counts"` // one per bound, then +Inf
+	Sum    float64  `json:"sum"`
+	Count  uint64   `json:"count"`
 }
 
 func newHistogram(bounds []float64) histogram {
-	return histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
+	return histogram{bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
 }
 
 // observe adds one observation of v seconds; a negative or NaN one (clocks
@@ -35,16 +38,16 @@ func (h *histogram) observe(v float64) {
 			break
 		}
 	}
-	h.counts[i]++
-	h.count++
-	h.sum += v
+	h.Counts[i]++
+	h.Count++
+	h.Sum += v
 }
 
 // buckets are the cumulative counts per upper bound, +Inf last.
 func (h *histogram) buckets() []bucket {
-	out := make([]bucket, 0, len(h.counts))
+	out := make([]bucket, 0, len(h.Counts))
 	var n uint64
-	for i, c := range h.counts {
+	for i, c := range h.Counts {
 		n += c
 		le := math.Inf(1)
 		if i < len(h.bounds) {
@@ -58,4 +61,13 @@ func (h *histogram) buckets() []bucket {
 type bucket struct {
 	le    float64
 	count uint64
+}
+
+// restore gives a histogram read from a state file its bounds.
+func (h *histogram) restore(bounds []float64) error {
+	if len(h.Counts) != len(bounds)+1 {
+		return fmt.Errorf("a histogram of %d buckets, not %d", len(h.Counts), len(bounds)+1)
+	}
+	h.bounds = bounds
+	return nil
 }

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/store"
 )
 
 // A fold is kept between runs in a state file, so that a scrape run once a
@@ -35,48 +35,13 @@ const stateVersion = 1
 const maxStateSize = 256 << 20
 
 type stateJSON struct {
-	Version  int                       `json:"version"`
-	LedgerID string                    `json:"ledger_id"`
-	Seq      int64                     `json:"seq"`
-	Hash     string                    `json:"hash"`
-	Verify   *verifyJSON               `json:"verify,omitempty"`
-	Locks    map[string]*lockStatsJSON `json:"locks"`
-	Holdings json.RawMessage           `json:"holdings"`
-}
-
-type verifyJSON struct {
-	OK       bool   `json:"ok"`
-	Problems int    `json:"problems"`
-	At       string `json:"at"`
-	Seq      int64  `json:"seq"`
-}
-
-type lockStatsJSON struct {
-	Acquisitions      uint64                           `json:"acquisitions"`
-	HeartbeatFailures uint64                           `json:"heartbeat_failures"`
-	Lost              uint64                           `json:"lost"`
-	Steals            map[string]uint64                `json:"steals,omitempty"`
-	Releases          map[string]uint64                `json:"releases,omitempty"`
-	Refusals          map[string]uint64                `json:"refusals,omitempty"`
-	Hold              histogramJSON                    `json:"hold"`
-	Wait              [len(waitOutcomes)]histogramJSON `json:"wait"`
-}
-
-type histogramJSON struct {
-	Counts []uint64 `json:"counts"`
-	Sum    float64  `json:"sum"`
-	Count  uint64   `json:"count"`
-}
-
-func (h *histogram) kept() histogramJSON {
-	return histogramJSON{Counts: h.counts, Sum: h.sum, Count: h.count}
-}
-
-func (k histogramJSON) restore(bounds []float64) (histogram, error) {
-	if len(k.Counts) != len(bounds)+1 {
-		return histogram{}, fmt.Errorf("a histogram of %d buckets, not %d", len(k.Counts), len(bounds)+1)
-	}
-	return histogram{bounds: bounds, counts: k.Counts, sum: k.Sum, count: k.Count}, nil
+	Version  int                   `json:"version"`
+	LedgerID string                `json:"ledger_id"`
+	Seq      int64                 `json:"seq"`
+	Hash     string                `json:"hash"`
+	Verify   *verifyResult         `json:"verify,omitempty"`
+	Locks    map[string]*lockStats `json:"locks"`
+	Holdings json.RawMessage       `json:"holdings"`
 }
 
 // MarshalState is the fold as a state file of ledger ledgerID.
@@ -85,20 +50,8 @@ func (f *Fold) MarshalState(ledgerID string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := stateJSON{Version: stateVersion, LedgerID: ledgerID, Seq: f.seq, Hash: f.lastHash,
-		Locks: make(map[string]*lockStatsJSON, len(f.locks)), Holdings: holdings}
-	if v := f.verify; v != nil {
-		k.Verify = &verifyJSON{OK: v.ok, Problems: v.problems, At: v.at.Format(time.RFC3339Nano), Seq: v.seq}
-	}
-	for name, s := range f.locks {
-		ks := &lockStatsJSON{Acquisitions: s.acquisitions, HeartbeatFailures: s.heartbeatFailures, Lost: s.lost,
-			Steals: s.steals, Releases: s.releases, Refusals: s.refusals, Hold: s.hold.kept()}
-		for i := range s.wait {
-			ks.Wait[i] = s.wait[i].kept()
-		}
-		k.Locks[name] = ks
-	}
-	return json.Marshal(k)
+	return json.Marshal(stateJSON{Version: stateVersion, LedgerID: ledgerID, Seq: f.seq, Hash: f.lastHash, Verify: f.verify,
+		Locks: f.locks, Holdings: holdings})
 }
 
 // StaleStateError says why a state file is not used: its form, ledger,
@@ -127,31 +80,22 @@ func UnmarshalState(b []byte, ledgerID string) (*Fold, error) {
 	if f.holdings.State().Seq != k.Seq {
 		return nil, &StaleStateError{Reason: fmt.Sprintf("holdings at seq %d, counters at seq %d", f.holdings.State().Seq, k.Seq)}
 	}
-	f.seq, f.lastHash = k.Seq, k.Hash
-	if v := k.Verify; v != nil {
-		at, err := time.Parse(time.RFC3339Nano, v.At)
-		if err != nil {
-			return nil, &StaleStateError{Reason: "unreadable verify time: " + err.Error()}
-		}
-		f.verify = &verifyResult{ok: v.OK, problems: v.Problems, at: at, seq: v.Seq}
-	}
-	for name, ks := range k.Locks {
-		if ks == nil {
+	f.seq, f.lastHash, f.verify = k.Seq, k.Hash, k.Verify
+	for name, s := range k.Locks {
+		if s == nil {
 			return nil, &StaleStateError{Reason: fmt.Sprintf("lock %q has no counters", name)}
 		}
 		// name is a label value already (see label): kept as it is.
-		s := &lockStats{acquisitions: ks.Acquisitions, heartbeatFailures: ks.HeartbeatFailures, lost: ks.Lost,
-			steals: orEmpty(ks.Steals), releases: orEmpty(ks.Releases), refusals: orEmpty(ks.Refusals)}
-		f.locks[name] = s
-		var err error
-		if s.hold, err = ks.Hold.restore(holdBuckets); err != nil {
+		s.Steals, s.Releases, s.Refusals = orEmpty(s.Steals), orEmpty(s.Releases), orEmpty(s.Refusals)
+		if err := s.Hold.restore(holdBuckets); err != nil {
 			return nil, &StaleStateError{Reason: fmt.Sprintf("lock %q: hold: %v", name, err)}
 		}
-		for i := range s.wait {
-			if s.wait[i], err = ks.Wait[i].restore(waitBuckets); err != nil {
+		for i := range s.Wait {
+			if err := s.Wait[i].restore(waitBuckets); err != nil {
 				return nil, &StaleStateError{Reason: fmt.Sprintf("lock %q: wait: %v", name, err)}
 			}
 		}
+		f.locks[name] = s
 	}
 	return f, nil
 }
@@ -170,15 +114,11 @@ func (f *Fold) Follows(ctx context.Context, q replay.Querier) error {
 	if f.seq == 0 {
 		return nil
 	}
-	found, hash := false, ""
-	err := replay.ScanRows(ctx, q, replay.Filter{FromSeq: f.seq, ToSeq: f.seq}, func(r *replay.Row) error {
-		found, hash = true, r.Hash
-		return nil
-	})
+	hash, err := store.EventHash(ctx, q, f.seq)
 	switch {
 	case err != nil:
 		return err
-	case !found:
+	case hash == "":
 		return &StaleStateError{Reason: fmt.Sprintf("it follows seq %d, which the live log does not hold (cut, restored, or pruned past it)", f.seq)}
 	case hash != f.lastHash:
 		return &StaleStateError{Reason: fmt.Sprintf("it follows event %d with hash %s, but the log's event %d has hash %s", f.seq, f.lastHash, f.seq, hash)}

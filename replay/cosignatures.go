@@ -85,7 +85,12 @@ func (t *treeCheck) endCosignatures(end int64) {
 	if len(tr.Cosigners) == 0 || end == 0 {
 		return
 	}
-	t.uncosigned(end)
+	// largest: the largest size each witness cosigned.
+	largest := map[string]int64{}
+	for _, c := range t.cosigned {
+		largest[c.witness] = max(largest[c.witness], c.a.size)
+	}
+	t.uncosigned(end, largest)
 	quorum := tr.Quorum
 	if quorum <= 0 || quorum > len(tr.Cosigners) {
 		quorum = len(tr.Cosigners)
@@ -99,11 +104,6 @@ func (t *treeCheck) endCosignatures(end int64) {
 			"the ledger holds no cosignature by the witness keys given (%s): no witness cosigned this log, or the cosignatures were deleted",
 			strings.Join(names, ", "))})
 		return
-	}
-	// bySize: the witnesses that cosigned each size, or a larger one.
-	largest := map[string]int64{}
-	for _, c := range t.cosigned {
-		largest[c.witness] = max(largest[c.witness], c.a.size)
 	}
 	newest := slices.Max(slices.Collect(maps.Values(largest)))
 	var at []string
@@ -129,7 +129,7 @@ func (t *treeCheck) endCosignatures(end int64) {
 
 // uncosigned lists, for each witness key given, the checkpoints it did
 // not cosign (see Uncosigned), in the report and in a note each.
-func (t *treeCheck) uncosigned(end int64) {
+func (t *treeCheck) uncosigned(end int64, largest map[string]int64) {
 	var sizes []int64
 	for _, a := range t.anchors {
 		if a.result != nil && a.carried && !a.split && !a.isHead && a.state == matched && a.size <= end {
@@ -138,10 +138,6 @@ func (t *treeCheck) uncosigned(end int64) {
 	}
 	slices.Sort(sizes)
 	sizes = slices.Compact(sizes)
-	largest := map[string]int64{}
-	for _, c := range t.cosigned {
-		largest[c.witness] = max(largest[c.witness], c.a.size)
-	}
 	for _, v := range t.trust.Cosigners {
 		w := v.Name()
 		i, _ := slices.BinarySearch(sizes, largest[w]+1)

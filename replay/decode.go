@@ -26,19 +26,15 @@ import (
 // not change while the event is in use (verify's row bodies never change).
 func decodeFast(body []byte) (*Event, bool) {
 	ev := &Event{}
-	if !decodeFastInto(body, ev) {
+	if !decodeFastString(unsafe.String(unsafe.SliceData(body), len(body)), ev) {
 		return nil, false
 	}
 	return ev, true
 }
 
-// decodeFastInto is decodeFast into a zero Event; after false, ev holds
-// debris and must be zeroed before any other use.
-func decodeFastInto(body []byte, ev *Event) bool {
-	return decodeFastString(unsafe.String(unsafe.SliceData(body), len(body)), ev)
-}
-
-// decodeFastString is decodeFastInto for a body held as a string.
+// decodeFastString is decodeFast into ev (zero) of a body held as a
+// string; after false, ev holds debris and must be zeroed before any
+// other use.
 func decodeFastString(body string, ev *Event) bool {
 	if len(body) == 0 {
 		return false
@@ -52,8 +48,9 @@ func decodeFastString(body string, ev *Event) bool {
 }
 
 type fastDecoder struct {
-	s string
-	i int
+	s   string
+	i   int
+	box *osUserBox
 }
 
 func (d *fastDecoder) ws() {
@@ -232,33 +229,55 @@ func (d *fastDecoder) boolean() (bool, bool) {
 	return false, false
 }
 
-func (d *fastDecoder) setStr(p *string) bool {
-	v, ok := d.str()
-	*p = v
-	return ok
-}
-
-func (d *fastDecoder) setInt(p *int) bool {
-	v, ok := d.integer(strconv.IntSize)
-	*p = int(v)
-	return ok
-}
-
-func (d *fastDecoder) setInt64(p *int64) bool {
-	v, ok := d.integer(64)
-	*p = v
-	return ok
-}
-
-func (d *fastDecoder) setFloat(p *float64) bool {
-	v, ok := d.float()
-	*p = v
-	return ok
-}
-
-func (d *fastDecoder) setBool(p *bool) bool {
-	v, ok := d.boolean()
-	*p = v
+// value decodes the value at d.i into p, a pointer to a field of an
+// event or of an object in it, as encoding/json does: a pointer field
+// gets a new value to point to.
+func (d *fastDecoder) value(p any) (ok bool) {
+	var n int64
+	switch p := p.(type) {
+	case *string:
+		*p, ok = d.str()
+	case *events.Type:
+		*(*string)(p), ok = d.str()
+	case *int:
+		n, ok = d.integer(strconv.IntSize)
+		*p = int(n)
+	case **int:
+		*p = new(int)
+		return d.value(*p)
+	case *int64:
+		*p, ok = d.integer(64)
+	case **int64:
+		*p = new(int64)
+		return d.value(*p)
+	case *float64:
+		*p, ok = d.float()
+	case *bool:
+		*p, ok = d.boolean()
+	case *map[string]string:
+		return d.metadata(p)
+	case *[]string:
+		return d.strings(p)
+	case *[]int:
+		return d.ints(p)
+	case *[]events.Target:
+		return d.targets(p)
+	case **events.Record:
+		*p = &events.Record{}
+		return object(d, schema.LockV1FieldOf, recordFields[:], *p)
+	case **events.Holder:
+		*p = &events.Holder{}
+		return object(d, schema.HolderFieldOf, holderFields[:], *p)
+	case **events.Caller:
+		*p = &events.Caller{}
+		return object(d, schema.CallerFieldOf, callerFields[:], *p)
+	case **events.UnreadableFile:
+		*p = &events.UnreadableFile{}
+		return object(d, schema.UnreadableFileFieldOf, unreadableFileFields[:], *p)
+	case **events.Pin:
+		*p = &events.Pin{}
+		return object(d, schema.PinFieldOf, pinFields[:], *p)
+	}
 	return ok
 }
 
@@ -278,193 +297,113 @@ type osUserBox struct {
 	user string
 }
 
+func (d *fastDecoder) osUser() *osUserBox {
+	if d.box == nil {
+		d.box = &osUserBox{}
+	}
+	return d.box
+}
+
+// event decodes the members of an event's body, each into the field
+// eventFields names (the uid and the user into one allocation); a key
+// none names (unknown, only a case-insensitive match, or repeated) is left
+// to json.Unmarshal.
 func (d *fastDecoder) event(ev *Event) bool {
 	var seen [2]uint64
-	var box *osUserBox
-	osUser := func() *osUserBox {
-		if box == nil {
-			box = &osUserBox{}
-		}
-		return box
-	}
 	return d.members(func(key string) bool {
 		f, ok := schema.EventFieldOf(key)
-		if !ok || !once(&seen, uint(f)) {
-			return false // unknown, only a case-insensitive match, or repeated
+		switch {
+		case !ok || !once(&seen, uint(f)):
+			return false
+		case f == schema.EventUID:
+			ev.UID = &d.osUser().uid
+			return d.value(ev.UID)
+		case f == schema.EventUser:
+			ev.User = &d.osUser().user
+			return d.value(ev.User)
 		}
-		switch f {
-		case schema.EventEventID:
-			return d.setStr(&ev.EventID)
-		case schema.EventSeq:
-			return d.setInt64(&ev.Seq)
-		case schema.EventType:
-			var t string
-			ok := d.setStr(&t)
-			ev.Type = events.Type(t)
-			return ok
-		case schema.EventSchemaVersion:
-			return d.setInt(&ev.SchemaVersion)
-		case schema.EventAt:
-			return d.setStr(&ev.At)
-		case schema.EventLockName:
-			return d.setStr(&ev.LockName)
-		case schema.EventRequestID:
-			return d.setStr(&ev.RequestID)
-		case schema.EventActor:
-			return d.setStr(&ev.Actor)
-		case schema.EventHostID:
-			return d.setStr(&ev.HostID)
-		case schema.EventPID:
-			return d.setInt(&ev.PID)
-		case schema.EventUID:
-			ev.UID = &osUser().uid
-			return d.setInt(ev.UID)
-		case schema.EventUser:
-			ev.User = &osUser().user
-			return d.setStr(ev.User)
-		case schema.EventTTLSeconds:
-			return d.setInt64(&ev.TTLSeconds)
-		case schema.EventIntent:
-			return d.setStr(&ev.Intent)
-		case schema.EventIntentVersion:
-			return d.setStr(&ev.IntentVersion)
-		case schema.EventFencingToken:
-			return d.setInt64(&ev.FencingToken)
-		case schema.EventMetadata:
-			return d.metadata(&ev.Metadata)
-		case schema.EventPIDStart:
-			return d.setStr(&ev.PIDStart)
-		case schema.EventBootID:
-			return d.setStr(&ev.BootID)
-		case schema.EventTargets:
-			return d.targets(&ev.Targets)
-		case schema.EventPreviousLock:
-			ev.PreviousLock = &events.Record{}
-			return d.record(ev.PreviousLock)
-		case schema.EventPreviousLockHash:
-			return d.setStr(&ev.PreviousLockHash)
-		case schema.EventReason:
-			return d.setStr(&ev.Reason)
-		case schema.EventNote:
-			return d.setStr(&ev.Note)
-		case schema.EventKey:
-			return d.setStr(&ev.Key)
-		case schema.EventRole:
-			return d.setStr(&ev.Role)
-		case schema.EventStatement:
-			return d.setStr(&ev.Statement)
-		case schema.EventHeldDurationSeconds:
-			return d.setFloat(&ev.HeldDurationSeconds)
-		case schema.EventResult:
-			return d.setStr(&ev.Result)
-		case schema.EventFailureStep:
-			return d.setStr(&ev.FailureStep)
-		case schema.EventExitCode:
-			ev.ExitCode = new(int)
-			return d.setInt(ev.ExitCode)
-		case schema.EventForced:
-			return d.setBool(&ev.Forced)
-		case schema.EventRun:
-			return d.setBool(&ev.Run)
-		case schema.EventReleasedRequestID:
-			return d.setStr(&ev.ReleasedRequestID)
-		case schema.EventConsecutiveFailures:
-			return d.setInt(&ev.ConsecutiveFailures)
-		case schema.EventError:
-			return d.setStr(&ev.Error)
-		case schema.EventLockLost:
-			return d.setBool(&ev.LockLost)
-		case schema.EventHeldBy:
-			ev.HeldBy = &events.Holder{}
-			return d.holder(ev.HeldBy)
-		case schema.EventRecordedBy:
-			ev.RecordedBy = &events.Caller{}
-			return d.caller(ev.RecordedBy)
-		case schema.EventUnreadableFile:
-			ev.UnreadableFile = &events.UnreadableFile{}
-			return d.unreadableFile(ev.UnreadableFile)
-		case schema.EventState:
-			return d.setStr(&ev.State)
-		case schema.EventWaitedSeconds:
-			return d.setFloat(&ev.WaitedSeconds)
-		case schema.EventPIDNS:
-			ev.PIDNS = new(int64)
-			return d.setInt64(ev.PIDNS)
-		case schema.EventReleaseSecretSha256:
-			return d.setStr(&ev.ReleaseSecretSHA256)
-		case schema.EventAuthorizedBy:
-			return d.setStr(&ev.AuthorizedBy)
-		case schema.EventForeign:
-			return d.setBool(&ev.Foreign)
-		case schema.EventSupersededBy:
-			ev.DisplacedBy = &events.Holder{}
-			return d.holder(ev.DisplacedBy)
-		case schema.EventSupersededByFormat:
-			return d.setStr(&ev.DisplacedByFormat)
-		case schema.EventSupersededByPath:
-			return d.setStr(&ev.DisplacedByPath)
-		case schema.EventAction:
-			return d.setStr(&ev.Action)
-		case schema.EventChanges:
-			return d.strings(&ev.Changes)
-		case schema.EventMovedAside:
-			return d.setStr(&ev.MovedAside)
-		case schema.EventBrokenChainAccepted:
-			return d.setBool(&ev.BrokenChainAccepted)
-		case schema.EventFirstBadSeq:
-			return d.setInt64(&ev.FirstBadSeq)
-		case schema.EventRollbackAccepted:
-			ev.RollbackAccepted = &events.Pin{}
-			return d.pin(ev.RollbackAccepted)
-		case schema.EventJobRequestID:
-			return d.setStr(&ev.JobRequestID)
-		case schema.EventPIDs:
-			return d.ints(&ev.PIDs)
-		case schema.EventSince:
-			return d.setStr(&ev.Since)
-		case schema.EventUntil:
-			return d.setStr(&ev.Until)
-		case schema.EventQueuedSeq:
-			return d.setInt64(&ev.QueuedSeq)
-		case schema.EventQueuedAt:
-			return d.setStr(&ev.QueuedAt)
-		case schema.EventFirstSeq:
-			return d.setInt64(&ev.FirstSeq)
-		case schema.EventLastSeq:
-			return d.setInt64(&ev.LastSeq)
-		case schema.EventEvents:
-			return d.setInt64(&ev.Events)
-		case schema.EventFormat:
-			return d.setStr(&ev.Format)
-		case schema.EventDestination:
-			return d.setStr(&ev.Destination)
-		case schema.EventProblems:
-			return d.setInt(&ev.Problems)
-		case schema.EventHeadHash:
-			return d.setStr(&ev.HeadHash)
-		case schema.EventFile:
-			return d.setStr(&ev.File)
-		case schema.EventLocks:
-			return d.setInt(&ev.Locks)
-		case schema.EventRowsChanged:
-			return d.setInt(&ev.RowsChanged)
-		case schema.EventFilesChanged:
-			return d.setInt(&ev.FilesChanged)
-		case schema.EventMode:
-			return d.setStr(&ev.Mode)
-		case schema.EventLimit:
-			return d.setInt64(&ev.Limit)
-		case schema.EventFence:
-			return d.setStr(&ev.Fence)
-		case schema.EventResource:
-			return d.setStr(&ev.Resource)
-		case schema.EventStaleToken:
-			return d.setInt64(&ev.StaleToken)
-		case schema.EventCurrentToken:
-			return d.setInt64(&ev.CurrentToken)
-		}
-		return false // a field the fast path does not decode
+		return eventFields[f] != nil && d.value(eventFields[f](ev))
 	})
+}
+
+// eventFields are the Event field of each field of the event schemas.
+var eventFields = [schema.NumEventFields]func(ev *Event) any{
+	schema.EventEventID:             func(ev *Event) any { return &ev.EventID },
+	schema.EventSeq:                 func(ev *Event) any { return &ev.Seq },
+	schema.EventType:                func(ev *Event) any { return &ev.Type },
+	schema.EventSchemaVersion:       func(ev *Event) any { return &ev.SchemaVersion },
+	schema.EventAt:                  func(ev *Event) any { return &ev.At },
+	schema.EventLockName:            func(ev *Event) any { return &ev.LockName },
+	schema.EventRequestID:           func(ev *Event) any { return &ev.RequestID },
+	schema.EventActor:               func(ev *Event) any { return &ev.Actor },
+	schema.EventHostID:              func(ev *Event) any { return &ev.HostID },
+	schema.EventPID:                 func(ev *Event) any { return &ev.PID },
+	schema.EventTTLSeconds:          func(ev *Event) any { return &ev.TTLSeconds },
+	schema.EventIntent:              func(ev *Event) any { return &ev.Intent },
+	schema.EventIntentVersion:       func(ev *Event) any { return &ev.IntentVersion },
+	schema.EventFencingToken:        func(ev *Event) any { return &ev.FencingToken },
+	schema.EventMetadata:            func(ev *Event) any { return &ev.Metadata },
+	schema.EventPIDStart:            func(ev *Event) any { return &ev.PIDStart },
+	schema.EventBootID:              func(ev *Event) any { return &ev.BootID },
+	schema.EventTargets:             func(ev *Event) any { return &ev.Targets },
+	schema.EventPreviousLock:        func(ev *Event) any { return &ev.PreviousLock },
+	schema.EventPreviousLockHash:    func(ev *Event) any { return &ev.PreviousLockHash },
+	schema.EventReason:              func(ev *Event) any { return &ev.Reason },
+	schema.EventNote:                func(ev *Event) any { return &ev.Note },
+	schema.EventKey:                 func(ev *Event) any { return &ev.Key },
+	schema.EventRole:                func(ev *Event) any { return &ev.Role },
+	schema.EventStatement:           func(ev *Event) any { return &ev.Statement },
+	schema.EventHeldDurationSeconds: func(ev *Event) any { return &ev.HeldDurationSeconds },
+	schema.EventResult:              func(ev *Event) any { return &ev.Result },
+	schema.EventFailureStep:         func(ev *Event) any { return &ev.FailureStep },
+	schema.EventExitCode:            func(ev *Event) any { return &ev.ExitCode },
+	schema.EventForced:              func(ev *Event) any { return &ev.Forced },
+	schema.EventRun:                 func(ev *Event) any { return &ev.Run },
+	schema.EventReleasedRequestID:   func(ev *Event) any { return &ev.ReleasedRequestID },
+	schema.EventConsecutiveFailures: func(ev *Event) any { return &ev.ConsecutiveFailures },
+	schema.EventError:               func(ev *Event) any { return &ev.Error },
+	schema.EventLockLost:            func(ev *Event) any { return &ev.LockLost },
+	schema.EventHeldBy:              func(ev *Event) any { return &ev.HeldBy },
+	schema.EventRecordedBy:          func(ev *Event) any { return &ev.RecordedBy },
+	schema.EventUnreadableFile:      func(ev *Event) any { return &ev.UnreadableFile },
+	schema.EventState:               func(ev *Event) any { return &ev.State },
+	schema.EventWaitedSeconds:       func(ev *Event) any { return &ev.WaitedSeconds },
+	schema.EventPIDNS:               func(ev *Event) any { return &ev.PIDNS },
+	schema.EventReleaseSecretSha256: func(ev *Event) any { return &ev.ReleaseSecretSHA256 },
+	schema.EventAuthorizedBy:        func(ev *Event) any { return &ev.AuthorizedBy },
+	schema.EventForeign:             func(ev *Event) any { return &ev.Foreign },
+	schema.EventSupersededBy:        func(ev *Event) any { return &ev.DisplacedBy },
+	schema.EventSupersededByFormat:  func(ev *Event) any { return &ev.DisplacedByFormat },
+	schema.EventSupersededByPath:    func(ev *Event) any { return &ev.DisplacedByPath },
+	schema.EventAction:              func(ev *Event) any { return &ev.Action },
+	schema.EventChanges:             func(ev *Event) any { return &ev.Changes },
+	schema.EventMovedAside:          func(ev *Event) any { return &ev.MovedAside },
+	schema.EventBrokenChainAccepted: func(ev *Event) any { return &ev.BrokenChainAccepted },
+	schema.EventFirstBadSeq:         func(ev *Event) any { return &ev.FirstBadSeq },
+	schema.EventRollbackAccepted:    func(ev *Event) any { return &ev.RollbackAccepted },
+	schema.EventJobRequestID:        func(ev *Event) any { return &ev.JobRequestID },
+	schema.EventPIDs:                func(ev *Event) any { return &ev.PIDs },
+	schema.EventSince:               func(ev *Event) any { return &ev.Since },
+	schema.EventUntil:               func(ev *Event) any { return &ev.Until },
+	schema.EventQueuedSeq:           func(ev *Event) any { return &ev.QueuedSeq },
+	schema.EventQueuedAt:            func(ev *Event) any { return &ev.QueuedAt },
+	schema.EventFirstSeq:            func(ev *Event) any { return &ev.FirstSeq },
+	schema.EventLastSeq:             func(ev *Event) any { return &ev.LastSeq },
+	schema.EventEvents:              func(ev *Event) any { return &ev.Events },
+	schema.EventFormat:              func(ev *Event) any { return &ev.Format },
+	schema.EventDestination:         func(ev *Event) any { return &ev.Destination },
+	schema.EventProblems:            func(ev *Event) any { return &ev.Problems },
+	schema.EventHeadHash:            func(ev *Event) any { return &ev.HeadHash },
+	schema.EventFile:                func(ev *Event) any { return &ev.File },
+	schema.EventLocks:               func(ev *Event) any { return &ev.Locks },
+	schema.EventRowsChanged:         func(ev *Event) any { return &ev.RowsChanged },
+	schema.EventFilesChanged:        func(ev *Event) any { return &ev.FilesChanged },
+	schema.EventMode:                func(ev *Event) any { return &ev.Mode },
+	schema.EventLimit:               func(ev *Event) any { return &ev.Limit },
+	schema.EventFence:               func(ev *Event) any { return &ev.Fence },
+	schema.EventResource:            func(ev *Event) any { return &ev.Resource },
+	schema.EventStaleToken:          func(ev *Event) any { return &ev.StaleToken },
+	schema.EventCurrentToken:        func(ev *Event) any { return &ev.CurrentToken },
 }
 
 // load64 reads eight bytes of s from i, little-endian (one load).

@@ -87,24 +87,9 @@ func (d *fastDecoder) targets(p *[]events.Target) bool {
 	ts := []events.Target{} // encoding/json: [] is an empty slice, not nil
 	ok := d.elements(func() bool {
 		var t events.Target
-		var seen [2]uint64
-		if !d.members(func(key string) bool {
-			f, ok := schema.TargetsItemFieldOf(key)
-			if !ok || !once(&seen, uint(f)) {
-				return false
-			}
-			switch f {
-			case schema.TargetsItemFormat:
-				return d.setStr(&t.Format)
-			case schema.TargetsItemPath:
-				return d.setStr(&t.Path)
-			}
-			return false
-		}) {
-			return false
-		}
+		ok := object(d, schema.TargetsItemFieldOf, targetFields[:], &t)
 		ts = append(ts, t)
-		return true
+		return ok
 	})
 	if ok {
 		*p = ts
@@ -112,126 +97,62 @@ func (d *fastDecoder) targets(p *[]events.Target) bool {
 	return ok
 }
 
-func (d *fastDecoder) record(r *events.Record) bool {
-	var seen [2]uint64
-	return d.members(func(key string) bool {
-		f, ok := schema.LockV1FieldOf(key)
-		if !ok || !once(&seen, uint(f)) {
-			return false
-		}
-		switch f {
-		case schema.LockV1LockVersion:
-			return d.setStr(&r.LockVersion)
-		case schema.LockV1LockName:
-			return d.setStr(&r.LockName)
-		case schema.LockV1RequestID:
-			return d.setStr(&r.RequestID)
-		case schema.LockV1Actor:
-			return d.setStr(&r.Actor)
-		case schema.LockV1Intent:
-			return d.setStr(&r.Intent)
-		case schema.LockV1IntentVersion:
-			return d.setStr(&r.IntentVersion)
-		case schema.LockV1HostID:
-			return d.setStr(&r.HostID)
-		case schema.LockV1PID:
-			return d.setInt(&r.PID)
-		case schema.LockV1CreatedAt:
-			return d.setStr(&r.CreatedAt)
-		case schema.LockV1LastHeartbeatAt:
-			return d.setStr(&r.LastHeartbeatAt)
-		case schema.LockV1TTLSeconds:
-			return d.setInt64(&r.TTLSeconds)
-		case schema.LockV1Metadata:
-			return d.metadata(&r.Metadata)
-		}
-		return false
-	})
+var targetFields = [schema.NumTargetsItemFields]func(t *events.Target) any{
+	schema.TargetsItemFormat: func(t *events.Target) any { return &t.Format },
+	schema.TargetsItemPath:   func(t *events.Target) any { return &t.Path },
 }
 
-func (d *fastDecoder) holder(h *events.Holder) bool {
-	var seen [2]uint64
-	return d.members(func(key string) bool {
-		f, ok := schema.HolderFieldOf(key)
-		if !ok || !once(&seen, uint(f)) {
-			return false
-		}
-		switch f {
-		case schema.HolderRequestID:
-			return d.setStr(&h.RequestID)
-		case schema.HolderActor:
-			return d.setStr(&h.Actor)
-		case schema.HolderIntent:
-			return d.setStr(&h.Intent)
-		case schema.HolderHostID:
-			return d.setStr(&h.HostID)
-		case schema.HolderPID:
-			return d.setInt(&h.PID)
-		case schema.HolderCreatedAt:
-			return d.setStr(&h.CreatedAt)
-		case schema.HolderLastHeartbeatAt:
-			return d.setStr(&h.LastHeartbeatAt)
-		case schema.HolderUID:
-			h.UID = new(int)
-			return d.setInt(h.UID)
-		}
-		return false
-	})
+var recordFields = [schema.NumLockV1Fields]func(r *events.Record) any{
+	schema.LockV1LockVersion:     func(r *events.Record) any { return &r.LockVersion },
+	schema.LockV1LockName:        func(r *events.Record) any { return &r.LockName },
+	schema.LockV1RequestID:       func(r *events.Record) any { return &r.RequestID },
+	schema.LockV1Actor:           func(r *events.Record) any { return &r.Actor },
+	schema.LockV1Intent:          func(r *events.Record) any { return &r.Intent },
+	schema.LockV1IntentVersion:   func(r *events.Record) any { return &r.IntentVersion },
+	schema.LockV1HostID:          func(r *events.Record) any { return &r.HostID },
+	schema.LockV1PID:             func(r *events.Record) any { return &r.PID },
+	schema.LockV1CreatedAt:       func(r *events.Record) any { return &r.CreatedAt },
+	schema.LockV1LastHeartbeatAt: func(r *events.Record) any { return &r.LastHeartbeatAt },
+	schema.LockV1TTLSeconds:      func(r *events.Record) any { return &r.TTLSeconds },
+	schema.LockV1Metadata:        func(r *events.Record) any { return &r.Metadata },
 }
 
-func (d *fastDecoder) caller(c *events.Caller) bool {
-	var seen [2]uint64
-	return d.members(func(key string) bool {
-		f, ok := schema.CallerFieldOf(key)
-		if !ok || !once(&seen, uint(f)) {
-			return false
-		}
-		switch f {
-		case schema.CallerActor:
-			return d.setStr(&c.Actor)
-		case schema.CallerHostID:
-			return d.setStr(&c.HostID)
-		case schema.CallerPID:
-			return d.setInt(&c.PID)
-		}
-		return false
-	})
+var holderFields = [schema.NumHolderFields]func(h *events.Holder) any{
+	schema.HolderRequestID:       func(h *events.Holder) any { return &h.RequestID },
+	schema.HolderActor:           func(h *events.Holder) any { return &h.Actor },
+	schema.HolderIntent:          func(h *events.Holder) any { return &h.Intent },
+	schema.HolderHostID:          func(h *events.Holder) any { return &h.HostID },
+	schema.HolderPID:             func(h *events.Holder) any { return &h.PID },
+	schema.HolderCreatedAt:       func(h *events.Holder) any { return &h.CreatedAt },
+	schema.HolderLastHeartbeatAt: func(h *events.Holder) any { return &h.LastHeartbeatAt },
+	schema.HolderUID:             func(h *events.Holder) any { return &h.UID },
 }
 
-func (d *fastDecoder) unreadableFile(u *events.UnreadableFile) bool {
-	var seen [2]uint64
-	return d.members(func(key string) bool {
-		f, ok := schema.UnreadableFileFieldOf(key)
-		if !ok || !once(&seen, uint(f)) {
-			return false
-		}
-		switch f {
-		case schema.UnreadableFilePath:
-			return d.setStr(&u.Path)
-		case schema.UnreadableFileSizeBytes:
-			return d.setInt64(&u.SizeBytes)
-		case schema.UnreadableFileModified:
-			return d.setStr(&u.Modified)
-		}
-		return false
-	})
+var callerFields = [schema.NumCallerFields]func(c *events.Caller) any{
+	schema.CallerActor:  func(c *events.Caller) any { return &c.Actor },
+	schema.CallerHostID: func(c *events.Caller) any { return &c.HostID },
+	schema.CallerPID:    func(c *events.Caller) any { return &c.PID },
 }
 
-func (d *fastDecoder) pin(p *events.Pin) bool {
+var unreadableFileFields = [schema.NumUnreadableFileFields]func(u *events.UnreadableFile) any{
+	schema.UnreadableFilePath:      func(u *events.UnreadableFile) any { return &u.Path },
+	schema.UnreadableFileSizeBytes: func(u *events.UnreadableFile) any { return &u.SizeBytes },
+	schema.UnreadableFileModified:  func(u *events.UnreadableFile) any { return &u.Modified },
+}
+
+var pinFields = [schema.NumPinFields]func(p *events.Pin) any{
+	schema.PinLedgerID: func(p *events.Pin) any { return &p.LedgerID },
+	schema.PinSeq:      func(p *events.Pin) any { return &p.Seq },
+	schema.PinHash:     func(p *events.Pin) any { return &p.Hash },
+}
+
+// object decodes the members of the object at d.i into v, each into the
+// field its entry of fields names (indexed by what fieldOf makes of its
+// key); a key none names, or one repeated, is left to json.Unmarshal.
+func object[F ~uint8, T any](d *fastDecoder, fieldOf func(string) (F, bool), fields []func(*T) any, v *T) bool {
 	var seen [2]uint64
 	return d.members(func(key string) bool {
-		f, ok := schema.PinFieldOf(key)
-		if !ok || !once(&seen, uint(f)) {
-			return false
-		}
-		switch f {
-		case schema.PinLedgerID:
-			return d.setStr(&p.LedgerID)
-		case schema.PinSeq:
-			return d.setInt64(&p.Seq)
-		case schema.PinHash:
-			return d.setStr(&p.Hash)
-		}
-		return false
+		f, ok := fieldOf(key)
+		return ok && once(&seen, uint(f)) && int(f) < len(fields) && fields[f] != nil && d.value(fields[f](v))
 	})
 }

@@ -135,29 +135,28 @@ type Event struct {
 // decodeFast): body must not change while the event is in use.
 func DecodeEvent(seq int64, body []byte) (*Event, error) {
 	ev := &Event{}
-	if err := decodeInto(seq, body, ev); err != nil {
+	if err := decodeStringInto(seq, unsafe.String(unsafe.SliceData(body), len(body)), ev); err != nil {
 		return nil, err
 	}
+	ev.Body = body
 	return ev, nil
 }
 
-// decodeInto is DecodeEvent into ev, which must be zero.
-func decodeInto(seq int64, body []byte, ev *Event) error {
-	if err := decodeStringInto(seq, unsafe.String(unsafe.SliceData(body), len(body)), ev); err != nil {
-		return err
+// decodeBody decodes body into ev (zero) as encoding/json does: by
+// decodeFast when it takes the body, else by encoding/json.
+func decodeBody(body string, ev *Event) error {
+	if fastDecode && decodeFastString(body, ev) {
+		return nil
 	}
-	ev.Body = body
-	return nil
+	*ev = Event{}
+	return json.Unmarshal([]byte(body), ev)
 }
 
-// decodeStringInto is decodeInto for a body held as a string; the event
-// has no Body (a fold reads none).
+// decodeStringInto is DecodeEvent into ev (zero) for a body held as a
+// string; the event has no Body (a fold reads none).
 func decodeStringInto(seq int64, body string, ev *Event) error {
-	if !fastDecode || !decodeFastString(body, ev) {
-		*ev = Event{}
-		if err := json.Unmarshal([]byte(body), ev); err != nil {
-			return fmt.Errorf("replay: event seq %d: body does not decode (run verify): %w", seq, err)
-		}
+	if err := decodeBody(body, ev); err != nil {
+		return fmt.Errorf("replay: event seq %d: body does not decode (run verify): %w", seq, err)
 	}
 	if !ev.Type.Valid() {
 		return fmt.Errorf("replay: event seq %d: unknown type %q (run verify)", seq, ev.Type)

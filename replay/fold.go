@@ -62,33 +62,35 @@ type EventRef struct {
 	RequestID string      `json:"request_id"`
 }
 
-// Lock is one lock's folded state.
+// Lock is one lock's folded state. Its JSON is the form a snapshot, or
+// a fold kept between runs, holds it in (see stateJSON).
 type Lock struct {
-	Name string
+	Name string `json:"name"`
 	// Held: the ledger has a holder. A lock held only by a foreign lock file
 	// (another tool's) is not in the events until the ledger meets it, and
 	// replay shows it free.
-	Held bool
+	Held bool `json:"held,omitempty"`
 	// Holder is the current holder when Held, otherwise the last one (the
 	// locks table keeps it in a free row); nil if the ledger never held it.
-	Holder *Holder
+	Holder *Holder `json:"holder,omitempty"`
 	// UpdatedSeq is the last event that changed the lock's row: what the
 	// locks table's updated_seq holds.
-	UpdatedSeq int64
+	UpdatedSeq int64 `json:"updated_seq,omitempty"`
 	// Last is the last event of any type on this lock.
-	Last EventRef
+	Last EventRef `json:"last"`
 
 	// Shared are the shared holders (mode shared: readers, or a
 	// semaphore's slots), ordered by request id; Limit is their
 	// semaphore's slots (0: none). They are lock_holders' rows, not the
 	// locks table's: Held, Holder and UpdatedSeq are the exclusive side's.
-	Shared []*Holder
-	Limit  int64
+	Shared []*Holder `json:"shared,omitempty"`
+	Limit  int64     `json:"limit,omitempty"`
 
-	// claims are the requests the log has given the lock to and not taken
+	// Claims are the requests the log has given the lock to and not taken
 	// back (released or stolen from): two exclusive ones, an exclusive and
 	// a shared one, or more shared ones than the limit are an overlap.
-	claims []claim
+	// Only the fold reads them.
+	Claims []claim `json:"claims,omitempty"`
 
 	// Queued are the waiters queued for the lock (acquire_blocked with
 	// until), in the order they joined, until their request's next
@@ -97,7 +99,7 @@ type Lock struct {
 	// until (at most events.WaiterTTL after the record) has passed by an
 	// event of the lock are dropped. Whether a waiter's process died
 	// cannot be told after the fact: it shows until its place lapses.
-	Queued []Queued
+	Queued []Queued `json:"queued,omitempty"`
 }
 
 // Queued is one waiter in a lock's queue.
@@ -203,11 +205,11 @@ func (l *Lock) SharedAt(t time.Time) string {
 
 // claim is one request holding a lock as far as the log says.
 type claim struct {
-	requestID string
-	token     int64
-	seq       int64
-	at        string
-	shared    bool
+	RequestID string `json:"request_id"`
+	Token     int64  `json:"token"`
+	Seq       int64  `json:"seq"`
+	At        string `json:"at"`
+	Shared    bool   `json:"shared,omitempty"`
 }
 
 // StateAt is the lock's state at instant t by the ledger's rules, as far as
@@ -393,20 +395,20 @@ func (s *State) claim(l *Lock, ev *Event) {
 		mine := false
 		shared := ev.Mode == events.ModeShared
 		others := 0
-		for _, c := range l.claims {
-			mine = mine || c.requestID == ev.RequestID
-			if c.requestID != ev.RequestID {
+		for _, c := range l.Claims {
+			mine = mine || c.RequestID == ev.RequestID
+			if c.RequestID != ev.RequestID {
 				others++
 			}
 		}
-		for _, c := range l.claims {
+		for _, c := range l.Claims {
 			// Shared claims coexist, up to the limit the new one carries.
-			if shared && c.shared && (ev.Limit == 0 || int64(others) < ev.Limit) {
+			if shared && c.Shared && (ev.Limit == 0 || int64(others) < ev.Limit) {
 				continue
 			}
-			if c.requestID != ev.RequestID {
+			if c.RequestID != ev.RequestID {
 				o := Overlap{Lock: l.Name, Seq: ev.Seq, At: ev.At, RequestID: ev.RequestID,
-					HolderSeq: c.seq, HolderAt: c.at, HolderRequestID: c.requestID}
+					HolderSeq: c.Seq, HolderAt: c.At, HolderRequestID: c.RequestID}
 				if s.keepOverlaps {
 					s.overlaps = append(s.overlaps, o)
 				}
@@ -417,34 +419,34 @@ func (s *State) claim(l *Lock, ev *Event) {
 		if mine {
 			s.anomaly(ev, verify.KindInconsistent, "lock_acquired again by request "+ev.RequestID+", which already holds the lock")
 		} else {
-			l.claims = append(l.claims, claim{requestID: ev.RequestID, token: ev.FencingToken, seq: ev.Seq, at: ev.At, shared: shared})
+			l.Claims = append(l.Claims, claim{RequestID: ev.RequestID, Token: ev.FencingToken, Seq: ev.Seq, At: ev.At, Shared: shared})
 		}
 	case events.LockStolen:
 		if ev.Mode == events.ModeShared {
 			// One slot (or the dead exclusive holder) handed over: the
 			// previous holder's claim goes, the others stay.
-			kept := l.claims[:0]
-			for _, c := range l.claims {
-				if ev.PreviousLock == nil || c.requestID != ev.PreviousLock.RequestID {
+			kept := l.Claims[:0]
+			for _, c := range l.Claims {
+				if ev.PreviousLock == nil || c.RequestID != ev.PreviousLock.RequestID {
 					kept = append(kept, c)
 				}
 			}
-			l.claims = append(kept, claim{requestID: ev.RequestID, token: ev.FencingToken, seq: ev.Seq, at: ev.At, shared: true})
+			l.Claims = append(kept, claim{RequestID: ev.RequestID, Token: ev.FencingToken, Seq: ev.Seq, At: ev.At, Shared: true})
 			return
 		}
-		l.claims = append(l.claims[:0], claim{requestID: ev.RequestID, token: ev.FencingToken, seq: ev.Seq, at: ev.At})
+		l.Claims = append(l.Claims[:0], claim{RequestID: ev.RequestID, Token: ev.FencingToken, Seq: ev.Seq, At: ev.At})
 	case events.LockReleased:
 		released := ev.RequestID
 		if ev.Forced && ev.ReleasedRequestID != "" {
 			released = ev.ReleasedRequestID
 		}
-		kept := l.claims[:0]
-		for _, c := range l.claims {
-			if c.requestID != released && (ev.FencingToken == 0 || c.token != ev.FencingToken) {
+		kept := l.Claims[:0]
+		for _, c := range l.Claims {
+			if c.RequestID != released && (ev.FencingToken == 0 || c.Token != ev.FencingToken) {
 				kept = append(kept, c)
 			}
 		}
-		l.claims = kept
+		l.Claims = kept
 	}
 }
 

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,11 +22,11 @@ import (
 
 // stateJSON is the kept form of a State (one that keeps no overlaps).
 type stateJSON struct {
-	Seq          int64      `json:"seq"`
-	Events       int64      `json:"events"`
-	Anomalies    []Anomaly  `json:"anomalies,omitempty"`
-	AnomalyCount int        `json:"anomaly_count,omitempty"`
-	Locks        []lockJSON `json:"locks"`
+	Seq          int64     `json:"seq"`
+	Events       int64     `json:"events"`
+	Anomalies    []Anomaly `json:"anomalies,omitempty"`
+	AnomalyCount int       `json:"anomaly_count,omitempty"`
+	Locks        []*Lock   `json:"locks"`
 }
 
 // holdingFoldJSON is the kept form of a HoldingFold.
@@ -33,26 +34,6 @@ type holdingFoldJSON struct {
 	stateJSON
 	Open       []openJSON `json:"open,omitempty"`
 	OpenShared []openJSON `json:"open_shared,omitempty"`
-}
-
-type lockJSON struct {
-	Name       string      `json:"name"`
-	Held       bool        `json:"held,omitempty"`
-	Holder     *Holder     `json:"holder,omitempty"`
-	UpdatedSeq int64       `json:"updated_seq,omitempty"`
-	Last       EventRef    `json:"last"`
-	Shared     []*Holder   `json:"shared,omitempty"`
-	Limit      int64       `json:"limit,omitempty"`
-	Claims     []claimJSON `json:"claims,omitempty"`
-	Queued     []Queued    `json:"queued,omitempty"`
-}
-
-type claimJSON struct {
-	RequestID string `json:"request_id"`
-	Token     int64  `json:"token"`
-	Seq       int64  `json:"seq"`
-	At        string `json:"at"`
-	Shared    bool   `json:"shared,omitempty"`
 }
 
 // openJSON is an open holding: its lock and what names and dates the
@@ -128,13 +109,8 @@ func (s *State) kept() (stateJSON, error) {
 // list against none have one form, and one hash.
 func (s *State) form() stateJSON {
 	k := stateJSON{Seq: s.Seq, Events: s.Events, Anomalies: s.Anomalies, AnomalyCount: s.AnomalyCount}
-	for _, l := range s.Locks() {
-		lj := lockJSON{Name: l.Name, Held: l.Held, Holder: l.Holder, UpdatedSeq: l.UpdatedSeq, Last: l.Last,
-			Shared: l.Shared, Limit: l.Limit, Queued: l.Queued}
-		for _, c := range l.claims {
-			lj.Claims = append(lj.Claims, claimJSON{RequestID: c.requestID, Token: c.token, Seq: c.seq, At: c.at, Shared: c.shared})
-		}
-		k.Locks = append(k.Locks, lj)
+	if len(s.locks) > 0 {
+		k.Locks = s.Locks()
 	}
 	return k
 }
@@ -142,20 +118,14 @@ func (s *State) form() stateJSON {
 func (k *stateJSON) state() (*State, error) {
 	n := NewState()
 	n.Seq, n.Events, n.Anomalies, n.AnomalyCount = k.Seq, k.Events, k.Anomalies, k.AnomalyCount
-	for _, lj := range k.Locks {
-		if lj.Name == "" || n.locks[lj.Name] != nil {
-			return nil, fmt.Errorf("replay: kept fold: lock %q named twice or empty", lj.Name)
-		}
-		if lj.Held && lj.Holder == nil {
-			return nil, fmt.Errorf("replay: kept fold: lock %q held with no holder", lj.Name)
-		}
-		l := &Lock{Name: lj.Name, Held: lj.Held, Holder: lj.Holder, UpdatedSeq: lj.UpdatedSeq, Last: lj.Last,
-			Shared: lj.Shared, Limit: lj.Limit, Queued: lj.Queued}
-		if slices.Contains(l.Shared, nil) {
-			return nil, fmt.Errorf("replay: kept fold: lock %q has an empty shared holder", lj.Name)
-		}
-		for _, c := range lj.Claims {
-			l.claims = append(l.claims, claim{requestID: c.RequestID, token: c.Token, seq: c.Seq, at: c.At, shared: c.Shared})
+	for _, l := range k.Locks {
+		switch {
+		case l == nil || l.Name == "" || n.locks[l.Name] != nil:
+			return nil, fmt.Errorf("replay: kept fold: lock %q named twice or empty", cmp.Or(l, &Lock{}).Name)
+		case l.Held && l.Holder == nil:
+			return nil, fmt.Errorf("replay: kept fold: lock %q held with no holder", l.Name)
+		case slices.Contains(l.Shared, nil):
+			return nil, fmt.Errorf("replay: kept fold: lock %q has an empty shared holder", l.Name)
 		}
 		n.locks[l.Name] = l
 	}

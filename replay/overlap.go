@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/lockledger/lockledger/events"
@@ -39,11 +38,9 @@ func (o Overlap) String() string {
 //
 // A body that does not decode stops the fold with an error naming its seq:
 // verify's chain and schema checks say what happened to it.
-func Overlaps(ctx context.Context, db *sql.DB) ([]Overlap, error) { return OverlapsIn(ctx, db) }
-
-// OverlapsIn is Overlaps on any query runner, e.g. a read-only transaction,
-// so that it sees one snapshot.
-func OverlapsIn(ctx context.Context, q Querier) ([]Overlap, error) {
+//
+// q is any query runner: a read-only transaction sees one snapshot.
+func Overlaps(ctx context.Context, q Querier) ([]Overlap, error) {
 	st := NewState()
 	st.keepOverlaps = true
 	f := Filter{Types: []events.Type{events.LockAcquired, events.LockStolen, events.LockReleased}}

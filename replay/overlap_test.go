@@ -316,10 +316,10 @@ func TestOverlapsInATransactionAndOnABadBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := replay.OverlapsIn(context.Background(), tx)
+	got, err := replay.Overlaps(context.Background(), tx)
 	_ = tx.Rollback()
 	if err != nil || len(got) != 1 || got[0].HolderSeq != a {
-		t.Fatalf("OverlapsIn(tx): %v %+v", err, got)
+		t.Fatalf("Overlaps(tx): %v %+v", err, got)
 	}
 	// A body that does not decode is an error naming its seq, not a silent skip.
 	g.insert(3, "01J0000000000000000000000Z", "lock_released", "x", "req_a", "2026-01-02T03:04:09.000000000Z",

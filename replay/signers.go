@@ -59,20 +59,16 @@ func ReadRegistrations(ctx context.Context, q Querier) ([]Registration, error) {
 	return out, err
 }
 
-// registrationOf decodes a signer event's row.
+// registrationOf decodes a signer event's row (its type not checked).
 func registrationOf(r *Row) (Registration, error) {
-	var reg Registration
-	var env struct {
+	var reg struct {
 		Type events.Type `json:"type"`
+		events.Signer
 	}
-	if err := json.Unmarshal(r.Body, &env); err != nil {
-		return reg, fmt.Errorf("replay: seq %d: %w", r.Seq, err)
+	if err := json.Unmarshal(r.Body, &reg); err != nil {
+		return Registration{}, fmt.Errorf("replay: seq %d: %w", r.Seq, err)
 	}
-	if err := json.Unmarshal(r.Body, &reg.Signer); err != nil {
-		return reg, fmt.Errorf("replay: seq %d: %w", r.Seq, err)
-	}
-	reg.Seq, reg.Type = r.Seq, env.Type
-	return reg, nil
+	return Registration{Seq: r.Seq, Type: reg.Type, Signer: reg.Signer}, nil
 }
 
 // ExportSigners is the signer set the signer events of an export (see
@@ -103,13 +99,7 @@ func ExportSigners(r io.Reader, ledgerID string, trusted []note.Verifier) ([]Sig
 		if err != nil {
 			return nil
 		}
-		var env struct {
-			Type events.Type `json:"type"`
-		}
-		if json.Unmarshal(row.Body, &env) != nil || (env.Type != events.SignerAdded && env.Type != events.SignerRemoved) {
-			return nil
-		}
-		if reg, err := registrationOf(row); err == nil {
+		if reg, err := registrationOf(row); err == nil && (reg.Type == events.SignerAdded || reg.Type == events.SignerRemoved) {
 			regs = append(regs, reg)
 		}
 		return nil

@@ -12,6 +12,7 @@ package replay
 // the range it could not check.
 
 import (
+	"cmp"
 	"fmt"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -99,16 +100,17 @@ func (t *treeCheck) headAtStart(firstSeq int64, prevHash string) {
 	}
 }
 
+// firstSeq is the file's first event's seq (the one after its tree line,
+// before any is read).
+func (t *treeCheck) firstSeq() int64 { return cmp.Or(t.first, t.start+1) }
+
 // unreached reports a head the verifier gave that the file does not
 // reach: before its first event, or past its last without a proof.
 func (t *treeCheck) unreached(a *anchor, end int64) {
 	if a.result != nil {
 		a.result.Result = "not reached"
 	}
-	first := t.first
-	if first == 0 {
-		first = t.start + 1
-	}
+	first := t.firstSeq()
 	var detail string
 	switch {
 	case end == 0:
@@ -141,10 +143,7 @@ func (t *treeCheck) unreached(a *anchor, end int64) {
 // up to covered are in the log of the head named, and nothing of the
 // events before it.
 func (t *treeCheck) sliceTrust(covered, end int64, by *anchor, heads int) string {
-	first := t.first
-	if first == 0 {
-		first = t.start + 1
-	}
+	first := t.firstSeq()
 	how := fmt.Sprintf("with the tree of seq 1-%d the file carries, they hash to its root", first-1)
 	switch {
 	case by.isHead:

@@ -2,10 +2,10 @@ package replay
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/oklog/ulid/v2"
 
@@ -114,6 +114,19 @@ func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checke
 	bare.trust = nil
 	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), clock: clock{skew: cfg.clockSkew, now: cfg.now()},
 		hasher: newChainHasher(), fromOne: fromStart, tree: newTreeCheck(r, false, bare)}
+}
+
+// newLedgerChecker is newChecker for a ledger's rows: their stored
+// hashes and the checkpoints checked, their times against the ledger's
+// created_at.
+func newLedgerChecker(ctx context.Context, q Querier, source, anchor string, fromStart bool, cfg verifyConfig) *checker {
+	c := newChecker(source, anchor, fromStart, cfg)
+	c.tree = newTreeCheck(c.report, true, cfg)
+	var note string
+	if c.clock.created, note = createdAt(ctx, q); note != "" {
+		c.report.Notes = append(c.report.Notes, note)
+	}
+	return c
 }
 
 // apply takes a prechecked row in position order: chain position and
@@ -278,11 +291,8 @@ func (c *checker) finish() {
 // body is not a JSON object at all. Type and time are checked by the
 // callers. The event's strings share body's memory (see decodeFast).
 func decodeLoose(body []byte, ev *Event) (*Event, error) {
-	if !fastDecode || !decodeFastInto(body, ev) {
-		*ev = Event{}
-		if err := json.Unmarshal(body, ev); err != nil {
-			return nil, err
-		}
+	if err := decodeBody(unsafe.String(unsafe.SliceData(body), len(body)), ev); err != nil {
+		return nil, err
 	}
 	if t, err := events.ParseTime(ev.At); err == nil {
 		ev.Time = t
@@ -307,12 +317,7 @@ func decodeLoose(body []byte, ev *Event) (*Event, error) {
 func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*verify.Report, *State, error) {
 	defer relaxGC(verifyGCPercent)()
 	cfg := newVerifyConfig(opts)
-	c := newChecker(source, genesis, true, cfg)
-	c.tree = newTreeCheck(c.report, true, cfg)
-	var note string
-	if c.clock.created, note = createdAt(ctx, q); note != "" {
-		c.report.Notes = append(c.report.Notes, note)
-	}
+	c := newLedgerChecker(ctx, q, source, genesis, true, cfg)
 	pruned, err := c.startPruned(ctx, q)
 	if err != nil {
 		return nil, nil, fmt.Errorf("replay: verify: %w", err)

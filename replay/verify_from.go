@@ -118,16 +118,11 @@ func VerifyLedgerFrom(ctx context.Context, q Querier, source, genesis string, fr
 	if err != nil {
 		return nil, nil, err
 	}
-	c := newChecker(source, from.Hash, false, cfg)
+	c := newLedgerChecker(ctx, q, source, from.Hash, false, cfg)
 	c.chain.after = from.Seq
 	c.report.Genesis = genesis
-	c.tree = newTreeCheck(c.report, true, cfg)
 	if err := c.tree.startAt(from.Seq, frontier); err != nil {
 		return nil, nil, fmt.Errorf("replay: the verified head's frontier: %w", err)
-	}
-	var note string
-	if c.clock.created, note = createdAt(ctx, q); note != "" {
-		c.report.Notes = append(c.report.Notes, note)
 	}
 	c.clock.latest, c.clock.latestSeq = from.Latest, from.LatestSeq
 	c.state, c.fromOne = st, true

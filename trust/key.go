@@ -21,7 +21,6 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/proc"
 )
 
@@ -62,32 +61,21 @@ func LoadOrCreateKey(path, name string, perm os.FileMode, gid int, owners ...int
 	if err != nil {
 		return nil, false, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	tmp, err := writeAside(path, []byte(skey+"\n"), func(f *os.File) (err error) {
+		if gid >= 0 {
+			err = f.Chown(-1, gid)
+		}
+		if err == nil && perm != 0o600 { // CreateTemp's own mode; a group's needs the umask undone
+			err = f.Chmod(perm)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, false, err
 	}
-	defer os.Remove(tmp.Name())
-	if gid >= 0 {
-		if err := tmp.Chown(-1, gid); err != nil {
-			tmp.Close()
-			return nil, false, err
-		}
-	}
-	if perm != 0o600 { // CreateTemp's own mode; a group's needs the umask undone
-		if err := tmp.Chmod(perm); err != nil {
-			tmp.Close()
-			return nil, false, err
-		}
-	}
-	if _, err := io.WriteString(tmp, skey+"\n"); err != nil {
-		tmp.Close()
-		return nil, false, err
-	}
-	if err := lockfile.SyncClose(tmp); err != nil {
-		return nil, false, err
-	}
+	defer os.Remove(tmp)
 	created := true
-	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+	if err := os.Link(tmp, path); errors.Is(err, fs.ErrExist) {
 		created = false
 	} else if err != nil {
 		return nil, false, err

@@ -213,27 +213,36 @@ func (s *Store) Forget(root string, drop func(Pin) bool) ([]Pin, error) {
 // replaceFile puts b at path: written aside in the same directory,
 // fsynced, renamed into place, the directory fsynced.
 func replaceFile(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	tmp, err := writeAside(path, b, nil)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
+	defer os.Remove(tmp)
+	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	if err := lockfile.SyncClose(tmp); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
+	return lockfile.SyncDir(filepath.Dir(path))
+}
+
+// writeAside writes b to a new file (0600, CreateTemp's mode) beside
+// path, after prepare (when not nil) has had the open file, and fsyncs
+// it; it returns the file's name. The caller removes it.
+func writeAside(path string, b []byte, prepare func(*os.File) error) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return err
+		return "", err
 	}
-	return lockfile.SyncClose(d)
+	if prepare != nil {
+		err = prepare(f)
+	}
+	if err == nil {
+		_, err = f.Write(b)
+	}
+	if err = errors.Join(err, lockfile.SyncClose(f)); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }
 
 // ValidLedgerID: an id a pin can hold (lockledger makes 32 hex digits).

@@ -22,8 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -58,7 +56,7 @@ func NewVerifier(vkey string) (*Verifier, error) {
 	hash16, key64, ok2 := strings.Cut(rest, "+")
 	hash, err1 := strconv.ParseUint(hash16, 16, 32)
 	key, err2 := base64.StdEncoding.DecodeString(key64)
-	if !ok1 || !ok2 || len(hash16) != 8 || err1 != nil || err2 != nil || !validName(name) ||
+	if !ok1 || !ok2 || len(hash16) != 8 || err1 != nil || err2 != nil || !checkpoint.ValidKeyName(name) ||
 		len(key) != 1+ed25519.PublicKeySize || key[0] != algCosignatureV1 {
 		return nil, ErrKey
 	}
@@ -93,10 +91,6 @@ func (v *Verifier) Verify(msg, sig []byte) bool {
 // signedMessage is what a cosignature/v1 signs.
 func signedMessage(t uint64, text []byte) []byte {
 	return append(fmt.Appendf(nil, "cosignature/v1\ntime %d\n", t), text...)
-}
-
-func validName(name string) bool {
-	return name != "" && utf8.ValidString(name) && strings.IndexFunc(name, unicode.IsSpace) < 0 && !strings.Contains(name, "+")
 }
 
 func keyHash(name string, key []byte) uint32 {

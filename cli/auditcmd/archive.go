@@ -3,6 +3,7 @@ package auditcmd
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"strconv"
 	"syscall"
@@ -88,26 +89,15 @@ func runArchive(ctx context.Context, o *archiveOptions) error {
 			return err
 		}
 	}
-	file, err := o.g.CreateOutput("-o", o.out)
-	if err != nil {
-		return err
-	}
-	defer file.Abort()
-	r, err := o.g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	below, err := archive.Boundary(ctx, r.Tx, o.below, before)
-	if err != nil {
-		r.Close()
+	var w *archive.Written
+	err := o.g.ReadInto(ctx, o.out, func(file io.Writer, r *invocation.Reader) error {
+		below, err := archive.Boundary(ctx, r.Tx, o.below, before)
+		if err == nil {
+			w, err = archive.Write(ctx, r.Tx, file, below)
+		}
 		return boundaryInput(o.below, o.before, err)
-	}
-	w, err := archive.Write(ctx, r.Tx, file, below)
-	r.Close()
+	})
 	if err != nil {
-		return boundaryInput(o.below, o.before, err)
-	}
-	if err := o.g.CommitOutput("-o", file); err != nil {
 		return err
 	}
 	dest := invocation.AbsPath(o.out)

@@ -103,34 +103,21 @@ func runCheckpointQuietly(ctx context.Context, g *invocation.Globals) error {
 }
 
 func writeEvidence(ctx context.Context, o *evidenceOptions, since, until, now time.Time) error {
-	w, file, err := o.g.OutputOrStdout(o.out)
-	if err != nil {
-		return err
-	}
-	if file != nil {
-		defer file.Abort()
-	}
-	r, err := o.g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	keys, err := signerKeys(o.g)
-	if err != nil {
-		return err
-	}
-	m, err := evidence.Make(ctx, r.Tx, evidence.Period{LedgerID: r.Ledger.ID(), Since: since, Until: until, SignerKeys: keys, Now: now}, w)
-	if err != nil {
-		if errors.Is(err, evidence.ErrNoEvents) || errors.Is(err, evidence.ErrNoStartCheckpoint) {
-			o.g.SayError(err.Error(), "exit_code", invocation.ExitFailure)
-			return &invocation.ExitError{Code: invocation.ExitFailure}
-		}
-		return err
-	}
-	if file != nil {
-		if err := o.g.CommitOutput("-o", file); err != nil {
+	var m *evidence.Made
+	err := o.g.ReadInto(ctx, o.out, func(w io.Writer, r *invocation.Reader) error {
+		keys, err := signerKeys(o.g)
+		if err != nil {
 			return err
 		}
+		m, err = evidence.Make(ctx, r.Tx, evidence.Period{LedgerID: r.Ledger.ID(), Since: since, Until: until, SignerKeys: keys, Now: now}, w)
+		return err
+	})
+	if errors.Is(err, evidence.ErrNoEvents) || errors.Is(err, evidence.ErrNoStartCheckpoint) {
+		o.g.SayError(err.Error(), "exit_code", invocation.ExitFailure)
+		return &invocation.ExitError{Code: invocation.ExitFailure}
+	}
+	if err != nil {
+		return err
 	}
 	termtext.Fprintf(o.g.IO.ErrOut, "evidence: seq %d-%d (%d events), checkpoints %d and %d\n",
 		m.Header.FirstSeq, m.Header.LastSeq, m.Header.Events, m.Start, m.End)

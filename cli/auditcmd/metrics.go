@@ -118,40 +118,24 @@ func runMetrics(ctx context.Context, o *metricsOptions) error {
 	if o.listen != "" {
 		return serveMetrics(ctx, o)
 	}
-	w, file, err := o.g.OutputOrStdout(o.out, outfile.WithMode(metricsFileMode))
-	if err != nil {
-		return err
-	}
-	if file != nil {
-		defer file.Abort()
-	}
-	r, err := o.g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	st := o.keeper(r.Ledger)
-	fold, err := st.load(ctx, r.Tx)
-	if err != nil {
-		return err
-	}
-	if err := fold.Update(ctx, r.Tx); err != nil {
-		return err
-	}
-	if err := st.save(fold); err != nil {
-		return err
-	}
-	cp, err := metrics.LastCheckpoint(ctx, r.Tx)
-	if err != nil {
-		return err
-	}
-	if err := metrics.Write(w, format, fold.Families(time.Now(), cp)); err != nil {
-		return err
-	}
-	if file != nil {
-		return o.g.CommitOutput("-o", file)
-	}
-	return nil
+	return o.g.ReadInto(ctx, o.out, func(w io.Writer, r *invocation.Reader) error {
+		st := o.keeper(r.Ledger)
+		fold, err := st.load(ctx, r.Tx)
+		if err != nil {
+			return err
+		}
+		if err := fold.Update(ctx, r.Tx); err != nil {
+			return err
+		}
+		if err := st.save(fold); err != nil {
+			return err
+		}
+		cp, err := metrics.LastCheckpoint(ctx, r.Tx)
+		if err != nil {
+			return err
+		}
+		return metrics.Write(w, format, fold.Families(time.Now(), cp))
+	}, outfile.WithMode(metricsFileMode))
 }
 
 // metricsServer answers scrapes from one open ledger, folding the events

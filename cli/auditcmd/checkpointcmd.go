@@ -3,6 +3,7 @@ package auditcmd
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -58,11 +59,7 @@ func runCheckpoint(ctx context.Context, g *invocation.Globals) error {
 		if serr := l.WriteSnapshots(ctx); serr != nil {
 			g.Log.Warn("could not store the snapshots due", "err", serr)
 		}
-		if g.JSON {
-			invocation.WriteJSON(g.IO.Out, cp)
-		} else {
-			fmt.Fprint(g.IO.Out, cp.Note)
-		}
+		_ = g.Answer(cp, true, func(w io.Writer) { fmt.Fprint(w, cp.Note) })
 	}
 	if err != nil && cp != nil && g.JSON {
 		g.SayError(err.Error(), "exit_code", invocation.ExitFailure)

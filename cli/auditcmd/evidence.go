@@ -166,15 +166,7 @@ func verifyEvidence(o *verifyOptions, opts ...replay.VerifyOption) error {
 	if err != nil {
 		return events.Invalid("--evidence", o.evidence, err.Error())
 	}
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, res)
-	} else {
-		printEvidence(o.g.IO.Out, res)
-	}
-	if !res.OK {
-		return &invocation.ExitError{Code: invocation.ExitFailure}
-	}
-	return nil
+	return o.g.Answer(res, res.OK, func(w io.Writer) { printEvidence(w, res) })
 }
 
 // printEvidence is the auditor's report: the verdict, what the checkpoints

@@ -3,6 +3,7 @@ package auditcmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 
@@ -110,13 +111,11 @@ func runImport(ctx context.Context, o *importOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, struct {
-			*ledger.ImportReport
-			Verify *verify.Report `json:"verify"`
-		}{rep, check})
-	} else {
-		tw := tabwriter.NewWriter(o.g.IO.Out, 0, 0, 2, ' ', 0)
+	return o.g.Answer(struct {
+		*ledger.ImportReport
+		Verify *verify.Report `json:"verify"`
+	}{rep, check}, (check.OK || !source.OK) && kept, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		termtext.Fprintf(tw, "import: %s -> %s\n", from.Source(), to.Source())
 		termtext.Fprintf(tw, "  ledger id\t%s\n", rep.LedgerID)
 		termtext.Fprintf(tw, "  events\t%d (head seq %d, %s)\n", rep.Events, rep.HeadSeq, rep.HeadHash)
@@ -126,12 +125,8 @@ func runImport(ctx context.Context, o *importOptions) error {
 			termtext.Fprintf(tw, "  damage\tfirst bad seq %d, %s: copied as it reads (--accept-broken-chain)\n", source.FirstBad.Seq, source.FirstBad.Kind)
 		}
 		tw.Flush()
-		printReport(o.g.IO.Out, check)
-	}
-	if !check.OK && source.OK || !kept {
-		return &invocation.ExitError{Code: invocation.ExitFailure}
-	}
-	return nil
+		printReport(w, check)
+	})
 }
 
 // headKept reports whether the imported head is still in the ledger at

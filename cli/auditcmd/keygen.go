@@ -66,12 +66,8 @@ func runKeygen(o *keygenOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, map[string]string{"name": o.name, "verifier_key": vkey, "signer_key_file": o.out})
-		return nil
-	}
-	fmt.Fprintln(o.g.IO.Out, vkey)
-	return nil
+	return o.g.Answer(map[string]string{"name": o.name, "verifier_key": vkey, "signer_key_file": o.out}, true,
+		func(w io.Writer) { fmt.Fprintln(w, vkey) })
 }
 
 // writeKey makes a key, writes its signer key to a new file at o.out and

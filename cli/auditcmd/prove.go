@@ -370,15 +370,7 @@ func runVerifyProof(o *verifyProofOptions, args []string) error {
 	if cerr != nil {
 		res.Error = cerr.Error()
 	}
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, res)
-	} else {
-		printProofResult(o.g.IO.Out, res, parsed)
-	}
-	if !res.OK {
-		return &invocation.ExitError{Code: invocation.ExitFailure}
-	}
-	return nil
+	return o.g.Answer(res, res.OK, func(w io.Writer) { printProofResult(w, res, parsed) })
 }
 
 func keysOf(s *checkpoint.Signed, verified bool) []string {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -181,14 +182,11 @@ func runTrustExport(g *invocation.Globals) error {
 	if len(pins) == 0 {
 		return fmt.Errorf("trust export: no ledger is pinned at %s in %s (write to it, or run lockledger trust adopt)", trust.Resolve(g.Root), s.PinsPath())
 	}
-	if g.JSON {
-		invocation.WriteJSON(g.IO.Out, pins)
-		return nil
-	}
-	for _, p := range pins {
-		termtext.Fprintf(g.IO.Out, "# lockledger trust pin --ledger-id %s --verifier-key %s\n%s\n", p.LedgerID, p.Verifier, p.Line())
-	}
-	return nil
+	return g.Answer(pins, true, func(w io.Writer) {
+		for _, p := range pins {
+			termtext.Fprintf(w, "# lockledger trust pin --ledger-id %s --verifier-key %s\n%s\n", p.LedgerID, p.Verifier, p.Line())
+		}
+	})
 }
 
 func runTrustPin(g *invocation.Globals, id, key string) error {

@@ -451,23 +451,17 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		// and needs no key of the auditor's own.
 		recorded = o.g.RecordAccess(ctx, "verify", events.LedgerVerified, o.actor, verified(rep, o.file))
 	}
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, struct {
-			*verify.Report
-			Check    string `json:"check,omitempty"`
-			Recorded int64  `json:"recorded,omitempty"`
-			Warning  string `json:"warning,omitempty"`
-		}{rep, o.checkKind(rep), recorded, warning})
-	} else {
-		printReport(o.g.IO.Out, rep)
+	return o.g.Answer(struct {
+		*verify.Report
+		Check    string `json:"check,omitempty"`
+		Recorded int64  `json:"recorded,omitempty"`
+		Warning  string `json:"warning,omitempty"`
+	}{rep, o.checkKind(rep), recorded, warning}, rep.OK, func(w io.Writer) {
+		printReport(w, rep)
 		if recorded > 0 {
-			termtext.Fprintf(o.g.IO.Out, "  recorded: ledger_verified, seq %d (after the events checked: the next verify checks it too)\n", recorded)
+			termtext.Fprintf(w, "  recorded: ledger_verified, seq %d (after the events checked: the next verify checks it too)\n", recorded)
 		}
-	}
-	if !rep.OK {
-		return &invocation.ExitError{Code: invocation.ExitFailure}
-	}
-	return nil
+	})
 }
 
 // verified is ledger_verified's record of a report: only what the

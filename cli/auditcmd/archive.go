@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +14,7 @@ import (
 	"github.com/lockledger/lockledger/cli/eventfmt"
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
@@ -258,13 +258,12 @@ func openArchive(path string) (*os.File, error) {
 // regular file (what, for the message): O_NONBLOCK keeps a FIFO there
 // from blocking the open, which no signal would end.
 func openInput(flag, path, what string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, events.Invalid(flag, path, "cannot be read: "+invocation.ErrText(err))
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
+	f, _, err := outfile.OpenRegular(path, os.O_RDONLY, 0)
+	switch {
+	case errors.Is(err, outfile.ErrNotRegular):
 		return nil, events.Invalid(flag, path, "must be a regular file ("+what+")")
+	case err != nil:
+		return nil, events.Invalid(flag, path, "cannot be read: "+invocation.ErrText(err))
 	}
 	return f, nil
 }

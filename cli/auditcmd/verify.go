@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
@@ -525,15 +525,11 @@ func openExport(path string) (*os.File, error) {
 		}
 		return f, nil
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err // a file that is not there fails the check (exit 1), as it always has
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
+	f, _, err := outfile.OpenRegular(path, os.O_RDONLY, 0)
+	if errors.Is(err, outfile.ErrNotRegular) {
 		return nil, events.Invalid("--file", path, exportRule)
 	}
-	return f, nil
+	return f, err // a file that is not there fails the check (exit 1), as it always has
 }
 
 // inheritedFD is the descriptor path names in this process's table:

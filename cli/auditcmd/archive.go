@@ -36,9 +36,7 @@ var archiveListing = invocation.Listing{
 
 func NewArchive(g *invocation.Globals) *cobra.Command {
 	o := &archiveOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   archiveListing.Use,
-		Short: archiveListing.Short,
+	cmd := archiveListing.Of(&cobra.Command{
 		Long: `Write the live log's events below seq SEQ to FILE, exactly as stored, in
 export's JSON Lines: the signed checkpoint of size SEQ-1 (which covers
 exactly them) first, then one line per event with its seq, prev_hash,
@@ -60,7 +58,7 @@ read of the log (ledger_exported).`,
   lockledger prune --archive ledger-2024.jsonl`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runArchive(cmd.Context(), o) },
-	}
+	})
 	fl := cmd.Flags()
 	fl.Int64Var(&o.below, "below", 0, "archive the events below this seq (SEQ-1 is a stored checkpoint's size)")
 	fl.StringVar(&o.before, "before", "", "archive up to the largest checkpoint boundary whose events are all older (RFC 3339, or a duration ago)")
@@ -136,9 +134,7 @@ var pruneListing = invocation.Listing{
 
 func NewPrune(g *invocation.Globals) *cobra.Command {
 	o := &pruneOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   pruneListing.Use,
-		Short: pruneListing.Short,
+	cmd := pruneListing.Of(&cobra.Command{
 		Long: `Check the archive FILE (written by lockledger archive) on its own, as
 verify --file does, and against the live ledger: the same ledger, starting
 where the live log starts, ending on a stored checkpoint whose root the
@@ -170,7 +166,7 @@ lockledger unprune --archive FILE puts the events back.`,
   lockledger verify --archive ledger-2024.jsonl`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPrune(cmd.Context(), o) },
-	}
+	})
 	cmd.Flags().StringVar(&o.archive, "archive", "", "the archive of the events to remove (required)")
 	cmd.Flags().StringVar(&o.actor, "actor", "", "who prunes, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	return cmd
@@ -275,9 +271,7 @@ var unpruneListing = invocation.Listing{
 
 func NewUnprune(g *invocation.Globals) *cobra.Command {
 	o := &pruneOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   unpruneListing.Use,
-		Short: unpruneListing.Short,
+	cmd := unpruneListing.Of(&cobra.Command{
 		Long: `Undo the last prune standing: FILE must be the archive it recorded (its
 SHA-256), verify on its own as verify --file does, hold the leaves the
 live Merkle tree stores and chain into the live log's first event. Then,
@@ -290,7 +284,7 @@ last first.`,
 		Example: `  lockledger unprune --archive ledger-2024.jsonl`,
 		Args:    invocation.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runUnprune(cmd.Context(), o) },
-	}
+	})
 	cmd.Flags().StringVar(&o.archive, "archive", "", "the archive the last prune recorded (required)")
 	cmd.Flags().StringVar(&o.actor, "actor", "", "who restores, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	return cmd

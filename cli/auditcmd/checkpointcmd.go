@@ -17,9 +17,7 @@ var checkpointListing = invocation.Listing{
 }
 
 func NewCheckpoint(g *invocation.Globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   checkpointListing.Use,
-		Short: checkpointListing.Short,
+	cmd := checkpointListing.Of(&cobra.Command{
 		Long: `Sign a C2SP tlog-checkpoint of the event log as it stands: origin
 lockledger/<ledger id>, the number of events, the RFC 6962 Merkle root of
 their leaves, and the signing time, signed as a note with the key of
@@ -39,7 +37,7 @@ stored in the ledger all the same).`,
 		Example: `  lockledger checkpoint --signing-key /etc/lockledger/signing.key --witness /mnt/audit/ledger.checkpoints`,
 		Args:    invocation.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runCheckpoint(cmd.Context(), g) },
-	}
+	})
 	return cmd
 }
 

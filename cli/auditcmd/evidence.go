@@ -31,9 +31,7 @@ var evidenceListing = invocation.Listing{
 
 func NewEvidence(g *invocation.Globals) *cobra.Command {
 	o := &evidenceOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   evidenceListing.Use,
-		Short: evidenceListing.Short,
+	cmd := evidenceListing.Of(&cobra.Command{
 		Long: `Write one self-contained file that proves what happened between --since
 and --until: the period's events (from the first dated at or after
 --since to the last dated at or before --until), the event just before
@@ -56,7 +54,7 @@ key). -o FILE is written as export writes it.`,
   lockledger verify --evidence q1.evidence.jsonl --verifier-key ops.vkey`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEvidence(cmd.Context(), o) },
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0600, renamed into place when complete) instead of stdout")
 	fl.StringVar(&o.Since, "since", "", "the period's start (RFC 3339, a date, or a duration ago)")

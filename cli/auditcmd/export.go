@@ -40,9 +40,7 @@ var exportListing = invocation.Listing{
 
 func NewExport(g *invocation.Globals) *cobra.Command {
 	o := &exportOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   exportListing.Use,
-		Short: exportListing.Short,
+	cmd := exportListing.Of(&cobra.Command{
 		Long: `Write events in log order with their seq, prev_hash and hash.
 
 jsonl (default): one event per line, {"seq","prev_hash","hash","body"},
@@ -85,7 +83,7 @@ that it could not record itself.` + followHelp,
   lockledger export --follow --format cloudevents --after-seq 41873 >>/var/log/lockledger/events.jsonl`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runExport(cmd.Context(), o) },
-	}
+	})
 	o.cmd = cmd
 	o.registerFollow()
 	fl := cmd.Flags()

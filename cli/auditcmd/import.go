@@ -30,9 +30,7 @@ var importListing = invocation.Listing{
 
 func NewImport(g *invocation.Globals) *cobra.Command {
 	o := &importOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   importListing.Use,
-		Short: importListing.Short,
+	cmd := importListing.Of(&cobra.Command{
 		Long: `Copy the whole ledger at --from (its id, every event byte for byte, the
 stored Merkle hashes, the signed checkpoints and the locks table) into the
 new, empty ledger at --database, then verify it there. The chain goes on
@@ -52,7 +50,7 @@ broken_chain_accepted). The copy is one transaction: a failure leaves
 		Example: `  lockledger import --from /var/lib/lockledger --database postgres://lockledger@db/locks`,
 		Args:    invocation.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runImport(cmd.Context(), o) },
-	}
+	})
 	cmd.Flags().StringVar(&o.from, "from", "", "the root of the SQLite ledger to move (required)")
 	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "copy a source whose event log is damaged, as it reads (recorded)")
 	return cmd

@@ -27,9 +27,7 @@ var keygenListing = invocation.Listing{
 
 func NewKeygen(g *invocation.Globals) *cobra.Command {
 	o := &keygenOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   keygenListing.Use,
-		Short: keygenListing.Short,
+	cmd := keygenListing.Of(&cobra.Command{
 		Long: `Generate an Ed25519 key pair in the signed-note formats of
 golang.org/x/mod/sumdb/note. The signer key goes to FILE (mode 0600; an
 existing FILE is never overwritten); the verifier key, which auditors use
@@ -43,7 +41,7 @@ protects nothing, and is refused (exit 2).`,
   LOCKLEDGER_SIGNING_KEY=/etc/lockledger/signing.key lockledger checkpoint`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runKeygen(o) },
-	}
+	})
 	cmd.Flags().StringVar(&o.name, "name", "", "the key's name, shown on every signature (no spaces, no '+')")
 	cmd.Flags().StringVarP(&o.out, "output", "o", "", "file to write the signer key to (must not exist)")
 	return cmd

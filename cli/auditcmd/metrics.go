@@ -46,9 +46,7 @@ var metricsListing = invocation.Listing{
 
 func NewMetrics(g *invocation.Globals) *cobra.Command {
 	o := &metricsOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   metricsListing.Use,
-		Short: metricsListing.Short,
+	cmd := metricsListing.Of(&cobra.Command{
 		Long: `Print the ledger's metrics for Prometheus: per lock, whether it is held,
 by how many holders and who, whether its holder is stale, counters of
 acquisitions, steals (by reason), releases (by result), lost locks,
@@ -95,7 +93,7 @@ database with no ledger is exit 6.`,
 			}
 			return runMetrics(cmd.Context(), o)
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&o.format, "format", "text", "text (Prometheus text format, for node_exporter's textfile collector) or openmetrics")
 	fl.StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0644, renamed into place when complete) instead of stdout")

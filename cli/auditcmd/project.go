@@ -28,9 +28,7 @@ var projectListing = invocation.Listing{
 
 func NewProject(g *invocation.Globals) *cobra.Command {
 	o := &projectOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   projectListing.Use,
-		Short: projectListing.Short,
+	cmd := projectListing.Of(&cobra.Command{
 		Long: `Replay every event and rebuild the projections from them alone: the locks
 table, then every lock file (placed, replaced or removed to match), under
 the ledger's writer lock (writers wait while it replays the log). Reports
@@ -66,7 +64,7 @@ pins the ledger found.`,
   lockledger project --json | jq .recorded`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runProject(cmd.Context(), o) },
-	}
+	})
 	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "project even while the event log is damaged (recorded on every lock_projected event); a cut tail is a rollback, accepted too")
 	cmd.Flags().BoolVar(&o.rollback, "accept-rollback", false, "go on from a ledger other than, or older than, the one this root has pinned (recorded)")
 	cmd.Flags().StringVar(&o.actor, "actor", "", "who projects, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")

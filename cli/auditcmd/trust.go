@@ -25,9 +25,7 @@ var trustListing = invocation.Listing{
 }
 
 func NewTrust(g *invocation.Globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   trustListing.Use,
-		Short: trustListing.Short,
+	cmd := trustListing.Of(&cobra.Command{
 		Long: `The trust store, outside every root ($LOCKLEDGER_TRUST_DIR, else
 $XDG_CONFIG_HOME/lockledger, else ~/.config/lockledger; mode 0700, owned
 by this user), holds this user's signing key (signing.key), the ledger
@@ -37,7 +35,7 @@ sign with the key and pin a ledger on its first write (trust on first
 use); every signed write proves that the log extends the head kept, and
 plain verify checks the root's ledger against the pin and the head.`,
 		Args: invocation.NoArgs,
-	}
+	})
 	var showJSON bool
 	show := &cobra.Command{
 		Use:   "show",

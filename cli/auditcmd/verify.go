@@ -57,9 +57,7 @@ var verifyListing = invocation.Listing{
 
 func NewVerify(g *invocation.Globals) *cobra.Command {
 	o := &verifyOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   verifyListing.Use,
-		Short: verifyListing.Short,
+	cmd := verifyListing.Of(&cobra.Command{
 		Long: `Recompute the hash chain from the ledger's genesis and check, in one pass
 over the events: seq contiguity, every body against its schema, the
 indexed columns against the body; then that replay of all events equals
@@ -198,7 +196,7 @@ no key and pinning nothing. With --file nothing is recorded.`,
 			o.witnessFlag = cmd.Flags().Changed("witness")
 			return runVerify(cmd.Context(), o)
 		},
-	}
+	})
 	cmd.Flags().StringVar(&o.file, "file", "", "check this JSON Lines export instead of the ledger")
 	cmd.Flags().StringVar(&o.prevHash, "prev-hash", "", "with --file: the hash the first line must chain from")
 	cmd.Flags().BoolVar(&o.full, "full", false, "check the whole log from genesis, not only the events after the head this user verified last, and run SQLite's integrity_check (every index against its table) instead of its quick_check")

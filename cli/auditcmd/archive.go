@@ -82,10 +82,8 @@ func runArchive(ctx context.Context, o *archiveOptions) error {
 			return err
 		}
 	}
-	if o.actor != "" {
-		if err := invocation.ValidActor(o.actor); err != nil {
-			return err
-		}
+	if err := invocation.ValidActor(o.actor); err != nil {
+		return err
 	}
 	var w *archive.Written
 	err := o.g.ReadInto(ctx, o.out, func(file io.Writer, r *invocation.Reader) error {
@@ -222,10 +220,8 @@ func (o *pruneOptions) withArchive(ctx context.Context, verb, required string,
 // and checks it on its own with the keys plain verify trusts; the file is
 // left open for the write to read again.
 func readArchive(g *invocation.Globals, path, actor string) (*os.File, *archive.Checked, error) {
-	if actor != "" {
-		if err := invocation.ValidActor(actor); err != nil {
-			return nil, nil, err
-		}
+	if err := invocation.ValidActor(actor); err != nil {
+		return nil, nil, err
 	}
 	f, err := openArchive(path)
 	if err != nil {

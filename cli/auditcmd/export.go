@@ -169,10 +169,8 @@ func runExport(ctx context.Context, o *exportOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.actor != "" {
-		if err := invocation.ValidActor(o.actor); err != nil {
-			return err
-		}
+	if err := invocation.ValidActor(o.actor); err != nil {
+		return err
 	}
 	done, err := export(ctx, o, since, until)
 	if err != nil {

@@ -80,10 +80,8 @@ func runSignerChange(ctx context.Context, g *invocation.Globals, add bool, arg, 
 	if err != nil {
 		return err
 	}
-	if actor != "" {
-		if err := invocation.ValidActor(actor); err != nil {
-			return err
-		}
+	if err := invocation.ValidActor(actor); err != nil {
+		return err
 	}
 	l, err := g.Open(ctx, invocation.Rewrites)
 	if err != nil {

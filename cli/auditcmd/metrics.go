@@ -2,6 +2,7 @@ package auditcmd
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -117,22 +118,8 @@ func runMetrics(ctx context.Context, o *metricsOptions) error {
 		return serveMetrics(ctx, o)
 	}
 	return o.g.ReadInto(ctx, o.out, func(w io.Writer, r *invocation.Reader) error {
-		st := o.keeper(r.Ledger)
-		fold, err := st.load(ctx, r.Tx)
-		if err != nil {
-			return err
-		}
-		if err := fold.Update(ctx, r.Tx); err != nil {
-			return err
-		}
-		if err := st.save(fold); err != nil {
-			return err
-		}
-		cp, err := metrics.LastCheckpoint(ctx, r.Tx)
-		if err != nil {
-			return err
-		}
-		return metrics.Write(w, format, fold.Families(time.Now(), cp))
+		s := &metricsServer{g: o.g, state: o.keeper(r.Ledger)}
+		return s.scrape(ctx, r.Tx, format, w)
 	}, outfile.WithMode(metricsFileMode))
 }
 
@@ -163,7 +150,7 @@ func serveMetrics(ctx context.Context, o *metricsOptions) error {
 	// The log up to now is folded (from the kept state) before the first
 	// scrape, which then reads only what was appended since.
 	s := &metricsServer{g: g, l: l, state: o.keeper(l)}
-	if err := s.start(ctx); err != nil {
+	if err := s.collect(ctx, metrics.Text, nil); err != nil { // the kept state, folded before the first scrape
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -205,22 +192,6 @@ func serveMetrics(ctx context.Context, o *metricsOptions) error {
 	return nil
 }
 
-// start folds the log from the kept state, before the first scrape.
-func (s *metricsServer) start(ctx context.Context) error {
-	tx, err := s.l.BeginRead(ctx)
-	if err != nil {
-		return fmt.Errorf("ledger: read: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if s.fold, err = s.state.load(ctx, tx); err != nil {
-		return err
-	}
-	if err := s.fold.Update(ctx, tx); err != nil {
-		return err
-	}
-	return s.state.save(s.fold)
-}
-
 func (s *metricsServer) serve(w http.ResponseWriter, req *http.Request) {
 	format := negotiate(req.Header.Get("Accept"))
 	var buf strings.Builder
@@ -244,13 +215,28 @@ func (s *metricsServer) collect(ctx context.Context, format metrics.Format, w io
 		return fmt.Errorf("ledger: read: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := s.fold.Follows(ctx, tx); err != nil {
-		if !errors.As(err, new(*metrics.StaleStateError)) {
+	return s.scrape(ctx, tx, format, w)
+}
+
+// scrape brings the fold up to the log tx reads (from the kept state on
+// first use; after that, one the log no longer follows is folded again
+// from its start), keeps it when it moved, and writes its families in
+// format on w (nil: nowhere).
+func (s *metricsServer) scrape(ctx context.Context, tx *sql.Tx, format metrics.Format, w io.Writer) (err error) {
+	seq := int64(-1)
+	if s.fold == nil {
+		if s.fold, err = s.state.load(ctx, tx); err != nil {
 			return err
 		}
-		s.g.Log.Warn("metrics: folding the log again from its start", "reason", err)
+	} else {
+		if err := s.fold.Follows(ctx, tx); err != nil {
+			if !errors.As(err, new(*metrics.StaleStateError)) {
+				return err
+			}
+			s.g.Log.Warn("metrics: folding the log again from its start", "reason", err)
+		}
+		seq = s.fold.Seq()
 	}
-	seq := s.fold.Seq()
 	if err := s.fold.Update(ctx, tx); err != nil {
 		return err
 	}
@@ -258,6 +244,9 @@ func (s *metricsServer) collect(ctx context.Context, format metrics.Format, w io
 		if err := s.state.save(s.fold); err != nil {
 			return err
 		}
+	}
+	if w == nil {
+		return nil
 	}
 	cp, err := metrics.LastCheckpoint(ctx, tx)
 	if err != nil {

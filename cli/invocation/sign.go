@@ -1,6 +1,7 @@
 package invocation
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -41,13 +42,8 @@ func (f *signFlags) Register(cmd *cobra.Command) {
 	if w := os.Getenv("LOCKLEDGER_WITNESS"); w != "" {
 		envWitness = filepath.SplitList(w)
 	}
-	every, interval := os.Getenv("LOCKLEDGER_CHECKPOINT_EVERY"), os.Getenv("LOCKLEDGER_CHECKPOINT_INTERVAL")
-	if every == "" {
-		every = strconv.Itoa(ledger.DefaultCheckpointEvery)
-	}
-	if interval == "" {
-		interval = ledger.DefaultCheckpointInterval.String()
-	}
+	every := cmp.Or(os.Getenv("LOCKLEDGER_CHECKPOINT_EVERY"), strconv.Itoa(ledger.DefaultCheckpointEvery))
+	interval := cmp.Or(os.Getenv("LOCKLEDGER_CHECKPOINT_INTERVAL"), ledger.DefaultCheckpointInterval.String())
 	pf.Var(&keyFlag{f}, "signing-key", "file holding the Ed25519 key (lockledger keygen) writers sign checkpoints with; never inside the root "+
 		"(env LOCKLEDGER_SIGNING_KEY: the file, or the key itself)")
 	pf.StringArrayVar(&f.Witnesses, "witness", envWitness, "writers copy each checkpoint here (a directory: one file each; else appended to the file); "+

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -38,14 +40,14 @@ func (e *CoveredError) Unwrap() []error { return []error{ErrMismatch, e.Err} }
 // events a head covers checks it right before the delete, so that the
 // events it removes are in a file that exists then.
 func (c *Checked) Kept() error {
-	f, err := os.OpenFile(c.Path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, _, err := outfile.OpenRegular(c.Path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, outfile.ErrNotRegular) {
+		return fmt.Errorf("archive %s is not kept: it is no longer a regular file", c.Path)
+	}
 	if err != nil {
 		return fmt.Errorf("archive %s is not kept: %w", c.Path, err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("archive %s is not kept: it is no longer a regular file", c.Path)
-	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return fmt.Errorf("archive %s is not kept: %w", c.Path, err)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"os"
 	"slices"
 
@@ -112,11 +113,7 @@ listed in its README.md.`,
 		"create the root as a group root of this group (name or id): directories 2770 setgid, files 0660; the root's mode keeps it\na group root for every later command (env LOCKLEDGER_GROUP)")
 	pf.BoolVar(&g.JSON, "json", false, "print one JSON document on stdout, errors included (lockledger help json)")
 	pf.StringVar(&g.JQExpr, "jq", "", "implies --json; print the results of this jq expression on the JSON instead (strings raw), e.g. --jq .request_id")
-	envLevel := os.Getenv(invocation.EnvLogLevel)
-	if envLevel == "" {
-		envLevel = "info"
-	}
-	pf.StringVar(&g.LogLevel, "log-level", envLevel, "log level: debug, info, warn, error (env "+invocation.EnvLogLevel+")")
+	pf.StringVar(&g.LogLevel, "log-level", cmp.Or(os.Getenv(invocation.EnvLogLevel), "info"), "log level: debug, info, warn, error (env "+invocation.EnvLogLevel+")")
 	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "only errors on stderr (same as --log-level error; no progress line while waiting)")
 	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	g.Sign.Register(root)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -87,12 +88,7 @@ commit, modified, go and platform.`,
 		Args: invocation.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			b := currentBuild()
-			if g.JSON {
-				invocation.WriteJSON(g.IO.Out, b)
-			} else {
-				fmt.Fprintln(g.IO.Out, b)
-			}
-			return nil
+			return g.Answer(b, true, func(w io.Writer) { fmt.Fprintln(w, b) })
 		},
 	})
 }

@@ -32,7 +32,7 @@ const tokenWidth = 20
 // ErrNotRegular is wrapped when the path (or its sidecar) is something
 // WriteFile will not replace or read: a symlink, a directory, a FIFO, a
 // device or a socket.
-var ErrNotRegular = errors.New("not a regular file")
+var ErrNotRegular = outfile.ErrNotRegular
 
 // SidecarOf is the sidecar of path: path + SidecarSuffix.
 func SidecarOf(path string) string { return path + SidecarSuffix }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
 )
@@ -130,21 +131,16 @@ func (f *Fold) Follows(ctx context.Context, q replay.Querier) error {
 // it against the log q reads. A missing file is (nil, nil); a state that
 // cannot be used is a *StaleStateError; other errors are the file's.
 func LoadState(ctx context.Context, q replay.Querier, path, ledgerID string) (*Fold, error) {
-	fd, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) {
+	fd, _, err := outfile.OpenRegular(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
+	case errors.Is(err, outfile.ErrNotRegular):
+		return nil, &StaleStateError{Reason: path + " is not a regular file"}
+	case err != nil:
 		return nil, err
 	}
 	defer fd.Close()
-	fi, err := fd.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &StaleStateError{Reason: path + " is not a regular file"}
-	}
 	var buf bytes.Buffer
 	if _, err := io.Copy(&buf, io.LimitReader(fd, maxStateSize+1)); err != nil {
 		return nil, err

@@ -3,9 +3,9 @@ package auditcmd
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +14,7 @@ import (
 	"github.com/lockledger/lockledger/cli/eventfmt"
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
@@ -35,9 +36,7 @@ var archiveListing = invocation.Listing{
 
 func NewArchive(g *invocation.Globals) *cobra.Command {
 	o := &archiveOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   archiveListing.Use,
-		Short: archiveListing.Short,
+	cmd := archiveListing.Of(&cobra.Command{
 		Long: `Write the live log's events below seq SEQ to FILE, exactly as stored, in
 export's JSON Lines: the signed checkpoint of size SEQ-1 (which covers
 exactly them) first, then one line per event with its seq, prev_hash,
@@ -59,7 +58,7 @@ read of the log (ledger_exported).`,
   lockledger prune --archive ledger-2024.jsonl`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runArchive(cmd.Context(), o) },
-	}
+	})
 	fl := cmd.Flags()
 	fl.Int64Var(&o.below, "below", 0, "archive the events below this seq (SEQ-1 is a stored checkpoint's size)")
 	fl.StringVar(&o.before, "before", "", "archive up to the largest checkpoint boundary whose events are all older (RFC 3339, or a duration ago)")
@@ -83,31 +82,18 @@ func runArchive(ctx context.Context, o *archiveOptions) error {
 			return err
 		}
 	}
-	if o.actor != "" {
-		if err := invocation.ValidActor(o.actor); err != nil {
-			return err
+	if err := invocation.ValidActor(o.actor); err != nil {
+		return err
+	}
+	var w *archive.Written
+	err := o.g.ReadInto(ctx, o.out, func(file io.Writer, r *invocation.Reader) error {
+		below, err := archive.Boundary(ctx, r.Tx, o.below, before)
+		if err == nil {
+			w, err = archive.Write(ctx, r.Tx, file, below)
 		}
-	}
-	file, err := o.g.CreateOutput("-o", o.out)
-	if err != nil {
-		return err
-	}
-	defer file.Abort()
-	r, err := o.g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	below, err := archive.Boundary(ctx, r.Tx, o.below, before)
-	if err != nil {
-		r.Close()
 		return boundaryInput(o.below, o.before, err)
-	}
-	w, err := archive.Write(ctx, r.Tx, file, below)
-	r.Close()
+	})
 	if err != nil {
-		return boundaryInput(o.below, o.before, err)
-	}
-	if err := o.g.CommitOutput("-o", file); err != nil {
 		return err
 	}
 	dest := invocation.AbsPath(o.out)
@@ -146,9 +132,7 @@ var pruneListing = invocation.Listing{
 
 func NewPrune(g *invocation.Globals) *cobra.Command {
 	o := &pruneOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   pruneListing.Use,
-		Short: pruneListing.Short,
+	cmd := pruneListing.Of(&cobra.Command{
 		Long: `Check the archive FILE (written by lockledger archive) on its own, as
 verify --file does, and against the live ledger: the same ledger, starting
 where the live log starts, ending on a stored checkpoint whose root the
@@ -180,7 +164,7 @@ lockledger unprune --archive FILE puts the events back.`,
   lockledger verify --archive ledger-2024.jsonl`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPrune(cmd.Context(), o) },
-	}
+	})
 	cmd.Flags().StringVar(&o.archive, "archive", "", "the archive of the events to remove (required)")
 	cmd.Flags().StringVar(&o.actor, "actor", "", "who prunes, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	return cmd
@@ -236,10 +220,8 @@ func (o *pruneOptions) withArchive(ctx context.Context, verb, required string,
 // and checks it on its own with the keys plain verify trusts; the file is
 // left open for the write to read again.
 func readArchive(g *invocation.Globals, path, actor string) (*os.File, *archive.Checked, error) {
-	if actor != "" {
-		if err := invocation.ValidActor(actor); err != nil {
-			return nil, nil, err
-		}
+	if err := invocation.ValidActor(actor); err != nil {
+		return nil, nil, err
 	}
 	f, err := openArchive(path)
 	if err != nil {
@@ -268,13 +250,12 @@ func openArchive(path string) (*os.File, error) {
 // regular file (what, for the message): O_NONBLOCK keeps a FIFO there
 // from blocking the open, which no signal would end.
 func openInput(flag, path, what string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, events.Invalid(flag, path, "cannot be read: "+invocation.ErrText(err))
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
+	f, _, err := outfile.OpenRegular(path, os.O_RDONLY, 0)
+	switch {
+	case errors.Is(err, outfile.ErrNotRegular):
 		return nil, events.Invalid(flag, path, "must be a regular file ("+what+")")
+	case err != nil:
+		return nil, events.Invalid(flag, path, "cannot be read: "+invocation.ErrText(err))
 	}
 	return f, nil
 }
@@ -286,9 +267,7 @@ var unpruneListing = invocation.Listing{
 
 func NewUnprune(g *invocation.Globals) *cobra.Command {
 	o := &pruneOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   unpruneListing.Use,
-		Short: unpruneListing.Short,
+	cmd := unpruneListing.Of(&cobra.Command{
 		Long: `Undo the last prune standing: FILE must be the archive it recorded (its
 SHA-256), verify on its own as verify --file does, hold the leaves the
 live Merkle tree stores and chain into the live log's first event. Then,
@@ -301,7 +280,7 @@ last first.`,
 		Example: `  lockledger unprune --archive ledger-2024.jsonl`,
 		Args:    invocation.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runUnprune(cmd.Context(), o) },
-	}
+	})
 	cmd.Flags().StringVar(&o.archive, "archive", "", "the archive the last prune recorded (required)")
 	cmd.Flags().StringVar(&o.actor, "actor", "", "who restores, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	return cmd

@@ -3,6 +3,7 @@ package auditcmd
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -16,9 +17,7 @@ var checkpointListing = invocation.Listing{
 }
 
 func NewCheckpoint(g *invocation.Globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   checkpointListing.Use,
-		Short: checkpointListing.Short,
+	cmd := checkpointListing.Of(&cobra.Command{
 		Long: `Sign a C2SP tlog-checkpoint of the event log as it stands: origin
 lockledger/<ledger id>, the number of events, the RFC 6962 Merkle root of
 their leaves, and the signing time, signed as a note with the key of
@@ -38,7 +37,7 @@ stored in the ledger all the same).`,
 		Example: `  lockledger checkpoint --signing-key /etc/lockledger/signing.key --witness /mnt/audit/ledger.checkpoints`,
 		Args:    invocation.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runCheckpoint(cmd.Context(), g) },
-	}
+	})
 	return cmd
 }
 
@@ -58,11 +57,7 @@ func runCheckpoint(ctx context.Context, g *invocation.Globals) error {
 		if serr := l.WriteSnapshots(ctx); serr != nil {
 			g.Log.Warn("could not store the snapshots due", "err", serr)
 		}
-		if g.JSON {
-			invocation.WriteJSON(g.IO.Out, cp)
-		} else {
-			fmt.Fprint(g.IO.Out, cp.Note)
-		}
+		_ = g.Answer(cp, true, func(w io.Writer) { fmt.Fprint(w, cp.Note) })
 	}
 	if err != nil && cp != nil && g.JSON {
 		g.SayError(err.Error(), "exit_code", invocation.ExitFailure)

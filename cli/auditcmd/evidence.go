@@ -31,9 +31,7 @@ var evidenceListing = invocation.Listing{
 
 func NewEvidence(g *invocation.Globals) *cobra.Command {
 	o := &evidenceOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   evidenceListing.Use,
-		Short: evidenceListing.Short,
+	cmd := evidenceListing.Of(&cobra.Command{
 		Long: `Write one self-contained file that proves what happened between --since
 and --until: the period's events (from the first dated at or after
 --since to the last dated at or before --until), the event just before
@@ -56,7 +54,7 @@ key). -o FILE is written as export writes it.`,
   lockledger verify --evidence q1.evidence.jsonl --verifier-key ops.vkey`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEvidence(cmd.Context(), o) },
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0600, renamed into place when complete) instead of stdout")
 	fl.StringVar(&o.Since, "since", "", "the period's start (RFC 3339, a date, or a duration ago)")
@@ -103,34 +101,21 @@ func runCheckpointQuietly(ctx context.Context, g *invocation.Globals) error {
 }
 
 func writeEvidence(ctx context.Context, o *evidenceOptions, since, until, now time.Time) error {
-	w, file, err := o.g.OutputOrStdout(o.out)
-	if err != nil {
-		return err
-	}
-	if file != nil {
-		defer file.Abort()
-	}
-	r, err := o.g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	keys, err := signerKeys(o.g)
-	if err != nil {
-		return err
-	}
-	m, err := evidence.Make(ctx, r.Tx, evidence.Period{LedgerID: r.Ledger.ID(), Since: since, Until: until, SignerKeys: keys, Now: now}, w)
-	if err != nil {
-		if errors.Is(err, evidence.ErrNoEvents) || errors.Is(err, evidence.ErrNoStartCheckpoint) {
-			o.g.SayError(err.Error(), "exit_code", invocation.ExitFailure)
-			return &invocation.ExitError{Code: invocation.ExitFailure}
-		}
-		return err
-	}
-	if file != nil {
-		if err := o.g.CommitOutput("-o", file); err != nil {
+	var m *evidence.Made
+	err := o.g.ReadInto(ctx, o.out, func(w io.Writer, r *invocation.Reader) error {
+		keys, err := signerKeys(o.g)
+		if err != nil {
 			return err
 		}
+		m, err = evidence.Make(ctx, r.Tx, evidence.Period{LedgerID: r.Ledger.ID(), Since: since, Until: until, SignerKeys: keys, Now: now}, w)
+		return err
+	})
+	if errors.Is(err, evidence.ErrNoEvents) || errors.Is(err, evidence.ErrNoStartCheckpoint) {
+		o.g.SayError(err.Error(), "exit_code", invocation.ExitFailure)
+		return &invocation.ExitError{Code: invocation.ExitFailure}
+	}
+	if err != nil {
+		return err
 	}
 	termtext.Fprintf(o.g.IO.ErrOut, "evidence: seq %d-%d (%d events), checkpoints %d and %d\n",
 		m.Header.FirstSeq, m.Header.LastSeq, m.Header.Events, m.Start, m.End)
@@ -179,15 +164,7 @@ func verifyEvidence(o *verifyOptions, opts ...replay.VerifyOption) error {
 	if err != nil {
 		return events.Invalid("--evidence", o.evidence, err.Error())
 	}
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, res)
-	} else {
-		printEvidence(o.g.IO.Out, res)
-	}
-	if !res.OK {
-		return &invocation.ExitError{Code: invocation.ExitFailure}
-	}
-	return nil
+	return o.g.Answer(res, res.OK, func(w io.Writer) { printEvidence(w, res) })
 }
 
 // printEvidence is the auditor's report: the verdict, what the checkpoints

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -39,9 +40,7 @@ var exportListing = invocation.Listing{
 
 func NewExport(g *invocation.Globals) *cobra.Command {
 	o := &exportOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   exportListing.Use,
-		Short: exportListing.Short,
+	cmd := exportListing.Of(&cobra.Command{
 		Long: `Write events in log order with their seq, prev_hash and hash.
 
 jsonl (default): one event per line, {"seq","prev_hash","hash","body"},
@@ -84,7 +83,7 @@ that it could not record itself.` + followHelp,
   lockledger export --follow --format cloudevents --after-seq 41873 >>/var/log/lockledger/events.jsonl`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runExport(cmd.Context(), o) },
-	}
+	})
 	o.cmd = cmd
 	o.registerFollow()
 	fl := cmd.Flags()
@@ -170,10 +169,8 @@ func runExport(ctx context.Context, o *exportOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.actor != "" {
-		if err := invocation.ValidActor(o.actor); err != nil {
-			return err
-		}
+	if err := invocation.ValidActor(o.actor); err != nil {
+		return err
 	}
 	done, err := export(ctx, o, since, until)
 	if err != nil {
@@ -195,73 +192,49 @@ func export(ctx context.Context, o *exportOptions, since, until time.Time) (*eve
 	if o.out != "" {
 		done.Destination = invocation.AbsPath(o.out)
 	}
-	err := exportTo(ctx, o, since, until, done)
-	return done, err
-}
-
-func exportTo(ctx context.Context, o *exportOptions, since, until time.Time, done *events.Exported) error {
-	w, file, err := o.g.OutputOrStdout(o.out)
-	if err != nil {
-		return err
-	}
-	if file != nil {
-		defer file.Abort()
-	}
-	r, err := o.g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	from, to, ok, err := store.SeqRange(ctx, r.Tx, since, until)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(w, 256<<10)
-	n := 0
-	write := func(row *replay.Row) error { return replay.WriteExportLine(bw, row) }
-	var cw *eventfmt.CSVWriter
-	if o.format == eventfmt.FormatCSV {
-		cw = eventfmt.NewCSVWriter(bw)
-		if err := cw.Write(exportCSVHeader); err != nil {
+	var from, to int64
+	var ok bool
+	err := o.g.ReadInto(ctx, o.out, func(w io.Writer, r *invocation.Reader) error {
+		var err error
+		if from, to, ok, err = store.SeqRange(ctx, r.Tx, since, until); err != nil {
 			return err
 		}
-		write = func(row *replay.Row) error { return cw.Write(csvRecord(row)) }
-	}
-	if ok && o.format == eventfmt.FormatJSONL && o.checkpoints {
-		if err := writeCheckpointLines(ctx, r, bw, from, to); err != nil {
-			return err
+		bw := bufio.NewWriterSize(w, 256<<10)
+		write := func(row *replay.Row) error { return replay.WriteExportLine(bw, row) }
+		flush := bw.Flush
+		if o.format == eventfmt.FormatCSV {
+			cw := eventfmt.NewCSVWriter(bw)
+			if err := cw.Write(exportCSVHeader); err != nil {
+				return err
+			}
+			write = func(row *replay.Row) error { return cw.Write(csvRecord(row)) }
+			flush = func() error { return errors.Join(cw.Flush(), bw.Flush()) }
+		} else if ok && o.checkpoints {
+			if err := writeCheckpointLines(ctx, r, bw, from, to); err != nil {
+				return err
+			}
 		}
-	}
-	if ok {
-		err = replay.ScanRows(ctx, r.Tx, replay.Filter{FromSeq: from, ToSeq: to}, func(row *replay.Row) error {
-			n++
-			return write(row)
-		})
+		if ok {
+			err = replay.ScanRows(ctx, r.Tx, replay.Filter{FromSeq: from, ToSeq: to}, func(row *replay.Row) error {
+				done.Events++
+				return write(row)
+			})
+		}
 		if err != nil {
 			return err
 		}
+		return flush()
+	})
+	if err != nil {
+		return done, err
 	}
-	if cw != nil {
-		if err := cw.Flush(); err != nil {
-			return err
-		}
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	if file != nil {
-		if err := o.g.CommitOutput("-o", file); err != nil {
-			return err
-		}
-	}
-	done.Events = int64(n)
 	if ok {
 		done.FirstSeq, done.LastSeq = from, to
-		o.g.Log.Info("exported", "events", n, "from_seq", from, "to_seq", to)
+		o.g.Log.Info("exported", "events", done.Events, "from_seq", from, "to_seq", to)
 	} else {
 		o.g.Log.Info("no events to export")
 	}
-	return nil
+	return done, nil
 }
 
 // exportCSVHeader names export's CSV columns. uid and user come last, so

@@ -3,6 +3,7 @@ package auditcmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 
@@ -29,9 +30,7 @@ var importListing = invocation.Listing{
 
 func NewImport(g *invocation.Globals) *cobra.Command {
 	o := &importOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   importListing.Use,
-		Short: importListing.Short,
+	cmd := importListing.Of(&cobra.Command{
 		Long: `Copy the whole ledger at --from (its id, every event byte for byte, the
 stored Merkle hashes, the signed checkpoints and the locks table) into the
 new, empty ledger at --database, then verify it there. The chain goes on
@@ -51,7 +50,7 @@ broken_chain_accepted). The copy is one transaction: a failure leaves
 		Example: `  lockledger import --from /var/lib/lockledger --database postgres://lockledger@db/locks`,
 		Args:    invocation.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runImport(cmd.Context(), o) },
-	}
+	})
 	cmd.Flags().StringVar(&o.from, "from", "", "the root of the SQLite ledger to move (required)")
 	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "copy a source whose event log is damaged, as it reads (recorded)")
 	return cmd
@@ -110,13 +109,11 @@ func runImport(ctx context.Context, o *importOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, struct {
-			*ledger.ImportReport
-			Verify *verify.Report `json:"verify"`
-		}{rep, check})
-	} else {
-		tw := tabwriter.NewWriter(o.g.IO.Out, 0, 0, 2, ' ', 0)
+	return o.g.Answer(struct {
+		*ledger.ImportReport
+		Verify *verify.Report `json:"verify"`
+	}{rep, check}, (check.OK || !source.OK) && kept, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		termtext.Fprintf(tw, "import: %s -> %s\n", from.Source(), to.Source())
 		termtext.Fprintf(tw, "  ledger id\t%s\n", rep.LedgerID)
 		termtext.Fprintf(tw, "  events\t%d (head seq %d, %s)\n", rep.Events, rep.HeadSeq, rep.HeadHash)
@@ -126,12 +123,8 @@ func runImport(ctx context.Context, o *importOptions) error {
 			termtext.Fprintf(tw, "  damage\tfirst bad seq %d, %s: copied as it reads (--accept-broken-chain)\n", source.FirstBad.Seq, source.FirstBad.Kind)
 		}
 		tw.Flush()
-		printReport(o.g.IO.Out, check)
-	}
-	if !check.OK && source.OK || !kept {
-		return &invocation.ExitError{Code: invocation.ExitFailure}
-	}
-	return nil
+		printReport(w, check)
+	})
 }
 
 // headKept reports whether the imported head is still in the ledger at

@@ -27,9 +27,7 @@ var keygenListing = invocation.Listing{
 
 func NewKeygen(g *invocation.Globals) *cobra.Command {
 	o := &keygenOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   keygenListing.Use,
-		Short: keygenListing.Short,
+	cmd := keygenListing.Of(&cobra.Command{
 		Long: `Generate an Ed25519 key pair in the signed-note formats of
 golang.org/x/mod/sumdb/note. The signer key goes to FILE (mode 0600; an
 existing FILE is never overwritten); the verifier key, which auditors use
@@ -43,7 +41,7 @@ protects nothing, and is refused (exit 2).`,
   LOCKLEDGER_SIGNING_KEY=/etc/lockledger/signing.key lockledger checkpoint`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runKeygen(o) },
-	}
+	})
 	cmd.Flags().StringVar(&o.name, "name", "", "the key's name, shown on every signature (no spaces, no '+')")
 	cmd.Flags().StringVarP(&o.out, "output", "o", "", "file to write the signer key to (must not exist)")
 	return cmd
@@ -66,12 +64,8 @@ func runKeygen(o *keygenOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, map[string]string{"name": o.name, "verifier_key": vkey, "signer_key_file": o.out})
-		return nil
-	}
-	fmt.Fprintln(o.g.IO.Out, vkey)
-	return nil
+	return o.g.Answer(map[string]string{"name": o.name, "verifier_key": vkey, "signer_key_file": o.out}, true,
+		func(w io.Writer) { fmt.Fprintln(w, vkey) })
 }
 
 // writeKey makes a key, writes its signer key to a new file at o.out and

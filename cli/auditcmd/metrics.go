@@ -2,6 +2,7 @@ package auditcmd
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -46,9 +47,7 @@ var metricsListing = invocation.Listing{
 
 func NewMetrics(g *invocation.Globals) *cobra.Command {
 	o := &metricsOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   metricsListing.Use,
-		Short: metricsListing.Short,
+	cmd := metricsListing.Of(&cobra.Command{
 		Long: `Print the ledger's metrics for Prometheus: per lock, whether it is held,
 by how many holders and who, whether its holder is stale, counters of
 acquisitions, steals (by reason), releases (by result), lost locks,
@@ -95,7 +94,7 @@ database with no ledger is exit 6.`,
 			}
 			return runMetrics(cmd.Context(), o)
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&o.format, "format", "text", "text (Prometheus text format, for node_exporter's textfile collector) or openmetrics")
 	fl.StringVarP(&o.out, "output", "o", "", "write to FILE (mode 0644, renamed into place when complete) instead of stdout")
@@ -118,40 +117,10 @@ func runMetrics(ctx context.Context, o *metricsOptions) error {
 	if o.listen != "" {
 		return serveMetrics(ctx, o)
 	}
-	w, file, err := o.g.OutputOrStdout(o.out, outfile.WithMode(metricsFileMode))
-	if err != nil {
-		return err
-	}
-	if file != nil {
-		defer file.Abort()
-	}
-	r, err := o.g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	st := o.keeper(r.Ledger)
-	fold, err := st.load(ctx, r.Tx)
-	if err != nil {
-		return err
-	}
-	if err := fold.Update(ctx, r.Tx); err != nil {
-		return err
-	}
-	if err := st.save(fold); err != nil {
-		return err
-	}
-	cp, err := metrics.LastCheckpoint(ctx, r.Tx)
-	if err != nil {
-		return err
-	}
-	if err := metrics.Write(w, format, fold.Families(time.Now(), cp)); err != nil {
-		return err
-	}
-	if file != nil {
-		return o.g.CommitOutput("-o", file)
-	}
-	return nil
+	return o.g.ReadInto(ctx, o.out, func(w io.Writer, r *invocation.Reader) error {
+		s := &metricsServer{g: o.g, state: o.keeper(r.Ledger)}
+		return s.scrape(ctx, r.Tx, format, w)
+	}, outfile.WithMode(metricsFileMode))
 }
 
 // metricsServer answers scrapes from one open ledger, folding the events
@@ -181,7 +150,7 @@ func serveMetrics(ctx context.Context, o *metricsOptions) error {
 	// The log up to now is folded (from the kept state) before the first
 	// scrape, which then reads only what was appended since.
 	s := &metricsServer{g: g, l: l, state: o.keeper(l)}
-	if err := s.start(ctx); err != nil {
+	if err := s.collect(ctx, metrics.Text, nil); err != nil { // the kept state, folded before the first scrape
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -223,22 +192,6 @@ func serveMetrics(ctx context.Context, o *metricsOptions) error {
 	return nil
 }
 
-// start folds the log from the kept state, before the first scrape.
-func (s *metricsServer) start(ctx context.Context) error {
-	tx, err := s.l.BeginRead(ctx)
-	if err != nil {
-		return fmt.Errorf("ledger: read: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if s.fold, err = s.state.load(ctx, tx); err != nil {
-		return err
-	}
-	if err := s.fold.Update(ctx, tx); err != nil {
-		return err
-	}
-	return s.state.save(s.fold)
-}
-
 func (s *metricsServer) serve(w http.ResponseWriter, req *http.Request) {
 	format := negotiate(req.Header.Get("Accept"))
 	var buf strings.Builder
@@ -262,13 +215,28 @@ func (s *metricsServer) collect(ctx context.Context, format metrics.Format, w io
 		return fmt.Errorf("ledger: read: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := s.fold.Follows(ctx, tx); err != nil {
-		if !errors.As(err, new(*metrics.StaleStateError)) {
+	return s.scrape(ctx, tx, format, w)
+}
+
+// scrape brings the fold up to the log tx reads (from the kept state on
+// first use; after that, one the log no longer follows is folded again
+// from its start), keeps it when it moved, and writes its families in
+// format on w (nil: nowhere).
+func (s *metricsServer) scrape(ctx context.Context, tx *sql.Tx, format metrics.Format, w io.Writer) (err error) {
+	seq := int64(-1)
+	if s.fold == nil {
+		if s.fold, err = s.state.load(ctx, tx); err != nil {
 			return err
 		}
-		s.g.Log.Warn("metrics: folding the log again from its start", "reason", err)
+	} else {
+		if err := s.fold.Follows(ctx, tx); err != nil {
+			if !errors.As(err, new(*metrics.StaleStateError)) {
+				return err
+			}
+			s.g.Log.Warn("metrics: folding the log again from its start", "reason", err)
+		}
+		seq = s.fold.Seq()
 	}
-	seq := s.fold.Seq()
 	if err := s.fold.Update(ctx, tx); err != nil {
 		return err
 	}
@@ -276,6 +244,9 @@ func (s *metricsServer) collect(ctx context.Context, format metrics.Format, w io
 		if err := s.state.save(s.fold); err != nil {
 			return err
 		}
+	}
+	if w == nil {
+		return nil
 	}
 	cp, err := metrics.LastCheckpoint(ctx, tx)
 	if err != nil {

@@ -28,9 +28,7 @@ var projectListing = invocation.Listing{
 
 func NewProject(g *invocation.Globals) *cobra.Command {
 	o := &projectOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   projectListing.Use,
-		Short: projectListing.Short,
+	cmd := projectListing.Of(&cobra.Command{
 		Long: `Replay every event and rebuild the projections from them alone: the locks
 table, then every lock file (placed, replaced or removed to match), under
 the ledger's writer lock (writers wait while it replays the log). Reports
@@ -66,7 +64,7 @@ pins the ledger found.`,
   lockledger project --json | jq .recorded`,
 		Args: invocation.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runProject(cmd.Context(), o) },
-	}
+	})
 	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "project even while the event log is damaged (recorded on every lock_projected event); a cut tail is a rollback, accepted too")
 	cmd.Flags().BoolVar(&o.rollback, "accept-rollback", false, "go on from a ledger other than, or older than, the one this root has pinned (recorded)")
 	cmd.Flags().StringVar(&o.actor, "actor", "", "who projects, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
@@ -98,37 +96,33 @@ func runProject(ctx context.Context, o *projectOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, rep)
-		return nil
-	}
-	w := o.g.IO.Out
-	termtext.Fprintf(w, "project: %d events replayed: %d locks, %d held\n", rep.Events, rep.Locks, rep.Held)
-	if b := rep.BrokenChain; b != nil {
-		termtext.Fprintf(w, "  the event log is damaged (first bad seq %d, %s): projected as it now reads (--accept-broken-chain)\n", b.Seq, b.Kind)
-	}
-	if p := rep.RollbackAccepted; p != nil {
-		fmt.Fprintf(w, "  rollback accepted: this root had pinned ledger %s at seq %d; it now pins the ledger found (--accept-rollback)\n", p.LedgerID, p.Seq)
-	}
-	if !rep.Changed() {
-		fmt.Fprintln(w, "  no change: the locks table and the lock files already match the events")
-	}
-	for _, c := range rep.Rows {
-		termtext.Fprintf(w, "  row  %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
-	}
-	for _, c := range rep.Files {
-		termtext.Fprintf(w, "  file %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
-	}
-	printNames(w, "foreign lock files left alone", rep.Foreign)
-	printNames(w, "locks held by the ledger with another tool's file at their path (left alone)", rep.Interlopers)
-	switch n := len(rep.Recorded); {
-	case n == 1:
-		termtext.Fprintf(w, "  recorded: lock_projected, seq %d\n", rep.Recorded[0])
-	case n > 1:
-		termtext.Fprintf(w, "  recorded: %d lock_projected events, seq %d-%d\n", n, rep.Recorded[0], rep.Recorded[n-1])
-	}
-	termtext.Fprintf(w, "  recorded: ledger_projected, seq %d\n", rep.RunRecorded)
-	return nil
+	return o.g.Answer(rep, true, func(w io.Writer) {
+		termtext.Fprintf(w, "project: %d events replayed: %d locks, %d held\n", rep.Events, rep.Locks, rep.Held)
+		if b := rep.BrokenChain; b != nil {
+			termtext.Fprintf(w, "  the event log is damaged (first bad seq %d, %s): projected as it now reads (--accept-broken-chain)\n", b.Seq, b.Kind)
+		}
+		if p := rep.RollbackAccepted; p != nil {
+			fmt.Fprintf(w, "  rollback accepted: this root had pinned ledger %s at seq %d; it now pins the ledger found (--accept-rollback)\n", p.LedgerID, p.Seq)
+		}
+		if !rep.Changed() {
+			fmt.Fprintln(w, "  no change: the locks table and the lock files already match the events")
+		}
+		for _, c := range rep.Rows {
+			termtext.Fprintf(w, "  row  %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
+		}
+		for _, c := range rep.Files {
+			termtext.Fprintf(w, "  file %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
+		}
+		printNames(w, "foreign lock files left alone", rep.Foreign)
+		printNames(w, "locks held by the ledger with another tool's file at their path (left alone)", rep.Interlopers)
+		switch n := len(rep.Recorded); {
+		case n == 1:
+			termtext.Fprintf(w, "  recorded: lock_projected, seq %d\n", rep.Recorded[0])
+		case n > 1:
+			termtext.Fprintf(w, "  recorded: %d lock_projected events, seq %d-%d\n", n, rep.Recorded[0], rep.Recorded[n-1])
+		}
+		termtext.Fprintf(w, "  recorded: ledger_projected, seq %d\n", rep.RunRecorded)
+	})
 }
 
 func printNames(w io.Writer, title string, names []string) {

@@ -85,9 +85,7 @@ var proveListing = invocation.Listing{
 }
 
 func NewProve(g *invocation.Globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   proveListing.Use,
-		Short: proveListing.Short,
+	cmd := proveListing.Of(&cobra.Command{
 		Long: `Print RFC 6962 proofs computed from the ledger's stored Merkle hashes,
 for an auditor who keeps only checkpoints (signed notes, as witnesses
 hold them):
@@ -106,7 +104,7 @@ exit 1 (lockledger verify says where it differs). prove only reads.`,
 		Example: `  lockledger prove event 42 --checkpoint /mnt/audit/ledger.checkpoints > seq42.proof
   lockledger prove extends march.checkpoint april.checkpoint --json
   lockledger verify-proof seq42.proof --verifier-key ops-ledger.vkey`,
-	}
+	})
 	o := &proveOptions{g: g}
 	ev := &cobra.Command{
 		Use:   "event SEQ --checkpoint FILE",
@@ -249,9 +247,7 @@ var verifyProofListing = invocation.Listing{
 
 func NewVerifyProof(g *invocation.Globals) *cobra.Command {
 	o := &verifyProofOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   verifyProofListing.Use,
-		Short: verifyProofListing.Short,
+	cmd := verifyProofListing.Of(&cobra.Command{
 		Long: `Check an inclusion or consistency proof (text or --json form, from FILE
 or standard input) without the ledger: the checkpoints' signatures with
 each --verifier-key (the key text, or a file holding it), that the proof
@@ -265,7 +261,7 @@ proof holds, 1 when it does not, 2 when the input is no proof.`,
 		Example: `  lockledger verify-proof seq42.proof --verifier-key ops-ledger.vkey`,
 		Args:    argCount(func(n int) bool { return n <= 1 }, "verify-proof: takes at most one FILE"),
 		RunE:    func(cmd *cobra.Command, args []string) error { return runVerifyProof(o, args) },
-	}
+	})
 	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one (repeatable)")
 	return cmd
 }
@@ -370,15 +366,7 @@ func runVerifyProof(o *verifyProofOptions, args []string) error {
 	if cerr != nil {
 		res.Error = cerr.Error()
 	}
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, res)
-	} else {
-		printProofResult(o.g.IO.Out, res, parsed)
-	}
-	if !res.OK {
-		return &invocation.ExitError{Code: invocation.ExitFailure}
-	}
-	return nil
+	return o.g.Answer(res, res.OK, func(w io.Writer) { printProofResult(w, res, parsed) })
 }
 
 func keysOf(s *checkpoint.Signed, verified bool) []string {

@@ -20,9 +20,7 @@ var signerListing = invocation.Listing{
 }
 
 func NewSigner(g *invocation.Globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   signerListing.Use,
-		Short: signerListing.Short,
+	cmd := signerListing.Of(&cobra.Command{
 		Long: `A ledger names the keys that sign its checkpoints. Its owner registers
 each (signer add): the event signer_added carries the key, a role and the
 owner's signed statement of it; signer remove revokes one (signer_removed:
@@ -43,7 +41,7 @@ auditor gives it with --signers FILE; the checkpoints of any registered
 signer then keep the fleet's promise of the next checkpoint, so an idle
 host's verify passes on an honest ledger.`,
 		Args: invocation.NoArgs,
-	}
+	})
 	var role, actor string
 	add := &cobra.Command{
 		Use:   "add KEY [--role ROLE]",
@@ -82,10 +80,8 @@ func runSignerChange(ctx context.Context, g *invocation.Globals, add bool, arg, 
 	if err != nil {
 		return err
 	}
-	if actor != "" {
-		if err := invocation.ValidActor(actor); err != nil {
-			return err
-		}
+	if err := invocation.ValidActor(actor); err != nil {
+		return err
 	}
 	l, err := g.Open(ctx, invocation.Rewrites)
 	if err != nil {

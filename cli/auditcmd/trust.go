@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -24,9 +25,7 @@ var trustListing = invocation.Listing{
 }
 
 func NewTrust(g *invocation.Globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   trustListing.Use,
-		Short: trustListing.Short,
+	cmd := trustListing.Of(&cobra.Command{
 		Long: `The trust store, outside every root ($LOCKLEDGER_TRUST_DIR, else
 $XDG_CONFIG_HOME/lockledger, else ~/.config/lockledger; mode 0700, owned
 by this user), holds this user's signing key (signing.key), the ledger
@@ -36,7 +35,7 @@ sign with the key and pin a ledger on its first write (trust on first
 use); every signed write proves that the log extends the head kept, and
 plain verify checks the root's ledger against the pin and the head.`,
 		Args: invocation.NoArgs,
-	}
+	})
 	var showJSON bool
 	show := &cobra.Command{
 		Use:   "show",
@@ -181,14 +180,11 @@ func runTrustExport(g *invocation.Globals) error {
 	if len(pins) == 0 {
 		return fmt.Errorf("trust export: no ledger is pinned at %s in %s (write to it, or run lockledger trust adopt)", trust.Resolve(g.Root), s.PinsPath())
 	}
-	if g.JSON {
-		invocation.WriteJSON(g.IO.Out, pins)
-		return nil
-	}
-	for _, p := range pins {
-		termtext.Fprintf(g.IO.Out, "# lockledger trust pin --ledger-id %s --verifier-key %s\n%s\n", p.LedgerID, p.Verifier, p.Line())
-	}
-	return nil
+	return g.Answer(pins, true, func(w io.Writer) {
+		for _, p := range pins {
+			termtext.Fprintf(w, "# lockledger trust pin --ledger-id %s --verifier-key %s\n%s\n", p.LedgerID, p.Verifier, p.Line())
+		}
+	})
 }
 
 func runTrustPin(g *invocation.Globals, id, key string) error {

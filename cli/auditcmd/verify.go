@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
@@ -57,9 +57,7 @@ var verifyListing = invocation.Listing{
 
 func NewVerify(g *invocation.Globals) *cobra.Command {
 	o := &verifyOptions{g: g}
-	cmd := &cobra.Command{
-		Use:   verifyListing.Use,
-		Short: verifyListing.Short,
+	cmd := verifyListing.Of(&cobra.Command{
 		Long: `Recompute the hash chain from the ledger's genesis and check, in one pass
 over the events: seq contiguity, every body against its schema, the
 indexed columns against the body; then that replay of all events equals
@@ -198,7 +196,7 @@ no key and pinning nothing. With --file nothing is recorded.`,
 			o.witnessFlag = cmd.Flags().Changed("witness")
 			return runVerify(cmd.Context(), o)
 		},
-	}
+	})
 	cmd.Flags().StringVar(&o.file, "file", "", "check this JSON Lines export instead of the ledger")
 	cmd.Flags().StringVar(&o.prevHash, "prev-hash", "", "with --file: the hash the first line must chain from")
 	cmd.Flags().BoolVar(&o.full, "full", false, "check the whole log from genesis, not only the events after the head this user verified last, and run SQLite's integrity_check (every index against its table) instead of its quick_check")
@@ -451,23 +449,17 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		// and needs no key of the auditor's own.
 		recorded = o.g.RecordAccess(ctx, "verify", events.LedgerVerified, o.actor, verified(rep, o.file))
 	}
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, struct {
-			*verify.Report
-			Check    string `json:"check,omitempty"`
-			Recorded int64  `json:"recorded,omitempty"`
-			Warning  string `json:"warning,omitempty"`
-		}{rep, o.checkKind(rep), recorded, warning})
-	} else {
-		printReport(o.g.IO.Out, rep)
+	return o.g.Answer(struct {
+		*verify.Report
+		Check    string `json:"check,omitempty"`
+		Recorded int64  `json:"recorded,omitempty"`
+		Warning  string `json:"warning,omitempty"`
+	}{rep, o.checkKind(rep), recorded, warning}, rep.OK, func(w io.Writer) {
+		printReport(w, rep)
 		if recorded > 0 {
-			termtext.Fprintf(o.g.IO.Out, "  recorded: ledger_verified, seq %d (after the events checked: the next verify checks it too)\n", recorded)
+			termtext.Fprintf(w, "  recorded: ledger_verified, seq %d (after the events checked: the next verify checks it too)\n", recorded)
 		}
-	}
-	if !rep.OK {
-		return &invocation.ExitError{Code: invocation.ExitFailure}
-	}
-	return nil
+	})
 }
 
 // verified is ledger_verified's record of a report: only what the
@@ -531,15 +523,11 @@ func openExport(path string) (*os.File, error) {
 		}
 		return f, nil
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err // a file that is not there fails the check (exit 1), as it always has
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
+	f, _, err := outfile.OpenRegular(path, os.O_RDONLY, 0)
+	if errors.Is(err, outfile.ErrNotRegular) {
 		return nil, events.Invalid("--file", path, exportRule)
 	}
-	return f, nil
+	return f, err // a file that is not there fails the check (exit 1), as it always has
 }
 
 // inheritedFD is the descriptor path names in this process's table:

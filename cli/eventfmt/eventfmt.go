@@ -207,22 +207,19 @@ func holdingText(ev *replay.Event, add func(string, ...any)) {
 func Details(ev *replay.Event) string {
 	var parts []string
 	add := func(format string, a ...any) { parts = append(parts, fmt.Sprintf(format, a...)) }
+	addIf := func(ok bool, format string, a ...any) {
+		if ok {
+			add(format, a...)
+		}
+	}
 	switch ev.Type {
 	case events.LockAcquired:
 		add("token %d, ttl %ds", ev.FencingToken, ev.TTLSeconds)
-		if m := modeText(ev); m != "" {
-			add("%s", m)
-		}
+		addIf(ev.Mode == events.ModeShared, "%s", modeText(ev))
 		holdingText(ev, add)
-		if ev.Intent != "" {
-			add("intent %s", strings.TrimSpace(ev.Intent+" "+ev.IntentVersion))
-		}
-		if md := metadataText(ev.Metadata); md != "" {
-			add("%s", md)
-		}
-		if ev.Note != "" {
-			add("note %q", ev.Note)
-		}
+		addIf(ev.Intent != "", "intent %s", strings.TrimSpace(ev.Intent+" "+ev.IntentVersion))
+		addIf(len(ev.Metadata) > 0, "%s", metadataText(ev.Metadata))
+		addIf(ev.Note != "", "note %q", ev.Note)
 	case events.LockHeartbeat:
 		add("renewed")
 	case events.LockStolen:
@@ -230,44 +227,27 @@ func Details(ev *replay.Event) string {
 		if p := ev.PreviousLock; p != nil {
 			add("from %s (%s, pid %d@%s, last heartbeat %s)", p.RequestID, p.Actor, p.PID, p.HostID, p.LastHeartbeatAt)
 		}
-		if ev.Note != "" {
-			add("note %q", ev.Note)
-		}
+		addIf(ev.Note != "", "note %q", ev.Note)
 		add("token %d, ttl %ds", ev.FencingToken, ev.TTLSeconds)
-		if m := modeText(ev); m != "" {
-			add("%s", m)
-		}
+		addIf(ev.Mode == events.ModeShared, "%s", modeText(ev))
 		holdingText(ev, add)
 	case events.LockReleased:
-		if ev.Result != events.ResultForced {
-			add("result %s", ev.Result) // a forced one says FORCED below
-		}
-		if ev.FailureStep != "" {
-			add("failure step %s", ev.FailureStep)
-		}
+		addIf(ev.Result != events.ResultForced, "result %s", ev.Result) // a forced one says FORCED below
+		addIf(ev.FailureStep != "", "failure step %s", ev.FailureStep)
 		if ev.ExitCode != nil {
 			add("exit %d", *ev.ExitCode)
 		}
 		add("held %s", seconds(ev.HeldDurationSeconds))
-		if ev.Forced {
-			if ev.ReleasedRequestID != "" {
-				add("FORCED, released %s", ev.ReleasedRequestID)
-			} else {
-				add("FORCED")
-			}
-		}
-		if ev.Note != "" {
-			add("note %q", ev.Note)
-		}
+		addIf(ev.Forced && ev.ReleasedRequestID != "", "FORCED, released %s", ev.ReleasedRequestID)
+		addIf(ev.Forced && ev.ReleasedRequestID == "", "FORCED")
+		addIf(ev.Note != "", "note %q", ev.Note)
 		if h := ev.DisplacedBy; h != nil {
 			add("DISPLACED by %s (%s, pid %d@%s) via %s file %s", h.RequestID, h.Actor, h.PID, h.HostID,
 				ev.DisplacedByFormat, ev.DisplacedByPath)
 		}
 	case events.HeartbeatFailed:
 		add("%d consecutive %s", ev.ConsecutiveFailures, termtext.Plural(ev.ConsecutiveFailures, "failure", "failures"))
-		if ev.LockLost {
-			add("LOCK LOST")
-		}
+		addIf(ev.LockLost, "LOCK LOST")
 		add("error %q", ev.Error)
 		if c := ev.RecordedBy; c != nil {
 			add("recorded by %s (pid %d@%s)", c.Actor, c.PID, c.HostID)
@@ -275,16 +255,10 @@ func Details(ev *replay.Event) string {
 	case events.AcquireBlocked:
 		add("state %s", ev.State)
 		heldBy(ev, add)
-		if ev.Foreign {
-			add("foreign lock file")
-		}
-		if m := modeText(ev); m != "" {
-			add("asked %s", m)
-		}
+		addIf(ev.Foreign, "foreign lock file")
+		addIf(ev.Mode == events.ModeShared, "asked %s", modeText(ev))
 		add("waited %s", seconds(ev.WaitedSeconds))
-		if ev.Reason == events.BlockedByQueue {
-			add("behind queued waiters")
-		}
+		addIf(ev.Reason == events.BlockedByQueue, "behind queued waiters")
 		switch {
 		case ev.Until != "" && ev.QueuedSeq > 0:
 			add("still QUEUED since seq %d", ev.QueuedSeq) // a renewal of the place
@@ -293,36 +267,24 @@ func Details(ev *replay.Event) string {
 		}
 	case events.ActionRefused:
 		add("REFUSED %s", ev.Action)
-		if ev.State != "" {
-			add("state %s", ev.State)
-		}
+		addIf(ev.State != "", "state %s", ev.State)
 		heldBy(ev, add)
 		add("error %q", ev.Error)
 	case events.LockProjected:
-		if ev.BrokenChainAccepted {
-			add("BROKEN CHAIN accepted (first bad seq %d)", ev.FirstBadSeq)
-		}
+		addIf(ev.BrokenChainAccepted, "BROKEN CHAIN accepted (first bad seq %d)", ev.FirstBadSeq)
 		changes := strings.Join(ev.Changes, "; ")
 		add("%s", changes)
-		if ev.MovedAside != "" && !strings.Contains(changes, "moved aside to "+ev.MovedAside) {
-			add("moved aside to %s", ev.MovedAside)
-		}
+		addIf(ev.MovedAside != "" && !strings.Contains(changes, "moved aside to "+ev.MovedAside), "moved aside to %s", ev.MovedAside)
 	case events.JobProcesses:
 		add("job %s: %s %s", ev.JobRequestID, count(len(ev.PIDs), "process", "processes"), strings.ReplaceAll(ev.Action, "_", " "))
 		add("pids %s", pidList(ev.PIDs))
-		if ev.Note != "" {
-			add("note %q", ev.Note)
-		}
+		addIf(ev.Note != "", "note %q", ev.Note)
 	case events.FenceRejected:
 		add("REFUSED %s %s: token %d, below %d", fenceWrite(ev.Fence), ev.Resource, ev.StaleToken, ev.CurrentToken)
 	case events.LedgerExported:
 		add("exported %s%s", eventCount(ev.Events), seqRange(ev.FirstSeq, ev.LastSeq))
-		if ev.Since != "" {
-			add("since %s", ev.Since)
-		}
-		if ev.Until != "" {
-			add("until %s", ev.Until)
-		}
+		addIf(ev.Since != "", "since %s", ev.Since)
+		addIf(ev.Until != "", "until %s", ev.Until)
 		add("as %s to %s", ev.Format, ev.Destination)
 	case events.SignerAdded:
 		add("signer %s added as %s", ev.Key, ev.Role)
@@ -337,25 +299,17 @@ func Details(ev *replay.Event) string {
 		if sha, _, ok := events.ParsePruneNote(ev.Note); ok {
 			add("archive sha256 %s", sha)
 		}
-		if ev.File != "" {
-			add("archive file %s", ev.File)
-		}
+		addIf(ev.File != "", "archive file %s", ev.File)
 	case events.LedgerVerified:
 		if ev.Result == events.AuditOK {
 			add("OK")
 		} else {
 			add("FAILED: %s", count(ev.Problems, "problem", "problems"))
 		}
-		if ev.FirstBadSeq > 0 {
-			add("first bad seq %d", ev.FirstBadSeq)
-		}
+		addIf(ev.FirstBadSeq > 0, "first bad seq %d", ev.FirstBadSeq)
 		add("%s checked%s", eventCount(ev.Events), seqRange(ev.FirstSeq, ev.LastSeq))
-		if ev.HeadHash != "" {
-			add("head %s", ev.HeadHash)
-		}
-		if ev.File != "" {
-			add("export file %s", ev.File)
-		}
+		addIf(ev.HeadHash != "", "head %s", ev.HeadHash)
+		addIf(ev.File != "", "export file %s", ev.File)
 	case events.LedgerProjected:
 		switch {
 		case ev.Result == events.AuditRefused:

@@ -47,6 +47,21 @@ func (g *Globals) SayError(msg string, attrs ...any) {
 	fmt.Fprintf(g.IO.ErrOut, "lockledger: %s\n", termtext.Escape(msg))
 }
 
+// Answer writes a command's result: v as JSON with --json, else text on
+// standard output; a result that is not ok then fails the command
+// (ExitFailure), which has said why.
+func (g *Globals) Answer(v any, ok bool, text func(w io.Writer)) error {
+	if g.JSON {
+		WriteJSON(g.IO.Out, v)
+	} else {
+		text(g.IO.Out)
+	}
+	if !ok {
+		return &ExitError{Code: ExitFailure}
+	}
+	return nil
+}
+
 // WriteJSON writes v as one line of JSON, with <, > and & as they are.
 func WriteJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)

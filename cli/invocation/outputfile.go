@@ -1,6 +1,7 @@
 package invocation
 
 import (
+	"context"
 	"errors"
 	"io"
 	"path/filepath"
@@ -24,18 +25,29 @@ func (g *Globals) CreateOutput(flag, path string, opts ...outfile.Option) (*outf
 	return f, nil
 }
 
-// OutputOrStdout is where a command with -o writes: path through
-// CreateOutput (the caller aborts the file unless it commits it), or
-// standard output when path is "" (file nil).
-func (g *Globals) OutputOrStdout(path string, opts ...outfile.Option) (io.Writer, *outfile.File, error) {
-	if path == "" {
-		return g.IO.Out, nil, nil
+// ReadInto runs read on one snapshot of the ledger (OpenRead), writing to
+// -o path through CreateOutput, put in place once read succeeds, or to
+// standard output when path is "".
+func (g *Globals) ReadInto(ctx context.Context, path string, read func(w io.Writer, r *Reader) error, opts ...outfile.Option) error {
+	var w io.Writer = g.IO.Out
+	var file *outfile.File
+	if path != "" {
+		f, err := g.CreateOutput("-o", path, opts...)
+		if err != nil {
+			return err
+		}
+		defer f.Abort()
+		w, file = f, f
 	}
-	f, err := g.CreateOutput("-o", path, opts...)
+	r, err := g.OpenRead(ctx)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	return f, f, nil
+	defer r.Close()
+	if err := read(w, r); err != nil || file == nil {
+		return err
+	}
+	return g.CommitOutput("-o", file)
 }
 
 // CommitOutput puts f in its place; a target changed into something

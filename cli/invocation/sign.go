@@ -1,6 +1,7 @@
 package invocation
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
 	"github.com/lockledger/lockledger/witness"
@@ -41,13 +42,8 @@ func (f *signFlags) Register(cmd *cobra.Command) {
 	if w := os.Getenv("LOCKLEDGER_WITNESS"); w != "" {
 		envWitness = filepath.SplitList(w)
 	}
-	every, interval := os.Getenv("LOCKLEDGER_CHECKPOINT_EVERY"), os.Getenv("LOCKLEDGER_CHECKPOINT_INTERVAL")
-	if every == "" {
-		every = strconv.Itoa(ledger.DefaultCheckpointEvery)
-	}
-	if interval == "" {
-		interval = ledger.DefaultCheckpointInterval.String()
-	}
+	every := cmp.Or(os.Getenv("LOCKLEDGER_CHECKPOINT_EVERY"), strconv.Itoa(ledger.DefaultCheckpointEvery))
+	interval := cmp.Or(os.Getenv("LOCKLEDGER_CHECKPOINT_INTERVAL"), ledger.DefaultCheckpointInterval.String())
 	pf.Var(&keyFlag{f}, "signing-key", "file holding the Ed25519 key (lockledger keygen) writers sign checkpoints with; never inside the root "+
 		"(env LOCKLEDGER_SIGNING_KEY: the file, or the key itself)")
 	pf.StringArrayVar(&f.Witnesses, "witness", envWitness, "writers copy each checkpoint here (a directory: one file each; else appended to the file); "+
@@ -142,16 +138,11 @@ func (g *Globals) signer() (note.Signer, string, error) {
 // readKeyFile reads a key file named on the command line: a regular file,
 // opened without blocking (a FIFO there would hold the writer for ever).
 func readKeyFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, _, err := outfile.OpenRegular(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
 	return io.ReadAll(io.LimitReader(f, 4096))
 }
 

@@ -3,6 +3,7 @@ package lockcmd
 import (
 	"context"
 	"errors"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -56,12 +57,9 @@ func runInit(ctx context.Context, g *invocation.Globals) error {
 		// A ledger written by an older lockledger is there: the next
 		// writing command upgrades it, init writes nothing.
 		where := g.WhereAttr()
-		if g.JSON {
-			invocation.WriteJSON(g.IO.Out, map[string]any{"status": "exists", "old_schema": true, where[0].(string): where[1]})
-		} else {
-			termtext.Fprintf(g.IO.Out, "init: a ledger written by an older lockledger is already in %s; nothing written (the next writing command upgrades it)\n", where[1])
-		}
-		return nil
+		return g.Answer(map[string]any{"status": "exists", "old_schema": true, where[0].(string): where[1]}, true, func(w io.Writer) {
+			termtext.Fprintf(w, "init: a ledger written by an older lockledger is already in %s; nothing written (the next writing command upgrades it)\n", where[1])
+		})
 	}
 	if errors.Is(err, ledger.ErrNoLedger) {
 		status = "created"
@@ -72,13 +70,9 @@ func runInit(ctx context.Context, g *invocation.Globals) error {
 	}
 	defer g.Finish(l)
 	o := initObject{Status: status, LedgerID: l.ID(), Source: l.Source(), Root: l.Root()}
-	switch {
-	case g.JSON:
-		invocation.WriteJSON(g.IO.Out, o)
-	case status == "created":
-		termtext.Fprintf(g.IO.Out, "init: created ledger %s in %s\n", o.LedgerID, o.Source)
-	default:
-		termtext.Fprintf(g.IO.Out, "init: ledger %s is already in %s; nothing written\n", o.LedgerID, o.Source)
+	said := "init: ledger %s is already in %s; nothing written\n"
+	if status == "created" {
+		said = "init: created ledger %s in %s\n"
 	}
-	return nil
+	return g.Answer(o, true, func(w io.Writer) { termtext.Fprintf(w, said, o.LedgerID, o.Source) })
 }

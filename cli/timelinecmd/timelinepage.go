@@ -3,11 +3,13 @@ package timelinecmd
 import (
 	"bufio"
 	"context"
+	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/cli/eventfmt"
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
@@ -25,48 +27,37 @@ const (
 // in one snapshot.
 func runTimelinePage(ctx context.Context, o *timelineOptions, f replay.Filter) error {
 	now := time.Now()
-	w, file, err := o.g.OutputOrStdout(o.out)
-	if err != nil {
-		return err
-	}
-	if file != nil {
-		defer file.Abort()
-	}
-	r, err := o.g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	p := &timeline.Page{Generated: now, Command: o.commandLine(), Since: f.Since, Until: f.Until,
-		Describe: eventfmt.Details, OSUser: func(ev *replay.Event) string { return eventfmt.OSUserText(&ev.Envelope) },
-		HeartbeatsLeftOut: len(f.Types) > 0 && !slices.Contains(f.Types, events.LockHeartbeat)}
-	if o.format == formatHTML {
-		if p.Verify, err = r.Ledger.Verify(ctx, ledger.InSnapshot(r.Tx)); err != nil {
+	var p *timeline.Page
+	err := o.g.ReadInto(ctx, o.out, func(w io.Writer, r *invocation.Reader) (err error) {
+		p = &timeline.Page{Generated: now, Command: o.commandLine(), Since: f.Since, Until: f.Until,
+			Describe: eventfmt.Details, OSUser: func(ev *replay.Event) string { return eventfmt.OSUserText(&ev.Envelope) },
+			HeartbeatsLeftOut: len(f.Types) > 0 && !slices.Contains(f.Types, events.LockHeartbeat)}
+		if o.format == formatHTML {
+			if p.Verify, err = r.Ledger.Verify(ctx, ledger.InSnapshot(r.Tx)); err != nil {
+				return err
+			}
+		}
+		if p.Holdings, err = replay.Holdings(ctx, r.Tx, f); err != nil {
 			return err
 		}
-	}
-	if p.Holdings, err = replay.Holdings(ctx, r.Tx, f); err != nil {
-		return err
-	}
-	err = replay.Scan(ctx, r.Tx, f, func(ev *replay.Event) error {
-		p.Events = append(p.Events, ev)
-		return nil
+		err = replay.Scan(ctx, r.Tx, f, func(ev *replay.Event) error {
+			p.Events = append(p.Events, ev)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		bw := bufio.NewWriterSize(w, 256<<10)
+		if o.format == formatHTML {
+			err = timeline.WriteHTML(bw, p)
+		} else {
+			err = timeline.WriteSVG(bw, p)
+		}
+		if err != nil {
+			return err
+		}
+		return bw.Flush()
 	})
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(w, 256<<10)
-	if o.format == formatHTML {
-		err = timeline.WriteHTML(bw, p)
-	} else {
-		err = timeline.WriteSVG(bw, p)
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil && file != nil {
-		err = o.g.CommitOutput("-o", file)
-	}
 	if err != nil {
 		return err
 	}

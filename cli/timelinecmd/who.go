@@ -144,12 +144,7 @@ func runWho(ctx context.Context, o *whoOptions) error {
 		return err
 	}
 	obj := whoAt(o.lock, st.Lock(o.lock), at)
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, obj)
-		return nil
-	}
-	printWho(o.g.IO.Out, obj, st.Lock(o.lock), at)
-	return nil
+	return o.g.Answer(obj, true, func(w io.Writer) { printWho(w, obj, st.Lock(o.lock), at) })
 }
 
 func whoAt(name string, lk *replay.Lock, at time.Time) whoObject {

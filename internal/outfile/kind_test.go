@@ -56,3 +56,33 @@ func TestNotRegularNamesWhatIsThere(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenRegularRefusesWhatIsNotAFile: a FIFO no process writes is
+// refused at once (not waited on), as are a directory and a device, each
+// with ErrNotRegular naming its type; O_NOFOLLOW refuses a symlink; a
+// regular file opens.
+func TestOpenRegularRefusesWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	file, fifo, link := filepath.Join(dir, "file"), filepath.Join(dir, "fifo"), filepath.Join(dir, "link")
+	write(t, file, "x")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("file", link); err != nil {
+		t.Fatal(err)
+	}
+	for p, kind := range map[string]string{fifo: "p", dir: "d", "/dev/null": "D"} {
+		f, fi, err := outfile.OpenRegular(p, os.O_RDONLY, 0)
+		if !errors.Is(err, outfile.ErrNotRegular) || f != nil || fi != nil || !strings.Contains(err.Error(), "("+kind) {
+			t.Errorf("OpenRegular(%s) = %v, %v, %v; want ErrNotRegular naming %q", p, f, fi, err, kind)
+		}
+	}
+	if _, _, err := outfile.OpenRegular(link, os.O_RDONLY|syscall.O_NOFOLLOW, 0); !errors.Is(err, syscall.ELOOP) {
+		t.Errorf("OpenRegular(symlink, O_NOFOLLOW) = %v, want ELOOP", err)
+	}
+	f, fi, err := outfile.OpenRegular(file, os.O_RDONLY, 0)
+	if err != nil || fi.Size() != 1 {
+		t.Fatalf("OpenRegular(file) = %v, %v", fi, err)
+	}
+	f.Close()
+}

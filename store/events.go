@@ -94,7 +94,7 @@ func (f Filter) query(cols string) (string, []any) {
 // whose first column is index ("" for none): as it is where that index
 // serves the condition (at is the second column of the actor's and the
 // type's index, seq that of the lock's), else as an expression no index
-// serves (|| '' for text, + for seq), so that the planner of either engine
+// serves (|| ” for text, + for seq), so that the planner of either engine
 // picks that index.
 func column(c, index string) string {
 	switch {

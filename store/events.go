@@ -167,7 +167,9 @@ func (f Filter) page(ctx context.Context, q Querier) (Filter, error) {
 // before or after the instant.
 func SeqRange(ctx context.Context, q Querier, since, until time.Time) (from, to int64, ok bool, err error) {
 	var first, head sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT min(seq), max(seq) FROM events`).Scan(&first, &head); err != nil || !first.Valid {
+	// Each end a query of its own: SQLite reads one end of the primary key
+	// for a lone min or max, but walks the whole index for both at once.
+	if err := q.QueryRowContext(ctx, `SELECT (SELECT min(seq) FROM events), (SELECT max(seq) FROM events)`).Scan(&first, &head); err != nil || !first.Valid {
 		return 0, 0, false, err
 	}
 	from, to = first.Int64, head.Int64

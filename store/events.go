@@ -197,19 +197,29 @@ func SeqRange(ctx context.Context, q Querier, since, until time.Time) (from, to 
 // event up to seq is at or before maxAt, and the earliest of its block
 // (after seq - SnapshotEvery) is at minAt ("" where not known).
 type snapshotBound struct {
-	seq          int64
-	maxAt, minAt string
+	seq                     int64
+	eventHash, maxAt, minAt string
 }
 
 // snapshotBounds are the bounds of the snapshots of the fold from the live
-// log's first event whose event still has the hash they recorded, in seq
-// order: those a reader may trust as readers trust their states (the
-// bounds are not in the state's hash; verify recomputes them).
+// log's first event, in seq order, read from their index alone; none when
+// the newest does not follow an event that still has the hash it recorded.
+// That one hash vouches for the events under every earlier snapshot too,
+// each event's hash covering the one before it (which verify checks), so
+// that a reader trusts the bounds as it trusts a state (they are not in
+// the state's hash; verify recomputes them).
 func snapshotBounds(ctx context.Context, q Querier, first int64) ([]snapshotBound, error) {
-	return QueryAll(ctx, q, func(rows *sql.Rows, b *snapshotBound) error {
-		return rows.Scan(&b.seq, &b.maxAt, &b.minAt)
-	}, `SELECT s.seq, s.max_at, coalesce(s.min_at, '') FROM snapshots s JOIN events e ON e.seq = s.seq AND e.hash = s.event_hash
-	WHERE s.from_seq = $1 ORDER BY s.seq`, first)
+	bounds, err := QueryAll(ctx, q, func(rows *sql.Rows, b *snapshotBound) error {
+		return rows.Scan(&b.seq, &b.eventHash, &b.maxAt, &b.minAt)
+	}, `SELECT seq, event_hash, max_at, coalesce(min_at, '') FROM snapshots WHERE from_seq = $1 ORDER BY seq`, first)
+	if err != nil || len(bounds) == 0 {
+		return nil, err
+	}
+	newest := bounds[len(bounds)-1]
+	if h, err := EventHash(ctx, q, newest.seq); err != nil || h != newest.eventHash {
+		return nil, err
+	}
+	return bounds, nil
 }
 
 // firstSeqAtOrAfter is the first seq whose at is at or after t. Every

@@ -104,11 +104,11 @@ func TestQueryPlans(t *testing.T) {
 	// The searches of SeqRange: a block of the log by the primary key, the
 	// snapshots' bounds without their states.
 	for q, want := range map[string]string{
-		`SELECT seq FROM events WHERE seq > $1 AND at || '' >= $2 ORDER BY seq LIMIT 1`:                                                                                 "USING INTEGER PRIMARY KEY (rowid>?)",
-		`SELECT seq FROM events WHERE seq > $1 AND seq <= $2 AND at || '' <= $3 ORDER BY seq DESC LIMIT 1`:                                                              "USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)",
-		`SELECT max(+seq) FROM events WHERE at <= $1 AND +seq <= $2`:                                                                                                    "COVERING INDEX events_at (at<?)",
-		`SELECT (SELECT min(seq) FROM events), (SELECT max(seq) FROM events)`:                                                                                           "SEARCH events",
-		`SELECT s.seq, s.max_at, coalesce(s.min_at, '') FROM snapshots s JOIN events e ON e.seq = s.seq AND e.hash = s.event_hash WHERE s.from_seq = $1 ORDER BY s.seq`: "COVERING INDEX snapshots_bounds (from_seq=?)",
+		`SELECT seq FROM events WHERE seq > $1 AND at || '' >= $2 ORDER BY seq LIMIT 1`:                        "USING INTEGER PRIMARY KEY (rowid>?)",
+		`SELECT seq FROM events WHERE seq > $1 AND seq <= $2 AND at || '' <= $3 ORDER BY seq DESC LIMIT 1`:     "USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)",
+		`SELECT max(+seq) FROM events WHERE at <= $1 AND +seq <= $2`:                                           "COVERING INDEX events_at (at<?)",
+		`SELECT (SELECT min(seq) FROM events), (SELECT max(seq) FROM events)`:                                  "SEARCH events",
+		`SELECT seq, event_hash, max_at, coalesce(min_at, '') FROM snapshots WHERE from_seq = $1 ORDER BY seq`: "COVERING INDEX snapshots_bounds (from_seq=?)",
 	} {
 		p := plan(t, db, q, 1, 2, 3)
 		if !strings.Contains(p, want) || strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "SCAN events") {

@@ -421,17 +421,16 @@ func TestSnapshotTimesCheckedByVerify(t *testing.T) {
 // events end later, and find what the fold of the whole log finds.
 func TestClockSteppedBackPastSnapshots(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		if f.kind != "sqlite" {
+			t.Skip("PostgreSQL dates events by its own clock, which a test cannot step back")
+		}
 		ctx := context.Background()
-		l, db, where := snapshotLedgerAt(t, f.kind)
+		l, db := snapshotLedger(t, f.kind)
 		if err := l.WriteSnapshots(ctx); err != nil {
 			t.Fatal(err)
 		}
 		back := snapBase.Add(15_000 * time.Second)
-		opts := []ledger.Option{ledger.MustExist(), ledger.WithClock(func() time.Time { return back })}
-		if where != "" {
-			opts = append(opts, ledger.WithDatabase(where))
-		}
-		cycles(t, fixture.Open(t, l.Root(), opts...), 2)
+		cycles(t, fixture.Open(t, l.Root(), ledger.MustExist(), ledger.WithClock(func() time.Time { return back })), 2)
 		var head int64
 		if err := db.QueryRow(`SELECT max(seq) FROM events`).Scan(&head); err != nil {
 			t.Fatal(err)

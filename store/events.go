@@ -224,13 +224,18 @@ func snapshotBounds(ctx context.Context, q Querier, first int64) ([]snapshotBoun
 
 // firstSeqAtOrAfter is the first seq whose at is at or after t. Every
 // event up to a snapshot whose maxAt is before t is before t, and maxAt
-// never decreases with seq: the search starts after the last such
-// snapshot, and ends at most at the next one, whose events reach t.
+// never decreases with seq: the first is after the last such snapshot.
+// When a later snapshot's events reach t, the first is at or before it,
+// so its at is at most that snapshot's maxAt: events_at is walked between
+// the two times only (the events dated in that span, a block's worth when
+// the clocks went forward); else the log is walked from there.
 func firstSeqAtOrAfter(ctx context.Context, q Querier, bounds []snapshotBound, t string) (int64, bool, error) {
 	var after int64
 	for _, b := range bounds {
 		if b.maxAt >= t {
-			break
+			var seq sql.NullInt64
+			err := q.QueryRowContext(ctx, `SELECT min(+seq) FROM events WHERE at >= $1 AND at <= $2 AND +seq > $3`, t, b.maxAt, after).Scan(&seq)
+			return seq.Int64, seq.Valid, err
 		}
 		after = b.seq
 	}

@@ -107,6 +107,7 @@ func TestQueryPlans(t *testing.T) {
 		`SELECT seq FROM events WHERE seq > $1 AND at || '' >= $2 ORDER BY seq LIMIT 1`:                        "USING INTEGER PRIMARY KEY (rowid>?)",
 		`SELECT seq FROM events WHERE seq > $1 AND seq <= $2 AND at || '' <= $3 ORDER BY seq DESC LIMIT 1`:     "USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)",
 		`SELECT max(+seq) FROM events WHERE at <= $1 AND +seq <= $2`:                                           "COVERING INDEX events_at (at<?)",
+		`SELECT min(+seq) FROM events WHERE at >= $1 AND at <= $2 AND +seq > $3`:                               "COVERING INDEX events_at (at>? AND at<?)",
 		`SELECT (SELECT min(seq) FROM events), (SELECT max(seq) FROM events)`:                                  "SEARCH events",
 		`SELECT seq, event_hash, max_at, coalesce(min_at, '') FROM snapshots WHERE from_seq = $1 ORDER BY seq`: "COVERING INDEX snapshots_bounds (from_seq=?)",
 	} {

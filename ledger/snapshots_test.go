@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
@@ -268,20 +269,24 @@ func TestWritesMakeSnapshots(t *testing.T) {
 // (DELETE and INSERT: the table refuses UPDATE).
 func tamper(t *testing.T, db *sql.DB, seq int64, edit func(eventHash, stateHash *string, state *[]byte)) {
 	t.Helper()
-	var eventHash, stateHash, maxAt string
-	var fromSeq int64
-	var version int
-	var state []byte
-	if err := db.QueryRow(`SELECT event_hash, from_seq, max_at, version, state_hash, state FROM snapshots WHERE seq = $1`, seq).Scan(
-		&eventHash, &fromSeq, &maxAt, &version, &stateHash, &state); err != nil {
+	tamperRow(t, db, seq, func(s *store.Snapshot) { edit(&s.EventHash, &s.StateHash, &s.State) })
+}
+
+// tamperRow replaces the snapshot at seq with what edit makes of it.
+func tamperRow(t *testing.T, db *sql.DB, seq int64, edit func(*store.Snapshot)) {
+	t.Helper()
+	s := store.Snapshot{Seq: seq}
+	var minAt sql.NullString
+	if err := db.QueryRow(`SELECT event_hash, from_seq, max_at, version, state_hash, state, min_at FROM snapshots WHERE seq = $1`, seq).Scan(
+		&s.EventHash, &s.FromSeq, &s.MaxAt, &s.Version, &s.StateHash, &s.State, &minAt); err != nil {
 		t.Fatal(err)
 	}
-	edit(&eventHash, &stateHash, &state)
+	s.MinAt = minAt.String
+	edit(&s)
 	if _, err := db.Exec(`DELETE FROM snapshots WHERE seq = $1`, seq); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`INSERT INTO snapshots (seq, event_hash, from_seq, max_at, version, state_hash, state) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		seq, eventHash, fromSeq, maxAt, version, stateHash, state); err != nil {
+	if err := store.InsertSnapshot(context.Background(), db, &s); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -405,5 +410,91 @@ func TestReadOnlyUsersReadSnapshots(t *testing.T) {
 			t.Errorf("WriteSnapshots on a read-only ledger: got %v, want ErrReadOnly", err)
 		}
 		sameViews(t, "read-only", asOfViews(t, readerDB), want)
+	})
+}
+
+// The times a snapshot records of its events bound where readers look for
+// the events at or before an instant: verify recomputes them, and names a
+// snapshot whose latest time, or its block's earliest, is not its events'.
+func TestSnapshotTimesCheckedByVerify(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		ctx := context.Background()
+		l, db := snapshotLedger(t, f.kind)
+		if err := l.WriteSnapshots(ctx); err != nil {
+			t.Fatal(err)
+		}
+		verifyOK(t, l)
+		tamperRow(t, db, 10000, func(s *store.Snapshot) { s.MinAt = events.FormatTime(snapBase.Add(9_000 * time.Second)) })
+		tamperRow(t, db, 20000, func(s *store.Snapshot) { s.MaxAt = events.FormatTime(snapBase.Add(19_000 * time.Second)) })
+		rep, err := l.Verify(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range rep.Problems {
+			if p.Kind == verify.KindSnapshot && strings.Contains(p.Detail, "records its events' times") {
+				got = append(got, fmt.Sprint(p.Seq))
+			}
+		}
+		if rep.OK || strings.Join(got, ",") != "10000,20000" {
+			t.Errorf("verify: got snapshot time problems at %v (ok %v), want 10000 and 20000: %+v", got, rep.OK, rep.Problems)
+		}
+	})
+}
+
+// A clock stepped back an hour after the snapshots were made: the events
+// it dated come late in the log but are "as of" the instants after their
+// time, so reads of those instants fold them though every snapshot's
+// events end later, and find what the fold of the whole log finds.
+func TestClockSteppedBackPastSnapshots(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		if f.kind != "sqlite" {
+			t.Skip("PostgreSQL dates events by its own clock, which a test cannot step back")
+		}
+		ctx := context.Background()
+		l, db := snapshotLedger(t, f.kind)
+		if err := l.WriteSnapshots(ctx); err != nil {
+			t.Fatal(err)
+		}
+		back := snapBase.Add(15_000 * time.Second)
+		cycles(t, fixture.Open(t, l.Root(), ledger.MustExist(), ledger.WithClock(func() time.Time { return back })), 2)
+		var head int64
+		if err := db.QueryRow(`SELECT max(seq) FROM events`).Scan(&head); err != nil {
+			t.Fatal(err)
+		}
+		queries := []replay.Filter{{Until: back}, {Until: back.Add(time.Second), Lock: "c"}, {Until: back.Add(-time.Second)}}
+		read := func() string {
+			var b strings.Builder
+			for _, q := range queries {
+				st, err := replay.AsOf(ctx, db, q.Until, q.Lock)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Fprintf(&b, "%s: seq %d", q.Until.Format(time.TimeOnly), st.Seq); q.Lock == "" {
+					// A fold of one lock counts the events of the snapshot it started from.
+					fmt.Fprintf(&b, " events %d", st.Events)
+				}
+				b.WriteString("\n")
+				for _, lk := range st.Locks() {
+					b.WriteString(lockView(t, lk, q.Until) + "\n")
+				}
+			}
+			hs, err := replay.Holdings(ctx, db, replay.Filter{Lock: "c", Since: back.Add(-time.Minute), Until: back.Add(time.Minute)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%d holdings of c\n", len(hs))
+			return b.String()
+		}
+		got := read()
+		if !strings.Contains(got, fmt.Sprintf("seq %d\n", head)) || !strings.Contains(got, "2 holdings of c") {
+			t.Errorf("the events dated back (up to seq %d) are not read as of their time:\n%s", head, got)
+		}
+		if _, err := db.Exec(`DELETE FROM snapshots`); err != nil {
+			t.Fatal(err)
+		}
+		if want := read(); got != want {
+			t.Errorf("with snapshots:\n%s\nwithout:\n%s", got, want)
+		}
 	})
 }

@@ -17,7 +17,7 @@ import (
 // seq is a multiple of it. A read of the state at an instant folds from
 // the nearest one before it, so it costs at most this many events more
 // than the events after the last snapshot, whatever the log's length.
-const SnapshotEvery = 10000
+const SnapshotEvery = store.SnapshotEvery
 
 // snapshotVersion is the encoding of a snapshot's state. Change it with
 // any change to State, Lock, Holder or to what Apply makes of an event:
@@ -133,6 +133,8 @@ func BuildSnapshots(ctx context.Context, q Querier, every, budget int64, emit fu
 		return nil
 	}
 	ev := &Event{}
+	var minAt string // the earliest at of the block so far
+	var blockLo int64
 	fold := func(r *store.BodyRow) error {
 		*ev = Event{}
 		if err := decodeStringInto(r.Seq, r.Body, ev); err != nil {
@@ -141,6 +143,9 @@ func BuildSnapshots(ctx context.Context, q Querier, every, budget int64, emit fu
 		ev.Seq = r.Seq
 		st.Apply(ev)
 		maxAt = max(maxAt, ev.At)
+		if r.Seq > blockLo && (minAt == "" || ev.At < minAt) {
+			minAt = ev.At
+		}
 		return nil
 	}
 	// One read per snapshot: the hash of the event it follows is read once
@@ -151,6 +156,7 @@ func BuildSnapshots(ctx context.Context, q Querier, every, budget int64, emit fu
 		next += every
 	}
 	for ; next <= last; next += every {
+		minAt, blockLo = "", next-every
 		if err := readAhead(ctx, q, Filter{FromSeq: st.Seq + 1, ToSeq: next}, fold); err != nil {
 			return err
 		}
@@ -162,7 +168,7 @@ func BuildSnapshots(ctx context.Context, q Querier, every, budget int64, emit fu
 			return err
 		}
 		b, h := st.encodeSnapshot()
-		if err := emit(&store.Snapshot{Seq: next, EventHash: hash, FromSeq: first, MaxAt: maxAt, Version: snapshotVersion, StateHash: h, State: b}); err != nil {
+		if err := emit(&store.Snapshot{Seq: next, EventHash: hash, FromSeq: first, MaxAt: maxAt, MinAt: minAt, Version: snapshotVersion, StateHash: h, State: b}); err != nil {
 			return err
 		}
 	}

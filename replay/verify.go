@@ -100,6 +100,10 @@ type checker struct {
 	snaps          []store.Snapshot
 	folded         int64
 	wholeSnapshots bool
+	// maxAt is the latest at folded, blockMin the earliest of the events
+	// folded in the current snapshot block (block: its end).
+	maxAt, blockMin string
+	block           int64
 }
 
 // newChecker's tree checks no checkpoints: the callers that have some
@@ -202,6 +206,10 @@ func (c *checker) fold(r *Row, ev *Event) {
 	if c.folded == 0 {
 		c.folded = r.Seq
 	}
+	c.maxAt = max(c.maxAt, ev.At)
+	if end := (r.Seq + SnapshotEvery - 1) / SnapshotEvery * SnapshotEvery; end != c.block || ev.At < c.blockMin {
+		c.block, c.blockMin = end, ev.At
+	}
 	c.checkSnapshot(r)
 }
 
@@ -219,12 +227,21 @@ func (c *checker) checkSnapshot(r *Row) {
 	}
 	s := c.snaps[0]
 	c.snaps = c.snaps[1:]
-	if s.Version != snapshotVersion || s.FromSeq != c.folded {
+	if s.FromSeq != c.folded {
 		return
 	}
 	if s.EventHash != r.Hash {
 		c.report.Add(verify.Problem{Seq: r.Seq, Kind: verify.KindSnapshot, Detail: fmt.Sprintf(
 			"the snapshot at seq %d follows an event whose hash was %s, but the event's hash is %s", r.Seq, s.EventHash, r.Hash)})
+		return
+	}
+	// Readers bound their searches by these, whatever the state's encoding.
+	if s.MaxAt != c.maxAt || (s.MinAt != "" && s.MinAt != c.blockMin) {
+		c.report.Add(verify.Problem{Seq: r.Seq, Kind: verify.KindSnapshot, Detail: fmt.Sprintf(
+			"the snapshot at seq %d records its events' times as %s to %s (latest of all, earliest of its block), but they are %s to %s",
+			r.Seq, s.MaxAt, s.MinAt, c.maxAt, c.blockMin)})
+	}
+	if s.Version != snapshotVersion {
 		return
 	}
 	if _, h := c.state.encodeSnapshot(); h != s.StateHash {

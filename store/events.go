@@ -5,7 +5,6 @@ package store
 // names no SQL itself.
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -27,25 +26,29 @@ type Filter struct {
 	Until time.Time // at <= Until
 	// FromSeq and ToSeq bound seq (inclusive).
 	FromSeq, ToSeq int64
+	// Last keeps only the last Last events of those the rest selects
+	// (0: all of them), still in seq order: a page of the newest.
+	Last int
 }
 
-// Every filter is served by an index of migrations/0001_init.sql, the only
-// one its conditions leave usable (see query), so that the plan cannot fall
-// back to a full scan in seq order on a large log: the primary key for a
-// seq range bounded at both ends, events_lock_at for a lock,
-// events_actor_at for an actor, events_type_at for types, events_at for a
-// time window alone. The matching rows are then sorted by seq, the
-// order of the log; TestQueryPlans pins these plans.
+// Every filter is served by an index, the only one its conditions leave
+// usable (see query), so that the plan cannot fall back to a full scan in
+// seq order on a large log: events_lock_seq for a lock (its rows in seq
+// order, a seq range of them for a window or a fold from a snapshot), the
+// primary key for a seq range bounded at both ends, events_actor_at for
+// an actor, events_type_at for types, events_at for a time window alone.
+// The matching rows are then in seq order, the order of the log, or
+// sorted into it; TestQueryPlans pins these plans.
 func (f Filter) query(cols string) (string, []any) {
 	timed := !f.Since.IsZero() || !f.Until.IsZero()
 	index := ""
 	switch {
+	case f.Lock != "":
+		index = "lock_name"
 	case f.FromSeq > 0 && f.ToSeq > 0:
 		// A bounded seq range (a fold from a snapshot): the rows between,
 		// whatever else selects among them.
 		index = "seq"
-	case f.Lock != "":
-		index = "lock_name"
 	case f.Actor != "":
 		index = "actor"
 	case len(f.Types) > 0:
@@ -89,12 +92,17 @@ func (f Filter) query(cols string) (string, []any) {
 
 // column names column c in a condition of a query served by the index
 // whose first column is index ("" for none): as it is where that index
-// serves the condition (at is the second column of every index), else as
-// an expression no index serves (|| ” for text, + for seq), so that the
-// planner of either engine picks that index.
+// serves the condition (at is the second column of the actor's and the
+// type's index, seq that of the lock's), else as an expression no index
+// serves (|| ” for text, + for seq), so that the planner of either engine
+// picks that index.
 func column(c, index string) string {
 	switch {
-	case index == "" || c == index || (c == "at" && index != "seq"):
+	case index == "" || c == index:
+		return c
+	case c == "at" && index != "seq" && index != "lock_name":
+		return c
+	case c == "seq" && index == "lock_name":
 		return c
 	case c == "seq":
 		return "+seq"
@@ -111,47 +119,174 @@ func (b *binds) bind(v any) string {
 	return "$" + strconv.Itoa(len(b.args))
 }
 
-// narrow turns a time window alone into the seq range that covers it, so
-// that the scan walks the table in seq order without sorting (the window
-// is still applied to every row: an event with a skewed clock inside the
-// range is not let through).
+// narrow turns a time window alone, or one lock's, into the seq range that
+// covers it, so that the scan walks the table or the lock's index in seq
+// order without sorting (the window is still applied to every row: an
+// event with a skewed clock inside the range is not let through).
 func (f Filter) narrow(ctx context.Context, q Querier) (Filter, bool, error) {
 	timed := !f.Since.IsZero() || !f.Until.IsZero()
-	if !timed || f.Lock != "" || f.Actor != "" || len(f.Types) > 0 || f.FromSeq != 0 || f.ToSeq != 0 {
+	if !timed || (f.Lock == "" && (f.Actor != "" || len(f.Types) > 0)) || (f.FromSeq != 0 && f.ToSeq != 0) {
 		return f, true, nil
 	}
 	from, to, ok, err := SeqRange(ctx, q, f.Since, f.Until)
-	f.FromSeq, f.ToSeq = from, to
-	return f, ok, err
+	f.FromSeq = max(f.FromSeq, from)
+	if f.ToSeq == 0 || to < f.ToSeq {
+		f.ToSeq = to
+	}
+	return f, ok && f.FromSeq <= f.ToSeq, err
 }
 
-// The first and last seq in a time window, from events_at: +seq keeps the
-// planner from walking the primary key for min or max instead.
-const (
-	lastSeqQuery  = `SELECT max(+seq) FROM events WHERE at <= $1`
-	firstSeqQuery = `SELECT min(+seq) FROM events WHERE at >= $1`
-)
+// page narrows f to its last f.Last events: from the seq of the Last-th
+// newest it selects (through the same index, walked backwards).
+func (f Filter) page(ctx context.Context, q Querier) (Filter, error) {
+	if f.Last <= 0 {
+		return f, nil
+	}
+	query, args := f.query("seq")
+	var seq int64
+	err := q.QueryRowContext(ctx, query+" DESC LIMIT 1 OFFSET "+strconv.Itoa(f.Last-1), args...).Scan(&seq)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return f, nil // fewer than Last: all of them
+	case err != nil:
+		return f, err
+	}
+	f.FromSeq = max(f.FromSeq, seq)
+	return f, nil
+}
 
 // SeqRange returns the contiguous seq range that covers every event with
 // since <= at <= until (zero bounds are open): from the first such event to
 // the last. Events inside the range whose clocks disagree are included, so
 // that the range chains. ok is false when no event matches.
+//
+// The clocks that dated the events may have stepped back, so neither end
+// follows from the order of at alone: each is searched in the log itself,
+// only where the snapshots' bounds leave it (see firstSeqAtOrAfter and
+// lastSeqAtOrBefore), so that it costs a block of events, not the history
+// before or after the instant.
 func SeqRange(ctx context.Context, q Querier, since, until time.Time) (from, to int64, ok bool, err error) {
-	var lo, hi sql.NullInt64
-	bound := func(t time.Time, all, at string, v *sql.NullInt64) error {
-		if t.IsZero() {
-			return q.QueryRowContext(ctx, all).Scan(v)
-		}
-		return q.QueryRowContext(ctx, at, events.FormatTime(t)).Scan(v)
-	}
-	if err := cmp.Or(bound(since, `SELECT min(seq) FROM events`, firstSeqQuery, &lo),
-		bound(until, `SELECT max(seq) FROM events`, lastSeqQuery, &hi)); err != nil {
+	var first, head sql.NullInt64
+	// Each end a query of its own: SQLite reads one end of the primary key
+	// for a lone min or max, but walks the whole index for both at once.
+	if err := q.QueryRowContext(ctx, `SELECT (SELECT min(seq) FROM events), (SELECT max(seq) FROM events)`).Scan(&first, &head); err != nil || !first.Valid {
 		return 0, 0, false, err
 	}
-	if !lo.Valid || !hi.Valid || lo.Int64 > hi.Int64 {
-		return 0, 0, false, nil
+	from, to = first.Int64, head.Int64
+	if since.IsZero() && until.IsZero() {
+		return from, to, true, nil
 	}
-	return lo.Int64, hi.Int64, true, nil
+	bounds, err := snapshotBounds(ctx, q, from)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if !since.IsZero() {
+		if from, ok, err = firstSeqAtOrAfter(ctx, q, bounds, events.FormatTime(since)); err != nil || !ok {
+			return 0, 0, false, err
+		}
+	}
+	if !until.IsZero() {
+		if to, ok, err = lastSeqAtOrBefore(ctx, q, bounds, head.Int64, events.FormatTime(until)); err != nil || !ok {
+			return 0, 0, false, err
+		}
+	}
+	return from, to, from <= to, nil
+}
+
+// snapshotBound is what bounds the search of one snapshot's events: every
+// event up to seq is at or before maxAt, and the earliest of its block
+// (after seq - SnapshotEvery) is at minAt ("" where not known).
+type snapshotBound struct {
+	seq                     int64
+	eventHash, maxAt, minAt string
+}
+
+// snapshotBounds are the bounds of the snapshots of the fold from the live
+// log's first event, in seq order, read from their index alone; none when
+// the newest does not follow an event that still has the hash it recorded.
+// That one hash vouches for the events under every earlier snapshot too,
+// each event's hash covering the one before it (which verify checks), so
+// that a reader trusts the bounds as it trusts a state (they are not in
+// the state's hash; verify recomputes them).
+func snapshotBounds(ctx context.Context, q Querier, first int64) ([]snapshotBound, error) {
+	bounds, err := QueryAll(ctx, q, func(rows *sql.Rows, b *snapshotBound) error {
+		return rows.Scan(&b.seq, &b.eventHash, &b.maxAt, &b.minAt)
+	}, `SELECT seq, event_hash, max_at, coalesce(min_at, '') FROM snapshots WHERE from_seq = $1 ORDER BY seq`, first)
+	if err != nil || len(bounds) == 0 {
+		return nil, err
+	}
+	newest := bounds[len(bounds)-1]
+	if h, err := EventHash(ctx, q, newest.seq); err != nil || h != newest.eventHash {
+		return nil, err
+	}
+	return bounds, nil
+}
+
+// firstSeqAtOrAfter is the first seq whose at is at or after t. Every
+// event up to a snapshot whose maxAt is before t is before t, and maxAt
+// never decreases with seq: the first is after the last such snapshot.
+// When a later snapshot's events reach t, the first is at or before it,
+// so its at is at most that snapshot's maxAt: events_at is walked between
+// the two times only (the events dated in that span, a block's worth when
+// the clocks went forward); else the log is walked from there.
+func firstSeqAtOrAfter(ctx context.Context, q Querier, bounds []snapshotBound, t string) (int64, bool, error) {
+	var after int64
+	for _, b := range bounds {
+		if b.maxAt >= t {
+			var seq sql.NullInt64
+			err := q.QueryRowContext(ctx, `SELECT min(+seq) FROM events WHERE at >= $1 AND at <= $2 AND +seq > $3`, t, b.maxAt, after).Scan(&seq)
+			return seq.Int64, seq.Valid, err
+		}
+		after = b.seq
+	}
+	var seq sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT seq FROM events WHERE seq > $1 AND at || '' >= $2 ORDER BY seq LIMIT 1`, after, t).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return seq.Int64, err == nil, err
+}
+
+// lastSeqAtOrBefore is the last seq whose at is at or before t, head being
+// the log's last. It searches the events after the newest snapshot, then
+// each snapshot's block from the newest back whose earliest at is at or
+// before t (a block later than t holds none), stopping at the first found;
+// below a block whose bounds are not known (or below the oldest), every
+// event at or before t is searched through events_at, which at that point
+// costs the events before that block.
+func lastSeqAtOrBefore(ctx context.Context, q Querier, bounds []snapshotBound, head int64, t string) (int64, bool, error) {
+	var seq int64
+	last := func(lo, hi int64) (bool, error) {
+		err := q.QueryRowContext(ctx, `SELECT seq FROM events WHERE seq > $1 AND seq <= $2 AND at || '' <= $3 ORDER BY seq DESC LIMIT 1`,
+			lo, hi, t).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	hi := head // no event after hi is at or before t
+	for i := len(bounds) - 1; i >= 0; i-- {
+		b := bounds[i]
+		if b.seq < hi { // events no stored block covers
+			if found, err := last(b.seq, hi); found || err != nil {
+				return seq, found, err
+			}
+			hi = b.seq
+		}
+		if b.minAt == "" || b.seq > hi {
+			break
+		}
+		lo := b.seq - SnapshotEvery
+		if b.minAt <= t {
+			if found, err := last(lo, b.seq); found || err != nil {
+				return seq, found, err
+			}
+		}
+		hi = lo
+	}
+	var max sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT max(+seq) FROM events WHERE at <= $1 AND +seq <= $2`, t, hi).Scan(&max)
+	return max.Int64, max.Valid, err
 }
 
 // EventRow is an event's row as the log stores it. An iterator hands the
@@ -215,6 +350,9 @@ func filtered[T any](ctx context.Context, q Querier, f Filter, text bool, scan f
 	return rowsOf(func() (*sql.Rows, error) {
 		f, any, err := f.narrow(ctx, q)
 		if err != nil || !any {
+			return nil, err
+		}
+		if f, err = f.page(ctx, q); err != nil {
 			return nil, err
 		}
 		cols := "seq, body, prev_hash, hash"

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -71,15 +72,16 @@ func TestQueryPlans(t *testing.T) {
 		f    Filter
 		want string
 	}{
-		{"lock", Filter{Lock: "app-prod"}, "USING INDEX events_lock_at (lock_name=?)"},
-		{"lock and a day", Filter{Lock: "app-prod", Since: eventsBase, Until: day}, "USING INDEX events_lock_at (lock_name=? AND at>? AND at<?)"},
-		{"lock and actor", Filter{Lock: "app-prod", Actor: "alice"}, "USING INDEX events_lock_at"},
+		{"lock", Filter{Lock: "app-prod"}, "USING INDEX events_lock_seq (lock_name=?)"},
+		{"lock and a day", Filter{Lock: "app-prod", Since: eventsBase, Until: day}, "USING INDEX events_lock_seq (lock_name=? AND seq>? AND seq<?)"},
+		{"lock and actor", Filter{Lock: "app-prod", Actor: "alice"}, "USING INDEX events_lock_seq"},
+		{"a lock's page", Filter{Lock: "app-prod", ToSeq: 4}, "USING INDEX events_lock_seq (lock_name=? AND seq<?)"},
 		{"actor since", Filter{Actor: "alice", Since: eventsBase}, "USING INDEX events_actor_at (actor=? AND at>?)"},
 		{"types", Filter{Types: []events.Type{events.LockStolen, events.AcquireBlocked}, Since: eventsBase}, "USING INDEX events_type_at (type=? AND at>?)"},
 		{"window alone", Filter{Since: eventsBase, Until: day}, "USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
 		{"as of", Filter{Until: day}, "USING INTEGER PRIMARY KEY"},
 		// A fold from a snapshot: the rows after it, not the lock's whole history.
-		{"lock as of, from a snapshot", Filter{Lock: "app-prod", Until: day, FromSeq: 2, ToSeq: 5}, "USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
+		{"lock as of, from a snapshot", Filter{Lock: "app-prod", Until: day, FromSeq: 2, ToSeq: 5}, "USING INDEX events_lock_seq (lock_name=? AND seq>? AND seq<?)"},
 		{"as of, from a snapshot", Filter{Until: day, FromSeq: 2, ToSeq: 5}, "USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
 	}
 	for _, tc := range cases {
@@ -95,16 +97,23 @@ func TestQueryPlans(t *testing.T) {
 		if strings.Contains(p, "SCAN events") {
 			t.Errorf("%s: full scan: %q", tc.name, p)
 		}
-		if tc.f.Lock == "" && tc.f.Actor == "" && len(tc.f.Types) == 0 && strings.Contains(p, "TEMP B-TREE") {
+		if tc.f.Actor == "" && len(tc.f.Types) == 0 && strings.Contains(p, "TEMP B-TREE") {
 			t.Errorf("%s: sorts the whole window: %q", tc.name, p)
 		}
 	}
-	for _, q := range []string{
-		lastSeqQuery,
-		firstSeqQuery,
+	// The searches of SeqRange: a block of the log by the primary key, the
+	// snapshots' bounds without their states.
+	for q, want := range map[string]string{
+		`SELECT seq FROM events WHERE seq > $1 AND at || '' >= $2 ORDER BY seq LIMIT 1`:                        "USING INTEGER PRIMARY KEY (rowid>?)",
+		`SELECT seq FROM events WHERE seq > $1 AND seq <= $2 AND at || '' <= $3 ORDER BY seq DESC LIMIT 1`:     "USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)",
+		`SELECT max(+seq) FROM events WHERE at <= $1 AND +seq <= $2`:                                           "COVERING INDEX events_at (at<?)",
+		`SELECT min(+seq) FROM events WHERE at >= $1 AND at <= $2 AND +seq > $3`:                               "COVERING INDEX events_at (at>? AND at<?)",
+		`SELECT (SELECT min(seq) FROM events), (SELECT max(seq) FROM events)`:                                  "SEARCH events",
+		`SELECT seq, event_hash, max_at, coalesce(min_at, '') FROM snapshots WHERE from_seq = $1 ORDER BY seq`: "COVERING INDEX snapshots_bounds (from_seq=?)",
 	} {
-		if p := plan(t, db, q, events.FormatTime(day)); !strings.Contains(p, "COVERING INDEX events_at") {
-			t.Errorf("%s: plan %q", q, p)
+		p := plan(t, db, q, 1, 2, 3)
+		if !strings.Contains(p, want) || strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "SCAN events") {
+			t.Errorf("%s: plan %q, want %q", q, p, want)
 		}
 	}
 }
@@ -118,5 +127,79 @@ func TestSeqRange(t *testing.T) {
 	}
 	if _, _, ok, _ := SeqRange(ctx, db, eventsBase.Add(time.Hour), time.Time{}); ok {
 		t.Fatal("SeqRange after the last event matched")
+	}
+}
+
+// TestSeqRangeBoundedBySnapshots: the ends of a window, searched only where
+// the snapshots' bounds leave them, are the first and last events of the
+// window whatever order the clocks gave the events: here one clock steps
+// back by an hour in the middle of the log and one by a day near its end,
+// one snapshot is missing and one's block is not known.
+func TestSeqRangeBoundedBySnapshots(t *testing.T) {
+	db := eventsDB(t)
+	ctx := context.Background()
+	const n = 4*SnapshotEvery + 1234
+	at := func(seq int64) time.Time {
+		switch seq {
+		case 12345:
+			return eventsBase.Add(time.Duration(seq)*time.Second - time.Hour)
+		case 3*SnapshotEvery + 500:
+			return eventsBase.Add(100 * time.Second)
+		}
+		return eventsBase.Add(time.Duration(seq) * time.Second)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, err := tx.Prepare(`INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
+			VALUES ($1,$2,'lock_heartbeat','app-prod','r','alice',$3,'{}',$4,$5)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := int64(6); seq <= n; seq++ {
+		if _, err := ins.Exec(seq, fmt.Sprint("e", seq),
+			events.FormatTime(at(seq)), fmt.Sprint("h", seq-1), fmt.Sprint("h", seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The snapshots as a writer stores them, but the one at 20000 missing
+	// and the block of 40000 not known.
+	for _, seq := range []int64{SnapshotEvery, 3 * SnapshotEvery, 4 * SnapshotEvery} {
+		if _, err := tx.Exec(`INSERT INTO snapshots (seq, event_hash, from_seq, max_at, version, state_hash, state, min_at)
+			SELECT $1, $2, 1, (SELECT max(at) FROM events WHERE seq <= $1), 1, '', x'',
+				CASE WHEN $1 = $3 THEN NULL ELSE (SELECT min(at) FROM events WHERE seq > $1 - $3 AND seq <= $1) END`,
+			seq, fmt.Sprint("h", seq), 4*SnapshotEvery); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	want := func(since, until time.Time) (from, to int64, ok bool) {
+		var lo, hi sql.NullInt64
+		if err := db.QueryRow(`SELECT (SELECT min(seq) FROM events WHERE at >= $1), (SELECT max(seq) FROM events WHERE at <= $2)`,
+			events.FormatTime(since), events.FormatTime(until)).Scan(&lo, &hi); err != nil {
+			t.Fatal(err)
+		}
+		return lo.Int64, hi.Int64, lo.Valid && lo.Int64 <= hi.Int64
+	}
+	for _, w := range [][2]int64{{0, 50}, {90, 101}, {99, 200}, {5000, 5100}, {12345 - 3600, 12345 - 3599}, {9000, 11000},
+		{9000, 12345}, {12346, 12347}, {25000, 25010}, {30400, 30600}, {39990, 40010}, {n - 10, n + 10}, {n + 5, n + 500}} {
+		since, until := eventsBase.Add(time.Duration(w[0])*time.Second), eventsBase.Add(time.Duration(w[1])*time.Second)
+		from, to, ok, err := SeqRange(ctx, db, since, until)
+		wf, wt, wok := want(since, until)
+		if err != nil || ok != wok || (ok && (from != wf || to != wt)) {
+			t.Errorf("SeqRange(%ds, %ds) = %d %d %v %v, want %d %d %v", w[0], w[1], from, to, ok, err, wf, wt, wok)
+		}
+		for _, open := range []struct {
+			since, until time.Time
+		}{{time.Time{}, until}, {since, time.Time{}}} {
+			from, to, ok, err := SeqRange(ctx, db, open.since, open.until)
+			wf, wt, wok := want(cmp.Or(open.since, eventsBase.Add(-time.Hour)), cmp.Or(open.until, eventsBase.Add(1000*time.Hour)))
+			if err != nil || ok != wok || (ok && (from != wf || to != wt)) {
+				t.Errorf("SeqRange(%v, %v) = %d %d %v %v, want %d %d %v", open.since, open.until, from, to, ok, err, wf, wt, wok)
+			}
+		}
 	}
 }

@@ -6,6 +6,11 @@ import (
 	"iter"
 )
 
+// SnapshotEvery is the spacing of snapshots: one after every event whose
+// seq is a multiple of it. A snapshot's block is its events after seq -
+// SnapshotEvery, the span its MinAt describes.
+const SnapshotEvery = 10000
+
 // Snapshot is a stored fold of the log (table snapshots): the state after
 // the events FromSeq..Seq, in replay's encoding. It is a shortcut, never a
 // source of truth: the reader checks it against the events table before
@@ -15,6 +20,9 @@ type Snapshot struct {
 	EventHash string // that event's hash when the snapshot was made
 	FromSeq   int64  // the first event folded
 	MaxAt     string // the latest at among the events folded
+	// MinAt is the earliest at among the events of its block, "" where
+	// not known.
+	MinAt     string
 	Version   int    // the encoding of State
 	StateHash string // hex SHA-256 of State
 	State     []byte // nil from SnapshotHeads
@@ -26,9 +34,9 @@ type Snapshot struct {
 // InsertSnapshot stores s unless a snapshot at its seq is stored already
 // (two writers that made the same one).
 func InsertSnapshot(ctx context.Context, tx Execer, s *Snapshot) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO snapshots (seq, event_hash, from_seq, max_at, version, state_hash, state)
-	VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (seq) DO NOTHING`,
-		s.Seq, s.EventHash, s.FromSeq, s.MaxAt, s.Version, s.StateHash, s.State)
+	_, err := tx.ExecContext(ctx, `INSERT INTO snapshots (seq, event_hash, from_seq, max_at, version, state_hash, state, min_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (seq) DO NOTHING`,
+		s.Seq, s.EventHash, s.FromSeq, s.MaxAt, s.Version, s.StateHash, s.State, sql.NullString{String: s.MinAt, Valid: s.MinAt != ""})
 	return err
 }
 
@@ -51,9 +59,9 @@ func SnapshotsBefore(ctx context.Context, q Querier, seq int64, maxAt string) it
 // SnapshotHeads yields every snapshot without its state, in seq order.
 func SnapshotHeads(ctx context.Context, q Querier) iter.Seq2[*Snapshot, error] {
 	return rowsOf(func() (*sql.Rows, error) {
-		return q.QueryContext(ctx, `SELECT seq, event_hash, from_seq, max_at, version, state_hash FROM snapshots ORDER BY seq`)
+		return q.QueryContext(ctx, `SELECT seq, event_hash, from_seq, max_at, version, state_hash, coalesce(min_at, '') FROM snapshots ORDER BY seq`)
 	}, func(rows *sql.Rows, s *Snapshot) error {
-		return rows.Scan(&s.Seq, &s.EventHash, &s.FromSeq, &s.MaxAt, &s.Version, &s.StateHash)
+		return rows.Scan(&s.Seq, &s.EventHash, &s.FromSeq, &s.MaxAt, &s.Version, &s.StateHash, &s.MinAt)
 	})
 }
 

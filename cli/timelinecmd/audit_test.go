@@ -277,3 +277,34 @@ func TestTimelineFiltersAndFormats(t *testing.T) {
 		}
 	}
 }
+
+// history pages from the newest: --limit N keeps the newest N of the
+// events it would print, still oldest first, and --before SEQ those before
+// SEQ, so that --before the first seq of a page prints the page before.
+func TestHistoryPages(t *testing.T) {
+	root := scenario.Write(t)
+	for _, p := range []struct {
+		args []string
+		want []int64
+	}{
+		{[]string{"--limit", "3"}, []int64{6, 7, 8}},
+		{[]string{"--limit", "3", "--before", "6"}, []int64{3, 4, 5}},
+		{[]string{"--limit", "3", "--before", "3"}, []int64{1}},
+		{[]string{"--before", "5"}, []int64{1, 3, 4}},
+		{[]string{"--before", "1"}, nil},
+		{[]string{"--limit", "100"}, []int64{1, 3, 4, 5, 6, 7, 8}},
+		{[]string{"--limit", "1", "--since", scenario.At(46), "--until", scenario.At(60)}, []int64{6}},
+		{[]string{"--limit", "2", "--before", "8", "--until", scenario.At(60)}, []int64{5, 6}},
+	} {
+		args := append([]string{"history", "app-prod", "--format", "jsonl"}, p.args...)
+		if got := seqsOf(t, clitest.Must(t, 0, root, args...).Stdout); !slices.Equal(got, p.want) {
+			t.Errorf("history %v = %v, want %v", p.args, got, p.want)
+		}
+	}
+	for _, bad := range [][]string{{"--limit", "-1"}, {"--before", "-3"}} {
+		r := clitest.Must(t, 2, root, append([]string{"history", "app-prod"}, bad...)...)
+		if r.Stdout != "" || !strings.Contains(r.Stderr, bad[0]) {
+			t.Errorf("history %v: stdout %q, stderr %q", bad, r.Stdout, r.Stderr)
+		}
+	}
+}

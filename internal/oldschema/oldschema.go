@@ -8,6 +8,7 @@ package oldschema
 // make an older ledger run it first; opening it for writing migrates it
 // again.
 var Version9 = []string{
+	`DROP INDEX events_lock_seq`,
 	`DROP TABLE snapshots`,
 	`ALTER TABLE locks ADD COLUMN held INTEGER NOT NULL DEFAULT 0`,
 	`ALTER TABLE locks ADD COLUMN actor TEXT NOT NULL DEFAULT ''`,

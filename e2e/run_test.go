@@ -85,7 +85,7 @@ func line(t *testing.T, lines <-chan string) string {
 			t.Fatal("run exited before printing")
 		}
 		return l
-	case <-time.After(30 * time.Second):
+	case <-time.After(3 * time.Minute): // a run's open and acquire, by the race-built CLI on a loaded machine
 		t.Fatal("timed out waiting for the child's output")
 	}
 	return ""
@@ -310,11 +310,15 @@ func TestRunHeartbeatsKeepAShortTTL(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	clitest.Race(t, root)
-	// Short, but not so short that a loaded machine makes a heartbeat late.
-	runner, lines := startRun(t, root, "long", "--ttl", "6s", "--", "sh", "-c", `echo started; sleep 12; echo done`)
+	// Short, but not so short that a loaded machine makes a heartbeat late:
+	// 6 s, or ten of this machine's writes now if that is longer.
+	ttl := max(6*time.Second, (10 * writePace(t)).Round(time.Second))
+	t.Logf("ttl %s", ttl)
+	runner, lines := startRun(t, root, "long", "--ttl", ttl.String(), "--", "sh", "-c",
+		fmt.Sprintf(`echo started; sleep %d; echo done`, int(2*ttl.Seconds())))
 	line(t, lines)
 	// Past the TTL of the first heartbeat-less window, the lock is still held.
-	deadline := time.Now().Add(9 * time.Second)
+	deadline := time.Now().Add(ttl * 3 / 2)
 	for time.Now().Before(deadline) {
 		if st := statusJSON(t, root, "long")["state"]; st != "held" {
 			t.Fatalf("lock %v while its job runs, want held", st)
@@ -329,8 +333,27 @@ func TestRunHeartbeatsKeepAShortTTL(t *testing.T) {
 		counts[ty]++
 	}
 	if counts["lock_heartbeat"] < 3 || counts["lock_stolen"] != 0 || counts["heartbeat_failed"] != 0 {
-		t.Fatalf("events of a 12 s job with a 6 s ttl: %v, want >= 3 heartbeats and no loss", counts)
+		t.Fatalf("events of a %s job with a %s ttl: %v, want >= 3 heartbeats and no loss", 2*ttl, ttl, counts)
 	}
+}
+
+// writePace is how long a write by the race-built CLI takes on this
+// machine now: the slowest of three acquires, each with its release, on a
+// root of their own. Tests whose deadlines are the CLI's own (a TTL that
+// heartbeats must keep) scale them by it, so that a loaded machine makes
+// them slower, not wrong.
+func writePace(t *testing.T) time.Duration {
+	t.Helper()
+	root := t.TempDir()
+	clitest.Race(t, root)
+	var slowest time.Duration
+	for range 3 {
+		began := time.Now()
+		rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "pace", "--pid", strconv.Itoa(os.Getpid())).Stdout)
+		clitest.Must(t, 0, root, "release", "pace", "--request-id", rid)
+		slowest = max(slowest, time.Since(began)/2)
+	}
+	return slowest
 }
 
 // While another process holds the ledger's writer mutex, run's heartbeats

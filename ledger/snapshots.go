@@ -9,19 +9,13 @@ import (
 	"github.com/lockledger/lockledger/store"
 )
 
-// snapshotEvery is the spacing of the snapshots this package stores:
-// replay.SnapshotEvery. Tests set it smaller (export_test.go), so that a
-// log with snapshots in it is a few hundred events long, not tens of
-// thousands.
-var snapshotEvery int64 = replay.SnapshotEvery
-
 // snapshotBudget bounds the events a write folds for snapshots, after its
 // commit and outside the writer mutex: a write that makes one folds from
 // the one before it, and a ledger that has none (one older than the
 // snapshots table, or a role that could not store them) gains a few per
 // write that makes one, oldest first, instead of one write paying for a
 // fold of the whole log. WriteSnapshots makes them all at once.
-func snapshotBudget() int64 { return 4 * snapshotEvery }
+func snapshotBudget() int64 { return 4 * store.SnapshotEvery }
 
 // crossesSnapshot reports whether the events written end at or past a
 // seq at which a snapshot is due.
@@ -30,7 +24,7 @@ func crossesSnapshot(written []*events.Event) bool {
 		return false
 	}
 	first, last := written[0].Seq, written[len(written)-1].Seq
-	return last/snapshotEvery > (first-1)/snapshotEvery
+	return last/store.SnapshotEvery > (first-1)/store.SnapshotEvery
 }
 
 // snapshotAfterWrite makes the snapshots a write made due. They only
@@ -44,7 +38,7 @@ func (l *Ledger) snapshotAfterWrite(ctx context.Context) {
 }
 
 // WriteSnapshots stores every snapshot of the folded state that is due
-// and not stored (one every replay.SnapshotEvery events), folding from the
+// and not stored (one every store.SnapshotEvery events), folding from the
 // newest stored one that checks out. Writes make them as the log grows;
 // this makes them for a ledger that has none yet (a long log from before
 // them), in one fold of the log. It needs a writer.
@@ -61,7 +55,7 @@ func (l *Ledger) writeSnapshots(ctx context.Context, budget int64) error {
 		return err
 	}
 	defer tx.Rollback()
-	return replay.BuildSnapshots(ctx, tx, snapshotEvery, budget, func(s *store.Snapshot) error {
+	return replay.BuildSnapshots(ctx, tx, store.SnapshotEvery, budget, func(s *store.Snapshot) error {
 		err := l.update(ctx, func(w *writeTx) (error, error) {
 			w.rows = true
 			return nil, store.InsertSnapshot(ctx, w.q, s)

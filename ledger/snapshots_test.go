@@ -417,6 +417,7 @@ func TestReadOnlyUsersReadSnapshots(t *testing.T) {
 // the events at or before an instant: verify recomputes them, and names a
 // snapshot whose latest time, or its block's earliest, is not its events'.
 func TestSnapshotTimesCheckedByVerify(t *testing.T) {
+	ledger.SetSnapshotEvery(t, snapEvery)
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		l, db := snapshotLedger(t, f.kind)
@@ -424,8 +425,8 @@ func TestSnapshotTimesCheckedByVerify(t *testing.T) {
 			t.Fatal(err)
 		}
 		verifyOK(t, l)
-		tamperRow(t, db, 10000, func(s *store.Snapshot) { s.MinAt = events.FormatTime(snapBase.Add(9_000 * time.Second)) })
-		tamperRow(t, db, 20000, func(s *store.Snapshot) { s.MaxAt = events.FormatTime(snapBase.Add(19_000 * time.Second)) })
+		tamperRow(t, db, snapEvery, func(s *store.Snapshot) { s.MinAt = events.FormatTime(snapAt(snapEvery * 9 / 10)) })
+		tamperRow(t, db, 2*snapEvery, func(s *store.Snapshot) { s.MaxAt = events.FormatTime(snapAt(2*snapEvery - snapEvery/10)) })
 		rep, err := l.Verify(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -436,8 +437,8 @@ func TestSnapshotTimesCheckedByVerify(t *testing.T) {
 				got = append(got, fmt.Sprint(p.Seq))
 			}
 		}
-		if rep.OK || strings.Join(got, ",") != "10000,20000" {
-			t.Errorf("verify: got snapshot time problems at %v (ok %v), want 10000 and 20000: %+v", got, rep.OK, rep.Problems)
+		if want := fmt.Sprintf("%d,%d", snapEvery, 2*snapEvery); rep.OK || strings.Join(got, ",") != want {
+			t.Errorf("verify: got snapshot time problems at %v (ok %v), want %s: %+v", got, rep.OK, want, rep.Problems)
 		}
 	})
 }
@@ -447,6 +448,7 @@ func TestSnapshotTimesCheckedByVerify(t *testing.T) {
 // time, so reads of those instants fold them though every snapshot's
 // events end later, and find what the fold of the whole log finds.
 func TestClockSteppedBackPastSnapshots(t *testing.T) {
+	ledger.SetSnapshotEvery(t, snapEvery)
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		if f.kind != "sqlite" {
 			t.Skip("PostgreSQL dates events by its own clock, which a test cannot step back")
@@ -456,7 +458,7 @@ func TestClockSteppedBackPastSnapshots(t *testing.T) {
 		if err := l.WriteSnapshots(ctx); err != nil {
 			t.Fatal(err)
 		}
-		back := snapBase.Add(15_000 * time.Second)
+		back := snapAt(snapEvery * 3 / 2)
 		cycles(t, fixture.Open(t, l.Root(), ledger.MustExist(), ledger.WithClock(func() time.Time { return back })), 2)
 		var head int64
 		if err := db.QueryRow(`SELECT max(seq) FROM events`).Scan(&head); err != nil {

@@ -13,11 +13,6 @@ import (
 	"github.com/lockledger/lockledger/store"
 )
 
-// SnapshotEvery is the spacing of snapshots: one after every event whose
-// seq is a multiple of it. A read of the state at an instant folds from
-// the nearest one before it, so it costs at most this many events more
-// than the events after the last snapshot, whatever the log's length.
-const SnapshotEvery = store.SnapshotEvery
 
 // snapshotVersion is the encoding of a snapshot's state. Change it with
 // any change to State, Lock, Holder or to what Apply makes of an event:

@@ -207,7 +207,8 @@ func (c *checker) fold(r *Row, ev *Event) {
 		c.folded = r.Seq
 	}
 	c.maxAt = max(c.maxAt, ev.At)
-	if end := (r.Seq + SnapshotEvery - 1) / SnapshotEvery * SnapshotEvery; end != c.block || ev.At < c.blockMin {
+	every := store.SnapshotEvery
+	if end := (r.Seq + every - 1) / every * every; end != c.block || ev.At < c.blockMin {
 		c.block, c.blockMin = end, ev.At
 	}
 	c.checkSnapshot(r)

@@ -138,7 +138,7 @@ func TestSeqRange(t *testing.T) {
 func TestSeqRangeBoundedBySnapshots(t *testing.T) {
 	db := eventsDB(t)
 	ctx := context.Background()
-	const n = 4*SnapshotEvery + 1234
+	n := 4*SnapshotEvery + 1234
 	at := func(seq int64) time.Time {
 		switch seq {
 		case 12345:

@@ -8,8 +8,10 @@ import (
 
 // SnapshotEvery is the spacing of snapshots: one after every event whose
 // seq is a multiple of it. A snapshot's block is its events after seq -
-// SnapshotEvery, the span its MinAt describes.
-const SnapshotEvery = 10000
+// SnapshotEvery, the span its MinAt describes. It is a variable only so
+// that package ledger's tests can make it a few hundred events (see its
+// SetSnapshotEvery): writers, readers and verify must all use one value.
+var SnapshotEvery int64 = 10000
 
 // Snapshot is a stored fold of the log (table snapshots): the state after
 // the events FromSeq..Seq, in replay's encoding. It is a shortcut, never a

@@ -13,7 +13,6 @@ import (
 	"github.com/lockledger/lockledger/store"
 )
 
-
 // snapshotVersion is the encoding of a snapshot's state. Change it with
 // any change to State, Lock, Holder or to what Apply makes of an event:
 // snapshots of another version are not read (and verify notes them), so

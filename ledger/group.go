@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/store"
@@ -128,16 +129,19 @@ func (l *Ledger) queued(ctx context.Context, name string, fn func(w *writeTx) (e
 // are held, so that it holds every decision that queued while lead waited
 // for them. Until then the wait is lead's: its caller's cancel ends it,
 // takes nothing, and the next waiting decision leads. Once taken, the
-// group runs on a context no caller's cancel ends (the busy timeout bounds
-// its waits): a decision whose caller is gone before its turn is dropped,
-// one whose caller goes during it is made, as a caller gone after a commit
-// would find it.
+// group runs on while any of its callers is live: a decision whose caller
+// is gone before its turn is dropped, one whose caller goes during it is
+// made, as a caller gone after a commit would find it. Once every caller
+// is gone the group's context ends, so that a hung connection (which the
+// server's busy timeout never ends) holds no one.
 func (l *Ledger) leadGroup(lead *pendingWrite) {
 	q := &l.writes
 	ctx, cancel := context.WithCancel(context.WithoutCancel(lead.ctx))
 	defer cancel()
 	stop := context.AfterFunc(lead.ctx, cancel)
 	var group []*pendingWrite
+	var live atomic.Int64
+	var stops []func() bool
 	err := l.decideGroup(ctx, func() []*pendingWrite {
 		if !stop() {
 			return nil // lead's caller is gone
@@ -158,9 +162,20 @@ func (l *Ledger) leadGroup(lead *pendingWrite) {
 			}
 		}
 		q.waiting = rest
+		live.Store(int64(len(group)))
+		for _, d := range group {
+			stops = append(stops, context.AfterFunc(d.ctx, func() {
+				if live.Add(-1) == 0 {
+					cancel()
+				}
+			}))
+		}
 		return group
 	})
 	stop()
+	for _, stop := range stops {
+		stop()
+	}
 	if group == nil {
 		q.mu.Lock()
 		if i := slices.Index(q.waiting, lead); i >= 0 {
@@ -367,3 +382,7 @@ func closeAll(fs []*os.File) {
 		f.Close()
 	}
 }
+
+// errGroupPanicked fails the decisions of a group whose work panicked
+// outside their own closures.
+var errGroupPanicked = errors.New("ledger: the group's write panicked")

@@ -100,7 +100,7 @@ func (l *Ledger) queued(ctx context.Context, name string, fn func(w *writeTx) (e
 	if !leader {
 		select {
 		case <-d.done:
-			return d.result()
+			return l.remadeAlone(d)
 		case <-d.lead:
 		case <-ctx.Done():
 			q.mu.Lock()
@@ -113,13 +113,27 @@ func (l *Ledger) queued(ctx context.Context, name string, fn func(w *writeTx) (e
 			// Taken into a group already, or handed the lead.
 			select {
 			case <-d.done:
-				return d.result()
+				return l.remadeAlone(d)
 			case <-d.lead:
 			}
 		}
 	}
 	l.leadGroup(d)
 	<-d.done
+	return l.remadeAlone(d)
+}
+
+// remadeAlone is the result of d, made: a decision refused in its group
+// (errAlone) is made again alone here, on its caller's goroutine, once the
+// group has answered every other member and handed the lead on, so that
+// its remake holds up no one else.
+func (l *Ledger) remadeAlone(d *pendingWrite) error {
+	if errors.Is(d.err, errAlone) {
+		d.err, d.outcome = nil, nil
+		if err := l.decideGroup(d.ctx, func() []*pendingWrite { return []*pendingWrite{d} }); err != nil {
+			d.err = err
+		}
+	}
 	return d.result()
 }
 
@@ -186,12 +200,6 @@ func (l *Ledger) leadGroup(lead *pendingWrite) {
 		group = []*pendingWrite{lead}
 	}
 	for _, d := range group {
-		if errors.Is(d.err, errAlone) {
-			d.err, d.outcome = nil, nil
-			if err := l.decideGroup(d.ctx, func() []*pendingWrite { return []*pendingWrite{d} }); err != nil {
-				d.err = err
-			}
-		}
 		close(d.done)
 	}
 

@@ -3,6 +3,8 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -122,9 +124,17 @@ func TestReviewRemadeAloneHoldsNoOne(t *testing.T) {
 	}
 }
 
-// A panic in the group's work outside the decisions (here a removal after
-// the commit) answers every member and leaves the queue free.
+// A panic in the group's work outside the decisions' fn (here a removal
+// after the commit) answers every member, is raised on the caller of the
+// decision that panicked (the leader's or another's), and leaves the queue
+// free.
 func TestReviewPanicAfterCommitAnswersEveryone(t *testing.T) {
+	for _, at := range []int{0, 1} {
+		t.Run(fmt.Sprint("panics-at-", at), func(t *testing.T) { panicAfterCommit(t, at) })
+	}
+}
+
+func panicAfterCommit(t *testing.T, at int) {
 	l := openSQLite(t)
 	ctx := context.Background()
 	acquire := func(lock string) func() error {
@@ -139,11 +149,16 @@ func TestReviewPanicAfterCommitAnswersEveryone(t *testing.T) {
 			return nil, jobEvent(w, "req_gc_boom")
 		})
 	}
-	errs, panics := inGroup(t, l, nil, acquire("r-first"), boom, acquire("r-after"))
-	if panics[1] != "removal" {
-		t.Errorf("the member whose removal panicked got %v, want the panic", panics[1])
+	all := []func() error{acquire("r-first"), acquire("r-after")}
+	all = slices.Insert(all, at, boom)
+	errs, panics := inGroup(t, l, nil, all...)
+	if panics[at] != "removal" {
+		t.Errorf("the member whose removal panicked got %v, want the panic", panics[at])
 	}
-	for _, i := range []int{0, 2} {
+	for i := range all {
+		if i == at {
+			continue
+		}
 		if panics[i] != nil {
 			t.Errorf("member %d panicked: %v", i, panics[i])
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/store"
@@ -35,6 +36,17 @@ type pendingWrite struct {
 	lead  chan struct{}
 	leads bool
 	w     *writeTx
+	// blamed is set while one of the decision's closures runs outside fn
+	// (see blame).
+	blamed bool
+}
+
+// blame runs f, one of the decision's closures (its abort, its work after
+// the commit): a panic in it is the decision's (see leadGroup).
+func (d *pendingWrite) blame(f func()) {
+	d.blamed = true
+	f()
+	d.blamed = false
 }
 
 // result is the decision's outcome for its caller; a panic of fn is
@@ -99,7 +111,7 @@ func (l *Ledger) queued(ctx context.Context, name string, fn func(w *writeTx) (e
 	if !leader {
 		select {
 		case <-d.done:
-			return d.result()
+			return l.remadeAlone(d)
 		case <-d.lead:
 		case <-ctx.Done():
 			q.mu.Lock()
@@ -112,13 +124,27 @@ func (l *Ledger) queued(ctx context.Context, name string, fn func(w *writeTx) (e
 			// Taken into a group already, or handed the lead.
 			select {
 			case <-d.done:
-				return d.result()
+				return l.remadeAlone(d)
 			case <-d.lead:
 			}
 		}
 	}
 	l.leadGroup(d)
 	<-d.done
+	return l.remadeAlone(d)
+}
+
+// remadeAlone is the result of d, made: a decision refused in its group
+// (errAlone) is made again alone here, on its caller's goroutine, once the
+// group has answered every other member and handed the lead on, so that
+// its remake holds up no one else.
+func (l *Ledger) remadeAlone(d *pendingWrite) error {
+	if errors.Is(d.err, errAlone) {
+		d.err, d.outcome = nil, nil
+		if err := l.decideGroup(d.ctx, func() []*pendingWrite { return []*pendingWrite{d} }); err != nil {
+			d.err = err
+		}
+	}
 	return d.result()
 }
 
@@ -128,17 +154,65 @@ func (l *Ledger) queued(ctx context.Context, name string, fn func(w *writeTx) (e
 // are held, so that it holds every decision that queued while lead waited
 // for them. Until then the wait is lead's: its caller's cancel ends it,
 // takes nothing, and the next waiting decision leads. Once taken, the
-// group runs on a context no caller's cancel ends (the busy timeout bounds
-// its waits): a decision whose caller is gone before its turn is dropped,
-// one whose caller goes during it is made, as a caller gone after a commit
-// would find it.
+// group runs on while any of its callers is live: a decision whose caller
+// is gone before its turn is dropped, one whose caller goes during it is
+// made, as a caller gone after a commit would find it. Once every caller
+// is gone the group's context ends, so that a hung connection (which the
+// server's busy timeout never ends) holds no one.
+//
+// Whatever happens, a panic too, every member is answered and the lead
+// handed on: a member left unanswered, or a queue led by no one, would
+// hold every later writer of the process. A panic fails every member of
+// the group (errGroupPanicked) and is raised again on the caller of the
+// decision whose closure panicked, or on lead's if none did.
 func (l *Ledger) leadGroup(lead *pendingWrite) {
 	q := &l.writes
 	ctx, cancel := context.WithCancel(context.WithoutCancel(lead.ctx))
 	defer cancel()
 	stop := context.AfterFunc(lead.ctx, cancel)
 	var group []*pendingWrite
-	err := l.decideGroup(ctx, func() []*pendingWrite {
+	var live atomic.Int64
+	var stops []func() bool
+	var err error
+	defer func() {
+		p := recover()
+		stop()
+		for _, stop := range stops {
+			stop()
+		}
+		if group == nil {
+			q.mu.Lock()
+			if i := slices.Index(q.waiting, lead); i >= 0 {
+				q.waiting = slices.Delete(q.waiting, i, i+1)
+			}
+			q.mu.Unlock()
+			lead.err = cmp.Or(err, lead.ctx.Err())
+			group = []*pendingWrite{lead}
+		}
+		if p != nil {
+			owner := lead
+			for _, d := range group {
+				d.outcome, d.err = nil, fmt.Errorf("%w: %v", errGroupPanicked, p)
+				if d.blamed {
+					owner = d
+				}
+			}
+			owner.panicked = p
+		}
+		for _, d := range group {
+			close(d.done)
+		}
+		q.mu.Lock()
+		if len(q.waiting) > 0 {
+			next := q.waiting[0]
+			next.leads = true
+			close(next.lead)
+		} else {
+			q.leading = false
+		}
+		q.mu.Unlock()
+	}()
+	err = l.decideGroup(ctx, func() []*pendingWrite {
 		if !stop() {
 			return nil // lead's caller is gone
 		}
@@ -158,37 +232,16 @@ func (l *Ledger) leadGroup(lead *pendingWrite) {
 			}
 		}
 		q.waiting = rest
+		live.Store(int64(len(group)))
+		for _, d := range group {
+			stops = append(stops, context.AfterFunc(d.ctx, func() {
+				if live.Add(-1) == 0 {
+					cancel()
+				}
+			}))
+		}
 		return group
 	})
-	stop()
-	if group == nil {
-		q.mu.Lock()
-		if i := slices.Index(q.waiting, lead); i >= 0 {
-			q.waiting = slices.Delete(q.waiting, i, i+1)
-		}
-		q.mu.Unlock()
-		lead.err = cmp.Or(err, lead.ctx.Err())
-		group = []*pendingWrite{lead}
-	}
-	for _, d := range group {
-		if errors.Is(d.err, errAlone) {
-			d.err, d.outcome = nil, nil
-			if err := l.decideGroup(d.ctx, func() []*pendingWrite { return []*pendingWrite{d} }); err != nil {
-				d.err = err
-			}
-		}
-		close(d.done)
-	}
-
-	q.mu.Lock()
-	if len(q.waiting) > 0 {
-		next := q.waiting[0]
-		next.leads = true
-		close(next.lead)
-	} else {
-		q.leading = false
-	}
-	q.mu.Unlock()
 }
 
 // decideGroup is the write scaffold: the writer mutex, a write transaction
@@ -253,7 +306,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 		w := &writeTx{l: l, ctx: ctx, tx: tx, q: q, now: now, v: &view{}, grouped: several}
 		d.decide(w)
 		if d.err != nil {
-			w.abort()
+			d.blame(w.abort)
 			if several {
 				if err := store.RollbackToSavepoint(ctx, q); err != nil {
 					fail(group, err)
@@ -266,7 +319,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 		if several {
 			if err := store.ReleaseSavepoint(ctx, q); err != nil {
 				fail(group, err)
-				w.abort()
+				d.blame(w.abort)
 				abortAll(made)
 				return nil
 			}
@@ -336,19 +389,21 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	}
 	snapshot = crossesSnapshot(written)
 	for _, d := range made {
-		w := d.w
-		var finished error
-		if w.committed != nil {
-			finished = w.committed()
-		}
-		for _, remove := range w.removals {
-			if err := remove(); err != nil {
-				l.log.Warn("could not remove a lock file after the commit; the next writer or project will", "lock", w.v.name, "err", err)
+		d.blame(func() {
+			w := d.w
+			var finished error
+			if w.committed != nil {
+				finished = w.committed()
 			}
-		}
-		if d.outcome == nil {
-			d.err = finished
-		}
+			for _, remove := range w.removals {
+				if err := remove(); err != nil {
+					l.log.Warn("could not remove a lock file after the commit; the next writer or project will", "lock", w.v.name, "err", err)
+				}
+			}
+			if d.outcome == nil {
+				d.err = finished
+			}
+		})
 	}
 	return nil
 }
@@ -357,7 +412,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 func abortAll(ds []*pendingWrite) {
 	for _, d := range ds {
 		if d.w != nil {
-			d.w.abort()
+			d.blame(d.w.abort)
 		}
 	}
 }
@@ -367,3 +422,7 @@ func closeAll(fs []*os.File) {
 		f.Close()
 	}
 }
+
+// errGroupPanicked fails the decisions of a group whose work panicked
+// outside fn (see leadGroup).
+var errGroupPanicked = errors.New("ledger: the group's write panicked")

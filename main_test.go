@@ -8,7 +8,7 @@ import (
 
 // TestBinaryHasNoSchemaLibrary: the JSON Schema library costs every process
 // its init (it compiles the draft's metaschemas); schema validates by hand
-// and only tests import the library, through schema/reference.
+// and only tests import the library, through internal/schemaref.
 func TestBinaryHasNoSchemaLibrary(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "github.com/lockledger/lockledger").CombinedOutput()
 	if err != nil {
@@ -19,7 +19,7 @@ func TestBinaryHasNoSchemaLibrary(t *testing.T) {
 		t.Fatalf("go list -deps printed no plausible dependency list:\n%s", out)
 	}
 	for _, p := range deps {
-		for _, banned := range []string{"github.com/santhosh-tekuri/jsonschema", "github.com/lockledger/lockledger/schema/reference", "github.com/spf13/cobra/doc"} {
+		for _, banned := range []string{"github.com/santhosh-tekuri/jsonschema", "github.com/lockledger/lockledger/internal/schemaref", "github.com/spf13/cobra/doc"} {
 			if strings.HasPrefix(p, banned) {
 				t.Errorf("the lockledger binary depends on %s", p)
 			}

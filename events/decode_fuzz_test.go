@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/schemaref"
 	"github.com/lockledger/lockledger/schema"
-	"github.com/lockledger/lockledger/schema/reference"
 )
 
 // sampleBodies are schema-valid bodies of every event type, as the ledger
@@ -183,7 +183,7 @@ func TestSchemaValidBodiesDecode(t *testing.T) {
 		if !errors.Is(err, schema.ErrSchema) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s: %v, want a schema error saying %q", c.typ, c.to, err, c.want)
 		}
-		if rerr := reference.ValidateEvent(c.typ, body); !errors.Is(rerr, schema.ErrSchema) {
+		if rerr := schemaref.ValidateEvent(c.typ, body); !errors.Is(rerr, schema.ErrSchema) {
 			t.Errorf("%s %s: the schema library: %v, want a schema error", c.typ, c.to, rerr)
 		}
 	}

@@ -12,17 +12,17 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/schemaref"
 	"github.com/lockledger/lockledger/schema"
-	"github.com/lockledger/lockledger/schema/reference"
 )
 
 // allTypes is every schema ValidateEvent answers for: every event type
 // and the lock file.
 var allTypes = append(append([]events.Type{}, events.Types...), events.Type(schema.LockFile))
 
-// refValidate is reference.ValidateEvent, with a panic reported as such.
+// refValidate is schemaref.ValidateEvent, with a panic reported as such.
 // (The library panics on numbers math/big refuses to expand, e.g.
-// 1e1000001; reference.Validate turns that into a refusal, but a panic
+// 1e1000001; schemaref.Validate turns that into a refusal, but a panic
 // that got through must still be a refusal of schema.ValidateEvent's.)
 func refValidate(t events.Type, body []byte) (err error, panicked bool) {
 	defer func() {
@@ -30,7 +30,7 @@ func refValidate(t events.Type, body []byte) (err error, panicked bool) {
 			err, panicked = fmt.Errorf("library panic: %v", r), true
 		}
 	}()
-	return reference.ValidateEvent(t, body), false
+	return schemaref.ValidateEvent(t, body), false
 }
 
 // sameVerdict compares the two validators on one body and schema.

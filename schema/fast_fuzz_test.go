@@ -10,7 +10,7 @@ import (
 )
 
 // FuzzFastMatchesSchema: for any body and every schema, schema.ValidateEvent
-// accepts exactly when the library (reference.ValidateEvent) does, and
+// accepts exactly when the library (schemaref.ValidateEvent) does, and
 // refuses wherever the library panics. Seeded with valid bodies of every
 // type and mutations of them; TestFastMatchesSchema runs the whole
 // mutation corpus in `go test`.

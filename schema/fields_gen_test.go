@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lockledger/lockledger/schema/internal/gen"
+	"github.com/lockledger/lockledger/internal/cmd/schemagen/gen"
 )
 
 // TestGeneratedFieldsAreFresh regenerates fields_gen.go from the embedded

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/schemaref"
 	"github.com/lockledger/lockledger/schema"
-	"github.com/lockledger/lockledger/schema/reference"
 )
 
 // TestFastMatchesSchema is the differential test: every body of the
@@ -216,7 +216,7 @@ func TestFastNamesFieldAndRule(t *testing.T) {
 	} {
 		s := find(c.seed)
 		body := set(s, c.path, c.raw)
-		if ref := reference.ValidateEvent(s.typ, body); ref == nil {
+		if ref := schemaref.ValidateEvent(s.typ, body); ref == nil {
 			t.Fatalf("%s %v=%s: the library accepts it; fix the test", c.seed, c.path, c.raw)
 		}
 		err := schema.ValidateEvent(s.typ, body)
@@ -266,7 +266,7 @@ func BenchmarkValidate(b *testing.B) {
 	for _, impl := range []struct {
 		name string
 		f    func(events.Type, []byte) error
-	}{{"library", reference.ValidateEvent}, {"fast", schema.ValidateEvent}} {
+	}{{"library", schemaref.ValidateEvent}, {"fast", schema.ValidateEvent}} {
 		for _, s := range seeds {
 			b.Run(impl.name+"/"+strings.ReplaceAll(s.name, " ", "_"), func(b *testing.B) {
 				b.SetBytes(int64(len(s.body)))

@@ -10,7 +10,7 @@ type numFacts struct {
 	// ok: big.Rat.SetString accepts the number. It refuses an exponent that
 	// does not fit in int64, and (for a non-zero number) a power of ten
 	// beyond ±10^6 once the fraction digits are counted; the library then
-	// panics on a nil *big.Rat (which reference.Validate reports as a refusal).
+	// panics on a nil *big.Rat (which schemaref.Validate reports as a refusal).
 	ok   bool
 	sign int // -1, 0, 1
 	// ip is the integer part of |value| when it is at most ipLimit; big

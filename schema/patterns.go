@@ -1,6 +1,6 @@
 package schema
 
-// The patterns of the schema files, by hand (schema/internal/gen names
+// The patterns of the schema files, by hand (internal/cmd/schemagen/gen names
 // the function of each). TestFastPatterns checks each against the regexp.
 
 func isDigit(c byte) bool       { return c >= '0' && c <= '9' }

@@ -2,7 +2,7 @@
 // the v1 lock file, the fields they define (EventField and the like,
 // generated from the schema files into fields_gen.go by go generate), and
 // a validator that accepts exactly what the JSON Schema library accepts
-// (schema/reference, which only tests import).
+// (internal/schemaref, which only tests import).
 package schema
 
 import (

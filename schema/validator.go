@@ -2,7 +2,7 @@ package schema
 
 // ValidateEvent is a validator that accepts exactly the bodies the
 // embedded JSON Schemas accept, as the library runs them
-// (reference.Validate: encoding/json's Decoder with UseNumber, then
+// (schemaref.Validate: encoding/json's Decoder with UseNumber, then
 // santhosh-tekuri/jsonschema with Draft 2020-12 and AssertFormat), in one
 // pass over the bytes and without building a value tree. Keeping the
 // library out of the binary saves every process its init (it compiles the
@@ -10,7 +10,7 @@ package schema
 //
 // The schema files are the one source of every field: fields_gen.go (the
 // kinds, every record's fields, what each event type allows and requires,
-// and each field's rule) is generated from them by schema/internal/gen,
+// and each field's rule) is generated from them by internal/cmd/schemagen/gen,
 // which refuses any keyword or shape it does not know. The rules
 // themselves (rules.go), the patterns (patterns.go), numbers (numbers.go)
 // and the JSON scanner (scanner.go) are written by hand. After changing a
@@ -32,12 +32,12 @@ package schema
 //     number beyond float64 (strconv.ParseFloat). A number whose exponent
 //     math/big refuses to expand (|exponent| > 10^6, or one that does not
 //     fit in int64) makes the library panic on a nil *big.Rat wherever it
-//     compares or type-checks the number, and reference.Validate turns
+//     compares or type-checks the number, and schemaref.Validate turns
 //     that panic into a refusal; it is refused here too.
 //   - String lengths count runes of the decoded string; patterns and
 //     formats apply to the decoded string.
 
-//go:generate go run ./internal/gen/schemagen -o fields_gen.go
+//go:generate go run ../internal/cmd/schemagen -o fields_gen.go
 
 import (
 	"strconv"

@@ -155,7 +155,7 @@ func (g *generator) rule(n *node, ctx string) (string, error) {
 		if p := n.get("pattern"); p != nil {
 			m := matchers[p.str]
 			if m == "" {
-				return "", fmt.Errorf("%s: pattern %q has no matcher: write one in schema/patterns.go and name it in schema/internal/gen's matchers", n, p.str)
+				return "", fmt.Errorf("%s: pattern %q has no matcher: write one in schema/patterns.go and name it in internal/cmd/schemagen/gen's matchers", n, p.str)
 			}
 			if len(n.keys) != 2 {
 				return "", fmt.Errorf("%s: a pattern with lengths is supported for %q only", n, absPathPattern)

@@ -1,9 +1,9 @@
-// Package reference validates with the JSON Schema library
+// Package schemaref validates with the JSON Schema library
 // (santhosh-tekuri/jsonschema/v5, Draft 2020-12, formats asserted): the
 // reference that schema's hand-written validator is tested against. Only
 // tests import it, so that the library stays out of the lockledger binary
 // (TestBinaryHasNoSchemaLibrary in package main).
-package reference
+package schemaref
 
 import (
 	"bytes"

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lockledger/lockledger/schema/internal/gen"
+	"github.com/lockledger/lockledger/internal/cmd/schemagen/gen"
 )
 
 func main() {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/lockledger/lockledger/internal/cmd/schemagen/gen"
 	"github.com/lockledger/lockledger/schema"
-	"github.com/lockledger/lockledger/schema/internal/gen"
 )
 
 // edited returns the schema files with one replacement in one of them.

@@ -63,22 +63,19 @@ func (c *Checked) Kept() error {
 // hashes read through q: the archive's own root (its checkpoint's, checked
 // against its events) at its last seq, and the head's, are one tree.
 func (c *Checked) InLogOf(ctx context.Context, q store.Querier, size int64, root tlog.Hash) error {
-	r := store.TreeReader(ctx, q)
 	var err error
-	switch {
-	case size == c.LastSeq:
+	if size == c.LastSeq {
 		if root != c.Root {
 			err = fmt.Errorf("its root at size %d is %s, the head's %s", size, c.Root, root)
 		}
-	case size > c.LastSeq:
-		var p tlog.TreeProof
-		if p, err = tlog.ProveTree(size, c.LastSeq, r); err == nil {
-			err = tlog.CheckTree(p, size, root, c.LastSeq, c.Root)
+	} else {
+		older, newer := tlog.Tree{N: c.LastSeq, Hash: c.Root}, tlog.Tree{N: size, Hash: root}
+		if size < c.LastSeq {
+			older, newer = newer, older
 		}
-	default:
 		var p tlog.TreeProof
-		if p, err = tlog.ProveTree(c.LastSeq, size, r); err == nil {
-			err = tlog.CheckTree(p, c.LastSeq, c.Root, size, root)
+		if p, err = tlog.ProveTree(newer.N, older.N, store.TreeReader(ctx, q)); err == nil {
+			err = tlog.CheckTree(p, newer.N, newer.Hash, older.N, older.Hash)
 		}
 	}
 	if err != nil {

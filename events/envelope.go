@@ -382,14 +382,8 @@ func BuildBody(env Envelope, payload any) ([]byte, error) {
 }
 
 func mergeInto(m map[string]any, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
 	var part map[string]any
-	if err := dec.Decode(&part); err != nil {
+	if err := remarshal(v, &part); err != nil {
 		return err
 	}
 	for k, val := range part {
@@ -401,17 +395,22 @@ func mergeInto(m map[string]any, v any) error {
 	return nil
 }
 
-// Canonical renders v as canonical JSON: object keys sorted, no
-// insignificant whitespace, no HTML escaping, numbers as written.
-func Canonical(v any) ([]byte, error) {
+// remarshal decodes v's JSON into out, numbers as json.Number.
+func remarshal(v, out any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
+	return dec.Decode(out)
+}
+
+// Canonical renders v as canonical JSON: object keys sorted, no
+// insignificant whitespace, no HTML escaping, numbers as written.
+func Canonical(v any) ([]byte, error) {
 	var generic any
-	if err := dec.Decode(&generic); err != nil {
+	if err := remarshal(v, &generic); err != nil {
 		return nil, err
 	}
 	return encodeCanonical(generic)
@@ -452,43 +451,34 @@ func Decode(body []byte) (Envelope, any, error) {
 	if err := json.Unmarshal(body, &env); err != nil {
 		return env, nil, fmt.Errorf("events: decode envelope: %w", err)
 	}
-	var p any
-	switch env.Type {
-	case LockAcquired:
-		p = &Acquired{}
-	case LockHeartbeat:
-		p = &Heartbeat{}
-	case LockStolen:
-		p = &Stolen{}
-	case LockReleased:
-		p = &Released{}
-	case HeartbeatFailed:
-		p = &HeartbeatFailedPayload{}
-	case AcquireBlocked:
-		p = &Blocked{}
-	case ActionRefused:
-		p = &Refused{}
-	case LockProjected:
-		p = &Projected{}
-	case JobProcesses:
-		p = &JobProcessesPayload{}
-	case LedgerExported:
-		p = &Exported{}
-	case LedgerVerified:
-		p = &Verified{}
-	case LedgerProjected:
-		p = &LedgerProjectedPayload{}
-	case LedgerPruned, LedgerUnpruned:
-		p = &Pruned{}
-	case FenceRejected:
-		p = &FenceRejectedPayload{}
-	case SignerAdded, SignerRemoved:
-		p = &Signer{}
-	default:
+	newPayload, ok := payloads[env.Type]
+	if !ok {
 		return env, nil, fmt.Errorf("events: unknown type %q", env.Type)
 	}
+	p := newPayload()
 	if err := json.Unmarshal(body, p); err != nil {
 		return env, nil, fmt.Errorf("events: decode %s payload: %w", env.Type, err)
 	}
 	return env, p, nil
+}
+
+// payloads makes the payload of each event type, for Decode.
+var payloads = map[Type]func() any{
+	LockAcquired:    func() any { return &Acquired{} },
+	LockHeartbeat:   func() any { return &Heartbeat{} },
+	LockStolen:      func() any { return &Stolen{} },
+	LockReleased:    func() any { return &Released{} },
+	HeartbeatFailed: func() any { return &HeartbeatFailedPayload{} },
+	AcquireBlocked:  func() any { return &Blocked{} },
+	ActionRefused:   func() any { return &Refused{} },
+	LockProjected:   func() any { return &Projected{} },
+	JobProcesses:    func() any { return &JobProcessesPayload{} },
+	LedgerExported:  func() any { return &Exported{} },
+	LedgerVerified:  func() any { return &Verified{} },
+	LedgerProjected: func() any { return &LedgerProjectedPayload{} },
+	LedgerPruned:    func() any { return &Pruned{} },
+	LedgerUnpruned:  func() any { return &Pruned{} },
+	FenceRejected:   func() any { return &FenceRejectedPayload{} },
+	SignerAdded:     func() any { return &Signer{} },
+	SignerRemoved:   func() any { return &Signer{} },
 }

@@ -234,15 +234,31 @@ func lockNameProblem(s string) string {
 
 func lowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
 
+// IsLockName reports whether s matches LockNameRule's pattern (what
+// lockNameProblem says in words), for the schema's validator too.
+func IsLockName[T string | []byte](s T) bool {
+	if len(s) < 1 || len(s) > 128 || !lowerAlnum(s[0]) || !lowerAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !lowerAlnum(c) && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
 // ValidateRequestID checks a request id.
 func ValidateRequestID(id string) error {
-	if !isRequestID(id) {
+	if !IsRequestID(id) {
 		return Invalid("request id", id, RequestIDRule)
 	}
 	return nil
 }
 
-func isRequestID(s string) bool {
+// IsRequestID reports whether s is a request id (RequestIDRule), for the
+// schema's validator too.
+func IsRequestID[T string | []byte](s T) bool {
 	if len(s) < 1 || len(s) > 128 {
 		return false
 	}

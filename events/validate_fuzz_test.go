@@ -93,6 +93,9 @@ func FuzzValidateLockName(f *testing.F) {
 		if want := lockNameRE.MatchString(s); (err == nil) != want {
 			t.Fatalf("ValidateLockName(%q) = %v, the pattern says valid=%v", s, err, want)
 		}
+		if events.IsLockName(s) != (err == nil) || events.IsLockName([]byte(s)) != (err == nil) {
+			t.Fatalf("IsLockName(%q) disagrees with ValidateLockName: %v", s, err)
+		}
 		if err != nil {
 			checkInvalid(t, err, "lock name", s)
 		} else {

@@ -2,8 +2,6 @@ package fence
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -81,7 +79,7 @@ func WriteFile(ctx context.Context, path string, token int64, data io.Reader) er
 	if err != nil {
 		return err
 	}
-	tmp, tmpName, err := createTemp(dir, abs, base, perm)
+	tmp, tmpName, err := createTemp(dir, abs, perm)
 	if err != nil {
 		return err
 	}
@@ -172,27 +170,18 @@ func targetPerm(dir int, path, base string) (uint32, error) {
 	return uint32(st.Mode) & 0o7777, nil
 }
 
-// createTemp creates the new file beside path, never over anything.
-func createTemp(dir int, path, base string, perm uint32) (*os.File, string, error) {
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	name := "." + base + ".tmp-" + hex.EncodeToString(rnd[:])
-	if len(name) > 255 {
-		name = ".fence-tmp-" + hex.EncodeToString(rnd[:])
+// createTemp creates the new file beside path (outfile.CreateTemp) with
+// exactly the permission bits perm.
+func createTemp(dir int, path string, perm uint32) (*os.File, string, error) {
+	f, name, err := outfile.CreateTemp(dir, path, perm)
+	if err != nil || perm == 0o666 {
+		return f, name, err
 	}
-	full := filepath.Join(filepath.Dir(path), name)
-	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
-	if err != nil {
-		return nil, "", &os.PathError{Op: "create", Path: full, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), full)
-	if perm != 0o666 {
-		// An existing file's bits, exactly (creation took the umask off).
-		if err := unix.Fchmod(fd, perm); err != nil {
-			f.Close()
-			_ = unix.Unlinkat(dir, name, 0)
-			return nil, "", &os.PathError{Op: "chmod", Path: full, Err: err}
-		}
+	// An existing file's bits, exactly (creation took the umask off).
+	if err := unix.Fchmod(int(f.Fd()), perm); err != nil {
+		f.Close()
+		_ = unix.Unlinkat(dir, name, 0)
+		return nil, "", &os.PathError{Op: "chmod", Path: f.Name(), Err: err}
 	}
 	return f, name, nil
 }

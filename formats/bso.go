@@ -74,7 +74,7 @@ func (f bso) Render(h Holder) ([]byte, error) {
 		return nil, fmt.Errorf("%s: pid must be a positive integer (got %d)", f.Name(), h.PID)
 	}
 	return fmt.Appendf(nil, "pid: %d\nsession_id: %s\nstarted_at: %s\nepic_spec: %s\nlock_version: %d\n", h.PID,
-		appendYAMLString(nil, h.RequestID), appendYAMLString(nil, h.CreatedAt.UTC().Format(secondsUTC)),
+		appendYAMLString(nil, h.RequestID), appendYAMLString(nil, events.FormatLockTime(h.CreatedAt)),
 		appendYAMLString(nil, bsoEpicSpec(h)), BSOLockVersion), nil
 }
 
@@ -193,7 +193,7 @@ func parseBSO(data []byte) (file bsoFile, err error) {
 	if !ok || started == "" {
 		return bsoFile{}, malformed(name, "started_at is required")
 	}
-	t, terr := parseRFC3339(started)
+	t, terr := events.ParseTime(started)
 	if terr != nil {
 		return bsoFile{}, malformed(name, "started_at %q is not an ISO 8601 UTC time: %v", started, terr)
 	}

@@ -324,18 +324,6 @@ func renderTime(format, field string, t time.Time) error {
 	return nil
 }
 
-// parseRFC3339 parses an RFC 3339 timestamp (any offset, any fraction) to UTC.
-func parseRFC3339(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return t.UTC(), nil
-}
-
-// secondsUTC is RFC 3339, UTC, whole seconds: tower-fleet, BSO and beads.
-const secondsUTC = "2006-01-02T15:04:05Z"
-
 // --- judging helpers -------------------------------------------------------
 
 func held(reason, detail string) Verdict {

@@ -110,7 +110,7 @@ func (f gitclaw) Parse(data []byte) (Holder, error) {
 	var num json.Number
 	switch {
 	case json.Unmarshal(raw, &s) == nil:
-		if h.CreatedAt, err = parseRFC3339(s); err != nil {
+		if h.CreatedAt, err = events.ParseTime(s); err != nil {
 			return Holder{}, malformed(name, "acquiredAt %q is not a date: %v", s, err)
 		}
 	case json.Unmarshal(raw, &num) == nil:

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 )
 
@@ -56,9 +57,9 @@ func chronoTime(t time.Time) string {
 // parseChrono parses what chrono's DateTime<Utc> deserialiser accepts:
 // RFC 3339, with a space allowed between date and time.
 func parseChrono(s string) (time.Time, error) {
-	t, err := parseRFC3339(s)
+	t, err := events.ParseTime(s)
 	if err != nil && len(s) > 10 && s[10] == ' ' {
-		if t2, err2 := parseRFC3339(s[:10] + "T" + s[11:]); err2 == nil {
+		if t2, err2 := events.ParseTime(s[:10] + "T" + s[11:]); err2 == nil {
 			return t2, nil
 		}
 	}

@@ -82,7 +82,7 @@ func (s *Lease) heartbeat(ctx context.Context) {
 	next := s.interval
 	defer func() { s.recordEnded(ctx, failures) }()
 	for {
-		if !sleep(ctx, s, next, s.poke) {
+		if !sleep(ctx, s, next, s.checks) {
 			return
 		}
 		// A call still unanswered at the deadline is abandoned: the lease

@@ -12,7 +12,6 @@ package lease
 import (
 	"context"
 	"errors"
-	"os"
 	"sync"
 	"time"
 
@@ -31,17 +30,14 @@ import (
 // *ledger.NotHolderError whose EndedBy says who ended it. Done is closed
 // once the lease is gone, lost or released.
 type Lease struct {
-	l        *ledger.Ledger
-	acq      *ledger.Acquisition
-	id       ledger.Identity
-	ttl      time.Duration
-	interval time.Duration
-	margin   time.Duration
-	clock    Clock
+	l      *ledger.Ledger
+	acq    *ledger.Acquisition
+	id     ledger.Identity
+	ttl    time.Duration
+	config // the options it was acquired with: interval, margin, clock, checks
 
 	lost     chan struct{}
 	done     chan struct{}
-	poke     <-chan os.Signal // see WithChecks
 	lostOnce sync.Once
 	doneOnce sync.Once
 	lostErr  error
@@ -86,9 +82,8 @@ func Acquire(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, o
 	if err != nil {
 		return nil, err
 	}
-	s := &Lease{l: l, acq: a, id: a.Identity(), ttl: req.TTL, interval: c.interval, margin: c.margin, clock: c.clock,
-		lost: make(chan struct{}), done: make(chan struct{}), poke: c.checks, renewed: make(chan struct{}, 1),
-		lastOK: a.HeartbeatSent()}
+	s := &Lease{l: l, acq: a, id: a.Identity(), ttl: req.TTL, config: c, lost: make(chan struct{}), done: make(chan struct{}),
+		renewed: make(chan struct{}, 1), lastOK: a.HeartbeatSent()}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = cancel
 	s.wg.Add(3)

@@ -1,5 +1,7 @@
 package schema
 
+import "github.com/lockledger/lockledger/events"
+
 // The patterns of the schema files, by hand (internal/cmd/schemagen/gen names
 // the function of each). TestFastPatterns checks each against the regexp.
 
@@ -44,33 +46,10 @@ func isEventTime(b []byte) bool {
 	return true
 }
 
-// ^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$
-func isLockName(b []byte) bool {
-	if len(b) < 1 || len(b) > 128 || !lowerAlnum(b[0]) || !lowerAlnum(b[len(b)-1]) {
-		return false
-	}
-	for i := 1; i < len(b)-1; i++ {
-		if c := b[i]; !lowerAlnum(c) && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-func lowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || isDigit(c) }
-
-// ^[A-Za-z0-9_.:-]{1,128}$
-func isRequestID(b []byte) bool {
-	if len(b) < 1 || len(b) > 128 {
-		return false
-	}
-	for _, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || isDigit(c) || c == '_' || c == '.' || c == ':' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// ^[a-z0-9]([a-z0-9_-]{0,126}[a-z0-9])?$ and ^[A-Za-z0-9_.:-]{1,128}$:
+// the ledger's own checks (FuzzFastMatchesSchema holds them to the patterns).
+func isLockName(b []byte) bool  { return events.IsLockName(b) }
+func isRequestID(b []byte) bool { return events.IsRequestID(b) }
 
 // ^sha256:[0-9a-f]{64}$
 func isSHA256Ref(b []byte) bool {

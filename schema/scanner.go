@@ -24,21 +24,7 @@ const (
 )
 
 func (k jkind) String() string {
-	switch k {
-	case jNull:
-		return "null"
-	case jBoolean:
-		return "boolean"
-	case jNumber:
-		return "number"
-	case jString:
-		return "string"
-	case jArray:
-		return "array"
-	case jObject:
-		return "object"
-	}
-	return "invalid JSON"
+	return [...]string{"invalid JSON", "null", "boolean", "number", "string", "array", "object"}[k]
 }
 
 type scanner struct {

@@ -79,18 +79,12 @@ type validator struct {
 func (v *validator) document(k kind) *verr {
 	s := &v.s
 	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		jk := s.value()
-		if s.err != "" {
-			return s.syntaxErr()
-		}
-		s.ws()
-		if s.i < len(s.b) {
-			return &verr{msg: "trailing data after the JSON value"}
-		}
-		return &verr{rule: "type", msg: "expected object, but got " + jk.String()}
+	var e *verr
+	if s.i < len(s.b) && s.b[s.i] == '{' {
+		e = v.body(k)
+	} else {
+		e = typeErr("object", s.value())
 	}
-	e := v.body(k)
 	if s.err != "" {
 		return s.syntaxErr()
 	}
@@ -133,8 +127,7 @@ func (v *validator) record(rs *recordSchema, allowed, required fieldSet) *verr {
 	s := &v.s
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		jk := s.value()
-		return typeErr("object", jk)
+		return typeErr("object", s.value())
 	}
 	var seen fieldSet
 	var errs []*verr // per field, allocated on the first violation

@@ -12,11 +12,6 @@ import (
 	"github.com/lockledger/lockledger/internal/lockfile"
 )
 
-// ErrNotRegular: a file of the trust store that is not a regular file (a
-// FIFO would block whoever opens it, a directory or device holds nothing
-// the store wrote).
-var ErrNotRegular = errors.New("not a regular file")
-
 // openOwn opens a file of the trust store: never through a symlink, never
 // blocking on a FIFO (O_NONBLOCK), and only a regular file of this user's
 // that no one else can write. Anything else is events.Invalid naming the

@@ -245,18 +245,9 @@ func writeAside(path string, b []byte, prepare func(*os.File) error) (string, er
 	return f.Name(), nil
 }
 
-// ValidLedgerID: an id a pin can hold (lockledger makes 32 hex digits).
-func ValidLedgerID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_.:-", c)) {
-			return false
-		}
-	}
-	return true
-}
+// ValidLedgerID: an id a pin can hold (lockledger makes 32 hex digits):
+// 1-128 of A-Z a-z 0-9 _ . : -, a request id's characters.
+func ValidLedgerID(id string) bool { return events.IsRequestID(id) }
 
 // PinnedVerifiers are the verifier keys the store pins at root, each
 // once; a pin whose key does not parse vouches for nothing and is left

@@ -27,8 +27,8 @@ func GroupKeyPath(root string) string {
 }
 
 // GroupRoot reports whether root is a group root, and its group: group
-// when given (the root is made one), else the root's own group when it is
-// a setgid directory its group can write.
+// when given (the root is made one), else the root's own group when its
+// mode is a group root's (lockfile.GroupMode).
 func GroupRoot(root string, group *int) (gid int, ok bool) {
 	if group != nil {
 		return *group, true
@@ -37,7 +37,7 @@ func GroupRoot(root string, group *int) (gid int, ok bool) {
 	if err := unix.Stat(Resolve(root), &st); err != nil {
 		return 0, false
 	}
-	return int(st.Gid), st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&unix.S_ISGID != 0 && st.Mode&0o070 == 0o070
+	return int(st.Gid), lockfile.GroupMode(uint32(st.Mode))
 }
 
 // rootOwner is the uid owning the root, -1 when it cannot be read (a root

@@ -29,15 +29,15 @@ const (
 	GroupFileMode   = 0o660
 )
 
-// groupMode reports whether a directory of mode (st_mode) is a group root's.
-func groupMode(mode uint32) bool {
+// GroupMode reports whether a directory of mode (st_mode) is a group root's.
+func GroupMode(mode uint32) bool {
 	return mode&unix.S_IFMT == unix.S_IFDIR && mode&unix.S_ISGID != 0 && mode&0o070 == 0o070
 }
 
 // isGroupDir reports whether the directory is isGroupDir with its group.
 func (d at) isGroupDir() bool {
 	var st unix.Stat_t
-	return d.fd >= 0 && unix.Fstat(d.fd, &st) == nil && groupMode(uint32(st.Mode))
+	return d.fd >= 0 && unix.Fstat(d.fd, &st) == nil && GroupMode(uint32(st.Mode))
 }
 
 // fileMode is the mode of a file created in the directory.
@@ -113,7 +113,7 @@ func MakeGroupRoot(root string, gid int, created bool) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return &os.PathError{Op: "fstat", Path: root, Err: err}
 	}
-	if groupMode(uint32(st.Mode)) && int(st.Gid) == gid {
+	if GroupMode(uint32(st.Mode)) && int(st.Gid) == gid {
 		return nil
 	}
 	if euid := os.Geteuid(); int(st.Uid) != euid {

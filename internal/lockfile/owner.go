@@ -91,7 +91,7 @@ func (d *Dir) CheckOwners(asked *int, names ...string) error {
 			return &os.PathError{Op: "fstat", Path: r.path, Err: err}
 		}
 		tr := trust{uid: os.Geteuid(), group: -1}
-		if groupMode(uint32(st.Mode)) {
+		if GroupMode(uint32(st.Mode)) {
 			if !tr.owns(st) && !memberOf(int(st.Gid), asked) {
 				return untrusted(r.path, st, tr.uid, "it is a group root of a group the caller is not in (nor asked for with --group)")
 			}

@@ -105,7 +105,7 @@ func Create(path string, opts ...Option) (*File, error) {
 		out.Abort()
 		return nil, err
 	}
-	if err := out.createTemp(); err != nil {
+	if out.f, out.tmp, err = CreateTemp(fd, path, out.opts.mode); err != nil {
 		out.Abort()
 		return nil, err
 	}
@@ -190,30 +190,31 @@ func (f *File) place() error {
 	return nil
 }
 
-// createTemp creates the new file beside the target: a name of its own,
-// O_EXCL, never through a symlink.
-func (f *File) createTemp() error {
-	prefix := "." + f.base
+// CreateTemp creates a new file with mode perm (less the umask) in the
+// directory dir (a descriptor) beside path, the target: a name of its own,
+// O_EXCL, never through a symlink. It returns the file and its name in dir.
+func CreateTemp(dir int, path string, perm uint32) (*os.File, string, error) {
+	prefix := "." + filepath.Base(path)
 	if len(prefix) > 100 {
 		prefix = prefix[:100]
 	}
 	for range 100 {
 		var b [8]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return err
+			return nil, "", err
 		}
 		name := prefix + "." + hex.EncodeToString(b[:]) + ".tmp"
-		fd, err := unix.Openat(f.dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, f.opts.mode)
+		fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 		if errors.Is(err, unix.EEXIST) {
 			continue
 		}
+		full := filepath.Join(filepath.Dir(path), name)
 		if err != nil {
-			return &fs.PathError{Op: "create", Path: filepath.Join(filepath.Dir(f.path), name), Err: err}
+			return nil, "", &fs.PathError{Op: "create", Path: full, Err: err}
 		}
-		f.tmp, f.f = name, os.NewFile(uintptr(fd), name)
-		return nil
+		return os.NewFile(uintptr(fd), full), name, nil
 	}
-	return fmt.Errorf("outfile: no free name for a new file beside %s", f.path)
+	return nil, "", fmt.Errorf("outfile: no free name for a new file beside %s", path)
 }
 
 // check applies the rules to the target's directory and to what is at the

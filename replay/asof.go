@@ -21,37 +21,41 @@ import (
 // relaxGC).
 func AsOf(ctx context.Context, q Querier, t time.Time, lock string) (*State, error) {
 	defer relaxGC(foldGCPercent)()
-	st, f, err := startAt(ctx, q, t, lock)
+	st, f, err := startAt(ctx, q, t, t, lock)
 	if err != nil {
 		return nil, err
 	}
 	ev := &Event{}
-	err = readAhead(ctx, q, f, func(r *store.BodyRow) error {
-		*ev = Event{}
-		if err := decodeStringInto(r.Seq, r.Body, ev); err != nil {
-			return err
-		}
-		ev.Seq = r.Seq
-		st.Apply(ev)
-		return nil
-	})
+	err = readAhead(ctx, q, f, func(r *store.BodyRow) error { return st.applyRow(ev, r) })
 	if err != nil {
 		return nil, err
 	}
 	return st, nil
 }
 
-// startAt is the state a fold of the events at or before t (of lock's,
-// when set) starts from, and the filter of the events to fold after it:
-// a snapshot's and the events after it up to the last at or before t, or
-// the state before any event and every event.
-func startAt(ctx context.Context, q Querier, t time.Time, lock string) (*State, Filter, error) {
-	f := Filter{Lock: lock, Until: t}
-	first, to, ok, err := store.SeqRange(ctx, q, time.Time{}, t)
+// applyRow decodes r into ev (reused from row to row) and folds it.
+func (s *State) applyRow(ev *Event, r *store.BodyRow) error {
+	*ev = Event{}
+	if err := decodeStringInto(r.Seq, r.Body, ev); err != nil {
+		return err
+	}
+	ev.Seq = r.Seq
+	s.Apply(ev)
+	return nil
+}
+
+// startAt is the state a fold of the events at or before until (of
+// lock's, when set) starts from, and the filter of the events to fold
+// after it: the newest snapshot it can trust whose events are all at or
+// before from (see nearestSnapshot) and the events after it up to the
+// last at or before until, or the state before any event and every event.
+func startAt(ctx context.Context, q Querier, from, until time.Time, lock string) (*State, Filter, error) {
+	f := Filter{Lock: lock, Until: until}
+	first, to, ok, err := store.SeqRange(ctx, q, time.Time{}, until)
 	if err != nil || !ok {
 		return NewState(), f, err
 	}
-	st, _, found, err := nearestSnapshot(ctx, q, t, to, first)
+	st, _, found, err := nearestSnapshot(ctx, q, from, to, first)
 	if err != nil || !found {
 		return NewState(), f, err
 	}

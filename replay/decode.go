@@ -3,38 +3,27 @@ package replay
 import (
 	"strconv"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/schema"
 )
 
-// decodeFast decodes a body into an Event exactly as
-// json.Unmarshal(body, &Event{}) does, for bodies in the shape the ledger
+// decodeFastString decodes a body into ev (zero) exactly as
+// json.Unmarshal(body, ev) does, for bodies in the shape the ledger
 // writes: one JSON object whose members are known fields, each once, with
 // strings free of escapes, integers in range and no nulls. For anything
-// else it reports false and the caller falls back to json.Unmarshal, which
-// handles every case (unknown or case-folded keys, duplicates merging into
-// maps and pointers, nulls, type errors). FuzzDecodeFast and
+// else it reports false (and ev holds debris, to be zeroed before any
+// other use) and the caller falls back to json.Unmarshal, which handles
+// every case (unknown or case-folded keys, duplicates merging into maps
+// and pointers, nulls, type errors). FuzzDecodeFast and
 // TestDecodeFastMatchesUnmarshal hold it equal to json.Unmarshal; the
-// package comment says which bench row keeps it. Keys are
-// looked up in the schema's generated fields (schema.EventFieldOf and the
-// like), so a field renamed in a schema file breaks this switch at compile
-// time; TestDecodeFastTakesEverySchemaField finds one it does not decode.
+// package comment says which bench row keeps it. Keys are looked up in
+// the schema's generated fields (schema.EventFieldOf and the like), so a
+// field renamed in a schema file breaks this switch at compile time;
+// TestDecodeFastTakesEverySchemaField finds one it does not decode.
 //
 // The event's strings are substrings of body itself, not copies: body must
 // not change while the event is in use (verify's row bodies never change).
-func decodeFast(body []byte) (*Event, bool) {
-	ev := &Event{}
-	if !decodeFastString(unsafe.String(unsafe.SliceData(body), len(body)), ev) {
-		return nil, false
-	}
-	return ev, true
-}
-
-// decodeFastString is decodeFast into ev (zero) of a body held as a
-// string; after false, ev holds debris and must be zeroed before any
-// other use.
 func decodeFastString(body string, ev *Event) bool {
 	if len(body) == 0 {
 		return false
@@ -64,20 +53,46 @@ func (d *fastDecoder) ws() {
 	}
 }
 
-// members calls member for each member of the object at d.i (white space
-// skipped), with d.i at the value; member must consume it.
-func (d *fastDecoder) members(member func(key string) bool) bool {
+// list calls item for each item of the object or array (open, close) at
+// d.i (white space skipped), with d.i at the item; item must consume it.
+// Anything else, a null included, is left to json.Unmarshal (which keeps
+// a slice nil).
+func (d *fastDecoder) list(open, close byte, item func() bool) bool {
 	d.ws()
-	if d.i >= len(d.s) || d.s[d.i] != '{' {
+	if d.i >= len(d.s) || d.s[d.i] != open {
 		return false
 	}
 	d.i++
 	d.ws()
-	if d.i < len(d.s) && d.s[d.i] == '}' {
+	if d.i < len(d.s) && d.s[d.i] == close {
 		d.i++
 		return true
 	}
 	for {
+		d.ws()
+		if !item() {
+			return false
+		}
+		d.ws()
+		if d.i >= len(d.s) {
+			return false
+		}
+		switch d.s[d.i] {
+		case ',':
+			d.i++
+		case close:
+			d.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// members calls member for each member of the object at d.i, with d.i at
+// the value; member must consume it.
+func (d *fastDecoder) members(member func(key string) bool) bool {
+	return d.list('{', '}', func() bool {
 		key, ok := d.str()
 		if !ok {
 			return false
@@ -88,24 +103,8 @@ func (d *fastDecoder) members(member func(key string) bool) bool {
 		}
 		d.i++
 		d.ws()
-		if !member(key) {
-			return false
-		}
-		d.ws()
-		if d.i >= len(d.s) {
-			return false
-		}
-		switch d.s[d.i] {
-		case ',':
-			d.i++
-			d.ws()
-		case '}':
-			d.i++
-			return true
-		default:
-			return false
-		}
-	}
+		return member(key)
+	})
 }
 
 // str reads a string without escapes or control characters whose bytes
@@ -257,11 +256,11 @@ func (d *fastDecoder) value(p any) (ok bool) {
 	case *map[string]string:
 		return d.metadata(p)
 	case *[]string:
-		return d.strings(p)
+		return array(d, p, func(s *string) bool { return d.value(s) })
 	case *[]int:
-		return d.ints(p)
+		return array(d, p, func(n *int) bool { return d.value(n) })
 	case *[]events.Target:
-		return d.targets(p)
+		return array(d, p, func(t *events.Target) bool { return object(d, schema.TargetsItemFieldOf, targetFields[:], t) })
 	case **events.Record:
 		*p = &events.Record{}
 		return object(d, schema.LockV1FieldOf, recordFields[:], *p)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/lockledger/lockledger/events"
 )
@@ -200,4 +201,13 @@ func BenchmarkDecodeFast(b *testing.B) {
 			}
 		})
 	}
+}
+
+// decodeFast is decodeFastString of a body held as bytes, into a new Event.
+func decodeFast(body []byte) (*Event, bool) {
+	ev := &Event{}
+	if !decodeFastString(unsafe.String(unsafe.SliceData(body), len(body)), ev) {
+		return nil, false
+	}
+	return ev, true
 }

@@ -5,8 +5,6 @@ package replay
 // the fast decoder of decode.go.
 
 import (
-	"strconv"
-
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/schema"
 )
@@ -23,77 +21,17 @@ func (d *fastDecoder) metadata(p *map[string]string) bool {
 	})
 }
 
-// elements calls elem for each element of the array at d.i (white space
-// skipped), with d.i at the element; elem must consume it. A null is left
-// to json.Unmarshal (it keeps the slice nil).
-func (d *fastDecoder) elements(elem func() bool) bool {
-	d.ws()
-	if d.i >= len(d.s) || d.s[d.i] != '[' {
-		return false
-	}
-	d.i++
-	d.ws()
-	if d.i < len(d.s) && d.s[d.i] == ']' {
-		d.i++
-		return true
-	}
-	for {
-		d.ws()
-		if !elem() {
-			return false
-		}
-		d.ws()
-		if d.i >= len(d.s) {
-			return false
-		}
-		switch d.s[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// strings: an array of strings into a new slice (encoding/json makes an
-// empty one for []).
-func (d *fastDecoder) strings(p *[]string) bool {
-	v := []string{}
-	ok := d.elements(func() bool {
-		s, ok := d.str()
-		v = append(v, s)
+// array decodes the array at d.i into a new slice (encoding/json makes
+// an empty one for []), each element by elem.
+func array[T any](d *fastDecoder, p *[]T, elem func(*T) bool) bool {
+	v := []T{}
+	ok := d.list('[', ']', func() bool {
+		var x T
+		ok := elem(&x)
+		v = append(v, x)
 		return ok
 	})
 	*p = v
-	return ok
-}
-
-// ints: an array of integers that fit in an int.
-func (d *fastDecoder) ints(p *[]int) bool {
-	v := []int{}
-	ok := d.elements(func() bool {
-		n, ok := d.integer(strconv.IntSize)
-		v = append(v, int(n))
-		return ok
-	})
-	*p = v
-	return ok
-}
-
-func (d *fastDecoder) targets(p *[]events.Target) bool {
-	ts := []events.Target{} // encoding/json: [] is an empty slice, not nil
-	ok := d.elements(func() bool {
-		var t events.Target
-		ok := object(d, schema.TargetsItemFieldOf, targetFields[:], &t)
-		ts = append(ts, t)
-		return ok
-	})
-	if ok {
-		*p = ts
-	}
 	return ok
 }
 

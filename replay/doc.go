@@ -10,7 +10,7 @@
 // "As of T" means every event with at <= T, applied in seq order (order is
 // by seq, never by timestamp: clocks of many hosts disagree, seq does not).
 //
-// Bodies are decoded by a decoder of its own (decodeFast, decode.go), with
+// Bodies are decoded by a decoder of its own (decodeFastString, decode.go), with
 // encoding/json for any body it does not take. It is a speed-only second
 // copy, kept because `make bench`'s row "`replay --as-of T --json` on N
 // events with replay's own decoder vs encoding/json alone" (group copies,

@@ -132,7 +132,7 @@ type Event struct {
 
 // DecodeEvent parses a stored body. seq is the row's seq, used only in
 // the error message. The event's strings share body's memory (see
-// decodeFast): body must not change while the event is in use.
+// decodeFastString): body must not change while the event is in use.
 func DecodeEvent(seq int64, body []byte) (*Event, error) {
 	ev := &Event{}
 	if err := decodeStringInto(seq, unsafe.String(unsafe.SliceData(body), len(body)), ev); err != nil {
@@ -143,7 +143,7 @@ func DecodeEvent(seq int64, body []byte) (*Event, error) {
 }
 
 // decodeBody decodes body into ev (zero) as encoding/json does: by
-// decodeFast when it takes the body, else by encoding/json.
+// decodeFastString when it takes the body, else by encoding/json.
 func decodeBody(body string, ev *Event) error {
 	if fastDecode && decodeFastString(body, ev) {
 		return nil

@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -268,12 +269,7 @@ func (s *State) Lock(name string) *Lock { return s.locks[name] }
 
 // Locks returns every lock seen, ordered by name.
 func (s *State) Locks() []*Lock {
-	out := make([]*Lock, 0, len(s.locks))
-	for _, l := range s.locks {
-		out = append(out, l)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return slices.SortedFunc(maps.Values(s.locks), func(a, b *Lock) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // Len is the number of locks seen.
@@ -321,9 +317,7 @@ func (s *State) Apply(ev *Event) {
 	case events.LockAcquired, events.LockStolen:
 		if ev.Type == events.LockStolen && ev.PreviousLock != nil {
 			prev := ev.PreviousLock.RequestID
-			if l.sharedIndex(prev) >= 0 {
-				l.dropShared(prev)
-			} else if ev.Mode == events.ModeShared && l.Held && l.Holder.Record.RequestID == prev {
+			if !l.dropShared(prev) && ev.Mode == events.ModeShared && l.heldBy(prev) {
 				// A shared holder took over a dead or stale exclusive one.
 				l.Held, l.UpdatedSeq = false, ev.Seq
 			}
@@ -336,31 +330,22 @@ func (s *State) Apply(ev *Event) {
 		}
 		l.Held, l.Holder, l.UpdatedSeq = true, holderOf(ev), ev.Seq
 	case events.LockHeartbeat:
-		if i := l.sharedIndex(ev.RequestID); i >= 0 && !(l.Held && l.Holder.Record.RequestID == ev.RequestID) {
-			h := *l.Shared[i]
-			h.Heartbeat = ev.Time
-			h.Record.LastHeartbeatAt = lockTime(ev)
-			l.Shared[i] = &h
+		if i := l.sharedIndex(ev.RequestID); i >= 0 && !l.heldBy(ev.RequestID) {
+			l.Shared[i] = beat(l.Shared[i], ev)
 			return
 		}
-		if !l.Held || l.Holder.Record.RequestID != ev.RequestID {
+		if !l.heldBy(ev.RequestID) {
 			s.anomaly(ev, verify.KindInconsistent, "heartbeat from request "+ev.RequestID+", which does not hold the lock")
 			return
 		}
-		h := *l.Holder
-		h.Heartbeat = ev.Time
-		h.Record.LastHeartbeatAt = lockTime(ev)
-		l.Holder, l.UpdatedSeq = &h, ev.Seq
+		l.Holder, l.UpdatedSeq = beat(l.Holder, ev), ev.Seq
 	case events.LockReleased:
 		released := ev.RequestID
 		if ev.Forced {
 			released = ev.ReleasedRequestID
 		}
-		if i := l.sharedIndex(released); i >= 0 && !(l.Held && l.Holder.Record.RequestID == released) {
-			if ev.FencingToken != l.Shared[i].Token {
-				s.anomaly(ev, verify.KindFencingToken, fmt.Sprintf("release of request %s with fencing_token %d, but its holding's token is %d",
-					released, ev.FencingToken, l.Shared[i].Token))
-			}
+		if i := l.sharedIndex(released); i >= 0 && !l.heldBy(released) {
+			s.checkToken(ev, released, l.Shared[i].Token)
 			l.dropShared(released)
 			return
 		}
@@ -374,13 +359,29 @@ func (s *State) Apply(ev *Event) {
 			s.anomaly(ev, verify.KindInconsistent, fmt.Sprintf("release of request %s while request %s holds the lock", released, l.Holder.Record.RequestID))
 			return
 		}
-		if ev.FencingToken != l.Holder.Token {
-			// The ledger writes the released holding's own token; the
-			// lock is freed all the same, as the log now reads.
-			s.anomaly(ev, verify.KindFencingToken, fmt.Sprintf("release of request %s with fencing_token %d, but its holding's token is %d",
-				released, ev.FencingToken, l.Holder.Token))
-		}
+		s.checkToken(ev, released, l.Holder.Token)
 		l.Held, l.UpdatedSeq = false, ev.Seq
+	}
+}
+
+// heldBy reports whether request id is the lock's exclusive holder.
+func (l *Lock) heldBy(id string) bool { return l.Held && l.Holder.Record.RequestID == id }
+
+// beat is h after the heartbeat ev.
+func beat(h *Holder, ev *Event) *Holder {
+	b := *h
+	b.Heartbeat = ev.Time
+	b.Record.LastHeartbeatAt = lockTime(ev)
+	return &b
+}
+
+// checkToken reports a release of request released whose fencing token
+// is not its holding's. The ledger writes the released holding's own
+// token; the lock is freed all the same, as the log now reads.
+func (s *State) checkToken(ev *Event, released string, token int64) {
+	if ev.FencingToken != token {
+		s.anomaly(ev, verify.KindFencingToken, fmt.Sprintf("release of request %s with fencing_token %d, but its holding's token is %d",
+			released, ev.FencingToken, token))
 	}
 }
 
@@ -419,35 +420,33 @@ func (s *State) claim(l *Lock, ev *Event) {
 		if mine {
 			s.anomaly(ev, verify.KindInconsistent, "lock_acquired again by request "+ev.RequestID+", which already holds the lock")
 		} else {
-			l.Claims = append(l.Claims, claim{RequestID: ev.RequestID, Token: ev.FencingToken, Seq: ev.Seq, At: ev.At, Shared: shared})
+			l.Claims = append(l.Claims, claimOf(ev))
 		}
 	case events.LockStolen:
 		if ev.Mode == events.ModeShared {
 			// One slot (or the dead exclusive holder) handed over: the
 			// previous holder's claim goes, the others stay.
-			kept := l.Claims[:0]
-			for _, c := range l.Claims {
-				if ev.PreviousLock == nil || c.RequestID != ev.PreviousLock.RequestID {
-					kept = append(kept, c)
-				}
-			}
-			l.Claims = append(kept, claim{RequestID: ev.RequestID, Token: ev.FencingToken, Seq: ev.Seq, At: ev.At, Shared: true})
+			l.Claims = slices.DeleteFunc(l.Claims, func(c claim) bool {
+				return ev.PreviousLock != nil && c.RequestID == ev.PreviousLock.RequestID
+			})
+			l.Claims = append(l.Claims, claimOf(ev))
 			return
 		}
-		l.Claims = append(l.Claims[:0], claim{RequestID: ev.RequestID, Token: ev.FencingToken, Seq: ev.Seq, At: ev.At})
+		l.Claims = append(l.Claims[:0], claimOf(ev))
 	case events.LockReleased:
 		released := ev.RequestID
 		if ev.Forced && ev.ReleasedRequestID != "" {
 			released = ev.ReleasedRequestID
 		}
-		kept := l.Claims[:0]
-		for _, c := range l.Claims {
-			if c.RequestID != released && (ev.FencingToken == 0 || c.Token != ev.FencingToken) {
-				kept = append(kept, c)
-			}
-		}
-		l.Claims = kept
+		l.Claims = slices.DeleteFunc(l.Claims, func(c claim) bool {
+			return c.RequestID == released || (ev.FencingToken != 0 && c.Token == ev.FencingToken)
+		})
 	}
+}
+
+// claimOf is the claim an acquiring event makes.
+func claimOf(ev *Event) claim {
+	return claim{RequestID: ev.RequestID, Token: ev.FencingToken, Seq: ev.Seq, At: ev.At, Shared: ev.Mode == events.ModeShared}
 }
 
 func (s *State) anomaly(ev *Event, kind verify.Kind, detail string) {

@@ -14,8 +14,6 @@ type chainHasher struct {
 	hex [2 * sha256.Size]byte
 }
 
-func newChainHasher() *chainHasher { return &chainHasher{} }
-
 // matches reports whether want is hex(sha256(decimal(seq) "\n" prev "\n" body)).
 func (c *chainHasher) matches(seq int64, prev string, body []byte, want string) bool {
 	if len(want) != len(c.hex) {

@@ -11,7 +11,7 @@ import (
 
 // TestChainHasherMatchesEvents: verify's hash check is events.ChainHash.
 func TestChainHasherMatchesEvents(t *testing.T) {
-	h := newChainHasher()
+	h := new(chainHasher)
 	rng := rand.New(rand.NewPCG(3, 4))
 	seqs := []int64{0, 1, -1, 9, 10, 123456789, math.MaxInt64, math.MinInt64}
 	prevs := []string{"", "x", events.Genesis("l"), strings.Repeat("ab", 40), strings.Repeat("é", 50)}

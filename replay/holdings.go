@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/store"
 )
 
 // Holding is one request's hold on a lock as the fold sees it: from the
@@ -90,26 +89,25 @@ func (f *HoldingFold) applyShared(ev *Event, l *Lock) {
 	}
 	for _, h := range l.Shared {
 		id := h.Record.RequestID
-		if open[id] == nil && ev.RequestID == id && (ev.Type == events.LockAcquired || ev.Type == events.LockStolen) {
-			if open == nil {
-				open = map[string]*Holding{}
-				f.shared[ev.LockName] = open
-			}
-			open[id] = &Holding{Lock: ev.LockName, Opened: ev, Shared: true}
+		if f.shared[ev.LockName][id] == nil && ev.RequestID == id && (ev.Type == events.LockAcquired || ev.Type == events.LockStolen) {
+			f.openShared(id, &Holding{Lock: ev.LockName, Opened: ev, Shared: true})
 		}
 	}
 }
 
+// openShared notes h, the open shared holding of request id.
+func (f *HoldingFold) openShared(id string, h *Holding) {
+	if f.shared[h.Lock] == nil {
+		f.shared[h.Lock] = map[string]*Holding{}
+	}
+	f.shared[h.Lock][id] = h
+}
+
 // Open lists the holdings not ended, by opening seq.
 func (f *HoldingFold) Open() []*Holding {
-	out := make([]*Holding, 0, len(f.open))
-	for _, h := range f.open {
-		out = append(out, h)
-	}
+	out := slices.Collect(maps.Values(f.open))
 	for _, m := range f.shared {
-		for _, h := range m {
-			out = append(out, h)
-		}
+		out = slices.AppendSeq(out, maps.Values(m))
 	}
 	slices.SortFunc(out, func(a, b *Holding) int { return int(a.Opened.Seq - b.Opened.Seq) })
 	return out
@@ -167,22 +165,15 @@ func Holdings(ctx context.Context, q Querier, f Filter) ([]*Holding, error) {
 // ended before the window, so none is missed); else the fold before any
 // event, and every event up to f.Until.
 func holdingsFrom(ctx context.Context, q Querier, f Filter) (*HoldingFold, Filter, error) {
-	scan := Filter{Lock: f.Lock, Until: f.Until}
+	fold := NewHoldingFold()
 	if f.Since.IsZero() {
-		return NewHoldingFold(), scan, nil
+		return fold, Filter{Lock: f.Lock, Until: f.Until}, nil
 	}
-	first, to, ok, err := store.SeqRange(ctx, q, time.Time{}, f.Until)
-	if err != nil || !ok {
-		return NewHoldingFold(), scan, err
+	st, scan, err := startAt(ctx, q, f.Since.Add(-time.Nanosecond), f.Until, f.Lock)
+	if err != nil {
+		return nil, scan, err
 	}
-	st, _, found, err := nearestSnapshot(ctx, q, f.Since.Add(-time.Nanosecond), to, first)
-	if err != nil || !found {
-		return NewHoldingFold(), scan, err
-	}
-	if f.Lock != "" {
-		st.onlyLock(f.Lock)
-	}
-	fold := &HoldingFold{st: st, open: map[string]*Holding{}, shared: map[string]map[string]*Holding{}}
+	fold.st = st
 	for _, l := range st.Locks() {
 		if l.Held {
 			ev, err := eventAt(ctx, q, l.Holder.Began.Seq)
@@ -196,13 +187,9 @@ func holdingsFrom(ctx context.Context, q Querier, f Filter) (*HoldingFold, Filte
 			if err != nil {
 				return nil, scan, err
 			}
-			if fold.shared[l.Name] == nil {
-				fold.shared[l.Name] = map[string]*Holding{}
-			}
-			fold.shared[l.Name][h.Record.RequestID] = &Holding{Lock: l.Name, Opened: ev, Shared: true}
+			fold.openShared(h.Record.RequestID, &Holding{Lock: l.Name, Opened: ev, Shared: true})
 		}
 	}
-	scan.FromSeq, scan.ToSeq = st.Seq+1, to
 	return fold, scan, nil
 }
 

@@ -156,12 +156,7 @@ func (f *HoldingFold) UnmarshalJSON(b []byte) error {
 		if err != nil {
 			return err
 		}
-		m := n.shared[o.Lock]
-		if m == nil {
-			m = map[string]*Holding{}
-			n.shared[o.Lock] = m
-		}
-		m[o.RequestID] = h
+		n.openShared(o.RequestID, h)
 	}
 	*f = *n
 	return nil

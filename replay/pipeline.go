@@ -58,7 +58,7 @@ func pipeline(ctx context.Context, produce func(emit func(*Row) bool) error, con
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			h := newChainHasher()
+			h := new(chainHasher)
 			for b := range in {
 				// The batch's events, in one allocation, made here rather
 				// than by the producer, which is the pipeline's bottleneck.

@@ -130,12 +130,9 @@ func BuildSnapshots(ctx context.Context, q Querier, every, budget int64, emit fu
 	var minAt string // the earliest at of the block so far
 	var blockLo int64
 	fold := func(r *store.BodyRow) error {
-		*ev = Event{}
-		if err := decodeStringInto(r.Seq, r.Body, ev); err != nil {
+		if err := st.applyRow(ev, r); err != nil {
 			return err
 		}
-		ev.Seq = r.Seq
-		st.Apply(ev)
 		maxAt = max(maxAt, ev.At)
 		if r.Seq > blockLo && (minAt == "" || ev.At < minAt) {
 			minAt = ev.At

@@ -117,7 +117,7 @@ func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checke
 	bare := cfg
 	bare.trust = nil
 	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), clock: clock{skew: cfg.clockSkew, now: cfg.now()},
-		hasher: newChainHasher(), fromOne: fromStart, tree: newTreeCheck(r, false, bare)}
+		hasher: new(chainHasher), fromOne: fromStart, tree: newTreeCheck(r, false, bare)}
 }
 
 // newLedgerChecker is newChecker for a ledger's rows: their stored
@@ -307,7 +307,7 @@ func (c *checker) finish() {
 
 // decodeLoose decodes what it can into ev (zero): an error only when the
 // body is not a JSON object at all. Type and time are checked by the
-// callers. The event's strings share body's memory (see decodeFast).
+// callers. The event's strings share body's memory (see decodeFastString).
 func decodeLoose(body []byte, ev *Event) (*Event, error) {
 	if err := decodeBody(unsafe.String(unsafe.SliceData(body), len(body)), ev); err != nil {
 		return nil, err

@@ -67,12 +67,6 @@ type cloudEventsWriter struct {
 func (c *cloudEventsWriter) Start(int64, []tlog.Hash) error { return nil }
 
 func (c *cloudEventsWriter) Event(r *Record) error {
-	data := json.RawMessage(r.Row.Body)
-	if !json.Valid(data) {
-		// A damaged row: its bytes as a JSON string, as export writes it.
-		b, _ := json.Marshal(string(r.Row.Body))
-		data = b
-	}
 	id := r.Env.EventID
 	if id == "" {
 		id = fmt.Sprintf("seq-%d", r.Row.Seq)
@@ -83,7 +77,7 @@ func (c *cloudEventsWriter) Event(r *Record) error {
 	}
 	ev := cloudEvent{SpecVersion: "1.0", ID: id, Source: c.source, Type: typ, DataContentType: "application/json",
 		Sequence: fmt.Sprintf("%0*d", SequenceWidth, r.Row.Seq), Seq: strconv.FormatInt(r.Row.Seq, 10),
-		Leaf: r.Leaf.String(), Hash: r.Row.Hash, PrevHash: r.Row.PrevHash, Data: data}
+		Leaf: r.Leaf.String(), Hash: r.Row.Hash, PrevHash: r.Row.PrevHash, Data: bodyJSON(r.Row.Body)}
 	if !r.Time.IsZero() {
 		ev.Time = r.Time.Format(time.RFC3339Nano)
 	}

@@ -7,6 +7,7 @@
 package stream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,6 +35,17 @@ func newRecord(row *replay.Row) *Record {
 		r.Time = t.UTC()
 	}
 	return r
+}
+
+// bodyJSON is a stored body as JSON on one line: compacted, or a damaged
+// row's bytes as a JSON string, as export writes it.
+func bodyJSON(body []byte) []byte {
+	var b bytes.Buffer
+	if json.Compact(&b, body) == nil {
+		return b.Bytes()
+	}
+	q, _ := json.Marshal(string(body)) // a string always marshals
+	return q
 }
 
 // Checkpoint is a signed checkpoint as streamed: the note as the ledger

@@ -93,13 +93,7 @@ func (s *syslogWriter) Event(r *Record) error {
 		param(b, "user", *r.Env.User)
 	}
 	b.WriteString("] ")
-	var body bytes.Buffer
-	if json.Compact(&body, r.Row.Body) != nil {
-		body.Reset()
-		q, _ := json.Marshal(string(r.Row.Body)) // a damaged row, as export writes it
-		body.Write(q)
-	}
-	return s.send(body.Bytes())
+	return s.send(bodyJSON(r.Row.Body))
 }
 
 func (s *syslogWriter) Checkpoint(c *Checkpoint) error {

@@ -309,10 +309,8 @@ func (o *verifyOptions) keysOutsideRoot(keyed bool) error {
 		return nil // LOCKLEDGER_WITNESS is not read without a key
 	}
 	for _, w := range o.g.Sign.Witnesses {
-		if invocation.InsideRoot(o.g.Root, w) {
-			return events.Invalid("--witness", w, fmt.Sprintf(
-				"is inside the root %s: whoever can rewrite the ledger can rewrite it too, so it witnesses nothing; use another volume or host",
-				invocation.ResolvedRoot(o.g.Root)))
+		if err := invocation.WitnessOutsideRoot(o.g.Root, w); err != nil {
+			return err
 		}
 	}
 	return nil

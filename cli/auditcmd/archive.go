@@ -223,7 +223,7 @@ func readArchive(g *invocation.Globals, path, actor string) (*os.File, *archive.
 	if err := invocation.ValidActor(actor); err != nil {
 		return nil, nil, err
 	}
-	f, err := openArchive(path)
+	f, err := openInput("--archive", path, archiveWhat)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,10 +241,8 @@ func readArchive(g *invocation.Globals, path, actor string) (*os.File, *archive.
 	return f, c, nil
 }
 
-// openArchive opens an --archive file: a regular file, read twice.
-func openArchive(path string) (*os.File, error) {
-	return openInput("--archive", path, "an archive lockledger archive wrote")
-}
+// archiveWhat is what an --archive file must be, for openInput.
+const archiveWhat = "an archive lockledger archive wrote"
 
 // openInput opens the file a flag names for reading, which must be a
 // regular file (what, for the message): O_NONBLOCK keeps a FIFO there
@@ -324,7 +322,7 @@ func ledgerSize(ctx context.Context, g *invocation.Globals, l *ledger.Ledger) in
 func (o *verifyOptions) withArchives(rep *verify.Report, opts ...replay.VerifyOption) error {
 	var checked []*archive.Checked
 	for _, path := range o.archives {
-		f, err := openArchive(path)
+		f, err := openInput("--archive", path, archiveWhat)
 		if err != nil {
 			return err
 		}

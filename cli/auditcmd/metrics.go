@@ -105,13 +105,8 @@ database with no ledger is exit 6.`,
 }
 
 func runMetrics(ctx context.Context, o *metricsOptions) error {
-	var format metrics.Format
-	switch o.format {
-	case "text":
-		format = metrics.Text
-	case "openmetrics":
-		format = metrics.OpenMetrics
-	default:
+	format, ok := map[string]metrics.Format{"text": metrics.Text, "openmetrics": metrics.OpenMetrics}[o.format]
+	if !ok {
 		return events.Invalid("--format", o.format, "must be text or openmetrics")
 	}
 	if o.listen != "" {

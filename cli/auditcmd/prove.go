@@ -109,31 +109,20 @@ exit 1 (lockledger verify says where it differs). prove only reads.`,
 	ev := &cobra.Command{
 		Use:   "event SEQ --checkpoint FILE",
 		Short: "Prove that event SEQ is in a checkpoint's tree",
-		Args:  argCount(func(n int) bool { return n == 1 }, "prove event: takes exactly one SEQ"),
+		Args:  invocation.ArgCount(func(n int) bool { return n == 1 }, "prove event: takes exactly one SEQ"),
 		RunE:  func(cmd *cobra.Command, args []string) error { return runProveEvent(cmd.Context(), o, args[0]) },
 	}
 	ev.Flags().StringVar(&o.checkpoint, "checkpoint", "", "file holding the checkpoint (the largest in it is used), or a witness directory (its largest of this ledger)")
 	ext := &cobra.Command{
 		Use:   "extends OLD NEW",
 		Short: "Prove that checkpoint NEW extends checkpoint OLD",
-		Args:  argCount(func(n int) bool { return n == 2 }, "prove extends: takes the OLD and NEW checkpoint files"),
+		Args:  invocation.ArgCount(func(n int) bool { return n == 2 }, "prove extends: takes the OLD and NEW checkpoint files"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProveExtends(cmd.Context(), g, args[0], args[1])
 		},
 	}
 	cmd.AddCommand(ev, ext)
 	return cmd
-}
-
-// argCount accepts the arguments whose number ok allows; takes says what
-// the command takes.
-func argCount(ok func(n int) bool, takes string) cobra.PositionalArgs {
-	return func(_ *cobra.Command, args []string) error {
-		if !ok(len(args)) {
-			return &invocation.UsageError{Err: fmt.Errorf("%s, got %d arguments", takes, len(args))}
-		}
-		return nil
-	}
 }
 
 func runProveEvent(ctx context.Context, o *proveOptions, seqArg string) error {
@@ -259,7 +248,7 @@ Without --verifier-key the signatures are not checked and the output says
 so: the proof then only shows that the hashes agree. Exit 0 when the
 proof holds, 1 when it does not, 2 when the input is no proof.`,
 		Example: `  lockledger verify-proof seq42.proof --verifier-key ops-ledger.vkey`,
-		Args:    argCount(func(n int) bool { return n <= 1 }, "verify-proof: takes at most one FILE"),
+		Args:    invocation.ArgCount(func(n int) bool { return n <= 1 }, "verify-proof: takes at most one FILE"),
 		RunE:    func(cmd *cobra.Command, args []string) error { return runVerifyProof(o, args) },
 	})
 	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one (repeatable)")
@@ -314,17 +303,11 @@ func runVerifyProof(o *verifyProofOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	var in io.Reader = o.g.IO.In
-	name := "standard input"
+	path, name := "-", "standard input"
 	if len(args) == 1 && args[0] != "-" {
-		f, err := os.Open(args[0])
-		if err != nil {
-			return events.Invalid("FILE", args[0], "cannot be read: "+invocation.ErrText(err))
-		}
-		defer f.Close()
-		in, name = f, args[0]
+		path, name = args[0], args[0]
 	}
-	data, err := io.ReadAll(io.LimitReader(in, 64<<20))
+	data, err := o.g.ReadInput("FILE", path, 64<<20)
 	if err != nil {
 		return err
 	}

@@ -309,10 +309,8 @@ func (o *verifyOptions) keysOutsideRoot(keyed bool) error {
 		return nil // LOCKLEDGER_WITNESS is not read without a key
 	}
 	for _, w := range o.g.Sign.Witnesses {
-		if invocation.InsideRoot(o.g.Root, w) {
-			return events.Invalid("--witness", w, fmt.Sprintf(
-				"is inside the root %s: whoever can rewrite the ledger can rewrite it too, so it witnesses nothing; use another volume or host",
-				invocation.ResolvedRoot(o.g.Root)))
+		if err := invocation.WitnessOutsideRoot(o.g.Root, w); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -393,7 +391,12 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		return err
 	}
 	if o.file != "" {
-		rep, err = verifyFile(o.file, o.prevHash, o.ledgerID, trust, replay.ClockSkew(skew))
+		var f *os.File
+		if f, err = openExport(o.file); err != nil {
+			return err
+		}
+		defer f.Close()
+		rep, err = replay.VerifyExport(f, o.file, o.prevHash, o.ledgerID, trust, replay.ClockSkew(skew))
 	} else {
 		opts := []ledger.VerifyOption{ledger.AllowClockSkew(skew), ledger.CheckAgainst(trust)}
 		if o.full {
@@ -488,16 +491,6 @@ func verified(rep *verify.Report, file string) *events.Verified {
 func isChainHash(h string) bool {
 	_, err := hex.DecodeString(h)
 	return len(h) == 64 && err == nil && strings.ToLower(h) == h
-}
-
-// verifyFile checks the export at path against t (see replay.VerifyExport).
-func verifyFile(path, prevHash, ledgerID string, t *replay.Trust, opts ...replay.VerifyOption) (*verify.Report, error) {
-	f, err := openExport(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return replay.VerifyExport(f, path, prevHash, ledgerID, t, opts...)
 }
 
 // exportRule is what --file accepts.

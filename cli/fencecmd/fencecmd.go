@@ -6,7 +6,6 @@ package fencecmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -86,7 +85,7 @@ request id. When the ledger cannot take the event, the write is refused
 all the same and stderr says it was not recorded.`,
 		Example: `  lockledger run deploy -- sh -c 'render-config | lockledger fence write /srv/app/config.json'
   lockledger fence write --token 42 --lock deploy /srv/app/config.json < config.json`,
-		Args: onePath,
+		Args: invocation.ArgCount(func(n int) bool { return n == 1 }, "write: takes exactly one path"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.path, o.cmd = args[0], cmd
 			return runWrite(cmd.Context(), o)
@@ -212,12 +211,4 @@ func NewRecorder(g *invocation.Globals) *cobra.Command {
 func final(err error) bool {
 	var inv *events.InvalidError
 	return errors.Is(err, ledger.ErrNoLedger) || errors.As(err, &inv)
-}
-
-// onePath is write's Args: one path.
-func onePath(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return &invocation.UsageError{Err: fmt.Errorf("%s: takes exactly one path, got %d arguments", cmd.Name(), len(args))}
-	}
-	return nil
 }

@@ -32,3 +32,14 @@ func NoArgs(cmd *cobra.Command, args []string) error {
 	}
 	return nil
 }
+
+// ArgCount accepts the arguments whose number ok allows; takes says what
+// the command takes.
+func ArgCount(ok func(n int) bool, takes string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if !ok(len(args)) {
+			return &UsageError{fmt.Errorf("%s, got %d arguments", takes, len(args))}
+		}
+		return nil
+	}
+}

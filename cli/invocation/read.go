@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
+	"os"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
@@ -53,4 +56,20 @@ func ArchivedNote(ctx context.Context, r *Reader) string {
 	}
 	return fmt.Sprintf("events below seq %d are archived (archive sha256 %s, recorded by ledger_pruned at seq %d): this reads the live log, from seq %d",
 		a.BelowSeq, a.ArchiveSHA256, a.MarkerSeq, a.BelowSeq)
+}
+
+// ReadInput reads at most limit bytes of the file at path, or of standard
+// input when path is "-"; a file that cannot be opened is bad input naming
+// field.
+func (g *Globals) ReadInput(field, path string, limit int64) ([]byte, error) {
+	var r io.Reader = g.IO.In
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, events.Invalid(field, path, "cannot be read: "+ErrText(err))
+		}
+		defer f.Close()
+		r = f
+	}
+	return io.ReadAll(io.LimitReader(r, limit))
 }

@@ -240,11 +240,20 @@ func (g *Globals) policyOptions() ([]ledger.Option, error) {
 		if w == "" {
 			return nil, events.Invalid("--witness", w, "must not be empty")
 		}
-		if InsideRoot(g.Root, w) {
-			return nil, events.Invalid("--witness", w, fmt.Sprintf(
-				"is inside the root %s: whoever can rewrite the ledger can rewrite it too, so it witnesses nothing; use another volume or host",
-				ResolvedRoot(g.Root)))
+		if err := WitnessOutsideRoot(g.Root, w); err != nil {
+			return nil, err
 		}
 	}
 	return []ledger.Option{ledger.WithCheckpointPolicy(every, interval)}, nil
+}
+
+// WitnessOutsideRoot refuses a --witness inside the root: whoever can
+// rewrite the ledger could rewrite the witness too.
+func WitnessOutsideRoot(root, w string) error {
+	if !InsideRoot(root, w) {
+		return nil
+	}
+	return events.Invalid("--witness", w, fmt.Sprintf(
+		"is inside the root %s: whoever can rewrite the ledger can rewrite it too, so it witnesses nothing; use another volume or host",
+		ResolvedRoot(root)))
 }

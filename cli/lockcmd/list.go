@@ -11,7 +11,6 @@ import (
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
-	"github.com/lockledger/lockledger/ledger"
 )
 
 type listOptions struct{ g *invocation.Globals }
@@ -39,13 +38,13 @@ list says "no ledger at ROOT" and exits 6, and creates nothing there.`,
 }
 
 func runList(ctx context.Context, o *listOptions) error {
-	var locks []*ledger.LockStatus
 	l, err := o.g.Open(ctx, invocation.Reads)
 	if err != nil {
 		return err
 	}
 	defer o.g.Finish(l)
-	if locks, err = l.List(ctx); err != nil {
+	locks, err := l.List(ctx)
+	if err != nil {
 		return err
 	}
 	for _, s := range locks {

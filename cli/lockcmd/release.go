@@ -3,7 +3,6 @@ package lockcmd
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -168,7 +167,12 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 		printNotHeld(o, out)
 		return nil
 	}
-	blocked := blockedByUnreadable(ctx, l, o.lock)
+	// Release never removes a file that is not the ledger's: an unreadable
+	// one at the lock's path still holds it (to fail safe).
+	var blocked *ledger.UnreadableFile
+	if s, err := l.Status(ctx, o.lock); err == nil {
+		blocked = s.Corrupt
+	}
 	if o.g.JSON {
 		obj := map[string]any{"status": "released", "lock_name": o.lock, "state": events.StateFree,
 			"request_id": o.requestID, "seq": out.Seq, "result": out.Result}
@@ -215,37 +219,18 @@ func (o *releaseOptions) releaseSecret() (string, error) {
 // readSecretFile reads a secret from path (- for standard input): its
 // first line, without surrounding white space.
 func readSecretFile(g *invocation.Globals, path string) (string, error) {
-	var r io.Reader
-	if path == "-" {
-		r = g.IO.In
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return "", events.Invalid("--secret-file", path, "cannot be read: "+errors.Unwrap(err).Error())
-		}
-		defer f.Close()
-		r = f
+	b, err := g.ReadInput("--secret-file", path, 4096)
+	if err != nil && !errors.As(err, new(*events.InvalidError)) {
+		err = events.Invalid("--secret-file", path, "cannot be read: "+err.Error())
 	}
-	b, err := io.ReadAll(io.LimitReader(r, 4096))
 	if err != nil {
-		return "", events.Invalid("--secret-file", path, "cannot be read: "+err.Error())
+		return "", err
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	if line = strings.TrimSpace(line); line == "" {
 		return "", events.Invalid("--secret-file", path, "holds no secret (its first line is empty)")
 	}
 	return line, nil
-}
-
-// blockedByUnreadable is the unreadable file that holds lock (to fail
-// safe) after a release: release never removes a file that is not the
-// ledger's, so one that sat at the path of the released lock stays there.
-func blockedByUnreadable(ctx context.Context, l *ledger.Ledger, lock string) *ledger.UnreadableFile {
-	s, err := l.Status(ctx, lock)
-	if err != nil {
-		return nil
-	}
-	return s.Corrupt
 }
 
 // printNotHeld says that a release found nothing to release, and why.

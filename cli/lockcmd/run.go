@@ -180,9 +180,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.intent == "" {
-		req.Intent = filepath.Base(o.argv[0])
-	}
+	req.Intent = cmp.Or(req.Intent, filepath.Base(o.argv[0]))
 	path, err := exec.LookPath(o.argv[0])
 	if err != nil {
 		// Like a shell (127 or 126), and found before the lock is taken (or

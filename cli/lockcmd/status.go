@@ -96,7 +96,12 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	default:
 		return events.Invalid("--format", o.format, "must be text or bso")
 	}
-	s, err := o.read(ctx)
+	l, err := o.g.Open(ctx, invocation.Reads)
+	if err != nil {
+		return err
+	}
+	defer o.g.Finish(l)
+	s, err := l.Status(ctx, o.lock)
 	if err != nil {
 		return err
 	}
@@ -109,15 +114,6 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 		return checkResult(s)
 	}
 	return nil
-}
-
-func (o *statusOptions) read(ctx context.Context) (*ledger.LockStatus, error) {
-	l, err := o.g.Open(ctx, invocation.Reads)
-	if err != nil {
-		return nil, err
-	}
-	defer o.g.Finish(l)
-	return l.Status(ctx, o.lock)
 }
 
 // checkResult is status --check's answer: the exit code acquire would

@@ -2,6 +2,7 @@ package lockcmd
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,11 +70,7 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 	if strings.TrimSpace(o.reason) == "" {
 		return events.Invalid("--reason", o.reason, "is required: say why the lock is taken over")
 	}
-	pid := o.pid
-	if pid == 0 {
-		pid = os.Getppid()
-	}
-	req, _, err := o.request(o.lock, pid)
+	req, _, err := o.request(o.lock, cmp.Or(o.pid, os.Getppid()))
 	if err != nil {
 		return err
 	}

@@ -157,10 +157,13 @@ func runTimeline(ctx context.Context, o *timelineOptions) error {
 // printEvents streams the events f selects in format; a narrow table
 // fits 120 columns.
 func printEvents(ctx context.Context, g *invocation.Globals, f replay.Filter, format string, narrow bool) error {
-	switch format {
-	case eventfmt.FormatTable, eventfmt.FormatJSON, eventfmt.FormatJSONL, eventfmt.FormatCSV:
-	default:
-		return events.Invalid("--format", format, "must be table, json, jsonl or csv")
+	out := bufio.NewWriterSize(g.IO.Out, 64<<10)
+	var sink eventfmt.EventSink = newNarrowSink(out, invocation.ColorOK(g.IO.Out))
+	if !narrow || format != eventfmt.FormatTable {
+		var err error
+		if sink, err = eventfmt.NewEventSink(format, out, invocation.ColorOK(g.IO.Out)); err != nil {
+			return err
+		}
 	}
 	r, err := g.OpenRead(ctx)
 	if err != nil {
@@ -168,13 +171,6 @@ func printEvents(ctx context.Context, g *invocation.Globals, f replay.Filter, fo
 	}
 	defer r.Close()
 	r.NoteArchived(ctx)
-	out := bufio.NewWriterSize(g.IO.Out, 64<<10)
-	var sink eventfmt.EventSink = newNarrowSink(out, invocation.ColorOK(g.IO.Out))
-	if !narrow || format != eventfmt.FormatTable {
-		if sink, err = eventfmt.NewEventSink(format, out, invocation.ColorOK(g.IO.Out)); err != nil {
-			return err
-		}
-	}
 	n := 0
 	err = replay.Scan(ctx, r.Tx, f, func(ev *replay.Event) error {
 		n++

@@ -266,14 +266,11 @@ func checkHolders(ctx context.Context, q replay.Querier, st *replay.State, rep *
 	for _, d := range drifts(replayHolders(st), rows, holderKey) {
 		switch want, got := d.want, d.got; {
 		case want == nil:
-			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: got.Name, Detail: fmt.Sprintf(
-				"lock_holders has a row of request %s (%s), but replay has no such holder", got.RequestID, holderMode(got))})
+			rep.Add(drifted(got.UpdatedSeq, got.Name, "lock_holders has a row of request %s (%s), but replay has no such holder", got.RequestID, holderMode(got)))
 		case got == nil:
-			rep.Add(verify.Problem{Seq: want.FencingToken, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
-				"replay says request %s holds the lock %s, but lock_holders has no row for it", want.RequestID, holderMode(want))})
+			rep.Add(drifted(want.FencingToken, want.Name, "replay says request %s holds the lock %s, but lock_holders has no row for it", want.RequestID, holderMode(want)))
 		default:
-			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
-				"lock_holders' row of request %s differs from replay in %s", want.RequestID, strings.Join(d.diff, ", "))})
+			rep.Add(drifted(got.UpdatedSeq, want.Name, "lock_holders' row of request %s differs from replay in %s", want.RequestID, strings.Join(d.diff, ", ")))
 		}
 	}
 	return nil

@@ -40,14 +40,15 @@ func (p takeover) note() string {
 	return p.steal.Note
 }
 
-// refuseActive is the outcome for an active holder that p may not take:
-// blocked for an acquire, action_refused for a steal (what names the
-// holders in the message: "the holder", "the holders", "the shared holders").
-func (w *writeTx) refuseActive(p takeover, req AcquireRequest, h *holding, held error, what, how string) (error, error) {
-	if p.steal == nil {
-		return w.blocked(req, h, events.StateHeld, held)
+// refused is the outcome of a refusal d of req under p: acquire_blocked,
+// or for an active holder that a steal may not take, action_refused (d's
+// what names the holders in the message: "the holder", "the holders", "the
+// shared holders").
+func (w *writeTx) refused(p takeover, req AcquireRequest, d decision) (error, error) {
+	if p.steal == nil || d.how == "" {
+		return w.blocked(req, d.holder.h, d.state, d.err)
 	}
-	return w.refuse(events.ActionSteal, req.Identity, h, fmt.Errorf("%w; %s alive: %s", held, what, how))
+	return w.refuse(events.ActionSteal, req.Identity, d.holder.h, fmt.Errorf("%w; %s alive: %s", d.err, d.what, d.how))
 }
 
 // TryAcquire makes one attempt at a lock by the state rules: free is taken,
@@ -108,11 +109,7 @@ func (w *writeTx) apply(req AcquireRequest, p takeover, d decision) (*Acquisitio
 	case invalid:
 		return nil, nil, d.err
 	case refuse:
-		if d.how != "" {
-			outcome, err := w.refuseActive(p, req, d.holder.h, d.err, d.what, d.how)
-			return nil, outcome, err
-		}
-		outcome, err := w.blocked(req, d.holder.h, d.state, d.err)
+		outcome, err := w.refused(p, req, d)
 		return nil, outcome, err
 	case queued:
 		// The waiter queue names who is first and records the refusal.
@@ -152,7 +149,7 @@ func (w *writeTx) apply(req AcquireRequest, p takeover, d decision) (*Acquisitio
 		}
 		return a, nil, w.saveFree(a.Seq)
 	case reason == events.ReasonReclaimed:
-		a, err := w.take(req, h, reason, reclaimNote(h, req.Identity))
+		a, err := w.take(req, h, reason, fmt.Sprintf("request %s reclaimed by pid %d from pid %d on %s", req.RequestID, req.PID, h.rec.PID, h.rec.HostID))
 		return a, nil, err
 	}
 	note, notAwaited := p.note(), ""
@@ -210,10 +207,6 @@ func (w *writeTx) sameProcess(h *holding, id Identity) bool {
 	}
 	_, start := w.l.probe.Probe(id.PID)
 	return h.pidStart == "" || start == "" || start == h.pidStart
-}
-
-func reclaimNote(h *holding, id Identity) string {
-	return fmt.Sprintf("request %s reclaimed by pid %d from pid %d on %s", id.RequestID, id.PID, h.rec.PID, h.rec.HostID)
 }
 
 // effectiveHolder reconciles the request's target files and returns who

@@ -121,14 +121,6 @@ var ErrNoSigner = errors.New("no signing key")
 // it to every witness, after letting the writer mutex go. A failed copy is
 // a *witness.Error, after the others were tried.
 func (l *Ledger) Checkpoint(ctx context.Context) (*Checkpointed, error) {
-	cp, err := l.checkpointNow(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return cp, l.publish(ctx, cp)
-}
-
-func (l *Ledger) checkpointNow(ctx context.Context) (*Checkpointed, error) {
 	if l.signing.signer == nil {
 		return nil, fmt.Errorf("ledger: checkpoint: %w", ErrNoSigner)
 	}
@@ -150,7 +142,9 @@ func (l *Ledger) checkpointNow(ctx context.Context) (*Checkpointed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cp, nil
+	// The head is kept (keepHead), then handed to the witnesses, with the
+	// writer mutex let go.
+	return cp, errors.Join(l.keepHead(cp), l.afterCommit(ctx, cp, false))
 }
 
 // dueCheckpoint signs and stores a checkpoint of the first seq events in
@@ -254,13 +248,6 @@ func notExtended(err error) bool {
 	return errors.As(err, &e) || errors.As(err, &h)
 }
 
-// publish keeps a stored checkpoint's head and hands it to the witnesses
-// (afterCommit), with the writer mutex let go.
-func (l *Ledger) publish(ctx context.Context, cp *Checkpointed) error {
-	herr := l.keepHead(cp)
-	return errors.Join(herr, l.afterCommit(ctx, cp, false))
-}
-
 // keepHead remembers cp as signed by this process and keeps its head
 // (WithHeads).
 func (l *Ledger) keepHead(cp *Checkpointed) error {
@@ -272,8 +259,8 @@ func (l *Ledger) keepHead(cp *Checkpointed) error {
 	return err
 }
 
-// publishQuietly is publish for a checkpoint a write made on its own: the
-// write succeeded, so a witness that failed is a warning. The head is kept
+// publishQuietly publishes, as Checkpoint does, a checkpoint a write made
+// on its own: the write succeeded, so a witness that failed is a warning. The head is kept
 // here, before the write returns; the copies to the witnesses and the
 // cosignatures are left to the publishing worker (publishLater), so that
 // the write's caller never waits for a witness.

@@ -77,7 +77,7 @@ type decision struct {
 	state string
 	err   error
 	// what and how, set when an active holder refuses a steal, make the
-	// action_refused message (see refuseActive): "the holder is", "take it
+	// action_refused message (see refused): "the holder is", "take it
 	// anyway with steal --active".
 	what, how string
 }

@@ -48,13 +48,9 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 				out, err = w.heartbeatShared(s, id)
 				return nil, err
 			}
-			past, err := replay.PastHoldingOf(w.ctx, w.q, lock, id.RequestID)
+			nh, past, err := w.notHolder(lock, id, h)
 			if err != nil {
 				return nil, err
-			}
-			nh := &NotHolderError{Lock: lock, RequestID: id.RequestID, Lost: past.Lost(), ReleasedSeq: past.ReleasedSeq}
-			if h != nil {
-				nh.Holder, nh.Corrupt = &h.rec, h.corrupt
 			}
 			if !nh.Lost {
 				return w.refuse(events.ActionHeartbeat, id, h, nh)
@@ -119,25 +115,30 @@ func (l *Ledger) RecordLossOf(ctx context.Context, lock string, by Identity, hol
 	if owner.Actor == "" {
 		owner.Actor = by.Actor
 	}
-	return l.write(ctx, lock, func(w *writeTx) (error, error) {
-		_, err := w.append(events.HeartbeatFailed, owner, &events.HeartbeatFailedPayload{
-			ConsecutiveFailures: max(failures, 1), Error: failureCause(cause), LockLost: true,
-			RecordedBy: &events.Caller{Actor: by.Actor, HostID: l.host.ID, PID: by.PID}})
-		return nil, err
-	})
+	return l.appendOn(ctx, lock, events.HeartbeatFailed, owner, &events.HeartbeatFailedPayload{
+		ConsecutiveFailures: max(failures, 1), Error: failureCause(cause), LockLost: true,
+		RecordedBy: &events.Caller{Actor: by.Actor, HostID: l.host.ID, PID: by.PID}})
 }
 
 // RecordHeartbeatFailure appends heartbeat_failed for a holder whose
 // heartbeats keep failing (or who found its lock lost).
 func (l *Ledger) RecordHeartbeatFailure(ctx context.Context, lock string, id Identity, consecutive int, cause string, lost bool) error {
-	return l.write(ctx, lock, func(w *writeTx) (error, error) {
-		_, err := w.append(events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
-			ConsecutiveFailures: consecutive, Error: failureCause(cause), LockLost: lost})
-		return nil, err
-	})
+	return l.appendOn(ctx, lock, events.HeartbeatFailed, id, &events.HeartbeatFailedPayload{
+		ConsecutiveFailures: consecutive, Error: failureCause(cause), LockLost: lost})
 }
 
 // failureCause is heartbeat_failed's error text: cause, at most 4096 bytes.
 func failureCause(cause string) string {
 	return cmp.Or(cause[:min(len(cause), 4096)], "unknown error")
+}
+
+// notHolder is the refusal of request id's action on lock, whose holder is
+// h (nil: free), by what the log says of the request's own holding of it.
+func (w *writeTx) notHolder(lock string, id Identity, h *holding) (*NotHolderError, replay.PastHolding, error) {
+	past, err := replay.PastHoldingOf(w.ctx, w.q, lock, id.RequestID)
+	nh := &NotHolderError{Lock: lock, RequestID: id.RequestID, Lost: past.Lost(), ReleasedSeq: past.ReleasedSeq}
+	if h != nil {
+		nh.Holder, nh.Corrupt = &h.rec, h.corrupt
+	}
+	return nh, past, err
 }

@@ -46,10 +46,7 @@ func (l *Ledger) RecordJobProcesses(ctx context.Context, lock string, id Identit
 	if err != nil {
 		return err
 	}
-	return l.write(ctx, lock, func(w *writeTx) (error, error) {
-		_, err := w.append(events.JobProcesses, id, &p)
-		return nil, err
-	})
+	return l.appendOn(ctx, lock, events.JobProcesses, id, &p)
 }
 
 // RecordFenceRejected appends fence_rejected on lock: a fence refused id's stale write. No state changes.
@@ -61,5 +58,13 @@ func (l *Ledger) RecordFenceRejected(ctx context.Context, lock string, id Identi
 	if err != nil {
 		return err
 	}
-	return l.write(ctx, lock, func(w *writeTx) (error, error) { _, err := w.append(events.FenceRejected, id, &p); return nil, err })
+	return l.appendOn(ctx, lock, events.FenceRejected, id, &p)
+}
+
+// appendOn appends one event of typ on lock, a decision that only records.
+func (l *Ledger) appendOn(ctx context.Context, lock string, typ events.Type, id Identity, payload any) error {
+	return l.write(ctx, lock, func(w *writeTx) (error, error) {
+		_, err := w.append(typ, id, payload)
+		return nil, err
+	})
 }

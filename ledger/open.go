@@ -111,8 +111,7 @@ func (l *Ledger) openSQLite(ctx context.Context, c *config) error {
 		}
 	}
 	if c.readOnly {
-		l.checkLocksDir()
-		l.warnOwners(l.sqliteRoot().CheckOwners(nil))
+		l.readerLook(l.sqliteRoot().CheckOwners(nil))
 		st, err := l.sqliteRoot().OpenExisting(ctx, l.sqliteConfig())
 		if err != nil {
 			return err
@@ -201,24 +200,20 @@ func (l *Ledger) openWriterMux() error {
 	return nil
 }
 
-// checkLocksDir is a reader's look at the locks directory: the events do
-// not depend on lock files, so a directory that cannot be read is noted
-// and reported wherever lock files are read, and the events read anyway.
-func (l *Ledger) checkLocksDir() {
+// readerLook is a reader's look at the root. The events do not depend on
+// lock files, so a locks directory that cannot be read is noted and
+// reported wherever lock files are read, and the events read anyway. A
+// root that a writer would refuse (owners, lockfile.Dir.CheckOwners' answer)
+// is read, with a warning that what it holds may be another user's doing.
+func (l *Ledger) readerLook(owners error) {
 	if err := l.files.Broken(); err != nil {
 		l.log.Warn("the locks directory cannot be read; lock files are left out", "err", err)
 	}
-}
-
-// warnOwners is a reader's look at who can write the root: a root that
-// a writer would refuse (lockfile.Dir.CheckOwners) is read, with a
-// warning that what it holds may be another user's doing.
-func (l *Ledger) warnOwners(err error) {
 	var ue *lockfile.UntrustedError
-	if errors.As(err, &ue) {
+	if errors.As(owners, &ue) {
 		l.log.Warn("reading a root that another user can write: what it holds may be that user's doing", "found", ue.What())
-	} else if err != nil {
-		l.log.Warn("reading a root whose owners could not be checked", "err", err)
+	} else if owners != nil {
+		l.log.Warn("reading a root whose owners could not be checked", "err", owners)
 	}
 }
 
@@ -259,8 +254,7 @@ func (l *Ledger) openPostgres(ctx context.Context, c *config, st *postgres.Store
 		}
 	}()
 	if c.readOnly {
-		l.checkLocksDir()
-		l.warnOwners(l.files.CheckOwners(nil))
+		l.readerLook(l.files.CheckOwners(nil))
 	} else {
 		if err := l.makeRoot(c.group); err != nil {
 			return err

@@ -329,10 +329,7 @@ func (p *projection) record(w *writeTx, id Identity, problems int) error {
 		}
 		pl := &events.Projected{Changes: recordable(lp.changes), MovedAside: lp.aside}
 		if bad := p.rep.BrokenChain; bad != nil {
-			pl.BrokenChainAccepted = true
-			if bad.Seq > 0 {
-				pl.FirstBadSeq = bad.Seq
-			}
+			pl.BrokenChainAccepted, pl.FirstBadSeq = true, max(bad.Seq, 0)
 		}
 		w.v = &view{name: name}
 		ev, err := w.append(events.LockProjected, id, pl)
@@ -345,10 +342,7 @@ func (p *projection) record(w *writeTx, id Identity, problems int) error {
 		RowsChanged: len(p.rep.Rows), FilesChanged: len(p.rep.Files), RollbackAccepted: (*events.Pin)(p.l.rollback)}
 	p.rep.RollbackAccepted = run.RollbackAccepted
 	if bad := p.rep.BrokenChain; bad != nil {
-		run.BrokenChainAccepted, run.Problems = true, problems
-		if bad.Seq > 0 {
-			run.FirstBadSeq = bad.Seq
-		}
+		run.BrokenChainAccepted, run.Problems, run.FirstBadSeq = true, problems, max(bad.Seq, 0)
 	}
 	w.v = &view{}
 	ev, err := w.append(events.LedgerProjected, id, run)
@@ -363,10 +357,7 @@ func (p *projection) record(w *writeTx, id Identity, problems int) error {
 // refused a damaged log: the only change a refused run makes.
 func recordRefusal(w *writeTx, id Identity, rep *ProjectReport, refusal *BrokenChainError) (int64, error) {
 	run := &events.LedgerProjectedPayload{Result: events.AuditRefused, Events: rep.Events, Locks: rep.Locks,
-		Problems: refusal.Problems}
-	if refusal.FirstBad.Seq > 0 {
-		run.FirstBadSeq = refusal.FirstBad.Seq
-	}
+		Problems: refusal.Problems, FirstBadSeq: max(refusal.FirstBad.Seq, 0)}
 	ev, err := w.append(events.LedgerProjected, id, run)
 	if err != nil {
 		return 0, err

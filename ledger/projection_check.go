@@ -51,26 +51,27 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 	for _, d := range drifts(lockRows(st), rows, func(r *store.Row) string { return r.Name }) {
 		switch want, got := d.want, d.got; {
 		case want == nil && st.Lock(got.Name) != nil:
-			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: got.Name, Detail: fmt.Sprintf(
-				"the locks table says %s, but no event ever gave the ledger this lock", store.DescribeRow(got))})
+			rep.Add(drifted(got.UpdatedSeq, got.Name, "the locks table says %s, but no event ever gave the ledger this lock", store.DescribeRow(got)))
 		case want == nil:
-			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: got.Name, Detail: fmt.Sprintf(
-				"the locks table says %s, but no event names this lock", store.DescribeRow(got))})
+			rep.Add(drifted(got.UpdatedSeq, got.Name, "the locks table says %s, but no event names this lock", store.DescribeRow(got)))
 		case got == nil:
-			rep.Add(verify.Problem{Seq: want.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
-				"replay says %s, but the locks table has no row", store.DescribeRow(want))})
+			rep.Add(drifted(want.UpdatedSeq, want.Name, "replay says %s, but the locks table has no row", store.DescribeRow(want)))
 		default:
 			// Held or free, a lock's row keeps its last exclusive holding's
 			// file: the fencing token, and the request a leftover lock file
 			// of the ledger's is told by. Who holds it is checkHolders'.
-			rep.Add(verify.Problem{Seq: want.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
-				"the locks table differs from replay in %s", strings.Join(d.diff, ", "))})
+			rep.Add(drifted(want.UpdatedSeq, want.Name, "the locks table differs from replay in %s", strings.Join(d.diff, ", ")))
 		}
 	}
 	if err := checkHolders(ctx, q, st, rep); err != nil {
 		return err
 	}
 	return l.checkFiles(ctx, rows, rep)
+}
+
+// drifted is a projection table's drift from replay at seq, of lock.
+func drifted(seq int64, lock, format string, args ...any) verify.Problem {
+	return verify.Problem{Seq: seq, Kind: verify.KindProjectionDrift, Lock: lock, Detail: fmt.Sprintf(format, args...)}
 }
 
 // tableRow is a row of a projection table: the locks table's, or
@@ -239,13 +240,9 @@ func (l *Ledger) checkFile(name string, r *store.Row) (*verify.Problem, string, 
 		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
 	}
 	if journal.Exists {
-		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
-			name, l.files.JournalPath(name)), nil
+		return nil, inFlight(name, l.files.JournalPath(name)), nil
 	}
-	v, path := interpret(name, r, f, journal), l.files.Path(name)
-	problem := func(kind verify.Kind, format string, args ...any) (*verify.Problem, string, error) {
-		return &verify.Problem{Seq: r.UpdatedSeq, Kind: kind, Lock: name, Detail: fmt.Sprintf(format, args...)}, "", nil
-	}
+	v, path, problem := interpret(name, r, f, journal), l.files.Path(name), fileProblem(r)
 	switch {
 	case slices.Contains(v.repairs, repairPlace):
 		return problem(verify.KindLockFileMissing, "the ledger holds the lock (request %s) but %s is missing", r.RequestID, path)
@@ -259,6 +256,18 @@ func (l *Ledger) checkFile(name string, r *store.Row) (*verify.Problem, string, 
 		return &verify.Problem{Kind: verify.KindForeign, Lock: name, Detail: fmt.Sprintf("%s is %s; left alone", path, foreignSummary(f.Data))}, "", nil
 	}
 	return nil, "", nil
+}
+
+// inFlight is verify's note on lock, whose file's journal is there.
+func inFlight(lock, journal string) string {
+	return fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it", lock, journal)
+}
+
+// fileProblem makes the problems of a file of r's lock, as a judge of it returns them.
+func fileProblem(r *store.Row) func(kind verify.Kind, format string, args ...any) (*verify.Problem, string, error) {
+	return func(kind verify.Kind, format string, args ...any) (*verify.Problem, string, error) {
+		return &verify.Problem{Seq: r.UpdatedSeq, Kind: kind, Lock: r.Name, Detail: fmt.Sprintf(format, args...)}, "", nil
+	}
 }
 
 func foreignSummary(data []byte) string {
@@ -301,8 +310,7 @@ func (l *Ledger) checkTarget(t events.Target, h *holding, r *store.Row) (*verify
 		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: r.Name, Detail: err.Error()}, "", nil
 	}
 	if journal.Exists {
-		return nil, fmt.Sprintf("lock %s: a write is in flight or was interrupted (%s exists); the next write to the lock, or project, settles it",
-			r.Name, lockfile.JournalOf(t.Path)), nil
+		return nil, inFlight(r.Name, lockfile.JournalOf(t.Path)), nil
 	}
 	want, err := renderTarget(t, h)
 	if err != nil {
@@ -312,16 +320,14 @@ func (l *Ledger) checkTarget(t events.Target, h *holding, r *store.Row) (*verify
 	if err != nil {
 		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: r.Name, Detail: err.Error()}, "", nil
 	}
+	problem := fileProblem(r)
 	switch {
 	case r.Held && !f.Exists:
-		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileMissing, Lock: r.Name, Detail: fmt.Sprintf(
-			"the ledger holds the lock (request %s) but its %s file %s is missing", r.RequestID, t.Format, t.Path)}, "", nil
+		return problem(verify.KindLockFileMissing, "the ledger holds the lock (request %s) but its %s file %s is missing", r.RequestID, t.Format, t.Path)
 	case r.Held && !bytes.Equal(f.Data, want):
-		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileDifferent, Lock: r.Name, Detail: fmt.Sprintf(
-			"%s (%s) is not what request %s projects there (an old version, or another tool's file)", t.Path, t.Format, r.RequestID)}, "", nil
+		return problem(verify.KindLockFileDifferent, "%s (%s) is not what request %s projects there (an old version, or another tool's file)", t.Path, t.Format, r.RequestID)
 	case !r.Held && f.Exists && bytes.Equal(f.Data, want):
-		return &verify.Problem{Seq: r.UpdatedSeq, Kind: verify.KindLockFileExtra, Lock: r.Name, Detail: fmt.Sprintf(
-			"%s (%s) is request %s's, but the ledger released the lock", t.Path, t.Format, r.RequestID)}, "", nil
+		return problem(verify.KindLockFileExtra, "%s (%s) is request %s's, but the ledger released the lock", t.Path, t.Format, r.RequestID)
 	}
 	return nil, "", nil
 }

@@ -63,8 +63,14 @@ func (p *projection) repaired(name string, rp repair) {
 	if rp == repairDropJournal {
 		words = "interrupted write settled (" + lockfile.JournalOf(path) + " removed)"
 	}
-	p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: repairAction[rp], Detail: p.l.files.Path(name)})
-	p.plan(name).changes = append(p.plan(name).changes, words)
+	p.fileChange(name, repairAction[rp], p.l.files.Path(name), words)
+}
+
+// fileChange adds a change of one of lock's files to the report (action,
+// detail) and to the lock's lock_projected (words).
+func (p *projection) fileChange(lock, action, detail, words string) {
+	p.rep.Files = append(p.rep.Files, ProjectChange{Lock: lock, Action: action, Detail: detail})
+	p.plan(lock).changes = append(p.plan(lock).changes, words)
 }
 
 // absPath is p made absolute for a record (a relative root is relative to
@@ -138,12 +144,10 @@ func (p *projection) keepUnreadable(name string, r *store.Row, v *view) error {
 	lp.aside = aside
 	u := unreadableFile(v.file)
 	u.Path = absPath(u.Path)
-	lp.changes = append(lp.changes, fmt.Sprintf("%s moved aside to %s", u, aside))
-	p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: "moved aside", Detail: path + " -> " + aside})
+	p.fileChange(name, "moved aside", path+" -> "+aside, fmt.Sprintf("%s moved aside to %s", u, aside))
 	held := r != nil && r.Held
 	if held {
-		lp.changes = append(lp.changes, "lock file rewritten ("+absPath(path)+")")
-		p.rep.Files = append(p.rep.Files, ProjectChange{Lock: name, Action: "replaced", Detail: path})
+		p.fileChange(name, "replaced", path, "lock file rewritten ("+absPath(path)+")")
 	}
 	ino := v.file.Ino
 	lp.apply = append(lp.apply, func() error {
@@ -198,10 +202,7 @@ func (p *projection) targets(r *store.Row) error {
 			return fmt.Errorf("ledger: project %s: %w", t.Path, err)
 		}
 		lp := p.plan(r.Name)
-		add := func(action, words string) {
-			p.rep.Files = append(p.rep.Files, ProjectChange{Lock: r.Name, Action: action, Detail: t.Path})
-			lp.changes = append(lp.changes, words)
-		}
+		add := func(action, words string) { p.fileChange(r.Name, action, t.Path, words) }
 		if !r.Held {
 			if file.Exists && bytes.Equal(file.Data, want) {
 				add("removed", "target "+t.Path+" removed: the lock is free")

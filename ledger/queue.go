@@ -137,15 +137,17 @@ func (r AcquireRequest) queueable() bool {
 	return r.Waiting && r.WaitLeft > 0 && !r.isShared() && !r.RecordBlocked
 }
 
-// ahead splits a queue at req: the waiters ahead of it, and req's own
-// place (nil when it is not in the queue).
-func ahead(queue []Waiter, requestID string) ([]Waiter, *Waiter) {
+// ahead splits req's lock's queue at now, read in q, at req: the waiters
+// ahead of it, and req's own place (nil when it is not in the queue).
+func (l *Ledger) ahead(ctx context.Context, q store.Querier, req AcquireRequest, now time.Time) ([]Waiter, *Waiter, error) {
+	qs, err := l.queues(ctx, q, req.Lock, now)
+	queue := qs[req.Lock]
 	for i, wt := range queue {
-		if wt.RequestID == requestID {
-			return queue[:i], &queue[i]
+		if wt.RequestID == req.RequestID {
+			return queue[:i], &queue[i], err
 		}
 	}
-	return queue, nil
+	return queue, nil, err
 }
 
 // queuedAhead reports whether a waiter other than req heads the lock's
@@ -156,23 +158,18 @@ func (w *writeTx) queuedAhead(req AcquireRequest, x *judged) (bool, error) {
 	if req.isShared() || x != nil && x.state != events.StateFree && x.state != events.StateDead {
 		return false, nil
 	}
-	qs, err := w.l.queues(w.ctx, w.q, req.Lock, w.now)
-	if err != nil {
-		return false, err
-	}
-	first, _ := ahead(qs[req.Lock], req.RequestID)
-	return len(first) > 0, nil
+	first, _, err := w.l.ahead(w.ctx, w.q, req, w.now)
+	return len(first) > 0, err
 }
 
 // queueRefusal is the outcome of req's attempt at a lock held by its
 // queue (decide's queued): recorded as blocked (reason queue), where a
 // waiting req joins the queue or renews its place (see placeDue).
 func (w *writeTx) queueRefusal(req AcquireRequest) (outcome error, err error) {
-	qs, err := w.l.queues(w.ctx, w.q, req.Lock, w.now)
+	first, _, err := w.l.ahead(w.ctx, w.q, req, w.now)
 	if err != nil {
 		return nil, err
 	}
-	first, _ := ahead(qs[req.Lock], req.RequestID)
 	return w.blocked(req, nil, events.StateHeld, &HeldError{Lock: req.Lock, Waited: req.Waited, Queue: first})
 }
 
@@ -190,12 +187,8 @@ func (w *writeTx) queuePlace(req AcquireRequest) (record bool, own *Waiter, err 
 	if !req.queueable() {
 		return false, nil, nil
 	}
-	qs, err := w.l.queues(w.ctx, w.q, req.Lock, w.now)
-	if err != nil {
-		return false, nil, err
-	}
-	_, own = ahead(qs[req.Lock], req.RequestID)
-	return placeDue(own, w.now), own, nil
+	_, own, err = w.l.ahead(w.ctx, w.q, req, w.now)
+	return placeDue(own, w.now), own, err
 }
 
 // queueFields fills in a waiter's record of its place: until when it holds
@@ -235,12 +228,8 @@ func (l *Ledger) peekQueued(ctx context.Context, req AcquireRequest, now time.Ti
 	if req.isShared() {
 		return nil
 	}
-	qs, err := l.queues(ctx, l.store, req.Lock, now)
-	if err != nil {
-		return nil
-	}
-	first, own := ahead(qs[req.Lock], req.RequestID)
-	if own == nil || len(first) == 0 {
+	first, own, err := l.ahead(ctx, l.store, req, now)
+	if err != nil || own == nil || len(first) == 0 {
 		return nil
 	}
 	return &HeldError{Lock: req.Lock, Queue: first}

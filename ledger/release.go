@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -145,33 +144,27 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 			named := h != nil && h.corrupt == nil && h.rec.RequestID == id.RequestID &&
 				(req.FencingToken == 0 || h.token == req.FencingToken)
 			if h != nil && !named {
-				past, err := replay.PastHoldingOf(w.ctx, w.q, req.Lock, id.RequestID)
+				nh, _, err := w.notHolder(req.Lock, id, h)
 				if err != nil {
 					return nil, err
 				}
-				nh := &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Holder: &h.rec, Corrupt: h.corrupt,
-					Lost: past.Lost(), ReleasedSeq: past.ReleasedSeq}
 				return w.refuse(events.ActionRelease, id, h, nh)
 			}
 			mine = false
 		}
 		if !mine && (h == nil || !req.Force) {
-			past, err := replay.PastHoldingOf(w.ctx, w.q, req.Lock, id.RequestID)
+			nh, _, err := w.notHolder(req.Lock, id, h)
 			if err != nil {
 				return nil, err
 			}
-			if req.Force || past.ReleasedSeq > 0 {
-				out = &ReleaseOutcome{Lock: req.Lock, ReleasedSeq: past.ReleasedSeq, State: events.StateFree}
+			if req.Force || nh.ReleasedSeq > 0 {
+				out = &ReleaseOutcome{Lock: req.Lock, ReleasedSeq: nh.ReleasedSeq, State: events.StateFree}
 				if h != nil {
 					rec := h.rec
 					out.State, _ = judge(h, w.now, l.host, l.probe, 0)
 					out.Holder = &rec
 				}
 				return nil, nil
-			}
-			nh := &NotHolderError{Lock: req.Lock, RequestID: id.RequestID, Lost: past.Lost()}
-			if h != nil {
-				nh.Holder, nh.Corrupt = &h.rec, h.corrupt
 			}
 			return w.refuse(events.ActionRelease, id, h, nh)
 		}

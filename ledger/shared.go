@@ -159,18 +159,29 @@ func (w *writeTx) takeOverShared(req AcquireRequest, p takeover, over []taken) (
 		return nil, nil, err
 	}
 	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, Record: h.rec, Stolen: true}
+	acq := events.Acquired{TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion,
+		Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets,
+		WaitedSeconds: seconds(req.Waited), PIDNS: h.pidNS, Run: req.Run}
+	if req.ReleaseSecret {
+		out.ReleaseSecret, acq.ReleaseSecretSHA256 = newReleaseSecret()
+	}
 	for _, t := range over {
 		v, reason := t.j.h, t.reason
-		note := p.note()
 		token, err := w.nextSeq()
 		if err != nil {
 			return nil, nil, err
 		}
 		prevHash := events.LockFileHash(v.rec.File())
-		ev, err := w.append(events.LockStolen, req.Identity, &events.Stolen{Acquired: events.Acquired{
-			TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion, FencingToken: token,
-			Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets,
-			WaitedSeconds: seconds(req.Waited), PIDNS: h.pidNS}, PreviousLock: v.rec, PreviousLockHash: prevHash, Reason: reason, Note: note})
+		acq.FencingToken = token
+		st := &events.Stolen{Acquired: acq, PreviousLock: v.rec, PreviousLockHash: prevHash, Reason: reason, Note: p.note()}
+		// As take records of a holding it takes: the uid that acquired it.
+		if err := w.loadAcquirer(v); err != nil {
+			return nil, nil, err
+		}
+		if v.uid != nil {
+			st.HeldBy, _ = heldBy(v)
+		}
+		ev, err := w.append(events.LockStolen, req.Identity, st)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -266,14 +277,11 @@ func checkHolders(ctx context.Context, q replay.Querier, st *replay.State, rep *
 	for _, d := range drifts(replayHolders(st), rows, holderKey) {
 		switch want, got := d.want, d.got; {
 		case want == nil:
-			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: got.Name, Detail: fmt.Sprintf(
-				"lock_holders has a row of request %s (%s), but replay has no such holder", got.RequestID, holderMode(got))})
+			rep.Add(drifted(got.UpdatedSeq, got.Name, "lock_holders has a row of request %s (%s), but replay has no such holder", got.RequestID, holderMode(got)))
 		case got == nil:
-			rep.Add(verify.Problem{Seq: want.FencingToken, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
-				"replay says request %s holds the lock %s, but lock_holders has no row for it", want.RequestID, holderMode(want))})
+			rep.Add(drifted(want.FencingToken, want.Name, "replay says request %s holds the lock %s, but lock_holders has no row for it", want.RequestID, holderMode(want)))
 		default:
-			rep.Add(verify.Problem{Seq: got.UpdatedSeq, Kind: verify.KindProjectionDrift, Lock: want.Name, Detail: fmt.Sprintf(
-				"lock_holders' row of request %s differs from replay in %s", want.RequestID, strings.Join(d.diff, ", "))})
+			rep.Add(drifted(got.UpdatedSeq, want.Name, "lock_holders' row of request %s differs from replay in %s", want.RequestID, strings.Join(d.diff, ", ")))
 		}
 	}
 	return nil

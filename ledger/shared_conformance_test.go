@@ -236,3 +236,50 @@ func TestConformanceExclusiveTakesOverDeadReaders(t *testing.T) {
 		verifyOK(t, a)
 	})
 }
+
+// TestExclusiveOverDeadReadersKeepsWhatItAskedFor: an exclusive
+// acquisition that takes a lock over from shared holders records what any
+// acquisition records of its holding: the release secret it asked for
+// (returned, and its SHA-256 in lock_stolen, so that the secret releases
+// it), that its holder is a run, and the uid that acquired the holding it
+// took (held_by).
+func TestExclusiveOverDeadReadersKeepsWhatItAskedFor(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		ctx := context.Background()
+		a := f.open("host-a")
+		child := exec.Command("sleep", "60")
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := shared("m", "r1", 0)
+		r.PID = child.Process.Pid
+		if _, err := a.TryAcquire(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		child.Process.Kill()
+		child.Wait()
+		w, err := a.TryAcquire(ctx, ledger.AcquireRequest{Lock: "m", Identity: as("w"), TTL: time.Minute, ReleaseSecret: true, Run: true})
+		if err != nil || !w.Stolen {
+			t.Fatalf("exclusive over a dead reader: %+v %v", w, err)
+		}
+		if w.ReleaseSecret == "" {
+			t.Fatal("no release secret returned, though one was asked for")
+		}
+		ev, err := a.AcquisitionBefore(ctx, "m", "w", w.Seq+1)
+		if err != nil || ev == nil || ev.Stolen == nil {
+			t.Fatalf("the lock_stolen of w: %+v %v", ev, err)
+		}
+		if ev.Acquired.ReleaseSecretSHA256 == "" || !ev.Acquired.Run {
+			t.Fatalf("lock_stolen records release_secret_sha256 %q, run %v: want the secret's sum and run", ev.Acquired.ReleaseSecretSHA256, ev.Acquired.Run)
+		}
+		if h := ev.Stolen.HeldBy; h == nil || h.UID == nil {
+			t.Fatalf("lock_stolen's held_by %+v: want the uid that acquired the reader's holding", h)
+		}
+		out, err := a.Release(ctx, ledger.ReleaseRequest{Lock: "m", Identity: ledger.Identity{RequestID: "w", Actor: "someone-else", PID: 1}, Secret: w.ReleaseSecret})
+		if err != nil || !out.Released {
+			t.Fatalf("release with the secret: %+v %v", out, err)
+		}
+		verifyOK(t, a)
+	})
+}

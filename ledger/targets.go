@@ -90,13 +90,6 @@ func (l *Ledger) checkTargetPath(t events.Target) error {
 	return nil
 }
 
-// formatHolder is h as a formats.Holder.
-func formatHolder(h *holding) formats.Holder {
-	return formats.Holder{Lock: h.rec.LockName, RequestID: h.rec.RequestID, Actor: h.rec.Actor, Intent: h.rec.Intent,
-		IntentVersion: h.rec.IntentVersion, HostID: h.rec.HostID, PID: h.rec.PID, CreatedAt: h.created,
-		HeartbeatAt: h.heartbeat, TTL: time.Duration(h.rec.TTLSeconds) * time.Second, Metadata: h.rec.Metadata}
-}
-
 // ReadTargetFile reads a lock file at path without following symlinks;
 // exists is false when there is none.
 func ReadTargetFile(path string) (data []byte, exists bool, err error) {
@@ -119,7 +112,9 @@ func renderTarget(t events.Target, h *holding) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.Render(formatHolder(h))
+	return f.Render(formats.Holder{Lock: h.rec.LockName, RequestID: h.rec.RequestID, Actor: h.rec.Actor, Intent: h.rec.Intent,
+		IntentVersion: h.rec.IntentVersion, HostID: h.rec.HostID, PID: h.rec.PID, CreatedAt: h.created,
+		HeartbeatAt: h.heartbeat, TTL: time.Duration(h.rec.TTLSeconds) * time.Second, Metadata: h.rec.Metadata})
 }
 
 // LocalEnv is the formats.Env of this host with the real process probe.
@@ -129,6 +124,16 @@ func LocalEnv(maxAge time.Duration) formats.Env {
 
 func (l *Ledger) formatsEnv(maxAge time.Duration) formats.Env {
 	return formats.EnvOf(l.host.ID, l.probe, maxAge)
+}
+
+// ownBytes is what the ledger's holder h projects at path, when it owns it.
+func ownBytes(h *holding, path string) ([]byte, bool) {
+	t, ok := owns(h, path)
+	if !ok {
+		return nil, false
+	}
+	b, err := renderTarget(t, h)
+	return b, err == nil
 }
 
 func owns(h *holding, path string) (events.Target, bool) {
@@ -257,12 +262,8 @@ const targetRule = "lockledger writes a --file path only where it holds nothing,
 // projects reports whether data is exactly what the ledger's holder
 // projects at path.
 func (w *writeTx) projects(path string, data []byte) bool {
-	t, ok := owns(w.v.holder, path)
-	if !ok {
-		return false
-	}
-	want, err := renderTarget(t, w.v.holder)
-	return err == nil && bytes.Equal(want, data)
+	want, ok := ownBytes(w.v.holder, path)
+	return ok && bytes.Equal(want, data)
 }
 
 // foreignTarget returns the strongest holder among files that the ledger
@@ -423,18 +424,10 @@ func addNote(note, more string) string {
 // path, or the foreign file prev was judged from when it is being taken
 // over. ok is false when nothing there may be replaced.
 func replaceable(prev *holding, path string) (expect []byte, ok bool) {
-	if prev == nil {
-		return nil, false
-	}
-	if prev.foreign {
+	if prev != nil && prev.foreign {
 		return prev.file, prev.target == path
 	}
-	t, ok := owns(prev, path)
-	if !ok {
-		return nil, false
-	}
-	b, err := renderTarget(t, prev)
-	return b, err == nil
+	return ownBytes(prev, path)
 }
 
 // replaceIfStill replaces the file at t.Path with data only while it holds
@@ -472,23 +465,20 @@ func removeTarget(t events.Target, h *holding) error {
 	return lockfile.RemoveFile(t.Path, data)
 }
 
-// removeTargetsAfterCommit removes h's targets once the decision has
-// committed.
+// removeTargetsAfterCommit removes h's target files (only those still
+// holding its bytes) once the decision has committed.
 func (w *writeTx) removeTargetsAfterCommit(h *holding) error {
 	if err := w.onlyOwnFiles(len(h.targets) > 0); err != nil {
 		return err
 	}
-	w.removeAfterCommit(func() error { return w.removeTargets(h) })
-	return nil
-}
-
-// removeTargets deletes h's target files (only those still holding its bytes).
-func (w *writeTx) removeTargets(h *holding) error {
-	for _, t := range h.targets {
-		if err := removeTarget(t, h); err != nil {
-			return err
+	w.removeAfterCommit(func() error {
+		for _, t := range h.targets {
+			if err := removeTarget(t, h); err != nil {
+				return err
+			}
 		}
-	}
+		return nil
+	})
 	return nil
 }
 

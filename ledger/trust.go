@@ -77,10 +77,7 @@ func MustBePinned() Option {
 // and the heads dir where no signer was given; it returns what the opened
 // ledger is to be checked against (nil: nothing).
 func (c *config) applyTrust(root string) (*trusted, error) {
-	if c.readOnly {
-		return nil, nil
-	}
-	if c.trust.unsigned {
+	if c.readOnly || c.trust.unsigned {
 		return nil, nil
 	}
 	var s *trust.Store

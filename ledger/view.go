@@ -53,7 +53,7 @@ func interpret(name string, r *store.Row, file, journal lockfile.State) *view {
 		case !v.file.Exists:
 			v.repairs = append(v.repairs, repairPlace)
 		case !bytes.Equal(v.file.Data, r.File):
-			if rec, err := ParseLockFile(v.file.Data); err == nil && rec.RequestID == r.RequestID {
+			if ofRequest(v.file.Data, r) {
 				v.repairs = append(v.repairs, repairReplace)
 			} else {
 				v.interloper = true
@@ -64,20 +64,20 @@ func interpret(name string, r *store.Row, file, journal lockfile.State) *view {
 	if !v.file.Exists {
 		return v
 	}
-	if r != nil {
-		if bytes.Equal(v.file.Data, r.File) {
-			v.repairs = append(v.repairs, repairRemoveLeftover)
-			v.file = lockfile.State{}
-			return v
-		}
-		if rec, err := ParseLockFile(v.file.Data); err == nil && rec.RequestID == r.RequestID {
-			v.repairs = append(v.repairs, repairRemoveLeftover)
-			v.file = lockfile.State{}
-			return v
-		}
+	if r != nil && (bytes.Equal(v.file.Data, r.File) || ofRequest(v.file.Data, r)) {
+		v.repairs = append(v.repairs, repairRemoveLeftover)
+		v.file = lockfile.State{}
+		return v
 	}
 	v.holder = foreignHolding(name, v.file)
 	return v
+}
+
+// ofRequest: data is a lock file of r's request (the ledger's own file, in
+// another version).
+func ofRequest(data []byte, r *store.Row) bool {
+	rec, err := ParseLockFile(data)
+	return err == nil && rec.RequestID == r.RequestID
 }
 
 // holdingFromRow is the holding r records: its exclusive holder, or for a

@@ -41,6 +41,9 @@ release: build man
 # beside the other packages without -race, and its tests of the CLI's
 # concurrent parts (clitest.Race) run a CLI built with -race.
 RACE_TEST := -race -gcflags='modernc.org/sqlite/lib=-race=false'
+# The bound of a test binary that hangs, far above an idle machine's time:
+# at a load of 40 on two cores e2e's tests take over 20 minutes.
+TEST_TIMEOUT ?= 45m
 test: vet
 	@bash scripts/test-tools.sh
 	@cli=$$(mktemp -d) && trap 'rm -rf "$$cli"' EXIT && mkdir "$$cli/race" && \
@@ -48,9 +51,9 @@ test: vet
 	$(GO) build -buildvcs=false $(RACE_TEST) -o "$$cli/race/lockledger" . && \
 	export LOCKLEDGER_TEST_CLI="$$cli/lockledger" LOCKLEDGER_TEST_RACE_CLI="$$cli/race/lockledger" && \
 	echo "LOCKLEDGER_TEST_CLI=$$LOCKLEDGER_TEST_CLI LOCKLEDGER_TEST_RACE_CLI=$$LOCKLEDGER_TEST_RACE_CLI" && \
-	echo "$(GO) test -count=1 -timeout 20m ./e2e/ & $(GO) test $(RACE_TEST) -count=1 -timeout 20m (every other package)" && \
-	{ $(GO) test -count=1 -timeout 20m ./e2e/ & e2e=$$!; \
-	  $(GO) test $(RACE_TEST) -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v '/e2e$$'); units=$$?; \
+	echo "$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & $(GO) test $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) (every other package)" && \
+	{ $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & e2e=$$!; \
+	  $(GO) test $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list $(PKGS) | grep -v '/e2e$$'); units=$$?; \
 	  wait $$e2e && [ $$units -eq 0 ]; }
 	$(GO) test -count=1 -run '^TestFastMatchesSchema$$' ./schema/
 

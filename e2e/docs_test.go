@@ -139,12 +139,15 @@ func runDocBlocks(t *testing.T, blocks []docBlock, env []string, dir string, pat
 		fmt.Fprintf(&script, "{ %s\n} >%q 2>&1 </dev/null\n__rc=$?; echo $__rc >%q; (exit $__rc)\n",
 			machine.Replace(r.c.text), filepath.Join(out, strconv.Itoa(i)), filepath.Join(out, strconv.Itoa(i)+".rc"))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// A hung command is cut off; each gets the bound clitest.Run gives one
+	// command, so that a loaded machine's slow start-ups do not add up to it.
+	limit := time.Duration(len(cmds)) * 2 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
 	cmd.Dir, cmd.Env = dir, env
 	if r := clitest.Exec(t, cmd); ctx.Err() != nil {
-		t.Fatalf("the page's commands did not finish within 60 s\nstdout: %s\nstderr: %s", r.Stdout, r.Stderr)
+		t.Fatalf("the page's commands did not finish within %s\nstdout: %s\nstderr: %s", limit, r.Stdout, r.Stderr)
 	}
 	for i, r := range cmds {
 		raw, _ := os.ReadFile(filepath.Join(out, strconv.Itoa(i)))

@@ -248,10 +248,12 @@ func TestLeaseLostAtLocalDeadlineWhileHeartbeatHangs(t *testing.T) {
 func TestLeaseLostWhenNoHeartbeatSucceedsBeforeTheDeadline(t *testing.T) {
 	ctx := context.Background()
 	l := fixture.Open(t, "", ledger.WithBusyTimeout(20*time.Millisecond))
-	ttl := 2 * time.Second
-	// A wide margin gives the loss three quarters of a second to be recorded
+	ttl := 6 * time.Second
+	// The local deadline, a second and a half after the last heartbeat,
+	// leaves room for heartbeats that fail busy even where a loaded machine
+	// slows each one; the wide margin gives the loss seconds to be recorded
 	// once the writer mutex is freed.
-	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: ttl}, lease.WithHeartbeatInterval(100*time.Millisecond), lease.WithLossMargin(1500*time.Millisecond))
+	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: ttl}, lease.WithHeartbeatInterval(100*time.Millisecond), lease.WithLossMargin(4500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

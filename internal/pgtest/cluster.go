@@ -1,6 +1,8 @@
 // Package pgtest gives tests a real, throwaway PostgreSQL server: one
 // cluster per test binary, started on first use in a temporary directory,
 // reachable on a unix socket there and on 127.0.0.1, and stopped by Main.
+// Its data directory is a copy of one initdb made once per user and
+// PostgreSQL installation, kept in the temporary directory.
 // It also offers a TCP proxy that tests can cut or hang to simulate losing
 // the database, and a PgBouncer in transaction pooling mode in front of the
 // cluster (GetBouncer). Programs that are not tests (the benchmarks) start and stop
@@ -14,6 +16,7 @@ package pgtest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -106,7 +109,7 @@ func Get(t testing.TB) *Cluster {
 		// Without Main nothing would stop the server before the binary exits.
 		t.Fatal("pgtest: this package's TestMain must call pgtest.Main(m) (or pgtest.Run)")
 	}
-	once.Do(func() { shared, sharedErr = StartCluster() })
+	once.Do(func() { shared, sharedErr = startCluster(testSettings...) })
 	started(t, "PostgreSQL", sharedErr, ErrNoServer)
 	return shared
 }
@@ -348,7 +351,18 @@ func freePort() (int, error) {
 // test binary. The error matches ErrNoServer when the server programs are
 // not installed. If the program dies without calling Stop, the kernel stops
 // the server (see command), but its directory is left behind.
-func StartCluster() (*Cluster, error) {
+func StartCluster() (*Cluster, error) { return startCluster() }
+
+// testSettings are the server settings of a test binary's cluster (Get).
+// It lives only as long as the binary and never outlives a machine's
+// crash, so it does not sync its writes to the disk (a killed server still
+// recovers from what the kernel holds) nor vacuum in the background, which
+// starts a worker in each of the tests' many short-lived databases once a
+// minute. The benchmarks' cluster (StartCluster) keeps the defaults.
+var testSettings = []string{"fsync=off", "full_page_writes=off", "autovacuum=off"}
+
+// startCluster is StartCluster with server settings (name=value).
+func startCluster(settings ...string) (*Cluster, error) {
 	binDir, err := findBinaries()
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrNoServer, err)
@@ -385,12 +399,8 @@ func StartCluster() (*Cluster, error) {
 		return nil, err
 	}
 	data := filepath.Join(dir, "data")
-	initdb := c.command(cred, "initdb", "-D", data, "-U", Superuser, "--auth=trust",
-		"--encoding=UTF8", "--locale=C", "--no-sync")
-	var out bytes.Buffer
-	initdb.Stdout, initdb.Stderr = &out, &out
-	if err := initdb.Run(); err != nil {
-		return nil, fmt.Errorf("initdb: %v\n%s", err, out.Bytes())
+	if err := c.initData(cred, data); err != nil {
+		return nil, err
 	}
 	logFile, err := os.Create(c.logf)
 	if err != nil {
@@ -400,10 +410,14 @@ func StartCluster() (*Cluster, error) {
 	// postgres runs as our direct child, not under pg_ctl, so that the
 	// kernel can stop it when this test binary dies without running Main
 	// (killed, or timed out): see Pdeathsig in command.
-	cmd := c.command(cred, "postgres", "-D", data, "-p", strconv.Itoa(c.Port),
+	args := []string{"-D", data, "-p", strconv.Itoa(c.Port),
 		"-c", "listen_addresses=127.0.0.1",
-		"-c", "unix_socket_directories="+c.SocketDir,
-		"-c", "max_connections="+strconv.Itoa(MaxConnections))
+		"-c", "unix_socket_directories=" + c.SocketDir,
+		"-c", "max_connections=" + strconv.Itoa(MaxConnections)}
+	for _, s := range settings {
+		args = append(args, "-c", s)
+	}
+	cmd := c.command(cred, "postgres", args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if c.srv, err = startServer("postgres", cmd, syscall.SIGQUIT); err != nil {
 		return nil, err
@@ -414,6 +428,70 @@ func StartCluster() (*Cluster, error) {
 	}
 	ok = true
 	return c, nil
+}
+
+// initData fills data with a new, empty cluster: a copy of the one initdb
+// made for the first cluster of this user and these server programs, kept
+// in the temporary directory, as initdb costs a second or more of CPU and
+// each test binary that uses PostgreSQL starts a cluster.
+func (c *Cluster) initData(cred *syscall.Credential, data string) error {
+	initdb := filepath.Join(c.BinDir, "initdb")
+	fi, err := os.Stat(initdb)
+	if err != nil {
+		return err
+	}
+	key := sha256.Sum256(fmt.Appendf(nil, "%s %d %d", initdb, fi.Size(), fi.ModTime().UnixNano()))
+	template := filepath.Join(os.TempDir(), fmt.Sprintf("lockledger-pgtest-initdb-%d-%x", os.Geteuid(), key[:8]))
+	if !complete(template) {
+		if err := c.makeTemplate(cred, template); err != nil {
+			return err
+		}
+	}
+	if out, err := exec.Command("cp", "-a", filepath.Join(template, "data"), data).CombinedOutput(); err != nil {
+		return fmt.Errorf("copying the initdb template %s: %v\n%s", template, err, out)
+	}
+	return nil
+}
+
+// makeTemplate runs initdb into a new directory renamed to template once
+// complete; where another test binary's was renamed there first, that one
+// stays.
+func (c *Cluster) makeTemplate(cred *syscall.Credential, template string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(template), filepath.Base(template)+".new-")
+	if err != nil {
+		return err
+	}
+	if cred != nil {
+		if err := os.Chown(tmp, int(cred.Uid), int(cred.Gid)); err != nil {
+			os.RemoveAll(tmp)
+			return err
+		}
+	}
+	initdb := c.command(cred, "initdb", "-D", filepath.Join(tmp, "data"), "-U", Superuser, "--auth=trust",
+		"--encoding=UTF8", "--locale=C", "--no-sync")
+	var out bytes.Buffer
+	initdb.Stdout, initdb.Stderr = &out, &out
+	if err := initdb.Run(); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("initdb: %v\n%s", err, out.Bytes())
+	}
+	if err := os.Rename(tmp, template); err != nil {
+		os.RemoveAll(tmp)
+		if !complete(template) {
+			return err
+		}
+	}
+	return nil
+}
+
+// complete says whether template holds a cluster initdb finished.
+func complete(template string) bool {
+	for _, f := range []string{"PG_VERSION", "global/pg_control"} {
+		if _, err := os.Stat(filepath.Join(template, "data", f)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // command builds an exec.Cmd for one of the server programs, run as cred,

@@ -299,7 +299,7 @@ func (l *Ledger) Compact(ctx context.Context) error { return l.store.Compact(ctx
 
 // HashAt is the hash of the event at seq ("": none there).
 func (l *Ledger) HashAt(ctx context.Context, seq int64) (string, error) {
-	return store.HashAt(ctx, l.store, seq)
+	return store.EventHash(ctx, l.store, seq)
 }
 
 // LockPath is the lock file path of name.

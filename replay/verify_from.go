@@ -75,7 +75,7 @@ func CheckVerifiedHead(ctx context.Context, q Querier, from *Verified) (ok bool,
 			return false, nil, err
 		}
 	}
-	hash, err := store.HashAt(ctx, q, from.Seq)
+	hash, err := store.EventHash(ctx, q, from.Seq)
 	switch {
 	case err != nil:
 		return false, nil, err

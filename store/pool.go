@@ -73,12 +73,6 @@ func TakenBefore(ctx context.Context, q Querier, lock, requestID string, beforeS
 	return seq, body, err
 }
 
-// HashAt is the hash of the event at seq ("": none there).
-func HashAt(ctx context.Context, q Querier, seq int64) (string, error) {
-	_, h, err := pinHead(ctx, q, "", seq)
-	return h, err
-}
-
 // DeleteTreeRowsAbove deletes the stored Merkle hashes of the events after seq.
 func DeleteTreeRowsAbove(ctx context.Context, tx Execer, seq int64) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM tlog_hashes WHERE seq > $1`, seq)

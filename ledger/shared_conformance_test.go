@@ -124,17 +124,7 @@ func TestConformanceSemaphore(t *testing.T) {
 		ctx := context.Background()
 		a := f.open("host-a")
 		// A holder whose process then exits: its slot is dead.
-		child := exec.Command("sleep", "60")
-		if err := child.Start(); err != nil {
-			t.Fatal(err)
-		}
-		gone := shared("pool", "s0", 3)
-		gone.PID = child.Process.Pid
-		if _, err := a.TryAcquire(ctx, gone); err != nil {
-			t.Fatal(err)
-		}
-		child.Process.Kill()
-		child.Wait()
+		acquireForADeadProcess(t, a, shared("pool", "s0", 3))
 		for _, r := range []string{"s1", "s2"} {
 			if _, err := a.TryAcquire(ctx, shared("pool", r, 3)); err != nil {
 				t.Fatalf("%s: %v", r, err)
@@ -199,19 +189,7 @@ func TestConformanceExclusiveTakesOverDeadReaders(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		a := f.open("host-a")
-		dead := func(r ledger.AcquireRequest) {
-			t.Helper()
-			child := exec.Command("sleep", "60")
-			if err := child.Start(); err != nil {
-				t.Fatal(err)
-			}
-			r.PID = child.Process.Pid
-			if _, err := a.TryAcquire(ctx, r); err != nil {
-				t.Fatal(err)
-			}
-			child.Process.Kill()
-			child.Wait()
-		}
+		dead := func(r ledger.AcquireRequest) { acquireForADeadProcess(t, a, r) }
 		dead(shared("m", "r1", 0))
 		dead(shared("m", "r2", 0))
 		w, err := a.TryAcquire(ctx, ledger.AcquireRequest{Lock: "m", Identity: as("w"), TTL: time.Minute})
@@ -248,17 +226,7 @@ func TestExclusiveOverDeadReadersKeepsWhatItAskedFor(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f *storeFixture) {
 		ctx := context.Background()
 		a := f.open("host-a")
-		child := exec.Command("sleep", "60")
-		if err := child.Start(); err != nil {
-			t.Fatal(err)
-		}
-		r := shared("m", "r1", 0)
-		r.PID = child.Process.Pid
-		if _, err := a.TryAcquire(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-		child.Process.Kill()
-		child.Wait()
+		acquireForADeadProcess(t, a, shared("m", "r1", 0))
 		w, err := a.TryAcquire(ctx, ledger.AcquireRequest{Lock: "m", Identity: as("w"), TTL: time.Minute, ReleaseSecret: true, Run: true})
 		if err != nil || !w.Stolen {
 			t.Fatalf("exclusive over a dead reader: %+v %v", w, err)
@@ -282,4 +250,20 @@ func TestExclusiveOverDeadReadersKeepsWhatItAskedFor(t *testing.T) {
 		}
 		verifyOK(t, a)
 	})
+}
+
+// acquireForADeadProcess acquires r for a process that then exits, so that
+// its holding is dead.
+func acquireForADeadProcess(t *testing.T, l *ledger.Ledger, r ledger.AcquireRequest) {
+	t.Helper()
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.PID = child.Process.Pid
+	if _, err := l.TryAcquire(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	child.Process.Kill()
+	child.Wait()
 }

@@ -51,7 +51,8 @@ func FullStorageCheck() VerifyOption { return func(c *verifyConfig) { c.full = t
 
 // CheckAgainst makes Verify check the log against t's checkpoints, verifier
 // keys and expected heads, besides the checkpoints stored in the ledger
-// (which are listed, and count only with a verifier key). t's LedgerID is
+// (which are listed, and count only with a verifier key), and, with
+// witness keys (t.Cosigners), the cosignatures the ledger keeps. t's LedgerID is
 // the ledger's own; t itself is left as it is.
 func CheckAgainst(t *replay.Trust) VerifyOption { return func(c *verifyConfig) { c.trust = t } }
 
@@ -103,6 +104,16 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*verify.Repo
 	trust.Checkpoints = slices.Clip(trust.Checkpoints)
 	for _, s := range stored {
 		trust.Checkpoints = append(trust.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("ledger checkpoint #%d", s.ID), Note: s.Note, Carried: true, Row: true, Size: s.Size})
+	}
+	if len(trust.Cosigners) > 0 {
+		cos, err := store.StoredCosignatures(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		trust.Cosignatures = slices.Clip(trust.Cosignatures)
+		for _, c := range cos {
+			trust.Cosignatures = append(trust.Cosignatures, replay.NoteSource{Source: fmt.Sprintf("ledger cosignature #%d", c.ID), Note: c.Note, Carried: true, Size: c.Size})
+		}
 	}
 	// SQLite's check reads the whole file once more: it runs beside the
 	// read of the events, on a connection of its own. Its snapshot may be

@@ -232,13 +232,19 @@ func readArchive(g *invocation.Globals, path, actor string) (*os.File, *archive.
 		f.Close()
 		return nil, nil, err
 	}
-	c, err := archive.Read(f, invocation.AbsPath(path), "", replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
-		Expected: len(trust.Verifiers) > 0, OthersUnchecked: trust.OthersUnchecked}))
+	c, err := checkArchive(f, path, trust)
 	if err != nil {
 		f.Close()
 		return nil, nil, archiveInput(path, err)
 	}
 	return f, c, nil
+}
+
+// checkArchive checks the archive f, read from path, on its own (verify
+// --file's checks), with the verifier keys of t.
+func checkArchive(f *os.File, path string, t *replay.Trust, opts ...replay.VerifyOption) (*archive.Checked, error) {
+	return archive.Read(f, invocation.AbsPath(path), "", append(opts, replay.WithTrust(&replay.Trust{Verifiers: t.Verifiers,
+		Expected: len(t.Verifiers) > 0, OthersUnchecked: t.OthersUnchecked}))...)
 }
 
 // archiveWhat is what an --archive file must be, for openInput.
@@ -319,14 +325,14 @@ func ledgerSize(ctx context.Context, g *invocation.Globals, l *ledger.Ledger) in
 // withArchives checks the archives of verify --archive with the live
 // ledger's report rep: each on its own (verify --file's checks, with the
 // verifier keys of t), then all of them and the live log as one log.
-func (o *verifyOptions) withArchives(rep *verify.Report, opts ...replay.VerifyOption) error {
+func (o *verifyOptions) withArchives(rep *verify.Report, t *replay.Trust, opts ...replay.VerifyOption) error {
 	var checked []*archive.Checked
 	for _, path := range o.archives {
 		f, err := openInput("--archive", path, archiveWhat)
 		if err != nil {
 			return err
 		}
-		c, err := archive.Read(f, invocation.AbsPath(path), "", opts...)
+		c, err := checkArchive(f, path, t, opts...)
 		f.Close()
 		if errors.Is(err, archive.ErrMismatch) {
 			rep.Add(verify.Problem{Kind: verify.KindCheckpoint, Detail: err.Error()})

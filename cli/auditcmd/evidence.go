@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -103,7 +102,7 @@ func runCheckpointQuietly(ctx context.Context, g *invocation.Globals) error {
 func writeEvidence(ctx context.Context, o *evidenceOptions, since, until, now time.Time) error {
 	var m *evidence.Made
 	err := o.g.ReadInto(ctx, o.out, func(w io.Writer, r *invocation.Reader) error {
-		keys, err := signerKeys(o.g)
+		_, keys, _, err := pinned(o.g)
 		if err != nil {
 			return err
 		}
@@ -120,25 +119,6 @@ func writeEvidence(ctx context.Context, o *evidenceOptions, since, until, now ti
 	termtext.Fprintf(o.g.IO.ErrOut, "evidence: seq %d-%d (%d events), checkpoints %d and %d\n",
 		m.Header.FirstSeq, m.Header.LastSeq, m.Header.Events, m.Start, m.End)
 	return nil
-}
-
-// signerKeys are the verifier keys this trust store pins for the root.
-func signerKeys(g *invocation.Globals) ([]string, error) {
-	s, err := g.TrustStore()
-	if err != nil || s == nil {
-		return nil, err
-	}
-	pins, err := s.PinsOf(g.Root)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", s.PinsPath(), err)
-	}
-	var keys []string
-	for _, p := range pins {
-		if !slices.Contains(keys, p.Verifier) {
-			keys = append(keys, p.Verifier)
-		}
-	}
-	return keys, nil
 }
 
 // verifyEvidence is verify --evidence: a check of the bundle alone, with

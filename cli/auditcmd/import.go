@@ -12,7 +12,6 @@ import (
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
-	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/verify"
 )
@@ -105,7 +104,7 @@ func runImport(ctx context.Context, o *importOptions) error {
 	if err != nil {
 		return err
 	}
-	check, err := invocation.VerifyWitnessed(ctx, o.g, &replay.Trust{})
+	check, err := o.g.Verify(ctx)
 	if err != nil {
 		return err
 	}

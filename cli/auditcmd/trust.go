@@ -275,7 +275,7 @@ func runTrustAdopt(ctx context.Context, g *invocation.Globals) error {
 	if err != nil {
 		return err
 	}
-	rep, err := invocation.VerifyWitnessed(ctx, g, t, ledger.CheckAgainst(t), ledger.FullStorageCheck())
+	rep, err := g.Verify(ctx, ledger.CheckAgainst(t), ledger.FullStorageCheck())
 	if err != nil {
 		return err
 	}

@@ -406,10 +406,9 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		if err != nil {
 			return err
 		}
-		rep, err = invocation.VerifyWitnessed(ctx, o.g, trust, opts...)
+		rep, err = o.g.Verify(ctx, opts...)
 		if err == nil && len(o.archives) > 0 {
-			err = o.withArchives(rep, replay.ClockSkew(skew), replay.WithTrust(&replay.Trust{Verifiers: trust.Verifiers,
-				Expected: len(trust.Verifiers) > 0, OthersUnchecked: trust.OthersUnchecked}))
+			err = o.withArchives(rep, trust, replay.ClockSkew(skew))
 		}
 	}
 	if err != nil {

@@ -48,22 +48,9 @@ type expectation struct {
 // keys, the heads the store keeps of the pinned ledgers (a witness), and
 // the ledger id to expect. A root with no pin adds nothing.
 func (o *verifyOptions) fromStore(t *replay.Trust) error {
-	s, err := o.g.TrustStore()
+	s, keys, ids, err := pinned(o.g)
 	if err != nil {
 		return err
-	}
-	pins, err := s.PinsOf(o.g.Root)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", s.PinsPath(), err)
-	}
-	var keys, ids []string
-	for _, p := range pins {
-		if !slices.Contains(keys, p.Verifier) {
-			keys = append(keys, p.Verifier)
-		}
-		if !slices.Contains(ids, p.LedgerID) {
-			ids = append(ids, p.LedgerID)
-		}
 	}
 	for _, k := range keys {
 		v, err := checkpoint.NewVerifier(k)
@@ -102,6 +89,29 @@ func (o *verifyOptions) fromStore(t *replay.Trust) error {
 		}
 	}
 	return nil
+}
+
+// pinned is the trust store, and the verifier keys and the ledger ids its
+// pins of the root name, each once.
+func pinned(g *invocation.Globals) (*trust.Store, []string, []string, error) {
+	s, err := g.TrustStore()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pins, err := s.PinsOf(g.Root)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading %s: %w", s.PinsPath(), err)
+	}
+	var keys, ids []string
+	for _, p := range pins {
+		if !slices.Contains(keys, p.Verifier) {
+			keys = append(keys, p.Verifier)
+		}
+		if !slices.Contains(ids, p.LedgerID) {
+			ids = append(ids, p.LedgerID)
+		}
+	}
+	return s, keys, ids, nil
 }
 
 // checkExpected adds a problem to rep for each expectation the ledger

@@ -117,24 +117,14 @@ func (f *WitnessKeyFlags) Add(root string, checkRoot bool, t *replay.Trust) erro
 	return nil
 }
 
-// VerifyWitnessed is verifyLedger with the cosignatures the ledger keeps,
-// read in the same snapshot, added to trust.
-func VerifyWitnessed(ctx context.Context, g *Globals, trust *replay.Trust, opts ...ledger.VerifyOption) (*verify.Report, error) {
+// Verify is the ledger's Verify in the one read snapshot of a reading
+// command.
+func (g *Globals) Verify(ctx context.Context, opts ...ledger.VerifyOption) (*verify.Report, error) {
 	r, err := g.OpenRead(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	if len(trust.Cosigners) > 0 {
-		stored, err := store.StoredCosignatures(ctx, r.Tx)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range stored {
-			trust.Cosignatures = append(trust.Cosignatures, replay.NoteSource{
-				Source: fmt.Sprintf("ledger cosignature #%d", c.ID), Note: c.Note, Carried: true, Size: c.Size})
-		}
-	}
 	return r.Ledger.Verify(ctx, append(opts, ledger.InSnapshot(r.Tx))...)
 }
 

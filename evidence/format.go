@@ -58,14 +58,6 @@ const (
 	EventsToEnd = "events_to_end"
 )
 
-// Tree is the tree line ({"tree": Tree}): the Merkle tree before the
-// first event line, as the hashes of its maximal complete subtrees,
-// largest first (empty for a tree of 0 records).
-type Tree struct {
-	Size     int64       `json:"size"`
-	Frontier []tlog.Hash `json:"frontier"`
-}
-
 // OpenedBefore is a line ({"opened_before": OpenedBefore}) for each
 // holding open when the period starts: the event that opened it (in the
 // export line form) and its inclusion proof in the end checkpoint's tree

@@ -67,7 +67,6 @@ type checker struct {
 
 	sum         *summarizer
 	started     bool
-	last        *row  // the last event line
 	period      int64 // event lines inside the period
 	lastSeen    *row  // last event line inside the period
 	firstPeriod *row  // first event line inside the period
@@ -294,7 +293,6 @@ func (c *checker) event(n int64, line []byte) {
 	}
 	ev.Seq = r.Seq
 	cur := &row{seq: r.Seq, line: n, at: ev.Time}
-	c.last = cur
 	switch {
 	case r.Seq < c.hd.FirstSeq:
 		c.before = cur

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // Kind names a kind of damage that verify reports.
@@ -367,16 +369,12 @@ func (u Uncosigned) String() string {
 	if u.Count > len(shown) {
 		shown = append(shown, fmt.Sprintf("and %d more", u.Count-len(shown)))
 	}
-	what := "checkpoints"
-	if u.Count == 1 {
-		what = "checkpoint"
-	}
 	last := "it cosigned none"
 	if u.Cosigned > 0 {
 		last = fmt.Sprintf("the last it cosigned is of size %d", u.Cosigned)
 	}
 	return fmt.Sprintf("witness %s did not cosign %d %s of this ledger (size %s); %s: it was slow or unreachable when they were signed, or the writer had no --witness-url for it",
-		u.Witness, u.Count, what, strings.Join(shown, ", "), last)
+		u.Witness, u.Count, termtext.Plural(u.Count, "checkpoint", "checkpoints"), strings.Join(shown, ", "), last)
 }
 
 // SetMarker records p as the problem of the unsigned prune or unprune

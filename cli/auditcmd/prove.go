@@ -24,20 +24,6 @@ import (
 	"github.com/lockledger/lockledger/store"
 )
 
-// readNotes reads the signed notes in a file (one, or several one after
-// another, as in a witness file).
-func readNotes(field, path string) ([]checkpoint.Entry, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, events.Invalid(field, path, "cannot be read: "+invocation.ErrText(err))
-	}
-	es := checkpoint.SplitNotes(b)
-	if len(es) == 0 {
-		return nil, events.Invalid(field, path, "holds no checkpoint")
-	}
-	return es, nil
-}
-
 // latestCheckpoint reads the largest checkpoint in a file, signatures not
 // checked (the proof carries it; verify-proof checks them). A directory
 // is a witness: the largest checkpoint of ledger id in its files (a

@@ -265,9 +265,13 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		t.Heads = append(t.Heads, replay.Head{Seq: seq, Hash: hash})
 	}
 	for _, f := range o.checkpoints {
-		es, err := readNotes("--checkpoint", f)
+		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, err
+			return nil, events.Invalid("--checkpoint", f, "cannot be read: "+invocation.ErrText(err))
+		}
+		es := checkpoint.SplitNotes(b)
+		if len(es) == 0 {
+			return nil, events.Invalid("--checkpoint", f, "holds no checkpoint")
 		}
 		for _, e := range es {
 			t.Checkpoints = append(t.Checkpoints, replay.NoteSource{Source: fmt.Sprintf("checkpoint %s:%d", f, e.Line), Note: e.Note, Given: true})
@@ -541,11 +545,7 @@ func printReport(w io.Writer, rep *verify.Report) {
 	if rep.OK {
 		fmt.Fprintln(w, "verify: OK")
 	} else {
-		noun := "problems"
-		if rep.ProblemCount == 1 {
-			noun = "problem"
-		}
-		termtext.Fprintf(w, "verify: FAILED (%d %s)\n", rep.ProblemCount, noun)
+		termtext.Fprintf(w, "verify: FAILED (%d %s)\n", rep.ProblemCount, termtext.Plural(rep.ProblemCount, "problem", "problems"))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	termtext.Fprintf(tw, "  source\t%s\n", rep.Source)

@@ -90,11 +90,10 @@ func (w *writeTx) abort() {
 // may share one transaction and commit (see writeQueue).
 func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (outcome error, err error)) error {
 	return l.queued(ctx, name, func(w *writeTx) (error, error) {
-		before, tip, err := store.LoadRowTip(w.ctx, w.q, name)
+		before, err := w.loadRow(name)
 		if err != nil {
 			return nil, err
 		}
-		w.tip = tip
 		if w.v, err = l.inspect(name, before); err != nil {
 			return nil, err
 		}
@@ -123,6 +122,19 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 		}
 		return fn(w)
 	})
+}
+
+// loadRow reads the lock's row, and the head of the log with it unless a
+// decision before w in its group read the head already (w.headSet): the
+// head checked once holds for the whole transaction, which only the
+// group's own appends move.
+func (w *writeTx) loadRow(name string) (*store.Row, error) {
+	if w.headSet {
+		return store.LoadRow(w.ctx, w.q, name)
+	}
+	before, tip, err := store.LoadRowTip(w.ctx, w.q, name)
+	w.tip = tip
+	return before, err
 }
 
 // commitWith commits tx while the lock files' journals are fsynced

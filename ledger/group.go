@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -295,6 +296,9 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	// has read it: each decision after it starts where the last one kept
 	// ended, not from a read of its own (see writeTx.loadRow).
 	var head *writeTx
+	// The Merkle rows the decisions kept so far read and wrote: a decision
+	// adds to a copy, kept only if it stands.
+	tree := map[int64][]byte{}
 	for _, d := range group {
 		if err := d.ctx.Err(); err != nil {
 			d.err = err
@@ -307,7 +311,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 				return nil
 			}
 		}
-		w := &writeTx{l: l, ctx: ctx, tx: tx, q: q, now: now, v: &view{}, grouped: several}
+		w := &writeTx{l: l, ctx: ctx, tx: tx, q: q, now: now, v: &view{}, grouped: several, tree: maps.Clone(tree)}
 		if head != nil {
 			w.seq, w.hash, w.headSet = head.seq, head.hash, true
 		}
@@ -326,6 +330,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 		if w.headSet {
 			head = w
 		}
+		tree = w.tree
 		if len(w.written) > 0 || w.touched || w.rows {
 			d.w = w
 			made = append(made, d)

@@ -192,6 +192,57 @@ func TestGroupFailingDecisionLeavesTheOthers(t *testing.T) {
 	})
 }
 
+// A decision that fails after appending more events than each one after
+// it appends takes its events and Merkle rows back with its savepoint: the
+// decisions after it chain from the head before it, and their Merkle rows
+// (hashed from the rows the group read and wrote in memory) are those of
+// the same events appended one at a time.
+func TestGroupFailedDecisionsAppendsAreNotReused(t *testing.T) {
+	onBothStores(t, func(t *testing.T, open func() *Ledger) {
+		l := open()
+		ctx := context.Background()
+		boom := errors.New("boom")
+		let := holdWriter(t, l)
+		var wg sync.WaitGroup
+		const n = 5
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				lock := fmt.Sprintf("m-%d", i)
+				errs[i] = l.write(ctx, lock, func(w *writeTx) (error, error) {
+					appends := 1
+					if i == 1 {
+						appends = 3
+					}
+					for range appends {
+						p := events.JobProcessesPayload{JobRequestID: "req_group_job", PIDs: []int{1}, Action: "left_running", Note: "group test"}
+						if _, err := w.append(events.JobProcesses, Identity{RequestID: "req_group_" + lock, Actor: "group-test"}, &p); err != nil {
+							return nil, err
+						}
+					}
+					if i == 1 {
+						return nil, boom
+					}
+					return nil, nil
+				})
+			})
+			awaitQueued(t, l, i+1) // queued, and so made, in this order
+		}
+		let()
+		wg.Wait()
+		for i := range n {
+			if i == 1 {
+				if !errors.Is(errs[i], boom) {
+					t.Errorf("m-%d: %v, want boom", i, errs[i])
+				}
+			} else if errs[i] != nil {
+				t.Errorf("m-%d: %v", i, errs[i])
+			}
+		}
+		verifyOK(t, l)
+	})
+}
+
 // A group tells the waiters of every lock it changed, each by a
 // notification whose payload is its lock's name, though it sends them
 // in one statement.

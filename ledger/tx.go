@@ -19,16 +19,19 @@ import (
 // writeTx is one decision on one lock: made under the writer mutex inside a
 // BEGIN IMMEDIATE transaction, with the lock's file reconciled first.
 type writeTx struct {
-	l        *Ledger
-	ctx      context.Context
-	tx       *sql.Tx
-	q        store.PreparedTx // tx through prepared statements
-	now      time.Time
-	v        *view
-	seq      int64
-	hash     string
-	headSet  bool
-	tip      store.Tip  // the head read with the lock's row (write)
+	l       *Ledger
+	ctx     context.Context
+	tx      *sql.Tx
+	q       store.PreparedTx // tx through prepared statements
+	now     time.Time
+	v       *view
+	seq     int64
+	hash    string
+	headSet bool
+	tip     store.Tip // the head read with the lock's row (write)
+	// tree: the rows of tlog_hashes the transaction has read or written,
+	// as they stand where w began and as w's appends leave them.
+	tree     map[int64][]byte
 	touched  bool       // a file change waits for the commit (journals to drop after it)
 	journals []*os.File // the open journals of those changes, fsynced with the commit
 	paths    []string   // the lock paths whose journals drop after the commit
@@ -323,7 +326,7 @@ func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Eve
 		ev.Body, ev.PrevHash, ev.Hash); err != nil {
 		return nil, fmt.Errorf("ledger: append %s: %w", typ, err)
 	}
-	if err := store.AppendTree(w.ctx, w.q, ev.Seq, ev.Body); err != nil {
+	if err := store.AppendTree(w.ctx, w.q, ev.Seq, ev.Body, w.tree); err != nil {
 		return nil, err
 	}
 	w.seq, w.hash = ev.Seq, ev.Hash

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -291,6 +292,13 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	q := l.stmts.In(tx)
 	several := len(group) > 1
 	var made []*pendingWrite // decisions whose writes stand in tx
+	// The head of the log where the next decision starts, once a decision
+	// has read it: each decision after it starts where the last one kept
+	// ended, not from a read of its own (see writeTx.loadRow).
+	var head *writeTx
+	// The Merkle rows the decisions kept so far read and wrote: a decision
+	// adds to a copy, kept only if it stands.
+	tree := map[int64][]byte{}
 	for _, d := range group {
 		if err := d.ctx.Err(); err != nil {
 			d.err = err
@@ -303,7 +311,10 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 				return nil
 			}
 		}
-		w := &writeTx{l: l, ctx: ctx, tx: tx, q: q, now: now, v: &view{}, grouped: several}
+		w := &writeTx{l: l, ctx: ctx, tx: tx, q: q, now: now, v: &view{}, grouped: several, tree: maps.Clone(tree)}
+		if head != nil {
+			w.seq, w.hash, w.headSet = head.seq, head.hash, true
+		}
 		d.decide(w)
 		if d.err != nil {
 			d.blame(w.abort)
@@ -316,14 +327,10 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 			}
 			continue
 		}
-		if several {
-			if err := store.ReleaseSavepoint(ctx, q); err != nil {
-				fail(group, err)
-				d.blame(w.abort)
-				abortAll(made)
-				return nil
-			}
+		if w.headSet {
+			head = w
 		}
+		tree = w.tree
 		if len(w.written) > 0 || w.touched || w.rows {
 			d.w = w
 			made = append(made, d)
@@ -369,16 +376,19 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 			cp = nil
 		}
 	}
+	// A write of no lock (export, verify, a checkpoint) notifies too, with
+	// no lock's name: followers of the log wake on every append.
+	var wakes []string
 	for _, d := range made {
 		if len(d.w.written) > 0 || d.w.rows {
-			// A write of no lock (export, verify, a checkpoint) notifies
-			// too, with no lock's name: followers of the log wake on every
-			// append.
-			if err := l.store.Changed(ctx, q, d.w.wakes()); err != nil {
-				cp = nil // signed for a log that does not commit: kept, it would refuse every later writer
-				undo(fmt.Errorf("ledger: notify: %w", err))
-				return nil
-			}
+			wakes = append(wakes, d.w.wakes())
+		}
+	}
+	if len(wakes) > 0 {
+		if err := l.store.Changed(ctx, q, wakes); err != nil {
+			cp = nil // signed for a log that does not commit: kept, it would refuse every later writer
+			undo(fmt.Errorf("ledger: notify: %w", err))
+			return nil
 		}
 	}
 	if err := l.commitWith(tx, journals); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/lockledger/lockledger/events"
@@ -149,6 +151,8 @@ func TestGroupFailingDecisionLeavesTheOthers(t *testing.T) {
 		ctx := context.Background()
 		boom := errors.New("boom")
 		const n = 6
+		// Two fail: the decisions after each chain from the head before it.
+		fails := func(i int) bool { return i == 1 || i == n/2+1 }
 		let := holdWriter(t, l)
 		var wg sync.WaitGroup
 		errs := make([]error, n)
@@ -160,7 +164,7 @@ func TestGroupFailingDecisionLeavesTheOthers(t *testing.T) {
 					if _, err := w.append(events.JobProcesses, Identity{RequestID: "req_group_" + lock, Actor: "group-test"}, &p); err != nil {
 						return nil, err
 					}
-					if i == n/2 {
+					if fails(i) {
 						return nil, boom
 					}
 					return nil, nil
@@ -172,7 +176,7 @@ func TestGroupFailingDecisionLeavesTheOthers(t *testing.T) {
 		wg.Wait()
 		for i := range n {
 			want := 1
-			if i == n/2 {
+			if fails(i) {
 				want = 0
 				if !errors.Is(errs[i], boom) {
 					t.Errorf("f-%d: %v, want boom", i, errs[i])
@@ -186,6 +190,109 @@ func TestGroupFailingDecisionLeavesTheOthers(t *testing.T) {
 		}
 		verifyOK(t, l)
 	})
+}
+
+// A decision that fails after appending more events than each one after
+// it appends takes its events and Merkle rows back with its savepoint: the
+// decisions after it chain from the head before it, and their Merkle rows
+// (hashed from the rows the group read and wrote in memory) are those of
+// the same events appended one at a time.
+func TestGroupFailedDecisionsAppendsAreNotReused(t *testing.T) {
+	onBothStores(t, func(t *testing.T, open func() *Ledger) {
+		l := open()
+		ctx := context.Background()
+		boom := errors.New("boom")
+		let := holdWriter(t, l)
+		var wg sync.WaitGroup
+		const n = 5
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				lock := fmt.Sprintf("m-%d", i)
+				errs[i] = l.write(ctx, lock, func(w *writeTx) (error, error) {
+					appends := 1
+					if i == 1 {
+						appends = 3
+					}
+					for range appends {
+						p := events.JobProcessesPayload{JobRequestID: "req_group_job", PIDs: []int{1}, Action: "left_running", Note: "group test"}
+						if _, err := w.append(events.JobProcesses, Identity{RequestID: "req_group_" + lock, Actor: "group-test"}, &p); err != nil {
+							return nil, err
+						}
+					}
+					if i == 1 {
+						return nil, boom
+					}
+					return nil, nil
+				})
+			})
+			awaitQueued(t, l, i+1) // queued, and so made, in this order
+		}
+		let()
+		wg.Wait()
+		for i := range n {
+			if i == 1 {
+				if !errors.Is(errs[i], boom) {
+					t.Errorf("m-%d: %v, want boom", i, errs[i])
+				}
+			} else if errs[i] != nil {
+				t.Errorf("m-%d: %v", i, errs[i])
+			}
+		}
+		verifyOK(t, l)
+	})
+}
+
+// A group tells the waiters of every lock it changed, each by a
+// notification whose payload is its lock's name, though it sends them
+// in one statement.
+func TestPostgresGroupNotifiesEveryLock(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "LISTEN lockledger"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	let := holdWriter(t, l)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = l.TryAcquire(ctx, AcquireRequest{Lock: fmt.Sprintf("n-%d", i), Identity: Identity{Actor: "group-test"}})
+		})
+	}
+	awaitQueued(t, l, n)
+	let()
+	wg.Wait()
+	want := map[string]bool{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("acquire n-%d: %v", i, errs[i])
+		}
+		want[fmt.Sprintf("n-%d", i)] = true
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for len(want) > 0 {
+		nt, err := conn.WaitForNotification(wctx)
+		if err != nil {
+			t.Fatalf("locks never notified: %v (%v)", slices.Sorted(maps.Keys(want)), err)
+		}
+		if nt.Channel != "lockledger" {
+			t.Fatalf("a notification on channel %q", nt.Channel)
+		}
+		delete(want, nt.Payload)
+	}
 }
 
 // A client whose context ends while its decision waits in the queue

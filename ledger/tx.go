@@ -19,16 +19,19 @@ import (
 // writeTx is one decision on one lock: made under the writer mutex inside a
 // BEGIN IMMEDIATE transaction, with the lock's file reconciled first.
 type writeTx struct {
-	l        *Ledger
-	ctx      context.Context
-	tx       *sql.Tx
-	q        store.PreparedTx // tx through prepared statements
-	now      time.Time
-	v        *view
-	seq      int64
-	hash     string
-	headSet  bool
-	tip      store.Tip  // the head read with the lock's row (write)
+	l       *Ledger
+	ctx     context.Context
+	tx      *sql.Tx
+	q       store.PreparedTx // tx through prepared statements
+	now     time.Time
+	v       *view
+	seq     int64
+	hash    string
+	headSet bool
+	tip     store.Tip // the head read with the lock's row (write)
+	// tree: the rows of tlog_hashes the transaction has read or written,
+	// as they stand where w began and as w's appends leave them.
+	tree     map[int64][]byte
 	touched  bool       // a file change waits for the commit (journals to drop after it)
 	journals []*os.File // the open journals of those changes, fsynced with the commit
 	paths    []string   // the lock paths whose journals drop after the commit
@@ -90,11 +93,10 @@ func (w *writeTx) abort() {
 // may share one transaction and commit (see writeQueue).
 func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (outcome error, err error)) error {
 	return l.queued(ctx, name, func(w *writeTx) (error, error) {
-		before, tip, err := store.LoadRowTip(w.ctx, w.q, name)
+		before, err := w.loadRow(name)
 		if err != nil {
 			return nil, err
 		}
-		w.tip = tip
 		if w.v, err = l.inspect(name, before); err != nil {
 			return nil, err
 		}
@@ -123,6 +125,19 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 		}
 		return fn(w)
 	})
+}
+
+// loadRow reads the lock's row, and the head of the log with it unless a
+// decision before w in its group read the head already (w.headSet): the
+// head checked once holds for the whole transaction, which only the
+// group's own appends move.
+func (w *writeTx) loadRow(name string) (*store.Row, error) {
+	if w.headSet {
+		return store.LoadRow(w.ctx, w.q, name)
+	}
+	before, tip, err := store.LoadRowTip(w.ctx, w.q, name)
+	w.tip = tip
+	return before, err
 }
 
 // commitWith commits tx while the lock files' journals are fsynced
@@ -311,7 +326,7 @@ func (w *writeTx) append(typ events.Type, id Identity, payload any) (*events.Eve
 		ev.Body, ev.PrevHash, ev.Hash); err != nil {
 		return nil, fmt.Errorf("ledger: append %s: %w", typ, err)
 	}
-	if err := store.AppendTree(w.ctx, w.q, ev.Seq, ev.Body); err != nil {
+	if err := store.AppendTree(w.ctx, w.q, ev.Seq, ev.Body, w.tree); err != nil {
 		return nil, err
 	}
 	w.seq, w.hash = ev.Seq, ev.Hash

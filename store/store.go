@@ -55,8 +55,9 @@ type Store interface {
 	// Clock is the time a decision or a judgement is made at, read in q
 	// (nil: outside a transaction).
 	Clock(ctx context.Context, q Querier) (time.Time, error)
-	// Changed tells waiters elsewhere that lock changed, as part of tx.
-	Changed(ctx context.Context, tx Execer, lock string) error
+	// Changed tells waiters elsewhere that locks changed, as part of tx
+	// (all in one statement: a group's decisions tell theirs at once).
+	Changed(ctx context.Context, tx Execer, locks []string) error
 	// Watch wakes a waiter when lock may have changed.
 	Watch(lock string) Waker
 	// WatchLog wakes a reader of the log when events may have been

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"time"
 
@@ -33,19 +34,47 @@ func TxTreeReader(ctx context.Context, q Querier) tlog.HashReader {
 	return checkpoint.CachingRowReader(func(seqs []int64) (map[int64][]byte, error) { return ReadTreeRows(ctx, q, seqs) })
 }
 
-// AppendTree stores the Merkle hashes of the event just inserted at seq, in q.
+// AppendTree stores the Merkle hashes of the event just inserted at seq, in
+// q. known holds rows of tlog_hashes as q's transaction has them (read or
+// written in it): the rows the hashes need are taken from there, the others
+// read in one statement, and what it reads and writes is added to known.
 func AppendTree(ctx context.Context, q interface {
 	Querier
 	Execer
-}, seq int64, body []byte) error {
-	hs, err := tlog.StoredHashes(checkpoint.Index(seq), body, TreeReader(ctx, q))
+}, seq int64, body []byte, known map[int64][]byte) error {
+	read := func(seqs []int64) (map[int64][]byte, error) {
+		got := map[int64][]byte{}
+		var missing []int64
+		for _, s := range seqs {
+			if b := known[s]; b != nil {
+				got[s] = b
+			} else {
+				missing = append(missing, s)
+			}
+		}
+		if len(missing) > 0 {
+			rows, err := ReadTreeRows(ctx, q, missing)
+			if err != nil {
+				return nil, err
+			}
+			maps.Copy(got, rows)
+			maps.Copy(known, rows)
+		}
+		return got, nil
+	}
+	hs, err := tlog.StoredHashes(checkpoint.Index(seq), body, checkpoint.CachingRowReader(read))
 	if err != nil {
 		if errors.Is(err, checkpoint.ErrMissingRow) || errors.Is(err, checkpoint.ErrBadRow) {
 			return fmt.Errorf("ledger: the stored Merkle hashes (table tlog_hashes) are incomplete before seq %d: %w; something other than lockledger changed the ledger: run lockledger verify", seq, err)
 		}
 		return fmt.Errorf("ledger: Merkle hashes of seq %d: %w", seq, err)
 	}
-	return InsertTreeRow(ctx, q, seq, checkpoint.JoinRow(hs))
+	row := checkpoint.JoinRow(hs)
+	if err := InsertTreeRow(ctx, q, seq, row); err != nil {
+		return err
+	}
+	known[seq] = row
+	return nil
 }
 
 // BackfillBatch bounds one backfill transaction, so that writers waiting

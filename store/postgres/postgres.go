@@ -352,8 +352,10 @@ func (s *Store) Clock(ctx context.Context, q store.Querier) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-func (s *Store) Changed(ctx context.Context, tx store.Execer, lock string) error {
-	_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, lock)
+// Changed sends one notification per lock, each with the lock's name as
+// its payload, in one round trip.
+func (s *Store) Changed(ctx context.Context, tx store.Execer, locks []string) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, lock) FROM unnest($2::text[]) AS lock`, notifyChannel, locks)
 	return err
 }
 

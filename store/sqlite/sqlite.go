@@ -202,7 +202,7 @@ func (s *Store) Clock(context.Context, store.Querier) (time.Time, error) {
 	return s.cfg.Now().UTC(), nil
 }
 
-func (s *Store) Changed(context.Context, store.Execer, string) error { return nil }
+func (s *Store) Changed(context.Context, store.Execer, []string) error { return nil }
 
 func (s *Store) Watch(lock string) store.Waker { return s.cfg.Watch(lock) }
 

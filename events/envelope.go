@@ -105,6 +105,9 @@ type Target struct {
 	Path   string `json:"path"`
 }
 
+// String is the target as --file FORMAT:PATH names it.
+func (t Target) String() string { return t.Format + ":" + t.Path }
+
 // Heartbeat is lock_heartbeat's payload (none).
 type Heartbeat struct{}
 

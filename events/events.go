@@ -63,17 +63,7 @@ const (
 	FenceRejected Type = "fence_rejected"
 )
 
-// Types lists every event type in a stable order.
-var Types = []Type{LockAcquired, LockHeartbeat, LockStolen, LockReleased, HeartbeatFailed, AcquireBlocked,
-	ActionRefused, LockProjected, JobProcesses, LedgerExported, LedgerVerified, LedgerProjected, LedgerPruned, LedgerUnpruned,
-	FenceRejected, SignerAdded, SignerRemoved}
-
-// LedgerWide reports whether events of type t are about the ledger as a
-// whole rather than one lock: they carry no lock_name.
-func (t Type) LedgerWide() bool {
-	return t == LedgerExported || t == LedgerVerified || t == LedgerProjected || t == LedgerPruned || t == LedgerUnpruned ||
-		t == SignerAdded || t == SignerRemoved
-}
+// Types and LedgerWide (types_gen.go) are generated from the schema files.
 
 // Valid reports whether t is a known event type.
 func (t Type) Valid() bool { return slices.Contains(Types, t) }

@@ -175,55 +175,47 @@ func CarriesTTL(name string) bool {
 	return name == NameTowerFleet || name == NameGitClaw
 }
 
-// Target is one --file FORMAT:PATH.
-type Target struct {
-	Format string
-	Path   string
-}
-
-func (t Target) String() string { return t.Format + ":" + t.Path }
-
 // ParseTarget parses a --file value, "FORMAT:PATH". The path is cleaned
 // (filepath.Clean) and may be absolute or relative. Errors wrap
 // events.ErrInvalid and name the field (--file) and the rule.
-func ParseTarget(s string) (Target, error) {
+func ParseTarget(s string) (events.Target, error) {
 	const field = "--file"
 	rule := func(r string) error { return events.Invalid(field, s, r) }
 	if s == "" {
-		return Target{}, rule("must be FORMAT:PATH, FORMAT one of " + strings.Join(Names(), ", "))
+		return events.Target{}, rule("must be FORMAT:PATH, FORMAT one of " + strings.Join(Names(), ", "))
 	}
 	if !utf8.ValidString(s) {
-		return Target{}, events.Invalid(field, strings.ToValidUTF8(s, "\uFFFD"), "must be valid UTF-8")
+		return events.Target{}, events.Invalid(field, strings.ToValidUTF8(s, "\uFFFD"), "must be valid UTF-8")
 	}
 	for _, r := range s {
 		if r == 0 {
-			return Target{}, rule("must not contain a NUL byte")
+			return events.Target{}, rule("must not contain a NUL byte")
 		}
 		if r < 0x20 || r == 0x7f {
-			return Target{}, rule("must not contain control characters")
+			return events.Target{}, rule("must not contain control characters")
 		}
 	}
 	name, path, ok := strings.Cut(s, ":")
 	if !ok {
-		return Target{}, rule("must be FORMAT:PATH, FORMAT one of " + strings.Join(Names(), ", "))
+		return events.Target{}, rule("must be FORMAT:PATH, FORMAT one of " + strings.Join(Names(), ", "))
 	}
 	if _, err := Lookup(name); err != nil {
 		if name == "" {
-			return Target{}, rule("FORMAT before the colon is empty; must be one of " + strings.Join(Names(), ", "))
+			return events.Target{}, rule("FORMAT before the colon is empty; must be one of " + strings.Join(Names(), ", "))
 		}
-		return Target{}, rule(fmt.Sprintf("unknown format %q; must be one of %s", name, strings.Join(Names(), ", ")))
+		return events.Target{}, rule(fmt.Sprintf("unknown format %q; must be one of %s", name, strings.Join(Names(), ", ")))
 	}
 	if path == "" {
-		return Target{}, rule("PATH after the colon is empty")
+		return events.Target{}, rule("PATH after the colon is empty")
 	}
 	if strings.HasSuffix(path, "/") {
-		return Target{}, rule("PATH must name a file, not a directory (it ends in /)")
+		return events.Target{}, rule("PATH must name a file, not a directory (it ends in /)")
 	}
 	clean := filepath.Clean(path)
 	if clean == "." || clean == "/" || clean == ".." || strings.HasSuffix(clean, "/..") {
-		return Target{}, rule("PATH must name a file, not a directory")
+		return events.Target{}, rule("PATH must name a file, not a directory")
 	}
-	return Target{Format: name, Path: clean}, nil
+	return events.Target{Format: name, Path: clean}, nil
 }
 
 // DefaultPath is the conventional path of a lock file of the format,

@@ -45,7 +45,7 @@ func TestParseTarget(t *testing.T) {
 	}
 	for _, c := range good {
 		got, err := ParseTarget(c.in)
-		if err != nil || got != (Target{Format: c.format, Path: c.path}) {
+		if err != nil || got != (events.Target{Format: c.format, Path: c.path}) {
 			t.Errorf("ParseTarget(%q) = %+v, %v; want %s:%s", c.in, got, err, c.format, c.path)
 		}
 		if err == nil && got.String() != c.format+":"+c.path {

@@ -34,13 +34,13 @@ func (l *Ledger) ValidateTargets(ts []events.Target) error {
 	seen := map[string]bool{}
 	for _, t := range ts {
 		if _, err := formats.Lookup(t.Format); err != nil {
-			return events.Invalid("--file", t.Format+":"+t.Path, err.Error())
+			return events.Invalid("--file", t.String(), err.Error())
 		}
 		if !filepath.IsAbs(t.Path) || filepath.Clean(t.Path) != t.Path {
-			return events.Invalid("--file", t.Format+":"+t.Path, "path must be absolute and clean")
+			return events.Invalid("--file", t.String(), "path must be absolute and clean")
 		}
 		if seen[t.Path] {
-			return events.Invalid("--file", t.Format+":"+t.Path, "the same path is given twice")
+			return events.Invalid("--file", t.String(), "the same path is given twice")
 		}
 		seen[t.Path] = true
 		if err := l.checkTargetPath(t); err != nil {
@@ -56,7 +56,7 @@ func (l *Ledger) ValidateTargets(ts []events.Target) error {
 // recognised by name (symlinks resolved) and by device and inode, which
 // also catches a second name no symlink resolution can see: a bind mount.
 func (l *Ledger) checkTargetPath(t events.Target) error {
-	bad := func(rule string) error { return events.Invalid("--file", t.Format+":"+t.Path, rule) }
+	bad := func(rule string) error { return events.Invalid("--file", t.String(), rule) }
 	p, err := lockfile.Resolve(t.Path)
 	if err != nil {
 		return bad("cannot be resolved: " + err.Error())
@@ -206,7 +206,7 @@ func unsafeTarget(t events.Target, unsafe *UnsafePathError) error {
 	if unsafe.Path != t.Path {
 		what = "has " + unsafe.Path + " beside it, which " + unsafe.Reason
 	}
-	return events.Invalid("--file", t.Format+":"+t.Path, what+"; "+targetRule)
+	return events.Invalid("--file", t.String(), what+"; "+targetRule)
 }
 
 // admitTargets refuses a requested target whose path holds anything but
@@ -252,7 +252,7 @@ func (w *writeTx) admitTargets(ts []events.Target, force bool) error {
 // notALock refuses target t, whose file does not parse (perr) as a lock
 // of its format, by rule.
 func notALock(t events.Target, perr error, rule string) error {
-	return events.Invalid("--file", t.Format+":"+t.Path, fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
+	return events.Invalid("--file", t.String(), fmt.Sprintf("holds a file that is not a %s lock (%s); %s",
 		t.Format, termtext.Clip(perr.Error(), 200), rule))
 }
 

@@ -18,9 +18,9 @@ import (
 // and pointers, nulls, type errors). FuzzDecodeFast and
 // TestDecodeFastMatchesUnmarshal hold it equal to json.Unmarshal; the
 // package comment says which bench row keeps it. Keys are looked up in
-// the schema's generated fields (schema.EventFieldOf and the like), so a
-// field renamed in a schema file breaks this switch at compile time;
-// TestDecodeFastTakesEverySchemaField finds one it does not decode.
+// the schema's generated fields (schema.EventFieldOf and the like), and
+// decode_gen.go, generated from the schema files and the json tags of
+// Event and its objects' types, names the Go field of each.
 //
 // The event's strings are substrings of body itself, not copies: body must
 // not change while the event is in use (verify's row bodies never change).
@@ -321,88 +321,8 @@ func (d *fastDecoder) event(ev *Event) bool {
 			ev.User = &d.osUser().user
 			return d.value(ev.User)
 		}
-		return eventFields[f] != nil && d.value(eventFields[f](ev))
+		return d.value(eventFields[f](ev))
 	})
-}
-
-// eventFields are the Event field of each field of the event schemas.
-var eventFields = [schema.NumEventFields]func(ev *Event) any{
-	schema.EventEventID:             func(ev *Event) any { return &ev.EventID },
-	schema.EventSeq:                 func(ev *Event) any { return &ev.Seq },
-	schema.EventType:                func(ev *Event) any { return &ev.Type },
-	schema.EventSchemaVersion:       func(ev *Event) any { return &ev.SchemaVersion },
-	schema.EventAt:                  func(ev *Event) any { return &ev.At },
-	schema.EventLockName:            func(ev *Event) any { return &ev.LockName },
-	schema.EventRequestID:           func(ev *Event) any { return &ev.RequestID },
-	schema.EventActor:               func(ev *Event) any { return &ev.Actor },
-	schema.EventHostID:              func(ev *Event) any { return &ev.HostID },
-	schema.EventPID:                 func(ev *Event) any { return &ev.PID },
-	schema.EventTTLSeconds:          func(ev *Event) any { return &ev.TTLSeconds },
-	schema.EventIntent:              func(ev *Event) any { return &ev.Intent },
-	schema.EventIntentVersion:       func(ev *Event) any { return &ev.IntentVersion },
-	schema.EventFencingToken:        func(ev *Event) any { return &ev.FencingToken },
-	schema.EventMetadata:            func(ev *Event) any { return &ev.Metadata },
-	schema.EventPIDStart:            func(ev *Event) any { return &ev.PIDStart },
-	schema.EventBootID:              func(ev *Event) any { return &ev.BootID },
-	schema.EventTargets:             func(ev *Event) any { return &ev.Targets },
-	schema.EventPreviousLock:        func(ev *Event) any { return &ev.PreviousLock },
-	schema.EventPreviousLockHash:    func(ev *Event) any { return &ev.PreviousLockHash },
-	schema.EventReason:              func(ev *Event) any { return &ev.Reason },
-	schema.EventNote:                func(ev *Event) any { return &ev.Note },
-	schema.EventKey:                 func(ev *Event) any { return &ev.Key },
-	schema.EventRole:                func(ev *Event) any { return &ev.Role },
-	schema.EventStatement:           func(ev *Event) any { return &ev.Statement },
-	schema.EventHeldDurationSeconds: func(ev *Event) any { return &ev.HeldDurationSeconds },
-	schema.EventResult:              func(ev *Event) any { return &ev.Result },
-	schema.EventFailureStep:         func(ev *Event) any { return &ev.FailureStep },
-	schema.EventExitCode:            func(ev *Event) any { return &ev.ExitCode },
-	schema.EventForced:              func(ev *Event) any { return &ev.Forced },
-	schema.EventRun:                 func(ev *Event) any { return &ev.Run },
-	schema.EventReleasedRequestID:   func(ev *Event) any { return &ev.ReleasedRequestID },
-	schema.EventConsecutiveFailures: func(ev *Event) any { return &ev.ConsecutiveFailures },
-	schema.EventError:               func(ev *Event) any { return &ev.Error },
-	schema.EventLockLost:            func(ev *Event) any { return &ev.LockLost },
-	schema.EventHeldBy:              func(ev *Event) any { return &ev.HeldBy },
-	schema.EventRecordedBy:          func(ev *Event) any { return &ev.RecordedBy },
-	schema.EventUnreadableFile:      func(ev *Event) any { return &ev.UnreadableFile },
-	schema.EventState:               func(ev *Event) any { return &ev.State },
-	schema.EventWaitedSeconds:       func(ev *Event) any { return &ev.WaitedSeconds },
-	schema.EventPIDNS:               func(ev *Event) any { return &ev.PIDNS },
-	schema.EventReleaseSecretSha256: func(ev *Event) any { return &ev.ReleaseSecretSHA256 },
-	schema.EventAuthorizedBy:        func(ev *Event) any { return &ev.AuthorizedBy },
-	schema.EventForeign:             func(ev *Event) any { return &ev.Foreign },
-	schema.EventSupersededBy:        func(ev *Event) any { return &ev.DisplacedBy },
-	schema.EventSupersededByFormat:  func(ev *Event) any { return &ev.DisplacedByFormat },
-	schema.EventSupersededByPath:    func(ev *Event) any { return &ev.DisplacedByPath },
-	schema.EventAction:              func(ev *Event) any { return &ev.Action },
-	schema.EventChanges:             func(ev *Event) any { return &ev.Changes },
-	schema.EventMovedAside:          func(ev *Event) any { return &ev.MovedAside },
-	schema.EventBrokenChainAccepted: func(ev *Event) any { return &ev.BrokenChainAccepted },
-	schema.EventFirstBadSeq:         func(ev *Event) any { return &ev.FirstBadSeq },
-	schema.EventRollbackAccepted:    func(ev *Event) any { return &ev.RollbackAccepted },
-	schema.EventJobRequestID:        func(ev *Event) any { return &ev.JobRequestID },
-	schema.EventPIDs:                func(ev *Event) any { return &ev.PIDs },
-	schema.EventSince:               func(ev *Event) any { return &ev.Since },
-	schema.EventUntil:               func(ev *Event) any { return &ev.Until },
-	schema.EventQueuedSeq:           func(ev *Event) any { return &ev.QueuedSeq },
-	schema.EventQueuedAt:            func(ev *Event) any { return &ev.QueuedAt },
-	schema.EventFirstSeq:            func(ev *Event) any { return &ev.FirstSeq },
-	schema.EventLastSeq:             func(ev *Event) any { return &ev.LastSeq },
-	schema.EventEvents:              func(ev *Event) any { return &ev.Events },
-	schema.EventFormat:              func(ev *Event) any { return &ev.Format },
-	schema.EventDestination:         func(ev *Event) any { return &ev.Destination },
-	schema.EventProblems:            func(ev *Event) any { return &ev.Problems },
-	schema.EventHeadHash:            func(ev *Event) any { return &ev.HeadHash },
-	schema.EventFile:                func(ev *Event) any { return &ev.File },
-	schema.EventLocks:               func(ev *Event) any { return &ev.Locks },
-	schema.EventRowsChanged:         func(ev *Event) any { return &ev.RowsChanged },
-	schema.EventFilesChanged:        func(ev *Event) any { return &ev.FilesChanged },
-	schema.EventMode:                func(ev *Event) any { return &ev.Mode },
-	schema.EventLimit:               func(ev *Event) any { return &ev.Limit },
-	schema.EventFence:               func(ev *Event) any { return &ev.Fence },
-	schema.EventResource:            func(ev *Event) any { return &ev.Resource },
-	schema.EventStaleToken:          func(ev *Event) any { return &ev.StaleToken },
-	schema.EventCurrentToken:        func(ev *Event) any { return &ev.CurrentToken },
 }
 
 // load64 reads eight bytes of s from i, little-endian (one load).

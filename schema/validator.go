@@ -37,7 +37,7 @@ package schema
 //   - String lengths count runes of the decoded string; patterns and
 //     formats apply to the decoded string.
 
-//go:generate go run ../internal/cmd/schemagen -o fields_gen.go
+//go:generate go run ../internal/cmd/schemagen -o fields_gen.go -decoder ../replay/decode_gen.go -events ../events/types_gen.go
 
 import (
 	"strconv"

@@ -147,11 +147,10 @@ func ParseTargets(specs []string) ([]events.Target, error) {
 		if err != nil {
 			return nil, err // names --file and the rule
 		}
-		abs, err := filepath.Abs(t.Path)
-		if err != nil {
+		if t.Path, err = filepath.Abs(t.Path); err != nil {
 			return nil, events.Invalid("--file", s, err.Error())
 		}
-		out = append(out, events.Target{Format: t.Format, Path: abs})
+		out = append(out, t)
 	}
 	return out, nil
 }

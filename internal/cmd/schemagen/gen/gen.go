@@ -47,6 +47,15 @@ var exported = []struct {
 // Source returns the Go source of fields_gen.go for the schema files
 // (*.json) in fsys.
 func Source(fsys fs.FS) ([]byte, error) {
+	g, err := load(fsys)
+	if err != nil {
+		return nil, err
+	}
+	return gofmt(g.emit())
+}
+
+// load reads and checks the schema files (*.json) in fsys.
+func load(fsys fs.FS) (*generator, error) {
 	g := &generator{files: map[string]*node{}, records: map[string]*record{}}
 	names, err := fs.Glob(fsys, "*.json")
 	if err != nil {
@@ -64,7 +73,10 @@ func Source(fsys fs.FS) ([]byte, error) {
 	if err := g.build(); err != nil {
 		return nil, err
 	}
-	src := g.emit()
+	return g, nil
+}
+
+func gofmt(src []byte) ([]byte, error) {
 	out, err := format.Source(src)
 	if err != nil {
 		return nil, fmt.Errorf("gofmt: %w\n%s", err, src)
@@ -79,6 +91,7 @@ type generator struct {
 	event   *record
 	records map[string]*record // by the schema node they describe
 	order   []*record          // records in the order they were found
+	first   map[string]*record // by names(): the one that exports those fields
 
 	enums  []enumVar
 	items  []itemKind
@@ -206,6 +219,13 @@ func (g *generator) build() error {
 			return fmt.Errorf("%s is not a number", c.ref)
 		}
 		g.consts = append(g.consts, fmt.Sprintf("// %s\nconst %s = %s\n", c.doc, c.name, n.num))
+	}
+	// Records with the same names share the first one's lookup and fields.
+	g.first = map[string]*record{}
+	for _, r := range append([]*record{g.event}, g.order...) {
+		if g.first[r.names()] == nil {
+			g.first[r.names()], r.exported = r, true
+		}
 	}
 	return nil
 }

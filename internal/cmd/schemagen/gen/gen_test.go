@@ -2,6 +2,7 @@ package gen_test
 
 import (
 	"io/fs"
+	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -51,6 +52,27 @@ func TestSourceRefusesWhatItCannotCheck(t *testing.T) {
 		{"missing $ref", "acquire_blocked.json", `defs.json#/$defs/holder`, `defs.json#/$defs/holders`, "nothing at"},
 	} {
 		_, err := gen.Source(edited(t, c.file, c.old, c.new))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %s", c.name, err, c.want)
+		}
+	}
+}
+
+// TestDecoderRefusesWhatItCannotPlace: a schema property that replay's
+// Event, or the events type an object of it decodes into, has no field
+// for fails the decoder's generator, naming the type and the property.
+func TestDecoderRefusesWhatItCannotPlace(t *testing.T) {
+	root := os.DirFS("../../../..")
+	if _, err := gen.Decoder(schema.Files, root); err != nil {
+		t.Fatalf("the schema files: %v", err)
+	}
+	for _, c := range []struct {
+		name, file, old, new, want string
+	}{
+		{"event property", "lock_heartbeat.json", `"properties": {`, `"properties": {"nope": {"type": "boolean"},`, `Event has no field tagged json:"nope"`},
+		{"object property", "defs.json", `"ledger_id": {`, `"nope": {"type": "boolean"}, "ledger_id": {`, "no schema object has the json fields of events.Pin"},
+	} {
+		_, err := gen.Decoder(edited(t, c.file, c.old, c.new), root)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %s", c.name, err, c.want)
 		}

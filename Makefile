@@ -39,7 +39,9 @@ release: build man
 # rather than once by each test package (LOCKLEDGER_TEST_CLI, internal/clitest).
 # e2e's own code is the tests' (the race detector doubled its CPU): it runs
 # beside the other packages without -race, and its tests of the CLI's
-# concurrent parts (clitest.Race) run a CLI built with -race.
+# concurrent parts (clitest.Race) run a CLI built with -race. It and the
+# schema's corpus are built static, as the CLI is, whose compiled packages
+# they share.
 RACE_TEST := -race -gcflags='modernc.org/sqlite/lib=-race=false'
 # go test vets each package with every check go vet runs (-vet=all) on the
 # packages it compiled for the test, rather than go vet compiling them once
@@ -58,11 +60,11 @@ test:
 	$(GO) build -buildvcs=false $(RACE_TEST) -o "$$cli/race/lockledger" . && \
 	export LOCKLEDGER_TEST_CLI="$$cli/lockledger" LOCKLEDGER_TEST_RACE_CLI="$$cli/race/lockledger" && \
 	echo "LOCKLEDGER_TEST_CLI=$$LOCKLEDGER_TEST_CLI LOCKLEDGER_TEST_RACE_CLI=$$LOCKLEDGER_TEST_RACE_CLI" && \
-	echo "$(GO) test -vet=all -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & $(GO) test -vet=all $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) (every other package)" && \
-	{ $(GO) test -vet=all -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & e2e=$$!; \
+	echo "CGO_ENABLED=0 $(GO) test -vet=all -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & $(GO) test -vet=all $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) (every other package)" && \
+	{ CGO_ENABLED=0 $(GO) test -vet=all -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & e2e=$$!; \
 	  $(GO) test -vet=all $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list $(PKGS) | grep -v '/e2e$$'); units=$$?; \
 	  wait $$e2e && [ $$units -eq 0 ]; }
-	GOFLAGS="$$GOFLAGS $(TEST_GOFLAGS)" $(GO) test -vet=off -count=1 -run '^TestFastMatchesSchema$$' ./schema/
+	GOFLAGS="$$GOFLAGS $(TEST_GOFLAGS)" CGO_ENABLED=0 $(GO) test -vet=off -count=1 -run '^TestFastMatchesSchema$$' ./schema/
 
 vet:
 	$(GO) vet $(PKGS)

@@ -31,7 +31,7 @@ PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 release: build man
 	GO='$(GO)' BIN='$(BIN)' VERSION='$(GIT_VERSION)' LDFLAGS='$(strip $(VERSION_FLAGS))' bash scripts/release.sh $(PLATFORMS)
 
-## test: vet, then every package (unit and end-to-end; e2e's own code without it) under the race detector, then the schema's differential corpus in full without it (-race slows it 14x and samples it)
+## test: every package vetted with all of go vet's checks and tested (unit and end-to-end; e2e's own code without it) under the race detector, then the schema's differential corpus in full without it (-race slows it 14x and samples it)
 # SQLite's C translated to Go (modernc.org/sqlite/lib) is not our code: make
 # test leaves it out of the race detector's instrumentation, which makes every
 # statement about 7x slower; make stress instruments it too.
@@ -39,23 +39,32 @@ release: build man
 # rather than once by each test package (LOCKLEDGER_TEST_CLI, internal/clitest).
 # e2e's own code is the tests' (the race detector doubled its CPU): it runs
 # beside the other packages without -race, and its tests of the CLI's
-# concurrent parts (clitest.Race) run a CLI built with -race.
+# concurrent parts (clitest.Race) run a CLI built with -race. It and the
+# schema's corpus are built static, as the CLI is, whose compiled packages
+# they share.
 RACE_TEST := -race -gcflags='modernc.org/sqlite/lib=-race=false'
+# go test vets each package with every check go vet runs (-vet=all) on the
+# packages it compiled for the test, rather than go vet compiling them once
+# more. The builds of make test carry no DWARF, compiled or linked (GOFLAGS,
+# so that a build a test runs shares them): a race report's and a panic's
+# file:line come from the binary's own line table.
+TEST_GOFLAGS := -ldflags=-w -gcflags=github.com/lockledger/...=-dwarf=false
 # The bound of a test binary that hangs, far above an idle machine's time:
 # at a load of 40 on two cores e2e's tests take over 20 minutes.
 TEST_TIMEOUT ?= 45m
-test: vet
+test:
 	@bash scripts/test-tools.sh
-	@cli=$$(mktemp -d) && trap 'rm -rf "$$cli"' EXIT && mkdir "$$cli/race" && \
+	@export GOFLAGS="$$GOFLAGS $(TEST_GOFLAGS)" && echo "GOFLAGS=$$GOFLAGS" && \
+	cli=$$(mktemp -d) && trap 'rm -rf "$$cli"' EXIT && mkdir "$$cli/race" && \
 	CGO_ENABLED=0 $(GO) build -buildvcs=false -o "$$cli/lockledger" . && \
 	$(GO) build -buildvcs=false $(RACE_TEST) -o "$$cli/race/lockledger" . && \
 	export LOCKLEDGER_TEST_CLI="$$cli/lockledger" LOCKLEDGER_TEST_RACE_CLI="$$cli/race/lockledger" && \
 	echo "LOCKLEDGER_TEST_CLI=$$LOCKLEDGER_TEST_CLI LOCKLEDGER_TEST_RACE_CLI=$$LOCKLEDGER_TEST_RACE_CLI" && \
-	echo "$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & $(GO) test $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) (every other package)" && \
-	{ $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & e2e=$$!; \
-	  $(GO) test $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list $(PKGS) | grep -v '/e2e$$'); units=$$?; \
+	echo "CGO_ENABLED=0 $(GO) test -vet=all -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & $(GO) test -vet=all $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) (every other package)" && \
+	{ CGO_ENABLED=0 $(GO) test -vet=all -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & e2e=$$!; \
+	  $(GO) test -vet=all $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list $(PKGS) | grep -v '/e2e$$'); units=$$?; \
 	  wait $$e2e && [ $$units -eq 0 ]; }
-	$(GO) test -count=1 -run '^TestFastMatchesSchema$$' ./schema/
+	GOFLAGS="$$GOFLAGS $(TEST_GOFLAGS)" CGO_ENABLED=0 $(GO) test -vet=off -count=1 -run '^TestFastMatchesSchema$$' ./schema/
 
 vet:
 	$(GO) vet $(PKGS)

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -21,12 +22,26 @@ func TestJobProcessesNeverAnswersNoneFromAnOldScan(t *testing.T) {
 	if got := p.JobProcesses(id); len(got) != 0 {
 		t.Fatalf("job processes of a fresh request id: %v", got)
 	}
-	c := exec.Command("sleep", "30")
+	// The shell has started once it says so: Start returns as soon as the
+	// kernel has begun the exec, before the new program's environment is
+	// readable in /proc.
+	c := exec.Command("sh", "-c", "echo started; read x")
 	c.Env = append(os.Environ(), JobEnv+"="+id)
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
+	defer func() { _ = stdin.Close(); _ = c.Process.Kill(); _ = c.Wait() }()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "started\n" {
+		t.Fatalf("the job's first line: %q, %v", line, err)
+	}
 	if got := p.JobProcesses(id); !slices.Contains(got, c.Process.Pid) {
 		t.Fatalf("job processes right after one started: %v, want %d", got, c.Process.Pid)
 	}

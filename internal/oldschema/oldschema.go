@@ -8,6 +8,8 @@ package oldschema
 // make an older ledger run it first; opening it for writing migrates it
 // again.
 var Version9 = []string{
+	`DROP INDEX locks_updated_seq`,
+	`DROP INDEX lock_holders_updated_seq`,
 	`DROP INDEX events_lock_seq`,
 	`DROP TABLE snapshots`,
 	`ALTER TABLE locks ADD COLUMN held INTEGER NOT NULL DEFAULT 0`,
@@ -35,6 +37,8 @@ var Version9 = []string{
 // Postgres7 is Version9 for a PostgreSQL ledger: the one its schema
 // version 7 left.
 var Postgres7 = []string{
+	`DROP INDEX locks_updated_seq`,
+	`DROP INDEX lock_holders_updated_seq`,
 	`DROP TABLE snapshots`,
 	`ALTER TABLE locks ADD COLUMN held integer NOT NULL DEFAULT 0, ADD COLUMN actor text NOT NULL DEFAULT '',
 		ADD COLUMN intent text NOT NULL DEFAULT '', ADD COLUMN intent_version text NOT NULL DEFAULT '',

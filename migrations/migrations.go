@@ -43,6 +43,9 @@ type Set struct {
 	// serialise runs first in every migration's transaction, so that
 	// concurrent first opens apply each migration once (see Migrate).
 	serialise string
+	// readable is the oldest version a reader of this lockledger reads as
+	// it stands (ReadableFrom).
+	readable int
 	// once holds what is read of the embedded files, read at first use:
 	// every open asks for the tables and the latest version.
 	once *loaded
@@ -104,12 +107,12 @@ func (s Set) Migrate(ctx context.Context, db DB, fresh func(*sql.Tx) error, now 
 
 // SQLite is the set for ledger.db. Its transactions begin with BEGIN
 // IMMEDIATE, which serialises them.
-var SQLite = readOnce(Set{glob: "*.sql",
+var SQLite = readOnce(Set{glob: "*.sql", readable: 12,
 	exists: `SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_migrations'`})
 
 // Postgres is the set for a ledger on PostgreSQL, in the connection's
 // current schema.
-var Postgres = readOnce(Set{glob: "postgres/*.sql",
+var Postgres = readOnce(Set{glob: "postgres/*.sql", readable: 10,
 	exists:    `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'`,
 	serialise: `SELECT pg_advisory_xact_lock(7215843091255761)`})
 
@@ -199,6 +202,14 @@ func (s Set) Latest() int {
 	}
 	return names[len(names)-1].version
 }
+
+// ReadableFrom is the oldest version a read-only open reads without the
+// migrations after it: those only add indexes, which change how fast a
+// read is, not what it finds, so that a root that cannot be written (a
+// read-only copy, another user's) stays readable by a newer lockledger.
+// A migration that changes a table or a trigger moves it to its own
+// version (TestReadableFromIsFollowedByIndexesOnly).
+func (s Set) ReadableFrom() int { return s.readable }
 
 // Current returns the highest applied version, 0 for a fresh database.
 func (s Set) Current(ctx context.Context, db Querier) (int, error) {

@@ -177,7 +177,7 @@ func (s *Store) look(ctx context.Context) error {
 			return err
 		}
 		return &store.NoLedgerError{Where: s.source, Hint: "check --database, or create the tables with lockledger init"}
-	case cur < latest && s.cfg.ReadOnly:
+	case cur < migrations.Postgres.ReadableFrom() && s.cfg.ReadOnly:
 		return fmt.Errorf("ledger: %w (version %d, this lockledger writes %d): open it once for writing", store.ErrOldSchema, cur, latest)
 	case cur > 0 && !s.cfg.ReadOnly:
 		var appends bool
@@ -203,9 +203,13 @@ func (s *Store) mayNotAppend() error {
 		"(GRANT INSERT ON events, tlog_hashes, checkpoints TO the writer role, as the database's owner)", s.source, store.ErrMayNotAppend)
 }
 
-// prepare makes or migrates the tables Connect found missing or old.
+// prepare makes or migrates the tables Connect found missing or old; a
+// read-only store changes nothing (Connect let it through only at a
+// version it reads as it stands: migrations.Set.ReadableFrom).
 func (s *Store) prepare(ctx context.Context) error {
 	switch {
+	case s.cfg.ReadOnly:
+		return nil
 	case s.version == 0 && s.cfg.BeforeCreate != nil:
 		if err := s.cfg.BeforeCreate(); err != nil {
 			return err

@@ -58,7 +58,7 @@ func prepareReadOnly(ctx context.Context, db *sql.DB, path string) error {
 	switch {
 	case empty || cur == 0:
 		return fmt.Errorf("%w (the database holds no ledger yet)", store.ErrNoLedger)
-	case cur < migrations.Latest():
+	case cur < migrations.SQLite.ReadableFrom():
 		return fmt.Errorf("%w: database schema version %d is older than this lockledger (%d) and a read-only open does not upgrade it; run any writing command (e.g. lockledger project) once",
 			store.ErrOldSchema, cur, migrations.Latest())
 	case cur > migrations.Latest():

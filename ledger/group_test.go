@@ -55,6 +55,29 @@ func holdWriter(t *testing.T, l *Ledger) (let func()) {
 	return let
 }
 
+// acquireGrouped acquires locks prefix-0 .. prefix-(n-1), each on its own
+// goroutine, queued behind l's held writer mutex so that they are made as
+// one group, and fails the test unless every one was acquired.
+func acquireGrouped(t *testing.T, l *Ledger, prefix string, n int) {
+	t.Helper()
+	let := holdWriter(t, l)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = l.TryAcquire(context.Background(), AcquireRequest{Lock: fmt.Sprintf("%s-%d", prefix, i), Identity: Identity{Actor: "group-test"}})
+		})
+	}
+	awaitQueued(t, l, n)
+	let()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("acquire %s-%d: %v", prefix, i, err)
+		}
+	}
+}
+
 // awaitQueued awaits n decisions waiting in l's queue.
 func awaitQueued(t *testing.T, l *Ledger, n int) {
 	t.Helper()
@@ -103,24 +126,10 @@ func lockEvents(t *testing.T, l *Ledger, name string) []*store.EventRow {
 func TestGroupCommitsQueuedDecisionsTogether(t *testing.T) {
 	onBothStores(t, func(t *testing.T, open func() *Ledger) {
 		l := open()
-		ctx := context.Background()
 		const n = 8
-		let := holdWriter(t, l)
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Go(func() {
-				_, errs[i] = l.TryAcquire(ctx, AcquireRequest{Lock: fmt.Sprintf("g-%d", i), Identity: Identity{Actor: "group-test"}})
-			})
-		}
-		awaitQueued(t, l, n)
-		let()
-		wg.Wait()
+		acquireGrouped(t, l, "g", n)
 		at := map[string]bool{}
 		for i := range n {
-			if errs[i] != nil {
-				t.Fatalf("acquire g-%d: %v", i, errs[i])
-			}
 			evs := lockEvents(t, l, fmt.Sprintf("g-%d", i))
 			if len(evs) != 1 {
 				t.Fatalf("g-%d: %d events, want 1", i, len(evs))
@@ -160,8 +169,7 @@ func TestGroupFailingDecisionLeavesTheOthers(t *testing.T) {
 			wg.Go(func() {
 				lock := fmt.Sprintf("f-%d", i)
 				errs[i] = l.write(ctx, lock, func(w *writeTx) (error, error) {
-					p := events.JobProcessesPayload{JobRequestID: "req_group_job", PIDs: []int{1}, Action: "left_running", Note: "group test"}
-					if _, err := w.append(events.JobProcesses, Identity{RequestID: "req_group_" + lock, Actor: "group-test"}, &p); err != nil {
+					if err := jobEvent(w, "req_group_"+lock); err != nil {
 						return nil, err
 					}
 					if fails(i) {
@@ -215,8 +223,7 @@ func TestGroupFailedDecisionsAppendsAreNotReused(t *testing.T) {
 						appends = 3
 					}
 					for range appends {
-						p := events.JobProcessesPayload{JobRequestID: "req_group_job", PIDs: []int{1}, Action: "left_running", Note: "group test"}
-						if _, err := w.append(events.JobProcesses, Identity{RequestID: "req_group_" + lock, Actor: "group-test"}, &p); err != nil {
+						if err := jobEvent(w, "req_group_"+lock); err != nil {
 							return nil, err
 						}
 					}
@@ -263,22 +270,9 @@ func TestPostgresGroupNotifiesEveryLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 5
-	let := holdWriter(t, l)
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			_, errs[i] = l.TryAcquire(ctx, AcquireRequest{Lock: fmt.Sprintf("n-%d", i), Identity: Identity{Actor: "group-test"}})
-		})
-	}
-	awaitQueued(t, l, n)
-	let()
-	wg.Wait()
+	acquireGrouped(t, l, "n", n)
 	want := map[string]bool{}
 	for i := range n {
-		if errs[i] != nil {
-			t.Fatalf("acquire n-%d: %v", i, errs[i])
-		}
 		want[fmt.Sprintf("n-%d", i)] = true
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -704,8 +698,7 @@ func TestGroupPanicIsItsCallersAlone(t *testing.T) {
 		}
 		errs, panics := inGroup(t, l, nil, acquire("p-first"), func() error {
 			return l.write(ctx, "p-boom", func(w *writeTx) (error, error) {
-				p := events.JobProcessesPayload{JobRequestID: "req_group_job", PIDs: []int{1}, Action: "left_running", Note: "group test"}
-				if _, err := w.append(events.JobProcesses, Identity{RequestID: "req_group_boom", Actor: "group-test"}, &p); err != nil {
+				if err := jobEvent(w, "req_group_boom"); err != nil {
 					return nil, err
 				}
 				panic("boom")

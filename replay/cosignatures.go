@@ -132,7 +132,7 @@ func (t *treeCheck) endCosignatures(end int64) {
 func (t *treeCheck) uncosigned(end int64, largest map[string]int64) {
 	var sizes []int64
 	for _, a := range t.anchors {
-		if a.result != nil && a.carried && !a.split && !a.isHead && a.state == matched && a.size <= end {
+		if a.carried && !a.split && !a.isHead && a.state == matched && a.size <= end {
 			sizes = append(sizes, a.size)
 		}
 	}

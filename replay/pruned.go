@@ -130,7 +130,7 @@ func (t *treeCheck) signedMarkers(markers []marker) {
 	}
 	for _, m := range markers {
 		signed := slices.ContainsFunc(t.anchors, func(a *anchor) bool {
-			return a.size == m.seq && a.state == matched && !a.weak && a.result != nil
+			return a.size == m.seq && a.state == matched && !a.weak && !a.isHead
 		})
 		if signed {
 			continue

@@ -107,9 +107,7 @@ func (t *treeCheck) firstSeq() int64 { return cmp.Or(t.first, t.start+1) }
 // unreached reports a head the verifier gave that the file does not
 // reach: before its first event, or past its last without a proof.
 func (t *treeCheck) unreached(a *anchor, end int64) {
-	if a.result != nil {
-		a.result.Result = "not reached"
-	}
+	a.result.Result = "not reached"
 	first := t.firstSeq()
 	var detail string
 	switch {

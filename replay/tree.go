@@ -94,7 +94,7 @@ type anchor struct {
 	time    time.Time
 	every   int64                    // the signer's promise: the next checkpoint within every events
 	within  time.Duration            // or the first event dated within after time
-	result  *verify.CheckpointResult // nil for heads
+	result  *verify.CheckpointResult // a head's is in no report
 	state   int                      // pending, matched, mismatched, beyond
 	detail  string
 	// weak: a carried checkpoint whose signature no key checked. It vouches
@@ -187,7 +187,8 @@ func (t *treeCheck) prepare() {
 	t.origin = t.prepareCosignatures(origin)
 	t.heads = map[int64][]*anchor{}
 	for _, h := range tr.Heads {
-		a := &anchor{name: fmt.Sprintf("expected head %d:%s", h.Seq, h.Hash), size: h.Seq, hash: h.Hash, isHead: true, given: true}
+		a := &anchor{name: fmt.Sprintf("expected head %d:%s", h.Seq, h.Hash), size: h.Seq, hash: h.Hash, isHead: true, given: true,
+			result: &verify.CheckpointResult{}}
 		t.anchors = append(t.anchors, a)
 		t.heads[h.Seq] = append(t.heads[h.Seq], a)
 	}
@@ -509,13 +510,9 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 				break
 			}
 			nChecked++
-			if a.result != nil {
-				a.result.Result = "matches"
-			}
+			a.result.Result = "matches"
 		case mismatched:
-			if a.result != nil {
-				a.result.Result, a.result.Detail = "does not match", a.detail
-			}
+			a.result.Result, a.result.Detail = "does not match", a.detail
 			fork := ""
 			if good > a.size {
 				fork = fmt.Sprintf("; yet the log matches the larger %s: two different logs were signed", goodName)
@@ -529,25 +526,21 @@ func (t *treeCheck) end(chainDamaged bool, firstChainSeq int64) {
 		case unreached:
 			t.unreached(a, t.report.LastSeq)
 		case beyond:
-			if a.result != nil {
-				a.result.Result = "beyond the log"
-			}
+			a.result.Result = "beyond the log"
 			t.report.Add(verify.Problem{Seq: end + 1, Kind: verify.KindCheckpoint, Detail: fmt.Sprintf(
 				"%s%s covers %d events but the log holds %d: events from seq %d were removed (truncated)",
 				a.name, a.unchecked(), a.size, end, end+1)})
 		default:
 			// Below the start of a slice, or past the end of an export:
 			// neither matched nor not.
-			if a.result != nil {
-				a.result.Result, a.result.Detail = "not checked", "it ends before the slice starts"
-				switch {
-				case t.ledger && t.start > 0 && a.size <= t.start:
-					a.result.Detail = "it covers no event after the head verified before, which a verify checked"
-				case t.noTree:
-					a.result.Detail = "the file starts after seq 1 without the tree of the events before it"
-				case a.size > end:
-					a.result.Detail = "it covers events past the end of the export, which carries no consistency proof to it"
-				}
+			a.result.Result, a.result.Detail = "not checked", "it ends before the slice starts"
+			switch {
+			case t.ledger && t.start > 0 && a.size <= t.start:
+				a.result.Detail = "it covers no event after the head verified before, which a verify checked"
+			case t.noTree:
+				a.result.Detail = "the file starts after seq 1 without the tree of the events before it"
+			case a.size > end:
+				a.result.Detail = "it covers events past the end of the export, which carries no consistency proof to it"
 			}
 		}
 	}

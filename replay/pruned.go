@@ -75,7 +75,7 @@ func (c *checker) startPruned(ctx context.Context, q Querier) (bool, error) {
 			first, a.MarkerSeq, a.BelowSeq)})
 		c.chain.damaged = true
 	}
-	tree, err := checkpoint.TreeFrom(a.BelowSeq-1, checkpoint.RowReader(func(seq int64) ([]byte, error) { return store.ReadTreeRow(ctx, q, seq) }))
+	tree, err := checkpoint.TreeFrom(a.BelowSeq-1, store.TreeReader(ctx, q))
 	if err == nil {
 		err = c.tree.startAt(tree.Size(), tree.Frontier())
 	}

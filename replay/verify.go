@@ -300,9 +300,7 @@ func (c *checker) finish() {
 	for _, a := range c.state.Anomalies {
 		c.report.Add(verify.Problem{Seq: a.Seq, Kind: a.Kind, Lock: a.Lock, Detail: a.Detail})
 	}
-	for i := len(c.state.Anomalies); i < c.state.AnomalyCount; i++ {
-		c.report.ProblemCount++
-	}
+	c.report.ProblemCount += c.state.AnomalyCount - len(c.state.Anomalies)
 }
 
 // decodeLoose decodes what it can into ev (zero): an error only when the

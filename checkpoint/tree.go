@@ -140,13 +140,8 @@ func NewTreeAt(n int64, frontier []tlog.Hash) (*Tree, error) {
 
 // Frontier returns the hashes of the maximal complete subtrees, largest first.
 func (t *Tree) Frontier() []tlog.Hash {
-	var out []tlog.Hash
-	for l := 63; l >= 0; l-- {
-		if t.n&(1<<uint(l)) != 0 {
-			out = append(out, t.frontier[l])
-		}
-	}
-	return out
+	hs, _ := t.ReadHashes(FrontierIndexes(t.n)) // the frontier's own indexes
+	return hs
 }
 
 // ReadHashes serves the frontier to tlog; asking for any other hash is an

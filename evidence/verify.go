@@ -224,9 +224,9 @@ func (c *checker) exportLine(n int64, key string, v any) {
 // are held to its size and time.
 func (c *checker) note(n int64, kind string, msg []byte) {
 	c.exportLine(n, "checkpoint", string(msg))
-	raw := &c.startRaw
+	raw, signed, head := &c.startRaw, &c.start, &c.res.Start
 	if kind == "end" {
-		raw = &c.endRaw
+		raw, signed, head = &c.endRaw, &c.end, &c.res.End
 	}
 	if *raw != nil {
 		c.add(verify.KindMalformed, n, 0, "a second %s checkpoint", kind)
@@ -236,12 +236,7 @@ func (c *checker) note(n int64, kind string, msg []byte) {
 	if err != nil || s.Origin != c.hd.Origin {
 		return // fc reports it
 	}
-	h := &Head{Size: s.Size, Key: s.KeyName(), Time: s.Time}
-	if kind == "start" {
-		c.start, c.res.Start = s, h
-	} else {
-		c.end, c.res.End = s, h
-	}
+	*signed, *head = s, &Head{Size: s.Size, Key: s.KeyName(), Time: s.Time}
 }
 
 // begin runs at the first event line: the summary's fold starts from the

@@ -182,3 +182,8 @@ func Write(ctx context.Context, q store.Querier, w io.Writer, below int64) (*Wri
 // ErrMismatch: an archive is not the live log's prefix (another ledger's,
 // another range, or events that differ from the ones the tree holds).
 var ErrMismatch = errors.New("the archive does not match the live ledger")
+
+// mismatch is op's (prune, unprune) ErrMismatch for c, saying how.
+func (c *Checked) mismatch(op, format string, args ...any) error {
+	return fmt.Errorf("%s: archive %s: %w: %s", op, c.Path, ErrMismatch, fmt.Sprintf(format, args...))
+}

@@ -94,18 +94,15 @@ func Read(f io.ReadSeeker, path, prevHash string, opts ...replay.VerifyOption) (
 // file is the archive's absolute path, for the marker.
 func Plan(c *Checked, ledgerID, file string) func(ctx context.Context, q store.Querier, next int64) (*events.Pruned, error) {
 	return func(ctx context.Context, q store.Querier, next int64) (*events.Pruned, error) {
-		mismatch := func(format string, args ...any) error {
-			return fmt.Errorf("prune: archive %s: %w: %s", c.Path, ErrMismatch, fmt.Sprintf(format, args...))
-		}
 		if c.LedgerID != ledgerID {
-			return nil, mismatch("it is ledger %s's, this is ledger %s", c.LedgerID, ledgerID)
+			return nil, c.mismatch("prune", "it is ledger %s's, this is ledger %s", c.LedgerID, ledgerID)
 		}
 		first, err := store.FirstSeq(ctx, q)
 		if err != nil {
 			return nil, err
 		}
 		if c.FirstSeq != first {
-			return nil, mismatch("it starts at seq %d, the live log at seq %d", c.FirstSeq, first)
+			return nil, c.mismatch("prune", "it starts at seq %d, the live log at seq %d", c.FirstSeq, first)
 		}
 		below := c.LastSeq + 1
 		if _, err := Boundary(ctx, q, below, time.Time{}); err != nil {
@@ -116,19 +113,19 @@ func Plan(c *Checked, ledgerID, file string) func(ctx context.Context, q store.Q
 			return nil, err
 		}
 		if root != c.Root {
-			return nil, mismatch("its checkpoint's root at size %d is %s, the live tree's is %s", c.LastSeq, c.Root, root)
+			return nil, c.mismatch("prune", "its checkpoint's root at size %d is %s, the live tree's is %s", c.LastSeq, c.Root, root)
 		}
 		if bad, err := store.CompareLeaves(ctx, q, c.FirstSeq, c.leaves); err != nil {
 			return nil, err
 		} else if bad != 0 {
-			return nil, mismatch("seq %d's leaf is not the one the live tree stores", bad)
+			return nil, c.mismatch("prune", "seq %d's leaf is not the one the live tree stores", bad)
 		}
 		prev, err := store.PrevHashOf(ctx, q, below)
 		if err != nil {
 			return nil, err
 		}
 		if prev != c.HeadHash {
-			return nil, mismatch("seq %d, which stays, chains from %q, not from the archive's last hash %s", below, prev, c.HeadHash)
+			return nil, c.mismatch("prune", "seq %d, which stays, chains from %q, not from the archive's last hash %s", below, prev, c.HeadHash)
 		}
 		return &events.Pruned{FirstSeq: c.FirstSeq, LastSeq: c.LastSeq, Events: int64(len(c.leaves)), HeadHash: c.HeadHash,
 			File: file, Note: events.PruneNote(c.SHA256, hex.EncodeToString(root[:]))}, nil

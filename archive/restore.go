@@ -22,18 +22,15 @@ import (
 // marker. The head, the seqs and the fencing tokens do not move.
 func Restore(c *Checked, f io.ReadSeeker, ledgerID, file string) func(ctx context.Context, q store.PreparedTx, next int64) (*events.Pruned, error) {
 	return func(ctx context.Context, q store.PreparedTx, next int64) (*events.Pruned, error) {
-		mismatch := func(format string, args ...any) error {
-			return fmt.Errorf("unprune: archive %s: %w: %s", c.Path, ErrMismatch, fmt.Sprintf(format, args...))
-		}
 		if c.LedgerID != ledgerID {
-			return nil, mismatch("it is ledger %s's, this is ledger %s", c.LedgerID, ledgerID)
+			return nil, c.mismatch("unprune", "it is ledger %s's, this is ledger %s", c.LedgerID, ledgerID)
 		}
 		last, err := replay.LastPrune(ctx, q)
 		if err != nil {
 			return nil, err
 		}
 		if last == nil {
-			return nil, mismatch("the ledger holds no prune to undo")
+			return nil, c.mismatch("unprune", "the ledger holds no prune to undo")
 		}
 		first, err := store.FirstSeq(ctx, q)
 		if err != nil {
@@ -41,17 +38,17 @@ func Restore(c *Checked, f io.ReadSeeker, ledgerID, file string) func(ctx contex
 		}
 		switch {
 		case first != last.BelowSeq:
-			return nil, mismatch("the live log starts at seq %d, not where the last prune (seq %d) left it, seq %d: run lockledger verify", first, last.MarkerSeq, last.BelowSeq)
+			return nil, c.mismatch("unprune", "the live log starts at seq %d, not where the last prune (seq %d) left it, seq %d: run lockledger verify", first, last.MarkerSeq, last.BelowSeq)
 		case c.SHA256 != last.ArchiveSHA256 || c.FirstSeq != last.FirstSeq || c.LastSeq+1 != last.BelowSeq:
-			return nil, mismatch("it holds seq %d-%d with SHA-256 %s; the last prune (seq %d) archived seq %d-%d with SHA-256 %s",
+			return nil, c.mismatch("unprune", "it holds seq %d-%d with SHA-256 %s; the last prune (seq %d) archived seq %d-%d with SHA-256 %s",
 				c.FirstSeq, c.LastSeq, c.SHA256, last.MarkerSeq, last.FirstSeq, last.BelowSeq-1, last.ArchiveSHA256)
 		case c.HeadHash != last.HeadHash:
-			return nil, mismatch("its last hash is %s, the prune recorded %s", c.HeadHash, last.HeadHash)
+			return nil, c.mismatch("unprune", "its last hash is %s, the prune recorded %s", c.HeadHash, last.HeadHash)
 		}
 		if bad, err := store.CompareLeaves(ctx, q, c.FirstSeq, c.leaves); err != nil {
 			return nil, err
 		} else if bad != 0 {
-			return nil, mismatch("seq %d's leaf is not the one the live tree stores", bad)
+			return nil, c.mismatch("unprune", "seq %d's leaf is not the one the live tree stores", bad)
 		}
 		if err := store.OpenRestore(ctx, q, c.FirstSeq, last.BelowSeq, next, c.SHA256); err != nil {
 			return nil, err
@@ -74,7 +71,7 @@ func Restore(c *Checked, f io.ReadSeeker, ledgerID, file string) func(ctx contex
 			return nil, fmt.Errorf("unprune: archive %s: %w", c.Path, err)
 		}
 		if sum := hex.EncodeToString(h.Sum(nil)); sum != c.SHA256 || n != int64(len(c.leaves)) {
-			return nil, mismatch("it changed while it was read (SHA-256 %s, then %s)", c.SHA256, sum)
+			return nil, c.mismatch("unprune", "it changed while it was read (SHA-256 %s, then %s)", c.SHA256, sum)
 		}
 		return &events.Pruned{FirstSeq: c.FirstSeq, LastSeq: c.LastSeq, Events: n, HeadHash: c.HeadHash, File: file,
 			Note: events.PruneNote(c.SHA256, last.Root)}, nil

@@ -1,12 +1,10 @@
 package stream
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -59,9 +57,8 @@ type cloudEvent struct {
 }
 
 type cloudEventsWriter struct {
-	w      io.Writer
+	lineWriter
 	source string
-	buf    bytes.Buffer
 }
 
 func (c *cloudEventsWriter) Start(int64, []tlog.Hash) error { return nil }
@@ -109,6 +106,5 @@ func (c *cloudEventsWriter) write(ev *cloudEvent) error {
 	if err := enc.Encode(ev); err != nil {
 		return err
 	}
-	_, err := c.w.Write(c.buf.Bytes())
-	return err
+	return c.flush()
 }

@@ -256,11 +256,12 @@ func (f *follower) checkpoint(note []byte) error {
 	if slices.ContainsFunc(f.atCursor, func(n []byte) bool { return bytes.Equal(n, note) }) {
 		return nil
 	}
-	c, err := newCheckpoint(note)
+	s, err := checkpoint.Open(note)
 	if err != nil {
-		f.o.Log.Warn("a stored checkpoint that does not parse is left out (lockledger verify says more)", "err", err)
+		f.o.Log.Warn("a stored checkpoint that does not parse is left out (lockledger verify says more)", "err", fmt.Errorf("stream: a stored checkpoint: %w", err))
 		return nil
 	}
+	c := &Checkpoint{Note: note, Text: s.Checkpoint}
 	if err := f.w.Checkpoint(c); err != nil {
 		return err
 	}

@@ -17,10 +17,7 @@ import (
 //
 // and, first, for a stream after seq N, the tree line, so that verify
 // --file checks the checkpoints of a stream that starts there.
-type jsonlWriter struct {
-	w   io.Writer
-	buf bytes.Buffer
-}
+type jsonlWriter struct{ lineWriter }
 
 func (j *jsonlWriter) Start(size int64, frontier []tlog.Hash) error {
 	if size == 0 {
@@ -50,6 +47,16 @@ func (j *jsonlWriter) line(write func(*bytes.Buffer) error) error {
 	if err := write(&j.buf); err != nil {
 		return err
 	}
-	_, err := j.w.Write(j.buf.Bytes())
+	return j.flush()
+}
+
+// lineWriter is a writer's buffer, written to w in one write.
+type lineWriter struct {
+	w   io.Writer
+	buf bytes.Buffer
+}
+
+func (l *lineWriter) flush() error {
+	_, err := l.w.Write(l.buf.Bytes())
 	return err
 }

@@ -9,7 +9,6 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"time"
 
@@ -56,14 +55,6 @@ type Checkpoint struct {
 	Text checkpoint.Checkpoint
 }
 
-func newCheckpoint(note []byte) (*Checkpoint, error) {
-	s, err := checkpoint.Open(note)
-	if err != nil {
-		return nil, fmt.Errorf("stream: a stored checkpoint: %w", err)
-	}
-	return &Checkpoint{Note: note, Text: s.Checkpoint}, nil
-}
-
 // Writer writes records in one format. Each call writes whole lines in one
 // write to the underlying writer, so that a reader of a pipe sees every
 // record as soon as it is written, and a follower killed between two
@@ -87,11 +78,11 @@ const (
 func NewWriter(format string, w io.Writer, ledgerID, hostname string) (Writer, error) {
 	switch format {
 	case FormatJSONL:
-		return &jsonlWriter{w: w}, nil
+		return &jsonlWriter{lineWriter{w: w}}, nil
 	case FormatCloudEvents:
-		return &cloudEventsWriter{w: w, source: CloudEventsSource(ledgerID)}, nil
+		return &cloudEventsWriter{lineWriter: lineWriter{w: w}, source: CloudEventsSource(ledgerID)}, nil
 	case FormatSyslog:
-		return &syslogWriter{w: w, hostname: syslogHostname(hostname)}, nil
+		return &syslogWriter{lineWriter: lineWriter{w: w}, hostname: headerToken(hostname, 255)}, nil
 	}
 	return nil, events.Invalid("--format", format, "must be jsonl, cloudevents or syslog")
 }

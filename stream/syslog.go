@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -63,9 +62,8 @@ func severity(t events.Type) int {
 const maxSequenceID = 2147483647
 
 type syslogWriter struct {
-	w        io.Writer
+	lineWriter
 	hostname string
-	buf      bytes.Buffer
 }
 
 func (s *syslogWriter) Start(int64, []tlog.Hash) error { return nil }
@@ -125,8 +123,7 @@ func (s *syslogWriter) header(sev int, t time.Time, procid, msgid string) {
 func (s *syslogWriter) send(msg []byte) error {
 	writeJSONSafe(&s.buf, msg)
 	s.buf.WriteByte('\n')
-	_, err := s.w.Write(s.buf.Bytes())
-	return err
+	return s.flush()
 }
 
 // param writes one SD-PARAM: the value's control characters as visible
@@ -160,8 +157,6 @@ func headerToken(s string, max int) string {
 	}
 	return b.String()
 }
-
-func syslogHostname(h string) string { return headerToken(h, 255) }
 
 // writeJSONSafe writes valid JSON with the characters JSON allows raw but
 // that could break a line or drive a terminal (DEL, C1 controls, line

@@ -167,8 +167,8 @@ func writeEventRows(w *bufio.Writer, p *Page, id string, evs []*replay.Event) {
 		if p.OSUser != nil {
 			osUser = p.OSUser(ev)
 		}
-		fmt.Fprintf(w, "<tr id=e%d><td>%d<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s<td>%s\n",
-			ev.Seq, ev.Seq, fmtTime(ev.Time), ev.Type, esc(lock), esc(ev.Actor), esc(osUser), esc(pidAt(ev)),
+		fmt.Fprintf(w, "<tr id=e%d><td>%d<td>%s<td>%s<td>%s<td>%s<td>%s<td>%d@%s<td>%s<td>%s<td>%s\n",
+			ev.Seq, ev.Seq, fmtTime(ev.Time), ev.Type, esc(lock), esc(ev.Actor), esc(osUser), ev.PID, esc(ev.HostID),
 			esc(ev.RequestID), esc(describe(p, ev)), esc(ev.Hash))
 	}
 	w.WriteString("</tbody></table>\n")

@@ -357,8 +357,6 @@ func (l *layout) ink(actor string) string { return labelInk[l.color[actor]%len(p
 // needsStripes: more actors than colours, so the second round is striped.
 func (l *layout) needsStripes() bool { return len(l.actors) > len(palette) }
 
-func pidAt(ev *replay.Event) string { return fmt.Sprintf("%d@%s", ev.PID, ev.HostID) }
-
 func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // holdingEnd is where a holding's bar ends, and whether it was still held

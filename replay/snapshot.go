@@ -47,6 +47,21 @@ func decodeSnapshot(b []byte) (*State, error) {
 	return in.state()
 }
 
+// atBounds are the times a snapshot records of the events folded before
+// it, which readers bound their searches by: the latest of all, and the
+// earliest of its block (the every events it ends; block is its end).
+type atBounds struct {
+	every, block  int64
+	max, blockMin string
+}
+
+func (b *atBounds) see(seq int64, at string) {
+	b.max = max(b.max, at)
+	if end := (seq + b.every - 1) / b.every * b.every; end != b.block || at < b.blockMin {
+		b.block, b.blockMin = end, at
+	}
+}
+
 // snapshotTries bounds how many snapshots a reader tries before it folds
 // from the first event: a snapshot it cannot trust is a sign of damage
 // that verify names, not something to search past.
@@ -127,17 +142,13 @@ func BuildSnapshots(ctx context.Context, q Querier, every, budget int64, emit fu
 		return nil
 	}
 	ev := &Event{}
-	var minAt string // the earliest at of the block so far
-	var blockLo int64
+	at := atBounds{every: every, max: maxAt}
 	fold := func(r *store.BodyRow) error {
-		if err := st.applyRow(ev, r); err != nil {
-			return err
+		err := st.applyRow(ev, r)
+		if err == nil {
+			at.see(r.Seq, ev.At)
 		}
-		maxAt = max(maxAt, ev.At)
-		if r.Seq > blockLo && (minAt == "" || ev.At < minAt) {
-			minAt = ev.At
-		}
-		return nil
+		return err
 	}
 	// One read per snapshot: the hash of the event it follows is read once
 	// the rows before it are, never beside an open read (PostgreSQL's
@@ -147,7 +158,6 @@ func BuildSnapshots(ctx context.Context, q Querier, every, budget int64, emit fu
 		next += every
 	}
 	for ; next <= last; next += every {
-		minAt, blockLo = "", next-every
 		if err := readAhead(ctx, q, Filter{FromSeq: st.Seq + 1, ToSeq: next}, fold); err != nil {
 			return err
 		}
@@ -159,7 +169,7 @@ func BuildSnapshots(ctx context.Context, q Querier, every, budget int64, emit fu
 			return err
 		}
 		b, h := st.encodeSnapshot()
-		if err := emit(&store.Snapshot{Seq: next, EventHash: hash, FromSeq: first, MaxAt: maxAt, MinAt: minAt, Version: snapshotVersion, StateHash: h, State: b}); err != nil {
+		if err := emit(&store.Snapshot{Seq: next, EventHash: hash, FromSeq: first, MaxAt: at.max, MinAt: at.blockMin, Version: snapshotVersion, StateHash: h, State: b}); err != nil {
 			return err
 		}
 	}

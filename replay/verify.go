@@ -100,10 +100,8 @@ type checker struct {
 	snaps          []store.Snapshot
 	folded         int64
 	wholeSnapshots bool
-	// maxAt is the latest at folded, blockMin the earliest of the events
-	// folded in the current snapshot block (block: its end).
-	maxAt, blockMin string
-	block           int64
+	// at: the times the fold has seen, as a snapshot records them.
+	at atBounds
 }
 
 // newChecker's tree checks no checkpoints: the callers that have some
@@ -117,7 +115,7 @@ func newChecker(source, anchor string, fromStart bool, cfg verifyConfig) *checke
 	bare := cfg
 	bare.trust = nil
 	return &checker{report: r, chain: newChain(anchor, fromStart, r), state: NewState(), clock: clock{skew: cfg.clockSkew, now: cfg.now()},
-		hasher: new(chainHasher), fromOne: fromStart, tree: newTreeCheck(r, false, bare)}
+		hasher: new(chainHasher), fromOne: fromStart, tree: newTreeCheck(r, false, bare), at: atBounds{every: store.SnapshotEvery}}
 }
 
 // newLedgerChecker is newChecker for a ledger's rows: their stored
@@ -206,11 +204,7 @@ func (c *checker) fold(r *Row, ev *Event) {
 	if c.folded == 0 {
 		c.folded = r.Seq
 	}
-	c.maxAt = max(c.maxAt, ev.At)
-	every := store.SnapshotEvery
-	if end := (r.Seq + every - 1) / every * every; end != c.block || ev.At < c.blockMin {
-		c.block, c.blockMin = end, ev.At
-	}
+	c.at.see(r.Seq, ev.At)
 	c.checkSnapshot(r)
 }
 
@@ -237,10 +231,10 @@ func (c *checker) checkSnapshot(r *Row) {
 		return
 	}
 	// Readers bound their searches by these, whatever the state's encoding.
-	if s.MaxAt != c.maxAt || (s.MinAt != "" && s.MinAt != c.blockMin) {
+	if s.MaxAt != c.at.max || (s.MinAt != "" && s.MinAt != c.at.blockMin) {
 		c.report.Add(verify.Problem{Seq: r.Seq, Kind: verify.KindSnapshot, Detail: fmt.Sprintf(
 			"the snapshot at seq %d records its events' times as %s to %s (latest of all, earliest of its block), but they are %s to %s",
-			r.Seq, s.MaxAt, s.MinAt, c.maxAt, c.blockMin)})
+			r.Seq, s.MaxAt, s.MinAt, c.at.max, c.at.blockMin)})
 	}
 	if s.Version != snapshotVersion {
 		return

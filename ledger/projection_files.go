@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/internal/lockfile"
@@ -22,7 +24,7 @@ func (p *projection) files(rebuilt map[string]*store.Row) error {
 			names[name] = true
 		}
 	}
-	for _, name := range sortedKeys(rebuilt) {
+	for _, name := range slices.Sorted(maps.Keys(rebuilt)) {
 		if !p.l.ownsFiles(rebuilt[name]) {
 			continue // its host projects its targets
 		}
@@ -30,7 +32,7 @@ func (p *projection) files(rebuilt map[string]*store.Row) error {
 			return err
 		}
 	}
-	for _, name := range sortedKeys(names) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		if err := p.lockFile(name, rebuilt[name]); err != nil {
 			return fmt.Errorf("ledger: project lock file %s: %w", name, err)
 		}
@@ -267,7 +269,7 @@ func (p *projection) targets(r *store.Row) error {
 
 // apply makes the planned file changes, after the commit.
 func (p *projection) apply() error {
-	for _, name := range sortedKeys(p.plans) {
+	for _, name := range slices.Sorted(maps.Keys(p.plans)) {
 		for _, f := range p.plans[name].apply {
 			if err := f(); err != nil {
 				return fmt.Errorf("ledger: project lock %s: the change is recorded but could not be made (run project again): %w", name, err)

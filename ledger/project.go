@@ -415,8 +415,7 @@ func (l *Ledger) settleDisplacements(ctx context.Context, id Identity) error {
 			continue
 		}
 		if err := l.write(ctx, r.Name, func(w *writeTx) (error, error) {
-			_, err := w.recordDisplaced(id, 0)
-			return nil, err
+			return nil, w.recordDisplaced(id, 0)
 		}); errors.Is(err, ErrTruncated) || errors.Is(err, ErrUnhashed) {
 			return nil // a damaged log: project's own check refuses it, or accepts it first
 		} else if err != nil {

@@ -119,7 +119,8 @@ func (p *projection) keepUnreadable(name string, r *store.Row, v *view) error {
 	path := l.files.Path(name)
 	lp := p.plan(name)
 	// Of the view's repairs only the journal's apply: whatever the view
-	// made of the file, it is neither the ledger's nor another tool's.
+	// made of the file, it is neither the ledger's nor another tool's; a
+	// held lock's file is then replaced by the row's.
 	settle := &view{name: name, row: r}
 	for _, rp := range v.repairs {
 		if rp == repairDropJournal {
@@ -149,24 +150,15 @@ func (p *projection) keepUnreadable(name string, r *store.Row, v *view) error {
 	p.fileChange(name, "moved aside", path+" -> "+aside, fmt.Sprintf("%s moved aside to %s", u, aside))
 	held := r != nil && r.Held
 	if held {
+		settle.repairs = append(settle.repairs, repairReplace)
 		p.fileChange(name, "replaced", path, "lock file rewritten ("+absPath(path)+")")
 	}
 	ino := v.file.Ino
 	lp.apply = append(lp.apply, func() error {
-		if err := l.applyRepairs(settle); err != nil {
+		if err := l.applyRepairs(settle); err != nil || held {
 			return err
 		}
-		if !held {
-			return l.files.DropIfInode(name, ino)
-		}
-		j, err := l.files.Replace(name, r.File)
-		if err != nil {
-			return err
-		}
-		if err := lockfile.SyncClose(j); err != nil {
-			return err
-		}
-		return l.files.Done(name)
+		return l.files.DropIfInode(name, ino)
 	})
 	return nil
 }

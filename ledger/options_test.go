@@ -25,13 +25,14 @@ func TestOptionsRefuseWhatTheySay(t *testing.T) {
 		{WithCheckpointPolicy(-1, 0), "must be at least 1 event"},
 		{WithCheckpointPolicy(0, -time.Second), "must not be negative"},
 		{WithLogger(nil), "WithLogger(nil)"},
+		{WithTrustedKeys(nil), "WithTrustedKeys(nil)"},
 	} {
 		var c config
 		if err := tc.opt(&c); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("option error %v, want one saying %q", err, tc.want)
 		}
 		if c.busy != 0 || c.openWait != 0 || c.poolSize != 0 || c.host != nil || c.database != "" || c.group != nil ||
-			c.signing.every != 0 || c.signing.interval != 0 || c.logger != nil {
+			c.signing.every != 0 || c.signing.interval != 0 || c.logger != nil || c.signing.trusted != nil {
 			t.Errorf("a refused option (%q) changed the config: %+v", tc.want, c)
 		}
 	}

@@ -96,24 +96,17 @@ func loadAllShared(ctx context.Context, q store.Querier) ([]*sharedHolding, erro
 // saveShared writes h's lock_holders row as a shared holder's: its slot
 // limit, updated by seq.
 func saveShared(ctx context.Context, tx store.Execer, h *holding, limit, seq int64) error {
-	r, err := holderRow(h, limit, seq)
-	if err != nil {
-		return err
-	}
-	return store.SaveHolder(ctx, tx, r)
+	return store.SaveHolder(ctx, tx, holderRow(h, limit, seq))
 }
 
 // holderRow is h's lock_holders row, with slot limit limit, updated by seq.
-func holderRow(h *holding, limit, seq int64) (*store.HolderRow, error) {
-	md, err := json.Marshal(h.rec.Metadata)
-	if err != nil {
-		return nil, err
-	}
+func holderRow(h *holding, limit, seq int64) *store.HolderRow {
+	md, _ := json.Marshal(h.rec.Metadata) // a map of strings always marshals
 	return &store.HolderRow{Name: h.rec.LockName, RequestID: h.rec.RequestID,
 		Actor: h.rec.Actor, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion, HostID: h.rec.HostID,
 		PID: h.rec.PID, PIDStart: h.pidStart, BootID: h.bootID, CreatedAt: events.FormatTime(h.created),
 		HeartbeatAt: events.FormatTime(h.heartbeat), TTLSeconds: h.rec.TTLSeconds, Metadata: string(md),
-		FencingToken: h.token, Limit: limit, UpdatedSeq: seq, PIDNS: h.pidNS}, nil
+		FencingToken: h.token, Limit: limit, UpdatedSeq: seq, PIDNS: h.pidNS}
 }
 
 // isShared reports whether the request asks for a shared holding.

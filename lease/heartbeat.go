@@ -172,15 +172,11 @@ func (s *Lease) record(ctx context.Context, failures int, cause string, lost boo
 func (s *Lease) recordLoss(failures int, cause string, until time.Time) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), until.Sub(s.clock.Now()))
 	defer cancel()
-	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond}
-	for {
-		err := s.l.RecordHeartbeatFailure(ctx, s.acq.Lock, s.id, failures, cause, true)
-		if err == nil {
-			return true
-		}
-		if !ledger.IsTransient(err) || ctx.Err() != nil || retry.Wait(ctx) != nil {
-			s.l.Logger().Warn("could not record the lost lock yet (see RecordLoss)", "lock", s.acq.Lock, "err", err)
-			return false
-		}
+	err := recordLost(ctx, s.l, s.acq.Lock, s.id, failures, cause, backoff.Backoff{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond},
+		func(err error) bool { return !ledger.IsTransient(err) || ctx.Err() != nil })
+	if err != nil {
+		s.l.Logger().Warn("could not record the lost lock yet (see RecordLoss)", "lock", s.acq.Lock, "err", err)
+		return false
 	}
+	return true
 }

@@ -266,13 +266,18 @@ func (s *Lease) RecordLoss(ctx context.Context) error {
 // retrying whatever the ledger answers (a database that is away may fail
 // in any way), with backoff, until it is recorded or ctx ends.
 func RecordLoss(ctx context.Context, l *ledger.Ledger, lock string, id ledger.Identity, failures int, cause string) error {
-	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
+	return recordLost(ctx, l, lock, id, failures, cause, backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second},
+		func(error) bool { return false })
+}
+
+// recordLost appends heartbeat_failed with lock_lost for id's lock, waiting
+// by retry between tries, until it is recorded, ctx ends, or giveUp says
+// so of the ledger's answer.
+func recordLost(ctx context.Context, l *ledger.Ledger, lock string, id ledger.Identity, failures int, cause string,
+	retry backoff.Backoff, giveUp func(error) bool) error {
 	for {
 		err := l.RecordHeartbeatFailure(ctx, lock, id, failures, cause, true)
-		if err == nil {
-			return nil
-		}
-		if retry.Wait(ctx) != nil {
+		if err == nil || giveUp(err) || retry.Wait(ctx) != nil {
 			return err
 		}
 	}

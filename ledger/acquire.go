@@ -216,7 +216,7 @@ func (w *writeTx) effectiveHolder(req AcquireRequest) (*holding, error) {
 	if err := w.reconcileTargets(req.Targets, req.Force); err != nil {
 		return nil, err
 	}
-	if _, err := w.recordDisplaced(req.Identity, req.MaxAge); err != nil {
+	if err := w.recordDisplaced(req.Identity, req.MaxAge); err != nil {
 		return nil, err
 	}
 	if h := w.v.holder; h != nil && !h.foreign {

@@ -6,6 +6,7 @@ package ledger
 // witness.
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -83,21 +84,16 @@ func (l *Ledger) heads() trust.Heads {
 // its own: once every events events, and with the first write after
 // interval has passed since the last checkpoint. Zero keeps a default.
 func WithCheckpointPolicy(every int64, interval time.Duration) Option {
-	return func(c *config) error {
-		if every < 0 {
-			return events.Invalid("checkpoint every", fmt.Sprint(every), "must be at least 1 event")
-		}
-		if interval < 0 {
-			return events.Invalid("checkpoint interval", interval.String(), "must not be negative")
-		}
-		if every > 0 {
-			c.signing.every = every
-		}
-		if interval > 0 {
-			c.signing.interval = interval
-		}
-		return nil
+	var err error
+	switch {
+	case every < 0:
+		err = events.Invalid("checkpoint every", fmt.Sprint(every), "must be at least 1 event")
+	case interval < 0:
+		err = events.Invalid("checkpoint interval", interval.String(), "must not be negative")
 	}
+	return checked(err != nil, err, func(c *config) {
+		c.signing.every, c.signing.interval = cmp.Or(every, c.signing.every), cmp.Or(interval, c.signing.interval)
+	})
 }
 
 // Checkpointed is a checkpoint just signed and stored.

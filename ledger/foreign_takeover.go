@@ -108,25 +108,25 @@ func sameHolder(fh formats.Holder, own *holding) bool {
 // recordDisplaced records that the ledger's holder was displaced by
 // another tool's lock (see displacedBy), frees the ledger's row, removes the
 // holder's files that still hold its bytes, and leaves the other tool's
-// lock as the view's holder. id is who noticed. It reports whether it did.
-func (w *writeTx) recordDisplaced(id Identity, maxAge time.Duration) (bool, error) {
+// lock as the view's holder. id is who noticed.
+func (w *writeTx) recordDisplaced(id Identity, maxAge time.Duration) error {
 	s, err := w.l.displacedBy(w.v, w.now, maxAge)
 	if err != nil || s == nil {
-		return false, err
+		return err
 	}
 	if err := w.onlyOwnFiles(true); err != nil {
-		return false, err
+		return err
 	}
 	own := w.v.holder
 	if err := w.l.files.Remove(w.v.name, own.file); err != nil {
-		return false, err
+		return err
 	}
 	for _, t := range own.targets {
 		if t.Path == s.path {
 			continue
 		}
 		if err := removeTarget(t, own); err != nil {
-			return false, err
+			return err
 		}
 	}
 	w.touched = true
@@ -137,15 +137,15 @@ func (w *writeTx) recordDisplaced(id Identity, maxAge time.Duration) (bool, erro
 		DisplacedBy: &by, DisplacedByFormat: s.format, DisplacedByPath: s.path,
 	})
 	if err != nil {
-		return false, err
+		return err
 	}
 	if err := w.saveFree(ev.Seq); err != nil {
-		return false, err
+		return err
 	}
 	freed := *w.v.row
 	freed.Held, freed.UpdatedSeq = false, ev.Seq
 	w.v.row, w.v.holder, w.v.interloper = &freed, s.h, false
 	w.l.log.Warn("another tool's lock file holds this lock; the ledger's holder is recorded as displaced",
 		"lock", w.v.name, "path", s.path, "format", s.format, "displaced", own.rec.RequestID, "by", s.h.rec.RequestID)
-	return true, nil
+	return nil
 }

@@ -36,7 +36,7 @@ func (l *Ledger) heartbeat(ctx context.Context, lock string, id Identity, priorF
 	}
 	var out *Acquisition
 	err = l.write(ctx, lock, func(w *writeTx) (error, error) {
-		if _, err := w.recordDisplaced(id, 0); err != nil {
+		if err := w.recordDisplaced(id, 0); err != nil {
 			return nil, err
 		}
 		h := w.v.holder

@@ -73,9 +73,14 @@ func WithClock(now func() time.Time) Option {
 // given is the option named name that applies set, refused when its
 // argument is nil.
 func given(name string, isNil bool, set func(*config)) Option {
+	return checked(isNil, errors.New("ledger: "+name+"(nil)"), set)
+}
+
+// checked is the option that applies set, refused with err when bad.
+func checked(bad bool, err error, set func(*config)) Option {
 	return func(c *config) error {
-		if isNil {
-			return errors.New("ledger: " + name + "(nil)")
+		if bad {
+			return err
 		}
 		set(c)
 		return nil
@@ -85,13 +90,7 @@ func given(name string, isNil bool, set func(*config)) Option {
 // WithBusyTimeout bounds how long an operation waits for the database and
 // for the writer mutex before it fails with a transient error.
 func WithBusyTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Millisecond {
-			return fmt.Errorf("ledger: busy timeout %s: must be at least 1ms", d)
-		}
-		c.busy = d
-		return nil
-	}
+	return checked(d < time.Millisecond, fmt.Errorf("ledger: busy timeout %s: must be at least 1ms", d), func(c *config) { c.busy = d })
 }
 
 // WithLogger sets the logger for warnings (drift repaired, foreign files).
@@ -101,16 +100,11 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithHost overrides the host identity (tests).
 func WithHost(h Host) Option {
-	return func(c *config) error {
-		if h.ID == "" {
-			return errors.New("ledger: WithHost: empty host id")
-		}
-		if err := checkHostID("host id", h.ID); err != nil {
-			return err
-		}
-		c.host = &h
-		return nil
+	err := checkHostID("host id", h.ID)
+	if h.ID == "" {
+		err = errors.New("ledger: WithHost: empty host id")
 	}
+	return checked(err != nil, err, func(c *config) { c.host = &h })
 }
 
 // WithProcessProbe overrides how liveness of local pids is checked (tests).
@@ -122,25 +116,13 @@ func WithProcessProbe(p proc.Probe) Option {
 // database too busy to open, as when many processes open a fresh root at
 // once; commands told to wait for their lock give it the same budget.
 func WithOpenWait(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return fmt.Errorf("ledger: WithOpenWait(%s): must not be negative", d)
-		}
-		c.openWait = d
-		return nil
-	}
+	return checked(d < 0, fmt.Errorf("ledger: WithOpenWait(%s): must not be negative", d), func(c *config) { c.openWait = d })
 }
 
 // WithPoolSize bounds the connections to a PostgreSQL ledger (default
 // DefaultPoolSize); the CLI, one command per process, uses 2.
 func WithPoolSize(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > 1000 {
-			return fmt.Errorf("ledger: WithPoolSize(%d): must be between 1 and 1000", n)
-		}
-		c.poolSize = n
-		return nil
-	}
+	return checked(n < 1 || n > 1000, fmt.Errorf("ledger: WithPoolSize(%d): must be between 1 and 1000", n), func(c *config) { c.poolSize = n })
 }
 
 // MustExist makes Open fail with ErrNoLedger instead of creating a ledger.

@@ -295,13 +295,8 @@ func (l *Ledger) rootServesNoOther(c *config) error {
 // instead of ROOT/ledger.db, so that writers on many hosts share it. The
 // root still holds this host's lock files.
 func WithDatabase(url string) Option {
-	return func(c *config) error {
-		if !IsPostgresURL(url) {
-			return events.Invalid("--database", postgres.Redact(url), "must be a postgres:// or postgresql:// URL")
-		}
-		c.database = url
-		return nil
-	}
+	return checked(!IsPostgresURL(url), events.Invalid("--database", postgres.Redact(url), "must be a postgres:// or postgresql:// URL"),
+		func(c *config) { c.database = url })
 }
 
 // IsPostgresURL reports whether s names a PostgreSQL database.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -322,7 +323,7 @@ func rowHolder(r *store.Row) string {
 // record appends one lock_projected event per lock the run changes, then
 // the run's ledger_projected.
 func (p *projection) record(w *writeTx, id Identity, problems int) error {
-	for _, name := range sortedKeys(p.plans) {
+	for _, name := range slices.Sorted(maps.Keys(p.plans)) {
 		lp := p.plans[name]
 		if len(lp.changes) == 0 {
 			continue
@@ -414,8 +415,7 @@ func (l *Ledger) settleDisplacements(ctx context.Context, id Identity) error {
 			continue
 		}
 		if err := l.write(ctx, r.Name, func(w *writeTx) (error, error) {
-			_, err := w.recordDisplaced(id, 0)
-			return nil, err
+			return nil, w.recordDisplaced(id, 0)
 		}); errors.Is(err, ErrTruncated) || errors.Is(err, ErrUnhashed) {
 			return nil // a damaged log: project's own check refuses it, or accepts it first
 		} else if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -168,7 +169,7 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *verify.
 			return err
 		}
 	}
-	for _, name := range sortedKeys(names) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		if remote[name] {
 			continue
 		}

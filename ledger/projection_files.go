@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/internal/lockfile"
@@ -22,7 +24,7 @@ func (p *projection) files(rebuilt map[string]*store.Row) error {
 			names[name] = true
 		}
 	}
-	for _, name := range sortedKeys(rebuilt) {
+	for _, name := range slices.Sorted(maps.Keys(rebuilt)) {
 		if !p.l.ownsFiles(rebuilt[name]) {
 			continue // its host projects its targets
 		}
@@ -30,7 +32,7 @@ func (p *projection) files(rebuilt map[string]*store.Row) error {
 			return err
 		}
 	}
-	for _, name := range sortedKeys(names) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		if err := p.lockFile(name, rebuilt[name]); err != nil {
 			return fmt.Errorf("ledger: project lock file %s: %w", name, err)
 		}
@@ -117,7 +119,8 @@ func (p *projection) keepUnreadable(name string, r *store.Row, v *view) error {
 	path := l.files.Path(name)
 	lp := p.plan(name)
 	// Of the view's repairs only the journal's apply: whatever the view
-	// made of the file, it is neither the ledger's nor another tool's.
+	// made of the file, it is neither the ledger's nor another tool's; a
+	// held lock's file is then replaced by the row's.
 	settle := &view{name: name, row: r}
 	for _, rp := range v.repairs {
 		if rp == repairDropJournal {
@@ -147,24 +150,15 @@ func (p *projection) keepUnreadable(name string, r *store.Row, v *view) error {
 	p.fileChange(name, "moved aside", path+" -> "+aside, fmt.Sprintf("%s moved aside to %s", u, aside))
 	held := r != nil && r.Held
 	if held {
+		settle.repairs = append(settle.repairs, repairReplace)
 		p.fileChange(name, "replaced", path, "lock file rewritten ("+absPath(path)+")")
 	}
 	ino := v.file.Ino
 	lp.apply = append(lp.apply, func() error {
-		if err := l.applyRepairs(settle); err != nil {
+		if err := l.applyRepairs(settle); err != nil || held {
 			return err
 		}
-		if !held {
-			return l.files.DropIfInode(name, ino)
-		}
-		j, err := l.files.Replace(name, r.File)
-		if err != nil {
-			return err
-		}
-		if err := lockfile.SyncClose(j); err != nil {
-			return err
-		}
-		return l.files.Done(name)
+		return l.files.DropIfInode(name, ino)
 	})
 	return nil
 }
@@ -267,7 +261,7 @@ func (p *projection) targets(r *store.Row) error {
 
 // apply makes the planned file changes, after the commit.
 func (p *projection) apply() error {
-	for _, name := range sortedKeys(p.plans) {
+	for _, name := range slices.Sorted(maps.Keys(p.plans)) {
 		for _, f := range p.plans[name].apply {
 			if err := f(); err != nil {
 				return fmt.Errorf("ledger: project lock %s: the change is recorded but could not be made (run project again): %w", name, err)

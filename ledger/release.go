@@ -112,7 +112,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 	}
 	var out *ReleaseOutcome
 	err = l.write(ctx, req.Lock, func(w *writeTx) (error, error) {
-		if _, err := w.recordDisplaced(id, 0); err != nil {
+		if err := w.recordDisplaced(id, 0); err != nil {
 			return nil, err
 		}
 		h := w.v.holder

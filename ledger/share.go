@@ -20,13 +20,7 @@ import (
 // uses a group root only where it owns it, is in its group or asked for
 // that group here (ErrUntrustedRoot).
 func WithGroup(gid int) Option {
-	return func(c *config) error {
-		if gid < 0 {
-			return events.Invalid("--group", strconv.Itoa(gid), "must be a group id of 0 or more")
-		}
-		c.group = &gid
-		return nil
-	}
+	return checked(gid < 0, events.Invalid("--group", strconv.Itoa(gid), "must be a group id of 0 or more"), func(c *config) { c.group = &gid })
 }
 
 // ErrUntrustedRoot: a writer found the root, ROOT/locks, ledger.db (or

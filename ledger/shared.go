@@ -96,24 +96,17 @@ func loadAllShared(ctx context.Context, q store.Querier) ([]*sharedHolding, erro
 // saveShared writes h's lock_holders row as a shared holder's: its slot
 // limit, updated by seq.
 func saveShared(ctx context.Context, tx store.Execer, h *holding, limit, seq int64) error {
-	r, err := holderRow(h, limit, seq)
-	if err != nil {
-		return err
-	}
-	return store.SaveHolder(ctx, tx, r)
+	return store.SaveHolder(ctx, tx, holderRow(h, limit, seq))
 }
 
 // holderRow is h's lock_holders row, with slot limit limit, updated by seq.
-func holderRow(h *holding, limit, seq int64) (*store.HolderRow, error) {
-	md, err := json.Marshal(h.rec.Metadata)
-	if err != nil {
-		return nil, err
-	}
+func holderRow(h *holding, limit, seq int64) *store.HolderRow {
+	md, _ := json.Marshal(h.rec.Metadata) // a map of strings always marshals
 	return &store.HolderRow{Name: h.rec.LockName, RequestID: h.rec.RequestID,
 		Actor: h.rec.Actor, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion, HostID: h.rec.HostID,
 		PID: h.rec.PID, PIDStart: h.pidStart, BootID: h.bootID, CreatedAt: events.FormatTime(h.created),
 		HeartbeatAt: events.FormatTime(h.heartbeat), TTLSeconds: h.rec.TTLSeconds, Metadata: string(md),
-		FencingToken: h.token, Limit: limit, UpdatedSeq: seq, PIDNS: h.pidNS}, nil
+		FencingToken: h.token, Limit: limit, UpdatedSeq: seq, PIDNS: h.pidNS}
 }
 
 // isShared reports whether the request asks for a shared holding.
@@ -158,39 +151,21 @@ func (w *writeTx) takeOverShared(req AcquireRequest, p takeover, over []taken) (
 	if err := w.placeTargets(h, nil); err != nil {
 		return nil, nil, err
 	}
-	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, Record: h.rec, Stolen: true}
-	acq := events.Acquired{TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion,
-		Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets,
-		WaitedSeconds: seconds(req.Waited), PIDNS: h.pidNS, Run: req.Run}
-	if req.ReleaseSecret {
-		out.ReleaseSecret, acq.ReleaseSecretSHA256 = newReleaseSecret()
-	}
+	acq, out := acquisition(req, h)
 	for _, t := range over {
-		v, reason := t.j.h, t.reason
 		token, err := w.nextSeq()
 		if err != nil {
 			return nil, nil, err
 		}
-		prevHash := events.LockFileHash(v.rec.File())
 		acq.FencingToken = token
-		st := &events.Stolen{Acquired: acq, PreviousLock: v.rec, PreviousLockHash: prevHash, Reason: reason, Note: p.note()}
-		// As take records of a holding it takes: the uid that acquired it.
-		if err := w.loadAcquirer(v); err != nil {
-			return nil, nil, err
-		}
-		if v.uid != nil {
-			st.HeldBy, _ = heldBy(v)
-		}
-		ev, err := w.append(events.LockStolen, req.Identity, st)
+		ev, err := w.steal(req.Identity, acq, t.j.h, t.reason, p.note(), out)
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := store.DeleteHolder(w.ctx, w.q, req.Lock, v.rec.RequestID); err != nil {
+		if err := store.DeleteHolder(w.ctx, w.q, req.Lock, t.j.h.rec.RequestID); err != nil {
 			return nil, nil, err
 		}
-		rec := v.rec
 		h.token, out.FencingToken, out.Seq = token, token, ev.Seq
-		out.Reason, out.Previous, out.PreviousHash, out.PreviousPIDStart = reason, &rec, prevHash, v.pidStart
 	}
 	return out, nil, w.saveHolder(h, out.Seq)
 }

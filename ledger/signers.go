@@ -53,15 +53,7 @@ func (l *Ledger) RemoveSigner(ctx context.Context, id Identity, key string) (int
 // owner such a key registered, signed its statement; whoever can append
 // to the database can append a registration, but not sign it.
 func WithTrustedKeys(keys ...note.Verifier) Option {
-	return func(c *config) error {
-		for _, k := range keys {
-			if k == nil {
-				return errors.New("ledger: WithTrustedKeys(nil)")
-			}
-		}
-		c.signing.trusted = append(c.signing.trusted, keys...)
-		return nil
-	}
+	return given("WithTrustedKeys", slices.Contains(keys, nil), func(c *config) { c.signing.trusted = append(c.signing.trusted, keys...) })
 }
 
 // Signers is the ledger's signer set as the keys this Ledger trusts (its

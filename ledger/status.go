@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -169,7 +171,7 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 		return nil, err
 	}
 	var out []*LockStatus
-	for _, name := range sortedKeys(byName) {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		v, err := l.inspect(name, byName[name])
 		if err != nil {
 			s := l.status(interpret(name, byName[name], lockfile.State{}, lockfile.State{}), now)

@@ -75,35 +75,13 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 		}
 		note = withKeptAside(note, prev)
 	}
-	acq := events.Acquired{TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion,
-		FencingToken: token, Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets,
-		Mode: req.mode(), Limit: req.Limit, WaitedSeconds: seconds(req.Waited), PIDNS: h.pidNS, Run: req.Run}
-	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, FencingToken: token, Record: h.rec,
-		Mode: req.mode(), Limit: req.Limit}
-	if req.ReleaseSecret {
-		out.ReleaseSecret, acq.ReleaseSecretSHA256 = newReleaseSecret()
-	}
+	acq, out := acquisition(req, h)
 	var ev *events.Event
 	if prev == nil {
 		acq.Note = note // a steal that found the lock free
 		ev, err = w.append(events.LockAcquired, req.Identity, &acq)
 	} else {
-		pf := prev.file
-		if pf == nil {
-			pf = prev.rec.File() // a shared holder has no file: its record's would-be file
-		}
-		out.Stolen, out.Reason, out.Previous, out.PreviousHash = true, reason, &prev.rec, events.LockFileHash(pf)
-		out.PreviousPIDStart = prev.pidStart
-		st := &events.Stolen{Acquired: acq, PreviousLock: prev.rec, PreviousLockHash: out.PreviousHash, Reason: reason, Note: note}
-		// The stealer is the envelope; held_by adds the uid that acquired
-		// the holding taken (previous_lock has its actor and pid).
-		if err := w.loadAcquirer(prev); err != nil {
-			return nil, err
-		}
-		if prev.uid != nil {
-			st.HeldBy, _ = heldBy(prev)
-		}
-		ev, err = w.append(events.LockStolen, req.Identity, st)
+		ev, err = w.steal(req.Identity, acq, prev, reason, note, out)
 	}
 	if err != nil {
 		return nil, err
@@ -113,6 +91,42 @@ func (w *writeTx) take(req AcquireRequest, prev *holding, reason, note string) (
 		return out, saveShared(w.ctx, w.q, h, req.Limit, ev.Seq)
 	}
 	return out, w.saveHolder(h, ev.Seq)
+}
+
+// acquisition is what lock_acquired and lock_stolen record of req's
+// holding h, and the Acquisition it makes, with the release secret req
+// asks for.
+func acquisition(req AcquireRequest, h *holding) (events.Acquired, *Acquisition) {
+	acq := events.Acquired{TTLSeconds: h.rec.TTLSeconds, Intent: h.rec.Intent, IntentVersion: h.rec.IntentVersion,
+		FencingToken: h.token, Metadata: h.rec.Metadata, PIDStart: h.pidStart, BootID: h.bootID, Targets: h.targets,
+		Mode: req.mode(), Limit: req.Limit, WaitedSeconds: seconds(req.Waited), PIDNS: h.pidNS, Run: req.Run}
+	out := &Acquisition{Lock: req.Lock, RequestID: req.RequestID, FencingToken: h.token, Record: h.rec,
+		Mode: req.mode(), Limit: req.Limit}
+	if req.ReleaseSecret {
+		out.ReleaseSecret, acq.ReleaseSecretSHA256 = newReleaseSecret()
+	}
+	return acq, out
+}
+
+// steal appends the lock_stolen of prev by id's acquisition acq, and says
+// on out whom it took the lock from.
+func (w *writeTx) steal(id Identity, acq events.Acquired, prev *holding, reason, note string, out *Acquisition) (*events.Event, error) {
+	pf := prev.file
+	if pf == nil {
+		pf = prev.rec.File() // a shared holder has no file: its record's would-be file
+	}
+	rec := prev.rec
+	out.Stolen, out.Reason, out.Previous, out.PreviousHash, out.PreviousPIDStart = true, reason, &rec, events.LockFileHash(pf), prev.pidStart
+	st := &events.Stolen{Acquired: acq, PreviousLock: prev.rec, PreviousLockHash: out.PreviousHash, Reason: reason, Note: note}
+	// The stealer is the envelope; held_by adds the uid that acquired
+	// the holding taken (previous_lock has its actor and pid).
+	if err := w.loadAcquirer(prev); err != nil {
+		return nil, err
+	}
+	if prev.uid != nil {
+		st.HeldBy, _ = heldBy(prev)
+	}
+	return w.append(events.LockStolen, id, st)
 }
 
 // placeFiles writes h's lock file and target files, replacing prev's.

@@ -351,10 +351,7 @@ func (w *writeTx) nextSeq() (int64, error) {
 // (its file) and its holder's row of lock_holders, where the holder it
 // replaces (a take-over) is deleted.
 func (w *writeTx) saveHolder(h *holding, seq int64) error {
-	hr, err := holderRow(h, 1, seq)
-	if err != nil {
-		return err
-	}
+	hr := holderRow(h, 1, seq)
 	hr.Exclusive = true
 	hr.Targets = store.TargetsJSON(h.targets)
 	if r := w.v.row; r != nil && r.Held && r.RequestID != h.rec.RequestID {

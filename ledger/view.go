@@ -3,7 +3,6 @@ package ledger
 import (
 	"bytes"
 	"encoding/json"
-	"sort"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -127,13 +126,4 @@ func foreignHolding(name string, f lockfile.State) *holding {
 	created, _ := events.ParseTime(rec.CreatedAt)
 	hb, _ := events.ParseTime(rec.LastHeartbeatAt)
 	return &holding{rec: rec, created: created, heartbeat: hb, file: data, foreign: true}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -257,18 +256,7 @@ func verifierKeys(field string, vals []string) ([]note.Verifier, error) {
 // verifierKeyText reads a verifier key given as field: the key itself, or
 // a file holding one. It returns the key's text and its verifier.
 func verifierKeyText(field, val string) (string, note.Verifier, error) {
-	if vr, err := checkpoint.NewVerifier(val); err == nil {
-		return strings.TrimSpace(val), vr, nil
-	}
-	b, err := os.ReadFile(val)
-	if err != nil {
-		return "", nil, events.Invalid(field, val, "is neither a verifier key (NAME+HASH+KEY, as keygen and trust export print it) nor a file holding one")
-	}
-	vr, err := checkpoint.NewVerifier(string(b))
-	if err != nil {
-		return "", nil, events.Invalid(field, val, err.Error())
-	}
-	return strings.TrimSpace(string(b)), vr, nil
+	return invocation.KeyOrFile(field, val, "a verifier key (NAME+HASH+KEY, as keygen and trust export print it)", checkpoint.NewVerifier)
 }
 
 type proofResult struct {

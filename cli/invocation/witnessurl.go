@@ -74,6 +74,25 @@ func (g *Globals) writerCosigners(signing bool) ([]*tlogwitness.Witness, error) 
 	return g.cosigners()
 }
 
+// KeyOrFile reads a key given as field: the key itself, or a file holding
+// one (what the key is, for the refusal of neither). It returns the key's
+// text and what parse made of it.
+func KeyOrFile[K any](field, val, what string, parse func(string) (K, error)) (string, K, error) {
+	if k, err := parse(val); err == nil {
+		return strings.TrimSpace(val), k, nil
+	}
+	var none K
+	b, err := os.ReadFile(val)
+	if err != nil {
+		return "", none, events.Invalid(field, val, "is neither "+what+" nor a file holding one")
+	}
+	k, err := parse(string(b))
+	if err != nil {
+		return "", none, events.Invalid(field, val, err.Error())
+	}
+	return strings.TrimSpace(string(b)), k, nil
+}
+
 // WitnessKeyFlags are verify's --witness-key and --witness-quorum.
 type WitnessKeyFlags struct {
 	keys   []string
@@ -89,18 +108,12 @@ func (f *WitnessKeyFlags) Register(cmd *cobra.Command) {
 // Add puts the witness keys and the quorum in t.
 func (f *WitnessKeyFlags) Add(root string, checkRoot bool, t *replay.Trust) error {
 	for _, k := range f.keys {
-		v, err := tlogwitness.NewVerifier(k)
+		if _, err := tlogwitness.NewVerifier(k); err != nil && checkRoot && InsideRoot(root, k) {
+			return KeyInRoot("--witness-key", k, root)
+		}
+		_, v, err := KeyOrFile("--witness-key", k, "a witness verifier key (NAME+HASH+KEY)", tlogwitness.NewVerifier)
 		if err != nil {
-			if checkRoot && InsideRoot(root, k) {
-				return KeyInRoot("--witness-key", k, root)
-			}
-			b, rerr := os.ReadFile(k)
-			if rerr != nil {
-				return events.Invalid("--witness-key", k, "is neither a witness verifier key (NAME+HASH+KEY) nor a file holding one")
-			}
-			if v, err = tlogwitness.NewVerifier(string(b)); err != nil {
-				return events.Invalid("--witness-key", k, err.Error())
-			}
+			return err
 		}
 		t.Cosigners = append(t.Cosigners, note.Verifier(v))
 	}

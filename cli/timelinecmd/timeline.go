@@ -2,6 +2,7 @@ package timelinecmd
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -176,12 +177,7 @@ func printEvents(ctx context.Context, g *invocation.Globals, f replay.Filter, fo
 		n++
 		return sink.Event(ev)
 	})
-	if cerr := sink.Close(); err == nil {
-		err = cerr
-	}
-	if ferr := out.Flush(); err == nil {
-		err = ferr
-	}
+	err = cmp.Or(err, sink.Close(), out.Flush())
 	if err == nil && n == 0 {
 		g.Log.Info("no events match")
 	}

@@ -83,16 +83,7 @@ func ResolvedRoot(root string) string {
 // InsideRoot reports whether path is the root or below it (symlinks
 // resolved where they exist).
 func InsideRoot(root, path string) bool {
-	p, err := filepath.Abs(path)
-	if err != nil {
-		return false
-	}
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		p = r
-	} else if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-		p = filepath.Join(r, filepath.Base(p))
-	}
-	rel, err := filepath.Rel(ResolvedRoot(root), p)
+	rel, err := filepath.Rel(ResolvedRoot(root), trust.Resolve(path))
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 

@@ -146,6 +146,25 @@ func signerOf(field, shown, key string) (note.Signer, string, error) {
 	return s, checkpoint.VerifierKeyOf(s), nil
 }
 
+// KeyOrFile reads a key given as field: the key itself, or a file holding
+// one (what the key is, for the refusal of neither). It returns the key's
+// text and what parse made of it.
+func KeyOrFile[K any](field, val, what string, parse func(string) (K, error)) (string, K, error) {
+	if k, err := parse(val); err == nil {
+		return strings.TrimSpace(val), k, nil
+	}
+	var none K
+	b, err := os.ReadFile(val)
+	if err != nil {
+		return "", none, events.Invalid(field, val, "is neither "+what+" nor a file holding one")
+	}
+	k, err := parse(string(b))
+	if err != nil {
+		return "", none, events.Invalid(field, val, err.Error())
+	}
+	return strings.TrimSpace(string(b)), k, nil
+}
+
 // ErrText is err without the operation and path a *fs.PathError adds,
 // for a message that names the path itself.
 func ErrText(err error) string {

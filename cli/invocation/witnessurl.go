@@ -74,25 +74,6 @@ func (g *Globals) writerCosigners(signing bool) ([]*tlogwitness.Witness, error) 
 	return g.cosigners()
 }
 
-// KeyOrFile reads a key given as field: the key itself, or a file holding
-// one (what the key is, for the refusal of neither). It returns the key's
-// text and what parse made of it.
-func KeyOrFile[K any](field, val, what string, parse func(string) (K, error)) (string, K, error) {
-	if k, err := parse(val); err == nil {
-		return strings.TrimSpace(val), k, nil
-	}
-	var none K
-	b, err := os.ReadFile(val)
-	if err != nil {
-		return "", none, events.Invalid(field, val, "is neither "+what+" nor a file holding one")
-	}
-	k, err := parse(string(b))
-	if err != nil {
-		return "", none, events.Invalid(field, val, err.Error())
-	}
-	return strings.TrimSpace(string(b)), k, nil
-}
-
 // WitnessKeyFlags are verify's --witness-key and --witness-quorum.
 type WitnessKeyFlags struct {
 	keys   []string

@@ -18,7 +18,7 @@ var checkpointListing = invocation.Listing{
 }
 
 func NewCheckpoint(g *invocation.Globals) *cobra.Command {
-	cmd := checkpointListing.Of(&cobra.Command{
+	return checkpointListing.Of(&cobra.Command{
 		Long: `Sign a C2SP tlog-checkpoint of the event log as it stands: origin
 lockledger/<ledger id>, the number of events, the RFC 6962 Merkle root of
 their leaves, and the signing time, signed as a note with the key of
@@ -39,7 +39,6 @@ stored in the ledger all the same).`,
 		Args:    invocation.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runCheckpoint(cmd.Context(), g) },
 	})
-	return cmd
 }
 
 func runCheckpoint(ctx context.Context, g *invocation.Globals) error {

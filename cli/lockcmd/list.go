@@ -14,15 +14,12 @@ import (
 	"github.com/lockledger/lockledger/ledger"
 )
 
-type listOptions struct{ g *invocation.Globals }
-
 var listListing = invocation.Listing{
 	Use:   "list",
 	Short: "List every lock that is not free",
 }
 
 func NewList(g *invocation.Globals) *cobra.Command {
-	o := &listOptions{g: g}
 	return listListing.Of(&cobra.Command{
 		Long: `List held, stale and dead locks, including lock files written by other
 tools, and free locks with waiters queued (--json: "queue", as status). list only reads: it takes no lock and writes nothing (but upgrades
@@ -34,34 +31,34 @@ list says "no ledger at ROOT" and exits 6, and creates nothing there.`,
 		Example: `  lockledger list
   lockledger list --json | jq -r '.[] | select(.state=="stale") | .lock_name'`,
 		Args: invocation.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runList(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runList(cmd.Context(), g) },
 	})
 }
 
-func runList(ctx context.Context, o *listOptions) error {
-	return o.g.Using(ctx, invocation.Reads, func(l *ledger.Ledger) error {
+func runList(ctx context.Context, g *invocation.Globals) error {
+	return g.Using(ctx, invocation.Reads, func(l *ledger.Ledger) error {
 		locks, err := l.List(ctx)
 		if err != nil {
 			return err
 		}
 		for _, s := range locks {
 			if s.Problem != "" {
-				o.g.Log.Warn("lock file cannot be read; listed from the ledger alone", "lock", s.Name, "problem", s.Problem)
+				g.Log.Warn("lock file cannot be read; listed from the ledger alone", "lock", s.Name, "problem", s.Problem)
 			}
 		}
-		if o.g.JSON {
+		if g.JSON {
 			out := make([]lockObject, 0, len(locks))
 			for _, s := range locks {
 				out = append(out, statusObject(s))
 			}
-			invocation.WriteJSON(o.g.IO.Out, out)
+			invocation.WriteJSON(g.IO.Out, out)
 			return nil
 		}
 		if len(locks) == 0 {
-			o.g.Log.Info("no locks held")
+			g.Log.Info("no locks held")
 			return nil
 		}
-		tw := tabwriter.NewWriter(o.g.IO.Out, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(g.IO.Out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "LOCK\tSTATE\tACTOR\tREQUEST\tPID@HOST\tHELD\tHEARTBEAT\tTTL")
 		for _, s := range locks {
 			h := s.Holder

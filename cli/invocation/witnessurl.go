@@ -113,13 +113,12 @@ func (f *WitnessKeyFlags) Add(root string, checkRoot bool, t *replay.Trust) erro
 
 // Verify is the ledger's Verify in the one read snapshot of a reading
 // command.
-func (g *Globals) Verify(ctx context.Context, opts ...ledger.VerifyOption) (*verify.Report, error) {
-	r, err := g.OpenRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return r.Ledger.Verify(ctx, append(opts, ledger.InSnapshot(r.Tx))...)
+func (g *Globals) Verify(ctx context.Context, opts ...ledger.VerifyOption) (rep *verify.Report, err error) {
+	err = g.Reading(ctx, func(r *Reader) error {
+		rep, err = r.Ledger.Verify(ctx, append(opts, ledger.InSnapshot(r.Tx))...)
+		return err
+	})
+	return rep, err
 }
 
 // CoveredCosignatures are the cosignatures an export of seq from-to

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
 )
 
 var checkpointListing = invocation.Listing{
@@ -17,7 +18,7 @@ var checkpointListing = invocation.Listing{
 }
 
 func NewCheckpoint(g *invocation.Globals) *cobra.Command {
-	cmd := checkpointListing.Of(&cobra.Command{
+	return checkpointListing.Of(&cobra.Command{
 		Long: `Sign a C2SP tlog-checkpoint of the event log as it stands: origin
 lockledger/<ledger id>, the number of events, the RFC 6962 Merkle root of
 their leaves, and the signing time, signed as a note with the key of
@@ -38,30 +39,26 @@ stored in the ledger all the same).`,
 		Args:    invocation.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runCheckpoint(cmd.Context(), g) },
 	})
-	return cmd
 }
 
 func runCheckpoint(ctx context.Context, g *invocation.Globals) error {
 	if g.Sign.Key == "" && !g.Trusting() {
 		return events.Invalid("--signing-key", "", "is required to sign a checkpoint with --unsigned (or LOCKLEDGER_SIGNING_KEY)")
 	}
-	l, err := g.Open(ctx, invocation.Rewrites)
-	if err != nil {
-		return err
-	}
-	defer g.Finish(l)
-	cp, err := l.Checkpoint(ctx)
-	if cp != nil {
-		// Snapshots only save readers time: one that cannot be stored is
-		// said, and the checkpoint stands.
-		if serr := l.WriteSnapshots(ctx); serr != nil {
-			g.Log.Warn("could not store the snapshots due", "err", serr)
+	return g.Using(ctx, invocation.Rewrites, func(l *ledger.Ledger) error {
+		cp, err := l.Checkpoint(ctx)
+		if cp != nil {
+			// Snapshots only save readers time: one that cannot be stored is
+			// said, and the checkpoint stands.
+			if serr := l.WriteSnapshots(ctx); serr != nil {
+				g.Log.Warn("could not store the snapshots due", "err", serr)
+			}
+			_ = g.Answer(cp, true, func(w io.Writer) { fmt.Fprint(w, cp.Note) })
 		}
-		_ = g.Answer(cp, true, func(w io.Writer) { fmt.Fprint(w, cp.Note) })
-	}
-	if err != nil && cp != nil && g.JSON {
-		g.SayError(err.Error(), "exit_code", invocation.ExitFailure)
-		return &invocation.ExitError{Code: invocation.ExitFailure}
-	}
-	return err
+		if err != nil && cp != nil && g.JSON {
+			g.SayError(err.Error(), "exit_code", invocation.ExitFailure)
+			return &invocation.ExitError{Code: invocation.ExitFailure}
+		}
+		return err
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/evidence"
 	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 )
 
@@ -86,17 +87,14 @@ func runEvidence(ctx context.Context, o *evidenceOptions) error {
 }
 
 func runCheckpointQuietly(ctx context.Context, g *invocation.Globals) error {
-	l, err := g.Open(ctx, invocation.Rewrites)
-	if err != nil {
+	return g.Using(ctx, invocation.Rewrites, func(l *ledger.Ledger) error {
+		cp, err := l.Checkpoint(ctx)
+		if cp != nil {
+			g.Log.Info("signed a checkpoint for the end of the period", "size", cp.Size, "key", cp.Key)
+			return nil // a witness that failed does not unmake the stored checkpoint
+		}
 		return err
-	}
-	defer g.Finish(l)
-	cp, err := l.Checkpoint(ctx)
-	if cp != nil {
-		g.Log.Info("signed a checkpoint for the end of the period", "size", cp.Size, "key", cp.Key)
-		return nil // a witness that failed does not unmake the stored checkpoint
-	}
-	return err
+	})
 }
 
 func writeEvidence(ctx context.Context, o *evidenceOptions, since, until, now time.Time) error {

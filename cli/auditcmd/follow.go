@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/stream"
 )
 
@@ -70,15 +71,12 @@ func runFollow(ctx context.Context, o *exportOptions) error {
 	if err != nil {
 		return err
 	}
-	l, err := o.g.Open(ctx, invocation.Reads)
-	if err != nil {
-		return err
-	}
-	defer o.g.Finish(l)
-	host, _ := os.Hostname()
-	w, err := stream.NewWriter(o.format, o.g.IO.Out, l.ID(), host)
-	if err != nil {
-		return err
-	}
-	return stream.Follow(ctx, l, w, stream.Options{After: o.follow.after, Every: every, Interval: interval, Log: o.g.Log})
+	return o.g.Using(ctx, invocation.Reads, func(l *ledger.Ledger) error {
+		host, _ := os.Hostname()
+		w, err := stream.NewWriter(o.format, o.g.IO.Out, l.ID(), host)
+		if err != nil {
+			return err
+		}
+		return stream.Follow(ctx, l, w, stream.Options{After: o.follow.after, Every: every, Interval: interval, Log: o.g.Log})
+	})
 }

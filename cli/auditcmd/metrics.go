@@ -137,54 +137,51 @@ func serveMetrics(ctx context.Context, o *metricsOptions) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return events.Invalid("--listen", addr, "must be host:port (a port alone is :PORT)")
 	}
-	l, err := g.Open(ctx, invocation.Reads)
-	if err != nil {
-		return err
-	}
-	defer g.Finish(l)
-	// The log up to now is folded (from the kept state) before the first
-	// scrape, which then reads only what was appended since.
-	s := &metricsServer{g: g, l: l, state: o.keeper(l)}
-	if err := s.collect(ctx, metrics.Text, nil); err != nil { // the kept state, folded before the first scrape
-		return err
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("metrics: --listen: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", s.serve)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	g.Log.Info("serving metrics", "address", ln.Addr().String(), "path", "/metrics")
-	select {
-	case err := <-served:
-		return fmt.Errorf("metrics: serving %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), metricsShutdown)
-	defer cancel()
-	err = srv.Shutdown(sctx)
-	if err != nil {
-		// Scrapes still running past the bound: their connections are
-		// closed, which cancels them.
-		_ = srv.Close()
-	}
-	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	// A scrape still running ends before the deferred close of the
-	// ledger, and none starts after.
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("metrics: stopping: %w", err)
-	}
-	g.Log.Info("metrics server stopped", "address", ln.Addr().String())
-	return nil
+	return g.Using(ctx, invocation.Reads, func(l *ledger.Ledger) error {
+		// The log up to now is folded (from the kept state) before the first
+		// scrape, which then reads only what was appended since.
+		s := &metricsServer{g: g, l: l, state: o.keeper(l)}
+		if err := s.collect(ctx, metrics.Text, nil); err != nil { // the kept state, folded before the first scrape
+			return err
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("metrics: --listen: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /metrics", s.serve)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+			BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ln) }()
+		g.Log.Info("serving metrics", "address", ln.Addr().String(), "path", "/metrics")
+		select {
+		case err := <-served:
+			return fmt.Errorf("metrics: serving %s: %w", ln.Addr(), err)
+		case <-ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), metricsShutdown)
+		defer cancel()
+		err = srv.Shutdown(sctx)
+		if err != nil {
+			// Scrapes still running past the bound: their connections are
+			// closed, which cancels them.
+			_ = srv.Close()
+		}
+		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
+		// A scrape still running ends before the deferred close of the
+		// ledger, and none starts after.
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("metrics: stopping: %w", err)
+		}
+		g.Log.Info("metrics server stopped", "address", ln.Addr().String())
+		return nil
+	})
 }
 
 func (s *metricsServer) serve(w http.ResponseWriter, req *http.Request) {

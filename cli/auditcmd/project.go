@@ -83,46 +83,43 @@ func runProject(ctx context.Context, o *projectOptions) error {
 			return err
 		}
 	}
-	l, err := o.g.Open(ctx, invocation.Rewrites, more...)
-	if err != nil {
-		return err
-	}
-	defer o.g.Finish(l)
-	opts := []ledger.ProjectOption{ledger.ProjectAs(ledger.Identity{Actor: o.actor, PID: os.Getppid()})}
-	if o.acceptBroken {
-		opts = append(opts, ledger.AcceptBrokenChain())
-	}
-	rep, err := l.Project(ctx, opts...)
-	if err != nil {
-		return err
-	}
-	return o.g.Answer(rep, true, func(w io.Writer) {
-		termtext.Fprintf(w, "project: %d events replayed: %d locks, %d held\n", rep.Events, rep.Locks, rep.Held)
-		if b := rep.BrokenChain; b != nil {
-			termtext.Fprintf(w, "  the event log is damaged (first bad seq %d, %s): projected as it now reads (--accept-broken-chain)\n", b.Seq, b.Kind)
+	return o.g.Using(ctx, invocation.Rewrites, func(l *ledger.Ledger) error {
+		opts := []ledger.ProjectOption{ledger.ProjectAs(ledger.Identity{Actor: o.actor, PID: os.Getppid()})}
+		if o.acceptBroken {
+			opts = append(opts, ledger.AcceptBrokenChain())
 		}
-		if p := rep.RollbackAccepted; p != nil {
-			fmt.Fprintf(w, "  rollback accepted: this root had pinned ledger %s at seq %d; it now pins the ledger found (--accept-rollback)\n", p.LedgerID, p.Seq)
+		rep, err := l.Project(ctx, opts...)
+		if err != nil {
+			return err
 		}
-		if !rep.Changed() {
-			fmt.Fprintln(w, "  no change: the locks table and the lock files already match the events")
-		}
-		for _, c := range rep.Rows {
-			termtext.Fprintf(w, "  row  %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
-		}
-		for _, c := range rep.Files {
-			termtext.Fprintf(w, "  file %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
-		}
-		printNames(w, "foreign lock files left alone", rep.Foreign)
-		printNames(w, "locks held by the ledger with another tool's file at their path (left alone)", rep.Interlopers)
-		switch n := len(rep.Recorded); {
-		case n == 1:
-			termtext.Fprintf(w, "  recorded: lock_projected, seq %d\n", rep.Recorded[0])
-		case n > 1:
-			termtext.Fprintf(w, "  recorded: %d lock_projected events, seq %d-%d\n", n, rep.Recorded[0], rep.Recorded[n-1])
-		}
-		termtext.Fprintf(w, "  recorded: ledger_projected, seq %d\n", rep.RunRecorded)
-	})
+		return o.g.Answer(rep, true, func(w io.Writer) {
+			termtext.Fprintf(w, "project: %d events replayed: %d locks, %d held\n", rep.Events, rep.Locks, rep.Held)
+			if b := rep.BrokenChain; b != nil {
+				termtext.Fprintf(w, "  the event log is damaged (first bad seq %d, %s): projected as it now reads (--accept-broken-chain)\n", b.Seq, b.Kind)
+			}
+			if p := rep.RollbackAccepted; p != nil {
+				fmt.Fprintf(w, "  rollback accepted: this root had pinned ledger %s at seq %d; it now pins the ledger found (--accept-rollback)\n", p.LedgerID, p.Seq)
+			}
+			if !rep.Changed() {
+				fmt.Fprintln(w, "  no change: the locks table and the lock files already match the events")
+			}
+			for _, c := range rep.Rows {
+				termtext.Fprintf(w, "  row  %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
+			}
+			for _, c := range rep.Files {
+				termtext.Fprintf(w, "  file %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
+			}
+			printNames(w, "foreign lock files left alone", rep.Foreign)
+			printNames(w, "locks held by the ledger with another tool's file at their path (left alone)", rep.Interlopers)
+			switch n := len(rep.Recorded); {
+			case n == 1:
+				termtext.Fprintf(w, "  recorded: lock_projected, seq %d\n", rep.Recorded[0])
+			case n > 1:
+				termtext.Fprintf(w, "  recorded: %d lock_projected events, seq %d-%d\n", n, rep.Recorded[0], rep.Recorded[n-1])
+			}
+			termtext.Fprintf(w, "  recorded: ledger_projected, seq %d\n", rep.RunRecorded)
+		})
+	}, more...)
 }
 
 func printNames(w io.Writer, title string, names []string) {

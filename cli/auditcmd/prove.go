@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,48 +118,45 @@ func runProveEvent(ctx context.Context, o *proveOptions, seqArg string) error {
 	if o.checkpoint == "" {
 		return events.Invalid("--checkpoint", "", "is required: the checkpoint to prove the event against")
 	}
-	r, err := o.g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	cp, err := latestCheckpoint("--checkpoint", o.checkpoint, r.Ledger.ID())
-	if err != nil {
-		return err
-	}
-	if seq > cp.Size {
-		return events.Invalid("SEQ", seqArg, fmt.Sprintf("is beyond the checkpoint, which covers seq 1-%d", cp.Size))
-	}
-	if err := forThisLedger("--checkpoint", o.checkpoint, cp, r.Ledger); err != nil {
-		return err
-	}
-	path, err := checkpoint.ProveInclusion(seq, cp.Checkpoint, store.TreeReader(ctx, r.Tx))
-	if err != nil {
-		return fmt.Errorf("prove: %w", err)
-	}
-	var body []byte
-	if err := replay.ScanRows(ctx, r.Tx, replay.Filter{FromSeq: seq, ToSeq: seq}, func(row *replay.Row) error {
-		body = row.Body
-		return nil
-	}); err != nil {
-		return err
-	}
-	if body == nil {
-		if n := invocation.ArchivedNote(ctx, r); n != "" {
-			return fmt.Errorf("prove: seq %d is not in the live log: %s; its stored Merkle path is unchanged, but the proof carries the event's body, which the archive holds", seq, n)
+	return o.g.Reading(ctx, func(r *invocation.Reader) error {
+		cp, err := latestCheckpoint("--checkpoint", o.checkpoint, r.Ledger.ID())
+		if err != nil {
+			return err
 		}
-	}
-	// The stored tree matched the checkpoint: the event's body must hash
-	// to the leaf the path starts from, or its stored hashes lie.
-	if err := tlog.CheckRecord(path, cp.Size, cp.Root, checkpoint.Index(seq), checkpoint.LeafHash(body)); err != nil {
-		return fmt.Errorf("prove: seq %d's body is not the leaf the stored tree holds for it (%v); run lockledger verify", seq, err)
-	}
-	p := &checkpoint.InclusionProof{Origin: cp.Origin, Seq: seq, LeafIndex: checkpoint.Index(seq), TreeSize: cp.Size,
-		RootHash: cp.Root, LeafHash: checkpoint.LeafHash(body), AuditPath: path, Checkpoint: string(cp.Note)}
-	if json.Valid(body) {
-		p.Body = json.RawMessage(body)
-	}
-	return printProof(o.g, p)
+		if seq > cp.Size {
+			return events.Invalid("SEQ", seqArg, fmt.Sprintf("is beyond the checkpoint, which covers seq 1-%d", cp.Size))
+		}
+		if err := forThisLedger("--checkpoint", o.checkpoint, cp, r.Ledger); err != nil {
+			return err
+		}
+		path, err := checkpoint.ProveInclusion(seq, cp.Checkpoint, store.TreeReader(ctx, r.Tx))
+		if err != nil {
+			return fmt.Errorf("prove: %w", err)
+		}
+		var body []byte
+		if err := replay.ScanRows(ctx, r.Tx, replay.Filter{FromSeq: seq, ToSeq: seq}, func(row *replay.Row) error {
+			body = row.Body
+			return nil
+		}); err != nil {
+			return err
+		}
+		if body == nil {
+			if n := invocation.ArchivedNote(ctx, r); n != "" {
+				return fmt.Errorf("prove: seq %d is not in the live log: %s; its stored Merkle path is unchanged, but the proof carries the event's body, which the archive holds", seq, n)
+			}
+		}
+		// The stored tree matched the checkpoint: the event's body must hash
+		// to the leaf the path starts from, or its stored hashes lie.
+		if err := tlog.CheckRecord(path, cp.Size, cp.Root, checkpoint.Index(seq), checkpoint.LeafHash(body)); err != nil {
+			return fmt.Errorf("prove: seq %d's body is not the leaf the stored tree holds for it (%v); run lockledger verify", seq, err)
+		}
+		p := &checkpoint.InclusionProof{Origin: cp.Origin, Seq: seq, LeafIndex: checkpoint.Index(seq), TreeSize: cp.Size,
+			RootHash: cp.Root, LeafHash: checkpoint.LeafHash(body), AuditPath: path, Checkpoint: string(cp.Note)}
+		if json.Valid(body) {
+			p.Body = json.RawMessage(body)
+		}
+		return printProof(o.g, p)
+	})
 }
 
 func runProveExtends(ctx context.Context, g *invocation.Globals, oldPath, newPath string) error {
@@ -175,24 +171,21 @@ func runProveExtends(ctx context.Context, g *invocation.Globals, oldPath, newPat
 	if older.Size > newer.Size {
 		return events.Invalid("OLD", oldPath, fmt.Sprintf("covers %d events, more than NEW (%d): give the older checkpoint first", older.Size, newer.Size))
 	}
-	r, err := g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if err := forThisLedger("OLD", oldPath, older, r.Ledger); err != nil {
-		return err
-	}
-	if err := forThisLedger("NEW", newPath, newer, r.Ledger); err != nil {
-		return err
-	}
-	tp, err := checkpoint.ProveConsistency(older.Checkpoint, newer.Checkpoint, store.TreeReader(ctx, r.Tx))
-	if err != nil {
-		return fmt.Errorf("prove: %w", err)
-	}
-	return printProof(g, &checkpoint.ConsistencyProof{Origin: newer.Origin, First: older.Size, Second: newer.Size,
-		FirstRoot: older.Root, SecondRoot: newer.Root, Consistency: tp,
-		OldCheckpoint: string(older.Note), NewCheckpoint: string(newer.Note)})
+	return g.Reading(ctx, func(r *invocation.Reader) error {
+		if err := forThisLedger("OLD", oldPath, older, r.Ledger); err != nil {
+			return err
+		}
+		if err := forThisLedger("NEW", newPath, newer, r.Ledger); err != nil {
+			return err
+		}
+		tp, err := checkpoint.ProveConsistency(older.Checkpoint, newer.Checkpoint, store.TreeReader(ctx, r.Tx))
+		if err != nil {
+			return fmt.Errorf("prove: %w", err)
+		}
+		return printProof(g, &checkpoint.ConsistencyProof{Origin: newer.Origin, First: older.Size, Second: newer.Size,
+			FirstRoot: older.Root, SecondRoot: newer.Root, Consistency: tp,
+			OldCheckpoint: string(older.Note), NewCheckpoint: string(newer.Note)})
+	})
 }
 
 func printProof(g *invocation.Globals, p interface{ Text() ([]byte, error) }) error {
@@ -257,18 +250,7 @@ func verifierKeys(field string, vals []string) ([]note.Verifier, error) {
 // verifierKeyText reads a verifier key given as field: the key itself, or
 // a file holding one. It returns the key's text and its verifier.
 func verifierKeyText(field, val string) (string, note.Verifier, error) {
-	if vr, err := checkpoint.NewVerifier(val); err == nil {
-		return strings.TrimSpace(val), vr, nil
-	}
-	b, err := os.ReadFile(val)
-	if err != nil {
-		return "", nil, events.Invalid(field, val, "is neither a verifier key (NAME+HASH+KEY, as keygen and trust export print it) nor a file holding one")
-	}
-	vr, err := checkpoint.NewVerifier(string(b))
-	if err != nil {
-		return "", nil, events.Invalid(field, val, err.Error())
-	}
-	return strings.TrimSpace(string(b)), vr, nil
+	return invocation.KeyOrFile(field, val, "a verifier key (NAME+HASH+KEY, as keygen and trust export print it)", checkpoint.NewVerifier)
 }
 
 type proofResult struct {

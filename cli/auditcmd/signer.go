@@ -83,25 +83,22 @@ func runSignerChange(ctx context.Context, g *invocation.Globals, add bool, arg, 
 	if err := invocation.ValidActor(actor); err != nil {
 		return err
 	}
-	l, err := g.Open(ctx, invocation.Rewrites)
-	if err != nil {
-		return err
-	}
-	defer g.Finish(l)
-	id := ledger.Identity{Actor: actor, PID: os.Getppid()}
-	var seq int64
-	verb := "added"
-	if add {
-		seq, err = l.AddSigner(ctx, id, key, role)
-	} else {
-		verb = "removed"
-		seq, err = l.RemoveSigner(ctx, id, key)
-	}
-	if err != nil {
-		return err
-	}
-	termtext.Fprintf(g.IO.Out, "signer %s: %s (seq %d)\n", verb, key, seq)
-	return nil
+	return g.Using(ctx, invocation.Rewrites, func(l *ledger.Ledger) error {
+		id := ledger.Identity{Actor: actor, PID: os.Getppid()}
+		var seq int64
+		verb := "added"
+		if add {
+			seq, err = l.AddSigner(ctx, id, key, role)
+		} else {
+			verb = "removed"
+			seq, err = l.RemoveSigner(ctx, id, key)
+		}
+		if err != nil {
+			return err
+		}
+		termtext.Fprintf(g.IO.Out, "signer %s: %s (seq %d)\n", verb, key, seq)
+		return nil
+	})
 }
 
 func runSignerList(ctx context.Context, g *invocation.Globals, keysOnly bool) error {
@@ -109,45 +106,42 @@ func runSignerList(ctx context.Context, g *invocation.Globals, keysOnly bool) er
 	if err != nil {
 		return err
 	}
-	l, err := g.Open(ctx, invocation.Reads, ledger.WithTrustedKeys(pinned...))
-	if err != nil {
-		return err
-	}
-	defer g.Finish(l)
-	signers, notes, err := l.Signers(ctx)
-	if err != nil {
-		return err
-	}
-	switch {
-	case g.JSON:
-		invocation.WriteJSON(g.IO.Out, struct {
-			LedgerID string `json:"ledger_id"`
-			Signers  any    `json:"signers"`
-			Notes    any    `json:"notes,omitempty"`
-		}{l.ID(), signers, notes})
-		return nil
-	case keysOnly:
-		for _, s := range signers {
-			if s.Removed == 0 {
-				termtext.Fprintf(g.IO.Out, "%s\n", s.Key)
+	return g.Using(ctx, invocation.Reads, func(l *ledger.Ledger) error {
+		signers, notes, err := l.Signers(ctx)
+		if err != nil {
+			return err
+		}
+		switch {
+		case g.JSON:
+			invocation.WriteJSON(g.IO.Out, struct {
+				LedgerID string `json:"ledger_id"`
+				Signers  any    `json:"signers"`
+				Notes    any    `json:"notes,omitempty"`
+			}{l.ID(), signers, notes})
+			return nil
+		case keysOnly:
+			for _, s := range signers {
+				if s.Removed == 0 {
+					termtext.Fprintf(g.IO.Out, "%s\n", s.Key)
+				}
 			}
+			return nil
+		}
+		tw := tabwriter.NewWriter(g.IO.Out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ROLE\tADDED\tREMOVED\tKEY")
+		for _, s := range signers {
+			removed := "-"
+			if s.Removed > 0 {
+				removed = fmt.Sprintf("seq %d", s.Removed)
+			}
+			termtext.Fprintf(tw, "%s\tseq %d\t%s\t%s\n", s.Role, s.Added, removed, s.Key)
+		}
+		tw.Flush()
+		for _, n := range notes {
+			termtext.Fprintf(g.IO.Out, "note: %s\n", n)
 		}
 		return nil
-	}
-	tw := tabwriter.NewWriter(g.IO.Out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROLE\tADDED\tREMOVED\tKEY")
-	for _, s := range signers {
-		removed := "-"
-		if s.Removed > 0 {
-			removed = fmt.Sprintf("seq %d", s.Removed)
-		}
-		termtext.Fprintf(tw, "%s\tseq %d\t%s\t%s\n", s.Role, s.Added, removed, s.Key)
-	}
-	tw.Flush()
-	for _, n := range notes {
-		termtext.Fprintf(g.IO.Out, "note: %s\n", n)
-	}
-	return nil
+	}, ledger.WithTrustedKeys(pinned...))
 }
 
 // pinnedKeys are the verifier keys this user's trust store pins at the

@@ -162,18 +162,8 @@ func runTrustShow(g *invocation.Globals, asJSON bool) error {
 	return nil
 }
 
-// rootPins is the trust store and its pins of this root.
-func rootPins(g *invocation.Globals) (*trust.Store, []trust.Pin, error) {
-	s, err := g.TrustStore()
-	if err != nil {
-		return nil, nil, err
-	}
-	pins, err := s.PinsOf(g.Root)
-	return s, pins, err
-}
-
 func runTrustExport(g *invocation.Globals) error {
-	s, pins, err := rootPins(g)
+	s, pins, err := g.RootPins()
 	if err != nil {
 		return err
 	}
@@ -222,7 +212,7 @@ func runTrustPin(g *invocation.Globals, id, key string) error {
 }
 
 func runTrustForget(g *invocation.Globals, yes bool) error {
-	s, pins, err := rootPins(g)
+	s, pins, err := g.RootPins()
 	if err != nil {
 		return err
 	}
@@ -284,19 +274,16 @@ func runTrustAdopt(ctx context.Context, g *invocation.Globals) error {
 		printReport(g.IO.Out, rep)
 		return fmt.Errorf("trust adopt: the ledger does not verify; nothing was pinned or signed: %w", ledger.ErrBrokenChain)
 	}
-	l, err := g.Open(ctx, invocation.Rewrites)
-	if err != nil {
-		return err
-	}
-	defer g.Finish(l)
-	if rep.Events == 0 {
-		termtext.Fprintf(g.IO.Out, "adopted ledger %s (no events yet)\n", l.ID())
+	return g.Using(ctx, invocation.Rewrites, func(l *ledger.Ledger) error {
+		if rep.Events == 0 {
+			termtext.Fprintf(g.IO.Out, "adopted ledger %s (no events yet)\n", l.ID())
+			return nil
+		}
+		cp, err := l.Checkpoint(ctx)
+		if err != nil {
+			return err
+		}
+		termtext.Fprintf(g.IO.Out, "adopted ledger %s: %d events verified, head signed by %s\n", l.ID(), cp.Size, cp.Key)
 		return nil
-	}
-	cp, err := l.Checkpoint(ctx)
-	if err != nil {
-		return err
-	}
-	termtext.Fprintf(g.IO.Out, "adopted ledger %s: %d events verified, head signed by %s\n", l.ID(), cp.Size, cp.Key)
-	return nil
+	})
 }

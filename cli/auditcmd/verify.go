@@ -385,10 +385,9 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		return &invocation.UsageError{Err: fmt.Errorf("verify: --archive checks an archive with the ledger; check one alone with --file")}
 	case o.file == "" && o.prevHash != "":
 		return &invocation.UsageError{Err: fmt.Errorf("verify: --prev-hash needs --file")}
-	case o.actor != "":
-		if err := invocation.ValidActor(o.actor); err != nil {
-			return err
-		}
+	}
+	if err := invocation.ValidActor(o.actor); err != nil {
+		return err
 	}
 	trust, err := o.trust()
 	if err != nil {

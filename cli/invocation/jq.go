@@ -67,7 +67,7 @@ func (g *Globals) FinishJQ(code int) int {
 			g.SayError(fmt.Sprintf("--jq: the output is not JSON: %v", err))
 			return max(code, ExitFailure)
 		}
-		iter := f.code.Run(normalize(v))
+		iter := f.code.Run(v) // gojq takes the json.Number of UseNumber as it is
 		for {
 			r, ok := iter.Next()
 			if !ok {
@@ -93,25 +93,4 @@ func (g *Globals) FinishJQ(code int) int {
 			WriteJSON(f.out, r)
 		}
 	}
-}
-
-// normalize turns json.Number into the int or float64 gojq works with.
-func normalize(v any) any {
-	switch v := v.(type) {
-	case json.Number:
-		if i, err := v.Int64(); err == nil {
-			return int(i)
-		}
-		f, _ := v.Float64()
-		return f
-	case map[string]any:
-		for k, e := range v {
-			v[k] = normalize(e)
-		}
-	case []any:
-		for i, e := range v {
-			v[i] = normalize(e)
-		}
-	}
-	return v
 }

@@ -71,6 +71,17 @@ func (g *Globals) Open(ctx context.Context, a Access, more ...ledger.Option) (*l
 	return ledger.Open(ctx, g.Root, opts...)
 }
 
+// Using runs fn on the ledger opened for a (Open, with more), and lets
+// go of it after (Finish).
+func (g *Globals) Using(ctx context.Context, a Access, fn func(*ledger.Ledger) error, more ...ledger.Option) error {
+	l, err := g.Open(ctx, a, more...)
+	if err != nil {
+		return err
+	}
+	defer g.Finish(l)
+	return fn(l)
+}
+
 // OpenKeyed opens an existing ledger for a write only the ledger's own
 // signing key may make (prune, unprune: verify takes their markers only
 // with its signature). A writer with no key (--unsigned alone) is refused,

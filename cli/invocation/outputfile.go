@@ -25,7 +25,7 @@ func (g *Globals) CreateOutput(flag, path string, opts ...outfile.Option) (*outf
 	return f, nil
 }
 
-// ReadInto runs read on one snapshot of the ledger (OpenRead), writing to
+// ReadInto runs read on one snapshot of the ledger (Reading), writing to
 // -o path through CreateOutput, put in place once read succeeds, or to
 // standard output when path is "".
 func (g *Globals) ReadInto(ctx context.Context, path string, read func(w io.Writer, r *Reader) error, opts ...outfile.Option) error {
@@ -39,12 +39,8 @@ func (g *Globals) ReadInto(ctx context.Context, path string, read func(w io.Writ
 		defer f.Abort()
 		w, file = f, f
 	}
-	r, err := g.OpenRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if err := read(w, r); err != nil || file == nil {
+	err := g.Reading(ctx, func(r *Reader) error { return read(w, r) })
+	if err != nil || file == nil {
 		return err
 	}
 	return g.CommitOutput("-o", file)

@@ -20,22 +20,21 @@ type Reader struct {
 	Tx     *sql.Tx
 }
 
-func (g *Globals) OpenRead(ctx context.Context) (*Reader, error) {
+// Reading runs read on one snapshot of the ledger: opened for Reads, and
+// read in one read-only transaction, rolled back after.
+func (g *Globals) Reading(ctx context.Context, read func(*Reader) error) error {
 	l, err := g.Open(ctx, Reads)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	tx, err := l.BeginRead(ctx)
 	if err != nil {
 		l.Close()
-		return nil, fmt.Errorf("ledger: read: %w", err)
+		return fmt.Errorf("ledger: read: %w", err)
 	}
-	return &Reader{g: g, Ledger: l, Tx: tx}, nil
-}
-
-func (r *Reader) Close() {
-	_ = r.Tx.Rollback()
-	r.g.Finish(r.Ledger)
+	defer g.Finish(l)
+	defer func() { _ = tx.Rollback() }()
+	return read(&Reader{g: g, Ledger: l, Tx: tx})
 }
 
 // NoteArchived says on stderr, for a read of a pruned log, what

@@ -83,16 +83,7 @@ func ResolvedRoot(root string) string {
 // InsideRoot reports whether path is the root or below it (symlinks
 // resolved where they exist).
 func InsideRoot(root, path string) bool {
-	p, err := filepath.Abs(path)
-	if err != nil {
-		return false
-	}
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		p = r
-	} else if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-		p = filepath.Join(r, filepath.Base(p))
-	}
-	rel, err := filepath.Rel(ResolvedRoot(root), p)
+	rel, err := filepath.Rel(ResolvedRoot(root), trust.Resolve(path))
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
@@ -153,6 +144,25 @@ func signerOf(field, shown, key string) (note.Signer, string, error) {
 		return nil, "", events.Invalid(field, shown, err.Error())
 	}
 	return s, checkpoint.VerifierKeyOf(s), nil
+}
+
+// KeyOrFile reads a key given as field: the key itself, or a file holding
+// one (what the key is, for the refusal of neither). It returns the key's
+// text and what parse made of it.
+func KeyOrFile[K any](field, val, what string, parse func(string) (K, error)) (string, K, error) {
+	if k, err := parse(val); err == nil {
+		return strings.TrimSpace(val), k, nil
+	}
+	var none K
+	b, err := os.ReadFile(val)
+	if err != nil {
+		return "", none, events.Invalid(field, val, "is neither "+what+" nor a file holding one")
+	}
+	k, err := parse(string(b))
+	if err != nil {
+		return "", none, events.Invalid(field, val, err.Error())
+	}
+	return strings.TrimSpace(string(b)), k, nil
 }
 
 // ErrText is err without the operation and path a *fs.PathError adds,

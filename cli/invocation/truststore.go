@@ -27,6 +27,16 @@ func (g *Globals) TrustStore() (*trust.Store, error) {
 	return g.trust, nil
 }
 
+// RootPins is the trust store and its pins of the root.
+func (g *Globals) RootPins() (*trust.Store, []trust.Pin, error) {
+	s, err := g.TrustStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	pins, err := s.PinsOf(g.Root)
+	return s, pins, err
+}
+
 // Trusting: writers sign with the trust store's key (or the group's), pin
 // the ledger and keep its head; verify checks against them. Not with an
 // explicit --signing-key (today's behaviour) nor with --unsigned.
@@ -82,11 +92,7 @@ func KeptHead(s *trust.Store, root, id string) string {
 // --accept-broken-chain): the user goes on from an older or cut log on
 // purpose, and the next write signs its head.
 func (g *Globals) DropHeads() error {
-	s, err := g.TrustStore()
-	if err != nil {
-		return err
-	}
-	pins, err := s.PinsOf(g.Root)
+	s, pins, err := g.RootPins()
 	if err != nil {
 		return err
 	}

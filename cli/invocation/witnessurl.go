@@ -89,18 +89,12 @@ func (f *WitnessKeyFlags) Register(cmd *cobra.Command) {
 // Add puts the witness keys and the quorum in t.
 func (f *WitnessKeyFlags) Add(root string, checkRoot bool, t *replay.Trust) error {
 	for _, k := range f.keys {
-		v, err := tlogwitness.NewVerifier(k)
+		if _, err := tlogwitness.NewVerifier(k); err != nil && checkRoot && InsideRoot(root, k) {
+			return KeyInRoot("--witness-key", k, root)
+		}
+		_, v, err := KeyOrFile("--witness-key", k, "a witness verifier key (NAME+HASH+KEY)", tlogwitness.NewVerifier)
 		if err != nil {
-			if checkRoot && InsideRoot(root, k) {
-				return KeyInRoot("--witness-key", k, root)
-			}
-			b, rerr := os.ReadFile(k)
-			if rerr != nil {
-				return events.Invalid("--witness-key", k, "is neither a witness verifier key (NAME+HASH+KEY) nor a file holding one")
-			}
-			if v, err = tlogwitness.NewVerifier(string(b)); err != nil {
-				return events.Invalid("--witness-key", k, err.Error())
-			}
+			return err
 		}
 		t.Cosigners = append(t.Cosigners, note.Verifier(v))
 	}
@@ -119,13 +113,12 @@ func (f *WitnessKeyFlags) Add(root string, checkRoot bool, t *replay.Trust) erro
 
 // Verify is the ledger's Verify in the one read snapshot of a reading
 // command.
-func (g *Globals) Verify(ctx context.Context, opts ...ledger.VerifyOption) (*verify.Report, error) {
-	r, err := g.OpenRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return r.Ledger.Verify(ctx, append(opts, ledger.InSnapshot(r.Tx))...)
+func (g *Globals) Verify(ctx context.Context, opts ...ledger.VerifyOption) (rep *verify.Report, err error) {
+	err = g.Reading(ctx, func(r *Reader) error {
+		rep, err = r.Ledger.Verify(ctx, append(opts, ledger.InSnapshot(r.Tx))...)
+		return err
+	})
+	return rep, err
 }
 
 // CoveredCosignatures are the cosignatures an export of seq from-to

@@ -334,25 +334,23 @@ func (o *acquireOptions) writeSecretFile(f *outfile.File, secret string) error {
 }
 
 func printAcquisition(g *invocation.Globals, a *ledger.Acquisition) {
-	if g.JSON {
-		invocation.WriteJSON(g.IO.Out, acquisitionObject(a))
-		return
-	}
-	fmt.Fprintln(g.IO.Out, a.RequestID)
-	if a.ReleaseSecret != "" {
-		fmt.Fprintln(g.IO.Out, a.ReleaseSecret)
-	}
-	switch {
-	case a.Already:
-		g.Log.Info("already held by this request", "lock", a.Lock, "fencing_token", a.FencingToken)
-	case a.Stolen:
-		g.Log.Warn("took over lock", "lock", a.Lock, "reason", a.Reason, "previous", a.Previous.RequestID,
-			"previous_actor", a.Previous.Actor, "fencing_token", a.FencingToken)
-	case a.Mode == events.ModeShared && a.Limit == 0:
-		g.Log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", "unlimited")
-	case a.Mode == events.ModeShared:
-		g.Log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", a.Limit)
-	default:
-		g.Log.Info("acquired", "lock", a.Lock, "fencing_token", a.FencingToken)
-	}
+	_ = g.Answer(acquisitionObject(a), true, func(w io.Writer) {
+		fmt.Fprintln(w, a.RequestID)
+		if a.ReleaseSecret != "" {
+			fmt.Fprintln(w, a.ReleaseSecret)
+		}
+		switch {
+		case a.Already:
+			g.Log.Info("already held by this request", "lock", a.Lock, "fencing_token", a.FencingToken)
+		case a.Stolen:
+			g.Log.Warn("took over lock", "lock", a.Lock, "reason", a.Reason, "previous", a.Previous.RequestID,
+				"previous_actor", a.Previous.Actor, "fencing_token", a.FencingToken)
+		case a.Mode == events.ModeShared && a.Limit == 0:
+			g.Log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", "unlimited")
+		case a.Mode == events.ModeShared:
+			g.Log.Info("acquired shared", "lock", a.Lock, "fencing_token", a.FencingToken, "limit", a.Limit)
+		default:
+			g.Log.Info("acquired", "lock", a.Lock, "fencing_token", a.FencingToken)
+		}
+	})
 }

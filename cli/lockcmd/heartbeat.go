@@ -53,20 +53,17 @@ func runHeartbeat(ctx context.Context, o *heartbeatOptions) error {
 	if err := events.ValidateRequestID(o.requestID); err != nil {
 		return err
 	}
-	l, err := o.g.Open(ctx, invocation.Writes)
-	if err != nil {
-		return err
-	}
-	defer o.g.Finish(l)
-	a, err := l.Heartbeat(ctx, o.lock, ledger.Identity{RequestID: o.requestID, PID: os.Getppid()})
-	if err != nil {
-		return err
-	}
-	if o.g.JSON {
-		obj := acquisitionObject(a)
-		obj.Status = "heartbeat"
-		invocation.WriteJSON(o.g.IO.Out, obj)
-	}
-	o.g.Log.Debug("heartbeat", "lock", o.lock, "at", a.Record.LastHeartbeatAt)
-	return nil
+	return o.g.Using(ctx, invocation.Writes, func(l *ledger.Ledger) error {
+		a, err := l.Heartbeat(ctx, o.lock, ledger.Identity{RequestID: o.requestID, PID: os.Getppid()})
+		if err != nil {
+			return err
+		}
+		if o.g.JSON {
+			obj := acquisitionObject(a)
+			obj.Status = "heartbeat"
+			invocation.WriteJSON(o.g.IO.Out, obj)
+		}
+		o.g.Log.Debug("heartbeat", "lock", o.lock, "at", a.Record.LastHeartbeatAt)
+		return nil
+	})
 }

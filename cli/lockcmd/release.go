@@ -236,21 +236,17 @@ func readSecretFile(g *invocation.Globals, path string) (string, error) {
 // printNotHeld says that a release found nothing to release, and why.
 func printNotHeld(o *releaseOptions, out *ledger.ReleaseOutcome) {
 	attrs := []any{"lock", o.lock, "state", out.State}
+	obj := map[string]any{"status": "not_held", "lock_name": o.lock, "state": out.State, "request_id": o.requestID,
+		"message": "not held, nothing to release"}
 	if out.ReleasedSeq > 0 {
 		attrs = append(attrs, "released_seq", out.ReleasedSeq)
+		obj["released_seq"] = out.ReleasedSeq
 	}
 	if out.Holder != nil {
 		attrs = append(attrs, "held_by", out.Holder.RequestID)
+		obj["held_by"] = events.HolderOf(*out.Holder)
 	}
 	if o.g.JSON {
-		obj := map[string]any{"status": "not_held", "lock_name": o.lock, "state": out.State, "request_id": o.requestID,
-			"message": "not held, nothing to release"}
-		if out.ReleasedSeq > 0 {
-			obj["released_seq"] = out.ReleasedSeq
-		}
-		if out.Holder != nil {
-			obj["held_by"] = events.HolderOf(*out.Holder)
-		}
 		invocation.WriteJSON(o.g.IO.Out, obj)
 	}
 	o.g.Log.Info("not held, nothing to release", attrs...)

@@ -96,24 +96,21 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	default:
 		return events.Invalid("--format", o.format, "must be text or bso")
 	}
-	l, err := o.g.Open(ctx, invocation.Reads)
-	if err != nil {
-		return err
-	}
-	defer o.g.Finish(l)
-	s, err := l.Status(ctx, o.lock)
-	if err != nil {
-		return err
-	}
-	if o.g.JSON {
-		invocation.WriteJSON(o.g.IO.Out, statusObject(s))
-	} else if !o.check {
-		printStatus(o.g.IO.Out, s)
-	}
-	if o.check {
-		return checkResult(s)
-	}
-	return nil
+	return o.g.Using(ctx, invocation.Reads, func(l *ledger.Ledger) error {
+		s, err := l.Status(ctx, o.lock)
+		if err != nil {
+			return err
+		}
+		if o.g.JSON {
+			invocation.WriteJSON(o.g.IO.Out, statusObject(s))
+		} else if !o.check {
+			printStatus(o.g.IO.Out, s)
+		}
+		if o.check {
+			return checkResult(s)
+		}
+		return nil
+	})
 }
 
 // checkResult is status --check's answer: the exit code acquire would

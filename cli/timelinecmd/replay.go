@@ -137,12 +137,11 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 // foldAt is the log folded up to at (zero: all of it), for lock alone when
 // one is given, from one read; it says first when the log starts after a
 // prune.
-func foldAt(ctx context.Context, g *invocation.Globals, at time.Time, lock string) (*replay.State, error) {
-	r, err := g.OpenRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	r.NoteArchived(ctx)
-	return replay.AsOf(ctx, r.Tx, at, lock)
+func foldAt(ctx context.Context, g *invocation.Globals, at time.Time, lock string) (st *replay.State, err error) {
+	err = g.Reading(ctx, func(r *invocation.Reader) error {
+		r.NoteArchived(ctx)
+		st, err = replay.AsOf(ctx, r.Tx, at, lock)
+		return err
+	})
+	return st, err
 }

@@ -2,6 +2,7 @@ package timelinecmd
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -165,25 +166,17 @@ func printEvents(ctx context.Context, g *invocation.Globals, f replay.Filter, fo
 			return err
 		}
 	}
-	r, err := g.OpenRead(ctx)
-	if err != nil {
+	return g.Reading(ctx, func(r *invocation.Reader) error {
+		r.NoteArchived(ctx)
+		n := 0
+		err := replay.Scan(ctx, r.Tx, f, func(ev *replay.Event) error {
+			n++
+			return sink.Event(ev)
+		})
+		err = cmp.Or(err, sink.Close(), out.Flush())
+		if err == nil && n == 0 {
+			g.Log.Info("no events match")
+		}
 		return err
-	}
-	defer r.Close()
-	r.NoteArchived(ctx)
-	n := 0
-	err = replay.Scan(ctx, r.Tx, f, func(ev *replay.Event) error {
-		n++
-		return sink.Event(ev)
 	})
-	if cerr := sink.Close(); err == nil {
-		err = cerr
-	}
-	if ferr := out.Flush(); err == nil {
-		err = ferr
-	}
-	if err == nil && n == 0 {
-		g.Log.Info("no events match")
-	}
-	return err
 }

@@ -91,9 +91,9 @@ pgbouncer:
 crossbuild:
 	LOCKLEDGER_CROSSBUILD=1 $(GO) test -count=1 -run '^TestBuildsForMacOS$$' .
 
-## stress: the crash and contention suites at full size (longer than make test)
+## stress: the crash and contention suites, and the large ledger's verify, at full size (longer than make test)
 stress:
-	LOCKLEDGER_STRESS=1 $(GO) test -race -count=1 -timeout 30m -run 'Crash|Contention|Stress|ManyRunWaiters|KilledMidTransaction' ./e2e/
+	LOCKLEDGER_STRESS=1 $(GO) test -race -count=1 -timeout 30m -run 'Crash|Contention|Stress|ManyRunWaiters|KilledMidTransaction|LargeLedger' ./e2e/
 
 ## stress-archive: archive and prune a ledger of 200k events on SQLite and PostgreSQL (sizes and times in the log)
 stress-archive:

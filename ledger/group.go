@@ -262,7 +262,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 			}
 		}
 	}
-	unlock, err := l.lockWriter(ctx)
+	unlock, tx, err := l.awaitWriter(ctx)
 	if err != nil {
 		return err
 	}
@@ -275,10 +275,6 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 			l.snapshotAfterWrite(ctx)
 		}
 	}()
-	tx, err := l.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
 	defer tx.Rollback()
 	group := take()
 	if len(group) == 0 {
@@ -397,6 +393,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 		abortAll(made)
 		return nil
 	}
+	l.saw(seq)
 	snapshot = crossesSnapshot(written)
 	for _, d := range made {
 		d.blame(func() {

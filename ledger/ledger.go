@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -88,7 +89,8 @@ func checked(bad bool, err error, set func(*config)) Option {
 }
 
 // WithBusyTimeout bounds how long an operation waits for the database and
-// for the writer mutex before it fails with a transient error.
+// for the writer mutex while no other writer commits before it fails with
+// a transient error; behind writers that commit, it waits its turn.
 func WithBusyTimeout(d time.Duration) Option {
 	return checked(d < time.Millisecond, fmt.Errorf("ledger: busy timeout %s: must be at least 1ms", d), func(c *config) { c.busy = d })
 }
@@ -161,6 +163,7 @@ type Ledger struct {
 	writes           writeQueue // the decisions on locks waiting for the writer mutex, made in groups
 	publishing       publishing // the worker that publishes a write's checkpoint (publishLater)
 	flock            *lockfile.Mutex
+	seen             atomic.Int64 // the seq of the newest head this process saw (-1: none), which a busy wait measures progress from (awaitWriter)
 	closed           bool
 	pinned, rollback *lockfile.Pin // the root's pin, kept at close (nil: a reader); the one store.PinAccept overrode
 	trust            *trusted      // the trust store's pin this writer is checked against (trust.go); nil: none

@@ -86,10 +86,12 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 	}
 	l.stmts = store.NewStatements(l.store)
 	l.host.peers = &peers{many: l.store.ManyHosts(), log: l.log}
-	if l.pinned, l.rollback, err = store.CheckPin(ctx, l.store, l.files, l.where(), l.id, c.pin); err != nil {
+	var seen int64
+	if l.pinned, l.rollback, seen, err = store.CheckPin(ctx, l.store, l.files, l.where(), l.id, c.pin); err != nil {
 		l.Close()
 		return nil, err
 	}
+	l.seen.Store(seen)
 	if err = l.checkTrust(c.pin); err != nil {
 		l.Close()
 		return nil, err

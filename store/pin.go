@@ -57,19 +57,20 @@ func (e *RolledBackError) Unwrap() error { return ErrRolledBack }
 
 // CheckPin compares the ledger id with the store's events against the
 // root's pin, by policy. It returns the pin as it now stands (zero where
-// there is none yet), to be advanced at close (KeepPin), and the one it
-// overrode under PinAccept.
-func CheckPin(ctx context.Context, s Store, files *lockfile.Dir, where, id string, policy PinPolicy) (now, overrode *lockfile.Pin, err error) {
+// there is none yet), to be advanced at close (KeepPin), the one it
+// overrode under PinAccept, and the seq of the head it read (-1 when it
+// read none).
+func CheckPin(ctx context.Context, s Store, files *lockfile.Dir, where, id string, policy PinPolicy) (now, overrode *lockfile.Pin, seq int64, err error) {
 	if policy == PinNone {
-		return nil, nil, nil
+		return nil, nil, -1, nil
 	}
 	pin, ok, err := files.ReadPin()
 	if err != nil || policy == PinSkip {
-		return &pin, nil, err
+		return &pin, nil, -1, err
 	}
 	head, at, err := pinHead(ctx, s, id, pin.Seq)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ledger: the head to check against %s: %w", files.Root(), err)
+		return nil, nil, -1, fmt.Errorf("ledger: the head to check against %s: %w", files.Root(), err)
 	}
 	reason := ""
 	switch {
@@ -82,15 +83,15 @@ func CheckPin(ctx context.Context, s Store, files *lockfile.Dir, where, id strin
 		reason = fmt.Sprintf("another history of it (its event at seq %d is not the one seen)", pin.Seq)
 	}
 	if reason != "" && policy != PinAccept {
-		return nil, nil, &RolledBackError{Where: where, Pin: filepath.Join(files.Root(), lockfile.PinName), Pinned: pin, Found: head, Reason: reason}
+		return nil, nil, -1, &RolledBackError{Where: where, Pin: filepath.Join(files.Root(), lockfile.PinName), Pinned: pin, Found: head, Reason: reason}
 	}
 	if reason == "" {
-		return &pin, nil, nil // advanced at close
+		return &pin, nil, head.Seq, nil // advanced at close
 	}
 	if err := files.WritePin(head); err != nil {
-		return nil, nil, err
+		return nil, nil, -1, err
 	}
-	return &head, &pin, nil
+	return &head, &pin, head.Seq, nil
 }
 
 // KeepPin advances the root's pin to the store's head at close, where it

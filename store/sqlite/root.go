@@ -102,7 +102,7 @@ func (r Root) OpenWritable(ctx context.Context, cfg Config, patience time.Durati
 		return nil, err
 	}
 	if d.empty() || marker == "" {
-		unlock, err := r.Mutex.Lock(ctx, patience, 5*time.Millisecond)
+		unlock, err := r.lockBirth(ctx, patience)
 		if err != nil {
 			return nil, fmt.Errorf("ledger: open %s: %w", dbPath, err)
 		}
@@ -152,6 +152,29 @@ func (r Root) OpenWritable(ctx context.Context, cfg Config, patience time.Durati
 		}
 	}
 	return st, nil
+}
+
+// lockBirth takes the writer mutex to create the ledger, or to finish its
+// creation, waiting up to patience. A ledger that another opener made
+// meanwhile (writer.flock records it and ledger.db holds it) needs no
+// mutex: it is opened as one found made, however many openers queue for
+// the mutex still.
+func (r Root) lockBirth(ctx context.Context, patience time.Duration) (func(), error) {
+	deadline := time.Now().Add(patience)
+	for {
+		unlock, err := r.Mutex.Lock(ctx, max(min(time.Until(deadline), 50*time.Millisecond), 0), 5*time.Millisecond)
+		if !errors.Is(err, lockfile.ErrBusy) {
+			return unlock, err
+		}
+		marker, merr := r.Mutex.Marker()
+		d, derr := r.statDB()
+		if merr == nil && derr == nil && marker != "" && !d.empty() {
+			return func() {}, nil
+		}
+		if !time.Now().Before(deadline) {
+			return nil, err
+		}
+	}
 }
 
 // dbFile is what lies at ROOT/ledger.db and beside it.

@@ -274,9 +274,9 @@ func (p *projection) apply() error {
 // dropAsides removes the links to unreadable files made by a run that
 // does not commit: the files stay where they were.
 func (p *projection) dropAsides() {
-	for _, lp := range p.plans {
+	for name, lp := range p.plans {
 		for _, a := range lp.linked {
-			if err := p.l.files.DropAside(a); err != nil {
+			if err := p.l.files.DropAside(name, a); err != nil {
 				p.l.log.Warn("could not remove a link to an unreadable lock file", "path", a, "err", err)
 			}
 		}

@@ -58,10 +58,20 @@ func KeepAsideFile(p string, data []byte, now time.Time) (a Aside, err error) {
 
 // DropAsideFile removes a link KeepAsideFile made at aside for the file at p.
 func DropAsideFile(p, aside string) error {
-	if filepath.Dir(aside) != filepath.Dir(p) || !strings.HasPrefix(filepath.Base(aside), filepath.Base(p)+".corrupt-") {
-		return &UnsafePathError{Path: aside, Reason: "is not a file kept aside for " + p}
+	return inParent(p, nil, func(d at, name string) error { return d.dropAside(name, aside) })
+}
+
+// DropAside removes a link KeepAside made at aside for lock's file.
+func (d *Dir) DropAside(lock, aside string) error {
+	return d.inLocks(true, func(l at) error { return l.dropAside(fileName(lock), aside) })
+}
+
+// dropAside removes aside, a link keepAside made for file in d.
+func (d at) dropAside(file, aside string) error {
+	if filepath.Dir(aside) != d.path || !strings.HasPrefix(filepath.Base(aside), file+".corrupt-") {
+		return &UnsafePathError{Path: aside, Reason: "is not a file kept aside for " + d.join(file)}
 	}
-	return inParent(p, nil, func(d at, _ string) error { return d.unlink(filepath.Base(aside)) })
+	return d.unlink(filepath.Base(aside))
 }
 
 // keepAside links file, which must still be f, to file.corrupt-TIME in d.
@@ -114,19 +124,6 @@ func (d at) list() ([]os.DirEntry, error) {
 	f := os.NewFile(uintptr(fd), d.path)
 	defer f.Close()
 	return f.ReadDir(-1)
-}
-
-// DropAside removes a file KeepAside kept at path.
-func (d *Dir) DropAside(path string) error {
-	done, err := d.use()
-	defer done()
-	if err != nil {
-		return err
-	}
-	if filepath.Dir(path) != d.locks.path || !strings.Contains(filepath.Base(path), ".lock.corrupt-") {
-		return &UnsafePathError{Path: path, Reason: "is not a file kept aside in " + d.locks.path}
-	}
-	return d.locks.unlink(filepath.Base(path))
 }
 
 // chmodPrivate sets mode 0600 on the regular file name, never following a symlink.

@@ -203,13 +203,6 @@ func (d *Dir) LocksDir() string { return d.locks.path }
 // Broken says why the locks directory cannot be read; nil when it can.
 func (d *Dir) Broken() error { return d.broken }
 
-// IsGroupRoot reports whether the root is a group root (its group shares it).
-func (d *Dir) IsGroupRoot() bool {
-	done, err := d.use()
-	defer done()
-	return err == nil && d.root.isGroupDir()
-}
-
 // fileName is lock's file name in the locks directory.
 func fileName(lock string) string { return lock + ".lock" }
 

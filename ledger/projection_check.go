@@ -174,10 +174,6 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *verify.
 			continue
 		}
 		rep.LockFiles++
-		if p := l.unreadable(name, byName[name]); p != nil {
-			rep.Add(*p) // no point watching it settle: no write makes a path unreadable
-			continue
-		}
 		if err := l.settled(ctx, rep, name, byName[name], func(fresh *store.Row) (*verify.Problem, string, error) {
 			return l.checkFile(name, fresh)
 		}); err != nil {
@@ -194,7 +190,8 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *verify.
 func (l *Ledger) settled(ctx context.Context, rep *verify.Report, name string, r *store.Row,
 	judge func(*store.Row) (*verify.Problem, string, error)) error {
 	p, note, err := judge(r)
-	if err == nil && p != nil && p.Kind != verify.KindForeign {
+	// A foreign file is no write of the ledger's, and no write makes a path unreadable: neither settles.
+	if err == nil && p != nil && p.Kind != verify.KindForeign && p.Kind != verify.KindLockFileUnreadable {
 		p, note, err = settle(ctx, l, name, judge)
 	}
 	switch {
@@ -209,15 +206,8 @@ func (l *Ledger) settled(ctx context.Context, rep *verify.Report, name string, r
 }
 
 // unreadable is the problem of a lock whose file or journal the ledger
-// cannot read as a regular file, nil when both can be read (or are absent).
-func (l *Ledger) unreadable(name string, r *store.Row) *verify.Problem {
-	var err error
-	if _, err = l.files.Read(name); err == nil {
-		_, err = l.files.ReadJournal(name)
-	}
-	if err == nil {
-		return nil
-	}
+// cannot read (err) as a regular file.
+func unreadable(name string, r *store.Row, err error) *verify.Problem {
 	p := &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: name, Detail: err.Error()}
 	if r != nil {
 		p.Seq = r.UpdatedSeq
@@ -232,13 +222,13 @@ func (l *Ledger) unreadable(name string, r *store.Row) *verify.Problem {
 // writer makes of it (interpret): a repair it would make, or a file of
 // another tool's, is what verify reports.
 func (l *Ledger) checkFile(name string, r *store.Row) (*verify.Problem, string, error) {
-	journal, err := l.files.ReadJournal(name)
-	var f lockfile.State
-	if err == nil && !journal.Exists {
-		f, err = l.files.Read(name)
+	f, err := l.files.Read(name)
+	var journal lockfile.State
+	if err == nil {
+		journal, err = l.files.ReadJournal(name)
 	}
 	if err != nil {
-		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: name, Detail: err.Error()}, "", nil
+		return unreadable(name, r, err), "", nil
 	}
 	if journal.Exists {
 		return nil, inFlight(name, l.files.JournalPath(name)), nil

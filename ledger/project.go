@@ -138,10 +138,12 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 				// no checkpoint signs the damaged log it refuses.
 				refusal = &BrokenChainError{FirstBad: *bad, Problems: check.ProblemCount}
 				w.unsigned = true
-				refusal.Recorded, err = recordRefusal(w, id, rep, refusal)
+				ev, err := w.append(events.LedgerProjected, id, &events.LedgerProjectedPayload{Result: events.AuditRefused,
+					Events: rep.Events, Locks: rep.Locks, Problems: refusal.Problems, FirstBadSeq: max(bad.Seq, 0)})
 				if err != nil {
 					return nil, err
 				}
+				refusal.Recorded = ev.Seq
 				return refusal, nil
 			}
 			rep.BrokenChain = bad
@@ -165,7 +167,7 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		p := &projection{l: l, rep: rep, now: now, plans: map[string]*lockPlan{}}
 		w.aborted = p.dropAsides
 		w.committed = func() error { applied = p.apply(); return nil }
-		rebuilt, err := p.rows(ctx, tx, st)
+		rebuilt, err := p.rows(ctx, tx, st, rows)
 		if err != nil {
 			return nil, err
 		}
@@ -215,13 +217,9 @@ func (p *projection) plan(name string) *lockPlan {
 	return lp
 }
 
-// rows rebuilds the locks and lock_holders tables from st in tx and
-// returns the rebuilt rows.
-func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State) (map[string]*store.Row, error) {
-	old, err := store.LoadRows(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
+// rows rebuilds the locks and lock_holders tables from st in tx, whose
+// locks rows are old, and returns the rebuilt rows.
+func (p *projection) rows(ctx context.Context, tx *sql.Tx, st *replay.State, old []*store.Row) (map[string]*store.Row, error) {
 	wants := lockRows(st)
 	rebuilt := map[string]*store.Row{}
 	for _, want := range wants {
@@ -352,18 +350,6 @@ func (p *projection) record(w *writeTx, id Identity, problems int) error {
 	}
 	p.rep.RunRecorded = ev.Seq
 	return nil
-}
-
-// recordRefusal appends and commits the ledger_projected of a run that
-// refused a damaged log: the only change a refused run makes.
-func recordRefusal(w *writeTx, id Identity, rep *ProjectReport, refusal *BrokenChainError) (int64, error) {
-	run := &events.LedgerProjectedPayload{Result: events.AuditRefused, Events: rep.Events, Locks: rep.Locks,
-		Problems: refusal.Problems, FirstBadSeq: max(refusal.FirstBad.Seq, 0)}
-	ev, err := w.append(events.LedgerProjected, id, run)
-	if err != nil {
-		return 0, err
-	}
-	return ev.Seq, nil
 }
 
 // Bounds of lock_projected's changes (its schema).

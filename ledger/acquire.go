@@ -222,7 +222,7 @@ func (w *writeTx) effectiveHolder(req AcquireRequest) (*holding, error) {
 	if h := w.v.holder; h != nil && !h.foreign {
 		return h, nil
 	}
-	t, err := w.foreignTarget(req)
+	t, err := w.l.foreignAt(req.Lock, w.v, req.Targets, w.now, req.MaxAge)
 	if err != nil || t == nil {
 		return w.v.holder, err
 	}

@@ -228,7 +228,7 @@ func (w *writeTx) admitTargets(ts []events.Target, force bool) error {
 		if err != nil {
 			return fmt.Errorf("ledger: target %s: %w", t.Path, err)
 		}
-		if !cur.Exists || w.projects(t.Path, cur.Data) {
+		if own, ok := ownBytes(w.v.holder, t.Path); !cur.Exists || ok && bytes.Equal(own, cur.Data) {
 			continue
 		}
 		f, err := formats.Lookup(t.Format)
@@ -259,23 +259,11 @@ func notALock(t events.Target, perr error, rule string) error {
 // targetRule is the rule a refused target path broke.
 const targetRule = "lockledger writes a --file path only where it holds nothing, the ledger's own lock file, or another tool's lock of that format, and never replaces or removes anything else"
 
-// projects reports whether data is exactly what the ledger's holder
-// projects at path.
-func (w *writeTx) projects(path string, data []byte) bool {
-	want, ok := ownBytes(w.v.holder, path)
-	return ok && bytes.Equal(want, data)
-}
-
-// foreignTarget returns the strongest holder among files that the ledger
-// holder does not own at the requested targets' paths and at the paths the
-// lock's last holder projected (a lock keeps its paths: another tool's lock
-// there holds it): held beats stale beats dead. nil when every path is free
-// (or ours).
-func (w *writeTx) foreignTarget(req AcquireRequest) (*holding, error) {
-	return w.l.foreignAt(req.Lock, w.v, req.Targets, w.now, req.MaxAge)
-}
-
-// foreignAt is foreignTarget for the view v of lock, at instant now. It
+// foreignAt returns the strongest holder among files that the ledger
+// holder of the view v of lock does not own at the requested targets'
+// paths and at the paths the lock's last holder projected (a lock keeps
+// its paths: another tool's lock there holds it), judged at instant now:
+// held beats stale beats dead. nil when every path is free (or ours). It
 // writes nothing: status and list use it too.
 func (l *Ledger) foreignAt(lock string, v *view, requested []events.Target, now time.Time, maxAge time.Duration) (*holding, error) {
 	var best *holding
@@ -341,9 +329,6 @@ func (w *writeTx) placeTargets(h *holding, prev *holding) error {
 	for _, t := range h.targets {
 		data, err := renderTarget(t, h)
 		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(t.Path), 0o700); err != nil {
 			return err
 		}
 		var j *os.File

@@ -45,8 +45,12 @@ func ReadFile(p string) (s State, err error) {
 }
 
 // PlaceFile puts a new lock file at p without clobbering an existing one
-// (ErrExists). It returns the journal, open.
+// (ErrExists), its missing directories made first (0700). It returns the
+// journal, open.
 func PlaceFile(p string, data []byte) (j *os.File, err error) {
+	if err := os.MkdirAll(filepath.Dir(p), PrivateDirMode); err != nil {
+		return nil, err
+	}
 	err = inParent(p, noParent(p), func(d at, name string) (err error) { j, err = d.place(name, data); return err })
 	return j, err
 }
@@ -96,9 +100,6 @@ func RecoverFile(p string, committed []byte, restore func() bool) error {
 	}
 	if committed == nil || file.Exists || !restore() {
 		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
 	}
 	j, err := PlaceFile(p, committed)
 	if errors.Is(err, ErrExists) {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/backoff"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/internal/termtext"
@@ -173,7 +172,6 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *verify.
 		if remote[name] {
 			continue
 		}
-		rep.LockFiles++
 		if err := l.settled(ctx, rep, name, byName[name], func(fresh *store.Row) (*verify.Problem, string, error) {
 			return l.checkFile(name, fresh)
 		}); err != nil {
@@ -183,12 +181,14 @@ func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *verify.
 	return nil
 }
 
-// settled adds to rep what judge says of a file of lock name, against
-// its row r in the snapshot and, when that disagrees, against the latest
-// committed row: the ledger may have moved on since the snapshot, so it
-// judges again for as long as the row keeps moving (see settle).
+// settled counts a file of lock name and adds to rep what judge says of
+// it, against its row r in the snapshot and, when that disagrees, against
+// the latest committed row: the ledger may have moved on since the
+// snapshot, so it judges again for as long as the row keeps moving (see
+// settle).
 func (l *Ledger) settled(ctx context.Context, rep *verify.Report, name string, r *store.Row,
 	judge func(*store.Row) (*verify.Problem, string, error)) error {
+	rep.LockFiles++
 	p, note, err := judge(r)
 	// A foreign file is no write of the ledger's, and no write makes a path unreadable: neither settles.
 	if err == nil && p != nil && p.Kind != verify.KindForeign && p.Kind != verify.KindLockFileUnreadable {
@@ -277,17 +277,8 @@ func foreignSummary(data []byte) string {
 // free lock is another tool's business.
 func (l *Ledger) checkTargets(ctx context.Context, r *store.Row, rep *verify.Report) error {
 	for _, t := range rowTargets(r) {
-		rep.LockFiles++
 		if err := l.settled(ctx, rep, r.Name, r, func(row *store.Row) (*verify.Problem, string, error) {
-			if row == nil {
-				return nil, "", nil
-			}
-			h := holdingFromRow(row)
-			ht, ok := owns(h, t.Path)
-			if !ok {
-				return nil, "", nil // the lock's holder no longer projects this path
-			}
-			return l.checkTarget(ht, h, row)
+			return l.checkTarget(t.Path, row)
 		}); err != nil {
 			return err
 		}
@@ -295,7 +286,17 @@ func (l *Ledger) checkTargets(ctx context.Context, r *store.Row, rep *verify.Rep
 	return nil
 }
 
-func (l *Ledger) checkTarget(t events.Target, h *holding, r *store.Row) (*verify.Problem, string, error) {
+// checkTarget judges the file at path against row r, where r's holder
+// projects it.
+func (l *Ledger) checkTarget(path string, r *store.Row) (*verify.Problem, string, error) {
+	if r == nil {
+		return nil, "", nil
+	}
+	h := holdingFromRow(r)
+	t, ok := owns(h, path)
+	if !ok {
+		return nil, "", nil // the lock's holder no longer projects this path
+	}
 	journal, err := lockfile.ReadFile(lockfile.JournalOf(t.Path))
 	if err != nil {
 		return &verify.Problem{Kind: verify.KindLockFileUnreadable, Lock: r.Name, Detail: err.Error()}, "", nil

@@ -153,12 +153,11 @@ func (p *projection) keepUnreadable(name string, r *store.Row, v *view) error {
 		settle.repairs = append(settle.repairs, repairReplace)
 		p.fileChange(name, "replaced", path, "lock file rewritten ("+absPath(path)+")")
 	}
-	ino := v.file.Ino
 	lp.apply = append(lp.apply, func() error {
 		if err := l.applyRepairs(settle); err != nil || held {
 			return err
 		}
-		return l.files.DropIfInode(name, ino)
+		return l.files.DropIfInode(name, v.file.Ino)
 	})
 	return nil
 }
@@ -200,8 +199,7 @@ func (p *projection) targets(r *store.Row) error {
 		if !r.Held {
 			if file.Exists && bytes.Equal(file.Data, want) {
 				add("removed", "target "+t.Path+" removed: the lock is free")
-				path := t.Path
-				lp.apply = append(lp.apply, func() error { return lockfile.RemoveFile(path, want) })
+				lp.apply = append(lp.apply, func() error { return lockfile.RemoveFile(t.Path, want) })
 			}
 			continue
 		}
@@ -238,22 +236,21 @@ func (p *projection) targets(r *store.Row) error {
 		if !changed {
 			continue
 		}
-		path := t.Path
 		lp.apply = append(lp.apply, func() error {
-			if err := l.recoverTarget(path, want); err != nil {
-				return fmt.Errorf("ledger: project %s: %w", path, err)
+			if err := l.recoverTarget(t.Path, want); err != nil {
+				return fmt.Errorf("ledger: project %s: %w", t.Path, err)
 			}
 			if !replace {
 				return nil
 			}
-			j, err := lockfile.ReplaceFile(path, want)
+			j, err := lockfile.ReplaceFile(t.Path, want)
 			if err != nil {
 				return err
 			}
 			if err := lockfile.SyncClose(j); err != nil {
 				return err
 			}
-			return lockfile.RemoveIfExists(lockfile.JournalOf(path))
+			return lockfile.RemoveIfExists(lockfile.JournalOf(t.Path))
 		})
 	}
 	return nil

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -59,13 +60,6 @@ const BSOZombieThreshold = 24 * time.Hour
 // BSOLockVersion is BSO's LOCK_VERSION.
 const BSOLockVersion = 1
 
-func bsoEpicSpec(h Holder) string {
-	if v, ok := h.Metadata["epic_spec"]; ok {
-		return v
-	}
-	return h.Intent
-}
-
 func (f bso) Render(h Holder) ([]byte, error) {
 	if err := renderTime(f.Name(), "started_at", h.CreatedAt); err != nil {
 		return nil, err
@@ -73,9 +67,13 @@ func (f bso) Render(h Holder) ([]byte, error) {
 	if h.PID < 1 {
 		return nil, fmt.Errorf("%s: pid must be a positive integer (got %d)", f.Name(), h.PID)
 	}
+	epic := h.Intent
+	if v, ok := h.Metadata["epic_spec"]; ok {
+		epic = v
+	}
 	return fmt.Appendf(nil, "pid: %d\nsession_id: %s\nstarted_at: %s\nepic_spec: %s\nlock_version: %d\n", h.PID,
 		appendYAMLString(nil, h.RequestID), appendYAMLString(nil, events.FormatLockTime(h.CreatedAt)),
-		appendYAMLString(nil, bsoEpicSpec(h)), BSOLockVersion), nil
+		appendYAMLString(nil, epic), BSOLockVersion), nil
 }
 
 // appendYAMLString writes s as a YAML double-quoted scalar. Only '"',
@@ -105,20 +103,13 @@ type bsoFile struct {
 	epicSpec  string
 }
 
-func (f bsoFile) holder() Holder {
-	id := f.sessionID
-	if id == "" {
-		id = ForeignRequestID(NameBSO, f.pid, f.started)
-	}
-	return Holder{RequestID: id, Intent: f.epicSpec, PID: f.pid, CreatedAt: f.started, HeartbeatAt: f.started}
-}
-
-func (f bso) Parse(data []byte) (Holder, error) {
-	file, err := parseBSO(data)
+func (bso) Parse(data []byte) (Holder, error) {
+	f, err := parseBSO(data)
 	if err != nil {
 		return Holder{}, err
 	}
-	return file.holder(), nil
+	return Holder{RequestID: cmp.Or(f.sessionID, ForeignRequestID(NameBSO, f.pid, f.started)), Intent: f.epicSpec,
+		PID: f.pid, CreatedAt: f.started, HeartbeatAt: f.started}, nil
 }
 
 func parseBSO(data []byte) (file bsoFile, err error) {

@@ -19,6 +19,7 @@
 package formats
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -250,12 +251,7 @@ func Recordable(format, lock string, h Holder) Holder {
 	if events.ValidateRequestID(h.RequestID) != nil {
 		h.RequestID = ForeignRequestID(format, h.PID, h.CreatedAt)
 	}
-	if h.Actor == "" {
-		h.Actor = format
-	}
-	if h.HostID == "" {
-		h.HostID = "unknown"
-	}
+	h.Actor, h.HostID = cmp.Or(h.Actor, format), cmp.Or(h.HostID, "unknown")
 	if h.CreatedAt.IsZero() {
 		h.CreatedAt = time.Unix(0, 0)
 	}

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -124,15 +125,12 @@ func (f gitclaw) Parse(data []byte) (Holder, error) {
 	}
 	h.HeartbeatAt = h.CreatedAt
 	h.TTL = GitClawTTL
-	h.RequestID = runID
 	if text, ok := jsonScalarText(obj["pid"]); ok {
 		if n, err := strconv.ParseInt(text, 10, 32); err == nil && n > 0 {
 			h.PID = int(n)
 		}
 	}
-	if h.RequestID == "" {
-		h.RequestID = ForeignRequestID(name, h.PID, h.CreatedAt)
-	}
+	h.RequestID = cmp.Or(runID, ForeignRequestID(name, h.PID, h.CreatedAt))
 	return h, nil
 }
 

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lockledger/lockledger/events"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/events"
 )
 
 // Names inside a root.

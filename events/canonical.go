@@ -37,7 +37,7 @@ func BuildBody(env Envelope, payload any) ([]byte, error) {
 	if p != nil {
 		more, err := c.object(p)
 		if err != nil {
-			return nil, fmt.Errorf("events: payload: %w", err)
+			return nil, err
 		}
 		for _, m := range more {
 			if _, dup := slices.BinarySearchFunc(members, c.key(m), func(m member, key []byte) int { return bytes.Compare(c.key(m), key) }); dup {
@@ -84,7 +84,10 @@ type member struct{ key, value span }
 func (c *canonicalizer) span(s span) []byte  { return c.buf[s.start:s.end] }
 func (c *canonicalizer) key(m member) []byte { return c.span(m.key) }
 
-var errSyntax = errors.New("events: canonical: malformed JSON")
+var (
+	errSyntax    = errors.New("events: canonical: malformed JSON")
+	errNotObject = errors.New("events: the payload is not a JSON object")
+)
 
 // object reads doc, one object (or null: none), into its members sorted
 // by key, each key once.
@@ -99,7 +102,7 @@ func (c *canonicalizer) object(doc []byte) ([]member, error) {
 	case c.i < len(doc) && doc[c.i] == '{':
 		members, err = c.members()
 	default:
-		err = errors.New("events: not a JSON object")
+		err = errNotObject
 	}
 	if err == nil && c.skipSpace() < len(doc) {
 		err = errSyntax

@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -191,8 +192,8 @@ func TestBuildBodyRefusesCollisions(t *testing.T) {
 		}
 	}
 	for _, payload := range []any{json.RawMessage(`[1]`), "text", 3} {
-		if _, err := BuildBody(env, payload); err == nil {
-			t.Errorf("%v: a payload that is no object was taken", payload)
+		if _, err := BuildBody(env, payload); !errors.Is(err, errNotObject) {
+			t.Errorf("%v: %v; want a payload that is no object refused", payload, err)
 		}
 	}
 	for _, payload := range []any{json.RawMessage(`null`), map[string]any{}, (*Heartbeat)(nil)} {

@@ -204,11 +204,13 @@ func (s Set) Latest() int {
 }
 
 // ReadableFrom is the oldest version a read-only open reads without the
-// migrations after it: those only add indexes, which change how fast a
-// read is, not what it finds, so that a root that cannot be written (a
-// read-only copy, another user's) stays readable by a newer lockledger.
-// A migration that changes a table or a trigger moves it to its own
-// version (TestReadableFromIsFollowedByIndexesOnly).
+// migrations after it: those only add indexes or store a table again as it
+// stands (its columns and rows, in another layout), which change how fast
+// a read or a write is, not what a read finds, so that a root that cannot
+// be written (a read-only copy, another user's) stays readable by a newer
+// lockledger. A migration that changes a table's columns or rows, or a
+// trigger, moves it to its own version (TestReadableFromIsFollowedByIndexesOnly,
+// TestReadableFromSeesTheSameTables).
 func (s Set) ReadableFrom() int { return s.readable }
 
 // Current returns the highest applied version, 0 for a fresh database.

@@ -60,4 +60,7 @@ func TestLocalProbe(t *testing.T) {
 	if live, start := p.Probe(c.Process.Pid); live == Alive || start != "" {
 		t.Logf("Probe(reaped child) = %v, %q (pid reused?)", live, start)
 	}
+	if live, start := p.Probe(os.Getpid()); live != Alive || start == "" || start != Start(os.Getpid()) {
+		t.Fatalf("Probe(this process) = %v, %q; want alive and its start time", live, start)
+	}
 }

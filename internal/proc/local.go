@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"os"
 	"sync"
 	"time"
 )
@@ -14,12 +15,21 @@ type Local struct {
 	jobs map[string][]int // request id -> pids, from one scan of /proc
 }
 
+// selfStart is this process's start time, read once: the Go API's
+// holders are this process, probed on every acquisition.
+var selfStart = sync.OnceValue(func() string { return Start(os.Getpid()) })
+
 // jobScanFresh is how long a scan of /proc that found a job's processes
 // answers for it again (a lock held that way is judged on every attempt of
 // every waiter).
 const jobScanFresh = 200 * time.Millisecond
 
 func (*Local) Probe(pid int) (Liveness, string) {
+	if pid == os.Getpid() {
+		if start := selfStart(); start != "" {
+			return Alive, start
+		}
+	}
 	live := Check(pid)
 	if live == Gone && !jobScanWorks() {
 		// The processes its job left running cannot be looked for:

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -365,6 +366,69 @@ func (e *Event) Seal() error {
 	e.Body = body
 	e.Hash = ChainHash(e.Seq, e.PrevHash, body)
 	return nil
+}
+
+// BuildBody merges envelope and payload into one flat object and renders it
+// canonically. The merged object already holds what Canonical would decode
+// (json.Number, strings, maps), so it is encoded once, as Canonical does.
+func BuildBody(env Envelope, payload any) ([]byte, error) {
+	m := map[string]any{}
+	if err := mergeInto(m, env); err != nil {
+		return nil, err
+	}
+	if payload != nil {
+		if err := mergeInto(m, payload); err != nil {
+			return nil, err
+		}
+	}
+	return encodeCanonical(m)
+}
+
+func mergeInto(m map[string]any, v any) error {
+	var part map[string]any
+	if err := remarshal(v, &part); err != nil {
+		return err
+	}
+	for k, val := range part {
+		if _, dup := m[k]; dup {
+			return fmt.Errorf("events: payload field %q collides with the envelope", k)
+		}
+		m[k] = val
+	}
+	return nil
+}
+
+// remarshal decodes v's JSON into out, numbers as json.Number.
+func remarshal(v, out any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(out)
+}
+
+// Canonical renders v as canonical JSON: object keys sorted, no
+// insignificant whitespace, no HTML escaping, numbers as written.
+func Canonical(v any) ([]byte, error) {
+	var generic any
+	if err := remarshal(v, &generic); err != nil {
+		return nil, err
+	}
+	return encodeCanonical(generic)
+}
+
+// encodeCanonical renders generic JSON values (as a decoder with
+// UseNumber gives them): keys sorted, no HTML escaping, no newline.
+func encodeCanonical(generic any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(generic); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // ChainHash is hex(sha256(decimal(seq) "\n" prev_hash "\n" body)).

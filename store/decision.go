@@ -43,9 +43,9 @@ type decisionBatch struct {
 // Merkle rows in their tables' columns (bytea as \x hex text), then the
 // locks' and holders' rows, each with its op.
 type decisionWrites struct {
-	Events []eventJSON `json:"events"`
-	Tree   []treeJSON  `json:"tree"`
-	Rows   []any       `json:"rows"`
+	Events []eventJSON `json:"events,omitempty"`
+	Tree   []treeJSON  `json:"tree,omitempty"`
+	Rows   []any       `json:"rows,omitempty"`
 }
 
 type eventJSON struct {

@@ -87,14 +87,14 @@ DECLARE
     h lock_holders;
     l locks;
 BEGIN
-    FOR e IN SELECT * FROM json_populate_recordset(NULL::events, p->'events') LOOP
+    FOR e IN SELECT * FROM json_populate_recordset(NULL::events, coalesce(p->'events', '[]')) LOOP
         INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
         VALUES (e.seq, e.event_id, e.type, e.lock_name, e.request_id, e.actor, e.at, e.body, e.prev_hash, e.hash);
     END LOOP;
-    FOR t IN SELECT * FROM json_populate_recordset(NULL::tlog_hashes, p->'tree') LOOP
+    FOR t IN SELECT * FROM json_populate_recordset(NULL::tlog_hashes, coalesce(p->'tree', '[]')) LOOP
         INSERT INTO tlog_hashes (seq, hashes) VALUES (t.seq, t.hashes);
     END LOOP;
-    FOR o IN SELECT * FROM json_array_elements(p->'rows') LOOP
+    FOR o IN SELECT * FROM json_array_elements(coalesce(p->'rows', '[]')) LOOP
         CASE o->>'op'
         WHEN 'save_holder' THEN
             h := json_populate_record(NULL::lock_holders, o);

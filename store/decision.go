@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 )
 
@@ -219,9 +218,6 @@ func LoadDecision(ctx context.Context, q PreparedTx, name, since string, head bo
 		for _, r := range d.Tree {
 			known[r.Seq] = r.Hashes
 		}
-	}
-	if head && d.Head == nil {
-		return nil, Tip{}, errors.New("ledger: the head of the log was not read")
 	}
 	b.on, b.read, b.lock, b.since = true, &d, name, since
 	return d.Row, t, nil

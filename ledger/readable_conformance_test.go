@@ -52,9 +52,14 @@ func TestConformanceReadOnlyOpenReadsALedgerMissingOnlyIndexes(t *testing.T) {
 			}
 			return v
 		}
-		// Back to the version a lockledger before the indexes left.
-		for _, q := range []string{`DROP INDEX locks_updated_seq`, `DROP INDEX lock_holders_updated_seq`,
-			fmt.Sprintf(`DELETE FROM schema_migrations WHERE version > %d`, set.ReadableFrom())} {
+		// Back to the version a lockledger before the indexes (and, on
+		// PostgreSQL, a decision's functions, which only writers call) left.
+		back := []string{`DROP INDEX locks_updated_seq`, `DROP INDEX lock_holders_updated_seq`,
+			fmt.Sprintf(`DELETE FROM schema_migrations WHERE version > %d`, set.ReadableFrom())}
+		if f.url != "" {
+			back = append(back, `DROP FUNCTION lockledger_read_decision(text, text, boolean)`, `DROP FUNCTION lockledger_write_decision(json)`)
+		}
+		for _, q := range back {
 			if _, err := db.ExecContext(ctx, q); err != nil {
 				t.Fatalf("%s: %v", q, err)
 			}

@@ -132,10 +132,7 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 // head checked once holds for the whole transaction, which only the
 // group's own appends move.
 func (w *writeTx) loadRow(name string) (*store.Row, error) {
-	if w.headSet {
-		return store.LoadRow(w.ctx, w.q, name)
-	}
-	before, tip, err := store.LoadRowTip(w.ctx, w.q, name)
+	before, tip, err := store.LoadDecision(w.ctx, w.q, name, events.FormatTime(w.now.Add(-events.WaiterTTL)), !w.headSet, w.tree)
 	w.tip = tip
 	return before, err
 }

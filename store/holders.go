@@ -54,6 +54,9 @@ func ScanHolder(s Scanner) (*HolderRow, error) {
 // LoadShared returns a lock's shared holders, ordered by request id (its
 // exclusive holder is read with its row: LoadRow).
 func LoadShared(ctx context.Context, q Querier, name string) ([]*HolderRow, error) {
+	if rows, ok := batchOf(q).readShared(name); ok {
+		return rows, nil
+	}
 	return QueryAll(ctx, q, scanHolder, `SELECT `+HolderColumns+` FROM lock_holders WHERE lock_name = $1 AND exclusive = 0 ORDER BY request_id`, name)
 }
 
@@ -73,6 +76,14 @@ func SaveHolder(ctx context.Context, tx Execer, r *HolderRow) error {
 	if r.Exclusive {
 		exclusive = 1
 	}
+	if b := batchOf(tx); b != nil {
+		b.add(func(w *decisionWrites) {
+			w.Rows = append(w.Rows, holderJSON{"save_holder", r.Name, r.RequestID, r.Actor, r.Intent, r.IntentVersion, r.HostID,
+				r.PID, r.PIDStart, r.BootID, r.CreatedAt, r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.FencingToken, r.Limit,
+				r.UpdatedSeq, r.PIDNS, exclusive, r.TargetsJSON()})
+		})
+		return nil
+	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO lock_holders (`+HolderColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)
 		ON CONFLICT (lock_name, request_id) DO UPDATE SET actor=excluded.actor, intent=excluded.intent,
 		intent_version=excluded.intent_version, host_id=excluded.host_id, pid=excluded.pid, pid_start=excluded.pid_start,
@@ -86,6 +97,10 @@ func SaveHolder(ctx context.Context, tx Execer, r *HolderRow) error {
 }
 
 func DeleteHolder(ctx context.Context, tx Execer, name, requestID string) error {
+	if b := batchOf(tx); b != nil {
+		b.add(func(w *decisionWrites) { w.Rows = append(w.Rows, deleteJSON{"delete_holder", name, requestID}) })
+		return nil
+	}
 	_, err := tx.ExecContext(ctx, `DELETE FROM lock_holders WHERE lock_name = $1 AND request_id = $2`, name, requestID)
 	return err
 }
@@ -93,6 +108,10 @@ func DeleteHolder(ctx context.Context, tx Execer, name, requestID string) error 
 // DeleteExclusive deletes request requestID's row of lock name when it is
 // the exclusive holder's (a shared row of the same request stays).
 func DeleteExclusive(ctx context.Context, tx Execer, name, requestID string) error {
+	if b := batchOf(tx); b != nil {
+		b.add(func(w *decisionWrites) { w.Rows = append(w.Rows, deleteJSON{"delete_exclusive", name, requestID}) })
+		return nil
+	}
 	_, err := tx.ExecContext(ctx, `DELETE FROM lock_holders WHERE lock_name = $1 AND request_id = $2 AND exclusive = 1`, name, requestID)
 	return err
 }

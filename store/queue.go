@@ -39,6 +39,9 @@ const (
 // is ""), recorded at or after since (an events.TimeFormat instant), in seq
 // order.
 func LoadQueued(ctx context.Context, q Querier, lock, since string) ([]QueuedRow, error) {
+	if rows, ok := batchOf(q).readQueued(lock, since); ok {
+		return rows, nil
+	}
 	query, args := queuedAll, []any{since}
 	if lock != "" {
 		query, args = queuedOfLock, append(args, lock)

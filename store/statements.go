@@ -21,6 +21,7 @@ import (
 type Statements struct {
 	prepare func(ctx context.Context, query string) (*sql.Stmt, error)
 	cached  bool // the driver caches statements itself
+	calls   bool // the database has the decision functions (see LoadDecision)
 
 	mu      sync.Mutex
 	stmts   map[string]*sql.Stmt
@@ -29,12 +30,20 @@ type Statements struct {
 
 // NewStatements is the statement cache of s.
 func NewStatements(s Store) *Statements {
-	return &Statements{prepare: s.Prepare, cached: s.CachesStatements(), stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
+	dc, ok := s.(decisionCaller)
+	return &Statements{prepare: s.Prepare, cached: s.CachesStatements(), calls: ok && dc.DecisionCalls(),
+		stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
 }
 
-// In runs tx's statements through the cache.
+// In runs tx's statements through the cache, a decision's in the decision
+// calls where the database has them: each decision is then settled
+// (PreparedTx.Settle) before the next begins, and before the commit.
 func (c *Statements) In(tx *sql.Tx) PreparedTx {
-	return PreparedTx{c: c, tx: tx, local: map[string]*sql.Stmt{}}
+	p := PreparedTx{c: c, tx: tx, local: map[string]*sql.Stmt{}}
+	if c.calls {
+		p.batch = &decisionBatch{}
+	}
+	return p
 }
 
 // PreparePending prepares on the pool the statements that ran as SQL since
@@ -68,6 +77,7 @@ type PreparedTx struct {
 	c     *Statements
 	tx    *sql.Tx
 	local map[string]*sql.Stmt // prepared on tx, closed with it
+	batch *decisionBatch       // the decision calls' state; nil without them
 }
 
 // PrepareContext is query as a statement of the transaction: from the
@@ -101,6 +111,7 @@ func (p PreparedTx) PrepareContext(ctx context.Context, query string) *sql.Stmt 
 }
 
 func (p PreparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	p.flush(ctx)
 	if st := p.PrepareContext(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -108,6 +119,7 @@ func (p PreparedTx) QueryRowContext(ctx context.Context, query string, args ...a
 }
 
 func (p PreparedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	p.flush(ctx)
 	if st := p.PrepareContext(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -115,6 +127,7 @@ func (p PreparedTx) QueryContext(ctx context.Context, query string, args ...any)
 }
 
 func (p PreparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	p.flush(ctx)
 	if st := p.PrepareContext(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}

@@ -228,3 +228,30 @@ func TestPostgresHeadReadsUpdatedSeqThroughAnIndex(t *testing.T) {
 		}
 	}
 }
+
+// A decision's functions are checked as the triggers' are: a writer that
+// calls a replaced one (that writes no Merkle row, say) or finds none
+// would fail or write other rows. A schema from before the migration that
+// defines them (which a reader reads) is not missing them.
+func TestPostgresDecisionFunctionsAreChecked(t *testing.T) {
+	got := triggerDamage(t, open(t, ledger.WithDatabase(pgtest.NewDatabase(t))), postgres.CheckStorage,
+		`CREATE OR REPLACE FUNCTION lockledger_write_decision(p json) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+END
+$$`)
+	want := []string{`function lockledger_write_decision is not the one the migrations define: it reads "CREATE OR REPLACE FUNCTION lockledger_write_decision(p json) RETURNS void LANGUAGE plpgsql AS $function$ BEGIN END $function$"`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("trigger problems:\n got %q\nwant %q", got, want)
+	}
+	got = triggerDamage(t, open(t, ledger.WithDatabase(pgtest.NewDatabase(t))), postgres.CheckStorage,
+		`DROP FUNCTION lockledger_read_decision(text, text, boolean)`)
+	if want := []string{"function lockledger_read_decision is missing (the migrations define it)"}; !slices.Equal(got, want) {
+		t.Fatalf("trigger problems:\n got %q\nwant %q", got, want)
+	}
+	got = triggerDamage(t, open(t, ledger.WithDatabase(pgtest.NewDatabase(t))), postgres.CheckStorage,
+		`DROP FUNCTION lockledger_read_decision(text, text, boolean)`, `DROP FUNCTION lockledger_write_decision(json)`,
+		`DELETE FROM schema_migrations WHERE version >= 12`)
+	if len(got) != 0 {
+		t.Fatalf("a schema from before the decision functions: %q", got)
+	}
+}

@@ -93,6 +93,12 @@ func LoadRows(ctx context.Context, q Querier) ([]*Row, error) {
 // SaveRow writes r's locks row: the lock's own columns. Its holder, when
 // it holds, is a row of lock_holders (SaveHolder).
 func SaveRow(ctx context.Context, tx Execer, r *Row) error {
+	if b := batchOf(tx); b != nil {
+		b.add(func(w *decisionWrites) {
+			w.Rows = append(w.Rows, lockJSON{"save_row", r.Name, r.RequestID, r.HostID, r.FencingToken, r.UpdatedSeq, byteaText(r.File), r.TargetsJSON()})
+		})
+		return nil
+	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO locks (`+LockColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7)
 		ON CONFLICT (lock_name) DO UPDATE SET request_id=excluded.request_id, host_id=excluded.host_id,
 		fencing_token=excluded.fencing_token, updated_seq=excluded.updated_seq, file=excluded.file, targets=excluded.targets`,
@@ -177,6 +183,12 @@ func (t Tip) check(genesis string) (int64, string, error) {
 }
 
 func InsertEvent(ctx context.Context, tx Execer, seq int64, eventID, typ, lock, requestID, actor, at string, body []byte, prev, hash string) error {
+	if b := batchOf(tx); b != nil {
+		b.add(func(w *decisionWrites) {
+			w.Events = append(w.Events, eventJSON{seq, eventID, typ, lock, requestID, actor, at, byteaText(body), prev, hash})
+		})
+		return nil
+	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO events (seq, event_id, type, lock_name, request_id, actor, at, body, prev_hash, hash)
 		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`, seq, eventID, typ, lock, requestID, actor, at, body, prev, hash)
 	return err
@@ -186,6 +198,9 @@ func InsertEvent(ctx context.Context, tx Execer, seq int64, eventID, typ, lock, 
 // requestID; nil when the live log has no such event (never written, or
 // archived by a prune).
 func EventBody(ctx context.Context, q Querier, seq int64, requestID string) ([]byte, error) {
+	if b, ok := batchOf(q).readAcquired(seq, requestID); ok {
+		return b, nil
+	}
 	var b []byte
 	err := q.QueryRowContext(ctx, `SELECT body FROM events WHERE seq = $1 AND request_id = $2`, seq, requestID).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -252,6 +267,10 @@ func ReadTreeRows(ctx context.Context, q Querier, seqs []int64) (map[int64][]byt
 }
 
 func InsertTreeRow(ctx context.Context, tx Execer, seq int64, hashes []byte) error {
+	if b := batchOf(tx); b != nil {
+		b.add(func(w *decisionWrites) { w.Tree = append(w.Tree, treeJSON{seq, byteaText(hashes)}) })
+		return nil
+	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO tlog_hashes (seq, hashes) VALUES ($1, $2)`, seq, hashes)
 	return err
 }

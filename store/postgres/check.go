@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lockledger/lockledger/internal/termtext"
+	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/verify"
 )
@@ -18,8 +19,12 @@ import (
 // session_replication_role = replica for origin-enabled ones), or defined
 // otherwise than the migrations define it; every function those triggers
 // call whose definition is not the migrations' (CREATE OR REPLACE
-// FUNCTION, ALTER FUNCTION); and every trigger they do not create. The
-// migrations' are generatedTriggers, as PostgreSQL prints them.
+// FUNCTION, ALTER FUNCTION); every trigger they do not create; and every
+// other function they define (a decision's calls: store/decision.go) that
+// is defined otherwise, or missing from a schema migrated to the version
+// that defines it (a reader reads an older schema without them). The
+// migrations' are generatedTriggers and generatedFunctions, as PostgreSQL
+// prints them.
 // PostgreSQL checks its own pages: there is no file to check. Only a
 // cancelled ctx is returned.
 func CheckStorage(ctx context.Context, q store.Querier, rep *verify.Report) error {
@@ -42,6 +47,23 @@ func CheckStorage(ctx context.Context, q store.Querier, rep *verify.Report) erro
 			rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf(
 				"function %s, which trigger %s on table %s calls, is not the one the migrations define: it reads %q",
 				g.fn, name, g.table, termtext.Clip(oneLine(g.fdef), 300))})
+		}
+	}
+	funcs, err := loadFunctions(ctx, q)
+	if err != nil {
+		return rep.ReadFailure(ctx, "the schema's functions", err)
+	}
+	version, err := migrations.Postgres.Current(ctx, q)
+	if err != nil {
+		return rep.ReadFailure(ctx, "the schema's version", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(generatedFunctions)) {
+		switch def, ok := funcs[name]; {
+		case !ok && version >= definedIn(name):
+			rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf("function %s is missing (the migrations define it)", name)})
+		case ok && oneLine(def) != oneLine(generatedFunctions[name]):
+			rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf(
+				"function %s is not the one the migrations define: it reads %q", name, termtext.Clip(oneLine(def), 300))})
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(generatedTriggers)) {
@@ -79,6 +101,34 @@ func loadTriggers(ctx context.Context, q store.Querier) (map[string]pgTrigger, e
 		m[t.name] = t
 	}
 	return m, err
+}
+
+// loadFunctions reads the definitions of the schema's functions that are
+// not trigger functions, by name, the schema's own name left out as in
+// loadTriggers.
+func loadFunctions(ctx context.Context, q store.Querier) (map[string]string, error) {
+	type fn struct{ name, def string }
+	all, err := store.QueryAll(ctx, q, func(rs *sql.Rows, f *fn) error { return rs.Scan(&f.name, &f.def) },
+		`SELECT p.proname, replace(pg_catalog.pg_get_functiondef(p.oid), 'FUNCTION ' || quote_ident(current_schema()) || '.', 'FUNCTION ')
+		FROM pg_catalog.pg_proc p
+		WHERE p.pronamespace = current_schema()::regnamespace AND p.prokind = 'f'
+			AND p.prorettype <> 'pg_catalog.trigger'::pg_catalog.regtype`)
+	m := map[string]string{}
+	for _, f := range all {
+		m[f.name] = f.def
+	}
+	return m, err
+}
+
+// definedIn is the version of the migration that creates function name.
+func definedIn(name string) int {
+	all, _ := migrations.Postgres.All()
+	for _, m := range all {
+		if strings.Contains(m.SQL, "CREATE FUNCTION "+name+"(") {
+			return m.Version
+		}
+	}
+	return 0
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

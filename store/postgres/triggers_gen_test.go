@@ -20,7 +20,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 var update = flag.Bool("update", false, "rewrite triggers_gen.go from the migrations")
 
 // TestGeneratedTriggersAreFresh applies the embedded migrations to a fresh
-// database and compares its triggers and their functions, as PostgreSQL
+// database and compares its triggers and their functions, and its other
+// functions, as PostgreSQL
 // prints them, with triggers_gen.go (the reference verify holds a ledger's
 // triggers to); -update rewrites the file.
 func TestGeneratedTriggersAreFresh(t *testing.T) {
@@ -40,6 +41,14 @@ func TestGeneratedTriggersAreFresh(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(triggers)) {
 		tr := triggers[name]
 		fmt.Fprintf(&b, "\t%q: {name: %[1]q, table: %q, enabled: %q, def: %q, fn: %q,\n\t\tfdef: %q},\n", name, tr.table, tr.enabled, tr.def, tr.fn, tr.fdef)
+	}
+	b.WriteString("}\n\n// generatedFunctions are the other functions the migrations define, as\n// PostgreSQL prints them.\nvar generatedFunctions = map[string]string{\n")
+	funcs, err := loadFunctions(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(funcs)) {
+		fmt.Fprintf(&b, "\t%q: %q,\n", name, funcs[name])
 	}
 	b.WriteString("}\n")
 	want, err := format.Source(b.Bytes())

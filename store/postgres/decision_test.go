@@ -1,0 +1,114 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/migrations"
+	"github.com/lockledger/lockledger/store"
+)
+
+// A decision's one read of the head (store.LoadDecision) brings the Merkle
+// rows the append after the head reads, at every size of the tree, and
+// what it reads and writes in its calls is what the statements read and
+// write.
+func TestDecisionCallsReadAndWriteAsTheStatements(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	db := pgtest.Open(t, url)
+	if err := migrations.Postgres.Migrate(ctx, db, nil, func() string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Connect(ctx, Config{URL: url, PoolSize: 2, Wait: time.Minute, Busy: 10 * time.Second, Now: time.Now,
+		Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stmts := store.NewStatements(s)
+	for n := int64(1); n <= 40; n++ {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		q := stmts.In(tx)
+		known := map[int64][]byte{}
+		_, tip, err := store.LoadDecision(ctx, q, "a", "", true, known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, _, err := tip.Head(ctx, q, "genesis")
+		if err != nil || head != n-1 {
+			t.Fatalf("the head read in one call: %d, %v; want %d", head, err, n-1)
+		}
+		body := fmt.Appendf(nil, `{"seq":%d}`, n)
+		var missing []int64
+		_, err = tlog.StoredHashes(checkpoint.Index(n), body, checkpoint.CachingRowReader(func(seqs []int64) (map[int64][]byte, error) {
+			got := map[int64][]byte{}
+			for _, seq := range seqs {
+				if known[seq] == nil {
+					missing = append(missing, seq)
+				}
+				got[seq] = known[seq]
+			}
+			return got, nil
+		}))
+		if err != nil || len(missing) > 0 {
+			t.Fatalf("append of seq %d after the head read in one call: %v; rows not read with it: %v", n, err, missing)
+		}
+		if err := store.InsertEvent(ctx, q, n, fmt.Sprint("e", n), "lock_acquired", "a", "r", "me", "2026-12-06T00:00:00Z",
+			body, fmt.Sprint("h", n-1), fmt.Sprint("h", n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.AppendTree(ctx, q, n, body, known); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.SaveHolder(ctx, q, &store.HolderRow{Name: "a", RequestID: fmt.Sprint("s", n), Actor: "me",
+			Metadata: "{}", FencingToken: n, Limit: 0, UpdatedSeq: n}); err != nil {
+			t.Fatal(err)
+		}
+		if n > 1 {
+			if err := store.DeleteHolder(ctx, q, "a", fmt.Sprint("s", n-1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := store.SaveRow(ctx, q, &store.Row{HolderRow: store.HolderRow{Name: "a", RequestID: "r", FencingToken: n, UpdatedSeq: n},
+			File: []byte{0, 1, byte(n)}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Settle(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		r, err := store.LoadRow(ctx, tx, "a")
+		if err != nil || r == nil || r.UpdatedSeq != n || !slices.Equal(r.File, []byte{0, 1, byte(n)}) {
+			t.Fatalf("the row written in one call: %+v, %v", r, err)
+		}
+		sh, err := store.LoadShared(ctx, tx, "a")
+		if err != nil || len(sh) != 1 || sh[0].RequestID != fmt.Sprint("s", n) {
+			t.Fatalf("the shared holders written in one call: %+v, %v", sh, err)
+		}
+		rc, _, err := store.LoadDecision(ctx, q, "a", "", false, known)
+		if err != nil || len(rc.Diff(r)) > 0 {
+			t.Fatalf("the row read in one call: %+v, %v; the statement's %+v", rc, err, r)
+		}
+		shc, err := store.LoadShared(ctx, q, "a")
+		if err != nil || len(shc) != 1 || len(shc[0].Diff(sh[0])) > 0 {
+			t.Fatalf("the shared holders read in one call: %+v, %v; the statement's %+v", shc, err, sh)
+		}
+		if err := q.Settle(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

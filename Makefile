@@ -31,7 +31,7 @@ PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 release: build man
 	GO='$(GO)' BIN='$(BIN)' VERSION='$(GIT_VERSION)' LDFLAGS='$(strip $(VERSION_FLAGS))' bash scripts/release.sh $(PLATFORMS)
 
-## test: every package vetted with all of go vet's checks and tested (unit and end-to-end; e2e's own code without it) under the race detector, then the schema's differential corpus in full without it (-race slows it 14x and samples it)
+## test: every package vetted with all of go vet's checks and tested (unit and end-to-end; e2e's own code without it) under the race detector, then the schema's differential corpus and its fuzz seeds without it (-race slows them 14x)
 # SQLite's C translated to Go (modernc.org/sqlite/lib) is not our code: make
 # test leaves it out of the race detector's instrumentation, which makes every
 # statement about 7x slower; make stress instruments it too.
@@ -64,7 +64,7 @@ test:
 	{ CGO_ENABLED=0 $(GO) test -vet=all -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & e2e=$$!; \
 	  $(GO) test -vet=all $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list $(PKGS) | grep -v '/e2e$$'); units=$$?; \
 	  wait $$e2e && [ $$units -eq 0 ]; }
-	GOFLAGS="$$GOFLAGS $(TEST_GOFLAGS)" CGO_ENABLED=0 $(GO) test -vet=off -count=1 -run '^TestFastMatchesSchema$$' ./schema/
+	GOFLAGS="$$GOFLAGS $(TEST_GOFLAGS)" CGO_ENABLED=0 $(GO) test -vet=off -count=1 -run '^(TestFastMatchesSchema|FuzzFastMatchesSchema)$$' ./schema/
 
 vet:
 	$(GO) vet $(PKGS)

@@ -21,9 +21,6 @@ import (
 // own statements keep their plans for the session. Elsewhere every
 // statement runs as it is written.
 
-// decisionCaller is a Store whose database has the decision functions.
-type decisionCaller interface{ DecisionCalls() bool }
-
 // decisionBatch is the state of one transaction's decisions: whether the
 // decision under way began with LoadDecision (on: only its writes are
 // kept), the writes not sent yet, what it read in one call, and the error

@@ -30,8 +30,7 @@ type Statements struct {
 
 // NewStatements is the statement cache of s.
 func NewStatements(s Store) *Statements {
-	dc, ok := s.(decisionCaller)
-	return &Statements{prepare: s.Prepare, cached: s.CachesStatements(), calls: ok && dc.DecisionCalls(),
+	return &Statements{prepare: s.Prepare, cached: s.CachesStatements(), calls: s.DecisionCalls(),
 		stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
 }
 

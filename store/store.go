@@ -73,6 +73,10 @@ type Store interface {
 	// CachesStatements reports whether the driver keeps prepared
 	// statements itself (the ledger then does not).
 	CachesStatements() bool
+	// DecisionCalls reports whether the database has the decision
+	// functions: a decision's reads and writes then go in one call each
+	// (LoadDecision).
+	DecisionCalls() bool
 	// Source names the database for messages (never with a password).
 	Source() string
 	// CheckStorage adds to rep what the engine finds wrong with the

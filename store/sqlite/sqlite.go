@@ -224,6 +224,8 @@ func (s *Store) ManyHosts() bool { return false }
 
 func (s *Store) CachesStatements() bool { return false }
 
+func (s *Store) DecisionCalls() bool { return false }
+
 func (s *Store) Source() string { return s.cfg.Path }
 
 func (s *Store) CheckStorage(ctx context.Context, q store.Querier, level store.StorageCheck, rep *verify.Report) error {

@@ -316,6 +316,10 @@ func TestLeaseLostToAnotherHolder(t *testing.T) {
 func TestLeaseWaitsForRelease(t *testing.T) {
 	ctx := context.Background()
 	l := fixture.Open(t, "")
+	// Between attempts a waiter sleeps an hour unless woken: only the
+	// release's wake-up, or the renewal of its place in the queue after
+	// ledger.WaiterRenewEvery, can give it the lock in this test.
+	lease.SetWaitBackoff(t, time.Hour)
 	first, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "q", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -330,14 +334,19 @@ func TestLeaseWaitsForRelease(t *testing.T) {
 		err error
 	}
 	done := make(chan waited, 1)
+	blocked := make(chan time.Time, 1)
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		s, err := lease.Acquire(wctx, l, ledger.AcquireRequest{Lock: "q"})
+		s, err := lease.Acquire(wctx, l, ledger.AcquireRequest{Lock: "q"}, lease.WithWaitObserver(func(*ledger.HeldError, time.Duration) {
+			select {
+			case blocked <- time.Now():
+			default:
+			}
+		}))
 		done <- waited{s, err}
 	}()
-	time.Sleep(100 * time.Millisecond) // let the waiter block and back off
-	released := time.Now()
+	queued := <-blocked
 	if err := first.Release(ctx, lease.Result{}); err != nil {
 		t.Fatal(err)
 	}
@@ -347,8 +356,8 @@ func TestLeaseWaitsForRelease(t *testing.T) {
 	}
 	second := w.s
 	defer second.Release(ctx, lease.Result{})
-	if woke := time.Since(released); woke > 500*time.Millisecond {
-		t.Fatalf("waiter took %s after the release to get the lock", woke)
+	if took := time.Since(queued); took >= ledger.WaiterRenewEvery {
+		t.Fatalf("the waiter got the lock %s after it blocked: by its renewal, not woken by the release", took)
 	}
 	if second.FencingToken() <= first.FencingToken() {
 		t.Fatalf("fencing token %d after %d", second.FencingToken(), first.FencingToken())

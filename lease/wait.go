@@ -20,6 +20,9 @@ const (
 	WaitBackoffCap  = time.Second
 )
 
+// waitRetry is the backoff every Wait starts from (a copy per call).
+var waitRetry = backoff.Backoff{Min: WaitBackoffBase, Max: WaitBackoffCap, Jitter: true}
+
 // WaitObserver hears about every blocked attempt while a caller waits.
 type WaitObserver func(blocked *ledger.HeldError, waited time.Duration)
 
@@ -48,7 +51,7 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 	}
 	var watch store.Waker
 	var renewAt time.Time // when the waiter's place in the queue is due for renewal
-	retry := backoff.Backoff{Min: WaitBackoffBase, Max: WaitBackoffCap, Jitter: true}
+	retry := waitRetry
 	defer func() {
 		if watch != nil {
 			watch.Close()

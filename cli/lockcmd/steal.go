@@ -49,10 +49,7 @@ is recorded as action_refused.`,
 		Example: `  lockledger steal deploy-prod --reason "runner host lost, job is gone"
   lockledger steal deploy-prod --active --reason "INC-123: hung deploy" --yes`,
 		Args: invocation.ExactlyOneLock,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.lock = args[0]
-			return runSteal(cmd.Context(), o)
-		},
+		RunE: invocation.OnLock(&o.lock, o.run),
 	})
 	o.register(cmd, false, ledger.DefaultTTL)
 	fl := cmd.Flags()
@@ -63,10 +60,7 @@ is recorded as action_refused.`,
 	return cmd
 }
 
-func runSteal(ctx context.Context, o *stealOptions) error {
-	if err := events.ValidateLockName(o.lock); err != nil {
-		return err
-	}
+func (o *stealOptions) run(ctx context.Context) error {
 	if strings.TrimSpace(o.reason) == "" {
 		return events.Invalid("--reason", o.reason, "is required: say why the lock is taken over")
 	}

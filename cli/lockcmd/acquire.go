@@ -127,13 +127,13 @@ func (f *acquireFlags) flagOf(err error) error {
 	}
 	switch inv.Field {
 	case "ttl":
-		return asFlag("--ttl", f.ttl, err)
+		return events.Invalid("--ttl", f.ttl, inv.Rule)
 	case "limit":
-		return asFlag("--limit", strconv.FormatInt(f.limit, 10), err)
+		return events.Invalid("--limit", strconv.FormatInt(f.limit, 10), inv.Rule)
 	case "file":
-		return asFlag("--file", f.files[0], err)
+		return events.Invalid("--file", f.files[0], inv.Rule)
 	case "max age":
-		return asFlag("--max-age", f.maxAge, err)
+		return events.Invalid("--max-age", f.maxAge, inv.Rule)
 	}
 	return err
 }

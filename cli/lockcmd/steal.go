@@ -89,14 +89,13 @@ func (o *stealOptions) run(ctx context.Context) error {
 }
 
 // openAsking opens the ledger for command's write; when ask, only after a
-// yes: --yes (needYes: flag asks for one), or one on the terminal to the
-// question about the lock's status (already escaped; "" asks nothing).
+// yes on the terminal (flag asks for one; off a terminal, --yes is needed)
+// to the question about the lock's status (already escaped; "" asks
+// nothing).
 func openAsking(ctx context.Context, g *invocation.Globals, lock string, ask bool, command, flag string,
 	question func(*ledger.LockStatus) string, no string) (*ledger.Ledger, error) {
-	if ask {
-		if err := needYes(g, flag); err != nil {
-			return nil, err
-		}
+	if ask && !invocation.IsTerminal(g.IO.In) {
+		return nil, events.Invalid("--yes", "", "is required with "+flag+" when standard input is not a terminal")
 	}
 	l, err := g.Open(ctx, invocation.Writes)
 	if err != nil || !ask {
@@ -129,13 +128,4 @@ func confirm(g *invocation.Globals, question, no string) bool {
 	line, _ := bufio.NewReader(f).ReadString('\n')
 	a := strings.ToLower(strings.TrimSpace(line))
 	return a == "y" || a == "yes"
-}
-
-// needYes refuses to act without --yes when standard input is not a
-// terminal to ask on.
-func needYes(g *invocation.Globals, what string) error {
-	if f, ok := g.IO.In.(*os.File); ok && invocation.IsTerminal(f) {
-		return nil
-	}
-	return events.Invalid("--yes", "", "is required with "+what+" when standard input is not a terminal")
 }

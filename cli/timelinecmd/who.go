@@ -171,7 +171,8 @@ func printWho(w io.Writer, obj whoObject, lk *replay.Lock, at time.Time) {
 	termtext.Fprintf(w, "%s at %s: %s\n", obj.LockName, obj.At, obj.State)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
-	termtext.Fprintf(tw, "  local time\t%s\n", invocation.ZoneText(at))
+	// at on the clocks where who runs, its zone named: a wall-clock --at was read there.
+	termtext.Fprintf(tw, "  local time\t%s\n", at.Local().Format("2006-01-02 15:04:05 MST (-07:00)"))
 	if lk == nil {
 		termtext.Fprintf(tw, "  note\tno event names this lock up to then\n")
 		return

@@ -139,11 +139,7 @@ func lockNames(ctx context.Context, g *invocation.Globals, prefix string, ever b
 	if g.Database != "" || hasLedgerFile(root) {
 		ctx, cancel := context.WithTimeout(ctx, completionBudget)
 		defer cancel()
-		opts := []ledger.Option{ledger.ReadOnly(), ledger.WithBusyTimeout(completionBudget)}
-		if g.Database != "" {
-			opts = append(opts, ledger.WithDatabase(g.Database), ledger.WithPoolSize(1))
-		}
-		if l, err := ledger.Open(ctx, root, opts...); err == nil {
+		if l, err := g.OpenExisting(ctx, ledger.WithBusyTimeout(completionBudget)); err == nil {
 			if ever {
 				for _, n := range pastLockNames(ctx, l, prefix) {
 					seen[n] = true

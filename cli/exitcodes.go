@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockledger/lockledger/cli/eventfmt"
 	"github.com/lockledger/lockledger/cli/invocation"
 )
 
@@ -60,18 +61,8 @@ func writeExitCodes(w io.Writer) {
 // writeWrapped writes head then text wrapped at 80 columns, continuation
 // lines indented to head's width.
 func writeWrapped(w io.Writer, head, text string) {
-	const width = 80
-	line := head
-	for _, word := range strings.Fields(text) {
-		if len(line) > len(head) && len(line)+1+len(word) > width {
-			fmt.Fprintln(w, line)
-			line = strings.Repeat(" ", len(head)) + word
-			continue
-		}
-		if len(line) > len(head) {
-			line += " "
-		}
-		line += word
+	for _, line := range eventfmt.Wrap(text, 80-len(head)) {
+		fmt.Fprintln(w, head+line)
+		head = strings.Repeat(" ", len(head))
 	}
-	fmt.Fprintln(w, line)
 }

@@ -66,7 +66,7 @@ func newHelp(root *cobra.Command) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 && args[0] == topicsTopic {
-				writeTopics(cmd.OutOrStdout())
+				fmt.Fprintf(cmd.OutOrStdout(), "Help topics (lockledger help TOPIC):\n\n%s\n", strings.Join(topicLines(), "\n"))
 				return nil
 			}
 			if len(args) == 1 {
@@ -97,12 +97,6 @@ func topicLines() []string {
 		lines = append(lines, fmt.Sprintf("  %-12s %s", t.name, t.short))
 	}
 	return lines
-}
-
-func writeTopics(w io.Writer) {
-	fmt.Fprintln(w, "Help topics (lockledger help TOPIC):")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, strings.Join(topicLines(), "\n"))
 }
 
 func commandNames(root *cobra.Command) []string {

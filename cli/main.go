@@ -175,8 +175,9 @@ func report(g *invocation.Globals, err error) int {
 	if errors.As(err, &ee) {
 		return code // the command already said what happened
 	}
+	obj := errorObject(err)
 	if g.JSON {
-		invocation.WriteJSON(g.IO.Out, errorObject(err))
+		invocation.WriteJSON(g.IO.Out, obj)
 	}
 	var ce *lockcmd.ConflictError
 	if errors.As(err, &ce) && ce.Code == invocation.ExitOK && g.Quiet {
@@ -191,7 +192,6 @@ func report(g *invocation.Globals, err error) int {
 			msg += " (see --help)"
 		}
 	}
-	obj := errorObject(err)
 	delete(obj, "message")
 	attrs := []any{"exit_code", code}
 	for _, k := range slices.Sorted(maps.Keys(obj)) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -111,7 +112,8 @@ func writeCheckpointLines(ctx context.Context, r *invocation.Reader, w io.Writer
 	if err != nil {
 		return err
 	}
-	cos, err := invocation.CoveredCosignatures(ctx, r.Tx, from, to)
+	cos, err := store.StoredCosignatures(ctx, r.Tx)
+	cos = slices.DeleteFunc(cos, func(c store.StoredCosignature) bool { return c.Size < max(from-1, 1) || c.Size > to })
 	if err != nil || len(cps)+len(cos)+len(after) == 0 {
 		return err
 	}

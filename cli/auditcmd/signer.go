@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/mod/sumdb/note"
 
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/internal/termtext"
@@ -102,7 +101,13 @@ func runSignerChange(ctx context.Context, g *invocation.Globals, add bool, arg, 
 }
 
 func runSignerList(ctx context.Context, g *invocation.Globals, keysOnly bool) error {
-	pinned, err := pinnedKeys(g)
+	// The owner's key a host or an auditor pinned out of band vouches for
+	// the ledger's signer events, not the first event's claim.
+	ts, err := g.TrustStore()
+	if err != nil {
+		return err
+	}
+	pinned, err := ts.PinnedVerifiers(g.Root)
 	if err != nil {
 		return err
 	}
@@ -142,15 +147,4 @@ func runSignerList(ctx context.Context, g *invocation.Globals, keysOnly bool) er
 		}
 		return nil
 	}, ledger.WithTrustedKeys(pinned...))
-}
-
-// pinnedKeys are the verifier keys this user's trust store pins at the
-// root: the owner's key a host or an auditor pinned out of band is what
-// vouches for the ledger's signer events, not the first event's claim.
-func pinnedKeys(g *invocation.Globals) ([]note.Verifier, error) {
-	s, err := g.TrustStore()
-	if err != nil {
-		return nil, err
-	}
-	return s.PinnedVerifiers(g.Root)
 }

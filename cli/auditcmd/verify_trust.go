@@ -69,11 +69,12 @@ func (o *verifyOptions) fromStore(t *replay.Trust) error {
 		o.expect = append(o.expect, expectation{id: ids[0], source: "the trust store's pin (" + s.PinsPath() + ")"})
 	}
 	for _, id := range ids {
-		head := invocation.KeptHead(s, o.g.Root, id)
-		if head == "" {
-			continue
+		heads := invocation.Heads(s, o.g.Root)
+		head := heads.Kept(id)
+		if fi, err := os.Lstat(head); err != nil || !fi.Mode().IsRegular() {
+			continue // no head kept ("" is none)
 		}
-		b, err := invocation.Heads(s, o.g.Root).Read(id)
+		b, err := heads.Read(id)
 		var busy *trust.LockBusyError
 		if errors.As(err, &busy) {
 			// Not the caller's input: another process holds the head.

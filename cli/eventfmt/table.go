@@ -103,3 +103,31 @@ func (t *Table) line(b *strings.Builder, cells []Cell) {
 	}
 	b.WriteByte('\n')
 }
+
+// Wrap splits s into lines of at most n characters, between words
+// where it can; a word longer than a line is cut.
+func Wrap(s string, n int) []string {
+	var lines []string
+	cur := ""
+	for _, word := range strings.Fields(s) {
+		for utf8.RuneCountInString(word) > n {
+			if cur != "" {
+				lines, cur = append(lines, cur), ""
+			}
+			r := []rune(word)
+			lines, word = append(lines, string(r[:n])), string(r[n:])
+		}
+		switch {
+		case cur == "":
+			cur = word
+		case utf8.RuneCountInString(cur)+1+utf8.RuneCountInString(word) <= n:
+			cur += " " + word
+		default:
+			lines, cur = append(lines, cur), word
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
+}

@@ -141,8 +141,8 @@ func lookupGroup(name string) (int, error) {
 }
 
 // OpenExisting opens the ledger read-only, without upgrading it.
-func (g *Globals) OpenExisting(ctx context.Context) (*ledger.Ledger, error) {
-	opts := []ledger.Option{ledger.WithLogger(g.Log), ledger.ReadOnly()}
+func (g *Globals) OpenExisting(ctx context.Context, more ...ledger.Option) (*ledger.Ledger, error) {
+	opts := append([]ledger.Option{ledger.WithLogger(g.Log), ledger.ReadOnly()}, more...)
 	if g.Database != "" {
 		opts = append(opts, ledger.WithDatabase(g.Database), ledger.WithPoolSize(1))
 	}

@@ -1,20 +1,24 @@
 package invocation
 
 import (
+	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lockledger/lockledger/events"
 )
 
-// LockArg is the one lock name of args, checked.
-func LockArg(args []string) (string, error) {
-	if len(args) != 1 {
-		return "", events.Invalid("lock name", strings.Join(args, " "), "exactly one lock name is required")
+// OnLock is the RunE of a command that takes one lock name
+// (ExactlyOneLock): the name, checked, put in *lock, then run.
+func OnLock(lock *string, run func(context.Context) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		*lock = args[0]
+		if err := events.ValidateLockName(*lock); err != nil {
+			return err
+		}
+		return run(cmd.Context())
 	}
-	return args[0], events.ValidateLockName(args[0])
 }
 
 // ExactlyOneLock is a command's Args when it takes one lock name.

@@ -2,9 +2,11 @@ package invocation
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // ProcessText is a holder's process as who and status show it (not
@@ -15,6 +17,17 @@ func ProcessText(pid int, host string) string {
 		return fmt.Sprintf("none: held while heartbeats arrive within the ttl (acquired on %s)", host)
 	}
 	return fmt.Sprintf("pid %d on %s", pid, host)
+}
+
+// HolderRows writes a holder's request, actor, intent and process as
+// status and who show them: one tab-separated row each, for a tabwriter.
+func HolderRows(w io.Writer, h *events.Record) {
+	termtext.Fprintf(w, "  request\t%s\n", h.RequestID)
+	termtext.Fprintf(w, "  actor\t%s\n", h.Actor)
+	if h.Intent != "" {
+		termtext.Fprintf(w, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
+	}
+	termtext.Fprintf(w, "  process\t%s\n", ProcessText(h.PID, h.HostID))
 }
 
 // ShortDuration is d in whole seconds, never below 0s.

@@ -67,23 +67,30 @@ func (k *keyFlag) String() string {
 func (k *keyFlag) Set(s string) error { k.f.Key, k.f.keyFromEnv = s, false; return nil }
 func (k *keyFlag) Type() string       { return "FILE" }
 
-// ResolvedRoot is the root as the ledger will resolve it, for comparing
-// paths with it.
-func ResolvedRoot(root string) string {
-	abs, err := filepath.Abs(root)
+// ResolvedRoot is path as the ledger will resolve it once it exists: its
+// nearest existing directory with symlinks resolved, and the rest of it
+// below that, for comparing paths with the root, made yet or not.
+func ResolvedRoot(path string) string {
+	abs, err := filepath.Abs(path)
 	if err != nil {
-		return root
+		return path
 	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		return r
+	rest := ""
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if filepath.Dir(dir) == dir {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
 	}
-	return abs
 }
 
-// InsideRoot reports whether path is the root or below it (symlinks
-// resolved where they exist).
+// InsideRoot reports whether path is the root or below it, both resolved
+// as ResolvedRoot resolves them.
 func InsideRoot(root, path string) bool {
-	rel, err := filepath.Rel(ResolvedRoot(root), trust.Resolve(path))
+	rel, err := filepath.Rel(ResolvedRoot(root), ResolvedRoot(path))
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 

@@ -61,13 +61,6 @@ func ParseTime(field, s string, now time.Time) (time.Time, error) {
 	return now.Add(-d).UTC(), nil
 }
 
-// ZoneText says instant t in the zone of the clocks where the command
-// runs, and names that zone: "2025-03-14 11:31:00 CET (+01:00)", so a
-// reader who gave a wall-clock time sees which zone it was read in.
-func ZoneText(t time.Time) string {
-	return t.Local().Format("2006-01-02 15:04:05 MST (-07:00)")
-}
-
 // TimeRange is the --since/--until pair.
 type TimeRange struct {
 	Since, Until string

@@ -73,20 +73,6 @@ func VerifiedOf(s *trust.Store, root string) trust.Verified {
 	return trust.Verified{Dir: s.VerifiedDir(), Root: trust.Resolve(root)}
 }
 
-// KeptHead is the file holding the head the trust store keeps of ledger
-// id at root, "" when there is none.
-func KeptHead(s *trust.Store, root, id string) string {
-	p := Heads(s, root).Kept(id)
-	if p == "" {
-		return ""
-	}
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	return p
-}
-
 // DropHeads removes the signed heads the trust store keeps of the ledgers
 // pinned at the root, for project --accept-rollback (or
 // --accept-broken-chain): the user goes on from an older or cut log on

@@ -15,7 +15,6 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
-	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/verify"
 	"github.com/lockledger/lockledger/witness/tlogwitness"
 )
@@ -119,11 +118,4 @@ func (g *Globals) Verify(ctx context.Context, opts ...ledger.VerifyOption) (rep 
 		return err
 	})
 	return rep, err
-}
-
-// CoveredCosignatures are the cosignatures an export of seq from-to
-// carries: those of the sizes its checkpoints may have.
-func CoveredCosignatures(ctx context.Context, tx store.Querier, from, to int64) ([]store.StoredCosignature, error) {
-	all, err := store.StoredCosignatures(ctx, tx)
-	return slices.DeleteFunc(all, func(c store.StoredCosignature) bool { return c.Size < max(from-1, 1) || c.Size > to }), err
 }

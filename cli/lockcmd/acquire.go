@@ -127,13 +127,13 @@ func (f *acquireFlags) flagOf(err error) error {
 	}
 	switch inv.Field {
 	case "ttl":
-		return asFlag("--ttl", f.ttl, err)
+		return events.Invalid("--ttl", f.ttl, inv.Rule)
 	case "limit":
-		return asFlag("--limit", strconv.FormatInt(f.limit, 10), err)
+		return events.Invalid("--limit", strconv.FormatInt(f.limit, 10), inv.Rule)
 	case "file":
-		return asFlag("--file", f.files[0], err)
+		return events.Invalid("--file", f.files[0], inv.Rule)
 	case "max age":
-		return asFlag("--max-age", f.maxAge, err)
+		return events.Invalid("--max-age", f.maxAge, inv.Rule)
 	}
 	return err
 }
@@ -230,10 +230,7 @@ at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
   lockledger acquire deploy-prod --force      # take over a stale lock
   timeout 10 lockledger acquire deploy-prod --wait 5s --holder parent  # held by this script, not by timeout`,
 		Args: invocation.ExactlyOneLock,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.lock = args[0]
-			return runAcquire(cmd.Context(), o)
-		},
+		RunE: invocation.OnLock(&o.lock, o.run),
 	})
 	o.register(cmd, true, ledger.DefaultTTL)
 	cmd.Flags().IntVar(&o.pid, "pid", 0, "holder process id (default: see --holder)")
@@ -243,10 +240,7 @@ at once, records acquire_blocked, and exits 130 or 143 (128+signal).`,
 	return cmd
 }
 
-func runAcquire(ctx context.Context, o *acquireOptions) error {
-	if _, err := invocation.LockArg([]string{o.lock}); err != nil {
-		return err
-	}
+func (o *acquireOptions) run(ctx context.Context) error {
 	if o.conflictCode == 0 {
 		return events.Invalid("--conflict-exit-code", "0",
 			"must not be 0 for acquire: its caller could not tell a lock held by another from one it took (run takes 0: its command does not run)")

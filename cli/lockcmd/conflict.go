@@ -50,13 +50,3 @@ func (f *acquireFlags) conflict(err error) error {
 	}
 	return err
 }
-
-// asFlag names flag, whose value was value, in err when err is a library's
-// refusal of bad input naming its own field.
-func asFlag(flag, value string, err error) error {
-	var inv *events.InvalidError
-	if errors.As(err, &inv) {
-		return events.Invalid(flag, value, inv.Rule)
-	}
-	return err
-}

@@ -34,19 +34,13 @@ name) or released it itself, nothing was lost: the message says which
 action_refused.`,
 		Example: `  while sleep 60; do lockledger heartbeat deploy-prod --request-id "$rid" || break; done`,
 		Args:    invocation.ExactlyOneLock,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.lock = args[0]
-			return runHeartbeat(cmd.Context(), o)
-		},
+		RunE:    invocation.OnLock(&o.lock, o.run),
 	})
 	cmd.Flags().StringVar(&o.requestID, "request-id", "", "the request id acquire printed (required)")
 	return cmd
 }
 
-func runHeartbeat(ctx context.Context, o *heartbeatOptions) error {
-	if err := events.ValidateLockName(o.lock); err != nil {
-		return err
-	}
+func (o *heartbeatOptions) run(ctx context.Context) error {
 	if o.requestID == "" {
 		return events.Invalid("--request-id", "", "is required")
 	}

@@ -60,14 +60,6 @@ type lockObject struct {
 	Queue []invocation.Waiter `json:"queue,omitempty"`
 }
 
-func queueObjects(q []ledger.Waiter) []invocation.Waiter {
-	var out []invocation.Waiter
-	for _, w := range q {
-		out = append(out, invocation.WaiterOf(w.Position, w.RequestID, w.Actor, w.PID, w.HostID, w.Since, w.Until, w.Seq))
-	}
-	return out
-}
-
 // sharedObject is one shared holder in status --json.
 type sharedObject struct {
 	State        string        `json:"state"`
@@ -101,7 +93,10 @@ func statusObject(s *ledger.LockStatus) lockObject {
 	o := lockObject{LockName: s.Name, State: s.State, FencingToken: s.FencingToken, Lock: s.Holder,
 		Path: s.Path, Foreign: s.Foreign, Corrupt: s.Corrupt, UnreadableFile: s.Unreadable, JobPIDs: s.JobPIDs,
 		Displaced: s.Displaced, Problem: s.Problem, HolderFormat: s.HolderFormat, NoTTL: noTTL(s), Unprobed: s.Unprobed,
-		Mode: s.Mode, Limit: s.Limit, Queue: queueObjects(s.Queue)}
+		Mode: s.Mode, Limit: s.Limit}
+	for _, w := range s.Queue {
+		o.Queue = append(o.Queue, invocation.WaiterOf(w.Position, w.RequestID, w.Actor, w.PID, w.HostID, w.Since, w.Until, w.Seq))
+	}
 	if s.Corrupt != nil {
 		o.Lock = nil // no holder can be read from the file
 	} else if s.Holder != nil {

@@ -85,9 +85,6 @@ removed; when an unreadable one is left there, the lock stays held by it
 		Args: invocation.ExactlyOneLock,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.lock = args[0]
-			if !cmd.Flags().Changed("exit-code") {
-				o.exitCode = -1
-			}
 			if cmd.Flags().Changed("result") && o.result == "" {
 				return events.Invalid("--result", "", "must be success, failure or cancelled")
 			}

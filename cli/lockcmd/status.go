@@ -66,10 +66,7 @@ lapses unless it renews it, as it does every 5 s while it waits).`,
   if lockledger status deploy-prod --check; then echo free; fi        # 0 free, 3 held, 4 stale
   lockledger status sprint --format bso --file bso:.sprint-running   # BSO's check-mode return object`,
 		Args: invocation.ExactlyOneLock,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.lock = args[0]
-			return runStatus(cmd.Context(), o)
-		},
+		RunE: invocation.OnLock(&o.lock, o.run),
 	})
 	fl := cmd.Flags()
 	fl.StringVar(&o.format, "format", "text", "text, or bso for BSO's check-mode return object (JSON)")
@@ -79,10 +76,7 @@ lapses unless it renews it, as it does every 5 s while it waits).`,
 	return cmd
 }
 
-func runStatus(ctx context.Context, o *statusOptions) error {
-	if err := events.ValidateLockName(o.lock); err != nil {
-		return err
-	}
+func (o *statusOptions) run(ctx context.Context) error {
 	switch o.format {
 	case "text":
 		if o.file != "" || o.maxAge != "" {
@@ -146,12 +140,7 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	termtext.Fprintf(tw, "  request\t%s\n", h.RequestID)
-	termtext.Fprintf(tw, "  actor\t%s\n", h.Actor)
-	if h.Intent != "" {
-		termtext.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
-	}
-	termtext.Fprintf(tw, "  process\t%s\n", invocation.ProcessText(h.PID, h.HostID))
+	invocation.HolderRows(tw, h)
 	if len(s.JobPIDs) > 0 {
 		termtext.Fprintf(tw, "  job\tpid %d is gone; processes it started still run and hold the lock: pids %s\n", h.PID,
 			strings.Trim(fmt.Sprint(s.JobPIDs), "[]"))

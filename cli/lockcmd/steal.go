@@ -49,10 +49,7 @@ is recorded as action_refused.`,
 		Example: `  lockledger steal deploy-prod --reason "runner host lost, job is gone"
   lockledger steal deploy-prod --active --reason "INC-123: hung deploy" --yes`,
 		Args: invocation.ExactlyOneLock,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.lock = args[0]
-			return runSteal(cmd.Context(), o)
-		},
+		RunE: invocation.OnLock(&o.lock, o.run),
 	})
 	o.register(cmd, false, ledger.DefaultTTL)
 	fl := cmd.Flags()
@@ -63,10 +60,7 @@ is recorded as action_refused.`,
 	return cmd
 }
 
-func runSteal(ctx context.Context, o *stealOptions) error {
-	if err := events.ValidateLockName(o.lock); err != nil {
-		return err
-	}
+func (o *stealOptions) run(ctx context.Context) error {
 	if strings.TrimSpace(o.reason) == "" {
 		return events.Invalid("--reason", o.reason, "is required: say why the lock is taken over")
 	}
@@ -95,14 +89,13 @@ func runSteal(ctx context.Context, o *stealOptions) error {
 }
 
 // openAsking opens the ledger for command's write; when ask, only after a
-// yes: --yes (needYes: flag asks for one), or one on the terminal to the
-// question about the lock's status (already escaped; "" asks nothing).
+// yes on the terminal (flag asks for one; off a terminal, --yes is needed)
+// to the question about the lock's status (already escaped; "" asks
+// nothing).
 func openAsking(ctx context.Context, g *invocation.Globals, lock string, ask bool, command, flag string,
 	question func(*ledger.LockStatus) string, no string) (*ledger.Ledger, error) {
-	if ask {
-		if err := needYes(g, flag); err != nil {
-			return nil, err
-		}
+	if ask && !invocation.IsTerminal(g.IO.In) {
+		return nil, events.Invalid("--yes", "", "is required with "+flag+" when standard input is not a terminal")
 	}
 	l, err := g.Open(ctx, invocation.Writes)
 	if err != nil || !ask {
@@ -135,13 +128,4 @@ func confirm(g *invocation.Globals, question, no string) bool {
 	line, _ := bufio.NewReader(f).ReadString('\n')
 	a := strings.ToLower(strings.TrimSpace(line))
 	return a == "y" || a == "yes"
-}
-
-// needYes refuses to act without --yes when standard input is not a
-// terminal to ask on.
-func needYes(g *invocation.Globals, what string) error {
-	if f, ok := g.IO.In.(*os.File); ok && invocation.IsTerminal(f) {
-		return nil
-	}
-	return events.Invalid("--yes", "", "is required with "+what+" when standard input is not a terminal")
 }

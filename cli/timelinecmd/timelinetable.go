@@ -125,7 +125,7 @@ func line(b *strings.Builder, color bool, w []int, room int, cells []eventfmt.Ce
 	if room == 0 {
 		indent, room = detailsIndent, narrowWidth-detailsIndent
 	}
-	lines := wrapWords(cells[colDetails].Text, room)
+	lines := eventfmt.Wrap(cells[colDetails].Text, room)
 	if c := cells[colDetails].Color; color && c != "" {
 		for i, l := range lines {
 			lines[i] = c + l + eventfmt.AnsiReset
@@ -151,34 +151,6 @@ func clipText(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
-}
-
-// wrapWords splits s into lines of at most n characters, between words
-// where it can; a word longer than a line is cut.
-func wrapWords(s string, n int) []string {
-	var lines []string
-	cur := ""
-	for _, word := range strings.Fields(s) {
-		for utf8.RuneCountInString(word) > n {
-			if cur != "" {
-				lines, cur = append(lines, cur), ""
-			}
-			r := []rune(word)
-			lines, word = append(lines, string(r[:n])), string(r[n:])
-		}
-		switch {
-		case cur == "":
-			cur = word
-		case utf8.RuneCountInString(cur)+1+utf8.RuneCountInString(word) <= n:
-			cur += " " + word
-		default:
-			lines, cur = append(lines, cur), word
-		}
-	}
-	if cur != "" {
-		lines = append(lines, cur)
-	}
-	return lines
 }
 
 // generatedRequestID is the form events.NewRequestID gives: req_ and a

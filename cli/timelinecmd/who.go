@@ -52,10 +52,7 @@ now. The output names T in the local zone too. who only reads.`,
   lockledger who app-prod --at "2025-03-14 10:31"
   lockledger who app-prod --at -15m --json | jq .holder.actor`,
 		Args: invocation.ExactlyOneLock,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.lock = args[0]
-			return runWho(cmd.Context(), o)
-		},
+		RunE: invocation.OnLock(&o.lock, o.run),
 	})
 	cmd.Flags().StringVar(&o.at, "at", "now", "the instant (RFC 3339; local wall-clock 10:31 or \"2025-03-14 10:31\"; or a duration ago: 2h, -15m)")
 	return cmd
@@ -131,10 +128,7 @@ func beganText(b *beganJSON) string {
 	return s
 }
 
-func runWho(ctx context.Context, o *whoOptions) error {
-	if err := events.ValidateLockName(o.lock); err != nil {
-		return err
-	}
+func (o *whoOptions) run(ctx context.Context) error {
 	at, err := invocation.ParseTime("--at", o.at, time.Now())
 	if err != nil {
 		return err
@@ -177,18 +171,14 @@ func printWho(w io.Writer, obj whoObject, lk *replay.Lock, at time.Time) {
 	termtext.Fprintf(w, "%s at %s: %s\n", obj.LockName, obj.At, obj.State)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
-	termtext.Fprintf(tw, "  local time\t%s\n", invocation.ZoneText(at))
+	// at on the clocks where who runs, its zone named: a wall-clock --at was read there.
+	termtext.Fprintf(tw, "  local time\t%s\n", at.Local().Format("2006-01-02 15:04:05 MST (-07:00)"))
 	if lk == nil {
 		termtext.Fprintf(tw, "  note\tno event names this lock up to then\n")
 		return
 	}
 	if h := obj.Holder; h != nil {
-		termtext.Fprintf(tw, "  request\t%s\n", h.RequestID)
-		termtext.Fprintf(tw, "  actor\t%s\n", h.Actor)
-		if h.Intent != "" {
-			termtext.Fprintf(tw, "  intent\t%s %s\n", h.Intent, h.IntentVersion)
-		}
-		termtext.Fprintf(tw, "  process\t%s\n", invocation.ProcessText(h.PID, h.HostID))
+		invocation.HolderRows(tw, h)
 		termtext.Fprintf(tw, "  since\t%s (held %s by then)\n", events.FormatTime(lk.Holder.Created), invocation.ShortDuration(at.Sub(lk.Holder.Created)))
 		termtext.Fprintf(tw, "  began\t%s\n", beganText(obj.Began))
 		termtext.Fprintf(tw, "  heartbeat\t%s (%s before, ttl %ds)\n", events.FormatTime(lk.Holder.Heartbeat),

@@ -162,16 +162,8 @@ func (s *Store) Forget(root string, drop func(Pin) bool) ([]Pin, error) {
 		return nil, err
 	}
 	defer unlock()
-	f, err := openOwn(s.PinsPath(), os.O_RDONLY)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(f)
-	f.Close()
-	if err != nil {
+	b, err := readAll(openOwn(s.PinsPath(), os.O_RDONLY))
+	if err != nil || b == nil {
 		return nil, err
 	}
 	r := Resolve(root)

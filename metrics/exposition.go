@@ -61,8 +61,14 @@ func (f *Family) add(suffix string, v float64, labels ...string) {
 }
 
 func (f *Family) addHistogram(h *histogram, labels ...string) {
-	for _, b := range h.buckets() {
-		f.add("_bucket", float64(b.count), append(labels[:len(labels):len(labels)], "le", formatFloat(b.le))...)
+	var n uint64
+	for i, c := range h.Counts {
+		n += c
+		le := math.Inf(1)
+		if i < len(h.bounds) {
+			le = h.bounds[i]
+		}
+		f.add("_bucket", float64(n), append(labels[:len(labels):len(labels)], "le", formatFloat(le))...)
 	}
 	f.add("_sum", h.Sum, labels...)
 	f.add("_count", float64(h.Count), labels...)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -130,15 +131,14 @@ func TestHistogramBuckets(t *testing.T) {
 	for _, v := range []float64{-3, 0, 1, 1.5, 5, 6, math.NaN()} {
 		h.observe(v)
 	}
-	got := h.buckets()
-	want := []bucket{{1, 4}, {5, 6}, {math.Inf(1), 7}}
-	if len(got) != len(want) {
-		t.Fatalf("buckets %v, want %v", got, want)
+	var f Family
+	f.addHistogram(&h, "lock", "a")
+	want := []Sample{
+		{"_bucket", []string{"lock", "a", "le", "1"}, 4}, {"_bucket", []string{"lock", "a", "le", "5"}, 6},
+		{"_bucket", []string{"lock", "a", "le", "+Inf"}, 7}, {"_sum", []string{"lock", "a"}, 13.5}, {"_count", []string{"lock", "a"}, 7},
 	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("bucket %d: %v, want %v", i, got[i], want[i])
-		}
+	if !reflect.DeepEqual(f.Samples, want) {
+		t.Fatalf("samples %v, want the cumulative buckets %v", f.Samples, want)
 	}
 	if h.Count != 7 || h.Sum != 13.5 {
 		t.Errorf("count %d sum %v, want 7 and 13.5 (negative and NaN count as 0)", h.Count, h.Sum)

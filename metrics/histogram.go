@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"fmt"
-	"math"
 )
 
 // The histograms' upper bounds, in seconds: from a lock held for a quick
@@ -41,26 +40,6 @@ func (h *histogram) observe(v float64) {
 	h.Counts[i]++
 	h.Count++
 	h.Sum += v
-}
-
-// buckets are the cumulative counts per upper bound, +Inf last.
-func (h *histogram) buckets() []bucket {
-	out := make([]bucket, 0, len(h.Counts))
-	var n uint64
-	for i, c := range h.Counts {
-		n += c
-		le := math.Inf(1)
-		if i < len(h.bounds) {
-			le = h.bounds[i]
-		}
-		out = append(out, bucket{le: le, count: n})
-	}
-	return out
-}
-
-type bucket struct {
-	le    float64
-	count uint64
 }
 
 // restore gives a histogram read from a state file its bounds.

@@ -119,13 +119,11 @@ func (c *chain) add(p verify.Problem) int {
 	}
 	c.last = &p
 	c.damaged = true
-	if p.Kind == verify.KindReordered || p.Kind == verify.KindDeleted {
-		if len(c.report.Problems) < verify.MaxProblems {
-			c.report.Add(p)
-			return len(c.report.Problems) - 1
-		}
-	}
+	listed := len(c.report.Problems) < verify.MaxProblems
 	c.report.Add(p)
+	if listed && (p.Kind == verify.KindReordered || p.Kind == verify.KindDeleted) {
+		return len(c.report.Problems) - 1
+	}
 	return -1
 }
 

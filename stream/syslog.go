@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -167,25 +166,11 @@ func writeJSONSafe(b *bytes.Buffer, js []byte) {
 		r, size := utf8.DecodeRune(js)
 		if r == utf8.RuneError && size == 1 {
 			b.WriteString(`\ufffd`)
-		} else if unsafeRune(r) {
+		} else if termtext.Unsafe(r) {
 			fmt.Fprintf(b, `\u%04x`, r)
 		} else {
 			b.Write(js[:size])
 		}
 		js = js[size:]
 	}
-}
-
-func unsafeRune(r rune) bool {
-	switch {
-	case r < 0x20 || r == 0x7f:
-		return true
-	case r < utf8.RuneSelf:
-		return false
-	case unicode.IsControl(r), r == '\u2028', r == '\u2029':
-		return true
-	case r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069':
-		return true
-	}
-	return false
 }

@@ -34,24 +34,15 @@ func ticks(start, end time.Time, maxTicks int) []tick {
 			continue
 		}
 		var out []tick
-		var t time.Time
+		t := start.Truncate(s)
 		if s >= 24*time.Hour {
-			// Days and weeks start at midnight UTC.
-			d := time.Date(start.Year(), start.Month(), start.Day(), 0, 0, 0, 0, time.UTC)
-			for d.Before(start) {
-				d = d.Add(24 * time.Hour)
+			// Days start at midnight UTC, weeks on a Monday.
+			t = time.Date(start.Year(), start.Month(), start.Day(), 0, 0, 0, 0, time.UTC)
+			for t.Before(start) || (s >= 7*24*time.Hour && t.Weekday() != time.Monday) {
+				t = t.Add(24 * time.Hour)
 			}
-			t = d
-			if s == 7*24*time.Hour || s == 14*24*time.Hour {
-				for t.Weekday() != time.Monday {
-					t = t.Add(24 * time.Hour)
-				}
-			}
-		} else {
-			t = start.Truncate(s)
-			if t.Before(start) {
-				t = t.Add(s)
-			}
+		} else if t.Before(start) {
+			t = t.Add(s)
 		}
 		for ; !t.After(end); t = t.Add(s) {
 			out = append(out, tick{t: t, label: tickLabel(t, s)})

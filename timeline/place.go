@@ -165,8 +165,7 @@ func (o occupied) free(a, b float64) bool {
 // One that fits no row is left out of the picture (its event stays in the
 // tables and its marker's details).
 func placeAnnotations(anns []*annotation, lanes int) []int {
-	rows := make([][]occupied, lanes)
-	used := make([]int, lanes)
+	rows, used := laneRows(lanes, maxAnnRows), make([]int, lanes)
 	slices.SortStableFunc(anns, func(a, b *annotation) int {
 		if c := cmp.Compare(b.ax, a.ax); c != 0 {
 			return c
@@ -175,9 +174,6 @@ func placeAnnotations(anns []*annotation, lanes int) []int {
 	})
 	for _, a := range anns {
 		rs := rows[a.lane]
-		if rs == nil {
-			rs = make([]occupied, maxAnnRows)
-		}
 		a.x = min(max(a.ax-6, plotX0), float64(width-6)-a.w)
 		a.row = -1
 		for r := 0; r < maxAnnRows; r++ {
@@ -187,9 +183,17 @@ func placeAnnotations(anns []*annotation, lanes int) []int {
 				break
 			}
 		}
-		rows[a.lane] = rs
 	}
 	return used
+}
+
+// laneRows are the taken spans of n rows of each of lanes lanes, none yet.
+func laneRows(lanes, n int) [][]occupied {
+	rows := make([][]occupied, lanes)
+	for i := range rows {
+		rows[i] = make([]occupied, n)
+	}
+	return rows
 }
 
 // take puts a text [x, x+w] in row r of rs, with its leader at ax down
@@ -289,14 +293,10 @@ type nameBelow struct {
 // anchor along the bar that works) crosses no name in a row above; one
 // that fits nowhere is left out (its holding stays in the tables).
 func (l *layout) placeNamesBelow(ns []nameBelow) []int {
-	used := make([]int, len(l.lanes))
-	rows := make([][]occupied, len(l.lanes))
+	rows, used := laneRows(len(l.lanes), maxNameRows), make([]int, len(l.lanes))
 	slices.SortStableFunc(ns, func(a, b nameBelow) int { return cmp.Compare(a.x0, b.x0) })
 	for _, n := range ns {
 		rs := rows[n.lane]
-		if rs == nil {
-			rs = make([]occupied, maxNameRows)
-		}
 		placed := false
 		for r := 0; r < maxNameRows && !placed; r++ {
 			for _, ax := range anchors(n.x0, n.x1) {
@@ -310,7 +310,6 @@ func (l *layout) placeNamesBelow(ns []nameBelow) []int {
 				break
 			}
 		}
-		rows[n.lane] = rs
 	}
 	return used
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -32,6 +34,18 @@ func openOwn(path string, flag int) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// readAll is the content of f, which open returned with err: nil, and no
+// error, when there is no such file.
+func readAll(f *os.File, err error) ([]byte, error) {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // checkOwn refuses an opened file of the store that is not a regular file

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -115,14 +114,7 @@ func (h Heads) Read(id string) ([]byte, error) {
 		return nil, err
 	}
 	defer unlock()
-	f, err := openRegular(path, os.O_RDONLY)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
+	return readAll(openRegular(path, os.O_RDONLY))
 }
 
 // readLock takes the shared lock of ledger id's head, where Store has

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
@@ -41,9 +41,9 @@ func ParsePin(line string) (Pin, error) {
 	if len(f) != 3 {
 		return Pin{}, fmt.Errorf("a pin is ROOT LEDGER_ID VERIFIER_KEY, got %d fields", len(f))
 	}
-	root, err := UnescapePath(f[0])
+	root, err := url.PathUnescape(f[0]) // EscapePath's %XX
 	if err != nil {
-		return Pin{}, err
+		return Pin{}, fmt.Errorf("root %q: %w", f[0], err)
 	}
 	p := Pin{Root: root, LedgerID: f[1], Verifier: f[2]}
 	return p, p.Valid()
@@ -63,7 +63,8 @@ func (p Pin) Valid() error {
 	return nil
 }
 
-// EscapePath writes every byte that is not printable ASCII, and '%', as %XX.
+// EscapePath writes every byte that is not printable ASCII, and '%', as %XX
+// (url.PathUnescape undoes it).
 func EscapePath(p string) string {
 	var b strings.Builder
 	for i := 0; i < len(p); i++ {
@@ -75,27 +76,6 @@ func EscapePath(p string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
-}
-
-// UnescapePath undoes EscapePath.
-func UnescapePath(s string) (string, error) {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+2 >= len(s) {
-			return "", fmt.Errorf("root %q: a %% not followed by two hex digits", s)
-		}
-		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
-		if err != nil {
-			return "", fmt.Errorf("root %q: a %% not followed by two hex digits", s)
-		}
-		b.WriteByte(byte(v))
-		i += 2
-	}
-	return b.String(), nil
 }
 
 // PinsPath is the known_ledgers file.
@@ -182,16 +162,8 @@ func (s *Store) Forget(root string, drop func(Pin) bool) ([]Pin, error) {
 		return nil, err
 	}
 	defer unlock()
-	f, err := openOwn(s.PinsPath(), os.O_RDONLY)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(f)
-	f.Close()
-	if err != nil {
+	b, err := readAll(openOwn(s.PinsPath(), os.O_RDONLY))
+	if err != nil || b == nil {
 		return nil, err
 	}
 	r := Resolve(root)

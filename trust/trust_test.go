@@ -109,6 +109,11 @@ func TestPinsRoundTripAndForget(t *testing.T) {
 	if all, _ := s.Pins(); len(all) != 1 || all[0].Root != odd {
 		t.Fatalf("after Forget: %+v", all)
 	}
+	for _, root := range []string{"/a%zz", "/a%2"} {
+		if p, err := ParsePin(root + " abc " + vkey); err == nil {
+			t.Fatalf("a root with a %% not followed by two hex digits: %+v", p)
+		}
+	}
 	if _, err := s.Add(Pin{Root: "/srv/y", LedgerID: "a b", Verifier: vkey}); !errors.Is(err, events.ErrInvalid) {
 		t.Fatalf("a ledger id with a space: %v", err)
 	}

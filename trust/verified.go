@@ -2,7 +2,6 @@ package trust
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -34,14 +33,7 @@ func (v Verified) Read(id string) ([]byte, error) {
 	if err := headID(id); err != nil {
 		return nil, err
 	}
-	f, err := openOwn(v.Path(id), os.O_RDONLY)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
+	return readAll(openOwn(v.Path(id), os.O_RDONLY))
 }
 
 // Store replaces ledger id's record with b: a file of its own (0600,

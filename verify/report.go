@@ -4,10 +4,10 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -288,15 +288,11 @@ func (k Kind) rank() int {
 // Finish orders the problems (storage, log damage by seq, triggers, then
 // projection damage), sets FirstBad and OK.
 func (r *Report) Finish() {
-	sort.SliceStable(r.Problems, func(i, j int) bool {
-		a, b := r.Problems[i], r.Problems[j]
-		if a.Kind.rank() != b.Kind.rank() {
-			return a.Kind.rank() < b.Kind.rank()
+	slices.SortStableFunc(r.Problems, func(a, b Problem) int {
+		if c := cmp.Compare(a.Kind.rank(), b.Kind.rank()); c != 0 || !a.Kind.Chain() {
+			return c
 		}
-		if a.Kind.Chain() && a.Seq != b.Seq {
-			return a.Seq < b.Seq
-		}
-		return false
+		return cmp.Compare(a.Seq, b.Seq)
 	})
 	r.FirstBad = nil
 	if len(r.Problems) > 0 {

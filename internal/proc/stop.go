@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -128,6 +129,18 @@ func StopJob(ctx context.Context, requestID string, pgid int, grace time.Duratio
 	}
 	st.PIDs = w.All()
 	return st
+}
+
+// SignalIf sends sig to pid when still() (the caller's check of its start
+// time), with the process pinned where the system can (pidfdSignal); where
+// it cannot, the check and the kill are two steps.
+func SignalIf(pid int, sig unix.Signal, still func() bool) {
+	if pid <= 0 || pid == os.Getpid() || pidfdSignal(pid, sig, still) {
+		return
+	}
+	if still() {
+		_ = unix.Kill(pid, sig)
+	}
 }
 
 // Pause waits one Poll interval; cancellable says ctx may cut it short.

@@ -31,7 +31,7 @@ func Escape(s string) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unsafeRune(r):
+		case Unsafe(r):
 			writeRune(&b, r)
 		default:
 			b.WriteString(s[i : i+size])
@@ -52,7 +52,7 @@ func firstUnsafe(s string) int {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || unsafeRune(r) {
+		if (r == utf8.RuneError && size == 1) || Unsafe(r) {
 			return i
 		}
 		i += size
@@ -60,7 +60,9 @@ func firstUnsafe(s string) int {
 	return -1
 }
 
-func unsafeRune(r rune) bool {
+// Unsafe reports whether r is one Escape writes as an escape: a control
+// character, a line or paragraph separator, a bidirectional control.
+func Unsafe(r rune) bool {
 	switch {
 	case unicode.IsControl(r):
 		return true

@@ -51,7 +51,7 @@ RACE_TEST := -race -gcflags='modernc.org/sqlite/lib=-race=false'
 TEST_GOFLAGS := -ldflags=-w -gcflags=github.com/lockledger/...=-dwarf=false
 # The tests' temporary files (each t.TempDir, the throwaway PostgreSQL
 # cluster) and go test's builds go to a directory of their own on a tmpfs
-# where /dev/shm is one that can run programs (scripts/test-tmpdir.sh),
+# where /dev/shm is one that can run programs and has room (scripts/test-tmpdir.sh),
 # removed when make test ends: the same files, fsyncs and renames, without
 # the disk work, which was most of the tests' system CPU.
 # The bound of a test binary that hangs, far above an idle machine's time:

@@ -32,7 +32,7 @@ func TestRefusedConnectionIsOneLine(t *testing.T) {
 // A server slow to answer a new connection (a loaded host) is waited for
 // past the busy timeout: the open's wait starts once the connection is
 // made, and making it is bounded by the connect timeout (the URL's
-// connect_timeout, 0 for none, or DefaultConnectTimeout).
+// connect_timeout, or DefaultConnectTimeout where it is unset or 0).
 func TestASlowConnectionIsWaitedForPastTheBusyTimeout(t *testing.T) {
 	name := pgtest.CreateDatabase(t)
 	p := pgtest.NewProxy(t, pgtest.TCPAddr(t))

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -99,7 +98,7 @@ func Connect(ctx context.Context, cfg Config) (*Store, error) {
 	pcfg.MaxConns = int32(cfg.PoolSize)
 	pcfg.MinConns = 0
 	sessionless(pcfg.ConnConfig)
-	if !connectTimeoutGiven(cfg.URL) {
+	if pcfg.ConnConfig.ConnectTimeout == 0 {
 		pcfg.ConnConfig.ConnectTimeout = max(DefaultConnectTimeout, cfg.Wait)
 	}
 	s := &Store{cfg: cfg, pgx: pcfg, source: describeDB(pcfg)}
@@ -126,17 +125,10 @@ func Connect(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 // DefaultConnectTimeout bounds making a connection to the database when
-// neither the URL (connect_timeout) nor PGCONNECT_TIMEOUT says (or the
-// open's wait, if longer): a server on a loaded host may take seconds to
-// start the session of each new connection.
+// neither the URL (connect_timeout) nor PGCONNECT_TIMEOUT sets a bound
+// (or the open's wait, if longer): a server on a loaded host may take
+// seconds to start the session of each new connection.
 const DefaultConnectTimeout = 30 * time.Second
-
-// connectTimeoutGiven reports whether the URL or the environment sets
-// connect_timeout, which pgx then applies as libpq does (0: no bound).
-func connectTimeoutGiven(dbURL string) bool {
-	u, err := url.Parse(dbURL)
-	return err == nil && u.Query().Has("connect_timeout") || os.Getenv("PGCONNECT_TIMEOUT") != ""
-}
 
 // firstConn makes the pool's first connection, bounded by the connect
 // timeout alone: the open's wait (Config.Wait) starts once it is made.

@@ -49,13 +49,19 @@ RACE_TEST := -race -gcflags='modernc.org/sqlite/lib=-race=false'
 # so that a build a test runs shares them): a race report's and a panic's
 # file:line come from the binary's own line table.
 TEST_GOFLAGS := -ldflags=-w -gcflags=github.com/lockledger/...=-dwarf=false
+# The tests' temporary files (each t.TempDir, the throwaway PostgreSQL
+# cluster) and go test's builds go to a directory of their own on a tmpfs
+# where /dev/shm is one that can run programs and has room (scripts/test-tmpdir.sh),
+# removed when make test ends: the same files, fsyncs and renames, without
+# the disk work, which was most of the tests' system CPU.
 # The bound of a test binary that hangs, far above an idle machine's time:
 # at a load of 40 on two cores e2e's tests take over 20 minutes.
 TEST_TIMEOUT ?= 45m
 test:
 	@bash scripts/test-tools.sh
 	@export GOFLAGS="$$GOFLAGS $(TEST_GOFLAGS)" && echo "GOFLAGS=$$GOFLAGS" && \
-	cli=$$(mktemp -d) && trap 'rm -rf "$$cli"' EXIT && mkdir "$$cli/race" && \
+	tmp=$$(bash scripts/test-tmpdir.sh) && trap 'rm -rf "$$tmp"' EXIT && export TMPDIR="$$tmp" && echo "TMPDIR=$$TMPDIR" && \
+	cli="$$tmp/cli" && mkdir -p "$$cli/race" && \
 	CGO_ENABLED=0 $(GO) build -buildvcs=false -o "$$cli/lockledger" . && \
 	$(GO) build -buildvcs=false $(RACE_TEST) -o "$$cli/race/lockledger" . && \
 	export LOCKLEDGER_TEST_CLI="$$cli/lockledger" LOCKLEDGER_TEST_RACE_CLI="$$cli/race/lockledger" && \

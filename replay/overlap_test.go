@@ -3,9 +3,11 @@ package replay_test
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,16 +34,44 @@ type ovlLog struct {
 	forge func(*events.Envelope)
 }
 
+// migratedLedger is the bytes of a ledger.db the migrations made and
+// nothing else wrote, made once: each ovlLog starts from a copy.
+var migratedLedger = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "replay-ovl-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "ledger.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		return nil, err
+	}
+	err = migrations.Apply(context.Background(), db, func() string { return events.FormatTime(time.Now()) })
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+})
+
 func newOvlLog(t *testing.T) *ovlLog {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "ledger.db")+"?_pragma=busy_timeout(5000)&_txlock=immediate")
+	migrated, err := migratedLedger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	if err := os.WriteFile(path, migrated, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if err := migrations.Apply(context.Background(), db, func() string { return events.FormatTime(time.Now()) }); err != nil {
-		t.Fatal(err)
-	}
 	return &ovlLog{t: t, db: db, prev: events.Genesis("overlap-test"), at: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 }
 

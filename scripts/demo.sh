@@ -8,7 +8,8 @@ set -euo pipefail
 bin=$(cd "$(dirname "${1:-bin/lockledger}")" && pwd)/$(basename "${1:-bin/lockledger}")
 demo=$(mktemp -d "${TMPDIR:-/tmp}/lockledger-demo.XXXXXX")
 root=$demo/root page=$demo/timeline.html
-trap 'rm -rf "$root" "$demo/trust"' EXIT
+cleanup() { rm -rf "$root" "$demo/trust"; }
+trap cleanup EXIT
 # A trust store of the tour's own: the throwaway root is neither pinned in
 # nor signed with the user's (~/.config/lockledger).
 export LOCKLEDGER_ROOT="$root" LOCKLEDGER_TRUST_DIR="$demo/trust" LOCKLEDGER_ACTOR=demo
@@ -109,7 +110,11 @@ step "10. --force takes over that file: lock_stolen, reason foreign_lock, with t
 llout rid2 acquire db-migrate --pid $$ --force
 
 step "11. another tool takes over a dead holder's lock: lockledger leaves its file alone and records it"
+# bash runs the EXIT trap in a child it forked for `cmd &` that a signal
+# ends before the child starts cmd: the holder starts with none to run.
+trap - EXIT
 sleep 600 & job=$!
+trap cleanup EXIT
 ll acquire nightly --pid "$job" --request-id nightly-1
 echo "\$ kill $job   # nightly-1's holder process dies"
 kill "$job"

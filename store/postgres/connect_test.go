@@ -5,10 +5,13 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 // A refused connection is one line: pgx writes each address it tried on a
@@ -24,4 +27,60 @@ func TestRefusedConnectionIsOneLine(t *testing.T) {
 	if msg := err.Error(); strings.ContainsAny(msg, "\n\t") || !strings.Contains(msg, "127.0.0.1:1") || !strings.Contains(msg, "connection refused") {
 		t.Fatalf("Connect: %q, want one line naming the address and the refusal", msg)
 	}
+}
+
+// A server slow to answer a new connection (a loaded host) is waited for
+// past the busy timeout: the open's wait starts once the connection is
+// made, and making it is bounded by the connect timeout (the URL's
+// connect_timeout, or DefaultConnectTimeout where it is unset or 0).
+func TestASlowConnectionIsWaitedForPastTheBusyTimeout(t *testing.T) {
+	name := pgtest.CreateDatabase(t)
+	p := pgtest.NewProxy(t, pgtest.TCPAddr(t))
+	p.Hang()
+	const busy = 200 * time.Millisecond
+	urls := []string{p.URL(name), p.URL(name) + "&connect_timeout=60", p.URL(name) + "&connect_timeout=0"}
+	errs := make([]error, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Go(func() {
+			s, err := Connect(context.Background(), Config{URL: u, PoolSize: 1, Busy: busy, Wait: busy, Create: true,
+				Now: time.Now, Log: slog.New(slog.DiscardHandler)})
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	// Nothing reaches the server until the busy timeout is long past.
+	time.Sleep(5 * busy)
+	p.Restore()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Connect through %s: %v", urls[i], err)
+		}
+	}
+}
+
+// connect_timeout in the URL, or PGCONNECT_TIMEOUT, bounds making the
+// connection, and the error names the database's host and the timeout.
+func TestConnectTimeoutIsObeyedAndNamed(t *testing.T) {
+	name := pgtest.CreateDatabase(t)
+	p := pgtest.NewProxy(t, pgtest.TCPAddr(t))
+	p.Hang()
+	connect := func(u string) {
+		t.Helper()
+		_, err := Connect(context.Background(), Config{URL: u, PoolSize: 1, Busy: time.Minute, Wait: time.Minute, Create: true,
+			Now: time.Now, Log: slog.New(slog.DiscardHandler)})
+		var ce *pgconn.ConnectError
+		if !errors.As(err, &ce) || !Transient(err) {
+			t.Fatalf("Connect through %s: %v, want pgx's ConnectError, transient", u, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, p.Addr()) || !strings.Contains(msg, "connect timeout (1s;") {
+			t.Errorf("Connect through %s: %q, want the address and the connect timeout named", u, msg)
+		}
+	}
+	connect(p.URL(name) + "&connect_timeout=1")
+	t.Setenv("PGCONNECT_TIMEOUT", "1")
+	connect(p.URL(name))
 }

@@ -98,14 +98,22 @@ func Connect(ctx context.Context, cfg Config) (*Store, error) {
 	pcfg.MaxConns = int32(cfg.PoolSize)
 	pcfg.MinConns = 0
 	sessionless(pcfg.ConnConfig)
-	s := &Store{cfg: cfg, pgx: pcfg, source: describeDB(pcfg), deadline: time.Now().Add(cfg.Wait)}
-	pctx, cancel := context.WithDeadline(ctx, s.deadline)
-	defer cancel()
-	pool, err := pgxpool.NewWithConfig(pctx, pcfg)
+	if pcfg.ConnConfig.ConnectTimeout == 0 {
+		pcfg.ConnConfig.ConnectTimeout = max(DefaultConnectTimeout, cfg.Wait)
+	}
+	s := &Store{cfg: cfg, pgx: pcfg, source: describeDB(pcfg)}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect to %s: %w", s.source, err)
 	}
 	s.pool = pool
+	if err := s.firstConn(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.deadline = time.Now().Add(cfg.Wait)
+	pctx, cancel := context.WithDeadline(ctx, s.deadline)
+	defer cancel()
 	s.db = sql.OpenDB(stdlib.GetPoolConnector(pool))
 	s.db.SetMaxIdleConns(0)
 	s.Pool = store.NewPool(s.db)
@@ -114,6 +122,30 @@ func Connect(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, s.openErr(ctx, pctx, err)
 	}
 	return s, nil
+}
+
+// DefaultConnectTimeout bounds making a connection to the database when
+// neither the URL (connect_timeout) nor PGCONNECT_TIMEOUT sets a bound
+// (or the open's wait, if longer): a server on a loaded host may take
+// seconds to start the session of each new connection.
+const DefaultConnectTimeout = 30 * time.Second
+
+// firstConn makes the pool's first connection, bounded by the connect
+// timeout alone: the open's wait (Config.Wait) starts once it is made.
+func (s *Store) firstConn(ctx context.Context) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		if ce := (*pgconn.ConnectError)(nil); errors.As(err, &ce) {
+			err = connectError{err}
+		}
+		if t := s.pgx.ConnConfig.ConnectTimeout; ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("ledger: connect to %s: no connection within the connect timeout (%s; connect_timeout in the URL or PGCONNECT_TIMEOUT sets it): %w",
+				s.source, t, err)
+		}
+		return fmt.Errorf("ledger: connect to %s: %w", s.source, err)
+	}
+	c.Release()
+	return nil
 }
 
 // Migrate applies the PostgreSQL migrations Connect found missing,

@@ -26,6 +26,30 @@ func docPages(t *testing.T) []string {
 	return append([]string{"../README.md"}, pages...)
 }
 
+// TestDocsHaveNoMergeMarkers: a page of the repository left with a merge
+// conflict's markers in it says two things at once.
+func TestDocsHaveNoMergeMarkers(t *testing.T) {
+	t.Parallel()
+	top, err := filepath.Glob("../*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := regexp.MustCompile(`(?m)^(<<<<<<<|=======|>>>>>>>)( |$)`)
+	for _, page := range append(top, pages...) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loc := marker.FindIndex(b); loc != nil {
+			t.Errorf("%s:%d: a merge conflict's marker", page, 1+strings.Count(string(b[:loc[0]]), "\n"))
+		}
+	}
+}
+
 // TestDocsCommandBlocks runs every ```sh block of README.md and docs/*.md
 // as docs/contributing.md describes: each page on a fresh root and trust
 // store of its own, its blocks in order, each command's exit status and

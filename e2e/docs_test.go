@@ -38,7 +38,7 @@ func TestDocsHaveNoMergeMarkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marker := regexp.MustCompile(`(?m)^(<<<<<<<|=======|>>>>>>>)( |$)`)
+	marker := regexp.MustCompile(`(?m)^(<<<<<<<|>>>>>>>)( |$)`)
 	for _, page := range append(top, pages...) {
 		b, err := os.ReadFile(page)
 		if err != nil {

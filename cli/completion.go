@@ -27,6 +27,7 @@ import (
 	"github.com/lockledger/lockledger/formats"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // formatValues are the --format values of each command that has one.
@@ -128,7 +129,7 @@ func lockNames(ctx context.Context, g *invocation.Globals, prefix string, ever b
 	if g.ResolveRoot("", false) != nil {
 		return nil
 	}
-	root := invocation.ResolvedRoot(g.Root)
+	root := trust.Resolve(g.Root)
 	if entries, err := os.ReadDir(filepath.Join(root, ledger.LocksDir)); err == nil {
 		for _, e := range entries {
 			if name, ok := strings.CutSuffix(e.Name(), ".lock"); ok && !strings.HasPrefix(name, ".") && events.ValidateLockName(name) == nil {

@@ -117,20 +117,25 @@ func (s *Store) Path() string { return s.dir }
 // HeadsDir is the local witness: the latest signed head of each ledger.
 func (s *Store) HeadsDir() string { return filepath.Join(s.dir, "heads") }
 
-// Resolve is path made absolute with its symlinks resolved where they
-// exist: the name the trust store pins a root under.
+// Resolve is path as it will name its file or directory once that exists:
+// absolute, its nearest existing directory with symlinks resolved and the
+// rest of it below that. It is the name the trust store pins a root under,
+// and how paths are compared with a root, made yet or not.
 func Resolve(path string) string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return path
 	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		return r
+	rest := ""
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if filepath.Dir(dir) == dir {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
 	}
-	if r, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		return filepath.Join(r, filepath.Base(abs))
-	}
-	return abs
 }
 
 // Within reports whether path is root or below it, symlinks resolved.

@@ -49,6 +49,33 @@ func TestOpenRefusesAStoreAnyoneWhoCanWriteTheRootCouldRewrite(t *testing.T) {
 	}
 }
 
+// A root not made yet, named through a symlinked directory, with missing
+// directories below the link: a trust store given by its real path inside
+// where that root will be is refused all the same.
+func TestOpenRefusesAStoreInsideARootNotMadeYet(t *testing.T) {
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real"), filepath.Join(dir, "link")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(link, "a", "b", "root")
+	for _, store := range []string{
+		filepath.Join(real, "a", "b", "root", "trust"),
+		filepath.Join(real, "a", "b", "root"),
+		filepath.Join(link, "a", "b", "root", "x", "trust"),
+	} {
+		if _, err := Open(store, root); !errors.Is(err, events.ErrInvalid) || !strings.Contains(err.Error(), "inside the root") {
+			t.Errorf("Open(%s) for the root %s: %v, want it refused as inside the root", store, root, err)
+		}
+	}
+	if _, err := Open(filepath.Join(real, "a", "trust"), root); err != nil {
+		t.Errorf("a store beside the root's directories: %v", err)
+	}
+}
+
 func TestKeyIsMadeOnceAndNeverReplaced(t *testing.T) {
 	s, err := Open(filepath.Join(t.TempDir(), "trust"), "/nonexistent-root")
 	if err != nil {

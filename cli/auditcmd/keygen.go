@@ -12,6 +12,7 @@ import (
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/outfile"
+	"github.com/lockledger/lockledger/trust"
 )
 
 type keygenOptions struct {
@@ -54,7 +55,7 @@ func runKeygen(o *keygenOptions) error {
 	if o.out == "" {
 		return events.Invalid("-o", o.out, "is required: the file to write the signer key to")
 	}
-	if invocation.InsideRoot(o.g.Root, o.out) {
+	if trust.Within(o.g.Root, o.out) {
 		return invocation.KeyInRoot("-o", o.out, o.g.Root)
 	}
 	vkey, err := writeKey(o)

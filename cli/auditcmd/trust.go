@@ -187,7 +187,7 @@ func runTrustPin(g *invocation.Globals, id, key string) error {
 	if key == "" {
 		return events.Invalid("--verifier-key", key, "is required: a verifier key (NAME+HASH+KEY, as keygen and trust export print it) or a file holding one")
 	}
-	if _, err := checkpoint.NewVerifier(key); err != nil && invocation.InsideRoot(g.Root, key) {
+	if _, err := checkpoint.NewVerifier(key); err != nil && trust.Within(g.Root, key) {
 		return invocation.KeyInRoot("--verifier-key", key, g.Root)
 	}
 	vkey, _, err := verifierKeyText("--verifier-key", key)

@@ -302,11 +302,11 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 // replace them to vouch for the rewrite.
 func (o *verifyOptions) keysOutsideRoot(keyed bool) error {
 	for _, v := range o.verifiers {
-		if _, err := checkpoint.NewVerifier(v); err != nil && invocation.InsideRoot(o.g.Root, v) {
+		if _, err := checkpoint.NewVerifier(v); err != nil && trust.Within(o.g.Root, v) {
 			return invocation.KeyInRoot("--verifier-key", v, o.g.Root)
 		}
 	}
-	if o.signers != "" && invocation.InsideRoot(o.g.Root, o.signers) {
+	if o.signers != "" && trust.Within(o.g.Root, o.signers) {
 		return invocation.KeyInRoot("--signers", o.signers, o.g.Root)
 	}
 	if !o.witnessFlag && !keyed {

@@ -9,6 +9,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/outfile"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // CreateOutput starts the output file that flag names: written beside
@@ -16,7 +17,7 @@ import (
 // any name), a symlink, or anything but a regular file at path is invalid
 // input naming flag, path and the rule, and nothing is written.
 func (g *Globals) CreateOutput(flag, path string, opts ...outfile.Option) (*outfile.File, error) {
-	root := ResolvedRoot(g.Root)
+	root := trust.Resolve(g.Root)
 	opts = append([]outfile.Option{outfile.OutsideOf(root, filepath.Join(root, ledger.LocksDir))}, opts...)
 	f, err := outfile.Create(path, opts...)
 	if err != nil {
@@ -57,7 +58,7 @@ func (g *Globals) refusedOutput(flag string, err error) error {
 	if !errors.As(err, &refused) {
 		return err
 	}
-	rule, root := refused.Rule, ResolvedRoot(g.Root)
+	rule, root := refused.Rule, trust.Resolve(g.Root)
 	if refused.Inside != "" {
 		if rule == outfile.InsideRule(root) {
 			rule = "is inside the ledger's root " + root

@@ -67,39 +67,12 @@ func (k *keyFlag) String() string {
 func (k *keyFlag) Set(s string) error { k.f.Key, k.f.keyFromEnv = s, false; return nil }
 func (k *keyFlag) Type() string       { return "FILE" }
 
-// ResolvedRoot is path as the ledger will resolve it once it exists: its
-// nearest existing directory with symlinks resolved, and the rest of it
-// below that, for comparing paths with the root, made yet or not.
-func ResolvedRoot(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return path
-	}
-	rest := ""
-	for dir := abs; ; dir = filepath.Dir(dir) {
-		if r, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(r, rest)
-		}
-		if filepath.Dir(dir) == dir {
-			return abs
-		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-	}
-}
-
-// InsideRoot reports whether path is the root or below it, both resolved
-// as ResolvedRoot resolves them.
-func InsideRoot(root, path string) bool {
-	rel, err := filepath.Rel(ResolvedRoot(root), ResolvedRoot(path))
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
 // KeyInRoot is the refusal of a key or witness file named by field that
 // lies inside the root.
 func KeyInRoot(field, path, root string) error {
 	return events.Invalid(field, path, fmt.Sprintf(
 		"is inside the root %s: anyone who can write the ledger can read or replace it, so it protects nothing; keep it outside (another user, another host, a secrets store)",
-		ResolvedRoot(root)))
+		trust.Resolve(root)))
 }
 
 // signer reads the signing key, nil when none is configured.
@@ -120,7 +93,7 @@ func (g *Globals) signer() (note.Signer, string, error) {
 		// Not a file: perhaps a key typed wrong, which must not reach a log.
 		return nil, "", events.Invalid(field, "(the key)", "is neither a readable key file nor a key ("+checkpoint.SignerKeyPrefix+"...): "+ErrText(err))
 	}
-	if InsideRoot(g.Root, f.Key) {
+	if trust.Within(g.Root, f.Key) {
 		return nil, "", KeyInRoot(field, f.Key, g.Root)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
@@ -267,10 +240,10 @@ func (g *Globals) policyOptions() ([]ledger.Option, error) {
 // WitnessOutsideRoot refuses a --witness inside the root: whoever can
 // rewrite the ledger could rewrite the witness too.
 func WitnessOutsideRoot(root, w string) error {
-	if !InsideRoot(root, w) {
+	if !trust.Within(root, w) {
 		return nil
 	}
 	return events.Invalid("--witness", w, fmt.Sprintf(
 		"is inside the root %s: whoever can rewrite the ledger can rewrite it too, so it witnesses nothing; use another volume or host",
-		ResolvedRoot(root)))
+		trust.Resolve(root)))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
+	"github.com/lockledger/lockledger/trust"
 	"github.com/lockledger/lockledger/verify"
 	"github.com/lockledger/lockledger/witness/tlogwitness"
 )
@@ -88,7 +89,7 @@ func (f *WitnessKeyFlags) Register(cmd *cobra.Command) {
 // Add puts the witness keys and the quorum in t.
 func (f *WitnessKeyFlags) Add(root string, checkRoot bool, t *replay.Trust) error {
 	for _, k := range f.keys {
-		if _, err := tlogwitness.NewVerifier(k); err != nil && checkRoot && InsideRoot(root, k) {
+		if _, err := tlogwitness.NewVerifier(k); err != nil && checkRoot && trust.Within(root, k) {
 			return KeyInRoot("--witness-key", k, root)
 		}
 		_, v, err := KeyOrFile("--witness-key", k, "a witness verifier key (NAME+HASH+KEY)", tlogwitness.NewVerifier)

@@ -68,8 +68,8 @@ func (o *verifyOptions) fromStore(t *replay.Trust) error {
 	if len(ids) == 1 {
 		o.expect = append(o.expect, expectation{id: ids[0], source: "the trust store's pin (" + s.PinsPath() + ")"})
 	}
+	heads := invocation.Heads(s, o.g.Root)
 	for _, id := range ids {
-		heads := invocation.Heads(s, o.g.Root)
 		head := heads.Kept(id)
 		if fi, err := os.Lstat(head); err != nil || !fi.Mode().IsRegular() {
 			continue // no head kept ("" is none)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -340,7 +339,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	}
 	last := made[len(made)-1].w
 	var seq int64
-	var journals []*os.File
+	var journals []journal
 	var written []*events.Event
 	unsigned, mustSign := false, false
 	for _, d := range made {
@@ -354,9 +353,9 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 		d.w.journals = nil
 	}
 	undo := func(err error) {
+		_ = joinJournals(journals)
 		fail(made, err)
 		abortAll(made)
-		closeAll(journals)
 	}
 	if mustSign {
 		if cp, err = l.signCheckpoint(ctx, q, seq, last.now, true, true); err != nil {
@@ -424,12 +423,6 @@ func abortAll(ds []*pendingWrite) {
 		if d.w != nil {
 			d.blame(d.w.abort)
 		}
-	}
-}
-
-func closeAll(fs []*os.File) {
-	for _, f := range fs {
-		f.Close()
 	}
 }
 

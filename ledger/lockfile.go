@@ -10,8 +10,9 @@ import (
 
 // The lock files in ROOT/locks are kept by internal/lockfile, which places,
 // replaces and removes each through a journal (.NAME.lock.pending). The
-// journal's fsync runs at the same time as the ledger's commit (see
-// writeTx.commit), and the journal is removed only after both; a journal
+// journal's fsync starts once it is placed and runs beside the rest of the
+// decision and the ledger's commit (see writeTx.addJournal and
+// Ledger.commitWith), and the journal is removed only after both; a journal
 // found later is the trace of a process that died or lost power in
 // between, and interpret undoes or finishes it: a lock file that shares
 // the journal's inode is ours, and unless the committed row carries exactly

@@ -32,9 +32,9 @@ type writeTx struct {
 	// tree: the rows of tlog_hashes the transaction has read or written,
 	// as they stand where w began and as w's appends leave them.
 	tree     map[int64][]byte
-	touched  bool       // a file change waits for the commit (journals to drop after it)
-	journals []*os.File // the open journals of those changes, fsynced with the commit
-	paths    []string   // the lock paths whose journals drop after the commit
+	touched  bool      // a file change waits for the commit (journals to drop after it)
+	journals []journal // the journals of those changes, each fsynced from its placing on
+	paths    []string  // the lock paths whose journals drop after the commit
 	written  []*events.Event
 	// removals free lock files once the commit is durable: a file that
 	// says "held" goes only after the ledger says "free", so a commit that
@@ -137,35 +137,46 @@ func (w *writeTx) loadRow(name string) (*store.Row, error) {
 	return before, err
 }
 
-// commitWith commits tx while the lock files' journals are fsynced
-// beside it: both flushes go to disk together instead of one after the
-// other. Each journal stays until both are done, so a crash in between is
-// undone or finished by the next writer (see internal/lockfile).
-func (l *Ledger) commitWith(tx *sql.Tx, journals []*os.File) error {
-	if len(journals) == 0 {
-		return tx.Commit()
+// journal is a file change's journal being made durable: its fsync and
+// close start when it is placed, beside the rest of the decision, and end
+// with the error sent once.
+type journal <-chan error
+
+// syncJournal starts j's fsync and close.
+func syncJournal(j *os.File) journal {
+	synced := make(chan error, 1)
+	go func() { synced <- lockfile.SyncClose(j) }()
+	return synced
+}
+
+// joinJournals waits for the journals' fsyncs; the first error is returned.
+func joinJournals(js []journal) error {
+	var err error
+	for _, j := range js {
+		err = cmp.Or(err, <-j)
 	}
-	// A group's journals are flushed at once too, each by a goroutine of
-	// its own, all joined before the commit returns.
-	synced := make(chan error, len(journals))
-	for _, j := range journals {
-		go func() { synced <- lockfile.SyncClose(j) }()
-	}
+	return err
+}
+
+// commitWith commits tx and waits for the lock files' journals, fsynced
+// from their placing on: a journal's flush runs beside the decision's
+// statements rather than beside the commit's own flush, which a disk
+// makes one after the other. Each journal stays until both are done, so
+// a crash in between is undone or finished by the next writer (see
+// internal/lockfile).
+func (l *Ledger) commitWith(tx *sql.Tx, journals []journal) error {
 	err := tx.Commit()
-	var serr error
-	for range journals {
-		serr = cmp.Or(serr, <-synced)
-	}
+	serr := joinJournals(journals)
 	if err == nil && serr != nil {
 		l.log.Warn("lock file fsync failed after commit; the next writer will rewrite it", "err", serr)
 	}
 	return err
 }
 
-// addJournal keeps the journal of a file change for commit: of the
-// lock's own file (path ""), or of the target at path.
+// addJournal keeps the journal of a file change for commit, its fsync
+// begun: of the lock's own file (path ""), or of the target at path.
 func (w *writeTx) addJournal(path string, j *os.File) {
-	w.journals = append(w.journals, j)
+	w.journals = append(w.journals, syncJournal(j))
 	if path != "" {
 		w.paths = append(w.paths, path)
 	}
@@ -182,10 +193,10 @@ func (w *writeTx) onlyOwnFiles(changes bool) error {
 	return nil
 }
 
+// closeJournals waits for the journals' fsyncs of a decision that does
+// not commit, before its file changes are undone.
 func (w *writeTx) closeJournals() {
-	for _, j := range w.journals {
-		j.Close()
-	}
+	_ = joinJournals(w.journals)
 	w.journals = nil
 }
 

@@ -31,7 +31,7 @@ PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 release: build man
 	GO='$(GO)' BIN='$(BIN)' VERSION='$(GIT_VERSION)' LDFLAGS='$(strip $(VERSION_FLAGS))' bash scripts/release.sh $(PLATFORMS)
 
-## test: every package vetted with all of go vet's checks and tested (unit and end-to-end; e2e's own code without it) under the race detector, then the schema's differential corpus and its fuzz seeds without it (-race slows them 14x)
+## test: every package vetted with all of go vet's checks and tested (unit and end-to-end; e2e's own code without it) under the race detector, and beside them the schema's differential corpus and its fuzz seeds without it (-race slows them 14x)
 # SQLite's C translated to Go (modernc.org/sqlite/lib) is not our code: make
 # test leaves it out of the race detector's instrumentation, which makes every
 # statement about 7x slower; make stress instruments it too.
@@ -43,6 +43,7 @@ release: build man
 # schema's corpus are built static, as the CLI is, whose compiled packages
 # they share.
 RACE_TEST := -race -gcflags='modernc.org/sqlite/lib=-race=false'
+CORPUS    := -run '^(TestFastMatchesSchema|FuzzFastMatchesSchema)$$'
 # go test vets each package with every check go vet runs (-vet=all) on the
 # packages it compiled for the test, rather than go vet compiling them once
 # more. The builds of make test carry no DWARF, compiled or linked (GOFLAGS,
@@ -57,6 +58,12 @@ TEST_GOFLAGS := -ldflags=-w -gcflags=github.com/lockledger/...=-dwarf=false
 # The bound of a test binary that hangs, far above an idle machine's time:
 # at a load of 40 on two cores e2e's tests take over 20 minutes.
 TEST_TIMEOUT ?= 45m
+# The unit packages whose tests take longest (most of it waiting: on
+# PostgreSQL, on Chromium, on one another's locks) start first: go test
+# runs two packages at a time in the order named, and a long one left to
+# the end runs alone on an otherwise idle machine. For the same reason the
+# schema's corpus runs beside them rather than after them.
+SLOW_FIRST := ./ledger/ ./timeline/ ./replay/ ./metrics/ ./cli/auditcmd/ ./archive/ ./lease/ ./store/
 test:
 	@bash scripts/test-tools.sh
 	@export GOFLAGS="$$GOFLAGS $(TEST_GOFLAGS)" && echo "GOFLAGS=$$GOFLAGS" && \
@@ -66,11 +73,11 @@ test:
 	$(GO) build -buildvcs=false $(RACE_TEST) -o "$$cli/race/lockledger" . && \
 	export LOCKLEDGER_TEST_CLI="$$cli/lockledger" LOCKLEDGER_TEST_RACE_CLI="$$cli/race/lockledger" && \
 	echo "LOCKLEDGER_TEST_CLI=$$LOCKLEDGER_TEST_CLI LOCKLEDGER_TEST_RACE_CLI=$$LOCKLEDGER_TEST_RACE_CLI" && \
-	echo "CGO_ENABLED=0 $(GO) test -vet=all -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & $(GO) test -vet=all $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) (every other package)" && \
+	echo "CGO_ENABLED=0 $(GO) test -vet=all -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & CGO_ENABLED=0 $(GO) test -vet=off -count=1 $(CORPUS) ./schema/ & $(GO) test -vet=all $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) (every other package, the slowest first)" && \
 	{ CGO_ENABLED=0 $(GO) test -vet=all -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ & e2e=$$!; \
-	  $(GO) test -vet=all $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list $(PKGS) | grep -v '/e2e$$'); units=$$?; \
-	  wait $$e2e && [ $$units -eq 0 ]; }
-	GOFLAGS="$$GOFLAGS $(TEST_GOFLAGS)" CGO_ENABLED=0 $(GO) test -vet=off -count=1 -run '^(TestFastMatchesSchema|FuzzFastMatchesSchema)$$' ./schema/
+	  CGO_ENABLED=0 $(GO) test -vet=off -count=1 -timeout $(TEST_TIMEOUT) $(CORPUS) ./schema/ & corpus=$$!; \
+	  $(GO) test -vet=all $(RACE_TEST) -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list $(SLOW_FIRST) $(PKGS) | grep -v '/e2e$$'); units=$$?; \
+	  wait $$e2e; e2e=$$?; wait $$corpus; corpus=$$?; [ $$e2e -eq 0 ] && [ $$corpus -eq 0 ] && [ $$units -eq 0 ]; }
 
 vet:
 	$(GO) vet $(PKGS)

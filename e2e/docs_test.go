@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,12 +35,8 @@ func TestDocsHaveNoMergeMarkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, err := filepath.Glob("../docs/*.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	marker := regexp.MustCompile(`(?m)^(<<<<<<<|>>>>>>>)( |$)`)
-	for _, page := range append(top, pages...) {
+	for _, page := range slices.Compact(slices.Sorted(slices.Values(append(top, docPages(t)...)))) {
 		b, err := os.ReadFile(page)
 		if err != nil {
 			t.Fatal(err)

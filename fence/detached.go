@@ -19,8 +19,10 @@ import (
 // --until: the detached recorder that RecorderCmd and RecordDetached start.
 const RecorderCommand = "__record-fence-rejection"
 
-// RecordFor bounds how long RecordDetached's recorder retries when its
-// context has no deadline.
+// RecordFor bounds how long a refusal's recorder retries while the ledger
+// cannot take the event: fence write's, and RecordDetached's when its
+// context has no deadline. Past it the write is still refused, with a
+// warning.
 const RecordFor = time.Minute
 
 // RecorderCmd is the recorder of stale's refusal on lock, as a process of

@@ -32,10 +32,6 @@ const (
 	EnvRequestID = "LOCKLEDGER_REQUEST_ID"
 )
 
-// recordWait bounds how long a refusal's recorder tries to record it:
-// past it the write is still refused, with a warning.
-const recordWait = 10 * time.Second
-
 var fenceListing = invocation.Listing{
 	Use:   "fence",
 	Short: "Write a file only with a fencing token not below the last one it saw",
@@ -137,7 +133,7 @@ func (o *writeOptions) record(stale *fence.StaleError) {
 	self, err := os.Executable()
 	if err == nil {
 		cmd := fence.RecorderCmd(self, invocation.GlobalArgs(o.cmd), o.lock,
-			ledger.Identity{RequestID: o.requestID, PID: os.Getppid()}, stale, time.Now().Add(recordWait))
+			ledger.Identity{RequestID: o.requestID, PID: os.Getppid()}, stale, time.Now().Add(fence.RecordFor))
 		cmd.Stderr = o.g.IO.ErrOut
 		if err = cmd.Start(); err == nil {
 			if cmd.Wait() == nil {

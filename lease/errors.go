@@ -34,3 +34,27 @@ func (e *DeadlineError) Error() string {
 }
 
 func (e *DeadlineError) Unwrap() error { return ledger.ErrLost }
+
+// UnrecordedError is a wait that gave up without its acquire_blocked: its
+// last attempt could not get the ledger's writer within GiveUpFor (or the
+// busy timeout, when shorter). Nothing was taken. Held is the refusal of
+// the last attempt that got one, nil when none did (the writer was busy
+// all along); Err is why the record was not made.
+type UnrecordedError struct {
+	Held *ledger.HeldError
+	Err  error
+}
+
+func (e *UnrecordedError) Error() string {
+	if e.Held != nil {
+		return e.Held.Error()
+	}
+	return fmt.Sprintf("ledger busy: no attempt of the wait got the ledger's writer (%v)", e.Err)
+}
+
+func (e *UnrecordedError) Unwrap() []error {
+	if e.Held != nil {
+		return []error{e.Held, e.Err}
+	}
+	return []error{e.Err}
+}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -53,8 +54,9 @@ func TestWaitersLeaveTheWriterMutexAlone(t *testing.T) {
 			seen.Add(1)
 		}
 	})
-	if !ledger.IsTransient(err) {
-		t.Fatalf("last attempt with the writer mutex taken: %v, want a transient (busy) error", err)
+	var unrecorded *UnrecordedError
+	if !ledger.IsTransient(err) || !errors.As(err, &unrecorded) || unrecorded.Held == nil || unrecorded.Held.Holder.RequestID != "holder" {
+		t.Fatalf("last attempt with the writer mutex taken: %v, want an UnrecordedError of the holder's refusal and a transient (busy) error", err)
 	}
 	if seen.Load() < 2 {
 		t.Fatalf("the waiter saw the holder on %d attempts, want every attempt between the first and the last", seen.Load())
@@ -109,5 +111,125 @@ func TestAWaitCancelledMidAttemptIsRecorded(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d acquire_blocked of the waiter, want 1", n)
+	}
+}
+
+// keepWriter keeps the writer of l's ledger from every other writer until
+// the returned func is called: the root's writer mutex on SQLite, the
+// writer_lock row on PostgreSQL (in a transaction of another host).
+func keepWriter(t *testing.T, l *ledger.Ledger, postgres bool) func() {
+	t.Helper()
+	if postgres {
+		tx, err := pgtest.Open(t, l.Source()).Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(`SELECT id FROM writer_lock FOR UPDATE`); err != nil {
+			t.Fatal(err)
+		}
+		return func() { _ = tx.Rollback() }
+	}
+	f, err := os.OpenFile(filepath.Join(l.Root(), ledger.WriterMux), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	return func() { f.Close() }
+}
+
+// A wait ends at its end plus GiveUpFor however long another writer keeps
+// the ledger's writer, on either engine: an attempt before the last is cut
+// at the wait's end (not the busy timeout later), and the last, which
+// would record acquire_blocked, after GiveUpFor. Nothing is recorded
+// then, and the UnrecordedError carries the last refusal seen, if any.
+func TestAWaitEndsAtItsEndWhileAnotherKeepsTheWriter(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			var holder, waiter *ledger.Ledger
+			if engine == "postgres" {
+				url := pgtest.NewDatabase(t)
+				holder = fixture.OpenPostgres(t, url, ledger.WithHost(ledger.Host{ID: "holder-host"}))
+				waiter = fixture.OpenPostgres(t, url, ledger.WithHost(ledger.Host{ID: "waiter-host"}))
+			} else {
+				root := t.TempDir()
+				holder, waiter = fixture.Open(t, root), fixture.Open(t, root)
+			}
+			req := func(lock, rid string) ledger.AcquireRequest {
+				return ledger.AcquireRequest{Lock: lock, Identity: ledger.Identity{RequestID: rid, Actor: "t", PID: os.Getpid()}, TTL: 100 * time.Second}
+			}
+			if _, err := holder.TryAcquire(ctx, req("x", "holder")); err != nil {
+				t.Fatal(err)
+			}
+			blocked := func(rid string) int {
+				var n int
+				if err := pgtest.Open(t, waiter.Source()).QueryRowContext(ctx, `SELECT count(*) FROM events WHERE type = 'acquire_blocked' AND request_id = $1`, rid).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			const wait = 300 * time.Millisecond
+			// Far below what the attempts took when only the busy timeout
+			// bounded them: one busy timeout past the wait, or two.
+			within := waiter.BusyTimeout() / 2
+
+			t.Run("kept from the start", func(t *testing.T) {
+				release := keepWriter(t, holder, engine == "postgres")
+				defer release()
+				start := time.Now()
+				_, err := Wait(ctx, waiter, req("y", "early"), wait, nil)
+				took := time.Since(start)
+				var unrecorded *UnrecordedError
+				if !errors.As(err, &unrecorded) || unrecorded.Held != nil || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ledger.ErrHeld) {
+					t.Fatalf("a wait that never got the writer: %v, want an UnrecordedError with no refusal", err)
+				}
+				if took > within {
+					t.Errorf("the wait of %s returned after %s, want within %s", wait, took, within)
+				}
+				release()
+				if n := blocked("early"); n != 0 {
+					t.Errorf("%d acquire_blocked of a wait that never got the writer, want none", n)
+				}
+			})
+
+			t.Run("kept once waiting", func(t *testing.T) {
+				var release func()
+				defer func() {
+					if release != nil {
+						release()
+					}
+				}()
+				start := time.Now()
+				_, err := Wait(ctx, waiter, req("x", "late"), wait, func(*ledger.HeldError, time.Duration) {
+					if release == nil {
+						release = keepWriter(t, holder, engine == "postgres")
+					}
+				})
+				took := time.Since(start)
+				var unrecorded *UnrecordedError
+				if !errors.As(err, &unrecorded) || unrecorded.Held == nil || unrecorded.Held.Holder.RequestID != "holder" ||
+					!errors.Is(err, ledger.ErrHeld) || unrecorded.Held.Waited < wait {
+					t.Fatalf("a wait whose last attempt did not get the writer: %v, want an UnrecordedError of the holder's refusal, waited %s at least", err, wait)
+				}
+				if took > within {
+					t.Errorf("the wait of %s returned after %s, want within %s", wait, took, within)
+				}
+				release()
+				// The first attempt joined the queue; the last recorded nothing.
+				if n := blocked("late"); n != 1 {
+					t.Errorf("%d acquire_blocked of the wait, want 1 (its first attempt's)", n)
+				}
+				// With the writer free, the same wait records its end.
+				var held *ledger.HeldError
+				if _, err := Wait(ctx, waiter, req("x", "late"), wait, nil); !errors.As(err, &held) || errors.As(err, &unrecorded) {
+					t.Fatalf("with the writer free: %v, want the HeldError alone", err)
+				}
+				if n := blocked("late"); n < 2 {
+					t.Errorf("%d acquire_blocked of the waits, want its end recorded", n)
+				}
+			})
+		})
 	}
 }

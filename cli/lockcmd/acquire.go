@@ -268,7 +268,9 @@ func (o *acquireOptions) run(ctx context.Context) error {
 	}
 	defer o.g.Finish(l)
 	a, err := lease.Wait(ctx, l, req, wait, waitReporter(o.g, o.lock))
+	endWaitLine(o.g)
 	if err != nil {
+		reportUnrecorded(o.g, o.lock, err)
 		return o.conflict(err)
 	}
 	if req.ReleaseSecret && a.ReleaseSecret == "" {

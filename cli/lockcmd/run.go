@@ -217,6 +217,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	waited := time.Since(waitStart)
 	endWaitLine(o.g)
 	if err != nil {
+		reportUnrecorded(o.g, o.lock, err)
 		return o.conflict(err)
 	}
 	// From here on the lease and the release outlive a cancelled ctx.

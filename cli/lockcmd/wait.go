@@ -1,6 +1,7 @@
 package lockcmd
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,5 +42,16 @@ func waitReporter(g *invocation.Globals, lock string) lease.WaitObserver {
 func endWaitLine(g *invocation.Globals) {
 	if g.StatusLine() {
 		fmt.Fprint(g.IO.ErrOut, "\r\033[K")
+	}
+}
+
+// reportUnrecorded says on stderr when a wait gave up without its
+// acquire_blocked (lease.UnrecordedError): the ledger's writer stayed busy
+// through its last attempt.
+func reportUnrecorded(g *invocation.Globals, lock string, err error) {
+	var ue *lease.UnrecordedError
+	if errors.As(err, &ue) {
+		g.Log.Warn("the wait was NOT recorded in the ledger (no acquire_blocked); the lock was not acquired all the same",
+			"lock", lock, "err", ue.Err)
 	}
 }

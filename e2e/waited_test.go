@@ -115,7 +115,7 @@ func holdWriter(t *testing.T, root string) func() {
 func TestAWaitEndsNearItsEndWhileTheWriterIsBusy(t *testing.T) {
 	t.Parallel()
 	const wait = 3 * time.Second
-	// Well below the 13 s and 21 s (one busy timeout past the wait, or
+	// Well below the 13 s and 20 s (one busy timeout past the wait, or
 	// two) that they took when the wait did not bound its attempts.
 	const within = wait + lease.GiveUpFor + 4*time.Second
 	const (

@@ -115,8 +115,8 @@ func holdWriter(t *testing.T, root string) func() {
 func TestAWaitEndsNearItsEndWhileTheWriterIsBusy(t *testing.T) {
 	t.Parallel()
 	const wait = 3 * time.Second
-	// Well below the 13 s and 20 s (one busy timeout past the wait, or
-	// two) that they took when the wait did not bound its attempts.
+	// Well below one busy timeout (10 s) past the wait, or two: what an
+	// attempt left to wait for the writer would take.
 	const within = wait + lease.GiveUpFor + 4*time.Second
 	const (
 		keptOnceWaiting = iota // the writer mutex taken once the waiter has seen the lock's holder

@@ -51,6 +51,9 @@ func Main(m *testing.M, opts ...Option) {
 		o()
 	}
 	code := pgtest.Run(m)
+	for _, f := range atExit {
+		f()
+	}
 	report()
 	removeFixtures()
 	if d := otherTrust.dir; d != "" {
@@ -181,6 +184,15 @@ func Parallel(n int) Option {
 			flag.Set("test.parallel", strconv.Itoa(n))
 		}
 	}
+}
+
+// atExit are the functions Main calls when the tests have run (AtExit).
+var atExit []func()
+
+// AtExit has Main call f when the tests have run, before the binary
+// exits: to stop what the tests share, such as a browser.
+func AtExit(f func()) Option {
+	return func() { atExit = append(atExit, f) }
 }
 
 // BuildFirst builds the CLI before the first test rather than in the

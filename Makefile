@@ -32,9 +32,12 @@ release: build man
 	GO='$(GO)' BIN='$(BIN)' VERSION='$(GIT_VERSION)' LDFLAGS='$(strip $(VERSION_FLAGS))' bash scripts/release.sh $(PLATFORMS)
 
 ## test: every package vetted with all of go vet's checks and tested (unit and end-to-end; e2e's own code without it) under the race detector, and beside them the schema's differential corpus and its fuzz seeds without it (-race slows them 14x)
-# SQLite's C translated to Go (modernc.org/sqlite/lib) is not our code: make
-# test leaves it out of the race detector's instrumentation, which makes every
-# statement about 7x slower; make stress instruments it too.
+# SQLite's C translated to Go (modernc.org/sqlite/lib), and the C library and
+# allocator it runs on (modernc.org/libc, modernc.org/memory), are not our
+# code: make test leaves them out of the race detector's instrumentation
+# (and so out of its pointer checks, -d=checkptr), which makes every
+# statement about 7x slower, and the C library's part another fifth of a
+# package's CPU; make stress instruments them too.
 # The CLI the tests run is built once here, static as make build builds it,
 # rather than once by each test package (LOCKLEDGER_TEST_CLI, internal/clitest).
 # e2e's own code is the tests' (the race detector doubled its CPU): it runs
@@ -42,7 +45,7 @@ release: build man
 # concurrent parts (clitest.Race) run a CLI built with -race. It and the
 # schema's corpus are built static, as the CLI is, whose compiled packages
 # they share.
-RACE_TEST := -race -gcflags='modernc.org/sqlite/lib=-race=false'
+RACE_TEST := -race -gcflags='modernc.org/sqlite/lib=-race=false' -gcflags='modernc.org/libc/...=-race=false' -gcflags='modernc.org/memory=-race=false'
 CORPUS    := -run '^(TestFastMatchesSchema|FuzzFastMatchesSchema)$$'
 # go test vets each package with every check go vet runs (-vet=all) on the
 # packages it compiled for the test, rather than go vet compiling them once

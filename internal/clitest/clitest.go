@@ -91,9 +91,10 @@ var (
 	// built with -race itself: make test runs e2e without the race
 	// detector (its own code is the tests', and the detector doubled its
 	// CPU), and the CLI's concurrent parts under it here. SQLite's C
-	// translated to Go is left out of it, as in make test.
-	raceBuilt = &cliBuild{env: "LOCKLEDGER_TEST_RACE_CLI", cgo: "1",
-		flags: []string{"-race", "-gcflags=modernc.org/sqlite/lib=-race=false"}}
+	// translated to Go, its C library and allocator are left out of it,
+	// as in make test.
+	raceBuilt = &cliBuild{env: "LOCKLEDGER_TEST_RACE_CLI", cgo: "1", flags: []string{"-race",
+		"-gcflags=modernc.org/sqlite/lib=-race=false", "-gcflags=modernc.org/libc/...=-race=false", "-gcflags=modernc.org/memory=-race=false"}}
 )
 
 // get is the CLI's path. Where it cannot be built (no go command, no

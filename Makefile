@@ -49,10 +49,11 @@ RACE_TEST := -race -gcflags='modernc.org/sqlite/lib=-race=false' -gcflags='moder
 CORPUS    := -run '^(TestFastMatchesSchema|FuzzFastMatchesSchema)$$'
 # go test vets each package with every check go vet runs (-vet=all) on the
 # packages it compiled for the test, rather than go vet compiling them once
-# more. The builds of make test carry no DWARF, compiled or linked (GOFLAGS,
+# more. The builds of make test carry no DWARF, compiled or linked, and no
+# symbol table (-s, which implies -w; a quarter of each link's CPU) (GOFLAGS,
 # so that a build a test runs shares them): a race report's and a panic's
 # file:line come from the binary's own line table.
-TEST_GOFLAGS := -ldflags=-w -gcflags=github.com/lockledger/...=-dwarf=false
+TEST_GOFLAGS := -ldflags=-s -gcflags=github.com/lockledger/...=-dwarf=false
 # The tests' temporary files (each t.TempDir, the throwaway PostgreSQL
 # cluster) and go test's builds go to a directory of their own on a tmpfs
 # where /dev/shm is one that can run programs and has room (scripts/test-tmpdir.sh),

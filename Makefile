@@ -32,9 +32,12 @@ release: build man
 	GO='$(GO)' BIN='$(BIN)' VERSION='$(GIT_VERSION)' LDFLAGS='$(strip $(VERSION_FLAGS))' bash scripts/release.sh $(PLATFORMS)
 
 ## test: every package vetted with all of go vet's checks and tested (unit and end-to-end; e2e's own code without it) under the race detector, and beside them the schema's differential corpus and its fuzz seeds without it (-race slows them 14x)
-# SQLite's C translated to Go (modernc.org/sqlite/lib) is not our code: make
-# test leaves it out of the race detector's instrumentation, which makes every
-# statement about 7x slower; make stress instruments it too.
+# SQLite's C translated to Go (modernc.org/sqlite/lib), and the C library and
+# allocator it runs on (modernc.org/libc, modernc.org/memory), are not our
+# code: make test leaves them out of the race detector's instrumentation
+# (and so out of its pointer checks, -d=checkptr), which makes every
+# statement about 7x slower, and the C library's part another fifth of a
+# package's CPU; make stress instruments them too.
 # The CLI the tests run is built once here, static as make build builds it,
 # rather than once by each test package (LOCKLEDGER_TEST_CLI, internal/clitest).
 # e2e's own code is the tests' (the race detector doubled its CPU): it runs
@@ -42,14 +45,15 @@ release: build man
 # concurrent parts (clitest.Race) run a CLI built with -race. It and the
 # schema's corpus are built static, as the CLI is, whose compiled packages
 # they share.
-RACE_TEST := -race -gcflags='modernc.org/sqlite/lib=-race=false'
+RACE_TEST := -race -gcflags='modernc.org/sqlite/lib=-race=false' -gcflags='modernc.org/libc/...=-race=false' -gcflags='modernc.org/memory=-race=false'
 CORPUS    := -run '^(TestFastMatchesSchema|FuzzFastMatchesSchema)$$'
 # go test vets each package with every check go vet runs (-vet=all) on the
 # packages it compiled for the test, rather than go vet compiling them once
-# more. The builds of make test carry no DWARF, compiled or linked (GOFLAGS,
+# more. The builds of make test carry no DWARF, compiled or linked, and no
+# symbol table (-s, which implies -w; a quarter of each link's CPU) (GOFLAGS,
 # so that a build a test runs shares them): a race report's and a panic's
 # file:line come from the binary's own line table.
-TEST_GOFLAGS := -ldflags=-w -gcflags=github.com/lockledger/...=-dwarf=false
+TEST_GOFLAGS := -ldflags=-s -gcflags=github.com/lockledger/...=-dwarf=false
 # The tests' temporary files (each t.TempDir, the throwaway PostgreSQL
 # cluster) and go test's builds go to a directory of their own on a tmpfs
 # where /dev/shm is one that can run programs and has room (scripts/test-tmpdir.sh),

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func TestPageInAHeadlessBrowser(t *testing.T) {
 	clitest.Must(t, 0, root, "timeline", "--format", "html", "-o", page)
 	hs, evs := replayed(t, root, replay.Filter{})
 
-	browser := headless(t, bin, dir)
+	browser := headless(t, bin)
 	start := time.Now()
 	count := func(sel string) int {
 		t.Helper()
@@ -84,19 +85,45 @@ func TestPageInAHeadlessBrowser(t *testing.T) {
 	}
 }
 
-// headless starts Chromium for one test, offline, with its profile in dir;
-// the test's end closes it and waits for it.
-func headless(t *testing.T, bin, dir string) context.Context {
+// headless is a tab of its own for one test, in a browser context of its
+// own (no cookies, storage or cache shared with another test's), in the
+// test binary's one Chromium (bin), which the first test to need it
+// starts; the test's end closes the tab and waits for it.
+func headless(t *testing.T, bin string) context.Context {
 	t.Helper()
-	return headlessFor(t, bin, dir, 30*time.Second)
+	return headlessFor(t, bin, 30*time.Second)
 }
 
 // headlessFor is headless for a test that may take up to d in the browser.
-func headlessFor(t *testing.T, bin, dir string, d time.Duration) context.Context {
+func headlessFor(t *testing.T, bin string, d time.Duration) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	chromium.once.Do(func() { chromium.browser, chromium.err = startChromium(bin) })
+	if chromium.err != nil {
+		t.Fatalf("starting %s: %v", bin, chromium.err)
+	}
+	tab, closeTab := chromedp.NewContext(chromium.browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(closeTab)
+	ctx, cancel := context.WithTimeout(tab, d)
 	t.Cleanup(cancel)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+	return ctx
+}
+
+// chromium is the test binary's one Chromium, started on first use and
+// closed by closeChromium when the tests end.
+var chromium struct {
+	once    sync.Once
+	browser context.Context
+	err     error
+	close   []context.CancelFunc
+}
+
+// chromiumStart bounds how long Chromium may take to start and answer.
+const chromiumStart = time.Minute
+
+// startChromium starts Chromium offline, its profile in a temporary
+// directory of its own that goes with it.
+func startChromium(bin string) (context.Context, error) {
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(bin),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox,
@@ -105,14 +132,27 @@ func headlessFor(t *testing.T, bin, dir string, d time.Duration) context.Context
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.NoFirstRun,
-		chromedp.UserDataDir(filepath.Join(dir, "profile")),
 		chromedp.WindowSize(1240, 1000),
 	)
-	t.Cleanup(cancelAlloc)
 	browser, cancelBrowser := chromedp.NewContext(alloc)
 	// Cancelling the browser's context closes Chromium and waits for it.
-	t.Cleanup(cancelBrowser)
-	return browser
+	chromium.close = []context.CancelFunc{cancelBrowser, cancelAlloc}
+	// The browser lives as long as the context of its first run: bounded
+	// by a timer rather than by that context's deadline.
+	timer := time.AfterFunc(chromiumStart, cancelBrowser)
+	err := chromedp.Do(browser)
+	if !timer.Stop() {
+		return nil, fmt.Errorf("not started in %v", chromiumStart)
+	}
+	return browser, err
+}
+
+// closeChromium closes the Chromium that a test started, if one did, and
+// waits for it.
+func closeChromium() {
+	for _, c := range chromium.close {
+		c()
+	}
 }
 
 // TestNewMarksInAHeadlessBrowser checks, as Chromium lays the page out,
@@ -123,7 +163,7 @@ func headlessFor(t *testing.T, bin, dir string, d time.Duration) context.Context
 func TestNewMarksInAHeadlessBrowser(t *testing.T) {
 	bin := chromiumPath(t)
 	page, hs, _ := marksPage(t)
-	browser := headless(t, bin, t.TempDir())
+	browser := headless(t, bin)
 	bob := holdingOf(t, hs, "bob")
 	bar := fmt.Sprintf(`#timeline rect.b[data-seq="%d"]`, bob.Opened.Seq)
 	check := func(what, js string) {

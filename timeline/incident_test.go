@@ -215,7 +215,7 @@ func TestIncidentPageInChromium(t *testing.T) {
 	if got := eventActors(evs); !slices.Equal(got, incidentActors) {
 		t.Fatalf("the incident's actors are %v, want %v", got, incidentActors)
 	}
-	browser := headless(t, bin, dir)
+	browser := headless(t, bin)
 	if err := chromedp.Do(browser, chromedp.EmulateViewport(1400, 900), chromedp.Navigate("file://"+page),
 		chromedp.WaitReady(chromedp.CSS("#timeline"))); err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func TestTenThousandEventPageZoomsThroughTheOverview(t *testing.T) {
 	t.Logf("10,000 events, %d holdings: %d bytes", len(p.Holdings), b.Len())
 
 	// A page of 10,000 events takes Chromium a while to lay out on a busy machine.
-	browser := headlessFor(t, bin, dir, 3*time.Minute)
+	browser := headlessFor(t, bin, 3*time.Minute)
 	start := time.Now()
 	if err := chromedp.Do(browser, chromedp.EmulateViewport(1400, 900), chromedp.Navigate("file://"+page),
 		chromedp.WaitReady(chromedp.CSS("#overview"))); err != nil {

@@ -24,7 +24,7 @@ import (
 	"github.com/lockledger/lockledger/timeline"
 )
 
-func TestMain(m *testing.M) { clitest.Main(m) }
+func TestMain(m *testing.M) { clitest.Main(m, clitest.AtExit(closeChromium)) }
 
 var t0 = time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
 

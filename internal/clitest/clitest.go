@@ -51,6 +51,9 @@ func Main(m *testing.M, opts ...Option) {
 		o()
 	}
 	code := pgtest.Run(m)
+	for _, f := range atExit {
+		f()
+	}
 	report()
 	removeFixtures()
 	if d := otherTrust.dir; d != "" {
@@ -88,9 +91,10 @@ var (
 	// built with -race itself: make test runs e2e without the race
 	// detector (its own code is the tests', and the detector doubled its
 	// CPU), and the CLI's concurrent parts under it here. SQLite's C
-	// translated to Go is left out of it, as in make test.
-	raceBuilt = &cliBuild{env: "LOCKLEDGER_TEST_RACE_CLI", cgo: "1",
-		flags: []string{"-race", "-gcflags=modernc.org/sqlite/lib=-race=false"}}
+	// translated to Go, its C library and allocator are left out of it,
+	// as in make test.
+	raceBuilt = &cliBuild{env: "LOCKLEDGER_TEST_RACE_CLI", cgo: "1", flags: []string{"-race",
+		"-gcflags=modernc.org/sqlite/lib=-race=false", "-gcflags=modernc.org/libc/...=-race=false", "-gcflags=modernc.org/memory=-race=false"}}
 )
 
 // get is the CLI's path. Where it cannot be built (no go command, no
@@ -181,6 +185,15 @@ func Parallel(n int) Option {
 			flag.Set("test.parallel", strconv.Itoa(n))
 		}
 	}
+}
+
+// atExit are the functions Main calls when the tests have run (AtExit).
+var atExit []func()
+
+// AtExit has Main call f when the tests have run, before the binary
+// exits: to stop what the tests share, such as a browser.
+func AtExit(f func()) Option {
+	return func() { atExit = append(atExit, f) }
 }
 
 // BuildFirst builds the CLI before the first test rather than in the

@@ -171,8 +171,8 @@ func TestAWaitEndsAtItsEndWhileAnotherKeepsTheWriter(t *testing.T) {
 				return n
 			}
 			const wait = 300 * time.Millisecond
-			// Far below what the attempts took when only the busy timeout
-			// bounded them: one busy timeout past the wait, or two.
+			// Far below one busy timeout past the wait, or two: what an
+			// attempt left to wait for the writer would take.
 			within := waiter.BusyTimeout() / 2
 
 			t.Run("kept from the start", func(t *testing.T) {
@@ -194,6 +194,10 @@ func TestAWaitEndsAtItsEndWhileAnotherKeepsTheWriter(t *testing.T) {
 				}
 			})
 
+			// Long enough for the first attempt, which the writer's keeping
+			// waits for, to be refused before the wait ends on a loaded
+			// machine: one cut short would keep nothing.
+			const longer = 2 * time.Second
 			t.Run("kept once waiting", func(t *testing.T) {
 				var release func()
 				defer func() {
@@ -202,19 +206,22 @@ func TestAWaitEndsAtItsEndWhileAnotherKeepsTheWriter(t *testing.T) {
 					}
 				}()
 				start := time.Now()
-				_, err := Wait(ctx, waiter, req("x", "late"), wait, func(*ledger.HeldError, time.Duration) {
+				_, err := Wait(ctx, waiter, req("x", "late"), longer, func(*ledger.HeldError, time.Duration) {
 					if release == nil {
 						release = keepWriter(t, holder, engine == "postgres")
 					}
 				})
 				took := time.Since(start)
+				if release == nil {
+					t.Fatalf("no attempt of the wait was refused before it ended: %v", err)
+				}
 				var unrecorded *UnrecordedError
 				if !errors.As(err, &unrecorded) || unrecorded.Held == nil || unrecorded.Held.Holder.RequestID != "holder" ||
-					!errors.Is(err, ledger.ErrHeld) || unrecorded.Held.Waited < wait {
-					t.Fatalf("a wait whose last attempt did not get the writer: %v, want an UnrecordedError of the holder's refusal, waited %s at least", err, wait)
+					!errors.Is(err, ledger.ErrHeld) || unrecorded.Held.Waited < longer {
+					t.Fatalf("a wait whose last attempt did not get the writer: %v, want an UnrecordedError of the holder's refusal, waited %s at least", err, longer)
 				}
-				if took > within {
-					t.Errorf("the wait of %s returned after %s, want within %s", wait, took, within)
+				if took > longer+within {
+					t.Errorf("the wait of %s returned after %s, want within %s", longer, took, longer+within)
 				}
 				release()
 				// The first attempt joined the queue; the last recorded nothing.

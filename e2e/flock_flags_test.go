@@ -172,6 +172,8 @@ func TestFlockFlagsRefuseBadValues(t *testing.T) {
 		{[]string{"acquire", "x", "-w", "-1"}, `--wait "-1": must not be negative`},
 		{[]string{"acquire", "x", "--wait", "1e3"}, `--wait "1e3"`},
 		{[]string{"run", "x", "-w", "0.5.1", "true"}, `--wait "0.5.1"`},
+		{[]string{"acquire", "x", "--wait", ""}, `--wait: must be seconds`},
+		{[]string{"run", "x", "--wait=", "true"}, `--wait: must be seconds`},
 		{[]string{"acquire", "x", "-n", "-w", "5"}, "--nonblock: cannot be combined with --wait"},
 		{[]string{"acquire", "x", "-E", "4"}, `--conflict-exit-code "4": must be 0 (run only), 3 or 7-125`},
 		{[]string{"run", "x", "-E", "1", "true"}, `--conflict-exit-code "1"`},

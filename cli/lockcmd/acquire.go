@@ -74,7 +74,7 @@ func (f *acquireFlags) request(lock string, pid int) (ledger.AcquireRequest, tim
 		return ledger.AcquireRequest{}, 0, err
 	}
 	var wait time.Duration
-	if f.wait != "" {
+	if f.flags != nil && f.flags.Lookup("wait") != nil {
 		if wait, err = invocation.ParseWait("--wait", f.wait); err != nil {
 			return ledger.AcquireRequest{}, 0, err
 		}

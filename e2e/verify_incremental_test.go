@@ -61,3 +61,43 @@ func TestVerifyIncrementalFromTheKeptHead(t *testing.T) {
 		t.Errorf("verify of a log cut below the kept head: check %q, notes %q; problems %+v", cut.Check, cut.Notes, cut.Problems)
 	}
 }
+
+// TestVerifyChecksTheWholeLogWhenTheKeptHeadCannotBeUsed: a kept head
+// whose state, frontier or times cannot be verified from (damaged, or kept
+// by an older lockledger) is not the ledger's damage: verify warns, checks
+// the whole log, passes an intact ledger and keeps a head that can be used.
+func TestVerifyChecksTheWholeLogWhenTheKeptHeadCannotBeUsed(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	clitest.Must(t, 0, root, "acquire", "a", "--pid", strconv.Itoa(os.Getpid()))
+	clitest.Verify(t, 0, root)
+	kept, _ := filepath.Glob(filepath.Join(clitest.TrustDir(root), "verified", "*.verified"))
+	if len(kept) != 1 {
+		t.Fatalf("heads kept: %v, want one", kept)
+	}
+	good, err := os.ReadFile(kept[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, old, new string }{
+		{"its state at another seq", `"state":{"seq":`, `"state":{"seq":9`},
+		{"a frontier hash that is not one", `"frontier":["`, `"frontier":["9`},
+		{"no times of its events", `"max_at":"`, `"was_max_at":"`},
+	} {
+		bad := strings.Replace(string(good), c.old, c.new, 1)
+		if bad == string(good) {
+			t.Fatalf("%s: the kept head has no %s: %s", c.name, c.old, good)
+		}
+		if err := os.WriteFile(kept[0], []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := clitest.Must(t, 0, root, "verify", "--json")
+		rep := clitest.DecodeVerify(t, r)
+		if rep.Check != "full" || !rep.OK || !strings.Contains(r.Stderr, "cannot be read: checking the whole log") {
+			t.Errorf("%s: check %q, OK %v; stderr %s; problems %+v", c.name, rep.Check, rep.OK, r.Stderr, rep.Problems)
+		}
+		if again := clitest.Verify(t, 0, root); again.Check != "incremental" {
+			t.Errorf("%s: the next verify: check %q, want incremental from the head the full one kept", c.name, again.Check)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -494,4 +495,97 @@ func verifyFindsSnapshotsAt(t *testing.T, l *ledger.Ledger, detail string, seqs 
 	if want := strings.Trim(fmt.Sprint(seqs), "[]"); rep.OK || strings.Join(got, " ") != want {
 		t.Errorf("verify: got snapshot problems %q at %v (ok %v), want at %s: %+v", detail, got, rep.OK, want, rep.Problems)
 	}
+}
+
+// A verify from a kept head compares the snapshots stored after it with
+// its fold, as a check of the whole log does, and checks the whole log
+// when those up to the head are not the ones that head's verify found
+// (stored since, or rewritten: the rewrite is then named).
+func TestVerifyFromChecksTheSnapshots(t *testing.T) {
+	ledger.SetSnapshotEvery(t, snapEvery)
+	forEachStore(t, func(t *testing.T, f *storeFixture) {
+		ctx := context.Background()
+		l, db := snapshotLedger(t, f.kind)
+		if err := l.WriteSnapshots(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_, before := verifyKeeping(t, l, nil)
+		if before.Seq == 0 || before.Seq >= 3*snapEvery {
+			t.Fatalf("kept head at seq %d, want one before %d", before.Seq, 3*snapEvery)
+		}
+		cycles(t, l, int(3*snapEvery-before.Seq)/2+1)
+		rep, after := verifyKeeping(t, l, before)
+		if got, want := fmt.Sprint(snapshotSeqs(t, db)), snapSeqs(1, 2, 3); !rep.OK || rep.From == nil || got != want {
+			t.Fatalf("verify from seq %d: OK %v, from %v, snapshots at %s (want %s); problems %+v", before.Seq, rep.OK, rep.From, got, want, rep.Problems)
+		}
+		_, whole := verifyKeeping(t, l, nil)
+		sameHead(t, "past a snapshot", after, whole)
+
+		var stored store.Snapshot
+		tamperRow(t, db, 3*snapEvery, func(s *store.Snapshot) { stored = *s })
+		restore := func() { tamperRow(t, db, 3*snapEvery, func(s *store.Snapshot) { *s = stored }) }
+		for _, c := range []struct {
+			name, detail string
+			edit         func(*store.Snapshot)
+			// unread: readers do not take it (its state does not hash to
+			// what it recorded), and a verify from a later head does not
+			// read it either; a check of the whole log names it.
+			unread bool
+		}{
+			{"its times", "records its events' times", func(s *store.Snapshot) { s.MaxAt = events.FormatTime(snapAt(2 * snapEvery)) }, false},
+			{"its block's earliest time", "records its events' times", func(s *store.Snapshot) { s.MinAt = events.FormatTime(snapAt(2 * snapEvery)) }, false},
+			{"its state, hash recomputed", "is not the fold of events 1 to", func(s *store.Snapshot) {
+				s.State = forgedState(t, s.State)
+				s.StateHash = replay.StateHash(s.State)
+			}, false},
+			{"the event it follows", "follows an event whose hash was", func(s *store.Snapshot) { s.EventHash = strings.Repeat("0", len(s.EventHash)) }, false},
+			{"its state", "but its state hashes to", func(s *store.Snapshot) { s.State = forgedState(t, s.State) }, true},
+		} {
+			tamperRow(t, db, 3*snapEvery, c.edit)
+			// From the head before it: the snapshot is among the new.
+			rep, _ := verifyKeeping(t, l, before)
+			if rep.From == nil || !snapshotProblemAt(rep, 3*snapEvery, c.detail) {
+				t.Errorf("%s rewritten, verify from seq %d: from %v, problems %+v", c.name, before.Seq, rep.From, rep.Problems)
+			}
+			// From the head after it: the whole log is checked.
+			rep, _ = verifyKeeping(t, l, after)
+			switch {
+			case c.unread:
+				if !rep.OK || rep.From == nil {
+					t.Errorf("%s rewritten, verify from seq %d: OK %v, from %v, problems %+v", c.name, after.Seq, rep.OK, rep.From, rep.Problems)
+				}
+				if rep, _ = verifyKeeping(t, l, nil); !snapshotProblemAt(rep, 3*snapEvery, c.detail) {
+					t.Errorf("%s rewritten, verify of the whole log: problems %+v", c.name, rep.Problems)
+				}
+			case rep.From != nil || !snapshotProblemAt(rep, 3*snapEvery, c.detail) || !slices.ContainsFunc(rep.Notes, func(n string) bool {
+				return strings.Contains(n, fmt.Sprintf("the snapshots up to seq %d are not those", after.Seq))
+			}):
+				t.Errorf("%s rewritten, verify from seq %d: from %v, notes %q, problems %+v", c.name, after.Seq, rep.From, rep.Notes, rep.Problems)
+			}
+			restore()
+		}
+
+		// A snapshot stored since (as a write or checkpoint stores those a
+		// ledger lacks) is checked with the whole log, which finds it fine.
+		if _, err := db.Exec(`DELETE FROM snapshots WHERE seq = $1`, 3*snapEvery); err != nil {
+			t.Fatal(err)
+		}
+		rep, gone := verifyKeeping(t, l, after)
+		if !rep.OK || rep.From != nil {
+			t.Errorf("a snapshot gone since: OK %v, from %v; problems %+v", rep.OK, rep.From, rep.Problems)
+		}
+		if err := l.WriteSnapshots(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if rep, _ = verifyKeeping(t, l, gone); !rep.OK || rep.From != nil || len(rep.Notes) == 0 {
+			t.Errorf("a snapshot stored since: OK %v, from %v, notes %q; problems %+v", rep.OK, rep.From, rep.Notes, rep.Problems)
+		}
+	})
+}
+
+// snapshotProblemAt: rep names the snapshot at seq, with detail.
+func snapshotProblemAt(rep *verify.Report, seq int64, detail string) bool {
+	return !rep.OK && slices.ContainsFunc(rep.Problems, func(p verify.Problem) bool {
+		return p.Kind == verify.KindSnapshot && p.Seq == seq && strings.Contains(p.Detail, detail)
+	})
 }

@@ -131,11 +131,12 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*verify.Repo
 	// is the damage only when nothing else is (a re-chained log that
 	// nothing signed).
 	var lost *verify.Problem
+	var wholeNote string
 	if c.from != nil {
 		// A log too damaged to read the head from is checked whole, and
 		// the report says why.
-		if ok, p, err := replay.CheckVerifiedHead(ctx, tx, c.from); err != nil || !ok {
-			c.from, lost = nil, p
+		if ok, p, note, err := replay.CheckVerifiedHead(ctx, tx, c.from); err != nil || !ok {
+			c.from, lost, wholeNote = nil, p, note
 		}
 	}
 	level := store.StorageQuick
@@ -170,6 +171,9 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*verify.Repo
 	}
 	rep.LedgerID = l.id
 	rep.Notes = append(rep.Notes, signerNotes...)
+	if wholeNote != "" {
+		rep.Notes = append(rep.Notes, wholeNote)
+	}
 	for _, p := range storage.Problems {
 		rep.Add(p)
 	}

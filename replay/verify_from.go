@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -32,6 +33,15 @@ type Verified struct {
 	LatestSeq int64     `json:"latest_seq"`
 	// State is the fold of events 1 to Seq (State.MarshalJSON).
 	State json.RawMessage `json:"state"`
+	// MaxAt is the latest at of events 1 to Seq, BlockMinAt the earliest
+	// of those in Seq's block (as a snapshot records them, see atBounds),
+	// and Snapshots the digest of the snapshots up to Seq (see
+	// snapshotsDigest): a verify from this head checks the snapshots
+	// after it as a check of the whole log does, and checks the whole log
+	// when those up to it changed since.
+	MaxAt      string `json:"max_at"`
+	BlockMinAt string `json:"block_min_at"`
+	Snapshots  string `json:"snapshots"`
 	// At is when the verify that kept it ran; Full that it read the
 	// whole log (else it extended the one before).
 	At   time.Time `json:"at"`
@@ -43,52 +53,94 @@ type Verified struct {
 // caller keeps it only when the whole check (storage, projections) is OK.
 func Keep(v *Verified) VerifyOption { return func(c *verifyConfig) { c.keep = v } }
 
-// frontier decodes v's frontier.
-func (v *Verified) frontier() ([]tlog.Hash, error) {
-	out := make([]tlog.Hash, len(v.Frontier))
+// Check says whether a verify may start from v: its state is a fold up to
+// its seq, its frontier is of hashes, and it records its events' times.
+// A head that fails it (damaged, or kept by an older lockledger) is one to
+// check the whole log instead of.
+func (v *Verified) Check() error {
+	_, _, err := v.decode()
+	return err
+}
+
+// decode is v's fold and frontier.
+func (v *Verified) decode() (*State, []tlog.Hash, error) {
+	if v.Seq < 1 || v.MaxAt == "" || v.BlockMinAt == "" {
+		return nil, nil, fmt.Errorf("replay: the verified head at seq %d records no times of its events", v.Seq)
+	}
+	st := NewState()
+	if err := st.UnmarshalJSON(v.State); err != nil {
+		return nil, nil, fmt.Errorf("replay: the verified head's state: %w", err)
+	}
+	if st.Seq != v.Seq {
+		return nil, nil, fmt.Errorf("replay: the verified head's state is at seq %d, not %d", st.Seq, v.Seq)
+	}
+	frontier := make([]tlog.Hash, len(v.Frontier))
 	for i, s := range v.Frontier {
 		b, err := hex.DecodeString(s)
 		if err != nil || len(b) != len(tlog.Hash{}) {
-			return nil, fmt.Errorf("replay: the verified head's frontier: %q is not a hash", s)
+			return nil, nil, fmt.Errorf("replay: the verified head's frontier: %q is not a hash", s)
 		}
-		copy(out[i][:], b)
+		copy(frontier[i][:], b)
 	}
-	return out, nil
+	return st, frontier, nil
+}
+
+// snapshotsDigest chains snapshot s to the digest prev of those before
+// it: hex SHA-256 of prev and everything a reader takes of s.
+func snapshotsDigest(prev string, s *store.Snapshot) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%d %s %d %s %s %d %s\n", prev, s.Seq, s.EventHash, s.FromSeq, s.MaxAt, s.MinAt, s.Version, s.StateHash)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // CheckVerifiedHead says whether the log q reads still holds from's event
-// at from's seq, so that a verify may start from it: nil when it does,
-// else the problem (a shorter log was cut or restored from an older copy;
-// another event there, rewritten or replaced), which a check of the whole
-// log then explains. A log whose live part starts after seq 1 (pruned),
-// or that was pruned or unpruned since, is checked whole: ok false with no
-// problem.
-func CheckVerifiedHead(ctx context.Context, q Querier, from *Verified) (ok bool, p *verify.Problem, err error) {
+// at from's seq, and the snapshots up to it that from's verify found, so
+// that a verify may start from it: ok when it does. Else the whole log is
+// checked, and p is the problem (a shorter log was cut or restored from
+// an older copy; another event there, rewritten or replaced), which that
+// check then explains, or note says why (the snapshots up to the head
+// changed since: stored since, which a write or checkpoint may do, or
+// rewritten, which that check names). A log whose live part starts after
+// seq 1 (pruned), or that was pruned or unpruned since, is checked whole
+// with neither.
+func CheckVerifiedHead(ctx context.Context, q Querier, from *Verified) (ok bool, p *verify.Problem, note string, err error) {
 	first, err := store.FirstSeq(ctx, q)
 	if err != nil || first > 1 {
-		return false, nil, err
+		return false, nil, "", err
 	}
 	// A prune or unprune since moved events below the head out of the
 	// live log or back into it: the whole log is checked.
 	for r, err := range store.PruneMarkers(ctx, q) {
 		if err != nil || r.Seq > from.Seq {
-			return false, nil, err
+			return false, nil, "", err
 		}
 	}
 	hash, err := store.EventHash(ctx, q, from.Seq)
 	switch {
 	case err != nil:
-		return false, nil, err
+		return false, nil, "", err
 	case hash == "":
 		return false, &verify.Problem{Seq: from.Seq, Kind: verify.KindDeleted, Detail: fmt.Sprintf(
 			"the log no longer holds seq %d, which a verify on %s found with hash %s: events were deleted from its end, or the database was restored from an older copy",
-			from.Seq, from.At.UTC().Format(time.RFC3339), from.Hash)}, nil
+			from.Seq, from.At.UTC().Format(time.RFC3339), from.Hash)}, "", nil
 	case hash != from.Hash:
 		return false, &verify.Problem{Seq: from.Seq, Kind: verify.KindModified, Detail: fmt.Sprintf(
 			"seq %d's hash is %s, but a verify on %s found %s: the log was rewritten up to it, or replaced by another copy",
-			from.Seq, hash, from.At.UTC().Format(time.RFC3339), from.Hash)}, nil
+			from.Seq, hash, from.At.UTC().Format(time.RFC3339), from.Hash)}, "", nil
 	}
-	return true, nil, nil
+	marks, err := store.SnapshotMarks(ctx, q, first, from.Seq)
+	if err != nil {
+		return false, nil, "", err
+	}
+	digest := ""
+	for i := range marks {
+		digest = snapshotsDigest(digest, &marks[i])
+	}
+	if digest != from.Snapshots {
+		return false, nil, fmt.Sprintf("the whole log was checked: the snapshots up to seq %d are not those a verify on %s found (stored or rewritten since)",
+			from.Seq, from.At.UTC().Format(time.RFC3339)), nil
+	}
+	return true, nil, "", nil
 }
 
 // VerifyLedgerFrom checks the events of a ledger after the head from, which
@@ -107,14 +159,7 @@ func CheckVerifiedHead(ctx context.Context, q Querier, from *Verified) (ok bool,
 func VerifyLedgerFrom(ctx context.Context, q Querier, source, genesis string, from *Verified, opts ...VerifyOption) (*verify.Report, *State, error) {
 	defer relaxGC(verifyGCPercent)()
 	cfg := newVerifyConfig(opts)
-	st := NewState()
-	if err := st.UnmarshalJSON(from.State); err != nil {
-		return nil, nil, fmt.Errorf("replay: the verified head's state: %w", err)
-	}
-	if st.Seq != from.Seq {
-		return nil, nil, fmt.Errorf("replay: the verified head's state is at seq %d, not %d", st.Seq, from.Seq)
-	}
-	frontier, err := from.frontier()
+	st, frontier, err := from.decode()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -126,6 +171,10 @@ func VerifyLedgerFrom(ctx context.Context, q Querier, source, genesis string, fr
 	}
 	c.clock.latest, c.clock.latestSeq = from.Latest, from.LatestSeq
 	c.state, c.fromOne = st, true
+	// The fold is the one from the first event (CheckVerifiedHead), the
+	// snapshots after the head are compared with it as they come.
+	c.folded, c.snapsDigest = 1, from.Snapshots
+	c.at.block, c.at.max, c.at.blockMin = (from.Seq+c.at.every-1)/c.at.every*c.at.every, from.MaxAt, from.BlockMinAt
 	if err := c.run(ctx, q, from.Seq); err != nil {
 		return nil, nil, err
 	}
@@ -147,6 +196,12 @@ func (c *checker) run(ctx context.Context, q Querier, after int64) error {
 		cols Columns
 	}
 	var slab []rowAlloc
+	for s, err := range store.SnapshotHeads(ctx, q, after) {
+		if err != nil {
+			return fmt.Errorf("replay: verify: snapshots: %w", err)
+		}
+		c.snaps = append(c.snaps, *s)
+	}
 	err := pipeline(ctx, func(emit func(*Row) bool) error {
 		for sr, err := range store.ChainRowsAfter(ctx, q, after) {
 			if err != nil {
@@ -174,10 +229,8 @@ func (c *checker) run(ctx context.Context, q Querier, after int64) error {
 		return fmt.Errorf("replay: verify: %w", err)
 	}
 	c.tree.extraStored(extra, firstExtra)
-	if c.wholeSnapshots {
-		if err := c.endSnapshots(ctx, q); err != nil {
-			return fmt.Errorf("replay: verify: snapshots: %w", err)
-		}
+	if err := c.endSnapshots(ctx, q, after); err != nil {
+		return fmt.Errorf("replay: verify: snapshots: %w", err)
 	}
 	c.finish()
 	c.tree.signedMarkers(c.markers)
@@ -200,7 +253,7 @@ func (c *checker) keep(v *Verified, full bool) {
 		hexes[i] = hex.EncodeToString(h[:])
 	}
 	*v = Verified{Seq: c.report.LastSeq, Hash: c.report.HeadHash, Frontier: hexes, Latest: c.clock.latest, LatestSeq: c.clock.latestSeq,
-		State: st, At: c.clock.now, Full: full}
+		State: st, MaxAt: c.at.max, BlockMinAt: c.at.blockMin, Snapshots: c.snapsDigest, At: c.clock.now, Full: full}
 	if v.At.IsZero() {
 		v.At = time.Now()
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"iter"
 )
 
@@ -58,13 +59,46 @@ func SnapshotsBefore(ctx context.Context, q Querier, seq int64, maxAt string) it
 	})
 }
 
-// SnapshotHeads yields every snapshot without its state, in seq order.
-func SnapshotHeads(ctx context.Context, q Querier) iter.Seq2[*Snapshot, error] {
+// SnapshotHeads yields every snapshot after seq after without its state,
+// in seq order.
+func SnapshotHeads(ctx context.Context, q Querier, after int64) iter.Seq2[*Snapshot, error] {
 	return rowsOf(func() (*sql.Rows, error) {
-		return q.QueryContext(ctx, `SELECT seq, event_hash, from_seq, max_at, version, state_hash, coalesce(min_at, '') FROM snapshots ORDER BY seq`)
+		return q.QueryContext(ctx, `SELECT seq, event_hash, from_seq, max_at, version, state_hash, coalesce(min_at, '') FROM snapshots WHERE seq > $1 ORDER BY seq`, after)
 	}, func(rows *sql.Rows, s *Snapshot) error {
 		return rows.Scan(&s.Seq, &s.EventHash, &s.FromSeq, &s.MaxAt, &s.Version, &s.StateHash, &s.MinAt)
 	})
+}
+
+// SnapshotMarks are the snapshots of the fold from first at or before
+// upTo without their states, in seq order, as SnapshotHeads has them:
+// what readers take of them, read through their bounds' index and the
+// leading columns of their rows, never through the states SQLite keeps
+// in the row before min_at.
+func SnapshotMarks(ctx context.Context, q Querier, first, upTo int64) ([]Snapshot, error) {
+	marks, err := QueryAll(ctx, q, func(rows *sql.Rows, s *Snapshot) error {
+		s.FromSeq = first
+		return rows.Scan(&s.Seq, &s.EventHash, &s.MaxAt, &s.MinAt)
+	}, `SELECT seq, event_hash, max_at, coalesce(min_at, '') FROM snapshots WHERE from_seq = $1 AND seq <= $2 ORDER BY seq`, first, upTo)
+	if err != nil {
+		return nil, err
+	}
+	i := 0
+	for r, err := range rowsOf(func() (*sql.Rows, error) {
+		return q.QueryContext(ctx, `SELECT seq, version, state_hash FROM snapshots WHERE from_seq = $1 AND seq <= $2 ORDER BY seq`, first, upTo)
+	}, func(rows *sql.Rows, s *Snapshot) error { return rows.Scan(&s.Seq, &s.Version, &s.StateHash) }) {
+		if err != nil {
+			return nil, err
+		}
+		if i == len(marks) || marks[i].Seq != r.Seq {
+			return nil, fmt.Errorf("store: the snapshots changed while they were read")
+		}
+		marks[i].Version, marks[i].StateHash = r.Version, r.StateHash
+		i++
+	}
+	if i != len(marks) {
+		return nil, fmt.Errorf("store: the snapshots changed while they were read")
+	}
+	return marks, nil
 }
 
 // EventHash is the hash of the event at seq ("" when there is none).

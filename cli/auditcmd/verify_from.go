@@ -2,6 +2,7 @@ package auditcmd
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/ledger"
@@ -43,7 +44,14 @@ func (o *verifyOptions) readVerified(id string) (*replay.Verified, error) {
 		return nil, err
 	}
 	var v replay.Verified
-	if err := json.Unmarshal(b, &v); err != nil || v.LedgerID != id || v.Seq < 1 {
+	err = json.Unmarshal(b, &v)
+	if err == nil && v.LedgerID != id {
+		err = fmt.Errorf("it is of ledger %q", v.LedgerID)
+	}
+	if err == nil {
+		err = v.Check()
+	}
+	if err != nil {
 		o.g.Log.Warn("verify: the head kept of the last verify cannot be read: checking the whole log", "file", o.verified.Path(id), "error", err)
 		return nil, nil
 	}

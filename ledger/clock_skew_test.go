@@ -1,6 +1,9 @@
 package ledger
 
 import (
+	"context"
+	"database/sql"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -38,5 +41,38 @@ func TestJudgeAHeartbeatAheadOfTheClock(t *testing.T) {
 		if c.state == events.StateStale && !h.staleSince(now).Equal(now) {
 			t.Errorf("heartbeat %s: stale since %s, want the judging instant %s", c.name, h.staleSince(now), now)
 		}
+	}
+}
+
+// A clock stepped back between an acquisition and its release (NTP, a
+// restored VM): the release is recorded, with a held duration of 0, not
+// refused by the schema's minimum, which left the holder unable to give
+// its lock up.
+func TestAReleaseAfterTheClockSteppedBackIsRecorded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := t.TempDir()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	l, err := Open(ctx, root, Unsigned(), WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	id := Identity{RequestID: "req_back", Actor: "clock"}
+	if _, err := l.TryAcquire(ctx, AcquireRequest{Lock: "prod", Identity: id, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(-20 * time.Minute)
+	if _, err := l.Release(ctx, ReleaseRequest{Lock: "prod", Identity: id}); err != nil {
+		t.Fatalf("release after the clock stepped back: %v", err)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, DBFile)+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var held float64
+	if err := db.QueryRow(`SELECT json_extract(body, '$.held_duration_seconds') FROM events WHERE type = 'lock_released'`).Scan(&held); err != nil || held != 0 {
+		t.Errorf("held_duration_seconds %v (%v), want 0", held, err)
 	}
 }

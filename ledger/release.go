@@ -203,7 +203,7 @@ func (l *Ledger) Release(ctx context.Context, req ReleaseRequest) (*ReleaseOutco
 		if bySecret {
 			p.AuthorizedBy = events.AuthorizedByReleaseSecret
 		}
-		if h.foreign && (h.created.IsZero() || h.created.After(w.now)) {
+		if h.foreign && h.created.IsZero() {
 			p.HeldDurationSeconds = 0
 		}
 		// The envelope is the caller's, always: whose holding it was is

@@ -589,3 +589,113 @@ func snapshotProblemAt(rep *verify.Report, seq int64, detail string) bool {
 		return p.Kind == verify.KindSnapshot && p.Seq == seq && strings.Contains(p.Detail, detail)
 	})
 }
+
+// A clock that steps back now and then, around snapshot boundaries and
+// inside blocks, and one write whose events all come before a block's
+// earliest: every read of an instant or a window (the fold as of it, of
+// one lock, the holdings of a window, the events of a window) finds what
+// it finds without snapshots, at every event's time and beside it.
+func TestClockStepsAroundSnapshotsFoldLikeTheWholeLog(t *testing.T) {
+	const every = 20
+	ledger.SetSnapshotEvery(t, every)
+	ctx := context.Background()
+	now := snapBase.Add(4 * time.Hour)
+	l := fixture.Open(t, t.TempDir(), ledger.Unsigned(), ledger.WithClock(func() time.Time { return now }))
+	now = now.Add(time.Hour)
+	db := pgtest.Open(t, l.Source())
+	steps := map[int]time.Duration{9: -20 * time.Minute, 10: -time.Minute, 19: -2 * time.Hour, 20: 3 * time.Hour, 31: -3 * time.Hour, 45: -30 * time.Second, 46: -30 * time.Second}
+	held := map[string]string{}
+	release := func(lock string) {
+		if rid, ok := held[lock]; ok {
+			now = now.Add(3 * time.Second)
+			if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: lock, Identity: as(rid)}); err != nil {
+				t.Fatal(err)
+			}
+			delete(held, lock)
+		}
+	}
+	for i := range 60 {
+		now = now.Add(7*time.Second + steps[i])
+		lock, rid := fmt.Sprintf("k%d", i%3), fmt.Sprintf("r%d", i)
+		if i%5 != 2 {
+			release(lock) // else a refused acquire: no event
+		}
+		if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: lock, Identity: as(rid), TTL: 24 * time.Hour}); err == nil {
+			held[lock] = rid
+		} else if !errors.Is(err, ledger.ErrHeld) {
+			t.Fatal(err)
+		}
+		if i%4 != 3 {
+			release(lock)
+		}
+	}
+	if err := l.WriteSnapshots(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotSeqs(t, db); len(got) < 4 {
+		t.Fatalf("snapshots at %v, want at least 4", got)
+	}
+	// The snapshots are the folds verify makes, their times included.
+	if rep, err := l.Verify(ctx, ledger.AllowClockSkew(4*time.Hour)); err != nil || !rep.OK {
+		t.Fatalf("verify: %v; problems %+v", err, rep.Problems)
+	}
+	ats, err := store.QueryAll(ctx, db, store.ScanOne[string], `SELECT DISTINCT at FROM events ORDER BY at`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var instants []time.Time
+	for _, s := range ats {
+		at, err := events.ParseTime(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		instants = append(instants, at.Add(-time.Nanosecond), at, at.Add(time.Nanosecond))
+	}
+	read := func() map[string]string {
+		out := map[string]string{}
+		for i, at := range instants {
+			for _, lock := range []string{"", "k1"} {
+				st, err := replay.AsOf(ctx, db, at, lock)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b strings.Builder
+				if lock == "" {
+					// A fold of one lock counts the events of the snapshot it started from.
+					fmt.Fprintf(&b, "seq %d events %d\n", st.Seq, st.Events)
+				}
+				for _, lk := range st.Locks() {
+					b.WriteString(lockView(t, lk, at) + "\n")
+				}
+				out[fmt.Sprintf("as of %s %q", at.Format(time.RFC3339Nano), lock)] = b.String()
+			}
+			if i%3 != 1 || i+40 >= len(instants) {
+				continue
+			}
+			f := replay.Filter{Since: at, Until: instants[i+40]}
+			hs, err := replay.Holdings(ctx, db, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			for _, h := range hs {
+				fmt.Fprintf(&b, "%s %d %v; ", h.Lock, h.Opened.Seq, h.Ended != nil)
+			}
+			b.WriteString("\nevents")
+			if err := replay.Scan(ctx, db, f, func(ev *replay.Event) error {
+				fmt.Fprintf(&b, " %d", ev.Seq)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			out[fmt.Sprintf("window %s", at.Format(time.RFC3339Nano))] = b.String()
+		}
+		return out
+	}
+	got := read()
+	if _, err := db.Exec(`DELETE FROM snapshots`); err != nil {
+		t.Fatal(err)
+	}
+	want := read()
+	sameViews(t, "with snapshots", got, want)
+}

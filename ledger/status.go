@@ -192,6 +192,8 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	return out, nil
 }
 
+// seconds is a span an event records (held, waited), which the schemas
+// bound below by 0: a clock stepped back within it makes it 0.
 func seconds(d time.Duration) float64 {
-	return float64(d.Milliseconds()) / 1000
+	return float64(max(d, 0).Milliseconds()) / 1000
 }

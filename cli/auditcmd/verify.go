@@ -153,16 +153,19 @@ the default).
 
 A verify that finds the ledger intact keeps its head in this user's
 trust store (verified/ in the trust directory: the last event's seq and
-hash, the Merkle tree's frontier there, the replayed state), and the next
-plain verify of the ledger at this root checks only the events after it:
-they must chain from that hash, the tree from that frontier (so every
-checkpoint signed since is checked against the log verified before), and
-replay goes on from that state to the locks table and lock files as
-always; of the database file only the append-only triggers are checked.
-A log that no longer holds that event (cut, or restored from an older
-copy) or holds another one there (rewritten, re-chained) fails. What it
-does not read is the events before that head: one edited in place since
-is found by a check of the whole log, which --full makes (and with it
+hash, the Merkle tree's frontier there, the replayed state, its events'
+times and a digest of the snapshots up to it), and the next plain verify
+of the ledger at this root checks only the events after it: they must
+chain from that hash, the tree from that frontier (so every checkpoint
+signed since is checked against the log verified before), and replay
+goes on from that state to the locks table, the lock files and the
+snapshots stored after the head as always; of the database file only the
+append-only triggers are checked. A log that no longer holds that event
+(cut, or restored from an older copy) or holds another one there
+(rewritten, re-chained) fails; snapshots up to the head other than those
+found then, or a kept head that cannot be used, make it check the whole
+log. What it does not read is the events before that head: one edited
+in place since is found by a check of the whole log, which --full makes (and with it
 SQLite's integrity_check), as does any verify given --verifier-key,
 --checkpoint, --expect-head, --signers, --witness, --witness-key or
 --archive (the daily lockledger-verify.timer passes --verifier-key). The

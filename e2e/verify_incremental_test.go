@@ -2,14 +2,20 @@ package e2e
 
 import (
 	"database/sql"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/store"
 )
 
 // TestVerifyIncrementalFromTheKeptHead: a verify that finds the ledger
@@ -100,4 +106,77 @@ func TestVerifyChecksTheWholeLogWhenTheKeptHeadCannotBeUsed(t *testing.T) {
 			t.Errorf("%s: the next verify: check %q, want incremental from the head the full one kept", c.name, again.Check)
 		}
 	}
+}
+
+// TestVerifyIncrementalChecksTheSnapshotsStoredSince: a plain verify
+// after the first compares the snapshot a write stored after the kept
+// head with its fold: one whose recorded times were moved (so that who
+// --at would fold from it for an instant before its events) fails it;
+// moved after a verify whose head passed it, it makes the next verify
+// check the whole log, which names it.
+func TestVerifyIncrementalChecksTheSnapshotsStoredSince(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "root")
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := int(store.SnapshotEvery) - 40
+	if _, _, err := (fixture.Ledger{Events: n, Locks: 20, Start: start, Span: time.Duration(n) * 10 * time.Second}).Write(root); err != nil {
+		t.Fatal(err)
+	}
+	clitest.Must(t, 0, root, "project")
+	clitest.Verify(t, 0, root)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var maxAt string
+	snapshot := func() bool {
+		err := db.QueryRow(`SELECT max_at FROM snapshots WHERE seq = $1`, store.SnapshotEvery).Scan(&maxAt)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	self := strconv.Itoa(os.Getpid())
+	for i := 0; !snapshot(); i++ {
+		if i == 60 {
+			t.Fatalf("no snapshot after %d acquisitions", i)
+		}
+		clitest.Must(t, 0, root, "acquire", fmt.Sprintf("x%d", i), "--pid", self)
+	}
+	setMaxAt := func(at string) {
+		t.Helper()
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		for _, q := range []string{`CREATE TEMP TABLE moved AS SELECT * FROM snapshots`, `UPDATE moved SET max_at = '` + at + `'`,
+			`DELETE FROM snapshots`, `INSERT INTO snapshots SELECT * FROM moved`, `DROP TABLE moved`} {
+			if _, err := tx.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	found := func(what, check string) {
+		t.Helper()
+		rep := clitest.Verify(t, 1, root)
+		if rep.Check != check || !slices.ContainsFunc(rep.Problems, func(p clitest.VerifyProblem) bool {
+			return p.Kind == "snapshot" && p.Seq == store.SnapshotEvery && strings.Contains(p.Detail, "records its events' times")
+		}) {
+			t.Errorf("%s: check %q (want %s), notes %q, problems %+v", what, rep.Check, check, rep.Notes, rep.Problems)
+		}
+	}
+	was := maxAt
+	setMaxAt(events.FormatTime(start))
+	found("a snapshot after the kept head moved", "incremental")
+	setMaxAt(was)
+	if inc := clitest.Verify(t, 0, root); inc.Check != "incremental" {
+		t.Fatalf("verify past the snapshot: check %q", inc.Check)
+	}
+	setMaxAt(events.FormatTime(start))
+	found("a snapshot before the kept head moved", "full")
 }

@@ -30,8 +30,9 @@ type verifyConfig struct {
 // verifier, outside the database): see replay.VerifyLedgerFrom for what
 // that proves and what it leaves to a check of the whole log. The
 // database file's pages are not read (only its append-only guards are
-// checked); the projections are checked as always. v of another ledger
-// is an error.
+// checked); the projections are checked as always. v of another ledger,
+// or one that cannot be verified from (see replay.Verified.Check), is an
+// error.
 func From(v *replay.Verified) VerifyOption { return func(c *verifyConfig) { c.from = v } }
 
 // FromKept is From with the head lookup returns for the ledger's id (nil:
@@ -125,6 +126,13 @@ func (l *Ledger) Verify(ctx context.Context, opts ...VerifyOption) (*verify.Repo
 	}
 	if c.from != nil && c.from.LedgerID != l.id {
 		return nil, fmt.Errorf("ledger: verify: the head verified before is of ledger %q, not %q", c.from.LedgerID, l.id)
+	}
+	if c.from != nil {
+		// A head that cannot be verified from is the caller's, not damage
+		// to the ledger.
+		if err := c.from.Check(); err != nil {
+			return nil, fmt.Errorf("ledger: verify: %w", err)
+		}
 	}
 	// A log that no longer holds the head verified before is checked
 	// whole, which explains what happened to it; the head's own finding

@@ -87,6 +87,19 @@ func TestVerifyFromAVerifiedHead(t *testing.T) {
 		if _, err := l.Verify(ctx, ledger.From(&other)); err == nil {
 			t.Error("a head of another ledger was used")
 		}
+		// A head that cannot be verified from is an error of the caller's,
+		// not a report of damage to the ledger.
+		for _, edit := range []func(*replay.Verified){
+			func(v *replay.Verified) { v.State = []byte(`{"seq":1}`) },
+			func(v *replay.Verified) { v.Frontier = []string{"not a hash"} },
+			func(v *replay.Verified) { v.MaxAt = "" },
+		} {
+			bad := *next
+			edit(&bad)
+			if rep, err := l.Verify(ctx, ledger.From(&bad)); err == nil {
+				t.Errorf("a head that cannot be verified from was used: report %+v", rep.Problems)
+			}
+		}
 	})
 }
 

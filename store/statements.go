@@ -127,6 +127,9 @@ func (p PreparedTx) QueryContext(ctx context.Context, query string, args ...any)
 
 func (p PreparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	p.flush(ctx)
+	if b := p.batch; b != nil {
+		b.ahead, b.aheadHead = nil, nil // the statement may write what the group read
+	}
 	if st := p.PrepareContext(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}

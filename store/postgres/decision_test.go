@@ -88,6 +88,9 @@ func TestDecisionCallsReadAndWriteAsTheStatements(t *testing.T) {
 		if err := q.Settle(ctx, true); err != nil {
 			t.Fatal(err)
 		}
+		if err := q.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
 		r, err := store.LoadRow(ctx, tx, "a")
 		if err != nil || r == nil || r.UpdatedSeq != n || !slices.Equal(r.File, []byte{0, 1, byte(n)}) {
 			t.Fatalf("the row written in one call: %+v, %v", r, err)

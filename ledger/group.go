@@ -247,11 +247,16 @@ func (l *Ledger) leadGroup(lead *pendingWrite) {
 // begun at the store's serialisation point, the group of decisions take
 // gives then (take is not called when the mutex or the transaction is not
 // had: the error is then the caller's), the decisions' clock, read once
-// they are all asked for, each decision's fn (in a savepoint of its own
-// when there are several), the checkpoint then due, the commit (when any
-// fn wrote anything), and the checkpoint published to the witnesses once
-// the mutex is let go, so that a slow or hung witness holds up no writer.
-// A decision whose caller's context ended before its turn is not made.
+// they are all asked for, what the decisions on locks read (in one call on
+// PostgreSQL: store.PreparedTx.ReadAhead), each decision's fn (in a
+// savepoint of its own when there are several), the decisions' writes (in
+// one call on PostgreSQL: store.PreparedTx.Flush), the checkpoint then
+// due, the commit (when any fn wrote anything), and the checkpoint
+// published to the witnesses once the mutex is let go, so that a slow or
+// hung witness holds up no writer. A decision whose caller's context ended
+// before its turn is not made. A group whose write the database refuses
+// (the transaction is then aborted) is undone, and each of its decisions
+// made again alone, so that only the one refused fails (remakeAlone).
 func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) error {
 	fail := func(ds []*pendingWrite, err error) {
 		for _, d := range ds {

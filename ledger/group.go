@@ -325,7 +325,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 			w.seq, w.hash, w.headSet = head.seq, head.hash, true
 		}
 		d.decide(w)
-		if err := q.Settle(ctx, d.err == nil); err != nil {
+		if err := q.Settle(d.err == nil); err != nil {
 			d.outcome, d.err = nil, err
 		}
 		if d.err != nil {

@@ -168,14 +168,15 @@ func (b *decisionBatch) add(lock string, f func(w *decisionWrites)) {
 	delete(b.ahead, lock)
 }
 
-// send sends the writes kept before m, in one call.
+// send sends the writes kept before m (the settled decisions' writes, or
+// all), in one call.
 func (b *decisionBatch) send(ctx context.Context, q Execer, m mark) error {
 	b.read = nil
 	if m == (mark{}) {
 		return nil
 	}
 	arg, err := json.Marshal(b.writes.cut(m))
-	b.kept = mark{max(b.kept.events-m.events, 0), max(b.kept.tree-m.tree, 0), max(b.kept.rows-m.rows, 0)}
+	b.kept = mark{}
 	if err != nil {
 		return err
 	}
@@ -189,7 +190,7 @@ func (b *decisionBatch) send(ctx context.Context, q Execer, m mark) error {
 // writes not sent yet are kept for the group's one write (keep) or
 // dropped, and what it read in one call is forgotten. Its error is that of
 // a send made before a statement of the decision (which then failed too).
-func (p PreparedTx) Settle(ctx context.Context, keep bool) error {
+func (p PreparedTx) Settle(keep bool) error {
 	b := p.batch
 	if b == nil {
 		return nil

@@ -85,7 +85,7 @@ func TestDecisionCallsReadAndWriteAsTheStatements(t *testing.T) {
 			File: []byte{0, 1, byte(n)}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.Settle(ctx, true); err != nil {
+		if err := q.Settle(true); err != nil {
 			t.Fatal(err)
 		}
 		if err := q.Flush(ctx); err != nil {
@@ -107,7 +107,7 @@ func TestDecisionCallsReadAndWriteAsTheStatements(t *testing.T) {
 		if err != nil || len(shc) != 1 || len(shc[0].Diff(sh[0])) > 0 {
 			t.Fatalf("the shared holders read in one call: %+v, %v; the statement's %+v", shc, err, sh)
 		}
-		if err := q.Settle(ctx, true); err != nil {
+		if err := q.Settle(true); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(); err != nil {

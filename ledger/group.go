@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 
 	"github.com/lockledger/lockledger/events"
-	"github.com/lockledger/lockledger/store"
 )
 
 // maxGroup bounds the decisions one transaction takes.
@@ -139,7 +138,7 @@ func (l *Ledger) queued(ctx context.Context, name string, fn func(w *writeTx) (e
 // group has answered every other member and handed the lead on, so that
 // its remake holds up no one else.
 func (l *Ledger) remadeAlone(d *pendingWrite) error {
-	if errors.Is(d.err, errAlone) {
+	if errors.Is(d.err, errAlone) || errors.Is(d.err, errGroupRefused) {
 		d.err, d.outcome = nil, nil
 		if err := l.decideGroup(d.ctx, func() []*pendingWrite { return []*pendingWrite{d} }); err != nil {
 			d.err = err
@@ -248,11 +247,16 @@ func (l *Ledger) leadGroup(lead *pendingWrite) {
 // begun at the store's serialisation point, the group of decisions take
 // gives then (take is not called when the mutex or the transaction is not
 // had: the error is then the caller's), the decisions' clock, read once
-// they are all asked for, each decision's fn (in a savepoint of its own
-// when there are several), the checkpoint then due, the commit (when any
-// fn wrote anything), and the checkpoint published to the witnesses once
-// the mutex is let go, so that a slow or hung witness holds up no writer.
-// A decision whose caller's context ended before its turn is not made.
+// they are all asked for, what the decisions on locks read (in one call on
+// PostgreSQL: store.PreparedTx.ReadAhead), each decision's fn (in a
+// savepoint of its own when there are several), the decisions' writes (in
+// one call on PostgreSQL: store.PreparedTx.Flush), the checkpoint then
+// due, the commit (when any fn wrote anything), and the checkpoint
+// published to the witnesses once the mutex is let go, so that a slow or
+// hung witness holds up no writer. A decision whose caller's context ended
+// before its turn is not made. A group whose write the database refuses
+// (the transaction is then aborted) is undone, and each of its decisions
+// made again alone, so that only the one refused fails (remakeAlone).
 func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) error {
 	fail := func(ds []*pendingWrite, err error) {
 		for _, d := range ds {
@@ -285,6 +289,16 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 		return nil
 	}
 	q := l.stmts.In(tx)
+	var names []string
+	for _, d := range group {
+		if d.name != "" && d.ctx.Err() == nil {
+			names = append(names, d.name)
+		}
+	}
+	if err := q.ReadAhead(ctx, names, queueSince(now)); err != nil {
+		fail(group, err)
+		return nil
+	}
 	several := len(group) > 1
 	var made []*pendingWrite // decisions whose writes stand in tx
 	// The head of the log where the next decision starts, once a decision
@@ -294,13 +308,13 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	// The Merkle rows the decisions kept so far read and wrote: a decision
 	// adds to a copy, kept only if it stands.
 	tree := map[int64][]byte{}
-	for _, d := range group {
+	for i, d := range group {
 		if err := d.ctx.Err(); err != nil {
 			d.err = err
 			continue
 		}
 		if several {
-			if err := store.Savepoint(ctx, q); err != nil {
+			if err := q.Savepoint(ctx); err != nil {
 				fail(group, err)
 				abortAll(made)
 				return nil
@@ -311,13 +325,17 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 			w.seq, w.hash, w.headSet = head.seq, head.hash, true
 		}
 		d.decide(w)
-		if err := q.Settle(ctx, d.err == nil); err != nil {
+		if err := q.Settle(d.err == nil); err != nil {
 			d.outcome, d.err = nil, err
 		}
 		if d.err != nil {
 			d.blame(w.abort)
+			if q.Refused() != nil {
+				remakeAlone(append(made, group[i:]...))
+				return nil
+			}
 			if several {
-				if err := store.RollbackToSavepoint(ctx, q); err != nil {
+				if err := q.RollbackToSavepoint(ctx); err != nil {
 					fail(group, err)
 					abortAll(made)
 					return nil
@@ -335,6 +353,15 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 		}
 	}
 	if len(made) == 0 {
+		return nil
+	}
+	if err := q.Flush(ctx); err != nil {
+		if several {
+			remakeAlone(made)
+		} else {
+			fail(made, err)
+			abortAll(made)
+		}
 		return nil
 	}
 	last := made[len(made)-1].w
@@ -417,6 +444,16 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	return nil
 }
 
+// remakeAlone answers the decisions of a group whose write the database
+// refused, every one of them undone with the transaction: each is made
+// again alone (errGroupRefused, see remadeAlone), for a verdict of its own.
+func remakeAlone(ds []*pendingWrite) {
+	abortAll(ds)
+	for _, d := range ds {
+		d.w, d.outcome, d.err = nil, nil, errGroupRefused
+	}
+}
+
 // abortAll undoes what the decisions changed outside the database.
 func abortAll(ds []*pendingWrite) {
 	for _, d := range ds {
@@ -425,6 +462,10 @@ func abortAll(ds []*pendingWrite) {
 		}
 	}
 }
+
+// errGroupRefused refuses, in a group, the decisions the database's
+// refusal of the group's write undid: each is made again alone.
+var errGroupRefused = errors.New("ledger: the group's write was refused: the decision is made again alone")
 
 // errGroupPanicked fails the decisions of a group whose work panicked
 // outside fn (see leadGroup).

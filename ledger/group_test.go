@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/lockledger/lockledger/events"
@@ -287,6 +288,126 @@ func TestPostgresGroupNotifiesEveryLock(t *testing.T) {
 		}
 		delete(want, nt.Payload)
 	}
+}
+
+// A group's one write that the database refuses for one lock's row (here
+// a trigger, as a role without a grant would) undoes the whole group: each
+// decision is made again alone, the refused one fails with the database's
+// error and leaves nothing, and the others commit.
+func TestPostgresGroupRefusedWriteFailsOnlyItsDecision(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	db := pgtest.Open(t, url)
+	for _, q := range []string{`CREATE FUNCTION refuse_r2() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'no rows of r-2' USING ERRCODE = 'insufficient_privilege'; END $$`,
+		`CREATE TRIGGER refuse_r2 BEFORE INSERT ON locks FOR EACH ROW WHEN (NEW.lock_name = 'r-2') EXECUTE FUNCTION refuse_r2()`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 5
+	let := holdWriter(t, l)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = l.TryAcquire(ctx, AcquireRequest{Lock: fmt.Sprintf("r-%d", i), Identity: Identity{Actor: "group-test"}})
+		})
+	}
+	awaitQueued(t, l, n)
+	let()
+	wg.Wait()
+	for i := range n {
+		lock := fmt.Sprintf("r-%d", i)
+		want := 1
+		if i == 2 {
+			want = 0
+			var pe *pgconn.PgError
+			if !errors.As(errs[i], &pe) || pe.Code != "42501" {
+				t.Errorf("%s: %v, want the database's refusal", lock, errs[i])
+			}
+		} else if errs[i] != nil {
+			t.Errorf("%s: %v", lock, errs[i])
+		}
+		if got := len(lockEvents(t, l, lock)); got != want {
+			t.Errorf("%s: %d events stored, want %d", lock, got, want)
+		}
+		st, err := l.Status(ctx, lock)
+		if err != nil || (st.Holder != nil) != (want == 1) {
+			t.Errorf("%s: status %+v, %v; held: want %v", lock, st, err, want == 1)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `DROP TRIGGER refuse_r2 ON locks`); err != nil {
+		t.Fatal(err)
+	}
+	verifyOK(t, l)
+}
+
+// The group's kept writes refused when a later decision's statement
+// sends them: that decision's statement fails in the aborted transaction,
+// and it, the ones before it and the ones not made yet are each made
+// again alone; only the refused one fails.
+func TestPostgresGroupRefusedWriteBeforeALaterStatement(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	db := pgtest.Open(t, url)
+	for _, q := range []string{`CREATE FUNCTION refuse_q2() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'no events of q-2' USING ERRCODE = 'insufficient_privilege'; END $$`,
+		`CREATE TRIGGER refuse_q2 BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.lock_name = 'q-2') EXECUTE FUNCTION refuse_q2()`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 5
+	let := holdWriter(t, l)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			lock := fmt.Sprintf("q-%d", i)
+			errs[i] = l.write(ctx, lock, func(w *writeTx) (error, error) {
+				if i == 3 {
+					if _, err := store.LoadRows(w.ctx, w.q); err != nil {
+						return nil, err
+					}
+				}
+				return nil, jobEvent(w, "req_group_"+lock)
+			})
+		})
+		awaitQueued(t, l, i+1) // queued, and so made, in this order
+	}
+	let()
+	wg.Wait()
+	for i := range n {
+		lock := fmt.Sprintf("q-%d", i)
+		want := 1
+		if i == 2 {
+			want = 0
+			var pe *pgconn.PgError
+			if !errors.As(errs[i], &pe) || pe.Code != "42501" {
+				t.Errorf("%s: %v, want the database's refusal", lock, errs[i])
+			}
+		} else if errs[i] != nil {
+			t.Errorf("%s: %v", lock, errs[i])
+		}
+		if got := len(lockEvents(t, l, lock)); got != want {
+			t.Errorf("%s: %d events stored, want %d", lock, got, want)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `DROP TRIGGER refuse_q2 ON events`); err != nil {
+		t.Fatal(err)
+	}
+	verifyOK(t, l)
 }
 
 // A client whose context ends while its decision waits in the queue

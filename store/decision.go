@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -8,31 +9,58 @@ import (
 )
 
 // A decision's statements while its group holds the writer row, on an
-// engine whose database has the decision functions (PostgreSQL, migration
-// 0012): one call reads what the decision needs (LoadDecision), and its
-// writes (InsertEvent, InsertTreeRow, SaveHolder, DeleteHolder,
-// DeleteExclusive, SaveRow through the transaction's PreparedTx) are kept
-// in Go and sent in one call when the decision is settled (Settle), or
-// before any other statement of the transaction, in the order they were
-// made. Only the decisions that begin with LoadDecision (those on a
-// lock) keep their writes so. Reads of the lock's shared holders, its queue and its holder's
-// acquiring event are answered from the first call until the decision
-// writes. Each call is one short statement, parsed once; the functions'
-// own statements keep their plans for the session. Elsewhere every
-// statement runs as it is written.
+// engine whose database has the decision functions (PostgreSQL, migrations
+// 0012 and 0013): one call reads, for every lock of the group, what its
+// decision reads (ReadAhead, answering LoadDecision), and the writes of
+// every decision that stands (InsertEvent, InsertTreeRow, SaveHolder,
+// DeleteHolder, DeleteExclusive, SaveRow through the transaction's
+// PreparedTx) are kept in Go and sent in one call before the commit
+// (Flush), or before any other statement of the transaction, in the order
+// they were made. A decision that fails drops its own. Only the decisions
+// that begin with LoadDecision (those on a lock) keep their writes so.
+// Reads of a lock's row, shared holders, queue and holder's acquiring event
+// are answered from the group's read while nothing kept or sent names the
+// lock, then from the decision's own call until it writes. Each call is
+// one short statement, parsed once; the functions' own statements keep
+// their plans for the session. Elsewhere every statement runs as it is
+// written.
 
 // decisionBatch is the state of one transaction's decisions: whether the
 // decision under way began with LoadDecision (on: only its writes are
-// kept), the writes not sent yet, what it read in one call, and the error
-// of a send made before a statement (reported when it is settled).
+// kept), the writes not sent yet (those before kept are the settled
+// decisions'), what the group and the decision read, and the error of a
+// send made before a statement (reported when it is settled).
 type decisionBatch struct {
 	on     bool
 	writes decisionWrites
-	n      int
+	kept   mark
 	read   *decisionRead
 	lock   string
 	since  string
 	err    error
+	// lazy: the decision under way takes its savepoint at its first
+	// statement (Savepoint); saved: it has.
+	lazy, saved bool
+	// refused is the error of a send of settled decisions' writes: the
+	// transaction is aborted.
+	refused error
+	// ahead is the group's read by lock, at aheadSince; aheadHead the head
+	// it read, while nothing has been written since.
+	ahead      map[string]*decisionRead
+	aheadSince string
+	aheadHead  *decisionRead
+}
+
+// mark is a place in a decisionWrites: how many of each kind come before.
+type mark struct{ events, tree, rows int }
+
+func (w *decisionWrites) end() mark { return mark{len(w.Events), len(w.Tree), len(w.Rows)} }
+
+// cut splits w at m: what comes before, and w keeps the rest.
+func (w *decisionWrites) cut(m mark) decisionWrites {
+	before := decisionWrites{w.Events[:m.events], w.Tree[:m.tree], w.Rows[:m.rows]}
+	*w = decisionWrites{w.Events[m.events:], w.Tree[m.tree:], w.Rows[m.rows:]}
+	return before
 }
 
 // decisionWrites is lockledger_write_decision's argument: events and
@@ -131,21 +159,24 @@ func batchOf(q any) *decisionBatch {
 	return nil
 }
 
-// add keeps one write: what the decision read in one call no longer holds.
-func (b *decisionBatch) add(f func(w *decisionWrites)) {
+// add keeps one write, of lock's rows ("" for none): what the decision
+// read in one call no longer holds, nor what the group read of the lock
+// and of the head.
+func (b *decisionBatch) add(lock string, f func(w *decisionWrites)) {
 	f(&b.writes)
-	b.n++
-	b.read = nil
+	b.read, b.aheadHead = nil, nil
+	delete(b.ahead, lock)
 }
 
-// send sends the writes kept, in one call.
-func (b *decisionBatch) send(ctx context.Context, q Execer) error {
+// send sends the writes kept before m (the settled decisions' writes, or
+// all), in one call.
+func (b *decisionBatch) send(ctx context.Context, q Execer, m mark) error {
 	b.read = nil
-	if b.n == 0 {
+	if m == (mark{}) {
 		return nil
 	}
-	arg, err := json.Marshal(b.writes)
-	b.writes, b.n = decisionWrites{}, 0
+	arg, err := json.Marshal(b.writes.cut(m))
+	b.kept = mark{}
 	if err != nil {
 		return err
 	}
@@ -156,32 +187,96 @@ func (b *decisionBatch) send(ctx context.Context, q Execer) error {
 }
 
 // Settle ends the decision the transaction's statements were for: its
-// writes not sent yet are sent (keep) or dropped, and what it read in one
-// call is forgotten. Its error is the send's, or that of a send made
-// before a statement of the decision (which then failed too).
-func (p PreparedTx) Settle(ctx context.Context, keep bool) error {
+// writes not sent yet are kept for the group's one write (keep) or
+// dropped, and what it read in one call is forgotten. Its error is that of
+// a send made before a statement of the decision (which then failed too).
+func (p PreparedTx) Settle(keep bool) error {
 	b := p.batch
 	if b == nil {
 		return nil
 	}
 	err := b.err
-	b.err = nil
+	b.err, b.on, b.read, b.lazy = nil, false, nil, false
 	if err == nil && keep {
-		b.on = false
-		return b.send(ctx, p.tx)
+		b.kept = b.writes.end()
+		return nil
 	}
-	b.writes, b.n, b.read, b.on = decisionWrites{}, 0, nil, false
+	b.writes = b.writes.cut(b.kept)
 	return err
 }
 
-// flush sends the writes kept before another statement runs in the
-// transaction; an error is kept for Settle.
-func (p PreparedTx) flush(ctx context.Context) {
-	if b := p.batch; b != nil && b.n > 0 {
-		if err := b.send(ctx, p.tx); err != nil && b.err == nil {
-			b.err = err
-		}
+// Flush sends the writes the settled decisions kept, in one call: the
+// group's write, before its commit. Its error is the transaction's (the
+// database refused a write, and the transaction is aborted), as is that of
+// an earlier send of settled decisions' writes (Refused).
+func (p PreparedTx) Flush(ctx context.Context) error {
+	b := p.batch
+	if b == nil || b.refused != nil {
+		return p.Refused()
 	}
+	if err := b.send(ctx, p.tx, b.writes.end()); err != nil {
+		b.refused = err
+	}
+	return b.refused
+}
+
+// Refused is the error of a send of the settled decisions' writes, once
+// one failed: nothing the transaction wrote stands.
+func (p PreparedTx) Refused() error {
+	if p.batch == nil {
+		return nil
+	}
+	return p.batch.refused
+}
+
+// flush sends the writes kept before another statement runs in the
+// transaction: first the settled decisions', then, once the decision
+// under way has taken its savepoint (when it takes one lazily), its own.
+// An error is kept for Settle.
+func (p PreparedTx) flush(ctx context.Context) {
+	b := p.batch
+	if b == nil {
+		return
+	}
+	if b.lazy {
+		b.lazy = false
+		if err := b.send(ctx, p.tx, b.kept); err != nil {
+			b.refused = err
+			b.err = cmp.Or(b.err, err)
+			return
+		}
+		if err := savepoint(ctx, p.tx); err != nil {
+			b.err = cmp.Or(b.err, err)
+			return
+		}
+		b.saved = true
+	}
+	if err := b.send(ctx, p.tx, b.writes.end()); err != nil {
+		b.err = cmp.Or(b.err, err)
+	}
+}
+
+// ReadAhead reads in one call, through the decision calls, what
+// LoadDecision reads for each of locks (the head with the first), at
+// since: each lock's decision then reads it from there (see LoadDecision).
+func (p PreparedTx) ReadAhead(ctx context.Context, locks []string, since string) error {
+	b := p.batch
+	if b == nil || len(locks) == 0 {
+		return nil
+	}
+	var raw []byte
+	if err := p.QueryRowContext(ctx, `SELECT lockledger_read_decisions($1, $2, true)`, locks, since).Scan(&raw); err != nil {
+		return err
+	}
+	var ds []*decisionRead
+	if err := json.Unmarshal(raw, &ds); err != nil || len(ds) != len(locks) {
+		return fmt.Errorf("ledger: the group's locks as read in one call (%d for %d): %v", len(ds), len(locks), err)
+	}
+	b.ahead, b.aheadSince, b.aheadHead = map[string]*decisionRead{}, since, ds[0]
+	for i, d := range ds {
+		b.ahead[locks[i]] = d
+	}
+	return nil
 }
 
 // LoadDecision reads what a decision on lock name reads first: the lock's
@@ -190,7 +285,9 @@ func (p PreparedTx) flush(ctx context.Context) {
 // same call the lock's shared holders, its queue's candidates recorded at
 // or after since (LoadQueued), its exclusive holder's acquiring event
 // (EventBody) and, with head, the Merkle rows an append after the head
-// reads, which it adds to known (see AppendTree).
+// reads, which it adds to known (see AppendTree): from the group's read
+// (ReadAhead) while nothing since names the lock (nor, with head, wrote
+// anything), else in a call of its own.
 func LoadDecision(ctx context.Context, q PreparedTx, name, since string, head bool, known map[int64][]byte) (*Row, Tip, error) {
 	b := q.batch
 	if b == nil {
@@ -200,23 +297,28 @@ func LoadDecision(ctx context.Context, q PreparedTx, name, since string, head bo
 		r, err := LoadRow(ctx, q, name)
 		return r, Tip{}, err
 	}
-	q.flush(ctx)
-	var raw []byte
-	if err := q.tx.QueryRowContext(ctx, `SELECT lockledger_read_decision($1, $2, $3)`, name, since, head).Scan(&raw); err != nil {
-		return nil, Tip{}, err
-	}
-	var d decisionRead
-	if err := json.Unmarshal(raw, &d); err != nil {
-		return nil, Tip{}, fmt.Errorf("ledger: the lock's rows as read in one call: %w", err)
+	d, at := b.ahead[name], b.aheadHead
+	if d == nil || since != b.aheadSince || (head && at == nil) {
+		q.flush(ctx)
+		var raw []byte
+		if err := q.tx.QueryRowContext(ctx, `SELECT lockledger_read_decision($1, $2, $3)`, name, since, head).Scan(&raw); err != nil {
+			return nil, Tip{}, err
+		}
+		d = &decisionRead{}
+		if err := json.Unmarshal(raw, d); err != nil {
+			return nil, Tip{}, fmt.Errorf("ledger: the lock's rows as read in one call: %w", err)
+		}
+		at = d
 	}
 	var t Tip
-	if d.Head != nil {
-		t = Tip{seq: d.Head.Seq, updated: d.Head.Updated, hashed: d.Head.Hashed, hash: d.Head.Hash, read: true}
-		for _, r := range d.Tree {
+	if head && at.Head != nil {
+		h := at.Head
+		t = Tip{seq: h.Seq, updated: h.Updated, hashed: h.Hashed, hash: h.Hash, read: true}
+		for _, r := range at.Tree {
 			known[r.Seq] = r.Hashes
 		}
 	}
-	b.on, b.read, b.lock, b.since = true, &d, name, since
+	b.on, b.read, b.lock, b.since = true, d, name, since
 	return d.Row, t, nil
 }
 

@@ -77,7 +77,7 @@ func SaveHolder(ctx context.Context, tx Execer, r *HolderRow) error {
 		exclusive = 1
 	}
 	if b := batchOf(tx); b != nil {
-		b.add(func(w *decisionWrites) {
+		b.add(r.Name, func(w *decisionWrites) {
 			w.Rows = append(w.Rows, holderJSON{"save_holder", r.Name, r.RequestID, r.Actor, r.Intent, r.IntentVersion, r.HostID,
 				r.PID, r.PIDStart, r.BootID, r.CreatedAt, r.HeartbeatAt, r.TTLSeconds, r.Metadata, r.FencingToken, r.Limit,
 				r.UpdatedSeq, r.PIDNS, exclusive, r.TargetsJSON()})
@@ -98,7 +98,7 @@ func SaveHolder(ctx context.Context, tx Execer, r *HolderRow) error {
 
 func DeleteHolder(ctx context.Context, tx Execer, name, requestID string) error {
 	if b := batchOf(tx); b != nil {
-		b.add(func(w *decisionWrites) { w.Rows = append(w.Rows, deleteJSON{"delete_holder", name, requestID}) })
+		b.add(name, func(w *decisionWrites) { w.Rows = append(w.Rows, deleteJSON{"delete_holder", name, requestID}) })
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, `DELETE FROM lock_holders WHERE lock_name = $1 AND request_id = $2`, name, requestID)
@@ -109,7 +109,7 @@ func DeleteHolder(ctx context.Context, tx Execer, name, requestID string) error 
 // the exclusive holder's (a shared row of the same request stays).
 func DeleteExclusive(ctx context.Context, tx Execer, name, requestID string) error {
 	if b := batchOf(tx); b != nil {
-		b.add(func(w *decisionWrites) { w.Rows = append(w.Rows, deleteJSON{"delete_exclusive", name, requestID}) })
+		b.add(name, func(w *decisionWrites) { w.Rows = append(w.Rows, deleteJSON{"delete_exclusive", name, requestID}) })
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, `DELETE FROM lock_holders WHERE lock_name = $1 AND request_id = $2 AND exclusive = 1`, name, requestID)

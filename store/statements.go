@@ -36,7 +36,8 @@ func NewStatements(s Store) *Statements {
 
 // In runs tx's statements through the cache, a decision's in the decision
 // calls where the database has them: each decision is then settled
-// (PreparedTx.Settle) before the next begins, and before the commit.
+// (PreparedTx.Settle) before the next begins, and the writes kept are sent
+// (PreparedTx.Flush) before the commit.
 func (c *Statements) In(tx *sql.Tx) PreparedTx {
 	p := PreparedTx{c: c, tx: tx, local: map[string]*sql.Stmt{}}
 	if c.calls {
@@ -127,6 +128,9 @@ func (p PreparedTx) QueryContext(ctx context.Context, query string, args ...any)
 
 func (p PreparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	p.flush(ctx)
+	if b := p.batch; b != nil {
+		b.ahead, b.aheadHead = nil, nil // the statement may write what the group read
+	}
 	if st := p.PrepareContext(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}

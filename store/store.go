@@ -74,7 +74,7 @@ type Store interface {
 	// statements itself (the ledger then does not).
 	CachesStatements() bool
 	// DecisionCalls reports whether the database has the decision
-	// functions: a decision's reads and writes then go in one call each
+	// functions: a group's reads and writes then go in one call each
 	// (LoadDecision).
 	DecisionCalls() bool
 	// Source names the database for messages (never with a password).

@@ -94,7 +94,7 @@ func LoadRows(ctx context.Context, q Querier) ([]*Row, error) {
 // it holds, is a row of lock_holders (SaveHolder).
 func SaveRow(ctx context.Context, tx Execer, r *Row) error {
 	if b := batchOf(tx); b != nil {
-		b.add(func(w *decisionWrites) {
+		b.add(r.Name, func(w *decisionWrites) {
 			w.Rows = append(w.Rows, lockJSON{"save_row", r.Name, r.RequestID, r.HostID, r.FencingToken, r.UpdatedSeq, byteaText(r.File), r.TargetsJSON()})
 		})
 		return nil
@@ -184,7 +184,7 @@ func (t Tip) check(genesis string) (int64, string, error) {
 
 func InsertEvent(ctx context.Context, tx Execer, seq int64, eventID, typ, lock, requestID, actor, at string, body []byte, prev, hash string) error {
 	if b := batchOf(tx); b != nil {
-		b.add(func(w *decisionWrites) {
+		b.add(lock, func(w *decisionWrites) {
 			w.Events = append(w.Events, eventJSON{seq, eventID, typ, lock, requestID, actor, at, byteaText(body), prev, hash})
 		})
 		return nil
@@ -268,7 +268,7 @@ func ReadTreeRows(ctx context.Context, q Querier, seqs []int64) (map[int64][]byt
 
 func InsertTreeRow(ctx context.Context, tx Execer, seq int64, hashes []byte) error {
 	if b := batchOf(tx); b != nil {
-		b.add(func(w *decisionWrites) { w.Tree = append(w.Tree, treeJSON{seq, byteaText(hashes)}) })
+		b.add("", func(w *decisionWrites) { w.Tree = append(w.Tree, treeJSON{seq, byteaText(hashes)}) })
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO tlog_hashes (seq, hashes) VALUES ($1, $2)`, seq, hashes)

@@ -16,10 +16,10 @@ import (
 	"github.com/lockledger/lockledger/store"
 )
 
-// A decision's one read of the head (store.LoadDecision) brings the Merkle
-// rows the append after the head reads, at every size of the tree, and
-// what it reads and writes in its calls is what the statements read and
-// write.
+// A decision's one read of the head (store.LoadDecision, from its own call
+// or from the group's, ReadAhead) brings the Merkle rows the append after
+// the head reads, at every size of the tree, and what it reads and writes
+// in its calls is what the statements read and write.
 func TestDecisionCallsReadAndWriteAsTheStatements(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
@@ -42,6 +42,11 @@ func TestDecisionCallsReadAndWriteAsTheStatements(t *testing.T) {
 		defer tx.Rollback()
 		q := stmts.In(tx)
 		known := map[int64][]byte{}
+		if n%2 == 1 { // the group's one read, on every other size
+			if err := q.ReadAhead(ctx, []string{"b", "a"}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
 		_, tip, err := store.LoadDecision(ctx, q, "a", "", true, known)
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +90,10 @@ func TestDecisionCallsReadAndWriteAsTheStatements(t *testing.T) {
 			File: []byte{0, 1, byte(n)}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.Settle(ctx, true); err != nil {
+		if err := q.Settle(true); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 		r, err := store.LoadRow(ctx, tx, "a")
@@ -104,7 +112,7 @@ func TestDecisionCallsReadAndWriteAsTheStatements(t *testing.T) {
 		if err != nil || len(shc) != 1 || len(shc[0].Diff(sh[0])) > 0 {
 			t.Fatalf("the shared holders read in one call: %+v, %v; the statement's %+v", shc, err, sh)
 		}
-		if err := q.Settle(ctx, true); err != nil {
+		if err := q.Settle(true); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(); err != nil {

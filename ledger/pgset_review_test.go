@@ -1,0 +1,440 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/store"
+)
+
+var errReview = errors.New("review: the decision fails")
+
+// groupOf makes one decision on each lock prefix-i through fns[i], queued
+// in that order behind l's held writer mutex so that they are made as one
+// group in that order, and returns each caller's error and how many times
+// each fn ran.
+func groupOf(t *testing.T, l *Ledger, ctxs []context.Context, prefix string, fns []func(w *writeTx) error) ([]error, []int64) {
+	t.Helper()
+	let := holdWriter(t, l)
+	var wg sync.WaitGroup
+	errs := make([]error, len(fns))
+	runs := make([]atomic.Int64, len(fns))
+	for i, fn := range fns {
+		ctx := context.Background()
+		if ctxs != nil {
+			ctx = ctxs[i]
+		}
+		wg.Go(func() {
+			errs[i] = l.write(ctx, fmt.Sprintf("%s-%d", prefix, i), func(w *writeTx) (error, error) {
+				runs[i].Add(1)
+				return nil, fn(w)
+			})
+		})
+		awaitQueued(t, l, i+1)
+	}
+	let()
+	wg.Wait()
+	counts := make([]int64, len(fns))
+	for i := range runs {
+		counts[i] = runs[i].Load()
+	}
+	return errs, counts
+}
+
+// statement sends one statement in w's transaction (the kept writes go
+// before it).
+func statement(w *writeTx) error {
+	_, err := store.LoadRows(w.ctx, w.q)
+	return err
+}
+
+// committedIffAnswered fails the test unless each lock prefix-i has an
+// event exactly when its caller was answered with success, and at most one.
+func committedIffAnswered(t *testing.T, l *Ledger, prefix string, errs []error) {
+	t.Helper()
+	for i, err := range errs {
+		lock := fmt.Sprintf("%s-%d", prefix, i)
+		n := len(lockEvents(t, l, lock))
+		if n > 1 || (n == 1) != (err == nil) {
+			t.Errorf("%s: %d events stored, caller answered %v", lock, n, err)
+		}
+	}
+}
+
+// The lazy savepoints: a decision that sent a statement and then fails
+// undoes its own writes alone; one that fails before any statement, after
+// an earlier one took its savepoint, rolls nothing back of it; one whose own
+// write the database refuses at its own statement fails alone, the group
+// not made again. The chain and the Merkle rows are those of the standing
+// decisions made one at a time: contiguous, and verify passes.
+func TestPostgresGroupLazySavepoints(t *testing.T) {
+	for _, bounced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bounced=%v", bounced), func(t *testing.T) {
+			url := pgtest.NewDatabase(t)
+			if bounced {
+				url = pgtest.NewBouncedDatabase(t)
+			}
+			ctx := context.Background()
+			l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			db := pgtest.Open(t, url)
+			for _, q := range []string{`CREATE FUNCTION refuse_z6() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN RAISE EXCEPTION 'no events of z-6' USING ERRCODE = 'insufficient_privilege'; END $$`,
+				`CREATE TRIGGER refuse_z6 BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.lock_name = 'z-6') EXECUTE FUNCTION refuse_z6()`} {
+				if _, err := db.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fns := []func(w *writeTx) error{
+				// z-0: kept, sends nothing.
+				func(w *writeTx) error { return jobEvent(w, "req_z0") },
+				// z-1: sends z-0's writes and its own, then fails.
+				func(w *writeTx) error {
+					if err := jobEvent(w, "req_z1"); err != nil {
+						return err
+					}
+					if err := statement(w); err != nil {
+						return err
+					}
+					return errReview
+				},
+				// z-2: takes its savepoint and stands.
+				func(w *writeTx) error {
+					if err := statement(w); err != nil {
+						return err
+					}
+					return jobEvent(w, "req_z2")
+				},
+				// z-3: fails before any statement.
+				func(w *writeTx) error {
+					if err := jobEvent(w, "req_z3"); err != nil {
+						return err
+					}
+					return errReview
+				},
+				// z-4: sends one write, keeps another, fails.
+				func(w *writeTx) error {
+					if err := jobEvent(w, "req_z4a"); err != nil {
+						return err
+					}
+					if err := statement(w); err != nil {
+						return err
+					}
+					if err := jobEvent(w, "req_z4b"); err != nil {
+						return err
+					}
+					return errReview
+				},
+				// z-5: stands, kept.
+				func(w *writeTx) error { return jobEvent(w, "req_z5") },
+				// z-6: its own write refused at its own statement.
+				func(w *writeTx) error {
+					if err := jobEvent(w, "req_z6"); err != nil {
+						return err
+					}
+					return statement(w)
+				},
+				// z-7: stands after the refused one.
+				func(w *writeTx) error {
+					if err := statement(w); err != nil {
+						return err
+					}
+					return jobEvent(w, "req_z7")
+				},
+			}
+			first, _, err := store.Head(ctx, l.store, l.genesis)
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs, runs := groupOf(t, l, nil, "z", fns)
+			stand := map[int]bool{0: true, 2: true, 5: true, 7: true}
+			for i, err := range errs {
+				switch {
+				case stand[i] && err != nil:
+					t.Errorf("z-%d: %v", i, err)
+				case i == 6:
+					var pe *pgconn.PgError
+					if !errors.As(err, &pe) || pe.Code != "42501" {
+						t.Errorf("z-6: %v, want the database's refusal", err)
+					}
+				case !stand[i] && !errors.Is(err, errReview):
+					t.Errorf("z-%d: %v, want its own failure", i, err)
+				}
+				if runs[i] != 1 {
+					t.Errorf("z-%d: made %d times, want once (no remake)", i, runs[i])
+				}
+			}
+			committedIffAnswered(t, l, "z", errs)
+			var seqs []int64
+			for _, i := range []int{0, 2, 5, 7} {
+				for _, ev := range lockEvents(t, l, fmt.Sprintf("z-%d", i)) {
+					seqs = append(seqs, ev.Seq)
+				}
+			}
+			for k, s := range seqs {
+				if s != first+int64(k)+1 {
+					t.Errorf("standing decisions' events at seqs %v, want %d.. in the group's order", seqs, first+1)
+					break
+				}
+			}
+			if _, err := db.ExecContext(ctx, `DROP TRIGGER refuse_z6 ON events`); err != nil {
+				t.Fatal(err)
+			}
+			verifyOK(t, l)
+		})
+	}
+}
+
+// backendPID is the PostgreSQL backend of w's transaction.
+func backendPID(t *testing.T, w *writeTx) int {
+	var pid int
+	if err := w.q.QueryRowContext(w.ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Error(err)
+	}
+	return pid
+}
+
+// terminate ends backend pid from db and awaits its end.
+func terminate(t *testing.T, db interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, pid int) {
+	ctx := context.Background()
+	var ok bool
+	if err := db.QueryRowContext(ctx, `SELECT pg_terminate_backend($1, 30000)`, pid).Scan(&ok); err != nil || !ok {
+		t.Errorf("terminate backend %d: %v, %v", pid, ok, err)
+	}
+}
+
+// A group whose connection is cut (its backend terminated) before its one
+// write, found by that write or by a later decision's statement: no
+// decision reports a write that did not commit, and each, made again alone
+// on a new connection, is recorded once.
+func TestPostgresGroupBackendTerminatedBeforeItsWrite(t *testing.T) {
+	for _, at := range []string{"flush", "statement"} {
+		t.Run(at, func(t *testing.T) {
+			url := pgtest.NewDatabase(t)
+			ctx := context.Background()
+			l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			db := pgtest.Open(t, url)
+			var pid int
+			var cut sync.Once
+			fns := []func(w *writeTx) error{
+				func(w *writeTx) error {
+					pid = backendPID(t, w)
+					return jobEvent(w, "req_c0")
+				},
+				func(w *writeTx) error { return jobEvent(w, "req_c1") },
+				func(w *writeTx) error {
+					cut.Do(func() { terminate(t, db, pid) })
+					if at == "statement" {
+						if err := statement(w); err != nil {
+							return err
+						}
+					}
+					return jobEvent(w, "req_c2")
+				},
+				func(w *writeTx) error { return jobEvent(w, "req_c3") },
+			}
+			errs, runs := groupOf(t, l, nil, "c", fns)
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("c-%d: %v", i, err)
+				}
+				want := int64(2) // in the group, then alone
+				if at == "statement" && i == 3 {
+					want = 1 // alone only: the group stopped at c-2
+				}
+				if runs[i] != want {
+					t.Errorf("c-%d: made %d times, want %d", i, runs[i], want)
+				}
+			}
+			committedIffAnswered(t, l, "c", errs)
+			verifyOK(t, l)
+		})
+	}
+}
+
+// A group whose connection is cut while the database runs its one write:
+// each decision is made again alone, and recorded once.
+func TestPostgresGroupBackendTerminatedDuringItsWrite(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	db := pgtest.Open(t, url)
+	for _, q := range []string{`CREATE TABLE review_armed (armed boolean)`, `INSERT INTO review_armed VALUES (true)`,
+		`CREATE FUNCTION review_stall() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF (SELECT armed FROM review_armed) THEN PERFORM pg_sleep(60); END IF; RETURN NEW; END $$`,
+		`CREATE TRIGGER review_stall BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.lock_name = 'd-2') EXECUTE FUNCTION review_stall()`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		for {
+			var pid int
+			err := db.QueryRowContext(ctx, `SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%lockledger_write_decision%'`).Scan(&pid)
+			if errors.Is(err, sql.ErrNoRows) {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := db.ExecContext(ctx, `UPDATE review_armed SET armed = false`); err != nil {
+				t.Error(err)
+			}
+			terminate(t, db, pid)
+			return
+		}
+	})
+	fns := make([]func(w *writeTx) error, 4)
+	for i := range fns {
+		fns[i] = func(w *writeTx) error { return jobEvent(w, fmt.Sprintf("req_d%d", i)) }
+	}
+	errs, runs := groupOf(t, l, nil, "d", fns)
+	wg.Wait()
+	if _, err := db.ExecContext(ctx, `DROP TRIGGER review_stall ON events`); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("d-%d: %v", i, err)
+		}
+		if runs[i] != 2 {
+			t.Errorf("d-%d: made %d times, want twice (in the group, then alone)", i, runs[i])
+		}
+	}
+	committedIffAnswered(t, l, "d", errs)
+	verifyOK(t, l)
+}
+
+// Every caller of a group gone between its decisions and its one write:
+// no caller is told of a write that did not commit, and nothing is
+// recorded twice.
+func TestPostgresGroupEveryCallerGoneBeforeItsWrite(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const n = 4
+	ctxs := make([]context.Context, n)
+	cancels := make([]context.CancelFunc, n)
+	for i := range ctxs {
+		ctxs[i], cancels[i] = context.WithCancel(ctx)
+		defer cancels[i]()
+	}
+	fns := make([]func(w *writeTx) error, n)
+	for i := range fns {
+		fns[i] = func(w *writeTx) error {
+			if i == n-1 {
+				for _, c := range cancels {
+					c()
+				}
+				<-w.ctx.Done() // the group's context, once every caller is gone
+			}
+			return jobEvent(w, fmt.Sprintf("req_g%d", i))
+		}
+	}
+	errs, _ := groupOf(t, l, ctxs, "g", fns)
+	for i, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("g-%d: %v, want its caller's cancel", i, err)
+		}
+	}
+	committedIffAnswered(t, l, "g", errs)
+	verifyOK(t, l)
+}
+
+// An acquire whose group's write the database refuses once (another
+// member's row) is made again alone: its caller's request id, one
+// lock_acquired.
+func TestPostgresGroupRefusedAcquireRecordedOnce(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	db := pgtest.Open(t, url)
+	for _, q := range []string{`CREATE SEQUENCE review_once`,
+		`CREATE FUNCTION refuse_once() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF nextval('review_once') = 1 THEN RAISE EXCEPTION 'once' USING ERRCODE = 'insufficient_privilege'; END IF; RETURN NEW; END $$`,
+		`CREATE TRIGGER refuse_once BEFORE INSERT ON locks FOR EACH ROW WHEN (NEW.lock_name = 'o-2') EXECUTE FUNCTION refuse_once()`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 4
+	let := holdWriter(t, l)
+	var wg sync.WaitGroup
+	got := make([]*Acquisition, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			got[i], errs[i] = l.TryAcquire(ctx, AcquireRequest{Lock: fmt.Sprintf("o-%d", i), Identity: Identity{Actor: "review"}})
+		})
+		awaitQueued(t, l, i+1)
+	}
+	let()
+	wg.Wait()
+	for i := range n {
+		lock := fmt.Sprintf("o-%d", i)
+		if errs[i] != nil {
+			t.Errorf("%s: %v", lock, errs[i])
+			continue
+		}
+		var evs []string
+		rows, err := db.QueryContext(ctx, `SELECT type || ' ' || request_id FROM events WHERE lock_name = $1 ORDER BY seq`, lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var ev string
+			if err := rows.Scan(&ev); err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, ev)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if want := "lock_acquired " + got[i].RequestID; len(evs) != 1 || evs[0] != want {
+			t.Errorf("%s: events %q, want [%s]", lock, evs, want)
+		}
+	}
+	var calls int64
+	if err := db.QueryRowContext(ctx, `SELECT last_value FROM review_once`).Scan(&calls); err != nil || calls != 2 {
+		t.Errorf("o-2's row inserted %d times (%v), want refused once, then once alone", calls, err)
+	}
+	if _, err := db.ExecContext(ctx, `DROP TRIGGER refuse_once ON locks`); err != nil {
+		t.Fatal(err)
+	}
+	verifyOK(t, l)
+}

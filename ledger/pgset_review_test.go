@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/store"
@@ -75,16 +76,25 @@ func committedIffAnswered(t *testing.T, l *Ledger, prefix string, errs []error) 
 // an earlier one took its savepoint, rolls nothing back of it; one whose own
 // write the database refuses at its own statement fails alone, the group
 // not made again. The chain and the Merkle rows are those of the standing
-// decisions made one at a time: contiguous, and verify passes.
+// decisions made one at a time: contiguous, and verify passes (with a
+// checkpoint signed after each group too).
 func TestPostgresGroupLazySavepoints(t *testing.T) {
-	for _, bounced := range []bool{false, true} {
-		t.Run(fmt.Sprintf("bounced=%v", bounced), func(t *testing.T) {
+	for _, how := range []string{"direct", "bounced", "signed"} {
+		t.Run(how, func(t *testing.T) {
 			url := pgtest.NewDatabase(t)
-			if bounced {
+			opts := []Option{WithDatabase(url), Unsigned(), WithPoolSize(8)}
+			var key note.Verifier
+			switch how {
+			case "bounced":
 				url = pgtest.NewBouncedDatabase(t)
+				opts[0] = WithDatabase(url)
+			case "signed":
+				s, v := testKey(t)
+				opts[1], key = WithSigner(s), v
+				opts = append(opts, WithCheckpointPolicy(1, time.Hour))
 			}
 			ctx := context.Background()
-			l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+			l, err := Open(ctx, t.TempDir(), opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,6 +197,12 @@ func TestPostgresGroupLazySavepoints(t *testing.T) {
 				if s != first+int64(k)+1 {
 					t.Errorf("standing decisions' events at seqs %v, want %d.. in the group's order", seqs, first+1)
 					break
+				}
+			}
+			if key != nil {
+				head := first + int64(len(seqs))
+				if got := storedCheckpoints(t, l, key); len(got) == 0 || got[len(got)-1] != head {
+					t.Errorf("checkpoints %v, want the last one at the group's head %d", got, head)
 				}
 			}
 			if _, err := db.ExecContext(ctx, `DROP TRIGGER refuse_z6 ON events`); err != nil {

@@ -120,12 +120,15 @@ func TestPostgresGroupLazySavepoints(t *testing.T) {
 					}
 					return errReview
 				},
-				// z-2: takes its savepoint and stands.
+				// z-2: takes its savepoint, sends its write and stands.
 				func(w *writeTx) error {
 					if err := statement(w); err != nil {
 						return err
 					}
-					return jobEvent(w, "req_z2")
+					if err := jobEvent(w, "req_z2"); err != nil {
+						return err
+					}
+					return statement(w)
 				},
 				// z-3: fails before any statement.
 				func(w *writeTx) error {

@@ -457,3 +457,63 @@ func TestPostgresGroupRefusedAcquireRecordedOnce(t *testing.T) {
 	}
 	verifyOK(t, l)
 }
+
+// A caller gone while its decision is made in a group whose write the
+// database then refuses: its decision, made again alone for a caller that
+// is gone, is not made and says so; the others are made alone once each.
+func TestPostgresGroupRefusedAfterACallerWentMidGroup(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	db := pgtest.Open(t, url)
+	for _, q := range []string{`CREATE SEQUENCE review_once`,
+		`CREATE FUNCTION refuse_once() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF nextval('review_once') = 1 THEN RAISE EXCEPTION 'once' USING ERRCODE = 'insufficient_privilege'; END IF; RETURN NEW; END $$`,
+		`CREATE TRIGGER refuse_once BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.lock_name = 'm-3') EXECUTE FUNCTION refuse_once()`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 4
+	ctxs := make([]context.Context, n)
+	var cancel context.CancelFunc
+	for i := range ctxs {
+		ctxs[i] = ctx
+	}
+	ctxs[1], cancel = context.WithCancel(ctx)
+	defer cancel()
+	fns := make([]func(w *writeTx) error, n)
+	for i := range fns {
+		fns[i] = func(w *writeTx) error {
+			if i == 1 {
+				cancel()
+			}
+			return jobEvent(w, fmt.Sprintf("req_m%d", i))
+		}
+	}
+	errs, runs := groupOf(t, l, ctxs, "m", fns)
+	for i, err := range errs {
+		switch {
+		case i == 1 && !errors.Is(err, context.Canceled):
+			t.Errorf("m-1: %v, want its caller's cancel", err)
+		case i != 1 && err != nil:
+			t.Errorf("m-%d: %v", i, err)
+		}
+		want := int64(2) // in the group, then alone
+		if i == 1 {
+			want = 1 // in the group only: alone, its caller is gone
+		}
+		if runs[i] != want {
+			t.Errorf("m-%d: made %d times, want %d", i, runs[i], want)
+		}
+	}
+	committedIffAnswered(t, l, "m", errs)
+	if _, err := db.ExecContext(ctx, `DROP TRIGGER refuse_once ON events`); err != nil {
+		t.Fatal(err)
+	}
+	verifyOK(t, l)
+}

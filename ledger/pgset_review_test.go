@@ -241,9 +241,16 @@ func terminate(t *testing.T, db interface {
 // decision reports a write that did not commit, and each, made again alone
 // on a new connection, is recorded once.
 func TestPostgresGroupBackendTerminatedBeforeItsWrite(t *testing.T) {
-	for _, at := range []string{"flush", "statement"} {
-		t.Run(at, func(t *testing.T) {
+	for _, c := range []struct {
+		at      string
+		bounced bool
+	}{{"flush", false}, {"statement", false}, {"flush", true}, {"statement", true}} {
+		at := c.at
+		t.Run(fmt.Sprintf("%s/bounced=%v", at, c.bounced), func(t *testing.T) {
 			url := pgtest.NewDatabase(t)
+			if c.bounced {
+				url = pgtest.NewBouncedDatabase(t)
+			}
 			ctx := context.Background()
 			l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -521,6 +522,84 @@ func TestPostgresGroupRefusedAfterACallerWentMidGroup(t *testing.T) {
 	committedIffAnswered(t, l, "m", errs)
 	if _, err := db.ExecContext(ctx, `DROP TRIGGER refuse_once ON events`); err != nil {
 		t.Fatal(err)
+	}
+	verifyOK(t, l)
+}
+
+// A decision that reads other locks of its group through other store
+// functions than LoadDecision (a shared holder's row, an exclusive
+// holder's, a queue that an earlier decision joined, every holder) reads
+// what the decisions before it kept, not the group's read.
+func TestPostgresGroupReadsOfOtherLocksSeeTheGroupsWrites(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	pid := os.Getpid()
+	if _, err := l.TryAcquire(ctx, AcquireRequest{Lock: "rx-b", Identity: Identity{RequestID: "req_rx_holder", Actor: "review", PID: pid}}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := []AcquireRequest{
+		{Lock: "rx-sh", Shared: true, Identity: Identity{RequestID: "req_rx_sh", Actor: "review", PID: pid}},
+		{Lock: "rx-ex", Identity: Identity{RequestID: "req_rx_ex", Actor: "review", PID: pid}},
+		{Lock: "rx-b", Waiting: true, WaitLeft: time.Minute, Identity: Identity{RequestID: "req_rx_waiter", Actor: "review", PID: pid}},
+	}
+	let := holdWriter(t, l)
+	var wg sync.WaitGroup
+	errs := make([]error, len(reqs)+1)
+	for i, r := range reqs {
+		wg.Go(func() { _, errs[i] = l.TryAcquire(ctx, r) })
+		awaitQueued(t, l, i+1)
+	}
+	var shared []*store.HolderRow
+	var row *store.Row
+	var queue []Waiter
+	var all []*store.HolderRow
+	wg.Go(func() {
+		errs[len(reqs)] = l.write(ctx, "rx-reader", func(w *writeTx) (error, error) {
+			var err error
+			if shared, err = store.LoadShared(w.ctx, w.q, "rx-sh"); err != nil {
+				return nil, err
+			}
+			if row, err = store.LoadRow(w.ctx, w.q, "rx-ex"); err != nil {
+				return nil, err
+			}
+			qs, err := l.queues(w.ctx, w.q, "rx-b", w.now)
+			if err != nil {
+				return nil, err
+			}
+			queue = qs["rx-b"]
+			if all, err = store.LoadAllHolders(w.ctx, w.q); err != nil {
+				return nil, err
+			}
+			return nil, errReview
+		})
+	})
+	awaitQueued(t, l, len(reqs)+1)
+	let()
+	wg.Wait()
+	var held *HeldError
+	if errs[0] != nil || errs[1] != nil || !errors.As(errs[2], &held) || !errors.Is(errs[3], errReview) {
+		t.Fatalf("errors %v", errs)
+	}
+	if len(shared) != 1 || shared[0].RequestID != "req_rx_sh" {
+		t.Errorf("rx-sh's shared holders read in the group: %+v, want req_rx_sh", shared)
+	}
+	if row == nil || !row.Held || row.RequestID != "req_rx_ex" {
+		t.Errorf("rx-ex's row read in the group: %+v, want held by req_rx_ex", row)
+	}
+	if len(queue) != 1 || queue[0].RequestID != "req_rx_waiter" {
+		t.Errorf("rx-b's queue read in the group: %+v, want req_rx_waiter", queue)
+	}
+	var names []string
+	for _, h := range all {
+		names = append(names, h.Name+" "+h.RequestID)
+	}
+	if want := "[rx-b req_rx_holder rx-ex req_rx_ex rx-sh req_rx_sh]"; fmt.Sprint(names) != want {
+		t.Errorf("every holder read in the group: %v, want %s", names, want)
 	}
 	verifyOK(t, l)
 }

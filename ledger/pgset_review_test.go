@@ -245,7 +245,7 @@ func TestPostgresGroupBackendTerminatedBeforeItsWrite(t *testing.T) {
 	for _, c := range []struct {
 		at      string
 		bounced bool
-	}{{"flush", false}, {"statement", false}, {"flush", true}, {"statement", true}} {
+	}{{"flush", false}, {"statement", false}, {"savepoint", false}, {"flush", true}, {"statement", true}, {"savepoint", true}} {
 		at := c.at
 		t.Run(fmt.Sprintf("%s/bounced=%v", at, c.bounced), func(t *testing.T) {
 			url := pgtest.NewDatabase(t)
@@ -261,14 +261,30 @@ func TestPostgresGroupBackendTerminatedBeforeItsWrite(t *testing.T) {
 			db := pgtest.Open(t, url)
 			var pid int
 			var cut sync.Once
+			// at: the cut is found by the group's write (flush), by a
+			// later decision's statement sending the kept writes
+			// (statement), or, nothing kept, by its savepoint (savepoint).
 			fns := []func(w *writeTx) error{
 				func(w *writeTx) error {
 					pid = backendPID(t, w)
-					return jobEvent(w, "req_c0")
+					if err := jobEvent(w, "req_c0"); err != nil || at != "savepoint" {
+						return err
+					}
+					return statement(w)
 				},
-				func(w *writeTx) error { return jobEvent(w, "req_c1") },
 				func(w *writeTx) error {
-					cut.Do(func() { terminate(t, db, pid) })
+					if at == "savepoint" {
+						cut.Do(func() { terminate(t, db, pid) })
+						if err := statement(w); err != nil {
+							return err
+						}
+					}
+					return jobEvent(w, "req_c1")
+				},
+				func(w *writeTx) error {
+					if at != "savepoint" {
+						cut.Do(func() { terminate(t, db, pid) })
+					}
 					if at == "statement" {
 						if err := statement(w); err != nil {
 							return err
@@ -278,14 +294,15 @@ func TestPostgresGroupBackendTerminatedBeforeItsWrite(t *testing.T) {
 				},
 				func(w *writeTx) error { return jobEvent(w, "req_c3") },
 			}
+			cutAt := map[string]int{"flush": 4, "statement": 2, "savepoint": 1}[at]
 			errs, runs := groupOf(t, l, nil, "c", fns)
 			for i, err := range errs {
 				if err != nil {
 					t.Errorf("c-%d: %v", i, err)
 				}
 				want := int64(2) // in the group, then alone
-				if at == "statement" && i == 3 {
-					want = 1 // alone only: the group stopped at c-2
+				if i > cutAt {
+					want = 1 // alone only: the group stopped where it found the cut
 				}
 				if runs[i] != want {
 					t.Errorf("c-%d: made %d times, want %d", i, runs[i], want)

@@ -220,8 +220,9 @@ func (p PreparedTx) Flush(ctx context.Context) error {
 	return b.refused
 }
 
-// Refused is the error of a send of the settled decisions' writes, once
-// one failed: nothing the transaction wrote stands.
+// Refused is the error of a send of the settled decisions' writes, or of
+// the savepoint after them, once one failed: nothing the transaction
+// wrote stands.
 func (p PreparedTx) Refused() error {
 	if p.batch == nil {
 		return nil
@@ -232,7 +233,9 @@ func (p PreparedTx) Refused() error {
 // flush sends the writes kept before another statement runs in the
 // transaction: first the settled decisions', then, once the decision
 // under way has taken its savepoint (when it takes one lazily), its own.
-// An error is kept for Settle.
+// An error is kept for Settle; one before the savepoint is taken leaves
+// the transaction refused, as the decision has nothing of its own to roll
+// back to.
 func (p PreparedTx) flush(ctx context.Context) {
 	b := p.batch
 	if b == nil {
@@ -240,13 +243,12 @@ func (p PreparedTx) flush(ctx context.Context) {
 	}
 	if b.lazy {
 		b.lazy = false
-		if err := b.send(ctx, p.tx, b.kept); err != nil {
-			b.refused = err
-			b.err = cmp.Or(b.err, err)
-			return
+		err := b.send(ctx, p.tx, b.kept)
+		if err == nil {
+			err = savepoint(ctx, p.tx)
 		}
-		if err := savepoint(ctx, p.tx); err != nil {
-			b.err = cmp.Or(b.err, err)
+		if err != nil {
+			b.refused, b.err = err, cmp.Or(b.err, err)
 			return
 		}
 		b.saved = true

@@ -256,7 +256,9 @@ func (l *Ledger) leadGroup(lead *pendingWrite) {
 // hung witness holds up no writer. A decision whose caller's context ended
 // before its turn is not made. A group whose write the database refuses
 // (the transaction is then aborted) is undone, and each of its decisions
-// made again alone, so that only the one refused fails (remakeAlone).
+// made again alone, so that only the one refused fails (remakeAlone); so
+// is a group whose transaction is lost at a decision's savepoint or at its
+// rollback to it (a connection cut).
 func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) error {
 	fail := func(ds []*pendingWrite, err error) {
 		for _, d := range ds {
@@ -315,8 +317,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 		}
 		if several {
 			if err := q.Savepoint(ctx); err != nil {
-				fail(group, err)
-				abortAll(made)
+				remakeAlone(append(made, group[i:]...))
 				return nil
 			}
 		}
@@ -336,8 +337,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 			}
 			if several {
 				if err := q.RollbackToSavepoint(ctx); err != nil {
-					fail(group, err)
-					abortAll(made)
+					remakeAlone(append(made, group[i:]...))
 					return nil
 				}
 			}
@@ -445,8 +445,9 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 }
 
 // remakeAlone answers the decisions of a group whose write the database
-// refused, every one of them undone with the transaction: each is made
-// again alone (errGroupRefused, see remadeAlone), for a verdict of its own.
+// refused, or whose transaction was lost, every one of them undone with
+// the transaction: each is made again alone (errGroupRefused, see
+// remadeAlone), for a verdict of its own.
 func remakeAlone(ds []*pendingWrite) {
 	abortAll(ds)
 	for _, d := range ds {

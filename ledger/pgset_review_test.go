@@ -245,7 +245,8 @@ func TestPostgresGroupBackendTerminatedBeforeItsWrite(t *testing.T) {
 	for _, c := range []struct {
 		at      string
 		bounced bool
-	}{{"flush", false}, {"statement", false}, {"savepoint", false}, {"flush", true}, {"statement", true}, {"savepoint", true}} {
+	}{{"flush", false}, {"statement", false}, {"savepoint", false}, {"own", false},
+		{"flush", true}, {"statement", true}, {"savepoint", true}, {"own", true}} {
 		at := c.at
 		t.Run(fmt.Sprintf("%s/bounced=%v", at, c.bounced), func(t *testing.T) {
 			url := pgtest.NewDatabase(t)
@@ -263,7 +264,9 @@ func TestPostgresGroupBackendTerminatedBeforeItsWrite(t *testing.T) {
 			var cut sync.Once
 			// at: the cut is found by the group's write (flush), by a
 			// later decision's statement sending the kept writes
-			// (statement), or, nothing kept, by its savepoint (savepoint).
+			// (statement), nothing kept, by its savepoint (savepoint), or
+			// by a decision's statement sending its own writes after its
+			// savepoint, and its rollback to it (own).
 			fns := []func(w *writeTx) error{
 				func(w *writeTx) error {
 					pid = backendPID(t, w)
@@ -273,18 +276,26 @@ func TestPostgresGroupBackendTerminatedBeforeItsWrite(t *testing.T) {
 					return statement(w)
 				},
 				func(w *writeTx) error {
-					if at == "savepoint" {
+					switch at {
+					case "savepoint":
 						cut.Do(func() { terminate(t, db, pid) })
 						if err := statement(w); err != nil {
 							return err
 						}
+					case "own":
+						if err := statement(w); err != nil {
+							return err
+						}
+						if err := jobEvent(w, "req_c1"); err != nil {
+							return err
+						}
+						cut.Do(func() { terminate(t, db, pid) })
+						return statement(w)
 					}
 					return jobEvent(w, "req_c1")
 				},
 				func(w *writeTx) error {
-					if at != "savepoint" {
-						cut.Do(func() { terminate(t, db, pid) })
-					}
+					cut.Do(func() { terminate(t, db, pid) })
 					if at == "statement" {
 						if err := statement(w); err != nil {
 							return err
@@ -294,7 +305,7 @@ func TestPostgresGroupBackendTerminatedBeforeItsWrite(t *testing.T) {
 				},
 				func(w *writeTx) error { return jobEvent(w, "req_c3") },
 			}
-			cutAt := map[string]int{"flush": 4, "statement": 2, "savepoint": 1}[at]
+			cutAt := map[string]int{"flush": 4, "statement": 2, "savepoint": 1, "own": 1}[at]
 			errs, runs := groupOf(t, l, nil, "c", fns)
 			for i, err := range errs {
 				if err != nil {

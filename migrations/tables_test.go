@@ -265,6 +265,5 @@ var dollarQuoted = regexp.MustCompile(`(?s)\$\$.*?\$\$`)
 // decision (store/decision.go), which no reader calls and no trigger runs.
 func writersOnly(stmt string) bool {
 	return strings.HasPrefix(stmt, "CREATE FUNCTION lockledger_read_decision(") ||
-		strings.HasPrefix(stmt, "CREATE FUNCTION lockledger_write_decision(") ||
-		strings.HasPrefix(stmt, "CREATE FUNCTION lockledger_read_decisions(")
+		strings.HasPrefix(stmt, "CREATE FUNCTION lockledger_write_decision(")
 }

@@ -258,6 +258,14 @@ func (p PreparedTx) flush(ctx context.Context) {
 	}
 }
 
+// readDecisions is lockledger_read_decision (migration 0012) for each of
+// the locks $1, in their order, with the head and the Merkle rows for the
+// first only: one statement rather than a function of its own, so that the
+// schema stays the one every host of a fleet still running the release
+// before reads and writes.
+const readDecisions = `SELECT coalesce(json_agg(lockledger_read_decision(l, $2, i = 1) ORDER BY i), '[]')
+	FROM unnest($1::text[]) WITH ORDINALITY AS t(l, i)`
+
 // ReadAhead reads in one call, through the decision calls, what
 // LoadDecision reads for each of locks (the head with the first), at
 // since: each lock's decision then reads it from there (see LoadDecision).
@@ -267,12 +275,15 @@ func (p PreparedTx) ReadAhead(ctx context.Context, locks []string, since string)
 		return nil
 	}
 	var raw []byte
-	if err := p.QueryRowContext(ctx, `SELECT lockledger_read_decisions($1, $2, true)`, locks, since).Scan(&raw); err != nil {
+	if err := p.QueryRowContext(ctx, readDecisions, locks, since).Scan(&raw); err != nil {
 		return err
 	}
 	var ds []*decisionRead
-	if err := json.Unmarshal(raw, &ds); err != nil || len(ds) != len(locks) {
-		return fmt.Errorf("ledger: the group's locks as read in one call (%d for %d): %v", len(ds), len(locks), err)
+	if err := json.Unmarshal(raw, &ds); err != nil {
+		return fmt.Errorf("ledger: the group's locks as read in one call: %w", err)
+	}
+	if len(ds) != len(locks) {
+		return fmt.Errorf("ledger: the group's locks as read in one call: %d rows for %d locks", len(ds), len(locks))
 	}
 	b.ahead, b.aheadSince, b.aheadHead = map[string]*decisionRead{}, since, ds[0]
 	for i, d := range ds {

@@ -37,7 +37,6 @@ var Version9 = []string{
 // Postgres7 is Version9 for a PostgreSQL ledger: the one its schema
 // version 7 left.
 var Postgres7 = []string{
-	`DROP FUNCTION lockledger_read_decisions(text[], text, boolean)`,
 	`DROP FUNCTION lockledger_read_decision(text, text, boolean)`,
 	`DROP FUNCTION lockledger_write_decision(json)`,
 	`DROP INDEX locks_updated_seq`,

@@ -9,8 +9,8 @@ import (
 )
 
 // A decision's statements while its group holds the writer row, on an
-// engine whose database has the decision functions (PostgreSQL, migrations
-// 0012 and 0013): one call reads, for every lock of the group, what its
+// engine whose database has the decision functions (PostgreSQL, migration
+// 0012): one call reads, for every lock of the group, what its
 // decision reads (ReadAhead, answering LoadDecision), and the writes of
 // every decision that stands (InsertEvent, InsertTreeRow, SaveHolder,
 // DeleteHolder, DeleteExclusive, SaveRow through the transaction's

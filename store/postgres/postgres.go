@@ -407,7 +407,7 @@ func (s *Store) ManyHosts() bool { return true }
 func (s *Store) CachesStatements() bool { return true }
 
 // DecisionCalls: a group's reads and writes go in one call each to the
-// functions of migrations 0012 and 0013 (see store.LoadDecision).
+// functions of migration 0012 (see store.LoadDecision).
 func (s *Store) DecisionCalls() bool { return true }
 
 func (s *Store) Size(ctx context.Context) (n int64, err error) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -123,6 +124,33 @@ func lockEvents(t *testing.T, l *Ledger, name string) []*store.EventRow {
 }
 
 // Decisions on distinct locks that queue while another holds the writer
+
+// beforeInsert runs body, PL/pgSQL statements, before every insert into
+// table of a row of lock (what a role without a grant, or a stalled
+// server, puts in a group's way), until drop removes it.
+func beforeInsert(t *testing.T, db *sql.DB, table, lock, body string) (drop func()) {
+	t.Helper()
+	name := "before_insert_" + strings.ReplaceAll(lock, "-", "_")
+	for _, q := range []string{
+		fmt.Sprintf(`CREATE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN %s RETURN NEW; END $$`, name, body),
+		fmt.Sprintf(`CREATE TRIGGER %s BEFORE INSERT ON %s FOR EACH ROW WHEN (NEW.lock_name = '%s') EXECUTE FUNCTION %s()`, name, table, lock, name),
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() {
+		t.Helper()
+		if _, err := db.Exec(fmt.Sprintf(`DROP TRIGGER %s ON %s`, name, table)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// refuseRow is beforeInsert's body that refuses the row as a missing
+// grant does (SQLSTATE 42501).
+const refuseRow = `RAISE EXCEPTION 'refused by the test' USING ERRCODE = 'insufficient_privilege';`
+
 // mutex are made in one transaction: one clock read, one commit.
 func TestGroupCommitsQueuedDecisionsTogether(t *testing.T) {
 	onBothStores(t, func(t *testing.T, open func() *Ledger) {
@@ -303,13 +331,7 @@ func TestPostgresGroupRefusedWriteFailsOnlyItsDecision(t *testing.T) {
 	}
 	defer l.Close()
 	db := pgtest.Open(t, url)
-	for _, q := range []string{`CREATE FUNCTION refuse_r2() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'no rows of r-2' USING ERRCODE = 'insufficient_privilege'; END $$`,
-		`CREATE TRIGGER refuse_r2 BEFORE INSERT ON locks FOR EACH ROW WHEN (NEW.lock_name = 'r-2') EXECUTE FUNCTION refuse_r2()`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	allow := beforeInsert(t, db, "locks", "r-2", refuseRow)
 	const n = 5
 	let := holdWriter(t, l)
 	var wg sync.WaitGroup
@@ -342,9 +364,7 @@ func TestPostgresGroupRefusedWriteFailsOnlyItsDecision(t *testing.T) {
 			t.Errorf("%s: status %+v, %v; held: want %v", lock, st, err, want == 1)
 		}
 	}
-	if _, err := db.ExecContext(ctx, `DROP TRIGGER refuse_r2 ON locks`); err != nil {
-		t.Fatal(err)
-	}
+	allow()
 	verifyOK(t, l)
 }
 
@@ -361,13 +381,7 @@ func TestPostgresGroupRefusedWriteBeforeALaterStatement(t *testing.T) {
 	}
 	defer l.Close()
 	db := pgtest.Open(t, url)
-	for _, q := range []string{`CREATE FUNCTION refuse_q2() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'no events of q-2' USING ERRCODE = 'insufficient_privilege'; END $$`,
-		`CREATE TRIGGER refuse_q2 BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.lock_name = 'q-2') EXECUTE FUNCTION refuse_q2()`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	allow := beforeInsert(t, db, "events", "q-2", refuseRow)
 	const n = 5
 	let := holdWriter(t, l)
 	var wg sync.WaitGroup
@@ -404,9 +418,7 @@ func TestPostgresGroupRefusedWriteBeforeALaterStatement(t *testing.T) {
 			t.Errorf("%s: %d events stored, want %d", lock, got, want)
 		}
 	}
-	if _, err := db.ExecContext(ctx, `DROP TRIGGER refuse_q2 ON events`); err != nil {
-		t.Fatal(err)
-	}
+	allow()
 	verifyOK(t, l)
 }
 

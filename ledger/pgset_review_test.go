@@ -101,13 +101,7 @@ func TestPostgresGroupLazySavepoints(t *testing.T) {
 			}
 			defer l.Close()
 			db := pgtest.Open(t, url)
-			for _, q := range []string{`CREATE FUNCTION refuse_z6() RETURNS trigger LANGUAGE plpgsql AS $$
-				BEGIN RAISE EXCEPTION 'no events of z-6' USING ERRCODE = 'insufficient_privilege'; END $$`,
-				`CREATE TRIGGER refuse_z6 BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.lock_name = 'z-6') EXECUTE FUNCTION refuse_z6()`} {
-				if _, err := db.ExecContext(ctx, q); err != nil {
-					t.Fatal(err)
-				}
-			}
+			allow := beforeInsert(t, db, "events", "z-6", refuseRow)
 			fns := []func(w *writeTx) error{
 				// z-0: kept, sends nothing.
 				func(w *writeTx) error { return jobEvent(w, "req_z0") },
@@ -209,9 +203,7 @@ func TestPostgresGroupLazySavepoints(t *testing.T) {
 					t.Errorf("checkpoints %v, want the last one at the group's head %d", got, head)
 				}
 			}
-			if _, err := db.ExecContext(ctx, `DROP TRIGGER refuse_z6 ON events`); err != nil {
-				t.Fatal(err)
-			}
+			allow()
 			verifyOK(t, l)
 		})
 	}
@@ -336,14 +328,12 @@ func TestPostgresGroupBackendTerminatedDuringItsWrite(t *testing.T) {
 	}
 	defer l.Close()
 	db := pgtest.Open(t, url)
-	for _, q := range []string{`CREATE TABLE review_armed (armed boolean)`, `INSERT INTO review_armed VALUES (true)`,
-		`CREATE FUNCTION review_stall() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN IF (SELECT armed FROM review_armed) THEN PERFORM pg_sleep(60); END IF; RETURN NEW; END $$`,
-		`CREATE TRIGGER review_stall BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.lock_name = 'd-2') EXECUTE FUNCTION review_stall()`} {
+	for _, q := range []string{`CREATE TABLE review_armed (armed boolean)`, `INSERT INTO review_armed VALUES (true)`} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
+	allow := beforeInsert(t, db, "events", "d-2", `IF (SELECT armed FROM review_armed) THEN PERFORM pg_sleep(60); END IF;`)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
@@ -371,9 +361,7 @@ func TestPostgresGroupBackendTerminatedDuringItsWrite(t *testing.T) {
 	}
 	errs, runs := groupOf(t, l, nil, "d", fns)
 	wg.Wait()
-	if _, err := db.ExecContext(ctx, `DROP TRIGGER review_stall ON events`); err != nil {
-		t.Fatal(err)
-	}
+	allow()
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("d-%d: %v", i, err)
@@ -426,6 +414,11 @@ func TestPostgresGroupEveryCallerGoneBeforeItsWrite(t *testing.T) {
 	verifyOK(t, l)
 }
 
+// refuseOnce is beforeInsert's body that refuses the first row it meets
+// as refuseRow does, and lets every later one through (sequence
+// review_once counts them).
+const refuseOnce = `IF nextval('review_once') = 1 THEN RAISE EXCEPTION 'once' USING ERRCODE = 'insufficient_privilege'; END IF;`
+
 // An acquire whose group's write the database refuses once (another
 // member's row) is made again alone: its caller's request id, one
 // lock_acquired.
@@ -438,14 +431,10 @@ func TestPostgresGroupRefusedAcquireRecordedOnce(t *testing.T) {
 	}
 	defer l.Close()
 	db := pgtest.Open(t, url)
-	for _, q := range []string{`CREATE SEQUENCE review_once`,
-		`CREATE FUNCTION refuse_once() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN IF nextval('review_once') = 1 THEN RAISE EXCEPTION 'once' USING ERRCODE = 'insufficient_privilege'; END IF; RETURN NEW; END $$`,
-		`CREATE TRIGGER refuse_once BEFORE INSERT ON locks FOR EACH ROW WHEN (NEW.lock_name = 'o-2') EXECUTE FUNCTION refuse_once()`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := db.ExecContext(ctx, `CREATE SEQUENCE review_once`); err != nil {
+		t.Fatal(err)
 	}
+	allow := beforeInsert(t, db, "locks", "o-2", refuseOnce)
 	const n = 4
 	let := holdWriter(t, l)
 	var wg sync.WaitGroup
@@ -488,9 +477,7 @@ func TestPostgresGroupRefusedAcquireRecordedOnce(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `SELECT last_value FROM review_once`).Scan(&calls); err != nil || calls != 2 {
 		t.Errorf("o-2's row inserted %d times (%v), want refused once, then once alone", calls, err)
 	}
-	if _, err := db.ExecContext(ctx, `DROP TRIGGER refuse_once ON locks`); err != nil {
-		t.Fatal(err)
-	}
+	allow()
 	verifyOK(t, l)
 }
 
@@ -506,14 +493,10 @@ func TestPostgresGroupRefusedAfterACallerWentMidGroup(t *testing.T) {
 	}
 	defer l.Close()
 	db := pgtest.Open(t, url)
-	for _, q := range []string{`CREATE SEQUENCE review_once`,
-		`CREATE FUNCTION refuse_once() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN IF nextval('review_once') = 1 THEN RAISE EXCEPTION 'once' USING ERRCODE = 'insufficient_privilege'; END IF; RETURN NEW; END $$`,
-		`CREATE TRIGGER refuse_once BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.lock_name = 'm-3') EXECUTE FUNCTION refuse_once()`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := db.ExecContext(ctx, `CREATE SEQUENCE review_once`); err != nil {
+		t.Fatal(err)
 	}
+	allow := beforeInsert(t, db, "events", "m-3", refuseOnce)
 	const n = 4
 	ctxs := make([]context.Context, n)
 	var cancel context.CancelFunc
@@ -548,9 +531,7 @@ func TestPostgresGroupRefusedAfterACallerWentMidGroup(t *testing.T) {
 		}
 	}
 	committedIffAnswered(t, l, "m", errs)
-	if _, err := db.ExecContext(ctx, `DROP TRIGGER refuse_once ON events`); err != nil {
-		t.Fatal(err)
-	}
+	allow()
 	verifyOK(t, l)
 }
 

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/lockledger/lockledger/internal/oldschema"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/oldschema"
 )
 
 // TestFaultInvalidInputExitsTwoAndLeavesLedgerUnchanged covers the invalid

@@ -3,11 +3,12 @@ package ledger
 import (
 	"context"
 	"database/sql"
-	"github.com/lockledger/lockledger/internal/oldschema"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockledger/lockledger/internal/oldschema"
 )
 
 // rawDB opens a ledger's database as a second, ordinary connection: what

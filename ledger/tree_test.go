@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/lockledger/lockledger/internal/oldschema"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/lockledger/lockledger/checkpoint"
+	"github.com/lockledger/lockledger/internal/oldschema"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/store"
 )

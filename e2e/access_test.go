@@ -297,6 +297,13 @@ func TestReadsOfABusyRootWorkAndSayTheyWereNotRecorded(t *testing.T) {
 	if !strings.Contains(r.Stdout, "verify: OK") || !strings.Contains(r.Stderr, "not recorded") {
 		t.Fatalf("verify while the writer lock is held:\nstdout: %s\nstderr: %s", r.Stdout, r.Stderr)
 	}
+	// --quiet hides chatter, not that the record misses a read.
+	for _, args := range [][]string{{"export", "--checkpoints=false", "--quiet"}, {"verify", "--quiet"}} {
+		r = clitest.Must(t, 0, root, args...)
+		if !strings.Contains(r.Stderr, "not recorded") {
+			t.Errorf("%v while the writer lock is held: stderr %q, want it to say the read was not recorded", args, r.Stderr)
+		}
+	}
 	if got := clitest.EventCount(t, root); got != n {
 		t.Fatalf("%d events, want %d: nothing recorded while the root was busy", got, n)
 	}

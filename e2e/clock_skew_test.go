@@ -117,3 +117,37 @@ func TestAHeartbeatFromTheFutureIsStaleAtAFileTarget(t *testing.T) {
 		t.Fatalf("verify: %+v", v)
 	}
 }
+
+// Another host's tower-fleet lock taken two minutes ahead of this host's
+// clock (within formats.MaxClockSkew, so held): status and list, text and
+// JSON, say it has been held 0s so far, never a negative time; the
+// heartbeat keeps its sign (in the future).
+func TestAHolderFromAClockAheadIsHeldForZero(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	initLedger(t, root)
+	ahead := time.Now().Add(2 * time.Minute)
+	h := formats.Holder{Lock: "prod", RequestID: "req_ahead", Actor: "ahead-host", Intent: "deploy", IntentVersion: "1",
+		HostID: "elsewhere", PID: 4242, CreatedAt: ahead, HeartbeatAt: ahead, TTL: 900 * time.Second}
+	b, err := formats.TowerFleet.Render(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "locks", "prod.lock"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := statusJSON(t, root, "prod")
+	if held, _ := st["held_seconds"].(float64); st["state"] != events.StateHeld || held != 0 {
+		t.Errorf("status --json: state %v, held_seconds %v; want held, 0", st["state"], st["held_seconds"])
+	}
+	if age, _ := st["heartbeat_age_seconds"].(float64); age >= 0 {
+		t.Errorf("heartbeat_age_seconds %v, want negative (the heartbeat is in the future)", st["heartbeat_age_seconds"])
+	}
+	list := clitest.Must(t, 0, root, "list", "--json").Stdout
+	if !strings.Contains(list, `"held_seconds":0,`) {
+		t.Errorf("list --json: want held_seconds 0:\n%s", list)
+	}
+	if text := clitest.Must(t, 0, root, "status", "prod").Stdout; !strings.Contains(text, "held for   0s") {
+		t.Errorf("status: want held for 0s:\n%s", text)
+	}
+}

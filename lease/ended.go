@@ -76,7 +76,7 @@ func (s *Lease) recordEnded(ctx context.Context, failures int) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*s.l.BusyTimeout())
 	defer cancel()
 	if err := s.l.RecordHeartbeatFailure(rctx, s.acq.Lock, s.id, failures+1, s.Err().Error(), true); err != nil {
-		s.l.Logger().Warn("could not record the lost lock", "lock", s.acq.Lock, "err", err)
+		s.l.Logger().Error("could not record the lost lock", "lock", s.acq.Lock, "err", err)
 	}
 }
 

@@ -38,8 +38,10 @@ func (e *DeadlineError) Unwrap() error { return ledger.ErrLost }
 // UnrecordedError is a wait that gave up without its acquire_blocked: its
 // last attempt could not get the ledger's writer within GiveUpFor (or the
 // busy timeout, when shorter). Nothing was taken. Held is the refusal of
-// the last attempt that got one, nil when none did (the writer was busy
-// all along); Err is why the record was not made.
+// the last attempt that got one, or, when none did (the writer was busy
+// all along), what the lock read without the writer showed at the end
+// (ledger.PeekHeld): nil when it showed no active holder; Err is why the
+// record was not made.
 type UnrecordedError struct {
 	Held *ledger.HeldError
 	Err  error

@@ -111,6 +111,12 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 			held.Waited = req.Waited
 			seen = held
 		case givingUp && (cut || ledger.IsTransient(err)):
+			if seen == nil {
+				// No attempt got the writer (kept from the start): the lock
+				// read without it still tells a holder's refusal (exit 3)
+				// from a ledger that was only busy.
+				seen = peekAtEnd(ctx, l, req)
+			}
 			if seen != nil {
 				seen.Waited = req.Waited
 			}
@@ -142,6 +148,15 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 		}
 		watch.Wait(ctx, sleep)
 	}
+}
+
+// peekAtEnd is ledger.PeekHeld for a wait that ends without any attempt
+// having got the writer, bounded as its last attempt was (GiveUpFor,
+// whatever ctx does): nil when the read is not sure.
+func peekAtEnd(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest) *ledger.HeldError {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), GiveUpFor)
+	defer cancel()
+	return l.PeekHeld(pctx, req)
 }
 
 // attemptContext is the context of one attempt of a wait: ctx until the

@@ -143,7 +143,8 @@ func keepWriter(t *testing.T, l *ledger.Ledger, postgres bool) func() {
 // the ledger's writer, on either engine: an attempt before the last is cut
 // at the wait's end (not the busy timeout later), and the last, which
 // would record acquire_blocked, after GiveUpFor. Nothing is recorded
-// then, and the UnrecordedError carries the last refusal seen, if any.
+// then, and the UnrecordedError carries the last refusal seen, or, none
+// seen, the holder the lock read without the writer shows.
 func TestAWaitEndsAtItsEndWhileAnotherKeepsTheWriter(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
@@ -190,6 +191,28 @@ func TestAWaitEndsAtItsEndWhileAnotherKeepsTheWriter(t *testing.T) {
 				}
 				release()
 				if n := blocked("early"); n != 0 {
+					t.Errorf("%d acquire_blocked of a wait that never got the writer, want none", n)
+				}
+			})
+
+			// No attempt got the writer, but the lock read without it shows
+			// its holder: the holder's refusal, as if an attempt had seen it.
+			t.Run("kept from the start, on a held lock", func(t *testing.T) {
+				release := keepWriter(t, holder, engine == "postgres")
+				defer release()
+				start := time.Now()
+				_, err := Wait(ctx, waiter, req("x", "early-held"), wait, nil)
+				took := time.Since(start)
+				var unrecorded *UnrecordedError
+				if !errors.As(err, &unrecorded) || unrecorded.Held == nil || unrecorded.Held.Holder.RequestID != "holder" ||
+					!errors.Is(err, ledger.ErrHeld) || unrecorded.Held.Waited < wait {
+					t.Fatalf("a wait on a held lock that never got the writer: %v, want an UnrecordedError of the holder's refusal, waited %s at least", err, wait)
+				}
+				if took > within {
+					t.Errorf("the wait of %s returned after %s, want within %s", wait, took, within)
+				}
+				release()
+				if n := blocked("early-held"); n != 0 {
 					t.Errorf("%d acquire_blocked of a wait that never got the writer, want none", n)
 				}
 			})

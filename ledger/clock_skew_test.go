@@ -76,3 +76,42 @@ func TestAReleaseAfterTheClockSteppedBackIsRecorded(t *testing.T) {
 		t.Errorf("held_duration_seconds %v (%v), want 0", held, err)
 	}
 }
+
+// A holder whose recorded acquisition is ahead of the reading clock (the
+// writer's host ahead of this one, or PostgreSQL's clock ahead of the
+// host that wrote): status says it has been held 0 s so far, exclusive
+// and shared holders alike, never a negative time.
+func TestStatusOfAHolderFromAClockAheadIsHeldForNoNegativeTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := t.TempDir()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	l, err := Open(ctx, root, Unsigned(), WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.TryAcquire(ctx, AcquireRequest{Lock: "prod", Identity: Identity{RequestID: "req_ahead", Actor: "ahead"}, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rid := range []string{"req_r1", "req_r2"} {
+		if _, err := l.TryAcquire(ctx, AcquireRequest{Lock: "db", Identity: Identity{RequestID: rid, Actor: "ahead"}, TTL: time.Hour, Shared: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(-90 * time.Second)
+	for _, lock := range []string{"prod", "db"} {
+		s, err := l.Status(ctx, lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.State != events.StateHeld || s.HeldFor != 0 {
+			t.Errorf("%s: %s, held for %s; want held, for 0s", lock, s.State, s.HeldFor)
+		}
+		for _, x := range s.Shared {
+			if x.HeldFor != 0 {
+				t.Errorf("%s: shared holder %s held for %s, want 0s", lock, x.Holder.RequestID, x.HeldFor)
+			}
+		}
+	}
+}

@@ -178,7 +178,7 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 	})
 	if refusal != nil {
 		if !errors.Is(err, refusal) {
-			l.log.Warn("could not record the refused project", "err", err)
+			l.log.Error("could not record the refused project", "err", err)
 			refusal.Recorded = 0
 		}
 		return nil, refusal

@@ -222,7 +222,7 @@ func (l *Ledger) addShared(s *LockStatus, sh []*sharedHolding, now time.Time) {
 	for _, x := range sh {
 		st, job := judge(x.holding, now, l.host, l.probe, 0)
 		s.Shared = append(s.Shared, SharedHolder{Holder: x.rec, FencingToken: x.token, State: st, JobPIDs: job,
-			HeldFor: now.Sub(x.created), SinceBeat: now.Sub(x.heartbeat), StaleSince: x.staleSince(now), Unprobed: l.unprobedOf(x.holding, st)})
+			HeldFor: heldFor(now, x.created), SinceBeat: now.Sub(x.heartbeat), StaleSince: x.staleSince(now), Unprobed: l.unprobedOf(x.holding, st)})
 		i := len(s.Shared) - 1
 		if best < 0 || stateRank[st] > stateRank[s.Shared[best].State] ||
 			st == s.Shared[best].State && x.heartbeat.Before(sh[best].heartbeat) {

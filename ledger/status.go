@@ -27,8 +27,8 @@ type LockStatus struct {
 	// Displaced is the ledger's own holder when another tool's lock at one
 	// of its paths has taken the lock (recorded by the next writer).
 	Displaced  *events.Record
-	HeldFor    time.Duration
-	SinceBeat  time.Duration
+	HeldFor    time.Duration // never negative (heldFor)
+	SinceBeat  time.Duration // negative for a heartbeat ahead of the judging clock
 	StaleSince time.Time
 	Unprobed   string // why the holder's pid cannot be probed from here (proc.Unprobed)
 	Path       string
@@ -112,7 +112,7 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 		rec := h.rec
 		s.Holder, s.FencingToken, s.Foreign, s.Corrupt = &rec, h.token, h.foreign, h.corrupt
 		if h.corrupt == nil {
-			s.HeldFor, s.SinceBeat = now.Sub(h.created), now.Sub(h.heartbeat)
+			s.HeldFor, s.SinceBeat = heldFor(now, h.created), now.Sub(h.heartbeat)
 			s.StaleSince = h.staleSince(now)
 		}
 	}
@@ -191,6 +191,12 @@ func (l *Ledger) List(ctx context.Context) ([]*LockStatus, error) {
 	}
 	return out, nil
 }
+
+// heldFor is how long a holding begun at created has lasted at now: 0,
+// not less, when created is ahead of the judging clock (the writer's host,
+// or the database's clock, ahead of the reader's). A heartbeat's age keeps
+// its sign instead: one in the future is itself a finding (formats.MaxClockSkew).
+func heldFor(now, created time.Time) time.Duration { return max(now.Sub(created), 0) }
 
 // seconds is a span an event records (held, waited), which the schemas
 // bound below by 0: a clock stepped back within it makes it 0.

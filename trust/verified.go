@@ -28,9 +28,17 @@ func (v Verified) Path(id string) string {
 
 // Read is ledger id's record, nil when there is none. A file that is not
 // this user's regular file, or that others can write, is refused
-// (events.Invalid).
+// (events.Invalid), and so is a directory Dir that Store would refuse
+// (ownDir): whoever controls the directory can move a file of this user's
+// into it, and every event up to the head it holds goes unchecked.
 func (v Verified) Read(id string) ([]byte, error) {
 	if err := headID(id); err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(v.Dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err := ownDir(v.Dir); err != nil {
 		return nil, err
 	}
 	return readAll(openOwn(v.Path(id), os.O_RDONLY))

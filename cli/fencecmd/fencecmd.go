@@ -142,7 +142,7 @@ func (o *writeOptions) record(stale *fence.StaleError) {
 			return // the recorder said why it could not
 		}
 	}
-	o.g.Log.Warn("the refused write was NOT recorded in the ledger: it could not start its recorder; the write was refused all the same",
+	o.g.Log.Error("the refused write was NOT recorded in the ledger: it could not start its recorder; the write was refused all the same",
 		append(o.g.WhereAttr(), "lock", o.lock, "err", err)...)
 }
 
@@ -184,7 +184,7 @@ func NewRecorder(g *invocation.Globals) *cobra.Command {
 			if errors.Is(err, ledger.ErrNoLedger) {
 				what, code = "there is none", invocation.ExitNoLedger
 			}
-			g.Log.Warn("the refused write was NOT recorded in the ledger: "+what+"; the write was refused all the same",
+			g.Log.Error("the refused write was NOT recorded in the ledger: "+what+"; the write was refused all the same",
 				append(g.WhereAttr(), "lock", lock, "err", err)...)
 			return &invocation.ExitError{Code: code}
 		},

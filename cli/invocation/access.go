@@ -20,8 +20,10 @@ const accessWait = 2 * time.Second
 // read is done and its snapshot released, through a short writable open of
 // the root. It never fails the command and never changes what the read
 // reported: a root that cannot record it (read-only, busy past
-// accessWait, no ledger for verify --file) gets a warning on stderr
-// instead. It returns the event's seq, 0 when it was not recorded.
+// accessWait) gets an error line on stderr instead, which --quiet does not
+// hide (it hides chatter, not a record with a read missing), and the
+// command still exits 0. It returns the event's seq, 0 when it was not
+// recorded.
 func (g *Globals) RecordAccess(ctx context.Context, what string, typ events.Type, actor string, payload any) int64 {
 	l, err := g.Open(ctx, Rewrites, ledger.WithBusyTimeout(accessWait))
 	var seq int64
@@ -36,9 +38,9 @@ func (g *Globals) RecordAccess(ctx context.Context, what string, typ events.Type
 	case errors.Is(err, ledger.ErrNoLedger):
 		g.Log.Info(what+" not recorded: there is no ledger to record it in", g.WhereAttr()...)
 	case ctx.Err() != nil:
-		g.Log.Warn(what+" not recorded in the ledger: interrupted", g.WhereAttr()...)
+		g.Log.Error(what+" not recorded in the ledger: interrupted", g.WhereAttr()...)
 	default:
-		g.Log.Warn(what+" not recorded in the ledger: it could not take the event (read-only, no right to write, or busy); "+
+		g.Log.Error(what+" not recorded in the ledger: it could not take the event (read-only, no right to write, or busy); "+
 			"the "+what+" itself is complete", append(g.WhereAttr(), "err", err)...)
 	}
 	return 0

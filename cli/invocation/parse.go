@@ -67,10 +67,11 @@ func ParseWait(field, s string) (time.Duration, error) {
 	return min(d, WaitForever), nil
 }
 
-// decimalSeconds says whether s is digits with one decimal point (0.5,
-// 1.25, .5, 2.).
+// decimalSeconds says whether s is plain seconds: digits with at most one
+// decimal point (5, 0.5, 1.25, .5, 2.). Whole seconds go this way too, so
+// that too many of them are said to be too large, not to be no seconds.
 func decimalSeconds(s string) bool {
-	return len(s) > 1 && strings.Count(s, ".") == 1 && strings.Trim(s, "0123456789.") == ""
+	return s != "" && s != "." && strings.Count(s, ".") <= 1 && strings.Trim(s, "0123456789.") == ""
 }
 
 // ParseMetadata turns repeated k=v flags into a map.

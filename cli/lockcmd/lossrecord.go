@@ -38,7 +38,7 @@ func recordLossLater(g *invocation.Globals, run *cobra.Command, hold *lease.Leas
 	}
 	self, err := os.Executable()
 	if err != nil {
-		g.Log.Warn("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
+		g.Log.Error("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
 		return
 	}
 	args := invocation.GlobalArgs(run)
@@ -49,7 +49,7 @@ func recordLossLater(g *invocation.Globals, run *cobra.Command, hold *lease.Leas
 	holder.UID = &uid
 	hj, err := json.Marshal(holder)
 	if err != nil {
-		g.Log.Warn("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
+		g.Log.Error("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
 		return
 	}
 	args = append(args, recordLossCommand, "--lock", hold.Lock(), "--request-id", id.RequestID, "--actor", id.Actor,
@@ -59,10 +59,10 @@ func recordLossLater(g *invocation.Globals, run *cobra.Command, hold *lease.Leas
 	// design.
 	cmd := proc.Detached(self, args...)
 	if err := cmd.Start(); err != nil {
-		g.Log.Warn("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
+		g.Log.Error("cannot record the lost lock later", "lock", hold.Lock(), "err", err)
 		return
 	}
-	g.Log.Warn("the ledger did not answer: the lost lock is recorded once it does", "lock", hold.Lock(),
+	g.Log.Error("the ledger did not answer: the lost lock is recorded once it does", "lock", hold.Lock(),
 		"recorder_pid", cmd.Process.Pid, "for", lossRecordFor)
 	_ = cmd.Process.Release()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/store/postgres"
 )
 
 // maxGroup bounds the decisions one transaction takes.
@@ -286,6 +287,11 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	if len(group) == 0 {
 		return nil
 	}
+	defer func() {
+		for _, d := range group {
+			d.err = l.denied(d.err)
+		}
+	}()
 	now, err := l.store.Clock(ctx, tx)
 	if err != nil {
 		fail(group, err)
@@ -481,6 +487,17 @@ func (l *Ledger) commitOutcome(ctx context.Context, err error, written []*events
 		return nil
 	}
 	return err
+}
+
+// denied is err, and when it is the database's refusal for a right the
+// role lacks, which right that is for: the database's own message names
+// the table or function, this says where and what to do.
+func (l *Ledger) denied(err error) error {
+	if !postgres.PermissionDenied(err) {
+		return err
+	}
+	return fmt.Errorf("%w (on %s: the role lacks a right a writer needs; docs/postgresql.md lists a writer's grants, "+
+		"which the database's owner makes again after an upgrade that added a table, or to restore a grant revoked)", err, l.store.Source())
 }
 
 // remakeAlone answers the decisions of a group whose write the database

@@ -3,8 +3,10 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +23,19 @@ var commitMessage = []byte("Q\x00\x00\x00\x0bcommit\x00")
 // lock is its own, and this host's lock file says so, as the log does. One
 // whose outcome cannot be read back (the database out of reach from that
 // moment) is reported as unknown (ErrCommitUnknown), never as a failure,
-// since the event may well be recorded.
+// since the event may well be recorded. Through PgBouncer too.
 func TestPostgresCommitReplyLost(t *testing.T) {
-	for _, reachable := range []bool{true, false} {
-		t.Run(map[bool]string{true: "read-back", false: "unreachable"}[reachable], func(t *testing.T) {
+	for _, c := range []struct{ reachable, bounced bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		reachable := c.reachable
+		t.Run(fmt.Sprintf("%s/bounced=%v", map[bool]string{true: "read-back", false: "unreachable"}[reachable], c.bounced), func(t *testing.T) {
 			name := pgtest.CreateDatabase(t)
-			proxy := pgtest.NewProxy(t, pgtest.TCPAddr(t))
+			// Through PgBouncer in transaction mode, the proxy is between
+			// the ledger and PgBouncer, which then loses its client.
+			target := pgtest.TCPAddr(t)
+			if c.bounced {
+				target = "127.0.0.1:" + strconv.Itoa(pgtest.GetBouncer(t).Port)
+			}
+			proxy := pgtest.NewProxy(t, target)
 			root := t.TempDir()
 			ctx := context.Background()
 			l, err := Open(ctx, root, WithDatabase(proxy.URL(name)), Unsigned(), WithBusyTimeout(10*time.Second))

@@ -24,11 +24,6 @@ type Config struct {
 	Self        string        // the JOB: an executable that calls JobMain first
 	Store       Store         // sqlite or postgres
 	DatabaseURL string        // postgres: an empty database, reached as a superuser
-	// ClientURL, when set, is the URL by which the runs (and the
-	// harness's own CLI commands) reach the database named, through a
-	// pooler such as PgBouncer; the harness's own connection, which
-	// makes the databases and reads the fences, reaches it directly.
-	ClientURL func(name string) string
 	Dir         string        // a directory of its own for the roots, the record and the logs
 	Fault       Fault         //
 	Trials      int           // trials to run; 0: until Duration has passed
@@ -39,6 +34,11 @@ type Config struct {
 	Parallel    int           // trials at once, each on its own lock and clients (default 1)
 	TTL         time.Duration // the runs' --ttl, whole seconds (default 2s)
 	Seed        uint64        //
+	// ClientURL, when set, is the URL by which the runs (and the
+	// harness's own CLI commands) reach the database named, through a
+	// pooler such as PgBouncer; the harness's own connection, which
+	// makes the databases and reads the fences, reaches it directly.
+	ClientURL func(name string) string
 	// Fence makes each job write through a fence at every line of its
 	// record: a row in a table of the trial's database (PostgreSQL), a
 	// line in a file (SQLite). A refusal is recorded in the ledger.

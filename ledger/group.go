@@ -469,9 +469,10 @@ func (l *Ledger) commitOutcome(ctx context.Context, err error, written []*events
 	}
 	last := written[len(written)-1]
 	// Bounded by the busy timeout twice over (a connection, then the
-	// writer lock), whatever the caller's context: a caller gone during
-	// the commit is answered with the outcome too.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.busy)
+	// writer lock) and by the callers' context: one whose deadline passed
+	// (a lease's heartbeat at its deadline) is told the outcome is unknown
+	// rather than held past it.
+	rctx, cancel := context.WithTimeout(ctx, 2*l.busy)
 	defer cancel()
 	tx, berr := l.beginWrite(rctx)
 	if berr != nil {

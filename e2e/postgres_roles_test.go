@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -367,5 +368,52 @@ func TestPostgresREADMEReplacedTriggerFunctionFailsVerify(t *testing.T) {
 	}
 	if v.OK || !found {
 		t.Errorf("verify after the function was replaced: ok %v, %+v", v.OK, v.Problems)
+	}
+}
+
+// A writer role missing one right a writer needs (EXECUTE on the decision
+// calls, revoked from PUBLIC; INSERT on a table) is refused by the database
+// at the group's read or write: exit 1 with the database's own message,
+// naming the object, and where and what to do; nothing is recorded and
+// no lock file is left.
+func TestPostgresREADMEWriterMissingAGrantIsToldWhich(t *testing.T) {
+	t.Parallel()
+	roles := newREADMERoles(t)
+	writer := strings.TrimPrefix(strings.Split(roles.writer, "@")[0], "postgres://")
+	w := newPGHost(t, "writer", roles.writer)
+	w.must(t, 0, "run", "warm", "--", "true")
+	for _, c := range []struct {
+		name, revoke, grant, denied string
+	}{
+		{"read-call", `REVOKE EXECUTE ON FUNCTION lockledger_read_decision(text, text, boolean) FROM PUBLIC`,
+			`GRANT EXECUTE ON FUNCTION lockledger_read_decision(text, text, boolean) TO PUBLIC`, "permission denied for function lockledger_read_decision"},
+		{"write-call", `REVOKE EXECUTE ON FUNCTION lockledger_write_decision(json) FROM PUBLIC`,
+			`GRANT EXECUTE ON FUNCTION lockledger_write_decision(json) TO PUBLIC`, "permission denied for function lockledger_write_decision"},
+		{"tree-rows", `REVOKE INSERT ON tlog_hashes FROM ` + writer, `GRANT INSERT ON tlog_hashes TO ` + writer, "permission denied for table tlog_hashes"},
+		{"holders", `REVOKE INSERT, UPDATE, DELETE ON lock_holders FROM ` + writer, `GRANT INSERT, UPDATE, DELETE ON lock_holders TO ` + writer,
+			"permission denied for table lock_holders"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := roles.ownerDB.Exec(c.revoke); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if _, err := roles.ownerDB.Exec(c.grant); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			head := scalar(t, roles.ownerDB, `SELECT count(*)::text || '/' || max(seq)::text || '/' || (SELECT hash FROM events ORDER BY seq DESC LIMIT 1) FROM events`)
+			r := w.run(t, "acquire", "refused-"+c.name)
+			if r.Code != 1 || !strings.Contains(r.Stderr, c.denied) || !strings.Contains(r.Stderr, "database "+roles.name) ||
+				!strings.Contains(r.Stderr, "the role lacks a right a writer needs; docs/postgresql.md lists a writer's grants") {
+				t.Errorf("acquire with %q: exit %d, want 1 naming %q, the database and the grants to make\nstderr: %s", c.revoke, r.Code, c.denied, r.Stderr)
+			}
+			if got := scalar(t, roles.ownerDB, `SELECT count(*)::text || '/' || max(seq)::text || '/' || (SELECT hash FROM events ORDER BY seq DESC LIMIT 1) FROM events`); got != head {
+				t.Errorf("the refused acquire changed the log: %s, was %s", got, head)
+			}
+			if _, err := os.Stat(filepath.Join(w.root, "locks", "refused-"+c.name+".lock")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused acquire's lock file: %v", err)
+			}
+		})
 	}
 }

@@ -55,6 +55,10 @@ var (
 	// appended by something other than lockledger; writers append nothing
 	// until project --accept-broken-chain accepts them (recorded).
 	ErrUnhashed = store.ErrUnhashed
+	// ErrCommitUnknown: the database's answer to a write's commit was
+	// lost (the connection ended once the commit was sent) and what it
+	// did could not be read back: the write may be recorded or not.
+	ErrCommitUnknown = errors.New("the commit's outcome is unknown")
 	// ErrClosed: the ledger was used after Close.
 	ErrClosed = errors.New("ledger is closed")
 	// ErrBrokenChain: project refused to rebuild the projections from an

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/store"
+	"github.com/lockledger/lockledger/store/postgres"
 )
 
 // maxGroup bounds the decisions one transaction takes.
@@ -285,6 +287,11 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	if len(group) == 0 {
 		return nil
 	}
+	defer func() {
+		for _, d := range group {
+			d.err = l.denied(d.err)
+		}
+	}()
 	now, err := l.store.Clock(ctx, tx)
 	if err != nil {
 		fail(group, err)
@@ -417,10 +424,12 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 		}
 	}
 	if err := l.commitWith(tx, journals); err != nil {
-		cp = nil
-		fail(made, fmt.Errorf("ledger: commit: %w", err))
-		abortAll(made)
-		return nil
+		if err := l.commitOutcome(ctx, err, written); err != nil {
+			cp = nil
+			fail(made, err)
+			abortAll(made)
+			return nil
+		}
 	}
 	l.saw(seq)
 	snapshot = crossesSnapshot(written)
@@ -442,6 +451,54 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 		})
 	}
 	return nil
+}
+
+// commitOutcome is what a commit that returned err did. Its reply may have
+// been lost after the database committed (a connection reset once COMMIT
+// was sent), so err alone does not say, and a caller told of a failure
+// must have no event. Once this process holds the store's serialisation
+// point again, the transaction that returned err is over, and the log
+// says whether its last event is there: nil when it is (the commit
+// stands), the commit's error when it is not, and an error wrapping
+// ErrCommitUnknown when the log cannot be read back (nor a write that
+// appended no event looked for).
+func (l *Ledger) commitOutcome(ctx context.Context, err error, written []*events.Event) error {
+	err = fmt.Errorf("ledger: commit: %w", err)
+	if len(written) == 0 {
+		return fmt.Errorf("%w (%w: the write appended no event to look for)", err, ErrCommitUnknown)
+	}
+	last := written[len(written)-1]
+	// Bounded by the busy timeout twice over (a connection, then the
+	// writer lock) and by the callers' context: one whose deadline passed
+	// (a lease's heartbeat at its deadline) is told the outcome is unknown
+	// rather than held past it.
+	rctx, cancel := context.WithTimeout(ctx, 2*l.busy)
+	defer cancel()
+	tx, berr := l.beginWrite(rctx)
+	if berr != nil {
+		return fmt.Errorf("%w (%w: the log could not be read back to see whether seq %d is recorded: %v)", err, ErrCommitUnknown, last.Seq, berr)
+	}
+	defer tx.Rollback()
+	h, herr := store.EventHash(rctx, tx, last.Seq)
+	switch {
+	case herr != nil:
+		return fmt.Errorf("%w (%w: the log could not be read back to see whether seq %d is recorded: %v)", err, ErrCommitUnknown, last.Seq, herr)
+	case h == last.Hash:
+		l.log.Warn("the commit's reply was lost, but the log holds its events: the write stands", "seq", last.Seq, "err", err)
+		return nil
+	}
+	return err
+}
+
+// denied is err, and when it is the database's refusal for a right the
+// role lacks, which right that is for: the database's own message names
+// the table or function, this says where and what to do.
+func (l *Ledger) denied(err error) error {
+	if !postgres.PermissionDenied(err) {
+		return err
+	}
+	return fmt.Errorf("%w (on %s: the role lacks a right a writer needs; docs/postgresql.md lists a writer's grants, "+
+		"which the database's owner makes again after an upgrade that added a table, or to restore a grant revoked)", err, l.store.Source())
 }
 
 // remakeAlone answers the decisions of a group whose write the database

@@ -312,6 +312,9 @@ const DefaultPoolSize = postgres.DefaultPoolSize
 // or the database busy, a serialisation failure, a connection lost) that a
 // retry may clear.
 func IsTransient(err error) bool {
+	if errors.Is(err, ErrCommitUnknown) {
+		return false // made again, it could be made twice
+	}
 	return errors.Is(err, errWriterBusy) || sqlite.IsBusy(err) || postgres.Transient(err)
 }
 

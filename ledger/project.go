@@ -164,6 +164,14 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 				l.log.Warn("computed the stored Merkle hashes of accepted events that had none", "after_seq", hashed, "events", n)
 			}
 		}
+		// Snapshots of events the log no longer holds (a cut accepted above,
+		// a log restored from an older copy without its snapshots) would
+		// block, at their seqs, the ones the log's own events make.
+		if n, err := store.DeleteStaleSnapshots(ctx, tx, st.Seq); err != nil {
+			return nil, fmt.Errorf("ledger: project: %w", err)
+		} else if n > 0 {
+			l.log.Warn("removed stored snapshots of events the log no longer holds; writes store the log's own", "last_seq", st.Seq, "snapshots", n)
+		}
 		p := &projection{l: l, rep: rep, now: now, plans: map[string]*lockPlan{}}
 		w.aborted = p.dropAsides
 		w.committed = func() error { applied = p.apply(); return nil }

@@ -699,3 +699,81 @@ func TestClockStepsAroundSnapshotsFoldLikeTheWholeLog(t *testing.T) {
 	want := read()
 	sameViews(t, "with snapshots", got, want)
 }
+
+// A log cut back (restored from an older copy, its snapshots kept) leaves
+// snapshots of events it no longer holds: past its end, then, once the log
+// is written past them again, following events that are not the log's.
+// Such a row blocks the log's own snapshot at its seq (a writer stores
+// none where one is stored) and verify fails on it for ever; project, the
+// cut accepted, removes them, and writes then store the log's own.
+func TestProjectRemovesSnapshotsOfEventsTheLogNoLongerHolds(t *testing.T) {
+	ledger.SetSnapshotEvery(t, snapEvery)
+	ctx := context.Background()
+	l, db, where := snapshotLedgerAt(t, "postgres")
+	if err := l.WriteSnapshots(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(snapshotSeqs(t, db)); got != snapSeqs(1, 2) {
+		t.Fatalf("snapshots %s before the cut, want %s", got, snapSeqs(1, 2))
+	}
+	l.Close()
+	cut := int64(snapEvery * 3 / 2)
+	for _, q := range []string{
+		`SET session_replication_role = replica`, // past the append-only triggers, as a restore is
+		fmt.Sprintf(`DELETE FROM events WHERE seq > %d`, cut), fmt.Sprintf(`DELETE FROM tlog_hashes WHERE seq > %d`, cut),
+		fmt.Sprintf(`DELETE FROM checkpoints WHERE size > %d`, cut),
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	l, err := ledger.Open(ctx, t.TempDir(), ledger.WithDatabase(where), ledger.Unsigned())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Project(ctx, ledger.AcceptBrokenChain()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(snapshotSeqs(t, db)); got != snapSeqs(1) {
+		t.Errorf("snapshots %s once the cut is accepted, want %s", got, snapSeqs(1))
+	}
+	verifyOK := func(when string) {
+		t.Helper()
+		rep, err := l.Verify(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK {
+			t.Errorf("verify %s: %+v", when, rep.Problems)
+		}
+	}
+	verifyOK("once the cut is accepted")
+	// The log written past the second snapshot's seq again.
+	for head := cut; head <= 2*snapEvery+2; head += 2 {
+		a, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "after-the-cut", Identity: ledger.Identity{Actor: "restore-review"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Release(ctx, ledger.ReleaseRequest{Lock: "after-the-cut", Identity: ledger.Identity{Actor: "restore-review", RequestID: a.RequestID}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.WriteSnapshots(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(snapshotSeqs(t, db)); got != snapSeqs(1, 2) {
+		t.Errorf("snapshots %s once the log passed the second again, want %s", got, snapSeqs(1, 2))
+	}
+	verifyOK("once the log passed the second snapshot again")
+	// A stale row at a seq the log holds (the snapshots restored from a
+	// later copy than the log): project removes it too.
+	tamper(t, db, 2*snapEvery, func(eventHash, _ *string, _ *[]byte) { *eventHash = strings.Repeat("0", len(*eventHash)) })
+	if _, err := l.Project(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WriteSnapshots(ctx); err != nil {
+		t.Fatal(err)
+	}
+	verifyOK("after project and a write of the snapshots")
+}

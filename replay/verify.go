@@ -228,7 +228,7 @@ func (c *checker) checkSnapshot(r *Row) {
 	c.snapsDigest = snapshotsDigest(c.snapsDigest, &s)
 	if s.EventHash != r.Hash {
 		c.report.Add(verify.Problem{Seq: r.Seq, Kind: verify.KindSnapshot, Detail: fmt.Sprintf(
-			"the snapshot at seq %d follows an event whose hash was %s, but the event's hash is %s", r.Seq, s.EventHash, r.Hash)})
+			"the snapshot at seq %d follows an event whose hash was %s, but the event's hash is %s (a forged snapshot, or one a log restored from an older copy and written on left behind; `lockledger project` removes it)", r.Seq, s.EventHash, r.Hash)})
 		return
 	}
 	// Readers bound their searches by these, whatever the state's encoding.
@@ -253,7 +253,7 @@ func (c *checker) endSnapshots(ctx context.Context, q Querier, after int64) erro
 	for _, s := range c.snaps {
 		if s.Seq > c.report.LastSeq {
 			c.report.Add(verify.Problem{Seq: s.Seq, Kind: verify.KindSnapshot, Detail: fmt.Sprintf(
-				"a snapshot at seq %d, past the log's last event (%d)", s.Seq, c.report.LastSeq)})
+				"a snapshot at seq %d, past the log's last event (%d): left by a log cut or restored from an older copy; `lockledger project` removes it", s.Seq, c.report.LastSeq)})
 		}
 	}
 	for s, err := range store.SnapshotsBefore(ctx, q, math.MaxInt64, "") {

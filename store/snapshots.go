@@ -43,6 +43,22 @@ func InsertSnapshot(ctx context.Context, tx Execer, s *Snapshot) error {
 	return err
 }
 
+// DeleteStaleSnapshots deletes the snapshots of events the log does not
+// hold: past seq, its last event, or following an event whose hash is
+// not the one they were made after (a log cut, or restored from an older
+// copy and written on, without its snapshots). Each would block, at its
+// seq, the snapshot the log's own events make, and readers never fold
+// from it. Snapshots of pruned events (none at their seq, before seq) are
+// kept. It returns how many went.
+func DeleteStaleSnapshots(ctx context.Context, tx Execer, seq int64) (int64, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM snapshots WHERE seq > $1
+		OR event_hash <> coalesce((SELECT e.hash FROM events e WHERE e.seq = snapshots.seq), event_hash)`, seq)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 // SnapshotsBefore yields the snapshots at or before seq whose events are
 // all at or before maxAt ("": any), newest first, each with the events
 // table's hash at its seq, for the reader to check.

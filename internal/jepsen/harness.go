@@ -34,6 +34,11 @@ type Config struct {
 	Parallel    int           // trials at once, each on its own lock and clients (default 1)
 	TTL         time.Duration // the runs' --ttl, whole seconds (default 2s)
 	Seed        uint64        //
+	// ClientURL, when set, is the URL by which the runs (and the
+	// harness's own CLI commands) reach the database named, through a
+	// pooler such as PgBouncer; the harness's own connection, which
+	// makes the databases and reads the fences, reaches it directly.
+	ClientURL func(name string) string
 	// Fence makes each job write through a fence at every line of its
 	// record: a row in a table of the trial's database (PostgreSQL), a
 	// line in a file (SQLite). A refusal is recorded in the ledger.
@@ -170,6 +175,8 @@ type harness struct {
 	offset  int64 // wall ns - mono ns, to place the ledger's times on the record's clock
 	pgMu    sync.Mutex
 	pg      *pgx.Conn // one connection, so used by one trial at a time
+	// clientURL is how the runs reach the worker's database (Config.ClientURL).
+	clientURL string
 }
 
 // RunClass runs cfg's trials and checks them.
@@ -296,6 +303,14 @@ func newHarness(ctx context.Context, cfg Config, w int) (*harness, error) {
 			u.Path = "/" + name
 			h.cfg.DatabaseURL = u.String()
 		}
+		u, err := url.Parse(h.cfg.DatabaseURL)
+		if err != nil {
+			return h, err
+		}
+		h.clientURL = h.cfg.DatabaseURL
+		if cfg.ClientURL != nil {
+			h.clientURL = cfg.ClientURL(strings.TrimPrefix(u.Path, "/"))
+		}
 		if h.pg, err = pgx.Connect(ctx, h.cfg.DatabaseURL); err != nil {
 			return h, err
 		}
@@ -350,7 +365,7 @@ func (h *harness) env(lock string, host, client int, jobMS int) []string {
 		env = append(env, envFence+"="+kind, envBin+"="+h.cfg.Bin)
 	}
 	if h.cfg.Store == Postgres {
-		env = append(env, "LOCKLEDGER_DATABASE_URL="+withApp(h.cfg.DatabaseURL, appName(lock, client)))
+		env = append(env, "LOCKLEDGER_DATABASE_URL="+withApp(h.clientURL, appName(lock, client)))
 	}
 	return env
 }

@@ -1,6 +1,8 @@
 package pgtest
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"net"
 	"sync"
@@ -25,11 +27,16 @@ type Proxy struct {
 	ln     net.Listener
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	mode    proxyMode
-	closed  bool
-	changed chan struct{} // closed and replaced whenever mode or closed changes
-	links   map[*link]struct{}
+	mu     sync.Mutex
+	mode   proxyMode
+	closed bool
+	// loseReply: the next message from a client that holds these bytes
+	// reaches the server, and its client is reset (LoseReplyTo).
+	loseReply []byte
+	lost      int           // how many messages LoseReplyTo took the reply of
+	cutAfter  bool          // LoseReplyTo's then: cut once the message is sent
+	changed   chan struct{} // closed and replaced whenever mode or closed changes
+	links     map[*link]struct{}
 }
 
 // link is one client connection and its connection to the target.
@@ -88,6 +95,56 @@ func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.setMode(flowing)
 	p.mu.Unlock()
+}
+
+// LoseReplyTo makes the next message a client sends that holds msg reach
+// the server, and then resets that client's connection before any reply
+// can reach it: the server acts on the message (a COMMIT commits), and the
+// client cannot know it did. The server's end is closed in order, after
+// the message, so the server reads the whole of it first, and the cancel
+// request the client then sends (pgx does, on a lost connection, through
+// a new one) is dropped, so that the server finishes what it was sent.
+// With thenCut the proxy is Cut from that moment for every other
+// connection, new and open.
+func (p *Proxy) LoseReplyTo(msg []byte, thenCut bool) {
+	p.mu.Lock()
+	p.loseReply, p.cutAfter = msg, thenCut
+	p.mu.Unlock()
+}
+
+// RepliesLost counts the messages LoseReplyTo took the reply of.
+func (p *Proxy) RepliesLost() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lost
+}
+
+// losesReply reports whether chunk, from a client, is the message whose
+// reply is to be lost, and disarms LoseReplyTo if it is.
+func (p *Proxy) losesReply(chunk []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.loseReply == nil || !bytes.Contains(chunk, p.loseReply) {
+		return false
+	}
+	p.loseReply = nil
+	p.lost++
+	if p.cutAfter {
+		p.setMode(cut)
+	}
+	return true
+}
+
+// cancelRequest is the code of PostgreSQL's CancelRequest message.
+const cancelRequest = 80877102
+
+// dropsCancel reports whether first, the first bytes a client sent on its
+// connection, are a cancel request that LoseReplyTo drops.
+func (p *Proxy) dropsCancel(first []byte) bool {
+	p.mu.Lock()
+	lost := p.lost
+	p.mu.Unlock()
+	return lost > 0 && len(first) == 16 && binary.BigEndian.Uint32(first[4:8]) == cancelRequest
 }
 
 // setMode must be called with p.mu held.
@@ -170,13 +227,18 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn) {
 		l.close()
 	}()
 	buf := make([]byte, 32<<10)
-	for {
+	for first := src == l.client; ; first = false {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.awaitFlow(l) {
+			if !p.awaitFlow(l) || first && p.dropsCancel(buf[:n]) {
 				return
 			}
+			lose := src == l.client && p.losesReply(buf[:n])
 			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+			if lose {
+				resetConn(l.client)
 				return
 			}
 		}

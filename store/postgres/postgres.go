@@ -466,6 +466,13 @@ func (e connectError) Error() string {
 
 func (e connectError) Unwrap() error { return e.error }
 
+// PermissionDenied reports the server's refusal of a statement for a
+// right the role lacks (SQLSTATE 42501).
+func PermissionDenied(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42501"
+}
+
 // Transient: a serialisation failure, a deadlock, a lock or connection
 // that is not to be had now, or a connection lost. The database may be back
 // at the next try.

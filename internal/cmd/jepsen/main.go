@@ -36,6 +36,7 @@ func main() {
 	hosts := flag.Int("hosts", 0, "simulated hosts per trial (1: every client on one host, where a take-over stops the old job; 0: 2 to 4, drawn per trial)")
 	parallel := flag.Int("parallel", 4, "trials at once per fault class, each on its own lock with its own clients and record; each worker on a ledger of its own")
 	keep := flag.Bool("keep", false, "keep the work directory (record, roots, the runs' logs)")
+	bounced := flag.Bool("bouncer", false, "postgres: the runs reach the database through PgBouncer in transaction mode (internal/pgtest's), as a fleet behind a pooler does")
 	var fenced fenceFlag
 	flag.Var(&fenced, "fence", "jobs write through a fence at each line (PostgreSQL: a table fenced by the lockledger_fence trigger; SQLite: fence.WriteFile) and record each refusal in the ledger (default: on for postgres, off for sqlite)")
 	flag.Parse()
@@ -93,6 +94,13 @@ func main() {
 			defer cluster.Stop()
 		}
 	}
+	var bouncer *pgtest.Bouncer
+	if *bounced && cluster != nil {
+		if bouncer, err = cluster.StartBouncer(); err != nil {
+			die(err)
+		}
+		fmt.Fprintln(os.Stderr, "jepsen: the runs reach PostgreSQL through PgBouncer (transaction mode) on port", bouncer.Port)
+	}
 	var results []*jepsen.Result
 	failed := false
 	for _, st := range stores {
@@ -109,6 +117,9 @@ func main() {
 					die(err)
 				}
 				cfg.DatabaseURL = cluster.SocketURL(name)
+				if bouncer != nil {
+					cfg.ClientURL = bouncer.URL
+				}
 			}
 			r, err := jepsen.RunClass(ctx, cfg)
 			if err != nil {

@@ -1,0 +1,113 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/pgtest"
+)
+
+// commitMessage is the COMMIT a transaction of the ledger ends with, as pgx
+// sends it: a simple query message.
+var commitMessage = []byte("Q\x00\x00\x00\x0bcommit\x00")
+
+// A commit whose reply is lost (the connection is reset once COMMIT has
+// reached the server, which commits) is a commit: the caller is told the
+// lock is its own, and this host's lock file says so, as the log does. One
+// whose outcome cannot be read back (the database out of reach from that
+// moment) is reported as unknown (ErrCommitUnknown), never as a failure,
+// since the event may well be recorded. Through PgBouncer too.
+func TestPostgresCommitReplyLost(t *testing.T) {
+	for _, c := range []struct{ reachable, bounced bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		reachable := c.reachable
+		t.Run(fmt.Sprintf("%s/bounced=%v", map[bool]string{true: "read-back", false: "unreachable"}[reachable], c.bounced), func(t *testing.T) {
+			name := pgtest.CreateDatabase(t)
+			// Through PgBouncer in transaction mode, the proxy is between
+			// the ledger and PgBouncer, which then loses its client.
+			target := pgtest.TCPAddr(t)
+			if c.bounced {
+				target = "127.0.0.1:" + strconv.Itoa(pgtest.GetBouncer(t).Port)
+			}
+			proxy := pgtest.NewProxy(t, target)
+			root := t.TempDir()
+			ctx := context.Background()
+			l, err := Open(ctx, root, WithDatabase(proxy.URL(name)), Unsigned(), WithBusyTimeout(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			proxy.LoseReplyTo(commitMessage, !reachable)
+			acq, err := l.TryAcquire(ctx, AcquireRequest{Lock: "lost-reply", Identity: Identity{Actor: "commit-review"}})
+			if n := proxy.RepliesLost(); n != 1 {
+				t.Fatalf("the proxy lost %d replies to COMMIT, want 1 (err %v)", n, err)
+			}
+			proxy.Restore()
+			// Unreachable, nothing waited for the server to finish the
+			// commit it was sent.
+			evs := lockEvents(t, l, "lost-reply")
+			for deadline := time.Now().Add(10 * time.Second); len(evs) == 0 && time.Now().Before(deadline); evs = lockEvents(t, l, "lost-reply") {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if len(evs) != 1 {
+				t.Fatalf("%d events of the acquire whose COMMIT reached the server, want 1", len(evs))
+			}
+			_, statErr := os.Stat(filepath.Join(root, "locks", "lost-reply.lock"))
+			if reachable {
+				if err != nil {
+					t.Fatalf("an acquire recorded at seq %d was told it failed: %v", evs[0].Seq, err)
+				}
+				if acq.Seq != evs[0].Seq {
+					t.Errorf("acquired at seq %d, recorded at %d", acq.Seq, evs[0].Seq)
+				}
+				if statErr != nil {
+					t.Errorf("the lock file of a committed acquire: %v", statErr)
+				}
+				return
+			}
+			if !errors.Is(err, ErrCommitUnknown) {
+				t.Fatalf("an acquire recorded at seq %d whose commit could not be read back was told %v, want ErrCommitUnknown", evs[0].Seq, err)
+			}
+		})
+	}
+}
+
+// A commit the database refuses (here a deferred constraint trigger that
+// raises at COMMIT) is a failure with nothing recorded, as before the
+// read-back: not unknown, not a success.
+func TestPostgresCommitRefusedIsAFailure(t *testing.T) {
+	name := pgtest.CreateDatabase(t)
+	root := t.TempDir()
+	ctx := context.Background()
+	l, err := Open(ctx, root, WithDatabase(pgtest.TCPURL(t, name)), Unsigned(), WithBusyTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	db := pgtest.Open(t, pgtest.TCPURL(t, name))
+	for _, q := range []string{
+		`CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused at commit by the test'; END $$`,
+		`CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+			WHEN (NEW.lock_name = 'refused-commit') EXECUTE FUNCTION refuse_at_commit()`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = l.TryAcquire(ctx, AcquireRequest{Lock: "refused-commit", Identity: Identity{Actor: "commit-review"}})
+	if err == nil || errors.Is(err, ErrCommitUnknown) || !strings.Contains(err.Error(), "refused at commit by the test") {
+		t.Fatalf("an acquire whose commit the database refused was told %v, want the database's refusal", err)
+	}
+	if evs := lockEvents(t, l, "refused-commit"); len(evs) != 0 {
+		t.Fatalf("%d events of an acquire whose commit was refused", len(evs))
+	}
+	if _, err := os.Stat(filepath.Join(root, "locks", "refused-commit.lock")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the lock file of an acquire whose commit was refused: %v", err)
+	}
+}

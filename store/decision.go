@@ -244,7 +244,7 @@ func (p PreparedTx) Settle(keep bool) error {
 // Flush sends the writes the settled decisions kept, and one notification
 // for each of wakes (see Notify), in one call: the group's write, before
 // its commit. It reports whether it sent the notifications: without the
-// decision calls it sends nothing, and the store's Changed is to. Its
+// decision calls it sends nothing, and the store's Changed sends them. Its
 // error is the transaction's (the database refused a write, and the
 // transaction is aborted), as is that of an earlier send of settled
 // decisions' writes (Refused).

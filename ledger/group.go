@@ -249,9 +249,10 @@ func (l *Ledger) leadGroup(lead *pendingWrite) {
 // begun at the store's serialisation point, the group of decisions take
 // gives then (take is not called when the mutex or the transaction is not
 // had: the error is then the caller's), the decisions' clock, read once
-// they are all asked for, what the decisions on locks read (in one call on
-// PostgreSQL: store.PreparedTx.ReadAhead), each decision's fn (in a
-// savepoint of its own when there are several), the decisions' writes (in
+// they are all asked for, and what the decisions on locks read (in one
+// call on PostgreSQL, the clock's: store.PreparedTx.ReadAhead), each
+// decision's fn (in a savepoint of its own when there are several), the
+// decisions' writes and the notifications of the locks they changed (in
 // one call on PostgreSQL: store.PreparedTx.Flush), the checkpoint then
 // due, the commit (when any fn wrote anything), and the checkpoint
 // published to the witnesses once the mutex is let go, so that a slow or
@@ -292,11 +293,6 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 			d.err = l.denied(d.err)
 		}
 	}()
-	now, err := l.store.Clock(ctx, tx)
-	if err != nil {
-		fail(group, err)
-		return nil
-	}
 	q := l.stmts.In(tx)
 	var names []string
 	for _, d := range group {
@@ -304,7 +300,11 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 			names = append(names, d.name)
 		}
 	}
-	if err := q.ReadAhead(ctx, names, queueSince(now)); err != nil {
+	now, err := q.ReadAhead(ctx, names)
+	if err == nil && now.IsZero() {
+		now, err = l.store.Clock(ctx, tx)
+	}
+	if err != nil {
 		fail(group, err)
 		return nil
 	}
@@ -362,7 +362,16 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	if len(made) == 0 {
 		return nil
 	}
-	if err := q.Flush(ctx); err != nil {
+	// A write of no lock (export, verify, a checkpoint) notifies too, with
+	// no lock's name: followers of the log wake on every append.
+	var wakes []string
+	for _, d := range made {
+		if len(d.w.written) > 0 || d.w.rows {
+			wakes = append(wakes, d.w.wakes())
+		}
+	}
+	notified, err := q.Flush(ctx, wakes)
+	if err != nil {
 		if several {
 			remakeAlone(made)
 		} else {
@@ -408,15 +417,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 			cp = nil
 		}
 	}
-	// A write of no lock (export, verify, a checkpoint) notifies too, with
-	// no lock's name: followers of the log wake on every append.
-	var wakes []string
-	for _, d := range made {
-		if len(d.w.written) > 0 || d.w.rows {
-			wakes = append(wakes, d.w.wakes())
-		}
-	}
-	if len(wakes) > 0 {
+	if !notified && len(wakes) > 0 {
 		if err := l.store.Changed(ctx, q, wakes); err != nil {
 			cp = nil // signed for a log that does not commit: kept, it would refuse every later writer
 			undo(fmt.Errorf("ledger: notify: %w", err))

@@ -318,10 +318,43 @@ func TestPostgresGroupNotifiesEveryLock(t *testing.T) {
 	}
 }
 
+// A write of no lock's rows through the decision calls (a verify's record,
+// appended with statements of its own) still notifies the followers
+// of the log, with no lock's name, though it has nothing kept for the
+// group's write call to carry the notification.
+func TestPostgresWriteOfNoLockNotifies(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "LISTEN lockledger"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RecordAccess(ctx, events.LedgerVerified, Identity{}, &events.Verified{Result: events.AuditOK}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	nt, err := conn.WaitForNotification(wctx)
+	if err != nil || nt.Payload != "" {
+		t.Fatalf("the verify's notification: %+v, %v; want one with no lock's name", nt, err)
+	}
+}
+
 // A group's one write that the database refuses for one lock's row (here
 // a trigger, as a role without a grant would) undoes the whole group: each
 // decision is made again alone, the refused one fails with the database's
-// error and leaves nothing, and the others commit.
+// error and leaves nothing, and the others commit. The notifications ride
+// in the write: those of the refused group go with it, and each decision
+// made again alone that commits notifies its lock once more.
 func TestPostgresGroupRefusedWriteFailsOnlyItsDecision(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
@@ -331,6 +364,14 @@ func TestPostgresGroupRefusedWriteFailsOnlyItsDecision(t *testing.T) {
 	}
 	defer l.Close()
 	db := pgtest.Open(t, url)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "LISTEN lockledger"); err != nil {
+		t.Fatal(err)
+	}
 	allow := beforeInsert(t, db, "locks", "r-2", refuseRow)
 	const n = 5
 	let := holdWriter(t, l)
@@ -362,6 +403,30 @@ func TestPostgresGroupRefusedWriteFailsOnlyItsDecision(t *testing.T) {
 		st, err := l.Status(ctx, lock)
 		if err != nil || (st.Holder != nil) != (want == 1) {
 			t.Errorf("%s: status %+v, %v; held: want %v", lock, st, err, want == 1)
+		}
+	}
+	// Every notification up to a last one of the test's own, sent after
+	// the decisions' commits.
+	if _, err := db.ExecContext(ctx, `SELECT pg_notify('lockledger', 'end of the test')`); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	heard := map[string]int{}
+	for {
+		nt, err := conn.WaitForNotification(wctx)
+		if err != nil {
+			t.Fatalf("the test's notification never came: %v (heard %v)", err, heard)
+		}
+		if nt.Payload == "end of the test" {
+			break
+		}
+		heard[nt.Payload]++
+	}
+	for i := range n {
+		lock := fmt.Sprintf("r-%d", i)
+		if want := map[bool]int{true: 0, false: 1}[i == 2]; heard[lock] != want {
+			t.Errorf("%s: notified %d times, want %d (heard %v)", lock, heard[lock], want, heard)
 		}
 	}
 	allow()

@@ -612,3 +612,70 @@ func TestPostgresGroupReadsOfOtherLocksSeeTheGroupsWrites(t *testing.T) {
 	}
 	verifyOK(t, l)
 }
+
+// A group whose connection is cut while its one read (the clock's, with
+// every lock's rows) waits: no decision is made, each caller is told, and
+// nothing is recorded; made again, each is recorded once.
+func TestPostgresGroupBackendTerminatedDuringItsRead(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	db := pgtest.Open(t, url)
+	// The group's read waits behind this table lock until it is cut.
+	blocker, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback()
+	if _, err := blocker.ExecContext(ctx, `LOCK TABLE locks IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		for {
+			var pid int
+			err := db.QueryRowContext(ctx, `SELECT pid FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND query LIKE '%clock_timestamp()%lockledger_read_decision%'`).Scan(&pid)
+			if errors.Is(err, sql.ErrNoRows) {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			terminate(t, db, pid)
+			if err := blocker.Rollback(); err != nil {
+				t.Error(err)
+			}
+			return
+		}
+	})
+	fns := make([]func(w *writeTx) error, 4)
+	for i := range fns {
+		fns[i] = func(w *writeTx) error { return jobEvent(w, fmt.Sprintf("req_e%d", i)) }
+	}
+	errs, runs := groupOf(t, l, nil, "e", fns)
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || runs[i] != 0 {
+			t.Errorf("e-%d: %v, made %d times; want an error, and not made", i, err, runs[i])
+		}
+		if n := len(lockEvents(t, l, fmt.Sprintf("e-%d", i))); n != 0 {
+			t.Errorf("e-%d: %d events stored, want none", i, n)
+		}
+	}
+	errs, runs = groupOf(t, l, nil, "e", fns)
+	for i, err := range errs {
+		if err != nil || runs[i] != 1 {
+			t.Errorf("e-%d made again: %v, made %d times", i, err, runs[i])
+		}
+	}
+	committedIffAnswered(t, l, "e", errs)
+	verifyOK(t, l)
+}

@@ -44,7 +44,7 @@ func TestPostgresAWriteThatFailsBeforeItsCommitKeepsNoHead(t *testing.T) {
 		t.Fatalf("head kept: %+v, %v; want size 1", kept, err)
 	}
 	// A pg_notify of the ledger's connections' search path that fails:
-	// the write's NOTIFY, the last statement before its commit, fails.
+	// the write's NOTIFY, sent in its write call, fails.
 	admin, err := sql.Open("pgx", url)
 	if err != nil {
 		t.Fatal(err)

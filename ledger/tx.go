@@ -132,14 +132,10 @@ func (l *Ledger) write(ctx context.Context, name string, fn func(w *writeTx) (ou
 // head checked once holds for the whole transaction, which only the
 // group's own appends move.
 func (w *writeTx) loadRow(name string) (*store.Row, error) {
-	before, tip, err := store.LoadDecision(w.ctx, w.q, name, queueSince(w.now), !w.headSet, w.tree)
+	before, tip, err := store.LoadDecision(w.ctx, w.q, name, store.QueueSince(w.now), !w.headSet, w.tree)
 	w.tip = tip
 	return before, err
 }
-
-// queueSince is the oldest instant a decision at now reads its lock's
-// queue from: a waiter recorded before it is gone.
-func queueSince(now time.Time) string { return events.FormatTime(now.Add(-events.WaiterTTL)) }
 
 // journal is a file change's journal being made durable: its fsync and
 // close start when it is placed, beside the rest of the decision, and end

@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
+
+	"github.com/lockledger/lockledger/events"
 )
 
 // A decision's statements while its group holds the writer row, on an
@@ -169,21 +172,54 @@ func (b *decisionBatch) add(lock string, f func(w *decisionWrites)) {
 }
 
 // send sends the writes kept before m (the settled decisions' writes, or
-// all), in one call.
-func (b *decisionBatch) send(ctx context.Context, q Execer, m mark) error {
+// all), and one notification for each of wakes, in one call.
+func (b *decisionBatch) send(ctx context.Context, q Execer, m mark, wakes []string) error {
 	b.read = nil
-	if m == (mark{}) {
+	if m == (mark{}) && len(wakes) == 0 {
 		return nil
 	}
-	arg, err := json.Marshal(b.writes.cut(m))
-	b.kept = mark{}
-	if err != nil {
-		return err
+	var arg any // no writes: NULL
+	if m != (mark{}) {
+		raw, err := json.Marshal(b.writes.cut(m))
+		b.kept = mark{}
+		if err != nil {
+			return err
+		}
+		arg = string(raw)
 	}
-	if _, err := q.ExecContext(ctx, `SELECT lockledger_write_decision($1::json)`, string(arg)); err != nil {
+	if err := notifyWith(ctx, q, arg, wakes); err != nil {
 		return fmt.Errorf("ledger: append: %w", err)
 	}
 	return nil
+}
+
+// NotifyChannel carries the name of every lock a write changed.
+const NotifyChannel = "lockledger"
+
+// writeDecisions is lockledger_write_decision (migration 0012) of the
+// writes $1 (none when null), and in the same round trip one
+// notification on channel $2 for each of the locks $3, with the lock's
+// name as its payload (none when null). The server delivers the
+// notifications at the commit, and drops them with the transaction, so
+// where in it they are sent does not matter.
+const writeDecisions = `SELECT lockledger_write_decision($1::json), (SELECT count(pg_notify($2, lock)) FROM unnest($3::text[]) AS lock)`
+
+// Notify sends, as part of tx, one notification on NotifyChannel per lock
+// of locks, in one round trip: a group's notifications where it has no
+// writes to send with them (see Flush).
+func Notify(ctx context.Context, tx Execer, locks []string) error {
+	return notifyWith(ctx, tx, nil, locks)
+}
+
+// notifyWith runs writeDecisions: the writes arg (nil: none), the
+// notifications of locks.
+func notifyWith(ctx context.Context, tx Execer, arg any, locks []string) error {
+	var channel any // no notifications: NULL
+	if len(locks) > 0 {
+		channel = NotifyChannel
+	}
+	_, err := tx.ExecContext(ctx, writeDecisions, arg, channel, locks)
+	return err
 }
 
 // Settle ends the decision the transaction's statements were for: its
@@ -205,19 +241,24 @@ func (p PreparedTx) Settle(keep bool) error {
 	return err
 }
 
-// Flush sends the writes the settled decisions kept, in one call: the
-// group's write, before its commit. Its error is the transaction's (the
-// database refused a write, and the transaction is aborted), as is that of
-// an earlier send of settled decisions' writes (Refused).
-func (p PreparedTx) Flush(ctx context.Context) error {
+// Flush sends the writes the settled decisions kept, and one notification
+// for each of wakes (see Notify), in one call: the group's write, before
+// its commit. It reports whether it sent the notifications: without the
+// decision calls it sends nothing, and the store's Changed sends them. Its
+// error is the transaction's (the database refused a write, and the
+// transaction is aborted), as is that of an earlier send of settled
+// decisions' writes (Refused).
+func (p PreparedTx) Flush(ctx context.Context, wakes []string) (notified bool, err error) {
 	b := p.batch
-	if b == nil || b.refused != nil {
-		return p.Refused()
+	if b == nil {
+		return false, nil
 	}
-	if err := b.send(ctx, p.tx, b.writes.end()); err != nil {
-		b.refused = err
+	if b.refused == nil {
+		if err := b.send(ctx, p.tx, b.writes.end(), wakes); err != nil {
+			b.refused = err
+		}
 	}
-	return b.refused
+	return true, b.refused
 }
 
 // Refused is the error of a send of the settled decisions' writes, or of
@@ -243,7 +284,7 @@ func (p PreparedTx) flush(ctx context.Context) {
 	}
 	if b.lazy {
 		b.lazy = false
-		err := b.send(ctx, p.tx, b.kept)
+		err := b.send(ctx, p.tx, b.kept, nil)
 		if err == nil {
 			err = savepoint(ctx, p.tx)
 		}
@@ -253,43 +294,62 @@ func (p PreparedTx) flush(ctx context.Context) {
 		}
 		b.saved = true
 	}
-	if err := b.send(ctx, p.tx, b.writes.end()); err != nil {
+	if err := b.send(ctx, p.tx, b.writes.end(), nil); err != nil {
 		b.err = cmp.Or(b.err, err)
 	}
 }
 
-// readDecisions is lockledger_read_decision (migration 0012) for each of
-// the locks $1, in their order, with the head and the Merkle rows for the
-// first only: one statement rather than a function of its own, so that the
-// schema stays the one every host of a fleet still running the release
-// before reads and writes.
-const readDecisions = `SELECT coalesce(json_agg(lockledger_read_decision(l, $2, i = 1) ORDER BY i), '[]')
-	FROM unnest($1::text[]) WITH ORDINALITY AS t(l, i)`
+// QueueSince is the oldest instant a decision at now reads its lock's
+// queue from: a waiter recorded before it is gone.
+func QueueSince(now time.Time) string { return events.FormatTime(now.Add(-events.WaiterTTL)) }
 
-// ReadAhead reads in one call, through the decision calls, what
-// LoadDecision reads for each of locks (the head with the first), at
-// since: each lock's decision then reads it from there (see LoadDecision).
-func (p PreparedTx) ReadAhead(ctx context.Context, locks []string, since string) error {
+// readGroup reads the database's clock once and, in the same statement,
+// runs lockledger_read_decision (migration 0012) for each of the locks $1,
+// in their order, with the head and the Merkle rows for the first only, at
+// the queue's since computed from that clock as QueueSince computes it ($2
+// the waiters' TTL in microseconds; to_char's microseconds, the clock's
+// precision, padded to events.TimeFormat's nanoseconds). One statement
+// rather than a function of its own, so that the schema stays the one
+// every host of a fleet still running the release before reads and
+// writes.
+const readGroup = `WITH c AS MATERIALIZED (SELECT clock_timestamp() AS now),
+	s AS MATERIALIZED (SELECT now, to_char((now - $2 * interval '1 microsecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') || '000Z' AS since FROM c)
+	SELECT now, since, (SELECT coalesce(json_agg(lockledger_read_decision(l, since, i = 1) ORDER BY i), '[]')
+		FROM unnest($1::text[]) WITH ORDINALITY AS t(l, i))
+	FROM s`
+
+// ReadAhead reads the database's clock and, in the same call, what
+// LoadDecision reads for each of locks (the head with the first) at the
+// queue's since of that clock (QueueSince): each lock's decision then
+// reads it from there. It is the clock of a group's decisions, read once
+// they are all asked for; without the decision calls it reads nothing and
+// returns the zero time, and the store's Clock is the clock.
+func (p PreparedTx) ReadAhead(ctx context.Context, locks []string) (time.Time, error) {
 	b := p.batch
-	if b == nil || len(locks) == 0 {
-		return nil
+	if b == nil {
+		return time.Time{}, nil
 	}
+	var now time.Time
+	var since string
 	var raw []byte
-	if err := p.QueryRowContext(ctx, readDecisions, locks, since).Scan(&raw); err != nil {
-		return err
+	if err := p.QueryRowContext(ctx, readGroup, locks, events.WaiterTTL.Microseconds()).Scan(&now, &since, &raw); err != nil {
+		return time.Time{}, fmt.Errorf("ledger: read the database's clock and the group's locks: %w", err)
+	}
+	if len(locks) == 0 {
+		return now.UTC(), nil
 	}
 	var ds []*decisionRead
 	if err := json.Unmarshal(raw, &ds); err != nil {
-		return fmt.Errorf("ledger: the group's locks as read in one call: %w", err)
+		return time.Time{}, fmt.Errorf("ledger: the group's locks as read in one call: %w", err)
 	}
 	if len(ds) != len(locks) {
-		return fmt.Errorf("ledger: the group's locks as read in one call: %d rows for %d locks", len(ds), len(locks))
+		return time.Time{}, fmt.Errorf("ledger: the group's locks as read in one call: %d rows for %d locks", len(ds), len(locks))
 	}
 	b.ahead, b.aheadSince, b.aheadHead = map[string]*decisionRead{}, since, ds[0]
 	for i, d := range ds {
 		b.ahead[locks[i]] = d
 	}
-	return nil
+	return now.UTC(), nil
 }
 
 // LoadDecision reads what a decision on lock name reads first: the lock's

@@ -34,9 +34,6 @@ import (
 // PostgreSQL keeps at most.
 const DefaultPoolSize = 4
 
-// notifyChannel carries the name of every lock a write changed.
-const notifyChannel = "lockledger"
-
 // IsURL reports whether s names a PostgreSQL database.
 func IsURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
@@ -277,27 +274,33 @@ func (s *Store) migrate(ctx context.Context) error {
 // cannot hold up the writers). The ledger's id and whether the role may
 // append events come back in the same round trip: the writer checks that
 // the database is still its ledger, and that it may write there at all.
+//
+// The same statement bounds the writer, by its filter (settings of the
+// transaction only, so that nothing is left on a pooled connection): the
+// scan evaluates the filter on the row it reads before the row lock above
+// it waits for the row, so that wait is already bounded. lock_timeout ($1,
+// the busy timeout in milliseconds) bounds every lock wait of the
+// transaction, the writer row's included. idle_in_transaction_session_timeout
+// ($2, half of it) bounds how long the transaction may sit idle between
+// statements: a writer whose process is stopped (SIGSTOP, a frozen VM)
+// while it holds the writer lock is cut off by the server and its
+// transaction rolled back, so it holds up every other host's writes,
+// heartbeats included, for half the busy timeout at most instead of for as
+// long as it stays stopped. Half, so that a writer waiting behind it gets
+// the lock before its own lock_timeout ends the wait. A writer itself never
+// waits that long between statements: nothing it does inside its
+// transaction blocks without a bound shorter than that (the signed head is
+// read without a lock, a witness for at most a quarter of the busy timeout,
+// the lock file's journal is fsynced while the commit is in flight).
 const writerLock = `SELECT (SELECT value FROM meta WHERE key = 'ledger_id'), has_table_privilege('events', 'INSERT')
-	FROM writer_lock WHERE id = 1 FOR UPDATE`
+	FROM writer_lock
+	WHERE id = 1 AND set_config('lock_timeout', $1, true) IS NOT NULL
+		AND set_config('idle_in_transaction_session_timeout', $2, true) IS NOT NULL
+	FOR UPDATE`
 
-// boundWaits bounds every lock wait of the transaction by the busy timeout
-// (lock_timeout, in milliseconds), the writer lock's included.
+// boundWaits bounds every lock wait of a read transaction by the busy
+// timeout, as writerLock bounds a writer's.
 const boundWaits = `SELECT set_config('lock_timeout', $1, true)`
-
-// boundWriter bounds a writer's waits as boundWaits does, and also how long
-// its transaction may sit idle between statements
-// (idle_in_transaction_session_timeout, $2 milliseconds): a writer whose
-// process is stopped (SIGSTOP, a frozen VM) while it holds the writer lock
-// is cut off by the server and its transaction rolled back, so it holds up
-// every other host's writes, heartbeats included, for half the busy
-// timeout at most instead of for as long as it stays stopped. Half, so
-// that a writer waiting behind it gets the lock before its own
-// lock_timeout ends the wait. A writer itself never waits that long
-// between statements: nothing it does inside its transaction blocks
-// without a bound shorter than that (the signed head is read without a
-// lock, a witness for at most a quarter of the busy timeout, the lock
-// file's journal is fsynced while the commit is in flight).
-const boundWriter = `SELECT set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $2, true)`
 
 // Begin takes the writer lock for the transaction: every writer on every
 // host passes this point one at a time, so seq stays contiguous and the
@@ -309,13 +312,9 @@ func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, boundWriter, s.lockTimeout(), s.idleTimeout()); err != nil {
-		tx.Rollback()
-		return nil, err
-	}
 	var stored sql.NullString
 	var appends bool
-	if err := tx.QueryRowContext(ctx, writerLock).Scan(&stored, &appends); err != nil {
+	if err := tx.QueryRowContext(ctx, writerLock, s.lockTimeout(), s.idleTimeout()).Scan(&stored, &appends); err != nil {
 		tx.Rollback()
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("ledger: %s has no writer_lock row: %w", s.source, store.ErrLedgerGone)
@@ -370,7 +369,7 @@ func (s *Store) lockTimeout() string {
 }
 
 // idleTimeout is half the busy timeout, idle_in_transaction_session_timeout's
-// value for a writer (see boundWriter), in milliseconds.
+// value for a writer (see writerLock), in milliseconds.
 func (s *Store) idleTimeout() string {
 	return strconv.FormatInt(max(s.cfg.Busy.Milliseconds()/2, 1), 10)
 }
@@ -389,10 +388,10 @@ func (s *Store) Clock(ctx context.Context, q store.Querier) (time.Time, error) {
 }
 
 // Changed sends one notification per lock, each with the lock's name as
-// its payload, in one round trip.
+// its payload, in one round trip (a group's write sends them with its
+// writes instead: store.PreparedTx.Flush).
 func (s *Store) Changed(ctx context.Context, tx store.Execer, locks []string) error {
-	_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, lock) FROM unnest($2::text[]) AS lock`, notifyChannel, locks)
-	return err
+	return store.Notify(ctx, tx, locks)
 }
 
 func (s *Store) Watch(lock string) store.Waker { return &waker{s: s, lock: lock} }

@@ -64,11 +64,11 @@ func (s *Store) listen(ctx context.Context, timeout time.Duration) (*listener, e
 		return nil, fmt.Errorf("ledger: listen on %s: %w", s.source, err)
 	}
 	l := &listener{s: s, conn: conn, probe: probePrefix + rand.Text()}
-	if _, err := conn.Exec(cctx, `LISTEN `+notifyChannel); err != nil {
+	if _, err := conn.Exec(cctx, `LISTEN `+store.NotifyChannel); err != nil {
 		l.close()
 		return nil, fmt.Errorf("ledger: listen on %s: %w", s.source, err)
 	}
-	if _, err := s.db.ExecContext(cctx, `SELECT pg_notify($1, $2)`, notifyChannel, l.probe); err != nil {
+	if _, err := s.db.ExecContext(cctx, `SELECT pg_notify($1, $2)`, store.NotifyChannel, l.probe); err != nil {
 		l.close()
 		return nil, fmt.Errorf("ledger: listen on %s: %w", s.source, err)
 	}

@@ -21,31 +21,44 @@ import (
 
 	"github.com/lockledger/lockledger/internal/jepsen"
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 func main() {
 	jepsen.JobMain()
-	store := flag.String("store", "both", "sqlite, postgres or both")
-	trials := flag.Int("trials", 0, "trials per fault class and store (0: run each class for -duration)")
-	duration := flag.Duration("duration", time.Minute, "time per fault class and store, when -trials is 0")
-	takeovers := flag.Int("takeovers", 0, "in the pause classes, also go on until this many trials took the lock over")
-	faults := flag.String("faults", "all", "comma-separated fault classes: "+fmt.Sprint(jepsen.AllFaults)+", or all")
-	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the nemesis's choices")
-	ttl := flag.Duration("ttl", 0, "the runs' --ttl (whole seconds); pauses last 1.5 x ttl (default: 2s on sqlite, 4s on postgres)")
-	clients := flag.Int("clients", 8, "clients per trial, on -hosts simulated hosts")
-	hosts := flag.Int("hosts", 0, "simulated hosts per trial (1: every client on one host, where a take-over stops the old job; 0: 2 to 4, drawn per trial)")
-	parallel := flag.Int("parallel", 4, "trials at once per fault class, each on its own lock with its own clients and record; each worker on a ledger of its own")
-	keep := flag.Bool("keep", false, "keep the work directory (record, roots, the runs' logs)")
-	bounced := flag.Bool("bouncer", false, "postgres: the runs reach the database through PgBouncer in transaction mode (internal/pgtest's), as a fleet behind a pooler does")
+	os.Exit(run(os.Args[1:]))
+}
+
+// run is the harness: it returns its exit code, so that every deferred
+// stop (the clusters, the processes of its build left behind, the work
+// directory) has run by the time the process exits, on every path.
+func run(args []string) int {
+	flags := flag.NewFlagSet("jepsen", flag.ContinueOnError)
+	store := flags.String("store", "both", "sqlite, postgres or both")
+	trials := flags.Int("trials", 0, "trials per fault class and store (0: run each class for -duration)")
+	duration := flags.Duration("duration", time.Minute, "time per fault class and store, when -trials is 0")
+	takeovers := flags.Int("takeovers", 0, "in the pause classes, also go on until this many trials took the lock over")
+	faults := flags.String("faults", "all", "comma-separated fault classes: "+fmt.Sprint(jepsen.AllFaults)+", or all")
+	seed := flags.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the nemesis's choices")
+	ttl := flags.Duration("ttl", 0, "the runs' --ttl (whole seconds); pauses last 1.5 x ttl (default: 2s on sqlite, 4s on postgres)")
+	clients := flags.Int("clients", 8, "clients per trial, on -hosts simulated hosts")
+	hosts := flags.Int("hosts", 0, "simulated hosts per trial (1: every client on one host, where a take-over stops the old job; 0: 2 to 4, drawn per trial)")
+	parallel := flags.Int("parallel", 4, "trials at once per fault class, each on its own lock with its own clients and record; each worker on a ledger of its own")
+	keep := flags.Bool("keep", false, "keep the work directory (record, roots, the runs' logs)")
+	bounced := flags.Bool("bouncer", false, "postgres: the runs reach the database through PgBouncer in transaction mode (internal/pgtest's), as a fleet behind a pooler does")
 	var fenced fenceFlag
-	flag.Var(&fenced, "fence", "jobs write through a fence at each line (PostgreSQL: a table fenced by the lockledger_fence trigger; SQLite: fence.WriteFile) and record each refusal in the ledger (default: on for postgres, off for sqlite)")
-	flag.Parse()
+	flags.Var(&fenced, "fence", "jobs write through a fence at each line (PostgreSQL: a table fenced by the lockledger_fence trigger; SQLite: fence.WriteFile) and record each refusal in the ledger (default: on for postgres, off for sqlite)")
+	if err := flags.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2
+	}
 	if *parallel < 1 {
-		die(fmt.Errorf("-parallel: %d is below 1", *parallel))
+		return fail(fmt.Errorf("-parallel: %d is below 1", *parallel))
 	}
 	fs, err := jepsen.ParseFaults(*faults)
 	if err != nil {
-		die(err)
+		return fail(err)
 	}
 	var stores []jepsen.Store
 	switch *store {
@@ -54,14 +67,14 @@ func main() {
 	case "sqlite", "postgres":
 		stores = []jepsen.Store{jepsen.Store(*store)}
 	default:
-		die(fmt.Errorf("-store: %q is not sqlite, postgres or both", *store))
+		return fail(fmt.Errorf("-store: %q is not sqlite, postgres or both", *store))
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 
 	dir, err := os.MkdirTemp("", "lockledger-jepsen-")
 	if err != nil {
-		die(err)
+		return fail(err)
 	}
 	if *keep {
 		fmt.Fprintln(os.Stderr, "jepsen: work directory", dir)
@@ -74,12 +87,12 @@ func main() {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		die(fmt.Errorf("building the CLI: %w", err))
+		return fail(fmt.Errorf("building the CLI: %w", err))
 	}
 	defer stopLeftovers(bin)
 	self, err := os.Executable()
 	if err != nil {
-		die(err)
+		return fail(err)
 	}
 	fmt.Fprintf(os.Stderr, "jepsen: seed %d\n", *seed)
 
@@ -89,7 +102,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "jepsen: skipping PostgreSQL:", err)
 			stores = slices.DeleteFunc(stores, func(s jepsen.Store) bool { return s == jepsen.Postgres })
 		} else if err != nil {
-			die(err)
+			return fail(err)
 		} else {
 			defer cluster.Stop()
 		}
@@ -97,7 +110,7 @@ func main() {
 	var bouncer *pgtest.Bouncer
 	if *bounced && cluster != nil {
 		if bouncer, err = cluster.StartBouncer(); err != nil {
-			die(err)
+			return fail(err)
 		}
 		fmt.Fprintln(os.Stderr, "jepsen: the runs reach PostgreSQL through PgBouncer (transaction mode) on port", bouncer.Port)
 	}
@@ -107,14 +120,14 @@ func main() {
 		for i, f := range fs {
 			cdir := filepath.Join(dir, string(st)+"-"+string(f))
 			if err := os.Mkdir(cdir, 0o700); err != nil {
-				die(err)
+				return fail(err)
 			}
 			cfg := jepsen.Config{Bin: bin, Self: self, Store: st, Dir: cdir, Fault: f, Trials: *trials,
 				Duration: *duration, TakeOvers: *takeovers, Clients: *clients, Hosts: *hosts, Parallel: *parallel, TTL: storeTTL(*ttl, st), Seed: *seed + uint64(i), Fence: fenced.on(st), Progress: os.Stderr}
 			if st == jepsen.Postgres {
 				name := fmt.Sprintf("jepsen_%d_%d", os.Getpid(), i)
 				if err := cluster.CreateDatabase(name); err != nil {
-					die(err)
+					return fail(err)
 				}
 				cfg.DatabaseURL = cluster.SocketURL(name)
 				if bouncer != nil {
@@ -123,7 +136,7 @@ func main() {
 			}
 			r, err := jepsen.RunClass(ctx, cfg)
 			if err != nil {
-				die(err)
+				return fail(err)
 			}
 			for _, e := range r.Examples {
 				fmt.Fprintln(os.Stderr, "jepsen:", e)
@@ -140,8 +153,9 @@ func main() {
 	jepsen.WriteTable(os.Stdout, results)
 	fmt.Printf("\n%d fault classes in %v (seed %d)\n", len(results), time.Since(began).Round(time.Second), *seed)
 	if failed {
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // stopLeftovers kills the processes of bin still running when the harness
@@ -151,7 +165,7 @@ func main() {
 // so no other process has that executable.
 func stopLeftovers(bin string) {
 	ents, _ := os.ReadDir("/proc")
-	n := 0
+	var killed []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -159,13 +173,22 @@ func stopLeftovers(bin string) {
 		}
 		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == bin {
 			if syscall.Kill(pid, syscall.SIGKILL) == nil {
-				n++
+				killed = append(killed, pid)
 			}
 		}
 	}
-	if n > 0 {
-		fmt.Fprintf(os.Stderr, "jepsen: stopped %d lockledger processes left behind (loss recorders)\n", n)
+	if len(killed) == 0 {
+		return
 	}
+	// They are not this process's children, so it cannot wait for them:
+	// it watches them go, so that none is still running when it exits.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range killed {
+		for proc.Running(pid, "") && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "jepsen: stopped %d lockledger processes left behind (loss recorders)\n", len(killed))
 }
 
 // storeTTL is the runs' TTL on st: the one asked for, else 2s on SQLite
@@ -216,7 +239,8 @@ func (f *fenceFlag) on(st jepsen.Store) bool {
 	return st == jepsen.Postgres
 }
 
-func die(err error) {
+// fail reports err and is the exit code of a run that could not finish.
+func fail(err error) int {
 	fmt.Fprintln(os.Stderr, "jepsen:", err)
-	os.Exit(2)
+	return 2
 }

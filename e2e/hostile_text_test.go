@@ -421,3 +421,77 @@ func TestSecurityHostileTextRoundTrips(t *testing.T) {
 		t.Fatalf("verify after hostile input: exit %d\n%s%s", v.Code, v.Stdout, v.Stderr)
 	}
 }
+
+// TestHostileTextForeignLockFileC1InJSON: another tool's lock file whose
+// host id and actor carry C1 controls (U+009B is CSI to a terminal, U+0085
+// NEL, U+0090 DCS) is printed by every --json command that shows it with
+// each one written as \u00XX: the same value to a JSON reader, nothing a
+// terminal acts on.
+func TestHostileTextForeignLockFileC1InJSON(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	clitest.Must(t, 0, root, "acquire", "other", "--pid", self)
+	const (
+		actor = "tower\u009b31m\u0090q"
+		host  = "far\u009b2J\u0085x"
+	)
+	now := time.Now().UTC().Format(time.RFC3339)
+	doc := `{"lock_version":"v1","lock_name":"odd","request_id":"req_foreign","actor":"tower\u009b31m\u0090q",` +
+		`"intent":"","intent_version":"","host_id":"far\u009b2J\u0085x","pid":` + self + `,"created_at":"` + now +
+		`","last_heartbeat_at":"` + now + `","ttl_seconds":900}` + "\n"
+	if err := os.WriteFile(filepath.Join(root, "locks", "odd.lock"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"status", "odd", "--json"}, 0},
+		{[]string{"list", "--json"}, 0},
+		{[]string{"acquire", "odd", "--json", "--pid", self}, 3},
+		{[]string{"acquire", "odd", "--wait", "1s", "--json", "--pid", self}, 3},
+		{[]string{"run", "odd", "--json", "--", "true"}, 3},
+		{[]string{"steal", "odd", "--reason", "test", "--json"}, 3},
+		{[]string{"status", "odd", "--json", "--jq", ".lock"}, 0},
+	} {
+		what := strings.Join(c.args, " ")
+		r := clitest.Run(t, root, c.args...)
+		if r.Code != c.code {
+			t.Errorf("%s: exit %d, want %d\n%s", what, r.Code, c.code, r.Stderr)
+		}
+		assertPlainText(t, what, r.Stdout)
+		assertPlainText(t, what+" (stderr)", r.Stderr)
+		var v any
+		if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
+			t.Errorf("%s: not one JSON document: %v\n%s", what, err, r.Stdout)
+			continue
+		}
+		if !holdsString(v, actor) || !holdsString(v, host) {
+			t.Errorf("%s: the foreign actor and host id are not there with their exact values:\n%s", what, r.Stdout)
+		}
+	}
+	clitest.Verify(t, 0, root)
+}
+
+// holdsString reports whether s is one of v's strings (a decoded JSON
+// document), as a value or a key.
+func holdsString(v any, s string) bool {
+	switch v := v.(type) {
+	case string:
+		return v == s
+	case []any:
+		for _, e := range v {
+			if holdsString(e, s) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if k == s || holdsString(e, s) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,6 +1,7 @@
 package invocation
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -63,8 +64,44 @@ func (g *Globals) Answer(v any, ok bool, text func(w io.Writer)) error {
 }
 
 // WriteJSON writes v as one line of JSON, with <, > and & as they are.
-func WriteJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
+func WriteJSON(w io.Writer, v any) { writeJSON(w, v, "") }
+
+// WriteJSONIndent writes v as JSON indented by indent, for a reader.
+func WriteJSONIndent(w io.Writer, v any, indent string) { writeJSON(w, v, indent) }
+
+// writeJSON is the one encoder of what the CLI prints as JSON. It writes
+// the C1 controls (U+0080 to U+009F) as \u00XX, as it writes C0's:
+// encoding/json passes them through raw, and a terminal reading such
+// output (a raw U+009B is CSI) would obey the text another user controls
+// (another tool's lock file, an actor).
+func writeJSON(w io.Writer, v any, indent string) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
+		return
+	}
+	_, _ = w.Write(escapeC1(buf.Bytes()))
+}
+
+// escapeC1 rewrites each C1 control of b, valid UTF-8 from encoding/json,
+// as \u00XX. Outside its strings JSON is ASCII, and 0xC2 only ever leads a
+// two-byte sequence, so each C2 80..C2 9F found is such a character inside
+// a string, where the escape stands for the same value.
+func escapeC1(b []byte) []byte {
+	var out []byte
+	last := 0
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] == 0xc2 && b[i+1] >= 0x80 && b[i+1] <= 0x9f {
+			out = append(out, b[last:i]...)
+			out = fmt.Appendf(out, `\u%04x`, b[i+1]) // C2 xx is U+00xx
+			i++
+			last = i + 1
+		}
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
 }

@@ -3,7 +3,6 @@ package timelinecmd
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -126,12 +125,8 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 		invocation.WriteJSON(o.g.IO.Out, out)
 		return nil
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = o.g.IO.Out.Write(append(b, '\n'))
-	return err
+	invocation.WriteJSONIndent(o.g.IO.Out, out, "  ")
+	return nil
 }
 
 // foldAt is the log folded up to at (zero: all of it), for lock alone when

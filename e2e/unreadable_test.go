@@ -237,3 +237,24 @@ func TestAnUnreadableLockFileIsRecordedAsWhatItIs(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseSaysTheLockStaysBlockedEvenQuietly: a release that leaves
+// the lock blocked by an unreadable file at its path says so, and how to
+// clear it, with --quiet too (an error line: nobody can take the lock
+// until someone acts), though it exits 0.
+func TestReleaseSaysTheLockStaysBlockedEvenQuietly(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self).Stdout)
+	if err := os.WriteFile(filepath.Join(root, "locks", "deploy.lock"), garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := clitest.Must(t, 0, root, "release", "deploy", "--request-id", rid, "--quiet")
+	if !strings.Contains(r.Stderr, "the lock stays blocked") || !strings.Contains(r.Stderr, "lockledger project") {
+		t.Fatalf("release --quiet does not say the lock stays blocked:\n%s", r.Stderr)
+	}
+	if strings.Contains(r.Stderr, "released") {
+		t.Fatalf("release --quiet printed more than the error line:\n%s", r.Stderr)
+	}
+}

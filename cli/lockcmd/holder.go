@@ -21,9 +21,7 @@ package lockcmd
 // returns at once), and exits when the holder does or after the second.
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -105,9 +103,11 @@ func checkHolder(g *invocation.Globals, lock string, pid int) {
 	comm := proc.Comm(pid)
 	switch {
 	case slices.Contains(wrappers, comm):
-		g.Log.Warn("the holder recorded is a wrapper that exits when lockledger does: the lock will count as dead at once; "+holderAdvice,
+		// An error line, shown with --quiet too: the lock the caller
+		// believes held is free for anyone to take unless it acts.
+		g.Log.Error("the holder recorded is a wrapper that exits when lockledger does: the lock will count as dead at once; "+holderAdvice,
 			"lock", lock, "holder_pid", pid, "holder", comm)
-	case slices.Contains(shells, comm) && runsScript(pid) && !discarded(g.IO.ErrOut) && g.Log.Enabled(context.Background(), slog.LevelWarn):
+	case slices.Contains(shells, comm) && runsScript(pid) && !discarded(g.IO.ErrOut):
 		if err := spawnWatcher(g, lock, pid, comm); err != nil {
 			g.Log.Debug("cannot watch the holder", "err", err)
 		}
@@ -145,7 +145,8 @@ func NewWatchHolder(g *invocation.Globals) *cobra.Command {
 			if err != nil || !exited {
 				return err
 			}
-			g.Log.Warn(fmt.Sprintf("the holder recorded exited within %s of the acquire: the lock counts as dead and the next acquire takes it over; %s", holderWatch, holderAdvice),
+			// An error line for the same reason as checkHolder's.
+			g.Log.Error(fmt.Sprintf("the holder recorded exited within %s of the acquire: the lock counts as dead and the next acquire takes it over; %s", holderWatch, holderAdvice),
 				"lock", lock, "holder_pid", pid, "holder", comm)
 			return nil
 		},

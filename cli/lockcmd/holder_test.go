@@ -40,22 +40,26 @@ func holderOf(t *testing.T, root, lock string) int {
 
 // A script that ends right after lockledger ("sh -c 'lockledger acquire
 // x; ...'") leaves a lock nobody holds: the warning says so, from the
-// watcher that outlives the acquire.
+// watcher that outlives the acquire, with --quiet too (an error line: the
+// caller must act on it).
 func TestHolderThatExitsIsWarnedAbout(t *testing.T) {
 	clitest.NeedBinary(t, "sh")
 	root := t.TempDir()
-	// "; true" keeps sh from exec'ing lockledger in its own place.
-	r := runWrapped(t, root, []string{"sh", "-c", `"$0" "$@"; true`}, "acquire", "x")
-	if r.Code != 0 {
-		t.Fatalf("acquire: exit %d\n%s", r.Code, r.Stderr)
-	}
-	if !strings.Contains(r.Stderr, "exited within 1s of the acquire") || !strings.Contains(r.Stderr, "--holder parent") ||
-		!strings.Contains(r.Stderr, "holder=sh") {
-		t.Fatalf("no warning about the holder that exited:\n%s", r.Stderr)
+	for i, quiet := range [][]string{nil, {"--quiet"}} {
+		lock := "x" + strconv.Itoa(i)
+		// "; true" keeps sh from exec'ing lockledger in its own place.
+		r := runWrapped(t, root, []string{"sh", "-c", `"$0" "$@"; true`}, append([]string{"acquire", lock}, quiet...)...)
+		if r.Code != 0 {
+			t.Fatalf("acquire %v: exit %d\n%s", quiet, r.Code, r.Stderr)
+		}
+		if !strings.Contains(r.Stderr, "exited within 1s of the acquire") || !strings.Contains(r.Stderr, "--holder parent") ||
+			!strings.Contains(r.Stderr, "holder=sh") || !strings.Contains(r.Stderr, "ERR") {
+			t.Fatalf("acquire %v: no error line about the holder that exited:\n%s", quiet, r.Stderr)
+		}
 	}
 	// The same script recording its parent: held by this test process.
-	r = runWrapped(t, root, []string{"sh", "-c", `"$0" "$@"; true`}, "acquire", "y", "--holder", "parent")
-	if r.Code != 0 || strings.Contains(r.Stderr, "WRN") {
+	r := runWrapped(t, root, []string{"sh", "-c", `"$0" "$@"; true`}, "acquire", "y", "--holder", "parent")
+	if r.Code != 0 || strings.Contains(r.Stderr, "holder recorded") {
 		t.Fatalf("acquire --holder parent: exit %d\n%s", r.Code, r.Stderr)
 	}
 	if got := holderOf(t, root, "y"); got != os.Getpid() {
@@ -63,15 +67,21 @@ func TestHolderThatExitsIsWarnedAbout(t *testing.T) {
 	}
 }
 
+// A wrapper that exits with lockledger (timeout) is named at once, with
+// --quiet too.
 func TestHolderUnderTimeout(t *testing.T) {
 	clitest.NeedBinary(t, "timeout")
 	root := t.TempDir()
-	r := runWrapped(t, root, []string{"timeout", "60"}, "acquire", "x")
-	if r.Code != 0 || !strings.Contains(r.Stderr, "wrapper that exits when lockledger does") || !strings.Contains(r.Stderr, "holder=timeout") {
-		t.Fatalf("acquire under timeout: exit %d, want a warning naming timeout:\n%s", r.Code, r.Stderr)
+	for i, quiet := range [][]string{nil, {"--quiet"}} {
+		lock := "x" + strconv.Itoa(i)
+		r := runWrapped(t, root, []string{"timeout", "60"}, append([]string{"acquire", lock}, quiet...)...)
+		if r.Code != 0 || !strings.Contains(r.Stderr, "wrapper that exits when lockledger does") || !strings.Contains(r.Stderr, "holder=timeout") ||
+			!strings.Contains(r.Stderr, "ERR") {
+			t.Fatalf("acquire %v under timeout: exit %d, want an error line naming timeout:\n%s", quiet, r.Code, r.Stderr)
+		}
 	}
-	r = runWrapped(t, root, []string{"timeout", "60"}, "acquire", "y", "--holder", "parent")
-	if r.Code != 0 || strings.Contains(r.Stderr, "WRN") {
+	r := runWrapped(t, root, []string{"timeout", "60"}, "acquire", "y", "--holder", "parent")
+	if r.Code != 0 || strings.Contains(r.Stderr, "holder recorded") {
 		t.Fatalf("acquire --holder parent under timeout: exit %d\n%s", r.Code, r.Stderr)
 	}
 	if got := holderOf(t, root, "y"); got != os.Getpid() {
@@ -83,7 +93,7 @@ func TestHolderDefaultAndInvalid(t *testing.T) {
 	root := t.TempDir()
 	for _, args := range [][]string{{"acquire", "a"}, {"acquire", "b", "--holder", "self"}} {
 		r := clitest.Must(t, 0, root, args...)
-		if strings.Contains(r.Stderr, "WRN") {
+		if strings.Contains(r.Stderr, "holder recorded") {
 			t.Errorf("%v warned:\n%s", args, r.Stderr)
 		}
 		if got := holderOf(t, root, args[1]); got != os.Getpid() {

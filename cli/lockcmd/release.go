@@ -186,7 +186,9 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	}
 	o.g.Log.Info("released", "lock", o.lock, "result", out.Result)
 	if blocked != nil {
-		o.g.Log.Warn("the lock stays blocked: an "+blocked.String()+" sits at its path (left in place); "+
+		// An error line, shown with --quiet too: nobody can take the lock
+		// until someone runs project, though the release succeeded.
+		o.g.Log.Error("the lock stays blocked: an "+blocked.String()+" sits at its path (left in place); "+
 			"`lockledger project` moves it aside, kept and recorded", "lock", o.lock)
 	}
 	return nil

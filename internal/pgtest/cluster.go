@@ -5,7 +5,9 @@
 // PostgreSQL installation, kept in the temporary directory.
 // It also offers a TCP proxy that tests can cut or hang to simulate losing
 // the database, and a PgBouncer in transaction pooling mode in front of the
-// cluster (GetBouncer). Programs that are not tests (the benchmarks) start and stop
+// cluster (GetBouncer). A test that restarts its server or takes it away
+// for a while starts a cluster of its own (Private; Down, then Up), so
+// that the other tests' cluster stays up. Programs that are not tests (the benchmarks) start and stop
 // a cluster of their own with StartCluster and Stop.
 //
 // A package that uses it must route its TestMain through Main:

@@ -225,3 +225,46 @@ func heartbeats(t *testing.T, db *sql.DB) int {
 	}
 	return n
 }
+
+// A wait whose every attempt finds the database down says so, and not that
+// the ledger was busy: nothing was taken, nothing recorded.
+func TestPostgresAWaitThatNeverReachedTheDatabaseSaysSo(t *testing.T) {
+	c := pgtest.Private(t)
+	if err := c.CreateDatabase("away"); err != nil {
+		t.Fatal(err)
+	}
+	l := fixture.OpenPostgres(t, c.SocketURL("away"))
+	if err := c.Down(pgtest.Fast); err != nil {
+		t.Fatal(err)
+	}
+	_, err := lease.Wait(context.Background(), l, ledger.AcquireRequest{Lock: "x", Identity: ledger.Identity{Actor: "t", PID: os.Getpid()},
+		TTL: 30 * time.Second}, 300*time.Millisecond, nil)
+	var unrecorded *lease.UnrecordedError
+	if !errors.As(err, &unrecorded) || unrecorded.Held != nil || !ledger.IsUnreachable(err) {
+		t.Fatalf("a wait with the database down: %v, want an UnrecordedError of the database out of reach", err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "ledger unreachable: ") {
+		t.Fatalf("a wait with the database down says %q, want it to say the ledger is unreachable", msg)
+	}
+	if err := c.Up(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := pgtestDB(t, c, "away").QueryRow(`SELECT count(*) FROM events WHERE lock_name = 'x'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d events of a wait that never reached the database", n)
+	}
+}
+
+// pgtestDB is a pool of the test's own on database name of c.
+func pgtestDB(t *testing.T, c *pgtest.Cluster, name string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", c.SocketURL(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}

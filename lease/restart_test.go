@@ -22,8 +22,8 @@ import (
 
 // A restart of the database, or an outage of a few seconds, under a
 // working fleet is no failure anyone sees: a write in flight when the
-// server ends its session (a fast shutdown's 57P01; an immediate one's
-// closed connection) is made again once the server is back, a holder
+// server ends its session (a fast shutdown's 57P01; an immediate one's, or
+// a crash's, closed connection) is made again once the server is back, a holder
 // whose heartbeats fail for less than its deadline keeps its lock, and a
 // waiter gets the lock in its turn. The log verifies afterwards.
 func TestPostgresRestartUnderAFleet(t *testing.T) {
@@ -34,6 +34,8 @@ func TestPostgresRestartUnderAFleet(t *testing.T) {
 	}
 	type restart struct {
 		name string
+		// mode is Down's, or SIGKILL for a backend killed (the other
+		// sessions then ended by the server, which recovers by itself).
 		mode syscall.Signal
 		down time.Duration // how long the server stays down
 	}
@@ -42,6 +44,7 @@ func TestPostgresRestartUnderAFleet(t *testing.T) {
 			{"fast", pgtest.Fast, 0},
 			{"immediate", pgtest.Immediate, 0},
 			{"down for 3s", pgtest.Fast, 3 * time.Second},
+			{"crash of a backend", syscall.SIGKILL, 0},
 		} {
 			t.Run(via+"/"+r.name, func(t *testing.T) {
 				if via == "pgbouncer" && berr != nil {
@@ -62,21 +65,27 @@ func TestPostgresRestartUnderAFleet(t *testing.T) {
 }
 
 // restartUnderAFleet is TestPostgresRestartUnderAFleet's check of one
-// restart of c (Down in mode, down long, Up) with the fleet on url.
+// restart of c (Down in mode, down long, Up; or a backend killed) with
+// the fleet on url.
 func restartUnderAFleet(t *testing.T, c *pgtest.Cluster, url, restart string, mode syscall.Signal, down time.Duration) {
 	ctx := context.Background()
-	holder := fixture.OpenPostgres(t, url, ledger.WithHost(ledger.Host{ID: "holder-host"}))
-	waiter := fixture.OpenPostgres(t, url, ledger.WithHost(ledger.Host{ID: "waiter-host"}))
 	// The sessions of the writes in flight at the restart carry a
 	// name of their own, so that the test can see them wait in the
-	// server: an acquire, and a release.
+	// server: an acquire, and a release. The others name themselves too:
+	// PgBouncer sets a client's name on the server connection it lends
+	// only where the client gave one, and would leave "inflight" there.
+	holder := fixture.OpenPostgres(t, url+"&application_name=fleet", ledger.WithHost(ledger.Host{ID: "holder-host"}))
+	waiter := fixture.OpenPostgres(t, url+"&application_name=fleet", ledger.WithHost(ledger.Host{ID: "waiter-host"}))
 	writer := fixture.OpenPostgres(t, url+"&application_name=inflight", ledger.WithHost(ledger.Host{ID: "writer-host"}))
 	finisher := fixture.OpenPostgres(t, url+"&application_name=inflight", ledger.WithHost(ledger.Host{ID: "finisher-host"}))
 	req := func(lock string) ledger.AcquireRequest {
 		return ledger.AcquireRequest{Lock: lock, Identity: ledger.Identity{Actor: "t", PID: os.Getpid()}, TTL: 30 * time.Second}
 	}
 
-	const ttl = 8 * time.Second // its deadline 6 s after the last heartbeat that got through
+	// Its deadline 12 s after the last heartbeat that got through: past the
+	// 3 s outage, the shutdown and the start, and PgBouncer's second before
+	// it logs in again, on a loaded machine.
+	const ttl = 16 * time.Second
 	s, err := lease.Acquire(ctx, holder, ledger.AcquireRequest{Lock: "job", Identity: ledger.Identity{Actor: "t", PID: os.Getpid()}, TTL: ttl},
 		lease.WithHeartbeatInterval(500*time.Millisecond))
 	if err != nil {
@@ -134,13 +143,33 @@ func restartUnderAFleet(t *testing.T, c *pgtest.Cluster, url, restart string, mo
 	}
 
 	before := heartbeats(t, admin)
-	if err := c.Down(mode); err != nil {
-		t.Fatal(err)
-	}
-	// The outage: how long the server stays unreachable is the point.
-	time.Sleep(down)
-	if err := c.Up(); err != nil {
-		t.Fatal(err)
+	if mode == syscall.SIGKILL {
+		// The other host's own backend: as the OOM killer would.
+		var pid int
+		if err := tx.QueryRow(`SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// Whatever the fleet does, the server is up again before the test
+		// goes on (or the next one starts).
+		defer func() {
+			for deadline := time.Now().Add(time.Minute); c.Exec("SELECT 1") != nil; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the server did not recover from the killed backend within a minute")
+				}
+			}
+		}()
+	} else {
+		if err := c.Down(mode); err != nil {
+			t.Fatal(err)
+		}
+		// The outage: how long the server stays unreachable is the point.
+		time.Sleep(down)
+		if err := c.Up(); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	select {

@@ -7,8 +7,9 @@
 // the database, and a PgBouncer in transaction pooling mode in front of the
 // cluster (GetBouncer). A test that restarts its server or takes it away
 // for a while starts a cluster of its own (Private; Down, then Up), so
-// that the other tests' cluster stays up. Programs that are not tests (the benchmarks) start and stop
-// a cluster of their own with StartCluster and Stop.
+// that the other tests' cluster stays up. Programs that are not tests
+// (the benchmarks) start and stop a cluster of their own with StartCluster
+// and Stop.
 //
 // A package that uses it must route its TestMain through Main:
 //
@@ -37,6 +38,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sys/unix"
 )
 
@@ -214,19 +216,26 @@ func (c *Cluster) TCPAddr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port))
 }
 
-// Exec runs one statement as the superuser in the postgres database.
+// Exec runs one statement as the superuser in the postgres database. A
+// connection the server ended meanwhile (a backend's crash ends every
+// session) is made again, and the statement sent again where it was not
+// sent at all.
 func (c *Cluster) Exec(sql string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.admin == nil || c.admin.IsClosed() {
-		conn, err := pgx.Connect(context.Background(), c.SocketURL("postgres"))
-		if err != nil {
+	for retried := false; ; retried = true {
+		if c.admin == nil || c.admin.IsClosed() {
+			conn, err := pgx.Connect(context.Background(), c.SocketURL("postgres"))
+			if err != nil {
+				return err
+			}
+			c.admin = conn
+		}
+		_, err := c.admin.Exec(context.Background(), sql)
+		if err == nil || retried || !pgconn.SafeToRetry(err) {
 			return err
 		}
-		c.admin = conn
 	}
-	_, err := c.admin.Exec(context.Background(), sql)
-	return err
 }
 
 // dbName makes a database name that says which test made it and is unique

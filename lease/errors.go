@@ -41,7 +41,7 @@ func (e *DeadlineError) Unwrap() error { return ledger.ErrLost }
 // the last attempt that got one, or, when none did (the writer was busy
 // all along), what the lock read without the writer showed at the end
 // (ledger.PeekHeld): nil when it showed no active holder; Err is why the
-// record was not made.
+// record was not made: the writer busy, or the database out of reach.
 type UnrecordedError struct {
 	Held *ledger.HeldError
 	Err  error
@@ -50,6 +50,9 @@ type UnrecordedError struct {
 func (e *UnrecordedError) Error() string {
 	if e.Held != nil {
 		return e.Held.Error()
+	}
+	if ledger.IsUnreachable(e.Err) {
+		return fmt.Sprintf("ledger unreachable: no attempt of the wait reached the ledger's database (%v)", e.Err)
 	}
 	return fmt.Sprintf("ledger busy: no attempt of the wait got the ledger's writer (%v)", e.Err)
 }

@@ -318,5 +318,13 @@ func IsTransient(err error) bool {
 	return errors.Is(err, errWriterBusy) || sqlite.IsBusy(err) || postgres.Transient(err)
 }
 
+// IsUnreachable reports whether err is the database out of reach for now
+// (a session the server ended, a connection lost or refused: a restart or
+// failover), among the passing failures IsTransient reports; a SQLite file
+// is never out of reach.
+func IsUnreachable(err error) bool {
+	return !errors.Is(err, ErrCommitUnknown) && postgres.Unreachable(err)
+}
+
 // RedactURL is a database URL without its password, for messages.
 func RedactURL(url string) string { return postgres.Redact(url) }

@@ -5,8 +5,11 @@
 // PostgreSQL installation, kept in the temporary directory.
 // It also offers a TCP proxy that tests can cut or hang to simulate losing
 // the database, and a PgBouncer in transaction pooling mode in front of the
-// cluster (GetBouncer). Programs that are not tests (the benchmarks) start and stop
-// a cluster of their own with StartCluster and Stop.
+// cluster (GetBouncer). A test that restarts its server or takes it away
+// for a while starts a cluster of its own (Private; Down, then Up), so
+// that the other tests' cluster stays up. Programs that are not tests
+// (the benchmarks) start and stop a cluster of their own with StartCluster
+// and Stop.
 //
 // A package that uses it must route its TestMain through Main:
 //
@@ -35,6 +38,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sys/unix"
 )
 
 // Superuser is the role every URL handed out by this package connects as;
@@ -58,6 +63,9 @@ type Cluster struct {
 
 	srv  *server // postgres
 	logf string
+	// cred and args start postgres again after Down (Up).
+	cred *syscall.Credential
+	args []string
 
 	mu    sync.Mutex // serialises use of admin
 	admin *pgx.Conn
@@ -208,19 +216,26 @@ func (c *Cluster) TCPAddr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port))
 }
 
-// Exec runs one statement as the superuser in the postgres database.
+// Exec runs one statement as the superuser in the postgres database. A
+// connection the server ended meanwhile (a backend's crash ends every
+// session) is made again, and the statement sent again where it was not
+// sent at all.
 func (c *Cluster) Exec(sql string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.admin == nil || c.admin.IsClosed() {
-		conn, err := pgx.Connect(context.Background(), c.SocketURL("postgres"))
-		if err != nil {
+	for retried := false; ; retried = true {
+		if c.admin == nil || c.admin.IsClosed() {
+			conn, err := pgx.Connect(context.Background(), c.SocketURL("postgres"))
+			if err != nil {
+				return err
+			}
+			c.admin = conn
+		}
+		_, err := c.admin.Exec(context.Background(), sql)
+		if err == nil || retried || !pgconn.SafeToRetry(err) {
 			return err
 		}
-		c.admin = conn
 	}
-	_, err := c.admin.Exec(context.Background(), sql)
-	return err
 }
 
 // dbName makes a database name that says which test made it and is unique
@@ -402,32 +417,90 @@ func startCluster(settings ...string) (*Cluster, error) {
 	if err := c.initData(cred, data); err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(c.logf)
-	if err != nil {
+	c.cred = cred
+	c.args = []string{"-D", data, "-p", strconv.Itoa(c.Port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories=" + c.SocketDir,
+		"-c", "max_connections=" + strconv.Itoa(MaxConnections)}
+	for _, s := range settings {
+		c.args = append(c.args, "-c", s)
+	}
+	if err := c.Up(); err != nil {
 		return nil, err
+	}
+	ok = true
+	return c, nil
+}
+
+// Up starts the server on the cluster's data directory, port and socket,
+// and waits until it accepts connections: at the start, and again after
+// Down.
+func (c *Cluster) Up() error {
+	logFile, err := os.OpenFile(c.logf, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
 	}
 	defer logFile.Close()
 	// postgres runs as our direct child, not under pg_ctl, so that the
 	// kernel can stop it when this test binary dies without running Main
 	// (killed, or timed out): see Pdeathsig in command.
-	args := []string{"-D", data, "-p", strconv.Itoa(c.Port),
-		"-c", "listen_addresses=127.0.0.1",
-		"-c", "unix_socket_directories=" + c.SocketDir,
-		"-c", "max_connections=" + strconv.Itoa(MaxConnections)}
-	for _, s := range settings {
-		args = append(args, "-c", s)
-	}
-	cmd := c.command(cred, "postgres", args...)
+	cmd := c.command(c.cred, "postgres", c.args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if c.srv, err = startServer("postgres", cmd, syscall.SIGQUIT); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.awaitReady(); err != nil {
 		log, _ := os.ReadFile(c.logf)
-		return nil, fmt.Errorf("%v\npostgres.log:\n%s", err, log)
+		return fmt.Errorf("%v\npostgres.log:\n%s", err, log)
 	}
-	ok = true
-	return c, nil
+	return nil
+}
+
+// Shutdown modes for Down, as pg_ctl stop -m names them: the signal the
+// postmaster takes each as.
+const (
+	// Fast terminates every session (SQLSTATE 57P01) and checkpoints.
+	Fast = syscall.SIGINT
+	// Immediate takes every process down at once, as a crash does; the
+	// next start recovers from the write-ahead log.
+	Immediate = syscall.SIGQUIT
+)
+
+// Down shuts the server down in mode (Fast or Immediate) and waits until
+// it has exited; Up starts it again. Only for a cluster of a test's own
+// (Private): the shared one serves every test of the binary.
+func (c *Cluster) Down(mode syscall.Signal) error {
+	if c == shared {
+		return errors.New("pgtest: Down of the shared cluster would disturb the other tests: use Private")
+	}
+	c.mu.Lock()
+	if c.admin != nil {
+		c.admin.Close(context.Background())
+		c.admin = nil
+	}
+	c.mu.Unlock()
+	c.srv.cmd.Process.Signal(mode)
+	select {
+	case <-c.srv.exited:
+		return nil
+	case <-time.After(startTimeout):
+		return fmt.Errorf("pgtest: postgres still running %v after %s", startTimeout, unix.SignalName(mode))
+	}
+}
+
+// Private starts a cluster of the test's own, stopped when it ends, for a
+// test that shuts its server down (Down) while the others go on with the
+// shared one. It skips or fails as Get does.
+func Private(t testing.TB) *Cluster {
+	t.Helper()
+	c, err := startCluster(testSettings...)
+	started(t, "PostgreSQL", err, ErrNoServer)
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
 }
 
 // initData fills data with a new, empty cluster: a copy of the one initdb

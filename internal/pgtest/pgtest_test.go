@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -231,5 +232,42 @@ func TestBouncerLetsInAnyRole(t *testing.T) {
 	var who string
 	if err := b.QueryRow(context.Background(), "SELECT current_user").Scan(&who); err != nil || who != "pgtest_someone" {
 		t.Fatal(who, err)
+	}
+}
+
+// A private cluster goes down, ending every session, and comes back with
+// what it committed; while it is down nothing connects. The shared
+// cluster refuses Down.
+func TestPrivateClusterDownAndUp(t *testing.T) {
+	if err := pgtest.Get(t).Down(pgtest.Fast); err == nil {
+		t.Fatal("Down of the shared cluster: no error")
+	}
+	c := pgtest.Private(t)
+	if err := c.Exec("CREATE TABLE kept (n int); INSERT INTO kept VALUES (7)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []struct {
+		name string
+		sig  syscall.Signal
+	}{{"fast", pgtest.Fast}, {"immediate", pgtest.Immediate}} {
+		conn := connect(t, c.SocketURL("postgres"))
+		if err := c.Down(mode.sig); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(context.Background(), "SELECT 1"); err == nil {
+			t.Fatalf("%s: a session went on after Down", mode.name)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if down, err := pgx.Connect(ctx, c.SocketURL("postgres")); err == nil {
+			down.Close(context.Background())
+			t.Fatalf("%s: connected while the server was down", mode.name)
+		}
+		cancel()
+		if err := c.Up(); err != nil {
+			t.Fatal(err)
+		}
+		if n := queryInt(t, connect(t, c.SocketURL("postgres")), "SELECT n FROM kept"); n != 7 {
+			t.Fatalf("%s: after Up the table holds %d, want 7", mode.name, n)
+		}
 	}
 }

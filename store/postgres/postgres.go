@@ -11,6 +11,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -473,20 +474,41 @@ func PermissionDenied(err error) bool {
 }
 
 // Transient: a serialisation failure, a deadlock, a lock or connection
-// that is not to be had now, or a connection lost. The database may be back
-// at the next try.
+// slot that is not to be had now, or the database out of reach for now
+// (Unreachable). The database may be back at the next try.
 func Transient(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case "40001", "40P01", "55P03", "57P03", "53300":
+		case "40001", "40P01", "55P03", "53300":
+			return true
+		}
+	}
+	return Unreachable(err)
+}
+
+// Unreachable: a session the server ended or a connection lost, or none to
+// be made (a restart or failover: a fast shutdown or a terminated backend
+// sends 57P01, a crash of another backend 57P02, a server starting up or
+// shutting down refuses a connection with 57P03, a pooler that cannot log
+// in to it 08P01, and an immediate shutdown closes the connection without
+// an error). Trying again cannot make a decision twice: a session that ends
+// before its COMMIT was sent rolls its transaction back, and a COMMIT whose
+// reply was lost is read back by the ledger (ErrCommitUnknown when it
+// cannot be, which is never retried).
+func Unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "57P01", "57P02", "57P03":
 			return true
 		}
 		return strings.HasPrefix(pe.Code, "08")
 	}
 	var ce *pgconn.ConnectError
 	var oe *net.OpError
-	return errors.As(err, &ce) || errors.As(err, &oe) || errors.Is(err, driver.ErrBadConn) || pgconn.SafeToRetry(err)
+	return errors.As(err, &ce) || errors.As(err, &oe) || errors.Is(err, driver.ErrBadConn) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 // checkEmptySchema refuses a schema that holds tables of another

@@ -417,3 +417,26 @@ func countEvents(t *testing.T, root, lock, typ string) int {
 	}
 	return n
 }
+
+// A line saying that another job may run beside the new holder's is an
+// error line, which --quiet shows: the stale holder --force took the lock
+// from left running (here the test itself, which runs the taker), and the
+// job --supersede took it from not awaited (a holder that is no run).
+func TestAJobThatMayRunBesideYoursIsSaidEvenQuietly(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+
+	clitest.Must(t, 0, root, "acquire", "deploy", "--pid", self, "--ttl", "1")
+	awaitStale(t, root, "deploy")
+	r := clitest.Must(t, 0, root, "acquire", "deploy", "--force", "--quiet")
+	if !strings.Contains(r.Stderr, "the stale holder taken over is left running") {
+		t.Errorf("acquire --force --quiet does not say the stale holder is left running:\n%s", r.Stderr)
+	}
+
+	clitest.Must(t, 0, root, "acquire", "job", "--pid", self)
+	r = clitest.Must(t, 0, root, "run", "job", "--supersede", "--quiet", "--", "true")
+	if !strings.Contains(r.Stderr, "the superseded job cannot be awaited") {
+		t.Errorf("run --supersede --quiet does not say the superseded job cannot be awaited:\n%s", r.Stderr)
+	}
+}

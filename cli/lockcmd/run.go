@@ -317,7 +317,9 @@ func awaitSuperseded(ctx context.Context, o *runOptions, hold *lease.Lease, grac
 		o.g.Log.Warn("the superseded job outlived the grace and was killed", append([]any{"lock", o.lock,
 			"superseded_request_id", sup.RequestID, "pids", fmt.Sprint(sup.Killed), "kill_grace", grace}, earlier...)...)
 	case sup.NotAwaited != "":
-		o.g.Log.Warn("the superseded job cannot be awaited; starting the command now", append([]any{"lock", o.lock,
+		// The command may run beside the job it superseded: the user must
+		// see it, --quiet or not.
+		o.g.Log.Error("the superseded job cannot be awaited; starting the command now", append([]any{"lock", o.lock,
 			"superseded_request_id", sup.RequestID, "why", sup.NotAwaited}, earlier...)...)
 	case sup.RequestID != "":
 		o.g.Log.Info("the superseded job has stopped", append([]any{"lock", o.lock, "superseded_request_id", sup.RequestID}, earlier...)...)

@@ -18,7 +18,9 @@ func takeOverGrace(ttl time.Duration) time.Duration { return min(DefaultKillGrac
 func reportTakenOver(g *invocation.Globals, lock string, t lease.TakenOver) {
 	switch {
 	case t.NotStopped != "":
-		g.Log.Warn("the stale holder taken over is left running", "lock", lock, "previous", t.RequestID, "why", t.NotStopped)
+		// Its job may still be at work beside the new holder's: the user
+		// must see it, --quiet or not.
+		g.Log.Error("the stale holder taken over is left running", "lock", lock, "previous", t.RequestID, "why", t.NotStopped)
 	case len(t.PIDs) > 0:
 		g.Log.Warn("the stale holder's job was stopped before the lock was used", "lock", lock, "previous", t.RequestID,
 			"pids", fmt.Sprint(t.PIDs), "action", t.Action)

@@ -128,3 +128,56 @@ func TestBeginCutWhileItWaitsForTheWriterRow(t *testing.T) {
 		t.Fatalf("the pool after the cut: %v", err)
 	}
 }
+
+// A writer that sits idle in its transaction past half the busy timeout
+// (stopped, or starved of CPU) finds its session ended by the server and
+// its transaction rolled back: whichever way the client learns it (the
+// server's 25P03 read as the reply to its next statement, or the closed
+// connection found when sending it), the error is transient, and a wait
+// tries again rather than failing on it.
+func TestAWriterIdleInItsTransactionIsCutOffTransiently(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	db := pgtest.Open(t, url)
+	if err := migrations.Postgres.Migrate(ctx, db, nil, func() string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('ledger_id', 'test') ON CONFLICT (key) DO UPDATE SET value = 'test'`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Connect(ctx, Config{URL: url, PoolSize: 2, Wait: time.Minute, Busy: 400 * time.Millisecond, Now: time.Now,
+		Log: slog.New(slog.DiscardHandler), LedgerID: func() string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tx, err := s.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	// Await the end of the session that sat idle, not a fixed time.
+	for deadline := time.Now().Add(time.Minute); ; {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND state LIKE 'idle in transaction%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer's session still sits idle in its transaction after a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT 1`); err == nil || !Transient(err) {
+		t.Errorf("a statement of a writer cut off for idling: %v, want a transient error", err)
+	}
+	// The server's own answer, as a writer starved between its statements
+	// reads it when the statement was on its way as the session ended.
+	if cut := (&pgconn.PgError{Severity: "FATAL", Code: "25P03",
+		Message: "terminating connection due to idle-in-transaction timeout"}); !Transient(cut) {
+		t.Errorf("Transient(%v) = false, want true", cut)
+	}
+}

@@ -474,13 +474,16 @@ func PermissionDenied(err error) bool {
 }
 
 // Transient: a serialisation failure, a deadlock, a lock or connection
-// slot that is not to be had now, or the database out of reach for now
-// (Unreachable). The database may be back at the next try.
+// slot that is not to be had now, a session the server ended for sitting
+// idle in its transaction past half the busy timeout (25P03: this writer
+// was stopped or starved of CPU meanwhile, and its transaction is rolled
+// back, as Unreachable's sessions' are), or the database out of reach for
+// now (Unreachable). The database may be back at the next try.
 func Transient(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case "40001", "40P01", "55P03", "53300":
+		case "40001", "40P01", "55P03", "53300", "25P03":
 			return true
 		}
 	}

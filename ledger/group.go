@@ -475,15 +475,18 @@ func (l *Ledger) commitOutcome(ctx context.Context, err error, written []*events
 	// rather than held past it.
 	rctx, cancel := context.WithTimeout(ctx, 2*l.busy)
 	defer cancel()
+	unknown := func(why error) error {
+		return fmt.Errorf("%w (%w: the log could not be read back to see whether seq %d is recorded: %v)", err, ErrCommitUnknown, last.Seq, why)
+	}
 	tx, berr := l.beginWrite(rctx)
 	if berr != nil {
-		return fmt.Errorf("%w (%w: the log could not be read back to see whether seq %d is recorded: %v)", err, ErrCommitUnknown, last.Seq, berr)
+		return unknown(berr)
 	}
 	defer tx.Rollback()
 	h, herr := store.EventHash(rctx, tx, last.Seq)
 	switch {
 	case herr != nil:
-		return fmt.Errorf("%w (%w: the log could not be read back to see whether seq %d is recorded: %v)", err, ErrCommitUnknown, last.Seq, herr)
+		return unknown(herr)
 	case h == last.Hash:
 		l.log.Warn("the commit's reply was lost, but the log holds its events: the write stands", "seq", last.Seq, "err", err)
 		return nil

@@ -12,7 +12,6 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/store"
-	"github.com/lockledger/lockledger/store/postgres"
 )
 
 // maxGroup bounds the decisions one transaction takes.
@@ -290,7 +289,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	}
 	defer func() {
 		for _, d := range group {
-			d.err = l.denied(d.err)
+			d.err = l.denied(l.store.Classify(d.err))
 		}
 	}()
 	q := l.stmts.In(tx)
@@ -498,7 +497,7 @@ func (l *Ledger) commitOutcome(ctx context.Context, err error, written []*events
 // role lacks, which right that is for: the database's own message names
 // the table or function, this says where and what to do.
 func (l *Ledger) denied(err error) error {
-	if !postgres.PermissionDenied(err) {
+	if !errors.Is(err, store.ErrPermissionDenied) {
 		return err
 	}
 	return fmt.Errorf("%w (on %s: the role lacks a right a writer needs; docs/postgresql.md lists a writer's grants, "+

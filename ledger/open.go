@@ -310,12 +310,12 @@ const DefaultPoolSize = postgres.DefaultPoolSize
 
 // IsTransient reports whether err is a passing failure (the writer mutex
 // or the database busy, a serialisation failure, a connection lost) that a
-// retry may clear.
+// retry may clear: the engine names the database's (store.Classify).
 func IsTransient(err error) bool {
 	if errors.Is(err, ErrCommitUnknown) {
 		return false // made again, it could be made twice
 	}
-	return errors.Is(err, errWriterBusy) || sqlite.IsBusy(err) || postgres.Transient(err)
+	return errors.Is(err, errWriterBusy) || errors.Is(err, store.ErrTransient)
 }
 
 // IsUnreachable reports whether err is the database out of reach for now
@@ -323,7 +323,7 @@ func IsTransient(err error) bool {
 // failover), among the passing failures IsTransient reports; a SQLite file
 // is never out of reach.
 func IsUnreachable(err error) bool {
-	return !errors.Is(err, ErrCommitUnknown) && postgres.Unreachable(err)
+	return !errors.Is(err, ErrCommitUnknown) && errors.Is(err, store.ErrUnreachable)
 }
 
 // RedactURL is a database URL without its password, for messages.

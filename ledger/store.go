@@ -8,7 +8,8 @@ import (
 )
 
 // beginWrite starts a write transaction at the store's serialisation
-// point. The statements the last write ran unprepared are prepared first
+// point; its failure names its kind (store.Classify), as a decision's
+// does (decideGroup). The statements the last write ran unprepared are prepared first
 // (store.Statements), while no transaction holds a connection, so that
 // they land on the connection the transaction then takes (a CLI process
 // has exactly one) instead of opening another one.
@@ -16,7 +17,7 @@ func (l *Ledger) beginWrite(ctx context.Context) (*sql.Tx, error) {
 	l.stmts.PreparePending(ctx)
 	tx, err := l.store.Begin(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: begin: %w", err)
+		return nil, fmt.Errorf("ledger: begin: %w", l.store.Classify(err))
 	}
 	return tx, nil
 }

@@ -64,8 +64,11 @@ type Store interface {
 	// appended. It watches from the moment it returns: a reader that calls
 	// it before reading misses no append committed after that read.
 	WatchLog(ctx context.Context) (Waker, error)
-	// Transient reports a passing failure of this engine that a retry may clear.
-	Transient(err error) bool
+	// Classify is err, or err naming the kinds of failure this engine
+	// sees in it (ErrTransient, ErrUnreachable, ErrPermissionDenied, see
+	// Classified): the ledger, and its callers, then tell them with
+	// errors.Is without knowing which engine answered.
+	Classify(err error) error
 	// ManyHosts reports whether writers on other hosts use the same
 	// ledger: lock files are then each host's own projection of the locks
 	// it holds.
@@ -117,6 +120,41 @@ var (
 	// not append events (one that may only read); nothing was written.
 	ErrMayNotAppend = errors.New("this role may not append events")
 )
+
+// The kinds of failure an engine names on an error (Store.Classify). An
+// error of a kind still says what it said (its text and errors.As reach
+// the engine's own error): the kind only adds what errors.Is finds.
+var (
+	// ErrTransient: a passing failure that a retry may clear (the database
+	// busy, a serialisation failure, a connection lost or refused).
+	ErrTransient = errors.New("a passing failure of the database")
+	// ErrUnreachable: the database out of reach for now (a session the
+	// server ended, a connection lost or refused: a restart or failover);
+	// always ErrTransient too. A SQLite file is never out of reach.
+	ErrUnreachable = errors.New("the database is out of reach")
+	// ErrPermissionDenied: the database refused a statement for a right
+	// the role lacks.
+	ErrPermissionDenied = errors.New("the role lacks a right")
+)
+
+// Classified is err naming kinds (ErrTransient, ErrUnreachable,
+// ErrPermissionDenied) besides what it wraps, its text unchanged; nil
+// stays nil, and err with no kind is itself.
+func Classified(err error, kinds ...error) error {
+	if err == nil || len(kinds) == 0 {
+		return err
+	}
+	return &classified{err: err, kinds: kinds}
+}
+
+type classified struct {
+	err   error
+	kinds []error
+}
+
+func (c *classified) Error() string { return c.err.Error() }
+
+func (c *classified) Unwrap() []error { return append([]error{c.err}, c.kinds...) }
 
 // StorageCheck is how much of the database CheckStorage reads.
 type StorageCheck int

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/migrations"
+	"github.com/lockledger/lockledger/store"
 )
 
 // heldWriterRow opens a ledger's schema in a new database (through
@@ -71,7 +72,7 @@ func TestBeginBehindAHeldWriterRowTimesOut(t *testing.T) {
 				t.Fatal("Begin took the writer row another transaction holds")
 			}
 			var pe *pgconn.PgError
-			if !errors.As(err, &pe) || pe.Code != "55P03" || !Transient(err) {
+			if !errors.As(err, &pe) || pe.Code != "55P03" || !errors.Is(s.Classify(err), store.ErrTransient) {
 				t.Fatalf("Begin after %s: %v, want the lock_timeout's transient 55P03", took, err)
 			}
 			if took < busy || took > 20*time.Second {
@@ -171,13 +172,13 @@ func TestAWriterIdleInItsTransactionIsCutOffTransiently(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := tx.ExecContext(ctx, `SELECT 1`); err == nil || !Transient(err) {
+	if _, err := tx.ExecContext(ctx, `SELECT 1`); err == nil || !errors.Is(s.Classify(err), store.ErrTransient) {
 		t.Errorf("a statement of a writer cut off for idling: %v, want a transient error", err)
 	}
 	// The server's own answer, as a writer starved between its statements
 	// reads it when the statement was on its way as the session ended.
 	if cut := (&pgconn.PgError{Severity: "FATAL", Code: "25P03",
-		Message: "terminating connection due to idle-in-transaction timeout"}); !Transient(cut) {
-		t.Errorf("Transient(%v) = false, want true", cut)
+		Message: "terminating connection due to idle-in-transaction timeout"}); !errors.Is(s.Classify(cut), store.ErrTransient) {
+		t.Errorf("Classify(%v) is not store.ErrTransient", cut)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/store"
 )
 
 // A refused connection is one line: pgx writes each address it tried on a
@@ -21,8 +22,8 @@ func TestRefusedConnectionIsOneLine(t *testing.T) {
 	_, err := Connect(context.Background(), Config{URL: "postgres://127.0.0.1:1/x", PoolSize: 1, Wait: 5 * time.Second,
 		Busy: time.Second, ReadOnly: true, Now: time.Now, Log: slog.New(slog.DiscardHandler)})
 	var ce *pgconn.ConnectError
-	if !errors.As(err, &ce) || !Transient(err) {
-		t.Fatalf("Connect: %v, want pgx's ConnectError, transient", err)
+	if !errors.As(err, &ce) || !errors.Is(err, store.ErrUnreachable) || !errors.Is(err, store.ErrTransient) {
+		t.Fatalf("Connect: %v, want pgx's ConnectError, out of reach (transient)", err)
 	}
 	if msg := err.Error(); strings.ContainsAny(msg, "\n\t") || !strings.Contains(msg, "127.0.0.1:1") || !strings.Contains(msg, "connection refused") {
 		t.Fatalf("Connect: %q, want one line naming the address and the refusal", msg)
@@ -73,8 +74,8 @@ func TestConnectTimeoutIsObeyedAndNamed(t *testing.T) {
 		_, err := Connect(context.Background(), Config{URL: u, PoolSize: 1, Busy: time.Minute, Wait: time.Minute, Create: true,
 			Now: time.Now, Log: slog.New(slog.DiscardHandler)})
 		var ce *pgconn.ConnectError
-		if !errors.As(err, &ce) || !Transient(err) {
-			t.Fatalf("Connect through %s: %v, want pgx's ConnectError, transient", u, err)
+		if !errors.As(err, &ce) || !errors.Is(err, store.ErrUnreachable) || !errors.Is(err, store.ErrTransient) {
+			t.Fatalf("Connect through %s: %v, want pgx's ConnectError, out of reach (transient)", u, err)
 		}
 		if msg := err.Error(); !strings.Contains(msg, p.Addr()) || !strings.Contains(msg, "connect timeout (1s;") {
 			t.Errorf("Connect through %s: %q, want the address and the connect timeout named", u, msg)

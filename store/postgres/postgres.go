@@ -107,7 +107,7 @@ func Connect(ctx context.Context, cfg Config) (*Store, error) {
 	s.pool = pool
 	if err := s.firstConn(ctx); err != nil {
 		pool.Close()
-		return nil, err
+		return nil, classify(err)
 	}
 	s.deadline = time.Now().Add(cfg.Wait)
 	pctx, cancel := context.WithDeadline(ctx, s.deadline)
@@ -117,7 +117,7 @@ func Connect(ctx context.Context, cfg Config) (*Store, error) {
 	s.Pool = store.NewPool(s.db)
 	if err := s.look(pctx); err != nil {
 		s.Close()
-		return nil, s.openErr(ctx, pctx, err)
+		return nil, classify(s.openErr(ctx, pctx, err))
 	}
 	return s, nil
 }
@@ -153,7 +153,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	pctx, cancel := context.WithDeadline(ctx, s.deadline)
 	defer cancel()
 	if err := s.prepare(pctx); err != nil {
-		return s.openErr(ctx, pctx, err)
+		return classify(s.openErr(ctx, pctx, err))
 	}
 	return nil
 }
@@ -397,8 +397,6 @@ func (s *Store) Changed(ctx context.Context, tx store.Execer, locks []string) er
 
 func (s *Store) Watch(lock string) store.Waker { return &waker{s: s, lock: lock} }
 
-func (s *Store) Transient(err error) bool { return Transient(err) }
-
 func (s *Store) ManyHosts() bool { return true }
 
 // CachesStatements: the ledger prepares nothing on PostgreSQL, where a
@@ -466,20 +464,35 @@ func (e connectError) Error() string {
 
 func (e connectError) Unwrap() error { return e.error }
 
-// PermissionDenied reports the server's refusal of a statement for a
-// right the role lacks (SQLSTATE 42501).
-func PermissionDenied(err error) bool {
+// Classify names the kinds of failure err is (see classify).
+func (s *Store) Classify(err error) error { return classify(err) }
+
+// classify is err naming its kinds: the server's refusal of a statement
+// for a right the role lacks (SQLSTATE 42501) is store.ErrPermissionDenied;
+// a passing failure (transient) store.ErrTransient, and one of the
+// database out of reach (unreachable) store.ErrUnreachable too.
+func classify(err error) error {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "42501"
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pe) && pe.Code == "42501":
+		return store.Classified(err, store.ErrPermissionDenied)
+	case unreachable(err):
+		return store.Classified(err, store.ErrTransient, store.ErrUnreachable)
+	case transient(err):
+		return store.Classified(err, store.ErrTransient)
+	}
+	return err
 }
 
-// Transient: a serialisation failure, a deadlock, a lock or connection
+// transient: a serialisation failure, a deadlock, a lock or connection
 // slot that is not to be had now, a session the server ended for sitting
 // idle in its transaction past half the busy timeout (25P03: this writer
 // was stopped or starved of CPU meanwhile, and its transaction is rolled
-// back, as Unreachable's sessions' are), or the database out of reach for
-// now (Unreachable). The database may be back at the next try.
-func Transient(err error) bool {
+// back, as unreachable's sessions' are), or the database out of reach for
+// now (unreachable). The database may be back at the next try.
+func transient(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
@@ -487,10 +500,10 @@ func Transient(err error) bool {
 			return true
 		}
 	}
-	return Unreachable(err)
+	return unreachable(err)
 }
 
-// Unreachable: a session the server ended or a connection lost, or none to
+// unreachable: a session the server ended or a connection lost, or none to
 // be made (a restart or failover: a fast shutdown or a terminated backend
 // sends 57P01, a crash of another backend 57P02, a server starting up or
 // shutting down refuses a connection with 57P03, a pooler that cannot log
@@ -499,7 +512,7 @@ func Transient(err error) bool {
 // before its COMMIT was sent rolls its transaction back, and a COMMIT whose
 // reply was lost is read back by the ledger (ErrCommitUnknown when it
 // cannot be, which is never retried).
-func Unreachable(err error) bool {
+func unreachable(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {

@@ -107,12 +107,12 @@ func Open(ctx context.Context, cfg Config, patience time.Duration) (*Store, erro
 		if err == nil {
 			return &Store{Pool: store.NewPool(db), cfg: cfg, db: db}, nil
 		}
-		if !IsBusy(err) || time.Now().After(deadline) {
+		if !isBusy(err) || time.Now().After(deadline) {
 			db.Close()
 			if errors.Is(err, store.ErrNotALedger) || errors.Is(err, store.ErrLedgerGone) {
 				return nil, err
 			}
-			return nil, fmt.Errorf("ledger: open %s: %w", cfg.Path, err)
+			return nil, classify(fmt.Errorf("ledger: open %s: %w", cfg.Path, err))
 		}
 		if err := backoff.Sleep(ctx, 5*time.Millisecond); err != nil {
 			db.Close()
@@ -167,8 +167,21 @@ func checkPragmas(ctx context.Context, db *sql.DB, mode string) error {
 	return nil
 }
 
-// IsBusy reports SQLITE_BUSY / SQLITE_LOCKED, the passing failures.
-func IsBusy(err error) bool {
+// Classify names the kinds of failure err is (see classify).
+func (s *Store) Classify(err error) error { return classify(err) }
+
+// classify is err naming its kind: SQLITE_BUSY and SQLITE_LOCKED (isBusy)
+// are store.ErrTransient. A file is never out of reach, and SQLite has no
+// rights to refuse a statement for.
+func classify(err error) error {
+	if isBusy(err) {
+		return store.Classified(err, store.ErrTransient)
+	}
+	return err
+}
+
+// isBusy reports SQLITE_BUSY / SQLITE_LOCKED, the passing failures.
+func isBusy(err error) bool {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
@@ -217,8 +230,6 @@ func (s *Store) WatchLog(context.Context) (store.Waker, error) {
 	}
 	return s.cfg.WatchLog(), nil
 }
-
-func (s *Store) Transient(err error) bool { return IsBusy(err) }
 
 func (s *Store) ManyHosts() bool { return false }
 

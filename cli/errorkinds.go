@@ -26,6 +26,7 @@ const (
 	KindInterrupted     = "interrupted"
 	KindFailure         = "failure"
 	KindFenceRejected   = "fence_rejected"
+	KindCommitUnknown   = "commit_unknown"
 )
 
 // ErrorKind is one row of the error-kind table.
@@ -55,6 +56,9 @@ var ErrorKinds = []ErrorKind{
 	{KindFailure, strconv.Itoa(invocation.ExitFailure), "anything else: I/O, the database, a root lockledger will not write to"},
 	{KindFenceRejected, strconv.Itoa(invocation.ExitNotHolder), "`fence write`: the fencing token is below the one the file has seen " +
 		"(`fence`, `resource`, `stale_token`, `current_token`, as in the event): a later holding of the lock wrote it; nothing was written"},
+	{KindCommitUnknown, strconv.Itoa(invocation.ExitFailure), "the database's answer to the write's commit was lost and the ledger " +
+		"could not be read back to see what it did: the action may be recorded or not; `lockledger status` or `history` shows which " +
+		"before it is tried again (made again, it could be made twice)"},
 }
 
 // writeJSONTopic writes the JSON help topic.

@@ -38,6 +38,9 @@ func errorObject(err error) map[string]any {
 			"suggestion": "a later holding of the lock has written here: this job's lock is gone; stop, do not retry with the same token"}
 	case errors.As(err, &xe):
 		return map[string]any{"error": execKind(xe), "command": xe.Command, "message": err.Error()}
+	case errors.Is(err, ledger.ErrCommitUnknown):
+		return map[string]any{"error": KindCommitUnknown, "message": err.Error(),
+			"suggestion": "lockledger status or lockledger history shows whether the action is recorded; try it again only if it is not"}
 	case errors.Is(err, ledger.ErrNoLedger):
 		o := map[string]any{"error": KindNoLedger, "message": err.Error(),
 			"suggestion": "name the ledger's root with --root or LOCKLEDGER_ROOT (its database with --database); lockledger init creates a ledger"}

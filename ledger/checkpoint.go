@@ -132,7 +132,7 @@ func (l *Ledger) Checkpoint(ctx context.Context) (*Checkpointed, error) {
 		if cp, err = l.signCheckpoint(ctx, w.q, seq, w.now, false, true); err != nil {
 			return nil, err
 		}
-		w.rows = true
+		w.rows, w.stored = true, cp
 		return nil, nil
 	})
 	if err != nil {

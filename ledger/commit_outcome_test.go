@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/store/sqlite"
 )
 
 // commitMessage is the COMMIT a transaction of the ledger ends with, as pgx
@@ -129,5 +131,110 @@ func TestPostgresCommitRefusedIsAFailure(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "locks", "refused-commit.lock")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the lock file of an acquire whose commit was refused: %v", err)
+	}
+}
+
+// A checkpoint alone (lockledger checkpoint: no event appended) whose
+// commit's reply is lost is read back by its checkpoint row: the caller is
+// told it signed it when the database committed it, and unknown only when
+// the database cannot be read back.
+func TestPostgresCheckpointCommitReplyLost(t *testing.T) {
+	for _, reachable := range []bool{true, false} {
+		t.Run(map[bool]string{true: "read-back", false: "unreachable"}[reachable], func(t *testing.T) {
+			name := pgtest.CreateDatabase(t)
+			proxy := pgtest.NewProxy(t, pgtest.TCPAddr(t))
+			ctx := context.Background()
+			s, _ := testKey(t)
+			l, err := Open(ctx, t.TempDir(), WithDatabase(proxy.URL(name)), Unsigned(), WithSigner(s),
+				WithCheckpointPolicy(1000, time.Hour), WithBusyTimeout(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if _, err := l.TryAcquire(ctx, AcquireRequest{Lock: "signed", Identity: Identity{Actor: "commit-review"}}); err != nil {
+				t.Fatal(err)
+			}
+			db := pgtest.Open(t, pgtest.TCPURL(t, name))
+			var head int64
+			var before int
+			if err := db.QueryRow(`SELECT (SELECT max(seq) FROM events), (SELECT count(*) FROM checkpoints)`).Scan(&head, &before); err != nil {
+				t.Fatal(err)
+			}
+			proxy.LoseReplyTo(commitMessage, !reachable)
+			cp, err := l.Checkpoint(ctx)
+			if n := proxy.RepliesLost(); n != 1 {
+				t.Fatalf("the proxy lost %d replies to COMMIT, want 1 (err %v)", n, err)
+			}
+			proxy.Restore()
+			// Unreachable, nothing waited for the server to finish the
+			// commit it was sent.
+			var after int
+			for deadline := time.Now().Add(10 * time.Second); after <= before && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if err := db.QueryRow(`SELECT count(*) FROM checkpoints`).Scan(&after); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if after != before+1 {
+				t.Fatalf("%d checkpoints after the one whose COMMIT reached the server, want %d", after, before+1)
+			}
+			if !reachable {
+				want := fmt.Sprintf("the checkpoint of %d events is stored", head)
+				if !errors.Is(err, ErrCommitUnknown) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("a checkpoint stored whose commit could not be read back was told %v, want ErrCommitUnknown saying %q", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("a checkpoint stored was told it failed: %v", err)
+			}
+			if cp == nil || cp.Size != head {
+				t.Fatalf("checkpoint %+v, want the one of %d events", cp, head)
+			}
+		})
+	}
+}
+
+// On SQLite a commit's answer cannot be lost (the database is in this
+// process), but its commit can fail: here a deferred foreign key, which a
+// trigger another program added breaks, refuses it at COMMIT, and SQLite
+// keeps the transaction open. The read-back finds no event: a failure
+// with nothing recorded, not unknown, and the writers after it get
+// through.
+func TestSQLiteCommitRefusedIsAFailure(t *testing.T) {
+	root := t.TempDir()
+	ctx := context.Background()
+	l, err := Open(ctx, root, Unsigned(), WithBusyTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	db, err := sql.Open("sqlite", sqlite.DSN(filepath.Join(root, DBFile), time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`CREATE TABLE refuse_parent (id INTEGER PRIMARY KEY)`,
+		`CREATE TABLE refuse_child (parent INTEGER REFERENCES refuse_parent (id) DEFERRABLE INITIALLY DEFERRED)`,
+		`CREATE TRIGGER refuse_at_commit AFTER INSERT ON events WHEN NEW.lock_name = 'refused-commit'
+			BEGIN INSERT INTO refuse_child VALUES (1); END`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = l.TryAcquire(ctx, AcquireRequest{Lock: "refused-commit", Identity: Identity{Actor: "commit-review"}})
+	if err == nil || errors.Is(err, ErrCommitUnknown) || !strings.Contains(err.Error(), "FOREIGN KEY") {
+		t.Fatalf("an acquire whose commit SQLite refused was told %v, want SQLite's refusal", err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM events WHERE lock_name = 'refused-commit'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d events of an acquire whose commit was refused (%v)", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "locks", "refused-commit.lock")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the lock file of an acquire whose commit was refused: %v", err)
+	}
+	if _, err := l.TryAcquire(ctx, AcquireRequest{Lock: "after", Identity: Identity{Actor: "commit-review"}}); err != nil {
+		t.Fatalf("a write after the refused commit: %v", err)
 	}
 }

@@ -383,12 +383,14 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 	var seq int64
 	var journals []journal
 	var written []*events.Event
+	var stored *Checkpointed // a checkpoint a decision stored, the row a write of no event is read back by
 	unsigned, mustSign := false, false
 	for _, d := range made {
 		if len(d.w.written) > 0 {
 			seq = d.w.seq
 		}
 		written = append(written, d.w.written...)
+		stored = cmp.Or(d.w.stored, stored)
 		unsigned = unsigned || d.w.unsigned
 		mustSign = mustSign || d.w.mustSign
 		journals = append(journals, d.w.journals...)
@@ -424,7 +426,7 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 		}
 	}
 	if err := l.commitWith(tx, journals); err != nil {
-		if err := l.commitOutcome(ctx, err, written); err != nil {
+		if err := l.commitOutcome(ctx, err, written, stored); err != nil {
 			cp = nil
 			fail(made, err)
 			abortAll(made)
@@ -456,18 +458,31 @@ func (l *Ledger) decideGroup(ctx context.Context, take func() []*pendingWrite) e
 // commitOutcome is what a commit that returned err did. Its reply may have
 // been lost after the database committed (a connection reset once COMMIT
 // was sent), so err alone does not say, and a caller told of a failure
-// must have no event. Once this process holds the store's serialisation
-// point again, the transaction that returned err is over, and the log
-// says whether its last event is there: nil when it is (the commit
-// stands), the commit's error when it is not, and an error wrapping
-// ErrCommitUnknown when the log cannot be read back (nor a write that
-// appended no event looked for).
-func (l *Ledger) commitOutcome(ctx context.Context, err error, written []*events.Event) error {
+// must have nothing recorded. Once this process holds the store's
+// serialisation point again, the transaction that returned err is over,
+// and the log says whether its last event is there, or, for a write that
+// appended none, whether the checkpoint it stored is (a checkpoint's
+// signed note is its own: no other write stores the same row): nil when
+// it is (the commit stands), the commit's error when it is not, and an
+// error wrapping ErrCommitUnknown when the log cannot be read back, or the
+// write left nothing to look for (a snapshot or cosignatures alone, which
+// their callers only log: the next write or publication makes them again).
+//
+// On SQLite no reply can be lost (the database is in this process), so
+// the read-back finds what the commit's error said; it is the one path
+// for both engines all the same: a failed commit there is read back as a
+// failure (TestSQLiteCommitRefusedIsAFailure).
+func (l *Ledger) commitOutcome(ctx context.Context, err error, written []*events.Event, stored *Checkpointed) error {
 	err = fmt.Errorf("ledger: commit: %w", err)
-	if len(written) == 0 {
-		return fmt.Errorf("%w (%w: the write appended no event to look for)", err, ErrCommitUnknown)
+	var what string
+	switch {
+	case len(written) > 0:
+		what = fmt.Sprintf("seq %d is recorded", written[len(written)-1].Seq)
+	case stored != nil:
+		what = fmt.Sprintf("the checkpoint of %d events is stored", stored.Size)
+	default:
+		return fmt.Errorf("%w (%w: the write appended no event and stored no checkpoint to look for)", err, ErrCommitUnknown)
 	}
-	last := written[len(written)-1]
 	// Bounded by the busy timeout twice over (a connection, then the
 	// writer lock) and by the callers' context: one whose deadline passed
 	// (a lease's heartbeat at its deadline) is told the outcome is unknown
@@ -475,19 +490,28 @@ func (l *Ledger) commitOutcome(ctx context.Context, err error, written []*events
 	rctx, cancel := context.WithTimeout(ctx, 2*l.busy)
 	defer cancel()
 	unknown := func(why error) error {
-		return fmt.Errorf("%w (%w: the log could not be read back to see whether seq %d is recorded: %v)", err, ErrCommitUnknown, last.Seq, why)
+		return fmt.Errorf("%w (%w: the log could not be read back to see whether %s: %v)", err, ErrCommitUnknown, what, why)
 	}
 	tx, berr := l.beginWrite(rctx)
 	if berr != nil {
 		return unknown(berr)
 	}
 	defer tx.Rollback()
-	h, herr := store.EventHash(rctx, tx, last.Seq)
+	var found bool
+	var rerr error
+	if len(written) > 0 {
+		last := written[len(written)-1]
+		var h string
+		h, rerr = store.EventHash(rctx, tx, last.Seq)
+		found = h == last.Hash
+	} else {
+		found, rerr = store.HasCheckpoint(rctx, tx, stored.Size, stored.Note)
+	}
 	switch {
-	case herr != nil:
-		return unknown(herr)
-	case h == last.Hash:
-		l.log.Warn("the commit's reply was lost, but the log holds its events: the write stands", "seq", last.Seq, "err", err)
+	case rerr != nil:
+		return unknown(rerr)
+	case found:
+		l.log.Warn("the commit's reply was lost, but the log holds what it wrote: the write stands", "written", what, "err", err)
 		return nil
 	}
 	return err

@@ -43,6 +43,9 @@ type writeTx struct {
 	removals []func() error
 	// rows: fn wrote rows other than events (a checkpoint): commit.
 	rows bool
+	// stored: the checkpoint fn stored, if any (commitOutcome's read-back
+	// of a write that appended no event).
+	stored *Checkpointed
 	// unsigned: the log is damaged, and no checkpoint may sign it.
 	unsigned bool
 	// mustSign: the write stores a signed checkpoint of its head, or fails

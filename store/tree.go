@@ -245,6 +245,14 @@ func InsertCheckpoint(ctx context.Context, tx Execer, size int64, root, note, ke
 	return err
 }
 
+// HasCheckpoint reports whether the checkpoint of size events with the
+// signed note is stored.
+func HasCheckpoint(ctx context.Context, q Querier, size int64, note string) (bool, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT count(*) FROM checkpoints WHERE size = $1 AND note = $2`, size, note).Scan(&n)
+	return n > 0, err
+}
+
 // StoredCheckpoint is a checkpoint as the ledger keeps it.
 type StoredCheckpoint struct {
 	ID   int64

@@ -72,7 +72,8 @@ func writeJSONTopic(w io.Writer) {
 	writeWrapped(w, "  ", "export writes JSON lines (one event per line) unless --format csv; help, --help and completion "+
 		"write text; metrics refuses --json (exit 2).")
 	writeWrapped(w, "  ", "--jq EXPR implies --json and prints EXPR's results on each document instead "+
-		"(a string bare, anything else as compact JSON, one per line), as gh --jq; e.g. --jq .request_id.")
+		"(a string bare, its control characters escaped as the text output's, anything else as compact JSON, "+
+		"one per line), as gh --jq; e.g. --jq .request_id.")
 	writeWrapped(w, "  ", "run --json: CMD's own stdout passes through untouched; run's object is written after CMD "+
 		"has exited, as the last line of stdout (tail -n 1 picks it when CMD's output ends with a newline).")
 	fmt.Fprintln(w)

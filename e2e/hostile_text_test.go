@@ -471,6 +471,65 @@ func TestHostileTextForeignLockFileC1InJSON(t *testing.T) {
 			t.Errorf("%s: the foreign actor and host id are not there with their exact values:\n%s", what, r.Stdout)
 		}
 	}
+	// The log of --log-format json follows the same rule: the final
+	// error's line names the holder, each value exact to a JSON reader.
+	for _, args := range [][]string{
+		{"acquire", "odd", "--pid", self, "--log-format", "json"},
+		{"acquire", "odd", "--pid", self, "--log-format", "json", "--json"},
+	} {
+		what := strings.Join(args, " ")
+		r := clitest.Run(t, root, args...)
+		if r.Code != 3 {
+			t.Errorf("%s: exit %d, want 3\n%s", what, r.Code, r.Stderr)
+		}
+		assertPlainText(t, what+" (stderr)", r.Stderr)
+		found := false
+		for _, line := range strings.Split(strings.TrimSpace(r.Stderr), "\n") {
+			var v any
+			if err := json.Unmarshal([]byte(line), &v); err != nil {
+				t.Errorf("%s: a log line that is not JSON: %v\n%q", what, err, line)
+				continue
+			}
+			found = found || holdsString(v, actor) && holdsString(v, host)
+		}
+		if !found {
+			t.Errorf("%s: no log line names the foreign holder with its exact values:\n%s", what, r.Stderr)
+		}
+	}
+	// A string --jq prints bare is text, escaped as the text output
+	// writes another user's text; --json keeps the exact value.
+	for _, c := range []struct{ expr, want string }{
+		{".lock.actor", `tower\u009b31m\u0090q`},
+		{".lock.host_id", `far\u009b2J\u0085x`},
+	} {
+		r := clitest.Must(t, 0, root, "status", "odd", "--jq", c.expr)
+		assertPlainText(t, "status --jq "+c.expr, r.Stdout)
+		if r.Stdout != c.want+"\n" {
+			t.Errorf("status --jq %s: %q, want %q", c.expr, r.Stdout, c.want+"\n")
+		}
+	}
+	// Taken over, the foreign file is recorded in the event (previous_lock):
+	// the events' JSON follows the same rule, and an export still verifies.
+	clitest.Must(t, 0, root, "steal", "odd", "--active", "--yes", "--reason", "test", "--pid", self)
+	export := filepath.Join(t.TempDir(), "export.jsonl")
+	for _, args := range [][]string{
+		{"export"},
+		{"history", "odd", "--json"},
+		{"timeline", "--format", "jsonl"},
+	} {
+		what := strings.Join(args, " ")
+		r := clitest.Must(t, 0, root, args...)
+		assertPlainText(t, what, r.Stdout)
+		if !strings.Contains(r.Stdout, `"actor":"tower\u009b31m\u0090q"`) {
+			t.Errorf("%s: the taken-over file's actor is not there, escaped:\n%s", what, r.Stdout)
+		}
+		if args[0] == "export" {
+			if err := os.WriteFile(export, []byte(r.Stdout), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	clitest.Must(t, 0, root, "verify", "--file", export)
 	clitest.Verify(t, 0, root)
 }
 

@@ -20,7 +20,8 @@ import (
 //	{"seq":N,"prev_hash":"<hex>","hash":"<hex>","body":{...}}
 //
 // body is the stored canonical body embedded verbatim, so the line holds
-// the exact hashed bytes. A checker recomputes them as
+// the exact hashed bytes (the CLI writes a C1 control in it as \u00XX, the
+// same value: see invocation.JSONOut). A checker recomputes them as
 // events.Canonical(body): canonical JSON is a fixed point of Canonical, so
 // the original bytes come back even if a tool re-indented or re-ordered
 // the line, and any change of a value changes them. Then hash must equal

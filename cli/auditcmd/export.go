@@ -201,6 +201,9 @@ func export(ctx context.Context, o *exportOptions, since, until time.Time) (*eve
 		if from, to, ok, err = store.SeqRange(ctx, r.Tx, since, until); err != nil {
 			return err
 		}
+		if o.format != eventfmt.FormatCSV {
+			w = invocation.JSONOut(w)
+		}
 		bw := bufio.NewWriterSize(w, 256<<10)
 		write := func(row *replay.Row) error { return replay.WriteExportLine(bw, row) }
 		flush := bw.Flush

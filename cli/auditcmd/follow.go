@@ -73,7 +73,8 @@ func runFollow(ctx context.Context, o *exportOptions) error {
 	}
 	return o.g.Using(ctx, invocation.Reads, func(l *ledger.Ledger) error {
 		host, _ := os.Hostname()
-		w, err := stream.NewWriter(o.format, o.g.IO.Out, l.ID(), host)
+		// Every format's records are JSON, or (syslog) carry it.
+		w, err := stream.NewWriter(o.format, invocation.JSONOut(o.g.IO.Out), l.ID(), host)
 		if err != nil {
 			return err
 		}

@@ -42,7 +42,7 @@ type Globals struct {
 // reading stderr gets no plain line), else "lockledger: MSG".
 func (g *Globals) SayError(msg string, attrs ...any) {
 	if g.LogFormat == "json" {
-		slog.New(slog.NewJSONHandler(g.IO.ErrOut, nil)).Error(msg, attrs...)
+		slog.New(slog.NewJSONHandler(JSONOut(g.IO.ErrOut), nil)).Error(msg, attrs...)
 		return
 	}
 	fmt.Fprintf(g.IO.ErrOut, "lockledger: %s\n", termtext.Escape(msg))
@@ -69,11 +69,8 @@ func WriteJSON(w io.Writer, v any) { writeJSON(w, v, "") }
 // WriteJSONIndent writes v as JSON indented by indent, for a reader.
 func WriteJSONIndent(w io.Writer, v any, indent string) { writeJSON(w, v, indent) }
 
-// writeJSON is the one encoder of what the CLI prints as JSON. It writes
-// the C1 controls (U+0080 to U+009F) as \u00XX, as it writes C0's:
-// encoding/json passes them through raw, and a terminal reading such
-// output (a raw U+009B is CSI) would obey the text another user controls
-// (another tool's lock file, an actor).
+// writeJSON is the one encoder of what the CLI prints as JSON, written
+// through jsonOut.
 func writeJSON(w io.Writer, v any, indent string) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -82,7 +79,38 @@ func writeJSON(w io.Writer, v any, indent string) {
 	if err := enc.Encode(v); err != nil {
 		return
 	}
-	_, _ = w.Write(escapeC1(buf.Bytes()))
+	_, _ = JSONOut(w).Write(buf.Bytes())
+}
+
+// JSONOut is w for JSON that the CLI prints (its results, the events of
+// export, timeline, history and follow, its log with --log-format json):
+// the one rule of every JSON it writes. It writes the C1 controls (U+0080
+// to U+009F) as \u00XX, as the encoders write C0's: they pass C1's through
+// raw, and a terminal reading such output (a raw U+009B is CSI) would obey
+// the text another user controls (another tool's lock file, recorded in
+// an event when it was taken over). A JSON reader reads the same value,
+// and an event's body hashes as stored (a checker makes it canonical
+// again). What is written through it is valid UTF-8, in any pieces.
+func JSONOut(w io.Writer) io.Writer { return &c1Escaped{w: w} }
+
+type c1Escaped struct {
+	w    io.Writer
+	lead bool // the last piece ended with 0xC2, held back for the byte after it
+}
+
+func (e *c1Escaped) Write(b []byte) (int, error) {
+	n := len(b)
+	if e.lead {
+		b = append([]byte{0xc2}, b...)
+		e.lead = false
+	}
+	if len(b) > 0 && b[len(b)-1] == 0xc2 {
+		e.lead, b = true, b[:len(b)-1]
+	}
+	if _, err := e.w.Write(escapeC1(b)); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // escapeC1 rewrites each C1 control of b, valid UTF-8 from encoding/json,

@@ -10,12 +10,14 @@ import (
 	"github.com/itchyny/gojq"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/termtext"
 )
 
 // jqFilter is --jq EXPR: it implies --json, holds back what the command
 // writes on stdout and, once the command is done, writes the results of
 // EXPR on each JSON document of it instead, as gh's --jq does: a string
-// as raw text, anything else as compact JSON, one per line.
+// as bare text (its controls escaped, as the text output's), anything
+// else as compact JSON, one per line.
 type jqFilter struct {
 	code *gojq.Code
 	out  io.Writer    // the real stdout
@@ -87,7 +89,11 @@ func (g *Globals) FinishJQ(code int) int {
 				return max(code, ExitFailure)
 			}
 			if s, isString := r.(string); isString {
-				fmt.Fprintln(f.out, s)
+				// Bare, as the text output writes text: its controls
+				// escaped (termtext), since a string may be another
+				// user's (another tool's lock file) and a raw one would
+				// drive the terminal; --json gives the exact value.
+				fmt.Fprintln(f.out, termtext.Escape(s))
 				continue
 			}
 			WriteJSON(f.out, r)

@@ -47,7 +47,7 @@ func (g *Globals) Setup(levelFromEnv bool) error {
 			Level: level, TimeFormat: time.TimeOnly, NoColor: !ColorOK(g.IO.ErrOut), ReplaceAttr: logTextAttr,
 		}))
 	case "json":
-		g.Log = slog.New(slog.NewJSONHandler(g.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+		g.Log = slog.New(slog.NewJSONHandler(JSONOut(g.IO.ErrOut), &slog.HandlerOptions{Level: level}))
 	default:
 		return events.Invalid("--log-format", g.LogFormat, "must be text or json")
 	}

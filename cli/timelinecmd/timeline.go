@@ -158,7 +158,11 @@ func runTimeline(ctx context.Context, o *timelineOptions) error {
 // printEvents streams the events f selects in format; a narrow table
 // fits 120 columns.
 func printEvents(ctx context.Context, g *invocation.Globals, f replay.Filter, format string, narrow bool) error {
-	out := bufio.NewWriterSize(g.IO.Out, 64<<10)
+	w := g.IO.Out
+	if format == eventfmt.FormatJSON || format == eventfmt.FormatJSONL {
+		w = invocation.JSONOut(w)
+	}
+	out := bufio.NewWriterSize(w, 64<<10)
 	var sink eventfmt.EventSink = newNarrowSink(out, invocation.ColorOK(g.IO.Out))
 	if !narrow || format != eventfmt.FormatTable {
 		var err error

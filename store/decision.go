@@ -68,7 +68,11 @@ func (w *decisionWrites) cut(m mark) decisionWrites {
 
 // decisionWrites is lockledger_write_decision's argument: events and
 // Merkle rows in their tables' columns (bytea as \x hex text), then the
-// locks' and holders' rows, each with its op.
+// locks' and holders' rows, each with its op. The types below are not
+// HolderRow and Row with tags: the function reads rows as its tables'
+// columns (json_populate_record: column names, exclusive an integer, a
+// file as bytea text), while lockledger_read_decision answers in those
+// types' field names (decisionRead), which encoding/json reads untagged.
 type decisionWrites struct {
 	Events []eventJSON `json:"events,omitempty"`
 	Tree   []treeJSON  `json:"tree,omitempty"`

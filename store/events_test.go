@@ -116,6 +116,12 @@ func TestQueryPlans(t *testing.T) {
 			t.Errorf("%s: plan %q, want %q", q, p, want)
 		}
 	}
+	// SnapshotMarks: the bounds from their index, the rest from each row's
+	// leading columns by its key, never a scan or a sort.
+	p := plan(t, db, snapshotMarks, 1, 2)
+	if want := "SEARCH b USING COVERING INDEX snapshots_bounds (from_seq=? AND seq<?); SEARCH s USING INTEGER PRIMARY KEY (rowid=?)"; p != want {
+		t.Errorf("SnapshotMarks: plan %q, want %q", p, want)
+	}
 }
 
 // The head every append checks reads the end of each table's index, not

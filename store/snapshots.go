@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"iter"
 )
 
@@ -87,35 +86,19 @@ func SnapshotHeads(ctx context.Context, q Querier, after int64) iter.Seq2[*Snaps
 
 // SnapshotMarks are the snapshots of the fold from first at or before
 // upTo without their states, in seq order, as SnapshotHeads has them:
-// what readers take of them, read through their bounds' index and the
-// leading columns of their rows, never through the states SQLite keeps
-// in the row before min_at.
+// what readers take of them, read through their bounds' index (b) and the
+// leading columns of their rows (s), in one statement, never through the
+// states SQLite keeps in the row before min_at (a column added after
+// them, which a row would read past the state's overflow pages for).
 func SnapshotMarks(ctx context.Context, q Querier, first, upTo int64) ([]Snapshot, error) {
-	marks, err := QueryAll(ctx, q, func(rows *sql.Rows, s *Snapshot) error {
+	return QueryAll(ctx, q, func(rows *sql.Rows, s *Snapshot) error {
 		s.FromSeq = first
-		return rows.Scan(&s.Seq, &s.EventHash, &s.MaxAt, &s.MinAt)
-	}, `SELECT seq, event_hash, max_at, coalesce(min_at, '') FROM snapshots WHERE from_seq = $1 AND seq <= $2 ORDER BY seq`, first, upTo)
-	if err != nil {
-		return nil, err
-	}
-	i := 0
-	for r, err := range rowsOf(func() (*sql.Rows, error) {
-		return q.QueryContext(ctx, `SELECT seq, version, state_hash FROM snapshots WHERE from_seq = $1 AND seq <= $2 ORDER BY seq`, first, upTo)
-	}, func(rows *sql.Rows, s *Snapshot) error { return rows.Scan(&s.Seq, &s.Version, &s.StateHash) }) {
-		if err != nil {
-			return nil, err
-		}
-		if i == len(marks) || marks[i].Seq != r.Seq {
-			return nil, fmt.Errorf("store: the snapshots changed while they were read")
-		}
-		marks[i].Version, marks[i].StateHash = r.Version, r.StateHash
-		i++
-	}
-	if i != len(marks) {
-		return nil, fmt.Errorf("store: the snapshots changed while they were read")
-	}
-	return marks, nil
+		return rows.Scan(&s.Seq, &s.EventHash, &s.MaxAt, &s.MinAt, &s.Version, &s.StateHash)
+	}, snapshotMarks, first, upTo)
 }
+
+const snapshotMarks = `SELECT b.seq, b.event_hash, b.max_at, coalesce(b.min_at, ''), s.version, s.state_hash
+	FROM snapshots b JOIN snapshots s ON s.seq = b.seq WHERE b.from_seq = $1 AND b.seq <= $2 ORDER BY b.seq`
 
 // EventHash is the hash of the event at seq ("" when there is none).
 func EventHash(ctx context.Context, q Querier, seq int64) (string, error) {

@@ -46,6 +46,40 @@ type Verified struct {
 	// whole log (else it extended the one before).
 	At   time.Time `json:"at"`
 	Full bool      `json:"full"`
+	// decoded is what Check decoded of State and Frontier, for the verify
+	// from v to take rather than decode again (see take).
+	decoded *decodedHead
+}
+
+// decodedHead is a Verified's fold and frontier as Check decoded them: the
+// fold is the largest part of a kept head, and a verify from it checks it
+// (its caller's Check, then Verify's) before it verifies from it. It holds
+// for the State and Frontier it was decoded from (of), and its fold is
+// taken once: the verify goes on folding it. Copies of the Verified share
+// it, so taking it is for all of them.
+type decodedHead struct {
+	of       headSource
+	st       *State
+	frontier []tlog.Hash
+}
+
+// headSource names the State and Frontier a head was decoded from: a
+// Verified whose fields were set again since is decoded again.
+type headSource struct {
+	state    *byte
+	frontier *string
+	n, m     int
+}
+
+func (v *Verified) source() headSource {
+	h := headSource{n: len(v.State), m: len(v.Frontier)}
+	if h.n > 0 {
+		h.state = &v.State[0]
+	}
+	if h.m > 0 {
+		h.frontier = &v.Frontier[0]
+	}
+	return h
 }
 
 // Keep has the verify fill v with what it knew at the log's last event,
@@ -58,15 +92,34 @@ func Keep(v *Verified) VerifyOption { return func(c *verifyConfig) { c.keep = v 
 // A head that fails it (damaged, or kept by an older lockledger) is one to
 // check the whole log instead of.
 func (v *Verified) Check() error {
-	_, _, err := v.decode()
-	return err
+	if v.Seq < 1 || v.MaxAt == "" || v.BlockMinAt == "" {
+		return fmt.Errorf("replay: the verified head at seq %d records no times of its events", v.Seq)
+	}
+	if d := v.decoded; d != nil && d.st != nil && d.of == v.source() {
+		return nil
+	}
+	st, frontier, err := v.decode()
+	if err != nil {
+		return err
+	}
+	v.decoded = &decodedHead{of: v.source(), st: st, frontier: frontier}
+	return nil
+}
+
+// take is v's fold and frontier, checked: those Check decoded, taken (the
+// verify folds on from them), or decoded now.
+func (v *Verified) take() (*State, []tlog.Hash, error) {
+	if err := v.Check(); err != nil {
+		return nil, nil, err
+	}
+	d := v.decoded
+	st := d.st
+	d.st, v.decoded = nil, nil
+	return st, d.frontier, nil
 }
 
 // decode is v's fold and frontier.
 func (v *Verified) decode() (*State, []tlog.Hash, error) {
-	if v.Seq < 1 || v.MaxAt == "" || v.BlockMinAt == "" {
-		return nil, nil, fmt.Errorf("replay: the verified head at seq %d records no times of its events", v.Seq)
-	}
 	st := NewState()
 	if err := st.UnmarshalJSON(v.State); err != nil {
 		return nil, nil, fmt.Errorf("replay: the verified head's state: %w", err)
@@ -159,7 +212,7 @@ func CheckVerifiedHead(ctx context.Context, q Querier, from *Verified) (ok bool,
 func VerifyLedgerFrom(ctx context.Context, q Querier, source, genesis string, from *Verified, opts ...VerifyOption) (*verify.Report, *State, error) {
 	defer relaxGC(verifyGCPercent)()
 	cfg := newVerifyConfig(opts)
-	st, frontier, err := from.decode()
+	st, frontier, err := from.take()
 	if err != nil {
 		return nil, nil, err
 	}

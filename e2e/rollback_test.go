@@ -111,6 +111,25 @@ func TestRestoredLedgerFileIsRefused(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "a").Stdout)
 	clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+	restore := restoreLedgerFile(t, root)
+	seen := fencingToken(t, clitest.Must(t, 0, root, "acquire", "deploy", "--json").Stdout)
+	clitest.Must(t, 0, root, "acquire", "other")
+	restore()
+	r := clitest.Must(t, 1, root, "acquire", "deploy2")
+	if !strings.Contains(r.Stderr, "an older state of it") {
+		t.Errorf("the restored ledger.db: %s", r.Stderr)
+	}
+	clitest.Must(t, 0, root, "project", "--accept-rollback")
+	if got := fencingToken(t, clitest.Must(t, 0, root, "acquire", "deploy2", "--json").Stdout); got > seen+1 {
+		t.Errorf("token %d after the accepted rollback", got)
+	}
+}
+
+// restoreLedgerFile saves ROOT/ledger.db, and returns the function that
+// puts it back as it was then, as a restore of a backup of the database alone does: the lock
+// files and the pin of the host stay as the host left them.
+func restoreLedgerFile(t *testing.T, root string) (restore func()) {
+	t.Helper()
 	backup := t.TempDir()
 	files := []string{"ledger.db", "ledger.db-wal", "ledger.db-shm"}
 	copyFiles := func(from, to string) {
@@ -129,15 +148,77 @@ func TestRestoredLedgerFileIsRefused(t *testing.T) {
 		}
 	}
 	copyFiles(root, backup)
-	seen := fencingToken(t, clitest.Must(t, 0, root, "acquire", "deploy", "--json").Stdout)
-	clitest.Must(t, 0, root, "acquire", "other")
-	copyFiles(backup, root)
-	r := clitest.Must(t, 1, root, "acquire", "deploy2")
-	if !strings.Contains(r.Stderr, "an older state of it") {
-		t.Errorf("the restored ledger.db: %s", r.Stderr)
+	return func() { copyFiles(backup, root) }
+}
+
+// TestEveryCommandOnARestoredLedgerNamesTheRestore: on a host whose pin
+// saw the ledger further on, every command says that the ledger is behind
+// what the host saw (a restore or a rollback) and what to do: the writers
+// refuse, and the readers read on saying so. The host's own lock file of
+// an event the restore lost is not called another tool's, and verify
+// fails even on an unsigned ledger, where no kept head shows the cut.
+func TestEveryCommandOnARestoredLedgerNamesTheRestore(t *testing.T) {
+	t.Parallel()
+	for _, unsigned := range []bool{false, true} {
+		root := filepath.Join(t.TempDir(), "root")
+		if unsigned {
+			clitest.Unsigned(t, root)
+		}
+		rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "a").Stdout)
+		clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+		restore := restoreLedgerFile(t, root)
+		clitest.Must(t, 0, root, "acquire", "deploy")
+		restore()
+		const cause, remedy = "restored from a backup or rolled back", "lockledger project --accept-rollback"
+		for _, args := range [][]string{{"acquire", "x"}, {"run", "y", "--", "true"}} {
+			r := clitest.Must(t, 1, root, args...)
+			if !strings.Contains(r.Stderr, cause) || !strings.Contains(r.Stderr, remedy) {
+				t.Errorf("unsigned %v: %s does not name the restore and what to do: %s", unsigned, args[0], r.Stderr)
+			}
+		}
+		for _, args := range [][]string{{"status", "deploy"}, {"list"}, {"history", "deploy"}, {"timeline"}, {"verify"}} {
+			want := 0
+			if args[0] == "verify" {
+				want = 1
+			}
+			r := clitest.Must(t, want, root, args...)
+			if !strings.Contains(r.Stderr, cause) || !strings.Contains(r.Stderr, remedy) {
+				t.Errorf("unsigned %v: %s does not say the ledger is behind what this host saw: %s", unsigned, args[0], r.Stderr)
+			}
+			if strings.Contains(r.Stdout, "another tool") || strings.Contains(r.Stdout, "did not write") || strings.Contains(r.Stdout, "(foreign)") {
+				t.Errorf("unsigned %v: %s calls the host's own lock file another tool's: %s", unsigned, args[0], r.Stdout)
+			}
+		}
+		v := clitest.Must(t, 1, root, "verify")
+		if !strings.Contains(v.Stdout, "truncated: this root's pin") || !strings.Contains(v.Stdout, "lock files the ledger does not hold") {
+			t.Errorf("unsigned %v: verify does not report the pin's head as the one cut: %s", unsigned, v.Stdout)
+		}
+		if s := clitest.Must(t, 0, root, "status", "deploy").Stdout; !strings.Contains(s, "deploy: held") {
+			t.Errorf("unsigned %v: the lost holding's lock file no longer holds the lock: %s", unsigned, s)
+		}
+	}
+}
+
+// TestARestoredRootNamesTheRestore: a whole root put back from an older
+// copy (cp -a: its pin too) is refused by the head kept in the trust
+// store, and the refusal says that an older copy may have been put back
+// and how to go on from it.
+func TestARestoredRootNamesTheRestore(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "a").Stdout)
+	clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+	clitest.Copy(t, root, filepath.Join(dir, "backup"))
+	clitest.Must(t, 0, root, "acquire", "deploy")
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	clitest.Copy(t, filepath.Join(dir, "backup"), root)
+	r := clitest.Must(t, 1, root, "acquire", "x")
+	if !strings.Contains(r.Stderr, "an older copy of it (a backup) put back") || !strings.Contains(r.Stderr, "lockledger project --accept-rollback") {
+		t.Errorf("the refusal on a restored root does not name the restore and what to do: %s", r.Stderr)
 	}
 	clitest.Must(t, 0, root, "project", "--accept-rollback")
-	if got := fencingToken(t, clitest.Must(t, 0, root, "acquire", "deploy2", "--json").Stdout); got > seen+1 {
-		t.Errorf("token %d after the accepted rollback", got)
-	}
+	clitest.Must(t, 0, root, "acquire", "x")
 }

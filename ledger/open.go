@@ -92,6 +92,15 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		return nil, err
 	}
 	l.seen.Store(seen)
+	if c.readOnly {
+		if l.behind, err = store.LookPin(ctx, l.store, l.files, l.where(), l.id); err != nil {
+			l.Close()
+			return nil, err
+		}
+		if l.behind != nil {
+			l.log.Warn(l.behind.Behind())
+		}
+	}
 	if err = l.checkTrust(c.pin); err != nil {
 		l.Close()
 		return nil, err

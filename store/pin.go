@@ -55,6 +55,15 @@ func (e *RolledBackError) Error() string {
 
 func (e *RolledBackError) Unwrap() error { return ErrRolledBack }
 
+// Behind is e in a reader's words: it reads on, so what it shows is not
+// what this host saw.
+func (e *RolledBackError) Behind() string {
+	return fmt.Sprintf("%s holds %s, but this host has written to %s (%s): %s. What is read here is not what this host saw: "+
+		"lock files here that the ledger does not hold may be its own holders from the events it no longer has. Point --database "+
+		"or --root back at that ledger, or, to go on from this state, run `lockledger project --accept-rollback` (recorded)",
+		e.Where, e.Found, e.Pinned, e.Pin, e.Reason)
+}
+
 // CheckPin compares the ledger id with the store's events against the
 // root's pin, by policy. It returns the pin as it now stands (zero where
 // there is none yet), to be advanced at close (KeepPin), the one it
@@ -68,9 +77,42 @@ func CheckPin(ctx context.Context, s Store, files *lockfile.Dir, where, id strin
 	if err != nil || policy == PinSkip {
 		return &pin, nil, -1, err
 	}
+	head, refused, err := comparePin(ctx, s, files, where, id, pin, ok)
+	if err != nil {
+		return nil, nil, -1, err
+	}
+	if refused != nil && policy != PinAccept {
+		return nil, nil, -1, refused
+	}
+	if refused == nil {
+		return &pin, nil, head.Seq, nil // advanced at close
+	}
+	if err := files.WritePin(head); err != nil {
+		return nil, nil, -1, err
+	}
+	return &head, &pin, head.Seq, nil
+}
+
+// LookPin is a reader's look at the root's pin: the RolledBackError a
+// writer would be refused with (nil: none), so that a reader can say that
+// what it shows is not what this host saw. It changes nothing. A pin the
+// reader cannot read (another user's root) is none: readers are not
+// refused.
+func LookPin(ctx context.Context, s Store, files *lockfile.Dir, where, id string) (*RolledBackError, error) {
+	pin, ok, err := files.ReadPin()
+	if err != nil || !ok {
+		return nil, nil
+	}
+	_, found, err := comparePin(ctx, s, files, where, id, pin, true)
+	return found, err
+}
+
+// comparePin reads the store's head and tells why pin (ok: there is one)
+// does not allow it: a RolledBackError, or nil.
+func comparePin(ctx context.Context, s Store, files *lockfile.Dir, where, id string, pin lockfile.Pin, ok bool) (lockfile.Pin, *RolledBackError, error) {
 	head, at, err := pinHead(ctx, s, id, pin.Seq)
 	if err != nil {
-		return nil, nil, -1, fmt.Errorf("ledger: the head to check against %s: %w", files.Root(), err)
+		return head, nil, fmt.Errorf("ledger: the head to check against %s: %w", files.Root(), err)
 	}
 	reason := ""
 	switch {
@@ -78,20 +120,14 @@ func CheckPin(ctx context.Context, s Store, files *lockfile.Dir, where, id strin
 	case pin.LedgerID != id:
 		reason = "another ledger"
 	case head.Seq < pin.Seq:
-		reason = fmt.Sprintf("an older state of it (head seq %d, below seq %d seen)", head.Seq, pin.Seq)
+		reason = fmt.Sprintf("an older state of it (head seq %d, below seq %d seen: restored from a backup or rolled back)", head.Seq, pin.Seq)
 	case pin.Seq > 0 && at != pin.Hash:
-		reason = fmt.Sprintf("another history of it (its event at seq %d is not the one seen)", pin.Seq)
-	}
-	if reason != "" && policy != PinAccept {
-		return nil, nil, -1, &RolledBackError{Where: where, Pin: filepath.Join(files.Root(), lockfile.PinName), Pinned: pin, Found: head, Reason: reason}
+		reason = fmt.Sprintf("another history of it (its event at seq %d is not the one seen: restored from a backup or rolled back, then written to)", pin.Seq)
 	}
 	if reason == "" {
-		return &pin, nil, head.Seq, nil // advanced at close
+		return head, nil, nil
 	}
-	if err := files.WritePin(head); err != nil {
-		return nil, nil, -1, err
-	}
-	return &head, &pin, head.Seq, nil
+	return head, &RolledBackError{Where: where, Pin: filepath.Join(files.Root(), lockfile.PinName), Pinned: pin, Found: head, Reason: reason}, nil
 }
 
 // KeepPin advances the root's pin to the store's head at close, where it

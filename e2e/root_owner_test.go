@@ -162,6 +162,8 @@ func TestAnOwnRootWritableByOthersIsRefused(t *testing.T) {
 		{filepath.Join(root, "ledger.db"), 0o666},
 		{filepath.Join(root, "ledger.db"), 0o660},
 		{filepath.Join(root, "writer.flock"), 0o622},
+		{filepath.Join(root, "ledger.pin"), 0o666},
+		{filepath.Join(root, "ledger.pin"), 0o620},
 		{filepath.Join(root, "locks"), 0o777},
 		{filepath.Join(root, "locks"), 0o770},
 		{root, 0o707},

@@ -70,9 +70,11 @@ func (s *Store) DefaultKey(root string, group *int, log *slog.Logger) (*Key, err
 				"file", path, "mode", fmt.Sprintf("%04o", st.Mode&0o7777))
 		}
 		if err != nil && !errors.Is(err, events.ErrInvalid) {
-			return nil, fmt.Errorf("%w: the signing key of the group root %s cannot be read or created at %s (%s): "+
-				"have the member who should own it run `lockledger keygen --name NAME -o %s` and `chgrp GROUP %s; chmod 0640 %s`, "+
-				"or write without signing (--unsigned)", lockfile.ErrUntrusted, Resolve(root), path, errText(err), path, path, path)
+			// Invalid input, not a root others can write: nothing here is
+			// another user's, the caller only cannot make the key.
+			return nil, events.Invalid("--root", Resolve(root), fmt.Sprintf("is a group root whose signing key cannot be read or created at %s (%s): "+
+				"have the member or administrator who should own it run `lockledger keygen --name NAME -o %s` and `chgrp GROUP %s; chmod 0640 %s`, "+
+				"or write without signing (--unsigned)", path, errText(err), path, path, path))
 		}
 	} else {
 		k, created, err = s.Key()

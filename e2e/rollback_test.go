@@ -154,7 +154,8 @@ func restoreLedgerFile(t *testing.T, root string) (restore func()) {
 // TestEveryCommandOnARestoredLedgerNamesTheRestore: on a host whose pin
 // saw the ledger further on, every command says that the ledger is behind
 // what the host saw (a restore or a rollback) and what to do: the writers
-// refuse, and the readers read on saying so. The host's own lock file of
+// refuse, and the readers read on saying so (an error line, which --quiet
+// keeps). The host's own lock file of
 // an event the restore lost is not called another tool's, and verify
 // fails even on an unsigned ledger, where no kept head shows the cut.
 func TestEveryCommandOnARestoredLedgerNamesTheRestore(t *testing.T) {
@@ -176,7 +177,7 @@ func TestEveryCommandOnARestoredLedgerNamesTheRestore(t *testing.T) {
 				t.Errorf("unsigned %v: %s does not name the restore and what to do: %s", unsigned, args[0], r.Stderr)
 			}
 		}
-		for _, args := range [][]string{{"status", "deploy"}, {"list"}, {"history", "deploy"}, {"timeline"}, {"verify"}} {
+		for _, args := range [][]string{{"status", "deploy"}, {"status", "deploy", "--quiet"}, {"list"}, {"history", "deploy"}, {"timeline"}, {"verify"}} {
 			want := 0
 			if args[0] == "verify" {
 				want = 1

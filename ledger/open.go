@@ -98,7 +98,9 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 			return nil, err
 		}
 		if l.behind != nil {
-			l.log.Warn(l.behind.Behind())
+			// It asks something of the reader: an error line, shown with
+			// --quiet too, whatever the read's exit code.
+			l.log.Error(l.behind.Behind())
 		}
 	}
 	if err = l.checkTrust(c.pin); err != nil {

@@ -197,6 +197,10 @@ func TestEveryCommandOnARestoredLedgerNamesTheRestore(t *testing.T) {
 		if s := clitest.Must(t, 0, root, "status", "deploy").Stdout; !strings.Contains(s, "deploy: held") {
 			t.Errorf("unsigned %v: the lost holding's lock file no longer holds the lock: %s", unsigned, s)
 		}
+		p := clitest.Must(t, 0, root, "project", "--accept-rollback").Stdout
+		if !strings.Contains(p, "perhaps holders from the events the rollback gave up): deploy") || strings.Contains(p, "foreign") {
+			t.Errorf("unsigned %v: project --accept-rollback calls the lost holding's lock file another tool's: %s", unsigned, p)
+		}
 	}
 }
 

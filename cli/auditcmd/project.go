@@ -109,7 +109,14 @@ func runProject(ctx context.Context, o *projectOptions) error {
 			for _, c := range rep.Files {
 				termtext.Fprintf(w, "  file %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
 			}
-			printNames(w, "foreign lock files left alone", rep.Foreign)
+			if rep.RollbackAccepted != nil {
+				// The files may be this root's own holders from the events
+				// given up: no other tool's to name.
+				printNames(w, "lock files the ledger does not hold, left alone and held until their holder is dead or stale "+
+					"(perhaps holders from the events the rollback gave up)", rep.Foreign)
+			} else {
+				printNames(w, "foreign lock files left alone", rep.Foreign)
+			}
 			printNames(w, "locks held by the ledger with another tool's file at their path (left alone)", rep.Interlopers)
 			switch n := len(rep.Recorded); {
 			case n == 1:

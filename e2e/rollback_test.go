@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -226,4 +230,55 @@ func TestARestoredRootNamesTheRestore(t *testing.T) {
 	}
 	clitest.Must(t, 0, root, "project", "--accept-rollback")
 	clitest.Must(t, 0, root, "acquire", "x")
+}
+
+// TestADatabaseRestoredUnderARunIsStillRefused: a PostgreSQL database
+// restored (pg_dump, then DROP, CREATE and pg_restore) while a host's run
+// holds a lock on it: the run loses its lock, and the head it finds at
+// exit is below the pin it opened with. The pin stays where it was, so
+// the host's next write refuses the restored ledger as it would have had
+// no run been going. Before, the run moved the pin back to the restored
+// head at exit and an unsigned host then wrote there without a word.
+func TestADatabaseRestoredUnderARunIsStillRefused(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Get(t)
+	name := pgtest.CreateDatabase(t)
+	h := newPGHost(t, "web", c.SocketURL(name))
+	clitest.Unsigned(t, h.root) // only the pin can notice
+	rid := strings.TrimSpace(h.must(t, 0, "acquire", "a", "--pid", "1").Stdout)
+	h.must(t, 0, "release", "a", "--request-id", rid)
+	dump := filepath.Join(t.TempDir(), "dump")
+	pg := func(tool string, args ...string) {
+		t.Helper()
+		args = append([]string{"-h", c.SocketDir, "-p", strconv.Itoa(c.Port), "-U", "postgres"}, args...)
+		if out, err := exec.Command(filepath.Join(c.BinDir, tool), args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", tool, err, out)
+		}
+	}
+	pg("pg_dump", "-Fc", "-f", dump, name)
+	for _, lock := range []string{"b", "c", "d"} {
+		h.must(t, 0, "acquire", lock, "--pid", "1")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run := h.command(ctx, "run", "deploy", "--ttl", "3s", "--", "sleep", "30")
+	var stderr lockedBuffer
+	run.Stderr = &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	awaitCondition(t, "the run holding its lock", func() bool { return strings.Contains(stderr.String(), "acquired") })
+	for _, q := range []string{"DROP DATABASE " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)", "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()} {
+		if err := c.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pg("pg_restore", "-d", name, dump)
+	var exit *exec.ExitError
+	if err := run.Wait(); !errors.As(err, &exit) || exit.ExitCode() != 5 {
+		t.Fatalf("the run on the restored database: %v, want exit 5 (lock lost)\n%s", err, stderr.String())
+	}
+	if r := h.must(t, 1, "acquire", "x", "--pid", "1"); !strings.Contains(r.Stderr, "an older state of it") {
+		t.Errorf("the next write after the run: %s", r.Stderr)
+	}
 }

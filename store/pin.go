@@ -131,16 +131,27 @@ func comparePin(ctx context.Context, s Store, files *lockfile.Dir, where, id str
 }
 
 // KeepPin advances the root's pin to the store's head at close, where it
-// moved since pin (nil: the open pins nothing). A failure is logged: the
-// pin stays at a head this host has seen.
+// moved on from pin (nil: the open pins nothing). A failure is logged: the
+// pin stays at a head this host has seen. A head that does not extend the
+// pin (the database restored or rolled back while the process had it
+// open) is not written over it: the next open refuses that ledger, as it
+// would have had the process not been running.
 func KeepPin(s Store, files *lockfile.Dir, id string, pin *lockfile.Pin, log *slog.Logger) {
 	if pin == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // a lost database must not hold up an exit
 	defer cancel()
-	head, _, err := pinHead(ctx, s, id, 0)
-	if err == nil && head != *pin {
+	head, at, err := pinHead(ctx, s, id, pin.Seq)
+	switch {
+	case err != nil:
+	case head == *pin:
+		return
+	case pin.LedgerID == id && (head.Seq < pin.Seq || pin.Seq > 0 && at != pin.Hash):
+		log.Warn("the ledger went back while this process had it open (restored from a backup or rolled back): "+
+			"this root's pin stays at the head it saw, so the next writer here refuses the ledger", "pin", pin.String(), "found", head.String())
+		return
+	default:
 		err = files.WritePin(head)
 	}
 	if err != nil {

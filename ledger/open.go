@@ -93,11 +93,7 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 	}
 	l.seen.Store(seen)
 	if c.readOnly {
-		if l.behind, err = store.LookPin(ctx, l.store, l.files, l.where(), l.id); err != nil {
-			l.Close()
-			return nil, err
-		}
-		if l.behind != nil {
+		if l.behind = store.LookPin(ctx, l.store, l.files, l.where(), l.id); l.behind != nil {
 			// It asks something of the reader: an error line, shown with
 			// --quiet too, whatever the read's exit code.
 			l.log.Error(l.behind.Behind())

@@ -96,15 +96,19 @@ func CheckPin(ctx context.Context, s Store, files *lockfile.Dir, where, id strin
 // LookPin is a reader's look at the root's pin: the RolledBackError a
 // writer would be refused with (nil: none), so that a reader can say that
 // what it shows is not what this host saw. It changes nothing. A pin the
-// reader cannot read (another user's root) is none: readers are not
-// refused.
-func LookPin(ctx context.Context, s Store, files *lockfile.Dir, where, id string) (*RolledBackError, error) {
+// reader cannot read (another user's root), or a head it cannot read, is
+// none: readers are not refused, and the reads that follow meet a
+// database that fails.
+func LookPin(ctx context.Context, s Store, files *lockfile.Dir, where, id string) *RolledBackError {
 	pin, ok, err := files.ReadPin()
 	if err != nil || !ok {
-		return nil, nil
+		return nil
 	}
 	_, found, err := comparePin(ctx, s, files, where, id, pin, true)
-	return found, err
+	if err != nil {
+		return nil
+	}
+	return found
 }
 
 // comparePin reads the store's head and tells why pin (ok: there is one)

@@ -88,7 +88,7 @@ func runList(ctx context.Context, g *invocation.Globals) error {
 			req := h.RequestID
 			switch {
 			case s.Foreign && l.Behind() != nil:
-				req += " (not in the ledger)" // perhaps the ledger's own, from events a restore lost (see the warning)
+				req += " (not in the ledger)" // perhaps the ledger's own, from events a restore lost (see stderr)
 			case s.Foreign:
 				req += " (foreign)"
 			}

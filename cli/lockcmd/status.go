@@ -166,7 +166,7 @@ func printStatus(w io.Writer, s *ledger.LockStatus, behind bool) {
 	switch {
 	case s.Foreign && behind:
 		termtext.Fprintf(tw, "  note\tlock file the ledger does not hold: this host saw the ledger further on (a restore or a rollback, "+
-			"see the warning), so it may be the ledger's own holder from the events it no longer has; held, to fail safe\n")
+			"see stderr), so it may be the ledger's own holder from the events it no longer has; held, to fail safe\n")
 	case s.Foreign:
 		termtext.Fprintf(tw, "  note\tlock file written by another tool\n")
 	}

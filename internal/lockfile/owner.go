@@ -83,9 +83,8 @@ type trust struct {
 // ROOT, ROOT/locks, writer.flock and ledger.pin (whoever could write the
 // pin could stop every writer, or blind it to a restored ledger) where
 // they exist, and each of names (files in the root, such as the database)
-// where it exists. asked is the
-// group the caller asked for (--group), nil for none. The first entry
-// that fails is returned as an *UntrustedError.
+// where it exists. asked is the group the caller asked for (--group), nil
+// for none. The first entry that fails is returned as an *UntrustedError.
 func (d *Dir) CheckOwners(asked *int, names ...string) error {
 	return d.inRoot(false, func(r at) error {
 		var st unix.Stat_t

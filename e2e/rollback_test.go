@@ -282,3 +282,49 @@ func TestADatabaseRestoredUnderARunIsStillRefused(t *testing.T) {
 		t.Errorf("the next write after the run: %s", r.Stderr)
 	}
 }
+
+// TestAFailedAcceptRollbackAcceptsNothing: a writer host told to run
+// project --accept-rollback on a restored database runs it with its own
+// role, which may not project (the owner's): the run fails, exit 1, and
+// accepts nothing. The root's pin and the signed head kept in the trust
+// store stay as they were, so the host still refuses the restored
+// ledger; the owner's run then records the acceptance, and the host goes
+// on. Before, the failed run had already moved the pin and dropped the
+// head: the host wrote to the restored ledger at once, and verify passed,
+// with no ledger_projected recording the rollback.
+func TestAFailedAcceptRollbackAcceptsNothing(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Get(t)
+	roles := newREADMERoles(t)
+	bak := pgtest.CreateDatabase(t)
+	h := newPGHost(t, "web", roles.writer)
+	rid := strings.TrimSpace(h.must(t, 0, "acquire", "a").Stdout)
+	h.must(t, 0, "release", "a", "--request-id", rid)
+	if err := c.DropDatabase(bak); err != nil {
+		t.Fatal(err)
+	}
+	roles.ownerDB.SetMaxIdleConns(0)
+	if err := c.Exec("CREATE DATABASE " + pgx.Identifier{bak}.Sanitize() + " TEMPLATE " + pgx.Identifier{roles.name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	roles.ownerDB.SetMaxIdleConns(2)
+	h.must(t, 0, "acquire", "deploy")
+	pin, err := os.ReadFile(filepath.Join(h.root, "ledger.pin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := &pgHost{id: h.id, root: h.root, url: roles.at(roles.writer, bak)}
+	restored.must(t, 1, "project", "--accept-rollback")
+	if after, err := os.ReadFile(filepath.Join(h.root, "ledger.pin")); err != nil || string(after) != string(pin) {
+		t.Errorf("the failed accept moved the pin: %q -> %q (%v)", pin, after, err)
+	}
+	if r := restored.must(t, 1, "acquire", "x"); !strings.Contains(r.Stderr, "an older state of it") {
+		t.Errorf("after the failed accept: %s", r.Stderr)
+	}
+	restored.must(t, 1, "verify") // against the head kept before the restore
+	owner := &pgHost{id: h.id, root: h.root, url: roles.at(roles.owner, bak)}
+	if r := owner.must(t, 0, "project", "--accept-rollback"); !strings.Contains(r.Stdout, "rollback accepted") {
+		t.Errorf("the owner's accept: %s", r.Stdout)
+	}
+	restored.must(t, 0, "acquire", "x")
+}

@@ -168,6 +168,7 @@ type Ledger struct {
 	pinned, rollback *lockfile.Pin          // the root's pin, kept at close (nil: a reader); the one store.PinAccept overrode
 	trust            *trusted               // the trust store's pin this writer is checked against (trust.go); nil: none
 	behind           *store.RolledBackError // a reader's: the ledger is not the one the root's pin allows (store.LookPin)
+	accepted         atomic.Bool            // a Project run recorded the rollback (l.rollback): the pin may move to it at close
 }
 
 // Behind reports, for a ledger opened ReadOnly, why a writer at this root
@@ -249,7 +250,9 @@ func (l *Ledger) shut(closeStore func() error) error {
 	}
 	l.closed = true
 	defer l.files.Close()
-	store.KeepPin(l.store, l.files, l.id, l.pinned, l.log)
+	if l.rollback == nil || l.accepted.Load() {
+		store.KeepPin(l.store, l.files, l.id, l.pinned, l.log)
+	}
 	err := closeStore()
 	if l.flock != nil {
 		err = cmp.Or(err, l.flock.Close())

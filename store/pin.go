@@ -30,7 +30,8 @@ const (
 	// PinCheck refuses a ledger the pin does not allow (RolledBackError).
 	PinCheck PinPolicy = iota
 	// PinAccept takes the ledger found in the pin's place, and reports the
-	// pin it overrode, to be recorded.
+	// pin it overrode, to be recorded; the pin is written at close, once
+	// that is recorded (KeepPin's caller knows).
 	PinAccept
 	// PinSkip leaves the pin unchecked, and advances it at close: the open
 	// is the target of an import.
@@ -87,9 +88,9 @@ func CheckPin(ctx context.Context, s Store, files *lockfile.Dir, where, id strin
 	if refused == nil {
 		return &pin, nil, head.Seq, nil // advanced at close
 	}
-	if err := files.WritePin(head); err != nil {
-		return nil, nil, -1, err
-	}
+	// Accepted: the root pins the head found once the acceptance is
+	// recorded, at close (KeepPin); a run that records nothing leaves the
+	// pin as it was, and the next writer refuses the ledger still.
 	return &head, &pin, head.Seq, nil
 }
 

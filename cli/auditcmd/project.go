@@ -78,8 +78,11 @@ func runProject(ctx context.Context, o *projectOptions) error {
 		// the one this root pinned: both are recorded.
 		more = append(more, ledger.WithPin(store.PinAccept))
 	}
+	recorded := false
 	if (o.rollback || o.acceptBroken) && o.g.Trusting() {
-		if err := o.g.DropHeads(); err != nil {
+		done, err := o.g.DropHeads()
+		defer func() { done(recorded) }()
+		if err != nil {
 			return err
 		}
 	}
@@ -89,6 +92,7 @@ func runProject(ctx context.Context, o *projectOptions) error {
 			opts = append(opts, ledger.AcceptBrokenChain())
 		}
 		rep, err := l.Project(ctx, opts...)
+		recorded = rep != nil // committed: its file changes may have failed after
 		if err != nil {
 			return err
 		}

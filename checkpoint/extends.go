@@ -31,12 +31,17 @@ func (e *NotExtendedError) Error() string {
 	}
 	signed += " (" + e.Earlier.Source + ")"
 	if e.Earlier.Size > e.Size {
-		return fmt.Sprintf("refusing to sign: the ledger holds %d events, fewer than %s: its tail was cut since; verify with the verifier key and the witness names the first bad seq",
-			e.Size, signed)
+		return fmt.Sprintf("refusing to sign: the ledger holds %d events, fewer than %s: its tail was cut, or an older copy of it "+
+			"(a backup) put back, since; %s", e.Size, signed, whatToDo)
 	}
-	return fmt.Sprintf("refusing to sign: the ledger's %d events do not extend %s: %v; the log was rewritten since; verify with the verifier key and the witness names the first bad seq",
-		e.Size, signed, e.Err)
+	return fmt.Sprintf("refusing to sign: the ledger's %d events do not extend %s: %v; the log was rewritten, or an older copy of it "+
+		"(a backup) put back and written to, since; %s", e.Size, signed, e.Err, whatToDo)
 }
+
+// whatToDo follows a NotExtendedError: how to tell a cut from a restore,
+// and how to go on from a restore that was meant.
+const whatToDo = "verify with the verifier key and the witness names the first bad seq; to go on from this state " +
+	"(a restore you meant), run `lockledger project --accept-rollback` (recorded), and give writers a new witness if one kept that checkpoint"
 
 func (e *NotExtendedError) Unwrap() error { return e.Err }
 

@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -111,6 +115,25 @@ func TestRestoredLedgerFileIsRefused(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
 	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "a").Stdout)
 	clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+	restore := restoreLedgerFile(t, root)
+	seen := fencingToken(t, clitest.Must(t, 0, root, "acquire", "deploy", "--json").Stdout)
+	clitest.Must(t, 0, root, "acquire", "other")
+	restore()
+	r := clitest.Must(t, 1, root, "acquire", "deploy2")
+	if !strings.Contains(r.Stderr, "an older state of it") {
+		t.Errorf("the restored ledger.db: %s", r.Stderr)
+	}
+	clitest.Must(t, 0, root, "project", "--accept-rollback")
+	if got := fencingToken(t, clitest.Must(t, 0, root, "acquire", "deploy2", "--json").Stdout); got > seen+1 {
+		t.Errorf("token %d after the accepted rollback", got)
+	}
+}
+
+// restoreLedgerFile saves ROOT/ledger.db, and returns the function that
+// puts it back as it was then, as a restore of a backup of the database alone does: the lock
+// files and the pin of the host stay as the host left them.
+func restoreLedgerFile(t *testing.T, root string) (restore func()) {
+	t.Helper()
 	backup := t.TempDir()
 	files := []string{"ledger.db", "ledger.db-wal", "ledger.db-shm"}
 	copyFiles := func(from, to string) {
@@ -129,15 +152,179 @@ func TestRestoredLedgerFileIsRefused(t *testing.T) {
 		}
 	}
 	copyFiles(root, backup)
-	seen := fencingToken(t, clitest.Must(t, 0, root, "acquire", "deploy", "--json").Stdout)
-	clitest.Must(t, 0, root, "acquire", "other")
-	copyFiles(backup, root)
-	r := clitest.Must(t, 1, root, "acquire", "deploy2")
-	if !strings.Contains(r.Stderr, "an older state of it") {
-		t.Errorf("the restored ledger.db: %s", r.Stderr)
+	return func() { copyFiles(backup, root) }
+}
+
+// TestEveryCommandOnARestoredLedgerNamesTheRestore: on a host whose pin
+// saw the ledger further on, every command says that the ledger is behind
+// what the host saw (a restore or a rollback) and what to do: the writers
+// refuse, and the readers read on saying so (an error line, which --quiet
+// keeps). The host's own lock file of
+// an event the restore lost is not called another tool's, and verify
+// fails even on an unsigned ledger, where no kept head shows the cut.
+func TestEveryCommandOnARestoredLedgerNamesTheRestore(t *testing.T) {
+	t.Parallel()
+	for _, unsigned := range []bool{false, true} {
+		root := filepath.Join(t.TempDir(), "root")
+		if unsigned {
+			clitest.Unsigned(t, root)
+		}
+		rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "a").Stdout)
+		clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+		restore := restoreLedgerFile(t, root)
+		clitest.Must(t, 0, root, "acquire", "deploy")
+		restore()
+		const cause, remedy = "restored from a backup or rolled back", "lockledger project --accept-rollback"
+		for _, args := range [][]string{{"acquire", "x"}, {"run", "y", "--", "true"}} {
+			r := clitest.Must(t, 1, root, args...)
+			if !strings.Contains(r.Stderr, cause) || !strings.Contains(r.Stderr, remedy) {
+				t.Errorf("unsigned %v: %s does not name the restore and what to do: %s", unsigned, args[0], r.Stderr)
+			}
+		}
+		for _, args := range [][]string{{"status", "deploy"}, {"status", "deploy", "--quiet"}, {"list"}, {"history", "deploy"}, {"timeline"}, {"verify"}} {
+			want := 0
+			if args[0] == "verify" {
+				want = 1
+			}
+			r := clitest.Must(t, want, root, args...)
+			if !strings.Contains(r.Stderr, cause) || !strings.Contains(r.Stderr, remedy) {
+				t.Errorf("unsigned %v: %s does not say the ledger is behind what this host saw: %s", unsigned, args[0], r.Stderr)
+			}
+			if strings.Contains(r.Stdout, "another tool") || strings.Contains(r.Stdout, "did not write") || strings.Contains(r.Stdout, "(foreign)") {
+				t.Errorf("unsigned %v: %s calls the host's own lock file another tool's: %s", unsigned, args[0], r.Stdout)
+			}
+		}
+		v := clitest.Must(t, 1, root, "verify")
+		if !strings.Contains(v.Stdout, "truncated: this root's pin") || !strings.Contains(v.Stdout, "lock files the ledger does not hold") {
+			t.Errorf("unsigned %v: verify does not report the pin's head as the one cut: %s", unsigned, v.Stdout)
+		}
+		if s := clitest.Must(t, 0, root, "status", "deploy").Stdout; !strings.Contains(s, "deploy: held") {
+			t.Errorf("unsigned %v: the lost holding's lock file no longer holds the lock: %s", unsigned, s)
+		}
+		p := clitest.Must(t, 0, root, "project", "--accept-rollback").Stdout
+		if !strings.Contains(p, "perhaps holders from the events the rollback gave up): deploy") || strings.Contains(p, "foreign") {
+			t.Errorf("unsigned %v: project --accept-rollback calls the lost holding's lock file another tool's: %s", unsigned, p)
+		}
+	}
+}
+
+// TestARestoredRootNamesTheRestore: a whole root put back from an older
+// copy (cp -a: its pin too) is refused by the head kept in the trust
+// store, and the refusal says that an older copy may have been put back
+// and how to go on from it.
+func TestARestoredRootNamesTheRestore(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "a").Stdout)
+	clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+	clitest.Copy(t, root, filepath.Join(dir, "backup"))
+	clitest.Must(t, 0, root, "acquire", "deploy")
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	clitest.Copy(t, filepath.Join(dir, "backup"), root)
+	r := clitest.Must(t, 1, root, "acquire", "x")
+	if !strings.Contains(r.Stderr, "an older copy of it (a backup) put back") || !strings.Contains(r.Stderr, "lockledger project --accept-rollback") {
+		t.Errorf("the refusal on a restored root does not name the restore and what to do: %s", r.Stderr)
 	}
 	clitest.Must(t, 0, root, "project", "--accept-rollback")
-	if got := fencingToken(t, clitest.Must(t, 0, root, "acquire", "deploy2", "--json").Stdout); got > seen+1 {
-		t.Errorf("token %d after the accepted rollback", got)
+	clitest.Must(t, 0, root, "acquire", "x")
+}
+
+// TestADatabaseRestoredUnderARunIsStillRefused: a PostgreSQL database
+// restored (pg_dump, then DROP, CREATE and pg_restore) while a host's run
+// holds a lock on it: the run loses its lock, and the head it finds at
+// exit is below the pin it opened with. The pin stays where it was, so
+// the host's next write refuses the restored ledger as it would have had
+// no run been going. Before, the run moved the pin back to the restored
+// head at exit and an unsigned host then wrote there without a word.
+func TestADatabaseRestoredUnderARunIsStillRefused(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Get(t)
+	name := pgtest.CreateDatabase(t)
+	h := newPGHost(t, "web", c.SocketURL(name))
+	clitest.Unsigned(t, h.root) // only the pin can notice
+	rid := strings.TrimSpace(h.must(t, 0, "acquire", "a", "--pid", "1").Stdout)
+	h.must(t, 0, "release", "a", "--request-id", rid)
+	dump := filepath.Join(t.TempDir(), "dump")
+	pg := func(tool string, args ...string) {
+		t.Helper()
+		args = append([]string{"-h", c.SocketDir, "-p", strconv.Itoa(c.Port), "-U", "postgres"}, args...)
+		if out, err := exec.Command(filepath.Join(c.BinDir, tool), args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", tool, err, out)
+		}
 	}
+	pg("pg_dump", "-Fc", "-f", dump, name)
+	for _, lock := range []string{"b", "c", "d"} {
+		h.must(t, 0, "acquire", lock, "--pid", "1")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run := h.command(ctx, "run", "deploy", "--ttl", "3s", "--", "sleep", "30")
+	var stderr lockedBuffer
+	run.Stderr = &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	awaitCondition(t, "the run holding its lock", func() bool { return strings.Contains(stderr.String(), "acquired") })
+	for _, q := range []string{"DROP DATABASE " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)", "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()} {
+		if err := c.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pg("pg_restore", "-d", name, dump)
+	var exit *exec.ExitError
+	if err := run.Wait(); !errors.As(err, &exit) || exit.ExitCode() != 5 {
+		t.Fatalf("the run on the restored database: %v, want exit 5 (lock lost)\n%s", err, stderr.String())
+	}
+	if r := h.must(t, 1, "acquire", "x", "--pid", "1"); !strings.Contains(r.Stderr, "an older state of it") {
+		t.Errorf("the next write after the run: %s", r.Stderr)
+	}
+}
+
+// TestAFailedAcceptRollbackAcceptsNothing: a writer host told to run
+// project --accept-rollback on a restored database runs it with its own
+// role, which may not project (the owner's): the run fails, exit 1, and
+// accepts nothing. The root's pin and the signed head kept in the trust
+// store stay as they were, so the host still refuses the restored
+// ledger; the owner's run then records the acceptance, and the host goes
+// on. Before, the failed run had already moved the pin and dropped the
+// head: the host wrote to the restored ledger at once, and verify passed,
+// with no ledger_projected recording the rollback.
+func TestAFailedAcceptRollbackAcceptsNothing(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Get(t)
+	roles := newREADMERoles(t)
+	bak := pgtest.CreateDatabase(t)
+	h := newPGHost(t, "web", roles.writer)
+	rid := strings.TrimSpace(h.must(t, 0, "acquire", "a").Stdout)
+	h.must(t, 0, "release", "a", "--request-id", rid)
+	if err := c.DropDatabase(bak); err != nil {
+		t.Fatal(err)
+	}
+	roles.ownerDB.SetMaxIdleConns(0)
+	if err := c.Exec("CREATE DATABASE " + pgx.Identifier{bak}.Sanitize() + " TEMPLATE " + pgx.Identifier{roles.name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	roles.ownerDB.SetMaxIdleConns(2)
+	h.must(t, 0, "acquire", "deploy")
+	pin, err := os.ReadFile(filepath.Join(h.root, "ledger.pin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := &pgHost{id: h.id, root: h.root, url: roles.at(roles.writer, bak)}
+	restored.must(t, 1, "project", "--accept-rollback")
+	if after, err := os.ReadFile(filepath.Join(h.root, "ledger.pin")); err != nil || string(after) != string(pin) {
+		t.Errorf("the failed accept moved the pin: %q -> %q (%v)", pin, after, err)
+	}
+	if r := restored.must(t, 1, "acquire", "x"); !strings.Contains(r.Stderr, "an older state of it") {
+		t.Errorf("after the failed accept: %s", r.Stderr)
+	}
+	restored.must(t, 1, "verify") // against the head kept before the restore
+	owner := &pgHost{id: h.id, root: h.root, url: roles.at(roles.owner, bak)}
+	if r := owner.must(t, 0, "project", "--accept-rollback"); !strings.Contains(r.Stdout, "rollback accepted") {
+		t.Errorf("the owner's accept: %s", r.Stdout)
+	}
+	restored.must(t, 0, "acquire", "x")
 }

@@ -162,6 +162,8 @@ func TestAnOwnRootWritableByOthersIsRefused(t *testing.T) {
 		{filepath.Join(root, "ledger.db"), 0o666},
 		{filepath.Join(root, "ledger.db"), 0o660},
 		{filepath.Join(root, "writer.flock"), 0o622},
+		{filepath.Join(root, "ledger.pin"), 0o666},
+		{filepath.Join(root, "ledger.pin"), 0o620},
 		{filepath.Join(root, "locks"), 0o777},
 		{filepath.Join(root, "locks"), 0o770},
 		{root, 0o707},
@@ -230,6 +232,51 @@ func TestAGroupRootTrustsItsMembersOnly(t *testing.T) {
 	}
 	must(bobUID, "acquire", "y", "--pid", "1")
 	must(aliceUID, "verify")
+}
+
+// TestAGroupRootPreparedByHandNeedsItsKey: an administrator prepares a
+// group root by hand (mkdir, chgrp, chmod 2770) in a directory the
+// members cannot write, so its group key cannot be made there by them: a
+// member's first write exits 2 naming --root, the key's path and what to
+// run, not "root writable by another user" (nothing here is another
+// user's), and makes nothing; once the administrator has made the key as
+// it says, the member writes.
+func TestAGroupRootPreparedByHandNeedsItsKey(t *testing.T) {
+	t.Parallel()
+	as, base := otherUsers(t)
+	srv := filepath.Join(base, "srv")
+	root := filepath.Join(srv, "locks")
+	for _, d := range []string{srv, root} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(root, 0, teamGID); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, os.ModeSetgid|0o770); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(srv, ".locks.signing.key")
+	r := as(aliceUID, []uint32{teamGID}, root, "acquire", "deploy", "--pid", "1")
+	if r.Code != 2 || !strings.Contains(r.Stderr, `--root "`+root+`"`) || !strings.Contains(r.Stderr, "signing key cannot be read or created at "+key) ||
+		strings.Contains(r.Stderr, "writable by another user") {
+		t.Fatalf("a member's first write to a group root whose key it cannot make: exit %d, want 2 naming --root and the key, not a root others can write\n%s",
+			r.Code, r.Stderr)
+	}
+	if entries, err := os.ReadDir(root); err != nil || len(entries) != 0 {
+		t.Fatalf("the refused write left %v in the root (%v)", entries, err)
+	}
+	clitest.Must(t, 0, root, "keygen", "--name", "ops", "-o", key)
+	if err := os.Chown(key, 0, teamGID); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(key, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if r := as(aliceUID, []uint32{teamGID}, root, "acquire", "deploy", "--pid", "1"); r.Code != 0 {
+		t.Fatalf("the member's write once the key is made: exit %d\n%s", r.Code, r.Stderr)
+	}
 }
 
 // TestAPostgresRootWritableByOthersIsRefused: with the ledger in

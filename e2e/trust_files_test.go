@@ -17,6 +17,7 @@ import (
 
 	ckpt "github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 // runWithin runs lockledger on root for at most d: a command that hangs
@@ -168,5 +169,22 @@ func TestAStoppedPinnerHoldsUpNoWriter(t *testing.T) {
 	r := runWithin(t, 30*time.Second, root, "acquire", "a", "--pid", strconv.Itoa(os.Getpid()))
 	if r.Code == 0 || !strings.Contains(r.Stderr, lockPath) {
 		t.Fatalf("a first write while another holds %s: exit %d, want a failure naming it\nstdout: %s\nstderr: %s", lockPath, r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// TestTwoRootsOfOnePostgresLedgerAreNotCalledCopies: one user's two roots
+// (two services on a machine, or two hosts sharing a trust store) write
+// one PostgreSQL ledger; the second's first write says that both write
+// the one database, not that one root is a copy of the other (it said
+// so before).
+func TestTwoRootsOfOnePostgresLedgerAreNotCalledCopies(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	a := newPGHost(t, "a", url)
+	b := newPGHost(t, "b", url)
+	a.must(t, 0, "acquire", "x", "--pid", "1")
+	r := b.must(t, 0, "acquire", "y", "--pid", "1")
+	if !strings.Contains(r.Stderr, "pinned at "+a.root+" too: both roots write the one database") || strings.Contains(r.Stderr, "copy") {
+		t.Errorf("the second root's first write does not say that both roots write the one database:\n%s", r.Stderr)
 	}
 }

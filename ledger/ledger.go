@@ -165,9 +165,17 @@ type Ledger struct {
 	flock            *lockfile.Mutex
 	seen             atomic.Int64 // the seq of the newest head this process saw (-1: none), which a busy wait measures progress from (awaitWriter)
 	closed           bool
-	pinned, rollback *lockfile.Pin // the root's pin, kept at close (nil: a reader); the one store.PinAccept overrode
-	trust            *trusted      // the trust store's pin this writer is checked against (trust.go); nil: none
+	pinned, rollback *lockfile.Pin          // the root's pin, kept at close (nil: a reader); the one store.PinAccept overrode
+	trust            *trusted               // the trust store's pin this writer is checked against (trust.go); nil: none
+	behind           *store.RolledBackError // a reader's: the ledger is not the one the root's pin allows (store.LookPin)
+	accepted         atomic.Bool            // a Project run recorded the rollback (l.rollback): the pin may move to it at close
 }
+
+// Behind reports, for a ledger opened ReadOnly, why a writer at this root
+// would refuse it: another ledger, or an older state or another history
+// of the one this host wrote to (a restore or a rollback). Nil when the
+// root's pin allows it, or for a writer (which is refused at open).
+func (l *Ledger) Behind() *store.RolledBackError { return l.behind }
 
 // loadID reads the ledger's id, and gives a new ledger one where newLedger
 // allows a new ledger and no event was ever appended.
@@ -242,7 +250,9 @@ func (l *Ledger) shut(closeStore func() error) error {
 	}
 	l.closed = true
 	defer l.files.Close()
-	store.KeepPin(l.store, l.files, l.id, l.pinned, l.log)
+	if l.rollback == nil || l.accepted.Load() {
+		store.KeepPin(l.store, l.files, l.id, l.pinned, l.log)
+	}
 	err := closeStore()
 	if l.flock != nil {
 		err = cmp.Or(err, l.flock.Close())

@@ -92,6 +92,13 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		return nil, err
 	}
 	l.seen.Store(seen)
+	if c.readOnly {
+		if l.behind = store.LookPin(ctx, l.store, l.files, l.where(), l.id); l.behind != nil {
+			// It asks something of the reader: an error line, shown with
+			// --quiet too, whatever the read's exit code.
+			l.log.Error(l.behind.Behind())
+		}
+	}
 	if err = l.checkTrust(c.pin); err != nil {
 		l.Close()
 		return nil, err

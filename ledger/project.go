@@ -174,7 +174,11 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		}
 		p := &projection{l: l, rep: rep, now: now, plans: map[string]*lockPlan{}}
 		w.aborted = p.dropAsides
-		w.committed = func() error { applied = p.apply(); return nil }
+		w.committed = func() error {
+			l.accepted.Store(true) // the rollback, if any, is recorded: the root may pin the ledger found
+			applied = p.apply()
+			return nil
+		}
 		rebuilt, err := p.rows(ctx, tx, st, rows)
 		if err != nil {
 			return nil, err

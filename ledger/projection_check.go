@@ -48,6 +48,9 @@ func (l *Ledger) checkProjection(ctx context.Context, q replay.Querier, st *repl
 			"%s is ledger %s, but this root's %s records ledger %s: the database was replaced by another ledger's",
 			filepath.Join(l.root, DBFile), l.id, WriterMux, termtext.Clip(marker, 64))})
 	}
+	if b := l.behind; b != nil {
+		rep.Add(pinProblem(b))
+	}
 	for _, d := range drifts(lockRows(st), rows, func(r *store.Row) string { return r.Name }) {
 		switch want, got := d.want, d.got; {
 		case want == nil && st.Lock(got.Name) != nil:
@@ -143,6 +146,24 @@ func truncation(rows []*store.Row, head int64) *verify.Problem {
 	return &verify.Problem{Seq: head + 1, Kind: verify.KindTruncated, Lock: last.Name, Detail: fmt.Sprintf(
 		"the log ends at seq %d, but the locks table records lock %s as updated by seq %d: events %d-%d (at least) are gone",
 		head, last.Name, last.UpdatedSeq, head+1, last.UpdatedSeq)}
+}
+
+// pinProblem is what the root's pin knows of a ledger a writer here would
+// refuse (store.LookPin): the database replaced by another ledger's, or
+// this ledger put back to before a head this host saw, by a restore or a
+// rollback that a log without a checkpoint past it cannot show.
+func pinProblem(b *store.RolledBackError) verify.Problem {
+	p := verify.Problem{Kind: verify.KindSwapped}
+	switch {
+	case b.Found.LedgerID != b.Pinned.LedgerID:
+	case b.Found.Seq < b.Pinned.Seq:
+		p.Kind, p.Seq = verify.KindTruncated, b.Found.Seq+1
+	default:
+		p.Kind, p.Seq = verify.KindModified, b.Pinned.Seq
+	}
+	p.Detail = fmt.Sprintf("this root's pin (%s) records %s, the newest head this host saw, but the database holds %s: %s; "+
+		"`lockledger project --accept-rollback` goes on from this state (recorded)", b.Pin, b.Pinned, b.Found, b.Reason)
+	return p
 }
 
 func (l *Ledger) checkFiles(ctx context.Context, rows []*store.Row, rep *verify.Report) error {
@@ -243,6 +264,12 @@ func (l *Ledger) checkFile(name string, r *store.Row) (*verify.Problem, string, 
 		return problem(verify.KindForeignAtHeld, "the ledger holds the lock (request %s) but %s is %s", r.RequestID, path, foreignSummary(f.Data))
 	case slices.Contains(v.repairs, repairRemoveLeftover):
 		return problem(verify.KindLockFileExtra, "%s is request %s's, but the ledger released the lock", path, r.RequestID)
+	case v.holder != nil && v.holder.foreign && l.behind != nil:
+		// The file may be the ledger's own, written by an event the
+		// database no longer holds: no other tool's to name.
+		return &verify.Problem{Kind: verify.KindForeign, Lock: name, Detail: fmt.Sprintf(
+			"%s is a lock file the ledger does not hold (%s), perhaps its own holder from the events it no longer has (this root saw the ledger further on); left alone",
+			path, lockFileHolder(f.Data))}, "", nil
 	case v.holder != nil && v.holder.foreign:
 		return &verify.Problem{Kind: verify.KindForeign, Lock: name, Detail: fmt.Sprintf("%s is %s; left alone", path, foreignSummary(f.Data))}, "", nil
 	}
@@ -262,12 +289,19 @@ func fileProblem(r *store.Row) func(kind verify.Kind, format string, args ...any
 }
 
 func foreignSummary(data []byte) string {
-	rec, err := ParseLockFile(data)
-	if err != nil {
+	if _, err := ParseLockFile(data); err != nil {
 		return "an unreadable lock file the ledger did not write"
 	}
-	return fmt.Sprintf("a lock file the ledger did not write (request %s, actor %s, pid %d on %s)",
-		rec.RequestID, rec.Actor, rec.PID, rec.HostID)
+	return "a lock file the ledger did not write (" + lockFileHolder(data) + ")"
+}
+
+// lockFileHolder names the holder a lock file records.
+func lockFileHolder(data []byte) string {
+	rec, err := ParseLockFile(data)
+	if err != nil {
+		return "unreadable"
+	}
+	return fmt.Sprintf("request %s, actor %s, pid %d on %s", rec.RequestID, rec.Actor, rec.PID, rec.HostID)
 }
 
 // checkTargets judges the extra lock files (other tools' formats) that a

@@ -140,6 +140,7 @@ func (l *Ledger) checkTrust(policy store.PinPolicy) error {
 	if err != nil || p == nil {
 		return err
 	}
+	p.Shared = l.store.ManyHosts()
 	if t.cfg.notice != nil {
 		t.cfg.notice(p)
 		return nil

@@ -30,7 +30,8 @@ const (
 	// PinCheck refuses a ledger the pin does not allow (RolledBackError).
 	PinCheck PinPolicy = iota
 	// PinAccept takes the ledger found in the pin's place, and reports the
-	// pin it overrode, to be recorded.
+	// pin it overrode, to be recorded; the pin is written at close, once
+	// that is recorded (KeepPin's caller knows).
 	PinAccept
 	// PinSkip leaves the pin unchecked, and advances it at close: the open
 	// is the target of an import.
@@ -55,6 +56,15 @@ func (e *RolledBackError) Error() string {
 
 func (e *RolledBackError) Unwrap() error { return ErrRolledBack }
 
+// Behind is e in a reader's words: it reads on, so what it shows is not
+// what this host saw.
+func (e *RolledBackError) Behind() string {
+	return fmt.Sprintf("%s holds %s, but this host has written to %s (%s): %s. What is read here is not what this host saw: "+
+		"lock files here that the ledger does not hold may be its own holders from the events it no longer has. Point --database "+
+		"or --root back at that ledger, or, to go on from this state, run `lockledger project --accept-rollback` (recorded)",
+		e.Where, e.Found, e.Pinned, e.Pin, e.Reason)
+}
+
 // CheckPin compares the ledger id with the store's events against the
 // root's pin, by policy. It returns the pin as it now stands (zero where
 // there is none yet), to be advanced at close (KeepPin), the one it
@@ -68,9 +78,46 @@ func CheckPin(ctx context.Context, s Store, files *lockfile.Dir, where, id strin
 	if err != nil || policy == PinSkip {
 		return &pin, nil, -1, err
 	}
+	head, refused, err := comparePin(ctx, s, files, where, id, pin, ok)
+	if err != nil {
+		return nil, nil, -1, err
+	}
+	if refused != nil && policy != PinAccept {
+		return nil, nil, -1, refused
+	}
+	if refused == nil {
+		return &pin, nil, head.Seq, nil // advanced at close
+	}
+	// Accepted: the root pins the head found once the acceptance is
+	// recorded, at close (KeepPin); a run that records nothing leaves the
+	// pin as it was, and the next writer refuses the ledger still.
+	return &head, &pin, head.Seq, nil
+}
+
+// LookPin is a reader's look at the root's pin: the RolledBackError a
+// writer would be refused with (nil: none), so that a reader can say that
+// what it shows is not what this host saw. It changes nothing. A pin the
+// reader cannot read (another user's root), or a head it cannot read, is
+// none: readers are not refused, and the reads that follow meet a
+// database that fails.
+func LookPin(ctx context.Context, s Store, files *lockfile.Dir, where, id string) *RolledBackError {
+	pin, ok, err := files.ReadPin()
+	if err != nil || !ok {
+		return nil
+	}
+	_, found, err := comparePin(ctx, s, files, where, id, pin, true)
+	if err != nil {
+		return nil
+	}
+	return found
+}
+
+// comparePin reads the store's head and tells why pin (ok: there is one)
+// does not allow it: a RolledBackError, or nil.
+func comparePin(ctx context.Context, s Store, files *lockfile.Dir, where, id string, pin lockfile.Pin, ok bool) (lockfile.Pin, *RolledBackError, error) {
 	head, at, err := pinHead(ctx, s, id, pin.Seq)
 	if err != nil {
-		return nil, nil, -1, fmt.Errorf("ledger: the head to check against %s: %w", files.Root(), err)
+		return head, nil, fmt.Errorf("ledger: the head to check against %s: %w", files.Root(), err)
 	}
 	reason := ""
 	switch {
@@ -78,33 +125,38 @@ func CheckPin(ctx context.Context, s Store, files *lockfile.Dir, where, id strin
 	case pin.LedgerID != id:
 		reason = "another ledger"
 	case head.Seq < pin.Seq:
-		reason = fmt.Sprintf("an older state of it (head seq %d, below seq %d seen)", head.Seq, pin.Seq)
+		reason = fmt.Sprintf("an older state of it (head seq %d, below seq %d seen: restored from a backup or rolled back)", head.Seq, pin.Seq)
 	case pin.Seq > 0 && at != pin.Hash:
-		reason = fmt.Sprintf("another history of it (its event at seq %d is not the one seen)", pin.Seq)
-	}
-	if reason != "" && policy != PinAccept {
-		return nil, nil, -1, &RolledBackError{Where: where, Pin: filepath.Join(files.Root(), lockfile.PinName), Pinned: pin, Found: head, Reason: reason}
+		reason = fmt.Sprintf("another history of it (its event at seq %d is not the one seen: restored from a backup or rolled back, then written to)", pin.Seq)
 	}
 	if reason == "" {
-		return &pin, nil, head.Seq, nil // advanced at close
+		return head, nil, nil
 	}
-	if err := files.WritePin(head); err != nil {
-		return nil, nil, -1, err
-	}
-	return &head, &pin, head.Seq, nil
+	return head, &RolledBackError{Where: where, Pin: filepath.Join(files.Root(), lockfile.PinName), Pinned: pin, Found: head, Reason: reason}, nil
 }
 
 // KeepPin advances the root's pin to the store's head at close, where it
-// moved since pin (nil: the open pins nothing). A failure is logged: the
-// pin stays at a head this host has seen.
+// moved on from pin (nil: the open pins nothing). A failure is logged: the
+// pin stays at a head this host has seen. A head that does not extend the
+// pin (the database restored or rolled back while the process had it
+// open) is not written over it: the next open refuses that ledger, as it
+// would have had the process not been running.
 func KeepPin(s Store, files *lockfile.Dir, id string, pin *lockfile.Pin, log *slog.Logger) {
 	if pin == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // a lost database must not hold up an exit
 	defer cancel()
-	head, _, err := pinHead(ctx, s, id, 0)
-	if err == nil && head != *pin {
+	head, at, err := pinHead(ctx, s, id, pin.Seq)
+	switch {
+	case err != nil:
+	case head == *pin:
+		return
+	case pin.LedgerID == id && (head.Seq < pin.Seq || pin.Seq > 0 && at != pin.Hash):
+		log.Warn("the ledger went back while this process had it open (restored from a backup or rolled back): "+
+			"this root's pin stays at the head it saw, so the next writer here refuses the ledger", "pin", pin.String(), "found", head.String())
+		return
+	default:
 		err = files.WritePin(head)
 	}
 	if err != nil {

@@ -70,9 +70,11 @@ func (s *Store) DefaultKey(root string, group *int, log *slog.Logger) (*Key, err
 				"file", path, "mode", fmt.Sprintf("%04o", st.Mode&0o7777))
 		}
 		if err != nil && !errors.Is(err, events.ErrInvalid) {
-			return nil, fmt.Errorf("%w: the signing key of the group root %s cannot be read or created at %s (%s): "+
-				"have the member who should own it run `lockledger keygen --name NAME -o %s` and `chgrp GROUP %s; chmod 0640 %s`, "+
-				"or write without signing (--unsigned)", lockfile.ErrUntrusted, Resolve(root), path, errText(err), path, path, path)
+			// Invalid input, not a root others can write: nothing here is
+			// another user's, the caller only cannot make the key.
+			return nil, events.Invalid("--root", Resolve(root), fmt.Sprintf("is a group root whose signing key cannot be read or created at %s (%s): "+
+				"have the member or administrator who should own it run `lockledger keygen --name NAME -o %s` and `chgrp GROUP %s; chmod 0640 %s`, "+
+				"or write without signing (--unsigned)", path, errText(err), path, path, path))
 		}
 	} else {
 		k, created, err = s.Key()
@@ -125,8 +127,10 @@ type Pinned struct {
 	File    string // known_ledgers
 	Another bool   // the ledger was pinned at the root already, with another key
 	// Copies are the other roots the store pins the same ledger at: the
-	// root is a copy of one of them, or they of it.
+	// root is a copy of one of them, or they of it; or, Shared, roots of
+	// the one database the ledger is kept in.
 	Copies []string
+	Shared bool // the ledger is a database that many roots write (PostgreSQL), not a file of the root
 }
 
 // Lines are what a writer says of the pin, once: trust on first use is a
@@ -136,7 +140,10 @@ func (p *Pinned) Lines() []string {
 		return []string{fmt.Sprintf("ledger %s at %s: pinned another signing key in %s: %s", p.LedgerID, p.Root, p.File, p.Verifier)}
 	}
 	out := []string{fmt.Sprintf("trusting ledger %s at %s on first use: pinned in %s with key %s", p.LedgerID, p.Root, p.File, p.Verifier)}
-	if len(p.Copies) > 0 {
+	switch {
+	case len(p.Copies) > 0 && p.Shared:
+		out = append(out, fmt.Sprintf("ledger %s is pinned at %s too: both roots write the one database it is kept in; each keeps its own signed head, and neither is checked against the other", p.LedgerID, p.Copies[0]))
+	case len(p.Copies) > 0:
 		out = append(out, fmt.Sprintf("ledger %s is pinned at %s too: this root is a copy of it (or it of this one); each keeps its own signed head, and neither is checked against the other", p.LedgerID, p.Copies[0]))
 	}
 	return out

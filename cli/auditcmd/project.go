@@ -78,8 +78,11 @@ func runProject(ctx context.Context, o *projectOptions) error {
 		// the one this root pinned: both are recorded.
 		more = append(more, ledger.WithPin(store.PinAccept))
 	}
+	recorded := false
 	if (o.rollback || o.acceptBroken) && o.g.Trusting() {
-		if err := o.g.DropHeads(); err != nil {
+		done, err := o.g.DropHeads()
+		defer func() { done(recorded) }()
+		if err != nil {
 			return err
 		}
 	}
@@ -89,6 +92,7 @@ func runProject(ctx context.Context, o *projectOptions) error {
 			opts = append(opts, ledger.AcceptBrokenChain())
 		}
 		rep, err := l.Project(ctx, opts...)
+		recorded = rep != nil // committed: its file changes may have failed after
 		if err != nil {
 			return err
 		}
@@ -109,7 +113,14 @@ func runProject(ctx context.Context, o *projectOptions) error {
 			for _, c := range rep.Files {
 				termtext.Fprintf(w, "  file %-10s %s (%s)\n", c.Action, c.Lock, c.Detail)
 			}
-			printNames(w, "foreign lock files left alone", rep.Foreign)
+			if rep.RollbackAccepted != nil {
+				// The files may be this root's own holders from the events
+				// given up: no other tool's to name.
+				printNames(w, "lock files the ledger does not hold, left alone and held until their holder is dead or stale "+
+					"(perhaps holders from the events the rollback gave up)", rep.Foreign)
+			} else {
+				printNames(w, "foreign lock files left alone", rep.Foreign)
+			}
 			printNames(w, "locks held by the ledger with another tool's file at their path (left alone)", rep.Interlopers)
 			switch n := len(rep.Recorded); {
 			case n == 1:

@@ -611,7 +611,7 @@ func printReport(w io.Writer, rep *verify.Report) {
 		}
 	}
 	if len(rep.Foreign) > 0 {
-		fmt.Fprintln(w, "  foreign lock files (not the ledger's; not damage):")
+		fmt.Fprintln(w, "  lock files the ledger does not hold (not damage):")
 		for _, p := range rep.Foreign {
 			termtext.Fprintf(w, "    %s: %s\n", p.Lock, p.Detail)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/lockledger/lockledger/trust"
 )
@@ -73,28 +74,47 @@ func VerifiedOf(s *trust.Store, root string) trust.Verified {
 	return trust.Verified{Dir: s.VerifiedDir(), Root: trust.Resolve(root)}
 }
 
-// DropHeads removes the signed heads the trust store keeps of the ledgers
-// pinned at the root, for project --accept-rollback (or
+// DropHeads moves aside the signed heads the trust store keeps of the
+// ledgers pinned at the root, for project --accept-rollback (or
 // --accept-broken-chain): the user goes on from an older or cut log on
-// purpose, and the next write signs its head.
-func (g *Globals) DropHeads() error {
+// purpose, and its write signs the new head. done settles them once that
+// write is over: removed when it was recorded, put back when it failed
+// (a role without the owner's rights, a database gone), so that a
+// rollback nothing recorded leaves this user's head of the ledger as it
+// was; a head kept meanwhile is not replaced.
+func (g *Globals) DropHeads() (done func(recorded bool), err error) {
+	var aside [][2]string // {head, aside}
+	done = func(recorded bool) {
+		for _, a := range aside {
+			switch {
+			case recorded:
+				_ = os.Remove(a[1])
+			case os.Link(a[1], a[0]) == nil: // never over a head kept since
+				_ = os.Remove(a[1])
+			default:
+				g.Log.Warn("could not put back the signed head kept of the ledger", "file", a[0], "kept_aside", a[1])
+			}
+		}
+	}
 	s, pins, err := g.RootPins()
 	if err != nil {
-		return err
+		return done, err
 	}
 	for _, p := range pins {
 		// What this user verified of the old log is no head of the new one.
 		if err := VerifiedOf(s, p.Root).Forget(p.LedgerID); err != nil {
-			return err
+			return done, err
 		}
 		heads := Heads(s, p.Root)
 		for _, path := range []string{heads.Path(p.LedgerID), trust.Heads{Dir: heads.Dir}.Path(p.LedgerID)} {
-			if err := os.Remove(path); err == nil {
+			to := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".dropped")
+			if err := os.Rename(path, to); err == nil {
+				aside = append(aside, [2]string{path, to})
 				g.Log.Info("rollback accepted: dropped the signed head kept of the ledger", "ledger_id", p.LedgerID, "file", path)
 			} else if !errors.Is(err, fs.ErrNotExist) {
-				return err
+				return done, err
 			}
 		}
 	}
-	return nil
+	return done, nil
 }

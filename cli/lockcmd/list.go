@@ -86,7 +86,10 @@ func runList(ctx context.Context, g *invocation.Globals) error {
 				continue
 			}
 			req := h.RequestID
-			if s.Foreign {
+			switch {
+			case s.Foreign && l.Behind() != nil:
+				req += " (not in the ledger)" // perhaps the ledger's own, from events a restore lost (see stderr)
+			case s.Foreign:
 				req += " (foreign)"
 			}
 			if s.Problem != "" {

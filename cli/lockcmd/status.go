@@ -98,7 +98,7 @@ func (o *statusOptions) run(ctx context.Context) error {
 		if o.g.JSON {
 			invocation.WriteJSON(o.g.IO.Out, statusObject(s))
 		} else if !o.check {
-			printStatus(o.g.IO.Out, s)
+			printStatus(o.g.IO.Out, s, l.Behind() != nil)
 		}
 		if o.check {
 			return checkResult(s)
@@ -123,7 +123,10 @@ func checkResult(s *ledger.LockStatus) error {
 	return &invocation.ExitError{Code: invocation.ExitBlocked}
 }
 
-func printStatus(w io.Writer, s *ledger.LockStatus) {
+// printStatus shows s; behind: the ledger is not what this root's pin
+// allows (ledger.Ledger.Behind), so a lock file it does not hold may be its
+// own from events it no longer has.
+func printStatus(w io.Writer, s *ledger.LockStatus, behind bool) {
 	defer printQueue(w, s.Queue)
 	termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
 	h := s.Holder
@@ -160,7 +163,11 @@ func printStatus(w io.Writer, s *ledger.LockStatus) {
 	if s.FencingToken > 0 {
 		termtext.Fprintf(tw, "  fencing token\t%d\n", s.FencingToken)
 	}
-	if s.Foreign {
+	switch {
+	case s.Foreign && behind:
+		termtext.Fprintf(tw, "  note\tlock file the ledger does not hold: this host saw the ledger further on (a restore or a rollback, "+
+			"see stderr), so it may be the ledger's own holder from the events it no longer has; held, to fail safe\n")
+	case s.Foreign:
 		termtext.Fprintf(tw, "  note\tlock file written by another tool\n")
 	}
 	switch {

@@ -27,10 +27,28 @@ func (d *Dir) OpenMutex() (m *Mutex, err error) {
 		if err != nil {
 			return r.openErr("open", MutexName, err)
 		}
+		if err := regular(fd, r.join(MutexName)); err != nil {
+			unix.Close(fd)
+			return err
+		}
 		m = &Mutex{f: os.NewFile(uintptr(fd), r.join(MutexName))}
 		return nil
 	})
 	return m, err
+}
+
+// regular refuses an open file of the root that is not a regular file:
+// a FIFO or a device read as one fails as "illegal seek", or reads what
+// someone writes into it.
+func regular(fd int, path string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return &UnsafePathError{Path: path, Reason: "is not a regular file (" + kind(uint32(st.Mode)) + ")"}
+	}
+	return nil
 }
 
 // Lock takes the mutex, waiting up to wait (and while ctx lasts) with
@@ -126,6 +144,9 @@ func (d at) readStart(name string, n int) (b []byte, ok bool, err error) {
 	}
 	f := os.NewFile(uintptr(fd), d.join(name))
 	defer f.Close()
+	if err := regular(fd, f.Name()); err != nil {
+		return nil, false, err
+	}
 	b, err = readStart(f, n)
 	return b, true, err
 }

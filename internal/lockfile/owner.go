@@ -80,10 +80,11 @@ type trust struct {
 
 // CheckOwners checks, before a write, that no user but the caller (and
 // root, and the members of a group root's group) can write the root:
-// ROOT, ROOT/locks and writer.flock where they exist, and each of names
-// (files in the root, such as the database) where it exists. asked is the
-// group the caller asked for (--group), nil for none. The first entry
-// that fails is returned as an *UntrustedError.
+// ROOT, ROOT/locks, writer.flock and ledger.pin (whoever could write the
+// pin could stop every writer, or blind it to a restored ledger) where
+// they exist, and each of names (files in the root, such as the database)
+// where it exists. asked is the group the caller asked for (--group), nil
+// for none. The first entry that fails is returned as an *UntrustedError.
 func (d *Dir) CheckOwners(asked *int, names ...string) error {
 	return d.inRoot(false, func(r at) error {
 		var st unix.Stat_t
@@ -108,7 +109,7 @@ func (d *Dir) CheckOwners(asked *int, names ...string) error {
 				return err
 			}
 		}
-		for _, name := range append([]string{MutexName}, names...) {
+		for _, name := range append([]string{MutexName, PinName}, names...) {
 			st, ok, err := r.lstat(name)
 			if err != nil {
 				return err

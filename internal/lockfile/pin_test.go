@@ -1,10 +1,13 @@
 package lockfile_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/internal/lockfile"
 )
@@ -46,5 +49,50 @@ func TestPinRoundTripsAndRefusesGarbage(t *testing.T) {
 		if _, _, err := d.ReadPin(); err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("pin %q: got %v, want an error naming the file", bad, err)
 		}
+	}
+}
+
+// TestPinThatIsNoFileIsNamedSo: a FIFO or a directory at the pin is
+// refused saying what it is, without blocking on the FIFO, as at a lock
+// file; it failed before as "read …: read …: illegal seek".
+func TestPinThatIsNoFileIsNamedSo(t *testing.T) {
+	d, root := openRoot(t)
+	path := filepath.Join(root, lockfile.PinName)
+	if err := unix.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := d.ReadPin()
+	var unsafe *lockfile.UnsafePathError
+	if !errors.As(err, &unsafe) || !strings.Contains(err.Error(), path+": is not a regular file (a named pipe)") {
+		t.Fatalf("a FIFO at the pin: %v, want it named as a named pipe", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.ReadPin(); !errors.As(err, &unsafe) || !strings.Contains(err.Error(), "is not a regular file (a directory)") {
+		t.Fatalf("a directory at the pin: %v, want it named as a directory", err)
+	}
+}
+
+// TestMutexThatIsNoFileIsNamedSo: a FIFO at writer.flock is refused by
+// the writer saying what it is; it failed before as "read …: read …:
+// illegal seek", once the writer read the ledger id it records.
+func TestMutexThatIsNoFileIsNamedSo(t *testing.T) {
+	d, root := openRoot(t)
+	path := filepath.Join(root, lockfile.MutexName)
+	if err := unix.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := d.OpenMutex()
+	if err == nil {
+		_, err = m.Marker()
+		m.Close()
+	}
+	var unsafe *lockfile.UnsafePathError
+	if !errors.As(err, &unsafe) || !strings.Contains(err.Error(), path+": is not a regular file (a named pipe)") {
+		t.Fatalf("a FIFO at the writer mutex: %v, want it named as a named pipe", err)
 	}
 }

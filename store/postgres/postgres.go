@@ -600,6 +600,13 @@ func (w *waker) Wait(ctx context.Context, d time.Duration) {
 		if err != nil {
 			if wctx.Err() == nil {
 				// The connection broke, or hears nothing: poll from now on.
+				// A broken one is said (errUnheard has been, once per
+				// store): the waiter sees the release later.
+				if !errors.Is(err, errUnheard) {
+					w.s.cfg.Log.Warn("the connection that listened for the lock's release was closed: waiting by polling from now on, "+
+						"so the release is seen later (a server's idle_session_timeout or a pooler's client_idle_timeout ends a connection "+
+						"that only listens)", "lock", w.lock, "database", w.s.source, "err", err)
+				}
 				w.Close()
 				w.failed = true
 				<-wctx.Done()
@@ -607,6 +614,7 @@ func (w *waker) Wait(ctx context.Context, d time.Duration) {
 			return
 		}
 		if payload == w.lock {
+			w.s.cfg.Log.Debug("woken by the database's notification of a change to the lock", "lock", w.lock)
 			return
 		}
 	}

@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockledger/lockledger/internal/pgtest"
+)
+
+// lockedBuffer is a process's stderr read while the process runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestPostgresWaiterSaysWhetherItWasWokenOrPolls: a --wait waiter on
+// PostgreSQL listens for the lock's release on a connection of its own.
+// Where the server ends idle sessions (idle_session_timeout, as a fleet's
+// database or pooler may), that connection is closed while it only
+// listens: the waiter says so and that it polls from then on (before, it
+// went on polling without a word, and saw the release up to a second
+// later), and still gets the lock. Where it is not, the waiter is woken by
+// the notification and says so at debug level.
+func TestPostgresWaiterSaysWhetherItWasWokenOrPolls(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Get(t)
+	for _, idle := range []bool{true, false} {
+		name := pgtest.CreateDatabase(t)
+		if idle {
+			if err := c.Exec("ALTER DATABASE " + pgx.Identifier{name}.Sanitize() + " SET idle_session_timeout = '1s'"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		url := c.SocketURL(name)
+		h := newPGHost(t, "holder", url)
+		rid := strings.TrimSpace(h.must(t, 0, "acquire", "deploy", "--pid", "1").Stdout)
+		w := newPGHost(t, "waiter", url)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := w.command(ctx, "acquire", "deploy", "--wait", "90s", "--pid", "1")
+		cmd.Env = append(cmd.Env, "LOCKLEDGER_LOG_LEVEL=debug")
+		var stderr lockedBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		const polls, woken = "the connection that listened for the lock's release was closed: waiting by polling from now on", "woken by the database's notification"
+		if idle {
+			awaitCondition(t, "the waiter saying that its listening connection was closed", func() bool { return strings.Contains(stderr.String(), polls) })
+		} else {
+			awaitCondition(t, "the waiter waiting", func() bool { return strings.Contains(stderr.String(), "waiting for lock") })
+		}
+		h.must(t, 0, "release", "deploy", "--request-id", rid)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("idle timeout %v: the waiter: %v\n%s", idle, err, stderr.String())
+		}
+		if got := stderr.String(); idle == strings.Contains(got, woken) || !idle && strings.Contains(got, polls) {
+			t.Errorf("idle timeout %v: the waiter's log does not say how it saw the release:\n%s", idle, got)
+		}
+	}
+}

@@ -130,12 +130,16 @@ func binForOthers(t *testing.T) (dir, bin string) {
 		}
 	}
 	bin = filepath.Join(dir, "lockledger")
-	// A hard link where it can be: a copy is a file this process had open
-	// for writing, and a child another test forks meanwhile holds that
-	// descriptor until its exec, so that running the copy fails with "text
-	// file busy" now and then.
+	// A hard link where it can be; a copy is written with forks held off: a
+	// child another test forked while the copy was open for writing would
+	// hold that descriptor until its exec, and running the copy would fail
+	// with "text file busy".
 	if err := os.Link(clitest.Bin(), bin); err != nil {
-		copyFile(t, clitest.Bin(), bin)
+		func() {
+			syscall.ForkLock.RLock()
+			defer syscall.ForkLock.RUnlock()
+			copyFile(t, clitest.Bin(), bin)
+		}()
 	}
 	if err := os.Chmod(bin, 0o755); err != nil {
 		t.Fatal(err)

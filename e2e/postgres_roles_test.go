@@ -405,7 +405,7 @@ func TestPostgresREADMEWriterMissingAGrantIsToldWhich(t *testing.T) {
 			head := scalar(t, roles.ownerDB, `SELECT count(*)::text || '/' || max(seq)::text || '/' || (SELECT hash FROM events ORDER BY seq DESC LIMIT 1) FROM events`)
 			r := w.run(t, "acquire", "refused-"+c.name)
 			if r.Code != 1 || !strings.Contains(r.Stderr, c.denied) || !strings.Contains(r.Stderr, "database "+roles.name) ||
-				!strings.Contains(r.Stderr, "the role lacks a right a writer needs; docs/postgresql.md lists a writer's grants") {
+				!strings.Contains(r.Stderr, "the role lacks a right this command needs; docs/postgresql.md lists a writer's grants") {
 				t.Errorf("acquire with %q: exit %d, want 1 naming %q, the database and the grants to make\nstderr: %s", c.revoke, r.Code, c.denied, r.Stderr)
 			}
 			if got := scalar(t, roles.ownerDB, `SELECT count(*)::text || '/' || max(seq)::text || '/' || (SELECT hash FROM events ORDER BY seq DESC LIMIT 1) FROM events`); got != head {

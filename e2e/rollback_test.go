@@ -314,7 +314,9 @@ func TestAFailedAcceptRollbackAcceptsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored := &pgHost{id: h.id, root: h.root, url: roles.at(roles.writer, bak)}
-	restored.must(t, 1, "project", "--accept-rollback")
+	if r := restored.must(t, 1, "project", "--accept-rollback"); !strings.Contains(r.Stderr, "project, import, prune and unprune are the owner's") {
+		t.Errorf("a writer's project is not told the command is the owner's: %s", r.Stderr)
+	}
 	if after, err := os.ReadFile(filepath.Join(h.root, "ledger.pin")); err != nil || string(after) != string(pin) {
 		t.Errorf("the failed accept moved the pin: %q -> %q (%v)", pin, after, err)
 	}

@@ -524,8 +524,9 @@ func (l *Ledger) denied(err error) error {
 	if !errors.Is(err, store.ErrPermissionDenied) {
 		return err
 	}
-	return fmt.Errorf("%w (on %s: the role lacks a right a writer needs; docs/postgresql.md lists a writer's grants, "+
-		"which the database's owner makes again after an upgrade that added a table, or to restore a grant revoked)", err, l.store.Source())
+	return fmt.Errorf("%w (on %s: the role lacks a right this command needs; docs/postgresql.md lists a writer's grants, "+
+		"which the database's owner makes again after an upgrade that added a table, or to restore a grant revoked; "+
+		"project, import, prune and unprune are the owner's)", err, l.store.Source())
 }
 
 // remakeAlone answers the decisions of a group whose write the database

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -225,7 +226,9 @@ func (b *decisionBatch) send(ctx context.Context, q Execer, m mark, wakes []stri
 		if err != nil {
 			return err
 		}
-		arg = string(raw)
+		// As JSON, which pgx copies into the statement's parameters as
+		// it is, where a string would be one more copy of it.
+		arg = json.RawMessage(raw)
 	}
 	if err := notifyWith(ctx, q, arg, wakes); err != nil {
 		return fmt.Errorf("ledger: append: %w", err)
@@ -369,18 +372,12 @@ func (p PreparedTx) ReadAhead(ctx context.Context, locks []string) (time.Time, e
 	if b == nil {
 		return time.Time{}, nil
 	}
-	var now time.Time
-	var since string
-	var raw []byte
-	if err := p.QueryRowContext(ctx, readGroup, locks, events.WaiterTTL.Microseconds()).Scan(&now, &since, &raw); err != nil {
-		return time.Time{}, fmt.Errorf("ledger: read the database's clock and the group's locks: %w", err)
+	now, since, ds, err := p.readGroup(ctx, locks)
+	if err != nil {
+		return time.Time{}, err
 	}
 	if len(locks) == 0 {
 		return now.UTC(), nil
-	}
-	var ds []*decisionRead
-	if err := json.Unmarshal(raw, &ds); err != nil {
-		return time.Time{}, fmt.Errorf("ledger: the group's locks as read in one call: %w", err)
 	}
 	if len(ds) != len(locks) {
 		return time.Time{}, fmt.Errorf("ledger: the group's locks as read in one call: %d rows for %d locks", len(ds), len(locks))
@@ -390,6 +387,30 @@ func (p PreparedTx) ReadAhead(ctx context.Context, locks []string) (time.Time, e
 		b.ahead[locks[i]] = d
 	}
 	return now.UTC(), nil
+}
+
+// readGroup runs readGroup for locks. The reply is decoded from the
+// driver's own buffer (sql.RawBytes), not from a copy of it: it is the
+// largest value a group reads.
+func (p PreparedTx) readGroup(ctx context.Context, locks []string) (now time.Time, since string, ds []*decisionRead, err error) {
+	rows, err := p.QueryContext(ctx, readGroup, locks, events.WaiterTTL.Microseconds())
+	if err != nil {
+		return now, "", nil, fmt.Errorf("ledger: read the database's clock and the group's locks: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return now, "", nil, fmt.Errorf("ledger: read the database's clock and the group's locks: %w", cmp.Or(rows.Err(), sql.ErrNoRows))
+	}
+	var raw sql.RawBytes
+	if err := rows.Scan(&now, &since, &raw); err != nil {
+		return now, "", nil, fmt.Errorf("ledger: read the database's clock and the group's locks: %w", err)
+	}
+	if len(locks) > 0 {
+		if err := json.Unmarshal(raw, &ds); err != nil {
+			return now, "", nil, fmt.Errorf("ledger: the group's locks as read in one call: %w", err)
+		}
+	}
+	return now, since, ds, rows.Close()
 }
 
 // LoadDecision reads what a decision on lock name reads first: the lock's

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -127,10 +128,23 @@ func TestDecisionCallsReadAndWriteAsTheStatements(t *testing.T) {
 // The group's write carries every byte of an event's body, a lock file
 // and a Merkle row as it was: each goes as bytea input text, in whichever
 // of that input's two forms is the shorter (text bodies and files escaped,
-// hashes as hex), inside the JSON argument of one call.
+// hashes as hex), inside the JSON argument of one call; and the group's
+// read decodes them. So in both of the ways a statement may be sent (the
+// URL may ask for the simple protocol, which sends arguments as literals).
 func TestGroupWriteKeepsEveryByte(t *testing.T) {
+	for _, mode := range []string{"", "simple_protocol"} {
+		t.Run(cmp.Or(mode, "exec"), func(t *testing.T) {
+			url := pgtest.NewDatabase(t)
+			if mode != "" {
+				url += "&default_query_exec_mode=" + mode
+			}
+			groupWriteKeepsEveryByte(t, url)
+		})
+	}
+}
+
+func groupWriteKeepsEveryByte(t *testing.T, url string) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
 	db := pgtest.Open(t, url)
 	if err := migrations.Postgres.Migrate(ctx, db, nil, func() string { return "" }); err != nil {
 		t.Fatal(err)
@@ -158,8 +172,16 @@ func TestGroupWriteKeepsEveryByte(t *testing.T) {
 	q := stmts.In(tx)
 	for i := range bodies {
 		n := int64(i + 1)
-		if _, _, err := store.LoadDecision(ctx, q, "a", "", i == 0, map[int64][]byte{}); err != nil {
+		now, err := q.ReadAhead(ctx, []string{"a"})
+		if err != nil {
 			t.Fatal(err)
+		}
+		r, _, err := store.LoadDecision(ctx, q, "a", store.QueueSince(now), i == 0, map[int64][]byte{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && (r == nil || !slices.Equal(r.File, files[i-1])) {
+			t.Errorf("seq %d: the group's read of the file written before: %+v, want %q", n, r, files[i-1])
 		}
 		if err := store.InsertEvent(ctx, q, n, fmt.Sprint("e", n), "lock_acquired", "a", "r", "me", "2026-12-07T00:00:00Z",
 			bodies[i], fmt.Sprint("h", n-1), fmt.Sprint("h", n)); err != nil {

@@ -156,12 +156,12 @@ type decisionRead struct {
 // byteaText is b as PostgreSQL's bytea input reads it, in the shorter of
 // that input's two forms. An event's body and a lock file are text, which
 // the escape form carries nearly as is, where the hex form doubles it: the
-// argument a group's write sends is the smaller by a third, for the JSON
-// built here, every copy of it on the way, and the server's parse. A hash
-// is not text, and goes as hex. The escape form writes every byte but
-// printable ASCII, newline and tab as an octal escape, so that the text is
-// ASCII whatever the database's encoding, and never holds a NUL (which a
-// JSON string cannot carry into a PostgreSQL text).
+// argument a group's write sends is a quarter smaller, for the JSON built
+// here, every copy of it on the way, and the server's parse. A hash is not
+// text, and goes as hex. The escape form writes every byte but printable
+// ASCII, newline and tab as an octal escape, so that the text is ASCII
+// whatever the database's encoding, and never holds a NUL (which a JSON
+// string cannot carry into a PostgreSQL text).
 func byteaText(b []byte) string {
 	n := 0 // the escape form's length
 	for _, c := range b {

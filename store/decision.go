@@ -372,7 +372,7 @@ func (p PreparedTx) ReadAhead(ctx context.Context, locks []string) (time.Time, e
 	if b == nil {
 		return time.Time{}, nil
 	}
-	now, since, ds, err := p.readGroup(ctx, locks)
+	now, since, ds, err := p.queryGroup(ctx, locks)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -389,10 +389,10 @@ func (p PreparedTx) ReadAhead(ctx context.Context, locks []string) (time.Time, e
 	return now.UTC(), nil
 }
 
-// readGroup runs readGroup for locks. The reply is decoded from the
-// driver's own buffer (sql.RawBytes), not from a copy of it: it is the
-// largest value a group reads.
-func (p PreparedTx) readGroup(ctx context.Context, locks []string) (now time.Time, since string, ds []*decisionRead, err error) {
+// queryGroup runs the statement readGroup for locks. The reply is decoded
+// from the driver's own buffer (sql.RawBytes), not from a copy of it: it is
+// the largest value a group reads.
+func (p PreparedTx) queryGroup(ctx context.Context, locks []string) (now time.Time, since string, ds []*decisionRead, err error) {
 	rows, err := p.QueryContext(ctx, readGroup, locks, events.WaiterTTL.Microseconds())
 	if err != nil {
 		return now, "", nil, fmt.Errorf("ledger: read the database's clock and the group's locks: %w", err)

@@ -3,9 +3,11 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -155,8 +157,47 @@ type decisionRead struct {
 	}
 }
 
-// byteaText is b as PostgreSQL's bytea input reads it.
-func byteaText(b []byte) string { return `\x` + hex.EncodeToString(b) }
+// byteaText is b as PostgreSQL's bytea input reads it, in the shorter of
+// that input's two forms. An event's body and a lock file are text, which
+// the escape form carries nearly as is, where the hex form doubles it: the
+// argument a group's write sends is a quarter smaller, for the JSON built
+// here, every copy of it on the way, and the server's parse. A hash is not
+// text, and goes as hex. The escape form writes every byte but printable
+// ASCII, newline and tab as an octal escape, so that the text is ASCII
+// whatever the database's encoding, and never holds a NUL (which a JSON
+// string cannot carry into a PostgreSQL text).
+func byteaText(b []byte) string {
+	n := 0 // the escape form's length
+	for _, c := range b {
+		switch {
+		case c == '\\':
+			n += 2
+		case c >= ' ' && c <= '~', c == '\n', c == '\t':
+			n++
+		default:
+			n += 4
+		}
+	}
+	if n >= 2+hex.EncodedLen(len(b)) {
+		return string(hex.AppendEncode([]byte(`\x`), b))
+	}
+	var s strings.Builder
+	s.Grow(n)
+	for _, c := range b {
+		switch {
+		case c == '\\':
+			s.WriteString(`\\`)
+		case c >= ' ' && c <= '~', c == '\n', c == '\t':
+			s.WriteByte(c)
+		default:
+			s.WriteByte('\\')
+			s.WriteByte('0' + c>>6)
+			s.WriteByte('0' + c>>3&7)
+			s.WriteByte('0' + c&7)
+		}
+	}
+	return s.String()
+}
 
 // batchOf is the decision batch of q, nil when q sends every statement.
 func batchOf(q any) *decisionBatch {
@@ -189,7 +230,9 @@ func (b *decisionBatch) send(ctx context.Context, q Execer, m mark, wakes []stri
 		if err != nil {
 			return err
 		}
-		arg = string(raw)
+		// As JSON, which pgx copies into the statement's parameters as
+		// it is, where a string would be one more copy of it.
+		arg = json.RawMessage(raw)
 	}
 	if err := notifyWith(ctx, q, arg, wakes); err != nil {
 		return fmt.Errorf("ledger: append: %w", err)
@@ -333,18 +376,12 @@ func (p PreparedTx) ReadAhead(ctx context.Context, locks []string) (time.Time, e
 	if b == nil {
 		return time.Time{}, nil
 	}
-	var now time.Time
-	var since string
-	var raw []byte
-	if err := p.QueryRowContext(ctx, readGroup, locks, events.WaiterTTL.Microseconds()).Scan(&now, &since, &raw); err != nil {
-		return time.Time{}, fmt.Errorf("ledger: read the database's clock and the group's locks: %w", err)
+	now, since, ds, err := p.queryGroup(ctx, locks)
+	if err != nil {
+		return time.Time{}, err
 	}
 	if len(locks) == 0 {
 		return now.UTC(), nil
-	}
-	var ds []*decisionRead
-	if err := json.Unmarshal(raw, &ds); err != nil {
-		return time.Time{}, fmt.Errorf("ledger: the group's locks as read in one call: %w", err)
 	}
 	if len(ds) != len(locks) {
 		return time.Time{}, fmt.Errorf("ledger: the group's locks as read in one call: %d rows for %d locks", len(ds), len(locks))
@@ -354,6 +391,30 @@ func (p PreparedTx) ReadAhead(ctx context.Context, locks []string) (time.Time, e
 		b.ahead[locks[i]] = d
 	}
 	return now.UTC(), nil
+}
+
+// queryGroup runs the statement readGroup for locks. The reply is decoded
+// from the driver's own buffer (sql.RawBytes), not from a copy of it: it is
+// the largest value a group reads.
+func (p PreparedTx) queryGroup(ctx context.Context, locks []string) (now time.Time, since string, ds []*decisionRead, err error) {
+	rows, err := p.QueryContext(ctx, readGroup, locks, events.WaiterTTL.Microseconds())
+	if err != nil {
+		return now, "", nil, fmt.Errorf("ledger: read the database's clock and the group's locks: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return now, "", nil, fmt.Errorf("ledger: read the database's clock and the group's locks: %w", cmp.Or(rows.Err(), sql.ErrNoRows))
+	}
+	var raw sql.RawBytes
+	if err := rows.Scan(&now, &since, &raw); err != nil {
+		return now, "", nil, fmt.Errorf("ledger: read the database's clock and the group's locks: %w", err)
+	}
+	if len(locks) > 0 {
+		if err := json.Unmarshal(raw, &ds); err != nil {
+			return now, "", nil, fmt.Errorf("ledger: the group's locks as read in one call: %w", err)
+		}
+	}
+	return now, since, ds, rows.Close()
 }
 
 // LoadDecision reads what a decision on lock name reads first: the lock's

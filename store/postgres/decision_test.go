@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -120,6 +121,97 @@ func TestDecisionCallsReadAndWriteAsTheStatements(t *testing.T) {
 		}
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// The group's write carries every byte of an event's body, a lock file
+// and a Merkle row as it was: each goes as bytea input text, in whichever
+// of that input's two forms is the shorter (text bodies and files escaped,
+// hashes as hex), inside the JSON argument of one call; and the group's
+// read decodes them. So in both of the ways a statement may be sent (the
+// URL may ask for the simple protocol, which sends arguments as literals).
+func TestGroupWriteKeepsEveryByte(t *testing.T) {
+	for _, mode := range []string{"", "simple_protocol"} {
+		t.Run(cmp.Or(mode, "exec"), func(t *testing.T) {
+			url := pgtest.NewDatabase(t)
+			if mode != "" {
+				url += "&default_query_exec_mode=" + mode
+			}
+			groupWriteKeepsEveryByte(t, url)
+		})
+	}
+}
+
+func groupWriteKeepsEveryByte(t *testing.T, url string) {
+	ctx := context.Background()
+	db := pgtest.Open(t, url)
+	if err := migrations.Postgres.Migrate(ctx, db, nil, func() string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Connect(ctx, Config{URL: url, PoolSize: 2, Wait: time.Minute, Busy: 10 * time.Second, Now: time.Now,
+		Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	every := make([]byte, 0, 512)
+	for i := range 256 {
+		every = append(every, byte(i), byte(255-i))
+	}
+	text := []byte(`{"actor":"a\\\"b\\\\c","metadata":{"k":"<&>\u2028é漢\n\t"},"x":"\\x41"}` + "\n" + `\x41\\041\` + "\x00")
+	bodies := [][]byte{text, every, []byte(`\x`), []byte(`\\`), []byte(`{}`)}
+	files := [][]byte{every, text, {}, []byte(`\`), []byte("{\n  \"a\": 1\n}\n")}
+	hashes := [][]byte{every[:64], text, []byte(`\x00`), every[:32], {0}}
+	stmts := store.NewStatements(s)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	q := stmts.In(tx)
+	for i := range bodies {
+		n := int64(i + 1)
+		now, err := q.ReadAhead(ctx, []string{"a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _, err := store.LoadDecision(ctx, q, "a", store.QueueSince(now), i == 0, map[int64][]byte{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && (r == nil || !slices.Equal(r.File, files[i-1])) {
+			t.Errorf("seq %d: the group's read of the file written before: %+v, want %q", n, r, files[i-1])
+		}
+		if err := store.InsertEvent(ctx, q, n, fmt.Sprint("e", n), "lock_acquired", "a", "r", "me", "2026-12-07T00:00:00Z",
+			bodies[i], fmt.Sprint("h", n-1), fmt.Sprint("h", n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.InsertTreeRow(ctx, q, n, hashes[i]); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.SaveRow(ctx, q, &store.Row{HolderRow: store.HolderRow{Name: "a", RequestID: "r", FencingToken: n, UpdatedSeq: n},
+			File: files[i]}); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Settle(true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Flush(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		var body, hash, file []byte
+		if err := tx.QueryRowContext(ctx, `SELECT e.body, t.hashes, l.file FROM events e, tlog_hashes t, locks l
+			WHERE e.seq = $1 AND t.seq = $1 AND l.lock_name = 'a'`, n).Scan(&body, &hash, &file); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			what      string
+			got, want []byte
+		}{{"body", body, bodies[i]}, {"hashes", hash, hashes[i]}, {"file", file, files[i]}} {
+			if !slices.Equal(c.got, c.want) {
+				t.Errorf("seq %d: the %s written in one call is %q, want %q", n, c.what, c.got, c.want)
+			}
 		}
 	}
 }

@@ -1,17 +1,17 @@
--- The waiters of a lock recorded since an instant, and the decision read's
--- queue written so that no plan of it runs through the lock's history.
--- PL/pgSQL keeps for the session the generic plan of each statement of
+-- The waiters of each lock, and the decision read's queue written so that
+-- no plan of it runs through the lock's history. PL/pgSQL keeps for the
+-- server session the generic plan of each statement of
 -- lockledger_read_decision, made at its first calls: on a young ledger's
--- near-empty tables the queue's was a scan of events_lock_seq by the lock's
--- name alone (every event the lock ever had, at each decision), and after
--- an ANALYZE a bitmap of that same index. Here the queue's candidates have
--- an index that holds only waiters and serves both of the read's
--- conditions, so that it is the cheapest path at any statistics; and the
--- check that a candidate still waits is a subquery run for each candidate
--- (OFFSET 0 keeps it from becoming a join, which a plan could run as one
--- scan of the lock's events) that can reach the events only by the
--- candidate's request (the lock's name and the type compared as
--- expressions, which no index serves): a few rows each.
+-- near-empty tables 0012's queue planned as a scan of events_lock_seq by
+-- the lock's name alone (every event the lock ever had, at each decision,
+-- and again for each waiter), and after an ANALYZE as a bitmap of that
+-- same index. events_waiters holds the waiters alone and serves both of
+-- the queue's conditions, so that it is the cheapest path to the
+-- candidates at any statistics. Whether a candidate still waits is a
+-- subquery run for each one (OFFSET 0 keeps it from becoming a join, which
+-- a plan may run as one scan of the lock's events) in which the lock's
+-- name and the type are compared as expressions, which no index serves:
+-- it reads the candidate's request's events, or those after it.
 CREATE INDEX events_waiters ON events (lock_name, at) WHERE type = 'acquire_blocked';
 
 CREATE OR REPLACE FUNCTION lockledger_read_decision(p_lock text, p_since text, p_head boolean) RETURNS json

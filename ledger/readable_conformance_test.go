@@ -57,7 +57,8 @@ func TestConformanceReadOnlyOpenReadsALedgerMissingOnlyIndexes(t *testing.T) {
 		back := []string{`DROP INDEX locks_updated_seq`, `DROP INDEX lock_holders_updated_seq`,
 			fmt.Sprintf(`DELETE FROM schema_migrations WHERE version > %d`, set.ReadableFrom())}
 		if f.url != "" {
-			back = append(back, `DROP FUNCTION lockledger_read_decision(text, text, boolean)`, `DROP FUNCTION lockledger_write_decision(json)`)
+			back = append(back, `DROP FUNCTION lockledger_read_decision(text, text, boolean)`, `DROP FUNCTION lockledger_write_decision(json)`,
+				`DROP INDEX events_waiters`)
 		}
 		for _, q := range back {
 			if _, err := db.ExecContext(ctx, q); err != nil {

@@ -264,6 +264,10 @@ var dollarQuoted = regexp.MustCompile(`(?s)\$\$.*?\$\$`)
 // writersOnly: stmt creates one of the functions a writer calls for a
 // decision (store/decision.go), which no reader calls and no trigger runs.
 func writersOnly(stmt string) bool {
-	return strings.HasPrefix(stmt, "CREATE FUNCTION lockledger_read_decision(") ||
-		strings.HasPrefix(stmt, "CREATE FUNCTION lockledger_write_decision(")
+	for _, fn := range []string{"lockledger_read_decision(", "lockledger_write_decision("} {
+		if strings.HasPrefix(stmt, "CREATE FUNCTION "+fn) || strings.HasPrefix(stmt, "CREATE OR REPLACE FUNCTION "+fn) {
+			return true
+		}
+	}
+	return false
 }

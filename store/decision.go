@@ -351,14 +351,11 @@ func (p PreparedTx) flush(ctx context.Context) {
 func QueueSince(now time.Time) string { return events.FormatTime(now.Add(-events.WaiterTTL)) }
 
 // readGroup reads the database's clock once and, in the same statement,
-// runs lockledger_read_decision (migration 0012) for each of the locks $1,
+// runs lockledger_read_decision (migrations 0012, 0013) for each of the locks $1,
 // in their order, with the head and the Merkle rows for the first only, at
 // the queue's since computed from that clock as QueueSince computes it ($2
 // the waiters' TTL in microseconds; to_char's microseconds, the clock's
-// precision, padded to events.TimeFormat's nanoseconds). One statement
-// rather than a function of its own, so that the schema stays the one
-// every host of a fleet still running the release before reads and
-// writes.
+// precision, padded to events.TimeFormat's nanoseconds).
 const readGroup = `WITH c AS MATERIALIZED (SELECT clock_timestamp() AS now),
 	s AS MATERIALIZED (SELECT now, to_char((now - $2 * interval '1 microsecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') || '000Z' AS since FROM c)
 	SELECT now, since, (SELECT coalesce(json_agg(lockledger_read_decision(l, since, i = 1) ORDER BY i), '[]')

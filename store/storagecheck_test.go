@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/migrations"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/store/postgres"
 	"github.com/lockledger/lockledger/store/sqlite"
@@ -253,5 +254,27 @@ $$`)
 		`DELETE FROM schema_migrations WHERE version >= 12`)
 	if len(got) != 0 {
 		t.Fatalf("a schema from before the decision functions: %q", got)
+	}
+	// The read function as 0012 defined it, which 0013 replaced: another
+	// definition on a schema at 13, the one a schema at 12 holds.
+	all, err := migrations.Postgres.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at12 string
+	for _, m := range all {
+		if m.Version == 12 {
+			at12 = m.SQL
+		}
+	}
+	back := []string{`DROP FUNCTION lockledger_read_decision(text, text, boolean)`, `DROP FUNCTION lockledger_write_decision(json)`, at12}
+	got = triggerDamage(t, open(t, ledger.WithDatabase(pgtest.NewDatabase(t))), postgres.CheckStorage, back...)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "function lockledger_read_decision is not the one the migrations define") {
+		t.Fatalf("0012's read function on a schema at 13: %q, want it reported", got)
+	}
+	got = triggerDamage(t, open(t, ledger.WithDatabase(pgtest.NewDatabase(t))), postgres.CheckStorage,
+		append(back, `DROP INDEX events_waiters`, `DELETE FROM schema_migrations WHERE version >= 13`)...)
+	if len(got) != 0 {
+		t.Fatalf("a schema at 12 with its own read function: %q", got)
 	}
 }

@@ -2,6 +2,12 @@
 // lockledger left, for the tests of opening and migrating it.
 package oldschema
 
+import (
+	"fmt"
+
+	"github.com/lockledger/lockledger/migrations"
+)
+
 // Version9 turns a SQLite ledger of this lockledger into the one schema
 // version 9 left, holders and all: the exclusive holder back in its locks
 // row (held = 1), lock_holders with its shared holders only. Tests that
@@ -39,6 +45,7 @@ var Version9 = []string{
 var Postgres7 = []string{
 	`DROP FUNCTION lockledger_read_decision(text, text, boolean)`,
 	`DROP FUNCTION lockledger_write_decision(json)`,
+	`DROP INDEX events_waiters`,
 	`DROP INDEX locks_updated_seq`,
 	`DROP INDEX lock_holders_updated_seq`,
 	`DROP TABLE snapshots`,
@@ -55,4 +62,26 @@ var Postgres7 = []string{
 	`DELETE FROM lock_holders WHERE exclusive = 1`,
 	`ALTER TABLE lock_holders DROP COLUMN exclusive, DROP COLUMN targets`,
 	`DELETE FROM schema_migrations WHERE version >= 8`,
+}
+
+// Postgres12 is the statements that turn a PostgreSQL ledger of this
+// lockledger into the one schema version 12 left: 0012's decision
+// functions as that migration defines them, and no index of the waiters.
+func Postgres12() ([]string, error) {
+	all, err := migrations.Postgres.All()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range all {
+		if m.Version == 12 {
+			return []string{
+				`DROP INDEX events_waiters`,
+				`DROP FUNCTION lockledger_read_decision(text, text, boolean)`,
+				`DROP FUNCTION lockledger_write_decision(json)`,
+				m.SQL,
+				`DELETE FROM schema_migrations WHERE version >= 13`,
+			}, nil
+		}
+	}
+	return nil, fmt.Errorf("oldschema: no PostgreSQL migration 12")
 }

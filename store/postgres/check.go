@@ -22,7 +22,9 @@ import (
 // FUNCTION, ALTER FUNCTION); every trigger they do not create; and every
 // other function they define (a decision's calls: store/decision.go) that
 // is defined otherwise, or missing from a schema migrated to the version
-// that defines it (a reader reads an older schema without them). The
+// that defines it (a reader reads an older schema without them; one
+// migrated before the version that last defines it holds an older
+// definition, not checked). The
 // migrations' are generatedTriggers and generatedFunctions, as PostgreSQL
 // prints them.
 // PostgreSQL checks its own pages: there is no file to check. Only a
@@ -61,7 +63,7 @@ func CheckStorage(ctx context.Context, q store.Querier, rep *verify.Report) erro
 		switch def, ok := funcs[name]; {
 		case !ok && version >= definedIn(name):
 			rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf("function %s is missing (the migrations define it)", name)})
-		case ok && oneLine(def) != oneLine(generatedFunctions[name]):
+		case ok && version >= lastDefinedIn(name) && oneLine(def) != oneLine(generatedFunctions[name]):
 			rep.Add(verify.Problem{Kind: verify.KindTrigger, Detail: fmt.Sprintf(
 				"function %s is not the one the migrations define: it reads %q", name, termtext.Clip(oneLine(def), 300))})
 		}
@@ -129,6 +131,21 @@ func definedIn(name string) int {
 		}
 	}
 	return 0
+}
+
+// lastDefinedIn is the version of the last migration that defines
+// function name (CREATE OR REPLACE FUNCTION after its CREATE FUNCTION): a
+// schema older than it holds the definition of a version before, which a
+// reader reads as it stands and generatedFunctions no longer holds.
+func lastDefinedIn(name string) int {
+	all, _ := migrations.Postgres.All()
+	last := 0
+	for _, m := range all {
+		if strings.Contains(m.SQL, "CREATE FUNCTION "+name+"(") || strings.Contains(m.SQL, "CREATE OR REPLACE FUNCTION "+name+"(") {
+			last = m.Version
+		}
+	}
+	return last
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

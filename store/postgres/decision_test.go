@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -213,5 +214,110 @@ func groupWriteKeepsEveryByte(t *testing.T, url string) {
 				t.Errorf("seq %d: the %s written in one call is %q, want %q", n, c.what, c.got, c.want)
 			}
 		}
+	}
+}
+
+// A group's read (ReadAhead) reads a lock's queue from the waiters
+// recorded since, and whether each still waits from its own request's
+// events, not from every event of the lock, however empty the tables were
+// when the session first read them: lockledger_read_decision's statements
+// keep, for the session, the generic plans made at their first calls, and
+// 0012's queue, planned on empty tables, fetched every event the lock had,
+// at each decision (and again for each waiter).
+func TestGroupReadDoesNotRunThroughTheLocksHistory(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	db := pgtest.Open(t, url)
+	if err := migrations.Postgres.Migrate(ctx, db, nil, func() string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	// One connection: every read below is in the session of the first.
+	s, err := Connect(ctx, Config{URL: url, PoolSize: 1, Wait: time.Minute, Busy: 10 * time.Second, Now: time.Now,
+		Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stmts := store.NewStatements(s)
+	// fetched is how many rows of events the group's read of lock a
+	// fetched, by the session's counters before and after it (which hold
+	// the transactions before too, until the session reports them).
+	fetched := func() int64 {
+		t.Helper()
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		count := func() int64 {
+			var n int64
+			if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(idx_tup_fetch + seq_tup_read), 0)
+				FROM pg_stat_xact_user_tables WHERE relname = 'events'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := count()
+		if _, err := stmts.In(tx).ReadAhead(ctx, []string{"a"}); err != nil {
+			t.Fatal(err)
+		}
+		return count() - before
+	}
+	for range 10 { // more than the calls after which a cached plan may be generic
+		fetched()
+	}
+	const history = 500
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	q := stmts.In(tx)
+	known := map[int64][]byte{}
+	at := time.Now().UTC().Format("2006-01-02T15:04:05.000000000Z")
+	// The lock's history, then two waiters of which the first has since
+	// acquired it: the read's candidates are both, and only the second
+	// still waits.
+	type event struct{ typ, request string }
+	var log []event
+	for n := range history {
+		log = append(log, event{"lock_acquired", fmt.Sprint("r", n)})
+	}
+	log = append(log, event{"acquire_blocked", "w1"}, event{"acquire_blocked", "w2"}, event{"lock_acquired", "w1"})
+	for i, e := range log {
+		n := int64(i + 1)
+		body := fmt.Appendf(nil, `{"seq":%d}`, n)
+		if err := store.InsertEvent(ctx, q, n, fmt.Sprint("e", n), e.typ, "a", e.request, "me", at,
+			body, fmt.Sprint("h", n-1), fmt.Sprint("h", n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.AppendTree(ctx, q, n, body, known); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// The head's rows, the two candidates and their requests' three
+	// events: a few rows, not the lock's history.
+	if n := fetched(); n > 20 {
+		t.Errorf("the group's read of a lock with %d events and two waiters recorded in the waiters' TTL fetched %d rows of events", len(log), n)
+	}
+	// And the function's queue is the statement's: the second waiter alone.
+	since := store.QueueSince(time.Now())
+	queued, err := store.LoadQueued(ctx, s.db, "a", since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read struct{ Queue []store.QueuedRow }
+	var raw []byte
+	if err := db.QueryRowContext(ctx, `SELECT lockledger_read_decision('a', $1, false)`, since).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &read); err != nil {
+		t.Fatal(err)
+	}
+	if len(queued) != 1 || queued[0].RequestID != "w2" || len(read.Queue) != 1 || read.Queue[0].RequestID != "w2" {
+		t.Errorf("the queue of a: %+v by the statement, %+v by the function; want w2 alone", queued, read.Queue)
 	}
 }

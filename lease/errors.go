@@ -37,7 +37,9 @@ func (e *DeadlineError) Unwrap() error { return ledger.ErrLost }
 
 // UnrecordedError is a wait that gave up without its acquire_blocked: its
 // last attempt could not get the ledger's writer within GiveUpFor (or the
-// busy timeout, when shorter). Nothing was taken. Held is the refusal of
+// busy timeout, when shorter); or the one attempt of a caller that does
+// not wait, which could not get it within the busy timeout, on a lock the
+// read without the writer shows held. Nothing was taken. Held is the refusal of
 // the last attempt that got one, or, when none did (the writer was busy
 // all along), what the lock read without the writer showed at the end
 // (ledger.PeekHeld): nil when it showed no active holder; Err is why the

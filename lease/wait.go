@@ -124,6 +124,15 @@ func Wait(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, wait
 				err = fmt.Errorf("the ledger's writer was still busy %s after the wait's end: %w", GiveUpFor, context.DeadlineExceeded)
 			}
 			return nil, &UnrecordedError{Held: seen, Err: err}
+		case wait <= 0 && !cut && ledger.IsTransient(err):
+			// A caller that does not wait found the writer busy for the
+			// whole busy timeout: the lock read without it still tells a
+			// holder's refusal (exit 3, nothing recorded) from a ledger
+			// that was only busy (err itself).
+			if held := peekAtEnd(ctx, l, req); held != nil {
+				return nil, &UnrecordedError{Held: held, Err: err}
+			}
+			return nil, err
 		case ledger.IsTransient(err) && !last:
 			// passing: retry like a held lock
 		case cut && !last:

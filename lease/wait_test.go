@@ -114,6 +114,54 @@ func TestAWaitCancelledMidAttemptIsRecorded(t *testing.T) {
 	}
 }
 
+// A caller that does not wait, whose one attempt finds the writer kept
+// past the busy timeout, is refused by the lock's holder as a waiter's end
+// is (exit 3), when the lock read without the writer shows one, and told
+// that nothing was recorded; on a free lock it gets the busy error itself.
+func TestACallerThatDoesNotWaitOnABusyWriterIsRefusedByTheHolder(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			busy := ledger.WithBusyTimeout(300 * time.Millisecond)
+			var holder, caller *ledger.Ledger
+			if engine == "postgres" {
+				url := pgtest.NewDatabase(t)
+				holder = fixture.OpenPostgres(t, url, ledger.WithHost(ledger.Host{ID: "holder-host"}))
+				caller = fixture.OpenPostgres(t, url, ledger.WithHost(ledger.Host{ID: "caller-host"}), busy)
+			} else {
+				root := t.TempDir()
+				holder, caller = fixture.Open(t, root), fixture.Open(t, root, busy)
+			}
+			req := func(lock, rid string) ledger.AcquireRequest {
+				return ledger.AcquireRequest{Lock: lock, Identity: ledger.Identity{RequestID: rid, Actor: "t", PID: os.Getpid()}, TTL: 100 * time.Second}
+			}
+			if _, err := holder.TryAcquire(ctx, req("x", "holder")); err != nil {
+				t.Fatal(err)
+			}
+			release := keepWriter(t, holder, engine == "postgres")
+			defer release()
+			_, err := Wait(ctx, caller, req("x", "nowait"), 0, nil)
+			var unrecorded *UnrecordedError
+			if !errors.As(err, &unrecorded) || unrecorded.Held == nil || unrecorded.Held.Holder.RequestID != "holder" ||
+				!errors.Is(err, ledger.ErrHeld) || !ledger.IsTransient(err) {
+				t.Fatalf("no wait on a held lock with the writer kept: %v, want an UnrecordedError of the holder's refusal and the busy error", err)
+			}
+			_, err = Wait(ctx, caller, req("free", "nowait-free"), 0, nil)
+			if errors.As(err, &unrecorded) || errors.Is(err, ledger.ErrHeld) || !ledger.IsTransient(err) {
+				t.Fatalf("no wait on a free lock with the writer kept: %v, want the busy error alone", err)
+			}
+			release()
+			var n int
+			if err := pgtest.Open(t, caller.Source()).QueryRowContext(ctx, `SELECT count(*) FROM events WHERE type = 'acquire_blocked'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Errorf("%d acquire_blocked recorded with the writer kept, want none", n)
+			}
+		})
+	}
+}
+
 // keepWriter keeps the writer of l's ledger from every other writer until
 // the returned func is called: the root's writer mutex on SQLite, the
 // writer_lock row on PostgreSQL (in a transaction of another host).

@@ -45,14 +45,15 @@ func endWaitLine(g *invocation.Globals) {
 	}
 }
 
-// reportUnrecorded says on stderr when a wait gave up without its
-// acquire_blocked (lease.UnrecordedError): the ledger's writer stayed busy
-// through its last attempt. At error level, so that --quiet shows it too:
+// reportUnrecorded says on stderr when a wait, or the one attempt of a
+// caller that does not wait, gave up without its acquire_blocked
+// (lease.UnrecordedError): the ledger's writer stayed busy through its
+// last attempt. At error level, so that --quiet shows it too:
 // quiet hides chatter, never that the record misses an action.
 func reportUnrecorded(g *invocation.Globals, lock string, err error) {
 	var ue *lease.UnrecordedError
 	if errors.As(err, &ue) {
-		g.Log.Error("the wait was NOT recorded in the ledger (no acquire_blocked); the lock was not acquired all the same",
+		g.Log.Error("the refusal was NOT recorded in the ledger (no acquire_blocked); the lock was not acquired all the same",
 			"lock", lock, "err", ue.Err)
 	}
 }

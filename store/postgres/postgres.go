@@ -427,6 +427,10 @@ func (s *Store) Watch(lock string) store.Waker { return &waker{s: s, lock: lock}
 
 func (s *Store) ManyHosts() bool { return true }
 
+// Empty reports whether Connect found no ledger in the database: Migrate
+// would create one.
+func (s *Store) Empty() bool { return s.version == 0 }
+
 // CachesStatements: the ledger prepares nothing on PostgreSQL, where a
 // named statement would outlive its transaction on a pooled server
 // connection; each statement runs in one round trip (execMode).

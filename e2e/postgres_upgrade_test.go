@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
 // downgradeTo12 makes the ledger of roles a ledger as the release before
@@ -109,4 +111,72 @@ func TestPostgresFleetMidUpgrade(t *testing.T) {
 		t.Fatalf("after the owner's upgrade the schema is at %s, want 13", v)
 	}
 	writer.must(t, 0, "run", "deploy-prod", "--", "true")
+}
+
+// TestPostgresFleetMidUpgradeThroughPgBouncer: two writer hosts that reach
+// a schema-12 database through PgBouncer (transaction pooling) are each
+// refused as TestPostgresFleetMidUpgrade's is, nothing written; the
+// owner's verify through the same PgBouncer migrates it; then both hosts'
+// runs, started together on one lock, take turns.
+func TestPostgresFleetMidUpgradeThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	b := pgtest.GetBouncer(t)
+	roles := newREADMERoles(t)
+	downgradeTo12(t, roles)
+	through := func(u string) string {
+		parsed, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bounced, err := url.Parse(b.URL(roles.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bounced.User = parsed.User
+		return bounced.String()
+	}
+	dir := t.TempDir()
+	hosts := []*pgHost{
+		{id: "bounced-1", root: filepath.Join(dir, "root-1"), url: through(roles.writer), trust: filepath.Join(dir, "trust-1")},
+		{id: "bounced-2", root: filepath.Join(dir, "root-2"), url: through(roles.writer), trust: filepath.Join(dir, "trust-2")},
+	}
+	events := func() string { return scalar(t, roles.ownerDB, `SELECT count(*)::text FROM events`) }
+	before := events()
+	for _, h := range hosts {
+		if r := h.run(t, "run", "deploy", "--", "true"); r.Code != 1 || !strings.Contains(r.Stderr, "schema is version 12") {
+			t.Errorf("%s through PgBouncer on a schema-12 database: exit %d, want 1 naming the versions\nstderr: %s", h.id, r.Code, r.Stderr)
+		}
+		if _, err := os.Lstat(h.root); !os.IsNotExist(err) {
+			t.Errorf("%s left its root behind (%v)", h.id, err)
+		}
+	}
+	if after := events(); after != before {
+		t.Fatalf("the refused hosts wrote: %s events, were %s", after, before)
+	}
+	owner := &pgHost{id: "owner-host", root: filepath.Join(dir, "owner-root"), url: through(roles.owner)}
+	if r := owner.must(t, 0, "verify"); strings.Contains(r.Stderr, "not recorded") {
+		t.Fatalf("the owner's verify through PgBouncer did not record (nor migrate):\n%s", r.Stderr)
+	}
+	if v := scalar(t, roles.ownerDB, `SELECT max(version)::text FROM schema_migrations`); v != "13" {
+		t.Fatalf("after the owner's verify through PgBouncer the schema is at %s, want 13", v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var cmds []*exec.Cmd
+	for _, h := range hosts {
+		c := h.command(ctx, "run", "deploy", "--wait", "30s", "--", "sleep", "0.2")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, c)
+	}
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Errorf("%s's run after the upgrade: %v", hosts[i].id, err)
+		}
+	}
+	if n := scalar(t, roles.ownerDB, `SELECT count(*)::text FROM events WHERE type = 'lock_acquired' AND lock_name = 'deploy'`); n != "2" {
+		t.Errorf("after the upgrade the two hosts' runs acquired deploy %s times, want 2", n)
+	}
+	newPGHost(t, "auditor-host", roles.auditor).must(t, 0, "verify")
 }

@@ -529,6 +529,20 @@ func TestHostileTextForeignLockFileC1InJSON(t *testing.T) {
 			}
 		}
 	}
+	// The CSVs escape them as every text output does (the body column's
+	// JSON keeps the same value): no raw C1 control in any cell.
+	for _, args := range [][]string{
+		{"export", "--format", "csv"},
+		{"history", "odd", "--format", "csv"},
+		{"timeline", "--format", "csv"},
+	} {
+		what := strings.Join(args, " ")
+		r := clitest.Must(t, 0, root, args...)
+		assertPlainText(t, what, r.Stdout)
+		if !strings.Contains(r.Stdout, `tower\u009b31m\u0090q`) {
+			t.Errorf("%s: the taken-over file's actor is not there, escaped:\n%s", what, r.Stdout)
+		}
+	}
 	clitest.Must(t, 0, root, "verify", "--file", export)
 	clitest.Verify(t, 0, root)
 }

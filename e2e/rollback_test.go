@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -329,4 +330,46 @@ func TestAFailedAcceptRollbackAcceptsNothing(t *testing.T) {
 		t.Errorf("the owner's accept: %s", r.Stdout)
 	}
 	restored.must(t, 0, "acquire", "x")
+}
+
+// TestStatusOfALostHoldingAfterTheRollbackIsAccepted: on a host whose pin
+// saw the ledger further on, status --json says so in behind_pin (the
+// pin's file, the head it pins, the head found); once project
+// --accept-rollback has gone on from that state it carries none, and the
+// lost holding's lock file, which the ledger no longer holds, is not
+// called another tool's alone: in the ledger's own layout, it may be the
+// ledger's own holder from the events the rollback gave up.
+func TestStatusOfALostHoldingAfterTheRollbackIsAccepted(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "root")
+	clitest.Must(t, 0, root, "run", "a", "--", "true")
+	restore := restoreLedgerFile(t, root)
+	clitest.Must(t, 0, root, "acquire", "deploy")
+	restore()
+	var before struct {
+		State     string `json:"state"`
+		Foreign   bool   `json:"foreign"`
+		BehindPin *struct {
+			Pin           string
+			Pinned, Found struct{ Seq int64 }
+			Reason        string
+		} `json:"behind_pin"`
+	}
+	r := clitest.Must(t, 0, root, "status", "deploy", "--json")
+	if err := json.Unmarshal([]byte(r.Stdout), &before); err != nil {
+		t.Fatalf("status --json: %v: %s", err, r.Stdout)
+	}
+	if b := before.BehindPin; b == nil || b.Pin != filepath.Join(root, "ledger.pin") || b.Pinned.Seq <= b.Found.Seq ||
+		!strings.Contains(b.Reason, "restored from a backup or rolled back") {
+		t.Errorf("status --json of a ledger behind the root's pin: behind_pin %+v\n%s", b, r.Stdout)
+	}
+	clitest.Must(t, 0, root, "project", "--accept-rollback")
+	r = clitest.Must(t, 0, root, "status", "deploy", "--json")
+	if strings.Contains(r.Stdout, "behind_pin") {
+		t.Errorf("status --json after the rollback was accepted still says the ledger is behind: %s", r.Stdout)
+	}
+	s := clitest.Must(t, 0, root, "status", "deploy").Stdout
+	if !strings.Contains(s, "deploy: held") || strings.Contains(s, "written by another tool") || !strings.Contains(s, "the ledger's own holder from events it no longer has") {
+		t.Errorf("status after the rollback was accepted, of the lost holding's lock file: %s", s)
+	}
 }

@@ -157,6 +157,16 @@ func (l *Ledger) appendEvent(ctx context.Context, typ events.Type, id Identity, 
 		if err != nil {
 			return nil, err
 		}
+		if rule == signNever && l.signing.signer != nil {
+			// Nothing is signed, so no signing proves that the log extends
+			// what this signer signed before: proven here, so that a record
+			// of a failed verify on an older copy put back (a whole-root
+			// restore, its pin with it) is not appended to it, where it
+			// would turn that older state into another history.
+			if _, err := l.extendingTree(ctx, w.q, l.id, next-1); err != nil {
+				return nil, fmt.Errorf("ledger: %w", err)
+			}
+		}
 		payload, err := before(w.q, next)
 		if err != nil {
 			return nil, err

@@ -76,6 +76,22 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		return nil, err
 	}
 	l.signing, l.trust = c.signing, trusted
+	if trusted != nil && c.create && c.pin != store.PinSkip && l.startsLedger(pg) {
+		err := trusted.refuseNewLedger(root)
+		if pg != nil && err != nil {
+			// A root that holds another ledger's pin is told so first: it
+			// holds a ledger, which the trust store's pin names too.
+			if serves := l.rootServesNoOther(&c); serves != nil {
+				err = serves
+			}
+		}
+		if err != nil {
+			if pg != nil {
+				pg.Close()
+			}
+			return nil, err
+		}
+	}
 	if pg != nil {
 		err = l.openPostgres(ctx, &c, pg)
 	} else {
@@ -104,6 +120,16 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		return nil, err
 	}
 	return l, nil
+}
+
+// startsLedger reports whether a writer's open would start a new ledger:
+// the database pg connected to holds none, or (pg nil) the root shows no
+// trace of one.
+func (l *Ledger) startsLedger(pg *postgres.Store) bool {
+	if pg != nil {
+		return pg.Empty()
+	}
+	return errors.Is(l.sqliteRoot().MustExist(), store.ErrNoLedger)
 }
 
 // WithPin sets what a writer's Open does with the root's pin of the ledger (store.CheckPin; store.PinCheck by default).

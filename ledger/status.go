@@ -19,8 +19,13 @@ type LockStatus struct {
 	Holder       *events.Record
 	FencingToken int64
 	Foreign      bool
-	Corrupt      *UnreadableFile // the holder is an unreadable lock file (Holder is a placeholder)
-	Interloper   bool            // a foreign file sits at the path of a lock the ledger holds
+	// OwnLayout: the foreign holder's lock file is in exactly the layout
+	// the ledger writes, so it may be the ledger's own holder from events
+	// it no longer has (a restore, an accepted rollback), or a tool's that
+	// writes that layout.
+	OwnLayout  bool
+	Corrupt    *UnreadableFile // the holder is an unreadable lock file (Holder is a placeholder)
+	Interloper bool            // a foreign file sits at the path of a lock the ledger holds
 	// Unreadable is that file when it is no lock at all (project puts the
 	// ledger's file back in its place).
 	Unreadable *UnreadableFile
@@ -111,6 +116,7 @@ func (l *Ledger) status(v *view, now time.Time) *LockStatus {
 	if h := v.holder; h != nil {
 		rec := h.rec
 		s.Holder, s.FencingToken, s.Foreign, s.Corrupt = &rec, h.token, h.foreign, h.corrupt
+		s.OwnLayout = h.foreign && h.corrupt == nil && format == "" && ledgerFile(v.name, v.file.Data)
 		if h.corrupt == nil {
 			s.HeldFor, s.SinceBeat = heldFor(now, h.created), now.Sub(h.heartbeat)
 			s.StaleSince = h.staleSince(now)

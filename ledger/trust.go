@@ -7,6 +7,8 @@ package ledger
 // out; a reader (ReadOnly) never touches the trust store.
 
 import (
+	"fmt"
+
 	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/trust"
@@ -149,4 +151,19 @@ func (l *Ledger) checkTrust(policy store.PinPolicy) error {
 		l.log.Warn(line, "ledger_id", p.LedgerID, "root", p.Root, "verifier_key", p.Verifier, "file", p.File)
 	}
 	return nil
+}
+
+// refuseNewLedger refuses a writer's open that would start a new ledger at
+// root while the trust store pins a ledger there (a root's path reused):
+// the pin check would refuse the new ledger once made, and a refused
+// command leaves nothing behind, so it is refused before anything is made.
+func (t *trusted) refuseNewLedger(root string) error {
+	pins, err := t.store.PinsOf(root)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", t.store.PinsPath(), err)
+	}
+	if len(pins) == 0 {
+		return nil
+	}
+	return &trust.PinError{Root: trust.Resolve(root), Pinned: pins[0].LedgerID, File: t.store.PinsPath()}
 }

@@ -90,10 +90,17 @@ func (s *Store) DefaultKey(root string, group *int, log *slog.Logger) (*Key, err
 
 // PinError: the trust store pins another ledger at this root.
 type PinError struct {
+	// Found is "" when the root holds no ledger yet: the open refused
+	// to start one.
 	Root, Pinned, Found, File string
 }
 
 func (e *PinError) Error() string {
+	if e.Found == "" {
+		return fmt.Sprintf("refusing to write: %s holds no ledger, but %s pins ledger %s there: refusing to start a new ledger in its place "+
+			"(nothing was created); if the pinned ledger is gone for good, `lockledger trust forget` then write again",
+			e.Root, e.File, e.Pinned)
+	}
 	return fmt.Sprintf("refusing to write: %s holds ledger %s, but %s pins ledger %s there: the ledger was swapped or replaced; "+
 		"if that was meant, `lockledger trust forget` then write again (or `lockledger trust pin --ledger-id %s --verifier-key KEY`)",
 		e.Root, e.Found, e.File, e.Pinned, e.Found)

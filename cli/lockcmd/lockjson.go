@@ -6,6 +6,7 @@ import (
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/store"
 )
 
 // lockObject is the --json answer of acquire, steal, heartbeat and status.
@@ -58,6 +59,38 @@ type lockObject struct {
 	ReleaseSecret string `json:"release_secret,omitempty"`
 	// Queue is the lock's waiters (status and list), next first.
 	Queue []invocation.Waiter `json:"queue,omitempty"`
+	// BehindPin (status) is the ledger read not being what this root's
+	// pin allows: restored from a backup or rolled back (the reader's
+	// error line on stderr says the same).
+	BehindPin *behindPinObject `json:"behind_pin,omitempty"`
+}
+
+// behindPinObject is a ledger behind the root's pin: the pin's file, what
+// it pins, what the ledger holds, and why that is not the pinned ledger
+// or a state after it.
+type behindPinObject struct {
+	Pin    string    `json:"pin"`
+	Pinned pinObject `json:"pinned"`
+	Found  pinObject `json:"found"`
+	Reason string    `json:"reason"`
+}
+
+// pinObject is a ledger at a head: seq 0 and no hash for one with no events.
+type pinObject struct {
+	LedgerID string `json:"ledger_id"`
+	Seq      int64  `json:"seq"`
+	Hash     string `json:"hash,omitempty"`
+}
+
+// behindPin is b as status --json carries it (nil: the ledger is what
+// the pin allows).
+func behindPin(b *store.RolledBackError) *behindPinObject {
+	if b == nil {
+		return nil
+	}
+	return &behindPinObject{Pin: b.Pin, Reason: b.Reason,
+		Pinned: pinObject{LedgerID: b.Pinned.LedgerID, Seq: b.Pinned.Seq, Hash: b.Pinned.Hash},
+		Found:  pinObject{LedgerID: b.Found.LedgerID, Seq: b.Found.Seq, Hash: b.Found.Hash}}
 }
 
 // sharedObject is one shared holder in status --json.

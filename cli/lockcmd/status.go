@@ -96,7 +96,9 @@ func (o *statusOptions) run(ctx context.Context) error {
 			return err
 		}
 		if o.g.JSON {
-			invocation.WriteJSON(o.g.IO.Out, statusObject(s))
+			so := statusObject(s)
+			so.BehindPin = behindPin(l.Behind())
+			invocation.WriteJSON(o.g.IO.Out, so)
 		} else if !o.check {
 			printStatus(o.g.IO.Out, s, l.Behind() != nil)
 		}
@@ -167,6 +169,9 @@ func printStatus(w io.Writer, s *ledger.LockStatus, behind bool) {
 	case s.Foreign && behind:
 		termtext.Fprintf(tw, "  note\tlock file the ledger does not hold: this host saw the ledger further on (a restore or a rollback, "+
 			"see stderr), so it may be the ledger's own holder from the events it no longer has; held, to fail safe\n")
+	case s.Foreign && s.OwnLayout:
+		termtext.Fprintf(tw, "  note\tlock file the ledger does not hold, in the ledger's own layout: another tool's that writes it, "+
+			"or the ledger's own holder from events it no longer has (a restore, an accepted rollback)\n")
 	case s.Foreign:
 		termtext.Fprintf(tw, "  note\tlock file written by another tool\n")
 	}

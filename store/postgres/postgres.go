@@ -217,8 +217,36 @@ func (s *Store) look(ctx context.Context) error {
 		if !appends {
 			return s.mayNotAppend()
 		}
+		if cur < latest {
+			return s.mayMigrate(ctx, cur, latest)
+		}
 	}
 	return nil
+}
+
+// tablesOwner is the role that owns the ledger's tables, and whether this
+// role has its rights (is it, a member of it, or a superuser): only the
+// owner may make a migration (create an index, replace a function).
+const tablesOwner = `SELECT tableowner::text, pg_has_role(tableowner, 'USAGE')
+	FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'events'`
+
+// mayMigrate refuses a writer that would have to migrate the schema from
+// cur to latest and may not: a host upgraded before the owner migrated
+// the database. The migration's own error would name a schema privilege,
+// neither the versions nor who upgrades; refused here, at Connect, the
+// host makes nothing of its own either (root, key, pin).
+func (s *Store) mayMigrate(ctx context.Context, cur, latest int) error {
+	var owner string
+	var owns bool
+	if err := s.db.QueryRowContext(ctx, tablesOwner).Scan(&owner, &owns); err != nil {
+		return fmt.Errorf("ledger: %s: %w", s.source, err)
+	}
+	if owns {
+		return nil
+	}
+	return fmt.Errorf("ledger: %s: the database's schema is version %d and this lockledger needs %d; only the tables' owner (role %s) "+
+		"may upgrade it: as %s, run lockledger --database URL verify once (URL the owner's: its verify's record is a write, "+
+		"which migrates), then run this command again; nothing was written", s.source, cur, latest, owner, owner)
 }
 
 // mayAppend is whether the role may append events at all: the writer
@@ -398,6 +426,10 @@ func (s *Store) Changed(ctx context.Context, tx store.Execer, locks []string) er
 func (s *Store) Watch(lock string) store.Waker { return &waker{s: s, lock: lock} }
 
 func (s *Store) ManyHosts() bool { return true }
+
+// Empty reports whether Connect found no ledger in the database: Migrate
+// would create one.
+func (s *Store) Empty() bool { return s.version == 0 }
 
 // CachesStatements: the ledger prepares nothing on PostgreSQL, where a
 // named statement would outlive its transaction on a pooled server

@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/pgtest"
+)
+
+// TestStalePinRefusesBeforeStartingALedger: the trust store pins a ledger
+// at a root whose path was then emptied or removed. A writing command
+// there (acquire, run, init) is refused, exit 1, naming the pin and
+// `lockledger trust forget`, before anything is made: no root, no
+// ledger.db in the emptied root, no tables in an empty database, and the
+// pin as it was. Once the pin is forgotten a new ledger starts there.
+func TestStalePinRefusesBeforeStartingALedger(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	trustDir := clitest.TrustDir(root)
+	clitest.Must(t, 0, root, "run", "old", "--", "true")
+	pins := func() string {
+		b, err := os.ReadFile(filepath.Join(trustDir, "known_ledgers"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	pinned := pins()
+	check := func(what string, r clitest.Result, left func() string) {
+		t.Helper()
+		if r.Code != 1 || !strings.Contains(r.Stderr, "holds no ledger") || !strings.Contains(r.Stderr, "nothing was created") ||
+			!strings.Contains(r.Stderr, "trust forget") {
+			t.Errorf("%s at a root the trust store pins: exit %d, want 1 naming the pin\nstderr: %s", what, r.Code, r.Stderr)
+		}
+		if l := left(); l != "" {
+			t.Errorf("%s at a root the trust store pins left %s behind", what, l)
+		}
+		if p := pins(); p != pinned {
+			t.Errorf("%s changed the pins:\n%s\nwere:\n%s", what, p, pinned)
+		}
+	}
+	for _, emptied := range []bool{false, true} {
+		if err := os.RemoveAll(root); err != nil {
+			t.Fatal(err)
+		}
+		left := func() string {
+			if _, err := os.Lstat(root); !os.IsNotExist(err) {
+				return "the root"
+			}
+			return ""
+		}
+		if emptied {
+			if err := os.Mkdir(root, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			left = func() string {
+				if entries, _ := os.ReadDir(root); len(entries) > 0 {
+					return entries[0].Name()
+				}
+				return ""
+			}
+		}
+		for _, args := range [][]string{{"acquire", "new"}, {"run", "new", "--", "true"}, {"init"}} {
+			check(strings.Join(args, " "), clitest.Run(t, root, args...), left)
+		}
+	}
+
+	// The emptied root of a PostgreSQL writer, and an empty database.
+	url := pgtest.NewDatabase(t)
+	h := &pgHost{id: "pinned-host", root: root, url: url, trust: trustDir}
+	r := h.run(t, "acquire", "new")
+	check("acquire with an empty database", r, func() string {
+		if n := scalar(t, openSQL(t, url), `SELECT count(*)::text FROM information_schema.tables WHERE table_schema = 'public'`); n != "0" {
+			return n + " tables in the database"
+		}
+		if entries, _ := os.ReadDir(root); len(entries) > 0 {
+			return entries[0].Name()
+		}
+		return ""
+	})
+
+	clitest.Must(t, 0, root, "trust", "forget", "--yes")
+	clitest.Must(t, 0, root, "run", "new", "--", "true")
+}

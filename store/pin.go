@@ -136,25 +136,50 @@ func comparePin(ctx context.Context, s Store, files *lockfile.Dir, where, id str
 }
 
 // KeepPin advances the root's pin to the store's head at close, where it
-// moved on from pin (nil: the open pins nothing). A failure is logged: the
-// pin stays at a head this host has seen. A head that does not extend the
-// pin (the database restored or rolled back while the process had it
+// moved on from pin (nil: the open pins nothing; overrode: the pin a
+// PinAccept open took the head found in place of). A failure is logged:
+// the pin stays at a head this host has seen. A head that does not extend
+// the pin (the database restored or rolled back while the process had it
 // open) is not written over it: the next open refuses that ledger, as it
 // would have had the process not been running.
-func KeepPin(s Store, files *lockfile.Dir, id string, pin *lockfile.Pin, log *slog.Logger) {
+//
+// The head is read and the pin compared and written under the writer
+// mutex mu, against the pin as it stands then: another process of this
+// host may have advanced it meanwhile, and a head read before that
+// process's, or one of a database restored since, must not take its
+// place.
+func KeepPin(s Store, files *lockfile.Dir, mu *lockfile.Mutex, id string, pin, overrode *lockfile.Pin, log *slog.Logger) {
 	if pin == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // a lost database must not hold up an exit
 	defer cancel()
-	head, at, err := pinHead(ctx, s, id, pin.Seq)
+	unlock, err := mu.Lock(ctx, -1, time.Millisecond)
+	if err != nil {
+		log.Warn("could not advance this root's pin of the ledger", "err", err)
+		return
+	}
+	defer unlock()
+	base := *pin
+	if now, ok, err := files.ReadPin(); err != nil {
+		log.Warn("could not advance this root's pin of the ledger", "err", err)
+		return
+	} else if ok && now != *pin && (overrode == nil || now != *overrode) {
+		base = now // another process of this host moved it since the open
+		if base.LedgerID != id {
+			log.Warn("this root's pin was moved to another ledger while this process had the ledger open: it stays there",
+				"pin", base.String(), "found", id)
+			return
+		}
+	}
+	head, at, err := pinHead(ctx, s, id, base.Seq)
 	switch {
 	case err != nil:
-	case head == *pin:
+	case head == base:
 		return
-	case pin.LedgerID == id && (head.Seq < pin.Seq || pin.Seq > 0 && at != pin.Hash):
+	case base.LedgerID == id && (head.Seq < base.Seq || base.Seq > 0 && at != base.Hash):
 		log.Warn("the ledger went back while this process had it open (restored from a backup or rolled back): "+
-			"this root's pin stays at the head it saw, so the next writer here refuses the ledger", "pin", pin.String(), "found", head.String())
+			"this root's pin stays at the head this host saw, so the next writer here refuses the ledger", "pin", base.String(), "found", head.String())
 		return
 	default:
 		err = files.WritePin(head)

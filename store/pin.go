@@ -115,7 +115,7 @@ func LookPin(ctx context.Context, s Store, files *lockfile.Dir, where, id string
 // comparePin reads the store's head and tells why pin (ok: there is one)
 // does not allow it: a RolledBackError, or nil.
 func comparePin(ctx context.Context, s Store, files *lockfile.Dir, where, id string, pin lockfile.Pin, ok bool) (lockfile.Pin, *RolledBackError, error) {
-	head, at, err := pinHead(ctx, s, id, pin.Seq)
+	head, at, pruned, err := pinHead(ctx, s, id, pin.Seq)
 	if err != nil {
 		return head, nil, fmt.Errorf("ledger: the head to check against %s: %w", files.Root(), err)
 	}
@@ -126,7 +126,7 @@ func comparePin(ctx context.Context, s Store, files *lockfile.Dir, where, id str
 		reason = "another ledger"
 	case head.Seq < pin.Seq:
 		reason = fmt.Sprintf("an older state of it (head seq %d, below seq %d seen: restored from a backup or rolled back)", head.Seq, pin.Seq)
-	case pin.Seq > 0 && at != pin.Hash:
+	case pin.Seq > 0 && !pruned && at != pin.Hash:
 		reason = fmt.Sprintf("another history of it (its event at seq %d is not the one seen: restored from a backup or rolled back, then written to)", pin.Seq)
 	}
 	if reason == "" {
@@ -172,12 +172,12 @@ func KeepPin(s Store, files *lockfile.Dir, mu *lockfile.Mutex, id string, pin, o
 			return
 		}
 	}
-	head, at, err := pinHead(ctx, s, id, base.Seq)
+	head, at, pruned, err := pinHead(ctx, s, id, base.Seq)
 	switch {
 	case err != nil:
 	case head == base:
 		return
-	case base.LedgerID == id && (head.Seq < base.Seq || base.Seq > 0 && at != base.Hash):
+	case base.LedgerID == id && (head.Seq < base.Seq || base.Seq > 0 && !pruned && at != base.Hash):
 		log.Warn("the ledger went back while this process had it open (restored from a backup or rolled back): "+
 			"this root's pin stays at the head this host saw, so the next writer here refuses the ledger", "pin", base.String(), "found", head.String())
 		return
@@ -189,11 +189,16 @@ func KeepPin(s Store, files *lockfile.Dir, mu *lockfile.Mutex, id string, pin, o
 	}
 }
 
-// pinHead is the ledger's head as a pin, and the hash of its event at seq.
-func pinHead(ctx context.Context, q Querier, id string, seq int64) (head lockfile.Pin, at string, err error) {
+// pinHead is the ledger's head as a pin, and the hash of its event at seq
+// ("" where there is none). pruned: seq is below the live log's first
+// event, taken out by a recorded prune (the triggers allow no other
+// delete there), so its hash is not there to compare and only the seqs
+// say whether the ledger went back.
+func pinHead(ctx context.Context, q Querier, id string, seq int64) (head lockfile.Pin, at string, pruned bool, err error) {
 	head.LedgerID = id
 	err = q.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0),
-		coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), ''), coalesce((SELECT hash FROM events WHERE seq = $1), '')`,
-		seq).Scan(&head.Seq, &head.Hash, &at)
-	return head, at, err
+		coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), ''), coalesce((SELECT hash FROM events WHERE seq = $1), ''),
+		coalesce((SELECT seq FROM events ORDER BY seq LIMIT 1), 0) > $1`,
+		seq).Scan(&head.Seq, &head.Hash, &at, &pruned)
+	return head, at, pruned, err
 }

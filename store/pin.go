@@ -143,25 +143,23 @@ func comparePin(ctx context.Context, s Store, files *lockfile.Dir, where, id str
 // open) is not written over it: the next open refuses that ledger, as it
 // would have had the process not been running.
 //
-// The head is read and the pin compared and written under the writer
-// mutex mu (waited for up to busy), against the pin as it stands then: another process of this
-// host may have advanced it meanwhile, and a head read before that
-// process's, or one of a database restored since, must not take its
-// place.
-func KeepPin(s Store, files *lockfile.Dir, mu *lockfile.Mutex, busy time.Duration, id string, pin, overrode *lockfile.Pin, log *slog.Logger) {
+// The head is read and the pin compared and written under the pin's lock
+// (lockfile.Dir.LockPin), against the pin as it stands then: another
+// process of this host may have advanced it meanwhile, and a head read
+// before that process's, or one of a database restored since, must not
+// take its place.
+func KeepPin(s Store, files *lockfile.Dir, id string, pin, overrode *lockfile.Pin, log *slog.Logger) {
 	if pin == nil {
 		return
 	}
-	// The mutex is held for about one commit: waited for as a write waits
-	// for it (busy), so that a close among many writers still keeps the pin.
-	unlock, err := mu.Lock(context.Background(), busy, time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // a lost database must not hold up an exit
+	defer cancel()
+	unlock, err := files.LockPin(ctx)
 	if err != nil {
 		log.Warn("could not advance this root's pin of the ledger", "err", err)
 		return
 	}
 	defer unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // a lost database must not hold up an exit
-	defer cancel()
 	base := *pin
 	if now, ok, err := files.ReadPin(); err != nil {
 		log.Warn("could not advance this root's pin of the ledger", "err", err)

@@ -103,6 +103,7 @@ func TestMutexThatIsNoFileIsNamedSo(t *testing.T) {
 // second advance of the pin (another descriptor, as another process has)
 // out until it is let go, and is had while the writer mutex is held (a
 // writer stopped in its commit), so that no exit waits for that writer.
+// Its file is made as writer.flock is: no one else may open it.
 func TestLockPinExcludesAnotherAndNotTheWriterMutex(t *testing.T) {
 	d, root := openRoot(t)
 	other, err := lockfile.Open(root)
@@ -135,4 +136,7 @@ func TestLockPinExcludesAnotherAndNotTheWriterMutex(t *testing.T) {
 		t.Fatalf("the pin's lock once let go: %v", err)
 	}
 	unlock()
+	if fi, err := os.Lstat(filepath.Join(root, lockfile.PinLockName)); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the pin's lock file: %v, %v; want a regular file of mode 0600", fi, err)
+	}
 }

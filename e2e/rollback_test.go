@@ -373,3 +373,66 @@ func TestStatusOfALostHoldingAfterTheRollbackIsAccepted(t *testing.T) {
 		t.Errorf("status after the rollback was accepted, of the lost holding's lock file: %s", s)
 	}
 }
+
+// TestARunClosingAfterAnotherWriterKeepsTheNewerPin: a run opens with the
+// root's pin at one head; while it holds its lock another process on the
+// same root writes and exits, advancing the pin past the run's; then the
+// database is restored to a backup taken before that write. The run's
+// exit finds a head that extends the pin it opened with, but not the pin
+// now on disk: it must leave that pin, so that the host's next write
+// refuses the restored ledger (another history at the seq the other
+// process wrote). Before, the run compared the head only with the pin it
+// had read at open and wrote it over the newer one: the restore was
+// accepted without a word, and the other process's acquire was lost.
+func TestARunClosingAfterAnotherWriterKeepsTheNewerPin(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Get(t)
+	name := pgtest.CreateDatabase(t)
+	h := newPGHost(t, "web", c.SocketURL(name))
+	clitest.Unsigned(t, h.root) // only the pin can notice
+	rid := strings.TrimSpace(h.must(t, 0, "acquire", "a", "--pid", "1").Stdout)
+	h.must(t, 0, "release", "a", "--request-id", rid)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := filepath.Join(t.TempDir(), "done")
+	run := h.command(ctx, "run", "deploy", "--ttl", "30s", "--", "sh", "-c", `until [ -e "$1" ]; do sleep 0.05; done`, "sh", done)
+	var stderr lockedBuffer
+	run.Stderr = &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	awaitCondition(t, "the run holding its lock", func() bool { return strings.Contains(stderr.String(), "acquired") })
+	dump := filepath.Join(t.TempDir(), "dump")
+	pg := func(tool string, args ...string) {
+		t.Helper()
+		args = append([]string{"-h", c.SocketDir, "-p", strconv.Itoa(c.Port), "-U", "postgres"}, args...)
+		if out, err := exec.Command(filepath.Join(c.BinDir, tool), args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", tool, err, out)
+		}
+	}
+	pg("pg_dump", "-Fc", "-f", dump, name)
+	h.must(t, 0, "acquire", "x", "--pid", "1") // the pin moves past the run's
+	pinned, err := os.ReadFile(filepath.Join(h.root, "ledger.pin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"DROP DATABASE " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)", "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()} {
+		if err := c.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pg("pg_restore", "-d", name, dump)
+	if err := os.WriteFile(done, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = run.Wait()
+	t.Logf("the run: %v\n%s", err, stderr.String())
+	if now, err := os.ReadFile(filepath.Join(h.root, "ledger.pin")); err != nil || string(now) != string(pinned) {
+		t.Errorf("the pin after the run: %q (%v), want it left at %q", now, err, pinned)
+	}
+	// Refused: another history at seq 4 once the run's release is there,
+	// an older state had it failed.
+	if r := h.run(t, "acquire", "y", "--pid", "1"); r.Code != 1 || !strings.Contains(r.Stderr, "but this host has written to") {
+		t.Errorf("the next write after the run: exit %d, want 1 naming the restore\n%s", r.Code, r.Stderr)
+	}
+}

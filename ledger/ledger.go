@@ -251,7 +251,7 @@ func (l *Ledger) shut(closeStore func() error) error {
 	l.closed = true
 	defer l.files.Close()
 	if l.rollback == nil || l.accepted.Load() {
-		store.KeepPin(l.store, l.files, l.id, l.pinned, l.log)
+		store.KeepPin(l.store, l.files, l.id, l.pinned, l.rollback, l.log)
 	}
 	err := closeStore()
 	if l.flock != nil {

@@ -115,7 +115,7 @@ func LookPin(ctx context.Context, s Store, files *lockfile.Dir, where, id string
 // comparePin reads the store's head and tells why pin (ok: there is one)
 // does not allow it: a RolledBackError, or nil.
 func comparePin(ctx context.Context, s Store, files *lockfile.Dir, where, id string, pin lockfile.Pin, ok bool) (lockfile.Pin, *RolledBackError, error) {
-	head, at, err := pinHead(ctx, s, id, pin.Seq)
+	head, at, pruned, err := pinHead(ctx, s, id, pin.Seq)
 	if err != nil {
 		return head, nil, fmt.Errorf("ledger: the head to check against %s: %w", files.Root(), err)
 	}
@@ -126,7 +126,7 @@ func comparePin(ctx context.Context, s Store, files *lockfile.Dir, where, id str
 		reason = "another ledger"
 	case head.Seq < pin.Seq:
 		reason = fmt.Sprintf("an older state of it (head seq %d, below seq %d seen: restored from a backup or rolled back)", head.Seq, pin.Seq)
-	case pin.Seq > 0 && at != pin.Hash:
+	case pin.Seq > 0 && !pruned && at != pin.Hash:
 		reason = fmt.Sprintf("another history of it (its event at seq %d is not the one seen: restored from a backup or rolled back, then written to)", pin.Seq)
 	}
 	if reason == "" {
@@ -136,25 +136,50 @@ func comparePin(ctx context.Context, s Store, files *lockfile.Dir, where, id str
 }
 
 // KeepPin advances the root's pin to the store's head at close, where it
-// moved on from pin (nil: the open pins nothing). A failure is logged: the
-// pin stays at a head this host has seen. A head that does not extend the
-// pin (the database restored or rolled back while the process had it
+// moved on from pin (nil: the open pins nothing; overrode: the pin a
+// PinAccept open took the head found in place of). A failure is logged:
+// the pin stays at a head this host has seen. A head that does not extend
+// the pin (the database restored or rolled back while the process had it
 // open) is not written over it: the next open refuses that ledger, as it
 // would have had the process not been running.
-func KeepPin(s Store, files *lockfile.Dir, id string, pin *lockfile.Pin, log *slog.Logger) {
+//
+// The head is read and the pin compared and written under the pin's lock
+// (lockfile.Dir.LockPin), against the pin as it stands then: another
+// process of this host may have advanced it meanwhile, and a head read
+// before that process's, or one of a database restored since, must not
+// take its place.
+func KeepPin(s Store, files *lockfile.Dir, id string, pin, overrode *lockfile.Pin, log *slog.Logger) {
 	if pin == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // a lost database must not hold up an exit
 	defer cancel()
-	head, at, err := pinHead(ctx, s, id, pin.Seq)
+	unlock, err := files.LockPin(ctx)
+	if err != nil {
+		log.Warn("could not advance this root's pin of the ledger", "err", err)
+		return
+	}
+	defer unlock()
+	base := *pin
+	if now, ok, err := files.ReadPin(); err != nil {
+		log.Warn("could not advance this root's pin of the ledger", "err", err)
+		return
+	} else if ok && now != *pin && (overrode == nil || now != *overrode) {
+		base = now // another process of this host moved it since the open
+		if base.LedgerID != id {
+			log.Warn("this root's pin was moved to another ledger while this process had the ledger open: it stays there",
+				"pin", base.String(), "found", id)
+			return
+		}
+	}
+	head, at, pruned, err := pinHead(ctx, s, id, base.Seq)
 	switch {
 	case err != nil:
-	case head == *pin:
+	case head == base:
 		return
-	case pin.LedgerID == id && (head.Seq < pin.Seq || pin.Seq > 0 && at != pin.Hash):
+	case base.LedgerID == id && (head.Seq < base.Seq || base.Seq > 0 && !pruned && at != base.Hash):
 		log.Warn("the ledger went back while this process had it open (restored from a backup or rolled back): "+
-			"this root's pin stays at the head it saw, so the next writer here refuses the ledger", "pin", pin.String(), "found", head.String())
+			"this root's pin stays at the head this host saw, so the next writer here refuses the ledger", "pin", base.String(), "found", head.String())
 		return
 	default:
 		err = files.WritePin(head)
@@ -164,11 +189,16 @@ func KeepPin(s Store, files *lockfile.Dir, id string, pin *lockfile.Pin, log *sl
 	}
 }
 
-// pinHead is the ledger's head as a pin, and the hash of its event at seq.
-func pinHead(ctx context.Context, q Querier, id string, seq int64) (head lockfile.Pin, at string, err error) {
+// pinHead is the ledger's head as a pin, and the hash of its event at seq
+// ("" where there is none). pruned: seq is below the live log's first
+// event, taken out by a recorded prune (the triggers allow no other
+// delete there), so its hash is not there to compare and only the seqs
+// say whether the ledger went back.
+func pinHead(ctx context.Context, q Querier, id string, seq int64) (head lockfile.Pin, at string, pruned bool, err error) {
 	head.LedgerID = id
 	err = q.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0),
-		coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), ''), coalesce((SELECT hash FROM events WHERE seq = $1), '')`,
-		seq).Scan(&head.Seq, &head.Hash, &at)
-	return head, at, err
+		coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), ''), coalesce((SELECT hash FROM events WHERE seq = $1), ''),
+		coalesce((SELECT seq FROM events ORDER BY seq LIMIT 1), 0) > $1`,
+		seq).Scan(&head.Seq, &head.Hash, &at, &pruned)
+	return head, at, pruned, err
 }

@@ -109,7 +109,7 @@ func (d *Dir) CheckOwners(asked *int, names ...string) error {
 				return err
 			}
 		}
-		for _, name := range append([]string{MutexName, PinName}, names...) {
+		for _, name := range append([]string{MutexName, PinName, PinLockName}, names...) {
 			st, ok, err := r.lstat(name)
 			if err != nil {
 				return err

@@ -2,11 +2,13 @@ package lockfile
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,4 +79,38 @@ func (d *Dir) WritePin(p Pin) error {
 		}
 		return nil
 	})
+}
+
+// PinLockName is the file whose flock(2) is the lock of a read, compare
+// and write of the pin (LockPin).
+const PinLockName = "pin.flock"
+
+// LockPin takes the lock of a read, compare and write of the pin: an
+// exclusive flock(2) of ROOT/pin.flock (made as writer.flock is, 0600 or
+// 0660 in a group root: only those who may write the root can hold it),
+// waited for while ctx lasts. Of two processes that advance the pin at
+// once, the one that reads the head later writes later. It is not the
+// writer mutex: a writer stopped in its commit holds that one, and no
+// process's exit must wait for it.
+func (d *Dir) LockPin(ctx context.Context) (unlock func(), err error) {
+	fd := -1
+	err = d.inRoot(true, func(r at) (err error) {
+		if fd, err = r.create(PinLockName, unix.O_RDWR); err != nil {
+			return r.openErr("open", PinLockName, err)
+		}
+		if err := regular(fd, r.join(PinLockName)); err != nil {
+			unix.Close(fd)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	release, err := Flock(ctx, fd, -1, time.Millisecond)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("lock %s: %w", d.root.join(PinLockName), err)
+	}
+	return func() { release(); unix.Close(fd) }, nil
 }

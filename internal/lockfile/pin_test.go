@@ -1,11 +1,13 @@
 package lockfile_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -94,5 +96,47 @@ func TestMutexThatIsNoFileIsNamedSo(t *testing.T) {
 	var unsafe *lockfile.UnsafePathError
 	if !errors.As(err, &unsafe) || !strings.Contains(err.Error(), path+": is not a regular file (a named pipe)") {
 		t.Fatalf("a FIFO at the writer mutex: %v, want it named as a named pipe", err)
+	}
+}
+
+// TestLockPinExcludesAnotherAndNotTheWriterMutex: the pin's lock keeps a
+// second advance of the pin (another descriptor, as another process has)
+// out until it is let go, and is had while the writer mutex is held (a
+// writer stopped in its commit), so that no exit waits for that writer.
+// Its file is made as writer.flock is: no one else may open it.
+func TestLockPinExcludesAnotherAndNotTheWriterMutex(t *testing.T) {
+	d, root := openRoot(t)
+	other, err := lockfile.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	m, err := d.OpenMutex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	unlockWriter, err := m.Lock(context.Background(), time.Second, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlockWriter()
+	now, cancel := context.WithCancel(context.Background())
+	cancel() // one try, no wait
+	unlock, err := d.LockPin(now)
+	if err != nil {
+		t.Fatalf("the pin's lock while the writer mutex is held: %v", err)
+	}
+	if _, err := other.LockPin(now); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a second pin's lock while the first is held: %v, want it kept out", err)
+	}
+	unlock()
+	unlock, err = other.LockPin(now)
+	if err != nil {
+		t.Fatalf("the pin's lock once let go: %v", err)
+	}
+	unlock()
+	if fi, err := os.Lstat(filepath.Join(root, lockfile.PinLockName)); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the pin's lock file: %v, %v; want a regular file of mode 0600", fi, err)
 	}
 }

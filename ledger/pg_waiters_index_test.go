@@ -108,3 +108,92 @@ func TestPostgresLedgerOfSchema12MigratesWithItsQueue(t *testing.T) {
 	}
 	verifyOK(t, l)
 }
+
+// A migration this process makes is not cut short by the time an open
+// gives itself to find the ledger (its busy timeout, the 2 s of a verify's
+// record): on a long log its index takes longer. Here the migration's index
+// build waits behind another session's lock on events for longer than the
+// open's whole wait, and the open still migrates once that lock goes.
+func TestPostgresMigrationOutlastsTheOpensWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	root := t.TempDir()
+	const wait = 300 * time.Millisecond
+	open := func(opts ...ledger.Option) (*ledger.Ledger, error) {
+		return ledger.Open(ctx, root, append(opts, ledger.WithHost(ledger.Host{ID: "host-a", BootID: "boot-host-a"}),
+			ledger.Unsigned(), ledger.WithDatabase(url))...)
+	}
+	l, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: "x", Identity: ledger.Identity{RequestID: "r1", Actor: "t", PID: os.Getpid()}, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	db := pgtest.Open(t, url)
+	old, err := oldschema.Postgres12()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range old {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// A session that writes events keeps the index build (SHARE) waiting.
+	blocker, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback()
+	if _, err := blocker.ExecContext(ctx, `LOCK TABLE events IN ROW EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	type opened struct {
+		l   *ledger.Ledger
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		l, err := open(ledger.WithBusyTimeout(wait))
+		done <- opened{l, err}
+	}()
+	for {
+		var waiting bool
+		if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'events'::regclass AND NOT granted)`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		select {
+		case o := <-done:
+			t.Fatalf("the open ended before its migration waited for the table: %v", o.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	// Held past the open's whole wait, then let go.
+	select {
+	case o := <-done:
+		t.Fatalf("the open ended while its migration waited for the table: %v", o.err)
+	case <-time.After(time.Until(start.Add(3 * wait))):
+	}
+	if err := blocker.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	if o.err != nil {
+		t.Fatalf("an open whose migration outlasted its wait: %v", o.err)
+	}
+	defer o.l.Close()
+	var v int
+	if err := db.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v != migrations.Postgres.Latest() {
+		t.Fatalf("schema %d after the open, want %d", v, migrations.Postgres.Latest())
+	}
+}

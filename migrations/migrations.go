@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 //go:embed *.sql postgres/*.sql
@@ -40,6 +41,10 @@ type Set struct {
 	glob string
 	// exists reports whether schema_migrations exists.
 	exists string
+	// lockWait, when set, bounds serialise's wait for the lock in a
+	// transaction of MigrateWithin: it takes the wait (ms), then 0 once
+	// the lock is held.
+	lockWait string
 	// serialise runs first in every migration's transaction, so that
 	// concurrent first opens apply each migration once (see Migrate).
 	serialise string
@@ -76,11 +81,20 @@ func readOnce(s Set) Set {
 // another client. fresh, when set, is asked before a database at version
 // 0 is migrated; its error applies nothing.
 func (s Set) Migrate(ctx context.Context, db DB, fresh func(*sql.Tx) error, now func() string) error {
+	return s.MigrateWithin(ctx, db, 0, fresh, now)
+}
+
+// MigrateWithin is Migrate whose wait for the set's lock, held by another
+// process's migration, ends after wait (none: until ctx ends), while the
+// migrations themselves, once this process holds the lock, run until they
+// are done or ctx ends: an index built over a long log is not cut short by
+// the time an open gives itself to find the ledger.
+func (s Set) MigrateWithin(ctx context.Context, db DB, wait time.Duration, fresh func(*sql.Tx) error, now func() string) error {
 	all, err := s.All()
 	if err != nil {
 		return err
 	}
-	tx, err := s.begin(ctx, db)
+	tx, err := s.begin(ctx, db, wait)
 	if err != nil {
 		return err
 	}
@@ -114,7 +128,8 @@ var SQLite = readOnce(Set{glob: "*.sql", readable: 12,
 // current schema.
 var Postgres = readOnce(Set{glob: "postgres/*.sql", readable: 10,
 	exists:    `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'`,
-	serialise: `SELECT pg_advisory_xact_lock(7215843091255761)`})
+	serialise: `SELECT pg_advisory_xact_lock(7215843091255761)`,
+	lockWait:  `SELECT set_config('lock_timeout', $1, true)`})
 
 // Migration is one embedded SQL file.
 type Migration struct {
@@ -251,7 +266,7 @@ func (s Set) Apply(ctx context.Context, db DB, now func() string) error {
 }
 
 func (s Set) applyOne(ctx context.Context, db DB, m Migration, now func() string) error {
-	tx, err := s.begin(ctx, db)
+	tx, err := s.begin(ctx, db, 0)
 	if err != nil {
 		return err
 	}
@@ -262,14 +277,28 @@ func (s Set) applyOne(ctx context.Context, db DB, m Migration, now func() string
 	return tx.Commit()
 }
 
-// begin begins a migration's transaction, serialised (see serialise).
-func (s Set) begin(ctx context.Context, db DB) (*sql.Tx, error) {
+// begin begins a migration's transaction, serialised (see serialise),
+// waiting at most wait for the lock where the set can bound it (lockWait).
+func (s Set) begin(ctx context.Context, db DB, wait time.Duration) (*sql.Tx, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	if s.serialise != "" {
-		if _, err := tx.ExecContext(ctx, s.serialise); err != nil {
+	bounded := wait > 0 && s.lockWait != ""
+	steps := []struct {
+		stmt string
+		args []any
+		do   bool
+	}{
+		{s.lockWait, []any{strconv.FormatInt(max(wait.Milliseconds(), 1), 10)}, bounded},
+		{s.serialise, nil, s.serialise != ""},
+		{s.lockWait, []any{"0"}, bounded},
+	}
+	for _, st := range steps {
+		if !st.do {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, st.stmt, st.args...); err != nil {
 			tx.Rollback()
 			return nil, err
 		}

@@ -149,11 +149,13 @@ func (s *Store) firstConn(ctx context.Context) error {
 // Migrate applies the PostgreSQL migrations Connect found missing,
 // creating the tables in an empty database (after Config.BeforeCreate).
 // The caller closes the store if it fails.
+//
+// The open's deadline bounds the wait for another process's migration;
+// one this process makes runs until it is done or ctx ends (an index
+// built over a long log takes longer than an open gives itself).
 func (s *Store) Migrate(ctx context.Context) error {
-	pctx, cancel := context.WithDeadline(ctx, s.deadline)
-	defer cancel()
-	if err := s.prepare(pctx); err != nil {
-		return classify(s.openErr(ctx, pctx, err))
+	if err := s.prepare(ctx); err != nil {
+		return classify(err)
 	}
 	return nil
 }
@@ -288,7 +290,8 @@ func (s *Store) migrate(ctx context.Context) error {
 		refused = s.checkEmptySchema(ctx, tx)
 		return refused
 	}
-	if err := migrations.Postgres.Migrate(ctx, s.db, fresh, func() string { return events.FormatTime(s.cfg.Now()) }); err != nil {
+	wait := max(time.Until(s.deadline), time.Millisecond)
+	if err := migrations.Postgres.MigrateWithin(ctx, s.db, wait, fresh, func() string { return events.FormatTime(s.cfg.Now()) }); err != nil {
 		if refused != nil {
 			return refused
 		}

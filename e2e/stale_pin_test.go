@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/pgtest"
@@ -85,4 +90,41 @@ func TestStalePinRefusesBeforeStartingALedger(t *testing.T) {
 
 	clitest.Must(t, 0, root, "trust", "forget", "--yes")
 	clitest.Must(t, 0, root, "run", "new", "--", "true")
+}
+
+// Many first writes of one host at once on a database that holds no
+// ledger yet (a fleet host's jobs starting together): one makes the
+// ledger and pins it in the trust store, and every other joins it. Before,
+// one that had found the database empty and then met the new pin was
+// refused as if the root's path had been reused ("holds no ledger, but
+// known_ledgers pins ledger ... there"), or told that the root served
+// another ledger.
+func TestPostgresFirstWritesOfOneHostAtOnceJoinOneLedger(t *testing.T) {
+	t.Parallel()
+	const procs = 12
+	for trial := range 5 {
+		h := newPGHost(t, "alpha", pgtest.NewDatabase(t))
+		h.trust = filepath.Join(t.TempDir(), "trust")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		results := make([]clitest.Result, procs)
+		var wg sync.WaitGroup
+		for i := range procs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := h.command(ctx, "acquire", fmt.Sprintf("l%d", i), "--pid", "1")
+				var out, errb bytes.Buffer
+				c.Stdout, c.Stderr = &out, &errb
+				_ = c.Run()
+				results[i] = clitest.Result{Code: c.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errb.String()}
+			}()
+		}
+		wg.Wait()
+		cancel()
+		for i, r := range results {
+			if r.Code != 0 {
+				t.Fatalf("trial %d: first write %d of %d at once: exit %d\n%s", trial, i, procs, r.Code, r.Stderr)
+			}
+		}
+	}
 }

@@ -76,8 +76,14 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 		return nil, err
 	}
 	l.signing, l.trust = c.signing, trusted
-	if trusted != nil && c.create && c.pin != store.PinSkip && l.startsLedger(pg) {
+	if trusted != nil && c.create && c.pin != store.PinSkip && l.startsLedger(ctx, pg, false) {
 		err := trusted.refuseNewLedger(root)
+		if err != nil && !l.startsLedger(ctx, pg, true) {
+			// Another first open made the ledger and pinned it since
+			// the look above (it pins only once the ledger is made):
+			// this open joins that ledger.
+			err = nil
+		}
 		if pg != nil && err != nil {
 			// A root that holds another ledger's pin is told so first: it
 			// holds a ledger, which the trust store's pin names too.
@@ -123,10 +129,13 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 }
 
 // startsLedger reports whether a writer's open would start a new ledger:
-// the database pg connected to holds none, or (pg nil) the root shows no
-// trace of one.
-func (l *Ledger) startsLedger(pg *postgres.Store) bool {
+// the database pg connected to holds none (as Connect found it, or, again,
+// as it is now), or (pg nil) the root shows no trace of one.
+func (l *Ledger) startsLedger(ctx context.Context, pg *postgres.Store, again bool) bool {
 	if pg != nil {
+		if again {
+			return pg.EmptyNow(ctx)
+		}
 		return pg.Empty()
 	}
 	return errors.Is(l.sqliteRoot().MustExist(), store.ErrNoLedger)

@@ -434,6 +434,15 @@ func (s *Store) ManyHosts() bool { return true }
 // would create one.
 func (s *Store) Empty() bool { return s.version == 0 }
 
+// EmptyNow reports whether the database holds no ledger now, as read
+// again: another first open may have made it since Connect. A failed read
+// says it holds one, so that nothing is refused for it; the open that
+// follows meets the failure itself.
+func (s *Store) EmptyNow(ctx context.Context) bool {
+	cur, err := migrations.Postgres.Current(ctx, s.db)
+	return err == nil && cur == 0
+}
+
 // CachesStatements: the ledger prepares nothing on PostgreSQL, where a
 // named statement would outlive its transaction on a pooled server
 // connection; each statement runs in one round trip (execMode).

@@ -248,15 +248,7 @@ func TestADatabaseRestoredUnderARunIsStillRefused(t *testing.T) {
 	clitest.Unsigned(t, h.root) // only the pin can notice
 	rid := strings.TrimSpace(h.must(t, 0, "acquire", "a", "--pid", "1").Stdout)
 	h.must(t, 0, "release", "a", "--request-id", rid)
-	dump := filepath.Join(t.TempDir(), "dump")
-	pg := func(tool string, args ...string) {
-		t.Helper()
-		args = append([]string{"-h", c.SocketDir, "-p", strconv.Itoa(c.Port), "-U", "postgres"}, args...)
-		if out, err := exec.Command(filepath.Join(c.BinDir, tool), args...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", tool, err, out)
-		}
-	}
-	pg("pg_dump", "-Fc", "-f", dump, name)
+	restore := dumpDatabase(t, c, name)
 	for _, lock := range []string{"b", "c", "d"} {
 		h.must(t, 0, "acquire", lock, "--pid", "1")
 	}
@@ -269,12 +261,7 @@ func TestADatabaseRestoredUnderARunIsStillRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitCondition(t, "the run holding its lock", func() bool { return strings.Contains(stderr.String(), "acquired") })
-	for _, q := range []string{"DROP DATABASE " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)", "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()} {
-		if err := c.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pg("pg_restore", "-d", name, dump)
+	restore()
 	var exit *exec.ExitError
 	if err := run.Wait(); !errors.As(err, &exit) || exit.ExitCode() != 5 {
 		t.Fatalf("the run on the restored database: %v, want exit 5 (lock lost)\n%s", err, stderr.String())
@@ -402,26 +389,13 @@ func TestARunClosingAfterAnotherWriterKeepsTheNewerPin(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitCondition(t, "the run holding its lock", func() bool { return strings.Contains(stderr.String(), "acquired") })
-	dump := filepath.Join(t.TempDir(), "dump")
-	pg := func(tool string, args ...string) {
-		t.Helper()
-		args = append([]string{"-h", c.SocketDir, "-p", strconv.Itoa(c.Port), "-U", "postgres"}, args...)
-		if out, err := exec.Command(filepath.Join(c.BinDir, tool), args...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", tool, err, out)
-		}
-	}
-	pg("pg_dump", "-Fc", "-f", dump, name)
+	restore := dumpDatabase(t, c, name)
 	h.must(t, 0, "acquire", "x", "--pid", "1") // the pin moves past the run's
 	pinned, err := os.ReadFile(filepath.Join(h.root, "ledger.pin"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"DROP DATABASE " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)", "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()} {
-		if err := c.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pg("pg_restore", "-d", name, dump)
+	restore()
 	if err := os.WriteFile(done, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -434,5 +408,30 @@ func TestARunClosingAfterAnotherWriterKeepsTheNewerPin(t *testing.T) {
 	// an older state had it failed.
 	if r := h.run(t, "acquire", "y", "--pid", "1"); r.Code != 1 || !strings.Contains(r.Stderr, "but this host has written to") {
 		t.Errorf("the next write after the run: exit %d, want 1 naming the restore\n%s", r.Code, r.Stderr)
+	}
+}
+
+// dumpDatabase dumps the database name of c now (pg_dump), and returns
+// what restores it as the dump has it: the database dropped, made again
+// and filled from the dump (pg_restore), as an operator restores a backup.
+func dumpDatabase(t *testing.T, c *pgtest.Cluster, name string) (restore func()) {
+	t.Helper()
+	pg := func(tool string, args ...string) {
+		t.Helper()
+		args = append([]string{"-h", c.SocketDir, "-p", strconv.Itoa(c.Port), "-U", "postgres"}, args...)
+		if out, err := exec.Command(filepath.Join(c.BinDir, tool), args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", tool, err, out)
+		}
+	}
+	dump := filepath.Join(t.TempDir(), "dump")
+	pg("pg_dump", "-Fc", "-f", dump, name)
+	return func() {
+		t.Helper()
+		for _, q := range []string{"DROP DATABASE " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)", "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()} {
+			if err := c.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pg("pg_restore", "-d", name, dump)
 	}
 }

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/internal/pgtest"
-	"github.com/lockledger/lockledger/store/sqlite"
 )
 
 // commitMessage is the COMMIT a transaction of the ledger ends with, as pgx
@@ -208,11 +206,7 @@ func TestSQLiteCommitRefusedIsAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	db, err := sql.Open("sqlite", sqlite.DSN(filepath.Join(root, DBFile), time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := rawDB(t, root)
 	for _, q := range []string{
 		`CREATE TABLE refuse_parent (id INTEGER PRIMARY KEY)`,
 		`CREATE TABLE refuse_child (parent INTEGER REFERENCES refuse_parent (id) DEFERRABLE INITIALLY DEFERRED)`,

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"go/parser"
 	"go/token"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/store"
-	"github.com/lockledger/lockledger/store/sqlite"
 )
 
 // The ledger does not know which engine it runs on: only open.go, which
@@ -53,11 +51,7 @@ func TestSQLiteBusyIsTransient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	db, err := sql.Open("sqlite", sqlite.DSN(filepath.Join(root, DBFile), time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := rawDB(t, root)
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -284,24 +284,22 @@ func (s Set) begin(ctx context.Context, db DB, wait time.Duration) (*sql.Tx, err
 	if err != nil {
 		return nil, err
 	}
-	bounded := wait > 0 && s.lockWait != ""
-	steps := []struct {
-		stmt string
-		args []any
-		do   bool
-	}{
-		{s.lockWait, []any{strconv.FormatInt(max(wait.Milliseconds(), 1), 10)}, bounded},
-		{s.serialise, nil, s.serialise != ""},
-		{s.lockWait, []any{"0"}, bounded},
+	if s.serialise == "" {
+		return tx, nil
 	}
-	for _, st := range steps {
-		if !st.do {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, st.stmt, st.args...); err != nil {
-			tx.Rollback()
-			return nil, err
-		}
+	bounded := wait > 0 && s.lockWait != ""
+	if bounded {
+		_, err = tx.ExecContext(ctx, s.lockWait, strconv.FormatInt(max(wait.Milliseconds(), 1), 10))
+	}
+	if err == nil {
+		_, err = tx.ExecContext(ctx, s.serialise)
+	}
+	if err == nil && bounded {
+		_, err = tx.ExecContext(ctx, s.lockWait, "0")
+	}
+	if err != nil {
+		tx.Rollback()
+		return nil, err
 	}
 	return tx, nil
 }

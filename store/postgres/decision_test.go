@@ -25,16 +25,7 @@ import (
 func TestDecisionCallsReadAndWriteAsTheStatements(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
-	db := pgtest.Open(t, url)
-	if err := migrations.Postgres.Migrate(ctx, db, nil, func() string { return "" }); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Connect(ctx, Config{URL: url, PoolSize: 2, Wait: time.Minute, Busy: 10 * time.Second, Now: time.Now,
-		Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := migratedStore(t, url, 2)
 	stmts := store.NewStatements(s)
 	for n := int64(1); n <= 40; n++ {
 		tx, err := s.db.BeginTx(ctx, nil)
@@ -146,16 +137,7 @@ func TestGroupWriteKeepsEveryByte(t *testing.T) {
 
 func groupWriteKeepsEveryByte(t *testing.T, url string) {
 	ctx := context.Background()
-	db := pgtest.Open(t, url)
-	if err := migrations.Postgres.Migrate(ctx, db, nil, func() string { return "" }); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Connect(ctx, Config{URL: url, PoolSize: 2, Wait: time.Minute, Busy: 10 * time.Second, Now: time.Now,
-		Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := migratedStore(t, url, 2)
 	every := make([]byte, 0, 512)
 	for i := range 256 {
 		every = append(every, byte(i), byte(255-i))
@@ -228,16 +210,8 @@ func TestGroupReadDoesNotRunThroughTheLocksHistory(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	db := pgtest.Open(t, url)
-	if err := migrations.Postgres.Migrate(ctx, db, nil, func() string { return "" }); err != nil {
-		t.Fatal(err)
-	}
 	// One connection: every read below is in the session of the first.
-	s, err := Connect(ctx, Config{URL: url, PoolSize: 1, Wait: time.Minute, Busy: 10 * time.Second, Now: time.Now,
-		Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := migratedStore(t, url, 1)
 	stmts := store.NewStatements(s)
 	// fetched is how many rows of events the group's read of lock a
 	// fetched, by the session's counters before and after it (which hold
@@ -320,4 +294,22 @@ func TestGroupReadDoesNotRunThroughTheLocksHistory(t *testing.T) {
 	if len(queued) != 1 || queued[0].RequestID != "w2" || len(read.Queue) != 1 || read.Queue[0].RequestID != "w2" {
 		t.Errorf("the queue of a: %+v by the statement, %+v by the function; want w2 alone", queued, read.Queue)
 	}
+}
+
+// migratedStore is a store on url's database, its tables made by the
+// migrations beforehand, with a pool of pool connections; closed with the
+// test.
+func migratedStore(t *testing.T, url string, pool int) *Store {
+	t.Helper()
+	ctx := context.Background()
+	if err := migrations.Postgres.Migrate(ctx, pgtest.Open(t, url), nil, func() string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Connect(ctx, Config{URL: url, PoolSize: pool, Wait: time.Minute, Busy: 10 * time.Second, Now: time.Now,
+		Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

@@ -20,81 +20,112 @@ var commitMessage = []byte("Q\x00\x00\x00\x0bcommit\x00")
 
 // A commit whose reply is lost (the connection is reset once COMMIT has
 // reached the server, which commits) is a commit: the caller is told the
-// lock is its own, and this host's lock file says so, as the log does. One
-// whose outcome cannot be read back (the database out of reach from that
-// moment) is reported as unknown (ErrCommitUnknown), never as a failure,
-// since the event may well be recorded. Through PgBouncer too.
+// lock is its own, and this host's lock file says so, as the log does; so
+// too when the database refuses connections for a while after (a restart
+// that ended the session at its COMMIT): the read-back is tried again. One
+// whose outcome cannot be read back within twice the busy timeout (the
+// database out of reach from that moment) is reported as unknown
+// (ErrCommitUnknown), never as a failure, since the event may well be
+// recorded. Through PgBouncer too.
 func TestPostgresCommitReplyLost(t *testing.T) {
-	for _, c := range []struct{ reachable, bounced bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
-		reachable := c.reachable
-		t.Run(fmt.Sprintf("%s/bounced=%v", map[bool]string{true: "read-back", false: "unreachable"}[reachable], c.bounced), func(t *testing.T) {
-			name := pgtest.CreateDatabase(t)
-			// Through PgBouncer in transaction mode, the proxy is between
-			// the ledger and PgBouncer, which then loses its client.
-			target := pgtest.TCPAddr(t)
-			if c.bounced {
-				target = "127.0.0.1:" + strconv.Itoa(pgtest.GetBouncer(t).Port)
-			}
-			proxy := pgtest.NewProxy(t, target)
-			root := t.TempDir()
-			ctx := context.Background()
-			l, err := Open(ctx, root, WithDatabase(proxy.URL(name)), Unsigned(), WithBusyTimeout(10*time.Second))
-			if err != nil {
+	for _, after := range []string{"reachable", "back after a refusal", "unreachable"} {
+		for _, bounced := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/bounced=%v", after, bounced), func(t *testing.T) {
+				commitReplyLost(t, after, bounced)
+			})
+		}
+	}
+}
+
+// commitReplyLost is TestPostgresCommitReplyLost's case of the database
+// after the lost reply (reachable, back after refusing the read-back's
+// first connection, unreachable), directly or through PgBouncer.
+func commitReplyLost(t *testing.T, after string, bounced bool) {
+	name := pgtest.CreateDatabase(t)
+	// Through PgBouncer in transaction mode, the proxy is between
+	// the ledger and PgBouncer, which then loses its client.
+	target := pgtest.TCPAddr(t)
+	if bounced {
+		target = "127.0.0.1:" + strconv.Itoa(pgtest.GetBouncer(t).Port)
+	}
+	proxy := pgtest.NewProxy(t, target)
+	root := t.TempDir()
+	ctx := context.Background()
+	busy := 10 * time.Second
+	if after == "unreachable" {
+		busy = time.Second // the read-back gives up after twice that
+	}
+	l, err := Open(ctx, root, WithDatabase(proxy.URL(name)), Unsigned(), WithBusyTimeout(busy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	reachable := after != "unreachable"
+	proxy.LoseReplyTo(commitMessage, after != "reachable")
+	back := make(chan struct{})
+	go func() {
+		defer close(back)
+		if after != "back after a refusal" {
+			return
+		}
+		for deadline := time.Now().Add(20 * time.Second); proxy.Refused() == 0 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		proxy.Restore()
+	}()
+	acq, err := l.TryAcquire(ctx, AcquireRequest{Lock: "lost-reply", Identity: Identity{Actor: "commit-review"}})
+	<-back
+	if n := proxy.RepliesLost(); n != 1 {
+		t.Fatalf("the proxy lost %d replies to COMMIT, want 1 (err %v)", n, err)
+	}
+	if after == "back after a refusal" && proxy.Refused() == 0 {
+		t.Fatal("the proxy refused no connection after the lost reply")
+	}
+	proxy.Restore()
+	// What the database holds, read beside the proxy: the ledger's
+	// pool may still hand out a connection the proxy cut. Unreachable,
+	// nothing waited for the server to finish the commit it was sent.
+	db := pgtest.Open(t, pgtest.TCPURL(t, name))
+	recorded := func() (seqs []int64) {
+		rows, err := db.Query(`SELECT seq FROM events WHERE lock_name = 'lost-reply' ORDER BY seq`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var seq int64
+			if err := rows.Scan(&seq); err != nil {
 				t.Fatal(err)
 			}
-			defer l.Close()
-			proxy.LoseReplyTo(commitMessage, !reachable)
-			acq, err := l.TryAcquire(ctx, AcquireRequest{Lock: "lost-reply", Identity: Identity{Actor: "commit-review"}})
-			if n := proxy.RepliesLost(); n != 1 {
-				t.Fatalf("the proxy lost %d replies to COMMIT, want 1 (err %v)", n, err)
-			}
-			proxy.Restore()
-			// What the database holds, read beside the proxy: the ledger's
-			// pool may still hand out a connection the proxy cut. Unreachable,
-			// nothing waited for the server to finish the commit it was sent.
-			db := pgtest.Open(t, pgtest.TCPURL(t, name))
-			recorded := func() (seqs []int64) {
-				rows, err := db.Query(`SELECT seq FROM events WHERE lock_name = 'lost-reply' ORDER BY seq`)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rows.Close()
-				for rows.Next() {
-					var seq int64
-					if err := rows.Scan(&seq); err != nil {
-						t.Fatal(err)
-					}
-					seqs = append(seqs, seq)
-				}
-				if err := rows.Err(); err != nil {
-					t.Fatal(err)
-				}
-				return seqs
-			}
-			seqs := recorded()
-			for deadline := time.Now().Add(10 * time.Second); len(seqs) == 0 && time.Now().Before(deadline); seqs = recorded() {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if len(seqs) != 1 {
-				t.Fatalf("%d events of the acquire whose COMMIT reached the server, want 1", len(seqs))
-			}
-			_, statErr := os.Stat(filepath.Join(root, "locks", "lost-reply.lock"))
-			if reachable {
-				if err != nil {
-					t.Fatalf("an acquire recorded at seq %d was told it failed: %v", seqs[0], err)
-				}
-				if acq.Seq != seqs[0] {
-					t.Errorf("acquired at seq %d, recorded at %d", acq.Seq, seqs[0])
-				}
-				if statErr != nil {
-					t.Errorf("the lock file of a committed acquire: %v", statErr)
-				}
-				return
-			}
-			if !errors.Is(err, ErrCommitUnknown) {
-				t.Fatalf("an acquire recorded at seq %d whose commit could not be read back was told %v, want ErrCommitUnknown", seqs[0], err)
-			}
-		})
+			seqs = append(seqs, seq)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return seqs
+	}
+	seqs := recorded()
+	for deadline := time.Now().Add(10 * time.Second); len(seqs) == 0 && time.Now().Before(deadline); seqs = recorded() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(seqs) != 1 {
+		t.Fatalf("%d events of the acquire whose COMMIT reached the server, want 1", len(seqs))
+	}
+	_, statErr := os.Stat(filepath.Join(root, "locks", "lost-reply.lock"))
+	if reachable {
+		if err != nil {
+			t.Fatalf("an acquire recorded at seq %d was told it failed: %v", seqs[0], err)
+		}
+		if acq.Seq != seqs[0] {
+			t.Errorf("acquired at seq %d, recorded at %d", acq.Seq, seqs[0])
+		}
+		if statErr != nil {
+			t.Errorf("the lock file of a committed acquire: %v", statErr)
+		}
+		return
+	}
+	if !errors.Is(err, ErrCommitUnknown) {
+		t.Fatalf("an acquire recorded at seq %d whose commit could not be read back was told %v, want ErrCommitUnknown", seqs[0], err)
 	}
 }
 
@@ -143,8 +174,12 @@ func TestPostgresCheckpointCommitReplyLost(t *testing.T) {
 			proxy := pgtest.NewProxy(t, pgtest.TCPAddr(t))
 			ctx := context.Background()
 			s, _ := testKey(t)
+			busy := 10 * time.Second
+			if !reachable {
+				busy = time.Second // the read-back gives up after twice that
+			}
 			l, err := Open(ctx, t.TempDir(), WithDatabase(proxy.URL(name)), Unsigned(), WithSigner(s),
-				WithCheckpointPolicy(1000, time.Hour), WithBusyTimeout(10*time.Second))
+				WithCheckpointPolicy(1000, time.Hour), WithBusyTimeout(busy))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,8 +9,10 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/backoff"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -486,35 +488,43 @@ func (l *Ledger) commitOutcome(ctx context.Context, err error, written []*events
 	// Bounded by the busy timeout twice over (a connection, then the
 	// writer lock) and by the callers' context: one whose deadline passed
 	// (a lease's heartbeat at its deadline) is told the outcome is unknown
-	// rather than held past it.
+	// rather than held past it. A restart that ended the session at its
+	// COMMIT also refuses the next connections for a moment (shutting
+	// down, starting up, a pooler's failed logins): the read-back is tried
+	// again until the database answers or that bound passes.
 	rctx, cancel := context.WithTimeout(ctx, 2*l.busy)
 	defer cancel()
-	unknown := func(why error) error {
-		return fmt.Errorf("%w (%w: the log could not be read back to see whether %s: %v)", err, ErrCommitUnknown, what, why)
+	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
+	for {
+		found, rerr := l.readBack(rctx, written, stored)
+		switch {
+		case rerr == nil && found:
+			l.log.Warn("the commit's reply was lost, but the log holds what it wrote: the write stands", "written", what, "err", err)
+			return nil
+		case rerr == nil:
+			return err
+		case !errors.Is(rerr, store.ErrTransient) || retry.Wait(rctx) != nil:
+			return fmt.Errorf("%w (%w: the log could not be read back to see whether %s: %v)", err, ErrCommitUnknown, what, rerr)
+		}
+		l.log.Debug("the commit's outcome could not be read back yet; trying again", "written", what, "err", rerr)
 	}
-	tx, berr := l.beginWrite(rctx)
-	if berr != nil {
-		return unknown(berr)
+}
+
+// readBack reports whether the log holds the last of written, or, with
+// none written, the checkpoint stored, reading under the writer lock.
+func (l *Ledger) readBack(ctx context.Context, written []*events.Event, stored *Checkpointed) (bool, error) {
+	tx, err := l.beginWrite(ctx)
+	if err != nil {
+		return false, err
 	}
 	defer tx.Rollback()
-	var found bool
-	var rerr error
 	if len(written) > 0 {
 		last := written[len(written)-1]
-		var h string
-		h, rerr = store.EventHash(rctx, tx, last.Seq)
-		found = h == last.Hash
-	} else {
-		found, rerr = store.HasCheckpoint(rctx, tx, stored.Size, stored.Note)
+		h, err := store.EventHash(ctx, tx, last.Seq)
+		return h == last.Hash, l.store.Classify(err)
 	}
-	switch {
-	case rerr != nil:
-		return unknown(rerr)
-	case found:
-		l.log.Warn("the commit's reply was lost, but the log holds what it wrote: the write stands", "written", what, "err", err)
-		return nil
-	}
-	return err
+	found, err := store.HasCheckpoint(ctx, tx, stored.Size, stored.Note)
+	return found, l.store.Classify(err)
 }
 
 // denied is err, and when it is the database's refusal for a right the

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -339,10 +338,6 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 		"LOCKLEDGER_FENCING_TOKEN="+strconv.FormatInt(hold.FencingToken(), 10))
 	cmd.SysProcAttr = commandAttr()
 
-	// Pdeathsig fires when the thread that forked the child exits, so the
-	// child is started and waited for on one locked OS thread.
-	started := make(chan error, 1)
-	exited := make(chan error, 1)
 	// Marked before the command starts: its leftovers were all created
 	// after this, which lets the scan for them skip older processes.
 	mark := proc.MarkForks()
@@ -357,17 +352,8 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 	orphans := make(chan os.Signal, 1)
 	signal.Notify(orphans, unix.SIGCHLD)
 	defer signal.Stop(orphans)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		exited <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+	exited, err := proc.StartLocked(cmd) // its Pdeathsig sent only when run dies
+	if err != nil {
 		return 0, st, err
 	}
 	pgid := cmd.Process.Pid

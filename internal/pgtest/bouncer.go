@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,10 +21,24 @@ import (
 // server connection is its own only for one transaction at a time, so a
 // session's state (prepared statements, settings, advisory locks, LISTEN)
 // ends up on a connection another client uses next.
+//
+// PgBouncer 1.18 (Debian 12's, which CI installs) exits at times with a
+// FATAL error around cancel requests, a defect its releases 1.19.1 to
+// 1.21 fixed (RELIABILITY.md). A fleet runs its pooler under a service
+// manager that starts it again; so does the Bouncer, on the same port,
+// saying so on the test binary's standard error with the end of its log,
+// so that one crash of the pooler is an outage of a second for the tests
+// then running rather than the end of every later test behind it.
 type Bouncer struct {
 	Port int // 127.0.0.1 port
 
-	srv *server
+	log   string                  // its log file
+	start func() (*server, error) // starts a pgbouncer process on Port
+	done  chan struct{}           // closed once supervise has returned
+
+	mu       sync.Mutex
+	srv      *server // the pgbouncer running now
+	stopping bool
 }
 
 // ErrNoBouncer is returned by StartBouncer when pgbouncer is not installed.
@@ -89,7 +104,7 @@ func (c *Cluster) StartBouncer() (*Bouncer, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bouncer{Port: port}
+	b := &Bouncer{Port: port, log: filepath.Join(c.Dir, "pgbouncer.log")}
 	// Every role passes as it does on the server (trust): the superuser
 	// from the users file, the roles the tests create looked up on the
 	// server (auth_query, as the superuser).
@@ -117,31 +132,100 @@ max_client_conn = 2000
 max_db_connections = 40
 server_login_retry = 1
 logfile = %s
-`, c.SocketDir, c.Port, port, users, filepath.Join(c.Dir, "pgbouncer.log"))
+`, c.SocketDir, c.Port, port, users, b.log)
 	conf := filepath.Join(c.Dir, "pgbouncer.ini")
 	if err := os.WriteFile(conf, []byte(ini), 0o644); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "-q", conf)
-	cmd.Dir = c.Dir
-	cmd.SysProcAttr = serverAttr(cred, syscall.SIGTERM)
-	// SIGTERM is PgBouncer's immediate shutdown, closing every connection.
-	if b.srv, err = startServer("pgbouncer", cmd, syscall.SIGTERM); err != nil {
+	b.start = func() (*server, error) {
+		cmd := exec.Command(bin, "-q", conf)
+		cmd.Dir = c.Dir
+		cmd.SysProcAttr = serverAttr(cred, syscall.SIGTERM)
+		// SIGTERM is PgBouncer's immediate shutdown, closing every connection.
+		srv, err := startServer("pgbouncer", cmd, syscall.SIGTERM)
+		if err != nil {
+			return nil, err
+		}
+		if err := awaitListening(srv, b.Port); err != nil {
+			srv.stop()
+			log, _ := os.ReadFile(b.log)
+			return nil, fmt.Errorf("%v\npgbouncer.log:\n%s", err, log)
+		}
+		return srv, nil
+	}
+	if b.srv, err = b.start(); err != nil {
 		return nil, err
 	}
-	if err := b.awaitReady(); err != nil {
+	if err := awaitBouncer(b.srv, b.URL("postgres")); err != nil {
 		b.srv.stop()
-		log, _ := os.ReadFile(filepath.Join(c.Dir, "pgbouncer.log"))
+		log, _ := os.ReadFile(b.log)
 		return nil, fmt.Errorf("%v\npgbouncer.log:\n%s", err, log)
 	}
+	b.done = make(chan struct{})
+	go b.supervise()
 	c.bouncer = b
 	return b, nil
 }
 
-// awaitReady waits until a query passes through the bouncer to the server.
-func (b *Bouncer) awaitReady() error {
-	return b.srv.awaitReady(func(ctx context.Context) error {
-		conn, err := pgx.Connect(ctx, b.URL("postgres"))
+// supervise starts pgbouncer again each time it exits before stop.
+func (b *Bouncer) supervise() {
+	defer close(b.done)
+	for {
+		b.mu.Lock()
+		srv := b.srv
+		b.mu.Unlock()
+		<-srv.exited
+		b.mu.Lock()
+		if b.stopping {
+			b.mu.Unlock()
+			return
+		}
+		log, _ := os.ReadFile(b.log)
+		const tail = 4 << 10
+		if len(log) > tail {
+			log = log[len(log)-tail:]
+		}
+		fmt.Fprintf(os.Stderr, "pgtest: pgbouncer exited on its own (%v); starting it again. The end of its log:\n%s\n", srv.cmd.ProcessState, log)
+		next, err := b.start()
+		if err != nil {
+			b.mu.Unlock()
+			fmt.Fprintf(os.Stderr, "pgtest: pgbouncer could not be started again: %v\n", err)
+			return
+		}
+		b.srv = next
+		b.mu.Unlock()
+	}
+}
+
+// stop stops pgbouncer for good.
+func (b *Bouncer) stop() error {
+	b.mu.Lock()
+	b.stopping = true
+	srv := b.srv
+	b.mu.Unlock()
+	err := srv.stop()
+	<-b.done
+	return err
+}
+
+// awaitListening waits until srv, a pgbouncer, accepts connections on
+// port: started again while the server is down, it cannot pass a query.
+func awaitListening(srv *server, port int) error {
+	return srv.awaitReady(func(ctx context.Context) error {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
+}
+
+// awaitBouncer waits until a query passes through srv, a pgbouncer
+// listening at url, to the server.
+func awaitBouncer(srv *server, url string) error {
+	return srv.awaitReady(func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
 			return err
 		}

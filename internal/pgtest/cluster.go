@@ -596,7 +596,7 @@ func (c *Cluster) awaitReady() error {
 func (c *Cluster) Stop() error {
 	var errs []error
 	if c.bouncer != nil {
-		errs = append(errs, c.bouncer.srv.stop())
+		errs = append(errs, c.bouncer.stop())
 	}
 	if c.admin != nil {
 		c.admin.Close(context.Background())

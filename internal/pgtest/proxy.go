@@ -34,6 +34,7 @@ type Proxy struct {
 	// reaches the server, and its client is reset (LoseReplyTo).
 	loseReply []byte
 	lost      int           // how many messages LoseReplyTo took the reply of
+	refused   int           // how many new connections Cut refused
 	cutAfter  bool          // LoseReplyTo's then: cut once the message is sent
 	changed   chan struct{} // closed and replaced whenever mode or closed changes
 	links     map[*link]struct{}
@@ -119,6 +120,13 @@ func (p *Proxy) RepliesLost() int {
 	return p.lost
 }
 
+// Refused counts the new connections the proxy refused while Cut.
+func (p *Proxy) Refused() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused
+}
+
 // losesReply reports whether chunk, from a client, is the message whose
 // reply is to be lost, and disarms LoseReplyTo if it is.
 func (p *Proxy) losesReply(chunk []byte) bool {
@@ -190,6 +198,9 @@ func (p *Proxy) accept() {
 		}
 		p.mu.Lock()
 		refuse := p.closed || p.mode == cut
+		if refuse {
+			p.refused++
+		}
 		p.mu.Unlock()
 		if refuse {
 			resetConn(client)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // server is a server program this package started as its direct child
@@ -21,12 +23,13 @@ type server struct {
 
 // startServer starts cmd, the program name, whose immediate shutdown is quit.
 func startServer(name string, cmd *exec.Cmd, quit syscall.Signal) (*server, error) {
-	if err := cmd.Start(); err != nil {
+	waited, err := proc.StartLocked(cmd) // see serverAttr's Pdeathsig
+	if err != nil {
 		return nil, err
 	}
 	s := &server{name: name, cmd: cmd, quit: quit, exited: make(chan struct{})}
 	go func() {
-		cmd.Wait()
+		<-waited
 		close(s.exited)
 	}()
 	return s, nil

@@ -85,3 +85,54 @@ func TestConnectTimeoutIsObeyedAndNamed(t *testing.T) {
 	t.Setenv("PGCONNECT_TIMEOUT", "1")
 	connect(p.URL(name))
 }
+
+// A writer that connected to an empty database, and then finds the
+// tables made by another first open (a host's jobs starting together),
+// joins them: it is not asked BeforeCreate, whose refusal (a root that
+// has pinned a ledger, which the other open has just done) is for a
+// database still empty. Asked before the migration lock, it refused. A
+// database still empty under the lock is refused as before, with nothing
+// made.
+func TestBeforeCreateIsAskedOnlyOfTheOpenThatMakesTheTables(t *testing.T) {
+	ctx := context.Background()
+	connect := func(url string, before func() error) *Store {
+		s, err := Connect(ctx, Config{URL: url, PoolSize: 2, Create: true, Wait: time.Minute, Busy: 10 * time.Second, Now: time.Now,
+			Log: slog.New(slog.DiscardHandler), BeforeCreate: before})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	pinned := errors.New("the root has pinned a ledger")
+	url := pgtest.NewDatabase(t)
+	made := false
+	late := connect(url, func() error {
+		if made {
+			return pinned
+		}
+		return nil
+	})
+	if !late.Empty() {
+		t.Fatal("the database was not empty at the late writer's Connect")
+	}
+	if err := connect(url, nil).Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	made = true
+	if err := late.Migrate(ctx); err != nil {
+		t.Fatalf("the late writer, after another open made the tables: %v", err)
+	}
+
+	empty := pgtest.NewDatabase(t)
+	if err := connect(empty, func() error { return pinned }).Migrate(ctx); !errors.Is(err, pinned) {
+		t.Fatalf("an open refused by BeforeCreate on an empty database: %v, want its refusal", err)
+	}
+	var tables int
+	if err := pgtest.Open(t, empty).QueryRow(`SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 {
+		t.Fatalf("%d tables made in the database BeforeCreate refused", tables)
+	}
+}

@@ -57,8 +57,9 @@ type Config struct {
 	// known): a database that holds another refuses its writes.
 	LedgerID func() string
 	// BeforeCreate, when set, is asked before Create makes the tables of
-	// a new ledger in an empty database; its error refuses the open with
-	// nothing created.
+	// a new ledger in an empty database, under the migration lock; its
+	// error refuses the open with nothing created. It is not asked when
+	// another open made the tables since Connect found none.
 	BeforeCreate func() error
 }
 
@@ -270,11 +271,6 @@ func (s *Store) prepare(ctx context.Context) error {
 	switch {
 	case s.cfg.ReadOnly:
 		return nil
-	case s.version == 0 && s.cfg.BeforeCreate != nil:
-		if err := s.cfg.BeforeCreate(); err != nil {
-			return err
-		}
-		return s.migrate(ctx)
 	case s.version < migrations.Postgres.Latest():
 		return s.migrate(ctx)
 	}
@@ -286,8 +282,13 @@ func (s *Store) prepare(ctx context.Context) error {
 // first opens, one creates the tables and the others find them made.
 func (s *Store) migrate(ctx context.Context) error {
 	var refused error // checkEmptySchema's, which names the database itself
+	// Asked under the migration lock, and only if the tables are still to
+	// be made: another first open may have made them, and pinned its
+	// ledger in the root, since Connect found none.
 	fresh := func(tx *sql.Tx) error {
-		refused = s.checkEmptySchema(ctx, tx)
+		if refused = s.checkEmptySchema(ctx, tx); refused == nil && s.cfg.BeforeCreate != nil {
+			refused = s.cfg.BeforeCreate()
+		}
 		return refused
 	}
 	wait := max(time.Until(s.deadline), time.Millisecond)

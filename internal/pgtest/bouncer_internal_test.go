@@ -2,11 +2,15 @@ package pgtest
 
 import (
 	"context"
+	"net/netip"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
 )
 
 // A pgbouncer that dies on its own (here SIGKILLed, as a FATAL exit
@@ -17,17 +21,7 @@ func TestBouncerIsStartedAgainWhenItDies(t *testing.T) {
 	c := Private(t)
 	b, err := c.StartBouncer()
 	started(t, "pgbouncer", err, ErrNoBouncer)
-	through := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, b.URL("postgres"))
-		if err != nil {
-			return err
-		}
-		defer conn.Close(context.Background())
-		_, err = conn.Exec(ctx, "SELECT 1")
-		return err
-	}
+	through := func() error { return throughBouncer(b) }
 	for range 2 {
 		b.mu.Lock()
 		first := b.srv
@@ -61,5 +55,67 @@ func TestBouncerIsStartedAgainWhenItDies(t *testing.T) {
 	}
 	if err := through(); err == nil {
 		t.Fatal("a client got through after stop: pgbouncer was started again")
+	}
+}
+
+// throughBouncer passes a query through b to the server.
+func throughBouncer(b *Bouncer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, b.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, "SELECT 1")
+	return err
+}
+
+// A pgbouncer that dies while another socket holds its port (here one
+// bound and not listening, as the local end of a client's connection
+// is) cannot be started again then: it exits ("nowhere to listen on").
+// It is tried again until the port is free, and comes back; before, the
+// supervisor gave up after that one try, and every later test behind it
+// failed with "connection refused".
+func TestBouncerIsStartedAgainOnceItsPortIsFree(t *testing.T) {
+	c := Private(t)
+	b, err := c.StartBouncer()
+	started(t, "pgbouncer", err, ErrNoBouncer)
+	b.mu.Lock() // no start again until the port is held
+	first := b.srv
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		b.mu.Unlock()
+		t.Fatal(err)
+	}
+	<-first.exited
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err == nil {
+		err = unix.Bind(fd, &unix.SockaddrInet4{Port: b.Port, Addr: netip.MustParseAddr("127.0.0.1").As4()})
+	}
+	b.mu.Unlock()
+	if err != nil {
+		t.Fatalf("holding the port of the dead pgbouncer: %v", err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		log, _ := os.ReadFile(b.log)
+		if strings.Contains(string(log), "nowhere to listen on") {
+			break
+		}
+		if time.Now().After(deadline) {
+			unix.Close(fd)
+			t.Fatalf("no pgbouncer was started on the port held within 30 s; its log:\n%s", log)
+		}
+	}
+	if err := unix.Close(fd); err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if last = throughBouncer(b); last == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pgbouncer did not come back within 30 s of its port's release: %v", last)
+		}
 	}
 }

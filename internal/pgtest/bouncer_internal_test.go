@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"strings"
@@ -76,8 +77,16 @@ func throughBouncer(b *Bouncer) error {
 // is) cannot be started again then: it exits ("nowhere to listen on").
 // It is tried again until the port is free, and comes back; before, the
 // supervisor gave up after that one try, and every later test behind it
-// failed with "connection refused".
+// failed with "connection refused". A stop meanwhile ends the tries.
 func TestBouncerIsStartedAgainOnceItsPortIsFree(t *testing.T) {
+	for _, stopped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stopped=%v", stopped), func(t *testing.T) { startedAgainOnceFree(t, stopped) })
+	}
+}
+
+// startedAgainOnceFree is TestBouncerIsStartedAgainOnceItsPortIsFree's
+// case, stopped or not while the port is held.
+func startedAgainOnceFree(t *testing.T, stopped bool) {
 	c := Private(t)
 	b, err := c.StartBouncer()
 	started(t, "pgbouncer", err, ErrNoBouncer)
@@ -88,10 +97,7 @@ func TestBouncerIsStartedAgainOnceItsPortIsFree(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-first.exited
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err == nil {
-		err = unix.Bind(fd, &unix.SockaddrInet4{Port: b.Port, Addr: netip.MustParseAddr("127.0.0.1").As4()})
-	}
+	fd, err := holdPort(b.Port)
 	b.mu.Unlock()
 	if err != nil {
 		t.Fatalf("holding the port of the dead pgbouncer: %v", err)
@@ -106,8 +112,20 @@ func TestBouncerIsStartedAgainOnceItsPortIsFree(t *testing.T) {
 			t.Fatalf("no pgbouncer was started on the port held within 30 s; its log:\n%s", log)
 		}
 	}
+	if stopped {
+		if err := b.stop(); err != nil {
+			t.Error(err)
+		}
+	}
 	if err := unix.Close(fd); err != nil {
 		t.Fatal(err)
+	}
+	if stopped {
+		// stop has returned: no supervisor is left to start one.
+		if err := throughBouncer(b); err == nil {
+			t.Fatal("a client got through after stop: pgbouncer was started again")
+		}
+		return
 	}
 	var last error
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -118,4 +136,26 @@ func TestBouncerIsStartedAgainOnceItsPortIsFree(t *testing.T) {
 			t.Fatalf("pgbouncer did not come back within 30 s of its port's release: %v", last)
 		}
 	}
+}
+
+// holdPort binds a socket to 127.0.0.1:port, and does not listen: as the
+// local end of a client's connection does, it keeps a pgbouncer from
+// listening there. SO_REUSEADDR is set for the bind alone, past the
+// connections of the pgbouncer that had the port (TIME_WAIT), and cleared
+// after it, as a client's socket has it.
+func holdPort(port int) (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err == nil {
+		if err = unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: netip.MustParseAddr("127.0.0.1").As4()}); err == nil {
+			err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 0)
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,6 +130,7 @@ unix_socket_dir =
 auth_type = trust
 auth_file = %s
 auth_user = `+Superuser+`
+admin_users = `+Superuser+`
 pool_mode = transaction
 default_pool_size = 20
 max_client_conn = 2000
@@ -240,16 +240,20 @@ func (b *Bouncer) stop() error {
 	return err
 }
 
-// awaitListening waits until srv, a pgbouncer, accepts connections on
-// port: started again while the server is down, it cannot pass a query.
+// awaitListening waits until srv, a pgbouncer, answers on port: started
+// again while the server is down, it cannot pass a query. Its admin
+// console answers, which only a pgbouncer does: another program that took
+// the port meanwhile (a listener's bind to port 0 can be given it) accepts
+// connections too, while the pgbouncer started exits, unable to listen.
 func awaitListening(srv *server, port int) error {
 	return srv.awaitReady(func(ctx context.Context) error {
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
+		conn, err := pgx.Connect(ctx, URLAt("127.0.0.1:"+strconv.Itoa(port), "pgbouncer"))
 		if err != nil {
 			return err
 		}
-		return conn.Close()
+		defer conn.Close(context.Background())
+		_, err = conn.Exec(ctx, "SHOW VERSION")
+		return err
 	})
 }
 

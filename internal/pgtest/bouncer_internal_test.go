@@ -3,8 +3,10 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -126,6 +128,68 @@ func startedAgainOnceFree(t *testing.T, stopped bool) {
 			t.Fatal("a client got through after stop: pgbouncer was started again")
 		}
 		return
+	}
+	var last error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if last = throughBouncer(b); last == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pgbouncer did not come back within 30 s of its port's release: %v", last)
+		}
+	}
+}
+
+// A pgbouncer started again while another program listens on its port
+// (a listener's bind to port 0 can be given a port just freed) exits,
+// unable to listen, and is not taken for one that runs: before, the
+// supervisor's check that it listened reached the other program, and it
+// started pgbouncers one after the other, with no wait, for as long as
+// the port was another's. Once the port is free, it comes back.
+func TestBouncerStartedAgainIsNotAnotherProgramOnItsPort(t *testing.T) {
+	c := Private(t)
+	b, err := c.StartBouncer()
+	started(t, "pgbouncer", err, ErrNoBouncer)
+	b.mu.Lock() // no start again until the port is another's
+	first := b.srv
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		b.mu.Unlock()
+		t.Fatal(err)
+	}
+	<-first.exited
+	other, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(b.Port))
+	b.mu.Unlock()
+	if err != nil {
+		t.Fatalf("listening on the port of the dead pgbouncer: %v", err)
+	}
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			conn, err := other.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		log, _ := os.ReadFile(b.log)
+		if strings.Contains(string(log), "nowhere to listen on") {
+			break
+		}
+		if time.Now().After(deadline) {
+			other.Close()
+			t.Fatalf("no pgbouncer was started on the port taken within 30 s; its log:\n%s", log)
+		}
+	}
+	b.mu.Lock() // once the start under way is settled
+	taken := b.srv != first
+	b.mu.Unlock()
+	other.Close()
+	<-accepted
+	if taken {
+		t.Fatal("a pgbouncer that could not listen, its port another program's, was taken for one started again")
 	}
 	var last error
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {

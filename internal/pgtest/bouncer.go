@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +11,11 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lockledger/lockledger/internal/backoff"
 )
 
 // Bouncer is the PgBouncer of this test binary: transaction pooling in
@@ -25,7 +27,8 @@ import (
 // PgBouncer 1.18 (Debian 12's, which CI installs) exits at times with a
 // FATAL error around cancel requests, a defect its releases 1.19.1 to
 // 1.21 fixed (RELIABILITY.md). A fleet runs its pooler under a service
-// manager that starts it again; so does the Bouncer, on the same port,
+// manager that starts it again; so does the Bouncer, on the same port
+// (again, with backoff, until one runs),
 // saying so on the test binary's standard error with the end of its log,
 // so that one crash of the pooler is an outage of a second for the tests
 // then running rather than the end of every later test behind it.
@@ -35,6 +38,7 @@ type Bouncer struct {
 	log   string                  // its log file
 	start func() (*server, error) // starts a pgbouncer process on Port
 	done  chan struct{}           // closed once supervise has returned
+	quit  context.CancelFunc      // ends supervise's wait between failed starts
 
 	mu       sync.Mutex
 	srv      *server // the pgbouncer running now
@@ -126,6 +130,7 @@ unix_socket_dir =
 auth_type = trust
 auth_file = %s
 auth_user = `+Superuser+`
+admin_users = `+Superuser+`
 pool_mode = transaction
 default_pool_size = 20
 max_client_conn = 2000
@@ -148,8 +153,7 @@ logfile = %s
 		}
 		if err := awaitListening(srv, b.Port); err != nil {
 			srv.stop()
-			log, _ := os.ReadFile(b.log)
-			return nil, fmt.Errorf("%v\npgbouncer.log:\n%s", err, log)
+			return nil, fmt.Errorf("%v\nthe end of pgbouncer.log:\n%s", err, b.logTail())
 		}
 		return srv, nil
 	}
@@ -158,17 +162,23 @@ logfile = %s
 	}
 	if err := awaitBouncer(b.srv, b.URL("postgres")); err != nil {
 		b.srv.stop()
-		log, _ := os.ReadFile(b.log)
-		return nil, fmt.Errorf("%v\npgbouncer.log:\n%s", err, log)
+		return nil, fmt.Errorf("%v\nthe end of pgbouncer.log:\n%s", err, b.logTail())
 	}
 	b.done = make(chan struct{})
-	go b.supervise()
+	ctx, quit := context.WithCancel(context.Background())
+	b.quit = quit
+	go b.supervise(ctx)
 	c.bouncer = b
 	return b, nil
 }
 
-// supervise starts pgbouncer again each time it exits before stop.
-func (b *Bouncer) supervise() {
+// supervise starts pgbouncer again each time it exits before stop, and
+// tries again, with backoff, until it runs: a start can fail for a while
+// (its port held meanwhile by another socket, the local end of a client's
+// connection as well as a listener; a second crash as clients come back),
+// and one failed start given up on would leave every later test behind
+// the pooler refused.
+func (b *Bouncer) supervise(ctx context.Context) {
 	defer close(b.done)
 	for {
 		b.mu.Lock()
@@ -176,25 +186,46 @@ func (b *Bouncer) supervise() {
 		b.mu.Unlock()
 		<-srv.exited
 		b.mu.Lock()
-		if b.stopping {
-			b.mu.Unlock()
-			return
-		}
-		log, _ := os.ReadFile(b.log)
-		const tail = 4 << 10
-		if len(log) > tail {
-			log = log[len(log)-tail:]
-		}
-		fmt.Fprintf(os.Stderr, "pgtest: pgbouncer exited on its own (%v); starting it again. The end of its log:\n%s\n", srv.cmd.ProcessState, log)
-		next, err := b.start()
-		if err != nil {
-			b.mu.Unlock()
-			fmt.Fprintf(os.Stderr, "pgtest: pgbouncer could not be started again: %v\n", err)
-			return
-		}
-		b.srv = next
+		stopping := b.stopping
 		b.mu.Unlock()
+		if stopping {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "pgtest: pgbouncer exited on its own (%v); starting it again. The end of its log:\n%s\n", srv.cmd.ProcessState, b.logTail())
+		retry := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
+		for !b.restart() {
+			if backoff.Sleep(ctx, retry.Next()) != nil {
+				return
+			}
+		}
 	}
+}
+
+// restart starts pgbouncer again unless stop was called, and reports
+// whether the supervisor has one to wait for.
+func (b *Bouncer) restart() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopping {
+		return true // the last one, which has exited: supervise returns
+	}
+	next, err := b.start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: pgbouncer could not be started again; trying again: %v\n", err)
+		return false
+	}
+	b.srv = next
+	return true
+}
+
+// logTail is the end of pgbouncer's log, for messages.
+func (b *Bouncer) logTail() []byte {
+	log, _ := os.ReadFile(b.log)
+	const tail = 4 << 10
+	if len(log) > tail {
+		log = log[len(log)-tail:]
+	}
+	return log
 }
 
 // stop stops pgbouncer for good.
@@ -203,21 +234,26 @@ func (b *Bouncer) stop() error {
 	b.stopping = true
 	srv := b.srv
 	b.mu.Unlock()
+	b.quit()
 	err := srv.stop()
 	<-b.done
 	return err
 }
 
-// awaitListening waits until srv, a pgbouncer, accepts connections on
-// port: started again while the server is down, it cannot pass a query.
+// awaitListening waits until srv, a pgbouncer, answers on port: started
+// again while the server is down, it cannot pass a query. Its admin
+// console answers, which only a pgbouncer does: another program that took
+// the port meanwhile (a listener's bind to port 0 can be given it) accepts
+// connections too, while the pgbouncer started exits, unable to listen.
 func awaitListening(srv *server, port int) error {
 	return srv.awaitReady(func(ctx context.Context) error {
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
+		conn, err := pgx.Connect(ctx, URLAt("127.0.0.1:"+strconv.Itoa(port), "pgbouncer"))
 		if err != nil {
 			return err
 		}
-		return conn.Close()
+		defer conn.Close(context.Background())
+		_, err = conn.Exec(ctx, "SHOW VERSION")
+		return err
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/trust"
 )
 
 // tinyDisk mounts a tmpfs of size bytes for the test, so that a disk can
@@ -104,4 +105,60 @@ func TestReleaseOnAFullDiskLeavesTheLockHeld(t *testing.T) {
 		}
 	}
 	clitest.Must(t, 0, root, "verify")
+}
+
+// A pin that a full disk cut short leaves no torn line behind for the next
+// pin to run on from: the next root trusted on first use is pinned, and
+// told so once.
+func TestAPinCutShortByAFullDiskLosesNoLaterPin(t *testing.T) {
+	t.Parallel()
+	disk := tinyDisk(t, "2m")
+	env := []string{trust.EnvDir + "=" + filepath.Join(disk, "trust")}
+	dir := t.TempDir()
+	first, cut, next := filepath.Join(dir, "first"), filepath.Join(dir, "cut"), filepath.Join(dir, "next")
+	if r := clitest.RunWith(t, first, env, "", "acquire", "a"); r.Code != 0 {
+		t.Fatalf("acquire at %s: exit %d\n%s", first, r.Code, r.Stderr)
+	}
+	// A comment line that ends a few bytes short of the file's first page,
+	// so that the next pin's line needs a page the full disk does not have.
+	pins := filepath.Join(disk, "trust", trust.PinsFile)
+	fi, err := os.Stat(pins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(pins, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("#" + strings.Repeat("x", 4096-40-int(fi.Size())-2) + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	free := fillDisk(t, filepath.Join(disk, "filler"))
+	if r := clitest.RunWith(t, cut, env, "", "acquire", "a"); r.Code == 0 || !strings.Contains(r.Stderr, "no space left") {
+		t.Fatalf("acquire at %s on a full disk: exit %d, want a failure to pin naming the full disk\n%s", cut, r.Code, r.Stderr)
+	}
+	free()
+
+	for i, want := range []bool{true, false} {
+		r := clitest.RunWith(t, next, env, "", "acquire", "a"+strconv.Itoa(i))
+		if r.Code != 0 {
+			t.Fatalf("acquire at %s: exit %d\n%s", next, r.Code, r.Stderr)
+		}
+		if got := strings.Contains(r.Stderr, "on first use"); got != want {
+			t.Errorf("acquire %d at %s says it trusts the ledger on first use: %v, want %v\n%s", i+1, next, got, want, r.Stderr)
+		}
+	}
+	st, err := trust.Open(filepath.Join(disk, "trust"), next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.PinsOf(next); err != nil || len(got) != 1 {
+		b, _ := os.ReadFile(pins)
+		t.Errorf("pins of %s: %v, %v; want one\n%s", next, got, err, b)
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/fixture"
+	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 )
 
@@ -30,14 +31,15 @@ const forgedLine = "FORGED"
 
 // rawControl names the first character of s that a terminal would act
 // on, other than the newline ending a line: a C0 or C1 control
-// character, DEL, or a byte that is not UTF-8. "" if none.
+// character, DEL, a line or paragraph separator, a bidirectional control
+// (termtext.Unsafe), or a byte that is not UTF-8. "" if none.
 func rawControl(s string) string {
 	for i, r := range s {
 		switch {
 		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
 			return strconv.Quote(s[i:min(i+1, len(s))]) + " at byte " + strconv.Itoa(i)
 		case r == '\n':
-		case r < 0x20, r >= 0x7f && r < 0xa0:
+		case termtext.Unsafe(r):
 			return strconv.QuoteRune(r) + " at byte " + strconv.Itoa(i)
 		}
 	}
@@ -433,11 +435,11 @@ func TestHostileTextForeignLockFileC1InJSON(t *testing.T) {
 	self := strconv.Itoa(os.Getpid())
 	clitest.Must(t, 0, root, "acquire", "other", "--pid", self)
 	const (
-		actor = "tower\u009b31m\u0090q"
+		actor = "tower\u009b31m\u0090q\u202e"
 		host  = "far\u009b2J\u0085x"
 	)
 	now := time.Now().UTC().Format(time.RFC3339)
-	doc := `{"lock_version":"v1","lock_name":"odd","request_id":"req_foreign","actor":"tower\u009b31m\u0090q",` +
+	doc := `{"lock_version":"v1","lock_name":"odd","request_id":"req_foreign","actor":"tower\u009b31m\u0090q\u202e",` +
 		`"intent":"","intent_version":"","host_id":"far\u009b2J\u0085x","pid":` + self + `,"created_at":"` + now +
 		`","last_heartbeat_at":"` + now + `","ttl_seconds":900}` + "\n"
 	if err := os.WriteFile(filepath.Join(root, "locks", "odd.lock"), []byte(doc), 0o600); err != nil {
@@ -499,7 +501,7 @@ func TestHostileTextForeignLockFileC1InJSON(t *testing.T) {
 	// A string --jq prints bare is text, escaped as the text output
 	// writes another user's text; --json keeps the exact value.
 	for _, c := range []struct{ expr, want string }{
-		{".lock.actor", `tower\u009b31m\u0090q`},
+		{".lock.actor", `tower\u009b31m\u0090q\u202e`},
 		{".lock.host_id", `far\u009b2J\u0085x`},
 	} {
 		r := clitest.Must(t, 0, root, "status", "odd", "--jq", c.expr)
@@ -520,7 +522,7 @@ func TestHostileTextForeignLockFileC1InJSON(t *testing.T) {
 		what := strings.Join(args, " ")
 		r := clitest.Must(t, 0, root, args...)
 		assertPlainText(t, what, r.Stdout)
-		if !strings.Contains(r.Stdout, `"actor":"tower\u009b31m\u0090q"`) {
+		if !strings.Contains(r.Stdout, `"actor":"tower\u009b31m\u0090q\u202e"`) {
 			t.Errorf("%s: the taken-over file's actor is not there, escaped:\n%s", what, r.Stdout)
 		}
 		if args[0] == "export" {
@@ -539,7 +541,7 @@ func TestHostileTextForeignLockFileC1InJSON(t *testing.T) {
 		what := strings.Join(args, " ")
 		r := clitest.Must(t, 0, root, args...)
 		assertPlainText(t, what, r.Stdout)
-		if !strings.Contains(r.Stdout, `tower\u009b31m\u0090q`) {
+		if !strings.Contains(r.Stdout, `tower\u009b31m\u0090q\u202e`) {
 			t.Errorf("%s: the taken-over file's actor is not there, escaped:\n%s", what, r.Stdout)
 		}
 	}

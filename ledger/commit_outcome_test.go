@@ -129,6 +129,68 @@ func commitReplyLost(t *testing.T, after string, bounced bool) {
 	}
 }
 
+// A commit whose reply is lost as the server restarts (the COMMIT made,
+// then a fast shutdown and a start) is read back once the server is up
+// again, within the read-back's bound: the caller is told the lock is its
+// own, as the log says, and not that the outcome is unknown.
+func TestPostgresCommitReplyLostWhileTheServerRestarts(t *testing.T) {
+	c := pgtest.Private(t)
+	if err := c.CreateDatabase("restarted"); err != nil {
+		t.Fatal(err)
+	}
+	proxy := pgtest.NewProxy(t, c.TCPAddr())
+	ctx := context.Background()
+	l, err := Open(ctx, t.TempDir(), WithDatabase(proxy.URL("restarted")), Unsigned(), WithBusyTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// Read beside the proxy, which from the lost reply on lets nothing
+	// through until the server is down; then it is started again.
+	db := pgtest.Open(t, c.SocketURL("restarted"))
+	db.SetMaxIdleConns(0) // none kept across the restart
+	recorded := func() (seq int64, err error) {
+		err = db.QueryRow(`SELECT coalesce(max(seq), 0) FROM events WHERE lock_name = 'restarted'`).Scan(&seq)
+		return seq, err
+	}
+	proxy.LoseReplyTo(commitMessage, true)
+	restarted := make(chan error, 1)
+	go func() {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			if seq, err := recorded(); err != nil || seq > 0 {
+				if err == nil {
+					err = c.Down(pgtest.Fast)
+				}
+				if err != nil {
+					restarted <- err
+					return
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				restarted <- errors.New("the acquire was not committed within a minute")
+				return
+			}
+		}
+		proxy.Restore()
+		restarted <- c.Up()
+	}()
+	acq, err := l.TryAcquire(ctx, AcquireRequest{Lock: "restarted", Identity: Identity{Actor: "commit-review"}})
+	if rerr := <-restarted; rerr != nil {
+		t.Fatal(rerr)
+	}
+	if n := proxy.RepliesLost(); n != 1 {
+		t.Fatalf("the proxy lost %d replies to COMMIT, want 1 (err %v)", n, err)
+	}
+	seq, rerr := recorded()
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil || acq.Seq != seq {
+		t.Fatalf("an acquire recorded at seq %d whose COMMIT reply was lost as the server restarted was told %+v, %v", seq, acq, err)
+	}
+}
+
 // A commit the database refuses (here a deferred constraint trigger that
 // raises at COMMIT) is a failure with nothing recorded, as before the
 // read-back: not unknown, not a success.

@@ -182,34 +182,45 @@ func (l *Ledger) Behind() *store.RolledBackError { return l.behind }
 func (l *Ledger) loadID(ctx context.Context, newLedger func() error) error {
 	id, err := store.LedgerID(ctx, l.store)
 	if errors.Is(err, sql.ErrNoRows) {
-		n, err := store.CountEvents(ctx, l.store)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("ledger: %s holds %d events but no ledger id: %w; refusing to give it a new one (the chain could not be verified)",
-				filepath.Join(l.root, DBFile), n, ErrLedgerGone)
-		}
-		if err := newLedger(); err != nil {
-			return err
-		}
-		b := make([]byte, 16)
-		if _, err := rand.Read(b); err != nil {
-			return err
-		}
-		created, err := l.store.Clock(ctx, nil)
-		if err != nil {
-			return err
-		}
-		if id, err = l.store.NewLedgerID(ctx, hex.EncodeToString(b), created); err != nil {
-			return err
-		}
-	} else if err != nil {
+		id, err = l.newID(ctx, newLedger)
+	}
+	if err != nil {
 		return err
 	}
 	l.id = id
 	l.genesis = events.Genesis(l.id)
 	return nil
+}
+
+// newID is the id of a ledger that had none when loadID read it: a new
+// one where the log holds no events, else the one another first open gave
+// it since (an id is committed before any event, so it is there once its
+// events are), else none: the ledger's id is gone (ErrLedgerGone).
+func (l *Ledger) newID(ctx context.Context, newLedger func() error) (string, error) {
+	n, err := store.CountEvents(ctx, l.store)
+	if err != nil {
+		return "", err
+	}
+	if n > 0 {
+		id, err := store.LedgerID(ctx, l.store)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", fmt.Errorf("ledger: %s holds %d events but no ledger id: %w; refusing to give it a new one (the chain could not be verified)",
+				l.store.Source(), n, ErrLedgerGone)
+		}
+		return id, err
+	}
+	if err := newLedger(); err != nil {
+		return "", err
+	}
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	created, err := l.store.Clock(ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	return l.store.NewLedgerID(ctx, hex.EncodeToString(b), created)
 }
 
 // Close releases the database and the writer mutex file, after the

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -120,7 +119,7 @@ func (s *syslogWriter) header(sev int, t time.Time, procid, msgid string) {
 
 // send ends the message in the buffer with msg, JSON, and writes its line.
 func (s *syslogWriter) send(msg []byte) error {
-	writeJSONSafe(&s.buf, msg)
+	s.buf.Write(termtext.AppendJSON(nil, msg))
 	s.buf.WriteByte('\n')
 	return s.flush()
 }
@@ -155,22 +154,4 @@ func headerToken(s string, max int) string {
 		return "-"
 	}
 	return b.String()
-}
-
-// writeJSONSafe writes valid JSON with the characters JSON allows raw but
-// that could break a line or drive a terminal (DEL, C1 controls, line
-// and paragraph separators, bidirectional controls) as \u escapes: the
-// same JSON value, on one plain line. Outside strings JSON has none.
-func writeJSONSafe(b *bytes.Buffer, js []byte) {
-	for len(js) > 0 {
-		r, size := utf8.DecodeRune(js)
-		if r == utf8.RuneError && size == 1 {
-			b.WriteString(`\ufffd`)
-		} else if termtext.Unsafe(r) {
-			fmt.Fprintf(b, `\u%04x`, r)
-		} else {
-			b.Write(js[:size])
-		}
-		js = js[size:]
-	}
 }

@@ -142,15 +142,44 @@ func (s *Store) Add(p Pin) (bool, error) {
 	if slices.Contains(have, p) {
 		return false, nil
 	}
-	f, err := openOwn(s.PinsPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE)
+	f, err := openOwn(s.PinsPath(), os.O_RDWR|os.O_APPEND|os.O_CREATE)
 	if err != nil {
 		return false, err
 	}
-	if _, err := io.WriteString(f, p.Line()+"\n"); err != nil {
+	line, size, err := appendLine(f, p.Line())
+	if err != nil {
+		f.Close()
+		return false, err
+	}
+	if _, err := io.WriteString(f, line); err != nil {
+		// A full disk takes part of the line: cut back to the lines there
+		// were, so that nothing torn is left for the next pin to join.
+		_ = f.Truncate(size)
 		f.Close()
 		return false, err
 	}
 	return true, lockfile.SyncClose(f)
+}
+
+// appendLine is line as it is appended to f: after a newline where f's
+// last line has none (a line torn by a crash, or by an older release on a
+// full disk), so that the pin does not run on from it and go unread; and
+// f's size before it.
+func appendLine(f *os.File, line string) (string, int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return "", 0, err
+	}
+	if fi.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
+			return "", 0, err
+		}
+		if last[0] != '\n' {
+			line = "\n" + line
+		}
+	}
+	return line + "\n", fi.Size(), nil
 }
 
 // Forget removes every pin of root (resolved) for which keep is false,

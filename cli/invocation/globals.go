@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"unicode/utf8"
 
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/trust"
@@ -84,52 +85,48 @@ func writeJSON(w io.Writer, v any, indent string) {
 
 // JSONOut is w for JSON that the CLI prints (its results, the events of
 // export, timeline, history and follow, its log with --log-format json):
-// the one rule of every JSON it writes. It writes the C1 controls (U+0080
-// to U+009F) as \u00XX, as the encoders write C0's: they pass C1's through
-// raw, and a terminal reading such output (a raw U+009B is CSI) would obey
-// the text another user controls (another tool's lock file, recorded in
-// an event when it was taken over). A JSON reader reads the same value,
-// and an event's body hashes as stored (a checker makes it canonical
-// again). What is written through it is valid UTF-8, in any pieces.
-func JSONOut(w io.Writer) io.Writer { return &c1Escaped{w: w} }
+// the one rule of every JSON it writes. It writes what the encoders pass
+// through raw but a terminal obeys or shows out of order (DEL, the C1
+// controls, line and paragraph separators, bidirectional controls) as \u
+// escapes (termtext.AppendJSON), as the encoders write C0's: a terminal
+// reading such output (a raw U+009B is CSI; a U+202E shows what follows
+// reversed) would obey the text another user controls (an actor, another
+// tool's lock file recorded in an event when it was taken over). A JSON
+// reader reads the same value, and an event's body hashes as stored (a
+// checker makes it canonical again). What is written through it is valid
+// UTF-8, in any pieces.
+func JSONOut(w io.Writer) io.Writer { return &jsonEscaped{w: w} }
 
-type c1Escaped struct {
+type jsonEscaped struct {
 	w    io.Writer
-	lead bool // the last piece ended with 0xC2, held back for the byte after it
+	held []byte // the start of a character the last piece cut, for the bytes after it
 }
 
-func (e *c1Escaped) Write(b []byte) (int, error) {
+func (e *jsonEscaped) Write(b []byte) (int, error) {
 	n := len(b)
-	if e.lead {
-		b = append([]byte{0xc2}, b...)
-		e.lead = false
+	if len(e.held) > 0 {
+		b = append(e.held, b...)
+		e.held = nil
 	}
-	if len(b) > 0 && b[len(b)-1] == 0xc2 {
-		e.lead, b = true, b[:len(b)-1]
+	if cut := cutCharacter(b); cut < len(b) {
+		e.held, b = append([]byte(nil), b[cut:]...), b[:cut]
 	}
-	if _, err := e.w.Write(escapeC1(b)); err != nil {
+	if _, err := e.w.Write(termtext.AppendJSON(nil, b)); err != nil {
 		return 0, err
 	}
 	return n, nil
 }
 
-// escapeC1 rewrites each C1 control of b, valid UTF-8 from encoding/json,
-// as \u00XX. Outside its strings JSON is ASCII, and 0xC2 only ever leads a
-// two-byte sequence, so each C2 80..C2 9F found is such a character inside
-// a string, where the escape stands for the same value.
-func escapeC1(b []byte) []byte {
-	var out []byte
-	last := 0
-	for i := 0; i+1 < len(b); i++ {
-		if b[i] == 0xc2 && b[i+1] >= 0x80 && b[i+1] <= 0x9f {
-			out = append(out, b[last:i]...)
-			out = fmt.Appendf(out, `\u%04x`, b[i+1]) // C2 xx is U+00xx
-			i++
-			last = i + 1
+// cutCharacter is where a character that b ends before its last byte
+// starts (len(b): none).
+func cutCharacter(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return i
+			}
+			break
 		}
 	}
-	if out == nil {
-		return b
-	}
-	return append(out, b[last:]...)
+	return len(b)
 }

@@ -6,18 +6,18 @@ import (
 	"testing"
 )
 
-// JSONOut writes each C1 control as \u00XX however the JSON reaches it: in
-// one piece, or cut anywhere (a buffered writer's flushes), the lead byte
-// of a C1 control at the end of one piece and its second at the start of
-// the next included. Everything else, other non-ASCII text too, is as it
-// was, and a JSON reader reads the same value.
-func TestJSONOutEscapesC1InAnyPieces(t *testing.T) {
-	value := map[string]string{"actor": "tower\u009b31m\u0090q", "host": "é\u0085ü\u00a0x"}
+// JSONOut writes each C1 control, DEL and bidirectional control as a \u
+// escape however the JSON reaches it: in one piece, or cut anywhere (a
+// buffered writer's flushes), a character cut between two pieces included.
+// Everything else, other non-ASCII text too, is as it was, and a JSON
+// reader reads the same value.
+func TestJSONOutEscapesWhatATerminalObeysInAnyPieces(t *testing.T) {
+	value := map[string]string{"actor": "tower\u009b31m\u0090q\u202eevil\u007f", "host": "é\u0085ü\u00a0x\u2066\U0001F600\u2028"}
 	raw, err := json.Marshal(value)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"actor":"tower\u009b31m\u0090q","host":"é\u0085ü` + "\u00a0" + `x"}`
+	const want = `{"actor":"tower\u009b31m\u0090q\u202eevil\u007f","host":"é\u0085ü` + "\u00a0" + `x\u2066` + "\U0001F600" + `\u2028"}`
 	for size := 1; size <= len(raw); size++ {
 		var out bytes.Buffer
 		w := JSONOut(&out)

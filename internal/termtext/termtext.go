@@ -74,6 +74,34 @@ func Unsafe(r rune) bool {
 	return false
 }
 
+// AppendJSON appends js, JSON text, to dst with each character that
+// Unsafe reports and JSON lets an encoder write raw (DEL, the C1 controls,
+// line and paragraph separators, bidirectional controls) written as a \u
+// escape, and each byte that is not UTF-8 as \ufffd: the same JSON value,
+// on the same lines, that no terminal obeys. Outside its strings JSON is
+// ASCII, so each such character is in a string, where the escape stands
+// for it; JSON's own whitespace, the only raw C0 characters an encoder
+// writes, is kept.
+func AppendJSON(dst, js []byte) []byte {
+	for len(js) > 0 {
+		if c := js[0]; c < utf8.RuneSelf && c != 0x7f {
+			dst, js = append(dst, c), js[1:]
+			continue
+		}
+		r, size := utf8.DecodeRune(js)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, `\ufffd`...)
+		case Unsafe(r):
+			dst = fmt.Appendf(dst, `\u%04x`, r)
+		default:
+			dst = append(dst, js[:size]...)
+		}
+		js = js[size:]
+	}
+	return dst
+}
+
 func writeRune(b *strings.Builder, r rune) {
 	switch r {
 	case '\n':

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,4 +85,52 @@ func TestConnectTimeoutIsObeyedAndNamed(t *testing.T) {
 	connect(p.URL(name) + "&connect_timeout=1")
 	t.Setenv("PGCONNECT_TIMEOUT", "1")
 	connect(p.URL(name))
+}
+
+// Two first opens of one empty database (a host's jobs starting together):
+// both connect while it is empty, one makes the ledger and then pins it,
+// and the other's Migrate must find the ledger made, not ask BeforeCreate
+// as if the database were still as Connect found it. BeforeCreate stands
+// for the root's pin check, which refuses a new ledger once the root has
+// pinned one: the first open's.
+func TestBeforeCreateIsAskedOnlyOfADatabaseStillEmpty(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	var pinned atomic.Bool
+	refused := errors.New("the root has pinned another ledger")
+	open := func() *Store {
+		s, err := Connect(context.Background(), Config{URL: url, PoolSize: 1, Busy: 10 * time.Second, Wait: time.Minute,
+			Create: true, Now: time.Now, Log: slog.New(slog.DiscardHandler), BeforeCreate: func() error {
+				if pinned.Load() {
+					return refused
+				}
+				return nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	first, second := open(), open()
+	if !first.Empty() || !second.Empty() {
+		t.Fatal("Connect found a ledger in a new database")
+	}
+	if err := first.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pinned.Store(true)
+	if err := second.Migrate(context.Background()); err != nil {
+		t.Fatalf("the second first open, after the first made the ledger and pinned it: %v", err)
+	}
+	if second.EmptyNow(context.Background()) {
+		t.Fatal("the database holds no ledger after both opens")
+	}
+	// A database still empty is refused, with nothing made.
+	url = pgtest.NewDatabase(t)
+	if err := open().Migrate(context.Background()); !errors.Is(err, refused) {
+		t.Fatalf("Migrate of an empty database whose BeforeCreate refuses: %v, want the refusal", err)
+	}
+	if s := open(); !s.EmptyNow(context.Background()) {
+		t.Fatal("a refused first open made the ledger")
+	}
 }

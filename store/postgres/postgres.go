@@ -270,11 +270,6 @@ func (s *Store) prepare(ctx context.Context) error {
 	switch {
 	case s.cfg.ReadOnly:
 		return nil
-	case s.version == 0 && s.cfg.BeforeCreate != nil:
-		if err := s.cfg.BeforeCreate(); err != nil {
-			return err
-		}
-		return s.migrate(ctx)
 	case s.version < migrations.Postgres.Latest():
 		return s.migrate(ctx)
 	}
@@ -284,9 +279,17 @@ func (s *Store) prepare(ctx context.Context) error {
 // migrate brings the schema to the latest version in one transaction
 // under the migration lock, looking again once it holds it: of concurrent
 // first opens, one creates the tables and the others find them made.
+// Config.BeforeCreate is asked there too, of a database still empty under
+// the lock, not as Connect found it: another first open may have made the
+// ledger since, and pinned it in the root that BeforeCreate reads.
 func (s *Store) migrate(ctx context.Context) error {
-	var refused error // checkEmptySchema's, which names the database itself
+	var refused error // BeforeCreate's, or checkEmptySchema's, which names the database itself
 	fresh := func(tx *sql.Tx) error {
+		if s.cfg.BeforeCreate != nil {
+			if refused = s.cfg.BeforeCreate(); refused != nil {
+				return refused
+			}
+		}
 		refused = s.checkEmptySchema(ctx, tx)
 		return refused
 	}

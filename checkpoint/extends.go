@@ -55,6 +55,8 @@ func (e *NotExtendedError) Unwrap() error { return e.Err }
 // it. An earlier checkpoint the same as one proven before (the head kept
 // and this process's memory of it, say) is proven once.
 func CheckExtends(next Checkpoint, r tlog.HashReader, earlier ...Earlier) error {
+	read := &readErr{r: r}
+	r = read
 	for i, e := range earlier {
 		if e.Origin != next.Origin || e.Size == 0 || slices.ContainsFunc(earlier[:i], e.sameTree) {
 			continue
@@ -70,11 +72,31 @@ func CheckExtends(next Checkpoint, r tlog.HashReader, earlier ...Earlier) error 
 		if err == nil {
 			err = tlog.CheckTree(proof, next.Size, next.Root, e.Size, e.Root)
 		}
+		if read.err != nil {
+			// The tree could not be read (a database connection cut):
+			// that says nothing of whether it extends e.
+			return fmt.Errorf("checking that the tree of %d events extends %d (%s): %w", next.Size, e.Size, e.Source, read.err)
+		}
 		if err != nil {
 			return &NotExtendedError{Earlier: e, Size: next.Size, Err: err}
 		}
 	}
 	return nil
+}
+
+// readErr is a tlog.HashReader that keeps the first error its reader
+// returned, so that a failed read is told from a proof that failed.
+type readErr struct {
+	r   tlog.HashReader
+	err error
+}
+
+func (h *readErr) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	hashes, err := h.r.ReadHashes(indexes)
+	if err != nil && h.err == nil {
+		h.err = err
+	}
+	return hashes, err
 }
 
 // sameTree: o is a checkpoint of the same tree as e.

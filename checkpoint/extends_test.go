@@ -77,6 +77,43 @@ func TestCheckExtendsRefusesACutOrRewrittenTree(t *testing.T) {
 	}
 }
 
+// A tree that cannot be read (the database's connection cut mid-check, as
+// PostgreSQL cuts a writer's transaction left idle too long on a loaded
+// host) is not a tree that was rewritten: CheckExtends returns the read's
+// error, not a NotExtendedError, whose words tell of a rewritten log or a
+// backup put back.
+func TestCheckExtendsTellsAFailedReadFromARewrittenTree(t *testing.T) {
+	honest, _ := appendBodies(t, bodies(7))
+	root, err := tlog.TreeHash(7, honest.reader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := Checkpoint{Origin: Origin("id"), Size: 7, Root: root}
+	five, err := tlog.TreeHash(5, honest.reader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := Earlier{Checkpoint: Checkpoint{Origin: Origin("id"), Size: 5, Root: five}, Source: "witness w"}
+	cut := errors.New("connection terminated")
+	for after := range 8 {
+		reads := 0
+		failing := RowReader(func(seq int64) ([]byte, error) {
+			if reads++; reads > after {
+				return nil, cut
+			}
+			return honest.rows[seq], nil
+		})
+		err := CheckExtends(next, failing, earlier)
+		var ne *NotExtendedError
+		if reads <= after {
+			continue // the check read fewer rows than that
+		}
+		if errors.As(err, &ne) || !errors.Is(err, cut) {
+			t.Fatalf("a read that fails after %d rows: %v, want the read's error, not a NotExtendedError", after, err)
+		}
+	}
+}
+
 func TestMemoryKeepsTheLargestOfEachOrigin(t *testing.T) {
 	var m Memory
 	m.Remember(Checkpoint{Origin: "a", Size: 5})

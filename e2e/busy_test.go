@@ -258,3 +258,46 @@ func TestFaultBusyFirstOpenIsWaitedForWithWait(t *testing.T) {
 	}
 	assertChain(t, root)
 }
+
+// TestFaultBusyWaitUsedUpByTheOpenStillEndsAtTheWait: a --wait shorter
+// than the ledger's open (1 ms here; under load, half a second can be) is
+// still a wait. While another process holds the writer lock, acquire and
+// run give up about lease.GiveUpFor after it, saying the refusal was not
+// recorded, as any wait that ran out does; they do not wait out the busy
+// timeout as a command told not to wait would.
+func TestFaultBusyWaitUsedUpByTheOpenStillEndsAtTheWait(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"acquire", "blocked", "--holder", "none", "--wait", "1ms"},
+		{"run", "blocked", "--wait", "1ms", "--", "true"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			clitest.Must(t, 0, root, "acquire", "held", "--holder", "none")
+			before := snapLedger(t, root)
+			f, err := os.OpenFile(filepath.Join(root, "writer.flock"), os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			r := clitest.Run(t, root, args...)
+			took := time.Since(start)
+			if r.Code != 1 || !strings.Contains(r.Stderr, "NOT recorded") {
+				t.Errorf("%v while the writer lock is held: exit %d after %s, want 1 saying the refusal was NOT recorded\nstderr: %s",
+					args, r.Code, took.Round(time.Millisecond), r.Stderr)
+			}
+			if took >= ledger.DefaultBusyTimeout {
+				t.Errorf("%v took %s: the busy timeout (%s) was waited out, not the wait and lease.GiveUpFor",
+					args, took.Round(time.Millisecond), ledger.DefaultBusyTimeout)
+			}
+			if after := snapLedger(t, root); after != before {
+				t.Errorf("a refused wait wrote something: %s -> %s", before, after)
+			}
+		})
+	}
+}

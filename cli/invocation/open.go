@@ -108,11 +108,18 @@ func (g *Globals) OpenKeyed(ctx context.Context, what string) (*ledger.Ledger, e
 // OpenWaiting opens the ledger for a command that was told to wait up to
 // wait for its lock: a database too busy to open (many processes opening a
 // fresh root at once) is waited for too, within the same budget, which it
-// returns what is left of.
+// returns what is left of. A wait the open used up leaves a nanosecond, not
+// nothing: the caller still waits, so its one attempt is the last one of a
+// wait, bounded by lease.GiveUpFor, where that of a caller that does not
+// wait is given the whole busy timeout.
 func (g *Globals) OpenWaiting(ctx context.Context, wait time.Duration) (*ledger.Ledger, time.Duration, error) {
 	start := time.Now()
 	l, err := g.Open(ctx, Writes, ledger.WithOpenWait(wait))
-	return l, max(wait-time.Since(start), 0), err
+	left := wait - time.Since(start)
+	if wait > 0 {
+		left = max(left, time.Nanosecond)
+	}
+	return l, max(left, 0), err
 }
 
 // Finish lets go of a ledger at the end of a command. The CLI process exits

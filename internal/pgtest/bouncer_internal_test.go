@@ -208,7 +208,12 @@ func TestBouncerStartedAgainIsNotAnotherProgramOnItsPort(t *testing.T) {
 // connections of the pgbouncer that had the port (TIME_WAIT), and cleared
 // after it, as a client's socket has it.
 func holdPort(port int) (int, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	syscall.ForkLock.RLock() // no child started meanwhile inherits it
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	if err == nil {
+		unix.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return -1, err
 	}

@@ -38,11 +38,10 @@ type Bouncer struct {
 	log   string                  // its log file
 	start func() (*server, error) // starts a pgbouncer process on Port
 	done  chan struct{}           // closed once supervise has returned
-	quit  context.CancelFunc      // ends supervise's wait between failed starts
+	quit  context.CancelFunc      // called by stop, under mu: supervise starts no other
 
-	mu       sync.Mutex
-	srv      *server // the pgbouncer running now
-	stopping bool
+	mu  sync.Mutex
+	srv *server // the pgbouncer running now
 }
 
 // ErrNoBouncer is returned by StartBouncer when pgbouncer is not installed.
@@ -151,7 +150,12 @@ logfile = %s
 		if err != nil {
 			return nil, err
 		}
-		if err := awaitListening(srv, b.Port); err != nil {
+		// Its admin console answers, which only a pgbouncer does: another
+		// program that took the port meanwhile (a listener's bind to port 0
+		// can be given it) accepts connections too, while the pgbouncer
+		// started exits, unable to listen. Started again while the server
+		// is down, it could not pass a query to it.
+		if err := awaitQuery(srv, URLAt("127.0.0.1:"+strconv.Itoa(b.Port), "pgbouncer"), "SHOW VERSION"); err != nil {
 			srv.stop()
 			return nil, fmt.Errorf("%v\nthe end of pgbouncer.log:\n%s", err, b.logTail())
 		}
@@ -160,7 +164,7 @@ logfile = %s
 	if b.srv, err = b.start(); err != nil {
 		return nil, err
 	}
-	if err := awaitBouncer(b.srv, b.URL("postgres")); err != nil {
+	if err := awaitQuery(b.srv, b.URL("postgres"), "SELECT 1"); err != nil {
 		b.srv.stop()
 		return nil, fmt.Errorf("%v\nthe end of pgbouncer.log:\n%s", err, b.logTail())
 	}
@@ -185,15 +189,12 @@ func (b *Bouncer) supervise(ctx context.Context) {
 		srv := b.srv
 		b.mu.Unlock()
 		<-srv.exited
-		b.mu.Lock()
-		stopping := b.stopping
-		b.mu.Unlock()
-		if stopping {
+		if ctx.Err() != nil { // stopped
 			return
 		}
 		fmt.Fprintf(os.Stderr, "pgtest: pgbouncer exited on its own (%v); starting it again. The end of its log:\n%s\n", srv.cmd.ProcessState, b.logTail())
 		retry := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
-		for !b.restart() {
+		for !b.restart(ctx) {
 			if backoff.Sleep(ctx, retry.Next()) != nil {
 				return
 			}
@@ -201,12 +202,12 @@ func (b *Bouncer) supervise(ctx context.Context) {
 	}
 }
 
-// restart starts pgbouncer again unless stop was called, and reports
-// whether the supervisor has one to wait for.
-func (b *Bouncer) restart() bool {
+// restart starts pgbouncer again unless stop was called (ctx ended), and
+// reports whether the supervisor has one to wait for.
+func (b *Bouncer) restart(ctx context.Context) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.stopping {
+	if ctx.Err() != nil {
 		return true // the last one, which has exited: supervise returns
 	}
 	next, err := b.start()
@@ -231,42 +232,24 @@ func (b *Bouncer) logTail() []byte {
 // stop stops pgbouncer for good.
 func (b *Bouncer) stop() error {
 	b.mu.Lock()
-	b.stopping = true
+	b.quit()
 	srv := b.srv
 	b.mu.Unlock()
-	b.quit()
 	err := srv.stop()
 	<-b.done
 	return err
 }
 
-// awaitListening waits until srv, a pgbouncer, answers on port: started
-// again while the server is down, it cannot pass a query. Its admin
-// console answers, which only a pgbouncer does: another program that took
-// the port meanwhile (a listener's bind to port 0 can be given it) accepts
-// connections too, while the pgbouncer started exits, unable to listen.
-func awaitListening(srv *server, port int) error {
-	return srv.awaitReady(func(ctx context.Context) error {
-		conn, err := pgx.Connect(ctx, URLAt("127.0.0.1:"+strconv.Itoa(port), "pgbouncer"))
-		if err != nil {
-			return err
-		}
-		defer conn.Close(context.Background())
-		_, err = conn.Exec(ctx, "SHOW VERSION")
-		return err
-	})
-}
-
-// awaitBouncer waits until a query passes through srv, a pgbouncer
-// listening at url, to the server.
-func awaitBouncer(srv *server, url string) error {
+// awaitQuery waits until srv, a pgbouncer listening at url, answers
+// query there.
+func awaitQuery(srv *server, url, query string) error {
 	return srv.awaitReady(func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
 			return err
 		}
 		defer conn.Close(context.Background())
-		_, err = conn.Exec(ctx, "SELECT 1")
+		_, err = conn.Exec(ctx, query)
 		return err
 	})
 }

@@ -33,16 +33,12 @@ func TestBouncerIsStartedAgainWhenItDies(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-first.exited
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if !within30s(func() bool {
 			b.mu.Lock()
-			again := b.srv != first
-			b.mu.Unlock()
-			if again {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("pgbouncer was not started again within 30 s of its death")
-			}
+			defer b.mu.Unlock()
+			return b.srv != first
+		}) {
+			t.Fatal("pgbouncer was not started again within 30 s of its death")
 		}
 		if err := through(); err != nil {
 			t.Fatalf("through the pgbouncer started again: %v", err)
@@ -58,6 +54,34 @@ func TestBouncerIsStartedAgainWhenItDies(t *testing.T) {
 	}
 	if err := through(); err == nil {
 		t.Fatal("a client got through after stop: pgbouncer was started again")
+	}
+}
+
+// within30s reports whether cond held within 30 s, polled.
+func within30s(cond func() bool) bool {
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+// logSays is whether b's log holds what.
+func logSays(b *Bouncer, what string) func() bool {
+	return func() bool {
+		log, _ := os.ReadFile(b.log)
+		return strings.Contains(string(log), what)
+	}
+}
+
+// awaitThrough fails t unless a query passes through b within 30 s of
+// its port's release.
+func awaitThrough(t *testing.T, b *Bouncer) {
+	t.Helper()
+	var last error
+	if !within30s(func() bool { last = throughBouncer(b); return last == nil }) {
+		t.Fatalf("pgbouncer did not come back within 30 s of its port's release: %v", last)
 	}
 }
 
@@ -104,15 +128,9 @@ func startedAgainOnceFree(t *testing.T, stopped bool) {
 	if err != nil {
 		t.Fatalf("holding the port of the dead pgbouncer: %v", err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		log, _ := os.ReadFile(b.log)
-		if strings.Contains(string(log), "nowhere to listen on") {
-			break
-		}
-		if time.Now().After(deadline) {
-			unix.Close(fd)
-			t.Fatalf("no pgbouncer was started on the port held within 30 s; its log:\n%s", log)
-		}
+	if !within30s(logSays(b, "nowhere to listen on")) {
+		unix.Close(fd)
+		t.Fatalf("no pgbouncer was started on the port held within 30 s; its log's end:\n%s", b.logTail())
 	}
 	if stopped {
 		if err := b.stop(); err != nil {
@@ -129,15 +147,7 @@ func startedAgainOnceFree(t *testing.T, stopped bool) {
 		}
 		return
 	}
-	var last error
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if last = throughBouncer(b); last == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pgbouncer did not come back within 30 s of its port's release: %v", last)
-		}
-	}
+	awaitThrough(t, b)
 }
 
 // A pgbouncer started again while another program listens on its port
@@ -173,15 +183,9 @@ func TestBouncerStartedAgainIsNotAnotherProgramOnItsPort(t *testing.T) {
 			conn.Close()
 		}
 	}()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		log, _ := os.ReadFile(b.log)
-		if strings.Contains(string(log), "nowhere to listen on") {
-			break
-		}
-		if time.Now().After(deadline) {
-			other.Close()
-			t.Fatalf("no pgbouncer was started on the port taken within 30 s; its log:\n%s", log)
-		}
+	if !within30s(logSays(b, "nowhere to listen on")) {
+		other.Close()
+		t.Fatalf("no pgbouncer was started on the port taken within 30 s; its log's end:\n%s", b.logTail())
 	}
 	b.mu.Lock() // once the start under way is settled
 	taken := b.srv != first
@@ -191,15 +195,7 @@ func TestBouncerStartedAgainIsNotAnotherProgramOnItsPort(t *testing.T) {
 	if taken {
 		t.Fatal("a pgbouncer that could not listen, its port another program's, was taken for one started again")
 	}
-	var last error
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if last = throughBouncer(b); last == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pgbouncer did not come back within 30 s of its port's release: %v", last)
-		}
-	}
+	awaitThrough(t, b)
 }
 
 // holdPort binds a socket to 127.0.0.1:port, and does not listen: as the

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"slices"
 	"testing"
@@ -53,15 +54,7 @@ func TestPostgresLedgerOfSchema12MigratesWithItsQueue(t *testing.T) {
 	l.Close()
 
 	db := pgtest.Open(t, url)
-	old, err := oldschema.Postgres12()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range old {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	toSchema12(t, db)
 	version := func() int {
 		t.Helper()
 		v, err := migrations.Postgres.Current(ctx, db)
@@ -133,15 +126,7 @@ func TestPostgresMigrationOutlastsTheOpensWait(t *testing.T) {
 	}
 	l.Close()
 	db := pgtest.Open(t, url)
-	old, err := oldschema.Postgres12()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range old {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	toSchema12(t, db)
 	// A session that writes events keeps the index build (SHARE) waiting.
 	blocker, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -195,5 +180,20 @@ func TestPostgresMigrationOutlastsTheOpensWait(t *testing.T) {
 	}
 	if v != migrations.Postgres.Latest() {
 		t.Fatalf("schema %d after the open, want %d", v, migrations.Postgres.Latest())
+	}
+}
+
+// toSchema12 turns the ledger in db into the one schema version 12 left
+// (oldschema.Postgres12).
+func toSchema12(t *testing.T, db *sql.DB) {
+	t.Helper()
+	old, err := oldschema.Postgres12()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range old {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }

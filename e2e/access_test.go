@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 )
@@ -280,14 +278,7 @@ func TestReadsOfAReadOnlyRootWorkAndSayTheyWereNotRecorded(t *testing.T) {
 func TestReadsOfABusyRootWorkAndSayTheyWereNotRecorded(t *testing.T) {
 	t.Parallel()
 	root, _ := accessLedger(t)
-	f, err := os.OpenFile(filepath.Join(root, "writer.flock"), os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriter(t, root)
 	n := clitest.EventCount(t, root)
 	r := clitest.Must(t, 0, root, "export", "--checkpoints=false")
 	if strings.Count(r.Stdout, "\n") != n || !strings.Contains(r.Stderr, "not recorded") {
@@ -307,9 +298,7 @@ func TestReadsOfABusyRootWorkAndSayTheyWereNotRecorded(t *testing.T) {
 	if got := clitest.EventCount(t, root); got != n {
 		t.Fatalf("%d events, want %d: nothing recorded while the root was busy", got, n)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	clitest.Must(t, 0, root, "verify")
 	if got := clitest.EventCount(t, root); got != n+1 {
 		t.Fatalf("%d events after the writer lock was let go, want %d", got, n+1)

@@ -276,14 +276,7 @@ func TestFaultBusyWaitUsedUpByTheOpenStillEndsAtTheWait(t *testing.T) {
 			root := t.TempDir()
 			clitest.Must(t, 0, root, "acquire", "held", "--holder", "none")
 			before := snapLedger(t, root)
-			f, err := os.OpenFile(filepath.Join(root, "writer.flock"), os.O_RDWR, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-				t.Fatal(err)
-			}
+			holdWriter(t, root)
 			start := time.Now()
 			r := clitest.Run(t, root, args...)
 			took := time.Since(start)

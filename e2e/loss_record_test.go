@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/lockledger/lockledger/internal/clitest"
 )
 
@@ -41,14 +39,7 @@ func TestRunRecordsItsLossOnceTheLedgerAnswersAgain(t *testing.T) {
 		t.Fatalf("run printed nothing: %v", c.Wait())
 	}
 	rid := lines.Text()
-	f, err := os.OpenFile(filepath.Join(root, "writer.flock"), os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriter(t, root)
 	for lines.Scan() {
 	}
 	if code := exitOf(t, c); code != 5 {
@@ -62,9 +53,7 @@ func TestRunRecordsItsLossOnceTheLedgerAnswersAgain(t *testing.T) {
 		t.Fatalf("%d losses recorded while the writer was held", n)
 	}
 
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	awaitLossRecorded(t, root, rid)
 	m := regexp.MustCompile(`recorder_pid=(\d+)`).FindStringSubmatch(stderr.String())
 	if m == nil {

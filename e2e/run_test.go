@@ -376,14 +376,7 @@ func TestRunStopsItsCommandAtTheLocalDeadlineWhenHeartbeatsHang(t *testing.T) {
 	if _, err := fmt.Sscan(line(t, lines), &child, &token); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(filepath.Join(root, "writer.flock"), os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriter(t, root)
 	code := exitOf(t, runner)
 	exited := time.Now()
 	if code != 5 {
@@ -405,9 +398,7 @@ func TestRunStopsItsCommandAtTheLocalDeadlineWhenHeartbeatsHang(t *testing.T) {
 	if expires := at.Add(8 * time.Second); !exited.Before(expires) {
 		t.Fatalf("run exited at %s, not before its lock's TTL ran out (%s)", exited, expires)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	r := clitest.Must(t, 0, root, "acquire", "deploy", "--json", "--pid", strconv.Itoa(os.Getpid()))
 	var o struct {
 		FencingToken int64 `json:"fencing_token"`

@@ -652,3 +652,8 @@ func READMESQL(readme string) []string {
 		rest = rest[end:]
 	}
 }
+
+// PID is the process id of the cluster's postgres (the postmaster): its
+// children are the backends and the server's own workers. Between Down
+// and Up it names a process that has exited.
+func (c *Cluster) PID() int { return c.srv.cmd.Process.Pid }

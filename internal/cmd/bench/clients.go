@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -27,11 +28,12 @@ var (
 	sqliteClientCounts = []int{1, 4, 16, 64}
 )
 
-// clientsResult is one scaling measurement: cycles per second, and every
-// acquire's latency.
+// clientsResult is one scaling measurement: cycles per second, how many,
+// and every acquire's latency.
 type clientsResult struct {
-	rate float64
-	lat  []time.Duration
+	rate   float64
+	cycles int64
+	lat    []time.Duration
 }
 
 // profiled runs f under the -cpuprofile, if one is asked for: the
@@ -81,7 +83,7 @@ func clientsCycles(ctx context.Context, l *ledger.Ledger, clients int, d time.Du
 		})
 	}
 	wg.Wait()
-	return clientsResult{rate: float64(n.Load()) / time.Since(start).Seconds(), lat: slices.Concat(lats...)}
+	return clientsResult{rate: float64(n.Load()) / time.Since(start).Seconds(), cycles: n.Load(), lat: slices.Concat(lats...)}
 }
 
 // clientsRate is clientsCycles' rate.
@@ -90,8 +92,8 @@ func clientsRate(ctx context.Context, l *ledger.Ledger, clients int, d time.Dura
 }
 
 // rawClients runs clients goroutines for d, each committing two rows a
-// cycle, and returns their cycles per second together.
-func rawClients(clients int, d time.Duration, commit func()) float64 {
+// cycle, and returns their cycles per second together, and how many.
+func rawClients(clients int, d time.Duration, commit func()) clientsResult {
 	var n atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -105,7 +107,7 @@ func rawClients(clients int, d time.Duration, commit func()) float64 {
 		})
 	}
 	wg.Wait()
-	return float64(n.Load()) / time.Since(start).Seconds()
+	return clientsResult{rate: float64(n.Load()) / time.Since(start).Seconds(), cycles: n.Load()}
 }
 
 // p99 of latencies (sorted here).
@@ -118,17 +120,46 @@ func p99(lat []time.Duration) time.Duration {
 }
 
 // scaling is what one store's clients rows measured: for each client
-// count, the ledger's median rate, the raw reference's, and the acquire
-// latencies of all rounds.
+// count, the ledger's rates, the raw reference's, the acquire latencies
+// of all rounds, and what the rounds of each cost in CPU.
 type scaling struct {
 	clients []int
+	server  int // the database server's process, 0 for none
 	lib     map[int][]float64
 	raw     map[int][]float64
 	lat     map[int][]time.Duration
+	libCPU  map[int]spent
+	rawCPU  map[int]spent
 }
 
-func newScaling(clients []int) *scaling {
-	return &scaling{clients: clients, lib: map[int][]float64{}, raw: map[int][]float64{}, lat: map[int][]time.Duration{}}
+// spent is what rounds of cycles cost together: the cycles, the wall
+// time and the CPU charged.
+type spent struct {
+	cycles int64
+	wall   time.Duration
+	cpu    charged
+}
+
+func newScaling(clients []int, server int) *scaling {
+	return &scaling{clients: clients, server: server, lib: map[int][]float64{}, raw: map[int][]float64{}, lat: map[int][]time.Duration{},
+		libCPU: map[int]spent{}, rawCPU: map[int]spent{}}
+}
+
+// round runs one round of the ledger's cycles at clients, then one of the
+// raw reference's, and keeps their rates, the ledger's latencies and
+// what each cost.
+func (s *scaling) round(clients int, lib, raw func() clientsResult) {
+	timed := func(f func() clientsResult, into map[int]spent) clientsResult {
+		c0, t0 := chargedNow(s.server), time.Now()
+		r := f()
+		sp := into[clients]
+		into[clients] = spent{sp.cycles + r.cycles, sp.wall + time.Since(t0), sp.cpu.plus(chargedNow(s.server).minus(c0))}
+		return r
+	}
+	r := timed(lib, s.libCPU)
+	s.lib[clients] = append(s.lib[clients], r.rate)
+	s.lat[clients] = append(s.lat[clients], r.lat...)
+	s.raw[clients] = append(s.raw[clients], timed(raw, s.rawCPU).rate)
 }
 
 // rows adds the rows of s: each client count against the raw reference
@@ -143,6 +174,7 @@ func (s *scaling) rows(store string, want50 []int, low, p99At int) {
 		}
 		add(row{fmt.Sprintf("%s: Go API acquire+release cycles/s, %d clients of one ledger on distinct locks, vs raw 2-commit cycles/s at %d clients (median of 6 alternated)", store, c, c),
 			fmt.Sprintf("%.0f/s", ml), fmt.Sprintf("%.0f/s", mr), fmt.Sprintf("%.0f%%", 100*ml/mr), target, verdict})
+		s.ceiling(store, c)
 	}
 	high := s.clients[len(s.clients)-1]
 	mh, ml := median(s.lib[high]), median(s.lib[low])
@@ -152,6 +184,43 @@ func (s *scaling) rows(store string, want50 []int, low, p99At int) {
 		p := p99(s.lat[p99At])
 		add(row{fmt.Sprintf("%s: p99 of an uncontended acquire at %d clients", store, p99At), ms(p), "-", "-", "<= 50 ms", yes(p <= 50*time.Millisecond)})
 	}
+}
+
+// ceiling adds the two rows that say where the rate at clients is bound:
+// the CPU a cycle costs (this process, which holds the clients and, for
+// SQLite, the database; and the server's processes) against the raw
+// reference's, and how many of the machine's cores each kept busy, with
+// the rate the ledger would reach were every core busy at its CPU a cycle,
+// as a share of the raw reference's measured rate. A bound under 50% says
+// the CPU a cycle must fall for the target to be in reach here; a bound
+// over it with cores left idle says the serialised part of a write is
+// what holds the rate.
+func (s *scaling) ceiling(store string, c int) {
+	l, r := s.libCPU[c], s.rawCPU[c]
+	if l.cycles == 0 || r.cycles == 0 {
+		return
+	}
+	perCycle := func(sp spent) (time.Duration, string) {
+		all := sp.cpu.self + sp.cpu.server
+		per := all / time.Duration(sp.cycles)
+		if !sp.cpu.serverOK {
+			return per, ms(per)
+		}
+		return per, fmt.Sprintf("%s (%s + %s)", ms(per), ms(sp.cpu.self/time.Duration(sp.cycles)), ms(sp.cpu.server/time.Duration(sp.cycles)))
+	}
+	lp, ls := perCycle(l)
+	rp, rs := perCycle(r)
+	parts := "this process"
+	if l.cpu.serverOK {
+		parts = "this process + the server's"
+	}
+	add(row{fmt.Sprintf("%s, %d clients: CPU a cycle (%s), ledger vs raw", store, c, parts), ls, rs, fmt.Sprintf("%.2fx", float64(lp)/float64(rp)), "report", "-"})
+	cores := runtime.NumCPU()
+	busy := func(sp spent) float64 { return float64(sp.cpu.self+sp.cpu.server) / float64(sp.wall) }
+	bound := float64(cores) * float64(time.Second) / float64(lp)
+	rawRate := float64(r.cycles) / r.wall.Seconds()
+	add(row{fmt.Sprintf("%s, %d clients: cores kept busy, ledger vs raw; the ledger's rate were all %d busy at its CPU a cycle, vs raw's rate", store, c, cores),
+		fmt.Sprintf("%.2f (bound %.0f/s)", busy(l), bound), fmt.Sprintf("%.2f (%.0f/s)", busy(r), rawRate), fmt.Sprintf("%.0f%%", 100*bound/rawRate), "report", "-"})
 }
 
 // pgClients: the Go API's cycles at 1, 8, 32 and 64 clients of one
@@ -172,7 +241,11 @@ func pgClients(ctx context.Context, tmp string, c *pgtest.Cluster, newDB func(st
 	} else {
 		add(row{"PostgreSQL through PgBouncer", "skipped: measured on the cluster the bench starts, not with -database", "-", "-", "-", "-"})
 	}
-	s := newScaling(pgClientCounts)
+	server := 0
+	if c != nil {
+		server = c.PID()
+	}
+	s := newScaling(pgClientCounts, server)
 	profiled("pg", func() {
 		for _, clients := range pgClientCounts {
 			open := func(u, dir string) *ledger.Ledger {
@@ -196,10 +269,8 @@ func pgClients(ctx context.Context, tmp string, c *pgtest.Cluster, newDB func(st
 			rawClients(clients, time.Millisecond, commit)
 			var bs []float64
 			for range 6 {
-				r := clientsCycles(ctx, ld, clients, *libTime/6)
-				s.lib[clients] = append(s.lib[clients], r.rate)
-				s.lat[clients] = append(s.lat[clients], r.lat...)
-				s.raw[clients] = append(s.raw[clients], rawClients(clients, *libTime/6, commit))
+				s.round(clients, func() clientsResult { return clientsCycles(ctx, ld, clients, *libTime/6) },
+					func() clientsResult { return rawClients(clients, *libTime/6, commit) })
 				if lb != nil {
 					bs = append(bs, clientsRate(ctx, lb, clients, *libTime/6))
 				}
@@ -249,7 +320,7 @@ func pgRawCommit(ctx context.Context, db *sql.DB) func() {
 // same clients on one pool), alternated.
 func sqliteClients(tmp string) {
 	ctx := context.Background()
-	s := newScaling(sqliteClientCounts)
+	s := newScaling(sqliteClientCounts, 0)
 	profiled("sqlite", func() {
 		for _, clients := range sqliteClientCounts {
 			l, err := ledger.Open(ctx, filepath.Join(tmp, fmt.Sprintf("clients-%d", clients)), ledger.Unsigned())
@@ -263,10 +334,8 @@ func sqliteClients(tmp string) {
 			commit := func() { idx.commit(ctx) }
 			clientsRate(ctx, l, clients, time.Millisecond)
 			for range 6 {
-				r := clientsCycles(ctx, l, clients, *libTime/6)
-				s.lib[clients] = append(s.lib[clients], r.rate)
-				s.lat[clients] = append(s.lat[clients], r.lat...)
-				s.raw[clients] = append(s.raw[clients], rawClients(clients, *libTime/6, commit))
+				s.round(clients, func() clientsResult { return clientsCycles(ctx, l, clients, *libTime/6) },
+					func() clientsResult { return rawClients(clients, *libTime/6, commit) })
 			}
 			l.Close()
 			idx.db.Close()

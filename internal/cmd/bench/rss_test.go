@@ -11,6 +11,9 @@ import (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if d, err := time.ParseDuration(os.Getenv(burnEnv)); err == nil {
+		burnThenWait(d)
+	}
 	if *measured {
 		runMeasured(flag.Args())
 	}

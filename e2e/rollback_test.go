@@ -77,9 +77,20 @@ func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
 	if r := restored.must(t, 1, "acquire", "release-train"); !strings.Contains(r.Stderr, "another history of it") {
 		t.Errorf("the restored database, written past the head seen: %s", r.Stderr)
 	}
-	other := &pgHost{id: h.id, root: h.root, url: newREADMERoles(t).writer}
+	// Another ledger is no rollback to accept: the writer's refusal, a
+	// reader's warning and verify's problem say what is wrong and what to
+	// do instead.
+	others := newREADMERoles(t)
+	other := &pgHost{id: h.id, root: h.root, url: others.writer}
 	if r := other.must(t, 1, "acquire", "deploy"); !strings.Contains(r.Stderr, "another ledger") {
 		t.Errorf("the refusal of another database does not say so: %s", r.Stderr)
+	}
+	for _, r := range []clitest.Result{other.must(t, 1, "acquire", "deploy"), other.must(t, 0, "list"),
+		(&pgHost{id: h.id, root: h.root, url: others.at(others.auditor, others.name)}).must(t, 1, "verify")} {
+		out := r.Stdout + r.Stderr
+		if strings.Contains(out, "accept-rollback") || !strings.Contains(out, "a root of its own") {
+			t.Errorf("another ledger's refusal or warning advises accepting a rollback, or not a root of its own: %s", out)
+		}
 	}
 	// A reader is not refused; its verify fails against the head this user
 	// signed before the restore.

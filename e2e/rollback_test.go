@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -444,5 +445,64 @@ func dumpDatabase(t *testing.T, c *pgtest.Cluster, name string) (restore func())
 			}
 		}
 		pg("pg_restore", "-d", name, dump)
+	}
+}
+
+// TestAnAcceptRollbackKilledWithItsHeadAsideLosesNoHead: project
+// --accept-rollback killed (SIGKILL) once it has moved the signed head kept
+// of the ledger aside, before its write (held up here by the writer mutex
+// taken by hand), leaves the head aside: the next look at the heads puts it
+// back, since nothing recorded the rollback, so the restore is still
+// noticed; the next project --accept-rollback then goes on, and leaves
+// nothing aside.
+func TestAnAcceptRollbackKilledWithItsHeadAsideLosesNoHead(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "root")
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "a").Stdout)
+	clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+	restore := restoreLedgerFile(t, root)
+	clitest.Must(t, 0, root, "acquire", "deploy")
+	restore()
+	head := keptHead(root, ledgerID(t, root))
+	aside := filepath.Join(filepath.Dir(head), "."+filepath.Base(head)+".dropped")
+	kept, err := os.ReadFile(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	release := holdWriter(t, root)
+	cmd := clitest.Command(context.Background(), root, "project", "--accept-rollback")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Aside: the head is out of its place (the aside is linked first).
+	awaitFile(t, aside)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(head); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is still in place 30 s after its aside appeared", head)
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("project --accept-rollback ended on its own before it was killed")
+	}
+	release()
+
+	if r := clitest.Must(t, 1, root, "verify"); !strings.Contains(r.Stdout, "restored from a backup") && !strings.Contains(r.Stderr, "restored from a backup") {
+		t.Errorf("verify after the killed run does not notice the restore: %s%s", r.Stdout, r.Stderr)
+	}
+	if b, err := os.ReadFile(head); err != nil || !bytes.Equal(b, kept) {
+		t.Errorf("the head the killed run left aside was not put back: %v", err)
+	}
+	clitest.Must(t, 0, root, "project", "--accept-rollback")
+	clitest.Must(t, 0, root, "acquire", "x")
+	clitest.Must(t, 0, root, "verify")
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(head), ".*.dropped")); len(left) > 0 {
+		t.Errorf("heads left aside for good: %v", left)
 	}
 }

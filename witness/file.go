@@ -1,6 +1,7 @@
 package witness
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,7 +40,10 @@ func write(path, id string, size int64, at time.Time, note string) (string, erro
 // appendNote writes note to a witness file, and fsyncs dir when not empty;
 // O_NONBLOCK keeps a path swapped for a FIFO since the Stat from blocking
 // the open, and the opened file is checked again before anything is
-// written.
+// written. Appenders take turns (an exclusive flock of the file, waited
+// for at most appendWait): a note a full disk cut short is cut back whole
+// (lockfile.AppendWhole), which must not cut another's after it, and a new
+// file (a directory's) that got none of it is removed.
 func appendNote(path string, flag int, note, dir string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK|flag, 0o644)
 	if err != nil {
@@ -49,8 +53,20 @@ func appendNote(path string, flag int, note, dir string) error {
 		f.Close()
 		return err
 	}
-	if _, err := f.WriteString(note); err != nil {
+	// Closing f lets the lock go.
+	if _, err := lockfile.Flock(context.Background(), int(f.Fd()), appendWait, 10*time.Millisecond); err != nil {
 		f.Close()
+		return fmt.Errorf("%s: another process appends to it: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = lockfile.AppendWhole(f, fi.Size(), note)
+	}
+	if err != nil {
+		f.Close()
+		if flag&os.O_EXCL != 0 {
+			_ = os.Remove(path)
+		}
 		return err
 	}
 	if err := lockfile.SyncClose(f); err != nil {
@@ -61,3 +77,7 @@ func appendNote(path string, flag int, note, dir string) error {
 	}
 	return nil
 }
+
+// appendWait is how long a note waits for another process's append to the
+// same witness file: one note and its fsync.
+const appendWait = 5 * time.Second

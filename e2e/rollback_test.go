@@ -362,10 +362,33 @@ func TestStatusOfALostHoldingAfterTheRollbackIsAccepted(t *testing.T) {
 		!strings.Contains(b.Reason, "restored from a backup or rolled back") {
 		t.Errorf("status --json of a ledger behind the root's pin: behind_pin %+v\n%s", b, r.Stdout)
 	}
+	// list --json says it of every lock, as status does.
+	var status struct {
+		BehindPin json.RawMessage `json:"behind_pin"`
+	}
+	var listed []struct {
+		Name      string          `json:"lock_name"`
+		BehindPin json.RawMessage `json:"behind_pin"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &status); err != nil {
+		t.Fatal(err)
+	}
+	l := clitest.Must(t, 0, root, "list", "--json")
+	if err := json.Unmarshal([]byte(l.Stdout), &listed); err != nil || len(listed) == 0 {
+		t.Fatalf("list --json: %v: %s", err, l.Stdout)
+	}
+	for _, x := range listed {
+		if !bytes.Equal(x.BehindPin, status.BehindPin) {
+			t.Errorf("list --json of a ledger behind the root's pin: %s has behind_pin %s, want status's %s", x.Name, x.BehindPin, status.BehindPin)
+		}
+	}
 	clitest.Must(t, 0, root, "project", "--accept-rollback")
 	r = clitest.Must(t, 0, root, "status", "deploy", "--json")
 	if strings.Contains(r.Stdout, "behind_pin") {
 		t.Errorf("status --json after the rollback was accepted still says the ledger is behind: %s", r.Stdout)
+	}
+	if r := clitest.Must(t, 0, root, "list", "--json"); strings.Contains(r.Stdout, "behind_pin") {
+		t.Errorf("list --json after the rollback was accepted still says the ledger is behind: %s", r.Stdout)
 	}
 	s := clitest.Must(t, 0, root, "status", "deploy").Stdout
 	if !strings.Contains(s, "deploy: held") || strings.Contains(s, "written by another tool") || !strings.Contains(s, "the ledger's own holder from events it no longer has") {

@@ -43,7 +43,7 @@ func write(path, id string, size int64, at time.Time, note string) (string, erro
 // written. Appenders take turns (an exclusive flock of the file, waited
 // for at most appendWait): a note a full disk cut short is cut back whole
 // (lockfile.AppendWhole), which must not cut another's after it, and a new
-// file (a directory's) that got none of it is removed.
+// file (a directory's) that could not take it whole is removed.
 func appendNote(path string, flag int, note, dir string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK|flag, 0o644)
 	if err != nil {
@@ -54,13 +54,21 @@ func appendNote(path string, flag int, note, dir string) error {
 		return err
 	}
 	// Closing f lets the lock go.
-	if _, err := lockfile.Flock(context.Background(), int(f.Fd()), appendWait, 10*time.Millisecond); err != nil {
+	_, err = lockfile.Flock(context.Background(), int(f.Fd()), appendWait, 10*time.Millisecond)
+	switch {
+	case errors.Is(err, syscall.ENOLCK) || errors.Is(err, syscall.EOPNOTSUPP):
+		// A file system without locks (an NFS mount without its lock
+		// daemon): the note is appended as it comes, and a torn one is not
+		// cut back, since that could cut another process's after it.
+		_, err = f.WriteString(note)
+	case err != nil:
 		f.Close()
 		return fmt.Errorf("%s: another process appends to it: %w", path, err)
-	}
-	fi, err := f.Stat()
-	if err == nil {
-		err = lockfile.AppendWhole(f, fi.Size(), note)
+	default:
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil {
+			err = lockfile.AppendWhole(f, fi.Size(), note)
+		}
 	}
 	if err != nil {
 		f.Close()

@@ -53,6 +53,9 @@ func TestAPrunedLedgerRestoredFromABackupIsNoDeadEnd(t *testing.T) {
 	if !strings.Contains(r.Stderr, "--archive") {
 		t.Errorf("project --accept-rollback of the pruned ledger does not say what it needs: %s", r.Stderr)
 	}
+	if r := run(2, "project", "--accept-rollback", "--archive", arch, "--archive", arch); !strings.Contains(r.Stderr, "--archive") {
+		t.Errorf("archives that are not the ledger's log from seq 1 are not refused as bad input: %s", r.Stderr)
+	}
 	r = run(0, "project", "--accept-rollback", "--archive", arch, "--json")
 	if !strings.Contains(r.Stdout, `"rollback_accepted"`) || !strings.Contains(r.Stdout, `"held":1`) {
 		t.Errorf("project --accept-rollback --archive: %s", r.Stdout)

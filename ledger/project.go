@@ -124,6 +124,10 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		return nil, err
 	}
 	var verifyOpts []replay.VerifyOption
+	var archived int64 // the events replayed from the archives
+	for _, a := range c.archives {
+		archived += a.LastSeq - a.FirstSeq + 1
+	}
 	if len(c.archives) > 0 {
 		// Read before the writer lock is taken: the write folds on from it.
 		fold, err := archive.Fold(c.archives)
@@ -156,7 +160,7 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 			check.Add(*p)
 		}
 		check.Finish()
-		rep = &ProjectReport{Events: check.Events, Locks: st.Len(), Rows: []ProjectChange{}, Files: []ProjectChange{},
+		rep = &ProjectReport{Events: check.Events + archived, Locks: st.Len(), Rows: []ProjectChange{}, Files: []ProjectChange{},
 			Recorded: []int64{}}
 		if bad := check.FirstBad; bad != nil && bad.Kind.Chain() {
 			if !c.accept {

@@ -84,6 +84,9 @@ func TestConformanceAPrunedLedgerRestoredPastThePinGoesOnFromItsArchive(t *testi
 		if rep.RollbackAccepted == nil || rep.RollbackAccepted.Seq != head+5 {
 			t.Errorf("the run does not report the pin it gave up: %+v", rep.RollbackAccepted)
 		}
+		if rep.Events != head {
+			t.Errorf("project from archive and live log replayed %d events, want the %d the archive and the live log hold", rep.Events, head)
+		}
 		if rep.Held != 1 || rep.Locks != 2 || rep.Changed() {
 			t.Errorf("project from archive and live log: %d locks, %d held, changes %+v %+v; want 2 locks, kept held, nothing to change",
 				rep.Locks, rep.Held, rep.Rows, rep.Files)

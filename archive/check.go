@@ -1,11 +1,13 @@
 package archive
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
@@ -188,4 +190,55 @@ func AgainstLedger(rep *verify.Report, genesis string, archives []*Checked) {
 			sorted[0].FirstSeq, live.BelowSeq-1, len(sorted), live.MarkerSeq))
 		rep.VouchForMarker(live.MarkerSeq, "archive "+sorted[len(sorted)-1].Path+", the one it recorded and one log with the live ledger,")
 	}
+}
+
+// Fold is the fold of every event the archives hold (State.MarshalJSON,
+// for replay.FoldingFrom), read again from their files: each must still be
+// the file Read checked (its SHA-256), and together they must be one log
+// from seq 1, each archive chaining into the next. That they end where the
+// live log starts is the live log's to check (AgainstLedger).
+func Fold(archives []*Checked) ([]byte, error) {
+	sorted := slices.Clone(archives)
+	slices.SortFunc(sorted, func(a, b *Checked) int { return cmp.Compare(a.FirstSeq, b.FirstSeq) })
+	st := replay.NewState()
+	next, prev := int64(1), ""
+	for i, c := range sorted {
+		switch {
+		case c.FirstSeq != next:
+			return nil, c.mismatch("fold", "it starts at seq %d: the archives given must hold every event from seq 1, and seq %d is the next", c.FirstSeq, next)
+		case i > 0 && c.FirstPrevHash != prev:
+			return nil, c.mismatch("fold", "it does not chain from the archive before it (%s)", prev)
+		}
+		if err := c.fold(st); err != nil {
+			return nil, err
+		}
+		next, prev = c.LastSeq+1, c.HeadHash
+	}
+	return st.MarshalJSON()
+}
+
+// fold applies c's events, read again from its file, to st.
+func (c *Checked) fold(st *replay.State) error {
+	f, err := os.Open(c.Path)
+	if err != nil {
+		return fmt.Errorf("archive %s: %w", c.Path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	_, err = replay.ReadExport(io.TeeReader(f, h), func(r *replay.Row) error {
+		ev, err := replay.DecodeEvent(r.Seq, r.Body)
+		if err != nil {
+			return err
+		}
+		ev.Seq, ev.PrevHash, ev.Hash = r.Seq, r.PrevHash, r.Hash
+		st.Apply(ev)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("archive %s: %w", c.Path, err)
+	}
+	if sum := hex.EncodeToString(h.Sum(nil)); sum != c.SHA256 {
+		return c.mismatch("fold", "it changed since it was checked (SHA-256 %s, then %s)", c.SHA256, sum)
+	}
+	return nil
 }

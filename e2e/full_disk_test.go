@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	ckpt "github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/trust"
 )
@@ -160,5 +161,66 @@ func TestAPinCutShortByAFullDiskLosesNoLaterPin(t *testing.T) {
 	if got, err := st.PinsOf(next); err != nil || len(got) != 1 {
 		b, _ := os.ReadFile(pins)
 		t.Errorf("pins of %s: %v, %v; want one\n%s", next, got, err, b)
+	}
+}
+
+// A witness's note that a full disk cut short leaves nothing torn behind
+// for the next note to run on from: every note in the witness file opens,
+// and the one after the full disk is there.
+func TestAWitnessNoteCutShortByAFullDiskLosesNoLaterNote(t *testing.T) {
+	t.Parallel()
+	disk := tinyDisk(t, "2m")
+	witness := filepath.Join(disk, "witness.notes")
+	env := []string{"LOCKLEDGER_WITNESS=" + witness, "LOCKLEDGER_CHECKPOINT_EVERY=1"}
+	root := filepath.Join(t.TempDir(), "root")
+	run := func(args ...string) clitest.Result {
+		t.Helper()
+		r := clitest.RunWith(t, root, env, "", args...)
+		if r.Code != 0 {
+			t.Fatalf("lockledger %s: exit %d\n%s", strings.Join(args, " "), r.Code, r.Stderr)
+		}
+		return r
+	}
+	run("acquire", "a")
+	// Blank lines (skipped between notes) up to a few bytes short of the
+	// file's first page, so that the next note needs a page the full disk
+	// does not have.
+	fi, err := os.Stat(witness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(witness, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString(strings.Repeat("\n", 4096-40-int(fi.Size())))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	free := fillDisk(t, filepath.Join(disk, "filler"))
+	if r := run("acquire", "b"); !strings.Contains(r.Stderr, "no space left") {
+		t.Fatalf("acquire with the witness's disk full does not say its copy failed:\n%s", r.Stderr)
+	}
+	free()
+	run("acquire", "c")
+	b, err := os.ReadFile(witness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ledgerID(t, root)
+	var sizes []int64
+	for _, e := range ckpt.SplitNotes(b) {
+		c, err := ckpt.Open(e.Note)
+		if err != nil || c.LedgerID() != id {
+			t.Fatalf("the witness's note at line %d is not one of ledger %s's (%v): %q", e.Line, id, err, e.Note)
+		}
+		sizes = append(sizes, c.Size)
+	}
+	if len(sizes) != 2 || sizes[1] <= sizes[0] {
+		t.Errorf("the witness holds checkpoints of sizes %v, want the first and the one after the full disk", sizes)
 	}
 }

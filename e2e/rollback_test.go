@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,9 +78,20 @@ func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
 	if r := restored.must(t, 1, "acquire", "release-train"); !strings.Contains(r.Stderr, "another history of it") {
 		t.Errorf("the restored database, written past the head seen: %s", r.Stderr)
 	}
-	other := &pgHost{id: h.id, root: h.root, url: newREADMERoles(t).writer}
+	// Another ledger is no rollback to accept: the writer's refusal, a
+	// reader's warning and verify's problem say what is wrong and what to
+	// do instead.
+	others := newREADMERoles(t)
+	other := &pgHost{id: h.id, root: h.root, url: others.writer}
 	if r := other.must(t, 1, "acquire", "deploy"); !strings.Contains(r.Stderr, "another ledger") {
 		t.Errorf("the refusal of another database does not say so: %s", r.Stderr)
+	}
+	for _, r := range []clitest.Result{other.must(t, 1, "acquire", "deploy"), other.must(t, 0, "list"),
+		(&pgHost{id: h.id, root: h.root, url: others.at(others.auditor, others.name)}).must(t, 1, "verify")} {
+		out := r.Stdout + r.Stderr
+		if strings.Contains(out, "accept-rollback") || !strings.Contains(out, "a root of its own") {
+			t.Errorf("another ledger's refusal or warning advises accepting a rollback, or not a root of its own: %s", out)
+		}
 	}
 	// A reader is not refused; its verify fails against the head this user
 	// signed before the restore.
@@ -350,10 +362,33 @@ func TestStatusOfALostHoldingAfterTheRollbackIsAccepted(t *testing.T) {
 		!strings.Contains(b.Reason, "restored from a backup or rolled back") {
 		t.Errorf("status --json of a ledger behind the root's pin: behind_pin %+v\n%s", b, r.Stdout)
 	}
+	// list --json says it of every lock, as status does.
+	var status struct {
+		BehindPin json.RawMessage `json:"behind_pin"`
+	}
+	var listed []struct {
+		Name      string          `json:"lock_name"`
+		BehindPin json.RawMessage `json:"behind_pin"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &status); err != nil {
+		t.Fatal(err)
+	}
+	l := clitest.Must(t, 0, root, "list", "--json")
+	if err := json.Unmarshal([]byte(l.Stdout), &listed); err != nil || len(listed) == 0 {
+		t.Fatalf("list --json: %v: %s", err, l.Stdout)
+	}
+	for _, x := range listed {
+		if !bytes.Equal(x.BehindPin, status.BehindPin) {
+			t.Errorf("list --json of a ledger behind the root's pin: %s has behind_pin %s, want status's %s", x.Name, x.BehindPin, status.BehindPin)
+		}
+	}
 	clitest.Must(t, 0, root, "project", "--accept-rollback")
 	r = clitest.Must(t, 0, root, "status", "deploy", "--json")
 	if strings.Contains(r.Stdout, "behind_pin") {
 		t.Errorf("status --json after the rollback was accepted still says the ledger is behind: %s", r.Stdout)
+	}
+	if r := clitest.Must(t, 0, root, "list", "--json"); strings.Contains(r.Stdout, "behind_pin") {
+		t.Errorf("list --json after the rollback was accepted still says the ledger is behind: %s", r.Stdout)
 	}
 	s := clitest.Must(t, 0, root, "status", "deploy").Stdout
 	if !strings.Contains(s, "deploy: held") || strings.Contains(s, "written by another tool") || !strings.Contains(s, "the ledger's own holder from events it no longer has") {
@@ -433,5 +468,64 @@ func dumpDatabase(t *testing.T, c *pgtest.Cluster, name string) (restore func())
 			}
 		}
 		pg("pg_restore", "-d", name, dump)
+	}
+}
+
+// TestAnAcceptRollbackKilledWithItsHeadAsideLosesNoHead: project
+// --accept-rollback killed (SIGKILL) once it has moved the signed head kept
+// of the ledger aside, before its write (held up here by the writer mutex
+// taken by hand), leaves the head aside: the next look at the heads puts it
+// back, since nothing recorded the rollback, so the restore is still
+// noticed; the next project --accept-rollback then goes on, and leaves
+// nothing aside.
+func TestAnAcceptRollbackKilledWithItsHeadAsideLosesNoHead(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "root")
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "a").Stdout)
+	clitest.Must(t, 0, root, "release", "a", "--request-id", rid)
+	restore := restoreLedgerFile(t, root)
+	clitest.Must(t, 0, root, "acquire", "deploy")
+	restore()
+	head := keptHead(root, ledgerID(t, root))
+	aside := filepath.Join(filepath.Dir(head), "."+filepath.Base(head)+".dropped")
+	kept, err := os.ReadFile(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	release := holdWriter(t, root)
+	cmd := clitest.Command(context.Background(), root, "project", "--accept-rollback")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Aside: the head is out of its place (the aside is linked first).
+	awaitFile(t, aside)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(head); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is still in place 30 s after its aside appeared", head)
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("project --accept-rollback ended on its own before it was killed")
+	}
+	release()
+
+	if r := clitest.Must(t, 1, root, "verify"); !strings.Contains(r.Stdout, "restored from a backup") && !strings.Contains(r.Stderr, "restored from a backup") {
+		t.Errorf("verify after the killed run does not notice the restore: %s%s", r.Stdout, r.Stderr)
+	}
+	if b, err := os.ReadFile(head); err != nil || !bytes.Equal(b, kept) {
+		t.Errorf("the head the killed run left aside was not put back: %v", err)
+	}
+	clitest.Must(t, 0, root, "project", "--accept-rollback")
+	clitest.Must(t, 0, root, "acquire", "x")
+	clitest.Must(t, 0, root, "verify")
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(head), ".*.dropped")); len(left) > 0 {
+		t.Errorf("heads left aside for good: %v", left)
 	}
 }

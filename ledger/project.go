@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockledger/lockledger/archive"
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/replay"
@@ -56,8 +57,9 @@ func (r *ProjectReport) Changed() bool { return len(r.Rows) > 0 || len(r.Files) 
 type ProjectOption func(*projectConfig)
 
 type projectConfig struct {
-	id     Identity
-	accept bool
+	id       Identity
+	accept   bool
+	archives []*archive.Checked
 }
 
 // ProjectAs names who projects, as recorded on the lock_projected events
@@ -69,6 +71,17 @@ func ProjectAs(id Identity) ProjectOption { return func(c *projectConfig) { c.id
 // event log whose chain is broken, as the damaged log now reads; every
 // lock_projected event it records says so, with the first bad seq.
 func AcceptBrokenChain() ProjectOption { return func(c *projectConfig) { c.accept = true } }
+
+// ProjectFromArchives gives Project the archives (each checked on its own,
+// archive.Read) of a pruned ledger's events: every event from seq 1 to
+// where the live log starts, the last archive the one the last prune
+// recorded. Project folds them before the live log, and the ledger stays
+// pruned. Archives that are not that log, or a ledger that is not pruned,
+// are refused with an error wrapping archive.ErrMismatch, and nothing
+// changes.
+func ProjectFromArchives(archives ...*archive.Checked) ProjectOption {
+	return func(c *projectConfig) { c.archives = archives }
+}
 
 // Project rebuilds the locks table and every lock file from the events
 // alone, under the writer mutex, records what it changed and reports it.
@@ -110,14 +123,31 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 	if err := l.settleDisplacements(ctx, id); err != nil {
 		return nil, err
 	}
+	var verifyOpts []replay.VerifyOption
+	var archived int64 // the events replayed from the archives
+	for _, a := range c.archives {
+		archived += a.LastSeq - a.FirstSeq + 1
+	}
+	if len(c.archives) > 0 {
+		// Read before the writer lock is taken: the write folds on from it.
+		fold, err := archive.Fold(c.archives)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: project: %w", err)
+		}
+		verifyOpts = append(verifyOpts, replay.FoldingFrom(fold))
+	}
 	var rep *ProjectReport
 	var refusal *BrokenChainError
 	var applied error // the file changes after the commit: reported with the report
 	err = l.update(ctx, func(w *writeTx) (error, error) {
 		tx, now := w.tx, w.now
-		check, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis)
+		check, st, err := replay.VerifyLedger(ctx, tx, l.Source(), l.genesis, verifyOpts...)
+		if err == nil {
+			err = l.joinArchives(check, c.archives)
+		}
 		if err == nil && st == nil {
-			err = store.ErrPruned
+			err = fmt.Errorf("%w: give its archives, every one from seq 1, with --archive (ledger_pruned at seq %d recorded the last: sha256 %s)",
+				store.ErrPruned, check.Archived.MarkerSeq, check.Archived.ArchiveSHA256)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("ledger: project: %w", err)
@@ -130,7 +160,7 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 			check.Add(*p)
 		}
 		check.Finish()
-		rep = &ProjectReport{Events: check.Events, Locks: st.Len(), Rows: []ProjectChange{}, Files: []ProjectChange{},
+		rep = &ProjectReport{Events: check.Events + archived, Locks: st.Len(), Rows: []ProjectChange{}, Files: []ProjectChange{},
 			Recorded: []int64{}}
 		if bad := check.FirstBad; bad != nil && bad.Kind.Chain() {
 			if !c.accept {
@@ -199,6 +229,25 @@ func (l *Ledger) Project(ctx context.Context, opts ...ProjectOption) (*ProjectRe
 		return nil, err
 	}
 	return rep, applied
+}
+
+// joinArchives checks that the archives given to Project and the live log
+// verified in check are one log (archive.AgainstLedger's rules, on a
+// report of their own, so that a wrong archive is the caller's mistake and
+// not damage to this log): none given is nothing to check.
+func (l *Ledger) joinArchives(check *verify.Report, archives []*archive.Checked) error {
+	switch {
+	case len(archives) == 0:
+		return nil
+	case check.Archived == nil:
+		return fmt.Errorf("%w: the ledger is not pruned (its live log holds every event): project needs no archive", archive.ErrMismatch)
+	}
+	join := &verify.Report{LedgerID: l.id, Archived: check.Archived}
+	archive.AgainstLedger(join, l.genesis, archives)
+	if bad := join.FirstBad; bad != nil {
+		return fmt.Errorf("%w: the archives given and the live log are not one log: seq %d, %s: %s", archive.ErrMismatch, bad.Seq, bad.Kind, bad.Detail)
+	}
+	return nil
 }
 
 // projection is one Project run's plan.

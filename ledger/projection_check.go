@@ -161,8 +161,8 @@ func pinProblem(b *store.RolledBackError) verify.Problem {
 	default:
 		p.Kind, p.Seq = verify.KindModified, b.Pinned.Seq
 	}
-	p.Detail = fmt.Sprintf("this root's pin (%s) records %s, the newest head this host saw, but the database holds %s: %s; "+
-		"`lockledger project --accept-rollback` goes on from this state (recorded)", b.Pin, b.Pinned, b.Found, b.Reason)
+	p.Detail = fmt.Sprintf("this root's pin (%s) records %s, the newest head this host saw, but the database holds %s: %s. %s",
+		b.Pin, b.Pinned, b.Found, b.Reason, b.Advice())
 	return p
 }
 
@@ -268,8 +268,8 @@ func (l *Ledger) checkFile(name string, r *store.Row) (*verify.Problem, string, 
 		// The file may be the ledger's own, written by an event the
 		// database no longer holds: no other tool's to name.
 		return &verify.Problem{Kind: verify.KindForeign, Lock: name, Detail: fmt.Sprintf(
-			"%s is a lock file the ledger does not hold (%s), perhaps its own holder from the events it no longer has (this root saw the ledger further on); left alone",
-			path, lockFileHolder(f.Data))}, "", nil
+			"%s is a lock file the ledger does not hold (%s), perhaps %s; left alone",
+			path, lockFileHolder(f.Data), l.behind.Theirs())}, "", nil
 	case v.holder != nil && v.holder.foreign:
 		return &verify.Problem{Kind: verify.KindForeign, Lock: name, Detail: fmt.Sprintf("%s is %s; left alone", path, foreignSummary(f.Data))}, "", nil
 	}

@@ -26,6 +26,7 @@ type verifyConfig struct {
 	trust     *Trust
 	now       func() time.Time
 	keep      *Verified // Keep
+	archived  []byte    // FoldingFrom
 }
 
 func newVerifyConfig(opts []VerifyOption) verifyConfig {

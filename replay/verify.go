@@ -302,6 +302,13 @@ func (c *checker) finish() {
 	c.report.ProblemCount += c.state.AnomalyCount - len(c.state.Anomalies)
 }
 
+// FoldingFrom gives VerifyLedger the fold of a pruned ledger's archived
+// events (State.MarshalJSON of the fold of every event before the live
+// log, see archive.Fold): the fold of the live log goes on from it, and
+// VerifyLedger returns the whole log's. The caller has checked that the
+// archives and the live log are one log. Unpruned ledgers ignore it.
+func FoldingFrom(state []byte) VerifyOption { return func(c *verifyConfig) { c.archived = state } }
+
 // decodeLoose decodes what it can into ev (zero): an error only when the
 // body is not a JSON object at all. Type and time are checked by the
 // callers. The event's strings share body's memory (see decodeFastString).
@@ -326,7 +333,8 @@ func decodeLoose(body []byte, ev *Event) (*Event, error) {
 // finished: (*ledger.Ledger).Verify, the whole check of a ledger, adds the
 // storage and projection checks, then calls Finish) and the fold of every
 // readable event, for the projection check: nil for a pruned ledger,
-// whose fold starts after the archived events (see startPruned).
+// whose fold starts after the archived events (see startPruned), unless
+// FoldingFrom gives the fold of those.
 //
 // While it runs, the garbage collector's target is raised (see relaxGC).
 func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts ...VerifyOption) (*verify.Report, *State, error) {
@@ -337,13 +345,24 @@ func VerifyLedger(ctx context.Context, q Querier, source, genesis string, opts .
 	if err != nil {
 		return nil, nil, fmt.Errorf("replay: verify: %w", err)
 	}
+	if pruned && cfg.archived != nil {
+		// A fresh decoding each call: a write that runs this again (a
+		// retried transaction) must not fold the live log twice.
+		if err := c.state.UnmarshalJSON(cfg.archived); err != nil {
+			return nil, nil, fmt.Errorf("replay: verify: the archived events' fold: %w", err)
+		}
+		c.fromOne = true
+	}
 	if err := c.run(ctx, q, 0); err != nil {
 		return nil, nil, err
 	}
-	if pruned {
+	if pruned && cfg.archived == nil {
 		// The fold starts after the archive: the projections cannot be
 		// judged by it.
 		return c.report, nil, nil
+	}
+	if pruned {
+		return c.report, c.state, nil
 	}
 	c.keep(cfg.keep, true)
 	return c.report, c.state, nil

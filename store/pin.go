@@ -49,20 +49,49 @@ type RolledBackError struct {
 }
 
 func (e *RolledBackError) Error() string {
-	return fmt.Sprintf("ledger: %s holds %s, but this host has written to %s (%s): %s; refusing to write there (fencing tokens could go "+
-		"backwards). Point --database or --root back at that ledger, or, to go on from this state, run `lockledger project --accept-rollback` (recorded)",
-		e.Where, e.Found, e.Pinned, e.Pin, e.Reason)
+	return fmt.Sprintf("ledger: %s holds %s, but this host has written to %s (%s): %s; refusing to write there (%s). %s",
+		e.Where, e.Found, e.Pinned, e.Pin, e.Reason, e.danger(), e.Advice())
 }
 
 func (e *RolledBackError) Unwrap() error { return ErrRolledBack }
+
+// Other reports whether the database holds another ledger than the one
+// pinned, rather than an older state or another history of it.
+func (e *RolledBackError) Other() bool { return e.Found.LedgerID != e.Pinned.LedgerID }
+
+// danger is what a write there would do.
+func (e *RolledBackError) danger() string {
+	if e.Other() {
+		return "this root's lock files and pin are that ledger's, and a root serves one ledger"
+	}
+	return "fencing tokens could go backwards"
+}
+
+// Advice is what to do. Another ledger is no rollback to accept: the root
+// is the wrong one for it (or the database the wrong one for the root).
+func (e *RolledBackError) Advice() string {
+	if e.Other() {
+		return fmt.Sprintf("Point --database or --root back at ledger %s, or give this database a root of its own (--root DIR or LOCKLEDGER_ROOT)",
+			e.Pinned.LedgerID)
+	}
+	return "Point --database or --root back at that ledger, or, to go on from this state, run `lockledger project --accept-rollback` (recorded)"
+}
 
 // Behind is e in a reader's words: it reads on, so what it shows is not
 // what this host saw.
 func (e *RolledBackError) Behind() string {
 	return fmt.Sprintf("%s holds %s, but this host has written to %s (%s): %s. What is read here is not what this host saw: "+
-		"lock files here that the ledger does not hold may be its own holders from the events it no longer has. Point --database "+
-		"or --root back at that ledger, or, to go on from this state, run `lockledger project --accept-rollback` (recorded)",
-		e.Where, e.Found, e.Pinned, e.Pin, e.Reason)
+		"a lock file here that the ledger does not hold may be %s. %s",
+		e.Where, e.Found, e.Pinned, e.Pin, e.Reason, e.Theirs(), e.Advice())
+}
+
+// Theirs says whose a lock file here that the ledger found does not hold
+// may be.
+func (e *RolledBackError) Theirs() string {
+	if e.Other() {
+		return "a holder of the ledger this host wrote to (this root served another ledger)"
+	}
+	return "its own holder from the events it no longer has (this root saw the ledger further on)"
 }
 
 // CheckPin compares the ledger id with the store's events against the

@@ -40,6 +40,25 @@ func (h Heads) Path(id string) string {
 	return filepath.Join(h.Dir, h.name(id)+".checkpoint")
 }
 
+// paths are the files that may hold ledger id's head at Root: its own,
+// then the one kept before heads were per root.
+func (h Heads) paths(id string) []string { return []string{h.Path(id), Heads{Dir: h.Dir}.Path(id)} }
+
+// DropAll moves aside (Drop) every head file of ledger id at Root.
+func (h Heads) DropAll(id string) ([]*Dropped, error) {
+	var all []*Dropped
+	for _, p := range h.paths(id) {
+		d, err := Drop(p)
+		if err != nil {
+			return all, err
+		}
+		if d != nil {
+			all = append(all, d)
+		}
+	}
+	return all, nil
+}
+
 // name is the stem of the files of ledger id's head at Root.
 func (h Heads) name(id string) string {
 	if h.Root == "" {
@@ -51,9 +70,11 @@ func (h Heads) name(id string) string {
 
 // Kept is the file that holds ledger id's head at Root: Path, or where no
 // head of Root was kept yet, the head kept of the ledger before heads were
-// per root; "" when there is neither.
+// per root; "" when there is neither. A head a killed run left aside
+// (Dropped) is put back first.
 func (h Heads) Kept(id string) string {
-	for _, p := range []string{h.Path(id), Heads{Dir: h.Dir}.Path(id)} {
+	for _, p := range h.paths(id) {
+		restoreDropped(p)
 		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
 			return p
 		}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -151,10 +150,7 @@ func (s *Store) Add(p Pin) (bool, error) {
 		f.Close()
 		return false, err
 	}
-	if _, err := io.WriteString(f, line); err != nil {
-		// A full disk takes part of the line: cut back to the lines there
-		// were, so that nothing torn is left for the next pin to join.
-		_ = f.Truncate(size)
+	if err := lockfile.AppendWhole(f, size, line); err != nil {
 		f.Close()
 		return false, err
 	}

@@ -1,6 +1,7 @@
 package witness
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,7 +40,10 @@ func write(path, id string, size int64, at time.Time, note string) (string, erro
 // appendNote writes note to a witness file, and fsyncs dir when not empty;
 // O_NONBLOCK keeps a path swapped for a FIFO since the Stat from blocking
 // the open, and the opened file is checked again before anything is
-// written.
+// written. Appenders take turns (an exclusive flock of the file, waited
+// for at most appendWait): a note a full disk cut short is cut back whole
+// (lockfile.AppendWhole), which must not cut another's after it, and a new
+// file (a directory's) that could not take it whole is removed.
 func appendNote(path string, flag int, note, dir string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK|flag, 0o644)
 	if err != nil {
@@ -49,8 +53,28 @@ func appendNote(path string, flag int, note, dir string) error {
 		f.Close()
 		return err
 	}
-	if _, err := f.WriteString(note); err != nil {
+	// Closing f lets the lock go.
+	_, err = lockfile.Flock(context.Background(), int(f.Fd()), appendWait, 10*time.Millisecond)
+	switch {
+	case errors.Is(err, syscall.ENOLCK) || errors.Is(err, syscall.EOPNOTSUPP):
+		// A file system without locks (an NFS mount without its lock
+		// daemon): the note is appended as it comes, and a torn one is not
+		// cut back, since that could cut another process's after it.
+		_, err = f.WriteString(note)
+	case err != nil:
 		f.Close()
+		return fmt.Errorf("%s: another process appends to it: %w", path, err)
+	default:
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil {
+			err = lockfile.AppendWhole(f, fi.Size(), note)
+		}
+	}
+	if err != nil {
+		f.Close()
+		if flag&os.O_EXCL != 0 {
+			_ = os.Remove(path)
+		}
 		return err
 	}
 	if err := lockfile.SyncClose(f); err != nil {
@@ -61,3 +85,7 @@ func appendNote(path string, flag int, note, dir string) error {
 	}
 	return nil
 }
+
+// appendWait is how long a note waits for another process's append to the
+// same witness file: one note and its fsync.
+const appendWait = 5 * time.Second

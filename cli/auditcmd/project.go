@@ -2,13 +2,17 @@ package auditcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockledger/lockledger/archive"
 	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store"
@@ -19,10 +23,11 @@ type projectOptions struct {
 	actor        string
 	acceptBroken bool
 	rollback     bool
+	archives     []string
 }
 
 var projectListing = invocation.Listing{
-	Use:   "project [--accept-broken-chain]",
+	Use:   "project [--accept-broken-chain] [--accept-rollback] [--archive FILE]...",
 	Short: "Rebuild the locks table and the lock files from the events",
 }
 
@@ -59,7 +64,15 @@ ledger, or an older state of this one (a restored backup), since fencing
 tokens would go backwards there. --accept-rollback goes on from the ledger
 found: project rebuilds this root's lock files from it, its
 ledger_projected records the pin given up (rollback_accepted), and the root
-pins the ledger found.`,
+pins the ledger found.
+
+A pruned ledger's live log starts after its archived events, which the
+replay needs: give its archives with --archive, every one from seq 1 (the
+last one the archive the last prune recorded). Each is checked on its own
+as verify --file checks it, and with the live log as one log, as verify
+--archive does; project folds them, then the live log, and the ledger
+stays pruned. Archives that are not that log are refused (exit 2) and
+nothing changes.`,
 		Example: `  lockledger project
   lockledger project --json | jq .recorded`,
 		Args: invocation.NoArgs,
@@ -67,6 +80,7 @@ pins the ledger found.`,
 	})
 	cmd.Flags().BoolVar(&o.acceptBroken, "accept-broken-chain", false, "project even while the event log is damaged (recorded on every lock_projected event); a cut tail is a rollback, accepted too")
 	cmd.Flags().BoolVar(&o.rollback, "accept-rollback", false, "go on from a ledger other than, or older than, the one this root has pinned (recorded)")
+	cmd.Flags().StringArrayVar(&o.archives, "archive", nil, "an archive of a pruned ledger's events (lockledger archive), for the replay (repeatable: every one from seq 1)")
 	cmd.Flags().StringVar(&o.actor, "actor", "", "who projects, as recorded (default $LOCKLEDGER_ACTOR, else $USER, else the OS user name)")
 	return cmd
 }
@@ -77,6 +91,10 @@ func runProject(ctx context.Context, o *projectOptions) error {
 		// A damaged log accepted is a ledger older than, or other than,
 		// the one this root pinned: both are recorded.
 		more = append(more, ledger.WithPin(store.PinAccept))
+	}
+	archives, err := projectArchives(o)
+	if err != nil {
+		return err
 	}
 	recorded := false
 	if (o.rollback || o.acceptBroken) && o.g.Trusting() {
@@ -91,8 +109,14 @@ func runProject(ctx context.Context, o *projectOptions) error {
 		if o.acceptBroken {
 			opts = append(opts, ledger.AcceptBrokenChain())
 		}
+		if len(archives) > 0 {
+			opts = append(opts, ledger.ProjectFromArchives(archives...))
+		}
 		rep, err := l.Project(ctx, opts...)
 		recorded = rep != nil // committed: its file changes may have failed after
+		if errors.Is(err, archive.ErrMismatch) {
+			return events.Invalid("--archive", strings.Join(o.archives, ", "), err.Error())
+		}
 		if err != nil {
 			return err
 		}
@@ -131,6 +155,32 @@ func runProject(ctx context.Context, o *projectOptions) error {
 			termtext.Fprintf(w, "  recorded: ledger_projected, seq %d\n", rep.RunRecorded)
 		})
 	}, more...)
+}
+
+// projectArchives checks project's --archive files, each on its own with
+// the keys plain verify trusts.
+func projectArchives(o *projectOptions) ([]*archive.Checked, error) {
+	if len(o.archives) == 0 {
+		return nil, nil
+	}
+	trust, err := (&verifyOptions{g: o.g}).trust()
+	if err != nil {
+		return nil, err
+	}
+	var checked []*archive.Checked
+	for _, path := range o.archives {
+		f, err := openInput("--archive", path, archiveWhat)
+		if err != nil {
+			return nil, err
+		}
+		c, err := checkArchive(f, path, trust)
+		f.Close()
+		if err != nil {
+			return nil, archiveInput(path, err)
+		}
+		checked = append(checked, c)
+	}
+	return checked, nil
 }
 
 func printNames(w io.Writer, title string, names []string) {

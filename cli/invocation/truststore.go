@@ -1,11 +1,7 @@
 package invocation
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/lockledger/lockledger/trust"
 )
@@ -83,16 +79,11 @@ func VerifiedOf(s *trust.Store, root string) trust.Verified {
 // rollback nothing recorded leaves this user's head of the ledger as it
 // was; a head kept meanwhile is not replaced.
 func (g *Globals) DropHeads() (done func(recorded bool), err error) {
-	var aside [][2]string // {head, aside}
+	var aside []*trust.Dropped
 	done = func(recorded bool) {
-		for _, a := range aside {
-			switch {
-			case recorded:
-				_ = os.Remove(a[1])
-			case os.Link(a[1], a[0]) == nil: // never over a head kept since
-				_ = os.Remove(a[1])
-			default:
-				g.Log.Warn("could not put back the signed head kept of the ledger", "file", a[0], "kept_aside", a[1])
+		for _, d := range aside {
+			if err := d.Settle(recorded); err != nil {
+				g.Log.Warn("could not settle the signed head kept of the ledger that was moved aside (the next look at it puts it back)", "err", err)
 			}
 		}
 	}
@@ -105,15 +96,13 @@ func (g *Globals) DropHeads() (done func(recorded bool), err error) {
 		if err := VerifiedOf(s, p.Root).Forget(p.LedgerID); err != nil {
 			return done, err
 		}
-		heads := Heads(s, p.Root)
-		for _, path := range []string{heads.Path(p.LedgerID), trust.Heads{Dir: heads.Dir}.Path(p.LedgerID)} {
-			to := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".dropped")
-			if err := os.Rename(path, to); err == nil {
-				aside = append(aside, [2]string{path, to})
-				g.Log.Info("rollback accepted: dropped the signed head kept of the ledger", "ledger_id", p.LedgerID, "file", path)
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return done, err
-			}
+		dropped, err := Heads(s, p.Root).DropAll(p.LedgerID)
+		aside = append(aside, dropped...)
+		if err != nil {
+			return done, err
+		}
+		if len(dropped) > 0 {
+			g.Log.Info("rollback accepted: dropped the signed head kept of the ledger", "ledger_id", p.LedgerID, "root", p.Root)
 		}
 	}
 	return done, nil

@@ -22,7 +22,9 @@ var listListing = invocation.Listing{
 func NewList(g *invocation.Globals) *cobra.Command {
 	return listListing.Of(&cobra.Command{
 		Long: `List held, stale and dead locks, including lock files written by other
-tools, and free locks with waiters queued (--json: "queue", as status). list only reads: it takes no lock and writes nothing (but upgrades
+tools, and free locks with waiters queued (--json: "queue", as status; and
+"behind_pin", as status, on every lock of a ledger this root's pin does not
+allow). list only reads: it takes no lock and writes nothing (but upgrades
 a ledger written by an older lockledger, where it can). A lock whose file
 cannot be read (a symlink, a directory, no permission, no locks directory)
 is listed from the ledger alone with a warning, and the others as usual.
@@ -48,8 +50,11 @@ func runList(ctx context.Context, g *invocation.Globals) error {
 		}
 		if g.JSON {
 			out := make([]lockObject, 0, len(locks))
+			behind := behindPin(l.Behind())
 			for _, s := range locks {
-				out = append(out, statusObject(s))
+				o := statusObject(s)
+				o.BehindPin = behind
+				out = append(out, o)
 			}
 			invocation.WriteJSON(g.IO.Out, out)
 			return nil

@@ -59,9 +59,10 @@ type lockObject struct {
 	ReleaseSecret string `json:"release_secret,omitempty"`
 	// Queue is the lock's waiters (status and list), next first.
 	Queue []invocation.Waiter `json:"queue,omitempty"`
-	// BehindPin (status) is the ledger read not being what this root's
-	// pin allows: restored from a backup or rolled back (the reader's
-	// error line on stderr says the same).
+	// BehindPin (status, and list on every lock) is the ledger read not
+	// being what this root's pin allows: restored from a backup or rolled
+	// back, or another ledger (the reader's error line on stderr says the
+	// same).
 	BehindPin *behindPinObject `json:"behind_pin,omitempty"`
 }
 

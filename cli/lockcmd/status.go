@@ -17,6 +17,7 @@ import (
 	"github.com/lockledger/lockledger/internal/proc"
 	"github.com/lockledger/lockledger/internal/termtext"
 	"github.com/lockledger/lockledger/ledger"
+	"github.com/lockledger/lockledger/store"
 )
 
 type statusOptions struct {
@@ -100,7 +101,7 @@ func (o *statusOptions) run(ctx context.Context) error {
 			so.BehindPin = behindPin(l.Behind())
 			invocation.WriteJSON(o.g.IO.Out, so)
 		} else if !o.check {
-			printStatus(o.g.IO.Out, s, l.Behind() != nil)
+			printStatus(o.g.IO.Out, s, l.Behind())
 		}
 		if o.check {
 			return checkResult(s)
@@ -125,10 +126,10 @@ func checkResult(s *ledger.LockStatus) error {
 	return &invocation.ExitError{Code: invocation.ExitBlocked}
 }
 
-// printStatus shows s; behind: the ledger is not what this root's pin
-// allows (ledger.Ledger.Behind), so a lock file it does not hold may be its
-// own from events it no longer has.
-func printStatus(w io.Writer, s *ledger.LockStatus, behind bool) {
+// printStatus shows s; behind (not nil): the ledger is not what this
+// root's pin allows (ledger.Ledger.Behind), so a lock file it does not hold
+// may be a holder of the ledger this root saw.
+func printStatus(w io.Writer, s *ledger.LockStatus, behind *store.RolledBackError) {
 	defer printQueue(w, s.Queue)
 	termtext.Fprintf(w, "%s: %s\n", s.Name, s.State)
 	h := s.Holder
@@ -166,9 +167,8 @@ func printStatus(w io.Writer, s *ledger.LockStatus, behind bool) {
 		termtext.Fprintf(tw, "  fencing token\t%d\n", s.FencingToken)
 	}
 	switch {
-	case s.Foreign && behind:
-		termtext.Fprintf(tw, "  note\tlock file the ledger does not hold: this host saw the ledger further on (a restore or a rollback, "+
-			"see stderr), so it may be the ledger's own holder from the events it no longer has; held, to fail safe\n")
+	case s.Foreign && behind != nil:
+		termtext.Fprintf(tw, "  note\tlock file the ledger does not hold (see stderr): it may be %s; held, to fail safe\n", behind.Theirs())
 	case s.Foreign && s.OwnLayout:
 		termtext.Fprintf(tw, "  note\tlock file the ledger does not hold, in the ledger's own layout: another tool's that writes it, "+
 			"or the ledger's own holder from events it no longer has (a restore, an accepted rollback)\n")

@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// TestAPrunedLedgerRestoredFromABackupIsNoDeadEnd: a pruned SQLite ledger
+// restored from a backup is refused by this host's writers; project
+// --accept-rollback alone says which archive its replay needs, and with
+// it goes on from the restored ledger, which stays pruned, verifies, and
+// takes writes again.
+func TestAPrunedLedgerRestoredFromABackupIsNoDeadEnd(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	env := []string{"LOCKLEDGER_CHECKPOINT_EVERY=4"}
+	run := func(want int, args ...string) clitest.Result {
+		t.Helper()
+		r := clitest.RunWith(t, root, env, "", args...)
+		if r.Code != want {
+			t.Fatalf("lockledger %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
+		}
+		return r
+	}
+	pid := strconv.Itoa(os.Getpid())
+	run(0, "acquire", "kept", "--actor", "tester", "--pid", pid)
+	for i := range 6 {
+		req := "r" + strconv.Itoa(i)
+		run(0, "acquire", "app", "--actor", "tester", "--request-id", req, "--pid", pid)
+		run(0, "release", "app", "--request-id", req)
+	}
+	arch := filepath.Join(t.TempDir(), "old.jsonl")
+	run(0, "archive", "--before", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "-o", arch)
+	run(0, "prune", "--archive", arch)
+	restore := restoreLedgerFile(t, root)
+	for i := range 2 {
+		req := "later" + strconv.Itoa(i)
+		run(0, "acquire", "app", "--actor", "tester", "--request-id", req, "--pid", pid)
+		run(0, "release", "app", "--request-id", req)
+	}
+	restore()
+
+	if r := run(1, "acquire", "other", "--pid", pid); !strings.Contains(r.Stderr, "an older state of it") {
+		t.Errorf("a writer on the restored ledger: %s", r.Stderr)
+	}
+	r := run(1, "project", "--accept-rollback")
+	if !strings.Contains(r.Stderr, "--archive") {
+		t.Errorf("project --accept-rollback of the pruned ledger does not say what it needs: %s", r.Stderr)
+	}
+	if r := run(2, "project", "--accept-rollback", "--archive", arch, "--archive", arch); !strings.Contains(r.Stderr, "--archive") {
+		t.Errorf("archives that are not the ledger's log from seq 1 are not refused as bad input: %s", r.Stderr)
+	}
+	r = run(0, "project", "--accept-rollback", "--archive", arch, "--json")
+	if !strings.Contains(r.Stdout, `"rollback_accepted"`) || !strings.Contains(r.Stdout, `"held":1`) {
+		t.Errorf("project --accept-rollback --archive: %s", r.Stdout)
+	}
+	run(0, "acquire", "other", "--pid", pid)
+	run(0, "verify")
+	if r := run(1, "project"); !strings.Contains(r.Stderr, "pruned") {
+		t.Errorf("the ledger does not stay pruned: %s", r.Stderr)
+	}
+}

@@ -1,0 +1,96 @@
+package trust
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dropped is a kept head moved aside (.NAME.dropped beside it) by a run
+// that goes on from an older or other log on purpose (project
+// --accept-rollback), until that run settles it. The run holds the file
+// (an exclusive flock, taken before it moved) while it is aside: one that
+// no process holds was left by a run killed before it settled it, and the
+// next look at the heads puts it back (see Heads.Kept). Putting it back is
+// the safe end: a head is this user's memory of the log, and where the
+// killed run had in fact recorded its rollback, the next write is refused
+// by that head and the rollback is accepted again, recorded again.
+type Dropped struct {
+	path, aside string
+	f           *os.File
+}
+
+// droppedPath is where Drop keeps the head file at path aside.
+func droppedPath(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".dropped")
+}
+
+// Drop moves the head file at path aside, held until Settle; nil when
+// there is none. A head aside that another live run holds is an error.
+func Drop(path string) (*Dropped, error) {
+	restoreDropped(path)
+	f, err := openRegular(path, os.O_RDONLY)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := &Dropped{path: path, aside: droppedPath(path), f: f}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: another run is going on from another state of the ledger (it holds the head): %w", path, err)
+	}
+	// A link, then the unlink: never over another file, and the lock
+	// taken stays on the head's inode wherever it is.
+	if err := os.Link(path, d.aside); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := os.Remove(path); err != nil {
+		putBack(d.aside, path)
+		f.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Settle ends d: the head aside is removed once the run recorded its
+// rollback, and put back otherwise (not over a head kept since, which is
+// newer: heads never go back).
+func (d *Dropped) Settle(recorded bool) error {
+	defer d.f.Close()
+	if recorded {
+		return os.Remove(d.aside)
+	}
+	return putBack(d.aside, d.path)
+}
+
+// restoreDropped puts back the head at path that a run killed before it
+// settled it left aside: one no process holds. A head it cannot put back
+// now stays aside for the next look.
+func restoreDropped(path string) {
+	aside := droppedPath(path)
+	f, err := openRegular(aside, os.O_RDONLY)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return // its run is going on
+	}
+	_ = putBack(aside, path)
+}
+
+// putBack puts the head aside back at path, or drops it where a head was
+// kept at path since.
+func putBack(aside, path string) error {
+	if err := os.Link(aside, path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return os.Remove(aside)
+}

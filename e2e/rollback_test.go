@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/internal/testlog"
 )
 
 // fencingToken is the fencing token an acquire printed with --json.
@@ -255,7 +256,7 @@ func TestADatabaseRestoredUnderARunIsStillRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	run := h.command(ctx, "run", "deploy", "--ttl", "3s", "--", "sleep", "30")
-	var stderr lockedBuffer
+	var stderr testlog.Buffer
 	run.Stderr = &stderr
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
@@ -383,7 +384,7 @@ func TestARunClosingAfterAnotherWriterKeepsTheNewerPin(t *testing.T) {
 	defer cancel()
 	done := filepath.Join(t.TempDir(), "done")
 	run := h.command(ctx, "run", "deploy", "--ttl", "30s", "--", "sh", "-c", `until [ -e "$1" ]; do sleep 0.05; done`, "sh", done)
-	var stderr lockedBuffer
+	var stderr testlog.Buffer
 	run.Stderr = &stderr
 	if err := run.Start(); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/testlog"
 	"github.com/lockledger/lockledger/witness"
 	"github.com/lockledger/lockledger/witness/tlogwitness"
 )
@@ -83,24 +83,6 @@ func (s *silentWitness) stop() {
 	s.conns = nil
 }
 
-// syncBuffer is a log destination the worker and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // A witness that never answers holds up no write: the acquisition and
 // the heartbeats that each sign a checkpoint return while the witness
 // still holds the cosign request unanswered (its timeout here is an
@@ -118,7 +100,7 @@ func TestAWitnessThatNeverAnswersHoldsUpNoWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logged syncBuffer
+	var logged testlog.Buffer
 	log := slog.New(slog.NewTextHandler(&logged, nil))
 	e := open(t, WithSigner(s), WithWitnesses(witness.New(nil, 0, log, w)), WithCheckpointPolicy(1, time.Hour), WithLogger(log))
 	ctx := context.Background()

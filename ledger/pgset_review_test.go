@@ -454,21 +454,7 @@ func TestPostgresGroupRefusedAcquireRecordedOnce(t *testing.T) {
 			t.Errorf("%s: %v", lock, errs[i])
 			continue
 		}
-		var evs []string
-		rows, err := db.QueryContext(ctx, `SELECT type || ' ' || request_id FROM events WHERE lock_name = $1 ORDER BY seq`, lock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var ev string
-			if err := rows.Scan(&ev); err != nil {
-				t.Fatal(err)
-			}
-			evs = append(evs, ev)
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
-		}
+		evs := queryStrings(t, db, `SELECT type || ' ' || request_id FROM events WHERE lock_name = $1 ORDER BY seq`, lock)
 		if want := "lock_acquired " + got[i].RequestID; len(evs) != 1 || evs[0] != want {
 			t.Errorf("%s: events %q, want [%s]", lock, evs, want)
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/pgtest"
 )
@@ -31,6 +33,23 @@ type readmeRoles struct {
 // copied from r's (CREATE DATABASE ... TEMPLATE) carries r's grants.
 func (r *readmeRoles) at(u, db string) string {
 	return strings.Replace(u, "/"+r.name+"?", "/"+db+"?", 1)
+}
+
+// backUp makes database bak (pgtest.CreateDatabase's) the backup: a copy
+// of r's database as it is now, which carries r's grants (see at). A
+// template has no other session, so the owner's idle connections are
+// closed first.
+func (r *readmeRoles) backUp(t *testing.T, bak string) {
+	t.Helper()
+	c := pgtest.Get(t)
+	if err := c.DropDatabase(bak); err != nil {
+		t.Fatal(err)
+	}
+	r.ownerDB.SetMaxIdleConns(0)
+	if err := c.Exec("CREATE DATABASE " + pgx.Identifier{bak}.Sanitize() + " TEMPLATE " + pgx.Identifier{r.name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	r.ownerDB.SetMaxIdleConns(2)
 }
 
 func newREADMERoles(t *testing.T) *readmeRoles {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockledger/lockledger/cli"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 )
 
 // oneJSON wants stdout to be exactly one JSON document, and returns it.
@@ -165,10 +166,7 @@ func TestJSONErrorKinds(t *testing.T) {
 	clitest.Unsigned(t, broken)
 	clitest.Must(t, 0, broken, "acquire", "x", "--pid", self, "--request-id", "req_b1")
 	clitest.Must(t, 0, broken, "release", "x", "--request-id", "req_b1")
-	db, err = sql.Open("sqlite", "file:"+filepath.Join(broken, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = fixture.RawDB(t, broken)
 	for _, q := range []string{`DROP TRIGGER events_no_update`,
 		`UPDATE events SET body = replace(body, '"actor":"tester"', '"actor":"mallory"') WHERE seq = 1`} {
 		if _, err := db.Exec(q); err != nil {

@@ -469,10 +469,7 @@ func TestMetricsHostileNamesStayValid(t *testing.T) {
 		forgedActor = "bot\x1b]0;pwned\x07\n" + forgedLine + "\xff\u009b31m"
 	)
 	at := time.Now().UTC()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, ledger.DBFile)+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := fixture.RawDB(t, root)
 	fixture.Append(t, db, &events.Event{
 		Envelope: events.Envelope{Type: events.LockAcquired, At: events.FormatTime(at), LockName: forgedLock,
 			RequestID: "req_forged", Actor: forgedActor, HostID: host.ID, PID: 4242},

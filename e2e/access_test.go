@@ -233,16 +233,8 @@ func TestProjectIsRecorded(t *testing.T) {
 // themselves, and leave the root as it was.
 func TestReadsOfAReadOnlyRootWorkAndSayTheyWereNotRecorded(t *testing.T) {
 	t.Parallel()
-	asUser := func(root string, args ...string) clitest.Result { return clitest.Run(t, root, args...) }
-	base := t.TempDir()
-	if os.Geteuid() == 0 {
-		asUser, base = unprivileged(t)
-	}
-	root := filepath.Join(base, "ro")
-	clitest.Must(t, 0, root, "acquire", "a", "--pid", strconv.Itoa(os.Getpid()))
-	if os.Geteuid() == 0 {
-		chownTree(t, root, nobody)
-	}
+	asUser, base := asReader(t)
+	root := readerRoot(t, base, "ro", "acquire", "a", "--pid", strconv.Itoa(os.Getpid()))
 	setTreeMode(t, root, 0o500, 0o400)
 	defer setTreeMode(t, root, 0o700, 0o600)
 	before := treeListing(t, root)

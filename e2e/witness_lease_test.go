@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strconv"
@@ -81,17 +83,22 @@ func newCosignedRoot(t *testing.T) (*liteWitness, *signedRoot) {
 }
 
 // TestVerifyWitnessKeyNamesTheCheckpointsAWitnessDidNotCosign: litewitness
-// cosigns the ledger's checkpoints, then cannot be reached (its address
-// is a listener that never answers) while writers sign two more: verify
-// --witness-key still passes (the witness vouches for what it cosigned)
-// and names the witness and the two checkpoints it did not cosign.
+// cosigns the ledger's checkpoints, then is down (its address answers
+// every request 503 at once; a witness that hangs until the timeout is
+// TestRunOutlivesItsTTLWhileAWitnessNeverAnswers's) while writers sign two
+// more: verify --witness-key still passes (the witness vouches for what it
+// cosigned) and names the witness and the two checkpoints it did not
+// cosign.
 func TestVerifyWitnessKeyNamesTheCheckpointsAWitnessDidNotCosign(t *testing.T) {
 	t.Parallel()
 	w, s := newCosignedRoot(t)
 	if got := strings.Join(cosignedSizes(t, s.root), " "); got != "9" {
 		t.Fatalf("cosigned sizes %q, want 9", got)
 	}
-	dead := testwitness.StartSilent(t)
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "the witness is down", http.StatusServiceUnavailable)
+	}))
+	defer dead.Close()
 	pid := strconv.Itoa(os.Getpid())
 	for _, args := range [][]string{
 		{"acquire", "web", "--actor", "gina", "--request-id", "g1", "--pid", pid},

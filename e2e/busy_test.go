@@ -137,7 +137,9 @@ func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
 		root := t.TempDir()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
+		const busy = 2 * time.Second
 		c := clitest.Command(ctx, root, "run", "job", "--", "sh", "-c", "echo started; sleep 0.3")
+		c.Env = append(c.Env, invocation.EnvBusyTimeout+"="+busy.String())
 		out, err := c.StdoutPipe()
 		if err != nil {
 			fail("%v", err)
@@ -163,7 +165,7 @@ func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
 		// Past the busy timeout, then let go whatever run is doing.
 		select {
 		case <-exited:
-		case <-time.After(12 * time.Second):
+		case <-time.After(busy + 2*time.Second):
 		}
 		release()
 		<-exited

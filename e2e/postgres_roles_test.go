@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/pgtest"
 )
@@ -204,7 +205,8 @@ func TestPostgresREADMEWriterRunsEveryWriterCommand(t *testing.T) {
 // A role that may only read cannot lock the writer lock, and an advisory
 // lock it holds (the key writers once serialised on) holds up no writer.
 // A writer's transaction that holds the writer lock past the busy timeout
-// fails the others fast, naming it; --wait tries again until it is let go.
+// (2 s here, LOCKLEDGER_BUSY_TIMEOUT) fails the others, naming it; --wait
+// tries again until it is let go.
 func TestPostgresREADMEAuditorCannotStopTheWriters(t *testing.T) {
 	t.Parallel()
 	roles := newREADMERoles(t)
@@ -245,12 +247,16 @@ func TestPostgresREADMEAuditorCannotStopTheWriters(t *testing.T) {
 	if _, err := holder.ExecContext(ctx, `SELECT id FROM writer_lock FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
+	busy := invocation.EnvBusyTimeout + "=2s"
 	start := time.Now()
-	r = clitest.Exec(t, w.command(wctx, "acquire", "job"))
+	c := w.command(wctx, "acquire", "job")
+	c.Env = append(c.Env, busy)
+	r = clitest.Exec(t, c)
 	if r.Code != 1 || !strings.Contains(r.Stderr, "writer_lock") || !strings.Contains(r.Stderr, "busy timeout") {
 		t.Errorf("acquire while the writer lock is held: exit %d after %s\n%s", r.Code, time.Since(start), r.Stderr)
 	}
 	wait := w.command(ctx, "acquire", "job", "--wait", "60s", "--pid", strconv.Itoa(os.Getpid()))
+	wait.Env = append(wait.Env, busy)
 	var out, errb bytes.Buffer
 	wait.Stdout, wait.Stderr = &out, &errb
 	if err := wait.Start(); err != nil {

@@ -102,6 +102,13 @@ func scalar(t *testing.T, db *sql.DB, q string, args ...any) string {
 	return s
 }
 
+// publicTables is how many tables the public schema of the database at
+// url holds, as text: "0" where no command was to make the ledger.
+func publicTables(t *testing.T, url string) string {
+	t.Helper()
+	return scalar(t, openSQL(t, url), `SELECT count(*)::text FROM information_schema.tables WHERE table_schema = 'public'`)
+}
+
 // Every command a writer runs works for the README's writer role:
 // exclusive and shared locks, semaphores, heartbeats, releases (forced
 // too), take-overs, runs, checkpoints and every read.

@@ -144,8 +144,11 @@ func busyTimeout() ([]ledger.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d < time.Millisecond {
-		return nil, events.Invalid(EnvBusyTimeout, s, "must be at least 1ms")
+	// Twice the timeout bounds a commit's read-back, and PostgreSQL takes
+	// it in milliseconds (lock_timeout): a day keeps both far from
+	// overflowing.
+	if d < time.Millisecond || d > 24*time.Hour {
+		return nil, events.Invalid(EnvBusyTimeout, s, "must be from 1ms to 24h")
 	}
 	return []ledger.Option{ledger.WithBusyTimeout(d)}, nil
 }

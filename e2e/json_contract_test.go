@@ -5,7 +5,6 @@ package e2e
 // on every kind of error, each kind from cli.ErrorKinds with its exit code.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -186,21 +185,7 @@ func TestJSONInterrupted(t *testing.T) {
 	c := clitest.Command(context.Background(), root, "acquire", "deploy", "--wait", "10m", "--json")
 	var stdout bytes.Buffer
 	c.Stdout = &stdout
-	stderr, err := c.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Process.Kill() })
-	lines := bufio.NewScanner(stderr)
-	for waiting := false; !waiting; {
-		if !lines.Scan() {
-			t.Fatalf("the waiter ended without saying it waits: %v", lines.Err())
-		}
-		waiting = strings.Contains(lines.Text(), "waiting for lock")
-	}
+	lines := startWaiter(t, c)
 	if err := c.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,9 @@ var Environment = []EnvVar{
 	{Name: ledger.HostIDEnv, Scope: LedgerCommands,
 		Meaning: "this host's id, recorded in lock files and events and used to tell whether a holder's process is on this machine " +
 			"(default: the hostname); set it where containers share a hostname or one host has many names"},
+	{Name: invocation.EnvBusyTimeout, Scope: LedgerCommands,
+		Meaning: "how long a command waits for a busy ledger (another writer, a database too busy to answer) before it fails: " +
+			"a duration such as 30s or plain seconds, up to 24h (default 10s); a lost commit's outcome is read back for up to twice that"},
 	{Name: invocation.EnvLogLevel, Scope: EveryCommand,
 		Meaning: "the default of --log-level: debug, info, warn or error (default info)"},
 	{Name: "NO_COLOR", Scope: EveryCommand,

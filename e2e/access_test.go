@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 )
 
 // accessEvent is a ledger-wide event as stored: its body's fields and its
@@ -173,11 +173,7 @@ func TestVerifyIsRecorded(t *testing.T) {
 	}
 
 	// Damage: the record says failed, with the first bad seq.
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := fixture.RawDB(t, root)
 	for _, q := range []string{`DROP TRIGGER events_no_update`,
 		`UPDATE events SET body = replace(body, '"actor":"tester"', '"actor":"mallory"') WHERE seq = 2`} {
 		if _, err := db.Exec(q); err != nil {
@@ -237,16 +233,8 @@ func TestProjectIsRecorded(t *testing.T) {
 // themselves, and leave the root as it was.
 func TestReadsOfAReadOnlyRootWorkAndSayTheyWereNotRecorded(t *testing.T) {
 	t.Parallel()
-	asUser := func(root string, args ...string) clitest.Result { return clitest.Run(t, root, args...) }
-	base := t.TempDir()
-	if os.Geteuid() == 0 {
-		asUser, base = unprivileged(t)
-	}
-	root := filepath.Join(base, "ro")
-	clitest.Must(t, 0, root, "acquire", "a", "--pid", strconv.Itoa(os.Getpid()))
-	if os.Geteuid() == 0 {
-		chownTree(t, root, nobody)
-	}
+	asUser, base := asReader(t)
+	root := readerRoot(t, base, "ro", "acquire", "a", "--pid", strconv.Itoa(os.Getpid()))
 	setTreeMode(t, root, 0o500, 0o400)
 	defer setTreeMode(t, root, 0o700, 0o600)
 	before := treeListing(t, root)

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -136,7 +137,9 @@ func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
 		root := t.TempDir()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
+		const busy = 2 * time.Second
 		c := clitest.Command(ctx, root, "run", "job", "--", "sh", "-c", "echo started; sleep 0.3")
+		c.Env = append(c.Env, invocation.EnvBusyTimeout+"="+busy.String())
 		out, err := c.StdoutPipe()
 		if err != nil {
 			fail("%v", err)
@@ -162,7 +165,7 @@ func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
 		// Past the busy timeout, then let go whatever run is doing.
 		select {
 		case <-exited:
-		case <-time.After(12 * time.Second):
+		case <-time.After(busy + 2*time.Second):
 		}
 		release()
 		<-exited
@@ -212,7 +215,8 @@ func TestFaultBusyLedgerFailsCleanly(t *testing.T) {
 // TestFaultBusyFirstOpenIsWaitedForWithWait: a command told to --wait also
 // waits, within that budget, for a database too busy to open at all (seen
 // when 48 `run --wait` processes opened a fresh root at once): here sqlite3
-// holds a fresh ledger.db exclusively for longer than the busy timeout.
+// holds a fresh ledger.db exclusively for longer than the busy timeout
+// (2 s here, LOCKLEDGER_BUSY_TIMEOUT).
 func TestFaultBusyFirstOpenIsWaitedForWithWait(t *testing.T) {
 	clitest.NeedBinary(t, "sqlite3")
 	t.Parallel()
@@ -235,7 +239,9 @@ func TestFaultBusyFirstOpenIsWaitedForWithWait(t *testing.T) {
 		t.Fatalf("sqlite3 did not take the lock: %q %v", line, err)
 	}
 	start := time.Now()
+	const busy = 2 * time.Second
 	run := clitest.Command(context.Background(), root, "run", "jobs", "--wait", "60s", "--", "true")
+	run.Env = append(run.Env, invocation.EnvBusyTimeout+"="+busy.String())
 	var stderr bytes.Buffer
 	run.Stderr = &stderr
 	if err := run.Start(); err != nil {
@@ -246,7 +252,7 @@ func TestFaultBusyFirstOpenIsWaitedForWithWait(t *testing.T) {
 	select {
 	case err := <-done:
 		t.Fatalf("run finished while the database was held: %v\n%s", err, stderr.String())
-	case <-time.After(ledger.DefaultBusyTimeout + 2*time.Second):
+	case <-time.After(busy + 2*time.Second):
 	}
 	io.WriteString(in, "ROLLBACK;\n.quit\n")
 	in.Close()
@@ -257,6 +263,42 @@ func TestFaultBusyFirstOpenIsWaitedForWithWait(t *testing.T) {
 		t.Fatalf("events %v, want lock_acquired lock_released", got)
 	}
 	assertChain(t, root)
+}
+
+// TestBusyTimeoutFromTheEnvironment: LOCKLEDGER_BUSY_TIMEOUT sets how long
+// a command waits for a busy writer: an acquire while the test holds the
+// writer's flock fails busy after about that (1 s), not the default 10 s.
+// A value that is not a duration from 1 ms to 24 h is bad input: exit 2
+// naming the variable and the rule, the ledger unchanged.
+func TestBusyTimeoutFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	self := strconv.Itoa(os.Getpid())
+	root := t.TempDir()
+	clitest.Must(t, 0, root, "acquire", "held", "--pid", self)
+	before := snapLedger(t, root)
+	for _, c := range []struct{ value, rule string }{
+		{"soon", "must be a duration"}, {"0", "from 1ms to 24h"}, {"500us", "from 1ms to 24h"}, {"25h", "from 1ms to 24h"},
+		{"-1s", "must not be negative"},
+	} {
+		r := clitest.RunWith(t, root, []string{invocation.EnvBusyTimeout + "=" + c.value}, "", "acquire", "other", "--pid", self)
+		if r.Code != 2 || !strings.Contains(r.Stderr, invocation.EnvBusyTimeout) || !strings.Contains(r.Stderr, c.rule) {
+			t.Errorf("%s=%s: exit %d, want 2 naming the variable and %q\nstderr: %s", invocation.EnvBusyTimeout, c.value, r.Code, c.rule, r.Stderr)
+		}
+	}
+	if after := snapLedger(t, root); after != before {
+		t.Errorf("a bad %s changed the ledger: %s -> %s", invocation.EnvBusyTimeout, before, after)
+	}
+	release := holdWriter(t, root)
+	defer release()
+	start := time.Now()
+	r := clitest.RunWith(t, root, []string{invocation.EnvBusyTimeout + "=1s"}, "", "acquire", "blocked", "--pid", self)
+	took := time.Since(start)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "busy") {
+		t.Fatalf("acquire on a busy ledger: exit %d after %s, want 1 saying busy\nstderr: %s", r.Code, took, r.Stderr)
+	}
+	if took < time.Second || took >= ledger.DefaultBusyTimeout {
+		t.Errorf("acquire with a busy timeout of 1s gave up after %s, want 1s or a little more (the default is %s)", took, ledger.DefaultBusyTimeout)
+	}
 }
 
 // TestFaultBusyWaitUsedUpByTheOpenStillEndsAtTheWait: a --wait shorter

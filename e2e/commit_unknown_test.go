@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockledger/lockledger/cli/invocation"
+	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/pgtest"
 )
 
@@ -14,7 +16,8 @@ import (
 // with the database out of reach from then on so that the log cannot be
 // read back, exits 1 with --json's error kind of its own, commit_unknown:
 // not "failure", since the lock may well be recorded, and a script must
-// look before it tries again.
+// look before it tries again. The read-back gives up after twice the busy
+// timeout, here 2 s rather than the default 10 s.
 func TestPostgresCommitUnknownHasItsJSONKind(t *testing.T) {
 	t.Parallel()
 	name := pgtest.CreateDatabase(t)
@@ -24,7 +27,7 @@ func TestPostgresCommitUnknownHasItsJSONKind(t *testing.T) {
 	a.must(t, 0, "acquire", "warm", "--json", "--pid", pid)
 	// The COMMIT as pgx sends it: a simple query message.
 	proxy.LoseReplyTo([]byte("Q\x00\x00\x00\x0bcommit\x00"), true)
-	r := a.run(t, "acquire", "deploy", "--json", "--pid", pid)
+	r := clitest.RunWith(t, a.root, append(a.env(), invocation.EnvBusyTimeout+"=2s"), "", "acquire", "deploy", "--json", "--pid", pid)
 	if n := proxy.RepliesLost(); n != 1 {
 		t.Fatalf("the proxy lost %d replies to COMMIT, want 1\nstdout: %s\nstderr: %s", n, r.Stdout, r.Stderr)
 	}

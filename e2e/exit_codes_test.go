@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -11,6 +12,32 @@ import (
 
 	"github.com/lockledger/lockledger/internal/clitest"
 )
+
+// startWaiter starts c, a command told to wait for a held lock, and
+// returns once it says on stderr that it waits: it logs that once, after
+// its first attempt was refused. The scanner reads the rest of its stderr;
+// c is killed when the test ends.
+func startWaiter(t *testing.T, c *exec.Cmd) *bufio.Scanner {
+	t.Helper()
+	stderr, err := c.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	lines := bufio.NewScanner(stderr)
+	var said []string
+	for waiting := false; !waiting; {
+		if !lines.Scan() {
+			t.Fatalf("the waiter ended without saying it waits (%v):\n%s", lines.Err(), strings.Join(said, "\n"))
+		}
+		said = append(said, lines.Text())
+		waiting = strings.Contains(lines.Text(), "waiting for lock")
+	}
+	return lines
+}
 
 // TestWaitInterruptedBySignalExitsLikeAShell: a real `acquire --wait` or
 // `run --wait` blocked on a held lock, then sent SIGINT or SIGTERM, gives
@@ -41,25 +68,7 @@ func TestWaitInterruptedBySignalExitsLikeAShell(t *testing.T) {
 				args = []string{"run", "deploy", "--wait", "10m", "--", "touch", marker}
 			}
 			c := clitest.Command(context.Background(), root, args...)
-			stderr, err := c.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-			// The waiter logs once, after its first attempt was refused:
-			// from then on it is waiting.
-			lines := bufio.NewScanner(stderr)
-			var said []string
-			for waiting := false; !waiting; {
-				if !lines.Scan() {
-					t.Fatalf("the waiter ended without saying it waits (%v):\n%s", lines.Err(), strings.Join(said, "\n"))
-				}
-				said = append(said, lines.Text())
-				waiting = strings.Contains(lines.Text(), "waiting for lock")
-			}
+			lines := startWaiter(t, c)
 			if err := c.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}

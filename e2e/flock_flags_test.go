@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"path/filepath"
@@ -116,21 +115,7 @@ func TestWaitForever(t *testing.T) {
 	root := t.TempDir()
 	holder, _ := startHolder(t, root, "deploy")
 	c := clitest.Command(context.Background(), root, "acquire", "deploy", "-w", "forever")
-	stderr, err := c.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-	lines := bufio.NewScanner(stderr)
-	for waiting := false; !waiting; {
-		if !lines.Scan() {
-			t.Fatalf("the waiter ended without saying it waits (%v)", lines.Err())
-		}
-		waiting = strings.Contains(lines.Text(), "waiting for lock")
-	}
+	lines := startWaiter(t, c)
 	_ = holder.Process.Kill() // the holder is gone: its lock is free to take
 	_ = holder.Wait()
 	for lines.Scan() {

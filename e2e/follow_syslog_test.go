@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,7 +13,6 @@ import (
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/termtext"
-	"github.com/lockledger/lockledger/ledger"
 )
 
 // syslogMessage is an RFC 5424 message as a receiver parses it.
@@ -145,10 +142,7 @@ func TestFollowSyslogKeepsHostileTextOnOneLine(t *testing.T) {
 		Payload: &events.Acquired{TTLSeconds: 3600, Intent: "deploy", IntentVersion: "1", FencingToken: 2,
 			Metadata: map[string]string{"note": "a\nb\u2028c\x7f"}, PIDStart: "1", BootID: "boot"},
 	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, ledger.DBFile)+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := fixture.RawDB(t, root)
 	forged := fixture.Append(t, db, ev)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -266,16 +266,8 @@ func TestFollowIsARead(t *testing.T) {
 // rather than follow a snapshot forever.
 func TestFollowRefusesARootItWouldReadAsImmutable(t *testing.T) {
 	t.Parallel()
-	asUser := func(root string, args ...string) clitest.Result { return clitest.Run(t, root, args...) }
-	base := t.TempDir()
-	if os.Geteuid() == 0 {
-		asUser, base = unprivileged(t)
-	}
-	root := filepath.Join(base, "ro")
-	clitest.Must(t, 0, root, "acquire", "held", "-q")
-	if os.Geteuid() == 0 {
-		chownTree(t, root, nobody)
-	}
+	asUser, base := asReader(t)
+	root := readerRoot(t, base, "ro", "acquire", "held", "-q")
 	checkpoint(t, root)
 	setTreeMode(t, root, 0o500, 0o400)
 	t.Cleanup(func() { setTreeMode(t, root, 0o700, 0o600) })

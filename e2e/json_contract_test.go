@@ -5,7 +5,6 @@ package e2e
 // on every kind of error, each kind from cli.ErrorKinds with its exit code.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/lockledger/lockledger/cli"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 )
 
 // oneJSON wants stdout to be exactly one JSON document, and returns it.
@@ -165,10 +165,7 @@ func TestJSONErrorKinds(t *testing.T) {
 	clitest.Unsigned(t, broken)
 	clitest.Must(t, 0, broken, "acquire", "x", "--pid", self, "--request-id", "req_b1")
 	clitest.Must(t, 0, broken, "release", "x", "--request-id", "req_b1")
-	db, err = sql.Open("sqlite", "file:"+filepath.Join(broken, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = fixture.RawDB(t, broken)
 	for _, q := range []string{`DROP TRIGGER events_no_update`,
 		`UPDATE events SET body = replace(body, '"actor":"tester"', '"actor":"mallory"') WHERE seq = 1`} {
 		if _, err := db.Exec(q); err != nil {
@@ -188,21 +185,7 @@ func TestJSONInterrupted(t *testing.T) {
 	c := clitest.Command(context.Background(), root, "acquire", "deploy", "--wait", "10m", "--json")
 	var stdout bytes.Buffer
 	c.Stdout = &stdout
-	stderr, err := c.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Process.Kill() })
-	lines := bufio.NewScanner(stderr)
-	for waiting := false; !waiting; {
-		if !lines.Scan() {
-			t.Fatalf("the waiter ended without saying it waits: %v", lines.Err())
-		}
-		waiting = strings.Contains(lines.Text(), "waiting for lock")
-	}
+	lines := startWaiter(t, c)
 	if err := c.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

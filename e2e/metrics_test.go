@@ -316,17 +316,8 @@ func TestMetricsOnPostgres(t *testing.T) {
 
 	empty := newPGHost(t, "host-b", pgtest.NewDatabase(t))
 	empty.must(t, 6, "metrics")
-	db, err := sql.Open("pgx", empty.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var tables int
-	if err := db.QueryRow(`SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&tables); err != nil {
-		t.Fatal(err)
-	}
-	if tables != 0 {
-		t.Errorf("metrics of an empty database created %d tables", tables)
+	if n := publicTables(t, empty.url); n != "0" {
+		t.Errorf("metrics of an empty database created %s tables", n)
 	}
 }
 
@@ -469,10 +460,7 @@ func TestMetricsHostileNamesStayValid(t *testing.T) {
 		forgedActor = "bot\x1b]0;pwned\x07\n" + forgedLine + "\xff\u009b31m"
 	)
 	at := time.Now().UTC()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, ledger.DBFile)+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := fixture.RawDB(t, root)
 	fixture.Append(t, db, &events.Event{
 		Envelope: events.Envelope{Type: events.LockAcquired, At: events.FormatTime(at), LockName: forgedLock,
 			RequestID: "req_forged", Actor: forgedActor, HostID: host.ID, PID: 4242},

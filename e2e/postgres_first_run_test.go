@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"database/sql"
 	"strings"
 	"testing"
 
@@ -23,17 +22,8 @@ func TestPostgresInitOnARootThatServedAnotherLedger(t *testing.T) {
 		strings.Contains(r.Stderr, "accept-rollback") {
 		t.Fatalf("init of a new database on a root that pinned a SQLite ledger: exit %d, stderr %q; want exit 2 advising a root of its own", r.Code, r.Stderr)
 	}
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var tables int
-	if err := db.QueryRow(`SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&tables); err != nil {
-		t.Fatal(err)
-	}
-	if tables != 0 {
-		t.Fatalf("the refused init created %d tables", tables)
+	if n := publicTables(t, url); n != "0" {
+		t.Fatalf("the refused init created %s tables", n)
 	}
 	fresh := t.TempDir()
 	clitest.Must(t, 0, fresh, "--database", url, "init")

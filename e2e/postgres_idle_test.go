@@ -3,32 +3,14 @@ package e2e
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/internal/testlog"
 )
-
-// lockedBuffer is a process's stderr read while the process runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestPostgresWaiterSaysWhetherItWasWokenOrPolls: a --wait waiter on
 // PostgreSQL listens for the lock's release on a connection of its own.
@@ -61,7 +43,7 @@ func TestPostgresWaiterSaysWhetherItWasWokenOrPolls(t *testing.T) {
 		defer cancel()
 		cmd := w.command(ctx, "acquire", "deploy", "--wait", "90s", "--pid", "1")
 		cmd.Env = append(cmd.Env, "LOCKLEDGER_LOG_LEVEL=debug")
-		var stderr lockedBuffer
+		var stderr testlog.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -193,9 +193,7 @@ func TestPostgresInitAndNoLedger(t *testing.T) {
 		}
 	}
 	db := openSQL(t, url)
-	tables := func() string {
-		return scalar(t, db, `SELECT count(*)::text FROM information_schema.tables WHERE table_schema = 'public'`)
-	}
+	tables := func() string { return publicTables(t, url) }
 	if n := tables(); n != "0" {
 		t.Fatalf("the reads created %s tables", n)
 	}

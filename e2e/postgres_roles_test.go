@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/pgtest"
 )
@@ -31,6 +34,23 @@ type readmeRoles struct {
 // copied from r's (CREATE DATABASE ... TEMPLATE) carries r's grants.
 func (r *readmeRoles) at(u, db string) string {
 	return strings.Replace(u, "/"+r.name+"?", "/"+db+"?", 1)
+}
+
+// backUp makes database bak (pgtest.CreateDatabase's) the backup: a copy
+// of r's database as it is now, which carries r's grants (see at). A
+// template has no other session, so the owner's idle connections are
+// closed first.
+func (r *readmeRoles) backUp(t *testing.T, bak string) {
+	t.Helper()
+	c := pgtest.Get(t)
+	if err := c.DropDatabase(bak); err != nil {
+		t.Fatal(err)
+	}
+	r.ownerDB.SetMaxIdleConns(0)
+	if err := c.Exec("CREATE DATABASE " + pgx.Identifier{bak}.Sanitize() + " TEMPLATE " + pgx.Identifier{r.name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	r.ownerDB.SetMaxIdleConns(2)
 }
 
 func newREADMERoles(t *testing.T) *readmeRoles {
@@ -80,6 +100,13 @@ func scalar(t *testing.T, db *sql.DB, q string, args ...any) string {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return s
+}
+
+// publicTables is how many tables the public schema of the database at
+// url holds, as text: "0" where no command was to make the ledger.
+func publicTables(t *testing.T, url string) string {
+	t.Helper()
+	return scalar(t, openSQL(t, url), `SELECT count(*)::text FROM information_schema.tables WHERE table_schema = 'public'`)
 }
 
 // Every command a writer runs works for the README's writer role:
@@ -185,7 +212,8 @@ func TestPostgresREADMEWriterRunsEveryWriterCommand(t *testing.T) {
 // A role that may only read cannot lock the writer lock, and an advisory
 // lock it holds (the key writers once serialised on) holds up no writer.
 // A writer's transaction that holds the writer lock past the busy timeout
-// fails the others fast, naming it; --wait tries again until it is let go.
+// (2 s here, LOCKLEDGER_BUSY_TIMEOUT) fails the others, naming it; --wait
+// tries again until it is let go.
 func TestPostgresREADMEAuditorCannotStopTheWriters(t *testing.T) {
 	t.Parallel()
 	roles := newREADMERoles(t)
@@ -226,12 +254,16 @@ func TestPostgresREADMEAuditorCannotStopTheWriters(t *testing.T) {
 	if _, err := holder.ExecContext(ctx, `SELECT id FROM writer_lock FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
+	busy := invocation.EnvBusyTimeout + "=2s"
 	start := time.Now()
-	r = clitest.Exec(t, w.command(wctx, "acquire", "job"))
+	c := w.command(wctx, "acquire", "job")
+	c.Env = append(c.Env, busy)
+	r = clitest.Exec(t, c)
 	if r.Code != 1 || !strings.Contains(r.Stderr, "writer_lock") || !strings.Contains(r.Stderr, "busy timeout") {
 		t.Errorf("acquire while the writer lock is held: exit %d after %s\n%s", r.Code, time.Since(start), r.Stderr)
 	}
 	wait := w.command(ctx, "acquire", "job", "--wait", "60s", "--pid", strconv.Itoa(os.Getpid()))
+	wait.Env = append(wait.Env, busy)
 	var out, errb bytes.Buffer
 	wait.Stdout, wait.Stderr = &out, &errb
 	if err := wait.Start(); err != nil {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -293,54 +292,19 @@ func TestPostgresWritersKilledMidTransactionLeaveNoGap(t *testing.T) {
 // The README's roles: a writer may only add events, an auditor only read.
 func TestPostgresRolesWriterAppendsAuditorReads(t *testing.T) {
 	t.Parallel()
-	name := pgtest.CreateDatabase(t)
-	c := pgtest.Get(t)
-	owner := c.SocketURL(name)
-	admin := newPGHost(t, "admin", owner)
-	admin.must(t, 0, "run", "init", "--", "true") // the owner creates the ledger
-	db, err := sql.Open("pgx", owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	suffix := strings.ToLower(strings.ReplaceAll(name, "-", "_"))
-	writer, auditor := "w_"+suffix, "a_"+suffix
-	readme, err := os.ReadFile("../docs/postgresql.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	grants := pgtest.READMERoles(t, string(readme))
-	for _, s := range grants {
-		s = strings.NewReplacer("lockledger_writer", writer, "lockledger_auditor", auditor).Replace(s)
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("PostgreSQL page's set-up %q: %v", s, err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, r := range []string{writer, auditor} {
-			db.Exec(`DROP OWNED BY ` + r)
-			db.Exec(`DROP ROLE ` + r)
-		}
-	})
-	as := func(role string) string {
-		return strings.Replace(owner, "postgres://"+pgtest.Superuser+"@", "postgres://"+role+"@", 1)
-	}
-	w := newPGHost(t, "writer-host", as(writer))
+	roles := newREADMERoles(t)
+	w := newPGHost(t, "writer-host", roles.writer)
 	rid := strings.TrimSpace(w.must(t, 0, "acquire", "job").Stdout)
 	w.must(t, 0, "release", "job", "--request-id", rid)
 	w.must(t, 0, "run", "job", "--", "true")
-	wdb, err := sql.Open("pgx", as(writer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wdb.Close()
+	wdb := openSQL(t, roles.writer)
 	for _, q := range []string{`UPDATE events SET actor = 'mallory'`, `DELETE FROM events`, `TRUNCATE events`,
 		`DROP TRIGGER events_no_update ON events`, `ALTER TABLE events DISABLE TRIGGER ALL`} {
 		if _, err := wdb.Exec(q); err == nil {
 			t.Errorf("writer: %s was allowed", q)
 		}
 	}
-	a := newPGHost(t, "auditor-host", as(auditor))
+	a := newPGHost(t, "auditor-host", roles.auditor)
 	r := a.must(t, 0, "verify")
 	if !strings.Contains(r.Stdout, "verify: OK") {
 		t.Errorf("auditor's verify: %s", r.Stdout)
@@ -349,7 +313,7 @@ func TestPostgresRolesWriterAppendsAuditorReads(t *testing.T) {
 	if r := a.run(t, "acquire", "job"); r.Code == 0 {
 		t.Errorf("auditor acquired a lock")
 	}
-	admin.must(t, 0, "verify")
+	newPGHost(t, "owner-host", roles.owner).must(t, 0, "verify")
 }
 
 // Lock files are each host's projection of the locks it holds: another

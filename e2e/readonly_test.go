@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/lockledger/lockledger/internal/clitest"
 )
 
 // TestFaultReadOnlyRoot: a root the user cannot write (directories 0500,
@@ -19,19 +17,8 @@ import (
 func TestFaultReadOnlyRoot(t *testing.T) {
 	t.Parallel()
 	self := strconv.Itoa(os.Getpid())
-	asUser := func(root string, args ...string) clitest.Result { return clitest.Run(t, root, args...) }
-	base := t.TempDir()
-	if os.Geteuid() == 0 {
-		asUser, base = unprivileged(t)
-	}
-	prepare := func(name string) string {
-		root := filepath.Join(base, name)
-		clitest.Must(t, 0, root, "acquire", "held", "--pid", self)
-		if os.Geteuid() == 0 {
-			chownTree(t, root, nobody)
-		}
-		return root
-	}
+	asUser, base := asReader(t)
+	prepare := func(name string) string { return readerRoot(t, base, name, "acquire", "held", "--pid", self) }
 	t.Run("root tree read-only", func(t *testing.T) {
 		root := prepare("ro-root")
 		before := snapLedger(t, root)

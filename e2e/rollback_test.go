@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/internal/testlog"
 )
 
 // fencingToken is the fencing token an acquire printed with --json.
@@ -42,7 +43,6 @@ func fencingToken(t *testing.T, out string) int {
 // the backup and restore are the superuser's, project the owner's.
 func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
 	t.Parallel()
-	c := pgtest.Get(t)
 	roles := newREADMERoles(t)
 	bak := pgtest.CreateDatabase(t)
 	h := newPGHost(t, "web", roles.writer)
@@ -50,16 +50,7 @@ func TestPostgresHostRefusesARolledBackOrAnotherLedger(t *testing.T) {
 		rid := strings.TrimSpace(h.must(t, 0, "acquire", lock).Stdout)
 		h.must(t, 0, "release", lock, "--request-id", rid)
 	}
-	// The backup: a copy of the database as it is now (a template has no
-	// other session, so the owner's idle connections are closed first).
-	if err := c.DropDatabase(bak); err != nil {
-		t.Fatal(err)
-	}
-	roles.ownerDB.SetMaxIdleConns(0)
-	if err := c.Exec("CREATE DATABASE " + pgx.Identifier{bak}.Sanitize() + " TEMPLATE " + pgx.Identifier{roles.name}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	roles.ownerDB.SetMaxIdleConns(2)
+	roles.backUp(t, bak)
 	seen := fencingToken(t, h.must(t, 0, "acquire", "deploy", "--json").Stdout)
 
 	restored := &pgHost{id: h.id, root: h.root, url: roles.at(roles.writer, bak)}
@@ -267,7 +258,7 @@ func TestADatabaseRestoredUnderARunIsStillRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	run := h.command(ctx, "run", "deploy", "--ttl", "3s", "--", "sleep", "30")
-	var stderr lockedBuffer
+	var stderr testlog.Buffer
 	run.Stderr = &stderr
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
@@ -294,20 +285,12 @@ func TestADatabaseRestoredUnderARunIsStillRefused(t *testing.T) {
 // with no ledger_projected recording the rollback.
 func TestAFailedAcceptRollbackAcceptsNothing(t *testing.T) {
 	t.Parallel()
-	c := pgtest.Get(t)
 	roles := newREADMERoles(t)
 	bak := pgtest.CreateDatabase(t)
 	h := newPGHost(t, "web", roles.writer)
 	rid := strings.TrimSpace(h.must(t, 0, "acquire", "a").Stdout)
 	h.must(t, 0, "release", "a", "--request-id", rid)
-	if err := c.DropDatabase(bak); err != nil {
-		t.Fatal(err)
-	}
-	roles.ownerDB.SetMaxIdleConns(0)
-	if err := c.Exec("CREATE DATABASE " + pgx.Identifier{bak}.Sanitize() + " TEMPLATE " + pgx.Identifier{roles.name}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	roles.ownerDB.SetMaxIdleConns(2)
+	roles.backUp(t, bak)
 	h.must(t, 0, "acquire", "deploy")
 	pin, err := os.ReadFile(filepath.Join(h.root, "ledger.pin"))
 	if err != nil {
@@ -418,7 +401,7 @@ func TestARunClosingAfterAnotherWriterKeepsTheNewerPin(t *testing.T) {
 	defer cancel()
 	done := filepath.Join(t.TempDir(), "done")
 	run := h.command(ctx, "run", "deploy", "--ttl", "30s", "--", "sh", "-c", `until [ -e "$1" ]; do sleep 0.05; done`, "sh", done)
-	var stderr lockedBuffer
+	var stderr testlog.Buffer
 	run.Stderr = &stderr
 	if err := run.Start(); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -63,17 +62,7 @@ func TestRunStopsADaemonThatDroppedItsRequestID(t *testing.T) {
 	root := t.TempDir()
 	r := clitest.Must(t, 0, root, "run", "daemonish", "--kill-grace", "5s", "--", "sh", "-c",
 		`env -u LOCKLEDGER_REQUEST_ID setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $!`)
-	var daemon int
-	if _, err := fmt.Sscan(r.Stdout, &daemon); err != nil {
-		t.Fatalf("%v: %q", err, r.Stdout)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
-	if !gone(daemon) {
-		t.Fatalf("the setsid daemon %d without the request id still runs after run exited", daemon)
-	}
-	if jp := lastBody(t, root, "job_processes"); jp["action"] != "terminated" || !slices.Contains(pidsOf(jp), daemon) {
-		t.Fatalf("job_processes %v: want daemon %d terminated", jp, daemon)
-	}
+	checkDaemon(t, root, r.Stdout, "terminated")
 }
 
 // TestRunReapsOrphansWhileItsCommandRuns: an orphan reparented to run (its

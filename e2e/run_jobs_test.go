@@ -45,6 +45,42 @@ func pidsOf(body map[string]any) []int {
 	return out
 }
 
+// checkDaemon checks what a run did with the daemon its command started
+// outside its process group, whose pid the command printed (then, with
+// LOCKLEDGER_REQUEST_ID, the holding's request id): the daemon, killed
+// when the test ends, is gone unless action is left_running, and the last
+// job_processes records action for it (for that request, and before the
+// release, when the command printed it).
+func checkDaemon(t *testing.T, root, stdout, action string) {
+	t.Helper()
+	printed := strings.Fields(stdout)
+	if len(printed) == 0 {
+		t.Fatalf("the command printed no daemon: %q", stdout)
+	}
+	daemon, err := strconv.Atoi(printed[0])
+	if err != nil {
+		t.Fatalf("%v: %q", err, stdout)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
+	if stopped := action != "left_running"; gone(daemon) != stopped {
+		t.Fatalf("the daemon %d after run exited: gone %v, want %v (%s)", daemon, !stopped, stopped, action)
+	}
+	jp := lastBody(t, root, "job_processes")
+	if jp["action"] != action || !slices.Contains(pidsOf(jp), daemon) {
+		t.Fatalf("job_processes %v: want daemon %d %s", jp, daemon, action)
+	}
+	if len(printed) < 2 {
+		return
+	}
+	req := printed[1]
+	if jp["job_request_id"] != req {
+		t.Fatalf("job_processes %v: want %s's", jp, req)
+	}
+	if jpSeq, rel := seqOf(t, root, "job_processes", req), seqOf(t, root, "lock_released", req); jpSeq > rel {
+		t.Fatalf("job_processes at seq %d after the release at %d", jpSeq, rel)
+	}
+}
+
 // waitKilled waits for c and reports whether SIGKILL ended it.
 func waitKilled(t *testing.T, c *exec.Cmd) bool {
 	t.Helper()
@@ -148,22 +184,7 @@ func TestRunStopsProcessesThatLeftItsGroupBeforeTheRelease(t *testing.T) {
 	root := t.TempDir()
 	r := clitest.Must(t, 0, root, "run", "daemonish", "--kill-grace", "5s", "--", "sh", "-c",
 		`setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $! "$LOCKLEDGER_REQUEST_ID"`)
-	var daemon int
-	var req string
-	if _, err := fmt.Sscan(r.Stdout, &daemon, &req); err != nil {
-		t.Fatalf("%v: %q", err, r.Stdout)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
-	if !gone(daemon) {
-		t.Fatalf("the setsid daemon %d still runs after run exited", daemon)
-	}
-	jp := lastBody(t, root, "job_processes")
-	if jp["job_request_id"] != req || jp["action"] != "terminated" || !slices.Contains(pidsOf(jp), daemon) {
-		t.Fatalf("job_processes %v: want %s's daemon %d terminated", jp, req, daemon)
-	}
-	if jpSeq, rel := seqOf(t, root, "job_processes", req), seqOf(t, root, "lock_released", req); jpSeq > rel {
-		t.Fatalf("job_processes at seq %d after the release at %d", jpSeq, rel)
-	}
+	checkDaemon(t, root, r.Stdout, "terminated")
 	assertChain(t, root)
 }
 
@@ -175,17 +196,7 @@ func TestRunKillsProcessesThatLeftItsGroupAndIgnoreTerm(t *testing.T) {
 	r := clitest.Must(t, 0, root, "run", "stubborn", "--kill-grace", "1s", "--", "sh", "-c",
 		`setsid sh -c 'trap "" TERM; echo > "$1"; while :; do sleep 0.1; done' sh "$1" >/dev/null 2>&1 &
 		until [ -s "$1" ]; do sleep 0.01; done; echo $!`, "sh", ready)
-	var daemon int
-	if _, err := fmt.Sscan(r.Stdout, &daemon); err != nil {
-		t.Fatalf("%v: %q", err, r.Stdout)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
-	if !gone(daemon) {
-		t.Fatalf("the daemon %d that ignores TERM still runs after run exited", daemon)
-	}
-	if jp := lastBody(t, root, "job_processes"); jp["action"] != "killed" || !slices.Contains(pidsOf(jp), daemon) {
-		t.Fatalf("job_processes %v: want daemon %d killed", jp, daemon)
-	}
+	checkDaemon(t, root, r.Stdout, "killed")
 }
 
 // TestRunLeaveRunningRecordsTheProcessesItLeaves: --leave-running keeps a
@@ -195,22 +206,7 @@ func TestRunLeaveRunningRecordsTheProcessesItLeaves(t *testing.T) {
 	root := t.TempDir()
 	r := clitest.Must(t, 0, root, "run", "daemonish", "--leave-running", "--", "sh", "-c",
 		`setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $! "$LOCKLEDGER_REQUEST_ID"`)
-	var daemon int
-	var req string
-	if _, err := fmt.Sscan(r.Stdout, &daemon, &req); err != nil {
-		t.Fatalf("%v: %q", err, r.Stdout)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
-	if gone(daemon) {
-		t.Fatalf("--leave-running: the daemon %d was stopped", daemon)
-	}
-	jp := lastBody(t, root, "job_processes")
-	if jp["job_request_id"] != req || jp["action"] != "left_running" || !slices.Contains(pidsOf(jp), daemon) {
-		t.Fatalf("job_processes %v: want %s's daemon %d left_running", jp, req, daemon)
-	}
-	if jpSeq, rel := seqOf(t, root, "job_processes", req), seqOf(t, root, "lock_released", req); jpSeq > rel {
-		t.Fatalf("job_processes at seq %d after the release at %d", jpSeq, rel)
-	}
+	checkDaemon(t, root, r.Stdout, "left_running")
 }
 
 // awaitSteals waits until lock has n lock_stolen events.

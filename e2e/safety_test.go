@@ -389,6 +389,19 @@ func asReader(t *testing.T) (func(root string, args ...string) clitest.Result, s
 	return func(root string, args ...string) clitest.Result { return clitest.Run(t, root, args...) }, t.TempDir()
 }
 
+// readerRoot is a root named name under base (asReader's), made by this
+// user running the CLI with args, then given to the user asReader runs the
+// CLI as.
+func readerRoot(t *testing.T, base, name string, args ...string) string {
+	t.Helper()
+	root := filepath.Join(base, name)
+	clitest.Must(t, 0, root, args...)
+	if os.Geteuid() == 0 {
+		chownTree(t, root, nobody)
+	}
+	return root
+}
+
 // One lock path that is not a readable regular file (a symlink, a
 // directory, a file with no read permission), or a file where the locks
 // directory should be, does not stop the read commands: timeline, export,

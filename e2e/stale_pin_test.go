@@ -79,7 +79,7 @@ func TestStalePinRefusesBeforeStartingALedger(t *testing.T) {
 	h := &pgHost{id: "pinned-host", root: root, url: url, trust: trustDir}
 	r := h.run(t, "acquire", "new")
 	check("acquire with an empty database", r, func() string {
-		if n := scalar(t, openSQL(t, url), `SELECT count(*)::text FROM information_schema.tables WHERE table_schema = 'public'`); n != "0" {
+		if n := publicTables(t, url); n != "0" {
 			return n + " tables in the database"
 		}
 		if entries, _ := os.ReadDir(root); len(entries) > 0 {

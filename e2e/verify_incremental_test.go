@@ -49,11 +49,7 @@ func TestVerifyIncrementalFromTheKeptHead(t *testing.T) {
 		t.Errorf("verify --full: check %q, first seq %d", full.Check, full.FirstSeq)
 	}
 
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := fixture.RawDB(t, root)
 	for _, q := range []string{`DROP TRIGGER events_no_delete`, `DROP TRIGGER tlog_hashes_no_delete`,
 		`DELETE FROM events WHERE seq > 2`, `DELETE FROM tlog_hashes WHERE seq > 2`} {
 		if _, err := db.Exec(q); err != nil {
@@ -124,11 +120,7 @@ func TestVerifyIncrementalChecksTheSnapshotsStoredSince(t *testing.T) {
 	}
 	clitest.Must(t, 0, root, "project")
 	clitest.Verify(t, 0, root)
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := fixture.RawDB(t, root)
 	var maxAt string
 	snapshot := func() bool {
 		err := db.QueryRow(`SELECT max_at FROM snapshots WHERE seq = $1`, store.SnapshotEvery).Scan(&maxAt)

@@ -10,63 +10,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/testwitness"
 )
-
-// silentWitness accepts connections and never answers: a witness that
-// hangs every request (each waits for its 10 s timeout).
-type silentWitness struct {
-	url   string
-	l     net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-	done  chan struct{}
-}
-
-func startSilentWitness(t *testing.T) *silentWitness {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &silentWitness{url: "http://" + l.Addr().String(), l: l, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-s.done
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, c := range s.conns {
-			c.Close()
-		}
-	})
-	return s
-}
-
-func (s *silentWitness) accepted() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns)
-}
 
 // TestRunOutlivesItsTTLWhileAWitnessNeverAnswers: run with a TTL of 6 s,
 // a checkpoint signed on every write (each heartbeat) and a witness that
@@ -77,8 +31,8 @@ func TestRunOutlivesItsTTLWhileAWitnessNeverAnswers(t *testing.T) {
 	t.Parallel()
 	s := newSignedRoot(t)
 	clitest.Race(t, s.root)
-	w := startSilentWitness(t)
-	c := clitest.Command(context.Background(), s.root, "--signing-key", s.key, "--witness-url", w.url+"="+otherWitnessKey(t),
+	w := testwitness.StartSilent(t)
+	c := clitest.Command(context.Background(), s.root, "--signing-key", s.key, "--witness-url", w.URL+"="+otherWitnessKey(t),
 		"--checkpoint-every", "1", "run", "deploy", "--ttl", "6s", "--", "sh", "-c", "echo started; sleep 8; echo done")
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
@@ -111,8 +65,8 @@ func TestRunOutlivesItsTTLWhileAWitnessNeverAnswers(t *testing.T) {
 		slices.ContainsFunc(got[1:len(got)-1], func(ty string) bool { return ty != "lock_heartbeat" }) {
 		t.Fatalf("events of the lock %v: want it acquired, 3 or more heartbeats and nothing else, released", got)
 	}
-	if w.accepted() == 0 || !strings.Contains(stderr.String(), "did not cosign") {
-		t.Fatalf("the witness got %d requests; run's stderr does not say it did not cosign:\n%s", w.accepted(), stderr.String())
+	if w.Accepted() == 0 || !strings.Contains(stderr.String(), "did not cosign") {
+		t.Fatalf("the witness got %d requests; run's stderr does not say it did not cosign:\n%s", w.Accepted(), stderr.String())
 	}
 }
 
@@ -129,23 +83,28 @@ func newCosignedRoot(t *testing.T) (*liteWitness, *signedRoot) {
 }
 
 // TestVerifyWitnessKeyNamesTheCheckpointsAWitnessDidNotCosign: litewitness
-// cosigns the ledger's checkpoints, then cannot be reached (its address
-// is a listener that never answers) while writers sign two more: verify
-// --witness-key still passes (the witness vouches for what it cosigned)
-// and names the witness and the two checkpoints it did not cosign.
+// cosigns the ledger's checkpoints, then is down (its address answers
+// every request 503 at once; a witness that hangs until the timeout is
+// TestRunOutlivesItsTTLWhileAWitnessNeverAnswers's) while writers sign two
+// more: verify --witness-key still passes (the witness vouches for what it
+// cosigned) and names the witness and the two checkpoints it did not
+// cosign.
 func TestVerifyWitnessKeyNamesTheCheckpointsAWitnessDidNotCosign(t *testing.T) {
 	t.Parallel()
 	w, s := newCosignedRoot(t)
 	if got := strings.Join(cosignedSizes(t, s.root), " "); got != "9" {
 		t.Fatalf("cosigned sizes %q, want 9", got)
 	}
-	dead := startSilentWitness(t)
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "the witness is down", http.StatusServiceUnavailable)
+	}))
+	defer dead.Close()
 	pid := strconv.Itoa(os.Getpid())
 	for _, args := range [][]string{
 		{"acquire", "web", "--actor", "gina", "--request-id", "g1", "--pid", pid},
 		{"release", "web", "--request-id", "g1"},
 	} {
-		r := clitest.Must(t, 0, s.root, append([]string{"--signing-key", s.key, "--witness-url", dead.url + "=" + w.vkey, "--checkpoint-every", "1"}, args...)...)
+		r := clitest.Must(t, 0, s.root, append([]string{"--signing-key", s.key, "--witness-url", dead.URL + "=" + w.vkey, "--checkpoint-every", "1"}, args...)...)
 		if !strings.Contains(r.Stderr, "did not cosign") {
 			t.Fatalf("%s with a witness that never answers: stderr does not say it did not cosign:\n%s", args[0], r.Stderr)
 		}

@@ -1,7 +1,6 @@
 package lease_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/testclock"
+	"github.com/lockledger/lockledger/internal/testlog"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -434,30 +433,12 @@ func TestLeaseDoneWhenReleasedOrLost(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination read while the lease writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Contains(s string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Contains(b.buf.String(), s)
-}
-
 // A loss at the deadline that the ledger could not take (its writer held
 // elsewhere past the moment the lease lets go) is recorded by RecordLoss
 // once the ledger answers again; Release still returns at once.
 func TestLeaseLossIsRecordedWhenTheLedgerAnswersAgain(t *testing.T) {
 	ctx := context.Background()
-	var log syncBuffer
+	var log testlog.Buffer
 	l := fixture.Open(t, "", ledger.WithBusyTimeout(20*time.Millisecond), ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	s, err := lease.Acquire(ctx, l, ledger.AcquireRequest{Lock: "svc", TTL: 2 * time.Second}, lease.WithHeartbeatInterval(100*time.Millisecond))
 	if err != nil {
@@ -465,7 +446,7 @@ func TestLeaseLossIsRecordedWhenTheLedgerAnswersAgain(t *testing.T) {
 	}
 	release := holdWriter(t, l)
 	awaitLost(t, s)
-	for deadline := time.Now().Add(10 * time.Second); !log.Contains("could not record the lost lock"); {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(log.String(), "could not record the lost lock"); {
 		if time.Now().After(deadline) {
 			t.Fatal("the lease did not give up recording its loss while the writer was held")
 		}

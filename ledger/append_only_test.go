@@ -23,10 +23,10 @@ func rawDB(t *testing.T, root string) *sql.DB {
 	return db
 }
 
-// eventRows is every event row as text, in seq order.
-func eventRows(t *testing.T, db *sql.DB) string {
+// queryStrings runs a query whose rows are one text column.
+func queryStrings(t *testing.T, db *sql.DB, query string, args ...any) []string {
 	t.Helper()
-	rows, err := db.Query(`SELECT seq || '|' || event_id || '|' || actor || '|' || hash FROM events ORDER BY seq`)
+	rows, err := db.Query(query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,16 @@ func eventRows(t *testing.T, db *sql.DB) string {
 		}
 		out = append(out, s)
 	}
-	return strings.Join(out, "\n")
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// eventRows is every event row as text, in seq order.
+func eventRows(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	return strings.Join(queryStrings(t, db, `SELECT seq || '|' || event_id || '|' || actor || '|' || hash FROM events ORDER BY seq`), "\n")
 }
 
 // writeSomeEvents leaves a ledger of a few events at e.root.

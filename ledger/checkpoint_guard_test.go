@@ -24,20 +24,7 @@ func TestASignerWithoutAWitnessRefusesWhatItSignedCut(t *testing.T) {
 		t.Fatalf("checkpoints %v, want [1 2]", got)
 	}
 	db := pgtest.Open(t, e.l.Source())
-	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'trigger'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var triggers []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		triggers = append(triggers, n)
-	}
-	rows.Close()
-	for _, n := range triggers {
+	for _, n := range queryStrings(t, db, `SELECT name FROM sqlite_master WHERE type = 'trigger'`) {
 		if _, err := db.Exec(`DROP TRIGGER ` + n); err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +35,7 @@ func TestASignerWithoutAWitnessRefusesWhatItSignedCut(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	_, err = e.l.TryAcquire(context.Background(), req("b", "r2", 100))
+	_, err := e.l.TryAcquire(context.Background(), req("b", "r2", 100))
 	var ne *checkpoint.NotExtendedError
 	if !errors.As(err, &ne) || ne.Earlier.Size != 2 || ne.Earlier.Source != "signed by this process" {
 		t.Fatalf("a write on the cut log: %v, want a NotExtendedError against the checkpoint of 2 this process signed", err)

@@ -13,20 +13,7 @@ import (
 // checkpointRows is every checkpoint row as text, in id order.
 func checkpointRows(t *testing.T, db *sql.DB) string {
 	t.Helper()
-	rows, err := db.Query(`SELECT id || '|' || size || '|' || root || '|' || key_name || '|' || note FROM checkpoints ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return strings.Join(out, "\n")
+	return strings.Join(queryStrings(t, db, `SELECT id || '|' || size || '|' || root || '|' || key_name || '|' || note FROM checkpoints ORDER BY id`), "\n")
 }
 
 func treeRows(t *testing.T, db *sql.DB) string {

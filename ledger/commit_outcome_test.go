@@ -329,3 +329,14 @@ func TestSQLiteCommitRefusedIsAFailure(t *testing.T) {
 		t.Fatalf("a write after the refused commit: %v", err)
 	}
 }
+
+// The read-backs of many hosts whose commits' replies one failover lost
+// do not retry in step: each wait is drawn below its delay, not the delay.
+func TestReadBackWaitsAreJittered(t *testing.T) {
+	retry := readBackRetry
+	for i, delay := 0, readBackRetry.Min; i < 8; i, delay = i+1, min(2*delay, readBackRetry.Max) {
+		if got := retry.Next(); got < 0 || got >= delay {
+			t.Fatalf("read-back wait %d: %s, want in [0, %s) so that hosts do not retry in step", i, got, delay)
+		}
+	}
+}

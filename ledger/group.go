@@ -494,7 +494,7 @@ func (l *Ledger) commitOutcome(ctx context.Context, err error, written []*events
 	// again until the database answers or that bound passes.
 	rctx, cancel := context.WithTimeout(ctx, 2*l.busy)
 	defer cancel()
-	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
+	retry := readBackRetry
 	for {
 		found, rerr := l.readBack(rctx, written, stored)
 		switch {
@@ -509,6 +509,11 @@ func (l *Ledger) commitOutcome(ctx context.Context, err error, written []*events
 		l.log.Debug("the commit's outcome could not be read back yet; trying again", "written", what, "err", rerr)
 	}
 }
+
+// readBackRetry is the wait between commitOutcome's read-backs, drawn at
+// random below its delay: after a failover every host whose commit's reply
+// was lost reads back at once, and would otherwise retry in step.
+var readBackRetry = backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second, Jitter: true}
 
 // readBack reports whether the log holds the last of written, or, with
 // none written, the checkpoint stored, reading under the writer lock.

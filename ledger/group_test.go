@@ -48,6 +48,18 @@ func onBothStores(t *testing.T, body func(t *testing.T, open func() *Ledger)) {
 	}
 }
 
+// openGroupPG opens a ledger on PostgreSQL database url with a pool
+// large enough for a group's callers, closed when the test ends.
+func openGroupPG(t *testing.T, url string) *Ledger {
+	t.Helper()
+	l, err := Open(context.Background(), t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 // holdWriter holds l's writer mutex (its in-process half) until the
 // returned function is called, or the test ends.
 func holdWriter(t *testing.T, l *Ledger) (let func()) {
@@ -107,6 +119,29 @@ func verifyOK(t *testing.T, l *Ledger) {
 	}
 	if !rep.OK {
 		t.Fatalf("verify: %+v", rep.Problems)
+	}
+}
+
+// onlyRefused fails the test unless the decision on lock prefix-refused
+// failed with the database's refusal and left no event, and each other
+// decision on prefix-i succeeded with one event.
+func onlyRefused(t *testing.T, l *Ledger, prefix string, errs []error, refused int) {
+	t.Helper()
+	for i, err := range errs {
+		lock := fmt.Sprintf("%s-%d", prefix, i)
+		want := 1
+		if i == refused {
+			want = 0
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "42501" {
+				t.Errorf("%s: %v, want the database's refusal", lock, err)
+			}
+		} else if err != nil {
+			t.Errorf("%s: %v", lock, err)
+		}
+		if got := len(lockEvents(t, l, lock)); got != want {
+			t.Errorf("%s: %d events stored, want %d", lock, got, want)
+		}
 	}
 }
 
@@ -285,11 +320,7 @@ func TestGroupFailedDecisionsAppendsAreNotReused(t *testing.T) {
 func TestPostgresGroupNotifiesEveryLock(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
-	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openGroupPG(t, url)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -358,11 +389,7 @@ func TestPostgresWriteOfNoLockNotifies(t *testing.T) {
 func TestPostgresGroupRefusedWriteFailsOnlyItsDecision(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
-	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openGroupPG(t, url)
 	db := pgtest.Open(t, url)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -385,24 +412,12 @@ func TestPostgresGroupRefusedWriteFailsOnlyItsDecision(t *testing.T) {
 	awaitQueued(t, l, n)
 	let()
 	wg.Wait()
+	onlyRefused(t, l, "r", errs, 2)
 	for i := range n {
 		lock := fmt.Sprintf("r-%d", i)
-		want := 1
-		if i == 2 {
-			want = 0
-			var pe *pgconn.PgError
-			if !errors.As(errs[i], &pe) || pe.Code != "42501" {
-				t.Errorf("%s: %v, want the database's refusal", lock, errs[i])
-			}
-		} else if errs[i] != nil {
-			t.Errorf("%s: %v", lock, errs[i])
-		}
-		if got := len(lockEvents(t, l, lock)); got != want {
-			t.Errorf("%s: %d events stored, want %d", lock, got, want)
-		}
 		st, err := l.Status(ctx, lock)
-		if err != nil || (st.Holder != nil) != (want == 1) {
-			t.Errorf("%s: status %+v, %v; held: want %v", lock, st, err, want == 1)
+		if err != nil || (st.Holder != nil) != (i != 2) {
+			t.Errorf("%s: status %+v, %v; held: want %v", lock, st, err, i != 2)
 		}
 	}
 	// Every notification up to a last one of the test's own, sent after
@@ -439,50 +454,22 @@ func TestPostgresGroupRefusedWriteFailsOnlyItsDecision(t *testing.T) {
 // again alone; only the refused one fails.
 func TestPostgresGroupRefusedWriteBeforeALaterStatement(t *testing.T) {
 	url := pgtest.NewDatabase(t)
-	ctx := context.Background()
-	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openGroupPG(t, url)
 	db := pgtest.Open(t, url)
 	allow := beforeInsert(t, db, "events", "q-2", refuseRow)
-	const n = 5
-	let := holdWriter(t, l)
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			lock := fmt.Sprintf("q-%d", i)
-			errs[i] = l.write(ctx, lock, func(w *writeTx) (error, error) {
-				if i == 3 {
-					if _, err := store.LoadRows(w.ctx, w.q); err != nil {
-						return nil, err
-					}
+	fns := make([]func(w *writeTx) error, 5)
+	for i := range fns {
+		fns[i] = func(w *writeTx) error {
+			if i == 3 {
+				if err := statement(w); err != nil {
+					return err
 				}
-				return nil, jobEvent(w, "req_group_"+lock)
-			})
-		})
-		awaitQueued(t, l, i+1) // queued, and so made, in this order
-	}
-	let()
-	wg.Wait()
-	for i := range n {
-		lock := fmt.Sprintf("q-%d", i)
-		want := 1
-		if i == 2 {
-			want = 0
-			var pe *pgconn.PgError
-			if !errors.As(errs[i], &pe) || pe.Code != "42501" {
-				t.Errorf("%s: %v, want the database's refusal", lock, errs[i])
 			}
-		} else if errs[i] != nil {
-			t.Errorf("%s: %v", lock, errs[i])
-		}
-		if got := len(lockEvents(t, l, lock)); got != want {
-			t.Errorf("%s: %d events stored, want %d", lock, got, want)
+			return jobEvent(w, fmt.Sprintf("req_group_q-%d", i))
 		}
 	}
+	errs, _ := groupOf(t, l, nil, "q", fns)
+	onlyRefused(t, l, "q", errs, 2)
 	allow()
 	verifyOK(t, l)
 }

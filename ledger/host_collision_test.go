@@ -1,7 +1,6 @@
 package ledger_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,36 +8,18 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/internal/proc"
+	"github.com/lockledger/lockledger/internal/testlog"
 	"github.com/lockledger/lockledger/ledger"
 )
 
 // The keys of two machines (proc.MachineKey) that share one host id.
 const machineA, machineB = "0123456789abcdef", "fedcba9876543210"
-
-// syncBuffer is a log that the test reads while the ledger writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // asREADMEWriter has f's PostgreSQL ledger created by its owner, runs the
 // README's role block on it (the roles named for the database, since roles
@@ -113,7 +94,7 @@ func TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine(t *testing.T) {
 		if _, err := acquireDeploy(a, "r1"); err != nil {
 			t.Fatal(err)
 		}
-		var log syncBuffer
+		var log testlog.Buffer
 		b := f.openAs(ledger.Host{ID: "web", BootID: proc.JoinBoot(machineB, "boot-b1")},
 			ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 		var held *ledger.HeldError
@@ -125,7 +106,7 @@ func TestHostIDCollisionKeepsTheLiveHolderOfAnotherMachine(t *testing.T) {
 		}
 		// A clone of the first machine (the same machine id) that booted
 		// before the holder's last heartbeat: not a reboot of it.
-		var clonelog syncBuffer
+		var clonelog testlog.Buffer
 		clone := f.openAs(ledger.Host{ID: "web", BootID: proc.JoinBoot(machineA, "boot-c1"), Booted: time.Now().Add(-time.Hour)},
 			ledger.WithLogger(slog.New(slog.NewTextHandler(&clonelog, nil))))
 		if got, err := acquireDeploy(clone, "r2c"); !errors.As(err, &held) {

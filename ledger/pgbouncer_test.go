@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
+	"github.com/lockledger/lockledger/internal/testlog"
 	"github.com/lockledger/lockledger/lease"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/migrations"
@@ -103,7 +104,7 @@ func TestPgBouncerWaitersPollAndSaySo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const said = "LISTEN/NOTIFY does not work on this connection"
-	awaitSaid := func(t *testing.T, log *syncBuffer, w interface {
+	awaitSaid := func(t *testing.T, log *testlog.Buffer, w interface {
 		Wait(context.Context, time.Duration)
 	}) {
 		t.Helper()
@@ -121,7 +122,7 @@ func TestPgBouncerWaitersPollAndSaySo(t *testing.T) {
 	}
 
 	t.Run("waiter", func(t *testing.T) {
-		var log syncBuffer
+		var log testlog.Buffer
 		waiter := fixture.OpenPostgres(t, url, ledger.WithHost(ledger.Host{ID: "waiter", BootID: "boot"}),
 			ledger.WithBusyTimeout(time.Second), ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 		w := waiter.Watch("n")
@@ -150,7 +151,7 @@ func TestPgBouncerWaitersPollAndSaySo(t *testing.T) {
 	})
 
 	t.Run("follower", func(t *testing.T) {
-		var log syncBuffer
+		var log testlog.Buffer
 		follower := fixture.OpenPostgres(t, url, ledger.WithHost(ledger.Host{ID: "follower", BootID: "boot"}),
 			ledger.WithBusyTimeout(time.Second), ledger.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 		wk, err := follower.WatchLog(ctx)

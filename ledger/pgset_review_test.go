@@ -245,12 +245,7 @@ func TestPostgresGroupBackendTerminatedBeforeItsWrite(t *testing.T) {
 			if c.bounced {
 				url = pgtest.NewBouncedDatabase(t)
 			}
-			ctx := context.Background()
-			l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
+			l := openGroupPG(t, url)
 			db := pgtest.Open(t, url)
 			var pid int
 			var cut sync.Once
@@ -322,11 +317,7 @@ func TestPostgresGroupBackendTerminatedBeforeItsWrite(t *testing.T) {
 func TestPostgresGroupBackendTerminatedDuringItsWrite(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
-	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openGroupPG(t, url)
 	db := pgtest.Open(t, url)
 	for _, q := range []string{`CREATE TABLE review_armed (armed boolean)`, `INSERT INTO review_armed VALUES (true)`} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
@@ -380,11 +371,7 @@ func TestPostgresGroupBackendTerminatedDuringItsWrite(t *testing.T) {
 func TestPostgresGroupEveryCallerGoneBeforeItsWrite(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
-	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openGroupPG(t, url)
 	const n = 4
 	ctxs := make([]context.Context, n)
 	cancels := make([]context.CancelFunc, n)
@@ -425,11 +412,7 @@ const refuseOnce = `IF nextval('review_once') = 1 THEN RAISE EXCEPTION 'once' US
 func TestPostgresGroupRefusedAcquireRecordedOnce(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
-	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openGroupPG(t, url)
 	db := pgtest.Open(t, url)
 	if _, err := db.ExecContext(ctx, `CREATE SEQUENCE review_once`); err != nil {
 		t.Fatal(err)
@@ -454,21 +437,7 @@ func TestPostgresGroupRefusedAcquireRecordedOnce(t *testing.T) {
 			t.Errorf("%s: %v", lock, errs[i])
 			continue
 		}
-		var evs []string
-		rows, err := db.QueryContext(ctx, `SELECT type || ' ' || request_id FROM events WHERE lock_name = $1 ORDER BY seq`, lock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var ev string
-			if err := rows.Scan(&ev); err != nil {
-				t.Fatal(err)
-			}
-			evs = append(evs, ev)
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
-		}
+		evs := queryStrings(t, db, `SELECT type || ' ' || request_id FROM events WHERE lock_name = $1 ORDER BY seq`, lock)
 		if want := "lock_acquired " + got[i].RequestID; len(evs) != 1 || evs[0] != want {
 			t.Errorf("%s: events %q, want [%s]", lock, evs, want)
 		}
@@ -487,11 +456,7 @@ func TestPostgresGroupRefusedAcquireRecordedOnce(t *testing.T) {
 func TestPostgresGroupRefusedAfterACallerWentMidGroup(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
-	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openGroupPG(t, url)
 	db := pgtest.Open(t, url)
 	if _, err := db.ExecContext(ctx, `CREATE SEQUENCE review_once`); err != nil {
 		t.Fatal(err)
@@ -542,11 +507,7 @@ func TestPostgresGroupRefusedAfterACallerWentMidGroup(t *testing.T) {
 func TestPostgresGroupReadsOfOtherLocksSeeTheGroupsWrites(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
-	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openGroupPG(t, url)
 	pid := os.Getpid()
 	if _, err := l.TryAcquire(ctx, AcquireRequest{Lock: "rx-b", Identity: Identity{RequestID: "req_rx_holder", Actor: "review", PID: pid}}); err != nil {
 		t.Fatal(err)
@@ -619,11 +580,7 @@ func TestPostgresGroupReadsOfOtherLocksSeeTheGroupsWrites(t *testing.T) {
 func TestPostgresGroupBackendTerminatedDuringItsRead(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
-	l, err := Open(ctx, t.TempDir(), WithDatabase(url), Unsigned(), WithPoolSize(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openGroupPG(t, url)
 	db := pgtest.Open(t, url)
 	// The group's read waits behind this table lock until it is cut.
 	blocker, err := db.BeginTx(ctx, nil)

@@ -1,15 +1,14 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/testlog"
+	"github.com/lockledger/lockledger/internal/testwitness"
 	"github.com/lockledger/lockledger/witness"
 	"github.com/lockledger/lockledger/witness/tlogwitness"
 )
@@ -31,76 +30,6 @@ func awaitPublished(t *testing.T, l *Ledger) {
 	}
 }
 
-// silentWitness is a TCP listener that accepts connections and never
-// answers: a witness that hangs every request sent to it.
-type silentWitness struct {
-	l     net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-	done  chan struct{}
-}
-
-func startSilentWitness(t *testing.T) *silentWitness {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &silentWitness{l: l, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-		}
-	}()
-	t.Cleanup(s.stop)
-	return s
-}
-
-// accepted is how many requests the witness holds unanswered.
-func (s *silentWitness) accepted() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns)
-}
-
-// stop refuses new connections, then drops the ones held: every request
-// under way fails at once.
-func (s *silentWitness) stop() {
-	s.l.Close()
-	<-s.done
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.conns {
-		c.Close()
-	}
-	s.conns = nil
-}
-
-// syncBuffer is a log destination the worker and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // A witness that never answers holds up no write: the acquisition and
 // the heartbeats that each sign a checkpoint return while the witness
 // still holds the cosign request unanswered (its timeout here is an
@@ -109,16 +38,16 @@ func (b *syncBuffer) String() string {
 func TestAWitnessThatNeverAnswersHoldsUpNoWrite(t *testing.T) {
 	t.Parallel()
 	s, _ := testKey(t)
-	sw := startSilentWitness(t)
+	sw := testwitness.StartSilent(t)
 	v, err := tlogwitness.NewVerifier("example.com/w+38611d82+BDcHPXdKthmD1qNhHTIaGeZ33leZYsx6m03uJSIoaOSx")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := tlogwitness.New("http://"+sw.l.Addr().String(), v, tlogwitness.WithTimeout(time.Hour))
+	w, err := tlogwitness.New(sw.URL, v, tlogwitness.WithTimeout(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logged syncBuffer
+	var logged testlog.Buffer
 	log := slog.New(slog.NewTextHandler(&logged, nil))
 	e := open(t, WithSigner(s), WithWitnesses(witness.New(nil, 0, log, w)), WithCheckpointPolicy(1, time.Hour), WithLogger(log))
 	ctx := context.Background()
@@ -138,7 +67,7 @@ func TestAWitnessThatNeverAnswersHoldsUpNoWrite(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("an acquisition and three heartbeats did not return in a minute: they wait for a witness that never answers")
 	}
-	for deadline := time.Now().Add(time.Minute); sw.accepted() == 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); sw.Accepted() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no cosign request reached the witness")
 		}
@@ -146,7 +75,7 @@ func TestAWitnessThatNeverAnswersHoldsUpNoWrite(t *testing.T) {
 	if n := count(t, e.l); n != 4 {
 		t.Fatalf("%d events, want the acquisition and three heartbeats", n)
 	}
-	sw.stop()
+	sw.Stop()
 	if err := e.l.Close(); err != nil {
 		t.Fatal(err)
 	}

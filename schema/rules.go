@@ -216,21 +216,19 @@ func (v *validator) dateTime() *verr {
 	return nil
 }
 
-func (v *validator) boolean() *verr {
-	s := &v.s
-	s.ws()
-	if jk := s.value(); jk != jBoolean && jk != jInvalid {
-		return typeErr("boolean", jk)
-	}
-	return nil
-}
+// boolean: {"type": "boolean"}.
+func (v *validator) boolean() *verr { return v.ofKind(jBoolean) }
 
 // anyObject: {"type": "object"}.
-func (v *validator) anyObject() *verr {
+func (v *validator) anyObject() *verr { return v.ofKind(jObject) }
+
+// ofKind consumes a value that must be of kind want, whatever it holds
+// (invalid JSON is the scanner's error, not a type error).
+func (v *validator) ofKind(want jkind) *verr {
 	s := &v.s
 	s.ws()
-	if jk := s.value(); jk != jObject && jk != jInvalid {
-		return typeErr("object", jk)
+	if jk := s.value(); jk != want && jk != jInvalid {
+		return typeErr(want.String(), jk)
 	}
 	return nil
 }

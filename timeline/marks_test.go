@@ -15,7 +15,6 @@ import (
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
-	"github.com/lockledger/lockledger/internal/testclock"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/replay"
 	"github.com/lockledger/lockledger/timeline"
@@ -33,13 +32,8 @@ var marksActors = []string{"grace", "bob", "ann", "cy", "dee", "eli", "fay", "gu
 func writeMarksScenario(t *testing.T, root string) {
 	t.Helper()
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, root, ledger.WithClock(testclock.New(t0).Stepping(time.Minute).Now), ledger.Unsigned())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, id := scenarioLedger(t, root)
 	defer l.Close()
-	me := os.Getpid()
-	id := func(rid, actor string) ledger.Identity { return ledger.Identity{RequestID: rid, Actor: actor, PID: me} }
 	acq := func(lock, rid, actor string, ttl time.Duration) {
 		t.Helper()
 		if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: lock, Identity: id(rid, actor), TTL: ttl}); err != nil {

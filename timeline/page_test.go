@@ -28,20 +28,28 @@ func TestMain(m *testing.M) { clitest.Main(m, clitest.AtExit(closeChromium)) }
 
 var t0 = time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
 
+// scenarioLedger opens the ledger at root for a scenario, on a clock
+// that starts at t0 and steps a minute per reading (which spreads the
+// picture out the same way on every run), and id, the identity of
+// request rid by actor from this process.
+func scenarioLedger(t *testing.T, root string) (l *ledger.Ledger, id func(rid, actor string) ledger.Identity) {
+	t.Helper()
+	l, err := ledger.Open(context.Background(), root, ledger.WithClock(testclock.New(t0).Stepping(time.Minute).Now), ledger.Unsigned())
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := os.Getpid()
+	return l, func(rid, actor string) ledger.Identity { return ledger.Identity{RequestID: rid, Actor: actor, PID: me} }
+}
+
 // writeScenario writes a postmortem's worth of events on two locks with
 // the ledger itself: a failed release, a blocked acquire, a steal, failed
 // heartbeats (one lost), and a holding still open at the end.
 func writeScenario(t *testing.T, root string) (ledgerID string) {
 	t.Helper()
 	ctx := context.Background()
-	// A minute per reading spreads the picture out the same way on every run.
-	l, err := ledger.Open(ctx, root, ledger.WithClock(testclock.New(t0).Stepping(time.Minute).Now), ledger.Unsigned())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, id := scenarioLedger(t, root)
 	defer l.Close()
-	me := os.Getpid()
-	id := func(rid, actor string) ledger.Identity { return ledger.Identity{RequestID: rid, Actor: actor, PID: me} }
 	acq := func(lock, rid, actor string) {
 		t.Helper()
 		if _, err := l.TryAcquire(ctx, ledger.AcquireRequest{Lock: lock, Identity: id(rid, actor), TTL: time.Hour,

@@ -1,7 +1,6 @@
 package auditcmd_test
 
 import (
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/lockledger/lockledger/cli/internal/scenario"
 
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 )
 
 // projection is everything project may change: the locks table, the lock
@@ -190,11 +190,7 @@ func TestProjectRecordsWhatItRepairs(t *testing.T) {
 	if err := os.Remove(filepath.Join(root, "locks", "db-migrate.lock")); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := fixture.RawDB(t, root)
 	// app-prod, free, is given back to its last holder, req-dave, as a holder
 	// row no event makes.
 	exec(t, db, `INSERT INTO lock_holders (lock_name, request_id, actor, intent, intent_version, host_id, pid, pid_start, boot_id,

@@ -23,11 +23,7 @@ import (
 // (verify then reports them missing, after the damage to the log).
 func attacker(t *testing.T, root string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := fixture.RawDB(t, root)
 	for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`, `DROP TRIGGER events_no_replace`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
@@ -242,18 +238,6 @@ func TestReadCommandsNeedALedger(t *testing.T) {
 	}
 }
 
-// rawLedgerDB opens root's ledger.db as a second, ordinary connection,
-// with the triggers in place.
-func rawLedgerDB(t *testing.T, root string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
 // TestVerifyFailsWhenAnAppendOnlyTriggerIsMissingOrAltered: the triggers
 // are what refuses an UPDATE, DELETE or REPLACE of an event; verify
 // compares them with the ones the migrations create and names each one
@@ -277,7 +261,7 @@ func TestVerifyFailsWhenAnAppendOnlyTriggerIsMissingOrAltered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			root := scenario.Write(t)
-			exec(t, rawLedgerDB(t, root), tc.queries...)
+			exec(t, fixture.RawDB(t, root), tc.queries...)
 			v := clitest.Verify(t, 1, root)
 			if v.FirstBad == nil || v.FirstBad.Kind != "trigger" || !strings.Contains(v.FirstBad.Detail, tc.detail) ||
 				len(v.Problems) != 1 {
@@ -307,7 +291,7 @@ func TestVerifyComparesEveryColumnOfAFreeLocksRow(t *testing.T) {
 		t.Run(tc.column, func(t *testing.T) {
 			t.Parallel()
 			root := scenario.Write(t) // app-prod ends free: dave released it
-			db := rawLedgerDB(t, root)
+			db := fixture.RawDB(t, root)
 			var held int
 			if err := db.QueryRow(`SELECT count(*) FROM lock_holders WHERE lock_name = 'app-prod'`).Scan(&held); err != nil || held != 0 {
 				t.Fatalf("app-prod: held %d (%v), want a free row", held, err)

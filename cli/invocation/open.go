@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/user"
 	"strconv"
 	"time"
@@ -32,7 +33,11 @@ const (
 // upgrading a ledger written by an older lockledger where the root allows
 // it.
 func (g *Globals) Open(ctx context.Context, a Access, more ...ledger.Option) (*ledger.Ledger, error) {
-	opts := append([]ledger.Option{ledger.WithLogger(g.Log)}, more...)
+	busy, err := busyTimeout()
+	if err != nil {
+		return nil, err
+	}
+	opts := append(append([]ledger.Option{ledger.WithLogger(g.Log)}, busy...), more...)
 	if g.Database != "" {
 		opts = append(opts, ledger.WithDatabase(g.Database), ledger.WithPoolSize(2))
 	}
@@ -122,6 +127,32 @@ func (g *Globals) OpenWaiting(ctx context.Context, wait time.Duration) (*ledger.
 	return l, max(left, 0), err
 }
 
+// EnvBusyTimeout sets the busy timeout of every command that opens the
+// ledger (ledger.WithBusyTimeout; default ledger.DefaultBusyTimeout). A
+// command that bounds its own wait (a verify's record, completion) keeps
+// its bound.
+const EnvBusyTimeout = "LOCKLEDGER_BUSY_TIMEOUT"
+
+// busyTimeout is the option EnvBusyTimeout asks for: none when it is unset
+// or empty.
+func busyTimeout() ([]ledger.Option, error) {
+	s := os.Getenv(EnvBusyTimeout)
+	if s == "" {
+		return nil, nil
+	}
+	d, err := ParseDuration(EnvBusyTimeout, s)
+	if err != nil {
+		return nil, err
+	}
+	// Twice the timeout bounds a commit's read-back, and PostgreSQL takes
+	// it in milliseconds (lock_timeout): a day keeps both far from
+	// overflowing.
+	if d < time.Millisecond || d > 24*time.Hour {
+		return nil, events.Invalid(EnvBusyTimeout, s, "must be from 1ms to 24h")
+	}
+	return []ledger.Option{ledger.WithBusyTimeout(d)}, nil
+}
+
 // Finish lets go of a ledger at the end of a command. The CLI process exits
 // right after, so it detaches rather than closing (see ledger.Detach).
 func (g *Globals) Finish(l *ledger.Ledger) {
@@ -149,7 +180,11 @@ func lookupGroup(name string) (int, error) {
 
 // OpenExisting opens the ledger read-only, without upgrading it.
 func (g *Globals) OpenExisting(ctx context.Context, more ...ledger.Option) (*ledger.Ledger, error) {
-	opts := append([]ledger.Option{ledger.WithLogger(g.Log), ledger.ReadOnly()}, more...)
+	busy, err := busyTimeout()
+	if err != nil {
+		return nil, err
+	}
+	opts := append(append([]ledger.Option{ledger.WithLogger(g.Log), ledger.ReadOnly()}, busy...), more...)
 	if g.Database != "" {
 		opts = append(opts, ledger.WithDatabase(g.Database), ledger.WithPoolSize(1))
 	}

@@ -33,11 +33,7 @@ func appendChained(t *testing.T, db *sql.DB, s float64, typ events.Type, lock, r
 // --type, described in the timeline, exported, and verified.
 func TestReadersShowRefusalsProjectionsJobProcessesAndDisplacement(t *testing.T) {
 	root := scenario.Write(t) // seq 1-8; db-migrate is still bob's (req-bob-db)
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := fixture.RawDB(t, root)
 	bob := &events.Holder{RequestID: "req-bob-db", Actor: "bob", HostID: scenario.Host, PID: os.Getpid(),
 		CreatedAt: "2025-03-14T10:00:10Z", LastHeartbeatAt: "2025-03-14T10:00:10Z"}
 	refused := appendChained(t, db, 220, events.ActionRefused, "db-migrate", "req-eve", "eve", &events.Refused{

@@ -85,25 +85,35 @@ func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64
 }
 
 // readUntil reads f to its end, at most limit bytes, waiting for each part
-// in poll(2) rounds that see ctx end. A regular file never waits.
+// in poll(2) rounds that see ctx end. A regular file never waits. The
+// descriptor is polled as it is, blocking or not: standard input's mode is
+// shared with the process that gave it.
 func readUntil(ctx context.Context, f *os.File, limit int64) ([]byte, error) {
-	fd := int(f.Fd()) // blocking from here on: a read follows a poll that saw input
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		return io.ReadAll(io.LimitReader(f, limit))
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
 	}
 	var b []byte
 	part := make([]byte, 4096)
 	for int64(len(b)) < limit {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, 100)
+		var n int
+		var perr error
+		if err := rc.Control(func(fd uintptr) {
+			n, perr = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 100)
+		}); err != nil {
+			return nil, err
+		}
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
 		switch {
-		case errors.Is(err, unix.EINTR) || (err == nil && n == 0):
+		case errors.Is(perr, unix.EINTR) || (perr == nil && n == 0):
 			continue
-		case err != nil:
-			return nil, err
+		case perr != nil:
+			return nil, perr
 		}
 		m, err := f.Read(part[:min(int64(len(part)), limit-int64(len(b)))])
 		b = append(b, part[:m]...)

@@ -26,85 +26,128 @@ import (
 func TestRunGivesItsTerminalToTheCommand(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
+	s := onTerminal(t, root, `"$0" "$@"; echo "run-exit-$?"; read after; echo "script-read-$after"`,
+		"run", "prompted", "--", "sh", "-c", `read answer; echo "command-read-$answer"`)
+	s.typed("yes")
+	s.await("command-read-yes")
+	s.await("run-exit-0")
+	s.typed("next")
+	s.await("script-read-next")
+	s.exit()
+	if rel := lastBody(t, root, "lock_released"); rel["result"] != "success" {
+		t.Fatalf("released with %v, want success", rel)
+	}
+}
+
+// A run whose standard input is not the terminal (a script's "run ... &"
+// without job control reads /dev/null) gives the terminal to no one: the
+// script, still in the terminal's foreground, reads from it meanwhile.
+func TestRunWithoutTheTerminalAsInputKeepsItsScriptsTerminal(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := onTerminal(t, root, `"$0" "$@" </dev/null & read line; echo "script-read-$line"; wait; echo "run-exit-$?"`,
+		"run", "background", "--", "sh", "-c", `echo command-started; sleep 2`)
+	s.await("command-started")
+	s.typed("meanwhile")
+	s.await("script-read-meanwhile")
+	s.await("run-exit-0")
+	s.exit()
+}
+
+// terminalScript is a shell script that runs on a pseudo-terminal as its
+// session's leader (the terminal's foreground, as a script run from it).
+type terminalScript struct {
+	t       *testing.T
+	ctx     context.Context
+	control *os.File
+	pid     int
+	exited  chan error
+	mu      sync.Mutex
+	shown   bytes.Buffer
+	exitErr error
+	gone    time.Time // when the script exited, if it did
+}
+
+// onTerminal starts script on a new pseudo-terminal, with "$0" "$@" the
+// CLI and args.
+func onTerminal(t *testing.T, root, script string, args ...string) *terminalScript {
+	t.Helper()
 	control, term := openPTY(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c := clitest.Command(ctx, root, "run", "prompted", "--", "sh", "-c", `read answer; echo "command-read-$answer"`)
-	// A script run from the terminal (the session's leader, which the
-	// terminal's foreground is), that runs run and then reads itself.
-	c.Args = append([]string{"sh", "-c", `"$0" "$@"; echo "run-exit-$?"; read after; echo "script-read-$after"`, c.Path}, c.Args[1:]...)
+	t.Cleanup(cancel)
+	c := clitest.Command(ctx, root, args...)
+	c.Args = append([]string{"sh", "-c", script, c.Path}, c.Args[1:]...)
 	c.Path = "/bin/sh"
 	c.Stdin, c.Stdout, c.Stderr = term, term, term
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- c.Wait() }()
-	var mu sync.Mutex
-	var shown bytes.Buffer
+	s := &terminalScript{t: t, ctx: ctx, control: control, pid: c.Process.Pid, exited: make(chan error, 1)}
+	go func() { s.exited <- c.Wait() }()
 	go func() {
 		b := make([]byte, 4096)
 		for {
 			n, err := control.Read(b)
-			mu.Lock()
-			shown.Write(b[:n])
-			mu.Unlock()
+			s.mu.Lock()
+			s.shown.Write(b[:n])
+			s.mu.Unlock()
 			if err != nil {
 				return
 			}
 		}
 	}()
-	// await waits until the terminal shows want, failing at once when a
-	// process of the session is stopped (the terminal refused it), or
-	// soon after the script exited (its last output still on its way).
-	var exitErr error
-	var exitedAt time.Time
-	await := func(want string) {
-		t.Helper()
-		for {
-			mu.Lock()
-			s := shown.String()
-			mu.Unlock()
-			if strings.Contains(s, want) {
-				return
-			}
-			if stopped := stoppedInSession(c.Process.Pid); len(stopped) > 0 {
-				t.Fatalf("waiting for %q, stopped by the terminal: %s\nthe terminal shows:\n%s", want, strings.Join(stopped, "; "), s)
-			}
-			if !exitedAt.IsZero() && time.Since(exitedAt) > 5*time.Second {
-				t.Fatalf("the script exited (%v) before the terminal showed %q:\n%s", exitErr, want, s)
-			}
-			select {
-			case exitErr = <-exited:
-				exitedAt = time.Now()
-			case <-ctx.Done():
-				t.Fatalf("the terminal never showed %q:\n%s", want, s)
-			case <-time.After(20 * time.Millisecond):
-			}
+	return s
+}
+
+// typed types line on the terminal.
+func (s *terminalScript) typed(line string) {
+	s.t.Helper()
+	if _, err := s.control.WriteString(line + "\n"); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// await waits until the terminal shows want, failing at once when a
+// process of the session is stopped (the terminal refused it), or soon
+// after the script exited (its last output still on its way).
+func (s *terminalScript) await(want string) {
+	s.t.Helper()
+	for {
+		s.mu.Lock()
+		shown := s.shown.String()
+		s.mu.Unlock()
+		if strings.Contains(shown, want) {
+			return
 		}
-	}
-	if _, err := control.WriteString("yes\n"); err != nil {
-		t.Fatal(err)
-	}
-	await("command-read-yes")
-	await("run-exit-0")
-	if _, err := control.WriteString("next\n"); err != nil {
-		t.Fatal(err)
-	}
-	await("script-read-next")
-	if exitedAt.IsZero() {
+		if stopped := stoppedInSession(s.pid); len(stopped) > 0 {
+			s.t.Fatalf("waiting for %q, stopped by the terminal: %s\nthe terminal shows:\n%s", want, strings.Join(stopped, "; "), shown)
+		}
+		if !s.gone.IsZero() && time.Since(s.gone) > 5*time.Second {
+			s.t.Fatalf("the script exited (%v) before the terminal showed %q:\n%s", s.exitErr, want, shown)
+		}
 		select {
-		case exitErr = <-exited:
-		case <-ctx.Done():
-			t.Fatal("the script did not exit")
+		case s.exitErr = <-s.exited:
+			s.gone = time.Now()
+		case <-s.ctx.Done():
+			s.t.Fatalf("the terminal never showed %q:\n%s", want, shown)
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if exitErr != nil {
-		t.Fatalf("the script: %v", exitErr)
+}
+
+// exit waits for the script to exit, and fails unless it exited 0.
+func (s *terminalScript) exit() {
+	s.t.Helper()
+	if s.gone.IsZero() {
+		select {
+		case s.exitErr = <-s.exited:
+		case <-s.ctx.Done():
+			s.t.Fatal("the script did not exit")
+		}
 	}
-	if rel := lastBody(t, root, "lock_released"); rel["result"] != "success" {
-		t.Fatalf("released with %v, want success", rel)
+	if s.exitErr != nil {
+		s.t.Fatalf("the script: %v", s.exitErr)
 	}
 }
 

@@ -65,8 +65,8 @@ exits (below), or left running without the lock with --leave-running,
 which is what flock -o gives.
 
 CMD sees LOCKLEDGER_LOCK, LOCKLEDGER_REQUEST_ID and LOCKLEDGER_FENCING_TOKEN.
-INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. On a
-terminal, with run in its foreground, CMD's group is the terminal's
+INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. With
+standard input a terminal and run in its foreground, CMD's group is its
 foreground while CMD runs, so that CMD can read from it (a prompt, an
 editor): Ctrl-C and Ctrl-\ reach CMD directly (released as cancelled),
 and Ctrl-Z stops CMD and run together, as one job of the shell. If run
@@ -356,7 +356,7 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 	orphans := make(chan os.Signal, 1)
 	signal.Notify(orphans, unix.SIGCHLD)
 	defer signal.Stop(orphans)
-	tty := foregroundTerminal()
+	tty := foregroundTerminal(o.g.IO.In)
 	if tty != nil {
 		defer tty.close()
 		tty.give(cmd)

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/internal/proc"
 )
 
@@ -22,11 +23,17 @@ type terminal struct {
 	f *os.File
 }
 
-// foregroundTerminal is run's controlling terminal when run is in its
-// foreground (typed at a shell, or run by a script that is), else nil: a
-// run in the background, or with no terminal (cron, CI, a service), gives
-// its command none.
-func foregroundTerminal() *terminal {
+// foregroundTerminal is run's controlling terminal when run reads from it
+// (in, its standard input, is a terminal) and is in its foreground (typed
+// at a shell, or run by a script that is), else nil: a run in the
+// background, with no terminal (cron, CI, a service), or whose input is
+// elsewhere gives its command none. A script's "run ... &" without job
+// control reads /dev/null while the script goes on reading the terminal,
+// which its foreground must stay for.
+func foregroundTerminal(in any) *terminal {
+	if !invocation.IsTerminal(in) {
+		return nil
+	}
 	f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
 		return nil

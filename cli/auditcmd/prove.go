@@ -228,7 +228,7 @@ so: the proof then only shows that the hashes agree. Exit 0 when the
 proof holds, 1 when it does not, 2 when the input is no proof.`,
 		Example: `  lockledger verify-proof seq42.proof --verifier-key ops-ledger.vkey`,
 		Args:    invocation.ArgCount(func(n int) bool { return n <= 1 }, "verify-proof: takes at most one FILE"),
-		RunE:    func(cmd *cobra.Command, args []string) error { return runVerifyProof(o, args) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return runVerifyProof(cmd.Context(), o, args) },
 	})
 	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one (repeatable)")
 	return cmd
@@ -266,7 +266,7 @@ type proofResult struct {
 	Error            string   `json:"error,omitempty"`
 }
 
-func runVerifyProof(o *verifyProofOptions, args []string) error {
+func runVerifyProof(ctx context.Context, o *verifyProofOptions, args []string) error {
 	vs, err := verifierKeys("--verifier-key", o.verifiers)
 	if err != nil {
 		return err
@@ -275,7 +275,7 @@ func runVerifyProof(o *verifyProofOptions, args []string) error {
 	if len(args) == 1 && args[0] != "-" {
 		path, name = args[0], args[0]
 	}
-	data, err := o.g.ReadInput("FILE", path, 64<<20)
+	data, err := o.g.ReadInput(ctx, "FILE", path, 64<<20)
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,13 @@ package invocation
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
@@ -59,16 +63,65 @@ func ArchivedNote(ctx context.Context, r *Reader) string {
 
 // ReadInput reads at most limit bytes of the file at path, or of standard
 // input when path is "-"; a file that cannot be opened is bad input naming
-// field.
-func (g *Globals) ReadInput(field, path string, limit int64) ([]byte, error) {
-	var r io.Reader = g.IO.In
+// field. Waiting for input (a pipe, a FIFO or a terminal no one writes to
+// yet) ends with ctx, so that a signal ends it as it ends cat: a read(2)
+// the signal handler restarts would wait on past INT and TERM.
+func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64) ([]byte, error) {
+	in, ok := g.IO.In.(*os.File)
 	if path != "-" {
-		f, err := os.Open(path)
+		// Opened without waiting for a FIFO's writer: the wait is
+		// readUntil's, which a signal ends.
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return nil, events.Invalid(field, path, "cannot be read: "+ErrText(err))
 		}
 		defer f.Close()
-		r = f
+		in, ok = f, true
 	}
-	return io.ReadAll(io.LimitReader(r, limit))
+	if !ok {
+		return io.ReadAll(io.LimitReader(g.IO.In, limit))
+	}
+	return readUntil(ctx, in, limit)
+}
+
+// readUntil reads f to its end, at most limit bytes, waiting for each part
+// in poll(2) rounds that see ctx end. A regular file never waits. The
+// descriptor is polled as it is, blocking or not: standard input's mode is
+// shared with the process that gave it.
+func readUntil(ctx context.Context, f *os.File, limit int64) ([]byte, error) {
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		return io.ReadAll(io.LimitReader(f, limit))
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var b []byte
+	part := make([]byte, 4096)
+	for int64(len(b)) < limit {
+		var n int
+		var perr error
+		if err := rc.Control(func(fd uintptr) {
+			n, perr = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 100)
+		}); err != nil {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		switch {
+		case errors.Is(perr, unix.EINTR) || (perr == nil && n == 0):
+			continue
+		case perr != nil:
+			return nil, perr
+		}
+		m, err := f.Read(part[:min(int64(len(part)), limit-int64(len(b)))])
+		b = append(b, part[:m]...)
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }

@@ -139,7 +139,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if o.force && strings.TrimSpace(o.reason) == "" {
 		return events.Invalid("--reason", o.reason, "is required with --force: say why the lock is released")
 	}
-	secret, err := o.releaseSecret()
+	secret, err := o.releaseSecret(ctx)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 // releaseSecret is the release secret the caller presents: --secret,
 // --secret-file, else $LOCKLEDGER_RELEASE_SECRET (not with --force, which
 // needs none); "" for none. The secret never appears in an error.
-func (o *releaseOptions) releaseSecret() (string, error) {
+func (o *releaseOptions) releaseSecret(ctx context.Context) (string, error) {
 	switch {
 	case o.secret != "" && o.secretFile != "":
 		return "", events.Invalid("--secret-file", o.secretFile, "cannot be combined with --secret")
@@ -208,7 +208,7 @@ func (o *releaseOptions) releaseSecret() (string, error) {
 	case o.secret != "":
 		return o.secret, nil
 	case o.secretFile != "":
-		return readSecretFile(o.g, o.secretFile)
+		return readSecretFile(ctx, o.g, o.secretFile)
 	case o.force:
 		return "", nil
 	}
@@ -217,8 +217,8 @@ func (o *releaseOptions) releaseSecret() (string, error) {
 
 // readSecretFile reads a secret from path (- for standard input): its
 // first line, without surrounding white space.
-func readSecretFile(g *invocation.Globals, path string) (string, error) {
-	b, err := g.ReadInput("--secret-file", path, 4096)
+func readSecretFile(ctx context.Context, g *invocation.Globals, path string) (string, error) {
+	b, err := g.ReadInput(ctx, "--secret-file", path, 4096)
 	if err != nil && !errors.As(err, new(*events.InvalidError)) {
 		err = events.Invalid("--secret-file", path, "cannot be read: "+err.Error())
 	}

@@ -65,7 +65,11 @@ exits (below), or left running without the lock with --leave-running,
 which is what flock -o gives.
 
 CMD sees LOCKLEDGER_LOCK, LOCKLEDGER_REQUEST_ID and LOCKLEDGER_FENCING_TOKEN.
-INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. If run
+INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. With
+standard input a terminal and run in its foreground, CMD's group is its
+foreground while CMD runs, so that CMD can read from it (a prompt, an
+editor): Ctrl-C and Ctrl-\ reach CMD directly (released as cancelled),
+and Ctrl-Z stops CMD and run together, as one job of the shell. If run
 itself is killed, CMD gets SIGKILL (parent-death signal). If the lock is
 lost, --on-lost kill (default) sends TERM to the group, waits --kill-grace,
 sends KILL and exits 5; --on-lost warn only logs it and lets CMD run on,
@@ -352,7 +356,20 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 	orphans := make(chan os.Signal, 1)
 	signal.Notify(orphans, unix.SIGCHLD)
 	defer signal.Stop(orphans)
+	tty := foregroundTerminal(o.g.IO.In)
+	if tty != nil {
+		defer tty.close()
+		tty.give(cmd)
+	}
 	exited, err := proc.StartLocked(cmd) // its Pdeathsig sent only when run dies
+	if tty != nil {
+		tty.started()
+		if err != nil {
+			// The terminal is the command's once it is forked, before
+			// its exec failed.
+			tty.hand(unix.Getpgrp())
+		}
+	}
 	if err != nil {
 		return 0, st, err
 	}
@@ -375,6 +392,9 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 			_ = unix.Kill(-pgid, s.(syscall.Signal))
 		case <-orphans:
 			proc.ReapExited(pgid) // pgid is the command's pid, which cmd.Wait reaps
+			if tty != nil {
+				tty.stoppedWith(pgid)
+			}
 		case <-lost:
 			lost = nil
 			if o.onLost == "warn" {
@@ -401,6 +421,11 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 		case <-exited: // the exit status is in ProcessState
 			code = exitCode(cmd.ProcessState)
 			lost, killTimer, orphans = nil, nil, nil
+			if tty != nil {
+				// Run's again, for a signal while the leftovers are stopped.
+				tty.takeBack(pgid)
+				st.signalled = st.signalled || tty.cancelled(cmd.ProcessState)
+			}
 			stopped = make(chan struct{})
 			go func() {
 				defer close(stopped)

@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// A command waiting for its input, a --secret-file that is a FIFO no one
+// has opened to write yet, or standard input (-) that no one writes to (a
+// terminal where the user has not typed the secret), ends on INT or TERM
+// as cat would, with 128+N and nothing recorded: a read(2) that the
+// process's signal handler restarts is never ended by the signal, and
+// neither Ctrl-C nor timeout(1) could stop it.
+func TestReadingInputEndsOnASignal(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--holder", "none", "--print-release-secret").Stdout)
+	rid, _, _ = strings.Cut(rid, "\n")
+	before := clitest.EventCount(t, root)
+	fifo := filepath.Join(t.TempDir(), "secret.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, file string
+		sig        syscall.Signal
+	}{
+		{"a FIFO no one writes to", fifo, syscall.SIGTERM},
+		{"standard input no one writes to", "-", syscall.SIGINT},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := clitest.Command(ctx, root, "release", "deploy", "--request-id", rid, "--secret-file", c.file)
+			// Standard input: a pipe whose write end the test keeps open.
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			defer w.Close()
+			cmd.Stdin = r
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			// The command is waiting for its input once it has opened the
+			// FIFO or reads its standard input; a signal before it handles
+			// signals would end it by the default action, proving nothing.
+			awaitReading(t, cmd.Process.Pid)
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-exited:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+				t.Fatalf("release --secret-file %s still waited for its input 20 s after %v", c.file, c.sig)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 128+int(c.sig) {
+				t.Fatalf("release --secret-file %s ended by %v: exit %d, want %d", c.file, c.sig, code, 128+int(c.sig))
+			}
+		})
+	}
+	if n := clitest.EventCount(t, root); n != before {
+		t.Fatalf("releases ended before their secret was read wrote %d events", n-before)
+	}
+}
+
+// awaitReading waits until process pid waits for its input: one of its
+// threads sleeps in the kernel where a read of a pipe or a terminal, the
+// open of a FIFO no one writes to, or poll(2) sleeps.
+func awaitReading(t *testing.T, pid int) {
+	t.Helper()
+	waits := []string{"wait_for_partner", "pipe_read", "anon_pipe_read", "do_sys_poll", "poll_schedule_timeout", "do_poll"}
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		tasks, _ := os.ReadDir(dir)
+		for _, task := range tasks {
+			// The kernel's function, with a suffix of its compiler's
+			// (poll_schedule_timeout.constprop.0).
+			b, _ := os.ReadFile(dir + task.Name() + "/wchan")
+			if slices.Contains(waits, strings.SplitN(string(b), ".", 2)[0]) {
+				return
+			}
+		}
+	}
+	t.Fatalf("process %d never waited for its input", pid)
+}

@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockledger/lockledger/internal/clitest"
+)
+
+// run on a terminal, in its foreground (as a user types it, or a script
+// run from it does), gives the terminal to the command it runs, as flock
+// does by running the command in its own process group: a command that
+// asks on the terminal (read, a password or "continue? [y/N]" prompt,
+// an editor) gets the answer typed, where a command in a process group
+// of its own that the terminal does not know is stopped by SIGTTIN, and
+// run holds the lock for it forever. Once the command has exited the
+// terminal is run's again, and so the next command of the script that ran
+// run reads from it too.
+func TestRunGivesItsTerminalToTheCommand(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := onTerminal(t, root, `"$0" "$@"; echo "run-exit-$?"; read after; echo "script-read-$after"`,
+		"run", "prompted", "--", "sh", "-c", `read answer; echo "command-read-$answer"`)
+	s.typed("yes")
+	s.await("command-read-yes")
+	s.await("run-exit-0")
+	s.typed("next")
+	s.await("script-read-next")
+	s.exit()
+	if rel := lastBody(t, root, "lock_released"); rel["result"] != "success" {
+		t.Fatalf("released with %v, want success", rel)
+	}
+}
+
+// A run whose standard input is not the terminal (a script's "run ... &"
+// without job control reads /dev/null) gives the terminal to no one: the
+// script, still in the terminal's foreground, reads from it meanwhile.
+func TestRunWithoutTheTerminalAsInputKeepsItsScriptsTerminal(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := onTerminal(t, root, `"$0" "$@" </dev/null & read line; echo "script-read-$line"; wait; echo "run-exit-$?"`,
+		"run", "background", "--", "sh", "-c", `echo command-started; sleep 2`)
+	s.await("command-started")
+	s.typed("meanwhile")
+	s.await("script-read-meanwhile")
+	s.await("run-exit-0")
+	s.exit()
+}
+
+// terminalScript is a shell script that runs on a pseudo-terminal as its
+// session's leader (the terminal's foreground, as a script run from it).
+type terminalScript struct {
+	t       *testing.T
+	ctx     context.Context
+	control *os.File
+	pid     int
+	exited  chan error
+	mu      sync.Mutex
+	shown   bytes.Buffer
+	exitErr error
+	gone    time.Time // when the script exited, if it did
+}
+
+// onTerminal starts script on a new pseudo-terminal, with "$0" "$@" the
+// CLI and args.
+func onTerminal(t *testing.T, root, script string, args ...string) *terminalScript {
+	t.Helper()
+	control, term := openPTY(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	c := clitest.Command(ctx, root, args...)
+	c.Args = append([]string{"sh", "-c", script, c.Path}, c.Args[1:]...)
+	c.Path = "/bin/sh"
+	c.Stdin, c.Stdout, c.Stderr = term, term, term
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &terminalScript{t: t, ctx: ctx, control: control, pid: c.Process.Pid, exited: make(chan error, 1)}
+	go func() { s.exited <- c.Wait() }()
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := control.Read(b)
+			s.mu.Lock()
+			s.shown.Write(b[:n])
+			s.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// typed types line on the terminal.
+func (s *terminalScript) typed(line string) {
+	s.t.Helper()
+	if _, err := s.control.WriteString(line + "\n"); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// await waits until the terminal shows want, failing at once when a
+// process of the session is stopped (the terminal refused it), or soon
+// after the script exited (its last output still on its way).
+func (s *terminalScript) await(want string) {
+	s.t.Helper()
+	for {
+		s.mu.Lock()
+		shown := s.shown.String()
+		s.mu.Unlock()
+		if strings.Contains(shown, want) {
+			return
+		}
+		if stopped := stoppedInSession(s.pid); len(stopped) > 0 {
+			s.t.Fatalf("waiting for %q, stopped by the terminal: %s\nthe terminal shows:\n%s", want, strings.Join(stopped, "; "), shown)
+		}
+		if !s.gone.IsZero() && time.Since(s.gone) > 5*time.Second {
+			s.t.Fatalf("the script exited (%v) before the terminal showed %q:\n%s", s.exitErr, want, shown)
+		}
+		select {
+		case s.exitErr = <-s.exited:
+			s.gone = time.Now()
+		case <-s.ctx.Done():
+			s.t.Fatalf("the terminal never showed %q:\n%s", want, shown)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// exit waits for the script to exit, and fails unless it exited 0.
+func (s *terminalScript) exit() {
+	s.t.Helper()
+	if s.gone.IsZero() {
+		select {
+		case s.exitErr = <-s.exited:
+		case <-s.ctx.Done():
+			s.t.Fatal("the script did not exit")
+		}
+	}
+	if s.exitErr != nil {
+		s.t.Fatalf("the script: %v", s.exitErr)
+	}
+}
+
+// stoppedInSession lists the processes of session sid that are stopped
+// (state T), each with its command line.
+func stoppedInSession(sid int) []string {
+	entries, _ := os.ReadDir("/proc")
+	var stopped []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		// fields[0] is the state (field 3), fields[3] the session (field 6).
+		if len(fields) < 4 || fields[0] != "T" || fields[3] != strconv.Itoa(sid) {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		stopped = append(stopped, strconv.Itoa(pid)+" "+strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " ")))
+	}
+	return stopped
+}

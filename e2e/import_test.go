@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -60,10 +61,7 @@ func pgEvents(t *testing.T, url string) int {
 func TestImportRefusesADamagedSourceAndCopiesNothing(t *testing.T) {
 	t.Parallel()
 	src := importSource(t)
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(src, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := fixture.RawDB(t, src)
 	for _, q := range []string{`DROP TRIGGER events_no_update`,
 		`UPDATE events SET body = replace(body, '"actor":"tester"', '"actor":"mallory"') WHERE seq = 2`} {
 		if _, err := db.Exec(q); err != nil {

@@ -90,8 +90,8 @@ func appendNote(path string, flag int, note, dir string) error {
 }
 
 // appendWait is how long a note waits for another process's append to the
-// same witness file (one note and its fsync). Past it the note goes in all
-// the same, only without the cut-back; short, because while someone holds
-// the lock every note, and the exit of every command that signed one,
-// waits it out.
-const appendWait = time.Second
+// same witness file: one note and its fsync, which on a file another host
+// shares (NFS) can take seconds, and which must not be run into, since
+// appends from two hosts are not atomic there. Past it the note goes in
+// all the same, only without the cut-back.
+const appendWait = 5 * time.Second

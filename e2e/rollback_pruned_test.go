@@ -22,11 +22,7 @@ func TestAPrunedLedgerRestoredFromABackupIsNoDeadEnd(t *testing.T) {
 	env := []string{"LOCKLEDGER_CHECKPOINT_EVERY=4"}
 	run := func(want int, args ...string) clitest.Result {
 		t.Helper()
-		r := clitest.RunWith(t, root, env, "", args...)
-		if r.Code != want {
-			t.Fatalf("lockledger %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
-		}
-		return r
+		return clitest.MustWith(t, want, root, env, args...)
 	}
 	pid := strconv.Itoa(os.Getpid())
 	run(0, "acquire", "kept", "--actor", "tester", "--pid", pid)

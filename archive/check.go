@@ -142,8 +142,7 @@ func Plan(c *Checked, ledgerID, file string) func(ctx context.Context, q store.Q
 // the last prune recorded (its SHA-256). Problems name the archive.
 func AgainstLedger(rep *verify.Report, genesis string, archives []*Checked) {
 	defer rep.Finish()
-	sorted := slices.Clone(archives)
-	slices.SortFunc(sorted, func(a, b *Checked) int { return int(a.FirstSeq - b.FirstSeq) })
+	sorted := bySeq(archives)
 	add := func(seq int64, kind verify.Kind, format string, args ...any) {
 		rep.Add(verify.Problem{Seq: seq, Kind: kind, Detail: fmt.Sprintf(format, args...)})
 	}
@@ -192,14 +191,21 @@ func AgainstLedger(rep *verify.Report, genesis string, archives []*Checked) {
 	}
 }
 
+// bySeq is archives in the order of their events, for the walks that hold
+// them to one log.
+func bySeq(archives []*Checked) []*Checked {
+	sorted := slices.Clone(archives)
+	slices.SortFunc(sorted, func(a, b *Checked) int { return cmp.Compare(a.FirstSeq, b.FirstSeq) })
+	return sorted
+}
+
 // Fold is the fold of every event the archives hold (State.MarshalJSON,
 // for replay.FoldingFrom), read again from their files: each must still be
 // the file Read checked (its SHA-256), and together they must be one log
 // from seq 1, each archive chaining into the next. That they end where the
 // live log starts is the live log's to check (AgainstLedger).
 func Fold(archives []*Checked) ([]byte, error) {
-	sorted := slices.Clone(archives)
-	slices.SortFunc(sorted, func(a, b *Checked) int { return cmp.Compare(a.FirstSeq, b.FirstSeq) })
+	sorted := bySeq(archives)
 	st := replay.NewState()
 	next, prev := int64(1), ""
 	for i, c := range sorted {

@@ -33,11 +33,7 @@ func archivePruneVerify(t *testing.T, env []string, sizes string) {
 	root := t.TempDir()
 	run := func(want int, args ...string) clitest.Result {
 		t.Helper()
-		r := clitest.RunWith(t, root, env, "", args...)
-		if r.Code != want {
-			t.Fatalf("lockledger %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
-		}
-		return r
+		return clitest.MustWith(t, want, root, env, args...)
 	}
 	pid := strconv.Itoa(os.Getpid())
 	for i := range 6 {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"crypto/rand"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/oldschema"
 )
 
@@ -343,10 +343,7 @@ func TestFaultCorruptLedgerIsRefusedAndNotMadeWorse(t *testing.T) {
 // ledger.db-shm (no process may have the ledger open).
 func checkpoint(t *testing.T, root string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := fixture.RawDB(t, root)
 	var busy, logged, done int
 	if err := db.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logged, &done); err != nil || busy != 0 {
 		t.Fatalf("checkpoint: %v (busy %d)", err, busy)
@@ -597,10 +594,7 @@ func firstLine(s string) string {
 // version 1).
 func downgradeSchema(t *testing.T, root string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := fixture.RawDB(t, root)
 	defer db.Close()
 	for _, q := range append(slices.Clip(oldschema.Version9), `DELETE FROM schema_migrations WHERE version >= 2`, `ALTER TABLE locks DROP COLUMN targets`, `ALTER TABLE locks DROP COLUMN pid_ns`,
 		`DROP TABLE tlog_hashes`, `DROP TABLE checkpoints`, `DROP TABLE lock_holders`, `DROP TABLE cosignatures`,

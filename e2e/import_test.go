@@ -7,8 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/ledger"
 )
@@ -58,10 +61,7 @@ func pgEvents(t *testing.T, url string) int {
 func TestImportRefusesADamagedSourceAndCopiesNothing(t *testing.T) {
 	t.Parallel()
 	src := importSource(t)
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(src, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := fixture.RawDB(t, src)
 	for _, q := range []string{`DROP TRIGGER events_no_update`,
 		`UPDATE events SET body = replace(body, '"actor":"tester"', '"actor":"mallory"') WHERE seq = 2`} {
 		if _, err := db.Exec(q); err != nil {
@@ -112,4 +112,29 @@ func TestImportIntoAnotherRootExitsZero(t *testing.T) {
 		t.Errorf("the held lock's file is not in the new root: %v", err)
 	}
 	h.must(t, 3, "acquire", "db", "--actor", "other")
+}
+
+// TestImportWaitsForABusySourceTheBusyTimeoutOfTheEnvironment: the
+// import holds its source's writer throughout, and waits for it as long as
+// LOCKLEDGER_BUSY_TIMEOUT says, as for every ledger a command opens: a
+// source whose writer another process holds fails busy after about that
+// (1 s), not the default 10 s, and nothing is copied.
+func TestImportWaitsForABusySourceTheBusyTimeoutOfTheEnvironment(t *testing.T) {
+	t.Parallel()
+	src := importSource(t)
+	url := pgtest.Get(t).SocketURL(pgtest.CreateDatabase(t))
+	h := newPGHost(t, "importer", url)
+	holdWriter(t, src)
+	start := time.Now()
+	r := clitest.RunWith(t, h.root, append(h.env(), invocation.EnvBusyTimeout+"=1s"), "", "import", "--from", src)
+	took := time.Since(start)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "busy") {
+		t.Fatalf("import from a source whose writer is held: exit %d, want 1 saying busy\n%s", r.Code, r.Stderr)
+	}
+	if took >= ledger.DefaultBusyTimeout {
+		t.Errorf("import waited %v for its busy source, with a busy timeout of 1 s", took.Round(time.Millisecond))
+	}
+	if n := pgEvents(t, url); n != 0 {
+		t.Errorf("a failed import left %d events in the target", n)
+	}
 }

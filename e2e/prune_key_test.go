@@ -20,11 +20,7 @@ func pruneKeyLedger(t *testing.T) (root, arch string, owner func(want int, env [
 	root = filepath.Join(t.TempDir(), "root")
 	owner = func(want int, env []string, args ...string) clitest.Result {
 		t.Helper()
-		r := clitest.RunWith(t, root, append([]string{"LOCKLEDGER_CHECKPOINT_EVERY=4"}, env...), "", args...)
-		if r.Code != want {
-			t.Fatalf("lockledger %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
-		}
-		return r
+		return clitest.MustWith(t, want, root, append([]string{"LOCKLEDGER_CHECKPOINT_EVERY=4"}, env...), args...)
 	}
 	owner(0, nil, "acquire", "app", "--actor", "victim", "--pid", "0", "--ttl", "1h")
 	owner(0, nil, "steal", "app", "--active", "--actor", "thief", "--pid", "0", "--ttl", "1h", "--yes", "--reason", "covered by the head")

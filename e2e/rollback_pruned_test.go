@@ -22,11 +22,7 @@ func TestAPrunedLedgerRestoredFromABackupIsNoDeadEnd(t *testing.T) {
 	env := []string{"LOCKLEDGER_CHECKPOINT_EVERY=4"}
 	run := func(want int, args ...string) clitest.Result {
 		t.Helper()
-		r := clitest.RunWith(t, root, env, "", args...)
-		if r.Code != want {
-			t.Fatalf("lockledger %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
-		}
-		return r
+		return clitest.MustWith(t, want, root, env, args...)
 	}
 	pid := strconv.Itoa(os.Getpid())
 	run(0, "acquire", "kept", "--actor", "tester", "--pid", pid)
@@ -65,4 +61,56 @@ func TestAPrunedLedgerRestoredFromABackupIsNoDeadEnd(t *testing.T) {
 	if r := run(1, "project"); !strings.Contains(r.Stderr, "pruned") {
 		t.Errorf("the ledger does not stay pruned: %s", r.Stderr)
 	}
+}
+
+// TestAPrunedLedgerRestoredBetweenTwoPrunesGoesOnFromTheArchiveItRecorded:
+// a backup taken between two prunes records the first prune as its last:
+// its replay needs that prune's archive alone. Given with the second
+// prune's archive too (which runs past where the restored live log
+// starts), or given only the second's, or another ledger's archive, the
+// run is refused as bad input (exit 2) and accepts nothing; given the
+// first alone, it goes on from the restore, and writes follow.
+func TestAPrunedLedgerRestoredBetweenTwoPrunesGoesOnFromTheArchiveItRecorded(t *testing.T) {
+	t.Parallel()
+	env := []string{"LOCKLEDGER_CHECKPOINT_EVERY=4"}
+	pid := strconv.Itoa(os.Getpid())
+	before := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	// pruned writes n cycles to a ledger at root, archives them into a new
+	// file and prunes it; it returns the file.
+	pruned := func(root string, from, n int) string {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			req := "r" + strconv.Itoa(i)
+			clitest.MustWith(t, 0, root, env, "acquire", "app", "--actor", "tester", "--request-id", req, "--pid", pid)
+			clitest.MustWith(t, 0, root, env, "release", "app", "--request-id", req)
+		}
+		arch := filepath.Join(t.TempDir(), "archive.jsonl")
+		clitest.MustWith(t, 0, root, env, "archive", "--before", before, "-o", arch)
+		clitest.MustWith(t, 0, root, env, "prune", "--archive", arch)
+		return arch
+	}
+	root := t.TempDir()
+	clitest.MustWith(t, 0, root, env, "acquire", "kept", "--actor", "tester", "--pid", pid)
+	first := pruned(root, 0, 6)
+	restore := restoreLedgerFile(t, root)
+	second := pruned(root, 6, 6)
+	other := pruned(t.TempDir(), 0, 6)
+	restore()
+
+	for _, archives := range [][]string{{first, second}, {second}, {other}} {
+		args := []string{"project", "--accept-rollback"}
+		for _, a := range archives {
+			args = append(args, "--archive", a)
+		}
+		if r := clitest.MustWith(t, 2, root, env, args...); !strings.Contains(r.Stderr, "--archive") {
+			t.Errorf("%v: the refusal does not name --archive: %s", archives, r.Stderr)
+		}
+	}
+	clitest.MustWith(t, 1, root, env, "acquire", "other", "--pid", pid) // nothing was accepted
+	r := clitest.MustWith(t, 0, root, env, "project", "--accept-rollback", "--archive", first, "--json")
+	if !strings.Contains(r.Stdout, `"rollback_accepted"`) || !strings.Contains(r.Stdout, `"held":1`) {
+		t.Errorf("project --accept-rollback --archive with the archive the restore recorded: %s", r.Stdout)
+	}
+	clitest.MustWith(t, 0, root, env, "acquire", "other", "--pid", pid)
+	clitest.MustWith(t, 0, root, env, "verify", "--archive", first)
 }

@@ -62,7 +62,7 @@ func TestRunStopsADaemonThatDroppedItsRequestID(t *testing.T) {
 	root := t.TempDir()
 	r := clitest.Must(t, 0, root, "run", "daemonish", "--kill-grace", "5s", "--", "sh", "-c",
 		`env -u LOCKLEDGER_REQUEST_ID setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $!`)
-	checkDaemon(t, root, r.Stdout, "terminated")
+	checkDaemon(t, root, r.Stdout, "terminated", false)
 }
 
 // TestRunReapsOrphansWhileItsCommandRuns: an orphan reparented to run (its

@@ -47,11 +47,11 @@ func pidsOf(body map[string]any) []int {
 
 // checkDaemon checks what a run did with the daemon its command started
 // outside its process group, whose pid the command printed (then, with
-// LOCKLEDGER_REQUEST_ID, the holding's request id): the daemon, killed
-// when the test ends, is gone unless action is left_running, and the last
-// job_processes records action for it (for that request, and before the
-// release, when the command printed it).
-func checkDaemon(t *testing.T, root, stdout, action string) {
+// withRequest, LOCKLEDGER_REQUEST_ID, the holding's request id): the
+// daemon, killed when the test ends, is gone unless action is
+// left_running, and the last job_processes records action for it (for
+// that request, and before the release, with withRequest).
+func checkDaemon(t *testing.T, root, stdout, action string, withRequest bool) {
 	t.Helper()
 	printed := strings.Fields(stdout)
 	if len(printed) == 0 {
@@ -62,6 +62,9 @@ func checkDaemon(t *testing.T, root, stdout, action string) {
 		t.Fatalf("%v: %q", err, stdout)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
+	if withRequest != (len(printed) == 2) || len(printed) > 2 {
+		t.Fatalf("the command printed %q: want the daemon's pid, then, with the request id, LOCKLEDGER_REQUEST_ID", stdout)
+	}
 	if stopped := action != "left_running"; gone(daemon) != stopped {
 		t.Fatalf("the daemon %d after run exited: gone %v, want %v (%s)", daemon, !stopped, stopped, action)
 	}
@@ -69,7 +72,7 @@ func checkDaemon(t *testing.T, root, stdout, action string) {
 	if jp["action"] != action || !slices.Contains(pidsOf(jp), daemon) {
 		t.Fatalf("job_processes %v: want daemon %d %s", jp, daemon, action)
 	}
-	if len(printed) < 2 {
+	if !withRequest {
 		return
 	}
 	req := printed[1]
@@ -184,7 +187,7 @@ func TestRunStopsProcessesThatLeftItsGroupBeforeTheRelease(t *testing.T) {
 	root := t.TempDir()
 	r := clitest.Must(t, 0, root, "run", "daemonish", "--kill-grace", "5s", "--", "sh", "-c",
 		`setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $! "$LOCKLEDGER_REQUEST_ID"`)
-	checkDaemon(t, root, r.Stdout, "terminated")
+	checkDaemon(t, root, r.Stdout, "terminated", true)
 	assertChain(t, root)
 }
 
@@ -196,7 +199,7 @@ func TestRunKillsProcessesThatLeftItsGroupAndIgnoreTerm(t *testing.T) {
 	r := clitest.Must(t, 0, root, "run", "stubborn", "--kill-grace", "1s", "--", "sh", "-c",
 		`setsid sh -c 'trap "" TERM; echo > "$1"; while :; do sleep 0.1; done' sh "$1" >/dev/null 2>&1 &
 		until [ -s "$1" ]; do sleep 0.01; done; echo $!`, "sh", ready)
-	checkDaemon(t, root, r.Stdout, "killed")
+	checkDaemon(t, root, r.Stdout, "killed", false)
 }
 
 // TestRunLeaveRunningRecordsTheProcessesItLeaves: --leave-running keeps a
@@ -206,7 +209,7 @@ func TestRunLeaveRunningRecordsTheProcessesItLeaves(t *testing.T) {
 	root := t.TempDir()
 	r := clitest.Must(t, 0, root, "run", "daemonish", "--leave-running", "--", "sh", "-c",
 		`setsid sleep 300 >/dev/null 2>&1 & `+leftGroup+` echo $! "$LOCKLEDGER_REQUEST_ID"`)
-	checkDaemon(t, root, r.Stdout, "left_running")
+	checkDaemon(t, root, r.Stdout, "left_running", true)
 }
 
 // awaitSteals waits until lock has n lock_stolen events.

@@ -23,7 +23,6 @@ import (
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/internal/clitest"
 	"github.com/lockledger/lockledger/internal/fixture"
-	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/store"
 )
 
@@ -170,11 +169,7 @@ type attacker struct {
 
 func attack(t *testing.T, root string) *attacker {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, ledger.DBFile)+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := fixture.RawDB(t, root)
 	a := &attacker{db: db}
 	// Whoever can write ROOT removes the root's pin of the ledger too.
 	if err := os.Remove(filepath.Join(root, "ledger.pin")); err != nil && !os.IsNotExist(err) {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"database/sql"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,16 +8,14 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 )
 
 // attackSQL runs SQL on root's ledger.db as someone with write access would:
 // the append-only triggers dropped first.
 func attackSQL(t *testing.T, root string, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := fixture.RawDB(t, root)
 	defer db.Close()
 	// Whoever can write ROOT removes the root's pin of the ledger too.
 	if err := os.Remove(filepath.Join(root, "ledger.pin")); err != nil && !os.IsNotExist(err) {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -118,10 +117,7 @@ func decodeForgery(t *testing.T, seq int64, body []byte) *forgery {
 // stored Merkle hashes too.
 func rechainLedger(t *testing.T, root string, edit func(evs []*forgery) []*forgery) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := fixture.RawDB(t, root)
 	defer db.Close()
 	for _, q := range []string{`DROP TRIGGER events_no_update`, `DROP TRIGGER events_no_delete`, `DROP TRIGGER events_no_replace`,
 		`DROP TRIGGER tlog_hashes_no_delete`} {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"database/sql"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/fixture"
 )
 
 // storageLedger writes a ledger of a few dozen events through the CLI, big
@@ -146,10 +146,7 @@ func TestVerifyFailsOnEventsTooDamagedToRead(t *testing.T) {
 func TestVerifyFullFindsAnIndexThatDisagreesWithItsTable(t *testing.T) {
 	t.Parallel()
 	root := storageLedger(t)
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(root, "ledger.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := fixture.RawDB(t, root)
 	var actorRoot, typeRoot int64
 	if err := db.QueryRow(`SELECT (SELECT rootpage FROM sqlite_master WHERE name = 'events_actor_at'),
 		(SELECT rootpage FROM sqlite_master WHERE name = 'events_type_at')`).Scan(&actorRoot, &typeRoot); err != nil {

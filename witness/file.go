@@ -56,14 +56,17 @@ func appendNote(path string, flag int, note, dir string) error {
 	// Closing f lets the lock go.
 	_, err = lockfile.Flock(context.Background(), int(f.Fd()), appendWait, 10*time.Millisecond)
 	switch {
-	case errors.Is(err, syscall.ENOLCK) || errors.Is(err, syscall.EOPNOTSUPP):
-		// A file system without locks (an NFS mount without its lock
-		// daemon): the note is appended as it comes, and a torn one is not
-		// cut back, since that could cut another process's after it.
+	case errors.Is(err, syscall.ENOLCK) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, lockfile.ErrBusy):
+		// No lock to be had: a file system without locks (an NFS mount
+		// without its lock daemon), or a lock held past appendWait, which
+		// anyone who can open the file may do (a reader of another uid),
+		// and the note must not be lost to them. The note is appended as it
+		// comes, and a torn one is not cut back, since that could cut
+		// another process's after it.
 		_, err = f.WriteString(note)
 	case err != nil:
 		f.Close()
-		return fmt.Errorf("%s: another process appends to it: %w", path, err)
+		return err
 	default:
 		var fi os.FileInfo
 		if fi, err = f.Stat(); err == nil {
@@ -87,5 +90,8 @@ func appendNote(path string, flag int, note, dir string) error {
 }
 
 // appendWait is how long a note waits for another process's append to the
-// same witness file: one note and its fsync.
+// same witness file: one note and its fsync, which on a file another host
+// shares (NFS) can take seconds, and which must not be run into, since
+// appends from two hosts are not atomic there. Past it the note goes in
+// all the same, only without the cut-back.
 const appendWait = 5 * time.Second

@@ -168,3 +168,35 @@ func TestFileNamesSortBySizeThenTime(t *testing.T) {
 		t.Fatalf("FileName %s", n)
 	}
 }
+
+// TestANoteIsAppendedWhileAReaderHoldsTheWitnessFilesLock: anyone who can
+// open a witness file (0644: every user of the host, a reader of another
+// uid too) can hold its flock for as long as they like; a note waits a
+// while for it, then is appended as on a file system without locks,
+// instead of every note failing for as long as the lock is held.
+func TestANoteIsAppendedWhileAReaderHoldsTheWitnessFilesLock(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "witness.log")
+	if err := os.WriteFile(file, []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := syscall.Flock(int(r.Fd()), syscall.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	p := New([]string{file}, time.Minute, nil)
+	defer p.Wait()
+	start := time.Now()
+	if _, err := p.Publish(context.Background(), id, 2, at, "two\n"); err != nil {
+		t.Fatalf("a note to a witness file whose lock a reader holds: %v", err)
+	}
+	if took := time.Since(start); took > appendWait+5*time.Second {
+		t.Errorf("the note took %v, its wait for the lock being %v", took, appendWait)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "one\ntwo\n" {
+		t.Fatalf("the witness file holds %q (%v), want both notes", b, err)
+	}
+}

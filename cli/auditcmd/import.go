@@ -64,7 +64,11 @@ func runImport(ctx context.Context, o *importOptions) error {
 	}
 	// The source is opened as a writer only to hold its writer mutex: it
 	// signs nothing and pins nothing.
-	from, err := ledger.Open(ctx, o.from, ledger.WithLogger(o.g.Log), ledger.MustExist(), ledger.Unsigned())
+	busy, err := invocation.BusyTimeout()
+	if err != nil {
+		return err
+	}
+	from, err := ledger.Open(ctx, o.from, append([]ledger.Option{ledger.WithLogger(o.g.Log), ledger.MustExist(), ledger.Unsigned()}, busy...)...)
 	if err != nil {
 		return err
 	}

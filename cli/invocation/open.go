@@ -33,7 +33,7 @@ const (
 // upgrading a ledger written by an older lockledger where the root allows
 // it.
 func (g *Globals) Open(ctx context.Context, a Access, more ...ledger.Option) (*ledger.Ledger, error) {
-	busy, err := busyTimeout()
+	busy, err := BusyTimeout()
 	if err != nil {
 		return nil, err
 	}
@@ -133,9 +133,10 @@ func (g *Globals) OpenWaiting(ctx context.Context, wait time.Duration) (*ledger.
 // its bound.
 const EnvBusyTimeout = "LOCKLEDGER_BUSY_TIMEOUT"
 
-// busyTimeout is the option EnvBusyTimeout asks for: none when it is unset
-// or empty.
-func busyTimeout() ([]ledger.Option, error) {
+// BusyTimeout is the option EnvBusyTimeout asks for, for every ledger a
+// command opens (Open, OpenExisting, and one it opens itself, as import
+// its source): none when it is unset or empty.
+func BusyTimeout() ([]ledger.Option, error) {
 	s := os.Getenv(EnvBusyTimeout)
 	if s == "" {
 		return nil, nil
@@ -180,7 +181,7 @@ func lookupGroup(name string) (int, error) {
 
 // OpenExisting opens the ledger read-only, without upgrading it.
 func (g *Globals) OpenExisting(ctx context.Context, more ...ledger.Option) (*ledger.Ledger, error) {
-	busy, err := busyTimeout()
+	busy, err := BusyTimeout()
 	if err != nil {
 		return nil, err
 	}

@@ -354,7 +354,13 @@ func Output(c *exec.Cmd) (Result, error) {
 // Must runs and fails the test unless the exit code is want.
 func Must(t testing.TB, want int, root string, args ...string) Result {
 	t.Helper()
-	r := Run(t, root, args...)
+	return MustWith(t, want, root, nil, args...)
+}
+
+// MustWith is Must with more environment (VAR=value), as RunWith.
+func MustWith(t testing.TB, want int, root string, env []string, args ...string) Result {
+	t.Helper()
+	r := RunWith(t, root, env, "", args...)
 	if r.Code != want {
 		t.Fatalf("lockledger %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, want, r.Stdout, r.Stderr)
 	}

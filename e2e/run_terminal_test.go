@@ -54,6 +54,55 @@ func TestRunWithoutTheTerminalAsInputKeepsItsScriptsTerminal(t *testing.T) {
 	s.exit()
 }
 
+// Ctrl-Z at a job-control shell stops run and its command as one job:
+// the command stays stopped until the shell continues the job (fg), which
+// hands the terminal on to it again. run follows the command's stop by
+// stopping its own group; a run that handed the terminal back to the
+// command and continued it before its own stop took effect left the
+// command running on while the shell showed the job stopped.
+func TestRunStoppedWithCtrlZStaysStoppedUntilFg(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := onTerminal(t, root, `set -m; "$0" "$@"; echo "job-stopped"; read go; fg; echo "run-exit-$?"`,
+		"run", "suspended", "--", "sh", "-c", `echo command-started; sleep 2; read answer; echo "command-read-$answer"`)
+	s.await("command-started")
+	if _, err := s.control.Write([]byte{0x1a}); err != nil { // Ctrl-Z (VSUSP)
+		t.Fatal(err)
+	}
+	s.await("job-stopped")
+	for _, p := range inSession(s.pid) {
+		if p.pid != s.pid && p.state != "T" {
+			t.Fatalf("the job is stopped, but %d (%s) is in state %s:\n%s", p.pid, p.cmdline, p.state, s.terminal())
+		}
+	}
+	s.typed("go")
+	s.typed("yes")
+	s.await("command-read-yes")
+	s.await("run-exit-0")
+	s.exit()
+	if rel := lastBody(t, root, "lock_released"); rel["result"] != "success" {
+		t.Fatalf("released with %v, want success", rel)
+	}
+}
+
+// A run started in the background of a job-control shell ("run ... &"),
+// whose command reads from the terminal, stops with it as one job, and
+// once brought to the foreground (fg) gives the terminal to its command,
+// which reads what is typed: without it the command stayed stopped
+// (SIGTTIN) and run held the lock for it forever.
+func TestRunStartedInTheBackgroundGivesTheTerminalOnFg(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := onTerminal(t, root, `set -m; "$0" "$@" & read go; fg; echo "run-exit-$?"`,
+		"run", "backgrounded", "--", "sh", "-c", `echo command-started; read answer; echo "command-read-$answer"`)
+	s.await("command-started")
+	s.typed("go")
+	s.typed("yes")
+	s.await("command-read-yes")
+	s.await("run-exit-0")
+	s.exit()
+}
+
 // terminalScript is a shell script that runs on a pseudo-terminal as its
 // session's leader (the terminal's foreground, as a script run from it).
 type terminalScript struct {
@@ -108,11 +157,12 @@ func (s *terminalScript) typed(line string) {
 	}
 }
 
-// await waits until the terminal shows want, failing at once when a
-// process of the session is stopped (the terminal refused it), or soon
-// after the script exited (its last output still on its way).
+// await waits until the terminal shows want, failing when a process of
+// the session stays stopped (the terminal refused it), or soon after the
+// script exited (its last output still on its way).
 func (s *terminalScript) await(want string) {
 	s.t.Helper()
+	var stoppedSince time.Time
 	for {
 		s.mu.Lock()
 		shown := s.shown.String()
@@ -120,8 +170,14 @@ func (s *terminalScript) await(want string) {
 		if strings.Contains(shown, want) {
 			return
 		}
-		if stopped := stoppedInSession(s.pid); len(stopped) > 0 {
-			s.t.Fatalf("waiting for %q, stopped by the terminal: %s\nthe terminal shows:\n%s", want, strings.Join(stopped, "; "), shown)
+		// A job stopped and continued (Ctrl-Z, fg) is stopped for a
+		// moment; one that stays stopped was refused by the terminal.
+		if stopped := stoppedInSession(s.pid); len(stopped) == 0 {
+			stoppedSince = time.Time{}
+		} else if stoppedSince.IsZero() {
+			stoppedSince = time.Now()
+		} else if time.Since(stoppedSince) > 2*time.Second {
+			s.t.Fatalf("waiting for %q, stopped by the terminal: %s\nthe session: %v\nthe terminal shows:\n%s", want, strings.Join(stopped, "; "), inSession(s.pid), shown)
 		}
 		if !s.gone.IsZero() && time.Since(s.gone) > 5*time.Second {
 			s.t.Fatalf("the script exited (%v) before the terminal showed %q:\n%s", s.exitErr, want, shown)
@@ -151,11 +207,35 @@ func (s *terminalScript) exit() {
 	}
 }
 
+// terminal is what the terminal has shown.
+func (s *terminalScript) terminal() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shown.String()
+}
+
 // stoppedInSession lists the processes of session sid that are stopped
 // (state T), each with its command line.
 func stoppedInSession(sid int) []string {
-	entries, _ := os.ReadDir("/proc")
 	var stopped []string
+	for _, p := range inSession(sid) {
+		if p.state == "T" {
+			stopped = append(stopped, strconv.Itoa(p.pid)+" "+p.cmdline)
+		}
+	}
+	return stopped
+}
+
+// sessionProcess is a process of a session, from /proc/PID/stat.
+type sessionProcess struct {
+	pid            int
+	state, cmdline string
+}
+
+// inSession lists the processes of session sid.
+func inSession(sid int) []sessionProcess {
+	entries, _ := os.ReadDir("/proc")
+	var ps []sessionProcess
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -168,11 +248,11 @@ func stoppedInSession(sid int) []string {
 		s := string(b)
 		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 		// fields[0] is the state (field 3), fields[3] the session (field 6).
-		if len(fields) < 4 || fields[0] != "T" || fields[3] != strconv.Itoa(sid) {
+		if len(fields) < 4 || fields[3] != strconv.Itoa(sid) {
 			continue
 		}
 		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		stopped = append(stopped, strconv.Itoa(pid)+" "+strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " ")))
+		ps = append(ps, sessionProcess{pid, fields[0], strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))})
 	}
-	return stopped
+	return ps
 }

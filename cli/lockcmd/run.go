@@ -356,13 +356,18 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 	orphans := make(chan os.Signal, 1)
 	signal.Notify(orphans, unix.SIGCHLD)
 	defer signal.Stop(orphans)
-	tty := foregroundTerminal(o.g.IO.In)
+	tty := controllingTerminal(o.g.IO.In)
+	var conts chan os.Signal // run's job continued (fg, bg)
+	given := false
 	if tty != nil {
 		defer tty.close()
-		tty.give(cmd)
+		conts = make(chan os.Signal, 1)
+		signal.Notify(conts, unix.SIGCONT)
+		defer signal.Stop(conts)
+		given = tty.give(cmd)
 	}
 	exited, err := proc.StartLocked(cmd) // its Pdeathsig sent only when run dies
-	if tty != nil {
+	if given {
 		tty.started()
 		if err != nil {
 			// The terminal is the command's once it is forked, before
@@ -395,6 +400,8 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 			if tty != nil {
 				tty.stoppedWith(pgid)
 			}
+		case <-conts:
+			tty.continued(pgid)
 		case <-lost:
 			lost = nil
 			if o.onLost == "warn" {
@@ -420,7 +427,7 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 			_ = unix.Kill(-pgid, unix.SIGKILL)
 		case <-exited: // the exit status is in ProcessState
 			code = exitCode(cmd.ProcessState)
-			lost, killTimer, orphans = nil, nil, nil
+			lost, killTimer, orphans, conts = nil, nil, nil, nil
 			if tty != nil {
 				// Run's again, for a signal while the leftovers are stopped.
 				tty.takeBack(pgid)

@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,6 +103,45 @@ func TestRunStartedInTheBackgroundGivesTheTerminalOnFg(t *testing.T) {
 	s.await("command-read-yes")
 	s.await("run-exit-0")
 	s.exit()
+}
+
+// Ctrl-C at the terminal reaches the command in its foreground, and the
+// script that ran run too, as it did before the command's group was the
+// foreground and as it does around flock(1): sh (without job control) dies
+// of it instead of going on to its next command. The lock is released as
+// cancelled.
+func TestRunCtrlCStopsTheScriptThatRanIt(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := onTerminal(t, root, `"$0" "$@"; echo "after-run-$?"`,
+		"run", "interrupted", "--", "sh", "-c", `echo command-started; sleep 60`)
+	s.await("command-started")
+	if _, err := s.control.Write([]byte{0x03}); err != nil { // Ctrl-C (VINTR)
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.exited:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
+			t.Fatalf("the script ended with %v, want killed by SIGINT:\n%s", err, s.terminal())
+		}
+	case <-s.ctx.Done():
+		t.Fatal("the script did not exit")
+	}
+	// run releases after its script has gone.
+	for len(inSession(s.pid)) > 0 {
+		select {
+		case <-s.ctx.Done():
+			t.Fatalf("still running: %v", inSession(s.pid))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if strings.Contains(s.terminal(), "after-run") {
+		t.Fatalf("the script went on after Ctrl-C:\n%s", s.terminal())
+	}
+	if rel := lastBody(t, root, "lock_released"); rel["result"] != "cancelled" {
+		t.Fatalf("released with %v, want cancelled", rel)
+	}
 }
 
 // terminalScript is a shell script that runs on a pseudo-terminal as its

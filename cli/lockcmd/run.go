@@ -430,7 +430,9 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 			lost, killTimer, orphans, conts = nil, nil, nil, nil
 			if tty != nil {
 				// Run's again, for a signal while the leftovers are stopped.
-				tty.takeBack(pgid)
+				if tty.takeBack(pgid) && !st.signalled {
+					tty.passOn(cmd.ProcessState)
+				}
 				st.signalled = st.signalled || tty.cancelled(cmd.ProcessState)
 			}
 			stopped = make(chan struct{})

@@ -77,10 +77,30 @@ func (t *terminal) hand(pgrp int) {
 
 // takeBack makes run's group the foreground again while the command's
 // (pgid) is: not from a shell that took it meanwhile (run suspended, then
-// continued in the background).
-func (t *terminal) takeBack(pgid int) {
-	if t.holds(pgid) {
-		t.hand(unix.Getpgrp())
+// continued in the background). It reports whether it did.
+func (t *terminal) takeBack(pgid int) bool {
+	if !t.holds(pgid) {
+		return false
+	}
+	t.hand(unix.Getpgrp())
+	return true
+}
+
+// passOn sends the signal of the terminal's keyboard that killed the
+// command in its foreground (Ctrl-C, Ctrl-\) to the other processes of
+// run's group, which the terminal sent it to before the command's group
+// was its foreground: a script that ran run (sh, without job control of
+// its own) stops at Ctrl-C, as around flock(1), instead of going on to its
+// next command. run itself exits with 128+N, as the command did.
+func (t *terminal) passOn(ps *os.ProcessState) {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || (ws.Signal() != unix.SIGINT && ws.Signal() != unix.SIGQUIT) {
+		return
+	}
+	for _, pid := range proc.Group(unix.Getpgrp()) {
+		if pid != os.Getpid() {
+			_ = unix.Kill(pid, ws.Signal())
+		}
 	}
 }
 

@@ -84,5 +84,14 @@ func Orphaned(pgrp int) bool {
 	return true
 }
 
+// Group lists the processes of process group pgrp.
+func Group(pgrp int) []int {
+	var pids []int
+	for _, m := range groupMembers(pgrp) {
+		pids = append(pids, m.pid)
+	}
+	return pids
+}
+
 // member is a process of a process group, and its parent.
 type member struct{ pid, ppid int }

@@ -69,7 +69,9 @@ INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. With
 standard input a terminal and run in its foreground, CMD's group is its
 foreground while CMD runs, so that CMD can read from it (a prompt, an
 editor): Ctrl-C and Ctrl-\ reach CMD directly (released as cancelled),
-and Ctrl-Z stops CMD and run together, as one job of the shell. If run
+and the script that ran run too, and Ctrl-Z stops CMD and run together,
+as one job of the shell. A "run ... &" stops with CMD at CMD's first read
+of the terminal, and fg gives CMD the terminal. If run
 itself is killed, CMD gets SIGKILL (parent-death signal). If the lock is
 lost, --on-lost kill (default) sends TERM to the group, waits --kill-grace,
 sends KILL and exits 5; --on-lost warn only logs it and lets CMD run on,

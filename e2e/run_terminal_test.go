@@ -144,6 +144,85 @@ func TestRunCtrlCStopsTheScriptThatRanIt(t *testing.T) {
 	}
 }
 
+// A run left in the background by a shell that has gone (its group
+// orphaned: nothing can bring it to the foreground) whose command reads
+// from the terminal leaves the command stopped, as the job of a shell
+// that has gone: continued, it stopped again at once (SIGTTIN), and run
+// burnt a core continuing it over and over. A TERM sent to run ends the
+// stopped command, continued to receive it, and the lock is released as
+// cancelled.
+func TestRunOrphanedInTheBackgroundLeavesItsCommandStopped(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := onTerminal(t, root, `sh -c 'set -m; "$0" "$@" &' "$0" "$@"; read done; echo "script-read-$done"`,
+		"run", "orphaned", "--", "sh", "-c", `echo command-started; read answer; echo "command-read-$answer"`)
+	s.await("command-started")
+	var runner, command sessionProcess
+	for deadline := time.Now().Add(time.Minute); command.state != "T"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never stopped at the terminal: %v", inSession(s.pid))
+		}
+		for _, p := range inSession(s.pid) {
+			switch {
+			case strings.Contains(p.cmdline, " run orphaned "):
+				runner = p
+			case strings.HasPrefix(p.cmdline, "sh -c echo command-started"):
+				command = p
+			}
+		}
+	}
+	// Measured over a second of the command stopped: continuing it over
+	// and over took a whole core (about 100 ticks).
+	before := cpuTicks(t, runner.pid)
+	time.Sleep(time.Second)
+	if used := cpuTicks(t, runner.pid) - before; used > 20 {
+		t.Fatalf("run used %d clock ticks of CPU in 1 s while its command stood stopped", used)
+	}
+	if err := syscall.Kill(runner.pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for syscall.Kill(runner.pid, 0) == nil && !strings.HasPrefix(readStatState(runner.pid), "Z") {
+		select {
+		case <-s.ctx.Done():
+			t.Fatalf("run did not end on TERM: %v", inSession(s.pid))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	s.typed("done")
+	s.await("script-read-done")
+	s.exit()
+	if rel := lastBody(t, root, "lock_released"); rel["result"] != "cancelled" {
+		t.Fatalf("released with %v, want cancelled", rel)
+	}
+}
+
+// cpuTicks is the CPU time process pid has used (utime and stime of
+// /proc/PID/stat), in clock ticks.
+func cpuTicks(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	// fields[11] and fields[12] are utime and stime (fields 14 and 15).
+	utime, _ := strconv.Atoi(fields[11])
+	stime, _ := strconv.Atoi(fields[12])
+	return utime + stime
+}
+
+// readStatState is process pid's state (field 3 of /proc/PID/stat), "" when
+// it is gone.
+func readStatState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0]
+}
+
 // terminalScript is a shell script that runs on a pseudo-terminal as its
 // session's leader (the terminal's foreground, as a script run from it).
 type terminalScript struct {

@@ -397,6 +397,10 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 			}
 			st.signalled = true
 			_ = unix.Kill(-pgid, s.(syscall.Signal))
+			// A stopped command (Ctrl-Z, or at the terminal from the
+			// background) gets the signal only once continued, as a
+			// shell's kill continues a stopped job.
+			_ = unix.Kill(-pgid, unix.SIGCONT)
 		case <-orphans:
 			proc.ReapExited(pgid) // pgid is the command's pid, which cmd.Wait reaps
 			if tty != nil {

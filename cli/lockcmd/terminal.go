@@ -113,8 +113,8 @@ func (t *terminal) passOn(ps *os.ProcessState) {
 // is continued (continued). When run holds the terminal already (a shell
 // brought it to the foreground, and the command's read stopped it), or
 // its group is orphaned (no shell to continue it: the kernel discards the
-// stop), the command has the terminal if run has it, and is continued at
-// once. A run stopped past its TTL loses its lock, as any paused run does.
+// stop) and the command had the terminal, the command has it again and is
+// continued at once. A run stopped past its TTL loses its lock, as any paused run does.
 func (t *terminal) stoppedWith(pgid int) {
 	if t.suspended || proc.ReadStat(pgid).State != "T" {
 		return
@@ -123,13 +123,20 @@ func (t *terminal) stoppedWith(pgid int) {
 	// shell's fg would be missed (run stopped again, "Stopped" shown).
 	orphaned := proc.Orphaned(unix.Getpgrp())
 	if !t.holds(unix.Getpgrp()) {
-		t.takeBack(pgid)
-		if !orphaned {
+		took := t.takeBack(pgid)
+		switch {
+		case !orphaned:
 			// Not continued here: run may go on for a moment after the
 			// kill, before its stop, and would hand the terminal on
 			// before it was stopped.
 			t.suspended = true
 			_ = unix.Kill(0, unix.SIGTSTP)
+			return
+		case !took:
+			// In the background, in a group nothing will bring to the
+			// foreground (its shell has gone): continued, the command
+			// would stop again at once at the terminal, over and over.
+			// It stays stopped, as the job of a shell that has gone.
 			return
 		}
 	}

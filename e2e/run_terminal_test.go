@@ -171,6 +171,11 @@ func TestRunOrphanedInTheBackgroundLeavesItsCommandStopped(t *testing.T) {
 			}
 		}
 	}
+	t.Cleanup(func() {
+		if t.Failed() { // run, left behind, would hold the lock for ever
+			_ = syscall.Kill(runner.pid, syscall.SIGKILL)
+		}
+	})
 	// Measured over a second of the command stopped: continuing it over
 	// and over took a whole core (about 100 ticks).
 	before := cpuTicks(t, runner.pid)

@@ -65,7 +65,8 @@ exits (below), or left running without the lock with --leave-running,
 which is what flock -o gives.
 
 CMD sees LOCKLEDGER_LOCK, LOCKLEDGER_REQUEST_ID and LOCKLEDGER_FENCING_TOKEN.
-INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. With
+INT, TERM, HUP and QUIT sent to run go to CMD's whole process group
+(with a CONT, for a stopped CMD). With
 standard input a terminal and run in its foreground, CMD's group is its
 foreground while CMD runs, so that CMD can read from it (a prompt, an
 editor): Ctrl-C and Ctrl-\ reach CMD directly (released as cancelled),

@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +54,178 @@ func TestRunWithoutTheTerminalAsInputKeepsItsScriptsTerminal(t *testing.T) {
 	s.await("script-read-meanwhile")
 	s.await("run-exit-0")
 	s.exit()
+}
+
+// Ctrl-Z at a job-control shell stops run and its command as one job:
+// the command stays stopped until the shell continues the job (fg), which
+// hands the terminal on to it again. run follows the command's stop by
+// stopping its own group; a run that handed the terminal back to the
+// command and continued it before its own stop took effect left the
+// command running on while the shell showed the job stopped.
+func TestRunStoppedWithCtrlZStaysStoppedUntilFg(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := onTerminal(t, root, `set -m; "$0" "$@"; echo "job-stopped"; read go; fg; echo "run-exit-$?"`,
+		"run", "suspended", "--", "sh", "-c", `echo command-started; sleep 2; read answer; echo "command-read-$answer"`)
+	s.await("command-started")
+	if _, err := s.control.Write([]byte{0x1a}); err != nil { // Ctrl-Z (VSUSP)
+		t.Fatal(err)
+	}
+	s.await("job-stopped")
+	for _, p := range inSession(s.pid) {
+		if p.pid != s.pid && p.state != "T" {
+			t.Fatalf("the job is stopped, but %d (%s) is in state %s:\n%s", p.pid, p.cmdline, p.state, s.terminal())
+		}
+	}
+	s.typed("go")
+	s.typed("yes")
+	s.await("command-read-yes")
+	s.await("run-exit-0")
+	s.exit()
+	if rel := lastBody(t, root, "lock_released"); rel["result"] != "success" {
+		t.Fatalf("released with %v, want success", rel)
+	}
+}
+
+// A run started in the background of a job-control shell ("run ... &"),
+// whose command reads from the terminal, stops with it as one job, and
+// once brought to the foreground (fg) gives the terminal to its command,
+// which reads what is typed: without it the command stayed stopped
+// (SIGTTIN) and run held the lock for it forever.
+func TestRunStartedInTheBackgroundGivesTheTerminalOnFg(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := onTerminal(t, root, `set -m; "$0" "$@" & read go; fg; echo "run-exit-$?"`,
+		"run", "backgrounded", "--", "sh", "-c", `echo command-started; read answer; echo "command-read-$answer"`)
+	s.await("command-started")
+	s.typed("go")
+	s.typed("yes")
+	s.await("command-read-yes")
+	s.await("run-exit-0")
+	s.exit()
+}
+
+// Ctrl-C at the terminal reaches the command in its foreground, and the
+// script that ran run too, as it did before the command's group was the
+// foreground and as it does around flock(1): sh (without job control) dies
+// of it instead of going on to its next command. The lock is released as
+// cancelled.
+func TestRunCtrlCStopsTheScriptThatRanIt(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := onTerminal(t, root, `"$0" "$@"; echo "after-run-$?"`,
+		"run", "interrupted", "--", "sh", "-c", `echo command-started; sleep 60`)
+	s.await("command-started")
+	if _, err := s.control.Write([]byte{0x03}); err != nil { // Ctrl-C (VINTR)
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.exited:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
+			t.Fatalf("the script ended with %v, want killed by SIGINT:\n%s", err, s.terminal())
+		}
+	case <-s.ctx.Done():
+		t.Fatal("the script did not exit")
+	}
+	// run releases after its script has gone.
+	for len(inSession(s.pid)) > 0 {
+		select {
+		case <-s.ctx.Done():
+			t.Fatalf("still running: %v", inSession(s.pid))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if strings.Contains(s.terminal(), "after-run") {
+		t.Fatalf("the script went on after Ctrl-C:\n%s", s.terminal())
+	}
+	if rel := lastBody(t, root, "lock_released"); rel["result"] != "cancelled" {
+		t.Fatalf("released with %v, want cancelled", rel)
+	}
+}
+
+// A run left in the background by a shell that has gone (its group
+// orphaned: nothing can bring it to the foreground) whose command reads
+// from the terminal leaves the command stopped, as the job of a shell
+// that has gone: continued, it stopped again at once (SIGTTIN), and run
+// burnt a core continuing it over and over. A TERM sent to run ends the
+// stopped command, continued to receive it, and the lock is released as
+// cancelled.
+func TestRunOrphanedInTheBackgroundLeavesItsCommandStopped(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := onTerminal(t, root, `sh -c 'set -m; "$0" "$@" &' "$0" "$@"; read done; echo "script-read-$done"`,
+		"run", "orphaned", "--", "sh", "-c", `echo command-started; read answer; echo "command-read-$answer"`)
+	s.await("command-started")
+	var runner, command sessionProcess
+	for deadline := time.Now().Add(time.Minute); command.state != "T"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never stopped at the terminal: %v", inSession(s.pid))
+		}
+		for _, p := range inSession(s.pid) {
+			switch {
+			case strings.Contains(p.cmdline, " run orphaned "):
+				runner = p
+			case strings.HasPrefix(p.cmdline, "sh -c echo command-started"):
+				command = p
+			}
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() { // run, left behind, would hold the lock for ever
+			_ = syscall.Kill(runner.pid, syscall.SIGKILL)
+		}
+	})
+	// Measured over a second of the command stopped: continuing it over
+	// and over took a whole core (about 100 ticks).
+	before := cpuTicks(t, runner.pid)
+	time.Sleep(time.Second)
+	if used := cpuTicks(t, runner.pid) - before; used > 20 {
+		t.Fatalf("run used %d clock ticks of CPU in 1 s while its command stood stopped", used)
+	}
+	if err := syscall.Kill(runner.pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for syscall.Kill(runner.pid, 0) == nil && !strings.HasPrefix(readStatState(runner.pid), "Z") {
+		select {
+		case <-s.ctx.Done():
+			t.Fatalf("run did not end on TERM: %v", inSession(s.pid))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	s.typed("done")
+	s.await("script-read-done")
+	s.exit()
+	if rel := lastBody(t, root, "lock_released"); rel["result"] != "cancelled" {
+		t.Fatalf("released with %v, want cancelled", rel)
+	}
+}
+
+// cpuTicks is the CPU time process pid has used (utime and stime of
+// /proc/PID/stat), in clock ticks.
+func cpuTicks(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	// fields[11] and fields[12] are utime and stime (fields 14 and 15).
+	utime, _ := strconv.Atoi(fields[11])
+	stime, _ := strconv.Atoi(fields[12])
+	return utime + stime
+}
+
+// readStatState is process pid's state (field 3 of /proc/PID/stat), "" when
+// it is gone.
+func readStatState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0]
 }
 
 // terminalScript is a shell script that runs on a pseudo-terminal as its
@@ -108,11 +282,12 @@ func (s *terminalScript) typed(line string) {
 	}
 }
 
-// await waits until the terminal shows want, failing at once when a
-// process of the session is stopped (the terminal refused it), or soon
-// after the script exited (its last output still on its way).
+// await waits until the terminal shows want, failing when a process of
+// the session stays stopped (the terminal refused it), or soon after the
+// script exited (its last output still on its way).
 func (s *terminalScript) await(want string) {
 	s.t.Helper()
+	var stoppedSince time.Time
 	for {
 		s.mu.Lock()
 		shown := s.shown.String()
@@ -120,8 +295,14 @@ func (s *terminalScript) await(want string) {
 		if strings.Contains(shown, want) {
 			return
 		}
-		if stopped := stoppedInSession(s.pid); len(stopped) > 0 {
-			s.t.Fatalf("waiting for %q, stopped by the terminal: %s\nthe terminal shows:\n%s", want, strings.Join(stopped, "; "), shown)
+		// A job stopped and continued (Ctrl-Z, fg) is stopped for a
+		// moment; one that stays stopped was refused by the terminal.
+		if stopped := stoppedInSession(s.pid); len(stopped) == 0 {
+			stoppedSince = time.Time{}
+		} else if stoppedSince.IsZero() {
+			stoppedSince = time.Now()
+		} else if time.Since(stoppedSince) > 2*time.Second {
+			s.t.Fatalf("waiting for %q, stopped by the terminal: %s\nthe session: %v\nthe terminal shows:\n%s", want, strings.Join(stopped, "; "), inSession(s.pid), shown)
 		}
 		if !s.gone.IsZero() && time.Since(s.gone) > 5*time.Second {
 			s.t.Fatalf("the script exited (%v) before the terminal showed %q:\n%s", s.exitErr, want, shown)
@@ -151,11 +332,35 @@ func (s *terminalScript) exit() {
 	}
 }
 
+// terminal is what the terminal has shown.
+func (s *terminalScript) terminal() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shown.String()
+}
+
 // stoppedInSession lists the processes of session sid that are stopped
 // (state T), each with its command line.
 func stoppedInSession(sid int) []string {
-	entries, _ := os.ReadDir("/proc")
 	var stopped []string
+	for _, p := range inSession(sid) {
+		if p.state == "T" {
+			stopped = append(stopped, strconv.Itoa(p.pid)+" "+p.cmdline)
+		}
+	}
+	return stopped
+}
+
+// sessionProcess is a process of a session, from /proc/PID/stat.
+type sessionProcess struct {
+	pid            int
+	state, cmdline string
+}
+
+// inSession lists the processes of session sid.
+func inSession(sid int) []sessionProcess {
+	entries, _ := os.ReadDir("/proc")
+	var ps []sessionProcess
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -168,11 +373,11 @@ func stoppedInSession(sid int) []string {
 		s := string(b)
 		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 		// fields[0] is the state (field 3), fields[3] the session (field 6).
-		if len(fields) < 4 || fields[0] != "T" || fields[3] != strconv.Itoa(sid) {
+		if len(fields) < 4 || fields[3] != strconv.Itoa(sid) {
 			continue
 		}
 		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		stopped = append(stopped, strconv.Itoa(pid)+" "+strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " ")))
+		ps = append(ps, sessionProcess{pid, fields[0], strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))})
 	}
-	return stopped
+	return ps
 }

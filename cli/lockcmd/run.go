@@ -65,11 +65,14 @@ exits (below), or left running without the lock with --leave-running,
 which is what flock -o gives.
 
 CMD sees LOCKLEDGER_LOCK, LOCKLEDGER_REQUEST_ID and LOCKLEDGER_FENCING_TOKEN.
-INT, TERM, HUP and QUIT sent to run go to CMD's whole process group. With
+INT, TERM, HUP and QUIT sent to run go to CMD's whole process group
+(with a CONT, for a stopped CMD). With
 standard input a terminal and run in its foreground, CMD's group is its
 foreground while CMD runs, so that CMD can read from it (a prompt, an
 editor): Ctrl-C and Ctrl-\ reach CMD directly (released as cancelled),
-and Ctrl-Z stops CMD and run together, as one job of the shell. If run
+and the script that ran run too, and Ctrl-Z stops CMD and run together,
+as one job of the shell. A "run ... &" stops with CMD at CMD's first read
+of the terminal, and fg gives CMD the terminal. If run
 itself is killed, CMD gets SIGKILL (parent-death signal). If the lock is
 lost, --on-lost kill (default) sends TERM to the group, waits --kill-grace,
 sends KILL and exits 5; --on-lost warn only logs it and lets CMD run on,
@@ -356,13 +359,18 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 	orphans := make(chan os.Signal, 1)
 	signal.Notify(orphans, unix.SIGCHLD)
 	defer signal.Stop(orphans)
-	tty := foregroundTerminal(o.g.IO.In)
+	tty := controllingTerminal(o.g.IO.In)
+	var conts chan os.Signal // run's job continued (fg, bg)
+	given := false
 	if tty != nil {
 		defer tty.close()
-		tty.give(cmd)
+		conts = make(chan os.Signal, 1)
+		signal.Notify(conts, unix.SIGCONT)
+		defer signal.Stop(conts)
+		given = tty.give(cmd)
 	}
 	exited, err := proc.StartLocked(cmd) // its Pdeathsig sent only when run dies
-	if tty != nil {
+	if given {
 		tty.started()
 		if err != nil {
 			// The terminal is the command's once it is forked, before
@@ -390,11 +398,17 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 			}
 			st.signalled = true
 			_ = unix.Kill(-pgid, s.(syscall.Signal))
+			// A stopped command (Ctrl-Z, or at the terminal from the
+			// background) gets the signal only once continued, as a
+			// shell's kill continues a stopped job.
+			_ = unix.Kill(-pgid, unix.SIGCONT)
 		case <-orphans:
 			proc.ReapExited(pgid) // pgid is the command's pid, which cmd.Wait reaps
 			if tty != nil {
 				tty.stoppedWith(pgid)
 			}
+		case <-conts:
+			tty.continued(pgid)
 		case <-lost:
 			lost = nil
 			if o.onLost == "warn" {
@@ -420,10 +434,12 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 			_ = unix.Kill(-pgid, unix.SIGKILL)
 		case <-exited: // the exit status is in ProcessState
 			code = exitCode(cmd.ProcessState)
-			lost, killTimer, orphans = nil, nil, nil
+			lost, killTimer, orphans, conts = nil, nil, nil, nil
 			if tty != nil {
 				// Run's again, for a signal while the leftovers are stopped.
-				tty.takeBack(pgid)
+				if tty.takeBack(pgid) && !st.signalled {
+					tty.passOn(cmd.ProcessState)
+				}
 				st.signalled = st.signalled || tty.cancelled(cmd.ProcessState)
 			}
 			stopped = make(chan struct{})

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Stat is what lockledger reads of /proc/PID/stat (on macOS, of sysctl
@@ -62,3 +64,34 @@ func ancestors() map[int]bool {
 	}
 	return up
 }
+
+// Orphaned says whether process group pgrp is orphaned: no member has a
+// parent in another group of the same session, which is what job control
+// needs to stop and continue the group. The kernel discards a SIGTSTP sent
+// to an orphaned group, which then nothing would ever continue.
+func Orphaned(pgrp int) bool {
+	for _, m := range groupMembers(pgrp) {
+		sid, err := unix.Getsid(m.pid)
+		if err != nil {
+			continue
+		}
+		ppgrp, perr := unix.Getpgid(m.ppid)
+		psid, serr := unix.Getsid(m.ppid)
+		if perr == nil && serr == nil && ppgrp != pgrp && psid == sid {
+			return false
+		}
+	}
+	return true
+}
+
+// Group lists the processes of process group pgrp.
+func Group(pgrp int) []int {
+	var pids []int
+	for _, m := range groupMembers(pgrp) {
+		pids = append(pids, m.pid)
+	}
+	return pids
+}
+
+// member is a process of a process group, and its parent.
+type member struct{ pid, ppid int }

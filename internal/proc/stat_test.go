@@ -3,6 +3,7 @@ package proc
 import (
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 )
 
@@ -52,5 +53,31 @@ func TestReadStatAndRunning(t *testing.T) {
 	}
 	if up := ancestors(); !up[os.Getppid()] || up[os.Getpid()] {
 		t.Fatalf("ancestors() = %v, want the parent %d and not this process", up, os.Getppid())
+	}
+}
+
+// A group whose member's parent is in another group of the same session
+// is not orphaned: job control can stop and continue it. A new session's
+// group, whose only member's parent is in another session, is.
+func TestOrphaned(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		attr     *syscall.SysProcAttr
+		orphaned bool
+	}{
+		{"a group of its own", &syscall.SysProcAttr{Setpgid: true}, false},
+		{"a session of its own", &syscall.SysProcAttr{Setsid: true}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command("sleep", "60")
+			cmd.SysProcAttr = c.attr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+			if got := Orphaned(cmd.Process.Pid); got != c.orphaned {
+				t.Fatalf("Orphaned = %v, want %v", got, c.orphaned)
+			}
+		})
 	}
 }

@@ -13,7 +13,13 @@ import (
 type Stat struct {
 	State string // field 3: R, S, D, Z...; "" when pid cannot be read
 	PPID  int    // field 4
+	PGRP  int    // field 5, the process group
 	Start string // field 22, clock ticks since boot (macOS: see startOf)
+	// CPU is the user and system time the process has used (fields 14
+	// and 15), ReapedCPU that of its children it has waited for (16 and
+	// 17), in clock ticks (USER_HZ, 100 a second on Linux); both 0 on
+	// macOS.
+	CPU, ReapedCPU int64
 }
 
 // parseStat parses a /proc/PID/stat line. The command name (field 2) is in
@@ -29,8 +35,9 @@ func parseStat(s string) Stat {
 	if len(fields) < 20 {
 		return Stat{}
 	}
-	ppid, _ := strconv.Atoi(fields[1])
-	return Stat{State: fields[0], PPID: ppid, Start: fields[19]}
+	n := func(i int) int64 { v, _ := strconv.ParseInt(fields[i], 10, 64); return v }
+	return Stat{State: fields[0], PPID: int(n(1)), PGRP: int(n(2)), Start: fields[19],
+		CPU: n(11) + n(12), ReapedCPU: n(13) + n(14)}
 }
 
 // Start returns the start time of pid in clock ticks since boot, or ""

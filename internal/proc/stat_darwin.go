@@ -9,7 +9,22 @@ func ReadStat(pid int) Stat {
 	if !ok {
 		return Stat{}
 	}
-	return Stat{State: stateOf(k), PPID: int(k.Eproc.Ppid), Start: startOf(k)}
+	return statOf(k)
+}
+
+func statOf(k *unix.KinfoProc) Stat {
+	return Stat{State: stateOf(k), PPID: int(k.Eproc.Ppid), PGRP: int(k.Eproc.Pgid), Start: startOf(k)}
+}
+
+// Each calls f with the Stat of every process sysctl kern.proc.all lists.
+func Each(f func(pid int, s Stat)) {
+	ks, err := unix.SysctlKinfoProcSlice("kern.proc.all")
+	if err != nil {
+		return
+	}
+	for i := range ks {
+		f(int(ks[i].Proc.P_pid), statOf(&ks[i]))
+	}
 }
 
 // groupMembers lists the processes of group pgrp from sysctl

@@ -3,7 +3,6 @@ package proc
 import (
 	"os"
 	"strconv"
-	"strings"
 )
 
 // ReadStat reads /proc/PID/stat; the zero Stat when it cannot be read.
@@ -15,28 +14,28 @@ func ReadStat(pid int) Stat {
 	return parseStat(string(b))
 }
 
-// groupMembers lists the processes of group pgrp from /proc/PID/stat
-// (field 5, the group).
+// groupMembers lists the processes of group pgrp.
 func groupMembers(pgrp int) []member {
-	entries, _ := os.ReadDir("/proc")
 	var ms []member
+	Each(func(pid int, s Stat) {
+		if s.PGRP == pgrp {
+			ms = append(ms, member{pid, s.PPID})
+		}
+	})
+	return ms
+}
+
+// Each calls f with the Stat of every process whose /proc/PID/stat can be
+// read.
+func Each(f func(pid int, s Stat)) {
+	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
+		if s := ReadStat(pid); s.State != "" {
+			f(pid, s)
 		}
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		// fields[1] is the parent (field 4), fields[2] the group (field 5).
-		if len(fields) < 3 || fields[2] != strconv.Itoa(pgrp) {
-			continue
-		}
-		ppid, _ := strconv.Atoi(fields[1])
-		ms = append(ms, member{pid, ppid})
 	}
-	return ms
 }

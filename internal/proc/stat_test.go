@@ -9,13 +9,16 @@ import (
 
 func TestParseStat(t *testing.T) {
 	tail := " 0 -1 4194304 100 0 0 0 1 2 0 0 20 0 1 0 98765 1234 56"
+	if got := parseStat("9 (sh) S 1 9 9 0 -1 0 0 0 0 0 7 5 30 12 20 0 1 0 555 0 0"); got.CPU != 12 || got.ReapedCPU != 42 {
+		t.Errorf("CPU %d, ReapedCPU %d; want 12 and 42", got.CPU, got.ReapedCPU)
+	}
 	for _, c := range []struct {
 		line string
 		want Stat
 	}{
-		{"123 (sleep) S 45 123 45" + tail, Stat{State: "S", PPID: 45, Start: "98765"}},
-		{"123 (a) b (c) Z 7 123 45" + tail, Stat{State: "Z", PPID: 7, Start: "98765"}},
-		{"123 (x y) R 1 1 1" + tail, Stat{State: "R", PPID: 1, Start: "98765"}},
+		{"123 (sleep) S 45 123 45" + tail, Stat{State: "S", PPID: 45, PGRP: 123, Start: "98765", CPU: 3}},
+		{"123 (a) b (c) Z 7 123 45" + tail, Stat{State: "Z", PPID: 7, PGRP: 123, Start: "98765", CPU: 3}},
+		{"123 (x y) R 1 1 1" + tail, Stat{State: "R", PPID: 1, PGRP: 1, Start: "98765", CPU: 3}},
 		{"123 (sleep) S 45", Stat{}},
 		{"garbage", Stat{}},
 		{"", Stat{}},

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
-	"strconv"
+	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // ticksPerSecond is the unit of /proc/PID/stat's CPU times (USER_HZ),
@@ -21,9 +20,9 @@ type charged struct {
 	serverOK     bool
 }
 
-// chargedNow reads this process's rusage and, for server > 0, the CPU
-// time of the process server (a postmaster) and of its children, live
-// (their own times) and exited (in the postmaster's times of reaped
+// chargedNow reads this process's rusage and, for server > 0 on Linux,
+// the CPU time of the process server (a postmaster) and of its children,
+// live (their own times) and exited (in the postmaster's times of reaped
 // children).
 func chargedNow(server int) charged {
 	var c charged
@@ -32,60 +31,21 @@ func chargedNow(server int) charged {
 		die(err)
 	}
 	c.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	if server <= 0 {
+	if server <= 0 || runtime.GOOS != "linux" {
 		return c
 	}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var ticks int64
-	for _, p := range stats {
-		f, ok := statFields(p)
-		if !ok {
-			continue
-		}
-		pid, _ := strconv.Atoi(f[0])
-		ppid, _ := strconv.Atoi(f[3])
+	proc.Each(func(pid int, s proc.Stat) {
 		switch {
 		case pid == server:
 			c.serverOK = true
-			ticks += sumFields(f[13:17]) // utime, stime, cutime, cstime
-		case ppid == server:
-			ticks += sumFields(f[13:15]) // utime, stime
+			ticks += s.CPU + s.ReapedCPU
+		case s.PPID == server:
+			ticks += s.CPU
 		}
-	}
+	})
 	c.server = time.Duration(ticks) * time.Second / ticksPerSecond
 	return c
-}
-
-// statFields splits a /proc/PID/stat into its fields, the command's name
-// (in parentheses, which may hold spaces) as one.
-func statFields(path string) ([]string, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, false
-	}
-	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if open < 0 || end < open {
-		return nil, false
-	}
-	f := append([]string{string(bytes.TrimSpace(b[:open])), string(b[open+1 : end])}, stringsOf(bytes.Fields(b[end+1:]))...)
-	return f, len(f) > 17
-}
-
-func stringsOf(bs [][]byte) []string {
-	s := make([]string, len(bs))
-	for i, b := range bs {
-		s[i] = string(b)
-	}
-	return s
-}
-
-func sumFields(fs []string) int64 {
-	var n int64
-	for _, f := range fs {
-		v, _ := strconv.ParseInt(f, 10, 64)
-		n += v
-	}
-	return n
 }
 
 func (c charged) minus(o charged) charged {

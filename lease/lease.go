@@ -190,7 +190,7 @@ func (s *Lease) Release(ctx context.Context, r Result) error {
 		defer cancel()
 	}
 	log := s.l.Logger()
-	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
+	retry := awayRetry
 	for first := true; ; first = false {
 		out, err := s.l.Release(ctx, req)
 		if err == nil && first && !out.Released && out.ReleasedSeq > 0 && expired == nil {
@@ -262,11 +262,16 @@ func (s *Lease) RecordLoss(ctx context.Context) error {
 	return nil
 }
 
+// awayRetry is the wait between a release's or a loss record's tries
+// while the ledger is away, drawn at random below each doubling delay so
+// that the hosts a failover cut off all at once do not come back in step.
+var awayRetry = backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second, Jitter: true}
+
 // RecordLoss appends heartbeat_failed with lock_lost for id's lock,
 // retrying whatever the ledger answers (a database that is away may fail
 // in any way), with backoff, until it is recorded or ctx ends.
 func RecordLoss(ctx context.Context, l *ledger.Ledger, lock string, id ledger.Identity, failures int, cause string) error {
-	return recordLost(ctx, l, lock, id, failures, cause, backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second},
+	return recordLost(ctx, l, lock, id, failures, cause, awayRetry,
 		func(error) bool { return false })
 }
 

@@ -1,8 +1,6 @@
 package proc
 
 import (
-	"os"
-	"os/exec"
 	"testing"
 )
 
@@ -13,18 +11,13 @@ func TestForkMarkFloor(t *testing.T) {
 	if m.lastPID == 0 {
 		t.Skip("/proc does not tell the fork count and the last pid here")
 	}
-	cmd := exec.Command("sleep", "30")
-	cmd.Env = append(os.Environ(), JobEnv+"=req_forkmark_test")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	pid := startJob(t, "req_forkmark_test", -1)
 	f := m.floor()
-	if f == 0 || cmd.Process.Pid <= f {
-		t.Fatalf("floor %d (mark %+v), child pid %d: want a floor below the child", f, m, cmd.Process.Pid)
+	if f == 0 || pid <= f {
+		t.Fatalf("floor %d (mark %+v), child pid %d: want a floor below the child", f, m, pid)
 	}
-	if got := scanJobs(f)["req_forkmark_test"]; len(got) != 1 || got[0] != cmd.Process.Pid {
-		t.Fatalf("scanJobs(floor %d) = %v, want [%d]", f, got, cmd.Process.Pid)
+	if got := scanJobs(f)["req_forkmark_test"]; len(got) != 1 || got[0] != pid {
+		t.Fatalf("scanJobs(floor %d) = %v, want [%d]", f, got, pid)
 	}
 	// One pid below pid_max, and a fork (the child's) since: the next pid
 	// may have wrapped around to the bottom.

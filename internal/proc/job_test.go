@@ -22,28 +22,9 @@ func TestJobProcessesNeverAnswersNoneFromAnOldScan(t *testing.T) {
 	if got := p.JobProcesses(id); len(got) != 0 {
 		t.Fatalf("job processes of a fresh request id: %v", got)
 	}
-	// The shell has started once it says so: Start returns as soon as the
-	// kernel has begun the exec, before the new program's environment is
-	// readable in /proc.
-	c := exec.Command("sh", "-c", "echo started; read x")
-	c.Env = append(os.Environ(), JobEnv+"="+id)
-	stdin, err := c.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = stdin.Close(); _ = c.Process.Kill(); _ = c.Wait() }()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "started\n" {
-		t.Fatalf("the job's first line: %q, %v", line, err)
-	}
-	if got := p.JobProcesses(id); !slices.Contains(got, c.Process.Pid) {
-		t.Fatalf("job processes right after one started: %v, want %d", got, c.Process.Pid)
+	pid := startJob(t, id, -1)
+	if got := p.JobProcesses(id); !slices.Contains(got, pid) {
+		t.Fatalf("job processes right after one started: %v, want %d", got, pid)
 	}
 	if got := p.JobProcesses("req_other_" + id); len(got) != 0 {
 		t.Fatalf("job processes of another request id: %v", got)
@@ -74,32 +55,41 @@ func TestEnvValue(t *testing.T) {
 
 func TestScanJobsFindsAChild(t *testing.T) {
 	id := "req_scanjobs_test"
-	cmd := exec.Command("sleep", "30")
-	cmd.Env = append(os.Environ(), JobEnv+"="+id)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	pid := startJob(t, id, -1)
+	if got := scanJobs(0)[id]; len(got) != 1 || got[0] != pid {
+		t.Fatalf("scanJobs(0)[%q] = %v, want [%d]", id, got, pid)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	if got := scanJobs(0)[id]; len(got) != 1 || got[0] != cmd.Process.Pid {
-		t.Fatalf("scanJobs(0)[%q] = %v, want [%d]", id, got, cmd.Process.Pid)
-	}
-	if got := scanJobs(cmd.Process.Pid)[id]; len(got) != 0 {
-		t.Fatalf("scanJobs(%d)[%q] = %v, want none (at or below the floor)", cmd.Process.Pid, id, got)
+	if got := scanJobs(pid)[id]; len(got) != 0 {
+		t.Fatalf("scanJobs(%d)[%q] = %v, want none (at or below the floor)", pid, id, got)
 	}
 }
 
-// startJob starts sleep carrying requestID, as uid (-1: this process's).
+// startJob starts a shell carrying requestID, as uid (-1: this
+// process's), and returns its pid once the shell says it has started:
+// Start returns as soon as the kernel has begun the exec, before the new
+// program's environment is readable in /proc.
 func startJob(t *testing.T, requestID string, uid int) int {
 	t.Helper()
-	c := exec.Command("sleep", "30")
+	c := exec.Command("sh", "-c", "echo started; read x")
 	c.Env = append(os.Environ(), JobEnv+"="+requestID)
 	if uid >= 0 {
 		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	}
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	t.Cleanup(func() { _ = stdin.Close(); _ = c.Process.Kill(); _ = c.Wait() })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "started\n" {
+		t.Fatalf("the job's first line: %q, %v", line, err)
+	}
 	return c.Process.Pid
 }
 

@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lockledger/lockledger/internal/clitest"
+	"github.com/lockledger/lockledger/internal/proc"
 )
 
 // run on a terminal, in its foreground (as a user types it, or a script
@@ -351,7 +354,7 @@ func stoppedInSession(sid int) []string {
 	return stopped
 }
 
-// sessionProcess is a process of a session, from /proc/PID/stat.
+// sessionProcess is a process of a session, as internal/proc reads it.
 type sessionProcess struct {
 	pid            int
 	state, cmdline string
@@ -359,25 +362,12 @@ type sessionProcess struct {
 
 // inSession lists the processes of session sid.
 func inSession(sid int) []sessionProcess {
-	entries, _ := os.ReadDir("/proc")
 	var ps []sessionProcess
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	proc.Each(func(pid int, st proc.Stat) {
+		if got, err := unix.Getsid(pid); err != nil || got != sid {
+			return
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		// fields[0] is the state (field 3), fields[3] the session (field 6).
-		if len(fields) < 4 || fields[3] != strconv.Itoa(sid) {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		ps = append(ps, sessionProcess{pid, fields[0], strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))})
-	}
+		ps = append(ps, sessionProcess{pid, st.State, strings.Join(proc.Args(pid), " ")})
+	})
 	return ps
 }

@@ -514,11 +514,19 @@ func exitCode(ps *os.ProcessState) int {
 	if ps == nil {
 		return 1
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+	if sig := killedBy(ps); sig != 0 {
+		return 128 + int(sig)
 	}
 	if code := ps.ExitCode(); code >= 0 {
 		return code
 	}
 	return 1
+}
+
+// killedBy is the signal that ended the process of ps, 0 when it exited.
+func killedBy(ps *os.ProcessState) syscall.Signal {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal()
+	}
+	return 0
 }

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -93,13 +92,13 @@ func (t *terminal) takeBack(pgid int) bool {
 // its own) stops at Ctrl-C, as around flock(1), instead of going on to its
 // next command. run itself exits with 128+N, as the command did.
 func (t *terminal) passOn(ps *os.ProcessState) {
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() || (ws.Signal() != unix.SIGINT && ws.Signal() != unix.SIGQUIT) {
+	sig := killedBy(ps)
+	if sig != unix.SIGINT && sig != unix.SIGQUIT {
 		return
 	}
 	for _, pid := range proc.Group(unix.Getpgrp()) {
 		if pid != os.Getpid() {
-			_ = unix.Kill(pid, ws.Signal())
+			_ = unix.Kill(pid, sig)
 		}
 	}
 }
@@ -165,11 +164,7 @@ func (t *terminal) resume(pgid int) {
 // its foreground (Ctrl-C, Ctrl-\, a hangup): a cancel, as those signals
 // sent to run are, which the terminal now sends the command directly.
 func (t *terminal) cancelled(ps *os.ProcessState) bool {
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() {
-		return false
-	}
-	switch ws.Signal() {
+	switch killedBy(ps) {
 	case unix.SIGINT, unix.SIGQUIT, unix.SIGHUP:
 		return true
 	}

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/lockledger/lockledger/internal/termtext"
 )
@@ -371,42 +373,65 @@ func (e *Event) Seal() error {
 // BuildBody merges envelope and payload into one flat object and renders it
 // canonically. The merged object already holds what Canonical would decode
 // (json.Number, strings, maps), so it is encoded once, as Canonical does.
+// The payload is decoded first, so that the merged object is made with
+// room for both (the envelope's members, at most one a field, and the
+// payload's) and the envelope decoded straight into it.
 func BuildBody(env Envelope, payload any) ([]byte, error) {
-	m := map[string]any{}
-	if err := mergeInto(m, env); err != nil {
-		return nil, err
-	}
+	var part map[string]any
 	if payload != nil {
-		if err := mergeInto(m, payload); err != nil {
+		if err := remarshal(payload, &part); err != nil {
 			return nil, err
 		}
+	}
+	m := make(map[string]any, envelopeFields+len(part))
+	if err := remarshal(env, &m); err != nil {
+		return nil, err
+	}
+	for k, val := range part {
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("events: payload field %q collides with the envelope", k)
+		}
+		m[k] = val
 	}
 	return encodeCanonical(m)
 }
 
-func mergeInto(m map[string]any, v any) error {
-	var part map[string]any
-	if err := remarshal(v, &part); err != nil {
-		return err
-	}
-	for k, val := range part {
-		if _, dup := m[k]; dup {
-			return fmt.Errorf("events: payload field %q collides with the envelope", k)
-		}
-		m[k] = val
-	}
-	return nil
+// envelopeFields is the number of the Envelope's fields.
+var envelopeFields = reflect.TypeFor[Envelope]().NumField()
+
+// jsonPipe is an encoder and a decoder on one buffer, used as a stream:
+// each value encoded into it is decoded from it at once, and the buffer,
+// the decoder's and the encoder's are kept for the next value rather than
+// made again for each.
+type jsonPipe struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+	dec *json.Decoder
 }
 
-// remarshal decodes v's JSON into out, numbers as json.Number.
+var jsonPipes = sync.Pool{New: func() any {
+	p := &jsonPipe{}
+	p.enc = json.NewEncoder(&p.buf)
+	p.dec = json.NewDecoder(&p.buf)
+	p.dec.UseNumber()
+	return p
+}}
+
+// remarshal decodes v's JSON (json.Marshal's) into out, numbers as
+// json.Number.
 func remarshal(v, out any) error {
-	b, err := json.Marshal(v)
+	p := jsonPipes.Get().(*jsonPipe)
+	err := p.enc.Encode(v)
+	if err == nil {
+		err = p.dec.Decode(out)
+	}
 	if err != nil {
+		// A decoder that failed keeps its error, and the buffer what it
+		// did not read: the pipe is not used again.
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	return dec.Decode(out)
+	jsonPipes.Put(p)
+	return nil
 }
 
 // Canonical renders v as canonical JSON: object keys sorted, no

@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 )
@@ -83,12 +84,21 @@ func TestBuildBodyIsCanonical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The merged object made the plain way: each part marshalled, and
+	// decoded by a decoder of its own.
 	m := map[string]any{}
-	if err := mergeInto(m, env); err != nil {
-		t.Fatal(err)
-	}
-	if err := mergeInto(m, payload); err != nil {
-		t.Fatal(err)
+	for _, v := range []any{env, payload} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var part map[string]any
+		if err := dec.Decode(&part); err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(m, part)
 	}
 	want, err := Canonical(m)
 	if err != nil {
@@ -96,5 +106,30 @@ func TestBuildBodyIsCanonical(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("BuildBody:\n%s\nCanonical of the same object:\n%s", got, want)
+	}
+}
+
+// TestBuildBodyAfterFailures: a body built after payloads that cannot be
+// built (one that does not marshal, one whose JSON is not an object, one
+// that collides with the envelope) is the body built before them.
+func TestBuildBodyAfterFailures(t *testing.T) {
+	env := Envelope{EventID: "01M82NQNZDDVC3QZH7KVMR0924", Seq: 7, Type: LockAcquired, SchemaVersion: 1,
+		At: "2026-11-22T22:23:54.861197406Z", LockName: "x", RequestID: "r", Actor: "a", HostID: "h", PID: 9}
+	payload := map[string]any{"intent": "deploy", "n": json.Number("12")}
+	want, err := BuildBody(env, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []any{map[string]any{"f": func() {}}, "not an object", []int{1, 2}, map[string]any{"seq": 1}} {
+		if _, err := BuildBody(env, bad); err == nil {
+			t.Fatalf("BuildBody with the payload %#v: no error", bad)
+		}
+		got, err := BuildBody(env, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("after the payload %#v:\n%s\nbefore:\n%s", bad, got, want)
+		}
 	}
 }

@@ -447,13 +447,48 @@ func Canonical(v any) ([]byte, error) {
 // encodeCanonical renders generic JSON values (as a decoder with
 // UseNumber gives them): keys sorted, no HTML escaping, no newline.
 func encodeCanonical(generic any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(generic); err != nil {
+	b, err := encodeWith(canonicalEncoders, generic)
+	if err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return b[:len(b)-1], nil
+}
+
+// pooledEncoder is a json.Encoder without HTML escaping on a buffer of its
+// own, both kept between values: a value's bytes are copied out once, at
+// their length, where a new encoder and buffer would grow the buffer (and
+// an indenting encoder its second buffer) by doubling for each value.
+type pooledEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// encoderPool is a pool of pooledEncoders, indented by indent if it is not "".
+func encoderPool(indent string) *sync.Pool {
+	return &sync.Pool{New: func() any {
+		e := &pooledEncoder{}
+		e.enc = json.NewEncoder(&e.buf)
+		e.enc.SetEscapeHTML(false)
+		e.enc.SetIndent("", indent)
+		return e
+	}}
+}
+
+var (
+	canonicalEncoders = encoderPool("")
+	fileEncoders      = encoderPool("  ")
+)
+
+// encodeWith is v encoded by an encoder of pool, with the encoder's
+// trailing newline. An encoder that fails has written nothing.
+func encodeWith(pool *sync.Pool, v any) ([]byte, error) {
+	e := pool.Get().(*pooledEncoder)
+	defer pool.Put(e)
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(e.buf.Bytes()), nil
 }
 
 // ChainHash is hex(sha256(decimal(seq) "\n" prev_hash "\n" body)).

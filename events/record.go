@@ -1,10 +1,8 @@
 package events
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"time"
 
 	"github.com/lockledger/lockledger/internal/termtext"
@@ -50,14 +48,11 @@ func (r Record) File() []byte {
 	if r.Metadata == nil {
 		r.Metadata = map[string]string{}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
+	b, err := encodeWith(fileEncoders, r)
+	if err != nil {
 		panic(err) // a Record of strings and ints always encodes
 	}
-	return buf.Bytes()
+	return b
 }
 
 // LockFileHash is "sha256:<hex>" of a lock file's bytes as they were on

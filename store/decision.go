@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
@@ -225,20 +227,39 @@ func (b *decisionBatch) send(ctx context.Context, q Execer, m mark, wakes []stri
 	}
 	var arg any // no writes: NULL
 	if m != (mark{}) {
-		raw, err := json.Marshal(b.writes.cut(m))
+		e := writeEncoders.Get().(*writeEncoder)
+		defer writeEncoders.Put(e)
+		e.buf.Reset()
+		err := e.enc.Encode(b.writes.cut(m))
 		b.kept = mark{}
 		if err != nil {
 			return err
 		}
 		// As JSON, which pgx copies into the statement's parameters as
-		// it is, where a string would be one more copy of it.
-		arg = json.RawMessage(raw)
+		// it is, where a string would be one more copy of it; without
+		// the encoder's newline, json.Marshal's bytes. The buffer is
+		// the pool's again once the statement has run.
+		arg = json.RawMessage(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")))
 	}
 	if err := notifyWith(ctx, q, arg, wakes); err != nil {
 		return fmt.Errorf("ledger: append: %w", err)
 	}
 	return nil
 }
+
+// writeEncoder is a json.Encoder on a buffer of its own, both kept between
+// a group's writes: the argument is encoded into a buffer grown once, not
+// into a new one for each write.
+type writeEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var writeEncoders = sync.Pool{New: func() any {
+	e := &writeEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
 
 // NotifyChannel carries the name of every lock a write changed.
 const NotifyChannel = "lockledger"

@@ -76,7 +76,7 @@ func (c *Statements) Close() {
 type PreparedTx struct {
 	c     *Statements
 	tx    *sql.Tx
-	local map[string]*sql.Stmt // prepared on tx, closed with it
+	local map[string]*sql.Stmt // statements of tx, closed with it
 	batch *decisionBatch       // the decision calls' state; nil without them
 }
 
@@ -89,18 +89,22 @@ func (p PreparedTx) PrepareContext(ctx context.Context, query string) *sql.Stmt 
 	if c.cached {
 		return nil
 	}
+	if st := p.local[query]; st != nil {
+		return st
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st := c.stmts[query]; st != nil {
-		return p.tx.StmtContext(ctx, st)
+		// The pool's statement on the transaction's connection, kept for
+		// the transaction's other calls of it.
+		st = p.tx.StmtContext(ctx, st)
+		p.local[query] = st
+		return st
 	}
 	c.pending[query] = func(ctx context.Context) {
 		if st, err := c.prepare(ctx, query); err == nil {
 			c.stmts[query] = st
 		}
-	}
-	if st := p.local[query]; st != nil || p.local == nil {
-		return st
 	}
 	st, err := p.tx.PrepareContext(ctx, query)
 	if err != nil {

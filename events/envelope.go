@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -373,19 +372,21 @@ func (e *Event) Seal() error {
 // BuildBody merges envelope and payload into one flat object and renders it
 // canonically. The merged object already holds what Canonical would decode
 // (json.Number, strings, maps), so it is encoded once, as Canonical does.
-// The payload is decoded first, so that the merged object is made with
-// room for both (the envelope's members, at most one a field, and the
-// payload's) and the envelope decoded straight into it.
 func BuildBody(env Envelope, payload any) ([]byte, error) {
-	var part map[string]any
+	bm := bodyMapPool.Get().(*bodyMaps)
+	defer func() {
+		clear(bm.merged)
+		clear(bm.payload)
+		bodyMapPool.Put(bm)
+	}()
+	m, part := bm.merged, bm.payload
+	if err := remarshal(env, &m); err != nil {
+		return nil, err
+	}
 	if payload != nil {
 		if err := remarshal(payload, &part); err != nil {
 			return nil, err
 		}
-	}
-	m := make(map[string]any, envelopeFields+len(part))
-	if err := remarshal(env, &m); err != nil {
-		return nil, err
 	}
 	for k, val := range part {
 		if _, dup := m[k]; dup {
@@ -396,8 +397,14 @@ func BuildBody(env Envelope, payload any) ([]byte, error) {
 	return encodeCanonical(m)
 }
 
-// envelopeFields is the number of the Envelope's fields.
-var envelopeFields = reflect.TypeFor[Envelope]().NumField()
+// bodyMaps are the maps BuildBody decodes an envelope and a payload into
+// (a decoder fills a map it is given), emptied after each body and kept,
+// with the room they grew to, for the next.
+type bodyMaps struct{ merged, payload map[string]any }
+
+var bodyMapPool = sync.Pool{New: func() any {
+	return &bodyMaps{merged: map[string]any{}, payload: map[string]any{}}
+}}
 
 // jsonPipe is an encoder and a decoder on one buffer, used as a stream:
 // each value encoded into it is decoded from it at once, and the buffer,

@@ -8,7 +8,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lockledger/lockledger/internal/pgtest"
 	"github.com/lockledger/lockledger/store/sqlite"
@@ -40,7 +42,8 @@ func BenchmarkCycle(b *testing.B) {
 // ledger, each on a lock of its own, on each store: the load of make
 // bench's clients rows, where a group carries several decisions. Beside
 // -benchmem's figures it reports the collections per 1,000 cycles, which
-// is what a cycle's allocations cost at GOGC's default on a small heap.
+// is what a cycle's allocations cost at GOGC's default on a small heap,
+// and this process's CPU a cycle (on PostgreSQL without the server's).
 func BenchmarkCycleClients(b *testing.B) {
 	for _, store := range []string{"sqlite", "postgres"} {
 		for _, clients := range []int{1, 8, 32} {
@@ -73,7 +76,11 @@ func BenchmarkCycleClients(b *testing.B) {
 				left.Store(int64(b.N))
 				errs := make([]error, clients)
 				var before, after runtime.MemStats
+				var used0, used1 syscall.Rusage
 				runtime.ReadMemStats(&before)
+				if err := syscall.Getrusage(syscall.RUSAGE_SELF, &used0); err != nil {
+					b.Fatal(err)
+				}
 				b.ResetTimer()
 				var wg sync.WaitGroup
 				for i := range clients {
@@ -89,6 +96,9 @@ func BenchmarkCycleClients(b *testing.B) {
 				}
 				wg.Wait()
 				b.StopTimer()
+				if err := syscall.Getrusage(syscall.RUSAGE_SELF, &used1); err != nil {
+					b.Fatal(err)
+				}
 				runtime.ReadMemStats(&after)
 				for _, err := range errs {
 					if err != nil {
@@ -96,6 +106,10 @@ func BenchmarkCycleClients(b *testing.B) {
 					}
 				}
 				b.ReportMetric(1000*float64(after.NumGC-before.NumGC)/float64(b.N), "GCs/1000cycles")
+				cpu := func(u syscall.Rusage) time.Duration {
+					return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+				}
+				b.ReportMetric(float64((cpu(used1)-cpu(used0)).Microseconds())/float64(b.N), "cpu-µs/cycle")
 			})
 		}
 	}

@@ -98,3 +98,19 @@ func awaitReading(t *testing.T, pid int) {
 	}
 	t.Fatalf("process %d never waited for its input", pid)
 }
+
+// TestInputThatIsADirectoryIsBadInput: a directory given where a file is
+// read (verify-proof's FILE, release --secret-file) is bad input, exit 2,
+// naming the argument, as a missing file is.
+func TestInputThatIsADirectoryIsBadInput(t *testing.T) {
+	t.Parallel()
+	root, dir := t.TempDir(), t.TempDir()
+	if r := clitest.Must(t, 2, root, "verify-proof", dir); !strings.Contains(r.Stderr, `FILE "`+dir+`"`) || !strings.Contains(r.Stderr, "directory") {
+		t.Errorf("verify-proof of a directory: %s", r.Stderr)
+	}
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--holder", "none", "--print-release-secret").Stdout)
+	rid, _, _ = strings.Cut(rid, "\n")
+	if r := clitest.Must(t, 2, root, "release", "deploy", "--request-id", rid, "--secret-file", dir); !strings.Contains(r.Stderr, "--secret-file") {
+		t.Errorf("release --secret-file of a directory: %s", r.Stderr)
+	}
+}

@@ -62,8 +62,8 @@ func ArchivedNote(ctx context.Context, r *Reader) string {
 }
 
 // ReadInput reads at most limit bytes of the file at path, or of standard
-// input when path is "-"; a file that cannot be opened is bad input naming
-// field. Waiting for input (a pipe, a FIFO or a terminal no one writes to
+// input when path is "-"; a file that cannot be opened, or a directory, is
+// bad input naming field. Waiting for input (a pipe, a FIFO or a terminal no one writes to
 // yet) ends with ctx, so that a signal ends it as it ends cat: a read(2)
 // the signal handler restarts would wait on past INT and TERM.
 func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64) ([]byte, error) {
@@ -76,6 +76,9 @@ func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64
 			return nil, events.Invalid(field, path, "cannot be read: "+ErrText(err))
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return nil, events.Invalid(field, path, "is a directory: give a file")
+		}
 		in, ok = f, true
 	}
 	if !ok {

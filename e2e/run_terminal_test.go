@@ -147,6 +147,62 @@ func TestRunCtrlCStopsTheScriptThatRanIt(t *testing.T) {
 	}
 }
 
+// TestRunCtrlCStopsABashScriptAndAnOuterRun: Ctrl-C that kills run's
+// command in the terminal's foreground stops a bash script that ran run,
+// and a script running `run outer -- lockledger run inner -- CMD`, as
+// around flock(1): bash goes on after a child that exits 130 (it takes
+// that the child handled the signal), and so does an outer run, which
+// the terminal did not send it to; run dies of the signal instead.
+func TestRunCtrlCStopsABashScriptAndAnOuterRun(t *testing.T) {
+	t.Parallel()
+	cmd := []string{"sh", "-c", `echo command-started; sleep 60`}
+	for _, c := range []struct {
+		name, script string
+		args         []string
+		locks        []string
+	}{
+		{"a bash script", `exec bash -c '"$0" "$@"; echo "after-run-$?"' "$0" "$@"`,
+			append([]string{"run", "interrupted", "--"}, cmd...), []string{"interrupted"}},
+		{"run inside run", `"$0" "$@"; echo "after-run-$?"`,
+			append([]string{"run", "outer", "--", clitest.Bin(), "run", "inner", "--"}, cmd...), []string{"outer", "inner"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			s := onTerminal(t, root, c.script, c.args...)
+			s.await("command-started")
+			if _, err := s.control.Write([]byte{0x03}); err != nil { // Ctrl-C (VINTR)
+				t.Fatal(err)
+			}
+			select {
+			case err := <-s.exited:
+				var exit *exec.ExitError
+				if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
+					t.Fatalf("the script ended with %v, want killed by SIGINT:\n%s", err, s.terminal())
+				}
+			case <-s.ctx.Done():
+				t.Fatal("the script did not exit")
+			}
+			for len(inSession(s.pid)) > 0 {
+				select {
+				case <-s.ctx.Done():
+					t.Fatalf("still running: %v", inSession(s.pid))
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			if strings.Contains(s.terminal(), "after-run") {
+				t.Fatalf("the script went on after Ctrl-C:\n%s", s.terminal())
+			}
+			for _, lock := range c.locks {
+				var result string
+				if err := clitest.DB(t, root).QueryRow(`SELECT body->>'result' FROM events WHERE type = 'lock_released' AND lock_name = ?`, lock).Scan(&result); err != nil || result != "cancelled" {
+					t.Errorf("%s released with %q (%v), want cancelled", lock, result, err)
+				}
+			}
+		})
+	}
+}
+
 // A run left in the background by a shell that has gone (its group
 // orphaned: nothing can bring it to the foreground) whose command reads
 // from the terminal leaves the command stopped, as the job of a shell

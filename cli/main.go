@@ -124,8 +124,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // runtime's first, whose handler ends the process on a thread of its own:
 // waited for here, so that the exit code does not win the race. Main
 // returns the exit code after endDelay where sig is ignored (a process
-// started with it ignored keeps it so).
+// started with it ignored keeps it so), and at once as a PID namespace's
+// init (a container's first process), which the kernel keeps from its
+// own signal: the runtime would exit 2 then.
 func endBy(sig syscall.Signal) {
+	if os.Getpid() == 1 {
+		return
+	}
 	signal.Reset(sig)
 	if syscall.Kill(os.Getpid(), sig) == nil {
 		time.Sleep(endDelay)

@@ -152,7 +152,9 @@ func TestRunCtrlCStopsTheScriptThatRanIt(t *testing.T) {
 // and a script running `run outer -- lockledger run inner -- CMD`, as
 // around flock(1): bash goes on after a child that exits 130 (it takes
 // that the child handled the signal), and so does an outer run, which
-// the terminal did not send it to; run dies of the signal instead.
+// the terminal did not send it to; run dies of the signal instead. As a
+// container's first process (a PID namespace's init), which no signal of
+// its own ends, run exits 130 as before.
 func TestRunCtrlCStopsABashScriptAndAnOuterRun(t *testing.T) {
 	t.Parallel()
 	cmd := []string{"sh", "-c", `echo command-started; sleep 60`}
@@ -160,14 +162,20 @@ func TestRunCtrlCStopsABashScriptAndAnOuterRun(t *testing.T) {
 		name, script string
 		args         []string
 		locks        []string
+		init         bool // the script goes on, and shows run's exit code
 	}{
 		{"a bash script", `exec bash -c '"$0" "$@"; echo "after-run-$?"' "$0" "$@"`,
-			append([]string{"run", "interrupted", "--"}, cmd...), []string{"interrupted"}},
+			append([]string{"run", "interrupted", "--"}, cmd...), []string{"interrupted"}, false},
 		{"run inside run", `"$0" "$@"; echo "after-run-$?"`,
-			append([]string{"run", "outer", "--", clitest.Bin(), "run", "inner", "--"}, cmd...), []string{"outer", "inner"}},
+			append([]string{"run", "outer", "--", clitest.Bin(), "run", "inner", "--"}, cmd...), []string{"outer", "inner"}, false},
+		{"run as a PID namespace's init", `unshare --pid --fork --mount-proc --kill-child "$0" "$@"; echo "after-run-$?"`,
+			append([]string{"run", "interrupted", "--"}, cmd...), []string{"interrupted"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			if c.init {
+				needPIDNamespaces(t)
+			}
 			root := t.TempDir()
 			s := onTerminal(t, root, c.script, c.args...)
 			s.await("command-started")
@@ -177,8 +185,17 @@ func TestRunCtrlCStopsABashScriptAndAnOuterRun(t *testing.T) {
 			select {
 			case err := <-s.exited:
 				var exit *exec.ExitError
-				if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
+				switch {
+				case c.init && err != nil:
+					t.Fatalf("the script ended with %v, want it to go on:\n%s", err, s.terminal())
+				case c.init:
+					if !strings.Contains(s.terminal(), "after-run-130") {
+						t.Fatalf("run as a PID namespace's init did not exit 130:\n%s", s.terminal())
+					}
+				case !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT:
 					t.Fatalf("the script ended with %v, want killed by SIGINT:\n%s", err, s.terminal())
+				case strings.Contains(s.terminal(), "after-run"):
+					t.Fatalf("the script went on after Ctrl-C:\n%s", s.terminal())
 				}
 			case <-s.ctx.Done():
 				t.Fatal("the script did not exit")
@@ -189,9 +206,6 @@ func TestRunCtrlCStopsABashScriptAndAnOuterRun(t *testing.T) {
 					t.Fatalf("still running: %v", inSession(s.pid))
 				case <-time.After(20 * time.Millisecond):
 				}
-			}
-			if strings.Contains(s.terminal(), "after-run") {
-				t.Fatalf("the script went on after Ctrl-C:\n%s", s.terminal())
 			}
 			for _, lock := range c.locks {
 				var result string

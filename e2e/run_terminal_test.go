@@ -189,6 +189,8 @@ func TestRunCtrlCStopsABashScriptAndAnOuterRun(t *testing.T) {
 				case c.init && err != nil:
 					t.Fatalf("the script ended with %v, want it to go on:\n%s", err, s.terminal())
 				case c.init:
+					s.exitErr, s.gone = err, time.Now()
+					s.await("after-run-") // the script's last line may still be on its way
 					if !strings.Contains(s.terminal(), "after-run-130") {
 						t.Fatalf("run as a PID namespace's init did not exit 130:\n%s", s.terminal())
 					}

@@ -114,3 +114,20 @@ func TestInputThatIsADirectoryIsBadInput(t *testing.T) {
 		t.Errorf("release --secret-file of a directory: %s", r.Stderr)
 	}
 }
+
+// TestASecretTypedAtATerminalEndsWithEnter: release --secret-file - at a
+// terminal takes the secret's line once Enter ends it, as a prompt does,
+// rather than waiting for Ctrl-D (the end of the terminal's input) with
+// the secret typed.
+func TestASecretTypedAtATerminalEndsWithEnter(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	out := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--holder", "none", "--print-release-secret").Stdout)
+	rid, secret, _ := strings.Cut(out, "\n")
+	s := onTerminal(t, root, `"$0" "$@"; echo "after-release-$?"`, "release", "deploy", "--request-id", rid, "--secret-file", "-")
+	s.typed(secret) // kept by the terminal until read
+	s.await("after-release-0")
+	if rel := lastBody(t, root, "lock_released"); rel["request_id"] != rid {
+		t.Fatalf("released %v, want the holding %s", rel, rid)
+	}
+}

@@ -1,6 +1,7 @@
 package invocation
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
@@ -65,8 +67,11 @@ func ArchivedNote(ctx context.Context, r *Reader) string {
 // input when path is "-"; a file that cannot be opened, or a directory, is
 // bad input naming field. Waiting for input (a pipe, a FIFO or a terminal no one writes to
 // yet) ends with ctx, so that a signal ends it as it ends cat: a read(2)
-// the signal handler restarts would wait on past INT and TERM.
-func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64) ([]byte, error) {
+// the signal handler restarts would wait on past INT and TERM. With
+// line, for input of which only the first line is read (a secret), a
+// terminal is read until that line ends: typed, it ends with Enter, not
+// with Ctrl-D.
+func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64, line bool) ([]byte, error) {
 	in, ok := g.IO.In.(*os.File)
 	if path != "-" {
 		// Opened without waiting for a FIFO's writer: the wait is
@@ -84,20 +89,27 @@ func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64
 	if !ok {
 		return io.ReadAll(io.LimitReader(g.IO.In, limit))
 	}
-	return readUntil(ctx, in, limit)
+	return readUntil(ctx, in, limit, line)
 }
 
 // readUntil reads f to its end, at most limit bytes, waiting for each part
 // in poll(2) rounds that see ctx end. A regular file never waits. The
 // descriptor is polled as it is, blocking or not: standard input's mode is
-// shared with the process that gave it.
-func readUntil(ctx context.Context, f *os.File, limit int64) ([]byte, error) {
+// shared with the process that gave it. With line, a terminal is read
+// until its first line ends.
+func readUntil(ctx context.Context, f *os.File, limit int64, line bool) ([]byte, error) {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		return io.ReadAll(io.LimitReader(f, limit))
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, err
+	}
+	if line {
+		// Asked of the descriptor as it is (f.Fd would make it blocking).
+		if err := rc.Control(func(fd uintptr) { line = term.IsTerminal(int(fd)) }); err != nil {
+			return nil, err
+		}
 	}
 	var b []byte
 	part := make([]byte, 4096)
@@ -120,7 +132,7 @@ func readUntil(ctx context.Context, f *os.File, limit int64) ([]byte, error) {
 		}
 		m, err := f.Read(part[:min(int64(len(part)), limit-int64(len(b)))])
 		b = append(b, part[:m]...)
-		if errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) || line && bytes.IndexByte(part[:m], '\n') >= 0 {
 			break
 		} else if err != nil {
 			return nil, err

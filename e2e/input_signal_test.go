@@ -116,18 +116,35 @@ func TestInputThatIsADirectoryIsBadInput(t *testing.T) {
 }
 
 // TestASecretTypedAtATerminalEndsWithEnter: release --secret-file - at a
-// terminal takes the secret's line once Enter ends it, as a prompt does,
-// rather than waiting for Ctrl-D (the end of the terminal's input) with
-// the secret typed.
+// terminal takes the secret's line once Enter ends it, as a password
+// prompt does, rather than waiting for Ctrl-D (the end of the terminal's
+// input) with the secret typed; and the secret is typed unseen, the
+// terminal's echo off while it is read, and on again after.
 func TestASecretTypedAtATerminalEndsWithEnter(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	out := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--holder", "none", "--print-release-secret").Stdout)
 	rid, secret, _ := strings.Cut(out, "\n")
-	s := onTerminal(t, root, `"$0" "$@"; echo "after-release-$?"`, "release", "deploy", "--request-id", rid, "--secret-file", "-")
-	s.typed(secret) // kept by the terminal until read
+	s := onTerminal(t, root, `"$0" "$@"; echo "after-release-$?"; read wait`, "release", "deploy", "--request-id", rid, "--secret-file", "-")
+	for s.echoing() {
+		select {
+		case <-s.ctx.Done():
+			t.Fatalf("the terminal still echoes what is typed while release waits for the secret:\n%s", s.terminal())
+		case err := <-s.exited:
+			t.Fatalf("the script exited (%v):\n%s", err, s.terminal())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	s.typed(secret)
 	s.await("after-release-0")
+	if strings.Contains(s.terminal(), secret) {
+		t.Fatalf("the secret is shown on the terminal:\n%s", s.terminal())
+	}
+	if !s.echoing() {
+		t.Fatal("the terminal's echo was left off")
+	}
 	if rel := lastBody(t, root, "lock_released"); rel["request_id"] != rid {
 		t.Fatalf("released %v, want the holding %s", rel, rid)
 	}
+	s.typed("")
 }

@@ -349,6 +349,17 @@ func onTerminal(t *testing.T, root, script string, args ...string) *terminalScri
 	return s
 }
 
+// echoing says whether the terminal echoes what is typed (its modes, read
+// through the control side, as the kernel keeps them for both).
+func (s *terminalScript) echoing() bool {
+	s.t.Helper()
+	t, err := unix.IoctlGetTermios(int(s.control.Fd()), unix.TCGETS)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return t.Lflag&unix.ECHO != 0
+}
+
 // typed types line on the terminal.
 func (s *terminalScript) typed(line string) {
 	s.t.Helper()

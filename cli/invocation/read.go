@@ -70,7 +70,7 @@ func ArchivedNote(ctx context.Context, r *Reader) string {
 // the signal handler restarts would wait on past INT and TERM. With
 // line, for input of which only the first line is read (a secret), a
 // terminal is read until that line ends: typed, it ends with Enter, not
-// with Ctrl-D.
+// with Ctrl-D; and it is typed unseen, as a password is.
 func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64, line bool) ([]byte, error) {
 	in, ok := g.IO.In.(*os.File)
 	if path != "-" {
@@ -96,7 +96,7 @@ func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64
 // in poll(2) rounds that see ctx end. A regular file never waits. The
 // descriptor is polled as it is, blocking or not: standard input's mode is
 // shared with the process that gave it. With line, a terminal is read
-// until its first line ends.
+// until its first line ends, without echo (hideTyping).
 func readUntil(ctx context.Context, f *os.File, limit int64, line bool) ([]byte, error) {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		return io.ReadAll(io.LimitReader(f, limit))
@@ -110,6 +110,9 @@ func readUntil(ctx context.Context, f *os.File, limit int64, line bool) ([]byte,
 		if err := rc.Control(func(fd uintptr) { line = term.IsTerminal(int(fd)) }); err != nil {
 			return nil, err
 		}
+	}
+	if line {
+		defer hideTyping(rc)()
 	}
 	var b []byte
 	part := make([]byte, 4096)
@@ -139,4 +142,24 @@ func readUntil(ctx context.Context, f *os.File, limit int64, line bool) ([]byte,
 		}
 	}
 	return b, nil
+}
+
+// hideTyping turns off the echo of the terminal rc reads, but for the
+// newline that ends a line, and returns what puts its modes back: a secret
+// typed there is not left on the screen. A terminal whose modes cannot be
+// read or set echoes as it did.
+func hideTyping(rc syscall.RawConn) (restore func()) {
+	restore = func() {}
+	_ = rc.Control(func(fd uintptr) {
+		was, err := unix.IoctlGetTermios(int(fd), getTermios)
+		if err != nil {
+			return
+		}
+		hidden := *was
+		hidden.Lflag = hidden.Lflag&^unix.ECHO | unix.ECHONL
+		if unix.IoctlSetTermios(int(fd), setTermios, &hidden) == nil {
+			restore = func() { _ = rc.Control(func(fd uintptr) { _ = unix.IoctlSetTermios(int(fd), setTermios, was) }) }
+		}
+	})
+	return restore
 }

@@ -207,8 +207,10 @@ var sigLinePrefix = []byte("\u2014 ")
 // SplitNotes splits signed notes written one after another (a witness
 // file): a note ends after its signature lines (each "— NAME SIG"), which
 // follow the blank line that ends its text. Empty lines between notes are
-// skipped. Text that does not end in signatures is returned as a last
-// entry, for Open to reject.
+// skipped. A checkpoint's text holds no empty line, so text that a blank
+// line ends and no signature follows is a note cut short (a full disk),
+// and the line after it starts the next note (see Separator). Text that
+// does not end in signatures is returned as an entry, for Open to reject.
 func SplitNotes(data []byte) []Entry {
 	var out []Entry
 	var cur []byte
@@ -224,11 +226,12 @@ func SplitNotes(data []byte) []Entry {
 		}
 		line++
 		isSig := bytes.HasPrefix(l, sigLinePrefix)
-		if inSigs && !isSig {
+		blank := len(bytes.TrimSpace(l)) == 0
+		if inSigs && !isSig || !inSigs && !isSig && !blank && bytes.HasSuffix(cur, []byte("\n\n")) {
 			out = append(out, Entry{Line: start, Note: cur})
 			cur, inSigs = nil, false
 		}
-		if cur == nil && len(bytes.TrimSpace(l)) == 0 {
+		if cur == nil && blank {
 			continue
 		}
 		if cur == nil {
@@ -243,6 +246,26 @@ func SplitNotes(data []byte) []Entry {
 		out = append(out, Entry{Line: start, Note: cur})
 	}
 	return out
+}
+
+// Separator is what a note appended after tail, the end of a file of
+// notes, needs before it to be read as a note of its own by SplitNotes:
+// nothing after a whole note (its last signature line) or a blank line,
+// and a blank line, ending the line first if need be, after anything else
+// (a note cut short by a full disk where it could not be cut back), which
+// would otherwise run on into the new note's text and take it with it.
+func Separator(tail []byte) string {
+	if len(tail) == 0 {
+		return ""
+	}
+	if tail[len(tail)-1] != '\n' {
+		return "\n\n"
+	}
+	last := tail[bytes.LastIndexByte(tail[:len(tail)-1], '\n')+1:]
+	if len(bytes.TrimSpace(last)) == 0 || bytes.HasPrefix(last, sigLinePrefix) {
+		return ""
+	}
+	return "\n"
 }
 
 // SignedBy reports whether msg is a checkpoint of size events of the log

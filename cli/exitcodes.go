@@ -41,7 +41,8 @@ var ExitStatuses = []ExitStatus{
 		"was given; nothing was created (`--json`: `no_ledger`)"},
 	{fmt.Sprintf("%d / %d", ExitCannotExecute, ExitCommandNotFound), "`run`: the command cannot be executed / does not exist"},
 	{fmt.Sprintf("%d+N", ExitSignalBase), "interrupted by signal N (130 INT, 143 TERM, 129 HUP), e.g. while `--wait` waited; " +
-		"`run` exits with its command's own code instead once the command runs"},
+		"`run` exits with its command's own code instead once the command runs " +
+		"(and dies of SIGINT itself, shown as 130, when the terminal's Ctrl-C killed the command)"},
 }
 
 // plain is s without the backquotes that mark what a reader types.

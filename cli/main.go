@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"slices"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -63,7 +64,9 @@ func ExitCode(err error) int {
 	return invocation.ExitFailure
 }
 
-// Main runs the command line and returns the process exit code.
+// Main runs the command line and returns the process exit code, unless
+// its command asks to end the process by a signal instead
+// (invocation.ExitError.Signal: run whose command Ctrl-C killed).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &invocation.Globals{IO: invocation.IO{In: stdin, Out: stdout, ErrOut: stderr}}
 	root := newRootFor(g, args)
@@ -110,8 +113,32 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// after a signal is the signal's.
 		err = &invocation.Interrupt{Signal: sig, Err: err}
 	}
-	return g.FinishJQ(report(g, err))
+	code := g.FinishJQ(report(g, err))
+	if errors.As(err, &ee) && ee.Signal != 0 {
+		endBy(ee.Signal)
+	}
+	return code
 }
+
+// endBy ends the process killed by sig, its handling given back to the
+// runtime's first, whose handler ends the process on a thread of its own:
+// waited for here, so that the exit code does not win the race. Main
+// returns the exit code after endDelay where sig is ignored (a process
+// started with it ignored keeps it so), and at once as a PID namespace's
+// init (a container's first process), which the kernel keeps from its
+// own signal: the runtime would exit 2 then.
+func endBy(sig syscall.Signal) {
+	if os.Getpid() == 1 {
+		return
+	}
+	signal.Reset(sig)
+	if syscall.Kill(os.Getpid(), sig) == nil {
+		time.Sleep(endDelay)
+	}
+}
+
+// endDelay bounds endBy's wait for its signal to end the process.
+const endDelay = time.Second
 
 // notifyContext makes the process's one handler of sigs for the command
 // that runs: the first signal cancels ctx (its cause an

@@ -98,3 +98,53 @@ func awaitReading(t *testing.T, pid int) {
 	}
 	t.Fatalf("process %d never waited for its input", pid)
 }
+
+// TestInputThatIsADirectoryIsBadInput: a directory given where a file is
+// read (verify-proof's FILE, release --secret-file) is bad input, exit 2,
+// naming the argument, as a missing file is.
+func TestInputThatIsADirectoryIsBadInput(t *testing.T) {
+	t.Parallel()
+	root, dir := t.TempDir(), t.TempDir()
+	if r := clitest.Must(t, 2, root, "verify-proof", dir); !strings.Contains(r.Stderr, `FILE "`+dir+`"`) || !strings.Contains(r.Stderr, "directory") {
+		t.Errorf("verify-proof of a directory: %s", r.Stderr)
+	}
+	rid := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--holder", "none", "--print-release-secret").Stdout)
+	rid, _, _ = strings.Cut(rid, "\n")
+	if r := clitest.Must(t, 2, root, "release", "deploy", "--request-id", rid, "--secret-file", dir); !strings.Contains(r.Stderr, "--secret-file") {
+		t.Errorf("release --secret-file of a directory: %s", r.Stderr)
+	}
+}
+
+// TestASecretTypedAtATerminalEndsWithEnter: release --secret-file - at a
+// terminal takes the secret's line once Enter ends it, as a password
+// prompt does, rather than waiting for Ctrl-D (the end of the terminal's
+// input) with the secret typed; and the secret is typed unseen, the
+// terminal's echo off while it is read, and on again after.
+func TestASecretTypedAtATerminalEndsWithEnter(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	out := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--holder", "none", "--print-release-secret").Stdout)
+	rid, secret, _ := strings.Cut(out, "\n")
+	s := onTerminal(t, root, `"$0" "$@"; echo "after-release-$?"; read wait`, "release", "deploy", "--request-id", rid, "--secret-file", "-")
+	for s.echoing() {
+		select {
+		case <-s.ctx.Done():
+			t.Fatalf("the terminal still echoes what is typed while release waits for the secret:\n%s", s.terminal())
+		case err := <-s.exited:
+			t.Fatalf("the script exited (%v):\n%s", err, s.terminal())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	s.typed(secret)
+	s.await("after-release-0")
+	if strings.Contains(s.terminal(), secret) {
+		t.Fatalf("the secret is shown on the terminal:\n%s", s.terminal())
+	}
+	if !s.echoing() {
+		t.Fatal("the terminal's echo was left off")
+	}
+	if rel := lastBody(t, root, "lock_released"); rel["request_id"] != rid {
+		t.Fatalf("released %v, want the holding %s", rel, rid)
+	}
+	s.typed("")
+}

@@ -147,6 +147,78 @@ func TestRunCtrlCStopsTheScriptThatRanIt(t *testing.T) {
 	}
 }
 
+// TestRunCtrlCStopsABashScriptAndAnOuterRun: Ctrl-C that kills run's
+// command in the terminal's foreground stops a bash script that ran run,
+// and a script running `run outer -- lockledger run inner -- CMD`, as
+// around flock(1): bash goes on after a child that exits 130 (it takes
+// that the child handled the signal), and so does an outer run, which
+// the terminal did not send it to; run dies of the signal instead. As a
+// container's first process (a PID namespace's init), which no signal of
+// its own ends, run exits 130 as before.
+func TestRunCtrlCStopsABashScriptAndAnOuterRun(t *testing.T) {
+	t.Parallel()
+	cmd := []string{"sh", "-c", `echo command-started; sleep 60`}
+	for _, c := range []struct {
+		name, script string
+		args         []string
+		locks        []string
+		init         bool // the script goes on, and shows run's exit code
+	}{
+		{"a bash script", `exec bash -c '"$0" "$@"; echo "after-run-$?"' "$0" "$@"`,
+			append([]string{"run", "interrupted", "--"}, cmd...), []string{"interrupted"}, false},
+		{"run inside run", `"$0" "$@"; echo "after-run-$?"`,
+			append([]string{"run", "outer", "--", clitest.Bin(), "run", "inner", "--"}, cmd...), []string{"outer", "inner"}, false},
+		{"run as a PID namespace's init", `unshare --pid --fork --mount-proc --kill-child "$0" "$@"; echo "after-run-$?"`,
+			append([]string{"run", "interrupted", "--"}, cmd...), []string{"interrupted"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if c.init {
+				needPIDNamespaces(t)
+			}
+			root := t.TempDir()
+			s := onTerminal(t, root, c.script, c.args...)
+			s.await("command-started")
+			if _, err := s.control.Write([]byte{0x03}); err != nil { // Ctrl-C (VINTR)
+				t.Fatal(err)
+			}
+			select {
+			case err := <-s.exited:
+				var exit *exec.ExitError
+				switch {
+				case c.init && err != nil:
+					t.Fatalf("the script ended with %v, want it to go on:\n%s", err, s.terminal())
+				case c.init:
+					s.exitErr, s.gone = err, time.Now()
+					s.await("after-run-") // the script's last line may still be on its way
+					if !strings.Contains(s.terminal(), "after-run-130") {
+						t.Fatalf("run as a PID namespace's init did not exit 130:\n%s", s.terminal())
+					}
+				case !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT:
+					t.Fatalf("the script ended with %v, want killed by SIGINT:\n%s", err, s.terminal())
+				case strings.Contains(s.terminal(), "after-run"):
+					t.Fatalf("the script went on after Ctrl-C:\n%s", s.terminal())
+				}
+			case <-s.ctx.Done():
+				t.Fatal("the script did not exit")
+			}
+			for len(inSession(s.pid)) > 0 {
+				select {
+				case <-s.ctx.Done():
+					t.Fatalf("still running: %v", inSession(s.pid))
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			for _, lock := range c.locks {
+				var result string
+				if err := clitest.DB(t, root).QueryRow(`SELECT body->>'result' FROM events WHERE type = 'lock_released' AND lock_name = ?`, lock).Scan(&result); err != nil || result != "cancelled" {
+					t.Errorf("%s released with %q (%v), want cancelled", lock, result, err)
+				}
+			}
+		})
+	}
+}
+
 // A run left in the background by a shell that has gone (its group
 // orphaned: nothing can bring it to the foreground) whose command reads
 // from the terminal leaves the command stopped, as the job of a shell
@@ -275,6 +347,17 @@ func onTerminal(t *testing.T, root, script string, args ...string) *terminalScri
 		}
 	}()
 	return s
+}
+
+// echoing says whether the terminal echoes what is typed (its modes, read
+// through the control side, as the kernel keeps them for both).
+func (s *terminalScript) echoing() bool {
+	s.t.Helper()
+	t, err := unix.IoctlGetTermios(int(s.control.Fd()), unix.TCGETS)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return t.Lflag&unix.ECHO != 0
 }
 
 // typed types line on the terminal.

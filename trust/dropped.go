@@ -30,9 +30,12 @@ func droppedPath(path string) string {
 }
 
 // Drop moves the head file at path aside, held until Settle; nil when
-// there is none. A head aside that another live run holds is an error.
+// there is none. A head aside that another live run holds is an error:
+// that run puts it back if it fails, under whatever this one recorded.
 func Drop(path string) (*Dropped, error) {
-	restoreDropped(path)
+	if restoreDropped(path) {
+		return nil, heldError(path, unix.EWOULDBLOCK)
+	}
 	f, err := openRegular(path, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -43,7 +46,7 @@ func Drop(path string) (*Dropped, error) {
 	d := &Dropped{path: path, aside: droppedPath(path), f: f}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: another run is going on from another state of the ledger (it holds the head): %w", path, err)
+		return nil, heldError(path, err)
 	}
 	// A link, then the unlink: never over another file, and the lock
 	// taken stays on the head's inode wherever it is.
@@ -70,20 +73,28 @@ func (d *Dropped) Settle(recorded bool) error {
 	return putBack(d.aside, d.path)
 }
 
+// heldError: the head at path is held by another run's Drop (err the
+// flock's).
+func heldError(path string, err error) error {
+	return fmt.Errorf("%s: another run is going on from another state of the ledger (it holds the head): %w", path, err)
+}
+
 // restoreDropped puts back the head at path that a run killed before it
 // settled it left aside: one no process holds. A head it cannot put back
-// now stays aside for the next look.
-func restoreDropped(path string) {
+// now stays aside for the next look. It reports whether a live run holds
+// the head aside.
+func restoreDropped(path string) (held bool) {
 	aside := droppedPath(path)
 	f, err := openRegular(aside, os.O_RDONLY)
 	if err != nil {
-		return
+		return false
 	}
 	defer f.Close()
 	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
-		return // its run is going on
+		return true // its run is going on
 	}
 	_ = putBack(aside, path)
+	return false
 }
 
 // putBack puts the head aside back at path, or drops it where a head was

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockledger/lockledger/checkpoint"
 	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/trust"
 )
@@ -63,14 +64,14 @@ func appendNote(path string, flag int, note, dir string) error {
 		// and the note must not be lost to them. The note is appended as it
 		// comes, and a torn one is not cut back, since that could cut
 		// another process's after it.
-		_, err = f.WriteString(note)
+		_, err = f.WriteString(separator(path, f) + note)
 	case err != nil:
 		f.Close()
 		return err
 	default:
 		var fi os.FileInfo
 		if fi, err = f.Stat(); err == nil {
-			err = lockfile.AppendWhole(f, fi.Size(), note)
+			err = lockfile.AppendWhole(f, fi.Size(), separator(path, f)+note)
 		}
 	}
 	if err != nil {
@@ -88,6 +89,36 @@ func appendNote(path string, flag int, note, dir string) error {
 	}
 	return nil
 }
+
+// separator is what goes before a note appended to f, the witness file
+// at path, so that a note left cut short at its end (a full disk where it
+// could not be cut back: no lock, or an older lockledger) does not take
+// the new note with it (checkpoint.Separator). f is opened for writing
+// only, so the end is read through a second open of path, of the same
+// file; where it cannot be read, nothing goes before the note.
+func separator(path string, f *os.File) string {
+	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return ""
+	}
+	defer r.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	if rfi, err := r.Stat(); err != nil || !os.SameFile(fi, rfi) {
+		return ""
+	}
+	tail := make([]byte, min(fi.Size(), tailRead))
+	if _, err := r.ReadAt(tail, fi.Size()-int64(len(tail))); err != nil {
+		return ""
+	}
+	return checkpoint.Separator(tail)
+}
+
+// tailRead is how much of a witness file's end separator reads: more
+// than a signature line.
+const tailRead = 4096
 
 // appendWait is how long a note waits for another process's append to the
 // same witness file: one note and its fsync, which on a file another host

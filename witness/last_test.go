@@ -59,3 +59,26 @@ func TestLastFindsTheLargestCheckpointOfTheLedgerSignedByTheKey(t *testing.T) {
 		t.Fatalf("Publisher.Last: %+v, %v", found, err)
 	}
 }
+
+// TestANoteAfterATornOneIsRead: a note torn by a full disk where it could
+// not be cut back (appended without the lock: a file system without
+// locks, a lock held past appendWait, an older lockledger) is left in the
+// witness file; the next note, appended after it, is still read as its
+// ledger's, wherever the torn one was cut.
+func TestANoteAfterATornOneIsRead(t *testing.T) {
+	s, v, _ := testkeys.Signer(t, "ops")
+	first, torn, next := testkeys.Signed(t, s, id, 1, at), testkeys.Signed(t, s, id, 2, at), testkeys.Signed(t, s, id, 3, at)
+	file := filepath.Join(t.TempDir(), "witness.log")
+	for cut := 1; cut < len(torn); cut++ {
+		if err := os.WriteFile(file, []byte(first+torn[:cut]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := write(file, id, 3, at, next); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := trust.Last(file, id, v); err != nil || got == nil || got.Size != 3 {
+			b, _ := os.ReadFile(file)
+			t.Fatalf("the note after one torn after %d bytes: Last %v, %v; the file holds %q", cut, got != nil && got.Size == 3, err, b)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockledger/lockledger/internal/testkeys"
 	"github.com/lockledger/lockledger/store"
 	"github.com/lockledger/lockledger/trust"
 )
@@ -31,7 +32,9 @@ func TestPublishAppendsToAFileAndAddsOneFileToADirectory(t *testing.T) {
 	p := New([]string{file, wdir}, time.Minute, nil)
 	defer p.Wait()
 	ctx := context.Background()
-	for size, note := range map[int64]string{1: "one\n", 2: "two\n"} {
+	s, _, _ := testkeys.Signer(t, "ops")
+	one, two := testkeys.Signed(t, s, id, 1, at), testkeys.Signed(t, s, id, 2, at)
+	for size, note := range map[int64]string{1: one, 2: two} {
 		written, err := p.Publish(ctx, id, size, at, note)
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +52,7 @@ func TestPublishAppendsToAFileAndAddsOneFileToADirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := string(b); s != "one\ntwo\n" && s != "two\none\n" {
+	if s := string(b); s != one+two && s != two+one {
 		t.Fatalf("the witness file holds %q, want both notes appended", s)
 	}
 	// A directory never has a file replaced: the same checkpoint again is refused there.
@@ -58,7 +61,7 @@ func TestPublishAppendsToAFileAndAddsOneFileToADirectory(t *testing.T) {
 	if !errors.As(err, &we) || we.Path != wdir || !errors.Is(err, fs.ErrExist) || !slices.Equal(written, []string{file}) {
 		t.Fatalf("publishing a checkpoint twice: written %v, %v; want the directory refused as a *Error, the file written", written, err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(wdir, FileName(id, 1, at))); string(b) != "one\n" {
+	if b, _ := os.ReadFile(filepath.Join(wdir, FileName(id, 1, at))); string(b) != one {
 		t.Fatalf("the directory's file was changed to %q", b)
 	}
 }
@@ -176,7 +179,9 @@ func TestFileNamesSortBySizeThenTime(t *testing.T) {
 // instead of every note failing for as long as the lock is held.
 func TestANoteIsAppendedWhileAReaderHoldsTheWitnessFilesLock(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "witness.log")
-	if err := os.WriteFile(file, []byte("one\n"), 0o644); err != nil {
+	s, _, _ := testkeys.Signer(t, "ops")
+	one, two := testkeys.Signed(t, s, id, 1, at), testkeys.Signed(t, s, id, 2, at)
+	if err := os.WriteFile(file, []byte(one), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r, err := os.Open(file)
@@ -190,13 +195,13 @@ func TestANoteIsAppendedWhileAReaderHoldsTheWitnessFilesLock(t *testing.T) {
 	p := New([]string{file}, time.Minute, nil)
 	defer p.Wait()
 	start := time.Now()
-	if _, err := p.Publish(context.Background(), id, 2, at, "two\n"); err != nil {
+	if _, err := p.Publish(context.Background(), id, 2, at, two); err != nil {
 		t.Fatalf("a note to a witness file whose lock a reader holds: %v", err)
 	}
 	if took := time.Since(start); took > appendWait+5*time.Second {
 		t.Errorf("the note took %v, its wait for the lock being %v", took, appendWait)
 	}
-	if b, err := os.ReadFile(file); err != nil || string(b) != "one\ntwo\n" {
+	if b, err := os.ReadFile(file); err != nil || string(b) != one+two {
 		t.Fatalf("the witness file holds %q (%v), want both notes", b, err)
 	}
 }

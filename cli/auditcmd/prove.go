@@ -275,7 +275,7 @@ func runVerifyProof(ctx context.Context, o *verifyProofOptions, args []string) e
 	if len(args) == 1 && args[0] != "-" {
 		path, name = args[0], args[0]
 	}
-	data, err := o.g.ReadInput(ctx, "FILE", path, 64<<20)
+	data, err := o.g.ReadInput(ctx, "FILE", path, 64<<20, false)
 	if err != nil {
 		return err
 	}

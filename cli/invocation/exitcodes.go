@@ -1,6 +1,9 @@
 package invocation
 
-import "fmt"
+import (
+	"fmt"
+	"syscall"
+)
 
 // Exit codes: the contract scripts rely on. ExitCode maps the library's
 // errors to them; the library itself knows nothing of exit codes.
@@ -30,7 +33,14 @@ const (
 )
 
 // ExitError carries an exact exit code (run uses it for the child's code).
-type ExitError struct{ Code int }
+type ExitError struct {
+	Code int
+	// Signal, where not 0, ends the process instead once the command has
+	// said everything (cli.Main): killed by it, as the job that a shell
+	// runs dies of the terminal's Ctrl-C, so that the script that ran it
+	// stops too (a shell goes on after a child that only exits 130).
+	Signal syscall.Signal
+}
 
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 

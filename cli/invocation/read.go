@@ -1,6 +1,7 @@
 package invocation
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/lockledger/lockledger/events"
 	"github.com/lockledger/lockledger/ledger"
@@ -62,11 +64,14 @@ func ArchivedNote(ctx context.Context, r *Reader) string {
 }
 
 // ReadInput reads at most limit bytes of the file at path, or of standard
-// input when path is "-"; a file that cannot be opened is bad input naming
-// field. Waiting for input (a pipe, a FIFO or a terminal no one writes to
+// input when path is "-"; a file that cannot be opened, or a directory, is
+// bad input naming field. Waiting for input (a pipe, a FIFO or a terminal no one writes to
 // yet) ends with ctx, so that a signal ends it as it ends cat: a read(2)
-// the signal handler restarts would wait on past INT and TERM.
-func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64) ([]byte, error) {
+// the signal handler restarts would wait on past INT and TERM. With
+// line, for input of which only the first line is read (a secret), a
+// terminal is read until that line ends: typed, it ends with Enter, not
+// with Ctrl-D; and it is typed unseen, as a password is.
+func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64, line bool) ([]byte, error) {
 	in, ok := g.IO.In.(*os.File)
 	if path != "-" {
 		// Opened without waiting for a FIFO's writer: the wait is
@@ -76,25 +81,38 @@ func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64
 			return nil, events.Invalid(field, path, "cannot be read: "+ErrText(err))
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return nil, events.Invalid(field, path, "is a directory: give a file")
+		}
 		in, ok = f, true
 	}
 	if !ok {
 		return io.ReadAll(io.LimitReader(g.IO.In, limit))
 	}
-	return readUntil(ctx, in, limit)
+	return readUntil(ctx, in, limit, line)
 }
 
 // readUntil reads f to its end, at most limit bytes, waiting for each part
 // in poll(2) rounds that see ctx end. A regular file never waits. The
 // descriptor is polled as it is, blocking or not: standard input's mode is
-// shared with the process that gave it.
-func readUntil(ctx context.Context, f *os.File, limit int64) ([]byte, error) {
+// shared with the process that gave it. With line, a terminal is read
+// until its first line ends, without echo (hideTyping).
+func readUntil(ctx context.Context, f *os.File, limit int64, line bool) ([]byte, error) {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		return io.ReadAll(io.LimitReader(f, limit))
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, err
+	}
+	if line {
+		// Asked of the descriptor as it is (f.Fd would make it blocking).
+		if err := rc.Control(func(fd uintptr) { line = term.IsTerminal(int(fd)) }); err != nil {
+			return nil, err
+		}
+	}
+	if line {
+		defer hideTyping(rc)()
 	}
 	var b []byte
 	part := make([]byte, 4096)
@@ -117,11 +135,31 @@ func readUntil(ctx context.Context, f *os.File, limit int64) ([]byte, error) {
 		}
 		m, err := f.Read(part[:min(int64(len(part)), limit-int64(len(b)))])
 		b = append(b, part[:m]...)
-		if errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) || line && bytes.IndexByte(part[:m], '\n') >= 0 {
 			break
 		} else if err != nil {
 			return nil, err
 		}
 	}
 	return b, nil
+}
+
+// hideTyping turns off the echo of the terminal rc reads, but for the
+// newline that ends a line, and returns what puts its modes back: a secret
+// typed there is not left on the screen. A terminal whose modes cannot be
+// read or set echoes as it did.
+func hideTyping(rc syscall.RawConn) (restore func()) {
+	restore = func() {}
+	_ = rc.Control(func(fd uintptr) {
+		was, err := unix.IoctlGetTermios(int(fd), getTermios)
+		if err != nil {
+			return
+		}
+		hidden := *was
+		hidden.Lflag = hidden.Lflag&^unix.ECHO | unix.ECHONL
+		if unix.IoctlSetTermios(int(fd), setTermios, &hidden) == nil {
+			restore = func() { _ = rc.Control(func(fd uintptr) { _ = unix.IoctlSetTermios(int(fd), setTermios, was) }) }
+		}
+	})
+	return restore
 }

@@ -218,7 +218,7 @@ func (o *releaseOptions) releaseSecret(ctx context.Context) (string, error) {
 // readSecretFile reads a secret from path (- for standard input): its
 // first line, without surrounding white space.
 func readSecretFile(ctx context.Context, g *invocation.Globals, path string) (string, error) {
-	b, err := g.ReadInput(ctx, "--secret-file", path, 4096)
+	b, err := g.ReadInput(ctx, "--secret-file", path, 4096, true)
 	if err != nil && !errors.As(err, new(*events.InvalidError)) {
 		err = events.Invalid("--secret-file", path, "cannot be read: "+err.Error())
 	}

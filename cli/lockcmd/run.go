@@ -70,7 +70,8 @@ INT, TERM, HUP and QUIT sent to run go to CMD's whole process group
 standard input a terminal and run in its foreground, CMD's group is its
 foreground while CMD runs, so that CMD can read from it (a prompt, an
 editor): Ctrl-C and Ctrl-\ reach CMD directly (released as cancelled),
-and the script that ran run too, and Ctrl-Z stops CMD and run together,
+and the script that ran run too (run dies of the Ctrl-C, as flock does,
+so that a bash script stops), and Ctrl-Z stops CMD and run together,
 as one job of the shell. A "run ... &" stops with CMD at CMD's first read
 of the terminal, and fg gives CMD the terminal. If run
 itself is killed, CMD gets SIGKILL (parent-death signal). If the lock is
@@ -117,7 +118,8 @@ the steal, and starts CMD.
 TERM and CONT, KILL after --kill-grace, and its run KILL, before CMD
 starts (recorded as job_processes).
 
-run exits with CMD's exact code (128+N when CMD died of signal N), 3 (or
+run exits with CMD's exact code (128+N when CMD died of signal N; killed
+by SIGINT itself when CMD died of the terminal's Ctrl-C), 3 (or
 --conflict-exit-code's code) or 4 when it never got the lock, 5 when the
 lock was lost before CMD ended (CMD stopped, or run on with --on-lost warn,
 or ended just before the loss was seen); 127 when CMD does not exist and 126
@@ -171,7 +173,14 @@ elsewhere: -c 'make >&2'.`,
 // runState is what run saw of its child.
 type runState struct {
 	signalled bool // run forwarded a signal it received
-	lost      bool // the lock was lost and the command was stopped
+	// interrupted: Ctrl-C at the terminal killed the command in its
+	// foreground, and run passed it on to its own group. run dies of it
+	// too once released (invocation.ExitError.Signal), as flock(1) would:
+	// a run that exited 130 instead would let the shell script or the
+	// outer run that ran it (whose group the terminal no longer sent the
+	// signal to) go on as if the command had handled it.
+	interrupted bool
+	lost        bool // the lock was lost and the command was stopped
 }
 
 func runRun(ctx context.Context, o *runOptions) error {
@@ -230,7 +239,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	bg := context.WithoutCancel(ctx)
 	o.g.Log.Info("acquired", "lock", o.lock, "fencing_token", hold.FencingToken(), "request_id", hold.RequestID())
 	reportTakenOver(o.g, o.lock, hold.TakenOver())
-	report := func(status, result string, code *int, exit int, started time.Time) error {
+	report := func(status, result string, code *int, exit int, started time.Time) *invocation.ExitError {
 		if o.g.JSON {
 			obj := runObject{Status: status, LockName: o.lock, RequestID: hold.RequestID(), FencingToken: hold.FencingToken(),
 				Result: result, CommandExitCode: code, ExitCode: exit, WaitedSeconds: secondsMS(waited)}
@@ -293,7 +302,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return report("release_failed", result, &code, cmp.Or(code, invocation.ExitFailure), started)
 	}
 	o.g.Log.Info("released", "lock", o.lock, "result", result, "exit_code", code)
-	return report("released", result, &code, code, started)
+	done := report("released", result, &code, code, started)
+	if st.interrupted {
+		done.Signal = unix.SIGINT
+	}
+	return done
 }
 
 // awaitSuperseded holds the command back until the job this run took the
@@ -438,7 +451,7 @@ func supervise(o *runOptions, path string, hold *lease.Lease, grace time.Duratio
 			if tty != nil {
 				// Run's again, for a signal while the leftovers are stopped.
 				if tty.takeBack(pgid) && !st.signalled {
-					tty.passOn(cmd.ProcessState)
+					st.interrupted = tty.passOn(cmd.ProcessState) == unix.SIGINT
 				}
 				st.signalled = st.signalled || tty.cancelled(cmd.ProcessState)
 			}

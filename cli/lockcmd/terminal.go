@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -90,17 +91,20 @@ func (t *terminal) takeBack(pgid int) bool {
 // run's group, which the terminal sent it to before the command's group
 // was its foreground: a script that ran run (sh, without job control of
 // its own) stops at Ctrl-C, as around flock(1), instead of going on to its
-// next command. run itself exits with 128+N, as the command did.
-func (t *terminal) passOn(ps *os.ProcessState) {
+// next command. It returns the signal passed on (0 for none): run itself
+// exits with 128+N, as the command did, and dies of SIGINT (see
+// runState.interrupted).
+func (t *terminal) passOn(ps *os.ProcessState) syscall.Signal {
 	sig := killedBy(ps)
 	if sig != unix.SIGINT && sig != unix.SIGQUIT {
-		return
+		return 0
 	}
 	for _, pid := range proc.Group(unix.Getpgrp()) {
 		if pid != os.Getpid() {
 			_ = unix.Kill(pid, sig)
 		}
 	}
+	return sig
 }
 
 // stoppedWith follows the command's group, pgid, into a stop. Stopped

@@ -525,7 +525,12 @@ func openExport(path string) (*os.File, error) {
 	if errors.Is(err, outfile.ErrNotRegular) {
 		return nil, events.Invalid("--file", path, exportRule)
 	}
-	return f, err // a file that is not there fails the check (exit 1), as it always has
+	if err != nil {
+		// A file that is not there fails the check (exit 1), as it
+		// always has; the message names the flag as the other inputs' do.
+		return nil, fmt.Errorf("--file %q: cannot be read: %s", path, invocation.ErrText(err))
+	}
+	return f, nil
 }
 
 // inheritedFD is the descriptor path names in this process's table:

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -104,5 +105,62 @@ func TestGroupOnlyAtCreation(t *testing.T) {
 	r = clitest.Must(t, 2, filepath.Join(t.TempDir(), "r"), "--group", "no-such-group-here", "acquire", "b")
 	if !strings.Contains(r.Stderr, "--group") {
 		t.Fatalf("message does not name --group: %s", r.Stderr)
+	}
+}
+
+// TestTrustShowAtAGroupRootNamesTheGroupsKey: at a group root, trust show
+// names the key the members' writes sign with there, the group's beside
+// the root, so that the README's hand-over to an auditor (trust show's
+// verifier key, an export and a checkpoint, then verify --file) passes.
+// It named the member's own key, which signs nothing at that root, and
+// the auditor's verify failed on every checkpoint ("not vouched for").
+func TestTrustShowAtAGroupRootNamesTheGroupsKey(t *testing.T) {
+	t.Parallel()
+	team := newTeamRoot(t)
+	alice, bob := asUser{uid: aliceUID}, asUser{uid: bobUID}
+	team.must(alice, "--group", strconv.Itoa(teamGID), "acquire", "deploy")
+	team.must(bob, "run", "migrate", "--", "true")
+	// Bob has a key of his own too, as any user who wrote a private root.
+	own := t.TempDir()
+	if err := os.Chown(own, bobUID, bobUID); err != nil {
+		t.Fatal(err)
+	}
+	team.must(bob, "--root", filepath.Join(own, "root"), "init")
+
+	var shown struct {
+		KeyFile     string `json:"key_file"`
+		VerifierKey string `json:"verifier_key"`
+		GroupKey    bool   `json:"group_key"`
+		Pins        []struct {
+			Verifier string `json:"verifier_key"`
+		} `json:"pins"`
+	}
+	if err := json.Unmarshal([]byte(team.must(bob, "trust", "show", "--json")), &shown); err != nil {
+		t.Fatal(err)
+	}
+	groupKey := filepath.Join(filepath.Dir(team.root), ".locks-root.signing.key")
+	if shown.KeyFile != groupKey || !shown.GroupKey || len(shown.Pins) != 1 || shown.VerifierKey != shown.Pins[0].Verifier {
+		t.Fatalf("bob's trust show at the group root: %+v; want key_file %s, group_key true, the verifier key the ledger is pinned with", shown, groupKey)
+	}
+	if text := team.must(bob, "trust", "show"); !strings.Contains(text, groupKey+" (the group's") {
+		t.Errorf("trust show does not say the key is the group's:\n%s", text)
+	}
+
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	handOver := map[string]string{
+		"head.checkpoint": team.must(bob, "checkpoint") + "\n",
+		"audit.jsonl":     team.must(bob, "export") + "\n",
+	}
+	for name, text := range handOver {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := team.must(bob, "verify", "--file", filepath.Join(dir, "audit.jsonl"), "--verifier-key", shown.VerifierKey,
+		"--checkpoint", filepath.Join(dir, "head.checkpoint")); !strings.HasPrefix(out, "verify: OK") {
+		t.Errorf("the auditor's verify with trust show's key:\n%s", out)
 	}
 }

@@ -3,6 +3,7 @@ package trust
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 
@@ -86,6 +87,23 @@ func (s *Store) DefaultKey(root string, group *int, log *slog.Logger) (*Key, err
 		log.Info("made a signing key for this user's checkpoints (kept outside every root)", "file", k.Path, "verifier_key", k.Verifier)
 	}
 	return k, nil
+}
+
+// ReadDefaultKey is the key DefaultKey signs with at root (the group's
+// for a group root, else the store's), read and checked as DefaultKey
+// reads it but never made: nil, nil when there is none yet. group
+// reports whether it is a group root's.
+func (s *Store) ReadDefaultKey(root string) (k *Key, group bool, err error) {
+	gid, group := GroupRoot(root, nil)
+	if group {
+		k, err = readKey(GroupKeyPath(root), 0o640, gid, []int{rootOwner(root)})
+	} else {
+		k, err = readKey(s.KeyPath(), 0o600, -1, nil)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, group, nil
+	}
+	return k, group, err
 }
 
 // PinError: the trust store pins another ledger at this root.

@@ -39,7 +39,7 @@ plain verify checks the root's ledger against the pin and the head.`,
 	var showJSON bool
 	show := &cobra.Command{
 		Use:   "show",
-		Short: "Print the trust store, this root's pins and the heads kept of them",
+		Short: "Print the trust store, the key writes at this root sign with (a group root: the group's), its pins and heads",
 		Args:  invocation.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustShow(g, showJSON || g.JSON) },
 	}
@@ -91,6 +91,7 @@ type trustShown struct {
 	Root        string      `json:"root"`
 	KeyFile     string      `json:"key_file,omitempty"`
 	VerifierKey string      `json:"verifier_key,omitempty"`
+	GroupKey    bool        `json:"group_key"`
 	Pins        []trust.Pin `json:"pins"`
 	Heads       []shownHead `json:"heads"`
 }
@@ -109,11 +110,14 @@ func runTrustShow(g *invocation.Globals, asJSON bool) error {
 		return err
 	}
 	out := trustShown{Dir: s.Path(), Root: trust.Resolve(g.Root), Pins: []trust.Pin{}, Heads: []shownHead{}}
-	if _, err := os.Lstat(s.KeyPath()); err == nil {
-		k, _, err := s.Key()
-		if err != nil {
-			return err
-		}
+	// The key writes at this root sign with: at a group root the group's,
+	// not this user's own, which signs nothing there.
+	k, group, err := s.ReadDefaultKey(g.Root)
+	if err != nil {
+		return err
+	}
+	out.GroupKey = group
+	if k != nil {
 		out.KeyFile, out.VerifierKey = k.Path, k.Verifier
 	}
 	if out.Pins, err = s.PinsOf(g.Root); err != nil {
@@ -144,9 +148,12 @@ func runTrustShow(g *invocation.Globals, asJSON bool) error {
 	}
 	w := g.IO.Out
 	termtext.Fprintf(w, "trust store  %s\n", out.Dir)
-	if out.VerifierKey != "" {
+	switch {
+	case out.VerifierKey != "" && out.GroupKey:
+		termtext.Fprintf(w, "signing key  %s (the group's: the root is a group root)\nverifier key %s\n", out.KeyFile, out.VerifierKey)
+	case out.VerifierKey != "":
 		termtext.Fprintf(w, "signing key  %s\nverifier key %s\n", out.KeyFile, out.VerifierKey)
-	} else {
+	default:
 		termtext.Fprintf(w, "signing key  none yet (made by the first signed write)\n")
 	}
 	termtext.Fprintf(w, "root         %s\n", out.Root)

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -162,5 +164,65 @@ func TestTrustShowAtAGroupRootNamesTheGroupsKey(t *testing.T) {
 	if out := team.must(bob, "verify", "--file", filepath.Join(dir, "audit.jsonl"), "--verifier-key", shown.VerifierKey,
 		"--checkpoint", filepath.Join(dir, "head.checkpoint")); !strings.HasPrefix(out, "verify: OK") {
 		t.Errorf("the auditor's verify with trust show's key:\n%s", out)
+	}
+}
+
+// TestGroupRefusedLeavesNothingAndSaysWhy: a --group that the root refuses
+// (exit 2, naming --group) is refused before anything is made: no group
+// signing key beside a private root (one was made, then the open refused
+// the group), and of a group root of another group it says which, where it
+// said the group's key "has group G, not the root's group: remove it and
+// write again", advice that would delete the group's key. init is held to
+// it too (it said "already in ...; nothing written", exit 0), and a user
+// outside the group is told so before the kernel refuses a chgrp.
+func TestGroupRefusedLeavesNothingAndSaysWhy(t *testing.T) {
+	t.Parallel()
+	team := newTeamRoot(t)
+	alice, eve := asUser{uid: aliceUID}, asUser{uid: eveUID}
+	team.must(alice, "--group", strconv.Itoa(teamGID), "acquire", "deploy")
+	groupKey := filepath.Join(filepath.Dir(team.root), ".locks-root.signing.key")
+	keyBefore, err := os.ReadFile(groupKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A private root of alice's, with a ledger, beside the team's.
+	private := filepath.Join(team.home, "private")
+	team.must(alice, "--root", private, "acquire", "own")
+	ownGID := strconv.Itoa(aliceUID) // her primary group has her uid's number
+	sticky := t.TempDir()            // where eve may make a root of her own
+	if err := os.Chmod(sticky, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		u    asUser
+		args []string
+		want string
+	}{
+		{"a private root", alice, []string{"--root", private, "--group", strconv.Itoa(teamGID), "acquire", "x"}, "already holds files and is not a group root of that group"},
+		{"init of a private root", alice, []string{"--root", private, "--group", strconv.Itoa(teamGID), "init"}, "already holds files and is not a group root of that group"},
+		{"a group root of another group", alice, []string{"--group", ownGID, "acquire", "x"}, "is a group root of group " + strconv.Itoa(teamGID) + " already"},
+		{"init of a group root of another group", alice, []string{"--group", ownGID, "init"}, "is a group root of group " + strconv.Itoa(teamGID) + " already"},
+		{"a group the user is not in", eve, []string{"--root", filepath.Join(sticky, "new"), "--group", strconv.Itoa(teamGID), "init"}, "is not a member of group " + strconv.Itoa(teamGID)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := team.run(tc.u, tc.args...)
+			if r.Code != 2 || !strings.Contains(r.Stderr, "lockledger: --group ") || !strings.Contains(r.Stderr, tc.want) || strings.Contains(r.Stderr, "remove it") {
+				t.Errorf("exit %d, stderr %q; want exit 2 naming --group and %q", r.Code, r.Stderr, tc.want)
+			}
+		})
+	}
+	if _, err := os.Lstat(filepath.Join(team.home, ".private.signing.key")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused --group made a group key beside the private root: %v", err)
+	}
+	if names := dirNames(t, sticky); names != "" {
+		t.Errorf("eve's refused init left [%s]", names)
+	}
+	if b, err := os.ReadFile(groupKey); err != nil || !bytes.Equal(b, keyBefore) {
+		t.Errorf("the team's key changed: %v", err)
+	}
+	if out := team.must(alice, "verify"); !strings.Contains(out, "verify: OK") {
+		t.Errorf("verify of the team's root:\n%s", out)
 	}
 }

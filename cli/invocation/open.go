@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
 )
@@ -189,23 +189,13 @@ func (g *Globals) GroupOption() ([]ledger.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !inGroup(gid) {
+	if os.Geteuid() != 0 && !lockfile.Member(gid) {
 		// The kernel would refuse the root's chgrp and the group key's
 		// (EPERM), and no writer outside the group may use its root.
 		return nil, events.Invalid("--group", g.Group, fmt.Sprintf(
 			"this user (uid %d) is not a member of group %d: only its members (and root) make or write a root of it; ask for membership (usermod -aG), then log in again", os.Geteuid(), gid))
 	}
 	return []ledger.Option{ledger.WithGroup(gid)}, nil
-}
-
-// inGroup reports whether this process may give a file group gid: root,
-// or gid is its group or one of its supplementary groups.
-func inGroup(gid int) bool {
-	if os.Geteuid() == 0 || os.Getegid() == gid {
-		return true
-	}
-	groups, err := os.Getgroups()
-	return err == nil && slices.Contains(groups, gid)
 }
 
 // OpenExisting opens the ledger read-only, without upgrading it.

@@ -149,7 +149,13 @@ func (tr trust) check(path string, st unix.Stat_t) error {
 
 // memberOf reports whether the caller is in group gid, or asked for it.
 func memberOf(gid int, asked *int) bool {
-	if (asked != nil && *asked == gid) || os.Getegid() == gid {
+	return asked != nil && *asked == gid || Member(gid)
+}
+
+// Member reports whether this process is in group gid: its group, or one
+// of its supplementary groups.
+func Member(gid int) bool {
+	if os.Getegid() == gid {
 		return true
 	}
 	groups, err := os.Getgroups()

@@ -226,3 +226,22 @@ func TestGroupRefusedLeavesNothingAndSaysWhy(t *testing.T) {
 		t.Errorf("verify of the team's root:\n%s", out)
 	}
 }
+
+// TestAnotherUsersPrivateRootIsNamedWhenItCannotBeRead: a user whose
+// LOCKLEDGER_ROOT names another user's private root reads nothing (exit
+// 1) and is told whose root it is and what a shared root is; the message
+// was "ledger: lstat ROOT/ledger.db: permission denied".
+func TestAnotherUsersPrivateRootIsNamedWhenItCannotBeRead(t *testing.T) {
+	t.Parallel()
+	team := newTeamRoot(t)
+	alice, bob := asUser{uid: aliceUID}, asUser{uid: bobUID}
+	private := filepath.Join(team.home, "private")
+	team.must(alice, "--root", private, "acquire", "deploy")
+	for _, args := range [][]string{{"status", "deploy"}, {"list"}, {"verify"}, {"history", "deploy"}} {
+		r := team.run(bob, append([]string{"--root", private}, args...)...)
+		if r.Code != 1 || !strings.Contains(r.Stderr, private+" is owned by ") || !strings.Contains(r.Stderr, "mode 0700: ") ||
+			!strings.Contains(r.Stderr, "(uid "+strconv.Itoa(bobUID)+") cannot read it") || !strings.Contains(r.Stderr, "a root several users share is a group root") {
+			t.Errorf("bob's %v of alice's private root: exit %d, stderr %q", args, r.Code, r.Stderr)
+		}
+	}
+}

@@ -162,6 +162,18 @@ func Member(gid int) bool {
 	return err == nil && slices.Contains(groups, gid)
 }
 
+// Unreadable is err, this user's refusal to read the root dir (EACCES on
+// a file in it), with the root's owner, group and mode and what a root
+// several users share is; err itself where dir cannot be looked at.
+func Unreadable(dir string, err error) error {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil {
+		return err
+	}
+	u := untrusted(dir, st, os.Geteuid(), named(proc.UserName(os.Geteuid()), "uid", os.Geteuid())+" cannot read it")
+	return fmt.Errorf("%s (%w); a root several users share is a group root (lockledger --root ROOT --group GROUP init, by a member; see Group roots in docs/cli.md)", u.What(), err)
+}
+
 // untrusted is the *UntrustedError of st at path.
 func untrusted(path string, st unix.Stat_t, caller int, reason string) *UntrustedError {
 	e := &UntrustedError{Path: path, UID: int(st.Uid), User: proc.UserName(int(st.Uid)), GID: int(st.Gid),

@@ -147,6 +147,17 @@ func TestTrustShowAtAGroupRootNamesTheGroupsKey(t *testing.T) {
 	if text := team.must(bob, "trust", "show"); !strings.Contains(text, groupKey+" (the group's") {
 		t.Errorf("trust show does not say the key is the group's:\n%s", text)
 	}
+	// Someone outside the group cannot read the group's key: trust show
+	// still shows the rest, and says so of the key.
+	var eves struct {
+		KeyFile  string `json:"key_file"`
+		GroupKey bool   `json:"group_key"`
+		KeyError string `json:"key_error"`
+	}
+	if err := json.Unmarshal([]byte(team.must(asUser{uid: eveUID}, "trust", "show", "--json")), &eves); err != nil ||
+		eves.KeyFile != groupKey || !eves.GroupKey || !strings.Contains(eves.KeyError, "permission denied") {
+		t.Errorf("trust show outside the group: %+v (%v)", eves, err)
+	}
 
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {

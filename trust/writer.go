@@ -91,19 +91,21 @@ func (s *Store) DefaultKey(root string, group *int, log *slog.Logger) (*Key, err
 
 // ReadDefaultKey is the key DefaultKey signs with at root (the group's
 // for a group root, else the store's), read and checked as DefaultKey
-// reads it but never made: nil, nil when there is none yet. group
-// reports whether it is a group root's.
-func (s *Store) ReadDefaultKey(root string) (k *Key, group bool, err error) {
+// reads it but never made: nil and no error when there is none yet. path
+// is its file; group reports whether it is a group root's.
+func (s *Store) ReadDefaultKey(root string) (k *Key, path string, group bool, err error) {
 	gid, group := GroupRoot(root, nil)
 	if group {
-		k, err = readKey(GroupKeyPath(root), 0o640, gid, []int{rootOwner(root)})
+		path = GroupKeyPath(root)
+		k, err = readKey(path, 0o640, gid, []int{rootOwner(root)})
 	} else {
-		k, err = readKey(s.KeyPath(), 0o600, -1, nil)
+		path = s.KeyPath()
+		k, err = readKey(path, 0o600, -1, nil)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, group, nil
+		return nil, path, group, nil
 	}
-	return k, group, err
+	return k, path, group, err
 }
 
 // PinError: the trust store pins another ledger at this root.

@@ -3,8 +3,10 @@ package auditcmd
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -92,6 +94,7 @@ type trustShown struct {
 	KeyFile     string      `json:"key_file,omitempty"`
 	VerifierKey string      `json:"verifier_key,omitempty"`
 	GroupKey    bool        `json:"group_key"`
+	KeyError    string      `json:"key_error,omitempty"`
 	Pins        []trust.Pin `json:"pins"`
 	Heads       []shownHead `json:"heads"`
 }
@@ -112,14 +115,18 @@ func runTrustShow(g *invocation.Globals, asJSON bool) error {
 	out := trustShown{Dir: s.Path(), Root: trust.Resolve(g.Root), Pins: []trust.Pin{}, Heads: []shownHead{}}
 	// The key writes at this root sign with: at a group root the group's,
 	// not this user's own, which signs nothing there.
-	k, group, err := s.ReadDefaultKey(g.Root)
-	if err != nil {
+	k, path, group, err := s.ReadDefaultKey(g.Root)
+	switch {
+	case group && errors.Is(err, fs.ErrPermission):
+		// Someone outside the group looking: the pins are still theirs
+		// to see.
+		out.KeyFile, out.KeyError = path, "cannot be read by this user: "+invocation.ErrText(err)
+	case err != nil:
 		return err
-	}
-	out.GroupKey = group
-	if k != nil {
+	case k != nil:
 		out.KeyFile, out.VerifierKey = k.Path, k.Verifier
 	}
+	out.GroupKey = group
 	if out.Pins, err = s.PinsOf(g.Root); err != nil {
 		return err
 	}
@@ -149,6 +156,8 @@ func runTrustShow(g *invocation.Globals, asJSON bool) error {
 	w := g.IO.Out
 	termtext.Fprintf(w, "trust store  %s\n", out.Dir)
 	switch {
+	case out.KeyError != "":
+		termtext.Fprintf(w, "signing key  %s (the group's: the root is a group root): %s\n", out.KeyFile, out.KeyError)
 	case out.VerifierKey != "" && out.GroupKey:
 		termtext.Fprintf(w, "signing key  %s (the group's: the root is a group root)\nverifier key %s\n", out.KeyFile, out.VerifierKey)
 	case out.VerifierKey != "":

@@ -270,18 +270,27 @@ func systemdAnalyze(t *testing.T, bin string) {
 // runUnits runs each service's ExecStart as systemd would start it, with
 // its Environment=, LoadCredential= and StateDirectory=, every path moved
 // under a temporary directory: checkpoint, then verify, on a ledger set up
-// as lockledger-checkpoint.service says.
+// as lockledger-checkpoint.service says. The units' user has no home it
+// can write, as under systemd: useradd --no-create-home gives it none, and
+// ProtectHome=yes hides /home from the unit anyway; the set-up runs as
+// the administrator, who has one.
 func runUnits(t *testing.T, bin string) {
 	tmp := t.TempDir()
 	under := func(p string) string { return filepath.Join(tmp, p) }
 	moved := strings.NewReplacer("/usr/local/bin/lockledger", bin, "/srv/lockledger", under("srv/lockledger"),
 		"/etc/lockledger", under("etc/lockledger"), "/var/lib/", under("var/lib")+"/", "%d", under("credentials"))
-	for _, d := range []string{"etc/lockledger", "credentials"} {
+	for _, d := range []string{"etc/lockledger", "credentials", "root"} {
 		if err := os.MkdirAll(under(d), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp, "USER=lockledger", quickExit}
+	// A home below a regular file: no directory can be made there, by
+	// root either (a test run as root ignores permission bits).
+	if err := os.WriteFile(under("home"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + under("root"), "USER=root", quickExit}
+	unitEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + under("home/lockledger"), "USER=lockledger", quickExit}
 	cli := func(want int, args ...string) string {
 		t.Helper()
 		c := exec.Command(bin, args...)
@@ -298,13 +307,24 @@ func runUnits(t *testing.T, bin string) {
 	if err := os.WriteFile(under("etc/lockledger/verifier.key"), []byte(vkey), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The set-up's members.vkey: the key the root's writers sign with
+	// (here the administrator's own), the last field of trust export's line.
+	var members string
+	for line := range strings.Lines(cli(0, "--root", root, "trust", "export")) {
+		if f := strings.Fields(line); len(f) > 0 && !strings.HasPrefix(line, "#") {
+			members = f[len(f)-1]
+		}
+	}
+	if err := os.WriteFile(under("etc/lockledger/members.vkey"), []byte(members+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cli(0, "--root", root, "acquire", "deploy", "--pid", strconv.Itoa(os.Getpid()), "--request-id", "r1")
 	cli(0, "--root", root, "release", "deploy", "--request-id", "r1")
 
 	start := func(name string) (string, int) {
 		t.Helper()
 		u := readUnit(t, filepath.Join(unitDir, name+".service"))
-		uenv := slices.Clone(env)
+		uenv := slices.Clone(unitEnv)
 		for _, kv := range u["Service.Environment"] {
 			if strings.ContainsAny(kv, `"' `) {
 				t.Fatalf("%s: Environment=%s: quoting or several assignments, which this test does not read", name, kv)

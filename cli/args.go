@@ -127,12 +127,15 @@ func unknownFlag(root *cobra.Command, args []string, err error) error {
 		return nil
 	}
 	typed := ne.GetSpecifiedName()
-	if len(typed) < 2 {
-		return nil // a shorthand: -x has too few letters to be near anything
-	}
 	cmd, _, ferr := root.Find(args)
 	if ferr != nil {
 		return nil
+	}
+	if hint := foreignHint(flagsOf(cmd), ne); hint != "" {
+		return fmt.Errorf("%w; %s", err, hint)
+	}
+	if len(typed) < 2 {
+		return nil // a shorthand: -x has too few letters to be near anything
 	}
 	var near []string
 	flagsOf(cmd).VisitAll(func(f *pflag.Flag) {
@@ -147,6 +150,46 @@ func unknownFlag(root *cobra.Command, args []string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("%w; did you mean %s?", err, orList(near))
+}
+
+// foreignFlags are the flags of flock(1), consul lock, etcdctl lock and
+// Terraform that users of those tools type and that lockledger spells
+// otherwise or has no use for, each with what to type instead. A hint is
+// given only where the command has the flag it names (needs), so that it
+// never points at something the command lacks.
+var foreignFlags = []struct {
+	names []string // as typed, without dashes: shorthands and long names
+	needs string
+	hint  string
+}{
+	{[]string{"timeout", "lock-timeout"}, "wait",
+		"did you mean --wait (-w)? flock's --timeout, consul lock's -timeout and Terraform's -lock-timeout are --wait here: seconds (5, 0.5), a duration (90s, 15m) or forever"},
+	{[]string{"x", "e", "exclusive"}, "shared",
+		"a lock is exclusive unless --shared (-s) or --limit is given: leave flock's -x out"},
+	{[]string{"o", "close"}, "leave-running",
+		"flock's -o has no counterpart: what the command leaves running is stopped when it exits, and --leave-running leaves it running without the lock"},
+	{[]string{"u", "unlock"}, "shared",
+		"to free a lock, use lockledger release NAME --request-id ID"},
+}
+
+// foreignHint is what to type instead of the unknown flag of ne, when it
+// is one of foreignFlags and fs has the flag its hint names; "" if not.
+// A single-dash word (-timeout, consul's and Terraform's way) is looked up
+// whole, then by its first letter as pflag read it.
+func foreignHint(fs *pflag.FlagSet, ne *pflag.NotExistError) string {
+	typed := []string{ne.GetSpecifiedName()}
+	if group := ne.GetSpecifiedShortnames(); group != "" {
+		word, _, _ := strings.Cut(group, "=")
+		typed = []string{word, ne.GetSpecifiedName()}
+	}
+	for _, name := range typed {
+		for _, f := range foreignFlags {
+			if slices.Contains(f.names, name) && fs.Lookup(f.needs) != nil {
+				return f.hint
+			}
+		}
+	}
+	return ""
 }
 
 // orList is "a", "a or b", "a, b or c".

@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -104,5 +107,152 @@ func TestGroupOnlyAtCreation(t *testing.T) {
 	r = clitest.Must(t, 2, filepath.Join(t.TempDir(), "r"), "--group", "no-such-group-here", "acquire", "b")
 	if !strings.Contains(r.Stderr, "--group") {
 		t.Fatalf("message does not name --group: %s", r.Stderr)
+	}
+}
+
+// TestTrustShowAtAGroupRootNamesTheGroupsKey: at a group root, trust show
+// names the key the members' writes sign with there, the group's beside
+// the root, so that the README's hand-over to an auditor (trust show's
+// verifier key, an export and a checkpoint, then verify --file) passes.
+// It named the member's own key, which signs nothing at that root, and
+// the auditor's verify failed on every checkpoint ("not vouched for").
+func TestTrustShowAtAGroupRootNamesTheGroupsKey(t *testing.T) {
+	t.Parallel()
+	team := newTeamRoot(t)
+	alice, bob := asUser{uid: aliceUID}, asUser{uid: bobUID}
+	team.must(alice, "--group", strconv.Itoa(teamGID), "acquire", "deploy")
+	team.must(bob, "run", "migrate", "--", "true")
+	// Bob has a key of his own too, as any user who wrote a private root.
+	own := t.TempDir()
+	if err := os.Chown(own, bobUID, bobUID); err != nil {
+		t.Fatal(err)
+	}
+	team.must(bob, "--root", filepath.Join(own, "root"), "init")
+
+	var shown struct {
+		KeyFile     string `json:"key_file"`
+		VerifierKey string `json:"verifier_key"`
+		GroupKey    bool   `json:"group_key"`
+		Pins        []struct {
+			Verifier string `json:"verifier_key"`
+		} `json:"pins"`
+	}
+	if err := json.Unmarshal([]byte(team.must(bob, "trust", "show", "--json")), &shown); err != nil {
+		t.Fatal(err)
+	}
+	groupKey := filepath.Join(filepath.Dir(team.root), ".locks-root.signing.key")
+	if shown.KeyFile != groupKey || !shown.GroupKey || len(shown.Pins) != 1 || shown.VerifierKey != shown.Pins[0].Verifier {
+		t.Fatalf("bob's trust show at the group root: %+v; want key_file %s, group_key true, the verifier key the ledger is pinned with", shown, groupKey)
+	}
+	if text := team.must(bob, "trust", "show"); !strings.Contains(text, groupKey+" (the group's") {
+		t.Errorf("trust show does not say the key is the group's:\n%s", text)
+	}
+	// Someone outside the group cannot read the group's key: trust show
+	// still shows the rest, and says so of the key.
+	var eves struct {
+		KeyFile  string `json:"key_file"`
+		GroupKey bool   `json:"group_key"`
+		KeyError string `json:"key_error"`
+	}
+	if err := json.Unmarshal([]byte(team.must(asUser{uid: eveUID}, "trust", "show", "--json")), &eves); err != nil ||
+		eves.KeyFile != groupKey || !eves.GroupKey || !strings.Contains(eves.KeyError, "permission denied") {
+		t.Errorf("trust show outside the group: %+v (%v)", eves, err)
+	}
+
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	handOver := map[string]string{
+		"head.checkpoint": team.must(bob, "checkpoint") + "\n",
+		"audit.jsonl":     team.must(bob, "export") + "\n",
+	}
+	for name, text := range handOver {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := team.must(bob, "verify", "--file", filepath.Join(dir, "audit.jsonl"), "--verifier-key", shown.VerifierKey,
+		"--checkpoint", filepath.Join(dir, "head.checkpoint")); !strings.HasPrefix(out, "verify: OK") {
+		t.Errorf("the auditor's verify with trust show's key:\n%s", out)
+	}
+}
+
+// TestGroupRefusedLeavesNothingAndSaysWhy: a --group that the root refuses
+// (exit 2, naming --group) is refused before anything is made: no group
+// signing key beside a private root (one was made, then the open refused
+// the group), and of a group root of another group it says which, where it
+// said the group's key "has group G, not the root's group: remove it and
+// write again", advice that would delete the group's key. init is held to
+// it too (it said "already in ...; nothing written", exit 0), and a user
+// outside the group is told so before the kernel refuses a chgrp.
+func TestGroupRefusedLeavesNothingAndSaysWhy(t *testing.T) {
+	t.Parallel()
+	team := newTeamRoot(t)
+	alice, eve := asUser{uid: aliceUID}, asUser{uid: eveUID}
+	team.must(alice, "--group", strconv.Itoa(teamGID), "acquire", "deploy")
+	groupKey := filepath.Join(filepath.Dir(team.root), ".locks-root.signing.key")
+	keyBefore, err := os.ReadFile(groupKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A private root of alice's, with a ledger, beside the team's.
+	private := filepath.Join(team.home, "private")
+	team.must(alice, "--root", private, "acquire", "own")
+	ownGID := strconv.Itoa(aliceUID) // her primary group has her uid's number
+	sticky := t.TempDir()            // where eve may make a root of her own
+	if err := os.Chmod(sticky, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		u    asUser
+		args []string
+		want string
+	}{
+		{"a private root", alice, []string{"--root", private, "--group", strconv.Itoa(teamGID), "acquire", "x"}, "already holds files and is not a group root of that group"},
+		{"init of a private root", alice, []string{"--root", private, "--group", strconv.Itoa(teamGID), "init"}, "already holds files and is not a group root of that group"},
+		{"a group root of another group", alice, []string{"--group", ownGID, "acquire", "x"}, "is a group root of group " + strconv.Itoa(teamGID) + " already"},
+		{"init of a group root of another group", alice, []string{"--group", ownGID, "init"}, "is a group root of group " + strconv.Itoa(teamGID) + " already"},
+		{"a group the user is not in", eve, []string{"--root", filepath.Join(sticky, "new"), "--group", strconv.Itoa(teamGID), "init"}, "is not a member of group " + strconv.Itoa(teamGID)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := team.run(tc.u, tc.args...)
+			if r.Code != 2 || !strings.Contains(r.Stderr, "lockledger: --group ") || !strings.Contains(r.Stderr, tc.want) || strings.Contains(r.Stderr, "remove it") {
+				t.Errorf("exit %d, stderr %q; want exit 2 naming --group and %q", r.Code, r.Stderr, tc.want)
+			}
+		})
+	}
+	if _, err := os.Lstat(filepath.Join(team.home, ".private.signing.key")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused --group made a group key beside the private root: %v", err)
+	}
+	if names := dirNames(t, sticky); names != "" {
+		t.Errorf("eve's refused init left [%s]", names)
+	}
+	if b, err := os.ReadFile(groupKey); err != nil || !bytes.Equal(b, keyBefore) {
+		t.Errorf("the team's key changed: %v", err)
+	}
+	if out := team.must(alice, "verify"); !strings.Contains(out, "verify: OK") {
+		t.Errorf("verify of the team's root:\n%s", out)
+	}
+}
+
+// TestAnotherUsersPrivateRootIsNamedWhenItCannotBeRead: a user whose
+// LOCKLEDGER_ROOT names another user's private root reads nothing (exit
+// 1) and is told whose root it is and what a shared root is; the message
+// was "ledger: lstat ROOT/ledger.db: permission denied".
+func TestAnotherUsersPrivateRootIsNamedWhenItCannotBeRead(t *testing.T) {
+	t.Parallel()
+	team := newTeamRoot(t)
+	alice, bob := asUser{uid: aliceUID}, asUser{uid: bobUID}
+	private := filepath.Join(team.home, "private")
+	team.must(alice, "--root", private, "acquire", "deploy")
+	for _, args := range [][]string{{"status", "deploy"}, {"list"}, {"verify"}, {"history", "deploy"}} {
+		r := team.run(bob, append([]string{"--root", private}, args...)...)
+		if r.Code != 1 || !strings.Contains(r.Stderr, private+" is owned by ") || !strings.Contains(r.Stderr, "mode 0700: ") ||
+			!strings.Contains(r.Stderr, "(uid "+strconv.Itoa(bobUID)+") cannot read it") || !strings.Contains(r.Stderr, "a root several users share is a group root") {
+			t.Errorf("bob's %v of alice's private root: exit %d, stderr %q", args, r.Code, r.Stderr)
+		}
 	}
 }

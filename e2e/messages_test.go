@@ -21,6 +21,8 @@ func TestLockNameRefusedInWords(t *testing.T) {
 		{strings.Repeat("d", 129), "is 129 characters long: longer than 128 characters is not allowed"},
 		{"deploy prod", "' ' is not allowed: only a-z 0-9 _ - are"},
 		{"deploy.lock", "'.' is not allowed"},
+		// flock's habit, a lock file's path: the name its base would be.
+		{"/var/lock/deploy.lock", `a lock is a name, not a path (its lock file is ROOT/locks/NAME.lock); "deploy" would do`},
 		{"", "must not be empty"},
 		{"a\nb", `'\n' is not allowed`},
 	} {

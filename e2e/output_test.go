@@ -259,3 +259,31 @@ func TestOutputReplacesARegularFileByRename(t *testing.T) {
 	}
 	clitest.Must(t, 0, root, "verify")
 }
+
+// An output file in a directory that is not there fails (exit 1: nothing
+// to refuse, the open failed) with a message that names -o and the path
+// as typed, a directory with a space in it included; it said only "open
+// DIR: no such file or directory". verify --file of a file that is not
+// there names --file the same way.
+func TestOutputInAMissingDirectoryNamesTheFlag(t *testing.T) {
+	t.Parallel()
+	root := outputRoot(t)
+	for _, c := range outputCommands {
+		t.Run(c.name, func(t *testing.T) {
+			target := filepath.Join(t.TempDir(), "no such dir", "out file")
+			before := snapLedger(t, root)
+			r := clitest.Run(t, root, append(c.args, "-o", target)...)
+			if r.Code != 1 || !strings.Contains(r.Stderr, `-o "`+target+`": `) || !strings.Contains(r.Stderr, "no such file or directory") {
+				t.Errorf("exit %d, want 1 naming -o and %q\nstderr: %s", r.Code, target, r.Stderr)
+			}
+			if after := snapLedger(t, root); after != before {
+				t.Errorf("the ledger changed: %s -> %s", before, after)
+			}
+		})
+	}
+	missing := filepath.Join(t.TempDir(), "audit.jsonl")
+	r := clitest.Run(t, root, "verify", "--file", missing)
+	if want := `lockledger: --file "` + missing + `": cannot be read: no such file or directory`; r.Code != 1 || !strings.Contains(r.Stderr, want) {
+		t.Errorf("verify --file MISSING: exit %d, stderr %q; want exit 1 saying %q", r.Code, r.Stderr, want)
+	}
+}

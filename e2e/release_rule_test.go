@@ -225,8 +225,15 @@ func TestReleaseWithTheSecret(t *testing.T) {
 	rid, secret := out[0], out[1]
 	secrets = append(secrets, secret)
 
+	// No secret at all: refused, and told that a secret was made for it
+	// (the refusal named only --force).
+	r := as(bobUID, "bob", nil, "release", "deploy", "--request-id", rid)
+	if r.Code != 5 || !strings.Contains(r.Stderr, "or with the release secret its acquirer received ($LOCKLEDGER_RELEASE_SECRET, --secret-file)") {
+		t.Fatalf("bob's release without the secret: exit %d, want 5 pointing at the secret\n%s", r.Code, r.Stderr)
+	}
+
 	// A wrong secret: refused, recorded as bob's, the lock still held.
-	r := as(bobUID, "bob", []string{"LOCKLEDGER_RELEASE_SECRET=" + secret + "x"}, "release", "deploy", "--request-id", rid)
+	r = as(bobUID, "bob", []string{"LOCKLEDGER_RELEASE_SECRET=" + secret + "x"}, "release", "deploy", "--request-id", rid)
 	if r.Code != 5 || !strings.Contains(r.Stderr, "release secret given is not the one") {
 		t.Fatalf("bob's release with a wrong secret: exit %d, want 5 naming the rule\n%s", r.Code, r.Stderr)
 	}

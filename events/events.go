@@ -195,6 +195,9 @@ func lockNameProblem(s string) string {
 	if s == "" {
 		return "must not be empty"
 	}
+	if strings.Contains(s, "/") {
+		return pathProblem(s)
+	}
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case lowerAlnum(c) || c == '_' || c == '-':
@@ -220,6 +223,22 @@ func lockNameProblem(s string) string {
 		return fmt.Sprintf("is %d characters long: longer than 128 characters is not allowed", len(s))
 	}
 	return ""
+}
+
+// pathProblem is lockNameProblem's words for a name with a '/': flock
+// takes a file, and a lock here is a name, its file the ledger's own
+// (ROOT/locks/NAME.lock). A path names its lock by its base (flock -w 5
+// /var/lock/deploy.lock); a/b is a name with a separator.
+func pathProblem(s string) string {
+	why := "'/' is not allowed: only a-z 0-9 _ - are; a lock is a name, not a path (its lock file is ROOT/locks/NAME.lock)"
+	name := strings.ReplaceAll(strings.ToLower(s), "/", "-")
+	if s[0] == '/' || s[0] == '.' {
+		name = strings.TrimSuffix(strings.ToLower(s[strings.LastIndexByte(s, '/')+1:]), ".lock")
+	}
+	if lockNameProblem(name) == "" {
+		why += fmt.Sprintf("; %q would do", name)
+	}
+	return why
 }
 
 func lowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }

@@ -22,12 +22,17 @@ func TestLockNameRefusalSaysWhatIsWrong(t *testing.T) {
 		"a-":                     "must end with a letter or digit, not '-'",
 		strings.Repeat("a", 129): "is 129 characters long: longer than 128 characters is not allowed",
 		"a b":                    "' ' is not allowed: only a-z 0-9 _ - are",
-		"../x":                   "'.' is not allowed: only a-z 0-9 _ - are",
-		"a/b":                    "'/' is not allowed: only a-z 0-9 _ - are",
-		"é":                      "'é' is not allowed: only a-z 0-9 _ - are",
-		"a\x1b[31m":              `'\x1b' is not allowed: only a-z 0-9 _ - are`,
-		"a\u202eb":               `'\u202e' is not allowed: only a-z 0-9 _ - are`,
-		"a\xffb":                 `byte '\xff' (not UTF-8) is not allowed: only a-z 0-9 _ - are`,
+		"../x":                   `'/' is not allowed: only a-z 0-9 _ - are; a lock is a name, not a path (its lock file is ROOT/locks/NAME.lock); "x" would do`,
+		"..x":                    "'.' is not allowed: only a-z 0-9 _ - are",
+		"a/b":                    `'/' is not allowed: only a-z 0-9 _ - are; a lock is a name, not a path (its lock file is ROOT/locks/NAME.lock); "a-b" would do`,
+		// A flock user's lock file: its base is the name.
+		"/var/lock/Deploy-Prod.lock": `'/' is not allowed: only a-z 0-9 _ - are; a lock is a name, not a path (its lock file is ROOT/locks/NAME.lock); "deploy-prod" would do`,
+		"./deploy.lock":              `'/' is not allowed: only a-z 0-9 _ - are; a lock is a name, not a path (its lock file is ROOT/locks/NAME.lock); "deploy" would do`,
+		"/tmp/a.b.lock":              `'/' is not allowed: only a-z 0-9 _ - are; a lock is a name, not a path (its lock file is ROOT/locks/NAME.lock)`,
+		"é":                          "'é' is not allowed: only a-z 0-9 _ - are",
+		"a\x1b[31m":                  `'\x1b' is not allowed: only a-z 0-9 _ - are`,
+		"a\u202eb":                   `'\u202e' is not allowed: only a-z 0-9 _ - are`,
+		"a\xffb":                     `byte '\xff' (not UTF-8) is not allowed: only a-z 0-9 _ - are`,
 	} {
 		err := events.ValidateLockName(name)
 		var inv *events.InvalidError

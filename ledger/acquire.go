@@ -48,7 +48,7 @@ func (w *writeTx) refused(p takeover, req AcquireRequest, d decision) (error, er
 	if p.steal == nil || d.how == "" {
 		return w.blocked(req, d.holder.h, d.state, d.err)
 	}
-	return w.refuse(events.ActionSteal, req.Identity, d.holder.h, fmt.Errorf("%w; %s alive: %s", d.err, d.what, d.how))
+	return w.refuse(events.ActionSteal, req.Identity, d.holder.h, fmt.Errorf("%w; %s active: %s", d.err, d.what, d.how))
 }
 
 // TryAcquire makes one attempt at a lock by the state rules: free is taken,

@@ -68,6 +68,14 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 			return nil, err
 		}
 	}
+	if c.group != nil {
+		if err := checkGroupRoot(root, *c.group); err != nil {
+			if pg != nil {
+				pg.Close()
+			}
+			return nil, err
+		}
+	}
 	trusted, err := c.applyTrust(root)
 	if err != nil {
 		if pg != nil {

@@ -71,6 +71,11 @@ func (l *Ledger) releaseDenied(h *holding, secret string) (why string, bySecret 
 func (l *Ledger) holderDenied(h *holding) string {
 	uid, _ := proc.Self()
 	switch {
+	case h.uid != nil && *h.uid != uid && h.secretSum != "":
+		// Its acquirer took a release secret for a step of another uid:
+		// the caller is likely that step, without the secret.
+		return fmt.Sprintf("you are uid %d and it was acquired by uid %d, and a release without --force is accepted only from the uid that acquired it "+
+			"or with the release secret its acquirer received ($LOCKLEDGER_RELEASE_SECRET, --secret-file)", uid, *h.uid)
 	case h.uid != nil && *h.uid != uid:
 		return fmt.Sprintf("you are uid %d and it was acquired by uid %d, and a release without --force is accepted only from the uid that acquired it", uid, *h.uid)
 	case l.liveRun(h):

@@ -33,9 +33,24 @@ var ErrUntrustedRoot = lockfile.ErrUntrusted
 // makeGroupRoot makes root, which ensureRoot found or created, a group root of
 // group gid, where that is allowed (see WithGroup).
 func makeGroupRoot(root string, gid int, created bool) error {
-	err := lockfile.MakeGroupRoot(root, gid, created)
+	return groupRootError(root, gid, lockfile.MakeGroupRoot(root, gid, created))
+}
+
+// checkGroupRoot refuses, changing nothing, an existing root that
+// makeGroupRoot would refuse: Open asks before it makes anything, the
+// group's signing key beside the root included.
+func checkGroupRoot(root string, gid int) error {
+	return groupRootError(root, gid, lockfile.CheckGroupRoot(root, gid))
+}
+
+// groupRootError is err of making root a group root of gid, a root that
+// is in use as another one said as bad input naming --group.
+func groupRootError(root string, gid int, err error) error {
 	var inUse *lockfile.InUseError
 	switch {
+	case errors.As(err, &inUse) && inUse.Of >= 0:
+		return events.Invalid("--group", strconv.Itoa(gid), fmt.Sprintf(
+			"applies when a root is created, and %s is a group root of group %d already: leave --group out (the root's mode keeps it a group root) or name that group", root, inUse.Of))
 	case errors.As(err, &inUse):
 		return events.Invalid("--group", strconv.Itoa(gid), fmt.Sprintf(
 			"applies when a root is created, and %s already holds files and is not a group root of that group (to make it one: chgrp -R GROUP ROOT, chmod 2770 on ROOT and ROOT/locks, 0660 on the files)", root))

@@ -3,6 +3,7 @@ package trust
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 
@@ -86,6 +87,25 @@ func (s *Store) DefaultKey(root string, group *int, log *slog.Logger) (*Key, err
 		log.Info("made a signing key for this user's checkpoints (kept outside every root)", "file", k.Path, "verifier_key", k.Verifier)
 	}
 	return k, nil
+}
+
+// ReadDefaultKey is the key DefaultKey signs with at root (the group's
+// for a group root, else the store's), read and checked as DefaultKey
+// reads it but never made: nil and no error when there is none yet. path
+// is its file; group reports whether it is a group root's.
+func (s *Store) ReadDefaultKey(root string) (k *Key, path string, group bool, err error) {
+	gid, group := GroupRoot(root, nil)
+	if group {
+		path = GroupKeyPath(root)
+		k, err = readKey(path, 0o640, gid, []int{rootOwner(root)})
+	} else {
+		path = s.KeyPath()
+		k, err = readKey(path, 0o600, -1, nil)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, path, group, nil
+	}
+	return k, path, group, err
 }
 
 // PinError: the trust store pins another ledger at this root.

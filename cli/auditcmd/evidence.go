@@ -64,8 +64,10 @@ key). -o FILE is written as export writes it.`,
 
 func runEvidence(ctx context.Context, o *evidenceOptions) error {
 	now := time.Now()
-	if o.Since == "" || o.Until == "" {
-		return events.Invalid("--since", o.Since, "and --until are both required: the period of the evidence")
+	for _, f := range []struct{ name, value string }{{"--since", o.Since}, {"--until", o.Until}} {
+		if f.value == "" {
+			return events.Invalid(f.name, "", "is required: the evidence is of the period --since to --until (e.g. --since 2026-01-01 --until 2026-04-01, or --until now)")
+		}
 	}
 	since, until, err := o.TimeRange.Parse(now)
 	if err != nil {

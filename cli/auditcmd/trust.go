@@ -3,8 +3,10 @@ package auditcmd
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -39,7 +41,7 @@ plain verify checks the root's ledger against the pin and the head.`,
 	var showJSON bool
 	show := &cobra.Command{
 		Use:   "show",
-		Short: "Print the trust store, this root's pins and the heads kept of them",
+		Short: "Print the trust store, the key writes at this root sign with (a group root: the group's), its pins and heads",
 		Args:  invocation.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustShow(g, showJSON || g.JSON) },
 	}
@@ -91,6 +93,8 @@ type trustShown struct {
 	Root        string      `json:"root"`
 	KeyFile     string      `json:"key_file,omitempty"`
 	VerifierKey string      `json:"verifier_key,omitempty"`
+	GroupKey    bool        `json:"group_key"`
+	KeyError    string      `json:"key_error,omitempty"`
 	Pins        []trust.Pin `json:"pins"`
 	Heads       []shownHead `json:"heads"`
 }
@@ -109,13 +113,20 @@ func runTrustShow(g *invocation.Globals, asJSON bool) error {
 		return err
 	}
 	out := trustShown{Dir: s.Path(), Root: trust.Resolve(g.Root), Pins: []trust.Pin{}, Heads: []shownHead{}}
-	if _, err := os.Lstat(s.KeyPath()); err == nil {
-		k, _, err := s.Key()
-		if err != nil {
-			return err
-		}
+	// The key writes at this root sign with: at a group root the group's,
+	// not this user's own, which signs nothing there.
+	k, path, group, err := s.ReadDefaultKey(g.Root)
+	switch {
+	case group && errors.Is(err, fs.ErrPermission):
+		// Someone outside the group looking: the pins are still theirs
+		// to see.
+		out.KeyFile, out.KeyError = path, "cannot be read by this user: "+invocation.ErrText(err)
+	case err != nil:
+		return err
+	case k != nil:
 		out.KeyFile, out.VerifierKey = k.Path, k.Verifier
 	}
+	out.GroupKey = group
 	if out.Pins, err = s.PinsOf(g.Root); err != nil {
 		return err
 	}
@@ -144,9 +155,14 @@ func runTrustShow(g *invocation.Globals, asJSON bool) error {
 	}
 	w := g.IO.Out
 	termtext.Fprintf(w, "trust store  %s\n", out.Dir)
-	if out.VerifierKey != "" {
+	switch {
+	case out.KeyError != "":
+		termtext.Fprintf(w, "signing key  %s (the group's: the root is a group root): %s\n", out.KeyFile, out.KeyError)
+	case out.VerifierKey != "" && out.GroupKey:
+		termtext.Fprintf(w, "signing key  %s (the group's: the root is a group root)\nverifier key %s\n", out.KeyFile, out.VerifierKey)
+	case out.VerifierKey != "":
 		termtext.Fprintf(w, "signing key  %s\nverifier key %s\n", out.KeyFile, out.VerifierKey)
-	} else {
+	default:
 		termtext.Fprintf(w, "signing key  none yet (made by the first signed write)\n")
 	}
 	termtext.Fprintf(w, "root         %s\n", out.Root)

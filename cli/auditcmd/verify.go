@@ -431,6 +431,13 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	case signed > 0:
 		rep.Trust = fmt.Sprintf("not checked: the ledger holds %d signed checkpoints, and no key pinned at this root or given with --verifier-key checks them", signed)
 		warning = "the ledger's signatures were not checked: give --verifier-key KEY, the signers' key from the ledger's owner (`lockledger trust show` on a writer's host prints it)"
+	case unvouched(rep) > 0:
+		// Signed, but no checkpoint verifies with the keys at hand (the
+		// problems say why of each): the advice is about the key, not
+		// about writing without --unsigned.
+		rep.Trust = fmt.Sprintf("not vouched for: none of the %d checkpoints verifies with a key given or pinned (the problems say why)", unvouched(rep))
+		warning = "no checkpoint verifies with the keys given with --verifier-key or pinned at this root: check that the key is the one " +
+			"writes at the ledger's root sign with (`lockledger trust show` there prints it)"
 	case rep.Trust == verify.Unsigned && rep.Events > 0:
 		warning = unsignedWarning
 	}
@@ -525,7 +532,12 @@ func openExport(path string) (*os.File, error) {
 	if errors.Is(err, outfile.ErrNotRegular) {
 		return nil, events.Invalid("--file", path, exportRule)
 	}
-	return f, err // a file that is not there fails the check (exit 1), as it always has
+	if err != nil {
+		// A file that is not there fails the check (exit 1), as it
+		// always has; the message names the flag as the other inputs' do.
+		return nil, fmt.Errorf("--file %q: cannot be read: %s", path, invocation.ErrText(err))
+	}
+	return f, nil
 }
 
 // inheritedFD is the descriptor path names in this process's table:

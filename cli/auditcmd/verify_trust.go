@@ -38,6 +38,23 @@ func carriedUnchecked(rep *verify.Report, t *replay.Trust) int {
 	return n
 }
 
+// unvouched is how many checkpoints verify found, all invalid (a key not
+// given nor pinned, another ledger's origin, an edited note), when none
+// vouches for the log: a signed ledger or export checked with the wrong
+// key, not an unsigned one. 0 when there are none or any has another
+// result.
+func unvouched(rep *verify.Report) int {
+	if rep.Trust != verify.Unsigned {
+		return 0
+	}
+	for _, c := range rep.Checkpoints {
+		if c.Result != "invalid" {
+			return 0
+		}
+	}
+	return len(rep.Checkpoints)
+}
+
 // expectation is the ledger verify must find: the one the trust store
 // pins at this root, or --ledger-id.
 type expectation struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockledger/lockledger/events"
+	"github.com/lockledger/lockledger/internal/lockfile"
 	"github.com/lockledger/lockledger/ledger"
 	"github.com/lockledger/lockledger/trust"
 )
@@ -47,13 +48,11 @@ func (g *Globals) Open(ctx context.Context, a Access, more ...ledger.Option) (*l
 			return nil, err
 		}
 		opts = append(opts, sign...)
-		if g.Group != "" {
-			gid, err := lookupGroup(g.Group)
-			if err != nil {
-				return nil, err
-			}
-			opts = append(opts, ledger.WithGroup(gid))
+		group, err := g.GroupOption()
+		if err != nil {
+			return nil, err
 		}
+		opts = append(opts, group...)
 	}
 	switch a {
 	case Rewrites:
@@ -177,6 +176,26 @@ func lookupGroup(name string) (int, error) {
 		return 0, events.Invalid("--group", name, "has no numeric group id")
 	}
 	return gid, nil
+}
+
+// GroupOption is --group as the option of a ledger.Open, none without it:
+// a writer makes a new root a group root of it, and any open refuses an
+// existing root that is not one of that group.
+func (g *Globals) GroupOption() ([]ledger.Option, error) {
+	if g.Group == "" {
+		return nil, nil
+	}
+	gid, err := lookupGroup(g.Group)
+	if err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 && !lockfile.Member(gid) {
+		// The kernel would refuse the root's chgrp and the group key's
+		// (EPERM), and no writer outside the group may use its root.
+		return nil, events.Invalid("--group", g.Group, fmt.Sprintf(
+			"this user (uid %d) is not a member of group %d: only its members (and root) make or write a root of it; ask for membership (usermod -aG), then log in again", os.Geteuid(), gid))
+	}
+	return []ledger.Option{ledger.WithGroup(gid)}, nil
 }
 
 // OpenExisting opens the ledger read-only, without upgrading it.

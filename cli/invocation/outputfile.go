@@ -3,6 +3,7 @@ package invocation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 
@@ -20,8 +21,15 @@ func (g *Globals) CreateOutput(flag, path string, opts ...outfile.Option) (*outf
 	root := trust.Resolve(g.Root)
 	opts = append([]outfile.Option{outfile.OutsideOf(root, filepath.Join(root, ledger.LocksDir))}, opts...)
 	f, err := outfile.Create(path, opts...)
-	if err != nil {
+	var refused *outfile.RefusedError
+	switch {
+	case errors.As(err, &refused):
 		return nil, g.refusedOutput(flag, err)
+	case err != nil:
+		// A directory that is not there, or not this user's to write:
+		// the message names the flag and the path as typed, not only the
+		// directory the open failed on.
+		return nil, fmt.Errorf("%s %q: %w", flag, path, err)
 	}
 	return f, nil
 }

@@ -1,6 +1,8 @@
 package invocation
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,7 +12,12 @@ import (
 // timeRule is quoted when a time does not parse.
 const timeRule = "must be an RFC 3339 time (2025-03-14T10:31:00Z, 2025-03-14T11:31:00+01:00), a local wall-clock time " +
 	"(10:31 today, \"2025-03-14 10:31\", 2025-03-14T10:31:05), a date (2025-03-14, midnight UTC), \"now\", " +
-	"or a duration meaning that long ago (2h, -15m, 90s, 900)"
+	"a Unix time (@1741948260, as date -d takes it) or a duration meaning that long ago (2h, -15m, 90s, 900)"
+
+// unixLike is the least plain number of seconds read as a Unix time typed
+// without its @, and refused: 10^9 seconds before now is more than 31
+// years ago, before any ledger, and 10^9 as a Unix time is 2001.
+const unixLike = 1e9
 
 // localLayouts are the wall-clock forms read in the local zone: a time
 // without an offset means the time on the clocks where the command runs.
@@ -31,6 +38,13 @@ func ParseTime(field, s string, now time.Time) (time.Time, error) {
 		return time.Time{}, events.Invalid(field, s, timeRule)
 	case "now":
 		return now.UTC(), nil
+	}
+	if secs, ok := strings.CutPrefix(s, "@"); ok {
+		n, err := strconv.ParseInt(secs, 10, 64)
+		if err != nil || n < 0 {
+			return time.Time{}, events.Invalid(field, s, "a Unix time is @ and whole seconds since 1970-01-01 UTC (date +%s prints them)")
+		}
+		return time.Unix(n, 0).UTC(), nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t.UTC(), nil
@@ -58,7 +72,23 @@ func ParseTime(field, s string, now time.Time) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, events.Invalid(field, s, timeRule)
 	}
+	if n, err := strconv.ParseFloat(ago, 64); err == nil && n >= unixLike {
+		// date +%s pasted without its @: read as seconds ago it would
+		// name a moment decades back and answer for it without a word.
+		return time.Time{}, events.Invalid(field, s, fmt.Sprintf("a plain number is seconds ago, and %s seconds ago is %s, before any ledger; "+
+			"a Unix time is written @%s (that is %s)", ago, events.FormatTime(now.Add(-d).UTC()), ago, unixText(ago)))
+	}
 	return now.Add(-d).UTC(), nil
+}
+
+// unixText is the instant of Unix time secs, or secs when it is not whole
+// seconds.
+func unixText(secs string) string {
+	n, err := strconv.ParseInt(secs, 10, 64)
+	if err != nil {
+		return "whole seconds since 1970-01-01 UTC"
+	}
+	return events.FormatTime(time.Unix(n, 0).UTC())
 }
 
 // TimeRange is the --since/--until pair.

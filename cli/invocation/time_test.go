@@ -2,6 +2,7 @@ package invocation
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,9 @@ func TestParseTime(t *testing.T) {
 		"1h30m":                          now.Add(-90 * time.Minute),
 		"900":                            now.Add(-900 * time.Second),
 		"0":                              now,
+		"999999999":                      now.Add(-999999999 * time.Second),
+		"@1741948260":                    time.Date(2025, 3, 14, 10, 31, 0, 0, time.UTC),
+		"@0":                             time.Unix(0, 0).UTC(),
 	}
 	for in, want := range cases {
 		got, err := ParseTime("--since", in, now)
@@ -33,6 +37,20 @@ func TestParseTime(t *testing.T) {
 		var inv *events.InvalidError
 		if !errors.Is(err, events.ErrInvalid) || !errors.As(err, &inv) || inv.Field != "--since" {
 			t.Errorf("ParseTime(%q) = %v, want an invalid --since", bad, err)
+		}
+	}
+	// A Unix time typed without its @ (date +%s) is refused, naming the
+	// instant it would be with one: read as seconds ago it named 1970.
+	for _, unix := range []string{"1741948260", "-1741948260", "1000000000"} {
+		_, err := ParseTime("--at", unix, now)
+		var inv *events.InvalidError
+		if !errors.As(err, &inv) || inv.Field != "--at" || !strings.Contains(inv.Rule, "a Unix time is written @") {
+			t.Errorf("ParseTime(%q) = %v, want an invalid --at saying how a Unix time is written", unix, err)
+		}
+	}
+	for _, bad := range []string{"@", "@x", "@-1", "@1.5", "@@1"} {
+		if _, err := ParseTime("--at", bad, now); !errors.Is(err, events.ErrInvalid) {
+			t.Errorf("ParseTime(%q) = %v, want invalid", bad, err)
 		}
 	}
 	r := TimeRange{Since: "1h", Until: "2h"}

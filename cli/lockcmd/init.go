@@ -52,7 +52,13 @@ root.`,
 
 func runInit(ctx context.Context, g *invocation.Globals) error {
 	status := "exists"
-	l, err := g.OpenExisting(ctx)
+	// --group names what the root must be: a root there already that is
+	// not a group root of it is refused, as a writer's open refuses it.
+	group, err := g.GroupOption()
+	if err != nil {
+		return err
+	}
+	l, err := g.OpenExisting(ctx, group...)
 	if errors.Is(err, ledger.ErrOldSchema) {
 		// A ledger written by an older lockledger is there: the next
 		// writing command upgrades it, init writes nothing.

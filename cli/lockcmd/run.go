@@ -238,6 +238,12 @@ func runRun(ctx context.Context, o *runOptions) error {
 	// From here on the lease and the release outlive a cancelled ctx.
 	bg := context.WithoutCancel(ctx)
 	o.g.Log.Info("acquired", "lock", o.lock, "fencing_token", hold.FencingToken(), "request_id", hold.RequestID())
+	if a := hold.Acquisition(); a.Stolen {
+		// The job's log must show whose holding this run ended, as
+		// acquire's does: a dead or stale holder's work may be half done.
+		o.g.Log.Warn("took over lock", "lock", o.lock, "reason", a.Reason, "previous", a.Previous.RequestID,
+			"previous_actor", a.Previous.Actor, "fencing_token", a.FencingToken)
+	}
 	reportTakenOver(o.g, o.lock, hold.TakenOver())
 	report := func(status, result string, code *int, exit int, started time.Time) *invocation.ExitError {
 		if o.g.JSON {

@@ -54,7 +54,7 @@ is recorded as action_refused.`,
 	o.register(cmd, false, ledger.DefaultTTL)
 	fl := cmd.Flags()
 	fl.StringVar(&o.reason, "reason", "", "why (required; recorded with the steal)")
-	fl.BoolVar(&o.active, "active", false, "allow taking a lock whose holder is alive and heartbeating")
+	fl.BoolVar(&o.active, "active", false, "allow taking a lock whose holder is active: its process alive, or (no process, --holder none) heartbeating within its TTL")
 	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	fl.IntVar(&o.pid, "pid", 0, "new holder process id (default: the calling process)")
 	return cmd

@@ -45,7 +45,8 @@ reason and the operator's words) or taken over from a stale, dead or
 foreign holder. A lock
 held only through another tool's lock file shows as free. T is RFC 3339,
 a wall-clock time on this machine's clocks (10:31 today, "2025-03-14
-10:31"), or a duration meaning that long ago (2h, -15m); the default is
+10:31"), a Unix time (@1741948260), or a duration meaning that long ago
+(2h, -15m); the default is
 now. The output names T in the local zone too. who only reads.`,
 		Example: `  lockledger who app-prod --at 2025-03-14T10:31:00Z
   lockledger who app-prod --at 10:31                 # today, local time

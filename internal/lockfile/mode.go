@@ -84,13 +84,18 @@ func fixMode(fd int, mode uint32) error {
 }
 
 // InUseError: a root asked to be a group root already holds files
-// and is not a group root of that group.
+// and is not a group root of that group. Of is the group it is a group
+// root of, -1 when it is none.
 type InUseError struct {
 	Root string
 	GID  int
+	Of   int
 }
 
 func (e *InUseError) Error() string {
+	if e.Of >= 0 {
+		return fmt.Sprintf("%s is already a group root of group %d, not of group %d", e.Root, e.Of, e.GID)
+	}
 	return fmt.Sprintf("%s already holds files and is not a group root of group %d", e.Root, e.GID)
 }
 
@@ -100,34 +105,16 @@ func (e *InUseError) Error() string {
 // with *UntrustedError. The directory is opened once,
 // without following a symlink, and changed through that descriptor.
 func MakeGroupRoot(root string, gid int, created bool) error {
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err == unix.ELOOP || err == unix.ENOTDIR {
-		return &UnsafePathError{Path: root, Reason: "is not a directory"}
-	}
+	f, err := openRootDir(root)
 	if err != nil {
-		return &os.PathError{Op: "open", Path: root, Err: err}
+		return err
 	}
-	f := os.NewFile(uintptr(fd), root)
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return &os.PathError{Op: "fstat", Path: root, Err: err}
+	already, err := groupRootVerdict(f, root, gid, created)
+	if err != nil || already {
+		return err
 	}
-	if GroupMode(uint32(st.Mode)) && int(st.Gid) == gid {
-		return nil
-	}
-	if euid := os.Geteuid(); int(st.Uid) != euid {
-		return untrusted(root, st, euid, "it belongs to another user, and --group makes only the caller's own directory a group root")
-	}
-	if !created {
-		names, err := f.Readdirnames(1)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return &os.PathError{Op: "readdir", Path: root, Err: err}
-		}
-		if len(names) > 0 {
-			return &InUseError{Root: root, GID: gid}
-		}
-	}
+	fd := int(f.Fd())
 	if err := unix.Fchown(fd, -1, gid); err != nil {
 		return fmt.Errorf("make group root of group %d: %w", gid, &os.PathError{Op: "chown", Path: root, Err: err})
 	}
@@ -135,6 +122,66 @@ func MakeGroupRoot(root string, gid int, created bool) error {
 		return fmt.Errorf("make group root: %w", &os.PathError{Op: "chmod", Path: root, Err: err})
 	}
 	return nil
+}
+
+// CheckGroupRoot is MakeGroupRoot's verdict on an existing root, changing
+// nothing: nil where root does not exist yet, is a group root of gid, or
+// is an empty directory of the caller's that MakeGroupRoot would make one.
+// A writer asks before its open makes anything (the group's signing key
+// beside the root), so that a --group refused leaves nothing behind.
+func CheckGroupRoot(root string, gid int) error {
+	f, err := openRootDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = groupRootVerdict(f, root, gid, false)
+	return err
+}
+
+// openRootDir opens the directory root without following a symlink.
+func openRootDir(root string) (*os.File, error) {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == unix.ELOOP || err == unix.ENOTDIR {
+		return nil, &UnsafePathError{Path: root, Reason: "is not a directory"}
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	return os.NewFile(uintptr(fd), root), nil
+}
+
+// groupRootVerdict is whether the directory f (root) is a group root of gid
+// already, or else why it may not be made one (see MakeGroupRoot); false
+// and nil when it may.
+func groupRootVerdict(f *os.File, root string, gid int, created bool) (already bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return false, &os.PathError{Op: "fstat", Path: root, Err: err}
+	}
+	isGroup := GroupMode(uint32(st.Mode))
+	if isGroup && int(st.Gid) == gid {
+		return true, nil
+	}
+	if isGroup {
+		return false, &InUseError{Root: root, GID: gid, Of: int(st.Gid)}
+	}
+	if euid := os.Geteuid(); int(st.Uid) != euid {
+		return false, untrusted(root, st, euid, "it belongs to another user, and --group makes only the caller's own directory a group root")
+	}
+	if !created {
+		names, err := f.Readdirnames(1)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false, &os.PathError{Op: "readdir", Path: root, Err: err}
+		}
+		if len(names) > 0 {
+			return false, &InUseError{Root: root, GID: gid, Of: -1}
+		}
+	}
+	return false, nil
 }
 
 // MkdirReachable creates dir and its missing parents with mode 0755 (not

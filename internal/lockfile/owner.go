@@ -149,11 +149,29 @@ func (tr trust) check(path string, st unix.Stat_t) error {
 
 // memberOf reports whether the caller is in group gid, or asked for it.
 func memberOf(gid int, asked *int) bool {
-	if (asked != nil && *asked == gid) || os.Getegid() == gid {
+	return asked != nil && *asked == gid || Member(gid)
+}
+
+// Member reports whether this process is in group gid: its group, or one
+// of its supplementary groups.
+func Member(gid int) bool {
+	if os.Getegid() == gid {
 		return true
 	}
 	groups, err := os.Getgroups()
 	return err == nil && slices.Contains(groups, gid)
+}
+
+// Unreadable is err, this user's refusal to read the root dir (EACCES on
+// a file in it), with the root's owner, group and mode and what a root
+// several users share is; err itself where dir cannot be looked at.
+func Unreadable(dir string, err error) error {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil {
+		return err
+	}
+	u := untrusted(dir, st, os.Geteuid(), named(proc.UserName(os.Geteuid()), "uid", os.Geteuid())+" cannot read it")
+	return fmt.Errorf("%s (%w); a root several users share is a group root (lockledger --root ROOT --group GROUP init, by a member; see Group roots in docs/cli.md)", u.What(), err)
 }
 
 // untrusted is the *UntrustedError of st at path.

@@ -186,6 +186,16 @@ type dbFile struct {
 
 func (d dbFile) empty() bool { return d.size == 0 }
 
+// lstatError is the error of looking at ROOT/ledger.db. One this user
+// may not make is most often another user's private root, named by a
+// shared LOCKLEDGER_ROOT: it says whose, and what a shared root is.
+func (r Root) lstatError(err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		err = lockfile.Unreadable(r.Dir, err)
+	}
+	return fmt.Errorf("ledger: %w", err)
+}
+
 // statDB looks at ROOT/ledger.db without handing it to SQLite: a symlink
 // or other non-regular file, and a file that does not start with SQLite's
 // header, are refused.
@@ -196,7 +206,7 @@ func (r Root) statDB() (dbFile, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return d, fmt.Errorf("ledger: %w", err)
+		return d, r.lstatError(err)
 	case !fi.Mode().IsRegular():
 		return d, fmt.Errorf("ledger: %w", &lockfile.UnsafePathError{Path: path, Reason: "is not a regular file"})
 	default:
@@ -264,7 +274,7 @@ func (r Root) OpenExisting(ctx context.Context, cfg Config) (*Store, error) {
 	path := cfg.Path
 	fi, err := r.Files.Lstat(File)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
+		return nil, r.lstatError(err)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("ledger: %w", &lockfile.UnsafePathError{Path: path, Reason: "is not a regular file"})

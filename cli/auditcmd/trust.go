@@ -55,7 +55,7 @@ plain verify checks the root's ledger against the pin and the head.`,
 		Use:   "pin --ledger-id ID --verifier-key KEY",
 		Short: "Pin the ledger this root must hold and the key that signs it (e.g. from trust export)",
 		Args:  invocation.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustPin(g, id, key) },
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustPin(cmd.Context(), g, id, key) },
 	}
 	pin.Flags().StringVar(&id, "ledger-id", "", "the ledger id the root must hold")
 	pin.Flags().StringVar(&key, "verifier-key", "", "the verifier key its checkpoints are signed with, or a file holding it")
@@ -177,7 +177,7 @@ func runTrustExport(g *invocation.Globals) error {
 	})
 }
 
-func runTrustPin(g *invocation.Globals, id, key string) error {
+func runTrustPin(ctx context.Context, g *invocation.Globals, id, key string) error {
 	if id == "" {
 		return events.Invalid("--ledger-id", id, "is required: a ledger id as verify prints it (1-128 of A-Z a-z 0-9 _ . : -)")
 	}
@@ -190,7 +190,7 @@ func runTrustPin(g *invocation.Globals, id, key string) error {
 	if _, err := checkpoint.NewVerifier(key); err != nil && trust.Within(g.Root, key) {
 		return invocation.KeyInRoot("--verifier-key", key, g.Root)
 	}
-	vkey, _, err := verifierKeyText("--verifier-key", key)
+	vkey, _, err := verifierKeyText(ctx, "--verifier-key", key)
 	if err != nil {
 		return err
 	}
@@ -261,7 +261,7 @@ func runTrustAdopt(ctx context.Context, g *invocation.Globals) error {
 		return events.Invalid("--unsigned", "", "adopt signs with the trust store's key: drop --unsigned and --signing-key")
 	}
 	o := &verifyOptions{g: g, clockSkew: "2s", full: true}
-	t, err := o.trust()
+	t, err := o.trust(ctx)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"os"
 	"syscall"
 
@@ -61,36 +63,74 @@ func ArchivedNote(ctx context.Context, r *Reader) string {
 		a.BelowSeq, a.ArchiveSHA256, a.MarkerSeq, a.BelowSeq)
 }
 
-// ReadInput reads at most limit bytes of the file at path, or of standard
-// input when path is "-"; a file that cannot be opened is bad input naming
-// field. Waiting for input (a pipe, a FIFO or a terminal no one writes to
-// yet) ends with ctx, so that a signal ends it as it ends cat: a read(2)
-// the signal handler restarts would wait on past INT and TERM.
+// ReadInput reads the file at path, or standard input when path is "-",
+// as ReadFile does; standard input longer than limit is refused as
+// "standard input" (exit 2).
 func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64) ([]byte, error) {
-	in, ok := g.IO.In.(*os.File)
 	if path != "-" {
-		// Opened without waiting for a FIFO's writer: the wait is
-		// readUntil's, which a signal ends.
-		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			return nil, events.Invalid(field, path, "cannot be read: "+ErrText(err))
-		}
-		defer f.Close()
-		in, ok = f, true
+		return ReadFile(ctx, field, path, limit)
 	}
-	if !ok {
-		return io.ReadAll(io.LimitReader(g.IO.In, limit))
+	var b []byte
+	var err error
+	if in, ok := g.IO.In.(*os.File); ok {
+		b, err = readUntil(ctx, in, limit)
+	} else {
+		b, err = readAtMost(g.IO.In, limit)
 	}
-	return readUntil(ctx, in, limit)
+	return b, tooLong(err, field, "standard input", limit)
 }
 
-// readUntil reads f to its end, at most limit bytes, waiting for each part
-// in poll(2) rounds that see ctx end. A regular file never waits. The
-// descriptor is polled as it is, blocking or not: standard input's mode is
-// shared with the process that gave it.
+// NoLimit is ReadFile's limit for a file read whole, however long
+// (checkpoints a witness has gathered over the ledger's life).
+const NoLimit int64 = math.MaxInt64
+
+// ReadFile reads the file at path whole. One that cannot be opened is bad
+// input naming field, and so is one longer than limit bytes: refused, not
+// cut short, since the part read would be taken for the whole (a secret
+// cut that never matches, a key or proof cut that names the wrong
+// fault). Waiting for input (a pipe, a FIFO or a terminal no one writes
+// to yet) ends with ctx, so that a signal ends it as it ends cat: a
+// read(2) the signal handler restarts would wait on past INT and TERM.
+func ReadFile(ctx context.Context, field, path string, limit int64) ([]byte, error) {
+	b, err := readPath(ctx, path, limit)
+	if errors.As(err, new(*fs.PathError)) {
+		return nil, events.Invalid(field, path, "cannot be read: "+ErrText(err))
+	}
+	return b, tooLong(err, field, path, limit)
+}
+
+// readPath is ReadFile with its errors as they came: the open's or the
+// read's *fs.PathError, errTooLong, or ctx's cause.
+func readPath(ctx context.Context, path string, limit int64) ([]byte, error) {
+	// Opened without waiting for a FIFO's writer: the wait is
+	// readUntil's, which a signal ends.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readUntil(ctx, f, limit)
+}
+
+// errTooLong is readUntil's refusal of input past its limit.
+var errTooLong = errors.New("longer than the limit")
+
+// tooLong is err, or the refusal of input named field and shown as shown
+// that held more than limit bytes when err is errTooLong.
+func tooLong(err error, field, shown string, limit int64) error {
+	if errors.Is(err, errTooLong) {
+		return events.Invalid(field, shown, fmt.Sprintf("holds more than %d bytes, the most it may hold", limit))
+	}
+	return err
+}
+
+// readUntil reads f to its end, at most limit bytes (errTooLong past
+// them), waiting for each part in poll(2) rounds that see ctx end. A
+// regular file never waits. The descriptor is polled as it is, blocking
+// or not: standard input's mode is shared with the process that gave it.
 func readUntil(ctx context.Context, f *os.File, limit int64) ([]byte, error) {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		return io.ReadAll(io.LimitReader(f, limit))
+		return readAtMost(f, limit)
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -98,7 +138,7 @@ func readUntil(ctx context.Context, f *os.File, limit int64) ([]byte, error) {
 	}
 	var b []byte
 	part := make([]byte, 4096)
-	for int64(len(b)) < limit {
+	for {
 		var n int
 		var perr error
 		if err := rc.Control(func(fd uintptr) {
@@ -115,13 +155,36 @@ func readUntil(ctx context.Context, f *os.File, limit int64) ([]byte, error) {
 		case perr != nil:
 			return nil, perr
 		}
-		m, err := f.Read(part[:min(int64(len(part)), limit-int64(len(b)))])
-		b = append(b, part[:m]...)
-		if errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
+		// One byte past the limit at most, to tell a limit reached
+		// from one passed.
+		want := part
+		if left := limit - int64(len(b)); left < int64(len(part)) {
+			want = part[:left+1]
+		}
+		m, err := f.Read(want)
+		b = append(b, want[:m]...)
+		switch {
+		case int64(len(b)) > limit:
+			return nil, errTooLong
+		case errors.Is(err, io.EOF):
+			return b, nil
+		case err != nil:
 			return nil, err
 		}
+	}
+}
+
+// readAtMost reads r to its end, at most limit bytes (errTooLong past
+// them).
+func readAtMost(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit))
+	if err != nil || int64(len(b)) < limit {
+		return b, err
+	}
+	if n, err := r.Read(make([]byte, 1)); n > 0 {
+		return nil, errTooLong
+	} else if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
 	}
 	return b, nil
 }

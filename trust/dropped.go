@@ -43,7 +43,7 @@ func Drop(path string) (*Dropped, error) {
 	d := &Dropped{path: path, aside: droppedPath(path), f: f}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: another run is going on from another state of the ledger (it holds the head): %w", path, err)
+		return nil, dropLockError(path, err)
 	}
 	// A link, then the unlink: never over another file, and the lock
 	// taken stays on the head's inode wherever it is.
@@ -57,6 +57,18 @@ func Drop(path string) (*Dropped, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// dropLockError names the failed flock of the head at path that Drop
+// takes: only EWOULDBLOCK (EAGAIN) says another process holds it, a run
+// going on; any other error (ENOLCK, EOPNOTSUPP or ENOSYS on a file
+// system without flock) is named as what it is, since "wait for the other
+// run" would send the user after a run that does not exist.
+func dropLockError(path string, err error) error {
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return fmt.Errorf("%s: another run is going on from another state of the ledger (it holds the head): %w", path, err)
+	}
+	return fmt.Errorf("%s: cannot lock the head to move it aside (flock): %w", path, err)
 }
 
 // Settle ends d: the head aside is removed once the run recorded its
@@ -81,7 +93,7 @@ func restoreDropped(path string) {
 	}
 	defer f.Close()
 	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
-		return // its run is going on
+		return // its run is going on, or no lock tells: left aside
 	}
 	_ = putBack(aside, path)
 }

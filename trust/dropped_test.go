@@ -2,9 +2,13 @@ package trust
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestAHeadAsideIsPutBackOnlyOnceItsRunIsGone: a head Drop moved aside
@@ -34,5 +38,37 @@ func TestAHeadAsideIsPutBackOnlyOnceItsRunIsGone(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(h.Dir, ".*.dropped")); len(left) > 0 {
 		t.Fatalf("left aside: %v", left)
+	}
+}
+
+// Drop says another run is going on only when a run holds the head (a
+// real flock of it, EWOULDBLOCK); any other failure of the flock, as a
+// file system without flock gives (ENOLCK, EOPNOTSUPP, ENOSYS) or a bad
+// descriptor (EBADF), is named as what it is and wraps the error.
+func TestDropSaysAnotherRunOnlyWhenOneHoldsTheHead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "head.checkpoint")
+	if err := os.WriteFile(path, []byte("a signed head\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if err := unix.Flock(int(run.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	const another = "another run is going on"
+	if d, err := Drop(path); d != nil || !errors.Is(err, unix.EWOULDBLOCK) || !strings.Contains(err.Error(), another) {
+		t.Fatalf("Drop of a head a run holds: %v, %v; want it refused naming another run", d, err)
+	}
+	for _, errno := range []unix.Errno{unix.ENOLCK, unix.EOPNOTSUPP, unix.ENOSYS, unix.EBADF, unix.EINVAL} {
+		err := dropLockError(path, errno)
+		if !errors.Is(err, errno) || strings.Contains(err.Error(), another) || !strings.Contains(err.Error(), errno.Error()) {
+			t.Errorf("flock failed with %v: %q; want it named as that, not as another run", errno, err)
+		}
+	}
+	if err := dropLockError(path, unix.EAGAIN); !strings.Contains(err.Error(), another) {
+		t.Errorf("flock failed with EAGAIN: %q; want another run", err)
 	}
 }

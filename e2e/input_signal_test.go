@@ -47,10 +47,11 @@ func TestReadingInputEndsOnASignal(t *testing.T) {
 }
 
 // A command waiting for a key, checkpoint or signer file that is a FIFO no
-// one has opened to write yet ends on INT or TERM as cat would, with 128+N
-// (os.ReadFile's open and read waited on past both signals, and timeout(1)
-// alone could not end them); and one whose read gave up on the signal
-// reports it, where verify-proof's report crashed on the signal it met.
+// one has opened to write yet, or for the export verify --file reads from
+// a pipe no one writes to, ends on INT or TERM as cat would, with 128+N
+// (os.ReadFile's open and the export's read waited on past both signals,
+// and timeout(1) alone could not end them); and one whose read gave up on
+// the signal reports it, where verify-proof's report crashed on it.
 func TestReadingAKeyOrCheckpointFileEndsOnASignal(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -71,6 +72,7 @@ func TestReadingAKeyOrCheckpointFileEndsOnASignal(t *testing.T) {
 		{"prove extends", []string{"prove", "extends", fifo, fifo}},
 		{"verify-proof", []string{"verify-proof", fifo}},
 		{"verify-proof --json", []string{"--json", "verify-proof", "--verifier-key", vkey, fifo}},
+		{"verify --file /dev/stdin", []string{"verify", "--file", "/dev/stdin"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -402,7 +402,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 			return err
 		}
 		defer f.Close()
-		rep, err = replay.VerifyExport(f, o.file, o.prevHash, o.ledgerID, trust, replay.ClockSkew(skew))
+		rep, err = replay.VerifyExport(invocation.Waiting(ctx, f), o.file, o.prevHash, o.ledgerID, trust, replay.ClockSkew(skew))
 	} else {
 		opts := []ledger.VerifyOption{ledger.AllowClockSkew(skew), ledger.CheckAgainst(trust)}
 		if o.full {

@@ -125,54 +125,57 @@ func tooLong(err error, field, shown string, limit int64) error {
 }
 
 // readUntil reads f to its end, at most limit bytes (errTooLong past
-// them), waiting for each part in poll(2) rounds that see ctx end. A
-// regular file never waits. The descriptor is polled as it is, blocking
-// or not: standard input's mode is shared with the process that gave it.
+// them), its waits for input those of Waiting.
 func readUntil(ctx context.Context, f *os.File, limit int64) ([]byte, error) {
+	return readAtMost(Waiting(ctx, f), limit)
+}
+
+// Waiting is f read so that each wait for input (a pipe, a FIFO or a
+// terminal no one writes to yet) is poll(2) rounds that see ctx end, with
+// ctx's cause as the read's error: a read(2) the signal handler restarts
+// would wait on past INT and TERM. A regular file never waits, and is f
+// itself. The descriptor is polled as it is, blocking or not: standard
+// input's mode is shared with the process that gave it.
+func Waiting(ctx context.Context, f *os.File) io.ReadSeeker {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		return readAtMost(f, limit)
+		return f
 	}
-	rc, err := f.SyscallConn()
+	return &waiting{ctx: ctx, f: f}
+}
+
+type waiting struct {
+	ctx context.Context
+	f   *os.File
+}
+
+func (w *waiting) Read(p []byte) (int, error) {
+	rc, err := w.f.SyscallConn()
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	var b []byte
-	part := make([]byte, 4096)
 	for {
 		var n int
 		var perr error
 		if err := rc.Control(func(fd uintptr) {
 			n, perr = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 100)
 		}); err != nil {
-			return nil, err
+			return 0, err
 		}
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
+		if w.ctx.Err() != nil {
+			return 0, context.Cause(w.ctx)
 		}
 		switch {
 		case errors.Is(perr, unix.EINTR) || (perr == nil && n == 0):
 			continue
 		case perr != nil:
-			return nil, perr
+			return 0, perr
 		}
-		// One byte past the limit at most, to tell a limit reached
-		// from one passed.
-		want := part
-		if left := limit - int64(len(b)); left < int64(len(part)) {
-			want = part[:left+1]
-		}
-		m, err := f.Read(want)
-		b = append(b, want[:m]...)
-		switch {
-		case int64(len(b)) > limit:
-			return nil, errTooLong
-		case errors.Is(err, io.EOF):
-			return b, nil
-		case err != nil:
-			return nil, err
-		}
+		return w.f.Read(p)
 	}
 }
+
+// Seek is f's: a pipe's fails, and its reader reads it once.
+func (w *waiting) Seek(offset int64, whence int) (int64, error) { return w.f.Seek(offset, whence) }
 
 // readAtMost reads r to its end, at most limit bytes (errTooLong past
 // them).

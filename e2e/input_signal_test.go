@@ -47,12 +47,13 @@ func TestReadingInputEndsOnASignal(t *testing.T) {
 }
 
 // A command waiting for a key, checkpoint or signer file that is a FIFO no
-// one has opened to write yet, or for the export verify --file reads from
-// a pipe no one writes to, ends on INT or TERM as cat would, with 128+N
-// (os.ReadFile's open and the export's read waited on past both signals,
-// and timeout(1) alone could not end them); and one whose read gave up on
-// the signal reports it, where verify-proof's report crashed on it.
-func TestReadingAKeyOrCheckpointFileEndsOnASignal(t *testing.T) {
+// one has opened to write yet, or for what it reads from a pipe no one
+// writes to (verify --file's export, fence write's data), ends on INT or
+// TERM as cat would, with 128+N (os.ReadFile's open and the plain reads
+// waited on past both signals, and timeout(1) alone could not end them),
+// fence write leaving no temporary file; and one whose read gave up on the
+// signal reports it, where verify-proof's report crashed on it.
+func TestEveryCommandWaitingForInputEndsOnASignal(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	fifo := filepath.Join(t.TempDir(), "key.fifo")
@@ -60,6 +61,12 @@ func TestReadingAKeyOrCheckpointFileEndsOnASignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	vkey := strings.TrimSpace(clitest.Must(t, 0, root, "keygen", "--name", "fifo-test", "-o", filepath.Join(t.TempDir(), "signing.key")).Stdout)
+	fenced := t.TempDir()
+	t.Cleanup(func() {
+		if left, _ := os.ReadDir(fenced); len(left) > 0 {
+			t.Errorf("fence write ended by a signal left %s", left[0].Name())
+		}
+	})
 	for _, c := range []struct {
 		name string
 		args []string
@@ -73,6 +80,7 @@ func TestReadingAKeyOrCheckpointFileEndsOnASignal(t *testing.T) {
 		{"verify-proof", []string{"verify-proof", fifo}},
 		{"verify-proof --json", []string{"--json", "verify-proof", "--verifier-key", vkey, fifo}},
 		{"verify --file /dev/stdin", []string{"verify", "--file", "/dev/stdin"}},
+		{"fence write", []string{"fence", "write", filepath.Join(fenced, "data"), "--token", "1", "--lock", "deploy"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

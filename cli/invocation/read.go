@@ -64,20 +64,22 @@ func ArchivedNote(ctx context.Context, r *Reader) string {
 }
 
 // ReadInput reads the file at path, or standard input when path is "-",
-// as ReadFile does; standard input longer than limit is refused as
-// "standard input" (exit 2).
+// as ReadFile does.
 func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64) ([]byte, error) {
 	if path != "-" {
 		return ReadFile(ctx, field, path, limit)
 	}
-	var b []byte
-	var err error
-	if in, ok := g.IO.In.(*os.File); ok {
-		b, err = readUntil(ctx, in, limit)
-	} else {
-		b, err = readAtMost(g.IO.In, limit)
+	b, err := readAtMost(g.Stdin(ctx), limit)
+	return b, tooLong(err, field, "-", limit)
+}
+
+// Stdin is standard input, its waits for input those of Waiting when it
+// is a file.
+func (g *Globals) Stdin(ctx context.Context) io.Reader {
+	if f, ok := g.IO.In.(*os.File); ok {
+		return Waiting(ctx, f)
 	}
-	return b, tooLong(err, field, "standard input", limit)
+	return g.IO.In
 }
 
 // NoLimit is ReadFile's limit for a file read whole, however long

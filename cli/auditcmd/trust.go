@@ -68,7 +68,7 @@ kept of the ledgers no other pin names. The next write pins whatever
 ledger the root then holds (trust on first use). Asks on a terminal;
 elsewhere --yes is required.`,
 		Args: invocation.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runTrustForget(g, yes) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTrustForget(cmd.Context(), g, yes) },
 	}
 	forget.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask")
 	adopt := &cobra.Command{
@@ -211,7 +211,7 @@ func runTrustPin(ctx context.Context, g *invocation.Globals, id, key string) err
 	return nil
 }
 
-func runTrustForget(g *invocation.Globals, yes bool) error {
+func runTrustForget(ctx context.Context, g *invocation.Globals, yes bool) error {
 	s, pins, err := g.RootPins()
 	if err != nil {
 		return err
@@ -225,7 +225,10 @@ func runTrustForget(g *invocation.Globals, yes bool) error {
 			return events.Invalid("--yes", "", "is required to forget the pins of "+trust.Resolve(g.Root)+" when not asking on a terminal")
 		}
 		termtext.Fprintf(g.IO.ErrOut, "forget %d pin(s) of %s (ledger %s)? [y/N] ", len(pins), trust.Resolve(g.Root), pins[0].LedgerID)
-		line, _ := bufio.NewReader(g.IO.In).ReadString('\n')
+		line, err := bufio.NewReader(g.Stdin(ctx)).ReadString('\n')
+		if ctx.Err() != nil {
+			return err
+		}
 		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
 			return fmt.Errorf("trust forget: not confirmed; nothing removed")
 		}

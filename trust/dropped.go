@@ -1,13 +1,17 @@
 package trust
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/internal/lockfile"
 )
 
 // Dropped is a kept head moved aside (.NAME.dropped beside it) by a run
@@ -92,11 +96,21 @@ func restoreDropped(path string) {
 		return
 	}
 	defer f.Close()
-	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+	// Waited for a moment: another look that is putting it back holds it
+	// as briefly, and a look that gave up on that one at once would find
+	// the head neither aside nor back.
+	unlock, err := lockfile.Flock(context.Background(), int(f.Fd()), restoreWait, time.Millisecond)
+	if err != nil {
 		return // its run is going on, or no lock tells: left aside
 	}
+	defer unlock()
 	_ = putBack(aside, path)
 }
+
+// restoreWait is how long a look at a head aside waits for another look
+// putting it back (a link and an unlink), and so what a look costs while
+// an accept run holds the head aside.
+const restoreWait = 200 * time.Millisecond
 
 // putBack puts the head aside back at path, or drops it where a head was
 // kept at path since.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -70,5 +71,39 @@ func TestDropSaysAnotherRunOnlyWhenOneHoldsTheHead(t *testing.T) {
 	}
 	if err := dropLockError(path, unix.EAGAIN); !strings.Contains(err.Error(), another) {
 		t.Errorf("flock failed with EAGAIN: %q; want another run", err)
+	}
+}
+
+// Every look at the heads right after a killed run left a head aside finds
+// the head, while another look puts it back: one that met the other's
+// flock took the head for held by a live run and found none.
+func TestLooksAtAHeadAsideAllFindIt(t *testing.T) {
+	h := Heads{Dir: t.TempDir(), Root: "/srv/root"}
+	const id = "0ed45c8f76393ef83edb5837f483c44b"
+	missed := 0
+	for round := 0; round < 2000; round++ {
+		if err := os.WriteFile(droppedPath(h.Path(id)), []byte("a signed head\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if h.Kept(id) == "" {
+					mu.Lock()
+					missed++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if err := os.Remove(h.Path(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if missed > 0 {
+		t.Fatalf("%d looks of 8000 found no head while another put it back", missed)
 	}
 }

@@ -105,16 +105,16 @@ func ReadFile(ctx context.Context, field, path string, limit int64) ([]byte, err
 // read's *fs.PathError, errTooLong, or ctx's cause.
 func readPath(ctx context.Context, path string, limit int64) ([]byte, error) {
 	// Opened without waiting for a FIFO's writer: the wait is
-	// readUntil's, which a signal ends.
+	// Waiting's, which a signal ends.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return readUntil(ctx, f, limit)
+	return readAtMost(Waiting(ctx, f), limit)
 }
 
-// errTooLong is readUntil's refusal of input past its limit.
+// errTooLong is readAtMost's refusal of input past its limit.
 var errTooLong = errors.New("longer than the limit")
 
 // tooLong is err, or the refusal of input named field and shown as shown
@@ -124,12 +124,6 @@ func tooLong(err error, field, shown string, limit int64) error {
 		return events.Invalid(field, shown, fmt.Sprintf("holds more than %d bytes, the most it may hold", limit))
 	}
 	return err
-}
-
-// readUntil reads f to its end, at most limit bytes (errTooLong past
-// them), its waits for input those of Waiting.
-func readUntil(ctx context.Context, f *os.File, limit int64) ([]byte, error) {
-	return readAtMost(Waiting(ctx, f), limit)
 }
 
 // Waiting is f read so that each wait for input (a pipe, a FIFO or a
@@ -145,6 +139,7 @@ func Waiting(ctx context.Context, f *os.File) io.ReadSeeker {
 	return &waiting{ctx: ctx, f: f}
 }
 
+// waiting is Waiting's reader of a file that may wait.
 type waiting struct {
 	ctx context.Context
 	f   *os.File

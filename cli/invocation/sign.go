@@ -144,6 +144,8 @@ func KeyOrFile[K any](ctx context.Context, field, val, what string, parse func(s
 	b, err := readPath(ctx, val, keyLimit)
 	if err != nil {
 		if errors.Is(err, errTooLong) || ctx.Err() != nil {
+			// Too long, or a signal's end of the wait: neither is a
+			// path that names no file.
 			return "", none, tooLong(err, field, val, keyLimit)
 		}
 		return "", none, events.Invalid(field, val, "is neither "+what+" nor a file holding one")

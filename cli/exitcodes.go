@@ -33,14 +33,16 @@ var ExitStatuses = []ExitStatus{
 	{strconv.Itoa(invocation.ExitOK), "ok"},
 	{strconv.Itoa(invocation.ExitFailure), "failure: I/O, database, verify found problems"},
 	{strconv.Itoa(invocation.ExitUsage), "invalid input: the message names the field and the rule; nothing is written " +
-		"(also a root another user can write, naming its owner and mode: see \"Group roots\")"},
+		"(also a root another user can write, naming its owner and mode: see \"Group roots\"; " +
+		"and a secret, key or proof file, or standard input, longer than its limit, naming the limit)"},
 	{strconv.Itoa(invocation.ExitBlocked), "blocked by an active holder (also when `--wait` runs out); `acquire` and `run` take another code with `-E N`"},
 	{strconv.Itoa(invocation.ExitStale), "stale lock: needs `--force`"},
 	{strconv.Itoa(invocation.ExitNotHolder), "not the holder, or the lock was lost (also `fence write`: a fencing token below the file's, a later holding wrote it)"},
 	{strconv.Itoa(invocation.ExitNoLedger), "no ledger: nothing was ever recorded at the root (or in the database) a read or `project` " +
 		"was given; nothing was created (`--json`: `no_ledger`)"},
 	{fmt.Sprintf("%d / %d", ExitCannotExecute, ExitCommandNotFound), "`run`: the command cannot be executed / does not exist"},
-	{fmt.Sprintf("%d+N", ExitSignalBase), "interrupted by signal N (130 INT, 143 TERM, 129 HUP), e.g. while `--wait` waited; " +
+	{fmt.Sprintf("%d+N", ExitSignalBase), "interrupted by signal N (130 INT, 143 TERM, 129 HUP), e.g. while `--wait` waited, " +
+		"or while a secret, key or checkpoint file (a FIFO, a pipe) or standard input waited for its writer; " +
 		"`run` exits with its command's own code instead once the command runs " +
 		"(and dies of SIGINT itself, shown as 130, when the terminal's Ctrl-C killed the command)"},
 }

@@ -108,8 +108,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		g.JSON = g.JSON || askedForJSON(args)
 	}
 	var ee *invocation.ExitError
-	if sig := stop(); sig != 0 && err != nil && !errors.As(err, &ee) {
-		// An exact code (run's, its command's) stands; any other failure
+	var ie *invocation.Interrupt
+	if sig := stop(); sig != 0 && err != nil && !errors.As(err, &ee) && !errors.As(err, &ie) {
+		// An exact code (run's, its command's) stands, and so does the
+		// context's cause a command returned as it was; any other failure
 		// after a signal is the signal's.
 		err = &invocation.Interrupt{Signal: sig, Err: err}
 	}

@@ -20,8 +20,11 @@ import (
 func errorObject(err error) map[string]any {
 	var ie *invocation.Interrupt
 	if errors.As(err, &ie) {
-		return map[string]any{"error": KindInterrupted, "signal": unix.SignalName(ie.Signal), "message": err.Error(),
-			"cause": errorObject(ie.Err)}
+		o := map[string]any{"error": KindInterrupted, "signal": unix.SignalName(ie.Signal), "message": err.Error()}
+		if ie.Err != nil {
+			o["cause"] = errorObject(ie.Err)
+		}
+		return o
 	}
 	var held *ledger.HeldError
 	var stale *ledger.StaleError

@@ -38,43 +38,98 @@ func TestReadingInputEndsOnASignal(t *testing.T) {
 		{"standard input no one writes to", "-", syscall.SIGINT},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			cmd := clitest.Command(ctx, root, "release", "deploy", "--request-id", rid, "--secret-file", c.file)
-			// Standard input: a pipe whose write end the test keeps open.
-			r, w, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			defer w.Close()
-			cmd.Stdin = r
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			// The command is waiting for its input once it has opened the
-			// FIFO or reads its standard input; a signal before it handles
-			// signals would end it by the default action, proving nothing.
-			awaitReading(t, cmd.Process.Pid)
-			if err := cmd.Process.Signal(c.sig); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-exited:
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-				t.Fatalf("release --secret-file %s still waited for its input 20 s after %v", c.file, c.sig)
-			}
-			if code := cmd.ProcessState.ExitCode(); code != 128+int(c.sig) {
-				t.Fatalf("release --secret-file %s ended by %v: exit %d, want %d", c.file, c.sig, code, 128+int(c.sig))
-			}
+			endsOnASignal(t, root, c.sig, "release", "deploy", "--request-id", rid, "--secret-file", c.file)
 		})
 	}
 	if n := clitest.EventCount(t, root); n != before {
 		t.Fatalf("releases ended before their secret was read wrote %d events", n-before)
+	}
+}
+
+// A command waiting for a key, checkpoint or signer file that is a FIFO no
+// one has opened to write yet, or for what it reads from a pipe no one
+// writes to (verify --file's export, fence write's data), ends on INT or
+// TERM as cat would, with 128+N (os.ReadFile's open and the plain reads
+// waited on past both signals, and timeout(1) alone could not end them),
+// fence write leaving no temporary file; and one whose read gave up on the
+// signal reports it, where verify-proof's report crashed on it.
+func TestEveryCommandWaitingForInputEndsOnASignal(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	fifo := filepath.Join(t.TempDir(), "key.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vkey := strings.TrimSpace(clitest.Must(t, 0, root, "keygen", "--name", "fifo-test", "-o", filepath.Join(t.TempDir(), "signing.key")).Stdout)
+	fenced := t.TempDir()
+	t.Cleanup(func() {
+		if left, _ := os.ReadDir(fenced); len(left) > 0 {
+			t.Errorf("fence write ended by a signal left %s", left[0].Name())
+		}
+	})
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"verify --verifier-key", []string{"verify", "--verifier-key", fifo}},
+		{"verify --checkpoint", []string{"verify", "--verifier-key", vkey, "--checkpoint", fifo}},
+		{"verify --signers", []string{"verify", "--signers", fifo}},
+		{"verify --witness-key", []string{"verify", "--witness-key", fifo}},
+		{"trust pin --verifier-key", []string{"trust", "pin", "--ledger-id", "fifo-test", "--verifier-key", fifo}},
+		{"prove extends", []string{"prove", "extends", fifo, fifo}},
+		{"verify-proof", []string{"verify-proof", fifo}},
+		{"verify-proof --json", []string{"--json", "verify-proof", "--verifier-key", vkey, fifo}},
+		{"verify --file /dev/stdin", []string{"verify", "--file", "/dev/stdin"}},
+		{"fence write", []string{"fence", "write", filepath.Join(fenced, "data"), "--token", "1", "--lock", "deploy"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+				endsOnASignal(t, root, sig, c.args...)
+			}
+		})
+	}
+}
+
+// endsOnASignal runs the CLI with args, its standard input a pipe no one
+// writes to, and checks that sig ends it with 128+N, and with no crash,
+// once it waits for its input.
+func endsOnASignal(t *testing.T, root string, sig syscall.Signal, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := clitest.Command(ctx, root, args...)
+	// Standard input: a pipe whose write end the test keeps open.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	cmd.Stdin = r
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// The command is waiting for its input once it has opened the
+	// FIFO or reads its standard input; a signal before it handles
+	// signals would end it by the default action, proving nothing.
+	awaitReading(t, cmd.Process.Pid)
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("%s still waited for its input 20 s after %v", strings.Join(args, " "), sig)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(sig) || strings.Contains(stderr.String(), "panic") {
+		t.Fatalf("%s ended by %v: exit %d, want %d; stderr:\n%s", strings.Join(args, " "), sig, code, 128+int(sig), stderr.String())
 	}
 }
 

@@ -1,13 +1,17 @@
 package trust
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockledger/lockledger/internal/lockfile"
 )
 
 // Dropped is a kept head moved aside (.NAME.dropped beside it) by a run
@@ -33,8 +37,8 @@ func droppedPath(path string) string {
 // there is none. A head aside that another live run holds is an error:
 // that run puts it back if it fails, under whatever this one recorded.
 func Drop(path string) (*Dropped, error) {
-	if restoreDropped(path) {
-		return nil, heldError(path, unix.EWOULDBLOCK)
+	if err := restoreDropped(path); err != nil {
+		return nil, dropLockError(path, err)
 	}
 	f, err := openRegular(path, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -46,7 +50,7 @@ func Drop(path string) (*Dropped, error) {
 	d := &Dropped{path: path, aside: droppedPath(path), f: f}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, heldError(path, err)
+		return nil, dropLockError(path, err)
 	}
 	// A link, then the unlink: never over another file, and the lock
 	// taken stays on the head's inode wherever it is.
@@ -62,6 +66,19 @@ func Drop(path string) (*Dropped, error) {
 	return d, nil
 }
 
+// dropLockError names the failed flock of the head at path that Drop
+// takes, or of the head aside there: only EWOULDBLOCK (EAGAIN), or a wait
+// for it run out (lockfile.ErrBusy), says another process holds it, a run
+// going on; any other error (ENOLCK, EOPNOTSUPP or ENOSYS on a file
+// system without flock) is named as what it is, since "wait for the other
+// run" would send the user after a run that does not exist.
+func dropLockError(path string, err error) error {
+	if errors.Is(err, unix.EWOULDBLOCK) || errors.Is(err, lockfile.ErrBusy) {
+		return fmt.Errorf("%s: another run is going on from another state of the ledger (it holds the head): %w", path, err)
+	}
+	return fmt.Errorf("%s: cannot lock the head to move it aside (flock): %w", path, err)
+}
+
 // Settle ends d: the head aside is removed once the run recorded its
 // rollback, and put back otherwise (not over a head kept since, which is
 // newer: heads never go back).
@@ -73,29 +90,33 @@ func (d *Dropped) Settle(recorded bool) error {
 	return putBack(d.aside, d.path)
 }
 
-// heldError: the head at path is held by another run's Drop (err the
-// flock's).
-func heldError(path string, err error) error {
-	return fmt.Errorf("%s: another run is going on from another state of the ledger (it holds the head): %w", path, err)
-}
-
 // restoreDropped puts back the head at path that a run killed before it
 // settled it left aside: one no process holds. A head it cannot put back
-// now stays aside for the next look. It reports whether a live run holds
-// the head aside.
-func restoreDropped(path string) (held bool) {
+// now stays aside for the next look. The error is the flock's of a head
+// left aside: lockfile.ErrBusy when a live run holds it.
+func restoreDropped(path string) error {
 	aside := droppedPath(path)
 	f, err := openRegular(aside, os.O_RDONLY)
 	if err != nil {
-		return false
+		return nil
 	}
 	defer f.Close()
-	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
-		return true // its run is going on
+	// Waited for a moment: another look that is putting it back holds it
+	// as briefly, and a look that gave up on that one at once would find
+	// the head neither aside nor back.
+	unlock, err := lockfile.Flock(context.Background(), int(f.Fd()), restoreWait, time.Millisecond)
+	if err != nil {
+		return err // its run is going on, or no lock tells: left aside
 	}
+	defer unlock()
 	_ = putBack(aside, path)
-	return false
+	return nil
 }
+
+// restoreWait is how long a look at a head aside waits for another look
+// putting it back (a link and an unlink), and so what a look costs while
+// an accept run holds the head aside.
+const restoreWait = 200 * time.Millisecond
 
 // putBack puts the head aside back at path, or drops it where a head was
 // kept at path since.

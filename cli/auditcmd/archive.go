@@ -203,7 +203,7 @@ func (o *pruneOptions) withArchive(ctx context.Context, verb, required string,
 	if o.archive == "" {
 		return events.Invalid("--archive", "", "is required: "+required)
 	}
-	f, c, err := readArchive(o.g, o.archive, o.actor)
+	f, c, err := readArchive(ctx, o.g, o.archive, o.actor)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (o *pruneOptions) withArchive(ctx context.Context, verb, required string,
 // readArchive checks prune's and unprune's --actor, opens their --archive
 // and checks it on its own with the keys plain verify trusts; the file is
 // left open for the write to read again.
-func readArchive(g *invocation.Globals, path, actor string) (*os.File, *archive.Checked, error) {
+func readArchive(ctx context.Context, g *invocation.Globals, path, actor string) (*os.File, *archive.Checked, error) {
 	if err := invocation.ValidActor(actor); err != nil {
 		return nil, nil, err
 	}
@@ -227,7 +227,7 @@ func readArchive(g *invocation.Globals, path, actor string) (*os.File, *archive.
 	if err != nil {
 		return nil, nil, err
 	}
-	trust, err := (&verifyOptions{g: g}).trust()
+	trust, err := (&verifyOptions{g: g}).trust(ctx)
 	if err != nil {
 		f.Close()
 		return nil, nil, err

@@ -123,16 +123,16 @@ func writeEvidence(ctx context.Context, o *evidenceOptions, since, until, now ti
 
 // verifyEvidence is verify --evidence: a check of the bundle alone, with
 // the keys given, that writes nothing anywhere.
-func verifyEvidence(o *verifyOptions, opts ...replay.VerifyOption) error {
+func verifyEvidence(ctx context.Context, o *verifyOptions, opts ...replay.VerifyOption) error {
 	if len(o.verifiers) == 0 {
 		return &invocation.UsageError{Err: fmt.Errorf("verify: --evidence needs --verifier-key: the keys of the ledger's signers, from its owner")}
 	}
-	vs, err := verifierKeys("--verifier-key", o.verifiers)
+	vs, err := verifierKeys(ctx, "--verifier-key", o.verifiers)
 	if err != nil {
 		return err
 	}
 	t := replay.Trust{Verifiers: vs}
-	if err := o.witnessKeys.Add(o.g.Root, false, &t); err != nil {
+	if err := o.witnessKeys.Add(ctx, o.g.Root, false, &t); err != nil {
 		return err
 	}
 	f, err := openInput("--evidence", o.evidence, "a bundle lockledger evidence wrote")

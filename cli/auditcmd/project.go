@@ -92,7 +92,7 @@ func runProject(ctx context.Context, o *projectOptions) error {
 		// the one this root pinned: both are recorded.
 		more = append(more, ledger.WithPin(store.PinAccept))
 	}
-	archives, err := projectArchives(o)
+	archives, err := projectArchives(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -159,11 +159,11 @@ func runProject(ctx context.Context, o *projectOptions) error {
 
 // projectArchives checks project's --archive files, each on its own with
 // the keys plain verify trusts.
-func projectArchives(o *projectOptions) ([]*archive.Checked, error) {
+func projectArchives(ctx context.Context, o *projectOptions) ([]*archive.Checked, error) {
 	if len(o.archives) == 0 {
 		return nil, nil
 	}
-	trust, err := (&verifyOptions{g: o.g}).trust()
+	trust, err := (&verifyOptions{g: o.g}).trust(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -27,9 +27,9 @@ import (
 // checked (the proof carries it; verify-proof checks them). A directory
 // is a witness: the largest checkpoint of ledger id in its files (a
 // witness may keep several ledgers').
-func latestCheckpoint(field, path, id string) (*checkpoint.Signed, error) {
+func latestCheckpoint(ctx context.Context, field, path, id string) (*checkpoint.Signed, error) {
 	var best *checkpoint.Signed
-	inDir, err := readNoteFiles(field, path, func(f string, inDir bool, es []checkpoint.Entry) error {
+	inDir, err := readNoteFiles(ctx, field, path, func(f string, inDir bool, es []checkpoint.Entry) error {
 		for _, n := range es {
 			s, err := checkpoint.Open(n.Note)
 			if err != nil {
@@ -119,7 +119,7 @@ func runProveEvent(ctx context.Context, o *proveOptions, seqArg string) error {
 		return events.Invalid("--checkpoint", "", "is required: the checkpoint to prove the event against")
 	}
 	return o.g.Reading(ctx, func(r *invocation.Reader) error {
-		cp, err := latestCheckpoint("--checkpoint", o.checkpoint, r.Ledger.ID())
+		cp, err := latestCheckpoint(ctx, "--checkpoint", o.checkpoint, r.Ledger.ID())
 		if err != nil {
 			return err
 		}
@@ -160,11 +160,11 @@ func runProveEvent(ctx context.Context, o *proveOptions, seqArg string) error {
 }
 
 func runProveExtends(ctx context.Context, g *invocation.Globals, oldPath, newPath string) error {
-	older, err := latestCheckpoint("OLD", oldPath, "")
+	older, err := latestCheckpoint(ctx, "OLD", oldPath, "")
 	if err != nil {
 		return err
 	}
-	newer, err := latestCheckpoint("NEW", newPath, "")
+	newer, err := latestCheckpoint(ctx, "NEW", newPath, "")
 	if err != nil {
 		return err
 	}
@@ -235,10 +235,10 @@ proof holds, 1 when it does not, 2 when the input is no proof.`,
 }
 
 // verifierKeys reads verifier keys given as text or as files.
-func verifierKeys(field string, vals []string) ([]note.Verifier, error) {
+func verifierKeys(ctx context.Context, field string, vals []string) ([]note.Verifier, error) {
 	var out []note.Verifier
 	for _, v := range vals {
-		_, vr, err := verifierKeyText(field, v)
+		_, vr, err := verifierKeyText(ctx, field, v)
 		if err != nil {
 			return nil, err
 		}
@@ -249,8 +249,8 @@ func verifierKeys(field string, vals []string) ([]note.Verifier, error) {
 
 // verifierKeyText reads a verifier key given as field: the key itself, or
 // a file holding one. It returns the key's text and its verifier.
-func verifierKeyText(field, val string) (string, note.Verifier, error) {
-	return invocation.KeyOrFile(field, val, "a verifier key (NAME+HASH+KEY, as keygen and trust export print it)", checkpoint.NewVerifier)
+func verifierKeyText(ctx context.Context, field, val string) (string, note.Verifier, error) {
+	return invocation.KeyOrFile(ctx, field, val, "a verifier key (NAME+HASH+KEY, as keygen and trust export print it)", checkpoint.NewVerifier)
 }
 
 type proofResult struct {
@@ -267,7 +267,7 @@ type proofResult struct {
 }
 
 func runVerifyProof(ctx context.Context, o *verifyProofOptions, args []string) error {
-	vs, err := verifierKeys("--verifier-key", o.verifiers)
+	vs, err := verifierKeys(ctx, "--verifier-key", o.verifiers)
 	if err != nil {
 		return err
 	}

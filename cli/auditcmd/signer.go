@@ -75,7 +75,7 @@ host's verify passes on an honest ledger.`,
 }
 
 func runSignerChange(ctx context.Context, g *invocation.Globals, add bool, arg, role, actor string) error {
-	key, _, err := verifierKeyText("KEY", arg)
+	key, _, err := verifierKeyText(ctx, "KEY", arg)
 	if err != nil {
 		return err
 	}

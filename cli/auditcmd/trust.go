@@ -57,7 +57,7 @@ plain verify checks the root's ledger against the pin and the head.`,
 		Use:   "pin --ledger-id ID --verifier-key KEY",
 		Short: "Pin the ledger this root must hold and the key that signs it (e.g. from trust export)",
 		Args:  invocation.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustPin(g, id, key) },
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrustPin(cmd.Context(), g, id, key) },
 	}
 	pin.Flags().StringVar(&id, "ledger-id", "", "the ledger id the root must hold")
 	pin.Flags().StringVar(&key, "verifier-key", "", "the verifier key its checkpoints are signed with, or a file holding it")
@@ -70,7 +70,7 @@ kept of the ledgers no other pin names. The next write pins whatever
 ledger the root then holds (trust on first use). Asks on a terminal;
 elsewhere --yes is required.`,
 		Args: invocation.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runTrustForget(g, yes) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTrustForget(cmd.Context(), g, yes) },
 	}
 	forget.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask")
 	adopt := &cobra.Command{
@@ -193,7 +193,7 @@ func runTrustExport(g *invocation.Globals) error {
 	})
 }
 
-func runTrustPin(g *invocation.Globals, id, key string) error {
+func runTrustPin(ctx context.Context, g *invocation.Globals, id, key string) error {
 	if id == "" {
 		return events.Invalid("--ledger-id", id, "is required: a ledger id as verify prints it (1-128 of A-Z a-z 0-9 _ . : -)")
 	}
@@ -206,7 +206,7 @@ func runTrustPin(g *invocation.Globals, id, key string) error {
 	if _, err := checkpoint.NewVerifier(key); err != nil && trust.Within(g.Root, key) {
 		return invocation.KeyInRoot("--verifier-key", key, g.Root)
 	}
-	vkey, _, err := verifierKeyText("--verifier-key", key)
+	vkey, _, err := verifierKeyText(ctx, "--verifier-key", key)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func runTrustPin(g *invocation.Globals, id, key string) error {
 	return nil
 }
 
-func runTrustForget(g *invocation.Globals, yes bool) error {
+func runTrustForget(ctx context.Context, g *invocation.Globals, yes bool) error {
 	s, pins, err := g.RootPins()
 	if err != nil {
 		return err
@@ -241,7 +241,10 @@ func runTrustForget(g *invocation.Globals, yes bool) error {
 			return events.Invalid("--yes", "", "is required to forget the pins of "+trust.Resolve(g.Root)+" when not asking on a terminal")
 		}
 		termtext.Fprintf(g.IO.ErrOut, "forget %d pin(s) of %s (ledger %s)? [y/N] ", len(pins), trust.Resolve(g.Root), pins[0].LedgerID)
-		line, _ := bufio.NewReader(g.IO.In).ReadString('\n')
+		line, err := bufio.NewReader(g.Stdin(ctx)).ReadString('\n')
+		if ctx.Err() != nil {
+			return err
+		}
 		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
 			return fmt.Errorf("trust forget: not confirmed; nothing removed")
 		}
@@ -277,7 +280,7 @@ func runTrustAdopt(ctx context.Context, g *invocation.Globals) error {
 		return events.Invalid("--unsigned", "", "adopt signs with the trust store's key: drop --unsigned and --signing-key")
 	}
 	o := &verifyOptions{g: g, clockSkew: "2s", full: true}
-	t, err := o.trust()
+	t, err := o.trust(ctx)
 	if err != nil {
 		return err
 	}

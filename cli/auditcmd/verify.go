@@ -220,7 +220,7 @@ no key and pinning nothing. With --file nothing is recorded.`,
 // trust gathers what the log is checked against: the checkpoints of
 // --checkpoint files and --witness paths, those the ledger (or the
 // export) carries, the verifier keys and the expected heads.
-func (o *verifyOptions) trust() (*replay.Trust, error) {
+func (o *verifyOptions) trust(ctx context.Context) (*replay.Trust, error) {
 	t := &replay.Trust{Witnesses: map[string]int{}}
 	var err error
 	if o.file == "" {
@@ -228,11 +228,11 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 			return nil, err
 		}
 	}
-	if t.Verifiers, err = verifierKeys("--verifier-key", o.verifiers); err != nil {
+	if t.Verifiers, err = verifierKeys(ctx, "--verifier-key", o.verifiers); err != nil {
 		return nil, err
 	}
 	if o.signers != "" {
-		keys, err := signerSetFile(o.signers)
+		keys, err := signerSetFile(ctx, o.signers)
 		if err != nil {
 			return nil, err
 		}
@@ -255,7 +255,7 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 			return nil, err
 		}
 	}
-	if err := o.witnessKeys.Add(o.g.Root, o.file == "", t); err != nil {
+	if err := o.witnessKeys.Add(ctx, o.g.Root, o.file == "", t); err != nil {
 		return nil, err
 	}
 	for _, h := range o.heads {
@@ -268,9 +268,9 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 		t.Heads = append(t.Heads, replay.Head{Seq: seq, Hash: hash})
 	}
 	for _, f := range o.checkpoints {
-		b, err := os.ReadFile(f)
+		b, err := invocation.ReadFile(ctx, "--checkpoint", f, invocation.NoLimit)
 		if err != nil {
-			return nil, events.Invalid("--checkpoint", f, "cannot be read: "+invocation.ErrText(err))
+			return nil, err
 		}
 		es := checkpoint.SplitNotes(b)
 		if len(es) == 0 {
@@ -288,7 +288,7 @@ func (o *verifyOptions) trust() (*replay.Trust, error) {
 	}
 	for _, w := range witnesses {
 		t.Witnesses[w] = 0
-		ns, err := witnessNotes(w)
+		ns, err := witnessNotes(ctx, w)
 		if err != nil {
 			return nil, err
 		}
@@ -325,12 +325,12 @@ func (o *verifyOptions) keysOutsideRoot(keyed bool) error {
 
 // witnessNotes reads a witness: every checkpoint of a file, or of each
 // file in a directory. A witness that is gone holds none (verify says so).
-func witnessNotes(path string) ([]replay.NoteSource, error) {
+func witnessNotes(ctx context.Context, path string) ([]replay.NoteSource, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	var out []replay.NoteSource
-	_, err := readNoteFiles("--witness", path, func(f string, inDir bool, es []checkpoint.Entry) error {
+	_, err := readNoteFiles(ctx, "--witness", path, func(f string, inDir bool, es []checkpoint.Entry) error {
 		for _, e := range es {
 			src := "checkpoint " + f
 			if !inDir || len(es) > 1 {
@@ -346,7 +346,7 @@ func witnessNotes(path string) ([]replay.NoteSource, error) {
 // readNoteFiles calls fn with the signed notes of the file at path or,
 // when path is a directory (a witness), of each regular file in it; it
 // reports whether path is a directory.
-func readNoteFiles(field, path string, fn func(file string, inDir bool, es []checkpoint.Entry) error) (bool, error) {
+func readNoteFiles(ctx context.Context, field, path string, fn func(file string, inDir bool, es []checkpoint.Entry) error) (bool, error) {
 	files, inDir := []string{path}, false
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		ents, err := os.ReadDir(path)
@@ -361,9 +361,9 @@ func readNoteFiles(field, path string, fn func(file string, inDir bool, es []che
 		}
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := invocation.ReadFile(ctx, field, f, invocation.NoLimit)
 		if err != nil {
-			return inDir, events.Invalid(field, f, "cannot be read: "+invocation.ErrText(err))
+			return inDir, err
 		}
 		if err := fn(f, inDir, checkpoint.SplitNotes(b)); err != nil {
 			return inDir, err
@@ -378,7 +378,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 		return err
 	}
 	if o.evidence != "" {
-		return verifyEvidence(o, replay.ClockSkew(skew))
+		return verifyEvidence(ctx, o, replay.ClockSkew(skew))
 	}
 	var rep *verify.Report
 	switch {
@@ -392,7 +392,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 	if err := invocation.ValidActor(o.actor); err != nil {
 		return err
 	}
-	trust, err := o.trust()
+	trust, err := o.trust(ctx)
 	if err != nil {
 		return err
 	}
@@ -402,7 +402,7 @@ func runVerify(ctx context.Context, o *verifyOptions) error {
 			return err
 		}
 		defer f.Close()
-		rep, err = replay.VerifyExport(f, o.file, o.prevHash, o.ledgerID, trust, replay.ClockSkew(skew))
+		rep, err = replay.VerifyExport(invocation.Waiting(ctx, f), o.file, o.prevHash, o.ledgerID, trust, replay.ClockSkew(skew))
 	} else {
 		opts := []ledger.VerifyOption{ledger.AllowClockSkew(skew), ledger.CheckAgainst(trust)}
 		if o.full {

@@ -1,6 +1,7 @@
 package auditcmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -157,10 +158,10 @@ func validLedgerIDFlag(id string) error {
 // signerSetFile reads --signers: verifier keys, one a line (blank lines
 // and # comments skipped). A file inside the root is refused by the
 // caller's keysOutsideRoot rules, as a --verifier-key file is.
-func signerSetFile(path string) ([]note.Verifier, error) {
-	b, err := os.ReadFile(path)
+func signerSetFile(ctx context.Context, path string) ([]note.Verifier, error) {
+	b, err := invocation.ReadFile(ctx, "--signers", path, invocation.NoLimit)
 	if err != nil {
-		return nil, events.Invalid("--signers", path, "cannot be read: "+invocation.ErrText(err))
+		return nil, err
 	}
 	var out []note.Verifier
 	for i, line := range strings.Split(string(b), "\n") {

@@ -113,7 +113,7 @@ func runWrite(ctx context.Context, o *writeOptions) error {
 			return err
 		}
 	}
-	if err := fence.WriteFile(ctx, o.path, token, o.g.IO.In); err != nil {
+	if err := fence.WriteFile(ctx, o.path, token, o.g.Stdin(ctx)); err != nil {
 		if stale, ok := fence.AsStale(err); ok {
 			o.record(stale)
 		}

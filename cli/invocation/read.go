@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"os"
 	"syscall"
 
@@ -63,85 +65,118 @@ func ArchivedNote(ctx context.Context, r *Reader) string {
 		a.BelowSeq, a.ArchiveSHA256, a.MarkerSeq, a.BelowSeq)
 }
 
-// ReadInput reads at most limit bytes of the file at path, or of standard
-// input when path is "-"; a file that cannot be opened, or a directory, is
-// bad input naming field. Waiting for input (a pipe, a FIFO or a terminal no one writes to
-// yet) ends with ctx, so that a signal ends it as it ends cat: a read(2)
-// the signal handler restarts would wait on past INT and TERM. With
-// line, for input of which only the first line is read (a secret), a
-// terminal is read until that line ends: typed, it ends with Enter, not
-// with Ctrl-D; and it is typed unseen, as a password is.
+// ReadInput reads the file at path, or standard input when path is "-",
+// as ReadFile does. With line, for input of which only the first line is
+// read (a secret), a terminal is read until that line ends: typed, it ends
+// with Enter, not with Ctrl-D; and it is typed unseen, as a password is.
 func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64, line bool) ([]byte, error) {
-	in, ok := g.IO.In.(*os.File)
 	if path != "-" {
-		// Opened without waiting for a FIFO's writer: the wait is
-		// readUntil's, which a signal ends.
-		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			return nil, events.Invalid(field, path, "cannot be read: "+ErrText(err))
-		}
-		defer f.Close()
-		if fi, err := f.Stat(); err == nil && fi.IsDir() {
-			return nil, events.Invalid(field, path, "is a directory: give a file")
-		}
-		in, ok = f, true
+		return readFile(ctx, field, path, limit, line)
 	}
-	if !ok {
-		return io.ReadAll(io.LimitReader(g.IO.In, limit))
+	var b []byte
+	var err error
+	if f, ok := g.IO.In.(*os.File); ok {
+		b, err = readFrom(ctx, f, limit, line)
+	} else {
+		b, err = readAtMost(g.IO.In, limit)
 	}
-	return readUntil(ctx, in, limit, line)
+	return b, tooLong(err, field, "-", limit)
 }
 
-// readUntil reads f to its end, at most limit bytes, waiting for each part
-// in poll(2) rounds that see ctx end. A regular file never waits. The
-// descriptor is polled as it is, blocking or not: standard input's mode is
-// shared with the process that gave it. With line, a terminal is read
-// until its first line ends, without echo (hideTyping).
-func readUntil(ctx context.Context, f *os.File, limit int64, line bool) ([]byte, error) {
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		return io.ReadAll(io.LimitReader(f, limit))
+// Stdin is standard input, its waits for input those of Waiting when it
+// is a file.
+func (g *Globals) Stdin(ctx context.Context) io.Reader {
+	if f, ok := g.IO.In.(*os.File); ok {
+		return Waiting(ctx, f)
+	}
+	return g.IO.In
+}
+
+// NoLimit is ReadFile's limit for a file read whole, however long
+// (checkpoints a witness has gathered over the ledger's life).
+const NoLimit int64 = math.MaxInt64
+
+// ReadFile reads the file at path whole. One that cannot be opened, or a
+// directory, is bad input naming field, and so is one longer than limit
+// bytes: refused, not cut short, since the part read would be taken for
+// the whole (a secret cut that never matches, a key or proof cut that
+// names the wrong fault). Waiting for input (a pipe, a FIFO or a terminal
+// no one writes to yet) ends with ctx, so that a signal ends it as it ends
+// cat: a read(2) the signal handler restarts would wait on past INT and
+// TERM.
+func ReadFile(ctx context.Context, field, path string, limit int64) ([]byte, error) {
+	return readFile(ctx, field, path, limit, false)
+}
+
+// readFile is ReadFile, with ReadInput's line.
+func readFile(ctx context.Context, field, path string, limit int64, line bool) ([]byte, error) {
+	b, err := readPath(ctx, path, limit, line)
+	switch {
+	case errors.Is(err, errIsDir):
+		return nil, events.Invalid(field, path, "is a directory: give a file")
+	case errors.As(err, new(*fs.PathError)):
+		return nil, events.Invalid(field, path, "cannot be read: "+ErrText(err))
+	}
+	return b, tooLong(err, field, path, limit)
+}
+
+// errIsDir is readPath's refusal of a directory, which opens for reading
+// and fails only at its read.
+var errIsDir = errors.New("is a directory")
+
+// readPath is readFile with its errors as they came: the open's or the
+// read's *fs.PathError, errIsDir, errTooLong, or ctx's cause.
+func readPath(ctx context.Context, path string, limit int64, line bool) ([]byte, error) {
+	// Opened without waiting for a FIFO's writer: the wait is
+	// Waiting's, which a signal ends.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, errIsDir
+	}
+	return readFrom(ctx, f, limit, line)
+}
+
+// readFrom reads f through Waiting to its end, at most limit bytes
+// (errTooLong past them); with line, a terminal until its first line
+// ends, without echo (hideTyping).
+func readFrom(ctx context.Context, f *os.File, limit int64, line bool) ([]byte, error) {
+	r := Waiting(ctx, f)
+	if !line {
+		return readAtMost(r, limit)
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
-	if line {
-		// Asked of the descriptor as it is (f.Fd would make it blocking).
-		if err := rc.Control(func(fd uintptr) { line = term.IsTerminal(int(fd)) }); err != nil {
-			return nil, err
-		}
+	// Asked of the descriptor as it is (f.Fd would make it blocking).
+	if err := rc.Control(func(fd uintptr) { line = term.IsTerminal(int(fd)) }); err != nil {
+		return nil, err
 	}
-	if line {
-		defer hideTyping(rc)()
+	if !line {
+		return readAtMost(r, limit)
 	}
-	var b []byte
-	part := make([]byte, 4096)
-	for int64(len(b)) < limit {
-		var n int
-		var perr error
-		if err := rc.Control(func(fd uintptr) {
-			n, perr = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 100)
-		}); err != nil {
-			return nil, err
-		}
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		switch {
-		case errors.Is(perr, unix.EINTR) || (perr == nil && n == 0):
-			continue
-		case perr != nil:
-			return nil, perr
-		}
-		m, err := f.Read(part[:min(int64(len(part)), limit-int64(len(b)))])
-		b = append(b, part[:m]...)
-		if errors.Is(err, io.EOF) || line && bytes.IndexByte(part[:m], '\n') >= 0 {
-			break
-		} else if err != nil {
-			return nil, err
-		}
+	defer hideTyping(rc)()
+	return readAtMost(&toLineEnd{r: r}, limit)
+}
+
+// toLineEnd is r read up to the end of the read that ends its first line:
+// a terminal's line, which the terminal gives whole once Enter is typed.
+type toLineEnd struct {
+	r     io.Reader
+	ended bool
+}
+
+func (l *toLineEnd) Read(p []byte) (int, error) {
+	if l.ended {
+		return 0, io.EOF
 	}
-	return b, nil
+	n, err := l.r.Read(p)
+	l.ended = bytes.IndexByte(p[:n], '\n') >= 0
+	return n, err
 }
 
 // hideTyping turns off the echo of the terminal rc reads, but for the
@@ -162,4 +197,79 @@ func hideTyping(rc syscall.RawConn) (restore func()) {
 		}
 	})
 	return restore
+}
+
+// errTooLong is readAtMost's refusal of input past its limit.
+var errTooLong = errors.New("longer than the limit")
+
+// tooLong is err, or the refusal of input named field and shown as shown
+// that held more than limit bytes when err is errTooLong.
+func tooLong(err error, field, shown string, limit int64) error {
+	if errors.Is(err, errTooLong) {
+		return events.Invalid(field, shown, fmt.Sprintf("holds more than %d bytes, the most it may hold", limit))
+	}
+	return err
+}
+
+// Waiting is f read so that each wait for input (a pipe, a FIFO or a
+// terminal no one writes to yet) is poll(2) rounds that see ctx end, with
+// ctx's cause as the read's error: a read(2) the signal handler restarts
+// would wait on past INT and TERM. A regular file never waits, and is f
+// itself. The descriptor is polled as it is, blocking or not: standard
+// input's mode is shared with the process that gave it.
+func Waiting(ctx context.Context, f *os.File) io.ReadSeeker {
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		return f
+	}
+	return &waiting{ctx: ctx, f: f}
+}
+
+// waiting is Waiting's reader of a file that may wait.
+type waiting struct {
+	ctx context.Context
+	f   *os.File
+}
+
+func (w *waiting) Read(p []byte) (int, error) {
+	rc, err := w.f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	for {
+		var n int
+		var perr error
+		if err := rc.Control(func(fd uintptr) {
+			n, perr = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 100)
+		}); err != nil {
+			return 0, err
+		}
+		if w.ctx.Err() != nil {
+			return 0, context.Cause(w.ctx)
+		}
+		switch {
+		case errors.Is(perr, unix.EINTR) || (perr == nil && n == 0):
+			continue
+		case perr != nil:
+			return 0, perr
+		}
+		return w.f.Read(p)
+	}
+}
+
+// Seek is f's: a pipe's fails, and its reader reads it once.
+func (w *waiting) Seek(offset int64, whence int) (int64, error) { return w.f.Seek(offset, whence) }
+
+// readAtMost reads r to its end, at most limit bytes (errTooLong past
+// them).
+func readAtMost(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit))
+	if err != nil || int64(len(b)) < limit {
+		return b, err
+	}
+	if n, err := r.Read(make([]byte, 1)); n > 0 {
+		return nil, errTooLong
+	} else if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b, nil
 }

@@ -2,9 +2,9 @@ package invocation
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -100,7 +100,9 @@ func (g *Globals) signer() (note.Signer, string, error) {
 		g.Log.Warn("the signing key file can be read by others than its owner; keep it 0600", "file", f.Key, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
 	}
 	b, err := readKeyFile(f.Key)
-	if err != nil {
+	if errors.Is(err, errTooLong) {
+		return nil, "", tooLong(err, field, f.Key, keyLimit)
+	} else if err != nil {
 		return nil, "", events.Invalid(field, f.Key, "cannot be read: "+ErrText(err))
 	}
 	return signerOf(field, f.Key, string(b))
@@ -114,8 +116,12 @@ func readKeyFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, 4096))
+	return readAtMost(f, keyLimit)
 }
+
+// keyLimit is the most a key file may hold: a key is a line of less than
+// a hundred bytes.
+const keyLimit = 4096
 
 // signerOf reads an encoded signer key and its verifier key.
 func signerOf(field, shown, key string) (note.Signer, string, error) {
@@ -127,15 +133,21 @@ func signerOf(field, shown, key string) (note.Signer, string, error) {
 }
 
 // KeyOrFile reads a key given as field: the key itself, or a file holding
-// one (what the key is, for the refusal of neither). It returns the key's
-// text and what parse made of it.
-func KeyOrFile[K any](field, val, what string, parse func(string) (K, error)) (string, K, error) {
+// one (what the key is, for the refusal of neither), read as ReadFile
+// reads, so that a signal ends the wait for a FIFO's writer. It returns
+// the key's text and what parse made of it.
+func KeyOrFile[K any](ctx context.Context, field, val, what string, parse func(string) (K, error)) (string, K, error) {
 	if k, err := parse(val); err == nil {
 		return strings.TrimSpace(val), k, nil
 	}
 	var none K
-	b, err := os.ReadFile(val)
+	b, err := readPath(ctx, val, keyLimit, false)
 	if err != nil {
+		if errors.Is(err, errTooLong) || ctx.Err() != nil {
+			// Too long, or a signal's end of the wait: neither is a
+			// path that names no file.
+			return "", none, tooLong(err, field, val, keyLimit)
+		}
 		return "", none, events.Invalid(field, val, "is neither "+what+" nor a file holding one")
 	}
 	k, err := parse(string(b))

@@ -87,12 +87,12 @@ func (f *WitnessKeyFlags) Register(cmd *cobra.Command) {
 }
 
 // Add puts the witness keys and the quorum in t.
-func (f *WitnessKeyFlags) Add(root string, checkRoot bool, t *replay.Trust) error {
+func (f *WitnessKeyFlags) Add(ctx context.Context, root string, checkRoot bool, t *replay.Trust) error {
 	for _, k := range f.keys {
 		if _, err := tlogwitness.NewVerifier(k); err != nil && checkRoot && trust.Within(root, k) {
 			return KeyInRoot("--witness-key", k, root)
 		}
-		_, v, err := KeyOrFile("--witness-key", k, "a witness verifier key (NAME+HASH+KEY)", tlogwitness.NewVerifier)
+		_, v, err := KeyOrFile(ctx, "--witness-key", k, "a witness verifier key (NAME+HASH+KEY)", tlogwitness.NewVerifier)
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/lockledger/lockledger/cli/invocation"
 	"github.com/lockledger/lockledger/events"
@@ -103,8 +102,11 @@ func openAsking(ctx context.Context, g *invocation.Globals, lock string, ask boo
 	}
 	s, err := l.Status(ctx, lock)
 	if err == nil {
-		if q := question(s); q != "" && !confirm(g, q, no) {
-			err = errors.New(command + " cancelled: not confirmed")
+		if q := question(s); q != "" {
+			var yes bool
+			if yes, err = confirm(ctx, g, q, no); err == nil && !yes {
+				err = errors.New(command + " cancelled: not confirmed")
+			}
 		}
 	}
 	if err != nil {
@@ -115,17 +117,23 @@ func openAsking(ctx context.Context, g *invocation.Globals, lock string, ask boo
 }
 
 // confirm asks question (already escaped) on the terminal, default No, for
-// at most ConfirmTimeout; no says what not answering yes means.
-func confirm(g *invocation.Globals, question, no string) bool {
+// at most ConfirmTimeout; no says what not answering yes means. A signal
+// (ctx's end) ends the question as it ends any wait for input.
+func confirm(ctx context.Context, g *invocation.Globals, question, no string) (bool, error) {
 	fmt.Fprintf(g.IO.ErrOut, "%s [y/N] (%s) ", question, ConfirmTimeout)
-	f := g.IO.In.(*os.File)
-	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, int(ConfirmTimeout/time.Millisecond))
-	if err != nil || n == 0 {
+	ask, cancel := context.WithTimeoutCause(ctx, ConfirmTimeout, errNoAnswer)
+	defer cancel()
+	line, err := bufio.NewReader(g.Stdin(ask)).ReadString('\n')
+	switch {
+	case ctx.Err() != nil:
+		return false, context.Cause(ctx)
+	case errors.Is(err, errNoAnswer):
 		fmt.Fprintln(g.IO.ErrOut, "\nno answer: "+no)
-		return false
+		return false, nil
 	}
-	line, _ := bufio.NewReader(f).ReadString('\n')
 	a := strings.ToLower(strings.TrimSpace(line))
-	return a == "y" || a == "yes"
+	return a == "y" || a == "yes", nil
 }
+
+// errNoAnswer ends a question no one answered within ConfirmTimeout.
+var errNoAnswer = errors.New("no answer")

@@ -463,8 +463,9 @@ func encodeCanonical(generic any) ([]byte, error) {
 
 // pooledEncoder is a json.Encoder without HTML escaping on a buffer of its
 // own, both kept between values: a value's bytes are copied out once, at
-// their length, where a new encoder and buffer would grow the buffer (and
-// an indenting encoder its second buffer) by doubling for each value.
+// their length. A new indenting encoder would grow its second buffer by
+// doubling for each value; a new encoder without indent writes a value in
+// one Write, which a new buffer takes at its length, and saves only itself.
 type pooledEncoder struct {
 	buf bytes.Buffer
 	enc *json.Encoder

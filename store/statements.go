@@ -96,9 +96,14 @@ func (p PreparedTx) PrepareContext(ctx context.Context, query string) *sql.Stmt 
 	defer c.mu.Unlock()
 	if st := c.stmts[query]; st != nil {
 		// The pool's statement on the transaction's connection, kept for
-		// the transaction's other calls of it.
+		// the transaction's other calls of it; but not one bound while
+		// this call's context was done, which database/sql refuses for
+		// this call alone, and which the later calls, with contexts of
+		// their own, would otherwise get refused too.
 		st = p.tx.StmtContext(ctx, st)
-		p.local[query] = st
+		if ctx.Err() == nil {
+			p.local[query] = st
+		}
 		return st
 	}
 	c.pending[query] = func(ctx context.Context) {

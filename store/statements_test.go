@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -99,5 +101,62 @@ func TestAStatementIsParsedOncePerTransaction(t *testing.T) {
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestABindingRefusedToOneCallIsNotKept: a call whose context is done when
+// it binds the pool's statement to the transaction fails alone, as a call
+// of the transaction itself would; the transaction's next call of the
+// statement, with a live context, runs it.
+func TestABindingRefusedToOneCallIsNotKept(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`CREATE TABLE t (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	const insert = `INSERT INTO t VALUES (?)`
+	c := &Statements{prepare: db.PrepareContext, stmts: map[string]*sql.Stmt{}, pending: map[string]func(context.Context){}}
+	defer c.Close()
+	st, err := db.PrepareContext(ctx, insert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stmts[insert] = st
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	q := c.In(tx)
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := q.ExecContext(done, insert, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a call with a context done: %v, want %v", err, context.Canceled)
+	}
+	if _, err := q.ExecContext(ctx, insert, 2); err != nil {
+		t.Fatalf("the transaction's next call of the statement, with a live context: %v", err)
+	}
+	var xs []int
+	rows, err := tx.QueryContext(ctx, `SELECT x FROM t`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var x int
+		if err := rows.Scan(&x); err != nil {
+			t.Fatal(err)
+		}
+		xs = append(xs, x)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(xs, []int{2}) {
+		t.Fatalf("the table holds %v, want [2]", xs)
 	}
 }

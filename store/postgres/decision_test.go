@@ -122,16 +122,28 @@ func TestDecisionCallsReadAndWriteAsTheStatements(t *testing.T) {
 // of that input's two forms is the shorter (text bodies and files escaped,
 // hashes as hex), inside the JSON argument of one call; and the group's
 // read decodes them. So in both of the ways a statement may be sent (the
-// URL may ask for the simple protocol, which sends arguments as literals).
+// URL may ask for the simple protocol, which sends arguments as literals),
+// to the server and through PgBouncer in transaction pooling mode.
 func TestGroupWriteKeepsEveryByte(t *testing.T) {
-	for _, mode := range []string{"", "simple_protocol"} {
-		t.Run(cmp.Or(mode, "exec"), func(t *testing.T) {
-			url := pgtest.NewDatabase(t)
-			if mode != "" {
-				url += "&default_query_exec_mode=" + mode
+	for _, bounced := range []bool{false, true} {
+		for _, mode := range []string{"", "simple_protocol"} {
+			name := cmp.Or(mode, "exec")
+			if bounced {
+				name = "pgbouncer/" + name
 			}
-			groupWriteKeepsEveryByte(t, url)
-		})
+			t.Run(name, func(t *testing.T) {
+				var url string
+				if bounced {
+					url = pgtest.NewBouncedDatabase(t)
+				} else {
+					url = pgtest.NewDatabase(t)
+				}
+				if mode != "" {
+					url += "&default_query_exec_mode=" + mode
+				}
+				groupWriteKeepsEveryByte(t, url)
+			})
+		}
 	}
 }
 

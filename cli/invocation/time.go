@@ -19,6 +19,13 @@ const timeRule = "must be an RFC 3339 time (2025-03-14T10:31:00Z, 2025-03-14T11:
 // years ago, before any ledger, and 10^9 as a Unix time is 2001.
 const unixLike = 1e9
 
+// maxUnix is the last Unix time taken: 9999-12-31T23:59:59Z, the last
+// second with the four-digit year RFC 3339 writes. Past it an answer names
+// an instant no reader of the output parses, and far past it the sums of
+// the instant (its age, whether a holding is stale by then) overflow and
+// come out wrong.
+const maxUnix = 253402300799
+
 // localLayouts are the wall-clock forms read in the local zone: a time
 // without an offset means the time on the clocks where the command runs.
 var localLayouts = []string{"2006-01-02 15:04", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02T15:04:05"}
@@ -41,8 +48,8 @@ func ParseTime(field, s string, now time.Time) (time.Time, error) {
 	}
 	if secs, ok := strings.CutPrefix(s, "@"); ok {
 		n, err := strconv.ParseInt(secs, 10, 64)
-		if err != nil || n < 0 {
-			return time.Time{}, events.Invalid(field, s, "a Unix time is @ and whole seconds since 1970-01-01 UTC (date +%s prints them)")
+		if err != nil || n < 0 || n > maxUnix {
+			return time.Time{}, events.Invalid(field, s, fmt.Sprintf("a Unix time is @ and whole seconds since 1970-01-01 UTC (date +%%s prints them), at most @%d (9999-12-31T23:59:59Z)", maxUnix))
 		}
 		return time.Unix(n, 0).UTC(), nil
 	}

@@ -25,6 +25,7 @@ func TestParseTime(t *testing.T) {
 		"999999999":                      now.Add(-999999999 * time.Second),
 		"@1741948260":                    time.Date(2025, 3, 14, 10, 31, 0, 0, time.UTC),
 		"@0":                             time.Unix(0, 0).UTC(),
+		"@253402300799":                  time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
 	}
 	for in, want := range cases {
 		got, err := ParseTime("--since", in, now)
@@ -48,9 +49,13 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) = %v, want an invalid --at saying how a Unix time is written", unix, err)
 		}
 	}
-	for _, bad := range []string{"@", "@x", "@-1", "@1.5", "@@1"} {
-		if _, err := ParseTime("--at", bad, now); !errors.Is(err, events.ErrInvalid) {
-			t.Errorf("ParseTime(%q) = %v, want invalid", bad, err)
+	// Past year 9999 (@253402300800 on) an instant has no RFC 3339 form,
+	// and at the int64 edge who answered held for a lock stale since 2026.
+	for _, bad := range []string{"@", "@x", "@-1", "@1.5", "@@1", "@1e9", "@253402300800", "@9999999999999", "@9223372036854775807"} {
+		_, err := ParseTime("--at", bad, now)
+		var inv *events.InvalidError
+		if !errors.As(err, &inv) || inv.Field != "--at" || !strings.Contains(inv.Rule, "at most @253402300799") {
+			t.Errorf("ParseTime(%q) = %v, want an invalid --at naming the last Unix time taken", bad, err)
 		}
 	}
 	r := TimeRange{Since: "1h", Until: "2h"}

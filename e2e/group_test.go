@@ -256,3 +256,39 @@ func TestAnotherUsersPrivateRootIsNamedWhenItCannotBeRead(t *testing.T) {
 		}
 	}
 }
+
+// TestOutsiderAtAGroupRootIsToldItIsNotInTheGroup: a user outside a group
+// root's group (LOCKLEDGER_ROOT in /etc/environment names it for every
+// user) is told that the root is a group root of a group they are not in,
+// and how to join it. A write said the group's key "cannot be read or
+// created" and advised making one with keygen or writing --unsigned; with
+// --unsigned it said "lstat ROOT/writer.flock: permission denied"; a read
+// advised making the root a group root. The team's gid has no name here,
+// as after a groupdel: that is said instead of usermod.
+func TestOutsiderAtAGroupRootIsToldItIsNotInTheGroup(t *testing.T) {
+	t.Parallel()
+	team := newTeamRoot(t)
+	team.must(asUser{uid: aliceUID}, "--group", strconv.Itoa(teamGID), "acquire", "deploy")
+	want := team.root + `": is a group root of gid ` + strconv.Itoa(teamGID) + ", a group with no name here (deleted with groupdel?), which "
+	notIn := "(uid " + strconv.Itoa(eveUID) + ") is not in: only its members (and root) use it; make the group again with that gid"
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"acquire", "x"}, 2, "lockledger: --root \"" + want},
+		{[]string{"--unsigned", "acquire", "x"}, 2, "lockledger: --root \"" + want},
+		{[]string{"run", "x", "--", "true"}, 2, "lockledger: --root \"" + want},
+		{[]string{"list"}, 1, strings.Replace(want, `": is`, " is", 1)},
+		{[]string{"status", "deploy"}, 1, strings.Replace(want, `": is`, " is", 1)},
+	} {
+		r := team.run(asUser{uid: eveUID}, tc.args...)
+		if r.Code != tc.code || !strings.Contains(r.Stderr, tc.want) || !strings.Contains(r.Stderr, notIn) || strings.Contains(r.Stderr, "keygen") ||
+			strings.Contains(r.Stderr, "writer.flock") || strings.Contains(r.Stderr, "--group GROUP init") {
+			t.Errorf("eve's %v at the team's root: exit %d, stderr %q; want exit %d, %q and %q", tc.args, r.Code, r.Stderr, tc.code, tc.want, notIn)
+		}
+	}
+	if out := team.must(asUser{uid: aliceUID}, "verify"); !strings.Contains(out, "verify: OK") {
+		t.Errorf("verify of the team's root:\n%s", out)
+	}
+}

@@ -50,6 +50,13 @@ func Open(ctx context.Context, root string, opts ...Option) (_ *Ledger, err erro
 	if err != nil {
 		return nil, err
 	}
+	if !c.readOnly {
+		// Before the key and the writer mutex, whose refusals (EACCES)
+		// would advise making a key or writing unsigned.
+		if why := lockfile.Outsider(root); why != "" {
+			return nil, events.Invalid("--root", root, why)
+		}
+	}
 	l := &Ledger{now: c.now, busy: c.busy, log: c.logger, host: *c.host, probe: c.probe, readOnly: c.readOnly}
 	if err := l.setRoot(root); err != nil {
 		return nil, err

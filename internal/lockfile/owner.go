@@ -164,14 +164,45 @@ func Member(gid int) bool {
 
 // Unreadable is err, this user's refusal to read the root dir (EACCES on
 // a file in it), with the root's owner, group and mode and what a root
-// several users share is; err itself where dir cannot be looked at.
+// several users share is (at a group root of a group this user is not in,
+// Outsider's words); err itself where dir cannot be looked at.
 func Unreadable(dir string, err error) error {
+	if why := Outsider(dir); why != "" {
+		return fmt.Errorf("%s %s (%w)", dir, why, err)
+	}
 	var st unix.Stat_t
 	if unix.Stat(dir, &st) != nil {
 		return err
 	}
 	u := untrusted(dir, st, os.Geteuid(), named(proc.UserName(os.Geteuid()), "uid", os.Geteuid())+" cannot read it")
 	return fmt.Errorf("%s (%w); a root several users share is a group root (lockledger --root ROOT --group GROUP init, by a member; see Group roots in docs/cli.md)", u.What(), err)
+}
+
+// Outsider says why this process may not use dir, a group root of a group
+// it is not in: the kernel lets the group's members alone into a 2770
+// root, and whatever else went wrong first (its key, writer.flock) says
+// less. It names the group and how to join it, or that the group is gone
+// (groupdel) where its gid has no name. "" where dir is no group root, is
+// one of this process's groups, or is the caller's (whom the kernel lets in
+// as its owner, and CheckOwners trusts), or the caller is root.
+func Outsider(dir string) string {
+	var st unix.Stat_t
+	euid := os.Geteuid()
+	if euid == 0 || unix.Stat(dir, &st) != nil || !GroupMode(uint32(st.Mode)) || int(st.Uid) == euid || Member(int(st.Gid)) {
+		return ""
+	}
+	u := untrusted(dir, st, euid, "")
+	who := named(u.CallerName, "uid", u.Caller)
+	if u.Group == "" {
+		return fmt.Sprintf("is a group root of gid %d, a group with no name here (deleted with groupdel?), which %s is not in: only its members (and root) use it; "+
+			"make the group again with that gid (groupadd -g %d NAME) and its members with it, or have the administrator chgrp -R the root to a group that exists", u.GID, who, u.GID)
+	}
+	user := u.CallerName
+	if user == "" {
+		user = "USER"
+	}
+	return fmt.Sprintf("is a group root of group %s, which %s is not in: only its members (and root) use it; "+
+		"ask for membership (usermod -aG %s %s), then log in again", named(u.Group, "gid", u.GID), who, u.Group, user)
 }
 
 // untrusted is the *UntrustedError of st at path.

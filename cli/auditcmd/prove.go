@@ -230,27 +230,31 @@ proof holds, 1 when it does not, 2 when the input is no proof.`,
 		Args:    invocation.ArgCount(func(n int) bool { return n <= 1 }, "verify-proof: takes at most one FILE"),
 		RunE:    func(cmd *cobra.Command, args []string) error { return runVerifyProof(cmd.Context(), o, args) },
 	})
-	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one (repeatable)")
+	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one or more, one a line (repeatable)")
 	return cmd
 }
 
-// verifierKeys reads verifier keys given as text or as files.
+// verifierKeys reads verifier keys given as text or as files, a file
+// holding one or more.
 func verifierKeys(ctx context.Context, field string, vals []string) ([]note.Verifier, error) {
 	var out []note.Verifier
 	for _, v := range vals {
-		_, vr, err := verifierKeyText(ctx, field, v)
+		vrs, err := invocation.KeysOrFile(ctx, field, v, verifierKeyWhat, checkpoint.NewVerifier)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, vr)
+		out = append(out, vrs...)
 	}
 	return out, nil
 }
 
+// verifierKeyWhat is what a verifier key is, for a refusal.
+const verifierKeyWhat = "a verifier key (NAME+HASH+KEY, as keygen and trust export print it)"
+
 // verifierKeyText reads a verifier key given as field: the key itself, or
 // a file holding one. It returns the key's text and its verifier.
 func verifierKeyText(ctx context.Context, field, val string) (string, note.Verifier, error) {
-	return invocation.KeyOrFile(ctx, field, val, "a verifier key (NAME+HASH+KEY, as keygen and trust export print it)", checkpoint.NewVerifier)
+	return invocation.KeyOrFile(ctx, field, val, verifierKeyWhat, checkpoint.NewVerifier)
 }
 
 type proofResult struct {

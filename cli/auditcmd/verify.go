@@ -207,7 +207,7 @@ no key and pinning nothing. With --file nothing is recorded.`,
 	cmd.Flags().StringVar(&o.clockSkew, "clock-skew", replay.DefaultClockSkew.String(),
 		"how far an event's at may fall behind an earlier event's or the ledger's creation (90s, 1m or plain seconds)")
 	cmd.Flags().StringArrayVar(&o.checkpoints, "checkpoint", nil, "check the log against the signed checkpoints in FILE (needs --verifier-key; repeatable)")
-	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one: checkpoints must be signed by one (repeatable)")
+	cmd.Flags().StringArrayVar(&o.verifiers, "verifier-key", nil, "a verifier key (keygen prints it), or a file holding one or more, one a line: checkpoints must be signed by one (repeatable)")
 	cmd.Flags().StringVar(&o.ledgerID, "ledger-id", "", "the ledger this must be: any other fails (swapped), even one signed with the same key")
 	cmd.Flags().StringArrayVar(&o.heads, "expect-head", nil, "SEQ:HASH: event SEQ's hash must be HASH (a head recorded elsewhere, without a key; repeatable)")
 	cmd.Flags().StringVar(&o.signers, "signers", "", "FILE of the ledger's signer keys, one a line (its owner's signer list --keys): checkpoints of these keys, and of every key they register, vouch for the log; verify then makes no key of its own")

@@ -141,20 +141,62 @@ func KeyOrFile[K any](ctx context.Context, field, val, what string, parse func(s
 		return strings.TrimSpace(val), k, nil
 	}
 	var none K
-	b, err := readPath(ctx, val, keyLimit, false)
+	b, err := readKeyArg(ctx, field, val, what)
 	if err != nil {
-		if errors.Is(err, errTooLong) || ctx.Err() != nil {
-			// Too long, or a signal's end of the wait: neither is a
-			// path that names no file.
-			return "", none, tooLong(err, field, val, keyLimit)
-		}
-		return "", none, events.Invalid(field, val, "is neither "+what+" nor a file holding one")
+		return "", none, err
 	}
 	k, err := parse(string(b))
 	if err != nil {
 		return "", none, events.Invalid(field, val, err.Error())
 	}
 	return strings.TrimSpace(string(b)), k, nil
+}
+
+// KeysOrFile is KeyOrFile for a flag whose keys are all trusted alike
+// (verify's --verifier-key): a file may hold several, one a line, blank
+// lines and # comments left out. A key file kept for a service then
+// names the old key and the new across a key's replacement: the
+// checkpoints signed before it still verify, and those signed after.
+func KeysOrFile[K any](ctx context.Context, field, val, what string, parse func(string) (K, error)) ([]K, error) {
+	if k, err := parse(val); err == nil {
+		return []K{k}, nil
+	}
+	b, err := readKeyArg(ctx, field, val, what)
+	if err != nil {
+		return nil, err
+	}
+	var keys []K
+	n := 0
+	for line := range strings.Lines(string(b)) {
+		n++
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, err := parse(line)
+		if err != nil {
+			return nil, events.Invalid(field, val, fmt.Sprintf("line %d: %v", n, err))
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, events.Invalid(field, val, "holds no key: a file holds "+what+", one a line")
+	}
+	return keys, nil
+}
+
+// readKeyArg reads the file val names as field's key file.
+func readKeyArg(ctx context.Context, field, val, what string) ([]byte, error) {
+	b, err := readPath(ctx, val, keyLimit, false)
+	if err != nil {
+		if errors.Is(err, errTooLong) || ctx.Err() != nil {
+			// Too long, or a signal's end of the wait: neither is a
+			// path that names no file.
+			return nil, tooLong(err, field, val, keyLimit)
+		}
+		return nil, events.Invalid(field, val, "is neither "+what+" nor a file holding one")
+	}
+	return b, nil
 }
 
 // ErrText is err without the operation and path a *fs.PathError adds,

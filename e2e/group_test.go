@@ -292,3 +292,22 @@ func TestOutsiderAtAGroupRootIsToldItIsNotInTheGroup(t *testing.T) {
 		t.Errorf("verify of the team's root:\n%s", out)
 	}
 }
+
+// TestMakingTheGroupsKeySaysItIsTheGroups: the first write at a group root
+// makes the group's signing key beside it, and its log line says so; it
+// said "made a signing key for this user's checkpoints", of a key every
+// member signs with, on the administrator's init of the systemd set-up.
+func TestMakingTheGroupsKeySaysItIsTheGroups(t *testing.T) {
+	t.Parallel()
+	team := newTeamRoot(t)
+	r := team.run(asUser{uid: aliceUID}, "--group", strconv.Itoa(teamGID), "init")
+	groupKey := filepath.Join(filepath.Dir(team.root), ".locks-root.signing.key")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "made the group's signing key") || !strings.Contains(r.Stderr, groupKey) || strings.Contains(r.Stderr, "this user's") {
+		t.Errorf("the group root's first write: exit %d, stderr %q; want it to say it made the group's key %s", r.Code, r.Stderr, groupKey)
+	}
+	// A member's own key, made at a private root, is still this user's.
+	own := filepath.Join(team.home, "private")
+	if r := team.run(asUser{uid: aliceUID}, "--root", own, "init"); r.Code != 0 || !strings.Contains(r.Stderr, "made a signing key for this user's checkpoints") {
+		t.Errorf("a private root's first write: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+}

@@ -83,7 +83,12 @@ func (s *Store) DefaultKey(root string, group *int, log *slog.Logger) (*Key, err
 	if err != nil {
 		return nil, err
 	}
-	if created {
+	switch {
+	case created && isGroup:
+		// Not this user's: whoever reads the log of a group root's first
+		// write (an administrator's init) is told whose key it is.
+		log.Info("made the group's signing key, beside the group root: every member's writes there sign with it", "file", k.Path, "verifier_key", k.Verifier)
+	case created:
 		log.Info("made a signing key for this user's checkpoints (kept outside every root)", "file", k.Path, "verifier_key", k.Verifier)
 	}
 	return k, nil

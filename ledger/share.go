@@ -50,7 +50,8 @@ func groupRootError(root string, gid int, err error) error {
 	switch {
 	case errors.As(err, &inUse) && inUse.Of >= 0:
 		return events.Invalid("--group", strconv.Itoa(gid), fmt.Sprintf(
-			"applies when a root is created, and %s is a group root of group %d already: leave --group out (the root's mode keeps it a group root) or name that group", root, inUse.Of))
+			"applies when a root is created, and %s is a group root of group %s already, not of %s: leave --group out (the root's mode keeps it a group root) or name that group",
+			root, lockfile.GroupText(inUse.Of), lockfile.GroupText(gid)))
 	case errors.As(err, &inUse):
 		return events.Invalid("--group", strconv.Itoa(gid), fmt.Sprintf(
 			"applies when a root is created, and %s already holds files and is not a group root of that group (to make it one: chgrp -R GROUP ROOT, chmod 2770 on ROOT and ROOT/locks, 0660 on the files)", root))

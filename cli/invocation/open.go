@@ -193,7 +193,7 @@ func (g *Globals) GroupOption() ([]ledger.Option, error) {
 		// The kernel would refuse the root's chgrp and the group key's
 		// (EPERM), and no writer outside the group may use its root.
 		return nil, events.Invalid("--group", g.Group, fmt.Sprintf(
-			"this user (uid %d) is not a member of group %d: only its members (and root) make or write a root of it; ask for membership (usermod -aG), then log in again", os.Geteuid(), gid))
+			"this user (uid %d) is not a member of group %s: only its members (and root) make or write a root of it; ask for membership (usermod -aG), then log in again", os.Geteuid(), lockfile.GroupText(gid)))
 	}
 	return []ledger.Option{ledger.WithGroup(gid)}, nil
 }

@@ -205,6 +205,15 @@ func Outsider(dir string) string {
 		"ask for membership (usermod -aG %s %s), then log in again", named(u.Group, "gid", u.GID), who, u.Group, user)
 }
 
+// GroupText names group gid in a message: "name (gid N)", or N alone
+// where the gid has no name.
+func GroupText(gid int) string {
+	if g, err := user.LookupGroupId(strconv.Itoa(gid)); err == nil {
+		return fmt.Sprintf("%s (gid %d)", g.Name, gid)
+	}
+	return strconv.Itoa(gid)
+}
+
 // untrusted is the *UntrustedError of st at path.
 func untrusted(path string, st unix.Stat_t, caller int, reason string) *UntrustedError {
 	e := &UntrustedError{Path: path, UID: int(st.Uid), User: proc.UserName(int(st.Uid)), GID: int(st.Gid),

@@ -311,3 +311,27 @@ func TestMakingTheGroupsKeySaysItIsTheGroups(t *testing.T) {
 		t.Errorf("a private root's first write: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }
+
+// TestTrustShowAtAGroupRootWithNoKeyYet: at a group root prepared by hand
+// (mkdir, chgrp, chmod 2770), before any write, trust show says the key
+// to come is the group's and where it will be; it said "none yet (made by
+// the first signed write)", as of the member's own key.
+func TestTrustShowAtAGroupRootWithNoKeyYet(t *testing.T) {
+	t.Parallel()
+	team := newTeamRoot(t)
+	if err := os.MkdirAll(team.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Dir(team.root), team.root} {
+		if err := os.Chown(d, aliceUID, teamGID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(team.root, os.ModeSetgid|0o770); err != nil {
+		t.Fatal(err)
+	}
+	groupKey := filepath.Join(filepath.Dir(team.root), ".locks-root.signing.key")
+	if out := team.must(asUser{uid: bobUID}, "trust", "show"); !strings.Contains(out, "signing key  none yet: the group's (the root is a group root), made at "+groupKey) {
+		t.Errorf("bob's trust show at a group root with no key yet:\n%s", out)
+	}
+}

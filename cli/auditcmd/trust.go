@@ -162,6 +162,10 @@ func runTrustShow(g *invocation.Globals, asJSON bool) error {
 		termtext.Fprintf(w, "signing key  %s (the group's: the root is a group root)\nverifier key %s\n", out.KeyFile, out.VerifierKey)
 	case out.VerifierKey != "":
 		termtext.Fprintf(w, "signing key  %s\nverifier key %s\n", out.KeyFile, out.VerifierKey)
+	case out.GroupKey:
+		// A group root prepared by hand: the key a member's first write
+		// makes is the group's, not the one of this user's trust store.
+		termtext.Fprintf(w, "signing key  none yet: the group's (the root is a group root), made at %s by a member's first signed write\n", path)
 	default:
 		termtext.Fprintf(w, "signing key  none yet (made by the first signed write)\n")
 	}

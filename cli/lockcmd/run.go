@@ -122,7 +122,8 @@ run exits with CMD's exact code (128+N when CMD died of signal N; killed
 by SIGINT itself when CMD died of the terminal's Ctrl-C), 3 (or
 --conflict-exit-code's code) or 4 when it never got the lock, 5 when the
 lock was lost before CMD ended (CMD stopped, or run on with --on-lost warn,
-or ended just before the loss was seen); 127 when CMD does not exist and 126
+or ended just before the loss was seen) or before CMD started (the acquire
+answered past the lease's deadline: CMD is not started); 127 when CMD does not exist and 126
 when it cannot be executed (as a shell), 128+N when signal N ended --wait
 before CMD started.
 
@@ -262,6 +263,17 @@ func runRun(ctx context.Context, o *runOptions) error {
 		_ = hold.Release(bg, lease.Result{Result: events.ResultCancelled})
 		o.g.Log.Warn("signalled as the lock was acquired; the command was not started", "lock", o.lock, "signal", interrupted)
 		return report("released", events.ResultCancelled, nil, 128+int(interrupted), time.Time{})
+	}
+	if hold.Err() != nil {
+		// Lost before the command could start: the acquire's answer came
+		// after the lease's deadline, which counts from when the request
+		// was sent (a ledger that kept it waiting). A command started now
+		// would run when, by this run's own reckoning, another may hold
+		// the lock already.
+		_ = hold.Release(bg, lease.Result{Result: events.ResultCancelled}) // refused as lost unless the loss is recorded
+		recordLossLater(o.g, o.cmd, hold)
+		o.g.Log.Error("lock lost before the command started; it was not started", "lock", o.lock, "err", hold.Err())
+		return report("lost", events.ResultCancelled, nil, invocation.ExitNotHolder, time.Time{})
 	}
 	if o.supersede {
 		if code := awaitSuperseded(ctx, o, hold, grace); code == invocation.ExitNotHolder {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lockledger/lockledger/internal/clitest"
 )
 
@@ -198,6 +200,56 @@ func TestASecretTypedAtATerminalEndsWithEnter(t *testing.T) {
 	if !s.echoing() {
 		t.Fatal("the terminal's echo was left off")
 	}
+	if rel := lastBody(t, root, "lock_released"); rel["request_id"] != rid {
+		t.Fatalf("released %v, want the holding %s", rel, rid)
+	}
+	s.typed("")
+}
+
+// A secret typed at a terminal stays unseen after Ctrl-Z and fg. A
+// job-control shell puts its own modes back (echo on) when Ctrl-Z stops
+// the job, and fg continues the job without giving it its modes again:
+// bash does (bash --noediting -i, by hand), dash does not, so the script
+// here is bash's part played by the test. release showed the rest of the
+// secret as it was typed after fg.
+func TestASecretTypedAtATerminalStaysUnseenAfterCtrlZAndFg(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	out := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--holder", "none", "--print-release-secret").Stdout)
+	rid, secret, _ := strings.Cut(out, "\n")
+	s := onTerminal(t, root, `set -m; "$0" "$@"; echo "job-stopped"; read go; fg; echo "after-release-$?"; read wait`,
+		"release", "deploy", "--request-id", rid, "--secret-file", "-")
+	echoes := func(want bool, why string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for s.echoing() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the terminal's echo is %v, want %v:\n%s", why, !want, want, s.terminal())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	echoes(false, "release waits for the secret")
+	if _, err := s.control.Write([]byte{0x1a}); err != nil { // Ctrl-Z (VSUSP)
+		t.Fatal(err)
+	}
+	s.await("job-stopped")
+	shell, err := unix.IoctlGetTermios(int(s.control.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell.Lflag |= unix.ECHO
+	if err := unix.IoctlSetTermios(int(s.control.Fd()), unix.TCSETS, shell); err != nil {
+		t.Fatal(err)
+	}
+	s.typed("go")
+	echoes(false, "release continued by fg waits for the secret")
+	s.typed(secret)
+	s.await("after-release-0")
+	if strings.Contains(s.terminal(), secret) {
+		t.Fatalf("the secret is shown on the terminal:\n%s", s.terminal())
+	}
+	echoes(true, "release has read the secret")
 	if rel := lastBody(t, root, "lock_released"); rel["request_id"] != rid {
 		t.Fatalf("released %v, want the holding %s", rel, rid)
 	}

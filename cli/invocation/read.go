@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"os/signal"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -182,21 +183,48 @@ func (l *toLineEnd) Read(p []byte) (int, error) {
 // hideTyping turns off the echo of the terminal rc reads, but for the
 // newline that ends a line, and returns what puts its modes back: a secret
 // typed there is not left on the screen. A terminal whose modes cannot be
-// read or set echoes as it did.
+// read or set echoes as it did. Each SIGCONT meanwhile turns the echo off
+// again: a job-control shell puts its own modes back (echo on) when Ctrl-Z
+// stops the job, and fg continues the job without giving it its modes
+// again, so the rest of the secret was shown.
 func hideTyping(rc syscall.RawConn) (restore func()) {
 	restore = func() {}
 	_ = rc.Control(func(fd uintptr) {
+		// Asked for before the echo goes off: a stop that came before
+		// the ask would end in a SIGCONT that nothing sees.
+		conts, done := make(chan os.Signal, 1), make(chan struct{})
+		signal.Notify(conts, unix.SIGCONT)
 		was, err := unix.IoctlGetTermios(int(fd), getTermios)
-		if err != nil {
+		if err != nil || hideEcho(int(fd), was) != nil {
+			signal.Stop(conts)
 			return
 		}
-		hidden := *was
-		hidden.Lflag = hidden.Lflag&^unix.ECHO | unix.ECHONL
-		if unix.IoctlSetTermios(int(fd), setTermios, &hidden) == nil {
-			restore = func() { _ = rc.Control(func(fd uintptr) { _ = unix.IoctlSetTermios(int(fd), setTermios, was) }) }
+		go func() {
+			defer close(done)
+			for range conts {
+				_ = rc.Control(func(fd uintptr) {
+					if now, err := unix.IoctlGetTermios(int(fd), getTermios); err == nil && now.Lflag&unix.ECHO != 0 {
+						_ = hideEcho(int(fd), now)
+					}
+				})
+			}
+		}()
+		restore = func() {
+			signal.Stop(conts) // no SIGCONT is sent on conts once it returns
+			close(conts)
+			<-done
+			_ = rc.Control(func(fd uintptr) { _ = unix.IoctlSetTermios(int(fd), setTermios, was) })
 		}
 	})
 	return restore
+}
+
+// hideEcho sets the terminal fd's modes to t's without echo but for the
+// newline.
+func hideEcho(fd int, t *unix.Termios) error {
+	hidden := *t
+	hidden.Lflag = hidden.Lflag&^unix.ECHO | unix.ECHONL
+	return unix.IoctlSetTermios(fd, setTermios, &hidden)
 }
 
 // errTooLong is readAtMost's refusal of input past its limit.

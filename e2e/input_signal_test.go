@@ -157,8 +157,9 @@ func awaitReading(t *testing.T, pid int) {
 }
 
 // TestInputThatIsADirectoryIsBadInput: a directory given where a file is
-// read (verify-proof's FILE, release --secret-file) is bad input, exit 2,
-// naming the argument, as a missing file is.
+// read (verify-proof's FILE, release --secret-file), or as the standard
+// input read for "-" (< DIR), is bad input, exit 2, naming the argument,
+// as a missing file is.
 func TestInputThatIsADirectoryIsBadInput(t *testing.T) {
 	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
@@ -169,6 +170,16 @@ func TestInputThatIsADirectoryIsBadInput(t *testing.T) {
 	rid, _, _ = strings.Cut(rid, "\n")
 	if r := clitest.Must(t, 2, root, "release", "deploy", "--request-id", rid, "--secret-file", dir); !strings.Contains(r.Stderr, "--secret-file") {
 		t.Errorf("release --secret-file of a directory: %s", r.Stderr)
+	}
+	in, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	c := clitest.Command(t.Context(), root, "verify-proof", "-")
+	c.Stdin = in
+	if r := clitest.Exec(t, c); r.Code != 2 || !strings.Contains(r.Stderr, `FILE "-"`) || !strings.Contains(r.Stderr, "directory") {
+		t.Errorf("verify-proof - < a directory: exit %d, %s", r.Code, r.Stderr)
 	}
 }
 

@@ -74,13 +74,11 @@ func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64
 	if path != "-" {
 		return readFile(ctx, field, path, limit, line)
 	}
-	var b []byte
-	var err error
 	if f, ok := g.IO.In.(*os.File); ok {
-		b, err = readFrom(ctx, f, limit, line)
-	} else {
-		b, err = readAtMost(g.IO.In, limit)
+		b, err := readFrom(ctx, f, limit, line)
+		return b, inputError(err, field, "-", limit)
 	}
+	b, err := readAtMost(g.IO.In, limit)
 	return b, tooLong(err, field, "-", limit)
 }
 
@@ -112,17 +110,24 @@ func ReadFile(ctx context.Context, field, path string, limit int64) ([]byte, err
 // readFile is ReadFile, with ReadInput's line.
 func readFile(ctx context.Context, field, path string, limit int64, line bool) ([]byte, error) {
 	b, err := readPath(ctx, path, limit, line)
-	switch {
-	case errors.Is(err, errIsDir):
-		return nil, events.Invalid(field, path, "is a directory: give a file")
-	case errors.As(err, new(*fs.PathError)):
-		return nil, events.Invalid(field, path, "cannot be read: "+ErrText(err))
-	}
-	return b, tooLong(err, field, path, limit)
+	return b, inputError(err, field, path, limit)
 }
 
-// errIsDir is readPath's refusal of a directory, which opens for reading
-// and fails only at its read.
+// inputError is err, or the refusal as bad input named field and shown as
+// shown of a directory (errIsDir), input that could not be read (an
+// *fs.PathError) or input past limit (errTooLong).
+func inputError(err error, field, shown string, limit int64) error {
+	switch {
+	case errors.Is(err, errIsDir):
+		return events.Invalid(field, shown, "is a directory: give a file")
+	case errors.As(err, new(*fs.PathError)):
+		return events.Invalid(field, shown, "cannot be read: "+ErrText(err))
+	}
+	return tooLong(err, field, shown, limit)
+}
+
+// errIsDir is readFrom's refusal of a directory, which opens for reading
+// (standard input too: < DIR) and fails only at its read.
 var errIsDir = errors.New("is a directory")
 
 // readPath is readFile with its errors as they came: the open's or the
@@ -135,16 +140,16 @@ func readPath(ctx context.Context, path string, limit int64, line bool) ([]byte,
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return nil, errIsDir
-	}
 	return readFrom(ctx, f, limit, line)
 }
 
 // readFrom reads f through Waiting to its end, at most limit bytes
-// (errTooLong past them); with line, a terminal until its first line
-// ends, without echo (hideTyping).
+// (errTooLong past them; errIsDir for a directory); with line, a terminal
+// until its first line ends, without echo (hideTyping).
 func readFrom(ctx context.Context, f *os.File, limit int64, line bool) ([]byte, error) {
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, errIsDir
+	}
 	r := Waiting(ctx, f)
 	if !line {
 		return readAtMost(r, limit)

@@ -266,3 +266,41 @@ func TestASecretTypedAtATerminalStaysUnseenAfterCtrlZAndFg(t *testing.T) {
 	}
 	s.typed("")
 }
+
+// Ctrl-\ while a secret is typed at a terminal ends the read as Ctrl-C
+// does, 128+3 and the echo on again: the Go runtime's own end of a QUIT,
+// a stack dump over the terminal and exit 2, left the echo off, and a
+// shell took those modes for its own after a job that exited.
+func TestCtrlBackslashWhileASecretIsTypedPutsTheEchoBack(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	out := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--holder", "none", "--print-release-secret").Stdout)
+	rid, _, _ := strings.Cut(out, "\n")
+	// The script, in the terminal's foreground group too, outlives the
+	// QUIT (a handler, which the command does not inherit).
+	s := onTerminal(t, root, `trap : QUIT; "$0" "$@"; echo "after-release-$?"; read wait`, "release", "deploy", "--request-id", rid, "--secret-file", "-")
+	for s.echoing() {
+		select {
+		case <-s.ctx.Done():
+			t.Fatalf("the terminal still echoes what is typed while release waits for the secret:\n%s", s.terminal())
+		case err := <-s.exited:
+			t.Fatalf("the script exited (%v):\n%s", err, s.terminal())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, err := s.control.Write([]byte("half-typ\x1c")); err != nil { // Ctrl-\ (VQUIT)
+		t.Fatal(err)
+	}
+	s.await("after-release-131")
+	if !s.echoing() {
+		t.Fatalf("the terminal's echo was left off:\n%s", s.terminal())
+	}
+	if strings.Contains(s.terminal(), "goroutine ") {
+		t.Fatalf("a stack dump on the terminal:\n%s", s.terminal())
+	}
+	s.typed("")
+	s.exit()
+	if st := statusJSON(t, root, "deploy")["state"]; st != "held" {
+		t.Fatalf("the lock is %v after the read was ended, want held", st)
+	}
+}

@@ -69,7 +69,8 @@ func ArchivedNote(ctx context.Context, r *Reader) string {
 // ReadInput reads the file at path, or standard input when path is "-",
 // as ReadFile does. With line, for input of which only the first line is
 // read (a secret), a terminal is read until that line ends: typed, it ends
-// with Enter, not with Ctrl-D; and it is typed unseen, as a password is.
+// with Enter, not with Ctrl-D; and it is typed unseen, as a password is,
+// Ctrl-\ ending it as Ctrl-C does (an *Interrupt of SIGQUIT).
 func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64, line bool) ([]byte, error) {
 	if path != "-" {
 		return readFile(ctx, field, path, limit, line)
@@ -165,8 +166,10 @@ func readFrom(ctx context.Context, f *os.File, limit int64, line bool) ([]byte, 
 	if !line {
 		return readAtMost(r, limit)
 	}
-	defer hideTyping(rc)()
-	return readAtMost(&toLineEnd{r: r}, limit)
+	ctx, quit := context.WithCancelCause(ctx)
+	defer quit(nil)
+	defer hideTyping(rc, quit)()
+	return readAtMost(&toLineEnd{r: Waiting(ctx, f)}, limit)
 }
 
 // toLineEnd is r read up to the end of the read that ends its first line:
@@ -188,25 +191,31 @@ func (l *toLineEnd) Read(p []byte) (int, error) {
 // hideTyping turns off the echo of the terminal rc reads, but for the
 // newline that ends a line, and returns what puts its modes back: a secret
 // typed there is not left on the screen. A terminal whose modes cannot be
-// read or set echoes as it did. Each SIGCONT meanwhile turns the echo off
+// read or set echoes as it did. Meanwhile each SIGCONT turns the echo off
 // again: a job-control shell puts its own modes back (echo on) when Ctrl-Z
 // stops the job, and fg continues the job without giving it its modes
-// again, so the rest of the secret was shown.
-func hideTyping(rc syscall.RawConn) (restore func()) {
+// again. And SIGQUIT (Ctrl-\) ends the read through quit, as INT does:
+// the runtime's own end, a stack dump and exit 2, left the echo off, and
+// the shell took those modes for its own.
+func hideTyping(rc syscall.RawConn, quit context.CancelCauseFunc) (restore func()) {
 	restore = func() {}
 	_ = rc.Control(func(fd uintptr) {
 		// Asked for before the echo goes off: a stop that came before
 		// the ask would end in a SIGCONT that nothing sees.
-		conts, done := make(chan os.Signal, 1), make(chan struct{})
-		signal.Notify(conts, unix.SIGCONT)
+		sigs, done := make(chan os.Signal, 1), make(chan struct{})
+		signal.Notify(sigs, unix.SIGCONT, unix.SIGQUIT)
 		was, err := unix.IoctlGetTermios(int(fd), getTermios)
 		if err != nil || hideEcho(int(fd), was) != nil {
-			signal.Stop(conts)
+			signal.Stop(sigs)
 			return
 		}
 		go func() {
 			defer close(done)
-			for range conts {
+			for s := range sigs {
+				if s == unix.SIGQUIT {
+					quit(&Interrupt{Signal: unix.SIGQUIT})
+					continue
+				}
 				_ = rc.Control(func(fd uintptr) {
 					if now, err := unix.IoctlGetTermios(int(fd), getTermios); err == nil && now.Lflag&unix.ECHO != 0 {
 						_ = hideEcho(int(fd), now)
@@ -215,8 +224,8 @@ func hideTyping(rc syscall.RawConn) (restore func()) {
 			}
 		}()
 		restore = func() {
-			signal.Stop(conts) // no SIGCONT is sent on conts once it returns
-			close(conts)
+			signal.Stop(sigs) // no signal is sent on sigs once it returns
+			close(sigs)
 			<-done
 			_ = rc.Control(func(fd uintptr) { _ = unix.IoctlSetTermios(int(fd), setTermios, was) })
 		}

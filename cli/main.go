@@ -90,6 +90,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				if cmd.Annotations[invocation.ForwardsSignals] != "" {
 					sigs = append(sigs, syscall.SIGQUIT)
 				}
+				// A signal the process started with ignored (INT
+				// or HUP: nohup, an asynchronous command of a
+				// script without job control) stays ignored, by
+				// run's command too, as flock's: handled, it
+				// would end the command nohup was for, and be
+				// the default again for the command run starts.
+				sigs = slices.DeleteFunc(sigs, signal.Ignored)
 				var ctx context.Context
 				ctx, stop = notifyContext(cmd.Context(), g, sigs...)
 				cmd.SetContext(ctx)
@@ -125,12 +132,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // endBy ends the process killed by sig, its handling given back to the
 // runtime's first, whose handler ends the process on a thread of its own:
 // waited for here, so that the exit code does not win the race. Main
-// returns the exit code after endDelay where sig is ignored (a process
-// started with it ignored keeps it so), and at once as a PID namespace's
-// init (a container's first process), which the kernel keeps from its
-// own signal: the runtime would exit 2 then.
+// returns the exit code at once where sig is ignored (the process started
+// with it ignored, which Main then keeps), and as a PID namespace's init
+// (a container's first process), which the kernel keeps from its own
+// signal: the runtime would exit 2 then.
 func endBy(sig syscall.Signal) {
-	if os.Getpid() == 1 {
+	if os.Getpid() == 1 || signal.Ignored(sig) {
 		return
 	}
 	signal.Reset(sig)

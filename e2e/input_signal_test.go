@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lockledger/lockledger/internal/clitest"
 )
 
@@ -155,8 +157,9 @@ func awaitReading(t *testing.T, pid int) {
 }
 
 // TestInputThatIsADirectoryIsBadInput: a directory given where a file is
-// read (verify-proof's FILE, release --secret-file) is bad input, exit 2,
-// naming the argument, as a missing file is.
+// read (verify-proof's FILE, release --secret-file), or as the standard
+// input read for "-" (< DIR), is bad input, exit 2, naming the argument,
+// as a missing file is.
 func TestInputThatIsADirectoryIsBadInput(t *testing.T) {
 	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
@@ -167,6 +170,16 @@ func TestInputThatIsADirectoryIsBadInput(t *testing.T) {
 	rid, _, _ = strings.Cut(rid, "\n")
 	if r := clitest.Must(t, 2, root, "release", "deploy", "--request-id", rid, "--secret-file", dir); !strings.Contains(r.Stderr, "--secret-file") {
 		t.Errorf("release --secret-file of a directory: %s", r.Stderr)
+	}
+	in, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	c := clitest.Command(t.Context(), root, "verify-proof", "-")
+	c.Stdin = in
+	if r := clitest.Exec(t, c); r.Code != 2 || !strings.Contains(r.Stderr, `FILE "-"`) || !strings.Contains(r.Stderr, "directory") {
+		t.Errorf("verify-proof - < a directory: exit %d, %s", r.Code, r.Stderr)
 	}
 }
 
@@ -202,4 +215,92 @@ func TestASecretTypedAtATerminalEndsWithEnter(t *testing.T) {
 		t.Fatalf("released %v, want the holding %s", rel, rid)
 	}
 	s.typed("")
+}
+
+// A secret typed at a terminal stays unseen after Ctrl-Z and fg. A
+// job-control shell puts its own modes back (echo on) when Ctrl-Z stops
+// the job, and fg continues the job without giving it its modes again:
+// bash does (bash --noediting -i, by hand), dash does not, so the script
+// here is bash's part played by the test. release showed the rest of the
+// secret as it was typed after fg.
+func TestASecretTypedAtATerminalStaysUnseenAfterCtrlZAndFg(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	out := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--holder", "none", "--print-release-secret").Stdout)
+	rid, secret, _ := strings.Cut(out, "\n")
+	s := onTerminal(t, root, `set -m; "$0" "$@"; echo "job-stopped"; read go; fg; echo "after-release-$?"; read wait`,
+		"release", "deploy", "--request-id", rid, "--secret-file", "-")
+	echoes := func(want bool, why string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for s.echoing() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the terminal's echo is %v, want %v:\n%s", why, !want, want, s.terminal())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	echoes(false, "release waits for the secret")
+	if _, err := s.control.Write([]byte{0x1a}); err != nil { // Ctrl-Z (VSUSP)
+		t.Fatal(err)
+	}
+	s.await("job-stopped")
+	shell, err := unix.IoctlGetTermios(int(s.control.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell.Lflag |= unix.ECHO
+	if err := unix.IoctlSetTermios(int(s.control.Fd()), unix.TCSETS, shell); err != nil {
+		t.Fatal(err)
+	}
+	s.typed("go")
+	echoes(false, "release continued by fg waits for the secret")
+	s.typed(secret)
+	s.await("after-release-0")
+	if strings.Contains(s.terminal(), secret) {
+		t.Fatalf("the secret is shown on the terminal:\n%s", s.terminal())
+	}
+	echoes(true, "release has read the secret")
+	if rel := lastBody(t, root, "lock_released"); rel["request_id"] != rid {
+		t.Fatalf("released %v, want the holding %s", rel, rid)
+	}
+	s.typed("")
+}
+
+// Ctrl-\ while a secret is typed at a terminal ends the read as Ctrl-C
+// does, 128+3 and the echo on again: the Go runtime's own end of a QUIT,
+// a stack dump over the terminal and exit 2, left the echo off, and a
+// shell took those modes for its own after a job that exited.
+func TestCtrlBackslashWhileASecretIsTypedPutsTheEchoBack(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	out := strings.TrimSpace(clitest.Must(t, 0, root, "acquire", "deploy", "--holder", "none", "--print-release-secret").Stdout)
+	rid, _, _ := strings.Cut(out, "\n")
+	// The script, in the terminal's foreground group too, outlives the
+	// QUIT (a handler, which the command does not inherit).
+	s := onTerminal(t, root, `trap : QUIT; "$0" "$@"; echo "after-release-$?"; read wait`, "release", "deploy", "--request-id", rid, "--secret-file", "-")
+	for s.echoing() {
+		select {
+		case <-s.ctx.Done():
+			t.Fatalf("the terminal still echoes what is typed while release waits for the secret:\n%s", s.terminal())
+		case err := <-s.exited:
+			t.Fatalf("the script exited (%v):\n%s", err, s.terminal())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, err := s.control.Write([]byte("half-typ\x1c")); err != nil { // Ctrl-\ (VQUIT)
+		t.Fatal(err)
+	}
+	s.await("after-release-131")
+	if !s.echoing() {
+		t.Fatalf("the terminal's echo was left off:\n%s", s.terminal())
+	}
+	if strings.Contains(s.terminal(), "goroutine ") {
+		t.Fatalf("a stack dump on the terminal:\n%s", s.terminal())
+	}
+	s.typed("")
+	s.exit()
+	if st := statusJSON(t, root, "deploy")["state"]; st != "held" {
+		t.Fatalf("the lock is %v after the read was ended, want held", st)
+	}
 }

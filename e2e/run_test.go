@@ -240,6 +240,69 @@ func TestRunForwardsTermAndReleasesAsCancelled(t *testing.T) {
 	}
 }
 
+// A run started with HUP and INT ignored (nohup; an asynchronous command
+// of a script without job control, which sh starts with INT ignored)
+// leaves them ignored, its command's too, as flock does: a run that
+// handled them forwarded the terminal's hang-up to the command nohup was
+// for and released its lock as cancelled, and started the command with
+// both back at their default.
+func TestRunStartedWithSignalsIgnoredKeepsThemIgnored(t *testing.T) {
+	t.Parallel()
+	root, dir := t.TempDir(), t.TempDir()
+	c := clitest.Command(context.Background(), root, "run", "nohup", "--", "sh", "-c",
+		`echo "$(grep SigIgn /proc/$$/status)"; while [ ! -e "$0/go" ]; do sleep 0.02; done; echo done`, dir)
+	c.Args = append([]string{"sh", "-c", `trap "" HUP INT; exec "$0" "$@"`, c.Path}, c.Args[1:]...)
+	c.Path = "/bin/sh"
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill() })
+	lines := bufio.NewScanner(out)
+	// SigIgn's bits: 1<<(N-1) for signal N, HUP 1 and INT 2.
+	const hupINT = 1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGINT-1)
+	ignored := func(who, status string) {
+		t.Helper()
+		_, hex, _ := strings.Cut(status, "SigIgn:")
+		mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+		if err != nil || mask&hupINT != hupINT {
+			t.Fatalf("%s: %q, want HUP and INT ignored (%x)", who, status, hupINT)
+		}
+	}
+	if !lines.Scan() {
+		t.Fatal("the command said nothing")
+	}
+	ignored("the command", lines.Text())
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.Process.Pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, runs, _ := strings.Cut(string(b), "SigIgn:")
+	runs, _, _ = strings.Cut(runs, "\n")
+	ignored("run", "SigIgn:"+runs)
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT} {
+		if err := c.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !lines.Scan() || lines.Text() != "done" {
+		t.Fatalf("the command ended before it was done (%q)", lines.Text())
+	}
+	if code := exitOf(t, c); code != 0 {
+		t.Fatalf("run exit %d, want 0", code)
+	}
+	if rel := lastBody(t, root, "lock_released"); rel["result"] != "success" {
+		t.Fatalf("release after HUP and INT: %v, want success", rel)
+	}
+}
+
 func TestRunWaitersNeverOverlap(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()

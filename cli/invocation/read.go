@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"os/signal"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -68,18 +69,17 @@ func ArchivedNote(ctx context.Context, r *Reader) string {
 // ReadInput reads the file at path, or standard input when path is "-",
 // as ReadFile does. With line, for input of which only the first line is
 // read (a secret), a terminal is read until that line ends: typed, it ends
-// with Enter, not with Ctrl-D; and it is typed unseen, as a password is.
+// with Enter, not with Ctrl-D; and it is typed unseen, as a password is,
+// Ctrl-\ ending it as Ctrl-C does (an *Interrupt of SIGQUIT).
 func (g *Globals) ReadInput(ctx context.Context, field, path string, limit int64, line bool) ([]byte, error) {
 	if path != "-" {
 		return readFile(ctx, field, path, limit, line)
 	}
-	var b []byte
-	var err error
 	if f, ok := g.IO.In.(*os.File); ok {
-		b, err = readFrom(ctx, f, limit, line)
-	} else {
-		b, err = readAtMost(g.IO.In, limit)
+		b, err := readFrom(ctx, f, limit, line)
+		return b, inputError(err, field, "-", limit)
 	}
+	b, err := readAtMost(g.IO.In, limit)
 	return b, tooLong(err, field, "-", limit)
 }
 
@@ -111,17 +111,24 @@ func ReadFile(ctx context.Context, field, path string, limit int64) ([]byte, err
 // readFile is ReadFile, with ReadInput's line.
 func readFile(ctx context.Context, field, path string, limit int64, line bool) ([]byte, error) {
 	b, err := readPath(ctx, path, limit, line)
-	switch {
-	case errors.Is(err, errIsDir):
-		return nil, events.Invalid(field, path, "is a directory: give a file")
-	case errors.As(err, new(*fs.PathError)):
-		return nil, events.Invalid(field, path, "cannot be read: "+ErrText(err))
-	}
-	return b, tooLong(err, field, path, limit)
+	return b, inputError(err, field, path, limit)
 }
 
-// errIsDir is readPath's refusal of a directory, which opens for reading
-// and fails only at its read.
+// inputError is err, or the refusal as bad input named field and shown as
+// shown of a directory (errIsDir), input that could not be read (an
+// *fs.PathError) or input past limit (errTooLong).
+func inputError(err error, field, shown string, limit int64) error {
+	switch {
+	case errors.Is(err, errIsDir):
+		return events.Invalid(field, shown, "is a directory: give a file")
+	case errors.As(err, new(*fs.PathError)):
+		return events.Invalid(field, shown, "cannot be read: "+ErrText(err))
+	}
+	return tooLong(err, field, shown, limit)
+}
+
+// errIsDir is readFrom's refusal of a directory, which opens for reading
+// (standard input too: < DIR) and fails only at its read.
 var errIsDir = errors.New("is a directory")
 
 // readPath is readFile with its errors as they came: the open's or the
@@ -134,16 +141,16 @@ func readPath(ctx context.Context, path string, limit int64, line bool) ([]byte,
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return nil, errIsDir
-	}
 	return readFrom(ctx, f, limit, line)
 }
 
 // readFrom reads f through Waiting to its end, at most limit bytes
-// (errTooLong past them); with line, a terminal until its first line
-// ends, without echo (hideTyping).
+// (errTooLong past them; errIsDir for a directory); with line, a terminal
+// until its first line ends, without echo (hideTyping).
 func readFrom(ctx context.Context, f *os.File, limit int64, line bool) ([]byte, error) {
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, errIsDir
+	}
 	r := Waiting(ctx, f)
 	if !line {
 		return readAtMost(r, limit)
@@ -159,8 +166,10 @@ func readFrom(ctx context.Context, f *os.File, limit int64, line bool) ([]byte, 
 	if !line {
 		return readAtMost(r, limit)
 	}
-	defer hideTyping(rc)()
-	return readAtMost(&toLineEnd{r: r}, limit)
+	ctx, quit := context.WithCancelCause(ctx)
+	defer quit(nil)
+	defer hideTyping(rc, quit)()
+	return readAtMost(&toLineEnd{r: Waiting(ctx, f)}, limit)
 }
 
 // toLineEnd is r read up to the end of the read that ends its first line:
@@ -182,21 +191,54 @@ func (l *toLineEnd) Read(p []byte) (int, error) {
 // hideTyping turns off the echo of the terminal rc reads, but for the
 // newline that ends a line, and returns what puts its modes back: a secret
 // typed there is not left on the screen. A terminal whose modes cannot be
-// read or set echoes as it did.
-func hideTyping(rc syscall.RawConn) (restore func()) {
+// read or set echoes as it did. Meanwhile each SIGCONT turns the echo off
+// again: a job-control shell puts its own modes back (echo on) when Ctrl-Z
+// stops the job, and fg continues the job without giving it its modes
+// again. And SIGQUIT (Ctrl-\) ends the read through quit, as INT does:
+// the runtime's own end, a stack dump and exit 2, left the echo off, and
+// the shell took those modes for its own.
+func hideTyping(rc syscall.RawConn, quit context.CancelCauseFunc) (restore func()) {
 	restore = func() {}
 	_ = rc.Control(func(fd uintptr) {
+		// Asked for before the echo goes off: a stop that came before
+		// the ask would end in a SIGCONT that nothing sees.
+		sigs, done := make(chan os.Signal, 1), make(chan struct{})
+		signal.Notify(sigs, unix.SIGCONT, unix.SIGQUIT)
 		was, err := unix.IoctlGetTermios(int(fd), getTermios)
-		if err != nil {
+		if err != nil || hideEcho(int(fd), was) != nil {
+			signal.Stop(sigs)
 			return
 		}
-		hidden := *was
-		hidden.Lflag = hidden.Lflag&^unix.ECHO | unix.ECHONL
-		if unix.IoctlSetTermios(int(fd), setTermios, &hidden) == nil {
-			restore = func() { _ = rc.Control(func(fd uintptr) { _ = unix.IoctlSetTermios(int(fd), setTermios, was) }) }
+		go func() {
+			defer close(done)
+			for s := range sigs {
+				if s == unix.SIGQUIT {
+					quit(&Interrupt{Signal: unix.SIGQUIT})
+					continue
+				}
+				_ = rc.Control(func(fd uintptr) {
+					if now, err := unix.IoctlGetTermios(int(fd), getTermios); err == nil && now.Lflag&unix.ECHO != 0 {
+						_ = hideEcho(int(fd), now)
+					}
+				})
+			}
+		}()
+		restore = func() {
+			signal.Stop(sigs) // no signal is sent on sigs once it returns
+			close(sigs)
+			<-done
+			_ = rc.Control(func(fd uintptr) { _ = unix.IoctlSetTermios(int(fd), setTermios, was) })
 		}
 	})
 	return restore
+}
+
+// hideEcho sets the terminal fd's modes to t's without echo but for the
+// newline.
+func hideEcho(fd int, t *unix.Termios) error {
+	hidden := *t
+	hidden.Lflag = hidden.Lflag&^unix.ECHO | unix.ECHONL
+	return unix.IoctlSetTermios(fd, setTermios, &hidden)
 }
 
 // errTooLong is readAtMost's refusal of input past its limit.

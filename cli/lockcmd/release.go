@@ -219,10 +219,16 @@ func (o *releaseOptions) releaseSecret(ctx context.Context) (string, error) {
 // first line, without surrounding white space.
 func readSecretFile(ctx context.Context, g *invocation.Globals, path string) (string, error) {
 	b, err := g.ReadInput(ctx, "--secret-file", path, 4096, true)
-	if err != nil && !errors.As(err, new(*events.InvalidError)) {
-		err = events.Invalid("--secret-file", path, "cannot be read: "+err.Error())
-	}
-	if err != nil {
+	var ie *invocation.Interrupt
+	switch {
+	case errors.As(err, &ie):
+		// Kept for its exit code, 128+N: cli.Main knows of INT, TERM
+		// and HUP, not of the QUIT that ReadInput took while the
+		// secret was typed.
+		return "", &invocation.Interrupt{Signal: ie.Signal, Err: events.Invalid("--secret-file", path, "cannot be read: "+err.Error())}
+	case err != nil && !errors.As(err, new(*events.InvalidError)):
+		return "", events.Invalid("--secret-file", path, "cannot be read: "+err.Error())
+	case err != nil:
 		return "", err
 	}
 	line, _, _ := strings.Cut(string(b), "\n")

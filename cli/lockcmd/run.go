@@ -66,7 +66,8 @@ which is what flock -o gives.
 
 CMD sees LOCKLEDGER_LOCK, LOCKLEDGER_REQUEST_ID and LOCKLEDGER_FENCING_TOKEN.
 INT, TERM, HUP and QUIT sent to run go to CMD's whole process group
-(with a CONT, for a stopped CMD). With
+(with a CONT, for a stopped CMD); HUP or INT that run started with
+ignored (nohup, a script's "run ... &") stays ignored, by CMD too. With
 standard input a terminal and run in its foreground, CMD's group is its
 foreground while CMD runs, so that CMD can read from it (a prompt, an
 editor): Ctrl-C and Ctrl-\ reach CMD directly (released as cancelled),

@@ -90,6 +90,14 @@ func Acquire(ctx context.Context, l *ledger.Ledger, req ledger.AcquireRequest, o
 	go s.heartbeat(hctx)
 	go s.watch(hctx)
 	go s.watchHolding(hctx)
+	// An acquire answered past the lease's deadline (counted from the
+	// request's send: a ledger that kept it waiting) is a lease lost
+	// already, which its watcher is about to say: returned so, so that no
+	// caller starts work under it. Nothing renews it meanwhile: a
+	// heartbeat's call ends at the deadline.
+	if !s.clock.Now().Before(s.deadline()) {
+		<-s.lost
+	}
 	// Heartbeating already: stopping the job may take its grace.
 	s.takenOver = StopTakenOver(ctx, l, a, c.grace)
 	return s, nil

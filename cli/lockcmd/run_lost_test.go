@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite"
 
 	"github.com/lockledger/lockledger/internal/clitest"
@@ -46,9 +49,10 @@ func TestRunStartsNoCommandUnderALeaseLostAtItsAcquire(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Past the lease's deadline (2s − 500ms after the send), well within
-	// the busy timeout the acquire waits for the database.
-	time.Sleep(2500 * time.Millisecond)
+	// Past the lease's deadline (2s − 500ms after the send, which a loaded
+	// machine may make a few seconds after the start), well within the
+	// busy timeout (10 s) the acquire waits for the database.
+	time.Sleep(6 * time.Second)
 	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
 		t.Fatal(err)
 	}
@@ -61,5 +65,17 @@ func TestRunStartsNoCommandUnderALeaseLostAtItsAcquire(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "stopping the command") || !strings.Contains(stderr.String(), "lock lost before the command started") {
 		t.Errorf("run does not say the command was not started:\n%s", stderr.String())
+	}
+	// The loss's recorder outlives run, and writes in the root until it
+	// has recorded it: awaited before the root is removed.
+	if m := regexp.MustCompile(`recorder_pid=(\d+)`).FindStringSubmatch(stderr.String()); m != nil {
+		pid, _ := strconv.Atoi(m[1])
+		deadline := time.Now().Add(30 * time.Second)
+		for unix.Kill(pid, 0) == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("the loss's recorder (pid %d) is still running 30 s after run exited", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }

@@ -151,9 +151,8 @@ func readFrom(ctx context.Context, f *os.File, limit int64, line bool) ([]byte, 
 	if fi, err := f.Stat(); err == nil && fi.IsDir() {
 		return nil, errIsDir
 	}
-	r := Waiting(ctx, f)
 	if !line {
-		return readAtMost(r, limit)
+		return readAtMost(Waiting(ctx, f), limit)
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -164,7 +163,7 @@ func readFrom(ctx context.Context, f *os.File, limit int64, line bool) ([]byte, 
 		return nil, err
 	}
 	if !line {
-		return readAtMost(r, limit)
+		return readAtMost(Waiting(ctx, f), limit)
 	}
 	ctx, quit := context.WithCancelCause(ctx)
 	defer quit(nil)
